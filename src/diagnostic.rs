@@ -1,0 +1,350 @@
+//! Diagnostics: what every stage reports, with a stable code, a message that names things,
+//! labelled spans and a help line.
+//!
+//! One [`Diagnostic`] type serves parsing, checking, evaluation and the `.tool` analysis, so
+//! the command line renders them all the same way (through miette) and the JSON output has
+//! one shape. Each [`Code`] is documented with an input that triggers it; the full list
+//! with examples is `docs/diagnostics.md`, and a test keeps the two in step.
+
+use std::fmt;
+
+use crate::span::Span;
+
+/// How bad a diagnostic is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// The program cannot run.
+    Error,
+    /// Suspicious but runnable.
+    Warning,
+}
+
+macro_rules! codes {
+    ($( $(#[$doc:meta])* $name:ident = $code:literal, $sev:ident; )*) => {
+        /// Every diagnostic code tdsl can emit. Codes are stable: once published, a code
+        /// keeps its meaning and is never reused.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Code {
+            $( $(#[$doc])* $name, )*
+        }
+
+        impl Code {
+            /// All codes, in order.
+            pub const ALL: &'static [Code] = &[$(Code::$name,)*];
+
+            /// The stable code string (`E0101`).
+            pub fn as_str(self) -> &'static str {
+                match self { $(Code::$name => $code,)* }
+            }
+
+            /// The severity diagnostics with this code have.
+            pub fn severity(self) -> Severity {
+                match self { $(Code::$name => Severity::$sev,)* }
+            }
+        }
+    };
+}
+
+codes! {
+    // ---- syntax (E00xx) ----
+    /// The text does not follow the grammar: `map(array=xs,`
+    Syntax = "E0001", Error;
+    /// An unknown escape in a string literal: `"a\q"`
+    InvalidEscape = "E0002", Error;
+    /// Comparisons do not chain: `1 < x < 3`
+    ChainedComparison = "E0003", Error;
+    /// Brackets or prefix operators nested deeper than the limit: `((((…1…))))`
+    NestingTooDeep = "E0004", Error;
+    /// An integer literal beyond what a list index or number can hold where one is needed: `x.99999999999999999999`
+    InvalidNumber = "E0005", Error;
+    /// A malformed REF string in a JSON value: `"REF:"`, `"REF:a..b"`
+    InvalidRef = "E0006", Error;
+
+    // ---- names and calls (E01xx) ----
+    /// A name that is not in scope: `usr` when only `user` is defined
+    UnknownName = "E0101", Error;
+    /// A function that does not exist: `jion(xs)`
+    UnknownFunction = "E0102", Error;
+    /// More positional arguments than the function takes: `upper("a", "b")`
+    TooManyArguments = "E0103", Error;
+    /// A keyword the function does not take: `join(array=xs, sep=",")`
+    UnknownKeyword = "E0104", Error;
+    /// The same parameter given twice: `join(xs, array=ys)`
+    DuplicateArgument = "E0105", Error;
+    /// A required parameter not given: `map(array=xs)`
+    MissingArgument = "E0106", Error;
+    /// A positional argument after a keyword argument: `join(array=xs, ", ")`
+    PositionalAfterKeyword = "E0107", Error;
+    /// A REF to a context that does not exist: `REF:nosuchstep.x`
+    UnknownRefContext = "E0108", Error;
+    /// `REF:response` outside `transform_responses`
+    ResponseOutsideTransform = "E0109", Error;
+    /// `pipeline` operations that are not a list literal: `pipeline(x, ops)`
+    OperationsNotList = "E0110", Error;
+
+    // ---- types (E02xx) ----
+    /// An argument whose type can never be accepted: `join(array=42)`
+    ArgumentType = "E0201", Error;
+    /// An operator applied to operands it cannot take: `"a" - 1`
+    OperandType = "E0202", Error;
+    /// A path segment applied to a value that has none: `(5).name`
+    SegmentType = "E0203", Error;
+    /// A constant argument outside the accepted set: `sort(xs, direction="up")`
+    InvalidArgumentValue = "E0204", Error;
+    /// A template given as a name whose value is not a string: `map(xs, template=count)`
+    TemplateNotString = "E0205", Error;
+    /// Indexing with a key of the wrong type: `xs[true]`
+    IndexType = "E0206", Error;
+
+    // ---- evaluation (E03xx) ----
+    /// A value of the wrong type met at run time: `sum(array=["a"])`
+    RuntimeType = "E0301", Error;
+    /// Division or remainder by zero: `1 / 0`
+    DivisionByZero = "E0302", Error;
+    /// A result that is not a finite number: `1e308 * 10`
+    NumberOverflow = "E0303", Error;
+    /// `json_parse` of text that is not JSON: `json_parse("{")`
+    InvalidJson = "E0304", Error;
+    /// An argument value a function cannot take at run time: `sort(xs, direction=d)` with `d = "up"`
+    RuntimeArgument = "E0305", Error;
+    /// A template string held in a variable that does not compile
+    DynamicTemplate = "E0306", Error;
+    /// A host-registered function reported an error
+    HostFunction = "E0307", Error;
+    /// A file function with no file store configured
+    NoFileStore = "E0308", Error;
+
+    // ---- limits (E04xx) ----
+    /// The instruction budget (fuel) ran out: `map(range(100000), template=range(100000))`
+    FuelExhausted = "E0401", Error;
+    /// Values or calls nested deeper than the limit
+    DepthLimit = "E0402", Error;
+    /// A string longer than the limit
+    StringLimit = "E0403", Error;
+    /// A list longer than the limit: `range(1000000000)`
+    ListLimit = "E0404", Error;
+    /// A result larger than the output-size limit
+    OutputLimit = "E0405", Error;
+
+    // ---- warnings (W01xx) ----
+    /// `json_parse` of a value that is known not to be a string: `json_parse(42)`
+    JsonParseNonString = "W0101", Warning;
+    /// A field the declared type says cannot exist: `user.nmae` on `{name, email}`
+    UnknownField = "W0102", Warning;
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A labelled span inside a diagnostic.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Label {
+    /// Where.
+    pub span: Span,
+    /// What to say there (may be empty).
+    pub message: String,
+}
+
+/// A problem found in some source text.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Diagnostic {
+    /// The stable code.
+    pub code: Code,
+    /// The one-line message.
+    pub message: String,
+    /// The primary span: what is wrong.
+    pub span: Span,
+    /// The text of the primary label.
+    pub label: String,
+    /// Secondary labels.
+    pub secondary: Vec<Label>,
+    /// How to fix it, when known.
+    pub help: Option<String>,
+}
+
+impl Diagnostic {
+    /// A diagnostic with a code, message and primary span.
+    pub fn new(code: Code, span: Span, message: impl Into<String>) -> Diagnostic {
+        Diagnostic {
+            code,
+            message: message.into(),
+            span,
+            label: String::new(),
+            secondary: Vec::new(),
+            help: None,
+        }
+    }
+
+    /// Sets the primary label's text.
+    pub fn with_label(mut self, label: impl Into<String>) -> Diagnostic {
+        self.label = label.into();
+        self
+    }
+
+    /// Adds a secondary label.
+    pub fn with_secondary(mut self, span: Span, message: impl Into<String>) -> Diagnostic {
+        self.secondary.push(Label { span, message: message.into() });
+        self
+    }
+
+    /// Sets the help line.
+    pub fn with_help(mut self, help: impl Into<String>) -> Diagnostic {
+        self.help = Some(help.into());
+        self
+    }
+
+    /// The severity, from the code.
+    pub fn severity(&self) -> Severity {
+        self.code.severity()
+    }
+
+    /// True for errors.
+    pub fn is_error(&self) -> bool {
+        self.severity() == Severity::Error
+    }
+
+    /// Maps every span through `f` (used to move spans from a template string or a JSON
+    /// string into the text around it).
+    pub fn map_spans(mut self, f: &impl Fn(Span) -> Span) -> Diagnostic {
+        self.span = f(self.span);
+        for l in &mut self.secondary {
+            l.span = f(l.span);
+        }
+        self
+    }
+
+    /// This diagnostic with its source attached, ready for miette to render.
+    pub fn with_source(&self, name: &str, source: &str) -> Report {
+        Report {
+            diagnostic: self.clone(),
+            source: miette::NamedSource::new(name, source.to_string()),
+        }
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Diagnostic {}
+
+/// A diagnostic together with the source it points into.
+#[derive(Debug)]
+pub struct Report {
+    diagnostic: Diagnostic,
+    source: miette::NamedSource<String>,
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.diagnostic.message)
+    }
+}
+
+impl std::error::Error for Report {}
+
+impl miette::Diagnostic for Report {
+    fn code<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        Some(Box::new(self.diagnostic.code.as_str()))
+    }
+
+    fn severity(&self) -> Option<miette::Severity> {
+        Some(match self.diagnostic.severity() {
+            Severity::Error => miette::Severity::Error,
+            Severity::Warning => miette::Severity::Warning,
+        })
+    }
+
+    fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        self.diagnostic.help.as_ref().map(|h| Box::new(h) as Box<dyn fmt::Display>)
+    }
+
+    fn source_code(&self) -> Option<&dyn miette::SourceCode> {
+        Some(&self.source)
+    }
+
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = miette::LabeledSpan> + '_>> {
+        let d = &self.diagnostic;
+        let primary = miette::LabeledSpan::new_primary_with_span(
+            (!d.label.is_empty()).then(|| d.label.clone()),
+            d.span,
+        );
+        let rest = d.secondary.iter().map(|l| {
+            miette::LabeledSpan::new_with_span((!l.message.is_empty()).then(|| l.message.clone()), l.span)
+        });
+        Some(Box::new(std::iter::once(primary).chain(rest)))
+    }
+}
+
+/// Renders diagnostics as miette does on a terminal, without colour (for tests, logs and
+/// non-terminal output).
+pub fn render_plain(diags: &[Diagnostic], name: &str, source: &str) -> String {
+    let handler = miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor())
+        .with_width(100);
+    let mut out = String::new();
+    for d in diags {
+        let report = d.with_source(name, source);
+        let _ = handler.render_report(&mut out, &report);
+    }
+    out
+}
+
+/// The closest candidate to `name` by edit distance, when close enough to suggest.
+pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let max = (name.chars().count() / 3).max(1);
+    candidates
+        .into_iter()
+        .filter(|c| *c != name)
+        .map(|c| (edit_distance(name, c), c))
+        .filter(|(d, _)| *d <= max)
+        .min_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(b.1)))
+        .map(|(_, c)| c)
+}
+
+/// Levenshtein distance, counting an adjacent transposition as one edit.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut prev2 = vec![0; b.len() + 1];
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for i in 1..=a.len() {
+        cur[0] = i;
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            cur[j] = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                cur[j] = cur[j].min(prev2[j - 2] + 1);
+            }
+        }
+        std::mem::swap(&mut prev2, &mut prev);
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_unique() {
+        let mut seen = std::collections::HashSet::new();
+        for c in Code::ALL {
+            assert!(seen.insert(c.as_str()), "duplicate code {c}");
+        }
+    }
+
+    #[test]
+    fn suggestions() {
+        assert_eq!(did_you_mean("jion", ["join", "json_parse", "map"]), Some("join"));
+        assert_eq!(did_you_mean("usr", ["user", "users"]), Some("user"));
+        assert_eq!(did_you_mean("zzzzzz", ["join"]), None);
+    }
+}

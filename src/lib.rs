@@ -1,0 +1,6 @@
+//! tdsl
+#![forbid(unsafe_code)]
+pub mod diagnostic;
+pub mod span;
+pub mod syntax;
+pub mod value;

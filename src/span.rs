@@ -1,0 +1,174 @@
+//! Byte positions in source text.
+//!
+//! One position type for the whole crate: a half-open range of `u32` byte offsets into the
+//! text a diagnostic is about. Spans inside string literals that hold templates are mapped
+//! back to the outer source through a [`SourceMap`], so a diagnostic always underlines the
+//! characters the user typed.
+
+use std::fmt;
+
+/// A half-open byte range `start..end` in a source text.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Span {
+    /// First byte.
+    pub start: u32,
+    /// One past the last byte.
+    pub end: u32,
+}
+
+impl Span {
+    /// A span from `start` to `end` (saturating at `u32::MAX`).
+    pub fn new(start: usize, end: usize) -> Span {
+        let clamp = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        Span { start: clamp(start), end: clamp(end.max(start)) }
+    }
+
+    /// The smallest span covering both.
+    pub fn to(self, other: Span) -> Span {
+        Span { start: self.start.min(other.start), end: self.end.max(other.end) }
+    }
+
+    /// The span as a `usize` range, for slicing.
+    pub fn range(self) -> std::ops::Range<usize> {
+        self.start as usize..self.end as usize
+    }
+
+    /// Number of bytes covered.
+    pub fn len(self) -> usize {
+        (self.end - self.start) as usize
+    }
+
+    /// True when the span covers no bytes.
+    pub fn is_empty(self) -> bool {
+        self.start == self.end
+    }
+
+    /// This span moved `by` bytes to the right.
+    pub fn shift(self, by: u32) -> Span {
+        Span { start: self.start.saturating_add(by), end: self.end.saturating_add(by) }
+    }
+}
+
+impl fmt::Display for Span {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}..{}", self.start, self.end)
+    }
+}
+
+impl From<Span> for miette::SourceSpan {
+    fn from(span: Span) -> Self {
+        miette::SourceSpan::new((span.start as usize).into(), span.len())
+    }
+}
+
+/// A value with the span it came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Spanned<T> {
+    /// The value.
+    pub node: T,
+    /// Where it was written.
+    pub span: Span,
+}
+
+impl<T> Spanned<T> {
+    /// Pair a value with its span.
+    pub fn new(node: T, span: Span) -> Self {
+        Spanned { node, span }
+    }
+}
+
+/// Maps byte offsets in a decoded string (after escapes were replaced) back to byte offsets
+/// in the text it was written in.
+///
+/// Built while unescaping: every decoded character records where its source starts. Used
+/// for template strings inside expressions and, one level up, for expressions inside JSON
+/// strings, so spans compose through both layers of escaping.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SourceMap {
+    /// `(decoded offset, source offset)` of each decoded character that does not simply
+    /// continue the verbatim run before it, in order.
+    points: Vec<(u32, u32)>,
+    /// Decoded length and the source offset just past the last character.
+    end: (u32, u32),
+}
+
+impl SourceMap {
+    /// A map for text that was copied verbatim from `source_start`.
+    pub fn identity(source_start: u32, len: u32) -> SourceMap {
+        SourceMap { points: vec![(0, source_start)], end: (len, source_start.saturating_add(len)) }
+    }
+
+    /// Records that the decoded character at offset `decoded` starts at `source` in the
+    /// source text. Calls must come in increasing order of both offsets.
+    pub fn push(&mut self, decoded: usize, source: usize) {
+        let c = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        let (d, s) = (c(decoded), c(source));
+        // Skip points that a verbatim run already implies.
+        if let Some(&(pd, ps)) = self.points.last() {
+            if d.wrapping_sub(pd) == s.wrapping_sub(ps) {
+                return;
+            }
+        }
+        self.points.push((d, s));
+    }
+
+    /// Marks the end of the decoded text and of its source.
+    pub fn finish(&mut self, decoded_len: usize, source_end: usize) {
+        let c = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        self.end = (c(decoded_len), c(source_end));
+    }
+
+    /// The source offset where decoded offset `at` starts.
+    fn offset(&self, at: u32) -> u32 {
+        if at >= self.end.0 {
+            return self.end.1;
+        }
+        let idx = self.points.partition_point(|p| p.0 <= at);
+        match idx.checked_sub(1).and_then(|i| self.points.get(i)) {
+            Some(&(d, s)) => {
+                // Within a verbatim run, but never past the next point's source offset.
+                let limit = self.points.get(idx).map_or(self.end.1, |p| p.1);
+                (s + (at - d)).min(limit)
+            }
+            None => self.end.1,
+        }
+    }
+
+    /// Maps a span in decoded text to a span in the source text.
+    pub fn map(&self, span: Span) -> Span {
+        let start = self.offset(span.start);
+        let end = if span.is_empty() { start } else { self.offset(span.end) };
+        Span { start, end: end.max(start) }
+    }
+
+    /// Maps a decoded span through this map and then through `outer`, for text that was
+    /// decoded twice (a template string inside an expression inside a JSON string).
+    pub fn then(&self, span: Span, outer: &SourceMap) -> Span {
+        outer.map(self.map(span))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identity_map_shifts() {
+        let m = SourceMap::identity(10, 5);
+        assert_eq!(m.map(Span::new(1, 3)), Span::new(11, 13));
+        assert_eq!(m.map(Span::new(0, 5)), Span::new(10, 15));
+    }
+
+    #[test]
+    fn escapes_widen_in_source() {
+        // source:  a \n b   (bytes: a=0, \=1, n=2, b=3) decoded: a, LF, b
+        let mut m = SourceMap::default();
+        m.push(0, 0);
+        m.push(1, 1);
+        m.push(2, 3);
+        m.finish(3, 4);
+        assert_eq!(m.map(Span::new(1, 2)), Span::new(1, 3));
+        assert_eq!(m.map(Span::new(2, 3)), Span::new(3, 4));
+        assert_eq!(m.map(Span::new(0, 3)), Span::new(0, 4));
+    }
+}

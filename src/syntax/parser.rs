@@ -1,0 +1,470 @@
+//! pest pairs → AST.
+//!
+//! Parsing never fails: it returns an expression (with [`ExprKind::Error`] standing in for
+//! what did not parse) and every diagnostic found. pest stops at the first syntax error, so
+//! the grammar is deliberately loose where a precise message is more useful than a generic
+//! "expected …": comparison chains and string escapes are accepted by the grammar and
+//! reported here, all of them in one pass. Nesting depth is checked before pest runs, so
+//! deeply nested input is a clean error instead of a stack overflow.
+
+use std::sync::Arc;
+
+use pest::iterators::Pair;
+use pest::Parser as _;
+
+use super::ast::*;
+use super::escape::{unescape, Dialect};
+use crate::diagnostic::{Code, Diagnostic};
+use crate::span::{Span, Spanned};
+
+#[derive(pest_derive::Parser)]
+#[grammar = "../grammar/tdsl.pest"]
+struct Grammar;
+
+/// The outcome of parsing: an expression and every problem found.
+#[derive(Clone, Debug)]
+pub struct Parse {
+    /// The expression; parts that did not parse are [`ExprKind::Error`].
+    pub expr: Expr,
+    /// Every problem found, in source order.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Nesting deeper than this is refused before parsing (SPEC §4.8).
+pub const DEFAULT_MAX_NESTING: usize = 128;
+
+/// Parses an expression with the default nesting limit.
+pub fn parse(src: &str) -> Parse {
+    parse_with_limit(src, DEFAULT_MAX_NESTING)
+}
+
+/// Parses an expression, refusing nesting deeper than `max_nesting`.
+pub fn parse_with_limit(src: &str, max_nesting: usize) -> Parse {
+    let whole = Span::new(0, src.len());
+    if let Some(d) = check_nesting(src, max_nesting) {
+        return Parse { expr: Expr::new(ExprKind::Error, whole), diagnostics: vec![d] };
+    }
+    match Grammar::parse(Rule::program, src) {
+        Ok(mut pairs) => {
+            let mut b = Builder { diagnostics: Vec::new(), max_depth: max_nesting, too_deep: false };
+            let program = pairs.next();
+            let expr = program
+                .and_then(|p| p.into_inner().next())
+                .map(|p| b.expr(p, 0))
+                .unwrap_or_else(|| Expr::new(ExprKind::Error, whole));
+            b.diagnostics.sort_by_key(|d| d.span.start);
+            Parse { expr, diagnostics: b.diagnostics }
+        }
+        Err(e) => Parse { expr: Expr::new(ExprKind::Error, whole), diagnostics: vec![syntax_error(src, &e)] },
+    }
+}
+
+/// Parses a string that is a REF on its own (`REF:step.items.0`), as found in JSON values.
+pub fn parse_ref(src: &str) -> Result<RefPath, Diagnostic> {
+    match Grammar::parse(Rule::ref_program, src) {
+        Ok(mut pairs) => {
+            let pair = pairs.next().and_then(|p| p.into_inner().next());
+            match pair {
+                Some(p) => Ok(ref_path(p)),
+                None => Err(Diagnostic::new(Code::InvalidRef, Span::new(0, src.len()), "empty REF")),
+            }
+        }
+        Err(e) => {
+            let mut d = syntax_error(src, &e);
+            d.code = Code::InvalidRef;
+            d.message = format!("malformed REF `{src}`: {}", d.message);
+            Err(d.with_help(
+                "a REF is `REF:<arguments|response|step_id>` followed by `.segment`s (names, indices, `length`, `first`, `last`), with no spaces",
+            ))
+        }
+    }
+}
+
+/// Finds the first place where brackets or prefix operators nest deeper than `max`.
+fn check_nesting(src: &str, max: usize) -> Option<Diagnostic> {
+    let bytes = src.as_bytes();
+    let mut depth = 0usize;
+    let mut prefix_run = 0usize;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        match b {
+            b'"' | b'\'' => {
+                // Skip the string; an unterminated one is pest's to report.
+                i += 1;
+                while i < bytes.len() && bytes[i] != b {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                prefix_run = 0;
+            }
+            b'(' | b'[' | b'{' => {
+                depth += 1;
+                if depth + prefix_run > max {
+                    return Some(too_deep(i, max));
+                }
+            }
+            b')' | b']' | b'}' => {
+                depth = depth.saturating_sub(1);
+                prefix_run = 0;
+            }
+            b'-' | b'!' if bytes.get(i + 1) != Some(&b'=') => {
+                prefix_run += 1;
+                if depth + prefix_run > max {
+                    return Some(too_deep(i, max));
+                }
+            }
+            b'n' if src[i..].starts_with("not")
+                && !bytes.get(i + 3).is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_')
+                && (i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_')) =>
+            {
+                prefix_run += 1;
+                if depth + prefix_run > max {
+                    return Some(too_deep(i, max));
+                }
+                i += 2;
+            }
+            b' ' | b'\t' | b'\r' | b'\n' => {}
+            _ => prefix_run = 0,
+        }
+        i += 1;
+    }
+    None
+}
+
+fn too_deep(at: usize, max: usize) -> Diagnostic {
+    Diagnostic::new(Code::NestingTooDeep, Span::new(at, at + 1), format!("expression nested deeper than {max} levels"))
+        .with_label("this level is too deep")
+        .with_help("split the expression into several transforms, or raise the nesting limit")
+}
+
+/// A user-facing name for a grammar rule, used in "expected …" messages.
+fn rule_name(rule: Rule) -> &'static str {
+    match rule {
+        Rule::EOI => "end of input",
+        Rule::expr | Rule::or_expr | Rule::and_expr | Rule::not_expr | Rule::cmp_expr
+        | Rule::sum_expr | Rule::prod_expr | Rule::unary_expr | Rule::postfix => "an expression",
+        Rule::or_op => "`or`",
+        Rule::and_op => "`and`",
+        Rule::not_op => "`not`",
+        Rule::cmp_op => "a comparison operator",
+        Rule::sum_op => "`+` or `-`",
+        Rule::prod_op => "`*`, `/` or `%`",
+        Rule::neg_op => "`-`",
+        Rule::field => "`.`",
+        Rule::segment => "a field name or index",
+        Rule::index => "`[`",
+        Rule::call => "a function call",
+        Rule::kwarg => "a keyword argument",
+        Rule::list => "a list",
+        Rule::object => "an object",
+        Rule::entry => "an object entry `key: value`",
+        Rule::name | Rule::ident | Rule::keyword => "a name",
+        Rule::ref_path | Rule::ref_program => "a REF path",
+        Rule::ref_context => "a REF context (`arguments`, `response` or a step id)",
+        Rule::ref_segment | Rule::ref_ident => "a REF segment",
+        Rule::float | Rule::int => "a number",
+        Rule::string | Rule::dq_inner | Rule::sq_inner => "a string",
+        Rule::true_lit | Rule::false_lit | Rule::null_lit => "a literal",
+        Rule::paren => "`(`",
+        Rule::exponent => "an exponent",
+        Rule::ident_char => "a name character",
+        Rule::program | Rule::WHITESPACE | Rule::primary | Rule::arg | Rule::obj_key | Rule::literal => {
+            "an expression"
+        }
+    }
+}
+
+fn syntax_error(src: &str, e: &pest::error::Error<Rule>) -> Diagnostic {
+    use pest::error::{ErrorVariant, InputLocation};
+    let pos = match e.location {
+        InputLocation::Pos(p) => p,
+        InputLocation::Span((s, _)) => s,
+    };
+    let found = src[pos..].chars().next();
+    let end = pos + found.map_or(0, char::len_utf8);
+    let found_text = match found {
+        None => "end of input".to_string(),
+        Some(c) => format!("`{}`", token_at(src, pos).unwrap_or_else(|| c.to_string())),
+    };
+    let expected = match &e.variant {
+        ErrorVariant::ParsingError { positives, .. } => {
+            let mut names: Vec<&str> = positives.iter().map(|r| rule_name(*r)).collect();
+            names.sort_unstable();
+            names.dedup();
+            names
+        }
+        ErrorVariant::CustomError { .. } => Vec::new(),
+    };
+    let expected_text = match expected.as_slice() {
+        [] => String::from("something else"),
+        [one] => (*one).to_string(),
+        [rest @ .., last] => format!("{} or {}", rest.join(", "), last),
+    };
+    let mut d = Diagnostic::new(Code::Syntax, Span::new(pos, end), format!("expected {expected_text}, found {found_text}"))
+        .with_label(format!("expected {expected_text}"));
+    if let Some(help) = syntax_help(src, pos) {
+        d = d.with_help(help);
+    }
+    d
+}
+
+/// The word or symbol at `pos`, for "found …".
+fn token_at(src: &str, pos: usize) -> Option<String> {
+    let rest = &src[pos..];
+    let word: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+    if !word.is_empty() {
+        return Some(word);
+    }
+    rest.chars().next().map(|c| c.to_string())
+}
+
+/// A hint for common slips.
+fn syntax_help(src: &str, pos: usize) -> Option<String> {
+    let before = src[..pos].trim_end();
+    let rest = &src[pos..];
+    if rest.is_empty() {
+        let opens = src.matches('(').count() as i64 - src.matches(')').count() as i64;
+        if opens > 0 {
+            return Some("a `(` is never closed".into());
+        }
+        let opens = src.matches('[').count() as i64 - src.matches(']').count() as i64;
+        if opens > 0 {
+            return Some("a `[` is never closed".into());
+        }
+        let quotes = src.matches('"').count() - src.matches("\\\"").count();
+        if quotes % 2 == 1 {
+            return Some("a string is never closed: add the closing `\"`".into());
+        }
+    }
+    if rest.starts_with('=') && !rest.starts_with("==") {
+        return Some("to compare, write `==`; `=` only names a keyword argument inside a call".into());
+    }
+    if before.ends_with(',') && (rest.starts_with(')') || rest.starts_with(']')) {
+        return None;
+    }
+    for kw in ["and", "or", "not", "true", "false", "null"] {
+        if rest.starts_with(kw) && before.ends_with(['(', ',']) && rest[kw.len()..].trim_start().starts_with('=') {
+            return Some(format!("`{kw}` is a keyword and cannot be a name"));
+        }
+    }
+    None
+}
+
+struct Builder {
+    diagnostics: Vec<Diagnostic>,
+    max_depth: usize,
+    too_deep: bool,
+}
+
+fn span_of(p: &Pair<'_, Rule>) -> Span {
+    Span::new(p.as_span().start(), p.as_span().end())
+}
+
+fn name_of(p: &Pair<'_, Rule>) -> Spanned<Name> {
+    Spanned::new(Arc::from(p.as_str()), span_of(p))
+}
+
+impl Builder {
+    /// Builds any expression rule. `depth` is the nesting of the node being built, so that
+    /// long operator chains and postfix chains cannot build a tree deeper than the limit.
+    fn expr(&mut self, p: Pair<'_, Rule>, depth: usize) -> Expr {
+        let span = span_of(&p);
+        if depth > self.max_depth {
+            if !self.too_deep {
+                self.too_deep = true;
+                self.diagnostics.push(too_deep(span.start as usize, self.max_depth));
+            }
+            return Expr::new(ExprKind::Error, span);
+        }
+        match p.as_rule() {
+            Rule::expr | Rule::paren => match p.into_inner().next() {
+                Some(inner) => {
+                    let mut e = self.expr(inner, depth);
+                    // Parentheses are part of the node's span, so `(a + b).x` underlines them.
+                    if e.span.start > span.start {
+                        e.span = span;
+                    }
+                    e
+                }
+                None => Expr::new(ExprKind::Error, span),
+            },
+            Rule::or_expr | Rule::and_expr | Rule::sum_expr | Rule::prod_expr => self.left_fold(p, depth),
+            Rule::cmp_expr => self.comparison(p, depth),
+            Rule::not_expr | Rule::unary_expr => {
+                let mut inner = p.into_inner();
+                match (inner.next(), inner.next()) {
+                    (Some(op), Some(operand)) => {
+                        let op = if op.as_rule() == Rule::neg_op { UnaryOp::Neg } else { UnaryOp::Not };
+                        let operand = self.expr(operand, depth + 1);
+                        Expr::new(ExprKind::Unary(op, Box::new(operand)), span)
+                    }
+                    (Some(only), None) => self.expr(only, depth),
+                    _ => Expr::new(ExprKind::Error, span),
+                }
+            }
+            Rule::postfix => self.postfix(p, depth),
+            Rule::int => match p.as_str().parse::<i64>() {
+                Ok(i) => Expr::new(ExprKind::Int(i), span),
+                // Too large for i64: a float, as SPEC §1 says of numbers beyond i64.
+                Err(_) => Expr::new(ExprKind::Float(p.as_str().parse::<f64>().unwrap_or(f64::MAX)), span),
+            },
+            Rule::float => match p.as_str().parse::<f64>() {
+                Ok(f) if f.is_finite() => Expr::new(ExprKind::Float(f), span),
+                _ => {
+                    self.diagnostics.push(
+                        Diagnostic::new(Code::InvalidNumber, span, format!("number `{}` is out of range", p.as_str()))
+                            .with_label("not a finite 64-bit float"),
+                    );
+                    Expr::new(ExprKind::Error, span)
+                }
+            },
+            Rule::string => self.string(p),
+            Rule::true_lit => Expr::new(ExprKind::Bool(true), span),
+            Rule::false_lit => Expr::new(ExprKind::Bool(false), span),
+            Rule::null_lit => Expr::new(ExprKind::Null, span),
+            Rule::ref_path => Expr::new(ExprKind::Ref(ref_path(p)), span),
+            Rule::name => Expr::new(ExprKind::Name(Arc::from(p.as_str())), span),
+            Rule::list => {
+                let items = p.into_inner().map(|x| self.expr(x, depth + 1)).collect();
+                Expr::new(ExprKind::List(items), span)
+            }
+            Rule::object => {
+                let mut entries = Vec::new();
+                for entry in p.into_inner() {
+                    let mut parts = entry.into_inner();
+                    let (Some(k), Some(v)) = (parts.next(), parts.next()) else { continue };
+                    let key = if k.as_rule() == Rule::string {
+                        let s = self.string(k);
+                        match s.kind {
+                            ExprKind::Str(lit) => Spanned::new(lit.value, s.span),
+                            _ => Spanned::new(Arc::from(""), s.span),
+                        }
+                    } else {
+                        name_of(&k)
+                    };
+                    entries.push((key, self.expr(v, depth + 1)));
+                }
+                Expr::new(ExprKind::Object(entries), span)
+            }
+            Rule::call => {
+                let mut inner = p.into_inner();
+                let Some(name) = inner.next() else { return Expr::new(ExprKind::Error, span) };
+                let args = inner
+                    .map(|a| {
+                        if a.as_rule() == Rule::kwarg {
+                            let mut kv = a.into_inner();
+                            let k = kv.next().map(|k| name_of(&k));
+                            let v = kv.next().map_or(Expr::new(ExprKind::Error, span), |v| self.expr(v, depth + 1));
+                            Arg { keyword: k, value: v }
+                        } else {
+                            Arg { keyword: None, value: self.expr(a, depth + 1) }
+                        }
+                    })
+                    .collect();
+                Expr::new(ExprKind::Call(Call { name: name_of(&name), args }), span)
+            }
+            _ => Expr::new(ExprKind::Error, span),
+        }
+    }
+
+    fn left_fold(&mut self, p: Pair<'_, Rule>, depth: usize) -> Expr {
+        let mut inner = p.into_inner().peekable();
+        let Some(first) = inner.next() else { return Expr::new(ExprKind::Error, Span::default()) };
+        let mut chain = Vec::new();
+        while let (Some(op), Some(rhs)) = (inner.next(), inner.next()) {
+            chain.push((op, rhs));
+        }
+        // A chain of n operators builds a left-deep tree n levels deep.
+        let mut acc = self.expr(first, depth + chain.len());
+        for (i, (op, rhs)) in chain.into_iter().enumerate() {
+            let op = binary_op(op.as_str());
+            let rhs = self.expr(rhs, depth + i + 1);
+            let span = acc.span.to(rhs.span);
+            acc = Expr::new(ExprKind::Binary(op, Box::new(acc), Box::new(rhs)), span);
+        }
+        acc
+    }
+
+    fn comparison(&mut self, p: Pair<'_, Rule>, depth: usize) -> Expr {
+        let mut inner = p.into_inner();
+        let Some(first) = inner.next() else { return Expr::new(ExprKind::Error, Span::default()) };
+        let mut acc = self.expr(first, depth + 1);
+        let mut count = 0;
+        while let (Some(op), Some(rhs)) = (inner.next(), inner.next()) {
+            count += 1;
+            let op_span = span_of(&op);
+            let op = binary_op(op.as_str());
+            let rhs = self.expr(rhs, depth + 1);
+            if count == 2 {
+                self.diagnostics.push(
+                    Diagnostic::new(Code::ChainedComparison, op_span, "comparison operators cannot be chained")
+                        .with_label("second comparison")
+                        .with_secondary(acc.span, "this is already a comparison")
+                        .with_help("combine the comparisons with `and`: `a < b and b < c`"),
+                );
+            }
+            let span = acc.span.to(rhs.span);
+            if count >= 2 {
+                // Keep the tree shallow: the chain is an error anyway.
+                acc = Expr::new(ExprKind::Error, span);
+                continue;
+            }
+            acc = Expr::new(ExprKind::Binary(op, Box::new(acc), Box::new(rhs)), span);
+        }
+        acc
+    }
+
+    fn postfix(&mut self, p: Pair<'_, Rule>, depth: usize) -> Expr {
+        let mut inner = p.into_inner();
+        let Some(first) = inner.next() else { return Expr::new(ExprKind::Error, Span::default()) };
+        let ops: Vec<_> = inner.collect();
+        let mut acc = self.expr(first, depth + ops.len());
+        for (i, op) in ops.into_iter().enumerate() {
+            let op_span = span_of(&op);
+            let span = acc.span.to(op_span);
+            let Some(x) = op.clone().into_inner().next() else { continue };
+            acc = match op.as_rule() {
+                Rule::field => Expr::new(ExprKind::Field(Box::new(acc), name_of(&x)), span),
+                _ => {
+                    let key = self.expr(x, depth + i + 1);
+                    Expr::new(ExprKind::Index(Box::new(acc), Box::new(key)), span)
+                }
+            };
+        }
+        acc
+    }
+
+    fn string(&mut self, p: Pair<'_, Rule>) -> Expr {
+        let span = span_of(&p);
+        let inner = p.into_inner().next();
+        let (raw, offset) = inner.map_or(("", span.start as usize + 1), |i| (i.as_str(), i.as_span().start()));
+        let (text, map, errors) = unescape(raw, offset, Dialect::Expression);
+        self.diagnostics.extend(errors);
+        Expr::new(ExprKind::Str(StrLit { value: Arc::from(text), map: Arc::new(map) }), span)
+    }
+}
+
+
+fn binary_op(s: &str) -> BinaryOp {
+    match s {
+        "or" | "||" => BinaryOp::Or,
+        "and" | "&&" => BinaryOp::And,
+        "==" => BinaryOp::Eq,
+        "!=" => BinaryOp::Ne,
+        "<" => BinaryOp::Lt,
+        "<=" => BinaryOp::Le,
+        ">" => BinaryOp::Gt,
+        ">=" => BinaryOp::Ge,
+        "+" => BinaryOp::Add,
+        "-" => BinaryOp::Sub,
+        "*" => BinaryOp::Mul,
+        "/" => BinaryOp::Div,
+        _ => BinaryOp::Rem,
+    }
+}
+
+fn ref_path(p: Pair<'_, Rule>) -> RefPath {
+    let mut inner = p.into_inner();
+    let context = inner.next().map_or_else(|| Spanned::new(Arc::from(""), Span::default()), |c| name_of(&c));
+    RefPath { context, segments: inner.map(|s| name_of(&s)).collect() }
+}

@@ -1,0 +1,733 @@
+//! The runtime value.
+//!
+//! A [`Value`] is a JSON value whose strings, lists and objects live behind reference
+//! counts, so cloning one is a pointer copy and a counter increment. Objects keep insertion
+//! order. This module owns the language-level semantics of values that every stage shares:
+//! equality, the total order, truthiness, segment resolution (`.name`, `.0`, `.length`, …)
+//! and the JSON rendering rules of `join`. It never allocates a copy of a list or object to
+//! read one.
+
+use std::cmp::Ordering;
+use std::fmt;
+use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::sync::Arc;
+
+use indexmap::IndexMap;
+use rustc_hash::FxHasher;
+
+/// The hasher used for object keys: short keys, hashed often, never attacker-chosen in a way
+/// that matters more than evaluation limits already bound.
+pub type FxBuild = BuildHasherDefault<FxHasher>;
+
+/// The map behind an object value: insertion-ordered.
+pub type Map = IndexMap<Arc<str>, Value, FxBuild>;
+
+/// A tdsl value: JSON with cheap clones.
+#[derive(Clone, Debug, Default)]
+pub enum Value {
+    /// `null`
+    #[default]
+    Null,
+    /// `true` / `false`
+    Bool(bool),
+    /// An integer that fits in `i64`.
+    Int(i64),
+    /// A finite float (never NaN or infinite).
+    Float(f64),
+    /// A string.
+    Str(Arc<str>),
+    /// A list.
+    List(Arc<Vec<Value>>),
+    /// An object, in insertion order.
+    Object(Arc<Map>),
+}
+
+/// The kinds of value, as named in messages and by the type checker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    /// `null`
+    Null,
+    /// `boolean`
+    Bool,
+    /// `number`
+    Number,
+    /// `string`
+    Str,
+    /// `list`
+    List,
+    /// `object`
+    Object,
+}
+
+impl Kind {
+    /// The user-facing name of the kind.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Null => "null",
+            Kind::Bool => "boolean",
+            Kind::Number => "number",
+            Kind::Str => "string",
+            Kind::List => "list",
+            Kind::Object => "object",
+        }
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Why a path segment could not be applied to a value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SegmentError {
+    /// The kind of value the segment was applied to.
+    pub found: Kind,
+}
+
+impl Value {
+    /// A string value.
+    pub fn str(s: &str) -> Value {
+        Value::Str(Arc::from(s))
+    }
+
+    /// A list value.
+    pub fn list(items: Vec<Value>) -> Value {
+        Value::List(Arc::new(items))
+    }
+
+    /// An object value.
+    pub fn object(map: Map) -> Value {
+        Value::Object(Arc::new(map))
+    }
+
+    /// An object value from key/value pairs, later keys winning.
+    pub fn object_from<K: AsRef<str>>(pairs: impl IntoIterator<Item = (K, Value)>) -> Value {
+        let mut map = Map::default();
+        for (k, v) in pairs {
+            map.insert(Arc::from(k.as_ref()), v);
+        }
+        Value::object(map)
+    }
+
+    /// A number from an `f64`: an error (`None`) for NaN and infinities.
+    pub fn float(f: f64) -> Option<Value> {
+        f.is_finite().then_some(Value::Float(f))
+    }
+
+    /// The kind of this value.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Value::Null => Kind::Null,
+            Value::Bool(_) => Kind::Bool,
+            Value::Int(_) | Value::Float(_) => Kind::Number,
+            Value::Str(_) => Kind::Str,
+            Value::List(_) => Kind::List,
+            Value::Object(_) => Kind::Object,
+        }
+    }
+
+    /// Truthiness: `null`, `false`, `0`, `0.0`, `""`, `[]` and `{}` are falsy.
+    pub fn truthy(&self) -> bool {
+        match self {
+            Value::Null => false,
+            Value::Bool(b) => *b,
+            Value::Int(i) => *i != 0,
+            Value::Float(f) => *f != 0.0,
+            Value::Str(s) => !s.is_empty(),
+            Value::List(l) => !l.is_empty(),
+            Value::Object(o) => !o.is_empty(),
+        }
+    }
+
+    /// The number as `f64`, if this is a number.
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Value::Int(i) => Some(*i as f64),
+            Value::Float(f) => Some(*f),
+            _ => None,
+        }
+    }
+
+    /// The string, if this is one.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The list, if this is one.
+    pub fn as_list(&self) -> Option<&[Value]> {
+        match self {
+            Value::List(l) => Some(l),
+            _ => None,
+        }
+    }
+
+    /// The object, if this is one.
+    pub fn as_object(&self) -> Option<&Map> {
+        match self {
+            Value::Object(o) => Some(o),
+            _ => None,
+        }
+    }
+
+    /// True for `null`.
+    pub fn is_null(&self) -> bool {
+        matches!(self, Value::Null)
+    }
+
+    /// Applies one path segment (SPEC §2) without cloning anything but the result.
+    ///
+    /// Returns a borrowed value when the segment selects part of `self`, and an owned one
+    /// when it derives something (`length`, `file_name`, …).
+    pub fn segment(&self, seg: &str) -> Result<Value, SegmentError> {
+        match self {
+            Value::Null => Ok(Value::Null),
+            Value::Object(map) => {
+                if let Some(v) = map.get(seg) {
+                    return Ok(v.clone());
+                }
+                Ok(match seg {
+                    "length" => Value::Int(map.len() as i64),
+                    "file_name" | "parent_directory" => match map.get("path") {
+                        Some(Value::Str(p)) => file_attribute(p, seg),
+                        _ => Value::Null,
+                    },
+                    _ => Value::Null,
+                })
+            }
+            Value::List(items) => match seg {
+                "length" => Ok(Value::Int(items.len() as i64)),
+                "first" => Ok(items.first().cloned().unwrap_or_default()),
+                "last" => Ok(items.last().cloned().unwrap_or_default()),
+                _ => match parse_index(seg) {
+                    Some(i) => Ok(items.get(i).cloned().unwrap_or_default()),
+                    None => Err(SegmentError { found: Kind::List }),
+                },
+            },
+            Value::Str(s) => match seg {
+                "length" => Ok(Value::Int(s.chars().count() as i64)),
+                "path" => Ok(self.clone()),
+                "file_name" | "parent_directory" => Ok(file_attribute(s, seg)),
+                _ => Err(SegmentError { found: Kind::Str }),
+            },
+            other => Err(SegmentError { found: other.kind() }),
+        }
+    }
+
+    /// Borrowing lookup of an object key or list index, for the hot path of field access;
+    /// `None` when the segment needs the general rules of [`Value::segment`].
+    #[inline]
+    pub fn get_direct(&self, seg: &str) -> Option<&Value> {
+        match self {
+            Value::Object(map) => map.get(seg),
+            _ => None,
+        }
+    }
+
+    /// Indexing with a computed key: `value[key]`.
+    ///
+    /// A list takes an integer (negative counts from the end) and an object a string; both
+    /// give `null` when absent, as does indexing `null`.
+    pub fn index(&self, key: &Value) -> Result<Value, SegmentError> {
+        match (self, key) {
+            (Value::Null, _) => Ok(Value::Null),
+            (Value::List(items), Value::Int(i)) => {
+                let len = items.len() as i64;
+                let at = if *i < 0 { len + *i } else { *i };
+                Ok(usize::try_from(at).ok().and_then(|i| items.get(i)).cloned().unwrap_or_default())
+            }
+            (Value::List(_), Value::Float(f)) if f.fract() == 0.0 && f.abs() < 9.0e15 => {
+                self.index(&Value::Int(*f as i64))
+            }
+            (Value::Object(_), Value::Str(k)) | (Value::List(_), Value::Str(k)) => self.segment(k),
+            (Value::Str(_), Value::Str(k)) => self.segment(k),
+            (other, _) => Err(SegmentError { found: other.kind() }),
+        }
+    }
+
+    /// The total order of SPEC §1: `null < false < true < numbers < strings < lists < objects`.
+    ///
+    /// Strings compare by code point, lists lexicographically, objects by their entries in
+    /// key order (keys first, then values), so the order is total and deterministic.
+    pub fn total_cmp(&self, other: &Value) -> Ordering {
+        use Value::*;
+        match (self, other) {
+            (Null, Null) => Ordering::Equal,
+            (Bool(a), Bool(b)) => a.cmp(b),
+            (Int(a), Int(b)) => a.cmp(b),
+            (Int(_) | Float(_), Int(_) | Float(_)) => cmp_numbers(self, other),
+            (Str(a), Str(b)) => a.cmp(b),
+            (List(a), List(b)) => {
+                for (x, y) in a.iter().zip(b.iter()) {
+                    match x.total_cmp(y) {
+                        Ordering::Equal => {}
+                        ord => return ord,
+                    }
+                }
+                a.len().cmp(&b.len())
+            }
+            (Object(a), Object(b)) => {
+                let mut ak: Vec<_> = a.iter().collect();
+                let mut bk: Vec<_> = b.iter().collect();
+                ak.sort_by(|x, y| x.0.cmp(y.0));
+                bk.sort_by(|x, y| x.0.cmp(y.0));
+                for ((ka, va), (kb, vb)) in ak.iter().zip(bk.iter()) {
+                    match ka.cmp(kb).then_with(|| va.total_cmp(vb)) {
+                        Ordering::Equal => {}
+                        ord => return ord,
+                    }
+                }
+                ak.len().cmp(&bk.len())
+            }
+            _ => rank(self).cmp(&rank(other)),
+        }
+    }
+
+    /// A rough count of the bytes this value's JSON form takes, stopping early once it
+    /// passes `limit` (used by the output-size limit without rendering the value).
+    pub fn size_at_most(&self, limit: usize) -> usize {
+        fn go(v: &Value, acc: &mut usize, limit: usize) {
+            if *acc > limit {
+                return;
+            }
+            match v {
+                Value::Null | Value::Bool(_) => *acc += 5,
+                Value::Int(_) | Value::Float(_) => *acc += 8,
+                Value::Str(s) => *acc += s.len() + 2,
+                Value::List(l) => {
+                    *acc += 2;
+                    for x in l.iter() {
+                        *acc += 1;
+                        go(x, acc, limit);
+                        if *acc > limit {
+                            return;
+                        }
+                    }
+                }
+                Value::Object(o) => {
+                    *acc += 2;
+                    for (k, x) in o.iter() {
+                        *acc += k.len() + 4;
+                        go(x, acc, limit);
+                        if *acc > limit {
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+        let mut acc = 0;
+        go(self, &mut acc, limit);
+        acc
+    }
+
+    /// Nesting depth: 0 for scalars, 1 + the deepest element for lists and objects.
+    pub fn depth(&self) -> usize {
+        match self {
+            Value::List(l) => 1 + l.iter().map(Value::depth).max().unwrap_or(0),
+            Value::Object(o) => 1 + o.values().map(Value::depth).max().unwrap_or(0),
+            _ => 0,
+        }
+    }
+
+    /// Renders the value as `join` does: strings as-is, numbers in JSON form, booleans
+    /// `true`/`false`, `null` as the empty string, an object with a `name` key as that
+    /// name (rendered by the same rules), other lists and objects as compact JSON.
+    pub fn join_text(&self, out: &mut String) {
+        use std::fmt::Write;
+        match self {
+            Value::Null => {}
+            Value::Str(s) => out.push_str(s),
+            Value::Object(o) => match o.get("name") {
+                Some(name) => name.join_text(out),
+                None => {
+                    let _ = write!(out, "{self}");
+                }
+            },
+            other => {
+                let _ = write!(out, "{other}");
+            }
+        }
+    }
+
+    /// The text form used where a value becomes a string key (`group_by`) or text
+    /// (`to_string`): like [`Value::join_text`] but `null` is `"null"` and objects are
+    /// always JSON.
+    pub fn key_text(&self) -> Arc<str> {
+        match self {
+            Value::Str(s) => s.clone(),
+            other => Arc::from(other.to_string()),
+        }
+    }
+}
+
+fn rank(v: &Value) -> u8 {
+    match v {
+        Value::Null => 0,
+        Value::Bool(false) => 1,
+        Value::Bool(true) => 2,
+        Value::Int(_) | Value::Float(_) => 3,
+        Value::Str(_) => 4,
+        Value::List(_) => 5,
+        Value::Object(_) => 6,
+    }
+}
+
+/// Compares two numbers exactly, even an `i64` beyond `f64`'s integer range with a float.
+pub fn cmp_numbers(a: &Value, b: &Value) -> Ordering {
+    match (a, b) {
+        (Value::Int(x), Value::Int(y)) => x.cmp(y),
+        (Value::Int(x), Value::Float(y)) => cmp_int_float(*x, *y),
+        (Value::Float(x), Value::Int(y)) => cmp_int_float(*y, *x).reverse(),
+        (Value::Float(x), Value::Float(y)) => x.partial_cmp(y).unwrap_or(Ordering::Equal),
+        _ => rank(a).cmp(&rank(b)),
+    }
+}
+
+fn cmp_int_float(i: i64, f: f64) -> Ordering {
+    // Floats with no fractional part in i64's range compare exactly as integers.
+    if f.fract() == 0.0 && f >= -9.223_372_036_854_776e18 && f < 9.223_372_036_854_776e18 {
+        i.cmp(&(f as i64))
+    } else {
+        (i as f64).partial_cmp(&f).unwrap_or(Ordering::Equal)
+    }
+}
+
+fn parse_index(seg: &str) -> Option<usize> {
+    if seg.is_empty() || !seg.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    // An index too large for usize is simply out of range.
+    Some(seg.parse::<usize>().unwrap_or(usize::MAX))
+}
+
+/// `file_name` (the last `/`-separated segment) or `parent_directory` (everything before
+/// the last `/`, `""` when there is none) of a path.
+fn file_attribute(path: &str, attr: &str) -> Value {
+    let (parent, name) = match path.rfind('/') {
+        Some(i) => (&path[..i], &path[i + 1..]),
+        None => ("", path),
+    };
+    Value::str(if attr == "file_name" { name } else { parent })
+}
+
+impl PartialEq for Value {
+    /// Deep equality: numbers numerically (`1 == 1.0`), objects ignoring key order.
+    fn eq(&self, other: &Value) -> bool {
+        use Value::*;
+        match (self, other) {
+            (Null, Null) => true,
+            (Bool(a), Bool(b)) => a == b,
+            (Int(a), Int(b)) => a == b,
+            (Int(_) | Float(_), Int(_) | Float(_)) => cmp_numbers(self, other) == Ordering::Equal,
+            (Str(a), Str(b)) => a == b,
+            (List(a), List(b)) => Arc::ptr_eq(a, b) || a[..] == b[..],
+            (Object(a), Object(b)) => {
+                Arc::ptr_eq(a, b)
+                    || (a.len() == b.len() && a.iter().all(|(k, v)| b.get(k) == Some(v)))
+            }
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Value {}
+
+impl Hash for Value {
+    /// Consistent with `==`: integral floats hash as integers and objects hash
+    /// independently of key order.
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        match self {
+            Value::Null => 0u8.hash(state),
+            Value::Bool(b) => (1u8, b).hash(state),
+            Value::Int(i) => (3u8, i).hash(state),
+            Value::Float(f) => {
+                if f.fract() == 0.0 && *f >= i64::MIN as f64 && *f < i64::MAX as f64 {
+                    (3u8, *f as i64).hash(state)
+                } else {
+                    (3u8, f.to_bits()).hash(state)
+                }
+            }
+            Value::Str(s) => (4u8, s).hash(state),
+            Value::List(l) => {
+                5u8.hash(state);
+                l.len().hash(state);
+                for v in l.iter() {
+                    v.hash(state);
+                }
+            }
+            Value::Object(o) => {
+                6u8.hash(state);
+                o.len().hash(state);
+                let mut acc: u64 = 0;
+                for (k, v) in o.iter() {
+                    let mut h = FxHasher::default();
+                    k.hash(&mut h);
+                    v.hash(&mut h);
+                    acc = acc.wrapping_add(h.finish());
+                }
+                acc.hash(state);
+            }
+        }
+    }
+}
+
+impl fmt::Display for Value {
+    /// Compact JSON.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match serde_json::to_string(self) {
+            Ok(s) => f.write_str(&s),
+            Err(_) => Err(fmt::Error),
+        }
+    }
+}
+
+impl serde::Serialize for Value {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        match self {
+            Value::Null => s.serialize_unit(),
+            Value::Bool(b) => s.serialize_bool(*b),
+            Value::Int(i) => s.serialize_i64(*i),
+            Value::Float(f) => s.serialize_f64(*f),
+            Value::Str(x) => s.serialize_str(x),
+            Value::List(l) => {
+                let mut seq = s.serialize_seq(Some(l.len()))?;
+                for v in l.iter() {
+                    seq.serialize_element(v)?;
+                }
+                seq.end()
+            }
+            Value::Object(o) => {
+                let mut map = s.serialize_map(Some(o.len()))?;
+                for (k, v) in o.iter() {
+                    map.serialize_entry(&**k, v)?;
+                }
+                map.end()
+            }
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Value {
+    /// Reads JSON straight into a value, with no intermediate `serde_json::Value`.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Value;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_unit<E>(self) -> Result<Value, E> {
+                Ok(Value::Null)
+            }
+            fn visit_none<E>(self) -> Result<Value, E> {
+                Ok(Value::Null)
+            }
+            fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
+                Ok(Value::Bool(b))
+            }
+            fn visit_i64<E>(self, i: i64) -> Result<Value, E> {
+                Ok(Value::Int(i))
+            }
+            fn visit_u64<E>(self, u: u64) -> Result<Value, E> {
+                Ok(i64::try_from(u).map_or(Value::Float(u as f64), Value::Int))
+            }
+            fn visit_f64<E: serde::de::Error>(self, f: f64) -> Result<Value, E> {
+                Value::float(f).ok_or_else(|| E::custom("number out of range"))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Value, E> {
+                Ok(Value::str(s))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<Value, A::Error> {
+                let mut items = Vec::with_capacity(a.size_hint().unwrap_or(0).min(4096));
+                while let Some(v) = a.next_element()? {
+                    items.push(v);
+                }
+                Ok(Value::list(items))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<Value, A::Error> {
+                let mut map = Map::default();
+                while let Some(k) = a.next_key::<Key>()? {
+                    map.insert(k.0, a.next_value()?);
+                }
+                Ok(Value::object(map))
+            }
+        }
+        /// An object key read without an intermediate `String` when it has no escapes.
+        struct Key(Arc<str>);
+        impl<'de> serde::Deserialize<'de> for Key {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Key, D::Error> {
+                struct K;
+                impl serde::de::Visitor<'_> for K {
+                    type Value = Key;
+                    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                        f.write_str("an object key")
+                    }
+                    fn visit_str<E>(self, s: &str) -> Result<Key, E> {
+                        Ok(Key(Arc::from(s)))
+                    }
+                }
+                d.deserialize_str(K)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl From<&serde_json::Value> for Value {
+    fn from(v: &serde_json::Value) -> Value {
+        match v {
+            serde_json::Value::Null => Value::Null,
+            serde_json::Value::Bool(b) => Value::Bool(*b),
+            serde_json::Value::Number(n) => match n.as_i64() {
+                Some(i) => Value::Int(i),
+                None => Value::Float(n.as_f64().unwrap_or(0.0)),
+            },
+            serde_json::Value::String(s) => Value::str(s),
+            serde_json::Value::Array(a) => Value::list(a.iter().map(Value::from).collect()),
+            serde_json::Value::Object(o) => {
+                let mut map = Map::with_capacity_and_hasher(o.len(), FxBuild::default());
+                for (k, v) in o {
+                    map.insert(Arc::from(k.as_str()), Value::from(v));
+                }
+                Value::object(map)
+            }
+        }
+    }
+}
+
+impl From<serde_json::Value> for Value {
+    fn from(v: serde_json::Value) -> Value {
+        Value::from(&v)
+    }
+}
+
+impl From<&Value> for serde_json::Value {
+    fn from(v: &Value) -> serde_json::Value {
+        match v {
+            Value::Null => serde_json::Value::Null,
+            Value::Bool(b) => serde_json::Value::Bool(*b),
+            Value::Int(i) => serde_json::Value::from(*i),
+            Value::Float(f) => serde_json::Number::from_f64(*f)
+                .map_or(serde_json::Value::Null, serde_json::Value::Number),
+            Value::Str(s) => serde_json::Value::String(s.to_string()),
+            Value::List(l) => serde_json::Value::Array(l.iter().map(Into::into).collect()),
+            Value::Object(o) => serde_json::Value::Object(
+                o.iter().map(|(k, v)| (k.to_string(), v.into())).collect(),
+            ),
+        }
+    }
+}
+
+impl From<bool> for Value {
+    fn from(b: bool) -> Value {
+        Value::Bool(b)
+    }
+}
+
+impl From<i64> for Value {
+    fn from(i: i64) -> Value {
+        Value::Int(i)
+    }
+}
+
+impl From<&str> for Value {
+    fn from(s: &str) -> Value {
+        Value::str(s)
+    }
+}
+
+impl From<Vec<Value>> for Value {
+    fn from(v: Vec<Value>) -> Value {
+        Value::list(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn v(j: serde_json::Value) -> Value {
+        Value::from(j)
+    }
+
+    #[test]
+    fn total_order_across_kinds() {
+        let mut xs = vec![
+            v(json!({})),
+            v(json!([])),
+            v(json!("a")),
+            v(json!(2.5)),
+            v(json!(1)),
+            v(json!(true)),
+            v(json!(false)),
+            v(json!(null)),
+        ];
+        xs.sort_by(Value::total_cmp);
+        assert_eq!(v(json!([null, false, true, 1, 2.5, "a", [], {}])), Value::list(xs));
+    }
+
+    #[test]
+    fn numbers_compare_numerically() {
+        assert_eq!(v(json!(1)), v(json!(1.0)));
+        assert_ne!(v(json!(1)), v(json!(1.5)));
+        assert_eq!(cmp_numbers(&Value::Int(i64::MAX), &Value::Float(9.3e18)), Ordering::Less);
+    }
+
+    #[test]
+    fn object_equality_ignores_order() {
+        assert_eq!(v(json!({"a": 1, "b": 2})), v(json!({"b": 2, "a": 1})));
+    }
+
+    #[test]
+    fn truthiness() {
+        for falsy in [json!(null), json!(false), json!(0), json!(0.0), json!(""), json!([]), json!({})] {
+            assert!(!v(falsy.clone()).truthy(), "{falsy}");
+        }
+        for truthy in [json!(true), json!(1), json!(-0.5), json!(" "), json!([0]), json!({"a": null})] {
+            assert!(v(truthy.clone()).truthy(), "{truthy}");
+        }
+    }
+
+    #[test]
+    fn segments() {
+        let rec = v(json!({"files": ["a/b.txt", "c"], "length": 7, "f": {"path": "x/y/z.md"}}));
+        let files = rec.segment("files").unwrap();
+        assert_eq!(files.segment("length").unwrap(), Value::Int(2));
+        assert_eq!(files.segment("first").unwrap(), Value::str("a/b.txt"));
+        assert_eq!(files.segment("last").unwrap(), Value::str("c"));
+        assert_eq!(files.segment("5").unwrap(), Value::Null);
+        assert_eq!(rec.segment("length").unwrap(), Value::Int(7), "own key wins");
+        let f = rec.segment("f").unwrap();
+        assert_eq!(f.segment("file_name").unwrap(), Value::str("z.md"));
+        assert_eq!(f.segment("parent_directory").unwrap(), Value::str("x/y"));
+        assert_eq!(Value::str("z").segment("parent_directory").unwrap(), Value::str(""));
+        assert_eq!(Value::str("héllo").segment("length").unwrap(), Value::Int(5));
+        assert_eq!(Value::Int(3).segment("x"), Err(SegmentError { found: Kind::Number }));
+        assert_eq!(Value::Null.segment("x").unwrap(), Value::Null);
+    }
+
+    #[test]
+    fn hash_agrees_with_eq() {
+        use std::collections::hash_map::DefaultHasher;
+        let h = |x: &Value| {
+            let mut s = DefaultHasher::new();
+            x.hash(&mut s);
+            s.finish()
+        };
+        assert_eq!(h(&v(json!(1))), h(&v(json!(1.0))));
+        assert_eq!(h(&v(json!({"a": 1, "b": 2}))), h(&v(json!({"b": 2, "a": 1}))));
+    }
+
+    #[test]
+    fn deserialize_direct() {
+        let x: Value = serde_json::from_str(r#"{"a": [1, 2.5, "s", null, true]}"#).unwrap();
+        assert_eq!(x.to_string(), r#"{"a":[1,2.5,"s",null,true]}"#);
+    }
+}
