@@ -1,0 +1,1173 @@
+//! The built-in functions of SPEC §4.5 and their (ext) companions.
+//!
+//! Each body takes its arguments in parameter order and never panics: every type it cannot
+//! take is an [`FnError`] naming the parameter (and element, for lists). Lists are read in
+//! place; only results are allocated.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use rustc_hash::FxHashSet;
+
+use super::signature::{Param, ParamKind, ReturnRule, Signature};
+use super::{list_arg, list_or_null, Args, Failure, FnError, Function, Implementation, Runner};
+use crate::diagnostic::Code;
+use crate::types::Type;
+use crate::value::{Map, Value};
+
+type R = Result<Value, Failure>;
+
+fn f(sig: Signature, body: super::BuiltinFn) -> Function {
+    Function { signature: sig, implementation: Implementation::Builtin(body) }
+}
+
+fn inline(sig: Signature) -> Function {
+    Function { signature: sig, implementation: Implementation::Inline }
+}
+
+fn file(sig: Signature) -> Function {
+    Function { signature: sig, implementation: Implementation::FileStore }
+}
+
+fn fixed(t: Type) -> ReturnRule {
+    ReturnRule::Fixed(t)
+}
+
+fn list_of(t: Type) -> Type {
+    Type::List(Box::new(t))
+}
+
+fn str_or_null() -> Type {
+    Type::Str.union(Type::Null)
+}
+
+fn obj_or_null() -> Type {
+    Type::any_object().union(Type::Null)
+}
+
+fn num_or_null() -> Type {
+    Type::Number.union(Type::Null)
+}
+
+fn array() -> Param {
+    Param::required("array", list_or_null())
+}
+
+/// Every built-in, in the order the docs list them.
+pub(super) fn table() -> Vec<Function> {
+    vec![
+        // ---- the source document's functions ----
+        f(
+            Signature::new(
+                "get_object_property",
+                vec![Param::required("obj", Type::Any), Param::required("property_path", Type::Str)],
+                fixed(Type::Any),
+                "the value at a dotted path (`data.items.0.title`), null if absent",
+            ),
+            get_object_property,
+        ),
+        f(
+            Signature::new(
+                "json_parse",
+                vec![Param::required("json_string", Type::Any)],
+                ReturnRule::Computed(|a| if a[0] == Type::Str || a[0] == Type::Any { Type::Any } else { a[0].clone() }),
+                "parses a JSON string; a non-string is returned unchanged",
+            ),
+            json_parse,
+        ),
+        inline(Signature::new(
+            "pipeline",
+            vec![Param::required("initial_value", Type::Any), Param::deferred("operations", ParamKind::Operations)],
+            ReturnRule::Computed(|a| a[1].clone()),
+            "runs operations in turn, each with `current` bound to the previous result",
+        )),
+        f(
+            Signature::new(
+                "map",
+                vec![array(), Param::deferred("template", ParamKind::Template)],
+                ReturnRule::Computed(|a| list_of(a[1].clone())),
+                "the template applied to every element",
+            ),
+            map,
+        ),
+        f(
+            Signature::new(
+                "filter",
+                vec![array(), Param::deferred("condition_string", ParamKind::Template)],
+                ReturnRule::Computed(|a| list_of(a[0].element())),
+                "the elements whose condition is truthy, in order",
+            ),
+            filter,
+        ),
+        f(
+            Signature::new(
+                "sum",
+                vec![array(), Param::deferred("item_path", ParamKind::PathTemplate).or_null()],
+                ReturnRule::Computed(|a| {
+                    let t = if a[1] == Type::Never { a[0].element() } else { a[1].clone() };
+                    if t.fits(&Type::Int.union(Type::Bool).union(Type::Null)) == crate::types::Fit::Yes {
+                        Type::Int
+                    } else {
+                        Type::Number
+                    }
+                }),
+                "the sum of numbers (true counts 1, false 0, null is skipped)",
+            ),
+            sum,
+        ),
+        f(
+            Signature::new(
+                "join",
+                vec![array(), Param::optional("separator", Type::Str, Value::str(""))],
+                fixed(Type::Str),
+                "the elements as text, separated",
+            ),
+            join,
+        ),
+        inline(Signature::new(
+            "if",
+            vec![
+                Param::required("condition", Type::Any),
+                Param::deferred("true_value", ParamKind::Lazy),
+                Param::deferred("false_value", ParamKind::Lazy).or_null(),
+            ],
+            ReturnRule::Computed(|a| a[1].clone().union(a[2].clone())),
+            "one of two values; only the chosen one is evaluated",
+        )),
+        f(
+            Signature::new(
+                "group_by",
+                vec![array(), Param::deferred("key_path", ParamKind::PathTemplate)],
+                fixed(Type::any_object()),
+                "an object from key to the elements with that key, keys in first-seen order",
+            ),
+            group_by,
+        ),
+        f(
+            Signature::new(
+                "sort",
+                vec![
+                    array(),
+                    Param::deferred("key_path", ParamKind::PathTemplate).or_null(),
+                    Param::optional("direction", Type::Str, Value::str("asc")).one_of(&["asc", "desc"]),
+                ],
+                ReturnRule::Computed(|a| list_of(a[0].element())),
+                "a stable sort by the total order of values",
+            ),
+            sort,
+        ),
+        f(
+            Signature::new(
+                "unique",
+                vec![array()],
+                ReturnRule::Computed(|a| list_of(a[0].element())),
+                "the first occurrence of every distinct element",
+            ),
+            unique,
+        ),
+        f(
+            Signature::new(
+                "flatten",
+                vec![array()],
+                ReturnRule::Computed(|a| {
+                    let e = a[0].element();
+                    let inner = Type::union_all(e.alternatives().iter().map(|t| match t {
+                        Type::List(x) => (**x).clone(),
+                        other => other.clone(),
+                    }));
+                    list_of(inner)
+                }),
+                "lists inside the list spliced in, one level deep",
+            ),
+            flatten,
+        ),
+        f(
+            Signature::new(
+                "datetime_now",
+                vec![Param::optional("format", Type::Str, Value::str("iso")).one_of(&["iso", "unix"])],
+                ReturnRule::Computed(|_| Type::Str.union(Type::Int)),
+                "the clock's time: RFC 3339 (`iso`) or Unix seconds (`unix`)",
+            ),
+            datetime_now,
+        ),
+        inline(Signature {
+            any_keywords: true,
+            ..Signature::new("create_object", vec![], fixed(Type::any_object()), "an object from keyword arguments, in order")
+        }),
+        file(Signature::new(
+            "list_files",
+            vec![Param::required("directory_path", Type::Str), Param::optional("pattern", str_or_null(), Value::Null)],
+            fixed(list_of(Type::Str)),
+            "paths in a directory matching a glob, sorted, at most 50",
+        )),
+        file(Signature::new(
+            "read_file",
+            vec![Param::required("file_path", Type::File), Param::optional("version_id", str_or_null(), Value::Null)],
+            fixed(Type::Str),
+            "a file's content",
+        )),
+        file(Signature::new(
+            "read_files",
+            vec![Param::required("file_paths", list_or_null())],
+            fixed(list_of(Type::Str)),
+            "the contents of at most 5 files",
+        )),
+        file(Signature::new(
+            "list_file_versions",
+            vec![Param::required("file_path", Type::File)],
+            fixed(list_of(Type::any_object())),
+            "a file's versions, newest first",
+        )),
+        file(Signature::new(
+            "describe_version",
+            vec![Param::required("file_path", Type::File), Param::optional("version_id", str_or_null(), Value::Null)],
+            fixed(Type::any_object()),
+            "one version of a file",
+        )),
+        // ---- (ext) ----
+        f(
+            Signature::new(
+                "length",
+                vec![Param::required("value", list_or_null().union(Type::Str).union(Type::any_object()))],
+                fixed(Type::Int),
+                "the number of elements, characters or keys (0 for null)",
+            ),
+            length,
+        ),
+        f(
+            Signature::new("keys", vec![Param::required("obj", obj_or_null())], fixed(list_of(Type::Str)), "an object's keys"),
+            keys,
+        ),
+        f(
+            Signature::new(
+                "values",
+                vec![Param::required("obj", obj_or_null())],
+                ReturnRule::Computed(|a| list_of(a[0].field_union())),
+                "an object's values",
+            ),
+            values,
+        ),
+        f(
+            Signature::new(
+                "contains",
+                vec![Param::required("haystack", Type::Any), Param::required("needle", Type::Any)],
+                fixed(Type::Bool),
+                "substring, list element or object key",
+            ),
+            contains,
+        ),
+        f(
+            Signature::new(
+                "starts_with",
+                vec![Param::required("string", str_or_null()), Param::required("prefix", Type::Str)],
+                fixed(Type::Bool),
+                "whether a string starts with a prefix",
+            ),
+            starts_with,
+        ),
+        f(
+            Signature::new(
+                "ends_with",
+                vec![Param::required("string", str_or_null()), Param::required("suffix", Type::Str)],
+                fixed(Type::Bool),
+                "whether a string ends with a suffix",
+            ),
+            ends_with,
+        ),
+        f(Signature::new("lower", vec![Param::required("string", str_or_null())], str_rule(), "lower case"), lower),
+        f(Signature::new("upper", vec![Param::required("string", str_or_null())], str_rule(), "upper case"), upper),
+        f(
+            Signature::new("trim", vec![Param::required("string", str_or_null())], str_rule(), "without surrounding whitespace"),
+            trim,
+        ),
+        f(
+            Signature::new(
+                "split",
+                vec![Param::required("string", str_or_null()), Param::optional("separator", Type::Str, Value::str(","))],
+                fixed(list_of(Type::Str)),
+                "the parts between separators (`\"\"` splits into characters)",
+            ),
+            split,
+        ),
+        f(
+            Signature::new(
+                "replace",
+                vec![
+                    Param::required("string", str_or_null()),
+                    Param::required("old", Type::Str),
+                    Param::required("new", Type::Str),
+                ],
+                str_rule(),
+                "every occurrence of `old` replaced by `new`",
+            ),
+            replace,
+        ),
+        f(
+            Signature::new("to_string", vec![Param::required("value", Type::Any)], fixed(Type::Str), "text: strings as-is, others as JSON"),
+            to_string,
+        ),
+        f(
+            Signature::new(
+                "to_number",
+                vec![Param::required("value", Type::Any)],
+                ReturnRule::Computed(|a| if a[0] == Type::Null { Type::Null } else { Type::Number }),
+                "a number from a number, numeric string or boolean",
+            ),
+            to_number,
+        ),
+        f(
+            Signature::new(
+                "round",
+                vec![Param::required("value", num_or_null()), Param::optional("digits", Type::Int, Value::Int(0))],
+                fixed(num_or_null()),
+                "rounded half away from zero to `digits` decimals",
+            ),
+            round,
+        ),
+        f(
+            Signature::new(
+                "min",
+                vec![array(), Param::deferred("item_path", ParamKind::PathTemplate).or_null()],
+                ReturnRule::Computed(projected_element),
+                "the smallest value by the total order (null skipped, null when empty)",
+            ),
+            min,
+        ),
+        f(
+            Signature::new(
+                "max",
+                vec![array(), Param::deferred("item_path", ParamKind::PathTemplate).or_null()],
+                ReturnRule::Computed(projected_element),
+                "the largest value by the total order (null skipped, null when empty)",
+            ),
+            max,
+        ),
+        f(
+            Signature::new(
+                "avg",
+                vec![array(), Param::deferred("item_path", ParamKind::PathTemplate).or_null()],
+                fixed(num_or_null()),
+                "the mean of the numbers (null skipped, null when empty)",
+            ),
+            avg,
+        ),
+        f(
+            Signature::new(
+                "count",
+                vec![array(), Param::deferred("condition_string", ParamKind::Template).or_null()],
+                fixed(Type::Int),
+                "the number of elements (that satisfy the condition)",
+            ),
+            count,
+        ),
+        f(
+            Signature::new(
+                "default",
+                vec![Param::required("value", Type::Any), Param::required("fallback", Type::Any)],
+                ReturnRule::Computed(|a| a[0].non_null().union(a[1].clone())),
+                "the value, or the fallback when the value is null",
+            ),
+            default,
+        ),
+        f(
+            Signature::new(
+                "merge",
+                vec![Param::required("left", obj_or_null()), Param::required("right", obj_or_null())],
+                fixed(Type::any_object()),
+                "both objects' entries, the right one winning",
+            ),
+            merge,
+        ),
+        f(
+            Signature::new(
+                "pick",
+                vec![Param::required("obj", obj_or_null()), Param::required("keys", list_of(Type::Str))],
+                fixed(Type::any_object()),
+                "only the given keys",
+            ),
+            pick,
+        ),
+        f(
+            Signature::new(
+                "omit",
+                vec![Param::required("obj", obj_or_null()), Param::required("keys", list_of(Type::Str))],
+                fixed(Type::any_object()),
+                "all but the given keys",
+            ),
+            omit,
+        ),
+        f(
+            Signature::new(
+                "zip",
+                vec![Param::required("left", list_or_null()), Param::required("right", list_or_null())],
+                ReturnRule::Computed(|a| list_of(list_of(a[0].element().union(a[1].element())))),
+                "pairs `[left[i], right[i]]` up to the shorter length",
+            ),
+            zip,
+        ),
+        f(
+            Signature::new(
+                "range",
+                vec![
+                    Param::required("start", Type::Int),
+                    Param::optional("stop", Type::Int.union(Type::Null), Value::Null),
+                    Param::optional("step", Type::Int, Value::Int(1)),
+                ],
+                fixed(list_of(Type::Int)),
+                "integers from start (or 0) up to, not including, stop",
+            ),
+            range,
+        ),
+        f(
+            Signature::new(
+                "slice",
+                vec![
+                    Param::required("value", list_or_null().union(Type::Str)),
+                    Param::required("start", Type::Int),
+                    Param::optional("end", Type::Int.union(Type::Null), Value::Null),
+                ],
+                ReturnRule::Computed(|a| a[0].clone()),
+                "part of a list or string; negative positions count from the end",
+            ),
+            slice,
+        ),
+        f(
+            Signature::new(
+                "any",
+                vec![array(), Param::deferred("condition_string", ParamKind::Template).or_null()],
+                fixed(Type::Bool),
+                "whether some element (or its condition) is truthy",
+            ),
+            any,
+        ),
+        f(
+            Signature::new(
+                "all",
+                vec![array(), Param::deferred("condition_string", ParamKind::Template).or_null()],
+                fixed(Type::Bool),
+                "whether every element (or its condition) is truthy",
+            ),
+            all,
+        ),
+        f(
+            Signature::new(
+                "find",
+                vec![array(), Param::deferred("condition_string", ParamKind::Template)],
+                ReturnRule::Computed(|a| a[0].element().union(Type::Null)),
+                "the first element whose condition is truthy, or null",
+            ),
+            find,
+        ),
+        f(
+            Signature::new(
+                "format_datetime",
+                vec![Param::required("value", Type::Any), Param::optional("format", Type::Str, Value::str("iso"))],
+                ReturnRule::Computed(|_| Type::Str.union(Type::Int)),
+                "a timestamp (Unix seconds or RFC 3339) as `iso`, `unix` or a strftime pattern",
+            ),
+            format_datetime,
+        ),
+        f(
+            Signature::new("json_stringify", vec![Param::required("value", Type::Any)], fixed(Type::Str), "compact JSON text"),
+            json_stringify,
+        ),
+    ]
+}
+
+fn str_rule() -> ReturnRule {
+    ReturnRule::Computed(|a| if a[0] == Type::Str { Type::Str } else { str_or_null() })
+}
+
+fn projected_element(a: &[Type]) -> Type {
+    let t = if a[1] == Type::Never { a[0].element() } else { a[1].clone() };
+    t.union(Type::Null)
+}
+
+impl Type {
+    /// The union of an object type's field types (`any` when open).
+    fn field_union(&self) -> Type {
+        Type::union_all(self.alternatives().iter().map(|t| match t {
+            Type::Object(o) if !o.open => Type::union_all(o.fields.values().cloned()),
+            Type::Null => Type::Never,
+            _ => Type::Any,
+        }))
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// helpers
+
+fn type_err(param: usize, name: &str, want: &str, found: &Value) -> Failure {
+    Failure::Fn(FnError::arg(Code::RuntimeType, param, format!("`{name}` must be {want}, found {}", found.kind())))
+}
+
+fn str_param<'a>(args: &'a Args<'_>, i: usize, name: &str) -> Result<&'a str, Failure> {
+    match args.get(i) {
+        Value::Str(s) => Ok(s),
+        other => Err(type_err(i, name, "a string", other)),
+    }
+}
+
+fn int_param(args: &Args<'_>, i: usize, name: &str) -> Result<i64, Failure> {
+    match args.get(i) {
+        Value::Int(n) => Ok(*n),
+        Value::Float(x) if x.fract() == 0.0 && x.abs() < 9.0e15 => Ok(*x as i64),
+        other => Err(type_err(i, name, "an integer", other)),
+    }
+}
+
+fn check_list_len(r: &dyn Runner, len: usize) -> Result<(), Failure> {
+    if len > r.limits().max_list_len {
+        return Err(FnError::new(Code::ListLimit, format!("list of {len} elements exceeds the limit of {}", r.limits().max_list_len)).into());
+    }
+    Ok(())
+}
+
+fn check_str_len(r: &dyn Runner, len: usize) -> Result<(), Failure> {
+    if len > r.limits().max_string_len {
+        return Err(FnError::new(
+            Code::StringLimit,
+            format!("string of {len} bytes exceeds the limit of {}", r.limits().max_string_len),
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// Applies an optional template, or passes the element through when it is absent.
+fn project(r: &mut dyn Runner, args: &Args<'_>, param: usize, item: &Value, index: usize) -> Result<Value, Failure> {
+    if args.has(param) {
+        Ok(r.apply(param, item, index)?)
+    } else {
+        Ok(item.clone())
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// the source document's functions
+
+fn get_object_property(_: &mut dyn Runner, args: &Args<'_>) -> R {
+    let path = str_param(args, 1, "property_path")?;
+    let mut cur = args.get(0).clone();
+    if path.is_empty() {
+        return Ok(cur);
+    }
+    for seg in path.split('.') {
+        // Lenient by design: anything that does not resolve is null.
+        cur = cur.segment(seg).unwrap_or(Value::Null);
+        if cur.is_null() {
+            break;
+        }
+    }
+    Ok(cur)
+}
+
+fn json_parse(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    let s = match args.get(0) {
+        Value::Str(s) => s,
+        other => return Ok(other.clone()),
+    };
+    r.charge(s.len() / 64)?;
+    match serde_json::from_str::<Value>(s) {
+        Ok(v) => {
+            if v.depth() > r.limits().max_depth {
+                return Err(FnError::new(Code::DepthLimit, format!("parsed JSON nests deeper than {} levels", r.limits().max_depth)).into());
+            }
+            Ok(v)
+        }
+        Err(e) => Err(FnError::arg(
+            Code::InvalidJson,
+            0,
+            format!("invalid JSON at line {} column {}: {}", e.line(), e.column(), strip_position(&e.to_string())),
+        )
+        .into()),
+    }
+}
+
+fn strip_position(msg: &str) -> &str {
+    msg.find(" at line ").map_or(msg, |i| &msg[..i])
+}
+
+fn map(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    let xs = list_arg(args, 0, "array")?;
+    let mut out = Vec::with_capacity(xs.len());
+    for (i, x) in xs.iter().enumerate() {
+        out.push(r.apply(1, x, i)?);
+    }
+    Ok(Value::list(out))
+}
+
+fn filter(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    let xs = list_arg(args, 0, "array")?;
+    let mut out = Vec::new();
+    for (i, x) in xs.iter().enumerate() {
+        if r.apply(1, x, i)?.truthy() {
+            out.push(x.clone());
+        }
+    }
+    Ok(Value::list(out))
+}
+
+/// Adds `v` to a running integer/float sum; `Err` describes an unsummable value.
+fn add_number(int_acc: &mut i64, float_acc: &mut Option<f64>, v: &Value) -> Result<(), ()> {
+    let n = match v {
+        Value::Null => return Ok(()),
+        Value::Bool(b) => i64::from(*b),
+        Value::Int(n) => *n,
+        Value::Float(x) => {
+            *float_acc = Some(float_acc.unwrap_or(*int_acc as f64) + x);
+            return Ok(());
+        }
+        _ => return Err(()),
+    };
+    match float_acc {
+        Some(f) => *f += n as f64,
+        None => match int_acc.checked_add(n) {
+            Some(s) => *int_acc = s,
+            // Beyond i64: the sum continues as a float (SPEC §1).
+            None => *float_acc = Some(*int_acc as f64 + n as f64),
+        },
+    }
+    Ok(())
+}
+
+fn number_result(int_acc: i64, float_acc: Option<f64>) -> R {
+    match float_acc {
+        None => Ok(Value::Int(int_acc)),
+        Some(f) => Value::float(f).ok_or_else(|| FnError::new(Code::NumberOverflow, "the sum is not a finite number").into()),
+    }
+}
+
+fn sum(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    let xs = list_arg(args, 0, "array")?;
+    let (mut acc, mut facc) = (0i64, None);
+    for (i, x) in xs.iter().enumerate() {
+        let v = project(r, args, 1, x, i)?;
+        if add_number(&mut acc, &mut facc, &v).is_err() {
+            return Err(FnError::element(Code::RuntimeType, 0, i, format!("cannot add a {} to a sum", v.kind())).into());
+        }
+    }
+    number_result(acc, facc)
+}
+
+fn join(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    let xs = list_arg(args, 0, "array")?;
+    let sep = str_param(args, 1, "separator")?;
+    let mut out = String::new();
+    for (i, x) in xs.iter().enumerate() {
+        if i > 0 {
+            out.push_str(sep);
+        }
+        x.join_text(&mut out);
+        if out.len() > r.limits().max_string_len {
+            check_str_len(r, out.len())?;
+        }
+    }
+    r.charge(xs.len() / 8)?;
+    Ok(Value::Str(Arc::from(out)))
+}
+
+fn group_by(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    let xs = list_arg(args, 0, "array")?;
+    let mut groups: indexmap::IndexMap<Arc<str>, Vec<Value>, crate::value::FxBuild> = Default::default();
+    for (i, x) in xs.iter().enumerate() {
+        let key = r.apply(1, x, i)?;
+        let key: Arc<str> = match key {
+            Value::Str(s) => s,
+            other => {
+                let mut t = String::new();
+                other.join_text(&mut t);
+                Arc::from(t)
+            }
+        };
+        groups.entry(key).or_default().push(x.clone());
+    }
+    let map: Map = groups.into_iter().map(|(k, v)| (k, Value::list(v))).collect();
+    Ok(Value::object(map))
+}
+
+fn sort(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    let xs = list_arg(args, 0, "array")?;
+    let desc = match str_param(args, 2, "direction")? {
+        "asc" => false,
+        "desc" => true,
+        other => {
+            return Err(FnError::arg(
+                Code::RuntimeArgument,
+                2,
+                format!("`direction` must be \"asc\" or \"desc\", found {:?}", other),
+            )
+            .into())
+        }
+    };
+    let mut keyed: Vec<(Value, &Value)> = Vec::with_capacity(xs.len());
+    for (i, x) in xs.iter().enumerate() {
+        keyed.push((project(r, args, 1, x, i)?, x));
+    }
+    // n log n comparisons, charged up front.
+    r.charge(xs.len() * (usize::BITS - xs.len().leading_zeros()) as usize / 4)?;
+    if desc {
+        keyed.sort_by(|a, b| b.0.total_cmp(&a.0));
+    } else {
+        keyed.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    Ok(Value::list(keyed.into_iter().map(|(_, x)| x.clone()).collect()))
+}
+
+fn unique(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    let xs = list_arg(args, 0, "array")?;
+    r.charge(xs.len() / 4)?;
+    let mut seen: FxHashSet<&Value> = FxHashSet::default();
+    let mut out = Vec::new();
+    for x in xs {
+        if seen.insert(x) {
+            out.push(x.clone());
+        }
+    }
+    Ok(Value::list(out))
+}
+
+fn flatten(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    let xs = list_arg(args, 0, "array")?;
+    let mut out = Vec::with_capacity(xs.len());
+    for x in xs {
+        match x {
+            Value::List(inner) => out.extend(inner.iter().cloned()),
+            other => out.push(other.clone()),
+        }
+        check_list_len(r, out.len())?;
+    }
+    r.charge(out.len() / 8)?;
+    Ok(Value::list(out))
+}
+
+fn datetime_now(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    let millis = r.clock().now_millis();
+    format_millis(millis, args, 0)
+}
+
+fn format_millis(millis: i64, args: &Args<'_>, fmt_param: usize) -> R {
+    let format = str_param(args, fmt_param, "format")?;
+    let Some(t) = chrono::DateTime::from_timestamp_millis(millis) else {
+        return Err(FnError::new(Code::RuntimeArgument, "timestamp out of range").into());
+    };
+    match format {
+        "iso" => Ok(Value::str(&t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))),
+        "unix" => Ok(Value::Int(millis.div_euclid(1000))),
+        pattern if fmt_param > 0 => {
+            use chrono::format::{Item, StrftimeItems};
+            let items: Vec<Item<'_>> = StrftimeItems::new(pattern).collect();
+            if items.iter().any(|i| matches!(i, Item::Error)) {
+                return Err(FnError::arg(Code::RuntimeArgument, fmt_param, format!("invalid strftime pattern {pattern:?}")).into());
+            }
+            Ok(Value::str(&t.format_with_items(items.into_iter()).to_string()))
+        }
+        other => Err(FnError::arg(
+            Code::RuntimeArgument,
+            fmt_param,
+            format!("`format` must be \"iso\" or \"unix\", found {other:?}"),
+        )
+        .into()),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// (ext)
+
+fn length(_: &mut dyn Runner, args: &Args<'_>) -> R {
+    Ok(Value::Int(match args.get(0) {
+        Value::Null => 0,
+        Value::List(l) => l.len() as i64,
+        Value::Object(o) => o.len() as i64,
+        Value::Str(s) => s.chars().count() as i64,
+        other => return Err(type_err(0, "value", "a list, string or object", other)),
+    }))
+}
+
+fn keys(_: &mut dyn Runner, args: &Args<'_>) -> R {
+    match args.get(0) {
+        Value::Null => Ok(Value::list(Vec::new())),
+        Value::Object(o) => Ok(Value::list(o.keys().map(|k| Value::Str(k.clone())).collect())),
+        other => Err(type_err(0, "obj", "an object", other)),
+    }
+}
+
+fn values(_: &mut dyn Runner, args: &Args<'_>) -> R {
+    match args.get(0) {
+        Value::Null => Ok(Value::list(Vec::new())),
+        Value::Object(o) => Ok(Value::list(o.values().cloned().collect())),
+        other => Err(type_err(0, "obj", "an object", other)),
+    }
+}
+
+fn contains(_: &mut dyn Runner, args: &Args<'_>) -> R {
+    let needle = args.get(1);
+    Ok(Value::Bool(match args.get(0) {
+        Value::Null => false,
+        Value::Str(s) => match needle {
+            Value::Str(n) => s.contains(&**n),
+            _ => false,
+        },
+        Value::List(l) => l.iter().any(|x| x == needle),
+        Value::Object(o) => match needle {
+            Value::Str(n) => o.contains_key(&**n),
+            _ => false,
+        },
+        other => return Err(type_err(0, "haystack", "a string, list or object", other)),
+    }))
+}
+
+/// Runs a string function with `null` passing through.
+fn on_str(args: &Args<'_>, f: impl FnOnce(&str) -> Result<Value, Failure>) -> R {
+    match args.get(0) {
+        Value::Null => Ok(Value::Null),
+        Value::Str(s) => f(s),
+        other => Err(type_err(0, "string", "a string", other)),
+    }
+}
+
+fn starts_with(_: &mut dyn Runner, args: &Args<'_>) -> R {
+    let p = str_param(args, 1, "prefix")?;
+    match args.get(0) {
+        Value::Null => Ok(Value::Bool(false)),
+        _ => on_str(args, |s| Ok(Value::Bool(s.starts_with(p)))),
+    }
+}
+
+fn ends_with(_: &mut dyn Runner, args: &Args<'_>) -> R {
+    let p = str_param(args, 1, "suffix")?;
+    match args.get(0) {
+        Value::Null => Ok(Value::Bool(false)),
+        _ => on_str(args, |s| Ok(Value::Bool(s.ends_with(p)))),
+    }
+}
+
+fn lower(_: &mut dyn Runner, args: &Args<'_>) -> R {
+    on_str(args, |s| Ok(Value::str(&s.to_lowercase())))
+}
+
+fn upper(_: &mut dyn Runner, args: &Args<'_>) -> R {
+    on_str(args, |s| Ok(Value::str(&s.to_uppercase())))
+}
+
+fn trim(_: &mut dyn Runner, args: &Args<'_>) -> R {
+    on_str(args, |s| Ok(Value::str(s.trim())))
+}
+
+fn split(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    let sep = str_param(args, 1, "separator")?;
+    let max = r.limits().max_list_len;
+    match args.get(0) {
+        Value::Null => Ok(Value::list(Vec::new())),
+        _ => on_str(args, |s| {
+            let parts: Vec<Value> = if sep.is_empty() {
+                s.chars().take(max + 1).map(|c| Value::str(c.encode_utf8(&mut [0; 4]))).collect()
+            } else {
+                s.split(sep).take(max + 1).map(Value::str).collect()
+            };
+            check_list_len(&*r, parts.len())?;
+            Ok(Value::list(parts))
+        }),
+    }
+}
+
+fn replace(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    let old = str_param(args, 1, "old")?;
+    let new = str_param(args, 2, "new")?;
+    on_str(args, |s| {
+        // Bound the result before building it.
+        let hits = if old.is_empty() { s.chars().count() + 1 } else { s.matches(old).count() };
+        let len = s.len() + hits.saturating_mul(new.len());
+        check_str_len(&*r, len)?;
+        Ok(Value::str(&s.replace(old, new)))
+    })
+}
+
+fn to_string(_: &mut dyn Runner, args: &Args<'_>) -> R {
+    Ok(Value::Str(args.get(0).key_text()))
+}
+
+fn to_number(_: &mut dyn Runner, args: &Args<'_>) -> R {
+    match args.get(0) {
+        Value::Null => Ok(Value::Null),
+        v @ (Value::Int(_) | Value::Float(_)) => Ok(v.clone()),
+        Value::Bool(b) => Ok(Value::Int(i64::from(*b))),
+        Value::Str(s) => {
+            let t = s.trim();
+            if let Ok(i) = t.parse::<i64>() {
+                return Ok(Value::Int(i));
+            }
+            match t.parse::<f64>().ok().and_then(Value::float) {
+                Some(v) if !t.is_empty() && !t.eq_ignore_ascii_case("nan") && !t.to_ascii_lowercase().contains("inf") => Ok(v),
+                _ => Err(FnError::arg(Code::RuntimeArgument, 0, format!("{s:?} is not a number")).into()),
+            }
+        }
+        other => Err(type_err(0, "value", "a number, string or boolean", other)),
+    }
+}
+
+fn round(_: &mut dyn Runner, args: &Args<'_>) -> R {
+    let digits = int_param(args, 1, "digits")?.clamp(-15, 15);
+    match args.get(0) {
+        Value::Null => Ok(Value::Null),
+        Value::Int(i) if digits >= 0 => Ok(Value::Int(*i)),
+        v @ (Value::Int(_) | Value::Float(_)) => {
+            let x = v.as_f64().unwrap_or(0.0);
+            let scale = 10f64.powi(digits as i32);
+            let rounded = (x * scale).round() / scale;
+            if digits <= 0 && rounded.abs() < 9.0e15 {
+                Ok(Value::Int(rounded as i64))
+            } else {
+                Value::float(rounded).ok_or_else(|| FnError::new(Code::NumberOverflow, "rounding overflowed").into())
+            }
+        }
+        other => Err(type_err(0, "value", "a number", other)),
+    }
+}
+
+fn extreme(r: &mut dyn Runner, args: &Args<'_>, want: Ordering) -> R {
+    let xs = list_arg(args, 0, "array")?;
+    let mut best: Option<Value> = None;
+    for (i, x) in xs.iter().enumerate() {
+        let v = project(r, args, 1, x, i)?;
+        if v.is_null() {
+            continue;
+        }
+        best = match best {
+            Some(b) if v.total_cmp(&b) != want => Some(b),
+            _ => Some(v),
+        };
+    }
+    Ok(best.unwrap_or_default())
+}
+
+fn min(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    extreme(r, args, Ordering::Less)
+}
+
+fn max(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    extreme(r, args, Ordering::Greater)
+}
+
+fn avg(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    let xs = list_arg(args, 0, "array")?;
+    let (mut total, mut n) = (0f64, 0usize);
+    for (i, x) in xs.iter().enumerate() {
+        let v = project(r, args, 1, x, i)?;
+        match v {
+            Value::Null => {}
+            Value::Bool(b) => {
+                total += f64::from(u8::from(b));
+                n += 1;
+            }
+            Value::Int(_) | Value::Float(_) => {
+                total += v.as_f64().unwrap_or(0.0);
+                n += 1;
+            }
+            other => {
+                return Err(FnError::element(Code::RuntimeType, 0, i, format!("cannot average a {}", other.kind())).into())
+            }
+        }
+    }
+    if n == 0 {
+        return Ok(Value::Null);
+    }
+    Value::float(total / n as f64).ok_or_else(|| FnError::new(Code::NumberOverflow, "the mean is not a finite number").into())
+}
+
+fn count(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    let xs = list_arg(args, 0, "array")?;
+    if !args.has(1) {
+        return Ok(Value::Int(xs.len() as i64));
+    }
+    let mut n = 0;
+    for (i, x) in xs.iter().enumerate() {
+        if r.apply(1, x, i)?.truthy() {
+            n += 1;
+        }
+    }
+    Ok(Value::Int(n))
+}
+
+fn default(_: &mut dyn Runner, args: &Args<'_>) -> R {
+    Ok(if args.get(0).is_null() { args.get(1).clone() } else { args.get(0).clone() })
+}
+
+fn obj_param<'a>(args: &'a Args<'_>, i: usize, name: &str) -> Result<Option<&'a Map>, Failure> {
+    match args.get(i) {
+        Value::Null => Ok(None),
+        Value::Object(o) => Ok(Some(o)),
+        other => Err(type_err(i, name, "an object", other)),
+    }
+}
+
+fn merge(_: &mut dyn Runner, args: &Args<'_>) -> R {
+    let left = obj_param(args, 0, "left")?;
+    let right = obj_param(args, 1, "right")?;
+    let mut out = left.cloned().unwrap_or_default();
+    if let Some(r) = right {
+        for (k, v) in r.iter() {
+            out.insert(k.clone(), v.clone());
+        }
+    }
+    Ok(Value::object(out))
+}
+
+fn key_set<'a>(args: &'a Args<'_>, i: usize) -> Result<Vec<&'a str>, Failure> {
+    let keys = list_arg(args, i, "keys")?;
+    keys.iter()
+        .enumerate()
+        .map(|(j, k)| {
+            k.as_str().ok_or_else(|| {
+                FnError::element(Code::RuntimeType, i, j, format!("keys must be strings, found {}", k.kind())).into()
+            })
+        })
+        .collect()
+}
+
+fn pick(_: &mut dyn Runner, args: &Args<'_>) -> R {
+    let obj = obj_param(args, 0, "obj")?;
+    let keys = key_set(args, 1)?;
+    let mut out = Map::default();
+    if let Some(o) = obj {
+        for k in keys {
+            if let Some((key, v)) = o.get_key_value(k) {
+                out.insert(key.clone(), v.clone());
+            }
+        }
+    }
+    Ok(Value::object(out))
+}
+
+fn omit(_: &mut dyn Runner, args: &Args<'_>) -> R {
+    let obj = obj_param(args, 0, "obj")?;
+    let keys = key_set(args, 1)?;
+    let out: Map = obj
+        .map(|o| o.iter().filter(|(k, _)| !keys.contains(&&***k)).map(|(k, v)| (k.clone(), v.clone())).collect())
+        .unwrap_or_default();
+    Ok(Value::object(out))
+}
+
+fn zip(_: &mut dyn Runner, args: &Args<'_>) -> R {
+    let a = list_arg(args, 0, "left")?;
+    let b = list_arg(args, 1, "right")?;
+    Ok(Value::list(a.iter().zip(b.iter()).map(|(x, y)| Value::list(vec![x.clone(), y.clone()])).collect()))
+}
+
+fn range(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    let first = int_param(args, 0, "start")?;
+    let (start, stop) = match args.get(1) {
+        Value::Null => (0, first),
+        _ => (first, int_param(args, 1, "stop")?),
+    };
+    let step = int_param(args, 2, "step")?;
+    if step == 0 {
+        return Err(FnError::arg(Code::RuntimeArgument, 2, "`step` must not be 0").into());
+    }
+    let span = i128::from(stop) - i128::from(start);
+    let n = if (span > 0) == (step > 0) && span != 0 { (span.abs() + i128::from(step).abs() - 1) / i128::from(step).abs() } else { 0 };
+    let n = usize::try_from(n).unwrap_or(usize::MAX);
+    check_list_len(&*r, n)?;
+    r.charge(n / 8)?;
+    Ok(Value::list((0..n).map(|i| Value::Int(start + step * i as i64)).collect()))
+}
+
+fn slice(_: &mut dyn Runner, args: &Args<'_>) -> R {
+    let start = int_param(args, 1, "start")?;
+    let end = match args.get(2) {
+        Value::Null => None,
+        _ => Some(int_param(args, 2, "end")?),
+    };
+    let bounds = |len: usize| {
+        let len_i = len as i64;
+        let fix = |i: i64| if i < 0 { (len_i + i).max(0) } else { i.min(len_i) } as usize;
+        let s = fix(start);
+        let e = end.map_or(len, fix);
+        (s, e.max(s))
+    };
+    match args.get(0) {
+        Value::Null => Ok(Value::Null),
+        Value::List(l) => {
+            let (s, e) = bounds(l.len());
+            Ok(Value::list(l[s..e].to_vec()))
+        }
+        Value::Str(st) => {
+            let chars: Vec<char> = st.chars().collect();
+            let (s, e) = bounds(chars.len());
+            Ok(Value::str(&chars[s..e].iter().collect::<String>()))
+        }
+        other => Err(type_err(0, "value", "a list or string", other)),
+    }
+}
+
+fn any(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    let xs = list_arg(args, 0, "array")?;
+    for (i, x) in xs.iter().enumerate() {
+        if project(r, args, 1, x, i)?.truthy() {
+            return Ok(Value::Bool(true));
+        }
+    }
+    Ok(Value::Bool(false))
+}
+
+fn all(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    let xs = list_arg(args, 0, "array")?;
+    for (i, x) in xs.iter().enumerate() {
+        if !project(r, args, 1, x, i)?.truthy() {
+            return Ok(Value::Bool(false));
+        }
+    }
+    Ok(Value::Bool(true))
+}
+
+fn find(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    let xs = list_arg(args, 0, "array")?;
+    for (i, x) in xs.iter().enumerate() {
+        if r.apply(1, x, i)?.truthy() {
+            return Ok(x.clone());
+        }
+    }
+    Ok(Value::Null)
+}
+
+fn format_datetime(_: &mut dyn Runner, args: &Args<'_>) -> R {
+    let millis = match args.get(0) {
+        Value::Int(s) => s.checked_mul(1000),
+        Value::Float(s) => {
+            let m = s * 1000.0;
+            (m.abs() < 9.0e15).then_some(m as i64)
+        }
+        Value::Str(s) => chrono::DateTime::parse_from_rfc3339(s).ok().map(|t| t.timestamp_millis()),
+        other => return Err(type_err(0, "value", "Unix seconds or an RFC 3339 string", other)),
+    };
+    let Some(millis) = millis else {
+        return Err(FnError::arg(Code::RuntimeArgument, 0, format!("{} is not a timestamp", args.get(0))).into());
+    };
+    format_millis(millis, args, 1)
+}
+
+fn json_stringify(_: &mut dyn Runner, args: &Args<'_>) -> R {
+    Ok(Value::str(&args.get(0).to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique() {
+        let fs = table();
+        let mut names: Vec<_> = fs.iter().map(|f| f.signature.name.clone()).collect();
+        names.sort();
+        let before = names.len();
+        names.dedup();
+        assert_eq!(before, names.len());
+    }
+
+    #[test]
+    fn add_number_promotes_on_overflow() {
+        let (mut a, mut f) = (i64::MAX, None);
+        add_number(&mut a, &mut f, &Value::Int(1)).unwrap();
+        assert_eq!(number_result(a, f).unwrap(), Value::Float(i64::MAX as f64 + 1.0));
+    }
+}

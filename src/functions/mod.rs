@@ -1,0 +1,225 @@
+//! Functions callable from expressions: their signatures (what the checker needs) and
+//! their implementations (what the VM and the reference evaluator call).
+//!
+//! A built-in never sees the AST or bytecode: it receives its arguments as values in
+//! parameter order, and calls back through [`Runner`] to apply a template (deferred
+//! parameter) to an element. That is what lets the VM and the reference evaluator share
+//! one implementation of every built-in, and lets the differential test focus on the
+//! compiler and the VM.
+
+mod builtins;
+mod signature;
+
+pub use signature::{Param, ParamKind, ReturnRule, Signature};
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::diagnostic::Code;
+use crate::runtime::{Clock, EvalError, Limits};
+use crate::types::Type;
+use crate::value::Value;
+
+/// What a built-in can ask of the evaluator that called it.
+pub trait Runner {
+    /// Applies the deferred argument for parameter `param` to `item`, element `index` of
+    /// the list being processed (the index goes into error locations).
+    fn apply(&mut self, param: usize, item: &Value, index: usize) -> Result<Value, EvalError>;
+    /// Spends `units` of fuel.
+    fn charge(&mut self, units: usize) -> Result<(), EvalError>;
+    /// The limits in force.
+    fn limits(&self) -> &Limits;
+    /// The clock `datetime_now` reads.
+    fn clock(&self) -> &dyn Clock;
+}
+
+/// The arguments of one call, in parameter order. Deferred parameters hold `null` here and
+/// are applied through the [`Runner`]; `given` says which optional parameters were passed.
+pub struct Args<'a> {
+    /// Argument values in parameter order (defaults filled in).
+    pub values: &'a [Value],
+    /// Bit `i` is set when parameter `i` was given by the caller.
+    pub given: u64,
+}
+
+impl Args<'_> {
+    /// Whether parameter `i` was given.
+    pub fn has(&self, i: usize) -> bool {
+        i < 64 && self.given & (1 << i) != 0
+    }
+
+    /// The value of parameter `i` (`null` when out of range).
+    pub fn get(&self, i: usize) -> &Value {
+        const NULL: &Value = &Value::Null;
+        self.values.get(i).unwrap_or(NULL)
+    }
+}
+
+/// An error raised by a function body, before the evaluator adds the call's span, the
+/// function's name and the data location.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FnError {
+    /// The stable code.
+    pub code: Code,
+    /// What went wrong.
+    pub message: String,
+    /// The parameter whose value is at fault, if one is.
+    pub param: Option<usize>,
+    /// The element of that parameter's list at fault, if one is.
+    pub index: Option<usize>,
+}
+
+impl FnError {
+    /// An error about the whole call.
+    pub fn new(code: Code, message: impl Into<String>) -> FnError {
+        FnError { code, message: message.into(), param: None, index: None }
+    }
+
+    /// An error about parameter `param`.
+    pub fn arg(code: Code, param: usize, message: impl Into<String>) -> FnError {
+        FnError { code, message: message.into(), param: Some(param), index: None }
+    }
+
+    /// An error about element `index` of parameter `param`.
+    pub fn element(code: Code, param: usize, index: usize, message: impl Into<String>) -> FnError {
+        FnError { code, message: message.into(), param: Some(param), index: Some(index) }
+    }
+}
+
+/// How a function failed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Failure {
+    /// The function's own error.
+    Fn(FnError),
+    /// An error from a template it applied, already located.
+    Eval(EvalError),
+}
+
+impl From<FnError> for Failure {
+    fn from(e: FnError) -> Failure {
+        Failure::Fn(e)
+    }
+}
+
+impl From<EvalError> for Failure {
+    fn from(e: EvalError) -> Failure {
+        Failure::Eval(e)
+    }
+}
+
+/// A built-in's body.
+pub type BuiltinFn = fn(&mut dyn Runner, &Args<'_>) -> Result<Value, Failure>;
+
+/// A host function's body: argument values in parameter order.
+pub type HostFn = Arc<dyn Fn(&[Value]) -> Result<Value, String> + Send + Sync>;
+
+/// How a function is carried out.
+#[derive(Clone)]
+pub enum Implementation {
+    /// A built-in body.
+    Builtin(BuiltinFn),
+    /// Compiled inline by the compiler (`if`, `pipeline`, `create_object`): never called.
+    Inline,
+    /// A host-registered function.
+    Host(HostFn),
+    /// A file function: fails until a file store is configured.
+    FileStore,
+}
+
+impl std::fmt::Debug for Implementation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Implementation::Builtin(_) => "Builtin",
+            Implementation::Inline => "Inline",
+            Implementation::Host(_) => "Host",
+            Implementation::FileStore => "FileStore",
+        })
+    }
+}
+
+/// A function: signature and implementation.
+#[derive(Clone, Debug)]
+pub struct Function {
+    /// What the checker knows.
+    pub signature: Signature,
+    /// What runs.
+    pub implementation: Implementation,
+}
+
+/// An index into a [`FunctionTable`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FuncId(pub u16);
+
+/// The functions an engine knows.
+#[derive(Clone, Debug)]
+pub struct FunctionTable {
+    funcs: Vec<Function>,
+    by_name: HashMap<Arc<str>, FuncId>,
+}
+
+impl Default for FunctionTable {
+    fn default() -> FunctionTable {
+        FunctionTable::builtins()
+    }
+}
+
+impl FunctionTable {
+    /// The built-in functions of SPEC §4.5.
+    pub fn builtins() -> FunctionTable {
+        let mut t = FunctionTable { funcs: Vec::new(), by_name: HashMap::new() };
+        for f in builtins::table() {
+            t.insert(f);
+        }
+        t
+    }
+
+    /// Adds or replaces a function.
+    pub fn insert(&mut self, f: Function) -> FuncId {
+        if let Some(&id) = self.by_name.get(&f.signature.name) {
+            self.funcs[id.0 as usize] = f;
+            return id;
+        }
+        let id = FuncId(u16::try_from(self.funcs.len()).unwrap_or(u16::MAX));
+        self.by_name.insert(f.signature.name.clone(), id);
+        self.funcs.push(f);
+        id
+    }
+
+    /// Looks a function up by name.
+    pub fn lookup(&self, name: &str) -> Option<FuncId> {
+        self.by_name.get(name).copied()
+    }
+
+    /// The function with this id.
+    pub fn get(&self, id: FuncId) -> &Function {
+        &self.funcs[id.0 as usize]
+    }
+
+    /// All function names, for suggestions and completion.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.funcs.iter().map(|f| &*f.signature.name)
+    }
+
+    /// All functions in registration order.
+    pub fn iter(&self) -> impl Iterator<Item = &Function> {
+        self.funcs.iter()
+    }
+}
+
+/// A list argument: `null` is the empty list.
+pub(crate) fn list_arg<'a>(args: &'a Args<'_>, i: usize, name: &str) -> Result<&'a [Value], FnError> {
+    match args.get(i) {
+        Value::Null => Ok(&[]),
+        Value::List(l) => Ok(l),
+        other => Err(FnError::arg(
+            Code::RuntimeType,
+            i,
+            format!("`{name}` must be a list, found {}", other.kind()),
+        )),
+    }
+}
+
+/// The type a parameter accepts when it takes a list (`null` counts as empty).
+pub(crate) fn list_or_null() -> Type {
+    Type::any_list().union(Type::Null)
+}

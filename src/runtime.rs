@@ -1,0 +1,130 @@
+//! What evaluation needs from its host and reports back: limits, the clock, and the
+//! runtime error type. Shared by the VM and the reference evaluator so both enforce the
+//! same limits and fail with the same error kinds.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::diagnostic::{Code, Diagnostic};
+use crate::span::Span;
+
+/// Bounds on one evaluation (SPEC §4.8). Exceeding one is an [`EvalError`] naming it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Instructions executed (fuel); every template application and every element a
+    /// built-in visits costs at least one unit.
+    pub fuel: u64,
+    /// Nesting of expressions in source, of template calls at run time, and of values built.
+    pub max_depth: usize,
+    /// Bytes in any string built.
+    pub max_string_len: usize,
+    /// Elements in any list built.
+    pub max_list_len: usize,
+    /// Approximate bytes of the result's JSON form.
+    pub max_output_bytes: usize,
+    /// Children of one parallel step (enforced by the engine).
+    pub max_fan_out: usize,
+    /// Distinct dynamic template strings compiled and cached per program.
+    pub max_cached_templates: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            fuel: 50_000_000,
+            max_depth: 128,
+            max_string_len: 16 * 1024 * 1024,
+            max_list_len: 1_000_000,
+            max_output_bytes: 64 * 1024 * 1024,
+            max_fan_out: 1_000,
+            max_cached_templates: 256,
+        }
+    }
+}
+
+/// The time source `datetime_now` reads. Hosts replace it for tests and replay.
+pub trait Clock: Send + Sync {
+    /// Milliseconds since the Unix epoch.
+    fn now_millis(&self) -> i64;
+}
+
+/// The system clock.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_millis(&self) -> i64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+    }
+}
+
+/// A clock stopped at one instant.
+#[derive(Clone, Copy, Debug)]
+pub struct FixedClock(pub i64);
+
+impl Clock for FixedClock {
+    fn now_millis(&self) -> i64 {
+        self.0
+    }
+}
+
+/// A failed evaluation: what went wrong, where in the expression, in which function, and
+/// at which place in the data.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EvalError {
+    /// The stable code; also the error's kind for differential testing.
+    pub code: Code,
+    /// What went wrong.
+    pub message: String,
+    /// The expression span (in the program's source).
+    pub span: Span,
+    /// The built-in function that failed, if any.
+    pub function: Option<Arc<str>>,
+    /// Where in the data (`$.users[2].score`), when known.
+    pub location: Option<String>,
+}
+
+impl EvalError {
+    /// An error at a span.
+    pub fn new(code: Code, span: Span, message: impl Into<String>) -> EvalError {
+        EvalError { code, message: message.into(), span, function: None, location: None }
+    }
+
+    /// As a diagnostic for rendering: the message names the function and data location.
+    pub fn to_diagnostic(&self) -> Diagnostic {
+        let mut label = String::new();
+        if let Some(f) = &self.function {
+            label.push_str(&format!("in `{f}`"));
+        }
+        if let Some(loc) = &self.location {
+            if !label.is_empty() {
+                label.push_str(", ");
+            }
+            label.push_str(&format!("at {loc}"));
+        }
+        let d = Diagnostic::new(self.code, self.span, self.to_string());
+        let d = if label.is_empty() { d.with_label("evaluation failed here") } else { d.with_label(label) };
+        match self.code {
+            Code::FuelExhausted => d.with_help("the expression does too much work; raise the fuel limit if this is expected"),
+            Code::DivisionByZero => d.with_help("guard the divisor: `if(d != 0, n / d, 0)`"),
+            _ => d,
+        }
+    }
+}
+
+impl fmt::Display for EvalError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(func) = &self.function {
+            write!(f, "{func}: ")?;
+        }
+        f.write_str(&self.message)?;
+        if let Some(loc) = &self.location {
+            write!(f, " (at {loc})")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for EvalError {}

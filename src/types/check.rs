@@ -1,0 +1,795 @@
+//! The checker: AST → typed AST, reporting every problem in one pass.
+//!
+//! It resolves names (context names, `item`, `current`), binds call arguments to
+//! parameters, parses template strings (mapping their spans back into the program's
+//! source), infers a type for every node and reports an error only where evaluation cannot
+//! succeed. It also collects the REF paths and free names the program uses.
+
+use std::sync::Arc;
+
+use super::scope::Scope;
+use super::typed::{TArg, TCall, TExpr, TKind};
+use super::{Fit, Type};
+use crate::diagnostic::{did_you_mean, Code, Diagnostic};
+use crate::functions::{FunctionTable, ParamKind};
+use crate::span::{SourceMap, Span, Spanned};
+use crate::syntax::ast::{Arg, BinaryOp, Call, Expr, ExprKind, Name, RefPath, UnaryOp};
+use crate::value::Value;
+
+/// A REF path used by a program, with where it was written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RefUse {
+    /// The context: `arguments`, `response` or an execution id.
+    pub context: Name,
+    /// The segments after the context.
+    pub segments: Vec<Name>,
+    /// Where the REF was written.
+    pub span: Span,
+}
+
+/// What checking produced.
+#[derive(Clone, Debug)]
+pub struct Checked {
+    /// The typed tree (with [`TKind::Error`] where something did not check).
+    pub expr: TExpr,
+    /// Every error and warning.
+    pub diagnostics: Vec<Diagnostic>,
+    /// The REF paths used, in source order (inside template strings too).
+    pub refs: Vec<RefUse>,
+    /// The free names read from the context, in first-use order, with a span each.
+    pub names: Vec<(Name, Span)>,
+}
+
+/// Checks `expr` in `scope`.
+pub fn check(expr: &Expr, scope: &Scope, funcs: &FunctionTable, max_depth: usize) -> Checked {
+    let mut c = Checker { scope, funcs, diags: Vec::new(), locals: Vec::new(), maps: Vec::new(), refs: Vec::new(), names: Vec::new(), max_depth };
+    let t = c.expr(expr);
+    c.diags.sort_by_key(|d| (d.span.start, d.span.end));
+    Checked { expr: t, diagnostics: c.diags, refs: c.refs, names: c.names }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum LocalKind {
+    Item,
+    Current,
+}
+
+struct Checker<'a> {
+    scope: &'a Scope,
+    funcs: &'a FunctionTable,
+    diags: Vec<Diagnostic>,
+    locals: Vec<(LocalKind, Type)>,
+    /// Source maps of the template strings being checked, outermost first.
+    maps: Vec<Arc<SourceMap>>,
+    refs: Vec<RefUse>,
+    names: Vec<(Name, Span)>,
+    max_depth: usize,
+}
+
+impl Checker<'_> {
+    /// Maps a span from the text being checked to the program's source.
+    fn sp(&self, span: Span) -> Span {
+        self.maps.iter().rev().fold(span, |s, m| m.map(s))
+    }
+
+    fn error(&mut self, d: Diagnostic) {
+        let d = d.map_spans(&|s| self.sp(s));
+        self.diags.push(d);
+    }
+
+    fn node(&self, kind: TKind, ty: Type, span: Span) -> TExpr {
+        TExpr::new(kind, ty, self.sp(span))
+    }
+
+    fn err_node(&self, span: Span) -> TExpr {
+        self.node(TKind::Error, Type::Never, span)
+    }
+
+    fn expr(&mut self, e: &Expr) -> TExpr {
+        match &e.kind {
+            ExprKind::Null => self.node(TKind::Const(Value::Null), Type::Null, e.span),
+            ExprKind::Bool(b) => self.node(TKind::Const(Value::Bool(*b)), Type::Bool, e.span),
+            ExprKind::Int(i) => self.node(TKind::Const(Value::Int(*i)), Type::Int, e.span),
+            ExprKind::Float(f) => self.node(TKind::Const(Value::Float(*f)), Type::Number, e.span),
+            ExprKind::Str(s) => self.node(TKind::Const(Value::Str(s.value.clone())), Type::Str, e.span),
+            ExprKind::Ref(r) => self.reference(r, e.span),
+            ExprKind::Name(n) => self.name(n, e.span),
+            ExprKind::Field(inner, seg) => {
+                let t = self.expr(inner);
+                let ty = self.segment_type(&t.ty, seg, inner.span);
+                self.node(TKind::Field(Box::new(t), seg.node.clone()), ty, e.span)
+            }
+            ExprKind::Index(inner, key) => {
+                let t = self.expr(inner);
+                let k = self.expr(key);
+                let ty = self.index_type(&t.ty, &k, key.span);
+                self.node(TKind::Index(Box::new(t), Box::new(k)), ty, e.span)
+            }
+            ExprKind::List(items) => {
+                let items: Vec<TExpr> = items.iter().map(|x| self.expr(x)).collect();
+                let elem = Type::union_all(items.iter().map(|t| t.ty.clone()));
+                let elem = if elem == Type::Never { Type::Any } else { elem };
+                self.node(TKind::List(items), Type::List(Box::new(elem)), e.span)
+            }
+            ExprKind::Object(entries) => {
+                let mut seen: Vec<&str> = Vec::new();
+                let mut out = Vec::new();
+                for (k, v) in entries {
+                    if seen.contains(&&*k.node) {
+                        self.error(
+                            Diagnostic::new(Code::DuplicateArgument, k.span, format!("key `{}` appears twice in this object", k.node))
+                                .with_label("duplicate key")
+                                .with_help("remove one of the entries; the later one would win"),
+                        );
+                    }
+                    seen.push(&k.node);
+                    out.push((k.node.clone(), self.expr(v)));
+                }
+                let ty = Type::object(out.iter().map(|(k, v)| (k.clone(), v.ty.clone())), false);
+                self.node(TKind::Object(out), ty, e.span)
+            }
+            ExprKind::Call(call) => self.call(call, e.span),
+            ExprKind::Unary(op, inner) => {
+                let t = self.expr(inner);
+                let ty = match op {
+                    UnaryOp::Not => Type::Bool,
+                    UnaryOp::Neg => {
+                        if t.ty.fits(&Type::Number) == Fit::No {
+                            self.error(
+                                Diagnostic::new(Code::OperandType, inner.span, format!("cannot negate a {}", t.ty))
+                                    .with_label(format!("this is {}", t.ty))
+                                    .with_help("`-` applies to numbers only"),
+                            );
+                        }
+                        if t.ty == Type::Int {
+                            Type::Int
+                        } else {
+                            Type::Number
+                        }
+                    }
+                };
+                self.node(TKind::Unary(*op, Box::new(t)), ty, e.span)
+            }
+            ExprKind::Binary(op, l, r) => self.binary(*op, l, r, e.span),
+            ExprKind::Error => self.err_node(e.span),
+        }
+    }
+
+    fn name(&mut self, n: &Name, span: Span) -> TExpr {
+        let want = match &**n {
+            "item" => Some(LocalKind::Item),
+            "current" => Some(LocalKind::Current),
+            _ => None,
+        };
+        if let Some(kind) = want {
+            if let Some(slot) = self.locals.iter().rposition(|(k, _)| *k == kind) {
+                let ty = self.locals[slot].1.clone();
+                return self.node(TKind::Local(slot as u32), ty, span);
+            }
+        }
+        match self.scope.name(n) {
+            Some(ty) => {
+                if !self.names.iter().any(|(m, _)| m == n) {
+                    self.names.push((n.clone(), self.sp(span)));
+                }
+                self.node(TKind::Global(n.clone()), ty, span)
+            }
+            None => {
+                let mut d = Diagnostic::new(Code::UnknownName, span, format!("unknown name `{n}`")).with_label("not defined here");
+                if let Some(s) = did_you_mean(n, self.scope.names()) {
+                    d = d.with_help(format!("did you mean `{s}`?"));
+                } else if want == Some(LocalKind::Item) {
+                    d = d.with_help("`item` is only bound inside a template (`map`, `filter`, `sum`, …)");
+                } else if want == Some(LocalKind::Current) {
+                    d = d.with_help("`current` is only bound inside `pipeline` operations");
+                } else if self.funcs.lookup(n).is_some() {
+                    d = d.with_help(format!("`{n}` is a function: call it as `{n}(…)`"));
+                } else {
+                    let known: Vec<&str> = self.scope.names().take(8).collect();
+                    if !known.is_empty() {
+                        d = d.with_help(format!("names in scope: {}", known.join(", ")));
+                    }
+                }
+                self.error(d);
+                self.err_node(span)
+            }
+        }
+    }
+
+    fn reference(&mut self, r: &RefPath, span: Span) -> TExpr {
+        self.refs.push(RefUse {
+            context: r.context.node.clone(),
+            segments: r.segments.iter().map(|s| s.node.clone()).collect(),
+            span: self.sp(span),
+        });
+        let ctx = &r.context;
+        let base = match self.scope.ref_context(&ctx.node) {
+            Some(t) => t,
+            None if &*ctx.node == "response" => {
+                self.error(
+                    Diagnostic::new(Code::ResponseOutsideTransform, ctx.span, "`REF:response` is only valid inside `transform_responses`")
+                        .with_label("no response here")
+                        .with_help("refer to a step's result as `REF:<execution_id>.field`"),
+                );
+                return self.err_node(span);
+            }
+            None => {
+                let contexts = self.scope.ref_contexts();
+                let mut d = Diagnostic::new(Code::UnknownRefContext, ctx.span, format!("unknown REF context `{}`", ctx.node))
+                    .with_label("no such step or context");
+                if let Some(s) = did_you_mean(&ctx.node, contexts.iter().copied()) {
+                    d = d.with_help(format!("did you mean `REF:{s}`?"));
+                } else if !contexts.is_empty() {
+                    d = d.with_help(format!("known contexts: {}", contexts.join(", ")));
+                }
+                self.error(d);
+                return self.err_node(span);
+            }
+        };
+        let mut ty = base;
+        let mut prev_span = ctx.span;
+        for seg in &r.segments {
+            ty = self.segment_type(&ty, seg, prev_span);
+            prev_span = prev_span.to(seg.span);
+        }
+        let segs = r.segments.iter().map(|s| s.node.clone()).collect();
+        self.node(TKind::Ref(ctx.node.clone(), segs), ty, span)
+    }
+
+    /// The type of `value.seg` for a value of type `t`; reports what cannot work.
+    fn segment_type(&mut self, t: &Type, seg: &Spanned<Name>, base_span: Span) -> Type {
+        let s = &*seg.node;
+        let is_index = !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        let mut results = Vec::new();
+        let mut impossible = Vec::new();
+        let mut missing_field = None;
+        for alt in t.alternatives() {
+            let r = match alt {
+                Type::Any => Some(Type::Any),
+                Type::Never => Some(Type::Never),
+                Type::Null => Some(Type::Null),
+                Type::Object(o) => match o.fields.get(s) {
+                    Some(ft) => Some(ft.clone()),
+                    None if s == "length" => Some(Type::Int),
+                    None if o.open => Some(Type::Any),
+                    None if (s == "file_name" || s == "parent_directory") && o.fields.contains_key("path") => Some(Type::Str),
+                    None => {
+                        missing_field = Some(o.clone());
+                        Some(Type::Null)
+                    }
+                },
+                Type::List(e) => match s {
+                    "length" => Some(Type::Int),
+                    "first" | "last" => Some(e.as_ref().clone().union(Type::Null)),
+                    _ if is_index => Some(e.as_ref().clone().union(Type::Null)),
+                    _ => None,
+                },
+                Type::Str => match s {
+                    "length" => Some(Type::Int),
+                    "path" | "file_name" | "parent_directory" => Some(Type::Str),
+                    _ => None,
+                },
+                Type::File => match s {
+                    "path" | "file_name" | "parent_directory" => Some(Type::Str),
+                    "length" => Some(Type::Int),
+                    _ => Some(Type::Any),
+                },
+                Type::Bool | Type::Int | Type::Number => None,
+                Type::Union(_) => Some(Type::Any),
+            };
+            match r {
+                Some(x) => results.push(x),
+                None => impossible.push(alt.clone()),
+            }
+        }
+        if results.is_empty() && !impossible.is_empty() {
+            let found = Type::union_all(impossible);
+            let help = match &found {
+                Type::List(_) => "a list takes an index (`.0`), `.first`, `.last` or `.length`; use `map` to read a field of every element".to_string(),
+                Type::Str => "a string has only `.length` (and `.path`, `.file_name`, `.parent_directory` as a file)".to_string(),
+                _ => format!("a {found} has no fields"),
+            };
+            self.error(
+                Diagnostic::new(Code::SegmentType, seg.span, format!("cannot read `.{s}` of a {found}"))
+                    .with_label(format!("`.{s}` does not apply to {found}"))
+                    .with_secondary(base_span, format!("this is {found}"))
+                    .with_help(help),
+            );
+            return Type::Never;
+        }
+        if let (Some(o), true) = (missing_field, results.iter().all(|r| *r == Type::Null)) {
+            let keys: Vec<&str> = o.fields.keys().map(|k| &**k).collect();
+            let mut d = Diagnostic::new(Code::UnknownField, seg.span, format!("field `{s}` does not exist here; it is always null"))
+                .with_label("no such field");
+            d = match did_you_mean(s, keys.iter().copied()) {
+                Some(m) => d.with_help(format!("did you mean `{m}`?")),
+                None => d.with_help(format!("known fields: {}", keys.join(", "))),
+            };
+            self.error(d);
+        }
+        Type::union_all(results)
+    }
+
+    fn index_type(&mut self, t: &Type, key: &TExpr, key_span: Span) -> Type {
+        let k = &key.ty;
+        let mut out = Vec::new();
+        let mut ok = false;
+        for alt in t.alternatives() {
+            match alt {
+                Type::Any | Type::Null | Type::Never => {
+                    ok = true;
+                    out.push(if *alt == Type::Null { Type::Null } else { Type::Any });
+                }
+                Type::List(e) if k.fits(&Type::Number.union(Type::Str)) != Fit::No => {
+                    ok = true;
+                    out.push(e.as_ref().clone().union(Type::Null));
+                    if k.fits(&Type::Str) != Fit::No {
+                        out.push(Type::Any);
+                    }
+                }
+                Type::Object(o) if k.fits(&Type::Str) != Fit::No => {
+                    ok = true;
+                    match key.as_const().and_then(Value::as_str).and_then(|s| o.fields.get(s)) {
+                        Some(ft) => out.push(ft.clone()),
+                        None => out.push(if o.open { Type::Any } else { Type::union_all(o.fields.values().cloned()).union(Type::Null) }),
+                    }
+                }
+                Type::Str | Type::File if k.fits(&Type::Str) != Fit::No => {
+                    ok = true;
+                    out.push(Type::Any);
+                }
+                _ => {}
+            }
+        }
+        if !ok {
+            self.error(
+                Diagnostic::new(Code::IndexType, key_span, format!("cannot index a {t} with a {k}"))
+                    .with_label(format!("this is {k}"))
+                    .with_help("lists take integer positions, objects take string keys"),
+            );
+            return Type::Never;
+        }
+        Type::union_all(out)
+    }
+
+    fn binary(&mut self, op: BinaryOp, l: &Expr, r: &Expr, span: Span) -> TExpr {
+        let lt = self.expr(l);
+        let rt = self.expr(r);
+        use BinaryOp::*;
+        let ty = match op {
+            Or | And | Eq | Ne => Type::Bool,
+            Lt | Le | Gt | Ge => {
+                let possible = pairs(&lt.ty, &rt.ty).any(|(a, b)| {
+                    matches!((a, b), (Type::Null, _) | (_, Type::Null) | (Type::Any, _) | (_, Type::Any))
+                        || (a.fits(&Type::Number) != Fit::No && b.fits(&Type::Number) != Fit::No)
+                        || (a.fits(&Type::Str) != Fit::No && b.fits(&Type::Str) != Fit::No)
+                });
+                if !possible {
+                    self.operand_error(op, &lt, &rt, l.span, r.span, "compare numbers with numbers and strings with strings");
+                }
+                Type::Bool
+            }
+            Add => {
+                let mut out = Vec::new();
+                for (a, b) in pairs(&lt.ty, &rt.ty) {
+                    let num = |t: &Type| t.fits(&Type::Number) != Fit::No;
+                    match (a, b) {
+                        (Type::Any, _) | (_, Type::Any) => out.push(Type::Any),
+                        (Type::Int, Type::Int) => out.push(Type::Int),
+                        (x, y) if num(x) && num(y) => out.push(Type::Number),
+                        (Type::Str, Type::Str) => out.push(Type::Str),
+                        (Type::List(x), Type::List(y)) => out.push(Type::List(Box::new(x.as_ref().clone().union(y.as_ref().clone())))),
+                        (Type::Object(_), Type::Object(_)) => out.push(Type::any_object()),
+                        _ => {}
+                    }
+                }
+                if out.is_empty() {
+                    self.operand_error(op, &lt, &rt, l.span, r.span, "`+` adds numbers, or joins two strings, two lists or two objects");
+                    Type::Never
+                } else {
+                    Type::union_all(out)
+                }
+            }
+            Sub | Mul | Div | Rem => {
+                let bad = |t: &Type| t.fits(&Type::Number) == Fit::No;
+                if bad(&lt.ty) || bad(&rt.ty) {
+                    self.operand_error(op, &lt, &rt, l.span, r.span, &format!("`{}` applies to numbers only", op.symbol()));
+                }
+                if op == Div {
+                    Type::Number
+                } else if lt.ty == Type::Int && rt.ty == Type::Int {
+                    Type::Int
+                } else {
+                    Type::Number
+                }
+            }
+        };
+        self.node(TKind::Binary(op, Box::new(lt), Box::new(rt)), ty, span)
+    }
+
+    fn operand_error(&mut self, op: BinaryOp, lt: &TExpr, rt: &TExpr, ls: Span, rs: Span, help: &str) {
+        if matches!(lt.kind, TKind::Error) || matches!(rt.kind, TKind::Error) {
+            return;
+        }
+        self.error(
+            Diagnostic::new(Code::OperandType, ls.to(rs), format!("`{}` cannot take a {} and a {}", op.symbol(), lt.ty, rt.ty))
+                .with_label(format!("{} {} {}", lt.ty, op.symbol(), rt.ty))
+                .with_secondary(ls, format!("this is {}", lt.ty))
+                .with_secondary(rs, format!("this is {}", rt.ty))
+                .with_help(help.to_string()),
+        );
+    }
+
+    fn call(&mut self, call: &Call, span: Span) -> TExpr {
+        let name = &call.name;
+        let Some(id) = self.funcs.lookup(&name.node) else {
+            let mut d = Diagnostic::new(Code::UnknownFunction, name.span, format!("unknown function `{}`", name.node))
+                .with_label("no such function");
+            if let Some(s) = did_you_mean(&name.node, self.funcs.names()) {
+                d = d.with_help(format!("did you mean `{s}`?"));
+            }
+            self.error(d);
+            // Still check the arguments, to report what is wrong inside them too.
+            for a in &call.args {
+                self.expr(&a.value);
+            }
+            return self.err_node(span);
+        };
+        let sig = self.funcs.get(id).signature.clone();
+        // Bind arguments to parameters.
+        let mut bound: Vec<Option<&Arg>> = vec![None; sig.params.len()];
+        let mut kwargs: Vec<&Arg> = Vec::new();
+        let mut seen_keyword = false;
+        let mut ok = true;
+        for (i, a) in call.args.iter().enumerate() {
+            match &a.keyword {
+                None => {
+                    if seen_keyword {
+                        ok = false;
+                        self.error(
+                            Diagnostic::new(Code::PositionalAfterKeyword, a.value.span, "positional argument after a keyword argument")
+                                .with_label("positional")
+                                .with_help(format!("name it, as in `{}`", sig.display())),
+                        );
+                        self.expr(&a.value);
+                        continue;
+                    }
+                    if i >= sig.params.len() {
+                        ok = false;
+                        let msg = if sig.params.is_empty() {
+                            format!("`{}` takes only keyword arguments", sig.name)
+                        } else {
+                            format!("`{}` takes at most {} argument{}, found {}", sig.name, sig.params.len(), if sig.params.len() == 1 { "" } else { "s" }, call.args.len())
+                        };
+                        self.error(
+                            Diagnostic::new(Code::TooManyArguments, a.value.span, msg)
+                                .with_label("unexpected argument")
+                                .with_help(format!("the signature is `{}`", sig.display())),
+                        );
+                        self.expr(&a.value);
+                        continue;
+                    }
+                    bound[i] = Some(a);
+                }
+                Some(k) => {
+                    seen_keyword = true;
+                    match sig.param_index(&k.node) {
+                        Some(p) => {
+                            if let Some(prev) = bound[p] {
+                                ok = false;
+                                let prev_span = prev.keyword.as_ref().map_or(prev.value.span, |pk| pk.span.to(prev.value.span));
+                                self.error(
+                                    Diagnostic::new(Code::DuplicateArgument, k.span, format!("`{}` is given twice", k.node))
+                                        .with_label("given again here")
+                                        .with_secondary(prev_span, "first given here")
+                                        .with_help("remove one of them"),
+                                );
+                                self.expr(&a.value);
+                            } else {
+                                bound[p] = Some(a);
+                            }
+                        }
+                        None if sig.any_keywords => {
+                            if kwargs.iter().any(|x| x.keyword.as_ref().map(|y| &y.node) == Some(&k.node)) {
+                                ok = false;
+                                self.error(
+                                    Diagnostic::new(Code::DuplicateArgument, k.span, format!("`{}` is given twice", k.node))
+                                        .with_label("given again here")
+                                        .with_help("remove one of them"),
+                                );
+                            }
+                            kwargs.push(a);
+                        }
+                        None => {
+                            ok = false;
+                            let mut d = Diagnostic::new(Code::UnknownKeyword, k.span, format!("`{}` has no parameter `{}`", sig.name, k.node))
+                                .with_label("unknown keyword");
+                            d = match did_you_mean(&k.node, sig.params.iter().map(|p| &*p.name)) {
+                                Some(s) => d.with_help(format!("did you mean `{s}`? the signature is `{}`", sig.display())),
+                                None => d.with_help(format!("the signature is `{}`", sig.display())),
+                            };
+                            self.error(d);
+                            self.expr(&a.value);
+                        }
+                    }
+                }
+            }
+        }
+        let missing: Vec<&str> = sig
+            .params
+            .iter()
+            .zip(&bound)
+            .filter(|(p, b)| p.is_required() && b.is_none())
+            .map(|(p, _)| &*p.name)
+            .collect();
+        if !missing.is_empty() {
+            ok = false;
+            let list = missing.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ");
+            self.error(
+                Diagnostic::new(
+                    Code::MissingArgument,
+                    span,
+                    format!("`{}` is missing {} {list}", sig.name, if missing.len() == 1 { "argument" } else { "arguments" }),
+                )
+                .with_label(format!("missing {list}"))
+                .with_help(format!("the signature is `{}`", sig.display())),
+            );
+        }
+
+        // Check every bound argument by its parameter's kind.
+        let mut args = Vec::with_capacity(sig.params.len());
+        let mut types = Vec::with_capacity(sig.params.len());
+        let mut given = 0u64;
+        for (i, (param, arg)) in sig.params.iter().zip(&bound).enumerate() {
+            if arg.is_some() && i < 64 {
+                given |= 1 << i;
+            }
+            match (param.kind, arg) {
+                (ParamKind::Value, Some(a)) => {
+                    let t = self.expr(&a.value);
+                    self.check_param_type(&sig.name, param, &t, a.value.span);
+                    if !param.one_of.is_empty() {
+                        if let Some(Value::Str(s)) = t.as_const() {
+                            if !param.one_of.contains(&&**s) {
+                                let mut d = Diagnostic::new(
+                                    Code::InvalidArgumentValue,
+                                    a.value.span,
+                                    format!("`{}` of `{}` must be one of {}, found {s:?}", param.name, sig.name, quote_all(param.one_of)),
+                                )
+                                .with_label("not accepted");
+                                if let Some(m) = did_you_mean(s, param.one_of.iter().copied()) {
+                                    d = d.with_help(format!("did you mean {m:?}?"));
+                                }
+                                self.error(d);
+                            }
+                        }
+                    }
+                    types.push(t.ty.clone());
+                    args.push(TArg::Value(t));
+                }
+                (ParamKind::Value, None) => {
+                    let v = param.default.clone().unwrap_or_default();
+                    let ty = super::type_of(&v);
+                    types.push(ty.clone());
+                    args.push(TArg::Value(TExpr::new(TKind::Const(v), ty, self.sp(span))));
+                }
+                (ParamKind::Lazy, Some(a)) => {
+                    let t = self.expr(&a.value);
+                    types.push(t.ty.clone());
+                    args.push(TArg::Value(t));
+                }
+                (ParamKind::Lazy, None) => {
+                    types.push(Type::Null);
+                    args.push(TArg::Value(TExpr::new(TKind::Const(Value::Null), Type::Null, self.sp(span))));
+                }
+                (ParamKind::Template | ParamKind::PathTemplate, Some(a)) => {
+                    let elem = types.first().map_or(Type::Any, Type::element);
+                    let elem = if elem == Type::Never { Type::Any } else { elem };
+                    let (arg, ty) = self.template(&a.value, elem, param.kind == ParamKind::PathTemplate);
+                    types.push(ty);
+                    args.push(arg);
+                }
+                (ParamKind::Template | ParamKind::PathTemplate, None) => {
+                    types.push(Type::Never);
+                    args.push(TArg::Absent);
+                }
+                (ParamKind::Operations, Some(a)) => {
+                    // Handled below, once the initial value's type is known.
+                    types.push(Type::Any);
+                    args.push(TArg::Absent);
+                    let _ = a;
+                }
+                (ParamKind::Operations, None) => {
+                    types.push(Type::Any);
+                    args.push(TArg::Absent);
+                }
+            }
+        }
+
+        // Calls compiled inline.
+        match &*sig.name {
+            "if" if ok => {
+                let mut it = args.into_iter().map(|a| match a {
+                    TArg::Value(t) => t,
+                    _ => TExpr::new(TKind::Error, Type::Never, span),
+                });
+                let (c, t, f) = match (it.next(), it.next(), it.next()) {
+                    (Some(c), Some(t), Some(f)) => (c, t, f),
+                    _ => return self.err_node(span),
+                };
+                let ty = t.ty.clone().union(f.ty.clone());
+                return self.node(TKind::If(Box::new(c), Box::new(t), Box::new(f)), ty, span);
+            }
+            "pipeline" if ok => {
+                let init = match args.into_iter().next() {
+                    Some(TArg::Value(t)) => t,
+                    _ => return self.err_node(span),
+                };
+                let Some(ops_arg) = bound[1] else { return self.err_node(span) };
+                let ExprKind::List(ops) = &ops_arg.value.kind else {
+                    self.error(
+                        Diagnostic::new(Code::OperationsNotList, ops_arg.value.span, "`operations` must be a list literal of expressions")
+                            .with_label("not a list literal")
+                            .with_help("write the operations inline: `pipeline(x, [json_parse(current), get_object_property(current, \"a\")])`"),
+                    );
+                    return self.err_node(span);
+                };
+                let slot = self.locals.len() as u32;
+                let mut cur_ty = init.ty.clone();
+                let mut typed_ops = Vec::with_capacity(ops.len());
+                for op in ops {
+                    self.locals.push((LocalKind::Current, cur_ty.clone()));
+                    let t = self.expr(op);
+                    self.locals.pop();
+                    cur_ty = t.ty.clone();
+                    typed_ops.push(t);
+                }
+                return self.node(TKind::Pipeline { init: Box::new(init), slot, ops: typed_ops }, cur_ty, span);
+            }
+            "create_object" if ok => {
+                let mut fields = Vec::new();
+                for a in kwargs {
+                    let t = self.expr(&a.value);
+                    if let Some(k) = &a.keyword {
+                        fields.push((k.node.clone(), t));
+                    }
+                }
+                let ty = Type::object(fields.iter().map(|(k, v)| (k.clone(), v.ty.clone())), false);
+                return self.node(TKind::Object(fields), ty, span);
+            }
+            _ => {}
+        }
+        if !ok {
+            return self.err_node(span);
+        }
+        if &*sig.name == "json_parse" {
+            if let Some(TArg::Value(t)) = args.first() {
+                if t.ty.fits(&Type::Str) == Fit::No && !matches!(t.kind, TKind::Error) {
+                    self.error(
+                        Diagnostic::new(Code::JsonParseNonString, t.span, format!("`json_parse` of a {} returns it unchanged", t.ty))
+                            .with_label("not a string")
+                            .with_help("drop the `json_parse` call; the value is already parsed"),
+                    );
+                }
+            }
+        }
+        let ty = sig.return_type(&types);
+        self.node(TKind::Call(TCall { func: id, name: sig.name.clone(), args, given }), ty, span)
+    }
+
+    fn check_param_type(&mut self, func: &str, param: &crate::functions::Param, t: &TExpr, span: Span) {
+        if matches!(t.kind, TKind::Error) {
+            return;
+        }
+        if t.ty.fits(&param.ty) == Fit::No {
+            self.error(
+                Diagnostic::new(
+                    Code::ArgumentType,
+                    span,
+                    format!("`{}` of `{func}` must be {}, found {}", param.name, describe(&param.ty), t.ty),
+                )
+                .with_label(format!("this is {}", t.ty))
+                .with_help(format!("`{func}` cannot succeed with this argument")),
+            );
+        }
+    }
+
+    /// Checks a template argument: a string literal (parsed now), a bare name (compiled at
+    /// run time from its string value) or any other expression (deferred as is).
+    fn template(&mut self, e: &Expr, elem: Type, relative: bool) -> (TArg, Type) {
+        let slot = self.locals.len() as u32;
+        match &e.kind {
+            ExprKind::Str(lit) => {
+                if self.maps.len() >= 8 {
+                    self.error(
+                        Diagnostic::new(Code::NestingTooDeep, e.span, "template strings nested too deeply")
+                            .with_label("too deep")
+                            .with_help("write inner templates as expressions rather than strings"),
+                    );
+                    return (TArg::Absent, Type::Never);
+                }
+                let parsed = match relative.then(|| relative_path(&lit.value)).flatten() {
+                    Some(path) => path,
+                    None => {
+                        let p = crate::syntax::parse_with_limit(&lit.value, self.max_depth);
+                        self.maps.push(lit.map.clone());
+                        for d in p.diagnostics {
+                            self.error(d);
+                        }
+                        self.maps.pop();
+                        p.expr
+                    }
+                };
+                self.maps.push(lit.map.clone());
+                self.locals.push((LocalKind::Item, elem));
+                let body = self.expr(&parsed);
+                self.locals.pop();
+                self.maps.pop();
+                let ty = body.ty.clone();
+                (TArg::Template { body: Arc::new(body), slot }, ty)
+            }
+            ExprKind::Name(n) if &**n != "item" && &**n != "current" => {
+                let source = self.expr(e);
+                if source.ty.fits(&Type::Str) == Fit::No && !matches!(source.kind, TKind::Error) {
+                    self.error(
+                        Diagnostic::new(Code::TemplateNotString, e.span, format!("template `{n}` is a {}, not a template string", source.ty))
+                            .with_label(format!("this is {}", source.ty))
+                            .with_help("a template given by name must hold an expression string, like \"item.name\""),
+                    );
+                }
+                (TArg::Dynamic { source, relative, slot }, Type::Any)
+            }
+            _ => {
+                self.locals.push((LocalKind::Item, elem));
+                let body = self.expr(e);
+                self.locals.pop();
+                let ty = body.ty.clone();
+                (TArg::Template { body: Arc::new(body), slot }, ty)
+            }
+        }
+    }
+}
+
+/// For `key_path` / `item_path`: a bare dotted path (`score`, `profile.age`, `tags.0`)
+/// whose first segment is not `item` means a path under `item`.
+pub(crate) fn relative_path(s: &str) -> Option<Expr> {
+    let segs: Vec<&str> = s.split('.').collect();
+    let ok = segs.iter().all(|g| !g.is_empty() && g.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'));
+    if !ok || segs.first() == Some(&"item") {
+        return None;
+    }
+    let whole = Span::new(0, s.len());
+    let mut e = Expr::new(ExprKind::Name(Arc::from("item")), Span::new(0, 0));
+    let mut at = 0;
+    for g in segs {
+        let span = Span::new(at, at + g.len());
+        e = Expr::new(ExprKind::Field(Box::new(e), Spanned::new(Arc::from(g), span)), Span::new(0, at + g.len()));
+        at += g.len() + 1;
+    }
+    e.span = whole;
+    Some(e)
+}
+
+fn pairs<'t>(a: &'t Type, b: &'t Type) -> impl Iterator<Item = (&'t Type, &'t Type)> {
+    a.alternatives().iter().flat_map(move |x| b.alternatives().iter().map(move |y| (x, y)))
+}
+
+fn quote_all(xs: &[&str]) -> String {
+    xs.iter().map(|x| format!("{x:?}")).collect::<Vec<_>>().join(", ")
+}
+
+/// "a list", "a string or null", … for messages.
+fn describe(t: &Type) -> String {
+    let parts: Vec<String> = t
+        .alternatives()
+        .iter()
+        .map(|a| match a {
+            Type::List(_) => "a list".to_string(),
+            Type::Object(_) => "an object".to_string(),
+            Type::Int => "an integer".to_string(),
+            Type::Any => "anything".to_string(),
+            other => format!("a {other}"),
+        })
+        .collect();
+    parts.join(" or ")
+}

@@ -1,0 +1,343 @@
+//! Static types and the checker.
+//!
+//! [`Type`] is what the checker knows about a value before it exists. `any` stands for
+//! unknown JSON, so the checker only reports what **cannot** succeed: an operation is an
+//! error when no value of the operand's type could make it work ([`Fit::No`]), and is left
+//! to run time when some could ([`Fit::Maybe`]).
+
+mod check;
+mod scope;
+pub mod typed;
+
+pub use check::{check, Checked, RefUse};
+pub(crate) use check::relative_path;
+pub use scope::Scope;
+
+use std::fmt;
+use std::sync::Arc;
+
+use indexmap::IndexMap;
+
+/// A static type.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Type {
+    /// Unknown: any JSON value.
+    Any,
+    /// No value: the type of an expression that always fails.
+    Never,
+    /// `null`
+    Null,
+    /// `boolean`
+    Bool,
+    /// `integer` (a subtype of `number`)
+    Int,
+    /// `number`
+    Number,
+    /// `string`
+    Str,
+    /// `file`: a path string, or an object with a string `path`.
+    File,
+    /// `list<T>`
+    List(Box<Type>),
+    /// `object{…}`
+    Object(Arc<ObjectType>),
+    /// One of several types (never nested, never containing `any`).
+    Union(Vec<Type>),
+}
+
+/// The fields of an object type.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct ObjectType {
+    /// Known fields and their types, in order.
+    pub fields: IndexMap<Arc<str>, Type>,
+    /// Whether other fields may exist.
+    pub open: bool,
+}
+
+/// Whether a value of one type can be used where another is expected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fit {
+    /// Always.
+    Yes,
+    /// For some values: checked at run time.
+    Maybe,
+    /// Never: a static error.
+    No,
+}
+
+impl Type {
+    /// `list<any>`
+    pub fn any_list() -> Type {
+        Type::List(Box::new(Type::Any))
+    }
+
+    /// An open object with no known fields.
+    pub fn any_object() -> Type {
+        Type::Object(Arc::new(ObjectType { fields: IndexMap::new(), open: true }))
+    }
+
+    /// A closed object with these fields.
+    pub fn object(fields: impl IntoIterator<Item = (Arc<str>, Type)>, open: bool) -> Type {
+        Type::Object(Arc::new(ObjectType { fields: fields.into_iter().collect(), open }))
+    }
+
+    /// The union of two types, simplified.
+    pub fn union(self, other: Type) -> Type {
+        Type::union_all([self, other])
+    }
+
+    /// The union of many types, simplified: `any` absorbs everything, `integer` merges
+    /// into `number`, lists merge their element types, duplicates go.
+    pub fn union_all(types: impl IntoIterator<Item = Type>) -> Type {
+        let mut parts: Vec<Type> = Vec::new();
+        for t in types {
+            let items = match t {
+                Type::Union(v) => v,
+                Type::Never => continue,
+                other => vec![other],
+            };
+            for t in items {
+                if t == Type::Any {
+                    return Type::Any;
+                }
+                if let Type::List(e) = &t {
+                    if let Some(Type::List(prev)) = parts.iter_mut().find(|p| matches!(p, Type::List(_))) {
+                        let merged = Type::union_all([(**prev).clone(), (**e).clone()]);
+                        **prev = merged;
+                        continue;
+                    }
+                }
+                if let Type::Object(_) = &t {
+                    if let Some(prev) = parts.iter_mut().find(|p| matches!(p, Type::Object(_))) {
+                        if *prev != t {
+                            *prev = merge_objects(prev, &t);
+                        }
+                        continue;
+                    }
+                }
+                if t == Type::Int && parts.contains(&Type::Number) {
+                    continue;
+                }
+                if t == Type::Number {
+                    parts.retain(|p| *p != Type::Int);
+                }
+                if !parts.contains(&t) {
+                    parts.push(t);
+                }
+            }
+        }
+        match parts.len() {
+            0 => Type::Never,
+            1 => parts.pop().unwrap_or(Type::Never),
+            _ => Type::Union(parts),
+        }
+    }
+
+    /// The alternatives of a union, or the type itself.
+    pub fn alternatives(&self) -> &[Type] {
+        match self {
+            Type::Union(v) => v,
+            other => std::slice::from_ref(other),
+        }
+    }
+
+    /// Whether a value of type `self` can be used where `expected` is required.
+    pub fn fits(&self, expected: &Type) -> Fit {
+        if matches!(expected, Type::Any) || matches!(self, Type::Never) {
+            return Fit::Yes;
+        }
+        if matches!(self, Type::Any) {
+            return Fit::Maybe;
+        }
+        if let Type::Union(alts) = self {
+            let fits: Vec<Fit> = alts.iter().map(|a| a.fits(expected)).collect();
+            return if fits.iter().all(|f| *f == Fit::Yes) {
+                Fit::Yes
+            } else if fits.iter().all(|f| *f == Fit::No) {
+                Fit::No
+            } else {
+                Fit::Maybe
+            };
+        }
+        if let Type::Union(alts) = expected {
+            let fits: Vec<Fit> = alts.iter().map(|a| self.fits(a)).collect();
+            return if fits.contains(&Fit::Yes) {
+                Fit::Yes
+            } else if fits.contains(&Fit::Maybe) {
+                Fit::Maybe
+            } else {
+                Fit::No
+            };
+        }
+        match (self, expected) {
+            (a, b) if a == b => Fit::Yes,
+            (Type::Int, Type::Number) => Fit::Yes,
+            (Type::Number, Type::Int) => Fit::Maybe,
+            (Type::Str, Type::File) => Fit::Yes,
+            (Type::File, Type::Str) | (Type::File, Type::Object(_)) => Fit::Maybe,
+            (Type::Object(o), Type::File) => match o.fields.get("path") {
+                Some(t) => t.fits(&Type::Str),
+                None if o.open => Fit::Maybe,
+                None => Fit::No,
+            },
+            // Element types never make a list unusable: the list may be empty.
+            (Type::List(_), Type::List(_)) => Fit::Yes,
+            (Type::Object(_), Type::Object(_)) => Fit::Yes,
+            _ => Fit::No,
+        }
+    }
+
+    /// The element type of a list type (`any` when unknown, `never` when not a list).
+    pub fn element(&self) -> Type {
+        Type::union_all(self.alternatives().iter().map(|t| match t {
+            Type::List(e) => (**e).clone(),
+            Type::Any => Type::Any,
+            _ => Type::Never,
+        }))
+    }
+
+    /// The type without `null` (`any` stays `any`).
+    pub fn non_null(&self) -> Type {
+        Type::union_all(self.alternatives().iter().filter(|t| **t != Type::Null).cloned())
+    }
+
+    /// Parses a declared `type_name`: `string`, `number`, `integer`, `boolean`, `list`,
+    /// `object`, `file`, `any`, `null`, and `list<T>`.
+    pub fn from_type_name(name: &str) -> Option<Type> {
+        let name = name.trim();
+        Some(match name {
+            "string" | "str" => Type::Str,
+            "number" | "float" => Type::Number,
+            "integer" | "int" => Type::Int,
+            "boolean" | "bool" => Type::Bool,
+            "list" | "array" => Type::any_list(),
+            "object" | "dict" => Type::any_object(),
+            "file" => Type::File,
+            "any" => Type::Any,
+            "null" => Type::Null,
+            _ => {
+                let inner = name.strip_prefix("list<")?.strip_suffix('>')?;
+                Type::List(Box::new(Type::from_type_name(inner)?))
+            }
+        })
+    }
+}
+
+fn merge_objects(a: &Type, b: &Type) -> Type {
+    let (Type::Object(a), Type::Object(b)) = (a, b) else { return Type::any_object() };
+    let mut fields = IndexMap::new();
+    for (k, t) in a.fields.iter() {
+        let other = b.fields.get(k).cloned().unwrap_or(if b.open { Type::Any } else { Type::Null });
+        fields.insert(k.clone(), t.clone().union(other));
+    }
+    for (k, t) in b.fields.iter() {
+        if !fields.contains_key(k) {
+            let other = if a.open { Type::Any } else { Type::Null };
+            fields.insert(k.clone(), t.clone().union(other));
+        }
+    }
+    Type::Object(Arc::new(ObjectType { fields, open: a.open || b.open }))
+}
+
+impl fmt::Display for Type {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Type::Any => f.write_str("any"),
+            Type::Never => f.write_str("never"),
+            Type::Null => f.write_str("null"),
+            Type::Bool => f.write_str("boolean"),
+            Type::Int => f.write_str("integer"),
+            Type::Number => f.write_str("number"),
+            Type::Str => f.write_str("string"),
+            Type::File => f.write_str("file"),
+            Type::List(e) if **e == Type::Any => f.write_str("list"),
+            Type::List(e) => write!(f, "list<{e}>"),
+            Type::Object(o) => {
+                if o.fields.is_empty() {
+                    return f.write_str("object");
+                }
+                f.write_str("object{")?;
+                for (i, (k, t)) in o.fields.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{k}: {t}")?;
+                }
+                if o.open {
+                    f.write_str(", …")?;
+                }
+                f.write_str("}")
+            }
+            Type::Union(alts) => {
+                for (i, t) in alts.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(" | ")?;
+                    }
+                    write!(f, "{t}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The type of a runtime value, as precise as its content allows (list element types are
+/// the union of the elements' types, objects are closed).
+pub fn type_of(v: &crate::value::Value) -> Type {
+    use crate::value::Value;
+    fn go(v: &Value, depth: usize) -> Type {
+        if depth > 8 {
+            return Type::Any;
+        }
+        match v {
+            Value::Null => Type::Null,
+            Value::Bool(_) => Type::Bool,
+            Value::Int(_) => Type::Int,
+            Value::Float(_) => Type::Number,
+            Value::Str(_) => Type::Str,
+            Value::List(l) => {
+                // Sample a bounded number of elements: types of huge inputs stay cheap.
+                let elem = Type::union_all(l.iter().take(64).map(|x| go(x, depth + 1)));
+                let elem = if l.len() > 64 || elem == Type::Never { Type::Any } else { elem };
+                Type::List(Box::new(elem))
+            }
+            Value::Object(o) => {
+                if o.len() > 256 {
+                    return Type::any_object();
+                }
+                Type::object(o.iter().map(|(k, x)| (k.clone(), go(x, depth + 1))), false)
+            }
+        }
+    }
+    go(v, 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unions_simplify() {
+        assert_eq!(Type::Int.union(Type::Number), Type::Number);
+        assert_eq!(Type::Str.union(Type::Any), Type::Any);
+        assert_eq!(Type::Str.union(Type::Str), Type::Str);
+        assert_eq!(Type::Null.union(Type::Str).to_string(), "null | string");
+    }
+
+    #[test]
+    fn fitting() {
+        assert_eq!(Type::Int.fits(&Type::Number), Fit::Yes);
+        assert_eq!(Type::Any.fits(&Type::Number), Fit::Maybe);
+        assert_eq!(Type::Str.fits(&Type::Number), Fit::No);
+        assert_eq!(Type::Str.union(Type::Int).fits(&Type::Number), Fit::Maybe);
+        let list_or_null = Type::any_list().union(Type::Null);
+        assert_eq!(Type::Int.fits(&list_or_null), Fit::No);
+        assert_eq!(Type::Null.fits(&list_or_null), Fit::Yes);
+    }
+
+    #[test]
+    fn type_names() {
+        assert_eq!(Type::from_type_name("list<string>"), Some(Type::List(Box::new(Type::Str))));
+        assert_eq!(Type::from_type_name("lst"), None);
+    }
+}

@@ -1,0 +1,115 @@
+//! The typed AST: names resolved, calls bound to functions with arguments in parameter
+//! order, templates marked, every node typed. The compiler and the reference evaluator
+//! both start from here.
+
+use std::sync::Arc;
+
+use crate::functions::FuncId;
+use crate::span::Span;
+use crate::syntax::ast::{BinaryOp, Name, UnaryOp};
+use crate::types::Type;
+use crate::value::Value;
+
+/// A typed expression.
+#[derive(Clone, Debug)]
+pub struct TExpr {
+    /// What it does.
+    pub kind: TKind,
+    /// What it yields.
+    pub ty: Type,
+    /// Where it was written (in the program's source, even inside template strings).
+    pub span: Span,
+}
+
+/// The kinds of typed expression.
+#[derive(Clone, Debug)]
+pub enum TKind {
+    /// A constant.
+    Const(Value),
+    /// A name looked up in the variables; `null` when absent.
+    Global(Name),
+    /// A template's `item` or a pipeline's `current`, by slot.
+    Local(u32),
+    /// `REF:context.segments…`
+    Ref(Name, Vec<Name>),
+    /// `expr.segment`
+    Field(Box<TExpr>, Name),
+    /// `expr[expr]`
+    Index(Box<TExpr>, Box<TExpr>),
+    /// `[…]`
+    List(Vec<TExpr>),
+    /// `{…}` and `create_object(…)`
+    Object(Vec<(Name, TExpr)>),
+    /// `-x`, `not x`
+    Unary(UnaryOp, Box<TExpr>),
+    /// Operators, `and`/`or` short-circuiting.
+    Binary(BinaryOp, Box<TExpr>, Box<TExpr>),
+    /// `if(c, a, b)`: only the chosen branch runs.
+    If(Box<TExpr>, Box<TExpr>, Box<TExpr>),
+    /// `pipeline(init, [ops])`: each op runs with `current` in `slot`.
+    Pipeline {
+        /// The initial value.
+        init: Box<TExpr>,
+        /// The slot `current` lives in.
+        slot: u32,
+        /// The operations.
+        ops: Vec<TExpr>,
+    },
+    /// A call of a function that is not compiled inline.
+    Call(TCall),
+    /// What did not check; a program with errors is never compiled.
+    Error,
+}
+
+/// A bound call.
+#[derive(Clone, Debug)]
+pub struct TCall {
+    /// The function.
+    pub func: FuncId,
+    /// Its name, for error messages.
+    pub name: Name,
+    /// One argument per parameter, in parameter order.
+    pub args: Vec<TArg>,
+    /// Bit `i` set when parameter `i` was given.
+    pub given: u64,
+}
+
+/// An argument bound to a parameter.
+#[derive(Clone, Debug)]
+pub enum TArg {
+    /// Evaluated once before the call (given, or the default as a constant).
+    Value(TExpr),
+    /// Applied per element with `item` in `slot`.
+    Template {
+        /// The template's body.
+        body: Arc<TExpr>,
+        /// The slot `item` lives in.
+        slot: u32,
+    },
+    /// A name whose string value is compiled at run time (once per distinct string).
+    Dynamic {
+        /// The expression giving the template text.
+        source: TExpr,
+        /// Whether a bare dotted path is relative to `item`.
+        relative: bool,
+        /// The slot `item` lives in.
+        slot: u32,
+    },
+    /// An optional template that was not given.
+    Absent,
+}
+
+impl TExpr {
+    /// A node.
+    pub fn new(kind: TKind, ty: Type, span: Span) -> TExpr {
+        TExpr { kind, ty, span }
+    }
+
+    /// The constant value, if this is one.
+    pub fn as_const(&self) -> Option<&Value> {
+        match &self.kind {
+            TKind::Const(v) => Some(v),
+            _ => None,
+        }
+    }
+}
