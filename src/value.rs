@@ -7,6 +7,7 @@
 //! and the JSON rendering rules of `join`. It never allocates a copy of a list or object to
 //! read one.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
@@ -216,6 +217,55 @@ impl Value {
             },
             other => Err(SegmentError { found: other.kind() }),
         }
+    }
+
+    /// Follows a path of segments, borrowing as long as the path selects parts of `self`
+    /// and cloning only what it returns. On failure, the index of the segment that could
+    /// not be applied.
+    pub fn walk<'v>(&'v self, segs: &[Arc<str>]) -> Result<Cow<'v, Value>, (usize, SegmentError)> {
+        let mut cur = self;
+        for (i, s) in segs.iter().enumerate() {
+            match cur {
+                Value::Object(m) => {
+                    if let Some(v) = m.get(&**s) {
+                        cur = v;
+                        continue;
+                    }
+                }
+                Value::List(l) => {
+                    if let Some(idx) = parse_index(s) {
+                        match l.get(idx) {
+                            Some(v) => {
+                                cur = v;
+                                continue;
+                            }
+                            None => return Ok(Cow::Owned(Value::Null)),
+                        }
+                    }
+                }
+                Value::Null => return Ok(Cow::Owned(Value::Null)),
+                _ => {}
+            }
+            // A derived segment (`length`, `first`, `file_name`, …): owned from here on.
+            let mut owned = cur.segment(s).map_err(|e| (i, e))?;
+            for (j, s2) in segs[i + 1..].iter().enumerate() {
+                owned = owned.segment(s2).map_err(|e| (i + 1 + j, e))?;
+            }
+            return Ok(Cow::Owned(owned));
+        }
+        Ok(Cow::Borrowed(cur))
+    }
+
+    /// Resolves a REF path's segments on a step result (SPEC §2), applying the response
+    /// alias: a leading `response` segment selects the key `response` when the result has
+    /// one and is skipped otherwise.
+    pub fn walk_ref<'v>(&'v self, segs: &[Arc<str>]) -> Result<Cow<'v, Value>, (usize, SegmentError)> {
+        if let (Some(first), Value::Object(m)) = (segs.first(), self) {
+            if &**first == "response" && !m.contains_key("response") {
+                return self.walk(&segs[1..]).map_err(|(i, e)| (i + 1, e));
+            }
+        }
+        self.walk(segs)
     }
 
     /// Borrowing lookup of an object key or list index, for the hot path of field access;

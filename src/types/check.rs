@@ -48,10 +48,24 @@ pub fn check(expr: &Expr, scope: &Scope, funcs: &FunctionTable, max_depth: usize
     Checked { expr: t, diagnostics: c.diags, refs: c.refs, names: c.names }
 }
 
+/// Checks a template compiled at run time: `item` is bound in `slot` (with type `any`);
+/// the slots below it belong to the caller and are not visible.
+pub fn check_template(expr: &Expr, scope: &Scope, funcs: &FunctionTable, max_depth: usize, slot: u32) -> Checked {
+    let mut c = Checker { scope, funcs, diags: Vec::new(), locals: Vec::new(), maps: Vec::new(), refs: Vec::new(), names: Vec::new(), max_depth };
+    for _ in 0..slot {
+        c.locals.push((LocalKind::Hidden, Type::Any));
+    }
+    c.locals.push((LocalKind::Item, Type::Any));
+    let t = c.expr(expr);
+    Checked { expr: t, diagnostics: c.diags, refs: c.refs, names: c.names }
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum LocalKind {
     Item,
     Current,
+    /// A slot that belongs to an enclosing evaluation (run-time templates).
+    Hidden,
 }
 
 struct Checker<'a> {
@@ -788,6 +802,7 @@ fn describe(t: &Type) -> String {
             Type::Object(_) => "an object".to_string(),
             Type::Int => "an integer".to_string(),
             Type::Any => "anything".to_string(),
+            Type::Null => "null".to_string(),
             other => format!("a {other}"),
         })
         .collect();

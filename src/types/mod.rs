@@ -9,7 +9,7 @@ mod check;
 mod scope;
 pub mod typed;
 
-pub use check::{check, Checked, RefUse};
+pub use check::{check, check_template, Checked, RefUse};
 pub(crate) use check::relative_path;
 pub use scope::Scope;
 

@@ -1,0 +1,78 @@
+//! A readable listing of compiled code, for `tdsl eval --emit bytecode`, the REPL's
+//! `:bytecode` and golden tests.
+
+use std::fmt::Write;
+
+use super::chunk::{CallParam, Chunk};
+use super::op::Op;
+
+/// Lists a chunk and, indented after it, the templates it calls.
+pub fn disassemble(chunk: &Chunk) -> String {
+    let mut out = String::new();
+    write_chunk(&mut out, chunk, "main", 0);
+    out
+}
+
+fn write_chunk(out: &mut String, chunk: &Chunk, title: &str, indent: usize) {
+    let pad = "    ".repeat(indent);
+    let _ = writeln!(out, "{pad}== {title} == ({} instructions, {} locals)", chunk.code.len(), chunk.locals);
+    for (pc, op) in chunk.code.iter().enumerate() {
+        let operand = describe(chunk, op);
+        let span = chunk.spans.get(pc).copied().unwrap_or_default();
+        let _ = writeln!(out, "{pad}{pc:04}  {:<22}{:<32}@{span}", op.name(), operand);
+    }
+    let mut n = 0;
+    for call in &chunk.calls {
+        for (i, p) in call.params.iter().enumerate() {
+            if let CallParam::Template(sub, slot) = p {
+                let title = format!("template #{n}: {}(…{}) item in slot {slot}", call.name, i);
+                write_chunk(out, sub, &title, indent + 1);
+                n += 1;
+            }
+        }
+    }
+}
+
+fn path(chunk: &Chunk, p: u32) -> String {
+    chunk.paths.get(p as usize).map(|segs| segs.iter().map(|s| format!(".{s}")).collect::<String>()).unwrap_or_default()
+}
+
+fn name(chunk: &Chunk, n: u32) -> String {
+    chunk.names.get(n as usize).map(|s| s.to_string()).unwrap_or_default()
+}
+
+fn describe(chunk: &Chunk, op: &Op) -> String {
+    match *op {
+        Op::Const(i) => chunk.consts.get(i as usize).map(|v| truncate(&v.to_string())).unwrap_or_default(),
+        Op::Global(n) => name(chunk, n),
+        Op::Local(s) | Op::SetLocal(s) => format!("slot {s}"),
+        Op::GlobalPath(n, p) => format!("{}{}", name(chunk, n), path(chunk, p)),
+        Op::LocalPath(s, p) => format!("slot {s}{}", path(chunk, p)),
+        Op::Ref(n, p) => format!("REF:{}{}", name(chunk, n), path(chunk, p)),
+        Op::Path(p) => path(chunk, p),
+        Op::List(n) => format!("{n} items"),
+        Op::Object(k) => chunk.keys.get(k as usize).map(|ks| format!("{{{}}}", ks.join(", "))).unwrap_or_default(),
+        Op::Binary(b) => b.symbol().to_string(),
+        Op::CmpLocalPathConst(b, s, p, c) => format!(
+            "slot {s}{} {} {}",
+            path(chunk, p),
+            b.symbol(),
+            chunk.consts.get(c as usize).map(|v| truncate(&v.to_string())).unwrap_or_default()
+        ),
+        Op::Jump(t) | Op::JumpIfFalse(t) | Op::AndJump(t) | Op::OrJump(t) => format!("→ {t:04}"),
+        Op::Call(i) => chunk
+            .calls
+            .get(i as usize)
+            .map(|c| format!("{}/{}", c.name, c.params.len()))
+            .unwrap_or_default(),
+        Op::Index | Op::Not | Op::Neg | Op::ToBool => String::new(),
+    }
+}
+
+fn truncate(s: &str) -> String {
+    if s.chars().count() > 30 {
+        format!("{}…", s.chars().take(29).collect::<String>())
+    } else {
+        s.to_string()
+    }
+}

@@ -1,0 +1,18 @@
+//! Typed AST → bytecode: the instruction set, chunks with a span per instruction,
+//! constant folding, the compiler and the disassembler.
+//!
+//! Templates are compiled once, into chunks of their own that the call site refers to;
+//! nothing is parsed or compiled per element. This module never evaluates user data: it
+//! only folds constants.
+
+mod chunk;
+mod compiler;
+mod disasm;
+mod fold;
+mod op;
+
+pub use chunk::{CallInfo, CallParam, Chunk, Origin, Root};
+pub use compiler::compile;
+pub use disasm::disassemble;
+pub use fold::fold;
+pub use op::Op;

@@ -1,0 +1,83 @@
+//! The instruction set. Each instruction's doc line gives its stack effect as
+//! `[before] → [after]` (top of stack on the right).
+
+use crate::syntax::ast::BinaryOp;
+
+/// One instruction. Operands index into the chunk's tables.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Op {
+    /// `[] → [consts[i]]`
+    Const(u32),
+    /// `[] → [vars[names[i]]]` (`null` when absent)
+    Global(u32),
+    /// `[] → [locals[slot]]`
+    Local(u32),
+    /// `[] → [vars[names[n]] . paths[p]…]`: a variable followed by field segments, read
+    /// without cloning the intermediate values.
+    GlobalPath(u32, u32),
+    /// `[] → [locals[slot] . paths[p]…]`
+    LocalPath(u32, u32),
+    /// `[] → [refs[names[n]] . paths[p]…]`: `REF:context.segments`
+    Ref(u32, u32),
+    /// `[v] → [v . paths[p]…]`
+    Path(u32),
+    /// `[v, key] → [v[key]]`
+    Index,
+    /// `[a1 … an] → [[a1, …, an]]`
+    List(u32),
+    /// `[v1 … vn] → [{keys[k][0]: v1, …}]`
+    Object(u32),
+    /// `[v] → [not truthy(v)]`
+    Not,
+    /// `[v] → [-v]`
+    Neg,
+    /// `[a, b] → [a op b]` for every operator but `and` / `or`
+    Binary(BinaryOp),
+    /// `[] → [locals[slot].paths[p] op consts[c]]`: a fused comparison of an element's
+    /// field with a constant, the common shape of `filter` conditions.
+    CmpLocalPathConst(BinaryOp, u32, u32, u32),
+    /// `[v] → [truthy(v)]`
+    ToBool,
+    /// `[] → []`, continue at `target`
+    Jump(u32),
+    /// `[v] → []`, continue at `target` when `v` is falsy
+    JumpIfFalse(u32),
+    /// `[v] → [false]` and jump when `v` is falsy; `[v] → []` otherwise (`and`)
+    AndJump(u32),
+    /// `[v] → [true]` and jump when `v` is truthy; `[v] → []` otherwise (`or`)
+    OrJump(u32),
+    /// `[v] → []`, `locals[slot] = v` (`pipeline`'s `current`)
+    SetLocal(u32),
+    /// `[a1 … an] → [f(a1 … an)]`: calls `calls[i]` with one stack value per parameter
+    /// (a placeholder `null` for template parameters, the template text for dynamic ones)
+    Call(u32),
+}
+
+impl Op {
+    /// The instruction's name in listings.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::Const(_) => "CONST",
+            Op::Global(_) => "GLOBAL",
+            Op::Local(_) => "LOCAL",
+            Op::GlobalPath(..) => "GLOBAL_PATH",
+            Op::LocalPath(..) => "LOCAL_PATH",
+            Op::Ref(..) => "REF",
+            Op::Path(_) => "PATH",
+            Op::Index => "INDEX",
+            Op::List(_) => "LIST",
+            Op::Object(_) => "OBJECT",
+            Op::Not => "NOT",
+            Op::Neg => "NEG",
+            Op::Binary(_) => "BINARY",
+            Op::CmpLocalPathConst(..) => "CMP_LOCAL_PATH_CONST",
+            Op::ToBool => "TO_BOOL",
+            Op::Jump(_) => "JUMP",
+            Op::JumpIfFalse(_) => "JUMP_IF_FALSE",
+            Op::AndJump(_) => "AND_JUMP",
+            Op::OrJump(_) => "OR_JUMP",
+            Op::SetLocal(_) => "SET_LOCAL",
+            Op::Call(_) => "CALL",
+        }
+    }
+}

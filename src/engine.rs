@@ -1,0 +1,307 @@
+//! The library's front door: an [`Engine`] holds functions, limits and a clock, and turns
+//! source text into a [`Program`] that evaluates many times.
+//!
+//! `compile` runs every stage in order — parse, check, fold, generate code — and either
+//! returns a program or every diagnostic found. A `Program` is immutable and `Send + Sync`;
+//! the only state it shares between evaluations is the cache of templates compiled at run
+//! time, which is bounded.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use crate::compile::{self, Chunk};
+use crate::diagnostic::Diagnostic;
+use crate::functions::{Function, FunctionTable, HostFn, Implementation, Signature};
+use crate::runtime::{Clock, EvalError, Limits, SystemClock};
+use crate::span::Span;
+use crate::syntax::{self, ast::Name};
+use crate::types::{self, typed::TExpr, RefUse, Scope, Type};
+use crate::value::Value;
+use crate::vm::{self, Env, TemplateSource};
+
+/// Functions, limits and a clock: what programs are compiled and run with.
+#[derive(Clone)]
+pub struct Engine {
+    funcs: Arc<FunctionTable>,
+    limits: Limits,
+    clock: Arc<dyn Clock>,
+}
+
+impl Default for Engine {
+    fn default() -> Engine {
+        Engine::new()
+    }
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").field("limits", &self.limits).finish_non_exhaustive()
+    }
+}
+
+impl Engine {
+    /// An engine with the built-in functions, default limits and the system clock.
+    pub fn new() -> Engine {
+        Engine { funcs: Arc::new(FunctionTable::builtins()), limits: Limits::default(), clock: Arc::new(SystemClock) }
+    }
+
+    /// Replaces the limits.
+    pub fn with_limits(mut self, limits: Limits) -> Engine {
+        self.limits = limits;
+        self
+    }
+
+    /// Replaces the clock `datetime_now` reads.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Engine {
+        self.clock = clock;
+        self
+    }
+
+    /// Registers a host function. Its parameters must be value parameters; calls are
+    /// checked against the signature like built-ins (arity, keywords, types).
+    pub fn register_function(&mut self, signature: Signature, body: HostFn) {
+        Arc::make_mut(&mut self.funcs).insert(Function { signature, implementation: Implementation::Host(body) });
+    }
+
+    /// The functions programs can call.
+    pub fn functions(&self) -> &FunctionTable {
+        &self.funcs
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Compiles `source` in an open scope: any name and REF context is accepted (as `any`)
+    /// and resolved against the variables at run time.
+    pub fn compile(&self, source: &str) -> Result<Program, Vec<Diagnostic>> {
+        self.compile_in(source, &Scope::open())
+    }
+
+    /// Compiles `source` in `scope`: unknown names are errors and types flow from the
+    /// scope's declarations.
+    pub fn compile_in(&self, source: &str, scope: &Scope) -> Result<Program, Vec<Diagnostic>> {
+        let analysis = self.analyze(source, scope);
+        match analysis.program {
+            Some(p) => Ok(p),
+            None => Err(analysis.diagnostics),
+        }
+    }
+
+    /// Runs every stage and returns everything: the program when there is no error, and all
+    /// diagnostics (warnings included) either way.
+    pub fn analyze(&self, source: &str, scope: &Scope) -> Analysis {
+        let parsed = syntax::parse_with_limit(source, self.limits.max_depth);
+        let mut diagnostics = parsed.diagnostics;
+        let checked = types::check(&parsed.expr, scope, &self.funcs, self.limits.max_depth);
+        // A syntax error makes further type errors noise: report the syntax first.
+        if diagnostics.iter().all(|d| d.code != crate::diagnostic::Code::Syntax) {
+            diagnostics.extend(checked.diagnostics);
+        }
+        diagnostics.sort_by_key(|d| (d.span.start, d.span.end));
+        let refs = References { refs: checked.refs, names: checked.names };
+        if diagnostics.iter().any(Diagnostic::is_error) {
+            return Analysis { program: None, diagnostics, ast: parsed.expr, ty: checked.expr.ty, references: refs };
+        }
+        let ty = checked.expr.ty.clone();
+        let folded = compile::fold(checked.expr, &self.funcs, &self.limits);
+        let chunk = compile::compile(&folded);
+        let warnings: Vec<Diagnostic> = diagnostics.clone();
+        let program = Program {
+            inner: Arc::new(Inner {
+                source: Arc::from(source),
+                chunk,
+                typed: folded,
+                ty: ty.clone(),
+                references: refs.clone(),
+                warnings,
+                funcs: self.funcs.clone(),
+                limits: self.limits.clone(),
+                clock: self.clock.clone(),
+                cache: Mutex::new(HashMap::new()),
+            }),
+        };
+        Analysis { program: Some(program), diagnostics, ast: parsed.expr, ty, references: refs }
+    }
+}
+
+/// Everything `analyze` found.
+#[derive(Debug)]
+pub struct Analysis {
+    /// The program, when there were no errors.
+    pub program: Option<Program>,
+    /// Errors and warnings, in source order.
+    pub diagnostics: Vec<Diagnostic>,
+    /// The parsed tree.
+    pub ast: syntax::ast::Expr,
+    /// The inferred type of the whole expression.
+    pub ty: Type,
+    /// The REF paths and free names used.
+    pub references: References,
+}
+
+/// What a program reads from outside: REF paths and free names.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct References {
+    /// REF paths, in source order, with their spans (inside template strings too).
+    pub refs: Vec<RefUse>,
+    /// Free names read from the variables, in first-use order, with a span each.
+    pub names: Vec<(Name, Span)>,
+}
+
+/// A compiled expression: immutable, shareable across threads, evaluated many times.
+#[derive(Clone)]
+pub struct Program {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    source: Arc<str>,
+    chunk: Chunk,
+    typed: TExpr,
+    ty: Type,
+    references: References,
+    warnings: Vec<Diagnostic>,
+    funcs: Arc<FunctionTable>,
+    limits: Limits,
+    clock: Arc<dyn Clock>,
+    /// Templates compiled at run time, by (text, relative, slot).
+    cache: Mutex<HashMap<(Arc<str>, bool, u32), Arc<Chunk>>>,
+}
+
+impl std::fmt::Debug for Program {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Program").field("source", &self.inner.source).field("type", &self.inner.ty).finish_non_exhaustive()
+    }
+}
+
+impl Program {
+    /// Evaluates with `vars` (an object, or `null` for none) as both the variables and the
+    /// REF contexts.
+    pub fn eval(&self, vars: &Value) -> Result<Value, EvalError> {
+        self.eval_with(vars, vars)
+    }
+
+    /// Evaluates with separate variables and REF contexts.
+    pub fn eval_with(&self, vars: &Value, refs: &Value) -> Result<Value, EvalError> {
+        let inner = &*self.inner;
+        let env = Env {
+            vars,
+            refs,
+            funcs: &inner.funcs,
+            limits: &inner.limits,
+            clock: &*inner.clock,
+            templates: inner,
+        };
+        let v = vm::run(&inner.chunk, &env)?;
+        check_output(&v, &inner.limits, Span::new(0, inner.source.len()))?;
+        Ok(v)
+    }
+
+    /// Evaluates with the tree-walking reference evaluator instead of the VM (for
+    /// differential testing; same results, slower).
+    pub fn eval_reference(&self, vars: &Value, refs: &Value) -> Result<Value, EvalError> {
+        let inner = &*self.inner;
+        let v = crate::reference::evaluate(&inner.typed, vars, refs, &inner.funcs, &inner.limits, &*inner.clock)?;
+        check_output(&v, &inner.limits, Span::new(0, inner.source.len()))?;
+        Ok(v)
+    }
+
+    /// The REF paths and free names the program reads.
+    pub fn references(&self) -> &References {
+        &self.inner.references
+    }
+
+    /// The inferred result type.
+    pub fn result_type(&self) -> &Type {
+        &self.inner.ty
+    }
+
+    /// Warnings found while compiling.
+    pub fn warnings(&self) -> &[Diagnostic] {
+        &self.inner.warnings
+    }
+
+    /// The source text.
+    pub fn source(&self) -> &str {
+        &self.inner.source
+    }
+
+    /// A readable listing of the bytecode.
+    pub fn disassemble(&self) -> String {
+        compile::disassemble(&self.inner.chunk)
+    }
+}
+
+fn check_output(v: &Value, limits: &Limits, span: Span) -> Result<(), EvalError> {
+    let size = v.size_at_most(limits.max_output_bytes);
+    if size > limits.max_output_bytes {
+        return Err(EvalError::new(
+            crate::diagnostic::Code::OutputLimit,
+            span,
+            format!("the result exceeds the output limit of {} bytes", limits.max_output_bytes),
+        ));
+    }
+    Ok(())
+}
+
+/// Compiles template text met at run time (shared by the VM and the reference evaluator).
+pub(crate) fn compile_template(
+    source: &str,
+    relative: bool,
+    slot: u32,
+    funcs: &FunctionTable,
+    limits: &Limits,
+) -> Result<TExpr, String> {
+    let expr = match relative.then(|| types::relative_path(source)).flatten() {
+        Some(e) => e,
+        None => {
+            let p = syntax::parse_with_limit(source, limits.max_depth);
+            if let Some(d) = p.diagnostics.iter().find(|d| d.is_error()) {
+                return Err(d.message.clone());
+            }
+            p.expr
+        }
+    };
+    let checked = types::check_template(&expr, &Scope::open(), funcs, limits.max_depth, slot);
+    if let Some(d) = checked.diagnostics.iter().find(|d| d.is_error()) {
+        return Err(d.message.clone());
+    }
+    Ok(compile::fold(checked.expr, funcs, limits))
+}
+
+impl TemplateSource for Inner {
+    fn template(&self, source: &str, relative: bool, slot: u32) -> Result<Arc<Chunk>, String> {
+        let key = (Arc::from(source), relative, slot);
+        if let Ok(cache) = self.cache.lock() {
+            if let Some(c) = cache.get(&key) {
+                return Ok(c.clone());
+            }
+        }
+        let typed = compile_template(source, relative, slot, &self.funcs, &self.limits)?;
+        let mut chunk = compile::compile(&typed);
+        chunk.locals = chunk.locals.max(slot + 1);
+        let chunk = Arc::new(chunk);
+        if let Ok(mut cache) = self.cache.lock() {
+            // Bounded: past the limit, templates are compiled per call instead of cached.
+            if cache.len() < self.limits.max_cached_templates {
+                cache.insert(key, chunk.clone());
+            }
+        }
+        Ok(chunk)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn program_is_send_and_sync() {
+        assert_send_sync::<Program>();
+        assert_send_sync::<Engine>();
+    }
+}

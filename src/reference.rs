@@ -1,0 +1,222 @@
+//! The reference evaluator: walks the typed AST directly.
+//!
+//! It exists to test the compiler and the VM against (`tests/differential.rs`): for every
+//! well-typed program both must give the same value or fail with the same error code. It
+//! shares the operator semantics ([`crate::ops`]) and the built-in bodies with the VM, and
+//! deliberately shares nothing else — no bytecode, no fused instructions, no folding.
+
+use std::sync::Arc;
+
+use crate::diagnostic::Code;
+use crate::functions::{Args, Failure, FunctionTable, Implementation, Runner};
+use crate::runtime::{Clock, EvalError, Limits};
+use crate::syntax::ast::{BinaryOp, UnaryOp};
+use crate::types::typed::{TArg, TCall, TExpr, TKind};
+use crate::value::Value;
+
+/// Evaluates `e` with `vars` as the variables and `refs` as the REF contexts.
+pub fn evaluate(
+    e: &TExpr,
+    vars: &Value,
+    refs: &Value,
+    funcs: &FunctionTable,
+    limits: &Limits,
+    clock: &dyn Clock,
+) -> Result<Value, EvalError> {
+    let mut ev = Evaluator { vars, refs, funcs, limits, clock, locals: Vec::new(), fuel: limits.fuel, depth: 0 };
+    ev.eval(e)
+}
+
+struct Evaluator<'a> {
+    vars: &'a Value,
+    refs: &'a Value,
+    funcs: &'a FunctionTable,
+    limits: &'a Limits,
+    clock: &'a dyn Clock,
+    locals: Vec<Value>,
+    fuel: u64,
+    depth: usize,
+}
+
+fn seg_err(e: &TExpr, seg: &str, found: crate::value::Kind) -> EvalError {
+    EvalError::new(Code::RuntimeType, e.span, format!("cannot read `.{seg}` of a {found}"))
+}
+
+impl Evaluator<'_> {
+    fn local(&mut self, slot: u32) -> &mut Value {
+        let s = slot as usize;
+        if self.locals.len() <= s {
+            self.locals.resize(s + 1, Value::Null);
+        }
+        &mut self.locals[s]
+    }
+
+    fn eval(&mut self, e: &TExpr) -> Result<Value, EvalError> {
+        if self.fuel == 0 {
+            return Err(EvalError::new(Code::FuelExhausted, e.span, "evaluation ran out of fuel"));
+        }
+        self.fuel -= 1;
+        match &e.kind {
+            TKind::Const(v) => Ok(v.clone()),
+            TKind::Global(n) => Ok(self.vars.get_direct(n).cloned().unwrap_or_default()),
+            TKind::Local(s) => Ok(self.local(*s).clone()),
+            TKind::Ref(ctx, segs) => match self.refs.get_direct(ctx) {
+                Some(root) => root
+                    .walk_ref(segs)
+                    .map(|v| v.into_owned())
+                    .map_err(|(i, err)| seg_err(e, &segs[i], err.found)),
+                None => Ok(Value::Null),
+            },
+            TKind::Field(inner, seg) => {
+                let v = self.eval(inner)?;
+                v.segment(seg).map_err(|err| seg_err(e, seg, err.found))
+            }
+            TKind::Index(v, k) => {
+                let v = self.eval(v)?;
+                let k = self.eval(k)?;
+                v.index(&k).map_err(|err| {
+                    EvalError::new(Code::RuntimeType, e.span, format!("cannot index a {} with a {}", err.found, k.kind()))
+                })
+            }
+            TKind::List(items) => {
+                let mut out = Vec::with_capacity(items.len());
+                for x in items {
+                    out.push(self.eval(x)?);
+                }
+                Ok(Value::list(out))
+            }
+            TKind::Object(entries) => {
+                let mut pairs = Vec::with_capacity(entries.len());
+                for (k, x) in entries {
+                    pairs.push((k.clone(), self.eval(x)?));
+                }
+                Ok(Value::object(pairs.into_iter().collect()))
+            }
+            TKind::Unary(UnaryOp::Not, x) => Ok(Value::Bool(!self.eval(x)?.truthy())),
+            TKind::Unary(UnaryOp::Neg, x) => {
+                let v = self.eval(x)?;
+                crate::ops::neg(&v).map_err(|o| EvalError::new(o.code, e.span, o.message))
+            }
+            TKind::Binary(BinaryOp::And, l, r) => Ok(Value::Bool(self.eval(l)?.truthy() && self.eval(r)?.truthy())),
+            TKind::Binary(BinaryOp::Or, l, r) => Ok(Value::Bool(self.eval(l)?.truthy() || self.eval(r)?.truthy())),
+            TKind::Binary(op, l, r) => {
+                let a = self.eval(l)?;
+                let b = self.eval(r)?;
+                crate::ops::binary(*op, &a, &b, self.limits).map_err(|o| EvalError::new(o.code, e.span, o.message))
+            }
+            TKind::If(c, t, f) => {
+                if self.eval(c)?.truthy() {
+                    self.eval(t)
+                } else {
+                    self.eval(f)
+                }
+            }
+            TKind::Pipeline { init, slot, ops } => {
+                let mut cur = self.eval(init)?;
+                for op in ops {
+                    *self.local(*slot) = cur;
+                    cur = self.eval(op)?;
+                }
+                Ok(cur)
+            }
+            TKind::Call(call) => self.call(call, e),
+            TKind::Error => Err(EvalError::new(Code::RuntimeArgument, e.span, "program has errors")),
+        }
+    }
+
+    fn call(&mut self, call: &TCall, e: &TExpr) -> Result<Value, EvalError> {
+        let mut values = Vec::with_capacity(call.args.len());
+        let mut templates: Vec<Option<(Arc<TExpr>, u32)>> = Vec::with_capacity(call.args.len());
+        for a in &call.args {
+            match a {
+                TArg::Value(x) => {
+                    values.push(self.eval(x)?);
+                    templates.push(None);
+                }
+                TArg::Template { body, slot } => {
+                    values.push(Value::Null);
+                    templates.push(Some((body.clone(), *slot)));
+                }
+                TArg::Dynamic { source, relative, slot } => {
+                    let text = self.eval(source)?;
+                    let Value::Str(text) = text else {
+                        let mut err = EvalError::new(Code::RuntimeType, source.span, "a template given by name must hold an expression string");
+                        err.function = Some(call.name.clone());
+                        return Err(err);
+                    };
+                    let body = crate::engine::compile_template(&text, *relative, *slot, self.funcs, self.limits).map_err(|m| {
+                        let mut err = EvalError::new(Code::DynamicTemplate, source.span, m);
+                        err.function = Some(call.name.clone());
+                        err
+                    })?;
+                    values.push(Value::Str(text));
+                    templates.push(Some((Arc::new(body), *slot)));
+                }
+                TArg::Absent => {
+                    values.push(Value::Null);
+                    templates.push(None);
+                }
+            }
+        }
+        let with_name = |mut err: EvalError| {
+            if err.function.is_none() {
+                err.function = Some(call.name.clone());
+            }
+            err
+        };
+        match &self.funcs.get(call.func).implementation {
+            Implementation::Builtin(body) => {
+                let mut frame = RefFrame { ev: self, templates };
+                body(&mut frame, &Args { values: &values, given: call.given }).map_err(|f| match f {
+                    Failure::Eval(err) => with_name(err),
+                    Failure::Fn(fe) => with_name(EvalError::new(fe.code, e.span, fe.message)),
+                })
+            }
+            Implementation::Host(f) => f(&values).map_err(|m| with_name(EvalError::new(Code::HostFunction, e.span, m))),
+            Implementation::FileStore => Err(with_name(EvalError::new(Code::NoFileStore, e.span, "no file store configured"))),
+            Implementation::Inline => Err(EvalError::new(Code::RuntimeArgument, e.span, "inline function called")),
+        }
+    }
+}
+
+struct RefFrame<'e, 'a> {
+    ev: &'e mut Evaluator<'a>,
+    templates: Vec<Option<(Arc<TExpr>, u32)>>,
+}
+
+impl Runner for RefFrame<'_, '_> {
+    fn apply(&mut self, param: usize, item: &Value, _index: usize) -> Result<Value, EvalError> {
+        let Some(Some((body, slot))) = self.templates.get(param) else { return Ok(item.clone()) };
+        let (body, slot) = (body.clone(), *slot);
+        if self.ev.fuel == 0 {
+            return Err(EvalError::new(Code::FuelExhausted, body.span, "evaluation ran out of fuel"));
+        }
+        self.ev.fuel -= 1;
+        if self.ev.depth >= self.ev.limits.max_depth {
+            return Err(EvalError::new(Code::DepthLimit, body.span, "templates nested too deeply"));
+        }
+        *self.ev.local(slot) = item.clone();
+        self.ev.depth += 1;
+        let r = self.ev.eval(&body);
+        self.ev.depth -= 1;
+        r
+    }
+
+    fn charge(&mut self, units: usize) -> Result<(), EvalError> {
+        let units = units as u64;
+        if units > self.ev.fuel {
+            self.ev.fuel = 0;
+            return Err(EvalError::new(Code::FuelExhausted, Default::default(), "evaluation ran out of fuel"));
+        }
+        self.ev.fuel -= units;
+        Ok(())
+    }
+
+    fn limits(&self) -> &Limits {
+        self.ev.limits
+    }
+
+    fn clock(&self) -> &dyn Clock {
+        self.ev.clock
+    }
+}

@@ -1,0 +1,558 @@
+//! The stack VM that runs compiled chunks.
+//!
+//! Owns the interpreter loop, fuel and depth accounting, and the [`Runner`] that built-ins
+//! use to apply templates. Values are read in place wherever possible: field paths are
+//! walked by reference and only their result is cloned (a reference-count increment), and
+//! a `filter` condition like `item.score > 50` compares without cloning at all. The VM
+//! never parses or compiles source text itself: run-time templates come from a
+//! [`TemplateSource`] the caller supplies.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use crate::compile::{CallInfo, CallParam, Chunk, Op, Origin, Root};
+use crate::diagnostic::Code;
+use crate::functions::{Args, Failure, FunctionTable, Implementation, Runner};
+use crate::ops;
+use crate::runtime::{Clock, EvalError, Limits};
+use crate::span::Span;
+use crate::syntax::ast::BinaryOp;
+use crate::value::{SegmentError, Value};
+
+/// Compiles template text met at run time (a template held in a variable).
+pub trait TemplateSource {
+    /// The chunk for `source`, with `item` in `slot`; bare dotted paths are relative to
+    /// `item` when `relative`. Implementations cache by their arguments.
+    fn template(&self, source: &str, relative: bool, slot: u32) -> Result<Arc<Chunk>, String>;
+}
+
+/// Everything one evaluation reads.
+pub struct Env<'a> {
+    /// The variables (an object; names are its keys).
+    pub vars: &'a Value,
+    /// The REF contexts (an object; contexts are its keys).
+    pub refs: &'a Value,
+    /// The functions calls refer to.
+    pub funcs: &'a FunctionTable,
+    /// The limits in force.
+    pub limits: &'a Limits,
+    /// The clock.
+    pub clock: &'a dyn Clock,
+    /// Where run-time templates come from.
+    pub templates: &'a dyn TemplateSource,
+}
+
+thread_local! {
+    /// Stacks kept between evaluations, so evaluating a small program allocates nothing.
+    static STACKS: RefCell<Vec<(Vec<Value>, Vec<Value>)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `chunk` to completion.
+pub fn run(chunk: &Chunk, env: &Env<'_>) -> Result<Value, EvalError> {
+    let (stack, locals) = STACKS.with(|s| s.borrow_mut().pop()).unwrap_or_default();
+    let mut vm = Vm {
+        env,
+        stack,
+        locals,
+        loc: Vec::new(),
+        fuel: env.limits.fuel,
+        depth: 0,
+        serial: 0,
+        arg_pool: Vec::new(),
+    };
+    if vm.locals.len() < chunk.locals as usize {
+        vm.locals.resize(chunk.locals as usize, Value::Null);
+    }
+    let result = vm.exec(chunk);
+    let Vm { mut stack, mut locals, .. } = vm;
+    stack.clear();
+    locals.clear();
+    STACKS.with(|s| {
+        let mut s = s.borrow_mut();
+        if s.len() < 4 {
+            s.push((stack, locals));
+        }
+    });
+    result
+}
+
+/// Where a local's value came from: element `index` of the list at `origin`.
+#[derive(Clone)]
+struct LocalLoc {
+    origin: Option<Arc<Origin>>,
+    index: usize,
+    serial: u64,
+}
+
+struct Vm<'a> {
+    env: &'a Env<'a>,
+    stack: Vec<Value>,
+    locals: Vec<Value>,
+    loc: Vec<Option<LocalLoc>>,
+    fuel: u64,
+    depth: usize,
+    serial: u64,
+    arg_pool: Vec<Vec<Value>>,
+}
+
+fn is_ident(s: &str) -> bool {
+    let mut c = s.chars();
+    matches!(c.next(), Some(x) if x.is_ascii_alphabetic() || x == '_') && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
+}
+
+fn push_segment(out: &mut String, seg: &str) {
+    if !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_digit()) {
+        out.push('[');
+        out.push_str(seg);
+        out.push(']');
+    } else if is_ident(seg) {
+        out.push('.');
+        out.push_str(seg);
+    } else {
+        out.push_str(&format!("[{seg:?}]"));
+    }
+}
+
+impl<'a> Vm<'a> {
+    fn render_origin(&self, o: &Origin, upto: usize) -> String {
+        let mut s = match &o.root {
+            Root::Global(n) => {
+                let mut s = String::from("$");
+                push_segment(&mut s, n);
+                s
+            }
+            Root::Ref(c) => format!("REF:{c}"),
+            Root::Local(slot) => self.render_local(*slot),
+        };
+        for seg in o.segments.iter().take(upto) {
+            push_segment(&mut s, seg);
+        }
+        s
+    }
+
+    fn render_local(&self, slot: u32) -> String {
+        match self.loc.get(slot as usize).and_then(Option::as_ref) {
+            Some(LocalLoc { origin: Some(o), index, .. }) => format!("{}[{index}]", self.render_origin(o, usize::MAX)),
+            Some(LocalLoc { origin: None, index, .. }) => format!("item[{index}]"),
+            None => "current".to_string(),
+        }
+    }
+
+    fn segment_error(&self, span: Span, root: Root, segs: &[Arc<str>], at: usize, e: SegmentError) -> EvalError {
+        let origin = Origin { root, segments: segs.into() };
+        let loc = self.render_origin(&origin, at);
+        let seg = segs.get(at).map_or("", |s| &**s);
+        let mut err = EvalError::new(Code::RuntimeType, span, format!("cannot read `.{seg}` of a {}", e.found));
+        err.location = Some(loc);
+        err
+    }
+
+    fn op_error(&self, chunk: &Chunk, pc: usize, e: ops::OpError) -> EvalError {
+        let span = chunk.spans[pc];
+        let mut err = EvalError::new(e.code, span, e.message);
+        if let Some(origins) = chunk.origins_at(pc) {
+            // The blamed operand's place, else whichever operand has one.
+            let pick = match e.operand {
+                Some(i) => origins[i as usize].as_ref().or(origins[1 - i as usize].as_ref()),
+                None => origins[0].as_ref().or(origins[1].as_ref()),
+            };
+            if let Some(o) = pick {
+                err.location = Some(self.render_origin(o, usize::MAX));
+            }
+        }
+        err
+    }
+
+    fn out_of_fuel(&self, span: Span) -> EvalError {
+        EvalError::new(
+            Code::FuelExhausted,
+            span,
+            format!("evaluation ran out of fuel (the limit is {} instructions)", self.env.limits.fuel),
+        )
+    }
+
+    fn exec(&mut self, chunk: &Chunk) -> Result<Value, EvalError> {
+        let code = &chunk.code;
+        let mut pc = 0;
+        while let Some(&op) = code.get(pc) {
+            if self.fuel == 0 {
+                return Err(self.out_of_fuel(chunk.spans[pc]));
+            }
+            self.fuel -= 1;
+            pc += 1;
+            match op {
+                Op::Const(i) => self.stack.push(chunk.consts[i as usize].clone()),
+                Op::Global(n) => {
+                    let v = self.env.vars.get_direct(&chunk.names[n as usize]).cloned().unwrap_or_default();
+                    self.stack.push(v);
+                }
+                Op::Local(s) => {
+                    let v = self.locals[s as usize].clone();
+                    self.stack.push(v);
+                }
+                Op::GlobalPath(n, p) => {
+                    let name = &chunk.names[n as usize];
+                    let segs = &chunk.paths[p as usize];
+                    let v = match self.env.vars.get_direct(name) {
+                        Some(root) => match root.walk(segs) {
+                            Ok(v) => v.into_owned(),
+                            Err((at, e)) => {
+                                return Err(self.segment_error(chunk.spans[pc - 1], Root::Global(name.clone()), segs, at, e))
+                            }
+                        },
+                        None => Value::Null,
+                    };
+                    self.stack.push(v);
+                }
+                Op::LocalPath(s, p) => {
+                    let segs = &chunk.paths[p as usize];
+                    let v = match self.locals[s as usize].walk(segs) {
+                        Ok(v) => v.into_owned(),
+                        Err((at, e)) => return Err(self.segment_error(chunk.spans[pc - 1], Root::Local(s), segs, at, e)),
+                    };
+                    self.stack.push(v);
+                }
+                Op::Ref(n, p) => {
+                    let ctx = &chunk.names[n as usize];
+                    let segs = &chunk.paths[p as usize];
+                    let v = match self.env.refs.get_direct(ctx) {
+                        Some(root) => match root.walk_ref(segs) {
+                            Ok(v) => v.into_owned(),
+                            Err((at, e)) => return Err(self.segment_error(chunk.spans[pc - 1], Root::Ref(ctx.clone()), segs, at, e)),
+                        },
+                        None => Value::Null,
+                    };
+                    self.stack.push(v);
+                }
+                Op::Path(p) => {
+                    let segs = &chunk.paths[p as usize];
+                    let top = self.pop();
+                    let v = match top.walk(segs) {
+                        Ok(v) => v.into_owned(),
+                        Err((at, e)) => {
+                            let mut err = EvalError::new(
+                                Code::RuntimeType,
+                                chunk.spans[pc - 1],
+                                format!("cannot read `.{}` of a {}", segs.get(at).map_or("", |s| &**s), e.found),
+                            );
+                            if let Some(Some(o)) = chunk.origins_at(pc - 1).map(|o| &o[0]) {
+                                err.location = Some(self.render_origin(o, usize::MAX));
+                            }
+                            return Err(err);
+                        }
+                    };
+                    self.stack.push(v);
+                }
+                Op::Index => {
+                    let key = self.pop();
+                    let v = self.pop();
+                    match v.index(&key) {
+                        Ok(x) => self.stack.push(x),
+                        Err(e) => {
+                            let mut err = EvalError::new(
+                                Code::RuntimeType,
+                                chunk.spans[pc - 1],
+                                format!("cannot index a {} with a {}", e.found, key.kind()),
+                            );
+                            if let Some(Some(o)) = chunk.origins_at(pc - 1).map(|o| &o[0]) {
+                                err.location = Some(self.render_origin(o, usize::MAX));
+                            }
+                            return Err(err);
+                        }
+                    }
+                }
+                Op::List(n) => {
+                    let at = self.stack.len() - n as usize;
+                    let items: Vec<Value> = self.stack.drain(at..).collect();
+                    self.stack.push(Value::list(items));
+                }
+                Op::Object(k) => {
+                    let keys = &chunk.keys[k as usize];
+                    let at = self.stack.len() - keys.len();
+                    let mut map = crate::value::Map::with_capacity_and_hasher(keys.len(), Default::default());
+                    for (key, v) in keys.iter().zip(self.stack.drain(at..)) {
+                        map.insert(key.clone(), v);
+                    }
+                    self.stack.push(Value::object(map));
+                }
+                Op::Not => {
+                    let v = self.pop();
+                    self.stack.push(Value::Bool(!v.truthy()));
+                }
+                Op::Neg => {
+                    let v = self.pop();
+                    match ops::neg(&v) {
+                        Ok(x) => self.stack.push(x),
+                        Err(e) => return Err(self.op_error(chunk, pc - 1, e)),
+                    }
+                }
+                Op::Binary(op) => {
+                    let b = self.pop();
+                    let a = self.pop();
+                    match ops::binary(op, &a, &b, self.env.limits) {
+                        Ok(x) => self.stack.push(x),
+                        Err(e) => return Err(self.op_error(chunk, pc - 1, e)),
+                    }
+                }
+                Op::CmpLocalPathConst(op, s, p, c) => {
+                    let segs = &chunk.paths[p as usize];
+                    let konst = &chunk.consts[c as usize];
+                    let field = match self.locals[s as usize].walk(segs) {
+                        Ok(v) => v,
+                        Err((at, e)) => return Err(self.segment_error(chunk.spans[pc - 1], Root::Local(s), segs, at, e)),
+                    };
+                    let r = match op {
+                        BinaryOp::Eq => Ok(Value::Bool(*field == *konst)),
+                        BinaryOp::Ne => Ok(Value::Bool(*field != *konst)),
+                        _ => ops::binary(op, &field, konst, self.env.limits),
+                    };
+                    match r {
+                        Ok(x) => self.stack.push(x),
+                        Err(e) => {
+                            drop(field);
+                            return Err(self.op_error(chunk, pc - 1, e));
+                        }
+                    }
+                }
+                Op::ToBool => {
+                    let v = self.pop();
+                    self.stack.push(Value::Bool(v.truthy()));
+                }
+                Op::Jump(t) => pc = t as usize,
+                Op::JumpIfFalse(t) => {
+                    if !self.pop().truthy() {
+                        pc = t as usize;
+                    }
+                }
+                Op::AndJump(t) => {
+                    if self.stack.last().is_some_and(|v| !v.truthy()) {
+                        if let Some(top) = self.stack.last_mut() {
+                            *top = Value::Bool(false);
+                        }
+                        pc = t as usize;
+                    } else {
+                        self.pop();
+                    }
+                }
+                Op::OrJump(t) => {
+                    if self.stack.last().is_some_and(Value::truthy) {
+                        if let Some(top) = self.stack.last_mut() {
+                            *top = Value::Bool(true);
+                        }
+                        pc = t as usize;
+                    } else {
+                        self.pop();
+                    }
+                }
+                Op::SetLocal(s) => {
+                    let v = self.pop();
+                    self.locals[s as usize] = v;
+                    if let Some(l) = self.loc.get_mut(s as usize) {
+                        *l = None;
+                    }
+                }
+                Op::Call(i) => {
+                    let v = self.call(chunk, &chunk.calls[i as usize], chunk.spans[pc - 1])?;
+                    self.stack.push(v);
+                }
+            }
+        }
+        Ok(self.pop())
+    }
+
+    fn pop(&mut self) -> Value {
+        // The compiler never emits an instruction that pops an empty stack.
+        self.stack.pop().unwrap_or_default()
+    }
+
+    fn call(&mut self, _chunk: &Chunk, info: &CallInfo, span: Span) -> Result<Value, EvalError> {
+        let n = info.params.len();
+        let mut args = self.arg_pool.pop().unwrap_or_default();
+        let at = self.stack.len() - n;
+        args.extend(self.stack.drain(at..));
+        let func = self.env.funcs.get(info.func);
+        let result = match &func.implementation {
+            Implementation::Builtin(body) => {
+                let dynamic = self.resolve_dynamic(info, &args, span);
+                match dynamic {
+                    Err(e) => Err(e),
+                    Ok(dynamic) => {
+                        self.serial += 1;
+                        let serial = self.serial;
+                        let mut frame = Frame { vm: self, info, dynamic, serial };
+                        match body(&mut frame, &Args { values: &args, given: info.given }) {
+                            Ok(v) => Ok(v),
+                            Err(f) => Err(self.failure(info, span, f)),
+                        }
+                    }
+                }
+            }
+            Implementation::Host(f) => f(&args).map_err(|msg| {
+                let mut e = EvalError::new(Code::HostFunction, span, msg);
+                e.function = Some(info.name.clone());
+                e
+            }),
+            Implementation::FileStore => {
+                let mut e = EvalError::new(Code::NoFileStore, span, "no file store configured; pass --files DIR");
+                e.function = Some(info.name.clone());
+                Err(e)
+            }
+            Implementation::Inline => Err(EvalError::new(Code::RuntimeArgument, span, "inline function called")),
+        };
+        args.clear();
+        self.arg_pool.push(args);
+        result
+    }
+
+    fn resolve_dynamic(&self, info: &CallInfo, args: &[Value], span: Span) -> Result<Vec<Option<(Arc<Chunk>, u32)>>, EvalError> {
+        if !info.params.iter().any(|p| matches!(p, CallParam::Dynamic { .. })) {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::with_capacity(info.params.len());
+        for (i, p) in info.params.iter().enumerate() {
+            let CallParam::Dynamic { relative, slot } = p else {
+                out.push(None);
+                continue;
+            };
+            let at = info.arg_spans.get(i).copied().unwrap_or(span);
+            let src = match &args[i] {
+                Value::Str(s) => s,
+                other => {
+                    let mut e = EvalError::new(
+                        Code::RuntimeType,
+                        at,
+                        format!("a template given by name must hold an expression string, found {}", other.kind()),
+                    );
+                    e.function = Some(info.name.clone());
+                    return Err(e);
+                }
+            };
+            match self.env.templates.template(src, *relative, *slot) {
+                Ok(c) => out.push(Some((c, *slot))),
+                Err(msg) => {
+                    let mut e = EvalError::new(Code::DynamicTemplate, at, format!("template {src:?} does not compile: {msg}"));
+                    e.function = Some(info.name.clone());
+                    return Err(e);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn failure(&self, info: &CallInfo, span: Span, f: Failure) -> EvalError {
+        match f {
+            Failure::Eval(mut e) => {
+                if e.function.is_none() {
+                    e.function = Some(info.name.clone());
+                }
+                e
+            }
+            Failure::Fn(fe) => {
+                let at = fe.param.and_then(|p| info.arg_spans.get(p).copied()).unwrap_or(span);
+                let mut e = EvalError::new(fe.code, at, fe.message);
+                e.function = Some(info.name.clone());
+                if let Some(p) = fe.param {
+                    let base = info.origins.get(p).and_then(Option::as_ref).map(|o| self.render_origin(o, usize::MAX));
+                    // When the element was read through a path template (`item_path="score"`),
+                    // the place is that field of the element.
+                    let suffix = fe.index.and_then(|_| path_template_suffix(info)).unwrap_or_default();
+                    e.location = match (base, fe.index) {
+                        (Some(b), Some(i)) => Some(format!("{b}[{i}]{suffix}")),
+                        (Some(b), None) => Some(b),
+                        (None, Some(i)) => Some(format!("element {i}")),
+                        (None, None) => None,
+                    };
+                }
+                e
+            }
+        }
+    }
+}
+
+/// `.a.b` when the call's template is just a path on `item` (`item.a.b`).
+fn path_template_suffix(info: &CallInfo) -> Option<String> {
+    info.params.iter().find_map(|p| match p {
+        CallParam::Template(chunk, slot) => match chunk.code.as_slice() {
+            [Op::LocalPath(s, p)] if s == slot => {
+                let mut out = String::new();
+                for seg in chunk.paths.get(*p as usize)?.iter() {
+                    push_segment(&mut out, seg);
+                }
+                Some(out)
+            }
+            _ => None,
+        },
+        _ => None,
+    })
+}
+
+/// The runner a built-in gets: the VM plus the call site's templates.
+struct Frame<'v, 'a> {
+    vm: &'v mut Vm<'a>,
+    info: &'v CallInfo,
+    dynamic: Vec<Option<(Arc<Chunk>, u32)>>,
+    serial: u64,
+}
+
+impl Runner for Frame<'_, '_> {
+    fn apply(&mut self, param: usize, item: &Value, index: usize) -> Result<Value, EvalError> {
+        let (chunk, slot): (&Chunk, u32) = match self.info.params.get(param) {
+            Some(CallParam::Template(c, s)) => (c, *s),
+            Some(CallParam::Dynamic { .. }) => match self.dynamic.get(param).and_then(Option::as_ref) {
+                Some((c, s)) => (c, *s),
+                None => return Ok(item.clone()),
+            },
+            _ => return Ok(item.clone()),
+        };
+        let vm = &mut *self.vm;
+        if vm.fuel == 0 {
+            return Err(vm.out_of_fuel(chunk.spans.first().copied().unwrap_or_default()));
+        }
+        vm.fuel -= 1;
+        if vm.depth >= vm.env.limits.max_depth {
+            return Err(EvalError::new(
+                Code::DepthLimit,
+                chunk.spans.first().copied().unwrap_or_default(),
+                format!("templates nested deeper than {} levels", vm.env.limits.max_depth),
+            ));
+        }
+        let s = slot as usize;
+        let needed = (chunk.locals as usize).max(s + 1);
+        if vm.locals.len() < needed {
+            vm.locals.resize(needed, Value::Null);
+        }
+        if vm.loc.len() < needed {
+            vm.loc.resize(needed, None);
+        }
+        // The element's origin is set once per call; per element only the index changes.
+        match &mut vm.loc[s] {
+            Some(l) if l.serial == self.serial => l.index = index,
+            other => {
+                *other = Some(LocalLoc { origin: self.info.origins.first().cloned().flatten(), index, serial: self.serial })
+            }
+        }
+        vm.locals[s] = item.clone();
+        vm.depth += 1;
+        let r = vm.exec(chunk);
+        vm.depth -= 1;
+        r
+    }
+
+    fn charge(&mut self, units: usize) -> Result<(), EvalError> {
+        let units = units as u64;
+        if units > self.vm.fuel {
+            self.vm.fuel = 0;
+            return Err(self.vm.out_of_fuel(Span::default()));
+        }
+        self.vm.fuel -= units;
+        Ok(())
+    }
+
+    fn limits(&self) -> &Limits {
+        self.vm.env.limits
+    }
+
+    fn clock(&self) -> &dyn Clock {
+        self.vm.env.clock
+    }
+}
