@@ -1,5 +1,6 @@
 //! tdsl
 #![forbid(unsafe_code)]
+pub mod cli;
 pub mod compile;
 pub mod diagnostic;
 mod engine;

@@ -1,0 +1,133 @@
+//! `tdsl eval EXPR [--vars FILE.json] [--var NAME=JSON]... [--emit value|ast|bytecode|type]`
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Args, ValueEnum};
+
+use super::{color_stderr, render, usage_failure, UsageError};
+use crate::engine::Engine;
+use crate::runtime::FixedClock;
+use crate::types::Scope;
+use crate::value::{Map, Value};
+
+/// Arguments of `tdsl eval`.
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// The expression.
+    expr: String,
+    /// A JSON object whose keys become variables (and REF contexts).
+    #[arg(long, value_name = "FILE.json")]
+    vars: Option<std::path::PathBuf>,
+    /// One variable as NAME=JSON (repeatable; wins over --vars).
+    #[arg(long = "var", value_name = "NAME=JSON")]
+    var: Vec<String>,
+    /// What to print.
+    #[arg(long, value_enum, default_value_t = Emit::Value)]
+    emit: Emit,
+    /// Print the value on one line instead of indented.
+    #[arg(long)]
+    compact: bool,
+    /// Fix the clock `datetime_now` reads (RFC 3339, e.g. 2026-01-01T00:00:00Z).
+    #[arg(long, value_name = "TIME")]
+    now: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Emit {
+    /// The result as JSON.
+    Value,
+    /// The syntax tree with spans.
+    Ast,
+    /// The compiled bytecode.
+    Bytecode,
+    /// The inferred type.
+    Type,
+}
+
+/// Loads the variables from `--vars` and `--var`.
+pub(crate) fn load_vars(file: Option<&std::path::Path>, vars: &[String]) -> Result<Value, UsageError> {
+    let mut map = Map::default();
+    if let Some(path) = file {
+        let text = std::fs::read_to_string(path).map_err(|e| UsageError(format!("cannot read {}: {e}", path.display())))?;
+        let v: Value = serde_json::from_str(&text).map_err(|e| UsageError(format!("{} is not valid JSON: {e}", path.display())))?;
+        match v {
+            Value::Object(o) => map = (*o).clone(),
+            other => return Err(UsageError(format!("{} must hold a JSON object, found {}", path.display(), other.kind()))),
+        }
+    }
+    for spec in vars {
+        let Some((name, json)) = spec.split_once('=') else {
+            return Err(UsageError(format!("--var {spec:?} must be NAME=JSON")));
+        };
+        let v: Value = serde_json::from_str(json).map_err(|e| {
+            UsageError(format!("--var {name}: {json:?} is not JSON ({e}); to pass a string, quote it: --var '{name}=\"{json}\"'"))
+        })?;
+        map.insert(Arc::from(name), v);
+    }
+    Ok(Value::object(map))
+}
+
+/// Runs `tdsl eval`.
+pub fn run(args: EvalArgs) -> ExitCode {
+    let vars = match load_vars(args.vars.as_deref(), &args.var) {
+        Ok(v) => v,
+        Err(e) => return usage_failure(&e),
+    };
+    let mut engine = Engine::new();
+    if let Some(now) = &args.now {
+        match chrono::DateTime::parse_from_rfc3339(now) {
+            Ok(t) => engine = engine.with_clock(Arc::new(FixedClock(t.timestamp_millis()))),
+            Err(e) => return usage_failure(&UsageError(format!("--now {now:?} is not an RFC 3339 time: {e}"))),
+        }
+    }
+    let color = color_stderr();
+    let source = args.expr.as_str();
+    let scope = Scope::from_vars(&vars);
+    let analysis = engine.analyze(source, &scope);
+    if !analysis.diagnostics.is_empty() {
+        eprint!("{}", render(&analysis.diagnostics, "<expr>", source, color));
+    }
+    match args.emit {
+        Emit::Ast => {
+            print!("{}", crate::syntax::dump(&analysis.ast));
+            return exit_for(analysis.program.is_some());
+        }
+        Emit::Type => {
+            if analysis.program.is_some() {
+                println!("{}", analysis.ty);
+            }
+            return exit_for(analysis.program.is_some());
+        }
+        _ => {}
+    }
+    let Some(program) = analysis.program else { return ExitCode::from(1) };
+    if let Emit::Bytecode = args.emit {
+        print!("{}", program.disassemble());
+        return ExitCode::SUCCESS;
+    }
+    match program.eval(&vars) {
+        Ok(v) => {
+            let text = if args.compact { serde_json::to_string(&v) } else { serde_json::to_string_pretty(&v) };
+            match text {
+                Ok(t) => {
+                    println!("{t}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => usage_failure(&UsageError(format!("cannot print the result: {e}"))),
+            }
+        }
+        Err(e) => {
+            eprint!("{}", render(&[e.to_diagnostic()], "<expr>", source, color));
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn exit_for(ok: bool) -> ExitCode {
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}

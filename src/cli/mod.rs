@@ -1,0 +1,72 @@
+//! The command line (SPEC §8): one file per subcommand. Exit codes: 0 success, 1 the input
+//! has problems (diagnostics were printed), 2 the command itself could not run (usage, I/O).
+
+mod eval;
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::diagnostic::{Diagnostic, Report};
+
+/// tdsl: a typed, compiled composition language for tools.
+#[derive(Debug, Parser)]
+#[command(name = "tdsl", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Evaluate an expression and print its value as JSON.
+    Eval(eval::EvalArgs),
+}
+
+/// Runs the command line.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
+        }
+    };
+    match cli.command {
+        Command::Eval(args) => eval::run(args),
+    }
+}
+
+/// A failure of the command itself (exit 2).
+#[derive(Debug)]
+pub(crate) struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Whether to colour output on standard error.
+pub(crate) fn color_stderr() -> bool {
+    std::env::var_os("NO_COLOR").is_none() && std::io::stderr().is_terminal()
+}
+
+/// Renders diagnostics for a terminal (coloured when it is one) or plain text.
+pub(crate) fn render(diags: &[Diagnostic], name: &str, source: &str, color: bool) -> String {
+    let theme = if color { miette::GraphicalTheme::unicode() } else { miette::GraphicalTheme::unicode_nocolor() };
+    let handler = miette::GraphicalReportHandler::new_themed(theme).with_width(100);
+    let mut out = String::new();
+    for d in diags {
+        let report: Report = d.with_source(name, source);
+        let _ = handler.render_report(&mut out, &report);
+    }
+    out
+}
+
+/// Prints a usage or I/O error and returns exit code 2.
+pub(crate) fn usage_failure(e: &UsageError) -> ExitCode {
+    eprintln!("error: {e}");
+    ExitCode::from(2)
+}
