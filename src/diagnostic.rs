@@ -298,6 +298,13 @@ pub fn render_plain(diags: &[Diagnostic], name: &str, source: &str) -> String {
 /// The closest candidate to `name` by edit distance, when close enough to suggest.
 pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let max = (name.chars().count() / 3).max(1);
+    let candidates: Vec<&str> = candidates.into_iter().collect();
+    // An abbreviation (`sep` for `separator`) is as good a hint as a typo.
+    if name.len() >= 3 {
+        if let Some(c) = candidates.iter().filter(|c| c.starts_with(name) && **c != name).min_by_key(|c| c.len()) {
+            return Some(c);
+        }
+    }
     candidates
         .into_iter()
         .filter(|c| *c != name)
@@ -346,5 +353,6 @@ mod tests {
         assert_eq!(did_you_mean("jion", ["join", "json_parse", "map"]), Some("join"));
         assert_eq!(did_you_mean("usr", ["user", "users"]), Some("user"));
         assert_eq!(did_you_mean("zzzzzz", ["join"]), None);
+        assert_eq!(did_you_mean("sep", ["array", "separator"]), Some("separator"));
     }
 }

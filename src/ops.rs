@@ -53,7 +53,7 @@ pub fn compare(op: BinaryOp, a: &Value, b: &Value) -> Result<Value, OpError> {
             let operand = None;
             return Err(err(
                 Code::RuntimeType,
-                format!("cannot compare a {} with a {} using `{}`", a.kind(), b.kind(), op.symbol()),
+                format!("cannot compare {:#} with {:#} using `{}`", a.kind(), b.kind(), op.symbol()),
                 operand,
             ));
         }
@@ -102,7 +102,7 @@ fn add(a: &Value, b: &Value, limits: &Limits) -> Result<Value, OpError> {
         }
         _ => Err(err(
             Code::RuntimeType,
-            format!("cannot add a {} and a {}", a.kind(), b.kind()),
+            format!("cannot add {:#} and {:#}", a.kind(), b.kind()),
             blame(a, b, |v| matches!(v, Value::Int(_) | Value::Float(_) | Value::Str(_) | Value::List(_) | Value::Object(_))),
         )),
     }
@@ -113,7 +113,7 @@ fn arith(op: BinaryOp, a: &Value, b: &Value) -> Result<Value, OpError> {
     if !is_num(a) || !is_num(b) {
         return Err(err(
             Code::RuntimeType,
-            format!("`{}` needs two numbers, found a {} and a {}", op.symbol(), a.kind(), b.kind()),
+            format!("`{}` needs two numbers, found {:#} and {:#}", op.symbol(), a.kind(), b.kind()),
             if !is_num(a) && is_num(b) {
                 Some(0)
             } else if is_num(a) {
@@ -147,7 +147,7 @@ pub fn neg(v: &Value) -> Result<Value, OpError> {
     match v {
         Value::Int(i) => Ok(i.checked_neg().map_or_else(|| Value::Float(-(*i as f64)), Value::Int)),
         Value::Float(f) => Ok(Value::Float(-f)),
-        other => Err(err(Code::RuntimeType, format!("cannot negate a {}", other.kind()), Some(0))),
+        other => Err(err(Code::RuntimeType, format!("cannot negate {:#}", other.kind()), Some(0))),
     }
 }
 

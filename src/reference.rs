@@ -39,7 +39,7 @@ struct Evaluator<'a> {
 }
 
 fn seg_err(e: &TExpr, seg: &str, found: crate::value::Kind) -> EvalError {
-    EvalError::new(Code::RuntimeType, e.span, format!("cannot read `.{seg}` of a {found}"))
+    EvalError::new(Code::RuntimeType, e.span, format!("cannot read `.{seg}` of {found:#}"))
 }
 
 impl Evaluator<'_> {
@@ -75,7 +75,7 @@ impl Evaluator<'_> {
                 let v = self.eval(v)?;
                 let k = self.eval(k)?;
                 v.index(&k).map_err(|err| {
-                    EvalError::new(Code::RuntimeType, e.span, format!("cannot index a {} with a {}", err.found, k.kind()))
+                    EvalError::new(Code::RuntimeType, e.span, format!("cannot index {:#} with {:#}", err.found, k.kind()))
                 })
             }
             TKind::List(items) => {

@@ -75,7 +75,11 @@ impl Kind {
 }
 
 impl fmt::Display for Kind {
+    /// The name; with `{:#}`, the name with its article ("an object").
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if f.alternate() {
+            f.write_str(if matches!(self, Kind::Object) { "an " } else if matches!(self, Kind::Null) { "" } else { "a " })?;
+        }
         f.write_str(self.name())
     }
 }

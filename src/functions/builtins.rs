@@ -498,7 +498,7 @@ impl Type {
 // helpers
 
 fn type_err(param: usize, name: &str, want: &str, found: &Value) -> Failure {
-    Failure::Fn(FnError::arg(Code::RuntimeType, param, format!("`{name}` must be {want}, found {}", found.kind())))
+    Failure::Fn(FnError::arg(Code::RuntimeType, param, format!("`{name}` must be {want}, found {:#}", found.kind())))
 }
 
 fn str_param<'a>(args: &'a Args<'_>, i: usize, name: &str) -> Result<&'a str, Failure> {
@@ -644,7 +644,7 @@ fn sum(r: &mut dyn Runner, args: &Args<'_>) -> R {
     for (i, x) in xs.iter().enumerate() {
         let v = project(r, args, 1, x, i)?;
         if add_number(&mut acc, &mut facc, &v).is_err() {
-            return Err(FnError::element(Code::RuntimeType, 0, i, format!("cannot add a {} to a sum", v.kind())).into());
+            return Err(FnError::element(Code::RuntimeType, 0, i, format!("cannot add {:#} to a sum", v.kind())).into());
         }
     }
     number_result(acc, facc)
@@ -965,7 +965,7 @@ fn avg(r: &mut dyn Runner, args: &Args<'_>) -> R {
                 n += 1;
             }
             other => {
-                return Err(FnError::element(Code::RuntimeType, 0, i, format!("cannot average a {}", other.kind())).into())
+                return Err(FnError::element(Code::RuntimeType, 0, i, format!("cannot average {:#}", other.kind())).into())
             }
         }
     }
@@ -1019,7 +1019,7 @@ fn key_set<'a>(args: &'a Args<'_>, i: usize) -> Result<Vec<&'a str>, Failure> {
         .enumerate()
         .map(|(j, k)| {
             k.as_str().ok_or_else(|| {
-                FnError::element(Code::RuntimeType, i, j, format!("keys must be strings, found {}", k.kind())).into()
+                FnError::element(Code::RuntimeType, i, j, format!("keys must be strings, found {:#}", k.kind())).into()
             })
         })
         .collect()

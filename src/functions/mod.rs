@@ -214,7 +214,7 @@ pub(crate) fn list_arg<'a>(args: &'a Args<'_>, i: usize, name: &str) -> Result<&
         other => Err(FnError::arg(
             Code::RuntimeType,
             i,
-            format!("`{name}` must be a list, found {}", other.kind()),
+            format!("`{name}` must be a list, found {:#}", other.kind()),
         )),
     }
 }

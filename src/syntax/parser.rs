@@ -188,7 +188,13 @@ fn syntax_error(src: &str, e: &pest::error::Error<Rule>) -> Diagnostic {
     };
     let expected = match &e.variant {
         ErrorVariant::ParsingError { positives, .. } => {
-            let mut names: Vec<&str> = positives.iter().map(|r| rule_name(*r)).collect();
+            let operators = [
+                Rule::or_op, Rule::and_op, Rule::cmp_op, Rule::sum_op, Rule::prod_op, Rule::field, Rule::index,
+            ];
+            let mut names: Vec<&str> = positives
+                .iter()
+                .map(|r| if operators.contains(r) { "an operator" } else { rule_name(*r) })
+                .collect();
             names.sort_unstable();
             names.dedup();
             names

@@ -150,7 +150,7 @@ impl Checker<'_> {
                     UnaryOp::Neg => {
                         if t.ty.fits(&Type::Number) == Fit::No {
                             self.error(
-                                Diagnostic::new(Code::OperandType, inner.span, format!("cannot negate a {}", t.ty))
+                                Diagnostic::new(Code::OperandType, inner.span, format!("cannot negate {:#}", t.ty))
                                     .with_label(format!("this is {}", t.ty))
                                     .with_help("`-` applies to numbers only"),
                             );
@@ -301,10 +301,10 @@ impl Checker<'_> {
             let help = match &found {
                 Type::List(_) => "a list takes an index (`.0`), `.first`, `.last` or `.length`; use `map` to read a field of every element".to_string(),
                 Type::Str => "a string has only `.length` (and `.path`, `.file_name`, `.parent_directory` as a file)".to_string(),
-                _ => format!("a {found} has no fields"),
+                _ => format!("{found:#} has no fields"),
             };
             self.error(
-                Diagnostic::new(Code::SegmentType, seg.span, format!("cannot read `.{s}` of a {found}"))
+                Diagnostic::new(Code::SegmentType, seg.span, format!("cannot read `.{s}` of {found:#}"))
                     .with_label(format!("`.{s}` does not apply to {found}"))
                     .with_secondary(base_span, format!("this is {found}"))
                     .with_help(help),
@@ -357,7 +357,7 @@ impl Checker<'_> {
         }
         if !ok {
             self.error(
-                Diagnostic::new(Code::IndexType, key_span, format!("cannot index a {t} with a {k}"))
+                Diagnostic::new(Code::IndexType, key_span, format!("cannot index {t:#} with {k:#}"))
                     .with_label(format!("this is {k}"))
                     .with_help("lists take integer positions, objects take string keys"),
             );
@@ -426,7 +426,7 @@ impl Checker<'_> {
             return;
         }
         self.error(
-            Diagnostic::new(Code::OperandType, ls.to(rs), format!("`{}` cannot take a {} and a {}", op.symbol(), lt.ty, rt.ty))
+            Diagnostic::new(Code::OperandType, ls.to(rs), format!("`{}` cannot take {:#} and {:#}", op.symbol(), lt.ty, rt.ty))
                 .with_label(format!("{} {} {}", lt.ty, op.symbol(), rt.ty))
                 .with_secondary(ls, format!("this is {}", lt.ty))
                 .with_secondary(rs, format!("this is {}", rt.ty))
@@ -680,7 +680,7 @@ impl Checker<'_> {
             if let Some(TArg::Value(t)) = args.first() {
                 if t.ty.fits(&Type::Str) == Fit::No && !matches!(t.kind, TKind::Error) {
                     self.error(
-                        Diagnostic::new(Code::JsonParseNonString, t.span, format!("`json_parse` of a {} returns it unchanged", t.ty))
+                        Diagnostic::new(Code::JsonParseNonString, t.span, format!("`json_parse` of {:#} returns it unchanged", t.ty))
                             .with_label("not a string")
                             .with_help("drop the `json_parse` call; the value is already parsed"),
                     );
@@ -700,7 +700,7 @@ impl Checker<'_> {
                 Diagnostic::new(
                     Code::ArgumentType,
                     span,
-                    format!("`{}` of `{func}` must be {}, found {}", param.name, describe(&param.ty), t.ty),
+                    format!("`{}` of `{func}` must be {}, found {:#}", param.name, describe(&param.ty), t.ty),
                 )
                 .with_label(format!("this is {}", t.ty))
                 .with_help(format!("`{func}` cannot succeed with this argument")),
@@ -746,7 +746,7 @@ impl Checker<'_> {
                 let source = self.expr(e);
                 if source.ty.fits(&Type::Str) == Fit::No && !matches!(source.kind, TKind::Error) {
                     self.error(
-                        Diagnostic::new(Code::TemplateNotString, e.span, format!("template `{n}` is a {}, not a template string", source.ty))
+                        Diagnostic::new(Code::TemplateNotString, e.span, format!("template `{n}` is {:#}, not a template string", source.ty))
                             .with_label(format!("this is {}", source.ty))
                             .with_help("a template given by name must hold an expression string, like \"item.name\""),
                     );
@@ -803,7 +803,7 @@ fn describe(t: &Type) -> String {
             Type::Int => "an integer".to_string(),
             Type::Any => "anything".to_string(),
             Type::Null => "null".to_string(),
-            other => format!("a {other}"),
+            other => format!("{other:#}"),
         })
         .collect();
     parts.join(" or ")

@@ -240,8 +240,19 @@ fn merge_objects(a: &Type, b: &Type) -> Type {
 }
 
 impl fmt::Display for Type {
+    /// The type; with `{:#}`, preceded by its article ("an integer", "a list<string>").
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if f.alternate() {
+            let article = match self {
+                Type::Int | Type::Object(_) | Type::Any => "an ",
+                Type::Null | Type::Never | Type::Union(_) => "",
+                _ => "a ",
+            };
+            f.write_str(article)?;
+            return write!(f, "{self}");
+        }
         match self {
+            Type::Any if f.alternate() => f.write_str("any value"),
             Type::Any => f.write_str("any"),
             Type::Never => f.write_str("never"),
             Type::Null => f.write_str("null"),

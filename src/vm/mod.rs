@@ -142,7 +142,7 @@ impl<'a> Vm<'a> {
         let origin = Origin { root, segments: segs.into() };
         let loc = self.render_origin(&origin, at);
         let seg = segs.get(at).map_or("", |s| &**s);
-        let mut err = EvalError::new(Code::RuntimeType, span, format!("cannot read `.{seg}` of a {}", e.found));
+        let mut err = EvalError::new(Code::RuntimeType, span, format!("cannot read `.{seg}` of {:#}", e.found));
         err.location = Some(loc);
         err
     }
@@ -233,7 +233,7 @@ impl<'a> Vm<'a> {
                             let mut err = EvalError::new(
                                 Code::RuntimeType,
                                 chunk.spans[pc - 1],
-                                format!("cannot read `.{}` of a {}", segs.get(at).map_or("", |s| &**s), e.found),
+                                format!("cannot read `.{}` of {:#}", segs.get(at).map_or("", |s| &**s), e.found),
                             );
                             if let Some(Some(o)) = chunk.origins_at(pc - 1).map(|o| &o[0]) {
                                 err.location = Some(self.render_origin(o, usize::MAX));
@@ -252,7 +252,7 @@ impl<'a> Vm<'a> {
                             let mut err = EvalError::new(
                                 Code::RuntimeType,
                                 chunk.spans[pc - 1],
-                                format!("cannot index a {} with a {}", e.found, key.kind()),
+                                format!("cannot index {:#} with {:#}", e.found, key.kind()),
                             );
                             if let Some(Some(o)) = chunk.origins_at(pc - 1).map(|o| &o[0]) {
                                 err.location = Some(self.render_origin(o, usize::MAX));
@@ -379,7 +379,7 @@ impl<'a> Vm<'a> {
                     Ok(dynamic) => {
                         self.serial += 1;
                         let serial = self.serial;
-                        let mut frame = Frame { vm: self, info, dynamic, serial };
+                        let mut frame = Frame { vm: self, info, dynamic, serial, span };
                         match body(&mut frame, &Args { values: &args, given: info.given }) {
                             Ok(v) => Ok(v),
                             Err(f) => Err(self.failure(info, span, f)),
@@ -421,7 +421,7 @@ impl<'a> Vm<'a> {
                     let mut e = EvalError::new(
                         Code::RuntimeType,
                         at,
-                        format!("a template given by name must hold an expression string, found {}", other.kind()),
+                        format!("a template given by name must hold an expression string, found {:#}", other.kind()),
                     );
                     e.function = Some(info.name.clone());
                     return Err(e);
@@ -492,6 +492,8 @@ struct Frame<'v, 'a> {
     info: &'v CallInfo,
     dynamic: Vec<Option<(Arc<Chunk>, u32)>>,
     serial: u64,
+    /// The call's span, for errors the built-in raises through the runner.
+    span: Span,
 }
 
 impl Runner for Frame<'_, '_> {
@@ -542,7 +544,7 @@ impl Runner for Frame<'_, '_> {
         let units = units as u64;
         if units > self.vm.fuel {
             self.vm.fuel = 0;
-            return Err(self.vm.out_of_fuel(Span::default()));
+            return Err(self.vm.out_of_fuel(self.span));
         }
         self.vm.fuel -= units;
         Ok(())
