@@ -317,6 +317,7 @@ impl Checker<'_> {
                 .with_label("no such field");
             d = match did_you_mean(s, keys.iter().copied()) {
                 Some(m) => d.with_help(format!("did you mean `{m}`?")),
+                None if keys.is_empty() => d.with_help("this object has no fields"),
                 None => d.with_help(format!("known fields: {}", keys.join(", "))),
             };
             self.error(d);
@@ -428,8 +429,6 @@ impl Checker<'_> {
         self.error(
             Diagnostic::new(Code::OperandType, ls.to(rs), format!("`{}` cannot take {:#} and {:#}", op.symbol(), lt.ty, rt.ty))
                 .with_label(format!("{} {} {}", lt.ty, op.symbol(), rt.ty))
-                .with_secondary(ls, format!("this is {}", lt.ty))
-                .with_secondary(rs, format!("this is {}", rt.ty))
                 .with_help(help.to_string()),
         );
     }
