@@ -169,14 +169,7 @@ pub struct Diagnostic {
 impl Diagnostic {
     /// A diagnostic with a code, message and primary span.
     pub fn new(code: Code, span: Span, message: impl Into<String>) -> Diagnostic {
-        Diagnostic {
-            code,
-            message: message.into(),
-            span,
-            label: String::new(),
-            secondary: Vec::new(),
-            help: None,
-        }
+        Diagnostic { code, message: message.into(), span, label: String::new(), secondary: Vec::new(), help: None }
     }
 
     /// Sets the primary label's text.
@@ -219,10 +212,7 @@ impl Diagnostic {
 
     /// This diagnostic with its source attached, ready for miette to render.
     pub fn with_source(&self, name: &str, source: &str) -> Report {
-        Report {
-            diagnostic: self.clone(),
-            source: miette::NamedSource::new(name, source.to_string()),
-        }
+        Report { diagnostic: self.clone(), source: miette::NamedSource::new(name, source.to_string()) }
     }
 }
 
@@ -271,13 +261,12 @@ impl miette::Diagnostic for Report {
 
     fn labels(&self) -> Option<Box<dyn Iterator<Item = miette::LabeledSpan> + '_>> {
         let d = &self.diagnostic;
-        let primary = miette::LabeledSpan::new_primary_with_span(
-            (!d.label.is_empty()).then(|| d.label.clone()),
-            d.span,
-        );
-        let rest = d.secondary.iter().map(|l| {
-            miette::LabeledSpan::new_with_span((!l.message.is_empty()).then(|| l.message.clone()), l.span)
-        });
+        let primary =
+            miette::LabeledSpan::new_primary_with_span((!d.label.is_empty()).then(|| d.label.clone()), d.span);
+        let rest = d
+            .secondary
+            .iter()
+            .map(|l| miette::LabeledSpan::new_with_span((!l.message.is_empty()).then(|| l.message.clone()), l.span));
         Some(Box::new(std::iter::once(primary).chain(rest)))
     }
 }
@@ -285,8 +274,7 @@ impl miette::Diagnostic for Report {
 /// Renders diagnostics as miette does on a terminal, without colour (for tests, logs and
 /// non-terminal output).
 pub fn render_plain(diags: &[Diagnostic], name: &str, source: &str) -> String {
-    let handler = miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor())
-        .with_width(100);
+    let handler = miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor()).with_width(100);
     let mut out = String::new();
     for d in diags {
         let report = d.with_source(name, source);

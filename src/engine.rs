@@ -167,12 +167,18 @@ struct Inner {
     limits: Limits,
     clock: Arc<dyn Clock>,
     /// Templates compiled at run time, by (text, relative, slot).
-    cache: Mutex<HashMap<(Arc<str>, bool, u32), Arc<Chunk>>>,
+    cache: Mutex<HashMap<TemplateKey, Arc<Chunk>>>,
 }
+
+/// A run-time template: its text, whether paths are relative to `item`, and `item`'s slot.
+type TemplateKey = (Arc<str>, bool, u32);
 
 impl std::fmt::Debug for Program {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Program").field("source", &self.inner.source).field("type", &self.inner.ty).finish_non_exhaustive()
+        f.debug_struct("Program")
+            .field("source", &self.inner.source)
+            .field("type", &self.inner.ty)
+            .finish_non_exhaustive()
     }
 }
 
@@ -186,14 +192,8 @@ impl Program {
     /// Evaluates with separate variables and REF contexts.
     pub fn eval_with(&self, vars: &Value, refs: &Value) -> Result<Value, EvalError> {
         let inner = &*self.inner;
-        let env = Env {
-            vars,
-            refs,
-            funcs: &inner.funcs,
-            limits: &inner.limits,
-            clock: &*inner.clock,
-            templates: inner,
-        };
+        let env =
+            Env { vars, refs, funcs: &inner.funcs, limits: &inner.limits, clock: &*inner.clock, templates: inner };
         let v = vm::run(&inner.chunk, &env)?;
         check_output(&v, &inner.limits, Span::new(0, inner.source.len()))?;
         Ok(v)

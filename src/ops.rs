@@ -69,14 +69,20 @@ pub fn compare(op: BinaryOp, a: &Value, b: &Value) -> Result<Value, OpError> {
 
 fn add(a: &Value, b: &Value, limits: &Limits) -> Result<Value, OpError> {
     match (a, b) {
-        (Value::Int(x), Value::Int(y)) => Ok(x.checked_add(*y).map_or_else(|| Value::Float(*x as f64 + *y as f64), Value::Int)),
+        (Value::Int(x), Value::Int(y)) => {
+            Ok(x.checked_add(*y).map_or_else(|| Value::Float(*x as f64 + *y as f64), Value::Int))
+        }
         (Value::Int(_) | Value::Float(_), Value::Int(_) | Value::Float(_)) => {
             finite(a.as_f64().unwrap_or(0.0) + b.as_f64().unwrap_or(0.0))
         }
         (Value::Str(x), Value::Str(y)) => {
             let (len, max_len) = (x.len() + y.len(), limits.max_string_len);
             if len > max_len {
-                return Err(err(Code::StringLimit, format!("string of {len} bytes exceeds the limit of {max_len}"), None));
+                return Err(err(
+                    Code::StringLimit,
+                    format!("string of {len} bytes exceeds the limit of {max_len}"),
+                    None,
+                ));
             }
             let mut s = String::with_capacity(len);
             s.push_str(x);
@@ -86,7 +92,11 @@ fn add(a: &Value, b: &Value, limits: &Limits) -> Result<Value, OpError> {
         (Value::List(x), Value::List(y)) => {
             let (len, max_len) = (x.len() + y.len(), limits.max_list_len);
             if len > max_len {
-                return Err(err(Code::ListLimit, format!("list of {len} elements exceeds the limit of {max_len}"), None));
+                return Err(err(
+                    Code::ListLimit,
+                    format!("list of {len} elements exceeds the limit of {max_len}"),
+                    None,
+                ));
             }
             let mut v = Vec::with_capacity(len);
             v.extend(x.iter().cloned());
@@ -103,7 +113,9 @@ fn add(a: &Value, b: &Value, limits: &Limits) -> Result<Value, OpError> {
         _ => Err(err(
             Code::RuntimeType,
             format!("cannot add {:#} and {:#}", a.kind(), b.kind()),
-            blame(a, b, |v| matches!(v, Value::Int(_) | Value::Float(_) | Value::Str(_) | Value::List(_) | Value::Object(_))),
+            blame(a, b, |v| {
+                matches!(v, Value::Int(_) | Value::Float(_) | Value::Str(_) | Value::List(_) | Value::Object(_))
+            }),
         )),
     }
 }
@@ -127,8 +139,12 @@ fn arith(op: BinaryOp, a: &Value, b: &Value) -> Result<Value, OpError> {
         (BinaryOp::Div | BinaryOp::Rem, _, y) if y.as_f64() == Some(0.0) => {
             Err(err(Code::DivisionByZero, format!("`{}` by zero", op.symbol()), Some(1)))
         }
-        (BinaryOp::Sub, Value::Int(x), Value::Int(y)) => Ok(x.checked_sub(*y).map_or_else(|| Value::Float(*x as f64 - *y as f64), Value::Int)),
-        (BinaryOp::Mul, Value::Int(x), Value::Int(y)) => Ok(x.checked_mul(*y).map_or_else(|| Value::Float(*x as f64 * *y as f64), Value::Int)),
+        (BinaryOp::Sub, Value::Int(x), Value::Int(y)) => {
+            Ok(x.checked_sub(*y).map_or_else(|| Value::Float(*x as f64 - *y as f64), Value::Int))
+        }
+        (BinaryOp::Mul, Value::Int(x), Value::Int(y)) => {
+            Ok(x.checked_mul(*y).map_or_else(|| Value::Float(*x as f64 * *y as f64), Value::Int))
+        }
         (BinaryOp::Rem, Value::Int(x), Value::Int(y)) => Ok(x.checked_rem(*y).map_or(Value::Int(0), Value::Int)),
         _ => {
             let (x, y) = (a.as_f64().unwrap_or(0.0), b.as_f64().unwrap_or(0.0));
@@ -170,8 +186,14 @@ mod tests {
     #[test]
     fn integer_arithmetic_stays_integer_until_overflow() {
         assert_eq!(binary(BinaryOp::Add, &Value::Int(2), &Value::Int(3), &Limits::default()).unwrap(), Value::Int(5));
-        assert_eq!(binary(BinaryOp::Add, &Value::Int(i64::MAX), &Value::Int(1), &Limits::default()).unwrap(), Value::Float(i64::MAX as f64 + 1.0));
-        assert_eq!(binary(BinaryOp::Div, &Value::Int(6), &Value::Int(3), &Limits::default()).unwrap(), Value::Float(2.0));
+        assert_eq!(
+            binary(BinaryOp::Add, &Value::Int(i64::MAX), &Value::Int(1), &Limits::default()).unwrap(),
+            Value::Float(i64::MAX as f64 + 1.0)
+        );
+        assert_eq!(
+            binary(BinaryOp::Div, &Value::Int(6), &Value::Int(3), &Limits::default()).unwrap(),
+            Value::Float(2.0)
+        );
     }
 
     #[test]
@@ -183,7 +205,13 @@ mod tests {
 
     #[test]
     fn division_by_zero() {
-        assert_eq!(binary(BinaryOp::Div, &Value::Int(1), &Value::Int(0), &Limits::default()).unwrap_err().code, Code::DivisionByZero);
-        assert_eq!(binary(BinaryOp::Rem, &Value::Float(1.0), &Value::Float(0.0), &Limits::default()).unwrap_err().code, Code::DivisionByZero);
+        assert_eq!(
+            binary(BinaryOp::Div, &Value::Int(1), &Value::Int(0), &Limits::default()).unwrap_err().code,
+            Code::DivisionByZero
+        );
+        assert_eq!(
+            binary(BinaryOp::Rem, &Value::Float(1.0), &Value::Float(0.0), &Limits::default()).unwrap_err().code,
+            Code::DivisionByZero
+        );
     }
 }

@@ -61,10 +61,9 @@ impl Evaluator<'_> {
             TKind::Global(n) => Ok(self.vars.get_direct(n).cloned().unwrap_or_default()),
             TKind::Local(s) => Ok(self.local(*s).clone()),
             TKind::Ref(ctx, segs) => match self.refs.get_direct(ctx) {
-                Some(root) => root
-                    .walk_ref(segs)
-                    .map(|v| v.into_owned())
-                    .map_err(|(i, err)| seg_err(e, &segs[i], err.found)),
+                Some(root) => {
+                    root.walk_ref(segs).map(|v| v.into_owned()).map_err(|(i, err)| seg_err(e, &segs[i], err.found))
+                }
                 None => Ok(Value::Null),
             },
             TKind::Field(inner, seg) => {
@@ -75,7 +74,11 @@ impl Evaluator<'_> {
                 let v = self.eval(v)?;
                 let k = self.eval(k)?;
                 v.index(&k).map_err(|err| {
-                    EvalError::new(Code::RuntimeType, e.span, format!("cannot index {:#} with {:#}", err.found, k.kind()))
+                    EvalError::new(
+                        Code::RuntimeType,
+                        e.span,
+                        format!("cannot index {:#} with {:#}", err.found, k.kind()),
+                    )
                 })
             }
             TKind::List(items) => {
@@ -140,15 +143,20 @@ impl Evaluator<'_> {
                 TArg::Dynamic { source, relative, slot } => {
                     let text = self.eval(source)?;
                     let Value::Str(text) = text else {
-                        let mut err = EvalError::new(Code::RuntimeType, source.span, "a template given by name must hold an expression string");
+                        let mut err = EvalError::new(
+                            Code::RuntimeType,
+                            source.span,
+                            "a template given by name must hold an expression string",
+                        );
                         err.function = Some(call.name.clone());
                         return Err(err);
                     };
-                    let body = crate::engine::compile_template(&text, *relative, *slot, self.funcs, self.limits).map_err(|m| {
-                        let mut err = EvalError::new(Code::DynamicTemplate, source.span, m);
-                        err.function = Some(call.name.clone());
-                        err
-                    })?;
+                    let body = crate::engine::compile_template(&text, *relative, *slot, self.funcs, self.limits)
+                        .map_err(|m| {
+                            let mut err = EvalError::new(Code::DynamicTemplate, source.span, m);
+                            err.function = Some(call.name.clone());
+                            err
+                        })?;
                     values.push(Value::Str(text));
                     templates.push(Some((Arc::new(body), *slot)));
                 }
@@ -173,7 +181,9 @@ impl Evaluator<'_> {
                 })
             }
             Implementation::Host(f) => f(&values).map_err(|m| with_name(EvalError::new(Code::HostFunction, e.span, m))),
-            Implementation::FileStore => Err(with_name(EvalError::new(Code::NoFileStore, e.span, "no file store configured"))),
+            Implementation::FileStore => {
+                Err(with_name(EvalError::new(Code::NoFileStore, e.span, "no file store configured")))
+            }
             Implementation::Inline => Err(EvalError::new(Code::RuntimeArgument, e.span, "inline function called")),
         }
     }

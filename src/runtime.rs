@@ -107,7 +107,9 @@ impl EvalError {
         let d = Diagnostic::new(self.code, self.span, self.to_string());
         let d = if label.is_empty() { d.with_label("evaluation failed here") } else { d.with_label(label) };
         match self.code {
-            Code::FuelExhausted => d.with_help("the expression does too much work; raise the fuel limit if this is expected"),
+            Code::FuelExhausted => {
+                d.with_help("the expression does too much work; raise the fuel limit if this is expected")
+            }
             Code::DivisionByZero => d.with_help("guard the divisor: `if(d != 0, n / d, 0)`"),
             _ => d,
         }

@@ -78,7 +78,13 @@ impl fmt::Display for Kind {
     /// The name; with `{:#}`, the name with its article ("an object").
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if f.alternate() {
-            f.write_str(if matches!(self, Kind::Object) { "an " } else if matches!(self, Kind::Null) { "" } else { "a " })?;
+            f.write_str(if matches!(self, Kind::Object) {
+                "an "
+            } else if matches!(self, Kind::Null) {
+                ""
+            } else {
+                "a "
+            })?;
         }
         f.write_str(self.name())
     }
@@ -444,7 +450,7 @@ pub fn cmp_numbers(a: &Value, b: &Value) -> Ordering {
 
 fn cmp_int_float(i: i64, f: f64) -> Ordering {
     // Floats with no fractional part in i64's range compare exactly as integers.
-    if f.fract() == 0.0 && f >= -9.223_372_036_854_776e18 && f < 9.223_372_036_854_776e18 {
+    if f.fract() == 0.0 && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&f) {
         i.cmp(&(f as i64))
     } else {
         (i as f64).partial_cmp(&f).unwrap_or(Ordering::Equal)
@@ -481,8 +487,7 @@ impl PartialEq for Value {
             (Str(a), Str(b)) => a == b,
             (List(a), List(b)) => Arc::ptr_eq(a, b) || a[..] == b[..],
             (Object(a), Object(b)) => {
-                Arc::ptr_eq(a, b)
-                    || (a.len() == b.len() && a.iter().all(|(k, v)| b.get(k) == Some(v)))
+                Arc::ptr_eq(a, b) || (a.len() == b.len() && a.iter().all(|(k, v)| b.get(k) == Some(v)))
             }
             _ => false,
         }
@@ -667,13 +672,12 @@ impl From<&Value> for serde_json::Value {
             Value::Null => serde_json::Value::Null,
             Value::Bool(b) => serde_json::Value::Bool(*b),
             Value::Int(i) => serde_json::Value::from(*i),
-            Value::Float(f) => serde_json::Number::from_f64(*f)
-                .map_or(serde_json::Value::Null, serde_json::Value::Number),
+            Value::Float(f) => {
+                serde_json::Number::from_f64(*f).map_or(serde_json::Value::Null, serde_json::Value::Number)
+            }
             Value::Str(s) => serde_json::Value::String(s.to_string()),
             Value::List(l) => serde_json::Value::Array(l.iter().map(Into::into).collect()),
-            Value::Object(o) => serde_json::Value::Object(
-                o.iter().map(|(k, v)| (k.to_string(), v.into())).collect(),
-            ),
+            Value::Object(o) => serde_json::Value::Object(o.iter().map(|(k, v)| (k.to_string(), v.into())).collect()),
         }
     }
 }

@@ -19,7 +19,13 @@ fn tdsl(args: &[&str]) -> Out {
 
 #[test]
 fn eval_prints_the_value_as_json() {
-    let o = tdsl(&["eval", "map(array=users, template=\"item.name\")", "--var", r#"users=[{"name":"a"},{"name":"b"}]"#, "--compact"]);
+    let o = tdsl(&[
+        "eval",
+        "map(array=users, template=\"item.name\")",
+        "--var",
+        r#"users=[{"name":"a"},{"name":"b"}]"#,
+        "--compact",
+    ]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert_eq!(o.stdout, "[\"a\",\"b\"]\n");
     assert_eq!(o.stderr, "");

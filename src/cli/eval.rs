@@ -49,11 +49,15 @@ enum Emit {
 pub(crate) fn load_vars(file: Option<&std::path::Path>, vars: &[String]) -> Result<Value, UsageError> {
     let mut map = Map::default();
     if let Some(path) = file {
-        let text = std::fs::read_to_string(path).map_err(|e| UsageError(format!("cannot read {}: {e}", path.display())))?;
-        let v: Value = serde_json::from_str(&text).map_err(|e| UsageError(format!("{} is not valid JSON: {e}", path.display())))?;
+        let text =
+            std::fs::read_to_string(path).map_err(|e| UsageError(format!("cannot read {}: {e}", path.display())))?;
+        let v: Value = serde_json::from_str(&text)
+            .map_err(|e| UsageError(format!("{} is not valid JSON: {e}", path.display())))?;
         match v {
             Value::Object(o) => map = (*o).clone(),
-            other => return Err(UsageError(format!("{} must hold a JSON object, found {:#}", path.display(), other.kind()))),
+            other => {
+                return Err(UsageError(format!("{} must hold a JSON object, found {:#}", path.display(), other.kind())))
+            }
         }
     }
     for spec in vars {
@@ -61,7 +65,9 @@ pub(crate) fn load_vars(file: Option<&std::path::Path>, vars: &[String]) -> Resu
             return Err(UsageError(format!("--var {spec:?} must be NAME=JSON")));
         };
         let v: Value = serde_json::from_str(json).map_err(|e| {
-            UsageError(format!("--var {name}: {json:?} is not JSON ({e}); to pass a string, quote it: --var '{name}=\"{json}\"'"))
+            UsageError(format!(
+                "--var {name}: {json:?} is not JSON ({e}); to pass a string, quote it: --var '{name}=\"{json}\"'"
+            ))
         })?;
         map.insert(Arc::from(name), v);
     }

@@ -60,11 +60,9 @@ fn describe(chunk: &Chunk, op: &Op) -> String {
             chunk.consts.get(c as usize).map(|v| truncate(&v.to_string())).unwrap_or_default()
         ),
         Op::Jump(t) | Op::JumpIfFalse(t) | Op::AndJump(t) | Op::OrJump(t) => format!("→ {t:04}"),
-        Op::Call(i) => chunk
-            .calls
-            .get(i as usize)
-            .map(|c| format!("{}/{}", c.name, c.params.len()))
-            .unwrap_or_default(),
+        Op::Call(i) => {
+            chunk.calls.get(i as usize).map(|c| format!("{}/{}", c.name, c.params.len())).unwrap_or_default()
+        }
         Op::Index | Op::Not | Op::Neg | Op::ToBool => String::new(),
     }
 }

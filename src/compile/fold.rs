@@ -9,8 +9,8 @@
 use crate::functions::{Args, FunctionTable, Implementation, Runner};
 use crate::runtime::{Clock, EvalError, Limits, SystemClock};
 use crate::syntax::ast::{BinaryOp, UnaryOp};
-use crate::types::typed::{TArg, TExpr, TKind};
 use crate::types::type_of;
+use crate::types::typed::{TArg, TExpr, TKind};
 use crate::value::Value;
 
 /// Results larger than this stay as code: folding must not bloat a program.

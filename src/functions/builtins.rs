@@ -192,7 +192,12 @@ pub(super) fn table() -> Vec<Function> {
         ),
         inline(Signature {
             any_keywords: true,
-            ..Signature::new("create_object", vec![], fixed(Type::any_object()), "an object from keyword arguments, in order")
+            ..Signature::new(
+                "create_object",
+                vec![],
+                fixed(Type::any_object()),
+                "an object from keyword arguments, in order",
+            )
         }),
         file(Signature::new(
             "list_files",
@@ -235,7 +240,12 @@ pub(super) fn table() -> Vec<Function> {
             length,
         ),
         f(
-            Signature::new("keys", vec![Param::required("obj", obj_or_null())], fixed(list_of(Type::Str)), "an object's keys"),
+            Signature::new(
+                "keys",
+                vec![Param::required("obj", obj_or_null())],
+                fixed(list_of(Type::Str)),
+                "an object's keys",
+            ),
             keys,
         ),
         f(
@@ -277,13 +287,21 @@ pub(super) fn table() -> Vec<Function> {
         f(Signature::new("lower", vec![Param::required("string", str_or_null())], str_rule(), "lower case"), lower),
         f(Signature::new("upper", vec![Param::required("string", str_or_null())], str_rule(), "upper case"), upper),
         f(
-            Signature::new("trim", vec![Param::required("string", str_or_null())], str_rule(), "without surrounding whitespace"),
+            Signature::new(
+                "trim",
+                vec![Param::required("string", str_or_null())],
+                str_rule(),
+                "without surrounding whitespace",
+            ),
             trim,
         ),
         f(
             Signature::new(
                 "split",
-                vec![Param::required("string", str_or_null()), Param::optional("separator", Type::Str, Value::str(","))],
+                vec![
+                    Param::required("string", str_or_null()),
+                    Param::optional("separator", Type::Str, Value::str(",")),
+                ],
                 fixed(list_of(Type::Str)),
                 "the parts between separators (`\"\"` splits into characters)",
             ),
@@ -303,7 +321,12 @@ pub(super) fn table() -> Vec<Function> {
             replace,
         ),
         f(
-            Signature::new("to_string", vec![Param::required("value", Type::Any)], fixed(Type::Str), "text: strings as-is, others as JSON"),
+            Signature::new(
+                "to_string",
+                vec![Param::required("value", Type::Any)],
+                fixed(Type::Str),
+                "text: strings as-is, others as JSON",
+            ),
             to_string,
         ),
         f(
@@ -468,7 +491,12 @@ pub(super) fn table() -> Vec<Function> {
             format_datetime,
         ),
         f(
-            Signature::new("json_stringify", vec![Param::required("value", Type::Any)], fixed(Type::Str), "compact JSON text"),
+            Signature::new(
+                "json_stringify",
+                vec![Param::required("value", Type::Any)],
+                fixed(Type::Str),
+                "compact JSON text",
+            ),
             json_stringify,
         ),
     ]
@@ -518,7 +546,11 @@ fn int_param(args: &Args<'_>, i: usize, name: &str) -> Result<i64, Failure> {
 
 fn check_list_len(r: &dyn Runner, len: usize) -> Result<(), Failure> {
     if len > r.limits().max_list_len {
-        return Err(FnError::new(Code::ListLimit, format!("list of {len} elements exceeds the limit of {}", r.limits().max_list_len)).into());
+        return Err(FnError::new(
+            Code::ListLimit,
+            format!("list of {len} elements exceeds the limit of {}", r.limits().max_list_len),
+        )
+        .into());
     }
     Ok(())
 }
@@ -571,7 +603,11 @@ fn json_parse(r: &mut dyn Runner, args: &Args<'_>) -> R {
     match serde_json::from_str::<Value>(s) {
         Ok(v) => {
             if v.depth() > r.limits().max_depth {
-                return Err(FnError::new(Code::DepthLimit, format!("parsed JSON nests deeper than {} levels", r.limits().max_depth)).into());
+                return Err(FnError::new(
+                    Code::DepthLimit,
+                    format!("parsed JSON nests deeper than {} levels", r.limits().max_depth),
+                )
+                .into());
             }
             Ok(v)
         }
@@ -634,7 +670,9 @@ fn add_number(int_acc: &mut i64, float_acc: &mut Option<f64>, v: &Value) -> Resu
 fn number_result(int_acc: i64, float_acc: Option<f64>) -> R {
     match float_acc {
         None => Ok(Value::Int(int_acc)),
-        Some(f) => Value::float(f).ok_or_else(|| FnError::new(Code::NumberOverflow, "the sum is not a finite number").into()),
+        Some(f) => {
+            Value::float(f).ok_or_else(|| FnError::new(Code::NumberOverflow, "the sum is not a finite number").into())
+        }
     }
 }
 
@@ -758,7 +796,12 @@ fn format_millis(millis: i64, args: &Args<'_>, fmt_param: usize) -> R {
             use chrono::format::{Item, StrftimeItems};
             let items: Vec<Item<'_>> = StrftimeItems::new(pattern).collect();
             if items.iter().any(|i| matches!(i, Item::Error)) {
-                return Err(FnError::arg(Code::RuntimeArgument, fmt_param, format!("invalid strftime pattern {pattern:?}")).into());
+                return Err(FnError::arg(
+                    Code::RuntimeArgument,
+                    fmt_param,
+                    format!("invalid strftime pattern {pattern:?}"),
+                )
+                .into());
             }
             Ok(Value::str(&t.format_with_items(items.into_iter()).to_string()))
         }
@@ -898,7 +941,11 @@ fn to_number(_: &mut dyn Runner, args: &Args<'_>) -> R {
                 return Ok(Value::Int(i));
             }
             match t.parse::<f64>().ok().and_then(Value::float) {
-                Some(v) if !t.is_empty() && !t.eq_ignore_ascii_case("nan") && !t.to_ascii_lowercase().contains("inf") => Ok(v),
+                Some(v)
+                    if !t.is_empty() && !t.eq_ignore_ascii_case("nan") && !t.to_ascii_lowercase().contains("inf") =>
+                {
+                    Ok(v)
+                }
                 _ => Err(FnError::arg(Code::RuntimeArgument, 0, format!("{s:?} is not a number")).into()),
             }
         }
@@ -965,14 +1012,17 @@ fn avg(r: &mut dyn Runner, args: &Args<'_>) -> R {
                 n += 1;
             }
             other => {
-                return Err(FnError::element(Code::RuntimeType, 0, i, format!("cannot average {:#}", other.kind())).into())
+                return Err(
+                    FnError::element(Code::RuntimeType, 0, i, format!("cannot average {:#}", other.kind())).into()
+                )
             }
         }
     }
     if n == 0 {
         return Ok(Value::Null);
     }
-    Value::float(total / n as f64).ok_or_else(|| FnError::new(Code::NumberOverflow, "the mean is not a finite number").into())
+    Value::float(total / n as f64)
+        .ok_or_else(|| FnError::new(Code::NumberOverflow, "the mean is not a finite number").into())
 }
 
 fn count(r: &mut dyn Runner, args: &Args<'_>) -> R {
@@ -1065,7 +1115,11 @@ fn range(r: &mut dyn Runner, args: &Args<'_>) -> R {
         return Err(FnError::arg(Code::RuntimeArgument, 2, "`step` must not be 0").into());
     }
     let span = i128::from(stop) - i128::from(start);
-    let n = if (span > 0) == (step > 0) && span != 0 { (span.abs() + i128::from(step).abs() - 1) / i128::from(step).abs() } else { 0 };
+    let n = if (span > 0) == (step > 0) && span != 0 {
+        (span.abs() + i128::from(step).abs() - 1) / i128::from(step).abs()
+    } else {
+        0
+    };
     let n = usize::try_from(n).unwrap_or(usize::MAX);
     check_list_len(&*r, n)?;
     r.charge(n / 8)?;

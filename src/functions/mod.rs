@@ -211,11 +211,7 @@ pub(crate) fn list_arg<'a>(args: &'a Args<'_>, i: usize, name: &str) -> Result<&
     match args.get(i) {
         Value::Null => Ok(&[]),
         Value::List(l) => Ok(l),
-        other => Err(FnError::arg(
-            Code::RuntimeType,
-            i,
-            format!("`{name}` must be a list, found {:#}", other.kind()),
-        )),
+        other => Err(FnError::arg(Code::RuntimeType, i, format!("`{name}` must be a list, found {:#}", other.kind()))),
     }
 }
 

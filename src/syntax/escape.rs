@@ -81,7 +81,9 @@ pub fn unescape(raw: &str, offset: usize, dialect: Dialect) -> (String, SourceMa
             )
             .with_label("not a valid escape")
             .with_help(match dialect {
-                Dialect::Expression => "valid escapes are \\\\ \\\" \\' \\/ \\n \\r \\t \\b \\f \\uXXXX; write `\\\\` for a backslash",
+                Dialect::Expression => {
+                    "valid escapes are \\\\ \\\" \\' \\/ \\n \\r \\t \\b \\f \\uXXXX; write `\\\\` for a backslash"
+                }
                 Dialect::Json => "valid JSON escapes are \\\\ \\\" \\/ \\n \\r \\t \\b \\f \\uXXXX",
             }),
         );

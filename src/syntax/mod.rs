@@ -28,7 +28,12 @@ mod smoke {
             "create_object(n=REF:scanner.files.length)",
         ] {
             let p = super::parse(src);
-            eprintln!("{src}\n{}{:?}\n{}", super::dump(&p.expr), p.diagnostics.iter().map(|d| (&d.message, d.span, &d.help)).collect::<Vec<_>>(), super::print(&p.expr));
+            eprintln!(
+                "{src}\n{}{:?}\n{}",
+                super::dump(&p.expr),
+                p.diagnostics.iter().map(|d| (&d.message, d.span, &d.help)).collect::<Vec<_>>(),
+                super::print(&p.expr)
+            );
         }
     }
 }

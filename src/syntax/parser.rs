@@ -141,8 +141,15 @@ fn too_deep(at: usize, max: usize) -> Diagnostic {
 fn rule_name(rule: Rule) -> &'static str {
     match rule {
         Rule::EOI => "end of input",
-        Rule::expr | Rule::or_expr | Rule::and_expr | Rule::not_expr | Rule::cmp_expr
-        | Rule::sum_expr | Rule::prod_expr | Rule::unary_expr | Rule::postfix => "an expression",
+        Rule::expr
+        | Rule::or_expr
+        | Rule::and_expr
+        | Rule::not_expr
+        | Rule::cmp_expr
+        | Rule::sum_expr
+        | Rule::prod_expr
+        | Rule::unary_expr
+        | Rule::postfix => "an expression",
         Rule::or_op => "`or`",
         Rule::and_op => "`and`",
         Rule::not_op => "`not`",
@@ -168,9 +175,7 @@ fn rule_name(rule: Rule) -> &'static str {
         Rule::paren => "`(`",
         Rule::exponent => "an exponent",
         Rule::ident_char => "a name character",
-        Rule::program | Rule::WHITESPACE | Rule::primary | Rule::arg | Rule::obj_key | Rule::literal => {
-            "an expression"
-        }
+        Rule::program | Rule::WHITESPACE | Rule::primary | Rule::arg | Rule::obj_key | Rule::literal => "an expression",
     }
 }
 
@@ -188,13 +193,10 @@ fn syntax_error(src: &str, e: &pest::error::Error<Rule>) -> Diagnostic {
     };
     let expected = match &e.variant {
         ErrorVariant::ParsingError { positives, .. } => {
-            let operators = [
-                Rule::or_op, Rule::and_op, Rule::cmp_op, Rule::sum_op, Rule::prod_op, Rule::field, Rule::index,
-            ];
-            let mut names: Vec<&str> = positives
-                .iter()
-                .map(|r| if operators.contains(r) { "an operator" } else { rule_name(*r) })
-                .collect();
+            let operators =
+                [Rule::or_op, Rule::and_op, Rule::cmp_op, Rule::sum_op, Rule::prod_op, Rule::field, Rule::index];
+            let mut names: Vec<&str> =
+                positives.iter().map(|r| if operators.contains(r) { "an operator" } else { rule_name(*r) }).collect();
             names.sort_unstable();
             names.dedup();
             names
@@ -206,8 +208,9 @@ fn syntax_error(src: &str, e: &pest::error::Error<Rule>) -> Diagnostic {
         [one] => (*one).to_string(),
         [rest @ .., last] => format!("{} or {}", rest.join(", "), last),
     };
-    let mut d = Diagnostic::new(Code::Syntax, Span::new(pos, end), format!("expected {expected_text}, found {found_text}"))
-        .with_label(format!("expected {expected_text}"));
+    let mut d =
+        Diagnostic::new(Code::Syntax, Span::new(pos, end), format!("expected {expected_text}, found {found_text}"))
+            .with_label(format!("expected {expected_text}"));
     if let Some(help) = syntax_help(src, pos) {
         d = d.with_help(help);
     }
@@ -449,7 +452,6 @@ impl Builder {
         Expr::new(ExprKind::Str(StrLit { value: Arc::from(text), map: Arc::new(map) }), span)
     }
 }
-
 
 fn binary_op(s: &str) -> BinaryOp {
     match s {

@@ -42,7 +42,16 @@ pub struct Checked {
 
 /// Checks `expr` in `scope`.
 pub fn check(expr: &Expr, scope: &Scope, funcs: &FunctionTable, max_depth: usize) -> Checked {
-    let mut c = Checker { scope, funcs, diags: Vec::new(), locals: Vec::new(), maps: Vec::new(), refs: Vec::new(), names: Vec::new(), max_depth };
+    let mut c = Checker {
+        scope,
+        funcs,
+        diags: Vec::new(),
+        locals: Vec::new(),
+        maps: Vec::new(),
+        refs: Vec::new(),
+        names: Vec::new(),
+        max_depth,
+    };
     let t = c.expr(expr);
     c.diags.sort_by_key(|d| (d.span.start, d.span.end));
     Checked { expr: t, diagnostics: c.diags, refs: c.refs, names: c.names }
@@ -51,7 +60,16 @@ pub fn check(expr: &Expr, scope: &Scope, funcs: &FunctionTable, max_depth: usize
 /// Checks a template compiled at run time: `item` is bound in `slot` (with type `any`);
 /// the slots below it belong to the caller and are not visible.
 pub fn check_template(expr: &Expr, scope: &Scope, funcs: &FunctionTable, max_depth: usize, slot: u32) -> Checked {
-    let mut c = Checker { scope, funcs, diags: Vec::new(), locals: Vec::new(), maps: Vec::new(), refs: Vec::new(), names: Vec::new(), max_depth };
+    let mut c = Checker {
+        scope,
+        funcs,
+        diags: Vec::new(),
+        locals: Vec::new(),
+        maps: Vec::new(),
+        refs: Vec::new(),
+        names: Vec::new(),
+        max_depth,
+    };
     for _ in 0..slot {
         c.locals.push((LocalKind::Hidden, Type::Any));
     }
@@ -131,9 +149,13 @@ impl Checker<'_> {
                 for (k, v) in entries {
                     if seen.contains(&&*k.node) {
                         self.error(
-                            Diagnostic::new(Code::DuplicateArgument, k.span, format!("key `{}` appears twice in this object", k.node))
-                                .with_label("duplicate key")
-                                .with_help("remove one of the entries; the later one would win"),
+                            Diagnostic::new(
+                                Code::DuplicateArgument,
+                                k.span,
+                                format!("key `{}` appears twice in this object", k.node),
+                            )
+                            .with_label("duplicate key")
+                            .with_help("remove one of the entries; the later one would win"),
                         );
                     }
                     seen.push(&k.node);
@@ -189,7 +211,8 @@ impl Checker<'_> {
                 self.node(TKind::Global(n.clone()), ty, span)
             }
             None => {
-                let mut d = Diagnostic::new(Code::UnknownName, span, format!("unknown name `{n}`")).with_label("not defined here");
+                let mut d = Diagnostic::new(Code::UnknownName, span, format!("unknown name `{n}`"))
+                    .with_label("not defined here");
                 if let Some(s) = did_you_mean(n, self.scope.names()) {
                     d = d.with_help(format!("did you mean `{s}`?"));
                 } else if want == Some(LocalKind::Item) {
@@ -221,16 +244,21 @@ impl Checker<'_> {
             Some(t) => t,
             None if &*ctx.node == "response" => {
                 self.error(
-                    Diagnostic::new(Code::ResponseOutsideTransform, ctx.span, "`REF:response` is only valid inside `transform_responses`")
-                        .with_label("no response here")
-                        .with_help("refer to a step's result as `REF:<execution_id>.field`"),
+                    Diagnostic::new(
+                        Code::ResponseOutsideTransform,
+                        ctx.span,
+                        "`REF:response` is only valid inside `transform_responses`",
+                    )
+                    .with_label("no response here")
+                    .with_help("refer to a step's result as `REF:<execution_id>.field`"),
                 );
                 return self.err_node(span);
             }
             None => {
                 let contexts = self.scope.ref_contexts();
-                let mut d = Diagnostic::new(Code::UnknownRefContext, ctx.span, format!("unknown REF context `{}`", ctx.node))
-                    .with_label("no such step or context");
+                let mut d =
+                    Diagnostic::new(Code::UnknownRefContext, ctx.span, format!("unknown REF context `{}`", ctx.node))
+                        .with_label("no such step or context");
                 if let Some(s) = did_you_mean(&ctx.node, contexts.iter().copied()) {
                     d = d.with_help(format!("did you mean `REF:{s}`?"));
                 } else if !contexts.is_empty() {
@@ -266,7 +294,9 @@ impl Checker<'_> {
                     Some(ft) => Some(ft.clone()),
                     None if s == "length" => Some(Type::Int),
                     None if o.open => Some(Type::Any),
-                    None if (s == "file_name" || s == "parent_directory") && o.fields.contains_key("path") => Some(Type::Str),
+                    None if (s == "file_name" || s == "parent_directory") && o.fields.contains_key("path") => {
+                        Some(Type::Str)
+                    }
                     None => {
                         missing_field = Some(o.clone());
                         Some(Type::Null)
@@ -313,8 +343,12 @@ impl Checker<'_> {
         }
         if let (Some(o), true) = (missing_field, results.iter().all(|r| *r == Type::Null)) {
             let keys: Vec<&str> = o.fields.keys().map(|k| &**k).collect();
-            let mut d = Diagnostic::new(Code::UnknownField, seg.span, format!("field `{s}` does not exist here; it is always null"))
-                .with_label("no such field");
+            let mut d = Diagnostic::new(
+                Code::UnknownField,
+                seg.span,
+                format!("field `{s}` does not exist here; it is always null"),
+            )
+            .with_label("no such field");
             d = match did_you_mean(s, keys.iter().copied()) {
                 Some(m) => d.with_help(format!("did you mean `{m}`?")),
                 None if keys.is_empty() => d.with_help("this object has no fields"),
@@ -346,7 +380,11 @@ impl Checker<'_> {
                     ok = true;
                     match key.as_const().and_then(Value::as_str).and_then(|s| o.fields.get(s)) {
                         Some(ft) => out.push(ft.clone()),
-                        None => out.push(if o.open { Type::Any } else { Type::union_all(o.fields.values().cloned()).union(Type::Null) }),
+                        None => out.push(if o.open {
+                            Type::Any
+                        } else {
+                            Type::union_all(o.fields.values().cloned()).union(Type::Null)
+                        }),
                     }
                 }
                 Type::Str | Type::File if k.fits(&Type::Str) != Fit::No => {
@@ -380,7 +418,14 @@ impl Checker<'_> {
                         || (a.fits(&Type::Str) != Fit::No && b.fits(&Type::Str) != Fit::No)
                 });
                 if !possible {
-                    self.operand_error(op, &lt, &rt, l.span, r.span, "compare numbers with numbers and strings with strings");
+                    self.operand_error(
+                        op,
+                        &lt,
+                        &rt,
+                        l.span,
+                        r.span,
+                        "compare numbers with numbers and strings with strings",
+                    );
                 }
                 Type::Bool
             }
@@ -393,13 +438,22 @@ impl Checker<'_> {
                         (Type::Int, Type::Int) => out.push(Type::Int),
                         (x, y) if num(x) && num(y) => out.push(Type::Number),
                         (Type::Str, Type::Str) => out.push(Type::Str),
-                        (Type::List(x), Type::List(y)) => out.push(Type::List(Box::new(x.as_ref().clone().union(y.as_ref().clone())))),
+                        (Type::List(x), Type::List(y)) => {
+                            out.push(Type::List(Box::new(x.as_ref().clone().union(y.as_ref().clone()))))
+                        }
                         (Type::Object(_), Type::Object(_)) => out.push(Type::any_object()),
                         _ => {}
                     }
                 }
                 if out.is_empty() {
-                    self.operand_error(op, &lt, &rt, l.span, r.span, "`+` adds numbers, or joins two strings, two lists or two objects");
+                    self.operand_error(
+                        op,
+                        &lt,
+                        &rt,
+                        l.span,
+                        r.span,
+                        "`+` adds numbers, or joins two strings, two lists or two objects",
+                    );
                     Type::Never
                 } else {
                     Type::union_all(out)
@@ -408,7 +462,14 @@ impl Checker<'_> {
             Sub | Mul | Div | Rem => {
                 let bad = |t: &Type| t.fits(&Type::Number) == Fit::No;
                 if bad(&lt.ty) || bad(&rt.ty) {
-                    self.operand_error(op, &lt, &rt, l.span, r.span, &format!("`{}` applies to numbers only", op.symbol()));
+                    self.operand_error(
+                        op,
+                        &lt,
+                        &rt,
+                        l.span,
+                        r.span,
+                        &format!("`{}` applies to numbers only", op.symbol()),
+                    );
                 }
                 if op == Div {
                     Type::Number
@@ -427,9 +488,13 @@ impl Checker<'_> {
             return;
         }
         self.error(
-            Diagnostic::new(Code::OperandType, ls.to(rs), format!("`{}` cannot take {:#} and {:#}", op.symbol(), lt.ty, rt.ty))
-                .with_label(format!("{} {} {}", lt.ty, op.symbol(), rt.ty))
-                .with_help(help.to_string()),
+            Diagnostic::new(
+                Code::OperandType,
+                ls.to(rs),
+                format!("`{}` cannot take {:#} and {:#}", op.symbol(), lt.ty, rt.ty),
+            )
+            .with_label(format!("{} {} {}", lt.ty, op.symbol(), rt.ty))
+            .with_help(help.to_string()),
         );
     }
 
@@ -460,9 +525,13 @@ impl Checker<'_> {
                     if seen_keyword {
                         ok = false;
                         self.error(
-                            Diagnostic::new(Code::PositionalAfterKeyword, a.value.span, "positional argument after a keyword argument")
-                                .with_label("positional")
-                                .with_help(format!("name it, as in `{}`", sig.display())),
+                            Diagnostic::new(
+                                Code::PositionalAfterKeyword,
+                                a.value.span,
+                                "positional argument after a keyword argument",
+                            )
+                            .with_label("positional")
+                            .with_help(format!("name it, as in `{}`", sig.display())),
                         );
                         self.expr(&a.value);
                         continue;
@@ -472,7 +541,13 @@ impl Checker<'_> {
                         let msg = if sig.params.is_empty() {
                             format!("`{}` takes only keyword arguments", sig.name)
                         } else {
-                            format!("`{}` takes at most {} argument{}, found {}", sig.name, sig.params.len(), if sig.params.len() == 1 { "" } else { "s" }, call.args.len())
+                            format!(
+                                "`{}` takes at most {} argument{}, found {}",
+                                sig.name,
+                                sig.params.len(),
+                                if sig.params.len() == 1 { "" } else { "s" },
+                                call.args.len()
+                            )
                         };
                         self.error(
                             Diagnostic::new(Code::TooManyArguments, a.value.span, msg)
@@ -490,12 +565,17 @@ impl Checker<'_> {
                         Some(p) => {
                             if let Some(prev) = bound[p] {
                                 ok = false;
-                                let prev_span = prev.keyword.as_ref().map_or(prev.value.span, |pk| pk.span.to(prev.value.span));
+                                let prev_span =
+                                    prev.keyword.as_ref().map_or(prev.value.span, |pk| pk.span.to(prev.value.span));
                                 self.error(
-                                    Diagnostic::new(Code::DuplicateArgument, k.span, format!("`{}` is given twice", k.node))
-                                        .with_label("given again here")
-                                        .with_secondary(prev_span, "first given here")
-                                        .with_help("remove one of them"),
+                                    Diagnostic::new(
+                                        Code::DuplicateArgument,
+                                        k.span,
+                                        format!("`{}` is given twice", k.node),
+                                    )
+                                    .with_label("given again here")
+                                    .with_secondary(prev_span, "first given here")
+                                    .with_help("remove one of them"),
                                 );
                                 self.expr(&a.value);
                             } else {
@@ -506,19 +586,29 @@ impl Checker<'_> {
                             if kwargs.iter().any(|x| x.keyword.as_ref().map(|y| &y.node) == Some(&k.node)) {
                                 ok = false;
                                 self.error(
-                                    Diagnostic::new(Code::DuplicateArgument, k.span, format!("`{}` is given twice", k.node))
-                                        .with_label("given again here")
-                                        .with_help("remove one of them"),
+                                    Diagnostic::new(
+                                        Code::DuplicateArgument,
+                                        k.span,
+                                        format!("`{}` is given twice", k.node),
+                                    )
+                                    .with_label("given again here")
+                                    .with_help("remove one of them"),
                                 );
                             }
                             kwargs.push(a);
                         }
                         None => {
                             ok = false;
-                            let mut d = Diagnostic::new(Code::UnknownKeyword, k.span, format!("`{}` has no parameter `{}`", sig.name, k.node))
-                                .with_label("unknown keyword");
+                            let mut d = Diagnostic::new(
+                                Code::UnknownKeyword,
+                                k.span,
+                                format!("`{}` has no parameter `{}`", sig.name, k.node),
+                            )
+                            .with_label("unknown keyword");
                             d = match did_you_mean(&k.node, sig.params.iter().map(|p| &*p.name)) {
-                                Some(s) => d.with_help(format!("did you mean `{s}`? the signature is `{}`", sig.display())),
+                                Some(s) => {
+                                    d.with_help(format!("did you mean `{s}`? the signature is `{}`", sig.display()))
+                                }
                                 None => d.with_help(format!("the signature is `{}`", sig.display())),
                             };
                             self.error(d);
@@ -542,7 +632,11 @@ impl Checker<'_> {
                 Diagnostic::new(
                     Code::MissingArgument,
                     span,
-                    format!("`{}` is missing {} {list}", sig.name, if missing.len() == 1 { "argument" } else { "arguments" }),
+                    format!(
+                        "`{}` is missing {} {list}",
+                        sig.name,
+                        if missing.len() == 1 { "argument" } else { "arguments" }
+                    ),
                 )
                 .with_label(format!("missing {list}"))
                 .with_help(format!("the signature is `{}`", sig.display())),
@@ -567,7 +661,12 @@ impl Checker<'_> {
                                 let mut d = Diagnostic::new(
                                     Code::InvalidArgumentValue,
                                     a.value.span,
-                                    format!("`{}` of `{}` must be one of {}, found {s:?}", param.name, sig.name, quote_all(param.one_of)),
+                                    format!(
+                                        "`{}` of `{}` must be one of {}, found {s:?}",
+                                        param.name,
+                                        sig.name,
+                                        quote_all(param.one_of)
+                                    ),
                                 )
                                 .with_label("not accepted");
                                 if let Some(m) = did_you_mean(s, param.one_of.iter().copied()) {
@@ -679,9 +778,13 @@ impl Checker<'_> {
             if let Some(TArg::Value(t)) = args.first() {
                 if t.ty.fits(&Type::Str) == Fit::No && !matches!(t.kind, TKind::Error) {
                     self.error(
-                        Diagnostic::new(Code::JsonParseNonString, t.span, format!("`json_parse` of {:#} returns it unchanged", t.ty))
-                            .with_label("not a string")
-                            .with_help("drop the `json_parse` call; the value is already parsed"),
+                        Diagnostic::new(
+                            Code::JsonParseNonString,
+                            t.span,
+                            format!("`json_parse` of {:#} returns it unchanged", t.ty),
+                        )
+                        .with_label("not a string")
+                        .with_help("drop the `json_parse` call; the value is already parsed"),
                     );
                 }
             }
@@ -745,9 +848,13 @@ impl Checker<'_> {
                 let source = self.expr(e);
                 if source.ty.fits(&Type::Str) == Fit::No && !matches!(source.kind, TKind::Error) {
                     self.error(
-                        Diagnostic::new(Code::TemplateNotString, e.span, format!("template `{n}` is {:#}, not a template string", source.ty))
-                            .with_label(format!("this is {}", source.ty))
-                            .with_help("a template given by name must hold an expression string, like \"item.name\""),
+                        Diagnostic::new(
+                            Code::TemplateNotString,
+                            e.span,
+                            format!("template `{n}` is {:#}, not a template string", source.ty),
+                        )
+                        .with_label(format!("this is {}", source.ty))
+                        .with_help("a template given by name must hold an expression string, like \"item.name\""),
                     );
                 }
                 (TArg::Dynamic { source, relative, slot }, Type::Any)

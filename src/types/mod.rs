@@ -9,8 +9,8 @@ mod check;
 mod scope;
 pub mod typed;
 
-pub use check::{check, check_template, Checked, RefUse};
 pub(crate) use check::relative_path;
+pub use check::{check, check_template, Checked, RefUse};
 pub use scope::Scope;
 
 use std::fmt;
@@ -249,7 +249,7 @@ impl fmt::Display for Type {
                 _ => "a ",
             };
             f.write_str(article)?;
-            return write!(f, "{self}");
+            return fmt::Display::fmt(&Plain(self), f);
         }
         match self {
             Type::Any if f.alternate() => f.write_str("any value"),
@@ -289,6 +289,15 @@ impl fmt::Display for Type {
                 Ok(())
             }
         }
+    }
+}
+
+/// Displays a type without its article.
+struct Plain<'t>(&'t Type);
+
+impl fmt::Display for Plain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
     }
 }
 

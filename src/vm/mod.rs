@@ -50,16 +50,8 @@ thread_local! {
 /// Runs `chunk` to completion.
 pub fn run(chunk: &Chunk, env: &Env<'_>) -> Result<Value, EvalError> {
     let (stack, locals) = STACKS.with(|s| s.borrow_mut().pop()).unwrap_or_default();
-    let mut vm = Vm {
-        env,
-        stack,
-        locals,
-        loc: Vec::new(),
-        fuel: env.limits.fuel,
-        depth: 0,
-        serial: 0,
-        arg_pool: Vec::new(),
-    };
+    let mut vm =
+        Vm { env, stack, locals, loc: Vec::new(), fuel: env.limits.fuel, depth: 0, serial: 0, arg_pool: Vec::new() };
     if vm.locals.len() < chunk.locals as usize {
         vm.locals.resize(chunk.locals as usize, Value::Null);
     }
@@ -97,7 +89,8 @@ struct Vm<'a> {
 
 fn is_ident(s: &str) -> bool {
     let mut c = s.chars();
-    matches!(c.next(), Some(x) if x.is_ascii_alphabetic() || x == '_') && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
+    matches!(c.next(), Some(x) if x.is_ascii_alphabetic() || x == '_')
+        && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
 }
 
 fn push_segment(out: &mut String, seg: &str) {
@@ -197,7 +190,13 @@ impl<'a> Vm<'a> {
                         Some(root) => match root.walk(segs) {
                             Ok(v) => v.into_owned(),
                             Err((at, e)) => {
-                                return Err(self.segment_error(chunk.spans[pc - 1], Root::Global(name.clone()), segs, at, e))
+                                return Err(self.segment_error(
+                                    chunk.spans[pc - 1],
+                                    Root::Global(name.clone()),
+                                    segs,
+                                    at,
+                                    e,
+                                ))
                             }
                         },
                         None => Value::Null,
@@ -208,7 +207,9 @@ impl<'a> Vm<'a> {
                     let segs = &chunk.paths[p as usize];
                     let v = match self.locals[s as usize].walk(segs) {
                         Ok(v) => v.into_owned(),
-                        Err((at, e)) => return Err(self.segment_error(chunk.spans[pc - 1], Root::Local(s), segs, at, e)),
+                        Err((at, e)) => {
+                            return Err(self.segment_error(chunk.spans[pc - 1], Root::Local(s), segs, at, e))
+                        }
                     };
                     self.stack.push(v);
                 }
@@ -218,7 +219,15 @@ impl<'a> Vm<'a> {
                     let v = match self.env.refs.get_direct(ctx) {
                         Some(root) => match root.walk_ref(segs) {
                             Ok(v) => v.into_owned(),
-                            Err((at, e)) => return Err(self.segment_error(chunk.spans[pc - 1], Root::Ref(ctx.clone()), segs, at, e)),
+                            Err((at, e)) => {
+                                return Err(self.segment_error(
+                                    chunk.spans[pc - 1],
+                                    Root::Ref(ctx.clone()),
+                                    segs,
+                                    at,
+                                    e,
+                                ))
+                            }
                         },
                         None => Value::Null,
                     };
@@ -299,7 +308,9 @@ impl<'a> Vm<'a> {
                     let konst = &chunk.consts[c as usize];
                     let field = match self.locals[s as usize].walk(segs) {
                         Ok(v) => v,
-                        Err((at, e)) => return Err(self.segment_error(chunk.spans[pc - 1], Root::Local(s), segs, at, e)),
+                        Err((at, e)) => {
+                            return Err(self.segment_error(chunk.spans[pc - 1], Root::Local(s), segs, at, e))
+                        }
                     };
                     let r = match op {
                         BinaryOp::Eq => Ok(Value::Bool(*field == *konst)),
@@ -404,7 +415,7 @@ impl<'a> Vm<'a> {
         result
     }
 
-    fn resolve_dynamic(&self, info: &CallInfo, args: &[Value], span: Span) -> Result<Vec<Option<(Arc<Chunk>, u32)>>, EvalError> {
+    fn resolve_dynamic(&self, info: &CallInfo, args: &[Value], span: Span) -> Result<Vec<Resolved>, EvalError> {
         if !info.params.iter().any(|p| matches!(p, CallParam::Dynamic { .. })) {
             return Ok(Vec::new());
         }
@@ -430,7 +441,8 @@ impl<'a> Vm<'a> {
             match self.env.templates.template(src, *relative, *slot) {
                 Ok(c) => out.push(Some((c, *slot))),
                 Err(msg) => {
-                    let mut e = EvalError::new(Code::DynamicTemplate, at, format!("template {src:?} does not compile: {msg}"));
+                    let mut e =
+                        EvalError::new(Code::DynamicTemplate, at, format!("template {src:?} does not compile: {msg}"));
                     e.function = Some(info.name.clone());
                     return Err(e);
                 }
@@ -469,6 +481,10 @@ impl<'a> Vm<'a> {
     }
 }
 
+/// A run-time template resolved for one call: its chunk and `item`'s slot (`None` for
+/// parameters that are not run-time templates).
+type Resolved = Option<(Arc<Chunk>, u32)>;
+
 /// `.a.b` when the call's template is just a path on `item` (`item.a.b`).
 fn path_template_suffix(info: &CallInfo) -> Option<String> {
     info.params.iter().find_map(|p| match p {
@@ -490,7 +506,7 @@ fn path_template_suffix(info: &CallInfo) -> Option<String> {
 struct Frame<'v, 'a> {
     vm: &'v mut Vm<'a>,
     info: &'v CallInfo,
-    dynamic: Vec<Option<(Arc<Chunk>, u32)>>,
+    dynamic: Vec<Resolved>,
     serial: u64,
     /// The call's span, for errors the built-in raises through the runner.
     span: Span,
@@ -530,7 +546,8 @@ impl Runner for Frame<'_, '_> {
         match &mut vm.loc[s] {
             Some(l) if l.serial == self.serial => l.index = index,
             other => {
-                *other = Some(LocalLoc { origin: self.info.origins.first().cloned().flatten(), index, serial: self.serial })
+                *other =
+                    Some(LocalLoc { origin: self.info.origins.first().cloned().flatten(), index, serial: self.serial })
             }
         }
         vm.locals[s] = item.clone();
