@@ -3,4 +3,5 @@
 pub mod diagnostic;
 pub mod span;
 pub mod syntax;
+pub mod tool;
 pub mod value;
