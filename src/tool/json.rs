@@ -249,44 +249,76 @@ pub fn parse(source: &str) -> (Option<JsonNode>, Vec<Diagnostic>) {
 fn syntax_error(source: &str, e: &jsonc_parser::errors::ParseError) -> Diagnostic {
     let range = e.range();
     let mut span = Span::new(range.start, range.end);
-    if span.is_empty() && range.start < source.len() {
+    let next = source
+        .get(range.start..)
+        .and_then(|rest| rest.chars().next());
+    if let Some(c) = next.filter(|c| span.is_empty() && *c != '\n' && *c != '\r') {
         // Point at the character rather than between two.
-        let len = source[range.start..]
-            .chars()
-            .next()
-            .map_or(1, char::len_utf8);
-        span = Span::new(range.start, range.start + len);
+        span = Span::new(range.start, range.start + c.len_utf8());
     }
     let kind = e.kind();
+    let message = format!("invalid JSON: {}", lower_first(&kind.to_string()));
+    let unterminated = match kind {
+        ParseErrorKind::UnterminatedObject => Some(("object", '}')),
+        ParseErrorKind::UnterminatedArray => Some(("list", ']')),
+        _ => None,
+    };
+    if let Some((what, close)) = unterminated {
+        // The parser's range is the whole unclosed value; the fix goes at its end.
+        let end = source.trim_end().len().max(range.start + 1);
+        return Diagnostic::new(Code::JsonSyntax, Span::new(end, end), message)
+            .with_label(format!("expected `{close}` here"))
+            .with_secondary(
+                Span::new(range.start, range.start + 1),
+                format!("this {what} is never closed"),
+            )
+            .with_help(format!("add the missing `{close}`"));
+    }
     let (label, help) = match kind {
-        ParseErrorKind::CommentsNotAllowed => {
-            ("comment", "`.tool` files are strict JSON: remove the comment, or move the note into a `description`")
+        ParseErrorKind::CommentsNotAllowed => (
+            "comment",
+            "`.tool` files are strict JSON: remove the comment, or move the note into a `description`",
+        ),
+        ParseErrorKind::TrailingCommasNotAllowed => {
+            ("trailing comma", "remove the comma after the last element")
         }
-        ParseErrorKind::TrailingCommasNotAllowed => ("trailing comma", "remove the comma after the last element"),
-        ParseErrorKind::SingleQuotedStringsNotAllowed => ("single quotes", "JSON strings use double quotes: \"…\""),
-        ParseErrorKind::ExpectedStringObjectProperty => ("key without quotes", "JSON object keys are strings in double quotes: \"key\": …"),
-        ParseErrorKind::ExpectedComma => ("expected `,` before this", "separate list elements and object entries with commas"),
-        ParseErrorKind::ExpectedColonAfterObjectKey => ("expected `:`", "write an object entry as \"key\": value"),
-        ParseErrorKind::UnterminatedObject => ("this object is never closed", "add the missing `}`"),
-        ParseErrorKind::UnterminatedArray => ("this list is never closed", "add the missing `]`"),
-        ParseErrorKind::MultipleRootJsonValues => ("second value", "a `.tool` file holds exactly one JSON object"),
-        ParseErrorKind::UnexpectedWord => ("not a JSON value", "strings need double quotes; the only bare words in JSON are `true`, `false` and `null`"),
+        ParseErrorKind::SingleQuotedStringsNotAllowed => {
+            ("single quotes", "JSON strings use double quotes: \"…\"")
+        }
+        ParseErrorKind::ExpectedStringObjectProperty => (
+            "key without quotes",
+            "JSON object keys are strings in double quotes: \"key\": …",
+        ),
+        ParseErrorKind::ExpectedComma => (
+            "a `,` is missing here",
+            "separate list elements and object entries with commas",
+        ),
+        ParseErrorKind::ExpectedColonAfterObjectKey => {
+            ("expected `:`", "write an object entry as \"key\": value")
+        }
+        ParseErrorKind::MultipleRootJsonValues => {
+            ("second value", "a `.tool` file holds exactly one JSON object")
+        }
+        ParseErrorKind::UnexpectedWord => (
+            "not a JSON value",
+            "strings need double quotes; the only bare words in JSON are `true`, `false` and `null`",
+        ),
         ParseErrorKind::NonFiniteNumbersNotAllowed
         | ParseErrorKind::HexadecimalNumbersNotAllowed
         | ParseErrorKind::UnaryPlusNumbersNotAllowed
-        | ParseErrorKind::BareDecimalPointNumbersNotAllowed => {
-            ("not a JSON number", "JSON numbers are decimal, like `-12`, `0.5` or `1e3`")
-        }
-        ParseErrorKind::String(_) => ("in this string", "valid JSON escapes are \\\\ \\\" \\/ \\n \\r \\t \\b \\f \\uXXXX"),
+        | ParseErrorKind::BareDecimalPointNumbersNotAllowed => (
+            "not a JSON number",
+            "JSON numbers are decimal, like `-12`, `0.5` or `1e3`",
+        ),
+        ParseErrorKind::String(_) => (
+            "in this string",
+            "valid JSON escapes are \\\\ \\\" \\/ \\n \\r \\t \\b \\f \\uXXXX",
+        ),
         _ => ("here", "check the JSON syntax near this point"),
     };
-    Diagnostic::new(
-        Code::JsonSyntax,
-        span,
-        format!("invalid JSON: {}", lower_first(&kind.to_string())),
-    )
-    .with_label(label)
-    .with_help(help)
+    Diagnostic::new(Code::JsonSyntax, span, message)
+        .with_label(label)
+        .with_help(help)
 }
 
 fn lower_first(s: &str) -> String {

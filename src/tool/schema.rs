@@ -328,6 +328,9 @@ impl Loader<'_> {
                 d = d.with_help(format!("write `{text}` without quotes"));
             }
         }
+        if d.help.is_none() && expected == "a boolean" {
+            d = d.with_help("write `true` or `false`, without quotes");
+        }
         self.push(d);
     }
 
