@@ -73,7 +73,7 @@ pub const RESERVED_IDS: &[&str] = &["arguments", "response", "item", "current"];
 /// of tool cannot be told (both or neither of `system_event_endpoint` and `instructions`).
 pub fn tool(root: &JsonNode, diags: &mut Vec<Diagnostic>) -> Option<ToolDef> {
     let mut l = Loader { diags };
-    let obj = l.object(root, "the tool definition", TOOL_KEYS, None)?;
+    let obj = l.object(root, "the tool definition", TOOL_KEYS, Owner::Root)?;
     let description = obj
         .get("description")
         .and_then(|n| l.string(&obj, "description", n));
@@ -223,6 +223,19 @@ pub fn is_identifier(s: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
+/// What holds an object that is being read.
+#[derive(Clone, Copy)]
+enum Owner<'o, 'a> {
+    /// Nothing: it is the whole file.
+    Root,
+    /// It is the value of a key of another object.
+    Key(&'o Obj<'a>, &'o str),
+    /// It is an element of a list (its `what` says which); the help shows its shape.
+    Element(&'static str),
+    /// It was already checked to be an object.
+    Known,
+}
+
 struct Loader<'d> {
     diags: &'d mut Vec<Diagnostic>,
 }
@@ -232,32 +245,40 @@ impl Loader<'_> {
         self.diags.push(d);
     }
 
-    /// Checks that `node` is an object and that it has only `keys`. `key` is the key the
-    /// object is the value of, for the message when it is not an object.
+    /// Checks that `node` is an object and that it has only `keys`. `owner` says what holds
+    /// the object, for the message when it is not an object.
     fn object<'a>(
         &mut self,
         node: &'a JsonNode,
         what: impl Into<String>,
         keys: &[&str],
-        key: Option<(&Obj<'_>, &str)>,
+        owner: Owner<'_, '_>,
     ) -> Option<Obj<'a>> {
         let what = what.into();
         let JsonKind::Object(entries) = &node.kind else {
-            match key {
-                Some((parent, key)) => self.wrong_type(parent, key, node, "an object"),
-                None => self.push(
-                    Diagnostic::new(
-                        Code::WrongJsonType,
-                        node.span,
-                        format!(
-                            "{what} must be a JSON object, found {}",
-                            a(node.type_name())
-                        ),
-                    )
-                    .with_label("expected an object")
-                    .with_help("a `.tool` file is one JSON object: `{\"description\": \"…\", …}`"),
-                ),
+            if let Owner::Key(parent, key) = owner {
+                self.wrong_type(parent, key, node, "an object");
+                return None;
             }
+            let mut d = Diagnostic::new(
+                Code::WrongJsonType,
+                node.span,
+                format!(
+                    "{what} must be a JSON object, found {}",
+                    a(node.type_name())
+                ),
+            )
+            .with_label("expected an object");
+            match owner {
+                Owner::Root => {
+                    d = d.with_help(
+                        "a `.tool` file is one JSON object: `{\"description\": \"…\", …}`",
+                    );
+                }
+                Owner::Element(shape) => d = d.with_help(format!("write it as `{shape}`")),
+                Owner::Key(..) | Owner::Known => {}
+            }
+            self.push(d);
             return None;
         };
         for (k, _) in entries {
@@ -424,7 +445,7 @@ impl Loader<'_> {
         };
         let mut out: Vec<Param> = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
-            let Some(param) = self.param(tool, key, singular, i, item) else {
+            let Some(param) = self.param(singular, i, item) else {
                 continue;
             };
             if let Some(first) = out.iter().find(|p| p.name.node == param.name.node) {
@@ -444,14 +465,7 @@ impl Loader<'_> {
         out
     }
 
-    fn param(
-        &mut self,
-        tool: &Obj<'_>,
-        key: &str,
-        singular: &str,
-        i: usize,
-        node: &JsonNode,
-    ) -> Option<Param> {
+    fn param(&mut self, singular: &str, i: usize, node: &JsonNode) -> Option<Param> {
         let name_text = node
             .as_object()
             .and_then(|es| es.iter().find(|(k, _)| k.node == "name"))
@@ -461,7 +475,8 @@ impl Loader<'_> {
             Some(n) => format!("{singular} `{n}`"),
             None => format!("{singular} #{}", i + 1),
         };
-        let obj = self.object(node, what, PARAM_KEYS, Some((tool, key)))?;
+        let shape = "{\"name\": \"…\", \"type_name\": \"string\", \"required\": true}";
+        let obj = self.object(node, what, PARAM_KEYS, Owner::Element(shape))?;
         let name = match obj.get("name") {
             Some(n) => self.string(&obj, "name", n),
             None => {
@@ -543,7 +558,7 @@ impl Loader<'_> {
         }
         let mut out: Vec<Instruction> = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
-            let Some(ins) = self.instruction(tool, i, item) else {
+            let Some(ins) = self.instruction(i, item) else {
                 continue;
             };
             let id = &ins.execution_id;
@@ -567,7 +582,7 @@ impl Loader<'_> {
         out
     }
 
-    fn instruction(&mut self, tool: &Obj<'_>, i: usize, node: &JsonNode) -> Option<Instruction> {
+    fn instruction(&mut self, i: usize, node: &JsonNode) -> Option<Instruction> {
         let id_text = node
             .as_object()
             .and_then(|es| es.iter().find(|(k, _)| k.node == "execution_id"))
@@ -577,7 +592,8 @@ impl Loader<'_> {
             Some(id) => format!("instruction `{id}`"),
             None => format!("instruction #{}", i + 1),
         };
-        let obj = self.object(node, what, INSTRUCTION_KEYS, Some((tool, "instructions")))?;
+        let shape = "{\"execution_id\": \"…\", \"tool_definition_path\": \"/tools/….tool\", …}";
+        let obj = self.object(node, what, INSTRUCTION_KEYS, Owner::Element(shape))?;
         let execution_id = match obj.get("execution_id") {
             Some(n) => self
                 .string(&obj, "execution_id", n)
@@ -721,7 +737,7 @@ impl Loader<'_> {
 
     fn transform(&mut self, parent: &Obj<'_>, key: &str, node: &JsonNode) -> Option<Transform> {
         let what = format!("`{key}` of {}", parent.what);
-        let obj = self.object(node, what, TRANSFORM_KEYS, Some((parent, key)))?;
+        let obj = self.object(node, what, TRANSFORM_KEYS, Owner::Key(parent, key))?;
         let variables = obj
             .get("variables")
             .and_then(|n| self.json_object(&obj, "variables", n))
@@ -808,7 +824,7 @@ impl Loader<'_> {
             return self.group(&obj);
         }
         let what = format!("a condition in `{key}` of {}", parent.what);
-        let obj = self.object(node, what, LEAF_KEYS, None)?;
+        let obj = self.object(node, what, LEAF_KEYS, Owner::Known)?;
         if !is_leaf {
             self.push(
                 Diagnostic::new(Code::MalformedCondition, open_brace(node.span), "a condition needs `param` and `operator`, or `logic` and `conditions`")
@@ -976,7 +992,7 @@ impl Loader<'_> {
             node,
             what,
             PARALLEL_KEYS,
-            Some((parent, "parallel_execution")),
+            Owner::Key(parent, "parallel_execution"),
         )?;
         let iterate_over = match obj.get("iterate_over") {
             None => {
@@ -1069,7 +1085,7 @@ impl Loader<'_> {
 
     fn retry(&mut self, parent: &Obj<'_>, node: &JsonNode) -> Option<Retry> {
         let what = format!("`retry` of {}", parent.what);
-        let obj = self.object(node, what, RETRY_KEYS, Some((parent, "retry")))?;
+        let obj = self.object(node, what, RETRY_KEYS, Owner::Key(parent, "retry"))?;
         let max_retries = obj.get("max_retries").and_then(|n| match n.kind {
             JsonKind::Int(i) => match u32::try_from(i) {
                 Ok(v) => Some(Spanned::new(v, n.span)),
