@@ -440,3 +440,50 @@ fn schema_shaped(depth: u32) -> impl Strategy<Value = serde_json::Value> {
         ]
     })
 }
+
+/// The examples of `docs/tool-format.md`: a ```json block is a whole `.tool` file that must
+/// load with no diagnostic; a ```json fragment block must at least be strict JSON. Every
+/// code of the format is listed in its table.
+#[test]
+fn format_docs_are_true() {
+    let doc = std::fs::read_to_string("docs/tool-format.md").expect("docs/tool-format.md");
+    let mut blocks = 0;
+    let mut lines = doc.lines();
+    while let Some(line) = lines.next() {
+        let Some(info) = line.strip_prefix("```").filter(|i| i.starts_with("json")) else {
+            continue;
+        };
+        let body: Vec<&str> = lines
+            .by_ref()
+            .take_while(|l| !l.starts_with("```"))
+            .collect();
+        let body = body.join("\n");
+        blocks += 1;
+        if info == "json" {
+            let (tool, diags) = tool::load(&body);
+            assert!(
+                diags.is_empty() && tool.is_some(),
+                "{}",
+                describe(&diags, "doc", &body)
+            );
+        } else {
+            assert_eq!(info, "json fragment");
+            let (tree, diags) = tool::json::parse(&body);
+            assert!(
+                diags.is_empty() && tree.is_some(),
+                "{}",
+                describe(&diags, "doc", &body)
+            );
+        }
+    }
+    assert!(blocks >= 5, "found only {blocks} examples");
+    for code in Code::ALL
+        .iter()
+        .filter(|c| c.as_str().starts_with("E05") || c.as_str().starts_with("W05"))
+    {
+        assert!(
+            doc.contains(&format!("| `{code}` |")),
+            "{code} is not in the table of docs/tool-format.md"
+        );
+    }
+}
