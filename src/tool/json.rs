@@ -207,7 +207,18 @@ fn object_value(entries: &[(Spanned<String>, JsonNode)]) -> Value {
 
 /// Parses strict JSON. Returns the tree when the text is JSON (possibly with problems that
 /// still let a tree be built, such as duplicate keys) and every problem found.
+///
+/// A leading byte-order mark, which some editors write, is read as whitespace (RFC 8259
+/// §8.1 allows ignoring it); spans still count its three bytes.
 pub fn parse(source: &str) -> (Option<JsonNode>, Vec<Diagnostic>) {
+    let without_bom;
+    let source = match source.strip_prefix('\u{feff}') {
+        Some(rest) => {
+            without_bom = format!("   {rest}");
+            without_bom.as_str()
+        }
+        None => source,
+    };
     let options = ParseOptions {
         allow_comments: false,
         allow_loose_object_property_names: false,
@@ -513,6 +524,16 @@ mod tests {
                 diags[0].message
             );
         }
+    }
+
+    #[test]
+    fn byte_order_mark_is_whitespace() {
+        let src = "\u{feff}{\"a\": 1}";
+        let t = tree(src);
+        assert_eq!(
+            &src[t.as_object().expect("object")[0].0.span.range()],
+            "\"a\""
+        );
     }
 
     #[test]

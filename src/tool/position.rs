@@ -57,7 +57,11 @@ impl<'s> LineIndex<'s> {
             .starts
             .partition_point(|&s| s <= offset)
             .saturating_sub(1);
-        let start = self.starts.get(line).copied().unwrap_or(0);
+        let mut start = self.starts.get(line).copied().unwrap_or(0);
+        if start == 0 && self.text.starts_with('\u{feff}') {
+            // A byte-order mark is invisible in editors: columns start after it.
+            start = offset.min(3);
+        }
         let column = self.text[start..offset].chars().count();
         let c = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
         LineCol {
@@ -122,6 +126,13 @@ mod tests {
                 end_column: 2
             }
         );
+    }
+
+    #[test]
+    fn byte_order_mark_takes_no_column() {
+        let idx = LineIndex::new("\u{feff}{}");
+        assert_eq!(idx.line_col(3), LineCol { line: 1, column: 1 });
+        assert_eq!(idx.line_col(4), LineCol { line: 1, column: 2 });
     }
 
     #[test]
