@@ -12,7 +12,7 @@ use crate::span::Span;
 use crate::syntax::ast::RefPath;
 use crate::syntax::parse_ref;
 
-use super::json::{JsonKind, JsonNode, JsonStr};
+use super::json::{JsonKind, JsonNode, JsonObject, JsonStr};
 use super::model::{Condition, DoneCheck, Instruction, ToolDef, ToolKind, Transform};
 
 /// Which of the two transform blocks a variable belongs to.
@@ -179,28 +179,34 @@ pub(crate) fn instruction_strings(ins: &Instruction) -> Vec<(&JsonStr, RefPlace)
 
 /// Every string of the tool as a whole that is resolved as a REF when it is one.
 pub(crate) fn tool_strings(tool: &ToolDef) -> Vec<(&JsonStr, RefPlace)> {
+    let map = match &tool.kind {
+        ToolKind::Composite {
+            response_reference_map,
+            ..
+        } => response_reference_map.as_ref(),
+        ToolKind::Primitive { .. } => None,
+    };
+    tool_level_strings(
+        map,
+        tool.transform_arguments.as_ref(),
+        tool.transform_responses.as_ref(),
+    )
+}
+
+/// [`tool_strings`] from the parts, for checking them before the tool is put together.
+pub(crate) fn tool_level_strings<'a>(
+    response_reference_map: Option<&'a JsonObject>,
+    transform_arguments: Option<&'a Transform>,
+    transform_responses: Option<&'a Transform>,
+) -> Vec<(&'a JsonStr, RefPlace)> {
     let mut out = Vec::new();
-    if let ToolKind::Composite {
-        response_reference_map: Some(map),
-        ..
-    } = &tool.kind
-    {
-        for (_, v) in &map.entries {
-            if let JsonKind::Str(s) = &v.kind {
-                out.push((s, RefPlace::ResponseMap));
-            }
+    for (_, v) in response_reference_map.map_or(&[][..], |m| &m.entries) {
+        if let JsonKind::Str(s) = &v.kind {
+            out.push((s, RefPlace::ResponseMap));
         }
     }
-    transform_strings(
-        tool.transform_arguments.as_ref(),
-        TransformBlock::Arguments,
-        &mut out,
-    );
-    transform_strings(
-        tool.transform_responses.as_ref(),
-        TransformBlock::Responses,
-        &mut out,
-    );
+    transform_strings(transform_arguments, TransformBlock::Arguments, &mut out);
+    transform_strings(transform_responses, TransformBlock::Responses, &mut out);
     out
 }
 

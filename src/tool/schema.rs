@@ -84,9 +84,45 @@ pub fn tool(root: &JsonNode, diags: &mut Vec<Diagnostic>) -> Option<ToolDef> {
         .get("responses")
         .map_or_else(Vec::new, |n| l.params(&obj, "responses", n));
 
-    let endpoint_key = obj.key("system_event_endpoint");
-    let instructions_key = obj.key("instructions");
-    let kind = match (endpoint_key, instructions_key) {
+    // The composite parts are read even when the kind is in doubt, so that their problems
+    // are reported in the same run as the doubt.
+    let instructions = obj.get("instructions").map(|n| l.instructions(&obj, n));
+    let primitive_only =
+        obj.key("instructions").is_none() && obj.key("system_event_endpoint").is_some();
+    let mut composite_part = |key: &str| {
+        let k = obj.key(key)?;
+        if primitive_only {
+            l.push(
+                Diagnostic::new(
+                    Code::CompositeOnlyKey,
+                    k.span,
+                    format!("`{key}` is only for composite tools"),
+                )
+                .with_label("on a primitive tool")
+                .with_help("a primitive tool returns what the host returns; remove this key, or replace `system_event_endpoint` with `instructions`"),
+            );
+            return None;
+        }
+        Some(obj.get(key)?)
+    };
+    let map_node = composite_part("response_reference_map");
+    let transform_arguments_node = composite_part("transform_arguments");
+    let transform_responses_node = composite_part("transform_responses");
+    let response_reference_map = map_node.and_then(|n| l.response_map(&obj, n));
+    let transform_arguments =
+        transform_arguments_node.and_then(|n| l.transform(&obj, "transform_arguments", n));
+    let transform_responses =
+        transform_responses_node.and_then(|n| l.transform(&obj, "transform_responses", n));
+    let tool_level = refs::tool_level_strings(
+        response_reference_map.as_ref(),
+        transform_arguments.as_ref(),
+        transform_responses.as_ref(),
+    );
+    for (s, place) in tool_level {
+        l.check_ref_string(s, place);
+    }
+
+    let kind = match (obj.key("system_event_endpoint"), obj.key("instructions")) {
         (Some(e), Some(i)) => {
             l.push(
                 Diagnostic::new(
@@ -112,53 +148,17 @@ pub fn tool(root: &JsonNode, diags: &mut Vec<Diagnostic>) -> Option<ToolDef> {
             );
             None
         }
-        (Some(_), None) => {
-            for key in [
-                "response_reference_map",
-                "transform_arguments",
-                "transform_responses",
-            ] {
-                if let Some(k) = obj.key(key) {
-                    l.push(
-                        Diagnostic::new(
-                            Code::CompositeOnlyKey,
-                            k.span,
-                            format!("`{key}` is only for composite tools"),
-                        )
-                        .with_label("on a primitive tool")
-                        .with_help("a primitive tool returns what the host returns; remove this key, or replace `system_event_endpoint` with `instructions`"),
-                    );
-                }
-            }
-            let endpoint = obj
-                .get("system_event_endpoint")
-                .and_then(|n| l.string(&obj, "system_event_endpoint", n));
-            endpoint.map(|system_event_endpoint| ToolKind::Primitive {
+        (Some(_), None) => obj
+            .get("system_event_endpoint")
+            .and_then(|n| l.string(&obj, "system_event_endpoint", n))
+            .map(|system_event_endpoint| ToolKind::Primitive {
                 system_event_endpoint,
-            })
-        }
-        (None, Some(_)) => {
-            let instructions = obj
-                .get("instructions")
-                .map_or_else(Vec::new, |n| l.instructions(&obj, n));
-            let response_reference_map = obj
-                .get("response_reference_map")
-                .and_then(|n| l.response_map(&obj, n));
-            Some(ToolKind::Composite {
-                instructions,
-                response_reference_map,
-            })
-        }
+            }),
+        (None, Some(_)) => Some(ToolKind::Composite {
+            instructions: instructions.unwrap_or_default(),
+            response_reference_map,
+        }),
     };
-    let composite = matches!(kind, Some(ToolKind::Composite { .. }));
-    let transform_arguments = obj
-        .get("transform_arguments")
-        .filter(|_| composite)
-        .and_then(|n| l.transform(&obj, "transform_arguments", n));
-    let transform_responses = obj
-        .get("transform_responses")
-        .filter(|_| composite)
-        .and_then(|n| l.transform(&obj, "transform_responses", n));
     let tool = ToolDef {
         description,
         arguments,
@@ -168,9 +168,6 @@ pub fn tool(root: &JsonNode, diags: &mut Vec<Diagnostic>) -> Option<ToolDef> {
         transform_responses,
         span: root.span,
     };
-    for site in refs::tool_strings(&tool) {
-        l.check_ref_string(site.0, site.1);
-    }
     Some(tool)
 }
 
@@ -574,9 +571,6 @@ impl Loader<'_> {
                     .with_help("each instruction needs its own `execution_id`, so REFs can tell the steps apart"),
                 );
             }
-            for (s, place) in refs::instruction_strings(&ins) {
-                self.check_ref_string(s, place);
-            }
             out.push(ins);
         }
         out
@@ -664,9 +658,12 @@ impl Loader<'_> {
         let continue_on_error = obj
             .get("continue_on_error")
             .and_then(|n| self.boolean(&obj, "continue_on_error", n));
-        Some(Instruction {
-            execution_id: execution_id?,
-            tool_definition_path: tool_definition_path?,
+        // A step missing either is left out of the model, but its REFs are still checked.
+        let complete = execution_id.is_some() && tool_definition_path.is_some();
+        let placeholder = || Spanned::new(String::new(), open_brace(node.span));
+        let ins = Instruction {
+            execution_id: execution_id.unwrap_or_else(placeholder),
+            tool_definition_path: tool_definition_path.unwrap_or_else(placeholder),
             description,
             arguments,
             transform_arguments,
@@ -680,7 +677,11 @@ impl Loader<'_> {
             timeout_seconds,
             continue_on_error,
             span: node.span,
-        })
+        };
+        for (s, place) in refs::instruction_strings(&ins) {
+            self.check_ref_string(s, place);
+        }
+        complete.then_some(ins)
     }
 
     /// Checks an execution id's shape. A bad id is reported but the step is kept, so that
