@@ -103,7 +103,7 @@ pub fn tool(root: &JsonNode, diags: &mut Vec<Diagnostic>) -> Option<ToolDef> {
             );
             return None;
         }
-        Some(obj.get(key)?)
+        obj.get(key)
     };
     let map_node = composite_part("response_reference_map");
     let transform_arguments_node = composite_part("transform_arguments");
