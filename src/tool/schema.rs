@@ -203,6 +203,7 @@ fn open_brace(span: Span) -> Span {
     }
 }
 
+/// A JSON type name with its article, as messages say it: `a string`, `an object`, `null`.
 fn a(type_name: &str) -> String {
     match type_name {
         "null" => "null".to_string(),
