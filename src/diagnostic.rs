@@ -132,6 +132,56 @@ codes! {
     JsonParseNonString = "W0101", Warning;
     /// A field the declared type says cannot exist: `user.nmae` on `{name, email}`
     UnknownField = "W0102", Warning;
+
+    // ---- .tool files (E05xx) ----
+    /// A `.tool` file that is not strict JSON: `{"description": "x",}` or a `// comment`
+    JsonSyntax = "E0501", Error;
+    /// The same key twice in one JSON object: `{"description": "a", "description": "b"}`
+    DuplicateKey = "E0502", Error;
+    /// A key whose value has the wrong JSON type: `"required": "yes"`
+    WrongJsonType = "E0503", Error;
+    /// A required key is absent: an instruction without `"execution_id"`
+    MissingKey = "E0504", Error;
+    /// A key the format does not define: `"instuctions": [...]`
+    UnknownKey = "E0505", Error;
+    /// A tool with both `"system_event_endpoint"` and `"instructions"`
+    PrimitiveAndComposite = "E0506", Error;
+    /// A tool with neither `"system_event_endpoint"` nor `"instructions"`: `{"description": "x"}`
+    NeitherPrimitiveNorComposite = "E0507", Error;
+    /// A key that only a composite tool may have, on a primitive one: `"response_reference_map"` beside `"system_event_endpoint"`
+    CompositeOnlyKey = "E0508", Error;
+    /// A condition operator that does not exist: `"operator": "equal"`
+    UnknownOperator = "E0509", Error;
+    /// A comparison condition without `"value"`: `{"param": "REF:a.b", "operator": "equals"}`
+    MissingConditionValue = "E0510", Error;
+    /// A `"value"` on `exists` / `not_exists`: `{"param": "REF:a.b", "operator": "exists", "value": 1}`
+    SuperfluousConditionValue = "E0511", Error;
+    /// A condition group `logic` other than `AND`, `OR`, `NOT`: `"logic": "XOR"`
+    UnknownLogic = "E0512", Error;
+    /// A `NOT` group without exactly one condition: `{"logic": "NOT", "conditions": []}`
+    NotConditionCount = "E0513", Error;
+    /// A condition that mixes leaf and group keys, or has neither: `{"logic": "AND", "param": "REF:a.b"}`
+    MalformedCondition = "E0514", Error;
+    /// Two instructions with the same `execution_id`
+    DuplicateExecutionId = "E0515", Error;
+    /// An `execution_id` that names a built-in REF context: `"execution_id": "arguments"`
+    ReservedExecutionId = "E0516", Error;
+    /// An `execution_id` (or `child_argument_name`) that is not an identifier: `"execution_id": "step 1"`
+    InvalidIdentifier = "E0517", Error;
+    /// A `type_name` that is not a known type: `"type_name": "strng"`
+    UnknownTypeName = "E0518", Error;
+    /// Two declared arguments (or responses) with the same name
+    DuplicateParam = "E0519", Error;
+    /// A plain string where only a REF string is meaningful: `"iterate_over": "files"`
+    ExpectedRef = "E0520", Error;
+    /// A number outside the range its key accepts: `"max_retries": -1`, `"jitter": 2`
+    NumberOutOfRange = "E0521", Error;
+
+    // ---- .tool warnings (W05xx) ----
+    /// A string in a REF position that looks like a REF but is plain text: `" REF:scan.files"`, `"ref:scan.files"`
+    LooksLikeRef = "W0501", Warning;
+    /// A composite tool whose `instructions` list is empty: `"instructions": []`
+    EmptyInstructions = "W0502", Warning;
 }
 
 impl fmt::Display for Code {

@@ -52,6 +52,7 @@ pub mod reference;
 pub mod runtime;
 pub mod span;
 pub mod syntax;
+pub mod tool;
 pub mod types;
 pub mod value;
 pub mod vm;

@@ -1,0 +1,55 @@
+//! `.tool` files: strict JSON with spans → the tool model, with every schema problem found
+//! in one pass.
+//!
+//! This module owns the `.tool` format of SPEC §5: the JSON reader that keeps a span on
+//! every key and value ([`json`]), the model types ([`model`]), the schema checks
+//! (`schema`), where REF strings are resolved and how they map back into the file
+//! ([`refs`]), and line/column positions for diagnostics ([`position`]). It never reads other
+//! files, never resolves a REF against anything and never compiles an expression: those
+//! are analysis steps that start from the model built here.
+//!
+//! ```
+//! let source = r#"{
+//!   "description": "Greets",
+//!   "arguments": [{"name": "who", "type_name": "string", "required": true}],
+//!   "instructions": [
+//!     {"execution_id": "greet", "tool_definition_path": "/tools/echo.tool",
+//!      "arguments": {"text": "REF:arguments.who"}}
+//!   ],
+//!   "response_reference_map": {"greeting": "REF:greet.text"}
+//! }"#;
+//! let (tool, diagnostics) = tdsl::tool::load(source);
+//! assert!(diagnostics.is_empty());
+//! let tool = tool.unwrap();
+//! let refs = tool.instructions()[0].refs();
+//! assert_eq!(refs[0].0.dotted(), "arguments.who");
+//! assert_eq!(&source[refs[0].1.range()], "REF:arguments.who");
+//! ```
+
+pub mod json;
+pub mod model;
+pub mod position;
+pub mod refs;
+mod schema;
+
+pub use json::{JsonKind, JsonNode, JsonObject, JsonStr};
+pub use model::*;
+pub use position::{LineCol, LineIndex, Position};
+pub use refs::{parse_ref_string, RefPlace, RefSite, TransformBlock};
+pub use schema::{is_identifier, RESERVED_IDS};
+
+use crate::diagnostic::Diagnostic;
+
+/// Loads a `.tool` file from its text.
+///
+/// Returns the model whenever the text is a JSON object whose kind (primitive or composite)
+/// can be told, together with every problem found, in source order. Parts that are broken
+/// are reported and left out of the model (an instruction without an `execution_id`, a key
+/// with the wrong JSON type), so when the diagnostics hold errors the model is partial:
+/// later stages may run on it to report more, but must not execute it. Never panics.
+pub fn load(source: &str) -> (Option<ToolDef>, Vec<Diagnostic>) {
+    let (root, mut diagnostics) = json::parse(source);
+    let tool = root.and_then(|root| schema::tool(&root, &mut diagnostics));
+    diagnostics.sort_by_key(|d| (d.span.start, d.span.end));
+    (tool, diagnostics)
+}

@@ -1,0 +1,1037 @@
+//! JSON tree → [`ToolDef`], checking the schema of SPEC §5 as it goes.
+//!
+//! Every problem is reported and reading carries on past it, so one run lists them all:
+//! a key with the wrong JSON type is reported and treated as absent, an instruction without
+//! an `execution_id` or `tool_definition_path` is reported and left out of the model. Only
+//! what the file says on its own is checked here; whether a REF names a real step, whether
+//! expressions compile, whether a callee exists are for the stages after this one.
+
+use crate::diagnostic::{did_you_mean, Code, Diagnostic};
+use crate::span::{Span, Spanned};
+
+use super::json::{JsonKind, JsonNode, JsonObject, JsonStr};
+use super::model::*;
+use super::refs;
+
+/// The keys of each kind of object, for "unknown key" checks and for saying where a
+/// misplaced key belongs.
+const TOOL_KEYS: &[&str] = &[
+    "description",
+    "arguments",
+    "responses",
+    "system_event_endpoint",
+    "instructions",
+    "response_reference_map",
+    "transform_arguments",
+    "transform_responses",
+];
+const PARAM_KEYS: &[&str] = &["name", "type_name", "description", "required"];
+const INSTRUCTION_KEYS: &[&str] = &[
+    "execution_id",
+    "tool_definition_path",
+    "description",
+    "arguments",
+    "transform_arguments",
+    "transform_responses",
+    "conditions",
+    "parallel_execution",
+    "dependencies",
+    "done_check",
+    "done_value",
+    "retry",
+    "timeout_seconds",
+    "continue_on_error",
+];
+const TRANSFORM_KEYS: &[&str] = &["variables", "transforms"];
+const LEAF_KEYS: &[&str] = &["param", "operator", "value"];
+const GROUP_KEYS: &[&str] = &["logic", "conditions"];
+const PARALLEL_KEYS: &[&str] = &["iterate_over", "child_argument_name"];
+const RETRY_KEYS: &[&str] = &["max_retries", "base_delay_seconds", "factor", "max_delay_seconds", "jitter"];
+
+/// Where each key is at home, for the help of an unknown key.
+const LEVELS: &[(&str, &[&str])] = &[
+    ("a tool definition", TOOL_KEYS),
+    ("an instruction", INSTRUCTION_KEYS),
+    ("an argument or response declaration", PARAM_KEYS),
+    ("a transform block", TRANSFORM_KEYS),
+    ("a condition", LEAF_KEYS),
+    ("a condition group", GROUP_KEYS),
+    ("`parallel_execution`", PARALLEL_KEYS),
+    ("`retry`", RETRY_KEYS),
+];
+
+/// Execution ids that would shadow a REF context or an expression name.
+pub const RESERVED_IDS: &[&str] = &["arguments", "response", "item", "current"];
+
+/// Reads a whole tool definition from its root object. Returns `None` only when the kind
+/// of tool cannot be told (both or neither of `system_event_endpoint` and `instructions`).
+pub fn tool(root: &JsonNode, diags: &mut Vec<Diagnostic>) -> Option<ToolDef> {
+    let mut l = Loader { diags };
+    let obj = l.object(root, "the tool definition", TOOL_KEYS, Owner::Root)?;
+    let description = obj.get("description").and_then(|n| l.string(&obj, "description", n));
+    let arguments = obj.get("arguments").map_or_else(Vec::new, |n| l.params(&obj, "arguments", n));
+    let responses = obj.get("responses").map_or_else(Vec::new, |n| l.params(&obj, "responses", n));
+
+    // The composite parts are read even when the kind is in doubt, so that their problems
+    // are reported in the same run as the doubt.
+    let instructions = obj.get("instructions").map(|n| l.instructions(&obj, n));
+    let primitive_only = obj.key("instructions").is_none() && obj.key("system_event_endpoint").is_some();
+    let mut composite_part = |key: &str| {
+        let k = obj.key(key)?;
+        if primitive_only {
+            l.push(
+                Diagnostic::new(
+                    Code::CompositeOnlyKey,
+                    k.span,
+                    format!("`{key}` is only for composite tools"),
+                )
+                .with_label("on a primitive tool")
+                .with_help("a primitive tool returns what the host returns; remove this key, or replace `system_event_endpoint` with `instructions`"),
+            );
+            return None;
+        }
+        obj.get(key)
+    };
+    let map_node = composite_part("response_reference_map");
+    let transform_arguments_node = composite_part("transform_arguments");
+    let transform_responses_node = composite_part("transform_responses");
+    let response_reference_map = map_node.and_then(|n| l.response_map(&obj, n));
+    let transform_arguments = transform_arguments_node.and_then(|n| l.transform(&obj, "transform_arguments", n));
+    let transform_responses = transform_responses_node.and_then(|n| l.transform(&obj, "transform_responses", n));
+    let tool_level = refs::tool_level_strings(
+        response_reference_map.as_ref(),
+        transform_arguments.as_ref(),
+        transform_responses.as_ref(),
+    );
+    for (s, place) in tool_level {
+        l.check_ref_string(s, place);
+    }
+
+    let kind = match (obj.key("system_event_endpoint"), obj.key("instructions")) {
+        (Some(e), Some(i)) => {
+            l.push(
+                Diagnostic::new(
+                    Code::PrimitiveAndComposite,
+                    i.span,
+                    "a tool cannot be both primitive and composite",
+                )
+                .with_label("`instructions` makes it composite")
+                .with_secondary(e.span, "`system_event_endpoint` makes it primitive")
+                .with_help("keep `system_event_endpoint` for a tool the host runs, or `instructions` for a tool made of other tools"),
+            );
+            None
+        }
+        (None, None) => {
+            l.push(
+                Diagnostic::new(
+                    Code::NeitherPrimitiveNorComposite,
+                    open_brace(root.span),
+                    "the tool has neither `system_event_endpoint` nor `instructions`",
+                )
+                .with_label("this tool definition")
+                .with_help("add `system_event_endpoint` for a tool the host runs, or `instructions` for a tool made of other tools"),
+            );
+            None
+        }
+        (Some(_), None) => obj
+            .get("system_event_endpoint")
+            .and_then(|n| l.string(&obj, "system_event_endpoint", n))
+            .map(|system_event_endpoint| ToolKind::Primitive { system_event_endpoint }),
+        (None, Some(_)) => {
+            Some(ToolKind::Composite { instructions: instructions.unwrap_or_default(), response_reference_map })
+        }
+    };
+    let tool = ToolDef {
+        description,
+        arguments,
+        responses,
+        kind: kind?,
+        transform_arguments,
+        transform_responses,
+        span: root.span,
+    };
+    Some(tool)
+}
+
+/// An object being read: its entries and what to call it in messages.
+struct Obj<'a> {
+    entries: &'a [(Spanned<String>, JsonNode)],
+    span: Span,
+    what: String,
+}
+
+impl<'a> Obj<'a> {
+    fn get(&self, key: &str) -> Option<&'a JsonNode> {
+        self.entries.iter().find(|(k, _)| k.node == key).map(|(_, v)| v)
+    }
+
+    fn key(&self, key: &str) -> Option<&'a Spanned<String>> {
+        self.entries.iter().find(|(k, _)| k.node == key).map(|(k, _)| k)
+    }
+}
+
+/// The first byte of an object: where "this object lacks a key" points, so that the
+/// underline stays one character wide however large the object is.
+fn open_brace(span: Span) -> Span {
+    Span { start: span.start, end: span.start.saturating_add(1).min(span.end) }
+}
+
+/// A JSON type name with its article, as messages say it: `a string`, `an object`, `null`.
+fn a(type_name: &str) -> String {
+    match type_name {
+        "null" => "null".to_string(),
+        t if t.starts_with(['a', 'e', 'i', 'o', 'u']) => format!("an {t}"),
+        t => format!("a {t}"),
+    }
+}
+
+/// True for `[A-Za-z_][A-Za-z0-9_-]*`, the shape of execution ids and REF segments.
+pub fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// What holds an object that is being read.
+#[derive(Clone, Copy)]
+enum Owner<'o, 'a> {
+    /// Nothing: it is the whole file.
+    Root,
+    /// It is the value of a key of another object.
+    Key(&'o Obj<'a>, &'o str),
+    /// It is an element of a list (its `what` says which); the help shows its shape.
+    Element(&'static str),
+    /// It was already checked to be an object.
+    Known,
+}
+
+struct Loader<'d> {
+    diags: &'d mut Vec<Diagnostic>,
+}
+
+impl Loader<'_> {
+    fn push(&mut self, d: Diagnostic) {
+        self.diags.push(d);
+    }
+
+    /// Checks that `node` is an object and that it has only `keys`. `owner` says what holds
+    /// the object, for the message when it is not an object.
+    fn object<'a>(
+        &mut self,
+        node: &'a JsonNode,
+        what: impl Into<String>,
+        keys: &[&str],
+        owner: Owner<'_, '_>,
+    ) -> Option<Obj<'a>> {
+        let what = what.into();
+        let JsonKind::Object(entries) = &node.kind else {
+            if let Owner::Key(parent, key) = owner {
+                self.wrong_type(parent, key, node, "an object");
+                return None;
+            }
+            let mut d = Diagnostic::new(
+                Code::WrongJsonType,
+                node.span,
+                format!("{what} must be a JSON object, found {}", a(node.type_name())),
+            )
+            .with_label("expected an object");
+            match owner {
+                Owner::Root => {
+                    d = d.with_help("a `.tool` file is one JSON object: `{\"description\": \"…\", …}`");
+                }
+                Owner::Element(shape) => d = d.with_help(format!("write it as `{shape}`")),
+                Owner::Key(..) | Owner::Known => {}
+            }
+            self.push(d);
+            return None;
+        };
+        for (k, _) in entries {
+            if !keys.contains(&k.node.as_str()) {
+                self.unknown_key(k, &what, keys);
+            }
+        }
+        Some(Obj { entries, span: node.span, what })
+    }
+
+    fn unknown_key(&mut self, key: &Spanned<String>, what: &str, keys: &[&str]) {
+        let mut d = Diagnostic::new(Code::UnknownKey, key.span, format!("unknown key `{}` in {what}", key.node))
+            .with_label("not a key here");
+        if let Some(s) = did_you_mean(&key.node, keys.iter().copied()) {
+            d = d.with_help(format!("did you mean `{s}`?"));
+        } else if let Some((level, _)) = LEVELS.iter().find(|(_, ks)| ks.contains(&key.node.as_str())) {
+            d = d.with_help(format!("`{}` is a key of {level}; the keys here are {}", key.node, list(keys)));
+        } else {
+            d = d.with_help(format!("the keys here are {}", list(keys)));
+        }
+        self.push(d);
+    }
+
+    fn missing(&mut self, obj: &Obj<'_>, key: &str, help: &str) {
+        self.push(
+            Diagnostic::new(Code::MissingKey, open_brace(obj.span), format!("{} has no `{key}`", obj.what))
+                .with_label(format!("`{key}` is required here"))
+                .with_help(help.to_string()),
+        );
+    }
+
+    fn wrong_type(&mut self, obj: &Obj<'_>, key: &str, node: &JsonNode, expected: &str) {
+        let mut d = Diagnostic::new(
+            Code::WrongJsonType,
+            node.span,
+            format!("`{key}` in {} must be {expected}, found {}", obj.what, a(node.type_name())),
+        )
+        .with_label(format!("expected {expected}"));
+        if let JsonKind::Str(s) = &node.kind {
+            let text = s.value.trim();
+            let boolean = expected == "a boolean" && (text == "true" || text == "false");
+            let number = (expected.contains("number") || expected.contains("integer")) && text.parse::<f64>().is_ok();
+            if boolean || number {
+                d = d.with_help(format!("write `{text}` without quotes"));
+            }
+        }
+        if d.help.is_none() && expected == "a boolean" {
+            d = d.with_help("write `true` or `false`, without quotes");
+        }
+        self.push(d);
+    }
+
+    fn string(&mut self, obj: &Obj<'_>, key: &str, node: &JsonNode) -> Option<Spanned<String>> {
+        match &node.kind {
+            JsonKind::Str(s) => Some(Spanned::new(s.value.to_string(), node.span)),
+            _ => {
+                self.wrong_type(obj, key, node, "a string");
+                None
+            }
+        }
+    }
+
+    fn boolean(&mut self, obj: &Obj<'_>, key: &str, node: &JsonNode) -> Option<Spanned<bool>> {
+        match node.kind {
+            JsonKind::Bool(b) => Some(Spanned::new(b, node.span)),
+            _ => {
+                self.wrong_type(obj, key, node, "a boolean");
+                None
+            }
+        }
+    }
+
+    /// A number that must satisfy `ok`, described by `range` in the message when it does not.
+    fn number(
+        &mut self,
+        obj: &Obj<'_>,
+        key: &str,
+        node: &JsonNode,
+        ok: impl Fn(f64) -> bool,
+        range: &str,
+    ) -> Option<Spanned<f64>> {
+        let n = match node.kind {
+            JsonKind::Int(i) => i as f64,
+            JsonKind::Float(f) => f,
+            _ => {
+                self.wrong_type(obj, key, node, "a number");
+                return None;
+            }
+        };
+        if !ok(n) {
+            self.out_of_range(obj, key, node, range);
+            return None;
+        }
+        Some(Spanned::new(n, node.span))
+    }
+
+    fn out_of_range(&mut self, obj: &Obj<'_>, key: &str, node: &JsonNode, range: &str) {
+        self.push(
+            Diagnostic::new(Code::NumberOutOfRange, node.span, format!("`{key}` in {} must be {range}", obj.what))
+                .with_label("out of range"),
+        );
+    }
+
+    fn list<'a>(&mut self, obj: &Obj<'_>, key: &str, node: &'a JsonNode) -> Option<&'a [JsonNode]> {
+        match &node.kind {
+            JsonKind::List(items) => Some(items),
+            _ => {
+                self.wrong_type(obj, key, node, "a list");
+                None
+            }
+        }
+    }
+
+    fn json_object(&mut self, obj: &Obj<'_>, key: &str, node: &JsonNode) -> Option<JsonObject> {
+        match &node.kind {
+            JsonKind::Object(entries) => Some(JsonObject { entries: entries.clone(), span: node.span }),
+            _ => {
+                self.wrong_type(obj, key, node, "an object");
+                None
+            }
+        }
+    }
+
+    /// `arguments` / `responses` of a tool.
+    fn params(&mut self, tool: &Obj<'_>, key: &str, node: &JsonNode) -> Vec<Param> {
+        let Some(items) = self.list(tool, key, node) else {
+            return Vec::new();
+        };
+        let singular = if key == "arguments" { "argument" } else { "response" };
+        let mut out: Vec<Param> = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let Some(param) = self.param(singular, i, item) else {
+                continue;
+            };
+            if let Some(first) = out.iter().find(|p| p.name.node == param.name.node) {
+                self.push(
+                    Diagnostic::new(
+                        Code::DuplicateParam,
+                        param.name.span,
+                        format!("{singular} `{}` is declared twice", param.name.node),
+                    )
+                    .with_label("declared again here")
+                    .with_secondary(first.name.span, "first declared here")
+                    .with_help(format!("give each {singular} its own name, or remove one")),
+                );
+            }
+            out.push(param);
+        }
+        out
+    }
+
+    fn param(&mut self, singular: &str, i: usize, node: &JsonNode) -> Option<Param> {
+        let name_text = node
+            .as_object()
+            .and_then(|es| es.iter().find(|(k, _)| k.node == "name"))
+            .and_then(|(_, v)| v.as_str())
+            .map(|s| s.value.to_string());
+        let what = match &name_text {
+            Some(n) => format!("{singular} `{n}`"),
+            None => format!("{singular} #{}", i + 1),
+        };
+        let shape = "{\"name\": \"…\", \"type_name\": \"string\", \"required\": true}";
+        let obj = self.object(node, what, PARAM_KEYS, Owner::Element(shape))?;
+        let name = match obj.get("name") {
+            Some(n) => self.string(&obj, "name", n),
+            None => {
+                self.missing(&obj, "name", &format!("add `\"name\": \"…\"`: the name the {singular} is known by"));
+                None
+            }
+        };
+        if let Some(name) = &name {
+            if !is_identifier(&name.node) {
+                self.push(
+                    Diagnostic::new(
+                        Code::InvalidIdentifier,
+                        name.span,
+                        format!("{singular} name `{}` is not an identifier", name.node),
+                    )
+                    .with_label("REF paths could not name it")
+                    .with_help("names start with a letter or `_` and go on with letters, digits, `_` and `-`"),
+                );
+            }
+        }
+        let type_name = obj.get("type_name").and_then(|n| self.type_name(&obj, n));
+        let description = obj.get("description").and_then(|n| self.string(&obj, "description", n));
+        let required = obj.get("required").and_then(|n| self.boolean(&obj, "required", n));
+        Some(Param { name: name?, type_name, description, required, span: node.span })
+    }
+
+    fn type_name(&mut self, obj: &Obj<'_>, node: &JsonNode) -> Option<Spanned<TypeName>> {
+        let text = self.string(obj, "type_name", node)?;
+        match TypeName::parse(&text.node) {
+            Some(t) => Some(Spanned::new(t, text.span)),
+            None => {
+                let mut d = Diagnostic::new(
+                    Code::UnknownTypeName,
+                    text.span,
+                    format!("unknown type `{}` in {}", text.node, obj.what),
+                )
+                .with_label("not a type");
+                d = match suggest_type(&text.node) {
+                    Some(s) => d.with_help(format!("did you mean `{s}`?")),
+                    None => d.with_help(format!("the types are {}, and `list<T>`", list(TypeName::SIMPLE))),
+                };
+                self.push(d);
+                None
+            }
+        }
+    }
+
+    fn instructions(&mut self, tool: &Obj<'_>, node: &JsonNode) -> Vec<Instruction> {
+        let Some(items) = self.list(tool, "instructions", node) else {
+            return Vec::new();
+        };
+        if items.is_empty() {
+            self.push(
+                Diagnostic::new(Code::EmptyInstructions, node.span, "the composite tool has no instructions")
+                    .with_label("empty")
+                    .with_help("add steps, or make the tool primitive with `system_event_endpoint`"),
+            );
+        }
+        let mut out: Vec<Instruction> = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let Some(ins) = self.instruction(i, item) else {
+                continue;
+            };
+            let id = &ins.execution_id;
+            if let Some(first) = out.iter().find(|o| o.execution_id.node == id.node) {
+                self.push(
+                    Diagnostic::new(
+                        Code::DuplicateExecutionId,
+                        id.span,
+                        format!("execution id `{}` is used twice", id.node),
+                    )
+                    .with_label("used again here")
+                    .with_secondary(first.execution_id.span, "first used here")
+                    .with_help("each instruction needs its own `execution_id`, so REFs can tell the steps apart"),
+                );
+            }
+            out.push(ins);
+        }
+        out
+    }
+
+    fn instruction(&mut self, i: usize, node: &JsonNode) -> Option<Instruction> {
+        let id_text = node
+            .as_object()
+            .and_then(|es| es.iter().find(|(k, _)| k.node == "execution_id"))
+            .and_then(|(_, v)| v.as_str())
+            .map(|s| s.value.to_string());
+        let what = match &id_text {
+            Some(id) => format!("instruction `{id}`"),
+            None => format!("instruction #{}", i + 1),
+        };
+        let shape = "{\"execution_id\": \"…\", \"tool_definition_path\": \"/tools/….tool\", …}";
+        let obj = self.object(node, what, INSTRUCTION_KEYS, Owner::Element(shape))?;
+        let execution_id = match obj.get("execution_id") {
+            Some(n) => self.string(&obj, "execution_id", n).inspect(|id| self.execution_id(id)),
+            None => {
+                self.missing(&obj, "execution_id", "add `\"execution_id\": \"…\"`: a unique name for this step");
+                None
+            }
+        };
+        let tool_definition_path = match obj.get("tool_definition_path") {
+            Some(n) => self.string(&obj, "tool_definition_path", n),
+            None => {
+                self.missing(
+                    &obj,
+                    "tool_definition_path",
+                    "add `\"tool_definition_path\": \"/tools/….tool\"`: the tool this step calls",
+                );
+                None
+            }
+        };
+        let description = obj.get("description").and_then(|n| self.string(&obj, "description", n));
+        let arguments = obj.get("arguments").and_then(|n| self.json_object(&obj, "arguments", n));
+        let transform_arguments =
+            obj.get("transform_arguments").and_then(|n| self.transform(&obj, "transform_arguments", n));
+        let transform_responses =
+            obj.get("transform_responses").and_then(|n| self.transform(&obj, "transform_responses", n));
+        let conditions = obj.get("conditions").map_or_else(Vec::new, |n| self.conditions(&obj, "conditions", n));
+        let parallel_execution = obj.get("parallel_execution").and_then(|n| self.parallel(&obj, n));
+        let dependencies = obj.get("dependencies").map_or_else(Vec::new, |n| self.dependencies(&obj, n));
+        let done_check = obj.get("done_check").and_then(|n| match &n.kind {
+            JsonKind::List(_) => Some(DoneCheck::Conditions(self.conditions(&obj, "done_check", n))),
+            JsonKind::Str(s) => Some(DoneCheck::Expression(s.clone())),
+            _ => {
+                self.wrong_type(&obj, "done_check", n, "a list of conditions or an expression string");
+                None
+            }
+        });
+        let done_value = obj.get("done_value").cloned();
+        let retry = obj.get("retry").and_then(|n| self.retry(&obj, n));
+        let timeout_seconds = obj
+            .get("timeout_seconds")
+            .and_then(|n| self.number(&obj, "timeout_seconds", n, |x| x > 0.0, "greater than zero"));
+        let continue_on_error = obj.get("continue_on_error").and_then(|n| self.boolean(&obj, "continue_on_error", n));
+        // A step missing either is left out of the model, but its REFs are still checked.
+        let complete = execution_id.is_some() && tool_definition_path.is_some();
+        let placeholder = || Spanned::new(String::new(), open_brace(node.span));
+        let ins = Instruction {
+            execution_id: execution_id.unwrap_or_else(placeholder),
+            tool_definition_path: tool_definition_path.unwrap_or_else(placeholder),
+            description,
+            arguments,
+            transform_arguments,
+            transform_responses,
+            conditions,
+            parallel_execution,
+            dependencies,
+            done_check,
+            done_value,
+            retry,
+            timeout_seconds,
+            continue_on_error,
+            span: node.span,
+        };
+        for (s, place) in refs::instruction_strings(&ins) {
+            self.check_ref_string(s, place);
+        }
+        complete.then_some(ins)
+    }
+
+    /// Checks an execution id's shape. A bad id is reported but the step is kept, so that
+    /// REFs to it do not also show up as REFs to an unknown step.
+    fn execution_id(&mut self, id: &Spanned<String>) {
+        if RESERVED_IDS.contains(&id.node.as_str()) {
+            self.push(
+                Diagnostic::new(Code::ReservedExecutionId, id.span, format!("`{}` cannot be an execution id", id.node))
+                    .with_label("reserved name")
+                    .with_help(format!(
+                        "{} are reserved for REFs and expressions; choose another id, like `{}_step`",
+                        list(RESERVED_IDS),
+                        id.node
+                    )),
+            );
+            return;
+        }
+        if !is_identifier(&id.node) {
+            let fixed: String =
+                id.node.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect();
+            let fixed = if fixed.starts_with(|c: char| c.is_ascii_digit() || c == '-') || fixed.is_empty() {
+                format!("_{fixed}")
+            } else {
+                fixed
+            };
+            self.push(
+                Diagnostic::new(
+                    Code::InvalidIdentifier,
+                    id.span,
+                    format!("execution id `{}` is not an identifier", id.node),
+                )
+                .with_label("REFs could not name this step")
+                .with_help(format!(
+                    "ids start with a letter or `_` and go on with letters, digits, `_` and `-`: `{fixed}`"
+                )),
+            );
+        }
+    }
+
+    fn transform(&mut self, parent: &Obj<'_>, key: &str, node: &JsonNode) -> Option<Transform> {
+        let what = format!("`{key}` of {}", parent.what);
+        let obj = self.object(node, what, TRANSFORM_KEYS, Owner::Key(parent, key))?;
+        let variables = obj
+            .get("variables")
+            .and_then(|n| self.json_object(&obj, "variables", n))
+            .map_or_else(Vec::new, |o| o.entries);
+        let mut transforms = Vec::new();
+        if let Some(n) = obj.get("transforms") {
+            if let Some(o) = self.json_object(&obj, "transforms", n) {
+                for (k, v) in o.entries {
+                    match v.kind {
+                        JsonKind::Str(s) => transforms.push((k, s)),
+                        _ => self.push(
+                            Diagnostic::new(
+                                Code::WrongJsonType,
+                                v.span,
+                                format!(
+                                    "transform `{}` in {} must be an expression string, found {}",
+                                    k.node,
+                                    obj.what,
+                                    a(v.type_name())
+                                ),
+                            )
+                            .with_label("expected a string holding an expression")
+                            .with_help("put literal values in `variables`, or write the value as an expression string"),
+                        ),
+                    }
+                }
+            }
+        }
+        Some(Transform { variables, transforms, span: node.span })
+    }
+
+    fn conditions(&mut self, parent: &Obj<'_>, key: &str, node: &JsonNode) -> Vec<Condition> {
+        let Some(items) = self.list(parent, key, node) else {
+            return Vec::new();
+        };
+        items.iter().filter_map(|c| self.condition(parent, key, c)).collect()
+    }
+
+    fn condition(&mut self, parent: &Obj<'_>, key: &str, node: &JsonNode) -> Option<Condition> {
+        let Some(entries) = node.as_object() else {
+            self.wrong_type(parent, key, node, "a list of condition objects");
+            return None;
+        };
+        let has = |k: &str| entries.iter().any(|(e, _)| e.node == k);
+        let is_group = has("logic") || has("conditions");
+        let is_leaf = LEAF_KEYS.iter().any(|k| has(k));
+        if is_group && is_leaf {
+            for (k, _) in entries.iter().filter(|(k, _)| LEAF_KEYS.contains(&k.node.as_str())) {
+                self.push(
+                    Diagnostic::new(
+                        Code::MalformedCondition,
+                        k.span,
+                        format!("`{}` cannot appear in a condition group", k.node),
+                    )
+                    .with_label("a leaf key in a group")
+                    .with_help("a condition is either `{\"param\", \"operator\", \"value\"}` or `{\"logic\", \"conditions\"}`; move this into the group's `conditions`"),
+                );
+            }
+        }
+        if is_group {
+            // Leaf keys were reported above; only keys of neither kind are unknown here.
+            let what = "a condition group".to_string();
+            let unknown = entries
+                .iter()
+                .filter(|(k, _)| !GROUP_KEYS.contains(&k.node.as_str()) && !LEAF_KEYS.contains(&k.node.as_str()));
+            for (k, _) in unknown {
+                self.unknown_key(k, &what, GROUP_KEYS);
+            }
+            let obj = Obj { entries, span: node.span, what };
+            return self.group(&obj);
+        }
+        let what = format!("a condition in `{key}` of {}", parent.what);
+        let obj = self.object(node, what, LEAF_KEYS, Owner::Known)?;
+        if !is_leaf {
+            self.push(
+                Diagnostic::new(Code::MalformedCondition, open_brace(node.span), "a condition needs `param` and `operator`, or `logic` and `conditions`")
+                    .with_label("this condition")
+                    .with_help("write `{\"param\": \"REF:step.key\", \"operator\": \"equals\", \"value\": …}` or `{\"logic\": \"AND\", \"conditions\": [...]}`"),
+            );
+            return None;
+        }
+        self.leaf(&obj)
+    }
+
+    fn leaf(&mut self, obj: &Obj<'_>) -> Option<Condition> {
+        let param = obj.get("param").cloned();
+        if param.is_none() {
+            self.missing(obj, "param", "add `\"param\": \"REF:…\"`: the value the condition tests");
+        }
+        let operator = match obj.get("operator") {
+            None => {
+                self.missing(obj, "operator", &format!("add `\"operator\": …`, one of {}", list(&operator_names())));
+                None
+            }
+            Some(n) => self.string(obj, "operator", n).and_then(|op| match Operator::parse(&op.node) {
+                Some(o) => Some(Spanned::new(o, op.span)),
+                None => {
+                    let names = operator_names();
+                    let help = match did_you_mean(&op.node, names.iter().copied()) {
+                        Some(s) => format!("did you mean `{s}`?"),
+                        None => format!("the operators are {}", list(&names)),
+                    };
+                    self.push(
+                        Diagnostic::new(
+                            Code::UnknownOperator,
+                            op.span,
+                            format!("unknown condition operator `{}`", op.node),
+                        )
+                        .with_label("not an operator")
+                        .with_help(help),
+                    );
+                    None
+                }
+            }),
+        };
+        let value = obj.get("value").cloned();
+        if let Some(op) = &operator {
+            match (&value, op.node.takes_value()) {
+                (None, true) => self.push(
+                    Diagnostic::new(
+                        Code::MissingConditionValue,
+                        op.span,
+                        format!("operator `{}` needs a `value` to compare with", op.node),
+                    )
+                    .with_label("no `value` in this condition")
+                    .with_help("add `\"value\": …`; only `exists` and `not_exists` take none"),
+                ),
+                (Some(v), false) => {
+                    let key_span = obj.key("value").map_or(v.span, |k| k.span.to(v.span));
+                    self.push(
+                        Diagnostic::new(
+                            Code::SuperfluousConditionValue,
+                            key_span,
+                            format!("operator `{}` takes no `value`", op.node),
+                        )
+                        .with_label("this value would be ignored")
+                        .with_secondary(op.span, "tests only whether `param` is null")
+                        .with_help("remove `value`, or use `equals` / `not_equals` to compare with it"),
+                    );
+                }
+                _ => {}
+            }
+        }
+        Some(Condition::Leaf { param: param?, operator: operator?, value, span: obj.span })
+    }
+
+    fn group(&mut self, obj: &Obj<'_>) -> Option<Condition> {
+        let logic = match obj.get("logic") {
+            None => {
+                self.missing(obj, "logic", "add `\"logic\": \"AND\"` (or `\"OR\"`, `\"NOT\"`)");
+                None
+            }
+            Some(n) => self.string(obj, "logic", n).and_then(|l| match Logic::parse(&l.node) {
+                Some(logic) => Some(Spanned::new(logic, l.span)),
+                None => {
+                    let upper = l.node.to_ascii_uppercase();
+                    let help = if Logic::parse(&upper).is_some() {
+                        format!("write it in capitals: `{upper}`")
+                    } else {
+                        match did_you_mean(&upper, Logic::NAMES.iter().copied()) {
+                            Some(s) => format!("did you mean `{s}`?"),
+                            None => format!("`logic` is one of {}", list(Logic::NAMES)),
+                        }
+                    };
+                    self.push(
+                        Diagnostic::new(Code::UnknownLogic, l.span, format!("unknown condition logic `{}`", l.node))
+                            .with_label("not AND, OR or NOT")
+                            .with_help(help),
+                    );
+                    None
+                }
+            }),
+        };
+        let conditions = match obj.get("conditions") {
+            None => {
+                self.missing(obj, "conditions", "add `\"conditions\": [...]`: the conditions the group combines");
+                return None;
+            }
+            Some(n) => self.conditions(obj, "conditions", n),
+        };
+        let logic = logic?;
+        if logic.node == Logic::Not && conditions.len() != 1 {
+            self.push(
+                Diagnostic::new(
+                    Code::NotConditionCount,
+                    logic.span,
+                    format!("a `NOT` group needs exactly one condition, found {}", conditions.len()),
+                )
+                .with_label("NOT of this group")
+                .with_help("wrap several conditions in an `AND` or `OR` group inside the `NOT`"),
+            );
+        }
+        Some(Condition::Group { logic, conditions, span: obj.span })
+    }
+
+    fn parallel(&mut self, parent: &Obj<'_>, node: &JsonNode) -> Option<ParallelExecution> {
+        let what = format!("`parallel_execution` of {}", parent.what);
+        let obj = self.object(node, what, PARALLEL_KEYS, Owner::Key(parent, "parallel_execution"))?;
+        let iterate_over = match obj.get("iterate_over") {
+            None => {
+                self.missing(&obj, "iterate_over", "add `\"iterate_over\": \"REF:step.list\"` or a literal list");
+                None
+            }
+            Some(n) => match &n.kind {
+                JsonKind::List(_) => Some(n.clone()),
+                JsonKind::Str(s) if s.value.starts_with("REF:") => Some(n.clone()),
+                JsonKind::Str(s) => {
+                    self.expected_ref(n, s, format!("`iterate_over` in {}", obj.what));
+                    None
+                }
+                _ => {
+                    self.wrong_type(&obj, "iterate_over", n, "a REF string or a list");
+                    None
+                }
+            },
+        };
+        let child_argument_name = match obj.get("child_argument_name") {
+            None => {
+                self.missing(
+                    &obj,
+                    "child_argument_name",
+                    "add `\"child_argument_name\": \"…\"`: the argument each child gets its element as",
+                );
+                None
+            }
+            Some(n) => self.string(&obj, "child_argument_name", n),
+        };
+        if let Some(name) = &child_argument_name {
+            if !is_identifier(&name.node) {
+                self.push(
+                    Diagnostic::new(
+                        Code::InvalidIdentifier,
+                        name.span,
+                        format!("`child_argument_name` `{}` is not an identifier", name.node),
+                    )
+                    .with_label("not an argument name")
+                    .with_help("names start with a letter or `_` and go on with letters, digits, `_` and `-`"),
+                );
+            }
+        }
+        Some(ParallelExecution {
+            iterate_over: iterate_over?,
+            child_argument_name: child_argument_name?,
+            span: node.span,
+        })
+    }
+
+    fn expected_ref(&mut self, node: &JsonNode, s: &JsonStr, what: String) {
+        let text = s.value.trim();
+        let help = if text.len() >= 4 && text.is_char_boundary(4) && text[..4].eq_ignore_ascii_case("ref:") {
+            format!("write the prefix exactly as `REF:` with nothing before it: `REF:{}`", &text[4..])
+        } else {
+            format!("did you mean `REF:{text}`?")
+        };
+        self.push(
+            Diagnostic::new(Code::ExpectedRef, node.span, format!("{what} must be a REF string, found plain text"))
+                .with_label("not a REF")
+                .with_help(help),
+        );
+    }
+
+    fn dependencies(&mut self, parent: &Obj<'_>, node: &JsonNode) -> Vec<Spanned<String>> {
+        let Some(items) = self.list(parent, "dependencies", node) else {
+            return Vec::new();
+        };
+        items
+            .iter()
+            .filter_map(|n| match &n.kind {
+                JsonKind::Str(s) => Some(Spanned::new(s.value.to_string(), n.span)),
+                _ => {
+                    self.wrong_type(parent, "dependencies", n, "a list of execution id strings");
+                    None
+                }
+            })
+            .collect()
+    }
+
+    fn retry(&mut self, parent: &Obj<'_>, node: &JsonNode) -> Option<Retry> {
+        let what = format!("`retry` of {}", parent.what);
+        let obj = self.object(node, what, RETRY_KEYS, Owner::Key(parent, "retry"))?;
+        let max_retries = obj.get("max_retries").and_then(|n| match n.kind {
+            JsonKind::Int(i) => match u32::try_from(i) {
+                Ok(v) => Some(Spanned::new(v, n.span)),
+                Err(_) => {
+                    self.out_of_range(&obj, "max_retries", n, "a non-negative integer");
+                    None
+                }
+            },
+            _ => {
+                self.wrong_type(&obj, "max_retries", n, "an integer");
+                None
+            }
+        });
+        let non_negative = |x: f64| x >= 0.0;
+        let base_delay_seconds = obj
+            .get("base_delay_seconds")
+            .and_then(|n| self.number(&obj, "base_delay_seconds", n, non_negative, "zero or more"));
+        let factor = obj.get("factor").and_then(|n| self.number(&obj, "factor", n, non_negative, "zero or more"));
+        let max_delay_seconds = obj
+            .get("max_delay_seconds")
+            .and_then(|n| self.number(&obj, "max_delay_seconds", n, non_negative, "zero or more"));
+        let jitter = obj
+            .get("jitter")
+            .and_then(|n| self.number(&obj, "jitter", n, |x| (0.0..=1.0).contains(&x), "between 0 and 1"));
+        Some(Retry { max_retries, base_delay_seconds, factor, max_delay_seconds, jitter, span: node.span })
+    }
+
+    fn response_map(&mut self, tool: &Obj<'_>, node: &JsonNode) -> Option<JsonObject> {
+        let map = self.json_object(tool, "response_reference_map", node)?;
+        for (k, v) in &map.entries {
+            let what = format!("`response_reference_map` value for `{}`", k.node);
+            match &v.kind {
+                JsonKind::Str(s) if s.value.starts_with("REF:") => {}
+                JsonKind::Str(s) => self.expected_ref(v, s, what),
+                _ => self.push(
+                    Diagnostic::new(
+                        Code::ExpectedRef,
+                        v.span,
+                        format!("{what} must be a REF string, found {}", a(v.type_name())),
+                    )
+                    .with_label("not a REF")
+                    .with_help("map each response to `REF:<step>.<key>` or `REF:arguments.<name>`"),
+                ),
+            }
+        }
+        Some(map)
+    }
+
+    /// Reports a malformed REF, or text in a REF position that looks like a mistyped one.
+    fn check_ref_string(&mut self, s: &JsonStr, place: refs::RefPlace) {
+        match refs::parse_ref_string(s) {
+            Some(Ok(_)) => {}
+            Some(Err(d)) => self.push(d),
+            None => {
+                let text = s.value.trim_start();
+                let prefix = text.get(..4);
+                if prefix.is_some_and(|p| p.eq_ignore_ascii_case("ref:")) {
+                    self.push(
+                        Diagnostic::new(
+                            Code::LooksLikeRef,
+                            s.span,
+                            format!("this {} looks like a REF but is plain text", place.describe()),
+                        )
+                        .with_label("not resolved: a REF starts with exactly `REF:`")
+                        .with_help(format!("write `REF:{}` to make it a reference", text.get(4..).unwrap_or_default())),
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn operator_names() -> Vec<&'static str> {
+    Operator::ALL.iter().map(|o| o.as_str()).collect()
+}
+
+/// `a`, `b` and `c`, each in backticks.
+fn list(items: &[&str]) -> String {
+    let quoted: Vec<String> = items.iter().map(|s| format!("`{s}`")).collect();
+    match quoted.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        Some((last, _)) => last.clone(),
+        None => String::new(),
+    }
+}
+
+/// A known type close to `text`: a near miss, a name from another type system
+/// (`int`, `array`, `dict`), or the same inside `list<…>`.
+fn suggest_type(text: &str) -> Option<String> {
+    const ALIASES: &[(&str, &str)] = &[
+        ("int", "integer"),
+        ("float", "number"),
+        ("double", "number"),
+        ("decimal", "number"),
+        ("bool", "boolean"),
+        ("str", "string"),
+        ("text", "string"),
+        ("array", "list"),
+        ("dict", "object"),
+        ("map", "object"),
+        ("path", "file"),
+    ];
+    let t = text.trim();
+    for (open, close) in [("list<", ">"), ("array<", ">"), ("list[", "]"), ("List[", "]"), ("List<", ">")] {
+        if let Some(inner) = t.strip_prefix(open).and_then(|r| r.strip_suffix(close)) {
+            let inner = if TypeName::parse(inner).is_some() { inner.trim().to_string() } else { suggest_type(inner)? };
+            return Some(format!("list<{inner}>"));
+        }
+    }
+    let lower = t.to_ascii_lowercase();
+    if TypeName::parse(&lower).is_some() {
+        return Some(lower);
+    }
+    if let Some((_, to)) = ALIASES.iter().find(|(from, _)| *from == lower) {
+        return Some((*to).to_string());
+    }
+    did_you_mean(&lower, TypeName::SIMPLE.iter().copied()).map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers() {
+        for ok in ["a", "_", "step_1", "fetch-data", "A9"] {
+            assert!(is_identifier(ok), "{ok}");
+        }
+        for bad in ["", "1a", "-a", "a b", "a.b", "é"] {
+            assert!(!is_identifier(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn type_suggestions() {
+        assert_eq!(suggest_type("strng").as_deref(), Some("string"));
+        assert_eq!(suggest_type("int").as_deref(), Some("integer"));
+        assert_eq!(suggest_type("String").as_deref(), Some("string"));
+        assert_eq!(suggest_type("array<str>").as_deref(), Some("list<string>"));
+        assert_eq!(suggest_type("list<strng>").as_deref(), Some("list<string>"));
+        assert_eq!(suggest_type("zzzzzz"), None);
+    }
+
+    #[test]
+    fn lists_read_well() {
+        assert_eq!(list(&["a"]), "`a`");
+        assert_eq!(list(&["a", "b", "c"]), "`a`, `b` and `c`");
+    }
+}

@@ -1,0 +1,6 @@
+{
+  "instructions": [
+    {"execution_id": "a", "tool_definition_path": "/tools/a.tool"},
+    "/tools/b.tool"
+  ]
+}

@@ -1,0 +1,4 @@
+{
+  // a note
+  "system_event_endpoint": "builtin:echo"
+}

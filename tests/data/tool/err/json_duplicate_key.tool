@@ -1,0 +1,5 @@
+{
+  "description": "first",
+  "description": "second",
+  "system_event_endpoint": "builtin:echo"
+}

@@ -1,0 +1,4 @@
+{
+  "description": "bad \q escape",
+  "system_event_endpoint": "builtin:echo"
+}

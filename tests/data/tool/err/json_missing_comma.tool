@@ -1,0 +1,4 @@
+{
+  "description": "no comma after me"
+  "system_event_endpoint": "builtin:echo"
+}

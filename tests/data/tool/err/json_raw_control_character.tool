@@ -1,0 +1,4 @@
+{
+  "description": "a raw	tab",
+  "system_event_endpoint": "builtin:echo"
+}

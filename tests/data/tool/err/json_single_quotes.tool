@@ -1,0 +1,3 @@
+{
+  'system_event_endpoint': "builtin:echo"
+}

@@ -1,0 +1,4 @@
+{
+  "description": "a trailing comma",
+  "system_event_endpoint": "builtin:echo",
+}

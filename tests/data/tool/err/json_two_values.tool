@@ -1,0 +1,2 @@
+{"system_event_endpoint": "builtin:echo"}
+{"system_event_endpoint": "builtin:echo"}

@@ -1,0 +1,3 @@
+{
+  "description": "never closed",
+  "system_event_endpoint": "builtin:echo"

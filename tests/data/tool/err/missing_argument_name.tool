@@ -1,0 +1,6 @@
+{
+  "arguments": [
+    {"type_name": "string", "required": true}
+  ],
+  "system_event_endpoint": "builtin:echo"
+}

@@ -1,0 +1,5 @@
+{
+  "instructions": [
+    {"tool_definition_path": "/tools/a.tool"}
+  ]
+}

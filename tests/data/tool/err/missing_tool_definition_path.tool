@@ -1,0 +1,5 @@
+{
+  "instructions": [
+    {"execution_id": "fetch"}
+  ]
+}

@@ -1,0 +1,4 @@
+{
+  "arguments": ["path"],
+  "system_event_endpoint": "builtin:echo"
+}

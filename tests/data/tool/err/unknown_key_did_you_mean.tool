@@ -1,0 +1,4 @@
+{
+  "descripton": "a typo",
+  "system_event_endpoint": "builtin:echo"
+}

@@ -1,0 +1,4 @@
+{
+  "execution_id": "main",
+  "system_event_endpoint": "builtin:echo"
+}

@@ -1,0 +1,6 @@
+{
+  "arguments": [
+    {"name": "path", "type_name": "strng"}
+  ],
+  "system_event_endpoint": "builtin:echo"
+}

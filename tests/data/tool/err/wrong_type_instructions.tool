@@ -1,0 +1,3 @@
+{
+  "instructions": {"execution_id": "a", "tool_definition_path": "/tools/a.tool"}
+}

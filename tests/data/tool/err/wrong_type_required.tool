@@ -1,0 +1,6 @@
+{
+  "arguments": [
+    {"name": "path", "type_name": "string", "required": "yes"}
+  ],
+  "system_event_endpoint": "builtin:echo"
+}

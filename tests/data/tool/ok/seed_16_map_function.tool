@@ -1,0 +1,14 @@
+{
+  "description": "Seed example: map() Function",
+  "instructions": [
+    {
+      "execution_id": "example_step",
+      "tool_definition_path": "/tools/example.tool",
+      "transform_arguments": {
+        "transforms": {
+          "file_paths": "map(array=file_scan_results, template=\"item.file_path\")"
+        }
+      }
+    }
+  ]
+}

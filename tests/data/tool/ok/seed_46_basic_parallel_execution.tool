@@ -1,0 +1,13 @@
+{
+  "description": "Seed example: Basic Parallel Execution",
+  "instructions": [
+    {
+      "execution_id": "process_files",
+      "tool_definition_path": "/tools/file_processor.tool",
+      "parallel_execution": {
+        "iterate_over": "REF:file_scanner.file_list",
+        "child_argument_name": "input_file"
+      }
+    }
+  ]
+}

@@ -1,0 +1,17 @@
+{
+  "description": "Seed example: Cleanup Tasks",
+  "instructions": [
+    {
+      "execution_id": "cleanup",
+      "tool_definition_path": "/tools/cleanup.tool",
+      "dependencies": [
+        "main_process",
+        "error_handler"
+      ],
+      "arguments": {
+        "temp_files": "REF:main_process.temporary_files",
+        "should_cleanup": true
+      }
+    }
+  ]
+}

@@ -1,0 +1,17 @@
+{
+  "description": "Seed example: Use Simple REF for Direct References",
+  "instructions": [
+    {
+      "execution_id": "example_step",
+      "tool_definition_path": "/tools/example.tool",
+      "transform_arguments": {
+        "variables": {
+          "user_id": "REF:validate_user.user_id"
+        },
+        "transforms": {
+          "user_id": "user_id"
+        }
+      }
+    }
+  ]
+}
