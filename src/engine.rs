@@ -195,7 +195,9 @@ impl Program {
         let env =
             Env { vars, refs, funcs: &inner.funcs, limits: &inner.limits, clock: &*inner.clock, templates: inner };
         let v = vm::run(&inner.chunk, &env)?;
-        check_output(&v, &inner.limits, Span::new(0, inner.source.len()))?;
+        if matches!(v, Value::List(_) | Value::Object(_)) {
+            check_output(&v, &inner.limits, Span::new(0, inner.source.len()))?;
+        }
         Ok(v)
     }
 

@@ -198,7 +198,7 @@ impl Value {
         match self {
             Value::Null => Ok(Value::Null),
             Value::Object(map) => {
-                if let Some(v) = map.get(seg) {
+                if let Some(v) = lookup(map, seg) {
                     return Ok(v.clone());
                 }
                 Ok(match seg {
@@ -237,7 +237,7 @@ impl Value {
         for (i, s) in segs.iter().enumerate() {
             match cur {
                 Value::Object(m) => {
-                    if let Some(v) = m.get(&**s) {
+                    if let Some(v) = lookup(m, s) {
                         cur = v;
                         continue;
                     }
@@ -283,7 +283,7 @@ impl Value {
     #[inline]
     pub fn get_direct(&self, seg: &str) -> Option<&Value> {
         match self {
-            Value::Object(map) => map.get(seg),
+            Value::Object(map) => lookup(map, seg),
             _ => None,
         }
     }
@@ -422,6 +422,19 @@ impl Value {
             Value::Str(s) => s.clone(),
             other => Arc::from(other.to_string()),
         }
+    }
+}
+
+/// Looks a key up in an object. Records are small, and for a handful of short keys a
+/// scan that compares lengths first beats hashing the key (measured: W1 in
+/// `docs/performance.md`).
+#[inline]
+pub fn lookup<'m>(map: &'m Map, key: &str) -> Option<&'m Value> {
+    if map.len() <= 8 {
+        let kb = key.as_bytes();
+        map.iter().find(|(k, _)| k.len() == kb.len() && k.as_bytes() == kb).map(|(_, v)| v)
+    } else {
+        map.get(key)
     }
 }
 
@@ -639,23 +652,43 @@ impl<'de> serde::Deserialize<'de> for Value {
 }
 
 impl From<&serde_json::Value> for Value {
+    /// Converts, sharing one allocation per distinct object key: records that repeat the
+    /// same keys then cost one key allocation in all, and keep their keys in cache.
     fn from(v: &serde_json::Value) -> Value {
-        match v {
-            serde_json::Value::Null => Value::Null,
-            serde_json::Value::Bool(b) => Value::Bool(*b),
-            serde_json::Value::Number(n) => match n.as_i64() {
-                Some(i) => Value::Int(i),
-                None => Value::Float(n.as_f64().unwrap_or(0.0)),
-            },
-            serde_json::Value::String(s) => Value::str(s),
-            serde_json::Value::Array(a) => Value::list(a.iter().map(Value::from).collect()),
-            serde_json::Value::Object(o) => {
-                let mut map = Map::with_capacity_and_hasher(o.len(), FxBuild::default());
-                for (k, v) in o {
-                    map.insert(Arc::from(k.as_str()), Value::from(v));
-                }
-                Value::object(map)
+        let mut keys = rustc_hash::FxHashMap::default();
+        convert(v, &mut keys)
+    }
+}
+
+/// Distinct keys shared per conversion; past this, keys are allocated one by one.
+const MAX_SHARED_KEYS: usize = 4096;
+
+fn convert<'a>(v: &'a serde_json::Value, keys: &mut rustc_hash::FxHashMap<&'a str, Arc<str>>) -> Value {
+    match v {
+        serde_json::Value::Null => Value::Null,
+        serde_json::Value::Bool(b) => Value::Bool(*b),
+        serde_json::Value::Number(n) => match n.as_i64() {
+            Some(i) => Value::Int(i),
+            None => Value::Float(n.as_f64().unwrap_or(0.0)),
+        },
+        serde_json::Value::String(s) => Value::str(s),
+        serde_json::Value::Array(a) => Value::list(a.iter().map(|x| convert(x, keys)).collect()),
+        serde_json::Value::Object(o) => {
+            let mut map = Map::with_capacity_and_hasher(o.len(), FxBuild::default());
+            for (k, x) in o {
+                let key = match keys.get(k.as_str()) {
+                    Some(shared) => shared.clone(),
+                    None => {
+                        let key: Arc<str> = Arc::from(k.as_str());
+                        if keys.len() < MAX_SHARED_KEYS {
+                            keys.insert(k.as_str(), key.clone());
+                        }
+                        key
+                    }
+                };
+                map.insert(key, convert(x, keys));
             }
+            Value::object(map)
         }
     }
 }

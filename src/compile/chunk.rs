@@ -53,8 +53,9 @@ pub struct CallInfo {
 pub enum CallParam {
     /// Its value is on the stack.
     Value,
-    /// A template compiled ahead of time, with `item` in `slot`.
-    Template(Arc<Chunk>, u32),
+    /// A template compiled ahead of time, with `item` in `slot`, and its fast form when it
+    /// has one.
+    Template(Arc<Chunk>, u32, Option<Arc<Fast>>),
     /// The stack holds the template's text, compiled at run time (and cached).
     Dynamic {
         /// Bare dotted paths are relative to `item`.
@@ -64,6 +65,35 @@ pub enum CallParam {
     },
     /// An optional template not given.
     Absent,
+}
+
+/// A template simple enough to evaluate on the element in place, without running its
+/// chunk: a field path, or a condition built from comparisons of fields with constants.
+/// When a fast form fails (a type mismatch), the VM reruns the chunk, which reports the
+/// error with its span and data location, so both forms fail identically.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Fast {
+    /// `item.a.b` (or `item` itself, with no segments).
+    Path(Box<[Name]>),
+    /// A condition.
+    Pred(Pred),
+}
+
+/// A condition over an element, evaluated in place.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Pred {
+    /// `item.path <op> constant`
+    Cmp(crate::syntax::ast::BinaryOp, Box<[Name]>, Value),
+    /// The truthiness of `item.path`.
+    Truthy(Box<[Name]>),
+    /// A constant's truthiness.
+    Const(bool),
+    /// `not p`
+    Not(Box<Pred>),
+    /// `p and q`
+    And(Box<Pred>, Box<Pred>),
+    /// `p or q`
+    Or(Box<Pred>, Box<Pred>),
 }
 
 /// A statically known place in the data a value was read from.

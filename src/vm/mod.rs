@@ -7,10 +7,11 @@
 //! never parses or compiles source text itself: run-time templates come from a
 //! [`TemplateSource`] the caller supplies.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use crate::compile::{CallInfo, CallParam, Chunk, Op, Origin, Root};
+use crate::compile::{CallInfo, CallParam, Chunk, Fast, Op, Origin, Pred, Root};
 use crate::diagnostic::Code;
 use crate::functions::{Args, Failure, FunctionTable, Implementation, Runner};
 use crate::ops;
@@ -49,6 +50,13 @@ thread_local! {
 
 /// Runs `chunk` to completion.
 pub fn run(chunk: &Chunk, env: &Env<'_>) -> Result<Value, EvalError> {
+    // A program that is one read (`profile.email`, a constant, `REF:step.x`) needs no
+    // stack: answer it directly.
+    if let [op] = chunk.code.as_slice() {
+        if let Some(v) = single_read(chunk, *op, env) {
+            return v;
+        }
+    }
     let (stack, locals) = STACKS.with(|s| s.borrow_mut().pop()).unwrap_or_default();
     let mut vm =
         Vm { env, stack, locals, loc: Vec::new(), fuel: env.limits.fuel, depth: 0, serial: 0, arg_pool: Vec::new() };
@@ -66,6 +74,28 @@ pub fn run(chunk: &Chunk, env: &Env<'_>) -> Result<Value, EvalError> {
         }
     });
     result
+}
+
+/// Evaluates a one-instruction program that only reads, or `None` for other instructions.
+fn single_read(chunk: &Chunk, op: Op, env: &Env<'_>) -> Option<Result<Value, EvalError>> {
+    let (root, segs, base) = match op {
+        Op::Const(i) => return Some(Ok(chunk.consts[i as usize].clone())),
+        Op::Global(n) => return Some(Ok(env.vars.get_direct(&chunk.names[n as usize]).cloned().unwrap_or_default())),
+        Op::GlobalPath(n, p) => (env.vars, &chunk.paths[p as usize], Root::Global(chunk.names[n as usize].clone())),
+        Op::Ref(n, p) => (env.refs, &chunk.paths[p as usize], Root::Ref(chunk.names[n as usize].clone())),
+        _ => return None,
+    };
+    let name = match &base {
+        Root::Global(n) | Root::Ref(n) => n,
+        Root::Local(_) => return None,
+    };
+    let Some(start) = root.get_direct(name) else { return Some(Ok(Value::Null)) };
+    let walked = if matches!(op, Op::Ref(..)) { start.walk_ref(segs) } else { start.walk(segs) };
+    Some(match walked {
+        Ok(v) => Ok(v.into_owned()),
+        // The general path builds the located error.
+        Err(_) => return None,
+    })
 }
 
 /// Where a local's value came from: element `index` of the list at `origin`.
@@ -488,7 +518,7 @@ type Resolved = Option<(Arc<Chunk>, u32)>;
 /// `.a.b` when the call's template is just a path on `item` (`item.a.b`).
 fn path_template_suffix(info: &CallInfo) -> Option<String> {
     info.params.iter().find_map(|p| match p {
-        CallParam::Template(chunk, slot) => match chunk.code.as_slice() {
+        CallParam::Template(chunk, slot, _) => match chunk.code.as_slice() {
             [Op::LocalPath(s, p)] if s == slot => {
                 let mut out = String::new();
                 for seg in chunk.paths.get(*p as usize)?.iter() {
@@ -512,10 +542,71 @@ struct Frame<'v, 'a> {
     span: Span,
 }
 
+impl Frame<'_, '_> {
+    /// The fast form of parameter `param`'s template, if it has one.
+    fn fast(&self, param: usize) -> Option<&Fast> {
+        match self.info.params.get(param) {
+            Some(CallParam::Template(_, _, Some(f))) => Some(f),
+            _ => None,
+        }
+    }
+
+    /// Spends one unit of fuel for a fast application.
+    fn spend(&mut self) -> Result<(), EvalError> {
+        if self.vm.fuel == 0 {
+            return Err(self.vm.out_of_fuel(self.span));
+        }
+        self.vm.fuel -= 1;
+        Ok(())
+    }
+}
+
+/// Evaluates a condition on an element in place; `None` when it cannot (a type mismatch),
+/// for the chunk to report.
+fn pred(p: &Pred, item: &Value, limits: &Limits) -> Option<bool> {
+    Some(match p {
+        Pred::Const(b) => *b,
+        Pred::Truthy(path) => item.walk(path).ok()?.truthy(),
+        Pred::Not(x) => !pred(x, item, limits)?,
+        Pred::And(a, b) => pred(a, item, limits)? && pred(b, item, limits)?,
+        Pred::Or(a, b) => pred(a, item, limits)? || pred(b, item, limits)?,
+        Pred::Cmp(op, path, konst) => {
+            let field = item.walk(path).ok()?;
+            match op {
+                BinaryOp::Eq => *field == *konst,
+                BinaryOp::Ne => *field != *konst,
+                _ => ops::compare(*op, &field, konst).ok()?.truthy(),
+            }
+        }
+    })
+}
+
 impl Runner for Frame<'_, '_> {
+    fn test(&mut self, param: usize, item: &Value, index: usize) -> Result<bool, EvalError> {
+        let answer = match self.fast(param) {
+            Some(Fast::Pred(p)) => pred(p, item, self.vm.env.limits),
+            Some(Fast::Path(path)) => item.walk(path).ok().map(|v| v.truthy()),
+            None => None,
+        };
+        match answer {
+            Some(b) => self.spend().map(|()| b),
+            None => Ok(self.apply(param, item, index)?.truthy()),
+        }
+    }
+
+    fn project<'v>(&mut self, param: usize, item: &'v Value, index: usize) -> Result<Cow<'v, Value>, EvalError> {
+        if let Some(Fast::Path(path)) = self.fast(param) {
+            if let Ok(v) = item.walk(path) {
+                self.spend()?;
+                return Ok(v);
+            }
+        }
+        self.apply(param, item, index).map(Cow::Owned)
+    }
+
     fn apply(&mut self, param: usize, item: &Value, index: usize) -> Result<Value, EvalError> {
         let (chunk, slot): (&Chunk, u32) = match self.info.params.get(param) {
-            Some(CallParam::Template(c, s)) => (c, *s),
+            Some(CallParam::Template(c, s, _)) => (c, *s),
             Some(CallParam::Dynamic { .. }) => match self.dynamic.get(param).and_then(Option::as_ref) {
                 Some((c, s)) => (c, *s),
                 None => return Ok(item.clone()),
