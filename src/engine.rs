@@ -195,7 +195,7 @@ impl Program {
         let env =
             Env { vars, refs, funcs: &inner.funcs, limits: &inner.limits, clock: &*inner.clock, templates: inner };
         let v = vm::run(&inner.chunk, &env)?;
-        if matches!(v, Value::List(_) | Value::Object(_)) {
+        if !matches!(v, Value::Null | Value::Bool(_) | Value::Int(_) | Value::Float(_)) {
             check_output(&v, &inner.limits, Span::new(0, inner.source.len()))?;
         }
         Ok(v)
@@ -284,6 +284,7 @@ impl TemplateSource for Inner {
         let typed = compile_template(source, relative, slot, &self.funcs, &self.limits)?;
         let mut chunk = compile::compile(&typed);
         chunk.locals = chunk.locals.max(slot + 1);
+        chunk.source = Some(key.0.clone());
         let chunk = Arc::new(chunk);
         if let Ok(mut cache) = self.cache.lock() {
             // Bounded: past the limit, templates are compiled per call instead of cached.

@@ -29,6 +29,8 @@ pub struct Chunk {
     pub origins: Vec<(u32, [Option<Arc<Origin>>; 2])>,
     /// Local slots this chunk and its templates use.
     pub locals: u32,
+    /// The source text, for chunks compiled from a run-time template.
+    pub source: Option<Arc<str>>,
 }
 
 /// A call site: the function and how each parameter is passed.

@@ -123,7 +123,9 @@ impl Compiler {
                         let p = self.chunk.path(segs);
                         self.emit(Op::LocalPath(*s, p), span);
                     }
-                    TKind::Ref(ctx, rsegs) => {
+                    // `(REF:step).response` is a field access, not the response alias of
+                    // `REF:step.response`: merge only when the alias cannot change meaning.
+                    TKind::Ref(ctx, rsegs) if !rsegs.is_empty() || segs.first().is_none_or(|s| &**s != "response") => {
                         let n = self.chunk.name(ctx);
                         let mut all = rsegs.clone();
                         all.extend(segs);

@@ -405,7 +405,10 @@ pub(super) fn table() -> Vec<Function> {
         f(
             Signature::new(
                 "pick",
-                vec![Param::required("obj", obj_or_null()), Param::required("keys", list_of(Type::Str))],
+                vec![
+                    Param::required("obj", obj_or_null()),
+                    Param::required("keys", list_of(Type::Str).union(Type::Null)),
+                ],
                 fixed(Type::any_object()),
                 "only the given keys",
             ),
@@ -414,7 +417,10 @@ pub(super) fn table() -> Vec<Function> {
         f(
             Signature::new(
                 "omit",
-                vec![Param::required("obj", obj_or_null()), Param::required("keys", list_of(Type::Str))],
+                vec![
+                    Param::required("obj", obj_or_null()),
+                    Param::required("keys", list_of(Type::Str).union(Type::Null)),
+                ],
                 fixed(Type::any_object()),
                 "all but the given keys",
             ),

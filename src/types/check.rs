@@ -270,7 +270,13 @@ impl Checker<'_> {
         };
         let mut ty = base;
         let mut prev_span = ctx.span;
-        for seg in &r.segments {
+        for (i, seg) in r.segments.iter().enumerate() {
+            // The response alias (SPEC §2): `REF:step.response` is the whole result when it
+            // has no `response` key.
+            if i == 0 && &*seg.node == "response" && &*ctx.node != "response" && !has_response_field(&ty) {
+                prev_span = prev_span.to(seg.span);
+                continue;
+            }
             ty = self.segment_type(&ty, seg, prev_span);
             prev_span = prev_span.to(seg.span);
         }
@@ -888,6 +894,14 @@ pub(crate) fn relative_path(s: &str) -> Option<Expr> {
     }
     e.span = whole;
     Some(e)
+}
+
+/// Whether a step result type may have its own `response` key.
+fn has_response_field(t: &Type) -> bool {
+    t.alternatives().iter().any(|a| match a {
+        Type::Object(o) => o.fields.contains_key("response"),
+        _ => false,
+    })
 }
 
 fn pairs<'t>(a: &'t Type, b: &'t Type) -> impl Iterator<Item = (&'t Type, &'t Type)> {

@@ -434,7 +434,7 @@ impl<'a> Vm<'a> {
                 e
             }),
             Implementation::FileStore => {
-                let mut e = EvalError::new(Code::NoFileStore, span, "no file store configured; pass --files DIR");
+                let mut e = EvalError::new(Code::NoFileStore, span, "no file store configured");
                 e.function = Some(info.name.clone());
                 Err(e)
             }
@@ -561,15 +561,20 @@ impl Frame<'_, '_> {
     }
 }
 
+/// The text of a run-time template, for messages (its spans cover its whole text).
+fn chunk_source(chunk: &Chunk) -> String {
+    chunk.source.as_deref().unwrap_or("").to_string()
+}
+
 /// Evaluates a condition on an element in place; `None` when it cannot (a type mismatch),
 /// for the chunk to report.
-fn pred(p: &Pred, item: &Value, limits: &Limits) -> Option<bool> {
+fn pred(p: &Pred, item: &Value) -> Option<bool> {
     Some(match p {
         Pred::Const(b) => *b,
         Pred::Truthy(path) => item.walk(path).ok()?.truthy(),
-        Pred::Not(x) => !pred(x, item, limits)?,
-        Pred::And(a, b) => pred(a, item, limits)? && pred(b, item, limits)?,
-        Pred::Or(a, b) => pred(a, item, limits)? || pred(b, item, limits)?,
+        Pred::Not(x) => !pred(x, item)?,
+        Pred::And(a, b) => pred(a, item)? && pred(b, item)?,
+        Pred::Or(a, b) => pred(a, item)? || pred(b, item)?,
         Pred::Cmp(op, path, konst) => {
             let field = item.walk(path).ok()?;
             match op {
@@ -584,7 +589,7 @@ fn pred(p: &Pred, item: &Value, limits: &Limits) -> Option<bool> {
 impl Runner for Frame<'_, '_> {
     fn test(&mut self, param: usize, item: &Value, index: usize) -> Result<bool, EvalError> {
         let answer = match self.fast(param) {
-            Some(Fast::Pred(p)) => pred(p, item, self.vm.env.limits),
+            Some(Fast::Pred(p)) => pred(p, item),
             Some(Fast::Path(path)) => item.walk(path).ok().map(|v| v.truthy()),
             None => None,
         };
@@ -605,10 +610,12 @@ impl Runner for Frame<'_, '_> {
     }
 
     fn apply(&mut self, param: usize, item: &Value, index: usize) -> Result<Value, EvalError> {
-        let (chunk, slot): (&Chunk, u32) = match self.info.params.get(param) {
-            Some(CallParam::Template(c, s, _)) => (c, *s),
+        // A run-time template's spans are offsets in its own text: errors from it point at
+        // the argument that named it.
+        let (chunk, slot, named_at): (&Chunk, u32, Option<Span>) = match self.info.params.get(param) {
+            Some(CallParam::Template(c, s, _)) => (c, *s, None),
             Some(CallParam::Dynamic { .. }) => match self.dynamic.get(param).and_then(Option::as_ref) {
-                Some((c, s)) => (c, *s),
+                Some((c, s)) => (c, *s, self.info.arg_spans.get(param).copied()),
                 None => return Ok(item.clone()),
             },
             _ => return Ok(item.clone()),
@@ -645,7 +652,18 @@ impl Runner for Frame<'_, '_> {
         vm.depth += 1;
         let r = vm.exec(chunk);
         vm.depth -= 1;
-        r
+        match (r, named_at) {
+            (Err(mut e), Some(at)) => {
+                // The outermost run-time template decides the span: only its argument is
+                // in the program's source.
+                e.span = at;
+                if !e.message.starts_with("in template") {
+                    e.message = format!("in template {:?}: {}", chunk_source(chunk), e.message);
+                }
+                Err(e)
+            }
+            (r, _) => r,
+        }
     }
 
     fn charge(&mut self, units: usize) -> Result<(), EvalError> {
