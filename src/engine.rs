@@ -105,6 +105,7 @@ impl Engine {
             return Analysis { program: None, diagnostics, ast: parsed.expr, ty: checked.expr.ty, references: refs };
         }
         let ty = checked.expr.ty.clone();
+        let unfolded = checked.expr.clone();
         let folded = compile::fold(checked.expr, &self.funcs, &self.limits);
         let chunk = compile::compile(&folded);
         let warnings: Vec<Diagnostic> = diagnostics.clone();
@@ -112,7 +113,7 @@ impl Engine {
             inner: Arc::new(Inner {
                 source: Arc::from(source),
                 chunk,
-                typed: folded,
+                typed: unfolded,
                 ty: ty.clone(),
                 references: refs.clone(),
                 warnings,
@@ -159,6 +160,8 @@ pub struct Program {
 struct Inner {
     source: Arc<str>,
     chunk: Chunk,
+    /// The checked tree before folding: the reference evaluator's input, so that
+    /// differential tests cover folding too.
     typed: TExpr,
     ty: Type,
     references: References,

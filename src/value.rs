@@ -11,6 +11,7 @@ use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::sync::Arc;
 
 use indexmap::IndexMap;
@@ -266,6 +267,34 @@ impl Value {
         Ok(Cow::Borrowed(cur))
     }
 
+    /// [`Value::walk`] with a position hint per segment (see [`Path`]): when an object has
+    /// the key where the last object on this path had it, no search is needed.
+    pub fn walk_path<'v>(&'v self, path: &Path) -> Result<Cow<'v, Value>, (usize, SegmentError)> {
+        let mut cur = self;
+        for (i, s) in path.segs.iter().enumerate() {
+            if let Value::Object(m) = cur {
+                let hint = &path.hints[i];
+                if let Some((k, v)) = m.get_index(hint.load(Relaxed) as usize) {
+                    if Arc::ptr_eq(k, s) || (k.len() == s.len() && **k == **s) {
+                        cur = v;
+                        continue;
+                    }
+                }
+                if let Some((at, _, v)) = m.get_full(&**s) {
+                    hint.store(u32::try_from(at).unwrap_or(0), Relaxed);
+                    cur = v;
+                    continue;
+                }
+            }
+            // Everything else (lists, derived segments, absent keys): the general rules.
+            return match cur.walk(&path.segs[i..]) {
+                Ok(v) => Ok(Cow::Owned(v.into_owned())),
+                Err((at, e)) => Err((i + at, e)),
+            };
+        }
+        Ok(Cow::Borrowed(cur))
+    }
+
     /// Resolves a REF path's segments on a step result (SPEC §2), applying the response
     /// alias: a leading `response` segment selects the key `response` when the result has
     /// one and is skipped otherwise.
@@ -422,6 +451,46 @@ impl Value {
             Value::Str(s) => s.clone(),
             other => Arc::from(other.to_string()),
         }
+    }
+}
+
+/// A field path with an inline cache: one position hint per segment.
+///
+/// Records read in a loop usually have the same keys in the same order, so the position
+/// where a key was found in the last object is almost always where it is in the next one.
+/// Checking that position first replaces a search with one comparison. The hints are only
+/// hints (relaxed atomics, so a shared program stays `Sync`): a wrong one costs a search,
+/// never a wrong answer.
+#[derive(Debug, Default)]
+pub struct Path {
+    segs: Box<[Arc<str>]>,
+    hints: Box<[AtomicU32]>,
+}
+
+impl Path {
+    /// A path over these segments.
+    pub fn new(segs: Vec<Arc<str>>) -> Path {
+        let hints = segs.iter().map(|_| AtomicU32::new(0)).collect();
+        Path { segs: segs.into_boxed_slice(), hints }
+    }
+}
+
+impl std::ops::Deref for Path {
+    type Target = [Arc<str>];
+    fn deref(&self) -> &[Arc<str>] {
+        &self.segs
+    }
+}
+
+impl Clone for Path {
+    fn clone(&self) -> Path {
+        Path::new(self.segs.to_vec())
+    }
+}
+
+impl PartialEq for Path {
+    fn eq(&self, other: &Path) -> bool {
+        self.segs == other.segs
     }
 }
 

@@ -6,7 +6,7 @@ use super::op::Op;
 use crate::functions::FuncId;
 use crate::span::Span;
 use crate::syntax::ast::Name;
-use crate::value::Value;
+use crate::value::{Path, Value};
 
 /// Compiled code for one expression or template.
 #[derive(Clone, Debug, Default)]
@@ -19,8 +19,8 @@ pub struct Chunk {
     pub consts: Vec<Value>,
     /// Variable and REF context names.
     pub names: Vec<Name>,
-    /// Field paths (segments after a root).
-    pub paths: Vec<Box<[Name]>>,
+    /// Field paths (segments after a root), each with its inline cache.
+    pub paths: Vec<Path>,
     /// Key lists of object constructors.
     pub keys: Vec<Box<[Name]>>,
     /// Call sites.
@@ -76,7 +76,7 @@ pub enum CallParam {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Fast {
     /// `item.a.b` (or `item` itself, with no segments).
-    Path(Box<[Name]>),
+    Path(Path),
     /// A condition.
     Pred(Pred),
 }
@@ -85,9 +85,9 @@ pub enum Fast {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Pred {
     /// `item.path <op> constant`
-    Cmp(crate::syntax::ast::BinaryOp, Box<[Name]>, Value),
+    Cmp(crate::syntax::ast::BinaryOp, Path, Value),
     /// The truthiness of `item.path`.
-    Truthy(Box<[Name]>),
+    Truthy(Path),
     /// A constant's truthiness.
     Const(bool),
     /// `not p`
@@ -155,7 +155,7 @@ impl Chunk {
         if let Some(i) = self.paths.iter().position(|p| **p == *segs) {
             return i as u32;
         }
-        self.paths.push(segs.into_boxed_slice());
+        self.paths.push(Path::new(segs));
         (self.paths.len() - 1) as u32
     }
 

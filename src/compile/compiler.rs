@@ -7,7 +7,7 @@ use super::op::Op;
 use crate::span::Span;
 use crate::syntax::ast::{BinaryOp, Name, UnaryOp};
 use crate::types::typed::{TArg, TExpr, TKind};
-use crate::value::Value;
+use crate::value::{Path, Value};
 
 /// Compiles a checked, error-free typed expression into a chunk.
 pub fn compile(e: &TExpr) -> Chunk {
@@ -57,9 +57,9 @@ fn fast_template(body: &TExpr, slot: u32) -> Option<Fast> {
 }
 
 /// `item.a.b` → `[a, b]`; `item` → `[]`.
-fn item_path(e: &TExpr, slot: u32) -> Option<Box<[Name]>> {
+fn item_path(e: &TExpr, slot: u32) -> Option<Path> {
     let (root, segs) = field_chain(e);
-    matches!(root.kind, TKind::Local(s) if s == slot).then(|| segs.into_boxed_slice())
+    matches!(root.kind, TKind::Local(s) if s == slot).then(|| Path::new(segs))
 }
 
 fn predicate(e: &TExpr, slot: u32) -> Option<Pred> {

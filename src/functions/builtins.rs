@@ -767,12 +767,30 @@ fn sort(r: &mut dyn Runner, args: &Args<'_>) -> R {
     }
     // n log n comparisons, charged up front.
     r.charge(xs.len() * (usize::BITS - xs.len().leading_zeros()) as usize / 4)?;
-    if desc {
-        keyed.sort_by(|a, b| b.0.total_cmp(&a.0));
-    } else {
-        keyed.sort_by(|a, b| a.0.total_cmp(&b.0));
-    }
-    Ok(Value::list(keyed.into_iter().map(|(_, x)| x.clone()).collect()))
+    // Keys that are all integers (the common case) sort as plain integers; anything else
+    // by the total order. Both sorts are stable, and agree where both apply.
+    let ints: Option<Vec<i64>> =
+        keyed.iter().map(|(k, _)| if let Value::Int(i) = **k { Some(i) } else { None }).collect();
+    let order: Vec<&Value> = match ints {
+        Some(ints) => {
+            let mut idx: Vec<(i64, &Value)> = ints.into_iter().zip(keyed.iter().map(|(_, x)| *x)).collect();
+            if desc {
+                idx.sort_by_key(|a| std::cmp::Reverse(a.0));
+            } else {
+                idx.sort_by_key(|a| a.0);
+            }
+            idx.into_iter().map(|(_, x)| x).collect()
+        }
+        None => {
+            if desc {
+                keyed.sort_by(|a, b| b.0.total_cmp(&a.0));
+            } else {
+                keyed.sort_by(|a, b| a.0.total_cmp(&b.0));
+            }
+            keyed.into_iter().map(|(_, x)| x).collect()
+        }
+    };
+    Ok(Value::list(order.into_iter().cloned().collect()))
 }
 
 fn unique(r: &mut dyn Runner, args: &Args<'_>) -> R {

@@ -300,8 +300,12 @@ impl Checker<'_> {
                     Some(ft) => Some(ft.clone()),
                     None if s == "length" => Some(Type::Int),
                     None if o.open => Some(Type::Any),
+                    // Derived from a string `path`; null when `path` is anything else.
                     None if (s == "file_name" || s == "parent_directory") && o.fields.contains_key("path") => {
-                        Some(Type::Str)
+                        match o.fields.get("path") {
+                            Some(Type::Str) => Some(Type::Str),
+                            _ => Some(Type::Str.union(Type::Null)),
+                        }
                     }
                     None => {
                         missing_field = Some(o.clone());

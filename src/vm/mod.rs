@@ -90,7 +90,7 @@ fn single_read(chunk: &Chunk, op: Op, env: &Env<'_>) -> Option<Result<Value, Eva
         Root::Local(_) => return None,
     };
     let Some(start) = root.get_direct(name) else { return Some(Ok(Value::Null)) };
-    let walked = if matches!(op, Op::Ref(..)) { start.walk_ref(segs) } else { start.walk(segs) };
+    let walked = if matches!(op, Op::Ref(..)) { start.walk_ref(segs) } else { start.walk_path(segs) };
     Some(match walked {
         Ok(v) => Ok(v.into_owned()),
         // The general path builds the located error.
@@ -217,7 +217,7 @@ impl<'a> Vm<'a> {
                     let name = &chunk.names[n as usize];
                     let segs = &chunk.paths[p as usize];
                     let v = match self.env.vars.get_direct(name) {
-                        Some(root) => match root.walk(segs) {
+                        Some(root) => match root.walk_path(segs) {
                             Ok(v) => v.into_owned(),
                             Err((at, e)) => {
                                 return Err(self.segment_error(
@@ -235,7 +235,7 @@ impl<'a> Vm<'a> {
                 }
                 Op::LocalPath(s, p) => {
                     let segs = &chunk.paths[p as usize];
-                    let v = match self.locals[s as usize].walk(segs) {
+                    let v = match self.locals[s as usize].walk_path(segs) {
                         Ok(v) => v.into_owned(),
                         Err((at, e)) => {
                             return Err(self.segment_error(chunk.spans[pc - 1], Root::Local(s), segs, at, e))
@@ -266,7 +266,7 @@ impl<'a> Vm<'a> {
                 Op::Path(p) => {
                     let segs = &chunk.paths[p as usize];
                     let top = self.pop();
-                    let v = match top.walk(segs) {
+                    let v = match top.walk_path(segs) {
                         Ok(v) => v.into_owned(),
                         Err((at, e)) => {
                             let mut err = EvalError::new(
@@ -336,7 +336,7 @@ impl<'a> Vm<'a> {
                 Op::CmpLocalPathConst(op, s, p, c) => {
                     let segs = &chunk.paths[p as usize];
                     let konst = &chunk.consts[c as usize];
-                    let field = match self.locals[s as usize].walk(segs) {
+                    let field = match self.locals[s as usize].walk_path(segs) {
                         Ok(v) => v,
                         Err((at, e)) => {
                             return Err(self.segment_error(chunk.spans[pc - 1], Root::Local(s), segs, at, e))
@@ -571,12 +571,12 @@ fn chunk_source(chunk: &Chunk) -> String {
 fn pred(p: &Pred, item: &Value) -> Option<bool> {
     Some(match p {
         Pred::Const(b) => *b,
-        Pred::Truthy(path) => item.walk(path).ok()?.truthy(),
+        Pred::Truthy(path) => item.walk_path(path).ok()?.truthy(),
         Pred::Not(x) => !pred(x, item)?,
         Pred::And(a, b) => pred(a, item)? && pred(b, item)?,
         Pred::Or(a, b) => pred(a, item)? || pred(b, item)?,
         Pred::Cmp(op, path, konst) => {
-            let field = item.walk(path).ok()?;
+            let field = item.walk_path(path).ok()?;
             match op {
                 BinaryOp::Eq => *field == *konst,
                 BinaryOp::Ne => *field != *konst,
@@ -590,7 +590,7 @@ impl Runner for Frame<'_, '_> {
     fn test(&mut self, param: usize, item: &Value, index: usize) -> Result<bool, EvalError> {
         let answer = match self.fast(param) {
             Some(Fast::Pred(p)) => pred(p, item),
-            Some(Fast::Path(path)) => item.walk(path).ok().map(|v| v.truthy()),
+            Some(Fast::Path(path)) => item.walk_path(path).ok().map(|v| v.truthy()),
             None => None,
         };
         match answer {
@@ -601,7 +601,7 @@ impl Runner for Frame<'_, '_> {
 
     fn project<'v>(&mut self, param: usize, item: &'v Value, index: usize) -> Result<Cow<'v, Value>, EvalError> {
         if let Some(Fast::Path(path)) = self.fast(param) {
-            if let Ok(v) = item.walk(path) {
+            if let Ok(v) = item.walk_path(path) {
                 self.spend()?;
                 return Ok(v);
             }
@@ -610,6 +610,12 @@ impl Runner for Frame<'_, '_> {
     }
 
     fn apply(&mut self, param: usize, item: &Value, index: usize) -> Result<Value, EvalError> {
+        if let Some(Fast::Path(path)) = self.fast(param) {
+            if let Ok(v) = item.walk_path(path) {
+                self.spend()?;
+                return Ok(v.into_owned());
+            }
+        }
         // A run-time template's spans are offsets in its own text: errors from it point at
         // the argument that named it.
         let (chunk, slot, named_at): (&Chunk, u32, Option<Span>) = match self.info.params.get(param) {
