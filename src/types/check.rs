@@ -523,7 +523,8 @@ impl Checker<'_> {
             }
             return self.err_node(span);
         };
-        let sig = self.funcs.get(id).signature.clone();
+        let funcs = self.funcs;
+        let sig = &funcs.get(id).signature;
         // Bind arguments to parameters.
         let mut bound: Vec<Option<&Arg>> = vec![None; sig.params.len()];
         let mut kwargs: Vec<&Arg> = Vec::new();
