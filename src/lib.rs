@@ -47,6 +47,8 @@ pub mod compile;
 pub mod diagnostic;
 mod engine;
 pub mod functions;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod ops;
 pub mod reference;
 pub mod runtime;
