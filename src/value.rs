@@ -98,6 +98,45 @@ pub struct SegmentError {
     pub found: Kind,
 }
 
+impl Drop for Value {
+    /// Drops without recursion, so a value nested a million levels deep (built by a host, or
+    /// by a long `pipeline`) cannot overflow the stack. Containers that are still shared, and
+    /// containers of scalars only, cost nothing extra: only a uniquely owned container
+    /// holding other containers moves them to a heap stack to be taken apart there.
+    fn drop(&mut self) {
+        let mut stack = Vec::new();
+        take_nested(self, &mut stack);
+        while let Some(mut v) = stack.pop() {
+            take_nested(&mut v, &mut stack);
+        }
+    }
+}
+
+/// Moves the non-empty containers inside `v` onto `stack` when `v` is the last owner of its
+/// elements, leaving `null`s in their place.
+fn take_nested(v: &mut Value, stack: &mut Vec<Value>) {
+    fn is_nested(v: &Value) -> bool {
+        match v {
+            Value::List(l) => !l.is_empty(),
+            Value::Object(o) => !o.is_empty(),
+            _ => false,
+        }
+    }
+    match v {
+        Value::List(l) => {
+            if let Some(items) = Arc::get_mut(l) {
+                stack.extend(items.iter_mut().filter(|x| is_nested(x)).map(std::mem::take));
+            }
+        }
+        Value::Object(o) => {
+            if let Some(map) = Arc::get_mut(o) {
+                stack.extend(map.values_mut().filter(|x| is_nested(x)).map(std::mem::take));
+            }
+        }
+        _ => {}
+    }
+}
+
 impl Value {
     /// A string value.
     pub fn str(s: &str) -> Value {
@@ -732,32 +771,87 @@ impl From<&serde_json::Value> for Value {
 /// Distinct keys shared per conversion; past this, keys are allocated one by one.
 const MAX_SHARED_KEYS: usize = 4096;
 
-fn convert<'a>(v: &'a serde_json::Value, keys: &mut rustc_hash::FxHashMap<&'a str, Arc<str>>) -> Value {
-    match v {
-        serde_json::Value::Null => Value::Null,
-        serde_json::Value::Bool(b) => Value::Bool(*b),
-        serde_json::Value::Number(n) => match n.as_i64() {
-            Some(i) => Value::Int(i),
-            None => Value::Float(n.as_f64().unwrap_or(0.0)),
-        },
-        serde_json::Value::String(s) => Value::str(s),
-        serde_json::Value::Array(a) => Value::list(a.iter().map(|x| convert(x, keys)).collect()),
-        serde_json::Value::Object(o) => {
-            let mut map = Map::with_capacity_and_hasher(o.len(), FxBuild::default());
-            for (k, x) in o {
-                let key = match keys.get(k.as_str()) {
-                    Some(shared) => shared.clone(),
-                    None => {
-                        let key: Arc<str> = Arc::from(k.as_str());
-                        if keys.len() < MAX_SHARED_KEYS {
-                            keys.insert(k.as_str(), key.clone());
-                        }
-                        key
+/// Converts without recursion (a frame per open list or object on a heap stack), so input
+/// nested arbitrarily deep cannot overflow the stack.
+fn convert<'a>(root: &'a serde_json::Value, keys: &mut rustc_hash::FxHashMap<&'a str, Arc<str>>) -> Value {
+    use serde_json::Value as J;
+    enum Frame<'a> {
+        List(std::slice::Iter<'a, J>, Vec<Value>),
+        Object(serde_json::map::Iter<'a>, Map, Arc<str>),
+    }
+    let mut stack: Vec<Frame<'a>> = Vec::new();
+    let mut cur = root;
+    loop {
+        // A container opens a frame and goes on with its first element; a scalar is done.
+        let mut done = match cur {
+            J::Null => Value::Null,
+            J::Bool(b) => Value::Bool(*b),
+            J::Number(n) => match n.as_i64() {
+                Some(i) => Value::Int(i),
+                None => Value::Float(n.as_f64().unwrap_or(0.0)),
+            },
+            J::String(s) => Value::str(s),
+            J::Array(a) => {
+                let mut it = a.iter();
+                match it.next() {
+                    Some(first) => {
+                        stack.push(Frame::List(it, Vec::with_capacity(a.len())));
+                        cur = first;
+                        continue;
                     }
-                };
-                map.insert(key, convert(x, keys));
+                    None => Value::list(Vec::new()),
+                }
             }
-            Value::object(map)
+            J::Object(o) => {
+                let mut it = o.iter();
+                match it.next() {
+                    Some((k, first)) => {
+                        let map = Map::with_capacity_and_hasher(o.len(), FxBuild::default());
+                        stack.push(Frame::Object(it, map, shared_key(k, keys)));
+                        cur = first;
+                        continue;
+                    }
+                    None => Value::object(Map::default()),
+                }
+            }
+        };
+        // Hand the finished value to its parent, closing every frame that is now complete.
+        loop {
+            let Some(frame) = stack.pop() else { return done };
+            match frame {
+                Frame::List(mut it, mut items) => {
+                    items.push(done);
+                    if let Some(next) = it.next() {
+                        stack.push(Frame::List(it, items));
+                        cur = next;
+                        break;
+                    }
+                    done = Value::list(items);
+                }
+                Frame::Object(mut it, mut map, key) => {
+                    map.insert(key, done);
+                    if let Some((k, next)) = it.next() {
+                        let key = shared_key(k, keys);
+                        stack.push(Frame::Object(it, map, key));
+                        cur = next;
+                        break;
+                    }
+                    done = Value::object(map);
+                }
+            }
+        }
+    }
+}
+
+fn shared_key<'a>(k: &'a str, keys: &mut rustc_hash::FxHashMap<&'a str, Arc<str>>) -> Arc<str> {
+    match keys.get(k) {
+        Some(shared) => shared.clone(),
+        None => {
+            let key: Arc<str> = Arc::from(k);
+            if keys.len() < MAX_SHARED_KEYS {
+                keys.insert(k, key.clone());
+            }
+            key
         }
     }
 }
