@@ -103,10 +103,10 @@ pub struct SegmentError {
 }
 
 impl Drop for Value {
-    /// Drops without recursion, so a value nested a million levels deep (built by a host, or
-    /// by a long `pipeline`) cannot overflow the stack. Containers that are still shared, and
-    /// containers of scalars only, cost nothing extra: only a uniquely owned container
-    /// holding other containers moves them to a heap stack to be taken apart there.
+    /// Drops without deep recursion, so a value nested a million levels deep (built by a
+    /// host, or by a long `pipeline`) cannot overflow the stack. Shared containers and
+    /// containers of scalars cost one scan of their elements: only elements whose own drop
+    /// would recurse further are moved to a heap stack and taken apart there.
     fn drop(&mut self) {
         let mut stack = Vec::new();
         take_nested(self, &mut stack);
@@ -116,28 +116,37 @@ impl Drop for Value {
     }
 }
 
-/// Moves the non-empty containers inside `v` onto `stack` when `v` is the last owner of its
-/// elements, leaving `null`s in their place.
+/// Moves out of `v` (replacing them with `null`) the elements whose drop would recurse more
+/// than one level, when `v` is the last owner of its elements.
 fn take_nested(v: &mut Value, stack: &mut Vec<Value>) {
-    fn is_nested(v: &Value) -> bool {
-        match v {
+    match v {
+        Value::List(l) => {
+            if let Some(items) = Arc::get_mut(l) {
+                stack.extend(items.iter_mut().filter_map(|x| holds_containers(x).then(|| std::mem::take(x))));
+            }
+        }
+        Value::Object(o) => {
+            if let Some(map) = Arc::get_mut(o) {
+                stack.extend(map.values_mut().filter_map(|x| holds_containers(x).then(|| std::mem::take(x))));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Whether `v` is the last owner of a list or object that holds a non-empty list or object.
+fn holds_containers(v: &mut Value) -> bool {
+    fn non_empty_container(x: &Value) -> bool {
+        match x {
             Value::List(l) => !l.is_empty(),
             Value::Object(o) => !o.is_empty(),
             _ => false,
         }
     }
     match v {
-        Value::List(l) => {
-            if let Some(items) = Arc::get_mut(l) {
-                stack.extend(items.iter_mut().filter(|x| is_nested(x)).map(std::mem::take));
-            }
-        }
-        Value::Object(o) => {
-            if let Some(map) = Arc::get_mut(o) {
-                stack.extend(map.values_mut().filter(|x| is_nested(x)).map(std::mem::take));
-            }
-        }
-        _ => {}
+        Value::List(l) => Arc::get_mut(l).is_some_and(|items| items.iter().any(non_empty_container)),
+        Value::Object(o) => Arc::get_mut(o).is_some_and(|map| map.values().any(non_empty_container)),
+        _ => false,
     }
 }
 
