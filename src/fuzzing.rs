@@ -276,6 +276,12 @@ fn sample_vars() -> Value {
 // ---------------------------------------------------------------------------------------
 // generated expressions
 
+/// A generated expression tree of the shapes the parser builds (spans left at zero), with
+/// calls to the built-in functions, template strings and REFs.
+pub fn expr(u: &mut Unstructured<'_>, depth: u32) -> Result<Expr> {
+    Gen::new().expr(u, Scope0::default(), depth)
+}
+
 /// One generated evaluation: source printed from a generated tree, variables, and limits.
 #[derive(Debug)]
 pub struct EvalCase {
@@ -294,9 +300,7 @@ pub struct EvalCase {
 impl EvalCase {
     /// Draws a case from `u`.
     pub fn generate(u: &mut Unstructured<'_>) -> Result<EvalCase> {
-        let funcs = FunctionTable::builtins();
-        let mut g = Gen { funcs: funcs.iter().map(|f| f.signature.clone()).collect() };
-        g.funcs.sort_by(|x, y| x.name.cmp(&y.name));
+        let g = Gen::new();
         let tight = u.ratio(1, 4)?;
         let limits = if tight {
             Limits { max_depth: 12, max_string_len: 16, max_list_len: 8, max_output_bytes: 256, ..small_limits(0) }
@@ -422,6 +426,12 @@ fn str_lit(s: &str) -> Expr {
 }
 
 impl Gen {
+    fn new() -> Gen {
+        let mut funcs: Vec<_> = FunctionTable::builtins().iter().map(|f| f.signature.clone()).collect();
+        funcs.sort_by(|x, y| x.name.cmp(&y.name));
+        Gen { funcs }
+    }
+
     fn expr(&self, u: &mut Unstructured<'_>, scope: Scope0, depth: u32) -> Result<Expr> {
         if depth == 0 || u.is_empty() {
             return self.leaf(u, scope);
