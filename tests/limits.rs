@@ -245,3 +245,13 @@ fn deep_json_in_a_tool_file_is_a_clean_error() {
         assert_eq!(diagnostics[0].code, Code::JsonSyntax, "{}", diagnostics[0].message);
     }
 }
+
+#[test]
+fn repeated_concatenation_of_large_lists_and_strings_runs_out_of_fuel() {
+    // Each `+` builds 500,000 elements (or 8 MB); without a charge for what it builds, a
+    // thousand of them cost a thousand units and 8 GB.
+    let e = engine().with_limits(Limits { fuel: 1_000_000, ..Limits::default() });
+    let v = vars(&[("xs", Value::list(vec![Value::Int(0); 250_000])), ("s", Value::str(&"s".repeat(4 << 20)))]);
+    assert_eq!(eval_error(&e, "length(map(range(1000), template=xs + xs))", &v), Code::FuelExhausted);
+    assert_eq!(eval_error(&e, "length(map(range(1000), template=s + s))", &v), Code::FuelExhausted);
+}
