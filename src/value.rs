@@ -1012,6 +1012,15 @@ mod tests {
     }
 
     #[test]
+    fn floats_round_trip_through_json() {
+        for f in [1e15 + 0.5, 0.1, 5e-324, 1.7976931348623157e308, 9_007_199_254_740_993.0] {
+            let v = Value::Float(f);
+            let back: Value = serde_json::from_str(&v.to_string()).unwrap();
+            assert_eq!(back.as_f64().map(f64::to_bits), Some(f.to_bits()), "{v}");
+        }
+    }
+
+    #[test]
     fn deserialize_direct() {
         let x: Value = serde_json::from_str(r#"{"a": [1, 2.5, "s", null, true]}"#).unwrap();
         assert_eq!(x.to_string(), r#"{"a":[1,2.5,"s",null,true]}"#);
