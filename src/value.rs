@@ -602,12 +602,19 @@ pub fn cmp_numbers(a: &Value, b: &Value) -> Ordering {
 }
 
 fn cmp_int_float(i: i64, f: f64) -> Ordering {
-    // Floats with no fractional part in i64's range compare exactly as integers.
-    if f.fract() == 0.0 && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&f) {
-        i.cmp(&(f as i64))
-    } else {
-        (i as f64).partial_cmp(&f).unwrap_or(Ordering::Equal)
+    // Exact: every i64 lies in [-2^63, 2^63), and there a float's integral part is an i64.
+    // (Comparing `i as f64` instead rounds i64::MAX - 1 up to 2^63, making it equal to a
+    // float that i64::MAX is also equal to: equality would not be transitive, and hashing
+    // would disagree with it.)
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    if f >= TWO_63 {
+        return Ordering::Less;
     }
+    if f < -TWO_63 {
+        return Ordering::Greater;
+    }
+    let whole = f.trunc();
+    i.cmp(&(whole as i64)).then_with(|| 0.0.partial_cmp(&(f - whole)).unwrap_or(Ordering::Equal))
 }
 
 fn parse_index(seg: &str) -> Option<usize> {
@@ -964,6 +971,14 @@ mod tests {
         assert_eq!(v(json!(1)), v(json!(1.0)));
         assert_ne!(v(json!(1)), v(json!(1.5)));
         assert_eq!(cmp_numbers(&Value::Int(i64::MAX), &Value::Float(9.3e18)), Ordering::Less);
+        let two_63 = Value::Float(9_223_372_036_854_775_808.0);
+        assert_ne!(Value::Int(i64::MAX), two_63);
+        assert_ne!(Value::Int(i64::MAX - 1), two_63);
+        assert_eq!(Value::Int(i64::MIN), Value::Float(-9_223_372_036_854_775_808.0));
+        assert_eq!(cmp_numbers(&Value::Int(-2), &Value::Float(-1.5)), Ordering::Less);
+        assert_eq!(cmp_numbers(&Value::Int(-1), &Value::Float(-1.5)), Ordering::Greater);
+        assert_eq!(cmp_numbers(&Value::Int(1), &Value::Float(1.5)), Ordering::Less);
+        assert_eq!(cmp_numbers(&Value::Int(2), &Value::Float(1.5)), Ordering::Greater);
     }
 
     #[test]
