@@ -533,7 +533,7 @@ impl Gen {
         let inner = Scope0 { item: true, ..scope };
         Ok(match u.int_in_range(0..=4)? {
             0 => str_lit(&crate::syntax::print(&self.expr(u, inner, depth)?)),
-            1 => str_lit(*u.choose(&["score", "name", "profile.age", "tags.0", "item", "0"])?),
+            1 => str_lit(u.choose(&["score", "name", "profile.age", "tags.0", "item", "0"])?),
             2 => node(ExprKind::Name(Arc::from(*u.choose(&VAR_NAMES)?))),
             _ => self.expr(u, inner, depth)?,
         })
