@@ -220,6 +220,7 @@ impl Runner for RefFrame<'_, '_> {
         *self.ev.local(slot) = item.clone();
         self.ev.depth += 1;
         let r = self.ev.eval(&body);
+        let r = r.and_then(|v| crate::runtime::template_result(v, self.ev.depth, self.ev.limits, body.span));
         self.ev.depth -= 1;
         r
     }

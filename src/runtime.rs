@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crate::diagnostic::{Code, Diagnostic};
 use crate::span::Span;
+use crate::value::Value;
 
 /// Bounds on one evaluation (SPEC §4.8). Exceeding one is an [`EvalError`] naming it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,6 +41,29 @@ impl Default for Limits {
             max_cached_templates: 256,
         }
     }
+}
+
+/// Template nesting from which template results are checked against the depth limit.
+///
+/// A dynamic template that names its own variable applies itself, and each application can
+/// wrap its result in more levels (`"[[[…map([item], template=t)…]]]"`), so without a check
+/// 128 levels of templates could build a value 16,000 levels deep, deep enough for
+/// rendering or comparing it to overflow the stack. Templates nested this deep are rare and
+/// checking costs a walk of the result, so shallower ones are not checked: they add at
+/// most a few hundred levels on top of a checked result.
+pub(crate) const CHECKED_TEMPLATE_DEPTH: usize = 4;
+
+/// The result of a template applied at nesting `depth`: refused when it is checked and
+/// nests deeper than the depth limit.
+pub(crate) fn template_result(v: Value, depth: usize, limits: &Limits, span: Span) -> Result<Value, EvalError> {
+    if depth >= CHECKED_TEMPLATE_DEPTH && v.measure(usize::MAX, limits.max_depth).1 {
+        return Err(EvalError::new(
+            Code::DepthLimit,
+            span,
+            format!("a template's result nests deeper than {} levels", limits.max_depth),
+        ));
+    }
+    Ok(v)
 }
 
 /// The time source `datetime_now` reads. Hosts replace it for tests and replay.

@@ -152,13 +152,38 @@ fn deep_values_drop_without_recursion() {
 #[test]
 fn deep_values_built_at_run_time_fail_cleanly() {
     // Each operation wraps the running value once more: depth from breadth, with no
-    // nesting in the source.
-    // 20,000 operations: the type of `current` is tracked to a bounded depth, so checking
-    // is linear (it was quadratic in time and memory: 2,000 operations took 380 MB).
+    // nesting in the source. Up to four times the nesting limit, summed, is allowed…
+    let v = vars(&[("x", Value::Int(1))]);
+    let ops = vec!["[current]"; 300].join(", ");
+    let src = format!("pipeline(initial_value=x, operations=[{ops}])");
+    assert_eq!(eval_error(&engine(), &src, &v), Code::DepthLimit);
+    let src = format!("length(to_string(pipeline(initial_value=x, operations=[{ops}])))");
+    assert!(engine().compile(&src).expect("compiles").eval(&v).is_ok());
+    // …past that, the pipeline is refused when compiling, nested pipelines summed too:
+    // checking stays linear (the type of `current` is tracked to a bounded depth; it was
+    // quadratic in time and memory: 2,000 operations took 380 MB).
     let ops = vec!["[current]"; 20_000].join(", ");
     let src = format!("pipeline(initial_value=x, operations=[{ops}])");
-    let v = vars(&[("x", Value::Int(1))]);
-    assert_eq!(eval_error(&engine(), &src, &v), Code::DepthLimit);
+    assert_eq!(compile_error(&engine(), &src), Code::NestingTooDeep);
+    let inner = format!("pipeline(current, [{}])", vec!["[current]"; 100].join(", "));
+    let src = format!("pipeline(x, [{}])", vec![inner.as_str(); 10].join(", "));
+    assert_eq!(compile_error(&engine(), &src), Code::NestingTooDeep);
+}
+
+#[test]
+fn self_applying_templates_cannot_build_deep_values() {
+    // A dynamic template that applies itself, wrapping its result in 100 lists each time:
+    // 120 applications would build a value 12,000 levels deep, and rendering it overflowed
+    // the stack.
+    let t = format!("{}if(item > 120, item, map([item + 1], template=t)){}", "[".repeat(100), "]".repeat(100));
+    let v = vars(&[("t", Value::str(&t))]);
+    for src in [
+        "length(to_string(map([1], template=t)))",
+        "length(unique([map([1], template=t), map([2], template=t)]))",
+        "length(sort([map([1], template=t), map([2], template=t)]))",
+    ] {
+        assert_eq!(eval_error(&engine(), src, &v), Code::DepthLimit, "{src}");
+    }
 }
 
 // ---------------------------------------------------------------------------------------

@@ -43,6 +43,31 @@ pub struct Checked {
 /// How deep the type of a `pipeline`'s `current` is tracked; deeper levels are `any`.
 const MAX_PIPELINE_TYPE_DEPTH: usize = 16;
 
+/// A pipeline's operations may nest this many times the nesting limit, summed (a value built
+/// along a pipeline can be that deep).
+const PIPELINE_NESTING_FACTOR: usize = 4;
+
+/// The height of a tree (bounded by the parser's nesting limit, so recursion is safe).
+fn height(e: &Expr) -> usize {
+    1 + match &e.kind {
+        ExprKind::Field(x, _) | ExprKind::Unary(_, x) => height(x),
+        ExprKind::Index(x, k) | ExprKind::Binary(_, x, k) => height(x).max(height(k)),
+        ExprKind::List(items) => items.iter().map(height).max().unwrap_or(0),
+        ExprKind::Object(entries) => entries.iter().map(|(_, v)| height(v)).max().unwrap_or(0),
+        // A pipeline's operations stack up: count them summed, as the check below does.
+        ExprKind::Call(c) if &*c.name.node == "pipeline" => c
+            .args
+            .iter()
+            .map(|a| match &a.value.kind {
+                ExprKind::List(ops) => ops.iter().map(height).sum(),
+                _ => height(&a.value),
+            })
+            .sum(),
+        ExprKind::Call(c) => c.args.iter().map(|a| height(&a.value)).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
 /// Checks `expr` in `scope`.
 pub fn check(expr: &Expr, scope: &Scope, funcs: &FunctionTable, max_depth: usize) -> Checked {
     let mut c = Checker {
@@ -760,6 +785,24 @@ impl Checker<'_> {
                     );
                     return self.err_node(span);
                 };
+                // Each operation can wrap `current` in as many levels as it nests, and the
+                // operations run one after another: together they nest like one expression.
+                let nesting: usize = ops.iter().map(height).sum();
+                if nesting > PIPELINE_NESTING_FACTOR * self.max_depth {
+                    self.error(
+                        Diagnostic::new(
+                            Code::NestingTooDeep,
+                            ops_arg.value.span,
+                            format!(
+                                "the operations nest {nesting} levels together, more than {}",
+                                PIPELINE_NESTING_FACTOR * self.max_depth
+                            ),
+                        )
+                        .with_label("too many operations")
+                        .with_help("split the pipeline across several transforms"),
+                    );
+                    return self.err_node(span);
+                }
                 let slot = self.locals.len() as u32;
                 let mut cur_ty = init.ty.clone();
                 let mut typed_ops = Vec::with_capacity(ops.len());

@@ -664,7 +664,14 @@ impl Runner for Frame<'_, '_> {
         }
         vm.locals[s] = item.clone();
         vm.depth += 1;
-        let r = vm.exec(chunk);
+        let r = vm.exec(chunk).and_then(|v| {
+            crate::runtime::template_result(
+                v,
+                vm.depth,
+                vm.env.limits,
+                chunk.spans.first().copied().unwrap_or_default(),
+            )
+        });
         vm.depth -= 1;
         match (r, named_at) {
             (Err(mut e), Some(at)) => {
