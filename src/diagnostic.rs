@@ -182,6 +182,52 @@ codes! {
     LooksLikeRef = "W0501", Warning;
     /// A composite tool whose `instructions` list is empty: `"instructions": []`
     EmptyInstructions = "W0502", Warning;
+
+    // ---- analysis (E06xx / W06xx) ----
+    /// A `tool_definition_path` that names no file under the tool root (with `--root`): `"tool_definition_path": "/tools/nope.tool"`
+    UnresolvedToolPath = "E0601", Error;
+    /// A callee whose own file does not load (invalid JSON, schema errors): `"/tools/broken.tool"` holding `{"description": 1}`
+    CalleeInvalid = "E0602", Error;
+    /// A tool that reaches itself through its callees: `/tools/a.tool` calls `/tools/b.tool`, which calls `/tools/a.tool`
+    ToolRecursion = "E0603", Error;
+    /// A REF to an argument the composite does not declare: `"REF:arguments.folder"` with no argument `folder`
+    UndeclaredArgument = "E0604", Error;
+    /// Steps that depend on each other in a cycle: `a` uses `"REF:b.x"` and `b` uses `"REF:a.y"`
+    DependencyCycle = "E0605", Error;
+    /// A manual dependency on a step that does not exist: `"dependencies": ["fetch_dta"]`
+    UnknownDependency = "E0606", Error;
+    /// `iterate_over` whose value can never be a list: `"iterate_over": "REF:arguments.count"` with `count` an integer
+    IterateOverNotList = "E0607", Error;
+    /// `iterate_over` that refers to the step's own transformed arguments: `"iterate_over": "REF:arguments.chunks"` where `chunks` is a `transform_arguments` output
+    IterateOverTransformed = "E0608", Error;
+    /// A `response_reference_map` key that is not a declared response: `{"totl": "REF:sum.total"}` with response `total`
+    UnknownResponse = "E0609", Error;
+    /// A required response that nothing maps: response `summary` is `"required": true` and absent from `response_reference_map`
+    UnmappedResponse = "E0610", Error;
+    /// An argument the callee does not declare: `"arguments": {"folder": …}` for a callee that declares only `directory`
+    UndeclaredCalleeArgument = "E0611", Error;
+    /// A required argument of the callee that the step does not supply: the callee requires `directory` and the step passes nothing
+    MissingCalleeArgument = "E0612", Error;
+    /// An argument whose type the callee's declared `type_name` can never accept: `"count": "REF:arguments.name"` (a string) for an `integer`
+    CalleeArgumentType = "E0613", Error;
+    /// A mapped response whose type its declared `type_name` can never accept: `"count": "REF:scan.files"` (a list) for a `number`
+    ResponseType = "E0614", Error;
+    /// `read_files` with more than 5 literal paths: `read_files(file_paths=["a", "b", "c", "d", "e", "f"])`
+    TooManyReadFiles = "E0615", Error;
+    /// A condition whose operator cannot apply to its operands' types: `{"param": "REF:scan.files", "operator": "greater_than", "value": 3}`
+    ConditionType = "E0616", Error;
+
+    // ---- analysis warnings (W06xx) ----
+    /// A transform variable that no transform reads: `"variables": {"unused": "REF:scan.files"}`
+    UnusedVariable = "W0601", Warning;
+    /// A transform that only passes a variable through unchanged: `"transforms": {"user_id": "user_id"}`
+    PassThroughTransform = "W0602", Warning;
+    /// A step whose result no REF reads while the tool maps its responses: `cleanup` in a tool whose `response_reference_map` names only `scan`
+    UnusedStepResult = "W0603", Warning;
+    /// A REF to a field the callee's declared responses do not have: `"REF:scan.fils"` when `/tools/scanner.tool` declares `files`
+    UndeclaredResponseField = "W0604", Warning;
+    /// A literal string in `variables` that looks like a call of an unknown function: `"now": "datetime_nwo()"`
+    UnknownFunctionInVariable = "W0605", Warning;
 }
 
 impl fmt::Display for Code {

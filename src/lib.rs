@@ -42,6 +42,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod analysis;
 pub mod cli;
 pub mod compile;
 pub mod diagnostic;
@@ -57,6 +58,7 @@ pub mod types;
 pub mod value;
 pub mod vm;
 
+pub use analysis::{Analyzer, CheckedTool, Plan, ToolRoot};
 pub use diagnostic::{Code, Diagnostic, Severity};
 pub use engine::{Analysis, Engine, Program, References};
 pub use runtime::{Clock, EvalError, FixedClock, Limits, SystemClock};
