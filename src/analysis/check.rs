@@ -238,7 +238,7 @@ impl<'a> Checker<'a> {
                                 format!("callee `{}` does not load: it has {n} error{}", path.node, plural(n)),
                             )
                             .with_label("this tool has errors")
-                            .with_help(format!("run `tdsl check {}` to see them", t.file.display())),
+                            .with_help(format!("check `{}` on its own to see them", path.node)),
                         );
                     }
                     if let Some(chain) = root.cycle_from(&t) {

@@ -39,6 +39,7 @@ mod check;
 mod dag;
 pub mod plan;
 mod refs;
+mod render;
 pub mod root;
 mod transform;
 
@@ -101,6 +102,11 @@ impl Analyzer {
     /// The root callees resolve against.
     pub fn root(&self) -> &ToolRoot {
         &self.root
+    }
+
+    /// The root, to resolve tool paths through its cache.
+    pub fn root_mut(&mut self) -> &mut ToolRoot {
+        &mut self.root
     }
 
     /// The engine expressions compile with.

@@ -1,7 +1,9 @@
 //! The command line (SPEC §8): one file per subcommand. Exit codes: 0 success, 1 the input
 //! has problems (diagnostics were printed), 2 the command itself could not run (usage, I/O).
 
+mod check;
 mod eval;
+mod graph;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -20,8 +22,12 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Check `.tool` files: every broken reference, cycle and type error, before anything runs.
+    Check(check::CheckArgs),
     /// Evaluate an expression and print its value as JSON.
     Eval(eval::EvalArgs),
+    /// Draw a composite tool's dependency graph, with its levels.
+    Graph(graph::GraphArgs),
 }
 
 /// Runs the command line.
@@ -34,7 +40,9 @@ pub fn main() -> ExitCode {
         }
     };
     match cli.command {
+        Command::Check(args) => check::run(args),
         Command::Eval(args) => eval::run(args),
+        Command::Graph(args) => graph::run(args),
     }
 }
 

@@ -1,0 +1,269 @@
+//! Static analysis and `tdsl check`: data-driven tests over `tests/data/check/{ok,err}` (see
+//! the README there) with the callees of `tests/data/check/root`, and command-line tests that
+//! run the real binary.
+//!
+//! Regenerate snapshots with `cargo insta test --review --test check`.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::Command;
+
+use tdsl::analysis::{Analyzer, CheckedTool, Resolved, ToolRoot};
+use tdsl::diagnostic::{Code, Diagnostic};
+use tdsl::span::Span;
+use tdsl::tool::LineIndex;
+
+const ROOT: &str = "tests/data/check/root";
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn tdsl(args: &[&str]) -> Out {
+    let out = Command::new(env!("CARGO_BIN_EXE_tdsl")).args(args).env("NO_COLOR", "1").output().expect("tdsl runs");
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// The path relative to the package (where tests and the binary run), with `/` separators.
+fn relative(path: &Path) -> String {
+    let rel = path.strip_prefix(env!("CARGO_MANIFEST_DIR")).unwrap_or(path);
+    rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect::<Vec<_>>().join("/")
+}
+
+fn check(path: &str) -> CheckedTool {
+    let mut analyzer = Analyzer::new(ToolRoot::new(ROOT));
+    analyzer.check_file(Path::new(path)).expect("readable")
+}
+
+fn text_at(source: &str, span: Span) -> String {
+    source.get(span.range()).map_or_else(|| format!("<bad span {span}>"), str::to_string)
+}
+
+/// Every diagnostic with the exact text under its spans, so a span that maps wrongly shows
+/// up as a diff.
+fn describe(diags: &[Diagnostic], source: &str) -> String {
+    let lines = LineIndex::new(source);
+    let mut out = String::new();
+    for d in diags {
+        let p = lines.position(d.span);
+        let _ = writeln!(out, "{} {:?}: {}", d.code, d.severity(), d.message);
+        let _ = writeln!(out, "  at {}:{} `{}` ({})", p.line, p.column, text_at(source, d.span), d.label);
+        for l in &d.secondary {
+            let _ = writeln!(out, "  and `{}` ({})", text_at(source, l.span), l.message);
+        }
+        if let Some(h) = &d.help {
+            let _ = writeln!(out, "  help: {h}");
+        }
+    }
+    out
+}
+
+#[test]
+fn err_files() {
+    insta::glob!("data/check/err/*.tool", |path| {
+        let rel = relative(path);
+        let checked = check(&rel);
+        assert!(!checked.diagnostics.is_empty(), "{rel} checked clean");
+        assert!(checked.plan.is_none() || !checked.has_errors());
+        let human = tdsl(&["check", &rel, "--root", ROOT]);
+        let json = tdsl(&["check", &rel, "--root", ROOT, "--format", "json"]);
+        let expected = if checked.has_errors() { 1 } else { 0 };
+        assert_eq!(human.code, expected, "{}", human.stderr);
+        assert_eq!(json.code, expected);
+        let mut out = describe(&checked.diagnostics, &checked.source);
+        out.push_str("\n---- human ----\n");
+        out.push_str(&human.stderr);
+        out.push_str("\n---- json ----\n");
+        out.push_str(&json.stdout);
+        insta::assert_snapshot!(out);
+    });
+}
+
+/// The plan: levels, and per step its callee, what it reads from which step, and its type.
+fn describe_plan(checked: &CheckedTool) -> String {
+    let mut out = String::new();
+    let Some(plan) = &checked.plan else { return "(no plan: a primitive tool)\n".to_string() };
+    for (level, ids) in plan.levels.iter().enumerate() {
+        let _ = writeln!(out, "level {level}");
+        for id in ids {
+            let s = &plan.steps[id.0];
+            let _ = writeln!(out, "  {} {}", s.execution_id, s.tool_path);
+            for input in &s.inputs {
+                let from = &plan.steps[input.from.0].execution_id;
+                let carries: Vec<&str> = input.carries.iter().map(|c| &**c).collect();
+                let manual = if input.manual { " (dependency)" } else { "" };
+                let _ = writeln!(out, "    <- {from} [{}]{manual}", carries.join(", "));
+            }
+            let _ = writeln!(out, "    result: {}", s.result_type);
+        }
+    }
+    out
+}
+
+#[test]
+fn ok_files() {
+    insta::glob!("data/check/ok/*.tool", |path| {
+        let rel = relative(path);
+        let checked = check(&rel);
+        let errors: Vec<Diagnostic> = checked.diagnostics.iter().filter(|d| d.is_error()).cloned().collect();
+        assert!(errors.is_empty(), "{rel}:\n{}", describe(&errors, &checked.source));
+        let mut out = String::new();
+        if !checked.diagnostics.is_empty() {
+            out.push_str("warnings:\n");
+            out.push_str(&describe(&checked.diagnostics, &checked.source));
+            out.push('\n');
+        }
+        out.push_str(&describe_plan(&checked));
+        insta::assert_snapshot!(out);
+    });
+}
+
+#[test]
+fn every_analysis_code_has_an_error_case() {
+    let mut seen = BTreeSet::new();
+    for entry in std::fs::read_dir("tests/data/check/err").expect("err folder") {
+        let path = entry.expect("entry").path();
+        for d in check(&relative(&path)).diagnostics {
+            seen.insert(d.code.as_str());
+        }
+    }
+    let wanted = Code::ALL
+        .iter()
+        .map(|c| c.as_str())
+        .filter(|c| c.starts_with("E06") || c.starts_with("W06"))
+        .chain(["E0101", "E0102", "E0108", "E0109", "E0201", "E0203", "W0101"]);
+    let missing: Vec<&str> = wanted.filter(|c| !seen.contains(c)).collect();
+    assert!(missing.is_empty(), "no case in tests/data/check/err for {missing:?}");
+}
+
+#[test]
+fn a_tool_that_calls_itself() {
+    let checked = check(&format!("{ROOT}/tools/self_caller.tool"));
+    let d = &checked.diagnostics[0];
+    assert_eq!(d.code, Code::ToolRecursion);
+    assert_eq!(d.message, "`/tools/self_caller.tool` calls itself: /tools/self_caller.tool → /tools/self_caller.tool");
+}
+
+#[test]
+fn callees_are_loaded_once_per_root() {
+    let mut analyzer = Analyzer::new(ToolRoot::new(ROOT));
+    let a = analyzer.check_file(Path::new("tests/data/check/err/callee_argument_type.tool")).expect("readable");
+    let b = analyzer.check_file(Path::new("tests/data/check/err/condition_type.tool")).expect("readable");
+    assert!(a.has_errors() && b.has_errors());
+    let (Resolved::Found(first), Resolved::Found(second)) =
+        (analyzer.root_mut().resolve("/tools/counter.tool"), analyzer.root_mut().resolve("/tools/counter.tool"))
+    else {
+        panic!("/tools/counter.tool resolves")
+    };
+    assert!(std::sync::Arc::ptr_eq(&first, &second));
+}
+
+// ---- the command line ----
+
+#[test]
+fn clean_folder_exits_0() {
+    let o = tdsl(&["check", "tests/data/check/ok", "tests/data/check/root/flows", "--root", ROOT]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let files = std::fs::read_dir("tests/data/check/ok").expect("ok folder").count() + 1;
+    assert!(o.stderr.ends_with(&format!("checked {files} files: 0 errors, 7 warnings\n")), "{}", o.stderr);
+}
+
+#[test]
+fn problems_exit_1() {
+    let o = tdsl(&["check", "tests/data/check/err/unknown_step.tool", "--root", ROOT]);
+    assert_eq!(o.code, 1);
+    assert!(o.stderr.contains("E0108"), "{}", o.stderr);
+    assert!(o.stderr.ends_with("checked 1 file: 1 error, 0 warnings\n"), "{}", o.stderr);
+}
+
+#[test]
+fn several_files_and_folders_in_one_run() {
+    let o = tdsl(&[
+        "check",
+        "tests/data/check/err/unknown_step.tool",
+        "tests/data/check/root/flows",
+        "tests/data/check/err/unknown_dependency.tool",
+        "--root",
+        ROOT,
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.code, 1);
+    let diags: serde_json::Value = serde_json::from_str(&o.stdout).expect("a JSON array");
+    let files: Vec<&str> = diags.as_array().expect("array").iter().filter_map(|d| d["file"].as_str()).collect();
+    assert_eq!(files, ["tests/data/check/err/unknown_step.tool", "tests/data/check/err/unknown_dependency.tool"]);
+}
+
+#[test]
+fn json_diagnostics_have_positions_and_help() {
+    let o = tdsl(&["check", "tests/data/check/err/unknown_step.tool", "--root", ROOT, "--format", "json"]);
+    let diags: serde_json::Value = serde_json::from_str(&o.stdout).expect("JSON");
+    assert_eq!(
+        diags,
+        serde_json::json!([{
+            "code": "E0108",
+            "severity": "error",
+            "message": "unknown REF context `sacn`",
+            "file": "tests/data/check/err/unknown_step.tool",
+            "line": 4,
+            "column": 106,
+            "end_line": 4,
+            "end_column": 110,
+            "help": "did you mean `REF:scan`?"
+        }])
+    );
+    let clean = tdsl(&["check", "tests/data/check/root/flows", "--root", ROOT, "--format", "json"]);
+    assert_eq!((clean.code, clean.stdout.as_str()), (0, "[]\n"));
+}
+
+#[test]
+fn warnings_pass_unless_denied() {
+    let file = "tests/data/check/err/unused_variable.tool";
+    assert_eq!(tdsl(&["check", file, "--root", ROOT]).code, 0);
+    let denied = tdsl(&["check", file, "--root", ROOT, "--deny-warnings"]);
+    assert_eq!(denied.code, 1);
+    assert!(denied.stderr.contains("W0601"), "{}", denied.stderr);
+}
+
+#[test]
+fn without_root_missing_callees_are_not_checked() {
+    // The current directory is assumed: `/tools/listr.tool` is not there, and that is fine.
+    let o = tdsl(&["check", "tests/data/check/err/unresolved_tool_path.tool"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let o = tdsl(&["check", "tests/data/check/err/unresolved_tool_path.tool", "--root", ROOT]);
+    assert_eq!(o.code, 1);
+}
+
+#[test]
+fn the_command_could_not_run_exits_2() {
+    let o = tdsl(&["check", "tests/data/check/no_such_file.tool"]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("no_such_file.tool"), "{}", o.stderr);
+    let o = tdsl(&["check", "tests/data/check/ok", "--root", "tests/data/check/no_such_root"]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("no such directory"), "{}", o.stderr);
+    // A folder with no `.tool` file in it is most likely a wrong path.
+    let o = tdsl(&["check", "src/cli"]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("no `.tool` files"), "{}", o.stderr);
+    assert_eq!(tdsl(&["check"]).code, 2);
+}
+
+#[test]
+fn folders_are_walked_in_order() {
+    let o = tdsl(&["check", "tests/data/check/err", "--root", ROOT, "--format", "json"]);
+    let diags: serde_json::Value = serde_json::from_str(&o.stdout).expect("JSON");
+    let files: Vec<&str> = diags.as_array().expect("array").iter().filter_map(|d| d["file"].as_str()).collect();
+    let mut sorted = files.clone();
+    sorted.sort();
+    assert_eq!(files, sorted);
+    let distinct: BTreeSet<&str> = files.iter().copied().collect();
+    assert_eq!(distinct.len(), std::fs::read_dir("tests/data/check/err").expect("err").count());
+}
