@@ -46,6 +46,7 @@ pub mod cli;
 pub mod compile;
 pub mod diagnostic;
 mod engine;
+pub mod exec;
 pub mod functions;
 pub mod ops;
 pub mod reference;
