@@ -240,7 +240,10 @@ impl Program {
 }
 
 fn check_output(v: &Value, limits: &Limits, span: Span) -> Result<(), EvalError> {
-    let size = v.size_at_most(limits.max_output_bytes);
+    let size = match v {
+        Value::Str(s) => s.len() + 2,
+        _ => v.size_at_most(limits.max_output_bytes),
+    };
     if size > limits.max_output_bytes {
         return Err(EvalError::new(
             crate::diagnostic::Code::OutputLimit,

@@ -60,6 +60,6 @@ pub mod vm;
 
 pub use diagnostic::{Code, Diagnostic, Severity};
 pub use engine::{Analysis, Engine, Program, References};
-pub use runtime::{Clock, EvalError, FixedClock, Limits, SystemClock};
+pub use runtime::{Clock, ErrorDetails, EvalError, FixedClock, Limits, SystemClock};
 pub use types::{RefUse, Scope, Type};
 pub use value::Value;
