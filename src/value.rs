@@ -462,8 +462,10 @@ fn same_key(a: &[u8], b: &[u8]) -> bool {
     if n != b.len() {
         return false;
     }
-    let word = |x: &[u8], at: usize| x.get(at..at + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()).map(u64::from_ne_bytes);
-    let half = |x: &[u8], at: usize| x.get(at..at + 4).and_then(|w| <[u8; 4]>::try_from(w).ok()).map(u32::from_ne_bytes);
+    let word =
+        |x: &[u8], at: usize| x.get(at..at + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()).map(u64::from_ne_bytes);
+    let half =
+        |x: &[u8], at: usize| x.get(at..at + 4).and_then(|w| <[u8; 4]>::try_from(w).ok()).map(u32::from_ne_bytes);
     match n {
         0..=3 => a == b,
         4..=8 => half(a, 0) == half(b, 0) && half(a, n - 4) == half(b, n - 4),

@@ -35,7 +35,8 @@ impl RetryPolicy {
     pub fn delay(&self, n: u32, random: &dyn Random) -> Duration {
         let exp = i32::try_from(n).unwrap_or(i32::MAX);
         let raw = self.base_delay_seconds.max(0.0) * self.factor.max(0.0).powi(exp);
-        let capped = if raw.is_finite() { raw.min(self.max_delay_seconds.max(0.0)) } else { self.max_delay_seconds.max(0.0) };
+        let capped =
+            if raw.is_finite() { raw.min(self.max_delay_seconds.max(0.0)) } else { self.max_delay_seconds.max(0.0) };
         let jitter = self.jitter.clamp(0.0, 1.0);
         // Uniform in [-jitter, +jitter).
         let spread = (random.next_f64() * 2.0 - 1.0) * jitter;

@@ -358,10 +358,14 @@ impl Builder {
             let span = lhs.span.to(rhs.span);
             if op.is_comparison() && lhs_is_comparison {
                 self.diagnostics.push(
-                    Diagnostic::new(Code::ChainedComparison, span_of(op_pair), "comparison operators cannot be chained")
-                        .with_label("second comparison")
-                        .with_secondary(lhs.span, "this is already a comparison")
-                        .with_help("combine the comparisons with `and`: `a < b and b < c`"),
+                    Diagnostic::new(
+                        Code::ChainedComparison,
+                        span_of(op_pair),
+                        "comparison operators cannot be chained",
+                    )
+                    .with_label("second comparison")
+                    .with_secondary(lhs.span, "this is already a comparison")
+                    .with_help("combine the comparisons with `and`: `a < b and b < c`"),
                 );
                 // The chain is an error anyway: keep the tree shallow.
                 lhs = Expr::new(ExprKind::Error, span);
