@@ -39,7 +39,7 @@ pub enum Value {
     /// A string.
     Str(Arc<str>),
     /// A list.
-    List(Arc<Vec<Value>>),
+    List(Arc<[Value]>),
     /// An object, in insertion order.
     Object(Arc<Map>),
 }
@@ -106,7 +106,7 @@ impl Value {
 
     /// A list value.
     pub fn list(items: Vec<Value>) -> Value {
-        Value::List(Arc::new(items))
+        Value::List(Arc::from(items))
     }
 
     /// An object value.
@@ -761,7 +761,8 @@ fn convert<'a>(v: &'a serde_json::Value, keys: &mut rustc_hash::FxHashMap<&'a st
             None => Value::Float(n.as_f64().unwrap_or(0.0)),
         },
         serde_json::Value::String(s) => Value::str(s),
-        serde_json::Value::Array(a) => Value::list(a.iter().map(|x| convert(x, keys)).collect()),
+        // Collected straight into shared storage: one allocation per list.
+        serde_json::Value::Array(a) => Value::List(a.iter().map(|x| convert(x, keys)).collect()),
         serde_json::Value::Object(o) => {
             let mut map = Map::with_capacity_and_hasher(o.len(), FxBuild::default());
             for (k, x) in o {
