@@ -270,7 +270,13 @@ impl Checker<'_> {
         };
         let mut ty = base;
         let mut prev_span = ctx.span;
-        for seg in &r.segments {
+        for (i, seg) in r.segments.iter().enumerate() {
+            // The response alias (SPEC §2): `REF:step.response` is the whole result when it
+            // has no `response` key.
+            if i == 0 && &*seg.node == "response" && &*ctx.node != "response" && !has_response_field(&ty) {
+                prev_span = prev_span.to(seg.span);
+                continue;
+            }
             ty = self.segment_type(&ty, seg, prev_span);
             prev_span = prev_span.to(seg.span);
         }
@@ -294,8 +300,12 @@ impl Checker<'_> {
                     Some(ft) => Some(ft.clone()),
                     None if s == "length" => Some(Type::Int),
                     None if o.open => Some(Type::Any),
+                    // Derived from a string `path`; null when `path` is anything else.
                     None if (s == "file_name" || s == "parent_directory") && o.fields.contains_key("path") => {
-                        Some(Type::Str)
+                        match o.fields.get("path") {
+                            Some(Type::Str) => Some(Type::Str),
+                            _ => Some(Type::Str.union(Type::Null)),
+                        }
                     }
                     None => {
                         missing_field = Some(o.clone());
@@ -513,7 +523,8 @@ impl Checker<'_> {
             }
             return self.err_node(span);
         };
-        let sig = self.funcs.get(id).signature.clone();
+        let funcs = self.funcs;
+        let sig = &funcs.get(id).signature;
         // Bind arguments to parameters.
         let mut bound: Vec<Option<&Arg>> = vec![None; sig.params.len()];
         let mut kwargs: Vec<&Arg> = Vec::new();
@@ -888,6 +899,14 @@ pub(crate) fn relative_path(s: &str) -> Option<Expr> {
     }
     e.span = whole;
     Some(e)
+}
+
+/// Whether a step result type may have its own `response` key.
+fn has_response_field(t: &Type) -> bool {
+    t.alternatives().iter().any(|a| match a {
+        Type::Object(o) => o.fields.contains_key("response"),
+        _ => false,
+    })
 }
 
 fn pairs<'t>(a: &'t Type, b: &'t Type) -> impl Iterator<Item = (&'t Type, &'t Type)> {
