@@ -228,6 +228,33 @@ codes! {
     UndeclaredResponseField = "W0604", Warning;
     /// A literal string in `variables` that looks like a call of an unknown function: `"now": "datetime_nwo()"`
     UnknownFunctionInVariable = "W0605", Warning;
+    // ---- execution (E08xx) ----
+    /// An argument does not match what the tool declares, found at run time: a required
+    /// argument that resolved to `null`, or a string where a number is declared
+    ArgumentInvalid = "E0801", Error;
+    /// A tool's response, or a composite's result, does not match its declared `responses`
+    ResponseInvalid = "E0802", Error;
+    /// A tool call failed: a permanent error, or a transient one after the last retry
+    ToolFailed = "E0803", Error;
+    /// An attempt outlived the step's `timeout_seconds`
+    StepTimeout = "E0804", Error;
+    /// The run's deadline passed
+    RunDeadline = "E0805", Error;
+    /// The tool's circuit breaker was open and refused the call
+    CircuitOpen = "E0806", Error;
+    /// A guard refused a tool path that no allowed pattern matches
+    ToolNotAllowed = "E0807", Error;
+    /// A guard refused a run that could execute more steps than allowed
+    TooManySteps = "E0808", Error;
+    /// A parallel step fans out to more children than allowed
+    FanOutTooWide = "E0809", Error;
+    /// Composite callees nest deeper than the executor allows
+    CompositeTooDeep = "E0810", Error;
+    /// A callee cannot be run: no file and no runner that knows it, or an endpoint the
+    /// runner does not support
+    ToolUnavailable = "E0811", Error;
+    /// `iterate_over` resolved to something other than a list at run time
+    IterateOverNotListAtRun = "E0812", Error;
 }
 
 impl fmt::Display for Code {

@@ -4,6 +4,7 @@
 mod check;
 mod eval;
 mod graph;
+mod run;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -28,6 +29,10 @@ enum Command {
     Eval(eval::EvalArgs),
     /// Draw a composite tool's dependency graph, with its levels.
     Graph(graph::GraphArgs),
+    /// Run a composite tool and print its result as JSON.
+    Run(run::RunArgs),
+    /// Re-run a recorded trace with no tool calls and report any divergence.
+    Replay(run::ReplayArgs),
 }
 
 /// Runs the command line.
@@ -43,6 +48,8 @@ pub fn main() -> ExitCode {
         Command::Check(args) => check::run(args),
         Command::Eval(args) => eval::run(args),
         Command::Graph(args) => graph::run(args),
+        Command::Run(args) => run::run(args),
+        Command::Replay(args) => run::replay_command(args),
     }
 }
 

@@ -2,7 +2,47 @@
 //! every delay is reproducible.
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::Duration;
+
+/// A one-shot flag that threads can wait on: raised once, never lowered. The engine waits on
+/// one for a tool call to end, and a [`CancelToken`](super::CancelToken) is one.
+#[derive(Debug, Default)]
+pub struct Signal {
+    raised: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Signal {
+    /// A signal not yet raised.
+    pub fn new() -> Signal {
+        Signal::default()
+    }
+
+    /// Raises it and wakes every waiter.
+    pub fn raise(&self) {
+        *self.raised.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        self.cv.notify_all();
+    }
+
+    /// Whether it has been raised.
+    pub fn is_raised(&self) -> bool {
+        *self.raised.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Waits in real time until it is raised or `timeout` passes (forever with `None`);
+    /// true when raised.
+    pub fn wait_real(&self, timeout: Option<Duration>) -> bool {
+        let guard = self.raised.lock().unwrap_or_else(PoisonError::into_inner);
+        match timeout {
+            None => *self.cv.wait_while(guard, |r| !*r).unwrap_or_else(PoisonError::into_inner),
+            Some(t) => {
+                let (guard, _) = self.cv.wait_timeout_while(guard, t, |r| !*r).unwrap_or_else(PoisonError::into_inner);
+                *guard
+            }
+        }
+    }
+}
 
 /// The engine's view of time: a monotonic clock, sleeping, and the wall clock that
 /// `datetime_now` and trace timestamps read.
@@ -13,6 +53,10 @@ pub trait Time: Send + Sync {
     fn sleep(&self, d: Duration);
     /// Milliseconds since the Unix epoch.
     fn wall_ms(&self) -> i64;
+    /// Waits until `signal` is raised or the monotonic clock reaches `deadline_ms`; true
+    /// when the signal was raised. This is how the engine waits for a tool call under a
+    /// timeout, so a virtual clock decides timeouts by virtual time alone.
+    fn wait(&self, signal: &Signal, deadline_ms: u64) -> bool;
 }
 
 /// Real time.
@@ -38,6 +82,11 @@ impl Time for SystemTime {
 
     fn wall_ms(&self) -> i64 {
         crate::runtime::Clock::now_millis(&crate::runtime::SystemClock)
+    }
+
+    fn wait(&self, signal: &Signal, deadline_ms: u64) -> bool {
+        let left = deadline_ms.saturating_sub(self.monotonic_ms());
+        signal.wait_real(Some(Duration::from_millis(left)))
     }
 }
 
@@ -72,6 +121,21 @@ impl Time for ManualTime {
 
     fn wall_ms(&self) -> i64 {
         self.wall_start.load(Ordering::SeqCst) + i64::try_from(self.monotonic_ms()).unwrap_or(i64::MAX)
+    }
+
+    /// Returns as soon as the signal is raised, or once some other thread has moved the
+    /// clock to the deadline (a test's runner "takes time" by sleeping on this clock). The
+    /// outcome depends on virtual time only; the short real waits just notice the change.
+    fn wait(&self, signal: &Signal, deadline_ms: u64) -> bool {
+        loop {
+            if signal.is_raised() {
+                return true;
+            }
+            if self.monotonic_ms() >= deadline_ms {
+                return false;
+            }
+            signal.wait_real(Some(Duration::from_millis(1)));
+        }
     }
 }
 
