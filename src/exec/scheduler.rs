@@ -128,8 +128,24 @@ struct Frame<'a> {
     traces: Vec<OnceLock<StepTrace>>,
     pending: Vec<AtomicUsize>,
     dependents: Vec<Vec<StepId>>,
+    /// The first failure seen: once set, no step starts (fail-fast).
     failure: OnceLock<Failure>,
+    /// Every failure, by the failing step's position: the run reports the earliest in plan
+    /// order, so that the error does not depend on which of two failing steps ended first.
+    failures: Mutex<Vec<(usize, Failure)>>,
     partial: AtomicBool,
+}
+
+impl Frame<'_> {
+    fn fail(&self, position: usize, f: Failure) {
+        let _ = self.failure.set(f.clone());
+        self.failures.lock().unwrap_or_else(PoisonError::into_inner).push((position, f));
+    }
+
+    fn reported_failure(&self) -> Option<Failure> {
+        let failures = self.failures.lock().unwrap_or_else(PoisonError::into_inner);
+        failures.iter().min_by_key(|(p, _)| *p).map(|(_, f)| f.clone())
+    }
 }
 
 /// What a composite produced.
@@ -322,10 +338,11 @@ impl<'a> Ctx<'a> {
             pending,
             dependents,
             failure: OnceLock::new(),
+            failures: Mutex::new(Vec::new()),
             partial: AtomicBool::new(false),
         };
         if let Some(f) = failure {
-            let _ = frame.failure.set(f);
+            frame.fail(0, f);
         }
         self.pool.in_place_scope_fifo(|s| {
             for step in &plan.steps {
@@ -335,8 +352,8 @@ impl<'a> Ctx<'a> {
             }
         });
         let steps: Vec<StepTrace> = frame.traces.iter().filter_map(|t| t.get().cloned()).collect();
-        let result = match frame.failure.get() {
-            Some(f) => Err(f.clone()),
+        let result = match frame.reported_failure() {
+            Some(f) => Err(f),
             None => self.result(&frame, &tool_clock),
         };
         FrameOutcome { result, partial: frame.partial.load(Ordering::SeqCst), steps, clock_reads: tool_clock.reads() }
@@ -423,7 +440,7 @@ impl<'a> Ctx<'a> {
                 None => "the run failed before this step".to_string(),
             })
         } else if self.deadline_passed() {
-            let _ = frame.failure.set(self.deadline_failure(&key));
+            frame.fail(id.0, self.deadline_failure(&key));
             Some("the run's deadline passed".to_string())
         } else {
             None
@@ -458,7 +475,7 @@ impl<'a> Ctx<'a> {
                     tr.result = Some(v.clone());
                     v
                 } else {
-                    let _ = frame.failure.set(f);
+                    frame.fail(id.0, f);
                     Value::Null
                 }
             }
@@ -928,17 +945,22 @@ impl<'a> Ctx<'a> {
         attempt: u32,
         permit: Permit,
     ) -> Option<Result<Value, ToolError>> {
-        let slot: Arc<Mutex<Option<Result<Value, ToolError>>>> = Arc::new(Mutex::new(None));
+        // The answer, with the monotonic time it came at: an answer that came after the
+        // deadline is a timeout even when this thread saw it late (on a virtual clock, a
+        // tool "takes" time by sleeping on it, and can finish before the waiter looks).
+        type Slot = Arc<Mutex<Option<(Result<Value, ToolError>, u64)>>>;
+        let slot: Slot = Arc::new(Mutex::new(None));
         let done = Arc::new(Signal::new());
         let timeout = Duration::from_millis(deadline.saturating_sub(self.ex.time.monotonic_ms()));
         let spawned = {
-            let (runner, tool_path, def, file, args, cancel) = (
+            let (runner, tool_path, def, file, args, cancel, time) = (
                 self.ex.runner.clone(),
                 tool_path.to_string(),
                 def.cloned(),
                 file.cloned(),
                 args.clone(),
                 cancel.clone(),
+                self.ex.time.clone(),
             );
             let (slot, done) = (slot.clone(), done.clone());
             std::thread::Builder::new().name("tdsl-call".to_string()).spawn(move || {
@@ -952,7 +974,7 @@ impl<'a> Ctx<'a> {
                     attempt,
                 };
                 let r = runner.call(&call);
-                *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(r);
+                *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some((r, time.monotonic_ms()));
                 drop(permit);
                 done.raise();
             })
@@ -960,9 +982,11 @@ impl<'a> Ctx<'a> {
         if let Err(e) = spawned {
             return Some(Err(ToolError::transient(format!("cannot start a thread for the call: {e}"))));
         }
-        let take = || slot.lock().unwrap_or_else(PoisonError::into_inner).take();
         if self.ex.time.wait(&done, deadline) {
-            return take();
+            match slot.lock().unwrap_or_else(PoisonError::into_inner).take() {
+                Some((r, at)) if at <= deadline => return Some(r),
+                _ => {}
+            }
         }
         cancel.cancel();
         done.wait_real(Some(self.ex.options.cancel_grace));
