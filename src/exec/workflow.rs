@@ -119,7 +119,8 @@ impl Workflow {
     /// The analyzer's engine should be [`engine()`], so that the run's clock is used.
     pub fn from_checked(mut analyzer: Analyzer, checked: CheckedTool) -> Result<Workflow, LoadError> {
         let plan = Arc::new(take_plan(checked)?.1);
-        let root = analyzer.root().dir().to_path_buf();
+        let dir = analyzer.root().dir();
+        let root = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
         let mut tools: HashMap<String, Tool> = HashMap::new();
         let mut queue: Vec<Arc<Plan>> = vec![plan.clone()];
         while let Some(p) = queue.pop() {
