@@ -10,11 +10,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use exec_support::*;
-use tdsl::exec::{
-    replay, GuardError, Guards, Options, Outcome, RunStatus, StepStatus, ToolError, Workflow,
-};
 use tdsl::exec::breaker::{self, BreakerPolicy};
 use tdsl::exec::retry::RetryPolicy;
+use tdsl::exec::{replay, GuardError, Guards, Options, Outcome, RunStatus, StepStatus, ToolError, Workflow};
 use tdsl::Value;
 
 // ---------------------------------------------------------------------------------------
@@ -65,7 +63,11 @@ fn a_step_starts_when_its_own_dependencies_end_not_its_level() {
 
 fn wide_and_fan_out(name: &str) -> std::path::PathBuf {
     let mut steps: Vec<String> = (0..12)
-        .map(|i| format!(r#"{{"execution_id": "w{i:02}", "tool_definition_path": "/tools/t.tool", "arguments": {{"i": {i}}}}}"#))
+        .map(|i| {
+            format!(
+                r#"{{"execution_id": "w{i:02}", "tool_definition_path": "/tools/t.tool", "arguments": {{"i": {i}}}}}"#
+            )
+        })
         .collect();
     steps.push(
         r#"{"execution_id": "fan", "tool_definition_path": "/tools/t.tool",
@@ -292,7 +294,8 @@ fn fan_out_results_keep_input_order_whatever_order_children_end_in() {
         std::thread::sleep(Duration::from_millis((10 - n.min(10)) as u64));
         Ok(json(&format!(r#"{{"square": {}}}"#, n * n)))
     });
-    let r = run_with(&dir, r#"{"ns": [1, 2, 3, 4, 5, 6]}"#, &script, Options { max_concurrency: 4, ..Options::default() });
+    let r =
+        run_with(&dir, r#"{"ns": [1, 2, 3, 4, 5, 6]}"#, &script, Options { max_concurrency: 4, ..Options::default() });
     assert_eq!(r.status, RunStatus::Success, "{:?}", r.error);
     let fan = step(&r, "fan");
     assert_eq!(
@@ -375,12 +378,24 @@ fn the_response_map_checks_required_responses_and_types() {
     assert_eq!(e.message, "required response `count` of `/main.tool` is null");
 
     let r = run(&dir, "{}", &script(r#"{"count": "three"}"#));
-    assert_eq!(r.error.clone().unwrap().message, "response `count` of `/main.tool` must be a number, and it is a string");
+    assert_eq!(
+        r.error.clone().unwrap().message,
+        "response `count` of `/main.tool` must be a number, and it is a string"
+    );
 
     // Without a map, the result is every step's result by execution id.
-    let dir = root("no-map", &[("/tools/t.tool", ANY_TOOL), ("main.tool", r#"{"instructions": [
+    let dir = root(
+        "no-map",
+        &[
+            ("/tools/t.tool", ANY_TOOL),
+            (
+                "main.tool",
+                r#"{"instructions": [
         {"execution_id": "b", "tool_definition_path": "/tools/t.tool", "arguments": {"v": 2}},
-        {"execution_id": "a", "tool_definition_path": "/tools/t.tool", "arguments": {"v": 1}}]}"#)]);
+        {"execution_id": "a", "tool_definition_path": "/tools/t.tool", "arguments": {"v": 1}}]}"#,
+            ),
+        ],
+    );
     assert_eq!(show(&run(&dir, "{}", &Script::new()).result), r#"{"b":{"v":2},"a":{"v":1}}"#);
 }
 
@@ -445,8 +460,14 @@ fn nesting_depth_is_bounded_and_recursion_is_refused_before_running() {
                 r#"{"instructions": [{"execution_id": "deeper", "tool_definition_path": "/tools/inner.tool",
                     "arguments": {"x": 1}}]}"#,
             ),
-            ("main.tool", r#"{"instructions": [{"execution_id": "top", "tool_definition_path": "/tools/middle.tool"}]}"#),
-            ("/tools/self.tool", r#"{"instructions": [{"execution_id": "again", "tool_definition_path": "/tools/self.tool"}]}"#),
+            (
+                "main.tool",
+                r#"{"instructions": [{"execution_id": "top", "tool_definition_path": "/tools/middle.tool"}]}"#,
+            ),
+            (
+                "/tools/self.tool",
+                r#"{"instructions": [{"execution_id": "again", "tool_definition_path": "/tools/self.tool"}]}"#,
+            ),
         ],
     );
     let r = run_with(&dir, "{}", &Script::new(), Options { max_depth: 1, ..Options::default() });
@@ -563,9 +584,7 @@ fn transient_errors_are_retried_with_exponential_backoff() {
 #[test]
 fn jitter_spreads_delays_reproducibly() {
     let dir = one_step("jitter", r#", "retry": {"max_retries": 1, "base_delay_seconds": 10, "jitter": 0.5}"#);
-    let delays: Vec<u64> = (0..2)
-        .map(|_| step(&run(&dir, "{}", &flaky(1)), "s").attempts[1].delay_ms)
-        .collect();
+    let delays: Vec<u64> = (0..2).map(|_| step(&run(&dir, "{}", &flaky(1)), "s").attempts[1].delay_ms).collect();
     assert_eq!(delays[0], delays[1], "same seed, same delay");
     assert!((5000..=15000).contains(&delays[0]) && delays[0] != 10000, "{}", delays[0]);
 }
@@ -589,7 +608,8 @@ fn retries_run_out_and_permanent_errors_are_not_retried() {
 #[test]
 fn engine_wide_retry_defaults_apply_to_steps_without_retry() {
     let dir = one_step("defaults", "");
-    let options = Options { retry: RetryPolicy { max_retries: 2, jitter: 0.0, ..RetryPolicy::default() }, ..Options::default() };
+    let options =
+        Options { retry: RetryPolicy { max_retries: 2, jitter: 0.0, ..RetryPolicy::default() }, ..Options::default() };
     let r = run_with(&dir, "{}", &flaky(2), options);
     assert_eq!(r.status, RunStatus::Success);
     assert_eq!(step(&r, "s").attempts.len(), 3);
@@ -626,7 +646,8 @@ fn a_timed_out_attempt_is_retried_like_a_transient_error() {
     let dir = one_step("timeout-retry", r#", "timeout_seconds": 5, "retry": {"max_retries": 1}"#);
     let time = clock();
     let hanging = hang(time.clone());
-    let script = Script::new().on("/tools/t.tool", move |call, n| if n == 0 { hanging(call, n) } else { Ok(json(r#"{"ok": 1}"#)) });
+    let script = Script::new()
+        .on("/tools/t.tool", move |call, n| if n == 0 { hanging(call, n) } else { Ok(json(r#"{"ok": 1}"#)) });
     let r = executor(&script, &time, Options::default()).run(&load(&dir), json("{}")).unwrap();
     assert_eq!(r.status, RunStatus::Success, "{:?}", r.error);
     let outcomes: Vec<Outcome> = step(&r, "s").attempts.iter().map(|a| a.outcome).collect();
@@ -664,11 +685,17 @@ fn the_circuit_breaker_opens_refuses_and_recovers() {
     );
     let time = clock();
     let script = Script::new().on("/tools/t.tool", |_, _| Err(ToolError::transient("down")));
-    let options = Options { breaker: BreakerPolicy { failure_threshold: 3, reset_timeout_seconds: 60.0, half_open_calls: 1 }, ..Options::default() };
+    let options = Options {
+        breaker: BreakerPolicy { failure_threshold: 3, reset_timeout_seconds: 60.0, half_open_calls: 1 },
+        ..Options::default()
+    };
     let ex = executor(&script, &time, options);
     let r = ex.run(&load(&dir), json("{}")).unwrap();
     let outcomes: Vec<Outcome> = step(&r, "s").attempts.iter().map(|a| a.outcome).collect();
-    assert_eq!(outcomes, [Outcome::Transient, Outcome::Transient, Outcome::Transient, Outcome::Refused, Outcome::Refused]);
+    assert_eq!(
+        outcomes,
+        [Outcome::Transient, Outcome::Transient, Outcome::Transient, Outcome::Refused, Outcome::Refused]
+    );
     assert_eq!(script.calls.lock().unwrap().len(), 3, "refused calls never reach the runner");
     assert_eq!(r.trace.circuit_breaker_trips, 1);
     let e = r.error.clone().unwrap();
@@ -871,12 +898,25 @@ fn the_trace_records_clock_reads_attempts_and_children_as_stable_json() {
     assert_eq!(stamp.clock_reads.len(), 1);
     assert_eq!(stamp.attempts.len(), 2);
     let when = step(&r, "sum").clock_reads[0];
-    assert_eq!(show(&r.result), format!(r#"{{"total":30.0,"at":"2026-01-01T00:00:{}Z","when":{}}}"#,
-        chrono_secs(stamp.clock_reads[0]), when / 1000));
+    assert_eq!(
+        show(&r.result),
+        format!(
+            r#"{{"total":30.0,"at":"2026-01-01T00:00:{}Z","when":{}}}"#,
+            chrono_secs(stamp.clock_reads[0]),
+            when / 1000
+        )
+    );
     // The JSON form reads back to the same trace.
     let text = r.trace.to_json();
     assert_eq!(tdsl::exec::Trace::from_json(&text).unwrap(), r.trace);
-    for key in ["\"run_id\"", "\"total_retries\": 1", "\"circuit_breaker_trips\": 0", "\"status\": \"SUCCESS\"", "\"children\"", "\"clock_reads\""] {
+    for key in [
+        "\"run_id\"",
+        "\"total_retries\": 1",
+        "\"circuit_breaker_trips\": 0",
+        "\"status\": \"SUCCESS\"",
+        "\"children\"",
+        "\"clock_reads\"",
+    ] {
         assert!(text.contains(key), "{key} missing from {text}");
     }
 }
@@ -905,7 +945,11 @@ fn replay_gives_the_same_result_with_no_tool_calls() {
     let at: Vec<&str> = replayed.divergences.iter().map(|d| d.at.as_str()).collect();
     // The tool's answer is the recorded one, so only what the definition computes differs.
     assert_eq!(at, ["sum"], "{:?}", replayed.divergences);
-    assert!(replayed.divergences[0].what.starts_with("arguments differ: {\"total\":61.0"), "{:?}", replayed.divergences);
+    assert!(
+        replayed.divergences[0].what.starts_with("arguments differ: {\"total\":61.0"),
+        "{:?}",
+        replayed.divergences
+    );
 }
 
 #[test]
@@ -947,7 +991,9 @@ fn guards_refuse_before_anything_runs() {
     let wf = load(&dir);
     let script = Script::new();
     let refused = |guards: Guards| {
-        executor(&script, &clock(), Options { guards, ..Options::default() }).run(&wf, json(r#"{"xs": []}"#)).unwrap_err()
+        executor(&script, &clock(), Options { guards, ..Options::default() })
+            .run(&wf, json(r#"{"xs": []}"#))
+            .unwrap_err()
     };
     assert_eq!(
         refused(Guards::new().allow_tools(&["/tools/t.tool"]).unwrap()),
@@ -960,7 +1006,10 @@ fn guards_refuse_before_anything_runs() {
     let e = refused(Guards::new().allow_tools(&["/tools/*.tool"]).unwrap().max_steps(4));
     assert_eq!(e, GuardError::TooManySteps { steps: 5, max: 4 });
     assert_eq!(e.to_string(), "the run could execute 5 steps, more than the maximum of 4");
-    assert_eq!(refused(Guards::new().max_fan_out(2)), GuardError::FanOutTooWide { step: "fan".into(), width: 3, max: 2 });
+    assert_eq!(
+        refused(Guards::new().max_fan_out(2)),
+        GuardError::FanOutTooWide { step: "fan".into(), width: 3, max: 2 }
+    );
     assert!(script.calls.lock().unwrap().is_empty());
     let allowed = Guards::new().allow_tools(&["/tools/*.tool"]).unwrap();
     assert!(!allowed.allows("/tools/danger/rm.tool"), "`*` stays in one segment");
@@ -968,7 +1017,9 @@ fn guards_refuse_before_anything_runs() {
     // A width known only at run time fails the step when it fans out.
     let guards = Guards::new().max_fan_out(3);
     let script = Script::new().on("/tools/double.tool", |_, _| Ok(json(r#"{"value": 2}"#)));
-    let r = executor(&script, &clock(), Options { guards, ..Options::default() }).run(&wf, json(r#"{"xs": [1, 2, 3, 4]}"#)).unwrap();
+    let r = executor(&script, &clock(), Options { guards, ..Options::default() })
+        .run(&wf, json(r#"{"xs": [1, 2, 3, 4]}"#))
+        .unwrap();
     let e = r.error.clone().unwrap();
     assert_eq!((e.code.as_str(), e.step.as_deref()), ("E0809", Some("wide")));
 }

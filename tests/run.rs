@@ -56,13 +56,25 @@ fn a_tool_that_fails_transiently_is_retried_until_it_answers() {
     let state = dir.join("calls");
     let trace = dir.join("trace.json");
     let state_arg = format!("state={:?}", state.to_str().unwrap());
-    let o = tdsl(&["run", "tests/data/run/flaky.tool", "--root", ROOT, "--arg", &state_arg, "--trace", trace.to_str().unwrap()]);
+    let o = tdsl(&[
+        "run",
+        "tests/data/run/flaky.tool",
+        "--root",
+        ROOT,
+        "--arg",
+        &state_arg,
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert_eq!(json(&o.stdout), json(r#"{"calls": 3}"#));
     let t = json(&std::fs::read_to_string(&trace).unwrap());
     assert_eq!(t["total_retries"], 2);
     let attempts = t["steps"][0]["attempts"].as_array().unwrap();
-    assert_eq!(attempts.iter().map(|a| a["outcome"].as_str().unwrap()).collect::<Vec<_>>(), ["transient", "transient", "ok"]);
+    assert_eq!(
+        attempts.iter().map(|a| a["outcome"].as_str().unwrap()).collect::<Vec<_>>(),
+        ["transient", "transient", "ok"]
+    );
     assert!(attempts[0]["error"].as_str().unwrap().ends_with("exited with status 75 (try again): busy, call 1"));
 
     // The trace replays with no tool calls: the state file is not touched again.
@@ -107,7 +119,16 @@ fn a_mock_answers_for_tools_with_no_file_and_scripts_failures() {
 
 #[test]
 fn guards_refuse_before_the_run() {
-    let o = tdsl(&["run", "tests/data/run/echo.tool", "--root", ROOT, "--arg", r#"name="x""#, "--allow-tool", "/tools/echo.tool"]);
+    let o = tdsl(&[
+        "run",
+        "tests/data/run/echo.tool",
+        "--root",
+        ROOT,
+        "--arg",
+        r#"name="x""#,
+        "--allow-tool",
+        "/tools/echo.tool",
+    ]);
     assert_eq!(o.code, 1);
     assert!(
         o.stderr.contains(
@@ -158,7 +179,16 @@ fn replay_reports_divergence_after_the_definition_changes() {
     let trace = dir.join("trace.json");
     let root = dir.to_str().unwrap();
     let main = dir.join("echo.tool");
-    let o = tdsl(&["run", main.to_str().unwrap(), "--root", root, "--arg", r#"name="ada""#, "--trace", trace.to_str().unwrap()]);
+    let o = tdsl(&[
+        "run",
+        main.to_str().unwrap(),
+        "--root",
+        root,
+        "--arg",
+        r#"name="ada""#,
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     let text = std::fs::read_to_string(&main).unwrap().replace(r#""greeting": "hello""#, r#""greeting": "hi""#);
     std::fs::write(&main, text).unwrap();
@@ -209,7 +239,14 @@ fn the_examples_run() {
 
     for (args, status) in [("valid", "processed"), ("invalid", "rejected")] {
         let file = format!("examples/conditional-branching/{args}.json");
-        let o = tdsl(&["run", "examples/conditional-branching/main.tool", "--root", "examples/conditional-branching", "--args", &file]);
+        let o = tdsl(&[
+            "run",
+            "examples/conditional-branching/main.tool",
+            "--root",
+            "examples/conditional-branching",
+            "--args",
+            &file,
+        ]);
         assert_eq!(o.code, 0, "{}", o.stderr);
         assert_eq!(json(&o.stdout)["status"], status);
     }

@@ -120,7 +120,15 @@ impl<'a> Checker<'a> {
         let steps = tool
             .instructions()
             .iter()
-            .map(|ins| Step { ins, callee: None, fields: None, result: None, uses: Vec::new(), used: false, parts: None })
+            .map(|ins| Step {
+                ins,
+                callee: None,
+                fields: None,
+                result: None,
+                uses: Vec::new(),
+                used: false,
+                parts: None,
+            })
             .collect();
         Checker { engine, source: subject.source, diags: Vec::new(), ids, steps, args, args_type, tool }
     }
@@ -180,7 +188,8 @@ impl<'a> Checker<'a> {
         });
         if response_reference_map.is_none() {
             for s in &self.steps {
-                result_fields.push((Arc::from(s.ins.execution_id.node.as_str()), s.result.clone().unwrap_or(Type::Any)));
+                result_fields
+                    .push((Arc::from(s.ins.execution_id.node.as_str()), s.result.clone().unwrap_or(Type::Any)));
             }
         }
         let tool_transform_responses = self.tool.transform_responses.as_ref().map(|t| {
@@ -279,9 +288,13 @@ impl<'a> Checker<'a> {
                     }
                 }
                 Resolved::Invalid(why) => self.diags.push(
-                    Diagnostic::new(Code::UnresolvedToolPath, path.span, format!("`{}` does not resolve: {why}", path.node))
-                        .with_label("not a tool under the root")
-                        .with_help("write tool paths from the root, like `/tools/scanner.tool`"),
+                    Diagnostic::new(
+                        Code::UnresolvedToolPath,
+                        path.span,
+                        format!("`{}` does not resolve: {why}", path.node),
+                    )
+                    .with_label("not a tool under the root")
+                    .with_help("write tool paths from the root, like `/tools/scanner.tool`"),
                 ),
             }
             self.steps[i].fields = self.known_fields(i);
@@ -313,7 +326,8 @@ impl<'a> Checker<'a> {
     fn type_order(&self, sites: &[Vec<RefSite>]) -> Vec<Vec<usize>> {
         let mut deps = Vec::with_capacity(self.steps.len());
         for (i, step) in self.steps.iter().enumerate() {
-            let mut d: Vec<usize> = sites[i].iter().filter_map(|s| self.ids.get(&*s.path.context.node).copied()).collect();
+            let mut d: Vec<usize> =
+                sites[i].iter().filter_map(|s| self.ids.get(&*s.path.context.node).copied()).collect();
             let ins = step.ins;
             let mut texts: Vec<&str> = Vec::new();
             for t in [&ins.transform_arguments, &ins.transform_responses].into_iter().flatten() {
@@ -353,7 +367,11 @@ impl<'a> Checker<'a> {
         let declared_responses = callee.as_ref().filter(|c| c.declares_responses).and(def).map(|d| &d.responses[..]);
         let plain_result = plain_result_type(declared_responses);
         let parallel = ins.parallel_execution.as_ref();
-        let raw = if parallel.is_some() { Type::List(Box::new(plain_result.clone())) } else { response_type(declared_responses) };
+        let raw = if parallel.is_some() {
+            Type::List(Box::new(plain_result.clone()))
+        } else {
+            response_type(declared_responses)
+        };
         let raw_fields: Option<Vec<Arc<str>>> = match (parallel, declared_responses) {
             (None, Some(rs)) => Some(rs.iter().map(|p| Arc::from(p.name.node.as_str())).collect()),
             _ => None,
@@ -407,14 +425,22 @@ impl<'a> Checker<'a> {
                     .find(|(tk, _)| *tk.node == **k)
                     .map_or((ins.span, ins.span), |(tk, e)| (tk.span, e.span));
                 supplied.retain(|s| s.name != *k);
-                supplied.push(Supplied { name: k.clone(), key_span, ty: ty.clone(), value_span, what: "transform output" });
+                supplied.push(Supplied {
+                    name: k.clone(),
+                    key_span,
+                    ty: ty.clone(),
+                    value_span,
+                    what: "transform output",
+                });
             }
             r.plan
         });
 
         let conditions = ins.conditions.iter().map(|c| self.condition(c, &info)).collect();
         let done_check = ins.done_check.as_ref().and_then(|d| match d {
-            DoneCheck::Conditions(cs) => Some(DoneCheckPlan::Conditions(cs.iter().map(|c| self.condition(c, &info)).collect())),
+            DoneCheck::Conditions(cs) => {
+                Some(DoneCheckPlan::Conditions(cs.iter().map(|c| self.condition(c, &info)).collect()))
+            }
             DoneCheck::Expression(e) => {
                 let compiled = self.compile(e, &argument_names, &RefEnv::plain(owner), &ListLiterals::new());
                 compiled.program.map(DoneCheckPlan::Expression)
@@ -595,7 +621,12 @@ impl<'a> Checker<'a> {
                     Diagnostic::new(
                         Code::CalleeArgumentType,
                         s.value_span,
-                        format!("argument `{}` of `{path}` must be {}, and this is {:#}", s.name, a_type(&declared), s.ty),
+                        format!(
+                            "argument `{}` of `{path}` must be {}, and this is {:#}",
+                            s.name,
+                            a_type(&declared),
+                            s.ty
+                        ),
                     )
                     .with_label(format!("this is {}", s.ty))
                     .with_secondary(s.key_span, format!("{} `{}`", s.what, s.name))
@@ -637,7 +668,8 @@ impl<'a> Checker<'a> {
                         self.diags.push(d);
                     }
                     Some(p) => {
-                        let ty = result_fields.iter().find(|(n, _)| **n == *k.node).map_or(Type::Any, |(_, t)| t.clone());
+                        let ty =
+                            result_fields.iter().find(|(n, _)| **n == *k.node).map_or(Type::Any, |(_, t)| t.clone());
                         let expected = param_type(p);
                         if ty.fits(&expected) == Fit::No {
                             let declared = p.type_or_any();
@@ -648,11 +680,10 @@ impl<'a> Checker<'a> {
                                     format!("response `{}` must be {}, and this is {ty:#}", k.node, a_type(&declared)),
                                 )
                                 .with_label(format!("this is {ty}"))
-                                .with_secondary(
-                                    p.type_name.as_ref().map_or(p.name.span, |t| t.span),
-                                    "declared here",
-                                )
-                                .with_help("map the response to a value of its declared type, or change its `type_name`"),
+                                .with_secondary(p.type_name.as_ref().map_or(p.name.span, |t| t.span), "declared here")
+                                .with_help(
+                                    "map the response to a value of its declared type, or change its `type_name`",
+                                ),
                             );
                         }
                     }

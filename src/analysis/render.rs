@@ -57,7 +57,9 @@ impl Plan {
     pub fn to_dot(&self, name: &str) -> String {
         let mut out = String::new();
         let _ = writeln!(out, "digraph {} {{", dot_string(name));
-        out.push_str("    rankdir=TB;\n    node [shape=box, fontname=\"Helvetica\"];\n    edge [fontname=\"Helvetica\"];\n");
+        out.push_str(
+            "    rankdir=TB;\n    node [shape=box, fontname=\"Helvetica\"];\n    edge [fontname=\"Helvetica\"];\n",
+        );
         for (level, ids) in self.levels.iter().enumerate() {
             let _ = writeln!(out, "    subgraph cluster_level_{level} {{");
             let _ = writeln!(out, "        label=\"level {level}\"; style=dashed; color=gray;");

@@ -67,7 +67,9 @@ impl LoadedTool {
     pub fn from_source(file: PathBuf, tool_path: String, source: Arc<str>) -> LoadedTool {
         let (def, json, diagnostics) = tool::load_with_tree(&source);
         let has = |key: &str| {
-            json.as_ref().and_then(JsonNode::as_object).is_some_and(|entries| entries.iter().any(|(k, _)| k.node == key))
+            json.as_ref()
+                .and_then(JsonNode::as_object)
+                .is_some_and(|entries| entries.iter().any(|(k, _)| k.node == key))
         };
         let (declares_arguments, declares_responses) = (has("arguments"), has("responses"));
         LoadedTool { file, tool_path, source, def, diagnostics, declares_arguments, declares_responses }

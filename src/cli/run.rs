@@ -132,7 +132,8 @@ fn prepare(args: &RunArgs) -> Result<(Workflow, Executor, Value), Stop> {
     let arguments = load_arguments(args.args.as_deref(), &args.arg).map_err(Stop::Usage)?;
     let mock = match &args.mock {
         Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
+            let text =
+                std::fs::read_to_string(path).map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
             Some(Mock::from_json(&text).map_err(|e| usage(format!("{}: {e}", path.display())))?)
         }
         None => None,

@@ -57,7 +57,12 @@ pub(crate) enum Visible<'a> {
 }
 
 impl<'a> Env<'a> {
-    pub(crate) fn new(plan: &'a Plan, arguments: &'a Value, results: &'a [OnceLock<Value>], visible: Visible<'a>) -> Self {
+    pub(crate) fn new(
+        plan: &'a Plan,
+        arguments: &'a Value,
+        results: &'a [OnceLock<Value>],
+        visible: Visible<'a>,
+    ) -> Self {
         Env { plan, arguments, results, visible, response: None, refs: OnceCell::new() }
     }
 
@@ -194,7 +199,8 @@ impl<'a> Env<'a> {
     pub(crate) fn transform(&self, t: &TransformPlan, target: &mut Map, block: &str) -> Result<(), StepError> {
         let mut context = target.clone();
         for (k, p) in &t.variables {
-            let v = self.resolve(p).map_err(|e| StepError { message: format!("variable `{k}`: {}", e.message), ..e })?;
+            let v =
+                self.resolve(p).map_err(|e| StepError { message: format!("variable `{k}`: {}", e.message), ..e })?;
             context.insert(k.clone(), v);
         }
         let mut context = Value::object(context);

@@ -128,7 +128,8 @@ impl Executor {
     /// An executor with this runner, the system clock, randomness seeded from the clock,
     /// and default options.
     pub fn new(runner: impl Runner + 'static) -> Executor {
-        let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+        let seed =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
         Executor::with_runner(Arc::new(runner)).with_random(Arc::new(SeededRandom::new(seed)))
     }
 

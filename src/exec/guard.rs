@@ -147,7 +147,14 @@ impl Guards {
         }
     }
 
-    fn walk(&self, wf: &Workflow, plan: &Plan, prefix: &str, steps: &mut usize, depth: usize) -> Result<(), GuardError> {
+    fn walk(
+        &self,
+        wf: &Workflow,
+        plan: &Plan,
+        prefix: &str,
+        steps: &mut usize,
+        depth: usize,
+    ) -> Result<(), GuardError> {
         for s in &plan.steps {
             let key = format!("{prefix}{}", s.execution_id);
             *steps += 1;

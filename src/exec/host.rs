@@ -156,9 +156,8 @@ fn run_program(command: &str, call: &ToolCall<'_>) -> Result<Value, ToolError> {
                     path.display()
                 )));
             }
-            serde_json::from_str::<Value>(&text).map_err(|e| {
-                ToolError::permanent(format!("`{tool}`: {} printed invalid JSON ({e})", path.display()))
-            })
+            serde_json::from_str::<Value>(&text)
+                .map_err(|e| ToolError::permanent(format!("`{tool}`: {} printed invalid JSON ({e})", path.display())))
         }
         Some(EXIT_TRANSIENT) => Err(ToolError::transient(with_stderr(format!(
             "`{tool}`: {} exited with status {EXIT_TRANSIENT} (try again)",
@@ -276,7 +275,9 @@ fn answer(spec: &Value) -> Result<Answer, String> {
     }
     for k in m.keys() {
         if !["$response", "$error", "$transient"].contains(&&**k) {
-            return Err(format!("unknown key `{k}` (known: `$response`, `$error`, `$transient`, `$fail_transiently`, `$then`)"));
+            return Err(format!(
+                "unknown key `{k}` (known: `$response`, `$error`, `$transient`, `$fail_transiently`, `$then`)"
+            ));
         }
     }
     if let Some(v) = m.get("$response") {

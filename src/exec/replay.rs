@@ -50,7 +50,8 @@ pub fn replay(workflow: &Workflow, trace: &Trace, options: Options) -> Result<Re
     options.guards.check(workflow)?;
     let recording = Arc::new(Recording::from_trace(trace));
     let wall = chrono::DateTime::parse_from_rfc3339(&trace.started_at).map_or(0, |t| t.timestamp_millis());
-    let refuse = |_: &ToolCall<'_>| -> Result<Value, ToolError> { Err(ToolError::permanent("replay makes no tool calls")) };
+    let refuse =
+        |_: &ToolCall<'_>| -> Result<Value, ToolError> { Err(ToolError::permanent("replay makes no tool calls")) };
     let ex = Executor::with_runner(Arc::new(refuse))
         .with_options(Options { deadline: None, ..options })
         .with_time(Arc::new(ManualTime::new(wall)));
@@ -176,13 +177,19 @@ fn compare_steps(rec: &[StepTrace], new: &[StepTrace], prefix: &str, out: &mut V
         }
     }
     for n in new.iter().filter(|n| !rec.iter().any(|r| r.execution_id == n.execution_id)) {
-        out.push(Divergence { at: format!("{prefix}{}", n.execution_id), what: "the step is not in the recording".to_string() });
+        out.push(Divergence {
+            at: format!("{prefix}{}", n.execution_id),
+            what: "the step is not in the recording".to_string(),
+        });
     }
 }
 
 fn compare_children(rec: &[ChildTrace], new: &[ChildTrace], step: &str, out: &mut Vec<Divergence>) {
     if rec.len() != new.len() {
-        out.push(Divergence { at: step.to_string(), what: format!("{} children now, recorded {}", new.len(), rec.len()) });
+        out.push(Divergence {
+            at: step.to_string(),
+            what: format!("{} children now, recorded {}", new.len(), rec.len()),
+        });
     }
     for (r, n) in rec.iter().zip(new) {
         let at = format!("{step}[{}]", r.index);

@@ -271,8 +271,8 @@ impl<'a> Ctx<'a> {
     }
 
     fn deadline_passed(&self) -> bool {
-        let passed =
-            self.deadline_hit.load(Ordering::SeqCst) || self.deadline_ms.is_some_and(|d| self.ex.time.monotonic_ms() >= d);
+        let passed = self.deadline_hit.load(Ordering::SeqCst)
+            || self.deadline_ms.is_some_and(|d| self.ex.time.monotonic_ms() >= d);
         if passed {
             self.deadline_hit.store(true, Ordering::SeqCst);
         }
@@ -304,7 +304,14 @@ impl<'a> Ctx<'a> {
     }
 
     /// Runs one composite: its own `transform_arguments`, its steps, its result.
-    fn frame(&self, plan: &Plan, arguments: Value, prefix: String, depth: usize, refused: Option<Failure>) -> FrameOutcome {
+    fn frame(
+        &self,
+        plan: &Plan,
+        arguments: Value,
+        prefix: String,
+        depth: usize,
+        refused: Option<Failure>,
+    ) -> FrameOutcome {
         let n = plan.steps.len();
         let tool_clock = self.clock(&format!("{prefix}$tool"));
         let mut failure = refused;
@@ -400,8 +407,12 @@ impl<'a> Ctx<'a> {
         }
         let out = Value::object(out);
         let name = self.frame_name(frame);
-        validate::check(&plan.tool.responses, &out, Side::Responses, &name)
-            .map_err(|m| Failure { code: Code::ResponseInvalid, step: None, message: m, timeout: false })?;
+        validate::check(&plan.tool.responses, &out, Side::Responses, &name).map_err(|m| Failure {
+            code: Code::ResponseInvalid,
+            step: None,
+            message: m,
+            timeout: false,
+        })?;
         Ok(out)
     }
 
@@ -409,7 +420,12 @@ impl<'a> Ctx<'a> {
         if frame.depth == 0 {
             return self.wf.name().to_string();
         }
-        frame.plan.file.as_ref().and_then(|f| f.file_name()).map_or_else(|| "composite".to_string(), |f| f.to_string_lossy().into_owned())
+        frame
+            .plan
+            .file
+            .as_ref()
+            .and_then(|f| f.file_name())
+            .map_or_else(|| "composite".to_string(), |f| f.to_string_lossy().into_owned())
     }
 
     /// One step, from its conditions to its result; never fails: a failure is in the trace
@@ -483,7 +499,11 @@ impl<'a> Ctx<'a> {
         let ended = self.now_rel();
         tr.ended_ms = Some(ended);
         tr.duration_ms = ended.saturating_sub(started);
-        self.emit(Event::StepEnded { step: &key, status: tr.status, reason: tr.reason.as_deref().or(tr.error.as_deref()) });
+        self.emit(Event::StepEnded {
+            step: &key,
+            status: tr.status,
+            reason: tr.reason.as_deref().or(tr.error.as_deref()),
+        });
         (value, tr)
     }
 
@@ -497,13 +517,17 @@ impl<'a> Ctx<'a> {
     ) -> Result<Value, Failure> {
         let env = Env::new(frame.plan, &frame.arguments, &frame.results, Visible::Steps(&step.depends_on));
         let at = |e: StepError| Failure::at(key, e);
-        let holds = clock.enter(|| env.all_hold(&step.conditions)).map_err(|e| at(StepError { message: format!("conditions: {}", e.message), ..e }))?;
+        let holds = clock
+            .enter(|| env.all_hold(&step.conditions))
+            .map_err(|e| at(StepError { message: format!("conditions: {}", e.message), ..e }))?;
         if !holds {
             tr.status = StepStatus::Skipped;
             tr.reason = Some("conditions".to_string());
             return Ok(Value::Null);
         }
-        let mut args = env.resolve_entries(&step.arguments).map_err(|e| at(StepError { message: format!("arguments: {}", e.message), ..e }))?;
+        let mut args = env
+            .resolve_entries(&step.arguments)
+            .map_err(|e| at(StepError { message: format!("arguments: {}", e.message), ..e }))?;
         if let Some(check) = &step.done_check {
             let done = clock.enter(|| match check {
                 DoneCheckPlan::Conditions(cs) => env.all_hold(cs),
@@ -516,7 +540,9 @@ impl<'a> Ctx<'a> {
                 tr.status = StepStatus::Skipped;
                 tr.reason = Some("done".to_string());
                 return match &step.done_value {
-                    Some(v) => env.resolve(v).map_err(|e| at(StepError { message: format!("done_value: {}", e.message), ..e })),
+                    Some(v) => {
+                        env.resolve(v).map_err(|e| at(StepError { message: format!("done_value: {}", e.message), ..e }))
+                    }
                     None => Ok(Value::Null),
                 };
             }
@@ -542,7 +568,9 @@ impl<'a> Ctx<'a> {
                 (raw, result)
             }
             Some(par) => {
-                let items = env.resolve(&par.iterate_over).map_err(|e| at(StepError { message: format!("iterate_over: {}", e.message), ..e }))?;
+                let items = env
+                    .resolve(&par.iterate_over)
+                    .map_err(|e| at(StepError { message: format!("iterate_over: {}", e.message), ..e }))?;
                 let items: Arc<[Value]> = match items {
                     Value::List(l) => l,
                     Value::Null => Arc::from(Vec::new()),
@@ -561,7 +589,8 @@ impl<'a> Ctx<'a> {
                     )));
                 }
                 tr.arguments = Some(Value::object(args.clone()));
-                let (children, list) = self.fan_out(frame, step, key, tool, &args, &par.child_argument_name, &items, &policy);
+                let (children, list) =
+                    self.fan_out(frame, step, key, tool, &args, &par.child_argument_name, &items, &policy);
                 tr.children = Some(children);
                 let raw = Value::list(list?);
                 let mut result = Map::default();
@@ -800,7 +829,15 @@ impl<'a> Ctx<'a> {
                 Ok(v) => (Some(v.clone()), None),
                 Err(e) => (None, Some(e.message.clone())),
             };
-            attempts.push(Attempt { attempt: n + 1, outcome, response, error, delay_ms, started_ms: started, duration_ms });
+            attempts.push(Attempt {
+                attempt: n + 1,
+                outcome,
+                response,
+                error,
+                delay_ms,
+                started_ms: started,
+                duration_ms,
+            });
             match answer {
                 Ok(v) => {
                     let checked = match def {
@@ -878,7 +915,9 @@ impl<'a> Ctx<'a> {
         if self.ex.breakers.admit(tool_path, time.monotonic_ms()) == Admission::Refused {
             return (
                 Outcome::Refused,
-                Err(ToolError::transient(format!("the circuit breaker of `{tool_path}` is open: the call was refused"))),
+                Err(ToolError::transient(format!(
+                    "the circuit breaker of `{tool_path}` is open: the call was refused"
+                ))),
             );
         }
         let started = time.monotonic_ms();
@@ -993,4 +1032,3 @@ impl<'a> Ctx<'a> {
         None
     }
 }
-

@@ -132,9 +132,9 @@ impl Workflow {
                 let tool = match analyzer.root_mut().resolve(&path) {
                     Resolved::Found(t) => match &t.def {
                         Some(def) if def.is_composite() => {
-                            let c = analyzer.check_file(&t.file).map_err(|e| {
-                                LoadError::Io(format!("cannot read {}: {e}", t.file.display()))
-                            })?;
+                            let c = analyzer
+                                .check_file(&t.file)
+                                .map_err(|e| LoadError::Io(format!("cannot read {}: {e}", t.file.display())))?;
                             let (_, callee) = take_plan(c)?;
                             let callee = Arc::new(callee);
                             queue.push(callee.clone());
@@ -195,7 +195,11 @@ impl Workflow {
 
 fn take_plan(checked: CheckedTool) -> Result<(String, Plan), LoadError> {
     if checked.has_errors() {
-        return Err(LoadError::Invalid { name: checked.name, source: checked.source, diagnostics: checked.diagnostics });
+        return Err(LoadError::Invalid {
+            name: checked.name,
+            source: checked.source,
+            diagnostics: checked.diagnostics,
+        });
     }
     match checked.plan {
         Some(p) => Ok((checked.name, p)),

@@ -93,7 +93,11 @@ impl Script {
     }
 
     /// How calls of `tool` behave (by default a tool echoes its arguments).
-    pub fn on(self, tool: &str, f: impl Fn(&ToolCall<'_>, usize) -> Result<Value, ToolError> + Send + Sync + 'static) -> Script {
+    pub fn on(
+        self,
+        tool: &str,
+        f: impl Fn(&ToolCall<'_>, usize) -> Result<Value, ToolError> + Send + Sync + 'static,
+    ) -> Script {
         self.behaviours.lock().unwrap().insert(tool.to_string(), Arc::new(f));
         self
     }
