@@ -267,3 +267,30 @@ fn folders_are_walked_in_order() {
     let distinct: BTreeSet<&str> = files.iter().copied().collect();
     assert_eq!(distinct.len(), std::fs::read_dir("tests/data/check/err").expect("err").count());
 }
+
+/// `docs/analysis.md` lists every analysis code, and its JSON examples are JSON.
+#[test]
+fn analysis_docs_are_true() {
+    let doc = std::fs::read_to_string("docs/analysis.md").expect("docs/analysis.md");
+    for code in Code::ALL.iter().filter(|c| c.as_str().starts_with("E06") || c.as_str().starts_with("W06")) {
+        assert!(doc.contains(&format!("| `{code}` |")), "{code} is not in the table of docs/analysis.md");
+    }
+    let mut lines = doc.lines();
+    let mut blocks = 0;
+    while let Some(line) = lines.next() {
+        if !line.starts_with("```json") {
+            continue;
+        }
+        let body: Vec<&str> = lines.by_ref().take_while(|l| !l.starts_with("```")).collect();
+        let parsed: Result<serde_json::Value, _> = serde_json::from_str(&body.join("\n"));
+        assert!(parsed.is_ok(), "not JSON: {}", body.join("\n"));
+        blocks += 1;
+    }
+    assert!(blocks >= 1);
+    // The JSON example is what the command prints for that case.
+    let o = tdsl(&["check", "tests/data/check/err/unknown_step.tool", "--root", ROOT, "--format", "json"]);
+    let printed: serde_json::Value = serde_json::from_str(&o.stdout).expect("JSON");
+    let mut expected = printed.clone();
+    expected[0]["file"] = serde_json::json!("flows/main.tool");
+    assert!(doc.contains(&serde_json::to_string_pretty(&expected).expect("printable")), "the JSON example is stale");
+}

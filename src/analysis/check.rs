@@ -96,6 +96,18 @@ pub(crate) struct Checker<'a> {
     pub args: Vec<(Arc<str>, Type)>,
     pub args_type: Type,
     tool: &'a ToolDef,
+    /// The types a callee's declarations give, by callee file: many steps call one tool.
+    shapes: HashMap<PathBuf, Arc<Shapes>>,
+}
+
+/// What a callee's declared responses say about the steps that call it.
+struct Shapes {
+    /// Its raw response.
+    response: Type,
+    /// A plain step's result before its own transforms (with the `response` alias).
+    result: Type,
+    /// The declared response names, when it declares them.
+    fields: Option<Vec<Arc<str>>>,
 }
 
 /// What the caller knows about the tool being checked.
@@ -120,9 +132,27 @@ impl<'a> Checker<'a> {
         let steps = tool
             .instructions()
             .iter()
-            .map(|ins| Step { ins, callee: None, fields: None, result: None, uses: Vec::new(), used: false, parts: None })
+            .map(|ins| Step {
+                ins,
+                callee: None,
+                fields: None,
+                result: None,
+                uses: Vec::new(),
+                used: false,
+                parts: None,
+            })
             .collect();
-        Checker { engine, source: subject.source, diags: Vec::new(), ids, steps, args, args_type, tool }
+        Checker {
+            engine,
+            source: subject.source,
+            diags: Vec::new(),
+            ids,
+            steps,
+            args,
+            args_type,
+            tool,
+            shapes: HashMap::new(),
+        }
     }
 
     /// Runs every pass; returns the diagnostics and, when there is no error, the plan.
@@ -180,7 +210,8 @@ impl<'a> Checker<'a> {
         });
         if response_reference_map.is_none() {
             for s in &self.steps {
-                result_fields.push((Arc::from(s.ins.execution_id.node.as_str()), s.result.clone().unwrap_or(Type::Any)));
+                result_fields
+                    .push((Arc::from(s.ins.execution_id.node.as_str()), s.result.clone().unwrap_or(Type::Any)));
             }
         }
         let tool_transform_responses = self.tool.transform_responses.as_ref().map(|t| {
@@ -279,9 +310,13 @@ impl<'a> Checker<'a> {
                     }
                 }
                 Resolved::Invalid(why) => self.diags.push(
-                    Diagnostic::new(Code::UnresolvedToolPath, path.span, format!("`{}` does not resolve: {why}", path.node))
-                        .with_label("not a tool under the root")
-                        .with_help("write tool paths from the root, like `/tools/scanner.tool`"),
+                    Diagnostic::new(
+                        Code::UnresolvedToolPath,
+                        path.span,
+                        format!("`{}` does not resolve: {why}", path.node),
+                    )
+                    .with_label("not a tool under the root")
+                    .with_help("write tool paths from the root, like `/tools/scanner.tool`"),
                 ),
             }
             self.steps[i].fields = self.known_fields(i);
@@ -313,7 +348,8 @@ impl<'a> Checker<'a> {
     fn type_order(&self, sites: &[Vec<RefSite>]) -> Vec<Vec<usize>> {
         let mut deps = Vec::with_capacity(self.steps.len());
         for (i, step) in self.steps.iter().enumerate() {
-            let mut d: Vec<usize> = sites[i].iter().filter_map(|s| self.ids.get(&*s.path.context.node).copied()).collect();
+            let mut d: Vec<usize> =
+                sites[i].iter().filter_map(|s| self.ids.get(&*s.path.context.node).copied()).collect();
             let ins = step.ins;
             let mut texts: Vec<&str> = Vec::new();
             for t in [&ins.transform_arguments, &ins.transform_responses].into_iter().flatten() {
@@ -351,13 +387,11 @@ impl<'a> Checker<'a> {
         let callee = self.steps[i].callee.clone();
         let def = callee.as_ref().and_then(|c| c.def.as_ref());
         let declared_responses = callee.as_ref().filter(|c| c.declares_responses).and(def).map(|d| &d.responses[..]);
-        let plain_result = plain_result_type(declared_responses);
+        let shapes = self.callee_shapes(callee.as_ref(), declared_responses);
+        let plain_result = shapes.result.clone();
         let parallel = ins.parallel_execution.as_ref();
-        let raw = if parallel.is_some() { Type::List(Box::new(plain_result.clone())) } else { response_type(declared_responses) };
-        let raw_fields: Option<Vec<Arc<str>>> = match (parallel, declared_responses) {
-            (None, Some(rs)) => Some(rs.iter().map(|p| Arc::from(p.name.node.as_str())).collect()),
-            _ => None,
-        };
+        let raw = if parallel.is_some() { Type::List(Box::new(plain_result.clone())) } else { shapes.response.clone() };
+        let raw_fields: Option<&[Arc<str>]> = if parallel.is_some() { None } else { shapes.fields.as_deref() };
         let transformed: Vec<Arc<str>> = ins
             .transform_arguments
             .iter()
@@ -373,7 +407,7 @@ impl<'a> Checker<'a> {
                 RefPlace::Variable(TransformBlock::Responses) => RefEnv {
                     owner,
                     response: Some(&raw),
-                    response_fields: raw_fields.as_deref(),
+                    response_fields: raw_fields,
                     response_source: &callee_path,
                     transformed: None,
                 },
@@ -407,14 +441,22 @@ impl<'a> Checker<'a> {
                     .find(|(tk, _)| *tk.node == **k)
                     .map_or((ins.span, ins.span), |(tk, e)| (tk.span, e.span));
                 supplied.retain(|s| s.name != *k);
-                supplied.push(Supplied { name: k.clone(), key_span, ty: ty.clone(), value_span, what: "transform output" });
+                supplied.push(Supplied {
+                    name: k.clone(),
+                    key_span,
+                    ty: ty.clone(),
+                    value_span,
+                    what: "transform output",
+                });
             }
             r.plan
         });
 
         let conditions = ins.conditions.iter().map(|c| self.condition(c, &info)).collect();
         let done_check = ins.done_check.as_ref().and_then(|d| match d {
-            DoneCheck::Conditions(cs) => Some(DoneCheckPlan::Conditions(cs.iter().map(|c| self.condition(c, &info)).collect())),
+            DoneCheck::Conditions(cs) => {
+                Some(DoneCheckPlan::Conditions(cs.iter().map(|c| self.condition(c, &info)).collect()))
+            }
             DoneCheck::Expression(e) => {
                 let compiled = self.compile(e, &argument_names, &RefEnv::plain(owner), &ListLiterals::new());
                 compiled.program.map(DoneCheckPlan::Expression)
@@ -466,7 +508,7 @@ impl<'a> Checker<'a> {
             let env = RefEnv {
                 owner,
                 response: Some(&raw),
-                response_fields: raw_fields.as_deref(),
+                response_fields: raw_fields,
                 response_source: &callee_path,
                 transformed: None,
             };
@@ -501,6 +543,20 @@ impl<'a> Checker<'a> {
             done_value: done_value.map(|(p, _)| p),
             transform_responses: transform_responses.map(|r| r.plan),
         });
+    }
+
+    fn callee_shapes(&mut self, callee: Option<&Arc<LoadedTool>>, declared: Option<&[Param]>) -> Arc<Shapes> {
+        let make = || {
+            Arc::new(Shapes {
+                response: response_type(declared),
+                result: plain_result_type(declared),
+                fields: declared.map(|rs| rs.iter().map(|p| Arc::from(p.name.node.as_str())).collect()),
+            })
+        };
+        match callee {
+            Some(c) => self.shapes.entry(c.file.clone()).or_insert_with(make).clone(),
+            None => make(),
+        }
     }
 
     /// A condition as a plan, reporting comparisons that cannot succeed.
@@ -595,7 +651,12 @@ impl<'a> Checker<'a> {
                     Diagnostic::new(
                         Code::CalleeArgumentType,
                         s.value_span,
-                        format!("argument `{}` of `{path}` must be {}, and this is {:#}", s.name, a_type(&declared), s.ty),
+                        format!(
+                            "argument `{}` of `{path}` must be {}, and this is {:#}",
+                            s.name,
+                            a_type(&declared),
+                            s.ty
+                        ),
                     )
                     .with_label(format!("this is {}", s.ty))
                     .with_secondary(s.key_span, format!("{} `{}`", s.what, s.name))
@@ -637,7 +698,8 @@ impl<'a> Checker<'a> {
                         self.diags.push(d);
                     }
                     Some(p) => {
-                        let ty = result_fields.iter().find(|(n, _)| **n == *k.node).map_or(Type::Any, |(_, t)| t.clone());
+                        let ty =
+                            result_fields.iter().find(|(n, _)| **n == *k.node).map_or(Type::Any, |(_, t)| t.clone());
                         let expected = param_type(p);
                         if ty.fits(&expected) == Fit::No {
                             let declared = p.type_or_any();
@@ -648,11 +710,10 @@ impl<'a> Checker<'a> {
                                     format!("response `{}` must be {}, and this is {ty:#}", k.node, a_type(&declared)),
                                 )
                                 .with_label(format!("this is {ty}"))
-                                .with_secondary(
-                                    p.type_name.as_ref().map_or(p.name.span, |t| t.span),
-                                    "declared here",
-                                )
-                                .with_help("map the response to a value of its declared type, or change its `type_name`"),
+                                .with_secondary(p.type_name.as_ref().map_or(p.name.span, |t| t.span), "declared here")
+                                .with_help(
+                                    "map the response to a value of its declared type, or change its `type_name`",
+                                ),
                             );
                         }
                     }

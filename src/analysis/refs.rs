@@ -13,10 +13,10 @@ use std::sync::Arc;
 use super::check::{Checker, Owner, Use, UseKind};
 use super::plan::{RefContext, RefPlan, StepId};
 use crate::diagnostic::{did_you_mean, Code, Diagnostic};
-use crate::types::RefUse;
 use crate::span::{SourceMap, Span};
 use crate::syntax::ast::{Expr, ExprKind, RefPath};
 use crate::tool::RefSite;
+use crate::types::RefUse;
 use crate::types::{self, Scope, Type};
 
 /// What a REF may see where it is written.
@@ -70,7 +70,14 @@ impl Checker<'_> {
             return (None, Type::Any);
         };
         let ty = self.type_path(path, site.span, base);
-        (Some(RefPlan { context, segments: path.segments.iter().map(|s| s.node.clone()).collect(), span: site.span }), ty)
+        (
+            Some(RefPlan {
+                context,
+                segments: path.segments.iter().map(|s| s.node.clone()).collect(),
+                span: site.span,
+            }),
+            ty,
+        )
     }
 
     /// Checks a REF atom of a compiled expression (`map` maps expression offsets to the file).
@@ -130,7 +137,12 @@ impl Checker<'_> {
 
     /// The common check: context, first segment, edge. Returns the context and its type,
     /// or `None` when the context is not valid here (reported).
-    pub(crate) fn check_ref(&mut self, r: &RefText<'_>, env: &RefEnv<'_>, from_json: bool) -> Option<(RefContext, Type)> {
+    pub(crate) fn check_ref(
+        &mut self,
+        r: &RefText<'_>,
+        env: &RefEnv<'_>,
+        from_json: bool,
+    ) -> Option<(RefContext, Type)> {
         match r.context {
             "response" => {
                 let Some(ty) = env.response else {
@@ -180,12 +192,17 @@ impl Checker<'_> {
                 }
                 self.steps[j].used = true;
                 if let Owner::Step(i) = env.owner {
-                    self.steps[i].uses.push(Use { to: j, span: r.whole, carries: r.carries.clone(), kind: UseKind::Ref });
+                    self.steps[i].uses.push(Use {
+                        to: j,
+                        span: r.whole,
+                        carries: r.carries.clone(),
+                        kind: UseKind::Ref,
+                    });
                 }
                 if let (Some((field, span)), Some(fields)) = (r.first, self.steps[j].fields.clone()) {
                     let fields: &[Arc<str>] = &fields;
                     if !fields.iter().any(|f| **f == *field) && !is_builtin_segment(field) {
-                        self.undeclared_field(j, field, span, &fields);
+                        self.undeclared_field(j, field, span, fields);
                     }
                 }
                 let ty = self.steps[j].result.clone().unwrap_or_else(Type::any_object);
@@ -273,10 +290,13 @@ impl Checker<'_> {
         if env.response.is_some() {
             contexts.push("response");
         }
-        let mut d = Diagnostic::new(Code::UnknownRefContext, r.context_span, format!("unknown REF context `{}`", r.context))
-            .with_label("no such step or context");
+        let mut d =
+            Diagnostic::new(Code::UnknownRefContext, r.context_span, format!("unknown REF context `{}`", r.context))
+                .with_label("no such step or context");
         if before_steps && self.ids.contains_key(r.context) {
-            d = d.with_help("the tool's own `transform_arguments` runs before any step: only `REF:arguments` is available there");
+            d = d.with_help(
+                "the tool's own `transform_arguments` runs before any step: only `REF:arguments` is available there",
+            );
         } else if let Some(s) = did_you_mean(r.context, contexts.iter().copied()) {
             d = d.with_help(format!("did you mean `REF:{s}`?"));
         } else {

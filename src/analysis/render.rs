@@ -39,7 +39,7 @@ impl Plan {
                 }
             }
         }
-        let classes: [(&str, fn(&StepPlan) -> bool, &str); 2] = [
+        let classes: [StepClass; 2] = [
             ("conditional", conditional, "stroke-dasharray: 5 3"),
             ("parallel", |s| s.parallel.is_some(), "stroke-width: 3px"),
         ];
@@ -57,7 +57,9 @@ impl Plan {
     pub fn to_dot(&self, name: &str) -> String {
         let mut out = String::new();
         let _ = writeln!(out, "digraph {} {{", dot_string(name));
-        out.push_str("    rankdir=TB;\n    node [shape=box, fontname=\"Helvetica\"];\n    edge [fontname=\"Helvetica\"];\n");
+        out.push_str(
+            "    rankdir=TB;\n    node [shape=box, fontname=\"Helvetica\"];\n    edge [fontname=\"Helvetica\"];\n",
+        );
         for (level, ids) in self.levels.iter().enumerate() {
             let _ = writeln!(out, "    subgraph cluster_level_{level} {{");
             let _ = writeln!(out, "        label=\"level {level}\"; style=dashed; color=gray;");
@@ -88,6 +90,9 @@ impl Plan {
         out
     }
 }
+
+/// A Mermaid class: its name, which steps have it, its style.
+type StepClass = (&'static str, fn(&StepPlan) -> bool, &'static str);
 
 /// Whether the step may be skipped: it has `conditions` or a `done_check`.
 fn conditional(s: &StepPlan) -> bool {

@@ -67,7 +67,9 @@ impl LoadedTool {
     pub fn from_source(file: PathBuf, tool_path: String, source: Arc<str>) -> LoadedTool {
         let (def, json, diagnostics) = tool::load_with_tree(&source);
         let has = |key: &str| {
-            json.as_ref().and_then(JsonNode::as_object).is_some_and(|entries| entries.iter().any(|(k, _)| k.node == key))
+            json.as_ref()
+                .and_then(JsonNode::as_object)
+                .is_some_and(|entries| entries.iter().any(|(k, _)| k.node == key))
         };
         let (declares_arguments, declares_responses) = (has("arguments"), has("responses"));
         LoadedTool { file, tool_path, source, def, diagnostics, declares_arguments, declares_responses }
@@ -202,8 +204,7 @@ impl ToolRoot {
             return r.clone();
         }
         let mut stack = vec![frame(start.clone())];
-        loop {
-            let Some(top) = stack.last_mut() else { break };
+        while let Some(top) = stack.last_mut() {
             let done = top.found.is_some() || top.next >= top.callees.len();
             if done {
                 let Some(finished) = stack.pop() else { break };

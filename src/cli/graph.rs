@@ -45,7 +45,9 @@ pub fn run(args: GraphArgs) -> ExitCode {
     } else if args.root.is_some() {
         match root.file_path(&args.tool) {
             Ok(p) if p.is_file() => p,
-            Ok(p) => return usage_failure(&UsageError(format!("{}: no such file (looked for {})", args.tool, p.display()))),
+            Ok(p) => {
+                return usage_failure(&UsageError(format!("{}: no such file (looked for {})", args.tool, p.display())))
+            }
             Err(e) => return usage_failure(&UsageError(e)),
         }
     } else {
