@@ -294,3 +294,50 @@ fn analysis_docs_are_true() {
     expected[0]["file"] = serde_json::json!("flows/main.tool");
     assert!(doc.contains(&serde_json::to_string_pretty(&expected).expect("printable")), "the JSON example is stale");
 }
+
+/// The plan of a clean flow: order, levels, inputs, resolved REFs, and compiled programs
+/// that evaluate.
+#[test]
+fn plan_of_a_flow() {
+    use tdsl::analysis::{RefContext, ValuePlan};
+    use tdsl::Value;
+
+    let checked = check(&format!("{ROOT}/flows/scan_and_count.tool"));
+    assert!(checked.diagnostics.is_empty(), "{}", describe(&checked.diagnostics, &checked.source));
+    let plan = checked.plan.expect("a plan");
+    let order: Vec<(&str, usize)> = plan.steps.iter().map(|s| (&*s.execution_id, s.level)).collect();
+    assert_eq!(order, [("each", 0), ("scan", 0), ("lengths", 1), ("report", 2)]);
+    assert_eq!(plan.levels.len(), 3);
+
+    let scan = plan.step("scan").expect("scan");
+    let lengths = plan.step("lengths").expect("lengths");
+    let report = plan.step("report").expect("report");
+    assert_eq!(lengths.depends_on, [scan.id]);
+    assert_eq!(report.depends_on.len(), 3);
+    let from_scan = report.inputs.iter().find(|i| i.from == scan.id).expect("an input from scan");
+    assert!(from_scan.manual && from_scan.carries.is_empty());
+    assert_eq!(lengths.inputs[0].carries.iter().map(|c| &**c).collect::<Vec<_>>(), ["files", "total"]);
+    assert_eq!(
+        lengths.result_type.to_string(),
+        "object{doubled: integer, response: object{doubled: integer, …}, …} | null"
+    );
+
+    // `files` is a REF to scan's result; `count` is a program over the context.
+    let t = lengths.transform_arguments.as_ref().expect("transform_arguments");
+    let ValuePlan::Ref(r) = &t.variables[0].1 else { panic!("a REF variable") };
+    assert_eq!(
+        (r.context, r.segments.iter().map(|s| &**s).collect::<Vec<_>>()),
+        (RefContext::Step(scan.id), vec!["files"])
+    );
+    let (name, program) = &t.transforms[0];
+    assert_eq!(&**name, "count");
+    let context: Value = serde_json::from_str(r#"{"files": ["a.md", "b.md"]}"#).expect("JSON");
+    assert_eq!(program.eval(&context).expect("evaluates"), Value::Int(2));
+
+    let each = plan.step("each").expect("each");
+    let parallel = each.parallel.as_ref().expect("parallel");
+    assert_eq!(&*parallel.child_argument_name, "count");
+    assert!(matches!(&parallel.iterate_over, ValuePlan::Literal(v) if v.as_list().map(<[Value]>::len) == Some(3)));
+    let map = plan.response_map.as_ref().expect("a response map");
+    assert_eq!(map[1].1.context, RefContext::Step(each.id));
+}
