@@ -114,7 +114,9 @@ struct Shapes {
 
 /// What the caller knows about the tool being checked.
 pub(crate) struct Subject<'a> {
-    pub tool: &'a ToolDef,
+    pub tool: &'a Arc<ToolDef>,
+    /// Its file, when it was read from one.
+    pub file: Option<PathBuf>,
     pub source: &'a str,
     /// How messages name this tool (its tool path under the root, or its file name).
     pub name: String,
@@ -158,13 +160,7 @@ impl<'a> Checker<'a> {
     }
 
     /// Runs every pass; returns the diagnostics and, when there is no error, the plan.
-    pub(crate) fn run(
-        mut self,
-        root: &mut ToolRoot,
-        subject: &Subject<'a>,
-        tool_arc: &Arc<ToolDef>,
-        file: Option<PathBuf>,
-    ) -> (Vec<Diagnostic>, Option<Plan>) {
+    pub(crate) fn run(mut self, root: &mut ToolRoot, subject: &Subject<'a>) -> (Vec<Diagnostic>, Option<Plan>) {
         let ToolKind::Composite { response_reference_map, .. } = &self.tool.kind else {
             return (self.diags, None);
         };
@@ -237,8 +233,7 @@ impl<'a> Checker<'a> {
         let has_errors = self.diags.iter().any(Diagnostic::is_error);
         let plan = match (levels, has_errors) {
             (Some(levels), false) => Some(self.plan(
-                tool_arc,
-                file,
+                subject,
                 &levels,
                 tool_transform_arguments,
                 response_map,
@@ -252,6 +247,7 @@ impl<'a> Checker<'a> {
     /// Resolves every callee, reports those that do not resolve or load, and recursion.
     fn callees(&mut self, root: &mut ToolRoot, name: &str) {
         let mut reported: HashSet<String> = HashSet::new();
+        let mut suggestions: HashMap<String, Option<String>> = HashMap::new();
         for i in 0..self.steps.len() {
             let ins = self.steps[i].ins;
             let path = &ins.tool_definition_path;
@@ -295,7 +291,10 @@ impl<'a> Checker<'a> {
                             format!("`{}` does not resolve: there is no {}", path.node, file.display()),
                         )
                         .with_label("no such tool under the root");
-                        if let Some(s) = sibling_suggestion(&path.node, &file) {
+                        let suggestion = suggestions
+                            .entry(path.node.clone())
+                            .or_insert_with(|| sibling_suggestion(&path.node, &file));
+                        if let Some(s) = suggestion {
                             d = d.with_help(format!("did you mean `{s}`?"));
                         } else {
                             d = d.with_help(format!(
@@ -854,8 +853,7 @@ impl<'a> Checker<'a> {
     /// Puts the plan together: steps in execution order, REF contexts renumbered.
     fn plan(
         &mut self,
-        tool: &Arc<ToolDef>,
-        file: Option<PathBuf>,
+        subject: &Subject<'_>,
         levels: &[usize],
         transform_arguments: Option<TransformPlan>,
         response_map: Option<Vec<(Arc<str>, RefPlan)>>,
@@ -888,20 +886,19 @@ impl<'a> Checker<'a> {
             let mut depends_on: Vec<StepId> = deps[i].iter().map(|&j| new_id[j]).collect();
             depends_on.sort_unstable();
             let mut inputs: Vec<StepInput> = Vec::new();
+            let mut slot: HashMap<StepId, usize> = HashMap::new();
+            let mut seen: HashSet<(StepId, &str)> = HashSet::new();
             for u in &step.uses {
                 let from = new_id[u.to];
-                let input = match inputs.iter_mut().find(|x| x.from == from) {
-                    Some(x) => x,
-                    None => {
-                        inputs.push(StepInput { from, carries: Vec::new(), manual: false });
-                        inputs.last_mut().expect("just pushed")
-                    }
-                };
+                let at = *slot.entry(from).or_insert_with(|| {
+                    inputs.push(StepInput { from, carries: Vec::new(), manual: false });
+                    inputs.len() - 1
+                });
                 match u.kind {
-                    UseKind::Dependency => input.manual = true,
+                    UseKind::Dependency => inputs[at].manual = true,
                     UseKind::Ref => {
-                        if !input.carries.iter().any(|c| **c == *u.carries) {
-                            input.carries.push(Arc::from(u.carries.as_str()));
+                        if seen.insert((from, u.carries.as_str())) {
+                            inputs[at].carries.push(Arc::from(u.carries.as_str()));
                         }
                     }
                 }
@@ -938,8 +935,8 @@ impl<'a> Checker<'a> {
             steps.push(plan);
         }
         let mut plan = Plan {
-            tool: tool.clone(),
-            file,
+            tool: subject.tool.clone(),
+            file: subject.file.clone(),
             transform_arguments,
             steps,
             levels: by_level,
