@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Command;
 
+use proptest::prelude::Strategy as _;
 use tdsl::analysis::{Analyzer, CheckedTool, Resolved, ToolRoot};
 use tdsl::diagnostic::{Code, Diagnostic};
 use tdsl::span::Span;
@@ -340,4 +341,98 @@ fn plan_of_a_flow() {
     assert!(matches!(&parallel.iterate_over, ValuePlan::Literal(v) if v.as_list().map(<[Value]>::len) == Some(3)));
     let map = plan.response_map.as_ref().expect("a response map");
     assert_eq!(map[1].1.context, RefContext::Step(each.id));
+}
+
+/// A composite of `n` steps where step `i` reads the steps `edges[i]`, through REF strings in
+/// `arguments`, REF atoms in transforms and `dependencies`, chosen by `how`.
+fn generated(edges: &[Vec<usize>], how: &[u8]) -> String {
+    let mut steps = Vec::new();
+    for (i, deps) in edges.iter().enumerate() {
+        let mut args = serde_json::Map::new();
+        let mut transforms = serde_json::Map::new();
+        let mut manual = Vec::new();
+        for (k, &j) in deps.iter().enumerate() {
+            match how.get(i * 7 + k).copied().unwrap_or(0) % 3 {
+                0 => {
+                    args.insert(format!("a{k}"), serde_json::json!(format!("REF:s{j}.out")));
+                }
+                1 => {
+                    transforms.insert(format!("t{k}"), serde_json::json!(format!("length(REF:s{j}.items) + 1")));
+                }
+                _ => manual.push(serde_json::json!(format!("s{j}"))),
+            }
+        }
+        let mut step = serde_json::json!({"execution_id": format!("s{i}"), "tool_definition_path": "/tools/any.tool"});
+        if !args.is_empty() {
+            step["arguments"] = serde_json::Value::Object(args);
+        }
+        if !transforms.is_empty() {
+            step["transform_arguments"] = serde_json::json!({"transforms": transforms});
+        }
+        if !manual.is_empty() {
+            step["dependencies"] = serde_json::Value::Array(manual);
+        }
+        steps.push(step);
+    }
+    serde_json::json!({"instructions": steps}).to_string()
+}
+
+/// Longest-path levels by brute force (exponential, for tiny graphs), or `None` on a cycle.
+fn brute_levels(edges: &[Vec<usize>]) -> Option<Vec<usize>> {
+    fn level(i: usize, edges: &[Vec<usize>], path: &mut Vec<usize>) -> Option<usize> {
+        if path.contains(&i) {
+            return None;
+        }
+        path.push(i);
+        let mut l = 0;
+        for &j in &edges[i] {
+            l = l.max(level(j, edges, path)? + 1);
+        }
+        path.pop();
+        Some(l)
+    }
+    (0..edges.len()).map(|i| level(i, edges, &mut Vec::new())).collect()
+}
+
+proptest::proptest! {
+    /// For any graph of steps: a plan exists exactly when the graph is acyclic; its levels
+    /// are the longest paths; every dependency is on a lower level; the order is by level,
+    /// then execution id; and every diagnostic points at characters of the file.
+    #[test]
+    fn the_dag_matches_its_definition(
+        edges in proptest::collection::vec(proptest::collection::vec(0usize..7, 0..4), 1..7)
+            .prop_map(|mut e| { let n = e.len(); for d in &mut e { for j in d.iter_mut() { *j %= n; } d.sort_unstable(); d.dedup(); } e }),
+        how in proptest::collection::vec(proptest::prelude::any::<u8>(), 64),
+    ) {
+        use proptest::prelude::*;
+        let source = generated(&edges, &how);
+        // An assumed root with no files: callees are not checked, only the graph is.
+        let mut analyzer = Analyzer::new(ToolRoot::assumed("/nonexistent-tdsl-root"));
+        let checked = analyzer.check_source("gen.tool", &source);
+        for d in &checked.diagnostics {
+            prop_assert!(source.get(d.span.range()).is_some(), "{d:?}");
+        }
+        let expected = brute_levels(&edges);
+        let cycles = checked.diagnostics.iter().filter(|d| d.code == Code::DependencyCycle).count();
+        prop_assert_eq!(cycles > 0, expected.is_none(), "{}", describe(&checked.diagnostics, &source));
+        let errors: Vec<&Diagnostic> = checked.diagnostics.iter().filter(|d| d.is_error()).collect();
+        prop_assert!(errors.iter().all(|d| d.code == Code::DependencyCycle), "{errors:?}");
+        match (expected, &checked.plan) {
+            (Some(levels), Some(plan)) => {
+                for s in &plan.steps {
+                    let i: usize = s.execution_id[1..].parse().expect("s<i>");
+                    prop_assert_eq!(s.level, levels[i]);
+                    for d in &s.depends_on {
+                        prop_assert!(plan.steps[d.0].level < s.level);
+                    }
+                }
+                let keys: Vec<(usize, &str)> = plan.steps.iter().map(|s| (s.level, &*s.execution_id)).collect();
+                let mut sorted = keys.clone();
+                sorted.sort();
+                prop_assert_eq!(keys, sorted);
+            }
+            (None, None) => {}
+            (e, p) => prop_assert!(false, "levels {e:?} but plan {}", p.is_some()),
+        }
+    }
 }
