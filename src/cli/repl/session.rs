@@ -310,7 +310,8 @@ impl Session {
         s.push_str("the history; an unclosed bracket or string continues on the next line (Alt-Enter\n");
         s.push_str("starts a new line anyway); Ctrl-C cancels the input; Ctrl-D quits.\n\n");
         s.push_str("Functions (`:help NAME` describes one):\n");
-        let names: Vec<&str> = self.engine.functions().names().collect();
+        let mut names: Vec<&str> = self.engine.functions().names().collect();
+        names.sort_unstable();
         s.push_str(&wrap(&names, 88, "  "));
         s
     }
