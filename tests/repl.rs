@@ -197,3 +197,96 @@ fn the_harness_redacts_only_timings() {
     assert_eq!(redact_timing("[1,2]"), "[1,2]");
     assert!(std::panic::catch_unwind(|| redact_timing("fast per evaluation (many runs in no time)")).is_err());
 }
+
+/// The terminal mode, through a pseudo-terminal: what a person at a keyboard gets.
+#[cfg(unix)]
+mod terminal {
+    use std::path::Path;
+    use std::process::Command;
+
+    use rexpect::session::{spawn_command, PtySession};
+
+    /// How long to wait for each expected output.
+    const TIMEOUT_MS: u64 = 15_000;
+
+    const PROMPT: &str = "tdsl> ";
+
+    fn start(history: &Path) -> PtySession {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tdsl"));
+        cmd.args(["repl", "--var", r#"users=[{"name": "Ada", "team": "red"}, {"name": "Bob", "team": "blue"}]"#])
+            .env("NO_COLOR", "1")
+            .env("TERM", "xterm")
+            .env("TDSL_HISTORY", history);
+        let mut p = spawn_command(cmd, Some(TIMEOUT_MS)).expect("tdsl starts in a pseudo-terminal");
+        p.exp_string(PROMPT).expect("a prompt");
+        p
+    }
+
+    /// Sends keys and waits until `expected` is printed; returns what came before it. Keys
+    /// typed after an input is accepted and before the next prompt may be lost (as they can
+    /// be in any line editor), so a test waits for the prompt between inputs.
+    fn keys(p: &mut PtySession, keys: &str, expected: &str) -> String {
+        p.send(keys).expect("keys are sent");
+        p.flush().expect("keys are flushed");
+        p.exp_string(expected).unwrap_or_else(|e| panic!("after {keys:?}, expected {expected:?}: {e}"))
+    }
+
+    /// Sends an input and waits for `value` on a line of its own, then for the next prompt;
+    /// returns what was printed before the value.
+    fn input(p: &mut PtySession, text: &str, value: &str) -> String {
+        let before = keys(p, text, &format!("\n{value}\r\n"));
+        p.exp_string(PROMPT).unwrap_or_else(|e| panic!("no prompt after {text:?}: {e}"));
+        before
+    }
+
+    #[test]
+    fn multi_line_input_completion_hints_and_history() {
+        let dir = std::env::temp_dir().join(format!("tdsl-repl-pty-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        // The history's directory does not exist yet: the REPL makes it.
+        let history = dir.join("data").join("history");
+        let mut p = start(&history);
+
+        // An unclosed bracket continues the input on the next line instead of failing; had
+        // Enter ended the input, the first line would fail alone and 42 would never come.
+        let before = input(&mut p, "sum([40,\r2])\r", "42");
+        assert!(!before.contains("E0001"), "{before}");
+        // An unterminated string continues too.
+        input(&mut p, "\"two\rlines\"\r", "\"two\\nlines\"");
+
+        // Tab completes a function name, then a keyword parameter of that function.
+        keys(&mut p, "grou\t", "group_by(");
+        // Inside the call, the hint shows the rest of the signature.
+        keys(&mut p, "users, ", "key_path)");
+        keys(&mut p, "key_pa\t", "key_path=");
+        let out = keys(&mut p, "\"team\")\r", "\"blue\": [");
+        assert!(out.contains("\"red\": ["), "the value is printed as indented JSON: {out}");
+        p.exp_string(PROMPT).expect("a prompt");
+
+        // Commands and variables complete as well.
+        keys(&mut p, ":le\t", ":let ");
+        keys(&mut p, "n = length(us\t", "users");
+        input(&mut p, ")\r", "2");
+        input(&mut p, "n * 21\r", "42");
+
+        // Ctrl-C abandons the input being typed, not the session.
+        keys(&mut p, "map(", "array, template)");
+        p.send_control('c').expect("Ctrl-C");
+        p.exp_string(PROMPT).expect("a prompt after Ctrl-C");
+        keys(&mut p, ":quit\r", ":quit");
+        p.exp_eof().expect("the REPL exits");
+
+        let saved = std::fs::read_to_string(&history).expect("the history is saved");
+        assert!(saved.contains("group_by(users, key_path=\"team\")"), "{saved}");
+        assert!(saved.contains("sum([40,"), "{saved}");
+
+        // The next session reads it back, and Ctrl-R searches it: the two-line input runs again.
+        let mut p = start(&history);
+        p.send_control('r').expect("Ctrl-R");
+        keys(&mut p, "sum([", "sum([");
+        input(&mut p, "\r", "42");
+        p.send_control('d').expect("Ctrl-D");
+        p.exp_eof().expect("Ctrl-D quits");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
