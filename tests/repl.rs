@@ -290,3 +290,24 @@ mod terminal {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// The ```` ```transcript ```` blocks of `docs/repl.md` are what the REPL prints.
+#[test]
+fn the_transcripts_in_the_docs_are_true() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs").join("repl.md");
+    let doc = std::fs::read_to_string(&path).expect("docs/repl.md is readable");
+    let mut blocks = 0;
+    let mut rest = doc.as_str();
+    while let Some(start) = rest.find("```transcript\n") {
+        let body = &rest[start + "```transcript\n".len()..];
+        let end = body.find("```\n").expect("the block is closed");
+        let block = &body[..end];
+        let inputs: Vec<&str> = block.lines().filter_map(|l| l.strip_prefix("> ")).collect();
+        let got = transcript(&inputs.join("\n"));
+        let got = got.rsplit_once("[exit status").map_or(got.as_str(), |(t, _)| t);
+        assert_eq!(got, block, "a transcript in docs/repl.md differs from what the REPL prints");
+        blocks += 1;
+        rest = &body[end..];
+    }
+    assert!(blocks > 0, "docs/repl.md has no transcript block");
+}
