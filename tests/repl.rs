@@ -193,7 +193,10 @@ fn bad_arguments_exit_2() {
 
 #[test]
 fn the_harness_redacts_only_timings() {
-    assert_eq!(redact_timing("1.25 µs per evaluation (160000 runs in 200 ms)"), "<duration> per evaluation (<n> runs in <duration>)");
+    assert_eq!(
+        redact_timing("1.25 µs per evaluation (160000 runs in 200 ms)"),
+        "<duration> per evaluation (<n> runs in <duration>)"
+    );
     assert_eq!(redact_timing("[1,2]"), "[1,2]");
     assert!(std::panic::catch_unwind(|| redact_timing("fast per evaluation (many runs in no time)")).is_err());
 }

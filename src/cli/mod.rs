@@ -24,6 +24,7 @@ enum Command {
     /// Evaluate an expression and print its value as JSON.
     Eval(eval::EvalArgs),
     /// Try expressions interactively (or run a script of inputs from standard input).
+    #[command(after_help = repl::AFTER_HELP)]
     Repl(repl::ReplArgs),
 }
 

@@ -31,6 +31,13 @@ use super::eval::load_vars;
 use super::{color_stderr, fixed_clock, usage_failure, UsageError};
 use crate::engine::Engine;
 
+/// The end of `tdsl repl --help`.
+pub(crate) const AFTER_HELP: &str = "\
+On a terminal: `:help` lists the commands; Tab completes; Ctrl-R searches the history, which is kept in
+$TDSL_HISTORY (empty: nowhere), else $XDG_DATA_HOME/tdsl/history, else ~/.local/share/tdsl/history.
+Otherwise standard input is a script: one input per line, one compact JSON value per line out.
+See docs/repl.md.";
+
 /// The prompt.
 const PROMPT: &str = "tdsl> ";
 

@@ -291,7 +291,10 @@ mod tests {
         assert_eq!(complete("sort(xs, di"), ["sort(xs, direction="]);
         assert_eq!(complete("sort(xs, direction=\"asc\", di"), Vec::<String>::new());
         assert_eq!(complete("map(array=users, te"), ["map(array=users, template="]);
-        assert_eq!(complete("map(array=users, a"), ["map(array=users, all(", "map(array=users, any(", "map(array=users, avg("]);
+        assert_eq!(
+            complete("map(array=users, a"),
+            ["map(array=users, all(", "map(array=users, any(", "map(array=users, avg("]
+        );
         assert_eq!(complete("users.0.pro"), ["users.0.profile"]);
         assert_eq!(complete("REF:user_"), ["REF:user_count"]);
         assert!(complete("\"gro").is_empty());
@@ -305,6 +308,8 @@ mod tests {
         assert_eq!(complete(":help group"), [":help group_by"]);
         assert_eq!(complete(":clear us"), [":clear users", ":clear user_count"]);
         assert!(complete(":let us").is_empty());
+        // Tests run in the crate's directory.
+        assert_eq!(complete(":load cfg Cargo.to"), [":load cfg Cargo.toml"]);
     }
 
     #[test]

@@ -133,7 +133,8 @@ mod tests {
                 assert_eq!(stripped, render(&v, Layout { pretty, color: false }));
             }
         }
-        let coloured = render(&serde_json::from_str(r#"{"a": 1}"#).expect("JSON"), Layout { pretty: false, color: true });
+        let coloured =
+            render(&serde_json::from_str(r#"{"a": 1}"#).expect("JSON"), Layout { pretty: false, color: true });
         assert_eq!(coloured, "{\x1b[1;34m\"a\"\x1b[0m:\x1b[36m1\x1b[0m}");
     }
 }

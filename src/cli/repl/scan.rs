@@ -208,7 +208,7 @@ pub(crate) fn path_before(line: &str, end: usize) -> Option<(Vec<&str>, bool)> {
 mod tests {
     use super::*;
 
-    fn callee<'a>(src: &'a str) -> Option<&'a str> {
+    fn callee(src: &str) -> Option<&str> {
         scan(src).call().and_then(|f| f.callee.clone()).map(|r| &src[r])
     }
 
