@@ -2,6 +2,7 @@
 //! has problems (diagnostics were printed), 2 the command itself could not run (usage, I/O).
 
 mod eval;
+mod repl;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -22,6 +23,9 @@ pub struct Cli {
 enum Command {
     /// Evaluate an expression and print its value as JSON.
     Eval(eval::EvalArgs),
+    /// Try expressions interactively (or run a script of inputs from standard input).
+    #[command(after_help = repl::AFTER_HELP)]
+    Repl(repl::ReplArgs),
 }
 
 /// Runs the command line.
@@ -35,6 +39,7 @@ pub fn main() -> ExitCode {
     };
     match cli.command {
         Command::Eval(args) => eval::run(args),
+        Command::Repl(args) => repl::run(args),
     }
 }
 
@@ -45,6 +50,14 @@ pub(crate) struct UsageError(pub String);
 impl std::fmt::Display for UsageError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
+    }
+}
+
+/// The clock `--now TIME` stops: an RFC 3339 time.
+pub(crate) fn fixed_clock(now: &str) -> Result<std::sync::Arc<crate::runtime::FixedClock>, UsageError> {
+    match chrono::DateTime::parse_from_rfc3339(now) {
+        Ok(t) => Ok(std::sync::Arc::new(crate::runtime::FixedClock(t.timestamp_millis()))),
+        Err(e) => Err(UsageError(format!("--now {now:?} is not an RFC 3339 time: {e}"))),
     }
 }
 
