@@ -31,6 +31,7 @@ tsv=target/peers-results.tsv
 logs=target/peers-logs
 mkdir -p "$logs"
 : >"$tsv"
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 
 total=$((${#engines[@]} * ${#workloads[@]} * ${#sizes[@]}))
 i=0
@@ -62,7 +63,8 @@ done
     echo "measurement ${PEERS_MEASURE_MS:-3000} ms. In parentheses: the ratio to \`hand\` (the hand-written"
     echo "Rust loop over \`serde_json::Value\`; for W0 a deep clone), except W5 (compile), whose ratio is to \`tdsl\`."
     echo "\`n/a\`: the engine cannot express the workload; \`FAIL\`: the process failed (see target/peers-logs/)."
-    echo "See README.md for the workloads and the caveats."
+    echo "Load average (1/5/15 min) before: $load_before; after: $(cut -d' ' -f1-3 /proc/loadavg) (2 cores: above ~1 means"
+    echo "something else was running). See README.md for the workloads and the caveats."
     "$bin" report "$tsv"
 } >results.md
 echo "wrote $(pwd)/results.md"

@@ -56,7 +56,7 @@ codes! {
     ChainedComparison = "E0003", Error;
     /// Brackets or prefix operators nested deeper than the limit: `((((…1…))))`
     NestingTooDeep = "E0004", Error;
-    /// An integer literal beyond what a list index or number can hold where one is needed: `x.99999999999999999999`
+    /// A number literal beyond the range of a 64-bit float: `1e400`
     InvalidNumber = "E0005", Error;
     /// A malformed REF string in a JSON value: `"REF:"`, `"REF:a..b"`
     InvalidRef = "E0006", Error;

@@ -140,31 +140,35 @@ impl Evaluator<'_> {
                     values.push(Value::Null);
                     templates.push(Some((body.clone(), *slot)));
                 }
-                TArg::Dynamic { source, relative, slot } => {
-                    let text = self.eval(source)?;
-                    let Value::Str(text) = text else {
-                        let mut err = EvalError::new(
-                            Code::RuntimeType,
-                            source.span,
-                            "a template given by name must hold an expression string",
-                        );
-                        err.function = Some(call.name.clone());
-                        return Err(err);
-                    };
-                    let body = crate::engine::compile_template(&text, *relative, *slot, self.funcs, self.limits)
-                        .map_err(|m| {
-                            let mut err = EvalError::new(Code::DynamicTemplate, source.span, m);
-                            err.function = Some(call.name.clone());
-                            err
-                        })?;
-                    values.push(Value::Str(text));
-                    templates.push(Some((Arc::new(body), *slot)));
+                TArg::Dynamic { source, .. } => {
+                    // Compiled when the call starts, after every argument (as the VM does).
+                    values.push(self.eval(source)?);
+                    templates.push(None);
                 }
                 TArg::Absent => {
                     values.push(Value::Null);
                     templates.push(None);
                 }
             }
+        }
+        for (i, a) in call.args.iter().enumerate() {
+            let TArg::Dynamic { source, relative, slot } = a else { continue };
+            let Value::Str(text) = &values[i] else {
+                let mut err = EvalError::new(
+                    Code::RuntimeType,
+                    source.span,
+                    "a template given by name must hold an expression string",
+                );
+                err.function = Some(call.name.clone());
+                return Err(err);
+            };
+            let body =
+                crate::engine::compile_template(text, *relative, *slot, self.funcs, self.limits).map_err(|m| {
+                    let mut err = EvalError::new(Code::DynamicTemplate, source.span, m);
+                    err.function = Some(call.name.clone());
+                    err
+                })?;
+            templates[i] = Some((Arc::new(body), *slot));
         }
         let with_name = |mut err: EvalError| {
             if err.function.is_none() {

@@ -71,9 +71,15 @@ impl Clock for FixedClock {
 }
 
 /// A failed evaluation: what went wrong, where in the expression, in which function, and
-/// at which place in the data.
+/// at which place in the data. The details live behind one pointer (read them through
+/// `Deref`: `err.code`, `err.message`, …), so a `Result<Value, EvalError>` is no bigger
+/// than a value and the success path moves no more than it must.
+#[derive(Clone, PartialEq)]
+pub struct EvalError(Box<ErrorDetails>);
+
+/// The details of an [`EvalError`].
 #[derive(Clone, Debug, PartialEq)]
-pub struct EvalError {
+pub struct ErrorDetails {
     /// The stable code; also the error's kind for differential testing.
     pub code: Code,
     /// What went wrong.
@@ -86,10 +92,29 @@ pub struct EvalError {
     pub location: Option<String>,
 }
 
+impl std::ops::Deref for EvalError {
+    type Target = ErrorDetails;
+    fn deref(&self) -> &ErrorDetails {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for EvalError {
+    fn deref_mut(&mut self) -> &mut ErrorDetails {
+        &mut self.0
+    }
+}
+
+impl fmt::Debug for EvalError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 impl EvalError {
     /// An error at a span.
     pub fn new(code: Code, span: Span, message: impl Into<String>) -> EvalError {
-        EvalError { code, message: message.into(), span, function: None, location: None }
+        EvalError(Box::new(ErrorDetails { code, message: message.into(), span, function: None, location: None }))
     }
 
     /// As a diagnostic for rendering: the message names the function and data location.

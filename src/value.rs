@@ -11,6 +11,7 @@ use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::sync::Arc;
 
 use indexmap::IndexMap;
@@ -38,7 +39,7 @@ pub enum Value {
     /// A string.
     Str(Arc<str>),
     /// A list.
-    List(Arc<Vec<Value>>),
+    List(Arc<[Value]>),
     /// An object, in insertion order.
     Object(Arc<Map>),
 }
@@ -105,7 +106,7 @@ impl Value {
 
     /// A list value.
     pub fn list(items: Vec<Value>) -> Value {
-        Value::List(Arc::new(items))
+        Value::List(Arc::from(items))
     }
 
     /// An object value.
@@ -198,7 +199,7 @@ impl Value {
         match self {
             Value::Null => Ok(Value::Null),
             Value::Object(map) => {
-                if let Some(v) = map.get(seg) {
+                if let Some(v) = lookup(map, seg) {
                     return Ok(v.clone());
                 }
                 Ok(match seg {
@@ -237,7 +238,7 @@ impl Value {
         for (i, s) in segs.iter().enumerate() {
             match cur {
                 Value::Object(m) => {
-                    if let Some(v) = m.get(&**s) {
+                    if let Some(v) = lookup(m, s) {
                         cur = v;
                         continue;
                     }
@@ -266,6 +267,34 @@ impl Value {
         Ok(Cow::Borrowed(cur))
     }
 
+    /// [`Value::walk`] with a position hint per segment (see [`Path`]): when an object has
+    /// the key where the last object on this path had it, no search is needed.
+    pub fn walk_path<'v>(&'v self, path: &Path) -> Result<Cow<'v, Value>, (usize, SegmentError)> {
+        let mut cur = self;
+        for (i, s) in path.segs.iter().enumerate() {
+            if let Value::Object(m) = cur {
+                let hint = &path.hints[i];
+                if let Some((k, v)) = m.get_index(hint.load(Relaxed) as usize) {
+                    if Arc::ptr_eq(k, s) || same_key(k.as_bytes(), s.as_bytes()) {
+                        cur = v;
+                        continue;
+                    }
+                }
+                if let Some((at, _, v)) = m.get_full(&**s) {
+                    hint.store(u32::try_from(at).unwrap_or(0), Relaxed);
+                    cur = v;
+                    continue;
+                }
+            }
+            // Everything else (lists, derived segments, absent keys): the general rules.
+            return match cur.walk(&path.segs[i..]) {
+                Ok(v) => Ok(Cow::Owned(v.into_owned())),
+                Err((at, e)) => Err((i + at, e)),
+            };
+        }
+        Ok(Cow::Borrowed(cur))
+    }
+
     /// Resolves a REF path's segments on a step result (SPEC §2), applying the response
     /// alias: a leading `response` segment selects the key `response` when the result has
     /// one and is skipped otherwise.
@@ -283,7 +312,7 @@ impl Value {
     #[inline]
     pub fn get_direct(&self, seg: &str) -> Option<&Value> {
         match self {
-            Value::Object(map) => map.get(seg),
+            Value::Object(map) => lookup(map, seg),
             _ => None,
         }
     }
@@ -422,6 +451,79 @@ impl Value {
             Value::Str(s) => s.clone(),
             other => Arc::from(other.to_string()),
         }
+    }
+}
+
+/// Key equality without a call into `memcmp` for short keys (most keys are): overlapping
+/// fixed-size loads compare any length from 4 to 16 bytes in two steps.
+#[inline]
+fn same_key(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    let word =
+        |x: &[u8], at: usize| x.get(at..at + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()).map(u64::from_ne_bytes);
+    let half =
+        |x: &[u8], at: usize| x.get(at..at + 4).and_then(|w| <[u8; 4]>::try_from(w).ok()).map(u32::from_ne_bytes);
+    match n {
+        0..=3 => a == b,
+        4..=8 => half(a, 0) == half(b, 0) && half(a, n - 4) == half(b, n - 4),
+        9..=16 => word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8),
+        _ => a == b,
+    }
+}
+
+/// A field path with an inline cache: one position hint per segment.
+///
+/// Records read in a loop usually have the same keys in the same order, so the position
+/// where a key was found in the last object is almost always where it is in the next one.
+/// Checking that position first replaces a search with one comparison. The hints are only
+/// hints (relaxed atomics, so a shared program stays `Sync`): a wrong one costs a search,
+/// never a wrong answer.
+#[derive(Debug, Default)]
+pub struct Path {
+    segs: Box<[Arc<str>]>,
+    hints: Box<[AtomicU32]>,
+}
+
+impl Path {
+    /// A path over these segments.
+    pub fn new(segs: Vec<Arc<str>>) -> Path {
+        let hints = segs.iter().map(|_| AtomicU32::new(0)).collect();
+        Path { segs: segs.into_boxed_slice(), hints }
+    }
+}
+
+impl std::ops::Deref for Path {
+    type Target = [Arc<str>];
+    fn deref(&self) -> &[Arc<str>] {
+        &self.segs
+    }
+}
+
+impl Clone for Path {
+    fn clone(&self) -> Path {
+        Path::new(self.segs.to_vec())
+    }
+}
+
+impl PartialEq for Path {
+    fn eq(&self, other: &Path) -> bool {
+        self.segs == other.segs
+    }
+}
+
+/// Looks a key up in an object. Records are small, and for a handful of short keys a
+/// scan that compares lengths first beats hashing the key (measured: W1 in
+/// `docs/performance.md`).
+#[inline]
+pub fn lookup<'m>(map: &'m Map, key: &str) -> Option<&'m Value> {
+    if map.len() <= 8 {
+        let kb = key.as_bytes();
+        map.iter().find(|(k, _)| same_key(k.as_bytes(), kb)).map(|(_, v)| v)
+    } else {
+        map.get(key)
     }
 }
 
@@ -639,23 +741,44 @@ impl<'de> serde::Deserialize<'de> for Value {
 }
 
 impl From<&serde_json::Value> for Value {
+    /// Converts, sharing one allocation per distinct object key: records that repeat the
+    /// same keys then cost one key allocation in all, and keep their keys in cache.
     fn from(v: &serde_json::Value) -> Value {
-        match v {
-            serde_json::Value::Null => Value::Null,
-            serde_json::Value::Bool(b) => Value::Bool(*b),
-            serde_json::Value::Number(n) => match n.as_i64() {
-                Some(i) => Value::Int(i),
-                None => Value::Float(n.as_f64().unwrap_or(0.0)),
-            },
-            serde_json::Value::String(s) => Value::str(s),
-            serde_json::Value::Array(a) => Value::list(a.iter().map(Value::from).collect()),
-            serde_json::Value::Object(o) => {
-                let mut map = Map::with_capacity_and_hasher(o.len(), FxBuild::default());
-                for (k, v) in o {
-                    map.insert(Arc::from(k.as_str()), Value::from(v));
-                }
-                Value::object(map)
+        let mut keys = rustc_hash::FxHashMap::default();
+        convert(v, &mut keys)
+    }
+}
+
+/// Distinct keys shared per conversion; past this, keys are allocated one by one.
+const MAX_SHARED_KEYS: usize = 4096;
+
+fn convert<'a>(v: &'a serde_json::Value, keys: &mut rustc_hash::FxHashMap<&'a str, Arc<str>>) -> Value {
+    match v {
+        serde_json::Value::Null => Value::Null,
+        serde_json::Value::Bool(b) => Value::Bool(*b),
+        serde_json::Value::Number(n) => match n.as_i64() {
+            Some(i) => Value::Int(i),
+            None => Value::Float(n.as_f64().unwrap_or(0.0)),
+        },
+        serde_json::Value::String(s) => Value::str(s),
+        // Collected straight into shared storage: one allocation per list.
+        serde_json::Value::Array(a) => Value::List(a.iter().map(|x| convert(x, keys)).collect()),
+        serde_json::Value::Object(o) => {
+            let mut map = Map::with_capacity_and_hasher(o.len(), FxBuild::default());
+            for (k, x) in o {
+                let key = match keys.get(k.as_str()) {
+                    Some(shared) => shared.clone(),
+                    None => {
+                        let key: Arc<str> = Arc::from(k.as_str());
+                        if keys.len() < MAX_SHARED_KEYS {
+                            keys.insert(k.as_str(), key.clone());
+                        }
+                        key
+                    }
+                };
+                map.insert(key, convert(x, keys));
             }
+            Value::object(map)
         }
     }
 }
@@ -781,6 +904,20 @@ mod tests {
         };
         assert_eq!(h(&v(json!(1))), h(&v(json!(1.0))));
         assert_eq!(h(&v(json!({"a": 1, "b": 2}))), h(&v(json!({"b": 2, "a": 1}))));
+    }
+
+    #[test]
+    fn key_comparison_at_every_length() {
+        for n in 0..40 {
+            let a: String = (0..n).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+            assert!(same_key(a.as_bytes(), a.clone().as_bytes()));
+            for i in 0..n {
+                let mut b = a.clone().into_bytes();
+                b[i] = b'Z';
+                assert!(!same_key(a.as_bytes(), &b), "{a} differs at {i}");
+            }
+            assert!(!same_key(a.as_bytes(), format!("{a}x").as_bytes()));
+        }
     }
 
     #[test]

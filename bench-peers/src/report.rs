@@ -92,21 +92,28 @@ pub fn report(path: &str) -> String {
         }
     }
 
-    // Notes: what each measured cell actually did, once per distinct (engine, workload, note).
-    let mut notes: BTreeMap<(String, String), String> = BTreeMap::new();
+    // Notes: what each measured cell did, and why the n/a cells are n/a, once per engine and
+    // text, with the workloads it applies to.
+    let mut notes: BTreeMap<(usize, String, bool), Vec<String>> = BTreeMap::new();
     for ((_, w, e), c) in &cells {
-        if !c.note.is_empty() {
-            notes.insert((e.clone(), w.clone()), c.note.clone());
+        let measured = c.value.parse::<f64>().is_ok();
+        if c.note.is_empty() {
+            continue;
+        }
+        let rank = engines.iter().position(|x| x == e).unwrap_or(usize::MAX);
+        let text = format!("{}{}", if measured { "" } else { "n/a: " }, c.note);
+        let ws = notes.entry((rank, text, !measured)).or_default();
+        if !ws.contains(w) {
+            ws.push(w.clone());
         }
     }
     if !notes.is_empty() {
-        out.push_str("\n### Notes per cell\n\n");
-        for e in &engines {
-            for ((ne, w), note) in &notes {
-                if ne == e {
-                    out.push_str(&format!("- **{e} {w}**: {note}\n"));
-                }
-            }
+        out.push_str("\n### Notes\n\n");
+        for ((rank, text, _), ws) in &notes {
+            let mut ws = ws.clone();
+            ws.sort();
+            let e = engines.get(*rank).copied().unwrap_or("?");
+            out.push_str(&format!("- **{e}** {}: {text}\n", ws.join(", ")));
         }
     }
     out

@@ -4,6 +4,7 @@
 mod check;
 mod eval;
 mod graph;
+mod repl;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -28,6 +29,9 @@ enum Command {
     Eval(eval::EvalArgs),
     /// Draw a composite tool's dependency graph, with its levels.
     Graph(graph::GraphArgs),
+    /// Try expressions interactively (or run a script of inputs from standard input).
+    #[command(after_help = repl::AFTER_HELP)]
+    Repl(repl::ReplArgs),
 }
 
 /// Runs the command line.
@@ -43,6 +47,7 @@ pub fn main() -> ExitCode {
         Command::Check(args) => check::run(args),
         Command::Eval(args) => eval::run(args),
         Command::Graph(args) => graph::run(args),
+        Command::Repl(args) => repl::run(args),
     }
 }
 
@@ -53,6 +58,14 @@ pub(crate) struct UsageError(pub String);
 impl std::fmt::Display for UsageError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
+    }
+}
+
+/// The clock `--now TIME` stops: an RFC 3339 time.
+pub(crate) fn fixed_clock(now: &str) -> Result<std::sync::Arc<crate::runtime::FixedClock>, UsageError> {
+    match chrono::DateTime::parse_from_rfc3339(now) {
+        Ok(t) => Ok(std::sync::Arc::new(crate::runtime::FixedClock(t.timestamp_millis()))),
+        Err(e) => Err(UsageError(format!("--now {now:?} is not an RFC 3339 time: {e}"))),
     }
 }
 

@@ -6,7 +6,7 @@ use super::op::Op;
 use crate::functions::FuncId;
 use crate::span::Span;
 use crate::syntax::ast::Name;
-use crate::value::Value;
+use crate::value::{Path, Value};
 
 /// Compiled code for one expression or template.
 #[derive(Clone, Debug, Default)]
@@ -19,8 +19,8 @@ pub struct Chunk {
     pub consts: Vec<Value>,
     /// Variable and REF context names.
     pub names: Vec<Name>,
-    /// Field paths (segments after a root).
-    pub paths: Vec<Box<[Name]>>,
+    /// Field paths (segments after a root), each with its inline cache.
+    pub paths: Vec<Path>,
     /// Key lists of object constructors.
     pub keys: Vec<Box<[Name]>>,
     /// Call sites.
@@ -29,6 +29,8 @@ pub struct Chunk {
     pub origins: Vec<(u32, [Option<Arc<Origin>>; 2])>,
     /// Local slots this chunk and its templates use.
     pub locals: u32,
+    /// The source text, for chunks compiled from a run-time template.
+    pub source: Option<Arc<str>>,
 }
 
 /// A call site: the function and how each parameter is passed.
@@ -53,8 +55,9 @@ pub struct CallInfo {
 pub enum CallParam {
     /// Its value is on the stack.
     Value,
-    /// A template compiled ahead of time, with `item` in `slot`.
-    Template(Arc<Chunk>, u32),
+    /// A template compiled ahead of time, with `item` in `slot`, and its fast form when it
+    /// has one.
+    Template(Arc<Chunk>, u32, Option<Arc<Fast>>),
     /// The stack holds the template's text, compiled at run time (and cached).
     Dynamic {
         /// Bare dotted paths are relative to `item`.
@@ -64,6 +67,35 @@ pub enum CallParam {
     },
     /// An optional template not given.
     Absent,
+}
+
+/// A template simple enough to evaluate on the element in place, without running its
+/// chunk: a field path, or a condition built from comparisons of fields with constants.
+/// When a fast form fails (a type mismatch), the VM reruns the chunk, which reports the
+/// error with its span and data location, so both forms fail identically.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Fast {
+    /// `item.a.b` (or `item` itself, with no segments).
+    Path(Path),
+    /// A condition.
+    Pred(Pred),
+}
+
+/// A condition over an element, evaluated in place.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Pred {
+    /// `item.path <op> constant`
+    Cmp(crate::syntax::ast::BinaryOp, Path, Value),
+    /// The truthiness of `item.path`.
+    Truthy(Path),
+    /// A constant's truthiness.
+    Const(bool),
+    /// `not p`
+    Not(Box<Pred>),
+    /// `p and q`
+    And(Box<Pred>, Box<Pred>),
+    /// `p or q`
+    Or(Box<Pred>, Box<Pred>),
 }
 
 /// A statically known place in the data a value was read from.
@@ -123,7 +155,7 @@ impl Chunk {
         if let Some(i) = self.paths.iter().position(|p| **p == *segs) {
             return i as u32;
         }
-        self.paths.push(segs.into_boxed_slice());
+        self.paths.push(Path::new(segs));
         (self.paths.len() - 1) as u32
     }
 

@@ -2,12 +2,12 @@
 
 use std::sync::Arc;
 
-use super::chunk::{CallInfo, CallParam, Chunk, Origin, Root};
+use super::chunk::{CallInfo, CallParam, Chunk, Fast, Origin, Pred, Root};
 use super::op::Op;
 use crate::span::Span;
 use crate::syntax::ast::{BinaryOp, Name, UnaryOp};
 use crate::types::typed::{TArg, TExpr, TKind};
-use crate::value::Value;
+use crate::value::{Path, Value};
 
 /// Compiles a checked, error-free typed expression into a chunk.
 pub fn compile(e: &TExpr) -> Chunk {
@@ -46,6 +46,31 @@ pub(crate) fn origin_of(e: &TExpr) -> Option<Arc<Origin>> {
         _ => return None,
     };
     Some(Arc::new(Origin { root, segments: segs.into_boxed_slice() }))
+}
+
+/// The fast form of a template body with `item` in `slot`, when it has one.
+fn fast_template(body: &TExpr, slot: u32) -> Option<Fast> {
+    if let Some(path) = item_path(body, slot) {
+        return Some(Fast::Path(path));
+    }
+    predicate(body, slot).map(Fast::Pred)
+}
+
+/// `item.a.b` → `[a, b]`; `item` → `[]`.
+fn item_path(e: &TExpr, slot: u32) -> Option<Path> {
+    let (root, segs) = field_chain(e);
+    matches!(root.kind, TKind::Local(s) if s == slot).then(|| Path::new(segs))
+}
+
+fn predicate(e: &TExpr, slot: u32) -> Option<Pred> {
+    Some(match &e.kind {
+        TKind::Const(v) => Pred::Const(v.truthy()),
+        TKind::Unary(UnaryOp::Not, x) => Pred::Not(Box::new(predicate(x, slot)?)),
+        TKind::Binary(BinaryOp::And, l, r) => Pred::And(Box::new(predicate(l, slot)?), Box::new(predicate(r, slot)?)),
+        TKind::Binary(BinaryOp::Or, l, r) => Pred::Or(Box::new(predicate(l, slot)?), Box::new(predicate(r, slot)?)),
+        TKind::Binary(op, l, r) if op.is_comparison() => Pred::Cmp(*op, item_path(l, slot)?, r.as_const()?.clone()),
+        _ => Pred::Truthy(item_path(e, slot)?),
+    })
 }
 
 impl Compiler {
@@ -89,8 +114,10 @@ impl Compiler {
                 let (root, segs) = field_chain(e);
                 match &root.kind {
                     TKind::Global(n) => {
+                        // The variable's name leads the path, so its lookup is inline-cached
+                        // like the fields after it.
+                        let p = self.chunk.path(std::iter::once(n.clone()).chain(segs).collect());
                         let n = self.chunk.name(n);
-                        let p = self.chunk.path(segs);
                         self.emit(Op::GlobalPath(n, p), span);
                     }
                     TKind::Local(s) => {
@@ -98,7 +125,9 @@ impl Compiler {
                         let p = self.chunk.path(segs);
                         self.emit(Op::LocalPath(*s, p), span);
                     }
-                    TKind::Ref(ctx, rsegs) => {
+                    // `(REF:step).response` is a field access, not the response alias of
+                    // `REF:step.response`: merge only when the alias cannot change meaning.
+                    TKind::Ref(ctx, rsegs) if !rsegs.is_empty() || segs.first().is_none_or(|s| &**s != "response") => {
                         let n = self.chunk.name(ctx);
                         let mut all = rsegs.clone();
                         all.extend(segs);
@@ -208,7 +237,8 @@ impl Compiler {
                             self.chunk.locals = self.chunk.locals.max(sub.locals);
                             let i = self.chunk.constant(Value::Null);
                             self.emit(Op::Const(i), body.span);
-                            params.push(CallParam::Template(Arc::new(sub), *slot));
+                            let fast = fast_template(body, *slot).map(Arc::new);
+                            params.push(CallParam::Template(Arc::new(sub), *slot, fast));
                             origins.push(None);
                             spans.push(body.span);
                         }

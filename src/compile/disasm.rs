@@ -24,8 +24,9 @@ fn write_chunk(out: &mut String, chunk: &Chunk, title: &str, indent: usize) {
     let mut n = 0;
     for call in &chunk.calls {
         for (i, p) in call.params.iter().enumerate() {
-            if let CallParam::Template(sub, slot) = p {
-                let title = format!("template #{n}: {}(…{}) item in slot {slot}", call.name, i);
+            if let CallParam::Template(sub, slot, fast) = p {
+                let how = if fast.is_some() { ", fast form" } else { "" };
+                let title = format!("template #{n}: {}(…{}) item in slot {slot}{how}", call.name, i);
                 write_chunk(out, sub, &title, indent + 1);
                 n += 1;
             }
@@ -46,7 +47,7 @@ fn describe(chunk: &Chunk, op: &Op) -> String {
         Op::Const(i) => chunk.consts.get(i as usize).map(|v| truncate(&v.to_string())).unwrap_or_default(),
         Op::Global(n) => name(chunk, n),
         Op::Local(s) | Op::SetLocal(s) => format!("slot {s}"),
-        Op::GlobalPath(n, p) => format!("{}{}", name(chunk, n), path(chunk, p)),
+        Op::GlobalPath(_, p) => path(chunk, p).trim_start_matches('.').to_string(),
         Op::LocalPath(s, p) => format!("slot {s}{}", path(chunk, p)),
         Op::Ref(n, p) => format!("REF:{}{}", name(chunk, n), path(chunk, p)),
         Op::Path(p) => path(chunk, p),

@@ -11,7 +11,7 @@ mod disasm;
 mod fold;
 mod op;
 
-pub use chunk::{CallInfo, CallParam, Chunk, Origin, Root};
+pub use chunk::{CallInfo, CallParam, Chunk, Fast, Origin, Pred, Root};
 pub use compiler::compile;
 pub use disasm::disassemble;
 pub use fold::fold;

@@ -4,6 +4,7 @@
 //! take is an [`FnError`] naming the parameter (and element, for lists). Lists are read in
 //! place; only results are allocated.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::sync::Arc;
 
@@ -404,7 +405,10 @@ pub(super) fn table() -> Vec<Function> {
         f(
             Signature::new(
                 "pick",
-                vec![Param::required("obj", obj_or_null()), Param::required("keys", list_of(Type::Str))],
+                vec![
+                    Param::required("obj", obj_or_null()),
+                    Param::required("keys", list_of(Type::Str).union(Type::Null)),
+                ],
                 fixed(Type::any_object()),
                 "only the given keys",
             ),
@@ -413,7 +417,10 @@ pub(super) fn table() -> Vec<Function> {
         f(
             Signature::new(
                 "omit",
-                vec![Param::required("obj", obj_or_null()), Param::required("keys", list_of(Type::Str))],
+                vec![
+                    Param::required("obj", obj_or_null()),
+                    Param::required("keys", list_of(Type::Str).union(Type::Null)),
+                ],
                 fixed(Type::any_object()),
                 "all but the given keys",
             ),
@@ -566,12 +573,28 @@ fn check_str_len(r: &dyn Runner, len: usize) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Applies an optional template, or passes the element through when it is absent.
-fn project(r: &mut dyn Runner, args: &Args<'_>, param: usize, item: &Value, index: usize) -> Result<Value, Failure> {
+/// Applies an optional template for reading, or passes the element through when it is
+/// absent; borrows from the element where the evaluator can.
+fn project<'v>(
+    r: &mut dyn Runner,
+    args: &Args<'_>,
+    param: usize,
+    item: &'v Value,
+    index: usize,
+) -> Result<Cow<'v, Value>, Failure> {
     if args.has(param) {
-        Ok(r.apply(param, item, index)?)
+        Ok(r.project(param, item, index)?)
     } else {
-        Ok(item.clone())
+        Ok(Cow::Borrowed(item))
+    }
+}
+
+/// Tests an optional condition template, or the element's own truthiness when absent.
+fn test(r: &mut dyn Runner, args: &Args<'_>, param: usize, item: &Value, index: usize) -> Result<bool, Failure> {
+    if args.has(param) {
+        Ok(r.test(param, item, index)?)
+    } else {
+        Ok(item.truthy())
     }
 }
 
@@ -637,7 +660,7 @@ fn filter(r: &mut dyn Runner, args: &Args<'_>) -> R {
     let xs = list_arg(args, 0, "array")?;
     let mut out = Vec::new();
     for (i, x) in xs.iter().enumerate() {
-        if r.apply(1, x, i)?.truthy() {
+        if r.test(1, x, i)? {
             out.push(x.clone());
         }
     }
@@ -709,9 +732,9 @@ fn group_by(r: &mut dyn Runner, args: &Args<'_>) -> R {
     let xs = list_arg(args, 0, "array")?;
     let mut groups: indexmap::IndexMap<Arc<str>, Vec<Value>, crate::value::FxBuild> = Default::default();
     for (i, x) in xs.iter().enumerate() {
-        let key = r.apply(1, x, i)?;
-        let key: Arc<str> = match key {
-            Value::Str(s) => s,
+        let key = r.project(1, x, i)?;
+        let key: Arc<str> = match &*key {
+            Value::Str(s) => s.clone(),
             other => {
                 let mut t = String::new();
                 other.join_text(&mut t);
@@ -738,18 +761,36 @@ fn sort(r: &mut dyn Runner, args: &Args<'_>) -> R {
             .into())
         }
     };
-    let mut keyed: Vec<(Value, &Value)> = Vec::with_capacity(xs.len());
+    let mut keyed: Vec<(Cow<'_, Value>, &Value)> = Vec::with_capacity(xs.len());
     for (i, x) in xs.iter().enumerate() {
         keyed.push((project(r, args, 1, x, i)?, x));
     }
     // n log n comparisons, charged up front.
     r.charge(xs.len() * (usize::BITS - xs.len().leading_zeros()) as usize / 4)?;
-    if desc {
-        keyed.sort_by(|a, b| b.0.total_cmp(&a.0));
-    } else {
-        keyed.sort_by(|a, b| a.0.total_cmp(&b.0));
-    }
-    Ok(Value::list(keyed.into_iter().map(|(_, x)| x.clone()).collect()))
+    // Keys that are all integers (the common case) sort as plain integers; anything else
+    // by the total order. Both sorts are stable, and agree where both apply.
+    let ints: Option<Vec<i64>> =
+        keyed.iter().map(|(k, _)| if let Value::Int(i) = **k { Some(i) } else { None }).collect();
+    let order: Vec<&Value> = match ints {
+        Some(ints) => {
+            let mut idx: Vec<(i64, &Value)> = ints.into_iter().zip(keyed.iter().map(|(_, x)| *x)).collect();
+            if desc {
+                idx.sort_by_key(|a| std::cmp::Reverse(a.0));
+            } else {
+                idx.sort_by_key(|a| a.0);
+            }
+            idx.into_iter().map(|(_, x)| x).collect()
+        }
+        None => {
+            if desc {
+                keyed.sort_by(|a, b| b.0.total_cmp(&a.0));
+            } else {
+                keyed.sort_by(|a, b| a.0.total_cmp(&b.0));
+            }
+            keyed.into_iter().map(|(_, x)| x).collect()
+        }
+    };
+    Ok(Value::list(order.into_iter().cloned().collect()))
 }
 
 fn unique(r: &mut dyn Runner, args: &Args<'_>) -> R {
@@ -974,7 +1015,7 @@ fn round(_: &mut dyn Runner, args: &Args<'_>) -> R {
 
 fn extreme(r: &mut dyn Runner, args: &Args<'_>, want: Ordering) -> R {
     let xs = list_arg(args, 0, "array")?;
-    let mut best: Option<Value> = None;
+    let mut best: Option<Cow<'_, Value>> = None;
     for (i, x) in xs.iter().enumerate() {
         let v = project(r, args, 1, x, i)?;
         if v.is_null() {
@@ -985,7 +1026,7 @@ fn extreme(r: &mut dyn Runner, args: &Args<'_>, want: Ordering) -> R {
             _ => Some(v),
         };
     }
-    Ok(best.unwrap_or_default())
+    Ok(best.map(Cow::into_owned).unwrap_or_default())
 }
 
 fn min(r: &mut dyn Runner, args: &Args<'_>) -> R {
@@ -1001,10 +1042,10 @@ fn avg(r: &mut dyn Runner, args: &Args<'_>) -> R {
     let (mut total, mut n) = (0f64, 0usize);
     for (i, x) in xs.iter().enumerate() {
         let v = project(r, args, 1, x, i)?;
-        match v {
+        match &*v {
             Value::Null => {}
             Value::Bool(b) => {
-                total += f64::from(u8::from(b));
+                total += f64::from(u8::from(*b));
                 n += 1;
             }
             Value::Int(_) | Value::Float(_) => {
@@ -1032,7 +1073,7 @@ fn count(r: &mut dyn Runner, args: &Args<'_>) -> R {
     }
     let mut n = 0;
     for (i, x) in xs.iter().enumerate() {
-        if r.apply(1, x, i)?.truthy() {
+        if r.test(1, x, i)? {
             n += 1;
         }
     }
@@ -1157,7 +1198,7 @@ fn slice(_: &mut dyn Runner, args: &Args<'_>) -> R {
 fn any(r: &mut dyn Runner, args: &Args<'_>) -> R {
     let xs = list_arg(args, 0, "array")?;
     for (i, x) in xs.iter().enumerate() {
-        if project(r, args, 1, x, i)?.truthy() {
+        if test(r, args, 1, x, i)? {
             return Ok(Value::Bool(true));
         }
     }
@@ -1167,7 +1208,7 @@ fn any(r: &mut dyn Runner, args: &Args<'_>) -> R {
 fn all(r: &mut dyn Runner, args: &Args<'_>) -> R {
     let xs = list_arg(args, 0, "array")?;
     for (i, x) in xs.iter().enumerate() {
-        if !project(r, args, 1, x, i)?.truthy() {
+        if !test(r, args, 1, x, i)? {
             return Ok(Value::Bool(false));
         }
     }
@@ -1177,7 +1218,7 @@ fn all(r: &mut dyn Runner, args: &Args<'_>) -> R {
 fn find(r: &mut dyn Runner, args: &Args<'_>) -> R {
     let xs = list_arg(args, 0, "array")?;
     for (i, x) in xs.iter().enumerate() {
-        if r.apply(1, x, i)?.truthy() {
+        if r.test(1, x, i)? {
             return Ok(x.clone());
         }
     }

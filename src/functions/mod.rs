@@ -12,6 +12,7 @@ mod signature;
 
 pub use signature::{Param, ParamKind, ReturnRule, Signature};
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -25,6 +26,16 @@ pub trait Runner {
     /// Applies the deferred argument for parameter `param` to `item`, element `index` of
     /// the list being processed (the index goes into error locations).
     fn apply(&mut self, param: usize, item: &Value, index: usize) -> Result<Value, EvalError>;
+    /// Applies a template for its truthiness (conditions). Evaluators may answer without
+    /// building the template's value.
+    fn test(&mut self, param: usize, item: &Value, index: usize) -> Result<bool, EvalError> {
+        Ok(self.apply(param, item, index)?.truthy())
+    }
+    /// Applies a template whose result is only read (keys, numbers to add). Evaluators may
+    /// return a part of `item` without cloning it.
+    fn project<'v>(&mut self, param: usize, item: &'v Value, index: usize) -> Result<Cow<'v, Value>, EvalError> {
+        self.apply(param, item, index).map(Cow::Owned)
+    }
     /// Spends `units` of fuel.
     fn charge(&mut self, units: usize) -> Result<(), EvalError>;
     /// The limits in force.

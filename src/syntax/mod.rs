@@ -13,27 +13,74 @@ pub use parser::{parse, parse_ref, parse_with_limit, Parse, DEFAULT_MAX_NESTING}
 pub use printer::{dump, print};
 
 #[cfg(test)]
-mod smoke {
+mod tests {
+    /// Parses and prints with full parentheses, to show the tree's shape.
+    fn shape(src: &str) -> String {
+        fn go(e: &super::ast::Expr) -> String {
+            use super::ast::ExprKind::*;
+            match &e.kind {
+                Binary(op, l, r) => format!("({} {} {})", go(l), op.symbol(), go(r)),
+                Unary(super::ast::UnaryOp::Not, x) => format!("(not {})", go(x)),
+                Unary(super::ast::UnaryOp::Neg, x) => format!("(-{})", go(x)),
+                Field(x, seg) => format!("{}.{}", go(x), seg.node),
+                Index(x, k) => format!("{}[{}]", go(x), go(k)),
+                _ => super::print(e),
+            }
+        }
+        let p = super::parse(src);
+        assert!(p.diagnostics.is_empty(), "{src}: {:?}", p.diagnostics);
+        go(&p.expr)
+    }
+
     #[test]
-    fn smoke() {
-        for src in [
-            "map(array=users, template={name: item.full_name, email: item.contact.email})",
-            "filter(array=all_records, condition_string=\"item.status == 'active'\")",
-            "REF:scan.total - 1 + -x.y[0].z",
-            "1 < x < 3",
-            "a and not b or c",
-            "\"a\\q\" + 'b'",
-            "map(array=xs,",
-            "x = 1",
-            "create_object(n=REF:scanner.files.length)",
+    fn precedence_and_associativity() {
+        for (src, want) in [
+            ("a or b and c", "(a or (b and c))"),
+            ("a || b || c", "((a or b) or c)"),
+            ("not a == b and c", "((not (a == b)) and c)"),
+            ("a - b - c", "((a - b) - c)"),
+            ("a + b * c % d", "(a + ((b * c) % d))"),
+            ("-a * b", "((-a) * b)"),
+            ("-a.b[0]", "(-a.b[0])"),
+            ("1 + not x == y", "(1 + (not (x == y)))"),
+            ("!a != b", "(not (a != b))"),
+            ("a < b == c", "(a < b) == c"),
         ] {
-            let p = super::parse(src);
-            eprintln!(
-                "{src}\n{}{:?}\n{}",
-                super::dump(&p.expr),
-                p.diagnostics.iter().map(|d| (&d.message, d.span, &d.help)).collect::<Vec<_>>(),
-                super::print(&p.expr)
-            );
+            if src == "a < b == c" {
+                // Comparisons do not chain, whatever the operators.
+                assert_eq!(super::parse(src).diagnostics[0].code, crate::diagnostic::Code::ChainedComparison);
+                continue;
+            }
+            assert_eq!(shape(src), want, "{src}");
+        }
+    }
+
+    #[test]
+    fn long_chains_are_bounded_not_recursive() {
+        let src = vec!["1"; 5000].join(" + ");
+        let p = super::parse(&src);
+        assert_eq!(p.diagnostics.len(), 1);
+        assert_eq!(p.diagnostics[0].code, crate::diagnostic::Code::NestingTooDeep);
+        let src = format!("x{}", ".a".repeat(5000));
+        assert_eq!(super::parse(&src).diagnostics[0].code, crate::diagnostic::Code::NestingTooDeep);
+    }
+
+    #[test]
+    fn printing_round_trips() {
+        for src in [
+            "map(array=users, template={name: item.full_name, \"e-mail\": item.contact.email})",
+            "filter(xs, condition_string=\"item.status == 'active'\")",
+            "REF:scan.total - 1 + -x.y[0].z",
+            "not (a and b) or c",
+            "(a + b) * c",
+            "if(a, [1, 2.5, null, true], {})",
+        ] {
+            let first = super::parse(src);
+            assert!(first.diagnostics.is_empty(), "{src}");
+            let printed = super::print(&first.expr);
+            let second = super::parse(&printed);
+            assert!(second.diagnostics.is_empty(), "{printed}");
+            assert_eq!(super::print(&second.expr), printed);
         }
     }
 }

@@ -50,7 +50,7 @@ pub fn parse_with_limit(src: &str, max_nesting: usize) -> Parse {
             let program = pairs.next();
             let expr = program
                 .and_then(|p| p.into_inner().next())
-                .map(|p| b.expr(p, 0))
+                .map(|p| b.expr(p).0)
                 .unwrap_or_else(|| Expr::new(ExprKind::Error, whole));
             b.diagnostics.sort_by_key(|d| d.span.start);
             Parse { expr, diagnostics: b.diagnostics }
@@ -141,15 +141,7 @@ fn too_deep(at: usize, max: usize) -> Diagnostic {
 fn rule_name(rule: Rule) -> &'static str {
     match rule {
         Rule::EOI => "end of input",
-        Rule::expr
-        | Rule::or_expr
-        | Rule::and_expr
-        | Rule::not_expr
-        | Rule::cmp_expr
-        | Rule::sum_expr
-        | Rule::prod_expr
-        | Rule::unary_expr
-        | Rule::postfix => "an expression",
+        Rule::expr => "an expression",
         Rule::or_op => "`or`",
         Rule::and_op => "`and`",
         Rule::not_op => "`not`",
@@ -160,22 +152,30 @@ fn rule_name(rule: Rule) -> &'static str {
         Rule::field => "`.`",
         Rule::segment => "a field name or index",
         Rule::index => "`[`",
-        Rule::call => "a function call",
+        Rule::word => "a name or a call",
+        Rule::args => "`(`",
         Rule::kwarg => "a keyword argument",
         Rule::list => "a list",
         Rule::object => "an object",
         Rule::entry => "an object entry `key: value`",
-        Rule::name | Rule::ident | Rule::keyword => "a name",
+        Rule::ident => "a name",
         Rule::ref_path | Rule::ref_program => "a REF path",
         Rule::ref_context => "a REF context (`arguments`, `response` or a step id)",
         Rule::ref_segment | Rule::ref_ident => "a REF segment",
-        Rule::float | Rule::int => "a number",
+        Rule::number => "a number",
         Rule::string | Rule::dq_inner | Rule::sq_inner => "a string",
-        Rule::true_lit | Rule::false_lit | Rule::null_lit => "a literal",
         Rule::paren => "`(`",
         Rule::exponent => "an exponent",
         Rule::ident_char => "a name character",
-        Rule::program | Rule::WHITESPACE | Rule::primary | Rule::arg | Rule::obj_key | Rule::literal => "an expression",
+        Rule::program
+        | Rule::WHITESPACE
+        | Rule::primary
+        | Rule::arg
+        | Rule::obj_key
+        | Rule::operand
+        | Rule::prefix_op
+        | Rule::postfix_op
+        | Rule::infix => "an expression",
     }
 }
 
@@ -193,10 +193,46 @@ fn syntax_error(src: &str, e: &pest::error::Error<Rule>) -> Diagnostic {
     };
     let expected = match &e.variant {
         ErrorVariant::ParsingError { positives, .. } => {
-            let operators =
-                [Rule::or_op, Rule::and_op, Rule::cmp_op, Rule::sum_op, Rule::prod_op, Rule::field, Rule::index];
-            let mut names: Vec<&str> =
-                positives.iter().map(|r| if operators.contains(r) { "an operator" } else { rule_name(*r) }).collect();
+            // A `(` after a name would make it a call; listing it is noise, like the operators.
+            let operators = [
+                Rule::or_op,
+                Rule::and_op,
+                Rule::cmp_op,
+                Rule::sum_op,
+                Rule::prod_op,
+                Rule::field,
+                Rule::index,
+                Rule::args,
+            ];
+            // Anything that can start an operand is, to a reader, "an expression".
+            let operand_starts = [
+                Rule::paren,
+                Rule::neg_op,
+                Rule::not_op,
+                Rule::ref_path,
+                Rule::list,
+                Rule::object,
+                Rule::word,
+                Rule::number,
+                Rule::string,
+                Rule::primary,
+                Rule::operand,
+                Rule::prefix_op,
+                Rule::expr,
+                Rule::ident,
+            ];
+            let mut names: Vec<&str> = positives
+                .iter()
+                .map(|r| {
+                    if operators.contains(r) {
+                        "an operator"
+                    } else if operand_starts.contains(r) {
+                        "an expression"
+                    } else {
+                        rule_name(*r)
+                    }
+                })
+                .collect();
             names.sort_unstable();
             names.dedup();
             names
@@ -273,71 +309,160 @@ fn name_of(p: &Pair<'_, Rule>) -> Spanned<Name> {
     Spanned::new(Arc::from(p.as_str()), span_of(p))
 }
 
+/// A built node and the height of its tree, so no tree grows deeper than the limit (long
+/// operator chains nest without brackets).
+type Built = (Expr, usize);
+
+/// How tightly `not` and unary `-` take their operand: `not` looser than comparisons
+/// (`not a == b` is `not (a == b)`), `-` tighter than `*`.
+const NOT_PRECEDENCE: usize = 3;
+const NEG_PRECEDENCE: usize = 7;
+
 impl Builder {
-    /// Builds any expression rule. `depth` is the nesting of the node being built, so that
-    /// long operator chains and postfix chains cannot build a tree deeper than the limit.
-    fn expr(&mut self, p: Pair<'_, Rule>, depth: usize) -> Expr {
-        let span = span_of(&p);
-        if depth > self.max_depth {
+    /// Makes a node of the given height, or an error node when it is too deep.
+    fn node(&mut self, kind: ExprKind, span: Span, height: usize) -> Built {
+        if height > self.max_depth {
             if !self.too_deep {
                 self.too_deep = true;
                 self.diagnostics.push(too_deep(span.start as usize, self.max_depth));
             }
-            return Expr::new(ExprKind::Error, span);
+            return (Expr::new(ExprKind::Error, span), 0);
         }
-        match p.as_rule() {
-            Rule::expr | Rule::paren => match p.into_inner().next() {
-                Some(inner) => {
-                    let mut e = self.expr(inner, depth);
-                    // Parentheses are part of the node's span, so `(a + b).x` underlines them.
-                    if e.span.start > span.start {
-                        e.span = span;
+        (Expr::new(kind, span), height)
+    }
+
+    /// Builds an `expr` pair: a flat sequence of operands and operators, folded by
+    /// precedence climbing.
+    fn expr(&mut self, p: Pair<'_, Rule>) -> Built {
+        let items: Vec<Pair<'_, Rule>> = p.into_inner().collect();
+        let mut pos = 0;
+        self.climb(&items, &mut pos, 0)
+    }
+
+    /// Parses operands and infix operators from `items[*pos..]` whose operators bind at
+    /// least as tightly as `min`.
+    fn climb(&mut self, items: &[Pair<'_, Rule>], pos: &mut usize, min: usize) -> Built {
+        let (mut lhs, mut height) = self.operand(items, pos);
+        let mut lhs_is_comparison = false;
+        while let Some(op_pair) = items.get(*pos) {
+            if !matches!(op_pair.as_rule(), Rule::or_op | Rule::and_op | Rule::cmp_op | Rule::sum_op | Rule::prod_op) {
+                break;
+            }
+            let op = binary_op(op_pair.as_str());
+            let prec = usize::from(op.precedence());
+            if prec < min {
+                break;
+            }
+            *pos += 1;
+            // Left-associative: the right side takes only tighter operators.
+            let (rhs, rh) = self.climb(items, pos, prec + 1);
+            let span = lhs.span.to(rhs.span);
+            if op.is_comparison() && lhs_is_comparison {
+                self.diagnostics.push(
+                    Diagnostic::new(
+                        Code::ChainedComparison,
+                        span_of(op_pair),
+                        "comparison operators cannot be chained",
+                    )
+                    .with_label("second comparison")
+                    .with_secondary(lhs.span, "this is already a comparison")
+                    .with_help("combine the comparisons with `and`: `a < b and b < c`"),
+                );
+                // The chain is an error anyway: keep the tree shallow.
+                lhs = Expr::new(ExprKind::Error, span);
+                height = 0;
+                lhs_is_comparison = false;
+                continue;
+            }
+            lhs_is_comparison = op.is_comparison();
+            (lhs, height) = self.node(ExprKind::Binary(op, Box::new(lhs), Box::new(rhs)), span, 1 + height.max(rh));
+        }
+        (lhs, height)
+    }
+
+    /// One operand: prefix operators, a primary, postfix operators.
+    fn operand(&mut self, items: &[Pair<'_, Rule>], pos: &mut usize) -> Built {
+        let Some(first) = items.get(*pos) else { return (Expr::new(ExprKind::Error, Span::default()), 0) };
+        match first.as_rule() {
+            Rule::not_op | Rule::neg_op => {
+                let start = span_of(first).start as usize;
+                let (op, prec) = if first.as_rule() == Rule::neg_op {
+                    (UnaryOp::Neg, NEG_PRECEDENCE)
+                } else {
+                    (UnaryOp::Not, NOT_PRECEDENCE)
+                };
+                *pos += 1;
+                let (operand, h) = self.climb(items, pos, prec);
+                let span = Span::new(start, operand.span.end as usize);
+                self.node(ExprKind::Unary(op, Box::new(operand)), span, 1 + h)
+            }
+            _ => {
+                *pos += 1;
+                let (mut acc, mut height) = self.primary(first.clone());
+                while let Some(post) = items.get(*pos) {
+                    let rule = post.as_rule();
+                    if rule != Rule::field && rule != Rule::index {
+                        break;
                     }
-                    e
+                    *pos += 1;
+                    let span = acc.span.to(span_of(post));
+                    let Some(x) = post.clone().into_inner().next() else { continue };
+                    (acc, height) = if rule == Rule::field {
+                        self.node(ExprKind::Field(Box::new(acc), name_of(&x)), span, height + 1)
+                    } else {
+                        let (key, kh) = self.expr(x);
+                        self.node(ExprKind::Index(Box::new(acc), Box::new(key)), span, 1 + height.max(kh))
+                    };
                 }
-                None => Expr::new(ExprKind::Error, span),
+                (acc, height)
+            }
+        }
+    }
+
+    /// A primary: literal, REF, call, name, list, object or parenthesised expression.
+    fn primary(&mut self, p: Pair<'_, Rule>) -> Built {
+        let span = span_of(&p);
+        match p.as_rule() {
+            Rule::paren => match p.into_inner().next() {
+                Some(inner) => {
+                    let (mut e, h) = self.expr(inner);
+                    // Parentheses are part of the node's span, so `(a + b).x` underlines them.
+                    e.span = span;
+                    (e, h)
+                }
+                None => (Expr::new(ExprKind::Error, span), 0),
             },
-            Rule::or_expr | Rule::and_expr | Rule::sum_expr | Rule::prod_expr => self.left_fold(p, depth),
-            Rule::cmp_expr => self.comparison(p, depth),
-            Rule::not_expr | Rule::unary_expr => {
-                let mut inner = p.into_inner();
-                match (inner.next(), inner.next()) {
-                    (Some(op), Some(operand)) => {
-                        let op = if op.as_rule() == Rule::neg_op { UnaryOp::Neg } else { UnaryOp::Not };
-                        let operand = self.expr(operand, depth + 1);
-                        Expr::new(ExprKind::Unary(op, Box::new(operand)), span)
+            Rule::number => {
+                let text = p.as_str();
+                let integral = !text.contains(['.', 'e', 'E']);
+                match (integral, text.parse::<i64>(), text.parse::<f64>()) {
+                    (true, Ok(i), _) => (Expr::new(ExprKind::Int(i), span), 1),
+                    // Beyond i64, or with a fraction or exponent: a float (SPEC §1).
+                    (_, _, Ok(f)) if f.is_finite() => (Expr::new(ExprKind::Float(f), span), 1),
+                    _ => {
+                        self.diagnostics.push(
+                            Diagnostic::new(Code::InvalidNumber, span, format!("number `{text}` is out of range"))
+                                .with_label("not a finite 64-bit float"),
+                        );
+                        (Expr::new(ExprKind::Error, span), 0)
                     }
-                    (Some(only), None) => self.expr(only, depth),
-                    _ => Expr::new(ExprKind::Error, span),
                 }
             }
-            Rule::postfix => self.postfix(p, depth),
-            Rule::int => match p.as_str().parse::<i64>() {
-                Ok(i) => Expr::new(ExprKind::Int(i), span),
-                // Too large for i64: a float, as SPEC §1 says of numbers beyond i64.
-                Err(_) => Expr::new(ExprKind::Float(p.as_str().parse::<f64>().unwrap_or(f64::MAX)), span),
-            },
-            Rule::float => match p.as_str().parse::<f64>() {
-                Ok(f) if f.is_finite() => Expr::new(ExprKind::Float(f), span),
-                _ => {
-                    self.diagnostics.push(
-                        Diagnostic::new(Code::InvalidNumber, span, format!("number `{}` is out of range", p.as_str()))
-                            .with_label("not a finite 64-bit float"),
-                    );
-                    Expr::new(ExprKind::Error, span)
-                }
-            },
-            Rule::string => self.string(p),
-            Rule::true_lit => Expr::new(ExprKind::Bool(true), span),
-            Rule::false_lit => Expr::new(ExprKind::Bool(false), span),
-            Rule::null_lit => Expr::new(ExprKind::Null, span),
-            Rule::ref_path => Expr::new(ExprKind::Ref(ref_path(p)), span),
-            Rule::name => Expr::new(ExprKind::Name(Arc::from(p.as_str())), span),
+            Rule::string => (self.string(p), 1),
+            Rule::ref_path => (Expr::new(ExprKind::Ref(ref_path(p)), span), 1),
+            Rule::word => self.word(p),
             Rule::list => {
-                let items = p.into_inner().map(|x| self.expr(x, depth + 1)).collect();
-                Expr::new(ExprKind::List(items), span)
+                let mut height = 0;
+                let mut items = Vec::new();
+                for x in p.into_inner() {
+                    let (e, h) = self.expr(x);
+                    height = height.max(h);
+                    items.push(e);
+                }
+                self.node(ExprKind::List(items), span, height + 1)
             }
             Rule::object => {
+                let mut height = 0;
                 let mut entries = Vec::new();
                 for entry in p.into_inner() {
                     let mut parts = entry.into_inner();
@@ -351,96 +476,52 @@ impl Builder {
                     } else {
                         name_of(&k)
                     };
-                    entries.push((key, self.expr(v, depth + 1)));
+                    let (e, h) = self.expr(v);
+                    height = height.max(h);
+                    entries.push((key, e));
                 }
-                Expr::new(ExprKind::Object(entries), span)
+                self.node(ExprKind::Object(entries), span, height + 1)
             }
-            Rule::call => {
-                let mut inner = p.into_inner();
-                let Some(name) = inner.next() else { return Expr::new(ExprKind::Error, span) };
-                let args = inner
-                    .map(|a| {
-                        if a.as_rule() == Rule::kwarg {
-                            let mut kv = a.into_inner();
-                            let k = kv.next().map(|k| name_of(&k));
-                            let v = kv.next().map_or(Expr::new(ExprKind::Error, span), |v| self.expr(v, depth + 1));
-                            Arg { keyword: k, value: v }
-                        } else {
-                            Arg { keyword: None, value: self.expr(a, depth + 1) }
-                        }
-                    })
-                    .collect();
-                Expr::new(ExprKind::Call(Call { name: name_of(&name), args }), span)
-            }
-            _ => Expr::new(ExprKind::Error, span),
+            _ => (Expr::new(ExprKind::Error, span), 0),
         }
     }
 
-    fn left_fold(&mut self, p: Pair<'_, Rule>, depth: usize) -> Expr {
-        let mut inner = p.into_inner().peekable();
-        let Some(first) = inner.next() else { return Expr::new(ExprKind::Error, Span::default()) };
-        let mut chain = Vec::new();
-        while let (Some(op), Some(rhs)) = (inner.next(), inner.next()) {
-            chain.push((op, rhs));
-        }
-        // A chain of n operators builds a left-deep tree n levels deep.
-        let mut acc = self.expr(first, depth + chain.len());
-        for (i, (op, rhs)) in chain.into_iter().enumerate() {
-            let op = binary_op(op.as_str());
-            let rhs = self.expr(rhs, depth + i + 1);
-            let span = acc.span.to(rhs.span);
-            acc = Expr::new(ExprKind::Binary(op, Box::new(acc), Box::new(rhs)), span);
-        }
-        acc
-    }
-
-    fn comparison(&mut self, p: Pair<'_, Rule>, depth: usize) -> Expr {
+    /// A word: a call when arguments follow, a keyword literal, or a name.
+    fn word(&mut self, p: Pair<'_, Rule>) -> Built {
+        let span = span_of(&p);
         let mut inner = p.into_inner();
-        let Some(first) = inner.next() else { return Expr::new(ExprKind::Error, Span::default()) };
-        let mut acc = self.expr(first, depth + 1);
-        let mut count = 0;
-        while let (Some(op), Some(rhs)) = (inner.next(), inner.next()) {
-            count += 1;
-            let op_span = span_of(&op);
-            let op = binary_op(op.as_str());
-            let rhs = self.expr(rhs, depth + 1);
-            if count == 2 {
+        let Some(ident) = inner.next() else { return (Expr::new(ExprKind::Error, span), 0) };
+        if let Some(args) = inner.next() {
+            let mut height = 0;
+            let mut list = Vec::new();
+            for a in args.into_inner() {
+                let (keyword, value) = if a.as_rule() == Rule::kwarg {
+                    let mut kv = a.into_inner();
+                    let k = kv.next().map(|k| name_of(&k));
+                    (k, kv.next().map_or((Expr::new(ExprKind::Error, span), 0), |v| self.expr(v)))
+                } else {
+                    (None, self.expr(a))
+                };
+                height = height.max(value.1);
+                list.push(Arg { keyword, value: value.0 });
+            }
+            return self.node(ExprKind::Call(Call { name: name_of(&ident), args: list }), span, height + 1);
+        }
+        let kind = match ident.as_str() {
+            "true" => ExprKind::Bool(true),
+            "false" => ExprKind::Bool(false),
+            "null" => ExprKind::Null,
+            kw @ ("and" | "or" | "not") => {
                 self.diagnostics.push(
-                    Diagnostic::new(Code::ChainedComparison, op_span, "comparison operators cannot be chained")
-                        .with_label("second comparison")
-                        .with_secondary(acc.span, "this is already a comparison")
-                        .with_help("combine the comparisons with `and`: `a < b and b < c`"),
+                    Diagnostic::new(Code::Syntax, span, format!("expected an expression, found the keyword `{kw}`"))
+                        .with_label("a keyword, not a value")
+                        .with_help(format!("`{kw}` is an operator and cannot be used as a name")),
                 );
+                ExprKind::Error
             }
-            let span = acc.span.to(rhs.span);
-            if count >= 2 {
-                // Keep the tree shallow: the chain is an error anyway.
-                acc = Expr::new(ExprKind::Error, span);
-                continue;
-            }
-            acc = Expr::new(ExprKind::Binary(op, Box::new(acc), Box::new(rhs)), span);
-        }
-        acc
-    }
-
-    fn postfix(&mut self, p: Pair<'_, Rule>, depth: usize) -> Expr {
-        let mut inner = p.into_inner();
-        let Some(first) = inner.next() else { return Expr::new(ExprKind::Error, Span::default()) };
-        let ops: Vec<_> = inner.collect();
-        let mut acc = self.expr(first, depth + ops.len());
-        for (i, op) in ops.into_iter().enumerate() {
-            let op_span = span_of(&op);
-            let span = acc.span.to(op_span);
-            let Some(x) = op.clone().into_inner().next() else { continue };
-            acc = match op.as_rule() {
-                Rule::field => Expr::new(ExprKind::Field(Box::new(acc), name_of(&x)), span),
-                _ => {
-                    let key = self.expr(x, depth + i + 1);
-                    Expr::new(ExprKind::Index(Box::new(acc), Box::new(key)), span)
-                }
-            };
-        }
-        acc
+            name => ExprKind::Name(Arc::from(name)),
+        };
+        (Expr::new(kind, span), 1)
     }
 
     fn string(&mut self, p: Pair<'_, Rule>) -> Expr {

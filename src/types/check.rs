@@ -42,40 +42,18 @@ pub struct Checked {
 
 /// Checks `expr` in `scope`.
 pub fn check(expr: &Expr, scope: &Scope, funcs: &FunctionTable, max_depth: usize) -> Checked {
-    let mut c = Checker {
-        scope,
-        funcs,
-        diags: Vec::new(),
-        locals: Vec::new(),
-        maps: Vec::new(),
-        refs: Vec::new(),
-        names: Vec::new(),
-        max_depth,
-    };
-    let t = c.expr(expr);
-    c.diags.sort_by_key(|d| (d.span.start, d.span.end));
-    Checked { expr: t, diagnostics: c.diags, refs: c.refs, names: c.names }
+    Checker::new(scope, funcs, max_depth).run(expr)
 }
 
 /// Checks a template compiled at run time: `item` is bound in `slot` (with type `any`);
 /// the slots below it belong to the caller and are not visible.
 pub fn check_template(expr: &Expr, scope: &Scope, funcs: &FunctionTable, max_depth: usize, slot: u32) -> Checked {
-    let mut c = Checker {
-        scope,
-        funcs,
-        diags: Vec::new(),
-        locals: Vec::new(),
-        maps: Vec::new(),
-        refs: Vec::new(),
-        names: Vec::new(),
-        max_depth,
-    };
+    let mut c = Checker::new(scope, funcs, max_depth);
     for _ in 0..slot {
         c.locals.push((LocalKind::Hidden, Type::Any));
     }
     c.locals.push((LocalKind::Item, Type::Any));
-    let t = c.expr(expr);
-    Checked { expr: t, diagnostics: c.diags, refs: c.refs, names: c.names }
+    c.run(expr)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -98,7 +76,26 @@ struct Checker<'a> {
     max_depth: usize,
 }
 
-impl Checker<'_> {
+impl<'a> Checker<'a> {
+    fn new(scope: &'a Scope, funcs: &'a FunctionTable, max_depth: usize) -> Checker<'a> {
+        Checker {
+            scope,
+            funcs,
+            diags: Vec::new(),
+            locals: Vec::new(),
+            maps: Vec::new(),
+            refs: Vec::new(),
+            names: Vec::new(),
+            max_depth,
+        }
+    }
+
+    /// Checks the whole expression and hands over what was found.
+    fn run(mut self, expr: &Expr) -> Checked {
+        let t = self.expr(expr);
+        self.diags.sort_by_key(|d| (d.span.start, d.span.end));
+        Checked { expr: t, diagnostics: self.diags, refs: self.refs, names: self.names }
+    }
     /// Maps a span from the text being checked to the program's source.
     fn sp(&self, span: Span) -> Span {
         self.maps.iter().rev().fold(span, |s, m| m.map(s))
@@ -270,7 +267,13 @@ impl Checker<'_> {
         };
         let mut ty = base;
         let mut prev_span = ctx.span;
-        for seg in &r.segments {
+        for (i, seg) in r.segments.iter().enumerate() {
+            // The response alias (SPEC §2): `REF:step.response` is the whole result when it
+            // has no `response` key.
+            if i == 0 && &*seg.node == "response" && &*ctx.node != "response" && !has_response_field(&ty) {
+                prev_span = prev_span.to(seg.span);
+                continue;
+            }
             ty = self.segment_type(&ty, seg, prev_span);
             prev_span = prev_span.to(seg.span);
         }
@@ -294,8 +297,12 @@ impl Checker<'_> {
                     Some(ft) => Some(ft.clone()),
                     None if s == "length" => Some(Type::Int),
                     None if o.open => Some(Type::Any),
+                    // Derived from a string `path`; null when `path` is anything else.
                     None if (s == "file_name" || s == "parent_directory") && o.fields.contains_key("path") => {
-                        Some(Type::Str)
+                        match o.fields.get("path") {
+                            Some(Type::Str) => Some(Type::Str),
+                            _ => Some(Type::Str.union(Type::Null)),
+                        }
                     }
                     None => {
                         missing_field = Some(o.clone());
@@ -513,7 +520,8 @@ impl Checker<'_> {
             }
             return self.err_node(span);
         };
-        let sig = self.funcs.get(id).signature.clone();
+        let funcs = self.funcs;
+        let sig = &funcs.get(id).signature;
         // Bind arguments to parameters.
         let mut bound: Vec<Option<&Arg>> = vec![None; sig.params.len()];
         let mut kwargs: Vec<&Arg> = Vec::new();
@@ -888,6 +896,14 @@ pub(crate) fn relative_path(s: &str) -> Option<Expr> {
     }
     e.span = whole;
     Some(e)
+}
+
+/// Whether a step result type may have its own `response` key.
+fn has_response_field(t: &Type) -> bool {
+    t.alternatives().iter().any(|a| match a {
+        Type::Object(o) => o.fields.contains_key("response"),
+        _ => false,
+    })
 }
 
 fn pairs<'t>(a: &'t Type, b: &'t Type) -> impl Iterator<Item = (&'t Type, &'t Type)> {

@@ -7,10 +7,11 @@
 //! never parses or compiles source text itself: run-time templates come from a
 //! [`TemplateSource`] the caller supplies.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use crate::compile::{CallInfo, CallParam, Chunk, Op, Origin, Root};
+use crate::compile::{CallInfo, CallParam, Chunk, Fast, Op, Origin, Pred, Root};
 use crate::diagnostic::Code;
 use crate::functions::{Args, Failure, FunctionTable, Implementation, Runner};
 use crate::ops;
@@ -48,7 +49,20 @@ thread_local! {
 }
 
 /// Runs `chunk` to completion.
+#[inline]
 pub fn run(chunk: &Chunk, env: &Env<'_>) -> Result<Value, EvalError> {
+    // A program that is one read (`profile.email`, a constant, `REF:step.x`) needs no
+    // stack: answer it directly, without even setting up the interpreter.
+    if let [op] = chunk.code.as_slice() {
+        if let Some(v) = single_read(chunk, *op, env) {
+            return v;
+        }
+    }
+    interpret(chunk, env)
+}
+
+#[inline(never)]
+fn interpret(chunk: &Chunk, env: &Env<'_>) -> Result<Value, EvalError> {
     let (stack, locals) = STACKS.with(|s| s.borrow_mut().pop()).unwrap_or_default();
     let mut vm =
         Vm { env, stack, locals, loc: Vec::new(), fuel: env.limits.fuel, depth: 0, serial: 0, arg_pool: Vec::new() };
@@ -66,6 +80,35 @@ pub fn run(chunk: &Chunk, env: &Env<'_>) -> Result<Value, EvalError> {
         }
     });
     result
+}
+
+/// Evaluates a one-instruction program that only reads, or `None` for other instructions
+/// (and for reads that fail: the general path builds the located error).
+#[inline]
+fn single_read(chunk: &Chunk, op: Op, env: &Env<'_>) -> Option<Result<Value, EvalError>> {
+    match op {
+        Op::Const(i) => Some(Ok(chunk.consts[i as usize].clone())),
+        Op::Global(n) => Some(Ok(env.vars.get_direct(&chunk.names[n as usize]).cloned().unwrap_or_default())),
+        Op::GlobalPath(_, p) => Some(Ok(global_path(env.vars, &chunk.paths[p as usize]).ok()?)),
+        Op::Ref(n, p) => {
+            let Some(start) = env.refs.get_direct(&chunk.names[n as usize]) else { return Some(Ok(Value::Null)) };
+            Some(Ok(start.walk_ref(&chunk.paths[p as usize]).ok()?.into_owned()))
+        }
+        _ => None,
+    }
+}
+
+/// Reads `vars.name.seg…` (the path starts with the variable's name); a missing variable
+/// is `null`. On failure, the index of the failing segment after the name.
+#[inline]
+fn global_path(vars: &Value, path: &crate::value::Path) -> Result<Value, (usize, SegmentError)> {
+    match vars {
+        Value::Object(_) => match vars.walk_path(path) {
+            Ok(v) => Ok(v.into_owned()),
+            Err((at, e)) => Err((at.saturating_sub(1), e)),
+        },
+        _ => Ok(Value::Null),
+    }
 }
 
 /// Where a local's value came from: element `index` of the list at `origin`.
@@ -184,28 +227,18 @@ impl<'a> Vm<'a> {
                     self.stack.push(v);
                 }
                 Op::GlobalPath(n, p) => {
-                    let name = &chunk.names[n as usize];
-                    let segs = &chunk.paths[p as usize];
-                    let v = match self.env.vars.get_direct(name) {
-                        Some(root) => match root.walk(segs) {
-                            Ok(v) => v.into_owned(),
-                            Err((at, e)) => {
-                                return Err(self.segment_error(
-                                    chunk.spans[pc - 1],
-                                    Root::Global(name.clone()),
-                                    segs,
-                                    at,
-                                    e,
-                                ))
-                            }
-                        },
-                        None => Value::Null,
-                    };
-                    self.stack.push(v);
+                    let path = &chunk.paths[p as usize];
+                    match global_path(self.env.vars, path) {
+                        Ok(v) => self.stack.push(v),
+                        Err((at, e)) => {
+                            let name = chunk.names[n as usize].clone();
+                            return Err(self.segment_error(chunk.spans[pc - 1], Root::Global(name), &path[1..], at, e));
+                        }
+                    }
                 }
                 Op::LocalPath(s, p) => {
                     let segs = &chunk.paths[p as usize];
-                    let v = match self.locals[s as usize].walk(segs) {
+                    let v = match self.locals[s as usize].walk_path(segs) {
                         Ok(v) => v.into_owned(),
                         Err((at, e)) => {
                             return Err(self.segment_error(chunk.spans[pc - 1], Root::Local(s), segs, at, e))
@@ -236,7 +269,7 @@ impl<'a> Vm<'a> {
                 Op::Path(p) => {
                     let segs = &chunk.paths[p as usize];
                     let top = self.pop();
-                    let v = match top.walk(segs) {
+                    let v = match top.walk_path(segs) {
                         Ok(v) => v.into_owned(),
                         Err((at, e)) => {
                             let mut err = EvalError::new(
@@ -306,7 +339,7 @@ impl<'a> Vm<'a> {
                 Op::CmpLocalPathConst(op, s, p, c) => {
                     let segs = &chunk.paths[p as usize];
                     let konst = &chunk.consts[c as usize];
-                    let field = match self.locals[s as usize].walk(segs) {
+                    let field = match self.locals[s as usize].walk_path(segs) {
                         Ok(v) => v,
                         Err((at, e)) => {
                             return Err(self.segment_error(chunk.spans[pc - 1], Root::Local(s), segs, at, e))
@@ -404,7 +437,7 @@ impl<'a> Vm<'a> {
                 e
             }),
             Implementation::FileStore => {
-                let mut e = EvalError::new(Code::NoFileStore, span, "no file store configured; pass --files DIR");
+                let mut e = EvalError::new(Code::NoFileStore, span, "no file store configured");
                 e.function = Some(info.name.clone());
                 Err(e)
             }
@@ -488,7 +521,7 @@ type Resolved = Option<(Arc<Chunk>, u32)>;
 /// `.a.b` when the call's template is just a path on `item` (`item.a.b`).
 fn path_template_suffix(info: &CallInfo) -> Option<String> {
     info.params.iter().find_map(|p| match p {
-        CallParam::Template(chunk, slot) => match chunk.code.as_slice() {
+        CallParam::Template(chunk, slot, _) => match chunk.code.as_slice() {
             [Op::LocalPath(s, p)] if s == slot => {
                 let mut out = String::new();
                 for seg in chunk.paths.get(*p as usize)?.iter() {
@@ -512,12 +545,86 @@ struct Frame<'v, 'a> {
     span: Span,
 }
 
+impl Frame<'_, '_> {
+    /// The fast form of parameter `param`'s template, if it has one.
+    fn fast(&self, param: usize) -> Option<&Fast> {
+        match self.info.params.get(param) {
+            Some(CallParam::Template(_, _, Some(f))) => Some(f),
+            _ => None,
+        }
+    }
+
+    /// Spends one unit of fuel for a fast application.
+    fn spend(&mut self) -> Result<(), EvalError> {
+        if self.vm.fuel == 0 {
+            return Err(self.vm.out_of_fuel(self.span));
+        }
+        self.vm.fuel -= 1;
+        Ok(())
+    }
+}
+
+/// The text of a run-time template, for messages (its spans cover its whole text).
+fn chunk_source(chunk: &Chunk) -> String {
+    chunk.source.as_deref().unwrap_or("").to_string()
+}
+
+/// Evaluates a condition on an element in place; `None` when it cannot (a type mismatch),
+/// for the chunk to report.
+fn pred(p: &Pred, item: &Value) -> Option<bool> {
+    Some(match p {
+        Pred::Const(b) => *b,
+        Pred::Truthy(path) => item.walk_path(path).ok()?.truthy(),
+        Pred::Not(x) => !pred(x, item)?,
+        Pred::And(a, b) => pred(a, item)? && pred(b, item)?,
+        Pred::Or(a, b) => pred(a, item)? || pred(b, item)?,
+        Pred::Cmp(op, path, konst) => {
+            let field = item.walk_path(path).ok()?;
+            match op {
+                BinaryOp::Eq => *field == *konst,
+                BinaryOp::Ne => *field != *konst,
+                _ => ops::compare(*op, &field, konst).ok()?.truthy(),
+            }
+        }
+    })
+}
+
 impl Runner for Frame<'_, '_> {
+    fn test(&mut self, param: usize, item: &Value, index: usize) -> Result<bool, EvalError> {
+        let answer = match self.fast(param) {
+            Some(Fast::Pred(p)) => pred(p, item),
+            Some(Fast::Path(path)) => item.walk_path(path).ok().map(|v| v.truthy()),
+            None => None,
+        };
+        match answer {
+            Some(b) => self.spend().map(|()| b),
+            None => Ok(self.apply(param, item, index)?.truthy()),
+        }
+    }
+
+    fn project<'v>(&mut self, param: usize, item: &'v Value, index: usize) -> Result<Cow<'v, Value>, EvalError> {
+        if let Some(Fast::Path(path)) = self.fast(param) {
+            if let Ok(v) = item.walk_path(path) {
+                self.spend()?;
+                return Ok(v);
+            }
+        }
+        self.apply(param, item, index).map(Cow::Owned)
+    }
+
     fn apply(&mut self, param: usize, item: &Value, index: usize) -> Result<Value, EvalError> {
-        let (chunk, slot): (&Chunk, u32) = match self.info.params.get(param) {
-            Some(CallParam::Template(c, s)) => (c, *s),
+        if let Some(Fast::Path(path)) = self.fast(param) {
+            if let Ok(v) = item.walk_path(path) {
+                self.spend()?;
+                return Ok(v.into_owned());
+            }
+        }
+        // A run-time template's spans are offsets in its own text: errors from it point at
+        // the argument that named it.
+        let (chunk, slot, named_at): (&Chunk, u32, Option<Span>) = match self.info.params.get(param) {
+            Some(CallParam::Template(c, s, _)) => (c, *s, None),
             Some(CallParam::Dynamic { .. }) => match self.dynamic.get(param).and_then(Option::as_ref) {
-                Some((c, s)) => (c, *s),
+                Some((c, s)) => (c, *s, self.info.arg_spans.get(param).copied()),
                 None => return Ok(item.clone()),
             },
             _ => return Ok(item.clone()),
@@ -554,7 +661,18 @@ impl Runner for Frame<'_, '_> {
         vm.depth += 1;
         let r = vm.exec(chunk);
         vm.depth -= 1;
-        r
+        match (r, named_at) {
+            (Err(mut e), Some(at)) => {
+                // The outermost run-time template decides the span: only its argument is
+                // in the program's source.
+                e.span = at;
+                if !e.message.starts_with("in template") {
+                    e.message = format!("in template {:?}: {}", chunk_source(chunk), e.message);
+                }
+                Err(e)
+            }
+            (r, _) => r,
+        }
     }
 
     fn charge(&mut self, units: usize) -> Result<(), EvalError> {
