@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Command;
 
+use proptest::prelude::Strategy as _;
 use tdsl::analysis::{Analyzer, CheckedTool, Resolved, ToolRoot};
 use tdsl::diagnostic::{Code, Diagnostic};
 use tdsl::span::Span;
@@ -266,4 +267,172 @@ fn folders_are_walked_in_order() {
     assert_eq!(files, sorted);
     let distinct: BTreeSet<&str> = files.iter().copied().collect();
     assert_eq!(distinct.len(), std::fs::read_dir("tests/data/check/err").expect("err").count());
+}
+
+/// `docs/analysis.md` lists every analysis code, and its JSON examples are JSON.
+#[test]
+fn analysis_docs_are_true() {
+    let doc = std::fs::read_to_string("docs/analysis.md").expect("docs/analysis.md");
+    for code in Code::ALL.iter().filter(|c| c.as_str().starts_with("E06") || c.as_str().starts_with("W06")) {
+        assert!(doc.contains(&format!("| `{code}` |")), "{code} is not in the table of docs/analysis.md");
+    }
+    let mut lines = doc.lines();
+    let mut blocks = 0;
+    while let Some(line) = lines.next() {
+        if !line.starts_with("```json") {
+            continue;
+        }
+        let body: Vec<&str> = lines.by_ref().take_while(|l| !l.starts_with("```")).collect();
+        let parsed: Result<serde_json::Value, _> = serde_json::from_str(&body.join("\n"));
+        assert!(parsed.is_ok(), "not JSON: {}", body.join("\n"));
+        blocks += 1;
+    }
+    assert!(blocks >= 1);
+    // The JSON example is what the command prints for that case.
+    let o = tdsl(&["check", "tests/data/check/err/unknown_step.tool", "--root", ROOT, "--format", "json"]);
+    let printed: serde_json::Value = serde_json::from_str(&o.stdout).expect("JSON");
+    let mut expected = printed.clone();
+    expected[0]["file"] = serde_json::json!("flows/main.tool");
+    assert!(doc.contains(&serde_json::to_string_pretty(&expected).expect("printable")), "the JSON example is stale");
+}
+
+/// The plan of a clean flow: order, levels, inputs, resolved REFs, and compiled programs
+/// that evaluate.
+#[test]
+fn plan_of_a_flow() {
+    use tdsl::analysis::{RefContext, ValuePlan};
+    use tdsl::Value;
+
+    let checked = check(&format!("{ROOT}/flows/scan_and_count.tool"));
+    assert!(checked.diagnostics.is_empty(), "{}", describe(&checked.diagnostics, &checked.source));
+    let plan = checked.plan.expect("a plan");
+    let order: Vec<(&str, usize)> = plan.steps.iter().map(|s| (&*s.execution_id, s.level)).collect();
+    assert_eq!(order, [("each", 0), ("scan", 0), ("lengths", 1), ("report", 2)]);
+    assert_eq!(plan.levels.len(), 3);
+
+    let scan = plan.step("scan").expect("scan");
+    let lengths = plan.step("lengths").expect("lengths");
+    let report = plan.step("report").expect("report");
+    assert_eq!(lengths.depends_on, [scan.id]);
+    assert_eq!(report.depends_on.len(), 3);
+    let from_scan = report.inputs.iter().find(|i| i.from == scan.id).expect("an input from scan");
+    assert!(from_scan.manual && from_scan.carries.is_empty());
+    assert_eq!(lengths.inputs[0].carries.iter().map(|c| &**c).collect::<Vec<_>>(), ["files", "total"]);
+    assert_eq!(
+        lengths.result_type.to_string(),
+        "object{doubled: integer, response: object{doubled: integer, …}, …} | null"
+    );
+
+    // `files` is a REF to scan's result; `count` is a program over the context.
+    let t = lengths.transform_arguments.as_ref().expect("transform_arguments");
+    let ValuePlan::Ref(r) = &t.variables[0].1 else { panic!("a REF variable") };
+    assert_eq!(
+        (r.context, r.segments.iter().map(|s| &**s).collect::<Vec<_>>()),
+        (RefContext::Step(scan.id), vec!["files"])
+    );
+    let (name, program) = &t.transforms[0];
+    assert_eq!(&**name, "count");
+    let context: Value = serde_json::from_str(r#"{"files": ["a.md", "b.md"]}"#).expect("JSON");
+    assert_eq!(program.eval(&context).expect("evaluates"), Value::Int(2));
+
+    let each = plan.step("each").expect("each");
+    let parallel = each.parallel.as_ref().expect("parallel");
+    assert_eq!(&*parallel.child_argument_name, "count");
+    assert!(matches!(&parallel.iterate_over, ValuePlan::Literal(v) if v.as_list().map(<[Value]>::len) == Some(3)));
+    let map = plan.response_map.as_ref().expect("a response map");
+    assert_eq!(map[1].1.context, RefContext::Step(each.id));
+}
+
+/// A composite of `n` steps where step `i` reads the steps `edges[i]`, through REF strings in
+/// `arguments`, REF atoms in transforms and `dependencies`, chosen by `how`.
+fn generated(edges: &[Vec<usize>], how: &[u8]) -> String {
+    let mut steps = Vec::new();
+    for (i, deps) in edges.iter().enumerate() {
+        let mut args = serde_json::Map::new();
+        let mut transforms = serde_json::Map::new();
+        let mut manual = Vec::new();
+        for (k, &j) in deps.iter().enumerate() {
+            match how.get(i * 7 + k).copied().unwrap_or(0) % 3 {
+                0 => {
+                    args.insert(format!("a{k}"), serde_json::json!(format!("REF:s{j}.out")));
+                }
+                1 => {
+                    transforms.insert(format!("t{k}"), serde_json::json!(format!("length(REF:s{j}.items) + 1")));
+                }
+                _ => manual.push(serde_json::json!(format!("s{j}"))),
+            }
+        }
+        let mut step = serde_json::json!({"execution_id": format!("s{i}"), "tool_definition_path": "/tools/any.tool"});
+        if !args.is_empty() {
+            step["arguments"] = serde_json::Value::Object(args);
+        }
+        if !transforms.is_empty() {
+            step["transform_arguments"] = serde_json::json!({"transforms": transforms});
+        }
+        if !manual.is_empty() {
+            step["dependencies"] = serde_json::Value::Array(manual);
+        }
+        steps.push(step);
+    }
+    serde_json::json!({"instructions": steps}).to_string()
+}
+
+/// Longest-path levels by brute force (exponential, for tiny graphs), or `None` on a cycle.
+fn brute_levels(edges: &[Vec<usize>]) -> Option<Vec<usize>> {
+    fn level(i: usize, edges: &[Vec<usize>], path: &mut Vec<usize>) -> Option<usize> {
+        if path.contains(&i) {
+            return None;
+        }
+        path.push(i);
+        let mut l = 0;
+        for &j in &edges[i] {
+            l = l.max(level(j, edges, path)? + 1);
+        }
+        path.pop();
+        Some(l)
+    }
+    (0..edges.len()).map(|i| level(i, edges, &mut Vec::new())).collect()
+}
+
+proptest::proptest! {
+    /// For any graph of steps: a plan exists exactly when the graph is acyclic; its levels
+    /// are the longest paths; every dependency is on a lower level; the order is by level,
+    /// then execution id; and every diagnostic points at characters of the file.
+    #[test]
+    fn the_dag_matches_its_definition(
+        edges in proptest::collection::vec(proptest::collection::vec(0usize..7, 0..4), 1..7)
+            .prop_map(|mut e| { let n = e.len(); for d in &mut e { for j in d.iter_mut() { *j %= n; } d.sort_unstable(); d.dedup(); } e }),
+        how in proptest::collection::vec(proptest::prelude::any::<u8>(), 64),
+    ) {
+        use proptest::prelude::*;
+        let source = generated(&edges, &how);
+        // An assumed root with no files: callees are not checked, only the graph is.
+        let mut analyzer = Analyzer::new(ToolRoot::assumed("/nonexistent-tdsl-root"));
+        let checked = analyzer.check_source("gen.tool", &source);
+        for d in &checked.diagnostics {
+            prop_assert!(source.get(d.span.range()).is_some(), "{d:?}");
+        }
+        let expected = brute_levels(&edges);
+        let cycles = checked.diagnostics.iter().filter(|d| d.code == Code::DependencyCycle).count();
+        prop_assert_eq!(cycles > 0, expected.is_none(), "{}", describe(&checked.diagnostics, &source));
+        let errors: Vec<&Diagnostic> = checked.diagnostics.iter().filter(|d| d.is_error()).collect();
+        prop_assert!(errors.iter().all(|d| d.code == Code::DependencyCycle), "{errors:?}");
+        match (expected, &checked.plan) {
+            (Some(levels), Some(plan)) => {
+                for s in &plan.steps {
+                    let i: usize = s.execution_id[1..].parse().expect("s<i>");
+                    prop_assert_eq!(s.level, levels[i]);
+                    for d in &s.depends_on {
+                        prop_assert!(plan.steps[d.0].level < s.level);
+                    }
+                }
+                let keys: Vec<(usize, &str)> = plan.steps.iter().map(|s| (s.level, &*s.execution_id)).collect();
+                let mut sorted = keys.clone();
+                sorted.sort();
+                prop_assert_eq!(keys, sorted);
+            }
+            (None, None) => {}
+            (e, p) => prop_assert!(false, "levels {e:?} but plan {}", p.is_some()),
+        }
+    }
 }

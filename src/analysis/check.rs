@@ -19,9 +19,11 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use indexmap::IndexMap;
+
 use super::dag;
 use super::plan::*;
-use super::refs::{quoted, RefEnv, RefInfo};
+use super::refs::{quoted, Fields, RefEnv, RefInfo};
 use super::root::{prefixed, LoadedTool, MissingCallees, Resolved, ToolRoot};
 use super::transform::{BlockSpec, ListLiterals, Names};
 use crate::diagnostic::{did_you_mean, Code, Diagnostic};
@@ -65,7 +67,7 @@ pub(crate) struct Step<'a> {
     pub ins: &'a Instruction,
     pub callee: Option<Arc<LoadedTool>>,
     /// The fields a REF into this step's result may name, when known.
-    pub fields: Option<Arc<[Arc<str>]>>,
+    pub fields: Option<Arc<Fields>>,
     /// The static type of the result, once the step is checked.
     pub result: Option<Type>,
     pub uses: Vec<Use>,
@@ -93,14 +95,28 @@ pub(crate) struct Checker<'a> {
     pub ids: HashMap<&'a str, usize>,
     pub steps: Vec<Step<'a>>,
     /// The composite's arguments (declared, then the tool-level transform outputs).
-    pub args: Vec<(Arc<str>, Type)>,
+    pub args: IndexMap<Arc<str>, Type>,
     pub args_type: Type,
     tool: &'a ToolDef,
+    /// The types a callee's declarations give, by callee file: many steps call one tool.
+    shapes: HashMap<PathBuf, Arc<Shapes>>,
+}
+
+/// What a callee's declared responses say about the steps that call it.
+struct Shapes {
+    /// Its raw response.
+    response: Type,
+    /// A plain step's result before its own transforms (with the `response` alias).
+    result: Type,
+    /// The declared response names, when it declares them.
+    fields: Option<Fields>,
 }
 
 /// What the caller knows about the tool being checked.
 pub(crate) struct Subject<'a> {
-    pub tool: &'a ToolDef,
+    pub tool: &'a Arc<ToolDef>,
+    /// Its file, when it was read from one.
+    pub file: Option<PathBuf>,
     pub source: &'a str,
     /// How messages name this tool (its tool path under the root, or its file name).
     pub name: String,
@@ -110,9 +126,9 @@ pub(crate) struct Subject<'a> {
 impl<'a> Checker<'a> {
     pub(crate) fn new(engine: &'a Engine, subject: &Subject<'a>) -> Checker<'a> {
         let tool = subject.tool;
-        let args: Vec<(Arc<str>, Type)> =
+        let args: IndexMap<Arc<str>, Type> =
             tool.arguments.iter().map(|p| (Arc::from(p.name.node.as_str()), param_type(p))).collect();
-        let args_type = Type::object(args.iter().cloned(), true);
+        let args_type = Type::object(args.iter().map(|(k, t)| (k.clone(), t.clone())), true);
         let mut ids = HashMap::new();
         for (i, ins) in tool.instructions().iter().enumerate() {
             ids.entry(ins.execution_id.node.as_str()).or_insert(i);
@@ -130,17 +146,21 @@ impl<'a> Checker<'a> {
                 parts: None,
             })
             .collect();
-        Checker { engine, source: subject.source, diags: Vec::new(), ids, steps, args, args_type, tool }
+        Checker {
+            engine,
+            source: subject.source,
+            diags: Vec::new(),
+            ids,
+            steps,
+            args,
+            args_type,
+            tool,
+            shapes: HashMap::new(),
+        }
     }
 
     /// Runs every pass; returns the diagnostics and, when there is no error, the plan.
-    pub(crate) fn run(
-        mut self,
-        root: &mut ToolRoot,
-        subject: &Subject<'a>,
-        tool_arc: &Arc<ToolDef>,
-        file: Option<PathBuf>,
-    ) -> (Vec<Diagnostic>, Option<Plan>) {
+    pub(crate) fn run(mut self, root: &mut ToolRoot, subject: &Subject<'a>) -> (Vec<Diagnostic>, Option<Plan>) {
         let ToolKind::Composite { response_reference_map, .. } = &self.tool.kind else {
             return (self.diags, None);
         };
@@ -154,12 +174,9 @@ impl<'a> Checker<'a> {
             let names = Names { list: self.args.clone(), open: false };
             let r = self.transform(t, BlockSpec { names, env, warn_pass_through: false }, &info);
             for (k, ty) in &r.outputs {
-                match self.args.iter_mut().find(|(n, _)| n == k) {
-                    Some(a) => a.1 = ty.clone(),
-                    None => self.args.push((k.clone(), ty.clone())),
-                }
+                self.args.insert(k.clone(), ty.clone());
             }
-            self.args_type = Type::object(self.args.iter().cloned(), true);
+            self.args_type = Type::object(self.args.iter().map(|(k, t)| (k.clone(), t.clone())), true);
             r.plan
         });
 
@@ -173,13 +190,13 @@ impl<'a> Checker<'a> {
         // The tool as a whole, after its steps.
         let env = RefEnv::plain(Owner::Tool);
         let info = self.site_info(&tool_sites, |p| p == RefPlace::ResponseMap, &env);
-        let mut result_fields: Vec<(Arc<str>, Type)> = Vec::new();
+        let mut result_fields: IndexMap<Arc<str>, Type> = IndexMap::new();
         let response_map = response_reference_map.as_ref().map(|map| {
             let mut out = Vec::new();
             for (k, v) in &map.entries {
                 let key: Arc<str> = Arc::from(k.node.as_str());
                 let (plan, ty) = self.value(v, &info, None);
-                result_fields.push((key.clone(), ty));
+                result_fields.insert(key.clone(), ty);
                 if let ValuePlan::Ref(r) = plan {
                     out.push((key, r));
                 }
@@ -189,11 +206,11 @@ impl<'a> Checker<'a> {
         if response_reference_map.is_none() {
             for s in &self.steps {
                 result_fields
-                    .push((Arc::from(s.ins.execution_id.node.as_str()), s.result.clone().unwrap_or(Type::Any)));
+                    .insert(Arc::from(s.ins.execution_id.node.as_str()), s.result.clone().unwrap_or(Type::Any));
             }
         }
         let tool_transform_responses = self.tool.transform_responses.as_ref().map(|t| {
-            let result_type = Type::object(result_fields.iter().cloned(), false);
+            let result_type = Type::object(result_fields.iter().map(|(k, t)| (k.clone(), t.clone())), false);
             let env = RefEnv {
                 owner: Owner::Tool,
                 response: Some(&result_type),
@@ -205,10 +222,8 @@ impl<'a> Checker<'a> {
             let names = Names { list: result_fields.clone(), open: false };
             self.transform(t, BlockSpec { names, env, warn_pass_through: false }, &info)
         });
-        let outputs: Vec<Arc<str>> = tool_transform_responses
-            .as_ref()
-            .map(|r| r.outputs.iter().map(|(k, _)| k.clone()).collect())
-            .unwrap_or_default();
+        let outputs: HashSet<Arc<str>> =
+            tool_transform_responses.as_ref().map(|r| r.outputs.keys().cloned().collect()).unwrap_or_default();
         self.responses(subject, response_reference_map.as_ref().map(|m| &m.entries[..]), &result_fields, &outputs);
         if response_reference_map.is_some() {
             self.unused_results();
@@ -218,8 +233,7 @@ impl<'a> Checker<'a> {
         let has_errors = self.diags.iter().any(Diagnostic::is_error);
         let plan = match (levels, has_errors) {
             (Some(levels), false) => Some(self.plan(
-                tool_arc,
-                file,
+                subject,
                 &levels,
                 tool_transform_arguments,
                 response_map,
@@ -233,6 +247,7 @@ impl<'a> Checker<'a> {
     /// Resolves every callee, reports those that do not resolve or load, and recursion.
     fn callees(&mut self, root: &mut ToolRoot, name: &str) {
         let mut reported: HashSet<String> = HashSet::new();
+        let mut suggestions: HashMap<String, Option<String>> = HashMap::new();
         for i in 0..self.steps.len() {
             let ins = self.steps[i].ins;
             let path = &ins.tool_definition_path;
@@ -276,7 +291,10 @@ impl<'a> Checker<'a> {
                             format!("`{}` does not resolve: there is no {}", path.node, file.display()),
                         )
                         .with_label("no such tool under the root");
-                        if let Some(s) = sibling_suggestion(&path.node, &file) {
+                        let suggestion = suggestions
+                            .entry(path.node.clone())
+                            .or_insert_with(|| sibling_suggestion(&path.node, &file));
+                        if let Some(s) = suggestion {
                             d = d.with_help(format!("did you mean `{s}`?"));
                         } else {
                             d = d.with_help(format!(
@@ -304,10 +322,10 @@ impl<'a> Checker<'a> {
     /// The fields a REF into step `i`'s result may name: for a parallel step `response`
     /// and its outputs; for another, the callee's declared responses and its outputs, when
     /// the callee declares them.
-    fn known_fields(&self, i: usize) -> Option<Arc<[Arc<str>]>> {
+    fn known_fields(&self, i: usize) -> Option<Arc<Fields>> {
         let ins = self.steps[i].ins;
         let outputs = ins.transform_responses.iter().flat_map(|t| t.transforms.iter().map(|(k, _)| k.node.as_str()));
-        let mut fields: Vec<Arc<str>> = Vec::new();
+        let mut fields = Fields::new();
         if ins.parallel_execution.is_none() {
             let callee = self.steps[i].callee.as_ref()?;
             if !callee.declares_responses {
@@ -316,9 +334,9 @@ impl<'a> Checker<'a> {
             let def = callee.def.as_ref()?;
             fields.extend(def.responses.iter().map(|p| Arc::from(p.name.node.as_str())));
         }
-        fields.push(Arc::from("response"));
+        fields.insert(Arc::from("response"));
         fields.extend(outputs.map(Arc::from));
-        Some(fields.into())
+        Some(Arc::new(fields))
     }
 
     /// Step `i` mentions step `j` (in a REF string, or after `REF:` in an expression): the
@@ -365,17 +383,11 @@ impl<'a> Checker<'a> {
         let callee = self.steps[i].callee.clone();
         let def = callee.as_ref().and_then(|c| c.def.as_ref());
         let declared_responses = callee.as_ref().filter(|c| c.declares_responses).and(def).map(|d| &d.responses[..]);
-        let plain_result = plain_result_type(declared_responses);
+        let shapes = self.callee_shapes(callee.as_ref(), declared_responses);
+        let plain_result = shapes.result.clone();
         let parallel = ins.parallel_execution.as_ref();
-        let raw = if parallel.is_some() {
-            Type::List(Box::new(plain_result.clone()))
-        } else {
-            response_type(declared_responses)
-        };
-        let raw_fields: Option<Vec<Arc<str>>> = match (parallel, declared_responses) {
-            (None, Some(rs)) => Some(rs.iter().map(|p| Arc::from(p.name.node.as_str())).collect()),
-            _ => None,
-        };
+        let raw = if parallel.is_some() { Type::List(Box::new(plain_result.clone())) } else { shapes.response.clone() };
+        let raw_fields: Option<&Fields> = if parallel.is_some() { None } else { shapes.fields.as_ref() };
         let transformed: Vec<Arc<str>> = ins
             .transform_arguments
             .iter()
@@ -391,7 +403,7 @@ impl<'a> Checker<'a> {
                 RefPlace::Variable(TransformBlock::Responses) => RefEnv {
                     owner,
                     response: Some(&raw),
-                    response_fields: raw_fields.as_deref(),
+                    response_fields: raw_fields,
                     response_source: &callee_path,
                     transformed: None,
                 },
@@ -405,12 +417,15 @@ impl<'a> Checker<'a> {
         // The arguments, as written.
         let mut names = Names::default();
         let mut arguments = Vec::new();
-        let mut supplied: Vec<Supplied> = Vec::new();
+        let mut supplied: IndexMap<Arc<str>, Supplied> = IndexMap::new();
         for (k, v) in ins.arguments.iter().flat_map(|a| &a.entries) {
             let (plan, ty) = self.value(v, &info, None);
             let key: Arc<str> = Arc::from(k.node.as_str());
             names.set(&key, ty.clone());
-            supplied.push(Supplied { name: key.clone(), key_span: k.span, ty, value_span: v.span, what: "argument" });
+            supplied.insert(
+                key.clone(),
+                Supplied { name: key.clone(), key_span: k.span, ty, value_span: v.span, what: "argument" },
+            );
             arguments.push((key, plan));
         }
         let argument_names = names.clone();
@@ -418,20 +433,19 @@ impl<'a> Checker<'a> {
         let transform_arguments = ins.transform_arguments.as_ref().map(|t| {
             let spec = BlockSpec { names: names.clone(), env: RefEnv::plain(owner), warn_pass_through: true };
             let r = self.transform(t, spec, &info);
-            for (k, ty) in &r.outputs {
-                let (key_span, value_span) = t
-                    .transforms
-                    .iter()
-                    .find(|(tk, _)| *tk.node == **k)
-                    .map_or((ins.span, ins.span), |(tk, e)| (tk.span, e.span));
-                supplied.retain(|s| s.name != *k);
-                supplied.push(Supplied {
-                    name: k.clone(),
-                    key_span,
+            // The last transform written to a key decides its value and where it is reported.
+            for (tk, e) in &t.transforms {
+                let name: Arc<str> = Arc::from(tk.node.as_str());
+                let Some(ty) = r.outputs.get(&name) else { continue };
+                let s = Supplied {
+                    name: name.clone(),
+                    key_span: tk.span,
                     ty: ty.clone(),
-                    value_span,
+                    value_span: e.span,
                     what: "transform output",
-                });
+                };
+                supplied.shift_remove(&name);
+                supplied.insert(name, s);
             }
             r.plan
         });
@@ -465,18 +479,22 @@ impl<'a> Checker<'a> {
             let elem = ty.element();
             let elem = if elem == Type::Never { Type::Any } else { elem };
             let name: Arc<str> = Arc::from(p.child_argument_name.node.as_str());
-            supplied.retain(|s| s.name != name);
-            supplied.push(Supplied {
-                name: name.clone(),
-                key_span: p.child_argument_name.span,
-                ty: elem,
-                value_span: p.iterate_over.span,
-                what: "element",
-            });
+            supplied.shift_remove(&name);
+            supplied.insert(
+                name.clone(),
+                Supplied {
+                    name: name.clone(),
+                    key_span: p.child_argument_name.span,
+                    ty: elem,
+                    value_span: p.iterate_over.span,
+                    what: "element",
+                },
+            );
             ParallelPlan { iterate_over: plan, child_argument_name: name }
         });
 
         if let Some(c) = &callee {
+            let supplied: Vec<Supplied> = supplied.into_values().collect();
             self.call(ins, c, &supplied);
         }
 
@@ -487,12 +505,12 @@ impl<'a> Checker<'a> {
                     list: rs.iter().map(|p| (Arc::from(p.name.node.as_str()), param_type(p))).collect(),
                     open: false,
                 },
-                (None, None) => Names { list: Vec::new(), open: true },
+                (None, None) => Names { list: IndexMap::new(), open: true },
             };
             let env = RefEnv {
                 owner,
                 response: Some(&raw),
-                response_fields: raw_fields.as_deref(),
+                response_fields: raw_fields,
                 response_source: &callee_path,
                 transformed: None,
             };
@@ -500,15 +518,12 @@ impl<'a> Checker<'a> {
         });
 
         // The result, as REFs to this step see it (SPEC §6.4).
-        let mut fields: Vec<(Arc<str>, Type)> = match parallel {
-            Some(_) => vec![(Arc::from("response"), Type::List(Box::new(plain_result.clone())))],
-            None => object_fields(&plain_result),
+        let mut fields: IndexMap<Arc<str>, Type> = match parallel {
+            Some(_) => [(Arc::from("response"), Type::List(Box::new(plain_result.clone())))].into_iter().collect(),
+            None => object_fields(&plain_result).into_iter().collect(),
         };
         for (k, ty) in transform_responses.iter().flat_map(|r| &r.outputs) {
-            match fields.iter_mut().find(|(n, _)| n == k) {
-                Some(f) => f.1 = ty.clone(),
-                None => fields.push((k.clone(), ty.clone())),
-            }
+            fields.insert(k.clone(), ty.clone());
         }
         let mut result = Type::object(fields, true);
         if !ins.conditions.is_empty() {
@@ -527,6 +542,20 @@ impl<'a> Checker<'a> {
             done_value: done_value.map(|(p, _)| p),
             transform_responses: transform_responses.map(|r| r.plan),
         });
+    }
+
+    fn callee_shapes(&mut self, callee: Option<&Arc<LoadedTool>>, declared: Option<&[Param]>) -> Arc<Shapes> {
+        let make = || {
+            Arc::new(Shapes {
+                response: response_type(declared),
+                result: plain_result_type(declared),
+                fields: declared.map(|rs| rs.iter().map(|p| Arc::from(p.name.node.as_str())).collect()),
+            })
+        };
+        match callee {
+            Some(c) => self.shapes.entry(c.file.clone()).or_insert_with(make).clone(),
+            None => make(),
+        }
     }
 
     /// A condition as a plan, reporting comparisons that cannot succeed.
@@ -572,9 +601,11 @@ impl<'a> Checker<'a> {
     fn call(&mut self, ins: &Instruction, callee: &LoadedTool, supplied: &[Supplied]) {
         let Some(def) = &callee.def else { return };
         let path = &ins.tool_definition_path.node;
+        let by_name: HashMap<&str, &Param> = def.arguments.iter().map(|p| (p.name.node.as_str(), p)).collect();
+        let given: HashSet<&str> = supplied.iter().map(|s| &*s.name).collect();
         if callee.declares_arguments {
             let declared: Vec<&str> = def.arguments.iter().map(|p| p.name.node.as_str()).collect();
-            for s in supplied.iter().filter(|s| !declared.contains(&&*s.name)) {
+            for s in supplied.iter().filter(|s| !by_name.contains_key(&*s.name)) {
                 let mut d = Diagnostic::new(
                     Code::UndeclaredCalleeArgument,
                     s.key_span,
@@ -592,7 +623,7 @@ impl<'a> Checker<'a> {
         let missing: Vec<&str> = def
             .arguments
             .iter()
-            .filter(|p| p.is_required() && !supplied.iter().any(|s| *s.name == *p.name.node))
+            .filter(|p| p.is_required() && !given.contains(p.name.node.as_str()))
             .map(|p| p.name.node.as_str())
             .collect();
         if !missing.is_empty() {
@@ -613,7 +644,7 @@ impl<'a> Checker<'a> {
             );
         }
         for s in supplied {
-            let Some(p) = def.arguments.iter().find(|p| *p.name.node == *s.name) else { continue };
+            let Some(p) = by_name.get(&*s.name) else { continue };
             let expected = param_type(p);
             if s.ty.fits(&expected) == Fit::No {
                 let declared = p.type_or_any();
@@ -645,8 +676,8 @@ impl<'a> Checker<'a> {
         &mut self,
         subject: &Subject<'_>,
         map: Option<&[(crate::span::Spanned<String>, JsonNode)]>,
-        result_fields: &[(Arc<str>, Type)],
-        outputs: &[Arc<str>],
+        result_fields: &IndexMap<Arc<str>, Type>,
+        outputs: &HashSet<Arc<str>>,
     ) {
         let declared = &self.tool.responses;
         if let Some(map) = map.filter(|_| subject.declares_responses) {
@@ -668,8 +699,7 @@ impl<'a> Checker<'a> {
                         self.diags.push(d);
                     }
                     Some(p) => {
-                        let ty =
-                            result_fields.iter().find(|(n, _)| **n == *k.node).map_or(Type::Any, |(_, t)| t.clone());
+                        let ty = result_fields.get(k.node.as_str()).cloned().unwrap_or(Type::Any);
                         let expected = param_type(p);
                         if ty.fits(&expected) == Fit::No {
                             let declared = p.type_or_any();
@@ -692,7 +722,7 @@ impl<'a> Checker<'a> {
         }
         for p in declared.iter().filter(|p| p.is_required()) {
             let name = p.name.node.as_str();
-            let mapped = result_fields.iter().any(|(n, _)| &**n == name) || outputs.iter().any(|o| &**o == name);
+            let mapped = result_fields.contains_key(name) || outputs.contains(name);
             if !mapped {
                 let help = if map.is_some() {
                     format!("add `\"{name}\": \"REF:<step>.<field>\"` to `response_reference_map`")
@@ -823,8 +853,7 @@ impl<'a> Checker<'a> {
     /// Puts the plan together: steps in execution order, REF contexts renumbered.
     fn plan(
         &mut self,
-        tool: &Arc<ToolDef>,
-        file: Option<PathBuf>,
+        subject: &Subject<'_>,
         levels: &[usize],
         transform_arguments: Option<TransformPlan>,
         response_map: Option<Vec<(Arc<str>, RefPlan)>>,
@@ -857,20 +886,19 @@ impl<'a> Checker<'a> {
             let mut depends_on: Vec<StepId> = deps[i].iter().map(|&j| new_id[j]).collect();
             depends_on.sort_unstable();
             let mut inputs: Vec<StepInput> = Vec::new();
+            let mut slot: HashMap<StepId, usize> = HashMap::new();
+            let mut seen: HashSet<(StepId, &str)> = HashSet::new();
             for u in &step.uses {
                 let from = new_id[u.to];
-                let input = match inputs.iter_mut().find(|x| x.from == from) {
-                    Some(x) => x,
-                    None => {
-                        inputs.push(StepInput { from, carries: Vec::new(), manual: false });
-                        inputs.last_mut().expect("just pushed")
-                    }
-                };
+                let at = *slot.entry(from).or_insert_with(|| {
+                    inputs.push(StepInput { from, carries: Vec::new(), manual: false });
+                    inputs.len() - 1
+                });
                 match u.kind {
-                    UseKind::Dependency => input.manual = true,
+                    UseKind::Dependency => inputs[at].manual = true,
                     UseKind::Ref => {
-                        if !input.carries.iter().any(|c| **c == *u.carries) {
-                            input.carries.push(Arc::from(u.carries.as_str()));
+                        if seen.insert((from, u.carries.as_str())) {
+                            inputs[at].carries.push(Arc::from(u.carries.as_str()));
                         }
                     }
                 }
@@ -907,8 +935,8 @@ impl<'a> Checker<'a> {
             steps.push(plan);
         }
         let mut plan = Plan {
-            tool: tool.clone(),
-            file,
+            tool: subject.tool.clone(),
+            file: subject.file.clone(),
             transform_arguments,
             steps,
             levels: by_level,

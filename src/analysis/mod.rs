@@ -136,9 +136,10 @@ impl Analyzer {
             .as_ref()
             .and_then(|j| j.as_object())
             .is_some_and(|entries| entries.iter().any(|(k, _)| k.node == "responses"));
-        let subject = check::Subject { tool: &tool, source: &source, name: name.clone(), declares_responses };
+        let subject =
+            check::Subject { tool: &tool, file: file.clone(), source: &source, name: name.clone(), declares_responses };
         let checker = check::Checker::new(&self.engine, &subject);
-        let (found, plan) = checker.run(&mut self.root, &subject, &tool, file.clone());
+        let (found, plan) = checker.run(&mut self.root, &subject);
         diagnostics.extend(found);
         diagnostics.sort_by_key(|d| (d.span.start, d.span.end));
         let plan = plan.filter(|_| !diagnostics.iter().any(Diagnostic::is_error));

@@ -27,7 +27,7 @@ pub(crate) struct RefEnv<'e> {
     /// The type of `REF:response` where it is valid (`transform_responses`).
     pub response: Option<&'e Type>,
     /// The declared fields of the raw response, when known (for warnings).
-    pub response_fields: Option<&'e [Arc<str>]>,
+    pub response_fields: Option<&'e Fields>,
     /// What the raw response is called in messages.
     pub response_source: &'e str,
     /// The outputs of the step's own `transform_arguments` (for `iterate_over`, which cannot
@@ -51,6 +51,9 @@ pub(crate) struct RefText<'r> {
     /// The path after the context (`files.length`), for edge labels.
     pub carries: String,
 }
+
+/// Field names, in declaration order, for lookups and suggestions.
+pub(crate) type Fields = indexmap::IndexSet<Arc<str>>;
 
 /// What the REF strings of one owner resolved to, by the start of the string's content.
 pub(crate) type RefInfo = HashMap<u32, (Option<RefPlan>, Type)>;
@@ -161,7 +164,7 @@ impl Checker<'_> {
                     return None;
                 };
                 if let (Some((field, span)), Some(fields)) = (r.first, env.response_fields) {
-                    if !fields.iter().any(|f| &**f == field) && !is_builtin_segment(field) {
+                    if !fields.contains(field) && !is_builtin_segment(field) {
                         let d = Diagnostic::new(
                             Code::UndeclaredResponseField,
                             span,
@@ -175,7 +178,7 @@ impl Checker<'_> {
             }
             "arguments" => {
                 if let Some((name, span)) = r.first {
-                    if !self.args.iter().any(|(n, _)| &**n == name) {
+                    if !self.args.contains_key(name) {
                         self.undeclared_argument(name, span, env);
                     }
                 }
@@ -200,8 +203,7 @@ impl Checker<'_> {
                     });
                 }
                 if let (Some((field, span)), Some(fields)) = (r.first, self.steps[j].fields.clone()) {
-                    let fields: &[Arc<str>] = &fields;
-                    if !fields.iter().any(|f| **f == *field) && !is_builtin_segment(field) {
+                    if !fields.contains(field) && !is_builtin_segment(field) {
                         self.undeclared_field(j, field, span, &fields);
                     }
                 }
@@ -226,7 +228,7 @@ impl Checker<'_> {
             );
             return;
         }
-        let declared: Vec<&str> = self.args.iter().map(|(n, _)| &**n).collect();
+        let declared: Vec<&str> = self.args.keys().map(|n| &**n).collect();
         let mut d = Diagnostic::new(
             Code::UndeclaredArgument,
             span,
@@ -246,7 +248,7 @@ impl Checker<'_> {
         self.diags.push(d);
     }
 
-    fn undeclared_field(&mut self, j: usize, field: &str, span: Span, fields: &[Arc<str>]) {
+    fn undeclared_field(&mut self, j: usize, field: &str, span: Span, fields: &Fields) {
         let step = &self.steps[j];
         let id = &step.ins.execution_id.node;
         let d = if step.ins.parallel_execution.is_some() {
@@ -313,7 +315,7 @@ fn is_builtin_segment(s: &str) -> bool {
     matches!(s, "response" | "length")
 }
 
-fn with_field_help(d: Diagnostic, field: &str, fields: &[Arc<str>], source: &str) -> Diagnostic {
+fn with_field_help(d: Diagnostic, field: &str, fields: &Fields, source: &str) -> Diagnostic {
     let names: Vec<&str> = fields.iter().map(|f| &**f).filter(|f| *f != "response").collect();
     match did_you_mean(field, names.iter().copied()) {
         Some(s) => d.with_help(format!("did you mean `{s}`?")),

@@ -39,7 +39,7 @@ impl Plan {
                 }
             }
         }
-        let classes: [(&str, fn(&StepPlan) -> bool, &str); 2] = [
+        let classes: [StepClass; 2] = [
             ("conditional", conditional, "stroke-dasharray: 5 3"),
             ("parallel", |s| s.parallel.is_some(), "stroke-width: 3px"),
         ];
@@ -90,6 +90,9 @@ impl Plan {
         out
     }
 }
+
+/// A Mermaid class: its name, which steps have it, its style.
+type StepClass = (&'static str, fn(&StepPlan) -> bool, &'static str);
 
 /// Whether the step may be skipped: it has `conditions` or a `done_check`.
 fn conditional(s: &StepPlan) -> bool {

@@ -204,8 +204,7 @@ impl ToolRoot {
             return r.clone();
         }
         let mut stack = vec![frame(start.clone())];
-        loop {
-            let Some(top) = stack.last_mut() else { break };
+        while let Some(top) = stack.last_mut() {
             let done = top.found.is_some() || top.next >= top.callees.len();
             if done {
                 let Some(finished) = stack.pop() else { break };

@@ -9,8 +9,10 @@
 //! offsets to the file's through the JSON string's escapes, so it underlines the exact
 //! characters.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+
+use indexmap::IndexMap;
 
 use super::check::Checker;
 use super::plan::{TransformPlan, ValuePlan};
@@ -29,7 +31,7 @@ use crate::value::Value;
 /// The names an expression may use, with their types.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Names {
-    pub list: Vec<(Arc<str>, Type)>,
+    pub list: IndexMap<Arc<str>, Type>,
     /// Whether other names are accepted too (as `any`): the object transformed has keys
     /// nothing declares.
     pub open: bool,
@@ -38,10 +40,7 @@ pub(crate) struct Names {
 impl Names {
     /// Adds a name, or retypes it when present (a later value wins, as in the context).
     pub(crate) fn set(&mut self, name: &Arc<str>, ty: Type) {
-        match self.list.iter_mut().find(|(n, _)| n == name) {
-            Some(entry) => entry.1 = ty,
-            None => self.list.push((name.clone(), ty)),
-        }
+        self.list.insert(name.clone(), ty);
     }
 }
 
@@ -69,7 +68,7 @@ pub(crate) struct BlockSpec<'e> {
 /// A compiled transform block and its outputs with their types.
 pub(crate) struct BlockResult {
     pub plan: TransformPlan,
-    pub outputs: Vec<(Arc<str>, Type)>,
+    pub outputs: IndexMap<Arc<str>, Type>,
 }
 
 impl Checker<'_> {
@@ -134,9 +133,9 @@ impl Checker<'_> {
             names.set(&name, ty);
             variables.push((name, plan));
         }
-        let mut used: Vec<Name> = Vec::new();
+        let mut used: HashSet<Name> = HashSet::new();
         let mut transforms = Vec::with_capacity(t.transforms.len());
-        let mut outputs: Vec<(Arc<str>, Type)> = Vec::with_capacity(t.transforms.len());
+        let mut outputs: IndexMap<Arc<str>, Type> = IndexMap::with_capacity(t.transforms.len());
         for (k, expr) in &t.transforms {
             let compiled = self.compile(expr, &names, &env, &lists);
             let key: Arc<str> = Arc::from(k.node.as_str());
@@ -145,16 +144,13 @@ impl Checker<'_> {
             }
             used.extend(compiled.names);
             names.set(&key, compiled.ty.clone());
-            match outputs.iter_mut().find(|(n, _)| *n == key) {
-                Some(o) => o.1 = compiled.ty,
-                None => outputs.push((key.clone(), compiled.ty)),
-            }
+            outputs.insert(key.clone(), compiled.ty);
             if let Some(p) = compiled.program {
                 transforms.push((key, p));
             }
         }
         for (k, _) in &t.variables {
-            if !used.iter().any(|u| **u == *k.node) {
+            if !used.contains(k.node.as_str()) {
                 self.diags.push(
                     Diagnostic::new(Code::UnusedVariable, k.span, format!("variable `{}` is never used", k.node))
                         .with_label("no transform reads it")

@@ -7,7 +7,6 @@ use clap::{Args, ValueEnum};
 
 use super::{color_stderr, render, usage_failure, UsageError};
 use crate::engine::Engine;
-use crate::runtime::FixedClock;
 use crate::types::Scope;
 use crate::value::{Map, Value};
 
@@ -82,9 +81,9 @@ pub fn run(args: EvalArgs) -> ExitCode {
     };
     let mut engine = Engine::new();
     if let Some(now) = &args.now {
-        match chrono::DateTime::parse_from_rfc3339(now) {
-            Ok(t) => engine = engine.with_clock(Arc::new(FixedClock(t.timestamp_millis()))),
-            Err(e) => return usage_failure(&UsageError(format!("--now {now:?} is not an RFC 3339 time: {e}"))),
+        match super::fixed_clock(now) {
+            Ok(clock) => engine = engine.with_clock(clock),
+            Err(e) => return usage_failure(&e),
         }
     }
     let color = color_stderr();

@@ -5,6 +5,7 @@ mod check;
 mod eval;
 mod graph;
 mod run;
+mod repl;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -33,6 +34,9 @@ enum Command {
     Run(run::RunArgs),
     /// Re-run a recorded trace with no tool calls and report any divergence.
     Replay(run::ReplayArgs),
+    /// Try expressions interactively (or run a script of inputs from standard input).
+    #[command(after_help = repl::AFTER_HELP)]
+    Repl(repl::ReplArgs),
 }
 
 /// Runs the command line.
@@ -50,6 +54,7 @@ pub fn main() -> ExitCode {
         Command::Graph(args) => graph::run(args),
         Command::Run(args) => run::run(args),
         Command::Replay(args) => run::replay_command(args),
+        Command::Repl(args) => repl::run(args),
     }
 }
 
@@ -60,6 +65,14 @@ pub(crate) struct UsageError(pub String);
 impl std::fmt::Display for UsageError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
+    }
+}
+
+/// The clock `--now TIME` stops: an RFC 3339 time.
+pub(crate) fn fixed_clock(now: &str) -> Result<std::sync::Arc<crate::runtime::FixedClock>, UsageError> {
+    match chrono::DateTime::parse_from_rfc3339(now) {
+        Ok(t) => Ok(std::sync::Arc::new(crate::runtime::FixedClock(t.timestamp_millis()))),
+        Err(e) => Err(UsageError(format!("--now {now:?} is not an RFC 3339 time: {e}"))),
     }
 }
 

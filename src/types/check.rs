@@ -42,40 +42,18 @@ pub struct Checked {
 
 /// Checks `expr` in `scope`.
 pub fn check(expr: &Expr, scope: &Scope, funcs: &FunctionTable, max_depth: usize) -> Checked {
-    let mut c = Checker {
-        scope,
-        funcs,
-        diags: Vec::new(),
-        locals: Vec::new(),
-        maps: Vec::new(),
-        refs: Vec::new(),
-        names: Vec::new(),
-        max_depth,
-    };
-    let t = c.expr(expr);
-    c.diags.sort_by_key(|d| (d.span.start, d.span.end));
-    Checked { expr: t, diagnostics: c.diags, refs: c.refs, names: c.names }
+    Checker::new(scope, funcs, max_depth).run(expr)
 }
 
 /// Checks a template compiled at run time: `item` is bound in `slot` (with type `any`);
 /// the slots below it belong to the caller and are not visible.
 pub fn check_template(expr: &Expr, scope: &Scope, funcs: &FunctionTable, max_depth: usize, slot: u32) -> Checked {
-    let mut c = Checker {
-        scope,
-        funcs,
-        diags: Vec::new(),
-        locals: Vec::new(),
-        maps: Vec::new(),
-        refs: Vec::new(),
-        names: Vec::new(),
-        max_depth,
-    };
+    let mut c = Checker::new(scope, funcs, max_depth);
     for _ in 0..slot {
         c.locals.push((LocalKind::Hidden, Type::Any));
     }
     c.locals.push((LocalKind::Item, Type::Any));
-    let t = c.expr(expr);
-    Checked { expr: t, diagnostics: c.diags, refs: c.refs, names: c.names }
+    c.run(expr)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -98,7 +76,26 @@ struct Checker<'a> {
     max_depth: usize,
 }
 
-impl Checker<'_> {
+impl<'a> Checker<'a> {
+    fn new(scope: &'a Scope, funcs: &'a FunctionTable, max_depth: usize) -> Checker<'a> {
+        Checker {
+            scope,
+            funcs,
+            diags: Vec::new(),
+            locals: Vec::new(),
+            maps: Vec::new(),
+            refs: Vec::new(),
+            names: Vec::new(),
+            max_depth,
+        }
+    }
+
+    /// Checks the whole expression and hands over what was found.
+    fn run(mut self, expr: &Expr) -> Checked {
+        let t = self.expr(expr);
+        self.diags.sort_by_key(|d| (d.span.start, d.span.end));
+        Checked { expr: t, diagnostics: self.diags, refs: self.refs, names: self.names }
+    }
     /// Maps a span from the text being checked to the program's source.
     fn sp(&self, span: Span) -> Span {
         self.maps.iter().rev().fold(span, |s, m| m.map(s))
