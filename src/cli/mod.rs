@@ -4,8 +4,8 @@
 mod check;
 mod eval;
 mod graph;
-mod run;
 mod repl;
+mod run;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;

@@ -19,13 +19,13 @@
 //!   "arguments": [{"name": "names", "type_name": "list<string>", "required": true}],
 //!   "instructions": [
 //!     {"execution_id": "shout", "tool_definition_path": "/tools/upper.tool",
-//!      "parallel_execution": {"iterate_over": "REF:arguments.names", "child_argument_name": "text"}}
+//!      "parallel_execution": {"iterate_over": "REF:arguments.names", "child_argument_name": "text"},
+//!      "transform_responses": {"transforms": {
+//!        "greeting": "join(array=map(array=REF:response, template=\"item.text\"), separator=\" and \")"
+//!      }}}
 //!   ],
 //!   "responses": [{"name": "greeting", "type_name": "string", "required": true}],
-//!   "response_reference_map": {"greeting": "REF:shout.response"},
-//!   "transform_responses": {"transforms": {
-//!     "greeting": "join(array=map(array=greeting, template=\"item.text\"), separator=\" and \")"
-//!   }}
+//!   "response_reference_map": {"greeting": "REF:shout.greeting"}
 //! }"#).unwrap();
 //!
 //! let workflow = Workflow::load(&root, &root.join("main.tool")).unwrap();

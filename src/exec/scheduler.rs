@@ -389,7 +389,7 @@ impl<'a> Ctx<'a> {
         match &plan.response_map {
             Some(map) => {
                 for (k, r) in map {
-                    out.insert(k.clone(), env.resolve_ref(r).map_err(|e| fail(e))?);
+                    out.insert(k.clone(), env.resolve_ref(r).map_err(fail)?);
                 }
             }
             None => {
