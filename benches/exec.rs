@@ -24,7 +24,9 @@ fn chain(n: usize) -> String {
     let steps: Vec<String> = (0..n)
         .map(|i| {
             let arg = if i == 0 { "1".to_string() } else { format!("\"REF:s{}.v\"", i - 1) };
-            format!(r#"{{"execution_id": "s{i}", "tool_definition_path": "/tools/t.tool", "arguments": {{"v": {arg}}}}}"#)
+            format!(
+                r#"{{"execution_id": "s{i}", "tool_definition_path": "/tools/t.tool", "arguments": {{"v": {arg}}}}}"#
+            )
         })
         .collect();
     format!(r#"{{"instructions": [{}], "response_reference_map": {{"v": "REF:s{}.v"}}}}"#, steps.join(","), n - 1)
@@ -32,7 +34,9 @@ fn chain(n: usize) -> String {
 
 fn wide(n: usize) -> String {
     let steps: Vec<String> = (0..n)
-        .map(|i| format!(r#"{{"execution_id": "s{i}", "tool_definition_path": "/tools/t.tool", "arguments": {{"v": {i}}}}}"#))
+        .map(|i| {
+            format!(r#"{{"execution_id": "s{i}", "tool_definition_path": "/tools/t.tool", "arguments": {{"v": {i}}}}}"#)
+        })
         .collect();
     format!(r#"{{"instructions": [{}], "response_reference_map": {{"v": "REF:s0.v"}}}}"#, steps.join(","))
 }

@@ -1023,3 +1023,43 @@ fn guards_refuse_before_anything_runs() {
     let e = r.error.clone().unwrap();
     assert_eq!((e.code.as_str(), e.step.as_deref()), ("E0809", Some("wide")));
 }
+
+#[test]
+fn an_observer_sees_steps_start_and_end_and_fan_outs_progress() {
+    use tdsl::exec::{Event, Observer};
+    struct Log(std::sync::Mutex<Vec<String>>);
+    impl Observer for Log {
+        fn event(&self, e: &Event<'_>) {
+            let line = match e {
+                Event::StepStarted { step, .. } => format!("start {step}"),
+                Event::FanOut { step, children } => format!("fan {step} {children}"),
+                Event::ChildEnded { step, ended, children } => format!("child {step} {ended}/{children}"),
+                Event::StepEnded { step, status, .. } => format!("end {step} {}", status.as_str()),
+            };
+            self.0.lock().unwrap().push(line);
+        }
+    }
+    let dir = root(
+        "observer",
+        &[
+            ("/tools/t.tool", ANY_TOOL),
+            (
+                "main.tool",
+                r#"{"instructions": [
+                  {"execution_id": "a", "tool_definition_path": "/tools/t.tool",
+                   "parallel_execution": {"iterate_over": [1, 2], "child_argument_name": "x"}},
+                  {"execution_id": "b", "tool_definition_path": "/tools/t.tool", "arguments": {"n": "REF:a.response.length"},
+                   "conditions": [{"param": "REF:a.response.length", "operator": "less_than", "value": 2}]}
+                ]}"#,
+            ),
+        ],
+    );
+    let log = Arc::new(Log(std::sync::Mutex::new(Vec::new())));
+    let ex = executor(&Script::new(), &clock(), Options { max_concurrency: 1, ..Options::default() })
+        .with_observer(log.clone());
+    assert_eq!(ex.run(&load(&dir), json("{}")).unwrap().status, RunStatus::Success);
+    assert_eq!(
+        *log.0.lock().unwrap(),
+        ["start a", "fan a 2", "child a 1/2", "child a 2/2", "end a COMPLETED", "start b", "end b SKIPPED"]
+    );
+}
