@@ -456,7 +456,8 @@ impl<'a> Ctx<'a> {
                 None => "the run failed before this step".to_string(),
             })
         } else if self.deadline_passed() {
-            frame.fail(id.0, self.deadline_failure(&key));
+            // The step never ran: the failure is the run's, not the step's.
+            frame.fail(id.0, Failure { step: None, ..self.deadline_failure(&key) });
             Some("the run's deadline passed".to_string())
         } else {
             None
