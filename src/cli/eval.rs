@@ -1,4 +1,4 @@
-//! `tdsl eval EXPR [--vars FILE.json] [--var NAME=JSON]... [--emit value|ast|bytecode|type]`
+//! `tdsl eval EXPR [--vars FILE.json] [--var NAME=JSON]... [--emit value|ast|bytecode|type] [--files DIR]`
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -7,6 +7,7 @@ use clap::{Args, ValueEnum};
 
 use super::{color_stderr, render, usage_failure, UsageError};
 use crate::engine::Engine;
+use crate::files::{FileStore, LocalStore};
 use crate::types::Scope;
 use crate::value::{Map, Value};
 
@@ -30,6 +31,10 @@ pub struct EvalArgs {
     /// Fix the clock `datetime_now` reads (RFC 3339, e.g. 2026-01-01T00:00:00Z).
     #[arg(long, value_name = "TIME")]
     now: Option<String>,
+    /// Serve the files under DIR to the file functions (`read_file`, `list_files`, …);
+    /// paths are confined to DIR. Versions come from git when DIR is in a git work tree.
+    #[arg(long, value_name = "DIR")]
+    files: Option<std::path::PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -73,6 +78,13 @@ pub(crate) fn load_vars(file: Option<&std::path::Path>, vars: &[String]) -> Resu
     Ok(Value::object(map))
 }
 
+/// The local file store for `--files DIR` (shared by the subcommands that take it).
+pub(crate) fn open_files(dir: &std::path::Path) -> Result<Arc<dyn FileStore>, UsageError> {
+    LocalStore::open(dir)
+        .map(|s| Arc::new(s) as Arc<dyn FileStore>)
+        .map_err(|e| UsageError(format!("--files {}: {e}", dir.display())))
+}
+
 /// Runs `tdsl eval`.
 pub fn run(args: EvalArgs) -> ExitCode {
     let vars = match load_vars(args.vars.as_deref(), &args.var) {
@@ -83,6 +95,12 @@ pub fn run(args: EvalArgs) -> ExitCode {
     if let Some(now) = &args.now {
         match super::fixed_clock(now) {
             Ok(clock) => engine = engine.with_clock(clock),
+            Err(e) => return usage_failure(&e),
+        }
+    }
+    if let Some(dir) = &args.files {
+        match open_files(dir) {
+            Ok(store) => engine = engine.with_file_store(store),
             Err(e) => return usage_failure(&e),
         }
     }
