@@ -252,7 +252,7 @@ codes! {
     UnknownVersion = "E0709", Error;
     /// A glob pattern that does not parse: `list_files(".", pattern="[a-")`
     InvalidGlob = "E0710", Error;
-    /// A listing that walks more than 10,000 directory entries: `list_files(".", pattern="**/*")` over a huge tree
+    /// A listing that visits more directory entries than the limit (10,000): `list_files(".", pattern="**/*")` over a huge tree
     ListingTooLarge = "E0711", Error;
     /// The file store failed for another reason (permission denied, `git` failing): `read_file("locked.txt")`
     FileStoreIo = "E0712", Error;

@@ -29,6 +29,9 @@ pub struct Limits {
     /// Bytes in one file read by `read_file` or `read_files` (a larger file is an error
     /// before it is read). The string limit applies too: the smaller one wins.
     pub max_file_bytes: usize,
+    /// Directory entries one `list_files` call may visit while it walks (bounds the I/O of
+    /// a `**` pattern over a big tree).
+    pub max_listing_entries: usize,
 }
 
 impl Default for Limits {
@@ -42,6 +45,7 @@ impl Default for Limits {
             max_fan_out: 1_000,
             max_cached_templates: 256,
             max_file_bytes: 1024 * 1024,
+            max_listing_entries: 10_000,
         }
     }
 }
@@ -145,6 +149,7 @@ impl EvalError {
             ),
             Code::PathEscapesRoot => d.with_help("paths are relative to the file store's root and must stay inside it"),
             Code::FileTooLarge => d.with_help("raise `Limits::max_file_bytes` if the file is expected to be this big"),
+            Code::ListingTooLarge => d.with_help("list a smaller directory, or use a pattern without `**`"),
             Code::TooManyFiles => d.with_help("split the paths into groups of at most 5 and read each group"),
             _ => d,
         }

@@ -40,10 +40,6 @@ pub const MAX_LISTED_FILES: usize = 50;
 /// The most paths one `read_files` call reads; more is an error.
 pub const MAX_READ_FILES: usize = 5;
 
-/// The most directory entries one `list_files` call visits while walking; more is an error
-/// (a walk over a huge tree would otherwise do unbounded I/O).
-pub const MAX_WALK_ENTRIES: usize = 10_000;
-
 /// The version id of a file's content on disk when it has no history, or when it differs
 /// from the newest commit.
 pub const CURRENT_VERSION: &str = "current";

@@ -8,7 +8,7 @@
 use globset::{GlobBuilder, GlobMatcher};
 
 use super::{
-    EntryKind, FileError, FileStore, StorePath, Version, MAX_LISTED_FILES, MAX_WALK_ENTRIES,
+    EntryKind, FileError, FileStore, StorePath, Version, MAX_LISTED_FILES,
 };
 use crate::diagnostic::Code;
 
@@ -39,8 +39,9 @@ pub fn parse(store: &dyn FileStore, text: &str) -> Result<StorePath, FileError> 
 /// relative to the root, sorted, the first [`MAX_LISTED_FILES`] of them.
 ///
 /// `*` and `?` do not match `/`; `**` matches any number of directories. Directories are
-/// not listed, only walked; linked directories are not walked into.
-pub fn list(store: &dyn FileStore, dir: &str, pattern: Option<&str>) -> Result<Listing, FileError> {
+/// not listed, only walked; linked directories are not walked into. Visiting more than
+/// `max_entries` directory entries is an error.
+pub fn list(store: &dyn FileStore, dir: &str, pattern: Option<&str>, max_entries: usize) -> Result<Listing, FileError> {
     let root = parse(store, dir)?;
     let pattern = pattern.filter(|p| !p.is_empty()).unwrap_or(DEFAULT_PATTERN);
     let matcher = glob(pattern)?;
@@ -52,13 +53,10 @@ pub fn list(store: &dyn FileStore, dir: &str, pattern: Option<&str>) -> Result<L
     while let Some((d, depth)) = stack.pop() {
         for entry in store.read_dir(&d)? {
             visited += 1;
-            if visited > MAX_WALK_ENTRIES {
+            if visited > max_entries {
                 return Err(FileError::new(
                     Code::ListingTooLarge,
-                    format!(
-                        "listing {dir:?} visited more than {MAX_WALK_ENTRIES} entries; \
-                         list a smaller directory or use a pattern without `**`"
-                    ),
+                    format!("listing {dir:?} visits more than the limit of {max_entries} directory entries"),
                 ));
             }
             // Names no path can spell (odd characters, `.git`) are not listed.
@@ -113,10 +111,14 @@ pub fn read_text(
     if bytes.starts_with(BOM) {
         bytes.drain(..BOM.len());
     }
-    if let Some(at) = bytes.iter().position(|&b| b == 0) {
-        return Err(binary(path, at, "a NUL byte"));
+    // The first byte that makes the content binary: a NUL, or one that is not UTF-8.
+    let nul = bytes.iter().position(|&b| b == 0);
+    match (std::str::from_utf8(&bytes).err().map(|e| e.valid_up_to()), nul) {
+        (Some(bad), nul) if nul.is_none_or(|n| bad < n) => Err(binary(path, bad, "a byte that is not UTF-8")),
+        (_, Some(n)) => Err(binary(path, n, "a NUL byte")),
+        // Checked just above, so this conversion cannot fail.
+        _ => String::from_utf8(bytes).map_err(|e| binary(path, e.utf8_error().valid_up_to(), "a byte that is not UTF-8")),
     }
-    String::from_utf8(bytes).map_err(|e| binary(path, e.utf8_error().valid_up_to(), "a byte that is not UTF-8"))
 }
 
 fn binary(path: &str, at: usize, what: &str) -> FileError {

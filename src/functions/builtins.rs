@@ -930,7 +930,8 @@ fn version_value(v: Version) -> Value {
 fn list_files(r: &mut dyn Runner, args: &Args<'_>) -> R {
     let dir = path_param(args, 0, "directory_path")?;
     let pattern = opt_str_param(args, 1, "pattern")?;
-    let listing = ops::list(store(r)?, dir, pattern).map_err(|e| {
+    let max_entries = r.limits().max_listing_entries;
+    let listing = ops::list(store(r)?, dir, pattern, max_entries).map_err(|e| {
         let param = usize::from(e.code == Code::InvalidGlob);
         file_err(e, param, None)
     })?;
