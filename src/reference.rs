@@ -38,8 +38,7 @@ pub fn evaluate_with_files(
     clock: &dyn Clock,
     files: Option<&dyn FileStore>,
 ) -> Result<Value, EvalError> {
-    let mut ev =
-        Evaluator { vars, refs, funcs, limits, clock, files, locals: Vec::new(), fuel: limits.fuel, depth: 0 };
+    let mut ev = Evaluator { vars, refs, funcs, limits, clock, files, locals: Vec::new(), fuel: limits.fuel, depth: 0 };
     ev.eval(e)
 }
 

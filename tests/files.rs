@@ -374,7 +374,8 @@ fn unknown_versions(fx: &Fixture) {
 }
 
 /// Every function, with the path in variable `p`.
-const CALLS: [&str; 5] = ["list_files(p)", "read_file(p)", "read_files([p])", "list_file_versions(p)", "describe_version(p)"];
+const CALLS: [&str; 5] =
+    ["list_files(p)", "read_file(p)", "read_files([p])", "list_file_versions(p)", "describe_version(p)"];
 
 fn escapes_are_refused_by_every_function(fx: &Fixture) {
     for path in ["..", "../outside.txt", "reports/../../outside.txt", "./../outside.txt", "/etc/passwd", "/"] {
@@ -400,10 +401,7 @@ fn odd_text_is_refused_by_every_function(fx: &Fixture) {
 fn the_vm_and_the_reference_evaluator_share_the_store(fx: &Fixture) {
     // `Fixture::run_in` compares both on every call; this one exercises templates too.
     let src = r#"map(array=list_files("reports", "q*"), template="{p: item, size: describe_version(item).size}")"#;
-    assert_eq!(
-        fx.ok(src),
-        json!([{"p": "reports/q1.txt", "size": 3}, {"p": "reports/q2.txt", "size": 3}])
-    );
+    assert_eq!(fx.ok(src), json!([{"p": "reports/q1.txt", "size": 3}, {"p": "reports/q2.txt", "size": 3}]));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -510,7 +508,8 @@ mod links {
     #[test]
     fn links_out_of_the_root_are_refused_by_every_function() {
         let fx = linked_fixture();
-        for path in ["link_out", "abs_link_out", "dir_out/secret.txt", "dir_out/dir/inner.txt", "reports/up_and_out", "chain"]
+        for path in
+            ["link_out", "abs_link_out", "dir_out/secret.txt", "dir_out/dir/inner.txt", "reports/up_and_out", "chain"]
         {
             for call in CALLS {
                 let e = fx.err_with(call, json!({ "p": path }));
@@ -537,10 +536,7 @@ mod links {
         assert_eq!(fx.ok(r#"read_file("dir_in/q1.txt")"#), json!("Q1\n"));
         assert_eq!(fx.ok(r#"read_file("bounce/q2.txt")"#), json!("Q2\n"));
         assert_eq!(fx.ok(r#"read_file("loop/loop/notes.txt")"#), json!(NOTES));
-        assert_eq!(
-            fx.ok(r#"list_files("dir_in")"#),
-            json!(["dir_in/draft.md", "dir_in/q1.txt", "dir_in/q2.txt"])
-        );
+        assert_eq!(fx.ok(r#"list_files("dir_in")"#), json!(["dir_in/draft.md", "dir_in/q1.txt", "dir_in/q2.txt"]));
         assert_eq!(fx.code(r#"read_file("dangling")"#), Code::FileNotFound);
     }
 
@@ -615,7 +611,10 @@ mod links {
             serde_json::Value::from(&run("list_files(p)", format!("{root_text}/reports")).expect("inside")),
             json!(["reports/draft.md", "reports/q1.txt", "reports/q2.txt"])
         );
-        assert_eq!(serde_json::Value::from(&run("list_files(p)", root_text.clone()).expect("root")).as_array().map(Vec::len), Some(8));
+        assert_eq!(
+            serde_json::Value::from(&run("list_files(p)", root_text.clone()).expect("root")).as_array().map(Vec::len),
+            Some(8)
+        );
         for outside in [
             format!("{root_text}/../outside/secret.txt"),
             root.parent().expect("a parent").join("outside/secret.txt").to_str().expect("utf-8").to_string(),
@@ -715,9 +714,7 @@ fn history() -> (Repo, [String; 4]) {
 fn git_versions_are_the_commits_that_changed_the_file_newest_first() {
     let (repo, [c1, c2, _c3, c4]) = history();
     let fx = repo.fixture("docs");
-    let version = |id: &str, at: &str, size: usize, message: &str| {
-        json!({"version_id": id, "created_at": at, "size": size, "author": "Ada Lovelace", "message": message})
-    };
+    let version = |id: &str, at: &str, size: usize, message: &str| json!({"version_id": id, "created_at": at, "size": size, "author": "Ada Lovelace", "message": message});
     let newest = version(&c4, "2024-03-04T12:15:00.000Z", 14, "Third line");
     assert_eq!(
         fx.ok(r#"list_file_versions("notes.txt")"#),
@@ -754,7 +751,10 @@ fn git_versions_are_read_back() {
     // From the repository's top, the same file has the same history.
     let top = repo.fixture("");
     assert_eq!(top.ok(r#"length(list_file_versions("docs/notes.txt"))"#), json!(3));
-    assert_eq!(top.ok(r#"map(list_file_versions("README.md"), template="item.message")"#), json!(["Touch the readme only", "Add notes"]));
+    assert_eq!(
+        top.ok(r#"map(list_file_versions("README.md"), template="item.message")"#),
+        json!(["Touch the readme only", "Add notes"])
+    );
 }
 
 #[test]

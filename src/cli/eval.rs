@@ -5,9 +5,8 @@ use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
 
-use super::{color_stderr, render, usage_failure, UsageError};
+use super::{color_stderr, open_files, render, usage_failure, UsageError};
 use crate::engine::Engine;
-use crate::files::{FileStore, LocalStore};
 use crate::types::Scope;
 use crate::value::{Map, Value};
 
@@ -76,13 +75,6 @@ pub(crate) fn load_vars(file: Option<&std::path::Path>, vars: &[String]) -> Resu
         map.insert(Arc::from(name), v);
     }
     Ok(Value::object(map))
-}
-
-/// The local file store for `--files DIR` (shared by the subcommands that take it).
-pub(crate) fn open_files(dir: &std::path::Path) -> Result<Arc<dyn FileStore>, UsageError> {
-    LocalStore::open(dir)
-        .map(|s| Arc::new(s) as Arc<dyn FileStore>)
-        .map_err(|e| UsageError(format!("--files {}: {e}", dir.display())))
 }
 
 /// Runs `tdsl eval`.

@@ -6,6 +6,9 @@ use std::sync::Arc;
 
 use super::{Entry, EntryKind, FileError, FileStore, StorePath, Version};
 
+/// One version of a file and its content.
+type Stored = (Version, Arc<[u8]>);
+
 /// Files in memory, each with its versions (newest first).
 ///
 /// ```
@@ -22,7 +25,7 @@ use super::{Entry, EntryKind, FileError, FileStore, StorePath, Version};
 #[derive(Clone, Debug, Default)]
 pub struct MemoryStore {
     /// By path text (`StorePath::as_str`), so that a directory's files are one range.
-    files: BTreeMap<String, Vec<(Version, Arc<[u8]>)>>,
+    files: BTreeMap<String, Vec<Stored>>,
 }
 
 impl MemoryStore {
@@ -35,7 +38,8 @@ impl MemoryStore {
     pub fn insert(&mut self, path: &str, content: impl Into<Vec<u8>>) -> Result<&mut MemoryStore, FileError> {
         let content = content.into();
         let p = self.file_slot(path)?;
-        self.files.insert(p.as_str().to_string(), vec![(Version::current(content.len() as u64, None), Arc::from(content))]);
+        self.files
+            .insert(p.as_str().to_string(), vec![(Version::current(content.len() as u64, None), Arc::from(content))]);
         Ok(self)
     }
 
@@ -90,7 +94,7 @@ impl MemoryStore {
         p.is_root() || self.under(p).next().is_some()
     }
 
-    fn file(&self, p: &StorePath) -> Result<&[(Version, Arc<[u8]>)], FileError> {
+    fn file(&self, p: &StorePath) -> Result<&[Stored], FileError> {
         match self.files.get(p.as_str()) {
             Some(v) => Ok(v),
             None if self.is_dir(p) => Err(FileError::not_a_file(p.as_str())),

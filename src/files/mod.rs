@@ -154,7 +154,10 @@ impl FileError {
 
     /// `path` is `size` bytes, over the `limit`.
     pub fn too_large(path: &str, size: u64, limit: u64) -> FileError {
-        FileError::new(Code::FileTooLarge, format!("{path:?} is {size} bytes, over the file size limit of {limit} bytes"))
+        FileError::new(
+            Code::FileTooLarge,
+            format!("{path:?} is {size} bytes, over the file size limit of {limit} bytes"),
+        )
     }
 
     /// `path` has no version `version`.

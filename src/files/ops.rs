@@ -7,9 +7,7 @@
 
 use globset::{GlobBuilder, GlobMatcher};
 
-use super::{
-    EntryKind, FileError, FileStore, StorePath, Version, MAX_LISTED_FILES,
-};
+use super::{EntryKind, FileError, FileStore, StorePath, Version, MAX_LISTED_FILES};
 use crate::diagnostic::Code;
 
 /// The pattern `list_files` uses when none is given: the files directly in the directory.
@@ -108,16 +106,22 @@ pub fn read_text(
     if bytes.len() as u64 > max_bytes {
         return Err(FileError::too_large(path, bytes.len() as u64, max_bytes));
     }
-    if bytes.starts_with(BOM) {
-        bytes.drain(..BOM.len());
-    }
-    // The first byte that makes the content binary: a NUL, or one that is not UTF-8.
-    let nul = bytes.iter().position(|&b| b == 0);
-    match (std::str::from_utf8(&bytes).err().map(|e| e.valid_up_to()), nul) {
-        (Some(bad), nul) if nul.is_none_or(|n| bad < n) => Err(binary(path, bad, "a byte that is not UTF-8")),
-        (_, Some(n)) => Err(binary(path, n, "a NUL byte")),
-        // Checked just above, so this conversion cannot fail.
-        _ => String::from_utf8(bytes).map_err(|e| binary(path, e.utf8_error().valid_up_to(), "a byte that is not UTF-8")),
+    let skip = if bytes.starts_with(BOM) { BOM.len() } else { 0 };
+    bytes.drain(..skip);
+    // Binary from its first NUL byte, or its first byte that is not UTF-8 (offsets count
+    // from the start of the file).
+    match String::from_utf8(bytes) {
+        Ok(text) => match text.find('\0') {
+            Some(n) => Err(binary(path, skip + n, "a NUL byte")),
+            None => Ok(text),
+        },
+        Err(e) => {
+            let bad = e.utf8_error().valid_up_to();
+            match e.as_bytes()[..bad].iter().position(|&b| b == 0) {
+                Some(n) => Err(binary(path, skip + n, "a NUL byte")),
+                None => Err(binary(path, skip + bad, "a byte that is not UTF-8")),
+            }
+        }
     }
 }
 

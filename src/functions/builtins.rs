@@ -204,7 +204,10 @@ pub(super) fn table() -> Vec<Function> {
         file(
             Signature::new(
                 "list_files",
-                vec![Param::required("directory_path", Type::Str), Param::optional("pattern", str_or_null(), Value::Null)],
+                vec![
+                    Param::required("directory_path", Type::Str),
+                    Param::optional("pattern", str_or_null(), Value::Null),
+                ],
                 fixed(list_of(Type::Str)),
                 "paths in a directory matching a glob, sorted, at most 50",
             ),
@@ -213,7 +216,10 @@ pub(super) fn table() -> Vec<Function> {
         file(
             Signature::new(
                 "read_file",
-                vec![Param::required("file_path", Type::File), Param::optional("version_id", str_or_null(), Value::Null)],
+                vec![
+                    Param::required("file_path", Type::File),
+                    Param::optional("version_id", str_or_null(), Value::Null),
+                ],
                 fixed(Type::Str),
                 "a file's content",
             ),
@@ -240,7 +246,10 @@ pub(super) fn table() -> Vec<Function> {
         file(
             Signature::new(
                 "describe_version",
-                vec![Param::required("file_path", Type::File), Param::optional("version_id", str_or_null(), Value::Null)],
+                vec![
+                    Param::required("file_path", Type::File),
+                    Param::optional("version_id", str_or_null(), Value::Null),
+                ],
                 fixed(Type::any_object()),
                 "one version of a file",
             ),
