@@ -48,6 +48,7 @@ pub mod compile;
 pub mod diagnostic;
 mod engine;
 pub mod exec;
+pub mod files;
 pub mod functions;
 pub mod ops;
 pub mod reference;
