@@ -42,6 +42,10 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+// pest_derive without its `std` feature names `alloc` (see Cargo.toml: the parser runs
+// without pest's stack probe, which our own nesting limit makes redundant).
+extern crate alloc;
+
 pub mod analysis;
 pub mod cli;
 pub mod compile;
