@@ -112,7 +112,7 @@ codes! {
     DynamicTemplate = "E0306", Error;
     /// A host-registered function reported an error
     HostFunction = "E0307", Error;
-    /// A file function with no file store configured
+    /// A file function with no file store configured: `read_file("a.txt")` in `tdsl eval` without `--files DIR`
     NoFileStore = "E0308", Error;
 
     // ---- limits (E04xx) ----
@@ -228,6 +228,35 @@ codes! {
     UndeclaredResponseField = "W0604", Warning;
     /// A literal string in `variables` that looks like a call of an unknown function: `"now": "datetime_nwo()"`
     UnknownFunctionInVariable = "W0605", Warning;
+
+    // ---- files (E07xx) ----
+    /// A path that would leave the file store's root: `read_file("../secret.txt")`,
+    /// `read_file("/etc/passwd")`, or a symbolic link in the root that points outside it
+    PathEscapesRoot = "E0701", Error;
+    /// Path text the file store refuses: `read_file("a\u0000b")` (control characters),
+    /// `read_file("a\\b.txt")` (backslashes), `read_file(".git/config")` (git's metadata)
+    InvalidPath = "E0702", Error;
+    /// No file or directory at a path: `read_file("nosuch.txt")`
+    FileNotFound = "E0703", Error;
+    /// A path that is not a regular file where one is needed: `read_file("reports")` on a directory
+    NotAFile = "E0704", Error;
+    /// A path that is not a directory where one is needed: `list_files("notes.txt")`
+    NotADirectory = "E0705", Error;
+    /// A file that is not UTF-8 text: `read_file("logo.png")`
+    BinaryFile = "E0706", Error;
+    /// A file larger than the file size limit: `read_file("huge.log")` with a 2 MiB file
+    FileTooLarge = "E0707", Error;
+    /// `read_files` given more than 5 paths at run time: `read_files(paths)` with six paths in `paths`
+    TooManyFiles = "E0708", Error;
+    /// A version id the file does not have: `read_file("notes.txt", version_id="v9")`
+    UnknownVersion = "E0709", Error;
+    /// A glob pattern that does not parse: `list_files(".", pattern="[a-")`
+    InvalidGlob = "E0710", Error;
+    /// A listing that visits more directory entries than the limit (10,000): `list_files(".", pattern="**/*")` over a huge tree
+    ListingTooLarge = "E0711", Error;
+    /// The file store failed for another reason (permission denied, `git` failing): `read_file("locked.txt")`
+    FileStoreIo = "E0712", Error;
+
     // ---- execution (E08xx) ----
     /// An argument does not match what the tool declares, found at run time: a required
     /// argument that resolved to `null`, or a string where a number is declared

@@ -42,12 +42,17 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+// pest_derive without its `std` feature names `alloc` (see Cargo.toml: the parser runs
+// without pest's stack probe, which our own nesting limit makes redundant).
+extern crate alloc;
+
 pub mod analysis;
 pub mod cli;
 pub mod compile;
 pub mod diagnostic;
 mod engine;
 pub mod exec;
+pub mod files;
 pub mod functions;
 pub mod ops;
 pub mod reference;

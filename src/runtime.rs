@@ -26,6 +26,12 @@ pub struct Limits {
     pub max_fan_out: usize,
     /// Distinct dynamic template strings compiled and cached per program.
     pub max_cached_templates: usize,
+    /// Bytes in one file read by `read_file` or `read_files` (a larger file is an error
+    /// before it is read). The string limit applies too: the smaller one wins.
+    pub max_file_bytes: usize,
+    /// Directory entries one `list_files` call may visit while it walks (bounds the I/O of
+    /// a `**` pattern over a big tree).
+    pub max_listing_entries: usize,
 }
 
 impl Default for Limits {
@@ -38,6 +44,8 @@ impl Default for Limits {
             max_output_bytes: 64 * 1024 * 1024,
             max_fan_out: 1_000,
             max_cached_templates: 256,
+            max_file_bytes: 1024 * 1024,
+            max_listing_entries: 10_000,
         }
     }
 }
@@ -136,6 +144,13 @@ impl EvalError {
                 d.with_help("the expression does too much work; raise the fuel limit if this is expected")
             }
             Code::DivisionByZero => d.with_help("guard the divisor: `if(d != 0, n / d, 0)`"),
+            Code::NoFileStore => d.with_help(
+                "`tdsl eval --files DIR` serves the files under DIR; a host calls `Engine::with_file_store`",
+            ),
+            Code::PathEscapesRoot => d.with_help("paths are relative to the file store's root and must stay inside it"),
+            Code::FileTooLarge => d.with_help("raise `Limits::max_file_bytes` if the file is expected to be this big"),
+            Code::ListingTooLarge => d.with_help("list a smaller directory, or use a pattern without `**`"),
+            Code::TooManyFiles => d.with_help("split the paths into groups of at most 5 and read each group"),
             _ => d,
         }
     }

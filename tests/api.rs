@@ -121,3 +121,24 @@ fn compile_never_panics_on_odd_input() {
         let _ = engine.compile(src);
     }
 }
+
+#[test]
+fn nesting_is_capped_whatever_the_limit_says() {
+    // Test threads have 2 MiB stacks; a debug build needs ~6.5 KiB per level.
+    let engine = Engine::new().with_limits(tdsl::Limits { max_depth: usize::MAX, ..tdsl::Limits::default() });
+    for unit in ["(", "[", "{a: ", "f(", "not ", "-"] {
+        let close: String = unit
+            .chars()
+            .rev()
+            .filter_map(|c| match c {
+                '(' => Some(')'),
+                '[' => Some(']'),
+                '{' => Some('}'),
+                _ => None,
+            })
+            .collect();
+        let src = format!("{}1{}", unit.repeat(20_000), close.repeat(20_000));
+        let errors = engine.compile(&src).expect_err("too deep");
+        assert_eq!(errors[0].code, Code::NestingTooDeep, "{unit}");
+    }
+}

@@ -251,3 +251,25 @@ fn the_examples_run() {
         assert_eq!(json(&o.stdout)["status"], status);
     }
 }
+
+#[test]
+fn transforms_read_files_from_the_files_folder() {
+    let dir = temp("files");
+    std::fs::create_dir_all(dir.join("tools")).unwrap();
+    std::fs::write(dir.join("tools/echo.tool"), r#"{"system_event_endpoint": "builtin:echo"}"#).unwrap();
+    std::fs::write(dir.join("notes.txt"), "remember the milk").unwrap();
+    std::fs::write(
+        dir.join("main.tool"),
+        r#"{"instructions": [{"execution_id": "read", "tool_definition_path": "/tools/echo.tool",
+             "transform_arguments": {"transforms": {"text": "upper(read_file(file_path=\"notes.txt\"))"}}}],
+            "response_reference_map": {"text": "REF:read.text"}}"#,
+    )
+    .unwrap();
+    let (main, root) = (dir.join("main.tool"), dir.to_str().unwrap().to_string());
+    let o = tdsl(&["run", main.to_str().unwrap(), "--root", &root, "--files", &root]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(json(&o.stdout), json(r#"{"text": "REMEMBER THE MILK"}"#));
+    let o = tdsl(&["run", main.to_str().unwrap(), "--root", &root]);
+    assert_eq!(o.code, 1);
+    assert!(o.stderr.contains("no file store configured"), "{}", o.stderr);
+}

@@ -315,13 +315,13 @@ impl Checker<'_> {
             },
             _ => return,
         };
-        if count <= 5 {
+        if count <= crate::files::MAX_READ_FILES {
             return;
         }
         let mut d = Diagnostic::new(
             Code::TooManyReadFiles,
             map.map(arg.span),
-            format!("`read_files` reads at most 5 files, and {count} paths are given"),
+            format!("`read_files` reads at most {} files, and {count} paths are given", crate::files::MAX_READ_FILES),
         )
         .with_label(format!("{count} paths"))
         .with_help("split the paths over several `read_files` calls, or read them with `map` and `read_file`");

@@ -9,10 +9,12 @@ mod run;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 
 use crate::diagnostic::{Diagnostic, Report};
+use crate::files::{FileStore, LocalStore};
 
 /// tdsl: a typed, compiled composition language for tools.
 #[derive(Debug, Parser)]
@@ -91,6 +93,14 @@ pub(crate) fn render(diags: &[Diagnostic], name: &str, source: &str, color: bool
         let _ = handler.render_report(&mut out, &report);
     }
     out
+}
+
+/// The file store for `--files DIR`: the directory on disk, versions from git when it is in
+/// a work tree. `eval` takes `--files`; `run` and the REPL take it the same way.
+pub(crate) fn open_files(dir: &std::path::Path) -> Result<Arc<dyn FileStore>, UsageError> {
+    LocalStore::open(dir)
+        .map(|s| Arc::new(s) as Arc<dyn FileStore>)
+        .map_err(|e| UsageError(format!("--files {}: {e}", dir.display())))
 }
 
 /// Prints a usage or I/O error and returns exit code 2.

@@ -56,6 +56,10 @@ pub struct ReplArgs {
     /// Fix the clock `datetime_now` reads (RFC 3339, e.g. 2026-01-01T00:00:00Z).
     #[arg(long, value_name = "TIME")]
     now: Option<String>,
+    /// Serve the files under DIR to the file functions (`read_file`, `list_files`, …);
+    /// without it they fail with "no file store configured".
+    #[arg(long, value_name = "DIR")]
+    files: Option<PathBuf>,
 }
 
 /// Runs `tdsl repl`.
@@ -68,6 +72,12 @@ pub fn run(args: ReplArgs) -> ExitCode {
     if let Some(now) = &args.now {
         match fixed_clock(now) {
             Ok(clock) => engine = engine.with_clock(clock),
+            Err(e) => return usage_failure(&e),
+        }
+    }
+    if let Some(dir) = &args.files {
+        match super::open_files(dir) {
+            Ok(store) => engine = engine.with_file_store(store),
             Err(e) => return usage_failure(&e),
         }
     }

@@ -66,6 +66,9 @@ pub struct RunArgs {
     /// The seed of retry jitter (default: from the clock).
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
+    /// Serve the files under DIR to the file functions of transforms (`read_file`, …).
+    #[arg(long, value_name = "DIR")]
+    files: Option<PathBuf>,
 }
 
 /// Arguments of `tdsl replay`.
@@ -138,7 +141,11 @@ fn prepare(args: &RunArgs) -> Result<(Workflow, Executor, Value), Stop> {
         }
         None => None,
     };
-    let workflow = load(root.dir(), &file, &args.tool)?;
+    let mut engine = crate::exec::engine();
+    if let Some(dir) = &args.files {
+        engine = engine.with_file_store(super::open_files(dir).map_err(Stop::Usage)?);
+    }
+    let workflow = load(root.dir(), &file, &args.tool, engine)?;
     let mut runner = HostRunner::new();
     if let Some(m) = mock {
         runner = runner.with_mock(m);
@@ -187,8 +194,8 @@ fn usage(message: String) -> Stop {
 }
 
 /// Loads a workflow; its problems are rendered on standard error.
-fn load(root: &Path, file: &Path, name: &str) -> Result<Workflow, Stop> {
-    Workflow::load(root, file).map_err(|e| match e {
+fn load(root: &Path, file: &Path, name: &str, engine: crate::Engine) -> Result<Workflow, Stop> {
+    Workflow::load_with_engine(root, file, engine).map_err(|e| match e {
         LoadError::Io(m) => usage(m),
         LoadError::Invalid { name: tool, source, diagnostics } => {
             eprint!("{}", render(&diagnostics, &tool, &source, color_stderr()));
@@ -293,7 +300,7 @@ pub fn replay_command(args: ReplayArgs) -> ExitCode {
             Err(e) => return usage_failure(&UsageError(e)),
         },
     };
-    let workflow = match load(&root, &file, &trace.tool) {
+    let workflow = match load(&root, &file, &trace.tool, crate::exec::engine()) {
         Ok(w) => w,
         Err(Stop::Usage(e)) => return usage_failure(&e),
         Err(Stop::Problems) => return ExitCode::from(1),

@@ -100,8 +100,15 @@ pub fn engine() -> Engine {
 impl Workflow {
     /// Loads the composite in `file`, with callees under `root`.
     pub fn load(root: &Path, file: &Path) -> Result<Workflow, LoadError> {
+        Workflow::load_with_engine(root, file, engine())
+    }
+
+    /// [`Workflow::load`] with the expressions compiled by `engine` (for host functions or
+    /// a file store); its clock is replaced by [`ExecClock`], the run's.
+    pub fn load_with_engine(root: &Path, file: &Path, engine: Engine) -> Result<Workflow, LoadError> {
         // Callees with no file are kept as `Tool::Missing`: a mock may still answer for them.
-        let mut analyzer = Analyzer::with_engine(ToolRoot::assumed(root), engine());
+        let engine = engine.with_clock(Arc::new(ExecClock));
+        let mut analyzer = Analyzer::with_engine(ToolRoot::assumed(root), engine);
         let checked =
             analyzer.check_file(file).map_err(|e| LoadError::Io(format!("cannot read {}: {e}", file.display())))?;
         Workflow::from_checked(analyzer, checked)

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use crate::compile::{CallInfo, CallParam, Chunk, Fast, Op, Origin, Pred, Root};
 use crate::diagnostic::Code;
+use crate::files::FileStore;
 use crate::functions::{Args, Failure, FunctionTable, Implementation, Runner};
 use crate::ops;
 use crate::runtime::{Clock, EvalError, Limits};
@@ -41,6 +42,8 @@ pub struct Env<'a> {
     pub clock: &'a dyn Clock,
     /// Where run-time templates come from.
     pub templates: &'a dyn TemplateSource,
+    /// The file store file functions read, if the host configured one.
+    pub files: Option<&'a dyn FileStore>,
 }
 
 thread_local! {
@@ -416,7 +419,7 @@ impl<'a> Vm<'a> {
         args.extend(self.stack.drain(at..));
         let func = self.env.funcs.get(info.func);
         let result = match &func.implementation {
-            Implementation::Builtin(body) => {
+            Implementation::Builtin(body) | Implementation::File(body) => {
                 let dynamic = self.resolve_dynamic(info, &args, span);
                 match dynamic {
                     Err(e) => Err(e),
@@ -436,11 +439,6 @@ impl<'a> Vm<'a> {
                 e.function = Some(info.name.clone());
                 e
             }),
-            Implementation::FileStore => {
-                let mut e = EvalError::new(Code::NoFileStore, span, "no file store configured");
-                e.function = Some(info.name.clone());
-                Err(e)
-            }
             Implementation::Inline => Err(EvalError::new(Code::RuntimeArgument, span, "inline function called")),
         };
         args.clear();
@@ -691,5 +689,9 @@ impl Runner for Frame<'_, '_> {
 
     fn clock(&self) -> &dyn Clock {
         self.vm.env.clock
+    }
+
+    fn files(&self) -> Option<&dyn FileStore> {
+        self.vm.env.files
     }
 }
