@@ -273,3 +273,28 @@ fn transforms_read_files_from_the_files_folder() {
     assert_eq!(o.code, 1);
     assert!(o.stderr.contains("no file store configured"), "{}", o.stderr);
 }
+
+/// On a terminal, `tdsl run` shows steps starting and ending on standard error.
+#[cfg(unix)]
+#[test]
+fn progress_is_shown_on_a_terminal() {
+    use rexpect::session::spawn_command;
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_tdsl"));
+    cmd.args([
+        "run",
+        "examples/conditional-branching/main.tool",
+        "--root",
+        "examples/conditional-branching",
+        "--args",
+        "examples/conditional-branching/invalid.json",
+    ])
+    .env("NO_COLOR", "1");
+    let mut p = spawn_command(cmd, Some(15_000)).expect("spawn on a pseudo-terminal");
+    // rexpect reads the terminal byte by byte, so match the ASCII part of each line.
+    p.exp_string("validate_input (/tools/validator.tool)").expect("the first step starts");
+    p.exp_string("validate_input/inspect (/tools/echo.tool)").expect("its nested composite's step starts");
+    // The two branches run concurrently: only the skip is checked, not its order.
+    p.exp_string("process_valid_data SKIPPED (conditions)").expect("the skipped branch is shown");
+    p.exp_string("\"rejected\"").expect("the result follows");
+    p.exp_eof().expect("the run ends");
+}
