@@ -219,6 +219,25 @@ impl Program {
     /// Evaluates with separate variables and REF contexts.
     pub fn eval_with(&self, vars: &Value, refs: &Value) -> Result<Value, EvalError> {
         let inner = &*self.inner;
+        // A program that is one read (`profile.email`) is answered before any evaluation
+        // state is set up.
+        if let [op] = inner.chunk.code.as_slice() {
+            if let Some(v) = vm::single_read(&inner.chunk, *op, vars, refs) {
+                let v = v?;
+                if let Value::Str(s) = &v {
+                    if s.len() + 2 <= inner.limits.max_output_bytes {
+                        return Ok(v);
+                    }
+                }
+                return self.checked(v);
+            }
+        }
+        self.run_vm(vars, refs)
+    }
+
+    #[inline(never)]
+    fn run_vm(&self, vars: &Value, refs: &Value) -> Result<Value, EvalError> {
+        let inner = &*self.inner;
         let env = Env {
             vars,
             refs,
@@ -229,6 +248,13 @@ impl Program {
             files: inner.files.as_deref(),
         };
         let v = vm::run(&inner.chunk, &env)?;
+        self.checked(v)
+    }
+
+    /// The result, if it is within the output limit.
+    #[inline(never)]
+    fn checked(&self, v: Value) -> Result<Value, EvalError> {
+        let inner = &*self.inner;
         if !matches!(v, Value::Null | Value::Bool(_) | Value::Int(_) | Value::Float(_)) {
             check_output(&v, &inner.limits, Span::new(0, inner.source.len()))?;
         }

@@ -57,7 +57,7 @@ pub fn run(chunk: &Chunk, env: &Env<'_>) -> Result<Value, EvalError> {
     // A program that is one read (`profile.email`, a constant, `REF:step.x`) needs no
     // stack: answer it directly, without even setting up the interpreter.
     if let [op] = chunk.code.as_slice() {
-        if let Some(v) = single_read(chunk, *op, env) {
+        if let Some(v) = single_read(chunk, *op, env.vars, env.refs) {
             return v;
         }
     }
@@ -88,13 +88,13 @@ fn interpret(chunk: &Chunk, env: &Env<'_>) -> Result<Value, EvalError> {
 /// Evaluates a one-instruction program that only reads, or `None` for other instructions
 /// (and for reads that fail: the general path builds the located error).
 #[inline]
-fn single_read(chunk: &Chunk, op: Op, env: &Env<'_>) -> Option<Result<Value, EvalError>> {
+pub fn single_read(chunk: &Chunk, op: Op, vars: &Value, refs: &Value) -> Option<Result<Value, EvalError>> {
     match op {
         Op::Const(i) => Some(Ok(chunk.consts[i as usize].clone())),
-        Op::Global(n) => Some(Ok(env.vars.get_direct(&chunk.names[n as usize]).cloned().unwrap_or_default())),
-        Op::GlobalPath(_, p) => Some(Ok(global_path(env.vars, &chunk.paths[p as usize]).ok()?)),
+        Op::Global(n) => Some(Ok(vars.get_direct(&chunk.names[n as usize]).cloned().unwrap_or_default())),
+        Op::GlobalPath(_, p) => Some(Ok(global_path(vars, &chunk.paths[p as usize]).ok()?)),
         Op::Ref(n, p) => {
-            let Some(start) = env.refs.get_direct(&chunk.names[n as usize]) else { return Some(Ok(Value::Null)) };
+            let Some(start) = refs.get_direct(&chunk.names[n as usize]) else { return Some(Ok(Value::Null)) };
             Some(Ok(start.walk_ref(&chunk.paths[p as usize]).ok()?.into_owned()))
         }
         _ => None,
