@@ -4,10 +4,11 @@
 //!
 //! Regenerate snapshots with `cargo insta test --review --test check`.
 
+mod common;
+use common::tdsl;
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::Path;
-use std::process::Command;
 
 use proptest::prelude::Strategy as _;
 use tdsl::analysis::{Analyzer, CheckedTool, Resolved, ToolRoot};
@@ -16,21 +17,6 @@ use tdsl::span::Span;
 use tdsl::tool::LineIndex;
 
 const ROOT: &str = "tests/data/check/root";
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn tdsl(args: &[&str]) -> Out {
-    let out = Command::new(env!("CARGO_BIN_EXE_tdsl")).args(args).env("NO_COLOR", "1").output().expect("tdsl runs");
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
 
 /// The path relative to the package (where tests and the binary run), with `/` separators.
 fn relative(path: &Path) -> String {

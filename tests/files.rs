@@ -8,6 +8,8 @@
 //! - Git tests build a repository with fixed authors and dates and read its versions back.
 //! - CLI tests run the real binary with `--files`.
 
+mod common;
+use common::tdsl;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -803,21 +805,6 @@ fn without_git_a_repository_file_has_one_version() {
 
 // ---------------------------------------------------------------------------------------
 // The command line
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn tdsl(args: &[&str]) -> Out {
-    let out = Command::new(env!("CARGO_BIN_EXE_tdsl")).args(args).env("NO_COLOR", "1").output().expect("tdsl runs");
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
 
 #[test]
 fn cli_eval_with_files_reads_from_the_directory() {

@@ -2,24 +2,10 @@
 //!
 //! Regenerate snapshots with `cargo insta test --review --test graph`.
 
-use std::process::Command;
+mod common;
+use common::tdsl;
 
 const ROOT: &str = "tests/data/check/root";
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn tdsl(args: &[&str]) -> Out {
-    let out = Command::new(env!("CARGO_BIN_EXE_tdsl")).args(args).env("NO_COLOR", "1").output().expect("tdsl runs");
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
 
 fn graph(tool: &str, format: &str) -> String {
     let o = tdsl(&["graph", tool, "--root", ROOT, "--format", format]);

@@ -1,25 +1,11 @@
 //! `tdsl run` and `tdsl replay`, tested by running the real binary with real `exec:` tools
 //! (POSIX sh scripts in `tests/data/run/tools/bin`).
 
+mod common;
+use common::tdsl;
 use std::path::PathBuf;
-use std::process::Command;
 
 const ROOT: &str = "tests/data/run";
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn tdsl(args: &[&str]) -> Out {
-    let out = Command::new(env!("CARGO_BIN_EXE_tdsl")).args(args).env("NO_COLOR", "1").output().expect("tdsl runs");
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
 
 fn temp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("tdsl-run-{}-{name}", std::process::id()));
