@@ -575,16 +575,7 @@ impl<'a> Checker<'a> {
                                 ok = false;
                                 let prev_span =
                                     prev.keyword.as_ref().map_or(prev.value.span, |pk| pk.span.to(prev.value.span));
-                                self.error(
-                                    Diagnostic::new(
-                                        Code::DuplicateArgument,
-                                        k.span,
-                                        format!("`{}` is given twice", k.node),
-                                    )
-                                    .with_label("given again here")
-                                    .with_secondary(prev_span, "first given here")
-                                    .with_help("remove one of them"),
-                                );
+                                self.error(duplicate_argument(k).with_secondary(prev_span, "first given here"));
                                 self.expr(&a.value);
                             } else {
                                 bound[p] = Some(a);
@@ -593,15 +584,7 @@ impl<'a> Checker<'a> {
                         None if sig.any_keywords => {
                             if kwargs.iter().any(|x| x.keyword.as_ref().map(|y| &y.node) == Some(&k.node)) {
                                 ok = false;
-                                self.error(
-                                    Diagnostic::new(
-                                        Code::DuplicateArgument,
-                                        k.span,
-                                        format!("`{}` is given twice", k.node),
-                                    )
-                                    .with_label("given again here")
-                                    .with_help("remove one of them"),
-                                );
+                                self.error(duplicate_argument(k));
                             }
                             kwargs.push(a);
                         }
@@ -904,6 +887,13 @@ fn has_response_field(t: &Type) -> bool {
         Type::Object(o) => o.fields.contains_key("response"),
         _ => false,
     })
+}
+
+/// A keyword given a second time.
+fn duplicate_argument(k: &Spanned<Name>) -> Diagnostic {
+    Diagnostic::new(Code::DuplicateArgument, k.span, format!("`{}` is given twice", k.node))
+        .with_label("given again here")
+        .with_help("remove one of them")
 }
 
 fn pairs<'t>(a: &'t Type, b: &'t Type) -> impl Iterator<Item = (&'t Type, &'t Type)> {
