@@ -52,6 +52,7 @@ pub mod compile;
 pub mod diagnostic;
 mod engine;
 pub mod exec;
+pub mod export;
 pub mod files;
 pub mod functions;
 pub mod ops;

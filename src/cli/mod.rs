@@ -3,6 +3,7 @@
 
 mod check;
 mod eval;
+mod export;
 mod graph;
 mod repl;
 mod run;
@@ -30,6 +31,8 @@ enum Command {
     Check(check::CheckArgs),
     /// Evaluate an expression and print its value as JSON.
     Eval(eval::EvalArgs),
+    /// Print tools in a language-model provider's tool format (OpenAI, Anthropic, MCP).
+    Export(export::ExportArgs),
     /// Draw a composite tool's dependency graph, with its levels.
     Graph(graph::GraphArgs),
     /// Run a composite tool and print its result as JSON.
@@ -53,6 +56,7 @@ pub fn main() -> ExitCode {
     match cli.command {
         Command::Check(args) => check::run(args),
         Command::Eval(args) => eval::run(args),
+        Command::Export(args) => export::run(args),
         Command::Graph(args) => graph::run(args),
         Command::Run(args) => run::run(args),
         Command::Replay(args) => run::replay_command(args),
