@@ -55,6 +55,7 @@ pub mod exec;
 pub mod export;
 pub mod files;
 pub mod functions;
+pub mod mcp;
 pub mod ops;
 pub mod reference;
 pub mod runtime;

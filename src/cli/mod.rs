@@ -7,6 +7,7 @@ mod export;
 mod graph;
 mod repl;
 mod run;
+mod serve;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -37,6 +38,8 @@ enum Command {
     Graph(graph::GraphArgs),
     /// Run a composite tool and print its result as JSON.
     Run(run::RunArgs),
+    /// Serve the tools under a root to agents over MCP (stdio).
+    Serve(serve::ServeArgs),
     /// Re-run a recorded trace with no tool calls and report any divergence.
     Replay(run::ReplayArgs),
     /// Try expressions interactively (or run a script of inputs from standard input).
@@ -59,6 +62,7 @@ pub fn main() -> ExitCode {
         Command::Export(args) => export::run(args),
         Command::Graph(args) => graph::run(args),
         Command::Run(args) => run::run(args),
+        Command::Serve(args) => serve::run(args),
         Command::Replay(args) => run::replay_command(args),
         Command::Repl(args) => repl::run(args),
     }
