@@ -3,9 +3,11 @@
 
 mod check;
 mod eval;
+mod export;
 mod graph;
 mod repl;
 mod run;
+mod serve;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -30,10 +32,14 @@ enum Command {
     Check(check::CheckArgs),
     /// Evaluate an expression and print its value as JSON.
     Eval(eval::EvalArgs),
+    /// Print tools in a language-model provider's tool format (OpenAI, Anthropic, MCP).
+    Export(export::ExportArgs),
     /// Draw a composite tool's dependency graph, with its levels.
     Graph(graph::GraphArgs),
     /// Run a composite tool and print its result as JSON.
     Run(run::RunArgs),
+    /// Serve the tools under a root to agents over MCP (stdio).
+    Serve(serve::ServeArgs),
     /// Re-run a recorded trace with no tool calls and report any divergence.
     Replay(run::ReplayArgs),
     /// Try expressions interactively (or run a script of inputs from standard input).
@@ -53,8 +59,10 @@ pub fn main() -> ExitCode {
     match cli.command {
         Command::Check(args) => check::run(args),
         Command::Eval(args) => eval::run(args),
+        Command::Export(args) => export::run(args),
         Command::Graph(args) => graph::run(args),
         Command::Run(args) => run::run(args),
+        Command::Serve(args) => serve::run(args),
         Command::Replay(args) => run::replay_command(args),
         Command::Repl(args) => repl::run(args),
     }
