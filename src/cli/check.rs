@@ -67,48 +67,13 @@ pub(crate) fn tool_root(dir: Option<&Path>) -> Result<ToolRoot, UsageError> {
     }
 }
 
-/// The files to check: each file given, and every `.tool` file under each folder given,
-/// sorted by path within a folder.
-fn collect(paths: &[PathBuf]) -> Result<Vec<PathBuf>, UsageError> {
-    let mut files = Vec::new();
-    for p in paths {
-        let meta = std::fs::metadata(p).map_err(|e| UsageError(format!("{}: {e}", p.display())))?;
-        if !meta.is_dir() {
-            files.push(p.clone());
-            continue;
-        }
-        let mut found = Vec::new();
-        let mut dirs = vec![p.clone()];
-        while let Some(dir) = dirs.pop() {
-            let entries = std::fs::read_dir(&dir).map_err(|e| UsageError(format!("{}: {e}", dir.display())))?;
-            for entry in entries {
-                let entry = entry.map_err(|e| UsageError(format!("{}: {e}", dir.display())))?;
-                let path = entry.path();
-                // Symbolic links to folders are not followed, so a walk always ends.
-                let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-                if is_dir {
-                    dirs.push(path);
-                } else if path.extension().is_some_and(|e| e == "tool") {
-                    found.push(path);
-                }
-            }
-        }
-        if found.is_empty() {
-            return Err(UsageError(format!("{}: no `.tool` files in this folder", p.display())));
-        }
-        found.sort();
-        files.extend(found);
-    }
-    Ok(files)
-}
-
 /// Runs `tdsl check`.
 pub fn run(args: CheckArgs) -> ExitCode {
     let root = match tool_root(args.root.as_deref()) {
         Ok(r) => r,
         Err(e) => return usage_failure(&e),
     };
-    let files = match collect(&args.paths) {
+    let files = match super::collect_tools(&args.paths, super::EmptyFolder::Error) {
         Ok(f) => f,
         Err(e) => return usage_failure(&e),
     };

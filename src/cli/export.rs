@@ -72,7 +72,7 @@ pub fn run(args: ExportArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return usage_failure(&e),
     };
-    let files = match collect(&args.paths) {
+    let files = match super::collect_tools(&args.paths, super::EmptyFolder::Allowed) {
         Ok(f) => f,
         Err(e) => return usage_failure(&e),
     };
@@ -132,34 +132,4 @@ pub(crate) fn load_named(root: &Path, files: &[PathBuf]) -> Result<Vec<Named>, N
         return Err(NameError::Problems);
     }
     Ok(tools)
-}
-
-/// Each file given, and every `.tool` file under each folder given, sorted by path within a
-/// folder (as `tdsl check` walks them; symbolic links to folders are not followed).
-pub(crate) fn collect(paths: &[PathBuf]) -> Result<Vec<PathBuf>, UsageError> {
-    let mut files = Vec::new();
-    for p in paths {
-        let meta = std::fs::metadata(p).map_err(|e| UsageError(format!("{}: {e}", p.display())))?;
-        if !meta.is_dir() {
-            files.push(p.clone());
-            continue;
-        }
-        let mut found = Vec::new();
-        let mut dirs = vec![p.clone()];
-        while let Some(dir) = dirs.pop() {
-            let entries = std::fs::read_dir(&dir).map_err(|e| UsageError(format!("{}: {e}", dir.display())))?;
-            for entry in entries {
-                let entry = entry.map_err(|e| UsageError(format!("{}: {e}", dir.display())))?;
-                let path = entry.path();
-                if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                    dirs.push(path);
-                } else if path.extension().is_some_and(|e| e == "tool") {
-                    found.push(path);
-                }
-            }
-        }
-        found.sort();
-        files.extend(found);
-    }
-    Ok(files)
 }

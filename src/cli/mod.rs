@@ -111,6 +111,51 @@ pub(crate) fn open_files(dir: &std::path::Path) -> Result<Arc<dyn FileStore>, Us
         .map_err(|e| UsageError(format!("--files {}: {e}", dir.display())))
 }
 
+/// What a folder with no `.tool` files means.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EmptyFolder {
+    /// A usage error (`tdsl check`: nothing to check is a mistake).
+    Error,
+    /// Nothing to do (`tdsl export`).
+    Allowed,
+}
+
+/// Each file given, and every `.tool` file under each folder given, sorted by path within a
+/// folder. Symbolic links to folders are not followed, so a walk always ends.
+pub(crate) fn collect_tools(
+    paths: &[std::path::PathBuf],
+    empty: EmptyFolder,
+) -> Result<Vec<std::path::PathBuf>, UsageError> {
+    let mut files = Vec::new();
+    for p in paths {
+        let meta = std::fs::metadata(p).map_err(|e| UsageError(format!("{}: {e}", p.display())))?;
+        if !meta.is_dir() {
+            files.push(p.clone());
+            continue;
+        }
+        let mut found = Vec::new();
+        let mut dirs = vec![p.clone()];
+        while let Some(dir) = dirs.pop() {
+            let entries = std::fs::read_dir(&dir).map_err(|e| UsageError(format!("{}: {e}", dir.display())))?;
+            for entry in entries {
+                let entry = entry.map_err(|e| UsageError(format!("{}: {e}", dir.display())))?;
+                let path = entry.path();
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "tool") {
+                    found.push(path);
+                }
+            }
+        }
+        if found.is_empty() && empty == EmptyFolder::Error {
+            return Err(UsageError(format!("{}: no `.tool` files in this folder", p.display())));
+        }
+        found.sort();
+        files.extend(found);
+    }
+    Ok(files)
+}
+
 /// Prints a usage or I/O error and returns exit code 2.
 pub(crate) fn usage_failure(e: &UsageError) -> ExitCode {
     eprintln!("error: {e}");
