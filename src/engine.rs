@@ -298,6 +298,12 @@ impl Program {
         &self.inner.source
     }
 
+    /// How many run-time templates are cached (at most `Limits::max_cached_templates`).
+    #[doc(hidden)]
+    pub fn cached_templates(&self) -> usize {
+        self.inner.cache.lock().map_or(0, |c| c.len())
+    }
+
     /// A readable listing of the bytecode.
     pub fn disassemble(&self) -> String {
         compile::disassemble(&self.inner.chunk)
@@ -305,10 +311,17 @@ impl Program {
 }
 
 fn check_output(v: &Value, limits: &Limits, span: Span) -> Result<(), EvalError> {
-    let size = match v {
-        Value::Str(s) => s.len() + 2,
-        _ => v.size_at_most(limits.max_output_bytes),
+    let (size, too_deep) = match v {
+        Value::Str(s) => (s.len() + 2, false),
+        _ => v.measure(limits.max_output_bytes, limits.max_depth),
     };
+    if too_deep {
+        return Err(EvalError::new(
+            crate::diagnostic::Code::DepthLimit,
+            span,
+            format!("the result nests deeper than {} levels", limits.max_depth),
+        ));
+    }
     if size > limits.max_output_bytes {
         return Err(EvalError::new(
             crate::diagnostic::Code::OutputLimit,

@@ -55,6 +55,8 @@ pub mod exec;
 pub mod export;
 pub mod files;
 pub mod functions;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod mcp;
 pub mod ops;
 pub mod reference;

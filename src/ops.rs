@@ -40,6 +40,20 @@ pub fn binary(op: BinaryOp, a: &Value, b: &Value, limits: &Limits) -> Result<Val
     }
 }
 
+/// Fuel for a value `+` built, by the convention the built-ins follow for what they
+/// allocate (`range`, `join`, `flatten`, `json_parse`): a unit per 8 list elements or object
+/// entries, a unit per 64 string bytes. Without it one `+` could build a million-element list
+/// for one unit, and a `map` of such additions could fill memory long before the fuel ran out.
+pub fn build_cost(v: &Value) -> u64 {
+    let units = match v {
+        Value::Str(s) => s.len() / 64,
+        Value::List(l) => l.len() / 8,
+        Value::Object(o) => o.len() / 8,
+        _ => 0,
+    };
+    units as u64
+}
+
 /// `<`, `<=`, `>`, `>=`: numbers with numbers, strings with strings; `null` on either side
 /// is `false`.
 pub fn compare(op: BinaryOp, a: &Value, b: &Value) -> Result<Value, OpError> {

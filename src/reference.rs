@@ -121,7 +121,15 @@ impl Evaluator<'_> {
             TKind::Binary(op, l, r) => {
                 let a = self.eval(l)?;
                 let b = self.eval(r)?;
-                crate::ops::binary(*op, &a, &b, self.limits).map_err(|o| EvalError::new(o.code, e.span, o.message))
+                let v = crate::ops::binary(*op, &a, &b, self.limits)
+                    .map_err(|o| EvalError::new(o.code, e.span, o.message))?;
+                let cost = crate::ops::build_cost(&v);
+                if cost > self.fuel {
+                    self.fuel = 0;
+                    return Err(EvalError::new(Code::FuelExhausted, e.span, "evaluation ran out of fuel"));
+                }
+                self.fuel -= cost;
+                Ok(v)
             }
             TKind::If(c, t, f) => {
                 if self.eval(c)?.truthy() {

@@ -24,6 +24,10 @@ pub type FxBuild = BuildHasherDefault<FxHasher>;
 /// The map behind an object value: insertion-ordered.
 pub type Map = IndexMap<Arc<str>, Value, FxBuild>;
 
+/// The deepest nesting that recursive walks over a value ([`Value::measure`]) descend
+/// into; beyond it a value counts as too deep.
+pub const MAX_WALK_DEPTH: usize = 4096;
+
 /// A tdsl value: JSON with cheap clones.
 #[derive(Clone, Debug, Default)]
 pub enum Value {
@@ -96,6 +100,54 @@ impl fmt::Display for Kind {
 pub struct SegmentError {
     /// The kind of value the segment was applied to.
     pub found: Kind,
+}
+
+impl Drop for Value {
+    /// Drops without deep recursion, so a value nested a million levels deep (built by a
+    /// host, or by a long `pipeline`) cannot overflow the stack. Shared containers and
+    /// containers of scalars cost one scan of their elements: only elements whose own drop
+    /// would recurse further are moved to a heap stack and taken apart there.
+    fn drop(&mut self) {
+        let mut stack = Vec::new();
+        take_nested(self, &mut stack);
+        while let Some(mut v) = stack.pop() {
+            take_nested(&mut v, &mut stack);
+        }
+    }
+}
+
+/// Moves out of `v` (replacing them with `null`) the elements whose drop would recurse more
+/// than one level, when `v` is the last owner of its elements.
+fn take_nested(v: &mut Value, stack: &mut Vec<Value>) {
+    match v {
+        Value::List(l) => {
+            if let Some(items) = Arc::get_mut(l) {
+                stack.extend(items.iter_mut().filter_map(|x| holds_containers(x).then(|| std::mem::take(x))));
+            }
+        }
+        Value::Object(o) => {
+            if let Some(map) = Arc::get_mut(o) {
+                stack.extend(map.values_mut().filter_map(|x| holds_containers(x).then(|| std::mem::take(x))));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Whether `v` is the last owner of a list or object that holds a non-empty list or object.
+fn holds_containers(v: &mut Value) -> bool {
+    fn non_empty_container(x: &Value) -> bool {
+        match x {
+            Value::List(l) => !l.is_empty(),
+            Value::Object(o) => !o.is_empty(),
+            _ => false,
+        }
+    }
+    match v {
+        Value::List(l) => Arc::get_mut(l).is_some_and(|items| items.iter().any(non_empty_container)),
+        Value::Object(o) => Arc::get_mut(o).is_some_and(|map| map.values().any(non_empty_container)),
+        _ => false,
+    }
 }
 
 impl Value {
@@ -377,23 +429,39 @@ impl Value {
     }
 
     /// A rough count of the bytes this value's JSON form takes, stopping early once it
-    /// passes `limit` (used by the output-size limit without rendering the value).
+    /// passes `limit` (used by the output-size limit without rendering the value). A value
+    /// nested deeper than [`MAX_WALK_DEPTH`] counts as larger than any limit, so the walk's
+    /// stack stays bounded.
     pub fn size_at_most(&self, limit: usize) -> usize {
-        fn go(v: &Value, acc: &mut usize, limit: usize) {
+        let (size, too_deep) = self.measure(limit, MAX_WALK_DEPTH);
+        if too_deep {
+            limit.saturating_add(1)
+        } else {
+            size
+        }
+    }
+
+    /// [`Value::size_at_most`] and whether the value nests deeper than `max_depth` levels,
+    /// in one walk that stops at either limit.
+    pub fn measure(&self, limit: usize, max_depth: usize) -> (usize, bool) {
+        fn go(v: &Value, acc: &mut usize, limit: usize, depth: usize) -> bool {
             if *acc > limit {
-                return;
+                return false;
             }
             match v {
                 Value::Null | Value::Bool(_) => *acc += 5,
                 Value::Int(_) | Value::Float(_) => *acc += 8,
                 Value::Str(s) => *acc += s.len() + 2,
+                Value::List(_) | Value::Object(_) if depth == 0 => return true,
                 Value::List(l) => {
                     *acc += 2;
                     for x in l.iter() {
                         *acc += 1;
-                        go(x, acc, limit);
+                        if go(x, acc, limit, depth - 1) {
+                            return true;
+                        }
                         if *acc > limit {
-                            return;
+                            return false;
                         }
                     }
                 }
@@ -401,17 +469,20 @@ impl Value {
                     *acc += 2;
                     for (k, x) in o.iter() {
                         *acc += k.len() + 4;
-                        go(x, acc, limit);
+                        if go(x, acc, limit, depth - 1) {
+                            return true;
+                        }
                         if *acc > limit {
-                            return;
+                            return false;
                         }
                     }
                 }
             }
+            false
         }
         let mut acc = 0;
-        go(self, &mut acc, limit);
-        acc
+        let too_deep = go(self, &mut acc, limit, max_depth.min(MAX_WALK_DEPTH));
+        (acc, too_deep)
     }
 
     /// Nesting depth: 0 for scalars, 1 + the deepest element for lists and objects.
@@ -551,12 +622,19 @@ pub fn cmp_numbers(a: &Value, b: &Value) -> Ordering {
 }
 
 fn cmp_int_float(i: i64, f: f64) -> Ordering {
-    // Floats with no fractional part in i64's range compare exactly as integers.
-    if f.fract() == 0.0 && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&f) {
-        i.cmp(&(f as i64))
-    } else {
-        (i as f64).partial_cmp(&f).unwrap_or(Ordering::Equal)
+    // Exact: every i64 lies in [-2^63, 2^63), and there a float's integral part is an i64.
+    // (Comparing `i as f64` instead rounds i64::MAX - 1 up to 2^63, making it equal to a
+    // float that i64::MAX is also equal to: equality would not be transitive, and hashing
+    // would disagree with it.)
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    if f >= TWO_63 {
+        return Ordering::Less;
     }
+    if f < -TWO_63 {
+        return Ordering::Greater;
+    }
+    let whole = f.trunc();
+    i.cmp(&(whole as i64)).then_with(|| 0.0.partial_cmp(&(f - whole)).unwrap_or(Ordering::Equal))
 }
 
 fn parse_index(seg: &str) -> Option<usize> {
@@ -752,33 +830,87 @@ impl From<&serde_json::Value> for Value {
 /// Distinct keys shared per conversion; past this, keys are allocated one by one.
 const MAX_SHARED_KEYS: usize = 4096;
 
-fn convert<'a>(v: &'a serde_json::Value, keys: &mut rustc_hash::FxHashMap<&'a str, Arc<str>>) -> Value {
-    match v {
-        serde_json::Value::Null => Value::Null,
-        serde_json::Value::Bool(b) => Value::Bool(*b),
-        serde_json::Value::Number(n) => match n.as_i64() {
-            Some(i) => Value::Int(i),
-            None => Value::Float(n.as_f64().unwrap_or(0.0)),
-        },
-        serde_json::Value::String(s) => Value::str(s),
-        // Collected straight into shared storage: one allocation per list.
-        serde_json::Value::Array(a) => Value::List(a.iter().map(|x| convert(x, keys)).collect()),
-        serde_json::Value::Object(o) => {
-            let mut map = Map::with_capacity_and_hasher(o.len(), FxBuild::default());
-            for (k, x) in o {
-                let key = match keys.get(k.as_str()) {
-                    Some(shared) => shared.clone(),
-                    None => {
-                        let key: Arc<str> = Arc::from(k.as_str());
-                        if keys.len() < MAX_SHARED_KEYS {
-                            keys.insert(k.as_str(), key.clone());
-                        }
-                        key
+/// Converts without recursion (a frame per open list or object on a heap stack), so input
+/// nested arbitrarily deep cannot overflow the stack.
+fn convert<'a>(root: &'a serde_json::Value, keys: &mut rustc_hash::FxHashMap<&'a str, Arc<str>>) -> Value {
+    use serde_json::Value as J;
+    enum Frame<'a> {
+        List(std::slice::Iter<'a, J>, Vec<Value>),
+        Object(serde_json::map::Iter<'a>, Map, Arc<str>),
+    }
+    let mut stack: Vec<Frame<'a>> = Vec::new();
+    let mut cur = root;
+    loop {
+        // A container opens a frame and goes on with its first element; a scalar is done.
+        let mut done = match cur {
+            J::Null => Value::Null,
+            J::Bool(b) => Value::Bool(*b),
+            J::Number(n) => match n.as_i64() {
+                Some(i) => Value::Int(i),
+                None => Value::Float(n.as_f64().unwrap_or(0.0)),
+            },
+            J::String(s) => Value::str(s),
+            J::Array(a) => {
+                let mut it = a.iter();
+                match it.next() {
+                    Some(first) => {
+                        stack.push(Frame::List(it, Vec::with_capacity(a.len())));
+                        cur = first;
+                        continue;
                     }
-                };
-                map.insert(key, convert(x, keys));
+                    None => Value::list(Vec::new()),
+                }
             }
-            Value::object(map)
+            J::Object(o) => {
+                let mut it = o.iter();
+                match it.next() {
+                    Some((k, first)) => {
+                        let map = Map::with_capacity_and_hasher(o.len(), FxBuild::default());
+                        stack.push(Frame::Object(it, map, shared_key(k, keys)));
+                        cur = first;
+                        continue;
+                    }
+                    None => Value::object(Map::default()),
+                }
+            }
+        };
+        // Hand the finished value to its parent, closing every frame that is now complete.
+        loop {
+            let Some(frame) = stack.pop() else { return done };
+            match frame {
+                Frame::List(mut it, mut items) => {
+                    items.push(done);
+                    if let Some(next) = it.next() {
+                        stack.push(Frame::List(it, items));
+                        cur = next;
+                        break;
+                    }
+                    done = Value::list(items);
+                }
+                Frame::Object(mut it, mut map, key) => {
+                    map.insert(key, done);
+                    if let Some((k, next)) = it.next() {
+                        let key = shared_key(k, keys);
+                        stack.push(Frame::Object(it, map, key));
+                        cur = next;
+                        break;
+                    }
+                    done = Value::object(map);
+                }
+            }
+        }
+    }
+}
+
+fn shared_key<'a>(k: &'a str, keys: &mut rustc_hash::FxHashMap<&'a str, Arc<str>>) -> Arc<str> {
+    match keys.get(k) {
+        Some(shared) => shared.clone(),
+        None => {
+            let key: Arc<str> = Arc::from(k);
+            if keys.len() < MAX_SHARED_KEYS {
+                keys.insert(k, key.clone());
+            }
+            key
         }
     }
 }
@@ -859,6 +991,14 @@ mod tests {
         assert_eq!(v(json!(1)), v(json!(1.0)));
         assert_ne!(v(json!(1)), v(json!(1.5)));
         assert_eq!(cmp_numbers(&Value::Int(i64::MAX), &Value::Float(9.3e18)), Ordering::Less);
+        let two_63 = Value::Float(9_223_372_036_854_775_808.0);
+        assert_ne!(Value::Int(i64::MAX), two_63);
+        assert_ne!(Value::Int(i64::MAX - 1), two_63);
+        assert_eq!(Value::Int(i64::MIN), Value::Float(-9_223_372_036_854_775_808.0));
+        assert_eq!(cmp_numbers(&Value::Int(-2), &Value::Float(-1.5)), Ordering::Less);
+        assert_eq!(cmp_numbers(&Value::Int(-1), &Value::Float(-1.5)), Ordering::Greater);
+        assert_eq!(cmp_numbers(&Value::Int(1), &Value::Float(1.5)), Ordering::Less);
+        assert_eq!(cmp_numbers(&Value::Int(2), &Value::Float(1.5)), Ordering::Greater);
     }
 
     #[test]
@@ -917,6 +1057,15 @@ mod tests {
                 assert!(!same_key(a.as_bytes(), &b), "{a} differs at {i}");
             }
             assert!(!same_key(a.as_bytes(), format!("{a}x").as_bytes()));
+        }
+    }
+
+    #[test]
+    fn floats_round_trip_through_json() {
+        for f in [1e15 + 0.5, 0.1, 5e-324, 1.7976931348623157e308, 9_007_199_254_740_993.0] {
+            let v = Value::Float(f);
+            let back: Value = serde_json::from_str(&v.to_string()).unwrap();
+            assert_eq!(back.as_f64().map(f64::to_bits), Some(f.to_bits()), "{v}");
         }
     }
 

@@ -56,8 +56,8 @@ pub(crate) fn load_vars(file: Option<&std::path::Path>, vars: &[String]) -> Resu
             std::fs::read_to_string(path).map_err(|e| UsageError(format!("cannot read {}: {e}", path.display())))?;
         let v: Value = serde_json::from_str(&text)
             .map_err(|e| UsageError(format!("{} is not valid JSON: {e}", path.display())))?;
-        match v {
-            Value::Object(o) => map = (*o).clone(),
+        match &v {
+            Value::Object(o) => map = (**o).clone(),
             other => {
                 return Err(UsageError(format!("{} must hold a JSON object, found {:#}", path.display(), other.kind())))
             }

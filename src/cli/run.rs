@@ -258,8 +258,8 @@ fn load_arguments(file: Option<&Path>, args: &[String]) -> Result<Value, UsageEr
     if let Some(path) = file {
         let text =
             std::fs::read_to_string(path).map_err(|e| UsageError(format!("cannot read {}: {e}", path.display())))?;
-        match serde_json::from_str::<Value>(&text) {
-            Ok(Value::Object(o)) => map = (*o).clone(),
+        match serde_json::from_str::<Value>(&text).as_ref() {
+            Ok(Value::Object(o)) => map = (**o).clone(),
             Ok(other) => {
                 return Err(UsageError(format!("{} must hold a JSON object, found {:#}", path.display(), other.kind())))
             }

@@ -572,8 +572,8 @@ impl<'a> Ctx<'a> {
                 let items = env
                     .resolve(&par.iterate_over)
                     .map_err(|e| at(StepError { message: format!("iterate_over: {}", e.message), ..e }))?;
-                let items: Arc<[Value]> = match items {
-                    Value::List(l) => l,
+                let items: Arc<[Value]> = match &items {
+                    Value::List(l) => l.clone(),
                     Value::Null => Arc::from(Vec::new()),
                     other => {
                         return Err(at(StepError::new(

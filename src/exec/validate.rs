@@ -34,7 +34,8 @@ pub(crate) fn check(params: &[Param], value: &Value, side: Side, tool: &str) -> 
     };
     for p in params {
         let name = p.name.node.as_str();
-        let v = map.get(name).unwrap_or(&Value::Null);
+        let null = Value::Null;
+        let v = map.get(name).unwrap_or(&null);
         if v.is_null() {
             if p.is_required() {
                 let what = if map.contains_key(name) { "is null" } else { "is missing" };

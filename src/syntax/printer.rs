@@ -51,7 +51,20 @@ fn write_expr(out: &mut String, e: &Expr, min_prec: u8) {
         }
         ExprKind::Name(n) => out.push_str(n),
         ExprKind::Field(inner, seg) => {
+            // `(REF:s).response` is not `REF:s.response` (the response alias applies only
+            // inside a REF), and `(1).0` is not the number `1.0`.
+            let glued = match &inner.kind {
+                ExprKind::Ref(_) => true,
+                ExprKind::Int(_) => seg.node.starts_with(|c: char| c.is_ascii_digit()),
+                _ => false,
+            };
+            if glued {
+                out.push('(');
+            }
             write_expr(out, inner, 9);
+            if glued {
+                out.push(')');
+            }
             out.push('.');
             out.push_str(&seg.node);
         }

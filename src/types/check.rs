@@ -40,6 +40,9 @@ pub struct Checked {
     pub names: Vec<(Name, Span)>,
 }
 
+/// How deep the type of a `pipeline`'s `current` is tracked; deeper levels are `any`.
+const MAX_PIPELINE_TYPE_DEPTH: usize = 16;
+
 /// Checks `expr` in `scope`.
 pub fn check(expr: &Expr, scope: &Scope, funcs: &FunctionTable, max_depth: usize) -> Checked {
     Checker::new(scope, funcs, max_depth).run(expr)
@@ -744,7 +747,7 @@ impl<'a> Checker<'a> {
                     self.locals.push((LocalKind::Current, cur_ty.clone()));
                     let t = self.expr(op);
                     self.locals.pop();
-                    cur_ty = t.ty.clone();
+                    cur_ty = t.ty.truncated(MAX_PIPELINE_TYPE_DEPTH);
                     typed_ops.push(t);
                 }
                 return self.node(TKind::Pipeline { init: Box::new(init), slot, ops: typed_ops }, cur_ty, span);

@@ -81,6 +81,19 @@ impl Type {
         Type::Object(Arc::new(ObjectType { fields: fields.into_iter().collect(), open }))
     }
 
+    /// This type with whatever nests deeper than `depth` levels of lists and objects
+    /// replaced by `any`. Keeps types inferred along a long `pipeline` (each operation
+    /// wrapping `current` once more) from growing with the number of operations.
+    pub fn truncated(&self, depth: usize) -> Type {
+        match self {
+            Type::List(_) | Type::Object(_) if depth == 0 => Type::Any,
+            Type::List(t) => Type::List(Box::new(t.truncated(depth - 1))),
+            Type::Object(o) => Type::object(o.fields.iter().map(|(k, t)| (k.clone(), t.truncated(depth - 1))), o.open),
+            Type::Union(parts) => Type::union_all(parts.iter().map(|t| t.truncated(depth))),
+            other => other.clone(),
+        }
+    }
+
     /// The union of two types, simplified.
     pub fn union(self, other: Type) -> Type {
         Type::union_all([self, other])

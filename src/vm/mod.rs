@@ -335,7 +335,15 @@ impl<'a> Vm<'a> {
                     let b = self.pop();
                     let a = self.pop();
                     match ops::binary(op, &a, &b, self.env.limits) {
-                        Ok(x) => self.stack.push(x),
+                        Ok(x) => {
+                            let cost = ops::build_cost(&x);
+                            if cost > self.fuel {
+                                self.fuel = 0;
+                                return Err(self.out_of_fuel(chunk.spans[pc - 1]));
+                            }
+                            self.fuel -= cost;
+                            self.stack.push(x)
+                        }
                         Err(e) => return Err(self.op_error(chunk, pc - 1, e)),
                     }
                 }
