@@ -1,6 +1,6 @@
 #!/bin/sh
-# The main job: evaluate the source document's "complex data shaping" transforms on real
-# data with the tdsl binary. Run from the repository root: ./examples/demo.sh
+# A tour: the source document's "complex data shaping" transforms on real data, then the
+# example workflows run with `tdsl run`. Run from the repository root: ./examples/demo.sh
 set -eu
 tdsl() { cargo run --quiet --release -- "$@"; }
 vars=examples/data/orders.json
@@ -19,4 +19,17 @@ if tdsl eval --vars "$vars" 'join(array=map(array=sales, template="item.customer
   echo "expected a diagnostic" >&2
   exit 1
 fi
+echo "== the document-analysis workflow (tdsl run)"
+tdsl run examples/document-analysis/main.tool --root examples/document-analysis \
+  --args examples/document-analysis/args.json --trace target/document-analysis-trace.json
+cat target/examples/document-analysis-report.md
+
+echo "== the same run, replayed from its trace with no tool calls"
+tdsl replay target/document-analysis-trace.json > /dev/null
+
+echo "== conditional branching: valid input, then invalid input"
+tdsl run examples/conditional-branching/main.tool --root examples/conditional-branching \
+  --args examples/conditional-branching/valid.json
+tdsl run examples/conditional-branching/main.tool --root examples/conditional-branching \
+  --args examples/conditional-branching/invalid.json
 echo "== done"

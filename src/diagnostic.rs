@@ -112,7 +112,7 @@ codes! {
     DynamicTemplate = "E0306", Error;
     /// A host-registered function reported an error
     HostFunction = "E0307", Error;
-    /// A file function with no file store configured
+    /// A file function with no file store configured: `read_file("a.txt")` in `tdsl eval` without `--files DIR`
     NoFileStore = "E0308", Error;
 
     // ---- limits (E04xx) ----
@@ -182,6 +182,108 @@ codes! {
     LooksLikeRef = "W0501", Warning;
     /// A composite tool whose `instructions` list is empty: `"instructions": []`
     EmptyInstructions = "W0502", Warning;
+
+    // ---- analysis (E06xx / W06xx) ----
+    /// A `tool_definition_path` that names no file under the tool root (with `--root`): `"tool_definition_path": "/tools/nope.tool"`
+    UnresolvedToolPath = "E0601", Error;
+    /// A callee whose own file does not load (invalid JSON, schema errors): `"/tools/broken.tool"` holding `{"description": 1}`
+    CalleeInvalid = "E0602", Error;
+    /// A tool that reaches itself through its callees: `/tools/a.tool` calls `/tools/b.tool`, which calls `/tools/a.tool`
+    ToolRecursion = "E0603", Error;
+    /// A REF to an argument the composite does not declare: `"REF:arguments.folder"` with no argument `folder`
+    UndeclaredArgument = "E0604", Error;
+    /// Steps that depend on each other in a cycle: `a` uses `"REF:b.x"` and `b` uses `"REF:a.y"`
+    DependencyCycle = "E0605", Error;
+    /// A manual dependency on a step that does not exist: `"dependencies": ["fetch_dta"]`
+    UnknownDependency = "E0606", Error;
+    /// `iterate_over` whose value can never be a list: `"iterate_over": "REF:arguments.count"` with `count` an integer
+    IterateOverNotList = "E0607", Error;
+    /// `iterate_over` that refers to the step's own transformed arguments: `"iterate_over": "REF:arguments.chunks"` where `chunks` is a `transform_arguments` output
+    IterateOverTransformed = "E0608", Error;
+    /// A `response_reference_map` key that is not a declared response: `{"totl": "REF:sum.total"}` with response `total`
+    UnknownResponse = "E0609", Error;
+    /// A required response that nothing maps: response `summary` is `"required": true` and absent from `response_reference_map`
+    UnmappedResponse = "E0610", Error;
+    /// An argument the callee does not declare: `"arguments": {"folder": …}` for a callee that declares only `directory`
+    UndeclaredCalleeArgument = "E0611", Error;
+    /// A required argument of the callee that the step does not supply: the callee requires `directory` and the step passes nothing
+    MissingCalleeArgument = "E0612", Error;
+    /// An argument whose type the callee's declared `type_name` can never accept: `"count": "REF:arguments.name"` (a string) for an `integer`
+    CalleeArgumentType = "E0613", Error;
+    /// A mapped response whose type its declared `type_name` can never accept: `"count": "REF:scan.files"` (a list) for a `number`
+    ResponseType = "E0614", Error;
+    /// `read_files` with more than 5 literal paths: `read_files(file_paths=["a", "b", "c", "d", "e", "f"])`
+    TooManyReadFiles = "E0615", Error;
+    /// A condition whose operator cannot apply to its operands' types: `{"param": "REF:scan.files", "operator": "greater_than", "value": 3}`
+    ConditionType = "E0616", Error;
+
+    // ---- analysis warnings (W06xx) ----
+    /// A transform variable that no transform reads: `"variables": {"unused": "REF:scan.files"}`
+    UnusedVariable = "W0601", Warning;
+    /// A transform that only passes a variable through unchanged: `"transforms": {"user_id": "user_id"}`
+    PassThroughTransform = "W0602", Warning;
+    /// A step whose result no REF reads while the tool maps its responses: `cleanup` in a tool whose `response_reference_map` names only `scan`
+    UnusedStepResult = "W0603", Warning;
+    /// A REF to a field the callee's declared responses do not have: `"REF:scan.fils"` when `/tools/scanner.tool` declares `files`
+    UndeclaredResponseField = "W0604", Warning;
+    /// A literal string in `variables` that looks like a call of an unknown function: `"now": "datetime_nwo()"`
+    UnknownFunctionInVariable = "W0605", Warning;
+
+    // ---- files (E07xx) ----
+    /// A path that would leave the file store's root: `read_file("../secret.txt")`,
+    /// `read_file("/etc/passwd")`, or a symbolic link in the root that points outside it
+    PathEscapesRoot = "E0701", Error;
+    /// Path text the file store refuses: `read_file("a\u0000b")` (control characters),
+    /// `read_file("a\\b.txt")` (backslashes), `read_file(".git/config")` (git's metadata)
+    InvalidPath = "E0702", Error;
+    /// No file or directory at a path: `read_file("nosuch.txt")`
+    FileNotFound = "E0703", Error;
+    /// A path that is not a regular file where one is needed: `read_file("reports")` on a directory
+    NotAFile = "E0704", Error;
+    /// A path that is not a directory where one is needed: `list_files("notes.txt")`
+    NotADirectory = "E0705", Error;
+    /// A file that is not UTF-8 text: `read_file("logo.png")`
+    BinaryFile = "E0706", Error;
+    /// A file larger than the file size limit: `read_file("huge.log")` with a 2 MiB file
+    FileTooLarge = "E0707", Error;
+    /// `read_files` given more than 5 paths at run time: `read_files(paths)` with six paths in `paths`
+    TooManyFiles = "E0708", Error;
+    /// A version id the file does not have: `read_file("notes.txt", version_id="v9")`
+    UnknownVersion = "E0709", Error;
+    /// A glob pattern that does not parse: `list_files(".", pattern="[a-")`
+    InvalidGlob = "E0710", Error;
+    /// A listing that visits more directory entries than the limit (10,000): `list_files(".", pattern="**/*")` over a huge tree
+    ListingTooLarge = "E0711", Error;
+    /// The file store failed for another reason (permission denied, `git` failing): `read_file("locked.txt")`
+    FileStoreIo = "E0712", Error;
+
+    // ---- execution (E08xx) ----
+    /// An argument does not match what the tool declares, found at run time: a required
+    /// argument that resolved to `null`, or a string where a number is declared
+    ArgumentInvalid = "E0801", Error;
+    /// A tool's response, or a composite's result, does not match its declared `responses`
+    ResponseInvalid = "E0802", Error;
+    /// A tool call failed: a permanent error, or a transient one after the last retry
+    ToolFailed = "E0803", Error;
+    /// An attempt outlived the step's `timeout_seconds`
+    StepTimeout = "E0804", Error;
+    /// The run's deadline passed
+    RunDeadline = "E0805", Error;
+    /// The tool's circuit breaker was open and refused the call
+    CircuitOpen = "E0806", Error;
+    /// A guard refused a tool path that no allowed pattern matches
+    ToolNotAllowed = "E0807", Error;
+    /// A guard refused a run that could execute more steps than allowed
+    TooManySteps = "E0808", Error;
+    /// A parallel step fans out to more children than allowed
+    FanOutTooWide = "E0809", Error;
+    /// Composite callees nest deeper than the executor allows
+    CompositeTooDeep = "E0810", Error;
+    /// A callee cannot be run: no file and no runner that knows it, or an endpoint the
+    /// runner does not support
+    ToolUnavailable = "E0811", Error;
+    /// `iterate_over` resolved to something other than a list at run time
+    IterateOverNotListAtRun = "E0812", Error;
 }
 
 impl fmt::Display for Code {

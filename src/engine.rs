@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::compile::{self, Chunk};
 use crate::diagnostic::Diagnostic;
+use crate::files::FileStore;
 use crate::functions::{Function, FunctionTable, HostFn, Implementation, Signature};
 use crate::runtime::{Clock, EvalError, Limits, SystemClock};
 use crate::span::Span;
@@ -19,12 +20,13 @@ use crate::types::{self, typed::TExpr, RefUse, Scope, Type};
 use crate::value::Value;
 use crate::vm::{self, Env, TemplateSource};
 
-/// Functions, limits and a clock: what programs are compiled and run with.
+/// Functions, limits, a clock and a file store: what programs are compiled and run with.
 #[derive(Clone)]
 pub struct Engine {
     funcs: Arc<FunctionTable>,
     limits: Limits,
     clock: Arc<dyn Clock>,
+    files: Option<Arc<dyn FileStore>>,
 }
 
 impl Default for Engine {
@@ -35,14 +37,22 @@ impl Default for Engine {
 
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Engine").field("limits", &self.limits).finish_non_exhaustive()
+        f.debug_struct("Engine")
+            .field("limits", &self.limits)
+            .field("file_store", &self.files.is_some())
+            .finish_non_exhaustive()
     }
 }
 
 impl Engine {
     /// An engine with the built-in functions, default limits and the system clock.
     pub fn new() -> Engine {
-        Engine { funcs: Arc::new(FunctionTable::builtins()), limits: Limits::default(), clock: Arc::new(SystemClock) }
+        Engine {
+            funcs: Arc::new(FunctionTable::builtins()),
+            limits: Limits::default(),
+            clock: Arc::new(SystemClock),
+            files: None,
+        }
     }
 
     /// Replaces the limits.
@@ -55,6 +65,18 @@ impl Engine {
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Engine {
         self.clock = clock;
         self
+    }
+
+    /// Sets the file store the file functions (`read_file`, `list_files`, …) read. Without
+    /// one they fail with `E0308`. See [`crate::files`] for the stores that come with tdsl.
+    pub fn with_file_store(mut self, store: Arc<dyn FileStore>) -> Engine {
+        self.files = Some(store);
+        self
+    }
+
+    /// The file store, if one is set.
+    pub fn file_store(&self) -> Option<&Arc<dyn FileStore>> {
+        self.files.as_ref()
     }
 
     /// Registers a host function. Its parameters must be value parameters; calls are
@@ -120,6 +142,7 @@ impl Engine {
                 funcs: self.funcs.clone(),
                 limits: self.limits.clone(),
                 clock: self.clock.clone(),
+                files: self.files.clone(),
                 cache: Mutex::new(HashMap::new()),
             }),
         };
@@ -169,6 +192,7 @@ struct Inner {
     funcs: Arc<FunctionTable>,
     limits: Limits,
     clock: Arc<dyn Clock>,
+    files: Option<Arc<dyn FileStore>>,
     /// Templates compiled at run time, by (text, relative, slot).
     cache: Mutex<HashMap<TemplateKey, Arc<Chunk>>>,
 }
@@ -195,9 +219,42 @@ impl Program {
     /// Evaluates with separate variables and REF contexts.
     pub fn eval_with(&self, vars: &Value, refs: &Value) -> Result<Value, EvalError> {
         let inner = &*self.inner;
-        let env =
-            Env { vars, refs, funcs: &inner.funcs, limits: &inner.limits, clock: &*inner.clock, templates: inner };
+        // A program that is one read (`profile.email`) is answered before any evaluation
+        // state is set up.
+        if let [op] = inner.chunk.code.as_slice() {
+            if let Some(v) = vm::single_read(&inner.chunk, *op, vars, refs) {
+                let v = v?;
+                if let Value::Str(s) = &v {
+                    if s.len() + 2 <= inner.limits.max_output_bytes {
+                        return Ok(v);
+                    }
+                }
+                return self.checked(v);
+            }
+        }
+        self.run_vm(vars, refs)
+    }
+
+    #[inline(never)]
+    fn run_vm(&self, vars: &Value, refs: &Value) -> Result<Value, EvalError> {
+        let inner = &*self.inner;
+        let env = Env {
+            vars,
+            refs,
+            funcs: &inner.funcs,
+            limits: &inner.limits,
+            clock: &*inner.clock,
+            templates: inner,
+            files: inner.files.as_deref(),
+        };
         let v = vm::run(&inner.chunk, &env)?;
+        self.checked(v)
+    }
+
+    /// The result, if it is within the output limit.
+    #[inline(never)]
+    fn checked(&self, v: Value) -> Result<Value, EvalError> {
+        let inner = &*self.inner;
         if !matches!(v, Value::Null | Value::Bool(_) | Value::Int(_) | Value::Float(_)) {
             check_output(&v, &inner.limits, Span::new(0, inner.source.len()))?;
         }
@@ -208,7 +265,15 @@ impl Program {
     /// differential testing; same results, slower).
     pub fn eval_reference(&self, vars: &Value, refs: &Value) -> Result<Value, EvalError> {
         let inner = &*self.inner;
-        let v = crate::reference::evaluate(&inner.typed, vars, refs, &inner.funcs, &inner.limits, &*inner.clock)?;
+        let v = crate::reference::evaluate_with_files(
+            &inner.typed,
+            vars,
+            refs,
+            &inner.funcs,
+            &inner.limits,
+            &*inner.clock,
+            inner.files.as_deref(),
+        )?;
         check_output(&v, &inner.limits, Span::new(0, inner.source.len()))?;
         Ok(v)
     }
@@ -246,7 +311,10 @@ impl Program {
 }
 
 fn check_output(v: &Value, limits: &Limits, span: Span) -> Result<(), EvalError> {
-    let (size, too_deep) = v.measure(limits.max_output_bytes, limits.max_depth);
+    let (size, too_deep) = match v {
+        Value::Str(s) => (s.len() + 2, false),
+        _ => v.measure(limits.max_output_bytes, limits.max_depth),
+    };
     if too_deep {
         return Err(EvalError::new(
             crate::diagnostic::Code::DepthLimit,

@@ -42,13 +42,22 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+// pest_derive without its `std` feature names `alloc` (see Cargo.toml: the parser runs
+// without pest's stack probe, which our own nesting limit makes redundant).
+extern crate alloc;
+
+pub mod analysis;
 pub mod cli;
 pub mod compile;
 pub mod diagnostic;
 mod engine;
+pub mod exec;
+pub mod export;
+pub mod files;
 pub mod functions;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod mcp;
 pub mod ops;
 pub mod reference;
 pub mod runtime;
@@ -59,8 +68,9 @@ pub mod types;
 pub mod value;
 pub mod vm;
 
+pub use analysis::{Analyzer, CheckedTool, Plan, ToolRoot};
 pub use diagnostic::{Code, Diagnostic, Severity};
 pub use engine::{Analysis, Engine, Program, References};
-pub use runtime::{Clock, EvalError, FixedClock, Limits, SystemClock};
+pub use runtime::{Clock, ErrorDetails, EvalError, FixedClock, Limits, SystemClock};
 pub use types::{RefUse, Scope, Type};
 pub use value::Value;

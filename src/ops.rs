@@ -90,28 +90,14 @@ fn add(a: &Value, b: &Value, limits: &Limits) -> Result<Value, OpError> {
             finite(a.as_f64().unwrap_or(0.0) + b.as_f64().unwrap_or(0.0))
         }
         (Value::Str(x), Value::Str(y)) => {
-            let (len, max_len) = (x.len() + y.len(), limits.max_string_len);
-            if len > max_len {
-                return Err(err(
-                    Code::StringLimit,
-                    format!("string of {len} bytes exceeds the limit of {max_len}"),
-                    None,
-                ));
-            }
+            let len = within(x.len() + y.len(), limits.max_string_len, Code::StringLimit, "string", "bytes")?;
             let mut s = String::with_capacity(len);
             s.push_str(x);
             s.push_str(y);
             Ok(Value::Str(Arc::from(s)))
         }
         (Value::List(x), Value::List(y)) => {
-            let (len, max_len) = (x.len() + y.len(), limits.max_list_len);
-            if len > max_len {
-                return Err(err(
-                    Code::ListLimit,
-                    format!("list of {len} elements exceeds the limit of {max_len}"),
-                    None,
-                ));
-            }
+            let len = within(x.len() + y.len(), limits.max_list_len, Code::ListLimit, "list", "elements")?;
             let mut v = Vec::with_capacity(len);
             v.extend(x.iter().cloned());
             v.extend(y.iter().cloned());
@@ -132,6 +118,14 @@ fn add(a: &Value, b: &Value, limits: &Limits) -> Result<Value, OpError> {
             }),
         )),
     }
+}
+
+/// `len` when it is within `max`, else the limit's error.
+fn within(len: usize, max: usize, code: Code, what: &str, unit: &str) -> Result<usize, OpError> {
+    if len > max {
+        return Err(err(code, format!("{what} of {len} {unit} exceeds the limit of {max}"), None));
+    }
+    Ok(len)
 }
 
 fn arith(op: BinaryOp, a: &Value, b: &Value) -> Result<Value, OpError> {

@@ -8,13 +8,15 @@
 use std::sync::Arc;
 
 use crate::diagnostic::Code;
+use crate::files::FileStore;
 use crate::functions::{Args, Failure, FunctionTable, Implementation, Runner};
 use crate::runtime::{Clock, EvalError, Limits};
 use crate::syntax::ast::{BinaryOp, UnaryOp};
 use crate::types::typed::{TArg, TCall, TExpr, TKind};
 use crate::value::Value;
 
-/// Evaluates `e` with `vars` as the variables and `refs` as the REF contexts.
+/// Evaluates `e` with `vars` as the variables and `refs` as the REF contexts, with no file
+/// store.
 pub fn evaluate(
     e: &TExpr,
     vars: &Value,
@@ -23,7 +25,20 @@ pub fn evaluate(
     limits: &Limits,
     clock: &dyn Clock,
 ) -> Result<Value, EvalError> {
-    let mut ev = Evaluator { vars, refs, funcs, limits, clock, locals: Vec::new(), fuel: limits.fuel, depth: 0 };
+    evaluate_with_files(e, vars, refs, funcs, limits, clock, None)
+}
+
+/// Evaluates `e` as [`evaluate`] does, with file functions reading `files`.
+pub fn evaluate_with_files(
+    e: &TExpr,
+    vars: &Value,
+    refs: &Value,
+    funcs: &FunctionTable,
+    limits: &Limits,
+    clock: &dyn Clock,
+    files: Option<&dyn FileStore>,
+) -> Result<Value, EvalError> {
+    let mut ev = Evaluator { vars, refs, funcs, limits, clock, files, locals: Vec::new(), fuel: limits.fuel, depth: 0 };
     ev.eval(e)
 }
 
@@ -33,6 +48,7 @@ struct Evaluator<'a> {
     funcs: &'a FunctionTable,
     limits: &'a Limits,
     clock: &'a dyn Clock,
+    files: Option<&'a dyn FileStore>,
     locals: Vec<Value>,
     fuel: u64,
     depth: usize,
@@ -185,7 +201,7 @@ impl Evaluator<'_> {
             err
         };
         match &self.funcs.get(call.func).implementation {
-            Implementation::Builtin(body) => {
+            Implementation::Builtin(body) | Implementation::File(body) => {
                 let mut frame = RefFrame { ev: self, templates };
                 body(&mut frame, &Args { values: &values, given: call.given }).map_err(|f| match f {
                     Failure::Eval(err) => with_name(err),
@@ -193,9 +209,6 @@ impl Evaluator<'_> {
                 })
             }
             Implementation::Host(f) => f(&values).map_err(|m| with_name(EvalError::new(Code::HostFunction, e.span, m))),
-            Implementation::FileStore => {
-                Err(with_name(EvalError::new(Code::NoFileStore, e.span, "no file store configured")))
-            }
             Implementation::Inline => Err(EvalError::new(Code::RuntimeArgument, e.span, "inline function called")),
         }
     }
@@ -241,5 +254,9 @@ impl Runner for RefFrame<'_, '_> {
 
     fn clock(&self) -> &dyn Clock {
         self.ev.clock
+    }
+
+    fn files(&self) -> Option<&dyn FileStore> {
+        self.ev.files
     }
 }

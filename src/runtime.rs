@@ -27,6 +27,12 @@ pub struct Limits {
     pub max_fan_out: usize,
     /// Distinct dynamic template strings compiled and cached per program.
     pub max_cached_templates: usize,
+    /// Bytes in one file read by `read_file` or `read_files` (a larger file is an error
+    /// before it is read). The string limit applies too: the smaller one wins.
+    pub max_file_bytes: usize,
+    /// Directory entries one `list_files` call may visit while it walks (bounds the I/O of
+    /// a `**` pattern over a big tree).
+    pub max_listing_entries: usize,
 }
 
 impl Default for Limits {
@@ -39,6 +45,8 @@ impl Default for Limits {
             max_output_bytes: 64 * 1024 * 1024,
             max_fan_out: 1_000,
             max_cached_templates: 256,
+            max_file_bytes: 1024 * 1024,
+            max_listing_entries: 10_000,
         }
     }
 }
@@ -95,9 +103,15 @@ impl Clock for FixedClock {
 }
 
 /// A failed evaluation: what went wrong, where in the expression, in which function, and
-/// at which place in the data.
+/// at which place in the data. The details live behind one pointer (read them through
+/// `Deref`: `err.code`, `err.message`, …), so a `Result<Value, EvalError>` is no bigger
+/// than a value and the success path moves no more than it must.
+#[derive(Clone, PartialEq)]
+pub struct EvalError(Box<ErrorDetails>);
+
+/// The details of an [`EvalError`].
 #[derive(Clone, Debug, PartialEq)]
-pub struct EvalError {
+pub struct ErrorDetails {
     /// The stable code; also the error's kind for differential testing.
     pub code: Code,
     /// What went wrong.
@@ -110,10 +124,29 @@ pub struct EvalError {
     pub location: Option<String>,
 }
 
+impl std::ops::Deref for EvalError {
+    type Target = ErrorDetails;
+    fn deref(&self) -> &ErrorDetails {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for EvalError {
+    fn deref_mut(&mut self) -> &mut ErrorDetails {
+        &mut self.0
+    }
+}
+
+impl fmt::Debug for EvalError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 impl EvalError {
     /// An error at a span.
     pub fn new(code: Code, span: Span, message: impl Into<String>) -> EvalError {
-        EvalError { code, message: message.into(), span, function: None, location: None }
+        EvalError(Box::new(ErrorDetails { code, message: message.into(), span, function: None, location: None }))
     }
 
     /// As a diagnostic for rendering: the message names the function and data location.
@@ -135,6 +168,13 @@ impl EvalError {
                 d.with_help("the expression does too much work; raise the fuel limit if this is expected")
             }
             Code::DivisionByZero => d.with_help("guard the divisor: `if(d != 0, n / d, 0)`"),
+            Code::NoFileStore => d.with_help(
+                "`tdsl eval --files DIR` serves the files under DIR; a host calls `Engine::with_file_store`",
+            ),
+            Code::PathEscapesRoot => d.with_help("paths are relative to the file store's root and must stay inside it"),
+            Code::FileTooLarge => d.with_help("raise `Limits::max_file_bytes` if the file is expected to be this big"),
+            Code::ListingTooLarge => d.with_help("list a smaller directory, or use a pattern without `**`"),
+            Code::TooManyFiles => d.with_help("split the paths into groups of at most 5 and read each group"),
             _ => d,
         }
     }

@@ -43,7 +43,7 @@ pub enum Value {
     /// A string.
     Str(Arc<str>),
     /// A list.
-    List(Arc<Vec<Value>>),
+    List(Arc<[Value]>),
     /// An object, in insertion order.
     Object(Arc<Map>),
 }
@@ -158,7 +158,7 @@ impl Value {
 
     /// A list value.
     pub fn list(items: Vec<Value>) -> Value {
-        Value::List(Arc::new(items))
+        Value::List(Arc::from(items))
     }
 
     /// An object value.
@@ -327,7 +327,7 @@ impl Value {
             if let Value::Object(m) = cur {
                 let hint = &path.hints[i];
                 if let Some((k, v)) = m.get_index(hint.load(Relaxed) as usize) {
-                    if Arc::ptr_eq(k, s) || (k.len() == s.len() && **k == **s) {
+                    if Arc::ptr_eq(k, s) || same_key(k.as_bytes(), s.as_bytes()) {
                         cur = v;
                         continue;
                     }
@@ -525,6 +525,26 @@ impl Value {
     }
 }
 
+/// Key equality without a call into `memcmp` for short keys (most keys are): overlapping
+/// fixed-size loads compare any length from 4 to 16 bytes in two steps.
+#[inline]
+fn same_key(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    let word =
+        |x: &[u8], at: usize| x.get(at..at + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()).map(u64::from_ne_bytes);
+    let half =
+        |x: &[u8], at: usize| x.get(at..at + 4).and_then(|w| <[u8; 4]>::try_from(w).ok()).map(u32::from_ne_bytes);
+    match n {
+        0..=3 => a == b,
+        4..=8 => half(a, 0) == half(b, 0) && half(a, n - 4) == half(b, n - 4),
+        9..=16 => word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8),
+        _ => a == b,
+    }
+}
+
 /// A field path with an inline cache: one position hint per segment.
 ///
 /// Records read in a loop usually have the same keys in the same order, so the position
@@ -572,7 +592,7 @@ impl PartialEq for Path {
 pub fn lookup<'m>(map: &'m Map, key: &str) -> Option<&'m Value> {
     if map.len() <= 8 {
         let kb = key.as_bytes();
-        map.iter().find(|(k, _)| k.len() == kb.len() && k.as_bytes() == kb).map(|(_, v)| v)
+        map.iter().find(|(k, _)| same_key(k.as_bytes(), kb)).map(|(_, v)| v)
     } else {
         map.get(key)
     }
@@ -1024,6 +1044,20 @@ mod tests {
         };
         assert_eq!(h(&v(json!(1))), h(&v(json!(1.0))));
         assert_eq!(h(&v(json!({"a": 1, "b": 2}))), h(&v(json!({"b": 2, "a": 1}))));
+    }
+
+    #[test]
+    fn key_comparison_at_every_length() {
+        for n in 0..40 {
+            let a: String = (0..n).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+            assert!(same_key(a.as_bytes(), a.clone().as_bytes()));
+            for i in 0..n {
+                let mut b = a.clone().into_bytes();
+                b[i] = b'Z';
+                assert!(!same_key(a.as_bytes(), &b), "{a} differs at {i}");
+            }
+            assert!(!same_key(a.as_bytes(), format!("{a}x").as_bytes()));
+        }
     }
 
     #[test]

@@ -1,21 +1,7 @@
 //! The command line, tested by running the real binary.
 
-use std::process::Command;
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn tdsl(args: &[&str]) -> Out {
-    let out = Command::new(env!("CARGO_BIN_EXE_tdsl")).args(args).env("NO_COLOR", "1").output().expect("tdsl runs");
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
+mod common;
+use common::tdsl;
 
 #[test]
 fn eval_prints_the_value_as_json() {

@@ -4,8 +4,10 @@
 //!   an optional `# vars: {json}` line, optional `# warning: W0102` lines (the exact set of
 //!   warnings the checker must report) and either `# => <json>` (the result) or
 //!   `# error: E0301` (the code it fails with, at compile time or at run time). Every
-//!   function the engine knows must be called in at least one example.
-//! - Every diagnostic code below `E0500`/`W0500` has a section `## <code> …` in
+//!   function the engine knows must be called in at least one example. Examples of the
+//!   file functions add `# files: tests/data/files/tree` (a directory, from the crate root,
+//!   served without git) and may set a limit with `# limit: max_file_bytes=64`.
+//! - Every diagnostic code below `E0500`/`W0500`, and every file code (`E07xx`), has a section `## <code> …` in
 //!   `docs/diagnostics.md` with its severity, a ```` ```diag <code> [mode] ```` block whose
 //!   input produces that code, and a ```` ```text ```` block holding the rendered
 //!   diagnostic. Regenerate the rendered blocks with
@@ -18,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tdsl::diagnostic::render_plain;
+use tdsl::files::{Entry, FileError, FileStore, LocalStore, StorePath, Version};
 use tdsl::functions::{Param, ReturnRule, Signature};
 use tdsl::{Code, Diagnostic, Engine, FixedClock, Scope, Severity, Type, Value};
 
@@ -101,6 +104,10 @@ struct Example {
     vars: Value,
     expect: Option<Expect>,
     warnings: Vec<String>,
+    /// `# files: DIR`: the directory the file store serves.
+    files: Option<PathBuf>,
+    /// `# limit: NAME=N` lines.
+    limits: Vec<(String, usize)>,
 }
 
 /// Reads a block body: expression lines, then `# directive: …` lines.
@@ -109,6 +116,8 @@ fn parse_example(body: &str) -> Result<Example, String> {
     let mut vars = Value::object(Default::default());
     let mut expect = None;
     let mut warnings = Vec::new();
+    let mut files = None;
+    let mut limits = Vec::new();
     for line in body.lines() {
         let Some(directive) = line.strip_prefix('#') else {
             source.push(line);
@@ -129,6 +138,12 @@ fn parse_example(body: &str) -> Result<Example, String> {
             expect = Some(Expect::Error(code.trim().to_string()));
         } else if let Some(code) = directive.strip_prefix("warning:") {
             warnings.push(code.trim().to_string());
+        } else if let Some(dir) = directive.strip_prefix("files:") {
+            files = Some(Path::new(env!("CARGO_MANIFEST_DIR")).join(dir.trim()));
+        } else if let Some(limit) = directive.strip_prefix("limit:") {
+            let (name, n) = limit.trim().split_once('=').ok_or("`# limit:` must be NAME=N")?;
+            let n = n.parse().map_err(|e| format!("`# limit: {name}` is not a number: {e}"))?;
+            limits.push((name.to_string(), n));
         } else {
             return Err(format!("unknown directive `#{directive}`"));
         }
@@ -137,7 +152,25 @@ fn parse_example(body: &str) -> Result<Example, String> {
     if source.is_empty() {
         return Err("the example has no expression".into());
     }
-    Ok(Example { source, vars, expect, warnings })
+    Ok(Example { source, vars, expect, warnings, files, limits })
+}
+
+/// `engine` with the example's file store and limits.
+fn setup(engine: &Engine, ex: &Example) -> Result<Engine, String> {
+    let mut limits = engine.limits().clone();
+    for (name, n) in &ex.limits {
+        match name.as_str() {
+            "max_file_bytes" => limits.max_file_bytes = *n,
+            "max_listing_entries" => limits.max_listing_entries = *n,
+            other => return Err(format!("`# limit: {other}` is not a limit examples can set")),
+        }
+    }
+    let mut engine = engine.clone().with_limits(limits);
+    if let Some(dir) = &ex.files {
+        let store = LocalStore::open_without_git(dir).map_err(|e| format!("`# files: {}`: {e}", dir.display()))?;
+        engine = engine.with_file_store(Arc::new(store));
+    }
+    Ok(engine)
 }
 
 /// What running an input produced, as `tdsl eval` would show it.
@@ -168,7 +201,7 @@ fn run(engine: &Engine, source: &str, vars: &Value) -> Outcome {
 
 /// Checks one example; `Err` says how it disagrees with the code.
 fn check_example(engine: &Engine, ex: &Example) -> Result<(), String> {
-    let out = run(engine, &ex.source, &ex.vars);
+    let out = run(&setup(engine, ex)?, &ex.source, &ex.vars);
     let actual = match &out.result {
         Ok(v) => format!("# => {v}"),
         Err(code) => format!("# error: {code}"),
@@ -246,9 +279,27 @@ fn language_examples() {
 // ---------------------------------------------------------------------------------------
 // Diagnostics
 
-/// Codes from `E0500`/`W0500` up belong to `.tool` files and are documented elsewhere.
+/// Codes from `E0500`/`W0500` up belong to `.tool` files and are documented elsewhere,
+/// except the file functions' `E07xx`.
 fn is_expression_code(code: &str) -> bool {
-    code.get(1..).and_then(|n| n.parse::<u32>().ok()).is_some_and(|n| n < 500)
+    code.get(1..).and_then(|n| n.parse::<u32>().ok()).is_some_and(|n| n < 500 || (700..800).contains(&n))
+}
+
+/// A host's file store that fails at everything, for the `failing-store` examples.
+struct FailingStore;
+
+impl FileStore for FailingStore {
+    fn read_dir(&self, dir: &StorePath) -> Result<Vec<Entry>, FileError> {
+        Err(FileError::io(dir.as_str(), "the storage service did not answer"))
+    }
+
+    fn read(&self, path: &StorePath, _: Option<&Version>, _: u64) -> Result<Vec<u8>, FileError> {
+        Err(FileError::io(path.as_str(), "the storage service did not answer"))
+    }
+
+    fn versions(&self, path: &StorePath) -> Result<Vec<Version>, FileError> {
+        Err(FileError::io(path.as_str(), "the storage service did not answer"))
+    }
 }
 
 /// The engine the `host` examples run with: one host function that fails unless asked
@@ -274,8 +325,12 @@ fn host_engine() -> Engine {
 /// Runs a `diag` example; returns every code it produced and the rendered output.
 fn run_diag(mode: &str, ex: &Example) -> Result<(Vec<Code>, String), String> {
     match mode {
-        "expr" | "host" => {
-            let engine = if mode == "host" { host_engine() } else { engine() };
+        "expr" | "host" | "failing-store" => {
+            let engine = match mode {
+                "host" => host_engine(),
+                "failing-store" => engine().with_file_store(Arc::new(FailingStore)),
+                _ => setup(&engine(), ex)?,
+            };
             let out = run(&engine, &ex.source, &ex.vars);
             let mut codes: Vec<Code> = out.diagnostics.iter().map(|d| d.code).collect();
             if let Err(code) = out.result {
@@ -287,7 +342,7 @@ fn run_diag(mode: &str, ex: &Example) -> Result<(Vec<Code>, String), String> {
             Ok(_) => Ok((Vec::new(), String::new())),
             Err(d) => Ok((vec![d.code], render_plain(&[d], "<ref>", &ex.source))),
         },
-        other => Err(format!("unknown mode `{other}` (expected expr, host or ref)")),
+        other => Err(format!("unknown mode `{other}` (expected expr, host, failing-store or ref)")),
     }
 }
 
@@ -431,6 +486,9 @@ fn example_parser_rejects_unknown_directives() {
     assert!(parse_example("1 + 1\n# =>2").is_ok());
     assert!(parse_example("1 + 1\n# result: 2").is_err());
     assert!(parse_example("# => 2").is_err());
+    assert!(parse_example("1\n# limit: max_file_bytes").is_err());
+    let bad_limit = parse_example("1\n# limit: fuel=1\n# => 1").expect("parses");
+    assert!(setup(&engine(), &bad_limit).is_err());
 }
 
 #[test]

@@ -1,13 +1,12 @@
-//! `tdsl eval EXPR [--vars FILE.json] [--var NAME=JSON]... [--emit value|ast|bytecode|type]`
+//! `tdsl eval EXPR [--vars FILE.json] [--var NAME=JSON]... [--emit value|ast|bytecode|type] [--files DIR]`
 
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
 
-use super::{color_stderr, render, usage_failure, UsageError};
+use super::{color_stderr, open_files, render, usage_failure, UsageError};
 use crate::engine::Engine;
-use crate::runtime::FixedClock;
 use crate::types::Scope;
 use crate::value::{Map, Value};
 
@@ -31,6 +30,10 @@ pub struct EvalArgs {
     /// Fix the clock `datetime_now` reads (RFC 3339, e.g. 2026-01-01T00:00:00Z).
     #[arg(long, value_name = "TIME")]
     now: Option<String>,
+    /// Serve the files under DIR to the file functions (`read_file`, `list_files`, …);
+    /// paths are confined to DIR. Versions come from git when DIR is in a git work tree.
+    #[arg(long, value_name = "DIR")]
+    files: Option<std::path::PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -82,9 +85,15 @@ pub fn run(args: EvalArgs) -> ExitCode {
     };
     let mut engine = Engine::new();
     if let Some(now) = &args.now {
-        match chrono::DateTime::parse_from_rfc3339(now) {
-            Ok(t) => engine = engine.with_clock(Arc::new(FixedClock(t.timestamp_millis()))),
-            Err(e) => return usage_failure(&UsageError(format!("--now {now:?} is not an RFC 3339 time: {e}"))),
+        match super::fixed_clock(now) {
+            Ok(clock) => engine = engine.with_clock(clock),
+            Err(e) => return usage_failure(&e),
+        }
+    }
+    if let Some(dir) = &args.files {
+        match open_files(dir) {
+            Ok(store) => engine = engine.with_file_store(store),
+            Err(e) => return usage_failure(&e),
         }
     }
     let color = color_stderr();

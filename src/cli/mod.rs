@@ -1,14 +1,22 @@
 //! The command line (SPEC §8): one file per subcommand. Exit codes: 0 success, 1 the input
 //! has problems (diagnostics were printed), 2 the command itself could not run (usage, I/O).
 
+mod check;
 mod eval;
+mod export;
+mod graph;
+mod repl;
+mod run;
+mod serve;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 
 use crate::diagnostic::{Diagnostic, Report};
+use crate::files::{FileStore, LocalStore};
 
 /// tdsl: a typed, compiled composition language for tools.
 #[derive(Debug, Parser)]
@@ -20,8 +28,23 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Check `.tool` files: every broken reference, cycle and type error, before anything runs.
+    Check(check::CheckArgs),
     /// Evaluate an expression and print its value as JSON.
     Eval(eval::EvalArgs),
+    /// Print tools in a language-model provider's tool format (OpenAI, Anthropic, MCP).
+    Export(export::ExportArgs),
+    /// Draw a composite tool's dependency graph, with its levels.
+    Graph(graph::GraphArgs),
+    /// Run a composite tool and print its result as JSON.
+    Run(run::RunArgs),
+    /// Serve the tools under a root to agents over MCP (stdio).
+    Serve(serve::ServeArgs),
+    /// Re-run a recorded trace with no tool calls and report any divergence.
+    Replay(run::ReplayArgs),
+    /// Try expressions interactively (or run a script of inputs from standard input).
+    #[command(after_help = repl::AFTER_HELP)]
+    Repl(repl::ReplArgs),
 }
 
 /// Runs the command line.
@@ -34,7 +57,14 @@ pub fn main() -> ExitCode {
         }
     };
     match cli.command {
+        Command::Check(args) => check::run(args),
         Command::Eval(args) => eval::run(args),
+        Command::Export(args) => export::run(args),
+        Command::Graph(args) => graph::run(args),
+        Command::Run(args) => run::run(args),
+        Command::Serve(args) => serve::run(args),
+        Command::Replay(args) => run::replay_command(args),
+        Command::Repl(args) => repl::run(args),
     }
 }
 
@@ -45,6 +75,14 @@ pub(crate) struct UsageError(pub String);
 impl std::fmt::Display for UsageError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
+    }
+}
+
+/// The clock `--now TIME` stops: an RFC 3339 time.
+pub(crate) fn fixed_clock(now: &str) -> Result<std::sync::Arc<crate::runtime::FixedClock>, UsageError> {
+    match chrono::DateTime::parse_from_rfc3339(now) {
+        Ok(t) => Ok(std::sync::Arc::new(crate::runtime::FixedClock(t.timestamp_millis()))),
+        Err(e) => Err(UsageError(format!("--now {now:?} is not an RFC 3339 time: {e}"))),
     }
 }
 
@@ -63,6 +101,59 @@ pub(crate) fn render(diags: &[Diagnostic], name: &str, source: &str, color: bool
         let _ = handler.render_report(&mut out, &report);
     }
     out
+}
+
+/// The file store for `--files DIR`: the directory on disk, versions from git when it is in
+/// a work tree. `eval` takes `--files`; `run` and the REPL take it the same way.
+pub(crate) fn open_files(dir: &std::path::Path) -> Result<Arc<dyn FileStore>, UsageError> {
+    LocalStore::open(dir)
+        .map(|s| Arc::new(s) as Arc<dyn FileStore>)
+        .map_err(|e| UsageError(format!("--files {}: {e}", dir.display())))
+}
+
+/// What a folder with no `.tool` files means.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EmptyFolder {
+    /// A usage error (`tdsl check`: nothing to check is a mistake).
+    Error,
+    /// Nothing to do (`tdsl export`).
+    Allowed,
+}
+
+/// Each file given, and every `.tool` file under each folder given, sorted by path within a
+/// folder. Symbolic links to folders are not followed, so a walk always ends.
+pub(crate) fn collect_tools(
+    paths: &[std::path::PathBuf],
+    empty: EmptyFolder,
+) -> Result<Vec<std::path::PathBuf>, UsageError> {
+    let mut files = Vec::new();
+    for p in paths {
+        let meta = std::fs::metadata(p).map_err(|e| UsageError(format!("{}: {e}", p.display())))?;
+        if !meta.is_dir() {
+            files.push(p.clone());
+            continue;
+        }
+        let mut found = Vec::new();
+        let mut dirs = vec![p.clone()];
+        while let Some(dir) = dirs.pop() {
+            let entries = std::fs::read_dir(&dir).map_err(|e| UsageError(format!("{}: {e}", dir.display())))?;
+            for entry in entries {
+                let entry = entry.map_err(|e| UsageError(format!("{}: {e}", dir.display())))?;
+                let path = entry.path();
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "tool") {
+                    found.push(path);
+                }
+            }
+        }
+        if found.is_empty() && empty == EmptyFolder::Error {
+            return Err(UsageError(format!("{}: no `.tool` files in this folder", p.display())));
+        }
+        found.sort();
+        files.extend(found);
+    }
+    Ok(files)
 }
 
 /// Prints a usage or I/O error and returns exit code 2.

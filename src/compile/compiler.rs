@@ -114,8 +114,10 @@ impl Compiler {
                 let (root, segs) = field_chain(e);
                 match &root.kind {
                     TKind::Global(n) => {
+                        // The variable's name leads the path, so its lookup is inline-cached
+                        // like the fields after it.
+                        let p = self.chunk.path(std::iter::once(n.clone()).chain(segs).collect());
                         let n = self.chunk.name(n);
-                        let p = self.chunk.path(segs);
                         self.emit(Op::GlobalPath(n, p), span);
                     }
                     TKind::Local(s) => {

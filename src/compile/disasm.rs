@@ -47,7 +47,7 @@ fn describe(chunk: &Chunk, op: &Op) -> String {
         Op::Const(i) => chunk.consts.get(i as usize).map(|v| truncate(&v.to_string())).unwrap_or_default(),
         Op::Global(n) => name(chunk, n),
         Op::Local(s) | Op::SetLocal(s) => format!("slot {s}"),
-        Op::GlobalPath(n, p) => format!("{}{}", name(chunk, n), path(chunk, p)),
+        Op::GlobalPath(_, p) => path(chunk, p).trim_start_matches('.').to_string(),
         Op::LocalPath(s, p) => format!("slot {s}{}", path(chunk, p)),
         Op::Ref(n, p) => format!("REF:{}{}", name(chunk, n), path(chunk, p)),
         Op::Path(p) => path(chunk, p),

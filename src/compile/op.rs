@@ -12,8 +12,8 @@ pub enum Op {
     Global(u32),
     /// `[] → [locals[slot]]`
     Local(u32),
-    /// `[] → [vars[names[n]] . paths[p]…]`: a variable followed by field segments, read
-    /// without cloning the intermediate values.
+    /// `[] → [vars . paths[p]…]`: a variable (`names[n]`, also the path's first segment)
+    /// followed by field segments, read without cloning the intermediate values.
     GlobalPath(u32, u32),
     /// `[] → [locals[slot] . paths[p]…]`
     LocalPath(u32, u32),

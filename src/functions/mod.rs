@@ -17,6 +17,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::diagnostic::Code;
+use crate::files::FileStore;
 use crate::runtime::{Clock, EvalError, Limits};
 use crate::types::Type;
 use crate::value::Value;
@@ -42,6 +43,10 @@ pub trait Runner {
     fn limits(&self) -> &Limits;
     /// The clock `datetime_now` reads.
     fn clock(&self) -> &dyn Clock;
+    /// The file store the file functions read, when the host configured one.
+    fn files(&self) -> Option<&dyn FileStore> {
+        None
+    }
 }
 
 /// The arguments of one call, in parameter order. Deferred parameters hold `null` here and
@@ -133,8 +138,9 @@ pub enum Implementation {
     Inline,
     /// A host-registered function.
     Host(HostFn),
-    /// A file function: fails until a file store is configured.
-    FileStore,
+    /// A file function: a built-in body that reads through [`Runner::files`]. Never folded,
+    /// since files change between runs.
+    File(BuiltinFn),
 }
 
 impl std::fmt::Debug for Implementation {
@@ -143,7 +149,7 @@ impl std::fmt::Debug for Implementation {
             Implementation::Builtin(_) => "Builtin",
             Implementation::Inline => "Inline",
             Implementation::Host(_) => "Host",
-            Implementation::FileStore => "FileStore",
+            Implementation::File(_) => "File",
         })
     }
 }

@@ -48,8 +48,16 @@ use crate::diagnostic::Diagnostic;
 /// with the wrong JSON type), so when the diagnostics hold errors the model is partial:
 /// later stages may run on it to report more, but must not execute it. Never panics.
 pub fn load(source: &str) -> (Option<ToolDef>, Vec<Diagnostic>) {
-    let (root, mut diagnostics) = json::parse(source);
-    let tool = root.and_then(|root| schema::tool(&root, &mut diagnostics));
-    diagnostics.sort_by_key(|d| (d.span.start, d.span.end));
+    let (tool, _, diagnostics) = load_with_tree(source);
     (tool, diagnostics)
+}
+
+/// Like [`load`], and also the JSON tree the model was read from, for checks that must tell
+/// an absent key from an empty one (a callee with no `arguments` key declares nothing about
+/// its arguments; `"arguments": []` declares that it takes none).
+pub fn load_with_tree(source: &str) -> (Option<ToolDef>, Option<JsonNode>, Vec<Diagnostic>) {
+    let (root, mut diagnostics) = json::parse(source);
+    let tool = root.as_ref().and_then(|root| schema::tool(root, &mut diagnostics));
+    diagnostics.sort_by_key(|d| (d.span.start, d.span.end));
+    (tool, root, diagnostics)
 }

@@ -70,40 +70,18 @@ fn height(e: &Expr) -> usize {
 
 /// Checks `expr` in `scope`.
 pub fn check(expr: &Expr, scope: &Scope, funcs: &FunctionTable, max_depth: usize) -> Checked {
-    let mut c = Checker {
-        scope,
-        funcs,
-        diags: Vec::new(),
-        locals: Vec::new(),
-        maps: Vec::new(),
-        refs: Vec::new(),
-        names: Vec::new(),
-        max_depth,
-    };
-    let t = c.expr(expr);
-    c.diags.sort_by_key(|d| (d.span.start, d.span.end));
-    Checked { expr: t, diagnostics: c.diags, refs: c.refs, names: c.names }
+    Checker::new(scope, funcs, max_depth).run(expr)
 }
 
 /// Checks a template compiled at run time: `item` is bound in `slot` (with type `any`);
 /// the slots below it belong to the caller and are not visible.
 pub fn check_template(expr: &Expr, scope: &Scope, funcs: &FunctionTable, max_depth: usize, slot: u32) -> Checked {
-    let mut c = Checker {
-        scope,
-        funcs,
-        diags: Vec::new(),
-        locals: Vec::new(),
-        maps: Vec::new(),
-        refs: Vec::new(),
-        names: Vec::new(),
-        max_depth,
-    };
+    let mut c = Checker::new(scope, funcs, max_depth);
     for _ in 0..slot {
         c.locals.push((LocalKind::Hidden, Type::Any));
     }
     c.locals.push((LocalKind::Item, Type::Any));
-    let t = c.expr(expr);
-    Checked { expr: t, diagnostics: c.diags, refs: c.refs, names: c.names }
+    c.run(expr)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -126,7 +104,26 @@ struct Checker<'a> {
     max_depth: usize,
 }
 
-impl Checker<'_> {
+impl<'a> Checker<'a> {
+    fn new(scope: &'a Scope, funcs: &'a FunctionTable, max_depth: usize) -> Checker<'a> {
+        Checker {
+            scope,
+            funcs,
+            diags: Vec::new(),
+            locals: Vec::new(),
+            maps: Vec::new(),
+            refs: Vec::new(),
+            names: Vec::new(),
+            max_depth,
+        }
+    }
+
+    /// Checks the whole expression and hands over what was found.
+    fn run(mut self, expr: &Expr) -> Checked {
+        let t = self.expr(expr);
+        self.diags.sort_by_key(|d| (d.span.start, d.span.end));
+        Checked { expr: t, diagnostics: self.diags, refs: self.refs, names: self.names }
+    }
     /// Maps a span from the text being checked to the program's source.
     fn sp(&self, span: Span) -> Span {
         self.maps.iter().rev().fold(span, |s, m| m.map(s))
@@ -606,16 +603,7 @@ impl Checker<'_> {
                                 ok = false;
                                 let prev_span =
                                     prev.keyword.as_ref().map_or(prev.value.span, |pk| pk.span.to(prev.value.span));
-                                self.error(
-                                    Diagnostic::new(
-                                        Code::DuplicateArgument,
-                                        k.span,
-                                        format!("`{}` is given twice", k.node),
-                                    )
-                                    .with_label("given again here")
-                                    .with_secondary(prev_span, "first given here")
-                                    .with_help("remove one of them"),
-                                );
+                                self.error(duplicate_argument(k).with_secondary(prev_span, "first given here"));
                                 self.expr(&a.value);
                             } else {
                                 bound[p] = Some(a);
@@ -624,15 +612,7 @@ impl Checker<'_> {
                         None if sig.any_keywords => {
                             if kwargs.iter().any(|x| x.keyword.as_ref().map(|y| &y.node) == Some(&k.node)) {
                                 ok = false;
-                                self.error(
-                                    Diagnostic::new(
-                                        Code::DuplicateArgument,
-                                        k.span,
-                                        format!("`{}` is given twice", k.node),
-                                    )
-                                    .with_label("given again here")
-                                    .with_help("remove one of them"),
-                                );
+                                self.error(duplicate_argument(k));
                             }
                             kwargs.push(a);
                         }
@@ -953,6 +933,13 @@ fn has_response_field(t: &Type) -> bool {
         Type::Object(o) => o.fields.contains_key("response"),
         _ => false,
     })
+}
+
+/// A keyword given a second time.
+fn duplicate_argument(k: &Spanned<Name>) -> Diagnostic {
+    Diagnostic::new(Code::DuplicateArgument, k.span, format!("`{}` is given twice", k.node))
+        .with_label("given again here")
+        .with_help("remove one of them")
 }
 
 fn pairs<'t>(a: &'t Type, b: &'t Type) -> impl Iterator<Item = (&'t Type, &'t Type)> {

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use crate::compile::{CallInfo, CallParam, Chunk, Fast, Op, Origin, Pred, Root};
 use crate::diagnostic::Code;
+use crate::files::FileStore;
 use crate::functions::{Args, Failure, FunctionTable, Implementation, Runner};
 use crate::ops;
 use crate::runtime::{Clock, EvalError, Limits};
@@ -41,6 +42,8 @@ pub struct Env<'a> {
     pub clock: &'a dyn Clock,
     /// Where run-time templates come from.
     pub templates: &'a dyn TemplateSource,
+    /// The file store file functions read, if the host configured one.
+    pub files: Option<&'a dyn FileStore>,
 }
 
 thread_local! {
@@ -49,14 +52,20 @@ thread_local! {
 }
 
 /// Runs `chunk` to completion.
+#[inline]
 pub fn run(chunk: &Chunk, env: &Env<'_>) -> Result<Value, EvalError> {
     // A program that is one read (`profile.email`, a constant, `REF:step.x`) needs no
-    // stack: answer it directly.
+    // stack: answer it directly, without even setting up the interpreter.
     if let [op] = chunk.code.as_slice() {
-        if let Some(v) = single_read(chunk, *op, env) {
+        if let Some(v) = single_read(chunk, *op, env.vars, env.refs) {
             return v;
         }
     }
+    interpret(chunk, env)
+}
+
+#[inline(never)]
+fn interpret(chunk: &Chunk, env: &Env<'_>) -> Result<Value, EvalError> {
     let (stack, locals) = STACKS.with(|s| s.borrow_mut().pop()).unwrap_or_default();
     let mut vm =
         Vm { env, stack, locals, loc: Vec::new(), fuel: env.limits.fuel, depth: 0, serial: 0, arg_pool: Vec::new() };
@@ -76,26 +85,33 @@ pub fn run(chunk: &Chunk, env: &Env<'_>) -> Result<Value, EvalError> {
     result
 }
 
-/// Evaluates a one-instruction program that only reads, or `None` for other instructions.
-fn single_read(chunk: &Chunk, op: Op, env: &Env<'_>) -> Option<Result<Value, EvalError>> {
-    let (root, segs, base) = match op {
-        Op::Const(i) => return Some(Ok(chunk.consts[i as usize].clone())),
-        Op::Global(n) => return Some(Ok(env.vars.get_direct(&chunk.names[n as usize]).cloned().unwrap_or_default())),
-        Op::GlobalPath(n, p) => (env.vars, &chunk.paths[p as usize], Root::Global(chunk.names[n as usize].clone())),
-        Op::Ref(n, p) => (env.refs, &chunk.paths[p as usize], Root::Ref(chunk.names[n as usize].clone())),
-        _ => return None,
-    };
-    let name = match &base {
-        Root::Global(n) | Root::Ref(n) => n,
-        Root::Local(_) => return None,
-    };
-    let Some(start) = root.get_direct(name) else { return Some(Ok(Value::Null)) };
-    let walked = if matches!(op, Op::Ref(..)) { start.walk_ref(segs) } else { start.walk_path(segs) };
-    Some(match walked {
-        Ok(v) => Ok(v.into_owned()),
-        // The general path builds the located error.
-        Err(_) => return None,
-    })
+/// Evaluates a one-instruction program that only reads, or `None` for other instructions
+/// (and for reads that fail: the general path builds the located error).
+#[inline]
+pub fn single_read(chunk: &Chunk, op: Op, vars: &Value, refs: &Value) -> Option<Result<Value, EvalError>> {
+    match op {
+        Op::Const(i) => Some(Ok(chunk.consts[i as usize].clone())),
+        Op::Global(n) => Some(Ok(vars.get_direct(&chunk.names[n as usize]).cloned().unwrap_or_default())),
+        Op::GlobalPath(_, p) => Some(Ok(global_path(vars, &chunk.paths[p as usize]).ok()?)),
+        Op::Ref(n, p) => {
+            let Some(start) = refs.get_direct(&chunk.names[n as usize]) else { return Some(Ok(Value::Null)) };
+            Some(Ok(start.walk_ref(&chunk.paths[p as usize]).ok()?.into_owned()))
+        }
+        _ => None,
+    }
+}
+
+/// Reads `vars.name.seg…` (the path starts with the variable's name); a missing variable
+/// is `null`. On failure, the index of the failing segment after the name.
+#[inline]
+fn global_path(vars: &Value, path: &crate::value::Path) -> Result<Value, (usize, SegmentError)> {
+    match vars {
+        Value::Object(_) => match vars.walk_path(path) {
+            Ok(v) => Ok(v.into_owned()),
+            Err((at, e)) => Err((at.saturating_sub(1), e)),
+        },
+        _ => Ok(Value::Null),
+    }
 }
 
 /// Where a local's value came from: element `index` of the list at `origin`.
@@ -214,24 +230,14 @@ impl<'a> Vm<'a> {
                     self.stack.push(v);
                 }
                 Op::GlobalPath(n, p) => {
-                    let name = &chunk.names[n as usize];
-                    let segs = &chunk.paths[p as usize];
-                    let v = match self.env.vars.get_direct(name) {
-                        Some(root) => match root.walk_path(segs) {
-                            Ok(v) => v.into_owned(),
-                            Err((at, e)) => {
-                                return Err(self.segment_error(
-                                    chunk.spans[pc - 1],
-                                    Root::Global(name.clone()),
-                                    segs,
-                                    at,
-                                    e,
-                                ))
-                            }
-                        },
-                        None => Value::Null,
-                    };
-                    self.stack.push(v);
+                    let path = &chunk.paths[p as usize];
+                    match global_path(self.env.vars, path) {
+                        Ok(v) => self.stack.push(v),
+                        Err((at, e)) => {
+                            let name = chunk.names[n as usize].clone();
+                            return Err(self.segment_error(chunk.spans[pc - 1], Root::Global(name), &path[1..], at, e));
+                        }
+                    }
                 }
                 Op::LocalPath(s, p) => {
                     let segs = &chunk.paths[p as usize];
@@ -421,7 +427,7 @@ impl<'a> Vm<'a> {
         args.extend(self.stack.drain(at..));
         let func = self.env.funcs.get(info.func);
         let result = match &func.implementation {
-            Implementation::Builtin(body) => {
+            Implementation::Builtin(body) | Implementation::File(body) => {
                 let dynamic = self.resolve_dynamic(info, &args, span);
                 match dynamic {
                     Err(e) => Err(e),
@@ -441,11 +447,6 @@ impl<'a> Vm<'a> {
                 e.function = Some(info.name.clone());
                 e
             }),
-            Implementation::FileStore => {
-                let mut e = EvalError::new(Code::NoFileStore, span, "no file store configured");
-                e.function = Some(info.name.clone());
-                Err(e)
-            }
             Implementation::Inline => Err(EvalError::new(Code::RuntimeArgument, span, "inline function called")),
         };
         args.clear();
@@ -703,5 +704,9 @@ impl Runner for Frame<'_, '_> {
 
     fn clock(&self) -> &dyn Clock {
         self.vm.env.clock
+    }
+
+    fn files(&self) -> Option<&dyn FileStore> {
+        self.vm.env.files
     }
 }

@@ -1,0 +1,80 @@
+//! Checking a large composite: 1,000 steps and 5,000 REFs (4 REF strings in each step's
+//! `arguments` and one REF atom in a `transform_arguments` expression), against a root with
+//! one callee. Every analysis pass is linear in steps plus edges; the 4,000-step case shows
+//! the time grows with the size, not its square.
+//!
+//! `cargo bench --bench check`
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use tdsl::analysis::{Analyzer, ToolRoot};
+
+/// A root folder with the callee every step calls.
+fn root() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tdsl-bench-check-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("tools")).expect("temp dir");
+    let callee = r#"{
+  "arguments": [
+    {"name": "a0", "type_name": "integer"}, {"name": "a1", "type_name": "integer"},
+    {"name": "a2", "type_name": "integer"}, {"name": "a3", "type_name": "list"},
+    {"name": "a4", "type_name": "integer"}
+  ],
+  "responses": [{"name": "out", "type_name": "integer", "required": true}, {"name": "items", "type_name": "list"}],
+  "system_event_endpoint": "builtin:echo"
+}"#;
+    std::fs::write(dir.join("tools/step.tool"), callee).expect("callee");
+    dir
+}
+
+/// A composite of `n` steps; step `i` reads the five steps before it (fewer at the start).
+fn composite(n: usize) -> (String, usize) {
+    let mut s = String::from(
+        "{\n  \"arguments\": [{\"name\": \"seed\", \"type_name\": \"integer\", \"required\": true}, {\"name\": \"seeds\", \"type_name\": \"list\", \"required\": true}],\n  \"instructions\": [\n",
+    );
+    let mut refs = 0;
+    for i in 0..n {
+        let src = |k: usize| if i > k { format!("REF:s{}", i - k - 1) } else { "REF:arguments".to_string() };
+        let field = |k: usize| if i > k { "out" } else { "seed" };
+        let _ = write!(
+            s,
+            "    {{\"execution_id\": \"s{i}\", \"tool_definition_path\": \"/tools/step.tool\",\n     \"arguments\": {{\"a0\": \"{}.{}\", \"a1\": \"{}.{}\", \"a2\": \"{}.{}\", \"a3\": \"{}\"}},\n     \"transform_arguments\": {{\"transforms\": {{\"a4\": \"{}.{} + 1\"}}}}}}{}\n",
+            src(0),
+            field(0),
+            src(1),
+            field(1),
+            src(2),
+            field(2),
+            if i > 3 { format!("REF:s{}.items", i - 4) } else { "REF:arguments.seeds".to_string() },
+            src(4),
+            field(4),
+            if i + 1 < n { "," } else { "" }
+        );
+        refs += 5;
+    }
+    let _ = write!(s, "  ],\n  \"response_reference_map\": {{\"last\": \"REF:s{}.out\"}}\n}}\n", n - 1);
+    (s, refs + 1)
+}
+
+fn bench(c: &mut Criterion) {
+    let dir = root();
+    let mut group = c.benchmark_group("check");
+    group.sample_size(20);
+    for n in [1_000, 4_000] {
+        let (source, refs) = composite(n);
+        // Every step but the last is read by a later one, so the check is clean.
+        let mut analyzer = Analyzer::new(ToolRoot::new(&dir));
+        let checked = analyzer.check_source("bench.tool", &source);
+        assert!(checked.diagnostics.is_empty(), "{:?}", &checked.diagnostics[..checked.diagnostics.len().min(3)]);
+        assert_eq!(checked.plan.as_ref().map(|p| p.steps.len()), Some(n));
+        group.bench_with_input(BenchmarkId::new(format!("steps/{refs} refs"), n), &source, |b, source| {
+            b.iter(|| analyzer.check_source("bench.tool", source))
+        });
+    }
+    group.finish();
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,114 @@
+//! The engine's overhead with a no-op runner: a 1,000-step chain, a 1,000-step wide level
+//! and a 10,000-child fan-out; and a fan-out of slow tools (each sleeping 50 ms) under a
+//! limit of 16, which should take about `ceil(n / 16) × 50 ms`.
+//!
+//! `cargo bench --bench exec` (results in `docs/performance.md`)
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use tdsl::exec::{Executor, Guards, ManualTime, Options, RunStatus, ToolCall, ToolError, Workflow};
+use tdsl::Value;
+
+fn root(name: &str, main: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tdsl-bench-exec-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(dir.join("tools")).expect("temp dir");
+    std::fs::write(dir.join("tools/t.tool"), r#"{"system_event_endpoint": "builtin:echo"}"#).expect("callee");
+    std::fs::write(dir.join("main.tool"), main).expect("main");
+    dir
+}
+
+fn chain(n: usize) -> String {
+    let steps: Vec<String> = (0..n)
+        .map(|i| {
+            let arg = if i == 0 { "1".to_string() } else { format!("\"REF:s{}.v\"", i - 1) };
+            format!(
+                r#"{{"execution_id": "s{i}", "tool_definition_path": "/tools/t.tool", "arguments": {{"v": {arg}}}}}"#
+            )
+        })
+        .collect();
+    format!(r#"{{"instructions": [{}], "response_reference_map": {{"v": "REF:s{}.v"}}}}"#, steps.join(","), n - 1)
+}
+
+fn wide(n: usize) -> String {
+    let steps: Vec<String> = (0..n)
+        .map(|i| {
+            format!(r#"{{"execution_id": "s{i}", "tool_definition_path": "/tools/t.tool", "arguments": {{"v": {i}}}}}"#)
+        })
+        .collect();
+    format!(r#"{{"instructions": [{}], "response_reference_map": {{"v": "REF:s0.v"}}}}"#, steps.join(","))
+}
+
+const FAN_OUT: &str = r#"{
+  "arguments": [{"name": "items", "type_name": "list", "required": true}],
+  "instructions": [{"execution_id": "fan", "tool_definition_path": "/tools/t.tool",
+    "parallel_execution": {"iterate_over": "REF:arguments.items", "child_argument_name": "x"}}],
+  "response_reference_map": {"n": "REF:fan.response.length"}
+}"#;
+
+fn load(dir: &Path) -> Workflow {
+    Workflow::load(dir, &dir.join("main.tool")).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn noop(call: &ToolCall<'_>) -> Result<Value, ToolError> {
+    Ok(call.arguments.clone())
+}
+
+fn items(n: usize) -> Value {
+    Value::object_from([("items", Value::list((0..n as i64).map(Value::Int).collect()))])
+}
+
+fn executor(limit: usize, runner: impl tdsl::exec::Runner + 'static) -> Executor {
+    let options =
+        Options { max_concurrency: limit, guards: Guards::new().max_fan_out(1_000_000), ..Options::default() };
+    Executor::new(runner).with_time(Arc::new(ManualTime::new(0))).with_options(options)
+}
+
+fn overhead(c: &mut Criterion) {
+    let mut g = c.benchmark_group("exec");
+    g.sample_size(10).measurement_time(Duration::from_secs(5));
+    let ex = executor(8, noop);
+    for (name, main, steps) in [("chain_1000", chain(1000), 1000u64), ("wide_1000", wide(1000), 1000)] {
+        let wf = load(&root(name, &main));
+        g.throughput(Throughput::Elements(steps));
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                let r = ex.run(&wf, Value::object_from::<&str>([])).expect("not refused");
+                assert_eq!(r.status, RunStatus::Success);
+            })
+        });
+    }
+    let wf = load(&root("fan", FAN_OUT));
+    let args = items(10_000);
+    g.throughput(Throughput::Elements(10_000));
+    g.bench_function("fan_out_10000", |b| {
+        b.iter(|| {
+            let r = ex.run(&wf, args.clone()).expect("not refused");
+            assert_eq!(r.status, RunStatus::Success);
+        })
+    });
+    g.finish();
+}
+
+/// Not a criterion measurement: one timed run per width, printed, to compare with
+/// `ceil(n / 16) × 50 ms`.
+fn slow_fan_out(_: &mut Criterion) {
+    let wf = load(&root("slow", FAN_OUT));
+    let ex = executor(16, |call: &ToolCall<'_>| {
+        std::thread::sleep(Duration::from_millis(50));
+        Ok(call.arguments.clone())
+    });
+    for n in [16usize, 64, 100, 256] {
+        let start = Instant::now();
+        let r = ex.run(&wf, items(n)).expect("not refused");
+        let took = start.elapsed();
+        assert_eq!(r.status, RunStatus::Success);
+        let ideal = n.div_ceil(16) as u64 * 50;
+        println!("slow fan-out n={n:<4} took {:>5} ms, ideal ceil(n/16)×50 = {ideal} ms", took.as_millis());
+    }
+}
+
+criterion_group!(benches, overhead, slow_fan_out);
+criterion_main!(benches);

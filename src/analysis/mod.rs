@@ -1,0 +1,148 @@
+//! Static analysis of `.tool` files: REFs, types across steps, the dependency DAG, and the
+//! checked [`Plan`] the execution engine runs (SPEC §6.1, §9).
+//!
+//! ```
+//! use tdsl::analysis::{Analyzer, ToolRoot};
+//!
+//! let source = r#"{
+//!   "arguments": [{"name": "folder", "type_name": "string", "required": true}],
+//!   "instructions": [
+//!     {"execution_id": "scan", "tool_definition_path": "/tools/scanner.tool",
+//!      "arguments": {"directory": "REF:arguments.folder"}},
+//!     {"execution_id": "count", "tool_definition_path": "/tools/counter.tool",
+//!      "transform_arguments": {"transforms": {"n": "REF:scan.files.length"}}},
+//!     {"execution_id": "report", "tool_definition_path": "/tools/reporter.tool",
+//!      "arguments": {"total": "REF:count.n", "files": "REF:scan.fils"}}
+//!   ]
+//! }"#;
+//! // No callee files here: with an assumed root, calls to them are not checked.
+//! let mut analyzer = Analyzer::new(ToolRoot::assumed("/nonexistent"));
+//! let checked = analyzer.check_source("main.tool", source);
+//! assert!(checked.diagnostics.is_empty(), "{:?}", checked.diagnostics);
+//! let plan = checked.plan.unwrap();
+//! let order: Vec<(&str, usize)> = plan.steps.iter().map(|s| (&*s.execution_id, s.level)).collect();
+//! assert_eq!(order, [("scan", 0), ("count", 1), ("report", 2)]);
+//!
+//! // A REF to a step that does not exist is found before anything runs.
+//! let broken = source.replace("REF:count.n", "REF:cuont.n");
+//! let checked = analyzer.check_source("main.tool", &broken);
+//! assert_eq!(checked.diagnostics[0].code.as_str(), "E0108");
+//! assert_eq!(checked.diagnostics[0].help.as_deref(), Some("did you mean `REF:count`?"));
+//! assert!(checked.plan.is_none());
+//! ```
+//!
+//! The analysis starts from the model of [`crate::tool`] and never runs a tool: it reads
+//! callee files through a [`ToolRoot`] only for what they declare. Every check is in
+//! `docs/analysis.md` with its code.
+
+mod check;
+mod dag;
+pub mod plan;
+mod refs;
+mod render;
+pub mod root;
+mod transform;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use plan::{
+    ConditionPlan, DoneCheckPlan, ParallelPlan, Plan, RefContext, RefPlan, StepId, StepInput, StepPlan, TransformPlan,
+    ValuePlan,
+};
+pub use root::{LoadedTool, MissingCallees, Resolved, ToolRoot};
+
+use crate::diagnostic::Diagnostic;
+use crate::engine::Engine;
+use crate::tool::ToolDef;
+
+/// Checks tools against a root: callees are loaded once and shared by every check.
+#[derive(Debug)]
+pub struct Analyzer {
+    engine: Engine,
+    root: ToolRoot,
+}
+
+/// Everything checking one tool found.
+#[derive(Debug)]
+pub struct CheckedTool {
+    /// How messages name the tool: its tool path under the root (`/tools/main.tool`), or
+    /// its file path, or the name given with the source.
+    pub name: String,
+    /// The file, when the tool was read from one.
+    pub file: Option<PathBuf>,
+    /// The text checked (diagnostic spans point into it).
+    pub source: Arc<str>,
+    /// The model, when the file could be read as one (partial when there are errors).
+    pub tool: Option<Arc<ToolDef>>,
+    /// Every problem, errors and warnings, in source order.
+    pub diagnostics: Vec<Diagnostic>,
+    /// The plan: for a composite tool with no error.
+    pub plan: Option<Plan>,
+}
+
+impl CheckedTool {
+    /// Whether any diagnostic is an error.
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+}
+
+impl Analyzer {
+    /// An analyzer with the built-in functions.
+    pub fn new(root: ToolRoot) -> Analyzer {
+        Analyzer::with_engine(root, Engine::new())
+    }
+
+    /// An analyzer whose expressions compile with `engine` (for host functions).
+    pub fn with_engine(root: ToolRoot, engine: Engine) -> Analyzer {
+        Analyzer { engine, root }
+    }
+
+    /// The root callees resolve against.
+    pub fn root(&self) -> &ToolRoot {
+        &self.root
+    }
+
+    /// The root, to resolve tool paths through its cache.
+    pub fn root_mut(&mut self) -> &mut ToolRoot {
+        &mut self.root
+    }
+
+    /// The engine expressions compile with.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Reads and checks a `.tool` file.
+    pub fn check_file(&mut self, path: &Path) -> std::io::Result<CheckedTool> {
+        let text = std::fs::read_to_string(path)?;
+        let name = self.root.tool_path_of(path).unwrap_or_else(|| path.display().to_string());
+        let file = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        Ok(self.check(name, Arc::from(text), Some(file)))
+    }
+
+    /// Checks a tool given as text; `name` names it in messages.
+    pub fn check_source(&mut self, name: &str, source: &str) -> CheckedTool {
+        self.check(name.to_string(), Arc::from(source), None)
+    }
+
+    fn check(&mut self, name: String, source: Arc<str>, file: Option<PathBuf>) -> CheckedTool {
+        let (tool, json, mut diagnostics) = crate::tool::load_with_tree(&source);
+        let Some(tool) = tool.map(Arc::new) else {
+            return CheckedTool { name, file, source, tool: None, diagnostics, plan: None };
+        };
+        let declares_responses = json
+            .as_ref()
+            .and_then(|j| j.as_object())
+            .is_some_and(|entries| entries.iter().any(|(k, _)| k.node == "responses"));
+        let subject =
+            check::Subject { tool: &tool, file: file.clone(), source: &source, name: name.clone(), declares_responses };
+        let checker = check::Checker::new(&self.engine, &subject);
+        let (found, plan) = checker.run(&mut self.root, &subject);
+        diagnostics.extend(found);
+        diagnostics.sort_by_key(|d| (d.span.start, d.span.end));
+        let plan = plan.filter(|_| !diagnostics.iter().any(Diagnostic::is_error));
+        CheckedTool { name, file, source: source.clone(), tool: Some(tool), diagnostics, plan }
+    }
+}

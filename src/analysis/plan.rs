@@ -1,0 +1,206 @@
+//! The checked plan: what the execution engine runs.
+//!
+//! A [`Plan`] is built only for a composite tool that checked without errors. Everything the
+//! engine must decide at run time is already decided here: REF strings are parsed and their
+//! contexts resolved to [`StepId`]s, transform expressions and call-strings are compiled
+//! [`Program`]s, conditions are trees of operators, and the steps are in a deterministic
+//! order, grouped into levels. The plan holds no file handles and no callee plans: a callee
+//! that is itself composite gets its own plan from the same [`crate::analysis::Analyzer`].
+//!
+//! *Invariant*: `steps` is in execution order — by level, then by `execution_id` — and a
+//! step's `depends_on` only names steps of lower levels.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::engine::Program;
+use crate::span::Span;
+use crate::tool::{Logic, Operator, Retry, ToolDef};
+use crate::types::Type;
+use crate::value::Value;
+
+/// A step's position in [`Plan::steps`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct StepId(pub usize);
+
+/// A checked composite tool, ready to run.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// The definition the plan was made from (descriptions, declared arguments and
+    /// responses, for validation at run time).
+    pub tool: Arc<ToolDef>,
+    /// The file, when the tool was read from one.
+    pub file: Option<PathBuf>,
+    /// The tool-level `transform_arguments`, run on the tool's arguments before any step.
+    pub transform_arguments: Option<TransformPlan>,
+    /// The steps in execution order: level by level, by `execution_id` within a level.
+    pub steps: Vec<StepPlan>,
+    /// The levels: `levels[n]` lists the steps of level `n`, in order. Steps of one level do
+    /// not depend on each other and may run concurrently.
+    pub levels: Vec<Vec<StepId>>,
+    /// `response_reference_map`, in the order written; `None` when the tool has none (its
+    /// result is then every step's result by execution id).
+    pub response_map: Option<Vec<(Arc<str>, RefPlan)>>,
+    /// The tool-level `transform_responses`, run on the tool's result.
+    pub transform_responses: Option<TransformPlan>,
+}
+
+impl Plan {
+    /// The step with this `execution_id`.
+    pub fn step(&self, execution_id: &str) -> Option<&StepPlan> {
+        self.steps.iter().find(|s| &*s.execution_id == execution_id)
+    }
+}
+
+/// One step of a plan.
+#[derive(Clone, Debug)]
+pub struct StepPlan {
+    /// Its position in [`Plan::steps`].
+    pub id: StepId,
+    /// `execution_id`.
+    pub execution_id: Arc<str>,
+    /// Its position in the definition's `instructions`.
+    pub index: usize,
+    /// `tool_definition_path`, as written.
+    pub tool_path: Arc<str>,
+    /// The callee's file, when it resolved under the tool root.
+    pub callee_file: Option<PathBuf>,
+    /// Its level: 0 for a step that depends on none, else one more than its deepest
+    /// dependency's.
+    pub level: usize,
+    /// The steps it waits for (through REFs or `dependencies`), in order.
+    pub depends_on: Vec<StepId>,
+    /// Why it waits for each of them, in the same order.
+    pub inputs: Vec<StepInput>,
+    /// `arguments`, with REFs to resolve.
+    pub arguments: Vec<(Arc<str>, ValuePlan)>,
+    /// `transform_arguments`: its transforms run against the resolved arguments.
+    pub transform_arguments: Option<TransformPlan>,
+    /// `conditions`: all must hold, or the step is skipped.
+    pub conditions: Vec<ConditionPlan>,
+    /// `parallel_execution`.
+    pub parallel: Option<ParallelPlan>,
+    /// `done_check`.
+    pub done_check: Option<DoneCheckPlan>,
+    /// `done_value`.
+    pub done_value: Option<ValuePlan>,
+    /// `transform_responses`: its transforms run against the raw response.
+    pub transform_responses: Option<TransformPlan>,
+    /// `retry`, as written (absent keys take the engine's defaults).
+    pub retry: Option<Retry>,
+    /// `timeout_seconds`.
+    pub timeout_seconds: Option<f64>,
+    /// `continue_on_error` (default `false`).
+    pub continue_on_error: bool,
+    /// The static type of the step's result, as REFs to it see it.
+    pub result_type: Type,
+    /// The whole instruction in the file.
+    pub span: Span,
+}
+
+/// Why a step waits for another.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepInput {
+    /// The step waited for.
+    pub from: StepId,
+    /// The paths read from its result, after the execution id (`files`, `files.length`;
+    /// `*` for the whole result), in first-use order.
+    pub carries: Vec<Arc<str>>,
+    /// Whether `dependencies` names it.
+    pub manual: bool,
+}
+
+/// A value to build at run time: JSON with REFs (and, in `variables`, call-strings) in it.
+/// Subtrees without either are folded into one [`ValuePlan::Literal`].
+#[derive(Clone, Debug)]
+pub enum ValuePlan {
+    /// A literal value.
+    Literal(Value),
+    /// A REF, resolved keeping the referenced value's type.
+    Ref(RefPlan),
+    /// A call-string of a `variables` entry (`"datetime_now(format=\"iso\")"`): the value
+    /// is the program's result.
+    Call(Program),
+    /// A list, element by element.
+    List(Vec<ValuePlan>),
+    /// An object, entry by entry in the order written.
+    Object(Vec<(Arc<str>, ValuePlan)>),
+}
+
+/// A parsed REF with its context resolved.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RefPlan {
+    /// What the REF starts from.
+    pub context: RefContext,
+    /// The segments after the context (`files`, `0`, `length`, …).
+    pub segments: Vec<Arc<str>>,
+    /// The REF in the file.
+    pub span: Span,
+}
+
+/// The start of a REF path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RefContext {
+    /// `REF:arguments`: the composite's arguments (after its own `transform_arguments`).
+    Arguments,
+    /// `REF:response`: the raw response, inside `transform_responses` only.
+    Response,
+    /// `REF:<execution_id>`: that step's result.
+    Step(StepId),
+}
+
+/// A compiled transform block (SPEC §3).
+#[derive(Clone, Debug, Default)]
+pub struct TransformPlan {
+    /// `variables`, in declaration order.
+    pub variables: Vec<(Arc<str>, ValuePlan)>,
+    /// `transforms`, in declaration order: output key and its program. A program's names
+    /// are the context keys (the object transformed, the variables over it, the earlier
+    /// outputs); its REF contexts are `arguments`, the step ids and, in
+    /// `transform_responses`, `response`.
+    pub transforms: Vec<(Arc<str>, Program)>,
+}
+
+/// A condition (SPEC §6.2).
+#[derive(Clone, Debug)]
+pub enum ConditionPlan {
+    /// `{"param": P, "operator": OP, "value": V}`
+    Leaf {
+        /// The value tested.
+        param: ValuePlan,
+        /// The operator.
+        operator: Operator,
+        /// What it is compared with (`None` for `exists` / `not_exists`).
+        value: Option<ValuePlan>,
+        /// The condition in the file.
+        span: Span,
+    },
+    /// `{"logic": …, "conditions": [...]}`
+    Group {
+        /// How the conditions combine.
+        logic: Logic,
+        /// The conditions.
+        conditions: Vec<ConditionPlan>,
+        /// The group in the file.
+        span: Span,
+    },
+}
+
+/// `parallel_execution`.
+#[derive(Clone, Debug)]
+pub struct ParallelPlan {
+    /// The list to fan out over.
+    pub iterate_over: ValuePlan,
+    /// The argument each child gets its element as.
+    pub child_argument_name: Arc<str>,
+}
+
+/// `done_check`.
+#[derive(Clone, Debug)]
+pub enum DoneCheckPlan {
+    /// A condition list: all must hold.
+    Conditions(Vec<ConditionPlan>),
+    /// An expression, true when its value is truthy. Its names are the step's resolved
+    /// `arguments` (before `transform_arguments`).
+    Expression(Program),
+}

@@ -1,0 +1,365 @@
+//! REFs: one check for every REF of a tool, whether written as a JSON string (SPEC §2 places
+//! 1–6) or as an atom inside an expression (place 7), so both get the same diagnostics.
+//!
+//! The check resolves the context (`arguments`, `response`, a step), records the edge a step
+//! REF makes, and looks at the first segment against what is declared: the composite's
+//! arguments (an error when undeclared) or the callee's responses (a warning). Deeper
+//! segments are typed by the expression checker, which reports what cannot work
+//! (`REF:s.count.name` on an integer).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::check::{Checker, Owner, Use, UseKind};
+use super::plan::{RefContext, RefPlan, StepId};
+use crate::diagnostic::{did_you_mean, Code, Diagnostic};
+use crate::span::{SourceMap, Span};
+use crate::syntax::ast::{Expr, ExprKind, RefPath};
+use crate::tool::RefSite;
+use crate::types::RefUse;
+use crate::types::{self, Scope, Type};
+
+/// What a REF may see where it is written.
+#[derive(Clone, Copy)]
+pub(crate) struct RefEnv<'e> {
+    /// Who holds the REF.
+    pub owner: Owner,
+    /// The type of `REF:response` where it is valid (`transform_responses`).
+    pub response: Option<&'e Type>,
+    /// The declared fields of the raw response, when known (for warnings).
+    pub response_fields: Option<&'e Fields>,
+    /// What the raw response is called in messages.
+    pub response_source: &'e str,
+    /// The outputs of the step's own `transform_arguments` (for `iterate_over`, which cannot
+    /// see them).
+    pub transformed: Option<&'e [Arc<str>]>,
+}
+
+impl<'e> RefEnv<'e> {
+    /// A REF held by `owner`, where `REF:response` is not valid.
+    pub(crate) fn plain(owner: Owner) -> RefEnv<'e> {
+        RefEnv { owner, response: None, response_fields: None, response_source: "", transformed: None }
+    }
+}
+
+/// A REF as written, with spans in the file.
+pub(crate) struct RefText<'r> {
+    pub context: &'r str,
+    pub context_span: Span,
+    pub first: Option<(&'r str, Span)>,
+    pub whole: Span,
+    /// The path after the context (`files.length`), for edge labels.
+    pub carries: String,
+}
+
+/// Field names, in declaration order, for lookups and suggestions.
+pub(crate) type Fields = indexmap::IndexSet<Arc<str>>;
+
+/// What the REF strings of one owner resolved to, by the start of the string's content.
+pub(crate) type RefInfo = HashMap<u32, (Option<RefPlan>, Type)>;
+
+impl Checker<'_> {
+    /// Checks a REF string found by [`crate::tool::Instruction::ref_sites`] and types it.
+    pub(crate) fn json_ref(&mut self, site: &RefSite, env: &RefEnv<'_>) -> (Option<RefPlan>, Type) {
+        let path = &site.path;
+        let text = RefText {
+            context: &path.context.node,
+            context_span: path.context.span,
+            first: path.segments.first().map(|s| (&*s.node, s.span)),
+            whole: site.span,
+            carries: carries(path.segments.iter().map(|s| &*s.node)),
+        };
+        let Some((context, base)) = self.check_ref(&text, env, true) else {
+            return (None, Type::Any);
+        };
+        let ty = self.type_path(path, site.span, base);
+        (
+            Some(RefPlan {
+                context,
+                segments: path.segments.iter().map(|s| s.node.clone()).collect(),
+                span: site.span,
+            }),
+            ty,
+        )
+    }
+
+    /// Checks a REF atom of a compiled expression (`map` maps expression offsets to the file).
+    pub(crate) fn expression_ref(&mut self, r: &RefUse, map: &SourceMap, env: &RefEnv<'_>) {
+        // The atom is `REF:` + the path, verbatim unless it sat in a template string with
+        // escapes: then every part points at the whole atom.
+        let written = 4 + r.context.len() + r.segments.iter().map(|s| s.len() + 1).sum::<usize>();
+        let verbatim = r.span.len() == written;
+        let at = |start: usize, len: usize| {
+            if verbatim {
+                let s = r.span.start as usize + start;
+                map.map(Span::new(s, s + len))
+            } else {
+                map.map(r.span)
+            }
+        };
+        let first = r.segments.first().map(|s| (&**s, at(5 + r.context.len(), s.len())));
+        let text = RefText {
+            context: &r.context,
+            context_span: at(4, r.context.len()),
+            first,
+            whole: map.map(r.span),
+            carries: carries(r.segments.iter().map(|s| &**s)),
+        };
+        let _ = self.check_ref(&text, env, false);
+    }
+
+    /// Types the segments of a REF string whose context has type `base`, reporting
+    /// segments that cannot apply (through the expression checker, so both kinds of REF
+    /// agree).
+    fn type_path(&mut self, path: &RefPath, whole: Span, base: Type) -> Type {
+        let scope = if &*path.context.node == "response" {
+            Scope::closed().with_ref_contexts().with_response(base)
+        } else {
+            Scope::closed().with_ref(&path.context.node, base)
+        };
+        let expr = Expr::new(ExprKind::Ref(path.clone()), whole);
+        let checked = types::check(&expr, &scope, self.engine.functions(), self.engine.limits().max_depth);
+        self.diags.extend(checked.diagnostics);
+        checked.expr.ty
+    }
+
+    /// The type a REF context has for `env`'s owner, `None` when it is not one.
+    pub(crate) fn context_type(&self, context: &str, env: &RefEnv<'_>) -> Option<Type> {
+        match context {
+            "arguments" => Some(self.args_type.clone()),
+            "response" => env.response.cloned(),
+            id => {
+                let j = *self.ids.get(id)?;
+                if matches!(env.owner, Owner::ToolArguments) {
+                    return None;
+                }
+                Some(self.steps[j].result.clone().unwrap_or_else(Type::any_object))
+            }
+        }
+    }
+
+    /// The common check: context, first segment, edge. Returns the context and its type,
+    /// or `None` when the context is not valid here (reported).
+    pub(crate) fn check_ref(
+        &mut self,
+        r: &RefText<'_>,
+        env: &RefEnv<'_>,
+        from_json: bool,
+    ) -> Option<(RefContext, Type)> {
+        match r.context {
+            "response" => {
+                let Some(ty) = env.response else {
+                    if from_json {
+                        // Same wording as the expression checker's, which reports atoms.
+                        self.diags.push(
+                            Diagnostic::new(
+                                Code::ResponseOutsideTransform,
+                                r.context_span,
+                                "`REF:response` is only valid inside `transform_responses`",
+                            )
+                            .with_label("no response here")
+                            .with_help("refer to a step's result as `REF:<execution_id>.field`"),
+                        );
+                    }
+                    return None;
+                };
+                if let (Some((field, span)), Some(fields)) = (r.first, env.response_fields) {
+                    if !fields.contains(field) && !is_builtin_segment(field) {
+                        let d = Diagnostic::new(
+                            Code::UndeclaredResponseField,
+                            span,
+                            format!("the response of `{}` has no declared field `{field}`", env.response_source),
+                        )
+                        .with_label("not a declared response");
+                        self.diags.push(with_field_help(d, field, fields, env.response_source));
+                    }
+                }
+                Some((RefContext::Response, ty.clone()))
+            }
+            "arguments" => {
+                if let Some((name, span)) = r.first {
+                    if !self.args.contains_key(name) {
+                        self.undeclared_argument(name, span, env);
+                    }
+                }
+                Some((RefContext::Arguments, self.args_type.clone()))
+            }
+            id => {
+                let Some(&j) = self.ids.get(id) else {
+                    self.unknown_context(r, env);
+                    return None;
+                };
+                if matches!(env.owner, Owner::ToolArguments) {
+                    self.unknown_context(r, env);
+                    return None;
+                }
+                self.steps[j].used = true;
+                if let Owner::Step(i) = env.owner {
+                    self.steps[i].uses.push(Use {
+                        to: j,
+                        span: r.whole,
+                        carries: r.carries.clone(),
+                        kind: UseKind::Ref,
+                    });
+                }
+                if let (Some((field, span)), Some(fields)) = (r.first, self.steps[j].fields.clone()) {
+                    if !fields.contains(field) && !is_builtin_segment(field) {
+                        self.undeclared_field(j, field, span, &fields);
+                    }
+                }
+                let ty = self.steps[j].result.clone().unwrap_or_else(Type::any_object);
+                Some((RefContext::Step(StepId(j)), ty))
+            }
+        }
+    }
+
+    fn undeclared_argument(&mut self, name: &str, span: Span, env: &RefEnv<'_>) {
+        if env.transformed.is_some_and(|outs| outs.iter().any(|o| &**o == name)) {
+            self.diags.push(
+                Diagnostic::new(
+                    Code::IterateOverTransformed,
+                    span,
+                    format!("`iterate_over` cannot use `{name}`, an output of this step's `transform_arguments`"),
+                )
+                .with_label("a transformed argument")
+                .with_help(
+                    "`iterate_over` is resolved before `transform_arguments` runs; iterate over the REF the transform starts from, or compute the list in an earlier step",
+                ),
+            );
+            return;
+        }
+        let declared: Vec<&str> = self.args.keys().map(|n| &**n).collect();
+        let mut d = Diagnostic::new(
+            Code::UndeclaredArgument,
+            span,
+            format!("`REF:arguments.{name}` names an argument this tool does not declare"),
+        )
+        .with_label("no such argument");
+        d = match did_you_mean(name, declared.iter().copied()) {
+            Some(s) => d.with_help(format!("did you mean `{s}`?")),
+            None if declared.is_empty() => d.with_help(format!(
+                "this tool declares no arguments; add {{\"name\": \"{name}\", \"type_name\": \"…\"}} to its `arguments`"
+            )),
+            None => d.with_help(format!(
+                "the declared arguments are {}; add {{\"name\": \"{name}\", …}} to `arguments` if it is new",
+                quoted(&declared)
+            )),
+        };
+        self.diags.push(d);
+    }
+
+    fn undeclared_field(&mut self, j: usize, field: &str, span: Span, fields: &Fields) {
+        let step = &self.steps[j];
+        let id = &step.ins.execution_id.node;
+        let d = if step.ins.parallel_execution.is_some() {
+            let outputs: Vec<&str> = fields.iter().map(|f| &**f).filter(|f| *f != "response").collect();
+            let mut d = Diagnostic::new(
+                Code::UndeclaredResponseField,
+                span,
+                format!("the result of parallel step `{id}` has no field `{field}`"),
+            )
+            .with_label("not in the result");
+            d = match did_you_mean(field, fields.iter().map(|f| &**f)) {
+                Some(s) => d.with_help(format!("did you mean `{s}`?")),
+                None if outputs.is_empty() => d.with_help(format!(
+                    "a parallel step's result is {{\"response\": [the children's results]}}: use `REF:{id}.response`"
+                )),
+                None => d.with_help(format!(
+                    "a parallel step's result is {{\"response\": […]}} plus its `transform_responses` outputs {}",
+                    quoted(&outputs)
+                )),
+            };
+            d
+        } else {
+            let callee = step.ins.tool_definition_path.node.clone();
+            let d = Diagnostic::new(
+                Code::UndeclaredResponseField,
+                span,
+                format!("step `{id}`'s result has no declared field `{field}`"),
+            )
+            .with_label(format!("not a response of `{callee}`"));
+            with_field_help(d, field, fields, &callee)
+        };
+        self.diags.push(d);
+    }
+
+    fn unknown_context(&mut self, r: &RefText<'_>, env: &RefEnv<'_>) {
+        let mut contexts: Vec<&str> = vec!["arguments"];
+        let before_steps = matches!(env.owner, Owner::ToolArguments);
+        if !before_steps {
+            contexts.extend(self.steps.iter().map(|s| &*s.ins.execution_id.node));
+        }
+        if env.response.is_some() {
+            contexts.push("response");
+        }
+        let mut d =
+            Diagnostic::new(Code::UnknownRefContext, r.context_span, format!("unknown REF context `{}`", r.context))
+                .with_label("no such step or context");
+        if before_steps && self.ids.contains_key(r.context) {
+            d = d.with_help(
+                "the tool's own `transform_arguments` runs before any step: only `REF:arguments` is available there",
+            );
+        } else if let Some(s) = did_you_mean(r.context, contexts.iter().copied()) {
+            d = d.with_help(format!("did you mean `REF:{s}`?"));
+        } else {
+            let shown: Vec<&str> = contexts.iter().copied().take(8).collect();
+            let more = if contexts.len() > shown.len() { ", …" } else { "" };
+            d = d.with_help(format!("known contexts: {}{more}", shown.join(", ")));
+        }
+        self.diags.push(d);
+    }
+}
+
+/// Segments every object answers without declaring them (SPEC §2).
+fn is_builtin_segment(s: &str) -> bool {
+    matches!(s, "response" | "length")
+}
+
+fn with_field_help(d: Diagnostic, field: &str, fields: &Fields, source: &str) -> Diagnostic {
+    let names: Vec<&str> = fields.iter().map(|f| &**f).filter(|f| *f != "response").collect();
+    match did_you_mean(field, names.iter().copied()) {
+        Some(s) => d.with_help(format!("did you mean `{s}`?")),
+        None if names.is_empty() => d.with_help(format!("`{source}` declares no responses")),
+        None => d.with_help(format!("`{source}` declares {}", quoted(&names))),
+    }
+}
+
+/// `a`, `b` and `c`, each in backticks (at most ten, then a count).
+pub(crate) fn quoted(items: &[&str]) -> String {
+    let shown: Vec<String> = items.iter().take(10).map(|s| format!("`{s}`")).collect();
+    let rest = items.len().saturating_sub(shown.len());
+    match shown.split_last() {
+        _ if rest > 0 => format!("{} and {rest} more", shown.join(", ")),
+        Some((last, init)) if !init.is_empty() => format!("{} and {last}", init.join(", ")),
+        Some((last, _)) => last.clone(),
+        None => "nothing".to_string(),
+    }
+}
+
+/// The path after the context, for edge labels: `files.length`, or `*` for the whole value.
+fn carries<'s>(segments: impl Iterator<Item = &'s str>) -> String {
+    let s: Vec<&str> = segments.collect();
+    if s.is_empty() {
+        "*".to_string()
+    } else {
+        s.join(".")
+    }
+}
+
+/// The contexts named after `REF:` anywhere in an expression's text (in template strings
+/// too), without duplicates, `response` excepted. A superset of the REF atoms the checker
+/// will find (text inside plain string literals counts too): used to give the expression
+/// scope only the contexts it can use, so that scopes stay small however many steps the
+/// tool has.
+pub(crate) fn mentioned_contexts(text: &str) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::new();
+    for (at, _) in text.match_indices("REF:") {
+        let rest = &text[at + 4..];
+        let end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-')).unwrap_or(rest.len());
+        let id = &rest[..end];
+        if !id.is_empty() && id != "response" && !out.contains(&id) {
+            out.push(id);
+        }
+    }
+    out
+}

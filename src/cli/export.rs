@@ -1,0 +1,135 @@
+//! `tdsl export <TOOL|DIR>... --format openai|anthropic|mcp [--root DIR]`: prints the tools
+//! as a JSON list in a provider's native tool format.
+//!
+//! Names come from tool paths relative to the root ([`crate::export::names`]). Exit status:
+//! 0 printed, 1 a tool does not load or two tools get the same name, 2 the command itself
+//! could not run.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+
+use super::check::tool_root;
+use super::{color_stderr, render, usage_failure, UsageError};
+use crate::export::{export_tool, tool_name, Format};
+use crate::tool::ToolDef;
+
+/// Arguments of `tdsl export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// `.tool` files, and folders to walk for them.
+    #[arg(value_name = "TOOL|DIR", required = true)]
+    paths: Vec<PathBuf>,
+    /// The provider format.
+    #[arg(long, value_enum)]
+    format: FormatArg,
+    /// The tool root names are relative to (default: the current folder).
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum FormatArg {
+    /// OpenAI function tools.
+    Openai,
+    /// Anthropic tools.
+    Anthropic,
+    /// MCP `Tool` objects.
+    Mcp,
+}
+
+impl From<FormatArg> for Format {
+    fn from(f: FormatArg) -> Format {
+        match f {
+            FormatArg::Openai => Format::OpenAi,
+            FormatArg::Anthropic => Format::Anthropic,
+            FormatArg::Mcp => Format::Mcp,
+        }
+    }
+}
+
+/// A tool to export: its name, its tool path, its file and its definition.
+pub(crate) struct Named {
+    pub name: String,
+    pub tool_path: String,
+    pub file: PathBuf,
+    pub def: ToolDef,
+}
+
+/// Why tools could not be named.
+pub(crate) enum NameError {
+    /// The command cannot run (exit 2).
+    Usage(UsageError),
+    /// Problems were printed (exit 1).
+    Problems,
+}
+
+/// Runs `tdsl export`.
+pub fn run(args: ExportArgs) -> ExitCode {
+    let root = match tool_root(args.root.as_deref()) {
+        Ok(r) => r,
+        Err(e) => return usage_failure(&e),
+    };
+    let files = match super::collect_tools(&args.paths, super::EmptyFolder::Allowed) {
+        Ok(f) => f,
+        Err(e) => return usage_failure(&e),
+    };
+    let tools = match load_named(root.dir(), &files) {
+        Ok(t) => t,
+        Err(NameError::Usage(e)) => return usage_failure(&e),
+        Err(NameError::Problems) => return ExitCode::from(1),
+    };
+    let format = Format::from(args.format);
+    let out: Vec<serde_json::Value> = tools.iter().map(|t| export_tool(format, &t.name, &t.def)).collect();
+    println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+    ExitCode::SUCCESS
+}
+
+/// Loads each file, names it from its path under `root`, and reports load errors and name
+/// collisions on standard error. The same file given twice is exported once.
+pub(crate) fn load_named(root: &Path, files: &[PathBuf]) -> Result<Vec<Named>, NameError> {
+    let tool_root = crate::analysis::ToolRoot::new(root);
+    let mut tools: Vec<Named> = Vec::new();
+    let mut by_name: BTreeMap<String, usize> = BTreeMap::new();
+    let mut problems = false;
+    for file in files {
+        let Some(tool_path) = tool_root.tool_path_of(file) else {
+            return Err(NameError::Usage(UsageError(format!(
+                "{}: not under the tool root {} (pass --root)",
+                file.display(),
+                root.display()
+            ))));
+        };
+        let source = std::fs::read_to_string(file)
+            .map_err(|e| NameError::Usage(UsageError(format!("cannot read {}: {e}", file.display()))))?;
+        let (def, diags) = crate::tool::load(&source);
+        let errors: Vec<_> = diags.into_iter().filter(|d| d.is_error()).collect();
+        let Some(def) = def.filter(|_| errors.is_empty()) else {
+            eprint!("{}", render(&errors, &file.display().to_string(), &source, color_stderr()));
+            eprintln!("error: {} cannot be exported: it does not load", file.display());
+            problems = true;
+            continue;
+        };
+        let name = tool_name(&tool_path);
+        if let Some(&i) = by_name.get(&name) {
+            if tools[i].tool_path == tool_path {
+                continue;
+            }
+            eprintln!(
+                "error: {} and {} both get the tool name `{name}`; rename one of them",
+                tools[i].file.display(),
+                file.display()
+            );
+            problems = true;
+            continue;
+        }
+        by_name.insert(name.clone(), tools.len());
+        tools.push(Named { name, tool_path, file: file.clone(), def });
+    }
+    if problems {
+        return Err(NameError::Problems);
+    }
+    Ok(tools)
+}

@@ -1,0 +1,75 @@
+//! `tdsl graph <TOOL> [--root DIR] [--format mermaid|dot]`: the checked DAG of a composite
+//! tool, with its levels, on standard output.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+
+use super::check::tool_root;
+use super::{color_stderr, render, usage_failure, UsageError};
+use crate::analysis::Analyzer;
+
+/// Arguments of `tdsl graph`.
+#[derive(Debug, Args)]
+pub struct GraphArgs {
+    /// The tool: a file path or, when no such file exists and `--root` is given, a tool
+    /// path under the root (`/tools/main.tool`).
+    #[arg(value_name = "TOOL")]
+    tool: String,
+    /// The tool root `tool_definition_path`s resolve against.
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
+    /// The drawing language.
+    #[arg(long, value_enum, default_value_t = Format::Mermaid)]
+    format: Format,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Format {
+    /// A Mermaid flowchart.
+    Mermaid,
+    /// A Graphviz digraph.
+    Dot,
+}
+
+/// Runs `tdsl graph`.
+pub fn run(args: GraphArgs) -> ExitCode {
+    let root = match tool_root(args.root.as_deref()) {
+        Ok(r) => r,
+        Err(e) => return usage_failure(&e),
+    };
+    let given = PathBuf::from(&args.tool);
+    let file = if given.is_file() {
+        given
+    } else if args.root.is_some() {
+        match root.file_path(&args.tool) {
+            Ok(p) if p.is_file() => p,
+            Ok(p) => {
+                return usage_failure(&UsageError(format!("{}: no such file (looked for {})", args.tool, p.display())))
+            }
+            Err(e) => return usage_failure(&UsageError(e)),
+        }
+    } else {
+        return usage_failure(&UsageError(format!("{}: no such file", args.tool)));
+    };
+    let mut analyzer = Analyzer::new(root);
+    let checked = match analyzer.check_file(&file) {
+        Ok(c) => c,
+        Err(e) => return usage_failure(&UsageError(format!("cannot read {}: {e}", file.display()))),
+    };
+    if !checked.diagnostics.is_empty() {
+        eprint!("{}", render(&checked.diagnostics, &args.tool, &checked.source, color_stderr()));
+    }
+    let Some(plan) = checked.plan else {
+        if !checked.has_errors() {
+            eprintln!("error: {} is a primitive tool: it has no steps to draw", args.tool);
+        }
+        return ExitCode::from(1);
+    };
+    match args.format {
+        Format::Mermaid => print!("{}", plan.to_mermaid()),
+        Format::Dot => print!("{}", plan.to_dot(&checked.name)),
+    }
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,333 @@
+//! `tdsl run <TOOL> [--root DIR] [--args FILE.json | --arg NAME=JSON ...] [--trace FILE]
+//! [--mock FILE]` and `tdsl replay TRACE`.
+//!
+//! `run` prints the composite's result as JSON on standard output. Exit status: 0 for
+//! SUCCESS and PARTIAL, 1 for FAILED and TIMEOUT (with the failing step and the reason on
+//! standard error) and for definitions that do not check or that a guard refuses, 2 when
+//! the command itself cannot run. On a terminal, progress goes to standard error.
+//!
+//! `replay` re-runs a trace's composite from its recorded responses and clock reads, with
+//! no tool calls, prints the result, and lists every divergence from the recording; exit 0
+//! when there is none, 1 otherwise.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+
+use super::check::tool_root;
+use super::{color_stderr, render, usage_failure, UsageError};
+use crate::exec::host::{HostRunner, Mock};
+use crate::exec::{
+    replay, Event, Executor, Guards, LoadError, Observer, Options, Run, RunStatus, StepStatus, Trace, Workflow,
+};
+use crate::value::{Map, Value};
+
+/// Arguments of `tdsl run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The composite tool: a file path or, when no such file exists and `--root` is given, a
+    /// tool path under the root (`/tools/main.tool`).
+    #[arg(value_name = "TOOL")]
+    tool: String,
+    /// The tool root `tool_definition_path`s resolve against (default: the current folder).
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
+    /// A JSON object holding the tool's arguments.
+    #[arg(long, value_name = "FILE.json")]
+    args: Option<PathBuf>,
+    /// One argument as NAME=JSON (repeatable; wins over --args).
+    #[arg(long = "arg", value_name = "NAME=JSON")]
+    arg: Vec<String>,
+    /// Writes the execution trace (JSON) to this file.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
+    /// Answers tool calls from this JSON file instead of running the tools it lists.
+    #[arg(long, value_name = "FILE")]
+    mock: Option<PathBuf>,
+    /// The most tool calls in flight at once.
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    concurrency: usize,
+    /// The whole run's deadline, in seconds.
+    #[arg(long, value_name = "SECONDS")]
+    deadline: Option<f64>,
+    /// Only tool paths matching one of these globs may be called (repeatable).
+    #[arg(long = "allow-tool", value_name = "GLOB")]
+    allow_tool: Vec<String>,
+    /// The most steps the run may execute (counting composite callees' steps).
+    #[arg(long, value_name = "N")]
+    max_steps: Option<usize>,
+    /// The most children one parallel step may have.
+    #[arg(long, value_name = "N")]
+    max_fan_out: Option<usize>,
+    /// The seed of retry jitter (default: from the clock).
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// Serve the files under DIR to the file functions of transforms (`read_file`, …).
+    #[arg(long, value_name = "DIR")]
+    files: Option<PathBuf>,
+}
+
+/// Arguments of `tdsl replay`.
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// A trace written by `tdsl run --trace`.
+    #[arg(value_name = "TRACE")]
+    trace: PathBuf,
+    /// The tool root (default: the one the trace records).
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
+    /// Writes the replay's own trace to this file.
+    #[arg(long = "trace-out", value_name = "FILE")]
+    trace_out: Option<PathBuf>,
+}
+
+/// Prints steps starting and ending, and fan-out progress, on standard error.
+struct Progress;
+
+impl Observer for Progress {
+    fn event(&self, event: &Event<'_>) {
+        let line = match event {
+            Event::StepStarted { step, tool } => format!("▶ {step} ({tool})"),
+            Event::FanOut { step, children } => format!("  {step}: {children} children"),
+            Event::ChildEnded { step, ended, children } => format!("  {step}: {ended}/{children}"),
+            Event::StepEnded { step, status, reason } => match (status, reason) {
+                (StepStatus::Completed, _) => format!("✔ {step}"),
+                (s, Some(r)) => format!("• {step} {} ({r})", s.as_str()),
+                (s, None) => format!("• {step} {}", s.as_str()),
+            },
+        };
+        let _ = writeln!(std::io::stderr().lock(), "{line}");
+    }
+}
+
+/// Runs `tdsl run`.
+pub fn run(args: RunArgs) -> ExitCode {
+    match prepare(&args) {
+        Ok((workflow, executor, arguments)) => execute(&args, &workflow, &executor, arguments),
+        Err(Stop::Usage(e)) => usage_failure(&e),
+        Err(Stop::Problems) => ExitCode::from(1),
+    }
+}
+
+enum Stop {
+    Usage(UsageError),
+    Problems,
+}
+
+fn prepare(args: &RunArgs) -> Result<(Workflow, Executor, Value), Stop> {
+    let root = tool_root(args.root.as_deref()).map_err(Stop::Usage)?;
+    let given = PathBuf::from(&args.tool);
+    let file = if given.is_file() {
+        given
+    } else if args.root.is_some() {
+        match root.file_path(&args.tool) {
+            Ok(p) if p.is_file() => p,
+            Ok(p) => return Err(usage(format!("{}: no such file (looked for {})", args.tool, p.display()))),
+            Err(e) => return Err(usage(e)),
+        }
+    } else {
+        return Err(usage(format!("{}: no such file", args.tool)));
+    };
+    let arguments = load_arguments(args.args.as_deref(), &args.arg).map_err(Stop::Usage)?;
+    let mock = match &args.mock {
+        Some(path) => {
+            let text =
+                std::fs::read_to_string(path).map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
+            Some(Mock::from_json(&text).map_err(|e| usage(format!("{}: {e}", path.display())))?)
+        }
+        None => None,
+    };
+    let mut engine = crate::exec::engine();
+    if let Some(dir) = &args.files {
+        engine = engine.with_file_store(super::open_files(dir).map_err(Stop::Usage)?);
+    }
+    let workflow = load(root.dir(), &file, &args.tool, engine)?;
+    let mut runner = HostRunner::new();
+    if let Some(m) = mock {
+        runner = runner.with_mock(m);
+    }
+    let unrunnable: Vec<&str> = workflow.missing_tools().into_iter().filter(|t| !runner.mocks(t)).collect();
+    if !unrunnable.is_empty() {
+        for t in unrunnable {
+            eprintln!(
+                "error: `{t}` does not resolve: there is no such file under {} and no mock answers for it",
+                workflow.root().display()
+            );
+        }
+        return Err(Stop::Problems);
+    }
+    let mut guards = Guards::new();
+    if !args.allow_tool.is_empty() {
+        guards = guards.allow_tools(&args.allow_tool).map_err(|e| usage(format!("--allow-tool: {e}")))?;
+    }
+    if let Some(n) = args.max_steps {
+        guards = guards.max_steps(n);
+    }
+    if let Some(n) = args.max_fan_out {
+        guards = guards.max_fan_out(n);
+    }
+    let deadline = match args.deadline {
+        Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
+        Some(s) => return Err(usage(format!("--deadline {s}: must be a positive number of seconds"))),
+        None => None,
+    };
+    if args.concurrency == 0 {
+        return Err(usage("--concurrency must be at least 1".to_string()));
+    }
+    let options = Options { max_concurrency: args.concurrency, deadline, guards, ..Options::default() };
+    let mut executor = Executor::new(runner).with_options(options);
+    if let Some(seed) = args.seed {
+        executor = executor.with_random(Arc::new(crate::exec::SeededRandom::new(seed)));
+    }
+    if std::io::stderr().is_terminal() {
+        executor = executor.with_observer(Arc::new(Progress));
+    }
+    Ok((workflow, executor, arguments))
+}
+
+fn usage(message: String) -> Stop {
+    Stop::Usage(UsageError(message))
+}
+
+/// Loads a workflow; its problems are rendered on standard error.
+fn load(root: &Path, file: &Path, name: &str, engine: crate::Engine) -> Result<Workflow, Stop> {
+    Workflow::load_with_engine(root, file, engine).map_err(|e| match e {
+        LoadError::Io(m) => usage(m),
+        LoadError::Invalid { name: tool, source, diagnostics } => {
+            eprint!("{}", render(&diagnostics, &tool, &source, color_stderr()));
+            eprintln!("error: {name} cannot run: {}", LoadError::Invalid { name: tool, source, diagnostics });
+            Stop::Problems
+        }
+        other => {
+            eprintln!("error: {other}");
+            Stop::Problems
+        }
+    })
+}
+
+fn execute(args: &RunArgs, workflow: &Workflow, executor: &Executor, arguments: Value) -> ExitCode {
+    let run = match executor.run(workflow, arguments) {
+        Ok(r) => r,
+        Err(refused) => {
+            eprintln!("error: refused before the run: {refused} [{}]", refused.code());
+            return ExitCode::from(1);
+        }
+    };
+    if let Some(path) = &args.trace {
+        if let Err(e) = std::fs::write(path, run.trace.to_json() + "\n") {
+            eprintln!("error: cannot write the trace to {}: {e}", path.display());
+            return ExitCode::from(2);
+        }
+    }
+    report(&run)
+}
+
+/// Prints a run's result (or its error) and maps its status to the exit code.
+fn report(run: &Run) -> ExitCode {
+    if let Some(result) = &run.result {
+        println!("{}", serde_json::to_string_pretty(result).unwrap_or_default());
+    }
+    match (&run.status, &run.error) {
+        (RunStatus::Success, _) => ExitCode::SUCCESS,
+        (RunStatus::Partial, _) => {
+            let failed: Vec<&str> = run
+                .trace
+                .steps
+                .iter()
+                .filter(|s| matches!(s.status, StepStatus::Failed | StepStatus::Timeout))
+                .map(|s| s.execution_id.as_str())
+                .collect();
+            eprintln!("warning: PARTIAL: continued past failed steps: {}", failed.join(", "));
+            ExitCode::SUCCESS
+        }
+        (status, error) => {
+            let why = error.as_ref().map_or_else(|| "no reason recorded".to_string(), ToString::to_string);
+            eprintln!("error: {}: {why}", status.as_str());
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// The arguments from `--args` and `--arg`.
+fn load_arguments(file: Option<&Path>, args: &[String]) -> Result<Value, UsageError> {
+    let mut map = Map::default();
+    if let Some(path) = file {
+        let text =
+            std::fs::read_to_string(path).map_err(|e| UsageError(format!("cannot read {}: {e}", path.display())))?;
+        match serde_json::from_str::<Value>(&text).as_ref() {
+            Ok(Value::Object(o)) => map = (**o).clone(),
+            Ok(other) => {
+                return Err(UsageError(format!("{} must hold a JSON object, found {:#}", path.display(), other.kind())))
+            }
+            Err(e) => return Err(UsageError(format!("{} is not valid JSON: {e}", path.display()))),
+        }
+    }
+    for spec in args {
+        let Some((name, json)) = spec.split_once('=') else {
+            return Err(UsageError(format!("--arg {spec:?} must be NAME=JSON")));
+        };
+        let v: Value = serde_json::from_str(json).map_err(|e| {
+            UsageError(format!(
+                "--arg {name}: {json:?} is not JSON ({e}); to pass a string, quote it: --arg '{name}=\"{json}\"'"
+            ))
+        })?;
+        map.insert(Arc::from(name), v);
+    }
+    Ok(Value::object(map))
+}
+
+/// Runs `tdsl replay`.
+pub fn replay_command(args: ReplayArgs) -> ExitCode {
+    let text = match std::fs::read_to_string(&args.trace) {
+        Ok(t) => t,
+        Err(e) => return usage_failure(&UsageError(format!("cannot read {}: {e}", args.trace.display()))),
+    };
+    let trace = match Trace::from_json(&text) {
+        Ok(t) => t,
+        Err(e) => return usage_failure(&UsageError(format!("{}: {e}", args.trace.display()))),
+    };
+    let Some(root) = args.root.clone().or_else(|| trace.root.clone()) else {
+        return usage_failure(&UsageError("the trace records no tool root: pass --root".to_string()));
+    };
+    let file = match &trace.file {
+        Some(f) if args.root.is_none() => f.clone(),
+        _ => match crate::analysis::ToolRoot::new(&root).file_path(&trace.tool) {
+            Ok(f) => f,
+            Err(e) => return usage_failure(&UsageError(e)),
+        },
+    };
+    let workflow = match load(&root, &file, &trace.tool, crate::exec::engine()) {
+        Ok(w) => w,
+        Err(Stop::Usage(e)) => return usage_failure(&e),
+        Err(Stop::Problems) => return ExitCode::from(1),
+    };
+    let replayed = match replay(&workflow, &trace, Options::default()) {
+        Ok(r) => r,
+        Err(refused) => {
+            eprintln!("error: refused before the replay: {refused} [{}]", refused.code());
+            return ExitCode::from(1);
+        }
+    };
+    if let Some(path) = &args.trace_out {
+        if let Err(e) = std::fs::write(path, replayed.run.trace.to_json() + "\n") {
+            eprintln!("error: cannot write the trace to {}: {e}", path.display());
+            return ExitCode::from(2);
+        }
+    }
+    if let Some(result) = &replayed.run.result {
+        println!("{}", serde_json::to_string_pretty(result).unwrap_or_default());
+    }
+    if replayed.divergences.is_empty() {
+        eprintln!("replay matches the recording ({})", replayed.run.status.as_str());
+        return ExitCode::SUCCESS;
+    }
+    eprintln!("the replay diverges from the recording in {} place(s):", replayed.divergences.len());
+    for d in &replayed.divergences {
+        eprintln!("  {d}");
+    }
+    ExitCode::from(1)
+}

@@ -1,0 +1,172 @@
+//! A per-tool circuit breaker (SPEC §6.5): closed → open after `failure_threshold`
+//! consecutive failures; open refuses calls for `reset_timeout`; then half-open lets
+//! `half_open_calls` trial calls through; a success closes it, a failure opens it again.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+/// Breaker settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BreakerPolicy {
+    /// Consecutive failures that open the breaker.
+    pub failure_threshold: u32,
+    /// How long it stays open, in seconds.
+    pub reset_timeout_seconds: f64,
+    /// Trial calls allowed while half-open.
+    pub half_open_calls: u32,
+}
+
+impl Default for BreakerPolicy {
+    fn default() -> BreakerPolicy {
+        BreakerPolicy { failure_threshold: 3, reset_timeout_seconds: 60.0, half_open_calls: 1 }
+    }
+}
+
+/// A breaker's state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BreakerState {
+    /// Calls pass; counts consecutive failures.
+    Closed,
+    /// Calls are refused until the reset timeout has passed.
+    Open,
+    /// A limited number of trial calls pass.
+    HalfOpen,
+}
+
+#[derive(Debug)]
+struct Breaker {
+    state: BreakerState,
+    failures: u32,
+    opened_at_ms: u64,
+    trials_in_flight: u32,
+}
+
+/// The breakers of every tool, keyed by tool path.
+#[derive(Debug, Default)]
+pub struct Breakers {
+    policy: BreakerPolicy,
+    by_tool: Mutex<HashMap<String, Breaker>>,
+}
+
+/// Whether a call may go ahead.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admission {
+    /// Go ahead.
+    Allowed,
+    /// Refused: the breaker is open.
+    Refused,
+}
+
+impl Breakers {
+    /// Breakers with a policy.
+    pub fn new(policy: BreakerPolicy) -> Breakers {
+        Breakers { policy, by_tool: Mutex::new(HashMap::new()) }
+    }
+
+    fn with<T>(&self, tool: &str, f: impl FnOnce(&mut Breaker, &BreakerPolicy) -> T) -> T {
+        let mut map = self.by_tool.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let b = map.entry(tool.to_string()).or_insert(Breaker {
+            state: BreakerState::Closed,
+            failures: 0,
+            opened_at_ms: 0,
+            trials_in_flight: 0,
+        });
+        f(b, &self.policy)
+    }
+
+    /// Asks to make a call at time `now_ms`.
+    pub fn admit(&self, tool: &str, now_ms: u64) -> Admission {
+        self.with(tool, |b, p| {
+            if b.state == BreakerState::Open {
+                let reset_ms = (p.reset_timeout_seconds.max(0.0) * 1000.0) as u64;
+                if now_ms.saturating_sub(b.opened_at_ms) >= reset_ms {
+                    b.state = BreakerState::HalfOpen;
+                    b.trials_in_flight = 0;
+                } else {
+                    return Admission::Refused;
+                }
+            }
+            if b.state == BreakerState::HalfOpen {
+                if b.trials_in_flight >= p.half_open_calls.max(1) {
+                    return Admission::Refused;
+                }
+                b.trials_in_flight += 1;
+            }
+            Admission::Allowed
+        })
+    }
+
+    /// Records a successful call.
+    pub fn success(&self, tool: &str) {
+        self.with(tool, |b, _| {
+            b.state = BreakerState::Closed;
+            b.failures = 0;
+            b.trials_in_flight = 0;
+        });
+    }
+
+    /// Records a failed call at `now_ms`; returns true when this failure opened (tripped)
+    /// the breaker.
+    pub fn failure(&self, tool: &str, now_ms: u64) -> bool {
+        self.with(tool, |b, p| {
+            b.failures += 1;
+            let trip = b.state == BreakerState::HalfOpen || b.failures >= p.failure_threshold.max(1);
+            if trip && b.state != BreakerState::Open {
+                b.state = BreakerState::Open;
+                b.opened_at_ms = now_ms;
+                b.trials_in_flight = 0;
+                return true;
+            }
+            false
+        })
+    }
+
+    /// The state of a tool's breaker.
+    pub fn state(&self, tool: &str) -> BreakerState {
+        self.with(tool, |b, _| b.state)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn opens_after_threshold_and_recovers_through_half_open() {
+        let b = Breakers::new(BreakerPolicy::default());
+        assert!(!b.failure("t", 0));
+        assert!(!b.failure("t", 0));
+        assert!(b.failure("t", 10), "third consecutive failure trips");
+        assert_eq!(b.state("t"), BreakerState::Open);
+        assert_eq!(b.admit("t", 59_999), Admission::Refused);
+        assert_eq!(b.admit("t", 60_010), Admission::Allowed, "half-open trial");
+        assert_eq!(b.state("t"), BreakerState::HalfOpen);
+        assert_eq!(b.admit("t", 60_011), Admission::Refused, "one trial at a time");
+        b.success("t");
+        assert_eq!(b.state("t"), BreakerState::Closed);
+    }
+
+    #[test]
+    fn a_failed_trial_opens_again() {
+        let b = Breakers::new(BreakerPolicy { failure_threshold: 1, ..BreakerPolicy::default() });
+        assert!(b.failure("t", 0));
+        assert_eq!(b.admit("t", 60_000), Admission::Allowed);
+        assert!(b.failure("t", 60_000));
+        assert_eq!(b.admit("t", 60_001), Admission::Refused);
+    }
+
+    #[test]
+    fn success_resets_the_count() {
+        let b = Breakers::new(BreakerPolicy::default());
+        b.failure("t", 0);
+        b.failure("t", 0);
+        b.success("t");
+        assert!(!b.failure("t", 0));
+        assert_eq!(b.state("t"), BreakerState::Closed);
+        assert_eq!(b.state("other"), BreakerState::Closed);
+    }
+}

@@ -1,0 +1,76 @@
+//! The clock `datetime_now` reads during a run, recorded for the trace and served back in
+//! replay.
+//!
+//! Programs are compiled once, with [`ExecClock`] as their clock, long before any run; the
+//! run they belong to is only known when they are evaluated. So the engine opens a
+//! [`ClockScope`] around each evaluation on the evaluating thread, and `ExecClock` reads the
+//! innermost open scope. Outside any scope (a program evaluated by hand) it is the system
+//! clock.
+
+use std::cell::RefCell;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use super::time::Time;
+use crate::runtime::{Clock, SystemClock};
+
+/// The clock of programs compiled for execution ([`super::workflow::engine`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ExecClock;
+
+thread_local! {
+    static SCOPES: RefCell<Vec<Arc<ClockScope>>> = const { RefCell::new(Vec::new()) };
+}
+
+impl Clock for ExecClock {
+    fn now_millis(&self) -> i64 {
+        let scope = SCOPES.with(|s| s.borrow().last().cloned());
+        match scope {
+            Some(s) => s.read(),
+            None => SystemClock.now_millis(),
+        }
+    }
+}
+
+/// The reads of one step (or of the tool-level transforms): live from the run's time, or
+/// served from a recording.
+pub(crate) struct ClockScope {
+    time: Arc<dyn Time>,
+    recorded: Option<Vec<i64>>,
+    reads: Mutex<Vec<i64>>,
+}
+
+impl ClockScope {
+    /// A scope reading `time`, or replaying `recorded` reads in order (and `time` once they
+    /// run out).
+    pub(crate) fn new(time: Arc<dyn Time>, recorded: Option<Vec<i64>>) -> Arc<ClockScope> {
+        Arc::new(ClockScope { time, recorded, reads: Mutex::new(Vec::new()) })
+    }
+
+    fn read(&self) -> i64 {
+        let mut reads = self.reads.lock().unwrap_or_else(PoisonError::into_inner);
+        let v = match &self.recorded {
+            Some(r) => r.get(reads.len()).copied().unwrap_or_else(|| self.time.wall_ms()),
+            None => self.time.wall_ms(),
+        };
+        reads.push(v);
+        v
+    }
+
+    /// Every read so far.
+    pub(crate) fn reads(&self) -> Vec<i64> {
+        self.reads.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Runs `f` with this scope open on the current thread.
+    pub(crate) fn enter<T>(self: &Arc<Self>, f: impl FnOnce() -> T) -> T {
+        struct Pop;
+        impl Drop for Pop {
+            fn drop(&mut self) {
+                SCOPES.with(|s| s.borrow_mut().pop());
+            }
+        }
+        SCOPES.with(|s| s.borrow_mut().push(self.clone()));
+        let _pop = Pop;
+        f()
+    }
+}

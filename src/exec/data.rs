@@ -1,0 +1,291 @@
+//! Data flow inside one composite: REFs (SPEC §2), values with REFs at any depth,
+//! conditions (§6.2) and transform blocks in their exact order (§3).
+//!
+//! Everything here is a pure function of the plan and the values already produced; it
+//! never calls a tool and never waits.
+
+use std::cell::OnceCell;
+use std::sync::{Arc, OnceLock};
+
+use crate::analysis::{ConditionPlan, Plan, RefContext, RefPlan, StepId, TransformPlan, ValuePlan};
+use crate::diagnostic::Code;
+use crate::runtime::EvalError;
+use crate::tool::{Logic, Operator};
+use crate::value::{cmp_numbers, Map, Value};
+
+/// A failure inside a step, before or after the call: what the trace and the run's error
+/// report.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct StepError {
+    pub code: Code,
+    pub message: String,
+}
+
+impl StepError {
+    pub(crate) fn new(code: Code, message: impl Into<String>) -> StepError {
+        StepError { code, message: message.into() }
+    }
+
+    fn eval(what: &str, e: &EvalError) -> StepError {
+        StepError { code: e.code, message: format!("{what}: {e}") }
+    }
+}
+
+/// What REFs and expressions in one place of a composite can see.
+pub(crate) struct Env<'a> {
+    pub plan: &'a Plan,
+    /// `REF:arguments`: the composite's arguments after its own `transform_arguments`.
+    pub arguments: &'a Value,
+    /// Step results by [`StepId`]: set once a step has ended (`null` when skipped).
+    pub results: &'a [OnceLock<Value>],
+    /// The steps whose results expressions may name (the step's dependencies; every step
+    /// for the tool-level blocks).
+    pub visible: Visible<'a>,
+    /// `REF:response`, inside `transform_responses`.
+    pub response: Option<&'a Value>,
+    /// The REF contexts as one object, for programs: built on first use.
+    refs: OnceCell<Value>,
+}
+
+/// Which step results an [`Env`] exposes to programs.
+#[derive(Clone, Copy)]
+pub(crate) enum Visible<'a> {
+    /// These steps.
+    Steps(&'a [StepId]),
+    /// Every step of the plan.
+    All,
+}
+
+impl<'a> Env<'a> {
+    pub(crate) fn new(
+        plan: &'a Plan,
+        arguments: &'a Value,
+        results: &'a [OnceLock<Value>],
+        visible: Visible<'a>,
+    ) -> Self {
+        Env { plan, arguments, results, visible, response: None, refs: OnceCell::new() }
+    }
+
+    /// The same view with `REF:response` bound.
+    pub(crate) fn with_response(&self, response: &'a Value) -> Env<'a> {
+        Env { response: Some(response), refs: OnceCell::new(), ..*self }
+    }
+
+    fn result(&self, id: StepId) -> Value {
+        self.results.get(id.0).and_then(OnceLock::get).cloned().unwrap_or_default()
+    }
+
+    /// The REF contexts object programs evaluate against: `arguments`, the visible steps
+    /// by execution id, and `response` when bound.
+    pub(crate) fn refs(&self) -> &Value {
+        self.refs.get_or_init(|| {
+            let mut m = Map::default();
+            m.insert(Arc::from("arguments"), self.arguments.clone());
+            let mut add = |id: StepId| {
+                if let Some(s) = self.plan.steps.get(id.0) {
+                    m.insert(s.execution_id.clone(), self.result(id));
+                }
+            };
+            match self.visible {
+                Visible::Steps(ids) => ids.iter().copied().for_each(&mut add),
+                Visible::All => (0..self.plan.steps.len()).map(StepId).for_each(&mut add),
+            }
+            if let Some(r) = self.response {
+                m.insert(Arc::from("response"), r.clone());
+            }
+            Value::object(m)
+        })
+    }
+
+    /// A REF's value, keeping its type (SPEC §2).
+    pub(crate) fn resolve_ref(&self, r: &RefPlan) -> Result<Value, StepError> {
+        let start = match r.context {
+            RefContext::Arguments => self.arguments.clone(),
+            RefContext::Response => self.response.cloned().unwrap_or_default(),
+            RefContext::Step(id) => self.result(id),
+        };
+        match start.walk_ref(&r.segments) {
+            Ok(v) => Ok(v.into_owned()),
+            Err((at, e)) => Err(StepError::new(
+                Code::RuntimeType,
+                format!(
+                    "`{}` cannot be resolved: `.{}` cannot be read from {:#}",
+                    self.ref_text(r),
+                    r.segments.get(at).map_or("", |s| &**s),
+                    e.found
+                ),
+            )),
+        }
+    }
+
+    /// A REF as written: `REF:scan.files.0`.
+    pub(crate) fn ref_text(&self, r: &RefPlan) -> String {
+        let mut s = String::from("REF:");
+        match r.context {
+            RefContext::Arguments => s.push_str("arguments"),
+            RefContext::Response => s.push_str("response"),
+            RefContext::Step(id) => s.push_str(self.plan.steps.get(id.0).map_or("?", |st| &*st.execution_id)),
+        }
+        for seg in &r.segments {
+            s.push('.');
+            s.push_str(seg);
+        }
+        s
+    }
+
+    /// A value with its REFs (and, in `variables`, its call-strings) resolved, at any depth.
+    pub(crate) fn resolve(&self, v: &ValuePlan) -> Result<Value, StepError> {
+        match v {
+            ValuePlan::Literal(v) => Ok(v.clone()),
+            ValuePlan::Ref(r) => self.resolve_ref(r),
+            ValuePlan::Call(p) => p.eval_with(&Value::Null, self.refs()).map_err(|e| StepError::eval(p.source(), &e)),
+            ValuePlan::List(items) => Ok(Value::list(items.iter().map(|i| self.resolve(i)).collect::<Result<_, _>>()?)),
+            ValuePlan::Object(entries) => {
+                let mut m = Map::with_capacity_and_hasher(entries.len(), Default::default());
+                for (k, p) in entries {
+                    m.insert(k.clone(), self.resolve(p)?);
+                }
+                Ok(Value::object(m))
+            }
+        }
+    }
+
+    /// `arguments` as written, resolved.
+    pub(crate) fn resolve_entries(&self, entries: &[(Arc<str>, ValuePlan)]) -> Result<Map, StepError> {
+        let mut m = Map::with_capacity_and_hasher(entries.len(), Default::default());
+        for (k, p) in entries {
+            m.insert(k.clone(), self.resolve(p)?);
+        }
+        Ok(m)
+    }
+
+    /// Whether every condition holds (an empty list holds).
+    pub(crate) fn all_hold(&self, conditions: &[ConditionPlan]) -> Result<bool, StepError> {
+        for c in conditions {
+            if !self.holds(c)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// One condition; groups short-circuit.
+    pub(crate) fn holds(&self, c: &ConditionPlan) -> Result<bool, StepError> {
+        match c {
+            ConditionPlan::Group { logic: Logic::And, conditions, .. } => self.all_hold(conditions),
+            ConditionPlan::Group { logic: Logic::Or, conditions, .. } => {
+                for c in conditions {
+                    if self.holds(c)? {
+                        return Ok(true);
+                    }
+                }
+                Ok(false)
+            }
+            ConditionPlan::Group { logic: Logic::Not, conditions, .. } => Ok(!self.all_hold(conditions)?),
+            ConditionPlan::Leaf { param, operator, value, .. } => {
+                let p = self.resolve(param)?;
+                let v = match value {
+                    Some(v) => self.resolve(v)?,
+                    None => Value::Null,
+                };
+                compare(*operator, &p, &v).map_err(|m| StepError::new(Code::RuntimeType, m))
+            }
+        }
+    }
+
+    /// Runs a transform block on `target` (SPEC §3): variables resolved in order, laid over
+    /// a copy of `target` to make the context; each transform evaluated in order against
+    /// the context, its result written to `target` and to the context.
+    pub(crate) fn transform(&self, t: &TransformPlan, target: &mut Map, block: &str) -> Result<(), StepError> {
+        let mut context = target.clone();
+        for (k, p) in &t.variables {
+            let v =
+                self.resolve(p).map_err(|e| StepError { message: format!("variable `{k}`: {}", e.message), ..e })?;
+            context.insert(k.clone(), v);
+        }
+        let mut context = Value::object(context);
+        for (k, program) in &t.transforms {
+            let out = program
+                .eval_with(&context, self.refs())
+                .map_err(|e| StepError::eval(&format!("{block} `{k}` (`{}`)", program.source()), &e))?;
+            target.insert(k.clone(), out.clone());
+            if let Value::Object(m) = &mut context {
+                Arc::make_mut(m).insert(k.clone(), out);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A condition operator applied to `param` and `value` (SPEC §6.2).
+pub(crate) fn compare(op: Operator, p: &Value, v: &Value) -> Result<bool, String> {
+    use std::cmp::Ordering::*;
+    let numeric = |want: &[std::cmp::Ordering]| -> Result<bool, String> {
+        match (p, v) {
+            (Value::Null, _) | (_, Value::Null) => Ok(false),
+            (Value::Int(_) | Value::Float(_), Value::Int(_) | Value::Float(_)) => Ok(want.contains(&cmp_numbers(p, v))),
+            _ => Err(format!("`{op}` compares numbers, and got {:#} and {:#}", p.kind(), v.kind())),
+        }
+    };
+    match op {
+        Operator::Equals => Ok(p == v),
+        Operator::NotEquals => Ok(p != v),
+        Operator::Exists => Ok(!p.is_null()),
+        Operator::NotExists => Ok(p.is_null()),
+        Operator::GreaterThan => numeric(&[Greater]),
+        Operator::LessThan => numeric(&[Less]),
+        Operator::GreaterThanOrEquals => numeric(&[Greater, Equal]),
+        Operator::LessThanOrEquals => numeric(&[Less, Equal]),
+        Operator::Contains => member(v, p, op),
+        Operator::In => member(p, v, op),
+        Operator::StartsWith | Operator::EndsWith => match (p, v) {
+            (Value::Null, _) | (_, Value::Null) => Ok(false),
+            (Value::Str(a), Value::Str(b)) => {
+                Ok(if op == Operator::StartsWith { a.starts_with(&**b) } else { a.ends_with(&**b) })
+            }
+            _ => Err(format!("`{op}` compares strings, and got {:#} and {:#}", p.kind(), v.kind())),
+        },
+    }
+}
+
+/// Whether `needle` is in `haystack`: an element of a list, a substring of a string, a key
+/// of an object. A `null` haystack holds nothing.
+fn member(needle: &Value, haystack: &Value, op: Operator) -> Result<bool, String> {
+    match haystack {
+        Value::Null => Ok(false),
+        Value::List(items) => Ok(items.iter().any(|i| i == needle)),
+        Value::Str(s) => match needle {
+            Value::Str(n) => Ok(s.contains(&**n)),
+            Value::Null => Ok(false),
+            other => Err(format!("`{op}` looks for a string in a string, and got {other:#}", other = other.kind())),
+        },
+        Value::Object(m) => match needle {
+            Value::Str(k) => Ok(m.contains_key(&**k)),
+            Value::Null => Ok(false),
+            other => Err(format!("`{op}` looks for a key in an object, and got {other:#}", other = other.kind())),
+        },
+        other => Err(format!("`{op}` needs a list, a string or an object, and got {other:#}", other = other.kind())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(s: &str) -> Value {
+        serde_json::from_str(s).expect("json")
+    }
+
+    #[test]
+    fn operators() {
+        assert!(compare(Operator::Equals, &v("1"), &v("1.0")).unwrap());
+        assert!(compare(Operator::In, &v("\"b\""), &v(r#"["a", "b"]"#)).unwrap());
+        assert!(compare(Operator::In, &v("\"ell\""), &v("\"hello\"")).unwrap());
+        assert!(compare(Operator::Contains, &v(r#"{"k": 1}"#), &v("\"k\"")).unwrap());
+        assert!(!compare(Operator::GreaterThan, &v("null"), &v("1")).unwrap());
+        assert!(compare(Operator::GreaterThanOrEquals, &v("2"), &v("2.0")).unwrap());
+        assert!(compare(Operator::GreaterThan, &v("\"a\""), &v("1")).is_err());
+        assert!(compare(Operator::EndsWith, &v("\"report.md\""), &v("\".md\"")).unwrap());
+        assert!(compare(Operator::NotExists, &v("null"), &Value::Null).unwrap());
+    }
+}

@@ -1,0 +1,190 @@
+//! The executor: what a host configures once (runner, time, randomness, limits, guards)
+//! and then runs workflows with.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::breaker::{BreakerPolicy, Breakers};
+use super::guard::{GuardError, Guards};
+use super::retry::RetryPolicy;
+use super::runner::Runner;
+use super::scheduler::{self, Source};
+use super::time::{Random, SeededRandom, SystemTime, Time};
+use super::trace::{RunError, RunStatus, StepStatus, Trace};
+use super::workflow::Workflow;
+use crate::value::Value;
+
+/// How an executor runs workflows.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The most tool calls in flight at once, over the whole run: steps, fan-out children
+    /// and the steps of composite callees alike. At least 1.
+    pub max_concurrency: usize,
+    /// The retry policy of steps that have no `retry` (and the defaults of the keys a
+    /// step's `retry` leaves out).
+    pub retry: RetryPolicy,
+    /// The circuit breaker of every tool.
+    pub breaker: BreakerPolicy,
+    /// The whole run's deadline, from its start.
+    pub deadline: Option<Duration>,
+    /// How deep composite callees may nest (the root composite is depth 0).
+    pub max_depth: usize,
+    /// Limits checked before the run.
+    pub guards: Guards,
+    /// How long, in real time, to wait for a timed-out call to return after it has been
+    /// cancelled (so that its process is gone before the run ends); past this it is left.
+    pub cancel_grace: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            max_concurrency: 8,
+            retry: RetryPolicy::default(),
+            breaker: BreakerPolicy::default(),
+            deadline: None,
+            max_depth: 8,
+            guards: Guards::default(),
+            cancel_grace: Duration::from_secs(2),
+        }
+    }
+}
+
+/// What happens during a run, for live progress. Called from worker threads.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Event<'a> {
+    /// A step started (its conditions are about to be evaluated).
+    StepStarted {
+        /// The step's path (`extract`, `outer/inner`).
+        step: &'a str,
+        /// Its callee.
+        tool: &'a str,
+    },
+    /// A parallel step is fanning out.
+    FanOut {
+        /// The step's path.
+        step: &'a str,
+        /// Its number of children.
+        children: usize,
+    },
+    /// A child of a parallel step ended.
+    ChildEnded {
+        /// The step's path.
+        step: &'a str,
+        /// Children ended so far.
+        ended: usize,
+        /// All its children.
+        children: usize,
+    },
+    /// A step ended.
+    StepEnded {
+        /// The step's path.
+        step: &'a str,
+        /// How.
+        status: StepStatus,
+        /// Why it was skipped, cancelled or failed.
+        reason: Option<&'a str>,
+    },
+}
+
+/// Receives [`Event`]s.
+pub trait Observer: Send + Sync {
+    /// One event.
+    fn event(&self, event: &Event<'_>);
+}
+
+/// Runs workflows: the runner, the clock, the randomness and the options, and the circuit
+/// breakers, which live as long as the executor (so a tool that keeps failing stays
+/// refused across runs until its reset timeout).
+pub struct Executor {
+    pub(crate) runner: Arc<dyn Runner>,
+    pub(crate) time: Arc<dyn Time>,
+    pub(crate) random: Arc<dyn Random>,
+    pub(crate) options: Options,
+    pub(crate) breakers: Arc<Breakers>,
+    pub(crate) observer: Option<Arc<dyn Observer>>,
+}
+
+impl std::fmt::Debug for Executor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Executor").field("options", &self.options).finish_non_exhaustive()
+    }
+}
+
+/// What a run produced.
+#[derive(Clone, Debug)]
+pub struct Run {
+    /// How it ended.
+    pub status: RunStatus,
+    /// The composite's result (for SUCCESS and PARTIAL).
+    pub result: Option<Value>,
+    /// Why it failed (for FAILED and TIMEOUT).
+    pub error: Option<RunError>,
+    /// Everything it did.
+    pub trace: Trace,
+}
+
+impl Executor {
+    /// An executor with this runner, the system clock, randomness seeded from the clock,
+    /// and default options.
+    pub fn new(runner: impl Runner + 'static) -> Executor {
+        let seed =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+        Executor::with_runner(Arc::new(runner)).with_random(Arc::new(SeededRandom::new(seed)))
+    }
+
+    /// [`Executor::new`] with a shared runner.
+    pub fn with_runner(runner: Arc<dyn Runner>) -> Executor {
+        let options = Options::default();
+        Executor {
+            runner,
+            time: Arc::new(SystemTime::default()),
+            random: Arc::new(SeededRandom::new(0)),
+            breakers: Arc::new(Breakers::new(options.breaker.clone())),
+            options,
+            observer: None,
+        }
+    }
+
+    /// Replaces the clock (a [`super::ManualTime`] in tests: nothing sleeps for real).
+    pub fn with_time(mut self, time: Arc<dyn Time>) -> Executor {
+        self.time = time;
+        self
+    }
+
+    /// Replaces the randomness behind retry jitter and run ids.
+    pub fn with_random(mut self, random: Arc<dyn Random>) -> Executor {
+        self.random = random;
+        self
+    }
+
+    /// Replaces the options (and resets the circuit breakers to the new policy).
+    pub fn with_options(mut self, options: Options) -> Executor {
+        self.breakers = Arc::new(Breakers::new(options.breaker.clone()));
+        self.options = options;
+        self
+    }
+
+    /// Reports progress to `observer`.
+    pub fn with_observer(mut self, observer: Arc<dyn Observer>) -> Executor {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// The options.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// The circuit breakers.
+    pub fn breakers(&self) -> &Breakers {
+        &self.breakers
+    }
+
+    /// Runs a workflow with `arguments` (an object). Refused, with no tool called, when a
+    /// guard does not allow it; otherwise the run's outcome, whatever it is.
+    pub fn run(&self, workflow: &Workflow, arguments: Value) -> Result<Run, GuardError> {
+        self.options.guards.check(workflow)?;
+        Ok(scheduler::run(self, workflow, arguments, &Source::Live))
+    }
+}

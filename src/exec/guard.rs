@@ -1,0 +1,184 @@
+//! Guards (from `seeds/001`): limits a host puts on what a workflow may do, checked on the
+//! loaded [`Workflow`] before anything runs. A refused workflow makes no tool call.
+//!
+//! - **Allowed tools**: every tool path the run can reach (through nested composites too)
+//!   must match one of the globs (`/tools/**`, `/tools/safe_*.tool`).
+//! - **Maximum steps**: the steps the run can execute, counting a composite callee's steps
+//!   once per step that calls it (fan-out children are bounded separately).
+//! - **Maximum fan-out width**: a literal `iterate_over` list longer than this is refused
+//!   before the run; a list that comes from a REF is checked when the step fans out, and
+//!   the step fails.
+
+use std::fmt;
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+
+use super::workflow::{Tool, Workflow};
+use crate::analysis::{Plan, ValuePlan};
+use crate::diagnostic::Code;
+
+/// The guards of an executor.
+#[derive(Clone, Debug)]
+pub struct Guards {
+    allowed: Option<(Vec<String>, GlobSet)>,
+    /// The most steps a run may execute (`None`: no bound).
+    pub max_steps: Option<usize>,
+    /// The most children one parallel step may have.
+    pub max_fan_out: usize,
+}
+
+impl Default for Guards {
+    fn default() -> Guards {
+        Guards { allowed: None, max_steps: None, max_fan_out: crate::runtime::Limits::default().max_fan_out }
+    }
+}
+
+/// Why a workflow was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GuardError {
+    /// A step calls a tool no allowed glob matches.
+    ToolNotAllowed {
+        /// The tool path.
+        tool: String,
+        /// The step that calls it (`outer/inner` inside a composite callee).
+        step: String,
+        /// The globs.
+        allowed: Vec<String>,
+    },
+    /// The run could execute more steps than allowed.
+    TooManySteps {
+        /// How many it could execute.
+        steps: usize,
+        /// The bound.
+        max: usize,
+    },
+    /// A parallel step fans out wider than allowed.
+    FanOutTooWide {
+        /// The step.
+        step: String,
+        /// Its number of children.
+        width: usize,
+        /// The bound.
+        max: usize,
+    },
+}
+
+impl GuardError {
+    /// The stable code.
+    pub fn code(&self) -> Code {
+        match self {
+            GuardError::ToolNotAllowed { .. } => Code::ToolNotAllowed,
+            GuardError::TooManySteps { .. } => Code::TooManySteps,
+            GuardError::FanOutTooWide { .. } => Code::FanOutTooWide,
+        }
+    }
+}
+
+impl fmt::Display for GuardError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GuardError::ToolNotAllowed { tool, step, allowed } => write!(
+                f,
+                "step `{step}` calls `{tool}`, which no allowed tool pattern matches (allowed: {})",
+                allowed.iter().map(|a| format!("`{a}`")).collect::<Vec<_>>().join(", ")
+            ),
+            GuardError::TooManySteps { steps, max } => {
+                write!(f, "the run could execute {steps} steps, more than the maximum of {max}")
+            }
+            GuardError::FanOutTooWide { step, width, max } => {
+                write!(f, "step `{step}` fans out to {width} children, more than the maximum of {max}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for GuardError {}
+
+impl Guards {
+    /// No guards but the default fan-out width ([`crate::Limits::max_fan_out`]).
+    pub fn new() -> Guards {
+        Guards::default()
+    }
+
+    /// Allows only tool paths matching one of `globs` (`*` stays inside one path segment,
+    /// `**` crosses them).
+    pub fn allow_tools<S: AsRef<str>>(mut self, globs: &[S]) -> Result<Guards, String> {
+        let mut builder = GlobSetBuilder::new();
+        let mut written = Vec::new();
+        for g in globs {
+            let g = g.as_ref();
+            let glob = globset::GlobBuilder::new(g)
+                .literal_separator(true)
+                .build()
+                .or_else(|_| Glob::new(g))
+                .map_err(|e| format!("`{g}` is not a glob: {e}"))?;
+            builder.add(glob);
+            written.push(g.to_string());
+        }
+        let set = builder.build().map_err(|e| e.to_string())?;
+        self.allowed = Some((written, set));
+        Ok(self)
+    }
+
+    /// Bounds the steps a run may execute.
+    pub fn max_steps(mut self, max: usize) -> Guards {
+        self.max_steps = Some(max);
+        self
+    }
+
+    /// Bounds the children of one parallel step.
+    pub fn max_fan_out(mut self, max: usize) -> Guards {
+        self.max_fan_out = max;
+        self
+    }
+
+    /// Whether a tool path is allowed.
+    pub fn allows(&self, tool: &str) -> bool {
+        self.allowed.as_ref().is_none_or(|(_, set)| set.is_match(tool))
+    }
+
+    /// Checks a workflow; the first problem found, in execution order.
+    pub fn check(&self, workflow: &Workflow) -> Result<(), GuardError> {
+        let mut steps = 0usize;
+        self.walk(workflow, workflow.plan(), "", &mut steps, 0)?;
+        match self.max_steps {
+            Some(max) if steps > max => Err(GuardError::TooManySteps { steps, max }),
+            _ => Ok(()),
+        }
+    }
+
+    fn walk(
+        &self,
+        wf: &Workflow,
+        plan: &Plan,
+        prefix: &str,
+        steps: &mut usize,
+        depth: usize,
+    ) -> Result<(), GuardError> {
+        for s in &plan.steps {
+            let key = format!("{prefix}{}", s.execution_id);
+            *steps += 1;
+            if let Some((globs, set)) = &self.allowed {
+                if !set.is_match(&*s.tool_path) {
+                    return Err(GuardError::ToolNotAllowed {
+                        tool: s.tool_path.to_string(),
+                        step: key,
+                        allowed: globs.clone(),
+                    });
+                }
+            }
+            if let Some(ValuePlan::Literal(v)) = s.parallel.as_ref().map(|p| &p.iterate_over) {
+                let width = v.as_list().map_or(0, <[_]>::len);
+                if width > self.max_fan_out {
+                    return Err(GuardError::FanOutTooWide { step: key, width, max: self.max_fan_out });
+                }
+            }
+            // Recursion is refused by the analysis; the depth bound only keeps this walk
+            // finite whatever the workflow holds.
+            if let (Some(Tool::Composite { plan: callee, .. }), true) = (wf.tool(&s.tool_path), depth < 64) {
+                self.walk(wf, callee, &format!("{key}/"), steps, depth + 1)?;
+            }
+        }
+        Ok(())
+    }
+}

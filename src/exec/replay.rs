@@ -1,0 +1,201 @@
+//! Replay: a composite re-run from a trace, with no tool calls.
+//!
+//! Every attempt's outcome (the response, or the error with its kind: transient, permanent,
+//! timeout, deadline, refused by a breaker) and every wall-clock read comes from the trace,
+//! keyed by the step's path (`extract`, `extract[3]`, `outer/inner`); the retry delays are
+//! the recorded ones, slept on a virtual clock. Everything else — conditions, transforms,
+//! REFs, validation, the response map — runs again from the current definitions. So a replay
+//! of an unchanged workflow gives the recorded result, and a replay after a change shows
+//! where the run would now go another way: each such place is a [`Divergence`].
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use super::executor::{Executor, Options, Run};
+use super::guard::GuardError;
+use super::runner::{ToolCall, ToolError};
+use super::scheduler::{self, Source};
+use super::time::ManualTime;
+use super::trace::{Attempt, ChildTrace, StepTrace, Trace};
+use super::workflow::Workflow;
+use crate::value::Value;
+
+/// A place where the replay did not do what the recording did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Divergence {
+    /// The step path (`extract[2]`), or `run` for the run as a whole.
+    pub at: String,
+    /// What differs.
+    pub what: String,
+}
+
+impl std::fmt::Display for Divergence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.at, self.what)
+    }
+}
+
+/// What a replay produced.
+#[derive(Clone, Debug)]
+pub struct Replay {
+    /// The replayed run (its trace is the replay's own).
+    pub run: Run,
+    /// Where it departed from the recording; empty when it did not.
+    pub divergences: Vec<Divergence>,
+}
+
+/// Replays `trace` on `workflow`. The options' concurrency, retry defaults and guards
+/// apply; the deadline does not (recorded deadline outcomes are replayed as they were).
+pub fn replay(workflow: &Workflow, trace: &Trace, options: Options) -> Result<Replay, GuardError> {
+    options.guards.check(workflow)?;
+    let recording = Arc::new(Recording::from_trace(trace));
+    let wall = chrono::DateTime::parse_from_rfc3339(&trace.started_at).map_or(0, |t| t.timestamp_millis());
+    let refuse =
+        |_: &ToolCall<'_>| -> Result<Value, ToolError> { Err(ToolError::permanent("replay makes no tool calls")) };
+    let ex = Executor::with_runner(Arc::new(refuse))
+        .with_options(Options { deadline: None, ..options })
+        .with_time(Arc::new(ManualTime::new(wall)));
+    let run = scheduler::run(&ex, workflow, trace.arguments.clone(), &Source::Replay(recording.clone()));
+    let mut divergences = recording.take();
+    compare_runs(trace, &run.trace, &mut divergences);
+    Ok(Replay { run, divergences })
+}
+
+/// A trace's attempts and clock reads by step path.
+pub(crate) struct Recording {
+    attempts: HashMap<String, Vec<Attempt>>,
+    clocks: HashMap<String, Vec<i64>>,
+    divergences: Mutex<Vec<Divergence>>,
+}
+
+impl Recording {
+    pub(crate) fn from_trace(t: &Trace) -> Recording {
+        let mut r = Recording { attempts: HashMap::new(), clocks: HashMap::new(), divergences: Mutex::new(Vec::new()) };
+        r.clocks.insert("$tool".to_string(), t.clock_reads.clone());
+        r.steps(&t.steps, "");
+        r
+    }
+
+    fn steps(&mut self, steps: &[StepTrace], prefix: &str) {
+        for s in steps {
+            let key = format!("{prefix}{}", s.execution_id);
+            self.attempts.insert(key.clone(), s.attempts.clone());
+            self.clocks.insert(key.clone(), s.clock_reads.clone());
+            self.callee(&key, s.steps.as_deref(), &s.callee_clock_reads);
+            for c in s.children.iter().flatten() {
+                let ck = format!("{key}[{}]", c.index);
+                self.attempts.insert(ck.clone(), c.attempts.clone());
+                self.callee(&ck, c.steps.as_deref(), &c.callee_clock_reads);
+            }
+        }
+    }
+
+    fn callee(&mut self, key: &str, steps: Option<&[StepTrace]>, clock: &[i64]) {
+        if let Some(steps) = steps {
+            self.clocks.insert(format!("{key}/$tool"), clock.to_vec());
+            self.steps(steps, &format!("{key}/"));
+        }
+    }
+
+    /// The recorded attempt `n` (0-based) of a step path.
+    pub(crate) fn attempt(&self, key: &str, n: usize) -> Option<&Attempt> {
+        self.attempts.get(key).and_then(|a| a.get(n))
+    }
+
+    /// The recorded clock reads of a step path (none when it has none).
+    pub(crate) fn clock(&self, key: &str) -> Vec<i64> {
+        self.clocks.get(key).cloned().unwrap_or_default()
+    }
+
+    pub(crate) fn diverge(&self, at: &str, what: String) {
+        self.divergences.lock().unwrap_or_else(PoisonError::into_inner).push(Divergence { at: at.to_string(), what });
+    }
+
+    fn take(&self) -> Vec<Divergence> {
+        std::mem::take(&mut *self.divergences.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+fn compare_runs(recorded: &Trace, replayed: &Trace, out: &mut Vec<Divergence>) {
+    let mut diff = |what: String| out.push(Divergence { at: "run".to_string(), what });
+    if recorded.status != replayed.status {
+        diff(format!("status is {}, recorded {}", replayed.status.as_str(), recorded.status.as_str()));
+    }
+    if recorded.result != replayed.result {
+        diff(format!("the result differs: {} now, recorded {}", show(&replayed.result), show(&recorded.result)));
+    }
+    compare_steps(&recorded.steps, &replayed.steps, "", out);
+}
+
+fn show(v: &Option<Value>) -> String {
+    v.as_ref().map_or_else(|| "none".to_string(), |v| v.to_string())
+}
+
+/// What two runs of one step or child are compared on.
+struct Facts<'a> {
+    status: &'a str,
+    arguments: &'a Option<Value>,
+    result: &'a Option<Value>,
+    attempts: usize,
+}
+
+fn step_facts(s: &StepTrace) -> Facts<'_> {
+    Facts { status: s.status.as_str(), arguments: &s.arguments, result: &s.result, attempts: s.attempts.len() }
+}
+
+fn child_facts(c: &ChildTrace) -> Facts<'_> {
+    Facts { status: c.status.as_str(), arguments: &c.arguments, result: &c.result, attempts: c.attempts.len() }
+}
+
+fn compare_facts(at: &str, rec: &Facts<'_>, new: &Facts<'_>, out: &mut Vec<Divergence>) {
+    let mut diff = |what: String| out.push(Divergence { at: at.to_string(), what });
+    if rec.status != new.status {
+        diff(format!("status is {}, recorded {}", new.status, rec.status));
+    }
+    if rec.arguments != new.arguments {
+        diff(format!("arguments differ: {} now, recorded {}", show(new.arguments), show(rec.arguments)));
+    }
+    if rec.result != new.result {
+        diff(format!("result differs: {} now, recorded {}", show(new.result), show(rec.result)));
+    }
+    if rec.attempts > new.attempts {
+        diff(format!("{} attempts now, recorded {}", new.attempts, rec.attempts));
+    }
+}
+
+fn compare_steps(rec: &[StepTrace], new: &[StepTrace], prefix: &str, out: &mut Vec<Divergence>) {
+    for r in rec {
+        let at = format!("{prefix}{}", r.execution_id);
+        let Some(n) = new.iter().find(|n| n.execution_id == r.execution_id) else {
+            out.push(Divergence { at, what: "the step is not in the replay".to_string() });
+            continue;
+        };
+        compare_facts(&at, &step_facts(r), &step_facts(n), out);
+        compare_children(r.children.as_deref().unwrap_or(&[]), n.children.as_deref().unwrap_or(&[]), &at, out);
+        if let (Some(a), Some(b)) = (&r.steps, &n.steps) {
+            compare_steps(a, b, &format!("{at}/"), out);
+        }
+    }
+    for n in new.iter().filter(|n| !rec.iter().any(|r| r.execution_id == n.execution_id)) {
+        out.push(Divergence {
+            at: format!("{prefix}{}", n.execution_id),
+            what: "the step is not in the recording".to_string(),
+        });
+    }
+}
+
+fn compare_children(rec: &[ChildTrace], new: &[ChildTrace], step: &str, out: &mut Vec<Divergence>) {
+    if rec.len() != new.len() {
+        out.push(Divergence {
+            at: step.to_string(),
+            what: format!("{} children now, recorded {}", new.len(), rec.len()),
+        });
+    }
+    for (r, n) in rec.iter().zip(new) {
+        let at = format!("{step}[{}]", r.index);
+        compare_facts(&at, &child_facts(r), &child_facts(n), out);
+        if let (Some(a), Some(b)) = (&r.steps, &n.steps) {
+            compare_steps(a, b, &format!("{at}/"), out);
+        }
+    }
+}

@@ -1,0 +1,135 @@
+//! The runner interface (SPEC §7): how the engine calls a primitive tool. The host
+//! implements [`Runner`]; the engine hands it the tool path, the definition, the resolved
+//! arguments, a cancellation token and the time left, and gets back a JSON value or an
+//! error that says whether trying again could help.
+//!
+//! A closure `Fn(&ToolCall) -> Result<Value, ToolError>` is a runner, which is how tests
+//! and embedders usually write one.
+
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::time::Signal;
+use crate::tool::ToolDef;
+use crate::value::Value;
+
+/// Whether a failed call is worth retrying.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The same call may succeed later (a busy service, exit status 75): retried per the
+    /// step's `retry` policy.
+    Transient,
+    /// The call cannot succeed as made: never retried.
+    Permanent,
+}
+
+/// A failed tool call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolError {
+    /// Transient or permanent.
+    pub kind: ErrorKind,
+    /// What went wrong, for people.
+    pub message: String,
+}
+
+impl ToolError {
+    /// A failure worth retrying.
+    pub fn transient(message: impl Into<String>) -> ToolError {
+        ToolError { kind: ErrorKind::Transient, message: message.into() }
+    }
+
+    /// A failure not worth retrying.
+    pub fn permanent(message: impl Into<String>) -> ToolError {
+        ToolError { kind: ErrorKind::Permanent, message: message.into() }
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ToolError {}
+
+/// Tells a running call to stop: set by the engine when the attempt's timeout or the run's
+/// deadline passes. A runner checks it ([`CancelToken::is_cancelled`]) or waits on it
+/// ([`CancelToken::wait`]) and returns soon after; the engine has already recorded the
+/// attempt as timed out and ignores what it returns.
+#[derive(Clone, Debug, Default)]
+pub struct CancelToken(Arc<Signal>);
+
+impl CancelToken {
+    /// A token not yet cancelled.
+    pub fn new() -> CancelToken {
+        CancelToken::default()
+    }
+
+    /// Cancels the call.
+    pub fn cancel(&self) {
+        self.0.raise();
+    }
+
+    /// Whether the call has been cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.is_raised()
+    }
+
+    /// Waits in real time until cancelled or `timeout` passes; true when cancelled. Runners
+    /// that poll a child process use it as their sleep, so they wake at once on cancel.
+    pub fn wait(&self, timeout: Duration) -> bool {
+        self.0.wait_real(Some(timeout))
+    }
+}
+
+/// One call of a primitive tool.
+#[derive(Debug)]
+pub struct ToolCall<'a> {
+    /// The callee as the step names it (`/tools/scanner.tool`).
+    pub tool_path: &'a str,
+    /// Its definition, when the tool path resolved to a file (a mocked tool may have none).
+    pub definition: Option<&'a ToolDef>,
+    /// The `.tool` file, when there is one: `exec:` programs resolve against its folder.
+    pub file: Option<&'a Path>,
+    /// The resolved arguments, already checked against the declared `arguments`.
+    pub arguments: &'a Value,
+    /// Set when the engine gives up on this call.
+    pub cancel: &'a CancelToken,
+    /// The time this attempt has: the step's `timeout_seconds` or what is left before the
+    /// run's deadline, whichever is less. `None`: no bound.
+    pub timeout: Option<Duration>,
+    /// 1 for the first attempt, 2 for the first retry, …
+    pub attempt: u32,
+}
+
+impl ToolCall<'_> {
+    /// The definition's `system_event_endpoint`, when it has one.
+    pub fn endpoint(&self) -> Option<&str> {
+        match &self.definition?.kind {
+            crate::tool::ToolKind::Primitive { system_event_endpoint } => Some(&system_event_endpoint.node),
+            crate::tool::ToolKind::Composite { .. } => None,
+        }
+    }
+}
+
+/// What the host implements to run primitive tools.
+///
+/// Calls may come from several threads at once (at most the executor's concurrency limit).
+pub trait Runner: Send + Sync {
+    /// Runs one call.
+    fn call(&self, call: &ToolCall<'_>) -> Result<Value, ToolError>;
+}
+
+impl<F> Runner for F
+where
+    F: Fn(&ToolCall<'_>) -> Result<Value, ToolError> + Send + Sync,
+{
+    fn call(&self, call: &ToolCall<'_>) -> Result<Value, ToolError> {
+        self(call)
+    }
+}

@@ -1,0 +1,1035 @@
+//! The scheduler: one composite's steps on a worker pool, each started as soon as the
+//! steps it depends on have ended, and one step's life from its conditions to its result.
+//!
+//! A run has one rayon pool of `max_concurrency` threads and one [`Limiter`] of as many
+//! permits; a tool call holds a permit for as long as it runs, so the limit holds across
+//! steps, fan-out children and composite callees, even for a call left behind after a
+//! timeout. Steps are rayon jobs: when a step ends, each dependent whose last dependency
+//! this was is spawned at once (FIFO, in plan order), so a chain never waits for a level.
+//! A composite callee or a fan-out opens a nested scope on the same pool; a worker that
+//! waits for one works on other jobs meanwhile, so nesting cannot starve the pool.
+//!
+//! Nothing here depends on timing except what must: the trace lists steps in plan order
+//! and children in input order, results are placed by index, and the first failure of a
+//! fan-out is the lowest index that failed. Which independent steps were still to start
+//! when a step failed (and so are CANCELLED) is the one thing a run's timing decides.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+
+use rayon::ScopeFifo;
+
+use super::breaker::Admission;
+use super::clock::ClockScope;
+use super::data::{Env, StepError, Visible};
+use super::executor::{Event, Executor, Run};
+use super::replay::Recording;
+use super::retry::RetryPolicy;
+use super::runner::{CancelToken, ErrorKind, ToolCall, ToolError};
+use super::time::Signal;
+use super::trace::{
+    rfc3339, Attempt, ChildTrace, Outcome, RunError, RunStatus, StepStatus, StepTrace, Trace, TRACE_FORMAT,
+};
+use super::validate::{self, Side};
+use super::workflow::{Tool, Workflow};
+use crate::analysis::{DoneCheckPlan, Plan, StepId, StepPlan};
+use crate::diagnostic::Code;
+use crate::tool::{Retry, ToolDef};
+use crate::value::{Map, Value};
+
+/// Where attempts' outcomes come from.
+pub(crate) enum Source {
+    /// The runner, under the breakers and timeouts.
+    Live,
+    /// A recorded trace.
+    Replay(Arc<Recording>),
+}
+
+/// Counts tool calls in flight and blocks past the limit.
+struct Limiter {
+    max: usize,
+    state: Mutex<(usize, usize)>,
+    cv: Condvar,
+}
+
+/// One call's right to run; released when dropped.
+struct Permit(Arc<Limiter>);
+
+impl Limiter {
+    fn acquire(self: &Arc<Limiter>) -> Permit {
+        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        while s.0 >= self.max {
+            s = self.cv.wait(s).unwrap_or_else(PoisonError::into_inner);
+        }
+        s.0 += 1;
+        s.1 = s.1.max(s.0);
+        Permit(self.clone())
+    }
+
+    fn peak(&self) -> usize {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner).1
+    }
+}
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        let mut s = self.0.state.lock().unwrap_or_else(PoisonError::into_inner);
+        s.0 -= 1;
+        drop(s);
+        self.0.cv.notify_one();
+    }
+}
+
+/// Why a step, a call or a composite failed.
+#[derive(Clone, Debug)]
+pub(crate) struct Failure {
+    code: Code,
+    /// The step path where it happened (a child's or a nested step's, when deeper).
+    step: Option<String>,
+    message: String,
+    /// A timeout (the step's or the run's deadline) rather than an error.
+    timeout: bool,
+}
+
+impl Failure {
+    fn at(key: &str, e: StepError) -> Failure {
+        Failure { code: e.code, step: Some(key.to_string()), message: e.message, timeout: false }
+    }
+
+    fn to_run_error(&self) -> RunError {
+        RunError { code: self.code.as_str().to_string(), step: self.step.clone(), message: self.message.clone() }
+    }
+}
+
+/// Everything shared by one run.
+struct Ctx<'a> {
+    ex: &'a Executor,
+    wf: &'a Workflow,
+    source: &'a Source,
+    pool: rayon::ThreadPool,
+    limiter: Arc<Limiter>,
+    start_ms: u64,
+    deadline_ms: Option<u64>,
+    deadline_hit: AtomicBool,
+    retries: AtomicU32,
+    trips: AtomicU32,
+}
+
+/// One composite being run (the root, or a callee).
+struct Frame<'a> {
+    plan: &'a Plan,
+    /// The prefix of its steps' paths: `""`, or `outer/` inside a callee.
+    prefix: String,
+    depth: usize,
+    arguments: Value,
+    results: Vec<OnceLock<Value>>,
+    traces: Vec<OnceLock<StepTrace>>,
+    pending: Vec<AtomicUsize>,
+    dependents: Vec<Vec<StepId>>,
+    /// The first failure seen: once set, no step starts (fail-fast).
+    failure: OnceLock<Failure>,
+    /// Every failure, by the failing step's position: the run reports the earliest in plan
+    /// order, so that the error does not depend on which of two failing steps ended first.
+    failures: Mutex<Vec<(usize, Failure)>>,
+    partial: AtomicBool,
+}
+
+impl Frame<'_> {
+    fn fail(&self, position: usize, f: Failure) {
+        let _ = self.failure.set(f.clone());
+        self.failures.lock().unwrap_or_else(PoisonError::into_inner).push((position, f));
+    }
+
+    fn reported_failure(&self) -> Option<Failure> {
+        let failures = self.failures.lock().unwrap_or_else(PoisonError::into_inner);
+        failures.iter().min_by_key(|(p, _)| *p).map(|(_, f)| f.clone())
+    }
+}
+
+/// What a composite produced.
+struct FrameOutcome {
+    result: Result<Value, Failure>,
+    partial: bool,
+    steps: Vec<StepTrace>,
+    clock_reads: Vec<i64>,
+}
+
+/// What one call (with its retries) produced.
+struct CallOutcome {
+    result: Result<Value, Failure>,
+    attempts: Vec<Attempt>,
+    nested: Option<Vec<StepTrace>>,
+    nested_clock_reads: Vec<i64>,
+    partial: bool,
+}
+
+/// Runs a workflow from its arguments to its trace.
+pub(crate) fn run(ex: &Executor, wf: &Workflow, arguments: Value, source: &Source) -> Run {
+    let threads = ex.options.max_concurrency.max(1);
+    let start_ms = ex.time.monotonic_ms();
+    let started_at = ex.time.wall_ms();
+    let run_id = format!("run-{:013x}", (ex.random.next_f64() * (1u64 << 52) as f64) as u64);
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).thread_name(|i| format!("tdsl-worker-{i}")).build();
+    let mut trace = Trace {
+        format: TRACE_FORMAT.to_string(),
+        run_id,
+        tool: wf.name().to_string(),
+        file: wf.plan().file.clone(),
+        root: Some(wf.root().to_path_buf()),
+        arguments: arguments.clone(),
+        status: RunStatus::Failed,
+        result: None,
+        error: None,
+        started_at: rfc3339(started_at),
+        ended_at: String::new(),
+        duration_ms: 0,
+        total_retries: 0,
+        circuit_breaker_trips: 0,
+        max_in_flight: 0,
+        clock_reads: Vec::new(),
+        steps: Vec::new(),
+    };
+    let pool = match pool {
+        Ok(p) => p,
+        Err(e) => {
+            let error = RunError {
+                code: Code::ToolFailed.as_str().to_string(),
+                step: None,
+                message: format!("cannot start the worker pool: {e}"),
+            };
+            trace.error = Some(error.clone());
+            trace.ended_at = rfc3339(ex.time.wall_ms());
+            return Run { status: RunStatus::Failed, result: None, error: Some(error), trace };
+        }
+    };
+    let ctx = Ctx {
+        ex,
+        wf,
+        source,
+        pool,
+        limiter: Arc::new(Limiter { max: threads, state: Mutex::new((0, 0)), cv: Condvar::new() }),
+        start_ms,
+        deadline_ms: ex.options.deadline.map(|d| start_ms + ms(d)),
+        deadline_hit: AtomicBool::new(false),
+        retries: AtomicU32::new(0),
+        trips: AtomicU32::new(0),
+    };
+    // The root's own arguments are checked like a callee's: against what it declares.
+    let checked = validate::check(&wf.plan().tool.arguments, &arguments, Side::Arguments, wf.name())
+        .map_err(|m| Failure { code: Code::ArgumentInvalid, step: None, message: m, timeout: false });
+    let outcome = ctx.frame(wf.plan(), arguments, String::new(), 0, checked.err());
+    let status = match &outcome.result {
+        Ok(_) if outcome.partial => RunStatus::Partial,
+        Ok(_) => RunStatus::Success,
+        Err(f) if f.timeout => RunStatus::Timeout,
+        Err(_) => RunStatus::Failed,
+    };
+    let (result, error) = match outcome.result {
+        Ok(v) => (Some(v), None),
+        Err(f) => (None, Some(f.to_run_error())),
+    };
+    trace.status = status;
+    trace.result = result.clone();
+    trace.error = error.clone();
+    trace.ended_at = rfc3339(ex.time.wall_ms());
+    trace.duration_ms = ctx.now_rel();
+    trace.total_retries = ctx.retries.load(Ordering::SeqCst);
+    trace.circuit_breaker_trips = ctx.trips.load(Ordering::SeqCst);
+    trace.max_in_flight = ctx.limiter.peak();
+    trace.clock_reads = outcome.clock_reads;
+    trace.steps = outcome.steps;
+    Run { status, result, error, trace }
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A plain step's (or child's) result: the response when it is an object, else
+/// `{"response": value}` (SPEC §6.4).
+fn wrap(raw: &Value) -> Map {
+    match raw {
+        Value::Object(m) => (**m).clone(),
+        other => {
+            let mut m = Map::default();
+            m.insert(Arc::from("response"), other.clone());
+            m
+        }
+    }
+}
+
+/// What a step that failed under `continue_on_error` leaves for REFs.
+fn failed_result(message: &str) -> Value {
+    Value::object_from([("status", Value::str("failed")), ("error_message", Value::str(message))])
+}
+
+impl<'a> Ctx<'a> {
+    fn now_rel(&self) -> u64 {
+        self.ex.time.monotonic_ms().saturating_sub(self.start_ms)
+    }
+
+    fn deadline_passed(&self) -> bool {
+        let passed = self.deadline_hit.load(Ordering::SeqCst)
+            || self.deadline_ms.is_some_and(|d| self.ex.time.monotonic_ms() >= d);
+        if passed {
+            self.deadline_hit.store(true, Ordering::SeqCst);
+        }
+        passed
+    }
+
+    fn deadline_failure(&self, key: &str) -> Failure {
+        let secs = self.ex.options.deadline.map_or(0.0, |d| d.as_secs_f64());
+        Failure {
+            code: Code::RunDeadline,
+            step: Some(key.to_string()),
+            message: format!("the run's deadline of {secs} s passed"),
+            timeout: true,
+        }
+    }
+
+    fn emit(&self, e: Event<'_>) {
+        if let Some(o) = &self.ex.observer {
+            o.event(&e);
+        }
+    }
+
+    fn clock(&self, key: &str) -> Arc<ClockScope> {
+        let recorded = match self.source {
+            Source::Live => None,
+            Source::Replay(r) => Some(r.clock(key)),
+        };
+        ClockScope::new(self.ex.time.clone(), recorded)
+    }
+
+    /// Runs one composite: its own `transform_arguments`, its steps, its result.
+    fn frame(
+        &self,
+        plan: &Plan,
+        arguments: Value,
+        prefix: String,
+        depth: usize,
+        refused: Option<Failure>,
+    ) -> FrameOutcome {
+        let n = plan.steps.len();
+        let tool_clock = self.clock(&format!("{prefix}$tool"));
+        let mut failure = refused;
+        let mut arguments = arguments;
+        if let (None, Some(t)) = (&failure, &plan.transform_arguments) {
+            let mut map = arguments.as_object().cloned().unwrap_or_default();
+            let env = Env::new(plan, &arguments, &[], Visible::Steps(&[]));
+            match tool_clock.enter(|| env.transform(t, &mut map, "transform_arguments")) {
+                Ok(()) => arguments = Value::object(map),
+                Err(e) => failure = Some(Failure { step: None, ..Failure::at("", e) }),
+            }
+        }
+        let mut dependents: Vec<Vec<StepId>> = vec![Vec::new(); n];
+        let mut pending = Vec::with_capacity(n);
+        for s in &plan.steps {
+            let mut deps = s.depends_on.clone();
+            deps.sort_unstable();
+            deps.dedup();
+            for d in &deps {
+                dependents[d.0].push(s.id);
+            }
+            pending.push(AtomicUsize::new(deps.len()));
+        }
+        let frame = Frame {
+            plan,
+            prefix,
+            depth,
+            arguments,
+            results: (0..n).map(|_| OnceLock::new()).collect(),
+            traces: (0..n).map(|_| OnceLock::new()).collect(),
+            pending,
+            dependents,
+            failure: OnceLock::new(),
+            failures: Mutex::new(Vec::new()),
+            partial: AtomicBool::new(false),
+        };
+        if let Some(f) = failure {
+            frame.fail(0, f);
+        }
+        self.pool.in_place_scope_fifo(|s| {
+            for step in &plan.steps {
+                if frame.pending[step.id.0].load(Ordering::SeqCst) == 0 {
+                    self.spawn_step(s, &frame, step.id);
+                }
+            }
+        });
+        let steps: Vec<StepTrace> = frame.traces.iter().filter_map(|t| t.get().cloned()).collect();
+        let result = match frame.reported_failure() {
+            Some(f) => Err(f),
+            None => self.result(&frame, &tool_clock),
+        };
+        FrameOutcome { result, partial: frame.partial.load(Ordering::SeqCst), steps, clock_reads: tool_clock.reads() }
+    }
+
+    fn spawn_step<'s>(&'s self, s: &ScopeFifo<'s>, frame: &'s Frame<'s>, id: StepId) {
+        s.spawn_fifo(move |s| {
+            let (value, trace) = self.step(frame, id);
+            let _ = frame.results[id.0].set(value);
+            let _ = frame.traces[id.0].set(trace);
+            for &d in &frame.dependents[id.0] {
+                if frame.pending[d.0].fetch_sub(1, Ordering::AcqRel) == 1 {
+                    self.spawn_step(s, frame, d);
+                }
+            }
+        });
+    }
+
+    /// The composite's result: `response_reference_map` (or every step's result), its own
+    /// `transform_responses`, then the declared responses checked.
+    fn result(&self, frame: &Frame<'_>, clock: &Arc<ClockScope>) -> Result<Value, Failure> {
+        let plan = frame.plan;
+        let env = Env::new(plan, &frame.arguments, &frame.results, Visible::All);
+        let fail = |e: StepError| Failure { step: None, ..Failure::at("", e) };
+        let mut out = Map::default();
+        match &plan.response_map {
+            Some(map) => {
+                for (k, r) in map {
+                    out.insert(k.clone(), env.resolve_ref(r).map_err(fail)?);
+                }
+            }
+            None => {
+                let mut by_index: Vec<&StepPlan> = plan.steps.iter().collect();
+                by_index.sort_by_key(|s| s.index);
+                for s in by_index {
+                    out.insert(s.execution_id.clone(), frame.results[s.id.0].get().cloned().unwrap_or_default());
+                }
+            }
+        }
+        if let Some(t) = &plan.transform_responses {
+            let raw = Value::object(out.clone());
+            let env = env.with_response(&raw);
+            clock.enter(|| env.transform(t, &mut out, "transform_responses")).map_err(fail)?;
+        }
+        let out = Value::object(out);
+        let name = self.frame_name(frame);
+        validate::check(&plan.tool.responses, &out, Side::Responses, &name).map_err(|m| Failure {
+            code: Code::ResponseInvalid,
+            step: None,
+            message: m,
+            timeout: false,
+        })?;
+        Ok(out)
+    }
+
+    fn frame_name(&self, frame: &Frame<'_>) -> String {
+        if frame.depth == 0 {
+            return self.wf.name().to_string();
+        }
+        frame
+            .plan
+            .file
+            .as_ref()
+            .and_then(|f| f.file_name())
+            .map_or_else(|| "composite".to_string(), |f| f.to_string_lossy().into_owned())
+    }
+
+    /// One step, from its conditions to its result; never fails: a failure is in the trace
+    /// and in the frame.
+    fn step(&self, frame: &Frame<'_>, id: StepId) -> (Value, StepTrace) {
+        let step = &frame.plan.steps[id.0];
+        let key = format!("{}{}", frame.prefix, step.execution_id);
+        let mut tr = StepTrace {
+            execution_id: step.execution_id.to_string(),
+            tool: step.tool_path.to_string(),
+            status: StepStatus::Pending,
+            reason: None,
+            arguments: None,
+            result: None,
+            error: None,
+            attempts: Vec::new(),
+            started_ms: None,
+            ended_ms: None,
+            duration_ms: 0,
+            clock_reads: Vec::new(),
+            children: None,
+            steps: None,
+            callee_clock_reads: Vec::new(),
+        };
+        let cancel_reason = if let Some(f) = frame.failure.get() {
+            Some(match &f.step {
+                Some(s) => format!("step `{s}` failed"),
+                None => "the run failed before this step".to_string(),
+            })
+        } else if self.deadline_passed() {
+            // The step never ran: the failure is the run's, not the step's.
+            frame.fail(id.0, Failure { step: None, ..self.deadline_failure(&key) });
+            Some("the run's deadline passed".to_string())
+        } else {
+            None
+        };
+        if let Some(reason) = cancel_reason {
+            tr.status = StepStatus::Cancelled;
+            self.emit(Event::StepEnded { step: &key, status: tr.status, reason: Some(&reason) });
+            tr.reason = Some(reason);
+            return (Value::Null, tr);
+        }
+        let started = self.now_rel();
+        tr.started_ms = Some(started);
+        tr.status = StepStatus::Running;
+        self.emit(Event::StepStarted { step: &key, tool: &step.tool_path });
+        let clock = self.clock(&key);
+        let outcome = self.step_body(frame, step, &key, &clock, &mut tr);
+        tr.clock_reads = clock.reads();
+        let value = match outcome {
+            Ok(v) => {
+                if tr.status == StepStatus::Running {
+                    tr.status = StepStatus::Completed;
+                }
+                tr.result = Some(v.clone());
+                v
+            }
+            Err(f) => {
+                tr.status = if f.timeout { StepStatus::Timeout } else { StepStatus::Failed };
+                tr.error = Some(f.message.clone());
+                if step.continue_on_error && !(f.timeout && self.deadline_hit.load(Ordering::SeqCst)) {
+                    frame.partial.store(true, Ordering::SeqCst);
+                    let v = failed_result(&f.message);
+                    tr.result = Some(v.clone());
+                    v
+                } else {
+                    frame.fail(id.0, f);
+                    Value::Null
+                }
+            }
+        };
+        let ended = self.now_rel();
+        tr.ended_ms = Some(ended);
+        tr.duration_ms = ended.saturating_sub(started);
+        self.emit(Event::StepEnded {
+            step: &key,
+            status: tr.status,
+            reason: tr.reason.as_deref().or(tr.error.as_deref()),
+        });
+        (value, tr)
+    }
+
+    fn step_body(
+        &self,
+        frame: &Frame<'_>,
+        step: &StepPlan,
+        key: &str,
+        clock: &Arc<ClockScope>,
+        tr: &mut StepTrace,
+    ) -> Result<Value, Failure> {
+        let env = Env::new(frame.plan, &frame.arguments, &frame.results, Visible::Steps(&step.depends_on));
+        let at = |e: StepError| Failure::at(key, e);
+        let holds = clock
+            .enter(|| env.all_hold(&step.conditions))
+            .map_err(|e| at(StepError { message: format!("conditions: {}", e.message), ..e }))?;
+        if !holds {
+            tr.status = StepStatus::Skipped;
+            tr.reason = Some("conditions".to_string());
+            return Ok(Value::Null);
+        }
+        let mut args = env
+            .resolve_entries(&step.arguments)
+            .map_err(|e| at(StepError { message: format!("arguments: {}", e.message), ..e }))?;
+        if let Some(check) = &step.done_check {
+            let done = clock.enter(|| match check {
+                DoneCheckPlan::Conditions(cs) => env.all_hold(cs),
+                DoneCheckPlan::Expression(p) => p
+                    .eval_with(&Value::object(args.clone()), env.refs())
+                    .map(|v| v.truthy())
+                    .map_err(|e| StepError::new(e.code, format!("{}: {e}", p.source()))),
+            });
+            if done.map_err(|e| at(StepError { message: format!("done_check: {}", e.message), ..e }))? {
+                tr.status = StepStatus::Skipped;
+                tr.reason = Some("done".to_string());
+                return match &step.done_value {
+                    Some(v) => {
+                        env.resolve(v).map_err(|e| at(StepError { message: format!("done_value: {}", e.message), ..e }))
+                    }
+                    None => Ok(Value::Null),
+                };
+            }
+        }
+        if let Some(t) = &step.transform_arguments {
+            clock.enter(|| env.transform(t, &mut args, "transform_arguments")).map_err(at)?;
+        }
+        let policy = self.policy(step.retry.as_ref());
+        let tool = self.wf.tool(&step.tool_path);
+        let (raw, result) = match &step.parallel {
+            None => {
+                let arguments = Value::object(args);
+                tr.arguments = Some(arguments.clone());
+                let call = self.call(tool, step, &arguments, key, frame.depth, &policy);
+                tr.attempts = call.attempts;
+                tr.steps = call.nested;
+                tr.callee_clock_reads = call.nested_clock_reads;
+                if call.partial {
+                    frame.partial.store(true, Ordering::SeqCst);
+                }
+                let raw = call.result?;
+                let result = wrap(&raw);
+                (raw, result)
+            }
+            Some(par) => {
+                let items = env
+                    .resolve(&par.iterate_over)
+                    .map_err(|e| at(StepError { message: format!("iterate_over: {}", e.message), ..e }))?;
+                let items: Arc<[Value]> = match &items {
+                    Value::List(l) => l.clone(),
+                    Value::Null => Arc::from(Vec::new()),
+                    other => {
+                        return Err(at(StepError::new(
+                            Code::IterateOverNotListAtRun,
+                            format!("`iterate_over` must be a list, and it is {:#}", other.kind()),
+                        )))
+                    }
+                };
+                let max = self.ex.options.guards.max_fan_out;
+                if items.len() > max {
+                    return Err(at(StepError::new(
+                        Code::FanOutTooWide,
+                        format!("step `{key}` fans out to {} children, more than the maximum of {max}", items.len()),
+                    )));
+                }
+                tr.arguments = Some(Value::object(args.clone()));
+                let (children, list) =
+                    self.fan_out(frame, step, key, tool, &args, &par.child_argument_name, &items, &policy);
+                tr.children = Some(children);
+                let raw = Value::list(list?);
+                let mut result = Map::default();
+                result.insert(Arc::from("response"), raw.clone());
+                (raw, result)
+            }
+        };
+        let mut result = result;
+        if let Some(t) = &step.transform_responses {
+            let env = env.with_response(&raw);
+            clock.enter(|| env.transform(t, &mut result, "transform_responses")).map_err(at)?;
+        }
+        Ok(Value::object(result))
+    }
+
+    /// The step's retry policy: its `retry` keys over the executor's defaults.
+    fn policy(&self, retry: Option<&Retry>) -> RetryPolicy {
+        let mut p = self.ex.options.retry.clone();
+        if let Some(r) = retry {
+            if let Some(v) = &r.max_retries {
+                p.max_retries = v.node;
+            }
+            if let Some(v) = &r.base_delay_seconds {
+                p.base_delay_seconds = v.node;
+            }
+            if let Some(v) = &r.factor {
+                p.factor = v.node;
+            }
+            if let Some(v) = &r.max_delay_seconds {
+                p.max_delay_seconds = v.node;
+            }
+            if let Some(v) = &r.jitter {
+                p.jitter = v.node;
+            }
+        }
+        p
+    }
+
+    /// A parallel step's children, concurrently; results in input order.
+    #[allow(clippy::too_many_arguments)]
+    fn fan_out(
+        &self,
+        frame: &Frame<'_>,
+        step: &StepPlan,
+        key: &str,
+        tool: Option<&Tool>,
+        args: &Map,
+        name: &Arc<str>,
+        items: &[Value],
+        policy: &RetryPolicy,
+    ) -> (Vec<ChildTrace>, Result<Vec<Value>, Failure>) {
+        let n = items.len();
+        self.emit(Event::FanOut { step: key, children: n });
+        let slots: Vec<OnceLock<(ChildTrace, Result<Value, Failure>)>> = (0..n).map(|_| OnceLock::new()).collect();
+        let stop = AtomicBool::new(false);
+        let ended = AtomicUsize::new(0);
+        let partial = AtomicBool::new(false);
+        self.pool.in_place_scope_fifo(|s| {
+            for (i, item) in items.iter().enumerate() {
+                let (slots, stop, ended, partial) = (&slots, &stop, &ended, &partial);
+                s.spawn_fifo(move |_| {
+                    let ckey = format!("{key}[{i}]");
+                    let mut ct = ChildTrace {
+                        index: i,
+                        status: StepStatus::Cancelled,
+                        arguments: None,
+                        result: None,
+                        error: None,
+                        attempts: Vec::new(),
+                        started_ms: None,
+                        ended_ms: None,
+                        duration_ms: 0,
+                        steps: None,
+                        callee_clock_reads: Vec::new(),
+                    };
+                    let out = if stop.load(Ordering::SeqCst) || self.deadline_passed() {
+                        if self.deadline_hit.load(Ordering::SeqCst) {
+                            Err(self.deadline_failure(&ckey))
+                        } else {
+                            Ok(Value::Null)
+                        }
+                    } else {
+                        let started = self.now_rel();
+                        ct.started_ms = Some(started);
+                        let mut a = args.clone();
+                        a.insert(name.clone(), item.clone());
+                        let a = Value::object(a);
+                        ct.arguments = Some(a.clone());
+                        let call = self.call(tool, step, &a, &ckey, frame.depth, policy);
+                        ct.attempts = call.attempts;
+                        ct.steps = call.nested;
+                        ct.callee_clock_reads = call.nested_clock_reads;
+                        if call.partial {
+                            partial.store(true, Ordering::SeqCst);
+                        }
+                        let ended_at = self.now_rel();
+                        ct.ended_ms = Some(ended_at);
+                        ct.duration_ms = ended_at.saturating_sub(started);
+                        match call.result {
+                            Ok(raw) => {
+                                let v = Value::object(wrap(&raw));
+                                ct.status = StepStatus::Completed;
+                                ct.result = Some(v.clone());
+                                Ok(v)
+                            }
+                            Err(f) => {
+                                ct.status = if f.timeout { StepStatus::Timeout } else { StepStatus::Failed };
+                                ct.error = Some(f.message.clone());
+                                if !step.continue_on_error {
+                                    stop.store(true, Ordering::SeqCst);
+                                }
+                                Err(f)
+                            }
+                        }
+                    };
+                    let done = ended.fetch_add(1, Ordering::SeqCst) + 1;
+                    self.emit(Event::ChildEnded { step: key, ended: done, children: n });
+                    let _ = slots[i].set((ct, out));
+                });
+            }
+        });
+        if partial.load(Ordering::SeqCst) {
+            frame.partial.store(true, Ordering::SeqCst);
+        }
+        let mut traces = Vec::with_capacity(n);
+        let mut values = Vec::with_capacity(n);
+        let mut first_failure: Option<Failure> = None;
+        for (i, slot) in slots.into_iter().enumerate() {
+            let Some((ct, out)) = slot.into_inner() else { continue };
+            match out {
+                Ok(v) => values.push(v),
+                Err(f) if step.continue_on_error && !self.deadline_hit.load(Ordering::SeqCst) => {
+                    frame.partial.store(true, Ordering::SeqCst);
+                    values.push(failed_result(&f.message));
+                }
+                Err(f) => {
+                    // The lowest index that failed is the step's failure, whatever the
+                    // order children ended in.
+                    if first_failure.is_none() {
+                        first_failure = Some(match ct.status {
+                            StepStatus::Cancelled => f,
+                            _ => Failure { message: format!("child {i}: {}", f.message), ..f },
+                        });
+                    }
+                    values.push(Value::Null);
+                }
+            }
+            traces.push(ct);
+        }
+        match first_failure {
+            Some(f) => (traces, Err(f)),
+            None => (traces, Ok(values)),
+        }
+    }
+
+    /// One call of a callee with its retries: a composite callee runs as a nested frame, a
+    /// primitive one goes to the runner (or the recording).
+    fn call(
+        &self,
+        tool: Option<&Tool>,
+        step: &StepPlan,
+        args: &Value,
+        key: &str,
+        depth: usize,
+        policy: &RetryPolicy,
+    ) -> CallOutcome {
+        let tool_path = &*step.tool_path;
+        let failed = |code: Code, message: String| CallOutcome {
+            result: Err(Failure { code, step: Some(key.to_string()), message, timeout: false }),
+            attempts: Vec::new(),
+            nested: None,
+            nested_clock_reads: Vec::new(),
+            partial: false,
+        };
+        let (def, file): (Option<&Arc<ToolDef>>, Option<&PathBuf>) = match tool {
+            None => return failed(Code::ToolUnavailable, format!("`{tool_path}` was not loaded")),
+            Some(Tool::Composite { plan }) => {
+                if let Err(m) = validate::check(&plan.tool.arguments, args, Side::Arguments, tool_path) {
+                    return failed(Code::ArgumentInvalid, m);
+                }
+                if depth + 1 > self.ex.options.max_depth {
+                    return failed(
+                        Code::CompositeTooDeep,
+                        format!("`{tool_path}` would nest composites deeper than {}", self.ex.options.max_depth),
+                    );
+                }
+                let out = self.frame(plan, args.clone(), format!("{key}/"), depth + 1, None);
+                let result = out.result.map_err(|f| Failure {
+                    message: match &f.step {
+                        Some(s) => format!("`{tool_path}` failed at step `{s}`: {}", f.message),
+                        None => format!("`{tool_path}` failed: {}", f.message),
+                    },
+                    ..f
+                });
+                return CallOutcome {
+                    result,
+                    attempts: Vec::new(),
+                    nested: Some(out.steps),
+                    nested_clock_reads: out.clock_reads,
+                    partial: out.partial,
+                };
+            }
+            Some(Tool::Primitive { def, file }) => (Some(def), Some(file)),
+            Some(Tool::Missing { .. }) => (None, None),
+        };
+        if let Some(d) = def {
+            if let Err(m) = validate::check(&d.arguments, args, Side::Arguments, tool_path) {
+                return failed(Code::ArgumentInvalid, m);
+            }
+        }
+        let mut attempts = Vec::new();
+        let mut n: u32 = 0;
+        let result = loop {
+            let delay_ms = if n == 0 {
+                0
+            } else {
+                match self.source {
+                    Source::Live => ms(policy.delay(n - 1, &*self.ex.random)),
+                    Source::Replay(r) => r.attempt(key, n as usize).map_or(0, |a| a.delay_ms),
+                }
+            };
+            if delay_ms > 0 {
+                if self.deadline_ms.is_some_and(|d| self.ex.time.monotonic_ms() + delay_ms >= d) {
+                    self.deadline_hit.store(true, Ordering::SeqCst);
+                    break Err(self.deadline_failure(key));
+                }
+                self.ex.time.sleep(Duration::from_millis(delay_ms));
+            }
+            if n > 0 {
+                self.retries.fetch_add(1, Ordering::SeqCst);
+            }
+            let started = self.now_rel();
+            let (outcome, answer) = self.attempt(tool_path, def, file, args, key, n, step.timeout_seconds);
+            let duration_ms = self.now_rel().saturating_sub(started);
+            let (response, error) = match &answer {
+                Ok(v) => (Some(v.clone()), None),
+                Err(e) => (None, Some(e.message.clone())),
+            };
+            attempts.push(Attempt {
+                attempt: n + 1,
+                outcome,
+                response,
+                error,
+                delay_ms,
+                started_ms: started,
+                duration_ms,
+            });
+            match answer {
+                Ok(v) => {
+                    let checked = match def {
+                        Some(d) => validate::check(&d.responses, &Value::object(wrap(&v)), Side::Responses, tool_path),
+                        None => Ok(()),
+                    };
+                    break checked.map(|()| v).map_err(|m| Failure {
+                        code: Code::ResponseInvalid,
+                        step: Some(key.to_string()),
+                        message: m,
+                        timeout: false,
+                    });
+                }
+                Err(e) => {
+                    let deadline = outcome == Outcome::Deadline;
+                    let retryable = !deadline && e.kind == ErrorKind::Transient;
+                    if retryable && n < policy.max_retries && !self.deadline_passed() {
+                        n += 1;
+                        continue;
+                    }
+                    let code = match outcome {
+                        Outcome::Timeout => Code::StepTimeout,
+                        Outcome::Deadline => Code::RunDeadline,
+                        Outcome::Refused => Code::CircuitOpen,
+                        _ => Code::ToolFailed,
+                    };
+                    let tries = if n > 0 { format!(" (after {} attempts)", n + 1) } else { String::new() };
+                    break Err(Failure {
+                        code,
+                        step: Some(key.to_string()),
+                        message: format!("{}{tries}", e.message),
+                        timeout: matches!(outcome, Outcome::Timeout | Outcome::Deadline),
+                    });
+                }
+            }
+        };
+        CallOutcome { result, attempts, nested: None, nested_clock_reads: Vec::new(), partial: false }
+    }
+
+    /// One attempt: from the recording, or through the breaker to the runner under the
+    /// attempt's timeout and the run's deadline. Timeouts come back as transient errors.
+    #[allow(clippy::too_many_arguments)]
+    fn attempt(
+        &self,
+        tool_path: &str,
+        def: Option<&Arc<ToolDef>>,
+        file: Option<&PathBuf>,
+        args: &Value,
+        key: &str,
+        n: u32,
+        timeout_seconds: Option<f64>,
+    ) -> (Outcome, Result<Value, ToolError>) {
+        if let Source::Replay(r) = self.source {
+            return match r.attempt(key, n as usize) {
+                Some(a) => {
+                    let message = a.error.clone().unwrap_or_default();
+                    let answer = match a.outcome {
+                        Outcome::Ok => Ok(a.response.clone().unwrap_or_default()),
+                        Outcome::Permanent => Err(ToolError::permanent(message)),
+                        Outcome::Deadline => {
+                            self.deadline_hit.store(true, Ordering::SeqCst);
+                            Err(ToolError::transient(message))
+                        }
+                        Outcome::Transient | Outcome::Timeout | Outcome::Refused => Err(ToolError::transient(message)),
+                    };
+                    (a.outcome, answer)
+                }
+                None => {
+                    r.diverge(key, format!("attempt {} was not recorded: the replay calls the tool more often", n + 1));
+                    (Outcome::Permanent, Err(ToolError::permanent("replay: no recorded response for this call")))
+                }
+            };
+        }
+        let time = &self.ex.time;
+        if self.ex.breakers.admit(tool_path, time.monotonic_ms()) == Admission::Refused {
+            return (
+                Outcome::Refused,
+                Err(ToolError::transient(format!(
+                    "the circuit breaker of `{tool_path}` is open: the call was refused"
+                ))),
+            );
+        }
+        let started = time.monotonic_ms();
+        let step_deadline = timeout_seconds.map(|t| started + (t.max(0.0) * 1000.0) as u64);
+        let deadline = match (step_deadline, self.deadline_ms) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let permit = self.limiter.acquire();
+        let cancel = CancelToken::new();
+        let answer = match deadline {
+            None => {
+                let call = ToolCall {
+                    tool_path,
+                    definition: def.map(|d| &**d),
+                    file: file.map(|f| f.as_path()),
+                    arguments: args,
+                    cancel: &cancel,
+                    timeout: None,
+                    attempt: n + 1,
+                };
+                let r = self.ex.runner.call(&call);
+                drop(permit);
+                Some(r)
+            }
+            Some(deadline) => self.call_with_deadline(tool_path, def, file, args, &cancel, deadline, n + 1, permit),
+        };
+        let (outcome, answer) = match answer {
+            Some(Ok(v)) => (Outcome::Ok, Ok(v)),
+            Some(Err(e)) if e.kind == ErrorKind::Transient => (Outcome::Transient, Err(e)),
+            Some(Err(e)) => (Outcome::Permanent, Err(e)),
+            None if step_deadline.is_some_and(|s| Some(s) <= self.deadline_ms || self.deadline_ms.is_none()) => {
+                let secs = timeout_seconds.unwrap_or(0.0);
+                (Outcome::Timeout, Err(ToolError::transient(format!("the call timed out after {secs} s"))))
+            }
+            None => {
+                self.deadline_hit.store(true, Ordering::SeqCst);
+                let secs = self.ex.options.deadline.map_or(0.0, |d| d.as_secs_f64());
+                (Outcome::Deadline, Err(ToolError::transient(format!("the run's deadline of {secs} s passed"))))
+            }
+        };
+        match outcome {
+            Outcome::Ok | Outcome::Permanent => self.ex.breakers.success(tool_path),
+            _ => {
+                if self.ex.breakers.failure(tool_path, time.monotonic_ms()) {
+                    self.trips.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        }
+        (outcome, answer)
+    }
+
+    /// Runs the call on a thread of its own and waits for it until `deadline`; `None` when
+    /// it did not end in time (it is then cancelled, and given the grace period to stop).
+    #[allow(clippy::too_many_arguments)]
+    fn call_with_deadline(
+        &self,
+        tool_path: &str,
+        def: Option<&Arc<ToolDef>>,
+        file: Option<&PathBuf>,
+        args: &Value,
+        cancel: &CancelToken,
+        deadline: u64,
+        attempt: u32,
+        permit: Permit,
+    ) -> Option<Result<Value, ToolError>> {
+        // The answer, with the monotonic time it came at: an answer that came after the
+        // deadline is a timeout even when this thread saw it late (on a virtual clock, a
+        // tool "takes" time by sleeping on it, and can finish before the waiter looks).
+        type Slot = Arc<Mutex<Option<(Result<Value, ToolError>, u64)>>>;
+        let slot: Slot = Arc::new(Mutex::new(None));
+        let done = Arc::new(Signal::new());
+        let timeout = Duration::from_millis(deadline.saturating_sub(self.ex.time.monotonic_ms()));
+        let spawned = {
+            let (runner, tool_path, def, file, args, cancel, time) = (
+                self.ex.runner.clone(),
+                tool_path.to_string(),
+                def.cloned(),
+                file.cloned(),
+                args.clone(),
+                cancel.clone(),
+                self.ex.time.clone(),
+            );
+            let (slot, done) = (slot.clone(), done.clone());
+            std::thread::Builder::new().name("tdsl-call".to_string()).spawn(move || {
+                let call = ToolCall {
+                    tool_path: &tool_path,
+                    definition: def.as_deref(),
+                    file: file.as_deref(),
+                    arguments: &args,
+                    cancel: &cancel,
+                    timeout: Some(timeout),
+                    attempt,
+                };
+                let r = runner.call(&call);
+                *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some((r, time.monotonic_ms()));
+                drop(permit);
+                done.raise();
+            })
+        };
+        if let Err(e) = spawned {
+            return Some(Err(ToolError::transient(format!("cannot start a thread for the call: {e}"))));
+        }
+        if self.ex.time.wait(&done, deadline) {
+            match slot.lock().unwrap_or_else(PoisonError::into_inner).take() {
+                Some((r, at)) if at <= deadline => return Some(r),
+                _ => {}
+            }
+        }
+        cancel.cancel();
+        done.wait_real(Some(self.ex.options.cancel_grace));
+        None
+    }
+}

@@ -1,0 +1,292 @@
+//! The execution trace (SPEC §6.7): what a run did, step by step, as stable JSON.
+//!
+//! A trace is plain data: the engine builds one per run and never reads it back, except
+//! through [`crate::exec::replay`], which re-runs a composite from a trace's recorded tool
+//! responses and clock reads. Field names and enum spellings are part of the format
+//! (`docs/execution.md`); new fields may be added, existing ones keep their meaning.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::value::Value;
+
+/// The trace format written by this version.
+pub const TRACE_FORMAT: &str = "tdsl-trace/1";
+
+/// How a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum RunStatus {
+    /// Every step completed or was skipped.
+    Success,
+    /// Some steps failed under `continue_on_error`; the rest went on.
+    Partial,
+    /// A step failed (or the result did not match the declared responses).
+    Failed,
+    /// A step timed out, or the run's deadline passed.
+    Timeout,
+}
+
+impl RunStatus {
+    /// The status as written in traces (`SUCCESS`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Success => "SUCCESS",
+            RunStatus::Partial => "PARTIAL",
+            RunStatus::Failed => "FAILED",
+            RunStatus::Timeout => "TIMEOUT",
+        }
+    }
+
+    /// SUCCESS or PARTIAL: the run produced a result.
+    pub fn is_ok(self) -> bool {
+        matches!(self, RunStatus::Success | RunStatus::Partial)
+    }
+}
+
+/// How a step (or a fan-out child) ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum StepStatus {
+    /// Not started (never appears in a finished trace).
+    Pending,
+    /// Started, not ended (never appears in a finished trace).
+    Running,
+    /// Called and produced a result.
+    Completed,
+    /// Failed: a tool error, an invalid argument or response, an expression error.
+    Failed,
+    /// An attempt outlived `timeout_seconds`, or the run's deadline passed.
+    Timeout,
+    /// Not called: its conditions did not hold, or its `done_check` did.
+    Skipped,
+    /// Not started because an earlier step failed or the deadline passed.
+    Cancelled,
+}
+
+impl StepStatus {
+    /// The status as written in traces (`COMPLETED`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepStatus::Pending => "PENDING",
+            StepStatus::Running => "RUNNING",
+            StepStatus::Completed => "COMPLETED",
+            StepStatus::Failed => "FAILED",
+            StepStatus::Timeout => "TIMEOUT",
+            StepStatus::Skipped => "SKIPPED",
+            StepStatus::Cancelled => "CANCELLED",
+        }
+    }
+}
+
+/// How one attempt at a call ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The tool answered (`response` holds the answer).
+    Ok,
+    /// A transient error (`error` holds the message).
+    Transient,
+    /// A permanent error.
+    Permanent,
+    /// Cut off by the step's `timeout_seconds` (retried like a transient error).
+    Timeout,
+    /// Cut off by the run's deadline (never retried).
+    Deadline,
+    /// Refused by the tool's open circuit breaker, without calling it.
+    Refused,
+}
+
+/// One attempt at calling a tool.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Attempt {
+    /// 1 for the first attempt, 2 for the first retry, …
+    pub attempt: u32,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// The tool's answer (for `ok`): what replay returns instead of calling the tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response: Option<Value>,
+    /// The error message (for every other outcome).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The backoff waited before this attempt, in milliseconds (0 for the first).
+    pub delay_ms: u64,
+    /// When it started, in milliseconds since the run started.
+    pub started_ms: u64,
+    /// How long it took, in milliseconds.
+    pub duration_ms: u64,
+}
+
+/// What one step did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StepTrace {
+    /// `execution_id`.
+    pub execution_id: String,
+    /// `tool_definition_path`.
+    pub tool: String,
+    /// How it ended.
+    pub status: StepStatus,
+    /// Why it was skipped or cancelled (`conditions`, `done`, …), when it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The arguments the callee got, after `transform_arguments` (for a parallel step,
+    /// before each child's element is added).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Value>,
+    /// The step's result as REFs see it (after `transform_responses`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    /// What went wrong, when it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The calls made, in order (empty for a skipped, cancelled or parallel step).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<Attempt>,
+    /// Start, in milliseconds since the run started (absent when it never started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_ms: Option<u64>,
+    /// End, in milliseconds since the run started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_ms: Option<u64>,
+    /// `ended_ms - started_ms`.
+    pub duration_ms: u64,
+    /// Every wall-clock read its expressions made (`datetime_now`), in milliseconds since
+    /// the Unix epoch, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clock_reads: Vec<i64>,
+    /// A parallel step's children, in input order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub children: Option<Vec<ChildTrace>>,
+    /// When the callee is composite: its steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<Vec<StepTrace>>,
+    /// When the callee is composite: the wall-clock reads of its own tool-level transforms.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub callee_clock_reads: Vec<i64>,
+}
+
+/// One child of a parallel step.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChildTrace {
+    /// Its position in `iterate_over`.
+    pub index: usize,
+    /// How it ended (`COMPLETED`, `FAILED`, `TIMEOUT` or `CANCELLED`).
+    pub status: StepStatus,
+    /// The arguments it got: the step's, with its element.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Value>,
+    /// Its result (the element of the step's `response` list).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    /// What went wrong.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The calls made.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<Attempt>,
+    /// Start, in milliseconds since the run started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_ms: Option<u64>,
+    /// End, in milliseconds since the run started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_ms: Option<u64>,
+    /// `ended_ms - started_ms`.
+    pub duration_ms: u64,
+    /// When the callee is composite: its steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<Vec<StepTrace>>,
+    /// When the callee is composite: the wall-clock reads of its own tool-level transforms.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub callee_clock_reads: Vec<i64>,
+}
+
+/// Why a run failed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunError {
+    /// The stable code (`E0803`, or an expression error's code).
+    pub code: String,
+    /// The failing step as a path: `extract`, `extract[3]` for a fan-out child, `outer/inner`
+    /// inside a composite callee; absent when the run failed outside any step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
+    /// What went wrong.
+    pub message: String,
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.step {
+            Some(s) => write!(f, "step `{s}` failed: {} [{}]", self.message, self.code),
+            None => write!(f, "{} [{}]", self.message, self.code),
+        }
+    }
+}
+
+/// Everything one run did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Trace {
+    /// [`TRACE_FORMAT`].
+    pub format: String,
+    /// A unique id (reproducible from the executor's random seed).
+    pub run_id: String,
+    /// The tool run: its tool path under the root, or its file path.
+    pub tool: String,
+    /// The tool's file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<PathBuf>,
+    /// The tool root callees resolved against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root: Option<PathBuf>,
+    /// The arguments the run was given.
+    pub arguments: Value,
+    /// How it ended.
+    pub status: RunStatus,
+    /// The composite's result (absent when it failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    /// Why it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<RunError>,
+    /// Wall-clock start, RFC 3339 UTC with milliseconds.
+    pub started_at: String,
+    /// Wall-clock end.
+    pub ended_at: String,
+    /// Total duration in milliseconds.
+    pub duration_ms: u64,
+    /// Retries made, over every step and child.
+    pub total_retries: u32,
+    /// Times a circuit breaker opened during the run.
+    pub circuit_breaker_trips: u32,
+    /// The most tool calls that were in flight at once.
+    pub max_in_flight: usize,
+    /// Wall-clock reads of the tool-level transforms.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clock_reads: Vec<i64>,
+    /// Every step, in execution order (by level, then by `execution_id`).
+    pub steps: Vec<StepTrace>,
+}
+
+impl Trace {
+    /// The trace as pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+
+    /// Reads a trace written by [`Trace::to_json`].
+    pub fn from_json(text: &str) -> Result<Trace, String> {
+        let t: Trace = serde_json::from_str(text).map_err(|e| format!("not a trace: {e}"))?;
+        if t.format != TRACE_FORMAT {
+            return Err(format!("trace format `{}` is not `{TRACE_FORMAT}`", t.format));
+        }
+        Ok(t)
+    }
+}
+
+/// RFC 3339 UTC with milliseconds, as `datetime_now` writes it.
+pub(crate) fn rfc3339(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map(|t| t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
+        .unwrap_or_else(|| ms.to_string())
+}

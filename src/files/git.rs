@@ -1,0 +1,148 @@
+//! File history from git, through the `git` command.
+//!
+//! Why the command and not a library: it reads every repository git itself can (any object
+//! format, packs, alternates, worktrees, sparse checkouts) with no new dependencies — `gix`
+//! would add well over a hundred crates to the build and `git2` a C library — and the
+//! file functions call it at most four times per call. The cost is a process per call and
+//! the need for `git` on the host; without it, files have the one version `current`.
+//!
+//! Only read-only plumbing runs (`rev-parse`, `log`, `cat-file`, `hash-object
+//! --no-filters`), with the `GIT_*` environment cleared so nothing redirects git to another
+//! repository, with `core.fsmonitor` off, and with pathspecs read literally. None of them
+//! runs hooks, filters or text conversion.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// A git work tree that contains a store's root.
+#[derive(Clone, Debug)]
+pub(super) struct Repo {
+    /// The work tree's top directory, canonical.
+    toplevel: PathBuf,
+}
+
+/// One commit that changed a file, with the file's blob at that commit.
+#[derive(Clone, Debug)]
+pub(super) struct Commit {
+    pub id: String,
+    pub author_time: Option<i64>,
+    pub author: String,
+    pub message: String,
+    /// The file's blob id and size at this commit; `None` when the commit deleted it.
+    pub blob: Option<(String, u64)>,
+}
+
+impl Repo {
+    /// The work tree containing `dir`, when there is one and `git` runs.
+    pub fn discover(dir: &Path) -> Option<Repo> {
+        let out = git(dir).args(["rev-parse", "--is-inside-work-tree", "--show-toplevel"]).output().ok()?;
+        if !out.status.success() {
+            return None;
+        }
+        let text = String::from_utf8(out.stdout).ok()?;
+        let mut lines = text.lines();
+        if lines.next() != Some("true") {
+            return None;
+        }
+        let toplevel = std::fs::canonicalize(lines.next()?).ok()?;
+        Some(Repo { toplevel })
+    }
+
+    /// The path git knows the file at `real` (a canonical path) by: relative to the top of
+    /// the work tree, `/`-separated.
+    pub fn git_path(&self, real: &Path) -> Option<String> {
+        let rest = real.strip_prefix(&self.toplevel).ok()?;
+        let segs: Option<Vec<&str>> = rest.components().map(|c| c.as_os_str().to_str()).collect();
+        let path = segs?.join("/");
+        // `cat-file --batch-check` reads one path per line.
+        (!path.is_empty() && !path.contains('\n')).then_some(path)
+    }
+
+    /// The commits that changed `path`, newest first, each with the file's blob.
+    pub fn history(&self, path: &str) -> Result<Vec<Commit>, String> {
+        let out = run(self.command().args(["log", "-z", "--format=%H%x00%at%x00%an%x00%B", "--", path]), None)?;
+        let text = String::from_utf8_lossy(&out);
+        let fields: Vec<&str> = text.split('\0').collect();
+        let mut commits = Vec::new();
+        for record in fields.chunks_exact(4) {
+            commits.push(Commit {
+                id: record[0].to_string(),
+                author_time: record[1].parse().ok(),
+                author: record[2].to_string(),
+                message: record[3].trim_end().to_string(),
+                blob: None,
+            });
+        }
+        if commits.is_empty() {
+            return Ok(commits);
+        }
+        // One `cat-file` for every commit's blob: `<commit>:<path>` per line.
+        let queries: String = commits.iter().map(|c| format!("{}:{path}\n", c.id)).collect();
+        let out = run(self.command().args(["cat-file", "--batch-check"]), Some(queries.as_bytes()))?;
+        let text = String::from_utf8_lossy(&out);
+        for (commit, line) in commits.iter_mut().zip(text.lines()) {
+            let parts: Vec<&str> = line.split(' ').collect();
+            if let [oid, "blob", size] = parts.as_slice() {
+                commit.blob = size.parse().ok().map(|s| (oid.to_string(), s));
+            }
+        }
+        Ok(commits)
+    }
+
+    /// The blob id the file at `real` would have, read as it is on disk (no filters).
+    pub fn hash_file(&self, real: &Path) -> Result<String, String> {
+        let out = run(self.command().args(["hash-object", "--no-filters", "--"]).arg(real), None)?;
+        Ok(String::from_utf8_lossy(&out).trim().to_string())
+    }
+
+    /// The content of `path` at commit `id`.
+    pub fn read_blob(&self, id: &str, path: &str) -> Result<Vec<u8>, String> {
+        run(self.command().args(["cat-file", "blob"]).arg(format!("{id}:{path}")), None)
+    }
+
+    fn command(&self) -> Command {
+        git(&self.toplevel)
+    }
+}
+
+/// `git` in `dir`, with nothing from the environment redirecting it and nothing in the
+/// repository's configuration running a program.
+fn git(dir: &Path) -> Command {
+    let mut c = Command::new("git");
+    for (key, _) in std::env::vars_os() {
+        if key.to_str().is_some_and(|k| k.starts_with("GIT_")) {
+            c.env_remove(key);
+        }
+    }
+    c.env("GIT_OPTIONAL_LOCKS", "0").env("GIT_TERMINAL_PROMPT", "0");
+    c.arg("-C").arg(dir);
+    c.args(["-c", "core.fsmonitor=false", "-c", "log.showSignature=false", "-c", "color.ui=false"]);
+    c.arg("--literal-pathspecs");
+    c.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    c
+}
+
+/// Runs a git command, feeding it `input`; its standard output, or what it said went wrong.
+fn run(cmd: &mut Command, input: Option<&[u8]>) -> Result<Vec<u8>, String> {
+    if input.is_some() {
+        cmd.stdin(Stdio::piped());
+    }
+    let mut child = cmd.spawn().map_err(|e| format!("cannot run git: {e}"))?;
+    let out = std::thread::scope(|s| {
+        // Written from another thread: git answers while it reads, and a full output pipe
+        // would otherwise stop both sides.
+        if let (Some(bytes), Some(mut stdin)) = (input, child.stdin.take()) {
+            s.spawn(move || {
+                let _ = stdin.write_all(bytes);
+            });
+        }
+        child.wait_with_output()
+    })
+    .map_err(|e| format!("git failed: {e}"))?;
+    if !out.status.success() {
+        let msg = String::from_utf8_lossy(&out.stderr);
+        return Err(format!("git failed: {}", msg.lines().next().unwrap_or("no message").trim()));
+    }
+    Ok(out.stdout)
+}

@@ -1,0 +1,161 @@
+//! What the five file functions do, on any [`FileStore`]: parse and confine the path text,
+//! walk and match for `list_files`, decode for `read_file`, find versions by id.
+//!
+//! The function bodies in `functions::builtins` only convert values; every rule about
+//! files is here, once, so the in-memory store, the local store and a host's own store
+//! agree.
+
+use globset::{GlobBuilder, GlobMatcher};
+
+use super::{EntryKind, FileError, FileStore, StorePath, Version, MAX_LISTED_FILES};
+use crate::diagnostic::Code;
+
+/// The pattern `list_files` uses when none is given: the files directly in the directory.
+pub const DEFAULT_PATTERN: &str = "*";
+
+/// A UTF-8 byte-order mark; `read_file` drops one at the start of a file.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// What `list_files` found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Listing {
+    /// Matching file paths (relative to the root), sorted, at most [`MAX_LISTED_FILES`].
+    pub paths: Vec<String>,
+    /// How many matched before the cap.
+    pub matched: usize,
+    /// Directory entries visited (for fuel accounting).
+    pub visited: usize,
+}
+
+/// Parses a path a program gave, for `store`.
+pub fn parse(store: &dyn FileStore, text: &str) -> Result<StorePath, FileError> {
+    StorePath::parse(text, store.root())
+}
+
+/// `list_files(directory_path, pattern)`: the files under `dir` whose path relative to
+/// `dir` matches the glob `pattern` (default `*`: the files directly in `dir`), as paths
+/// relative to the root, sorted, the first [`MAX_LISTED_FILES`] of them.
+///
+/// `*` and `?` do not match `/`; `**` matches any number of directories. Directories are
+/// not listed, only walked; linked directories are not walked into. Visiting more than
+/// `max_entries` directory entries is an error.
+pub fn list(store: &dyn FileStore, dir: &str, pattern: Option<&str>, max_entries: usize) -> Result<Listing, FileError> {
+    let root = parse(store, dir)?;
+    let pattern = pattern.filter(|p| !p.is_empty()).unwrap_or(DEFAULT_PATTERN);
+    let matcher = glob(pattern)?;
+    // Without `**`, a pattern of n segments only matches n levels down: walk no deeper.
+    let max_depth = if pattern.contains("**") { usize::MAX } else { pattern.matches('/').count() + 1 };
+    let mut found = Vec::new();
+    let mut visited = 0usize;
+    let mut stack = vec![(root.clone(), 1usize)];
+    while let Some((d, depth)) = stack.pop() {
+        for entry in store.read_dir(&d)? {
+            visited += 1;
+            if visited > max_entries {
+                return Err(FileError::new(
+                    Code::ListingTooLarge,
+                    format!("listing {dir:?} visits more than the limit of {max_entries} directory entries"),
+                ));
+            }
+            // Names no path can spell (odd characters, `.git`) are not listed.
+            let Some(path) = d.join(&entry.name) else { continue };
+            match entry.kind {
+                EntryKind::File => {
+                    if path.relative_to(&root).is_some_and(|rel| matcher.is_match(rel)) {
+                        found.push(path.as_str().to_string());
+                    }
+                }
+                EntryKind::Directory => {
+                    if !entry.link && depth < max_depth {
+                        stack.push((path, depth + 1));
+                    }
+                }
+            }
+        }
+    }
+    found.sort_unstable();
+    let matched = found.len();
+    found.truncate(MAX_LISTED_FILES);
+    Ok(Listing { paths: found, matched, visited })
+}
+
+fn glob(pattern: &str) -> Result<GlobMatcher, FileError> {
+    GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .backslash_escape(true)
+        .build()
+        .map(|g| g.compile_matcher())
+        .map_err(|e| FileError::new(Code::InvalidGlob, format!("invalid glob pattern {pattern:?}: {}", e.kind())))
+}
+
+/// `read_file(file_path, version_id)`: the file's content (at a version) as text, at most
+/// `max_bytes` long. A leading byte-order mark is dropped; content that is not UTF-8, or
+/// that holds a NUL byte, is binary and an error.
+pub fn read_text(
+    store: &dyn FileStore,
+    path: &str,
+    version_id: Option<&str>,
+    max_bytes: u64,
+) -> Result<String, FileError> {
+    let p = parse(store, path)?;
+    let version = match version_id {
+        Some(id) => Some(find_version(path, store.versions(&p)?, id)?),
+        None => None,
+    };
+    let mut bytes = store.read(&p, version.as_ref(), max_bytes)?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(FileError::too_large(path, bytes.len() as u64, max_bytes));
+    }
+    let skip = if bytes.starts_with(BOM) { BOM.len() } else { 0 };
+    bytes.drain(..skip);
+    // Binary from its first NUL byte, or its first byte that is not UTF-8 (offsets count
+    // from the start of the file).
+    match String::from_utf8(bytes) {
+        Ok(text) => match text.find('\0') {
+            Some(n) => Err(binary(path, skip + n, "a NUL byte")),
+            None => Ok(text),
+        },
+        Err(e) => {
+            let bad = e.utf8_error().valid_up_to();
+            match e.as_bytes()[..bad].iter().position(|&b| b == 0) {
+                Some(n) => Err(binary(path, skip + n, "a NUL byte")),
+                None => Err(binary(path, skip + bad, "a byte that is not UTF-8")),
+            }
+        }
+    }
+}
+
+fn binary(path: &str, at: usize, what: &str) -> FileError {
+    FileError::new(Code::BinaryFile, format!("{path:?} is not UTF-8 text ({what} at byte {at})"))
+}
+
+/// `list_file_versions(file_path)`: the versions, newest first.
+pub fn versions(store: &dyn FileStore, path: &str) -> Result<Vec<Version>, FileError> {
+    store.versions(&parse(store, path)?)
+}
+
+/// `describe_version(file_path, version_id)`: one version, the newest when no id is given.
+pub fn describe(store: &dyn FileStore, path: &str, version_id: Option<&str>) -> Result<Version, FileError> {
+    let all = versions(store, path)?;
+    match version_id {
+        Some(id) => find_version(path, all, id),
+        None => all.into_iter().next().ok_or_else(|| FileError::not_found(path)),
+    }
+}
+
+/// The version with id `id`, or whose id `id` abbreviates (at least 7 characters, as git
+/// abbreviates commit ids, and matching one version only).
+fn find_version(path: &str, mut versions: Vec<Version>, id: &str) -> Result<Version, FileError> {
+    if let Some(i) = versions.iter().position(|v| v.id == id) {
+        return Ok(versions.swap_remove(i));
+    }
+    let mut candidates = versions.into_iter().filter(|v| id.len() >= 7 && v.id.starts_with(id));
+    match (candidates.next(), candidates.next()) {
+        (Some(v), None) => Ok(v),
+        (Some(_), Some(_)) => Err(FileError::new(
+            Code::UnknownVersion,
+            format!("{id:?} abbreviates more than one version of {path:?}; give more of the id"),
+        )),
+        (None, _) => Err(FileError::unknown_version(path, id)),
+    }
+}

@@ -1,0 +1,246 @@
+//! An MCP server offering the tools under a root (`tdsl serve --mcp`), built on the official
+//! Rust SDK ([`rmcp`]).
+//!
+//! `tools/list` lists every `.tool` file under the root whose tool path matches one of the
+//! allow globs (all of them when there is none), named and described as `tdsl export
+//! --format mcp` does. `tools/call` validates the arguments against the input schema, then
+//! runs the tool with the engine: a composite through [`Executor`], a primitive through the
+//! host runner. A result is `structuredContent` plus its JSON as text; bad arguments and a
+//! failed run are tool errors (`isError: true`) whose text names the failing step and the
+//! reason. Only an unknown tool name is a protocol error.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde_json::{json, Value as Json};
+
+use crate::analysis::ToolRoot;
+use crate::exec::host::HostRunner;
+use crate::exec::{CancelToken, Executor, RunStatus, Runner, ToolCall, Workflow};
+use crate::export::{export_tool, tool_name, validate_arguments, Format};
+use crate::tool::{ToolDef, ToolKind};
+use crate::value::Value;
+
+/// One tool the server offers.
+#[derive(Debug)]
+pub struct Served {
+    /// Its MCP name.
+    pub name: String,
+    /// Its tool path under the root (`/tools/main.tool`).
+    pub tool_path: String,
+    /// Its file.
+    pub file: PathBuf,
+    /// Its definition.
+    pub def: ToolDef,
+    /// Its MCP `Tool` object.
+    pub tool: Json,
+}
+
+/// The tools under a root, served over MCP.
+#[derive(Clone, Debug)]
+pub struct McpServer {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    root: PathBuf,
+    tools: Vec<Served>,
+}
+
+impl McpServer {
+    /// Loads the `.tool` files under `root` whose tool paths match one of `allow` (every
+    /// file when `allow` is empty). Files that do not load are left out, each with a line in
+    /// `skipped`; two files with the same name are an error naming both.
+    pub fn load(root: &Path, allow: &[String]) -> Result<(McpServer, Vec<String>), String> {
+        let globs = allow_set(allow)?;
+        let tool_root = ToolRoot::new(root);
+        let mut files = Vec::new();
+        walk(root, &mut files).map_err(|e| format!("{}: {e}", root.display()))?;
+        files.sort();
+        let mut tools: Vec<Served> = Vec::new();
+        let mut skipped = Vec::new();
+        for file in files {
+            let Some(tool_path) = tool_root.tool_path_of(&file) else { continue };
+            if !allow.is_empty() && !globs.is_match(&tool_path) {
+                continue;
+            }
+            let source = match std::fs::read_to_string(&file) {
+                Ok(s) => s,
+                Err(e) => {
+                    skipped.push(format!("{tool_path}: {e}"));
+                    continue;
+                }
+            };
+            let (def, diags) = crate::tool::load(&source);
+            let Some(def) = def.filter(|_| diags.iter().all(|d| !d.is_error())) else {
+                skipped.push(format!("{tool_path}: does not load (run `tdsl check` on it)"));
+                continue;
+            };
+            let name = tool_name(&tool_path);
+            if let Some(other) = tools.iter().find(|t| t.name == name) {
+                return Err(format!(
+                    "{} and {} both get the tool name `{name}`; rename one of them",
+                    other.file.display(),
+                    file.display()
+                ));
+            }
+            let tool = export_tool(Format::Mcp, &name, &def);
+            tools.push(Served { name, tool_path, file, def, tool });
+        }
+        let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+        Ok((McpServer { inner: Arc::new(Inner { root, tools }) }, skipped))
+    }
+
+    /// The tools offered.
+    pub fn tools(&self) -> &[Served] {
+        &self.inner.tools
+    }
+
+    /// Serves on standard input and output until the client closes the connection.
+    pub async fn serve_stdio(self) -> Result<(), String> {
+        use rmcp::ServiceExt;
+        let running = self.serve(rmcp::transport::stdio()).await.map_err(|e| format!("MCP initialization: {e}"))?;
+        running.waiting().await.map_err(|e| format!("MCP server: {e}"))?;
+        Ok(())
+    }
+
+    /// Calls a tool by name: the `tools/call` result, or `None` when there is no such tool.
+    pub fn call(&self, name: &str, arguments: Json) -> Option<Json> {
+        let served = self.inner.tools.iter().find(|t| t.name == name)?;
+        Some(call_served(&self.inner.root, served, arguments))
+    }
+}
+
+/// The result of a call, in the `tools/call` result shape.
+fn call_served(root: &Path, served: &Served, arguments: Json) -> Json {
+    if let Err(why) = validate_arguments(&served.def, &arguments) {
+        return tool_error(format!("invalid arguments for `{}`: {why}", served.name));
+    }
+    let args: Value = match serde_json::from_value(arguments) {
+        Ok(v) => v,
+        Err(e) => return tool_error(format!("invalid arguments for `{}`: {e}", served.name)),
+    };
+    match &served.def.kind {
+        ToolKind::Composite { .. } => {
+            let workflow = match Workflow::load(root, &served.file) {
+                Ok(w) => w,
+                Err(e) => return tool_error(format!("`{}` cannot run: {e}", served.tool_path)),
+            };
+            let run = match Executor::new(HostRunner::new()).run(&workflow, args) {
+                Ok(r) => r,
+                Err(refused) => return tool_error(format!("refused before the run: {refused} [{}]", refused.code())),
+            };
+            match (run.status, run.result) {
+                (RunStatus::Success | RunStatus::Partial, Some(result)) => success(result),
+                (status, _) => {
+                    let why = run.error.map_or_else(|| "no reason recorded".to_string(), |e| e.to_string());
+                    tool_error(format!("{}: {why}", status.as_str()))
+                }
+            }
+        }
+        ToolKind::Primitive { .. } => {
+            let cancel = CancelToken::new();
+            let call = ToolCall {
+                tool_path: &served.tool_path,
+                definition: Some(&served.def),
+                file: Some(&served.file),
+                arguments: &args,
+                cancel: &cancel,
+                timeout: None,
+                attempt: 1,
+            };
+            match HostRunner::new().call(&call) {
+                Ok(v) => success(v),
+                Err(e) => tool_error(format!("FAILED: `{}`: {e}", served.tool_path)),
+            }
+        }
+    }
+}
+
+fn success(result: Value) -> Json {
+    let result = serde_json::to_value(&result).unwrap_or(Json::Null);
+    let text = serde_json::to_string_pretty(&result).unwrap_or_default();
+    let mut out = json!({"content": [{"type": "text", "text": text}], "isError": false});
+    // structuredContent must be an object (MCP): other values are left to the text.
+    if result.is_object() {
+        out["structuredContent"] = result;
+    }
+    out
+}
+
+fn tool_error(message: String) -> Json {
+    json!({"content": [{"type": "text", "text": message}], "isError": true})
+}
+
+fn allow_set(allow: &[String]) -> Result<GlobSet, String> {
+    let mut b = GlobSetBuilder::new();
+    for g in allow {
+        b.add(Glob::new(g).map_err(|e| format!("--allow {g:?}: {e}"))?);
+    }
+    b.build().map_err(|e| format!("--allow: {e}"))
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let path = entry.path();
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            walk(&path, out)?;
+        } else if path.extension().is_some_and(|e| e == "tool") {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("tdsl", env!("CARGO_PKG_VERSION")))
+            .with_instructions("Composite tools defined in .tool files, run by the tdsl engine.")
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let tools: Vec<Json> = self.inner.tools.iter().map(|t| t.tool.clone()).collect();
+        let mut tools_parsed: Vec<Tool> = Vec::with_capacity(tools.len());
+        for t in tools {
+            tools_parsed.push(serde_json::from_value(t).map_err(|e| McpError::internal_error(e.to_string(), None))?);
+        }
+        let mut result: ListToolsResult =
+            serde_json::from_value(json!({"tools": []})).map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        result.tools = tools_parsed;
+        Ok(result)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let name = request.name.to_string();
+        if !self.inner.tools.iter().any(|t| t.name == name) {
+            return Err(McpError::invalid_params(format!("no tool named `{name}`"), None));
+        }
+        let arguments = Json::Object(request.arguments.unwrap_or_default());
+        let server = self.clone();
+        let result = tokio::task::spawn_blocking(move || server.call(&name, arguments))
+            .await
+            .map_err(|e| McpError::internal_error(format!("the run panicked: {e}"), None))?
+            .unwrap_or(Json::Null);
+        let result: CallToolResult =
+            serde_json::from_value(result).map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        Ok(result.into())
+    }
+}

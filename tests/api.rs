@@ -1,0 +1,144 @@
+//! The library API: host functions, references, sharing programs across threads.
+
+use std::sync::Arc;
+
+use tdsl::functions::{Param, ReturnRule, Signature};
+use tdsl::{Code, Engine, Scope, Type, Value};
+
+fn vars(json: &str) -> Value {
+    serde_json::from_str(json).expect("test JSON")
+}
+
+fn engine_with_rate() -> Engine {
+    let mut engine = Engine::new();
+    engine.register_function(
+        Signature::new(
+            "exchange_rate",
+            vec![Param::required("from", Type::Str), Param::optional("to", Type::Str, Value::from("EUR"))],
+            ReturnRule::Fixed(Type::Number),
+            "a made-up exchange rate",
+        ),
+        Arc::new(|args: &[Value]| match (args[0].as_str(), args[1].as_str()) {
+            (Some("USD"), Some("EUR")) => Ok(Value::Float(0.5)),
+            (Some(from), Some(to)) => Err(format!("no rate from {from} to {to}")),
+            _ => Err("bad arguments".into()),
+        }),
+    );
+    engine
+}
+
+#[test]
+fn host_functions_are_called_positionally_and_by_keyword() {
+    let engine = engine_with_rate();
+    let v = vars(r#"{"amounts": [10, 20]}"#);
+    let p = engine
+        .compile_in("map(amounts, template=item * exchange_rate(from=\"USD\"))", &Scope::from_vars(&v))
+        .expect("compiles");
+    assert_eq!(p.eval(&v).expect("runs").to_string(), "[5.0,10.0]");
+    let p = engine.compile("exchange_rate('USD', 'EUR')").expect("compiles");
+    assert_eq!(p.eval(&Value::Null).expect("runs"), Value::Float(0.5));
+}
+
+#[test]
+fn host_functions_are_checked_like_builtins() {
+    let engine = engine_with_rate();
+    let codes = |src: &str| -> Vec<Code> {
+        engine.compile(src).expect_err("must not compile").into_iter().map(|d| d.code).collect()
+    };
+    assert_eq!(codes("exchange_rate()"), vec![Code::MissingArgument]);
+    assert_eq!(codes("exchange_rate('USD', 'EUR', 'x')"), vec![Code::TooManyArguments]);
+    assert_eq!(codes("exchange_rate(from='USD', too='EUR')"), vec![Code::UnknownKeyword]);
+    assert_eq!(codes("exchange_rate(from=42)"), vec![Code::ArgumentType]);
+    assert_eq!(codes("exchange_rate('USD', from='USD')"), vec![Code::DuplicateArgument]);
+}
+
+#[test]
+fn host_function_errors_name_the_function() {
+    let engine = engine_with_rate();
+    let err = engine.compile("exchange_rate('GBP')").expect("compiles").eval(&Value::Null).expect_err("fails");
+    assert_eq!(err.code, Code::HostFunction);
+    assert_eq!(err.function.as_deref(), Some("exchange_rate"));
+    assert!(err.message.contains("no rate from GBP to EUR"), "{}", err.message);
+}
+
+#[test]
+fn references_lists_refs_and_free_names_including_inside_templates() {
+    let engine = Engine::new();
+    let p = engine
+        .compile(r#"map(array=REF:scanner.files, template="item.size + REF:arguments.offset + limit") + extra"#)
+        .expect("compiles");
+    let refs = p.references();
+    let paths: Vec<String> = refs
+        .refs
+        .iter()
+        .map(|r| format!("{}{}", r.context, r.segments.iter().map(|s| format!(".{s}")).collect::<String>()))
+        .collect();
+    assert_eq!(paths, vec!["scanner.files", "arguments.offset"]);
+    // The REF inside the template string points at its characters in the source.
+    let src = p.source();
+    let inner = &refs.refs[1];
+    assert_eq!(&src[inner.span.start as usize..inner.span.end as usize], "REF:arguments.offset");
+    let names: Vec<&str> = refs.names.iter().map(|(n, _)| &**n).collect();
+    assert_eq!(names, vec!["limit", "extra"]);
+}
+
+#[test]
+fn a_program_is_shared_across_threads() {
+    let engine = Engine::new();
+    let program = engine.compile("sum(array=xs, item_path=\"v\")").expect("compiles");
+    let handles: Vec<_> = (0..4)
+        .map(|t| {
+            let p = program.clone();
+            std::thread::spawn(move || {
+                let xs: Vec<Value> = (0..100).map(|i| Value::object_from([("v", Value::Int(i * t))])).collect();
+                p.eval(&Value::object_from([("xs", Value::list(xs))])).expect("runs")
+            })
+        })
+        .collect();
+    let sums: Vec<Value> = handles.into_iter().map(|h| h.join().expect("thread")).collect();
+    assert_eq!(sums, vec![Value::Int(0), Value::Int(4950), Value::Int(9900), Value::Int(14850)]);
+}
+
+#[test]
+fn dynamic_templates_are_cached_and_the_cache_is_bounded() {
+    let engine = Engine::new().with_limits(tdsl::Limits { max_cached_templates: 2, ..tdsl::Limits::default() });
+    let p = engine.compile("map(xs, template=t)").expect("compiles");
+    // More distinct templates than the cache holds: every one still works.
+    for (i, t) in ["item", "item + 1", "item * 2", "item - 1"].iter().enumerate() {
+        let v = Value::object_from([("xs", Value::list(vec![Value::Int(3)])), ("t", Value::from(*t))]);
+        let got = p.eval(&v).expect("runs");
+        let want = [3, 4, 6, 2][i];
+        assert_eq!(got, Value::list(vec![Value::Int(want)]), "{t}");
+    }
+}
+
+#[test]
+fn compile_never_panics_on_odd_input() {
+    let engine = Engine::new();
+    for src in
+        ["", " ", "(", ")", "[[[", "\"", "'", "\\", "REF:", "REF:.", "a.", "a[", "f(,)", "{a:}", "1e999", "-", "not"]
+    {
+        let _ = engine.compile(src);
+    }
+}
+
+#[test]
+fn nesting_is_capped_whatever_the_limit_says() {
+    // Test threads have 2 MiB stacks; a debug build needs ~6.5 KiB per level.
+    let engine = Engine::new().with_limits(tdsl::Limits { max_depth: usize::MAX, ..tdsl::Limits::default() });
+    for unit in ["(", "[", "{a: ", "f(", "not ", "-"] {
+        let close: String = unit
+            .chars()
+            .rev()
+            .filter_map(|c| match c {
+                '(' => Some(')'),
+                '[' => Some(']'),
+                '{' => Some('}'),
+                _ => None,
+            })
+            .collect();
+        let src = format!("{}1{}", unit.repeat(20_000), close.repeat(20_000));
+        let errors = engine.compile(&src).expect_err("too deep");
+        assert_eq!(errors[0].code, Code::NestingTooDeep, "{unit}");
+    }
+}

@@ -1,0 +1,424 @@
+//! Static analysis and `tdsl check`: data-driven tests over `tests/data/check/{ok,err}` (see
+//! the README there) with the callees of `tests/data/check/root`, and command-line tests that
+//! run the real binary.
+//!
+//! Regenerate snapshots with `cargo insta test --review --test check`.
+
+mod common;
+use common::tdsl;
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use proptest::prelude::Strategy as _;
+use tdsl::analysis::{Analyzer, CheckedTool, Resolved, ToolRoot};
+use tdsl::diagnostic::{Code, Diagnostic};
+use tdsl::span::Span;
+use tdsl::tool::LineIndex;
+
+const ROOT: &str = "tests/data/check/root";
+
+/// The path relative to the package (where tests and the binary run), with `/` separators.
+fn relative(path: &Path) -> String {
+    let rel = path.strip_prefix(env!("CARGO_MANIFEST_DIR")).unwrap_or(path);
+    rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect::<Vec<_>>().join("/")
+}
+
+fn check(path: &str) -> CheckedTool {
+    let mut analyzer = Analyzer::new(ToolRoot::new(ROOT));
+    analyzer.check_file(Path::new(path)).expect("readable")
+}
+
+fn text_at(source: &str, span: Span) -> String {
+    source.get(span.range()).map_or_else(|| format!("<bad span {span}>"), str::to_string)
+}
+
+/// Every diagnostic with the exact text under its spans, so a span that maps wrongly shows
+/// up as a diff.
+fn describe(diags: &[Diagnostic], source: &str) -> String {
+    let lines = LineIndex::new(source);
+    let mut out = String::new();
+    for d in diags {
+        let p = lines.position(d.span);
+        let _ = writeln!(out, "{} {:?}: {}", d.code, d.severity(), d.message);
+        let _ = writeln!(out, "  at {}:{} `{}` ({})", p.line, p.column, text_at(source, d.span), d.label);
+        for l in &d.secondary {
+            let _ = writeln!(out, "  and `{}` ({})", text_at(source, l.span), l.message);
+        }
+        if let Some(h) = &d.help {
+            let _ = writeln!(out, "  help: {h}");
+        }
+    }
+    out
+}
+
+#[test]
+fn err_files() {
+    insta::glob!("data/check/err/*.tool", |path| {
+        let rel = relative(path);
+        let checked = check(&rel);
+        assert!(!checked.diagnostics.is_empty(), "{rel} checked clean");
+        assert!(checked.plan.is_none() || !checked.has_errors());
+        let human = tdsl(&["check", &rel, "--root", ROOT]);
+        let json = tdsl(&["check", &rel, "--root", ROOT, "--format", "json"]);
+        let expected = if checked.has_errors() { 1 } else { 0 };
+        assert_eq!(human.code, expected, "{}", human.stderr);
+        assert_eq!(json.code, expected);
+        let mut out = describe(&checked.diagnostics, &checked.source);
+        out.push_str("\n---- human ----\n");
+        out.push_str(&human.stderr);
+        out.push_str("\n---- json ----\n");
+        out.push_str(&json.stdout);
+        insta::assert_snapshot!(out);
+    });
+}
+
+/// The plan: levels, and per step its callee, what it reads from which step, and its type.
+fn describe_plan(checked: &CheckedTool) -> String {
+    let mut out = String::new();
+    let Some(plan) = &checked.plan else { return "(no plan: a primitive tool)\n".to_string() };
+    for (level, ids) in plan.levels.iter().enumerate() {
+        let _ = writeln!(out, "level {level}");
+        for id in ids {
+            let s = &plan.steps[id.0];
+            let _ = writeln!(out, "  {} {}", s.execution_id, s.tool_path);
+            for input in &s.inputs {
+                let from = &plan.steps[input.from.0].execution_id;
+                let carries: Vec<&str> = input.carries.iter().map(|c| &**c).collect();
+                let manual = if input.manual { " (dependency)" } else { "" };
+                let _ = writeln!(out, "    <- {from} [{}]{manual}", carries.join(", "));
+            }
+            let _ = writeln!(out, "    result: {}", s.result_type);
+        }
+    }
+    out
+}
+
+#[test]
+fn ok_files() {
+    insta::glob!("data/check/ok/*.tool", |path| {
+        let rel = relative(path);
+        let checked = check(&rel);
+        let errors: Vec<Diagnostic> = checked.diagnostics.iter().filter(|d| d.is_error()).cloned().collect();
+        assert!(errors.is_empty(), "{rel}:\n{}", describe(&errors, &checked.source));
+        let mut out = String::new();
+        if !checked.diagnostics.is_empty() {
+            out.push_str("warnings:\n");
+            out.push_str(&describe(&checked.diagnostics, &checked.source));
+            out.push('\n');
+        }
+        out.push_str(&describe_plan(&checked));
+        insta::assert_snapshot!(out);
+    });
+}
+
+#[test]
+fn every_analysis_code_has_an_error_case() {
+    let mut seen = BTreeSet::new();
+    for entry in std::fs::read_dir("tests/data/check/err").expect("err folder") {
+        let path = entry.expect("entry").path();
+        for d in check(&relative(&path)).diagnostics {
+            seen.insert(d.code.as_str());
+        }
+    }
+    let wanted = Code::ALL
+        .iter()
+        .map(|c| c.as_str())
+        .filter(|c| c.starts_with("E06") || c.starts_with("W06"))
+        .chain(["E0101", "E0102", "E0108", "E0109", "E0201", "E0203", "W0101"]);
+    let missing: Vec<&str> = wanted.filter(|c| !seen.contains(c)).collect();
+    assert!(missing.is_empty(), "no case in tests/data/check/err for {missing:?}");
+}
+
+#[test]
+fn a_tool_that_calls_itself() {
+    let checked = check(&format!("{ROOT}/tools/self_caller.tool"));
+    let d = &checked.diagnostics[0];
+    assert_eq!(d.code, Code::ToolRecursion);
+    assert_eq!(d.message, "`/tools/self_caller.tool` calls itself: /tools/self_caller.tool → /tools/self_caller.tool");
+}
+
+#[test]
+fn callees_are_loaded_once_per_root() {
+    let mut analyzer = Analyzer::new(ToolRoot::new(ROOT));
+    let a = analyzer.check_file(Path::new("tests/data/check/err/callee_argument_type.tool")).expect("readable");
+    let b = analyzer.check_file(Path::new("tests/data/check/err/condition_type.tool")).expect("readable");
+    assert!(a.has_errors() && b.has_errors());
+    let (Resolved::Found(first), Resolved::Found(second)) =
+        (analyzer.root_mut().resolve("/tools/counter.tool"), analyzer.root_mut().resolve("/tools/counter.tool"))
+    else {
+        panic!("/tools/counter.tool resolves")
+    };
+    assert!(std::sync::Arc::ptr_eq(&first, &second));
+}
+
+// ---- the command line ----
+
+#[test]
+fn clean_folder_exits_0() {
+    let o = tdsl(&["check", "tests/data/check/ok", "tests/data/check/root/flows", "--root", ROOT]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let files = std::fs::read_dir("tests/data/check/ok").expect("ok folder").count() + 1;
+    assert!(o.stderr.ends_with(&format!("checked {files} files: 0 errors, 7 warnings\n")), "{}", o.stderr);
+}
+
+#[test]
+fn problems_exit_1() {
+    let o = tdsl(&["check", "tests/data/check/err/unknown_step.tool", "--root", ROOT]);
+    assert_eq!(o.code, 1);
+    assert!(o.stderr.contains("E0108"), "{}", o.stderr);
+    assert!(o.stderr.ends_with("checked 1 file: 1 error, 0 warnings\n"), "{}", o.stderr);
+}
+
+#[test]
+fn several_files_and_folders_in_one_run() {
+    let o = tdsl(&[
+        "check",
+        "tests/data/check/err/unknown_step.tool",
+        "tests/data/check/root/flows",
+        "tests/data/check/err/unknown_dependency.tool",
+        "--root",
+        ROOT,
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.code, 1);
+    let diags: serde_json::Value = serde_json::from_str(&o.stdout).expect("a JSON array");
+    let files: Vec<&str> = diags.as_array().expect("array").iter().filter_map(|d| d["file"].as_str()).collect();
+    assert_eq!(files, ["tests/data/check/err/unknown_step.tool", "tests/data/check/err/unknown_dependency.tool"]);
+}
+
+#[test]
+fn json_diagnostics_have_positions_and_help() {
+    let o = tdsl(&["check", "tests/data/check/err/unknown_step.tool", "--root", ROOT, "--format", "json"]);
+    let diags: serde_json::Value = serde_json::from_str(&o.stdout).expect("JSON");
+    assert_eq!(
+        diags,
+        serde_json::json!([{
+            "code": "E0108",
+            "severity": "error",
+            "message": "unknown REF context `sacn`",
+            "file": "tests/data/check/err/unknown_step.tool",
+            "line": 4,
+            "column": 106,
+            "end_line": 4,
+            "end_column": 110,
+            "help": "did you mean `REF:scan`?"
+        }])
+    );
+    let clean = tdsl(&["check", "tests/data/check/root/flows", "--root", ROOT, "--format", "json"]);
+    assert_eq!((clean.code, clean.stdout.as_str()), (0, "[]\n"));
+}
+
+#[test]
+fn warnings_pass_unless_denied() {
+    let file = "tests/data/check/err/unused_variable.tool";
+    assert_eq!(tdsl(&["check", file, "--root", ROOT]).code, 0);
+    let denied = tdsl(&["check", file, "--root", ROOT, "--deny-warnings"]);
+    assert_eq!(denied.code, 1);
+    assert!(denied.stderr.contains("W0601"), "{}", denied.stderr);
+}
+
+#[test]
+fn without_root_missing_callees_are_not_checked() {
+    // The current directory is assumed: `/tools/listr.tool` is not there, and that is fine.
+    let o = tdsl(&["check", "tests/data/check/err/unresolved_tool_path.tool"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let o = tdsl(&["check", "tests/data/check/err/unresolved_tool_path.tool", "--root", ROOT]);
+    assert_eq!(o.code, 1);
+}
+
+#[test]
+fn the_command_could_not_run_exits_2() {
+    let o = tdsl(&["check", "tests/data/check/no_such_file.tool"]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("no_such_file.tool"), "{}", o.stderr);
+    let o = tdsl(&["check", "tests/data/check/ok", "--root", "tests/data/check/no_such_root"]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("no such directory"), "{}", o.stderr);
+    // A folder with no `.tool` file in it is most likely a wrong path.
+    let o = tdsl(&["check", "src/cli"]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("no `.tool` files"), "{}", o.stderr);
+    assert_eq!(tdsl(&["check"]).code, 2);
+}
+
+#[test]
+fn folders_are_walked_in_order() {
+    let o = tdsl(&["check", "tests/data/check/err", "--root", ROOT, "--format", "json"]);
+    let diags: serde_json::Value = serde_json::from_str(&o.stdout).expect("JSON");
+    let files: Vec<&str> = diags.as_array().expect("array").iter().filter_map(|d| d["file"].as_str()).collect();
+    let mut sorted = files.clone();
+    sorted.sort();
+    assert_eq!(files, sorted);
+    let distinct: BTreeSet<&str> = files.iter().copied().collect();
+    assert_eq!(distinct.len(), std::fs::read_dir("tests/data/check/err").expect("err").count());
+}
+
+/// `docs/analysis.md` lists every analysis code, and its JSON examples are JSON.
+#[test]
+fn analysis_docs_are_true() {
+    let doc = std::fs::read_to_string("docs/analysis.md").expect("docs/analysis.md");
+    for code in Code::ALL.iter().filter(|c| c.as_str().starts_with("E06") || c.as_str().starts_with("W06")) {
+        assert!(doc.contains(&format!("| `{code}` |")), "{code} is not in the table of docs/analysis.md");
+    }
+    let mut lines = doc.lines();
+    let mut blocks = 0;
+    while let Some(line) = lines.next() {
+        if !line.starts_with("```json") {
+            continue;
+        }
+        let body: Vec<&str> = lines.by_ref().take_while(|l| !l.starts_with("```")).collect();
+        let parsed: Result<serde_json::Value, _> = serde_json::from_str(&body.join("\n"));
+        assert!(parsed.is_ok(), "not JSON: {}", body.join("\n"));
+        blocks += 1;
+    }
+    assert!(blocks >= 1);
+    // The JSON example is what the command prints for that case.
+    let o = tdsl(&["check", "tests/data/check/err/unknown_step.tool", "--root", ROOT, "--format", "json"]);
+    let printed: serde_json::Value = serde_json::from_str(&o.stdout).expect("JSON");
+    let mut expected = printed.clone();
+    expected[0]["file"] = serde_json::json!("flows/main.tool");
+    assert!(doc.contains(&serde_json::to_string_pretty(&expected).expect("printable")), "the JSON example is stale");
+}
+
+/// The plan of a clean flow: order, levels, inputs, resolved REFs, and compiled programs
+/// that evaluate.
+#[test]
+fn plan_of_a_flow() {
+    use tdsl::analysis::{RefContext, ValuePlan};
+    use tdsl::Value;
+
+    let checked = check(&format!("{ROOT}/flows/scan_and_count.tool"));
+    assert!(checked.diagnostics.is_empty(), "{}", describe(&checked.diagnostics, &checked.source));
+    let plan = checked.plan.expect("a plan");
+    let order: Vec<(&str, usize)> = plan.steps.iter().map(|s| (&*s.execution_id, s.level)).collect();
+    assert_eq!(order, [("each", 0), ("scan", 0), ("lengths", 1), ("report", 2)]);
+    assert_eq!(plan.levels.len(), 3);
+
+    let scan = plan.step("scan").expect("scan");
+    let lengths = plan.step("lengths").expect("lengths");
+    let report = plan.step("report").expect("report");
+    assert_eq!(lengths.depends_on, [scan.id]);
+    assert_eq!(report.depends_on.len(), 3);
+    let from_scan = report.inputs.iter().find(|i| i.from == scan.id).expect("an input from scan");
+    assert!(from_scan.manual && from_scan.carries.is_empty());
+    assert_eq!(lengths.inputs[0].carries.iter().map(|c| &**c).collect::<Vec<_>>(), ["files", "total"]);
+    assert_eq!(
+        lengths.result_type.to_string(),
+        "object{doubled: integer, response: object{doubled: integer, …}, …} | null"
+    );
+
+    // `files` is a REF to scan's result; `count` is a program over the context.
+    let t = lengths.transform_arguments.as_ref().expect("transform_arguments");
+    let ValuePlan::Ref(r) = &t.variables[0].1 else { panic!("a REF variable") };
+    assert_eq!(
+        (r.context, r.segments.iter().map(|s| &**s).collect::<Vec<_>>()),
+        (RefContext::Step(scan.id), vec!["files"])
+    );
+    let (name, program) = &t.transforms[0];
+    assert_eq!(&**name, "count");
+    let context: Value = serde_json::from_str(r#"{"files": ["a.md", "b.md"]}"#).expect("JSON");
+    assert_eq!(program.eval(&context).expect("evaluates"), Value::Int(2));
+
+    let each = plan.step("each").expect("each");
+    let parallel = each.parallel.as_ref().expect("parallel");
+    assert_eq!(&*parallel.child_argument_name, "count");
+    assert!(matches!(&parallel.iterate_over, ValuePlan::Literal(v) if v.as_list().map(<[Value]>::len) == Some(3)));
+    let map = plan.response_map.as_ref().expect("a response map");
+    assert_eq!(map[1].1.context, RefContext::Step(each.id));
+}
+
+/// A composite of `n` steps where step `i` reads the steps `edges[i]`, through REF strings in
+/// `arguments`, REF atoms in transforms and `dependencies`, chosen by `how`.
+fn generated(edges: &[Vec<usize>], how: &[u8]) -> String {
+    let mut steps = Vec::new();
+    for (i, deps) in edges.iter().enumerate() {
+        let mut args = serde_json::Map::new();
+        let mut transforms = serde_json::Map::new();
+        let mut manual = Vec::new();
+        for (k, &j) in deps.iter().enumerate() {
+            match how.get(i * 7 + k).copied().unwrap_or(0) % 3 {
+                0 => {
+                    args.insert(format!("a{k}"), serde_json::json!(format!("REF:s{j}.out")));
+                }
+                1 => {
+                    transforms.insert(format!("t{k}"), serde_json::json!(format!("length(REF:s{j}.items) + 1")));
+                }
+                _ => manual.push(serde_json::json!(format!("s{j}"))),
+            }
+        }
+        let mut step = serde_json::json!({"execution_id": format!("s{i}"), "tool_definition_path": "/tools/any.tool"});
+        if !args.is_empty() {
+            step["arguments"] = serde_json::Value::Object(args);
+        }
+        if !transforms.is_empty() {
+            step["transform_arguments"] = serde_json::json!({"transforms": transforms});
+        }
+        if !manual.is_empty() {
+            step["dependencies"] = serde_json::Value::Array(manual);
+        }
+        steps.push(step);
+    }
+    serde_json::json!({"instructions": steps}).to_string()
+}
+
+/// Longest-path levels by brute force (exponential, for tiny graphs), or `None` on a cycle.
+fn brute_levels(edges: &[Vec<usize>]) -> Option<Vec<usize>> {
+    fn level(i: usize, edges: &[Vec<usize>], path: &mut Vec<usize>) -> Option<usize> {
+        if path.contains(&i) {
+            return None;
+        }
+        path.push(i);
+        let mut l = 0;
+        for &j in &edges[i] {
+            l = l.max(level(j, edges, path)? + 1);
+        }
+        path.pop();
+        Some(l)
+    }
+    (0..edges.len()).map(|i| level(i, edges, &mut Vec::new())).collect()
+}
+
+proptest::proptest! {
+    /// For any graph of steps: a plan exists exactly when the graph is acyclic; its levels
+    /// are the longest paths; every dependency is on a lower level; the order is by level,
+    /// then execution id; and every diagnostic points at characters of the file.
+    #[test]
+    fn the_dag_matches_its_definition(
+        edges in proptest::collection::vec(proptest::collection::vec(0usize..7, 0..4), 1..7)
+            .prop_map(|mut e| { let n = e.len(); for d in &mut e { for j in d.iter_mut() { *j %= n; } d.sort_unstable(); d.dedup(); } e }),
+        how in proptest::collection::vec(proptest::prelude::any::<u8>(), 64),
+    ) {
+        use proptest::prelude::*;
+        let source = generated(&edges, &how);
+        // An assumed root with no files: callees are not checked, only the graph is.
+        let mut analyzer = Analyzer::new(ToolRoot::assumed("/nonexistent-tdsl-root"));
+        let checked = analyzer.check_source("gen.tool", &source);
+        for d in &checked.diagnostics {
+            prop_assert!(source.get(d.span.range()).is_some(), "{d:?}");
+        }
+        let expected = brute_levels(&edges);
+        let cycles = checked.diagnostics.iter().filter(|d| d.code == Code::DependencyCycle).count();
+        prop_assert_eq!(cycles > 0, expected.is_none(), "{}", describe(&checked.diagnostics, &source));
+        let errors: Vec<&Diagnostic> = checked.diagnostics.iter().filter(|d| d.is_error()).collect();
+        prop_assert!(errors.iter().all(|d| d.code == Code::DependencyCycle), "{errors:?}");
+        match (expected, &checked.plan) {
+            (Some(levels), Some(plan)) => {
+                for s in &plan.steps {
+                    let i: usize = s.execution_id[1..].parse().expect("s<i>");
+                    prop_assert_eq!(s.level, levels[i]);
+                    for d in &s.depends_on {
+                        prop_assert!(plan.steps[d.0].level < s.level);
+                    }
+                }
+                let keys: Vec<(usize, &str)> = plan.steps.iter().map(|s| (s.level, &*s.execution_id)).collect();
+                let mut sorted = keys.clone();
+                sorted.sort();
+                prop_assert_eq!(keys, sorted);
+            }
+            (None, None) => {}
+            (e, p) => prop_assert!(false, "levels {e:?} but plan {}", p.is_some()),
+        }
+    }
+}

@@ -1,0 +1,23 @@
+//! What the command-line tests share: running the real `tdsl` binary.
+
+use std::process::Command;
+
+/// What a run of the binary printed and how it exited.
+pub struct Out {
+    /// The exit status (-1 when killed by a signal).
+    pub code: i32,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+/// Runs `tdsl` with these arguments, without colour.
+pub fn tdsl(args: &[&str]) -> Out {
+    let out = Command::new(env!("CARGO_BIN_EXE_tdsl")).args(args).env("NO_COLOR", "1").output().expect("tdsl runs");
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}

@@ -1,0 +1,6 @@
+{
+  "instructions": [
+    {"execution_id": "fetch", "tool_definition_path": "/tools/counter.tool", "arguments": {"count": 1}, "dependencies": ["cleanup"]},
+    {"execution_id": "cleanup", "tool_definition_path": "/tools/counter.tool", "arguments": {"count": "REF:fetch.doubled"}}
+  ]
+}

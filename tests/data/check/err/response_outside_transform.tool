@@ -1,0 +1,5 @@
+{
+  "instructions": [
+    {"execution_id": "scan", "tool_definition_path": "/tools/lister.tool", "arguments": {"directory": "REF:response.dir"}}
+  ]
+}

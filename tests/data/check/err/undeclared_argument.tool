@@ -1,0 +1,6 @@
+{
+  "arguments": [{"name": "folder", "type_name": "string", "required": true}],
+  "instructions": [
+    {"execution_id": "scan", "tool_definition_path": "/tools/lister.tool", "arguments": {"directory": "REF:arguments.foldr"}}
+  ]
+}

@@ -1,0 +1,7 @@
+{
+  "instructions": [
+    {"execution_id": "scan", "tool_definition_path": "/tools/lister.tool",
+     "arguments": {"directory": "/data"},
+     "transform_arguments": {"transforms": {"limit": "10"}}}
+  ]
+}

@@ -1,0 +1,31 @@
+{
+  "description": "Seed example: Use Keyword Arguments for Clarity",
+  "instructions": [
+    {
+      "execution_id": "example_step",
+      "tool_definition_path": "/tools/example.tool",
+      "transform_arguments": {
+        "transforms": {
+          "extracted_name": "get_object_property(obj=user_data, property_path=\"profile.name\")",
+          "joined_list": "join(array=items, separator=\", \")"
+        },
+        "variables": {
+          "user_data": "REF:arguments.user_data",
+          "items": "REF:arguments.items"
+        }
+      }
+    }
+  ],
+  "arguments": [
+    {
+      "name": "user_data",
+      "type_name": "any",
+      "required": true
+    },
+    {
+      "name": "items",
+      "type_name": "any",
+      "required": true
+    }
+  ]
+}

@@ -1,0 +1,4 @@
+{
+  "description": "A callee that does not load: it is neither primitive nor composite",
+  "arguments": []
+}

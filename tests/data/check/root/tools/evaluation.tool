@@ -1,0 +1,11 @@
+{
+  "description": "Stub for the checker's tests: evaluation",
+  "arguments": [],
+  "responses": [
+    {
+      "name": "scores",
+      "type_name": "list"
+    }
+  ],
+  "system_event_endpoint": "builtin:echo"
+}

@@ -1,0 +1,11 @@
+{
+  "description": "Stub for the checker's tests: metadata",
+  "arguments": [],
+  "responses": [
+    {
+      "name": "tags",
+      "type_name": "list<string>"
+    }
+  ],
+  "system_event_endpoint": "builtin:echo"
+}

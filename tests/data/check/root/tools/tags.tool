@@ -1,0 +1,11 @@
+{
+  "description": "Stub for the checker's tests: tags",
+  "arguments": [],
+  "responses": [
+    {
+      "name": "list",
+      "type_name": "list<string>"
+    }
+  ],
+  "system_event_endpoint": "builtin:echo"
+}

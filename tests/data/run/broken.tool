@@ -1,0 +1,5 @@
+{
+  "instructions": [
+    {"execution_id": "burn", "tool_definition_path": "/tools/broken.tool"}
+  ]
+}

@@ -1,0 +1,3 @@
+#!/bin/sh
+# Prints its input back: the arguments, as JSON.
+cat

@@ -1,0 +1,4 @@
+#!/bin/sh
+# Never answers (until killed).
+sleep 30
+echo '{}'

@@ -1,0 +1,1065 @@
+//! The execution engine, rule by rule, with an in-process runner and a virtual clock
+//! (nothing here sleeps for real but the runners that simulate slow tools, and no test
+//! asserts on elapsed time).
+
+mod exec_support;
+
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use exec_support::*;
+use tdsl::exec::breaker::{self, BreakerPolicy};
+use tdsl::exec::retry::RetryPolicy;
+use tdsl::exec::{replay, GuardError, Guards, Options, Outcome, RunStatus, StepStatus, ToolError, Workflow};
+use tdsl::Value;
+
+// ---------------------------------------------------------------------------------------
+// Scheduling
+
+#[test]
+fn a_step_starts_when_its_own_dependencies_end_not_its_level() {
+    // `slow` and `fast` are level 0; `after_fast` (level 1) needs only `fast`. `slow` waits
+    // until `after_fast` has been called: level-by-level scheduling would never get there.
+    let dir = root(
+        "start-order",
+        &[
+            ("/tools/t.tool", ANY_TOOL),
+            (
+                "main.tool",
+                r#"{"instructions": [
+                  {"execution_id": "slow", "tool_definition_path": "/tools/t.tool", "arguments": {"who": "slow"}},
+                  {"execution_id": "fast", "tool_definition_path": "/tools/t.tool", "arguments": {"who": "fast"}},
+                  {"execution_id": "after_fast", "tool_definition_path": "/tools/t.tool",
+                   "arguments": {"who": "after_fast", "x": "REF:fast.who"}}
+                ]}"#,
+            ),
+        ],
+    );
+    let (tx, rx) = mpsc::channel::<()>();
+    let rx = std::sync::Mutex::new(rx);
+    let tx = std::sync::Mutex::new(tx);
+    let script = Script::new().on("/tools/t.tool", move |call, _| {
+        let who = call.arguments.get_direct("who").and_then(Value::as_str).unwrap_or_default().to_string();
+        match who.as_str() {
+            "slow" => match rx.lock().unwrap().recv_timeout(Duration::from_secs(30)) {
+                Ok(()) => Ok(call.arguments.clone()),
+                Err(_) => Err(ToolError::permanent("`after_fast` never started while `slow` was running")),
+            },
+            "after_fast" => {
+                let _ = tx.lock().unwrap().send(());
+                Ok(call.arguments.clone())
+            }
+            _ => Ok(call.arguments.clone()),
+        }
+    });
+    let r = run_with(&dir, "{}", &script, Options { max_concurrency: 2, ..Options::default() });
+    assert_eq!(r.status, RunStatus::Success, "{:?}", r.error);
+    let order = script.calls.lock().unwrap().iter().map(|c| c.arguments.to_string()).collect::<Vec<_>>();
+    let pos = |w: &str| order.iter().position(|c| c.contains(&format!("\"who\":\"{w}\""))).unwrap();
+    assert!(pos("after_fast") > pos("fast"));
+}
+
+fn wide_and_fan_out(name: &str) -> std::path::PathBuf {
+    let mut steps: Vec<String> = (0..12)
+        .map(|i| {
+            format!(
+                r#"{{"execution_id": "w{i:02}", "tool_definition_path": "/tools/t.tool", "arguments": {{"i": {i}}}}}"#
+            )
+        })
+        .collect();
+    steps.push(
+        r#"{"execution_id": "fan", "tool_definition_path": "/tools/t.tool",
+            "parallel_execution": {"iterate_over": "REF:arguments.items", "child_argument_name": "item"},
+            "dependencies": ["w03"]}"#
+            .to_string(),
+    );
+    steps.push(
+        r#"{"execution_id": "last", "tool_definition_path": "/tools/t.tool",
+            "arguments": {"n": "REF:fan.response.length", "first": "REF:fan.response.first.item"}}"#
+            .to_string(),
+    );
+    let main = format!(
+        r#"{{"arguments": [{{"name": "items", "type_name": "list", "required": true}}], "instructions": [{}]}}"#,
+        steps.join(",\n")
+    );
+    root(name, &[("/tools/t.tool", ANY_TOOL), ("main.tool", &main)])
+}
+
+#[test]
+fn the_concurrency_limit_is_never_exceeded() {
+    let dir = wide_and_fan_out("limit");
+    let args = format!(r#"{{"items": [{}]}}"#, (0..20).map(|i| i.to_string()).collect::<Vec<_>>().join(","));
+    for limit in [1, 3] {
+        // Each call lasts a little real time, so that calls overlap when they can.
+        let script = Script::new().on("/tools/t.tool", |call, _| {
+            std::thread::sleep(Duration::from_millis(2));
+            Ok(call.arguments.clone())
+        });
+        let r = run_with(&dir, &args, &script, Options { max_concurrency: limit, ..Options::default() });
+        assert_eq!(r.status, RunStatus::Success);
+        assert_eq!(script.calls.lock().unwrap().len(), 12 + 20 + 1);
+        let peak = script.peak.load(Ordering::SeqCst);
+        assert!(peak <= limit, "{peak} calls at once under a limit of {limit}");
+        assert!(r.trace.max_in_flight <= limit);
+        assert_eq!(show(&step(&r, "last").arguments), r#"{"n":20,"first":0}"#);
+    }
+}
+
+/// The trace without what only says when and how wide the run went.
+fn normalized(mut t: tdsl::exec::Trace) -> String {
+    t.run_id = String::new();
+    t.max_in_flight = 0;
+    t.to_json()
+}
+
+#[test]
+fn results_and_trace_are_the_same_whatever_the_timing() {
+    let dir = wide_and_fan_out("timing");
+    let args = r#"{"items": [5, 4, 3, 2, 1, 0]}"#;
+    let mut seen = Vec::new();
+    for (limit, jitter) in [(1, 0u64), (4, 3), (8, 7)] {
+        // Calls end in an order that depends on the run: by their arguments and the jitter.
+        let script = Script::new().on("/tools/t.tool", move |call, n| {
+            let spin = (call.arguments.to_string().len() as u64 * 7 + n as u64 * jitter) % 5;
+            std::thread::sleep(Duration::from_millis(spin));
+            Ok(call.arguments.clone())
+        });
+        let r = run_with(&dir, args, &script, Options { max_concurrency: limit, ..Options::default() });
+        assert_eq!(r.status, RunStatus::Success);
+        seen.push((show(&r.result), normalized(r.trace)));
+    }
+    assert_eq!(seen[0], seen[1]);
+    assert_eq!(seen[0], seen[2]);
+}
+
+// ---------------------------------------------------------------------------------------
+// Data flow
+
+#[test]
+fn arguments_resolve_refs_at_any_depth_keeping_types() {
+    let dir = root(
+        "refs",
+        &[
+            ("/tools/t.tool", ANY_TOOL),
+            (
+                "main.tool",
+                r#"{"arguments": [{"name": "files", "type_name": "list", "required": true}],
+                   "instructions": [
+                  {"execution_id": "scan", "tool_definition_path": "/tools/t.tool",
+                   "arguments": {"files": "REF:arguments.files", "meta": {"count": 2}}},
+                  {"execution_id": "use", "tool_definition_path": "/tools/t.tool",
+                   "arguments": {"deep": {"list": ["REF:scan.files.first", {"n": "REF:scan.files.length"}],
+                                          "name": "REF:scan.files.1.file_name", "dir": "REF:scan.files.1.parent_directory",
+                                          "count": "REF:scan.meta.count", "missing": "REF:scan.nothing.here"},
+                                 "text": "see REF:scan.files"}}
+                ]}"#,
+            ),
+        ],
+    );
+    let r = run(&dir, r#"{"files": ["a.txt", "docs/b.md"]}"#, &Script::new());
+    assert_eq!(r.status, RunStatus::Success, "{:?}", r.error);
+    assert_eq!(
+        show(&step(&r, "use").arguments),
+        r#"{"deep":{"list":["a.txt",{"n":2}],"name":"b.md","dir":"docs","count":2,"missing":null},"text":"see REF:scan.files"}"#
+    );
+}
+
+#[test]
+fn a_ref_into_a_scalar_fails_naming_the_step_and_the_path() {
+    let dir = root(
+        "ref-error",
+        &[
+            ("/tools/t.tool", ANY_TOOL),
+            (
+                "main.tool",
+                r#"{"instructions": [
+                  {"execution_id": "a", "tool_definition_path": "/tools/t.tool", "arguments": {"n": 3}},
+                  {"execution_id": "b", "tool_definition_path": "/tools/t.tool", "arguments": {"x": "REF:a.n.deeper"}}
+                ]}"#,
+            ),
+        ],
+    );
+    let r = run(&dir, "{}", &Script::new());
+    assert_eq!(r.status, RunStatus::Failed);
+    let e = r.error.clone().unwrap();
+    assert_eq!((e.step.as_deref(), e.code.as_str()), (Some("b"), "E0301"));
+    assert_eq!(e.message, "arguments: `REF:a.n.deeper` cannot be resolved: `.deeper` cannot be read from a number");
+}
+
+#[test]
+fn transforms_run_in_order_over_variables_and_write_outputs_to_both() {
+    let dir = root(
+        "transforms",
+        &[
+            ("/tools/t.tool", ANY_TOOL),
+            (
+                "main.tool",
+                r#"{"arguments": [{"name": "names", "type_name": "list<string>", "required": true}],
+                   "instructions": [
+                  {"execution_id": "s", "tool_definition_path": "/tools/t.tool",
+                   "arguments": {"sep": "-", "mode": "as written", "names": "REF:arguments.names"},
+                   "transform_arguments": {
+                     "variables": {"sep": ", ", "extra": ["REF:arguments.names.first", "static"]},
+                     "transforms": {
+                       "joined": "join(array=names, separator=sep)",
+                       "shout": "upper(joined)",
+                       "mode": "if(length(extra) == 2, shout + '!', 'no')"
+                     }},
+                   "transform_responses": {
+                     "variables": {"n": "REF:response.names.length"},
+                     "transforms": {"count": "n", "twice": "count * 2", "from_ref": "REF:response.joined"}
+                   }}
+                ]}"#,
+            ),
+        ],
+    );
+    let r = run(&dir, r#"{"names": ["ada", "bob"]}"#, &Script::new());
+    assert_eq!(r.status, RunStatus::Success, "{:?}", r.error);
+    // Variables override the arguments in the context but are not written; outputs are, in
+    // order, each seeing the ones before.
+    assert_eq!(
+        show(&step(&r, "s").arguments),
+        r#"{"sep":"-","mode":"ADA, BOB!","names":["ada","bob"],"joined":"ada, bob","shout":"ADA, BOB"}"#
+    );
+    let result = show(&step(&r, "s").result);
+    assert!(result.ends_with(r#""count":2,"twice":4,"from_ref":"ada, bob"}"#), "{result}");
+}
+
+#[test]
+fn conditions_skip_with_null_results_and_dependents_still_run() {
+    let dir = root(
+        "conditions",
+        &[
+            ("/tools/t.tool", ANY_TOOL),
+            (
+                "main.tool",
+                r#"{"arguments": [{"name": "level", "type_name": "number", "required": true},
+                                  {"name": "role", "type_name": "string", "required": true}],
+                   "instructions": [
+                  {"execution_id": "check", "tool_definition_path": "/tools/t.tool",
+                   "arguments": {"level": "REF:arguments.level", "role": "REF:arguments.role", "tags": ["a", "urgent"]}},
+                  {"execution_id": "admin_or_senior", "tool_definition_path": "/tools/t.tool",
+                   "conditions": [{"logic": "OR", "conditions": [
+                      {"param": "REF:check.role", "operator": "equals", "value": "admin"},
+                      {"logic": "AND", "conditions": [
+                         {"param": "REF:check.level", "operator": "greater_than", "value": 5},
+                         {"logic": "NOT", "conditions": [{"param": "REF:check.tags", "operator": "contains", "value": "blocked"}]}
+                      ]}]}],
+                   "arguments": {"ok": true}},
+                  {"execution_id": "after", "tool_definition_path": "/tools/t.tool",
+                   "arguments": {"seen": "REF:admin_or_senior.ok", "whole": "REF:admin_or_senior"}}
+                ]}"#,
+            ),
+        ],
+    );
+    let senior = run(&dir, r#"{"level": 7, "role": "dev"}"#, &Script::new());
+    assert_eq!(step(&senior, "admin_or_senior").status, StepStatus::Completed);
+    assert_eq!(show(&step(&senior, "after").arguments), r#"{"seen":true,"whole":{"ok":true}}"#);
+
+    let junior = run(&dir, r#"{"level": 2, "role": "dev"}"#, &Script::new());
+    let skipped = step(&junior, "admin_or_senior");
+    assert_eq!((skipped.status, skipped.reason.as_deref()), (StepStatus::Skipped, Some("conditions")));
+    assert_eq!(show(&skipped.result), "null");
+    assert!(skipped.attempts.is_empty());
+    assert_eq!(step(&junior, "after").status, StepStatus::Completed);
+    assert_eq!(show(&step(&junior, "after").arguments), r#"{"seen":null,"whole":null}"#);
+    assert_eq!(junior.status, RunStatus::Success);
+}
+
+#[test]
+fn fan_out_results_keep_input_order_whatever_order_children_end_in() {
+    let dir = root(
+        "fan-out",
+        &[
+            ("/tools/t.tool", &primitive(&["n:integer", "label:string"], &["square:integer"])),
+            ("/tools/any.tool", ANY_TOOL),
+            (
+                "main.tool",
+                r#"{"arguments": [{"name": "ns", "type_name": "list<integer>", "required": true}],
+                   "instructions": [
+                  {"execution_id": "fan", "tool_definition_path": "/tools/t.tool", "arguments": {"label": "x"},
+                   "parallel_execution": {"iterate_over": "REF:arguments.ns", "child_argument_name": "n"},
+                   "transform_responses": {"transforms": {"total": "sum(array=REF:response, item_path=\"square\")"}}},
+                  {"execution_id": "after", "tool_definition_path": "/tools/any.tool",
+                   "arguments": {"n": "REF:fan.response.length", "last": "REF:fan.response.last.square"}}
+                ]}"#,
+            ),
+        ],
+    );
+    let script = Script::new().on("/tools/t.tool", |call, _| {
+        let n = call.arguments.get_direct("n").and_then(Value::as_f64).unwrap_or(0.0) as i64;
+        // Later elements end first.
+        std::thread::sleep(Duration::from_millis((10 - n.min(10)) as u64));
+        Ok(json(&format!(r#"{{"square": {}}}"#, n * n)))
+    });
+    let r =
+        run_with(&dir, r#"{"ns": [1, 2, 3, 4, 5, 6]}"#, &script, Options { max_concurrency: 4, ..Options::default() });
+    assert_eq!(r.status, RunStatus::Success, "{:?}", r.error);
+    let fan = step(&r, "fan");
+    assert_eq!(
+        show(&fan.result),
+        r#"{"response":[{"square":1},{"square":4},{"square":9},{"square":16},{"square":25},{"square":36}],"total":91}"#
+    );
+    let children = fan.children.as_ref().unwrap();
+    assert_eq!(children.iter().map(|c| c.index).collect::<Vec<_>>(), [0, 1, 2, 3, 4, 5]);
+    assert_eq!(show(&children[2].arguments), r#"{"label":"x","n":3}"#);
+    assert_eq!(show(&step(&r, "after").arguments), r#"{"n":6,"last":36}"#);
+}
+
+#[test]
+fn iterate_over_null_fans_out_to_nothing() {
+    let dir = root(
+        "fan-null",
+        &[
+            ("/tools/t.tool", ANY_TOOL),
+            (
+                "main.tool",
+                r#"{"instructions": [
+                  {"execution_id": "maybe", "tool_definition_path": "/tools/t.tool",
+                   "conditions": [{"param": 1, "operator": "equals", "value": 2}], "arguments": {"xs": [1]}},
+                  {"execution_id": "fan", "tool_definition_path": "/tools/t.tool",
+                   "parallel_execution": {"iterate_over": "REF:maybe.xs", "child_argument_name": "x"}}
+                ]}"#,
+            ),
+        ],
+    );
+    let r = run(&dir, "{}", &Script::new());
+    assert_eq!(r.status, RunStatus::Success, "{:?}", r.error);
+    assert_eq!(show(&step(&r, "fan").result), r#"{"response":[]}"#);
+}
+
+#[test]
+fn the_response_alias_and_plain_results() {
+    let dir = root(
+        "alias",
+        &[
+            ("/tools/t.tool", ANY_TOOL),
+            (
+                "main.tool",
+                r#"{"instructions": [
+                  {"execution_id": "text", "tool_definition_path": "/tools/t.tool", "arguments": {"kind": "text"}},
+                  {"execution_id": "obj", "tool_definition_path": "/tools/t.tool"}
+                ],
+                "response_reference_map": {"a": "REF:text.response", "b": "REF:obj.response", "c": "REF:obj.response.k"}}"#,
+            ),
+        ],
+    );
+    let script = Script::new().on("/tools/t.tool", |call, _| {
+        Ok(if call.arguments.get_direct("kind").is_some() { Value::str("plain") } else { json(r#"{"k": 1}"#) })
+    });
+    let r = run(&dir, "{}", &script);
+    assert_eq!(r.status, RunStatus::Success, "{:?}", r.error);
+    assert_eq!(show(&step(&r, "text").result), r#"{"response":"plain"}"#);
+    assert_eq!(show(&r.result), r#"{"a":"plain","b":{"k":1},"c":1}"#);
+}
+
+#[test]
+fn the_response_map_checks_required_responses_and_types() {
+    let main = |map: &str| {
+        format!(
+            r#"{{"instructions": [{{"execution_id": "s", "tool_definition_path": "/tools/t.tool"}}],
+                "responses": [{{"name": "count", "type_name": "number", "required": true}},
+                              {{"name": "note", "type_name": "string", "required": false}}],
+                "response_reference_map": {map}}}"#
+        )
+    };
+    let good = main(r#"{"count": "REF:s.count", "note": "REF:s.note"}"#);
+    let dir = root("map", &[("/tools/t.tool", ANY_TOOL), ("main.tool", &good)]);
+    let script = |answer: &'static str| Script::new().on("/tools/t.tool", move |_, _| Ok(json(answer)));
+
+    let r = run(&dir, "{}", &script(r#"{"count": 3}"#));
+    assert_eq!((r.status, show(&r.result)), (RunStatus::Success, r#"{"count":3,"note":null}"#.to_string()));
+
+    let r = run(&dir, "{}", &script(r#"{"note": "x"}"#));
+    let e = r.error.clone().unwrap();
+    assert_eq!((r.status, e.code.as_str(), e.step), (RunStatus::Failed, "E0802", None));
+    assert_eq!(e.message, "required response `count` of `/main.tool` is null");
+
+    let r = run(&dir, "{}", &script(r#"{"count": "three"}"#));
+    assert_eq!(
+        r.error.clone().unwrap().message,
+        "response `count` of `/main.tool` must be a number, and it is a string"
+    );
+
+    // Without a map, the result is every step's result by execution id.
+    let dir = root(
+        "no-map",
+        &[
+            ("/tools/t.tool", ANY_TOOL),
+            (
+                "main.tool",
+                r#"{"instructions": [
+        {"execution_id": "b", "tool_definition_path": "/tools/t.tool", "arguments": {"v": 2}},
+        {"execution_id": "a", "tool_definition_path": "/tools/t.tool", "arguments": {"v": 1}}]}"#,
+            ),
+        ],
+    );
+    assert_eq!(show(&run(&dir, "{}", &Script::new()).result), r#"{"b":{"v":2},"a":{"v":1}}"#);
+}
+
+const INNER: &str = r#"{
+  "arguments": [{"name": "x", "type_name": "number", "required": true}],
+  "instructions": [{"execution_id": "double", "tool_definition_path": "/tools/double.tool",
+                    "arguments": {"x": "REF:arguments.x"}}],
+  "responses": [{"name": "value", "type_name": "number", "required": true}],
+  "response_reference_map": {"value": "REF:double.value"}
+}"#;
+
+#[test]
+fn composite_callees_nest_with_their_steps_in_the_trace() {
+    let dir = root(
+        "nesting",
+        &[
+            ("/tools/double.tool", &primitive(&["x:number"], &["value:number"])),
+            ("/tools/inner.tool", INNER),
+            (
+                "main.tool",
+                r#"{"instructions": [
+                  {"execution_id": "outer", "tool_definition_path": "/tools/inner.tool", "arguments": {"x": 21}},
+                  {"execution_id": "each", "tool_definition_path": "/tools/inner.tool",
+                   "parallel_execution": {"iterate_over": [1, 2], "child_argument_name": "x"}}
+                ],
+                "response_reference_map": {"answer": "REF:outer.value", "each": "REF:each.response"}}"#,
+            ),
+        ],
+    );
+    let script = Script::new().on("/tools/double.tool", |call, _| {
+        let x = call.arguments.get_direct("x").and_then(Value::as_f64).unwrap_or(0.0);
+        Ok(json(&format!(r#"{{"value": {}}}"#, x * 2.0)))
+    });
+    let r = run(&dir, "{}", &script);
+    assert_eq!(r.status, RunStatus::Success, "{:?}", r.error);
+    assert_eq!(show(&r.result), r#"{"answer":42,"each":[{"value":2},{"value":4}]}"#);
+    let nested = step(&r, "outer").steps.as_ref().unwrap();
+    assert_eq!((nested[0].execution_id.as_str(), nested[0].status), ("double", StepStatus::Completed));
+    let child = &step(&r, "each").children.as_ref().unwrap()[1];
+    assert_eq!(show(&child.steps.as_ref().unwrap()[0].arguments), r#"{"x":2}"#);
+
+    // A failure inside names the nested step.
+    let script = Script::new().on("/tools/double.tool", |call, _| match call.arguments.get_direct("x") {
+        Some(Value::Int(21)) => Err(ToolError::permanent("no doubling today")),
+        _ => Ok(json(r#"{"value": 0}"#)),
+    });
+    let r = run(&dir, "{}", &script);
+    let e = r.error.clone().unwrap();
+    assert_eq!(e.step.as_deref(), Some("outer/double"));
+    assert_eq!(e.message, "`/tools/inner.tool` failed at step `outer/double`: no doubling today");
+}
+
+#[test]
+fn nesting_depth_is_bounded_and_recursion_is_refused_before_running() {
+    let dir = root(
+        "depth",
+        &[
+            ("/tools/double.tool", &primitive(&["x:number"], &["value:number"])),
+            ("/tools/inner.tool", INNER),
+            (
+                "/tools/middle.tool",
+                r#"{"instructions": [{"execution_id": "deeper", "tool_definition_path": "/tools/inner.tool",
+                    "arguments": {"x": 1}}]}"#,
+            ),
+            (
+                "main.tool",
+                r#"{"instructions": [{"execution_id": "top", "tool_definition_path": "/tools/middle.tool"}]}"#,
+            ),
+            (
+                "/tools/self.tool",
+                r#"{"instructions": [{"execution_id": "again", "tool_definition_path": "/tools/self.tool"}]}"#,
+            ),
+        ],
+    );
+    let r = run_with(&dir, "{}", &Script::new(), Options { max_depth: 1, ..Options::default() });
+    let e = r.error.clone().unwrap();
+    assert_eq!((e.code.as_str(), e.step.as_deref()), ("E0810", Some("top/deeper")));
+    let doubling = Script::new().on("/tools/double.tool", |_, _| Ok(json(r#"{"value": 2}"#)));
+    let r = run(&dir, "{}", &doubling);
+    assert_eq!(r.status, RunStatus::Success, "{:?}", r.error);
+
+    match Workflow::load(&dir, &dir.join("tools/self.tool")) {
+        Err(tdsl::exec::LoadError::Invalid { diagnostics, .. }) => {
+            assert!(diagnostics.iter().any(|d| d.code.as_str() == "E0603"), "{diagnostics:?}")
+        }
+        other => panic!("recursion must be refused: {other:?}"),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Validation at the boundary
+
+#[test]
+fn callee_arguments_are_checked_before_the_call_and_responses_after() {
+    let dir = root(
+        "boundary",
+        &[
+            ("/tools/source.tool", ANY_TOOL),
+            ("/tools/typed.tool", &primitive(&["count:number", "note:string?"], &["label:string"])),
+            (
+                "main.tool",
+                r#"{"instructions": [
+                  {"execution_id": "src", "tool_definition_path": "/tools/source.tool"},
+                  {"execution_id": "use", "tool_definition_path": "/tools/typed.tool", "arguments": {"count": "REF:src.n"}}
+                ]}"#,
+            ),
+        ],
+    );
+    let source = |answer: &'static str| Script::new().on("/tools/source.tool", move |_, _| Ok(json(answer)));
+
+    let script = source(r#"{"n": "seven"}"#);
+    let r = run(&dir, "{}", &script);
+    let e = r.error.clone().unwrap();
+    assert_eq!((e.code.as_str(), e.step.as_deref()), ("E0801", Some("use")));
+    assert_eq!(e.message, "argument `count` of `/tools/typed.tool` must be a number, and it is a string");
+    assert!(script.calls_of("/tools/typed.tool").is_empty(), "not called with a bad argument");
+
+    let r = run(&dir, "{}", &source("{}"));
+    assert_eq!(r.error.clone().unwrap().message, "required argument `count` of `/tools/typed.tool` is null");
+
+    let script = source(r#"{"n": 7}"#).on("/tools/typed.tool", |_, _| Ok(json(r#"{"label": 7}"#)));
+    let e = run(&dir, "{}", &script).error.unwrap();
+    assert_eq!((e.code.as_str(), e.step.as_deref()), ("E0802", Some("use")));
+    assert_eq!(e.message, "response `label` of `/tools/typed.tool` must be a string, and it is a number");
+}
+
+#[test]
+fn the_run_arguments_are_checked_against_the_tool() {
+    let dir = root(
+        "run-args",
+        &[
+            ("/tools/t.tool", ANY_TOOL),
+            (
+                "main.tool",
+                r#"{"arguments": [{"name": "n", "type_name": "integer", "required": true}],
+                    "instructions": [{"execution_id": "s", "tool_definition_path": "/tools/t.tool", "arguments": {"n": "REF:arguments.n"}}]}"#,
+            ),
+        ],
+    );
+    let script = Script::new();
+    let r = run(&dir, r#"{"n": 1.5}"#, &script);
+    assert_eq!(r.status, RunStatus::Failed);
+    assert_eq!(r.error.clone().unwrap().message, "argument `n` of `/main.tool` must be an integer, and it is a number");
+    assert_eq!(step(&r, "s").status, StepStatus::Cancelled);
+    assert!(script.calls.lock().unwrap().is_empty());
+}
+
+// ---------------------------------------------------------------------------------------
+// Resilience
+
+fn one_step(name: &str, extra: &str) -> std::path::PathBuf {
+    let main = format!(
+        r#"{{"instructions": [
+          {{"execution_id": "s", "tool_definition_path": "/tools/t.tool"{extra}}},
+          {{"execution_id": "after", "tool_definition_path": "/tools/t.tool", "arguments": {{"x": "REF:s.ok"}}}}
+        ]}}"#
+    );
+    root(name, &[("/tools/t.tool", ANY_TOOL), ("main.tool", &main)])
+}
+
+fn flaky(failures: usize) -> Script {
+    Script::new().on("/tools/t.tool", move |call, n| {
+        if call.arguments.get_direct("x").is_none() && n < failures {
+            Err(ToolError::transient(format!("busy ({n})")))
+        } else {
+            Ok(json(r#"{"ok": true}"#))
+        }
+    })
+}
+
+#[test]
+fn transient_errors_are_retried_with_exponential_backoff() {
+    let dir = one_step("retry", r#", "retry": {"max_retries": 3, "base_delay_seconds": 1, "factor": 2, "jitter": 0}"#);
+    let time = clock();
+    let script = flaky(2);
+    let r = executor(&script, &time, Options::default()).run(&load(&dir), json("{}")).unwrap();
+    assert_eq!(r.status, RunStatus::Success, "{:?}", r.error);
+    let s = step(&r, "s");
+    let outcomes: Vec<(Outcome, u64)> = s.attempts.iter().map(|a| (a.outcome, a.delay_ms)).collect();
+    assert_eq!(outcomes, [(Outcome::Transient, 0), (Outcome::Transient, 1000), (Outcome::Ok, 2000)]);
+    assert_eq!(r.trace.total_retries, 2);
+    assert_eq!(tdsl::exec::Time::monotonic_ms(&*time), 3000, "the backoff slept on the virtual clock");
+    assert_eq!(script.calls_of("/tools/t.tool").iter().map(|c| c.attempt).collect::<Vec<_>>(), [1, 2, 3, 1]);
+}
+
+#[test]
+fn jitter_spreads_delays_reproducibly() {
+    let dir = one_step("jitter", r#", "retry": {"max_retries": 1, "base_delay_seconds": 10, "jitter": 0.5}"#);
+    let delays: Vec<u64> = (0..2).map(|_| step(&run(&dir, "{}", &flaky(1)), "s").attempts[1].delay_ms).collect();
+    assert_eq!(delays[0], delays[1], "same seed, same delay");
+    assert!((5000..=15000).contains(&delays[0]) && delays[0] != 10000, "{}", delays[0]);
+}
+
+#[test]
+fn retries_run_out_and_permanent_errors_are_not_retried() {
+    let dir = one_step("exhausted", r#", "retry": {"max_retries": 1, "base_delay_seconds": 0.5}"#);
+    let r = run(&dir, "{}", &flaky(5));
+    assert_eq!(r.status, RunStatus::Failed);
+    let e = r.error.clone().unwrap();
+    assert_eq!((e.code.as_str(), e.step.as_deref()), ("E0803", Some("s")));
+    assert_eq!(e.message, "busy (1) (after 2 attempts)");
+    assert_eq!(step(&r, "after").status, StepStatus::Cancelled);
+
+    let script = Script::new().on("/tools/t.tool", |_, _| Err(ToolError::permanent("bad input")));
+    let r = run(&dir, "{}", &script);
+    assert_eq!(step(&r, "s").attempts.len(), 1);
+    assert_eq!(r.error.clone().unwrap().message, "bad input");
+}
+
+#[test]
+fn engine_wide_retry_defaults_apply_to_steps_without_retry() {
+    let dir = one_step("defaults", "");
+    let options =
+        Options { retry: RetryPolicy { max_retries: 2, jitter: 0.0, ..RetryPolicy::default() }, ..Options::default() };
+    let r = run_with(&dir, "{}", &flaky(2), options);
+    assert_eq!(r.status, RunStatus::Success);
+    assert_eq!(step(&r, "s").attempts.len(), 3);
+}
+
+#[test]
+fn an_attempt_past_its_timeout_is_cancelled_and_the_step_times_out() {
+    let dir = one_step("timeout", r#", "timeout_seconds": 5"#);
+    let time = clock();
+    let cancelled = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let seen = cancelled.clone();
+    let hanging = hang(time.clone());
+    let script = Script::new().on("/tools/t.tool", move |call, n| {
+        if n > 0 {
+            return Ok(Value::Null);
+        }
+        let r = hanging(call, n);
+        seen.store(call.cancel.is_cancelled(), Ordering::SeqCst);
+        r
+    });
+    let r = executor(&script, &time, Options::default()).run(&load(&dir), json("{}")).unwrap();
+    assert_eq!(r.status, RunStatus::Timeout);
+    let s = step(&r, "s");
+    assert_eq!(s.status, StepStatus::Timeout);
+    assert_eq!(s.attempts[0].outcome, Outcome::Timeout);
+    let e = r.error.clone().unwrap();
+    assert_eq!((e.code.as_str(), e.message.as_str()), ("E0804", "the call timed out after 5 s"));
+    assert!(cancelled.load(Ordering::SeqCst), "the runner was told to cancel");
+    assert_eq!(step(&r, "after").status, StepStatus::Cancelled);
+}
+
+#[test]
+fn a_timed_out_attempt_is_retried_like_a_transient_error() {
+    let dir = one_step("timeout-retry", r#", "timeout_seconds": 5, "retry": {"max_retries": 1}"#);
+    let time = clock();
+    let hanging = hang(time.clone());
+    let script = Script::new()
+        .on("/tools/t.tool", move |call, n| if n == 0 { hanging(call, n) } else { Ok(json(r#"{"ok": 1}"#)) });
+    let r = executor(&script, &time, Options::default()).run(&load(&dir), json("{}")).unwrap();
+    assert_eq!(r.status, RunStatus::Success, "{:?}", r.error);
+    let outcomes: Vec<Outcome> = step(&r, "s").attempts.iter().map(|a| a.outcome).collect();
+    assert_eq!(outcomes, [Outcome::Timeout, Outcome::Ok]);
+}
+
+#[test]
+fn the_run_deadline_stops_the_run_with_timeout() {
+    let dir = one_step("deadline", r#", "retry": {"max_retries": 5}"#);
+    let time = clock();
+    let script = Script::new().on("/tools/t.tool", hang(time.clone()));
+    let options = Options { deadline: Some(Duration::from_secs(30)), ..Options::default() };
+    let r = executor(&script, &time, options).run(&load(&dir), json("{}")).unwrap();
+    assert_eq!(r.status, RunStatus::Timeout);
+    let s = step(&r, "s");
+    assert_eq!((s.status, s.attempts.len(), s.attempts[0].outcome), (StepStatus::Timeout, 1, Outcome::Deadline));
+    assert_eq!(r.error.clone().unwrap().code, "E0805");
+    assert_eq!(step(&r, "after").status, StepStatus::Cancelled);
+}
+
+#[test]
+fn the_circuit_breaker_opens_refuses_and_recovers() {
+    let dir = root(
+        "breaker",
+        &[
+            ("/tools/t.tool", ANY_TOOL),
+            (
+                "main.tool",
+                r#"{"instructions": [
+                  {"execution_id": "s", "tool_definition_path": "/tools/t.tool",
+                   "retry": {"max_retries": 4, "base_delay_seconds": 1, "jitter": 0, "factor": 1}}
+                ]}"#,
+            ),
+        ],
+    );
+    let time = clock();
+    let script = Script::new().on("/tools/t.tool", |_, _| Err(ToolError::transient("down")));
+    let options = Options {
+        breaker: BreakerPolicy { failure_threshold: 3, reset_timeout_seconds: 60.0, half_open_calls: 1 },
+        ..Options::default()
+    };
+    let ex = executor(&script, &time, options);
+    let r = ex.run(&load(&dir), json("{}")).unwrap();
+    let outcomes: Vec<Outcome> = step(&r, "s").attempts.iter().map(|a| a.outcome).collect();
+    assert_eq!(
+        outcomes,
+        [Outcome::Transient, Outcome::Transient, Outcome::Transient, Outcome::Refused, Outcome::Refused]
+    );
+    assert_eq!(script.calls.lock().unwrap().len(), 3, "refused calls never reach the runner");
+    assert_eq!(r.trace.circuit_breaker_trips, 1);
+    let e = r.error.clone().unwrap();
+    assert_eq!(e.code, "E0806");
+    assert_eq!(ex.breakers().state("/tools/t.tool"), breaker::BreakerState::Open);
+
+    // After the reset timeout one trial call goes through; its failure opens the breaker
+    // again at once.
+    time.advance(Duration::from_secs(61));
+    let r = ex.run(&load(&dir), json("{}")).unwrap();
+    let outcomes: Vec<Outcome> = step(&r, "s").attempts.iter().map(|a| a.outcome).collect();
+    assert_eq!(outcomes, [Outcome::Transient, Outcome::Refused, Outcome::Refused, Outcome::Refused, Outcome::Refused]);
+    assert_eq!(r.trace.circuit_breaker_trips, 1);
+}
+
+#[test]
+fn a_half_open_breaker_closes_on_a_successful_trial() {
+    let dir = one_step("breaker-recovers", r#", "retry": {"max_retries": 3, "base_delay_seconds": 1, "jitter": 0}"#);
+    let time = clock();
+    let script = flaky(3);
+    let ex = executor(&script, &time, Options::default());
+    assert_eq!(ex.run(&load(&dir), json("{}")).unwrap().status, RunStatus::Failed);
+    assert_eq!(ex.breakers().state("/tools/t.tool"), breaker::BreakerState::Open);
+    time.advance(Duration::from_secs(60));
+    let r = ex.run(&load(&dir), json("{}")).unwrap();
+    assert_eq!(r.status, RunStatus::Success, "{:?}", r.error);
+    assert_eq!(ex.breakers().state("/tools/t.tool"), breaker::BreakerState::Closed);
+}
+
+#[test]
+fn a_failure_cancels_what_has_not_started_and_names_the_step() {
+    let dir = root(
+        "fail-fast",
+        &[
+            ("/tools/t.tool", ANY_TOOL),
+            (
+                "main.tool",
+                r#"{"instructions": [
+                  {"execution_id": "a", "tool_definition_path": "/tools/t.tool", "arguments": {"fail": true}},
+                  {"execution_id": "b", "tool_definition_path": "/tools/t.tool", "arguments": {"x": "REF:a.x"}},
+                  {"execution_id": "c", "tool_definition_path": "/tools/t.tool", "arguments": {"y": "REF:b.x"}}
+                ]}"#,
+            ),
+        ],
+    );
+    let script = Script::new().on("/tools/t.tool", |_, _| Err(ToolError::permanent("exploded")));
+    let r = run(&dir, "{}", &script);
+    assert_eq!(r.status, RunStatus::Failed);
+    let statuses: Vec<StepStatus> = r.trace.steps.iter().map(|s| s.status).collect();
+    assert_eq!(statuses, [StepStatus::Failed, StepStatus::Cancelled, StepStatus::Cancelled]);
+    assert_eq!(step(&r, "b").reason.as_deref(), Some("step `a` failed"));
+    assert_eq!(r.error.clone().unwrap().to_string(), "step `a` failed: exploded [E0803]");
+    assert_eq!(script.calls.lock().unwrap().len(), 1);
+}
+
+#[test]
+fn a_failing_child_fails_the_fan_out_at_the_lowest_index() {
+    let dir = root(
+        "child-fail",
+        &[
+            ("/tools/t.tool", ANY_TOOL),
+            (
+                "main.tool",
+                r#"{"instructions": [{"execution_id": "fan", "tool_definition_path": "/tools/t.tool",
+                    "parallel_execution": {"iterate_over": [0, 1, 2, 3, 4, 5], "child_argument_name": "i"}}]}"#,
+            ),
+        ],
+    );
+    let script = Script::new().on("/tools/t.tool", |call, _| {
+        let i = call.arguments.get_direct("i").and_then(Value::as_f64).unwrap_or(0.0);
+        if i == 2.0 {
+            Err(ToolError::permanent(format!("child says no ({i})")))
+        } else {
+            Ok(call.arguments.clone())
+        }
+    });
+    for limit in [1, 4] {
+        let r = run_with(&dir, "{}", &script, Options { max_concurrency: limit, ..Options::default() });
+        let e = r.error.clone().unwrap();
+        assert_eq!((e.step.as_deref(), e.message.as_str()), (Some("fan[2]"), "child 2: child says no (2)"));
+        let children = step(&r, "fan").children.as_ref().unwrap();
+        assert_eq!(children[2].status, StepStatus::Failed);
+        if limit == 1 {
+            // One at a time, in input order: what came before ran, what came after did not.
+            let statuses: Vec<StepStatus> = children.iter().map(|c| c.status).collect();
+            use StepStatus::*;
+            assert_eq!(statuses, [Completed, Completed, Failed, Cancelled, Cancelled, Cancelled]);
+        }
+    }
+}
+
+#[test]
+fn continue_on_error_goes_on_and_ends_partial() {
+    let dir = root(
+        "partial",
+        &[
+            ("/tools/t.tool", ANY_TOOL),
+            (
+                "main.tool",
+                r#"{"instructions": [
+                  {"execution_id": "primary", "tool_definition_path": "/tools/t.tool", "arguments": {"fail": true},
+                   "continue_on_error": true},
+                  {"execution_id": "recover", "tool_definition_path": "/tools/t.tool",
+                   "conditions": [{"param": "REF:primary.status", "operator": "equals", "value": "failed"}],
+                   "arguments": {"why": "REF:primary.error_message"}},
+                  {"execution_id": "fan", "tool_definition_path": "/tools/t.tool", "continue_on_error": true,
+                   "parallel_execution": {"iterate_over": [true, false], "child_argument_name": "fail"}}
+                ],
+                "response_reference_map": {"why": "REF:recover.why", "fan": "REF:fan.response"}}"#,
+            ),
+        ],
+    );
+    let script = Script::new().on("/tools/t.tool", |call, _| match call.arguments.get_direct("fail") {
+        Some(Value::Bool(true)) => Err(ToolError::permanent("broken")),
+        _ => Ok(call.arguments.clone()),
+    });
+    let r = run(&dir, "{}", &script);
+    assert_eq!(r.status, RunStatus::Partial, "{:?}", r.error);
+    assert_eq!(step(&r, "primary").status, StepStatus::Failed);
+    assert_eq!(step(&r, "recover").status, StepStatus::Completed);
+    assert_eq!(
+        show(&r.result),
+        r#"{"why":"broken","fan":[{"status":"failed","error_message":"broken"},{"fail":false}]}"#
+    );
+}
+
+#[test]
+fn done_check_skips_a_step_with_reason_done_and_its_done_value() {
+    let dir = root(
+        "done",
+        &[
+            ("/tools/t.tool", ANY_TOOL),
+            (
+                "main.tool",
+                r#"{"arguments": [{"name": "cached", "type_name": "object", "required": false}],
+                   "instructions": [
+                  {"execution_id": "fetch", "tool_definition_path": "/tools/t.tool",
+                   "arguments": {"cached": "REF:arguments.cached"},
+                   "done_check": [{"param": "REF:arguments.cached", "operator": "exists"}],
+                   "done_value": "REF:arguments.cached"},
+                  {"execution_id": "count", "tool_definition_path": "/tools/t.tool",
+                   "arguments": {"limit": 3, "have": "REF:fetch.n"},
+                   "done_check": "have >= limit", "done_value": {"n": "REF:fetch.n"}}
+                ],
+                "response_reference_map": {"fetched": "REF:fetch", "counted": "REF:count"}}"#,
+            ),
+        ],
+    );
+    let script = Script::new();
+    let r = run(&dir, r#"{"cached": {"n": 5}}"#, &script);
+    assert_eq!(r.status, RunStatus::Success, "{:?}", r.error);
+    for id in ["fetch", "count"] {
+        assert_eq!((step(&r, id).status, step(&r, id).reason.as_deref()), (StepStatus::Skipped, Some("done")));
+    }
+    assert_eq!(show(&r.result), r#"{"fetched":{"n":5},"counted":{"n":5}}"#);
+    assert!(script.calls.lock().unwrap().is_empty());
+
+    let r = run(&dir, "{}", &Script::new());
+    assert_eq!(step(&r, "fetch").status, StepStatus::Completed);
+    assert_eq!(step(&r, "count").status, StepStatus::Completed);
+}
+
+// ---------------------------------------------------------------------------------------
+// The trace and replay
+
+const REPLAYED: &str = r#"{
+  "arguments": [{"name": "items", "type_name": "list", "required": true}],
+  "instructions": [
+    {"execution_id": "stamp", "tool_definition_path": "/tools/t.tool",
+     "transform_arguments": {"variables": {"now": "datetime_now()"}, "transforms": {"at": "now"}},
+     "retry": {"max_retries": 2, "base_delay_seconds": 1}},
+    {"execution_id": "fan", "tool_definition_path": "/tools/t.tool",
+     "arguments": {"at": "REF:stamp.at"},
+     "parallel_execution": {"iterate_over": "REF:arguments.items", "child_argument_name": "item"}},
+    {"execution_id": "sum", "tool_definition_path": "/tools/t.tool",
+     "transform_arguments": {"variables": {"xs": "REF:fan.response"},
+                             "transforms": {"total": "sum(array=xs, item_path=\"value\")", "when": "datetime_now(format=\"unix\")"}}}
+  ],
+  "response_reference_map": {"total": "REF:sum.total", "at": "REF:stamp.at", "when": "REF:sum.when"}
+}"#;
+
+fn replay_script() -> Script {
+    Script::new().on("/tools/t.tool", |call, n| {
+        if call.arguments.get_direct("at").is_some() && call.arguments.get_direct("item").is_none() && n == 0 {
+            return Err(ToolError::transient("warming up"));
+        }
+        let item = call.arguments.get_direct("item").and_then(Value::as_f64).unwrap_or(0.0);
+        let mut v = call.arguments.as_object().cloned().unwrap_or_default();
+        v.insert(Arc::from("value"), Value::Float(item * 10.0));
+        Ok(Value::object(v))
+    })
+}
+
+#[test]
+fn the_trace_records_clock_reads_attempts_and_children_as_stable_json() {
+    let dir = root("trace", &[("/tools/t.tool", ANY_TOOL), ("main.tool", REPLAYED)]);
+    let r = run(&dir, r#"{"items": [1, 2]}"#, &replay_script());
+    assert_eq!(r.status, RunStatus::Success, "{:?}", r.error);
+    let stamp = step(&r, "stamp");
+    assert_eq!(stamp.clock_reads.len(), 1);
+    assert_eq!(stamp.attempts.len(), 2);
+    let when = step(&r, "sum").clock_reads[0];
+    assert_eq!(
+        show(&r.result),
+        format!(
+            r#"{{"total":30.0,"at":"2026-01-01T00:00:{}Z","when":{}}}"#,
+            chrono_secs(stamp.clock_reads[0]),
+            when / 1000
+        )
+    );
+    // The JSON form reads back to the same trace.
+    let text = r.trace.to_json();
+    assert_eq!(tdsl::exec::Trace::from_json(&text).unwrap(), r.trace);
+    for key in [
+        "\"run_id\"",
+        "\"total_retries\": 1",
+        "\"circuit_breaker_trips\": 0",
+        "\"status\": \"SUCCESS\"",
+        "\"children\"",
+        "\"clock_reads\"",
+    ] {
+        assert!(text.contains(key), "{key} missing from {text}");
+    }
+}
+
+fn chrono_secs(ms: i64) -> String {
+    format!("{:02}.{:03}", (ms / 1000) % 60, ms % 1000)
+}
+
+#[test]
+fn replay_gives_the_same_result_with_no_tool_calls() {
+    let dir = root("replay", &[("/tools/t.tool", ANY_TOOL), ("main.tool", REPLAYED)]);
+    let recorded = run(&dir, r#"{"items": [1, 2, 3]}"#, &replay_script());
+    assert_eq!(recorded.status, RunStatus::Success, "{:?}", recorded.error);
+    // Read back from JSON, as `tdsl replay` does.
+    let trace = tdsl::exec::Trace::from_json(&recorded.trace.to_json()).unwrap();
+    let replayed = replay(&load(&dir), &trace, Options::default()).unwrap();
+    assert!(replayed.divergences.is_empty(), "{:?}", replayed.divergences);
+    assert_eq!(replayed.run.result, recorded.result);
+    assert_eq!(replayed.run.status, RunStatus::Success);
+    assert_eq!(step(&replayed.run, "stamp").attempts.len(), 2, "the transient failure is replayed too");
+
+    // After a change to the definition, the replay says where the run goes another way.
+    let changed = REPLAYED.replace("\"total\": \"sum(", "\"total\": \"1 + sum(");
+    std::fs::write(dir.join("main.tool"), changed).unwrap();
+    let replayed = replay(&load(&dir), &trace, Options::default()).unwrap();
+    let at: Vec<&str> = replayed.divergences.iter().map(|d| d.at.as_str()).collect();
+    // The tool's answer is the recorded one, so only what the definition computes differs.
+    assert_eq!(at, ["sum"], "{:?}", replayed.divergences);
+    assert!(
+        replayed.divergences[0].what.starts_with("arguments differ: {\"total\":61.0"),
+        "{:?}",
+        replayed.divergences
+    );
+}
+
+#[test]
+fn replay_of_a_failed_run_fails_the_same_way() {
+    let dir = one_step("replay-fail", r#", "retry": {"max_retries": 1}"#);
+    let recorded = run(&dir, "{}", &flaky(9));
+    assert_eq!(recorded.status, RunStatus::Failed);
+    let replayed = replay(&load(&dir), &recorded.trace, Options::default()).unwrap();
+    assert!(replayed.divergences.is_empty(), "{:?}", replayed.divergences);
+    assert_eq!(replayed.run.error, recorded.error);
+}
+
+// ---------------------------------------------------------------------------------------
+// Guards
+
+#[test]
+fn guards_refuse_before_anything_runs() {
+    let dir = root(
+        "guards",
+        &[
+            ("/tools/t.tool", ANY_TOOL),
+            ("/tools/danger/rm.tool", ANY_TOOL),
+            ("/tools/double.tool", &primitive(&["x:number"], &["value:number"])),
+            ("/tools/inner.tool", INNER),
+            (
+                "main.tool",
+                r#"{"arguments": [{"name": "xs", "type_name": "list", "required": true}],
+                  "instructions": [
+                  {"execution_id": "ok", "tool_definition_path": "/tools/t.tool"},
+                  {"execution_id": "nested", "tool_definition_path": "/tools/inner.tool", "arguments": {"x": 1}},
+                  {"execution_id": "fan", "tool_definition_path": "/tools/t.tool",
+                   "parallel_execution": {"iterate_over": [1, 2, 3], "child_argument_name": "x"}},
+                  {"execution_id": "wide", "tool_definition_path": "/tools/t.tool",
+                   "parallel_execution": {"iterate_over": "REF:arguments.xs", "child_argument_name": "x"}}
+                ]}"#,
+            ),
+        ],
+    );
+    let wf = load(&dir);
+    let script = Script::new();
+    let refused = |guards: Guards| {
+        executor(&script, &clock(), Options { guards, ..Options::default() })
+            .run(&wf, json(r#"{"xs": []}"#))
+            .unwrap_err()
+    };
+    assert_eq!(
+        refused(Guards::new().allow_tools(&["/tools/t.tool"]).unwrap()),
+        GuardError::ToolNotAllowed {
+            tool: "/tools/inner.tool".into(),
+            step: "nested".into(),
+            allowed: vec!["/tools/t.tool".into()]
+        }
+    );
+    let e = refused(Guards::new().allow_tools(&["/tools/*.tool"]).unwrap().max_steps(4));
+    assert_eq!(e, GuardError::TooManySteps { steps: 5, max: 4 });
+    assert_eq!(e.to_string(), "the run could execute 5 steps, more than the maximum of 4");
+    assert_eq!(
+        refused(Guards::new().max_fan_out(2)),
+        GuardError::FanOutTooWide { step: "fan".into(), width: 3, max: 2 }
+    );
+    assert!(script.calls.lock().unwrap().is_empty());
+    let allowed = Guards::new().allow_tools(&["/tools/*.tool"]).unwrap();
+    assert!(!allowed.allows("/tools/danger/rm.tool"), "`*` stays in one segment");
+
+    // A width known only at run time fails the step when it fans out.
+    let guards = Guards::new().max_fan_out(3);
+    let script = Script::new().on("/tools/double.tool", |_, _| Ok(json(r#"{"value": 2}"#)));
+    let r = executor(&script, &clock(), Options { guards, ..Options::default() })
+        .run(&wf, json(r#"{"xs": [1, 2, 3, 4]}"#))
+        .unwrap();
+    let e = r.error.clone().unwrap();
+    assert_eq!((e.code.as_str(), e.step.as_deref()), ("E0809", Some("wide")));
+}
+
+#[test]
+fn an_observer_sees_steps_start_and_end_and_fan_outs_progress() {
+    use tdsl::exec::{Event, Observer};
+    struct Log(std::sync::Mutex<Vec<String>>);
+    impl Observer for Log {
+        fn event(&self, e: &Event<'_>) {
+            let line = match e {
+                Event::StepStarted { step, .. } => format!("start {step}"),
+                Event::FanOut { step, children } => format!("fan {step} {children}"),
+                Event::ChildEnded { step, ended, children } => format!("child {step} {ended}/{children}"),
+                Event::StepEnded { step, status, .. } => format!("end {step} {}", status.as_str()),
+            };
+            self.0.lock().unwrap().push(line);
+        }
+    }
+    let dir = root(
+        "observer",
+        &[
+            ("/tools/t.tool", ANY_TOOL),
+            (
+                "main.tool",
+                r#"{"instructions": [
+                  {"execution_id": "a", "tool_definition_path": "/tools/t.tool",
+                   "parallel_execution": {"iterate_over": [1, 2], "child_argument_name": "x"}},
+                  {"execution_id": "b", "tool_definition_path": "/tools/t.tool", "arguments": {"n": "REF:a.response.length"},
+                   "conditions": [{"param": "REF:a.response.length", "operator": "less_than", "value": 2}]}
+                ]}"#,
+            ),
+        ],
+    );
+    let log = Arc::new(Log(std::sync::Mutex::new(Vec::new())));
+    let ex = executor(&Script::new(), &clock(), Options { max_concurrency: 1, ..Options::default() })
+        .with_observer(log.clone());
+    assert_eq!(ex.run(&load(&dir), json("{}")).unwrap().status, RunStatus::Success);
+    assert_eq!(
+        *log.0.lock().unwrap(),
+        ["start a", "fan a 2", "child a 1/2", "child a 2/2", "end a COMPLETED", "start b", "end b SKIPPED"]
+    );
+}

@@ -1,0 +1,66 @@
+//! `tdsl graph`: the DAG drawn as Mermaid and DOT, run through the real binary.
+//!
+//! Regenerate snapshots with `cargo insta test --review --test graph`.
+
+mod common;
+use common::tdsl;
+
+const ROOT: &str = "tests/data/check/root";
+
+fn graph(tool: &str, format: &str) -> String {
+    let o = tdsl(&["graph", tool, "--root", ROOT, "--format", format]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    o.stdout
+}
+
+/// Levels, a conditional step, a parallel step, REF edges and dependency-only edges.
+#[test]
+fn mermaid() {
+    insta::assert_snapshot!(graph("/flows/scan_and_count.tool", "mermaid"));
+}
+
+#[test]
+fn dot() {
+    insta::assert_snapshot!(graph("/flows/scan_and_count.tool", "dot"));
+}
+
+/// The complete example of the source document: six levels, parallel and conditional steps.
+#[test]
+fn complete_example_mermaid() {
+    insta::assert_snapshot!(graph(
+        "tests/data/check/ok/seed_66_complete_example_advanced_document_analy.tool",
+        "mermaid"
+    ));
+}
+
+#[test]
+fn complete_example_dot() {
+    insta::assert_snapshot!(graph("tests/data/check/ok/seed_66_complete_example_advanced_document_analy.tool", "dot"));
+}
+
+#[test]
+fn mermaid_is_the_default() {
+    let o = tdsl(&["graph", "/flows/scan_and_count.tool", "--root", ROOT]);
+    assert!(o.stdout.starts_with("flowchart TD\n"), "{}", o.stdout);
+}
+
+#[test]
+fn a_tool_with_errors_is_not_drawn() {
+    let o = tdsl(&["graph", "tests/data/check/err/dependency_cycle.tool", "--root", ROOT]);
+    assert_eq!(o.code, 1);
+    assert_eq!(o.stdout, "");
+    assert!(o.stderr.contains("E0605"), "{}", o.stderr);
+}
+
+#[test]
+fn a_primitive_tool_has_nothing_to_draw() {
+    let o = tdsl(&["graph", "/tools/counter.tool", "--root", ROOT]);
+    assert_eq!(o.code, 1);
+    assert!(o.stderr.contains("primitive"), "{}", o.stderr);
+}
+
+#[test]
+fn a_missing_tool_exits_2() {
+    assert_eq!(tdsl(&["graph", "/flows/nothing.tool", "--root", ROOT]).code, 2);
+    assert_eq!(tdsl(&["graph", "/flows/scan_and_count.tool"]).code, 2);
+}
