@@ -154,7 +154,7 @@ fn deep_values_built_at_run_time_fail_cleanly() {
     // Each operation wraps the running value once more: depth from breadth, with no
     // nesting in the source. Up to four times the nesting limit, summed, is allowed…
     let v = vars(&[("x", Value::Int(1))]);
-    let ops = vec!["[current]"; 300].join(", ");
+    let ops = vec!["[current]"; 200].join(", ");
     let src = format!("pipeline(initial_value=x, operations=[{ops}])");
     assert_eq!(eval_error(&engine(), &src, &v), Code::DepthLimit);
     let src = format!("length(to_string(pipeline(initial_value=x, operations=[{ops}])))");
