@@ -166,7 +166,7 @@ fn deep_values_built_at_run_time_fail_cleanly() {
     let src = format!("pipeline(initial_value=x, operations=[{ops}])");
     assert_eq!(compile_error(&engine(), &src), Code::NestingTooDeep);
     let inner = format!("pipeline(current, [{}])", vec!["[current]"; 100].join(", "));
-    let src = format!("pipeline(x, [{}])", vec![inner.as_str(); 10].join(", "));
+    let src = format!("pipeline(x, [{}])", [inner.as_str(); 10].join(", "));
     assert_eq!(compile_error(&engine(), &src), Code::NestingTooDeep);
 }
 
