@@ -112,12 +112,10 @@ pub fn compare_with_server(def: &ToolDef, source: &str, endpoint: (&str, Span), 
                         output.properties.iter().map(|(n, _)| format!("`{n}`")).collect::<Vec<_>>().join(", ")
                     )),
                 ),
-                None => {}
-                Some((_, schema)) => {
-                    if !returns_into(schema, &p.type_or_any()) {
-                        out.push(type_mismatch(tool, "response", p, schema));
-                    }
+                Some((_, schema)) if !returns_into(schema, &p.type_or_any()) => {
+                    out.push(type_mismatch(tool, "response", p, schema));
                 }
+                _ => {}
             }
         }
     }
