@@ -190,7 +190,8 @@ fn call_served(
             match HostRunner::new().call(&call) {
                 Ok(_) | Err(_) if cancel.is_cancelled() => tool_error(format!("`{}` was cancelled", served.tool_path)),
                 Ok(v) => success(v),
-                Err(e) => tool_error(format!("FAILED: `{}`: {e}", served.tool_path)),
+                // The runner's message already names the tool path.
+                Err(e) => tool_error(format!("FAILED: {e}")),
             }
         }
     }
@@ -214,7 +215,8 @@ fn tool_error(message: String) -> Json {
 /// Sends `notifications/progress` for a composite's run: one per step of the composite
 /// that ends (`progress` counts them, `total` is its number of steps), with a message
 /// naming the step and its status. Events come from worker threads; a channel keeps the
-/// notifications in the order of their `progress`.
+/// notifications in the order of their `progress`, and the call awaits its forwarding task
+/// before it answers, so no notification comes after the result.
 struct Progress {
     tx: Mutex<(usize, tokio::sync::mpsc::UnboundedSender<ProgressNotificationParam>)>,
     token: ProgressToken,
@@ -222,9 +224,11 @@ struct Progress {
 }
 
 impl Progress {
-    fn start(peer: Peer<RoleServer>, token: ProgressToken, total: usize) -> Progress {
+    /// The observer, and the task that sends its notifications in order; the task ends when
+    /// the observer is dropped and everything it queued is sent.
+    fn start(peer: Peer<RoleServer>, token: ProgressToken, total: usize) -> (Progress, tokio::task::JoinHandle<()>) {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ProgressNotificationParam>();
-        tokio::spawn(async move {
+        let forwarder = tokio::spawn(async move {
             while let Some(p) = rx.recv().await {
                 // A client that went away gets no more progress; the run goes on.
                 if peer.notify_progress(p).await.is_err() {
@@ -232,7 +236,7 @@ impl Progress {
                 }
             }
         });
-        Progress { tx: Mutex::new((0, tx)), token, total }
+        (Progress { tx: Mutex::new((0, tx)), token, total }, forwarder)
     }
 }
 
@@ -320,14 +324,23 @@ impl ServerHandler for McpServer {
                 cancel.cancel();
             })
         };
-        let observer = context.meta.get_progress_token().map(|token| {
-            Arc::new(Progress::start(context.peer.clone(), token, self.steps_of(&name))) as Arc<dyn Observer>
-        });
+        let (observer, forwarder) = match context.meta.get_progress_token() {
+            Some(token) => {
+                let (progress, forwarder) = Progress::start(context.peer.clone(), token, self.steps_of(&name));
+                (Some(Arc::new(progress) as Arc<dyn Observer>), Some(forwarder))
+            }
+            None => (None, None),
+        };
         let server = self.clone();
         let result = tokio::task::spawn_blocking(move || server.call_with(&name, arguments, &cancel, observer))
             .await
             .map_err(|e| McpError::internal_error(format!("the run panicked: {e}"), None));
         watcher.abort();
+        // The run is over and its observer dropped, which ends the progress channel: every
+        // notification goes out before the result (the protocol has no progress after it).
+        if let Some(forwarder) = forwarder {
+            let _ = forwarder.await;
+        }
         let result = result?.unwrap_or(Json::Null);
         let result: CallToolResult =
             serde_json::from_value(result).map_err(|e| McpError::internal_error(e.to_string(), None))?;
