@@ -284,6 +284,9 @@ codes! {
     ToolUnavailable = "E0811", Error;
     /// `iterate_over` resolved to something other than a list at run time
     IterateOverNotListAtRun = "E0812", Error;
+    /// The host cancelled the run (an MCP client's `notifications/cancelled`, a library
+    /// caller's [`crate::exec::CancelToken`])
+    RunCancelled = "E0813", Error;
 }
 
 impl fmt::Display for Code {

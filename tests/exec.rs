@@ -1063,3 +1063,66 @@ fn an_observer_sees_steps_start_and_end_and_fan_outs_progress() {
         ["start a", "fan a 2", "child a 1/2", "child a 2/2", "end a COMPLETED", "start b", "end b SKIPPED"]
     );
 }
+
+#[test]
+fn cancelling_a_run_reaches_the_call_in_flight_and_stops_everything_after_it() {
+    let dir = one_step("cancel", r#", "retry": {"max_retries": 5, "base_delay_seconds": 1}"#);
+    let token = tdsl::exec::CancelToken::new();
+    let (host, seen) = (token.clone(), Arc::new(std::sync::atomic::AtomicBool::new(false)));
+    let saw = seen.clone();
+    let script = Script::new().on("/tools/t.tool", move |call, _| {
+        // The host cancels while the call runs: the call's own token is cancelled with it.
+        host.cancel();
+        saw.store(call.cancel.is_cancelled(), Ordering::SeqCst);
+        Err(ToolError::transient("stopped"))
+    });
+    let time = clock();
+    let r = executor(&script, &time, Options::default()).run_cancellable(&load(&dir), json("{}"), &token).unwrap();
+    assert!(seen.load(Ordering::SeqCst), "the call in flight saw the cancel");
+    assert_eq!(r.status, RunStatus::Failed, "a cancelled run is FAILED, not TIMEOUT");
+    let e = r.error.clone().unwrap();
+    assert_eq!((e.code.as_str(), e.step.as_deref()), ("E0813", Some("s")));
+    assert_eq!(e.message, "the run was cancelled: stopped");
+    let s = step(&r, "s");
+    let outcomes: Vec<Outcome> = s.attempts.iter().map(|a| a.outcome).collect();
+    assert_eq!(outcomes, [Outcome::Cancelled], "a cancelled call is never retried");
+    assert_eq!(tdsl::exec::Time::monotonic_ms(&*time), 0, "no back-off was slept");
+    let after = step(&r, "after");
+    assert_eq!((after.status, after.reason.as_deref()), (StepStatus::Cancelled, Some("step `s` failed")));
+    assert_eq!(script.calls_of("/tools/t.tool").len(), 1);
+}
+
+#[test]
+fn a_run_cancelled_before_it_starts_calls_nothing() {
+    let dir = one_step("cancel-early", "");
+    let token = tdsl::exec::CancelToken::new();
+    token.cancel();
+    let script = Script::new().on("/tools/t.tool", |_, _| Ok(json(r#"{"ok": 1}"#)));
+    let r = executor(&script, &clock(), Options::default()).run_cancellable(&load(&dir), json("{}"), &token).unwrap();
+    assert_eq!(r.status, RunStatus::Failed);
+    assert_eq!(r.error.clone().unwrap().code, "E0813");
+    for id in ["s", "after"] {
+        let s = step(&r, id);
+        assert_eq!((s.status, s.reason.as_deref()), (StepStatus::Cancelled, Some("the run was cancelled")), "{id}");
+    }
+    assert!(script.tools_called().is_empty());
+}
+
+#[test]
+fn cancelling_during_a_fan_out_starts_no_more_children() {
+    let main = r#"{"arguments": [{"name": "items", "type_name": "list", "required": true}], "instructions": [
+        {"execution_id": "fan", "tool_definition_path": "/tools/item.tool",
+         "parallel_execution": {"iterate_over": "REF:arguments.items", "child_argument_name": "item"}}]}"#;
+    let dir = root("cancel-fan", &[("/tools/item.tool", ANY_TOOL), ("main.tool", main)]);
+    let token = tdsl::exec::CancelToken::new();
+    let host = token.clone();
+    let script = Script::new().on("/tools/item.tool", move |call, _| {
+        host.cancel();
+        Err(ToolError::transient(format!("{} cancelled", call.tool_path)))
+    });
+    let options = Options { max_concurrency: 1, ..Options::default() };
+    let args = json(r#"{"items": [1, 2, 3, 4, 5, 6]}"#);
+    let r = executor(&script, &clock(), options).run_cancellable(&load(&dir), args, &token).unwrap();
+    assert_eq!((r.status, r.error.clone().unwrap().code.as_str()), (RunStatus::Failed, "E0813"));
+    assert_eq!(script.calls_of("/tools/item.tool").len(), 1, "children after the cancel never start");
+}

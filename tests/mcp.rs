@@ -12,6 +12,8 @@ struct Server {
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
     next_id: u64,
+    /// Every message read that was not the awaited response, in order.
+    others: Vec<Value>,
 }
 
 impl Server {
@@ -25,7 +27,7 @@ impl Server {
             cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("tdsl serve starts");
         let stdin = child.stdin.take().expect("stdin");
         let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut s = Server { child, stdin, stdout, next_id: 1 };
+        let mut s = Server { child, stdin, stdout, next_id: 1, others: Vec::new() };
         let init = s.request(
             "initialize",
             json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}),
@@ -42,9 +44,20 @@ impl Server {
     }
 
     fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.start_request(method, params);
+        self.response(id, method)
+    }
+
+    /// Sends a request without waiting for its response; its id.
+    fn start_request(&mut self, method: &str, params: Value) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    /// Reads until the response to request `id`, keeping everything else in `others`.
+    fn response(&mut self, id: u64, method: &str) -> Value {
         loop {
             let mut line = String::new();
             let n = self.stdout.read_line(&mut line).expect("read");
@@ -53,6 +66,7 @@ impl Server {
             if v["id"] == json!(id) {
                 return v;
             }
+            self.others.push(v);
         }
     }
 
@@ -157,4 +171,101 @@ fn a_failed_run_is_a_tool_error_naming_the_step() {
     // A tool the allow globs leave out cannot be called.
     let r = s.request("tools/call", json!({"name": "tools__fail", "arguments": {}}));
     assert!(r["error"].is_object(), "{r}");
+}
+
+/// Writes an executable script.
+#[cfg(unix)]
+fn script(path: &Path, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, body).expect("write");
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+#[cfg(unix)]
+fn alive(pid: &str) -> bool {
+    Path::new("/proc").join(pid).exists()
+        && !std::fs::read_to_string(Path::new("/proc").join(pid).join("stat")).is_ok_and(|s| s.contains(") Z "))
+}
+
+#[cfg(unix)]
+#[test]
+fn a_cancelled_call_kills_its_program_and_the_server_goes_on() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("tools")).expect("mkdir");
+    let pid_file = root.join("pid");
+    script(&root.join("tools/nap.sh"), &format!("#!/bin/sh\necho $$ > '{}'\nexec sleep 30\n", pid_file.display()));
+    std::fs::write(root.join("tools/nap.tool"), r#"{"system_event_endpoint": "exec:./nap.sh"}"#).expect("write");
+    std::fs::write(
+        root.join("main.tool"),
+        r#"{"description": "Naps, then echoes",
+  "instructions": [
+    {"execution_id": "nap", "tool_definition_path": "/tools/nap.tool", "retry": {"max_retries": 3}},
+    {"execution_id": "after", "tool_definition_path": "/tools/nap.tool", "dependencies": ["nap"]}
+  ]}"#,
+    )
+    .expect("write");
+    let mut s = Server::start(root, &[]);
+    let started = std::time::Instant::now();
+    let id = s.start_request("tools/call", json!({"name": "main", "arguments": {}}));
+    let pid = loop {
+        match std::fs::read_to_string(&pid_file) {
+            Ok(p) if p.ends_with('\n') => break p.trim().to_string(),
+            _ => {
+                assert!(started.elapsed().as_secs() < 20, "the program never started");
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }
+    };
+    assert!(alive(&pid), "the program runs");
+    s.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                   "params": {"requestId": id, "reason": "the user changed their mind"}}));
+    let cancelled = std::time::Instant::now();
+    while alive(&pid) {
+        assert!(cancelled.elapsed().as_secs() < 10, "the program was not killed after the cancel");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // The server answers the next request, and never answers the cancelled one (the
+    // protocol says a cancelled request gets no response).
+    let list = s.request("tools/list", json!({}));
+    assert!(list["result"]["tools"].is_array(), "{list}");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let ping = s.request("ping", json!({}));
+    assert!(ping["result"].is_object(), "{ping}");
+    assert!(s.others.iter().all(|m| m["id"] != json!(id)), "no response to the cancelled call: {:?}", s.others);
+    assert!(started.elapsed().as_secs() < 25, "the 30 s nap did not run out");
+    // The step after it never started (its program would have written the pid file again).
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(std::fs::read_to_string(&pid_file).expect("pid").trim(), pid);
+}
+
+#[test]
+fn progress_notifications_follow_the_steps_of_a_composite() {
+    let root = example("conditional-branching");
+    let mut s = Server::start(&root, &[]);
+    let args: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("valid.json")).expect("read")).expect("JSON");
+    let r = s.request("tools/call", json!({"name": "main", "arguments": args, "_meta": {"progressToken": "p-1"}}));
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    // Notifications may be written after the response: ask once more to flush them.
+    s.request("ping", json!({}));
+    let progress: Vec<&Value> =
+        s.others.iter().filter(|m| m["method"] == "notifications/progress").map(|m| &m["params"]).collect();
+    let steps = 3; // examples/conditional-branching/main.tool has three steps
+    assert_eq!(progress.len(), steps, "one notification per step: {progress:?}");
+    for (i, p) in progress.iter().enumerate() {
+        assert_eq!(p["progressToken"], "p-1");
+        assert_eq!(p["progress"], json!((i + 1) as f64), "progress increases by one per step: {progress:?}");
+        assert_eq!(p["total"], json!(steps as f64));
+        let message = p["message"].as_str().expect("message");
+        assert!(
+            message.starts_with("step `") && (message.contains("COMPLETED") || message.contains("SKIPPED")),
+            "{message}"
+        );
+    }
+    // Without a progress token, no progress.
+    let before = s.others.len();
+    s.request("tools/call", json!({"name": "main", "arguments": args}));
+    s.request("ping", json!({}));
+    assert!(s.others[before..].iter().all(|m| m["method"] != "notifications/progress"));
 }

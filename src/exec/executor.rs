@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::breaker::{BreakerPolicy, Breakers};
 use super::guard::{GuardError, Guards};
 use super::retry::RetryPolicy;
-use super::runner::Runner;
+use super::runner::{CancelToken, Runner};
 use super::scheduler::{self, Source};
 use super::time::{Random, SeededRandom, SystemTime, Time};
 use super::trace::{RunError, RunStatus, StepStatus, Trace};
@@ -184,7 +184,22 @@ impl Executor {
     /// Runs a workflow with `arguments` (an object). Refused, with no tool called, when a
     /// guard does not allow it; otherwise the run's outcome, whatever it is.
     pub fn run(&self, workflow: &Workflow, arguments: Value) -> Result<Run, GuardError> {
+        self.run_cancellable(workflow, arguments, &CancelToken::new())
+    }
+
+    /// [`Executor::run`], stopped early when `cancel` is cancelled (from another thread):
+    /// no step starts after that, the calls in flight are cancelled (their runners see
+    /// [`ToolCall::cancel`](super::ToolCall) set), nothing is retried, and the run ends
+    /// `FAILED` with error `E0813` and its unfinished steps `CANCELLED`. The engine waits for
+    /// the runners in flight to return (at most [`Options::cancel_grace`] for calls under a
+    /// timeout).
+    pub fn run_cancellable(
+        &self,
+        workflow: &Workflow,
+        arguments: Value,
+        cancel: &CancelToken,
+    ) -> Result<Run, GuardError> {
         self.options.guards.check(workflow)?;
-        Ok(scheduler::run(self, workflow, arguments, &Source::Live))
+        Ok(scheduler::run(self, workflow, arguments, &Source::Live, cancel))
     }
 }

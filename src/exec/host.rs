@@ -9,6 +9,8 @@
 //!   else a permanent one, with its standard error in the message. On timeout or
 //!   cancellation the program's whole process group is killed.
 //! - `builtin:echo`: returns its arguments.
+//! - `mcp:<command line>#<tool>`: the tool of an MCP server started over stdio, once per
+//!   runner (see [`super::mcp`]).
 //! - A [`Mock`] answers for the tool paths it lists, before any endpoint is looked at.
 
 use std::collections::HashMap;
@@ -18,6 +20,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use super::mcp::{McpClients, McpEndpoint};
 use super::runner::{Runner, ToolCall, ToolError};
 use crate::value::Value;
 
@@ -31,6 +34,7 @@ pub const BUILTINS: &[&str] = &["echo"];
 #[derive(Debug, Default)]
 pub struct HostRunner {
     mock: Option<Mock>,
+    mcp: McpClients,
 }
 
 impl HostRunner {
@@ -66,9 +70,13 @@ impl Runner for HostRunner {
             run_program(command, call)
         } else if let Some(name) = endpoint.strip_prefix("builtin:") {
             builtin(name.trim(), call)
+        } else if let Some(spec) = endpoint.strip_prefix("mcp:") {
+            let endpoint =
+                McpEndpoint::parse(spec).map_err(|e| ToolError::permanent(format!("`{}`: {e}", call.tool_path)))?;
+            self.mcp.call(&endpoint, call)
         } else {
             Err(ToolError::permanent(format!(
-                "`{}`: the endpoint `{endpoint}` is not supported by this runner (use `exec:` or `builtin:`)",
+                "`{}`: the endpoint `{endpoint}` is not supported by this runner (use `exec:`, `builtin:` or `mcp:`)",
                 call.tool_path
             )))
         }

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use super::executor::{Executor, Options, Run};
 use super::guard::GuardError;
-use super::runner::{ToolCall, ToolError};
+use super::runner::{CancelToken, ToolCall, ToolError};
 use super::scheduler::{self, Source};
 use super::time::ManualTime;
 use super::trace::{Attempt, ChildTrace, StepTrace, Trace};
@@ -55,7 +55,8 @@ pub fn replay(workflow: &Workflow, trace: &Trace, options: Options) -> Result<Re
     let ex = Executor::with_runner(Arc::new(refuse))
         .with_options(Options { deadline: None, ..options })
         .with_time(Arc::new(ManualTime::new(wall)));
-    let run = scheduler::run(&ex, workflow, trace.arguments.clone(), &Source::Replay(recording.clone()));
+    let run =
+        scheduler::run(&ex, workflow, trace.arguments.clone(), &Source::Replay(recording.clone()), &CancelToken::new());
     let mut divergences = recording.take();
     compare_runs(trace, &run.trace, &mut divergences);
     Ok(Replay { run, divergences })

@@ -8,7 +8,7 @@
 
 use std::fmt;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -57,12 +57,33 @@ impl fmt::Display for ToolError {
 
 impl std::error::Error for ToolError {}
 
-/// Tells a running call to stop: set by the engine when the attempt's timeout or the run's
-/// deadline passes. A runner checks it ([`CancelToken::is_cancelled`]) or waits on it
-/// ([`CancelToken::wait`]) and returns soon after; the engine has already recorded the
-/// attempt as timed out and ignores what it returns.
+/// Tells a running call (or a whole run) to stop: set by the engine when the attempt's
+/// timeout or the run's deadline passes, or by the host to cancel a run
+/// ([`super::Executor::run_cancellable`]). A runner checks it
+/// ([`CancelToken::is_cancelled`]) or waits on it ([`CancelToken::wait`]) and returns soon
+/// after; the engine has already recorded the attempt as timed out or cancelled and ignores
+/// what it returns.
+///
+/// Tokens form a tree: cancelling one cancels every [`CancelToken::child`] made from it,
+/// which is how cancelling a run reaches the calls in flight.
 #[derive(Clone, Debug, Default)]
-pub struct CancelToken(Arc<Signal>);
+pub struct CancelToken(Arc<Node>);
+
+#[derive(Debug, Default)]
+struct Node {
+    signal: Signal,
+    children: Mutex<Vec<Weak<Node>>>,
+}
+
+impl Node {
+    fn cancel(&self) {
+        self.signal.raise();
+        let children = std::mem::take(&mut *self.children.lock().unwrap_or_else(PoisonError::into_inner));
+        for child in children.iter().filter_map(Weak::upgrade) {
+            child.cancel();
+        }
+    }
+}
 
 impl CancelToken {
     /// A token not yet cancelled.
@@ -70,20 +91,41 @@ impl CancelToken {
         CancelToken::default()
     }
 
-    /// Cancels the call.
+    /// A token cancelled when this one is (at once, if this one already is), and that can
+    /// also be cancelled on its own.
+    pub fn child(&self) -> CancelToken {
+        let child = CancelToken::new();
+        {
+            let mut children = self.0.children.lock().unwrap_or_else(PoisonError::into_inner);
+            children.retain(|c| c.strong_count() > 0);
+            children.push(Arc::downgrade(&child.0));
+        }
+        // A cancel that took the list before the push still reaches the child.
+        if self.is_cancelled() {
+            child.cancel();
+        }
+        child
+    }
+
+    /// Cancels the call, and every child token.
     pub fn cancel(&self) {
-        self.0.raise();
+        self.0.cancel();
     }
 
     /// Whether the call has been cancelled.
     pub fn is_cancelled(&self) -> bool {
-        self.0.is_raised()
+        self.0.signal.is_raised()
+    }
+
+    /// The signal raised on cancel.
+    pub(crate) fn signal(&self) -> &Signal {
+        &self.0.signal
     }
 
     /// Waits in real time until cancelled or `timeout` passes; true when cancelled. Runners
     /// that poll a child process use it as their sleep, so they wake at once on cancel.
     pub fn wait(&self, timeout: Duration) -> bool {
-        self.0.wait_real(Some(timeout))
+        self.0.signal.wait_real(Some(timeout))
     }
 }
 

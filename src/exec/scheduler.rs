@@ -113,6 +113,8 @@ struct Ctx<'a> {
     start_ms: u64,
     deadline_ms: Option<u64>,
     deadline_hit: AtomicBool,
+    /// The run's cancellation: every call's token is a child of it.
+    cancel: &'a CancelToken,
     retries: AtomicU32,
     trips: AtomicU32,
 }
@@ -166,7 +168,7 @@ struct CallOutcome {
 }
 
 /// Runs a workflow from its arguments to its trace.
-pub(crate) fn run(ex: &Executor, wf: &Workflow, arguments: Value, source: &Source) -> Run {
+pub(crate) fn run(ex: &Executor, wf: &Workflow, arguments: Value, source: &Source, cancel: &CancelToken) -> Run {
     let threads = ex.options.max_concurrency.max(1);
     let start_ms = ex.time.monotonic_ms();
     let started_at = ex.time.wall_ms();
@@ -213,6 +215,7 @@ pub(crate) fn run(ex: &Executor, wf: &Workflow, arguments: Value, source: &Sourc
         start_ms,
         deadline_ms: ex.options.deadline.map(|d| start_ms + ms(d)),
         deadline_hit: AtomicBool::new(false),
+        cancel,
         retries: AtomicU32::new(0),
         trips: AtomicU32::new(0),
     };
@@ -270,8 +273,10 @@ impl<'a> Ctx<'a> {
         self.ex.time.monotonic_ms().saturating_sub(self.start_ms)
     }
 
+    /// Whether the run must stop: its deadline passed or the host cancelled it.
     fn deadline_passed(&self) -> bool {
         let passed = self.deadline_hit.load(Ordering::SeqCst)
+            || self.cancel.is_cancelled()
             || self.deadline_ms.is_some_and(|d| self.ex.time.monotonic_ms() >= d);
         if passed {
             self.deadline_hit.store(true, Ordering::SeqCst);
@@ -279,7 +284,16 @@ impl<'a> Ctx<'a> {
         passed
     }
 
+    /// Why the run stopped, charged to `key`.
     fn deadline_failure(&self, key: &str) -> Failure {
+        if self.cancel.is_cancelled() {
+            return Failure {
+                code: Code::RunCancelled,
+                step: Some(key.to_string()),
+                message: "the run was cancelled".to_string(),
+                timeout: false,
+            };
+        }
         let secs = self.ex.options.deadline.map_or(0.0, |d| d.as_secs_f64());
         Failure {
             code: Code::RunDeadline,
@@ -453,12 +467,17 @@ impl<'a> Ctx<'a> {
         let cancel_reason = if let Some(f) = frame.failure.get() {
             Some(match &f.step {
                 Some(s) => format!("step `{s}` failed"),
+                None if f.code == Code::RunCancelled => "the run was cancelled".to_string(),
+                None if f.code == Code::RunDeadline => "the run's deadline passed".to_string(),
                 None => "the run failed before this step".to_string(),
             })
         } else if self.deadline_passed() {
             // The step never ran: the failure is the run's, not the step's.
-            frame.fail(id.0, Failure { step: None, ..self.deadline_failure(&key) });
-            Some("the run's deadline passed".to_string())
+            let failure = self.deadline_failure(&key);
+            let reason =
+                if failure.code == Code::RunCancelled { "the run was cancelled" } else { "the run's deadline passed" };
+            frame.fail(id.0, Failure { step: None, ..failure });
+            Some(reason.to_string())
         } else {
             None
         };
@@ -818,7 +837,10 @@ impl<'a> Ctx<'a> {
                     self.deadline_hit.store(true, Ordering::SeqCst);
                     break Err(self.deadline_failure(key));
                 }
-                self.ex.time.sleep(Duration::from_millis(delay_ms));
+                self.ex.time.sleep_unless(Duration::from_millis(delay_ms), self.cancel.signal());
+                if self.cancel.is_cancelled() {
+                    break Err(self.deadline_failure(key));
+                }
             }
             if n > 0 {
                 self.retries.fetch_add(1, Ordering::SeqCst);
@@ -853,7 +875,7 @@ impl<'a> Ctx<'a> {
                     });
                 }
                 Err(e) => {
-                    let deadline = outcome == Outcome::Deadline;
+                    let deadline = matches!(outcome, Outcome::Deadline | Outcome::Cancelled);
                     let retryable = !deadline && e.kind == ErrorKind::Transient;
                     if retryable && n < policy.max_retries && !self.deadline_passed() {
                         n += 1;
@@ -862,6 +884,7 @@ impl<'a> Ctx<'a> {
                     let code = match outcome {
                         Outcome::Timeout => Code::StepTimeout,
                         Outcome::Deadline => Code::RunDeadline,
+                        Outcome::Cancelled => Code::RunCancelled,
                         Outcome::Refused => Code::CircuitOpen,
                         _ => Code::ToolFailed,
                     };
@@ -902,6 +925,10 @@ impl<'a> Ctx<'a> {
                             self.deadline_hit.store(true, Ordering::SeqCst);
                             Err(ToolError::transient(message))
                         }
+                        Outcome::Cancelled => {
+                            self.cancel.cancel();
+                            Err(ToolError::transient(message))
+                        }
                         Outcome::Transient | Outcome::Timeout | Outcome::Refused => Err(ToolError::transient(message)),
                     };
                     (a.outcome, answer)
@@ -928,7 +955,7 @@ impl<'a> Ctx<'a> {
             (a, b) => a.or(b),
         };
         let permit = self.limiter.acquire();
-        let cancel = CancelToken::new();
+        let cancel = self.cancel.child();
         let answer = match deadline {
             None => {
                 let call = ToolCall {
@@ -947,6 +974,13 @@ impl<'a> Ctx<'a> {
             Some(deadline) => self.call_with_deadline(tool_path, def, file, args, &cancel, deadline, n + 1, permit),
         };
         let (outcome, answer) = match answer {
+            // Whatever a cancelled call returned (an error, usually), the run was cancelled.
+            Some(Err(e)) if self.cancel.is_cancelled() => {
+                (Outcome::Cancelled, Err(ToolError::transient(format!("the run was cancelled: {e}"))))
+            }
+            None if self.cancel.is_cancelled() => {
+                (Outcome::Cancelled, Err(ToolError::transient("the run was cancelled")))
+            }
             Some(Ok(v)) => (Outcome::Ok, Ok(v)),
             Some(Err(e)) if e.kind == ErrorKind::Transient => (Outcome::Transient, Err(e)),
             Some(Err(e)) => (Outcome::Permanent, Err(e)),
@@ -962,6 +996,8 @@ impl<'a> Ctx<'a> {
         };
         match outcome {
             Outcome::Ok | Outcome::Permanent => self.ex.breakers.success(tool_path),
+            // The host stopped the call: says nothing about the tool's health.
+            Outcome::Cancelled => {}
             _ => {
                 if self.ex.breakers.failure(tool_path, time.monotonic_ms()) {
                     self.trips.fetch_add(1, Ordering::SeqCst);

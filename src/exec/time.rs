@@ -57,6 +57,12 @@ pub trait Time: Send + Sync {
     /// when the signal was raised. This is how the engine waits for a tool call under a
     /// timeout, so a virtual clock decides timeouts by virtual time alone.
     fn wait(&self, signal: &Signal, deadline_ms: u64) -> bool;
+    /// Sleeps like [`Time::sleep`], but may return early once `signal` is raised: a
+    /// cancelled run does not sit out a retry's back-off. The default sleeps it all.
+    fn sleep_unless(&self, d: Duration, signal: &Signal) {
+        let _ = signal;
+        self.sleep(d);
+    }
 }
 
 /// Real time.
@@ -88,6 +94,10 @@ impl Time for SystemTime {
         let left = deadline_ms.saturating_sub(self.monotonic_ms());
         signal.wait_real(Some(Duration::from_millis(left)))
     }
+
+    fn sleep_unless(&self, d: Duration, signal: &Signal) {
+        signal.wait_real(Some(d));
+    }
 }
 
 /// A virtual clock: `sleep` advances it instantly. The wall clock starts at a fixed instant
@@ -117,6 +127,12 @@ impl Time for ManualTime {
 
     fn sleep(&self, d: Duration) {
         self.advance(d);
+    }
+
+    fn sleep_unless(&self, d: Duration, signal: &Signal) {
+        if !signal.is_raised() {
+            self.advance(d);
+        }
     }
 
     fn wall_ms(&self) -> i64 {

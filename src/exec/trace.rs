@@ -96,6 +96,8 @@ pub enum Outcome {
     Deadline,
     /// Refused by the tool's open circuit breaker, without calling it.
     Refused,
+    /// Cut off because the host cancelled the run (never retried).
+    Cancelled,
 }
 
 /// One attempt at calling a tool.

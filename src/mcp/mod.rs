@@ -10,20 +10,20 @@
 //! reason. Only an unknown tool name is a protocol error.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, Tool,
+    ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig, Tool,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{json, Value as Json};
 
 use crate::analysis::ToolRoot;
 use crate::exec::host::HostRunner;
-use crate::exec::{CancelToken, Executor, RunStatus, Runner, ToolCall, Workflow};
+use crate::exec::{CancelToken, Event, Executor, Observer, RunStatus, Runner, ToolCall, Workflow};
 use crate::export::{export_tool, tool_name, validate_arguments, Format};
 use crate::tool::{ToolDef, ToolKind};
 use crate::value::Value;
@@ -114,13 +114,40 @@ impl McpServer {
 
     /// Calls a tool by name: the `tools/call` result, or `None` when there is no such tool.
     pub fn call(&self, name: &str, arguments: Json) -> Option<Json> {
+        self.call_with(name, arguments, &CancelToken::new(), None)
+    }
+
+    /// [`McpServer::call`], stopped when `cancel` is cancelled, reporting a composite's
+    /// progress to `observer`.
+    pub fn call_with(
+        &self,
+        name: &str,
+        arguments: Json,
+        cancel: &CancelToken,
+        observer: Option<Arc<dyn Observer>>,
+    ) -> Option<Json> {
         let served = self.inner.tools.iter().find(|t| t.name == name)?;
-        Some(call_served(&self.inner.root, served, arguments))
+        Some(call_served(&self.inner.root, served, arguments, cancel, observer))
+    }
+
+    /// How many steps the composite served under `name` has (1 for a primitive tool): the
+    /// `total` of its progress notifications.
+    fn steps_of(&self, name: &str) -> usize {
+        match self.inner.tools.iter().find(|t| t.name == name).map(|t| &t.def.kind) {
+            Some(ToolKind::Composite { instructions, .. }) => instructions.len(),
+            _ => 1,
+        }
     }
 }
 
 /// The result of a call, in the `tools/call` result shape.
-fn call_served(root: &Path, served: &Served, arguments: Json) -> Json {
+fn call_served(
+    root: &Path,
+    served: &Served,
+    arguments: Json,
+    cancel: &CancelToken,
+    observer: Option<Arc<dyn Observer>>,
+) -> Json {
     if let Err(why) = validate_arguments(&served.def, &arguments) {
         return tool_error(format!("invalid arguments for `{}`: {why}", served.name));
     }
@@ -134,7 +161,11 @@ fn call_served(root: &Path, served: &Served, arguments: Json) -> Json {
                 Ok(w) => w,
                 Err(e) => return tool_error(format!("`{}` cannot run: {e}", served.tool_path)),
             };
-            let run = match Executor::new(HostRunner::new()).run(&workflow, args) {
+            let mut executor = Executor::new(HostRunner::new());
+            if let Some(o) = observer {
+                executor = executor.with_observer(o);
+            }
+            let run = match executor.run_cancellable(&workflow, args, cancel) {
                 Ok(r) => r,
                 Err(refused) => return tool_error(format!("refused before the run: {refused} [{}]", refused.code())),
             };
@@ -147,17 +178,17 @@ fn call_served(root: &Path, served: &Served, arguments: Json) -> Json {
             }
         }
         ToolKind::Primitive { .. } => {
-            let cancel = CancelToken::new();
             let call = ToolCall {
                 tool_path: &served.tool_path,
                 definition: Some(&served.def),
                 file: Some(&served.file),
                 arguments: &args,
-                cancel: &cancel,
+                cancel,
                 timeout: None,
                 attempt: 1,
             };
             match HostRunner::new().call(&call) {
+                Ok(_) | Err(_) if cancel.is_cancelled() => tool_error(format!("`{}` was cancelled", served.tool_path)),
                 Ok(v) => success(v),
                 Err(e) => tool_error(format!("FAILED: `{}`: {e}", served.tool_path)),
             }
@@ -178,6 +209,50 @@ fn success(result: Value) -> Json {
 
 fn tool_error(message: String) -> Json {
     json!({"content": [{"type": "text", "text": message}], "isError": true})
+}
+
+/// Sends `notifications/progress` for a composite's run: one per step of the composite
+/// that ends (`progress` counts them, `total` is its number of steps), with a message
+/// naming the step and its status. Events come from worker threads; a channel keeps the
+/// notifications in the order of their `progress`.
+struct Progress {
+    tx: Mutex<(usize, tokio::sync::mpsc::UnboundedSender<ProgressNotificationParam>)>,
+    token: ProgressToken,
+    total: usize,
+}
+
+impl Progress {
+    fn start(peer: Peer<RoleServer>, token: ProgressToken, total: usize) -> Progress {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ProgressNotificationParam>();
+        tokio::spawn(async move {
+            while let Some(p) = rx.recv().await {
+                // A client that went away gets no more progress; the run goes on.
+                if peer.notify_progress(p).await.is_err() {
+                    break;
+                }
+            }
+        });
+        Progress { tx: Mutex::new((0, tx)), token, total }
+    }
+}
+
+impl Observer for Progress {
+    fn event(&self, event: &Event<'_>) {
+        let Event::StepEnded { step, status, reason } = event else { return };
+        if step.contains('/') {
+            return; // a step of a composite callee
+        }
+        let mut guard = self.tx.lock().unwrap_or_else(PoisonError::into_inner);
+        guard.0 += 1;
+        let mut message = format!("step `{step}` {}", status.as_str());
+        if let Some(reason) = reason {
+            message.push_str(&format!(": {reason}"));
+        }
+        let param = ProgressNotificationParam::new(self.token.clone(), guard.0 as f64)
+            .with_total(self.total as f64)
+            .with_message(message);
+        let _ = guard.1.send(param);
+    }
 }
 
 fn allow_set(allow: &[String]) -> Result<GlobSet, String> {
@@ -227,18 +302,33 @@ impl ServerHandler for McpServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let name = request.name.to_string();
         if !self.inner.tools.iter().any(|t| t.name == name) {
             return Err(McpError::invalid_params(format!("no tool named `{name}`"), None));
         }
         let arguments = Json::Object(request.arguments.unwrap_or_default());
+        // `notifications/cancelled` cancels the context's token: that cancels the run, whose
+        // calls in flight are cancelled in turn (their programs killed). rmcp drops the
+        // response to a cancelled request, as the protocol asks.
+        let cancel = CancelToken::new();
+        let watcher = {
+            let (ct, cancel) = (context.ct.clone(), cancel.clone());
+            tokio::spawn(async move {
+                ct.cancelled().await;
+                cancel.cancel();
+            })
+        };
+        let observer = context.meta.get_progress_token().map(|token| {
+            Arc::new(Progress::start(context.peer.clone(), token, self.steps_of(&name))) as Arc<dyn Observer>
+        });
         let server = self.clone();
-        let result = tokio::task::spawn_blocking(move || server.call(&name, arguments))
+        let result = tokio::task::spawn_blocking(move || server.call_with(&name, arguments, &cancel, observer))
             .await
-            .map_err(|e| McpError::internal_error(format!("the run panicked: {e}"), None))?
-            .unwrap_or(Json::Null);
+            .map_err(|e| McpError::internal_error(format!("the run panicked: {e}"), None));
+        watcher.abort();
+        let result = result?.unwrap_or(Json::Null);
         let result: CallToolResult =
             serde_json::from_value(result).map_err(|e| McpError::internal_error(e.to_string(), None))?;
         Ok(result.into())

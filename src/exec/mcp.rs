@@ -1,0 +1,397 @@
+//! `mcp:<command line>#<tool>` endpoints: primitive tools served by an MCP server that the
+//! runner starts over stdio, with the official Rust SDK ([`rmcp`]) as the client.
+//!
+//! - The command line is split like `exec:`'s (POSIX shell words, no shell); a relative
+//!   program path with a `/` resolves against the `.tool` file's folder. The tool name is
+//!   what follows the last `#`.
+//! - Each distinct command line is started once, on its first call, and shared by every
+//!   step that uses it (calls go to it concurrently) for as long as the [`McpClients`]
+//!   lives: the command line makes one per run. It is shut down when the `McpClients` is
+//!   dropped (its standard input is closed, then it is killed).
+//! - Errors: a result with `isError: true` and a JSON-RPC error from the server (an unknown
+//!   tool, invalid arguments) are permanent; a server that cannot be started is permanent;
+//!   a server that dies, closes the connection or fails the handshake is transient, and the
+//!   next call starts it again. The last lines the server wrote to standard error are added
+//!   to the message.
+//! - Result: `structuredContent` when the server sends it; otherwise the text of a single
+//!   text block, parsed as JSON when it is JSON and kept as a string when not; several
+//!   blocks give a list (text blocks as above, other blocks as their JSON).
+//! - Cancellation: when the engine cancels the call (timeout, deadline, a cancelled run),
+//!   the client sends `notifications/cancelled` for the request and returns at once.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientConfig};
+use rmcp::service::{Peer, RunningService, ServiceError};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::Value as Json;
+use tokio::io::AsyncBufReadExt;
+
+use super::runner::{CancelToken, ToolCall, ToolError};
+use crate::value::Value;
+
+/// How long a server has to start and answer `initialize`.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How many lines of a server's standard error are kept for error messages.
+const STDERR_LINES: usize = 20;
+
+/// An `mcp:` endpoint, parsed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct McpEndpoint {
+    /// The program and its arguments.
+    pub command: Vec<String>,
+    /// The tool to call.
+    pub tool: String,
+}
+
+impl McpEndpoint {
+    /// Parses what follows `mcp:`: `<command line>#<tool>`.
+    pub fn parse(spec: &str) -> Result<McpEndpoint, String> {
+        let Some((command, tool)) = spec.rsplit_once('#') else {
+            return Err(format!("`mcp:{spec}` names no tool: write `mcp:<command line>#<tool>`"));
+        };
+        let tool = tool.trim();
+        if tool.is_empty() {
+            return Err(format!("`mcp:{spec}` names no tool after `#`"));
+        }
+        let command =
+            shell_words::split(command).map_err(|e| format!("cannot split `{}` into words: {e}", command.trim()))?;
+        if command.is_empty() {
+            return Err(format!("`mcp:{spec}` names no program to start"));
+        }
+        Ok(McpEndpoint { command, tool: tool.to_string() })
+    }
+
+    /// The command with its program resolved against the tool file's folder.
+    fn resolved(&self, tool_file: Option<&Path>) -> Vec<String> {
+        let mut command = self.command.clone();
+        if let (Some(program), Some(dir)) = (command.first_mut(), tool_file.and_then(Path::parent)) {
+            if program.contains('/') && Path::new(program.as_str()).is_relative() {
+                *program = dir.join(&*program).to_string_lossy().into_owned();
+            }
+        }
+        command
+    }
+}
+
+/// The MCP servers of one run, started on demand.
+#[derive(Default)]
+pub struct McpClients {
+    runtime: OnceLock<Result<tokio::runtime::Runtime, String>>,
+    servers: Mutex<HashMap<Vec<String>, Arc<Slot>>>,
+}
+
+impl std::fmt::Debug for McpClients {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let servers = self.servers.lock().unwrap_or_else(PoisonError::into_inner);
+        f.debug_struct("McpClients").field("servers", &servers.keys().collect::<Vec<_>>()).finish()
+    }
+}
+
+/// One command line's server: connected, or not (yet, or any more).
+#[derive(Default)]
+struct Slot {
+    live: Mutex<Option<Arc<Live>>>,
+}
+
+struct Live {
+    service: Mutex<Option<RunningService<RoleClient, ClientConfig>>>,
+    peer: Peer<RoleClient>,
+    stderr: Arc<Mutex<VecDeque<String>>>,
+    program: String,
+}
+
+impl Live {
+    fn stderr_tail(&self) -> String {
+        let lines = self.stderr.lock().unwrap_or_else(PoisonError::into_inner);
+        if lines.is_empty() {
+            String::new()
+        } else {
+            format!(" (its standard error ends: {})", lines.iter().cloned().collect::<Vec<_>>().join(" | "))
+        }
+    }
+}
+
+impl McpClients {
+    /// No servers yet.
+    pub fn new() -> McpClients {
+        McpClients::default()
+    }
+
+    /// Calls the endpoint's tool with the call's arguments.
+    pub fn call(&self, endpoint: &McpEndpoint, call: &ToolCall<'_>) -> Result<Value, ToolError> {
+        let tool_path = call.tool_path;
+        let runtime = self.runtime().map_err(|e| ToolError::permanent(format!("`{tool_path}`: {e}")))?;
+        let command = endpoint.resolved(call.file);
+        let live = self.connect(runtime, &command, call.cancel).map_err(|e| e.prefixed(tool_path))?;
+        let arguments = match serde_json::to_value(call.arguments) {
+            Ok(Json::Object(map)) => map,
+            Ok(Json::Null) => serde_json::Map::new(),
+            Ok(other) => {
+                return Err(ToolError::permanent(format!(
+                    "`{tool_path}`: MCP tools take an object of arguments, not {other}"
+                )))
+            }
+            Err(e) => return Err(ToolError::permanent(format!("`{tool_path}`: the arguments are not JSON: {e}"))),
+        };
+        let params = CallToolRequestParams::new(endpoint.tool.clone()).with_arguments(arguments);
+        let peer = live.peer.clone();
+        let cancel = call.cancel.clone();
+        let answer = runtime.block_on(async move {
+            // Dropping the request future on cancel sends `notifications/cancelled`.
+            tokio::select! {
+                r = peer.call_tool_once(params) => Some(r),
+                () = cancelled(&cancel) => None,
+            }
+        });
+        let who = format!("`{tool_path}`: the MCP tool `{}` of {}", endpoint.tool, live.program);
+        match answer {
+            None => Err(ToolError::transient(format!("{who} was cancelled"))),
+            Some(Ok(CallToolResponse::Complete(result))) => result_value(result, &who),
+            Some(Ok(_)) => Err(ToolError::permanent(format!(
+                "{who} asked for more input or started a task, which tdsl does not support"
+            ))),
+            Some(Err(ServiceError::McpError(e))) => Err(ToolError::permanent(format!(
+                "{who} refused the call: {} (JSON-RPC error {})",
+                e.message, e.code.0
+            ))),
+            Some(Err(e)) => {
+                // The connection is gone or unusable: the next call starts the server again.
+                self.forget(&command, &live);
+                Err(ToolError::transient(format!("{who} failed: {e}{}", live.stderr_tail())))
+            }
+        }
+    }
+
+    fn runtime(&self) -> Result<&tokio::runtime::Runtime, String> {
+        self.runtime
+            .get_or_init(|| {
+                tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(1)
+                    .thread_name("tdsl-mcp")
+                    .enable_all()
+                    .build()
+                    .map_err(|e| format!("cannot start the MCP client's runtime: {e}"))
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// The live connection to `command`'s server, starting it if needed. Callers of the same
+    /// command line wait for one start.
+    fn connect(
+        &self,
+        runtime: &tokio::runtime::Runtime,
+        command: &[String],
+        cancel: &CancelToken,
+    ) -> Result<Arc<Live>, ConnectError> {
+        let slot = {
+            let mut servers = self.servers.lock().unwrap_or_else(PoisonError::into_inner);
+            servers.entry(command.to_vec()).or_default().clone()
+        };
+        let mut live = slot.live.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(l) = live.as_ref() {
+            return Ok(l.clone());
+        }
+        let started = runtime.block_on(start(command, cancel))?;
+        let started = Arc::new(started);
+        *live = Some(started.clone());
+        Ok(started)
+    }
+
+    /// Drops a connection that failed (unless another call already replaced it).
+    fn forget(&self, command: &[String], failed: &Arc<Live>) {
+        let slot = self.servers.lock().unwrap_or_else(PoisonError::into_inner).get(command).cloned();
+        if let Some(slot) = slot {
+            let mut live = slot.live.lock().unwrap_or_else(PoisonError::into_inner);
+            if live.as_ref().is_some_and(|l| Arc::ptr_eq(l, failed)) {
+                *live = None;
+            }
+        }
+    }
+}
+
+impl Drop for McpClients {
+    fn drop(&mut self) {
+        let Some(Ok(runtime)) = self.runtime.get() else { return };
+        let servers = std::mem::take(&mut *self.servers.lock().unwrap_or_else(PoisonError::into_inner));
+        let services: Vec<_> = servers
+            .into_values()
+            .filter_map(|slot| slot.live.lock().unwrap_or_else(PoisonError::into_inner).take())
+            .filter_map(|live| live.service.lock().unwrap_or_else(PoisonError::into_inner).take())
+            .collect();
+        if services.is_empty() {
+            return;
+        }
+        runtime.block_on(async move {
+            for service in services {
+                // Closing the connection ends the server's input; the transport's child is
+                // killed when it is dropped.
+                let _ = tokio::time::timeout(Duration::from_secs(2), service.cancel()).await;
+            }
+        });
+    }
+}
+
+/// Why a server could not be used.
+struct ConnectError(ToolError);
+
+impl ConnectError {
+    fn prefixed(self, tool_path: &str) -> ToolError {
+        ToolError { kind: self.0.kind, message: format!("`{tool_path}`: {}", self.0.message) }
+    }
+}
+
+async fn start(command: &[String], cancel: &CancelToken) -> Result<Live, ConnectError> {
+    let Some((program, args)) = command.split_first() else {
+        return Err(ConnectError(ToolError::permanent("`mcp:` names no program")));
+    };
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args).kill_on_drop(true);
+    let (transport, stderr) = TokioChildProcess::builder(cmd)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| ConnectError(ToolError::permanent(format!("cannot start the MCP server {program}: {e}"))))?;
+    let lines = Arc::new(Mutex::new(VecDeque::new()));
+    if let Some(stderr) = stderr {
+        let lines = lines.clone();
+        tokio::spawn(async move {
+            let mut reader = tokio::io::BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = reader.next_line().await {
+                let mut l = lines.lock().unwrap_or_else(PoisonError::into_inner);
+                if l.len() == STDERR_LINES {
+                    l.pop_front();
+                }
+                l.push_back(line);
+            }
+        });
+    }
+    let config = ClientConfig::new(
+        ClientCapabilities::default(),
+        rmcp::model::Implementation::new("tdsl", env!("CARGO_PKG_VERSION")),
+    );
+    let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, config.serve(transport));
+    let service = tokio::select! {
+        r = handshake => r,
+        () = cancelled(cancel) => {
+            return Err(ConnectError(ToolError::transient(format!("starting the MCP server {program} was cancelled"))))
+        }
+    };
+    let tail = |lines: &Arc<Mutex<VecDeque<String>>>| {
+        let l = lines.lock().unwrap_or_else(PoisonError::into_inner);
+        if l.is_empty() {
+            String::new()
+        } else {
+            format!(" (its standard error ends: {})", l.iter().cloned().collect::<Vec<_>>().join(" | "))
+        }
+    };
+    let service = match service {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => {
+            // Let the reader catch what the server said before it went away.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            return Err(ConnectError(ToolError::transient(format!(
+                "the MCP server {program} failed the handshake: {e}{}",
+                tail(&lines)
+            ))));
+        }
+        Err(_) => {
+            return Err(ConnectError(ToolError::transient(format!(
+                "the MCP server {program} did not answer `initialize` within {} s{}",
+                HANDSHAKE_TIMEOUT.as_secs(),
+                tail(&lines)
+            ))))
+        }
+    };
+    let peer = service.peer().clone();
+    Ok(Live { service: Mutex::new(Some(service)), peer, stderr: lines, program: program.clone() })
+}
+
+/// Resolves when the token is cancelled.
+async fn cancelled(cancel: &CancelToken) {
+    while !cancel.is_cancelled() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// The value of a tool result, or its error.
+fn result_value(result: CallToolResult, who: &str) -> Result<Value, ToolError> {
+    let blocks: Vec<Json> =
+        result.content.iter().map(|c| serde_json::to_value(c).unwrap_or(Json::Null)).collect::<Vec<_>>();
+    if result.is_error == Some(true) {
+        let text: Vec<&str> = blocks.iter().filter_map(|b| b.get("text").and_then(Json::as_str)).collect();
+        let why = if text.is_empty() { "no message".to_string() } else { text.join("\n") };
+        return Err(ToolError::permanent(format!("{who} reported an error: {why}")));
+    }
+    let json = match (result.structured_content, blocks.as_slice()) {
+        (Some(v), _) => v,
+        (None, [one]) => block_value(one),
+        (None, many) => Json::Array(many.iter().map(block_value).collect()),
+    };
+    serde_json::from_value::<Value>(json)
+        .map_err(|e| ToolError::permanent(format!("{who} answered with a value tdsl cannot hold: {e}")))
+}
+
+/// A text block's text (parsed when it is JSON); any other block as its JSON.
+fn block_value(block: &Json) -> Json {
+    match (block.get("type").and_then(Json::as_str), block.get("text").and_then(Json::as_str)) {
+        (Some("text"), Some(text)) => serde_json::from_str(text).unwrap_or_else(|_| Json::String(text.to_string())),
+        _ => block.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn program_of(endpoint: &McpEndpoint, tool_file: Option<&Path>) -> std::path::PathBuf {
+        std::path::PathBuf::from(endpoint.resolved(tool_file).first().cloned().unwrap_or_default())
+    }
+
+    #[test]
+    fn endpoints_parse() {
+        let e = McpEndpoint::parse("python3 'my server.py' --flag#add").expect("parses");
+        assert_eq!(e.command, ["python3", "my server.py", "--flag"]);
+        assert_eq!(e.tool, "add");
+        // The tool is after the last `#`.
+        assert_eq!(McpEndpoint::parse("srv --tag=#1#t").expect("parses").tool, "t");
+        assert!(McpEndpoint::parse("srv").unwrap_err().contains("names no tool"));
+        assert!(McpEndpoint::parse("srv#").unwrap_err().contains("no tool after"));
+        assert!(McpEndpoint::parse(" #t").unwrap_err().contains("no program"));
+        assert!(McpEndpoint::parse("'srv#t").unwrap_err().contains("cannot split"));
+        let e = McpEndpoint::parse("./bin/srv#t").expect("parses");
+        assert_eq!(program_of(&e, Some(Path::new("/r/tools/x.tool"))), Path::new("/r/tools/./bin/srv"));
+        assert_eq!(program_of(&McpEndpoint::parse("tdsl#t").expect("parses"), None), Path::new("tdsl"));
+    }
+
+    #[test]
+    fn results_map_to_values() {
+        let r = |j: Json| -> Result<String, String> {
+            let result: CallToolResult = serde_json::from_value(j).expect("a result");
+            result_value(result, "t").map(|v| v.to_string()).map_err(|e| e.message)
+        };
+        assert_eq!(
+            r(serde_json::json!({"content": [{"type": "text", "text": "{\"a\":1}"}], "structuredContent": {"a": 1}})),
+            Ok(r#"{"a":1}"#.to_string())
+        );
+        assert_eq!(r(serde_json::json!({"content": [{"type": "text", "text": "[1, 2]"}]})), Ok("[1,2]".to_string()));
+        assert_eq!(
+            r(serde_json::json!({"content": [{"type": "text", "text": "hello"}]})),
+            Ok(r#""hello""#.to_string())
+        );
+        assert_eq!(
+            r(serde_json::json!({"content": [{"type": "text", "text": "1"}, {"type": "text", "text": "x"}]})),
+            Ok(r#"[1,"x"]"#.to_string())
+        );
+        assert_eq!(r(serde_json::json!({"content": []})), Ok("[]".to_string()));
+        assert_eq!(
+            r(serde_json::json!({"content": [{"type": "text", "text": "no such file"}], "isError": true})),
+            Err("t reported an error: no such file".to_string())
+        );
+    }
+}

@@ -1,0 +1,273 @@
+//! `mcp:` endpoints: composites in one root calling tools that `tdsl serve --mcp` serves
+//! from another, run by the real binary (`tdsl run`).
+#![cfg(unix)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::tdsl;
+use serde_json::{json, Value};
+
+fn write(path: &Path, text: &str) {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).expect("mkdir");
+    }
+    std::fs::write(path, text).expect("write");
+}
+
+fn script(path: &Path, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    write(path, body);
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+/// The served root: `/tools/upper.tool` upper-cases `text` and logs the pid of the process
+/// that started it (the MCP server) to `servers.log`; `/tools/boom.tool` fails.
+fn served_root(dir: &Path) -> PathBuf {
+    let root = dir.join("served");
+    let log = dir.join("servers.log");
+    script(
+        &root.join("tools/upper.sh"),
+        &format!("#!/bin/sh\necho $PPID >> '{}'\ntr a-z A-Z | sed 's/\"TEXT\"/\"text\"/'\n", log.display()),
+    );
+    write(
+        &root.join("tools/upper.tool"),
+        r#"{"description": "Upper-cases a text",
+            "arguments": [{"name": "text", "type_name": "string", "required": true}],
+            "responses": [{"name": "text", "type_name": "string", "required": true}],
+            "system_event_endpoint": "exec:./upper.sh"}"#,
+    );
+    script(&root.join("tools/boom.sh"), "#!/bin/sh\necho 'the reactor is down' >&2\nexit 3\n");
+    write(&root.join("tools/boom.tool"), r#"{"description": "Fails", "system_event_endpoint": "exec:./boom.sh"}"#);
+    root
+}
+
+/// The calling root: `/remote/upper.tool` and `/remote/boom.tool` are `mcp:` endpoints into
+/// the served root; `main.tool` fans out over names and calls upper once more.
+fn calling_root(dir: &Path, served: &Path) -> PathBuf {
+    let root = dir.join("calling");
+    let server = format!("{} serve --mcp --root '{}'", env!("CARGO_BIN_EXE_tdsl"), served.display());
+    write(
+        &root.join("remote/upper.tool"),
+        &format!(
+            r#"{{"description": "Upper-cases a text, over MCP",
+                "arguments": [{{"name": "text", "type_name": "string", "required": true}}],
+                "responses": [{{"name": "text", "type_name": "string", "required": true}}],
+                "system_event_endpoint": "mcp:{server}#tools__upper"}}"#
+        ),
+    );
+    write(
+        &root.join("remote/boom.tool"),
+        &format!(r#"{{"description": "Fails, over MCP", "system_event_endpoint": "mcp:{server}#tools__boom"}}"#),
+    );
+    write(
+        &root.join("remote/missing.tool"),
+        &format!(r#"{{"description": "No such tool", "system_event_endpoint": "mcp:{server}#tools__nope"}}"#),
+    );
+    write(
+        &root.join("main.tool"),
+        r#"{"description": "Shouts every name, then a greeting",
+  "arguments": [{"name": "names", "type_name": "list<string>", "required": true}],
+  "instructions": [
+    {"execution_id": "each", "tool_definition_path": "/remote/upper.tool",
+     "parallel_execution": {"iterate_over": "REF:arguments.names", "child_argument_name": "text"},
+     "transform_responses": {"transforms": {"names": "map(array=REF:response, template=\"item.text\")"}}},
+    {"execution_id": "greet", "tool_definition_path": "/remote/upper.tool",
+     "arguments": {"text": "hello"}}
+  ],
+  "responses": [{"name": "names", "type_name": "list<string>", "required": true},
+                {"name": "greeting", "type_name": "string", "required": true}],
+  "response_reference_map": {"names": "REF:each.names", "greeting": "REF:greet.text"}
+}"#,
+    );
+    for (name, callee) in [("fails", "/remote/boom.tool"), ("unknown", "/remote/missing.tool")] {
+        write(
+            &root.join(format!("{name}.tool")),
+            &format!(
+                r#"{{"instructions": [{{"execution_id": "call", "tool_definition_path": "{callee}",
+                     "retry": {{"max_retries": 2, "base_delay_seconds": 0.01}}}}]}}"#
+            ),
+        );
+    }
+    root
+}
+
+fn alive(pid: &str) -> bool {
+    let stat = Path::new("/proc").join(pid).join("stat");
+    std::fs::read_to_string(stat).is_ok_and(|s| !s.contains(") Z "))
+}
+
+#[test]
+fn a_composite_calls_tools_served_by_tdsl_serve_over_mcp() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let served = served_root(dir.path());
+    let root = calling_root(dir.path(), &served);
+    let trace = dir.path().join("trace.json");
+    let out = tdsl(&[
+        "run",
+        root.join("main.tool").to_str().expect("utf-8"),
+        "--root",
+        root.to_str().expect("utf-8"),
+        "--arg",
+        r#"names=["ada", "grace", "edsger"]"#,
+        "--trace",
+        trace.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let result: Value = serde_json::from_str(&out.stdout).expect("JSON");
+    assert_eq!(result, json!({"names": ["ADA", "GRACE", "EDSGER"], "greeting": "HELLO"}));
+
+    // One server for the whole run: every call came from the same process…
+    let log = std::fs::read_to_string(dir.path().join("servers.log")).expect("log");
+    let pids: Vec<&str> = log.lines().collect();
+    assert_eq!(pids.len(), 4, "{log}");
+    assert!(pids.iter().all(|p| *p == pids[0]), "one server shared by all steps: {log}");
+    // …and it was shut down when the run ended.
+    let started = std::time::Instant::now();
+    while alive(pids[0]) {
+        assert!(started.elapsed().as_secs() < 5, "the MCP server outlived the run");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+
+    // MCP calls are in the trace like any other call.
+    let trace: Value = serde_json::from_str(&std::fs::read_to_string(trace).expect("trace")).expect("JSON");
+    let greet = trace["steps"].as_array().expect("steps").iter().find(|s| s["execution_id"] == "greet").expect("greet");
+    assert_eq!(greet["tool"], "/remote/upper.tool", "{greet}");
+    assert_eq!(greet["status"], "COMPLETED");
+    assert_eq!(greet["attempts"][0]["outcome"], "ok");
+    assert_eq!(greet["attempts"][0]["response"], json!({"text": "HELLO"}));
+    let each = trace["steps"].as_array().expect("steps").iter().find(|s| s["execution_id"] == "each").expect("each");
+    assert_eq!(each["children"].as_array().map(Vec::len), Some(3), "{each}");
+}
+
+#[test]
+fn mcp_tool_errors_are_permanent_and_name_the_tool() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let served = served_root(dir.path());
+    let root = calling_root(dir.path(), &served);
+    let trace = dir.path().join("trace.json");
+    let run = |tool: &str| {
+        tdsl(&[
+            "run",
+            root.join(tool).to_str().expect("utf-8"),
+            "--root",
+            root.to_str().expect("utf-8"),
+            "--trace",
+            trace.to_str().expect("utf-8"),
+        ])
+    };
+    // The served tool fails: a tool error (`isError`), not retried.
+    let out = run("fails.tool");
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(out.stderr.contains("the MCP tool `tools__boom`"), "{}", out.stderr);
+    assert!(out.stderr.contains("reported an error") && out.stderr.contains("the reactor is down"), "{}", out.stderr);
+    let t: Value = serde_json::from_str(&std::fs::read_to_string(&trace).expect("trace")).expect("JSON");
+    let attempts = t["steps"][0]["attempts"].as_array().expect("attempts");
+    assert_eq!(attempts.len(), 1, "a permanent error is not retried: {attempts:?}");
+    assert_eq!(attempts[0]["outcome"], "permanent");
+
+    // An unknown tool is a JSON-RPC error from the server: permanent too.
+    let out = run("unknown.tool");
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(out.stderr.contains("refused the call") && out.stderr.contains("tools__nope"), "{}", out.stderr);
+}
+
+#[test]
+fn a_server_that_cannot_start_or_dies_is_reported_with_its_stderr() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    // A program that does not exist: permanent, one attempt.
+    write(&root.join("tools/gone.tool"), r#"{"system_event_endpoint": "mcp:./no-such-server#t"}"#);
+    // A server that dies during the handshake: transient, retried (and started again).
+    script(
+        &root.join("tools/dies.sh"),
+        "#!/bin/sh\necho \"started $$\" >> \"$(dirname \"$0\")/starts.log\"\necho 'cannot bind the GPU' >&2\nexit 1\n",
+    );
+    write(&root.join("tools/dies.tool"), r#"{"system_event_endpoint": "mcp:./dies.sh#t"}"#);
+    // A malformed endpoint.
+    write(&root.join("tools/bad.tool"), r#"{"system_event_endpoint": "mcp:./dies.sh"}"#);
+    for name in ["gone", "dies", "bad"] {
+        write(
+            &root.join(format!("{name}.tool")),
+            &format!(
+                r#"{{"instructions": [{{"execution_id": "call", "tool_definition_path": "/tools/{name}.tool",
+                     "retry": {{"max_retries": 1, "base_delay_seconds": 0.01}}}}]}}"#
+            ),
+        );
+    }
+    let trace = root.join("trace.json");
+    let run = |name: &str| {
+        let out = tdsl(&[
+            "run",
+            root.join(format!("{name}.tool")).to_str().expect("utf-8"),
+            "--root",
+            root.to_str().expect("utf-8"),
+            "--trace",
+            trace.to_str().expect("utf-8"),
+        ]);
+        let t: Value = serde_json::from_str(&std::fs::read_to_string(&trace).expect("trace")).expect("JSON");
+        let outcomes: Vec<String> = t["steps"][0]["attempts"]
+            .as_array()
+            .expect("attempts")
+            .iter()
+            .map(|a| a["outcome"].as_str().unwrap_or_default().to_string())
+            .collect();
+        (out, outcomes)
+    };
+    let (out, outcomes) = run("gone");
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr.contains("cannot start the MCP server ") && out.stderr.contains("no-such-server"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(outcomes, ["permanent"]);
+
+    let (out, outcomes) = run("dies");
+    assert_eq!(out.code, 1);
+    assert!(out.stderr.contains("failed the handshake"), "{}", out.stderr);
+    assert!(out.stderr.contains("cannot bind the GPU"), "the server's stderr is in the message: {}", out.stderr);
+    assert_eq!(outcomes, ["transient", "transient"], "retried");
+    let starts = std::fs::read_to_string(root.join("tools/starts.log")).expect("log");
+    assert_eq!(starts.lines().count(), 2, "the retry started the server again: {starts}");
+
+    let (out, outcomes) = run("bad");
+    assert_eq!(out.code, 1);
+    assert!(out.stderr.contains("names no tool"), "{}", out.stderr);
+    assert_eq!(outcomes, ["permanent"]);
+}
+
+#[test]
+fn a_timeout_cancels_the_mcp_call_and_the_served_program_is_killed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let served = dir.path().join("served");
+    let pid_file = dir.path().join("nap.pid");
+    script(&served.join("tools/nap.sh"), &format!("#!/bin/sh\necho $$ > '{}'\nexec sleep 30\n", pid_file.display()));
+    write(&served.join("tools/nap.tool"), r#"{"system_event_endpoint": "exec:./nap.sh"}"#);
+    let root = dir.path().join("calling");
+    write(
+        &root.join("remote/nap.tool"),
+        &format!(
+            r#"{{"system_event_endpoint": "mcp:{} serve --mcp --root '{}'#tools__nap"}}"#,
+            env!("CARGO_BIN_EXE_tdsl"),
+            served.display()
+        ),
+    );
+    write(
+        &root.join("main.tool"),
+        r#"{"instructions": [{"execution_id": "nap", "tool_definition_path": "/remote/nap.tool", "timeout_seconds": 2}]}"#,
+    );
+    let started = std::time::Instant::now();
+    let out = tdsl(&["run", root.join("main.tool").to_str().expect("utf-8"), "--root", root.to_str().expect("utf-8")]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(out.stderr.contains("TIMEOUT") && out.stderr.contains("timed out after 2 s"), "{}", out.stderr);
+    assert!(started.elapsed().as_secs() < 15, "the run did not wait for the 30 s nap");
+    // The served side got `notifications/cancelled` (or lost its client) and killed the nap.
+    let pid = std::fs::read_to_string(&pid_file).expect("the nap started").trim().to_string();
+    let waited = std::time::Instant::now();
+    while alive(&pid) {
+        assert!(waited.elapsed().as_secs() < 5, "the served program outlived the cancelled call");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
