@@ -99,18 +99,25 @@ fn the_python_client_lists_and_calls_tools() {
 /// A composite's sleeping step and a sleeping primitive are cancelled by the client
 /// (`notifications/cancelled`): their processes are gone within 5 s, and the server goes on.
 #[test]
-#[ignore = "needs server cancellation from main"]
 fn the_python_client_cancels_running_calls() {
     let work = tempfile::tempdir().expect("tempdir");
     client("cancel", &[tdsl(), &root(), work.path()]);
 }
 
-/// A client that sends a progress token gets increasing progress notifications while a
-/// three-step composite runs.
+/// A client that sends a progress token gets one notification per step while a composite
+/// of three 0.3 s steps runs.
 #[test]
-#[ignore = "needs server progress notifications from main"]
 fn the_python_client_gets_progress_notifications() {
     client("progress", &[tdsl(), &root()]);
+}
+
+/// Every progress notification must come before the call's result: the SDK drops later
+/// ones (the protocol allows progress only for a request in progress).
+#[test]
+#[ignore = "server bug: progress notifications go out from a task of their own, and the result \
+            can overtake them (`echoes` loses one or two of its three)"]
+fn the_python_client_gets_every_progress_notification_before_the_result() {
+    client("progress-before-result", &[tdsl(), &root()]);
 }
 
 /// The SDK server the `mcp:` endpoint tests call answers as `tests/mcp_py/server.py` says.
