@@ -2,6 +2,7 @@
 driving an MCP server over stdio. tests/mcp_python.rs runs one scenario per test:
 
     python client.py tools    TDSL ROOT        # list, call, bad arguments (tests/data/mcp)
+    python client.py primitive-error TDSL ROOT # a failing primitive's message
     python client.py cancel   TDSL ROOT DIR    # cancel sleeping calls; DIR holds pid files
     python client.py progress TDSL ROOT        # progress notifications of a composite
     python client.py progress-before-result TDSL ROOT   # … all of them before the result
@@ -65,7 +66,7 @@ async def tools(session: ClientSession) -> None:
     listed = await session.list_tools()
     by_name = {t.name: t for t in listed.tools}
     expect(
-        sorted(by_name) == ["chain", "echoes", "nap", "tools__echo", "tools__pause", "tools__sleep"],
+        sorted(by_name) == ["chain", "echoes", "nap", "tools__echo", "tools__fail", "tools__pause", "tools__sleep"],
         f"tool names: {sorted(by_name)}",
     )
     chain = by_name["chain"]
@@ -104,10 +105,23 @@ async def tools(session: ClientSession) -> None:
     expect(result.is_error, f"a missing argument was accepted: {result}")
     expect("`pid_file` is missing" in text_of(result), f"the error does not name the argument: {text_of(result)!r}")
 
+    # A failing primitive is a tool error with the program's standard error.
+    result = await session.call_tool("tools__fail", {})
+    expect(result.is_error, f"a failing primitive: {result}")
+    message = text_of(result)
+    expect(message.startswith("FAILED: ") and message.endswith("the disk is on fire"), f"the error: {message!r}")
+
     # The session goes on.
     result = await session.call_tool("tools__echo", {"x": [1, "two"]})
     expect(not result.is_error and result.structured_content == {"x": [1, "two"]}, f"echo after errors: {result}")
     await session.send_ping()
+
+
+async def primitive_error(session: ClientSession) -> None:
+    """A failing primitive's error names its tool path once (`FAILED: `/tools/fail.tool`: …`)."""
+    result = await session.call_tool("tools__fail", {})
+    message = text_of(result)
+    expect(result.is_error and message.count("/tools/fail.tool") == 1, f"the tool path twice: {message!r}")
 
 
 def read_pids(pid_file: Path) -> list[int]:
@@ -264,8 +278,9 @@ async def python_server(session: ClientSession) -> None:
 def main(argv: list[str]) -> int:
     scenario, *rest = argv or ["?"]
     scenarios: dict[str, Callable[[], Awaitable[None]]] = {}
-    if scenario == "tools" and len(rest) == 2:
-        scenarios[scenario] = lambda: with_session(tdsl_server(*rest), tools)
+    if scenario in ("tools", "primitive-error") and len(rest) == 2:
+        body = tools if scenario == "tools" else primitive_error
+        scenarios[scenario] = lambda: with_session(tdsl_server(*rest), body)
     elif scenario in ("progress", "progress-before-result") and len(rest) == 2:
         strict = scenario == "progress-before-result"
         scenarios[scenario] = lambda: with_session(tdsl_server(*rest), lambda s: progress(s, strict))
