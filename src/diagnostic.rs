@@ -279,14 +279,27 @@ codes! {
     FanOutTooWide = "E0809", Error;
     /// Composite callees nest deeper than the executor allows
     CompositeTooDeep = "E0810", Error;
-    /// A callee cannot be run: no file and no runner that knows it, or an endpoint the
-    /// runner does not support
+    /// A step's callee is not among the tools the workflow loaded (an internal invariant:
+    /// [`crate::exec::Workflow`] loads every callee its plans name; a callee with no file
+    /// reaches the runner, whose refusal is `E0803`)
     ToolUnavailable = "E0811", Error;
     /// `iterate_over` resolved to something other than a list at run time
     IterateOverNotListAtRun = "E0812", Error;
     /// The host cancelled the run (an MCP client's `notifications/cancelled`, a library
     /// caller's [`crate::exec::CancelToken`])
     RunCancelled = "E0813", Error;
+
+    // ---- a tool against its MCP server (E09xx/W09xx, `tdsl check --mcp-schemas`) ----
+    /// The MCP server of an `mcp:` endpoint offers no tool of that name
+    McpToolUnknown = "E0901", Error;
+    /// A declaration the MCP server's schemas contradict: a required argument not declared
+    /// (or declared optional), an argument or response type that does not match, a declared
+    /// response the output schema does not have
+    McpSchemaMismatch = "E0902", Error;
+    /// The MCP server of an `mcp:` endpoint could not be started or asked for its tools
+    McpServerUnavailable = "E0903", Error;
+    /// A declared argument the MCP server's input schema does not list
+    McpSchemaDrift = "W0901", Warning;
 }
 
 impl fmt::Display for Code {

@@ -62,8 +62,8 @@ pub fn eval(data: &[u8]) {
     case.run();
 }
 
-/// Any bytes as a `.tool` file: load it, render every diagnostic, and compile every
-/// transform expression in it with spans mapped back into the file.
+/// Any bytes as a `.tool` file: load it, render every diagnostic, compile every transform
+/// expression in it with spans mapped back into the file, and analyse it.
 pub fn tool(data: &[u8]) {
     let Ok(src) = std::str::from_utf8(data) else { return };
     let (tool, diagnostics) = crate::tool::load(src);
@@ -72,6 +72,12 @@ pub fn tool(data: &[u8]) {
     for d in &diagnostics {
         let _ = index.position(d.span);
     }
+    // The analysis of the file on its own (callees assumed) must hold the same invariants.
+    let mut analyzer = crate::analysis::Analyzer::with_engine(
+        crate::analysis::ToolRoot::assumed(std::env::temp_dir().join("tdsl-fuzz-no-such-root")),
+        engine(small_limits(1_000)),
+    );
+    check_diagnostics(&analyzer.check_source("fuzz.tool", src).diagnostics, src);
     let Some(tool) = tool else { return };
     let mut sites = tool.ref_sites();
     let mut transforms: Vec<&crate::tool::Transform> = Vec::new();
@@ -94,6 +100,80 @@ pub fn tool(data: &[u8]) {
             check_embedded(expr, src);
         }
     }
+}
+
+/// Any bytes as a composite `.tool` file, analysed and — when it has a plan — run: the
+/// analysis must not panic and its diagnostics must point into the file; the run (every
+/// callee answered by a deterministic echo runner on a virtual clock, under small guards)
+/// must end, give the same result and trace twice, and replay from its trace without
+/// divergence.
+pub fn run(data: &[u8]) {
+    use crate::analysis::{Analyzer, ToolRoot};
+    use crate::exec::{replay, Executor, ManualTime, Options, SeededRandom, ToolCall, ToolError, Workflow};
+
+    let Ok(src) = std::str::from_utf8(data) else { return };
+    // A root with no files: every callee is missing and answered by the runner.
+    let root = ToolRoot::assumed(std::env::temp_dir().join("tdsl-fuzz-no-such-root"));
+    let mut analyzer = Analyzer::with_engine(root, engine(small_limits(20_000)));
+    let checked = analyzer.check_source("fuzz.tool", src);
+    check_diagnostics(&checked.diagnostics, src);
+    let arguments =
+        checked.tool.as_ref().map_or_else(|| Value::object_from::<&str>([]), |t| sample_arguments(&t.arguments));
+    let Ok(workflow) = Workflow::from_checked(analyzer, checked) else { return };
+    // Echoes its arguments; `fail` in them makes a permanent error, `busy` a transient one.
+    let runner = |call: &ToolCall<'_>| -> std::result::Result<Value, ToolError> {
+        match call.arguments {
+            Value::Object(m) if m.contains_key("fail") => Err(ToolError::permanent("asked to fail")),
+            Value::Object(m) if m.contains_key("busy") && call.attempt < 2 => Err(ToolError::transient("busy")),
+            args => Ok(Value::object_from([("echo", args.clone()), ("tool", Value::str(call.tool_path))])),
+        }
+    };
+    let mut options = Options { max_concurrency: 2, max_depth: 4, ..Options::default() };
+    options.guards.max_steps = Some(200);
+    options.guards.max_fan_out = 50;
+    options.retry.max_retries = 1;
+    let executor = || {
+        Executor::new(runner)
+            .with_time(Arc::new(ManualTime::new(0)))
+            .with_random(Arc::new(SeededRandom::new(7)))
+            .with_options(options.clone())
+    };
+    let (Ok(first), Ok(second)) = (executor().run(&workflow, arguments.clone()), executor().run(&workflow, arguments))
+    else {
+        return; // refused by a guard, before anything ran
+    };
+    let normalized = |t: &crate::exec::Trace| {
+        let mut t = t.clone();
+        t.max_in_flight = 0;
+        t.to_json()
+    };
+    assert_eq!(first.status, second.status, "the same run ended two ways");
+    assert_eq!(first.result, second.result, "the same run gave two results");
+    assert_eq!(normalized(&first.trace), normalized(&second.trace), "the same run left two traces");
+    if let Ok(replayed) = replay(&workflow, &first.trace, options) {
+        assert!(replayed.divergences.is_empty(), "the replay diverged: {:?}", replayed.divergences);
+        assert_eq!(replayed.run.result, first.result, "the replay gave another result");
+    }
+}
+
+/// Arguments for a tool's declared parameters: a small value of each declared type.
+fn sample_arguments(params: &[crate::tool::Param]) -> Value {
+    use crate::tool::TypeName;
+    fn sample(t: &TypeName) -> Value {
+        match t {
+            TypeName::String | TypeName::File => Value::str("a.txt"),
+            TypeName::Number => Value::Float(1.5),
+            TypeName::Integer => Value::Int(3),
+            TypeName::Boolean => Value::Bool(true),
+            TypeName::Object => Value::object_from([("k", Value::Int(1))]),
+            TypeName::List(item) => {
+                let item = item.as_deref().map_or(Value::Int(1), sample);
+                Value::list(vec![item.clone(), item])
+            }
+            TypeName::Any => Value::Null,
+        }
+    }
+    Value::object_from(params.iter().map(|p| (p.name.node.as_str(), sample(&p.type_or_any()))))
 }
 
 /// An expression written inside a JSON string: its diagnostics, mapped through the

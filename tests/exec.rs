@@ -1126,3 +1126,19 @@ fn cancelling_during_a_fan_out_starts_no_more_children() {
     assert_eq!((r.status, r.error.clone().unwrap().code.as_str()), (RunStatus::Failed, "E0813"));
     assert_eq!(script.calls_of("/tools/item.tool").len(), 1, "children after the cancel never start");
 }
+
+#[test]
+fn iterate_over_that_is_not_a_list_at_run_time_fails_the_step() {
+    let main = r#"{"instructions": [
+        {"execution_id": "count", "tool_definition_path": "/tools/t.tool"},
+        {"execution_id": "fan", "tool_definition_path": "/tools/t.tool",
+         "parallel_execution": {"iterate_over": "REF:count.n", "child_argument_name": "item"}}]}"#;
+    let dir = root("fan-not-list", &[("/tools/t.tool", ANY_TOOL), ("main.tool", main)]);
+    let script = Script::new().on("/tools/t.tool", |_, _| Ok(json(r#"{"n": 3}"#)));
+    let r = run(&dir, "{}", &script);
+    assert_eq!(r.status, RunStatus::Failed);
+    let e = r.error.clone().unwrap();
+    assert_eq!((e.code.as_str(), e.step.as_deref()), ("E0812", Some("fan")));
+    assert_eq!(e.message, "`iterate_over` must be a list, and it is a number");
+    assert_eq!(script.calls_of("/tools/t.tool").len(), 1, "no child ran");
+}

@@ -5,7 +5,8 @@
 //! * `fuzz/regressions/<target>/*` — every input that ever crashed a target, one file each,
 //!   named after the bug (see `docs/fuzzing.md`);
 //! * the seed corpus — `tests/data/expr/**/*.tdsl` through `parse` and `compile`,
-//!   `tests/data/tool/**/*.tool` through `check_tool`.
+//!   `tests/data/tool/**/*.tool` through `check_tool`, `tests/data/check/**/*.tool` and
+//!   `examples/**/*.tool` through `check_tool` and `run`.
 //!
 //! To add a crash: copy the artifact from `fuzz/artifacts/<target>/` into
 //! `fuzz/regressions/<target>/<what-it-was>` with the fix.
@@ -14,12 +15,13 @@ use std::path::{Path, PathBuf};
 
 type Entry = fn(&[u8]);
 
-const TARGETS: [(&str, Entry); 5] = [
+const TARGETS: [(&str, Entry); 6] = [
     ("parse", tdsl::fuzzing::parse),
     ("compile", tdsl::fuzzing::compile),
     ("eval", tdsl::fuzzing::eval),
     ("check_tool", tdsl::fuzzing::tool),
     ("value_ops", tdsl::fuzzing::value_ops),
+    ("run", tdsl::fuzzing::run),
 ];
 
 fn root() -> PathBuf {
@@ -91,5 +93,10 @@ fn seed_corpus_replays_cleanly() {
     let mut failed = replay(tdsl::fuzzing::parse, &exprs, expression_only);
     failed.extend(replay(tdsl::fuzzing::compile, &exprs, expression_only));
     failed.extend(replay(tdsl::fuzzing::tool, &tools, as_is));
+    let mut composites = files(&root().join("tests/data/check"), Some("tool"));
+    composites.extend(files(&root().join("examples"), Some("tool")));
+    assert!(composites.len() > 50, "the seed corpus moved");
+    failed.extend(replay(tdsl::fuzzing::tool, &composites, as_is));
+    failed.extend(replay(tdsl::fuzzing::run, &composites, as_is));
     assert!(failed.is_empty(), "these inputs panic:\n{}", failed.join("\n"));
 }

@@ -271,3 +271,103 @@ fn a_timeout_cancels_the_mcp_call_and_the_served_program_is_killed() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+#[test]
+fn check_mcp_schemas_compares_declarations_with_the_server() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let served = served_root(dir.path());
+    let root = calling_root(dir.path(), &served);
+    // A wrapper with a short relative path keeps the rendered lines the same on every machine.
+    script(
+        &root.join("srv"),
+        &format!("#!/bin/sh\nexec '{}' serve --mcp --root '{}'\n", env!("CARGO_BIN_EXE_tdsl"), served.display()),
+    );
+    let server = "../srv";
+    let tool = |name: &str, body: &str| {
+        let path = root.join(format!("checks/{name}.tool"));
+        write(&path, &body.replace("SERVER", server));
+        path
+    };
+    let good = root.join("remote/upper.tool");
+    let wrong_types = tool(
+        "wrong_types",
+        r#"{"arguments": [{"name": "text", "type_name": "integer", "required": true}],
+  "responses": [{"name": "text", "type_name": "list", "required": true}],
+  "system_event_endpoint": "mcp:SERVER#tools__upper"}"#,
+    );
+    let undeclared = tool(
+        "undeclared",
+        r#"{"arguments": [{"name": "txt", "type_name": "string"}],
+  "responses": [{"name": "shout", "type_name": "string"}],
+  "system_event_endpoint": "mcp:SERVER#tools__upper"}"#,
+    );
+    let optional = tool(
+        "optional",
+        r#"{"arguments": [{"name": "text", "type_name": "string", "required": false}],
+  "system_event_endpoint": "mcp:SERVER#tools__upper"}"#,
+    );
+    let unknown = tool("unknown", r#"{"system_event_endpoint": "mcp:SERVER#tools__uper"}"#);
+    let unavailable = tool("unavailable", r#"{"system_event_endpoint": "mcp:./no-such-server --flag#t"}"#);
+    let check = |files: &[&Path], extra: &[&str]| {
+        let mut args = vec!["check", "--root", root.to_str().expect("utf-8")];
+        args.extend(files.iter().map(|f| f.to_str().expect("utf-8")));
+        args.extend(extra);
+        tdsl(&args)
+    };
+    let all = [good.as_path(), &wrong_types, &undeclared, &optional, &unknown, &unavailable];
+
+    // Opt-in: without the flag nothing is started and nothing is reported.
+    let out = check(&all, &[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+
+    let out = check(&all, &["--mcp-schemas", "--format", "json"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let diags: Vec<Value> = serde_json::from_str(&out.stdout).expect("JSON");
+    let summary: Vec<(String, String, String)> = diags
+        .iter()
+        .map(|d| {
+            let file = Path::new(d["file"].as_str().expect("file")).file_name().expect("name").to_string_lossy();
+            (file.into_owned(), d["code"].as_str().expect("code").to_string(), d["message"].as_str().expect("m").into())
+        })
+        .collect();
+    let expected = [
+        (
+            "wrong_types.tool",
+            "E0902",
+            "the MCP tool `tools__upper` has the argument `text` as string, declared `integer` here",
+        ),
+        (
+            "wrong_types.tool",
+            "E0902",
+            "the MCP tool `tools__upper` has the response `text` as string, declared `list` here",
+        ),
+        (
+            "undeclared.tool",
+            "E0902",
+            "the MCP tool `tools__upper` requires the argument `text`, which this file does not declare",
+        ),
+        ("undeclared.tool", "W0901", "the MCP tool `tools__upper` does not list the argument `txt`"),
+        ("undeclared.tool", "E0902", "the MCP tool `tools__upper` does not return `shout`"),
+        ("optional.tool", "E0902", "the MCP tool `tools__upper` requires the argument `text`, declared optional here"),
+        ("unknown.tool", "E0901", "the MCP server offers no tool `tools__uper`"),
+    ];
+    for (file, code, message) in expected {
+        assert!(
+            summary.iter().any(|(f, c, m)| f == file && c == code && m == message),
+            "missing {file} {code} {message:?} in {summary:#?}"
+        );
+    }
+    assert!(summary.iter().all(|(f, _, _)| f != "upper.tool"), "the matching declaration is clean: {summary:#?}");
+    let gone: Vec<_> = summary.iter().filter(|(f, _, _)| f == "unavailable.tool").collect();
+    assert_eq!(gone.len(), 1, "{summary:#?}");
+    assert_eq!(gone[0].1, "E0903");
+    assert!(gone[0].2.contains("cannot start the MCP server") && gone[0].2.contains("no-such-server"), "{}", gone[0].2);
+    assert_eq!(diags.len(), expected.len() + 1, "{summary:#?}");
+
+    // The rendering points at the exact characters: the tool name inside the endpoint string,
+    // the `type_name` value.
+    let out = check(&[&unknown, &wrong_types], &["--mcp-schemas"]);
+    let tmp = dir.path().to_str().expect("utf-8");
+    let rendered = out.stderr.replace(tmp, "<tmp>");
+    insta::assert_snapshot!("check_mcp_schemas", rendered);
+}

@@ -1,4 +1,4 @@
-//! `tdsl check <PATH>... [--root DIR] [--format human|json] [--deny-warnings]`
+//! `tdsl check <PATH>... [--root DIR] [--format human|json] [--deny-warnings] [--mcp-schemas]`
 //!
 //! Every problem of every file in one run. Human output is miette's rendering on standard
 //! error, followed by a summary line; JSON output is one array on standard output, one
@@ -12,8 +12,11 @@ use clap::{Args, ValueEnum};
 
 use super::{color_stderr, render, usage_failure, UsageError};
 use crate::analysis::{Analyzer, CheckedTool, ToolRoot};
-use crate::diagnostic::Severity;
+use crate::diagnostic::{Code, Diagnostic, Severity};
+use crate::exec::mcp::{McpClients, McpEndpoint};
+use crate::export::compare_with_server;
 use crate::tool::LineIndex;
+use crate::tool::ToolKind;
 
 /// Arguments of `tdsl check`.
 #[derive(Debug, Args)]
@@ -32,6 +35,11 @@ pub struct CheckArgs {
     /// Fail (exit 1) on warnings too.
     #[arg(long)]
     deny_warnings: bool,
+    /// Start the MCP server of every `mcp:` endpoint and check the tool's declared arguments
+    /// and responses against the schemas the server gives (E09xx). Off by default: it runs
+    /// the servers' programs.
+    #[arg(long)]
+    mcp_schemas: bool,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -89,6 +97,12 @@ pub fn run(args: CheckArgs) -> ExitCode {
             }
         }
     }
+    if args.mcp_schemas {
+        let clients = McpClients::new();
+        for (_, c) in &mut checked {
+            check_mcp_schemas(&clients, c);
+        }
+    }
     let count = |sev: Severity| -> usize {
         checked.iter().map(|(_, c)| c.diagnostics.iter().filter(|d| d.severity() == sev).count()).sum()
     };
@@ -141,6 +155,34 @@ pub fn run(args: CheckArgs) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// With `--mcp-schemas`: a primitive tool with an `mcp:` endpoint against its server's
+/// `tools/list` (servers are shared between files through `clients`).
+fn check_mcp_schemas(clients: &McpClients, c: &mut CheckedTool) {
+    let Some(def) = c.tool.clone() else { return };
+    let ToolKind::Primitive { system_event_endpoint } = &def.kind else { return };
+    let Some(spec) = system_event_endpoint.node.strip_prefix("mcp:") else { return };
+    let span = system_event_endpoint.span;
+    let unavailable = |message: String| {
+        Diagnostic::new(Code::McpServerUnavailable, span, message)
+            .with_label("this server")
+            .with_help("check the command line; `tdsl check` without `--mcp-schemas` does not start it")
+    };
+    let endpoint = match McpEndpoint::parse(spec) {
+        Ok(e) => e,
+        Err(e) => {
+            c.diagnostics.push(unavailable(e));
+            return;
+        }
+    };
+    match clients.list_tools(&endpoint, c.file.as_deref()) {
+        Ok(tools) => {
+            c.diagnostics.extend(compare_with_server(&def, &c.source, (&endpoint.tool, span), &tools));
+        }
+        Err(e) => c.diagnostics.push(unavailable(format!("cannot ask the MCP server for its tools: {e}"))),
+    }
+    c.diagnostics.sort_by_key(|d| (d.span.start, d.span.end));
 }
 
 fn plural(n: usize) -> &'static str {

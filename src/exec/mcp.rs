@@ -168,6 +168,25 @@ impl McpClients {
         }
     }
 
+    /// The tools the endpoint's server lists (`tools/list`, every page), as JSON `Tool`
+    /// objects: what `tdsl check --mcp-schemas` compares declarations with.
+    pub fn list_tools(&self, endpoint: &McpEndpoint, tool_file: Option<&Path>) -> Result<Vec<Json>, String> {
+        let runtime = self.runtime()?;
+        let command = endpoint.resolved(tool_file);
+        let live = self.connect(runtime, &command, &CancelToken::new()).map_err(|e| e.0.message)?;
+        let peer = live.peer.clone();
+        let listed =
+            runtime.block_on(async move { tokio::time::timeout(HANDSHAKE_TIMEOUT, peer.list_all_tools()).await });
+        match listed {
+            Ok(Ok(tools)) => Ok(tools.iter().map(|t| serde_json::to_value(t).unwrap_or(Json::Null)).collect()),
+            Ok(Err(e)) => {
+                self.forget(&command, &live);
+                Err(format!("`tools/list` failed: {e}{}", live.stderr_tail()))
+            }
+            Err(_) => Err(format!("`tools/list` got no answer within {} s", HANDSHAKE_TIMEOUT.as_secs())),
+        }
+    }
+
     fn runtime(&self) -> Result<&tokio::runtime::Runtime, String> {
         self.runtime
             .get_or_init(|| {

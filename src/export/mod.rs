@@ -18,11 +18,13 @@
 //!
 //! `docs/mcp.md` documents the mapping and the naming rule.
 
+pub mod compare;
 pub mod names;
 pub mod schema;
 
 use serde_json::{json, Map, Value as Json};
 
+pub use compare::compare_with_server;
 pub use names::{tool_name, MAX_NAME_LEN};
 pub use schema::{input_schema, output_schema, type_schema, validate_arguments};
 
