@@ -1,0 +1,4 @@
+#!/bin/sh
+cat >/dev/null
+sleep 0.05
+echo '{}'

@@ -1,0 +1,4 @@
+{
+  "description": "Always fails",
+  "system_event_endpoint": "exec:./bin/fail.sh"
+}
