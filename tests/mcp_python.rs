@@ -96,10 +96,9 @@ fn the_python_client_lists_and_calls_tools() {
     client("tools", &[tdsl(), &root()]);
 }
 
-/// A failing primitive's error names its tool path once; the server names it twice today:
-/// ``FAILED: `/tools/fail.tool`: `/tools/fail.tool`: …/fail.sh exited with status 3: …``.
+/// A failing primitive's error names its tool path once (it once said
+/// ``FAILED: `/tools/fail.tool`: `/tools/fail.tool`: …``).
 #[test]
-#[ignore = "server bug: call_served's primitive branch puts the tool path before an error that already starts with it"]
 fn a_failing_primitive_names_its_tool_path_once() {
     client("primitive-error", &[tdsl(), &root()]);
 }
@@ -120,10 +119,9 @@ fn the_python_client_gets_progress_notifications() {
 }
 
 /// Every progress notification must come before the call's result: the SDK drops later
-/// ones (the protocol allows progress only for a request in progress).
+/// ones (the protocol allows progress only for a request in progress). The server once let
+/// the result overtake them (`echoes` lost one or two of its three).
 #[test]
-#[ignore = "server bug: progress notifications go out from a task of their own, and the result \
-            can overtake them (`echoes` loses one or two of its three)"]
 fn the_python_client_gets_every_progress_notification_before_the_result() {
     client("progress-before-result", &[tdsl(), &root()]);
 }
