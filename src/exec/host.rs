@@ -11,6 +11,8 @@
 //! - `builtin:echo`: returns its arguments.
 //! - `mcp:<command line>#<tool>`: the tool of an MCP server started over stdio, once per
 //!   runner (see [`super::mcp`]).
+//! - `http://…`, `https://…`: the arguments POSTed as JSON, the JSON body back (see
+//!   [`super::http`]).
 //! - A [`Mock`] answers for the tool paths it lists, before any endpoint is looked at.
 
 use std::collections::HashMap;
@@ -70,13 +72,15 @@ impl Runner for HostRunner {
             run_program(command, call)
         } else if let Some(name) = endpoint.strip_prefix("builtin:") {
             builtin(name.trim(), call)
+        } else if endpoint.starts_with("http://") || endpoint.starts_with("https://") {
+            super::http::call(endpoint.trim(), call)
         } else if let Some(spec) = endpoint.strip_prefix("mcp:") {
             let endpoint =
                 McpEndpoint::parse(spec).map_err(|e| ToolError::permanent(format!("`{}`: {e}", call.tool_path)))?;
             self.mcp.call(&endpoint, call)
         } else {
             Err(ToolError::permanent(format!(
-                "`{}`: the endpoint `{endpoint}` is not supported by this runner (use `exec:`, `builtin:` or `mcp:`)",
+                "`{}`: the endpoint `{endpoint}` is not supported by this runner (use `exec:`, `builtin:`, `mcp:`, `http://` or `https://`)",
                 call.tool_path
             )))
         }

@@ -52,6 +52,7 @@ mod data;
 mod executor;
 pub mod guard;
 pub mod host;
+pub mod http;
 pub mod mcp;
 mod replay;
 pub mod retry;

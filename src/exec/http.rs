@@ -1,0 +1,110 @@
+//! `http://` and `https://` endpoints (SPEC §7, ext): the arguments are POSTed as JSON to
+//! the URL and the JSON body of the answer is the response.
+//!
+//! - `2xx` with a JSON body: the response (an empty body is `null`).
+//! - `429` and `5xx`: transient (retried per the step's `retry`); connection failures, an
+//!   unknown host and timeouts too.
+//! - Any other status (`4xx`, or a redirect that was not followed): permanent. A body that is
+//!   not JSON is permanent. Messages carry the status and the start of the body.
+//! - The request has the attempt's time ([`ToolCall::timeout`]); a cancelled call returns at
+//!   once (the request in flight is abandoned and ends with its own timeout). Bodies are
+//!   read up to [`MAX_BODY_BYTES`].
+//! - Requests carry `Content-Type: application/json`, `Accept: application/json`,
+//!   `User-Agent: tdsl/<version>` and `X-Tdsl-Tool: <tool path>`.
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use super::runner::{ToolCall, ToolError};
+use crate::value::Value;
+
+/// The largest response body read (64 MiB).
+pub const MAX_BODY_BYTES: u64 = 64 * 1024 * 1024;
+
+/// The time a request has when the call has no timeout.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// How much of an error body goes into a message.
+const BODY_IN_MESSAGE: usize = 300;
+
+/// POSTs the call's arguments to `url`.
+pub fn call(url: &str, call: &ToolCall<'_>) -> Result<Value, ToolError> {
+    let tool = call.tool_path;
+    let body = serde_json::to_vec(call.arguments)
+        .map_err(|e| ToolError::permanent(format!("`{tool}`: the arguments are not JSON: {e}")))?;
+    let timeout = call.timeout.unwrap_or(DEFAULT_TIMEOUT);
+    let (url_owned, tool_owned) = (url.to_string(), tool.to_string());
+    let (tx, rx) = mpsc::channel();
+    // On a thread of its own, so that a cancelled call can return at once.
+    let spawned = std::thread::Builder::new().name("tdsl-http".to_string()).spawn(move || {
+        let _ = tx.send(post(&url_owned, &tool_owned, &body, timeout));
+    });
+    if let Err(e) = spawned {
+        return Err(ToolError::transient(format!("`{tool}`: cannot start a thread for the request: {e}")));
+    }
+    loop {
+        match rx.recv_timeout(Duration::from_millis(5)) {
+            Ok(answer) => return answer.map_err(|e| ToolError { kind: e.kind, message: format!("`{tool}`: {e}") }),
+            Err(mpsc::RecvTimeoutError::Timeout) if call.cancel.is_cancelled() => {
+                return Err(ToolError::transient(format!("`{tool}`: the request to {url} was cancelled")));
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(ToolError::transient(format!("`{tool}`: the request to {url} ended without an answer")));
+            }
+        }
+    }
+}
+
+fn post(url: &str, tool: &str, body: &[u8], timeout: Duration) -> Result<Value, ToolError> {
+    let agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(timeout))
+        .user_agent(format!("tdsl/{}", env!("CARGO_PKG_VERSION")))
+        .build()
+        .new_agent();
+    let response = agent
+        .post(url)
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json")
+        .header("X-Tdsl-Tool", tool)
+        .send(body)
+        .map_err(|e| request_error(url, e))?;
+    let status = response.status().as_u16();
+    let text =
+        response.into_body().with_config().limit(MAX_BODY_BYTES).read_to_string().map_err(|e| request_error(url, e))?;
+    match status {
+        200..=299 if text.trim().is_empty() => Ok(Value::Null),
+        200..=299 => serde_json::from_str(&text)
+            .map_err(|e| ToolError::permanent(format!("{url} answered {status} with a body that is not JSON ({e})"))),
+        429 | 500..=599 => Err(ToolError::transient(format!("{url} answered {status} (try again){}", excerpt(&text)))),
+        _ => Err(ToolError::permanent(format!("{url} answered {status}{}", excerpt(&text)))),
+    }
+}
+
+fn request_error(url: &str, e: ureq::Error) -> ToolError {
+    use ureq::Error as E;
+    match e {
+        E::Io(_) | E::Timeout(_) | E::HostNotFound | E::ConnectionFailed => {
+            ToolError::transient(format!("the request to {url} failed: {e}"))
+        }
+        E::BodyExceedsLimit(_) => {
+            ToolError::permanent(format!("the answer of {url} is larger than {MAX_BODY_BYTES} bytes"))
+        }
+        other => ToolError::permanent(format!("the request to {url} failed: {other}")),
+    }
+}
+
+/// `: <the start of the body>`, or nothing for an empty body.
+fn excerpt(body: &str) -> String {
+    let body = body.trim();
+    if body.is_empty() {
+        return String::new();
+    }
+    let mut end = body.len().min(BODY_IN_MESSAGE);
+    while !body.is_char_boundary(end) {
+        end -= 1;
+    }
+    let more = if end < body.len() { "…" } else { "" };
+    format!(": {}{more}", &body[..end])
+}

@@ -1,0 +1,196 @@
+//! `http://` endpoints (SPEC §7, ext) against a small HTTP server on loopback, run by the
+//! real binary: success, transient statuses retried, permanent ones not, bodies that are
+//! not JSON, connection failures and timeouts.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::tdsl;
+use serde_json::{json, Value};
+
+/// One request as the server saw it.
+#[derive(Clone, Debug)]
+struct Seen {
+    path: String,
+    tool: String,
+    content_type: String,
+    body: Value,
+}
+
+/// Serves on loopback: each request gets the next of `answers` (the last one repeats), as
+/// `(status, body, delay)`. Returns the base URL and what was seen.
+fn server(answers: Vec<(u16, &'static str, Duration)>) -> (String, Arc<Mutex<Vec<Seen>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for (n, stream) in listener.incoming().enumerate() {
+            let Ok(mut stream) = stream else { return };
+            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+            let mut request_line = String::new();
+            let _ = reader.read_line(&mut request_line);
+            let (mut length, mut tool, mut content_type) = (0usize, String::new(), String::new());
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                let (name, value) = line.split_once(':').unwrap_or(("", ""));
+                match name.to_ascii_lowercase().as_str() {
+                    "content-length" => length = value.trim().parse().unwrap_or(0),
+                    "x-tdsl-tool" => tool = value.trim().to_string(),
+                    "content-type" => content_type = value.trim().to_string(),
+                    _ => {}
+                }
+            }
+            let mut body = vec![0; length];
+            let _ = reader.read_exact(&mut body);
+            let path = request_line.split_whitespace().nth(1).unwrap_or_default().to_string();
+            log.lock().expect("log").push(Seen {
+                path,
+                tool,
+                content_type,
+                body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+            });
+            let (status, text, delay) = answers[n.min(answers.len() - 1)];
+            std::thread::sleep(delay);
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+                text.len()
+            );
+        }
+    });
+    (url, seen)
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    std::fs::write(path, text).expect("write");
+}
+
+/// A root with `/tools/remote.tool` at `url` and a composite calling it once with `step`'s
+/// extra keys.
+fn root(dir: &Path, url: &str, step: &str) -> PathBuf {
+    write(
+        &dir.join("tools/remote.tool"),
+        &format!(
+            r#"{{"arguments": [{{"name": "q", "type_name": "string"}}], "system_event_endpoint": "{url}/v1/run"}}"#
+        ),
+    );
+    write(
+        &dir.join("main.tool"),
+        &format!(
+            r#"{{"instructions": [{{"execution_id": "call", "tool_definition_path": "/tools/remote.tool",
+                 "arguments": {{"q": "café"}}{step}}}]}}"#
+        ),
+    );
+    dir.join("main.tool")
+}
+
+/// Runs `main.tool`; the exit status, standard error and the step's attempt outcomes.
+fn run(dir: &Path) -> (i32, String, String, Vec<String>) {
+    let trace = dir.join("trace.json");
+    let out = tdsl(&[
+        "run",
+        dir.join("main.tool").to_str().expect("utf-8"),
+        "--root",
+        dir.to_str().expect("utf-8"),
+        "--trace",
+        trace.to_str().expect("utf-8"),
+    ]);
+    let t: Value = serde_json::from_str(&std::fs::read_to_string(&trace).expect("trace")).expect("JSON");
+    let outcomes = t["steps"][0]["attempts"]
+        .as_array()
+        .expect("attempts")
+        .iter()
+        .map(|a| a["outcome"].as_str().unwrap_or_default().to_string())
+        .collect();
+    (out.code, out.stdout, out.stderr, outcomes)
+}
+
+#[test]
+fn the_arguments_are_posted_and_the_json_answer_is_the_response() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (url, seen) = server(vec![(200, r#"{"answer": 42, "list": [1, 2]}"#, Duration::ZERO)]);
+    root(dir.path(), &url, "");
+    let (code, stdout, stderr, outcomes) = run(dir.path());
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(outcomes, ["ok"]);
+    let result: Value = serde_json::from_str(&stdout).expect("JSON");
+    assert_eq!(result["call"], json!({"answer": 42, "list": [1, 2]}));
+    let seen = seen.lock().expect("seen");
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].path, "/v1/run");
+    assert_eq!(seen[0].tool, "/tools/remote.tool");
+    assert_eq!(seen[0].content_type, "application/json");
+    assert_eq!(seen[0].body, json!({"q": "café"}));
+}
+
+#[test]
+fn statuses_429_and_5xx_are_transient_and_retried() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (url, seen) = server(vec![
+        (503, "overloaded", Duration::ZERO),
+        (429, "", Duration::ZERO),
+        (200, r#"{"ok": true}"#, Duration::ZERO),
+    ]);
+    root(dir.path(), &url, r#", "retry": {"max_retries": 3, "base_delay_seconds": 0.01}"#);
+    let (code, _, stderr, outcomes) = run(dir.path());
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(outcomes, ["transient", "transient", "ok"]);
+    assert_eq!(seen.lock().expect("seen").len(), 3);
+}
+
+#[test]
+fn other_statuses_and_bodies_that_are_not_json_are_permanent() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (url, _) = server(vec![(400, r#"{"error": "q must not be empty"}"#, Duration::ZERO)]);
+    root(dir.path(), &url, r#", "retry": {"max_retries": 3, "base_delay_seconds": 0.01}"#);
+    let (code, _, stderr, outcomes) = run(dir.path());
+    assert_eq!(code, 1);
+    assert_eq!(outcomes, ["permanent"], "not retried");
+    assert!(stderr.contains(r#"answered 400: {"error": "q must not be empty"}"#), "{stderr}");
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (url, _) = server(vec![(200, "<html>oops</html>", Duration::ZERO)]);
+    root(dir.path(), &url, r#", "retry": {"max_retries": 3, "base_delay_seconds": 0.01}"#);
+    let (code, _, stderr, outcomes) = run(dir.path());
+    assert_eq!(code, 1);
+    assert_eq!(outcomes, ["permanent"]);
+    assert!(stderr.contains("answered 200 with a body that is not JSON"), "{stderr}");
+}
+
+#[test]
+fn a_connection_refused_is_transient() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // A port that was just free: nothing listens on it.
+    let url = {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+        format!("http://{}", l.local_addr().expect("addr"))
+    };
+    root(dir.path(), &url, r#", "retry": {"max_retries": 1, "base_delay_seconds": 0.01}"#);
+    let (code, _, stderr, outcomes) = run(dir.path());
+    assert_eq!(code, 1);
+    assert_eq!(outcomes, ["transient", "transient"], "retried");
+    assert!(stderr.contains("the request to") && stderr.contains("failed"), "{stderr}");
+}
+
+#[test]
+fn a_slow_answer_times_out() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (url, _) = server(vec![(200, "{}", Duration::from_secs(5))]);
+    root(dir.path(), &url, r#", "timeout_seconds": 1"#);
+    let started = std::time::Instant::now();
+    let (code, _, stderr, outcomes) = run(dir.path());
+    assert_eq!(code, 1);
+    assert_eq!(outcomes, ["timeout"]);
+    assert!(stderr.contains("TIMEOUT"), "{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(4), "the run did not wait for the answer");
+}
