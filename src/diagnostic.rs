@@ -289,7 +289,7 @@ codes! {
     /// caller's [`crate::exec::CancelToken`])
     RunCancelled = "E0813", Error;
 
-    // ---- a tool against its MCP server (E09xx/W09xx, `tdsl check --mcp-schemas`) ----
+    // ---- a tool against its endpoint (E09xx/W09xx: `tdsl check`, `--mcp-schemas`) ----
     /// The MCP server of an `mcp:` endpoint offers no tool of that name
     McpToolUnknown = "E0901", Error;
     /// A declaration the MCP server's schemas contradict: a required argument not declared
@@ -300,6 +300,10 @@ codes! {
     McpServerUnavailable = "E0903", Error;
     /// A declared argument the MCP server's input schema does not list
     McpSchemaDrift = "W0901", Warning;
+    /// An endpoint the command line's runner cannot run: an unknown scheme, a builtin that
+    /// does not exist, a malformed `exec:` or `mcp:` (a warning: a library host's runner may
+    /// know it)
+    UnknownEndpoint = "W0902", Warning;
 }
 
 impl fmt::Display for Code {

@@ -422,3 +422,42 @@ proptest::proptest! {
         }
     }
 }
+
+/// `tdsl check` judges a primitive tool's endpoint as the command line's runner would take
+/// it, without starting anything: W0902 for what `tdsl run` could not call.
+#[test]
+fn endpoints_the_runner_cannot_call_are_warned_about() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cases = [
+        ("scheme", "exce:./scan.sh", "`exce:./scan.sh` is not an endpoint the command line's runner knows"),
+        ("builtin", "builtin:ecoh", "there is no builtin `ecoh` (the builtins are `builtin:echo`)"),
+        ("mcp", "mcp:./server.py", "`mcp:./server.py` names no tool: write `mcp:<command line>#<tool>`"),
+        ("exec", "exec:", "`exec:` names no program"),
+        ("quote", "exec:'./scan.sh", "cannot split `'./scan.sh` into words"),
+    ];
+    let mut paths = Vec::new();
+    for (name, endpoint, _) in cases {
+        let path = dir.path().join(format!("{name}.tool"));
+        std::fs::write(&path, format!(r#"{{"system_event_endpoint": "{endpoint}"}}"#)).expect("write");
+        paths.push(path);
+    }
+    for ok in ["exec:./scan.sh --fast", "builtin:echo", "mcp:python3 server.py#add", "https://api.example.com/run"] {
+        let path = dir.path().join(format!("ok{}.tool", paths.len()));
+        std::fs::write(&path, format!(r#"{{"system_event_endpoint": "{ok}"}}"#)).expect("write");
+        paths.push(path);
+    }
+    let mut args = vec!["check", "--format", "json"];
+    args.extend(paths.iter().map(|p| p.to_str().expect("utf-8")));
+    let o = tdsl(&args);
+    assert_eq!(o.code, 0, "warnings only: {}", o.stderr);
+    let diags: Vec<serde_json::Value> = serde_json::from_str(&o.stdout).expect("JSON");
+    assert_eq!(diags.len(), cases.len(), "{diags:#?}");
+    for ((name, _, message), d) in cases.iter().zip(&diags) {
+        assert!(d["file"].as_str().expect("file").ends_with(&format!("{name}.tool")), "{d}");
+        assert_eq!(d["code"], "W0902");
+        assert!(d["message"].as_str().expect("message").starts_with(message), "{d}");
+        assert_eq!((d["line"].as_u64(), d["column"].as_u64()), (Some(1), Some(27)), "the endpoint string: {d}");
+    }
+    let o = tdsl(&[&["check", "--deny-warnings"][..], &args[3..]].concat());
+    assert_eq!(o.code, 1, "--deny-warnings fails on W0902");
+}

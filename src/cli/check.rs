@@ -97,6 +97,9 @@ pub fn run(args: CheckArgs) -> ExitCode {
             }
         }
     }
+    for (_, c) in &mut checked {
+        check_endpoint(c);
+    }
     if args.mcp_schemas {
         let clients = McpClients::new();
         for (_, c) in &mut checked {
@@ -154,6 +157,20 @@ pub fn run(args: CheckArgs) -> ExitCode {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// A primitive tool's endpoint, as the command line's runner would take it (W0902).
+fn check_endpoint(c: &mut CheckedTool) {
+    let Some(def) = c.tool.clone() else { return };
+    let ToolKind::Primitive { system_event_endpoint } = &def.kind else { return };
+    if let Err(why) = crate::exec::host::check_endpoint(&system_event_endpoint.node) {
+        c.diagnostics.push(
+            Diagnostic::new(Code::UnknownEndpoint, system_event_endpoint.span, why)
+                .with_label("`tdsl run` cannot call this")
+                .with_help("a library host's own runner may still know it; `tdsl run` would fail the call"),
+        );
+        c.diagnostics.sort_by_key(|d| (d.span.start, d.span.end));
     }
 }
 

@@ -87,6 +87,38 @@ impl Runner for HostRunner {
     }
 }
 
+/// Whether this runner can run an endpoint, judged from its text alone (no program is
+/// started, no file looked at): `Err` says why not. `tdsl check` reports it as `W0902`.
+pub fn check_endpoint(endpoint: &str) -> Result<(), String> {
+    let endpoint = endpoint.trim();
+    if let Some(command) = endpoint.strip_prefix("exec:") {
+        match shell_words::split(command) {
+            Ok(words) if words.is_empty() => Err("`exec:` names no program".to_string()),
+            Ok(_) => Ok(()),
+            Err(e) => Err(format!("cannot split `{}` into words: {e}", command.trim())),
+        }
+    } else if let Some(name) = endpoint.strip_prefix("builtin:") {
+        if BUILTINS.contains(&name.trim()) {
+            Ok(())
+        } else {
+            Err(format!(
+                "there is no builtin `{}` (the builtins are {})",
+                name.trim(),
+                BUILTINS.iter().map(|b| format!("`builtin:{b}`")).collect::<Vec<_>>().join(", ")
+            ))
+        }
+    } else if let Some(spec) = endpoint.strip_prefix("mcp:") {
+        McpEndpoint::parse(spec).map(|_| ())
+    } else if endpoint.starts_with("http://") || endpoint.starts_with("https://") {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{endpoint}` is not an endpoint the command line's runner knows: \
+             `exec:`, `builtin:`, `mcp:`, `http://` or `https://`"
+        ))
+    }
+}
+
 fn builtin(name: &str, call: &ToolCall<'_>) -> Result<Value, ToolError> {
     match name {
         "echo" => Ok(call.arguments.clone()),
