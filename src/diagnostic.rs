@@ -116,7 +116,7 @@ codes! {
     NoFileStore = "E0308", Error;
 
     // ---- limits (E04xx) ----
-    /// The instruction budget (fuel) ran out: `map(range(100000), template=range(100000))`
+    /// The instruction budget (fuel) ran out: `count(range(1000000), condition_string=count(range(100), condition_string=true) > 0)`
     FuelExhausted = "E0401", Error;
     /// Values or calls nested deeper than the limit
     DepthLimit = "E0402", Error;
@@ -126,6 +126,9 @@ codes! {
     ListLimit = "E0404", Error;
     /// A result larger than the output-size limit
     OutputLimit = "E0405", Error;
+    /// The values built in one evaluation add up to more than the memory limit:
+    /// `map(range(100), template=range(1000000))`
+    MemoryLimit = "E0406", Error;
 
     // ---- warnings (W01xx) ----
     /// `json_parse` of a value that is known not to be a string: `json_parse(42)`

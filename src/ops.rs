@@ -54,6 +54,27 @@ pub fn build_cost(v: &Value) -> u64 {
     units as u64
 }
 
+/// Bytes charged against [`crate::Limits::max_alloc_bytes`] for one list element.
+pub const LIST_ELEMENT_BYTES: usize = 16;
+/// Bytes charged for one object entry (its key, value and index slot).
+pub const OBJECT_ENTRY_BYTES: usize = 48;
+
+/// Bytes a value built by an operator or a built-in is charged for (its top level: what
+/// it holds was charged when it was built, or is shared).
+pub fn build_bytes(v: &Value) -> usize {
+    match v {
+        Value::Str(s) => s.len(),
+        Value::List(l) => l.len().saturating_mul(LIST_ELEMENT_BYTES),
+        Value::Object(o) => o.len().saturating_mul(OBJECT_ENTRY_BYTES),
+        _ => 0,
+    }
+}
+
+/// The error for a spent memory budget.
+pub fn memory_error(limits: &crate::Limits) -> String {
+    format!("evaluation built more values than the memory limit allows ({} bytes)", limits.max_alloc_bytes)
+}
+
 /// `<`, `<=`, `>`, `>=`: numbers with numbers, strings with strings; `null` on either side
 /// is `false`.
 pub fn compare(op: BinaryOp, a: &Value, b: &Value) -> Result<Value, OpError> {

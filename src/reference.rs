@@ -38,7 +38,18 @@ pub fn evaluate_with_files(
     clock: &dyn Clock,
     files: Option<&dyn FileStore>,
 ) -> Result<Value, EvalError> {
-    let mut ev = Evaluator { vars, refs, funcs, limits, clock, files, locals: Vec::new(), fuel: limits.fuel, depth: 0 };
+    let mut ev = Evaluator {
+        vars,
+        refs,
+        funcs,
+        limits,
+        clock,
+        files,
+        locals: Vec::new(),
+        fuel: limits.fuel,
+        alloc: limits.max_alloc_bytes as u64,
+        depth: 0,
+    };
     ev.eval(e)
 }
 
@@ -51,6 +62,7 @@ struct Evaluator<'a> {
     files: Option<&'a dyn FileStore>,
     locals: Vec<Value>,
     fuel: u64,
+    alloc: u64,
     depth: usize,
 }
 
@@ -59,6 +71,16 @@ fn seg_err(e: &TExpr, seg: &str, found: crate::value::Kind) -> EvalError {
 }
 
 impl Evaluator<'_> {
+    fn alloc(&mut self, bytes: usize, span: crate::span::Span) -> Result<(), EvalError> {
+        let bytes = bytes as u64;
+        if bytes > self.alloc {
+            self.alloc = 0;
+            return Err(EvalError::new(Code::MemoryLimit, span, crate::ops::memory_error(self.limits)));
+        }
+        self.alloc -= bytes;
+        Ok(())
+    }
+
     fn local(&mut self, slot: u32) -> &mut Value {
         let s = slot as usize;
         if self.locals.len() <= s {
@@ -98,6 +120,7 @@ impl Evaluator<'_> {
                 })
             }
             TKind::List(items) => {
+                self.alloc(items.len() * crate::ops::LIST_ELEMENT_BYTES, e.span)?;
                 let mut out = Vec::with_capacity(items.len());
                 for x in items {
                     out.push(self.eval(x)?);
@@ -105,6 +128,7 @@ impl Evaluator<'_> {
                 Ok(Value::list(out))
             }
             TKind::Object(entries) => {
+                self.alloc(entries.len() * crate::ops::OBJECT_ENTRY_BYTES, e.span)?;
                 let mut pairs = Vec::with_capacity(entries.len());
                 for (k, x) in entries {
                     pairs.push((k.clone(), self.eval(x)?));
@@ -129,6 +153,7 @@ impl Evaluator<'_> {
                     return Err(EvalError::new(Code::FuelExhausted, e.span, "evaluation ran out of fuel"));
                 }
                 self.fuel -= cost;
+                self.alloc(crate::ops::build_bytes(&v), e.span)?;
                 Ok(v)
             }
             TKind::If(c, t, f) => {
@@ -246,6 +271,10 @@ impl Runner for RefFrame<'_, '_> {
         }
         self.ev.fuel -= units;
         Ok(())
+    }
+
+    fn alloc(&mut self, bytes: usize) -> Result<(), EvalError> {
+        self.ev.alloc(bytes, Default::default())
     }
 
     fn limits(&self) -> &Limits {

@@ -23,6 +23,12 @@ pub struct Limits {
     pub max_list_len: usize,
     /// Approximate bytes of the result's JSON form.
     pub max_output_bytes: usize,
+    /// Approximate bytes of the values one evaluation builds, summed (whether or not they
+    /// are still held): 16 per list element, 48 per object entry, one per string byte, as
+    /// list and object literals, operators and built-ins make them. Fuel bounds the work;
+    /// this bounds memory, which fuel alone would not (one `split` can build a million
+    /// strings).
+    pub max_alloc_bytes: usize,
     /// Children of one parallel step (enforced by the engine).
     pub max_fan_out: usize,
     /// Distinct dynamic template strings compiled and cached per program.
@@ -43,6 +49,7 @@ impl Default for Limits {
             max_string_len: 16 * 1024 * 1024,
             max_list_len: 1_000_000,
             max_output_bytes: 64 * 1024 * 1024,
+            max_alloc_bytes: 256 * 1024 * 1024,
             max_fan_out: 1_000,
             max_cached_templates: 256,
             max_file_bytes: 1024 * 1024,
@@ -167,6 +174,10 @@ impl EvalError {
             Code::FuelExhausted => {
                 d.with_help("the expression does too much work; raise the fuel limit if this is expected")
             }
+            Code::MemoryLimit => d.with_help(
+                "the expression builds too much data; build less (filter first, keep shared lists), \
+                 or raise `Limits::max_alloc_bytes` if this is expected",
+            ),
             Code::DivisionByZero => d.with_help("guard the divisor: `if(d != 0, n / d, 0)`"),
             Code::NoFileStore => d.with_help(
                 "`tdsl eval --files DIR` serves the files under DIR; a host calls `Engine::with_file_store`",

@@ -280,3 +280,54 @@ fn repeated_concatenation_of_large_lists_and_strings_runs_out_of_fuel() {
     assert_eq!(eval_error(&e, "length(map(range(1000), template=xs + xs))", &v), Code::FuelExhausted);
     assert_eq!(eval_error(&e, "length(map(range(1000), template=s + s))", &v), Code::FuelExhausted);
 }
+
+// ---------------------------------------------------------------------------------------
+// memory
+
+#[test]
+fn building_too_much_hits_the_memory_limit_in_both_evaluators() {
+    let e = engine().with_limits(Limits { max_alloc_bytes: 4 << 20, ..Limits::default() });
+    let v = vars(&[
+        ("s", Value::str(&"ab".repeat(64 * 1024))),
+        ("n", Value::Int(1000)),
+        ("xs", Value::list((0..10_000).map(Value::Int).collect())),
+    ]);
+    // Every site that builds values in proportion to its input, each cheap in fuel.
+    for src in [
+        "length(map(range(n), template=range(1000)))",
+        r#"length(map(range(n), template=split(s, "")))"#,
+        r#"length(map(range(n), template=replace(s, "a", "xyz")))"#,
+        "length(map(range(n), template=json_stringify(xs)))",
+        "length(map(range(n), template=to_string(xs)))",
+        "length(map(range(n), template=upper(s)))",
+        "length(map(range(n), template=lower(s)))",
+        "length(map(range(n), template=json_parse(json_string=s2)))",
+        r#"length(map(range(n), template=join(xs, ",")))"#,
+        "length(map(range(n), template=flatten([xs, xs])))",
+        "length(map(range(n), template=xs + xs))",
+        "length(map(range(n), template=s + s))",
+        "length(map(range(100000), template=[item, item, item]))",
+        "length(map(range(100000), template={a: item, b: item}))",
+    ] {
+        let mut v = v.clone();
+        if let Value::Object(m) = &mut v {
+            std::sync::Arc::make_mut(m).insert("s2".into(), Value::str(&format!("[{}]", "1,".repeat(100_000) + "1")));
+        }
+        assert_eq!(eval_error(&e, src, &v), Code::MemoryLimit, "VM: {src}");
+        let program = e.compile_in(src, &Scope::from_vars(&v)).expect("compiles");
+        let reference = program.eval_reference(&v, &Value::Null).map(|_| ()).map_err(|e| e.code);
+        assert_eq!(reference, Err(Code::MemoryLimit), "reference evaluator: {src}");
+    }
+    // The same work within the limit runs.
+    let program = e.compile_in("length(map(range(100), template=range(1000)))", &Scope::from_vars(&v)).expect("ok");
+    assert_eq!(program.eval(&v), Ok(Value::Int(100)));
+}
+
+#[test]
+fn the_default_memory_limit_stops_what_fuel_alone_did_not() {
+    // One `split` builds a million strings for one unit of fuel: before the memory limit,
+    // a map of them filled memory while spending almost no fuel.
+    let v = vars(&[("s", Value::str(&"x".repeat(900_000)))]);
+    assert_eq!(eval_error(&engine(), r#"length(map(range(1000), template=split(s, "")))"#, &v), Code::MemoryLimit);
+    assert_eq!(eval_error(&engine(), "length(map(range(100), template=range(1000000)))", &v), Code::MemoryLimit);
+}

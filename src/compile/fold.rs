@@ -167,6 +167,11 @@ impl Runner for FoldRunner<'_> {
         Ok(())
     }
 
+    /// Folding builds only what its fuel allows; the memory limit is the run's.
+    fn alloc(&mut self, _bytes: usize) -> Result<(), EvalError> {
+        Ok(())
+    }
+
     fn limits(&self) -> &Limits {
         self.limits
     }

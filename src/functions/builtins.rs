@@ -648,6 +648,8 @@ fn json_parse(r: &mut dyn Runner, args: &Args<'_>) -> R {
         other => return Ok(other.clone()),
     };
     r.charge(s.len() / 64)?;
+    // The parsed value takes about four times its text (16-byte slots for 2-byte elements).
+    r.alloc(s.len().saturating_mul(4))?;
     match serde_json::from_str::<Value>(s) {
         Ok(v) => {
             if v.depth() > r.limits().max_depth {
@@ -750,6 +752,7 @@ fn join(r: &mut dyn Runner, args: &Args<'_>) -> R {
         }
     }
     r.charge(xs.len() / 8)?;
+    r.alloc(out.len())?;
     Ok(Value::Str(Arc::from(out)))
 }
 
@@ -842,6 +845,7 @@ fn flatten(r: &mut dyn Runner, args: &Args<'_>) -> R {
         check_list_len(r, out.len())?;
     }
     r.charge(out.len() / 8)?;
+    r.alloc(out.len().saturating_mul(crate::ops::LIST_ELEMENT_BYTES))?;
     Ok(Value::list(out))
 }
 
@@ -956,6 +960,7 @@ fn read_file(r: &mut dyn Runner, args: &Args<'_>) -> R {
         file_err(e, param, None)
     })?;
     r.charge(text.len() / 64)?;
+    r.alloc(text.len())?;
     Ok(Value::str(&text))
 }
 
@@ -978,6 +983,7 @@ fn read_files(r: &mut dyn Runner, args: &Args<'_>) -> R {
         };
         let text = ops::read_text(store(r)?, path, None, max).map_err(|e| file_err(e, 0, Some(i)))?;
         r.charge(text.len() / 64)?;
+        r.alloc(text.len())?;
         out.push(Value::str(&text));
     }
     Ok(Value::list(out))
@@ -1072,12 +1078,18 @@ fn ends_with(_: &mut dyn Runner, args: &Args<'_>) -> R {
     }
 }
 
-fn lower(_: &mut dyn Runner, args: &Args<'_>) -> R {
-    on_str(args, |s| Ok(Value::str(&s.to_lowercase())))
+fn lower(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    on_str(args, |s| {
+        r.alloc(s.len())?;
+        Ok(Value::str(&s.to_lowercase()))
+    })
 }
 
-fn upper(_: &mut dyn Runner, args: &Args<'_>) -> R {
-    on_str(args, |s| Ok(Value::str(&s.to_uppercase())))
+fn upper(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    on_str(args, |s| {
+        r.alloc(s.len())?;
+        Ok(Value::str(&s.to_uppercase()))
+    })
 }
 
 fn trim(_: &mut dyn Runner, args: &Args<'_>) -> R {
@@ -1096,6 +1108,8 @@ fn split(r: &mut dyn Runner, args: &Args<'_>) -> R {
                 s.split(sep).take(max + 1).map(Value::str).collect()
             };
             check_list_len(&*r, parts.len())?;
+            // Each part is a string of its own: a slot and a small allocation.
+            r.alloc(parts.len().saturating_mul(crate::ops::LIST_ELEMENT_BYTES * 2).saturating_add(s.len()))?;
             Ok(Value::list(parts))
         }),
     }
@@ -1109,12 +1123,15 @@ fn replace(r: &mut dyn Runner, args: &Args<'_>) -> R {
         let hits = if old.is_empty() { s.chars().count() + 1 } else { s.matches(old).count() };
         let len = s.len() + hits.saturating_mul(new.len());
         check_str_len(&*r, len)?;
+        r.alloc(len)?;
         Ok(Value::str(&s.replace(old, new)))
     })
 }
 
-fn to_string(_: &mut dyn Runner, args: &Args<'_>) -> R {
-    Ok(Value::Str(args.get(0).key_text()))
+fn to_string(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    let text = args.get(0).key_text();
+    r.alloc(text.len())?;
+    Ok(Value::Str(text))
 }
 
 fn to_number(_: &mut dyn Runner, args: &Args<'_>) -> R {
@@ -1310,6 +1327,7 @@ fn range(r: &mut dyn Runner, args: &Args<'_>) -> R {
     let n = usize::try_from(n).unwrap_or(usize::MAX);
     check_list_len(&*r, n)?;
     r.charge(n / 8)?;
+    r.alloc(n.saturating_mul(crate::ops::LIST_ELEMENT_BYTES))?;
     Ok(Value::list((0..n).map(|i| Value::Int(start + step * i as i64)).collect()))
 }
 
@@ -1387,8 +1405,10 @@ fn format_datetime(_: &mut dyn Runner, args: &Args<'_>) -> R {
     format_millis(millis, args, 1)
 }
 
-fn json_stringify(_: &mut dyn Runner, args: &Args<'_>) -> R {
-    Ok(Value::str(&args.get(0).to_string()))
+fn json_stringify(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    let text = args.get(0).to_string();
+    r.alloc(text.len())?;
+    Ok(Value::str(&text))
 }
 
 #[cfg(test)]

@@ -39,6 +39,9 @@ pub trait Runner {
     }
     /// Spends `units` of fuel.
     fn charge(&mut self, units: usize) -> Result<(), EvalError>;
+    /// Charges `bytes` of values built against the memory limit
+    /// ([`Limits::max_alloc_bytes`]).
+    fn alloc(&mut self, bytes: usize) -> Result<(), EvalError>;
     /// The limits in force.
     fn limits(&self) -> &Limits;
     /// The clock `datetime_now` reads.

@@ -67,8 +67,17 @@ pub fn run(chunk: &Chunk, env: &Env<'_>) -> Result<Value, EvalError> {
 #[inline(never)]
 fn interpret(chunk: &Chunk, env: &Env<'_>) -> Result<Value, EvalError> {
     let (stack, locals) = STACKS.with(|s| s.borrow_mut().pop()).unwrap_or_default();
-    let mut vm =
-        Vm { env, stack, locals, loc: Vec::new(), fuel: env.limits.fuel, depth: 0, serial: 0, arg_pool: Vec::new() };
+    let mut vm = Vm {
+        env,
+        stack,
+        locals,
+        loc: Vec::new(),
+        fuel: env.limits.fuel,
+        alloc: env.limits.max_alloc_bytes as u64,
+        depth: 0,
+        serial: 0,
+        arg_pool: Vec::new(),
+    };
     if vm.locals.len() < chunk.locals as usize {
         vm.locals.resize(chunk.locals as usize, Value::Null);
     }
@@ -128,6 +137,8 @@ struct Vm<'a> {
     locals: Vec<Value>,
     loc: Vec<Option<LocalLoc>>,
     fuel: u64,
+    /// Bytes of values this evaluation may still build ([`Limits::max_alloc_bytes`]).
+    alloc: u64,
     depth: usize,
     serial: u64,
     arg_pool: Vec<Vec<Value>>,
@@ -208,6 +219,17 @@ impl<'a> Vm<'a> {
             span,
             format!("evaluation ran out of fuel (the limit is {} instructions)", self.env.limits.fuel),
         )
+    }
+
+    /// Charges `bytes` of values built against the memory limit.
+    fn alloc(&mut self, bytes: usize, span: Span) -> Result<(), EvalError> {
+        let bytes = bytes as u64;
+        if bytes > self.alloc {
+            self.alloc = 0;
+            return Err(EvalError::new(Code::MemoryLimit, span, ops::memory_error(self.env.limits)));
+        }
+        self.alloc -= bytes;
+        Ok(())
     }
 
     fn exec(&mut self, chunk: &Chunk) -> Result<Value, EvalError> {
@@ -307,12 +329,14 @@ impl<'a> Vm<'a> {
                     }
                 }
                 Op::List(n) => {
+                    self.alloc(n as usize * ops::LIST_ELEMENT_BYTES, chunk.spans[pc - 1])?;
                     let at = self.stack.len() - n as usize;
                     let items: Vec<Value> = self.stack.drain(at..).collect();
                     self.stack.push(Value::list(items));
                 }
                 Op::Object(k) => {
                     let keys = &chunk.keys[k as usize];
+                    self.alloc(keys.len() * ops::OBJECT_ENTRY_BYTES, chunk.spans[pc - 1])?;
                     let at = self.stack.len() - keys.len();
                     let mut map = crate::value::Map::with_capacity_and_hasher(keys.len(), Default::default());
                     for (key, v) in keys.iter().zip(self.stack.drain(at..)) {
@@ -342,6 +366,7 @@ impl<'a> Vm<'a> {
                                 return Err(self.out_of_fuel(chunk.spans[pc - 1]));
                             }
                             self.fuel -= cost;
+                            self.alloc(ops::build_bytes(&x), chunk.spans[pc - 1])?;
                             self.stack.push(x)
                         }
                         Err(e) => return Err(self.op_error(chunk, pc - 1, e)),
@@ -696,6 +721,10 @@ impl Runner for Frame<'_, '_> {
         }
         self.vm.fuel -= units;
         Ok(())
+    }
+
+    fn alloc(&mut self, bytes: usize) -> Result<(), EvalError> {
+        self.vm.alloc(bytes, self.span)
     }
 
     fn limits(&self) -> &Limits {
