@@ -32,4 +32,9 @@ tdsl run examples/conditional-branching/main.tool --root examples/conditional-br
   --args examples/conditional-branching/valid.json
 tdsl run examples/conditional-branching/main.tool --root examples/conditional-branching \
   --args examples/conditional-branching/invalid.json
+echo "== composing over MCP: the document-analysis tools, served by a second tdsl"
+cargo build --quiet --release
+TDSL=target/release/tdsl tdsl check examples/mcp-composition --root examples/mcp-composition --mcp-schemas
+TDSL=target/release/tdsl tdsl run examples/mcp-composition/main.tool --root examples/mcp-composition \
+  --args examples/mcp-composition/args.json
 echo "== done"

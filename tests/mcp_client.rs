@@ -371,3 +371,43 @@ fn check_mcp_schemas_compares_declarations_with_the_server() {
     let rendered = out.stderr.replace(tmp, "<tmp>");
     insta::assert_snapshot!("check_mcp_schemas", rendered);
 }
+
+/// `examples/mcp-composition`: a composite whose tools are the document-analysis example's,
+/// served by a second tdsl over MCP; its declarations match the server's schemas.
+#[test]
+fn the_mcp_composition_example_runs_and_checks_against_its_server() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_tdsl"))
+            .args(args)
+            .current_dir(repo)
+            .env("TDSL", env!("CARGO_BIN_EXE_tdsl"))
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("tdsl runs");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let root = "examples/mcp-composition";
+    let (code, stdout, stderr) = run(&[
+        "run",
+        "examples/mcp-composition/main.tool",
+        "--root",
+        root,
+        "--args",
+        "examples/mcp-composition/args.json",
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let result: Value = serde_json::from_str(&stdout).expect("JSON");
+    assert_eq!(
+        result,
+        json!({"documents": [{"name": "quarterly-report.txt", "words": 56}, {"name": "meeting-notes.txt", "words": 24}],
+               "total_words": 80, "skipped": 1})
+    );
+    let (code, _, stderr) = run(&["check", root, "--root", root, "--mcp-schemas", "--deny-warnings"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("checked 3 files: 0 errors, 0 warnings"), "{stderr}");
+}
