@@ -43,6 +43,17 @@ pub fn parse(src: &str) -> Parse {
 
 /// Parses an expression, refusing nesting deeper than `max_nesting`.
 pub fn parse_with_limit(src: &str, max_nesting: usize) -> Parse {
+    // The fast rules first; the reference rules only when they fail, for pest's account of
+    // what it expected (both accept the same language: see `grammar/tdsl.pest`).
+    parse_using(src, max_nesting, |src| {
+        Grammar::parse(Rule::fast_program, src).or_else(|_| Grammar::parse(Rule::program, src))
+    })
+}
+
+type PestResult<'i> = Result<pest::iterators::Pairs<'i, Rule>, pest::error::Error<Rule>>;
+
+/// [`parse_with_limit`] with the rules `run` chooses.
+fn parse_using(src: &str, max_nesting: usize, run: impl FnOnce(&str) -> PestResult<'_>) -> Parse {
     // Parsing, checking and compiling recurse once per level: whatever the host asks for,
     // nesting stays where every stage fits in a 2 MiB thread stack even in a debug build
     // (measured: about 6.5 KiB per level there; 300 levels overflow).
@@ -51,7 +62,7 @@ pub fn parse_with_limit(src: &str, max_nesting: usize) -> Parse {
     if let Some(d) = check_nesting(src, max_nesting) {
         return Parse { expr: Expr::new(ExprKind::Error, whole), diagnostics: vec![d] };
     }
-    match Grammar::parse(Rule::program, src) {
+    match run(src) {
         Ok(mut pairs) => {
             let mut b = Builder { diagnostics: Vec::new(), max_depth: max_nesting, too_deep: false };
             let program = pairs.next();
@@ -174,7 +185,22 @@ fn rule_name(rule: Rule) -> &'static str {
         Rule::paren => "`(`",
         Rule::exponent => "an exponent",
         Rule::ident_char => "a name character",
+        Rule::f_expr => "an expression",
+        Rule::f_field => "`.`",
+        Rule::f_index => "`[`",
+        Rule::f_word => "a name or a call",
+        Rule::f_args => "`(`",
+        Rule::f_kwarg => "a keyword argument",
+        Rule::f_list => "a list",
+        Rule::f_object => "an object",
+        Rule::f_entry => "an object entry `key: value`",
+        Rule::f_paren => "`(`",
         Rule::program
+        | Rule::fast_program
+        | Rule::f_operand
+        | Rule::f_primary
+        | Rule::f_postfix_op
+        | Rule::f_arg
         | Rule::WHITESPACE
         | Rule::primary
         | Rule::arg
@@ -302,6 +328,29 @@ fn syntax_help(src: &str, pos: usize) -> Option<String> {
     None
 }
 
+/// The reference rule a fast-path rule mirrors (see `grammar/tdsl.pest`), so that one
+/// builder reads the pairs of both.
+fn canonical(rule: Rule) -> Rule {
+    match rule {
+        Rule::f_expr => Rule::expr,
+        Rule::f_field => Rule::field,
+        Rule::f_index => Rule::index,
+        Rule::f_paren => Rule::paren,
+        Rule::f_word => Rule::word,
+        Rule::f_args => Rule::args,
+        Rule::f_kwarg => Rule::kwarg,
+        Rule::f_list => Rule::list,
+        Rule::f_object => Rule::object,
+        Rule::f_entry => Rule::entry,
+        other => other,
+    }
+}
+
+/// The rule of a pair, fast-path rules read as the rules they mirror.
+fn rule_of(p: &Pair<'_, Rule>) -> Rule {
+    canonical(p.as_rule())
+}
+
 struct Builder {
     diagnostics: Vec<Diagnostic>,
     max_depth: usize,
@@ -352,7 +401,7 @@ impl Builder {
         let (mut lhs, mut height) = self.operand(items, pos);
         let mut lhs_is_comparison = false;
         while let Some(op_pair) = items.get(*pos) {
-            if !matches!(op_pair.as_rule(), Rule::or_op | Rule::and_op | Rule::cmp_op | Rule::sum_op | Rule::prod_op) {
+            if !matches!(rule_of(op_pair), Rule::or_op | Rule::and_op | Rule::cmp_op | Rule::sum_op | Rule::prod_op) {
                 break;
             }
             let op = binary_op(op_pair.as_str());
@@ -390,10 +439,10 @@ impl Builder {
     /// One operand: prefix operators, a primary, postfix operators.
     fn operand(&mut self, items: &[Pair<'_, Rule>], pos: &mut usize) -> Built {
         let Some(first) = items.get(*pos) else { return (Expr::new(ExprKind::Error, Span::default()), 0) };
-        match first.as_rule() {
+        match rule_of(first) {
             Rule::not_op | Rule::neg_op => {
                 let start = span_of(first).start as usize;
-                let (op, prec) = if first.as_rule() == Rule::neg_op {
+                let (op, prec) = if rule_of(first) == Rule::neg_op {
                     (UnaryOp::Neg, NEG_PRECEDENCE)
                 } else {
                     (UnaryOp::Not, NOT_PRECEDENCE)
@@ -407,7 +456,7 @@ impl Builder {
                 *pos += 1;
                 let (mut acc, mut height) = self.primary(first.clone());
                 while let Some(post) = items.get(*pos) {
-                    let rule = post.as_rule();
+                    let rule = rule_of(post);
                     if rule != Rule::field && rule != Rule::index {
                         break;
                     }
@@ -429,7 +478,7 @@ impl Builder {
     /// A primary: literal, REF, call, name, list, object or parenthesised expression.
     fn primary(&mut self, p: Pair<'_, Rule>) -> Built {
         let span = span_of(&p);
-        match p.as_rule() {
+        match rule_of(&p) {
             Rule::paren => match p.into_inner().next() {
                 Some(inner) => {
                     let (mut e, h) = self.expr(inner);
@@ -474,7 +523,7 @@ impl Builder {
                 for entry in p.into_inner() {
                     let mut parts = entry.into_inner();
                     let (Some(k), Some(v)) = (parts.next(), parts.next()) else { continue };
-                    let key = if k.as_rule() == Rule::string {
+                    let key = if rule_of(&k) == Rule::string {
                         let s = self.string(k);
                         match s.kind {
                             ExprKind::Str(lit) => Spanned::new(lit.value, s.span),
@@ -502,7 +551,7 @@ impl Builder {
             let mut height = 0;
             let mut list = Vec::new();
             for a in args.into_inner() {
-                let (keyword, value) = if a.as_rule() == Rule::kwarg {
+                let (keyword, value) = if rule_of(&a) == Rule::kwarg {
                     let mut kv = a.into_inner();
                     let k = kv.next().map(|k| name_of(&k));
                     (k, kv.next().map_or((Expr::new(ExprKind::Error, span), 0), |v| self.expr(v)))
@@ -563,4 +612,157 @@ fn ref_path(p: Pair<'_, Rule>) -> RefPath {
     let mut inner = p.into_inner();
     let context = inner.next().map_or_else(|| Spanned::new(Arc::from(""), Span::default()), |c| name_of(&c));
     RefPath { context, segments: inner.map(|s| name_of(&s)).collect() }
+}
+
+#[cfg(test)]
+mod tests {
+    use pest::Parser as _;
+    use proptest::prelude::*;
+
+    use super::{parse_using, Grammar, Rule, DEFAULT_MAX_NESTING};
+
+    /// The reference rules alone and the fast rules alone: the same outcome, tree and
+    /// diagnostics (the fast rules' syntax errors are only compared for being errors).
+    fn agree(src: &str) {
+        let reference = parse_using(src, DEFAULT_MAX_NESTING, |s| Grammar::parse(Rule::program, s));
+        let fast = parse_using(src, DEFAULT_MAX_NESTING, |s| Grammar::parse(Rule::fast_program, s));
+        let is_syntax = |p: &super::Parse| p.diagnostics.iter().any(|d| d.code == crate::diagnostic::Code::Syntax);
+        if is_syntax(&reference) || is_syntax(&fast) {
+            assert!(is_syntax(&reference) && is_syntax(&fast), "{src:?}: one set of rules accepts it");
+        } else {
+            assert_eq!(reference.expr, fast.expr, "{src:?}");
+            assert_eq!(reference.diagnostics, fast.diagnostics, "{src:?}");
+        }
+    }
+
+    /// Pieces that meet at every kind of boundary: operators and their look-alikes,
+    /// keywords and names that start like them, every bracket, literals, REFs, and
+    /// whitespace of every kind.
+    const PIECES: &[&str] = &[
+        " ",
+        "  ",
+        "\t",
+        "\n",
+        "\r",
+        "(",
+        ")",
+        "[",
+        "]",
+        "{",
+        "}",
+        ",",
+        ":",
+        ".",
+        "=",
+        "==",
+        "!=",
+        "!",
+        "<",
+        "<=",
+        ">",
+        ">=",
+        "+",
+        "-",
+        "*",
+        "/",
+        "%",
+        "&&",
+        "||",
+        "and",
+        "or",
+        "not",
+        "nothing",
+        "order",
+        "android",
+        "true",
+        "null",
+        "x",
+        "item",
+        "f",
+        "map",
+        "a_1",
+        "_",
+        "0",
+        "12",
+        "3.5",
+        "1e3",
+        "2E-2",
+        "1.",
+        "\"s\"",
+        "'t'",
+        "\"a\\\"b\"",
+        "'\\'",
+        "\"",
+        "'",
+        "REF:",
+        "REF:s",
+        "REF:s.a-1",
+        "REF:s.0",
+        "REF",
+        "R",
+        "x=",
+        "é",
+    ];
+
+    #[test]
+    fn fast_rules_agree_with_reference_rules_on_known_inputs() {
+        for src in [
+            "map(array=filter(array=records, condition_string=\"item.a == 'x'\"), template={id: item.id})",
+            "f(a = b)",
+            "f(a= =b)",
+            "f(a == b)",
+            "f (x)",
+            "x . y",
+            "x .0",
+            "x[ 1 ]",
+            "- - x",
+            "not not x",
+            "!x",
+            "! = x",
+            "nothing",
+            "not(x)",
+            "a or b",
+            "a order",
+            "REF:s.a - 1",
+            "REF:s.a-1",
+            "REF :s",
+            "{a: 1, 'b': 2,}",
+            "{ }",
+            "[ ]",
+            "[1,]",
+            "[,]",
+            "f(,)",
+            "f(x,)",
+            "f(x y)",
+            "1e400",
+            "x.null",
+            "x.and",
+            "and",
+            "a < b < c",
+            " x ",
+            "",
+            " ",
+            "(x",
+            "x)",
+            "\"\\q\"",
+            "'it''s'",
+            "f(a=1, b)",
+            "{a:}",
+            "{:1}",
+            "x[]",
+            "x.",
+            ".x",
+        ] {
+            agree(src);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+        #[test]
+        fn fast_rules_agree_with_reference_rules(pieces in proptest::collection::vec(0..PIECES.len(), 0..14)) {
+            let src: String = pieces.iter().map(|&i| PIECES[i]).collect();
+            agree(&src);
+        }
+    }
 }
