@@ -199,7 +199,6 @@ fn rule_name(rule: Rule) -> &'static str {
         | Rule::fast_program
         | Rule::f_operand
         | Rule::f_primary
-        | Rule::f_postfix_op
         | Rule::f_arg
         | Rule::WHITESPACE
         | Rule::primary
@@ -390,7 +389,15 @@ impl Builder {
     /// Builds an `expr` pair: a flat sequence of operands and operators, folded by
     /// precedence climbing.
     fn expr(&mut self, p: Pair<'_, Rule>) -> Built {
-        let items: Vec<Pair<'_, Rule>> = p.into_inner().collect();
+        let mut items: Vec<Pair<'_, Rule>> = Vec::new();
+        for x in p.into_inner() {
+            // The fast rules group each operand's parts; the reference rules do not.
+            if x.as_rule() == Rule::f_operand {
+                items.extend(x.into_inner());
+            } else {
+                items.push(x);
+            }
+        }
         let mut pos = 0;
         self.climb(&items, &mut pos, 0)
     }
