@@ -9,7 +9,7 @@
 //!
 //! Workloads: `w1` (evaluate `profile.email`), `w5` (compile the W5 expression of
 //! `benches/eval.rs`) and its stages `w5-parse`, `w5-check`, `w5-codegen` (fold and generate
-//! code, including a clone of the typed tree), each run `N` times after one
+//! code), each run `N` times after one
 //! warm-up run; divide the total by `N` (the setup is a few thousand instructions).
 
 use std::hint::black_box;
@@ -61,7 +61,7 @@ fn main() {
             let parsed = tdsl::syntax::parse(W5);
             let checked = tdsl::types::check(&parsed.expr, &scope, engine.functions(), 128);
             for _ in 0..=n {
-                let folded = tdsl::compile::fold(black_box(checked.expr.clone()), engine.functions(), engine.limits());
+                let folded = tdsl::compile::fold(black_box(&checked.expr), engine.functions(), engine.limits());
                 black_box(tdsl::compile::compile(&folded));
             }
         }

@@ -127,15 +127,14 @@ impl Engine {
             return Analysis { program: None, diagnostics, ast: parsed.expr, ty: checked.expr.ty, references: refs };
         }
         let ty = checked.expr.ty.clone();
-        let unfolded = checked.expr.clone();
-        let folded = compile::fold(checked.expr, &self.funcs, &self.limits);
+        let folded = compile::fold(&checked.expr, &self.funcs, &self.limits);
         let chunk = compile::compile(&folded);
         let warnings: Vec<Diagnostic> = diagnostics.clone();
         let program = Program {
             inner: Arc::new(Inner {
                 source: Arc::from(source),
                 chunk,
-                typed: unfolded,
+                typed: checked.expr,
                 ty: ty.clone(),
                 references: refs.clone(),
                 warnings,
@@ -379,7 +378,7 @@ pub(crate) fn compile_template(
     if let Some(d) = checked.diagnostics.iter().find(|d| d.is_error()) {
         return Err(d.message.clone());
     }
-    Ok(compile::fold(checked.expr, funcs, limits))
+    Ok(compile::fold(&checked.expr, funcs, limits))
 }
 
 impl TemplateSource for Inner {
