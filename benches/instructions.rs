@@ -8,7 +8,8 @@
 //! ```
 //!
 //! Workloads: `w1` (evaluate `profile.email`), `w5` (compile the W5 expression of
-//! `benches/eval.rs`) and its stages `w5-parse`, `w5-check`, `w5-codegen` (fold and generate
+//! `benches/eval.rs`) and its stages `w5-parse`, `w5-parse-template` (its condition string),
+//! `w5-check`, `w5-codegen` (fold and generate
 //! code), each run `N` times after one
 //! warm-up run; divide the total by `N` (the setup is a few thousand instructions).
 
@@ -51,6 +52,12 @@ fn main() {
                 black_box(tdsl::syntax::parse(black_box(W5)));
             }
         }
+        "w5-parse-template" => {
+            let template = "item.status == 'active' and item.score > 50 and item.profile.age < 40";
+            for _ in 0..=n {
+                black_box(tdsl::syntax::parse(black_box(template)));
+            }
+        }
         "w5-check" => {
             let parsed = tdsl::syntax::parse(W5);
             for _ in 0..=n {
@@ -65,6 +72,6 @@ fn main() {
                 black_box(tdsl::compile::compile(&folded));
             }
         }
-        other => eprintln!("unknown workload `{other}`: w1, w5, w5-parse, w5-check, w5-codegen"),
+        other => eprintln!("unknown workload `{other}`: w1, w5, w5-parse, w5-parse-template, w5-check, w5-codegen"),
     }
 }
