@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use pest::iterators::Pair;
+use pest::iterators::{Pair, Pairs};
 use pest::Parser as _;
 
 use super::ast::*;
@@ -350,6 +350,50 @@ fn rule_of(p: &Pair<'_, Rule>) -> Rule {
     canonical(p.as_rule())
 }
 
+/// The children of an `expr` pair as one stream of operand parts and operators, read one
+/// at a time without collecting them: the fast rules group each operand's parts in an
+/// `f_operand` pair, the reference rules do not, and this reads through the grouping.
+struct Items<'i> {
+    outer: Pairs<'i, Rule>,
+    inner: Option<Pairs<'i, Rule>>,
+    next: Option<Pair<'i, Rule>>,
+}
+
+impl<'i> Items<'i> {
+    fn new(expr: Pair<'i, Rule>) -> Items<'i> {
+        let mut items = Items { outer: expr.into_inner(), inner: None, next: None };
+        items.next = items.pull();
+        items
+    }
+
+    fn pull(&mut self) -> Option<Pair<'i, Rule>> {
+        loop {
+            if let Some(x) = self.inner.as_mut().and_then(Iterator::next) {
+                return Some(x);
+            }
+            let x = self.outer.next()?;
+            if x.as_rule() == Rule::f_operand {
+                self.inner = Some(x.into_inner());
+            } else {
+                self.inner = None;
+                return Some(x);
+            }
+        }
+    }
+
+    /// The next item, left in the stream.
+    fn peek(&self) -> Option<&Pair<'i, Rule>> {
+        self.next.as_ref()
+    }
+
+    /// The next item, taken from the stream.
+    fn advance(&mut self) -> Option<Pair<'i, Rule>> {
+        let x = self.next.take();
+        self.next = self.pull();
+        x
+    }
+}
+
 struct Builder {
     diagnostics: Vec<Diagnostic>,
     max_depth: usize,
@@ -389,25 +433,15 @@ impl Builder {
     /// Builds an `expr` pair: a flat sequence of operands and operators, folded by
     /// precedence climbing.
     fn expr(&mut self, p: Pair<'_, Rule>) -> Built {
-        let mut items: Vec<Pair<'_, Rule>> = Vec::new();
-        for x in p.into_inner() {
-            // The fast rules group each operand's parts; the reference rules do not.
-            if x.as_rule() == Rule::f_operand {
-                items.extend(x.into_inner());
-            } else {
-                items.push(x);
-            }
-        }
-        let mut pos = 0;
-        self.climb(&items, &mut pos, 0)
+        self.climb(&mut Items::new(p), 0)
     }
 
-    /// Parses operands and infix operators from `items[*pos..]` whose operators bind at
-    /// least as tightly as `min`.
-    fn climb(&mut self, items: &[Pair<'_, Rule>], pos: &mut usize, min: usize) -> Built {
-        let (mut lhs, mut height) = self.operand(items, pos);
+    /// Parses operands and infix operators from `items` whose operators bind at least as
+    /// tightly as `min`.
+    fn climb(&mut self, items: &mut Items<'_>, min: usize) -> Built {
+        let (mut lhs, mut height) = self.operand(items);
         let mut lhs_is_comparison = false;
-        while let Some(op_pair) = items.get(*pos) {
+        while let Some(op_pair) = items.peek() {
             if !matches!(rule_of(op_pair), Rule::or_op | Rule::and_op | Rule::cmp_op | Rule::sum_op | Rule::prod_op) {
                 break;
             }
@@ -416,20 +450,17 @@ impl Builder {
             if prec < min {
                 break;
             }
-            *pos += 1;
+            let op_span = span_of(op_pair);
+            items.advance();
             // Left-associative: the right side takes only tighter operators.
-            let (rhs, rh) = self.climb(items, pos, prec + 1);
+            let (rhs, rh) = self.climb(items, prec + 1);
             let span = lhs.span.to(rhs.span);
             if op.is_comparison() && lhs_is_comparison {
                 self.diagnostics.push(
-                    Diagnostic::new(
-                        Code::ChainedComparison,
-                        span_of(op_pair),
-                        "comparison operators cannot be chained",
-                    )
-                    .with_label("second comparison")
-                    .with_secondary(lhs.span, "this is already a comparison")
-                    .with_help("combine the comparisons with `and`: `a < b and b < c`"),
+                    Diagnostic::new(Code::ChainedComparison, op_span, "comparison operators cannot be chained")
+                        .with_label("second comparison")
+                        .with_secondary(lhs.span, "this is already a comparison")
+                        .with_help("combine the comparisons with `and`: `a < b and b < c`"),
                 );
                 // The chain is an error anyway: keep the tree shallow.
                 lhs = Expr::new(ExprKind::Error, span);
@@ -444,32 +475,26 @@ impl Builder {
     }
 
     /// One operand: prefix operators, a primary, postfix operators.
-    fn operand(&mut self, items: &[Pair<'_, Rule>], pos: &mut usize) -> Built {
-        let Some(first) = items.get(*pos) else { return (Expr::new(ExprKind::Error, Span::default()), 0) };
-        match rule_of(first) {
-            Rule::not_op | Rule::neg_op => {
-                let start = span_of(first).start as usize;
-                let (op, prec) = if rule_of(first) == Rule::neg_op {
-                    (UnaryOp::Neg, NEG_PRECEDENCE)
-                } else {
-                    (UnaryOp::Not, NOT_PRECEDENCE)
-                };
-                *pos += 1;
-                let (operand, h) = self.climb(items, pos, prec);
+    fn operand(&mut self, items: &mut Items<'_>) -> Built {
+        let Some(first) = items.advance() else { return (Expr::new(ExprKind::Error, Span::default()), 0) };
+        match rule_of(&first) {
+            rule @ (Rule::not_op | Rule::neg_op) => {
+                let start = span_of(&first).start as usize;
+                let (op, prec) =
+                    if rule == Rule::neg_op { (UnaryOp::Neg, NEG_PRECEDENCE) } else { (UnaryOp::Not, NOT_PRECEDENCE) };
+                let (operand, h) = self.climb(items, prec);
                 let span = Span::new(start, operand.span.end as usize);
                 self.node(ExprKind::Unary(op, Box::new(operand)), span, 1 + h)
             }
             _ => {
-                *pos += 1;
-                let (mut acc, mut height) = self.primary(first.clone());
-                while let Some(post) = items.get(*pos) {
+                let (mut acc, mut height) = self.primary(first);
+                while let Some(post) = items.peek() {
                     let rule = rule_of(post);
                     if rule != Rule::field && rule != Rule::index {
                         break;
                     }
-                    *pos += 1;
                     let span = acc.span.to(span_of(post));
-                    let Some(x) = post.clone().into_inner().next() else { continue };
+                    let Some(x) = items.advance().and_then(|post| post.into_inner().next()) else { continue };
                     (acc, height) = if rule == Rule::field {
                         self.node(ExprKind::Field(Box::new(acc), name_of(&x)), span, height + 1)
                     } else {
