@@ -107,12 +107,23 @@ impl Drop for Value {
     /// host, or by a long `pipeline`) cannot overflow the stack. Shared containers and
     /// containers of scalars cost one scan of their elements: only elements whose own drop
     /// would recurse further are moved to a heap stack and taken apart there.
+    #[inline]
     fn drop(&mut self) {
-        let mut stack = Vec::new();
-        take_nested(self, &mut stack);
-        while let Some(mut v) = stack.pop() {
-            take_nested(&mut v, &mut stack);
+        // Scalars and strings (most values dropped) skip the scan altogether.
+        if matches!(self, Value::List(_) | Value::Object(_)) {
+            drop_container(self);
         }
+    }
+}
+
+/// The body of [`Value`]'s drop for lists and objects, out of line so that dropping a
+/// scalar or a string stays a few instructions.
+#[inline(never)]
+fn drop_container(v: &mut Value) {
+    let mut stack = Vec::new();
+    take_nested(v, &mut stack);
+    while let Some(mut v) = stack.pop() {
+        take_nested(&mut v, &mut stack);
     }
 }
 
@@ -321,9 +332,36 @@ impl Value {
 
     /// [`Value::walk`] with a position hint per segment (see [`Path`]): when an object has
     /// the key where the last object on this path had it, no search is needed.
+    #[inline]
     pub fn walk_path<'v>(&'v self, path: &Path) -> Result<Cow<'v, Value>, (usize, SegmentError)> {
+        match self.follow_hints(path) {
+            Ok(v) => Ok(Cow::Borrowed(v)),
+            Err((at, cur)) => cur.walk_path_from(path, at),
+        }
+    }
+
+    /// Follows `path` through objects as long as every key is where its hint says: the
+    /// value reached, or the index of the first segment that needs more and the value it
+    /// applies to. The hot path of every field read, kept small enough to inline.
+    #[inline]
+    pub fn follow_hints<'v>(&'v self, path: &Path) -> Result<&'v Value, (usize, &'v Value)> {
         let mut cur = self;
-        for (i, s) in path.segs.iter().enumerate() {
+        for (i, (s, hint)) in path.segs.iter().zip(path.hints.iter()).enumerate() {
+            let Value::Object(m) = cur else { return Err((i, cur)) };
+            match m.get_index(hint.load(Relaxed) as usize) {
+                Some((k, v)) if Arc::ptr_eq(k, s) || same_key(k.as_bytes(), s.as_bytes()) => cur = v,
+                _ => return Err((i, cur)),
+            }
+        }
+        Ok(cur)
+    }
+
+    /// [`Value::walk_path`] from segment `from` on, `self` being the value reached before
+    /// it: searches for keys that are not where their hints say, and updates the hints.
+    #[inline(never)]
+    fn walk_path_from<'v>(&'v self, path: &Path, from: usize) -> Result<Cow<'v, Value>, (usize, SegmentError)> {
+        let mut cur = self;
+        for (i, s) in path.segs.iter().enumerate().skip(from) {
             if let Value::Object(m) = cur {
                 let hint = &path.hints[i];
                 if let Some((k, v)) = m.get_index(hint.load(Relaxed) as usize) {

@@ -518,7 +518,7 @@ impl<'a> Checker<'a> {
         });
 
         // The result, as REFs to this step see it (SPEC §6.4).
-        let mut fields: IndexMap<Arc<str>, Type> = match parallel {
+        let mut fields: crate::types::Fields = match parallel {
             Some(_) => [(Arc::from("response"), Type::List(Box::new(plain_result.clone())))].into_iter().collect(),
             None => object_fields(&plain_result).into_iter().collect(),
         };

@@ -26,10 +26,12 @@ pub fn unescape(raw: &str, offset: usize, dialect: Dialect) -> (String, SourceMa
         let start = i;
         map.push(out.len(), offset + start);
         if bytes[i] != b'\\' {
-            // Copy one whole character.
-            let ch_len = raw[i..].chars().next().map_or(1, char::len_utf8);
-            out.push_str(&raw[i..i + ch_len]);
-            i += ch_len;
+            // Copy the run up to the next escape at once: its characters map verbatim, so
+            // the point just recorded stands for all of them (and a backslash, being
+            // ASCII, always starts a character).
+            let end = bytes[i..].iter().position(|&b| b == b'\\').map_or(raw.len(), |n| i + n);
+            out.push_str(&raw[i..end]);
+            i = end;
             continue;
         }
         let esc = raw[i + 1..].chars().next();

@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use pest::iterators::Pair;
+use pest::iterators::{Pair, Pairs};
 use pest::Parser as _;
 
 use super::ast::*;
@@ -43,6 +43,17 @@ pub fn parse(src: &str) -> Parse {
 
 /// Parses an expression, refusing nesting deeper than `max_nesting`.
 pub fn parse_with_limit(src: &str, max_nesting: usize) -> Parse {
+    // The fast rules first; the reference rules only when they fail, for pest's account of
+    // what it expected (both accept the same language: see `grammar/tdsl.pest`).
+    parse_using(src, max_nesting, |src| {
+        Grammar::parse(Rule::fast_program, src).or_else(|_| Grammar::parse(Rule::program, src))
+    })
+}
+
+type PestResult<'i> = Result<pest::iterators::Pairs<'i, Rule>, pest::error::Error<Rule>>;
+
+/// [`parse_with_limit`] with the rules `run` chooses.
+fn parse_using(src: &str, max_nesting: usize, run: impl FnOnce(&str) -> PestResult<'_>) -> Parse {
     // Parsing, checking and compiling recurse once per level: whatever the host asks for,
     // nesting stays where every stage fits in a 2 MiB thread stack even in a debug build
     // (measured: about 6.5 KiB per level there; 300 levels overflow).
@@ -51,7 +62,7 @@ pub fn parse_with_limit(src: &str, max_nesting: usize) -> Parse {
     if let Some(d) = check_nesting(src, max_nesting) {
         return Parse { expr: Expr::new(ExprKind::Error, whole), diagnostics: vec![d] };
     }
-    match Grammar::parse(Rule::program, src) {
+    match run(src) {
         Ok(mut pairs) => {
             let mut b = Builder { diagnostics: Vec::new(), max_depth: max_nesting, too_deep: false };
             let program = pairs.next();
@@ -174,7 +185,21 @@ fn rule_name(rule: Rule) -> &'static str {
         Rule::paren => "`(`",
         Rule::exponent => "an exponent",
         Rule::ident_char => "a name character",
+        Rule::f_expr => "an expression",
+        Rule::f_field => "`.`",
+        Rule::f_index => "`[`",
+        Rule::f_word => "a name or a call",
+        Rule::f_args => "`(`",
+        Rule::f_kwarg => "a keyword argument",
+        Rule::f_list => "a list",
+        Rule::f_object => "an object",
+        Rule::f_entry => "an object entry `key: value`",
+        Rule::f_paren => "`(`",
         Rule::program
+        | Rule::fast_program
+        | Rule::f_operand
+        | Rule::f_primary
+        | Rule::f_arg
         | Rule::WHITESPACE
         | Rule::primary
         | Rule::arg
@@ -302,6 +327,73 @@ fn syntax_help(src: &str, pos: usize) -> Option<String> {
     None
 }
 
+/// The reference rule a fast-path rule mirrors (see `grammar/tdsl.pest`), so that one
+/// builder reads the pairs of both.
+fn canonical(rule: Rule) -> Rule {
+    match rule {
+        Rule::f_expr => Rule::expr,
+        Rule::f_field => Rule::field,
+        Rule::f_index => Rule::index,
+        Rule::f_paren => Rule::paren,
+        Rule::f_word => Rule::word,
+        Rule::f_args => Rule::args,
+        Rule::f_kwarg => Rule::kwarg,
+        Rule::f_list => Rule::list,
+        Rule::f_object => Rule::object,
+        Rule::f_entry => Rule::entry,
+        other => other,
+    }
+}
+
+/// The rule of a pair, fast-path rules read as the rules they mirror.
+fn rule_of(p: &Pair<'_, Rule>) -> Rule {
+    canonical(p.as_rule())
+}
+
+/// The children of an `expr` pair as one stream of operand parts and operators, read one
+/// at a time without collecting them: the fast rules group each operand's parts in an
+/// `f_operand` pair, the reference rules do not, and this reads through the grouping.
+struct Items<'i> {
+    outer: Pairs<'i, Rule>,
+    inner: Option<Pairs<'i, Rule>>,
+    next: Option<Pair<'i, Rule>>,
+}
+
+impl<'i> Items<'i> {
+    fn new(expr: Pair<'i, Rule>) -> Items<'i> {
+        let mut items = Items { outer: expr.into_inner(), inner: None, next: None };
+        items.next = items.pull();
+        items
+    }
+
+    fn pull(&mut self) -> Option<Pair<'i, Rule>> {
+        loop {
+            if let Some(x) = self.inner.as_mut().and_then(Iterator::next) {
+                return Some(x);
+            }
+            let x = self.outer.next()?;
+            if x.as_rule() == Rule::f_operand {
+                self.inner = Some(x.into_inner());
+            } else {
+                self.inner = None;
+                return Some(x);
+            }
+        }
+    }
+
+    /// The next item, left in the stream.
+    fn peek(&self) -> Option<&Pair<'i, Rule>> {
+        self.next.as_ref()
+    }
+
+    /// The next item, taken from the stream.
+    fn advance(&mut self) -> Option<Pair<'i, Rule>> {
+        let x = self.next.take();
+        self.next = self.pull();
+        x
+    }
+}
+
 struct Builder {
     diagnostics: Vec<Diagnostic>,
     max_depth: usize,
@@ -341,18 +433,16 @@ impl Builder {
     /// Builds an `expr` pair: a flat sequence of operands and operators, folded by
     /// precedence climbing.
     fn expr(&mut self, p: Pair<'_, Rule>) -> Built {
-        let items: Vec<Pair<'_, Rule>> = p.into_inner().collect();
-        let mut pos = 0;
-        self.climb(&items, &mut pos, 0)
+        self.climb(&mut Items::new(p), 0)
     }
 
-    /// Parses operands and infix operators from `items[*pos..]` whose operators bind at
-    /// least as tightly as `min`.
-    fn climb(&mut self, items: &[Pair<'_, Rule>], pos: &mut usize, min: usize) -> Built {
-        let (mut lhs, mut height) = self.operand(items, pos);
+    /// Parses operands and infix operators from `items` whose operators bind at least as
+    /// tightly as `min`.
+    fn climb(&mut self, items: &mut Items<'_>, min: usize) -> Built {
+        let (mut lhs, mut height) = self.operand(items);
         let mut lhs_is_comparison = false;
-        while let Some(op_pair) = items.get(*pos) {
-            if !matches!(op_pair.as_rule(), Rule::or_op | Rule::and_op | Rule::cmp_op | Rule::sum_op | Rule::prod_op) {
+        while let Some(op_pair) = items.peek() {
+            if !matches!(rule_of(op_pair), Rule::or_op | Rule::and_op | Rule::cmp_op | Rule::sum_op | Rule::prod_op) {
                 break;
             }
             let op = binary_op(op_pair.as_str());
@@ -360,20 +450,17 @@ impl Builder {
             if prec < min {
                 break;
             }
-            *pos += 1;
+            let op_span = span_of(op_pair);
+            items.advance();
             // Left-associative: the right side takes only tighter operators.
-            let (rhs, rh) = self.climb(items, pos, prec + 1);
+            let (rhs, rh) = self.climb(items, prec + 1);
             let span = lhs.span.to(rhs.span);
             if op.is_comparison() && lhs_is_comparison {
                 self.diagnostics.push(
-                    Diagnostic::new(
-                        Code::ChainedComparison,
-                        span_of(op_pair),
-                        "comparison operators cannot be chained",
-                    )
-                    .with_label("second comparison")
-                    .with_secondary(lhs.span, "this is already a comparison")
-                    .with_help("combine the comparisons with `and`: `a < b and b < c`"),
+                    Diagnostic::new(Code::ChainedComparison, op_span, "comparison operators cannot be chained")
+                        .with_label("second comparison")
+                        .with_secondary(lhs.span, "this is already a comparison")
+                        .with_help("combine the comparisons with `and`: `a < b and b < c`"),
                 );
                 // The chain is an error anyway: keep the tree shallow.
                 lhs = Expr::new(ExprKind::Error, span);
@@ -388,32 +475,26 @@ impl Builder {
     }
 
     /// One operand: prefix operators, a primary, postfix operators.
-    fn operand(&mut self, items: &[Pair<'_, Rule>], pos: &mut usize) -> Built {
-        let Some(first) = items.get(*pos) else { return (Expr::new(ExprKind::Error, Span::default()), 0) };
-        match first.as_rule() {
-            Rule::not_op | Rule::neg_op => {
-                let start = span_of(first).start as usize;
-                let (op, prec) = if first.as_rule() == Rule::neg_op {
-                    (UnaryOp::Neg, NEG_PRECEDENCE)
-                } else {
-                    (UnaryOp::Not, NOT_PRECEDENCE)
-                };
-                *pos += 1;
-                let (operand, h) = self.climb(items, pos, prec);
+    fn operand(&mut self, items: &mut Items<'_>) -> Built {
+        let Some(first) = items.advance() else { return (Expr::new(ExprKind::Error, Span::default()), 0) };
+        match rule_of(&first) {
+            rule @ (Rule::not_op | Rule::neg_op) => {
+                let start = span_of(&first).start as usize;
+                let (op, prec) =
+                    if rule == Rule::neg_op { (UnaryOp::Neg, NEG_PRECEDENCE) } else { (UnaryOp::Not, NOT_PRECEDENCE) };
+                let (operand, h) = self.climb(items, prec);
                 let span = Span::new(start, operand.span.end as usize);
                 self.node(ExprKind::Unary(op, Box::new(operand)), span, 1 + h)
             }
             _ => {
-                *pos += 1;
-                let (mut acc, mut height) = self.primary(first.clone());
-                while let Some(post) = items.get(*pos) {
-                    let rule = post.as_rule();
+                let (mut acc, mut height) = self.primary(first);
+                while let Some(post) = items.peek() {
+                    let rule = rule_of(post);
                     if rule != Rule::field && rule != Rule::index {
                         break;
                     }
-                    *pos += 1;
                     let span = acc.span.to(span_of(post));
-                    let Some(x) = post.clone().into_inner().next() else { continue };
+                    let Some(x) = items.advance().and_then(|post| post.into_inner().next()) else { continue };
                     (acc, height) = if rule == Rule::field {
                         self.node(ExprKind::Field(Box::new(acc), name_of(&x)), span, height + 1)
                     } else {
@@ -429,7 +510,7 @@ impl Builder {
     /// A primary: literal, REF, call, name, list, object or parenthesised expression.
     fn primary(&mut self, p: Pair<'_, Rule>) -> Built {
         let span = span_of(&p);
-        match p.as_rule() {
+        match rule_of(&p) {
             Rule::paren => match p.into_inner().next() {
                 Some(inner) => {
                     let (mut e, h) = self.expr(inner);
@@ -474,7 +555,7 @@ impl Builder {
                 for entry in p.into_inner() {
                     let mut parts = entry.into_inner();
                     let (Some(k), Some(v)) = (parts.next(), parts.next()) else { continue };
-                    let key = if k.as_rule() == Rule::string {
+                    let key = if rule_of(&k) == Rule::string {
                         let s = self.string(k);
                         match s.kind {
                             ExprKind::Str(lit) => Spanned::new(lit.value, s.span),
@@ -502,7 +583,7 @@ impl Builder {
             let mut height = 0;
             let mut list = Vec::new();
             for a in args.into_inner() {
-                let (keyword, value) = if a.as_rule() == Rule::kwarg {
+                let (keyword, value) = if rule_of(&a) == Rule::kwarg {
                     let mut kv = a.into_inner();
                     let k = kv.next().map(|k| name_of(&k));
                     (k, kv.next().map_or((Expr::new(ExprKind::Error, span), 0), |v| self.expr(v)))
@@ -563,4 +644,157 @@ fn ref_path(p: Pair<'_, Rule>) -> RefPath {
     let mut inner = p.into_inner();
     let context = inner.next().map_or_else(|| Spanned::new(Arc::from(""), Span::default()), |c| name_of(&c));
     RefPath { context, segments: inner.map(|s| name_of(&s)).collect() }
+}
+
+#[cfg(test)]
+mod tests {
+    use pest::Parser as _;
+    use proptest::prelude::*;
+
+    use super::{parse_using, Grammar, Rule, DEFAULT_MAX_NESTING};
+
+    /// The reference rules alone and the fast rules alone: the same outcome, tree and
+    /// diagnostics (the fast rules' syntax errors are only compared for being errors).
+    fn agree(src: &str) {
+        let reference = parse_using(src, DEFAULT_MAX_NESTING, |s| Grammar::parse(Rule::program, s));
+        let fast = parse_using(src, DEFAULT_MAX_NESTING, |s| Grammar::parse(Rule::fast_program, s));
+        let is_syntax = |p: &super::Parse| p.diagnostics.iter().any(|d| d.code == crate::diagnostic::Code::Syntax);
+        if is_syntax(&reference) || is_syntax(&fast) {
+            assert!(is_syntax(&reference) && is_syntax(&fast), "{src:?}: one set of rules accepts it");
+        } else {
+            assert_eq!(reference.expr, fast.expr, "{src:?}");
+            assert_eq!(reference.diagnostics, fast.diagnostics, "{src:?}");
+        }
+    }
+
+    /// Pieces that meet at every kind of boundary: operators and their look-alikes,
+    /// keywords and names that start like them, every bracket, literals, REFs, and
+    /// whitespace of every kind.
+    const PIECES: &[&str] = &[
+        " ",
+        "  ",
+        "\t",
+        "\n",
+        "\r",
+        "(",
+        ")",
+        "[",
+        "]",
+        "{",
+        "}",
+        ",",
+        ":",
+        ".",
+        "=",
+        "==",
+        "!=",
+        "!",
+        "<",
+        "<=",
+        ">",
+        ">=",
+        "+",
+        "-",
+        "*",
+        "/",
+        "%",
+        "&&",
+        "||",
+        "and",
+        "or",
+        "not",
+        "nothing",
+        "order",
+        "android",
+        "true",
+        "null",
+        "x",
+        "item",
+        "f",
+        "map",
+        "a_1",
+        "_",
+        "0",
+        "12",
+        "3.5",
+        "1e3",
+        "2E-2",
+        "1.",
+        "\"s\"",
+        "'t'",
+        "\"a\\\"b\"",
+        "'\\'",
+        "\"",
+        "'",
+        "REF:",
+        "REF:s",
+        "REF:s.a-1",
+        "REF:s.0",
+        "REF",
+        "R",
+        "x=",
+        "é",
+    ];
+
+    #[test]
+    fn fast_rules_agree_with_reference_rules_on_known_inputs() {
+        for src in [
+            "map(array=filter(array=records, condition_string=\"item.a == 'x'\"), template={id: item.id})",
+            "f(a = b)",
+            "f(a= =b)",
+            "f(a == b)",
+            "f (x)",
+            "x . y",
+            "x .0",
+            "x[ 1 ]",
+            "- - x",
+            "not not x",
+            "!x",
+            "! = x",
+            "nothing",
+            "not(x)",
+            "a or b",
+            "a order",
+            "REF:s.a - 1",
+            "REF:s.a-1",
+            "REF :s",
+            "{a: 1, 'b': 2,}",
+            "{ }",
+            "[ ]",
+            "[1,]",
+            "[,]",
+            "f(,)",
+            "f(x,)",
+            "f(x y)",
+            "1e400",
+            "x.null",
+            "x.and",
+            "and",
+            "a < b < c",
+            " x ",
+            "",
+            " ",
+            "(x",
+            "x)",
+            "\"\\q\"",
+            "'it''s'",
+            "f(a=1, b)",
+            "{a:}",
+            "{:1}",
+            "x[]",
+            "x.",
+            ".x",
+        ] {
+            agree(src);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+        #[test]
+        fn fast_rules_agree_with_reference_rules(pieces in proptest::collection::vec(0..PIECES.len(), 0..14)) {
+            let src: String = pieces.iter().map(|&i| PIECES[i]).collect();
+            agree(&src);
+        }
+    }
 }

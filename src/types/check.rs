@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::scope::Scope;
 use super::typed::{TArg, TCall, TExpr, TKind};
-use super::{Fit, Type};
+use super::{Fit, ObjectType, Type};
 use crate::diagnostic::{did_you_mean, Code, Diagnostic};
 use crate::functions::{FunctionTable, ParamKind};
 use crate::span::{SourceMap, Span, Spanned};
@@ -316,46 +316,18 @@ impl<'a> Checker<'a> {
         let mut results = Vec::new();
         let mut impossible = Vec::new();
         let mut missing_field = None;
+        // One alternative whose segment applies, which is most reads: its type, with nothing
+        // to report and nothing to merge.
+        if !matches!(t, Type::Union(_)) {
+            if let Some(x) = alternative_segment(t, s, is_index, &mut missing_field) {
+                if missing_field.is_none() && !matches!(x, Type::Union(_) | Type::Never) {
+                    return x;
+                }
+            }
+            missing_field = None;
+        }
         for alt in t.alternatives() {
-            let r = match alt {
-                Type::Any => Some(Type::Any),
-                Type::Never => Some(Type::Never),
-                Type::Null => Some(Type::Null),
-                Type::Object(o) => match o.fields.get(s) {
-                    Some(ft) => Some(ft.clone()),
-                    None if s == "length" => Some(Type::Int),
-                    None if o.open => Some(Type::Any),
-                    // Derived from a string `path`; null when `path` is anything else.
-                    None if (s == "file_name" || s == "parent_directory") && o.fields.contains_key("path") => {
-                        match o.fields.get("path") {
-                            Some(Type::Str) => Some(Type::Str),
-                            _ => Some(Type::Str.union(Type::Null)),
-                        }
-                    }
-                    None => {
-                        missing_field = Some(o.clone());
-                        Some(Type::Null)
-                    }
-                },
-                Type::List(e) => match s {
-                    "length" => Some(Type::Int),
-                    "first" | "last" => Some(e.as_ref().clone().union(Type::Null)),
-                    _ if is_index => Some(e.as_ref().clone().union(Type::Null)),
-                    _ => None,
-                },
-                Type::Str => match s {
-                    "length" => Some(Type::Int),
-                    "path" | "file_name" | "parent_directory" => Some(Type::Str),
-                    _ => None,
-                },
-                Type::File => match s {
-                    "path" | "file_name" | "parent_directory" => Some(Type::Str),
-                    "length" => Some(Type::Int),
-                    _ => Some(Type::Any),
-                },
-                Type::Bool | Type::Int | Type::Number => None,
-                Type::Union(_) => Some(Type::Any),
-            };
+            let r = alternative_segment(alt, s, is_index, &mut missing_field);
             match r {
                 Some(x) => results.push(x),
                 None => impossible.push(alt.clone()),
@@ -965,4 +937,53 @@ fn describe(t: &Type) -> String {
         })
         .collect();
     parts.join(" or ")
+}
+
+/// The type of segment `s` of one alternative of a type: `None` when it cannot apply; an
+/// object without the field (and closed) is recorded in `missing_field`.
+fn alternative_segment(
+    alt: &Type,
+    s: &str,
+    is_index: bool,
+    missing_field: &mut Option<Arc<ObjectType>>,
+) -> Option<Type> {
+    match alt {
+        Type::Any => Some(Type::Any),
+        Type::Never => Some(Type::Never),
+        Type::Null => Some(Type::Null),
+        Type::Object(o) => match o.fields.get(s) {
+            Some(ft) => Some(ft.clone()),
+            None if s == "length" => Some(Type::Int),
+            None if o.open => Some(Type::Any),
+            // Derived from a string `path`; null when `path` is anything else.
+            None if (s == "file_name" || s == "parent_directory") && o.fields.contains_key("path") => {
+                match o.fields.get("path") {
+                    Some(Type::Str) => Some(Type::Str),
+                    _ => Some(Type::Str.union(Type::Null)),
+                }
+            }
+            None => {
+                *missing_field = Some(o.clone());
+                Some(Type::Null)
+            }
+        },
+        Type::List(e) => match s {
+            "length" => Some(Type::Int),
+            "first" | "last" => Some(e.as_ref().clone().union(Type::Null)),
+            _ if is_index => Some(e.as_ref().clone().union(Type::Null)),
+            _ => None,
+        },
+        Type::Str => match s {
+            "length" => Some(Type::Int),
+            "path" | "file_name" | "parent_directory" => Some(Type::Str),
+            _ => None,
+        },
+        Type::File => match s {
+            "path" | "file_name" | "parent_directory" => Some(Type::Str),
+            "length" => Some(Type::Int),
+            _ => Some(Type::Any),
+        },
+        Type::Bool | Type::Int | Type::Number => None,
+        Type::Union(_) => Some(Type::Any),
+    }
 }

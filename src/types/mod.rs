@@ -18,6 +18,8 @@ use std::sync::Arc;
 
 use indexmap::IndexMap;
 
+use crate::value::FxBuild;
+
 /// A static type.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Type {
@@ -45,11 +47,15 @@ pub enum Type {
     Union(Vec<Type>),
 }
 
+/// The fields of an object type, by name.
+pub type Fields = IndexMap<Arc<str>, Type, FxBuild>;
+
 /// The fields of an object type.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct ObjectType {
-    /// Known fields and their types, in order.
-    pub fields: IndexMap<Arc<str>, Type>,
+    /// Known fields and their types, in order (hashed with [`FxBuild`]: short names, looked
+    /// up for every field read the checker sees).
+    pub fields: Fields,
     /// Whether other fields may exist.
     pub open: bool,
 }
@@ -73,7 +79,7 @@ impl Type {
 
     /// An open object with no known fields.
     pub fn any_object() -> Type {
-        Type::Object(Arc::new(ObjectType { fields: IndexMap::new(), open: true }))
+        Type::Object(Arc::new(ObjectType { fields: Fields::default(), open: true }))
     }
 
     /// A closed object with these fields.
@@ -238,7 +244,7 @@ impl Type {
 
 fn merge_objects(a: &Type, b: &Type) -> Type {
     let (Type::Object(a), Type::Object(b)) = (a, b) else { return Type::any_object() };
-    let mut fields = IndexMap::new();
+    let mut fields = Fields::default();
     for (k, t) in a.fields.iter() {
         let other = b.fields.get(k).cloned().unwrap_or(if b.open { Type::Any } else { Type::Null });
         fields.insert(k.clone(), t.clone().union(other));

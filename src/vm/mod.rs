@@ -101,7 +101,13 @@ pub fn single_read(chunk: &Chunk, op: Op, vars: &Value, refs: &Value) -> Option<
     match op {
         Op::Const(i) => Some(Ok(chunk.consts[i as usize].clone())),
         Op::Global(n) => Some(Ok(vars.get_direct(&chunk.names[n as usize]).cloned().unwrap_or_default())),
-        Op::GlobalPath(_, p) => Some(Ok(global_path(vars, &chunk.paths[p as usize]).ok()?)),
+        Op::GlobalPath(_, p) => {
+            let path = &chunk.paths[p as usize];
+            if let Ok(v) = vars.follow_hints(path) {
+                return Some(Ok(v.clone()));
+            }
+            Some(Ok(global_path(vars, path).ok()?))
+        }
         Op::Ref(n, p) => {
             let Some(start) = refs.get_direct(&chunk.names[n as usize]) else { return Some(Ok(Value::Null)) };
             Some(Ok(start.walk_ref(&chunk.paths[p as usize]).ok()?.into_owned()))
