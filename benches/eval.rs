@@ -72,6 +72,7 @@ fn bench(c: &mut Criterion) {
     let record = Value::from(&records(1)[0]);
     let w1 = engine.compile("profile.email").expect("compiles");
     c.bench_function("W1 profile.email", |b| b.iter(|| w1.eval(black_box(&record)).expect("ok")));
+    c.bench_function("W1 profile.email (eval_ref)", |b| b.iter(|| w1.eval_ref(black_box(&record)).expect("ok")));
 
     let vars = Value::object_from([("records", Value::from(&records(10)))]);
     let scope = Scope::from_vars(&vars);

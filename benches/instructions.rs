@@ -7,7 +7,7 @@
 //! callgrind_annotate cg.out
 //! ```
 //!
-//! Workloads: `w1` (evaluate `profile.email`), `w5` (compile the W5 expression of
+//! Workloads: `w1` (evaluate `profile.email`), `w1-ref` (the same with `eval_ref`), `w5` (compile the W5 expression of
 //! `benches/eval.rs`) and its stages `w5-parse`, `w5-parse-template` (its condition string),
 //! `w5-check`, `w5-codegen` (fold and generate
 //! code), each run `N` times after one
@@ -40,6 +40,12 @@ fn main() {
             let program = engine.compile("profile.email").expect("compiles");
             for _ in 0..=n {
                 black_box(program.eval(black_box(&record)).expect("evaluates"));
+            }
+        }
+        "w1-ref" => {
+            let program = engine.compile("profile.email").expect("compiles");
+            for _ in 0..=n {
+                black_box(program.eval_ref(black_box(&record)).expect("evaluates"));
             }
         }
         "w5" => {

@@ -6,6 +6,7 @@
 //! the only state it shares between evaluations is the cache of templates compiled at run
 //! time, which is bounded.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -214,6 +215,55 @@ impl Program {
     #[inline]
     pub fn eval(&self, vars: &Value) -> Result<Value, EvalError> {
         self.eval_with(vars, vars)
+    }
+
+    /// [`Program::eval`] without taking ownership of the result where it can be avoided: a
+    /// program that reads a part of `vars` (`profile.email`, `user`) returns that part
+    /// borrowed, with no reference count touched (an owned result costs two atomic
+    /// operations: the clone, and the caller's drop). Any other program's result is owned.
+    /// Same values and errors as [`Program::eval`].
+    ///
+    /// ```
+    /// use std::borrow::Cow;
+    /// let program = tdsl::Engine::new().compile("profile.email").unwrap();
+    /// let record: tdsl::Value = serde_json::from_str(r#"{"profile": {"email": "ada@example.com"}}"#).unwrap();
+    /// let email = program.eval_ref(&record).unwrap();
+    /// assert!(matches!(email, Cow::Borrowed(_)));
+    /// assert_eq!(email.as_str(), Some("ada@example.com"));
+    /// ```
+    #[inline]
+    pub fn eval_ref<'v>(&self, vars: &'v Value) -> Result<Cow<'v, Value>, EvalError> {
+        let inner = &*self.inner;
+        let found: Option<&'v Value> = match inner.chunk.code.as_slice() {
+            // The inline cache first; on a miss, the search that refills it.
+            [Op::GlobalPath(_, p)] => {
+                inner.chunk.paths.get(*p as usize).and_then(|path| match vars.follow_hints(path) {
+                    Ok(v) => Some(v),
+                    Err(_) => Self::searched(vars, path),
+                })
+            }
+            [Op::Global(n)] => inner.chunk.names.get(*n as usize).and_then(|name| vars.get_direct(name)),
+            _ => None,
+        };
+        match found {
+            Some(v @ Value::Str(s)) if s.len() + 2 <= inner.limits.max_output_bytes => Ok(Cow::Borrowed(v)),
+            Some(v @ (Value::Null | Value::Bool(_) | Value::Int(_) | Value::Float(_))) => Ok(Cow::Borrowed(v)),
+            Some(v @ (Value::List(_) | Value::Object(_)))
+                if check_output(v, &inner.limits, Span::new(0, inner.source.len())).is_ok() =>
+            {
+                Ok(Cow::Borrowed(v))
+            }
+            _ => self.eval(vars).map(Cow::Owned),
+        }
+    }
+
+    /// A path read whose inline cache missed: the search that refills it, out of line.
+    #[inline(never)]
+    fn searched<'v>(vars: &'v Value, path: &crate::value::Path) -> Option<&'v Value> {
+        match vars.walk_path(path) {
+            Ok(Cow::Borrowed(v)) => Some(v),
+            _ => None,
+        }
     }
 
     /// Evaluates with separate variables and REF contexts.

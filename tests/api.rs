@@ -142,3 +142,39 @@ fn nesting_is_capped_whatever_the_limit_says() {
         assert_eq!(errors[0].code, Code::NestingTooDeep, "{unit}");
     }
 }
+
+#[test]
+fn eval_ref_gives_what_eval_gives_borrowing_only_path_reads() {
+    use std::borrow::Cow;
+    let record = vars(r#"{"profile": {"email": "ada@example.com", "age": 36, "tags": ["a", "b"]}, "n": 2}"#);
+    let cases = [
+        ("profile.email", true),
+        ("profile.age", true),
+        ("profile.tags", true),
+        ("profile", true),
+        ("profile.missing", false),
+        ("profile.tags[1]", false),
+        ("n + 1", false),
+        ("upper(profile.email)", false),
+        ("profile.email.length", false),
+    ];
+    let engine = Engine::new();
+    for (src, borrowed) in cases {
+        let program = engine.compile_in(src, &Scope::from_vars(&record)).expect("compiles");
+        // Twice: the first read may fill the path's inline cache.
+        for _ in 0..2 {
+            let by_ref = program.eval_ref(&record);
+            assert_eq!(
+                by_ref.as_deref().map_err(|e| e.code),
+                program.eval(&record).as_ref().map_err(|e| e.code),
+                "{src}"
+            );
+            assert_eq!(matches!(by_ref, Ok(Cow::Borrowed(_))), borrowed, "{src}: borrowed?");
+        }
+    }
+    // The output limit holds for borrowed results too.
+    let small = Engine::new().with_limits(tdsl::Limits { max_output_bytes: 8, ..tdsl::Limits::default() });
+    let program = small.compile_in("profile.email", &Scope::from_vars(&record)).expect("compiles");
+    assert_eq!(program.eval_ref(&record).map_err(|e| e.code), Err(Code::OutputLimit));
+    assert_eq!(program.eval(&record).map_err(|e| e.code), Err(Code::OutputLimit));
+}
