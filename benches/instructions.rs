@@ -42,6 +42,26 @@ fn main() {
                 black_box(program.eval(black_box(&record)).expect("evaluates"));
             }
         }
+        "w0" | "w0-clone" => {
+            // 1,000 records shaped like the peers' (bench-peers/src/data.rs), converted (w0)
+            // or deep-cloned as `serde_json::Value` (w0-clone, the baseline).
+            let records: serde_json::Value = (0..1000)
+                .map(|i| {
+                    serde_json::json!({
+                        "id": i, "name": format!("user{i}"), "status": if i % 3 == 0 { "active" } else { "inactive" },
+                        "score": i % 100, "category": format!("cat{}", i % 10), "tags": ["red", format!("t{}", i % 7)],
+                        "profile": {"email": format!("user{i}@example.com"), "age": 20 + i % 50}
+                    })
+                })
+                .collect();
+            for _ in 0..=n {
+                if workload == "w0" {
+                    black_box(Value::from(black_box(&records)));
+                } else {
+                    black_box(black_box(&records).clone());
+                }
+            }
+        }
         "w1-ref" => {
             let program = engine.compile("profile.email").expect("compiles");
             for _ in 0..=n {

@@ -860,8 +860,67 @@ impl From<&serde_json::Value> for Value {
     /// Converts, sharing one allocation per distinct object key: records that repeat the
     /// same keys then cost one key allocation in all, and keep their keys in cache.
     fn from(v: &serde_json::Value) -> Value {
-        let mut keys = rustc_hash::FxHashMap::default();
-        convert(v, &mut keys)
+        let mut keys = SharedKeys::default();
+        convert_shallow(v, &mut keys, 0)
+    }
+}
+
+/// How deep [`convert_shallow`] recurses before handing a subtree to the iterative
+/// [`convert`] (each level is a small stack frame; 64 of them are far below any stack).
+const RECURSION_DEPTH: usize = 64;
+
+/// The keys shared by one conversion, each with its hash (computed once: objects insert by
+/// it instead of hashing the key again).
+#[derive(Default)]
+struct SharedKeys<'a> {
+    keys: rustc_hash::FxHashMap<&'a str, (Arc<str>, u64)>,
+}
+
+impl<'a> SharedKeys<'a> {
+    #[inline]
+    fn get(&mut self, k: &'a str) -> (Arc<str>, u64) {
+        if let Some((key, hash)) = self.keys.get(k) {
+            return (key.clone(), *hash);
+        }
+        let key: Arc<str> = Arc::from(k);
+        let hash = std::hash::BuildHasher::hash_one(&FxBuild::default(), &*key);
+        if self.keys.len() < MAX_SHARED_KEYS {
+            self.keys.insert(k, (key.clone(), hash));
+        }
+        (key, hash)
+    }
+}
+
+/// The conversion, recursive for the first [`RECURSION_DEPTH`] levels (no frames to move,
+/// lists collected straight into their shared allocation, object keys inserted by their
+/// known hash), iterative below.
+fn convert_shallow<'a>(v: &'a serde_json::Value, keys: &mut SharedKeys<'a>, depth: usize) -> Value {
+    use indexmap::map::RawEntryApiV1;
+    use serde_json::Value as J;
+    match v {
+        J::Null => Value::Null,
+        J::Bool(b) => Value::Bool(*b),
+        J::Number(n) => match n.as_i64() {
+            Some(i) => Value::Int(i),
+            None => Value::Float(n.as_f64().unwrap_or(0.0)),
+        },
+        J::String(s) => Value::str(s),
+        _ if depth >= RECURSION_DEPTH => convert(v, keys),
+        J::Array(a) => Value::List(a.iter().map(|x| convert_shallow(x, keys, depth + 1)).collect()),
+        J::Object(o) => {
+            let mut map = Map::with_capacity_and_hasher(o.len(), FxBuild::default());
+            for (k, x) in o {
+                let (key, hash) = keys.get(k);
+                let value = convert_shallow(x, keys, depth + 1);
+                // A JSON object's keys are distinct: no key in the map can match.
+                if let indexmap::map::raw_entry_v1::RawEntryMut::Vacant(slot) =
+                    map.raw_entry_mut_v1().from_hash(hash, |_| false)
+                {
+                    slot.insert_hashed_nocheck(hash, key, value);
+                }
+            }
+            Value::object(map)
+        }
     }
 }
 
@@ -870,7 +929,7 @@ const MAX_SHARED_KEYS: usize = 4096;
 
 /// Converts without recursion (a frame per open list or object on a heap stack), so input
 /// nested arbitrarily deep cannot overflow the stack.
-fn convert<'a>(root: &'a serde_json::Value, keys: &mut rustc_hash::FxHashMap<&'a str, Arc<str>>) -> Value {
+fn convert<'a>(root: &'a serde_json::Value, keys: &mut SharedKeys<'a>) -> Value {
     use serde_json::Value as J;
     enum Frame<'a> {
         List(std::slice::Iter<'a, J>, Vec<Value>),
@@ -904,7 +963,7 @@ fn convert<'a>(root: &'a serde_json::Value, keys: &mut rustc_hash::FxHashMap<&'a
                 match it.next() {
                     Some((k, first)) => {
                         let map = Map::with_capacity_and_hasher(o.len(), FxBuild::default());
-                        stack.push(Frame::Object(it, map, shared_key(k, keys)));
+                        stack.push(Frame::Object(it, map, keys.get(k).0));
                         cur = first;
                         continue;
                     }
@@ -928,7 +987,7 @@ fn convert<'a>(root: &'a serde_json::Value, keys: &mut rustc_hash::FxHashMap<&'a
                 Frame::Object(mut it, mut map, key) => {
                     map.insert(key, done);
                     if let Some((k, next)) = it.next() {
-                        let key = shared_key(k, keys);
+                        let key = keys.get(k).0;
                         stack.push(Frame::Object(it, map, key));
                         cur = next;
                         break;
@@ -936,19 +995,6 @@ fn convert<'a>(root: &'a serde_json::Value, keys: &mut rustc_hash::FxHashMap<&'a
                     done = Value::object(map);
                 }
             }
-        }
-    }
-}
-
-fn shared_key<'a>(k: &'a str, keys: &mut rustc_hash::FxHashMap<&'a str, Arc<str>>) -> Arc<str> {
-    match keys.get(k) {
-        Some(shared) => shared.clone(),
-        None => {
-            let key: Arc<str> = Arc::from(k);
-            if keys.len() < MAX_SHARED_KEYS {
-                keys.insert(k, key.clone());
-            }
-            key
         }
     }
 }
