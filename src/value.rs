@@ -146,7 +146,9 @@ fn take_nested(v: &mut Value, stack: &mut Vec<Value>) {
 }
 
 /// Whether `v` is the last owner of a list or object that holds a non-empty list or object.
-fn holds_containers(v: &mut Value) -> bool {
+/// A load of the reference count decides "last owner" (values never have weak references),
+/// not `Arc::get_mut`, whose uniqueness check costs two atomic read-modify-writes.
+fn holds_containers(v: &Value) -> bool {
     fn non_empty_container(x: &Value) -> bool {
         match x {
             Value::List(l) => !l.is_empty(),
@@ -155,8 +157,8 @@ fn holds_containers(v: &mut Value) -> bool {
         }
     }
     match v {
-        Value::List(l) => Arc::get_mut(l).is_some_and(|items| items.iter().any(non_empty_container)),
-        Value::Object(o) => Arc::get_mut(o).is_some_and(|map| map.values().any(non_empty_container)),
+        Value::List(l) => Arc::strong_count(l) == 1 && l.iter().any(non_empty_container),
+        Value::Object(o) => Arc::strong_count(o) == 1 && o.values().any(non_empty_container),
         _ => false,
     }
 }
