@@ -108,12 +108,17 @@ struct Live {
 
 impl Live {
     fn stderr_tail(&self) -> String {
-        let lines = self.stderr.lock().unwrap_or_else(PoisonError::into_inner);
-        if lines.is_empty() {
-            String::new()
-        } else {
-            format!(" (its standard error ends: {})", lines.iter().cloned().collect::<Vec<_>>().join(" | "))
-        }
+        stderr_tail(&self.stderr)
+    }
+}
+
+/// ` (its standard error ends: …)` with the lines a server last wrote, or nothing.
+fn stderr_tail(lines: &Mutex<VecDeque<String>>) -> String {
+    let lines = lines.lock().unwrap_or_else(PoisonError::into_inner);
+    if lines.is_empty() {
+        String::new()
+    } else {
+        format!(" (its standard error ends: {})", lines.iter().cloned().collect::<Vec<_>>().join(" | "))
     }
 }
 
@@ -301,14 +306,6 @@ async fn start(command: &[String], cancel: &CancelToken) -> Result<Live, Connect
             return Err(ConnectError(ToolError::transient(format!("starting the MCP server {program} was cancelled"))))
         }
     };
-    let tail = |lines: &Arc<Mutex<VecDeque<String>>>| {
-        let l = lines.lock().unwrap_or_else(PoisonError::into_inner);
-        if l.is_empty() {
-            String::new()
-        } else {
-            format!(" (its standard error ends: {})", l.iter().cloned().collect::<Vec<_>>().join(" | "))
-        }
-    };
     let service = match service {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
@@ -316,14 +313,14 @@ async fn start(command: &[String], cancel: &CancelToken) -> Result<Live, Connect
             tokio::time::sleep(Duration::from_millis(50)).await;
             return Err(ConnectError(ToolError::transient(format!(
                 "the MCP server {program} failed the handshake: {e}{}",
-                tail(&lines)
+                stderr_tail(&lines)
             ))));
         }
         Err(_) => {
             return Err(ConnectError(ToolError::transient(format!(
                 "the MCP server {program} did not answer `initialize` within {} s{}",
                 HANDSHAKE_TIMEOUT.as_secs(),
-                tail(&lines)
+                stderr_tail(&lines)
             ))))
         }
     };
