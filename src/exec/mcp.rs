@@ -7,7 +7,8 @@
 //! - Each distinct command line is started once, on its first call, and shared by every
 //!   step that uses it (calls go to it concurrently) for as long as the [`McpClients`]
 //!   lives: the command line makes one per run. It is shut down when the `McpClients` is
-//!   dropped (its standard input is closed, then it is killed).
+//!   dropped: its standard input is closed and it has 3 s to exit, then SIGTERM, then it is
+//!   killed.
 //! - Errors: a result with `isError: true` and a JSON-RPC error from the server (an unknown
 //!   tool, invalid arguments) are permanent; a server that cannot be started is permanent;
 //!   a server that dies, closes the connection or fails the handshake is transient, and the
@@ -24,8 +25,11 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientConfig};
-use rmcp::service::{Peer, RunningService, ServiceError};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientConfig,
+    ClientRequest, ServerResult,
+};
+use rmcp::service::{Peer, PeerRequestOptions, RunningService, ServiceError};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::Value as Json;
@@ -148,10 +152,26 @@ impl McpClients {
         let peer = live.peer.clone();
         let cancel = call.cancel.clone();
         let answer = runtime.block_on(async move {
-            // Dropping the request future on cancel sends `notifications/cancelled`.
-            tokio::select! {
-                r = peer.call_tool_once(params) => Some(r),
+            let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+            let mut handle = match peer.send_cancellable_request(request, PeerRequestOptions::no_options()).await {
+                Ok(h) => h,
+                Err(e) => return Some(Err(e)),
+            };
+            let answered = tokio::select! {
+                r = &mut handle.rx => Some(r),
                 () = cancelled(&cancel) => None,
+            };
+            match answered {
+                Some(Ok(Ok(ServerResult::CallToolResult(result)))) => Some(Ok(CallToolResponse::Complete(result))),
+                Some(Ok(Ok(_))) => Some(Err(ServiceError::UnexpectedResponse)),
+                Some(Ok(Err(e))) => Some(Err(e)),
+                Some(Err(_)) => Some(Err(ServiceError::TransportClosed)),
+                None => {
+                    // Sent before the call returns, so that it reaches the server before
+                    // the connection is closed at the end of the run.
+                    let _ = handle.cancel(Some("the tdsl run cancelled the call".to_string())).await;
+                    None
+                }
             }
         });
         let who = format!("`{tool_path}`: the MCP tool `{}` of {}", endpoint.tool, live.program);
@@ -254,9 +274,9 @@ impl Drop for McpClients {
         }
         runtime.block_on(async move {
             for service in services {
-                // Closing the connection ends the server's input; the transport's child is
-                // killed when it is dropped.
-                let _ = tokio::time::timeout(Duration::from_secs(2), service.cancel()).await;
+                // The MCP stdio shutdown: the server's input is closed and it gets 3 s to
+                // exit, then SIGTERM and 3 s more, then it is killed (rmcp's child transport).
+                let _ = tokio::time::timeout(Duration::from_secs(8), service.cancel()).await;
             }
         });
     }
