@@ -24,9 +24,13 @@ use crate::syntax::ast::{Arg, BinaryOp, Call, Expr, ExprKind, RefPath, StrLit, U
 use crate::value::{Map, Value};
 use crate::{Engine, FixedClock, Limits, Scope};
 
-/// Any text as an expression: parse, dump, and — when it parsed — print and parse again.
+/// Any text as an expression: the hand-written parser agrees with the pest grammar; parse,
+/// dump, and — when it parsed — print and parse again.
 pub fn parse(data: &[u8]) {
     let Ok(src) = std::str::from_utf8(data) else { return };
+    if let Err(e) = crate::syntax::fast_path_agrees(src) {
+        panic!("{e}");
+    }
     let parsed = crate::syntax::parse(src);
     check_diagnostics(&parsed.diagnostics, src);
     let _ = crate::syntax::dump(&parsed.expr);

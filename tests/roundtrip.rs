@@ -8,6 +8,9 @@
 //!   shapes: every built-in with positional and keyword arguments, template strings, REFs,
 //!   operators at every precedence.
 //!
+//! * the hand-written parser and the pest grammar agree: the same tree for every input the
+//!   grammar accepts without a problem, and a refusal (so the grammar reports) otherwise.
+//!
 //! The fuzz targets `parse` and `eval` check the same properties for much longer; this
 //! runs on stable Rust with every `cargo test`.
 
@@ -112,6 +115,52 @@ proptest! {
         let mut u = Unstructured::new(&bytes);
         if let Ok(tree) = tdsl::fuzzing::expr(&mut u, 6) {
             check_round_trip(&tree);
+        }
+    }
+
+    #[test]
+    fn fast_parser_agrees_with_the_grammar_on_token_soup(src in token_text()) {
+        if let Err(e) = tdsl::syntax::fast_path_agrees(&src) {
+            prop_assert!(false, "{}", e);
+        }
+    }
+
+    #[test]
+    fn fast_parser_agrees_with_the_grammar_on_printed_trees(bytes in prop::collection::vec(any::<u8>(), 0..600)) {
+        let mut u = Unstructured::new(&bytes);
+        if let Ok(tree) = tdsl::fuzzing::expr(&mut u, 6) {
+            let printed = print(&tree);
+            if let Err(e) = tdsl::syntax::fast_path_agrees(&printed) {
+                prop_assert!(false, "{}", e);
+            }
+        }
+    }
+
+    /// Printed trees respaced: whitespace of every kind inserted between random characters
+    /// and spaces dropped, which moves token boundaries (`a and b` → `aand b`) as often as
+    /// it keeps them.
+    #[test]
+    fn fast_parser_agrees_with_the_grammar_on_respaced_trees(
+        bytes in prop::collection::vec(any::<u8>(), 0..600),
+        edits in prop::collection::vec((any::<prop::sample::Index>(), 0..5usize), 0..6),
+    ) {
+        let mut u = Unstructured::new(&bytes);
+        if let Ok(tree) = tdsl::fuzzing::expr(&mut u, 6) {
+            let mut text: Vec<char> = print(&tree).chars().collect();
+            for (at, what) in edits {
+                let i = at.index(text.len() + 1);
+                match what {
+                    0 if text.get(i) == Some(&' ') => { text.remove(i); }
+                    0 | 1 => text.insert(i, ' '),
+                    2 => text.insert(i, '\n'),
+                    3 => { text.insert(i, '\t'); text.insert(i, '\r'); }
+                    _ => text.insert(i, '\u{b}'), // not whitespace to tdsl
+                }
+            }
+            let src: String = text.into_iter().collect();
+            if let Err(e) = tdsl::syntax::fast_path_agrees(&src) {
+                prop_assert!(false, "{}", e);
+            }
         }
     }
 

@@ -9,7 +9,9 @@ pub mod escape;
 mod parser;
 mod printer;
 
-pub use parser::{parse, parse_ref, parse_with_limit, Parse, DEFAULT_MAX_NESTING};
+mod fast;
+
+pub use parser::{fast_path_agrees, parse, parse_ref, parse_with_limit, Parse, DEFAULT_MAX_NESTING};
 pub use printer::{dump, print};
 
 #[cfg(test)]

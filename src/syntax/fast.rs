@@ -1,0 +1,466 @@
+//! The hand-written fast path: the language of `grammar/tdsl.pest`, for inputs without
+//! problems.
+//!
+//! pest's generated parsers spend 800–1,000 instructions per token on rule bookkeeping
+//! (call limits, stack snapshots, attempt tracking for error messages, the pair queue),
+//! which puts a 100-character expression far beyond the compile budget of SPEC's
+//! performance bar (docs/performance.md, W5). This module parses the same language by
+//! recursive descent straight into the AST, with no pairs in between.
+//!
+//! It is an accelerator, not a second definition: it answers only when the input is free
+//! of problems, and then with exactly the tree the pest grammar and the AST builder in
+//! `parser.rs` build, spans and string source maps included. On anything the reference
+//! path would report — a syntax error, a comparison chain, a bad escape, a number out of
+//! range, a keyword used as a name, a tree deeper than the limit — it returns `None`
+//! without a word, and the reference path runs and reports. So every diagnostic still
+//! comes from the pest grammar and the builder, and the two paths can only disagree by
+//! building different trees for a valid input or accepting an invalid one; the property
+//! tests in `parser.rs` and the `parse` fuzz target compare them for exactly that.
+
+use std::sync::Arc;
+
+use super::ast::*;
+use super::escape::{unescape, Dialect};
+use crate::span::{Span, Spanned};
+
+/// Parses a whole expression, or `None` when the reference path must (see the module
+/// docs). `max_depth` is the builder's limit on tree height.
+pub(super) fn parse(src: &str, max_depth: usize) -> Option<Expr> {
+    let mut p = Parser { src, b: src.as_bytes(), pos: 0, max_depth };
+    p.ws();
+    let (e, _) = p.climb(0)?;
+    (p.pos == p.b.len()).then_some(e)
+}
+
+/// Parses a string that is a REF on its own (`ref_program`: whitespace around it is
+/// allowed, as pest's implicit whitespace allows it), or `None` for the reference path.
+pub(super) fn parse_ref(src: &str) -> Option<RefPath> {
+    let mut p = Parser { src, b: src.as_bytes(), pos: 0, max_depth: 0 };
+    p.ws();
+    let (r, _) = p.ref_path()?;
+    p.ws();
+    (p.pos == p.b.len()).then_some(r)
+}
+
+struct Parser<'s> {
+    src: &'s str,
+    b: &'s [u8],
+    pos: usize,
+    max_depth: usize,
+}
+
+/// A node and the height of its tree, as the builder counts it.
+type Built = Option<(Expr, usize)>;
+
+/// Precedence of `not` and unary `-` (as in the builder).
+const NOT_PRECEDENCE: usize = 3;
+const NEG_PRECEDENCE: usize = 7;
+
+fn is_ident_char(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_'
+}
+
+fn is_ident_start(c: u8) -> bool {
+    c.is_ascii_alphabetic() || c == b'_'
+}
+
+impl<'s> Parser<'s> {
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.pos).copied()
+    }
+
+    fn at(&self, i: usize) -> Option<u8> {
+        self.b.get(self.pos + i).copied()
+    }
+
+    /// Skips `WHITESPACE*`: space, tab, line feed, carriage return.
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
+            self.pos += 1;
+        }
+    }
+
+    /// Consumes `c` and the whitespace after it, or fails.
+    fn expect(&mut self, c: u8) -> Option<()> {
+        (self.peek() == Some(c)).then(|| {
+            self.pos += 1;
+            self.ws();
+        })
+    }
+
+    /// Whether the keyword `kw` is at the cursor, not followed by a name character.
+    fn keyword(&self, kw: &[u8]) -> bool {
+        self.b[self.pos..].starts_with(kw) && !self.at(kw.len()).is_some_and(is_ident_char)
+    }
+
+    /// A node of the given height, or `None` past the limit (the builder reports it).
+    fn node(&self, kind: ExprKind, span: Span, height: usize) -> Built {
+        (height <= self.max_depth).then_some((Expr::new(kind, span), height))
+    }
+
+    /// `ident`, without the whitespace after it.
+    fn ident(&mut self) -> Option<Spanned<Name>> {
+        let start = self.pos;
+        if !self.peek().is_some_and(is_ident_start) {
+            return None;
+        }
+        self.pos += 1;
+        while self.peek().is_some_and(is_ident_char) {
+            self.pos += 1;
+        }
+        Some(Spanned::new(Arc::from(&self.src[start..self.pos]), Span::new(start, self.pos)))
+    }
+
+    /// Operands and infix operators binding at least as tightly as `min` (the builder's
+    /// precedence climbing, over text instead of pairs).
+    fn climb(&mut self, min: usize) -> Built {
+        let (mut lhs, mut height) = self.operand()?;
+        let mut lhs_is_comparison = false;
+        while let Some((op, len)) = self.infix() {
+            let prec = usize::from(op.precedence());
+            if prec < min {
+                break;
+            }
+            self.pos += len;
+            self.ws();
+            let (rhs, rh) = self.climb(prec + 1)?;
+            if op.is_comparison() && lhs_is_comparison {
+                return None; // a comparison chain: the builder reports it
+            }
+            lhs_is_comparison = op.is_comparison();
+            let span = lhs.span.to(rhs.span);
+            (lhs, height) = self.node(ExprKind::Binary(op, Box::new(lhs), Box::new(rhs)), span, 1 + height.max(rh))?;
+        }
+        Some((lhs, height))
+    }
+
+    /// The infix operator at the cursor and its length in bytes.
+    fn infix(&self) -> Option<(BinaryOp, usize)> {
+        let two = |op| Some((op, 2));
+        let one = |op| Some((op, 1));
+        match (self.peek()?, self.at(1)) {
+            (b'|', Some(b'|')) => two(BinaryOp::Or),
+            (b'&', Some(b'&')) => two(BinaryOp::And),
+            (b'o', _) if self.keyword(b"or") => two(BinaryOp::Or),
+            (b'a', _) if self.keyword(b"and") => Some((BinaryOp::And, 3)),
+            (b'=', Some(b'=')) => two(BinaryOp::Eq),
+            (b'!', Some(b'=')) => two(BinaryOp::Ne),
+            (b'>', Some(b'=')) => two(BinaryOp::Ge),
+            (b'<', Some(b'=')) => two(BinaryOp::Le),
+            (b'>', _) => one(BinaryOp::Gt),
+            (b'<', _) => one(BinaryOp::Lt),
+            (b'+', _) => one(BinaryOp::Add),
+            (b'-', _) => one(BinaryOp::Sub),
+            (b'*', _) => one(BinaryOp::Mul),
+            (b'/', _) => one(BinaryOp::Div),
+            (b'%', _) => one(BinaryOp::Rem),
+            _ => None,
+        }
+    }
+
+    /// Prefix operators, a primary, postfix operators; the whitespace after it.
+    fn operand(&mut self) -> Built {
+        let start = self.pos;
+        let prefix = match self.peek()? {
+            b'!' if self.at(1) != Some(b'=') => Some((UnaryOp::Not, NOT_PRECEDENCE, 1)),
+            b'n' if self.keyword(b"not") => Some((UnaryOp::Not, NOT_PRECEDENCE, 3)),
+            b'-' => Some((UnaryOp::Neg, NEG_PRECEDENCE, 1)),
+            _ => None,
+        };
+        if let Some((op, prec, len)) = prefix {
+            self.pos += len;
+            self.ws();
+            let (operand, h) = self.climb(prec)?;
+            let span = Span::new(start, operand.span.end as usize);
+            return self.node(ExprKind::Unary(op, Box::new(operand)), span, 1 + h);
+        }
+        let (mut acc, mut height) = self.primary()?;
+        self.ws();
+        loop {
+            match self.peek() {
+                Some(b'.') => {
+                    self.pos += 1;
+                    self.ws();
+                    let seg = self.segment()?;
+                    let span = acc.span.to(seg.span);
+                    (acc, height) = self.node(ExprKind::Field(Box::new(acc), seg), span, height + 1)?;
+                }
+                Some(b'[') => {
+                    self.pos += 1;
+                    self.ws();
+                    let (key, kh) = self.climb(0)?;
+                    if self.peek() != Some(b']') {
+                        return None;
+                    }
+                    self.pos += 1;
+                    let span = Span::new(acc.span.start as usize, self.pos);
+                    (acc, height) =
+                        self.node(ExprKind::Index(Box::new(acc), Box::new(key)), span, 1 + height.max(kh))?;
+                }
+                _ => return Some((acc, height)),
+            }
+            self.ws();
+        }
+    }
+
+    /// A field segment: a name (keywords allowed) or digits.
+    fn segment(&mut self) -> Option<Spanned<Name>> {
+        if self.peek().is_some_and(|c| c.is_ascii_digit()) {
+            let start = self.pos;
+            while self.peek().is_some_and(|c| c.is_ascii_digit()) {
+                self.pos += 1;
+            }
+            return Some(Spanned::new(Arc::from(&self.src[start..self.pos]), Span::new(start, self.pos)));
+        }
+        self.ident()
+    }
+
+    /// A primary, without the whitespace after it.
+    fn primary(&mut self) -> Built {
+        let start = self.pos;
+        match self.peek()? {
+            b'"' | b'\'' => Some((self.string()?, 1)),
+            b'0'..=b'9' => self.number(),
+            b'R' if self.b[self.pos..].starts_with(b"REF:") => match self.ref_path() {
+                Some((r, span)) => Some((Expr::new(ExprKind::Ref(r), span), 1)),
+                // Not a REF: pest reads the word `REF`, and the `:` after it is an error.
+                None => None,
+            },
+            c if is_ident_start(c) => self.word(),
+            b'[' => {
+                self.pos += 1;
+                self.ws();
+                let mut items = Vec::new();
+                let height = self.sequence(b']', |p| {
+                    let (e, h) = p.climb(0)?;
+                    items.push(e);
+                    Some(h)
+                })?;
+                self.node(ExprKind::List(items), Span::new(start, self.pos), height + 1)
+            }
+            b'{' => {
+                self.pos += 1;
+                self.ws();
+                let mut entries = Vec::new();
+                let height = self.sequence(b'}', |p| {
+                    let key = match p.peek()? {
+                        b'"' | b'\'' => {
+                            let s = p.string()?;
+                            match s.kind {
+                                ExprKind::Str(lit) => Spanned::new(lit.value, s.span),
+                                _ => return None,
+                            }
+                        }
+                        _ => p.ident()?,
+                    };
+                    p.ws();
+                    p.expect(b':')?;
+                    let (e, h) = p.climb(0)?;
+                    entries.push((key, e));
+                    Some(h)
+                })?;
+                self.node(ExprKind::Object(entries), Span::new(start, self.pos), height + 1)
+            }
+            b'(' => {
+                self.pos += 1;
+                self.ws();
+                let (mut e, h) = self.climb(0)?;
+                if self.peek() != Some(b')') {
+                    return None;
+                }
+                self.pos += 1;
+                // Parentheses are part of the node's span, as in the builder.
+                e.span = Span::new(start, self.pos);
+                Some((e, h))
+            }
+            _ => None,
+        }
+    }
+
+    /// `item ("," item)* ","?` up to `close`, the cursor after the opening bracket and its
+    /// whitespace; leaves the cursor just after `close`. Returns the tallest item's height.
+    fn sequence(&mut self, close: u8, mut item: impl FnMut(&mut Self) -> Option<usize>) -> Option<usize> {
+        let mut height = 0;
+        loop {
+            if self.peek() == Some(close) {
+                self.pos += 1;
+                return Some(height);
+            }
+            height = height.max(item(self)?);
+            match self.peek()? {
+                b',' => {
+                    self.pos += 1;
+                    self.ws();
+                }
+                c if c == close => {
+                    self.pos += 1;
+                    return Some(height);
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// A name, a keyword literal or a call.
+    fn word(&mut self) -> Built {
+        let ident = self.ident()?;
+        if self.peek() == Some(b'(') {
+            self.pos += 1;
+            self.ws();
+            let mut args = Vec::new();
+            let height = self.sequence(b')', |p| {
+                let keyword = p.kwarg();
+                let (value, h) = p.climb(0)?;
+                args.push(Arg { keyword, value });
+                Some(h)
+            })?;
+            let span = Span::new(ident.span.start as usize, self.pos);
+            return self.node(ExprKind::Call(Call { name: ident, args }), span, height + 1);
+        }
+        let kind = match &*ident.node {
+            "true" => ExprKind::Bool(true),
+            "false" => ExprKind::Bool(false),
+            "null" => ExprKind::Null,
+            "and" | "or" | "not" => return None, // a keyword as a name: the builder reports it
+            _ => ExprKind::Name(ident.node),
+        };
+        Some((Expr::new(kind, ident.span), 1))
+    }
+
+    /// `name =` (not `==`) at the cursor: consumes it and returns the keyword; otherwise
+    /// leaves the cursor where it was.
+    fn kwarg(&mut self) -> Option<Spanned<Name>> {
+        if !self.peek().is_some_and(is_ident_start) {
+            return None;
+        }
+        let start = self.pos;
+        let mut end = start + 1;
+        while self.b.get(end).copied().is_some_and(is_ident_char) {
+            end += 1;
+        }
+        let mut i = end;
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.b.get(i) {
+            i += 1;
+        }
+        if self.b.get(i) != Some(&b'=') {
+            return None;
+        }
+        i += 1;
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.b.get(i) {
+            i += 1;
+        }
+        if self.b.get(i) == Some(&b'=') {
+            return None;
+        }
+        self.pos = i;
+        Some(Spanned::new(Arc::from(&self.src[start..end]), Span::new(start, end)))
+    }
+
+    /// A number: an integer when it has no fraction or exponent and fits in `i64`.
+    fn number(&mut self) -> Built {
+        let start = self.pos;
+        let digits = |p: &mut Self| {
+            let from = p.pos;
+            while p.peek().is_some_and(|c| c.is_ascii_digit()) {
+                p.pos += 1;
+            }
+            p.pos > from
+        };
+        digits(self);
+        if self.peek() == Some(b'.') && self.at(1).is_some_and(|c| c.is_ascii_digit()) {
+            self.pos += 1;
+            digits(self);
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            let mark = self.pos;
+            self.pos += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.pos += 1;
+            }
+            if !digits(self) {
+                self.pos = mark;
+            }
+        }
+        if self.peek().is_some_and(is_ident_char) {
+            return None;
+        }
+        let text = &self.src[start..self.pos];
+        let span = Span::new(start, self.pos);
+        let integral = !text.contains(['.', 'e', 'E']);
+        match (integral, text.parse::<i64>(), text.parse::<f64>()) {
+            (true, Ok(i), _) => Some((Expr::new(ExprKind::Int(i), span), 1)),
+            (_, _, Ok(f)) if f.is_finite() => Some((Expr::new(ExprKind::Float(f), span), 1)),
+            _ => None, // out of range: the builder reports it
+        }
+    }
+
+    /// A string literal, decoded, without the whitespace after it.
+    fn string(&mut self) -> Option<Expr> {
+        let start = self.pos;
+        let quote = self.peek()?;
+        self.pos += 1;
+        let inner = self.pos;
+        loop {
+            let rest = &self.b[self.pos..];
+            let n = rest.iter().position(|&c| c == quote || c == b'\\')?;
+            self.pos += n;
+            if self.b[self.pos] == quote {
+                break;
+            }
+            // A backslash and the character after it, whatever it is.
+            let escaped = self.src.get(self.pos + 1..)?.chars().next()?;
+            self.pos += 1 + escaped.len_utf8();
+        }
+        let raw = &self.src[inner..self.pos];
+        self.pos += 1;
+        let (text, map, errors) = unescape(raw, inner, Dialect::Expression);
+        if !errors.is_empty() {
+            return None; // a bad escape: the builder reports it
+        }
+        let span = Span::new(start, self.pos);
+        Some(Expr::new(ExprKind::Str(StrLit { value: Arc::from(text), map: Arc::new(map) }), span))
+    }
+
+    /// `REF:context.segment…`, without the whitespace after it; the REF and its span.
+    fn ref_path(&mut self) -> Option<(RefPath, Span)> {
+        let start = self.pos;
+        if !self.b[self.pos..].starts_with(b"REF:") {
+            return None;
+        }
+        self.pos += 4;
+        let context = self.ref_segment(false)?;
+        let mut segments = Vec::new();
+        while self.peek() == Some(b'.') {
+            let mark = self.pos;
+            self.pos += 1;
+            match self.ref_segment(true) {
+                Some(seg) => segments.push(seg),
+                None => {
+                    // The `.` is not part of the REF (pest backtracks out of it).
+                    self.pos = mark;
+                    break;
+                }
+            }
+        }
+        Some((RefPath { context, segments }, Span::new(start, self.pos)))
+    }
+
+    /// A REF name (`[A-Za-z_][A-Za-z0-9_-]*`) or, when `digits` allows, a run of digits.
+    fn ref_segment(&mut self, digits: bool) -> Option<Spanned<Name>> {
+        let start = self.pos;
+        let first = self.peek()?;
+        if is_ident_start(first) {
+            self.pos += 1;
+            while self.peek().is_some_and(|c| is_ident_char(c) || c == b'-') {
+                self.pos += 1;
+            }
+        } else if digits && first.is_ascii_digit() {
+            while self.peek().is_some_and(|c| c.is_ascii_digit()) {
+                self.pos += 1;
+            }
+        } else {
+            return None;
+        }
+        Some(Spanned::new(Arc::from(&self.src[start..self.pos]), Span::new(start, self.pos)))
+    }
+}
