@@ -386,7 +386,7 @@ impl<'a> Checker<'a> {
         let shapes = self.callee_shapes(callee.as_ref(), declared_responses);
         let plain_result = shapes.result.clone();
         let parallel = ins.parallel_execution.as_ref();
-        let raw = if parallel.is_some() { Type::List(Box::new(plain_result.clone())) } else { shapes.response.clone() };
+        let raw = if parallel.is_some() { Type::List(Arc::new(plain_result.clone())) } else { shapes.response.clone() };
         let raw_fields: Option<&Fields> = if parallel.is_some() { None } else { shapes.fields.as_ref() };
         let transformed: Vec<Arc<str>> = ins
             .transform_arguments
@@ -519,7 +519,7 @@ impl<'a> Checker<'a> {
 
         // The result, as REFs to this step see it (SPEC §6.4).
         let mut fields: crate::types::Fields = match parallel {
-            Some(_) => [(Arc::from("response"), Type::List(Box::new(plain_result.clone())))].into_iter().collect(),
+            Some(_) => [(Arc::from("response"), Type::List(Arc::new(plain_result.clone())))].into_iter().collect(),
             None => object_fields(&plain_result).into_iter().collect(),
         };
         for (k, ty) in transform_responses.iter().flat_map(|r| &r.outputs) {
@@ -998,7 +998,7 @@ pub(crate) fn declared_type(t: &TypeName) -> Type {
         TypeName::Integer => Type::Int,
         TypeName::Boolean => Type::Bool,
         TypeName::List(None) => Type::any_list(),
-        TypeName::List(Some(e)) => Type::List(Box::new(declared_type(e))),
+        TypeName::List(Some(e)) => Type::List(Arc::new(declared_type(e))),
         TypeName::Object => Type::any_object(),
         TypeName::File => Type::File,
         TypeName::Any => Type::Any,

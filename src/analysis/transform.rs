@@ -217,7 +217,7 @@ impl Checker<'_> {
                 let parts: Vec<(ValuePlan, Type)> = items.iter().map(|n| self.value(n, info, calls)).collect();
                 let elem = Type::union_all(parts.iter().map(|(_, t)| t.clone()));
                 let elem = if elem == Type::Never { Type::Any } else { elem };
-                let ty = Type::List(Box::new(elem));
+                let ty = Type::List(Arc::new(elem));
                 if parts.iter().all(|(p, _)| matches!(p, ValuePlan::Literal(_))) {
                     return (ValuePlan::Literal(node.to_value()), ty);
                 }

@@ -22,7 +22,15 @@ struct Compiler {
 
 /// A field chain's root and segments: `item.a.b` → (`item`, [a, b]).
 fn field_chain(e: &TExpr) -> (&TExpr, Vec<Name>) {
-    let mut segs = Vec::new();
+    // Counted first, so the list is allocated once at its final size (it usually becomes a
+    // boxed slice, which a spare capacity would cost a reallocation).
+    let mut n = 0;
+    let mut cur = e;
+    while let TKind::Field(inner, _) = &cur.kind {
+        n += 1;
+        cur = inner;
+    }
+    let mut segs = Vec::with_capacity(n);
     let mut cur = e;
     while let TKind::Field(inner, seg) = &cur.kind {
         segs.push(seg.clone());

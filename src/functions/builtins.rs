@@ -36,7 +36,7 @@ fn fixed(t: Type) -> ReturnRule {
 }
 
 fn list_of(t: Type) -> Type {
-    Type::List(Box::new(t))
+    Type::List(Arc::new(t))
 }
 
 fn str_or_null() -> Type {

@@ -21,12 +21,12 @@ use std::sync::Arc;
 
 use super::ast::*;
 use super::escape::{unescape, Dialect};
-use crate::span::{Span, Spanned};
+use crate::span::{SourceMap, Span, Spanned};
 
 /// Parses a whole expression, or `None` when the reference path must (see the module
 /// docs). `max_depth` is the builder's limit on tree height.
 pub(super) fn parse(src: &str, max_depth: usize) -> Option<Expr> {
-    let mut p = Parser { src, b: src.as_bytes(), pos: 0, max_depth };
+    let mut p = Parser { src, b: src.as_bytes(), pos: 0, max_depth, names: Vec::new() };
     p.ws();
     let (e, _) = p.climb(0)?;
     (p.pos == p.b.len()).then_some(e)
@@ -35,7 +35,7 @@ pub(super) fn parse(src: &str, max_depth: usize) -> Option<Expr> {
 /// Parses a string that is a REF on its own (`ref_program`: whitespace around it is
 /// allowed, as pest's implicit whitespace allows it), or `None` for the reference path.
 pub(super) fn parse_ref(src: &str) -> Option<RefPath> {
-    let mut p = Parser { src, b: src.as_bytes(), pos: 0, max_depth: 0 };
+    let mut p = Parser { src, b: src.as_bytes(), pos: 0, max_depth: 0, names: Vec::new() };
     p.ws();
     let (r, _) = p.ref_path()?;
     p.ws();
@@ -47,6 +47,9 @@ struct Parser<'s> {
     b: &'s [u8],
     pos: usize,
     max_depth: usize,
+    /// The names made so far: an expression repeats its names (`item`, `array`, …), and
+    /// sharing one allocation among them is cheaper than allocating and freeing each.
+    names: Vec<Name>,
 }
 
 /// A node and the height of its tree, as the builder counts it.
@@ -80,6 +83,20 @@ impl<'s> Parser<'s> {
         }
     }
 
+    /// The text from `start` to the cursor as a name, shared with an earlier equal one.
+    fn name(&mut self, start: usize) -> Spanned<Name> {
+        let text = &self.src[start..self.pos];
+        let span = Span::new(start, self.pos);
+        if let Some(n) = self.names.iter().find(|n| &***n == text) {
+            return Spanned::new(n.clone(), span);
+        }
+        let n: Name = Arc::from(text);
+        if self.names.len() < 16 {
+            self.names.push(n.clone());
+        }
+        Spanned::new(n, span)
+    }
+
     /// Consumes `c` and the whitespace after it, or fails.
     fn expect(&mut self, c: u8) -> Option<()> {
         (self.peek() == Some(c)).then(|| {
@@ -108,7 +125,7 @@ impl<'s> Parser<'s> {
         while self.peek().is_some_and(is_ident_char) {
             self.pos += 1;
         }
-        Some(Spanned::new(Arc::from(&self.src[start..self.pos]), Span::new(start, self.pos)))
+        Some(self.name(start))
     }
 
     /// Operands and infix operators binding at least as tightly as `min` (the builder's
@@ -210,7 +227,7 @@ impl<'s> Parser<'s> {
             while self.peek().is_some_and(|c| c.is_ascii_digit()) {
                 self.pos += 1;
             }
-            return Some(Spanned::new(Arc::from(&self.src[start..self.pos]), Span::new(start, self.pos)));
+            return Some(self.name(start));
         }
         self.ident()
     }
@@ -352,8 +369,12 @@ impl<'s> Parser<'s> {
         if self.b.get(i) == Some(&b'=') {
             return None;
         }
+        let keyword = {
+            self.pos = end;
+            self.name(start)
+        };
         self.pos = i;
-        Some(Spanned::new(Arc::from(&self.src[start..end]), Span::new(start, end)))
+        Some(keyword)
     }
 
     /// A number: an integer when it has no fraction or exponent and fits in `i64`.
@@ -413,12 +434,23 @@ impl<'s> Parser<'s> {
         }
         let raw = &self.src[inner..self.pos];
         self.pos += 1;
-        let (text, map, errors) = unescape(raw, inner, Dialect::Expression);
-        if !errors.is_empty() {
-            return None; // a bad escape: the builder reports it
-        }
+        let (value, map) = if raw.contains('\\') {
+            let (text, map, errors) = unescape(raw, inner, Dialect::Expression);
+            if !errors.is_empty() {
+                return None; // a bad escape: the builder reports it
+            }
+            (Arc::from(text), map)
+        } else {
+            // Nothing to decode: the text as written, and the map `unescape` would make.
+            let mut map = SourceMap::default();
+            if !raw.is_empty() {
+                map.push(0, inner);
+            }
+            map.finish(raw.len(), inner + raw.len());
+            (Arc::from(raw), map)
+        };
         let span = Span::new(start, self.pos);
-        Some(Expr::new(ExprKind::Str(StrLit { value: Arc::from(text), map: Arc::new(map) }), span))
+        Some(Expr::new(ExprKind::Str(StrLit { value, map: Arc::new(map) }), span))
     }
 
     /// `REF:context.segment…`, without the whitespace after it; the REF and its span.
@@ -461,6 +493,6 @@ impl<'s> Parser<'s> {
         } else {
             return None;
         }
-        Some(Spanned::new(Arc::from(&self.src[start..self.pos]), Span::new(start, self.pos)))
+        Some(self.name(start))
     }
 }

@@ -166,7 +166,7 @@ impl<'a> Checker<'a> {
                 let items: Vec<TExpr> = items.iter().map(|x| self.expr(x)).collect();
                 let elem = Type::union_all(items.iter().map(|t| t.ty.clone()));
                 let elem = if elem == Type::Never { Type::Any } else { elem };
-                self.node(TKind::List(items), Type::List(Box::new(elem)), e.span)
+                self.node(TKind::List(items), Type::List(Arc::new(elem)), e.span)
             }
             ExprKind::Object(entries) => {
                 let mut seen: Vec<&str> = Vec::new();
@@ -446,7 +446,7 @@ impl<'a> Checker<'a> {
                         (x, y) if num(x) && num(y) => out.push(Type::Number),
                         (Type::Str, Type::Str) => out.push(Type::Str),
                         (Type::List(x), Type::List(y)) => {
-                            out.push(Type::List(Box::new(x.as_ref().clone().union(y.as_ref().clone()))))
+                            out.push(Type::List(Arc::new(x.as_ref().clone().union(y.as_ref().clone()))))
                         }
                         (Type::Object(_), Type::Object(_)) => out.push(Type::any_object()),
                         _ => {}

@@ -40,7 +40,7 @@ pub enum Type {
     /// `file`: a path string, or an object with a string `path`.
     File,
     /// `list<T>`
-    List(Box<Type>),
+    List(Arc<Type>),
     /// `object{…}`
     Object(Arc<ObjectType>),
     /// One of several types (never nested, never containing `any`).
@@ -74,7 +74,7 @@ pub enum Fit {
 impl Type {
     /// `list<any>`
     pub fn any_list() -> Type {
-        Type::List(Box::new(Type::Any))
+        Type::List(Arc::new(Type::Any))
     }
 
     /// An open object with no known fields.
@@ -93,7 +93,7 @@ impl Type {
     pub fn truncated(&self, depth: usize) -> Type {
         match self {
             Type::List(_) | Type::Object(_) if depth == 0 => Type::Any,
-            Type::List(t) => Type::List(Box::new(t.truncated(depth - 1))),
+            Type::List(t) => Type::List(Arc::new(t.truncated(depth - 1))),
             Type::Object(o) => Type::object(o.fields.iter().map(|(k, t)| (k.clone(), t.truncated(depth - 1))), o.open),
             Type::Union(parts) => Type::union_all(parts.iter().map(|t| t.truncated(depth))),
             other => other.clone(),
@@ -122,7 +122,7 @@ impl Type {
                 if let Type::List(e) = &t {
                     if let Some(Type::List(prev)) = parts.iter_mut().find(|p| matches!(p, Type::List(_))) {
                         let merged = Type::union_all([(**prev).clone(), (**e).clone()]);
-                        **prev = merged;
+                        *prev = Arc::new(merged);
                         continue;
                     }
                 }
@@ -236,7 +236,7 @@ impl Type {
             "null" => Type::Null,
             _ => {
                 let inner = name.strip_prefix("list<")?.strip_suffix('>')?;
-                Type::List(Box::new(Type::from_type_name(inner)?))
+                Type::List(Arc::new(Type::from_type_name(inner)?))
             }
         })
     }
@@ -338,7 +338,7 @@ pub fn type_of(v: &crate::value::Value) -> Type {
                 // Sample a bounded number of elements: types of huge inputs stay cheap.
                 let elem = Type::union_all(l.iter().take(64).map(|x| go(x, depth + 1)));
                 let elem = if l.len() > 64 || elem == Type::Never { Type::Any } else { elem };
-                Type::List(Box::new(elem))
+                Type::List(Arc::new(elem))
             }
             Value::Object(o) => {
                 if o.len() > 256 {
@@ -376,7 +376,7 @@ mod tests {
 
     #[test]
     fn type_names() {
-        assert_eq!(Type::from_type_name("list<string>"), Some(Type::List(Box::new(Type::Str))));
+        assert_eq!(Type::from_type_name("list<string>"), Some(Type::List(Arc::new(Type::Str))));
         assert_eq!(Type::from_type_name("lst"), None);
     }
 }
