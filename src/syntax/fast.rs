@@ -238,11 +238,11 @@ impl<'s> Parser<'s> {
         match self.peek()? {
             b'"' | b'\'' => Some((self.string()?, 1)),
             b'0'..=b'9' => self.number(),
-            b'R' if self.b[self.pos..].starts_with(b"REF:") => match self.ref_path() {
-                Some((r, span)) => Some((Expr::new(ExprKind::Ref(r), span), 1)),
-                // Not a REF: pest reads the word `REF`, and the `:` after it is an error.
-                None => None,
-            },
+            // Not a REF after all (`REF:1`): pest reads the word `REF`, and the `:` after it
+            // is an error, so `None` either way.
+            b'R' if self.b[self.pos..].starts_with(b"REF:") => {
+                self.ref_path().map(|(r, span)| (Expr::new(ExprKind::Ref(r), span), 1))
+            }
             c if is_ident_start(c) => self.word(),
             b'[' => {
                 self.pos += 1;
