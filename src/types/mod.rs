@@ -102,7 +102,14 @@ impl Type {
 
     /// The union of two types, simplified.
     pub fn union(self, other: Type) -> Type {
-        Type::union_all([self, other])
+        // The common cases, without building a list of parts.
+        match (&self, &other) {
+            (Type::Any, _) | (_, Type::Any) => Type::Any,
+            (_, Type::Never) => self,
+            (Type::Never, _) => other,
+            _ if self == other => self,
+            _ => Type::union_all([self, other]),
+        }
     }
 
     /// The union of many types, simplified: `any` absorbs everything, `integer` merges
@@ -110,39 +117,13 @@ impl Type {
     pub fn union_all(types: impl IntoIterator<Item = Type>) -> Type {
         let mut parts: Vec<Type> = Vec::new();
         for t in types {
-            let items = match t {
-                Type::Union(v) => v,
-                Type::Never => continue,
-                other => vec![other],
+            let any = match t {
+                Type::Union(v) => v.into_iter().any(|t| Type::add_part(&mut parts, t)),
+                Type::Never => false,
+                other => Type::add_part(&mut parts, other),
             };
-            for t in items {
-                if t == Type::Any {
-                    return Type::Any;
-                }
-                if let Type::List(e) = &t {
-                    if let Some(Type::List(prev)) = parts.iter_mut().find(|p| matches!(p, Type::List(_))) {
-                        let merged = Type::union_all([(**prev).clone(), (**e).clone()]);
-                        *prev = Arc::new(merged);
-                        continue;
-                    }
-                }
-                if let Type::Object(_) = &t {
-                    if let Some(prev) = parts.iter_mut().find(|p| matches!(p, Type::Object(_))) {
-                        if *prev != t {
-                            *prev = merge_objects(prev, &t);
-                        }
-                        continue;
-                    }
-                }
-                if t == Type::Int && parts.contains(&Type::Number) {
-                    continue;
-                }
-                if t == Type::Number {
-                    parts.retain(|p| *p != Type::Int);
-                }
-                if !parts.contains(&t) {
-                    parts.push(t);
-                }
+            if any {
+                return Type::Any;
             }
         }
         match parts.len() {
@@ -150,6 +131,41 @@ impl Type {
             1 => parts.pop().unwrap_or(Type::Never),
             _ => Type::Union(parts),
         }
+    }
+
+    /// Adds one alternative (not a union, not `never`) to the parts of a union; true when it
+    /// is `any`, which absorbs the union.
+    fn add_part(parts: &mut Vec<Type>, t: Type) -> bool {
+        if t == Type::Any {
+            return true;
+        }
+        if let Type::List(e) = &t {
+            if let Some(Type::List(prev)) = parts.iter_mut().find(|p| matches!(p, Type::List(_))) {
+                if **prev != **e {
+                    let merged = (**prev).clone().union((**e).clone());
+                    *prev = Arc::new(merged);
+                }
+                return false;
+            }
+        }
+        if let Type::Object(_) = &t {
+            if let Some(prev) = parts.iter_mut().find(|p| matches!(p, Type::Object(_))) {
+                if *prev != t {
+                    *prev = merge_objects(prev, &t);
+                }
+                return false;
+            }
+        }
+        if t == Type::Int && parts.contains(&Type::Number) {
+            return false;
+        }
+        if t == Type::Number {
+            parts.retain(|p| *p != Type::Int);
+        }
+        if !parts.contains(&t) {
+            parts.push(t);
+        }
+        false
     }
 
     /// The alternatives of a union, or the type itself.
@@ -208,6 +224,12 @@ impl Type {
 
     /// The element type of a list type (`any` when unknown, `never` when not a list).
     pub fn element(&self) -> Type {
+        match self {
+            Type::List(e) => return (**e).clone(),
+            Type::Any => return Type::Any,
+            Type::Union(_) => {}
+            _ => return Type::Never,
+        }
         Type::union_all(self.alternatives().iter().map(|t| match t {
             Type::List(e) => (**e).clone(),
             Type::Any => Type::Any,
@@ -217,6 +239,11 @@ impl Type {
 
     /// The type without `null` (`any` stays `any`).
     pub fn non_null(&self) -> Type {
+        match self {
+            Type::Null => return Type::Never,
+            Type::Union(_) => {}
+            other => return other.clone(),
+        }
         Type::union_all(self.alternatives().iter().filter(|t| **t != Type::Null).cloned())
     }
 
