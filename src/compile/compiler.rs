@@ -11,7 +11,9 @@ use crate::value::{Path, Value};
 
 /// Compiles a checked, error-free typed expression into a chunk.
 pub fn compile(e: &TExpr) -> Chunk {
-    let mut c = Compiler { chunk: Chunk::default() };
+    // Room for a typical template or filter condition, so the two lists grow rarely.
+    let chunk = Chunk { code: Vec::with_capacity(16), spans: Vec::with_capacity(16), ..Chunk::default() };
+    let mut c = Compiler { chunk };
     c.expr(e);
     c.chunk
 }
@@ -20,40 +22,48 @@ struct Compiler {
     chunk: Chunk,
 }
 
-/// A field chain's root and segments: `item.a.b` → (`item`, [a, b]).
-fn field_chain(e: &TExpr) -> (&TExpr, Vec<Name>) {
-    // Counted first, so the list is allocated once at its final size (it usually becomes a
-    // boxed slice, which a spare capacity would cost a reallocation).
+/// A field chain's root and its number of segments: `item.a.b` → (`item`, 2).
+fn field_root(e: &TExpr) -> (&TExpr, usize) {
     let mut n = 0;
     let mut cur = e;
     while let TKind::Field(inner, _) = &cur.kind {
         n += 1;
         cur = inner;
     }
-    let mut segs = Vec::with_capacity(n);
+    (cur, n)
+}
+
+/// The `n` segments of the field chain `e`, after `lead` when given: `item.a.b` → [a, b].
+/// Allocated once at the final size (the list usually becomes a boxed slice, which spare
+/// capacity would cost a reallocation), and only once the caller knows it wants them.
+fn field_segments(e: &TExpr, n: usize, lead: Option<&Name>) -> Vec<Name> {
+    let mut segs = Vec::with_capacity(n + usize::from(lead.is_some()));
+    segs.extend(lead.cloned());
+    let from = segs.len();
     let mut cur = e;
     while let TKind::Field(inner, seg) = &cur.kind {
         segs.push(seg.clone());
         cur = inner;
     }
-    segs.reverse();
-    (cur, segs)
+    segs[from..].reverse();
+    segs
 }
 
 /// Where the value of `e` comes from, when that is a fixed place in the data.
 pub(crate) fn origin_of(e: &TExpr) -> Option<Arc<Origin>> {
-    let (root, segs) = field_chain(e);
+    let (root, n) = field_root(e);
     let root = match &root.kind {
         TKind::Global(n) => Root::Global(n.clone()),
         TKind::Local(s) => Root::Local(*s),
         TKind::Ref(ctx, rsegs) => {
-            let mut all = rsegs.clone();
-            all.extend(segs);
+            let mut all = Vec::with_capacity(rsegs.len() + n);
+            all.extend(rsegs.iter().cloned());
+            all.extend(field_segments(e, n, None));
             return Some(Arc::new(Origin { root: Root::Ref(ctx.clone()), segments: all.into_boxed_slice() }));
         }
         _ => return None,
     };
-    Some(Arc::new(Origin { root, segments: segs.into_boxed_slice() }))
+    Some(Arc::new(Origin { root, segments: field_segments(e, n, None).into_boxed_slice() }))
 }
 
 /// The fast form of a template body with `item` in `slot`, when it has one.
@@ -66,8 +76,8 @@ fn fast_template(body: &TExpr, slot: u32) -> Option<Fast> {
 
 /// `item.a.b` → `[a, b]`; `item` → `[]`.
 fn item_path(e: &TExpr, slot: u32) -> Option<Path> {
-    let (root, segs) = field_chain(e);
-    matches!(root.kind, TKind::Local(s) if s == slot).then(|| Path::new(segs))
+    let (root, n) = field_root(e);
+    matches!(root.kind, TKind::Local(s) if s == slot).then(|| Path::new(field_segments(e, n, None)))
 }
 
 fn predicate(e: &TExpr, slot: u32) -> Option<Pred> {
@@ -119,15 +129,17 @@ impl Compiler {
                 self.emit(Op::Ref(n, p), span);
             }
             TKind::Field(..) => {
-                let (root, segs) = field_chain(e);
+                let (root, len) = field_root(e);
+                if let TKind::Global(n) = &root.kind {
+                    // The variable's name leads the path, so its lookup is inline-cached like
+                    // the fields after it.
+                    let p = self.chunk.path(field_segments(e, len, Some(n)));
+                    let n = self.chunk.name(n);
+                    self.emit(Op::GlobalPath(n, p), span);
+                    return;
+                }
+                let segs = field_segments(e, len, None);
                 match &root.kind {
-                    TKind::Global(n) => {
-                        // The variable's name leads the path, so its lookup is inline-cached
-                        // like the fields after it.
-                        let p = self.chunk.path(std::iter::once(n.clone()).chain(segs).collect());
-                        let n = self.chunk.name(n);
-                        self.emit(Op::GlobalPath(n, p), span);
-                    }
                     TKind::Local(s) => {
                         self.use_slot(*s);
                         let p = self.chunk.path(segs);
@@ -194,10 +206,10 @@ impl Compiler {
                 // `item.field <op> constant` is the common shape of filter conditions:
                 // compare in place, without cloning the field.
                 if let (TKind::Field(..), Some(c)) = (&l.kind, r.as_const()) {
-                    let (root, segs) = field_chain(l);
+                    let (root, len) = field_root(l);
                     if let TKind::Local(slot) = root.kind {
                         self.use_slot(slot);
-                        let p = self.chunk.path(segs);
+                        let p = self.chunk.path(field_segments(l, len, None));
                         let c = self.chunk.constant(c.clone());
                         let at = self.emit(Op::CmpLocalPathConst(*op, slot, p, c), span);
                         self.record(at, [origin_of(l), None]);

@@ -26,7 +26,7 @@ use crate::span::{SourceMap, Span, Spanned};
 /// Parses a whole expression, or `None` when the reference path must (see the module
 /// docs). `max_depth` is the builder's limit on tree height.
 pub(super) fn parse(src: &str, max_depth: usize) -> Option<Expr> {
-    let mut p = Parser { src, b: src.as_bytes(), pos: 0, max_depth, names: Vec::new() };
+    let mut p = Parser { src, b: src.as_bytes(), pos: 0, max_depth, names: Vec::with_capacity(NAMES_KEPT) };
     p.ws();
     let (e, _) = p.climb(0)?;
     (p.pos == p.b.len()).then_some(e)
@@ -58,6 +58,9 @@ type Built = Option<(Expr, usize)>;
 /// Precedence of `not` and unary `-` (as in the builder).
 const NOT_PRECEDENCE: usize = 3;
 const NEG_PRECEDENCE: usize = 7;
+
+/// How many distinct names the parser remembers for sharing.
+const NAMES_KEPT: usize = 16;
 
 fn is_ident_char(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_'
@@ -91,7 +94,7 @@ impl<'s> Parser<'s> {
             return Spanned::new(n.clone(), span);
         }
         let n: Name = Arc::from(text);
-        if self.names.len() < 16 {
+        if self.names.len() < NAMES_KEPT {
             self.names.push(n.clone());
         }
         Spanned::new(n, span)

@@ -523,7 +523,15 @@ impl<'a> Checker<'a> {
         let funcs = self.funcs;
         let sig = &funcs.get(id).signature;
         // Bind arguments to parameters.
-        let mut bound: Vec<Option<&Arg>> = vec![None; sig.params.len()];
+        // On the stack for the usual handful of parameters.
+        let mut on_stack = [None; 8];
+        let mut on_heap;
+        let bound: &mut [Option<&Arg>] = if sig.params.len() <= on_stack.len() {
+            &mut on_stack[..sig.params.len()]
+        } else {
+            on_heap = vec![None; sig.params.len()];
+            &mut on_heap
+        };
         let mut kwargs: Vec<&Arg> = Vec::new();
         let mut seen_keyword = false;
         let mut ok = true;
@@ -612,7 +620,7 @@ impl<'a> Checker<'a> {
         let missing: Vec<&str> = sig
             .params
             .iter()
-            .zip(&bound)
+            .zip(bound.iter())
             .filter(|(p, b)| p.is_required() && b.is_none())
             .map(|(p, _)| &*p.name)
             .collect();
@@ -638,7 +646,7 @@ impl<'a> Checker<'a> {
         let mut args = Vec::with_capacity(sig.params.len());
         let mut types = Vec::with_capacity(sig.params.len());
         let mut given = 0u64;
-        for (i, (param, arg)) in sig.params.iter().zip(&bound).enumerate() {
+        for (i, (param, arg)) in sig.params.iter().zip(bound.iter()).enumerate() {
             if arg.is_some() && i < 64 {
                 given |= 1 << i;
             }

@@ -185,24 +185,30 @@ impl Type {
             return Fit::Maybe;
         }
         if let Type::Union(alts) = self {
-            let fits: Vec<Fit> = alts.iter().map(|a| a.fits(expected)).collect();
-            return if fits.iter().all(|f| *f == Fit::Yes) {
-                Fit::Yes
-            } else if fits.iter().all(|f| *f == Fit::No) {
-                Fit::No
-            } else {
-                Fit::Maybe
+            // Yes when every alternative fits, No when none can, Maybe otherwise.
+            let (mut all_yes, mut all_no) = (true, true);
+            for a in alts.iter() {
+                let f = a.fits(expected);
+                all_yes &= f == Fit::Yes;
+                all_no &= f == Fit::No;
+            }
+            return match (all_yes, all_no) {
+                (true, _) => Fit::Yes,
+                (_, true) => Fit::No,
+                _ => Fit::Maybe,
             };
         }
         if let Type::Union(alts) = expected {
-            let fits: Vec<Fit> = alts.iter().map(|a| self.fits(a)).collect();
-            return if fits.contains(&Fit::Yes) {
-                Fit::Yes
-            } else if fits.contains(&Fit::Maybe) {
-                Fit::Maybe
-            } else {
-                Fit::No
-            };
+            // The best fit among the alternatives.
+            let mut best = Fit::No;
+            for a in alts.iter() {
+                match self.fits(a) {
+                    Fit::Yes => return Fit::Yes,
+                    Fit::Maybe => best = Fit::Maybe,
+                    Fit::No => {}
+                }
+            }
+            return best;
         }
         match (self, expected) {
             (a, b) if a == b => Fit::Yes,
