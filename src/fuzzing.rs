@@ -11,6 +11,7 @@
 //! [`arbitrary::Unstructured`], so a saved input replays exactly. Nothing here is part of
 //! the language: it exists for testing and may change at any time.
 
+use crate::value::SmolStr;
 use std::cmp::Ordering;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -635,7 +636,7 @@ pub fn value(u: &mut Unstructured<'_>, depth: u32) -> Result<Value> {
         1 => Value::Bool(u.arbitrary()?),
         2 => Value::Int(int(u)?),
         3 => Value::Float(float(u)?),
-        4 => Value::Str(Arc::from(text_from(u)?)),
+        4 => Value::Str(SmolStr::from(text_from(u)?)),
         5 => Value::list((0..u.int_in_range(0..=4)?).map(|_| value(u, depth - 1)).collect::<Result<_>>()?),
         _ => {
             let mut map = Map::default();

@@ -1,7 +1,7 @@
 //! The operators' semantics on values (SPEC §4.3), shared by the VM, the reference
 //! evaluator and constant folding, so all three agree by construction.
 
-use std::sync::Arc;
+use crate::value::SmolStr;
 
 use crate::diagnostic::Code;
 use crate::runtime::Limits;
@@ -115,7 +115,7 @@ fn add(a: &Value, b: &Value, limits: &Limits) -> Result<Value, OpError> {
             let mut s = String::with_capacity(len);
             s.push_str(x);
             s.push_str(y);
-            Ok(Value::Str(Arc::from(s)))
+            Ok(Value::Str(SmolStr::from(s)))
         }
         (Value::List(x), Value::List(y)) => {
             let len = within(x.len() + y.len(), limits.max_list_len, Code::ListLimit, "list", "elements")?;

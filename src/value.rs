@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use indexmap::IndexMap;
 use rustc_hash::FxHasher;
+pub use smol_str::SmolStr;
 
 /// The hasher used for object keys: short keys, hashed often, never attacker-chosen in a way
 /// that matters more than evaluation limits already bound.
@@ -40,8 +41,9 @@ pub enum Value {
     Int(i64),
     /// A finite float (never NaN or infinite).
     Float(f64),
-    /// A string.
-    Str(Arc<str>),
+    /// A string: up to 23 bytes stored inline (no allocation, no reference count), longer
+    /// ones shared.
+    Str(SmolStr),
     /// A list.
     List(Arc<[Value]>),
     /// An object, in insertion order.
@@ -166,7 +168,7 @@ fn holds_containers(v: &Value) -> bool {
 impl Value {
     /// A string value.
     pub fn str(s: &str) -> Value {
-        Value::Str(Arc::from(s))
+        Value::Str(SmolStr::new(s))
     }
 
     /// A list value.
@@ -559,7 +561,7 @@ impl Value {
     /// always JSON.
     pub fn key_text(&self) -> Arc<str> {
         match self {
-            Value::Str(s) => s.clone(),
+            Value::Str(s) => s.clone().into(),
             other => Arc::from(other.to_string()),
         }
     }
@@ -1054,6 +1056,24 @@ mod tests {
 
     fn v(j: serde_json::Value) -> Value {
         Value::from(j)
+    }
+
+    #[test]
+    fn values_stay_three_words_and_short_strings_inline() {
+        // The layout the VM's stack and every list are sized by: the string's inline form
+        // shares its spare tag values with the other kinds.
+        assert_eq!(std::mem::size_of::<Value>(), 24);
+        let text = |v: &Value| match v {
+            Value::Str(s) => s.clone(),
+            _ => unreachable!(),
+        };
+        assert!(!text(&Value::str("user7@example.com")).is_heap_allocated());
+        let long = "a string longer than twenty-three bytes";
+        let s = text(&Value::str(long));
+        assert!(s.is_heap_allocated());
+        // Clones of a long string share its text.
+        assert_eq!(text(&Value::Str(s.clone())).as_ptr(), s.as_ptr());
+        assert_eq!(Value::str(long), Value::from(serde_json::json!(long)));
     }
 
     #[test]

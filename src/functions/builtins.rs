@@ -4,6 +4,7 @@
 //! take is an [`FnError`] naming the parameter (and element, for lists). Lists are read in
 //! place; only results are allocated.
 
+use crate::value::SmolStr;
 use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -753,7 +754,7 @@ fn join(r: &mut dyn Runner, args: &Args<'_>) -> R {
     }
     r.charge(xs.len() / 8)?;
     r.alloc(out.len())?;
-    Ok(Value::Str(Arc::from(out)))
+    Ok(Value::Str(SmolStr::from(out)))
 }
 
 fn group_by(r: &mut dyn Runner, args: &Args<'_>) -> R {
@@ -762,7 +763,7 @@ fn group_by(r: &mut dyn Runner, args: &Args<'_>) -> R {
     for (i, x) in xs.iter().enumerate() {
         let key = r.project(1, x, i)?;
         let key: Arc<str> = match &*key {
-            Value::Str(s) => s.clone(),
+            Value::Str(s) => s.clone().into(),
             other => {
                 let mut t = String::new();
                 other.join_text(&mut t);
@@ -1023,7 +1024,7 @@ fn length(_: &mut dyn Runner, args: &Args<'_>) -> R {
 fn keys(_: &mut dyn Runner, args: &Args<'_>) -> R {
     match args.get(0) {
         Value::Null => Ok(Value::list(Vec::new())),
-        Value::Object(o) => Ok(Value::list(o.keys().map(|k| Value::Str(k.clone())).collect())),
+        Value::Object(o) => Ok(Value::list(o.keys().map(|k| Value::Str(SmolStr::new(k))).collect())),
         other => Err(type_err(0, "obj", "an object", other)),
     }
 }
@@ -1131,7 +1132,7 @@ fn replace(r: &mut dyn Runner, args: &Args<'_>) -> R {
 fn to_string(r: &mut dyn Runner, args: &Args<'_>) -> R {
     let text = args.get(0).key_text();
     r.alloc(text.len())?;
-    Ok(Value::Str(text))
+    Ok(Value::Str(text.into()))
 }
 
 fn to_number(_: &mut dyn Runner, args: &Args<'_>) -> R {

@@ -12,6 +12,7 @@
 //! between the quotes, so [`JsonStr::string_map`] can map a span inside the decoded string
 //! (an expression, a REF) back to the bytes of the file through every escape.
 
+use crate::value::SmolStr;
 use std::sync::Arc;
 
 use jsonc_parser::ast;
@@ -101,7 +102,7 @@ impl JsonStr {
 
     /// The string as a value.
     pub fn to_value(&self) -> Value {
-        Value::Str(self.value.clone())
+        Value::Str(SmolStr::new(&self.value))
     }
 }
 

@@ -5,6 +5,7 @@
 //! source), infers a type for every node and reports an error only where evaluation cannot
 //! succeed. It also collects the REF paths and free names the program uses.
 
+use crate::value::SmolStr;
 use std::sync::Arc;
 
 use super::scope::Scope;
@@ -148,7 +149,7 @@ impl<'a> Checker<'a> {
             ExprKind::Bool(b) => self.node(TKind::Const(Value::Bool(*b)), Type::Bool, e.span),
             ExprKind::Int(i) => self.node(TKind::Const(Value::Int(*i)), Type::Int, e.span),
             ExprKind::Float(f) => self.node(TKind::Const(Value::Float(*f)), Type::Number, e.span),
-            ExprKind::Str(s) => self.node(TKind::Const(Value::Str(s.value.clone())), Type::Str, e.span),
+            ExprKind::Str(s) => self.node(TKind::Const(Value::Str(SmolStr::new(&s.value))), Type::Str, e.span),
             ExprKind::Ref(r) => self.reference(r, e.span),
             ExprKind::Name(n) => self.name(n, e.span),
             ExprKind::Field(inner, seg) => {

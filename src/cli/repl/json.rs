@@ -3,6 +3,7 @@
 //! Without colour the text is exactly what `serde_json` prints (the tests hold it to that),
 //! so a copied result is valid JSON and matches `tdsl eval`.
 
+use crate::value::SmolStr;
 use crate::value::Value;
 
 /// How to lay a value out.
@@ -55,7 +56,7 @@ fn write(out: &mut String, v: &Value, layout: Layout, depth: usize) {
             out.push('{');
             for (i, (k, item)) in map.iter().enumerate() {
                 separate(out, layout, depth + 1, i == 0);
-                paint(out, layout, KEY, &Value::Str(k.clone()).to_string());
+                paint(out, layout, KEY, &Value::Str(SmolStr::new(k)).to_string());
                 out.push_str(if layout.pretty { ": " } else { ":" });
                 write(out, item, layout, depth + 1);
             }
