@@ -397,7 +397,7 @@ impl EvalCase {
         let open_scope = u.ratio(1, 4)?;
         let mut vars = Map::default();
         for _ in 0..u.int_in_range(0..=4)? {
-            vars.insert(Arc::from(*u.choose(&VAR_NAMES)?), value(u, 3)?);
+            vars.insert(SmolStr::new(*u.choose(&VAR_NAMES)?), value(u, 3)?);
         }
         let expr = g.expr(u, Scope0::default(), 6)?;
         let source = crate::syntax::print(&expr);
@@ -642,7 +642,7 @@ pub fn value(u: &mut Unstructured<'_>, depth: u32) -> Result<Value> {
             let mut map = Map::default();
             for _ in 0..u.int_in_range(0..=4)? {
                 let key = if u.ratio(1, 4)? { text_from(u)? } else { u.choose(&SEGMENTS)?.to_string() };
-                map.insert(Arc::from(key), value(u, depth - 1)?);
+                map.insert(SmolStr::new(key), value(u, depth - 1)?);
             }
             Value::object(map)
         }

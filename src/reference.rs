@@ -13,7 +13,7 @@ use crate::functions::{Args, Failure, FunctionTable, Implementation, Runner};
 use crate::runtime::{Clock, EvalError, Limits};
 use crate::syntax::ast::{BinaryOp, UnaryOp};
 use crate::types::typed::{TArg, TCall, TExpr, TKind};
-use crate::value::Value;
+use crate::value::{SmolStr, Value};
 
 /// Evaluates `e` with `vars` as the variables and `refs` as the REF contexts, with no file
 /// store.
@@ -131,7 +131,7 @@ impl Evaluator<'_> {
                 self.alloc(entries.len() * crate::ops::OBJECT_ENTRY_BYTES, e.span)?;
                 let mut pairs = Vec::with_capacity(entries.len());
                 for (k, x) in entries {
-                    pairs.push((k.clone(), self.eval(x)?));
+                    pairs.push((SmolStr::new(&**k), self.eval(x)?));
                 }
                 Ok(Value::object(pairs.into_iter().collect()))
             }

@@ -23,7 +23,7 @@ pub use smol_str::SmolStr;
 pub type FxBuild = BuildHasherDefault<FxHasher>;
 
 /// The map behind an object value: insertion-ordered.
-pub type Map = IndexMap<Arc<str>, Value, FxBuild>;
+pub type Map = IndexMap<SmolStr, Value, FxBuild>;
 
 /// The deepest nesting that recursive walks over a value ([`Value::measure`]) descend
 /// into; beyond it a value counts as too deep.
@@ -185,7 +185,7 @@ impl Value {
     pub fn object_from<K: AsRef<str>>(pairs: impl IntoIterator<Item = (K, Value)>) -> Value {
         let mut map = Map::default();
         for (k, v) in pairs {
-            map.insert(Arc::from(k.as_ref()), v);
+            map.insert(SmolStr::new(k.as_ref()), v);
         }
         Value::object(map)
     }
@@ -353,7 +353,7 @@ impl Value {
         for (i, (s, hint)) in path.segs.iter().zip(path.hints.iter()).enumerate() {
             let Value::Object(m) = cur else { return Err((i, cur)) };
             match m.get_index(hint.load(Relaxed) as usize) {
-                Some((k, v)) if Arc::ptr_eq(k, s) || same_key(k.as_bytes(), s.as_bytes()) => cur = v,
+                Some((k, v)) if same_key(k.as_bytes(), s.as_bytes()) => cur = v,
                 _ => return Err((i, cur)),
             }
         }
@@ -369,7 +369,7 @@ impl Value {
             if let Value::Object(m) = cur {
                 let hint = &path.hints[i];
                 if let Some((k, v)) = m.get_index(hint.load(Relaxed) as usize) {
-                    if Arc::ptr_eq(k, s) || same_key(k.as_bytes(), s.as_bytes()) {
+                    if same_key(k.as_bytes(), s.as_bytes()) {
                         cur = v;
                         continue;
                     }
@@ -840,7 +840,7 @@ impl<'de> serde::Deserialize<'de> for Value {
             }
         }
         /// An object key read without an intermediate `String` when it has no escapes.
-        struct Key(Arc<str>);
+        struct Key(SmolStr);
         impl<'de> serde::Deserialize<'de> for Key {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Key, D::Error> {
                 struct K;
@@ -850,7 +850,7 @@ impl<'de> serde::Deserialize<'de> for Value {
                         f.write_str("an object key")
                     }
                     fn visit_str<E>(self, s: &str) -> Result<Key, E> {
-                        Ok(Key(Arc::from(s)))
+                        Ok(Key(SmolStr::new(s)))
                     }
                 }
                 d.deserialize_str(K)
@@ -865,7 +865,7 @@ impl From<&serde_json::Value> for Value {
     /// same keys then cost one key allocation in all, and keep their keys in cache.
     fn from(v: &serde_json::Value) -> Value {
         let mut keys = SharedKeys::default();
-        convert_shallow(v, &mut keys, 0)
+        convert_shallow(v, &mut keys, 0, NO_KEY)
     }
 }
 
@@ -875,30 +875,94 @@ const RECURSION_DEPTH: usize = 64;
 
 /// The keys shared by one conversion, each with its hash (computed once: objects insert by
 /// it instead of hashing the key again).
+///
+/// Records usually repeat their keys in the same order, so each key remembers the key that
+/// followed it last time and the first key of the object last found under it: checking
+/// that prediction (one short comparison) replaces hashing and probing for almost every
+/// key of a list of records.
 #[derive(Default)]
 struct SharedKeys<'a> {
-    keys: rustc_hash::FxHashMap<&'a str, (Arc<str>, u64)>,
+    index: rustc_hash::FxHashMap<&'a str, u32>,
+    keys: Vec<SharedKey>,
+    /// The first key of the last object not under a key (at the top, or in a top list).
+    root_first: u32,
 }
 
+struct SharedKey {
+    key: SmolStr,
+    hash: u64,
+    /// The key that came after this one, last time.
+    next: u32,
+    /// The first key of the last object under this key.
+    first: u32,
+}
+
+/// Where a key's prediction is kept.
+#[derive(Clone, Copy)]
+enum Hint {
+    /// The first key of an object under key `n` ([`NO_KEY`]: not under a key).
+    FirstUnder(u32),
+    /// The key after key `n`.
+    After(u32),
+}
+
+/// "No key": an object not under a key, or a prediction not made yet.
+const NO_KEY: u32 = u32::MAX;
+
 impl<'a> SharedKeys<'a> {
+    /// The shared key for `k`, its hash and its number (for [`Hint`]s), or [`NO_KEY`] when
+    /// the table is full and the key was allocated on its own.
     #[inline]
-    fn get(&mut self, k: &'a str) -> (Arc<str>, u64) {
-        if let Some((key, hash)) = self.keys.get(k) {
-            return (key.clone(), *hash);
+    fn get(&mut self, k: &'a str, hint: Hint) -> (SmolStr, u64, u32) {
+        let predicted = match hint {
+            Hint::FirstUnder(NO_KEY) => self.root_first,
+            Hint::FirstUnder(n) => self.keys.get(n as usize).map_or(NO_KEY, |e| e.first),
+            Hint::After(n) => self.keys.get(n as usize).map_or(NO_KEY, |e| e.next),
+        };
+        if let Some(e) = self.keys.get(predicted as usize) {
+            if same_key(e.key.as_bytes(), k.as_bytes()) {
+                return (e.key.clone(), e.hash, predicted);
+            }
         }
-        let key: Arc<str> = Arc::from(k);
-        let hash = std::hash::BuildHasher::hash_one(&FxBuild::default(), &*key);
-        if self.keys.len() < MAX_SHARED_KEYS {
-            self.keys.insert(k, (key.clone(), hash));
+        let found = match self.index.get(k) {
+            Some(&n) => n,
+            None if self.keys.len() < MAX_SHARED_KEYS => {
+                let key = SmolStr::new(k);
+                let hash = std::hash::BuildHasher::hash_one(&FxBuild::default(), &*key);
+                let n = self.keys.len() as u32;
+                self.keys.push(SharedKey { key, hash, next: NO_KEY, first: NO_KEY });
+                self.index.insert(k, n);
+                n
+            }
+            None => {
+                let key = SmolStr::new(k);
+                let hash = std::hash::BuildHasher::hash_one(&FxBuild::default(), &*key);
+                return (key, hash, NO_KEY);
+            }
+        };
+        match hint {
+            Hint::FirstUnder(NO_KEY) => self.root_first = found,
+            Hint::FirstUnder(n) => {
+                if let Some(e) = self.keys.get_mut(n as usize) {
+                    e.first = found;
+                }
+            }
+            Hint::After(n) => {
+                if let Some(e) = self.keys.get_mut(n as usize) {
+                    e.next = found;
+                }
+            }
         }
-        (key, hash)
+        let e = &self.keys[found as usize];
+        (e.key.clone(), e.hash, found)
     }
 }
 
 /// The conversion, recursive for the first [`RECURSION_DEPTH`] levels (no frames to move,
 /// lists collected straight into their shared allocation, object keys inserted by their
-/// known hash), iterative below.
-fn convert_shallow<'a>(v: &'a serde_json::Value, keys: &mut SharedKeys<'a>, depth: usize) -> Value {
+/// known hash and found by prediction), iterative below. `under` is the key the value is
+/// under ([`NO_KEY`] for none), for the predictions of its keys.
+fn convert_shallow<'a>(v: &'a serde_json::Value, keys: &mut SharedKeys<'a>, depth: usize, under: u32) -> Value {
     use indexmap::map::RawEntryApiV1;
     use serde_json::Value as J;
     match v {
@@ -910,12 +974,14 @@ fn convert_shallow<'a>(v: &'a serde_json::Value, keys: &mut SharedKeys<'a>, dept
         },
         J::String(s) => Value::str(s),
         _ if depth >= RECURSION_DEPTH => convert(v, keys),
-        J::Array(a) => Value::List(a.iter().map(|x| convert_shallow(x, keys, depth + 1)).collect()),
+        J::Array(a) => Value::List(a.iter().map(|x| convert_shallow(x, keys, depth + 1, under)).collect()),
         J::Object(o) => {
             let mut map = Map::with_capacity_and_hasher(o.len(), FxBuild::default());
+            let mut hint = Hint::FirstUnder(under);
             for (k, x) in o {
-                let (key, hash) = keys.get(k);
-                let value = convert_shallow(x, keys, depth + 1);
+                let (key, hash, n) = keys.get(k, hint);
+                hint = Hint::After(n);
+                let value = convert_shallow(x, keys, depth + 1, n);
                 // A JSON object's keys are distinct: no key in the map can match.
                 if let indexmap::map::raw_entry_v1::RawEntryMut::Vacant(slot) =
                     map.raw_entry_mut_v1().from_hash(hash, |_| false)
@@ -937,7 +1003,7 @@ fn convert<'a>(root: &'a serde_json::Value, keys: &mut SharedKeys<'a>) -> Value 
     use serde_json::Value as J;
     enum Frame<'a> {
         List(std::slice::Iter<'a, J>, Vec<Value>),
-        Object(serde_json::map::Iter<'a>, Map, Arc<str>),
+        Object(serde_json::map::Iter<'a>, Map, SmolStr),
     }
     let mut stack: Vec<Frame<'a>> = Vec::new();
     let mut cur = root;
@@ -967,7 +1033,7 @@ fn convert<'a>(root: &'a serde_json::Value, keys: &mut SharedKeys<'a>) -> Value 
                 match it.next() {
                     Some((k, first)) => {
                         let map = Map::with_capacity_and_hasher(o.len(), FxBuild::default());
-                        stack.push(Frame::Object(it, map, keys.get(k).0));
+                        stack.push(Frame::Object(it, map, keys.get(k, Hint::FirstUnder(NO_KEY)).0));
                         cur = first;
                         continue;
                     }
@@ -991,7 +1057,7 @@ fn convert<'a>(root: &'a serde_json::Value, keys: &mut SharedKeys<'a>) -> Value 
                 Frame::Object(mut it, mut map, key) => {
                     map.insert(key, done);
                     if let Some((k, next)) = it.next() {
-                        let key = keys.get(k).0;
+                        let key = keys.get(k, Hint::FirstUnder(NO_KEY)).0;
                         stack.push(Frame::Object(it, map, key));
                         cur = next;
                         break;

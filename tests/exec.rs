@@ -884,7 +884,7 @@ fn replay_script() -> Script {
         }
         let item = call.arguments.get_direct("item").and_then(Value::as_f64).unwrap_or(0.0);
         let mut v = call.arguments.as_object().cloned().unwrap_or_default();
-        v.insert(Arc::from("value"), Value::Float(item * 10.0));
+        v.insert("value".into(), Value::Float(item * 10.0));
         Ok(Value::object(v))
     })
 }

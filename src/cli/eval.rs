@@ -1,7 +1,7 @@
 //! `tdsl eval EXPR [--vars FILE.json] [--var NAME=JSON]... [--emit value|ast|bytecode|type] [--files DIR]`
 
+use crate::value::SmolStr;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
 
@@ -72,7 +72,7 @@ pub(crate) fn load_vars(file: Option<&std::path::Path>, vars: &[String]) -> Resu
                 "--var {name}: {json:?} is not JSON ({e}); to pass a string, quote it: --var '{name}=\"{json}\"'"
             ))
         })?;
-        map.insert(Arc::from(name), v);
+        map.insert(SmolStr::new(name), v);
     }
     Ok(Value::object(map))
 }

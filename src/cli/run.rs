@@ -10,6 +10,7 @@
 //! no tool calls, prints the result, and lists every divergence from the recording; exit 0
 //! when there is none, 1 otherwise.
 
+use crate::value::SmolStr;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -275,7 +276,7 @@ fn load_arguments(file: Option<&Path>, args: &[String]) -> Result<Value, UsageEr
                 "--arg {name}: {json:?} is not JSON ({e}); to pass a string, quote it: --arg '{name}=\"{json}\"'"
             ))
         })?;
-        map.insert(Arc::from(name), v);
+        map.insert(SmolStr::new(name), v);
     }
     Ok(Value::object(map))
 }

@@ -4,6 +4,7 @@
 //! Everything here is a pure function of the plan and the values already produced; it
 //! never calls a tool and never waits.
 
+use crate::value::SmolStr;
 use std::cell::OnceCell;
 use std::sync::{Arc, OnceLock};
 
@@ -80,10 +81,10 @@ impl<'a> Env<'a> {
     pub(crate) fn refs(&self) -> &Value {
         self.refs.get_or_init(|| {
             let mut m = Map::default();
-            m.insert(Arc::from("arguments"), self.arguments.clone());
+            m.insert(SmolStr::new("arguments"), self.arguments.clone());
             let mut add = |id: StepId| {
                 if let Some(s) = self.plan.steps.get(id.0) {
-                    m.insert(s.execution_id.clone(), self.result(id));
+                    m.insert(SmolStr::new(&*s.execution_id), self.result(id));
                 }
             };
             match self.visible {
@@ -91,7 +92,7 @@ impl<'a> Env<'a> {
                 Visible::All => (0..self.plan.steps.len()).map(StepId).for_each(&mut add),
             }
             if let Some(r) = self.response {
-                m.insert(Arc::from("response"), r.clone());
+                m.insert(SmolStr::new("response"), r.clone());
             }
             Value::object(m)
         })
@@ -143,7 +144,7 @@ impl<'a> Env<'a> {
             ValuePlan::Object(entries) => {
                 let mut m = Map::with_capacity_and_hasher(entries.len(), Default::default());
                 for (k, p) in entries {
-                    m.insert(k.clone(), self.resolve(p)?);
+                    m.insert(SmolStr::new(k), self.resolve(p)?);
                 }
                 Ok(Value::object(m))
             }
@@ -154,7 +155,7 @@ impl<'a> Env<'a> {
     pub(crate) fn resolve_entries(&self, entries: &[(Arc<str>, ValuePlan)]) -> Result<Map, StepError> {
         let mut m = Map::with_capacity_and_hasher(entries.len(), Default::default());
         for (k, p) in entries {
-            m.insert(k.clone(), self.resolve(p)?);
+            m.insert(SmolStr::new(k), self.resolve(p)?);
         }
         Ok(m)
     }
@@ -201,16 +202,16 @@ impl<'a> Env<'a> {
         for (k, p) in &t.variables {
             let v =
                 self.resolve(p).map_err(|e| StepError { message: format!("variable `{k}`: {}", e.message), ..e })?;
-            context.insert(k.clone(), v);
+            context.insert(SmolStr::new(k), v);
         }
         let mut context = Value::object(context);
         for (k, program) in &t.transforms {
             let out = program
                 .eval_with(&context, self.refs())
                 .map_err(|e| StepError::eval(&format!("{block} `{k}` (`{}`)", program.source()), &e))?;
-            target.insert(k.clone(), out.clone());
+            target.insert(SmolStr::new(k), out.clone());
             if let Value::Object(m) = &mut context {
-                Arc::make_mut(m).insert(k.clone(), out);
+                Arc::make_mut(m).insert(SmolStr::new(k), out);
             }
         }
         Ok(())

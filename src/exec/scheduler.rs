@@ -14,6 +14,7 @@
 //! fan-out is the lowest index that failed. Which independent steps were still to start
 //! when a step failed (and so are CANCELLED) is the one thing a run's timing decides.
 
+use crate::value::SmolStr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
@@ -257,7 +258,7 @@ fn wrap(raw: &Value) -> Map {
         Value::Object(m) => (**m).clone(),
         other => {
             let mut m = Map::default();
-            m.insert(Arc::from("response"), other.clone());
+            m.insert(SmolStr::new("response"), other.clone());
             m
         }
     }
@@ -403,14 +404,17 @@ impl<'a> Ctx<'a> {
         match &plan.response_map {
             Some(map) => {
                 for (k, r) in map {
-                    out.insert(k.clone(), env.resolve_ref(r).map_err(fail)?);
+                    out.insert(SmolStr::new(k), env.resolve_ref(r).map_err(fail)?);
                 }
             }
             None => {
                 let mut by_index: Vec<&StepPlan> = plan.steps.iter().collect();
                 by_index.sort_by_key(|s| s.index);
                 for s in by_index {
-                    out.insert(s.execution_id.clone(), frame.results[s.id.0].get().cloned().unwrap_or_default());
+                    out.insert(
+                        SmolStr::new(&*s.execution_id),
+                        frame.results[s.id.0].get().cloned().unwrap_or_default(),
+                    );
                 }
             }
         }
@@ -614,7 +618,7 @@ impl<'a> Ctx<'a> {
                 tr.children = Some(children);
                 let raw = Value::list(list?);
                 let mut result = Map::default();
-                result.insert(Arc::from("response"), raw.clone());
+                result.insert(SmolStr::new("response"), raw.clone());
                 (raw, result)
             }
         };
@@ -696,7 +700,7 @@ impl<'a> Ctx<'a> {
                         let started = self.now_rel();
                         ct.started_ms = Some(started);
                         let mut a = args.clone();
-                        a.insert(name.clone(), item.clone());
+                        a.insert(SmolStr::new(&*name), item.clone());
                         let a = Value::object(a);
                         ct.arguments = Some(a.clone());
                         let call = self.call(tool, step, &a, &ckey, frame.depth, policy);

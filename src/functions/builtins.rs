@@ -759,15 +759,15 @@ fn join(r: &mut dyn Runner, args: &Args<'_>) -> R {
 
 fn group_by(r: &mut dyn Runner, args: &Args<'_>) -> R {
     let xs = list_arg(args, 0, "array")?;
-    let mut groups: indexmap::IndexMap<Arc<str>, Vec<Value>, crate::value::FxBuild> = Default::default();
+    let mut groups: indexmap::IndexMap<SmolStr, Vec<Value>, crate::value::FxBuild> = Default::default();
     for (i, x) in xs.iter().enumerate() {
         let key = r.project(1, x, i)?;
-        let key: Arc<str> = match &*key {
-            Value::Str(s) => s.clone().into(),
+        let key = match &*key {
+            Value::Str(s) => s.clone(),
             other => {
                 let mut t = String::new();
                 other.join_text(&mut t);
-                Arc::from(t)
+                SmolStr::from(t)
             }
         };
         groups.entry(key).or_default().push(x.clone());

@@ -191,7 +191,7 @@ impl JsonObject {
 fn object_value(entries: &[(Spanned<String>, JsonNode)]) -> Value {
     let mut map = Map::with_capacity_and_hasher(entries.len(), Default::default());
     for (k, v) in entries {
-        map.insert(Arc::from(k.node.as_str()), v.to_value());
+        map.insert(SmolStr::new(k.node.as_str()), v.to_value());
     }
     Value::object(map)
 }

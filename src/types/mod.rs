@@ -377,7 +377,7 @@ pub fn type_of(v: &crate::value::Value) -> Type {
                 if o.len() > 256 {
                     return Type::any_object();
                 }
-                Type::object(o.iter().map(|(k, x)| (k.clone(), go(x, depth + 1))), false)
+                Type::object(o.iter().map(|(k, x)| (Arc::from(k.as_str()), go(x, depth + 1))), false)
             }
         }
     }

@@ -49,7 +49,7 @@ impl Scope {
         let mut s = Scope::closed();
         if let Some(map) = vars.as_object() {
             for (k, v) in map.iter() {
-                s.names.insert(k.clone(), type_of(v));
+                s.names.insert(Arc::from(k.as_str()), type_of(v));
             }
         }
         s

@@ -7,6 +7,7 @@
 //! never parses or compiles source text itself: run-time templates come from a
 //! [`TemplateSource`] the caller supplies.
 
+use crate::value::SmolStr;
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -346,7 +347,7 @@ impl<'a> Vm<'a> {
                     let at = self.stack.len() - keys.len();
                     let mut map = crate::value::Map::with_capacity_and_hasher(keys.len(), Default::default());
                     for (key, v) in keys.iter().zip(self.stack.drain(at..)) {
-                        map.insert(key.clone(), v);
+                        map.insert(SmolStr::new(key), v);
                     }
                     self.stack.push(Value::object(map));
                 }
