@@ -1124,6 +1124,57 @@ mod tests {
         Value::from(j)
     }
 
+    /// JSON whose objects draw keys, in any order, from a few short and long names, so the
+    /// conversion's key predictions hit, miss and go stale.
+    fn arb_json() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+        use proptest::prelude::*;
+        const KEYS: &[&str] = &["id", "name", "a", "b", "a key longer than twenty-three bytes", "é", ""];
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<i64>().prop_map(serde_json::Value::from),
+            "[a-z@.]{0,30}".prop_map(serde_json::Value::from),
+        ];
+        leaf.prop_recursive(4, 64, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..6).prop_map(serde_json::Value::Array),
+                proptest::collection::vec((proptest::sample::select(KEYS), inner), 0..6).prop_map(|kv| {
+                    serde_json::Value::Object(kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+                }),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        /// Converting keeps every key, value and order, whatever the predictions do.
+        #[test]
+        fn conversion_round_trips(j in arb_json()) {
+            let v = Value::from(&j);
+            proptest::prop_assert_eq!(serde_json::Value::from(&v), j.clone());
+            // Reading the JSON text (no shared keys, no predictions) gives an equal value.
+            let read: Value = serde_json::from_str(&j.to_string()).map_err(|e| proptest::test_runner::TestCaseError::fail(e.to_string()))?;
+            proptest::prop_assert_eq!(&read, &v);
+            // Keys are found by hash after the conversion inserted them by a precomputed one.
+            if let (serde_json::Value::Object(jm), Value::Object(m)) = (&j, &v) {
+                for k in jm.keys() {
+                    proptest::prop_assert!(m.get(k.as_str()).is_some());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn conversion_past_the_shared_key_table_still_converts() {
+        // More distinct keys than the table shares, in records that repeat them.
+        let record: serde_json::Map<String, serde_json::Value> =
+            (0..MAX_SHARED_KEYS + 100).map(|i| (format!("key number {i} of many"), json!(i))).collect();
+        let j = json!([record.clone(), record]);
+        let v = Value::from(&j);
+        assert_eq!(serde_json::Value::from(&v), j);
+        let Value::List(l) = &v else { unreachable!() };
+        let Value::Object(last) = &l[1] else { unreachable!() };
+        assert_eq!(last.get(format!("key number {} of many", MAX_SHARED_KEYS + 99).as_str()), Some(&Value::Int(4195)));
+    }
+
     #[test]
     fn values_stay_three_words_and_short_strings_inline() {
         // The layout the VM's stack and every list are sized by: the string's inline form
