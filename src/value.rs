@@ -106,22 +106,62 @@ pub struct SegmentError {
 
 impl Drop for Value {
     /// Drops without deep recursion, so a value nested a million levels deep (built by a
-    /// host, or by a long `pipeline`) cannot overflow the stack. Shared containers and
-    /// containers of scalars cost one scan of their elements: only elements whose own drop
-    /// would recurse further are moved to a heap stack and taken apart there.
+    /// host, or by a long `pipeline`) cannot overflow the stack. The first
+    /// [`RECURSIVE_DROPS`] levels of nested drops recurse (the children of a container are
+    /// dropped at once, no copy, no scan); deeper ones are taken apart on a heap stack.
     #[inline]
     fn drop(&mut self) {
-        // Scalars and strings (most values dropped) skip the scan altogether.
+        // Scalars and strings (most values dropped) skip the rest altogether.
         if matches!(self, Value::List(_) | Value::Object(_)) {
             drop_container(self);
         }
     }
 }
 
+/// How many nested container drops recurse before the iterative drop takes over (each
+/// level is one small stack frame).
+const RECURSIVE_DROPS: u32 = 32;
+
+thread_local! {
+    /// How many container drops are in progress on this thread.
+    static DROPS_IN_PROGRESS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
 /// The body of [`Value`]'s drop for lists and objects, out of line so that dropping a
 /// scalar or a string stays a few instructions.
 #[inline(never)]
 fn drop_container(v: &mut Value) {
+    let depth = DROPS_IN_PROGRESS.try_with(|d| d.get()).unwrap_or(RECURSIVE_DROPS);
+    if depth >= RECURSIVE_DROPS {
+        return drop_iteratively(v);
+    }
+    let _ = DROPS_IN_PROGRESS.try_with(|d| d.set(depth + 1));
+    // The last owner drops the child containers now, one level deeper; a shared container
+    // only loses a reference when the caller's drop glue runs.
+    let drop_now = |x: &mut Value| {
+        if matches!(x, Value::List(_) | Value::Object(_)) {
+            drop(std::mem::take(x));
+        }
+    };
+    match v {
+        Value::List(l) => {
+            if let Some(items) = Arc::get_mut(l) {
+                items.iter_mut().for_each(drop_now);
+            }
+        }
+        Value::Object(o) => {
+            if let Some(map) = Arc::get_mut(o) {
+                map.values_mut().for_each(drop_now);
+            }
+        }
+        _ => {}
+    }
+    let _ = DROPS_IN_PROGRESS.try_with(|d| d.set(depth));
+}
+
+/// Takes `v` apart with a heap stack instead of recursion.
+#[cold]
+fn drop_iteratively(v: &mut Value) {
     let mut stack = Vec::new();
     take_nested(v, &mut stack);
     while let Some(mut v) = stack.pop() {
@@ -1173,6 +1213,30 @@ mod tests {
         let Value::List(l) = &v else { unreachable!() };
         let Value::Object(last) = &l[1] else { unreachable!() };
         assert_eq!(last.get(format!("key number {} of many", MAX_SHARED_KEYS + 99).as_str()), Some(&Value::Int(4195)));
+    }
+
+    #[test]
+    fn drops_release_every_reference_at_any_depth() {
+        // Across the switch from recursive to iterative drops, with a shared part at every
+        // level: every reference the dropped value held is released, no more.
+        for depth in [1, 2, 31, 32, 33, 64, 10_000] {
+            let shared =
+                Value::list(vec![Value::list(vec![Value::from(1)]), Value::str("a string longer than 23 bytes")]);
+            let Value::List(probe) = &shared else { unreachable!() };
+            let probe = probe.clone();
+            let mut v = shared.clone();
+            for i in 0..depth {
+                v = if i % 2 == 0 {
+                    Value::list(vec![v, shared.clone()])
+                } else {
+                    Value::object_from([("k", v), ("s", shared.clone())])
+                };
+            }
+            assert_eq!(Arc::strong_count(&probe), 3 + depth, "depth {depth}");
+            drop(v);
+            assert_eq!(Arc::strong_count(&probe), 2, "depth {depth}");
+            assert_eq!(shared.to_string(), r#"[[1],"a string longer than 23 bytes"]"#);
+        }
     }
 
     #[test]
