@@ -901,8 +901,9 @@ impl<'de> serde::Deserialize<'de> for Value {
 }
 
 impl From<&serde_json::Value> for Value {
-    /// Converts, sharing one allocation per distinct object key: records that repeat the
-    /// same keys then cost one key allocation in all, and keep their keys in cache.
+    /// Converts, with object keys found by prediction (records repeat their keys in order)
+    /// and hashed once per distinct key; a key longer than 23 bytes is allocated once and
+    /// shared by every object that has it.
     fn from(v: &serde_json::Value) -> Value {
         let mut keys = SharedKeys::default();
         convert_shallow(v, &mut keys, 0, NO_KEY)
@@ -966,18 +967,16 @@ impl<'a> SharedKeys<'a> {
         }
         let found = match self.index.get(k) {
             Some(&n) => n,
-            None if self.keys.len() < MAX_SHARED_KEYS => {
+            None => {
                 let key = SmolStr::new(k);
                 let hash = std::hash::BuildHasher::hash_one(&FxBuild::default(), &*key);
+                if self.keys.len() >= MAX_SHARED_KEYS {
+                    return (key, hash, NO_KEY);
+                }
                 let n = self.keys.len() as u32;
                 self.keys.push(SharedKey { key, hash, next: NO_KEY, first: NO_KEY });
                 self.index.insert(k, n);
                 n
-            }
-            None => {
-                let key = SmolStr::new(k);
-                let hash = std::hash::BuildHasher::hash_one(&FxBuild::default(), &*key);
-                return (key, hash, NO_KEY);
             }
         };
         match hint {
