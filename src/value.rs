@@ -927,7 +927,29 @@ struct SharedKeys<'a> {
     keys: Vec<SharedKey>,
     /// The first key of the last object not under a key (at the top, or in a top list).
     root_first: u32,
+    /// The shape of the last object not under a key.
+    root_shape: ShapeSlot,
 }
+
+/// The keys of the last object found under some key, kept so that the next object with the
+/// same keys in the same order (the next record) starts from a copy of its map — hash table
+/// included — instead of inserting key by key. After [`MAX_SHAPE_MISSES`] objects of other
+/// shapes under the same key, no more shapes are kept there.
+#[derive(Default)]
+struct ShapeSlot {
+    shape: Option<Box<Shape>>,
+    misses: u32,
+}
+
+struct Shape {
+    /// The keys, each with `null`.
+    map: Map,
+    /// The number of each key (see [`SharedKeys::get`]).
+    keys: Box<[u32]>,
+}
+
+/// How many objects of another shape a [`ShapeSlot`] sees before it stops keeping shapes.
+const MAX_SHAPE_MISSES: u32 = 8;
 
 struct SharedKey {
     key: SmolStr,
@@ -936,6 +958,8 @@ struct SharedKey {
     next: u32,
     /// The first key of the last object under this key.
     first: u32,
+    /// The shape of the last object under this key.
+    shape: ShapeSlot,
 }
 
 /// Where a key's prediction is kept.
@@ -974,7 +998,7 @@ impl<'a> SharedKeys<'a> {
                     return (key, hash, NO_KEY);
                 }
                 let n = self.keys.len() as u32;
-                self.keys.push(SharedKey { key, hash, next: NO_KEY, first: NO_KEY });
+                self.keys.push(SharedKey { key, hash, next: NO_KEY, first: NO_KEY, shape: ShapeSlot::default() });
                 self.index.insert(k, n);
                 n
             }
@@ -994,6 +1018,45 @@ impl<'a> SharedKeys<'a> {
         }
         let e = &self.keys[found as usize];
         (e.key.clone(), e.hash, found)
+    }
+
+    fn shape_slot(&mut self, under: u32) -> Option<&mut ShapeSlot> {
+        match under {
+            NO_KEY => Some(&mut self.root_shape),
+            n => self.keys.get_mut(n as usize).map(|e| &mut e.shape),
+        }
+    }
+
+    /// A copy of the kept map under `under` when `o` has its keys in its order.
+    #[inline]
+    fn same_shape(&mut self, under: u32, o: &serde_json::Map<String, serde_json::Value>) -> Option<Map> {
+        let shape = self.shape_slot(under)?.shape.as_deref()?;
+        let same = shape.map.len() == o.len()
+            && shape.map.keys().zip(o.keys()).all(|(a, b)| same_key(a.as_bytes(), b.as_bytes()));
+        same.then(|| shape.map.clone())
+    }
+
+    /// The number of key `i` of the shape kept under `under`.
+    #[inline]
+    fn shape_key(&mut self, under: u32, i: usize) -> u32 {
+        let shape = self.shape_slot(under).and_then(|s| s.shape.as_deref());
+        shape.and_then(|s| s.keys.get(i).copied()).unwrap_or(NO_KEY)
+    }
+
+    /// Whether a new shape under `under` would be kept.
+    fn keeps_shapes(&mut self, under: u32) -> bool {
+        self.shape_slot(under).is_some_and(|s| s.misses < MAX_SHAPE_MISSES)
+    }
+
+    /// Keeps the shape of `map` (its keys numbered `numbers`) under `under`.
+    fn keep_shape(&mut self, under: u32, map: &Map, numbers: Vec<u32>) {
+        if let Some(slot) = self.shape_slot(under) {
+            if slot.shape.is_some() {
+                slot.misses += 1;
+            }
+            let map = map.keys().map(|k| (k.clone(), Value::Null)).collect();
+            slot.shape = Some(Box::new(Shape { map, keys: numbers.into_boxed_slice() }));
+        }
     }
 }
 
@@ -1015,11 +1078,25 @@ fn convert_shallow<'a>(v: &'a serde_json::Value, keys: &mut SharedKeys<'a>, dept
         _ if depth >= RECURSION_DEPTH => convert(v, keys),
         J::Array(a) => Value::List(a.iter().map(|x| convert_shallow(x, keys, depth + 1, under)).collect()),
         J::Object(o) => {
+            if let Some(mut map) = keys.same_shape(under, o) {
+                for (i, x) in o.values().enumerate() {
+                    let n = keys.shape_key(under, i);
+                    let value = convert_shallow(x, keys, depth + 1, n);
+                    if let Some((_, slot)) = map.get_index_mut(i) {
+                        *slot = value;
+                    }
+                }
+                return Value::object(map);
+            }
             let mut map = Map::with_capacity_and_hasher(o.len(), FxBuild::default());
+            let mut numbers = keys.keeps_shapes(under).then(|| Vec::with_capacity(o.len()));
             let mut hint = Hint::FirstUnder(under);
             for (k, x) in o {
                 let (key, hash, n) = keys.get(k, hint);
                 hint = Hint::After(n);
+                if let Some(numbers) = &mut numbers {
+                    numbers.push(n);
+                }
                 let value = convert_shallow(x, keys, depth + 1, n);
                 // A JSON object's keys are distinct: no key in the map can match.
                 if let indexmap::map::raw_entry_v1::RawEntryMut::Vacant(slot) =
@@ -1027,6 +1104,9 @@ fn convert_shallow<'a>(v: &'a serde_json::Value, keys: &mut SharedKeys<'a>, dept
                 {
                     slot.insert_hashed_nocheck(hash, key, value);
                 }
+            }
+            if let Some(numbers) = numbers {
+                keys.keep_shape(under, &map, numbers);
             }
             Value::object(map)
         }
@@ -1188,7 +1268,8 @@ mod tests {
         #[test]
         fn conversion_round_trips(j in arb_json()) {
             let v = Value::from(&j);
-            proptest::prop_assert_eq!(serde_json::Value::from(&v), j.clone());
+            // As text, so that key order counts too.
+            proptest::prop_assert_eq!(v.to_string(), j.to_string());
             // Reading the JSON text (no shared keys, no predictions) gives an equal value.
             let read: Value = serde_json::from_str(&j.to_string()).map_err(|e| proptest::test_runner::TestCaseError::fail(e.to_string()))?;
             proptest::prop_assert_eq!(&read, &v);
@@ -1199,6 +1280,29 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn conversion_of_records_that_change_shape() {
+        // Same keys in another order, a key more, a key less, objects nested under the key
+        // they sit in, and more changes of shape than a slot keeps shapes for.
+        let mut records = vec![
+            json!({"a": 1, "b": {"a": {"a": 2}}}),
+            json!({"a": 3, "b": {"a": {"a": 4, "b": 5}}}),
+            json!({"b": {"a": {}}, "a": 6}),
+            json!({"a": 7, "b": {"a": {"a": 8}}, "c": 9}),
+            json!({"a": 10}),
+        ];
+        for i in 0..(3 * MAX_SHAPE_MISSES as usize) {
+            records.push(if i % 2 == 0 { json!({"x": i, "y": [{"a": i}]}) } else { json!({"y": [], "x": i}) });
+        }
+        records.push(json!({"a": 1, "b": {"a": {"a": 2}}}));
+        let j = serde_json::Value::Array(records);
+        let v = Value::from(&j);
+        // As text, so that key order counts too.
+        assert_eq!(v.to_string(), j.to_string());
+        let read: Value = serde_json::from_str(&j.to_string()).expect("valid JSON");
+        assert_eq!(read, v);
     }
 
     #[test]
