@@ -902,8 +902,9 @@ impl<'de> serde::Deserialize<'de> for Value {
 
 impl From<&serde_json::Value> for Value {
     /// Converts, with object keys found by prediction (records repeat their keys in order)
-    /// and hashed once per distinct key; a key longer than 23 bytes is allocated once and
-    /// shared by every object that has it.
+    /// and hashed once per distinct key, and an object with the keys of the previous one
+    /// under the same key (the next record) built from a copy of its map; a key longer than
+    /// 23 bytes is allocated once and shared by every object that has it.
     fn from(v: &serde_json::Value) -> Value {
         let mut keys = SharedKeys::default();
         convert_shallow(v, &mut keys, 0, NO_KEY)
