@@ -11,7 +11,6 @@
 //! [`arbitrary::Unstructured`], so a saved input replays exactly. Nothing here is part of
 //! the language: it exists for testing and may change at any time.
 
-use crate::value::SmolStr;
 use std::cmp::Ordering;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -22,7 +21,7 @@ use crate::diagnostic::{render_plain, Diagnostic};
 use crate::functions::{FunctionTable, ParamKind};
 use crate::span::{SourceMap, Span, Spanned};
 use crate::syntax::ast::{Arg, BinaryOp, Call, Expr, ExprKind, RefPath, StrLit, UnaryOp};
-use crate::value::{Map, Value};
+use crate::value::{Map, SmolStr, Value};
 use crate::{Engine, FixedClock, Limits, Scope};
 
 /// Any text as an expression: the hand-written parser agrees with the pest grammar; parse,

@@ -1,12 +1,10 @@
 //! The operators' semantics on values (SPEC §4.3), shared by the VM, the reference
 //! evaluator and constant folding, so all three agree by construction.
 
-use crate::value::SmolStr;
-
 use crate::diagnostic::Code;
 use crate::runtime::Limits;
 use crate::syntax::ast::BinaryOp;
-use crate::value::{cmp_numbers, Value};
+use crate::value::{cmp_numbers, SmolStr, Value};
 
 /// Why an operator failed.
 #[derive(Clone, Debug, PartialEq)]

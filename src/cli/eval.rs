@@ -1,6 +1,5 @@
 //! `tdsl eval EXPR [--vars FILE.json] [--var NAME=JSON]... [--emit value|ast|bytecode|type] [--files DIR]`
 
-use crate::value::SmolStr;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
@@ -8,7 +7,7 @@ use clap::{Args, ValueEnum};
 use super::{color_stderr, open_files, render, usage_failure, UsageError};
 use crate::engine::Engine;
 use crate::types::Scope;
-use crate::value::{Map, Value};
+use crate::value::{Map, SmolStr, Value};
 
 /// Arguments of `tdsl eval`.
 #[derive(Debug, Args)]

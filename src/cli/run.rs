@@ -10,7 +10,6 @@
 //! no tool calls, prints the result, and lists every divergence from the recording; exit 0
 //! when there is none, 1 otherwise.
 
-use crate::value::SmolStr;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -25,7 +24,7 @@ use crate::exec::host::{HostRunner, Mock};
 use crate::exec::{
     replay, Event, Executor, Guards, LoadError, Observer, Options, Run, RunStatus, StepStatus, Trace, Workflow,
 };
-use crate::value::{Map, Value};
+use crate::value::{Map, SmolStr, Value};
 
 /// Arguments of `tdsl run`.
 #[derive(Debug, Args)]

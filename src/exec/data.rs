@@ -4,7 +4,6 @@
 //! Everything here is a pure function of the plan and the values already produced; it
 //! never calls a tool and never waits.
 
-use crate::value::SmolStr;
 use std::cell::OnceCell;
 use std::sync::{Arc, OnceLock};
 
@@ -12,7 +11,7 @@ use crate::analysis::{ConditionPlan, Plan, RefContext, RefPlan, StepId, Transfor
 use crate::diagnostic::Code;
 use crate::runtime::EvalError;
 use crate::tool::{Logic, Operator};
-use crate::value::{cmp_numbers, Map, Value};
+use crate::value::{cmp_numbers, Map, SmolStr, Value};
 
 /// A failure inside a step, before or after the call: what the trace and the run's error
 /// report.

@@ -14,7 +14,6 @@
 //! fan-out is the lowest index that failed. Which independent steps were still to start
 //! when a step failed (and so are CANCELLED) is the one thing a run's timing decides.
 
-use crate::value::SmolStr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
@@ -38,7 +37,7 @@ use super::workflow::{Tool, Workflow};
 use crate::analysis::{DoneCheckPlan, Plan, StepId, StepPlan};
 use crate::diagnostic::Code;
 use crate::tool::{Retry, ToolDef};
-use crate::value::{Map, Value};
+use crate::value::{Map, SmolStr, Value};
 
 /// Where attempts' outcomes come from.
 pub(crate) enum Source {

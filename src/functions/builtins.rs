@@ -4,7 +4,6 @@
 //! take is an [`FnError`] naming the parameter (and element, for lists). Lists are read in
 //! place; only results are allocated.
 
-use crate::value::SmolStr;
 use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -16,7 +15,7 @@ use super::{list_arg, list_or_null, Args, Failure, FnError, Function, Implementa
 use crate::diagnostic::Code;
 use crate::files::{ops, FileError, FileStore, Version, MAX_READ_FILES};
 use crate::types::Type;
-use crate::value::{Map, Value};
+use crate::value::{Map, SmolStr, Value};
 
 type R = Result<Value, Failure>;
 

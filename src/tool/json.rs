@@ -12,7 +12,6 @@
 //! between the quotes, so [`JsonStr::string_map`] can map a span inside the decoded string
 //! (an expression, a REF) back to the bytes of the file through every escape.
 
-use crate::value::SmolStr;
 use std::sync::Arc;
 
 use jsonc_parser::ast;
@@ -22,7 +21,7 @@ use jsonc_parser::{CollectOptions, ParseOptions};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::span::{SourceMap, Span, Spanned};
 use crate::syntax::escape::{unescape, Dialect};
-use crate::value::{Map, Value};
+use crate::value::{Map, SmolStr, Value};
 
 /// A JSON value with the span it was written at.
 #[derive(Clone, Debug, PartialEq)]

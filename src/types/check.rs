@@ -5,7 +5,6 @@
 //! source), infers a type for every node and reports an error only where evaluation cannot
 //! succeed. It also collects the REF paths and free names the program uses.
 
-use crate::value::SmolStr;
 use std::sync::Arc;
 
 use super::scope::Scope;
@@ -15,7 +14,7 @@ use crate::diagnostic::{did_you_mean, Code, Diagnostic};
 use crate::functions::{FunctionTable, ParamKind};
 use crate::span::{SourceMap, Span, Spanned};
 use crate::syntax::ast::{Arg, BinaryOp, Call, Expr, ExprKind, Name, RefPath, UnaryOp};
-use crate::value::Value;
+use crate::value::{SmolStr, Value};
 
 /// A REF path used by a program, with where it was written.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -7,7 +7,6 @@
 //! never parses or compiles source text itself: run-time templates come from a
 //! [`TemplateSource`] the caller supplies.
 
-use crate::value::SmolStr;
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -20,7 +19,7 @@ use crate::ops;
 use crate::runtime::{Clock, EvalError, Limits};
 use crate::span::Span;
 use crate::syntax::ast::BinaryOp;
-use crate::value::{SegmentError, Value};
+use crate::value::{SegmentError, SmolStr, Value};
 
 /// Compiles template text met at run time (a template held in a variable).
 pub trait TemplateSource {

@@ -3,8 +3,7 @@
 //! Without colour the text is exactly what `serde_json` prints (the tests hold it to that),
 //! so a copied result is valid JSON and matches `tdsl eval`.
 
-use crate::value::SmolStr;
-use crate::value::Value;
+use crate::value::{SmolStr, Value};
 
 /// How to lay a value out.
 #[derive(Clone, Copy, Debug)]
