@@ -6,7 +6,7 @@ use super::op::Op;
 use crate::functions::FuncId;
 use crate::span::Span;
 use crate::syntax::ast::Name;
-use crate::value::{Path, Value};
+use crate::value::{Path, SmolStr, Value};
 
 /// Compiled code for one expression or template.
 #[derive(Clone, Debug, Default)]
@@ -21,8 +21,9 @@ pub struct Chunk {
     pub names: Vec<Name>,
     /// Field paths (segments after a root), each with its inline cache.
     pub paths: Vec<Path>,
-    /// Key lists of object constructors.
-    pub keys: Vec<Box<[Name]>>,
+    /// Key lists of object constructors, in the form object keys take (cloned per object
+    /// built, so never copied or allocated there).
+    pub keys: Vec<Box<[SmolStr]>>,
     /// Call sites.
     pub calls: Vec<CallInfo>,
     /// Where operands of an instruction came from, for error locations.

@@ -7,7 +7,7 @@ use super::op::Op;
 use crate::span::Span;
 use crate::syntax::ast::{BinaryOp, Name, UnaryOp};
 use crate::types::typed::{TArg, TExpr, TKind};
-use crate::value::{Path, Value};
+use crate::value::{Path, SmolStr, Value};
 
 /// Compiles a checked, error-free typed expression into a chunk.
 pub fn compile(e: &TExpr) -> Chunk {
@@ -178,7 +178,7 @@ impl Compiler {
                 for (_, v) in entries {
                     self.expr(v);
                 }
-                let keys: Box<[Name]> = entries.iter().map(|(k, _)| k.clone()).collect();
+                let keys: Box<[SmolStr]> = entries.iter().map(|(k, _)| SmolStr::new(k)).collect();
                 self.chunk.keys.push(keys);
                 let k = (self.chunk.keys.len() - 1) as u32;
                 self.emit(Op::Object(k), span);

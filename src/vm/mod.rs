@@ -19,7 +19,7 @@ use crate::ops;
 use crate::runtime::{Clock, EvalError, Limits};
 use crate::span::Span;
 use crate::syntax::ast::BinaryOp;
-use crate::value::{SegmentError, SmolStr, Value};
+use crate::value::{SegmentError, Value};
 
 /// Compiles template text met at run time (a template held in a variable).
 pub trait TemplateSource {
@@ -346,7 +346,7 @@ impl<'a> Vm<'a> {
                     let at = self.stack.len() - keys.len();
                     let mut map = crate::value::Map::with_capacity_and_hasher(keys.len(), Default::default());
                     for (key, v) in keys.iter().zip(self.stack.drain(at..)) {
-                        map.insert(SmolStr::new(key), v);
+                        map.insert(key.clone(), v);
                     }
                     self.stack.push(Value::object(map));
                 }
