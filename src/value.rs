@@ -599,10 +599,10 @@ impl Value {
     /// The text form used where a value becomes a string key (`group_by`) or text
     /// (`to_string`): like [`Value::join_text`] but `null` is `"null"` and objects are
     /// always JSON.
-    pub fn key_text(&self) -> Arc<str> {
+    pub fn key_text(&self) -> SmolStr {
         match self {
-            Value::Str(s) => s.clone().into(),
-            other => Arc::from(other.to_string()),
+            Value::Str(s) => s.clone(),
+            other => SmolStr::from(other.to_string()),
         }
     }
 }

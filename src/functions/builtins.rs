@@ -1131,7 +1131,7 @@ fn replace(r: &mut dyn Runner, args: &Args<'_>) -> R {
 fn to_string(r: &mut dyn Runner, args: &Args<'_>) -> R {
     let text = args.get(0).key_text();
     r.alloc(text.len())?;
-    Ok(Value::Str(text.into()))
+    Ok(Value::Str(text))
 }
 
 fn to_number(_: &mut dyn Runner, args: &Args<'_>) -> R {
