@@ -4,7 +4,7 @@
 //!   the in-memory store and the local directory store, built from the same fixture tree,
 //!   and checks that the VM and the reference evaluator agree on each call.
 //! - Local-only tests cover what only a disk has: symbolic links (out of the root, into
-//!   it, in loops), special files, names that are not UTF-8, absolute paths.
+//!   it, in loops), special files, names that are not UTF-8, host paths.
 //! - Git tests build a repository with fixed authors and dates and read its versions back.
 //! - CLI tests run the real binary with `--files`.
 
@@ -184,6 +184,9 @@ shared_suite!(
     versions_without_history,
     unknown_versions,
     escapes_are_refused_by_every_function,
+    rooted_paths_name_the_store_root,
+    rooted_listings_read_back,
+    a_trailing_slash_never_reads_a_file,
     odd_text_is_refused_by_every_function,
     the_vm_and_the_reference_evaluator_share_the_store,
 );
@@ -380,13 +383,86 @@ const CALLS: [&str; 5] =
     ["list_files(p)", "read_file(p)", "read_files([p])", "list_file_versions(p)", "describe_version(p)"];
 
 fn escapes_are_refused_by_every_function(fx: &Fixture) {
-    for path in ["..", "../outside.txt", "reports/../../outside.txt", "./../outside.txt", "/etc/passwd", "/"] {
+    // `/etc/passwd` and `/` were here while a leading `/` was the host's root; SPEC §4.5
+    // makes it the store's (see `rooted_paths_name_the_store_root`). Climbing above the
+    // store's root from `/` is still an escape.
+    for path in [
+        "..",
+        "../outside.txt",
+        "reports/../../outside.txt",
+        "./../outside.txt",
+        "/..",
+        "/../etc/passwd",
+        "/reports/../../outside.txt",
+        "//../outside.txt",
+    ] {
         for call in CALLS {
             let e = fx.err_with(call, json!({ "p": path }));
             assert_eq!(e.code, Code::PathEscapesRoot, "{call} with {path:?}: {e}");
             assert!(e.message.contains(&format!("{path:?}")), "{call} with {path:?}: {e}");
         }
     }
+}
+
+/// SPEC §4.5: a leading `/` names the store's root, never the host's.
+fn rooted_paths_name_the_store_root(fx: &Fixture) {
+    assert_eq!(fx.ok(r#"read_file("/notes.txt")"#), json!(NOTES));
+    assert_eq!(fx.ok(r#"read_file(file_path="/reports/q1.txt")"#), json!("Q1\n"));
+    assert_eq!(fx.ok(r#"read_file("/reports/../notes.txt")"#), json!(NOTES));
+    assert_eq!(fx.ok(r#"read_files(["/reports/q1.txt", "reports/q2.txt"])"#), json!(["Q1\n", "Q2\n"]));
+    assert_eq!(fx.ok(r#"describe_version("/notes.txt").size"#), json!(NOTES.len()));
+    assert_eq!(fx.ok(r#"length(list_file_versions("/notes.txt"))"#), json!(1));
+    // The source document's own call, with this fixture's directory.
+    assert_eq!(fx.ok(r#"list_files(directory_path="/data", pattern="*.json")"#), json!(["/data/config.json"]));
+    // The host's files are not the store's: `/etc/passwd` is the store's `etc/passwd`.
+    for call in CALLS {
+        let e = fx.err_with(call, json!({"p": "/etc/passwd"}));
+        assert_eq!(e.code, Code::FileNotFound, "{call}: {e}");
+    }
+    assert_eq!(fx.code(r#"read_file("/")"#), Code::NotAFile);
+    assert_eq!(fx.code(r#"read_file("/nosuch.txt")"#), Code::FileNotFound);
+}
+
+/// A listing keeps the form of its directory, so every listed path reads back as written.
+fn rooted_listings_read_back(fx: &Fixture) {
+    let reports = json!(["/reports/draft.md", "/reports/q1.txt", "/reports/q2.txt"]);
+    assert_eq!(fx.ok(r#"list_files("/reports")"#), reports);
+    assert_eq!(fx.ok(r#"list_files("/reports/")"#), reports);
+    assert_eq!(fx.ok(r#"list_files("//reports")"#), reports);
+    assert_eq!(fx.ok(r#"list_files("/data/../reports")"#), reports);
+    assert_eq!(fx.ok(r#"list_files("/")"#), json!(["/README.md", "/big.txt", "/bom.json", "/exact.txt", "/notes.txt"]));
+    assert_eq!(
+        fx.ok(r#"list_files("/", "**/h1/*")"#),
+        json!(["/reports/2025/h1/summary.txt"]),
+        "the pattern matches below the directory, as without `/`"
+    );
+    assert_eq!(fx.ok(r#"length(list_files("/many"))"#), json!(50));
+    assert_eq!(fx.ok(r#"map(list_files("/reports", "q*"), template="read_file(item)")"#), json!(["Q1\n", "Q2\n"]));
+    assert_eq!(fx.ok(r#"read_files(list_files("/reports", "q*"))"#), json!(["Q1\n", "Q2\n"]));
+    assert_eq!(fx.ok(r#"map(list_files("/reports", "q*"), template="describe_version(item).size")"#), json!([3, 3]));
+    // Without the `/`, relative to the root as before.
+    assert_eq!(fx.ok(r#"list_files("./reports", "q1*")"#), json!(["reports/q1.txt"]));
+}
+
+/// `notes.txt/` names a directory: it never reads the file (issue 15), whichever function.
+fn a_trailing_slash_never_reads_a_file(fx: &Fixture) {
+    for path in ["notes.txt/", "notes.txt/.", "notes.txt//", "/notes.txt/", "reports/q1.txt/"] {
+        for call in CALLS {
+            let e = fx.err_with(call, json!({ "p": path }));
+            assert_eq!(e.code, Code::NotADirectory, "{call} with {path:?}: {e}");
+        }
+    }
+    let e = fx.err(r#"read_file("notes.txt/")"#);
+    assert_eq!(e.message, "\"notes.txt/\" ends with `/`, which names a directory, but \"notes.txt\" is a file");
+    let src = r#"read_file("notes.txt/", version_id="current")"#;
+    assert_eq!(fx.code(src), Code::NotADirectory);
+    assert_eq!(blamed(src, &fx.err(src)), r#""notes.txt/""#, "the error points at the path");
+    // A directory, with or without the slash, is not a file; nothing is not found.
+    assert_eq!(fx.code(r#"read_file("reports/")"#), Code::NotAFile);
+    assert_eq!(fx.code(r#"describe_version("reports/.")"#), Code::NotAFile);
+    assert_eq!(fx.code(r#"read_file("nosuch.txt/")"#), Code::FileNotFound);
+    // Without the slash, the file reads.
+    assert_eq!(fx.ok(r#"read_file("notes.txt")"#), json!(NOTES));
 }
 
 fn odd_text_is_refused_by_every_function(fx: &Fixture) {
@@ -445,7 +521,11 @@ fn memory_store_keeps_files_and_directories_apart() {
     assert_eq!(store.insert("a", "y").expect_err("a is a directory").code, Code::NotAFile);
     assert_eq!(store.insert("a/b.txt/c", "z").expect_err("b.txt is a file").code, Code::NotADirectory);
     assert_eq!(store.insert("../x", "z").expect_err("escapes").code, Code::PathEscapesRoot);
-    assert_eq!(store.insert("/x", "z").expect_err("absolute").code, Code::PathEscapesRoot);
+    assert_eq!(store.insert("/../x", "z").expect_err("escapes").code, Code::PathEscapesRoot);
+    // A leading `/` is the store's root (SPEC §4.5): `/x` is `x`.
+    store.insert("/x", "z").expect("the store's x");
+    let fx = Fixture { store: Arc::new(store), dir: None };
+    assert_eq!(fx.ok(r#"[read_file("x"), read_file("/x")]"#), json!(["z", "z"]));
 }
 
 #[test]
@@ -601,30 +681,33 @@ mod links {
         assert_eq!(fx.ok(r#"list_files("data")"#), json!(["data/config.json", "data/empty.txt"]));
     }
 
+    /// Host paths are not read as the host's, even inside the root: a leading `/` is the
+    /// store's root (SPEC §4.5). This test used to read host paths under the root from it;
+    /// the paths outside it are still never read.
     #[test]
-    fn absolute_paths_inside_the_root_are_read_from_it() {
+    fn host_paths_are_store_paths() {
         let fx = linked_fixture();
         let root = fx.root();
         let root_text = root.to_str().expect("utf-8 temp dir").to_string();
         let vars = |p: String| json!({ "p": p });
         let run = |src: &str, p: String| fx.run_in(&fx.engine(), src, vars(p));
-        assert_eq!(run("read_file(p)", format!("{root_text}/notes.txt")).expect("inside"), Value::from(NOTES));
-        assert_eq!(
-            serde_json::Value::from(&run("list_files(p)", format!("{root_text}/reports")).expect("inside")),
-            json!(["reports/draft.md", "reports/q1.txt", "reports/q2.txt"])
-        );
-        assert_eq!(
-            serde_json::Value::from(&run("list_files(p)", root_text.clone()).expect("root")).as_array().map(Vec::len),
-            Some(8)
-        );
-        for outside in [
+        for host in [
+            format!("{root_text}/notes.txt"),
             format!("{root_text}/../outside/secret.txt"),
             root.parent().expect("a parent").join("outside/secret.txt").to_str().expect("utf-8").to_string(),
             format!("{root_text}-sibling/x.txt"),
         ] {
-            let e = run("read_file(p)", outside.clone()).expect_err("outside");
-            assert_eq!(e.code, Code::PathEscapesRoot, "{outside}");
+            for call in CALLS {
+                let e = run(call, host.clone()).expect_err("not in the store");
+                assert_eq!(e.code, Code::FileNotFound, "{call} with {host}: {e}");
+            }
         }
+        // Where the store has the path, `/` reads the store's file.
+        write_file(&root.join("etc/passwd"), b"the store's own\n");
+        assert_eq!(run("read_file(p)", "/etc/passwd".into()).expect("in the store"), Value::from("the store's own\n"));
+        // Through a link that leaves, a rooted path is refused like any other.
+        assert_eq!(run("read_file(p)", "/link_out".into()).expect_err("a link out").code, Code::PathEscapesRoot);
+        assert_eq!(run("list_files(p)", "/dir_out".into()).expect_err("a link out").code, Code::PathEscapesRoot);
     }
 
     #[test]
@@ -748,8 +831,10 @@ fn git_versions_are_read_back() {
     // A commit that did not change the file is not one of its versions.
     assert_eq!(fx.code(&format!("read_file(\"notes.txt\", version_id={c3:?})")), Code::UnknownVersion);
     assert_eq!(fx.code(&format!("read_file(\"notes.txt\", version_id={:?})", &c1[..6])), Code::UnknownVersion);
-    // A clean file has no `current` version: its newest version is a commit.
-    assert_eq!(fx.code(r#"read_file("notes.txt", version_id="current")"#), Code::UnknownVersion);
+    // `current` is always the content as it is now (SPEC §4.5): for a clean file, its newest
+    // commit. (This was an unknown version before SPEC §4.5 named `current` a version id.)
+    assert_eq!(fx.ok(r#"read_file("notes.txt", version_id="current")"#), json!("one\ntwo\nthree\n"));
+    assert_eq!(fx.ok(r#"describe_version("notes.txt", version_id="current").version_id"#), json!(c4));
     // From the repository's top, the same file has the same history.
     let top = repo.fixture("");
     assert_eq!(top.ok(r#"length(list_file_versions("docs/notes.txt"))"#), json!(3));
@@ -776,6 +861,148 @@ fn git_changes_not_committed_are_the_current_version() {
     assert_eq!(fx.ok(r#"read_file("notes.txt", version_id="current")"#), json!("one\ntwo\nthree\nfour\n"));
     assert_eq!(fx.ok(&format!("read_file(\"notes.txt\", version_id={c4:?})")), json!("one\ntwo\nthree\n"));
     assert_eq!(fx.ok(r#"map(list_file_versions("new.txt"), template="item.version_id")"#), json!(["current"]));
+}
+
+/// SPEC §4.5: a tag's name is a version id — the file as the tagged commit holds it.
+#[test]
+fn git_tags_are_version_ids() {
+    let (repo, [c1, c2, c3, c4]) = history();
+    repo.git(&["tag", "v1.0", &c1], "@0 +0000");
+    // An annotated tag on a commit that did not change the file: the file as it then was.
+    repo.git(&["tag", "-a", "v1.2", "-m", "Release 1.2", &c3], &format!("@{T3} +0000"));
+    repo.git(&["tag", "release/latest", &c4], "@0 +0000");
+    let fx = repo.fixture("docs");
+    assert_eq!(fx.ok(r#"read_file("notes.txt", version_id="v1.0")"#), json!("one\n"));
+    assert_eq!(fx.ok(r#"read_file(file_path="notes.txt", version_id="v1.2")"#), json!("one\ntwo\n"));
+    assert_eq!(fx.ok(r#"read_file("notes.txt", version_id="release/latest")"#), json!("one\ntwo\nthree\n"));
+    assert_eq!(fx.ok(r#"describe_version("notes.txt", version_id="v1.2").version_id"#), json!(c2));
+    assert_eq!(
+        fx.ok(r#"pick(describe_version("notes.txt", version_id="v1.0"), ["version_id", "size", "message"])"#),
+        json!({"version_id": c1, "size": 4, "message": "Add notes"})
+    );
+    // The seed's own call shape, with the path in a variable.
+    let e = fx.run_in(
+        &fx.engine(),
+        r#"read_file(file_path=config_path, version_id="v1.2")"#,
+        json!({"config_path": "/notes.txt"}),
+    );
+    assert_eq!(e.map(|v| serde_json::Value::from(&v)).expect("reads"), json!("one\ntwo\n"));
+    // Only exact names: no partial names, no full ref names, no branches.
+    for id in ["v1", "1.2", "tags/v1.2", "refs/tags/v1.2", "V1.2", "v1.2 ", "release"] {
+        assert_eq!(fx.code(&format!("read_file(\"notes.txt\", version_id={id:?})")), Code::UnknownVersion, "{id}");
+    }
+    let branch = repo.git(&["rev-parse", "--abbrev-ref", "HEAD"], "@0 +0000");
+    assert_eq!(fx.code(&format!("read_file(\"notes.txt\", version_id={branch:?})")), Code::UnknownVersion);
+}
+
+#[test]
+fn git_tags_off_the_current_branch_and_without_the_file() {
+    let (repo, [c1, _c2, _c3, _c4]) = history();
+    let main = repo.git(&["rev-parse", "--abbrev-ref", "HEAD"], "@0 +0000");
+    repo.git(&["checkout", "-q", "-b", "side", &c1], "@0 +0000");
+    repo.write("docs/notes.txt", "side\n");
+    let side = repo.commit("Side line", T4 + 60);
+    repo.git(&["tag", "side-release", &side], "@0 +0000");
+    repo.git(&["checkout", "-q", &main], "@0 +0000");
+    let tree = repo.git(&["rev-parse", &format!("{c1}^{{tree}}")], "@0 +0000");
+    repo.git(&["tag", "-a", "a-tree", "-m", "not a commit", &tree], "@0 +0000");
+    // A tag from before the file existed: a commit with only another file.
+    repo.write("later.txt", "later\n");
+    repo.commit("Add later.txt", T4 + 120);
+    repo.git(&["tag", "before-later", &c1], "@0 +0000");
+    let fx = repo.fixture("");
+    // Not among the listed versions (another branch), yet the tag reads it.
+    assert_eq!(fx.ok(r#"read_file("docs/notes.txt", version_id="side-release")"#), json!("side\n"));
+    assert_eq!(fx.ok(r#"describe_version("docs/notes.txt", version_id="side-release").version_id"#), json!(side));
+    let e = fx.err(r#"read_file("later.txt", version_id="before-later")"#);
+    assert_eq!(e.code, Code::UnknownVersion);
+    assert!(e.message.contains("tag \"before-later\" does not hold this file"), "{}", e.message);
+    let e = fx.err(r#"read_file("docs/notes.txt", version_id="a-tree")"#);
+    assert_eq!(e.code, Code::UnknownVersion);
+    assert!(e.message.contains("points at a tree, not a commit"), "{}", e.message);
+}
+
+/// SPEC §4.5: nothing the caller writes reaches git as an option or revision syntax. Each
+/// hostile id is an unknown version — and none of them did what git would have done with it
+/// (the `--output` ones would have written a file).
+#[test]
+fn git_hostile_version_ids_are_unknown_versions() {
+    let (repo, [c1, _c2, _c3, c4]) = history();
+    repo.git(&["tag", "v1.2", &c4], "@0 +0000");
+    let fx = repo.fixture("docs");
+    let scratch = tempfile::tempdir().expect("temp dir");
+    let written = scratch.path().join("written");
+    let written_text = written.to_str().expect("utf-8").to_string();
+    let hostile = [
+        "HEAD".to_string(),
+        "HEAD~1".into(),
+        "HEAD^".into(),
+        "@".into(),
+        "@{-1}".into(),
+        "@{upstream}".into(),
+        "v1.2^{tree}".into(),
+        "v1.2^{commit}".into(),
+        "v1.2~0".into(),
+        "v1.2:notes.txt".into(),
+        ":/Third".into(),
+        ":notes.txt".into(),
+        format!("{c1}..{c4}"),
+        format!("{c1}...{c4}"),
+        format!("{c4}^"),
+        format!("{c4}~1"),
+        format!("^{c1}"),
+        "-".into(),
+        "--all".into(),
+        "-p".into(),
+        format!("--output={written_text}"),
+        format!("-o{written_text}"),
+        "--exec=touch x".into(),
+        "refs/tags/v1.2".into(),
+        "refs/heads/main".into(),
+        "FETCH_HEAD".into(),
+        "ORIG_HEAD".into(),
+        "*".into(),
+        "v1.*".into(),
+        "0000000".into(),
+        "".into(),
+        "\n".into(),
+        format!("{c4}\n"),
+        format!("{c4} --all"),
+    ];
+    for id in &hostile {
+        for src in [
+            "read_file(file_path=\"notes.txt\", version_id=v)",
+            "describe_version(file_path=\"notes.txt\", version_id=v)",
+        ] {
+            let e = fx.err_with(src, json!({ "v": id }));
+            assert_eq!(e.code, Code::UnknownVersion, "{src} with {id:?}: {e}");
+            assert_eq!(blamed(src, &e), "v", "the error points at the version id");
+        }
+    }
+    assert!(!written.exists(), "a version id reached git as an option");
+    let e = fx.err(r#"read_file("notes.txt", version_id="HEAD~1")"#);
+    assert!(e.message.contains("revision expressions are not read"), "{}", e.message);
+    // The well-formed ids around them still work.
+    assert_eq!(fx.ok(r#"read_file("notes.txt", version_id="v1.2")"#), json!("one\ntwo\nthree\n"));
+    assert_eq!(fx.ok(&format!("read_file(\"notes.txt\", version_id={:?})", &c1[..7])), json!("one\n"));
+    // An abbreviation is hexadecimal: the same prefix in capitals names nothing.
+    assert_eq!(
+        fx.code(&format!("read_file(\"notes.txt\", version_id={:?})", c1[..7].to_uppercase())),
+        Code::UnknownVersion
+    );
+}
+
+/// Tag names that look like syntax are still only names: a tag with such a name is found by
+/// exact comparison, and the syntax it resembles is not applied.
+#[test]
+fn git_tag_names_are_compared_not_parsed() {
+    let (repo, [c1, c2, _c3, _c4]) = history();
+    repo.git(&["tag", "v1.2", &c2], "@0 +0000");
+    repo.git(&["tag", "--", "@x", &c1], "@0 +0000");
+    let fx = repo.fixture("docs");
+    assert_eq!(fx.ok(r#"read_file("notes.txt", version_id="@x")"#), json!("one\n"));
+    // `v1.2~1` would be c1 to git; here it is no version.
+    assert_eq!(fx.code(r#"read_file("notes.txt", version_id="v1.2~1")"#), Code::UnknownVersion);
 }
 
 #[test]
@@ -814,6 +1041,9 @@ fn cli_eval_with_files_reads_from_the_directory() {
     let o = tdsl(&["eval", r#"read_files(list_files("reports", "q*"))"#, "--files", dir, "--compact"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert_eq!(o.stdout, "[\"Q1\\n\",\"Q2\\n\"]\n");
+    // The source document's call: `/` is the store's root, and the results keep it.
+    let o = tdsl(&["eval", r#"list_files(directory_path="/data", pattern="*.json")"#, "--files", dir, "--compact"]);
+    assert_eq!((o.code, o.stdout.as_str()), (0, "[\"/data/config.json\"]\n"), "{}", o.stderr);
     let o = tdsl(&["eval", r#"describe_version("notes.txt").size"#, "--files", dir]);
     assert_eq!((o.code, o.stdout.trim()), (0, "23"), "{}", o.stderr);
 }

@@ -6,10 +6,14 @@
 //! file functions call it at most four times per call. The cost is a process per call and
 //! the need for `git` on the host; without it, files have the one version `current`.
 //!
-//! Only read-only plumbing runs (`rev-parse`, `log`, `cat-file`, `hash-object
-//! --no-filters`), with the `GIT_*` environment cleared so nothing redirects git to another
+//! Only read-only plumbing runs (`rev-parse`, `log`, `cat-file`, `for-each-ref`,
+//! `hash-object --no-filters`), with the `GIT_*` environment cleared so nothing redirects git to another
 //! repository, with `core.fsmonitor` off, and with pathspecs read literally. None of them
 //! runs hooks, filters or text conversion.
+//!
+//! No text a program wrote is ever an argument: a version id is compared with the ids
+//! `log` lists and the tag names `for-each-ref` lists, and only the full object id found
+//! that way is passed back to git (after `--end-of-options`, and checked to be hexadecimal).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -59,9 +63,22 @@ impl Repo {
         (!path.is_empty() && !path.contains('\n')).then_some(path)
     }
 
-    /// The commits that changed `path`, newest first, each with the file's blob.
-    pub fn history(&self, path: &str) -> Result<Vec<Commit>, String> {
-        let out = run(self.command().args(["log", "-z", "--format=%H%x00%at%x00%an%x00%B", "--", path]), None)?;
+    /// The commits that changed `path`, newest first, each with the file's blob: those
+    /// reachable from `HEAD`, or from commit `start` (a full object id) when given, the
+    /// first `max` of them when given.
+    pub fn history(&self, path: &str, start: Option<&str>, max: Option<usize>) -> Result<Vec<Commit>, String> {
+        let mut cmd = self.command();
+        cmd.args(["log", "-z", "--format=%H%x00%at%x00%an%x00%B"]);
+        if let Some(n) = max {
+            cmd.arg(format!("--max-count={n}"));
+        }
+        if let Some(start) = start {
+            if !is_object_id(start) {
+                return Err(format!("{start:?} is not an object id"));
+            }
+            cmd.args(["--end-of-options", start]);
+        }
+        let out = run(cmd.args(["--", path]), None)?;
         let text = String::from_utf8_lossy(&out);
         let fields: Vec<&str> = text.split('\0').collect();
         let mut commits = Vec::new();
@@ -90,6 +107,28 @@ impl Repo {
         Ok(commits)
     }
 
+    /// The commit tag `name` points at (peeled through one annotated tag): `Ok(None)` when
+    /// no tag is named exactly `name`, `Err` when it names something other than a commit.
+    /// Every tag is listed and compared here, so `name` never reaches git.
+    pub fn tag_commit(&self, name: &str) -> Result<Option<String>, String> {
+        let format = "--format=%(refname)%00%(objecttype)%00%(objectname)%00%(*objecttype)%00%(*objectname)";
+        let out = run(self.command().args(["for-each-ref", format, "refs/tags/"]), None)?;
+        let text = String::from_utf8_lossy(&out);
+        for line in text.lines() {
+            let fields: Vec<&str> = line.split('\0').collect();
+            let [refname, kind, id, peeled_kind, peeled_id] = fields.as_slice() else { continue };
+            if refname.strip_prefix("refs/tags/") != Some(name) {
+                continue;
+            }
+            let (kind, id) = if peeled_id.is_empty() { (kind, id) } else { (peeled_kind, peeled_id) };
+            return match *kind {
+                "commit" if is_object_id(id) => Ok(Some(id.to_string())),
+                other => Err(format!("tag {name:?} points at a {other}, not a commit")),
+            };
+        }
+        Ok(None)
+    }
+
     /// The blob id the file at `real` would have, read as it is on disk (no filters).
     pub fn hash_file(&self, real: &Path) -> Result<String, String> {
         let out = run(self.command().args(["hash-object", "--no-filters", "--"]).arg(real), None)?;
@@ -104,6 +143,11 @@ impl Repo {
     fn command(&self) -> Command {
         git(&self.toplevel)
     }
+}
+
+/// Whether `id` is a full object id (SHA-1 or SHA-256, lower-case hexadecimal).
+fn is_object_id(id: &str) -> bool {
+    matches!(id.len(), 40 | 64) && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 /// `git` in `dir`, with nothing from the environment redirecting it and nothing in the

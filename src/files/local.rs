@@ -14,7 +14,7 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use super::git::Repo;
+use super::git::{Commit, Repo};
 use super::{Entry, EntryKind, FileError, FileStore, StorePath, Version, CURRENT_VERSION};
 
 /// A directory on disk, with every path confined to it.
@@ -186,7 +186,7 @@ impl FileStore for LocalStore {
         let Some((repo, git_path)) = self.repo().and_then(|r| Some((r, r.git_path(&real)?))) else {
             return Ok(vec![current]);
         };
-        let history = repo.history(&git_path).map_err(|e| FileError::io(path.as_str(), e))?;
+        let history = repo.history(&git_path, None, None).map_err(|e| FileError::io(path.as_str(), e))?;
         let newest_blob = history.first().and_then(|c| c.blob.as_ref()).map(|(oid, _)| oid.clone());
         let mut versions: Vec<Version> = history
             .into_iter()
@@ -208,6 +208,31 @@ impl FileStore for LocalStore {
             versions.insert(0, current);
         }
         Ok(versions)
+    }
+
+    fn tagged_version(&self, path: &StorePath, name: &str) -> Result<Option<Version>, FileError> {
+        let (real, _) = self.regular_file(path)?;
+        let Some((repo, git_path)) = self.repo().and_then(|r| Some((r, r.git_path(&real)?))) else {
+            return Ok(None);
+        };
+        let commit = match repo.tag_commit(name) {
+            Ok(Some(commit)) => commit,
+            Ok(None) => return Ok(None),
+            Err(why) => return Err(FileError::unknown_version(path.as_str(), name).with_note(&why)),
+        };
+        // The newest commit up to the tag that changed the file holds it as the tag does.
+        let history = repo.history(&git_path, Some(&commit), Some(1)).map_err(|e| FileError::io(path.as_str(), e))?;
+        match history.into_iter().next() {
+            Some(Commit { id, author_time, author, message, blob: Some((_, size)) }) => Ok(Some(Version {
+                id,
+                created_at_millis: author_time.and_then(|s| s.checked_mul(1000)),
+                size,
+                author: Some(author),
+                message: Some(message),
+            })),
+            _ => Err(FileError::unknown_version(path.as_str(), name)
+                .with_note(&format!("tag {name:?} does not hold this file"))),
+        }
     }
 
     fn root(&self) -> Option<&Path> {

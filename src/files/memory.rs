@@ -61,7 +61,7 @@ impl MemoryStore {
     /// Checks that `path` can hold a file: no file is among its parents, and it is not
     /// already a directory.
     fn file_slot(&self, path: &str) -> Result<StorePath, FileError> {
-        let p = StorePath::parse(path, None)?;
+        let p = StorePath::parse(path)?;
         if p.is_root() || self.is_dir(&p) {
             return Err(FileError::not_a_file(path));
         }

@@ -12,9 +12,9 @@
 //! a git work tree).
 //!
 //! **Confinement** happens in two places. [`StorePath::parse`] turns the text a program
-//! gives into a normalized path relative to the root, refusing what could name something
-//! outside it (`..` above the root, absolute paths elsewhere, odd characters); a store only
-//! ever sees `StorePath`s. [`LocalStore`] then refuses symbolic links that resolve outside
+//! gives into a normalized path relative to the root (a leading `/` is the store's root),
+//! refusing what could name something outside it (`..` above the root, odd characters); a
+//! store only ever sees `StorePath`s. [`LocalStore`] then refuses symbolic links that resolve outside
 //! the root, component by component, before it opens or lists anything. This module must
 //! never hand a store raw program text, and a store must never open a path it has not
 //! checked. See `docs/security.md`.
@@ -60,8 +60,21 @@ pub trait FileStore: Send + Sync {
     /// The versions of file `path`, newest first; never empty for a file that exists.
     fn versions(&self, path: &StorePath) -> Result<Vec<Version>, FileError>;
 
-    /// Where the store is on disk, if it is: absolute paths under it are accepted and read
-    /// as relative to it. Stores with no place on disk refuse every absolute path.
+    /// The version of file `path` as tag `name` holds it, when the store keeps tags and has
+    /// one named exactly `name` (SPEC §4.5: `version_id="v1.2"`). `Ok(None)` when there is
+    /// no such tag; an [`Code::UnknownVersion`] error when the tag exists but does not hold
+    /// the file. The default keeps no tags.
+    ///
+    /// `name` is the program's text: an implementation compares it with the names it has
+    /// and must never hand it to anything that would read it as syntax (an option, a
+    /// revision expression, a pattern).
+    fn tagged_version(&self, path: &StorePath, name: &str) -> Result<Option<Version>, FileError> {
+        let _ = (path, name);
+        Ok(None)
+    }
+
+    /// Where the store is on disk, if it is (for a host's information). Paths are always
+    /// read from the store's root: `/config` is the store's `config`, never the host's.
     fn root(&self) -> Option<&Path> {
         None
     }
@@ -91,7 +104,10 @@ pub enum EntryKind {
 /// One version of a file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Version {
-    /// The id to pass back as `version_id`: a commit id, or [`CURRENT_VERSION`].
+    /// The id to pass back as `version_id`: a commit id, or [`CURRENT_VERSION`]. Functions
+    /// also accept [`CURRENT_VERSION`] for a file whose newest version is a commit, an
+    /// unambiguous prefix of at least 7 characters, and a tag name
+    /// ([`FileStore::tagged_version`]).
     pub id: String,
     /// When this version was made, in milliseconds since the Unix epoch: the commit's
     /// author time, or the file's modification time.

@@ -4,9 +4,12 @@
 //! `..` or empty segments, no absolute form, and no characters that could mean something
 //! else to an operating system (NUL, control characters, backslashes). The physical half —
 //! symbolic links — is the local store's job.
+//!
+//! A leading `/` names the store's root, never the host's (SPEC §4.5): `/config` and
+//! `config` are the same path. Which form the caller used is a matter for the results
+//! ([`is_rooted`]), not for the path.
 
 use std::fmt;
-use std::path::{Component, Path, PathBuf};
 
 use super::FileError;
 
@@ -25,11 +28,10 @@ impl StorePath {
         StorePath(String::new())
     }
 
-    /// Parses a path a program gave. Relative paths are read from the root (`""` and `"."`
-    /// are the root itself); `..` may climb back out of a directory but never above the
-    /// root. An absolute path is accepted only when it lies under `root` (the store's place
-    /// on disk), and read relative to it.
-    pub fn parse(text: &str, root: Option<&Path>) -> Result<StorePath, FileError> {
+    /// Parses a path a program gave. Every path is read from the store's root: `a/b`,
+    /// `./a/b` and `/a/b` are the same path (`""`, `"."` and `"/"` are the root itself);
+    /// `..` may climb back out of a directory but never above the root.
+    pub fn parse(text: &str) -> Result<StorePath, FileError> {
         if text.len() > MAX_PATH_BYTES {
             return Err(FileError::invalid(text, &format!("longer than {MAX_PATH_BYTES} bytes")));
         }
@@ -39,15 +41,8 @@ impl StorePath {
         if text.contains('\\') {
             return Err(FileError::invalid(text, "it contains a backslash; separate directories with `/`"));
         }
-        let absolute;
-        let relative = if text.starts_with('/') || Path::new(text).is_absolute() {
-            absolute = relative_to_root(text, root)?;
-            absolute.as_str()
-        } else {
-            text
-        };
         let mut segments: Vec<&str> = Vec::new();
-        for seg in relative.split('/') {
+        for seg in text.split('/') {
             match seg {
                 "" | "." => {}
                 ".." => {
@@ -117,27 +112,16 @@ fn check_segment(text: &str, seg: &str) -> Result<(), FileError> {
     Ok(())
 }
 
-/// An absolute path's part below `root` (`/`-separated), or an escape error.
-fn relative_to_root(text: &str, root: Option<&Path>) -> Result<String, FileError> {
-    let Some(root) = root else {
-        return Err(FileError::escape(text, "is an absolute path; this file store has no place on disk"));
-    };
-    // Lexically normalized, so `/root/../etc` is not taken for a path under `/root`.
-    let mut normal = PathBuf::new();
-    for c in Path::new(text).components() {
-        match c {
-            Component::ParentDir => {
-                normal.pop();
-            }
-            Component::CurDir => {}
-            other => normal.push(other),
-        }
-    }
-    let rest = normal
-        .strip_prefix(root)
-        .map_err(|_| FileError::escape(text, "is an absolute path outside the file store's root"))?;
-    // Every component came from `text`, so each is UTF-8.
-    Ok(rest.components().filter_map(|c| c.as_os_str().to_str()).collect::<Vec<_>>().join("/"))
+/// Whether the caller wrote `text` from the root (`/config`): results derived from it (the
+/// paths `list_files` returns) are written the same way, so they read back unchanged.
+pub fn is_rooted(text: &str) -> bool {
+    text.starts_with('/')
+}
+
+/// Whether `text` ends in a way that names a directory (`a/`, `a/.`): such a path is never
+/// read as a file, even when the file exists (`notes.txt/` is not `notes.txt`).
+pub fn names_directory(text: &str) -> bool {
+    text.ends_with('/') || text.ends_with("/.")
 }
 
 #[cfg(test)]
@@ -146,11 +130,11 @@ mod tests {
     use crate::diagnostic::Code;
 
     fn ok(text: &str) -> String {
-        StorePath::parse(text, Some(Path::new("/srv/files"))).map(|p| p.0).unwrap_or_else(|e| panic!("{text}: {e}"))
+        StorePath::parse(text).map(|p| p.0).unwrap_or_else(|e| panic!("{text}: {e}"))
     }
 
     fn code(text: &str) -> Code {
-        StorePath::parse(text, Some(Path::new("/srv/files"))).expect_err(text).code
+        StorePath::parse(text).expect_err(text).code
     }
 
     #[test]
@@ -160,9 +144,14 @@ mod tests {
         assert_eq!(ok("./a//b/"), "a/b");
         assert_eq!(ok("a/../b"), "b");
         assert_eq!(ok("a/b/../../c"), "c");
-        assert_eq!(ok("/srv/files/a/b.txt"), "a/b.txt");
-        assert_eq!(ok("/srv/files"), "");
-        assert_eq!(ok("/srv/files/x/../y"), "y");
+        // A leading `/` is the store's root, never the host's.
+        assert_eq!(ok("/"), "");
+        assert_eq!(ok("//"), "");
+        assert_eq!(ok("/config"), "config");
+        assert_eq!(ok("/a/b.txt"), "a/b.txt");
+        assert_eq!(ok("/srv/files/a/b.txt"), "srv/files/a/b.txt");
+        assert_eq!(ok("/etc/passwd"), "etc/passwd");
+        assert_eq!(ok("/x/../y"), "y");
         assert_eq!(ok("café/naïve file.txt"), "café/naïve file.txt");
     }
 
@@ -171,22 +160,32 @@ mod tests {
         assert_eq!(code(".."), Code::PathEscapesRoot);
         assert_eq!(code("../x"), Code::PathEscapesRoot);
         assert_eq!(code("a/../../x"), Code::PathEscapesRoot);
-        assert_eq!(code("/etc/passwd"), Code::PathEscapesRoot);
-        assert_eq!(code("/srv/files/../secret"), Code::PathEscapesRoot);
-        assert_eq!(code("/srv/filesystem/x"), Code::PathEscapesRoot);
+        assert_eq!(code("/.."), Code::PathEscapesRoot);
+        assert_eq!(code("/../etc/passwd"), Code::PathEscapesRoot);
+        assert_eq!(code("/srv/../../secret"), Code::PathEscapesRoot);
         assert_eq!(code("a\0b"), Code::InvalidPath);
         assert_eq!(code("a\nb"), Code::InvalidPath);
         assert_eq!(code("..\\x"), Code::InvalidPath);
         assert_eq!(code(".git/config"), Code::InvalidPath);
         assert_eq!(code("sub/.GIT/HEAD"), Code::InvalidPath);
         assert_eq!(code(&"a/".repeat(3000)), Code::InvalidPath);
-        let no_root = StorePath::parse("/x", None).expect_err("absolute without a root");
-        assert_eq!(no_root.code, Code::PathEscapesRoot);
+        assert_eq!(code("/.git/config"), Code::InvalidPath);
+    }
+
+    #[test]
+    fn forms() {
+        assert!(is_rooted("/config") && is_rooted("/") && !is_rooted("config") && !is_rooted("./config"));
+        for dir in ["a/", "a/.", "/a/", "a//", "a/./"] {
+            assert!(names_directory(dir), "{dir}");
+        }
+        for file in ["a", "/a", "a/b", "a/..", ".a", "a."] {
+            assert!(!names_directory(file), "{file}");
+        }
     }
 
     #[test]
     fn join_takes_plain_names_only() {
-        let dir = StorePath::parse("a", None).expect("parses");
+        let dir = StorePath::parse("a").expect("parses");
         assert_eq!(dir.join("b.txt").map(|p| p.0), Some("a/b.txt".to_string()));
         assert_eq!(StorePath::root().join("b").map(|p| p.0), Some("b".to_string()));
         for bad in ["", ".", "..", "x/y", "x\\y", "a\nb", ".git"] {
@@ -196,9 +195,9 @@ mod tests {
 
     #[test]
     fn relative_to() {
-        let p = StorePath::parse("reports/2025/a.txt", None).expect("parses");
-        assert_eq!(p.relative_to(&StorePath::parse("reports", None).expect("parses")), Some("2025/a.txt"));
+        let p = StorePath::parse("reports/2025/a.txt").expect("parses");
+        assert_eq!(p.relative_to(&StorePath::parse("reports").expect("parses")), Some("2025/a.txt"));
         assert_eq!(p.relative_to(&StorePath::root()), Some("reports/2025/a.txt"));
-        assert_eq!(p.relative_to(&StorePath::parse("rep", None).expect("parses")), None);
+        assert_eq!(p.relative_to(&StorePath::parse("rep").expect("parses")), None);
     }
 }
