@@ -41,12 +41,14 @@ pub fn parse(text: &str) -> Result<StorePath, FileError> {
 fn parse_file(store: &dyn FileStore, text: &str) -> Result<StorePath, FileError> {
     let p = parse(text)?;
     if names_directory(text) {
-        return Err(match store.read_dir(&p) {
-            Ok(_) => FileError::not_a_file(text),
-            Err(e) if e.code == Code::NotADirectory => FileError::new(
+        // What is there, asked without listing a directory (which may be huge): only a file
+        // has versions.
+        return Err(match store.versions(&p) {
+            Ok(_) => FileError::new(
                 Code::NotADirectory,
                 format!("{text:?} ends with `/`, which names a directory, but {:?} is a file", p.as_str()),
             ),
+            Err(e) if e.code == Code::NotAFile => FileError::not_a_file(text),
             Err(e) => e,
         });
     }
