@@ -1077,3 +1077,77 @@ fn cli_eval_with_a_missing_directory_is_a_usage_error() {
     assert_eq!(o.code, 2);
     assert!(o.stderr.contains("not a directory"), "{}", o.stderr);
 }
+
+// ---------------------------------------------------------------------------------------
+// Properties
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+    use tdsl::files::StorePath;
+
+    /// The lexical model of a path: its segments from the root, or `None` when `..` climbs
+    /// above the root.
+    fn model(text: &str) -> Option<Vec<&str>> {
+        let mut stack = Vec::new();
+        for seg in text.split('/') {
+            match seg {
+                "" | "." => {}
+                ".." => {
+                    stack.pop()?;
+                }
+                s => stack.push(s),
+            }
+        }
+        Some(stack)
+    }
+
+    proptest! {
+        /// `/p` and `p` are the same path; both follow the model, and what parses never holds
+        /// `.`, `..` or an empty segment.
+        #[test]
+        fn a_leading_slash_is_the_store_root(
+            segs in proptest::collection::vec(proptest::sample::select(vec!["a", "b", "..", ".", "", "x.txt"]), 0..10),
+            slashes in 1usize..3,
+        ) {
+            let rel = segs.join("/");
+            let rooted = format!("{}{rel}", "/".repeat(slashes));
+            let (a, b) = (StorePath::parse(&rel), StorePath::parse(&rooted));
+            match (model(&rel), a, b) {
+                (Some(expected), Ok(a), Ok(b)) => {
+                    prop_assert_eq!(&a, &b);
+                    prop_assert_eq!(a.segments().collect::<Vec<_>>(), expected);
+                }
+                (None, Err(a), Err(b)) => {
+                    prop_assert_eq!(a.code, Code::PathEscapesRoot);
+                    prop_assert_eq!(b.code, Code::PathEscapesRoot);
+                }
+                (m, a, b) => prop_assert!(false, "{rel:?}: model {m:?}, relative {a:?}, rooted {b:?}"),
+            }
+        }
+
+        /// A version id is only ever compared: any text names a version exactly when it is a
+        /// listed id, `current`, or a hexadecimal prefix (≥ 7) of one; anything else is E0709.
+        #[test]
+        fn version_ids_are_compared_not_interpreted(id in "\\PC{0,24}") {
+            let mut store = MemoryStore::new();
+            let v = |id: &str| Version { id: id.into(), created_at_millis: None, size: 0, author: None, message: None };
+            store.commit("doc.md", v("0123456789abcdef0123456789abcdef01234567"), "one").expect("path");
+            store.commit("doc.md", v("v1.2"), "two").expect("path");
+            let engine = Engine::new().with_file_store(Arc::new(store));
+            let program = engine.compile(r#"read_file("doc.md", version_id=v)"#).expect("compiles");
+            let r = program.eval(&Value::from(&json!({ "v": id })));
+            let names = id == "v1.2"
+                || id == "current"
+                || (id.len() >= 7 && id.bytes().all(|b| b.is_ascii_hexdigit())
+                    && "0123456789abcdef0123456789abcdef01234567".starts_with(&id));
+            match r {
+                Ok(_) => prop_assert!(names, "{id:?} read a version"),
+                Err(e) => {
+                    prop_assert!(!names, "{id:?}: {e}");
+                    prop_assert_eq!(e.code, Code::UnknownVersion);
+                }
+            }
+        }
+    }
+}
