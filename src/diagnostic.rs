@@ -179,6 +179,12 @@ codes! {
     ExpectedRef = "E0520", Error;
     /// A number outside the range its key accepts: `"max_retries": -1`, `"jitter": 2`
     NumberOutOfRange = "E0521", Error;
+    /// A constraint that does not apply to the declared type: `"type_name": "integer", "pattern": "^a"`
+    ConstraintNotForType = "E0540", Error;
+    /// A constraint whose value is invalid: `"pattern": "(("`, `"min_length": -1`, `"enum": []`
+    InvalidConstraint = "E0541", Error;
+    /// A `default` that its own declaration refuses: `"enum": ["a"], "default": "b"`
+    InvalidDefault = "E0542", Error;
 
     // ---- .tool warnings (W05xx) ----
     /// A string in a REF position that looks like a REF but is plain text: `" REF:scan.files"`, `"ref:scan.files"`
@@ -219,6 +225,9 @@ codes! {
     TooManyReadFiles = "E0615", Error;
     /// A condition whose operator cannot apply to its operands' types: `{"param": "REF:scan.files", "operator": "greater_than", "value": 3}`
     ConditionType = "E0616", Error;
+    /// A literal argument or mapped response that breaks a declared constraint:
+    /// `"direction": "up"` for an argument declared with `"enum": ["higher", "lower", "target"]`
+    LiteralBreaksConstraint = "E0630", Error;
 
     // ---- analysis warnings (W06xx) ----
     /// A transform variable that no transform reads: `"variables": {"unused": "REF:scan.files"}`
@@ -307,6 +316,9 @@ codes! {
     /// does not exist, a malformed `exec:` or `mcp:` (a warning: a library host's runner may
     /// know it)
     UnknownEndpoint = "W0902", Warning;
+    /// `tdsl export`: a feature of a tool that the format cannot express (responses for
+    /// OpenAI and Anthropic, a `file` type, `min_length`/`max_length`/`default` for OpenAI)
+    ExportLossy = "W0903", Warning;
 }
 
 impl fmt::Display for Code {

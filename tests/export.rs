@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use tdsl::export::{export_tool, tool_name, validate_arguments, Format};
+use tdsl::export::{export_names, export_tool, lossy_features, tool_name, validate_arguments, Format};
 
 struct Out {
     code: i32,
@@ -157,4 +157,153 @@ fn broken_tools_and_bad_usage() {
     let o = tdsl(&["export", outside.to_str().expect("utf-8"), "--root", d, "--format", "mcp"]);
     assert_eq!(o.code, 2);
     assert!(o.stderr.contains("not under the tool root"), "{}", o.stderr);
+}
+
+/// A seed document, read at test time from the `shared/seeds` folder beside the repository
+/// (the first ancestor of the crate that has one).
+fn seed(name: &str) -> String {
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for dir in crate_dir.ancestors() {
+        let path = dir.join("shared/seeds").join(name);
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            return text;
+        }
+    }
+    panic!("no shared/seeds/{name} beside {}", crate_dir.display());
+}
+
+/// The first ```` ```json ```` block after the line `heading` of a seed.
+fn json_block_after(doc: &str, heading: &str) -> serde_json::Value {
+    let at = doc.find(heading).unwrap_or_else(|| panic!("no `{heading}` in the seed"));
+    let rest = &doc[at..];
+    let start = rest.find("```json\n").expect("a json block") + "```json\n".len();
+    let end = rest[start..].find("```").expect("its end");
+    serde_json::from_str(&rest[start..start + end]).expect("the seed's block is JSON")
+}
+
+const SEED_ROOT: &str = "tests/data/check/root";
+const SEED_TOOL: &str = "tests/data/check/root/tools/add_objective.tool";
+
+/// Removes the `description` of every property (the seed's Anthropic block abbreviates them).
+fn without_property_descriptions(mut v: serde_json::Value, schema_key: &str) -> serde_json::Value {
+    if let Some(props) = v[schema_key]["properties"].as_object_mut() {
+        for p in props.values_mut() {
+            if let Some(p) = p.as_object_mut() {
+                p.remove("description");
+            }
+        }
+    }
+    v
+}
+
+#[test]
+fn seed_003_add_objective_in_every_format() {
+    let doc = seed("003_d8e8e4f64207d379.txt");
+    let mut stderr = String::new();
+    let mut exported = serde_json::Map::new();
+    for format in ["openai", "anthropic", "mcp"] {
+        let o = tdsl(&["export", SEED_TOOL, "--root", SEED_ROOT, "--format", format]);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        let v: serde_json::Value = serde_json::from_str(&o.stdout).expect("JSON");
+        assert_eq!(v.as_array().map(Vec::len), Some(1));
+        stderr.push_str(&format!("---- {format}\n{}", o.stderr));
+        exported.insert(format.to_string(), v[0].clone());
+    }
+    // The OpenAI tool is the seed's, word for word; the Anthropic one too, but for the
+    // property descriptions that the seed's Anthropic example shortens or leaves out.
+    assert_eq!(exported["openai"], json_block_after(&doc, "#### OpenAI Format"));
+    assert_eq!(
+        without_property_descriptions(exported["anthropic"].clone(), "input_schema"),
+        without_property_descriptions(json_block_after(&doc, "#### Anthropic Format"), "input_schema")
+    );
+    insta::assert_json_snapshot!("seed_003_add_objective", exported);
+    insta::assert_snapshot!("seed_003_add_objective_warnings", stderr);
+}
+
+/// A tool with every constraint, as an argument, in a list's elements and as a response.
+const EVERY_CONSTRAINT: &str = r#"{
+  "description": "Every constraint",
+  "arguments": [
+    {"name": "mode", "type_name": "string", "enum": ["fast", "slow"], "default": "fast", "description": "how"},
+    {"name": "level", "type_name": "integer", "minimum": 1, "maximum": 5, "required": true},
+    {"name": "ratio", "type_name": "number", "minimum": 0.5},
+    {"name": "code", "type_name": "string", "pattern": "^[A-Z]{3}$", "min_length": 3, "max_length": 3},
+    {"name": "tags", "type_name": "list", "min_length": 1, "max_length": 4,
+     "items": {"type_name": "string", "description": "a tag", "max_length": 10}},
+    {"name": "matrix", "type_name": "list<list<integer>>", "items": {"items": {"type_name": "integer", "minimum": 0}}},
+    {"name": "doc", "type_name": "file"}
+  ],
+  "responses": [
+    {"name": "score", "type_name": "number", "minimum": 0, "maximum": 1}
+  ],
+  "system_event_endpoint": "builtin:echo"
+}"#;
+
+#[test]
+fn every_constraint_in_every_format() {
+    let (def, diags) = tdsl::tool::load(EVERY_CONSTRAINT);
+    assert!(diags.iter().all(|d| !d.is_error()), "{diags:?}");
+    let def = def.expect("loads");
+    let mut out = serde_json::Map::new();
+    let mut warnings = String::new();
+    for format in [Format::OpenAi, Format::Anthropic, Format::Mcp] {
+        out.insert(format.as_str().to_string(), export_tool(format, "every_constraint", &def));
+        for w in lossy_features(format, "every_constraint", &def) {
+            warnings.push_str(&format!("{w}\n"));
+        }
+    }
+    insta::assert_json_snapshot!("every_constraint", out);
+    insta::assert_snapshot!("every_constraint_warnings", warnings);
+}
+
+#[test]
+fn lossy_export_warns_on_stderr_and_deny_warnings_fails() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("every.tool"), EVERY_CONSTRAINT).expect("write");
+    std::fs::write(dir.path().join("plain.tool"), r#"{"arguments": [{"name": "x", "type_name": "integer", "enum": [1, 2]}], "system_event_endpoint": "builtin:echo"}"#).expect("write");
+    let d = dir.path().to_str().expect("utf-8");
+    let o = tdsl(&["export", d, "--root", d, "--format", "openai"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(serde_json::from_str::<serde_json::Value>(&o.stdout).is_ok());
+    insta::assert_snapshot!("lossy_openai_stderr", o.stderr);
+    let o = tdsl(&["export", d, "--root", d, "--format", "openai", "--deny-warnings"]);
+    assert_eq!(o.code, 1, "{}", o.stdout);
+    assert_eq!(o.stdout, "");
+    assert!(o.stderr.contains("error[W0903]: `responses` lost converting `every` to openai"), "{}", o.stderr);
+    assert!(o.stderr.ends_with("and --deny-warnings is set\n"), "{}", o.stderr);
+    // A tool the format expresses whole passes --deny-warnings.
+    let plain = dir.path().join("plain.tool");
+    let o = tdsl(&["export", plain.to_str().expect("utf-8"), "--root", d, "--format", "openai", "--deny-warnings"]);
+    assert_eq!((o.code, o.stderr.as_str()), (0, ""));
+    // MCP keeps responses and constraints: only the `file` type is lost.
+    let o = tdsl(&["export", d, "--root", d, "--format", "mcp"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(o.stderr.lines().count(), 1, "{}", o.stderr);
+    assert!(o.stderr.contains("the `file` type of argument `doc` lost converting `every` to mcp"), "{}", o.stderr);
+}
+
+#[test]
+fn names_are_file_stems_unless_they_clash() {
+    assert_eq!(
+        export_names(&["/tools/add_objective.tool", "/a/echo.tool", "/b/echo.tool", "/main.tool"]),
+        ["add_objective", "a__echo", "b__echo", "main"]
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tool = r#"{"system_event_endpoint": "builtin:echo"}"#;
+    for p in ["tools/add_objective.tool", "a/echo.tool", "b/echo.tool", "main.tool"] {
+        let path = dir.path().join(p);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, tool).expect("write");
+    }
+    let d = dir.path().to_str().expect("utf-8");
+    let o = tdsl(&["export", d, "--root", d, "--format", "anthropic"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).expect("JSON");
+    let names: Vec<&str> = v.as_array().expect("list").iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(names, ["a__echo", "b__echo", "main", "add_objective"]);
+    // Exported alone, each `echo` is `echo`: the names depend on the exported set.
+    let a = dir.path().join("a/echo.tool");
+    let o = tdsl(&["export", a.to_str().expect("utf-8"), "--root", d, "--format", "anthropic"]);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).expect("JSON");
+    assert_eq!(v[0]["name"], "echo");
 }

@@ -94,11 +94,7 @@ fn lists_and_calls_the_example_tools() {
     let list = s.request("tools/list", json!({}));
     let tools = list["result"]["tools"].as_array().expect("tools");
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().expect("name")).collect();
-    assert_eq!(
-        names,
-        ["main", "tools__data_processor", "tools__echo", "tools__error_handler", "tools__validator"],
-        "{list}"
-    );
+    assert_eq!(names, ["main", "data_processor", "echo", "error_handler", "validator"], "{list}");
     let main = &tools[0];
     assert_eq!(main["inputSchema"]["required"], json!(["user_data", "mode"]));
     assert_eq!(main["outputSchema"]["type"], "object");
@@ -114,7 +110,7 @@ fn lists_and_calls_the_example_tools() {
     assert_eq!(&text, structured);
 
     // A primitive tool runs too.
-    let r = s.call("tools__echo", json!({"x": 1}));
+    let r = s.call("echo", json!({"x": 1}));
     assert_eq!(r["structuredContent"], json!({"x": 1}), "{r}");
 
     // Bad arguments: a tool error naming the argument, nothing runs, the server lives on.
@@ -169,7 +165,7 @@ fn a_failed_run_is_a_tool_error_naming_the_step() {
     let text = r["content"][0]["text"].as_str().expect("text");
     assert!(text.contains("step `burn` failed") && text.contains("the disk is on fire"), "{text}");
     // A tool the allow globs leave out cannot be called.
-    let r = s.request("tools/call", json!({"name": "tools__fail", "arguments": {}}));
+    let r = s.request("tools/call", json!({"name": "fail", "arguments": {}}));
     assert!(r["error"].is_object(), "{r}");
 }
 
@@ -267,4 +263,56 @@ fn progress_notifications_follow_the_steps_of_a_composite() {
     s.request("tools/call", json!({"name": "main", "arguments": args}));
     s.request("ping", json!({}));
     assert!(s.others[before..].iter().all(|m| m["method"] != "notifications/progress"));
+}
+
+/// `serve --mcp --allow` and `run --allow-tool` build their globs with the same builder:
+/// `*` stays inside a folder, `**` crosses folders. Each glob is run through both.
+#[test]
+fn allow_globs_mean_the_same_for_serve_and_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    let echo = r#"{"system_event_endpoint": "builtin:echo"}"#;
+    std::fs::create_dir_all(root.join("tools/secret")).expect("mkdir");
+    std::fs::write(root.join("tools/a.tool"), echo).expect("write");
+    std::fs::write(root.join("tools/secret/admin.tool"), echo).expect("write");
+    // Composites outside /tools, one per callee, for `run --allow-tool`.
+    for (caller, callee) in [("call_a", "/tools/a.tool"), ("call_admin", "/tools/secret/admin.tool")] {
+        std::fs::write(
+            root.join(format!("{caller}.tool")),
+            format!(r#"{{"instructions": [{{"execution_id": "x", "tool_definition_path": "{callee}", "arguments": {{"v": 1}}}}]}}"#),
+        )
+        .expect("write");
+    }
+    let cases: [(&str, bool, bool); 6] = [
+        // glob, allows /tools/a.tool, allows /tools/secret/admin.tool
+        ("/tools/*.tool", true, false),
+        ("/tools/*", true, false),
+        ("/tools/**", true, true),
+        ("/tools/**/*.tool", true, true),
+        ("/tools/secret/*.tool", false, true),
+        ("/*/?.tool", true, false),
+    ];
+    for (glob, a, admin) in cases {
+        let mut s = Server::start(root, &[glob]);
+        let list = s.request("tools/list", json!({}));
+        let names: Vec<String> = list["result"]["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .filter_map(|t| t["name"].as_str().map(str::to_string))
+            .collect();
+        assert_eq!(names.contains(&"a".to_string()), a, "serve --allow {glob}: {names:?}");
+        assert_eq!(names.contains(&"admin".to_string()), admin, "serve --allow {glob}: {names:?}");
+        drop(s);
+        for (caller, allowed) in [("/call_a.tool", a), ("/call_admin.tool", admin)] {
+            let out = Command::new(env!("CARGO_BIN_EXE_tdsl"))
+                .args(["run", caller, "--root"])
+                .arg(root)
+                .args(["--allow-tool", glob])
+                .output()
+                .expect("tdsl run");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.success(), allowed, "run {caller} --allow-tool {glob}: {stderr}");
+        }
+    }
 }

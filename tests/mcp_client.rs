@@ -54,16 +54,16 @@ fn calling_root(dir: &Path, served: &Path) -> PathBuf {
             r#"{{"description": "Upper-cases a text, over MCP",
                 "arguments": [{{"name": "text", "type_name": "string", "required": true}}],
                 "responses": [{{"name": "text", "type_name": "string", "required": true}}],
-                "system_event_endpoint": "mcp:{server}#tools__upper"}}"#
+                "system_event_endpoint": "mcp:{server}#upper"}}"#
         ),
     );
     write(
         &root.join("remote/boom.tool"),
-        &format!(r#"{{"description": "Fails, over MCP", "system_event_endpoint": "mcp:{server}#tools__boom"}}"#),
+        &format!(r#"{{"description": "Fails, over MCP", "system_event_endpoint": "mcp:{server}#boom"}}"#),
     );
     write(
         &root.join("remote/missing.tool"),
-        &format!(r#"{{"description": "No such tool", "system_event_endpoint": "mcp:{server}#tools__nope"}}"#),
+        &format!(r#"{{"description": "No such tool", "system_event_endpoint": "mcp:{server}#nope"}}"#),
     );
     write(
         &root.join("main.tool"),
@@ -160,7 +160,7 @@ fn mcp_tool_errors_are_permanent_and_name_the_tool() {
     // The served tool fails: a tool error (`isError`), not retried.
     let out = run("fails.tool");
     assert_eq!(out.code, 1, "{}", out.stderr);
-    assert!(out.stderr.contains("the MCP tool `tools__boom`"), "{}", out.stderr);
+    assert!(out.stderr.contains("the MCP tool `boom`"), "{}", out.stderr);
     assert!(out.stderr.contains("reported an error") && out.stderr.contains("the reactor is down"), "{}", out.stderr);
     let t: Value = serde_json::from_str(&std::fs::read_to_string(&trace).expect("trace")).expect("JSON");
     let attempts = t["steps"][0]["attempts"].as_array().expect("attempts");
@@ -170,7 +170,7 @@ fn mcp_tool_errors_are_permanent_and_name_the_tool() {
     // An unknown tool is a JSON-RPC error from the server: permanent too.
     let out = run("unknown.tool");
     assert_eq!(out.code, 1, "{}", out.stderr);
-    assert!(out.stderr.contains("refused the call") && out.stderr.contains("tools__nope"), "{}", out.stderr);
+    assert!(out.stderr.contains("refused the call") && out.stderr.contains("nope"), "{}", out.stderr);
 }
 
 #[test]
@@ -249,7 +249,7 @@ fn a_timeout_cancels_the_mcp_call_and_the_served_program_is_killed() {
     write(
         &root.join("remote/nap.tool"),
         &format!(
-            r#"{{"system_event_endpoint": "mcp:{} serve --mcp --root '{}'#tools__nap"}}"#,
+            r#"{{"system_event_endpoint": "mcp:{} serve --mcp --root '{}'#nap"}}"#,
             env!("CARGO_BIN_EXE_tdsl"),
             served.display()
         ),
@@ -293,20 +293,20 @@ fn check_mcp_schemas_compares_declarations_with_the_server() {
         "wrong_types",
         r#"{"arguments": [{"name": "text", "type_name": "integer", "required": true}],
   "responses": [{"name": "text", "type_name": "list", "required": true}],
-  "system_event_endpoint": "mcp:SERVER#tools__upper"}"#,
+  "system_event_endpoint": "mcp:SERVER#upper"}"#,
     );
     let undeclared = tool(
         "undeclared",
         r#"{"arguments": [{"name": "txt", "type_name": "string"}],
   "responses": [{"name": "shout", "type_name": "string"}],
-  "system_event_endpoint": "mcp:SERVER#tools__upper"}"#,
+  "system_event_endpoint": "mcp:SERVER#upper"}"#,
     );
     let optional = tool(
         "optional",
         r#"{"arguments": [{"name": "text", "type_name": "string", "required": false}],
-  "system_event_endpoint": "mcp:SERVER#tools__upper"}"#,
+  "system_event_endpoint": "mcp:SERVER#upper"}"#,
     );
-    let unknown = tool("unknown", r#"{"system_event_endpoint": "mcp:SERVER#tools__uper"}"#);
+    let unknown = tool("unknown", r#"{"system_event_endpoint": "mcp:SERVER#uper"}"#);
     let unavailable = tool("unavailable", r#"{"system_event_endpoint": "mcp:./no-such-server --flag#t"}"#);
     let check = |files: &[&Path], extra: &[&str]| {
         let mut args = vec!["check", "--root", root.to_str().expect("utf-8")];
@@ -334,22 +334,18 @@ fn check_mcp_schemas_compares_declarations_with_the_server() {
         (
             "wrong_types.tool",
             "E0902",
-            "the MCP tool `tools__upper` has the argument `text` as string, declared `integer` here",
+            "the MCP tool `upper` has the argument `text` as string, declared `integer` here",
         ),
-        (
-            "wrong_types.tool",
-            "E0902",
-            "the MCP tool `tools__upper` has the response `text` as string, declared `list` here",
-        ),
+        ("wrong_types.tool", "E0902", "the MCP tool `upper` has the response `text` as string, declared `list` here"),
         (
             "undeclared.tool",
             "E0902",
-            "the MCP tool `tools__upper` requires the argument `text`, which this file does not declare",
+            "the MCP tool `upper` requires the argument `text`, which this file does not declare",
         ),
-        ("undeclared.tool", "W0901", "the MCP tool `tools__upper` does not list the argument `txt`"),
-        ("undeclared.tool", "E0902", "the MCP tool `tools__upper` does not return `shout`"),
-        ("optional.tool", "E0902", "the MCP tool `tools__upper` requires the argument `text`, declared optional here"),
-        ("unknown.tool", "E0901", "the MCP server offers no tool `tools__uper`"),
+        ("undeclared.tool", "W0901", "the MCP tool `upper` does not list the argument `txt`"),
+        ("undeclared.tool", "E0902", "the MCP tool `upper` does not return `shout`"),
+        ("optional.tool", "E0902", "the MCP tool `upper` requires the argument `text`, declared optional here"),
+        ("unknown.tool", "E0901", "the MCP server offers no tool `uper`"),
     ];
     for (file, code, message) in expected {
         assert!(

@@ -643,6 +643,7 @@ impl<'a> Checker<'a> {
                 .with_help("add it to `arguments` (or produce it with a `transform_arguments` output)"),
             );
         }
+        self.literal_constraints(ins, &by_name);
         for s in supplied {
             let Some(p) = by_name.get(&*s.name) else { continue };
             let expected = param_type(p);
@@ -667,6 +668,31 @@ impl<'a> Checker<'a> {
                         if p.is_required() { "" } else { " (or null)" }
                     )),
                 );
+            }
+        }
+    }
+
+    /// Literal arguments against the callee's declared constraints (`enum`, `minimum`,
+    /// `pattern`, …): a literal that breaks one can never be called (E0630). Arguments with
+    /// a REF inside are left to the run, and so are those of the wrong type (E0613).
+    fn literal_constraints(&mut self, ins: &Instruction, by_name: &HashMap<&str, &Param>) {
+        let Some(args) = &ins.arguments else { return };
+        for (k, v) in &args.entries {
+            let Some(p) = by_name.get(k.node.as_str()).filter(|p| !p.constraints.is_empty()) else { continue };
+            let Some(value) = crate::tool::constraints::literal(v) else { continue };
+            if value.is_null() || !crate::exec::validate::fits(&value, &p.type_or_any()) {
+                continue;
+            }
+            if let Some(why) = p.constraints.violation(&value) {
+                let path = &ins.tool_definition_path.node;
+                self.diags.push(constraint_diagnostic(
+                    v.span,
+                    format!("argument `{}` of `{path}` {why}", k.node),
+                    p,
+                    why.key,
+                    format!("`{path}` declares the allowed values of `{}`", k.node),
+                    false,
+                ));
             }
         }
     }
@@ -699,6 +725,18 @@ impl<'a> Checker<'a> {
                         self.diags.push(d);
                     }
                     Some(p) => {
+                        let literal = crate::tool::constraints::literal(v)
+                            .filter(|x| !x.is_null() && crate::exec::validate::fits(x, &p.type_or_any()));
+                        if let Some(why) = literal.and_then(|x| p.constraints.violation(&x)) {
+                            self.diags.push(constraint_diagnostic(
+                                v.span,
+                                format!("response `{}` {why}", k.node),
+                                p,
+                                why.key,
+                                "map the response to a value its declaration allows".to_string(),
+                                true,
+                            ));
+                        }
                         let ty = result_fields.get(k.node.as_str()).cloned().unwrap_or(Type::Any);
                         let expected = param_type(p);
                         if ty.fits(&expected) == Fit::No {
@@ -963,6 +1001,36 @@ struct Supplied {
     value_span: Span,
     /// `argument`, `transform output` or `element` (of a parallel step), for labels.
     what: &'static str,
+}
+
+/// E0630: a literal that breaks a declared constraint. `declared_here` when the
+/// declaration is in the same file (a response), so that a secondary label can show it.
+fn constraint_diagnostic(
+    span: Span,
+    message: String,
+    p: &Param,
+    key: &str,
+    help: String,
+    declared_here: bool,
+) -> Diagnostic {
+    let c = &p.constraints;
+    let at = match key {
+        "enum" => c.enum_values.as_ref().map(|x| x.span),
+        "minimum" => c.minimum.as_ref().map(|x| x.span),
+        "maximum" => c.maximum.as_ref().map(|x| x.span),
+        "min_length" => c.min_length.as_ref().map(|x| x.span),
+        "max_length" => c.max_length.as_ref().map(|x| x.span),
+        "pattern" => c.pattern.as_ref().map(|x| x.span),
+        "items" => c.items.as_ref().map(|x| x.span),
+        _ => None,
+    };
+    let d = Diagnostic::new(Code::LiteralBreaksConstraint, span, message)
+        .with_label(format!("refused by `{key}`"))
+        .with_help(help);
+    match at.filter(|_| declared_here) {
+        Some(s) => d.with_secondary(s, "declared here"),
+        None => d,
+    }
 }
 
 fn is_numeric(op: Operator) -> bool {

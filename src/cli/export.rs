@@ -1,8 +1,11 @@
 //! `tdsl export <TOOL|DIR>... --format openai|anthropic|mcp [--root DIR]`: prints the tools
 //! as a JSON list in a provider's native tool format.
 //!
-//! Names come from tool paths relative to the root ([`crate::export::names`]). Exit status:
-//! 0 printed, 1 a tool does not load or two tools get the same name, 2 the command itself
+//! Names are file stems, or tool paths relative to the root where stems clash
+//! ([`crate::export::names`]). What the format cannot express is listed on standard error,
+//! one `warning[W0903]` line per feature naming the feature, the tool and the format
+//! ([`crate::export::lossy`]). Exit status: 0 printed, 1 a tool does not load, two tools
+//! get the same name, or a feature is lost under `--deny-warnings`; 2 the command itself
 //! could not run.
 
 use std::collections::BTreeMap;
@@ -13,7 +16,8 @@ use clap::{Args, ValueEnum};
 
 use super::check::tool_root;
 use super::{color_stderr, render, usage_failure, UsageError};
-use crate::export::{export_tool, tool_name, Format};
+use crate::diagnostic::Code;
+use crate::export::{export_names, export_tool_with_warnings, Format};
 use crate::tool::ToolDef;
 
 /// Arguments of `tdsl export`.
@@ -28,6 +32,9 @@ pub struct ExportArgs {
     /// The tool root names are relative to (default: the current folder).
     #[arg(long, value_name = "DIR")]
     root: Option<PathBuf>,
+    /// Fail (exit 1, nothing printed) when the format cannot express a feature of a tool.
+    #[arg(long)]
+    deny_warnings: bool,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -82,17 +89,35 @@ pub fn run(args: ExportArgs) -> ExitCode {
         Err(NameError::Problems) => return ExitCode::from(1),
     };
     let format = Format::from(args.format);
-    let out: Vec<serde_json::Value> = tools.iter().map(|t| export_tool(format, &t.name, &t.def)).collect();
+    let mut out = Vec::with_capacity(tools.len());
+    let mut lost = 0usize;
+    for t in &tools {
+        let (tool, warnings) = export_tool_with_warnings(format, &t.name, &t.def);
+        for w in warnings {
+            let severity = if args.deny_warnings { "error" } else { "warning" };
+            eprintln!("{severity}[{}]: {w} ({})", Code::ExportLossy, t.tool_path);
+            lost += 1;
+        }
+        out.push(tool);
+    }
+    if args.deny_warnings && lost > 0 {
+        eprintln!(
+            "error: {lost} feature{} lost in the {} format, and --deny-warnings is set",
+            if lost == 1 { "" } else { "s" },
+            format.as_str()
+        );
+        return ExitCode::from(1);
+    }
     println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
     ExitCode::SUCCESS
 }
 
-/// Loads each file, names it from its path under `root`, and reports load errors and name
-/// collisions on standard error. The same file given twice is exported once.
+/// Loads each file, names it among the exported set ([`export_names`]: the file stem
+/// unless two stems clash), and reports load errors and name collisions on standard error.
+/// The same file given twice is exported once.
 pub(crate) fn load_named(root: &Path, files: &[PathBuf]) -> Result<Vec<Named>, NameError> {
     let tool_root = crate::analysis::ToolRoot::new(root);
-    let mut tools: Vec<Named> = Vec::new();
-    let mut by_name: BTreeMap<String, usize> = BTreeMap::new();
+    let mut loaded: Vec<(String, PathBuf, ToolDef)> = Vec::new();
     let mut problems = false;
     for file in files {
         let Some(tool_path) = tool_root.tool_path_of(file) else {
@@ -102,6 +127,9 @@ pub(crate) fn load_named(root: &Path, files: &[PathBuf]) -> Result<Vec<Named>, N
                 root.display()
             ))));
         };
+        if loaded.iter().any(|(p, _, _)| *p == tool_path) {
+            continue;
+        }
         let source = std::fs::read_to_string(file)
             .map_err(|e| NameError::Usage(UsageError(format!("cannot read {}: {e}", file.display()))))?;
         let (def, diags) = crate::tool::load(&source);
@@ -112,11 +140,14 @@ pub(crate) fn load_named(root: &Path, files: &[PathBuf]) -> Result<Vec<Named>, N
             problems = true;
             continue;
         };
-        let name = tool_name(&tool_path);
+        loaded.push((tool_path, file.clone(), def));
+    }
+    let paths: Vec<&str> = loaded.iter().map(|(p, _, _)| p.as_str()).collect();
+    let names = export_names(&paths);
+    let mut tools: Vec<Named> = Vec::new();
+    let mut by_name: BTreeMap<String, usize> = BTreeMap::new();
+    for ((tool_path, file, def), name) in loaded.into_iter().zip(names) {
         if let Some(&i) = by_name.get(&name) {
-            if tools[i].tool_path == tool_path {
-                continue;
-            }
             eprintln!(
                 "error: {} and {} both get the tool name `{name}`; rename one of them",
                 tools[i].file.display(),
@@ -126,7 +157,7 @@ pub(crate) fn load_named(root: &Path, files: &[PathBuf]) -> Result<Vec<Named>, N
             continue;
         }
         by_name.insert(name.clone(), tools.len());
-        tools.push(Named { name, tool_path, file: file.clone(), def });
+        tools.push(Named { name, tool_path, file, def });
     }
     if problems {
         return Err(NameError::Problems);

@@ -11,7 +11,7 @@
 
 use std::fmt;
 
-use globset::{Glob, GlobSet, GlobSetBuilder};
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 use super::workflow::{Tool, Workflow};
 use crate::analysis::{Plan, ValuePlan};
@@ -94,6 +94,20 @@ impl fmt::Display for GuardError {
 
 impl std::error::Error for GuardError {}
 
+/// The one glob builder for tool paths, shared by `run --allow-tool` and `serve --mcp
+/// --allow`: `*`, `?` and `[…]` stay inside one path segment (they never match `/`), `**`
+/// crosses segments (`/tools/**`, `/tools/safe_*.tool`). An invalid glob is an error naming it.
+pub fn tool_globs<S: AsRef<str>>(globs: &[S]) -> Result<GlobSet, String> {
+    let mut builder = GlobSetBuilder::new();
+    for g in globs {
+        let g = g.as_ref();
+        let glob =
+            GlobBuilder::new(g).literal_separator(true).build().map_err(|e| format!("`{g}` is not a glob: {e}"))?;
+        builder.add(glob);
+    }
+    builder.build().map_err(|e| e.to_string())
+}
+
 impl Guards {
     /// No guards but the default fan-out width ([`crate::Limits::max_fan_out`]).
     pub fn new() -> Guards {
@@ -103,19 +117,8 @@ impl Guards {
     /// Allows only tool paths matching one of `globs` (`*` stays inside one path segment,
     /// `**` crosses them).
     pub fn allow_tools<S: AsRef<str>>(mut self, globs: &[S]) -> Result<Guards, String> {
-        let mut builder = GlobSetBuilder::new();
-        let mut written = Vec::new();
-        for g in globs {
-            let g = g.as_ref();
-            let glob = globset::GlobBuilder::new(g)
-                .literal_separator(true)
-                .build()
-                .or_else(|_| Glob::new(g))
-                .map_err(|e| format!("`{g}` is not a glob: {e}"))?;
-            builder.add(glob);
-            written.push(g.to_string());
-        }
-        let set = builder.build().map_err(|e| e.to_string())?;
+        let set = tool_globs(globs)?;
+        let written = globs.iter().map(|g| g.as_ref().to_string()).collect();
         self.allowed = Some((written, set));
         Ok(self)
     }

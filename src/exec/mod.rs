@@ -60,7 +60,7 @@ mod runner;
 mod scheduler;
 pub mod time;
 pub mod trace;
-mod validate;
+pub(crate) mod validate;
 mod workflow;
 
 pub use clock::ExecClock;

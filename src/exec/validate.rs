@@ -5,7 +5,9 @@
 //! The static analysis already refuses what cannot succeed; these checks catch what only
 //! the data can show (a REF to a step that returned a string where a number was declared).
 //! A parameter without `type_name` takes anything; an optional parameter may be absent or
-//! `null`; a required one must be present and not `null`.
+//! `null`; a required one must be present and not `null`. A value of the declared type
+//! must also satisfy the declaration's constraints (`enum`, `minimum`, `pattern`, …:
+//! [`crate::tool::Constraints::violation`]); the message names the constraint.
 
 use crate::tool::{Param, TypeName};
 use crate::value::Value;
@@ -47,8 +49,20 @@ pub(crate) fn check(params: &[Param], value: &Value, side: Side, tool: &str) -> 
         if !fits(v, &ty) {
             return Err(format!("{noun} `{name}` of `{tool}` must be {}, and it is {:#}", a_type(&ty), v.kind()));
         }
+        if let Some(why) = p.constraints.violation(v) {
+            return Err(format!("{noun} `{name}` of `{tool}` {why}, and it is {}", shown(v)));
+        }
     }
     Ok(())
+}
+
+/// A value in a message: its JSON, cut to 80 characters.
+pub(crate) fn shown(v: &Value) -> String {
+    let text = v.to_string();
+    match text.char_indices().nth(80) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text,
+    }
 }
 
 /// Whether a non-null value has a declared type.

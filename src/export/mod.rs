@@ -3,29 +3,31 @@
 //! ([`Format`]): OpenAI function tools, Anthropic tools, MCP `Tool` objects.
 //!
 //! ```
-//! use tdsl::export::{export_tool, tool_name, Format};
+//! use tdsl::export::{export_names, export_tool, Format};
 //!
 //! let (def, _) = tdsl::tool::load(r#"{
 //!   "description": "Greets someone",
 //!   "arguments": [{"name": "who", "type_name": "string", "required": true}],
 //!   "system_event_endpoint": "builtin:echo"
 //! }"#);
-//! let name = tool_name("/tools/greet.tool");
-//! assert_eq!(name, "tools__greet");
-//! let tool = export_tool(Format::Anthropic, &name, &def.unwrap());
+//! let names = export_names(&["/tools/greet.tool", "/a/echo.tool", "/b/echo.tool"]);
+//! assert_eq!(names, ["greet", "a__echo", "b__echo"]);
+//! let tool = export_tool(Format::Anthropic, &names[0], &def.unwrap());
 //! assert_eq!(tool["input_schema"]["required"][0], "who");
 //! ```
 //!
 //! `docs/mcp.md` documents the mapping and the naming rule.
 
 pub mod compare;
+pub mod lossy;
 pub mod names;
 pub mod schema;
 
 use serde_json::{json, Map, Value as Json};
 
 pub use compare::compare_with_server;
-pub use names::{tool_name, MAX_NAME_LEN};
+pub use lossy::{lossy_features, ExportWarning};
+pub use names::{export_names, stem_name, tool_name, MAX_NAME_LEN};
 pub use schema::{input_schema, output_schema, type_schema, validate_arguments};
 
 use crate::tool::ToolDef;
@@ -53,7 +55,27 @@ impl Format {
     }
 }
 
-/// One tool in a provider's format, named `name`.
+/// The input schema as `format` can express it: without the keywords it does not
+/// support ([`lossy`]).
+fn input_schema_for(format: Format, def: &ToolDef) -> Json {
+    let mut schema = input_schema(def);
+    if let Some(Json::Object(props)) = schema.get_mut("properties") {
+        for p in &def.arguments {
+            if let Some(Json::Object(prop)) = props.get_mut(&p.name.node) {
+                lossy::strip(format, &p.type_or_any(), prop);
+            }
+        }
+    }
+    schema
+}
+
+/// The tool in `format` with what the format lost ([`lossy_features`]).
+pub fn export_tool_with_warnings(format: Format, name: &str, def: &ToolDef) -> (Json, Vec<ExportWarning>) {
+    (export_tool(format, name, def), lossy_features(format, name, def))
+}
+
+/// One tool in a provider's format, named `name` (what the format cannot express is left
+/// out: [`export_tool_with_warnings`] says what).
 pub fn export_tool(format: Format, name: &str, def: &ToolDef) -> Json {
     let description = def.description.as_ref().map(|d| d.node.clone());
     let mut out = Map::new();
@@ -64,7 +86,7 @@ pub fn export_tool(format: Format, name: &str, def: &ToolDef) -> Json {
             if let Some(d) = description {
                 function.insert("description".into(), json!(d));
             }
-            function.insert("parameters".into(), input_schema(def));
+            function.insert("parameters".into(), input_schema_for(format, def));
             out.insert("type".into(), json!("function"));
             out.insert("function".into(), Json::Object(function));
         }
@@ -73,7 +95,7 @@ pub fn export_tool(format: Format, name: &str, def: &ToolDef) -> Json {
             if let Some(d) = description {
                 out.insert("description".into(), json!(d));
             }
-            out.insert("input_schema".into(), input_schema(def));
+            out.insert("input_schema".into(), input_schema_for(format, def));
         }
         Format::Mcp => {
             out.insert("name".into(), json!(name));

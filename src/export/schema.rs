@@ -9,6 +9,11 @@
 //! | `file` | `{"oneOf": [{"type": "string"}, {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}]}` |
 //! | `any`, or no `type_name` | `{}` |
 //!
+//! Constraints (SPEC §5 ext) follow the type: `enum`, `minimum`, `maximum` as they are,
+//! `min_length`/`max_length` as `minLength`/`maxLength` on a string and
+//! `minItems`/`maxItems` on a list, `pattern`, `default`, and `items` as the element's
+//! schema ([`declaration_schema`]).
+//!
 //! Each parameter's `description` goes on its property; `required: true` parameters are
 //! listed in `required`. Both schemas are objects (`{"type": "object", "properties": …}`).
 //! A composite that declares no `responses` but has a `response_reference_map` gets one
@@ -16,7 +21,7 @@
 
 use serde_json::{json, Map, Value as Json};
 
-use crate::tool::{Param, ToolDef, ToolKind, TypeName};
+use crate::tool::{Constraints, Param, ToolDef, ToolKind, TypeName};
 
 /// The JSON Schema of a declared type.
 pub fn type_schema(t: &TypeName) -> Json {
@@ -36,15 +41,35 @@ pub fn type_schema(t: &TypeName) -> Json {
     }
 }
 
+/// The schema of a declared type with its constraints: [`type_schema`], the element
+/// declaration of `items` in place of the plain element type, then the constraint
+/// keywords (`enum`, `minimum`, `maximum`, `minLength`/`minItems`,
+/// `maxLength`/`maxItems`, `pattern`, `default`).
+pub fn declaration_schema(t: &TypeName, constraints: &Constraints) -> Map<String, Json> {
+    let mut schema = match type_schema(t) {
+        Json::Object(m) => m,
+        _ => Map::new(),
+    };
+    if let (TypeName::List(_), Some(item)) = (t, &constraints.items) {
+        let mut items = Map::new();
+        if let Some(d) = &item.description {
+            items.insert("description".into(), json!(d));
+        }
+        items.append(&mut declaration_schema(&item.type_name, &item.constraints));
+        schema.insert("items".into(), Json::Object(items));
+    }
+    for (k, v) in constraints.schema_keywords(t) {
+        schema.insert(k.into(), v);
+    }
+    schema
+}
+
 /// The object schema of a list of declared parameters.
 pub fn params_schema(params: &[Param]) -> Json {
     let mut properties = Map::new();
     let mut required = Vec::new();
     for p in params {
-        let mut schema = match type_schema(&p.type_or_any()) {
-            Json::Object(m) => m,
-            _ => Map::new(),
-        };
+        let mut schema = declaration_schema(&p.type_or_any(), &p.constraints);
         if let Some(d) = &p.description {
             // The description first, so that it reads well.
             let mut with = Map::new();
@@ -102,6 +127,16 @@ pub fn validate_arguments(def: &ToolDef, args: &Json) -> Result<(), String> {
                 let t = p.type_or_any();
                 if !fits(v, &t) {
                     return Err(format!("argument `{name}` must be {t}, and it is {}", kind(v)));
+                }
+                if !p.constraints.is_empty() {
+                    let value: crate::value::Value = serde_json::from_value(v.clone())
+                        .map_err(|e| format!("argument `{name}` cannot be read: {e}"))?;
+                    if let Some(why) = p.constraints.violation(&value) {
+                        return Err(format!(
+                            "argument `{name}` {why}, and it is {}",
+                            crate::exec::validate::shown(&value)
+                        ));
+                    }
                 }
             }
         }

@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use globset::{Glob, GlobSet, GlobSetBuilder};
+use globset::GlobSet;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult, PaginatedRequestParams,
     ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig, Tool,
@@ -22,9 +22,10 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{json, Value as Json};
 
 use crate::analysis::ToolRoot;
+use crate::exec::guard::tool_globs;
 use crate::exec::host::HostRunner;
 use crate::exec::{CancelToken, Event, Executor, Observer, RunStatus, Runner, ToolCall, Workflow};
-use crate::export::{export_tool, tool_name, validate_arguments, Format};
+use crate::export::{export_names, export_tool, validate_arguments, Format};
 use crate::tool::{ToolDef, ToolKind};
 use crate::value::Value;
 
@@ -65,7 +66,7 @@ impl McpServer {
         let mut files = Vec::new();
         walk(root, &mut files).map_err(|e| format!("{}: {e}", root.display()))?;
         files.sort();
-        let mut tools: Vec<Served> = Vec::new();
+        let mut loaded: Vec<(String, PathBuf, ToolDef)> = Vec::new();
         let mut skipped = Vec::new();
         for file in files {
             let Some(tool_path) = tool_root.tool_path_of(&file) else { continue };
@@ -84,7 +85,12 @@ impl McpServer {
                 skipped.push(format!("{tool_path}: does not load (run `tdsl check` on it)"));
                 continue;
             };
-            let name = tool_name(&tool_path);
+            loaded.push((tool_path, file, def));
+        }
+        // Named as `tdsl export` names the same set: the file stem unless two stems clash.
+        let names = export_names(&loaded.iter().map(|(p, _, _)| p.as_str()).collect::<Vec<_>>());
+        let mut tools: Vec<Served> = Vec::new();
+        for ((tool_path, file, def), name) in loaded.into_iter().zip(names) {
             if let Some(other) = tools.iter().find(|t| t.name == name) {
                 return Err(format!(
                     "{} and {} both get the tool name `{name}`; rename one of them",
@@ -259,12 +265,9 @@ impl Observer for Progress {
     }
 }
 
+/// The `--allow` globs, built as `run --allow-tool` builds its own ([`tool_globs`]).
 fn allow_set(allow: &[String]) -> Result<GlobSet, String> {
-    let mut b = GlobSetBuilder::new();
-    for g in allow {
-        b.add(Glob::new(g).map_err(|e| format!("--allow {g:?}: {e}"))?);
-    }
-    b.build().map_err(|e| format!("--allow: {e}"))
+    tool_globs(allow).map_err(|e| format!("--allow: {e}"))
 }
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {

@@ -26,6 +26,7 @@
 //! assert_eq!(&source[refs[0].1.range()], "REF:arguments.who");
 //! ```
 
+pub mod constraints;
 pub mod json;
 pub mod model;
 pub mod position;

@@ -9,6 +9,7 @@ use std::fmt;
 
 use crate::span::{Span, Spanned};
 
+pub use super::constraints::{Constraints, Element, Pattern, Violation};
 pub use super::json::{JsonKind, JsonNode, JsonObject, JsonStr};
 
 /// A parsed `.tool` file.
@@ -59,6 +60,9 @@ pub struct Param {
     pub description: Option<Spanned<String>>,
     /// `required`; absent means `false`.
     pub required: Option<Spanned<bool>>,
+    /// `enum`, `minimum`, `maximum`, `min_length`, `max_length`, `pattern`, `items`,
+    /// `default` (SPEC §5 ext; see [`super::constraints`]).
+    pub constraints: Constraints,
     /// The whole `{…}` object.
     pub span: Span,
 }

@@ -25,7 +25,20 @@ const TOOL_KEYS: &[&str] = &[
     "transform_arguments",
     "transform_responses",
 ];
-const PARAM_KEYS: &[&str] = &["name", "type_name", "description", "required"];
+const PARAM_KEYS: &[&str] = &[
+    "name",
+    "type_name",
+    "description",
+    "required",
+    "enum",
+    "minimum",
+    "maximum",
+    "min_length",
+    "max_length",
+    "pattern",
+    "items",
+    "default",
+];
 const INSTRUCTION_KEYS: &[&str] = &[
     "execution_id",
     "tool_definition_path",
@@ -429,7 +442,13 @@ impl Loader<'_> {
         let type_name = obj.get("type_name").and_then(|n| self.type_name(&obj, n));
         let description = obj.get("description").and_then(|n| self.string(&obj, "description", n));
         let required = obj.get("required").and_then(|n| self.boolean(&obj, "required", n));
-        Some(Param { name: name?, type_name, description, required, span: node.span })
+        let (constraints, refined) = super::constraints::read(obj.entries, type_name.as_ref(), &obj.what, self.diags);
+        let type_name = match (refined, type_name) {
+            (Some(t), Some(given)) => Some(Spanned::new(t, given.span)),
+            (Some(t), None) => Some(Spanned::new(t, obj.get("items").map_or(node.span, |n| n.span))),
+            (None, given) => given,
+        };
+        Some(Param { name: name?, type_name, description, required, constraints, span: node.span })
     }
 
     fn type_name(&mut self, obj: &Obj<'_>, node: &JsonNode) -> Option<Spanned<TypeName>> {

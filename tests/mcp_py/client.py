@@ -66,7 +66,7 @@ async def tools(session: ClientSession) -> None:
     listed = await session.list_tools()
     by_name = {t.name: t for t in listed.tools}
     expect(
-        sorted(by_name) == ["chain", "echoes", "nap", "tools__echo", "tools__fail", "tools__pause", "tools__sleep"],
+        sorted(by_name) == ["chain", "echo", "echoes", "fail", "nap", "pause", "sleep"],
         f"tool names: {sorted(by_name)}",
     )
     chain = by_name["chain"]
@@ -81,7 +81,7 @@ async def tools(session: ClientSession) -> None:
         == {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
         f"chain outputSchema: {chain.output_schema}",
     )
-    sleep = by_name["tools__sleep"]
+    sleep = by_name["sleep"]
     expect(sleep.input_schema["required"] == ["pid_file", "seconds"], f"sleep inputSchema: {sleep.input_schema}")
     expect(
         sleep.input_schema["properties"]["seconds"] == {"description": "How long to sleep", "type": "number"},
@@ -106,20 +106,20 @@ async def tools(session: ClientSession) -> None:
     expect("`pid_file` is missing" in text_of(result), f"the error does not name the argument: {text_of(result)!r}")
 
     # A failing primitive is a tool error with the program's standard error.
-    result = await session.call_tool("tools__fail", {})
+    result = await session.call_tool("fail", {})
     expect(result.is_error, f"a failing primitive: {result}")
     message = text_of(result)
     expect(message.startswith("FAILED: ") and message.endswith("the disk is on fire"), f"the error: {message!r}")
 
     # The session goes on.
-    result = await session.call_tool("tools__echo", {"x": [1, "two"]})
+    result = await session.call_tool("echo", {"x": [1, "two"]})
     expect(not result.is_error and result.structured_content == {"x": [1, "two"]}, f"echo after errors: {result}")
     await session.send_ping()
 
 
 async def primitive_error(session: ClientSession) -> None:
     """A failing primitive's error names its tool path once (`FAILED: `/tools/fail.tool`: …`)."""
-    result = await session.call_tool("tools__fail", {})
+    result = await session.call_tool("fail", {})
     message = text_of(result)
     expect(result.is_error and message.count("/tools/fail.tool") == 1, f"the tool path twice: {message!r}")
 
@@ -192,12 +192,12 @@ async def cancel_one(session: ClientSession, tool: str, pid_file: Path) -> None:
 async def cancel(session: ClientSession, work: Path) -> None:
     """Cancels a composite's sleeping step, then a sleeping primitive; the server lives on."""
     await cancel_one(session, "nap", work / "nap.pid")
-    await cancel_one(session, "tools__sleep", work / "sleep.pid")
+    await cancel_one(session, "sleep", work / "sleep.pid")
     # The server still answers, and runs tools.
     result = await session.call_tool("chain", {"start": 10})
     expect(not result.is_error and result.structured_content == {"n": 13}, f"a call after cancelling: {result}")
     # A call that is not cancelled still completes.
-    result = await session.call_tool("tools__sleep", {"pid_file": str(work / "short.pid"), "seconds": 0.1})
+    result = await session.call_tool("sleep", {"pid_file": str(work / "short.pid"), "seconds": 0.1})
     expect(not result.is_error and result.structured_content == {"slept": 0.1}, f"a short sleep: {result}")
 
 

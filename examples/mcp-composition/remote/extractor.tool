@@ -10,5 +10,5 @@
     {"name": "status", "type_name": "string", "required": true},
     {"name": "summary", "type_name": "string", "required": true}
   ],
-  "system_event_endpoint": "mcp:../serve.sh#tools__basic_extractor"
+  "system_event_endpoint": "mcp:../serve.sh#basic_extractor"
 }

@@ -1,0 +1,6 @@
+{
+  "arguments": [
+    {"name": "direction", "type_name": "string", "enum": ["higher", "lower", "target"], "default": "up"}
+  ],
+  "system_event_endpoint": "builtin:echo"
+}
