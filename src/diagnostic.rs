@@ -225,6 +225,10 @@ codes! {
     TooManyReadFiles = "E0615", Error;
     /// A condition whose operator cannot apply to its operands' types: `{"param": "REF:scan.files", "operator": "greater_than", "value": 3}`
     ConditionType = "E0616", Error;
+    /// An `expected_key` that is already an execution id or another step's `expected_key`: `"expected_key": "scan"` beside a step `scan`
+    DuplicateExpectedKey = "E0617", Error;
+    /// An `output_path` that can never reach a value of the callee's declared response: `"output_path": ["files", "name"]` when `files` is a list
+    OutputPathType = "E0618", Error;
     /// A literal argument or mapped response that breaks a declared constraint:
     /// `"direction": "up"` for an argument declared with `"enum": ["higher", "lower", "target"]`
     LiteralBreaksConstraint = "E0630", Error;
@@ -240,6 +244,12 @@ codes! {
     UndeclaredResponseField = "W0604", Warning;
     /// A literal string in `variables` that looks like a call of an unknown function: `"now": "datetime_nwo()"`
     UnknownFunctionInVariable = "W0605", Warning;
+    /// `REF:arguments.X` in a tool without an `arguments` key (the argument is `any`): `"REF:arguments.api_endpoint"` in a tool that declares nothing
+    OpenArgument = "W0606", Warning;
+    /// A step whose `max_retries` reaches the circuit breaker's failure threshold, so the last attempts can never run: `"retry": {"max_retries": 4}` with the default threshold 3
+    RetriesPastBreaker = "W0607", Warning;
+    /// A step whose conditions hold only after another step failed, while that step has no `continue_on_error`: `{"param": "REF:primary_task.status", "operator": "equals", "value": "failed"}`
+    HandlerNeverRuns = "W0608", Warning;
 
     // ---- files (E07xx) ----
     /// A path that would leave the file store's root: `read_file("../secret.txt")`,

@@ -159,7 +159,7 @@ fn clean_folder_exits_0() {
     let o = tdsl(&["check", "tests/data/check/ok", "tests/data/check/root/flows", "--root", ROOT]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     let files = std::fs::read_dir("tests/data/check/ok").expect("ok folder").count() + 1;
-    assert!(o.stderr.ends_with(&format!("checked {files} files: 0 errors, 7 warnings\n")), "{}", o.stderr);
+    assert!(o.stderr.ends_with(&format!("checked {files} files: 0 errors, 8 warnings\n")), "{}", o.stderr);
 }
 
 #[test]
@@ -460,4 +460,161 @@ fn endpoints_the_runner_cannot_call_are_warned_about() {
     }
     let o = tdsl(&[&["check", "--deny-warnings"][..], &args[3..]].concat());
     assert_eq!(o.code, 1, "--deny-warnings fails on W0902");
+}
+
+// ---- the source documents' examples, as written ----
+
+/// The text of a source document (`shared/seeds/…`, beside the repository or one of its
+/// parents), read at test time.
+fn seed(name: &str) -> String {
+    let mut dir = Some(Path::new(env!("CARGO_MANIFEST_DIR")));
+    while let Some(d) = dir {
+        let path = d.join("shared/seeds").join(name);
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            return text;
+        }
+        dir = d.parent();
+    }
+    panic!("shared/seeds/{name} is not beside the repository or any of its parents")
+}
+
+/// The first ```` ```json ```` block after the line `heading` of a seed document.
+fn json_block_after(doc: &str, heading: &str) -> String {
+    let at = doc.find(heading).unwrap_or_else(|| panic!("no `{heading}` in the document"));
+    let rest = &doc[at..];
+    let start = rest.find("```json\n").expect("a json block after the heading") + "```json\n".len();
+    let end = rest[start..].find("```").expect("the block ends");
+    rest[start..start + end].to_string()
+}
+
+/// A temporary folder for one test, removed when dropped.
+struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!("tdsl-check-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        TempDir(dir)
+    }
+
+    fn write(&self, name: &str, text: &str) -> String {
+        let path = self.0.join(name);
+        std::fs::write(&path, text).expect("writable");
+        path.display().to_string()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Seed 004's "Automatic Dependency Resolution" composite declares no `arguments` and reads
+/// `REF:arguments.api_endpoint`: as written, it checks with a warning only (SPEC §5) and
+/// runs, the argument passing through to the callee.
+#[test]
+fn seed_automatic_dependencies_check_and_run_as_written() {
+    let block = json_block_after(&seed("004_558a319b9772510b.txt"), "### Automatic Dependency Resolution");
+    assert!(!block.contains("\"arguments\": ["), "the example declares no arguments:\n{block}");
+    let tmp = TempDir::new("seed-auto");
+    let tool = tmp.write("automatic.tool", &block);
+
+    let o = tdsl(&["check", &tool, "--root", ROOT, "--format", "json"]);
+    assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
+    let diags: serde_json::Value = serde_json::from_str(&o.stdout).expect("JSON");
+    let codes: Vec<&str> = diags.as_array().expect("array").iter().filter_map(|d| d["code"].as_str()).collect();
+    assert_eq!(codes, ["W0606"], "{}", o.stdout);
+    assert!(diags[0]["message"].as_str().is_some_and(|m| m.contains("REF:arguments.api_endpoint")));
+    assert_eq!(tdsl(&["check", &tool, "--root", ROOT, "--deny-warnings"]).code, 1);
+
+    let mock = tmp.write(
+        "mock.json",
+        r#"{
+  "/tools/api_client.tool": {"response_data": {"rows": [1, 2, 3]}, "metadata": {"source": "api"}},
+  "/tools/data_processor.tool": {"cleaned_data": {"rows": [1, 2]}},
+  "/tools/report_generator.tool": {"report_file": "reports/out.pdf"}
+}"#,
+    );
+    let trace = tmp.0.join("trace.json");
+    let o = tdsl(&[
+        "run",
+        &tool,
+        "--root",
+        ROOT,
+        "--mock",
+        &mock,
+        "--arg",
+        "api_endpoint=\"https://api.example.com/v1\"",
+        "--trace",
+        &trace.display().to_string(),
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let result: serde_json::Value = serde_json::from_str(&o.stdout).expect("JSON result");
+    assert_eq!(result["fetch_data"]["metadata"], serde_json::json!({"source": "api"}));
+    assert_eq!(result["process_data"]["cleaned_data"], serde_json::json!({"rows": [1, 2]}));
+    assert_eq!(result["generate_report"]["report_file"], "reports/out.pdf");
+    // The undeclared argument reached the callee as given.
+    let trace = std::fs::read_to_string(&trace).expect("trace written");
+    assert!(
+        trace.contains("\"endpoint\": \"https://api.example.com/v1\"")
+            || trace.contains("\"endpoint\":\"https://api.example.com/v1\"")
+    );
+}
+
+/// Seed 002's `expected_key` and `output_path`, end to end: the step's result is the value
+/// at the path (after `transform_responses`), and later steps and the response map read it
+/// by its key.
+#[test]
+fn output_path_and_expected_key_run() {
+    let tmp = TempDir::new("output-path");
+    std::fs::create_dir_all(tmp.0.join("tools")).expect("tools folder");
+    tmp.write(
+        "tools/sec_financial_data.tool",
+        r#"{"arguments": [{"name": "ticker", "type_name": "string", "required": true}],
+  "responses": [{"name": "data", "type_name": "object"}], "system_event_endpoint": "builtin:echo"}"#,
+    );
+    let root = tmp.0.display().to_string();
+    let tool = tmp.write(
+        "revenue.tool",
+        r#"{
+  "arguments": [{"name": "ticker", "type_name": "string", "required": true}],
+  "instructions": [
+    {"execution_id": "get_revenue", "tool_definition_path": "/tools/sec_financial_data.tool",
+     "arguments": {"ticker": "REF:arguments.ticker"},
+     "transform_responses": {"transforms": {"years": "length(REF:response.data.Revenue)"}},
+     "expected_key": "revenue_data", "output_path": ["data", "Revenue"]},
+    {"execution_id": "latest", "tool_definition_path": "/tools/sec_financial_data.tool",
+     "arguments": {"ticker": "REF:arguments.ticker"},
+     "transform_responses": {"transforms": {"count": "length(REF:revenue_data)"}},
+     "output_path": ["count"]}
+  ],
+  "response_reference_map": {"revenue": "REF:revenue_data", "first": "REF:revenue_data.0", "count": "REF:latest"}
+}"#,
+    );
+    let mock = tmp.write(
+        "mock.json",
+        r#"{"/tools/sec_financial_data.tool": {"data": {"Revenue": [394.3, 383.3]}, "ticker": "AAPL"}}"#,
+    );
+    let check = tdsl(&["check", &tool, "--root", &root]);
+    assert_eq!(check.code, 0, "{}", check.stderr);
+    let o = tdsl(&["run", &tool, "--root", &root, "--mock", &mock, "--arg", "ticker=\"AAPL\""]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let result: serde_json::Value = serde_json::from_str(&o.stdout).expect("JSON result");
+    assert_eq!(result, serde_json::json!({"revenue": [394.3, 383.3], "first": 394.3, "count": 2}));
+
+    // A path that cannot apply at run time (the callee declares no responses, so the
+    // analysis could not tell) fails the step, naming the path.
+    tmp.write("tools/untyped.tool", r#"{"system_event_endpoint": "builtin:echo"}"#);
+    let untyped = tmp.write(
+        "untyped_caller.tool",
+        r#"{"instructions": [{"execution_id": "get", "tool_definition_path": "/tools/untyped.tool",
+  "output_path": ["data", "Revenue"]}]}"#,
+    );
+    let bad = tmp.write("bad_mock.json", r#"{"/tools/untyped.tool": {"data": 7}}"#);
+    assert_eq!(tdsl(&["check", &untyped, "--root", &root]).code, 0);
+    let o = tdsl(&["run", &untyped, "--root", &root, "--mock", &bad]);
+    assert_eq!(o.code, 1, "{}", o.stdout);
+    assert!(o.stderr.contains("`output_path` [\"data\", \"Revenue\"] cannot apply"), "{}", o.stderr);
 }

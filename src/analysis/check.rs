@@ -22,6 +22,7 @@ use std::sync::Arc;
 use indexmap::IndexMap;
 
 use super::dag;
+use super::lints::expected_keys;
 use super::plan::*;
 use super::refs::{quoted, Fields, RefEnv, RefInfo};
 use super::root::{prefixed, LoadedTool, MissingCallees, Resolved, ToolRoot};
@@ -97,7 +98,10 @@ pub(crate) struct Checker<'a> {
     /// The composite's arguments (declared, then the tool-level transform outputs).
     pub args: IndexMap<Arc<str>, Type>,
     pub args_type: Type,
-    tool: &'a ToolDef,
+    pub tool: &'a ToolDef,
+    /// The undeclared arguments already warned about (a tool without an `arguments` key):
+    /// one warning per name, at its first REF.
+    pub undeclared_warned: HashSet<Arc<str>>,
     /// The types a callee's declarations give, by callee file: many steps call one tool.
     shapes: HashMap<PathBuf, Arc<Shapes>>,
 }
@@ -133,6 +137,8 @@ impl<'a> Checker<'a> {
         for (i, ins) in tool.instructions().iter().enumerate() {
             ids.entry(ins.execution_id.node.as_str()).or_insert(i);
         }
+        let mut diags = Vec::new();
+        expected_keys(tool.instructions(), &mut ids, &mut diags);
         let steps = tool
             .instructions()
             .iter()
@@ -149,12 +155,13 @@ impl<'a> Checker<'a> {
         Checker {
             engine,
             source: subject.source,
-            diags: Vec::new(),
+            diags,
             ids,
             steps,
             args,
             args_type,
             tool,
+            undeclared_warned: HashSet::new(),
             shapes: HashMap::new(),
         }
     }
@@ -171,7 +178,7 @@ impl<'a> Checker<'a> {
         let tool_transform_arguments = self.tool.transform_arguments.as_ref().map(|t| {
             let env = RefEnv::plain(Owner::ToolArguments);
             let info = self.site_info(&tool_sites, |p| p == RefPlace::Variable(TransformBlock::Arguments), &env);
-            let names = Names { list: self.args.clone(), open: false };
+            let names = Names { list: self.args.clone(), open: !self.tool.declares_arguments };
             let r = self.transform(t, BlockSpec { names, env, warn_pass_through: false }, &info);
             for (k, ty) in &r.outputs {
                 self.args.insert(k.clone(), ty.clone());
@@ -228,6 +235,7 @@ impl<'a> Checker<'a> {
         if response_reference_map.is_some() {
             self.unused_results();
         }
+        self.failure_handlers();
         let levels = self.dag();
 
         let has_errors = self.diags.iter().any(Diagnostic::is_error);
@@ -324,6 +332,10 @@ impl<'a> Checker<'a> {
     /// the callee declares them.
     fn known_fields(&self, i: usize) -> Option<Arc<Fields>> {
         let ins = self.steps[i].ins;
+        if ins.output_path.is_some() {
+            // The result is a value inside the response: its fields are not the callee's.
+            return None;
+        }
         let outputs = ins.transform_responses.iter().flat_map(|t| t.transforms.iter().map(|(k, _)| k.node.as_str()));
         let mut fields = Fields::new();
         if ins.parallel_execution.is_none() {
@@ -526,6 +538,10 @@ impl<'a> Checker<'a> {
             fields.insert(k.clone(), ty.clone());
         }
         let mut result = Type::object(fields, true);
+        if let Some(path) = &ins.output_path {
+            result = self.output_path_type(ins, path, result);
+        }
+        self.retries_past_breaker(ins);
         if !ins.conditions.is_empty() {
             result = result.union(Type::Null);
         }
@@ -966,6 +982,11 @@ impl<'a> Checker<'a> {
                 retry: ins.retry.clone(),
                 timeout_seconds: ins.timeout_seconds.as_ref().map(|t| t.node),
                 continue_on_error: ins.continue_on_error.as_ref().is_some_and(|c| c.node),
+                output_path: ins
+                    .output_path
+                    .as_ref()
+                    .map(|p| p.segments.iter().map(|s| s.node.clone()).collect::<Vec<_>>().into()),
+                expected_key: ins.expected_key.as_ref().map(|k| Arc::from(k.node.as_str())),
                 result_type: step.result.clone().unwrap_or(Type::Any),
                 span: ins.span,
             };

@@ -37,6 +37,7 @@
 
 mod check;
 mod dag;
+mod lints;
 pub mod plan;
 mod refs;
 mod render;
@@ -128,14 +129,11 @@ impl Analyzer {
     }
 
     fn check(&mut self, name: String, source: Arc<str>, file: Option<PathBuf>) -> CheckedTool {
-        let (tool, json, mut diagnostics) = crate::tool::load_with_tree(&source);
+        let (tool, mut diagnostics) = crate::tool::load(&source);
         let Some(tool) = tool.map(Arc::new) else {
             return CheckedTool { name, file, source, tool: None, diagnostics, plan: None };
         };
-        let declares_responses = json
-            .as_ref()
-            .and_then(|j| j.as_object())
-            .is_some_and(|entries| entries.iter().any(|(k, _)| k.node == "responses"));
+        let declares_responses = tool.declares_responses;
         let subject =
             check::Subject { tool: &tool, file: file.clone(), source: &source, name: name.clone(), declares_responses };
         let checker = check::Checker::new(&self.engine, &subject);

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use crate::engine::Program;
 use crate::span::Span;
-use crate::tool::{Logic, Operator, Retry, ToolDef};
+use crate::tool::{Logic, Operator, PathSegment, Retry, ToolDef};
 use crate::types::Type;
 use crate::value::Value;
 
@@ -92,6 +92,12 @@ pub struct StepPlan {
     pub timeout_seconds: Option<f64>,
     /// `continue_on_error` (default `false`).
     pub continue_on_error: bool,
+    /// `output_path`: the step's result is the value at this path of what the step
+    /// produced (after `transform_responses` and validation); see [`value_at`].
+    pub output_path: Option<Arc<[PathSegment]>>,
+    /// `expected_key`: another name REFs may use for this step's result (already resolved
+    /// to this step in every [`RefPlan`]).
+    pub expected_key: Option<Arc<str>>,
     /// The static type of the step's result, as REFs to it see it.
     pub result_type: Type,
     /// The whole instruction in the file.
@@ -203,4 +209,39 @@ pub enum DoneCheckPlan {
     /// An expression, true when its value is truthy. Its names are the step's resolved
     /// `arguments` (before `transform_arguments`).
     Expression(Program),
+}
+
+/// The value at `path` of `value` (`output_path`, SPEC §5): a key reads an object's key (or a
+/// REF segment such as `length`), an index reads a list's element; an absent key or an index
+/// past the end gives `null`, as does any segment of `null`. A segment that cannot apply (a
+/// key of a number, an index of an object) is an error naming the path up to it.
+pub fn value_at(value: &Value, path: &[PathSegment]) -> Result<Value, String> {
+    let mut current = value.clone();
+    for (n, segment) in path.iter().enumerate() {
+        let key = match segment {
+            PathSegment::Key(k) => Value::from(k.as_str()),
+            PathSegment::Index(i) => match i64::try_from(*i) {
+                Ok(i) => Value::Int(i),
+                Err(_) => return Ok(Value::Null),
+            },
+        };
+        let next = match (&current, segment) {
+            (Value::Object(_), PathSegment::Index(_)) => Err(()),
+            _ => current.index(&key).map_err(|_| ()),
+        };
+        current = next.map_err(|()| {
+            let walked: Vec<String> = path[..n].iter().map(ToString::to_string).collect();
+            format!(
+                "`output_path` [{}] cannot apply: the value at [{}] is {:#}, which has no {} {segment}",
+                path.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
+                walked.join(", "),
+                current.kind(),
+                match segment {
+                    PathSegment::Key(_) => "key",
+                    PathSegment::Index(_) => "index",
+                }
+            )
+        })?;
+    }
+    Ok(current)
 }

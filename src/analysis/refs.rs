@@ -228,6 +228,10 @@ impl Checker<'_> {
             );
             return;
         }
+        if !self.tool.declares_arguments {
+            self.open_argument(name, span);
+            return;
+        }
         let declared: Vec<&str> = self.args.keys().map(|n| &**n).collect();
         let mut d = Diagnostic::new(
             Code::UndeclaredArgument,
@@ -246,6 +250,25 @@ impl Checker<'_> {
             )),
         };
         self.diags.push(d);
+    }
+
+    /// `REF:arguments.X` in a tool without an `arguments` key: the tool accepts any
+    /// argument, so `X` is `any`; one warning per name suggests declaring it (SPEC §5).
+    fn open_argument(&mut self, name: &str, span: Span) {
+        if !self.undeclared_warned.insert(Arc::from(name)) {
+            return;
+        }
+        self.diags.push(
+            Diagnostic::new(
+                Code::OpenArgument,
+                span,
+                format!("`REF:arguments.{name}` reads an argument this tool does not declare, so its type is `any`"),
+            )
+            .with_label("not declared: the tool has no `arguments` list")
+            .with_help(format!(
+                "declare it to have it checked and documented: \"arguments\": [{{\"name\": \"{name}\", \"type_name\": \"…\", \"required\": true}}]"
+            )),
+        );
     }
 
     fn undeclared_field(&mut self, j: usize, field: &str, span: Span, fields: &Fields) {
@@ -288,6 +311,7 @@ impl Checker<'_> {
         let before_steps = matches!(env.owner, Owner::ToolArguments);
         if !before_steps {
             contexts.extend(self.steps.iter().map(|s| &*s.ins.execution_id.node));
+            contexts.extend(self.steps.iter().filter_map(|s| s.ins.expected_key.as_ref().map(|k| &*k.node)));
         }
         if env.response.is_some() {
             contexts.push("response");

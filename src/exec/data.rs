@@ -83,7 +83,12 @@ impl<'a> Env<'a> {
             m.insert(SmolStr::new("arguments"), self.arguments.clone());
             let mut add = |id: StepId| {
                 if let Some(s) = self.plan.steps.get(id.0) {
-                    m.insert(SmolStr::new(&*s.execution_id), self.result(id));
+                    let result = self.result(id);
+                    // `expected_key` names the same result (seed 002, SPEC §5).
+                    if let Some(key) = &s.expected_key {
+                        m.insert(SmolStr::new(&**key), result.clone());
+                    }
+                    m.insert(SmolStr::new(&*s.execution_id), result);
                 }
             };
             match self.visible {

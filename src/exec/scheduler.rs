@@ -497,6 +497,18 @@ impl<'a> Ctx<'a> {
         let clock = self.clock(&key);
         let outcome = self.step_body(frame, step, &key, &clock, &mut tr);
         tr.clock_reads = clock.reads();
+        // `output_path` (SPEC §5) is taken last, from a result the step produced (not from
+        // a skipped step's `null` or `done_value`).
+        let outcome = match (outcome, &step.output_path) {
+            (Ok(v), Some(path)) if tr.status == StepStatus::Running => crate::analysis::plan::value_at(&v, path)
+                .map_err(|message| Failure {
+                    code: Code::ResponseInvalid,
+                    step: Some(key.clone()),
+                    message,
+                    timeout: false,
+                }),
+            (outcome, _) => outcome,
+        };
         let value = match outcome {
             Ok(v) => {
                 if tr.status == StepStatus::Running {

@@ -17,10 +17,19 @@ pub use super::json::{JsonKind, JsonNode, JsonObject, JsonStr};
 pub struct ToolDef {
     /// `description`.
     pub description: Option<Spanned<String>>,
-    /// `arguments`: what the tool takes.
+    /// `arguments`: what the tool takes. Empty both when the key is absent and when it is
+    /// `[]`; [`ToolDef::declares_arguments`] tells them apart.
     pub arguments: Vec<Param>,
-    /// `responses`: what the tool returns.
+    /// `responses`: what the tool returns. Empty both when the key is absent and when it is
+    /// `[]`; [`ToolDef::declares_responses`] tells them apart.
     pub responses: Vec<Param>,
+    /// Whether the file has an `arguments` key (SPEC §5). Without one the tool declares
+    /// nothing and accepts any argument: `REF:arguments.X` is `any` (with a warning), callers
+    /// may pass anything, and an exported schema is open. `"arguments": []` declares none.
+    pub declares_arguments: bool,
+    /// Whether the file has a `responses` key: without one the tool may return anything and
+    /// `response_reference_map` may map any name. `"responses": []` declares none.
+    pub declares_responses: bool,
     /// Primitive or composite, with the keys that only that kind has.
     pub kind: ToolKind,
     /// `transform_arguments` on the tool as a whole (composite only).
@@ -173,8 +182,41 @@ pub struct Instruction {
     pub timeout_seconds: Option<Spanned<f64>>,
     /// `continue_on_error`.
     pub continue_on_error: Option<Spanned<bool>>,
+    /// `output_path` (seed 002): the step's result is the value at this path of its
+    /// response, taken after `transform_responses` and validation (SPEC §5, §6.4).
+    pub output_path: Option<OutputPath>,
+    /// `expected_key` (seed 002): another name for the step's result, so that
+    /// `REF:<expected_key>…` works like `REF:<execution_id>…`. Unique among ids and keys.
+    pub expected_key: Option<Spanned<String>>,
     /// The whole `{…}` object.
     pub span: Span,
+}
+
+/// `output_path`: a list of object keys and list indices.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OutputPath {
+    /// The segments, in order.
+    pub segments: Vec<Spanned<PathSegment>>,
+    /// The whole `[…]` list.
+    pub span: Span,
+}
+
+/// One step of an [`OutputPath`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum PathSegment {
+    /// An object key (a JSON string).
+    Key(String),
+    /// A list index (a non-negative JSON integer).
+    Index(usize),
+}
+
+impl fmt::Display for PathSegment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PathSegment::Key(k) => write!(f, "{k:?}"),
+            PathSegment::Index(i) => write!(f, "{i}"),
+        }
+    }
 }
 
 /// `transform_arguments` / `transform_responses`: variables, then transforms (SPEC §3).

@@ -6,6 +6,9 @@
 //! what the file says on its own is checked here; whether a REF names a real step, whether
 //! expressions compile, whether a callee exists are for the stages after this one.
 
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
+
 use crate::diagnostic::{did_you_mean, Code, Diagnostic};
 use crate::span::{Span, Spanned};
 
@@ -54,6 +57,8 @@ const INSTRUCTION_KEYS: &[&str] = &[
     "retry",
     "timeout_seconds",
     "continue_on_error",
+    "output_path",
+    "expected_key",
 ];
 const TRANSFORM_KEYS: &[&str] = &["variables", "transforms"];
 const LEAF_KEYS: &[&str] = &["param", "operator", "value"];
@@ -158,6 +163,8 @@ pub fn tool(root: &JsonNode, diags: &mut Vec<Diagnostic>) -> Option<ToolDef> {
         description,
         arguments,
         responses,
+        declares_arguments: obj.key("arguments").is_some(),
+        declares_responses: obj.key("responses").is_some(),
         kind: kind?,
         transform_arguments,
         transform_responses,
@@ -484,12 +491,21 @@ impl Loader<'_> {
             );
         }
         let mut out: Vec<Instruction> = Vec::with_capacity(items.len());
+        // Where each id was first used, so that finding duplicates stays linear in steps.
+        let mut first_use: HashMap<String, Span> = HashMap::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
             let Some(ins) = self.instruction(i, item) else {
                 continue;
             };
             let id = &ins.execution_id;
-            if let Some(first) = out.iter().find(|o| o.execution_id.node == id.node) {
+            let first = match first_use.entry(id.node.clone()) {
+                Entry::Occupied(e) => Some(*e.get()),
+                Entry::Vacant(e) => {
+                    e.insert(id.span);
+                    None
+                }
+            };
+            if let Some(first_span) = first {
                 self.push(
                     Diagnostic::new(
                         Code::DuplicateExecutionId,
@@ -497,7 +513,7 @@ impl Loader<'_> {
                         format!("execution id `{}` is used twice", id.node),
                     )
                     .with_label("used again here")
-                    .with_secondary(first.execution_id.span, "first used here")
+                    .with_secondary(first_span, "first used here")
                     .with_help("each instruction needs its own `execution_id`, so REFs can tell the steps apart"),
                 );
             }
@@ -559,6 +575,11 @@ impl Loader<'_> {
             .get("timeout_seconds")
             .and_then(|n| self.number(&obj, "timeout_seconds", n, |x| x > 0.0, "greater than zero"));
         let continue_on_error = obj.get("continue_on_error").and_then(|n| self.boolean(&obj, "continue_on_error", n));
+        let output_path = obj.get("output_path").and_then(|n| self.output_path(&obj, n));
+        let expected_key = obj.get("expected_key").and_then(|n| self.string(&obj, "expected_key", n));
+        if let Some(key) = &expected_key {
+            self.expected_key(key);
+        }
         // A step missing either is left out of the model, but its REFs are still checked.
         let complete = execution_id.is_some() && tool_definition_path.is_some();
         let placeholder = || Spanned::new(String::new(), open_brace(node.span));
@@ -577,6 +598,8 @@ impl Loader<'_> {
             retry,
             timeout_seconds,
             continue_on_error,
+            output_path,
+            expected_key,
             span: node.span,
         };
         for (s, place) in refs::instruction_strings(&ins) {
@@ -618,6 +641,82 @@ impl Loader<'_> {
                 .with_help(format!(
                     "ids start with a letter or `_` and go on with letters, digits, `_` and `-`: `{fixed}`"
                 )),
+            );
+        }
+    }
+
+    /// `output_path`: a list of keys (strings) and indices (non-negative integers).
+    fn output_path(&mut self, parent: &Obj<'_>, node: &JsonNode) -> Option<OutputPath> {
+        let items = self.list(parent, "output_path", node)?;
+        let mut segments = Vec::with_capacity(items.len());
+        let mut ok = true;
+        for item in items {
+            let segment = match &item.kind {
+                JsonKind::Str(s) => PathSegment::Key(s.value.to_string()),
+                JsonKind::Int(i) => match usize::try_from(*i) {
+                    Ok(i) => PathSegment::Index(i),
+                    Err(_) => {
+                        self.push(
+                            Diagnostic::new(
+                                Code::NumberOutOfRange,
+                                item.span,
+                                format!("an index in `output_path` of {} must be zero or more", parent.what),
+                            )
+                            .with_label("out of range")
+                            .with_help("list indices count from 0; `output_path` has no negative indices"),
+                        );
+                        ok = false;
+                        continue;
+                    }
+                },
+                _ => {
+                    self.push(
+                        Diagnostic::new(
+                            Code::WrongJsonType,
+                            item.span,
+                            format!(
+                                "`output_path` of {} holds keys (strings) and indices (integers), found {}",
+                                parent.what,
+                                a(item.type_name())
+                            ),
+                        )
+                        .with_label("not a key or an index")
+                        .with_help("write the path as a list like `[\"data\", \"Revenue\", 0]`"),
+                    );
+                    ok = false;
+                    continue;
+                }
+            };
+            segments.push(Spanned::new(segment, item.span));
+        }
+        ok.then_some(OutputPath { segments, span: node.span })
+    }
+
+    /// `expected_key` names the step's result in REFs: the same shape as an execution id.
+    fn expected_key(&mut self, key: &Spanned<String>) {
+        if RESERVED_IDS.contains(&key.node.as_str()) {
+            self.push(
+                Diagnostic::new(
+                    Code::ReservedExecutionId,
+                    key.span,
+                    format!("`{}` cannot be an `expected_key`", key.node),
+                )
+                .with_label("reserved name")
+                .with_help(format!(
+                    "{} are reserved for REFs and expressions; choose another key, like `{}_result`",
+                    list(RESERVED_IDS),
+                    key.node
+                )),
+            );
+        } else if !is_identifier(&key.node) {
+            self.push(
+                Diagnostic::new(
+                    Code::InvalidIdentifier,
+                    key.span,
+                    format!("`expected_key` `{}` is not an identifier", key.node),
+                )
+                .with_label("REFs could not name it")
+                .with_help("keys start with a letter or `_` and go on with letters, digits, `_` and `-`"),
             );
         }
     }

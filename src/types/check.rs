@@ -238,7 +238,16 @@ impl<'a> Checker<'a> {
             None => {
                 let mut d = Diagnostic::new(Code::UnknownName, span, format!("unknown name `{n}`"))
                     .with_label("not defined here");
-                if let Some(s) = did_you_mean(n, self.scope.names()) {
+                // Python's spellings of the literals (seed 002 writes `done_check="True"`).
+                let literal = match &**n {
+                    "True" | "TRUE" => Some("true"),
+                    "False" | "FALSE" => Some("false"),
+                    "None" | "NULL" | "Null" | "nil" => Some("null"),
+                    _ => None,
+                };
+                if let Some(lit) = literal {
+                    d = d.with_help(format!("did you mean `{lit}`? literals are written in lower case"));
+                } else if let Some(s) = did_you_mean(n, self.scope.names()) {
                     d = d.with_help(format!("did you mean `{s}`?"));
                 } else if want == Some(LocalKind::Item) {
                     d = d.with_help("`item` is only bound inside a template (`map`, `filter`, `sum`, …)");

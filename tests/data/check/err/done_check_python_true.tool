@@ -1,0 +1,6 @@
+{
+  "instructions": [
+    {"execution_id": "scan", "tool_definition_path": "/tools/lister.tool", "arguments": {"directory": "/docs"},
+     "done_check": "True"}
+  ]
+}

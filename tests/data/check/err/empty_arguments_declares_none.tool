@@ -1,0 +1,6 @@
+{
+  "arguments": [],
+  "instructions": [
+    {"execution_id": "scan", "tool_definition_path": "/tools/lister.tool", "arguments": {"directory": "REF:arguments.folder"}}
+  ]
+}

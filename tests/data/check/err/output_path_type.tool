@@ -1,0 +1,7 @@
+{
+  "instructions": [
+    {"execution_id": "scan", "tool_definition_path": "/tools/lister.tool", "arguments": {"directory": "/docs"},
+     "expected_key": "listing", "output_path": ["total", "value"]},
+    {"execution_id": "count", "tool_definition_path": "/tools/counter.tool", "arguments": {"count": "REF:listing"}}
+  ]
+}
