@@ -1,7 +1,13 @@
-//! Checking a large composite: 1,000 steps and 5,000 REFs (4 REF strings in each step's
-//! `arguments` and one REF atom in a `transform_arguments` expression), against a root with
-//! one callee. Every analysis pass is linear in steps plus edges; the 4,000-step case shows
-//! the time grows with the size, not its square.
+//! Checking large composites, against a root with one callee:
+//!
+//! - `check/steps`: 1,000 and 4,000 steps and 5 REFs each (4 REF strings in each step's
+//!   `arguments` and one REF atom in a `transform_arguments` expression), each step reading
+//!   the five before it;
+//! - `check/independent`: 1,000, 10,000 and 50,000 independent steps (each reads only the
+//!   composite's argument), the shape issue 15 found growing as n^2.4.
+//!
+//! Every analysis pass is linear in steps plus edges: the larger cases show the time grows
+//! with the size, not its square. Figures are in `docs/performance.md`.
 //!
 //! `cargo bench --bench check`
 
@@ -57,9 +63,38 @@ fn composite(n: usize) -> (String, usize) {
     (s, refs + 1)
 }
 
+/// A composite of `n` independent steps: each passes the composite's argument on, and the
+/// response map reads every step, so the check is clean and the DAG has one level.
+fn independent(n: usize) -> String {
+    let mut s = String::from(
+        "{\n  \"arguments\": [{\"name\": \"seed\", \"type_name\": \"integer\", \"required\": true}],\n  \"instructions\": [\n",
+    );
+    for i in 0..n {
+        let _ = writeln!(
+            s,
+            "    {{\"execution_id\": \"s{i}\", \"tool_definition_path\": \"/tools/step.tool\", \"arguments\": {{\"a0\": \"REF:arguments.seed\"}}}}{}",
+            if i + 1 < n { "," } else { "" }
+        );
+    }
+    s.push_str("  ]\n}\n");
+    s
+}
+
 fn bench(c: &mut Criterion) {
     let dir = root();
     let mut group = c.benchmark_group("check");
+    group.sample_size(10);
+    for n in [1_000, 10_000, 50_000] {
+        let source = independent(n);
+        let mut analyzer = Analyzer::new(ToolRoot::new(&dir));
+        let checked = analyzer.check_source("independent.tool", &source);
+        assert!(checked.diagnostics.is_empty(), "{:?}", &checked.diagnostics[..checked.diagnostics.len().min(3)]);
+        let plan = checked.plan.as_ref().expect("a plan");
+        assert_eq!((plan.steps.len(), plan.levels.len()), (n, 1));
+        group.bench_with_input(BenchmarkId::new("independent", n), &source, |b, source| {
+            b.iter(|| analyzer.check_source("independent.tool", source))
+        });
+    }
     group.sample_size(20);
     for n in [1_000, 4_000] {
         let (source, refs) = composite(n);

@@ -618,3 +618,43 @@ fn output_path_and_expected_key_run() {
     assert_eq!(o.code, 1, "{}", o.stdout);
     assert!(o.stderr.contains("`output_path` [\"data\", \"Revenue\"] cannot apply"), "{}", o.stderr);
 }
+
+/// The codes `tdsl check --format json` reports for a file.
+fn codes_of(tool: &str) -> (i32, Vec<String>) {
+    let o = tdsl(&["check", tool, "--root", ROOT, "--format", "json"]);
+    let diags: serde_json::Value = serde_json::from_str(&o.stdout).expect("JSON");
+    let codes =
+        diags.as_array().expect("array").iter().filter_map(|d| d["code"].as_str().map(str::to_string)).collect();
+    (o.code, codes)
+}
+
+/// Seed 004's branching and fan-out composites declare no `arguments` either: as written
+/// they check with W0606 only. Its "Conditional Error Handling" step, behind the step it
+/// handles, is warned about: without `continue_on_error` that step's failure ends the run.
+#[test]
+fn seed_compositions_without_arguments_check_with_warnings_only() {
+    let doc = seed("004_558a319b9772510b.txt");
+    let tmp = TempDir::new("seed-compositions");
+    for (heading, undeclared) in [
+        ("### Conditional Branching with Transform Logic", 2),
+        ("### Fan-out/Fan-in Pattern with Result Aggregation", 1),
+    ] {
+        let block = json_block_after(&doc, heading);
+        let tool = tmp.write("composite.tool", &block);
+        let (code, codes) = codes_of(&tool);
+        assert_eq!(code, 0, "{heading}: {codes:?}");
+        assert_eq!(codes, vec!["W0606"; undeclared], "{heading}");
+    }
+    let handler = json_block_after(&doc, "### Conditional Error Handling");
+    let tool = tmp.write(
+        "handler.tool",
+        &format!(
+            "{{\"instructions\": [{{\"execution_id\": \"primary_task\", \"tool_definition_path\": \"/tools/primary_task.tool\"}}, {handler}]}}"
+        ),
+    );
+    let (code, codes) = codes_of(&tool);
+    assert_eq!(code, 0);
+    assert_eq!(codes, ["W0608", "W0606"]);
+    let o = tdsl(&["check", &tool, "--root", ROOT]);
+    assert!(o.stderr.contains("\"continue_on_error\": true"), "{}", o.stderr);
+}

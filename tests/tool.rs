@@ -402,3 +402,59 @@ fn format_docs_are_true() {
         assert!(doc.contains(&format!("| `{code}` |")), "{code} is not in the table of docs/tool-format.md");
     }
 }
+
+/// An absent `arguments` / `responses` key declares nothing; an empty list declares none
+/// (SPEC §5). The model keeps the difference for every consumer.
+#[test]
+fn absent_and_empty_declarations_differ() {
+    let composite = |extra: &str| {
+        format!(r#"{{{extra}"instructions": [{{"execution_id": "a", "tool_definition_path": "/tools/x.tool"}}]}}"#)
+    };
+    let (absent, d) = tool::load(&composite(""));
+    assert!(d.is_empty(), "{d:?}");
+    let absent = absent.expect("a model");
+    assert!(!absent.declares_arguments && !absent.declares_responses);
+    let (empty, d) = tool::load(&composite(r#""arguments": [], "responses": [], "#));
+    assert!(d.is_empty(), "{d:?}");
+    let empty = empty.expect("a model");
+    assert!(empty.declares_arguments && empty.declares_responses);
+    assert!(empty.arguments.is_empty() && empty.responses.is_empty());
+}
+
+/// Seed 002's `output_path` and `expected_key` are read into the model, with spans.
+#[test]
+fn output_path_and_expected_key_are_read() {
+    let source = r#"{"instructions": [{"execution_id": "get", "tool_definition_path": "/tools/x.tool",
+  "expected_key": "revenue_data", "output_path": ["data", "Revenue", 0]}]}"#;
+    let (def, d) = tool::load(source);
+    assert!(d.is_empty(), "{d:?}");
+    let def = def.expect("a model");
+    let ins = &def.instructions()[0];
+    let key = ins.expected_key.as_ref().expect("expected_key");
+    assert_eq!(key.node, "revenue_data");
+    assert_eq!(text_at(source, key.span), "\"revenue_data\"");
+    let path = ins.output_path.as_ref().expect("output_path");
+    let segments: Vec<tool::PathSegment> = path.segments.iter().map(|s| s.node.clone()).collect();
+    assert_eq!(
+        segments,
+        [tool::PathSegment::Key("data".into()), tool::PathSegment::Key("Revenue".into()), tool::PathSegment::Index(0)]
+    );
+    assert_eq!(text_at(source, path.segments[2].span), "0");
+
+    // Shapes the schema refuses, each reported.
+    for (bad, code) in [
+        (r#""output_path": "data.Revenue""#, Code::WrongJsonType),
+        (r#""output_path": [1.5]"#, Code::WrongJsonType),
+        (r#""output_path": [-1]"#, Code::NumberOutOfRange),
+        (r#""expected_key": "item""#, Code::ReservedExecutionId),
+        (r#""expected_key": "revenue data""#, Code::InvalidIdentifier),
+        (r#""expected_key": 3"#, Code::WrongJsonType),
+    ] {
+        let source = format!(
+            r#"{{"instructions": [{{"execution_id": "get", "tool_definition_path": "/tools/x.tool", {bad}}}]}}"#
+        );
+        let (_, d) = tool::load(&source);
+        let codes: Vec<Code> = d.iter().map(|d| d.code).collect();
+        assert_eq!(codes, [code], "{bad}");
+    }
+}

@@ -245,3 +245,29 @@ pub fn value_at(value: &Value, path: &[PathSegment]) -> Result<Value, String> {
     }
     Ok(current)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(s: &str) -> Value {
+        serde_json::from_str(s).expect("json")
+    }
+
+    #[test]
+    fn values_at_output_paths() {
+        let key = |k: &str| PathSegment::Key(k.to_string());
+        let doc = v(r#"{"data": {"Revenue": [1, 2], "name": "x"}}"#);
+        assert_eq!(value_at(&doc, &[]), Ok(doc.clone()));
+        assert_eq!(value_at(&doc, &[key("data"), key("Revenue"), PathSegment::Index(1)]), Ok(v("2")));
+        // Absent keys, indices past the end and anything under null are null.
+        assert_eq!(value_at(&doc, &[key("nope"), key("deeper")]), Ok(Value::Null));
+        assert_eq!(value_at(&doc, &[key("data"), key("Revenue"), PathSegment::Index(9)]), Ok(Value::Null));
+        assert_eq!(value_at(&doc, &[key("data"), key("Revenue"), key("length")]), Ok(v("2")));
+        // A segment that cannot apply names the path.
+        let e = value_at(&doc, &[key("data"), PathSegment::Index(0)]).expect_err("an index of an object");
+        assert!(e.contains("[\"data\", 0]") && e.contains("no index 0"), "{e}");
+        let e = value_at(&doc, &[key("data"), key("name"), key("x")]).expect_err("a key of a string");
+        assert!(e.contains("the value at [\"data\", \"name\"] is a string"), "{e}");
+    }
+}
