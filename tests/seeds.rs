@@ -38,11 +38,8 @@ const ERROR_EXAMPLES: &[(usize, usize, &str, &str)] = &[
 /// Blocks that fail only because a feature of issue 14 has not landed on main yet. Each must
 /// STILL fail: when the feature lands, this test goes red and the entry must go.
 const KNOWN_FAILING: &[(usize, usize, &str)] = &[
-    // Each reads `REF:arguments.…` without an `arguments` key: E0604 until undeclared
-    // arguments are accepted.
-    (41, 1, "issue 14 item 1 (undeclared arguments) not landed: E0604 on `REF:arguments.api_endpoint`"),
-    (49, 1, "issue 14 item 1 (undeclared arguments) not landed: E0604 on `REF:arguments.user_data`, `mode`"),
-    (50, 1, "issue 14 item 1 (undeclared arguments) not landed: E0604 on `REF:arguments.large_dataset`"),
+    // Empty since issue 14 item 1 (undeclared arguments) landed: blocks 41, 49 and 50 read
+    // `REF:arguments.…` without an `arguments` key and now check (with W0606) and run.
 ];
 
 /// The source document: `../shared/seeds/…` from the crate's directory, or from the
