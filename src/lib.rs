@@ -57,6 +57,7 @@ pub mod files;
 pub mod functions;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod input;
 pub mod mcp;
 pub mod ops;
 pub mod reference;

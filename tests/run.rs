@@ -64,7 +64,7 @@ fn a_tool_that_fails_transiently_is_retried_until_it_answers() {
     assert!(attempts[0]["error"].as_str().unwrap().ends_with("exited with status 75 (try again): busy, call 1"));
 
     // The trace replays with no tool calls: the state file is not touched again.
-    let o = tdsl(&["replay", trace.to_str().unwrap()]);
+    let o = tdsl(&["replay", trace.to_str().unwrap(), "--root", ROOT]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert_eq!(json(&o.stdout), json(r#"{"calls": 3}"#));
     assert!(o.stderr.contains("replay matches the recording (SUCCESS)"), "{}", o.stderr);
@@ -178,7 +178,7 @@ fn replay_reports_divergence_after_the_definition_changes() {
     assert_eq!(o.code, 0, "{}", o.stderr);
     let text = std::fs::read_to_string(&main).unwrap().replace(r#""greeting": "hello""#, r#""greeting": "hi""#);
     std::fs::write(&main, text).unwrap();
-    let o = tdsl(&["replay", trace.to_str().unwrap()]);
+    let o = tdsl(&["replay", trace.to_str().unwrap(), "--root", root]);
     assert_eq!(o.code, 1, "{}", o.stderr);
     assert!(o.stderr.contains("the replay diverges from the recording"), "{}", o.stderr);
     assert!(o.stderr.contains("greet: arguments differ"), "{}", o.stderr);

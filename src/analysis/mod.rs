@@ -115,12 +115,37 @@ impl Analyzer {
         &self.engine
     }
 
-    /// Reads and checks a `.tool` file.
+    /// Reads and checks a `.tool` file: only a regular file, of bounded size
+    /// ([`crate::input`]). A file that is not UTF-8 is checked as far as an `E0501` at its
+    /// first invalid byte.
     pub fn check_file(&mut self, path: &Path) -> std::io::Result<CheckedTool> {
-        let text = std::fs::read_to_string(path)?;
+        let bytes = crate::input::read_bytes(path)?;
         let name = self.root.tool_path_of(path).unwrap_or_else(|| path.display().to_string());
         let file = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-        Ok(self.check(name, Arc::from(text), Some(file)))
+        match String::from_utf8(bytes) {
+            Ok(text) => Ok(self.check(name, Arc::from(text), Some(file))),
+            Err(e) => {
+                let at = e.utf8_error().valid_up_to();
+                // The text shown is the valid part: the span ends where the bad byte is.
+                let source: Arc<str> = Arc::from(String::from_utf8_lossy(&e.as_bytes()[..at]).as_ref());
+                let span = crate::span::Span::new(at, at);
+                let diagnostic = Diagnostic::new(
+                    crate::diagnostic::Code::JsonSyntax,
+                    span,
+                    format!("the file is not valid UTF-8: byte {at} starts an invalid sequence"),
+                )
+                .with_label("invalid UTF-8 here")
+                .with_help("save the file as UTF-8");
+                Ok(CheckedTool {
+                    name,
+                    file: Some(file),
+                    source,
+                    tool: None,
+                    diagnostics: vec![diagnostic],
+                    plan: None,
+                })
+            }
+        }
     }
 
     /// Checks a tool given as text; `name` names it in messages.

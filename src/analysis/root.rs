@@ -172,7 +172,7 @@ impl ToolRoot {
         if let Some(t) = self.loaded.get(&file) {
             return Resolved::Found(t.clone());
         }
-        match std::fs::read_to_string(&file) {
+        match crate::input::read_text(&file) {
             Ok(text) => {
                 let t = Arc::new(LoadedTool::from_source(file.clone(), tool_path.to_string(), Arc::from(text)));
                 self.loaded.insert(file, t.clone());

@@ -146,7 +146,11 @@ pub fn run(args: CheckArgs) -> ExitCode {
                 }
             }
             match serde_json::to_string_pretty(&out) {
-                Ok(text) => println!("{text}"),
+                Ok(text) => {
+                    if let Err(code) = super::print_stdout(&(text + "\n")) {
+                        return code;
+                    }
+                }
                 Err(e) => return usage_failure(&UsageError(format!("cannot print the diagnostics: {e}"))),
             }
         }

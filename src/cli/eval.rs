@@ -52,7 +52,7 @@ pub(crate) fn load_vars(file: Option<&std::path::Path>, vars: &[String]) -> Resu
     let mut map = Map::default();
     if let Some(path) = file {
         let text =
-            std::fs::read_to_string(path).map_err(|e| UsageError(format!("cannot read {}: {e}", path.display())))?;
+            crate::input::read_text(path).map_err(|e| UsageError(format!("cannot read {}: {e}", path.display())))?;
         let v: Value = serde_json::from_str(&text)
             .map_err(|e| UsageError(format!("{} is not valid JSON: {e}", path.display())))?;
         match &v {
@@ -104,30 +104,23 @@ pub fn run(args: EvalArgs) -> ExitCode {
     }
     match args.emit {
         Emit::Ast => {
-            print!("{}", crate::syntax::dump(&analysis.ast));
-            return exit_for(analysis.program.is_some());
+            return print_then(&crate::syntax::dump(&analysis.ast), analysis.program.is_some());
         }
         Emit::Type => {
-            if analysis.program.is_some() {
-                println!("{}", analysis.ty);
-            }
-            return exit_for(analysis.program.is_some());
+            let text = if analysis.program.is_some() { format!("{}\n", analysis.ty) } else { String::new() };
+            return print_then(&text, analysis.program.is_some());
         }
         _ => {}
     }
     let Some(program) = analysis.program else { return ExitCode::from(1) };
     if let Emit::Bytecode = args.emit {
-        print!("{}", program.disassemble());
-        return ExitCode::SUCCESS;
+        return print_then(&program.disassemble(), true);
     }
     match program.eval(&vars) {
         Ok(v) => {
             let text = if args.compact { serde_json::to_string(&v) } else { serde_json::to_string_pretty(&v) };
             match text {
-                Ok(t) => {
-                    println!("{t}");
-                    ExitCode::SUCCESS
-                }
+                Ok(t) => print_then(&(t + "\n"), true),
                 Err(e) => usage_failure(&UsageError(format!("cannot print the result: {e}"))),
             }
         }
@@ -138,7 +131,11 @@ pub fn run(args: EvalArgs) -> ExitCode {
     }
 }
 
-fn exit_for(ok: bool) -> ExitCode {
+/// Prints `text`, then exits 0 when `ok`, 1 when not (or 1 when standard output failed).
+fn print_then(text: &str, ok: bool) -> ExitCode {
+    if let Err(code) = super::print_stdout(text) {
+        return code;
+    }
     if ok {
         ExitCode::SUCCESS
     } else {

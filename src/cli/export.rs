@@ -108,8 +108,11 @@ pub fn run(args: ExportArgs) -> ExitCode {
         );
         return ExitCode::from(1);
     }
-    println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
-    ExitCode::SUCCESS
+    let text = serde_json::to_string_pretty(&out).unwrap_or_default() + "\n";
+    match super::print_stdout(&text) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(code) => code,
+    }
 }
 
 /// Loads each file, names it among the exported set ([`export_names`]: the file stem
@@ -130,7 +133,7 @@ pub(crate) fn load_named(root: &Path, files: &[PathBuf]) -> Result<Vec<Named>, N
         if loaded.iter().any(|(p, _, _)| *p == tool_path) {
             continue;
         }
-        let source = std::fs::read_to_string(file)
+        let source = crate::input::read_text(file)
             .map_err(|e| NameError::Usage(UsageError(format!("cannot read {}: {e}", file.display()))))?;
         let (def, diags) = crate::tool::load(&source);
         let errors: Vec<_> = diags.into_iter().filter(|d| d.is_error()).collect();

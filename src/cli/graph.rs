@@ -40,7 +40,7 @@ pub fn run(args: GraphArgs) -> ExitCode {
         Err(e) => return usage_failure(&e),
     };
     let given = PathBuf::from(&args.tool);
-    let file = if given.is_file() {
+    let file = if given.is_file() || (given.exists() && !given.is_dir()) {
         given
     } else if args.root.is_some() {
         match root.file_path(&args.tool) {
@@ -67,9 +67,12 @@ pub fn run(args: GraphArgs) -> ExitCode {
         }
         return ExitCode::from(1);
     };
-    match args.format {
-        Format::Mermaid => print!("{}", plan.to_mermaid()),
-        Format::Dot => print!("{}", plan.to_dot(&checked.name)),
+    let text = match args.format {
+        Format::Mermaid => plan.to_mermaid(),
+        Format::Dot => plan.to_dot(&checked.name),
+    };
+    match super::print_stdout(&text) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(code) => code,
     }
-    ExitCode::SUCCESS
 }

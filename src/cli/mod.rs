@@ -8,8 +8,9 @@ mod graph;
 mod repl;
 mod run;
 mod serve;
+mod signals;
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -154,6 +155,87 @@ pub(crate) fn collect_tools(
         files.extend(found);
     }
     Ok(files)
+}
+
+/// Writes `text` to standard output and flushes it: every subcommand's output goes through
+/// here (or through [`StdoutGuard`]), so that a closed or full standard output is never a
+/// panic. A closed pipe (`tdsl eval … | head -1`) means the reader has what it wanted: the
+/// rest is dropped quietly and the command ends with its own status. Any other failure (a
+/// full disk: `> /dev/full`) is one line on standard error and exit 1 (`Err`).
+pub(crate) fn print_stdout(text: &str) -> Result<(), ExitCode> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) => stdout_failed(&e),
+    }
+}
+
+/// What a failed write to standard output means: nothing for a closed pipe, exit 1 with a
+/// line on standard error for anything else.
+pub(crate) fn stdout_failed(e: &std::io::Error) -> Result<(), ExitCode> {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        return Ok(());
+    }
+    eprintln!("error: cannot write to standard output: {e}");
+    Err(ExitCode::from(1))
+}
+
+/// A writer to standard output that keeps its first error instead of losing it, for
+/// output written piece by piece (the REPL): [`StdoutGuard::check`] says what it means.
+pub(crate) struct StdoutGuard<W: Write> {
+    inner: W,
+    error: Option<std::io::Error>,
+}
+
+impl<W: Write> StdoutGuard<W> {
+    /// Wraps a writer.
+    pub(crate) fn new(inner: W) -> StdoutGuard<W> {
+        StdoutGuard { inner, error: None }
+    }
+
+    /// `Ok` while nothing failed or standard output is a closed pipe (the reader left;
+    /// `closed` then says so); `Err(exit code)` after any other failure, reported once.
+    pub(crate) fn check(&mut self) -> Result<(), ExitCode> {
+        let _ = self.flush();
+        match self.error.take() {
+            Some(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                self.error = Some(e);
+                Ok(())
+            }
+            Some(e) => stdout_failed(&e),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether standard output was closed by its reader.
+    pub(crate) fn closed(&self) -> bool {
+        self.error.as_ref().is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    }
+}
+
+impl<W: Write> Write for StdoutGuard<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.error.is_some() {
+            // Dropped: the error is already kept.
+            return Ok(buf.len());
+        }
+        match self.inner.write_all(buf) {
+            Ok(()) => Ok(buf.len()),
+            Err(e) => {
+                self.error = Some(e);
+                Ok(buf.len())
+            }
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if self.error.is_none() {
+            if let Err(e) = self.inner.flush() {
+                self.error = Some(e);
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Prints a usage or I/O error and returns exit code 2.

@@ -15,7 +15,7 @@ mod json;
 mod scan;
 mod session;
 
-use std::io::{BufRead, IsTerminal};
+use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -28,7 +28,7 @@ use self::helper::ReplHelper;
 use self::json::Layout;
 use self::session::{Output, Session, Step};
 use super::eval::load_vars;
-use super::{color_stderr, fixed_clock, usage_failure, UsageError};
+use super::{color_stderr, fixed_clock, usage_failure, StdoutGuard, UsageError};
 use crate::engine::Engine;
 
 /// The end of `tdsl repl --help`.
@@ -97,11 +97,18 @@ fn color_stdout() -> bool {
 /// One input per line of standard input, one compact value per line of output. Exits 1
 /// when any input failed, so a script can tell.
 fn scripted(mut session: Session) -> ExitCode {
-    let (mut stdout, mut stderr) = (std::io::stdout().lock(), std::io::stderr());
+    let (mut stdout, mut stderr) = (StdoutGuard::new(std::io::stdout().lock()), std::io::stderr());
     let layout = Layout { pretty: false, color: color_stdout() };
-    let mut out = Output { out: &mut stdout, err: &mut stderr, layout, color_err: color_stderr() };
     let mut failed = false;
     for line in std::io::stdin().lock().lines() {
+        // A closed standard output ends the script quietly; a full one is an error.
+        if let Err(code) = stdout.check() {
+            return code;
+        }
+        if stdout.closed() {
+            break;
+        }
+        let mut out = Output { out: &mut stdout, err: &mut stderr, layout, color_err: color_stderr() };
         let line = match line {
             Ok(l) => l,
             Err(e) => return usage_failure(&UsageError(format!("cannot read standard input: {e}"))),
@@ -111,6 +118,9 @@ fn scripted(mut session: Session) -> ExitCode {
             Step::Failed => failed = true,
             Step::Quit => break,
         }
+    }
+    if let Err(code) = stdout.check() {
+        return code;
     }
     if failed {
         ExitCode::from(1)
@@ -145,9 +155,8 @@ fn interactive(mut session: Session) -> ExitCode {
             }
         }
     }
-    println!("tdsl {} — `:help` lists the commands, Ctrl-D quits", env!("CARGO_PKG_VERSION"));
-
-    let (mut stdout, mut stderr) = (std::io::stdout(), std::io::stderr());
+    let (mut stdout, mut stderr) = (StdoutGuard::new(std::io::stdout()), std::io::stderr());
+    let _ = writeln!(stdout, "tdsl {} — `:help` lists the commands, Ctrl-D quits", env!("CARGO_PKG_VERSION"));
     let layout = Layout { pretty: true, color: color_stdout() };
     let mut out = Output { out: &mut stdout, err: &mut stderr, layout, color_err: color_stderr() };
     let mut history_warned = false;
@@ -181,7 +190,10 @@ fn interactive(mut session: Session) -> ExitCode {
         }
     }
     let _ = out.out.flush();
-    ExitCode::SUCCESS
+    match stdout.check() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(code) => code,
+    }
 }
 
 fn save_history(editor: &mut Editor<ReplHelper, FileHistory>, path: &std::path::Path) -> Result<(), String> {

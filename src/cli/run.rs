@@ -19,6 +19,7 @@ use std::time::Duration;
 use clap::Args;
 
 use super::check::tool_root;
+use super::signals::Interrupts;
 use super::{color_stderr, render, usage_failure, UsageError};
 use crate::exec::host::{HostRunner, Mock};
 use crate::exec::{
@@ -69,6 +70,9 @@ pub struct RunArgs {
     /// Serve the files under DIR to the file functions of transforms (`read_file`, …).
     #[arg(long, value_name = "DIR")]
     files: Option<PathBuf>,
+    /// The most bytes an `exec:` tool may print on standard output (default 64 MiB).
+    #[arg(long, value_name = "BYTES", default_value_t = crate::exec::host::DEFAULT_MAX_STDOUT)]
+    max_tool_output: u64,
 }
 
 /// Arguments of `tdsl replay`.
@@ -77,7 +81,8 @@ pub struct ReplayArgs {
     /// A trace written by `tdsl run --trace`.
     #[arg(value_name = "TRACE")]
     trace: PathBuf,
-    /// The tool root (default: the one the trace records).
+    /// The tool root the composite is read from (default: the current directory; never a
+    /// root the trace names).
     #[arg(long, value_name = "DIR")]
     root: Option<PathBuf>,
     /// Writes the replay's own trace to this file.
@@ -106,8 +111,13 @@ impl Observer for Progress {
 
 /// Runs `tdsl run`.
 pub fn run(args: RunArgs) -> ExitCode {
+    // Before any other thread starts, so that every thread has the signals blocked.
+    let interrupts = Interrupts::install();
     match prepare(&args) {
-        Ok((workflow, executor, arguments)) => execute(&args, &workflow, &executor, arguments),
+        Ok((workflow, executor, arguments)) => {
+            let code = execute(&args, &workflow, &executor, arguments, &interrupts);
+            interrupts.exit_status().map_or(code, ExitCode::from)
+        }
         Err(Stop::Usage(e)) => usage_failure(&e),
         Err(Stop::Problems) => ExitCode::from(1),
     }
@@ -121,7 +131,7 @@ enum Stop {
 fn prepare(args: &RunArgs) -> Result<(Workflow, Executor, Value), Stop> {
     let root = tool_root(args.root.as_deref()).map_err(Stop::Usage)?;
     let given = PathBuf::from(&args.tool);
-    let file = if given.is_file() {
+    let file = if given.is_file() || (given.exists() && !given.is_dir()) {
         given
     } else if args.root.is_some() {
         match root.file_path(&args.tool) {
@@ -136,7 +146,7 @@ fn prepare(args: &RunArgs) -> Result<(Workflow, Executor, Value), Stop> {
     let mock = match &args.mock {
         Some(path) => {
             let text =
-                std::fs::read_to_string(path).map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
+                crate::input::read_text(path).map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
             Some(Mock::from_json(&text).map_err(|e| usage(format!("{}: {e}", path.display())))?)
         }
         None => None,
@@ -146,7 +156,7 @@ fn prepare(args: &RunArgs) -> Result<(Workflow, Executor, Value), Stop> {
         engine = engine.with_file_store(super::open_files(dir).map_err(Stop::Usage)?);
     }
     let workflow = load(root.dir(), &file, &args.tool, engine)?;
-    let mut runner = HostRunner::new();
+    let mut runner = HostRunner::new().with_max_stdout(args.max_tool_output);
     if let Some(m) = mock {
         runner = runner.with_mock(m);
     }
@@ -209,8 +219,14 @@ fn load(root: &Path, file: &Path, name: &str, engine: crate::Engine) -> Result<W
     })
 }
 
-fn execute(args: &RunArgs, workflow: &Workflow, executor: &Executor, arguments: Value) -> ExitCode {
-    let run = match executor.run(workflow, arguments) {
+fn execute(
+    args: &RunArgs,
+    workflow: &Workflow,
+    executor: &Executor,
+    arguments: Value,
+    interrupts: &Interrupts,
+) -> ExitCode {
+    let run = match executor.run_cancellable(workflow, arguments, interrupts.token()) {
         Ok(r) => r,
         Err(refused) => {
             eprintln!("error: refused before the run: {refused} [{}]", refused.code());
@@ -229,7 +245,9 @@ fn execute(args: &RunArgs, workflow: &Workflow, executor: &Executor, arguments: 
 /// Prints a run's result (or its error) and maps its status to the exit code.
 fn report(run: &Run) -> ExitCode {
     if let Some(result) = &run.result {
-        println!("{}", serde_json::to_string_pretty(result).unwrap_or_default());
+        if let Err(code) = super::print_stdout(&(serde_json::to_string_pretty(result).unwrap_or_default() + "\n")) {
+            return code;
+        }
     }
     match (&run.status, &run.error) {
         (RunStatus::Success, _) => ExitCode::SUCCESS,
@@ -257,7 +275,7 @@ fn load_arguments(file: Option<&Path>, args: &[String]) -> Result<Value, UsageEr
     let mut map = Map::default();
     if let Some(path) = file {
         let text =
-            std::fs::read_to_string(path).map_err(|e| UsageError(format!("cannot read {}: {e}", path.display())))?;
+            crate::input::read_text(path).map_err(|e| UsageError(format!("cannot read {}: {e}", path.display())))?;
         match serde_json::from_str::<Value>(&text).as_ref() {
             Ok(Value::Object(o)) => map = (**o).clone(),
             Ok(other) => {
@@ -280,9 +298,40 @@ fn load_arguments(file: Option<&Path>, args: &[String]) -> Result<Value, UsageEr
     Ok(Value::object(map))
 }
 
+/// The root and the composite a replay reads: the trace's tool path under `--root` (or the
+/// current directory), and only a regular file inside that root — the trace's own `root`
+/// and `file` are not looked at, so a tampered trace cannot make the replay read a file
+/// elsewhere (a symbolic link out of the root is refused too).
+fn replay_file(root: Option<&Path>, tool: &str) -> Result<(PathBuf, PathBuf), UsageError> {
+    let dir = tool_root(root)?.dir().to_path_buf();
+    let file = crate::analysis::ToolRoot::new(&dir).file_path(tool).map_err(UsageError)?;
+    let (real_dir, real_file) = match (std::fs::canonicalize(&dir), std::fs::canonicalize(&file)) {
+        (Ok(d), Ok(f)) => (d, f),
+        (Err(e), _) => return Err(UsageError(format!("{}: {e}", dir.display()))),
+        (_, Err(_)) => {
+            return Err(UsageError(format!(
+                "the trace's tool `{tool}` is not under the tool root {} (looked for {}); pass --root",
+                dir.display(),
+                file.display()
+            )))
+        }
+    };
+    if !real_file.starts_with(&real_dir) {
+        return Err(UsageError(format!(
+            "{} leads out of the tool root {} (a symbolic link): replay reads only files inside the root",
+            file.display(),
+            dir.display()
+        )));
+    }
+    if !real_file.is_file() {
+        return Err(UsageError(format!("{}: not a regular file", file.display())));
+    }
+    Ok((dir, file))
+}
+
 /// Runs `tdsl replay`.
 pub fn replay_command(args: ReplayArgs) -> ExitCode {
-    let text = match std::fs::read_to_string(&args.trace) {
+    let text = match crate::input::read_text(&args.trace) {
         Ok(t) => t,
         Err(e) => return usage_failure(&UsageError(format!("cannot read {}: {e}", args.trace.display()))),
     };
@@ -290,15 +339,9 @@ pub fn replay_command(args: ReplayArgs) -> ExitCode {
         Ok(t) => t,
         Err(e) => return usage_failure(&UsageError(format!("{}: {e}", args.trace.display()))),
     };
-    let Some(root) = args.root.clone().or_else(|| trace.root.clone()) else {
-        return usage_failure(&UsageError("the trace records no tool root: pass --root".to_string()));
-    };
-    let file = match &trace.file {
-        Some(f) if args.root.is_none() => f.clone(),
-        _ => match crate::analysis::ToolRoot::new(&root).file_path(&trace.tool) {
-            Ok(f) => f,
-            Err(e) => return usage_failure(&UsageError(e)),
-        },
+    let (root, file) = match replay_file(args.root.as_deref(), &trace.tool) {
+        Ok(found) => found,
+        Err(e) => return usage_failure(&e),
     };
     let workflow = match load(&root, &file, &trace.tool, crate::exec::engine()) {
         Ok(w) => w,
@@ -319,7 +362,9 @@ pub fn replay_command(args: ReplayArgs) -> ExitCode {
         }
     }
     if let Some(result) = &replayed.run.result {
-        println!("{}", serde_json::to_string_pretty(result).unwrap_or_default());
+        if let Err(code) = super::print_stdout(&(serde_json::to_string_pretty(result).unwrap_or_default() + "\n")) {
+            return code;
+        }
     }
     if replayed.divergences.is_empty() {
         eprintln!("replay matches the recording ({})", replayed.run.status.as_str());

@@ -33,10 +33,17 @@ pub const EXIT_TRANSIENT: i32 = 75;
 pub const BUILTINS: &[&str] = &["echo"];
 
 /// The command line's runner.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct HostRunner {
     mock: Option<Mock>,
     mcp: McpClients,
+    max_stdout: u64,
+}
+
+impl Default for HostRunner {
+    fn default() -> HostRunner {
+        HostRunner { mock: None, mcp: McpClients::default(), max_stdout: DEFAULT_MAX_STDOUT }
+    }
 }
 
 impl HostRunner {
@@ -48,6 +55,13 @@ impl HostRunner {
     /// Answers for the tools `mock` lists from it instead.
     pub fn with_mock(mut self, mock: Mock) -> HostRunner {
         self.mock = Some(mock);
+        self
+    }
+
+    /// Lets `exec:` programs print at most `bytes` on standard output (default
+    /// [`DEFAULT_MAX_STDOUT`]).
+    pub fn with_max_stdout(mut self, bytes: u64) -> HostRunner {
+        self.max_stdout = bytes;
         self
     }
 
@@ -69,7 +83,7 @@ impl Runner for HostRunner {
             )));
         };
         if let Some(command) = endpoint.strip_prefix("exec:") {
-            run_program(command, call)
+            run_program(command, call, self.max_stdout)
         } else if let Some(name) = endpoint.strip_prefix("builtin:") {
             builtin(name.trim(), call)
         } else if endpoint.starts_with("http://") || endpoint.starts_with("https://") {
@@ -139,7 +153,105 @@ fn program_path(program: &str, tool_file: Option<&Path>) -> PathBuf {
     }
 }
 
-fn run_program(command: &str, call: &ToolCall<'_>) -> Result<Value, ToolError> {
+/// The most bytes an `exec:` program may print on standard output by default (64 MiB, as
+/// much as [`super::http::MAX_BODY_BYTES`] reads of an HTTP body);
+/// [`HostRunner::with_max_stdout`] (`tdsl run --max-tool-output`) changes it. Past it, the
+/// program's process group is killed and the call fails (permanent).
+pub const DEFAULT_MAX_STDOUT: u64 = 64 * 1024 * 1024;
+
+/// How much of a program's standard error is kept for messages and traces: its last
+/// 64 KiB. What came before is counted, not kept.
+pub const STDERR_TAIL: usize = 64 * 1024;
+
+/// How long a program's standard output and error may stay open after the program itself
+/// exited (a process it started holds them) before its process group is killed.
+pub const PIPE_GRACE: Duration = Duration::from_millis(500);
+
+/// How long a process group has between `SIGTERM` and `SIGKILL`.
+const TERM_GRACE: Duration = Duration::from_millis(200);
+
+/// What a reader thread has taken from a pipe so far, shared with the caller so that a
+/// pipe held open forever by a stray process loses nothing already read.
+#[derive(Debug, Default)]
+struct Captured {
+    bytes: Vec<u8>,
+    /// Bytes read but not kept (the start of a long standard error).
+    dropped: u64,
+    /// Standard output only: more than the cap arrived (reading stopped there).
+    overflow: bool,
+    /// The pipe reached its end (or failed).
+    done: bool,
+}
+
+type Shared = std::sync::Arc<Mutex<Captured>>;
+
+fn lock(c: &Shared) -> std::sync::MutexGuard<'_, Captured> {
+    c.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Reads a pipe on a thread of its own into the shared capture. `Keep::Head(max)` keeps up
+/// to `max` bytes and stops reading past them; `Keep::Tail(n)` reads to the end and keeps
+/// the last `n` bytes.
+#[derive(Clone, Copy)]
+enum Keep {
+    Head(u64),
+    Tail(usize),
+}
+
+fn spawn_reader<R: Read + Send + 'static>(pipe: Option<R>, keep: Keep) -> std::io::Result<Shared> {
+    let shared: Shared = Shared::default();
+    let Some(mut pipe) = pipe else {
+        lock(&shared).done = true;
+        return Ok(shared);
+    };
+    let out = shared.clone();
+    std::thread::Builder::new().name("tdsl-exec-pipe".to_string()).spawn(move || {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = match pipe.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            let mut c = lock(&out);
+            match keep {
+                Keep::Head(max) => {
+                    if c.bytes.len() as u64 + n as u64 > max {
+                        c.overflow = true;
+                        break;
+                    }
+                    c.bytes.extend_from_slice(&buf[..n]);
+                }
+                Keep::Tail(tail) => {
+                    c.bytes.extend_from_slice(&buf[..n]);
+                    if c.bytes.len() > 2 * tail {
+                        let cut = c.bytes.len() - tail;
+                        c.bytes.drain(..cut);
+                        c.dropped += cut as u64;
+                    }
+                }
+            }
+        }
+        lock(&out).done = true;
+    })?;
+    Ok(shared)
+}
+
+/// Whether a failure to start a program may pass by itself: too many open files (the
+/// process's or the system's) or processes, or no memory for now.
+fn spawn_error_is_transient(e: &std::io::Error) -> bool {
+    #[cfg(unix)]
+    {
+        use nix::libc;
+        matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE | libc::EAGAIN | libc::ENOMEM))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = e;
+        false
+    }
+}
+
+fn run_program(command: &str, call: &ToolCall<'_>, max_stdout: u64) -> Result<Value, ToolError> {
     let tool = call.tool_path;
     let words = shell_words::split(command)
         .map_err(|e| ToolError::permanent(format!("`{tool}`: cannot split `exec:{command}` into words: {e}")))?;
@@ -155,84 +267,169 @@ fn run_program(command: &str, call: &ToolCall<'_>) -> Result<Value, ToolError> {
         use std::os::unix::process::CommandExt;
         cmd.process_group(0);
     }
-    let mut child =
-        cmd.spawn().map_err(|e| ToolError::permanent(format!("`{tool}`: cannot start {}: {e}", path.display())))?;
-    let input = serde_json::to_vec(call.arguments).unwrap_or_default();
-    let stdin = child.stdin.take();
-    let writer = std::thread::spawn(move || {
-        if let Some(mut s) = stdin {
-            // A program that does not read its input closes the pipe: not an error.
-            let _ = s.write_all(&input);
+    let cannot_start = |e: std::io::Error| {
+        let message = format!("`{tool}`: cannot start {}: {e}", path.display());
+        if spawn_error_is_transient(&e) {
+            ToolError::transient(message)
+        } else {
+            ToolError::permanent(message)
         }
-    });
-    let out = reader(child.stdout.take());
-    let err = reader(child.stderr.take());
+    };
+    let mut child = cmd.spawn().map_err(cannot_start)?;
+    let started = (|| {
+        let input = serde_json::to_vec(call.arguments).unwrap_or_default();
+        let stdin = child.stdin.take();
+        // A program that does not read its input closes the pipe: not an error. The thread
+        // is not waited for: a process that keeps the pipe open without reading must not
+        // hold the call.
+        std::thread::Builder::new().name("tdsl-exec-stdin".to_string()).spawn(move || {
+            if let Some(mut s) = stdin {
+                let _ = s.write_all(&input);
+            }
+        })?;
+        let out = spawn_reader(child.stdout.take(), Keep::Head(max_stdout))?;
+        let err = spawn_reader(child.stderr.take(), Keep::Tail(STDERR_TAIL))?;
+        Ok((out, err))
+    })();
+    let (out, err) = match started {
+        Ok(pipes) => pipes,
+        Err(e) => {
+            kill_group(&mut child);
+            return Err(cannot_start(e));
+        }
+    };
     let started = Instant::now();
+    let name = path.display();
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break status,
             Ok(None) => {}
-            Err(e) => return Err(ToolError::permanent(format!("`{tool}`: cannot wait for {}: {e}", path.display()))),
+            Err(e) => {
+                kill_group(&mut child);
+                return Err(ToolError::permanent(format!("`{tool}`: cannot wait for {name}: {e}")));
+            }
+        }
+        if lock(&out).overflow {
+            kill_group(&mut child);
+            return Err(too_much(tool, &name.to_string(), max_stdout));
         }
         // The engine cancels a call whose time is up; this bound is a backstop for hosts that
         // call the runner directly, late enough never to win the race with the engine.
-        let timed_out = call.timeout.is_some_and(|t| started.elapsed() >= t + Duration::from_millis(500));
+        let timed_out = call.timeout.is_some_and(|t| started.elapsed() >= t.saturating_add(Duration::from_millis(500)));
         if timed_out || call.cancel.is_cancelled() {
-            kill(&mut child);
-            let _ = writer.join();
+            kill_group(&mut child);
             let why = if timed_out { "timed out" } else { "was cancelled" };
-            return Err(ToolError::transient(format!("`{tool}`: {} {why} and was killed", path.display())));
+            return Err(ToolError::transient(format!("`{tool}`: {name} {why} and was killed")));
         }
         call.cancel.wait(Duration::from_millis(5));
     };
-    let _ = writer.join();
-    let stdout = out.join().unwrap_or_default();
-    let stderr = err.join().unwrap_or_default();
-    let stderr = String::from_utf8_lossy(&stderr);
-    let stderr = stderr.trim();
+    // The program has exited; a process it started may still hold its pipes.
+    let exited = Instant::now();
+    let mut held = false;
+    while !(lock(&out).done && lock(&err).done) {
+        if exited.elapsed() >= PIPE_GRACE || call.cancel.is_cancelled() {
+            held = true;
+            kill_group_of(child.id());
+            // What the group held is closed now, unless a process left the group: then
+            // its pipes are left to it, and the call ends with what was read.
+            let killed = Instant::now();
+            while !(lock(&out).done && lock(&err).done) && killed.elapsed() < PIPE_GRACE {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            break;
+        }
+        call.cancel.wait(Duration::from_millis(5));
+    }
+    let (stdout, overflow) = {
+        let mut o = lock(&out);
+        (std::mem::take(&mut o.bytes), o.overflow)
+    };
+    if overflow {
+        return Err(too_much(tool, &name.to_string(), max_stdout));
+    }
+    let stderr = {
+        let e = lock(&err);
+        let cut = e.bytes.len().saturating_sub(STDERR_TAIL);
+        let text = String::from_utf8_lossy(&e.bytes[cut..]);
+        let text = text.trim();
+        match e.dropped + cut as u64 {
+            0 => text.to_string(),
+            n => format!("[the first {n} bytes of standard error are left out] …{text}"),
+        }
+    };
     let with_stderr = |m: String| if stderr.is_empty() { m } else { format!("{m}: {stderr}") };
     match status.code() {
         Some(0) => {
-            let text = String::from_utf8_lossy(&stdout);
+            let text = std::str::from_utf8(&stdout).map_err(|e| {
+                ToolError::permanent(format!(
+                    "`{tool}`: {name} printed invalid UTF-8 on standard output (at byte {}); a tool prints one JSON value",
+                    e.valid_up_to()
+                ))
+            })?;
             if text.trim().is_empty() {
+                let also =
+                    if held { " (a process it started held its standard output open and was killed)" } else { "" };
                 return Err(ToolError::permanent(format!(
-                    "`{tool}`: {} printed nothing; a tool prints one JSON value",
-                    path.display()
+                    "`{tool}`: {name} printed nothing; a tool prints one JSON value{also}"
                 )));
             }
-            serde_json::from_str::<Value>(&text)
-                .map_err(|e| ToolError::permanent(format!("`{tool}`: {} printed invalid JSON ({e})", path.display())))
+            serde_json::from_str::<Value>(text)
+                .map_err(|e| ToolError::permanent(format!("`{tool}`: {name} printed invalid JSON ({e})")))
         }
         Some(EXIT_TRANSIENT) => Err(ToolError::transient(with_stderr(format!(
-            "`{tool}`: {} exited with status {EXIT_TRANSIENT} (try again)",
-            path.display()
+            "`{tool}`: {name} exited with status {EXIT_TRANSIENT} (try again)"
         )))),
-        Some(code) => {
-            Err(ToolError::permanent(with_stderr(format!("`{tool}`: {} exited with status {code}", path.display()))))
-        }
-        None => Err(ToolError::permanent(with_stderr(format!("`{tool}`: {} was killed by a signal", path.display())))),
+        Some(code) => Err(ToolError::permanent(with_stderr(format!("`{tool}`: {name} exited with status {code}")))),
+        None => Err(ToolError::permanent(with_stderr(format!("`{tool}`: {name} was killed by a signal")))),
     }
 }
 
-fn reader<R: Read + Send + 'static>(pipe: Option<R>) -> std::thread::JoinHandle<Vec<u8>> {
-    std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        if let Some(mut p) = pipe {
-            let _ = p.read_to_end(&mut buf);
-        }
-        buf
-    })
+fn too_much(tool: &str, name: &str, max: u64) -> ToolError {
+    ToolError::permanent(format!(
+        "`{tool}`: {name} printed more than {max} bytes on standard output, the most a tool may print \
+         (`tdsl run --max-tool-output` changes it); it was killed"
+    ))
 }
 
-/// Kills the child's process group (what it started too), then the child.
-fn kill(child: &mut Child) {
+/// Ends the child's process group (what it started too): `SIGTERM`, a short wait for the
+/// child, then `SIGKILL` for whatever is left; the child is reaped.
+fn kill_group(child: &mut Child) {
     #[cfg(unix)]
     {
-        let group = format!("-{}", child.id());
-        let _ = Command::new("kill").args(["-s", "KILL", "--", &group]).stderr(Stdio::null()).status();
+        use nix::sys::signal::{killpg, Signal};
+        use nix::unistd::Pid;
+        let Ok(pid) = i32::try_from(child.id()) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return;
+        };
+        let group = Pid::from_raw(pid);
+        let _ = killpg(group, Signal::SIGTERM);
+        let asked = Instant::now();
+        while asked.elapsed() < TERM_GRACE {
+            if matches!(child.try_wait(), Ok(Some(_))) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let _ = killpg(group, Signal::SIGKILL);
     }
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// Kills what is left of the process group of an exited (and reaped) child: its id stays
+/// the group's while the group has a member, so it names no other group.
+fn kill_group_of(id: u32) {
+    #[cfg(unix)]
+    {
+        use nix::sys::signal::{killpg, Signal};
+        if let Ok(pid) = i32::try_from(id) {
+            let _ = killpg(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = id;
 }
 
 /// Canned answers for `--mock FILE` (format in `docs/execution.md`).
@@ -366,6 +563,32 @@ mod tests {
         assert_eq!(answers(&m, "/d.tool", 1), [Ok("[1,2]".to_string())]);
         assert!(m.answer("/other.tool").is_none());
         assert!(Mock::from_json(r#"{"/x.tool": {"$eror": "typo"}}"#).unwrap_err().contains("unknown key `$eror`"));
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn running_out_of_files_or_processes_is_transient() {
+        use nix::libc;
+        for code in [libc::EMFILE, libc::ENFILE, libc::EAGAIN, libc::ENOMEM] {
+            assert!(spawn_error_is_transient(&std::io::Error::from_raw_os_error(code)), "{code}");
+        }
+        for code in [libc::ENOENT, libc::EACCES, libc::ENOEXEC] {
+            assert!(!spawn_error_is_transient(&std::io::Error::from_raw_os_error(code)), "{code}");
+        }
+        // And the call says so: a program that cannot start for lack of files is retried.
+        let def = crate::tool::load(r#"{"system_event_endpoint": "exec:/nonexistent/program"}"#).0.expect("tool");
+        let cancel = crate::exec::CancelToken::new();
+        let call = ToolCall {
+            tool_path: "/t.tool",
+            definition: Some(&def),
+            file: None,
+            arguments: &Value::Null,
+            cancel: &cancel,
+            timeout: None,
+            attempt: 1,
+        };
+        let e = HostRunner::new().call(&call).expect_err("no such program");
+        assert_eq!(e.kind, crate::exec::ErrorKind::Permanent, "{e}");
     }
 
     #[test]

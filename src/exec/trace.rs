@@ -278,9 +278,17 @@ impl Trace {
 
     /// Reads a trace written by [`Trace::to_json`].
     pub fn from_json(text: &str) -> Result<Trace, String> {
-        let t: Trace = serde_json::from_str(text).map_err(|e| format!("not a trace: {e}"))?;
+        // The messages say where, never what: a file that is not a trace is not quoted.
+        let t: Trace = serde_json::from_str(text).map_err(|e| {
+            let what = match e.classify() {
+                serde_json::error::Category::Syntax | serde_json::error::Category::Io => "it is not valid JSON",
+                serde_json::error::Category::Eof => "it ends too early",
+                serde_json::error::Category::Data => "it does not have the shape of a trace",
+            };
+            format!("not a trace: {what} (line {}, column {})", e.line(), e.column())
+        })?;
         if t.format != TRACE_FORMAT {
-            return Err(format!("trace format `{}` is not `{TRACE_FORMAT}`", t.format));
+            return Err(format!("not a trace: its `format` is not `{TRACE_FORMAT}`"));
         }
         Ok(t)
     }

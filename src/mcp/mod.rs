@@ -73,7 +73,7 @@ impl McpServer {
             if !allow.is_empty() && !globs.is_match(&tool_path) {
                 continue;
             }
-            let source = match std::fs::read_to_string(&file) {
+            let source = match crate::input::read_text(&file) {
                 Ok(s) => s,
                 Err(e) => {
                     skipped.push(format!("{tool_path}: {e}"));

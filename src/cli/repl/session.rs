@@ -231,7 +231,7 @@ impl Session {
         if let Err(message) = check_name(name) {
             return fail(out, &message);
         }
-        let text = match std::fs::read_to_string(path) {
+        let text = match crate::input::read_text(std::path::Path::new(path)) {
             Ok(t) => t,
             Err(e) => return fail(out, &format!("cannot read {path}: {e}")),
         };

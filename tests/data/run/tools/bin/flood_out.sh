@@ -1,0 +1,3 @@
+#!/bin/sh
+# Prints without end on standard output.
+exec cat /dev/zero

@@ -1,0 +1,492 @@
+//! The command line against hostile input and a hostile environment (issue 15): tools that
+//! flood their output, hold their pipes or print bytes that are not UTF-8; signals in the
+//! middle of a run; FIFOs and devices where files are expected; tampered traces; a closed
+//! or full standard output. Every test runs the real binary, and every wait has a watchdog,
+//! so a hang fails the test instead of stalling the suite.
+#![cfg(unix)]
+
+use std::io::Read;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const ROOT: &str = "tests/data/run";
+
+/// Long enough for any of these commands on a loaded machine; it only proves "no hang".
+const WATCHDOG: Duration = Duration::from_secs(30);
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tdsl-hostile-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+fn tdsl() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_tdsl"));
+    c.env("NO_COLOR", "1").stdin(Stdio::null());
+    c
+}
+
+/// How a command ended.
+#[derive(Debug)]
+struct Ended {
+    /// The exit status, or 128 + the signal that killed it.
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// Waits for a child whose output pipes (if any) are read on threads, killing it (and
+/// failing) if it outlives the watchdog.
+fn finish(mut child: Child, what: &str) -> Ended {
+    let read = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            if let Some(mut p) = pipe {
+                let mut bytes = Vec::new();
+                let _ = p.read_to_end(&mut bytes);
+                text = String::from_utf8_lossy(&bytes).into_owned();
+            }
+            text
+        })
+    };
+    let out = read(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let err = read(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let started = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if started.elapsed() > WATCHDOG {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: still running after {WATCHDOG:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let code = status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
+    Ended { code, stdout: out.join().expect("stdout"), stderr: err.join().expect("stderr") }
+}
+
+fn run(args: &[&str]) -> Ended {
+    let child = tdsl().args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("tdsl starts");
+    finish(child, &args.join(" "))
+}
+
+fn json(s: &str) -> serde_json::Value {
+    serde_json::from_str(s).unwrap_or_else(|e| panic!("not JSON ({e}): {s}"))
+}
+
+fn read_json(path: &Path) -> serde_json::Value {
+    json(&std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+}
+
+/// Whether a process is gone: no such process, or a zombie waiting for its parent (it has
+/// ended; only its exit status is left).
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// Waits (a few seconds at most) for every process to be gone; the ones left, if any.
+fn left_alive(pids: &[u32]) -> Vec<u32> {
+    let started = Instant::now();
+    loop {
+        let alive: Vec<u32> = pids.iter().copied().filter(|&p| !gone(p)).collect();
+        if alive.is_empty() || started.elapsed() > Duration::from_secs(5) {
+            return alive;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn pids_in(file: &Path) -> Vec<u32> {
+    std::fs::read_to_string(file).unwrap_or_default().lines().filter_map(|l| l.trim().parse().ok()).collect()
+}
+
+/// The largest resident set of any child of this process that has ended, in KiB.
+fn children_peak_rss_kib() -> i64 {
+    nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN).expect("getrusage").max_rss()
+}
+
+// ---- signals ----------------------------------------------------------------------------
+
+/// `tdsl run` of a composite whose second step starts a tool that starts a process of its
+/// own and waits; once both are up, the signal is sent.
+fn signal_mid_run(signal: nix::sys::signal::Signal, expected: i32) {
+    let dir = temp(&format!("signal-{}", signal.as_str()));
+    let trace = dir.join("trace.json");
+    let dir_arg = format!("dir={:?}", dir.to_str().expect("utf-8 path"));
+    let child = tdsl()
+        .args(["run", "tests/data/run/signal.tool", "--root", ROOT, "--arg", &dir_arg, "--trace"])
+        .arg(&trace)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tdsl starts");
+    let pids_file = dir.join("pids");
+    let started = Instant::now();
+    while pids_in(&pids_file).len() < 2 {
+        assert!(started.elapsed() < WATCHDOG, "the slow tool never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let tool_pids = pids_in(&pids_file);
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid"));
+    nix::sys::signal::kill(pid, signal).expect("signal sent");
+    let o = finish(child, "tdsl run under a signal");
+
+    assert_eq!(o.code, expected, "{}", o.stderr);
+    assert_eq!(left_alive(&tool_pids), Vec::<u32>::new(), "the tool and what it started are gone");
+    let t = read_json(&trace);
+    let status = |id: &str| {
+        let s = t["steps"].as_array().expect("steps").iter().find(|s| s["execution_id"] == id).expect("step");
+        s["status"].as_str().expect("status").to_string()
+    };
+    assert_eq!(status("quick"), "COMPLETED", "a completed step is kept");
+    assert_eq!(status("after"), "CANCELLED", "a step that had not started is cancelled");
+    let slow = t["steps"].as_array().expect("steps").iter().find(|s| s["execution_id"] == "slow").expect("slow");
+    assert_eq!(slow["attempts"][0]["outcome"], "cancelled", "{slow}");
+    assert!(o.stderr.contains("[E0813]"), "{}", o.stderr);
+}
+
+#[test]
+fn sigterm_mid_run_ends_the_tools_writes_the_trace_and_exits_143() {
+    signal_mid_run(nix::sys::signal::Signal::SIGTERM, 143);
+}
+
+#[test]
+fn sigint_mid_run_exits_130() {
+    signal_mid_run(nix::sys::signal::Signal::SIGINT, 130);
+}
+
+#[test]
+fn sighup_mid_run_exits_129() {
+    signal_mid_run(nix::sys::signal::Signal::SIGHUP, 129);
+}
+
+// ---- tool processes ---------------------------------------------------------------------
+
+#[test]
+fn a_tool_flooding_stdout_is_cut_off_at_the_cap() {
+    let dir = temp("flood-out");
+    let trace = dir.join("trace.json");
+    let o = run(&[
+        "run",
+        "tests/data/run/out_flood.tool",
+        "--root",
+        ROOT,
+        "--max-tool-output",
+        "100000",
+        "--trace",
+        trace.to_str().expect("utf-8 path"),
+    ]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(o.stderr.contains("printed more than 100000 bytes on standard output"), "{}", o.stderr);
+    assert!(o.stderr.contains("[E0803]"), "{}", o.stderr);
+    assert_eq!(read_json(&trace)["steps"][0]["attempts"][0]["outcome"], "permanent");
+
+    // At the default cap (64 MiB) too, and the memory used stays near the cap.
+    let o = run(&["run", "tests/data/run/out_flood.tool", "--root", ROOT]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(o.stderr.contains("printed more than 67108864 bytes"), "{}", o.stderr);
+    let peak = children_peak_rss_kib();
+    assert!(peak < 300 * 1024, "peak RSS {peak} KiB");
+}
+
+#[test]
+fn a_tool_flooding_stderr_leaves_a_bounded_tail_in_the_error_and_the_trace() {
+    let dir = temp("flood-err");
+    let trace = dir.join("trace.json");
+    let o = run(&["run", "tests/data/run/err_flood.tool", "--root", ROOT, "--trace", trace.to_str().expect("path")]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    // 200 MB of standard error: the message keeps its end, with the last line.
+    assert!(o.stderr.contains("bytes of standard error are left out]"), "{}", &o.stderr[..200.min(o.stderr.len())]);
+    assert!(o.stderr.trim_end().ends_with("the last words [E0803]"), "the tail is kept");
+    assert!(o.stderr.len() < 70 * 1024, "the message is {} bytes", o.stderr.len());
+    let t = read_json(&trace);
+    let error = t["steps"][0]["attempts"][0]["error"].as_str().expect("error");
+    assert!(error.len() < 65 * 1024 + 300, "{} bytes", error.len());
+    let size = std::fs::metadata(&trace).expect("trace").len();
+    assert!(size < 1024 * 1024, "the trace is {size} bytes");
+    let peak = children_peak_rss_kib();
+    assert!(peak < 300 * 1024, "peak RSS {peak} KiB");
+}
+
+#[test]
+fn a_process_holding_the_tools_pipe_does_not_hold_the_attempt() {
+    let dir = temp("held");
+    let pid_file = dir.join("pid");
+    let child = tdsl()
+        .args(["run", "tests/data/run/held_pipe.tool", "--root", ROOT])
+        .env("TDSL_HELD_PID_FILE", &pid_file)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tdsl starts");
+    let started = Instant::now();
+    let o = finish(child, "a held pipe");
+    // The process sleeps for 60 s: the attempt ended after the grace period instead.
+    assert!(started.elapsed() < Duration::from_secs(20), "took {:?}", started.elapsed());
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(json(&o.stdout), json(r#"{"call": {"ok": true}}"#));
+    let held = pids_in(&pid_file);
+    assert_eq!(held.len(), 1, "the tool recorded the process it left");
+    assert_eq!(left_alive(&held), Vec::<u32>::new(), "the process holding the pipe was killed");
+}
+
+#[test]
+fn invalid_utf8_on_stdout_is_an_error_naming_the_tool() {
+    let o = run(&["run", "tests/data/run/bad_utf8.tool", "--root", ROOT]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(o.stderr.contains("`/tools/bad_utf8.tool`: "), "{}", o.stderr);
+    assert!(o.stderr.contains("printed invalid UTF-8 on standard output (at byte 4)"), "{}", o.stderr);
+}
+
+// ---- special files ----------------------------------------------------------------------
+
+fn mkfifo(path: &Path) {
+    let status = Command::new("mkfifo").arg(path).status().expect("mkfifo runs");
+    assert!(status.success(), "mkfifo {}", path.display());
+}
+
+#[test]
+fn a_fifo_or_a_device_is_never_read_as_a_file() {
+    let dir = temp("fifo");
+    let fifo = dir.join("main.tool");
+    mkfifo(&fifo);
+    let zero = dir.join("zero.tool");
+    std::os::unix::fs::symlink("/dev/zero", &zero).expect("symlink");
+    let (f, z, d) = (fifo.to_str().expect("path"), zero.to_str().expect("path"), dir.to_str().expect("path"));
+    let echo = "tests/data/run/echo.tool";
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["check", f], "FIFO"),
+        (vec!["check", z], "a device"),
+        (vec!["check", "--format", "json", f], "FIFO"),
+        (vec!["graph", f], "FIFO"),
+        (vec!["export", "--format", "mcp", "--root", d, f], "FIFO"),
+        // Its real path is `/dev/zero`, outside the root.
+        (vec!["export", "--format", "openai", "--root", d, z], "not under the tool root"),
+        (vec!["replay", f], "FIFO"),
+        (vec!["replay", z], "a device"),
+        (vec!["run", f], "FIFO"),
+        (vec!["run", z, "--root", d], "a device"),
+        (vec!["eval", "1", "--vars", f], "FIFO"),
+        (vec!["eval", "1", "--vars", z], "a device"),
+        (vec!["run", echo, "--root", ROOT, "--args", f], "FIFO"),
+        (vec!["run", echo, "--root", ROOT, "--mock", f], "FIFO"),
+        (vec!["run", echo, "--root", ROOT, "--args", z], "a device"),
+    ];
+    for (args, kind) in &cases {
+        let o = run(args);
+        assert_eq!(o.code, 2, "{args:?}: {}", o.stderr);
+        let kind = match *kind {
+            "FIFO" => "it is a FIFO (named pipe), not a regular file",
+            "a device" => "it is a device, not a regular file",
+            other => other,
+        };
+        assert!(o.stderr.contains(kind), "{args:?}: {}", o.stderr);
+        assert!(!o.stderr.contains("panicked"), "{args:?}: {}", o.stderr);
+    }
+    // `serve` leaves such files out, with a warning, and serves the rest.
+    let o = run(&["serve", "--mcp", "--root", d]);
+    assert!(o.stderr.contains("not served: /main.tool: it is a FIFO (named pipe), not a regular file"), "{}", o.stderr);
+    assert!(o.stderr.contains("serving 0 tool(s)"), "{}", o.stderr);
+}
+
+#[test]
+fn a_tool_file_that_is_not_utf8_is_e0501() {
+    let dir = temp("utf8");
+    let file = dir.join("bad.tool");
+    std::fs::write(&file, b"{\"instructions\": [\"caf\xe9\"]}").expect("write");
+    let o = run(&["check", file.to_str().expect("path")]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(o.stderr.contains("E0501"), "{}", o.stderr);
+    assert!(o.stderr.contains("the file is not valid UTF-8: byte 22 starts an invalid sequence"), "{}", o.stderr);
+    let o = run(&["check", "--format", "json", file.to_str().expect("path")]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    let diags = json(&o.stdout);
+    assert_eq!(diags[0]["code"], "E0501", "{diags}");
+    assert_eq!((diags[0]["line"].as_u64(), diags[0]["column"].as_u64()), (Some(1), Some(23)));
+}
+
+// ---- replay -----------------------------------------------------------------------------
+
+/// A root with a composite, and a trace of a run of it.
+fn recorded(name: &str) -> (PathBuf, PathBuf) {
+    let dir = temp(name);
+    let root = dir.join("root");
+    std::fs::create_dir_all(root.join("tools/bin")).expect("root");
+    for f in ["tools/echo.tool", "tools/builtin_echo.tool", "tools/bin/echo.sh", "echo.tool"] {
+        std::fs::copy(format!("{ROOT}/{f}"), root.join(f)).expect("copy");
+    }
+    let trace = dir.join("trace.json");
+    let o = run(&[
+        "run",
+        root.join("echo.tool").to_str().expect("path"),
+        "--root",
+        root.to_str().expect("path"),
+        "--arg",
+        r#"name="ada""#,
+        "--trace",
+        trace.to_str().expect("path"),
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    (root, trace)
+}
+
+#[test]
+fn replay_reads_the_composite_from_the_root_given_never_from_the_trace() {
+    let (root, trace) = recorded("replay-tampered");
+    let outside = root.parent().expect("dir").join("secret.tool");
+    std::fs::write(&outside, "TOP-SECRET-LINE\n").expect("secret");
+    let mut t = read_json(&trace);
+    t["file"] = serde_json::Value::String(outside.to_str().expect("path").to_string());
+    t["root"] = serde_json::Value::String("/".to_string());
+    std::fs::write(&trace, t.to_string()).expect("tamper");
+    let trace_arg = trace.to_str().expect("path");
+
+    // With the root given, the trace's `file` and `root` are ignored: the replay matches.
+    let o = run(&["replay", trace_arg, "--root", root.to_str().expect("path")]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stderr.contains("replay matches the recording (SUCCESS)"), "{}", o.stderr);
+
+    // Without it, the root is the current directory, where there is no `/echo.tool`.
+    let o = run(&["replay", trace_arg]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("is not under the tool root"), "{}", o.stderr);
+    assert!(!o.stderr.contains("TOP-SECRET"), "{}", o.stderr);
+
+    // A tool path that climbs out of the root is refused.
+    t["tool"] = serde_json::Value::String("/../secret.tool".to_string());
+    std::fs::write(&trace, t.to_string()).expect("tamper");
+    let o = run(&["replay", trace_arg, "--root", root.to_str().expect("path")]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("leaves the tool root"), "{}", o.stderr);
+    assert!(!o.stderr.contains("TOP-SECRET"), "{}", o.stderr);
+
+    // So is a symbolic link inside the root that leads out of it.
+    std::os::unix::fs::symlink(&outside, root.join("link.tool")).expect("symlink");
+    t["tool"] = serde_json::Value::String("/link.tool".to_string());
+    std::fs::write(&trace, t.to_string()).expect("tamper");
+    let o = run(&["replay", trace_arg, "--root", root.to_str().expect("path")]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("leads out of the tool root"), "{}", o.stderr);
+    assert!(!o.stderr.contains("TOP-SECRET"), "{}", o.stderr);
+}
+
+#[test]
+fn a_file_that_is_not_a_trace_is_not_quoted() {
+    let dir = temp("not-a-trace");
+    for (name, text) in [
+        ("text.json", "TOP-SECRET-LINE\nmore\n"),
+        ("string.json", r#""TOP-SECRET-LINE""#),
+        ("object.json", r#"{"format": "TOP-SECRET-LINE", "tool": 1}"#),
+    ] {
+        let file = dir.join(name);
+        std::fs::write(&file, text).expect("write");
+        let o = run(&["replay", file.to_str().expect("path")]);
+        assert_eq!(o.code, 2, "{}", o.stderr);
+        assert!(o.stderr.contains("not a trace"), "{}", o.stderr);
+        assert!(!o.stderr.contains("TOP-SECRET"), "{name}: {}", o.stderr);
+        assert_eq!(o.stderr.lines().count(), 1, "{}", o.stderr);
+    }
+}
+
+// ---- a closed or full standard output ---------------------------------------------------
+
+/// Every subcommand that prints, with what it prints on success (and its exit status).
+fn printing_commands(dir: &Path) -> Vec<(Vec<String>, Option<&'static str>, i32)> {
+    let (root, trace) = recorded(&format!("{}-printing", dir.file_name().and_then(|n| n.to_str()).unwrap_or("x")));
+    let s = |v: &[&str]| v.iter().map(|a| (*a).to_string()).collect::<Vec<_>>();
+    let root = root.to_str().expect("path").to_string();
+    let echo = format!("{root}/echo.tool");
+    vec![
+        (s(&["eval", "range(0, 100000)"]), None, 0),
+        (s(&["eval", "range(0, 10)", "--emit", "bytecode"]), None, 0),
+        (s(&["run", &echo, "--root", &root, "--arg", r#"name="ada""#]), None, 0),
+        (s(&["check", "--format", "json", &echo, "--root", &root]), None, 0),
+        (s(&["graph", &echo, "--root", &root]), None, 0),
+        (s(&["export", "--format", "openai", "--root", &root, &echo]), None, 0),
+        (s(&["replay", trace.to_str().expect("path"), "--root", &root]), None, 0),
+        (s(&["repl"]), Some("1 + 1\nrange(0, 3)\n:type 1\n"), 0),
+    ]
+}
+
+fn spawn_with_stdout(args: &[String], input: Option<&str>, stdout: Stdio) -> Child {
+    let mut c = tdsl();
+    c.args(args).stdout(stdout).stderr(Stdio::piped());
+    if input.is_some() {
+        c.stdin(Stdio::piped());
+    }
+    let mut child = c.spawn().expect("tdsl starts");
+    if let (Some(text), Some(mut stdin)) = (input, child.stdin.take()) {
+        use std::io::Write;
+        stdin.write_all(text.as_bytes()).expect("input");
+    }
+    child
+}
+
+#[test]
+fn a_closed_stdout_ends_every_command_quietly() {
+    let dir = temp("closed");
+    for (args, input, code) in printing_commands(&dir) {
+        // The reading end is closed before the command starts: every write fails (EPIPE).
+        let (reader, writer) = std::io::pipe().expect("pipe");
+        drop(reader);
+        let o = finish(spawn_with_stdout(&args, input, Stdio::from(writer)), &args.join(" "));
+        assert!(o.code == code || o.code == 141, "{args:?}: exit {}: {}", o.code, o.stderr);
+        assert!(!o.stderr.contains("panicked"), "{args:?}: {}", o.stderr);
+        assert!(!o.stderr.contains("standard output"), "{args:?}: quiet: {}", o.stderr);
+    }
+}
+
+#[test]
+fn head_1_takes_the_first_line_and_the_command_ends() {
+    let bin = env!("CARGO_BIN_EXE_tdsl");
+    let child = Command::new("sh")
+        .arg("-c")
+        .arg(format!("'{bin}' eval 'range(0, 100000)' | head -1; echo \"status ${{?}}\""))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("sh starts");
+    let o = finish(child, "eval | head -1");
+    assert_eq!(o.stdout, "[\nstatus 0\n");
+    assert_eq!(o.stderr, "", "no panic, no message");
+}
+
+#[test]
+fn a_full_stdout_is_exit_1_with_one_line() {
+    let dir = temp("full");
+    for (args, input, _) in printing_commands(&dir) {
+        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").expect("/dev/full");
+        let o = finish(spawn_with_stdout(&args, input, Stdio::from(full)), &args.join(" "));
+        assert_eq!(o.code, 1, "{args:?}: {}", o.stderr);
+        assert_eq!(
+            o.stderr, "error: cannot write to standard output: No space left on device (os error 28)\n",
+            "{args:?}"
+        );
+    }
+}
+
+#[test]
+fn too_many_open_files_when_starting_a_tool_is_transient() {
+    let dir = temp("emfile");
+    let trace = dir.join("trace.json");
+    let bin = env!("CARGO_BIN_EXE_tdsl");
+    // Six descriptors are enough to read the files, not to open the tool's three pipes.
+    let script = format!(
+        "ulimit -n 6; exec '{bin}' run tests/data/run/echo.tool --root {ROOT} --arg 'name=\"a\"' --trace '{}'",
+        trace.display()
+    );
+    let child = Command::new("sh").arg("-c").arg(script).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
+    let o = finish(child.expect("sh starts"), "tdsl under ulimit -n 6");
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(o.stderr.contains("Too many open files"), "{}", o.stderr);
+    let t = read_json(&trace);
+    assert_eq!(t["steps"][0]["attempts"][0]["outcome"], "transient", "{t}");
+}
