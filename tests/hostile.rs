@@ -490,3 +490,27 @@ fn too_many_open_files_when_starting_a_tool_is_transient() {
     let t = read_json(&trace);
     assert_eq!(t["steps"][0]["attempts"][0]["outcome"], "transient", "{t}");
 }
+
+#[test]
+fn a_closed_stderr_is_not_a_panic_either() {
+    let dir = temp("closed-stderr");
+    let bad = dir.join("bad.tool");
+    std::fs::write(&bad, r#"{"instructions": [{"execution_id": "a", "tool_definition_path": 1}]}"#).expect("write");
+    let bad = bad.to_str().expect("path");
+    let cases: [(&[&str], i32); 5] = [
+        (&["check", bad], 1),
+        (&["check", "/nonexistent/x.tool"], 2),
+        (&["eval", "nope(1)"], 1),
+        (&["run", "tests/data/run/broken.tool", "--root", ROOT], 1),
+        (&["replay", "/nonexistent/trace.json"], 2),
+    ];
+    for (args, code) in cases {
+        // Both outputs are pipes whose reader is gone (a panic would exit 101).
+        let (reader, writer) = std::io::pipe().expect("pipe");
+        drop(reader);
+        let err = writer.try_clone().expect("clone");
+        let child = tdsl().args(args).stdout(Stdio::from(writer)).stderr(Stdio::from(err)).spawn();
+        let o = finish(child.expect("tdsl starts"), &args.join(" "));
+        assert_eq!(o.code, code, "{args:?}");
+    }
+}

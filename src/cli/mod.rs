@@ -1,6 +1,24 @@
 //! The command line (SPEC §8): one file per subcommand. Exit codes: 0 success, 1 the input
 //! has problems (diagnostics were printed), 2 the command itself could not run (usage, I/O).
 
+// Standard error may be a closed pipe (`tdsl check … 2>&1 | head -1`) or a full disk: the
+// standard `eprint!`/`eprintln!` panic then. These, which every subcommand below uses in
+// their place (a `macro_rules!` defined before the modules shadows the prelude's in them),
+// drop what cannot be written: there is nowhere left to report it.
+macro_rules! eprint {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+macro_rules! eprintln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod check;
 mod eval;
 mod export;
