@@ -171,6 +171,18 @@ fn sighup_mid_run_exits_129() {
 // ---- tool processes ---------------------------------------------------------------------
 
 #[test]
+fn a_timeout_ends_the_tools_whole_process_group() {
+    let dir = temp("timeout-group");
+    let dir_arg = format!("dir={:?}", dir.to_str().expect("utf-8 path"));
+    let o = run(&["run", "tests/data/run/slow_timeout.tool", "--root", ROOT, "--arg", &dir_arg]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(o.stderr.contains("[E0804]"), "{}", o.stderr);
+    let pids = pids_in(&dir.join("pids"));
+    assert_eq!(pids.len(), 2, "the tool and the process it started");
+    assert_eq!(left_alive(&pids), Vec::<u32>::new(), "both are gone");
+}
+
+#[test]
 fn a_tool_flooding_stdout_is_cut_off_at_the_cap() {
     let dir = temp("flood-out");
     let trace = dir.join("trace.json");
