@@ -235,10 +235,11 @@ pub struct Trace {
     pub run_id: String,
     /// The tool run: its tool path under the root, or its file path.
     pub tool: String,
-    /// The tool's file.
+    /// The tool's file: a record for people. `tdsl replay` does not read it (nor `root`):
+    /// it reads `tool` under the root it is given, since a trace may have been edited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<PathBuf>,
-    /// The tool root callees resolved against.
+    /// The tool root callees resolved against (a record, like `file`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub root: Option<PathBuf>,
     /// The arguments the run was given.
