@@ -286,6 +286,9 @@ fn a_fifo_or_a_device_is_never_read_as_a_file() {
         (vec!["replay", z], "a device"),
         (vec!["run", f], "FIFO"),
         (vec!["run", z, "--root", d], "a device"),
+        // Named by tool path under the root.
+        (vec!["run", "/main.tool", "--root", d], "FIFO"),
+        (vec!["graph", "/zero.tool", "--root", d], "a device"),
         (vec!["eval", "1", "--vars", f], "FIFO"),
         (vec!["eval", "1", "--vars", z], "a device"),
         (vec!["run", echo, "--root", ROOT, "--args", f], "FIFO"),

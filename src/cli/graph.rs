@@ -44,7 +44,7 @@ pub fn run(args: GraphArgs) -> ExitCode {
         given
     } else if args.root.is_some() {
         match root.file_path(&args.tool) {
-            Ok(p) if p.is_file() => p,
+            Ok(p) if p.is_file() || (p.exists() && !p.is_dir()) => p,
             Ok(p) => {
                 return usage_failure(&UsageError(format!("{}: no such file (looked for {})", args.tool, p.display())))
             }

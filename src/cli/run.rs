@@ -135,7 +135,7 @@ fn prepare(args: &RunArgs) -> Result<(Workflow, Executor, Value), Stop> {
         given
     } else if args.root.is_some() {
         match root.file_path(&args.tool) {
-            Ok(p) if p.is_file() => p,
+            Ok(p) if p.is_file() || (p.exists() && !p.is_dir()) => p,
             Ok(p) => return Err(usage(format!("{}: no such file (looked for {})", args.tool, p.display()))),
             Err(e) => return Err(usage(e)),
         }
