@@ -70,6 +70,21 @@ impl Server {
         }
     }
 
+    /// Writes raw bytes and a newline.
+    fn send_raw(&mut self, bytes: &[u8]) {
+        self.stdin.write_all(bytes).expect("write");
+        self.stdin.write_all(b"\n").expect("write");
+        self.stdin.flush().expect("flush");
+    }
+
+    /// The next message the server writes.
+    fn next_message(&mut self) -> Value {
+        let mut line = String::new();
+        let n = self.stdout.read_line(&mut line).expect("read");
+        assert!(n > 0, "the server closed its output");
+        serde_json::from_str(&line).expect("a JSON-RPC message per line")
+    }
+
     fn call(&mut self, name: &str, arguments: Value) -> Value {
         let r = self.request("tools/call", json!({"name": name, "arguments": arguments}));
         r.get("result").cloned().unwrap_or_else(|| panic!("a result: {r}"))
@@ -314,5 +329,135 @@ fn allow_globs_mean_the_same_for_serve_and_run() {
             let stderr = String::from_utf8_lossy(&out.stderr);
             assert_eq!(out.status.success(), allowed, "run {caller} --allow-tool {glob}: {stderr}");
         }
+    }
+}
+
+/// Every malformed message gets an answer — with its id when it can be read — and the
+/// server goes on serving the next request.
+#[test]
+fn every_request_gets_an_answer_and_the_server_goes_on() {
+    let root = example("conditional-branching");
+    let mut s = Server::start(&root, &[]);
+    let check = |s: &mut Server, raw: Vec<u8>, code: i64, id: Value, what: &str| {
+        s.send_raw(&raw);
+        let m = s.next_message();
+        assert_eq!(m["error"]["code"], json!(code), "{what}: {m}");
+        assert_eq!(m["id"], id, "{what}: {m}");
+        assert!(m["error"]["message"].as_str().is_some_and(|t| !t.is_empty()), "{what}: {m}");
+        let ping = s.request("ping", json!({}));
+        assert!(ping["result"].is_object(), "after {what}: {ping}");
+    };
+    // 20 MB of arguments: over the 8 MiB limit, skipped without being held, id recovered.
+    let big = format!(
+        r#"{{"jsonrpc": "2.0", "id": 901, "method": "tools/call", "params": {{"name": "main", "arguments": {{"user_data": "{}"}}}}}}"#,
+        "x".repeat(20_000_000)
+    );
+    check(&mut s, big.into_bytes(), -32600, json!(901), "a 20 MB request");
+    check(&mut s, b"garbage".to_vec(), -32700, Value::Null, "garbage");
+    check(&mut s, br#"{"jsonrpc": "2.0", "id": 902, "method": "#.to_vec(), -32700, json!(902), "a cut message");
+    let mut bad_utf8 = br#"{"jsonrpc": "2.0", "id": 903, "method": "tools/call", "params": {"name": "main", "arguments": {"user_data": ""#.to_vec();
+    bad_utf8.extend_from_slice(b"\xff\xfe\"}}}");
+    check(&mut s, bad_utf8, -32700, json!(903), "invalid UTF-8");
+    let deep = format!(
+        r#"{{"jsonrpc": "2.0", "id": 904, "method": "tools/call", "params": {{"name": "main", "arguments": {{"a": {}{}}}}}}}"#,
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
+    check(&mut s, deep.into_bytes(), -32700, json!(904), "deep JSON");
+    check(
+        &mut s,
+        br#"{"jsonrpc": "2.0", "id": 905, "method": "tools/call", "params": {"name": "main", "arguments": [1, 2]}}"#
+            .to_vec(),
+        -32602,
+        json!(905),
+        "non-object arguments",
+    );
+    check(
+        &mut s,
+        br#"{"jsonrpc": "2.0", "id": 906, "method": "tools/call", "params": {"name": "main", "arguments": "x"}}"#
+            .to_vec(),
+        -32602,
+        json!(906),
+        "string arguments",
+    );
+    check(&mut s, b"[1, 2, 3]".to_vec(), -32600, Value::Null, "a batch");
+    check(&mut s, br#"{"jsonrpc": "2.0", "id": "s-1"}"#.to_vec(), -32600, json!("s-1"), "neither request nor response");
+    // Tools still run.
+    let r = s.call("echo", json!({"x": 1}));
+    assert_eq!(r["structuredContent"], json!({"x": 1}), "{r}");
+}
+
+/// A server with a call in flight whose program (and its child) sleeps 30 s.
+#[cfg(unix)]
+fn server_with_a_sleeping_call() -> (tempfile::TempDir, Server, Vec<String>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("tools")).expect("mkdir");
+    let pid_file = root.join("pids");
+    script(
+        &root.join("tools/nap.sh"),
+        &format!("#!/bin/sh\nsleep 30 &\necho $$ $! > '{}'\nwait\n", pid_file.display()),
+    );
+    std::fs::write(root.join("tools/nap.tool"), r#"{"system_event_endpoint": "exec:./nap.sh"}"#).expect("write");
+    std::fs::write(
+        root.join("main.tool"),
+        r#"{"instructions": [{"execution_id": "nap", "tool_definition_path": "/tools/nap.tool"}]}"#,
+    )
+    .expect("write");
+    let mut s = Server::start(root, &[]);
+    s.start_request("tools/call", json!({"name": "main", "arguments": {}}));
+    let started = std::time::Instant::now();
+    let pids = loop {
+        match std::fs::read_to_string(&pid_file) {
+            Ok(p) if p.ends_with('\n') => break p.split_whitespace().map(str::to_string).collect::<Vec<_>>(),
+            _ => {
+                assert!(started.elapsed().as_secs() < 20, "the program never started");
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }
+    };
+    assert!(pids.len() == 2 && pids.iter().all(|p| alive(p)), "{pids:?}");
+    (dir, s, pids)
+}
+
+/// Waits (at most 10 s, a watchdog) for the server to exit; how long it took.
+#[cfg(unix)]
+fn exit_time(s: &mut Server, since: std::time::Instant) -> std::time::Duration {
+    loop {
+        if let Some(status) = s.child.try_wait().expect("wait") {
+            assert!(status.success(), "{status:?}");
+            return since.elapsed();
+        }
+        assert!(since.elapsed().as_secs() < 10, "the server did not exit");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn end_of_input_cancels_calls_in_flight_and_exits_within_3_s() {
+    let (_dir, mut s, pids) = server_with_a_sleeping_call();
+    let since = std::time::Instant::now();
+    // Close the server's input: a fresh pipe end replaces ours, which is dropped.
+    let (_reader, writer) = std::io::pipe().expect("pipe");
+    drop(std::mem::replace(&mut s.stdin, ChildStdin::from(std::os::fd::OwnedFd::from(writer))));
+    let took = exit_time(&mut s, since);
+    assert!(took.as_secs_f64() < 3.0, "exit took {took:?}");
+    for p in &pids {
+        assert!(!alive(p), "process {p} outlived the server");
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn sigterm_cancels_calls_in_flight_and_exits_within_3_s() {
+    let (_dir, mut s, pids) = server_with_a_sleeping_call();
+    let since = std::time::Instant::now();
+    let status = Command::new("kill").args(["-s", "TERM", &s.child.id().to_string()]).status().expect("kill");
+    assert!(status.success());
+    let took = exit_time(&mut s, since);
+    assert!(took.as_secs_f64() < 3.0, "exit took {took:?}");
+    for p in &pids {
+        assert!(!alive(p), "process {p} outlived the server");
     }
 }

@@ -1,8 +1,9 @@
 //! `tdsl serve --mcp --root DIR [--allow GLOB]...`: serves the tools under a root over MCP
 //! on standard input and output (see [`crate::mcp`] and `docs/mcp.md`).
 //!
-//! Exit status: 0 when the client closes the connection, 1 when two tools get the same
-//! name, 2 when the command itself cannot run.
+//! Exit status: 0 when the client closes the connection or on SIGTERM (calls in flight
+//! are cancelled and their programs killed; the exit comes within about 3 s), 1 when two
+//! tools get the same name, 2 when the command itself cannot run.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -50,7 +51,11 @@ pub fn run(args: ServeArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return usage_failure(&UsageError(format!("cannot start the async runtime: {e}"))),
     };
-    match runtime.block_on(server.serve_stdio()) {
+    let result = runtime.block_on(server.serve_stdio());
+    // Calls cancelled at shutdown may still be winding down on blocking threads: their
+    // programs are already killed, so the process does not wait for them.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => usage_failure(&UsageError(e)),
     }

@@ -9,8 +9,11 @@
 //! failed run are tool errors (`isError: true`) whose text names the failing step and the
 //! reason. Only an unknown tool name is a protocol error.
 
+pub mod framing;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use globset::GlobSet;
 use rmcp::model::{
@@ -54,7 +57,15 @@ pub struct McpServer {
 struct Inner {
     root: PathBuf,
     tools: Vec<Served>,
+    /// Turns true when the server shuts down (end of input, SIGTERM): every call in
+    /// flight is cancelled.
+    shutdown: tokio::sync::watch::Sender<bool>,
 }
+
+/// How long the server waits, once it shuts down, for the calls it cancelled to answer
+/// before it exits anyway (their programs are killed by the cancel; this bounds the exit
+/// at about 2.5 s whatever a call does).
+pub const SHUTDOWN_GRACE: Duration = Duration::from_millis(2500);
 
 impl McpServer {
     /// Loads the `.tool` files under `root` whose tool paths match one of `allow` (every
@@ -102,7 +113,8 @@ impl McpServer {
             tools.push(Served { name, tool_path, file, def, tool });
         }
         let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
-        Ok((McpServer { inner: Arc::new(Inner { root, tools }) }, skipped))
+        let (shutdown, _) = tokio::sync::watch::channel(false);
+        Ok((McpServer { inner: Arc::new(Inner { root, tools, shutdown }) }, skipped))
     }
 
     /// The tools offered.
@@ -110,12 +122,72 @@ impl McpServer {
         &self.inner.tools
     }
 
-    /// Serves on standard input and output until the client closes the connection.
+    /// Serves on standard input and output until the client closes its end or the process
+    /// gets SIGTERM; then cancels the calls in flight (killing their programs) and returns
+    /// within [`SHUTDOWN_GRACE`]. Input goes through [`framing`], which answers what rmcp
+    /// could not (oversized, unparsable or invalid messages).
     pub async fn serve_stdio(self) -> Result<(), String> {
+        self.serve_io(tokio::io::stdin(), tokio::io::stdout(), terminated()).await
+    }
+
+    /// [`McpServer::serve_stdio`] over any byte streams, shutting down when `stop`
+    /// completes too.
+    pub async fn serve_io<R, W>(
+        self,
+        input: R,
+        output: W,
+        stop: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Result<(), String>
+    where
+        R: tokio::io::AsyncRead + Unpin + Send + 'static,
+        W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
         use rmcp::ServiceExt;
-        let running = self.serve(rmcp::transport::stdio()).await.map_err(|e| format!("MCP initialization: {e}"))?;
-        running.waiting().await.map_err(|e| format!("MCP server: {e}"))?;
-        Ok(())
+        let (lines_tx, lines_rx) = tokio::sync::mpsc::channel::<Vec<u8>>(64);
+        let writer = tokio::spawn(framing::write_output(output, lines_rx));
+        let (to_rmcp, rmcp_in) = tokio::io::duplex(64 * 1024);
+        let (rmcp_out, from_rmcp) = tokio::io::duplex(64 * 1024);
+        let shutdown = self.inner.shutdown.clone();
+        let input_done = {
+            let (lines, down) = (lines_tx.clone(), shutdown.subscribe());
+            tokio::spawn(framing::pump_input(input, to_rmcp, lines, down))
+        };
+        let output_done = tokio::spawn(framing::pump_output(from_rmcp, lines_tx));
+        // The end of input or a signal starts the shutdown.
+        let starter = {
+            let shutdown = shutdown.clone();
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = input_done => {}
+                    () = stop => {}
+                }
+                shutdown.send_replace(true);
+            })
+        };
+        let result = match self.serve((rmcp_in, rmcp_out)).await {
+            Ok(running) => {
+                let mut down = shutdown.subscribe();
+                tokio::select! {
+                    r = running.waiting() => r.map(|_| ()).map_err(|e| format!("MCP server: {e}")),
+                    _ = async {
+                        let _ = down.wait_for(|d| *d).await;
+                        tokio::time::sleep(SHUTDOWN_GRACE).await;
+                    } => Ok(()),
+                }
+            }
+            // A client that leaves before the handshake ends is not an error of ours.
+            Err(_) if *shutdown.borrow() => Ok(()),
+            Err(e) => Err(format!("MCP initialization: {e}")),
+        };
+        shutdown.send_replace(true);
+        starter.abort();
+        // What rmcp wrote before it stopped goes out; a stuck output does not hold the exit.
+        let _ = tokio::time::timeout(Duration::from_millis(300), async {
+            let _ = output_done.await;
+            let _ = writer.await;
+        })
+        .await;
+        result
     }
 
     /// Calls a tool by name: the `tools/call` result, or `None` when there is no such tool.
@@ -201,6 +273,19 @@ fn call_served(
             }
         }
     }
+}
+
+/// Completes on SIGTERM (never on platforms without it, or when the handler cannot be set).
+async fn terminated() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            term.recv().await;
+            return;
+        }
+    }
+    std::future::pending::<()>().await;
 }
 
 fn success(result: Value) -> Json {
@@ -322,8 +407,12 @@ impl ServerHandler for McpServer {
         let cancel = CancelToken::new();
         let watcher = {
             let (ct, cancel) = (context.ct.clone(), cancel.clone());
+            let mut down = self.inner.shutdown.subscribe();
             tokio::spawn(async move {
-                ct.cancelled().await;
+                tokio::select! {
+                    () = ct.cancelled() => {}
+                    _ = down.wait_for(|d| *d) => {}
+                }
                 cancel.cancel();
             })
         };

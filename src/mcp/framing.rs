@@ -1,0 +1,464 @@
+//! Our own stdio framing in front of rmcp's transport, so that every request gets an
+//! answer whatever the client sends.
+//!
+//! rmcp reads newline-delimited JSON-RPC and drops what it cannot parse, so a client that
+//! sends garbage, a message over its line limit, invalid UTF-8 or too deep a JSON value
+//! would wait forever for a response. This layer reads standard input line by line with a
+//! cap ([`MAX_MESSAGE_BYTES`]), answers itself what must be refused, and hands every other
+//! line to rmcp through an in-process pipe:
+//!
+//! | input | answer |
+//! |---|---|
+//! | a line over [`MAX_MESSAGE_BYTES`] | `-32600` invalid request (the line is skipped without being held in memory) |
+//! | invalid UTF-8, not JSON, JSON nested deeper than 128 | `-32700` parse error |
+//! | JSON that is not a JSON-RPC 2.0 message (not an object, a batch, no `method` and no result, a wrong `jsonrpc`) | `-32600` invalid request |
+//! | `tools/call` whose `params` is not an object, whose `name` is not a string, or whose `arguments` is not an object | `-32602` invalid params |
+//! | a request rmcp cannot read (params of the wrong shape for its method) | `-32602` invalid params |
+//!
+//! Each error carries the request's `id` when it can be read from the message — for a
+//! message that is not JSON or is too long, from the top level of its first bytes — and
+//! `null` otherwise. A notification (no `id`) that is refused gets no answer, as JSON-RPC
+//! says, except when it cannot be parsed at all. Then the server reads the next line.
+//! Output from rmcp and these answers go to standard output through one writer, a whole
+//! line at a time.
+
+use serde_json::{json, Value as Json};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::{mpsc, watch};
+
+/// The longest message the server reads: 8 MiB, below rmcp's own limit (16 MiB), so that
+/// rmcp never sees a line it would drop.
+pub const MAX_MESSAGE_BYTES: usize = 8 * 1024 * 1024;
+
+/// How much of an oversized line is kept to look for its `id`.
+const ID_PREFIX_BYTES: usize = 64 * 1024;
+
+/// JSON-RPC error codes.
+const PARSE_ERROR: i64 = -32700;
+const INVALID_REQUEST: i64 = -32600;
+const INVALID_PARAMS: i64 = -32602;
+
+/// What to do with one line of input.
+#[derive(Debug, PartialEq)]
+pub enum Verdict {
+    /// Hand it to rmcp.
+    Forward,
+    /// Answer this, and do not hand it on.
+    Answer(Json),
+    /// Drop it silently (an empty line, a refused notification).
+    Ignore,
+}
+
+fn error(id: Json, code: i64, message: String) -> Json {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
+/// Judges one line (without its newline). `oversized` when the line was longer than
+/// [`MAX_MESSAGE_BYTES`]; `line` then holds its first bytes only.
+pub fn judge(line: &[u8], oversized: bool) -> Verdict {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+    if oversized {
+        return Verdict::Answer(error(
+            recover_id(line),
+            INVALID_REQUEST,
+            format!(
+                "the message is longer than the server's limit of {MAX_MESSAGE_BYTES} bytes (8 MiB); it was skipped"
+            ),
+        ));
+    }
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Verdict::Ignore;
+    }
+    if let Err(e) = std::str::from_utf8(line) {
+        return Verdict::Answer(error(
+            recover_id(line),
+            PARSE_ERROR,
+            format!("parse error: the message is not UTF-8 (invalid byte at offset {})", e.valid_up_to()),
+        ));
+    }
+    let v: Json = match serde_json::from_slice(line) {
+        Ok(v) => v,
+        Err(e) => return Verdict::Answer(error(recover_id(line), PARSE_ERROR, format!("parse error: {e}"))),
+    };
+    match check_message(&v) {
+        Ok(()) => Verdict::Forward,
+        Err((code, message)) => {
+            let id = v.get("id").filter(|id| id.is_string() || id.is_number()).cloned();
+            let is_request_or_bad = v.get("method").is_none() || id.is_some();
+            match id {
+                Some(id) => Verdict::Answer(error(id, code, message)),
+                None if is_request_or_bad || code == INVALID_REQUEST => {
+                    Verdict::Answer(error(Json::Null, code, message))
+                }
+                None => Verdict::Ignore,
+            }
+        }
+    }
+}
+
+/// Whether a parsed value is a JSON-RPC message rmcp can take.
+fn check_message(v: &Json) -> Result<(), (i64, String)> {
+    let obj = match v {
+        Json::Object(o) => o,
+        Json::Array(_) => return Err((INVALID_REQUEST, "invalid request: batches are not supported".to_string())),
+        _ => return Err((INVALID_REQUEST, "invalid request: a JSON-RPC message is an object".to_string())),
+    };
+    if obj.get("jsonrpc").and_then(Json::as_str) != Some("2.0") {
+        return Err((INVALID_REQUEST, "invalid request: `jsonrpc` must be \"2.0\"".to_string()));
+    }
+    if let Some(id) = obj.get("id") {
+        if !(id.is_string() || id.is_number()) {
+            return Err((INVALID_REQUEST, "invalid request: `id` must be a string or a number".to_string()));
+        }
+    }
+    match obj.get("method") {
+        Some(Json::String(method)) => {
+            if let Some(p) = obj.get("params") {
+                if !p.is_object() && !p.is_null() {
+                    return Err((
+                        INVALID_PARAMS,
+                        format!("invalid params: the params of `{method}` must be an object"),
+                    ));
+                }
+            }
+            if method == "tools/call" {
+                let p = obj.get("params");
+                let Some(Json::Object(p)) = p else {
+                    return Err((
+                        INVALID_PARAMS,
+                        "invalid params: `tools/call` needs params with a `name`".to_string(),
+                    ));
+                };
+                if !p.get("name").is_some_and(Json::is_string) {
+                    return Err((INVALID_PARAMS, "invalid params: `tools/call` needs a string `name`".to_string()));
+                }
+                match p.get("arguments") {
+                    None | Some(Json::Null | Json::Object(_)) => {}
+                    Some(other) => {
+                        return Err((
+                            INVALID_PARAMS,
+                            format!("invalid params: `arguments` must be an object, not {}", kind(other)),
+                        ))
+                    }
+                }
+            }
+        }
+        Some(_) => return Err((INVALID_REQUEST, "invalid request: `method` must be a string".to_string())),
+        None => {
+            let response = obj.contains_key("id") && (obj.contains_key("result") || obj.contains_key("error"));
+            if !response {
+                return Err((INVALID_REQUEST, "invalid request: no `method`, and not a response".to_string()));
+            }
+        }
+    }
+    // The last word is rmcp's: what it cannot read it would drop without an answer.
+    if let Err(e) = serde_json::from_value::<rmcp::model::ClientJsonRpcMessage>(v.clone()) {
+        let code = if obj.contains_key("method") { INVALID_PARAMS } else { INVALID_REQUEST };
+        return Err((code, format!("invalid {}: {e}", if code == INVALID_PARAMS { "params" } else { "request" })));
+    }
+    Ok(())
+}
+
+fn kind(v: &Json) -> &'static str {
+    match v {
+        Json::Null => "null",
+        Json::Bool(_) => "a boolean",
+        Json::Number(_) => "a number",
+        Json::String(_) => "a string",
+        Json::Array(_) => "a list",
+        Json::Object(_) => "an object",
+    }
+}
+
+/// The `id` of a message that may be cut short or broken, read from the top level of the
+/// object without building it: a string or a number, `null` when there is none to be read.
+/// Iterative, so that deep nesting costs no stack.
+pub fn recover_id(bytes: &[u8]) -> Json {
+    let mut s = Scanner { b: bytes, i: 0 };
+    s.ws();
+    if !s.eat(b'{') {
+        return Json::Null;
+    }
+    loop {
+        s.ws();
+        let Some(key) = s.string() else { return Json::Null };
+        s.ws();
+        if !s.eat(b':') {
+            return Json::Null;
+        }
+        s.ws();
+        if key == b"\"id\"" {
+            return s.scalar().unwrap_or(Json::Null);
+        }
+        if !s.skip_value() {
+            return Json::Null;
+        }
+        s.ws();
+        if !s.eat(b',') {
+            return Json::Null;
+        }
+    }
+}
+
+struct Scanner<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl<'a> Scanner<'a> {
+    fn ws(&mut self) {
+        while self.b.get(self.i).is_some_and(u8::is_ascii_whitespace) {
+            self.i += 1;
+        }
+    }
+
+    fn eat(&mut self, c: u8) -> bool {
+        if self.b.get(self.i) == Some(&c) {
+            self.i += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// A string with its quotes, as written.
+    fn string(&mut self) -> Option<&'a [u8]> {
+        let start = self.i;
+        if !self.eat(b'"') {
+            return None;
+        }
+        while let Some(&c) = self.b.get(self.i) {
+            self.i += 1;
+            match c {
+                b'\\' => self.i += 1,
+                b'"' => {
+                    let b: &'a [u8] = self.b;
+                    return b.get(start..self.i);
+                }
+                _ => {}
+            }
+        }
+        None
+    }
+
+    /// A string or a number.
+    fn scalar(&mut self) -> Option<Json> {
+        let start = self.i;
+        if self.b.get(self.i) == Some(&b'"') {
+            let s = self.string()?;
+            return serde_json::from_slice::<Json>(s).ok();
+        }
+        while self.b.get(self.i).is_some_and(|c| c.is_ascii_digit() || b"+-.eE".contains(c)) {
+            self.i += 1;
+        }
+        let n: Json = serde_json::from_slice(self.b.get(start..self.i)?).ok()?;
+        n.is_number().then_some(n)
+    }
+
+    /// Skips one value of any depth; false when the bytes end first.
+    fn skip_value(&mut self) -> bool {
+        let mut depth = 0usize;
+        loop {
+            match self.b.get(self.i) {
+                None => return false,
+                Some(b'"') => {
+                    if self.string().is_none() {
+                        return false;
+                    }
+                }
+                Some(b'{' | b'[') => {
+                    depth += 1;
+                    self.i += 1;
+                }
+                Some(b'}' | b']') => {
+                    if depth == 0 {
+                        return true; // the end of the enclosing object: the value was empty
+                    }
+                    depth -= 1;
+                    self.i += 1;
+                }
+                Some(b',') if depth == 0 => return true,
+                Some(_) => self.i += 1,
+            }
+            if depth == 0 && matches!(self.b.get(self.i.wrapping_sub(1)), Some(b'}' | b']' | b'"')) {
+                return true;
+            }
+        }
+    }
+}
+
+/// Reads `input` line by line: forwards the lines rmcp can take to `to_rmcp`, sends the
+/// answers of the others to `out`. Returns at the end of `input`, on a read error, or when
+/// `shutdown` turns true; `to_rmcp` is dropped then, which rmcp reads as the end of input.
+pub async fn pump_input<R, W>(input: R, mut to_rmcp: W, out: mpsc::Sender<Vec<u8>>, mut shutdown: watch::Receiver<bool>)
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut reader = BufReader::with_capacity(64 * 1024, input);
+    loop {
+        let line = tokio::select! {
+            line = read_line(&mut reader) => line,
+            _ = shutdown.wait_for(|down| *down) => return,
+        };
+        let Some((line, oversized)) = line else { return };
+        match judge(&line, oversized) {
+            Verdict::Forward => {
+                let sent = async {
+                    to_rmcp.write_all(&line).await?;
+                    to_rmcp.write_all(b"\n").await?;
+                    to_rmcp.flush().await
+                };
+                let ok = tokio::select! {
+                    r = sent => r.is_ok(),
+                    _ = shutdown.wait_for(|down| *down) => false,
+                };
+                if !ok {
+                    return;
+                }
+            }
+            Verdict::Answer(v) => {
+                let mut bytes = serde_json::to_vec(&v).unwrap_or_default();
+                bytes.push(b'\n');
+                if out.send(bytes).await.is_err() {
+                    return;
+                }
+            }
+            Verdict::Ignore => {}
+        }
+    }
+}
+
+/// One line without its newline, and whether it was longer than [`MAX_MESSAGE_BYTES`] (then
+/// only its first [`ID_PREFIX_BYTES`] are kept); `None` at the end of input (a last line
+/// without a newline still counts) or on a read error.
+async fn read_line<R: AsyncRead + Unpin>(reader: &mut BufReader<R>) -> Option<(Vec<u8>, bool)> {
+    let mut line = Vec::new();
+    let mut oversized = false;
+    let mut seen = 0usize;
+    loop {
+        let buf = match reader.fill_buf().await {
+            Ok(b) => b,
+            Err(_) => return None,
+        };
+        if buf.is_empty() {
+            return (seen > 0).then_some((line, oversized));
+        }
+        let (chunk, used, done) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (&buf[..i], i + 1, true),
+            None => (buf, buf.len(), false),
+        };
+        seen += chunk.len() + usize::from(done);
+        if !oversized && line.len() + chunk.len() > MAX_MESSAGE_BYTES {
+            oversized = true;
+            line.truncate(ID_PREFIX_BYTES);
+        }
+        if oversized {
+            let room = ID_PREFIX_BYTES.saturating_sub(line.len());
+            line.extend_from_slice(&chunk[..room.min(chunk.len())]);
+        } else {
+            line.extend_from_slice(chunk);
+        }
+        reader.consume(used);
+        if done {
+            return Some((line, oversized));
+        }
+    }
+}
+
+/// Copies rmcp's output, whole lines, to `out`.
+pub async fn pump_output<R: AsyncRead + Unpin>(from_rmcp: R, out: mpsc::Sender<Vec<u8>>) {
+    let mut reader = BufReader::new(from_rmcp);
+    loop {
+        let mut line = Vec::new();
+        match reader.read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {
+                if !line.ends_with(b"\n") {
+                    line.push(b'\n');
+                }
+                if out.send(line).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Writes every line it receives to `stdout`, flushing after each, until every sender is
+/// gone or the output is closed.
+pub async fn write_output<W: AsyncWrite + Unpin>(mut stdout: W, mut lines: mpsc::Receiver<Vec<u8>>) {
+    while let Some(line) = lines.recv().await {
+        if stdout.write_all(&line).await.is_err() || stdout.flush().await.is_err() {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(line: &[u8]) -> Json {
+        match judge(line, false) {
+            Verdict::Answer(v) => v,
+            other => panic!("no answer for {:?}: {other:?}", String::from_utf8_lossy(line)),
+        }
+    }
+
+    #[test]
+    fn ids_are_recovered_from_broken_messages() {
+        assert_eq!(recover_id(br#"{"jsonrpc": "2.0", "id": 7, "method": "x", "params": {"#), json!(7));
+        assert_eq!(recover_id(br#"{"params": {"id": 1, "a": [1, {"b": "}"}]}, "id": "r-1", "#), json!("r-1"));
+        assert_eq!(recover_id(br#"{"a": "\"id\": 3", "id": -2.5}"#), json!(-2.5));
+        assert_eq!(recover_id(b"garbage"), Json::Null);
+        assert_eq!(recover_id(br#"{"params": [[[[[[["#), Json::Null);
+        assert_eq!(recover_id(br#"{"id": {"x": 1}}"#), Json::Null);
+        let deep = format!(r#"{{"id": 9, "p": {}{}}}"#, "[".repeat(100_000), "]".repeat(100_000));
+        assert_eq!(recover_id(deep.as_bytes()), json!(9));
+    }
+
+    #[test]
+    fn every_bad_line_is_answered() {
+        assert_eq!(answer(b"garbage")["error"]["code"], -32700);
+        assert_eq!(answer(b"garbage")["id"], Json::Null);
+        let bad_utf8 = b"{\"jsonrpc\": \"2.0\", \"id\": 4, \"method\": \"ping\", \"x\": \"\xff\"}";
+        assert_eq!(answer(bad_utf8)["error"]["code"], -32700);
+        assert_eq!(answer(bad_utf8)["id"], 4);
+        let deep = format!(
+            r#"{{"jsonrpc": "2.0", "id": 5, "method": "ping", "params": {{"a": {}1{}}}}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        let a = answer(deep.as_bytes());
+        assert_eq!((a["error"]["code"].as_i64(), &a["id"]), (Some(-32700), &json!(5)));
+        assert_eq!(answer(b"[1, 2]")["error"]["code"], -32600);
+        assert_eq!(answer(b"42")["error"]["code"], -32600);
+        assert_eq!(answer(br#"{"jsonrpc": "2.0", "id": 1}"#)["error"]["code"], -32600);
+        assert_eq!(answer(br#"{"jsonrpc": "1.0", "id": 1, "method": "ping"}"#)["id"], 1);
+        let call = br#"{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "x", "arguments": [1]}}"#;
+        let a = answer(call);
+        assert_eq!((a["error"]["code"].as_i64(), &a["id"]), (Some(-32602), &json!(3)));
+        assert!(a["error"]["message"].as_str().is_some_and(|m| m.contains("must be an object, not a list")), "{a}");
+        let long = judge(br#"{"jsonrpc": "2.0", "id": "big", "method": "tools/call", "params": {"#, true);
+        match long {
+            Verdict::Answer(a) => assert_eq!((a["error"]["code"].as_i64(), &a["id"]), (Some(-32600), &json!("big"))),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn good_lines_go_on_and_refused_notifications_get_no_answer() {
+        assert_eq!(judge(br#"{"jsonrpc": "2.0", "id": 1, "method": "ping"}"#, false), Verdict::Forward);
+        assert_eq!(
+            judge(b"{\"jsonrpc\": \"2.0\", \"method\": \"notifications/initialized\"}\r", false),
+            Verdict::Forward
+        );
+        assert_eq!(judge(b"   ", false), Verdict::Ignore);
+        assert_eq!(
+            judge(br#"{"jsonrpc": "2.0", "method": "tools/call", "params": {"name": 1}}"#, false),
+            Verdict::Ignore
+        );
+    }
+}
