@@ -461,3 +461,26 @@ fn sigterm_cancels_calls_in_flight_and_exits_within_3_s() {
         assert!(!alive(p), "process {p} outlived the server");
     }
 }
+
+/// `tools/call` checks the declared constraints before anything runs (seed 003's
+/// `add_objective`, served under its file stem).
+#[test]
+fn a_call_that_breaks_a_constraint_is_a_tool_error_naming_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tools = dir.path().join("tools");
+    std::fs::create_dir_all(&tools).expect("mkdir");
+    let seed_tool = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/check/root/tools/add_objective.tool");
+    std::fs::copy(seed_tool, tools.join("add_objective.tool")).expect("copy");
+    let mut s = Server::start(dir.path(), &[]);
+    let list = s.request("tools/list", json!({}));
+    let tool = &list["result"]["tools"][0];
+    assert_eq!(tool["name"], "add_objective", "{list}");
+    assert_eq!(tool["inputSchema"]["properties"]["direction"]["enum"], json!(["higher", "lower", "target"]));
+    assert_eq!(tool["outputSchema"]["properties"]["total_means"]["minimum"], json!(0));
+    let args =
+        json!({"name": "Commute", "measure": "Minutes per day", "direction": "sideways", "is_fundamental": true});
+    let r = s.call("add_objective", args);
+    assert_eq!(r["isError"], true, "{r}");
+    let text = r["content"][0]["text"].as_str().expect("text");
+    assert!(text.contains(r#"argument `direction` must be one of "higher", "lower", "target" (`enum`)"#), "{text}");
+}
