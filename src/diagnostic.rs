@@ -129,6 +129,10 @@ codes! {
     /// The values built in one evaluation add up to more than the memory limit:
     /// `map(range(100), template=range(1000000))`
     MemoryLimit = "E0406", Error;
+    /// The host cancelled the evaluation while it ran ([`crate::Interrupt::cancel`])
+    Interrupted = "E0407", Error;
+    /// The evaluation's deadline passed while it ran ([`crate::Interrupt::with_deadline`])
+    EvalDeadline = "E0408", Error;
 
     // ---- warnings (W01xx) ----
     /// `json_parse` of a value that is known not to be a string: `json_parse(42)`

@@ -14,7 +14,7 @@ use crate::compile::{self, Chunk, Op};
 use crate::diagnostic::Diagnostic;
 use crate::files::FileStore;
 use crate::functions::{Function, FunctionTable, HostFn, Implementation, Signature};
-use crate::runtime::{Clock, EvalError, Limits, SystemClock};
+use crate::runtime::{Clock, EvalError, Interrupt, Limits, SystemClock};
 use crate::span::Span;
 use crate::syntax::{self, ast::Name};
 use crate::types::{self, typed::TExpr, RefUse, Scope, Type};
@@ -306,13 +306,34 @@ impl Program {
                 return self.checked(v);
             }
         }
-        self.run_vm(vars, refs)
+        self.run_vm(vars, refs, Interrupt::ambient().as_ref())
+    }
+
+    /// [`Program::eval_with`] that stops when `interrupt` is cancelled or its deadline
+    /// passes (`E0407`, `E0408`): the evaluator polls it with its fuel, so a running
+    /// expression stops within microseconds of the signal. See [`Interrupt`].
+    pub fn eval_interruptible(&self, vars: &Value, refs: &Value, interrupt: &Interrupt) -> Result<Value, EvalError> {
+        if let Some(reason) = interrupt.check() {
+            return Err(Interrupt::error(reason, Span::new(0, self.inner.source.len())));
+        }
+        match self.cached_read(vars) {
+            Some(v) => Ok(v),
+            None => {
+                if let [op] = self.inner.chunk.code.as_slice() {
+                    if vm::single_read(&self.inner.chunk, *op, vars, refs).is_some() {
+                        return self.eval_general(vars, refs);
+                    }
+                }
+                self.run_vm(vars, refs, Some(interrupt))
+            }
+        }
     }
 
     #[inline(never)]
-    fn run_vm(&self, vars: &Value, refs: &Value) -> Result<Value, EvalError> {
+    fn run_vm(&self, vars: &Value, refs: &Value, interrupt: Option<&Interrupt>) -> Result<Value, EvalError> {
         let inner = &*self.inner;
         let env = Env {
+            interrupt,
             vars,
             refs,
             funcs: &inner.funcs,

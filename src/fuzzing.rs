@@ -344,6 +344,7 @@ fn small_limits(fuel: u64) -> Limits {
         max_list_len: 1 << 12,
         max_output_bytes: 1 << 18,
         max_cached_templates: 8,
+        max_alloc_bytes: 1 << 22,
         ..Limits::default()
     }
 }
@@ -379,6 +380,8 @@ pub struct EvalCase {
     pub open_scope: bool,
     /// The limits to run under.
     pub limits: Limits,
+    /// Polls of an interrupt after which it fires, for the interrupted run.
+    pub interrupt_after: u64,
 }
 
 impl EvalCase {
@@ -391,8 +394,13 @@ impl EvalCase {
         } else {
             small_limits(0)
         };
-        let limits =
-            Limits { fuel: u.int_in_range(0..=50_000)?, max_cached_templates: u.int_in_range(0..=4)?, ..limits };
+        let limits = Limits {
+            fuel: u.int_in_range(0..=50_000)?,
+            max_cached_templates: u.int_in_range(0..=4)?,
+            max_alloc_bytes: u.int_in_range(0..=1 << 20)?,
+            ..limits
+        };
+        let interrupt_after = u.int_in_range(0..=3)?;
         let open_scope = u.ratio(1, 4)?;
         let mut vars = Map::default();
         for _ in 0..u.int_in_range(0..=4)? {
@@ -400,7 +408,7 @@ impl EvalCase {
         }
         let expr = g.expr(u, Scope0::default(), 6)?;
         let source = crate::syntax::print(&expr);
-        Ok(EvalCase { expr, source, vars: Value::object(vars), open_scope, limits })
+        Ok(EvalCase { expr, source, vars: Value::object(vars), open_scope, limits, interrupt_after })
     }
 
     /// Compiles and runs the case, checking every invariant.
@@ -428,6 +436,19 @@ impl EvalCase {
         }
         let out_of_fuel = |r: &std::result::Result<Value, crate::EvalError>| matches!(r, Err(e) if e.code == crate::Code::FuelExhausted);
         assert!(same(&vm, &again), "`{src}` gave {vm:?}, then {again:?}");
+        // Interrupted after a few polls: the same answer, or the interrupt's error.
+        let polls = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let after = self.interrupt_after;
+        let counter = polls.clone();
+        let interrupt = crate::Interrupt::new().with_probe(Arc::new(move || {
+            (counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed) >= after)
+                .then_some(crate::InterruptReason::Cancelled)
+        }));
+        let stopped = program.eval_interruptible(&self.vars, &self.vars, &interrupt);
+        assert!(
+            same(&stopped, &vm) || matches!(&stopped, Err(e) if e.code == crate::Code::Interrupted),
+            "`{src}` interrupted gave {stopped:?}, uninterrupted {vm:?}"
+        );
         if !out_of_fuel(&vm) && !out_of_fuel(&reference) {
             assert!(same(&vm, &reference), "`{src}` with {}: vm {vm:?}, reference {reference:?}", self.vars);
         }

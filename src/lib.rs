@@ -72,6 +72,6 @@ pub mod vm;
 pub use analysis::{Analyzer, CheckedTool, Plan, ToolRoot};
 pub use diagnostic::{Code, Diagnostic, Severity};
 pub use engine::{Analysis, Engine, Program, References};
-pub use runtime::{Clock, ErrorDetails, EvalError, FixedClock, Limits, SystemClock};
+pub use runtime::{Clock, ErrorDetails, EvalError, FixedClock, Interrupt, InterruptReason, Limits, SystemClock};
 pub use types::{RefUse, Scope, Type};
 pub use value::Value;

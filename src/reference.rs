@@ -145,6 +145,19 @@ impl Evaluator<'_> {
             TKind::Binary(op, l, r) => {
                 let a = self.eval(l)?;
                 let b = self.eval(r)?;
+                if matches!(op, BinaryOp::Eq | BinaryOp::Ne) && a.is_container() && b.is_container() {
+                    let mut budget = self.fuel;
+                    return match a.eq_within(&b, &mut budget) {
+                        Some(same) => {
+                            self.fuel = budget;
+                            Ok(Value::Bool(same == (*op == BinaryOp::Eq)))
+                        }
+                        None => {
+                            self.fuel = 0;
+                            Err(EvalError::new(Code::FuelExhausted, e.span, "evaluation ran out of fuel"))
+                        }
+                    };
+                }
                 let v = crate::ops::binary(*op, &a, &b, self.limits)
                     .map_err(|o| EvalError::new(o.code, e.span, o.message))?;
                 let cost = crate::ops::build_cost(&v);
@@ -228,9 +241,11 @@ impl Evaluator<'_> {
         match &self.funcs.get(call.func).implementation {
             Implementation::Builtin(body) | Implementation::File(body) => {
                 let mut frame = RefFrame { ev: self, templates };
-                body(&mut frame, &Args { values: &values, given: call.given }).map_err(|f| match f {
-                    Failure::Eval(err) => with_name(err),
-                    Failure::Fn(fe) => with_name(EvalError::new(fe.code, e.span, fe.message)),
+                crate::functions::invoke(*body, &mut frame, &Args { values: &values, given: call.given }).map_err(|f| {
+                    match f {
+                        Failure::Eval(err) => with_name(err),
+                        Failure::Fn(fe) => with_name(EvalError::new(fe.code, e.span, fe.message)),
+                    }
                 })
             }
             Implementation::Host(f) => f(&values).map_err(|m| with_name(EvalError::new(Code::HostFunction, e.span, m))),
@@ -275,6 +290,14 @@ impl Runner for RefFrame<'_, '_> {
 
     fn alloc(&mut self, bytes: usize) -> Result<(), EvalError> {
         self.ev.alloc(bytes, Default::default())
+    }
+
+    fn fuel_left(&self) -> u64 {
+        self.ev.fuel
+    }
+
+    fn alloc_left(&self) -> u64 {
+        self.ev.alloc
     }
 
     fn limits(&self) -> &Limits {

@@ -81,6 +81,143 @@ pub(crate) fn template_result(v: Value, depth: usize, limits: &Limits, span: Spa
     Ok(v)
 }
 
+/// Why an [`Interrupt`] stopped an evaluation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InterruptReason {
+    /// The host cancelled it ([`Interrupt::cancel`], or the probe said so).
+    Cancelled,
+    /// Its deadline passed.
+    Deadline,
+}
+
+/// A probe the host supplies: asked now and then while an evaluation runs, it answers
+/// whether (and why) the evaluation must stop.
+pub type InterruptProbe = Arc<dyn Fn() -> Option<InterruptReason> + Send + Sync>;
+
+/// A handle that stops a running evaluation from outside: cancelled from another thread,
+/// or past a deadline. The evaluator polls it with its fuel (every
+/// [`INTERRUPT_POLL_UNITS`] units of fuel, a few microseconds of work apart), so a
+/// running expression stops soon after — with `E0407` when cancelled, `E0408` when the
+/// deadline passed. Clones share the cancellation flag.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// use tdsl::{Code, Engine, Interrupt, Value};
+///
+/// let program = Engine::new().compile("count(range(1000000), condition_string=count(range(1000), condition_string=true) > 0)").unwrap();
+/// let interrupt = Interrupt::new().with_deadline(Instant::now() + Duration::from_millis(50));
+/// let err = program.eval_interruptible(&Value::Null, &Value::Null, &interrupt).unwrap_err();
+/// assert_eq!(err.code, Code::EvalDeadline);
+///
+/// let cancelled = Interrupt::new();
+/// cancelled.cancel();
+/// let err = program.eval_interruptible(&Value::Null, &Value::Null, &cancelled).unwrap_err();
+/// assert_eq!(err.code, Code::Interrupted);
+/// ```
+#[derive(Clone, Default)]
+pub struct Interrupt {
+    cancelled: Arc<std::sync::atomic::AtomicBool>,
+    deadline: Option<std::time::Instant>,
+    probe: Option<InterruptProbe>,
+}
+
+/// Fuel units between two polls of an [`Interrupt`].
+pub const INTERRUPT_POLL_UNITS: u64 = 1 << 14;
+
+impl fmt::Debug for Interrupt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Interrupt")
+            .field("cancelled", &self.is_cancelled())
+            .field("deadline", &self.deadline)
+            .field("probe", &self.probe.is_some())
+            .finish()
+    }
+}
+
+impl Interrupt {
+    /// A handle not cancelled, with no deadline.
+    pub fn new() -> Interrupt {
+        Interrupt::default()
+    }
+
+    /// The same handle, also stopping evaluations at `deadline`.
+    pub fn with_deadline(mut self, deadline: std::time::Instant) -> Interrupt {
+        self.deadline = Some(match self.deadline {
+            Some(d) => d.min(deadline),
+            None => deadline,
+        });
+        self
+    }
+
+    /// The same handle, also asking `probe` whether to stop (a host's own cancellation
+    /// token or clock).
+    pub fn with_probe(mut self, probe: InterruptProbe) -> Interrupt {
+        self.probe = Some(probe);
+        self
+    }
+
+    /// Stops every evaluation polling this handle (or a clone of it).
+    pub fn cancel(&self) {
+        self.cancelled.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether [`Interrupt::cancel`] was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Whether an evaluation must stop now, and why.
+    pub fn check(&self) -> Option<InterruptReason> {
+        if self.is_cancelled() {
+            return Some(InterruptReason::Cancelled);
+        }
+        if let Some(p) = &self.probe {
+            if let Some(r) = p() {
+                return Some(r);
+            }
+        }
+        match self.deadline {
+            Some(d) if std::time::Instant::now() >= d => Some(InterruptReason::Deadline),
+            _ => None,
+        }
+    }
+
+    /// Runs `f` with this handle as the ambient interrupt of the current thread: every
+    /// [`crate::Program::eval_with`] inside it polls this handle (an explicit one passed to
+    /// [`crate::Program::eval_interruptible`] wins). Hosts that evaluate through layers
+    /// they do not control (the engine's transforms) use this.
+    pub fn enter<T>(&self, f: impl FnOnce() -> T) -> T {
+        struct Pop;
+        impl Drop for Pop {
+            fn drop(&mut self) {
+                AMBIENT.with(|s| s.borrow_mut().pop());
+            }
+        }
+        AMBIENT.with(|s| s.borrow_mut().push(self.clone()));
+        let _pop = Pop;
+        f()
+    }
+
+    /// The innermost handle [`Interrupt::enter`] opened on this thread.
+    pub fn ambient() -> Option<Interrupt> {
+        AMBIENT.with(|s| s.borrow().last().cloned())
+    }
+
+    /// The error for `reason`.
+    pub fn error(reason: InterruptReason, span: Span) -> EvalError {
+        match reason {
+            InterruptReason::Cancelled => {
+                EvalError::new(Code::Interrupted, span, "evaluation was cancelled by its host")
+            }
+            InterruptReason::Deadline => EvalError::new(Code::EvalDeadline, span, "evaluation ran past its deadline"),
+        }
+    }
+}
+
+thread_local! {
+    static AMBIENT: std::cell::RefCell<Vec<Interrupt>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// The time source `datetime_now` reads. Hosts replace it for tests and replay.
 pub trait Clock: Send + Sync {
     /// Milliseconds since the Unix epoch.

@@ -338,11 +338,29 @@ fn run_diag(mode: &str, ex: &Example) -> Result<(Vec<Code>, String), String> {
             }
             Ok((codes, out.rendered))
         }
+        // Evaluated under an interrupt already cancelled, or already past its deadline.
+        "cancelled" | "deadline" => {
+            let interrupt = tdsl::Interrupt::new();
+            let interrupt = if mode == "cancelled" {
+                interrupt.cancel();
+                interrupt
+            } else {
+                interrupt.with_deadline(std::time::Instant::now())
+            };
+            let out = interrupt.enter(|| run(&engine(), &ex.source, &ex.vars));
+            let mut codes: Vec<Code> = out.diagnostics.iter().map(|d| d.code).collect();
+            if let Err(code) = out.result {
+                codes.push(code);
+            }
+            Ok((codes, out.rendered))
+        }
         "ref" => match tdsl::syntax::parse_ref(&ex.source) {
             Ok(_) => Ok((Vec::new(), String::new())),
             Err(d) => Ok((vec![d.code], render_plain(&[d], "<ref>", &ex.source))),
         },
-        other => Err(format!("unknown mode `{other}` (expected expr, host, failing-store or ref)")),
+        other => {
+            Err(format!("unknown mode `{other}` (expected expr, host, failing-store, cancelled, deadline or ref)"))
+        }
     }
 }
 

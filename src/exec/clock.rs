@@ -11,7 +11,7 @@ use std::cell::RefCell;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::time::Time;
-use crate::runtime::{Clock, SystemClock};
+use crate::runtime::{Clock, Interrupt, SystemClock};
 
 /// The clock of programs compiled for execution ([`super::workflow::engine`]).
 #[derive(Clone, Copy, Debug, Default)]
@@ -37,13 +37,19 @@ pub(crate) struct ClockScope {
     time: Arc<dyn Time>,
     recorded: Option<Vec<i64>>,
     reads: Mutex<Vec<i64>>,
+    /// Stops evaluations inside the scope when the run is cancelled or past its deadline.
+    interrupt: Option<Interrupt>,
 }
 
 impl ClockScope {
     /// A scope reading `time`, or replaying `recorded` reads in order (and `time` once they
     /// run out).
-    pub(crate) fn new(time: Arc<dyn Time>, recorded: Option<Vec<i64>>) -> Arc<ClockScope> {
-        Arc::new(ClockScope { time, recorded, reads: Mutex::new(Vec::new()) })
+    pub(crate) fn new(
+        time: Arc<dyn Time>,
+        recorded: Option<Vec<i64>>,
+        interrupt: Option<Interrupt>,
+    ) -> Arc<ClockScope> {
+        Arc::new(ClockScope { time, recorded, reads: Mutex::new(Vec::new()), interrupt })
     }
 
     fn read(&self) -> i64 {
@@ -61,7 +67,8 @@ impl ClockScope {
         self.reads.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
-    /// Runs `f` with this scope open on the current thread.
+    /// Runs `f` with this scope open on the current thread (and its interrupt, if any, as
+    /// the ambient one: a transform evaluated inside stops when the run must).
     pub(crate) fn enter<T>(self: &Arc<Self>, f: impl FnOnce() -> T) -> T {
         struct Pop;
         impl Drop for Pop {
@@ -71,6 +78,9 @@ impl ClockScope {
         }
         SCOPES.with(|s| s.borrow_mut().push(self.clone()));
         let _pop = Pop;
-        f()
+        match &self.interrupt {
+            Some(i) => i.enter(f),
+            None => f(),
+        }
     }
 }

@@ -314,7 +314,18 @@ impl<'a> Ctx<'a> {
             Source::Live => None,
             Source::Replay(r) => Some(r.clock(key)),
         };
-        ClockScope::new(self.ex.time.clone(), recorded)
+        // Expressions evaluated in the scope poll the run's cancellation and deadline.
+        let (cancel, time, deadline) = (self.cancel.clone(), self.ex.time.clone(), self.deadline_ms);
+        let probe: crate::runtime::InterruptProbe = Arc::new(move || {
+            if cancel.is_cancelled() {
+                Some(crate::runtime::InterruptReason::Cancelled)
+            } else if deadline.is_some_and(|d| time.monotonic_ms() >= d) {
+                Some(crate::runtime::InterruptReason::Deadline)
+            } else {
+                None
+            }
+        });
+        ClockScope::new(self.ex.time.clone(), recorded, Some(crate::runtime::Interrupt::new().with_probe(probe)))
     }
 
     /// Runs one composite: its own `transform_arguments`, its steps, its result.
@@ -518,6 +529,12 @@ impl<'a> Ctx<'a> {
                 v
             }
             Err(f) => {
+                // An expression stopped by the run's deadline or cancellation: the run's failure.
+                let f = if matches!(f.code, Code::Interrupted | Code::EvalDeadline) && self.deadline_passed() {
+                    self.deadline_failure(&key)
+                } else {
+                    f
+                };
                 tr.status = if f.timeout { StepStatus::Timeout } else { StepStatus::Failed };
                 tr.error = Some(f.message.clone());
                 if step.continue_on_error && !(f.timeout && self.deadline_hit.load(Ordering::SeqCst)) {

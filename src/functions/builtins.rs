@@ -598,6 +598,40 @@ fn check_str_len(r: &dyn Runner, len: usize) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Runs a metered walk ([`Value::eq_within`] and its kin) with the fuel left as its
+/// budget, and charges the nodes it visited; out of fuel when the walk did not finish.
+fn metered<T>(r: &mut dyn Runner, walk: impl FnOnce(&mut u64) -> Option<T>) -> Result<T, Failure> {
+    let left = r.fuel_left();
+    let mut budget = left;
+    let out = walk(&mut budget);
+    match out {
+        Some(t) => {
+            let used = left - budget;
+            if used > 0 {
+                r.charge(usize::try_from(used).unwrap_or(usize::MAX))?;
+            }
+            Ok(t)
+        }
+        None => {
+            r.charge(usize::MAX)?;
+            Err(FnError::new(Code::FuelExhausted, "evaluation ran out of fuel").into())
+        }
+    }
+}
+
+/// The error for text that would pass the string limit.
+fn text_too_long(r: &dyn Runner) -> Failure {
+    FnError::new(Code::StringLimit, format!("the text exceeds the string limit of {} bytes", r.limits().max_string_len))
+        .into()
+}
+
+/// `v` as text by [`Value::key_text`], within the string limit, charged per 64 bytes.
+fn key_text(r: &mut dyn Runner, v: &Value) -> Result<SmolStr, Failure> {
+    let text = v.key_text_within(r.limits().max_string_len).ok_or_else(|| text_too_long(&*r))?;
+    r.charge(text.len() / 64)?;
+    Ok(text)
+}
+
 /// Applies an optional template for reading, or passes the element through when it is
 /// absent; borrows from the element where the evaluator can.
 fn project<'v>(
@@ -746,12 +780,11 @@ fn join(r: &mut dyn Runner, args: &Args<'_>) -> R {
         if i > 0 {
             out.push_str(sep);
         }
-        x.join_text(&mut out);
-        if out.len() > r.limits().max_string_len {
-            check_str_len(r, out.len())?;
+        if !x.join_text_within(&mut out, r.limits().max_string_len) {
+            return Err(text_too_long(&*r));
         }
     }
-    r.charge(xs.len() / 8)?;
+    r.charge(out.len() / 64)?;
     r.alloc(out.len())?;
     Ok(Value::Str(SmolStr::from(out)))
 }
@@ -765,12 +798,16 @@ fn group_by(r: &mut dyn Runner, args: &Args<'_>) -> R {
             Value::Str(s) => s.clone(),
             other => {
                 let mut t = String::new();
-                other.join_text(&mut t);
+                if !other.join_text_within(&mut t, r.limits().max_string_len) {
+                    return Err(text_too_long(&*r));
+                }
+                r.charge(t.len() / 64)?;
                 SmolStr::from(t)
             }
         };
         groups.entry(key).or_default().push(x.clone());
     }
+    r.alloc(xs.len().saturating_mul(crate::ops::LIST_ELEMENT_BYTES))?;
     let map: Map = groups.into_iter().map(|(k, v)| (k, Value::list(v))).collect();
     Ok(Value::object(map))
 }
@@ -793,7 +830,13 @@ fn sort(r: &mut dyn Runner, args: &Args<'_>) -> R {
     for (i, x) in xs.iter().enumerate() {
         keyed.push((project(r, args, 1, x, i)?, x));
     }
-    // n log n comparisons, charged up front.
+    // Comparing keys walks them: what a walk of each visits, then n log n comparisons,
+    // charged up front.
+    for (k, _) in &keyed {
+        if matches!(**k, Value::List(_) | Value::Object(_)) {
+            metered(r, |b| k.nodes_within(*b))?;
+        }
+    }
     r.charge(xs.len() * (usize::BITS - xs.len().leading_zeros()) as usize / 4)?;
     // Keys that are all integers (the common case) sort as plain integers; anything else
     // by the total order. Both sorts are stable, and agree where both apply.
@@ -824,6 +867,12 @@ fn sort(r: &mut dyn Runner, args: &Args<'_>) -> R {
 fn unique(r: &mut dyn Runner, args: &Args<'_>) -> R {
     let xs = list_arg(args, 0, "array")?;
     r.charge(xs.len() / 4)?;
+    // Hashing and comparing elements walks them: charged as a walk of each.
+    for x in xs {
+        if matches!(x, Value::List(_) | Value::Object(_)) {
+            metered(r, |b| x.nodes_within(*b))?;
+        }
+    }
     let mut seen: FxHashSet<&Value> = FxHashSet::default();
     let mut out = Vec::new();
     for x in xs {
@@ -851,10 +900,28 @@ fn flatten(r: &mut dyn Runner, args: &Args<'_>) -> R {
 
 fn datetime_now(r: &mut dyn Runner, args: &Args<'_>) -> R {
     let millis = r.clock().now_millis();
-    format_millis(millis, args, 0)
+    format_millis(millis, args, 0, r.limits().max_string_len)
 }
 
-fn format_millis(millis: i64, args: &Args<'_>, fmt_param: usize) -> R {
+/// Text that refuses to grow past `max` bytes.
+struct CappedText {
+    text: String,
+    max: usize,
+    over: bool,
+}
+
+impl std::fmt::Write for CappedText {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        if self.text.len() + s.len() > self.max {
+            self.over = true;
+            return Err(std::fmt::Error);
+        }
+        self.text.push_str(s);
+        Ok(())
+    }
+}
+
+fn format_millis(millis: i64, args: &Args<'_>, fmt_param: usize, max_len: usize) -> R {
     let format = str_param(args, fmt_param, "format")?;
     let Some(t) = chrono::DateTime::from_timestamp_millis(millis) else {
         return Err(FnError::new(Code::RuntimeArgument, "timestamp out of range").into());
@@ -864,16 +931,33 @@ fn format_millis(millis: i64, args: &Args<'_>, fmt_param: usize) -> R {
         "unix" => Ok(Value::Int(millis.div_euclid(1000))),
         pattern if fmt_param > 0 => {
             use chrono::format::{Item, StrftimeItems};
-            let items: Vec<Item<'_>> = StrftimeItems::new(pattern).collect();
-            if items.iter().any(|i| matches!(i, Item::Error)) {
+            use std::fmt::Write;
+            if StrftimeItems::new(pattern).any(|i| matches!(i, Item::Error)) {
+                let shown: String = pattern.chars().take(64).collect();
+                let more = if shown.len() < pattern.len() { "…" } else { "" };
                 return Err(FnError::arg(
                     Code::RuntimeArgument,
                     fmt_param,
-                    format!("invalid strftime pattern {pattern:?}"),
+                    format!("invalid strftime pattern {shown:?}{more}"),
                 )
                 .into());
             }
-            Ok(Value::str(&t.format_with_items(items.into_iter()).to_string()))
+            // A pattern can expand many times over (`%c` is 24 bytes): rendered into text
+            // that refuses to pass the string limit.
+            let mut out = CappedText { text: String::new(), max: max_len, over: false };
+            if write!(out, "{}", t.format_with_items(StrftimeItems::new(pattern))).is_err() {
+                if !out.over {
+                    return Err(
+                        FnError::arg(Code::RuntimeArgument, fmt_param, "the pattern cannot format this date").into()
+                    );
+                }
+                return Err(FnError::new(
+                    Code::StringLimit,
+                    format!("the formatted date exceeds the string limit of {max_len} bytes"),
+                )
+                .into());
+            }
+            Ok(Value::Str(SmolStr::from(out.text)))
         }
         other => Err(FnError::arg(
             Code::RuntimeArgument,
@@ -886,6 +970,11 @@ fn format_millis(millis: i64, args: &Args<'_>, fmt_param: usize) -> R {
 
 // ---------------------------------------------------------------------------------------
 // files: argument conversion only; the rules are in `crate::files::ops`
+
+/// Fuel one file operation costs before it runs: a system call or more, far more work
+/// than an instruction, so a loop of file reads runs out of fuel after at most
+/// `fuel / FILE_OP_FUEL` operations.
+const FILE_OP_FUEL: usize = 1000;
 
 /// The runner's file store, or the error every file function gives without one.
 fn store(r: &dyn Runner) -> Result<&dyn FileStore, Failure> {
@@ -941,6 +1030,7 @@ fn version_value(v: Version) -> Value {
 }
 
 fn list_files(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    r.charge(FILE_OP_FUEL)?;
     let dir = path_param(args, 0, "directory_path")?;
     let pattern = opt_str_param(args, 1, "pattern")?;
     let max_entries = r.limits().max_listing_entries;
@@ -953,6 +1043,7 @@ fn list_files(r: &mut dyn Runner, args: &Args<'_>) -> R {
 }
 
 fn read_file(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    r.charge(FILE_OP_FUEL)?;
     let path = path_param(args, 0, "file_path")?;
     let version = opt_str_param(args, 1, "version_id")?;
     let text = ops::read_text(store(r)?, path, version, max_file_bytes(r)).map_err(|e| {
@@ -965,6 +1056,7 @@ fn read_file(r: &mut dyn Runner, args: &Args<'_>) -> R {
 }
 
 fn read_files(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    r.charge(FILE_OP_FUEL)?;
     let paths = list_arg(args, 0, "file_paths")?;
     if paths.len() > MAX_READ_FILES {
         return Err(FnError::arg(
@@ -990,6 +1082,7 @@ fn read_files(r: &mut dyn Runner, args: &Args<'_>) -> R {
 }
 
 fn list_file_versions(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    r.charge(FILE_OP_FUEL)?;
     let path = path_param(args, 0, "file_path")?;
     let versions = ops::versions(store(r)?, path).map_err(|e| file_err(e, 0, None))?;
     check_list_len(&*r, versions.len())?;
@@ -998,6 +1091,7 @@ fn list_file_versions(r: &mut dyn Runner, args: &Args<'_>) -> R {
 }
 
 fn describe_version(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    r.charge(FILE_OP_FUEL)?;
     let path = path_param(args, 0, "file_path")?;
     let version = opt_str_param(args, 1, "version_id")?;
     let v = ops::describe(store(r)?, path, version).map_err(|e| {
@@ -1036,7 +1130,7 @@ fn values(_: &mut dyn Runner, args: &Args<'_>) -> R {
     }
 }
 
-fn contains(_: &mut dyn Runner, args: &Args<'_>) -> R {
+fn contains(r: &mut dyn Runner, args: &Args<'_>) -> R {
     let needle = args.get(1);
     Ok(Value::Bool(match args.get(0) {
         Value::Null => false,
@@ -1044,7 +1138,17 @@ fn contains(_: &mut dyn Runner, args: &Args<'_>) -> R {
             Value::Str(n) => s.contains(&**n),
             _ => false,
         },
-        Value::List(l) => l.iter().any(|x| x == needle),
+        Value::List(l) => {
+            // A unit per element compared, and what comparing nested values visits.
+            metered(r, |b| {
+                for x in l.iter() {
+                    if x.eq_within(needle, b)? {
+                        return Some(true);
+                    }
+                }
+                Some(false)
+            })?
+        }
         Value::Object(o) => match needle {
             Value::Str(n) => o.contains_key(&**n),
             _ => false,
@@ -1129,7 +1233,7 @@ fn replace(r: &mut dyn Runner, args: &Args<'_>) -> R {
 }
 
 fn to_string(r: &mut dyn Runner, args: &Args<'_>) -> R {
-    let text = args.get(0).key_text();
+    let text = key_text(r, args.get(0))?;
     r.alloc(text.len())?;
     Ok(Value::Str(text))
 }
@@ -1150,7 +1254,11 @@ fn to_number(_: &mut dyn Runner, args: &Args<'_>) -> R {
                 {
                     Ok(v)
                 }
-                _ => Err(FnError::arg(Code::RuntimeArgument, 0, format!("{s:?} is not a number")).into()),
+                _ => {
+                    let shown: String = s.chars().take(64).collect();
+                    let more = if shown.len() < s.len() { "…" } else { "" };
+                    Err(FnError::arg(Code::RuntimeArgument, 0, format!("{shown:?}{more} is not a number")).into())
+                }
             }
         }
         other => Err(type_err(0, "value", "a number, string or boolean", other)),
@@ -1185,7 +1293,7 @@ fn extreme(r: &mut dyn Runner, args: &Args<'_>, want: Ordering) -> R {
             continue;
         }
         best = match best {
-            Some(b) if v.total_cmp(&b) != want => Some(b),
+            Some(b) if metered(r, |budget| v.cmp_within(&b, budget))? != want => Some(b),
             _ => Some(v),
         };
     }
@@ -1295,16 +1403,19 @@ fn pick(_: &mut dyn Runner, args: &Args<'_>) -> R {
 
 fn omit(_: &mut dyn Runner, args: &Args<'_>) -> R {
     let obj = obj_param(args, 0, "obj")?;
-    let keys = key_set(args, 1)?;
+    let keys: FxHashSet<&str> = key_set(args, 1)?.into_iter().collect();
     let out: Map = obj
-        .map(|o| o.iter().filter(|(k, _)| !keys.contains(&&***k)).map(|(k, v)| (k.clone(), v.clone())).collect())
+        .map(|o| o.iter().filter(|(k, _)| !keys.contains(&***k)).map(|(k, v)| (k.clone(), v.clone())).collect())
         .unwrap_or_default();
     Ok(Value::object(out))
 }
 
-fn zip(_: &mut dyn Runner, args: &Args<'_>) -> R {
+fn zip(r: &mut dyn Runner, args: &Args<'_>) -> R {
     let a = list_arg(args, 0, "left")?;
     let b = list_arg(args, 1, "right")?;
+    // Each pair is a list of its own.
+    let n = a.len().min(b.len());
+    r.alloc(n.saturating_mul(crate::ops::LIST_ELEMENT_BYTES * 3))?;
     Ok(Value::list(a.iter().zip(b.iter()).map(|(x, y)| Value::list(vec![x.clone(), y.clone()])).collect()))
 }
 
@@ -1331,7 +1442,7 @@ fn range(r: &mut dyn Runner, args: &Args<'_>) -> R {
     Ok(Value::list((0..n).map(|i| Value::Int(start + step * i as i64)).collect()))
 }
 
-fn slice(_: &mut dyn Runner, args: &Args<'_>) -> R {
+fn slice(r: &mut dyn Runner, args: &Args<'_>) -> R {
     let start = int_param(args, 1, "start")?;
     let end = match args.get(2) {
         Value::Null => None,
@@ -1348,12 +1459,19 @@ fn slice(_: &mut dyn Runner, args: &Args<'_>) -> R {
         Value::Null => Ok(Value::Null),
         Value::List(l) => {
             let (s, e) = bounds(l.len());
+            if s == 0 && e == l.len() {
+                // The whole list: shared, not copied.
+                return Ok(args.get(0).clone());
+            }
+            r.alloc((e - s).saturating_mul(crate::ops::LIST_ELEMENT_BYTES))?;
             Ok(Value::list(l[s..e].to_vec()))
         }
         Value::Str(st) => {
-            let chars: Vec<char> = st.chars().collect();
-            let (s, e) = bounds(chars.len());
-            Ok(Value::str(&chars[s..e].iter().collect::<String>()))
+            let (s, e) = bounds(st.chars().count());
+            let byte = |i: usize| st.char_indices().nth(i).map_or(st.len(), |(b, _)| b);
+            let (bs, be) = (byte(s), byte(e));
+            r.alloc(be - bs)?;
+            Ok(Value::str(&st[bs..be]))
         }
         other => Err(type_err(0, "value", "a list or string", other)),
     }
@@ -1389,7 +1507,7 @@ fn find(r: &mut dyn Runner, args: &Args<'_>) -> R {
     Ok(Value::Null)
 }
 
-fn format_datetime(_: &mut dyn Runner, args: &Args<'_>) -> R {
+fn format_datetime(r: &mut dyn Runner, args: &Args<'_>) -> R {
     let millis = match args.get(0) {
         Value::Int(s) => s.checked_mul(1000),
         Value::Float(s) => {
@@ -1402,13 +1520,14 @@ fn format_datetime(_: &mut dyn Runner, args: &Args<'_>) -> R {
     let Some(millis) = millis else {
         return Err(FnError::arg(Code::RuntimeArgument, 0, format!("{} is not a timestamp", args.get(0))).into());
     };
-    format_millis(millis, args, 1)
+    format_millis(millis, args, 1, r.limits().max_string_len)
 }
 
 fn json_stringify(r: &mut dyn Runner, args: &Args<'_>) -> R {
-    let text = args.get(0).to_string();
+    let text = args.get(0).json_within(r.limits().max_string_len).ok_or_else(|| text_too_long(&*r))?;
+    r.charge(text.len() / 64)?;
     r.alloc(text.len())?;
-    Ok(Value::str(&text))
+    Ok(Value::Str(SmolStr::from(text)))
 }
 
 #[cfg(test)]

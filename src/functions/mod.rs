@@ -50,6 +50,48 @@ pub trait Runner {
     fn files(&self) -> Option<&dyn FileStore> {
         None
     }
+    /// Fuel left: the budget of a metered walk ([`Value::eq_within`] and its kin).
+    fn fuel_left(&self) -> u64 {
+        u64::MAX
+    }
+    /// Bytes of values the evaluation may still build.
+    fn alloc_left(&self) -> u64 {
+        u64::MAX
+    }
+}
+
+/// Calls a built-in's body: the one way every evaluator calls one, and where what a call
+/// visits and builds is charged, so that a function added later is bounded without its
+/// body remembering to charge (SPEC §4.8).
+///
+/// * Visiting: a unit of fuel per 8 top-level elements or entries, or 64 string bytes, of
+///   every argument, charged before the body runs (a body that reads its arguments once
+///   is paid for; one that walks deeper uses the metered walks of [`Value`] and charges
+///   what they visit through [`Runner::charge`]).
+/// * Building: the result's top level by the operators' convention
+///   ([`crate::ops::build_cost`], [`crate::ops::build_bytes`]) less what the body charged
+///   itself while it ran, unless the result is one of the arguments.
+///
+/// Bodies that build large values charge before they build ([`Runner::alloc`]), so memory
+/// stays bounded even inside one call.
+pub fn invoke(body: BuiltinFn, r: &mut dyn Runner, args: &Args<'_>) -> Result<Value, Failure> {
+    let visit: u64 = args.values.iter().map(crate::ops::build_cost).sum();
+    if visit > 0 {
+        r.charge(usize::try_from(visit).unwrap_or(usize::MAX))?;
+    }
+    let (fuel, alloc) = (r.fuel_left(), r.alloc_left());
+    let v = body(r, args)?;
+    if matches!(v, Value::Str(_) | Value::List(_) | Value::Object(_)) && !args.values.iter().any(|a| a.same_as(&v)) {
+        let cost = crate::ops::build_cost(&v).saturating_sub(fuel.saturating_sub(r.fuel_left()));
+        if cost > 0 {
+            r.charge(usize::try_from(cost).unwrap_or(usize::MAX))?;
+        }
+        let bytes = (crate::ops::build_bytes(&v) as u64).saturating_sub(alloc.saturating_sub(r.alloc_left()));
+        if bytes > 0 {
+            r.alloc(usize::try_from(bytes).unwrap_or(usize::MAX))?;
+        }
+    }
+    Ok(v)
 }
 
 /// The arguments of one call, in parameter order. Deferred parameters hold `null` here and

@@ -115,7 +115,7 @@ impl<'s> Parser<'s> {
 
     /// A node of the given height, or `None` past the limit (the builder reports it).
     fn node(&self, kind: ExprKind, span: Span, height: usize) -> Built {
-        (height <= self.max_depth).then_some((Expr::new(kind, span), height))
+        (height <= self.max_depth.saturating_mul(super::CHAIN_LEVEL)).then_some((Expr::new(kind, span), height))
     }
 
     /// `ident`, without the whitespace after it.
@@ -149,7 +149,11 @@ impl<'s> Parser<'s> {
             }
             lhs_is_comparison = op.is_comparison();
             let span = lhs.span.to(rhs.span);
-            (lhs, height) = self.node(ExprKind::Binary(op, Box::new(lhs), Box::new(rhs)), span, 1 + height.max(rh))?;
+            (lhs, height) = self.node(
+                ExprKind::Binary(op, Box::new(lhs), Box::new(rhs)),
+                span,
+                (height + 1).max(rh + super::CHAIN_LEVEL),
+            )?;
         }
         Some((lhs, height))
     }
@@ -192,7 +196,7 @@ impl<'s> Parser<'s> {
             self.ws();
             let (operand, h) = self.climb(prec)?;
             let span = Span::new(start, operand.span.end as usize);
-            return self.node(ExprKind::Unary(op, Box::new(operand)), span, 1 + h);
+            return self.node(ExprKind::Unary(op, Box::new(operand)), span, super::CHAIN_LEVEL + h);
         }
         let (mut acc, mut height) = self.primary()?;
         self.ws();
@@ -203,7 +207,8 @@ impl<'s> Parser<'s> {
                     self.ws();
                     let seg = self.segment()?;
                     let span = acc.span.to(seg.span);
-                    (acc, height) = self.node(ExprKind::Field(Box::new(acc), seg), span, height + 1)?;
+                    (acc, height) =
+                        self.node(ExprKind::Field(Box::new(acc), seg), span, height + super::CHAIN_LEVEL)?;
                 }
                 Some(b'[') => {
                     self.pos += 1;
@@ -214,8 +219,11 @@ impl<'s> Parser<'s> {
                     }
                     self.pos += 1;
                     let span = Span::new(acc.span.start as usize, self.pos);
-                    (acc, height) =
-                        self.node(ExprKind::Index(Box::new(acc), Box::new(key)), span, 1 + height.max(kh))?;
+                    (acc, height) = self.node(
+                        ExprKind::Index(Box::new(acc), Box::new(key)),
+                        span,
+                        super::CHAIN_LEVEL + height.max(kh),
+                    )?;
                 }
                 _ => return Some((acc, height)),
             }
@@ -256,7 +264,7 @@ impl<'s> Parser<'s> {
                     items.push(e);
                     Some(h)
                 })?;
-                self.node(ExprKind::List(items), Span::new(start, self.pos), height + 1)
+                self.node(ExprKind::List(items), Span::new(start, self.pos), height + super::CHAIN_LEVEL)
             }
             b'{' => {
                 self.pos += 1;
@@ -279,7 +287,7 @@ impl<'s> Parser<'s> {
                     entries.push((key, e));
                     Some(h)
                 })?;
-                self.node(ExprKind::Object(entries), Span::new(start, self.pos), height + 1)
+                self.node(ExprKind::Object(entries), Span::new(start, self.pos), height + super::CHAIN_LEVEL)
             }
             b'(' => {
                 self.pos += 1;
@@ -335,7 +343,7 @@ impl<'s> Parser<'s> {
                 Some(h)
             })?;
             let span = Span::new(ident.span.start as usize, self.pos);
-            return self.node(ExprKind::Call(Call { name: ident, args }), span, height + 1);
+            return self.node(ExprKind::Call(Call { name: ident, args }), span, height + super::CHAIN_LEVEL);
         }
         let kind = match &*ident.node {
             "true" => ExprKind::Bool(true),

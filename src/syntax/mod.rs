@@ -11,6 +11,14 @@ mod printer;
 
 mod fast;
 
+/// The parsers count a tree's height in units: a level of nesting (brackets, calls, prefix
+/// operators, fields, the right side of an operator) is `CHAIN_LEVEL` units, one more link
+/// of a flat operator chain (`1 + 1 + …`, whose tree grows down its left side) one unit.
+/// A tree may be `max_depth` levels high, so a flat chain of up to `max_depth × 2`
+/// operands is not "nested too deeply", while the depth later stages recurse to stays
+/// bounded (at most `max_depth × 2` nodes).
+pub(crate) const CHAIN_LEVEL: usize = 2;
+
 pub use parser::{fast_path_agrees, parse, parse_ref, parse_with_limit, Parse, DEFAULT_MAX_NESTING};
 pub use printer::{dump, print};
 

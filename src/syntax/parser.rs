@@ -382,7 +382,7 @@ const NEG_PRECEDENCE: usize = 7;
 impl Builder {
     /// Makes a node of the given height, or an error node when it is too deep.
     fn node(&mut self, kind: ExprKind, span: Span, height: usize) -> Built {
-        if height > self.max_depth {
+        if height > self.max_depth.saturating_mul(super::CHAIN_LEVEL) {
             if !self.too_deep {
                 self.too_deep = true;
                 self.diagnostics.push(too_deep(span.start as usize, self.max_depth));
@@ -431,7 +431,11 @@ impl Builder {
                 continue;
             }
             lhs_is_comparison = op.is_comparison();
-            (lhs, height) = self.node(ExprKind::Binary(op, Box::new(lhs), Box::new(rhs)), span, 1 + height.max(rh));
+            (lhs, height) = self.node(
+                ExprKind::Binary(op, Box::new(lhs), Box::new(rhs)),
+                span,
+                (height + 1).max(rh + super::CHAIN_LEVEL),
+            );
         }
         (lhs, height)
     }
@@ -446,7 +450,7 @@ impl Builder {
                     if rule == Rule::neg_op { (UnaryOp::Neg, NEG_PRECEDENCE) } else { (UnaryOp::Not, NOT_PRECEDENCE) };
                 let (operand, h) = self.climb(items, prec);
                 let span = Span::new(start, operand.span.end as usize);
-                self.node(ExprKind::Unary(op, Box::new(operand)), span, 1 + h)
+                self.node(ExprKind::Unary(op, Box::new(operand)), span, super::CHAIN_LEVEL + h)
             }
             _ => {
                 let (mut acc, mut height) = self.primary(first);
@@ -458,10 +462,14 @@ impl Builder {
                     let span = acc.span.to(span_of(post));
                     let Some(x) = items.advance().and_then(|post| post.into_inner().next()) else { continue };
                     (acc, height) = if rule == Rule::field {
-                        self.node(ExprKind::Field(Box::new(acc), name_of(&x)), span, height + 1)
+                        self.node(ExprKind::Field(Box::new(acc), name_of(&x)), span, height + super::CHAIN_LEVEL)
                     } else {
                         let (key, kh) = self.expr(x);
-                        self.node(ExprKind::Index(Box::new(acc), Box::new(key)), span, 1 + height.max(kh))
+                        self.node(
+                            ExprKind::Index(Box::new(acc), Box::new(key)),
+                            span,
+                            super::CHAIN_LEVEL + height.max(kh),
+                        )
                     };
                 }
                 (acc, height)
@@ -509,7 +517,7 @@ impl Builder {
                     height = height.max(h);
                     items.push(e);
                 }
-                self.node(ExprKind::List(items), span, height + 1)
+                self.node(ExprKind::List(items), span, height + super::CHAIN_LEVEL)
             }
             Rule::object => {
                 let mut height = 0;
@@ -530,7 +538,7 @@ impl Builder {
                     height = height.max(h);
                     entries.push((key, e));
                 }
-                self.node(ExprKind::Object(entries), span, height + 1)
+                self.node(ExprKind::Object(entries), span, height + super::CHAIN_LEVEL)
             }
             _ => (Expr::new(ExprKind::Error, span), 0),
         }
@@ -555,7 +563,11 @@ impl Builder {
                 height = height.max(value.1);
                 list.push(Arg { keyword, value: value.0 });
             }
-            return self.node(ExprKind::Call(Call { name: name_of(&ident), args: list }), span, height + 1);
+            return self.node(
+                ExprKind::Call(Call { name: name_of(&ident), args: list }),
+                span,
+                height + super::CHAIN_LEVEL,
+            );
         }
         let kind = match ident.as_str() {
             "true" => ExprKind::Bool(true),

@@ -16,7 +16,7 @@ use crate::diagnostic::Code;
 use crate::files::FileStore;
 use crate::functions::{Args, Failure, FunctionTable, Implementation, Runner};
 use crate::ops;
-use crate::runtime::{Clock, EvalError, Limits};
+use crate::runtime::{Clock, EvalError, Interrupt, Limits, INTERRUPT_POLL_UNITS};
 use crate::span::Span;
 use crate::syntax::ast::BinaryOp;
 use crate::value::{SegmentError, Value};
@@ -44,6 +44,8 @@ pub struct Env<'a> {
     pub templates: &'a dyn TemplateSource,
     /// The file store file functions read, if the host configured one.
     pub files: Option<&'a dyn FileStore>,
+    /// Polled with the fuel: stops the evaluation when cancelled or past its deadline.
+    pub interrupt: Option<&'a Interrupt>,
 }
 
 thread_local! {
@@ -73,11 +75,18 @@ fn interpret(chunk: &Chunk, env: &Env<'_>) -> Result<Value, EvalError> {
         locals,
         loc: Vec::new(),
         fuel: env.limits.fuel,
+        reserve: 0,
         alloc: env.limits.max_alloc_bytes as u64,
         depth: 0,
         serial: 0,
         arg_pool: Vec::new(),
     };
+    if env.interrupt.is_some() {
+        // Fuel is handed out a tick at a time: when a tick runs out, the interrupt is
+        // polled and the next tick taken from the reserve.
+        vm.reserve = vm.fuel.saturating_sub(INTERRUPT_POLL_UNITS);
+        vm.fuel -= vm.reserve;
+    }
     if vm.locals.len() < chunk.locals as usize {
         vm.locals.resize(chunk.locals as usize, Value::Null);
     }
@@ -142,7 +151,10 @@ struct Vm<'a> {
     stack: Vec<Value>,
     locals: Vec<Value>,
     loc: Vec<Option<LocalLoc>>,
+    /// Fuel left in the current tick (all of it when there is no interrupt to poll).
     fuel: u64,
+    /// Fuel left after the current tick.
+    reserve: u64,
     /// Bytes of values this evaluation may still build ([`Limits::max_alloc_bytes`]).
     alloc: u64,
     depth: usize,
@@ -227,6 +239,57 @@ impl<'a> Vm<'a> {
         )
     }
 
+    /// Spends `units` of fuel when the current tick does not cover them: polls the
+    /// interrupt and takes the next tick from the reserve. Out of line: the hot paths only
+    /// compare against the tick.
+    #[cold]
+    #[inline(never)]
+    fn refuel(&mut self, units: u64, span: Span) -> Result<(), EvalError> {
+        if let Some(reason) = self.env.interrupt.and_then(Interrupt::check) {
+            self.fuel = 0;
+            self.reserve = 0;
+            return Err(Interrupt::error(reason, span));
+        }
+        let total = self.fuel + self.reserve;
+        if units > total {
+            self.fuel = 0;
+            self.reserve = 0;
+            return Err(self.out_of_fuel(span));
+        }
+        let left = total - units;
+        self.fuel = left.min(INTERRUPT_POLL_UNITS);
+        self.reserve = left - self.fuel;
+        Ok(())
+    }
+
+    /// Spends `units` of fuel.
+    #[inline]
+    fn burn(&mut self, units: u64, span: Span) -> Result<(), EvalError> {
+        if units >= self.fuel {
+            return self.refuel(units, span);
+        }
+        self.fuel -= units;
+        Ok(())
+    }
+
+    /// Deep equality, charged a unit of fuel per node compared.
+    fn equal(&mut self, a: &Value, b: &Value, span: Span) -> Result<bool, EvalError> {
+        let left = self.fuel_left();
+        let mut budget = left;
+        match a.eq_within(b, &mut budget) {
+            Some(same) => {
+                self.burn(left - budget, span)?;
+                Ok(same)
+            }
+            None => self.refuel(u64::MAX, span).map(|()| false),
+        }
+    }
+
+    /// Fuel left in all.
+    fn fuel_left(&self) -> u64 {
+        self.fuel + self.reserve
+    }
+
     /// Charges `bytes` of values built against the memory limit.
     fn alloc(&mut self, bytes: usize, span: Span) -> Result<(), EvalError> {
         let bytes = bytes as u64;
@@ -243,9 +306,10 @@ impl<'a> Vm<'a> {
         let mut pc = 0;
         while let Some(&op) = code.get(pc) {
             if self.fuel == 0 {
-                return Err(self.out_of_fuel(chunk.spans[pc]));
+                self.refuel(1, chunk.spans[pc])?;
+            } else {
+                self.fuel -= 1;
             }
-            self.fuel -= 1;
             pc += 1;
             match op {
                 Op::Const(i) => self.stack.push(chunk.consts[i as usize].clone()),
@@ -364,14 +428,18 @@ impl<'a> Vm<'a> {
                 Op::Binary(op) => {
                     let b = self.pop();
                     let a = self.pop();
+                    if matches!(op, BinaryOp::Eq | BinaryOp::Ne) && a.is_container() && b.is_container() {
+                        // Comparing nested values walks them: charged per node visited.
+                        let same = self.equal(&a, &b, chunk.spans[pc - 1])?;
+                        self.stack.push(Value::Bool(same == (op == BinaryOp::Eq)));
+                        continue;
+                    }
                     match ops::binary(op, &a, &b, self.env.limits) {
                         Ok(x) => {
                             let cost = ops::build_cost(&x);
-                            if cost > self.fuel {
-                                self.fuel = 0;
-                                return Err(self.out_of_fuel(chunk.spans[pc - 1]));
+                            if cost > 0 {
+                                self.burn(cost, chunk.spans[pc - 1])?;
                             }
-                            self.fuel -= cost;
                             self.alloc(ops::build_bytes(&x), chunk.spans[pc - 1])?;
                             self.stack.push(x)
                         }
@@ -466,7 +534,7 @@ impl<'a> Vm<'a> {
                         self.serial += 1;
                         let serial = self.serial;
                         let mut frame = Frame { vm: self, info, dynamic, serial, span };
-                        match body(&mut frame, &Args { values: &args, given: info.given }) {
+                        match crate::functions::invoke(*body, &mut frame, &Args { values: &args, given: info.given }) {
                             Ok(v) => Ok(v),
                             Err(f) => Err(self.failure(info, span, f)),
                         }
@@ -594,7 +662,7 @@ impl Frame<'_, '_> {
     /// Spends one unit of fuel for a fast application.
     fn spend(&mut self) -> Result<(), EvalError> {
         if self.vm.fuel == 0 {
-            return Err(self.vm.out_of_fuel(self.span));
+            return self.vm.refuel(1, self.span);
         }
         self.vm.fuel -= 1;
         Ok(())
@@ -668,9 +736,10 @@ impl Runner for Frame<'_, '_> {
         };
         let vm = &mut *self.vm;
         if vm.fuel == 0 {
-            return Err(vm.out_of_fuel(chunk.spans.first().copied().unwrap_or_default()));
+            vm.refuel(1, chunk.spans.first().copied().unwrap_or_default())?;
+        } else {
+            vm.fuel -= 1;
         }
-        vm.fuel -= 1;
         if vm.depth >= vm.env.limits.max_depth {
             return Err(EvalError::new(
                 Code::DepthLimit,
@@ -720,13 +789,15 @@ impl Runner for Frame<'_, '_> {
     }
 
     fn charge(&mut self, units: usize) -> Result<(), EvalError> {
-        let units = units as u64;
-        if units > self.vm.fuel {
-            self.vm.fuel = 0;
-            return Err(self.vm.out_of_fuel(self.span));
-        }
-        self.vm.fuel -= units;
-        Ok(())
+        self.vm.burn(units as u64, self.span)
+    }
+
+    fn fuel_left(&self) -> u64 {
+        self.vm.fuel_left()
+    }
+
+    fn alloc_left(&self) -> u64 {
+        self.vm.alloc
     }
 
     fn alloc(&mut self, bytes: usize) -> Result<(), EvalError> {
