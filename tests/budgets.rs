@@ -449,3 +449,43 @@ proptest! {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// item 2, end to end: a run's deadline stops a running transform
+
+/// `tdsl run --deadline 2` on a composite whose transform would run until its fuel ran out
+/// (tens of seconds in a debug build, minutes without the fuel limit): the run ends with
+/// the run's deadline error, not the fuel error, long before.
+#[test]
+fn a_runs_deadline_stops_a_running_transform() {
+    let dir = std::env::temp_dir().join(format!("tdsl-budgets-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let tool = r#"{
+  "instructions": [
+    {"execution_id": "a", "tool_definition_path": "/tools/answer.tool", "arguments": {"q": 1},
+     "transform_responses": {"transforms": {
+       "n": "count(range(1000000), condition_string=count(range(1000000), condition_string=true) > 0)"}}}
+  ],
+  "response_reference_map": {"n": "REF:a.n"}
+}"#;
+    std::fs::write(dir.join("slow.tool"), tool).expect("writes the tool");
+    std::fs::write(dir.join("mock.json"), r#"{"/tools/answer.tool": {"answer": 42}}"#).expect("writes the mock");
+    let started = Instant::now();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tdsl"))
+        .args(["run", "/slow.tool", "--root"])
+        .arg(&dir)
+        .arg("--mock")
+        .arg(dir.join("mock.json"))
+        .args(["--deadline", "2"])
+        .output()
+        .expect("tdsl runs");
+    let elapsed = started.elapsed();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_ne!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("E0805") || text.contains("deadline"), "not the deadline error: {text}");
+    assert!(!text.contains("E0401"), "ran out of fuel instead of stopping at the deadline: {text}");
+    // Generous: the transform alone would run far longer; the run stops soon after 2 s.
+    assert!(elapsed < Duration::from_secs(60), "took {elapsed:?}: {text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
