@@ -405,16 +405,22 @@ impl Program {
     }
 }
 
+/// The deepest result a JSON reader reads back: `serde_json` refuses a 128th level of
+/// brackets, and so do `json_parse`, `--vars` and every file tdsl reads. A result nests at
+/// most this deep (and at most the depth limit), so what is printed can be read back.
+pub const MAX_RESULT_DEPTH: usize = 127;
+
 fn check_output(v: &Value, limits: &Limits, span: Span) -> Result<(), EvalError> {
+    let max_depth = limits.max_depth.min(MAX_RESULT_DEPTH);
     let (size, too_deep) = match v {
         Value::Str(s) => (s.len() + 2, false),
-        _ => v.measure(limits.max_output_bytes, limits.max_depth),
+        _ => v.measure(limits.max_output_bytes, max_depth),
     };
     if too_deep {
         return Err(EvalError::new(
             crate::diagnostic::Code::DepthLimit,
             span,
-            format!("the result nests deeper than {} levels", limits.max_depth),
+            format!("the result nests deeper than {max_depth} levels (what is printed must read back as JSON)"),
         ));
     }
     if size > limits.max_output_bytes {

@@ -489,3 +489,28 @@ fn a_runs_deadline_stops_a_running_transform() {
     assert!(elapsed < Duration::from_secs(60), "took {elapsed:?}: {text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// ---------------------------------------------------------------------------------------
+// item 13: what is printed reads back
+
+/// A result nests at most 127 levels: the deepest JSON that `json_parse` (and every JSON
+/// reader of tdsl) reads back. One level more is refused when printed, not when read.
+#[test]
+fn a_printed_result_reads_back() {
+    let engine = Engine::new();
+    let nest = |d: usize| format!("{}1{}", "[".repeat(d), "]".repeat(d));
+    for d in [126, 127] {
+        let vars = Value::object_from([("t", Value::str(&nest(d)))]);
+        let p = engine.compile_in("json_parse(t)", &Scope::from_vars(&vars)).unwrap_or_else(|e| panic!("{e:?}"));
+        let v = p.eval(&vars).unwrap_or_else(|e| panic!("depth {d}: {e}"));
+        let printed = v.to_string();
+        let again = Value::object_from([("t", Value::str(&printed))]);
+        assert_eq!(p.eval(&again), Ok(v), "depth {d} does not read back");
+    }
+    // One level more, built at run time: refused as a result, naming the depth limit.
+    let vars = Value::object_from([("t", Value::str(&nest(127)))]);
+    let p = engine
+        .compile_in("pipeline(initial_value=json_parse(t), operations=[[current]])", &Scope::from_vars(&vars))
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(p.eval(&vars).unwrap_err().code, Code::DepthLimit);
+}
