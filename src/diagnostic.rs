@@ -314,6 +314,8 @@ codes! {
     /// The host cancelled the run (an MCP client's `notifications/cancelled`, a library
     /// caller's [`crate::exec::CancelToken`])
     RunCancelled = "E0813", Error;
+    /// A number that configures execution, set by the host, is out of its range
+    SettingOutOfRange = "E0814", Error;
 
     // ---- a tool against its endpoint (E09xx/W09xx: `tdsl check`, `--mcp-schemas`) ----
     /// The MCP server of an `mcp:` endpoint offers no tool of that name

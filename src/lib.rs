@@ -60,6 +60,7 @@ pub mod fuzzing;
 pub mod input;
 pub mod mcp;
 pub mod ops;
+pub mod ranges;
 pub mod reference;
 pub mod runtime;
 pub mod span;

@@ -617,7 +617,8 @@ fn engine_wide_retry_defaults_apply_to_steps_without_retry() {
 
 #[test]
 fn an_attempt_past_its_timeout_is_cancelled_and_the_step_times_out() {
-    let dir = one_step("timeout", r#", "timeout_seconds": 5"#);
+    // No retries: a timeout is transient, and by default retried twice (seed 000).
+    let dir = one_step("timeout", r#", "timeout_seconds": 5, "retry": {"max_retries": 0}"#);
     let time = clock();
     let cancelled = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let seen = cancelled.clone();
@@ -692,10 +693,11 @@ fn the_circuit_breaker_opens_refuses_and_recovers() {
     let ex = executor(&script, &time, options);
     let r = ex.run(&load(&dir), json("{}")).unwrap();
     let outcomes: Vec<Outcome> = step(&r, "s").attempts.iter().map(|a| a.outcome).collect();
-    assert_eq!(
-        outcomes,
-        [Outcome::Transient, Outcome::Transient, Outcome::Transient, Outcome::Refused, Outcome::Refused]
-    );
+    // The third failure opens the breaker; the fourth attempt is refused at once and ends
+    // the step (no back-off wait, no fifth attempt).
+    assert_eq!(outcomes, [Outcome::Transient, Outcome::Transient, Outcome::Transient, Outcome::Refused]);
+    assert_eq!(step(&r, "s").attempts[3].delay_ms, 0);
+    assert_eq!(tdsl::exec::Time::monotonic_ms(&*time), 2000, "only the two back-offs before real attempts");
     assert_eq!(script.calls.lock().unwrap().len(), 3, "refused calls never reach the runner");
     assert_eq!(r.trace.circuit_breaker_trips, 1);
     let e = r.error.clone().unwrap();
@@ -707,7 +709,7 @@ fn the_circuit_breaker_opens_refuses_and_recovers() {
     time.advance(Duration::from_secs(61));
     let r = ex.run(&load(&dir), json("{}")).unwrap();
     let outcomes: Vec<Outcome> = step(&r, "s").attempts.iter().map(|a| a.outcome).collect();
-    assert_eq!(outcomes, [Outcome::Transient, Outcome::Refused, Outcome::Refused, Outcome::Refused, Outcome::Refused]);
+    assert_eq!(outcomes, [Outcome::Transient, Outcome::Refused]);
     assert_eq!(r.trace.circuit_breaker_trips, 1);
 }
 
@@ -913,7 +915,7 @@ fn the_trace_records_clock_reads_attempts_and_children_as_stable_json() {
         "\"run_id\"",
         "\"total_retries\": 1",
         "\"circuit_breaker_trips\": 0",
-        "\"status\": \"SUCCESS\"",
+        "\"overall_status\": \"SUCCESS\"",
         "\"children\"",
         "\"clock_reads\"",
     ] {
@@ -1141,4 +1143,332 @@ fn iterate_over_that_is_not_a_list_at_run_time_fails_the_step() {
     assert_eq!((e.code.as_str(), e.step.as_deref()), ("E0812", Some("fan")));
     assert_eq!(e.message, "`iterate_over` must be a list, and it is a number");
     assert_eq!(script.calls_of("/tools/t.tool").len(), 1, "no child ran");
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 14/15: parallel results, validation order, the seed-000 trace, ranges, defaults,
+// the breaker's refusals, fail-fast across slots
+
+#[test]
+fn parallel_children_are_their_responses_as_returned_so_lists_flatten_and_numbers_sum() {
+    let dir = root(
+        "par-raw",
+        &[
+            ("/tools/t.tool", ANY_TOOL),
+            (
+                "main.tool",
+                r#"{"instructions": [
+                  {"execution_id": "lists", "tool_definition_path": "/tools/t.tool", "arguments": {"kind": "list"},
+                   "parallel_execution": {"iterate_over": [1, 2, 3], "child_argument_name": "n"},
+                   "transform_responses": {"transforms": {"flat": "flatten(REF:response)"}}},
+                  {"execution_id": "numbers", "tool_definition_path": "/tools/t.tool", "arguments": {"kind": "number"},
+                   "parallel_execution": {"iterate_over": [1, 2, 3], "child_argument_name": "n"},
+                   "transform_responses": {"transforms": {"total": "sum(REF:response)"}}},
+                  {"execution_id": "after", "tool_definition_path": "/tools/t.tool",
+                   "arguments": {"flat": "REF:lists.response", "first": "REF:numbers.response.0"}}
+                ],
+                "response_reference_map": {"flat": "REF:lists.flat", "total": "REF:numbers.total",
+                                           "raw": "REF:numbers.response", "first": "REF:after.first"}}"#,
+            ),
+        ],
+    );
+    let script = Script::new().on("/tools/t.tool", |call, _| {
+        let n = call.arguments.get_direct("n").and_then(Value::as_f64).unwrap_or(0.0) as i64;
+        Ok(match call.arguments.get_direct("kind").and_then(Value::as_str) {
+            Some("list") => json(&format!("[{n}, {}]", n * 10)),
+            Some("number") => json(&format!("{}", n * 2)),
+            _ => call.arguments.clone(),
+        })
+    });
+    let r = run(&dir, "{}", &script);
+    assert_eq!(r.status, RunStatus::Success, "{:?}", r.error);
+    assert_eq!(show(&r.result), r#"{"flat":[1,10,2,20,3,30],"total":12,"raw":[2,4,6],"first":2}"#);
+    // Each child's trace holds its response as returned.
+    let children = step(&r, "lists").children.as_ref().unwrap();
+    assert_eq!(show(&children[1].result), "[2,20]");
+}
+
+#[test]
+fn transform_responses_run_before_the_declared_responses_are_checked() {
+    let main = |transform: &str| {
+        format!(
+            r#"{{"instructions": [
+              {{"execution_id": "s", "tool_definition_path": "/tools/typed.tool"{transform}}}
+            ],
+            "response_reference_map": {{"summary": "REF:s.summary"}}}}"#
+        )
+    };
+    let typed = primitive(&[], &["summary:string", "text:string?"]);
+    // The tool answers without the declared `summary`; the step's transform supplies it.
+    let repaired = main(r#", "transform_responses": {"transforms": {"summary": "upper(REF:response.text)"}}"#);
+    let dir = root("repair", &[("/tools/typed.tool", &typed), ("main.tool", &repaired)]);
+    let script = Script::new().on("/tools/typed.tool", |_, _| Ok(json(r#"{"text": "short"}"#)));
+    let r = run(&dir, "{}", &script);
+    assert_eq!(r.status, RunStatus::Success, "{:?}", r.error);
+    assert_eq!(show(&r.result), r#"{"summary":"SHORT"}"#);
+
+    // Without the transform, the same answer fails the declared responses (E0802).
+    let dir = root("no-repair", &[("/tools/typed.tool", &typed), ("main.tool", &main(""))]);
+    let e = run(&dir, "{}", &script).error.unwrap();
+    assert_eq!((e.code.as_str(), e.step.as_deref()), ("E0802", Some("s")));
+    assert_eq!(e.message, "required response `summary` of `/tools/typed.tool` is missing");
+}
+
+#[test]
+fn the_trace_carries_the_seed_names_and_consistent_aggregates() {
+    let dir = root(
+        "seed-trace",
+        &[
+            ("/tools/t.tool", ANY_TOOL),
+            ("/tools/f.tool", ANY_TOOL),
+            (
+                "main.tool",
+                r#"{"instructions": [
+                  {"execution_id": "ok", "tool_definition_path": "/tools/t.tool"},
+                  {"execution_id": "flaky", "tool_definition_path": "/tools/f.tool", "arguments": {"flaky": true},
+                   "retry": {"max_retries": 2, "base_delay_seconds": 1, "jitter": 0}},
+                  {"execution_id": "broken", "tool_definition_path": "/tools/t.tool", "arguments": {"fail": true},
+                   "continue_on_error": true},
+                  {"execution_id": "skipped", "tool_definition_path": "/tools/t.tool",
+                   "conditions": [{"param": "REF:ok.x", "operator": "exists"}]}
+                ]}"#,
+            ),
+        ],
+    );
+    let script = Script::new()
+        .on("/tools/t.tool", |call, _| match call.arguments.get_direct("fail") {
+            Some(_) => Err(ToolError::permanent("broken")),
+            None => Ok(json("{}")),
+        })
+        .on("/tools/f.tool", |_, n| if n < 2 { Err(ToolError::transient("busy")) } else { Ok(json("{}")) });
+    let r = run(&dir, "{}", &script);
+    assert_eq!(r.status, RunStatus::Partial, "{:?}", r.error);
+    let t = &r.trace;
+    assert_eq!(t.format, "tdsl-trace/2");
+    assert!(t.trace_id.starts_with("trace_") && t.trace_id.len() == 18, "{}", t.trace_id);
+    assert_eq!(t.plan_id, "/main.tool");
+    let executed = t.steps.iter().filter(|s| s.status != StepStatus::Skipped).count();
+    let succeeded = t.steps.iter().filter(|s| s.success).count();
+    assert_eq!((t.tools_executed, t.tools_succeeded, t.tools_failed), (3, 2, 1));
+    assert_eq!((executed, succeeded), (t.tools_executed, t.tools_succeeded));
+    assert_eq!(t.success_rate, 2.0 / 3.0);
+    assert_eq!(t.total_retries, t.steps.iter().map(|s| s.retry_count).sum::<u32>());
+    let flaky = step(&r, "flaky");
+    assert_eq!((flaky.retry_count, flaky.success, flaky.tool_name.as_str()), (2, true, "f"));
+    assert_eq!(flaky.circuit_state, Some(breaker::BreakerState::Closed));
+    assert_eq!(flaky.started_at.as_deref(), Some("2026-01-01T00:00:00.000Z"));
+    assert_eq!(flaky.completed_at.as_deref(), Some("2026-01-01T00:00:03.000Z"));
+    let skipped = step(&r, "skipped");
+    assert_eq!((skipped.success, skipped.circuit_state), (false, None));
+
+    let text = t.to_json();
+    for key in [
+        "\"trace_id\"",
+        "\"plan_id\": \"/main.tool\"",
+        "\"step_results\"",
+        "\"overall_status\": \"PARTIAL\"",
+        "\"tools_executed\": 3",
+        "\"tools_succeeded\": 2",
+        "\"tools_failed\": 1",
+        "\"success_rate\": 0.6666666666666666",
+        "\"total_duration_ms\": 3000",
+        "\"completed_at\"",
+        "\"step_id\": \"flaky\"",
+        "\"tool_name\": \"t\"",
+        "\"success\": true",
+        "\"retry_count\": 2",
+        "\"circuit_state\": \"CLOSED\"",
+        "\"output\"",
+    ] {
+        assert!(text.contains(key), "{key} missing from {text}");
+    }
+    assert_eq!(&tdsl::exec::Trace::from_json(&text).unwrap(), t);
+
+    // A format-1 trace (tdsl's old names) still reads, and gets its aggregates computed.
+    let mut old = text.clone();
+    for (new, was) in [
+        ("\"tdsl-trace/2\"", "\"tdsl-trace/1\""),
+        ("\"overall_status\"", "\"status\""),
+        ("\"step_results\"", "\"steps\""),
+        ("\"step_id\"", "\"execution_id\""),
+        ("\"output\"", "\"result\""),
+        ("\"total_duration_ms\"", "\"duration_ms\""),
+        ("\"tools_executed\": 3", "\"tools_executed\": 0"),
+        ("\"success\": true", "\"success\": false"),
+    ] {
+        old = old.replace(new, was);
+    }
+    let read = tdsl::exec::Trace::from_json(&old).unwrap();
+    assert_eq!((read.tools_executed, read.tools_succeeded, read.success_rate), (3, 2, 2.0 / 3.0));
+    assert_eq!(read.steps, t.steps);
+    let e = tdsl::exec::Trace::from_json(&text.replace("tdsl-trace/2", "tdsl-trace/9")).unwrap_err();
+    assert!(e.contains("`tdsl-trace/1`, `tdsl-trace/2`"), "{e}");
+}
+
+#[test]
+fn a_refused_call_fails_at_once_naming_the_tool_and_when_it_half_opens() {
+    let dir =
+        one_step("refused", r#", "retry": {"max_retries": 4, "base_delay_seconds": 10, "factor": 1, "jitter": 0}"#);
+    let time = clock();
+    let script = Script::new().on("/tools/t.tool", |_, _| Err(ToolError::transient("down")));
+    let ex = executor(&script, &time, Options::default());
+    let r = ex.run(&load(&dir), json("{}")).unwrap();
+    let s = step(&r, "s");
+    let outcomes: Vec<(Outcome, u64)> = s.attempts.iter().map(|a| (a.outcome, a.delay_ms)).collect();
+    assert_eq!(
+        outcomes,
+        [(Outcome::Transient, 0), (Outcome::Transient, 10_000), (Outcome::Transient, 10_000), (Outcome::Refused, 0)]
+    );
+    // The third failure (at 20 s) opened the breaker: the refused fourth attempt did not
+    // wait out its 10 s back-off, and no fifth attempt was made.
+    assert_eq!(tdsl::exec::Time::monotonic_ms(&*time), 20_000);
+    let e = r.error.clone().unwrap();
+    assert_eq!(e.code, "E0806");
+    assert_eq!(
+        e.message,
+        "the circuit breaker of `/tools/t.tool` is open: the call was refused; it half-opens in 60 s, at \
+         2026-01-01T00:01:20.000Z (attempt 4 of the step)"
+    );
+    assert_eq!((s.circuit_state, s.retry_count), (Some(breaker::BreakerState::Open), 2));
+
+    // A later step of the same tool is refused at once too, on its first attempt.
+    let r = ex.run(&load(&dir), json("{}")).unwrap();
+    let s = step(&r, "s");
+    assert_eq!(s.attempts.iter().map(|a| a.outcome).collect::<Vec<_>>(), [Outcome::Refused]);
+    assert_eq!(tdsl::exec::Time::monotonic_ms(&*time), 20_000, "nothing waited");
+    assert!(r.error.unwrap().message.contains("it half-opens in 60 s"));
+}
+
+#[test]
+fn max_retries_4_against_a_tool_that_recovers_on_its_fourth_try() {
+    // `check` warns about this step: with the default breaker threshold (3), its fourth
+    // attempt can never run.
+    let dir = one_step("fourth", r#", "retry": {"max_retries": 4, "base_delay_seconds": 1, "jitter": 0}"#);
+    let r = run(&dir, "{}", &flaky(3));
+    assert_eq!(breaker::DEFAULT_FAILURE_THRESHOLD, 3);
+    assert_eq!(r.status, RunStatus::Failed);
+    assert_eq!(r.error.clone().unwrap().code, "E0806");
+    let outcomes: Vec<Outcome> = step(&r, "s").attempts.iter().map(|a| a.outcome).collect();
+    assert_eq!(outcomes, [Outcome::Transient, Outcome::Transient, Outcome::Transient, Outcome::Refused]);
+
+    // With a threshold of 4 (`tdsl run --breaker-threshold 4`) the fourth try answers.
+    let options =
+        Options { breaker: BreakerPolicy { failure_threshold: 4, ..BreakerPolicy::default() }, ..Options::default() };
+    let r = run_with(&dir, "{}", &flaky(3), options);
+    assert_eq!(r.status, RunStatus::Success, "{:?}", r.error);
+    assert_eq!(step(&r, "s").attempts.len(), 4);
+}
+
+#[test]
+fn the_seed_defaults_retry_transient_errors_twice_with_a_60_s_timeout() {
+    assert_eq!(Options::default().retry.max_retries, 2);
+    assert_eq!(Options::default().timeout_seconds, 60.0);
+    let dir = one_step("seed-defaults", "");
+    // Two transient failures, then an answer: within the default retries.
+    let r = run(&dir, "{}", &flaky(2));
+    assert_eq!(r.status, RunStatus::Success, "{:?}", r.error);
+    assert_eq!(step(&r, "s").attempts.len(), 3);
+    // A hanging tool times out after 60 s, and the TIMEOUT is retried like a transient error.
+    let time = clock();
+    let script = Script::new().on("/tools/t.tool", hang(time.clone()));
+    let r = executor(&script, &time, Options::default()).run(&load(&dir), json("{}")).unwrap();
+    let s = step(&r, "s");
+    assert_eq!(s.attempts.iter().map(|a| a.outcome).collect::<Vec<_>>(), [Outcome::Timeout; 3]);
+    assert_eq!(r.error.unwrap().message, "the call timed out after 60 s (after 3 attempts)");
+}
+
+#[test]
+fn out_of_range_options_are_refused_before_the_run() {
+    let dir = one_step("options-range", "");
+    let script = Script::new();
+    let cases: Vec<(Options, &str)> = vec![
+        (
+            Options { timeout_seconds: 0.5, ..Options::default() },
+            "`timeout_seconds` must be from 1 to 300 (seconds), and it is 0.5",
+        ),
+        (Options { timeout_seconds: 1e17, ..Options::default() }, "and it is 1e17"),
+        (
+            Options { retry: RetryPolicy { base_delay_seconds: 1e20, ..RetryPolicy::default() }, ..Options::default() },
+            "`base_delay_seconds` must be from 0.1 to 10 (seconds), and it is 1e20",
+        ),
+        (
+            Options { retry: RetryPolicy { max_retries: 6, ..RetryPolicy::default() }, ..Options::default() },
+            "`max_retries` must be an integer from 0 to 5, and it is 6",
+        ),
+        (Options { deadline: Some(Duration::from_secs(100_000)), ..Options::default() }, "`deadline` must be"),
+        (Options { max_concurrency: 0, ..Options::default() }, "`concurrency` must be an integer from 1 to 1024"),
+        (
+            Options {
+                breaker: BreakerPolicy { failure_threshold: 11, ..BreakerPolicy::default() },
+                ..Options::default()
+            },
+            "`breaker threshold` must be an integer from 1 to 10, and it is 11",
+        ),
+        (
+            Options {
+                breaker: BreakerPolicy { reset_timeout_seconds: 1e300, ..BreakerPolicy::default() },
+                ..Options::default()
+            },
+            "`breaker reset` must be from 10 to 300 (seconds), and it is 1e300",
+        ),
+    ];
+    for (options, message) in cases {
+        let e = executor(&script, &clock(), options.clone()).run(&load(&dir), json("{}")).unwrap_err();
+        assert_eq!(e.code().as_str(), "E0814");
+        assert!(e.to_string().contains(message), "{e}");
+        assert!(matches!(e, GuardError::OutOfRange { .. }));
+        let trace = run(&dir, "{}", &script).trace;
+        assert!(replay(&load(&dir), &trace, options).is_err(), "replay checks them too");
+    }
+    assert!(script.calls.lock().unwrap().len() == 2 * 8, "only the 8 reference runs called tools");
+}
+
+#[test]
+fn a_fan_out_failure_stops_an_independent_step_waiting_for_a_slot() {
+    // Three workers. `a_fan`'s child 0 runs slowly while child 1 fails at once; `b_gate`
+    // holds a worker until child 1 has failed, then ends, which makes `c_other` (independent
+    // of the fan-out) ready while the fan-out still waits for child 0. It must not start.
+    let dir = root(
+        "fan-fail-fast",
+        &[
+            ("/tools/t.tool", ANY_TOOL),
+            (
+                "main.tool",
+                r#"{"instructions": [
+                  {"execution_id": "a_fan", "tool_definition_path": "/tools/t.tool",
+                   "parallel_execution": {"iterate_over": [0, 1, 2, 3], "child_argument_name": "i"}},
+                  {"execution_id": "b_gate", "tool_definition_path": "/tools/t.tool", "arguments": {"gate": true}},
+                  {"execution_id": "c_other", "tool_definition_path": "/tools/t.tool", "arguments": {"after": "REF:b_gate.gate"}}
+                ]}"#,
+            ),
+        ],
+    );
+    let failed = Arc::new(tdsl::exec::Signal::new());
+    let seen = failed.clone();
+    let script = Script::new().on("/tools/t.tool", move |call, _| {
+        let a = &call.arguments;
+        if a.get_direct("gate").is_some() {
+            // A generous bound that only proves "did not hang".
+            seen.wait_real(Some(Duration::from_secs(10)));
+            return Ok(json(r#"{"gate": true}"#));
+        }
+        match a.get_direct("i").and_then(Value::as_f64) {
+            Some(1.0) => {
+                failed.raise();
+                Err(ToolError::permanent("child 1 fails"))
+            }
+            Some(0.0) => {
+                std::thread::sleep(Duration::from_millis(500));
+                Ok(json("{}"))
+            }
+            _ => Ok(json("{}")),
+        }
+    });
+    let r = run_with(&dir, "{}", &script, Options { max_concurrency: 3, ..Options::default() });
+    assert_eq!(r.status, RunStatus::Failed);
+    assert_eq!(r.error.clone().unwrap().step.as_deref(), Some("a_fan[1]"));
+    let other = step(&r, "c_other");
+    assert_eq!(other.status, StepStatus::Cancelled, "{other:?}");
+    assert!(other.attempts.is_empty());
+    assert!(script.calls.lock().unwrap().iter().all(|c| c.arguments.get_direct("after").is_none()), "never called");
 }

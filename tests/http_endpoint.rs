@@ -106,7 +106,7 @@ fn run(dir: &Path) -> (i32, String, String, Vec<String>) {
         trace.to_str().expect("utf-8"),
     ]);
     let t: Value = serde_json::from_str(&std::fs::read_to_string(&trace).expect("trace")).expect("JSON");
-    let outcomes = t["steps"][0]["attempts"]
+    let outcomes = t["step_results"][0]["attempts"]
         .as_array()
         .expect("attempts")
         .iter()
@@ -141,7 +141,7 @@ fn statuses_429_and_5xx_are_transient_and_retried() {
         (429, "", Duration::ZERO),
         (200, r#"{"ok": true}"#, Duration::ZERO),
     ]);
-    root(dir.path(), &url, r#", "retry": {"max_retries": 3, "base_delay_seconds": 0.01}"#);
+    root(dir.path(), &url, r#", "retry": {"max_retries": 3, "base_delay_seconds": 0.1}"#);
     let (code, _, stderr, outcomes) = run(dir.path());
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(outcomes, ["transient", "transient", "ok"]);
@@ -152,7 +152,7 @@ fn statuses_429_and_5xx_are_transient_and_retried() {
 fn other_statuses_and_bodies_that_are_not_json_are_permanent() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (url, _) = server(vec![(400, r#"{"error": "q must not be empty"}"#, Duration::ZERO)]);
-    root(dir.path(), &url, r#", "retry": {"max_retries": 3, "base_delay_seconds": 0.01}"#);
+    root(dir.path(), &url, r#", "retry": {"max_retries": 3, "base_delay_seconds": 0.1}"#);
     let (code, _, stderr, outcomes) = run(dir.path());
     assert_eq!(code, 1);
     assert_eq!(outcomes, ["permanent"], "not retried");
@@ -160,7 +160,7 @@ fn other_statuses_and_bodies_that_are_not_json_are_permanent() {
 
     let dir = tempfile::tempdir().expect("tempdir");
     let (url, _) = server(vec![(200, "<html>oops</html>", Duration::ZERO)]);
-    root(dir.path(), &url, r#", "retry": {"max_retries": 3, "base_delay_seconds": 0.01}"#);
+    root(dir.path(), &url, r#", "retry": {"max_retries": 3, "base_delay_seconds": 0.1}"#);
     let (code, _, stderr, outcomes) = run(dir.path());
     assert_eq!(code, 1);
     assert_eq!(outcomes, ["permanent"]);
@@ -175,7 +175,7 @@ fn a_connection_refused_is_transient() {
         let l = TcpListener::bind("127.0.0.1:0").expect("bind");
         format!("http://{}", l.local_addr().expect("addr"))
     };
-    root(dir.path(), &url, r#", "retry": {"max_retries": 1, "base_delay_seconds": 0.01}"#);
+    root(dir.path(), &url, r#", "retry": {"max_retries": 1, "base_delay_seconds": 0.1}"#);
     let (code, _, stderr, outcomes) = run(dir.path());
     assert_eq!(code, 1);
     assert_eq!(outcomes, ["transient", "transient"], "retried");
@@ -186,7 +186,8 @@ fn a_connection_refused_is_transient() {
 fn a_slow_answer_times_out() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (url, _) = server(vec![(200, "{}", Duration::from_secs(5))]);
-    root(dir.path(), &url, r#", "timeout_seconds": 1"#);
+    // No retries: a timeout is transient, retried twice by default (seed 000).
+    root(dir.path(), &url, r#", "timeout_seconds": 1, "retry": {"max_retries": 0}"#);
     let started = std::time::Instant::now();
     let (code, _, stderr, outcomes) = run(dir.path());
     assert_eq!(code, 1);

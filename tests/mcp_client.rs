@@ -86,7 +86,7 @@ fn calling_root(dir: &Path, served: &Path) -> PathBuf {
             &root.join(format!("{name}.tool")),
             &format!(
                 r#"{{"instructions": [{{"execution_id": "call", "tool_definition_path": "{callee}",
-                     "retry": {{"max_retries": 2, "base_delay_seconds": 0.01}}}}]}}"#
+                     "retry": {{"max_retries": 2, "base_delay_seconds": 0.1}}}}]}}"#
             ),
         );
     }
@@ -132,12 +132,13 @@ fn a_composite_calls_tools_served_by_tdsl_serve_over_mcp() {
 
     // MCP calls are in the trace like any other call.
     let trace: Value = serde_json::from_str(&std::fs::read_to_string(trace).expect("trace")).expect("JSON");
-    let greet = trace["steps"].as_array().expect("steps").iter().find(|s| s["execution_id"] == "greet").expect("greet");
+    let greet =
+        trace["step_results"].as_array().expect("steps").iter().find(|s| s["step_id"] == "greet").expect("greet");
     assert_eq!(greet["tool"], "/remote/upper.tool", "{greet}");
     assert_eq!(greet["status"], "COMPLETED");
     assert_eq!(greet["attempts"][0]["outcome"], "ok");
     assert_eq!(greet["attempts"][0]["response"], json!({"text": "HELLO"}));
-    let each = trace["steps"].as_array().expect("steps").iter().find(|s| s["execution_id"] == "each").expect("each");
+    let each = trace["step_results"].as_array().expect("steps").iter().find(|s| s["step_id"] == "each").expect("each");
     assert_eq!(each["children"].as_array().map(Vec::len), Some(3), "{each}");
 }
 
@@ -163,7 +164,7 @@ fn mcp_tool_errors_are_permanent_and_name_the_tool() {
     assert!(out.stderr.contains("the MCP tool `boom`"), "{}", out.stderr);
     assert!(out.stderr.contains("reported an error") && out.stderr.contains("the reactor is down"), "{}", out.stderr);
     let t: Value = serde_json::from_str(&std::fs::read_to_string(&trace).expect("trace")).expect("JSON");
-    let attempts = t["steps"][0]["attempts"].as_array().expect("attempts");
+    let attempts = t["step_results"][0]["attempts"].as_array().expect("attempts");
     assert_eq!(attempts.len(), 1, "a permanent error is not retried: {attempts:?}");
     assert_eq!(attempts[0]["outcome"], "permanent");
 
@@ -192,7 +193,7 @@ fn a_server_that_cannot_start_or_dies_is_reported_with_its_stderr() {
             &root.join(format!("{name}.tool")),
             &format!(
                 r#"{{"instructions": [{{"execution_id": "call", "tool_definition_path": "/tools/{name}.tool",
-                     "retry": {{"max_retries": 1, "base_delay_seconds": 0.01}}}}]}}"#
+                     "retry": {{"max_retries": 1, "base_delay_seconds": 0.1}}}}]}}"#
             ),
         );
     }
@@ -207,7 +208,7 @@ fn a_server_that_cannot_start_or_dies_is_reported_with_its_stderr() {
             trace.to_str().expect("utf-8"),
         ]);
         let t: Value = serde_json::from_str(&std::fs::read_to_string(&trace).expect("trace")).expect("JSON");
-        let outcomes: Vec<String> = t["steps"][0]["attempts"]
+        let outcomes: Vec<String> = t["step_results"][0]["attempts"]
             .as_array()
             .expect("attempts")
             .iter()

@@ -198,7 +198,7 @@ fn python_endpoints_root(dir: &Path) -> PathBuf {
     std::fs::write(
         root.join("retries.tool"),
         r#"{"instructions": [{"execution_id": "f", "tool_definition_path": "/py/flaky.tool",
-             "arguments": {"key": "k", "failures": 1}, "retry": {"max_retries": 2, "base_delay_seconds": 0.01}}],
+             "arguments": {"key": "k", "failures": 1}, "retry": {"max_retries": 2, "base_delay_seconds": 0.1}}],
             "response_reference_map": {"calls": "REF:f.calls"}}"#,
     )
     .expect("write");
@@ -226,7 +226,7 @@ fn mcp_endpoints_call_a_server_written_with_the_python_sdk() {
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("the MCP tool `fail`") && stderr.contains("boom"), "{stderr}");
     let t: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&trace).expect("trace")).expect("JSON");
-    assert_eq!(t["steps"][0]["attempts"][0]["outcome"], "permanent", "{t}");
+    assert_eq!(t["step_results"][0]["attempts"][0]["outcome"], "permanent", "{t}");
 
     // The SDK's tool errors are permanent, so `flaky` fails at once whatever the retry says.
     let retries = root.join("retries.tool");

@@ -56,7 +56,7 @@ fn a_tool_that_fails_transiently_is_retried_until_it_answers() {
     assert_eq!(json(&o.stdout), json(r#"{"calls": 3}"#));
     let t = json(&std::fs::read_to_string(&trace).unwrap());
     assert_eq!(t["total_retries"], 2);
-    let attempts = t["steps"][0]["attempts"].as_array().unwrap();
+    let attempts = t["step_results"][0]["attempts"].as_array().unwrap();
     assert_eq!(
         attempts.iter().map(|a| a["outcome"].as_str().unwrap()).collect::<Vec<_>>(),
         ["transient", "transient", "ok"]
@@ -77,7 +77,7 @@ fn a_hanging_tool_is_killed_at_its_timeout() {
     assert_eq!(o.code, 1, "{}", o.stderr);
     assert_eq!(o.stdout, "");
     assert!(
-        o.stderr.contains("error: TIMEOUT: step `stuck` failed: the call timed out after 0.3 s [E0804]"),
+        o.stderr.contains("error: TIMEOUT: step `stuck` failed: the call timed out after 1 s [E0804]"),
         "{}",
         o.stderr
     );
@@ -283,4 +283,113 @@ fn progress_is_shown_on_a_terminal() {
     p.exp_string("process_valid_data SKIPPED (conditions)").expect("the skipped branch is shown");
     p.exp_string("\"rejected\"").expect("the result follows");
     p.exp_eof().expect("the run ends");
+}
+
+#[test]
+fn out_of_range_numbers_on_the_command_line_are_usage_errors() {
+    for (flag, value, message) in [
+        ("--deadline", "1e20", "--deadline: `deadline` must be from 0.1 to 86400 (seconds), and it is 1e20"),
+        ("--deadline", "0", "--deadline: `deadline` must be from 0.1 to 86400 (seconds), and it is 0"),
+        ("--deadline", "NaN", "--deadline: `deadline` must be from 0.1 to 86400 (seconds), and it is NaN"),
+        ("--concurrency", "0", "--concurrency: `concurrency` must be an integer from 1 to 1024, and it is 0"),
+        ("--concurrency", "2000", "--concurrency: `concurrency` must be an integer from 1 to 1024, and it is 2000"),
+        ("--breaker-threshold", "0", "--breaker-threshold: `breaker threshold` must be an integer from 1 to 10"),
+        ("--breaker-threshold", "11", "--breaker-threshold: `breaker threshold` must be an integer from 1 to 10"),
+        ("--breaker-reset-seconds", "5", "--breaker-reset-seconds: `breaker reset` must be from 10 to 300 (seconds)"),
+        ("--breaker-reset-seconds", "1e300", "and it is 1e300"),
+        ("--breaker-half-open-calls", "6", "--breaker-half-open-calls: `breaker half-open calls` must be an integer"),
+    ] {
+        let o = tdsl(&["run", "tests/data/run/echo.tool", "--root", ROOT, "--arg", r#"name="x""#, flag, value]);
+        assert_eq!(o.code, 2, "{flag} {value}: {}", o.stderr);
+        assert!(o.stderr.contains(message), "{flag} {value}: {}", o.stderr);
+        assert_eq!(o.stdout, "");
+    }
+    // In range, the same flags run.
+    let o = tdsl(&[
+        "run",
+        "tests/data/run/echo.tool",
+        "--root",
+        ROOT,
+        "--arg",
+        r#"name="x""#,
+        "--deadline",
+        "86400",
+        "--concurrency",
+        "1024",
+        "--breaker-threshold",
+        "10",
+        "--breaker-reset-seconds",
+        "10",
+        "--breaker-half-open-calls",
+        "5",
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+}
+
+#[test]
+fn out_of_range_retry_and_timeout_numbers_are_check_errors_with_spans() {
+    let o = tdsl(&["check", "tests/data/tool/err/retry_and_timeout_huge.tool", "--format", "json"]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    let all = json(&o.stdout);
+    let found: Vec<&serde_json::Value> =
+        all.as_array().expect("a list").iter().filter(|d| d["code"] == "E0521").collect();
+    let keys: Vec<(String, u64)> = found
+        .iter()
+        .map(|d| (d["message"].as_str().unwrap().split('`').nth(1).unwrap().to_string(), d["line"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            ("timeout_seconds".to_string(), 3),
+            ("max_retries".to_string(), 4),
+            ("base_delay_seconds".to_string(), 4),
+            ("max_delay_seconds".to_string(), 4),
+            ("factor".to_string(), 4),
+            ("jitter".to_string(), 4)
+        ]
+    );
+    assert!(found[0]["message"].as_str().unwrap().ends_with("must be from 1 to 300 (seconds)"), "{:?}", found[0]);
+}
+
+#[test]
+fn breaker_flags_decide_whether_a_fourth_try_can_run() {
+    let dir = temp("fourth");
+    let mock = dir.join("mock.json");
+    std::fs::write(&mock, r#"{"/tools/recovers.tool": {"$fail_transiently": 3, "$then": {"ok": true}}}"#).unwrap();
+    let trace = dir.join("trace.json");
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "tests/data/run/fourth.tool",
+            "--root",
+            ROOT,
+            "--mock",
+            mock.to_str().unwrap(),
+            "--trace",
+            trace.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        tdsl(&args)
+    };
+    // The default threshold (3) opens the breaker on the third failure: the fourth attempt
+    // is refused at once, naming the tool and when it half-opens.
+    let o = run(&[]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(o.stderr.contains("the circuit breaker of `/tools/recovers.tool` is open"), "{}", o.stderr);
+    assert!(o.stderr.contains("it half-opens in 60 s, at "), "{}", o.stderr);
+    assert!(o.stderr.contains("[E0806]"), "{}", o.stderr);
+    let t = json(&std::fs::read_to_string(&trace).unwrap());
+    assert_eq!(t["step_results"][0]["circuit_state"], "OPEN");
+    assert_eq!(t["circuit_breaker_trips"], 1);
+    let outcomes: Vec<&str> =
+        t["step_results"][0]["attempts"].as_array().unwrap().iter().map(|a| a["outcome"].as_str().unwrap()).collect();
+    assert_eq!(outcomes, ["transient", "transient", "transient", "refused"]);
+
+    let o = run(&["--breaker-threshold", "4"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(json(&o.stdout), json(r#"{"ok": true}"#));
+    let t = json(&std::fs::read_to_string(&trace).unwrap());
+    assert_eq!(t["step_results"][0]["retry_count"], 3);
+    assert_eq!(t["step_results"][0]["circuit_state"], "CLOSED");
+    assert_eq!((t["tools_executed"].as_u64(), t["success_rate"].as_f64()), (Some(1), Some(1.0)));
 }

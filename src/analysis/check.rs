@@ -398,7 +398,17 @@ impl<'a> Checker<'a> {
         let shapes = self.callee_shapes(callee.as_ref(), declared_responses);
         let plain_result = shapes.result.clone();
         let parallel = ins.parallel_execution.as_ref();
-        let raw = if parallel.is_some() { Type::List(Arc::new(plain_result.clone())) } else { shapes.response.clone() };
+        // A parallel child's element is its callee's response as returned (SPEC §6.3): the
+        // declared response object, or the value of a declared `response` when the tool
+        // returns a non-object; anything when it declares no responses.
+        let element = match declared_responses {
+            None => Type::Any,
+            Some(_) => match object_fields(&shapes.response).into_iter().find(|(k, _)| &**k == "response") {
+                Some((_, alias)) => shapes.response.clone().union(alias),
+                None => shapes.response.clone(),
+            },
+        };
+        let raw = if parallel.is_some() { Type::List(Arc::new(element.clone())) } else { shapes.response.clone() };
         let raw_fields: Option<&Fields> = if parallel.is_some() { None } else { shapes.fields.as_ref() };
         let transformed: Vec<Arc<str>> = ins
             .transform_arguments
@@ -531,7 +541,7 @@ impl<'a> Checker<'a> {
 
         // The result, as REFs to this step see it (SPEC §6.4).
         let mut fields: crate::types::Fields = match parallel {
-            Some(_) => [(Arc::from("response"), Type::List(Arc::new(plain_result.clone())))].into_iter().collect(),
+            Some(_) => [(Arc::from("response"), Type::List(Arc::new(element.clone())))].into_iter().collect(),
             None => object_fields(&plain_result).into_iter().collect(),
         };
         for (k, ty) in transform_responses.iter().flat_map(|r| &r.outputs) {

@@ -21,10 +21,12 @@ use clap::Args;
 use super::check::tool_root;
 use super::signals::Interrupts;
 use super::{color_stderr, render, usage_failure, UsageError};
+use crate::exec::breaker::BreakerPolicy;
 use crate::exec::host::{HostRunner, Mock};
 use crate::exec::{
     replay, Event, Executor, Guards, LoadError, Observer, Options, Run, RunStatus, StepStatus, Trace, Workflow,
 };
+use crate::ranges;
 use crate::value::{Map, SmolStr, Value};
 
 /// Arguments of `tdsl run`.
@@ -49,12 +51,22 @@ pub struct RunArgs {
     /// Answers tool calls from this JSON file instead of running the tools it lists.
     #[arg(long, value_name = "FILE")]
     mock: Option<PathBuf>,
-    /// The most tool calls in flight at once.
+    /// The most tool calls in flight at once (1–1024).
     #[arg(long, value_name = "N", default_value_t = 8)]
     concurrency: usize,
-    /// The whole run's deadline, in seconds.
+    /// The whole run's deadline, in seconds (0.1–86400).
     #[arg(long, value_name = "SECONDS")]
     deadline: Option<f64>,
+    /// Consecutive failed attempts that open a tool's circuit breaker (1–10, default 3).
+    #[arg(long, value_name = "N")]
+    breaker_threshold: Option<u32>,
+    /// How long an open breaker refuses calls before it half-opens, in seconds (10–300,
+    /// default 60).
+    #[arg(long, value_name = "SECONDS")]
+    breaker_reset_seconds: Option<f64>,
+    /// Trial calls a half-open breaker lets through (1–5, default 1).
+    #[arg(long, value_name = "N")]
+    breaker_half_open_calls: Option<u32>,
     /// Only tool paths matching one of these globs may be called (repeatable).
     #[arg(long = "allow-tool", value_name = "GLOB")]
     allow_tool: Vec<String>,
@@ -129,6 +141,8 @@ enum Stop {
 }
 
 fn prepare(args: &RunArgs) -> Result<(Workflow, Executor, Value), Stop> {
+    // Out-of-range numbers are usage errors before anything is read.
+    execution_options(args, Guards::new()).map_err(usage)?;
     let root = tool_root(args.root.as_deref()).map_err(Stop::Usage)?;
     let given = PathBuf::from(&args.tool);
     let file = if given.is_file() || (given.exists() && !given.is_dir()) {
@@ -180,15 +194,7 @@ fn prepare(args: &RunArgs) -> Result<(Workflow, Executor, Value), Stop> {
     if let Some(n) = args.max_fan_out {
         guards = guards.max_fan_out(n);
     }
-    let deadline = match args.deadline {
-        Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
-        Some(s) => return Err(usage(format!("--deadline {s}: must be a positive number of seconds"))),
-        None => None,
-    };
-    if args.concurrency == 0 {
-        return Err(usage("--concurrency must be at least 1".to_string()));
-    }
-    let options = Options { max_concurrency: args.concurrency, deadline, guards, ..Options::default() };
+    let options = execution_options(args, guards).map_err(usage)?;
     let mut executor = Executor::new(runner).with_options(options);
     if let Some(seed) = args.seed {
         executor = executor.with_random(Arc::new(crate::exec::SeededRandom::new(seed)));
@@ -197,6 +203,39 @@ fn prepare(args: &RunArgs) -> Result<(Workflow, Executor, Value), Stop> {
         executor = executor.with_observer(Arc::new(Progress));
     }
     Ok((workflow, executor, arguments))
+}
+
+/// The executor's options from the command line: every number in its range
+/// ([`crate::ranges`]), or a usage error naming the flag.
+fn execution_options(args: &RunArgs, guards: Guards) -> Result<Options, String> {
+    let flag = |name: &str, e: crate::ranges::RangeError| format!("--{name}: {e}");
+    let deadline = match args.deadline {
+        Some(s) => {
+            let s = ranges::DEADLINE_SECONDS.check(s).map_err(|e| flag("deadline", e))?;
+            // In range, so finite and at most a day: the conversion cannot fail.
+            Some(Duration::try_from_secs_f64(s).map_err(|e| format!("--deadline: {e}"))?)
+        }
+        None => None,
+    };
+    // Past 2^53 a usize is not exact as f64, but it is out of range either way.
+    ranges::CONCURRENCY.check(args.concurrency as f64).map_err(|e| flag("concurrency", e))?;
+    let mut breaker = BreakerPolicy::default();
+    if let Some(n) = args.breaker_threshold {
+        ranges::BREAKER_THRESHOLD.check(f64::from(n)).map_err(|e| flag("breaker-threshold", e))?;
+        breaker.failure_threshold = n;
+    }
+    if let Some(s) = args.breaker_reset_seconds {
+        breaker.reset_timeout_seconds =
+            ranges::BREAKER_RESET_SECONDS.check(s).map_err(|e| flag("breaker-reset-seconds", e))?;
+    }
+    if let Some(n) = args.breaker_half_open_calls {
+        ranges::BREAKER_HALF_OPEN_CALLS.check(f64::from(n)).map_err(|e| flag("breaker-half-open-calls", e))?;
+        breaker.half_open_calls = n;
+    }
+    let options = Options { max_concurrency: args.concurrency, deadline, breaker, guards, ..Options::default() };
+    // The library's own check, so that the two can never disagree.
+    options.validate().map_err(|e| e.to_string())?;
+    Ok(options)
 }
 
 fn usage(message: String) -> Stop {

@@ -7,7 +7,14 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
-/// Breaker settings.
+use crate::ranges::{self, RangeError};
+
+/// The default failure threshold (seed 000's): a step whose `max_retries` reaches it can
+/// never make its last attempts, which `tdsl check` warns about.
+pub const DEFAULT_FAILURE_THRESHOLD: u32 = 3;
+
+/// Breaker settings (failure threshold 1–10, reset 10–300 s, half-open calls 1–5;
+/// [`BreakerPolicy::validate`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct BreakerPolicy {
@@ -21,13 +28,31 @@ pub struct BreakerPolicy {
 
 impl Default for BreakerPolicy {
     fn default() -> BreakerPolicy {
-        BreakerPolicy { failure_threshold: 3, reset_timeout_seconds: 60.0, half_open_calls: 1 }
+        BreakerPolicy { failure_threshold: DEFAULT_FAILURE_THRESHOLD, reset_timeout_seconds: 60.0, half_open_calls: 1 }
+    }
+}
+
+impl BreakerPolicy {
+    /// Every field in its range (SPEC §6.5).
+    pub fn validate(&self) -> Result<(), RangeError> {
+        ranges::BREAKER_THRESHOLD.check(f64::from(self.failure_threshold))?;
+        ranges::BREAKER_RESET_SECONDS.check(self.reset_timeout_seconds)?;
+        ranges::BREAKER_HALF_OPEN_CALLS.check(f64::from(self.half_open_calls))?;
+        Ok(())
+    }
+
+    /// The reset timeout in milliseconds, saturating (never a wrapping cast).
+    fn reset_ms(&self) -> u64 {
+        let d = std::time::Duration::try_from_secs_f64(self.reset_timeout_seconds).unwrap_or(
+            if self.reset_timeout_seconds > 0.0 { std::time::Duration::MAX } else { std::time::Duration::ZERO },
+        );
+        u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
     }
 }
 
 /// A breaker's state.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum BreakerState {
     /// Calls pass; counts consecutive failures.
     Closed,
@@ -50,6 +75,15 @@ struct Breaker {
 pub struct Breakers {
     policy: BreakerPolicy,
     by_tool: Mutex<HashMap<String, Breaker>>,
+}
+
+/// Why a call would be refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// The breaker is open until this monotonic time (milliseconds), when it half-opens.
+    OpenUntil(u64),
+    /// The breaker is half-open and its trial calls are all in flight.
+    TrialsInFlight,
 }
 
 /// Whether a call may go ahead.
@@ -82,8 +116,7 @@ impl Breakers {
     pub fn admit(&self, tool: &str, now_ms: u64) -> Admission {
         self.with(tool, |b, p| {
             if b.state == BreakerState::Open {
-                let reset_ms = (p.reset_timeout_seconds.max(0.0) * 1000.0) as u64;
-                if now_ms.saturating_sub(b.opened_at_ms) >= reset_ms {
+                if now_ms.saturating_sub(b.opened_at_ms) >= p.reset_ms() {
                     b.state = BreakerState::HalfOpen;
                     b.trials_in_flight = 0;
                 } else {
@@ -97,6 +130,20 @@ impl Breakers {
                 b.trials_in_flight += 1;
             }
             Admission::Allowed
+        })
+    }
+
+    /// Whether a call at `at_ms` would be refused, and until when, without changing the
+    /// breaker: a call the breaker will refuse fails at once, without waiting for its
+    /// back-off (SPEC §6.5).
+    pub fn refusal(&self, tool: &str, at_ms: u64) -> Option<Refusal> {
+        self.with(tool, |b, p| match b.state {
+            BreakerState::Open => {
+                let until = b.opened_at_ms.saturating_add(p.reset_ms());
+                (at_ms < until).then_some(Refusal::OpenUntil(until))
+            }
+            BreakerState::HalfOpen if b.trials_in_flight >= p.half_open_calls.max(1) => Some(Refusal::TrialsInFlight),
+            _ => None,
         })
     }
 
@@ -148,6 +195,30 @@ mod tests {
         assert_eq!(b.admit("t", 60_011), Admission::Refused, "one trial at a time");
         b.success("t");
         assert_eq!(b.state("t"), BreakerState::Closed);
+    }
+
+    #[test]
+    fn refusal_says_until_when_without_changing_the_state() {
+        let b = Breakers::new(BreakerPolicy::default());
+        assert_eq!(b.refusal("t", 0), None);
+        for _ in 0..3 {
+            b.failure("t", 1_000);
+        }
+        assert_eq!(b.refusal("t", 30_000), Some(Refusal::OpenUntil(61_000)));
+        assert_eq!(b.refusal("t", 61_000), None, "half-opens by then");
+        assert_eq!(b.state("t"), BreakerState::Open);
+        assert_eq!(b.admit("t", 61_000), Admission::Allowed);
+        assert_eq!(b.refusal("t", 61_000), Some(Refusal::TrialsInFlight));
+    }
+
+    #[test]
+    fn ranges_are_checked_and_a_huge_reset_saturates() {
+        assert!(BreakerPolicy::default().validate().is_ok());
+        let p = BreakerPolicy { reset_timeout_seconds: 1e300, ..BreakerPolicy::default() };
+        assert!(p.validate().is_err());
+        assert_eq!(p.reset_ms(), u64::MAX);
+        assert!(BreakerPolicy { failure_threshold: 0, ..BreakerPolicy::default() }.validate().is_err());
+        assert!(BreakerPolicy { half_open_calls: 6, ..BreakerPolicy::default() }.validate().is_err());
     }
 
     #[test]

@@ -12,6 +12,7 @@ use super::scheduler::{self, Source};
 use super::time::{Random, SeededRandom, SystemTime, Time};
 use super::trace::{RunError, RunStatus, StepStatus, Trace};
 use super::workflow::Workflow;
+use crate::ranges::{self, RangeError};
 use crate::value::Value;
 
 /// How an executor runs workflows.
@@ -25,8 +26,11 @@ pub struct Options {
     pub retry: RetryPolicy,
     /// The circuit breaker of every tool.
     pub breaker: BreakerPolicy,
-    /// The whole run's deadline, from its start.
+    /// The whole run's deadline, from its start (0.1 s to 24 h).
     pub deadline: Option<Duration>,
+    /// The bound on one attempt of a step without `timeout_seconds`, in seconds (1–300;
+    /// 60 by default, as in `seeds/000_7c8da07936e01cd9.txt`).
+    pub timeout_seconds: f64,
     /// How deep composite callees may nest (the root composite is depth 0).
     pub max_depth: usize,
     /// Limits checked before the run.
@@ -43,10 +47,31 @@ impl Default for Options {
             retry: RetryPolicy::default(),
             breaker: BreakerPolicy::default(),
             deadline: None,
+            timeout_seconds: DEFAULT_TIMEOUT_SECONDS,
             max_depth: 8,
             guards: Guards::default(),
             cancel_grace: Duration::from_secs(2),
         }
+    }
+}
+
+/// The default bound on one attempt, in seconds.
+pub const DEFAULT_TIMEOUT_SECONDS: f64 = 60.0;
+
+impl Options {
+    /// Every number that configures execution in its range (SPEC §6.5, [`crate::ranges`]):
+    /// the retry defaults, the breaker, the deadline, the concurrency and the default
+    /// timeout. [`Executor::run`] refuses options that do not pass (`E0814`).
+    pub fn validate(&self) -> Result<(), RangeError> {
+        self.retry.validate()?;
+        self.breaker.validate()?;
+        if let Some(d) = self.deadline {
+            ranges::DEADLINE_SECONDS.check(d.as_secs_f64())?;
+        }
+        // A usize past 2^53 is not exact as f64, but it is out of range either way.
+        ranges::CONCURRENCY.check(self.max_concurrency as f64)?;
+        ranges::TIMEOUT_SECONDS.check(self.timeout_seconds)?;
+        Ok(())
     }
 }
 
@@ -182,7 +207,8 @@ impl Executor {
     }
 
     /// Runs a workflow with `arguments` (an object). Refused, with no tool called, when a
-    /// guard does not allow it; otherwise the run's outcome, whatever it is.
+    /// guard does not allow it or an option is out of range ([`Options::validate`]);
+    /// otherwise the run's outcome, whatever it is.
     pub fn run(&self, workflow: &Workflow, arguments: Value) -> Result<Run, GuardError> {
         self.run_cancellable(workflow, arguments, &CancelToken::new())
     }
@@ -199,6 +225,7 @@ impl Executor {
         arguments: Value,
         cancel: &CancelToken,
     ) -> Result<Run, GuardError> {
+        self.options.validate()?;
         self.options.guards.check(workflow)?;
         Ok(scheduler::run(self, workflow, arguments, &Source::Live, cancel))
     }

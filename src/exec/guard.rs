@@ -52,6 +52,13 @@ pub enum GuardError {
         /// The bound.
         max: usize,
     },
+    /// A number that configures execution is out of its range (`Options::validate`).
+    OutOfRange {
+        /// The setting (`timeout_seconds`, `breaker threshold`, …).
+        setting: &'static str,
+        /// What is wrong, with the range.
+        message: String,
+    },
     /// A parallel step fans out wider than allowed.
     FanOutTooWide {
         /// The step.
@@ -70,6 +77,7 @@ impl GuardError {
             GuardError::ToolNotAllowed { .. } => Code::ToolNotAllowed,
             GuardError::TooManySteps { .. } => Code::TooManySteps,
             GuardError::FanOutTooWide { .. } => Code::FanOutTooWide,
+            GuardError::OutOfRange { .. } => Code::SettingOutOfRange,
         }
     }
 }
@@ -85,6 +93,7 @@ impl fmt::Display for GuardError {
             GuardError::TooManySteps { steps, max } => {
                 write!(f, "the run could execute {steps} steps, more than the maximum of {max}")
             }
+            GuardError::OutOfRange { message, .. } => write!(f, "the executor's options: {message}"),
             GuardError::FanOutTooWide { step, width, max } => {
                 write!(f, "step `{step}` fans out to {width} children, more than the maximum of {max}")
             }
@@ -106,6 +115,12 @@ pub fn tool_globs<S: AsRef<str>>(globs: &[S]) -> Result<GlobSet, String> {
         builder.add(glob);
     }
     builder.build().map_err(|e| e.to_string())
+}
+
+impl From<crate::ranges::RangeError> for GuardError {
+    fn from(e: crate::ranges::RangeError) -> GuardError {
+        GuardError::OutOfRange { setting: e.range.name, message: e.to_string() }
+    }
 }
 
 impl Guards {

@@ -47,6 +47,7 @@ pub struct Replay {
 /// Replays `trace` on `workflow`. The options' concurrency, retry defaults and guards
 /// apply; the deadline does not (recorded deadline outcomes are replayed as they were).
 pub fn replay(workflow: &Workflow, trace: &Trace, options: Options) -> Result<Replay, GuardError> {
+    options.validate()?;
     options.guards.check(workflow)?;
     let recording = Arc::new(Recording::from_trace(trace));
     let wall = chrono::DateTime::parse_from_rfc3339(&trace.started_at).map_or(0, |t| t.timestamp_millis());

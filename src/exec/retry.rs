@@ -5,9 +5,12 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::time::Random;
+use crate::ranges::{self, RangeError};
 
-/// A step's retry policy: `{"max_retries": 0, "base_delay_seconds": 1.0, "factor": 2.0,
-/// "max_delay_seconds": 30.0, "jitter": 0.1}` by default.
+/// A step's retry policy: `{"max_retries": 2, "base_delay_seconds": 1.0, "factor": 2.0,
+/// "max_delay_seconds": 30.0, "jitter": 0.1}` by default (the defaults of
+/// `seeds/000_7c8da07936e01cd9.txt`). Each field has a range ([`crate::ranges`]) that
+/// [`RetryPolicy::validate`] checks.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RetryPolicy {
@@ -25,11 +28,21 @@ pub struct RetryPolicy {
 
 impl Default for RetryPolicy {
     fn default() -> RetryPolicy {
-        RetryPolicy { max_retries: 0, base_delay_seconds: 1.0, factor: 2.0, max_delay_seconds: 30.0, jitter: 0.1 }
+        RetryPolicy { max_retries: 2, base_delay_seconds: 1.0, factor: 2.0, max_delay_seconds: 30.0, jitter: 0.1 }
     }
 }
 
 impl RetryPolicy {
+    /// Every field in its range (SPEC §6.5).
+    pub fn validate(&self) -> Result<(), RangeError> {
+        ranges::MAX_RETRIES.check(f64::from(self.max_retries))?;
+        ranges::BASE_DELAY_SECONDS.check(self.base_delay_seconds)?;
+        ranges::MAX_DELAY_SECONDS.check(self.max_delay_seconds)?;
+        ranges::FACTOR.check(self.factor)?;
+        ranges::JITTER.check(self.jitter)?;
+        Ok(())
+    }
+
     /// The delay before retry `n` (0-based): `min(max_delay, base_delay * factor^n)` ± a
     /// random `jitter` fraction of it, never negative.
     pub fn delay(&self, n: u32, random: &dyn Random) -> Duration {
@@ -41,7 +54,8 @@ impl RetryPolicy {
         // Uniform in [-jitter, +jitter).
         let spread = (random.next_f64() * 2.0 - 1.0) * jitter;
         let secs = (capped * (1.0 + spread)).max(0.0);
-        Duration::from_secs_f64(if secs.is_finite() { secs } else { 0.0 })
+        // Saturating: whatever the policy (a host may skip `validate`), never a panic.
+        Duration::try_from_secs_f64(secs).unwrap_or(if secs > 0.0 { Duration::MAX } else { Duration::ZERO })
     }
 }
 
@@ -70,6 +84,21 @@ mod tests {
         assert_eq!(p.delay(0, &Fixed(0.0)).as_millis(), 900);
         assert_eq!(p.delay(0, &Fixed(0.5)).as_millis(), 1000);
         assert!(p.delay(0, &Fixed(0.999_999)).as_millis() >= 1099);
+    }
+
+    #[test]
+    fn delays_far_out_of_range_saturate_instead_of_panicking() {
+        for huge in [1e20, 1e300, f64::INFINITY, f64::NAN] {
+            let p = RetryPolicy {
+                base_delay_seconds: huge,
+                max_delay_seconds: huge,
+                jitter: 0.0,
+                ..RetryPolicy::default()
+            };
+            let _ = p.delay(3, &Fixed(0.5));
+            assert!(p.validate().is_err());
+        }
+        assert!(RetryPolicy::default().validate().is_ok());
     }
 
     #[test]

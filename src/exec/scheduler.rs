@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use rayon::ScopeFifo;
 
-use super::breaker::Admission;
+use super::breaker::{Admission, Refusal};
 use super::clock::ClockScope;
 use super::data::{Env, StepError, Visible};
 use super::executor::{Event, Executor, Run};
@@ -30,7 +30,7 @@ use super::retry::RetryPolicy;
 use super::runner::{CancelToken, ErrorKind, ToolCall, ToolError};
 use super::time::Signal;
 use super::trace::{
-    rfc3339, Attempt, ChildTrace, Outcome, RunError, RunStatus, StepStatus, StepTrace, Trace, TRACE_FORMAT,
+    rfc3339, tool_name, Attempt, ChildTrace, Outcome, RunError, RunStatus, StepStatus, StepTrace, Trace, TRACE_FORMAT,
 };
 use super::validate::{self, Side};
 use super::workflow::{Tool, Workflow};
@@ -58,14 +58,22 @@ struct Limiter {
 struct Permit(Arc<Limiter>);
 
 impl Limiter {
-    fn acquire(self: &Arc<Limiter>) -> Permit {
+    /// A permit, or `None` when `stopped` says the run is failing: a call that waited for
+    /// a slot does not start after another step failed (fail-fast, SPEC §6.5).
+    fn acquire(self: &Arc<Limiter>, stopped: &dyn Fn() -> bool) -> Option<Permit> {
         let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        while s.0 >= self.max {
+        loop {
+            if stopped() {
+                return None;
+            }
+            if s.0 < self.max {
+                break;
+            }
             s = self.cv.wait(s).unwrap_or_else(PoisonError::into_inner);
         }
         s.0 += 1;
         s.1 = s.1.max(s.0);
-        Permit(self.clone())
+        Some(Permit(self.clone()))
     }
 
     fn peak(&self) -> usize {
@@ -78,7 +86,8 @@ impl Drop for Permit {
         let mut s = self.0.state.lock().unwrap_or_else(PoisonError::into_inner);
         s.0 -= 1;
         drop(s);
-        self.0.cv.notify_one();
+        // Every waiter looks: one may take the slot, the others may have to stop.
+        self.0.cv.notify_all();
     }
 }
 
@@ -91,11 +100,14 @@ pub(crate) struct Failure {
     message: String,
     /// A timeout (the step's or the run's deadline) rather than an error.
     timeout: bool,
+    /// Not a failure of its own: the call never started because another step had failed
+    /// while it waited for a slot (its step is CANCELLED, fail-fast).
+    cancelled: bool,
 }
 
 impl Failure {
     fn at(key: &str, e: StepError) -> Failure {
-        Failure { code: e.code, step: Some(key.to_string()), message: e.message, timeout: false }
+        Failure { code: e.code, step: Some(key.to_string()), message: e.message, timeout: false, cancelled: false }
     }
 
     fn to_run_error(&self) -> RunError {
@@ -111,6 +123,8 @@ struct Ctx<'a> {
     pool: rayon::ThreadPool,
     limiter: Arc<Limiter>,
     start_ms: u64,
+    /// The wall clock when the run started: steps' `started_at` count from it.
+    started_wall: i64,
     deadline_ms: Option<u64>,
     deadline_hit: AtomicBool,
     /// The run's cancellation: every call's token is a child of it.
@@ -172,10 +186,20 @@ pub(crate) fn run(ex: &Executor, wf: &Workflow, arguments: Value, source: &Sourc
     let threads = ex.options.max_concurrency.max(1);
     let start_ms = ex.time.monotonic_ms();
     let started_at = ex.time.wall_ms();
-    let run_id = format!("run-{:013x}", (ex.random.next_f64() * (1u64 << 52) as f64) as u64);
+    // In [0, 2^52): the cast is exact.
+    let id_bits = (ex.random.next_f64() * (1u64 << 52) as f64) as u64;
+    let run_id = format!("run-{id_bits:013x}");
+    let trace_id = format!("trace_{:012x}", id_bits & 0xffff_ffff_ffff);
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).thread_name(|i| format!("tdsl-worker-{i}")).build();
     let mut trace = Trace {
         format: TRACE_FORMAT.to_string(),
+        trace_id,
+        plan_id: wf.name().to_string(),
+        failure_summary: None,
+        tools_executed: 0,
+        tools_succeeded: 0,
+        tools_failed: 0,
+        success_rate: 0.0,
         run_id,
         tool: wf.name().to_string(),
         file: wf.plan().file.clone(),
@@ -203,6 +227,7 @@ pub(crate) fn run(ex: &Executor, wf: &Workflow, arguments: Value, source: &Sourc
             };
             trace.error = Some(error.clone());
             trace.ended_at = rfc3339(ex.time.wall_ms());
+            trace.aggregate();
             return Run { status: RunStatus::Failed, result: None, error: Some(error), trace };
         }
     };
@@ -213,7 +238,8 @@ pub(crate) fn run(ex: &Executor, wf: &Workflow, arguments: Value, source: &Sourc
         pool,
         limiter: Arc::new(Limiter { max: threads, state: Mutex::new((0, 0)), cv: Condvar::new() }),
         start_ms,
-        deadline_ms: ex.options.deadline.map(|d| start_ms + ms(d)),
+        started_wall: started_at,
+        deadline_ms: ex.options.deadline.map(|d| start_ms.saturating_add(ms(d))),
         deadline_hit: AtomicBool::new(false),
         cancel,
         retries: AtomicU32::new(0),
@@ -221,7 +247,7 @@ pub(crate) fn run(ex: &Executor, wf: &Workflow, arguments: Value, source: &Sourc
     };
     // The root's own arguments are checked like a callee's: against what it declares.
     let checked = validate::check(&wf.plan().tool.arguments, &arguments, Side::Arguments, wf.name())
-        .map_err(|m| Failure { code: Code::ArgumentInvalid, step: None, message: m, timeout: false });
+        .map_err(|m| Failure { code: Code::ArgumentInvalid, step: None, message: m, timeout: false, cancelled: false });
     let outcome = ctx.frame(wf.plan(), arguments, String::new(), 0, checked.err());
     let status = match &outcome.result {
         Ok(_) if outcome.partial => RunStatus::Partial,
@@ -243,6 +269,7 @@ pub(crate) fn run(ex: &Executor, wf: &Workflow, arguments: Value, source: &Sourc
     trace.max_in_flight = ctx.limiter.peak();
     trace.clock_reads = outcome.clock_reads;
     trace.steps = outcome.steps;
+    trace.aggregate();
     Run { status, result, error, trace }
 }
 
@@ -273,6 +300,11 @@ impl<'a> Ctx<'a> {
         self.ex.time.monotonic_ms().saturating_sub(self.start_ms)
     }
 
+    /// The wall-clock time `rel_ms` into the run, as RFC 3339.
+    fn wall_at(&self, rel_ms: u64) -> String {
+        rfc3339(self.started_wall.saturating_add(i64::try_from(rel_ms).unwrap_or(i64::MAX)))
+    }
+
     /// Whether the run must stop: its deadline passed or the host cancelled it.
     fn deadline_passed(&self) -> bool {
         let passed = self.deadline_hit.load(Ordering::SeqCst)
@@ -292,6 +324,7 @@ impl<'a> Ctx<'a> {
                 step: Some(key.to_string()),
                 message: "the run was cancelled".to_string(),
                 timeout: false,
+                cancelled: false,
             };
         }
         let secs = self.ex.options.deadline.map_or(0.0, |d| d.as_secs_f64());
@@ -300,6 +333,7 @@ impl<'a> Ctx<'a> {
             step: Some(key.to_string()),
             message: format!("the run's deadline of {secs} s passed"),
             timeout: true,
+            cancelled: false,
         }
     }
 
@@ -440,6 +474,7 @@ impl<'a> Ctx<'a> {
             step: None,
             message: m,
             timeout: false,
+            cancelled: false,
         })?;
         Ok(out)
     }
@@ -463,6 +498,12 @@ impl<'a> Ctx<'a> {
         let key = format!("{}{}", frame.prefix, step.execution_id);
         let mut tr = StepTrace {
             execution_id: step.execution_id.to_string(),
+            tool_name: tool_name(&step.tool_path),
+            success: false,
+            retry_count: 0,
+            circuit_state: None,
+            started_at: None,
+            completed_at: None,
             tool: step.tool_path.to_string(),
             status: StepStatus::Pending,
             reason: None,
@@ -503,6 +544,7 @@ impl<'a> Ctx<'a> {
         }
         let started = self.now_rel();
         tr.started_ms = Some(started);
+        tr.started_at = Some(self.wall_at(started));
         tr.status = StepStatus::Running;
         self.emit(Event::StepStarted { step: &key, tool: &step.tool_path });
         let clock = self.clock(&key);
@@ -528,6 +570,12 @@ impl<'a> Ctx<'a> {
                 tr.result = Some(v.clone());
                 v
             }
+            Err(f) if f.cancelled => {
+                // It waited for a slot while another step failed: it never ran.
+                tr.status = StepStatus::Cancelled;
+                tr.reason = Some(self.not_started(frame, &key).message);
+                Value::Null
+            }
             Err(f) => {
                 // An expression stopped by the run's deadline or cancellation: the run's failure.
                 let f = if matches!(f.code, Code::Interrupted | Code::EvalDeadline) && self.deadline_passed() {
@@ -550,7 +598,21 @@ impl<'a> Ctx<'a> {
         };
         let ended = self.now_rel();
         tr.ended_ms = Some(ended);
+        tr.completed_at = Some(self.wall_at(ended));
         tr.duration_ms = ended.saturating_sub(started);
+        tr.success = tr.status == StepStatus::Completed;
+        let attempts = tr.attempts.iter().chain(tr.children.iter().flatten().flat_map(|c| c.attempts.iter()));
+        let (mut calls, mut retries) = (0u32, 0u32);
+        for a in attempts {
+            calls += 1;
+            if a.attempt > 1 && a.outcome != Outcome::Refused {
+                retries += 1;
+            }
+        }
+        tr.retry_count = retries;
+        if calls > 0 {
+            tr.circuit_state = Some(self.ex.breakers.state(&step.tool_path));
+        }
         self.emit(Event::StepEnded {
             step: &key,
             status: tr.status,
@@ -608,7 +670,8 @@ impl<'a> Ctx<'a> {
             None => {
                 let arguments = Value::object(args);
                 tr.arguments = Some(arguments.clone());
-                let call = self.call(tool, step, &arguments, key, frame.depth, &policy);
+                let stopped = || frame.failure.get().is_some();
+                let call = self.call(tool, step, &arguments, key, frame.depth, &policy, &stopped);
                 tr.attempts = call.attempts;
                 tr.steps = call.nested;
                 tr.callee_clock_reads = call.nested_clock_reads;
@@ -655,7 +718,26 @@ impl<'a> Ctx<'a> {
             let env = env.with_response(&raw);
             clock.enter(|| env.transform(t, &mut result, "transform_responses")).map_err(at)?;
         }
-        Ok(Value::object(result))
+        let result = Value::object(result);
+        // Validation comes after `transform_responses`, which may supply or repair a declared
+        // response (SPEC §6.4); a parallel step's children were each checked as they ended.
+        if step.parallel.is_none() {
+            self.check_response(tool, &step.tool_path, &result, key)?;
+        }
+        Ok(result)
+    }
+
+    /// A primitive callee's answer against its declared `responses` (a composite callee
+    /// checked its own result).
+    fn check_response(&self, tool: Option<&Tool>, tool_path: &str, result: &Value, key: &str) -> Result<(), Failure> {
+        let Some(Tool::Primitive { def, .. }) = tool else { return Ok(()) };
+        validate::check(&def.responses, result, Side::Responses, tool_path).map_err(|m| Failure {
+            code: Code::ResponseInvalid,
+            step: Some(key.to_string()),
+            message: m,
+            timeout: false,
+            cancelled: false,
+        })
     }
 
     /// The step's retry policy: its `retry` keys over the executor's defaults.
@@ -718,11 +800,12 @@ impl<'a> Ctx<'a> {
                         steps: None,
                         callee_clock_reads: Vec::new(),
                     };
-                    let out = if stop.load(Ordering::SeqCst) || self.deadline_passed() {
+                    let stopped = || stop.load(Ordering::SeqCst) || frame.failure.get().is_some();
+                    let out = if stopped() || self.deadline_passed() {
                         if self.deadline_hit.load(Ordering::SeqCst) {
                             Err(self.deadline_failure(&ckey))
                         } else {
-                            Ok(Value::Null)
+                            Err(self.not_started(frame, &ckey))
                         }
                     } else {
                         let started = self.now_rel();
@@ -731,7 +814,7 @@ impl<'a> Ctx<'a> {
                         a.insert(SmolStr::new(&*name), item.clone());
                         let a = Value::object(a);
                         ct.arguments = Some(a.clone());
-                        let call = self.call(tool, step, &a, &ckey, frame.depth, policy);
+                        let call = self.call(tool, step, &a, &ckey, frame.depth, policy, &stopped);
                         ct.attempts = call.attempts;
                         ct.steps = call.nested;
                         ct.callee_clock_reads = call.nested_clock_reads;
@@ -741,18 +824,26 @@ impl<'a> Ctx<'a> {
                         let ended_at = self.now_rel();
                         ct.ended_ms = Some(ended_at);
                         ct.duration_ms = ended_at.saturating_sub(started);
-                        match call.result {
+                        // Each child's response is checked as it is, then kept as returned: a
+                        // list stays a list, a number a number (SPEC §6.3).
+                        let checked = call.result.and_then(|raw| {
+                            self.check_response(tool, &step.tool_path, &Value::object(wrap(&raw)), &ckey).map(|()| raw)
+                        });
+                        match checked {
                             Ok(raw) => {
-                                let v = Value::object(wrap(&raw));
                                 ct.status = StepStatus::Completed;
-                                ct.result = Some(v.clone());
-                                Ok(v)
+                                ct.result = Some(raw.clone());
+                                Ok(raw)
                             }
+                            Err(f) if f.cancelled => Err(f),
                             Err(f) => {
                                 ct.status = if f.timeout { StepStatus::Timeout } else { StepStatus::Failed };
                                 ct.error = Some(f.message.clone());
                                 if !step.continue_on_error {
                                     stop.store(true, Ordering::SeqCst);
+                                    // Independent steps waiting for a slot must not start
+                                    // either: the step will fail once its children end.
+                                    let _ = frame.failure.set(f.clone());
                                 }
                                 Err(f)
                             }
@@ -770,10 +861,18 @@ impl<'a> Ctx<'a> {
         let mut traces = Vec::with_capacity(n);
         let mut values = Vec::with_capacity(n);
         let mut first_failure: Option<Failure> = None;
+        let mut cancelled: Option<Failure> = None;
         for (i, slot) in slots.into_iter().enumerate() {
             let Some((ct, out)) = slot.into_inner() else { continue };
             match out {
                 Ok(v) => values.push(v),
+                Err(f) if f.cancelled => {
+                    // Cancelled children give way to a child's own failure, if any.
+                    if cancelled.is_none() {
+                        cancelled = Some(f);
+                    }
+                    values.push(Value::Null);
+                }
                 Err(f) if step.continue_on_error && !self.deadline_hit.load(Ordering::SeqCst) => {
                     frame.partial.store(true, Ordering::SeqCst);
                     values.push(failed_result(&f.message));
@@ -792,14 +891,25 @@ impl<'a> Ctx<'a> {
             }
             traces.push(ct);
         }
-        match first_failure {
+        match first_failure.or(cancelled) {
             Some(f) => (traces, Err(f)),
             None => (traces, Ok(values)),
         }
     }
 
+    /// Why a call that was about to start does not: another step (or child) failed.
+    fn not_started(&self, frame: &Frame<'_>, key: &str) -> Failure {
+        let message = match frame.failure.get().and_then(|f| f.step.clone()) {
+            Some(s) => format!("step `{s}` failed"),
+            None => "the run failed before this call".to_string(),
+        };
+        Failure { code: Code::RunCancelled, step: Some(key.to_string()), message, timeout: false, cancelled: true }
+    }
+
     /// One call of a callee with its retries: a composite callee runs as a nested frame, a
-    /// primitive one goes to the runner (or the recording).
+    /// primitive one goes to the runner (or the recording). `stopped` says that the run is
+    /// failing: a call still waiting for a slot then does not start.
+    #[allow(clippy::too_many_arguments)]
     fn call(
         &self,
         tool: Option<&Tool>,
@@ -808,10 +918,11 @@ impl<'a> Ctx<'a> {
         key: &str,
         depth: usize,
         policy: &RetryPolicy,
+        stopped: &dyn Fn() -> bool,
     ) -> CallOutcome {
         let tool_path = &*step.tool_path;
         let failed = |code: Code, message: String| CallOutcome {
-            result: Err(Failure { code, step: Some(key.to_string()), message, timeout: false }),
+            result: Err(Failure { code, step: Some(key.to_string()), message, timeout: false, cancelled: false }),
             attempts: Vec::new(),
             nested: None,
             nested_clock_reads: Vec::new(),
@@ -864,8 +975,22 @@ impl<'a> Ctx<'a> {
                     Source::Replay(r) => r.attempt(key, n as usize).map_or(0, |a| a.delay_ms),
                 }
             };
+            // A call the open breaker will refuse fails at once: no back-off wait, no further
+            // attempt (SPEC §6.5).
+            if let Some(message) = self.refused_at_once(tool_path, key, n, delay_ms) {
+                attempts.push(Attempt {
+                    attempt: n + 1,
+                    outcome: Outcome::Refused,
+                    response: None,
+                    error: Some(message.clone()),
+                    delay_ms: 0,
+                    started_ms: self.now_rel(),
+                    duration_ms: 0,
+                });
+                break Err(self.refused_failure(key, message, n));
+            }
             if delay_ms > 0 {
-                if self.deadline_ms.is_some_and(|d| self.ex.time.monotonic_ms() + delay_ms >= d) {
+                if self.deadline_ms.is_some_and(|d| self.ex.time.monotonic_ms().saturating_add(delay_ms) >= d) {
                     self.deadline_hit.store(true, Ordering::SeqCst);
                     break Err(self.deadline_failure(key));
                 }
@@ -874,11 +999,15 @@ impl<'a> Ctx<'a> {
                     break Err(self.deadline_failure(key));
                 }
             }
-            if n > 0 {
+            let started = self.now_rel();
+            let timeout_seconds = step.timeout_seconds.unwrap_or(self.ex.options.timeout_seconds);
+            let Some((outcome, answer)) = self.attempt(tool_path, def, file, args, key, n, timeout_seconds, stopped)
+            else {
+                break Err(Failure { cancelled: true, ..self.not_started_failure(key) });
+            };
+            if n > 0 && outcome != Outcome::Refused {
                 self.retries.fetch_add(1, Ordering::SeqCst);
             }
-            let started = self.now_rel();
-            let (outcome, answer) = self.attempt(tool_path, def, file, args, key, n, step.timeout_seconds);
             let duration_ms = self.now_rel().saturating_sub(started);
             let (response, error) = match &answer {
                 Ok(v) => (Some(v.clone()), None),
@@ -894,18 +1023,10 @@ impl<'a> Ctx<'a> {
                 duration_ms,
             });
             match answer {
-                Ok(v) => {
-                    let checked = match def {
-                        Some(d) => validate::check(&d.responses, &Value::object(wrap(&v)), Side::Responses, tool_path),
-                        None => Ok(()),
-                    };
-                    break checked.map(|()| v).map_err(|m| Failure {
-                        code: Code::ResponseInvalid,
-                        step: Some(key.to_string()),
-                        message: m,
-                        timeout: false,
-                    });
-                }
+                // Checked against the declared responses by the caller, after the step's
+                // `transform_responses` (SPEC §6.4).
+                Ok(v) => break Ok(v),
+                Err(e) if outcome == Outcome::Refused => break Err(self.refused_failure(key, e.message, n)),
                 Err(e) => {
                     let deadline = matches!(outcome, Outcome::Deadline | Outcome::Cancelled);
                     let retryable = !deadline && e.kind == ErrorKind::Transient;
@@ -917,7 +1038,6 @@ impl<'a> Ctx<'a> {
                         Outcome::Timeout => Code::StepTimeout,
                         Outcome::Deadline => Code::RunDeadline,
                         Outcome::Cancelled => Code::RunCancelled,
-                        Outcome::Refused => Code::CircuitOpen,
                         _ => Code::ToolFailed,
                     };
                     let tries = if n > 0 { format!(" (after {} attempts)", n + 1) } else { String::new() };
@@ -926,6 +1046,7 @@ impl<'a> Ctx<'a> {
                         step: Some(key.to_string()),
                         message: format!("{}{tries}", e.message),
                         timeout: matches!(outcome, Outcome::Timeout | Outcome::Deadline),
+                        cancelled: false,
                     });
                 }
             }
@@ -933,8 +1054,66 @@ impl<'a> Ctx<'a> {
         CallOutcome { result, attempts, nested: None, nested_clock_reads: Vec::new(), partial: false }
     }
 
+    fn not_started_failure(&self, key: &str) -> Failure {
+        Failure {
+            code: Code::RunCancelled,
+            step: Some(key.to_string()),
+            message: "not started: another step failed while it waited for a slot".to_string(),
+            timeout: false,
+            cancelled: true,
+        }
+    }
+
+    fn refused_failure(&self, key: &str, message: String, n: u32) -> Failure {
+        let tries = if n > 0 { format!(" (attempt {} of the step)", n + 1) } else { String::new() };
+        Failure {
+            code: Code::CircuitOpen,
+            step: Some(key.to_string()),
+            message: format!("{message}{tries}"),
+            timeout: false,
+            cancelled: false,
+        }
+    }
+
+    /// When the tool's breaker will refuse attempt `n` (after its back-off of `delay_ms`):
+    /// the refusal's message, naming the tool and when the breaker half-opens. A replay
+    /// takes it from the recording.
+    fn refused_at_once(&self, tool_path: &str, key: &str, n: u32, delay_ms: u64) -> Option<String> {
+        match self.source {
+            Source::Replay(r) => r
+                .attempt(key, n as usize)
+                .filter(|a| a.outcome == Outcome::Refused)
+                .map(|a| a.error.clone().unwrap_or_default()),
+            Source::Live => {
+                let now = self.ex.time.monotonic_ms();
+                self.ex
+                    .breakers
+                    .refusal(tool_path, now.saturating_add(delay_ms))
+                    .map(|r| self.refusal_message(tool_path, r))
+            }
+        }
+    }
+
+    fn refusal_message(&self, tool_path: &str, refusal: Refusal) -> String {
+        match refusal {
+            Refusal::OpenUntil(at) => {
+                let now = self.ex.time.monotonic_ms();
+                let wall = self.ex.time.wall_ms().saturating_add(i64::try_from(at.saturating_sub(now)).unwrap_or(i64::MAX));
+                format!(
+                    "the circuit breaker of `{tool_path}` is open: the call was refused; it half-opens in {} s, at {}",
+                    at.saturating_sub(now) as f64 / 1000.0,
+                    rfc3339(wall)
+                )
+            }
+            Refusal::TrialsInFlight => format!(
+                "the circuit breaker of `{tool_path}` is half-open and its trial calls are in flight: the call was refused"
+            ),
+        }
+    }
+
     /// One attempt: from the recording, or through the breaker to the runner under the
     /// attempt's timeout and the run's deadline. Timeouts come back as transient errors.
+    /// `None` when the call never started: the run began failing while it waited for a slot.
     #[allow(clippy::too_many_arguments)]
     fn attempt(
         &self,
@@ -944,10 +1123,11 @@ impl<'a> Ctx<'a> {
         args: &Value,
         key: &str,
         n: u32,
-        timeout_seconds: Option<f64>,
-    ) -> (Outcome, Result<Value, ToolError>) {
+        timeout_seconds: f64,
+        stopped: &dyn Fn() -> bool,
+    ) -> Option<(Outcome, Result<Value, ToolError>)> {
         if let Source::Replay(r) = self.source {
-            return match r.attempt(key, n as usize) {
+            return Some(match r.attempt(key, n as usize) {
                 Some(a) => {
                     let message = a.error.clone().unwrap_or_default();
                     let answer = match a.outcome {
@@ -969,24 +1149,23 @@ impl<'a> Ctx<'a> {
                     r.diverge(key, format!("attempt {} was not recorded: the replay calls the tool more often", n + 1));
                     (Outcome::Permanent, Err(ToolError::permanent("replay: no recorded response for this call")))
                 }
-            };
+            });
         }
         let time = &self.ex.time;
-        if self.ex.breakers.admit(tool_path, time.monotonic_ms()) == Admission::Refused {
-            return (
-                Outcome::Refused,
-                Err(ToolError::transient(format!(
-                    "the circuit breaker of `{tool_path}` is open: the call was refused"
-                ))),
-            );
+        let permit = self.limiter.acquire(&|| stopped() || self.cancel.is_cancelled())?;
+        if let Admission::Refused = self.ex.breakers.admit(tool_path, time.monotonic_ms()) {
+            let refusal = self.ex.breakers.refusal(tool_path, time.monotonic_ms()).unwrap_or(Refusal::TrialsInFlight);
+            return Some((Outcome::Refused, Err(ToolError::transient(self.refusal_message(tool_path, refusal)))));
         }
         let started = time.monotonic_ms();
-        let step_deadline = timeout_seconds.map(|t| started + (t.max(0.0) * 1000.0) as u64);
+        // Saturating: a timeout too large for the clock is no timeout at all, never one
+        // that has already passed (the range check keeps `.tool` values to 1–300 s).
+        let timeout = Duration::try_from_secs_f64(timeout_seconds).unwrap_or(Duration::MAX);
+        let step_deadline = Some(started.saturating_add(ms(timeout)));
         let deadline = match (step_deadline, self.deadline_ms) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        let permit = self.limiter.acquire();
         let cancel = self.cancel.child();
         let answer = match deadline {
             None => {
@@ -1017,8 +1196,7 @@ impl<'a> Ctx<'a> {
             Some(Err(e)) if e.kind == ErrorKind::Transient => (Outcome::Transient, Err(e)),
             Some(Err(e)) => (Outcome::Permanent, Err(e)),
             None if step_deadline.is_some_and(|s| Some(s) <= self.deadline_ms || self.deadline_ms.is_none()) => {
-                let secs = timeout_seconds.unwrap_or(0.0);
-                (Outcome::Timeout, Err(ToolError::transient(format!("the call timed out after {secs} s"))))
+                (Outcome::Timeout, Err(ToolError::transient(format!("the call timed out after {timeout_seconds} s"))))
             }
             None => {
                 self.deadline_hit.store(true, Ordering::SeqCst);
@@ -1036,7 +1214,7 @@ impl<'a> Ctx<'a> {
                 }
             }
         }
-        (outcome, answer)
+        Some((outcome, answer))
     }
 
     /// Runs the call on a thread of its own and waits for it until `deadline`; `None` when

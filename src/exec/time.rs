@@ -116,7 +116,9 @@ impl ManualTime {
 
     /// Moves the clock forward.
     pub fn advance(&self, d: Duration) {
-        self.now.fetch_add(u64::try_from(d.as_millis()).unwrap_or(u64::MAX), Ordering::SeqCst);
+        let by = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        // Saturating: a huge duration parks the clock at its end instead of wrapping.
+        let _ = self.now.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |now| Some(now.saturating_add(by)));
     }
 }
 

@@ -10,6 +10,7 @@ use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
 use crate::diagnostic::{did_you_mean, Code, Diagnostic};
+use crate::ranges;
 use crate::span::{Span, Spanned};
 
 use super::json::{JsonKind, JsonNode, JsonObject, JsonStr};
@@ -359,6 +360,16 @@ impl Loader<'_> {
         Some(Spanned::new(n, node.span))
     }
 
+    /// A number that configures execution: in its range (SPEC §6.5), or `E0521`.
+    fn ranged(&mut self, obj: &Obj<'_>, range: &ranges::Range, node: &JsonNode) -> Option<Spanned<f64>> {
+        let integer = matches!(node.kind, JsonKind::Int(_));
+        if range.integer && !integer {
+            self.wrong_type(obj, range.name, node, "an integer");
+            return None;
+        }
+        self.number(obj, range.name, node, |x| range.contains(x), &range.describe())
+    }
+
     fn out_of_range(&mut self, obj: &Obj<'_>, key: &str, node: &JsonNode, range: &str) {
         self.push(
             Diagnostic::new(Code::NumberOutOfRange, node.span, format!("`{key}` in {} must be {range}", obj.what))
@@ -571,9 +582,7 @@ impl Loader<'_> {
         });
         let done_value = obj.get("done_value").cloned();
         let retry = obj.get("retry").and_then(|n| self.retry(&obj, n));
-        let timeout_seconds = obj
-            .get("timeout_seconds")
-            .and_then(|n| self.number(&obj, "timeout_seconds", n, |x| x > 0.0, "greater than zero"));
+        let timeout_seconds = obj.get("timeout_seconds").and_then(|n| self.ranged(&obj, &ranges::TIMEOUT_SECONDS, n));
         let continue_on_error = obj.get("continue_on_error").and_then(|n| self.boolean(&obj, "continue_on_error", n));
         let output_path = obj.get("output_path").and_then(|n| self.output_path(&obj, n));
         let expected_key = obj.get("expected_key").and_then(|n| self.string(&obj, "expected_key", n));
@@ -1004,30 +1013,16 @@ impl Loader<'_> {
     fn retry(&mut self, parent: &Obj<'_>, node: &JsonNode) -> Option<Retry> {
         let what = format!("`retry` of {}", parent.what);
         let obj = self.object(node, what, RETRY_KEYS, Owner::Key(parent, "retry"))?;
-        let max_retries = obj.get("max_retries").and_then(|n| match n.kind {
-            JsonKind::Int(i) => match u32::try_from(i) {
-                Ok(v) => Some(Spanned::new(v, n.span)),
-                Err(_) => {
-                    self.out_of_range(&obj, "max_retries", n, "a non-negative integer");
-                    None
-                }
-            },
-            _ => {
-                self.wrong_type(&obj, "max_retries", n, "an integer");
-                None
-            }
+        let max_retries = obj.get("max_retries").and_then(|n| {
+            // In range, so a whole number from 0 to 5: the cast cannot wrap.
+            self.ranged(&obj, &ranges::MAX_RETRIES, n).map(|v| Spanned::new(v.node as u32, v.span))
         });
-        let non_negative = |x: f64| x >= 0.0;
-        let base_delay_seconds = obj
-            .get("base_delay_seconds")
-            .and_then(|n| self.number(&obj, "base_delay_seconds", n, non_negative, "zero or more"));
-        let factor = obj.get("factor").and_then(|n| self.number(&obj, "factor", n, non_negative, "zero or more"));
-        let max_delay_seconds = obj
-            .get("max_delay_seconds")
-            .and_then(|n| self.number(&obj, "max_delay_seconds", n, non_negative, "zero or more"));
-        let jitter = obj
-            .get("jitter")
-            .and_then(|n| self.number(&obj, "jitter", n, |x| (0.0..=1.0).contains(&x), "between 0 and 1"));
+        let base_delay_seconds =
+            obj.get("base_delay_seconds").and_then(|n| self.ranged(&obj, &ranges::BASE_DELAY_SECONDS, n));
+        let factor = obj.get("factor").and_then(|n| self.ranged(&obj, &ranges::FACTOR, n));
+        let max_delay_seconds =
+            obj.get("max_delay_seconds").and_then(|n| self.ranged(&obj, &ranges::MAX_DELAY_SECONDS, n));
+        let jitter = obj.get("jitter").and_then(|n| self.ranged(&obj, &ranges::JITTER, n));
         Some(Retry { max_retries, base_delay_seconds, factor, max_delay_seconds, jitter, span: node.span })
     }
 
