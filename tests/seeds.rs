@@ -613,9 +613,9 @@ struct Run {
 impl Run {
     /// The trace entry of step `id`.
     fn step(&self, id: &str) -> &Value {
-        self.trace["steps"]
+        self.trace["step_results"]
             .as_array()
-            .and_then(|steps| steps.iter().find(|s| s["execution_id"] == json!(id)))
+            .and_then(|steps| steps.iter().find(|s| s["step_id"] == json!(id)))
             .unwrap_or_else(|| panic!("no step {id} in the trace: {}", self.trace))
     }
 
