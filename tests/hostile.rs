@@ -143,12 +143,12 @@ fn signal_mid_run(signal: nix::sys::signal::Signal, expected: i32) {
     assert_eq!(left_alive(&tool_pids), Vec::<u32>::new(), "the tool and what it started are gone");
     let t = read_json(&trace);
     let status = |id: &str| {
-        let s = t["steps"].as_array().expect("steps").iter().find(|s| s["execution_id"] == id).expect("step");
+        let s = t["step_results"].as_array().expect("steps").iter().find(|s| s["step_id"] == id).expect("step");
         s["status"].as_str().expect("status").to_string()
     };
     assert_eq!(status("quick"), "COMPLETED", "a completed step is kept");
     assert_eq!(status("after"), "CANCELLED", "a step that had not started is cancelled");
-    let slow = t["steps"].as_array().expect("steps").iter().find(|s| s["execution_id"] == "slow").expect("slow");
+    let slow = t["step_results"].as_array().expect("steps").iter().find(|s| s["step_id"] == "slow").expect("slow");
     assert_eq!(slow["attempts"][0]["outcome"], "cancelled", "{slow}");
     assert!(o.stderr.contains("[E0813]"), "{}", o.stderr);
 }
@@ -199,7 +199,7 @@ fn a_tool_flooding_stdout_is_cut_off_at_the_cap() {
     assert_eq!(o.code, 1, "{}", o.stderr);
     assert!(o.stderr.contains("printed more than 100000 bytes on standard output"), "{}", o.stderr);
     assert!(o.stderr.contains("[E0803]"), "{}", o.stderr);
-    assert_eq!(read_json(&trace)["steps"][0]["attempts"][0]["outcome"], "permanent");
+    assert_eq!(read_json(&trace)["step_results"][0]["attempts"][0]["outcome"], "permanent");
 
     // At the default cap (64 MiB) too, and the memory used stays near the cap.
     let o = run(&["run", "tests/data/run/out_flood.tool", "--root", ROOT]);
@@ -220,7 +220,7 @@ fn a_tool_flooding_stderr_leaves_a_bounded_tail_in_the_error_and_the_trace() {
     assert!(o.stderr.trim_end().ends_with("the last words [E0803]"), "the tail is kept");
     assert!(o.stderr.len() < 70 * 1024, "the message is {} bytes", o.stderr.len());
     let t = read_json(&trace);
-    let error = t["steps"][0]["attempts"][0]["error"].as_str().expect("error");
+    let error = t["step_results"][0]["attempts"][0]["error"].as_str().expect("error");
     assert!(error.len() < 65 * 1024 + 300, "{} bytes", error.len());
     let size = std::fs::metadata(&trace).expect("trace").len();
     assert!(size < 1024 * 1024, "the trace is {size} bytes");
@@ -503,7 +503,7 @@ fn too_many_open_files_when_starting_a_tool_is_transient() {
     assert_eq!(o.code, 1, "{}", o.stderr);
     assert!(o.stderr.contains("Too many open files"), "{}", o.stderr);
     let t = read_json(&trace);
-    assert_eq!(t["steps"][0]["attempts"][0]["outcome"], "transient", "{t}");
+    assert_eq!(t["step_results"][0]["attempts"][0]["outcome"], "transient", "{t}");
 }
 
 #[test]

@@ -559,6 +559,7 @@ impl<'a> Ctx<'a> {
                     step: Some(key.clone()),
                     message,
                     timeout: false,
+                    cancelled: false,
                 }),
             (outcome, _) => outcome,
         };
