@@ -1443,8 +1443,20 @@ fn a_fan_out_failure_stops_an_independent_step_waiting_for_a_slot() {
             ),
         ],
     );
-    let failed = Arc::new(tdsl::exec::Signal::new());
-    let seen = failed.clone();
+    // The gate opens once children 1, 2 and 3 have ended (child 0 sleeps): child 1's failure
+    // is then recorded, whatever the threads' timing.
+    struct Gate(Arc<tdsl::exec::Signal>);
+    impl tdsl::exec::Observer for Gate {
+        fn event(&self, e: &tdsl::exec::Event<'_>) {
+            if let tdsl::exec::Event::ChildEnded { step: "a_fan", ended, .. } = e {
+                if *ended >= 3 {
+                    self.0.raise();
+                }
+            }
+        }
+    }
+    let gate = Arc::new(tdsl::exec::Signal::new());
+    let seen = gate.clone();
     let script = Script::new().on("/tools/t.tool", move |call, _| {
         let a = &call.arguments;
         if a.get_direct("gate").is_some() {
@@ -1453,10 +1465,7 @@ fn a_fan_out_failure_stops_an_independent_step_waiting_for_a_slot() {
             return Ok(json(r#"{"gate": true}"#));
         }
         match a.get_direct("i").and_then(Value::as_f64) {
-            Some(1.0) => {
-                failed.raise();
-                Err(ToolError::permanent("child 1 fails"))
-            }
+            Some(1.0) => Err(ToolError::permanent("child 1 fails")),
             Some(0.0) => {
                 std::thread::sleep(Duration::from_millis(500));
                 Ok(json("{}"))
@@ -1464,7 +1473,9 @@ fn a_fan_out_failure_stops_an_independent_step_waiting_for_a_slot() {
             _ => Ok(json("{}")),
         }
     });
-    let r = run_with(&dir, "{}", &script, Options { max_concurrency: 3, ..Options::default() });
+    let ex = executor(&script, &clock(), Options { max_concurrency: 3, ..Options::default() })
+        .with_observer(Arc::new(Gate(gate)));
+    let r = ex.run(&load(&dir), json("{}")).unwrap();
     assert_eq!(r.status, RunStatus::Failed);
     assert_eq!(r.error.clone().unwrap().step.as_deref(), Some("a_fan[1]"));
     let other = step(&r, "c_other");
