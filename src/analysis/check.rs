@@ -131,7 +131,7 @@ impl<'a> Checker<'a> {
     pub(crate) fn new(engine: &'a Engine, subject: &Subject<'a>) -> Checker<'a> {
         let tool = subject.tool;
         let args: IndexMap<Arc<str>, Type> =
-            tool.arguments.iter().map(|p| (Arc::from(p.name.node.as_str()), param_type(p))).collect();
+            tool.arguments.iter().map(|p| (Arc::from(p.name.node.as_str()), argument_type(p))).collect();
         let args_type = Type::object(args.iter().map(|(k, t)| (k.clone(), t.clone())), true);
         let mut ids = HashMap::new();
         for (i, ins) in tool.instructions().iter().enumerate() {
@@ -649,7 +649,11 @@ impl<'a> Checker<'a> {
         let missing: Vec<&str> = def
             .arguments
             .iter()
-            .filter(|p| p.is_required() && !given.contains(p.name.node.as_str()))
+            .filter(|p| {
+                p.is_required()
+                    && crate::exec::validate::default_of(p).is_none()
+                    && !given.contains(p.name.node.as_str())
+            })
             .map(|p| p.name.node.as_str())
             .collect();
         if !missing.is_empty() {
@@ -672,7 +676,7 @@ impl<'a> Checker<'a> {
         self.literal_constraints(ins, &by_name);
         for s in supplied {
             let Some(p) = by_name.get(&*s.name) else { continue };
-            let expected = param_type(p);
+            let expected = accepted_type(p);
             if s.ty.fits(&expected) == Fit::No {
                 let declared = p.type_or_any();
                 self.diags.push(
@@ -691,7 +695,11 @@ impl<'a> Checker<'a> {
                     .with_help(format!(
                         "`{path}` declares `{}` with \"type_name\": \"{declared}\"{}",
                         s.name,
-                        if p.is_required() { "" } else { " (or null)" }
+                        if p.is_required() && crate::exec::validate::default_of(p).is_none() {
+                            ""
+                        } else {
+                            " (or null)"
+                        }
                     )),
                 );
             }
@@ -1114,6 +1122,27 @@ pub(crate) fn param_type(p: &Param) -> Type {
     }
 }
 
+/// A composite's own argument as `REF:arguments.X` sees it: a declaration with a `default`
+/// is never null inside, since the run fills the default in for an absent or null value.
+pub(crate) fn argument_type(p: &Param) -> Type {
+    if crate::exec::validate::default_of(p).is_some() {
+        declared_type(&p.type_or_any())
+    } else {
+        param_type(p)
+    }
+}
+
+/// What a caller may pass for a callee's argument: its type, or null when it is optional or
+/// has a `default` (which the run then fills in).
+fn accepted_type(p: &Param) -> Type {
+    let t = declared_type(&p.type_or_any());
+    if p.is_required() && crate::exec::validate::default_of(p).is_none() {
+        t
+    } else {
+        t.union(Type::Null)
+    }
+}
+
 /// A callee's raw response: an object of its declared responses (open: a tool may return
 /// more than it declares), or any object when it declares none.
 fn response_type(declared: Option<&[Param]>) -> Type {
@@ -1207,5 +1236,33 @@ fn renumber_step(s: &mut StepPlan, new_id: &[StepId]) {
     }
     if let Some(v) = &mut s.done_value {
         renumber_value(v, new_id);
+    }
+}
+
+#[cfg(test)]
+mod default_tests {
+    use super::*;
+
+    fn param(src: &str) -> Param {
+        let text = format!(r#"{{"arguments": [{src}], "system_event_endpoint": "builtin:echo"}}"#);
+        let (def, diags) = crate::tool::load(&text);
+        assert!(diags.is_empty(), "{diags:?}");
+        def.expect("a tool").arguments.remove(0)
+    }
+
+    #[test]
+    fn a_default_makes_the_argument_non_null_inside_and_optional_outside() {
+        let plain = param(r#"{"name": "a", "type_name": "string"}"#);
+        assert_eq!(argument_type(&plain), Type::Str.union(Type::Null));
+        let defaulted = param(r#"{"name": "a", "type_name": "string", "default": "x"}"#);
+        assert_eq!(argument_type(&defaulted), Type::Str);
+        assert_eq!(accepted_type(&defaulted), Type::Str.union(Type::Null));
+        let null_default = param(r#"{"name": "a", "type_name": "string", "default": null}"#);
+        assert_eq!(argument_type(&null_default), Type::Str.union(Type::Null));
+        let required = param(r#"{"name": "a", "type_name": "string", "required": true}"#);
+        assert_eq!(accepted_type(&required), Type::Str);
+        let both = param(r#"{"name": "a", "type_name": "string", "required": true, "default": "x"}"#);
+        assert_eq!(argument_type(&both), Type::Str);
+        assert_eq!(accepted_type(&both), Type::Str.union(Type::Null));
     }
 }

@@ -183,6 +183,8 @@ struct CallOutcome {
 
 /// Runs a workflow from its arguments to its trace.
 pub(crate) fn run(ex: &Executor, wf: &Workflow, arguments: Value, source: &Source, cancel: &CancelToken) -> Run {
+    // Declared defaults fill in absent (or null) arguments first: the run and its trace see them.
+    let arguments = validate::with_defaults(&wf.plan().tool.arguments, arguments);
     let threads = ex.options.max_concurrency.max(1);
     let start_ms = ex.time.monotonic_ms();
     let started_at = ex.time.wall_ms();
@@ -669,7 +671,7 @@ impl<'a> Ctx<'a> {
         let tool = self.wf.tool(&step.tool_path);
         let (raw, result) = match &step.parallel {
             None => {
-                let arguments = Value::object(args);
+                let arguments = validate::with_defaults(validate::declared_arguments(tool), Value::object(args));
                 tr.arguments = Some(arguments.clone());
                 let stopped = || frame.failure.get().is_some();
                 let call = self.call(tool, step, &arguments, key, frame.depth, &policy, &stopped);
@@ -813,7 +815,7 @@ impl<'a> Ctx<'a> {
                         ct.started_ms = Some(started);
                         let mut a = args.clone();
                         a.insert(SmolStr::new(&*name), item.clone());
-                        let a = Value::object(a);
+                        let a = validate::with_defaults(validate::declared_arguments(tool), Value::object(a));
                         ct.arguments = Some(a.clone());
                         let call = self.call(tool, step, &a, &ckey, frame.depth, policy, &stopped);
                         ct.attempts = call.attempts;

@@ -8,9 +8,50 @@
 //! `null`; a required one must be present and not `null`. A value of the declared type
 //! must also satisfy the declaration's constraints (`enum`, `minimum`, `pattern`, …:
 //! [`crate::tool::Constraints::violation`]); the message names the constraint.
+//!
+//! Before the check, [`with_defaults`] fills in the `default` of every declared argument
+//! that is absent or `null` (a root's own arguments at the start of a run, a callee's
+//! before the call), so the value the tool receives, and the trace, hold it.
 
+use smol_str::SmolStr;
+
+use super::workflow::Tool;
 use crate::tool::{Param, TypeName};
 use crate::value::Value;
+
+/// A declaration's `default`, when it has one that is not `null` (a `null` default stands
+/// for nothing: the parameter stays absent).
+pub(crate) fn default_of(p: &Param) -> Option<&Value> {
+    p.constraints.default.as_ref().map(|d| &d.node).filter(|v| !v.is_null())
+}
+
+/// `value` with the `default` of each of `params` put in where the key is absent or `null`.
+/// Anything but an object is returned as it is (the check that follows refuses it).
+pub(crate) fn with_defaults(params: &[Param], value: Value) -> Value {
+    let Some(map) = value.as_object() else { return value };
+    let missing = |p: &&Param| map.get(p.name.node.as_str()).is_none_or(Value::is_null);
+    if !params.iter().filter(|p| default_of(p).is_some()).any(|p| missing(&p)) {
+        return value;
+    }
+    let mut out = map.clone();
+    for p in params {
+        if let Some(d) = default_of(p) {
+            if missing(&p) {
+                out.insert(SmolStr::new(p.name.node.as_str()), d.clone());
+            }
+        }
+    }
+    Value::object(out)
+}
+
+/// The arguments a callee declares: none when it is missing.
+pub(crate) fn declared_arguments(tool: Option<&Tool>) -> &[Param] {
+    match tool {
+        Some(Tool::Composite { plan }) => &plan.tool.arguments,
+        Some(Tool::Primitive { def, .. }) => &def.arguments,
+        _ => &[],
+    }
+}
 
 /// What is checked: the words messages use.
 #[derive(Clone, Copy, Debug)]

@@ -226,6 +226,7 @@ fn call_served(
     cancel: &CancelToken,
     observer: Option<Arc<dyn Observer>>,
 ) -> Json {
+    let arguments = with_defaults(&served.def, arguments);
     if let Err(why) = validate_arguments(&served.def, &arguments) {
         return tool_error(format!("invalid arguments for `{}`: {why}", served.name));
     }
@@ -273,6 +274,22 @@ fn call_served(
             }
         }
     }
+}
+
+/// The arguments with each declared `default` put in where the key is absent or `null`, as a
+/// run does (`docs/tool-format.md`), so that a primitive tool receives them too.
+fn with_defaults(def: &ToolDef, arguments: Json) -> Json {
+    let Json::Object(mut map) = arguments else { return arguments };
+    for p in &def.arguments {
+        let Some(d) = crate::exec::validate::default_of(p) else { continue };
+        let name = p.name.node.as_str();
+        if map.get(name).is_none_or(Json::is_null) {
+            if let Ok(v) = serde_json::to_value(d) {
+                map.insert(name.to_string(), v);
+            }
+        }
+    }
+    Json::Object(map)
 }
 
 /// Completes on SIGTERM (never on platforms without it, or when the handler cannot be set).
