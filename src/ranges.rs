@@ -5,7 +5,8 @@
 //! --deadline`, `--concurrency`, `--breaker-*`: a usage error, exit 2) and by the library
 //! ([`crate::exec::Options::validate`], checked before every run). Data literals are not
 //! concerned. The ranges are those of `seeds/000_7c8da07936e01cd9.txt`, plus the command
-//! line's own two (`--deadline`, `--concurrency`).
+//! line's own (`--deadline`, `--concurrency`) and the guards' (`--max-steps`,
+//! `--max-fan-out`, `--max-tool-output`).
 //!
 //! ```
 //! use tdsl::ranges::{MAX_RETRIES, TIMEOUT_SECONDS};
@@ -59,6 +60,15 @@ pub const DEADLINE_SECONDS: Range = range("deadline", 0.1, 86_400.0, false, "sec
 /// The most tool calls in flight at once (`--concurrency`).
 pub const CONCURRENCY: Range = range("concurrency", 1.0, 1024.0, true, "");
 
+/// The most steps a run may execute (`--max-steps`, [`crate::exec::Guards::max_steps`]).
+pub const MAX_STEPS: Range = range("max_steps", 1.0, 1_000_000.0, true, "");
+/// The most children one parallel step may have (`--max-fan-out`,
+/// [`crate::exec::Guards::max_fan_out`]).
+pub const MAX_FAN_OUT: Range = range("max_fan_out", 1.0, 100_000.0, true, "");
+/// The most bytes an `exec:` tool may print on standard output (`--max-tool-output`): at
+/// least 1 KiB, so that a JSON answer always fits, at most 1 GiB.
+pub const MAX_TOOL_OUTPUT: Range = range("max_tool_output", 1024.0, 1_073_741_824.0, true, "bytes");
+
 /// Every range, for documentation and tests.
 pub const ALL: &[Range] = &[
     MAX_RETRIES,
@@ -72,6 +82,9 @@ pub const ALL: &[Range] = &[
     BREAKER_HALF_OPEN_CALLS,
     DEADLINE_SECONDS,
     CONCURRENCY,
+    MAX_STEPS,
+    MAX_FAN_OUT,
+    MAX_TOOL_OUTPUT,
 ];
 
 impl Range {

@@ -453,9 +453,11 @@ proptest! {
 // ---------------------------------------------------------------------------------------
 // item 2, end to end: a run's deadline stops a running transform
 
-/// `tdsl run --deadline 2` on a composite whose transform would run until its fuel ran out
-/// (tens of seconds in a debug build, minutes without the fuel limit): the run ends with
-/// the run's deadline error, not the fuel error, long before.
+/// `tdsl run --deadline 0.2` on a composite whose transform would run until a limit stopped
+/// it (the memory limit, after building some 16 M list elements: a second or more in a debug
+/// build even on an idle machine; minutes without the limits): the run ends with the run's
+/// deadline error, not a limit's, long before. The deadline is short so that the margin to
+/// the memory limit holds on a fast idle machine as well as on a loaded one.
 #[test]
 fn a_runs_deadline_stops_a_running_transform() {
     let dir = std::env::temp_dir().join(format!("tdsl-budgets-{}", std::process::id()));
@@ -477,7 +479,7 @@ fn a_runs_deadline_stops_a_running_transform() {
         .arg(&dir)
         .arg("--mock")
         .arg(dir.join("mock.json"))
-        .args(["--deadline", "2"])
+        .args(["--deadline", "0.2"])
         .output()
         .expect("tdsl runs");
     let elapsed = started.elapsed();
@@ -485,6 +487,7 @@ fn a_runs_deadline_stops_a_running_transform() {
     assert_ne!(out.status.code(), Some(0), "{text}");
     assert!(text.contains("E0805") || text.contains("deadline"), "not the deadline error: {text}");
     assert!(!text.contains("E0401"), "ran out of fuel instead of stopping at the deadline: {text}");
+    assert!(!text.contains("E0406"), "hit the memory limit instead of stopping at the deadline: {text}");
     // Generous: the transform alone would run far longer; the run stops soon after 2 s.
     assert!(elapsed < Duration::from_secs(60), "took {elapsed:?}: {text}");
     let _ = std::fs::remove_dir_all(&dir);

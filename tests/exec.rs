@@ -1411,6 +1411,14 @@ fn out_of_range_options_are_refused_before_the_run() {
             },
             "`breaker reset` must be from 10 to 300 (seconds), and it is 1e300",
         ),
+        (
+            Options { guards: Guards::new().max_fan_out(0), ..Options::default() },
+            "`max_fan_out` must be an integer from 1 to 100000, and it is 0",
+        ),
+        (
+            Options { guards: Guards::new().max_steps(usize::MAX), ..Options::default() },
+            "`max_steps` must be an integer from 1 to 1000000",
+        ),
     ];
     for (options, message) in cases {
         let e = executor(&script, &clock(), options.clone()).run(&load(&dir), json("{}")).unwrap_err();
@@ -1420,7 +1428,7 @@ fn out_of_range_options_are_refused_before_the_run() {
         let trace = run(&dir, "{}", &script).trace;
         assert!(replay(&load(&dir), &trace, options).is_err(), "replay checks them too");
     }
-    assert!(script.calls.lock().unwrap().len() == 2 * 8, "only the 8 reference runs called tools");
+    assert!(script.calls.lock().unwrap().len() == 2 * 10, "only the 10 reference runs called tools");
 }
 
 #[test]

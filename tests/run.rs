@@ -298,6 +298,12 @@ fn out_of_range_numbers_on_the_command_line_are_usage_errors() {
         ("--breaker-reset-seconds", "5", "--breaker-reset-seconds: `breaker reset` must be from 10 to 300 (seconds)"),
         ("--breaker-reset-seconds", "1e300", "and it is 1e300"),
         ("--breaker-half-open-calls", "6", "--breaker-half-open-calls: `breaker half-open calls` must be an integer"),
+        ("--max-steps", "0", "--max-steps: `max_steps` must be an integer from 1 to 1000000, and it is 0"),
+        ("--max-steps", "18446744073709551615", "--max-steps: `max_steps` must be an integer from 1 to 1000000"),
+        ("--max-fan-out", "0", "--max-fan-out: `max_fan_out` must be an integer from 1 to 100000, and it is 0"),
+        ("--max-fan-out", "100001", "--max-fan-out: `max_fan_out` must be an integer from 1 to 100000"),
+        ("--max-tool-output", "10", "--max-tool-output: `max_tool_output` must be an integer from 1024 to 1073741824"),
+        ("--max-tool-output", "1099511627776", "--max-tool-output: `max_tool_output` must be an integer from 1024"),
     ] {
         let o = tdsl(&["run", "tests/data/run/echo.tool", "--root", ROOT, "--arg", r#"name="x""#, flag, value]);
         assert_eq!(o.code, 2, "{flag} {value}: {}", o.stderr);
@@ -322,6 +328,12 @@ fn out_of_range_numbers_on_the_command_line_are_usage_errors() {
         "10",
         "--breaker-half-open-calls",
         "5",
+        "--max-steps",
+        "1000000",
+        "--max-fan-out",
+        "100000",
+        "--max-tool-output",
+        "1024",
     ]);
     assert_eq!(o.code, 0, "{}", o.stderr);
 }
@@ -376,7 +388,16 @@ fn breaker_flags_decide_whether_a_fourth_try_can_run() {
     let o = run(&[]);
     assert_eq!(o.code, 1, "{}", o.stderr);
     assert!(o.stderr.contains("the circuit breaker of `/tools/recovers.tool` is open"), "{}", o.stderr);
-    assert!(o.stderr.contains("it half-opens in 60 s, at "), "{}", o.stderr);
+    // Real time passes between the breaker opening and the refusal (a millisecond or more
+    // under load), so the wait it names is 60 s or just under.
+    let wait: f64 = o
+        .stderr
+        .split("it half-opens in ")
+        .nth(1)
+        .and_then(|rest| rest.split(" s, at ").next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no half-open time: {}", o.stderr));
+    assert!((55.0..=60.0).contains(&wait), "{}", o.stderr);
     assert!(o.stderr.contains("[E0806]"), "{}", o.stderr);
     let t = json(&std::fs::read_to_string(&trace).unwrap());
     assert_eq!(t["step_results"][0]["circuit_state"], "OPEN");

@@ -219,6 +219,13 @@ fn execution_options(args: &RunArgs, guards: Guards) -> Result<Options, String> 
     };
     // Past 2^53 a usize is not exact as f64, but it is out of range either way.
     ranges::CONCURRENCY.check(args.concurrency as f64).map_err(|e| flag("concurrency", e))?;
+    if let Some(n) = args.max_steps {
+        ranges::MAX_STEPS.check(n as f64).map_err(|e| flag("max-steps", e))?;
+    }
+    if let Some(n) = args.max_fan_out {
+        ranges::MAX_FAN_OUT.check(n as f64).map_err(|e| flag("max-fan-out", e))?;
+    }
+    ranges::MAX_TOOL_OUTPUT.check(args.max_tool_output as f64).map_err(|e| flag("max-tool-output", e))?;
     let mut breaker = BreakerPolicy::default();
     if let Some(n) = args.breaker_threshold {
         ranges::BREAKER_THRESHOLD.check(f64::from(n)).map_err(|e| flag("breaker-threshold", e))?;

@@ -65,6 +65,7 @@ impl Options {
     pub fn validate(&self) -> Result<(), RangeError> {
         self.retry.validate()?;
         self.breaker.validate()?;
+        self.guards.validate()?;
         if let Some(d) = self.deadline {
             ranges::DEADLINE_SECONDS.check(d.as_secs_f64())?;
         }

@@ -150,6 +150,16 @@ impl Guards {
         self
     }
 
+    /// Every bound in its range ([`crate::ranges`]): the executor checks this before a run.
+    pub fn validate(&self) -> Result<(), crate::ranges::RangeError> {
+        if let Some(n) = self.max_steps {
+            // Past 2^53 a usize is not exact as f64, but it is out of range either way.
+            crate::ranges::MAX_STEPS.check(n as f64)?;
+        }
+        crate::ranges::MAX_FAN_OUT.check(self.max_fan_out as f64)?;
+        Ok(())
+    }
+
     /// Whether a tool path is allowed.
     pub fn allows(&self, tool: &str) -> bool {
         self.allowed.as_ref().is_none_or(|(_, set)| set.is_match(tool))
