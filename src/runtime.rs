@@ -319,7 +319,9 @@ impl EvalError {
             Code::NoFileStore => d.with_help(
                 "`tdsl eval --files DIR` serves the files under DIR; a host calls `Engine::with_file_store`",
             ),
-            Code::PathEscapesRoot => d.with_help("paths are relative to the file store's root and must stay inside it"),
+            Code::PathEscapesRoot => {
+                d.with_help("paths are inside the file store (`/` is its root) and must stay there")
+            }
             Code::FileTooLarge => d.with_help("raise `Limits::max_file_bytes` if the file is expected to be this big"),
             Code::ListingTooLarge => d.with_help("list a smaller directory, or use a pattern without `**`"),
             Code::TooManyFiles => d.with_help("split the paths into groups of at most 5 and read each group"),
