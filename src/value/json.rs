@@ -1,0 +1,114 @@
+//! serde: writing and reading values as JSON, and the conversion to `serde_json::Value`.
+
+use std::fmt;
+
+use super::{Map, SmolStr, Value};
+
+impl serde::Serialize for Value {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        match self {
+            Value::Null => s.serialize_unit(),
+            Value::Bool(b) => s.serialize_bool(*b),
+            Value::Int(i) => s.serialize_i64(*i),
+            Value::Float(f) => s.serialize_f64(*f),
+            Value::Str(x) => s.serialize_str(x),
+            Value::List(l) => {
+                let mut seq = s.serialize_seq(Some(l.len()))?;
+                for v in l.iter() {
+                    seq.serialize_element(v)?;
+                }
+                seq.end()
+            }
+            Value::Object(o) => {
+                let mut map = s.serialize_map(Some(o.len()))?;
+                for (k, v) in o.iter() {
+                    map.serialize_entry(&**k, v)?;
+                }
+                map.end()
+            }
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Value {
+    /// Reads JSON straight into a value, with no intermediate `serde_json::Value`.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Value;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_unit<E>(self) -> Result<Value, E> {
+                Ok(Value::Null)
+            }
+            fn visit_none<E>(self) -> Result<Value, E> {
+                Ok(Value::Null)
+            }
+            fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
+                Ok(Value::Bool(b))
+            }
+            fn visit_i64<E>(self, i: i64) -> Result<Value, E> {
+                Ok(Value::Int(i))
+            }
+            fn visit_u64<E>(self, u: u64) -> Result<Value, E> {
+                Ok(i64::try_from(u).map_or(Value::Float(u as f64), Value::Int))
+            }
+            fn visit_f64<E: serde::de::Error>(self, f: f64) -> Result<Value, E> {
+                Value::float(f).ok_or_else(|| E::custom("number out of range"))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Value, E> {
+                Ok(Value::str(s))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<Value, A::Error> {
+                let mut items = Vec::with_capacity(a.size_hint().unwrap_or(0).min(4096));
+                while let Some(v) = a.next_element()? {
+                    items.push(v);
+                }
+                Ok(Value::list(items))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<Value, A::Error> {
+                let mut map = Map::default();
+                while let Some(k) = a.next_key::<Key>()? {
+                    map.insert(k.0, a.next_value()?);
+                }
+                Ok(Value::object(map))
+            }
+        }
+        /// An object key read without an intermediate `String` when it has no escapes.
+        struct Key(SmolStr);
+        impl<'de> serde::Deserialize<'de> for Key {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Key, D::Error> {
+                struct K;
+                impl serde::de::Visitor<'_> for K {
+                    type Value = Key;
+                    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                        f.write_str("an object key")
+                    }
+                    fn visit_str<E>(self, s: &str) -> Result<Key, E> {
+                        Ok(Key(SmolStr::new(s)))
+                    }
+                }
+                d.deserialize_str(K)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl From<&Value> for serde_json::Value {
+    fn from(v: &Value) -> serde_json::Value {
+        match v {
+            Value::Null => serde_json::Value::Null,
+            Value::Bool(b) => serde_json::Value::Bool(*b),
+            Value::Int(i) => serde_json::Value::from(*i),
+            Value::Float(f) => {
+                serde_json::Number::from_f64(*f).map_or(serde_json::Value::Null, serde_json::Value::Number)
+            }
+            Value::Str(s) => serde_json::Value::String(s.to_string()),
+            Value::List(l) => serde_json::Value::Array(l.iter().map(Into::into).collect()),
+            Value::Object(o) => serde_json::Value::Object(o.iter().map(|(k, v)| (k.to_string(), v.into())).collect()),
+        }
+    }
+}

@@ -1,0 +1,223 @@
+//! Budgeted walks over values evaluation did not build itself.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use super::{SmolStr, Value, MAX_WALK_DEPTH};
+
+/// Metered walks: the forms of equality, order, counting and rendering that evaluation
+/// uses on values it did not build itself. Each visits at most a budget of nodes (a shared
+/// value counts once per time it is reached, which is the work the walk does) and reports
+/// when the budget ran out, so a value of 2^40 nodes built cheaply from shared parts costs
+/// what walking it costs and stops at the fuel limit. Each agrees with its unmetered
+/// counterpart whenever the budget suffices.
+impl Value {
+    /// [`PartialEq`], visiting at most `*budget` nodes (spent from it); `None` when the
+    /// budget runs out (or the values nest deeper than [`MAX_WALK_DEPTH`]).
+    pub fn eq_within(&self, other: &Value, budget: &mut u64) -> Option<bool> {
+        fn go(a: &Value, b: &Value, budget: &mut u64, depth: usize) -> Option<bool> {
+            if *budget == 0 || depth > MAX_WALK_DEPTH {
+                return None;
+            }
+            *budget -= 1;
+            use Value::*;
+            Some(match (a, b) {
+                (List(x), List(y)) => {
+                    if Arc::ptr_eq(x, y) {
+                        return Some(true);
+                    }
+                    if x.len() != y.len() {
+                        return Some(false);
+                    }
+                    for (p, q) in x.iter().zip(y.iter()) {
+                        if !go(p, q, budget, depth + 1)? {
+                            return Some(false);
+                        }
+                    }
+                    true
+                }
+                (Object(x), Object(y)) => {
+                    if Arc::ptr_eq(x, y) {
+                        return Some(true);
+                    }
+                    if x.len() != y.len() {
+                        return Some(false);
+                    }
+                    for (k, v) in x.iter() {
+                        match y.get(k) {
+                            Some(w) if go(v, w, budget, depth + 1)? => {}
+                            _ => return Some(false),
+                        }
+                    }
+                    true
+                }
+                (Str(x), Str(y)) => {
+                    let units = (x.len().min(y.len()) / 64) as u64;
+                    if units > *budget {
+                        return None;
+                    }
+                    *budget -= units;
+                    x == y
+                }
+                _ => a == b,
+            })
+        }
+        go(self, other, budget, 0)
+    }
+
+    /// [`Value::total_cmp`], visiting at most `*budget` nodes (spent from it); `None` when
+    /// the budget runs out.
+    pub fn cmp_within(&self, other: &Value, budget: &mut u64) -> Option<Ordering> {
+        fn go(a: &Value, b: &Value, budget: &mut u64, depth: usize) -> Option<Ordering> {
+            if *budget == 0 || depth > MAX_WALK_DEPTH {
+                return None;
+            }
+            *budget -= 1;
+            use Value::*;
+            match (a, b) {
+                (List(x), List(y)) => {
+                    if Arc::ptr_eq(x, y) {
+                        return Some(Ordering::Equal);
+                    }
+                    for (p, q) in x.iter().zip(y.iter()) {
+                        match go(p, q, budget, depth + 1)? {
+                            Ordering::Equal => {}
+                            ord => return Some(ord),
+                        }
+                    }
+                    Some(x.len().cmp(&y.len()))
+                }
+                (Object(x), Object(y)) => {
+                    if Arc::ptr_eq(x, y) {
+                        return Some(Ordering::Equal);
+                    }
+                    let units = ((x.len() + y.len()) as u64).saturating_mul(2);
+                    if units > *budget {
+                        return None;
+                    }
+                    *budget -= units;
+                    let mut ak: Vec<_> = x.iter().collect();
+                    let mut bk: Vec<_> = y.iter().collect();
+                    ak.sort_by(|p, q| p.0.cmp(q.0));
+                    bk.sort_by(|p, q| p.0.cmp(q.0));
+                    for ((ka, va), (kb, vb)) in ak.iter().zip(bk.iter()) {
+                        match ka.cmp(kb) {
+                            Ordering::Equal => {}
+                            ord => return Some(ord),
+                        }
+                        match go(va, vb, budget, depth + 1)? {
+                            Ordering::Equal => {}
+                            ord => return Some(ord),
+                        }
+                    }
+                    Some(ak.len().cmp(&bk.len()))
+                }
+                (Str(x), Str(y)) => {
+                    let units = (x.len().min(y.len()) / 64) as u64;
+                    if units > *budget {
+                        return None;
+                    }
+                    *budget -= units;
+                    Some(x.cmp(y))
+                }
+                _ => Some(a.total_cmp(b)),
+            }
+        }
+        go(self, other, budget, 0)
+    }
+
+    /// The nodes a full walk of this value visits (shared parts counted each time they are
+    /// reached, strings a unit per 64 bytes), if at most `budget`; `None` beyond it.
+    pub fn nodes_within(&self, budget: u64) -> Option<u64> {
+        fn go(v: &Value, left: &mut u64, depth: usize) -> bool {
+            if *left == 0 || depth > MAX_WALK_DEPTH {
+                return false;
+            }
+            *left -= 1;
+            match v {
+                Value::Str(s) => {
+                    let units = (s.len() / 64) as u64;
+                    if units > *left {
+                        return false;
+                    }
+                    *left -= units;
+                    true
+                }
+                Value::List(l) => l.iter().all(|x| go(x, left, depth + 1)),
+                Value::Object(o) => o.iter().all(|(k, x)| {
+                    let units = (k.len() / 64) as u64;
+                    if units > *left {
+                        return false;
+                    }
+                    *left -= units;
+                    go(x, left, depth + 1)
+                }),
+                _ => true,
+            }
+        }
+        let mut left = budget;
+        go(self, &mut left, 0).then_some(budget - left)
+    }
+
+    /// Compact JSON, if it takes at most `max` bytes; `None` beyond (the rendering stops
+    /// there, so its cost is bounded by `max` whatever the value's size).
+    pub fn json_within(&self, max: usize) -> Option<String> {
+        let mut w = CappedWriter { buf: Vec::new(), max };
+        serde_json::to_writer(&mut w, self).ok()?;
+        String::from_utf8(w.buf).ok()
+    }
+
+    /// [`Value::join_text`], appending to `out` only while `out` stays within `max` bytes;
+    /// `false` (with `out` cut short) beyond.
+    pub fn join_text_within(&self, out: &mut String, max: usize) -> bool {
+        let room = max.saturating_sub(out.len());
+        match self {
+            Value::Null => true,
+            Value::Str(s) => {
+                if s.len() > room {
+                    return false;
+                }
+                out.push_str(s);
+                true
+            }
+            Value::Object(o) if o.get("name").is_some() => {
+                o.get("name").is_some_and(|name| name.join_text_within(out, max))
+            }
+            other => match other.json_within(room) {
+                Some(t) => {
+                    out.push_str(&t);
+                    true
+                }
+                None => false,
+            },
+        }
+    }
+
+    /// [`Value::key_text`], if it takes at most `max` bytes.
+    pub fn key_text_within(&self, max: usize) -> Option<SmolStr> {
+        match self {
+            Value::Str(s) => (s.len() <= max).then(|| s.clone()),
+            other => other.json_within(max).map(SmolStr::from),
+        }
+    }
+}
+
+/// A byte sink that refuses to grow past `max`.
+struct CappedWriter {
+    buf: Vec<u8>,
+    max: usize,
+}
+
+impl std::io::Write for CappedWriter {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        if self.buf.len() + data.len() > self.max {
+            return Err(std::io::Error::other("over the limit"));
+        }
+        self.buf.extend_from_slice(data);
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
