@@ -58,6 +58,7 @@ pub mod functions;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod input;
+pub mod lsp;
 pub mod mcp;
 pub mod ops;
 pub mod ranges;

@@ -153,6 +153,12 @@ impl Analyzer {
         self.check(name.to_string(), Arc::from(source), None)
     }
 
+    /// Checks a tool given as text that stands for `file` (an editor's unsaved buffer):
+    /// `name` names it in messages, as [`Analyzer::check_file`] would.
+    pub fn check_text(&mut self, name: String, source: Arc<str>, file: Option<PathBuf>) -> CheckedTool {
+        self.check(name, source, file)
+    }
+
     fn check(&mut self, name: String, source: Arc<str>, file: Option<PathBuf>) -> CheckedTool {
         let (tool, mut diagnostics) = crate::tool::load(&source);
         let Some(tool) = tool.map(Arc::new) else {

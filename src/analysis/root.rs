@@ -150,6 +150,13 @@ impl ToolRoot {
         Some(format!("/{}", parts.join("/")))
     }
 
+    /// Uses `source` as the text of `file` (a canonical path under the root) instead of
+    /// what is on disk: an editor's unsaved buffer (`tdsl lsp`).
+    pub fn preload(&mut self, file: PathBuf, tool_path: String, source: Arc<str>) {
+        let t = Arc::new(LoadedTool::from_source(file.clone(), tool_path, source));
+        self.loaded.insert(file, t);
+    }
+
     /// Resolves and loads a `tool_definition_path` (once per path and per file).
     pub fn resolve(&mut self, tool_path: &str) -> Resolved {
         if let Some(r) = self.resolved.get(tool_path) {

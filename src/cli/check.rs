@@ -165,7 +165,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
 }
 
 /// A primitive tool's endpoint, as the command line's runner would take it (W0902).
-fn check_endpoint(c: &mut CheckedTool) {
+pub(crate) fn check_endpoint(c: &mut CheckedTool) {
     let Some(def) = c.tool.clone() else { return };
     let ToolKind::Primitive { system_event_endpoint } = &def.kind else { return };
     if let Err(why) = crate::exec::host::check_endpoint(&system_event_endpoint.node) {

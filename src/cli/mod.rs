@@ -23,8 +23,10 @@ mod check;
 mod eval;
 mod export;
 mod graph;
+mod lsp;
 mod repl;
 mod run;
+mod schema;
 mod serve;
 mod signals;
 
@@ -64,6 +66,10 @@ enum Command {
     /// Try expressions interactively (or run a script of inputs from standard input).
     #[command(after_help = repl::AFTER_HELP)]
     Repl(repl::ReplArgs),
+    /// Serve `.tool` files to editors: a Language Server Protocol server on stdio.
+    Lsp(lsp::LspArgs),
+    /// Print the JSON Schema of the `.tool` format (for editors without `tdsl lsp`).
+    Schema(schema::SchemaArgs),
 }
 
 /// Runs the command line.
@@ -84,6 +90,8 @@ pub fn main() -> ExitCode {
         Command::Serve(args) => serve::run(args),
         Command::Replay(args) => run::replay_command(args),
         Command::Repl(args) => repl::run(args),
+        Command::Lsp(args) => lsp::run(args),
+        Command::Schema(args) => schema::run(args),
     }
 }
 

@@ -1,0 +1,726 @@
+//! Hover, definition, references, rename, completion and code actions.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use lsp_server::ErrorCode;
+use lsp_types::{
+    CodeAction, CodeActionKind, CodeActionOrCommand, CodeActionParams, CompletionItem, CompletionItemKind,
+    CompletionParams, CompletionTextEdit, GotoDefinitionParams, GotoDefinitionResponse, Hover, HoverContents,
+    HoverParams, Location, MarkupContent, MarkupKind, Position, Range, ReferenceParams, RenameParams, TextEdit, Url,
+    WorkspaceEdit,
+};
+
+use super::symbols::{self, Occurrence, Resolver, Sym};
+use super::{Doc, Failure, Server, Text};
+use crate::diagnostic::Code;
+use crate::span::Span;
+use crate::tool::{is_identifier, JsonKind, Logic, Operator, Param, ToolDef, TypeName, RESERVED_IDS};
+
+/// A file of the workspace: an open document's text, or the file's on disk.
+struct FileView {
+    uri: Url,
+    text: Text,
+    tool: Option<ToolDef>,
+}
+
+impl Server {
+    fn doc(&self, uri: &Url) -> Option<&Doc> {
+        self.docs.get(uri)
+    }
+
+    /// The occurrences in an open document (from its last check).
+    fn doc_occurrences(&self, doc: &Doc) -> Vec<Occurrence> {
+        let Some(tool) = doc.checked.as_ref().and_then(|c| c.tool.as_ref()) else { return Vec::new() };
+        symbols::occurrences(&self.engine, &doc.path, tool, &Resolver { root: &doc.root.0 })
+    }
+
+    /// A file by path: the open document when there is one, else the file on disk.
+    fn view(&self, path: &Path) -> Option<FileView> {
+        if let Some((uri, d)) = self.docs.iter().find(|(_, d)| d.path == path) {
+            let (tool, _) = crate::tool::load(d.text.as_str());
+            return Some(FileView { uri: uri.clone(), text: d.text.clone(), tool });
+        }
+        let text = crate::input::read_text(path).ok()?;
+        let (tool, _) = crate::tool::load(&text);
+        Some(FileView { uri: Url::from_file_path(path).ok()?, text: Text::new(text), tool })
+    }
+
+    /// Every `.tool` file under `root` (open documents included), sorted.
+    fn workspace_files(&self, root: &Path) -> Vec<PathBuf> {
+        let mut found = Vec::new();
+        let mut dirs = vec![root.to_path_buf()];
+        while let Some(dir) = dirs.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+            for e in entries.flatten() {
+                let path = e.path();
+                let hidden = e.file_name().to_string_lossy().starts_with('.');
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    if !hidden && e.file_name() != "target" {
+                        dirs.push(path);
+                    }
+                } else if path.extension().is_some_and(|x| x == "tool") {
+                    found.push(std::fs::canonicalize(&path).unwrap_or(path));
+                }
+            }
+        }
+        for d in self.docs.values() {
+            if d.path.starts_with(root) && !found.contains(&d.path) {
+                found.push(d.path.clone());
+            }
+        }
+        found.sort();
+        found
+    }
+
+    /// Every occurrence of `sym` in the workspace of `doc`.
+    fn all_occurrences(&self, doc: &Doc, sym: &Sym) -> Vec<(Url, Text, Occurrence)> {
+        let local = matches!(sym, Sym::Step { .. } | Sym::Variable { .. });
+        let files = if local { vec![doc.path.clone()] } else { self.workspace_files(&doc.root.0) };
+        let mut out = Vec::new();
+        for f in files {
+            let Some(view) = self.view(&f) else { continue };
+            let Some(tool) = &view.tool else { continue };
+            let root = self.root_for(&f).0;
+            for o in symbols::occurrences(&self.engine, &f, tool, &Resolver { root: &root }) {
+                if &o.sym == sym {
+                    out.push((view.uri.clone(), view.text.clone(), o));
+                }
+            }
+        }
+        out
+    }
+
+    fn offset(&self, doc: &Doc, pos: Position) -> usize {
+        doc.text.offset(pos, self.encoding)
+    }
+}
+
+/// `textDocument/hover`.
+pub(super) fn hover(s: &Server, p: &HoverParams) -> Option<Hover> {
+    let tdp = &p.text_document_position_params;
+    let doc = s.doc(&tdp.text_document.uri)?;
+    let offset = s.offset(doc, tdp.position);
+    let occs = s.doc_occurrences(doc);
+    let o = symbols::at(&occs, offset)?;
+    let checked = doc.checked.as_ref()?;
+    let tool = checked.tool.as_ref()?;
+    let text = match &o.sym {
+        Sym::Step { id, .. } => {
+            let ins = tool.instructions().iter().find(|i| &i.execution_id.node == id)?;
+            let mut t = format!("**step `{id}`** calls `{}`", ins.tool_definition_path.node);
+            if let Some(step) = checked.plan.as_ref().and_then(|pl| pl.step(id)) {
+                t.push_str(&format!("\n\nresult: `{}`", step.result_type));
+            }
+            if let Some(callee) = (Resolver { root: &doc.root.0 }).file(&ins.tool_definition_path.node) {
+                if let Some(def) = s.view(&callee).and_then(|v| v.tool) {
+                    t.push_str(&format!("\n\n{}", describe_tool(&def)));
+                }
+            }
+            t
+        }
+        Sym::Argument { file, name } => {
+            let def = s.view(file)?.tool?;
+            let param = def.arguments.iter().find(|a| &a.name.node == name)?;
+            format!("**argument** {}", describe_param(param))
+        }
+        Sym::Response { file, name } => {
+            let def = s.view(file)?.tool?;
+            let param = def.responses.iter().find(|a| &a.name.node == name)?;
+            format!("**response** {}", describe_param(param))
+        }
+        Sym::ToolPath { path, file } => {
+            let def = s.view(file.as_ref()?)?.tool?;
+            format!("**`{path}`**\n\n{}", describe_tool(&def))
+        }
+        Sym::Function(name) => {
+            let f = s.engine.functions().lookup(name)?;
+            let sig = &s.engine.functions().get(f).signature;
+            let params: Vec<String> = sig
+                .params
+                .iter()
+                .map(|p| {
+                    let req = if p.is_required() { "" } else { " (optional)" };
+                    format!("- `{}`: `{}`{req}", p.name, p.ty)
+                })
+                .collect();
+            format!("```\n{}\n```\n{}\n\n{}", sig.display(), sig.summary, params.join("\n"))
+        }
+        Sym::Variable { block, name } => variable_hover(doc, tool, *block, name)?,
+    };
+    Some(Hover {
+        contents: HoverContents::Markup(MarkupContent { kind: MarkupKind::Markdown, value: text }),
+        range: Some(doc.text.range(o.span, s.encoding)),
+    })
+}
+
+/// A transform variable (its value as written) or output (its expression and type).
+fn variable_hover(doc: &Doc, tool: &ToolDef, block: Span, name: &str) -> Option<String> {
+    let checked = doc.checked.as_ref()?;
+    let src = doc.text.as_str();
+    let mut blocks: Vec<(Option<usize>, bool, &crate::tool::Transform)> = Vec::new();
+    for (n, i) in tool.instructions().iter().enumerate() {
+        blocks.extend(i.transform_arguments.iter().map(|t| (Some(n), true, t)));
+        blocks.extend(i.transform_responses.iter().map(|t| (Some(n), false, t)));
+    }
+    blocks.extend(tool.transform_arguments.iter().map(|t| (None, true, t)));
+    blocks.extend(tool.transform_responses.iter().map(|t| (None, false, t)));
+    let (step, args, t) = blocks.into_iter().find(|(_, _, t)| t.span == block)?;
+    if let Some((_, v)) = t.variables.iter().find(|(k, _)| k.node == name) {
+        let written = src.get(v.span.range()).unwrap_or("");
+        return Some(format!("**variable `{name}`** = `{written}`"));
+    }
+    let (_, e) = t.transforms.iter().find(|(k, _)| k.node == name)?;
+    let mut out = format!("**transform output `{name}`** = `{}`", e.value);
+    let plan = checked.plan.as_ref();
+    let tp = match step {
+        Some(n) => plan.and_then(|p| p.steps.iter().find(|st| st.index == n)).and_then(|st| {
+            if args {
+                st.transform_arguments.as_ref()
+            } else {
+                st.transform_responses.as_ref()
+            }
+        }),
+        None => plan.and_then(|p| if args { p.transform_arguments.as_ref() } else { p.transform_responses.as_ref() }),
+    };
+    if let Some((_, prog)) = tp.and_then(|t| t.transforms.iter().find(|(k, _)| &**k == name)) {
+        out.push_str(&format!("\n\ntype: `{}`", prog.result_type()));
+    }
+    Some(out)
+}
+
+fn describe_param(p: &Param) -> String {
+    let mut t = format!("`{}`: `{}`", p.name.node, p.type_or_any());
+    if p.is_required() {
+        t.push_str(" (required)");
+    }
+    if let Some(d) = &p.description {
+        t.push_str(&format!(" — {}", d.node));
+    }
+    t
+}
+
+/// A callee's description, declared arguments and responses.
+fn describe_tool(def: &ToolDef) -> String {
+    let mut t = String::new();
+    if let Some(d) = &def.description {
+        t.push_str(&d.node);
+        t.push_str("\n\n");
+    }
+    let list = |params: &[Param], declared: bool| -> String {
+        if !declared {
+            return "not declared".to_string();
+        }
+        if params.is_empty() {
+            return "none".to_string();
+        }
+        params.iter().map(|p| format!("\n- {}", describe_param(p))).collect()
+    };
+    t.push_str(&format!("arguments: {}", list(&def.arguments, def.declares_arguments)));
+    t.push_str(&format!("\n\nresponses: {}", list(&def.responses, def.declares_responses)));
+    t
+}
+
+/// `textDocument/definition`.
+pub(super) fn definition(s: &Server, p: &GotoDefinitionParams) -> Option<GotoDefinitionResponse> {
+    let tdp = &p.text_document_position_params;
+    let doc = s.doc(&tdp.text_document.uri)?;
+    let offset = s.offset(doc, tdp.position);
+    let occs = s.doc_occurrences(doc);
+    let o = symbols::at(&occs, offset)?;
+    let location = match &o.sym {
+        Sym::ToolPath { file, .. } => {
+            let uri = Url::from_file_path(file.as_ref()?).ok()?;
+            Location { uri, range: Range::default() }
+        }
+        Sym::Function(_) => return None,
+        sym => {
+            let (uri, text, d) = s.all_occurrences(doc, sym).into_iter().find(|(_, _, o)| o.decl)?;
+            Location { uri, range: text.range(d.span, s.encoding) }
+        }
+    };
+    Some(GotoDefinitionResponse::Scalar(location))
+}
+
+/// `textDocument/references`.
+pub(super) fn references(s: &Server, p: &ReferenceParams) -> Option<Vec<Location>> {
+    let tdp = &p.text_document_position;
+    let doc = s.doc(&tdp.text_document.uri)?;
+    let offset = s.offset(doc, tdp.position);
+    let occs = s.doc_occurrences(doc);
+    let o = symbols::at(&occs, offset)?;
+    let all = s.all_occurrences(doc, &o.sym);
+    Some(
+        all.into_iter()
+            .filter(|(_, _, o)| p.context.include_declaration || !o.decl)
+            .map(|(uri, text, o)| Location { uri, range: text.range(o.span, s.encoding) })
+            .collect(),
+    )
+}
+
+/// `textDocument/rename`: an `execution_id` (every REF and dependency naming it, in its
+/// file) or an argument (its REFs, and the `arguments` keys of every caller in the
+/// workspace). A name that is not an identifier, is reserved or is taken is refused.
+pub(super) fn rename(s: &Server, p: &RenameParams) -> Result<Option<WorkspaceEdit>, Failure> {
+    let tdp = &p.text_document_position;
+    let refuse = |m: String| (ErrorCode::InvalidRequest, m);
+    let doc = s.doc(&tdp.text_document.uri).ok_or_else(|| refuse("the document is not open".into()))?;
+    let offset = s.offset(doc, tdp.position);
+    let occs = s.doc_occurrences(doc);
+    let o = symbols::at(&occs, offset)
+        .ok_or_else(|| refuse("nothing to rename here: put the cursor on an execution id or an argument".into()))?;
+    let new = p.new_name.as_str();
+    if !is_identifier(new) {
+        return Err(refuse(format!(
+            "`{new}` is not a valid name: use letters, digits, `_` and `-`, not starting with a digit"
+        )));
+    }
+    let sym = o.sym.clone();
+    match &sym {
+        Sym::Step { id, .. } => {
+            let tool = doc
+                .checked
+                .as_ref()
+                .and_then(|c| c.tool.as_ref())
+                .ok_or_else(|| refuse("the file does not load".into()))?;
+            if RESERVED_IDS.contains(&new) {
+                return Err(refuse(format!("`{new}` is reserved: it cannot be an execution id")));
+            }
+            let taken = tool
+                .instructions()
+                .iter()
+                .any(|i| i.execution_id.node == new || i.expected_key.as_ref().is_some_and(|k| k.node == new));
+            if taken && new != id {
+                return Err(refuse(format!("cannot rename `{id}` to `{new}`: a step `{new}` already exists")));
+            }
+        }
+        Sym::Argument { file, name } => {
+            let def = s.view(file).and_then(|v| v.tool).ok_or_else(|| refuse("the tool does not load".into()))?;
+            let outputs = def.transform_arguments.iter().flat_map(|t| t.transforms.iter().map(|(k, _)| &k.node));
+            let taken = def.arguments.iter().map(|a| &a.name.node).chain(outputs).any(|n| n == new);
+            if taken && new != name {
+                return Err(refuse(format!("cannot rename `{name}` to `{new}`: an argument `{new}` already exists")));
+            }
+            if !def.arguments.iter().any(|a| &a.name.node == name) {
+                return Err(refuse(format!("`{name}` is not a declared argument of this tool")));
+            }
+        }
+        _ => return Err(refuse("only an execution id or an argument can be renamed".into())),
+    }
+    let mut changes: HashMap<Url, Vec<TextEdit>> = HashMap::new();
+    for (uri, text, o) in s.all_occurrences(doc, &sym) {
+        changes
+            .entry(uri)
+            .or_default()
+            .push(TextEdit { range: text.range(o.span, s.encoding), new_text: new.to_string() });
+    }
+    Ok(Some(WorkspaceEdit { changes: Some(changes), ..WorkspaceEdit::default() }))
+}
+
+/// The keys a `.tool` object may have, by where it is.
+const TOP_KEYS: &[&str] = &[
+    "description",
+    "arguments",
+    "responses",
+    "system_event_endpoint",
+    "instructions",
+    "response_reference_map",
+    "transform_arguments",
+    "transform_responses",
+];
+const INSTRUCTION_KEYS: &[&str] = &[
+    "execution_id",
+    "tool_definition_path",
+    "description",
+    "arguments",
+    "transform_arguments",
+    "transform_responses",
+    "conditions",
+    "parallel_execution",
+    "dependencies",
+    "done_check",
+    "done_value",
+    "retry",
+    "timeout_seconds",
+    "continue_on_error",
+    "output_path",
+    "expected_key",
+];
+const PARAM_KEYS: &[&str] = &[
+    "name",
+    "type_name",
+    "description",
+    "required",
+    "enum",
+    "minimum",
+    "maximum",
+    "min_length",
+    "max_length",
+    "pattern",
+    "items",
+    "default",
+];
+const CONDITION_KEYS: &[&str] = &["param", "operator", "value", "logic", "conditions"];
+const TRANSFORM_KEYS: &[&str] = &["variables", "transforms"];
+const PARALLEL_KEYS: &[&str] = &["iterate_over", "child_argument_name"];
+const RETRY_KEYS: &[&str] = &["max_retries", "base_delay_seconds", "factor", "max_delay_seconds", "jitter"];
+
+/// Where the cursor is in the JSON text, read without a parser (the text may be broken
+/// while typing).
+#[derive(Debug, Default)]
+struct JsonContext {
+    /// For each open container: `(is_object, the key it is the value of)`; a container in
+    /// a list takes the list's key.
+    frames: Vec<(bool, Option<String>)>,
+    /// When the innermost container is an object: the key whose value is being written.
+    key: Option<String>,
+    /// The string the cursor is in: where its text starts, whether it is a key.
+    string: Option<(usize, bool)>,
+}
+
+fn json_context(before: &str) -> JsonContext {
+    let mut cx = JsonContext::default();
+    // The key of the value being written in each open container (objects only).
+    let mut keys: Vec<Option<String>> = Vec::new();
+    let mut last_string: Option<String> = None;
+    let mut in_string: Option<usize> = None;
+    let mut escaped = false;
+    for (i, c) in before.char_indices() {
+        if let Some(start) = in_string {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                last_string = Some(before[start..i].to_string());
+                in_string = None;
+            }
+            continue;
+        }
+        match c {
+            '"' => in_string = Some(i + 1),
+            ':' => {
+                if let Some(k) = keys.last_mut() {
+                    *k = last_string.take();
+                }
+            }
+            ',' => {
+                if let Some(k) = keys.last_mut() {
+                    *k = None;
+                }
+            }
+            '{' | '[' => {
+                let key = match cx.frames.last() {
+                    Some((true, _)) => keys.last().cloned().flatten(),
+                    Some((false, k)) => k.clone(),
+                    None => None,
+                };
+                cx.frames.push((c == '{', key));
+                keys.push(None);
+            }
+            '}' | ']' => {
+                cx.frames.pop();
+                keys.pop();
+            }
+            _ => {}
+        }
+    }
+    let in_object = cx.frames.last().is_some_and(|f| f.0);
+    cx.key = if in_object { keys.last().cloned().flatten() } else { None };
+    if let Some(start) = in_string {
+        cx.string = Some((start, in_object && cx.key.is_none()));
+    }
+    cx
+}
+
+/// `textDocument/completion`.
+pub(super) fn completion(s: &Server, p: &CompletionParams) -> Option<Vec<CompletionItem>> {
+    let tdp = &p.text_document_position;
+    let doc = s.doc(&tdp.text_document.uri)?;
+    let offset = s.offset(doc, tdp.position);
+    let before = doc.text.as_str().get(..offset)?;
+    let cx = json_context(before);
+    let (start, is_key) = cx.string?;
+    let prefix = &before[start..];
+    let word_len = prefix.chars().rev().take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-').count();
+    let word_start = offset - word_len;
+    let range = doc.text.range(Span::new(word_start, offset), s.encoding);
+    let item = |label: &str, kind: CompletionItemKind, detail: Option<String>| CompletionItem {
+        label: label.to_string(),
+        kind: Some(kind),
+        detail,
+        text_edit: Some(CompletionTextEdit::Edit(TextEdit { range, new_text: label.to_string() })),
+        ..CompletionItem::default()
+    };
+    let keys = |names: &[&str]| names.iter().map(|k| item(k, CompletionItemKind::PROPERTY, None)).collect::<Vec<_>>();
+    // The key of the innermost object holding the string, and the one around it.
+    let n = cx.frames.len();
+    let parent_key = |up: usize| n.checked_sub(1 + up).and_then(|i| cx.frames[i].1.as_deref());
+    let tool = doc.last_tool.as_deref();
+    if is_key {
+        let in_list = |k: &str| n >= 2 && !cx.frames[n - 2].0 && cx.frames[n - 2].1.as_deref() == Some(k);
+        return Some(match n {
+            1 => keys(TOP_KEYS),
+            _ if n == 3 && in_list("instructions") => keys(INSTRUCTION_KEYS),
+            _ if n == 3 && (in_list("arguments") || in_list("responses")) => keys(PARAM_KEYS),
+            _ if in_list("conditions") || in_list("done_check") => keys(CONDITION_KEYS),
+            _ if matches!(parent_key(0), Some("transform_arguments" | "transform_responses")) => keys(TRANSFORM_KEYS),
+            _ if parent_key(0) == Some("parallel_execution") => keys(PARALLEL_KEYS),
+            _ if parent_key(0) == Some("retry") => keys(RETRY_KEYS),
+            _ if n == 4 && parent_key(0) == Some("arguments") => {
+                let callee = step_callee_at(s, doc, tool, offset)?;
+                callee
+                    .arguments
+                    .iter()
+                    .map(|a| item(&a.name.node, CompletionItemKind::FIELD, Some(describe_param(a))))
+                    .collect()
+            }
+            _ => Vec::new(),
+        });
+    }
+    // A value.
+    if let Some(r) = last_ref(prefix) {
+        return Some(ref_completion(s, doc, tool, r, offset, &item));
+    }
+    let container = cx.frames.last().and_then(|f| f.1.as_deref());
+    Some(match (cx.key.as_deref(), container) {
+        (Some("operator"), _) => {
+            Operator::ALL.iter().map(|o| item(o.as_str(), CompletionItemKind::OPERATOR, None)).collect()
+        }
+        (Some("logic"), _) => Logic::NAMES.iter().map(|l| item(l, CompletionItemKind::KEYWORD, None)).collect(),
+        (Some("type_name"), _) => {
+            TypeName::SIMPLE.iter().map(|t| item(t, CompletionItemKind::TYPE_PARAMETER, None)).collect()
+        }
+        (Some("done_check"), _) | (_, Some("transforms")) => expression_completion(s, tool, prefix, offset, &item),
+        _ => Vec::new(),
+    })
+}
+
+/// The REF being written at the end of `prefix` (`REF:step.fi` → `step.fi`).
+fn last_ref(prefix: &str) -> Option<&str> {
+    let at = prefix.rfind("REF:")?;
+    let rest = &prefix[at + 4..];
+    rest.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')).then_some(rest)
+}
+
+/// The callee of the instruction whose text holds `offset`.
+fn step_callee_at(s: &Server, doc: &Doc, tool: Option<&ToolDef>, offset: usize) -> Option<ToolDef> {
+    let ins = tool?.instructions().iter().find(|i| i.span.range().contains(&offset))?;
+    callee_def(s, doc, &ins.tool_definition_path.node)
+}
+
+fn callee_def(s: &Server, doc: &Doc, tool_path: &str) -> Option<ToolDef> {
+    let file = Resolver { root: &doc.root.0 }.file(tool_path)?;
+    s.view(&file)?.tool
+}
+
+fn ref_completion(
+    s: &Server,
+    doc: &Doc,
+    tool: Option<&ToolDef>,
+    r: &str,
+    offset: usize,
+    item: &dyn Fn(&str, CompletionItemKind, Option<String>) -> CompletionItem,
+) -> Vec<CompletionItem> {
+    let Some(tool) = tool else { return Vec::new() };
+    let parts: Vec<&str> = r.split('.').collect();
+    if parts.len() == 1 {
+        let mut out = vec![item("arguments", CompletionItemKind::MODULE, Some("the composite's arguments".into()))];
+        let here = tool.instructions().iter().find(|i| i.span.range().contains(&offset));
+        if here.is_some_and(|i| i.transform_responses.as_ref().is_some_and(|t| t.span.range().contains(&offset))) {
+            out.push(item("response", CompletionItemKind::MODULE, Some("this step's raw response".into())));
+        }
+        for i in tool.instructions() {
+            if here.is_some_and(|h| h.execution_id == i.execution_id) {
+                continue;
+            }
+            let detail = format!("step calling {}", i.tool_definition_path.node);
+            out.push(item(&i.execution_id.node, CompletionItemKind::VARIABLE, Some(detail)));
+        }
+        return out;
+    }
+    if parts.len() != 2 {
+        return Vec::new();
+    }
+    if parts[0] == "arguments" {
+        let mut out: Vec<CompletionItem> = tool
+            .arguments
+            .iter()
+            .map(|a| item(&a.name.node, CompletionItemKind::FIELD, Some(describe_param(a))))
+            .collect();
+        if let Some(t) = &tool.transform_arguments {
+            out.extend(
+                t.transforms
+                    .iter()
+                    .map(|(k, _)| item(&k.node, CompletionItemKind::FIELD, Some("transform output".into()))),
+            );
+        }
+        return out;
+    }
+    let Some(ins) = tool.instructions().iter().find(|i| i.execution_id.node == parts[0]) else { return Vec::new() };
+    let mut out = Vec::new();
+    if let Some(def) = callee_def(s, doc, &ins.tool_definition_path.node) {
+        out.extend(
+            def.responses.iter().map(|a| item(&a.name.node, CompletionItemKind::FIELD, Some(describe_param(a)))),
+        );
+    }
+    out.push(item("response", CompletionItemKind::FIELD, Some("the raw response".into())));
+    if let Some(t) = &ins.transform_responses {
+        out.extend(
+            t.transforms.iter().map(|(k, _)| item(&k.node, CompletionItemKind::FIELD, Some("transform output".into()))),
+        );
+    }
+    out
+}
+
+/// Inside an expression: the keyword parameters of the call the cursor is in, functions,
+/// and the names of the transform block.
+fn expression_completion(
+    s: &Server,
+    tool: Option<&ToolDef>,
+    prefix: &str,
+    offset: usize,
+    item: &dyn Fn(&str, CompletionItemKind, Option<String>) -> CompletionItem,
+) -> Vec<CompletionItem> {
+    let funcs = s.engine.functions();
+    let mut out = Vec::new();
+    if let Some(name) = enclosing_call(prefix) {
+        if let Some(id) = funcs.lookup(name) {
+            let sig = &funcs.get(id).signature;
+            for p in &sig.params {
+                let mut it = item(
+                    &format!("{}=", p.name),
+                    CompletionItemKind::VARIABLE,
+                    Some(format!("{}: {}", sig.display(), p.ty)),
+                );
+                it.label = format!("{}=", p.name);
+                out.push(it);
+            }
+        }
+    }
+    for f in funcs.iter() {
+        let sig = &f.signature;
+        let mut it = item(&sig.name, CompletionItemKind::FUNCTION, Some(sig.display()));
+        it.documentation = Some(lsp_types::Documentation::String(sig.summary.to_string()));
+        out.push(it);
+    }
+    if let Some(tool) = tool {
+        let blocks = tool
+            .instructions()
+            .iter()
+            .flat_map(|i| [&i.transform_arguments, &i.transform_responses])
+            .chain([&tool.transform_arguments, &tool.transform_responses])
+            .flatten();
+        for t in blocks.filter(|t| t.span.range().contains(&offset)) {
+            for (k, _) in &t.variables {
+                out.push(item(&k.node, CompletionItemKind::VARIABLE, Some("variable".into())));
+            }
+            for (k, e) in &t.transforms {
+                if e.span.end as usize <= offset {
+                    out.push(item(&k.node, CompletionItemKind::VARIABLE, Some("earlier output".into())));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The function whose argument list the end of `prefix` is in.
+fn enclosing_call(prefix: &str) -> Option<&str> {
+    let bytes = prefix.as_bytes();
+    let mut depth = 0i32;
+    for i in (0..bytes.len()).rev() {
+        match bytes[i] {
+            b')' | b']' | b'}' => depth += 1,
+            b'[' | b'{' => depth -= 1,
+            b'(' if depth == 0 => {
+                let head = &prefix[..i];
+                let name_len = head.chars().rev().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').count();
+                return (name_len > 0).then(|| &head[head.len() - name_len..]);
+            }
+            b'(' => depth -= 1,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `textDocument/codeAction`: the "did you mean" suggestions, and declaring an argument
+/// a REF names but the tool does not declare.
+pub(super) fn code_actions(s: &Server, p: &CodeActionParams) -> Option<Vec<CodeActionOrCommand>> {
+    let uri = &p.text_document.uri;
+    let doc = s.doc(uri)?;
+    let checked = doc.checked.as_ref()?;
+    let want = doc.text.span(p.range, s.encoding);
+    let src = doc.text.as_str();
+    let mut out = Vec::new();
+    for d in &checked.diagnostics {
+        if d.span.end < want.start || d.span.start > want.end {
+            continue;
+        }
+        let lsp_diag = s.to_lsp(uri, &doc.text, d);
+        let edit = |range: Range, new_text: String| WorkspaceEdit {
+            changes: Some(HashMap::from([(uri.clone(), vec![TextEdit { range, new_text }])])),
+            ..WorkspaceEdit::default()
+        };
+        if let Some(suggestion) = d.help.as_deref().and_then(suggested) {
+            let written = src.get(d.span.range()).unwrap_or("");
+            let new_text = if written.starts_with('"') && written.ends_with('"') && written.len() >= 2 {
+                serde_json::to_string(suggestion).unwrap_or_default()
+            } else if suggestion.starts_with("REF:") && !written.starts_with("REF:") {
+                suggestion.trim_start_matches("REF:").to_string()
+            } else {
+                suggestion.to_string()
+            };
+            out.push(CodeActionOrCommand::CodeAction(CodeAction {
+                title: format!("Replace with `{suggestion}`"),
+                kind: Some(CodeActionKind::QUICKFIX),
+                diagnostics: Some(vec![lsp_diag.clone()]),
+                edit: Some(edit(doc.text.range(d.span, s.encoding), new_text)),
+                is_preferred: Some(true),
+                ..CodeAction::default()
+            }));
+        }
+        if d.code == Code::UndeclaredArgument {
+            let name = src.get(d.span.range()).unwrap_or("");
+            if is_identifier(name) {
+                if let Some((at, text)) = declare_argument(src, name) {
+                    out.push(CodeActionOrCommand::CodeAction(CodeAction {
+                        title: format!("Declare argument `{name}`"),
+                        kind: Some(CodeActionKind::QUICKFIX),
+                        diagnostics: Some(vec![lsp_diag]),
+                        edit: Some(edit(doc.text.range(Span::new(at, at), s.encoding), text)),
+                        ..CodeAction::default()
+                    }));
+                }
+            }
+        }
+    }
+    Some(out)
+}
+
+/// `X` from a help line `did you mean `X`?`.
+fn suggested(help: &str) -> Option<&str> {
+    let rest = help.strip_prefix("did you mean `")?;
+    rest.strip_suffix("`?")
+}
+
+/// Where to insert a declaration of argument `name`, and the text: at the end of the
+/// `arguments` list, or a new `arguments` key first in the object.
+fn declare_argument(src: &str, name: &str) -> Option<(usize, String)> {
+    let (root, _) = crate::tool::json::parse(src);
+    let root = root?;
+    let entries = root.as_object()?;
+    let decl = format!("{{\"name\": \"{name}\", \"type_name\": \"any\", \"required\": true}}");
+    match entries.iter().find(|(k, _)| k.node == "arguments").map(|(_, v)| v) {
+        Some(list) => {
+            let JsonKind::List(items) = &list.kind else { return None };
+            let at = list.span.end as usize - 1;
+            match items.last() {
+                Some(last) => Some((last.span.end as usize, format!(", {decl}"))),
+                None => Some((at, decl)),
+            }
+        }
+        None => Some((root.span.start as usize + 1, format!("\n  \"arguments\": [{decl}],"))),
+    }
+}

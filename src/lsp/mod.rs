@@ -1,0 +1,358 @@
+//! `tdsl lsp`: a Language Server Protocol server for `.tool` files (SPEC §11).
+//!
+//! Built on `lsp-server` (rust-analyzer's synchronous scaffold: a pair of channels and the
+//! initialize/shutdown handshake) and `lsp-types`. One thread handles every message in
+//! order: checking a file is fast enough (`benches/lsp.rs`) that nothing needs to be
+//! cancelled or run in the background, and the state needs no locks.
+//!
+//! - **Diagnostics** are those of `tdsl check`, published when a file is opened or changed
+//!   (text synchronised incrementally), and for the open files that call it when a callee
+//!   changes. Positions are UTF-16 by default, UTF-8 when the client offers it.
+//! - **The tool root** of a file is the folder the client names in
+//!   `initializationOptions.root`, else the nearest folder above the file holding a
+//!   `.tdsl-root` file, else the workspace folder that holds it; each is a given root
+//!   (`--root`: a `tool_definition_path` that names no file is an error). A file outside
+//!   all of them is checked with its own folder as an assumed root (such callees are not
+//!   checked).
+//! - Hover, definition, references, rename, completion and code actions: [`features`].
+
+mod features;
+pub mod symbols;
+pub mod text;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use lsp_server::{Connection, ErrorCode, Message, Notification, Request, RequestId, Response};
+use lsp_types::notification::Notification as _;
+use lsp_types::{
+    CodeActionProviderCapability, CompletionOptions, DiagnosticRelatedInformation, DiagnosticSeverity,
+    HoverProviderCapability, InitializeParams, Location, NumberOrString, OneOf, PositionEncodingKind,
+    PublishDiagnosticsParams, ServerCapabilities, ServerInfo, TextDocumentSyncCapability, TextDocumentSyncKind, Url,
+};
+
+use crate::analysis::{Analyzer, CheckedTool, ToolRoot};
+use crate::diagnostic::{Diagnostic, Severity};
+use crate::engine::Engine;
+use crate::tool::ToolDef;
+pub use text::{Encoding, Text};
+
+/// The file whose folder is the tool root of every `.tool` file below it.
+pub const ROOT_MARKER: &str = ".tdsl-root";
+
+/// A check the host adds to every file's diagnostics (the command line's: whether `tdsl
+/// run` can call a primitive tool's endpoint, W0902).
+pub type ExtraCheck = fn(&mut CheckedTool);
+
+/// Serves one client on `connection` until it asks to shut down and exits (or the
+/// connection closes). Errors are protocol failures (a malformed handshake).
+pub fn serve(connection: &Connection, extra: Option<ExtraCheck>) -> Result<(), String> {
+    let (id, params) = connection.initialize_start().map_err(|e| e.to_string())?;
+    let params: InitializeParams =
+        serde_json::from_value(params).map_err(|e| format!("the initialize request is malformed: {e}"))?;
+    let mut server = Server::new(&params, extra);
+    let result = serde_json::json!({
+        "capabilities": server.capabilities(),
+        "serverInfo": ServerInfo { name: "tdsl".into(), version: Some(env!("CARGO_PKG_VERSION").into()) },
+    });
+    connection.initialize_finish(id, result).map_err(|e| e.to_string())?;
+    for msg in &connection.receiver {
+        match msg {
+            Message::Request(req) => {
+                if connection.handle_shutdown(&req).map_err(|e| e.to_string())? {
+                    return Ok(());
+                }
+                let resp = server.request(req);
+                send(connection, Message::Response(resp))?;
+            }
+            Message::Notification(n) => {
+                for out in server.notification(n) {
+                    send(connection, Message::Notification(out))?;
+                }
+            }
+            Message::Response(_) => {}
+        }
+    }
+    Ok(())
+}
+
+fn send(connection: &Connection, msg: Message) -> Result<(), String> {
+    connection.sender.send(msg).map_err(|e| format!("the client is gone: {e}"))
+}
+
+/// An open document.
+pub(crate) struct Doc {
+    pub text: Text,
+    pub version: i32,
+    /// The file (canonical when it exists).
+    pub path: PathBuf,
+    /// The tool root and whether it was found (true) or assumed (false).
+    pub root: (PathBuf, bool),
+    /// The last check of the current text.
+    pub checked: Option<CheckedTool>,
+    /// The last model that could be read, for completion while the text is broken.
+    pub last_tool: Option<Arc<ToolDef>>,
+}
+
+/// The server's state: the open documents and what the client negotiated.
+pub struct Server {
+    pub(crate) encoding: Encoding,
+    workspace: Vec<PathBuf>,
+    /// `initializationOptions.root`.
+    root: Option<PathBuf>,
+    pub(crate) docs: BTreeMap<Url, Doc>,
+    pub(crate) engine: Engine,
+    extra: Option<ExtraCheck>,
+}
+
+impl Server {
+    /// A server for a client that sent `params`.
+    pub fn new(params: &InitializeParams, extra: Option<ExtraCheck>) -> Server {
+        let offered = params.capabilities.general.as_ref().and_then(|g| g.position_encodings.as_ref());
+        let encoding = if offered.is_some_and(|e| e.contains(&PositionEncodingKind::UTF8)) {
+            Encoding::Utf8
+        } else {
+            Encoding::Utf16
+        };
+        let mut workspace: Vec<PathBuf> =
+            params.workspace_folders.iter().flatten().filter_map(|f| f.uri.to_file_path().ok()).collect();
+        #[allow(deprecated)]
+        if workspace.is_empty() {
+            if let Some(p) = params.root_uri.as_ref().and_then(|u| u.to_file_path().ok()) {
+                workspace.push(p);
+            }
+        }
+        let workspace = workspace.into_iter().map(|p| std::fs::canonicalize(&p).unwrap_or(p)).collect();
+        let root = params
+            .initialization_options
+            .as_ref()
+            .and_then(|o| o.get("root"))
+            .and_then(serde_json::Value::as_str)
+            .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| PathBuf::from(r)));
+        Server { encoding, workspace, root, docs: BTreeMap::new(), engine: Engine::new(), extra }
+    }
+
+    /// What the server can do.
+    pub fn capabilities(&self) -> ServerCapabilities {
+        ServerCapabilities {
+            position_encoding: Some(match self.encoding {
+                Encoding::Utf8 => PositionEncodingKind::UTF8,
+                Encoding::Utf16 => PositionEncodingKind::UTF16,
+            }),
+            text_document_sync: Some(TextDocumentSyncCapability::Kind(TextDocumentSyncKind::INCREMENTAL)),
+            hover_provider: Some(HoverProviderCapability::Simple(true)),
+            definition_provider: Some(OneOf::Left(true)),
+            references_provider: Some(OneOf::Left(true)),
+            rename_provider: Some(OneOf::Left(true)),
+            completion_provider: Some(CompletionOptions {
+                trigger_characters: Some([":", ".", "\"", "(", ",", "="].iter().map(|s| s.to_string()).collect()),
+                ..CompletionOptions::default()
+            }),
+            code_action_provider: Some(CodeActionProviderCapability::Simple(true)),
+            ..ServerCapabilities::default()
+        }
+    }
+
+    /// Answers a request.
+    pub fn request(&mut self, req: Request) -> Response {
+        use lsp_types::request::*;
+        let id = req.id.clone();
+        let result = match req.method.as_str() {
+            HoverRequest::METHOD => parse(req).map(|p| to_json(features::hover(self, &p))),
+            GotoDefinition::METHOD => parse(req).map(|p| to_json(features::definition(self, &p))),
+            References::METHOD => parse(req).map(|p| to_json(features::references(self, &p))),
+            Rename::METHOD => parse(req).and_then(|p| features::rename(self, &p).map(to_json)),
+            Completion::METHOD => parse(req).map(|p| to_json(features::completion(self, &p))),
+            CodeActionRequest::METHOD => parse(req).map(|p| to_json(features::code_actions(self, &p))),
+            _ => Err((ErrorCode::MethodNotFound, format!("`{}` is not supported", req.method))),
+        };
+        match result {
+            Ok(v) => Response::new_ok(id, v),
+            Err((code, message)) => Response::new_err(id, code as i32, message),
+        }
+    }
+
+    /// Handles a notification; returns the notifications to send (diagnostics).
+    pub fn notification(&mut self, n: Notification) -> Vec<Notification> {
+        use lsp_types::notification::*;
+        match n.method.as_str() {
+            DidOpenTextDocument::METHOD => {
+                let Ok(p) = serde_json::from_value::<lsp_types::DidOpenTextDocumentParams>(n.params) else {
+                    return Vec::new();
+                };
+                let uri = p.text_document.uri;
+                let path = uri.to_file_path().unwrap_or_else(|()| PathBuf::from(uri.path()));
+                let path = std::fs::canonicalize(&path).unwrap_or(path);
+                let root = self.root_for(&path);
+                let doc = Doc {
+                    text: Text::new(p.text_document.text),
+                    version: p.text_document.version,
+                    path,
+                    root,
+                    checked: None,
+                    last_tool: None,
+                };
+                self.docs.insert(uri.clone(), doc);
+                self.changed(&uri)
+            }
+            DidChangeTextDocument::METHOD => {
+                let Ok(p) = serde_json::from_value::<lsp_types::DidChangeTextDocumentParams>(n.params) else {
+                    return Vec::new();
+                };
+                let uri = p.text_document.uri;
+                let enc = self.encoding;
+                let Some(doc) = self.docs.get_mut(&uri) else { return Vec::new() };
+                for c in &p.content_changes {
+                    doc.text.apply(c, enc);
+                }
+                doc.version = p.text_document.version;
+                self.changed(&uri)
+            }
+            DidCloseTextDocument::METHOD => {
+                let Ok(p) = serde_json::from_value::<lsp_types::DidCloseTextDocumentParams>(n.params) else {
+                    return Vec::new();
+                };
+                self.docs.remove(&p.text_document.uri);
+                // Its diagnostics go with it; callers now read the file from disk.
+                let mut out = vec![publish(p.text_document.uri.clone(), Vec::new(), None)];
+                let uris: Vec<Url> = self.docs.keys().cloned().collect();
+                for uri in uris {
+                    out.push(self.check(&uri));
+                }
+                out
+            }
+            DidSaveTextDocument::METHOD => Vec::new(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Re-checks `uri`, then the open files that call it.
+    fn changed(&mut self, uri: &Url) -> Vec<Notification> {
+        let mut out = vec![self.check(uri)];
+        let Some(changed) = self.docs.get(uri).map(|d| d.path.clone()) else { return out };
+        let callers: Vec<Url> = self
+            .docs
+            .iter()
+            .filter(|(u, _)| *u != uri)
+            .filter(|(_, d)| {
+                let resolver = symbols::Resolver { root: &d.root.0 };
+                d.checked.as_ref().and_then(|c| c.tool.as_ref()).is_some_and(|t| {
+                    t.instructions()
+                        .iter()
+                        .any(|i| resolver.file(&i.tool_definition_path.node).as_ref() == Some(&changed))
+                })
+            })
+            .map(|(u, _)| u.clone())
+            .collect();
+        for c in callers {
+            out.push(self.check(&c));
+        }
+        out
+    }
+
+    /// The tool root for a file: `initializationOptions.root`, the nearest folder with
+    /// [`ROOT_MARKER`], else the
+    /// workspace folder holding it (found: true), else its own folder (assumed: false).
+    pub fn root_for(&self, path: &Path) -> (PathBuf, bool) {
+        if let Some(r) = &self.root {
+            return (r.clone(), true);
+        }
+        for dir in path.ancestors().skip(1) {
+            if dir.join(ROOT_MARKER).is_file() {
+                return (dir.to_path_buf(), true);
+            }
+        }
+        if let Some(w) = self.workspace.iter().filter(|w| path.starts_with(w)).max_by_key(|w| w.as_os_str().len()) {
+            return (w.clone(), true);
+        }
+        (path.parent().map_or_else(|| PathBuf::from("/"), Path::to_path_buf), false)
+    }
+
+    /// Checks one open document against its root (open documents stand for their files)
+    /// and returns its diagnostics to publish.
+    fn check(&mut self, uri: &Url) -> Notification {
+        let Some(doc) = self.docs.get(uri) else { return publish(uri.clone(), Vec::new(), None) };
+        let (dir, given) = &doc.root;
+        let mut root = if *given { ToolRoot::new(dir) } else { ToolRoot::assumed(dir) };
+        for (u, other) in &self.docs {
+            if u == uri {
+                continue;
+            }
+            if let Some(tp) = root.tool_path_of(&other.path) {
+                root.preload(other.path.clone(), tp, Arc::from(other.text.as_str()));
+            }
+        }
+        let name = root.tool_path_of(&doc.path).unwrap_or_else(|| doc.path.display().to_string());
+        let source: Arc<str> = Arc::from(doc.text.as_str());
+        let mut analyzer = Analyzer::with_engine(root, self.engine.clone());
+        let mut checked = analyzer.check_text(name, source, Some(doc.path.clone()));
+        if let Some(extra) = self.extra {
+            extra(&mut checked);
+        }
+        let diagnostics = checked.diagnostics.iter().map(|d| self.to_lsp(uri, &doc.text, d)).collect();
+        let version = doc.version;
+        let Some(doc) = self.docs.get_mut(uri) else { return publish(uri.clone(), Vec::new(), None) };
+        if let Some(t) = &checked.tool {
+            doc.last_tool = Some(t.clone());
+        }
+        doc.checked = Some(checked);
+        publish(uri.clone(), diagnostics, Some(version))
+    }
+
+    /// A diagnostic as LSP says it: secondary labels and the help line as related
+    /// information, the help also in `data` for code actions.
+    pub(crate) fn to_lsp(&self, uri: &Url, text: &Text, d: &Diagnostic) -> lsp_types::Diagnostic {
+        let enc = self.encoding;
+        let mut related: Vec<DiagnosticRelatedInformation> = d
+            .secondary
+            .iter()
+            .map(|l| DiagnosticRelatedInformation {
+                location: Location { uri: uri.clone(), range: text.range(l.span, enc) },
+                message: if l.message.is_empty() { "here".to_string() } else { l.message.clone() },
+            })
+            .collect();
+        if let Some(h) = &d.help {
+            related.push(DiagnosticRelatedInformation {
+                location: Location { uri: uri.clone(), range: text.range(d.span, enc) },
+                message: format!("help: {h}"),
+            });
+        }
+        lsp_types::Diagnostic {
+            range: text.range(d.span, enc),
+            severity: Some(match d.severity() {
+                Severity::Error => DiagnosticSeverity::ERROR,
+                Severity::Warning => DiagnosticSeverity::WARNING,
+            }),
+            code: Some(NumberOrString::String(d.code.as_str().to_string())),
+            source: Some("tdsl".to_string()),
+            message: d.message.clone(),
+            related_information: (!related.is_empty()).then_some(related),
+            data: d.help.as_ref().map(|h| serde_json::json!({ "help": h })),
+            ..lsp_types::Diagnostic::default()
+        }
+    }
+}
+
+fn publish(uri: Url, diagnostics: Vec<lsp_types::Diagnostic>, version: Option<i32>) -> Notification {
+    Notification::new(
+        lsp_types::notification::PublishDiagnostics::METHOD.to_string(),
+        PublishDiagnosticsParams { uri, diagnostics, version },
+    )
+}
+
+type Failure = (ErrorCode, String);
+
+fn parse<P: serde::de::DeserializeOwned>(req: Request) -> Result<P, Failure> {
+    serde_json::from_value(req.params)
+        .map_err(|e| (ErrorCode::InvalidParams, format!("`{}`: invalid parameters: {e}", req.method)))
+}
+
+fn to_json<T: serde::Serialize>(v: T) -> serde_json::Value {
+    serde_json::to_value(v).unwrap_or(serde_json::Value::Null)
+}
+
+/// A request id, for tests that drive a [`Server`] directly.
+pub fn request_id(n: i32) -> RequestId {
+    RequestId::from(n)
+}

@@ -1,0 +1,344 @@
+//! What each part of a `.tool` file names: the occurrences of steps, arguments, responses,
+//! callees, functions and variables, with the exact bytes that name them (inside JSON
+//! strings, through escapes), for hover, definition, references, rename and completion.
+
+use std::path::{Path, PathBuf};
+
+use crate::engine::Engine;
+use crate::span::Span;
+use crate::syntax::ast::{Expr, ExprKind};
+use crate::tool::{DoneCheck, JsonKind, JsonNode, JsonStr, ToolDef, ToolKind, Transform, TransformBlock};
+use crate::types::Scope;
+
+/// Something a file names.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Sym {
+    /// A step of the composite in `file`, by `execution_id`.
+    Step {
+        /// The composite.
+        file: PathBuf,
+        /// The execution id.
+        id: String,
+    },
+    /// An argument the tool in `file` declares (or is passed).
+    Argument {
+        /// The tool.
+        file: PathBuf,
+        /// The argument's name.
+        name: String,
+    },
+    /// A response the tool in `file` declares (or a REF reads).
+    Response {
+        /// The tool.
+        file: PathBuf,
+        /// The response's name.
+        name: String,
+    },
+    /// A `tool_definition_path`: the file it names (when it resolves).
+    ToolPath {
+        /// As written.
+        path: String,
+        /// The file.
+        file: Option<PathBuf>,
+    },
+    /// A function called in an expression.
+    Function(String),
+    /// A transform variable or output read in an expression, or declared.
+    Variable {
+        /// Where its block is (the `transform_…` object).
+        block: Span,
+        /// Its name.
+        name: String,
+    },
+}
+
+/// One place a symbol is named.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Occurrence {
+    /// What is named.
+    pub sym: Sym,
+    /// The bytes that name it (the text to replace on a rename).
+    pub span: Span,
+    /// Whether this is the declaration.
+    pub decl: bool,
+}
+
+/// Resolves `tool_definition_path`s of one file against its root.
+pub struct Resolver<'a> {
+    /// The root directory.
+    pub root: &'a Path,
+}
+
+impl Resolver<'_> {
+    /// The file a tool path names, when it exists (canonical).
+    pub fn file(&self, tool_path: &str) -> Option<PathBuf> {
+        let rel = tool_path.trim_start_matches('/');
+        if rel.is_empty() || rel.split('/').any(|p| p == "..") {
+            return None;
+        }
+        std::fs::canonicalize(self.root.join(rel)).ok()
+    }
+}
+
+/// Every occurrence in one file.
+pub fn occurrences(engine: &Engine, file: &Path, tool: &ToolDef, resolver: &Resolver<'_>) -> Vec<Occurrence> {
+    let mut out = Vec::new();
+    let this = file.to_path_buf();
+    for p in &tool.arguments {
+        out.push(Occurrence {
+            sym: Sym::Argument { file: this.clone(), name: p.name.node.clone() },
+            span: inner(p.name.span),
+            decl: true,
+        });
+    }
+    for p in &tool.responses {
+        out.push(Occurrence {
+            sym: Sym::Response { file: this.clone(), name: p.name.node.clone() },
+            span: inner(p.name.span),
+            decl: true,
+        });
+    }
+    let ins = tool.instructions();
+    let callees: Vec<Option<PathBuf>> = ins.iter().map(|i| resolver.file(&i.tool_definition_path.node)).collect();
+    let step_callee = |id: &str| -> Option<PathBuf> {
+        ins.iter()
+            .position(|i| i.execution_id.node == id || i.expected_key.as_ref().is_some_and(|k| k.node == id))
+            .and_then(|n| callees[n].clone())
+    };
+    let ctx = Ctx { file: &this, engine, step_callee: &step_callee };
+    for (n, i) in ins.iter().enumerate() {
+        out.push(Occurrence {
+            sym: Sym::Step { file: this.clone(), id: i.execution_id.node.clone() },
+            span: inner(i.execution_id.span),
+            decl: true,
+        });
+        out.push(Occurrence {
+            sym: Sym::ToolPath { path: i.tool_definition_path.node.clone(), file: callees[n].clone() },
+            span: inner(i.tool_definition_path.span),
+            decl: false,
+        });
+        for d in &i.dependencies {
+            out.push(Occurrence {
+                sym: Sym::Step { file: this.clone(), id: d.node.clone() },
+                span: inner(d.span),
+                decl: false,
+            });
+        }
+        if let (Some(args), Some(callee)) = (&i.arguments, &callees[n]) {
+            for (k, _) in &args.entries {
+                out.push(Occurrence {
+                    sym: Sym::Argument { file: callee.clone(), name: k.node.clone() },
+                    span: inner(k.span),
+                    decl: false,
+                });
+            }
+        }
+        if let (Some(p), Some(callee)) = (&i.parallel_execution, &callees[n]) {
+            out.push(Occurrence {
+                sym: Sym::Argument { file: callee.clone(), name: p.child_argument_name.node.clone() },
+                span: inner(p.child_argument_name.span),
+                decl: false,
+            });
+        }
+        let own = callees[n].clone();
+        for site in i.ref_sites() {
+            ctx.ref_path(&site.path, own.as_ref(), &mut out);
+        }
+        for (t, block) in
+            [(&i.transform_arguments, TransformBlock::Arguments), (&i.transform_responses, TransformBlock::Responses)]
+        {
+            if let Some(t) = t {
+                ctx.transform(t, block, own.as_ref(), &mut out);
+            }
+        }
+        if let Some(DoneCheck::Expression(e)) = &i.done_check {
+            ctx.expression(e, None, own.as_ref(), &mut out);
+        }
+    }
+    for site in tool.ref_sites() {
+        ctx.ref_path(&site.path, None, &mut out);
+    }
+    for t in [&tool.transform_arguments, &tool.transform_responses].into_iter().flatten() {
+        ctx.transform(t, TransformBlock::Arguments, None, &mut out);
+    }
+    if let ToolKind::Composite { response_reference_map: Some(map), .. } = &tool.kind {
+        for (k, _) in &map.entries {
+            out.push(Occurrence {
+                sym: Sym::Response { file: this.clone(), name: k.node.clone() },
+                span: inner(k.span),
+                decl: false,
+            });
+        }
+    }
+    out.sort_by_key(|o| (o.span.start, o.span.end));
+    out
+}
+
+/// The occurrence whose span holds `offset` (the narrowest).
+pub fn at(occurrences: &[Occurrence], offset: usize) -> Option<&Occurrence> {
+    let offset = u32::try_from(offset).unwrap_or(u32::MAX);
+    occurrences
+        .iter()
+        .filter(|o| o.span.start <= offset && offset <= o.span.end)
+        .min_by_key(|o| o.span.end - o.span.start)
+}
+
+struct Ctx<'a> {
+    file: &'a PathBuf,
+    engine: &'a Engine,
+    step_callee: &'a dyn Fn(&str) -> Option<PathBuf>,
+}
+
+impl Ctx<'_> {
+    /// A REF path whose spans are already in the file. `own` is the callee of the step
+    /// the REF is in (what `REF:response` reads).
+    fn ref_path(&self, path: &crate::syntax::ast::RefPath, own: Option<&PathBuf>, out: &mut Vec<Occurrence>) {
+        self.ref_parts(
+            &path.context.node,
+            path.context.span,
+            path.segments.first().map(|s| (&*s.node, s.span)),
+            own,
+            out,
+        );
+    }
+
+    fn ref_parts(
+        &self,
+        context: &str,
+        context_span: Span,
+        first: Option<(&str, Span)>,
+        own: Option<&PathBuf>,
+        out: &mut Vec<Occurrence>,
+    ) {
+        match context {
+            "arguments" => {
+                if let Some((name, span)) = first {
+                    out.push(Occurrence {
+                        sym: Sym::Argument { file: self.file.clone(), name: name.to_string() },
+                        span,
+                        decl: false,
+                    });
+                }
+            }
+            "response" => {
+                if let (Some((name, span)), Some(callee)) = (first, own) {
+                    out.push(Occurrence {
+                        sym: Sym::Response { file: callee.clone(), name: name.to_string() },
+                        span,
+                        decl: false,
+                    });
+                }
+            }
+            id => {
+                out.push(Occurrence {
+                    sym: Sym::Step { file: self.file.clone(), id: id.to_string() },
+                    span: context_span,
+                    decl: false,
+                });
+                if let (Some((name, span)), Some(callee)) = (first, (self.step_callee)(id)) {
+                    out.push(Occurrence {
+                        sym: Sym::Response { file: callee, name: name.to_string() },
+                        span,
+                        decl: false,
+                    });
+                }
+            }
+        }
+    }
+
+    fn transform(&self, t: &Transform, _block: TransformBlock, own: Option<&PathBuf>, out: &mut Vec<Occurrence>) {
+        for (k, _) in &t.variables {
+            out.push(Occurrence {
+                sym: Sym::Variable { block: t.span, name: k.node.clone() },
+                span: inner(k.span),
+                decl: true,
+            });
+        }
+        for (k, e) in &t.transforms {
+            out.push(Occurrence {
+                sym: Sym::Variable { block: t.span, name: k.node.clone() },
+                span: inner(k.span),
+                decl: true,
+            });
+            self.expression(e, Some(t.span), own, out);
+        }
+    }
+
+    /// An expression string: its REFs, function calls and names.
+    fn expression(&self, e: &JsonStr, block: Option<Span>, own: Option<&PathBuf>, out: &mut Vec<Occurrence>) {
+        let analysis = self.engine.analyze(&e.value, &Scope::open());
+        let map = e.string_map();
+        for r in &analysis.references.refs {
+            // `REF:` then the context, then `.first`: spans inside the expression text.
+            let text = e.value.get(r.span.range()).unwrap_or("");
+            let Some(rest) = text.strip_prefix("REF:") else { continue };
+            let start = r.span.start as usize + 4;
+            if !rest.starts_with(&*r.context) {
+                continue;
+            }
+            let context_span = map.map(Span::new(start, start + r.context.len()));
+            let first = r.segments.first().and_then(|seg| {
+                let s = start + r.context.len() + 1;
+                let written = rest.get(r.context.len() + 1..)?;
+                written.starts_with(&**seg).then(|| (&**seg, map.map(Span::new(s, s + seg.len()))))
+            });
+            self.ref_parts(&r.context, context_span, first, own, out);
+        }
+        let mut calls = Vec::new();
+        walk(&analysis.ast, &mut calls);
+        for (name, span) in calls {
+            out.push(Occurrence { sym: Sym::Function(name), span: map.map(span), decl: false });
+        }
+        if let Some(block) = block {
+            for (name, span) in &analysis.references.names {
+                out.push(Occurrence {
+                    sym: Sym::Variable { block, name: name.to_string() },
+                    span: map.map(*span),
+                    decl: false,
+                });
+            }
+        }
+    }
+}
+
+/// Function names called in an expression (string templates are not entered).
+fn walk(e: &Expr, out: &mut Vec<(String, Span)>) {
+    match &e.kind {
+        ExprKind::Call(c) => {
+            out.push((c.name.node.to_string(), c.name.span));
+            for a in &c.args {
+                walk(&a.value, out);
+            }
+        }
+        ExprKind::Field(x, _) | ExprKind::Unary(_, x) => walk(x, out),
+        ExprKind::Index(a, b) | ExprKind::Binary(_, a, b) => {
+            walk(a, out);
+            walk(b, out);
+        }
+        ExprKind::List(items) => items.iter().for_each(|x| walk(x, out)),
+        ExprKind::Object(entries) => entries.iter().for_each(|(_, x)| walk(x, out)),
+        _ => {}
+    }
+}
+
+/// A JSON string's span without its quotes.
+pub fn inner(span: Span) -> Span {
+    if span.end >= span.start + 2 {
+        Span { start: span.start + 1, end: span.end - 1 }
+    } else {
+        span
+    }
+}
+
+/// The JSON string node holding `offset`, if any.
+pub fn string_at(root: &JsonNode, offset: usize) -> Option<&JsonStr> {
+    let mut found = None;
+    root.walk(&mut |n| {
+        if let JsonKind::Str(s) = &n.kind {
+            if s.span.range().contains(&offset) {
+                found = Some(s);
+            }
+        }
+    });
+    found
+}

@@ -1,0 +1,534 @@
+//! `tdsl lsp`: protocol tests for each feature, over the check corpus and sample roots.
+//! The corpus test drives the real binary over stdio; the others run the server in
+//! process (`tests/lsp_support`). Neovim drives it end to end in `tests/lsp_nvim.rs`.
+
+mod common;
+mod lsp_support;
+
+use std::path::{Path, PathBuf};
+
+use lsp_support::{at, find, uri, Client};
+use serde_json::{json, Value};
+
+fn data(p: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(p)
+}
+
+/// A temporary tool root with `.tdsl-root` and these files.
+fn workspace(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join(".tdsl-root"), "").expect("marker");
+    for (name, text) in files {
+        let p = dir.path().join(name);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("dirs");
+        std::fs::write(p, text).expect("write");
+    }
+    dir
+}
+
+const LISTER: &str = r#"{
+  "description": "Lists a directory",
+  "arguments": [{"name": "directory", "type_name": "string", "required": true, "description": "where to look"}],
+  "responses": [{"name": "files", "type_name": "list<string>", "required": true}, {"name": "total", "type_name": "integer", "required": true}],
+  "system_event_endpoint": "builtin:echo"
+}"#;
+
+const COUNTER: &str = r#"{
+  "arguments": [{"name": "count", "type_name": "integer", "required": true}],
+  "responses": [{"name": "doubled", "type_name": "integer", "required": true}],
+  "system_event_endpoint": "builtin:echo"
+}"#;
+
+const MAIN: &str = r#"{
+  "arguments": [{"name": "folder", "type_name": "string", "required": true}],
+  "responses": [{"name": "count", "type_name": "integer", "required": true}, {"name": "doubled", "type_name": "integer"}, {"name": "again", "type_name": "list"}],
+  "instructions": [
+    {"execution_id": "scan", "tool_definition_path": "/tools/lister.tool", "arguments": {"directory": "REF:arguments.folder"}},
+    {"execution_id": "sum", "tool_definition_path": "/tools/counter.tool",
+     "dependencies": ["scan"],
+     "transform_arguments": {"variables": {"names": "REF:scan.files"}, "transforms": {"count": "length(names) + REF:scan.total"}}},
+    {"execution_id": "rescan", "tool_definition_path": "/tools/lister.tool", "arguments": {"directory": "REF:arguments.folder"}}
+  ],
+  "response_reference_map": {"count": "REF:scan.total", "doubled": "REF:sum.doubled", "again": "REF:rescan.files"}
+}"#;
+
+fn sample() -> tempfile::TempDir {
+    workspace(&[("tools/lister.tool", LISTER), ("tools/counter.tool", COUNTER), ("main.tool", MAIN)])
+}
+
+fn start(root: &Path) -> Client {
+    let mut c = Client::in_process();
+    c.initialize(root, json!({}), json!(null));
+    c
+}
+
+/// Every file of the check corpus: the binary's diagnostics are `tdsl check --format
+/// json`'s, at the same lines and columns, with the same codes and messages.
+#[test]
+fn diagnostics_are_those_of_check_over_the_corpus() {
+    let root = data("tests/data/check/root");
+    let err = data("tests/data/check/err");
+    let out = common::tdsl(&["check", "--root", root.to_str().unwrap(), "--format", "json", err.to_str().unwrap()]);
+    let expected: Vec<Value> = serde_json::from_str(&out.stdout).expect("check prints JSON");
+    let mut c = Client::binary();
+    let caps = c.initialize(&err, json!({}), json!({"root": root}));
+    assert_eq!(caps["capabilities"]["positionEncoding"], "utf-16");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&err)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "tool"))
+        .collect();
+    files.sort();
+    assert!(files.len() > 40);
+    let mut seen = 0;
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let u = c.open(f);
+        let got = c.diagnostics(&u);
+        let want: Vec<&Value> =
+            expected.iter().filter(|d| Path::new(d["file"].as_str().unwrap()) == f.as_path()).collect();
+        assert_eq!(got.len(), want.len(), "{}: {got:#?} vs {want:#?}", f.display());
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(g["code"], w["code"], "{}", f.display());
+            assert_eq!(g["message"], w["message"], "{}", f.display());
+            let pos = |p: &Value| -> (u64, u64) {
+                // LSP: 0-based line, UTF-16 column; check: 1-based line, column in characters.
+                let line = p["line"].as_u64().unwrap();
+                let units = p["character"].as_u64().unwrap() as usize;
+                let line_text = text.split('\n').nth(line as usize).unwrap_or("");
+                let mut n = 0;
+                let chars = line_text.chars().take_while(|ch| {
+                    let fits = n < units;
+                    n += ch.len_utf16();
+                    fits
+                });
+                (line + 1, chars.count() as u64 + 1)
+            };
+            let (l, col) = pos(&g["range"]["start"]);
+            let (el, ecol) = pos(&g["range"]["end"]);
+            assert_eq!(
+                (l, col, el, ecol),
+                (
+                    w["line"].as_u64().unwrap(),
+                    w["column"].as_u64().unwrap(),
+                    w["end_line"].as_u64().unwrap(),
+                    w["end_column"].as_u64().unwrap()
+                ),
+                "{}: {}",
+                f.display(),
+                g["message"]
+            );
+            let sev = if w["severity"] == "error" { 1 } else { 2 };
+            assert_eq!(g["severity"], sev);
+            if let Some(h) = w["help"].as_str() {
+                let related = g["relatedInformation"].as_array().expect("help as related information");
+                assert!(related.iter().any(|r| r["message"] == format!("help: {h}")), "{g:#}");
+            }
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, expected.len());
+    assert_eq!(c.shutdown(), 0);
+}
+
+/// Secondary labels become related information at their own places.
+#[test]
+fn secondary_labels_are_related_information() {
+    let text = std::fs::read_to_string(data("tests/data/check/err/dependency_cycle.tool")).unwrap();
+    let ws = workspace(&[("a.tool", &text)]);
+    let mut c = start(ws.path());
+    let u = c.open(&ws.path().join("a.tool"));
+    let diags = c.diagnostics(&u);
+    let with_labels: Vec<&Value> = diags
+        .iter()
+        .filter(|d| {
+            d["relatedInformation"]
+                .as_array()
+                .is_some_and(|r| r.iter().any(|x| !x["message"].as_str().unwrap().starts_with("help:")))
+        })
+        .collect();
+    assert!(!with_labels.is_empty(), "{diags:#?}");
+    for d in with_labels {
+        for r in d["relatedInformation"].as_array().unwrap() {
+            assert_eq!(r["location"]["uri"], u);
+        }
+    }
+    c.shutdown();
+}
+
+/// Columns are UTF-16 code units unless the client offers UTF-8.
+#[test]
+fn position_encodings() {
+    let text = "{\"description\": \"é𝄞\", \"instructions\": [{\"execution_id\": \"a\", \"tool_definition_path\": \"/x.tool\", \"arguments\": {\"v\": \"REF:nope.x\"}}]}";
+    let ws = workspace(&[("t.tool", text)]);
+    let byte = text.find("nope").unwrap() as u64;
+    for (caps, encoding, column) in [
+        (json!({}), "utf-16", byte - 1 - 2),
+        (json!({"general": {"positionEncodings": ["utf-8", "utf-16"]}}), "utf-8", byte),
+    ] {
+        let mut c = Client::in_process();
+        let init = c.initialize(ws.path(), caps, json!(null));
+        assert_eq!(init["capabilities"]["positionEncoding"], encoding);
+        let u = c.open(&ws.path().join("t.tool"));
+        let diags = c.diagnostics(&u);
+        let d = diags.iter().find(|d| d["code"] == "E0108").expect("unknown step");
+        assert_eq!(d["range"]["start"]["character"].as_u64().unwrap(), column, "{encoding}");
+        c.shutdown();
+    }
+}
+
+/// Incremental changes re-check the file; a changed callee re-checks its open callers.
+#[test]
+fn changes_recheck_the_file_and_its_callers() {
+    let ws = sample();
+    let mut c = start(ws.path());
+    let main = c.open(&ws.path().join("main.tool"));
+    assert_eq!(c.diagnostics(&main), Vec::<Value>::new());
+    let lister = c.open(&ws.path().join("tools/lister.tool"));
+    assert_eq!(c.diagnostics(&lister), Vec::<Value>::new());
+    let _ = c.diagnostics(&main); // an open caller of lister: re-checked on open too
+                                  // Break a REF in main: `REF:scan.total` → `REF:scna.total` (one character).
+    let (line, col) = find(MAIN, "REF:scan.total\", \"d", 6);
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": main, "version": 2}, "contentChanges": [{"range": {"start": {"line": line, "character": col}, "end": {"line": line, "character": col + 2}}, "text": "na"}]}),
+    );
+    let d = c.diagnostics(&main);
+    assert_eq!(d.len(), 1, "{d:#?}");
+    assert_eq!(d[0]["code"], "E0108");
+    assert_eq!(d[0]["range"]["start"], json!({"line": line, "character": col - 2}));
+    // Undo it.
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": main, "version": 3}, "contentChanges": [{"range": {"start": {"line": line, "character": col}, "end": {"line": line, "character": col + 2}}, "text": "an"}]}),
+    );
+    assert_eq!(c.diagnostics(&main), Vec::<Value>::new());
+    // The callee stops declaring `total`: main, open, now reads an undeclared response.
+    let edited = LISTER.replace(r#", {"name": "total", "type_name": "integer", "required": true}"#, "");
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": lister, "version": 2}, "contentChanges": [{"text": edited}]}),
+    );
+    assert_eq!(c.diagnostics(&lister), Vec::<Value>::new());
+    let d = c.diagnostics(&main);
+    assert!(d.iter().any(|d| d["message"].as_str().unwrap().contains("total")), "{d:#?}");
+    c.shutdown();
+}
+
+#[test]
+fn hover_shows_callees_arguments_types_and_functions() {
+    let ws = sample();
+    let mut c = start(ws.path());
+    let u = c.open(&ws.path().join("main.tool"));
+    c.diagnostics(&u);
+    let hover = |c: &mut Client, needle: &str, off: usize| -> String {
+        let (l, ch) = find(MAIN, needle, off);
+        let r = c.request("textDocument/hover", at(&u, l, ch)).unwrap();
+        r["contents"]["value"].as_str().unwrap_or("").to_string()
+    };
+    let step = hover(&mut c, "REF:scan.files", 5);
+    assert!(step.contains("**step `scan`** calls `/tools/lister.tool`"), "{step}");
+    assert!(step.contains("result: `"), "{step}");
+    assert!(step.contains("`directory`: `string` (required) — where to look"), "{step}");
+    assert!(step.contains("`total`: `integer`"), "{step}");
+    let arg = hover(&mut c, "REF:arguments.folder", 15);
+    assert_eq!(arg, "**argument** `folder`: `string` (required)");
+    let resp = hover(&mut c, "REF:scan.files", 10);
+    assert_eq!(resp, "**response** `files`: `list<string>` (required)");
+    let func = hover(&mut c, "length(names", 2);
+    assert!(func.starts_with("```\nlength(value)\n```"), "{func}");
+    let var = hover(&mut c, "names)", 1);
+    assert_eq!(var, "**variable `names`** = `\"REF:scan.files\"`");
+    let out = hover(&mut c, "\"count\": \"length", 1);
+    assert!(out.contains("type: `integer`"), "{out}");
+    let path = hover(&mut c, "/tools/lister.tool", 3);
+    assert!(path.contains("Lists a directory"), "{path}");
+    // Nothing under the cursor: no hover.
+    assert_eq!(c.request("textDocument/hover", at(&u, 0, 0)).unwrap(), Value::Null);
+    c.shutdown();
+}
+
+#[test]
+fn definition_across_files() {
+    let ws = sample();
+    let mut c = start(ws.path());
+    let u = c.open(&ws.path().join("main.tool"));
+    c.diagnostics(&u);
+    let lister_uri = uri(&ws.path().join("tools/lister.tool"));
+    let def = |c: &mut Client, needle: &str, off: usize| -> Value {
+        let (l, ch) = find(MAIN, needle, off);
+        c.request("textDocument/definition", at(&u, l, ch)).unwrap()
+    };
+    let (l, ch) = find(MAIN, "\"scan\", \"tool", 1);
+    let step = def(&mut c, "REF:scan.files", 5);
+    assert_eq!(
+        step,
+        json!({"uri": u, "range": {"start": {"line": l, "character": ch}, "end": {"line": l, "character": ch + 4}}})
+    );
+    assert_eq!(def(&mut c, "[\"scan\"]", 3)["range"]["start"], json!({"line": l, "character": ch}));
+    let (l, ch) = find(MAIN, "\"folder\"", 1);
+    assert_eq!(def(&mut c, "REF:arguments.folder", 16)["range"]["start"], json!({"line": l, "character": ch}));
+    let resp = def(&mut c, "REF:scan.files", 10);
+    assert_eq!(resp["uri"], lister_uri);
+    let (l, ch) = find(LISTER, "\"files\"", 1);
+    assert_eq!(resp["range"]["start"], json!({"line": l, "character": ch}));
+    let callee_arg = def(&mut c, "\"directory\"", 2);
+    assert_eq!(callee_arg["uri"], lister_uri);
+    let file = def(&mut c, "/tools/lister.tool", 2);
+    assert_eq!(
+        file,
+        json!({"uri": lister_uri, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}})
+    );
+    c.shutdown();
+}
+
+#[test]
+fn references_across_the_workspace() {
+    let ws = sample();
+    let mut c = start(ws.path());
+    let lister = c.open(&ws.path().join("tools/lister.tool"));
+    c.diagnostics(&lister);
+    // The argument `directory`, from its declaration: the two callers' `arguments` keys.
+    let (l, ch) = find(LISTER, "\"directory\"", 2);
+    let mut p = at(&lister, l, ch);
+    p["context"] = json!({"includeDeclaration": true});
+    let refs = c.request("textDocument/references", p.clone()).unwrap();
+    let refs = refs.as_array().unwrap();
+    assert_eq!(refs.len(), 3, "{refs:#?}");
+    let main_uri = uri(&ws.path().join("main.tool"));
+    assert_eq!(refs.iter().filter(|r| r["uri"] == main_uri).count(), 2);
+    p["context"] = json!({"includeDeclaration": false});
+    assert_eq!(c.request("textDocument/references", p).unwrap().as_array().unwrap().len(), 2);
+    // The response `total`: the REFs in main (a REF string and one inside an expression).
+    let (l, ch) = find(LISTER, "\"total\"", 2);
+    let mut p = at(&lister, l, ch);
+    p["context"] = json!({"includeDeclaration": false});
+    let refs = c.request("textDocument/references", p).unwrap();
+    assert_eq!(refs.as_array().unwrap().len(), 2, "{refs:#?}");
+    c.shutdown();
+}
+
+#[test]
+fn rename_a_step_updates_every_ref() {
+    let ws = sample();
+    let mut c = start(ws.path());
+    let u = c.open(&ws.path().join("main.tool"));
+    c.diagnostics(&u);
+    let (l, ch) = find(MAIN, "\"scan\"", 2);
+    let mut p = at(&u, l, ch);
+    p["newName"] = json!("listing");
+    let edit = c.request("textDocument/rename", p.clone()).unwrap();
+    let edits = edit["changes"][&u].as_array().unwrap().clone();
+    // execution_id, dependencies, REF:scan.files (variable), REF:scan.total in the
+    // expression and in response_reference_map.
+    assert_eq!(edits.len(), 5, "{edits:#?}");
+    let renamed = apply(MAIN, &edits);
+    assert_eq!(renamed.matches("listing").count(), 5, "{renamed}");
+    assert!(!renamed.contains("\"scan\"") && !renamed.contains("REF:scan"), "{renamed}");
+    assert!(renamed.contains("\"REF:listing.total\"") && renamed.contains("+ REF:listing.total"), "{renamed}");
+    // Collisions and bad names are refused with a message.
+    p["newName"] = json!("sum");
+    assert_eq!(
+        c.request("textDocument/rename", p.clone()).unwrap_err(),
+        "cannot rename `scan` to `sum`: a step `sum` already exists"
+    );
+    p["newName"] = json!("response");
+    assert!(c.request("textDocument/rename", p.clone()).unwrap_err().contains("reserved"));
+    p["newName"] = json!("9x");
+    assert!(c.request("textDocument/rename", p).unwrap_err().contains("not a valid name"));
+    c.shutdown();
+}
+
+#[test]
+fn rename_an_argument_updates_its_callers() {
+    let ws = sample();
+    let mut c = start(ws.path());
+    let lister = c.open(&ws.path().join("tools/lister.tool"));
+    c.diagnostics(&lister);
+    let (l, ch) = find(LISTER, "\"directory\"", 3);
+    let mut p = at(&lister, l, ch);
+    p["newName"] = json!("dir");
+    let edit = c.request("textDocument/rename", p.clone()).unwrap();
+    let main_uri = uri(&ws.path().join("main.tool"));
+    assert_eq!(edit["changes"][&lister].as_array().unwrap().len(), 1);
+    let main_edits = edit["changes"][&main_uri].as_array().unwrap();
+    assert_eq!(main_edits.len(), 2);
+    let renamed = apply(MAIN, main_edits);
+    assert_eq!(renamed.matches("\"dir\": \"REF:arguments.folder\"").count(), 2, "{renamed}");
+    // In the composite: the declaration and its REFs.
+    let main = c.open(&ws.path().join("main.tool"));
+    c.diagnostics(&main);
+    let (l, ch) = find(MAIN, "REF:arguments.folder", 15);
+    let mut p = at(&main, l, ch);
+    p["newName"] = json!("dir");
+    let edit = c.request("textDocument/rename", p.clone()).unwrap();
+    let renamed = apply(MAIN, edit["changes"][&main].as_array().unwrap());
+    assert!(renamed.contains("{\"name\": \"dir\"") && renamed.matches("REF:arguments.dir").count() == 2, "{renamed}");
+    // A taken name is refused.
+    let text = MAIN.replace(
+        r#"[{"name": "folder", "type_name": "string", "required": true}]"#,
+        r#"[{"name": "folder"}, {"name": "other"}]"#,
+    );
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": main, "version": 2}, "contentChanges": [{"text": text}]}),
+    );
+    c.diagnostics(&main);
+    let (l, ch) = find(&text, "REF:arguments.folder", 15);
+    let mut p = at(&main, l, ch);
+    p["newName"] = json!("other");
+    assert_eq!(
+        c.request("textDocument/rename", p).unwrap_err(),
+        "cannot rename `folder` to `other`: an argument `other` already exists"
+    );
+    // Not something that renames.
+    let (l, ch) = find(&text, "length", 2);
+    let mut p = at(&main, l, ch);
+    p["newName"] = json!("x");
+    assert!(c.request("textDocument/rename", p).unwrap_err().contains("only an execution id or an argument"));
+    c.shutdown();
+}
+
+/// Applies LSP edits (UTF-16 positions, not overlapping) to `text`.
+fn apply(text: &str, edits: &[Value]) -> String {
+    let offset = |p: &Value| -> usize {
+        let line = p["line"].as_u64().unwrap() as usize;
+        let ch = p["character"].as_u64().unwrap() as usize;
+        let start: usize = text.split('\n').take(line).map(|l| l.len() + 1).sum();
+        let line_text = text[start..].split('\n').next().unwrap();
+        let mut units = 0;
+        for (i, c) in line_text.char_indices() {
+            if units >= ch {
+                return start + i;
+            }
+            units += c.len_utf16();
+        }
+        start + line_text.len()
+    };
+    let mut spans: Vec<(usize, usize, String)> = edits
+        .iter()
+        .map(|e| (offset(&e["range"]["start"]), offset(&e["range"]["end"]), e["newText"].as_str().unwrap().to_string()))
+        .collect();
+    spans.sort_by_key(|s| std::cmp::Reverse(s.0));
+    let mut out = text.to_string();
+    for (a, b, t) in spans {
+        out.replace_range(a..b, &t);
+    }
+    out
+}
+
+fn labels(v: &Value) -> Vec<String> {
+    v.as_array().unwrap().iter().map(|i| i["label"].as_str().unwrap().to_string()).collect()
+}
+
+#[test]
+fn completion_of_refs_keys_operators_and_expressions() {
+    let ws = sample();
+    let mut c = start(ws.path());
+    let u = c.open(&ws.path().join("main.tool"));
+    c.diagnostics(&u);
+    let complete = |c: &mut Client, text: &str, needle: &str, off: usize| -> Vec<String> {
+        c.notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": u, "version": 9}, "contentChanges": [{"text": text}]}),
+        );
+        c.diagnostics(&u);
+        let (l, ch) = find(text, needle, off);
+        labels(&c.request("textDocument/completion", at(&u, l, ch)).unwrap())
+    };
+    // REF contexts, from the step `sum`: the other steps and `arguments`.
+    let ctx = complete(&mut c, MAIN, "REF:scan.files", 4);
+    assert_eq!(ctx, ["arguments", "scan", "rescan"]);
+    // The fields the callee declares, and the step's own.
+    let fields = complete(&mut c, MAIN, "REF:scan.files", 9);
+    assert_eq!(fields, ["files", "total", "response"]);
+    let args = complete(&mut c, MAIN, "REF:arguments.folder\"}}", 14);
+    assert_eq!(args, ["folder"]);
+    // Keys: top level, an instruction's, the callee's arguments.
+    let top = MAIN.replacen("\"arguments\"", "\"\", \"arguments\"", 1);
+    let keys = complete(&mut c, &top, "\"\", \"arguments\"", 1);
+    assert!(
+        keys.contains(&"instructions".to_string()) && keys.contains(&"response_reference_map".to_string()),
+        "{keys:?}"
+    );
+    let ins = MAIN.replacen("\"dependencies\"", "\"\": 1, \"dependencies\"", 1);
+    let keys = complete(&mut c, &ins, "\"\": 1, \"dependencies\"", 1);
+    assert!(keys.contains(&"parallel_execution".to_string()) && keys.contains(&"retry".to_string()), "{keys:?}");
+    let callee_args = MAIN.replacen("{\"directory\"", "{\"\": 1, \"directory\"", 1);
+    assert_eq!(complete(&mut c, &callee_args, "{\"\": 1", 2), ["directory"]);
+    // Condition operators.
+    let cond =
+        MAIN.replacen("\"dependencies\"", "\"conditions\": [{\"param\": 1, \"operator\": \"\"}], \"dependencies\"", 1);
+    let ops = complete(&mut c, &cond, "\"operator\": \"\"", 13);
+    assert!(ops.contains(&"greater_than".to_string()) && ops.contains(&"not_exists".to_string()), "{ops:?}");
+    // In an expression: keyword parameters of the call, functions, the block's names.
+    let expr = complete(&mut c, MAIN, "length(names", 7);
+    assert_eq!(expr[0], "value=");
+    assert!(expr.contains(&"sum".to_string()) && expr.contains(&"names".to_string()), "{expr:?}");
+    c.shutdown();
+}
+
+#[test]
+fn code_actions_apply_suggestions_and_declare_arguments() {
+    let ws = sample();
+    let mut c = start(ws.path());
+    let text = MAIN
+        .replace("REF:scan.total\", \"d", "REF:sacn.total\", \"d")
+        .replace("\"REF:arguments.folder\"}}\n  ]", "\"REF:arguments.root\"}}\n  ]");
+    let u = c.open_text(&ws.path().join("main.tool"), &text);
+    let diags = c.diagnostics(&u);
+    assert_eq!(diags.len(), 2, "{diags:#?}");
+    let actions = |c: &mut Client, d: &Value| -> Vec<Value> {
+        let r = c
+            .request(
+                "textDocument/codeAction",
+                json!({"textDocument": {"uri": u}, "range": d["range"], "context": {"diagnostics": [d]}}),
+            )
+            .unwrap();
+        r.as_array().unwrap().clone()
+    };
+    let unknown = diags.iter().find(|d| d["code"] == "E0108").unwrap();
+    let a = actions(&mut c, unknown);
+    assert_eq!(a[0]["title"], "Replace with `REF:scan`");
+    let fixed = apply(&text, a[0]["edit"]["changes"][&u].as_array().unwrap());
+    assert!(fixed.contains("\"REF:scan.total\", \"d"), "{fixed}");
+    let undeclared = diags.iter().find(|d| d["code"] == "E0604").unwrap();
+    let a = actions(&mut c, undeclared);
+    let declare = a.iter().find(|a| a["title"] == "Declare argument `root`").expect("declare action");
+    let fixed = apply(&text, declare["edit"]["changes"][&u].as_array().unwrap());
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": u, "version": 2}, "contentChanges": [{"text": fixed}]}),
+    );
+    let left = c.diagnostics(&u);
+    assert!(left.iter().all(|d| d["code"] != "E0604"), "{left:#?}\n{fixed}");
+    c.shutdown();
+}
+
+#[test]
+fn unsupported_and_malformed_requests_are_errors() {
+    let ws = sample();
+    let mut c = start(ws.path());
+    let e = c.request("textDocument/formatting", json!({})).unwrap_err();
+    assert!(e.contains("not supported"), "{e}");
+    let e = c.request("textDocument/hover", json!({"nope": 1})).unwrap_err();
+    assert!(e.contains("invalid parameters"), "{e}");
+    // A document that is not open: no answer, no failure.
+    let other = uri(&ws.path().join("main.tool"));
+    assert_eq!(c.request("textDocument/hover", at(&other, 0, 0)).unwrap(), Value::Null);
+    c.shutdown();
+}
+
+/// `tdsl schema` prints the checked-in `docs/tool-format.schema.json`.
+#[test]
+fn schema_matches_the_checked_in_copy() {
+    let out = common::tdsl(&["schema"]);
+    assert_eq!((out.code, out.stderr.as_str()), (0, ""));
+    let docs = std::fs::read_to_string(data("docs/tool-format.schema.json")).expect("docs/tool-format.schema.json");
+    assert_eq!(out.stdout, docs, "run `tdsl schema > docs/tool-format.schema.json`");
+    let schema: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(
+        schema["$defs"]["condition"]["oneOf"][0]["properties"]["operator"]["enum"].as_array().unwrap().len(),
+        12
+    );
+}
