@@ -236,6 +236,9 @@ codes! {
     /// A literal argument or mapped response that breaks a declared constraint:
     /// `"direction": "up"` for an argument declared with `"enum": ["higher", "lower", "target"]`
     LiteralBreaksConstraint = "E0630", Error;
+    /// A value of type `any` whose certain uses no JSON value satisfies (types from use):
+    /// `REF:agg.summary` mapped over as a list and mapped to a required `object` response
+    ConflictingUses = "E0650", Error;
 
     // ---- analysis warnings (W06xx) ----
     /// A transform variable that no transform reads: `"variables": {"unused": "REF:scan.files"}`
@@ -254,6 +257,10 @@ codes! {
     RetriesPastBreaker = "W0607", Warning;
     /// A step whose conditions hold only after another step failed, while that step has no `continue_on_error`: `{"param": "REF:primary_task.status", "operator": "equals", "value": "failed"}`
     HandlerNeverRuns = "W0608", Warning;
+    /// A conditional use of an `any` value that fails whenever it happens, given the value's
+    /// certain uses: `REF:agg.summary` used as a string in a step with `conditions`, and as a
+    /// list everywhere else
+    ConditionalUseConflict = "W0650", Warning;
 
     // ---- files (E07xx) ----
     /// A path that would leave the file store's root: `read_file("../secret.txt")`,

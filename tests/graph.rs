@@ -38,6 +38,18 @@ fn complete_example_dot() {
     insta::assert_snapshot!(graph("tests/data/check/ok/seed_66_complete_example_advanced_document_analy.tool", "dot"));
 }
 
+/// `--types`: each path with its type, inferred from its uses where it is `any`.
+#[test]
+fn typed_edges() {
+    let typed = |tool: &str, format: &str| {
+        let o = tdsl(&["graph", tool, "--root", ROOT, "--format", format, "--types"]);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        o.stdout
+    };
+    insta::assert_snapshot!("typed_mermaid", typed("/flows/scan_and_count.tool", "mermaid"));
+    insta::assert_snapshot!("typed_dot_inferred", typed("tests/data/check/ok/infer_conditional_use.tool", "dot"));
+}
+
 #[test]
 fn mermaid_is_the_default() {
     let o = tdsl(&["graph", "/flows/scan_and_count.tool", "--root", ROOT]);

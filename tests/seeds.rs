@@ -33,6 +33,13 @@ const ERROR_EXAMPLES: &[(usize, usize, &str, &str)] = &[
     (8, 1, "E0102", "the shape of a call: `function_name(param1=arg1, …)` is a placeholder, not a built-in"),
     (40, 1, "E0101", "\"❌ Error: undefined variable\": `undefined_var` is not among the variables, on purpose"),
     (40, 2, "E0102", "\"❌ Error: schema validation failure\": `invalid_function` does not exist, on purpose"),
+    (
+        61,
+        1,
+        "E0650",
+        "the complete example can never succeed: `aggregate_results.summary` is mapped over as a list and mapped \
+         to the required `object` response `processing_summary` (types from use, issue 18)",
+    ),
 ];
 
 /// Blocks that fail only because a feature of issue 14 has not landed on main yet. Each must

@@ -104,6 +104,8 @@ pub(crate) struct Checker<'a> {
     pub undeclared_warned: HashSet<Arc<str>>,
     /// The types a callee's declarations give, by callee file: many steps call one tool.
     shapes: HashMap<PathBuf, Arc<Shapes>>,
+    /// The type of every REF, variable and transform output (`--explain-types`).
+    pub explained: Vec<super::infer::TypeAt>,
 }
 
 /// What a callee's declared responses say about the steps that call it.
@@ -125,6 +127,8 @@ pub(crate) struct Subject<'a> {
     /// How messages name this tool (its tool path under the root, or its file name).
     pub name: String,
     pub declares_responses: bool,
+    /// Whether to infer types from use (`super::infer`).
+    pub types_from_use: bool,
 }
 
 impl<'a> Checker<'a> {
@@ -163,13 +167,19 @@ impl<'a> Checker<'a> {
             tool,
             undeclared_warned: HashSet::new(),
             shapes: HashMap::new(),
+            explained: Vec::new(),
         }
     }
 
-    /// Runs every pass; returns the diagnostics and, when there is no error, the plan.
-    pub(crate) fn run(mut self, root: &mut ToolRoot, subject: &Subject<'a>) -> (Vec<Diagnostic>, Option<Plan>) {
+    /// Runs every pass; returns the diagnostics, when there is no error the plan, and the
+    /// types of every REF, variable and transform output.
+    pub(crate) fn run(
+        mut self,
+        root: &mut ToolRoot,
+        subject: &Subject<'a>,
+    ) -> (Vec<Diagnostic>, Option<Plan>, Vec<super::infer::TypeAt>) {
         let ToolKind::Composite { response_reference_map, .. } = &self.tool.kind else {
-            return (self.diags, None);
+            return (self.diags, None, Vec::new());
         };
         self.callees(root, &subject.name);
         let tool_sites = self.tool.ref_sites();
@@ -236,6 +246,9 @@ impl<'a> Checker<'a> {
             self.unused_results();
         }
         self.failure_handlers();
+        if subject.types_from_use {
+            super::infer::infer(&mut self);
+        }
         let levels = self.dag();
 
         let has_errors = self.diags.iter().any(Diagnostic::is_error);
@@ -249,7 +262,9 @@ impl<'a> Checker<'a> {
             )),
             _ => None,
         };
-        (self.diags, plan)
+        let mut explained = std::mem::take(&mut self.explained);
+        explained.sort_by_key(|t| (t.span.start, t.span.end));
+        (self.diags, plan, explained)
     }
 
     /// Resolves every callee, reports those that do not resolve or load, and recursion.
@@ -1134,7 +1149,7 @@ pub(crate) fn argument_type(p: &Param) -> Type {
 
 /// What a caller may pass for a callee's argument: its type, or null when it is optional or
 /// has a `default` (which the run then fills in).
-fn accepted_type(p: &Param) -> Type {
+pub(crate) fn accepted_type(p: &Param) -> Type {
     let t = declared_type(&p.type_or_any());
     if p.is_required() && crate::exec::validate::default_of(p).is_none() {
         t

@@ -37,6 +37,7 @@
 
 mod check;
 mod dag;
+pub mod infer;
 mod lints;
 pub mod plan;
 mod refs;
@@ -47,6 +48,7 @@ mod transform;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub use infer::{TypeAt, TypeAtKind};
 pub use plan::{
     ConditionPlan, DoneCheckPlan, ParallelPlan, Plan, RefContext, RefPlan, StepId, StepInput, StepPlan, TransformPlan,
     ValuePlan,
@@ -62,6 +64,7 @@ use crate::tool::ToolDef;
 pub struct Analyzer {
     engine: Engine,
     root: ToolRoot,
+    types_from_use: bool,
 }
 
 /// Everything checking one tool found.
@@ -80,6 +83,10 @@ pub struct CheckedTool {
     pub diagnostics: Vec<Diagnostic>,
     /// The plan: for a composite tool with no error.
     pub plan: Option<Plan>,
+    /// The type of every REF, variable and transform output, in source order (empty for a
+    /// primitive tool): what `tdsl check --explain-types` prints and an editor shows on
+    /// hover. See [`explain_types`].
+    pub types: Vec<TypeAt>,
 }
 
 impl CheckedTool {
@@ -97,7 +104,14 @@ impl Analyzer {
 
     /// An analyzer whose expressions compile with `engine` (for host functions).
     pub fn with_engine(root: ToolRoot, engine: Engine) -> Analyzer {
-        Analyzer { engine, root }
+        Analyzer { engine, root, types_from_use: true }
+    }
+
+    /// Whether the analysis also infers types from how `any` values are used (on by
+    /// default; `E0650`, `W0650`, the inferred types of [`CheckedTool::types`]). Off, only
+    /// what the declared types prove is reported.
+    pub fn set_types_from_use(&mut self, on: bool) {
+        self.types_from_use = on;
     }
 
     /// The root callees resolve against.
@@ -143,6 +157,7 @@ impl Analyzer {
                     tool: None,
                     diagnostics: vec![diagnostic],
                     plan: None,
+                    types: Vec::new(),
                 })
             }
         }
@@ -162,16 +177,53 @@ impl Analyzer {
     fn check(&mut self, name: String, source: Arc<str>, file: Option<PathBuf>) -> CheckedTool {
         let (tool, mut diagnostics) = crate::tool::load(&source);
         let Some(tool) = tool.map(Arc::new) else {
-            return CheckedTool { name, file, source, tool: None, diagnostics, plan: None };
+            return CheckedTool { name, file, source, tool: None, diagnostics, plan: None, types: Vec::new() };
         };
         let declares_responses = tool.declares_responses;
-        let subject =
-            check::Subject { tool: &tool, file: file.clone(), source: &source, name: name.clone(), declares_responses };
+        let subject = check::Subject {
+            tool: &tool,
+            file: file.clone(),
+            source: &source,
+            name: name.clone(),
+            declares_responses,
+            types_from_use: self.types_from_use,
+        };
         let checker = check::Checker::new(&self.engine, &subject);
-        let (found, plan) = checker.run(&mut self.root, &subject);
+        let (found, plan, types) = checker.run(&mut self.root, &subject);
         diagnostics.extend(found);
         diagnostics.sort_by_key(|d| (d.span.start, d.span.end));
         let plan = plan.filter(|_| !diagnostics.iter().any(Diagnostic::is_error));
-        CheckedTool { name, file, source: source.clone(), tool: Some(tool), diagnostics, plan }
+        CheckedTool { name, file, source: source.clone(), tool: Some(tool), diagnostics, plan, types }
     }
+}
+
+/// The type of every REF, variable and transform output of a tool given as text, in source
+/// order: each with its span in `source`, its static type and, where that is `any`, what its
+/// certain uses demand (types from use, `docs/analysis.md`). The same list is
+/// [`CheckedTool::types`]; the tool need not be free of errors.
+///
+/// ```
+/// use tdsl::analysis::{explain_types, Analyzer, ToolRoot, TypeAtKind};
+///
+/// let source = r#"{
+///   "instructions": [
+///     {"execution_id": "fetch", "tool_definition_path": "/tools/fetch.tool"},
+///     {"execution_id": "report", "tool_definition_path": "/tools/report.tool",
+///      "transform_arguments": {
+///        "variables": {"rows": "REF:fetch.rows"},
+///        "transforms": {"count": "length(rows)", "total": "sum(array=rows)"}}}
+///   ]
+/// }"#;
+/// let mut analyzer = Analyzer::new(ToolRoot::assumed("/nonexistent"));
+/// let types = explain_types(&mut analyzer, "main.tool", source);
+/// let rows = types.iter().find(|t| t.kind == TypeAtKind::Ref).unwrap();
+/// assert_eq!(&source[rows.span.range()], "REF:fetch.rows");
+/// assert_eq!(rows.ty.to_string(), "any");
+/// // `sum` takes a list, or null as empty: that is what the value must be.
+/// assert_eq!(rows.inferred.as_ref().unwrap().to_string(), "list | null");
+/// let total = types.iter().find(|t| t.name == "total").unwrap();
+/// assert_eq!((total.kind, total.ty.to_string().as_str()), (TypeAtKind::Output, "number"));
+/// ```
+pub fn explain_types(analyzer: &mut Analyzer, name: &str, source: &str) -> Vec<TypeAt> {
+    analyzer.check_source(name, source).types
 }

@@ -73,6 +73,7 @@ impl Checker<'_> {
             return (None, Type::Any);
         };
         let ty = self.type_path(path, site.span, base);
+        self.explain_ref(site.span, &self.source[site.span.range()], &ty);
         (
             Some(RefPlan {
                 context,
@@ -105,7 +106,38 @@ impl Checker<'_> {
             whole: map.map(r.span),
             carries: carries(r.segments.iter().map(|s| &**s)),
         };
-        let _ = self.check_ref(&text, env, false);
+        if let Some((_, base)) = self.check_ref(&text, env, false) {
+            // The atom's type, as the expression checker gives it (its problems are reported
+            // with the expression).
+            let scope = if &*r.context == "response" {
+                Scope::closed().with_ref_contexts().with_response(base)
+            } else {
+                Scope::closed().with_ref(&r.context, base)
+            };
+            let path = RefPath {
+                context: crate::span::Spanned::new(r.context.clone(), r.span),
+                segments: r.segments.iter().map(|s| crate::span::Spanned::new(s.clone(), r.span)).collect(),
+            };
+            let expr = Expr::new(ExprKind::Ref(path), r.span);
+            let checked = types::check(&expr, &scope, self.engine.functions(), self.engine.limits().max_depth);
+            let mut name = format!("REF:{}", r.context);
+            for s in &r.segments {
+                name.push('.');
+                name.push_str(s);
+            }
+            self.explain_ref(text.whole, &name, &checked.expr.ty);
+        }
+    }
+
+    /// Records the type of a REF for `--explain-types`.
+    fn explain_ref(&mut self, span: Span, name: &str, ty: &Type) {
+        self.explained.push(super::infer::TypeAt {
+            span,
+            kind: super::infer::TypeAtKind::Ref,
+            name: name.to_string(),
+            ty: ty.clone(),
+            inferred: None,
+        });
     }
 
     /// Types the segments of a REF string whose context has type `base`, reporting

@@ -3,21 +3,59 @@
 //! Both show the levels (Mermaid subgraphs, DOT clusters of equal rank), draw conditional
 //! steps (`conditions` or `done_check`) and parallel steps with their own shapes, and label
 //! every edge with the paths it carries from one step's result to the next (`files`,
-//! `files.length`); an edge that only `dependencies` makes is dashed.
+//! `files.length`), with its type when asked (`tdsl graph --types`); an edge that only
+//! `dependencies` makes is dashed.
 
 use std::fmt::Write as _;
 
+use super::infer::TypeAt;
 use super::plan::{Plan, StepInput, StepPlan};
+use crate::types::Type;
 
 impl Plan {
     /// The DAG as a Mermaid flowchart.
     pub fn to_mermaid(&self) -> String {
+        self.mermaid(None)
+    }
+
+    /// The DAG as a Mermaid flowchart whose edges show the type of each path they carry:
+    /// the producer's result type along the path or, where that is `any`, what the uses
+    /// demand (from `types`, [`super::CheckedTool::types`]).
+    pub fn to_mermaid_typed(&self, types: &[TypeAt]) -> String {
+        self.mermaid(Some(types))
+    }
+
+    /// The DAG as a Graphviz digraph named `name`, with typed edges as
+    /// [`Plan::to_mermaid_typed`].
+    pub fn to_dot_typed(&self, name: &str, types: &[TypeAt]) -> String {
+        self.dot(name, Some(types))
+    }
+
+    /// The type a path carried from a step has: its static type, with what the uses demand
+    /// where that is `any` (`any (list | null)`).
+    fn edge_type(&self, input: &StepInput, path: &str, types: &[TypeAt]) -> String {
+        let from = &self.steps[input.from.0];
+        if path == "*" {
+            return short(&from.result_type.to_string());
+        }
+        let ty = path.split('.').fold(from.result_type.clone(), |t, seg| super::infer::segment_type(&t, seg));
+        if ty == Type::Any {
+            let name = format!("REF:{}.{path}", from.execution_id);
+            if let Some(k) = types.iter().find(|t| t.name == name).and_then(|t| t.inferred.as_ref()) {
+                return format!("any ({k})");
+            }
+        }
+        short(&ty.to_string())
+    }
+
+    fn mermaid(&self, types: Option<&[TypeAt]>) -> String {
         let mut out = String::from("flowchart TD\n");
         for (level, ids) in self.levels.iter().enumerate() {
             let _ = writeln!(out, "    subgraph level{level} [\"level {level}\"]");
             for id in ids {
                 let s = &self.steps[id.0];
-                let label = mermaid_text(&lines(s).join("<br/>"));
+                let label: Vec<String> = lines(s).iter().map(|l| mermaid_text(l)).collect();
+                let label = label.join("<br/>");
                 let (open, close) = match (conditional(s), s.parallel.is_some()) {
                     (true, _) => ("{{", "}}"),
                     (false, true) => ("[[", "]]"),
@@ -29,7 +67,7 @@ impl Plan {
         }
         for s in &self.steps {
             for input in &s.inputs {
-                match carried(input) {
+                match self.carried(input, types) {
                     Some(label) => {
                         let _ = writeln!(out, "    s{} -->|\"{}\"| s{}", input.from.0, mermaid_text(&label), s.id.0);
                     }
@@ -55,6 +93,10 @@ impl Plan {
 
     /// The DAG as a Graphviz digraph named `name`.
     pub fn to_dot(&self, name: &str) -> String {
+        self.dot(name, None)
+    }
+
+    fn dot(&self, name: &str, types: Option<&[TypeAt]>) -> String {
         let mut out = String::new();
         let _ = writeln!(out, "digraph {} {{", dot_string(name));
         out.push_str(
@@ -79,7 +121,7 @@ impl Plan {
         for s in &self.steps {
             for input in &s.inputs {
                 let from = dot_string(&self.steps[input.from.0].execution_id);
-                let attrs = match carried(input) {
+                let attrs = match self.carried(input, types) {
                     Some(label) => format!("label={}", dot_string(&label)),
                     None => "label=\"dependency\", style=dashed".to_string(),
                 };
@@ -114,19 +156,39 @@ fn lines(s: &StepPlan) -> Vec<String> {
     out
 }
 
-/// The label of a REF edge (at most three paths), `None` for a dependency-only edge.
-fn carried(input: &StepInput) -> Option<String> {
-    if input.carries.is_empty() {
-        return None;
+impl Plan {
+    /// The label of a REF edge (at most three paths, each with its type when `types` is
+    /// given), `None` for a dependency-only edge.
+    fn carried(&self, input: &StepInput, types: Option<&[TypeAt]>) -> Option<String> {
+        if input.carries.is_empty() {
+            return None;
+        }
+        let shown: Vec<String> = input
+            .carries
+            .iter()
+            .take(3)
+            .map(|c| match types {
+                Some(t) => format!("{c}: {}", self.edge_type(input, c, t)),
+                None => c.to_string(),
+            })
+            .collect();
+        let more = if input.carries.len() > 3 { ", …" } else { "" };
+        Some(format!("{}{more}", shown.join(", ")))
     }
-    let shown: Vec<&str> = input.carries.iter().take(3).map(|c| &**c).collect();
-    let more = if input.carries.len() > 3 { ", …" } else { "" };
-    Some(format!("{}{more}", shown.join(", ")))
 }
 
-/// Text inside a quoted Mermaid label: quotes become entities.
+/// A type for an edge label: at most 40 characters.
+fn short(s: &str) -> String {
+    match s.char_indices().nth(40) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
+/// Text inside a quoted Mermaid label: quotes and angle brackets (`list<string>`, which
+/// Mermaid would take for HTML) become entities.
 fn mermaid_text(s: &str) -> String {
-    s.replace('"', "#quot;")
+    s.replace('"', "#quot;").replace('<', "#lt;").replace('>', "#gt;")
 }
 
 /// A DOT string literal.

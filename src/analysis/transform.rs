@@ -130,6 +130,7 @@ impl Checker<'_> {
             if let Some(items) = node.as_list() {
                 lists.insert(name.clone(), (items.len(), k.span));
             }
+            self.explain(k.span, super::infer::TypeAtKind::Variable, &name, &ty);
             names.set(&name, ty);
             variables.push((name, plan));
         }
@@ -143,6 +144,7 @@ impl Checker<'_> {
                 self.pass_through(k.span, &key, expr, t, &variables);
             }
             used.extend(compiled.names);
+            self.explain(k.span, super::infer::TypeAtKind::Output, &key, &compiled.ty);
             names.set(&key, compiled.ty.clone());
             outputs.insert(key.clone(), compiled.ty);
             if let Some(p) = compiled.program {
@@ -162,6 +164,12 @@ impl Checker<'_> {
             }
         }
         BlockResult { plan: TransformPlan { variables, transforms }, outputs }
+    }
+
+    /// Records the type of a variable or output for `--explain-types`.
+    fn explain(&mut self, span: Span, kind: super::infer::TypeAtKind, name: &str, ty: &Type) {
+        let t = super::infer::TypeAt { span, kind, name: name.to_string(), ty: ty.clone(), inferred: None };
+        self.explained.push(t);
     }
 
     /// Warns about `"key": "name"` where `name` is a variable holding a REF or a literal:

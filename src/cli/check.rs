@@ -1,4 +1,5 @@
-//! `tdsl check <PATH>... [--root DIR] [--format human|json] [--deny-warnings] [--mcp-schemas]`
+//! `tdsl check <PATH>... [--root DIR] [--format human|json] [--deny-warnings] [--mcp-schemas]
+//! [--explain-types]`
 //!
 //! Every problem of every file in one run. Human output is miette's rendering on standard
 //! error, followed by a summary line; JSON output is one array on standard output, one
@@ -40,6 +41,11 @@ pub struct CheckArgs {
     /// the servers' programs.
     #[arg(long)]
     mcp_schemas: bool,
+    /// Print the type of every REF, variable and transform output on standard output (with
+    /// what its uses demand where the declarations say `any`): one line each, or one JSON
+    /// array with `--format json`. Diagnostics are then rendered on standard error.
+    #[arg(long)]
+    explain_types: bool,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -110,22 +116,14 @@ pub fn run(args: CheckArgs) -> ExitCode {
         checked.iter().map(|(_, c)| c.diagnostics.iter().filter(|d| d.severity() == sev).count()).sum()
     };
     let (errors, warnings) = (count(Severity::Error), count(Severity::Warning));
-    match args.format {
-        Format::Human => {
-            let color = color_stderr();
-            for (name, c) in &checked {
-                if !c.diagnostics.is_empty() {
-                    eprint!("{}", render(&c.diagnostics, name, &c.source, color));
-                }
-            }
-            eprintln!(
-                "checked {} file{}: {errors} error{}, {warnings} warning{}",
-                checked.len(),
-                plural(checked.len()),
-                plural(errors),
-                plural(warnings)
-            );
+    if args.explain_types {
+        if let Err(code) = explain_types(&checked, args.format) {
+            return code;
         }
+    }
+    match args.format {
+        Format::Human => summary(&checked, errors, warnings),
+        Format::Json if args.explain_types => summary(&checked, errors, warnings),
         Format::Json => {
             let mut out = Vec::new();
             for (name, c) in &checked {
@@ -162,6 +160,79 @@ pub fn run(args: CheckArgs) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// One entry of `--explain-types --format json`.
+#[derive(serde::Serialize)]
+struct JsonType<'a> {
+    file: &'a str,
+    line: u32,
+    column: u32,
+    end_line: u32,
+    end_column: u32,
+    kind: &'static str,
+    name: &'a str,
+    #[serde(rename = "type")]
+    ty: String,
+    inferred: Option<String>,
+}
+
+/// `--explain-types`: the types, on standard output.
+fn explain_types(checked: &[(String, CheckedTool)], format: Format) -> Result<(), ExitCode> {
+    let mut text = String::new();
+    let mut json = Vec::new();
+    for (name, c) in checked {
+        let lines = LineIndex::new(&c.source);
+        for t in &c.types {
+            let p = lines.position(t.span);
+            match format {
+                Format::Human => {
+                    text.push_str(&format!(
+                        "{name}:{}:{}: {} `{}`: {}\n",
+                        p.line,
+                        p.column,
+                        t.kind.as_str(),
+                        t.name,
+                        t.shown()
+                    ));
+                }
+                Format::Json => json.push(JsonType {
+                    file: name,
+                    line: p.line,
+                    column: p.column,
+                    end_line: p.end_line,
+                    end_column: p.end_column,
+                    kind: t.kind.as_str(),
+                    name: &t.name,
+                    ty: t.ty.to_string(),
+                    inferred: t.inferred.as_ref().map(ToString::to_string),
+                }),
+            }
+        }
+    }
+    if let Format::Json = format {
+        text = serde_json::to_string_pretty(&json)
+            .map_err(|e| usage_failure(&UsageError(format!("cannot print the types: {e}"))))?;
+        text.push('\n');
+    }
+    super::print_stdout(&text)
+}
+
+/// With `--explain-types`, the diagnostics go to standard error, rendered.
+fn summary(checked: &[(String, CheckedTool)], errors: usize, warnings: usize) {
+    let color = color_stderr();
+    for (name, c) in checked {
+        if !c.diagnostics.is_empty() {
+            eprint!("{}", render(&c.diagnostics, name, &c.source, color));
+        }
+    }
+    eprintln!(
+        "checked {} file{}: {errors} error{}, {warnings} warning{}",
+        checked.len(),
+        plural(checked.len()),
+        plural(errors),
+        plural(warnings)
+    );
 }
 
 /// A primitive tool's endpoint, as the command line's runner would take it (W0902).

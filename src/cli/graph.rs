@@ -1,4 +1,4 @@
-//! `tdsl graph <TOOL> [--root DIR] [--format mermaid|dot]`: the checked DAG of a composite
+//! `tdsl graph <TOOL> [--root DIR] [--format mermaid|dot] [--types]`: the checked DAG of a composite
 //! tool, with its levels, on standard output.
 
 use std::path::PathBuf;
@@ -23,6 +23,10 @@ pub struct GraphArgs {
     /// The drawing language.
     #[arg(long, value_enum, default_value_t = Format::Mermaid)]
     format: Format,
+    /// Label each path an edge carries with its type (inferred from its uses where the
+    /// declarations say `any`).
+    #[arg(long)]
+    types: bool,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -67,9 +71,11 @@ pub fn run(args: GraphArgs) -> ExitCode {
         }
         return ExitCode::from(1);
     };
-    let text = match args.format {
-        Format::Mermaid => plan.to_mermaid(),
-        Format::Dot => plan.to_dot(&checked.name),
+    let text = match (args.format, args.types) {
+        (Format::Mermaid, false) => plan.to_mermaid(),
+        (Format::Dot, false) => plan.to_dot(&checked.name),
+        (Format::Mermaid, true) => plan.to_mermaid_typed(&checked.types),
+        (Format::Dot, true) => plan.to_dot_typed(&checked.name, &checked.types),
     };
     match super::print_stdout(&text) {
         Ok(()) => ExitCode::SUCCESS,

@@ -163,7 +163,7 @@
     },
     {
       "name": "processing_summary",
-      "type_name": "object",
+      "type_name": "list",
       "description": "Summary of processing results with metrics",
       "required": true
     }
