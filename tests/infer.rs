@@ -184,6 +184,40 @@ fn check(dir: &Path, types_from_use: bool) -> tdsl::analysis::CheckedTool {
     analyzer.check_file(&dir.join("main.tool")).expect("readable")
 }
 
+/// What happened to one generated composite: `None` when the declared types alone reject
+/// it (it has no plan to run); otherwise the errors `check` reports with types from use, the
+/// run's status, and the composite.
+fn run_case(uses: &[(UseKind, Guard)], v: &serde_json::Value, go: bool) -> Option<(Vec<String>, RunStatus, String)> {
+    let main = composite(uses);
+    let files = tool_root_files(&main);
+    let refs: Vec<(&str, &str)> = files.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
+    let dir = root("infer", &refs);
+    let plain = check(&dir, false);
+    if plain.has_errors() {
+        let _ = std::fs::remove_dir_all(&dir);
+        return None;
+    }
+    let inferred = check(&dir, true);
+    let errors: Vec<String> =
+        inferred.diagnostics.iter().filter(|d| d.is_error()).map(|d| format!("{} {}", d.code, d.message)).collect();
+    let analyzer = Analyzer::with_engine(ToolRoot::assumed(&dir), tdsl::exec::engine());
+    let wf = Workflow::from_checked(analyzer, plain).expect("a plan");
+    let answer: Value = json(&format!(r#"{{"v": {v}}}"#));
+    let script = Script::new().on("/tools/any.tool", move |call, _| {
+        // The producer (called with no argument) answers `{"v": …}`; the other steps echo
+        // their arguments.
+        Ok(if call.arguments.as_object().is_some_and(|a| a.is_empty()) {
+            answer.clone()
+        } else {
+            call.arguments.clone()
+        })
+    });
+    let args = json(&format!(r#"{{"go": {go}}}"#));
+    let run = executor(&script, &exec_support::clock(), Options::default()).run(&wf, args).expect("not refused");
+    let _ = std::fs::remove_dir_all(&dir);
+    Some((errors, run.status, main))
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 160, ..ProptestConfig::default() })]
 
@@ -196,54 +230,72 @@ proptest! {
         v in value(),
         go in any::<bool>(),
     ) {
-        let main = composite(&uses);
-        let files = tool_root_files(&main);
-        let refs: Vec<(&str, &str)> = files.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
-        let dir = root("infer", &refs);
-        let plain = check(&dir, false);
-        let plain_errors: Vec<_> = plain.diagnostics.iter().filter(|d| d.is_error()).collect();
-        // Only composites the declared types accept: their runs are what is compared.
-        if !plain_errors.is_empty() {
-            return Ok(());
-        }
-        let inferred = check(&dir, true);
-        let analyzer = Analyzer::with_engine(ToolRoot::assumed(&dir), tdsl::exec::engine());
-        let wf = Workflow::from_checked(analyzer, plain).expect("a plan");
-        let answer: Value = json(&format!(r#"{{"v": {v}}}"#));
-        let script = Script::new().on("/tools/any.tool", move |call, _| {
-            // The producer (called with no argument) answers `{"v": …}`; the other steps
-            // echo their arguments.
-            Ok(if call.arguments.as_object().is_some_and(|a| a.is_empty()) { answer.clone() } else { call.arguments.clone() })
-        });
-        let args = json(&format!(r#"{{"go": {go}}}"#));
-        let run = executor(&script, &exec_support::clock(), Options::default()).run(&wf, args).expect("not refused");
-        let _ = std::fs::remove_dir_all(&dir);
-        if run.status == RunStatus::Success || run.status == RunStatus::Partial {
-            let errors: Vec<String> = inferred
-                .diagnostics
-                .iter()
-                .filter(|d| d.is_error())
-                .map(|d| format!("{} {}", d.code, d.message))
-                .collect();
-            prop_assert!(errors.is_empty(), "the run with v = {v} ended {:?}, and check reports {errors:?}\n{main}", run.status);
+        if let Some((errors, status, main)) = run_case(&uses, &v, go) {
+            if status == RunStatus::Success || status == RunStatus::Partial {
+                prop_assert!(errors.is_empty(), "the run with v = {v} ended {status:?}, and check reports {errors:?}\n{main}");
+            }
         }
     }
 }
 
-/// The generator is not vacuous: some generated composites are rejected, and the run of
-/// such a composite fails whatever the answer.
+/// The property is not vacuous: composites the generator makes are rejected by `check`,
+/// and then no answer lets their run succeed; their clean twins run with some answer.
 #[test]
-fn the_generator_makes_composites_check_rejects() {
-    let main =
-        composite(&[(UseKind::Transform("upper({R})"), Guard::Always), (UseKind::Transform("{R} * 2"), Guard::Always)]);
-    let files = tool_root_files(&main);
-    let refs: Vec<(&str, &str)> = files.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
-    let dir = root("infer-rejected", &refs);
-    let checked = check(&dir, true);
-    let codes: Vec<Code> = checked.diagnostics.iter().map(|d| d.code).collect();
-    assert!(codes.contains(&Code::ConflictingUses), "{codes:?}\n{main}");
-    assert!(check(&dir, false).diagnostics.iter().all(|d| !d.is_error()));
-    let _ = std::fs::remove_dir_all(&dir);
+fn rejected_composites_never_run_and_their_twins_do() {
+    let answers = ["null", "true", "3", "2.5", "\"abc\"", "[1, 2]", "[]", r#"{"name": "n"}"#, "{}"];
+    let cases: &[(&[(UseKind, Guard)], bool)] = &[
+        (&[(UseKind::Transform("upper({R})"), Guard::Always), (UseKind::Transform("{R} * 2"), Guard::Always)], true),
+        (
+            &[
+                (UseKind::Transform("sum(array={R})"), Guard::Always),
+                (UseKind::Response("object", true), Guard::Always),
+            ],
+            true,
+        ),
+        (&[(UseKind::IterateOver, Guard::Always), (UseKind::Sink("string"), Guard::Always)], true),
+        (&[(UseKind::ArgumentPath, Guard::Always), (UseKind::OwnResponse("v - 1"), Guard::Always)], true),
+        (
+            &[
+                (UseKind::Condition("greater_than", "3"), Guard::Always),
+                (UseKind::Response("list", true), Guard::Always),
+            ],
+            true,
+        ),
+        // Twins: a value satisfies every certain use, or the conflict is in a conditional use.
+        (
+            &[
+                (UseKind::Transform("upper({R})"), Guard::Always),
+                (UseKind::Transform("length({R}) * 2"), Guard::Always),
+            ],
+            false,
+        ),
+        (
+            &[(UseKind::Transform("sum(array={R})"), Guard::Always), (UseKind::Response("list", true), Guard::Always)],
+            false,
+        ),
+        (
+            &[(UseKind::Transform("upper({R})"), Guard::Always), (UseKind::Transform("{R} * 2"), Guard::Condition)],
+            false,
+        ),
+    ];
+    for (uses, rejected) in cases {
+        let mut succeeded = Vec::new();
+        for a in answers {
+            for go in [false, true] {
+                let v: serde_json::Value = serde_json::from_str(a).expect("JSON");
+                let (errors, status, main) = run_case(uses, &v, go).expect("the declared types accept it");
+                assert_eq!(!errors.is_empty(), *rejected, "{errors:?}\n{main}");
+                if status == RunStatus::Success {
+                    succeeded.push(format!("{a} (go: {go})"));
+                }
+            }
+        }
+        if *rejected {
+            assert!(succeeded.is_empty(), "{uses:?} is rejected, and its run succeeds with {succeeded:?}");
+        } else {
+            assert!(!succeeded.is_empty(), "{uses:?}: no answer lets the run succeed");
+        }
+    }
 }
 
 // ---- explain_types, the library API ----

@@ -177,6 +177,9 @@ enum Origin {
     Step(usize),
     /// Step `i`'s raw response, in its own `transform_responses`.
     Response(usize),
+    /// A value not tracked: an argument of the tool that its own `transform_arguments`
+    /// replaces, read before it is replaced (the steps see the replacement).
+    Hidden,
 }
 
 /// A value: its origin and the path into it.
@@ -223,13 +226,21 @@ struct Infer<'c, 'a> {
     uses: IndexMap<Key, Vec<Demand>>,
     /// The value each REF and variable names, by the start of its span.
     at: HashMap<u32, Key>,
+    /// While in the tool's own `transform_arguments`: the arguments its outputs replace.
+    replaced: Vec<Name>,
 }
 
 /// Runs the pass on a checked composite: reports conflicting uses and fills in the
 /// inferred types of `checker.explained`.
 pub(crate) fn infer(checker: &mut Checker<'_>) {
     let ToolKind::Composite { response_reference_map, .. } = &checker.tool.kind else { return };
-    let mut inf = Infer { c: checker, funcs: checker.engine.functions(), uses: IndexMap::new(), at: HashMap::new() };
+    let mut inf = Infer {
+        c: checker,
+        funcs: checker.engine.functions(),
+        uses: IndexMap::new(),
+        at: HashMap::new(),
+        replaced: Vec::new(),
+    };
     for i in 0..inf.c.steps.len() {
         inf.step(i);
     }
@@ -285,6 +296,9 @@ impl Infer<'_, '_> {
     /// A raw-response field is the step result's field when nothing can come between them:
     /// a plain step, no `output_path`, no transform output or default of that name.
     fn normalize(&self, mut key: Key) -> Key {
+        if key.origin == Origin::Argument && key.path.first().is_some_and(|f| self.replaced.contains(f)) {
+            key.origin = Origin::Hidden;
+        }
         if let Origin::Response(i) = key.origin {
             let Some(first) = key.path.first() else { return key };
             let ins = self.c.steps[i].ins;
@@ -386,6 +400,8 @@ impl Infer<'_, '_> {
             }
         }
         if let Some(p) = &ins.parallel_execution {
+            // Each child gets the element under this name, whatever `arguments` says.
+            arg_keys.shift_remove(p.child_argument_name.node.as_str());
             self.json_refs(&p.iterate_over, owner, body);
             let key = self.json_ref_quiet(&p.iterate_over, owner);
             let list = Kinds::LIST.or(Kinds::NULL);
@@ -612,15 +628,18 @@ impl Infer<'_, '_> {
     fn tool(&mut self, map: Option<&[(crate::span::Spanned<String>, JsonNode)]>) {
         let tool = self.c.tool;
         if let Some(t) = &tool.transform_arguments {
+            self.replaced = t.transforms.iter().map(|(k, _)| Name::from(k.node.as_str())).collect();
             let mut names = Bindings::default();
             for p in &tool.arguments {
                 let name = Name::from(p.name.node.as_str());
-                names.names.insert(name.clone(), Some(Key { origin: Origin::Argument, path: vec![name] }));
+                let key = self.normalize(Key { origin: Origin::Argument, path: vec![name.clone()] });
+                names.names.insert(name, Some(key));
             }
             if !tool.declares_arguments {
                 names.fallback = Some(Origin::Argument);
             }
             self.block(t, names, None, true);
+            self.replaced.clear();
         }
         let outputs: Vec<&str> =
             tool.transform_responses.iter().flat_map(|t| t.transforms.iter().map(|(k, _)| k.node.as_str())).collect();
@@ -755,7 +774,7 @@ impl Infer<'_, '_> {
                     ins.tool_definition_path.node
                 )
             }
-            Origin::Argument => {
+            Origin::Argument | Origin::Hidden => {
                 let arg = key.path.first().map_or("", |s| &**s);
                 format!("change the uses that disagree, or declare the argument `{arg}` with a `type_name`")
             }
@@ -768,6 +787,7 @@ impl Infer<'_, '_> {
             Origin::Argument => "arguments".to_string(),
             Origin::Step(i) => self.c.steps[i].ins.execution_id.node.clone(),
             Origin::Response(_) => "response".to_string(),
+            Origin::Hidden => "arguments".to_string(),
         };
         let mut s = format!("REF:{context}");
         for p in &key.path {
@@ -780,6 +800,7 @@ impl Infer<'_, '_> {
     /// The static type of a value (`any` is what this pass looks at).
     fn static_type(&self, key: &Key) -> Type {
         let (base, path): (Type, &[Name]) = match key.origin {
+            Origin::Hidden => return Type::Never,
             Origin::Argument => {
                 let Some((first, rest)) = key.path.split_first() else { return Type::any_object() };
                 match self.c.args.get(first) {
