@@ -73,7 +73,7 @@ impl Checker<'_> {
             return (None, Type::Any);
         };
         let ty = self.type_path(path, site.span, base);
-        self.explain_ref(site.span, &self.source[site.span.range()], &ty);
+        self.explain_ref(site.span, self.source.get(site.span.range()).unwrap_or_default(), &ty);
         (
             Some(RefPlan {
                 context,
