@@ -1036,6 +1036,7 @@ fn an_observer_sees_steps_start_and_end_and_fan_outs_progress() {
                 Event::StepStarted { step, .. } => format!("start {step}"),
                 Event::FanOut { step, children } => format!("fan {step} {children}"),
                 Event::ChildEnded { step, ended, children } => format!("child {step} {ended}/{children}"),
+                Event::StepRetried { step, attempt, .. } => format!("retry {step} {attempt}"),
                 Event::StepEnded { step, status, .. } => format!("end {step} {}", status.as_str()),
             };
             self.0.lock().unwrap().push(line);

@@ -59,7 +59,7 @@ enum Command {
     Graph(graph::GraphArgs),
     /// Run a composite tool and print its result as JSON.
     Run(run::RunArgs),
-    /// Serve the tools under a root to agents over MCP (stdio).
+    /// Serve the tools under a root to agents over MCP (stdio, or Streamable HTTP with --listen).
     Serve(serve::ServeArgs),
     /// Re-run a recorded trace with no tool calls and report any divergence.
     Replay(run::ReplayArgs),

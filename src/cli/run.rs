@@ -111,6 +111,7 @@ impl Observer for Progress {
             Event::StepStarted { step, tool } => format!("▶ {step} ({tool})"),
             Event::FanOut { step, children } => format!("  {step}: {children} children"),
             Event::ChildEnded { step, ended, children } => format!("  {step}: {ended}/{children}"),
+            Event::StepRetried { step, attempt, reason } => format!("↻ {step} attempt {attempt} failed ({reason})"),
             Event::StepEnded { step, status, reason } => match (status, reason) {
                 (StepStatus::Completed, _) => format!("✔ {step}"),
                 (s, Some(r)) => format!("• {step} {} ({r})", s.as_str()),

@@ -1,5 +1,6 @@
 //! `tdsl serve --mcp --root DIR [--allow GLOB]...`: serves the tools under a root over MCP
-//! on standard input and output (see [`crate::mcp`] and `docs/mcp.md`).
+//! on standard input and output, or with `--listen HOST:PORT [--token-file FILE]` over
+//! Streamable HTTP at `/mcp` (see [`crate::mcp`], [`crate::mcp::http`] and `docs/mcp.md`).
 //!
 //! Exit status: 0 when the client closes the connection or on SIGTERM (calls in flight
 //! are cancelled and their programs killed; the exit comes within about 3 s), 1 when two
@@ -11,14 +12,64 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::{usage_failure, UsageError};
+use crate::mcp::http::{check_bind, read_token, HttpOptions};
 use crate::mcp::McpServer;
+
+/// The address to bind and the HTTP options, from `--listen` and the options after it.
+fn http_setup(args: &ServeArgs, listen: &str) -> Result<(std::net::SocketAddr, HttpOptions), String> {
+    use std::net::ToSocketAddrs;
+    let addr = listen
+        .to_socket_addrs()
+        .map_err(|e| format!("--listen {listen}: not an address (HOST:PORT, as 127.0.0.1:8080): {e}"))?
+        .next()
+        .ok_or_else(|| format!("--listen {listen}: the name has no address"))?;
+    let token = args.token_file.as_deref().map(read_token).transpose()?;
+    check_bind(&addr, token.is_some())?;
+    let mut options = HttpOptions { token, allowed_hosts: args.allow_host.clone(), ..HttpOptions::default() };
+    if let Some(n) = args.max_request_bytes {
+        options.max_request_bytes = n as usize;
+    }
+    if let Some(n) = args.max_sessions {
+        options.max_sessions = n as usize;
+    }
+    if let Some(n) = args.max_calls {
+        options.max_calls = n as usize;
+    }
+    Ok((addr, options))
+}
 
 /// Arguments of `tdsl serve`.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Speak the Model Context Protocol on standard input and output (the only protocol).
+    /// Speak the Model Context Protocol (on standard input and output, or over HTTP with
+    /// --listen).
     #[arg(long, required = true)]
     mcp: bool,
+    /// Serve MCP over Streamable HTTP at http://HOST:PORT/mcp instead of stdio (port 0: any
+    /// free port; the address is printed). A non-loopback HOST needs --token-file.
+    #[arg(long, value_name = "HOST:PORT")]
+    listen: Option<String>,
+    /// With --listen: every request must carry `Authorization: Bearer <token>`, the token
+    /// being this file's content (trimmed); the file must not be readable by other users.
+    #[arg(long = "token-file", value_name = "FILE", requires = "listen")]
+    token_file: Option<PathBuf>,
+    /// With --listen: a host name accepted in `Host` and `Origin` headers besides the bound
+    /// address (a name clients use to reach the server; repeatable).
+    #[arg(long = "allow-host", value_name = "NAME", requires = "listen")]
+    allow_host: Vec<String>,
+    /// With --listen: the largest request body in bytes (1 KiB–64 MiB; default 4 MiB).
+    #[arg(long = "max-request-bytes", value_name = "N", requires = "listen",
+          value_parser = clap::value_parser!(u64).range(1024..=64 * 1024 * 1024))]
+    max_request_bytes: Option<u64>,
+    /// With --listen: the most sessions open at once (1–10,000; default 64).
+    #[arg(long = "max-sessions", value_name = "N", requires = "listen",
+          value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    max_sessions: Option<u64>,
+    /// With --listen: the most tool calls running at once, all sessions together (1–1,000;
+    /// default 16).
+    #[arg(long = "max-calls", value_name = "N", requires = "listen",
+          value_parser = clap::value_parser!(u64).range(1..=1000))]
+    max_calls: Option<u64>,
     /// The tool root whose `.tool` files are offered (default: the current folder).
     #[arg(long, value_name = "DIR")]
     root: Option<PathBuf>,
@@ -31,6 +82,14 @@ pub struct ServeArgs {
 /// Runs `tdsl serve`.
 pub fn run(args: ServeArgs) -> ExitCode {
     let _ = args.mcp;
+    // The address and the token are checked before anything loads.
+    let http = match &args.listen {
+        Some(listen) => match http_setup(&args, listen) {
+            Ok(h) => Some(h),
+            Err(e) => return usage_failure(&UsageError(e)),
+        },
+        None => None,
+    };
     let root = match super::check::tool_root(args.root.as_deref()) {
         Ok(r) => r.dir().to_path_buf(),
         Err(e) => return usage_failure(&e),
@@ -46,12 +105,30 @@ pub fn run(args: ServeArgs) -> ExitCode {
     for s in skipped {
         eprintln!("warning: not served: {s}");
     }
-    eprintln!("tdsl: serving {} tool(s) from {} over MCP on stdio", server.tools().len(), root.display());
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => return usage_failure(&UsageError(format!("cannot start the async runtime: {e}"))),
     };
-    let result = runtime.block_on(server.serve_stdio());
+    let result = match http {
+        None => {
+            eprintln!("tdsl: serving {} tool(s) from {} over MCP on stdio", server.tools().len(), root.display());
+            runtime.block_on(server.serve_stdio())
+        }
+        Some((addr, options)) => {
+            let listener = match runtime.block_on(tokio::net::TcpListener::bind(addr)) {
+                Ok(l) => l,
+                Err(e) => return usage_failure(&UsageError(format!("--listen {addr}: cannot listen: {e}"))),
+            };
+            let bound = listener.local_addr().map_or(addr, |a| a);
+            eprintln!(
+                "tdsl: serving {} tool(s) from {} over MCP at http://{bound}/mcp{}",
+                server.tools().len(),
+                root.display(),
+                if options.token.is_some() { " (bearer token required)" } else { "" }
+            );
+            runtime.block_on(server.serve_http(listener, options, crate::mcp::terminated()))
+        }
+    };
     // Calls cancelled at shutdown may still be winding down on blocking threads: their
     // programs are already killed, so the process does not wait for them.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));

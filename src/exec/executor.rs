@@ -102,6 +102,16 @@ pub enum Event<'a> {
         /// All its children.
         children: usize,
     },
+    /// An attempt of a step failed with a transient error and the step will try again
+    /// (after its back-off).
+    StepRetried {
+        /// The step's path.
+        step: &'a str,
+        /// The attempt that failed (1 for the first).
+        attempt: u32,
+        /// Why it failed.
+        reason: &'a str,
+    },
     /// A step ended.
     StepEnded {
         /// The step's path.

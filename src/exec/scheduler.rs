@@ -1034,6 +1034,7 @@ impl<'a> Ctx<'a> {
                     let deadline = matches!(outcome, Outcome::Deadline | Outcome::Cancelled);
                     let retryable = !deadline && e.kind == ErrorKind::Transient;
                     if retryable && n < policy.max_retries && !self.deadline_passed() {
+                        self.emit(Event::StepRetried { step: key, attempt: n + 1, reason: &e.message });
                         n += 1;
                         continue;
                     }

@@ -10,16 +10,20 @@
 //! reason. Only an unknown tool name is a protocol error.
 
 pub mod framing;
+pub mod http;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use globset::GlobSet;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult, PaginatedRequestParams,
-    ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ErrorCode, Implementation, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig, Tool,
 };
+#[allow(deprecated)] // logging: SEP-2577 deprecates it, MCP 2025-11-25 clients use it
+use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam, SetLevelRequestParams};
 use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{json, Value as Json};
@@ -27,7 +31,7 @@ use serde_json::{json, Value as Json};
 use crate::analysis::ToolRoot;
 use crate::exec::guard::tool_globs;
 use crate::exec::host::HostRunner;
-use crate::exec::{CancelToken, Event, Executor, Observer, RunStatus, Runner, ToolCall, Workflow};
+use crate::exec::{CancelToken, Event, Executor, Observer, RunStatus, Runner, StepStatus, ToolCall, Workflow};
 use crate::export::{export_names, export_tool, validate_arguments, Format};
 use crate::tool::{ToolDef, ToolKind};
 use crate::value::Value;
@@ -48,9 +52,18 @@ pub struct Served {
 }
 
 /// The tools under a root, served over MCP.
+///
+/// A clone shares the tools, the shutdown and the limit on calls in flight; each session
+/// of the HTTP transport gets its own clone from [`McpServer::for_session`], with its own
+/// logging level.
 #[derive(Clone, Debug)]
+#[allow(deprecated)] // logging: SEP-2577 deprecates it, MCP 2025-11-25 clients use it
 pub struct McpServer {
     inner: Arc<Inner>,
+    /// Bounds the calls in flight (all sessions together), when set.
+    calls: Option<Arc<tokio::sync::Semaphore>>,
+    /// The level `logging/setLevel` asked for; no log messages until a client asks.
+    log_level: Arc<Mutex<Option<LoggingLevel>>>,
 }
 
 #[derive(Debug)]
@@ -60,7 +73,29 @@ struct Inner {
     /// Turns true when the server shuts down (end of input, SIGTERM): every call in
     /// flight is cancelled.
     shutdown: tokio::sync::watch::Sender<bool>,
+    /// `tools/call` requests running now.
+    in_flight: AtomicUsize,
 }
+
+/// Counts a call in flight while it lives.
+struct InFlight<'a>(&'a AtomicUsize);
+
+impl<'a> InFlight<'a> {
+    fn new(count: &'a AtomicUsize) -> InFlight<'a> {
+        count.fetch_add(1, Ordering::SeqCst);
+        InFlight(count)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The JSON-RPC error code of a call refused because the server already runs as many calls
+/// as its limit allows (`serve --max-calls`).
+pub const SERVER_BUSY: i32 = -32001;
 
 /// How long the server waits, once it shuts down, for the calls it cancelled to answer
 /// before it exits anyway (their programs are killed by the cancel; this bounds the exit
@@ -114,7 +149,31 @@ impl McpServer {
         }
         let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
         let (shutdown, _) = tokio::sync::watch::channel(false);
-        Ok((McpServer { inner: Arc::new(Inner { root, tools, shutdown }) }, skipped))
+        let inner = Arc::new(Inner { root, tools, shutdown, in_flight: AtomicUsize::new(0) });
+        Ok((McpServer { inner, calls: None, log_level: Arc::new(Mutex::new(None)) }, skipped))
+    }
+
+    /// The same server with at most `max` calls in flight at once: a call over the limit is
+    /// refused with the JSON-RPC error [`SERVER_BUSY`].
+    pub fn with_call_limit(mut self, max: usize) -> McpServer {
+        self.calls = Some(Arc::new(tokio::sync::Semaphore::new(max)));
+        self
+    }
+
+    /// A handle for a new session: the same tools, shutdown and call limit, a logging level
+    /// of its own.
+    pub fn for_session(&self) -> McpServer {
+        McpServer { inner: self.inner.clone(), calls: self.calls.clone(), log_level: Arc::new(Mutex::new(None)) }
+    }
+
+    /// Cancels every call in flight (their programs are killed) and ends the stdio server.
+    pub fn shut_down(&self) {
+        self.inner.shutdown.send_replace(true);
+    }
+
+    /// How many `tools/call` requests are running now.
+    pub fn calls_in_flight(&self) -> usize {
+        self.inner.in_flight.load(Ordering::SeqCst)
     }
 
     /// The tools offered.
@@ -293,7 +352,7 @@ fn with_defaults(def: &ToolDef, arguments: Json) -> Json {
 }
 
 /// Completes on SIGTERM (never on platforms without it, or when the handler cannot be set).
-async fn terminated() {
+pub async fn terminated() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
@@ -367,6 +426,90 @@ impl Observer for Progress {
     }
 }
 
+/// Several observers of one run.
+struct Observers(Vec<Arc<dyn Observer>>);
+
+impl Observer for Observers {
+    fn event(&self, event: &Event<'_>) {
+        for o in &self.0 {
+            o.event(event);
+        }
+    }
+}
+
+/// Sends `notifications/message` for a composite's steps at or above the level the client
+/// set with `logging/setLevel`: a step started (`info`), retried (`warning`), failed or
+/// timed out (`error`), steps of composite callees included. The logger is `tdsl`; `data`
+/// is an object: `{"event": "started", "step": "fetch", "tool": "/tools/fetch.tool"}`,
+/// `{"event": "retried", "step", "attempt", "reason"}`, `{"event": "failed", "step",
+/// "status", "reason"}`. Like progress, every message goes out before the call's result.
+#[allow(deprecated)] // logging: SEP-2577 deprecates it, MCP 2025-11-25 clients use it
+struct StepLog {
+    tx: Mutex<tokio::sync::mpsc::UnboundedSender<LoggingMessageNotificationParam>>,
+    level: LoggingLevel,
+}
+
+#[allow(deprecated)]
+impl StepLog {
+    fn start(peer: Peer<RoleServer>, level: LoggingLevel) -> (StepLog, tokio::task::JoinHandle<()>) {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<LoggingMessageNotificationParam>();
+        let forwarder = tokio::spawn(async move {
+            while let Some(m) = rx.recv().await {
+                if peer.notify_logging_message(m).await.is_err() {
+                    break;
+                }
+            }
+        });
+        (StepLog { tx: Mutex::new(tx), level }, forwarder)
+    }
+}
+
+/// The log message for an event: its level and data (`None` for events not logged).
+#[allow(deprecated)]
+pub fn log_message(event: &Event<'_>) -> Option<(LoggingLevel, Json)> {
+    match event {
+        Event::StepStarted { step, tool } => {
+            Some((LoggingLevel::Info, json!({"event": "started", "step": step, "tool": tool})))
+        }
+        Event::StepRetried { step, attempt, reason } => Some((
+            LoggingLevel::Warning,
+            json!({"event": "retried", "step": step, "attempt": attempt, "reason": reason}),
+        )),
+        Event::StepEnded { step, status: status @ (StepStatus::Failed | StepStatus::Timeout), reason } => Some((
+            LoggingLevel::Error,
+            json!({"event": "failed", "step": step, "status": status.as_str(), "reason": reason}),
+        )),
+        _ => None,
+    }
+}
+
+/// RFC 5424's order of levels, least severe first.
+#[allow(deprecated)]
+fn severity(level: LoggingLevel) -> u8 {
+    match level {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+    }
+}
+
+#[allow(deprecated)]
+impl Observer for StepLog {
+    fn event(&self, event: &Event<'_>) {
+        let Some((level, data)) = log_message(event) else { return };
+        if severity(level) < severity(self.level) {
+            return;
+        }
+        let message = LoggingMessageNotificationParam::new(level, data).with_logger("tdsl");
+        let _ = self.tx.lock().unwrap_or_else(PoisonError::into_inner).send(message);
+    }
+}
+
 /// The `--allow` globs, built as `run --allow-tool` builds its own ([`tool_globs`]).
 fn allow_set(allow: &[String]) -> Result<GlobSet, String> {
     tool_globs(allow).map_err(|e| format!("--allow: {e}"))
@@ -386,8 +529,9 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 }
 
 impl ServerHandler for McpServer {
+    #[allow(deprecated)] // logging: SEP-2577 deprecates it, MCP 2025-11-25 clients use it
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_logging().build())
             .with_server_info(Implementation::new("tdsl", env!("CARGO_PKG_VERSION")))
             .with_instructions("Composite tools defined in .tool files, run by the tdsl engine.")
     }
@@ -408,6 +552,16 @@ impl ServerHandler for McpServer {
         Ok(result)
     }
 
+    #[allow(deprecated)] // logging: SEP-2577 deprecates it, MCP 2025-11-25 clients use it
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        *self.log_level.lock().unwrap_or_else(PoisonError::into_inner) = Some(request.level);
+        Ok(())
+    }
+
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
@@ -417,6 +571,20 @@ impl ServerHandler for McpServer {
         if !self.inner.tools.iter().any(|t| t.name == name) {
             return Err(McpError::invalid_params(format!("no tool named `{name}`"), None));
         }
+        // Over the limit of calls in flight: refused at once, the client may try again.
+        let _permit =
+            match &self.calls {
+                Some(calls) => match calls.clone().try_acquire_owned() {
+                    Ok(p) => Some(p),
+                    Err(_) => return Err(McpError::new(
+                        ErrorCode(SERVER_BUSY),
+                        "the server is running as many tool calls as it allows (serve --max-calls); try again later",
+                        None,
+                    )),
+                },
+                None => None,
+            };
+        let _in_flight = InFlight::new(&self.inner.in_flight);
         let arguments = Json::Object(request.arguments.unwrap_or_default());
         // `notifications/cancelled` cancels the context's token: that cancels the run, whose
         // calls in flight are cancelled in turn (their programs killed). rmcp drops the
@@ -433,12 +601,23 @@ impl ServerHandler for McpServer {
                 cancel.cancel();
             })
         };
-        let (observer, forwarder) = match context.meta.get_progress_token() {
-            Some(token) => {
-                let (progress, forwarder) = Progress::start(context.peer.clone(), token, self.steps_of(&name));
-                (Some(Arc::new(progress) as Arc<dyn Observer>), Some(forwarder))
-            }
-            None => (None, None),
+        let mut observers: Vec<Arc<dyn Observer>> = Vec::new();
+        let mut forwarders = Vec::new();
+        if let Some(token) = context.meta.get_progress_token() {
+            let (progress, forwarder) = Progress::start(context.peer.clone(), token, self.steps_of(&name));
+            observers.push(Arc::new(progress));
+            forwarders.push(forwarder);
+        }
+        let level = *self.log_level.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(level) = level {
+            let (log, forwarder) = StepLog::start(context.peer.clone(), level);
+            observers.push(Arc::new(log));
+            forwarders.push(forwarder);
+        }
+        let observer = match observers.len() {
+            0 => None,
+            1 => observers.pop(),
+            _ => Some(Arc::new(Observers(observers)) as Arc<dyn Observer>),
         };
         let server = self.clone();
         let result = tokio::task::spawn_blocking(move || server.call_with(&name, arguments, &cancel, observer))
@@ -447,7 +626,7 @@ impl ServerHandler for McpServer {
         watcher.abort();
         // The run is over and its observer dropped, which ends the progress channel: every
         // notification goes out before the result (the protocol has no progress after it).
-        if let Some(forwarder) = forwarder {
+        for forwarder in forwarders {
             let _ = forwarder.await;
         }
         let result = result?.unwrap_or(Json::Null);

@@ -1,12 +1,16 @@
 """A real MCP client, the Python SDK's (`mcp.client.stdio.stdio_client` and `ClientSession`),
-driving an MCP server over stdio. tests/mcp_python.rs runs one scenario per test:
+driving an MCP server over stdio, or with `--http` first, over Streamable HTTP
+(`mcp.client.streamable_http.streamable_http_client` against `TDSL serve --mcp --listen
+127.0.0.1:0 --root ROOT`). tests/mcp_python.rs runs one scenario per test:
 
     python client.py tools    TDSL ROOT        # list, call, bad arguments (tests/data/mcp)
     python client.py primitive-error TDSL ROOT # a failing primitive's message
     python client.py cancel   TDSL ROOT DIR    # cancel sleeping calls; DIR holds pid files
     python client.py progress TDSL ROOT        # progress notifications of a composite
     python client.py progress-before-result TDSL ROOT   # … all of them before the result
+    python client.py logging  TDSL ROOT        # logging/setLevel and step log messages
     python client.py python-server             # the SDK server of tests/mcp_py/server.py
+    python client.py --http SCENARIO TDSL ROOT [DIR]   # a tdsl scenario over HTTP
 
 TDSL is the `tdsl` binary, served as `TDSL serve --mcp --root ROOT`. A scenario asserts
 what it observes: it exits 0, or prints what went wrong and exits 1.
@@ -14,17 +18,20 @@ what it observes: it exits 0, or prints what went wrong and exits 1.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextContent
 
 HERE = Path(__file__).resolve().parent
@@ -43,11 +50,56 @@ def text_of(result: CallToolResult) -> str:
     return "".join(c.text for c in result.content if isinstance(c, TextContent))
 
 
-async def with_session(params: StdioServerParameters, body: Callable[[ClientSession], Awaitable[None]]) -> None:
+# Set by `--http`: scenarios on tdsl talk to `tdsl serve --mcp --listen` instead of stdio.
+HTTP = False
+
+
+async def with_session(
+    params: StdioServerParameters, body: Callable[[ClientSession], Awaitable[None]], **options: Any
+) -> None:
+    if HTTP and params.command != sys.executable:
+        async with http_server(params) as url, streamable_http_client(url) as (read, write):
+            async with ClientSession(read, write, **options) as session:
+                await session.initialize()
+                await body(session)
+        return
     async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write) as session:
+        async with ClientSession(read, write, **options) as session:
             await session.initialize()
             await body(session)
+
+
+@contextlib.asynccontextmanager
+async def http_server(params: StdioServerParameters) -> AsyncIterator[str]:
+    """Starts the stdio command with `--listen 127.0.0.1:0`; the URL it prints. Ends it with
+    SIGTERM afterwards and checks that it exits cleanly."""
+    process = subprocess.Popen(
+        [params.command, *params.args, "--listen", "127.0.0.1:0"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        url = None
+        seen = []
+        assert process.stderr is not None
+        while url is None:
+            line = await anyio.to_thread.run_sync(process.stderr.readline)
+            if not line:
+                raise Failed(f"tdsl serve --listen exited before listening: {''.join(seen)}")
+            seen.append(line)
+            if "over MCP at " in line:
+                url = line.split("over MCP at ", 1)[1].split()[0]
+        yield url
+    finally:
+        process.terminate()
+        try:
+            code = await anyio.to_thread.run_sync(lambda: process.wait(10))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            raise Failed("tdsl serve --listen did not exit within 10 s of SIGTERM")
+    expect(code == 0, f"tdsl serve --listen exited with {code} after SIGTERM")
 
 
 def tdsl_server(tdsl: str, root: str) -> StdioServerParameters:
@@ -230,6 +282,43 @@ async def progress(session: ClientSession, before_the_result: bool) -> None:
             expect(seen in (expected[:2], expected), f"{tool}: progress notifications before the result: {seen}")
 
 
+# The log messages the `logging` scenario's session received.
+LOGS: list[Any] = []
+
+
+async def on_log(params: Any) -> None:
+    LOGS.append(params)
+
+async def logging(session: ClientSession) -> None:
+    """`logging/setLevel` turns on `notifications/message` for a composite's steps.
+
+    Over HTTP the messages come on the session's standalone SSE stream, not the call's, so
+    they may arrive just after the result: the scenario waits for them (at most 5 s).
+    """
+    init = session.initialize_result
+    expect(init is not None and init.capabilities.logging is not None, f"no logging capability: {init}")
+    result = await session.call_tool("chain", {"start": 1})
+    expect(not result.is_error, f"chain: {result}")
+    await session.set_logging_level("info")
+    result = await session.call_tool("chain", {"start": 1})
+    expect(not result.is_error, f"chain: {result}")
+    with anyio.move_on_after(5):
+        while len(LOGS) < 3:
+            await anyio.sleep(0.02)
+    # None from the call before setLevel: they would have come first.
+    events = [(m.level, m.logger, m.data["event"], m.data["step"]) for m in LOGS]
+    expect(
+        events == [("info", "tdsl", "started", s) for s in ("first", "second", "third")],
+        f"log messages of chain: {events}",
+    )
+    await session.set_logging_level("warning")
+    result = await session.call_tool("chain", {"start": 1})
+    expect(not result.is_error, f"chain: {result}")
+    await session.send_ping()
+    await anyio.sleep(0.3)
+    expect(len(LOGS) == 3, f"info messages at level warning: {LOGS[3:]}")
+
+
 # --- the SDK server of tests/mcp_py/server.py ---------------------------------------------
 
 
@@ -276,9 +365,15 @@ async def python_server(session: ClientSession) -> None:
 
 
 def main(argv: list[str]) -> int:
+    global HTTP
+    if argv[:1] == ["--http"]:
+        HTTP = True
+        argv = argv[1:]
     scenario, *rest = argv or ["?"]
     scenarios: dict[str, Callable[[], Awaitable[None]]] = {}
-    if scenario in ("tools", "primitive-error") and len(rest) == 2:
+    if scenario == "logging" and len(rest) == 2:
+        scenarios[scenario] = lambda: with_session(tdsl_server(*rest), logging, logging_callback=on_log)
+    elif scenario in ("tools", "primitive-error") and len(rest) == 2:
         body = tools if scenario == "tools" else primitive_error
         scenarios[scenario] = lambda: with_session(tdsl_server(*rest), body)
     elif scenario in ("progress", "progress-before-result") and len(rest) == 2:

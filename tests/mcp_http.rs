@@ -1,0 +1,634 @@
+//! `tdsl serve --mcp --listen` driven over raw HTTP/1.1, as an MCP client or an attacker
+//! would: sessions, calls, progress and log messages over SSE, Host/Origin validation, bearer
+//! tokens, limits, and SIGTERM. (The Python SDK's Streamable HTTP client runs the same
+//! scenarios as the stdio tests in tests/mcp_python.rs.)
+#![cfg(unix)]
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+/// A running `tdsl serve --mcp --listen 127.0.0.1:0`.
+struct Server {
+    child: Child,
+    port: u16,
+    token: Option<String>,
+}
+
+impl Server {
+    fn start(root: &Path, extra: &[&str]) -> Server {
+        Server::start_with_token(root, extra, None)
+    }
+
+    fn start_with_token(root: &Path, extra: &[&str], token: Option<(&Path, &str)>) -> Server {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tdsl"));
+        cmd.args(["serve", "--mcp", "--listen", "127.0.0.1:0", "--root"]).arg(root).args(extra);
+        if let Some((file, _)) = token {
+            cmd.arg("--token-file").arg(file);
+        }
+        let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("starts");
+        let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
+        let mut port = None;
+        let mut seen = String::new();
+        while port.is_none() {
+            let mut line = String::new();
+            if stderr.read_line(&mut line).expect("read stderr") == 0 {
+                panic!("tdsl serve exited before listening: {seen}");
+            }
+            seen.push_str(&line);
+            port = line
+                .split("http://127.0.0.1:")
+                .nth(1)
+                .and_then(|rest| rest.split('/').next())
+                .and_then(|p| p.parse::<u16>().ok());
+        }
+        // Keep draining standard error so the server never blocks on it.
+        std::thread::spawn(move || {
+            let mut sink = String::new();
+            let _ = stderr.read_to_string(&mut sink);
+        });
+        Server { child, port: port.expect("port"), token: token.map(|(_, t)| t.to_string()) }
+    }
+
+    fn host(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Sends one request on a fresh connection with the usual MCP headers (and the token),
+    /// plus `headers`.
+    fn send(&self, method: &str, headers: &[(&str, &str)], body: &[u8]) -> Reply {
+        let mut all: Vec<(String, String)> = vec![
+            ("Host".into(), self.host()),
+            ("Accept".into(), "application/json, text/event-stream".into()),
+            ("Content-Type".into(), "application/json".into()),
+        ];
+        if let Some(t) = &self.token {
+            all.push(("Authorization".into(), format!("Bearer {t}")));
+        }
+        for (k, v) in headers {
+            all.retain(|(name, _)| !name.eq_ignore_ascii_case(k));
+            if !v.is_empty() {
+                all.push((k.to_string(), v.to_string()));
+            }
+        }
+        raw_request(self.port, method, "/mcp", &all, body)
+    }
+
+    fn post(&self, session: Option<&str>, message: &Value) -> Reply {
+        let mut headers = vec![];
+        if let Some(s) = session {
+            headers.push(("Mcp-Session-Id", s));
+        }
+        self.send("POST", &headers, message.to_string().as_bytes())
+    }
+
+    /// Opens a session: initialize, then notifications/initialized; its id.
+    fn session(&self) -> String {
+        let r = self.post(None, &initialize(1));
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(r.messages()[0]["result"]["serverInfo"]["name"], "tdsl", "{}", r.body);
+        let id = r.header("mcp-session-id").expect("a session id").to_string();
+        let n = self.post(Some(&id), &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        assert_eq!(n.status, 202, "{}", n.body);
+        id
+    }
+
+    /// A request in a session; every message of its answer (notifications, then the
+    /// response).
+    fn request(&self, session: &str, id: u64, method: &str, params: Value) -> Vec<Value> {
+        let r = self.post(Some(session), &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        assert_eq!(r.status, 200, "{method}: {}", r.body);
+        r.messages()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn initialize(id: u64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}})
+}
+
+/// An HTTP response read to its end.
+struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+
+    /// The JSON-RPC messages of the body: a JSON body, or the `data:` of each SSE event.
+    fn messages(&self) -> Vec<Value> {
+        if self.header("content-type").is_some_and(|c| c.starts_with("application/json")) {
+            return vec![serde_json::from_str(&self.body).expect("a JSON body")];
+        }
+        self.body
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .map(str::trim)
+            .filter(|d| !d.is_empty())
+            .map(|d| serde_json::from_str(d).expect("JSON event data"))
+            .collect()
+    }
+}
+
+fn raw_request(port: u16, method: &str, path: &str, headers: &[(String, String)], body: &[u8]) -> Reply {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    stream.set_read_timeout(Some(Duration::from_secs(60))).expect("timeout");
+    let mut head = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).expect("write head");
+    // The server may answer (413) before it reads the whole body and close: that is fine.
+    let _ = stream.write_all(body);
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw);
+    parse_reply(&raw)
+}
+
+fn parse_reply(raw: &[u8]) -> Reply {
+    let text = String::from_utf8_lossy(raw).into_owned();
+    let (head, rest) = text.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no HTTP response: {text:?}"));
+    let mut lines = head.lines();
+    let status = lines.next().and_then(|l| l.split(' ').nth(1)).and_then(|s| s.parse().ok()).expect("status line");
+    let headers: Vec<(String, String)> =
+        lines.filter_map(|l| l.split_once(':')).map(|(k, v)| (k.trim().to_string(), v.trim().to_string())).collect();
+    let chunked = headers.iter().any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
+    let body = if chunked { dechunk(rest) } else { rest.to_string() };
+    Reply { status, headers, body }
+}
+
+fn dechunk(mut s: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = s.split_once("\r\n") {
+        let Ok(n) = usize::from_str_radix(size.trim(), 16) else { break };
+        if n == 0 || rest.len() < n {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        s = rest[n..].strip_prefix("\r\n").unwrap_or(&rest[n..]);
+    }
+    out
+}
+
+/// The session's standalone SSE stream (`GET /mcp`), read on a thread: where rmcp sends
+/// the notifications not tied to a request's progress token, log messages among them.
+struct Standalone {
+    raw: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+}
+
+impl Standalone {
+    fn open(s: &Server, session: &str) -> Standalone {
+        let mut stream = TcpStream::connect(("127.0.0.1", s.port)).expect("connect");
+        let mut head = format!(
+            "GET /mcp HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {session}\r\n",
+            s.host()
+        );
+        if let Some(t) = &s.token {
+            head.push_str(&format!("Authorization: Bearer {t}\r\n"));
+        }
+        head.push_str("\r\n");
+        stream.write_all(head.as_bytes()).expect("write");
+        let raw = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = raw.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stream.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().expect("lock").extend_from_slice(&buf[..n]);
+            }
+        });
+        let started = Instant::now();
+        while !String::from_utf8_lossy(&raw.lock().expect("lock")).contains("\r\n\r\n") {
+            assert!(started.elapsed().as_secs() < 10, "the GET stream did not open");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let status = parse_reply(&raw.lock().expect("lock")).status;
+        assert_eq!(status, 200, "GET /mcp");
+        Standalone { raw }
+    }
+
+    /// The JSON-RPC messages received so far.
+    fn messages(&self) -> Vec<Value> {
+        parse_reply(&self.raw.lock().expect("lock")).messages()
+    }
+
+    /// Waits (at most 10 s) until `count` log messages have come; all of them.
+    fn logs(&self, count: usize) -> Vec<Value> {
+        let started = Instant::now();
+        loop {
+            let logs: Vec<Value> = self
+                .messages()
+                .into_iter()
+                .filter(|m| m["method"] == "notifications/message")
+                .map(|m| m["params"].clone())
+                .collect();
+            if logs.len() >= count || started.elapsed().as_secs() >= 10 {
+                return logs;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").join(name)
+}
+
+fn script(path: &Path, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, body).expect("write");
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+fn alive(pid: &str) -> bool {
+    Path::new("/proc").join(pid).exists()
+        && !std::fs::read_to_string(Path::new("/proc").join(pid).join("stat")).is_ok_and(|s| s.contains(") Z "))
+}
+
+/// A root with `echo` (a builtin) and `main` (a composite calling it).
+fn echo_root() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("tools")).expect("mkdir");
+    std::fs::write(dir.path().join("tools/echo.tool"), r#"{"system_event_endpoint": "builtin:echo"}"#).expect("write");
+    dir
+}
+
+/// A token file with mode `mode`.
+fn token_file(dir: &Path, token_text: &str, mode: u32) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join("token");
+    std::fs::write(&path, token_text).expect("write");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+    path
+}
+
+#[test]
+fn lists_and_calls_the_tools_in_a_session() {
+    let root = example("conditional-branching");
+    let s = Server::start(&root, &[]);
+    let session = s.session();
+    let list = s.request(&session, 2, "tools/list", json!({}));
+    let names: Vec<&str> =
+        list[0]["result"]["tools"].as_array().expect("tools").iter().filter_map(|t| t["name"].as_str()).collect();
+    assert!(names.contains(&"main"), "{list:?}");
+    let args: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("valid.json")).expect("read")).expect("JSON");
+    let call = s.request(&session, 3, "tools/call", json!({"name": "main", "arguments": args}));
+    let last = call.last().expect("a response");
+    assert_eq!(last["id"], 3);
+    assert_eq!(last["result"]["isError"], false, "{call:?}");
+    // Bad arguments: a tool error, as on stdio.
+    let bad = s.request(&session, 4, "tools/call", json!({"name": "main", "arguments": {"nonsense": 1}}));
+    assert_eq!(bad.last().expect("a response")["result"]["isError"], true, "{bad:?}");
+    // An unknown session is refused; deleting the session ends it.
+    let r = s.post(Some("no-such-session"), &json!({"jsonrpc": "2.0", "id": 5, "method": "ping"}));
+    assert_eq!(r.status, 404, "{}", r.body);
+    let d = s.send("DELETE", &[("Mcp-Session-Id", &session)], b"");
+    assert!(d.status == 200 || d.status == 202 || d.status == 204, "{}: {}", d.status, d.body);
+    let r = s.post(Some(&session), &json!({"jsonrpc": "2.0", "id": 6, "method": "ping"}));
+    assert_eq!(r.status, 404, "a deleted session is gone: {}", r.body);
+}
+
+#[test]
+fn progress_notifications_come_on_the_calls_stream_before_its_result() {
+    let root = example("conditional-branching");
+    let s = Server::start(&root, &[]);
+    let session = s.session();
+    let args: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("valid.json")).expect("read")).expect("JSON");
+    let messages =
+        s.request(&session, 2, "tools/call", json!({"name": "main", "arguments": args, "_meta": {"progressToken": 7}}));
+    let progress: Vec<&Value> = messages.iter().filter(|m| m["method"] == "notifications/progress").collect();
+    assert_eq!(progress.len(), 3, "one per step of the composite: {messages:?}");
+    assert_eq!(progress[2]["params"]["progress"], json!(3.0));
+    assert_eq!(messages.last().expect("response")["id"], 2, "the result comes last: {messages:?}");
+}
+
+#[test]
+fn log_messages_carry_step_events_at_the_requested_level() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("tools")).expect("mkdir");
+    // Fails transiently (exit 75) the first time, then succeeds.
+    let marker = root.join("tried");
+    script(
+        &root.join("tools/flaky.sh"),
+        &format!("#!/bin/sh\nif [ -e '{0}' ]; then echo '{{}}'; else touch '{0}'; exit 75; fi\n", marker.display()),
+    );
+    std::fs::write(root.join("tools/flaky.tool"), r#"{"system_event_endpoint": "exec:./flaky.sh"}"#).expect("write");
+    std::fs::write(root.join("tools/broken.tool"), r#"{"system_event_endpoint": "exec:/bin/false"}"#).expect("write");
+    std::fs::write(
+        root.join("flaky_then_ok.tool"),
+        r#"{"instructions": [{"execution_id": "flaky", "tool_definition_path": "/tools/flaky.tool",
+             "retry": {"max_retries": 1, "base_delay_seconds": 0.1}}]}"#,
+    )
+    .expect("write");
+    std::fs::write(
+        root.join("fails.tool"),
+        r#"{"instructions": [{"execution_id": "broken", "tool_definition_path": "/tools/broken.tool"}]}"#,
+    )
+    .expect("write");
+    let s = Server::start(root, &[]);
+    let session = s.session();
+    let stream = Standalone::open(&s, &session);
+    // Before logging/setLevel: no log messages.
+    s.request(&session, 2, "tools/call", json!({"name": "fails", "arguments": {}}));
+    let set = s.request(&session, 3, "logging/setLevel", json!({"level": "info"}));
+    assert!(set[0]["result"].is_object(), "{set:?}");
+    let flaky = s.request(&session, 4, "tools/call", json!({"name": "flaky_then_ok", "arguments": {}}));
+    assert_eq!(flaky.last().expect("response")["result"]["isError"], false, "{flaky:?}");
+    let got = stream.logs(2);
+    let events: Vec<(&str, &str)> =
+        got.iter().map(|l| (l["level"].as_str().unwrap_or(""), l["data"]["event"].as_str().unwrap_or(""))).collect();
+    // Nothing from the call before setLevel (it would have come first).
+    assert_eq!(events, [("info", "started"), ("warning", "retried")], "{got:?}");
+    assert_eq!(got[0]["logger"], "tdsl");
+    assert_eq!(got[0]["data"]["step"], "flaky");
+    assert_eq!(got[0]["data"]["tool"], "/tools/flaky.tool");
+    assert_eq!(got[1]["data"]["attempt"], 1);
+    assert!(got[1]["data"]["reason"].as_str().is_some_and(|r| r.contains("75")), "{got:?}");
+    // At `error`, only the failure.
+    s.request(&session, 5, "logging/setLevel", json!({"level": "error"}));
+    let failed = s.request(&session, 6, "tools/call", json!({"name": "fails", "arguments": {}}));
+    assert_eq!(failed.last().expect("response")["result"]["isError"], true, "{failed:?}");
+    let got = stream.logs(3);
+    assert_eq!(got.len(), 3, "{got:?}");
+    assert_eq!(got[2]["level"], "error");
+    assert_eq!(got[2]["data"]["event"], "failed");
+    assert_eq!(got[2]["data"]["step"], "broken");
+    assert_eq!(got[2]["data"]["status"], "FAILED");
+    assert!(got[2]["data"]["reason"].as_str().is_some_and(|r| !r.is_empty()), "{got:?}");
+}
+
+#[test]
+fn a_foreign_host_or_origin_is_refused() {
+    let dir = echo_root();
+    let s = Server::start(dir.path(), &[]);
+    let port = s.port.to_string();
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string();
+    for host in ["evil.example", &format!("evil.example:{port}"), "localhost:1"] {
+        let r = s.send("POST", &[("Host", host)], ping.as_bytes());
+        assert_eq!(r.status, 403, "Host {host}: {}", r.body);
+    }
+    for origin in ["http://evil.example", &format!("http://evil.example:{port}"), "http://localhost:1", "null"] {
+        let r = s.send("POST", &[("Origin", origin)], initialize(1).to_string().as_bytes());
+        assert_eq!(r.status, 403, "Origin {origin}: {}", r.body);
+    }
+    // The local names with the bound port are accepted.
+    for host in [format!("localhost:{port}"), format!("127.0.0.1:{port}"), format!("[::1]:{port}")] {
+        let origin = format!("http://{host}");
+        let r = s.send("POST", &[("Host", &host), ("Origin", &origin)], initialize(1).to_string().as_bytes());
+        assert_eq!(r.status, 200, "Host {host}: {}", r.body);
+    }
+    let r = s.send("POST", &[], initialize(1).to_string().as_bytes());
+    assert_eq!(r.status, 200, "{}", r.body);
+    // Another path is not MCP.
+    let r = raw_request(s.port, "GET", "/", &[("Host".into(), s.host())], b"");
+    assert_eq!(r.status, 404);
+}
+
+#[test]
+fn with_a_token_file_every_request_needs_the_bearer_token() {
+    let dir = echo_root();
+    let file = token_file(dir.path(), "  s3cret-token\n", 0o600);
+    let s = Server::start_with_token(dir.path(), &[], Some((&file, "s3cret-token")));
+    let body = initialize(1).to_string();
+    let r = s.send("POST", &[("Authorization", "")], body.as_bytes());
+    assert_eq!(r.status, 401, "{}", r.body);
+    assert!(r.header("www-authenticate").is_some_and(|w| w.starts_with("Bearer")), "{:?}", r.headers);
+    for wrong in ["Bearer s3cret-tokeN", "Bearer s3cret", "Basic czNjcmV0LXRva2Vu", "Bearer"] {
+        let r = s.send("POST", &[("Authorization", wrong)], body.as_bytes());
+        assert_eq!(r.status, 401, "{wrong}: {}", r.body);
+        assert!(r.header("www-authenticate").is_some(), "{wrong}");
+    }
+    // The right token (trimmed from the file) opens a session and calls a tool.
+    let session = s.session();
+    let call = s.request(&session, 2, "tools/call", json!({"name": "echo", "arguments": {"x": 1}}));
+    assert_eq!(call.last().expect("response")["result"]["structuredContent"], json!({"x": 1}), "{call:?}");
+}
+
+#[test]
+fn a_token_file_others_can_read_or_an_empty_one_is_refused_at_start() {
+    let dir = echo_root();
+    let root = dir.path().to_str().expect("utf-8");
+    let file = token_file(dir.path(), "s3cret", 0o644);
+    let out = common::tdsl(&[
+        "serve",
+        "--mcp",
+        "--listen",
+        "127.0.0.1:0",
+        "--root",
+        root,
+        "--token-file",
+        file.to_str().expect("utf-8"),
+    ]);
+    assert_eq!((out.code, out.stdout.as_str()), (2, ""), "{}", out.stderr);
+    assert!(out.stderr.contains("readable by other users") && out.stderr.contains("chmod 600"), "{}", out.stderr);
+    let empty = token_file(dir.path(), " \n", 0o600);
+    let out = common::tdsl(&[
+        "serve",
+        "--mcp",
+        "--listen",
+        "127.0.0.1:0",
+        "--root",
+        root,
+        "--token-file",
+        empty.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("empty"), "{}", out.stderr);
+    let out =
+        common::tdsl(&["serve", "--mcp", "--listen", "127.0.0.1:0", "--root", root, "--token-file", "/nonexistent"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+}
+
+#[test]
+fn a_non_loopback_bind_without_a_token_is_refused_at_start() {
+    let dir = echo_root();
+    let root = dir.path().to_str().expect("utf-8");
+    for addr in ["0.0.0.0:0", "[::]:0"] {
+        let out = common::tdsl(&["serve", "--mcp", "--listen", addr, "--root", root]);
+        assert_eq!(out.code, 2, "{}", out.stderr);
+        assert!(out.stderr.contains("non-loopback") && out.stderr.contains("--token-file"), "{}", out.stderr);
+    }
+    let out = common::tdsl(&["serve", "--mcp", "--listen", "not an address", "--root", root]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("not an address"), "{}", out.stderr);
+    // Options of the HTTP transport need --listen.
+    let out = common::tdsl(&["serve", "--mcp", "--root", root, "--token-file", "/x"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+}
+
+#[test]
+fn an_oversized_request_gets_413_and_the_server_goes_on() {
+    let dir = echo_root();
+    let s = Server::start(dir.path(), &["--max-request-bytes", "2048"]);
+    let session = s.session();
+    let big = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                     "params": {"name": "echo", "arguments": {"x": "a".repeat(4096)}}});
+    let r = s.post(Some(&session), &big);
+    assert_eq!(r.status, 413, "{}", r.body);
+    assert!(r.body.contains("2048"), "{}", r.body);
+    let call = s.request(&session, 3, "tools/call", json!({"name": "echo", "arguments": {"x": "small"}}));
+    assert_eq!(call.last().expect("response")["result"]["structuredContent"], json!({"x": "small"}), "{call:?}");
+    // Not JSON: a clean error, and the server goes on.
+    let r = s.send("POST", &[("Mcp-Session-Id", &session)], b"{not json");
+    assert!((400..500).contains(&r.status), "{}: {}", r.status, r.body);
+    let ping = s.request(&session, 4, "ping", json!({}));
+    assert!(ping[0]["result"].is_object(), "{ping:?}");
+}
+
+#[test]
+fn sessions_over_the_limit_are_refused_with_a_json_rpc_error() {
+    let dir = echo_root();
+    let s = Server::start(dir.path(), &["--max-sessions", "1"]);
+    let first = s.session();
+    let r = s.post(None, &initialize(1));
+    assert_eq!(r.status, 503, "{}", r.body);
+    let error: Value = serde_json::from_str(&r.body).expect("a JSON-RPC error");
+    assert_eq!(error["error"]["code"], -32000, "{error}");
+    assert!(error["error"]["message"].as_str().is_some_and(|m| m.contains("--max-sessions")), "{error}");
+    // Closing the first session makes room.
+    s.send("DELETE", &[("Mcp-Session-Id", &first)], b"");
+    let started = Instant::now();
+    loop {
+        let r = s.post(None, &initialize(1));
+        if r.status == 200 {
+            break;
+        }
+        assert!(started.elapsed().as_secs() < 10, "the closed session still counts: {}", r.body);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A root whose `main` runs a program (with a child) that sleeps 30 s; the file where they
+/// write their pids.
+fn sleeping_root() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("tools")).expect("mkdir");
+    let pid_file = root.join("pids");
+    script(
+        &root.join("tools/nap.sh"),
+        &format!("#!/bin/sh\nsleep 30 &\necho $$ $! > '{}'\nwait\n", pid_file.display()),
+    );
+    std::fs::write(root.join("tools/nap.tool"), r#"{"system_event_endpoint": "exec:./nap.sh"}"#).expect("write");
+    std::fs::write(root.join("tools/echo.tool"), r#"{"system_event_endpoint": "builtin:echo"}"#).expect("write");
+    std::fs::write(
+        root.join("main.tool"),
+        r#"{"instructions": [{"execution_id": "nap", "tool_definition_path": "/tools/nap.tool"}]}"#,
+    )
+    .expect("write");
+    (dir, pid_file)
+}
+
+/// Starts `main` in the background (its HTTP request on a thread); the pids of its programs.
+fn start_sleeping_call(s: &Server, session: &str, pid_file: &Path) -> Vec<String> {
+    let (port, host, session) = (s.port, s.host(), session.to_string());
+    std::thread::spawn(move || {
+        let body =
+            json!({"jsonrpc": "2.0", "id": 99, "method": "tools/call", "params": {"name": "main", "arguments": {}}});
+        let headers = vec![
+            ("Host".to_string(), host),
+            ("Accept".to_string(), "application/json, text/event-stream".to_string()),
+            ("Content-Type".to_string(), "application/json".to_string()),
+            ("Mcp-Session-Id".to_string(), session),
+        ];
+        let _ = std::panic::catch_unwind(|| raw_request(port, "POST", "/mcp", &headers, body.to_string().as_bytes()));
+    });
+    let started = Instant::now();
+    loop {
+        match std::fs::read_to_string(pid_file) {
+            Ok(p) if p.ends_with('\n') => {
+                let pids: Vec<String> = p.split_whitespace().map(str::to_string).collect();
+                assert!(pids.len() == 2 && pids.iter().all(|p| alive(p)), "{pids:?}");
+                return pids;
+            }
+            _ => {
+                assert!(started.elapsed().as_secs() < 20, "the program never started");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+}
+
+#[test]
+fn calls_over_the_limit_get_a_json_rpc_error_and_the_server_goes_on() {
+    let (dir, pid_file) = sleeping_root();
+    let s = Server::start(dir.path(), &["--max-calls", "1"]);
+    let session = s.session();
+    let _pids = start_sleeping_call(&s, &session, &pid_file);
+    let busy = s.request(&session, 2, "tools/call", json!({"name": "echo", "arguments": {"x": 1}}));
+    let error = &busy.last().expect("response")["error"];
+    assert_eq!(error["code"], -32001, "{busy:?}");
+    assert!(error["message"].as_str().is_some_and(|m| m.contains("--max-calls")), "{busy:?}");
+    // Other requests still work.
+    let list = s.request(&session, 3, "tools/list", json!({}));
+    assert!(list[0]["result"]["tools"].is_array(), "{list:?}");
+}
+
+#[test]
+fn a_cancelled_call_kills_its_program_and_the_session_goes_on() {
+    let (dir, pid_file) = sleeping_root();
+    let s = Server::start(dir.path(), &[]);
+    let session = s.session();
+    let pids = start_sleeping_call(&s, &session, &pid_file);
+    let r = s.post(
+        Some(&session),
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 99, "reason": "enough"}}),
+    );
+    assert_eq!(r.status, 202, "{}", r.body);
+    let since = Instant::now();
+    while pids.iter().any(|p| alive(p)) {
+        assert!(since.elapsed().as_secs() < 10, "the programs were not killed after the cancel");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let call = s.request(&session, 2, "tools/call", json!({"name": "echo", "arguments": {"x": 2}}));
+    assert_eq!(call.last().expect("response")["result"]["structuredContent"], json!({"x": 2}), "{call:?}");
+}
+
+#[test]
+fn sigterm_mid_call_leaves_no_tool_process_and_exits_within_3_s() {
+    let (dir, pid_file) = sleeping_root();
+    let mut s = Server::start(dir.path(), &[]);
+    let session = s.session();
+    let pids = start_sleeping_call(&s, &session, &pid_file);
+    let since = Instant::now();
+    let status = Command::new("kill").args(["-s", "TERM", &s.child.id().to_string()]).status().expect("kill");
+    assert!(status.success());
+    let exit = loop {
+        if let Some(status) = s.child.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(since.elapsed().as_secs() < 10, "the server did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let took = since.elapsed();
+    assert!(exit.success(), "{exit:?}");
+    assert!(took.as_secs_f64() < 3.0, "exit took {took:?}");
+    for p in &pids {
+        assert!(!alive(p), "process {p} outlived the server");
+    }
+    // Nothing listens any more.
+    assert!(TcpStream::connect(("127.0.0.1", s.port)).is_err(), "the port still accepts");
+}
