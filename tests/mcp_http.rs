@@ -27,8 +27,12 @@ impl Server {
     }
 
     fn start_with_token(root: &Path, extra: &[&str], token: Option<(&Path, &str)>) -> Server {
+        Server::start_at("127.0.0.1:0", root, extra, token)
+    }
+
+    fn start_at(listen: &str, root: &Path, extra: &[&str], token: Option<(&Path, &str)>) -> Server {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_tdsl"));
-        cmd.args(["serve", "--mcp", "--listen", "127.0.0.1:0", "--root"]).arg(root).args(extra);
+        cmd.args(["serve", "--mcp", "--listen", listen, "--root"]).arg(root).args(extra);
         if let Some((file, _)) = token {
             cmd.arg("--token-file").arg(file);
         }
@@ -42,10 +46,12 @@ impl Server {
                 panic!("tdsl serve exited before listening: {seen}");
             }
             seen.push_str(&line);
+            // `… over MCP at http://ADDR:PORT/mcp`
             port = line
-                .split("http://127.0.0.1:")
+                .split("over MCP at http://")
                 .nth(1)
-                .and_then(|rest| rest.split('/').next())
+                .and_then(|rest| rest.split("/mcp").next())
+                .and_then(|authority| authority.rsplit(':').next())
                 .and_then(|p| p.parse::<u16>().ok());
         }
         // Keep draining standard error so the server never blocks on it.
@@ -427,6 +433,28 @@ fn with_a_token_file_every_request_needs_the_bearer_token() {
     assert_eq!(call.last().expect("response")["result"]["structuredContent"], json!({"x": 1}), "{call:?}");
 }
 
+/// With a token, any address may be bound; `--allow-host` adds a name clients may use.
+#[test]
+fn a_wildcard_bind_with_a_token_serves_the_local_and_allowed_names() {
+    let dir = echo_root();
+    let file = token_file(dir.path(), "t0ken", 0o600);
+    let s = Server::start_at("0.0.0.0:0", dir.path(), &["--allow-host", "tools.example"], Some((&file, "t0ken")));
+    let port = s.port.to_string();
+    let body = initialize(1).to_string();
+    for host in [format!("localhost:{port}"), "tools.example".to_string(), "tools.example:443".to_string()] {
+        let r = s.send("POST", &[("Host", &host)], body.as_bytes());
+        assert_eq!(r.status, 200, "Host {host}: {}", r.body);
+    }
+    let r = s.send("POST", &[("Origin", "https://tools.example")], body.as_bytes());
+    assert_eq!(r.status, 200, "{}", r.body);
+    for (name, value) in [("Host", "other.example"), ("Origin", "https://other.example")] {
+        let r = s.send("POST", &[(name, value)], body.as_bytes());
+        assert_eq!(r.status, 403, "{name} {value}: {}", r.body);
+    }
+    let r = s.send("POST", &[("Authorization", "")], body.as_bytes());
+    assert_eq!(r.status, 401, "{}", r.body);
+}
+
 #[test]
 fn a_token_file_others_can_read_or_an_empty_one_is_refused_at_start() {
     let dir = echo_root();
@@ -460,6 +488,22 @@ fn a_token_file_others_can_read_or_an_empty_one_is_refused_at_start() {
     let out =
         common::tdsl(&["serve", "--mcp", "--listen", "127.0.0.1:0", "--root", root, "--token-file", "/nonexistent"]);
     assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("--token-file /nonexistent"), "{}", out.stderr);
+    let spaced = token_file(dir.path(), "two words", 0o600);
+    let spaced = spaced.to_str().expect("utf-8");
+    let out = common::tdsl(&["serve", "--mcp", "--listen", "127.0.0.1:0", "--root", root, "--token-file", spaced]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("spaces or control characters"), "{}", out.stderr);
+}
+
+#[test]
+fn a_port_in_use_is_refused_at_start() {
+    let dir = echo_root();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = taken.local_addr().expect("addr").to_string();
+    let out = common::tdsl(&["serve", "--mcp", "--listen", &addr, "--root", dir.path().to_str().expect("utf-8")]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("cannot listen"), "{}", out.stderr);
 }
 
 #[test]
