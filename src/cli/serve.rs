@@ -4,7 +4,9 @@
 //!
 //! Exit status: 0 when the client closes the connection or on SIGTERM (calls in flight
 //! are cancelled and their programs killed; the exit comes within about 3 s), 1 when two
-//! tools get the same name, 2 when the command itself cannot run.
+//! tools get the same name, 2 when the command itself cannot run (for `--listen`: an
+//! address that is not loopback without `--token-file`, a token file others can read or
+//! that is empty, an address that cannot be bound).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
