@@ -57,12 +57,14 @@ pub mod files;
 pub mod functions;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod history;
 pub mod input;
 pub mod lsp;
 pub mod mcp;
 pub mod ops;
 pub mod ranges;
 pub mod reference;
+pub mod report;
 pub mod runtime;
 pub mod span;
 pub mod syntax;

@@ -23,8 +23,11 @@ mod check;
 mod eval;
 mod export;
 mod graph;
+mod history;
 mod lsp;
+mod progress;
 mod repl;
+mod report;
 mod run;
 mod schema;
 mod serve;
@@ -58,7 +61,7 @@ enum Command {
     /// Draw a composite tool's dependency graph, with its levels.
     Graph(graph::GraphArgs),
     /// Run a composite tool and print its result as JSON.
-    Run(run::RunArgs),
+    Run(Box<run::RunArgs>),
     /// Serve the tools under a root to agents over MCP (stdio, or Streamable HTTP with --listen).
     Serve(serve::ServeArgs),
     /// Re-run a recorded trace with no tool calls and report any divergence.
@@ -70,6 +73,10 @@ enum Command {
     Lsp(lsp::LspArgs),
     /// Print the JSON Schema of the `.tool` format (for editors without `tdsl lsp`).
     Schema(schema::SchemaArgs),
+    /// Past runs from the run history: list them, show one, summarise tools.
+    History(history::HistoryArgs),
+    /// Draw a run (a trace, or a run from the history) as a self-contained HTML page.
+    Report(report::ReportArgs),
 }
 
 /// Runs the command line.
@@ -86,12 +93,14 @@ pub fn main() -> ExitCode {
         Command::Eval(args) => eval::run(args),
         Command::Export(args) => export::run(args),
         Command::Graph(args) => graph::run(args),
-        Command::Run(args) => run::run(args),
+        Command::Run(args) => run::run(*args),
         Command::Serve(args) => serve::run(args),
         Command::Replay(args) => run::replay_command(args),
         Command::Repl(args) => repl::run(args),
         Command::Lsp(args) => lsp::run(args),
         Command::Schema(args) => schema::run(args),
+        Command::History(args) => history::run(args),
+        Command::Report(args) => report::run(args),
     }
 }
 

@@ -10,7 +10,7 @@
 //! no tool calls, prints the result, and lists every divergence from the recording; exit 0
 //! when there is none, 1 otherwise.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -19,13 +19,15 @@ use std::time::Duration;
 use clap::Args;
 
 use super::check::tool_root;
+use super::progress::{HistoryArgs, Observers, Progress};
 use super::signals::Interrupts;
 use super::{color_stderr, render, usage_failure, UsageError};
 use crate::exec::breaker::BreakerPolicy;
 use crate::exec::host::{HostRunner, Mock};
 use crate::exec::{
-    replay, Event, Executor, Guards, LoadError, Observer, Options, Run, RunStatus, StepStatus, Trace, Workflow,
+    replay, Executor, Guards, LoadError, Observer, Options, Run, RunStatus, StepStatus, Trace, Workflow,
 };
+use crate::history::Recorder;
 use crate::ranges;
 use crate::value::{Map, SmolStr, Value};
 
@@ -85,6 +87,12 @@ pub struct RunArgs {
     /// The most bytes an `exec:` tool may print on standard output (default 64 MiB).
     #[arg(long, value_name = "BYTES", default_value_t = crate::exec::host::DEFAULT_MAX_STDOUT)]
     max_tool_output: u64,
+    /// Where the run is recorded.
+    #[command(flatten)]
+    history: HistoryArgs,
+    /// No progress on standard error, even on a terminal.
+    #[arg(long, short = 'q')]
+    quiet: bool,
 }
 
 /// Arguments of `tdsl replay`.
@@ -102,33 +110,20 @@ pub struct ReplayArgs {
     trace_out: Option<PathBuf>,
 }
 
-/// Prints steps starting and ending, and fan-out progress, on standard error.
-struct Progress;
-
-impl Observer for Progress {
-    fn event(&self, event: &Event<'_>) {
-        let line = match event {
-            Event::StepStarted { step, tool } => format!("▶ {step} ({tool})"),
-            Event::FanOut { step, children } => format!("  {step}: {children} children"),
-            Event::ChildEnded { step, ended, children } => format!("  {step}: {ended}/{children}"),
-            Event::StepRetried { step, attempt, reason } => format!("↻ {step} attempt {attempt} failed ({reason})"),
-            Event::StepEnded { step, status, reason } => match (status, reason) {
-                (StepStatus::Completed, _) => format!("✔ {step}"),
-                (s, Some(r)) => format!("• {step} {} ({r})", s.as_str()),
-                (s, None) => format!("• {step} {}", s.as_str()),
-            },
-        };
-        let _ = writeln!(std::io::stderr().lock(), "{line}");
-    }
-}
-
 /// Runs `tdsl run`.
 pub fn run(args: RunArgs) -> ExitCode {
     // Before any other thread starts, so that every thread has the signals blocked.
     let interrupts = Interrupts::install();
     match prepare(&args) {
         Ok((workflow, executor, arguments)) => {
+            let (executor, recorder) = match observe(&args, &workflow, executor) {
+                Ok(observed) => observed,
+                Err(e) => return usage_failure(&e),
+            };
             let code = execute(&args, &workflow, &executor, arguments, &interrupts);
+            if let Some(e) = recorder.and_then(|r| r.error()) {
+                eprintln!("warning: the run history is incomplete: {e}");
+            }
             interrupts.exit_status().map_or(code, ExitCode::from)
         }
         Err(Stop::Usage(e)) => usage_failure(&e),
@@ -200,10 +195,26 @@ fn prepare(args: &RunArgs) -> Result<(Workflow, Executor, Value), Stop> {
     if let Some(seed) = args.seed {
         executor = executor.with_random(Arc::new(crate::exec::SeededRandom::new(seed)));
     }
-    if std::io::stderr().is_terminal() {
-        executor = executor.with_observer(Arc::new(Progress));
-    }
     Ok((workflow, executor, arguments))
+}
+
+/// The executor with its observers: the history recorder (unless `--no-history`) and, on
+/// a terminal without `--quiet`, the progress bar.
+fn observe(
+    args: &RunArgs,
+    workflow: &Workflow,
+    executor: Executor,
+) -> Result<(Executor, Option<Arc<Recorder>>), UsageError> {
+    let mut observers: Vec<Arc<dyn Observer>> = Vec::new();
+    let recorder = args.history.open()?.map(|store| Arc::new(Recorder::new(store)));
+    if let Some(r) = &recorder {
+        observers.push(r.clone());
+    }
+    if !args.quiet && std::io::stderr().is_terminal() {
+        observers.push(Arc::new(Progress::new(workflow.plan().steps.len())));
+    }
+    let executor = if observers.is_empty() { executor } else { executor.with_observer(Arc::new(Observers(observers))) };
+    Ok((executor, recorder))
 }
 
 /// The executor's options from the command line: every number in its range

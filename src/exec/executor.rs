@@ -10,7 +10,7 @@ use super::retry::RetryPolicy;
 use super::runner::{CancelToken, Runner};
 use super::scheduler::{self, Source};
 use super::time::{Random, SeededRandom, SystemTime, Time};
-use super::trace::{RunError, RunStatus, StepStatus, Trace};
+use super::trace::{Attempt, RunError, RunStatus, StepStatus, Trace};
 use super::workflow::Workflow;
 use crate::ranges::{self, RangeError};
 use crate::value::Value;
@@ -76,9 +76,27 @@ impl Options {
     }
 }
 
-/// What happens during a run, for live progress. Called from worker threads.
+/// What happens during a run, for live progress and the run history. Called from worker
+/// threads; an observer sees the events of one run at a time (an executor that runs
+/// several workflows at once interleaves their events: give each its own executor).
+///
+/// `RunStarted` comes first and `RunEnded` last; a step's events come between its
+/// `StepStarted` and `StepEnded` (a step cancelled before it started has only
+/// `StepEnded`). New variants may be added.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum Event<'a> {
+    /// The run started.
+    RunStarted {
+        /// The trace's `run_id`.
+        run_id: &'a str,
+        /// The composite (its tool path or file name, the trace's `tool`).
+        tool: &'a str,
+        /// Its arguments, declared defaults filled in.
+        arguments: &'a Value,
+        /// When, RFC 3339 UTC with milliseconds.
+        started_at: &'a str,
+    },
     /// A step started (its conditions are about to be evaluated).
     StepStarted {
         /// The step's path (`extract`, `outer/inner`).
@@ -120,6 +138,48 @@ pub enum Event<'a> {
         status: StepStatus,
         /// Why it was skipped, cancelled or failed.
         reason: Option<&'a str>,
+    },
+    /// An attempt at a primitive tool call went to the runner (or the recording): the call
+    /// is in flight. (A call the circuit breaker refuses never starts.)
+    AttemptStarted {
+        /// The calling step's path; a fan-out child's is `fan[2]`, a composite callee's
+        /// steps' `outer/inner` (`fan[2]/inner` for a child's).
+        step: &'a str,
+        /// The callee's tool path.
+        tool: &'a str,
+        /// 1 for the first attempt, 2 for the first retry, …
+        attempt: u32,
+    },
+    /// An attempt at a primitive tool call ended (also one the circuit breaker refused,
+    /// which had no `AttemptStarted`).
+    AttemptEnded {
+        /// The calling step's path, as in `AttemptStarted`.
+        step: &'a str,
+        /// The callee's tool path.
+        tool: &'a str,
+        /// The arguments it was called with.
+        arguments: &'a Value,
+        /// The attempt as the trace records it: outcome, response or error, timing.
+        attempt: &'a Attempt,
+        /// Whether the tool path resolved to a definition (false: only a mock could answer).
+        resolved: bool,
+        /// When it started, RFC 3339 UTC with milliseconds.
+        invoked_at: &'a str,
+        /// When it ended.
+        completed_at: &'a str,
+    },
+    /// A primitive tool's answer broke its declared `responses` (the step, or the child,
+    /// fails with `E0802`); the last `AttemptEnded` of `step` was that answer.
+    ResponseRejected {
+        /// The step's (or child's) path.
+        step: &'a str,
+        /// Why.
+        error: &'a str,
+    },
+    /// The run ended; its trace is complete.
+    RunEnded {
+        /// Everything it did.
+        trace: &'a Trace,
     },
 }
 

@@ -248,6 +248,12 @@ pub(crate) fn run(ex: &Executor, wf: &Workflow, arguments: Value, source: &Sourc
         trips: AtomicU32::new(0),
     };
     // The root's own arguments are checked like a callee's: against what it declares.
+    ctx.emit(Event::RunStarted {
+        run_id: &trace.run_id,
+        tool: &trace.tool,
+        arguments: &arguments,
+        started_at: &trace.started_at,
+    });
     let checked = validate::check(&wf.plan().tool.arguments, &arguments, Side::Arguments, wf.name())
         .map_err(|m| Failure { code: Code::ArgumentInvalid, step: None, message: m, timeout: false, cancelled: false });
     let outcome = ctx.frame(wf.plan(), arguments, String::new(), 0, checked.err());
@@ -272,6 +278,7 @@ pub(crate) fn run(ex: &Executor, wf: &Workflow, arguments: Value, source: &Sourc
     trace.clock_reads = outcome.clock_reads;
     trace.steps = outcome.steps;
     trace.aggregate();
+    ctx.emit(Event::RunEnded { trace: &trace });
     Run { status, result, error, trace }
 }
 
@@ -412,11 +419,14 @@ impl<'a> Ctx<'a> {
         if let Some(f) = failure {
             frame.fail(0, f);
         }
+        // The roots are taken before any step starts: a root that ends while this loop runs
+        // brings its dependents' counts to 0 and spawns them itself, and they must not be
+        // spawned a second time here (the tool would be called twice).
+        let roots: Vec<StepId> =
+            plan.steps.iter().filter(|s| frame.pending[s.id.0].load(Ordering::SeqCst) == 0).map(|s| s.id).collect();
         self.pool.in_place_scope_fifo(|s| {
-            for step in &plan.steps {
-                if frame.pending[step.id.0].load(Ordering::SeqCst) == 0 {
-                    self.spawn_step(s, &frame, step.id);
-                }
+            for id in roots {
+                self.spawn_step(s, &frame, id);
             }
         });
         let steps: Vec<StepTrace> = frame.traces.iter().filter_map(|t| t.get().cloned()).collect();
@@ -734,12 +744,15 @@ impl<'a> Ctx<'a> {
     /// checked its own result).
     fn check_response(&self, tool: Option<&Tool>, tool_path: &str, result: &Value, key: &str) -> Result<(), Failure> {
         let Some(Tool::Primitive { def, .. }) = tool else { return Ok(()) };
-        validate::check(&def.responses, result, Side::Responses, tool_path).map_err(|m| Failure {
-            code: Code::ResponseInvalid,
-            step: Some(key.to_string()),
-            message: m,
-            timeout: false,
-            cancelled: false,
+        validate::check(&def.responses, result, Side::Responses, tool_path).map_err(|m| {
+            self.emit(Event::ResponseRejected { step: key, error: &m });
+            Failure {
+                code: Code::ResponseInvalid,
+                step: Some(key.to_string()),
+                message: m,
+                timeout: false,
+                cancelled: false,
+            }
         })
     }
 
@@ -990,6 +1003,7 @@ impl<'a> Ctx<'a> {
                     started_ms: self.now_rel(),
                     duration_ms: 0,
                 });
+                self.attempt_ended(key, tool_path, args, def.is_some(), attempts.last());
                 break Err(self.refused_failure(key, message, n));
             }
             if delay_ms > 0 {
@@ -1025,6 +1039,7 @@ impl<'a> Ctx<'a> {
                 started_ms: started,
                 duration_ms,
             });
+            self.attempt_ended(key, tool_path, args, def.is_some(), attempts.last());
             match answer {
                 // Checked against the declared responses by the caller, after the step's
                 // `transform_responses` (SPEC §6.4).
@@ -1056,6 +1071,22 @@ impl<'a> Ctx<'a> {
             }
         };
         CallOutcome { result, attempts, nested: None, nested_clock_reads: Vec::new(), partial: false }
+    }
+
+    /// Tells the observer that an attempt at a primitive call ended.
+    fn attempt_ended(&self, key: &str, tool: &str, arguments: &Value, resolved: bool, attempt: Option<&Attempt>) {
+        let (Some(o), Some(a)) = (&self.ex.observer, attempt) else { return };
+        let invoked_at = self.wall_at(a.started_ms);
+        let completed_at = self.wall_at(a.started_ms.saturating_add(a.duration_ms));
+        o.event(&Event::AttemptEnded {
+            step: key,
+            tool,
+            arguments,
+            attempt: a,
+            resolved,
+            invoked_at: &invoked_at,
+            completed_at: &completed_at,
+        });
     }
 
     fn not_started_failure(&self, key: &str) -> Failure {
@@ -1131,7 +1162,11 @@ impl<'a> Ctx<'a> {
         stopped: &dyn Fn() -> bool,
     ) -> Option<(Outcome, Result<Value, ToolError>)> {
         if let Source::Replay(r) = self.source {
-            return Some(match r.attempt(key, n as usize) {
+            let recorded = r.attempt(key, n as usize);
+            if recorded.is_none_or(|a| a.outcome != Outcome::Refused) {
+                self.emit(Event::AttemptStarted { step: key, tool: tool_path, attempt: n + 1 });
+            }
+            return Some(match recorded {
                 Some(a) => {
                     let message = a.error.clone().unwrap_or_default();
                     let answer = match a.outcome {
@@ -1161,6 +1196,7 @@ impl<'a> Ctx<'a> {
             let refusal = self.ex.breakers.refusal(tool_path, time.monotonic_ms()).unwrap_or(Refusal::TrialsInFlight);
             return Some((Outcome::Refused, Err(ToolError::transient(self.refusal_message(tool_path, refusal)))));
         }
+        self.emit(Event::AttemptStarted { step: key, tool: tool_path, attempt: n + 1 });
         let started = time.monotonic_ms();
         // Saturating: a timeout too large for the clock is no timeout at all, never one
         // that has already passed (the range check keeps `.tool` values to 1–300 s).

@@ -12,9 +12,21 @@ pub struct Out {
     pub stderr: String,
 }
 
+/// Where the `tdsl` runs of tests keep their default run history: never the user's
+/// `$XDG_DATA_HOME` (`.cargo/config.toml` sets the same for commands spawned elsewhere).
+#[allow(dead_code)]
+pub fn data_home() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-data-home")
+}
+
 /// Runs `tdsl` with these arguments, without colour.
 pub fn tdsl(args: &[&str]) -> Out {
-    let out = Command::new(env!("CARGO_BIN_EXE_tdsl")).args(args).env("NO_COLOR", "1").output().expect("tdsl runs");
+    let out = Command::new(env!("CARGO_BIN_EXE_tdsl"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env("XDG_DATA_HOME", data_home())
+        .output()
+        .expect("tdsl runs");
     Out {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -1,0 +1,470 @@
+//! The history in an embedded SQLite database (`docs/history.md` has the schema).
+//!
+//! WAL journal, one transaction per write (so a run killed with SIGKILL keeps every row
+//! it wrote), a busy timeout so that several processes can share one file, and the schema
+//! version in `PRAGMA user_version`, brought up to date by [`MIGRATIONS`] on open.
+
+use std::path::Path;
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use rusqlite::{params, Connection, OptionalExtension, Row};
+
+use super::{HistoryError, HistoryStore, Invocation, NewRun, RunDetail, RunFilter, RunRow, StepRow};
+use crate::exec::{StepTrace, Trace};
+use crate::value::Value;
+
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The migrations: `MIGRATIONS[i]` brings a database from version `i` to `i + 1`.
+pub const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [
+    // 1: runs and the invocation audit log.
+    "CREATE TABLE runs (
+        id INTEGER PRIMARY KEY,
+        run_id TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        arguments TEXT NOT NULL,
+        status TEXT NOT NULL,
+        started_at TEXT NOT NULL,
+        started_ms INTEGER NOT NULL,
+        completed_at TEXT,
+        duration_ms INTEGER,
+        result TEXT,
+        error TEXT,
+        trace TEXT
+    );
+    CREATE INDEX runs_started ON runs(started_ms);
+    CREATE INDEX runs_tool ON runs(tool);
+    CREATE TABLE invocations (
+        id INTEGER PRIMARY KEY,
+        run INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        step_path TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        parameters TEXT NOT NULL,
+        attempt INTEGER NOT NULL,
+        result TEXT NOT NULL CHECK (result IN ('success', 'validation_error', 'not_found', 'conflict',
+            'internal_error', 'timeout', 'cancelled')),
+        result_data TEXT,
+        error TEXT,
+        invoked_at TEXT NOT NULL,
+        completed_at TEXT NOT NULL,
+        duration_ms INTEGER NOT NULL
+    );
+    CREATE INDEX invocations_run ON invocations(run);
+    CREATE INDEX invocations_tool ON invocations(tool);",
+    // 2: steps, and the process that runs a run (to tell an interrupted run from a live one).
+    "ALTER TABLE runs ADD COLUMN pid INTEGER;
+    CREATE TABLE steps (
+        run INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        path TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        tool TEXT,
+        status TEXT NOT NULL,
+        reason TEXT,
+        started_at TEXT,
+        completed_at TEXT,
+        duration_ms INTEGER,
+        arguments TEXT,
+        result TEXT,
+        PRIMARY KEY (run, path)
+    );",
+];
+
+/// A history in one SQLite file.
+pub struct SqliteStore {
+    conn: Mutex<Connection>,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore").finish_non_exhaustive()
+    }
+}
+
+fn err(context: &str) -> impl Fn(rusqlite::Error) -> HistoryError + '_ {
+    move |e| HistoryError(format!("{context}: {e}"))
+}
+
+fn json(v: &Value) -> String {
+    serde_json::to_string(v).unwrap_or_default()
+}
+
+fn parse(text: Option<String>) -> Option<Value> {
+    text.and_then(|t| serde_json::from_str(&t).ok())
+}
+
+fn millis(rfc3339: &str) -> i64 {
+    chrono::DateTime::parse_from_rfc3339(rfc3339).map_or(0, |t| t.timestamp_millis())
+}
+
+fn u64_of(v: Option<i64>) -> Option<u64> {
+    v.map(|n| u64::try_from(n).unwrap_or(0))
+}
+
+fn i64_of(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+impl SqliteStore {
+    /// Opens (creating it and its folder if needed) the database at `path`, migrates it to
+    /// [`SCHEMA_VERSION`], and marks `INTERRUPTED` every run still `RUNNING` whose process
+    /// is gone.
+    pub fn open(path: &Path) -> Result<SqliteStore, HistoryError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| HistoryError(format!("cannot create {}: {e}", dir.display())))?;
+        }
+        let what = format!("{}", path.display());
+        let conn = Connection::open(path).map_err(err(&what))?;
+        conn.busy_timeout(Duration::from_secs(30)).map_err(err(&what))?;
+        let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(err(&what))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(HistoryError(format!("{what}: cannot use the WAL journal (the file system gave `{mode}`)")));
+        }
+        conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;").map_err(err(&what))?;
+        migrate(&conn).map_err(|e| HistoryError(format!("{what}: {}", e.0)))?;
+        mark_interrupted(&conn).map_err(err(&what))?;
+        Ok(SqliteStore { conn: Mutex::new(conn) })
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut Connection) -> rusqlite::Result<T>) -> Result<T, HistoryError> {
+        let mut conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
+        f(&mut conn).map_err(|e| HistoryError(format!("history: {e}")))
+    }
+}
+
+/// The database's schema version.
+pub fn schema_version(conn: &Connection) -> rusqlite::Result<u32> {
+    conn.query_row("PRAGMA user_version", [], |r| r.get(0))
+}
+
+fn migrate(conn: &Connection) -> Result<(), HistoryError> {
+    let e = |e: rusqlite::Error| HistoryError(e.to_string());
+    if schema_version(conn).map_err(e)? == SCHEMA_VERSION {
+        return Ok(());
+    }
+    // IMMEDIATE: two processes opening a new database at once migrate it once.
+    conn.execute_batch("BEGIN IMMEDIATE").map_err(e)?;
+    let outcome = (|| {
+        let version = schema_version(conn).map_err(e)?;
+        if version > SCHEMA_VERSION {
+            return Err(HistoryError(format!(
+                "the history database has schema version {version}, newer than this tdsl knows ({SCHEMA_VERSION}): \
+                 use a newer tdsl, or another file (--history FILE)"
+            )));
+        }
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+            conn.execute_batch(sql).map_err(|x| HistoryError(format!("migration to version {}: {x}", i + 1)))?;
+            conn.execute_batch(&format!("PRAGMA user_version = {}", i + 1)).map_err(e)?;
+        }
+        Ok(())
+    })();
+    match outcome {
+        Ok(()) => conn.execute_batch("COMMIT").map_err(e),
+        Err(x) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(x)
+        }
+    }
+}
+
+/// Whether the process `pid` (another one than this) still runs.
+fn alive(pid: i64) -> bool {
+    if pid == i64::from(std::process::id()) {
+        // This process opens the store before it starts any run: a run of "ours" is a
+        // dead process's whose id was reused.
+        return false;
+    }
+    #[cfg(unix)]
+    {
+        use nix::errno::Errno;
+        use nix::sys::signal::kill;
+        use nix::unistd::Pid;
+        match i32::try_from(pid) {
+            Ok(p) if p > 0 => !matches!(kill(Pid::from_raw(p), None), Err(Errno::ESRCH)),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        true
+    }
+}
+
+fn mark_interrupted(conn: &Connection) -> rusqlite::Result<()> {
+    let running: Vec<(i64, Option<i64>)> = conn
+        .prepare("SELECT id, pid FROM runs WHERE status = 'RUNNING'")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    for (id, pid) in running {
+        if pid.is_some_and(alive) {
+            continue;
+        }
+        conn.execute("UPDATE runs SET status = 'INTERRUPTED' WHERE id = ?1 AND status = 'RUNNING'", [id])?;
+        conn.execute("UPDATE steps SET status = 'INTERRUPTED' WHERE run = ?1 AND status = 'RUNNING'", [id])?;
+    }
+    Ok(())
+}
+
+const RUN_COLUMNS: &str = "id, run_id, tool, status, started_at, completed_at, duration_ms";
+
+fn run_row(r: &Row<'_>) -> rusqlite::Result<RunRow> {
+    Ok(RunRow {
+        id: r.get(0)?,
+        run_id: r.get(1)?,
+        tool: r.get(2)?,
+        status: r.get(3)?,
+        started_at: r.get(4)?,
+        completed_at: r.get(5)?,
+        duration_ms: u64_of(r.get(6)?),
+    })
+}
+
+const INVOCATION_COLUMNS: &str = "i.id, i.run, i.step_path, i.tool, i.parameters, i.attempt, i.result, \
+     i.result_data, i.error, i.invoked_at, i.completed_at, i.duration_ms";
+
+fn invocation_row(r: &Row<'_>) -> rusqlite::Result<Invocation> {
+    Ok(Invocation {
+        id: r.get(0)?,
+        run: r.get(1)?,
+        step_path: r.get(2)?,
+        tool: r.get(3)?,
+        parameters: parse(r.get(4)?).unwrap_or_default(),
+        attempt: r.get(5)?,
+        result: r.get(6)?,
+        result_data: parse(r.get(7)?),
+        error: r.get(8)?,
+        invoked_at: r.get(9)?,
+        completed_at: r.get(10)?,
+        duration_ms: u64_of(r.get(11)?).unwrap_or(0),
+    })
+}
+
+/// Each step of a trace with its path, composite callees' and children's steps included.
+fn walk<'t>(steps: &'t [StepTrace], prefix: &str, out: &mut Vec<(String, &'t StepTrace)>) {
+    for s in steps {
+        let path = format!("{prefix}{}", s.execution_id);
+        if let Some(nested) = &s.steps {
+            walk(nested, &format!("{path}/"), out);
+        }
+        for c in s.children.iter().flatten() {
+            if let Some(nested) = &c.steps {
+                walk(nested, &format!("{path}[{}]/", c.index), out);
+            }
+        }
+        out.push((path, s));
+    }
+}
+
+impl HistoryStore for SqliteStore {
+    fn begin_run(&self, run: &NewRun<'_>) -> Result<i64, HistoryError> {
+        self.with(|c| {
+            c.execute(
+                "INSERT INTO runs (run_id, tool, arguments, status, started_at, started_ms, pid)
+                 VALUES (?1, ?2, ?3, 'RUNNING', ?4, ?5, ?6)",
+                params![
+                    run.run_id,
+                    run.tool,
+                    json(run.arguments),
+                    run.started_at,
+                    millis(run.started_at),
+                    i64::from(std::process::id())
+                ],
+            )?;
+            Ok(c.last_insert_rowid())
+        })
+    }
+
+    fn step(
+        &self,
+        run: i64,
+        path: &str,
+        tool: Option<&str>,
+        status: &str,
+        reason: Option<&str>,
+    ) -> Result<(), HistoryError> {
+        self.with(|c| {
+            c.execute(
+                "INSERT INTO steps (run, path, seq, tool, status, reason)
+                 VALUES (?1, ?2, (SELECT coalesce(max(seq), 0) + 1 FROM steps WHERE run = ?1), ?3, ?4, ?5)
+                 ON CONFLICT (run, path) DO UPDATE SET
+                   status = excluded.status, reason = excluded.reason, tool = coalesce(excluded.tool, steps.tool)",
+                params![run, path, tool, status, reason],
+            )
+            .map(drop)
+        })
+    }
+
+    fn invocation(&self, i: &Invocation) -> Result<(), HistoryError> {
+        self.with(|c| {
+            c.execute(
+                "INSERT INTO invocations (run, step_path, tool, parameters, attempt, result, result_data, error,
+                   invoked_at, completed_at, duration_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                params![
+                    i.run,
+                    i.step_path,
+                    i.tool,
+                    json(&i.parameters),
+                    i.attempt,
+                    i.result,
+                    i.result_data.as_ref().map(json),
+                    i.error,
+                    i.invoked_at,
+                    i.completed_at,
+                    i64_of(i.duration_ms)
+                ],
+            )
+            .map(drop)
+        })
+    }
+
+    fn reject_response(&self, run: i64, path: &str, error: &str) -> Result<(), HistoryError> {
+        self.with(|c| {
+            c.execute(
+                "UPDATE invocations SET result = 'validation_error', error = ?3
+                 WHERE id = (SELECT max(id) FROM invocations WHERE run = ?1 AND step_path = ?2 AND result = 'success')",
+                params![run, path, error],
+            )
+            .map(drop)
+        })
+    }
+
+    fn end_run(&self, run: i64, trace: &Trace) -> Result<(), HistoryError> {
+        let mut steps = Vec::new();
+        walk(&trace.steps, "", &mut steps);
+        self.with(|c| {
+            let tx = c.transaction()?;
+            tx.execute(
+                "UPDATE runs SET status = ?2, completed_at = ?3, duration_ms = ?4, result = ?5, error = ?6, trace = ?7
+                 WHERE id = ?1",
+                params![
+                    run,
+                    trace.status.as_str(),
+                    trace.ended_at,
+                    i64_of(trace.duration_ms),
+                    trace.result.as_ref().map(json),
+                    trace.error.as_ref().and_then(|e| serde_json::to_string(e).ok()),
+                    trace.to_json()
+                ],
+            )?;
+            for (path, s) in &steps {
+                tx.execute(
+                    "INSERT INTO steps (run, path, seq, tool, status, reason, started_at, completed_at, duration_ms,
+                       arguments, result)
+                     VALUES (?1, ?2, (SELECT coalesce(max(seq), 0) + 1 FROM steps WHERE run = ?1), ?3, ?4, ?5, ?6, ?7,
+                       ?8, ?9, ?10)
+                     ON CONFLICT (run, path) DO UPDATE SET tool = excluded.tool, status = excluded.status,
+                       reason = excluded.reason, started_at = excluded.started_at,
+                       completed_at = excluded.completed_at, duration_ms = excluded.duration_ms,
+                       arguments = excluded.arguments, result = excluded.result",
+                    params![
+                        run,
+                        path,
+                        s.tool,
+                        s.status.as_str(),
+                        s.reason.as_deref().or(s.error.as_deref()),
+                        s.started_at,
+                        s.completed_at,
+                        s.started_ms.map(|_| i64_of(s.duration_ms)),
+                        s.arguments.as_ref().map(json),
+                        s.result.as_ref().map(json)
+                    ],
+                )?;
+            }
+            tx.commit()
+        })
+    }
+
+    fn runs(&self, filter: &RunFilter) -> Result<Vec<RunRow>, HistoryError> {
+        let limit = filter.limit.map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX));
+        self.with(|c| {
+            c.prepare(&format!(
+                "SELECT {RUN_COLUMNS} FROM runs
+                 WHERE (?1 IS NULL OR tool GLOB ?1) AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR started_ms >= ?3)
+                 ORDER BY started_ms DESC, id DESC LIMIT ?4"
+            ))?
+            .query_map(params![filter.tool, filter.status, filter.since_ms, limit], run_row)?
+            .collect()
+        })
+    }
+
+    fn run(&self, id: &str) -> Result<Option<RunDetail>, HistoryError> {
+        self.with(|c| {
+            let by = if id.parse::<i64>().is_ok() { "id" } else { "run_id" };
+            let found = c
+                .query_row(
+                    &format!("SELECT {RUN_COLUMNS}, arguments, result, error, trace FROM runs WHERE {by} = ?1"),
+                    [id],
+                    |r| {
+                        Ok((
+                            run_row(r)?,
+                            r.get::<_, Option<String>>(7)?,
+                            r.get::<_, Option<String>>(8)?,
+                            r.get::<_, Option<String>>(9)?,
+                            r.get::<_, Option<String>>(10)?,
+                        ))
+                    },
+                )
+                .optional()?;
+            let Some((run, arguments, result, error, trace)) = found else { return Ok(None) };
+            let steps = c
+                .prepare(
+                    "SELECT path, tool, status, reason, started_at, completed_at, duration_ms FROM steps
+                     WHERE run = ?1 ORDER BY seq",
+                )?
+                .query_map([run.id], |r| {
+                    Ok(StepRow {
+                        path: r.get(0)?,
+                        tool: r.get(1)?,
+                        status: r.get(2)?,
+                        reason: r.get(3)?,
+                        started_at: r.get(4)?,
+                        completed_at: r.get(5)?,
+                        duration_ms: u64_of(r.get(6)?),
+                    })
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            let invocations = c
+                .prepare(&format!("SELECT {INVOCATION_COLUMNS} FROM invocations i WHERE i.run = ?1 ORDER BY i.id"))?
+                .query_map([run.id], invocation_row)?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(Some(RunDetail {
+                run,
+                arguments: parse(arguments).unwrap_or_default(),
+                result: parse(result),
+                error: parse(error),
+                steps,
+                invocations,
+                trace: trace.and_then(|t| Trace::from_json(&t).ok()),
+            }))
+        })
+    }
+
+    fn invocations(&self, filter: &RunFilter) -> Result<Vec<Invocation>, HistoryError> {
+        self.with(|c| {
+            c.prepare(&format!(
+                "SELECT {INVOCATION_COLUMNS} FROM invocations i JOIN runs r ON r.id = i.run
+                 WHERE (?1 IS NULL OR i.tool GLOB ?1) AND (?2 IS NULL OR i.result = ?2)
+                   AND (?3 IS NULL OR r.started_ms >= ?3)
+                 ORDER BY i.id"
+            ))?
+            .query_map(params![filter.tool, filter.status, filter.since_ms], invocation_row)?
+            .collect()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_database_of_a_newer_schema_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("h.db");
+        Connection::open(&path).unwrap().execute_batch("PRAGMA user_version = 99").unwrap();
+        let e = SqliteStore::open(&path).unwrap_err();
+        assert!(e.0.contains("schema version 99, newer than this tdsl knows (2)"), "{e}");
+    }
+}

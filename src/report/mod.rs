@@ -1,0 +1,427 @@
+//! The HTML report of a run (SPEC §12): one self-contained page — inline CSS, SVG and
+//! JavaScript, nothing fetched when it is viewed — with the dependency graph laid out by
+//! level and coloured by status, a timeline of the steps, their fan-out children and
+//! every retry attempt, and each step's arguments, result or error on click.
+//!
+//! ```
+//! use tdsl::exec::Trace;
+//! let trace = Trace::from_json(r#"{"format": "tdsl-trace/2", "run_id": "run-1", "tool": "main.tool",
+//!   "arguments": {}, "status": "SUCCESS", "started_at": "2026-01-01T00:00:00.000Z",
+//!   "ended_at": "2026-01-01T00:00:00.010Z", "duration_ms": 10, "total_retries": 0,
+//!   "circuit_breaker_trips": 0, "step_results": [
+//!     {"step_id": "a", "tool": "/t.tool", "status": "COMPLETED", "duration_ms": 10,
+//!      "started_ms": 0, "ended_ms": 10}]}"#).unwrap();
+//! let page = tdsl::report::html(&trace, None);
+//! assert!(page.starts_with("<!DOCTYPE html>"));
+//! assert!(page.contains(r#"data-step="a""#));
+//! ```
+//!
+//! The graph needs the composite's dependencies, which a trace does not hold:
+//! [`Graph::of`] takes them from the checked plan. Without one, steps are laid out in the
+//! order they started, one per column.
+
+use std::fmt::Write as _;
+
+use serde_json::json;
+
+use crate::analysis::Plan;
+use crate::exec::{Attempt, Outcome, StepStatus, StepTrace, Trace};
+
+/// The dependency graph of a composite's top-level steps.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Graph {
+    /// Each step: its `execution_id`, its level, and the steps it depends on.
+    pub nodes: Vec<(String, usize, Vec<String>)>,
+}
+
+impl Graph {
+    /// The graph of a checked plan.
+    pub fn of(plan: &Plan) -> Graph {
+        let name = |id: crate::analysis::StepId| plan.steps[id.0].execution_id.to_string();
+        Graph {
+            nodes: plan
+                .steps
+                .iter()
+                .map(|s| (s.execution_id.to_string(), s.level, s.depends_on.iter().map(|d| name(*d)).collect()))
+                .collect(),
+        }
+    }
+}
+
+/// Escapes text for HTML and SVG.
+fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn status_class(s: StepStatus) -> &'static str {
+    match s {
+        StepStatus::Completed => "completed",
+        StepStatus::Failed => "failed",
+        StepStatus::Timeout => "timeout",
+        StepStatus::Skipped => "skipped",
+        StepStatus::Cancelled => "cancelled",
+        StepStatus::Pending | StepStatus::Running => "running",
+    }
+}
+
+fn outcome_class(o: Outcome) -> &'static str {
+    match o {
+        Outcome::Ok => "completed",
+        Outcome::Transient | Outcome::Permanent => "failed",
+        Outcome::Timeout | Outcome::Deadline => "timeout",
+        Outcome::Refused | Outcome::Cancelled => "cancelled",
+    }
+}
+
+/// One row of the timeline: a step, a child or a nested step.
+struct Row<'t> {
+    path: String,
+    depth: usize,
+    status: StepStatus,
+    started_ms: Option<u64>,
+    ended_ms: Option<u64>,
+    attempts: &'t [Attempt],
+}
+
+/// Every step's details (by path) and the timeline's rows, in trace order.
+fn collect<'t>(
+    steps: &'t [StepTrace],
+    prefix: &str,
+    depth: usize,
+    rows: &mut Vec<Row<'t>>,
+    details: &mut serde_json::Map<String, serde_json::Value>,
+) {
+    for s in steps {
+        let path = format!("{prefix}{}", s.execution_id);
+        details.insert(
+            path.clone(),
+            json!({
+                "path": path, "tool": s.tool, "status": s.status.as_str(), "reason": s.reason,
+                "error": s.error, "arguments": s.arguments, "result": s.result,
+                "started_at": s.started_at, "duration_ms": s.duration_ms, "retry_count": s.retry_count,
+                "attempts": s.attempts,
+                "children": s.children.as_ref().map(Vec::len),
+            }),
+        );
+        rows.push(Row {
+            path: path.clone(),
+            depth,
+            status: s.status,
+            started_ms: s.started_ms,
+            ended_ms: s.ended_ms,
+            attempts: &s.attempts,
+        });
+        for c in s.children.iter().flatten() {
+            let cpath = format!("{path}[{}]", c.index);
+            details.insert(
+                cpath.clone(),
+                json!({
+                    "path": cpath, "tool": s.tool, "status": c.status.as_str(), "error": c.error,
+                    "arguments": c.arguments, "result": c.result, "duration_ms": c.duration_ms,
+                    "attempts": c.attempts,
+                }),
+            );
+            rows.push(Row {
+                path: cpath.clone(),
+                depth: depth + 1,
+                status: c.status,
+                started_ms: c.started_ms,
+                ended_ms: c.ended_ms,
+                attempts: &c.attempts,
+            });
+            if let Some(nested) = &c.steps {
+                collect(nested, &format!("{cpath}/"), depth + 2, rows, details);
+            }
+        }
+        if let Some(nested) = &s.steps {
+            collect(nested, &format!("{path}/"), depth + 1, rows, details);
+        }
+    }
+}
+
+const NODE_W: u64 = 180;
+const NODE_H: u64 = 48;
+const COL_W: u64 = 240;
+const ROW_H: u64 = 68;
+
+/// The dependency graph as SVG: one column per level, nodes coloured by status.
+fn graph_svg(trace: &Trace, graph: Option<&Graph>) -> String {
+    // (id, level, depends_on) for every top-level step the trace has.
+    let nodes: Vec<(String, usize, Vec<String>)> = match graph {
+        Some(g) => {
+            g.nodes.iter().filter(|(id, ..)| trace.steps.iter().any(|s| &s.execution_id == id)).cloned().collect()
+        }
+        None => {
+            let mut order: Vec<&StepTrace> = trace.steps.iter().collect();
+            order.sort_by_key(|s| s.started_ms.unwrap_or(u64::MAX));
+            order.iter().enumerate().map(|(i, s)| (s.execution_id.clone(), i, Vec::new())).collect()
+        }
+    };
+    let mut pos: std::collections::HashMap<&str, (u64, u64)> = std::collections::HashMap::new();
+    let mut per_level: Vec<u64> = Vec::new();
+    for (id, level, _) in &nodes {
+        if per_level.len() <= *level {
+            per_level.resize(level + 1, 0);
+        }
+        let x = 20 + *level as u64 * COL_W;
+        let y = 20 + per_level[*level] * ROW_H;
+        per_level[*level] += 1;
+        pos.insert(id, (x, y));
+    }
+    let width = 40 + per_level.len() as u64 * COL_W;
+    let height = 40 + per_level.iter().max().copied().unwrap_or(1) * ROW_H;
+    let mut svg = format!(
+        r#"<svg id="graph" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="dependency graph">"#
+    );
+    for (id, _, deps) in &nodes {
+        let Some(&(x, y)) = pos.get(id.as_str()) else { continue };
+        for d in deps {
+            if let Some(&(dx, dy)) = pos.get(d.as_str()) {
+                let (x1, y1, x2, y2) = (dx + NODE_W, dy + NODE_H / 2, x, y + NODE_H / 2);
+                let mid = (x1 + x2) / 2;
+                let _ = write!(svg, r#"<path class="edge" d="M{x1},{y1} C{mid},{y1} {mid},{y2} {x2},{y2}"/>"#);
+            }
+        }
+    }
+    for (id, _, _) in &nodes {
+        let (Some(&(x, y)), Some(step)) = (pos.get(id.as_str()), trace.steps.iter().find(|s| &s.execution_id == id))
+        else {
+            continue;
+        };
+        let status = step.status.as_str();
+        let extra = match &step.children {
+            Some(c) => format!(" · {} children", c.len()),
+            None if step.retry_count > 0 => format!(" · {} retries", step.retry_count),
+            None => String::new(),
+        };
+        let _ = write!(
+            svg,
+            r#"<g class="node {cls}" data-step="{p}" data-status="{status}" tabindex="0"><title>{p}: {status}</title><rect x="{x}" y="{y}" width="{NODE_W}" height="{NODE_H}" rx="6"/><text x="{tx}" y="{ty1}" class="name">{p}</text><text x="{tx}" y="{ty2}" class="sub">{status}{extra}</text></g>"#,
+            cls = status_class(step.status),
+            p = esc(id),
+            tx = x + 10,
+            ty1 = y + 20,
+            ty2 = y + 38,
+            extra = esc(&extra),
+        );
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
+const LABEL_W: u64 = 220;
+const BAR_W: u64 = 760;
+const LANE_H: u64 = 22;
+
+/// The timeline as SVG: a lane per step, child and nested step; its span, and a mark per
+/// attempt (retries in their outcome's colour).
+fn timeline_svg(trace: &Trace, rows: &[Row<'_>]) -> String {
+    let total = rows.iter().filter_map(|r| r.ended_ms).max().unwrap_or(0).max(trace.duration_ms).max(1);
+    let scale = |ms: u64| LABEL_W + (u128::from(ms) * u128::from(BAR_W) / u128::from(total)) as u64;
+    let height = 30 + rows.len() as u64 * LANE_H;
+    let width = LABEL_W + BAR_W + 20;
+    let mut svg = format!(
+        r#"<svg id="timeline" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="timeline">"#
+    );
+    let _ = write!(
+        svg,
+        r#"<text x="{LABEL_W}" y="14" class="axis">0 ms</text><text x="{end}" y="14" class="axis" text-anchor="end">{total} ms</text>"#,
+        end = LABEL_W + BAR_W
+    );
+    for (i, r) in rows.iter().enumerate() {
+        let y = 22 + i as u64 * LANE_H;
+        let _ = write!(
+            svg,
+            r#"<g class="lane {cls}" data-step="{p}" data-status="{status}"><text x="{lx}" y="{ty}" class="label">{p}</text>"#,
+            cls = status_class(r.status),
+            p = esc(&r.path),
+            status = r.status.as_str(),
+            lx = 4 + r.depth as u64 * 12,
+            ty = y + 14,
+        );
+        if let (Some(s), Some(e)) = (r.started_ms, r.ended_ms) {
+            let (x1, x2) = (scale(s), scale(e));
+            let _ = write!(
+                svg,
+                r#"<rect class="span" x="{x1}" y="{y1}" width="{w}" height="14" rx="3"><title>{p}: {status}, {d} ms</title></rect>"#,
+                y1 = y + 3,
+                w = x2.saturating_sub(x1).max(2),
+                p = esc(&r.path),
+                status = r.status.as_str(),
+                d = e.saturating_sub(s),
+            );
+        }
+        for a in r.attempts {
+            let (x1, x2) = (scale(a.started_ms), scale(a.started_ms.saturating_add(a.duration_ms)));
+            let _ = write!(
+                svg,
+                r#"<rect class="attempt {cls}" x="{x1}" y="{y1}" width="{w}" height="6"><title>attempt {n}: {o:?}, {d} ms</title></rect>"#,
+                cls = outcome_class(a.outcome),
+                y1 = y + 14,
+                w = x2.saturating_sub(x1).max(2),
+                n = a.attempt,
+                o = a.outcome,
+                d = a.duration_ms,
+            );
+        }
+        svg.push_str("</g>");
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
+const STYLE: &str = r#"
+:root { font-family: system-ui, sans-serif; color: #1d2330; background: #fafbfc; }
+body { margin: 24px; }
+h1 { font-size: 20px; margin: 0 0 4px; } h2 { font-size: 16px; margin: 24px 0 8px; }
+.meta { color: #4a5263; margin: 0 0 8px; }
+.badge { display: inline-block; padding: 2px 8px; border-radius: 10px; color: #fff; font-weight: 600; }
+.scroll { overflow-x: auto; background: #fff; border: 1px solid #dde1e7; border-radius: 6px; padding: 8px; }
+.node rect { stroke: #1d2330; stroke-width: 1; cursor: pointer; }
+.node text { pointer-events: none; fill: #fff; } .node .name { font-weight: 600; font-size: 13px; } .node .sub { font-size: 11px; }
+.node.selected rect, .lane.selected .span { stroke: #111; stroke-width: 3; }
+.edge { fill: none; stroke: #7a8294; stroke-width: 1.5; }
+.lane { cursor: pointer; } .lane .label { font-size: 12px; fill: #1d2330; } .axis { font-size: 11px; fill: #6b7280; }
+.completed rect, .completed .span, .attempt.completed, .badge.completed { fill: #2e9d5b; background: #2e9d5b; }
+.failed rect, .failed .span, .attempt.failed, .badge.failed { fill: #d64545; background: #d64545; }
+.timeout rect, .timeout .span, .attempt.timeout, .badge.timeout { fill: #e08a1e; background: #e08a1e; }
+.skipped rect, .skipped .span, .badge.skipped { fill: #8d94a0; background: #8d94a0; }
+.cancelled rect, .cancelled .span, .attempt.cancelled, .badge.cancelled { fill: #b8bcc4; background: #b8bcc4; }
+.running rect, .running .span, .badge.running { fill: #3a6fd8; background: #3a6fd8; }
+.lane .span { opacity: 0.55; } .attempt { opacity: 1; }
+table { border-collapse: collapse; background: #fff; } td, th { border: 1px solid #dde1e7; padding: 4px 8px; text-align: left; font-size: 13px; }
+tr[data-step] { cursor: pointer; }
+#details { background: #fff; border: 1px solid #dde1e7; border-radius: 6px; padding: 8px; white-space: pre-wrap; font: 12px ui-monospace, monospace; min-height: 40px; }
+"#;
+
+/// Records the page's own errors where a reader (or a test) sees them. Runs first.
+const GUARD_JS: &str = r#"window.tdslErrors = [];
+function tdslError(message) {
+  window.tdslErrors.push(String(message));
+  document.documentElement.setAttribute("data-errors", window.tdslErrors.join(" | "));
+}
+window.addEventListener("error", function (e) { tdslError(e.message); });
+(function () {
+  var original = console.error;
+  console.error = function () { tdslError(Array.prototype.join.call(arguments, " ")); original.apply(console, arguments); };
+})();"#;
+
+const MAIN_JS: &str = r#"(function () {
+  var data = JSON.parse(document.getElementById("tdsl-data").textContent);
+  var details = document.getElementById("details");
+  var title = document.getElementById("details-title");
+  function select(path) {
+    var d = data.steps[path];
+    if (!d) { return; }
+    document.querySelectorAll(".selected").forEach(function (el) { el.classList.remove("selected"); });
+    document.querySelectorAll("[data-step]").forEach(function (el) {
+      if (el.getAttribute("data-step") === path) { el.classList.add("selected"); }
+    });
+    title.textContent = path + " — " + d.status;
+    details.textContent = JSON.stringify(d, null, 2);
+  }
+  document.querySelectorAll("[data-step]").forEach(function (el) {
+    el.addEventListener("click", function () { select(el.getAttribute("data-step")); });
+    el.addEventListener("keydown", function (e) { if (e.key === "Enter") { select(el.getAttribute("data-step")); } });
+  });
+  if (data.first) { select(data.first); }
+  document.documentElement.setAttribute("data-ready", "1");
+})();"#;
+
+/// The report of `trace`: a complete HTML document. `graph` lays the steps out by level
+/// (see [`Graph::of`]).
+pub fn html(trace: &Trace, graph: Option<&Graph>) -> String {
+    // A definition changed since the run may not have its steps: the start order then.
+    let graph = graph.filter(|g| trace.steps.iter().all(|s| g.nodes.iter().any(|(id, ..)| id == &s.execution_id)));
+    let mut rows = Vec::new();
+    let mut details = serde_json::Map::new();
+    collect(&trace.steps, "", 0, &mut rows, &mut details);
+    // Selected at first: the failing step, else the first one.
+    let first = trace
+        .error
+        .as_ref()
+        .and_then(|e| e.step.clone())
+        .filter(|s| details.contains_key(s))
+        .or_else(|| rows.first().map(|r| r.path.clone()));
+    let data = json!({ "steps": details, "first": first });
+    // `<` escaped: the JSON cannot close its script element.
+    let data = serde_json::to_string(&data).unwrap_or_default().replace('<', "\\u003c");
+    let status = trace.status.as_str();
+    let cls = match trace.status {
+        crate::exec::RunStatus::Success => "completed",
+        crate::exec::RunStatus::Partial => "skipped",
+        crate::exec::RunStatus::Failed => "failed",
+        crate::exec::RunStatus::Timeout => "timeout",
+    };
+    let mut table = String::new();
+    for r in &rows {
+        let d = &details[&r.path];
+        let _ = write!(
+            table,
+            r#"<tr data-step="{p}" data-status="{s}"><td>{p}</td><td><span class="badge {c}">{s}</span></td><td>{t}</td><td>{ms}</td><td>{a}</td></tr>"#,
+            p = esc(&r.path),
+            s = r.status.as_str(),
+            c = status_class(r.status),
+            t = esc(d["tool"].as_str().unwrap_or("")),
+            ms = r.ended_ms.zip(r.started_ms).map_or(String::new(), |(e, s)| format!("{} ms", e.saturating_sub(s))),
+            a = r.attempts.len(),
+        );
+    }
+    let error = trace
+        .error
+        .as_ref()
+        .map_or(String::new(), |e| format!(r#"<p class="meta">error: {}</p>"#, esc(&e.to_string())));
+    let note = if graph.is_none() {
+        r#"<p class="meta">The composite's definition was not available: steps are laid out in the order they started.</p>"#
+    } else {
+        ""
+    };
+    format!(
+        r#"<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>tdsl run {run_id} — {tool}</title>
+<style>{STYLE}</style>
+<script>{GUARD_JS}</script>
+</head>
+<body>
+<h1>{tool} <span class="badge {cls}" id="run-status">{status}</span></h1>
+<p class="meta">run {run_id} · started {started} · {duration} ms · {retries} retries · {trips} breaker trips</p>
+{error}
+<h2>Dependency graph</h2>
+{note}
+<div class="scroll">{graph}</div>
+<h2>Timeline</h2>
+<div class="scroll">{timeline}</div>
+<h2>Steps</h2>
+<table id="steps"><thead><tr><th>step</th><th>status</th><th>tool</th><th>duration</th><th>attempts</th></tr></thead><tbody>{table}</tbody></table>
+<h2 id="details-title">Details</h2>
+<pre id="details">Click a step for its arguments, result or error.</pre>
+<script type="application/json" id="tdsl-data">{data}</script>
+<script>{MAIN_JS}</script>
+</body>
+</html>
+"#,
+        run_id = esc(&trace.run_id),
+        tool = esc(&trace.tool),
+        started = esc(&trace.started_at),
+        duration = trace.duration_ms,
+        retries = trace.total_retries,
+        trips = trace.circuit_breaker_trips,
+        graph = graph_svg(trace, graph),
+        timeline = timeline_svg(trace, &rows),
+    )
+}

@@ -1,0 +1,3 @@
+#!/bin/sh
+cat > /dev/null
+echo '{"other": 1}'

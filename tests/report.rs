@@ -1,0 +1,248 @@
+//! `tdsl report` (issue 20): one self-contained HTML page per run, checked in headless
+//! Chromium (Debian package `chromium`, installed by `.ci/run`): no console errors, every
+//! step present with its status after the page's script ran, a screenshot that is not
+//! blank and shows the status colours.
+
+mod common;
+use common::tdsl;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const ROOT: &str = "tests/data/report";
+
+/// A folder under `target/` (the screenshot is kept there for people to look at).
+fn out_dir(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/report-tests").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("output folder");
+    dir
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("UTF-8 path")
+}
+
+/// Runs `tests/data/report/main.tool` (completed, fanned-out, retried, failed and skipped
+/// steps) with a trace and a history; the trace's path.
+fn run_the_composite(dir: &Path) -> PathBuf {
+    let trace = dir.join("trace.json");
+    let state = format!("state={:?}", s(&dir.join("calls")));
+    let o = tdsl(&[
+        "run",
+        "tests/data/report/main.tool",
+        "--root",
+        ROOT,
+        "--arg",
+        &state,
+        "--trace",
+        s(&trace),
+        "--history",
+        s(&dir.join("h.db")),
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stderr.contains("PARTIAL: continued past failed steps: broken"), "{}", o.stderr);
+    trace
+}
+
+/// Every step and child of the run, with its status.
+const STEPS: [(&str, &str); 8] = [
+    ("first", "COMPLETED"),
+    ("fan", "COMPLETED"),
+    ("fan[0]", "COMPLETED"),
+    ("fan[1]", "COMPLETED"),
+    ("fan[2]", "COMPLETED"),
+    ("retry", "COMPLETED"),
+    ("broken", "FAILED"),
+    ("never", "SKIPPED"),
+];
+
+fn chromium() -> PathBuf {
+    for name in ["chromium", "chromium-browser", "google-chrome"] {
+        for dir in std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()) {
+            let p = dir.join(name);
+            if p.is_file() {
+                return p;
+            }
+        }
+    }
+    panic!("headless Chromium is needed to check the report and none is installed: `apt-get install -y chromium` (.ci/run does)");
+}
+
+/// Runs headless Chromium on `page` with `args`; its standard output and error. Killed
+/// after two minutes (a watchdog, not a timing assertion).
+fn headless(page: &Path, profile: &Path, args: &[&str]) -> (String, String) {
+    let mut child = Command::new(chromium())
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run"])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(["--enable-logging=stderr", "--v=0", "--hide-scrollbars", "--window-size=1200,900"])
+        .args(args)
+        .arg(format!("file://{}", page.display()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("chromium cannot start: {e}"));
+    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let start = Instant::now();
+    loop {
+        if child.try_wait().expect("chromium's status").is_some() {
+            break;
+        }
+        if start.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("chromium did not finish in two minutes");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    (reader.join().unwrap(), err_reader.join().unwrap())
+}
+
+/// The console messages Chromium logged (`--enable-logging=stderr`): page errors land here.
+fn console_lines(stderr: &str) -> Vec<&str> {
+    stderr.lines().filter(|l| l.contains(":CONSOLE")).collect()
+}
+
+#[test]
+fn the_report_of_a_trace_is_one_self_contained_page() {
+    let dir = out_dir("static");
+    let trace = run_the_composite(&dir);
+    let page = dir.join("report.html");
+    let o = tdsl(&["report", s(&trace), "-o", s(&page)]);
+    assert_eq!((o.code, o.stdout.as_str(), o.stderr.as_str()), (0, "", ""));
+    let html = std::fs::read_to_string(&page).unwrap();
+    // Nothing is fetched when it is viewed: no linked script, style, image or font.
+    for needle in ["src=", "href=", "@import", "url(", "https://"] {
+        assert!(!html.contains(needle), "the page refers to something outside it: {needle}");
+    }
+    for (step, status) in STEPS {
+        assert!(html.contains(&format!(r#"<tr data-step="{step}" data-status="{status}">"#)), "{step} {status}");
+        assert!(
+            html.contains(&format!(r#"data-step="{step}" data-status="{status}"><text"#)),
+            "{step}'s timeline lane"
+        );
+    }
+    // The graph, laid out by level from the definition: `fan` (after `first`) and `broken`
+    // (after `retry`) are in the second column.
+    assert!(html.contains(r#"<g class="node completed" data-step="fan" data-status="COMPLETED" tabindex="0"><title>fan: COMPLETED</title><rect x="260""#), "{html}");
+    assert!(html.contains(r#"<g class="node failed" data-step="broken" data-status="FAILED""#));
+    assert!(html.contains(r#"<g class="node skipped" data-step="never" data-status="SKIPPED""#));
+    // Retry attempts are on the timeline: two failed, then one that answered.
+    assert_eq!(
+        html.matches("<title>attempt ").count(),
+        1 + 3 + 3 + 1,
+        "first, fan's 3 children, retry's 3, broken's 1"
+    );
+    assert!(html.contains("<title>attempt 2: Transient"));
+    assert!(html.contains("<title>attempt 3: Ok"));
+}
+
+#[test]
+fn the_report_opens_in_headless_chromium() {
+    let dir = out_dir("chromium");
+    let trace = run_the_composite(&dir);
+    let page = dir.join("report.html");
+    let o = tdsl(&["report", s(&trace), "-o", s(&page)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+
+    let (dom, stderr) = headless(&page, &dir.join("profile-dom"), &["--dump-dom"]);
+    assert!(console_lines(&stderr).is_empty(), "console messages: {:?}", console_lines(&stderr));
+    let root_tag = &dom[dom.find("<html").expect("an html element")..];
+    let root_tag = &root_tag[..root_tag.find('>').unwrap_or(0)];
+    assert!(root_tag.contains(r#"data-ready="1""#), "the page's script ran to its end: {root_tag}");
+    assert!(!root_tag.contains("data-errors"), "the page recorded errors: {root_tag}");
+    for (step, status) in STEPS {
+        assert!(dom.contains(&format!(r#"data-step="{step}" data-status="{status}""#)), "{step} {status} in the DOM");
+    }
+    // The script selected the first step and filled in its details.
+    assert!(dom.contains(r#"<h2 id="details-title">first — COMPLETED</h2>"#), "{dom}");
+    assert!(dom.contains(r#""path": "first","#), "{dom}");
+    assert!(dom.contains(r#"<g class="node completed selected" data-step="first""#), "{dom}");
+
+    let shot = dir.join("report.png");
+    let (_, stderr) = headless(&page, &dir.join("profile-shot"), &[&format!("--screenshot={}", s(&shot))]);
+    assert!(console_lines(&stderr).is_empty(), "console messages: {:?}", console_lines(&stderr));
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&shot).expect("a screenshot")));
+    let mut reader = decoder.read_info().expect("a PNG");
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).expect("a frame");
+    assert_eq!((info.width, info.height), (1200, 900));
+    let channels = info.color_type.samples();
+    assert!(channels >= 3, "{:?}", info.color_type);
+    let pixels: Vec<[u8; 3]> = buf[..info.buffer_size()].chunks(channels).map(|p| [p[0], p[1], p[2]]).collect();
+    let distinct: std::collections::HashSet<[u8; 3]> = pixels.iter().copied().collect();
+    assert!(distinct.len() > 50, "the screenshot is nearly blank: {} colours", distinct.len());
+    // The status colours are drawn: completed green, failed red, skipped grey.
+    for (name, colour) in
+        [("completed", [0x2e, 0x9d, 0x5b]), ("failed", [0xd6, 0x45, 0x45]), ("skipped", [0x8d, 0x94, 0xa0])]
+    {
+        let n = pixels.iter().filter(|p| **p == colour).count();
+        assert!(n > 500, "{name} ({colour:?}) covers {n} pixels");
+    }
+}
+
+#[test]
+fn a_run_from_the_history_gives_the_same_report() {
+    let dir = out_dir("history");
+    let trace = run_the_composite(&dir);
+    let (from_trace, from_history) = (dir.join("a.html"), dir.join("b.html"));
+    assert_eq!(tdsl(&["report", s(&trace), "-o", s(&from_trace)]).code, 0);
+    let o = tdsl(&["report", "--run", "1", "--history", s(&dir.join("h.db")), "--output", s(&from_history)]);
+    assert_eq!((o.code, o.stderr.as_str()), (0, ""));
+    assert_eq!(std::fs::read_to_string(&from_trace).unwrap(), std::fs::read_to_string(&from_history).unwrap());
+}
+
+#[test]
+fn without_its_definition_the_graph_follows_the_start_order() {
+    let dir = out_dir("no-definition");
+    let trace = run_the_composite(&dir);
+    let mut t: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    t["file"] = serde_json::Value::String(s(&dir.join("gone.tool")).to_string());
+    std::fs::write(&trace, t.to_string()).unwrap();
+    let page = dir.join("r.html");
+    assert_eq!(tdsl(&["report", s(&trace), "-o", s(&page)]).code, 0);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("The composite's definition was not available"));
+    for (step, status) in STEPS.iter().filter(|(s, _)| !s.contains('[')) {
+        assert!(html.contains(&format!(r#"data-step="{step}" data-status="{status}" tabindex="0""#)), "{step}");
+    }
+}
+
+#[test]
+fn report_errors() {
+    let dir = out_dir("errors");
+    let o = tdsl(&["report", "-o", s(&dir.join("r.html"))]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("the following required arguments were not provided"), "{}", o.stderr);
+    let o = tdsl(&["report", s(&dir.join("missing.json")), "-o", s(&dir.join("r.html"))]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.starts_with("error: cannot read "), "{}", o.stderr);
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, r#"{"steps": 3}"#).unwrap();
+    let o = tdsl(&["report", s(&bad), "-o", s(&dir.join("r.html"))]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("not a trace"), "{}", o.stderr);
+    let o = tdsl(&["report", "--run", "9", "--history", s(&dir.join("h.db")), "-o", s(&dir.join("r.html"))]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.starts_with("error: no run `9` in the history "), "{}", o.stderr);
+    let o = tdsl(&["report", s(&bad), "--run", "1", "-o", s(&dir.join("r.html"))]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("cannot be used with"), "{}", o.stderr);
+    // An output that cannot be written.
+    let trace = run_the_composite(&dir);
+    let o = tdsl(&["report", s(&trace), "-o", s(&dir.join("no/such/folder/r.html"))]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.starts_with("error: cannot write "), "{}", o.stderr);
+}
