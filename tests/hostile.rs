@@ -493,9 +493,10 @@ fn too_many_open_files_when_starting_a_tool_is_transient() {
     let dir = temp("emfile");
     let trace = dir.join("trace.json");
     let bin = env!("CARGO_BIN_EXE_tdsl");
-    // Six descriptors are enough to read the files, not to open the tool's three pipes.
+    // Six descriptors are enough to read the files, not to open the tool's three pipes
+    // (with no run history: its database would hold three more).
     let script = format!(
-        "ulimit -n 6; exec '{bin}' run tests/data/run/echo.tool --root {ROOT} --arg 'name=\"a\"' --trace '{}'",
+        "ulimit -n 6; exec '{bin}' run tests/data/run/echo.tool --root {ROOT} --arg 'name=\"a\"' --no-history --trace '{}'",
         trace.display()
     );
     let child = Command::new("sh").arg("-c").arg(script).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
