@@ -133,6 +133,9 @@ codes! {
     Interrupted = "E0407", Error;
     /// The evaluation's deadline passed while it ran ([`crate::Interrupt::with_deadline`])
     EvalDeadline = "E0408", Error;
+    /// The engine's [`crate::Limits`] are out of their ranges ([`crate::Limits::validate`]):
+    /// `Limits { max_depth: 100_000, .. }`
+    LimitOutOfRange = "E0409", Error;
 
     // ---- warnings (W01xx) ----
     /// `json_parse` of a value that is known not to be a string: `json_parse(42)`

@@ -115,6 +115,9 @@ impl Engine {
     /// Runs every stage and returns everything: the program when there is no error, and all
     /// diagnostics (warnings included) either way.
     pub fn analyze(&self, source: &str, scope: &Scope) -> Analysis {
+        if let Err(e) = self.limits.validate() {
+            return limits_out_of_range(&e);
+        }
         let parsed = syntax::parse_with_limit(source, self.limits.max_depth);
         let mut diagnostics = parsed.diagnostics;
         let checked = types::check(&parsed.expr, scope, &self.funcs, self.limits.max_depth);
@@ -147,6 +150,23 @@ impl Engine {
             }),
         };
         Analysis { program: Some(program), diagnostics, ast: parsed.expr, ty, references: refs }
+    }
+}
+
+/// What `analyze` gives for an engine whose limits are out of range: `E0409`, nothing else.
+fn limits_out_of_range(e: &crate::ranges::RangeError) -> Analysis {
+    let d = Diagnostic::new(
+        crate::diagnostic::Code::LimitOutOfRange,
+        Span::new(0, 0),
+        format!("the engine's limits are out of range: `Limits::{}", &e.to_string()[1..]),
+    )
+    .with_help("set every limit within its range (`tdsl::ranges`; `Limits::validate` checks them)");
+    Analysis {
+        program: None,
+        diagnostics: vec![d],
+        ast: syntax::parse("null").expr,
+        ty: Type::Any,
+        references: References::default(),
     }
 }
 

@@ -5,8 +5,10 @@
 //! --deadline`, `--concurrency`, `--breaker-*`: a usage error, exit 2) and by the library
 //! ([`crate::exec::Options::validate`], checked before every run). Data literals are not
 //! concerned. The ranges are those of `seeds/000_7c8da07936e01cd9.txt`, plus the command
-//! line's own (`--deadline`, `--concurrency`) and the guards' (`--max-steps`,
-//! `--max-fan-out`, `--max-tool-output`).
+//! line's own (`--deadline`, `--concurrency`), the guards' (`--max-steps`,
+//! `--max-fan-out`, `--max-tool-output`) and the expression [`crate::Limits`] a host sets
+//! ([`crate::Limits::validate`]; the engine refuses to compile with limits out of range,
+//! `E0409`).
 //!
 //! ```
 //! use tdsl::ranges::{MAX_RETRIES, TIMEOUT_SECONDS};
@@ -69,6 +71,28 @@ pub const MAX_FAN_OUT: Range = range("max_fan_out", 1.0, 100_000.0, true, "");
 /// least 1 KiB, so that a JSON answer always fits, at most 1 GiB.
 pub const MAX_TOOL_OUTPUT: Range = range("max_tool_output", 1024.0, 1_073_741_824.0, true, "bytes");
 
+/// [`crate::Limits::fuel`]: 2^53 - 1 at most, the largest count an `f64` (and so a range
+/// check, a JSON number) holds with its successor; at a few nanoseconds a unit that is
+/// months of work.
+pub const FUEL: Range = range("fuel", 0.0, 9_007_199_254_740_991.0, true, "");
+/// [`crate::Limits::max_depth`]: at most the parser's own cap (192), below which every
+/// recursive walk of the front end fits the 2 MiB stack of a spawned thread.
+pub const MAX_DEPTH: Range = range("max_depth", 1.0, 192.0, true, "");
+/// [`crate::Limits::max_string_len`]: up to 4 GiB.
+pub const MAX_STRING_LEN: Range = range("max_string_len", 0.0, 4_294_967_296.0, true, "bytes");
+/// [`crate::Limits::max_list_len`]: up to 2^32 elements.
+pub const MAX_LIST_LEN: Range = range("max_list_len", 0.0, 4_294_967_296.0, true, "");
+/// [`crate::Limits::max_output_bytes`]: up to 1 TiB.
+pub const MAX_OUTPUT_BYTES: Range = range("max_output_bytes", 0.0, 1_099_511_627_776.0, true, "bytes");
+/// [`crate::Limits::max_alloc_bytes`]: up to 1 TiB.
+pub const MAX_ALLOC_BYTES: Range = range("max_alloc_bytes", 0.0, 1_099_511_627_776.0, true, "bytes");
+/// [`crate::Limits::max_cached_templates`]: up to 65,536 distinct templates a program.
+pub const MAX_CACHED_TEMPLATES: Range = range("max_cached_templates", 0.0, 65_536.0, true, "");
+/// [`crate::Limits::max_file_bytes`]: up to 4 GiB (the string limit applies too).
+pub const MAX_FILE_BYTES: Range = range("max_file_bytes", 0.0, 4_294_967_296.0, true, "bytes");
+/// [`crate::Limits::max_listing_entries`]: up to ten million entries a listing.
+pub const MAX_LISTING_ENTRIES: Range = range("max_listing_entries", 0.0, 10_000_000.0, true, "");
+
 /// Every range, for documentation and tests.
 pub const ALL: &[Range] = &[
     MAX_RETRIES,
@@ -85,7 +109,50 @@ pub const ALL: &[Range] = &[
     MAX_STEPS,
     MAX_FAN_OUT,
     MAX_TOOL_OUTPUT,
+    FUEL,
+    MAX_DEPTH,
+    MAX_STRING_LEN,
+    MAX_LIST_LEN,
+    MAX_OUTPUT_BYTES,
+    MAX_ALLOC_BYTES,
+    MAX_CACHED_TEMPLATES,
+    MAX_FILE_BYTES,
+    MAX_LISTING_ENTRIES,
 ];
+
+impl crate::runtime::Limits {
+    /// Every limit in its range (the `Limits` ranges above; `max_fan_out` is
+    /// [`MAX_FAN_OUT`]): the first one out of range, if any. [`crate::Engine`] refuses to
+    /// compile with limits that do not pass (`E0409`), so no setting can overflow the
+    /// evaluator's arithmetic or let a recursion outgrow the stack.
+    ///
+    /// ```
+    /// use tdsl::Limits;
+    /// assert!(Limits::default().validate().is_ok());
+    /// let deep = Limits { max_depth: 100_000, ..Limits::default() };
+    /// assert_eq!(deep.validate().unwrap_err().to_string(),
+    ///     "`max_depth` must be an integer from 1 to 192, and it is 100000");
+    /// ```
+    pub fn validate(&self) -> Result<(), RangeError> {
+        // A u64 or usize past 2^53 is not exact as f64, but it is out of range either way.
+        let checks = [
+            (FUEL, self.fuel as f64),
+            (MAX_DEPTH, self.max_depth as f64),
+            (MAX_STRING_LEN, self.max_string_len as f64),
+            (MAX_LIST_LEN, self.max_list_len as f64),
+            (MAX_OUTPUT_BYTES, self.max_output_bytes as f64),
+            (MAX_ALLOC_BYTES, self.max_alloc_bytes as f64),
+            (MAX_FAN_OUT, self.max_fan_out as f64),
+            (MAX_CACHED_TEMPLATES, self.max_cached_templates as f64),
+            (MAX_FILE_BYTES, self.max_file_bytes as f64),
+            (MAX_LISTING_ENTRIES, self.max_listing_entries as f64),
+        ];
+        for (range, value) in checks {
+            range.check(value)?;
+        }
+        Ok(())
+    }
+}
 
 impl Range {
     /// Whether `x` is accepted (never NaN or an infinity).

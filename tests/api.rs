@@ -125,7 +125,9 @@ fn compile_never_panics_on_odd_input() {
 #[test]
 fn nesting_is_capped_whatever_the_limit_says() {
     // Test threads have 2 MiB stacks; a debug build needs ~6.5 KiB per level.
-    let engine = Engine::new().with_limits(tdsl::Limits { max_depth: usize::MAX, ..tdsl::Limits::default() });
+    // The largest depth a host may set (`tdsl::ranges::MAX_DEPTH`; more is E0409).
+    let max = tdsl::ranges::MAX_DEPTH.max as usize;
+    let engine = Engine::new().with_limits(tdsl::Limits { max_depth: max, ..tdsl::Limits::default() });
     for unit in ["(", "[", "{a: ", "f(", "not ", "-"] {
         let close: String = unit
             .chars()

@@ -494,6 +494,183 @@ fn a_runs_deadline_stops_a_running_transform() {
 }
 
 // ---------------------------------------------------------------------------------------
+// item 2: a step's `timeout_seconds` stops a running transform
+
+/// A composite whose step `a` has a 1 s timeout and a `transform_arguments` that runs
+/// about 10^12 iterations (`n` comes from the run's arguments, so nothing folds at compile
+/// time); `after` depends on it.
+const SLOW_TRANSFORM: &str = r#"{
+  "arguments": [{"name": "n", "type_name": "integer", "required": true}],
+  "instructions": [
+    {"execution_id": "a", "tool_definition_path": "/tools/answer.tool", "timeout_seconds": 1,
+     "retry": {"max_retries": 0},
+     "arguments": {"n": "REF:arguments.n"},
+     "transform_arguments": {"transforms": {
+       "m": "count(range(n), condition_string=count(range(n), condition_string=true) > 0)"}}},
+    {"execution_id": "after", "tool_definition_path": "/tools/answer.tool", "arguments": {"x": "REF:a.m"}}
+  ]
+}"#;
+
+fn slow_transform_root(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("tdsl-budgets-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("tools")).expect("temp dir");
+    std::fs::write(dir.join("slow.tool"), SLOW_TRANSFORM).expect("writes the tool");
+    std::fs::write(dir.join("tools/answer.tool"), r#"{"system_event_endpoint": "builtin:echo"}"#).expect("writes");
+    dir
+}
+
+/// Through the library, with limits so large that only the step's timeout can stop the
+/// transform (on the real clock): the step ends TIMEOUT with `E0804` naming the timeout,
+/// the tool is never called, and the step after it is cancelled.
+#[test]
+fn a_steps_timeout_stops_its_running_transform() {
+    use tdsl::exec::{Executor, RunStatus, StepStatus, ToolCall, ToolError, Workflow};
+    let dir = slow_transform_root("step-timeout-lib");
+    // The largest fuel and memory a host may set (`tdsl::ranges`).
+    let engine = tdsl::exec::engine().with_limits(Limits {
+        fuel: tdsl::ranges::FUEL.max as u64,
+        max_alloc_bytes: tdsl::ranges::MAX_ALLOC_BYTES.max as usize,
+        max_output_bytes: tdsl::ranges::MAX_OUTPUT_BYTES.max as usize,
+        ..Limits::default()
+    });
+    let wf = Workflow::load_with_engine(&dir, &dir.join("slow.tool"), engine).unwrap_or_else(|e| panic!("{e}"));
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = calls.clone();
+    let executor = Executor::new(move |c: &ToolCall<'_>| -> Result<Value, ToolError> {
+        seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(c.arguments.clone())
+    });
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let r = executor.run(&wf, Value::object_from([("n", Value::Int(1_000_000))]));
+        let _ = tx.send(r);
+    });
+    let run = rx.recv_timeout(WATCHDOG).expect("the run ended").expect("not refused by a guard");
+    let step = |id: &str| run.trace.steps.iter().find(|s| s.execution_id == id).expect("step");
+    assert_eq!(run.status, RunStatus::Timeout, "{:?}", run.error);
+    assert_eq!(step("a").status, StepStatus::Timeout);
+    let e = run.error.clone().expect("an error");
+    assert_eq!((e.code.as_str(), e.step.as_deref()), ("E0804", Some("a")), "{e:?}");
+    assert!(e.message.contains("the step's timeout of 1 s"), "{}", e.message);
+    assert_eq!(step("after").status, StepStatus::Cancelled);
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 0, "the tool was never called");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The same from the command line (default limits: the timeout, 1 s, comes long before the
+/// fuel runs out): exit 1, `E0804`, and the trace says TIMEOUT.
+#[test]
+fn a_steps_timeout_stops_its_running_transform_from_the_command_line() {
+    let dir = slow_transform_root("step-timeout-cli");
+    let trace = dir.join("trace.json");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tdsl"))
+        .args(["run", "/slow.tool", "--arg", "n=1000000", "--root"])
+        .arg(&dir)
+        .arg("--trace")
+        .arg(&trace)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("tdsl runs");
+    let started = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if started.elapsed() > WATCHDOG {
+            let _ = child.kill();
+            panic!("still running after {WATCHDOG:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("output");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("[E0804]"), "{text}");
+    assert!(!text.contains("E0401") && !text.contains("E0406"), "a limit stopped it, not the timeout: {text}");
+    let t: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&trace).expect("trace written")).expect("trace is JSON");
+    assert_eq!(t["step_results"][0]["status"], "TIMEOUT", "{t}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ---------------------------------------------------------------------------------------
+// item 3: the limits a host sets have ranges
+
+/// Each limit just past its range (and at it): the engine refuses to compile with `E0409`
+/// naming the limit; at the bounds it compiles. A workflow loaded with such an engine fails
+/// once, with the same diagnostic.
+#[test]
+fn limits_out_of_range_are_refused_by_name() {
+    use tdsl::ranges;
+    let d = Limits::default();
+    // Twice the bound: exact as f64 (the bound plus one may round back to the bound).
+    let past = |r: ranges::Range| (r.max * 2.0) as u64;
+    let cases: Vec<(&str, Limits, Limits)> = vec![
+        (
+            "fuel",
+            Limits { fuel: past(ranges::FUEL), ..d.clone() },
+            Limits { fuel: ranges::FUEL.max as u64, ..d.clone() },
+        ),
+        ("max_depth", Limits { max_depth: 0, ..d.clone() }, Limits { max_depth: 1, ..d.clone() }),
+        ("max_depth", Limits { max_depth: 193, ..d.clone() }, Limits { max_depth: 192, ..d.clone() }),
+        (
+            "max_string_len",
+            Limits { max_string_len: past(ranges::MAX_STRING_LEN) as usize, ..d.clone() },
+            Limits { max_string_len: 0, ..d.clone() },
+        ),
+        ("max_list_len", Limits { max_list_len: usize::MAX, ..d.clone() }, Limits { max_list_len: 0, ..d.clone() }),
+        (
+            "max_output_bytes",
+            Limits { max_output_bytes: usize::MAX, ..d.clone() },
+            Limits { max_output_bytes: 0, ..d.clone() },
+        ),
+        (
+            "max_alloc_bytes",
+            Limits { max_alloc_bytes: past(ranges::MAX_ALLOC_BYTES) as usize, ..d.clone() },
+            Limits { max_alloc_bytes: 0, ..d.clone() },
+        ),
+        ("max_fan_out", Limits { max_fan_out: 0, ..d.clone() }, Limits { max_fan_out: 100_000, ..d.clone() }),
+        (
+            "max_cached_templates",
+            Limits { max_cached_templates: 65_537, ..d.clone() },
+            Limits { max_cached_templates: 0, ..d.clone() },
+        ),
+        (
+            "max_file_bytes",
+            Limits { max_file_bytes: usize::MAX, ..d.clone() },
+            Limits { max_file_bytes: 0, ..d.clone() },
+        ),
+        (
+            "max_listing_entries",
+            Limits { max_listing_entries: 10_000_001, ..d.clone() },
+            Limits { max_listing_entries: 0, ..d.clone() },
+        ),
+    ];
+    for (name, out, at_bound) in cases {
+        let err = out.validate().expect_err(name);
+        assert_eq!(err.range.name, name);
+        let diags = Engine::new().with_limits(out).compile("1 + 1").expect_err(name);
+        assert_eq!(diags.len(), 1, "{diags:?}");
+        assert_eq!(diags[0].code, Code::LimitOutOfRange, "{name}");
+        assert!(diags[0].message.contains(&format!("`Limits::{name}` must be")), "{}", diags[0].message);
+        assert!(at_bound.validate().is_ok(), "{name} at its bound");
+        assert!(Engine::new().with_limits(at_bound).compile("1").is_ok(), "{name} at its bound");
+    }
+    assert!(Limits::default().validate().is_ok());
+
+    let dir = slow_transform_root("limits-out-of-range");
+    let engine = tdsl::exec::engine().with_limits(Limits { max_depth: 100_000, ..Limits::default() });
+    match tdsl::exec::Workflow::load_with_engine(&dir, &dir.join("slow.tool"), engine) {
+        Err(tdsl::exec::LoadError::Invalid { diagnostics, .. }) => {
+            let codes: Vec<Code> = diagnostics.iter().map(|d| d.code).collect();
+            assert_eq!(codes, [Code::LimitOutOfRange]);
+        }
+        Err(e) => panic!("not E0409: {e}"),
+        Ok(_) => panic!("loaded with limits out of range"),
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ---------------------------------------------------------------------------------------
 // item 13: what is printed reads back
 
 /// A result nests at most 127 levels: the deepest JSON that `json_parse` (and every JSON

@@ -325,9 +325,13 @@ fn host_engine() -> Engine {
 /// Runs a `diag` example; returns every code it produced and the rendered output.
 fn run_diag(mode: &str, ex: &Example) -> Result<(Vec<Code>, String), String> {
     match mode {
-        "expr" | "host" | "failing-store" => {
+        "expr" | "host" | "failing-store" | "limits-out-of-range" => {
             let engine = match mode {
                 "host" => host_engine(),
+                // A host that set a limit out of its range (`tdsl::ranges`).
+                "limits-out-of-range" => {
+                    engine().with_limits(tdsl::Limits { max_depth: 100_000, ..tdsl::Limits::default() })
+                }
                 "failing-store" => engine().with_file_store(Arc::new(FailingStore)),
                 _ => setup(&engine(), ex)?,
             };
@@ -359,7 +363,7 @@ fn run_diag(mode: &str, ex: &Example) -> Result<(Vec<Code>, String), String> {
             Err(d) => Ok((vec![d.code], render_plain(&[d], "<ref>", &ex.source))),
         },
         other => {
-            Err(format!("unknown mode `{other}` (expected expr, host, failing-store, cancelled, deadline or ref)"))
+            Err(format!("unknown mode `{other}` (expected expr, host, failing-store, limits-out-of-range, cancelled, deadline or ref)"))
         }
     }
 }

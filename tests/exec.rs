@@ -1091,6 +1091,11 @@ fn cancelling_a_run_reaches_the_call_in_flight_and_stops_everything_after_it() {
     let s = step(&r, "s");
     let outcomes: Vec<Outcome> = s.attempts.iter().map(|a| a.outcome).collect();
     assert_eq!(outcomes, [Outcome::Cancelled], "a cancelled call is never retried");
+    assert_eq!(
+        (s.status, s.reason.as_deref()),
+        (StepStatus::Cancelled, Some("the run was cancelled: stopped")),
+        "the step cut off is cancelled, not failed"
+    );
     assert_eq!(tdsl::exec::Time::monotonic_ms(&*time), 0, "no back-off was slept");
     let after = step(&r, "after");
     assert_eq!((after.status, after.reason.as_deref()), (StepStatus::Cancelled, Some("step `s` failed")));

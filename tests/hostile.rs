@@ -150,6 +150,7 @@ fn signal_mid_run(signal: nix::sys::signal::Signal, expected: i32) {
     assert_eq!(status("after"), "CANCELLED", "a step that had not started is cancelled");
     let slow = t["step_results"].as_array().expect("steps").iter().find(|s| s["step_id"] == "slow").expect("slow");
     assert_eq!(slow["attempts"][0]["outcome"], "cancelled", "{slow}");
+    assert_eq!(status("slow"), "CANCELLED", "the step running when the signal came is cancelled, not failed: {slow}");
     assert!(o.stderr.contains("[E0813]"), "{}", o.stderr);
 }
 
@@ -529,4 +530,224 @@ fn a_closed_stderr_is_not_a_panic_either() {
         let o = finish(child.expect("tdsl starts"), &args.join(" "));
         assert_eq!(o.code, code, "{args:?}");
     }
+}
+
+// ---- an MCP cancel stops a running transform --------------------------------------------
+
+/// CPU time (user + system) a live process has used so far, in clock ticks; `None` once it
+/// is gone.
+fn cpu_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // After the command: state is field 3, utime field 14, stime field 15 (1-based).
+    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+}
+
+/// A root whose `main.tool` runs, in its only step's `transform_arguments`, about 10^9
+/// iterations over the 1000 integers `xs` it is given: no memory to speak of, so only the
+/// fuel limit (or an interrupt) ends it.
+fn burning_root(name: &str) -> PathBuf {
+    let dir = temp(name);
+    std::fs::create_dir_all(dir.join("tools")).expect("mkdir");
+    std::fs::write(dir.join("tools/echo.tool"), r#"{"system_event_endpoint": "builtin:echo"}"#).expect("write");
+    std::fs::write(
+        dir.join("main.tool"),
+        r#"{"description": "Burns CPU in a transform",
+  "arguments": [{"name": "xs", "type_name": "list<integer>", "required": true}],
+  "instructions": [
+    {"execution_id": "burn", "tool_definition_path": "/tools/echo.tool", "arguments": {"xs": "REF:arguments.xs"},
+     "transform_arguments": {"transforms": {
+       "n": "count(xs, condition_string=count(xs, condition_string=count(xs, condition_string=true) > 0) > 0)"}}}
+  ]}"#,
+    )
+    .expect("write");
+    dir
+}
+
+/// One JSON-RPC message a line, read on a thread so that every read has a watchdog.
+struct Mcp {
+    child: Child,
+    stdin: std::process::ChildStdin,
+    lines: std::sync::mpsc::Receiver<serde_json::Value>,
+}
+
+impl Mcp {
+    fn start(root: &Path) -> Mcp {
+        use std::io::BufRead;
+        let mut child = tdsl()
+            .args(["serve", "--mcp", "--root"])
+            .arg(root)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("tdsl serve starts");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stdout.lines() {
+                let Ok(line) = line else { break };
+                if tx.send(json(&line)).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut s = Mcp { child, stdin, lines };
+        s.send(&serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}));
+        s.answer(0);
+        s.send(&serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        s
+    }
+
+    fn send(&mut self, msg: &serde_json::Value) {
+        use std::io::Write;
+        writeln!(self.stdin, "{msg}").expect("write");
+        self.stdin.flush().expect("flush");
+    }
+
+    /// The response to request `id` (other messages are dropped), within the watchdog.
+    fn answer(&mut self, id: u64) -> serde_json::Value {
+        let started = Instant::now();
+        loop {
+            let left = WATCHDOG.checked_sub(started.elapsed()).unwrap_or_default();
+            let msg = self.lines.recv_timeout(left).unwrap_or_else(|e| panic!("no answer to request {id}: {e}"));
+            if msg["id"] == serde_json::json!(id) {
+                return msg;
+            }
+        }
+    }
+}
+
+impl Drop for Mcp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The CPU ticks `pid` used until it stops using any (two readings 500 ms apart with at
+/// most one tick between them), within the watchdog.
+fn ticks_when_idle(pid: u32) -> u64 {
+    let started = Instant::now();
+    let mut last = cpu_ticks(pid).expect("alive");
+    loop {
+        std::thread::sleep(Duration::from_millis(500));
+        let now = cpu_ticks(pid).expect("alive");
+        if now.saturating_sub(last) <= 1 {
+            return now;
+        }
+        assert!(started.elapsed() < WATCHDOG, "still burning CPU after {WATCHDOG:?}");
+        last = now;
+    }
+}
+
+/// An MCP client cancels a call whose composite runs a long transform: the server stops
+/// burning CPU for it at once, and answers the next call. "At once" is measured against
+/// the same transform run to its end (the fuel limit) by `tdsl run`: the cancelled call
+/// uses a fraction of that CPU time, so a transform left running after the cancel fails
+/// the test however fast or loaded the machine is.
+#[test]
+fn an_mcp_cancel_stops_a_running_transform() {
+    let root = burning_root("mcp-cancel-transform");
+    let xs = serde_json::Value::from((0..1000).collect::<Vec<i64>>());
+
+    // The whole transform, to the fuel limit, through `tdsl run`.
+    let mut full = tdsl()
+        .args(["run", "main.tool", "--root"])
+        .arg(&root)
+        .arg("--arg")
+        .arg(format!("xs={xs}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tdsl run starts");
+    let (mut full_ticks, started) = (0, Instant::now());
+    while full.try_wait().expect("wait").is_none() {
+        full_ticks = cpu_ticks(full.id()).unwrap_or(full_ticks).max(full_ticks);
+        assert!(started.elapsed() < WATCHDOG * 4, "the transform never ran out of fuel");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let o = finish(full, "tdsl run to the fuel limit");
+    assert!(o.stderr.contains("E0401"), "the transform runs out of fuel: {}", o.stderr);
+    assert!(full_ticks >= 20, "the transform takes long enough to measure: {full_ticks} ticks");
+
+    let mut s = Mcp::start(&root);
+    let pid = s.child.id();
+    let before = cpu_ticks(pid).expect("alive");
+    s.send(&serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                               "params": {"name": "main", "arguments": {"xs": xs}}}));
+    // Cancelled once the transform has burnt a tenth of what it needs.
+    let started = Instant::now();
+    while cpu_ticks(pid).expect("alive") < before + full_ticks / 10 {
+        assert!(started.elapsed() < WATCHDOG, "the call never started burning CPU");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    s.send(&serde_json::json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                               "params": {"requestId": 1, "reason": "enough"}}));
+    let used = ticks_when_idle(pid) - before;
+    eprintln!("the cancelled call used {used} ticks; the whole transform takes {full_ticks}");
+    assert!(used < full_ticks / 2, "the call used {used} ticks of the {full_ticks} the whole transform takes");
+    // The server goes on: the next request is answered.
+    s.send(&serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}));
+    let list = s.answer(2);
+    assert!(list["result"]["tools"].is_array(), "{list}");
+}
+
+// ---- `serve --mcp` with a closed or full standard output --------------------------------
+
+/// `serve --mcp` whose standard output is `stdout`, sent an `initialize` request (so that it
+/// has something to write); its input stays open unless `close_input`.
+fn serve_with_stdout(name: &str, stdout: Stdio, close_input: bool) -> Ended {
+    use std::io::Write;
+    let dir = temp(name);
+    std::fs::create_dir_all(dir.join("tools")).expect("mkdir");
+    std::fs::write(dir.join("tools/echo.tool"), r#"{"system_event_endpoint": "builtin:echo"}"#).expect("write");
+    let mut child = tdsl()
+        .args(["serve", "--mcp", "--root"])
+        .arg(&dir)
+        .stdin(Stdio::piped())
+        .stdout(stdout)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tdsl serve starts");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let init = r#"{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}"#;
+    let _ = writeln!(stdin, "{init}");
+    let _ = stdin.flush();
+    // Held open until the command has ended, unless closed now.
+    let keep = (!close_input).then_some(stdin);
+    let o = finish(child, "tdsl serve --mcp");
+    drop(keep);
+    o
+}
+
+#[test]
+fn serve_with_a_closed_stdout_ends_quietly() {
+    for close_input in [false, true] {
+        let (reader, writer) = std::io::pipe().expect("pipe");
+        drop(reader);
+        let o = serve_with_stdout("serve-closed", Stdio::from(writer), close_input);
+        assert!(o.code == 0 || o.code == 141, "exit {}: {}", o.code, o.stderr);
+        // Only the line saying what it serves: no error, no panic.
+        assert_eq!(o.stderr.lines().count(), 1, "{}", o.stderr);
+        assert!(o.stderr.starts_with("tdsl: serving 1 tool(s)"), "{}", o.stderr);
+    }
+}
+
+#[test]
+fn serve_with_a_full_stdout_is_exit_1_with_one_line() {
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").expect("/dev/full");
+    // Its input stays open: the failed write alone ends it.
+    let o = serve_with_stdout("serve-full", Stdio::from(full), false);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    let lines: Vec<&str> = o.stderr.lines().collect();
+    assert_eq!(
+        lines[1..],
+        ["error: cannot write to standard output: No space left on device (os error 28)"],
+        "{}",
+        o.stderr
+    );
 }

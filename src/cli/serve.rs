@@ -2,11 +2,12 @@
 //! on standard input and output, or with `--listen HOST:PORT [--token-file FILE]` over
 //! Streamable HTTP at `/mcp` (see [`crate::mcp`], [`crate::mcp::http`] and `docs/mcp.md`).
 //!
-//! Exit status: 0 when the client closes the connection or on SIGTERM (calls in flight
-//! are cancelled and their programs killed; the exit comes within about 3 s), 1 when two
-//! tools get the same name, 2 when the command itself cannot run (for `--listen`: an
-//! address that is not loopback without `--token-file`, a token file others can read or
-//! that is empty, an address that cannot be bound).
+//! Exit status: 0 when the client closes the connection (its end of our input or of our
+//! output) or on SIGTERM (calls in flight are cancelled and their programs killed; the exit
+//! comes within about 3 s), 1 when two tools get the same name or the output cannot be
+//! written (a full disk), 2 when the command itself cannot run (for `--listen`: an address
+//! that is not loopback without `--token-file`, a token file others can read or that is
+//! empty, an address that cannot be bound).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -136,6 +137,11 @@ pub fn run(args: ServeArgs) -> ExitCode {
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // A full disk under standard output: one line, exit 1, like every command.
+        Err(e) if e.starts_with(crate::mcp::OUTPUT_FAILED) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
         Err(e) => usage_failure(&UsageError(e)),
     }
 }

@@ -11,7 +11,7 @@ use std::cell::RefCell;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::time::Time;
-use crate::runtime::{Clock, Interrupt, SystemClock};
+use crate::runtime::{Clock, Interrupt, InterruptProbe, InterruptReason, SystemClock};
 
 /// The clock of programs compiled for execution ([`super::workflow::engine`]).
 #[derive(Clone, Copy, Debug, Default)]
@@ -39,17 +39,22 @@ pub(crate) struct ClockScope {
     reads: Mutex<Vec<i64>>,
     /// Stops evaluations inside the scope when the run is cancelled or past its deadline.
     interrupt: Option<Interrupt>,
+    /// How long one evaluation inside the scope may run (a step's `timeout_seconds`, on the
+    /// run's monotonic clock): past it, the evaluation stops with `E0408`.
+    eval_timeout_ms: Option<u64>,
 }
 
 impl ClockScope {
     /// A scope reading `time`, or replaying `recorded` reads in order (and `time` once they
-    /// run out).
+    /// run out). Each evaluation inside it stops when `interrupt` says so, or once it has run
+    /// for `eval_timeout_ms` on `time`'s monotonic clock.
     pub(crate) fn new(
         time: Arc<dyn Time>,
         recorded: Option<Vec<i64>>,
         interrupt: Option<Interrupt>,
+        eval_timeout_ms: Option<u64>,
     ) -> Arc<ClockScope> {
-        Arc::new(ClockScope { time, recorded, reads: Mutex::new(Vec::new()), interrupt })
+        Arc::new(ClockScope { time, recorded, reads: Mutex::new(Vec::new()), interrupt, eval_timeout_ms })
     }
 
     fn read(&self) -> i64 {
@@ -68,7 +73,8 @@ impl ClockScope {
     }
 
     /// Runs `f` with this scope open on the current thread (and its interrupt, if any, as
-    /// the ambient one: a transform evaluated inside stops when the run must).
+    /// the ambient one: a transform evaluated inside stops when the run must, or when it has
+    /// run longer than the scope's evaluation timeout, counted from here).
     pub(crate) fn enter<T>(self: &Arc<Self>, f: impl FnOnce() -> T) -> T {
         struct Pop;
         impl Drop for Pop {
@@ -78,9 +84,19 @@ impl ClockScope {
         }
         SCOPES.with(|s| s.borrow_mut().push(self.clone()));
         let _pop = Pop;
-        match &self.interrupt {
-            Some(i) => i.enter(f),
-            None => f(),
+        match (&self.interrupt, self.eval_timeout_ms) {
+            (base, Some(timeout)) => {
+                let (time, base) = (self.time.clone(), base.clone());
+                let until = time.monotonic_ms().saturating_add(timeout);
+                let probe: InterruptProbe = Arc::new(move || {
+                    base.as_ref()
+                        .and_then(Interrupt::check)
+                        .or_else(|| (time.monotonic_ms() >= until).then_some(InterruptReason::Deadline))
+                });
+                Interrupt::new().with_probe(probe).enter(f)
+            }
+            (Some(i), None) => i.enter(f),
+            (None, None) => f(),
         }
     }
 }

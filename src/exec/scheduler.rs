@@ -352,7 +352,9 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    fn clock(&self, key: &str) -> Arc<ClockScope> {
+    /// The clock scope of `key`'s expressions; `eval_timeout` (a step's `timeout_seconds`)
+    /// bounds each evaluation in it.
+    fn clock(&self, key: &str, eval_timeout: Option<f64>) -> Arc<ClockScope> {
         let recorded = match self.source {
             Source::Live => None,
             Source::Replay(r) => Some(r.clock(key)),
@@ -368,7 +370,13 @@ impl<'a> Ctx<'a> {
                 None
             }
         });
-        ClockScope::new(self.ex.time.clone(), recorded, Some(crate::runtime::Interrupt::new().with_probe(probe)))
+        let eval_timeout = eval_timeout.map(|t| ms(Duration::try_from_secs_f64(t).unwrap_or(Duration::MAX)));
+        ClockScope::new(
+            self.ex.time.clone(),
+            recorded,
+            Some(crate::runtime::Interrupt::new().with_probe(probe)),
+            eval_timeout,
+        )
     }
 
     /// Runs one composite: its own `transform_arguments`, its steps, its result.
@@ -381,7 +389,7 @@ impl<'a> Ctx<'a> {
         refused: Option<Failure>,
     ) -> FrameOutcome {
         let n = plan.steps.len();
-        let tool_clock = self.clock(&format!("{prefix}$tool"));
+        let tool_clock = self.clock(&format!("{prefix}$tool"), None);
         let mut failure = refused;
         let mut arguments = arguments;
         if let (None, Some(t)) = (&failure, &plan.transform_arguments) {
@@ -559,7 +567,8 @@ impl<'a> Ctx<'a> {
         tr.started_at = Some(self.wall_at(started));
         tr.status = StepStatus::Running;
         self.emit(Event::StepStarted { step: &key, tool: &step.tool_path });
-        let clock = self.clock(&key);
+        let timeout_seconds = step.timeout_seconds.unwrap_or(self.ex.options.timeout_seconds);
+        let clock = self.clock(&key, Some(timeout_seconds));
         let outcome = self.step_body(frame, step, &key, &clock, &mut tr);
         tr.clock_reads = clock.reads();
         // `output_path` (SPEC §5) is taken last, from a result the step produced (not from
@@ -593,19 +602,37 @@ impl<'a> Ctx<'a> {
                 // An expression stopped by the run's deadline or cancellation: the run's failure.
                 let f = if matches!(f.code, Code::Interrupted | Code::EvalDeadline) && self.deadline_passed() {
                     self.deadline_failure(&key)
+                } else if f.code == Code::EvalDeadline {
+                    // The step's own `timeout_seconds` stopped one of its expressions: a
+                    // timeout of the step (SPEC §6.5), not an error in the expression.
+                    Failure {
+                        code: Code::StepTimeout,
+                        message: format!("{} (the step's timeout of {timeout_seconds} s)", f.message),
+                        timeout: true,
+                        ..f
+                    }
                 } else {
                     f
                 };
-                tr.status = if f.timeout { StepStatus::Timeout } else { StepStatus::Failed };
-                tr.error = Some(f.message.clone());
-                if step.continue_on_error && !(f.timeout && self.deadline_hit.load(Ordering::SeqCst)) {
-                    frame.partial.store(true, Ordering::SeqCst);
-                    let v = failed_result(&f.message);
-                    tr.result = Some(v.clone());
-                    v
-                } else {
+                if f.code == Code::RunCancelled {
+                    // Stopped by the host (a signal, an MCP cancel) while it ran: it did not
+                    // fail on its own, it was cancelled; the run's failure is still E0813.
+                    tr.status = StepStatus::Cancelled;
+                    tr.reason = Some(f.message.clone());
                     frame.fail(id.0, f);
                     Value::Null
+                } else {
+                    tr.status = if f.timeout { StepStatus::Timeout } else { StepStatus::Failed };
+                    tr.error = Some(f.message.clone());
+                    if step.continue_on_error && !(f.timeout && self.deadline_hit.load(Ordering::SeqCst)) {
+                        frame.partial.store(true, Ordering::SeqCst);
+                        let v = failed_result(&f.message);
+                        tr.result = Some(v.clone());
+                        v
+                    } else {
+                        frame.fail(id.0, f);
+                        Value::Null
+                    }
                 }
             }
         };
@@ -852,6 +879,12 @@ impl<'a> Ctx<'a> {
                                 Ok(raw)
                             }
                             Err(f) if f.cancelled => Err(f),
+                            // The host stopped the run while the child ran (a signal, an MCP
+                            // cancel): cancelled, not failed.
+                            Err(f) if f.code == Code::RunCancelled => {
+                                ct.error = Some(f.message.clone());
+                                Err(f)
+                            }
                             Err(f) => {
                                 ct.status = if f.timeout { StepStatus::Timeout } else { StepStatus::Failed };
                                 ct.error = Some(f.message.clone());
@@ -889,7 +922,11 @@ impl<'a> Ctx<'a> {
                     }
                     values.push(Value::Null);
                 }
-                Err(f) if step.continue_on_error && !self.deadline_hit.load(Ordering::SeqCst) => {
+                Err(f)
+                    if step.continue_on_error
+                        && f.code != Code::RunCancelled
+                        && !self.deadline_hit.load(Ordering::SeqCst) =>
+                {
                     frame.partial.store(true, Ordering::SeqCst);
                     values.push(failed_result(&f.message));
                 }

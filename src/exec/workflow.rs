@@ -106,6 +106,16 @@ impl Workflow {
     /// [`Workflow::load`] with the expressions compiled by `engine` (for host functions or
     /// a file store); its clock is replaced by [`ExecClock`], the run's.
     pub fn load_with_engine(root: &Path, file: &Path, engine: Engine) -> Result<Workflow, LoadError> {
+        // Limits out of range would fail every expression with E0409: say it once.
+        if let Err(e) = engine.limits().validate() {
+            let error = engine.analyze("null", &crate::types::Scope::open()).diagnostics;
+            debug_assert!(error.iter().any(|d| d.code == crate::diagnostic::Code::LimitOutOfRange), "{e}");
+            return Err(LoadError::Invalid {
+                name: file.display().to_string(),
+                source: Arc::from(""),
+                diagnostics: error,
+            });
+        }
         // Callees with no file are kept as `Tool::Missing`: a mock may still answer for them.
         let engine = engine.with_clock(Arc::new(ExecClock));
         let mut analyzer = Analyzer::with_engine(ToolRoot::assumed(root), engine);

@@ -387,13 +387,24 @@ pub async fn pump_output<R: AsyncRead + Unpin>(from_rmcp: R, out: mpsc::Sender<V
 }
 
 /// Writes every line it receives to `stdout`, flushing after each, until every sender is
-/// gone or the output is closed.
-pub async fn write_output<W: AsyncWrite + Unpin>(mut stdout: W, mut lines: mpsc::Receiver<Vec<u8>>) {
+/// gone (`None`) or a write fails: then `failed` is raised (the server shuts down: nobody can
+/// hear it any more) and the error is returned.
+pub async fn write_output<W: AsyncWrite + Unpin>(
+    mut stdout: W,
+    mut lines: mpsc::Receiver<Vec<u8>>,
+    failed: tokio::sync::watch::Sender<bool>,
+) -> Option<std::io::Error> {
     while let Some(line) = lines.recv().await {
-        if stdout.write_all(&line).await.is_err() || stdout.flush().await.is_err() {
-            return;
+        let written = match stdout.write_all(&line).await {
+            Ok(()) => stdout.flush().await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = written {
+            failed.send_replace(true);
+            return Some(e);
         }
     }
+    None
 }
 
 #[cfg(test)]

@@ -102,6 +102,10 @@ pub const SERVER_BUSY: i32 = -32001;
 /// at about 2.5 s whatever a call does).
 pub const SHUTDOWN_GRACE: Duration = Duration::from_millis(2500);
 
+/// How [`McpServer::serve_io`]'s error starts when its output could not be written (other
+/// than closed by the client, which is a quiet end): `tdsl serve` exits 1 on it.
+pub const OUTPUT_FAILED: &str = "cannot write to standard output";
+
 impl McpServer {
     /// Loads the `.tool` files under `root` whose tool paths match one of `allow` (every
     /// file when `allow` is empty). Files that do not load are left out, each with a line in
@@ -203,10 +207,11 @@ impl McpServer {
     {
         use rmcp::ServiceExt;
         let (lines_tx, lines_rx) = tokio::sync::mpsc::channel::<Vec<u8>>(64);
-        let writer = tokio::spawn(framing::write_output(output, lines_rx));
+        let shutdown = self.inner.shutdown.clone();
+        // An output that cannot be written (closed, full) shuts the server down too.
+        let writer = tokio::spawn(framing::write_output(output, lines_rx, shutdown.clone()));
         let (to_rmcp, rmcp_in) = tokio::io::duplex(64 * 1024);
         let (rmcp_out, from_rmcp) = tokio::io::duplex(64 * 1024);
-        let shutdown = self.inner.shutdown.clone();
         let input_done = {
             let (lines, down) = (lines_tx.clone(), shutdown.subscribe());
             tokio::spawn(framing::pump_input(input, to_rmcp, lines, down))
@@ -241,12 +246,19 @@ impl McpServer {
         shutdown.send_replace(true);
         starter.abort();
         // What rmcp wrote before it stopped goes out; a stuck output does not hold the exit.
-        let _ = tokio::time::timeout(Duration::from_millis(300), async {
+        let failed_write = tokio::time::timeout(Duration::from_millis(300), async {
             let _ = output_done.await;
-            let _ = writer.await;
+            writer.await.ok().flatten()
         })
-        .await;
-        result
+        .await
+        .ok()
+        .flatten();
+        match failed_write {
+            // The client closed its end of our output: it left, like the end of input.
+            Some(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+            Some(e) => Err(format!("{OUTPUT_FAILED}: {e}")),
+            None => result,
+        }
     }
 
     /// Calls a tool by name: the `tools/call` result, or `None` when there is no such tool.
