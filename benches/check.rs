@@ -106,6 +106,13 @@ fn bench(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new(format!("steps/{refs} refs"), n), &source, |b, source| {
             b.iter(|| analyzer.check_source("bench.tool", source))
         });
+        // The same without types from use (issue 18), for its share of the time.
+        analyzer.set_types_from_use(false);
+        group.bench_with_input(
+            BenchmarkId::new(format!("steps without types from use/{refs} refs"), n),
+            &source,
+            |b, source| b.iter(|| analyzer.check_source("bench.tool", source)),
+        );
     }
     group.finish();
     let _ = std::fs::remove_dir_all(dir);
