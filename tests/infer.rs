@@ -38,6 +38,8 @@ const TRANSFORMS: &[&str] = &[
     "{R} + 1",
     "-{R}",
     "{R} < 3",
+    "{R} > null",
+    "{R} + REF:arguments.go",
     "length({R})",
     "{R}.name",
     "if(REF:arguments.go, upper({R}), {R} * 2)",
@@ -219,7 +221,7 @@ fn run_case(uses: &[(UseKind, Guard)], v: &serde_json::Value, go: bool) -> Optio
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 160, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
     /// Soundness: whenever a run with some mock answer succeeds, `check` reports no error
     /// for that composite (it may report warnings). The run uses the plan the analysis

@@ -454,12 +454,24 @@ impl Infer<'_, '_> {
                 }
                 let op = operator.node;
                 let maybe_null = Kinds::NULL;
+                // A comparison with null is false, whatever the other side: each side is
+                // constrained only when the other is a literal that is not null.
+                let literal = |n: Option<&JsonNode>| match n.map(|n| &n.kind) {
+                    Some(JsonKind::Null) | None => false,
+                    Some(JsonKind::Str(s)) => !s.value.starts_with("REF:"),
+                    Some(_) => true,
+                };
+                let both = |k: Kinds| {
+                    let p = if literal(value.as_ref()) { k } else { Kinds::ALL };
+                    let v = if literal(Some(param)) { k } else { Kinds::ALL };
+                    (p, v)
+                };
                 let (p_kinds, v_kinds) = match op {
                     Operator::GreaterThan
                     | Operator::LessThan
                     | Operator::GreaterThanOrEquals
-                    | Operator::LessThanOrEquals => (maybe_null.or(Kinds::NUM), maybe_null.or(Kinds::NUM)),
-                    Operator::StartsWith | Operator::EndsWith => (maybe_null.or(Kinds::STR), maybe_null.or(Kinds::STR)),
+                    | Operator::LessThanOrEquals => both(maybe_null.or(Kinds::NUM)),
+                    Operator::StartsWith | Operator::EndsWith => both(maybe_null.or(Kinds::STR)),
                     Operator::Contains => (maybe_null.or(Kinds::LIST).or(Kinds::STR).or(Kinds::OBJ), Kinds::ALL),
                     Operator::In => (Kinds::ALL, maybe_null.or(Kinds::LIST).or(Kinds::STR).or(Kinds::OBJ)),
                     _ => (Kinds::ALL, Kinds::ALL),
@@ -583,12 +595,21 @@ impl Infer<'_, '_> {
                     Add => Kinds::NUM.or(Kinds::STR).or(Kinds::LIST).or(Kinds::OBJ),
                     Sub | Mul | Div | Rem => Kinds::NUM,
                 };
+                // A comparison with null is false, whatever the other side: a side is
+                // constrained only when the other can never be null.
+                let other = |t: &TExpr| {
+                    if matches!(op, Lt | Le | Gt | Ge) && Kinds::of(&t.ty).has(Kinds::NULL) {
+                        Kinds::ALL
+                    } else {
+                        kinds
+                    }
+                };
                 let what = format!("used as|by `{}`", op.symbol());
-                self.demand(l, cx, kinds, what.clone(), certain);
+                self.demand(l, cx, other(r), what.clone(), certain);
                 self.walk(l, cx, certain);
                 // `and` / `or` evaluate their right side only sometimes.
                 let right = certain && !matches!(op, Or | And);
-                self.demand(r, cx, kinds, what, right);
+                self.demand(r, cx, other(l), what, right);
                 self.walk(r, cx, right);
             }
             TKind::If(c, a, b) => {
