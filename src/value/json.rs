@@ -4,9 +4,49 @@ use std::fmt;
 
 use super::{Map, SmolStr, Value};
 
+/// How deep serde may serialize a value: serde's serializers recurse, so a value a host
+/// nested deeper is an error rather than a stack overflow (`Display` has no such bound: it
+/// writes with a stack on the heap).
+pub const MAX_SERIALIZE_DEPTH: usize = 512;
+
+thread_local! {
+    /// Lists and objects being serialized on this thread, one inside the other.
+    static SERIALIZING: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// One level of [`SERIALIZING`], left when dropped.
+struct Level;
+
+impl Level {
+    fn enter() -> (Level, usize) {
+        let depth = SERIALIZING.with(|d| {
+            let n = d.get() + 1;
+            d.set(n);
+            n
+        });
+        (Level, depth)
+    }
+}
+
+impl Drop for Level {
+    fn drop(&mut self) {
+        SERIALIZING.with(|d| d.set(d.get().saturating_sub(1)));
+    }
+}
+
 impl serde::Serialize for Value {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::{SerializeMap, SerializeSeq};
+        use serde::ser::{Error, SerializeMap, SerializeSeq};
+        let _level = match self {
+            Value::List(_) | Value::Object(_) => {
+                let (level, depth) = Level::enter();
+                if depth > MAX_SERIALIZE_DEPTH {
+                    return Err(S::Error::custom(format!("a value nested deeper than {MAX_SERIALIZE_DEPTH} levels")));
+                }
+                Some(level)
+            }
+            _ => None,
+        };
         match self {
             Value::Null => s.serialize_unit(),
             Value::Bool(b) => s.serialize_bool(*b),

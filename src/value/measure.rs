@@ -61,11 +61,23 @@ impl Value {
     }
 
     /// Nesting depth: 0 for scalars, 1 + the deepest element for lists and objects.
+    /// Walks with a stack on the heap, so any depth is measured.
     pub fn depth(&self) -> usize {
-        match self {
-            Value::List(l) => 1 + l.iter().map(Value::depth).max().unwrap_or(0),
-            Value::Object(o) => 1 + o.values().map(Value::depth).max().unwrap_or(0),
-            _ => 0,
+        let mut deepest = 0;
+        let mut stack = vec![(self, 0usize)];
+        while let Some((v, d)) = stack.pop() {
+            match v {
+                Value::List(l) => {
+                    deepest = deepest.max(d + 1);
+                    stack.extend(l.iter().map(|x| (x, d + 1)));
+                }
+                Value::Object(o) => {
+                    deepest = deepest.max(d + 1);
+                    stack.extend(o.values().map(|x| (x, d + 1)));
+                }
+                _ => {}
+            }
         }
+        deepest
     }
 }

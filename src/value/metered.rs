@@ -163,7 +163,8 @@ impl Value {
     /// there, so its cost is bounded by `max` whatever the value's size).
     pub fn json_within(&self, max: usize) -> Option<String> {
         let mut w = CappedWriter { buf: Vec::new(), max };
-        serde_json::to_writer(&mut w, self).ok()?;
+        // Without recursion: a value a host nested deeply renders like any other.
+        super::render::write_json(self, &mut w).ok()?;
         String::from_utf8(w.buf).ok()
     }
 

@@ -6,7 +6,13 @@ use std::sync::Arc;
 
 use rustc_hash::FxHasher;
 
-use super::Value;
+use super::{Map, SmolStr, Value};
+
+/// Nesting down to which equality, the order and hashing recurse; below it they go on
+/// with a stack on the heap (equality, the order) or stop descending (hashing, which stays
+/// consistent with equality: equal values have the same shape), so a value a host nested a
+/// million levels deep cannot overflow the stack.
+const RECURSIVE_LEVELS: usize = 64;
 
 impl Value {
     /// The total order of SPEC §1: `null < false < true < numbers < strings < lists < objects`.
@@ -14,36 +20,111 @@ impl Value {
     /// Strings compare by code point, lists lexicographically, objects by their entries in
     /// key order (keys first, then values), so the order is total and deterministic.
     pub fn total_cmp(&self, other: &Value) -> Ordering {
-        use Value::*;
-        match (self, other) {
-            (Null, Null) => Ordering::Equal,
-            (Bool(a), Bool(b)) => a.cmp(b),
-            (Int(a), Int(b)) => a.cmp(b),
-            (Int(_) | Float(_), Int(_) | Float(_)) => cmp_numbers(self, other),
-            (Str(a), Str(b)) => a.cmp(b),
-            (List(a), List(b)) => {
-                for (x, y) in a.iter().zip(b.iter()) {
-                    match x.total_cmp(y) {
-                        Ordering::Equal => {}
+        cmp_at(self, other, 0)
+    }
+}
+
+fn cmp_at(a: &Value, b: &Value, depth: usize) -> Ordering {
+    match (a, b) {
+        (Value::List(_), Value::List(_)) | (Value::Object(_), Value::Object(_)) if depth >= RECURSIVE_LEVELS => {
+            cmp_iteratively(a, b)
+        }
+        (Value::List(x), Value::List(y)) => {
+            for (p, q) in x.iter().zip(y.iter()) {
+                match cmp_at(p, q, depth + 1) {
+                    Ordering::Equal => {}
+                    ord => return ord,
+                }
+            }
+            x.len().cmp(&y.len())
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            let (ak, bk) = (sorted_entries(x), sorted_entries(y));
+            for ((ka, va), (kb, vb)) in ak.iter().zip(bk.iter()) {
+                match ka.cmp(kb).then_with(|| cmp_at(va, vb, depth + 1)) {
+                    Ordering::Equal => {}
+                    ord => return ord,
+                }
+            }
+            ak.len().cmp(&bk.len())
+        }
+        _ => cmp_shallow(a, b),
+    }
+}
+
+/// The order of two values that are not both lists or both objects.
+fn cmp_shallow(a: &Value, b: &Value) -> Ordering {
+    use Value::*;
+    match (a, b) {
+        (Null, Null) => Ordering::Equal,
+        (Bool(a), Bool(b)) => a.cmp(b),
+        (Int(a), Int(b)) => a.cmp(b),
+        (Int(_) | Float(_), Int(_) | Float(_)) => cmp_numbers(a, b),
+        (Str(a), Str(b)) => a.cmp(b),
+        _ => rank(a).cmp(&rank(b)),
+    }
+}
+
+fn sorted_entries(o: &Map) -> Vec<(&SmolStr, &Value)> {
+    let mut entries: Vec<(&SmolStr, &Value)> = o.iter().collect();
+    entries.sort_by(|x, y| x.0.cmp(y.0));
+    entries
+}
+
+/// A list or object pair being compared, and how far.
+enum CmpFrame<'a> {
+    List(&'a [Value], &'a [Value], usize),
+    Object(Vec<(&'a SmolStr, &'a Value)>, Vec<(&'a SmolStr, &'a Value)>, usize),
+}
+
+/// [`Value::total_cmp`] with its stack on the heap.
+fn cmp_iteratively(a: &Value, b: &Value) -> Ordering {
+    let mut stack: Vec<CmpFrame<'_>> = Vec::new();
+    let mut next = Some((a, b));
+    loop {
+        if let Some((x, y)) = next.take() {
+            match (x, y) {
+                (Value::List(p), Value::List(q)) => stack.push(CmpFrame::List(p, q, 0)),
+                (Value::Object(p), Value::Object(q)) => {
+                    stack.push(CmpFrame::Object(sorted_entries(p), sorted_entries(q), 0));
+                }
+                _ => match cmp_shallow(x, y) {
+                    Ordering::Equal => {}
+                    ord => return ord,
+                },
+            }
+        }
+        let Some(top) = stack.last_mut() else { return Ordering::Equal };
+        let ended = match top {
+            CmpFrame::List(p, q, i) => {
+                let (p, q): (&[Value], &[Value]) = (p, q);
+                if *i < p.len().min(q.len()) {
+                    next = Some((&p[*i], &q[*i]));
+                    *i += 1;
+                    None
+                } else {
+                    Some(p.len().cmp(&q.len()))
+                }
+            }
+            CmpFrame::Object(p, q, i) => {
+                if *i < p.len().min(q.len()) {
+                    let ((ka, va), (kb, vb)) = (p[*i], q[*i]);
+                    *i += 1;
+                    match ka.cmp(kb) {
+                        Ordering::Equal => next = Some((va, vb)),
                         ord => return ord,
                     }
+                    None
+                } else {
+                    Some(p.len().cmp(&q.len()))
                 }
-                a.len().cmp(&b.len())
             }
-            (Object(a), Object(b)) => {
-                let mut ak: Vec<_> = a.iter().collect();
-                let mut bk: Vec<_> = b.iter().collect();
-                ak.sort_by(|x, y| x.0.cmp(y.0));
-                bk.sort_by(|x, y| x.0.cmp(y.0));
-                for ((ka, va), (kb, vb)) in ak.iter().zip(bk.iter()) {
-                    match ka.cmp(kb).then_with(|| va.total_cmp(vb)) {
-                        Ordering::Equal => {}
-                        ord => return ord,
-                    }
-                }
-                ak.len().cmp(&bk.len())
+        };
+        if let Some(ord) = ended {
+            stack.pop();
+            if ord != Ordering::Equal {
+                return ord;
             }
-            _ => rank(self).cmp(&rank(other)),
         }
     }
 }
@@ -90,55 +171,127 @@ fn cmp_int_float(i: i64, f: f64) -> Ordering {
 impl PartialEq for Value {
     /// Deep equality: numbers numerically (`1 == 1.0`), objects ignoring key order.
     fn eq(&self, other: &Value) -> bool {
-        use Value::*;
-        match (self, other) {
-            (Null, Null) => true,
-            (Bool(a), Bool(b)) => a == b,
-            (Int(a), Int(b)) => a == b,
-            (Int(_) | Float(_), Int(_) | Float(_)) => cmp_numbers(self, other) == Ordering::Equal,
-            (Str(a), Str(b)) => a == b,
-            (List(a), List(b)) => Arc::ptr_eq(a, b) || a[..] == b[..],
-            (Object(a), Object(b)) => {
-                Arc::ptr_eq(a, b) || (a.len() == b.len() && a.iter().all(|(k, v)| b.get(k) == Some(v)))
+        eq_at(self, other, 0)
+    }
+}
+
+fn eq_at(a: &Value, b: &Value, depth: usize) -> bool {
+    match (a, b) {
+        (Value::List(x), Value::List(y)) => {
+            Arc::ptr_eq(x, y)
+                || (x.len() == y.len()
+                    && if depth >= RECURSIVE_LEVELS {
+                        eq_iteratively(a, b)
+                    } else {
+                        x.iter().zip(y.iter()).all(|(p, q)| eq_at(p, q, depth + 1))
+                    })
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            Arc::ptr_eq(x, y)
+                || (x.len() == y.len()
+                    && if depth >= RECURSIVE_LEVELS {
+                        eq_iteratively(a, b)
+                    } else {
+                        x.iter().all(|(k, v)| y.get(k).is_some_and(|w| eq_at(v, w, depth + 1)))
+                    })
+        }
+        _ => eq_shallow(a, b),
+    }
+}
+
+/// Equality of two values that are not both lists or both objects.
+fn eq_shallow(a: &Value, b: &Value) -> bool {
+    use Value::*;
+    match (a, b) {
+        (Null, Null) => true,
+        (Bool(a), Bool(b)) => a == b,
+        (Int(a), Int(b)) => a == b,
+        (Int(_) | Float(_), Int(_) | Float(_)) => cmp_numbers(a, b) == Ordering::Equal,
+        (Str(a), Str(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// Equality with its stack on the heap.
+fn eq_iteratively(a: &Value, b: &Value) -> bool {
+    let mut stack = vec![(a, b)];
+    while let Some((x, y)) = stack.pop() {
+        match (x, y) {
+            (Value::List(p), Value::List(q)) => {
+                if Arc::ptr_eq(p, q) {
+                    continue;
+                }
+                if p.len() != q.len() {
+                    return false;
+                }
+                stack.extend(p.iter().zip(q.iter()));
             }
-            _ => false,
+            (Value::Object(p), Value::Object(q)) => {
+                if Arc::ptr_eq(p, q) {
+                    continue;
+                }
+                if p.len() != q.len() {
+                    return false;
+                }
+                for (k, v) in p.iter() {
+                    match q.get(k) {
+                        Some(w) => stack.push((v, w)),
+                        None => return false,
+                    }
+                }
+            }
+            _ => {
+                if !eq_shallow(x, y) {
+                    return false;
+                }
+            }
         }
     }
+    true
 }
 
 impl Eq for Value {}
 
 impl Hash for Value {
     /// Consistent with `==`: integral floats hash as integers and objects hash
-    /// independently of key order.
+    /// independently of key order. Below [`RECURSIVE_LEVELS`] a list or object hashes as
+    /// its kind and length only.
     fn hash<H: Hasher>(&self, state: &mut H) {
-        match self {
-            Value::Null => 0u8.hash(state),
-            Value::Bool(b) => (1u8, b).hash(state),
-            Value::Int(i) => (3u8, i).hash(state),
-            Value::Float(f) => {
-                if f.fract() == 0.0 && *f >= i64::MIN as f64 && *f < i64::MAX as f64 {
-                    (3u8, *f as i64).hash(state)
-                } else {
-                    (3u8, f.to_bits()).hash(state)
-                }
+        hash_at(self, state, 0);
+    }
+}
+
+fn hash_at<H: Hasher>(v: &Value, state: &mut H, depth: usize) {
+    match v {
+        Value::Null => 0u8.hash(state),
+        Value::Bool(b) => (1u8, b).hash(state),
+        Value::Int(i) => (3u8, i).hash(state),
+        Value::Float(f) => {
+            if f.fract() == 0.0 && *f >= i64::MIN as f64 && *f < i64::MAX as f64 {
+                (3u8, *f as i64).hash(state)
+            } else {
+                (3u8, f.to_bits()).hash(state)
             }
-            Value::Str(s) => (4u8, s).hash(state),
-            Value::List(l) => {
-                5u8.hash(state);
-                l.len().hash(state);
+        }
+        Value::Str(s) => (4u8, s).hash(state),
+        Value::List(l) => {
+            5u8.hash(state);
+            l.len().hash(state);
+            if depth < RECURSIVE_LEVELS {
                 for v in l.iter() {
-                    v.hash(state);
+                    hash_at(v, state, depth + 1);
                 }
             }
-            Value::Object(o) => {
-                6u8.hash(state);
-                o.len().hash(state);
+        }
+        Value::Object(o) => {
+            6u8.hash(state);
+            o.len().hash(state);
+            if depth < RECURSIVE_LEVELS {
                 let mut acc: u64 = 0;
                 for (k, v) in o.iter() {
                     let mut h = FxHasher::default();
                     k.hash(&mut h);
-                    v.hash(&mut h);
+                    hash_at(v, &mut h, depth + 1);
                     acc = acc.wrapping_add(h.finish());
                 }
                 acc.hash(state);

@@ -37,11 +37,69 @@ impl Value {
 }
 
 impl fmt::Display for Value {
-    /// Compact JSON.
+    /// Compact JSON, written with a stack on the heap: a value nested a million levels deep
+    /// (built by a host) renders without overflowing the stack.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match serde_json::to_string(self) {
-            Ok(s) => f.write_str(&s),
-            Err(_) => Err(fmt::Error),
+        let mut out = Vec::new();
+        write_json(self, &mut out).map_err(|_| fmt::Error)?;
+        f.write_str(std::str::from_utf8(&out).map_err(|_| fmt::Error)?)
+    }
+}
+
+/// A list or object being written, and whether its first member is still to come.
+enum Open<'a> {
+    List(std::slice::Iter<'a, Value>, bool),
+    Object(indexmap::map::Iter<'a, SmolStr, Value>, bool),
+}
+
+/// Writes `v` as compact JSON, exactly as `serde_json` does, without recursion; stops at
+/// the first error of `out`.
+pub(super) fn write_json<W: std::io::Write>(v: &Value, out: &mut W) -> std::io::Result<()> {
+    let mut stack: Vec<Open<'_>> = Vec::new();
+    let mut next = Some(v);
+    loop {
+        if let Some(v) = next.take() {
+            match v {
+                Value::List(l) => {
+                    out.write_all(b"[")?;
+                    stack.push(Open::List(l.iter(), true));
+                }
+                Value::Object(o) => {
+                    out.write_all(b"{")?;
+                    stack.push(Open::Object(o.iter(), true));
+                }
+                // Scalars and strings: no nesting, so serde_json's own writer.
+                scalar => serde_json::to_writer(&mut *out, scalar).map_err(std::io::Error::other)?,
+            }
+        }
+        let Some(top) = stack.last_mut() else { return Ok(()) };
+        match top {
+            Open::List(items, first) => match items.next() {
+                Some(x) => {
+                    if !std::mem::replace(first, false) {
+                        out.write_all(b",")?;
+                    }
+                    next = Some(x);
+                }
+                None => {
+                    out.write_all(b"]")?;
+                    stack.pop();
+                }
+            },
+            Open::Object(entries, first) => match entries.next() {
+                Some((k, x)) => {
+                    if !std::mem::replace(first, false) {
+                        out.write_all(b",")?;
+                    }
+                    serde_json::to_writer(&mut *out, k.as_str()).map_err(std::io::Error::other)?;
+                    out.write_all(b":")?;
+                    next = Some(x);
+                }
+                None => {
+                    out.write_all(b"}")?;
+                    stack.pop();
+                }
+            },
         }
     }
 }
