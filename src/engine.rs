@@ -453,31 +453,6 @@ fn check_output(v: &Value, limits: &Limits, span: Span) -> Result<(), EvalError>
     Ok(())
 }
 
-/// Compiles template text met at run time (shared by the VM and the reference evaluator).
-pub(crate) fn compile_template(
-    source: &str,
-    relative: bool,
-    slot: u32,
-    funcs: &FunctionTable,
-    limits: &Limits,
-) -> Result<TExpr, String> {
-    let expr = match relative.then(|| types::relative_path(source)).flatten() {
-        Some(e) => e,
-        None => {
-            let p = syntax::parse_with_limit(source, limits.max_depth);
-            if let Some(d) = p.diagnostics.iter().find(|d| d.is_error()) {
-                return Err(d.message.clone());
-            }
-            p.expr
-        }
-    };
-    let checked = types::check_template(&expr, &Scope::open(), funcs, limits.max_depth, slot);
-    if let Some(d) = checked.diagnostics.iter().find(|d| d.is_error()) {
-        return Err(d.message.clone());
-    }
-    Ok(compile::fold(&checked.expr, funcs, limits))
-}
-
 impl TemplateSource for Inner {
     fn template(&self, source: &str, relative: bool, slot: u32) -> Result<Arc<Chunk>, String> {
         let key = (Arc::from(source), relative, slot);
@@ -486,7 +461,9 @@ impl TemplateSource for Inner {
                 return Ok(c.clone());
             }
         }
-        let typed = compile_template(source, relative, slot, &self.funcs, &self.limits)?;
+        // Parse and check (as the reference evaluator does), then fold and generate code.
+        let checked = crate::template::check_text(source, relative, slot, &self.funcs, &self.limits)?;
+        let typed = compile::fold(&checked, &self.funcs, &self.limits);
         let mut chunk = compile::compile(&typed);
         chunk.locals = chunk.locals.max(slot + 1);
         chunk.source = Some(key.0.clone());

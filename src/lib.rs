@@ -68,6 +68,7 @@ pub mod report;
 pub mod runtime;
 pub mod span;
 pub mod syntax;
+mod template;
 pub mod tool;
 pub mod types;
 pub mod value;

@@ -203,7 +203,7 @@ impl Evaluator<'_> {
                     templates.push(Some((body.clone(), *slot)));
                 }
                 TArg::Dynamic { source, .. } => {
-                    // Compiled when the call starts, after every argument (as the VM does).
+                    // Checked when the call starts, after every argument (as the VM compiles it then).
                     values.push(self.eval(source)?);
                     templates.push(None);
                 }
@@ -224,12 +224,11 @@ impl Evaluator<'_> {
                 err.function = Some(call.name.clone());
                 return Err(err);
             };
-            let body =
-                crate::engine::compile_template(text, *relative, *slot, self.funcs, self.limits).map_err(|m| {
-                    let mut err = EvalError::new(Code::DynamicTemplate, source.span, m);
-                    err.function = Some(call.name.clone());
-                    err
-                })?;
+            let body = crate::template::check_text(text, *relative, *slot, self.funcs, self.limits).map_err(|m| {
+                let mut err = EvalError::new(Code::DynamicTemplate, source.span, m);
+                err.function = Some(call.name.clone());
+                err
+            })?;
             templates[i] = Some((Arc::new(body), *slot));
         }
         let with_name = |mut err: EvalError| {
