@@ -31,8 +31,8 @@ use crate::diagnostic::{did_you_mean, Code, Diagnostic};
 use crate::engine::Engine;
 use crate::span::Span;
 use crate::tool::{
-    Condition, DoneCheck, Instruction, JsonNode, Operator, Param, RefPlace, RefSite, ToolDef, ToolKind, TransformBlock,
-    TypeName,
+    Condition, DoneCheck, Instruction, JsonNode, Operator, ParallelExecution, Param, RefPlace, RefSite, ToolDef,
+    ToolKind, Transform, TransformBlock, TypeName,
 };
 use crate::types::{Fit, Type};
 
@@ -411,124 +411,31 @@ impl<'a> Checker<'a> {
         let def = callee.as_ref().and_then(|c| c.def.as_ref());
         let declared_responses = callee.as_ref().filter(|c| c.declares_responses).and(def).map(|d| &d.responses[..]);
         let shapes = self.callee_shapes(callee.as_ref(), declared_responses);
-        let plain_result = shapes.result.clone();
         let parallel = ins.parallel_execution.as_ref();
-        // A parallel child's element is its callee's response as returned (SPEC §6.3): the
-        // declared response object, or the value of a declared `response` when the tool
-        // returns a non-object; anything when it declares no responses.
-        let element = match declared_responses {
-            None => Type::Any,
-            Some(_) => match object_fields(&shapes.response).into_iter().find(|(k, _)| &**k == "response") {
-                Some((_, alias)) => shapes.response.clone().union(alias),
-                None => shapes.response.clone(),
-            },
-        };
+        let element = parallel_element(declared_responses, &shapes);
         let raw = if parallel.is_some() { Type::List(Arc::new(element.clone())) } else { shapes.response.clone() };
         let raw_fields: Option<&Fields> = if parallel.is_some() { None } else { shapes.fields.as_ref() };
-        let transformed: Vec<Arc<str>> = ins
-            .transform_arguments
-            .iter()
-            .flat_map(|t| t.transforms.iter().map(|(k, _)| Arc::from(k.node.as_str())))
-            .collect();
         let owner = Owner::Step(i);
         let callee_path = ins.tool_definition_path.node.clone();
+        let response_env = RefEnv {
+            owner,
+            response: Some(&raw),
+            response_fields: raw_fields,
+            response_source: &callee_path,
+            transformed: None,
+        };
 
-        // Every REF string of the step, checked and typed.
-        let mut info = RefInfo::new();
-        for site in sites {
-            let env = match site.place {
-                RefPlace::Variable(TransformBlock::Responses) => RefEnv {
-                    owner,
-                    response: Some(&raw),
-                    response_fields: raw_fields,
-                    response_source: &callee_path,
-                    transformed: None,
-                },
-                RefPlace::IterateOver => RefEnv { transformed: Some(&transformed), ..RefEnv::plain(owner) },
-                _ => RefEnv::plain(owner),
-            };
-            let r = self.json_ref(site, &env);
-            info.insert(site.span.start, r);
-        }
-
-        // The arguments, as written.
-        let mut names = Names::default();
-        let mut arguments = Vec::new();
+        let info = self.step_refs(ins, owner, sites, response_env);
         let mut supplied: IndexMap<Arc<str>, Supplied> = IndexMap::new();
-        for (k, v) in ins.arguments.iter().flat_map(|a| &a.entries) {
-            let (plan, ty) = self.value(v, &info, None);
-            let key: Arc<str> = Arc::from(k.node.as_str());
-            names.set(&key, ty.clone());
-            supplied.insert(
-                key.clone(),
-                Supplied { name: key.clone(), key_span: k.span, ty, value_span: v.span, what: "argument" },
-            );
-            arguments.push((key, plan));
-        }
-        let argument_names = names.clone();
-
-        let transform_arguments = ins.transform_arguments.as_ref().map(|t| {
-            let spec = BlockSpec { names: names.clone(), env: RefEnv::plain(owner), warn_pass_through: true };
-            let r = self.transform(t, spec, &info);
-            // The last transform written to a key decides its value and where it is reported.
-            for (tk, e) in &t.transforms {
-                let name: Arc<str> = Arc::from(tk.node.as_str());
-                let Some(ty) = r.outputs.get(&name) else { continue };
-                let s = Supplied {
-                    name: name.clone(),
-                    key_span: tk.span,
-                    ty: ty.clone(),
-                    value_span: e.span,
-                    what: "transform output",
-                };
-                supplied.shift_remove(&name);
-                supplied.insert(name, s);
-            }
-            r.plan
-        });
-
+        let (arguments, argument_names) = self.step_arguments(ins, &info, &mut supplied);
+        let transform_arguments = ins
+            .transform_arguments
+            .as_ref()
+            .map(|t| self.step_transform_arguments(t, owner, &argument_names, &info, &mut supplied));
         let conditions = ins.conditions.iter().map(|c| self.condition(c, &info)).collect();
-        let done_check = ins.done_check.as_ref().and_then(|d| match d {
-            DoneCheck::Conditions(cs) => {
-                Some(DoneCheckPlan::Conditions(cs.iter().map(|c| self.condition(c, &info)).collect()))
-            }
-            DoneCheck::Expression(e) => {
-                let compiled = self.compile(e, &argument_names, &RefEnv::plain(owner), &ListLiterals::new());
-                compiled.program.map(DoneCheckPlan::Expression)
-            }
-        });
+        let done_check = ins.done_check.as_ref().and_then(|d| self.step_done_check(d, owner, &argument_names, &info));
         let done_value = ins.done_value.as_ref().map(|v| self.value(v, &info, None));
-
-        let parallel_plan = parallel.map(|p| {
-            let (plan, ty) = self.value(&p.iterate_over, &info, None);
-            let list_or_null = Type::any_list().union(Type::Null);
-            if ty.fits(&list_or_null) == Fit::No {
-                self.diags.push(
-                    Diagnostic::new(
-                        Code::IterateOverNotList,
-                        p.iterate_over.span,
-                        format!("`iterate_over` must be a list, and this is {ty:#}"),
-                    )
-                    .with_label(format!("this is {ty}"))
-                    .with_help("iterate over a list: a REF to a list field, or a literal list"),
-                );
-            }
-            let elem = ty.element();
-            let elem = if elem == Type::Never { Type::Any } else { elem };
-            let name: Arc<str> = Arc::from(p.child_argument_name.node.as_str());
-            supplied.shift_remove(&name);
-            supplied.insert(
-                name.clone(),
-                Supplied {
-                    name: name.clone(),
-                    key_span: p.child_argument_name.span,
-                    ty: elem,
-                    value_span: p.iterate_over.span,
-                    what: "element",
-                },
-            );
-            ParallelPlan { iterate_over: plan, child_argument_name: name }
-        });
+        let parallel_plan = parallel.map(|p| self.step_parallel(p, &info, &mut supplied));
 
         if let Some(c) = &callee {
             let supplied: Vec<Supplied> = supplied.into_values().collect();
@@ -544,20 +451,13 @@ impl<'a> Checker<'a> {
                 },
                 (None, None) => Names { list: IndexMap::new(), open: true },
             };
-            let env = RefEnv {
-                owner,
-                response: Some(&raw),
-                response_fields: raw_fields,
-                response_source: &callee_path,
-                transformed: None,
-            };
-            self.transform(t, BlockSpec { names, env, warn_pass_through: false }, &info)
+            self.transform(t, BlockSpec { names, env: response_env, warn_pass_through: false }, &info)
         });
 
         // The result, as REFs to this step see it (SPEC §6.4).
         let mut fields: crate::types::Fields = match parallel {
             Some(_) => [(Arc::from("response"), Type::List(Arc::new(element.clone())))].into_iter().collect(),
-            None => object_fields(&plain_result).into_iter().collect(),
+            None => object_fields(&shapes.result).into_iter().collect(),
         };
         for (k, ty) in transform_responses.iter().flat_map(|r| &r.outputs) {
             fields.insert(k.clone(), ty.clone());
@@ -583,6 +483,131 @@ impl<'a> Checker<'a> {
             done_value: done_value.map(|(p, _)| p),
             transform_responses: transform_responses.map(|r| r.plan),
         });
+    }
+
+    /// Every REF string of a step, checked and typed: those in `transform_responses` see
+    /// the raw response (`response_env`), `iterate_over` sees the names the step's own
+    /// `transform_arguments` produce (to report them), the others see neither.
+    fn step_refs(&mut self, ins: &Instruction, owner: Owner, sites: &[RefSite], response_env: RefEnv<'_>) -> RefInfo {
+        let transformed: Vec<Arc<str>> = ins
+            .transform_arguments
+            .iter()
+            .flat_map(|t| t.transforms.iter().map(|(k, _)| Arc::from(k.node.as_str())))
+            .collect();
+        let mut info = RefInfo::new();
+        for site in sites {
+            let env = match site.place {
+                RefPlace::Variable(TransformBlock::Responses) => response_env,
+                RefPlace::IterateOver => RefEnv { transformed: Some(&transformed), ..RefEnv::plain(owner) },
+                _ => RefEnv::plain(owner),
+            };
+            let r = self.json_ref(site, &env);
+            info.insert(site.span.start, r);
+        }
+        info
+    }
+
+    /// A step's `arguments`, as written: their plans, and their names with their types
+    /// (the scope of the step's expressions). Each is recorded in `supplied`.
+    fn step_arguments(
+        &mut self,
+        ins: &Instruction,
+        info: &RefInfo,
+        supplied: &mut IndexMap<Arc<str>, Supplied>,
+    ) -> (Vec<(Arc<str>, ValuePlan)>, Names) {
+        let mut names = Names::default();
+        let mut arguments = Vec::new();
+        for (k, v) in ins.arguments.iter().flat_map(|a| &a.entries) {
+            let (plan, ty) = self.value(v, info, None);
+            let key: Arc<str> = Arc::from(k.node.as_str());
+            names.set(&key, ty.clone());
+            supplied.insert(
+                key.clone(),
+                Supplied { name: key.clone(), key_span: k.span, ty, value_span: v.span, what: "argument" },
+            );
+            arguments.push((key, plan));
+        }
+        (arguments, names)
+    }
+
+    /// A step's `transform_arguments`: each output replaces what `supplied` held under its
+    /// name.
+    fn step_transform_arguments(
+        &mut self,
+        t: &Transform,
+        owner: Owner,
+        names: &Names,
+        info: &RefInfo,
+        supplied: &mut IndexMap<Arc<str>, Supplied>,
+    ) -> TransformPlan {
+        let spec = BlockSpec { names: names.clone(), env: RefEnv::plain(owner), warn_pass_through: true };
+        let r = self.transform(t, spec, info);
+        // The last transform written to a key decides its value and where it is reported.
+        for (tk, e) in &t.transforms {
+            let name: Arc<str> = Arc::from(tk.node.as_str());
+            let Some(ty) = r.outputs.get(&name) else { continue };
+            let s = Supplied {
+                name: name.clone(),
+                key_span: tk.span,
+                ty: ty.clone(),
+                value_span: e.span,
+                what: "transform output",
+            };
+            supplied.shift_remove(&name);
+            supplied.insert(name, s);
+        }
+        r.plan
+    }
+
+    /// A step's `done_check`: conditions, or an expression over the step's arguments.
+    fn step_done_check(&mut self, d: &DoneCheck, owner: Owner, names: &Names, info: &RefInfo) -> Option<DoneCheckPlan> {
+        match d {
+            DoneCheck::Conditions(cs) => {
+                Some(DoneCheckPlan::Conditions(cs.iter().map(|c| self.condition(c, info)).collect()))
+            }
+            DoneCheck::Expression(e) => {
+                let compiled = self.compile(e, names, &RefEnv::plain(owner), &ListLiterals::new());
+                compiled.program.map(DoneCheckPlan::Expression)
+            }
+        }
+    }
+
+    /// A step's `parallel_execution`: `iterate_over` must be a list; its element is supplied
+    /// to each child under `child_argument_name`.
+    fn step_parallel(
+        &mut self,
+        p: &ParallelExecution,
+        info: &RefInfo,
+        supplied: &mut IndexMap<Arc<str>, Supplied>,
+    ) -> ParallelPlan {
+        let (plan, ty) = self.value(&p.iterate_over, info, None);
+        let list_or_null = Type::any_list().union(Type::Null);
+        if ty.fits(&list_or_null) == Fit::No {
+            self.diags.push(
+                Diagnostic::new(
+                    Code::IterateOverNotList,
+                    p.iterate_over.span,
+                    format!("`iterate_over` must be a list, and this is {ty:#}"),
+                )
+                .with_label(format!("this is {ty}"))
+                .with_help("iterate over a list: a REF to a list field, or a literal list"),
+            );
+        }
+        let elem = ty.element();
+        let elem = if elem == Type::Never { Type::Any } else { elem };
+        let name: Arc<str> = Arc::from(p.child_argument_name.node.as_str());
+        supplied.shift_remove(&name);
+        supplied.insert(
+            name.clone(),
+            Supplied {
+                name: name.clone(),
+                key_span: p.child_argument_name.span,
+                ty: elem,
+                value_span: p.iterate_over.span,
+                what: "element",
+            },
+        );
+        ParallelPlan { iterate_over: plan, child_argument_name: name }
     }
 
     fn callee_shapes(&mut self, callee: Option<&Arc<LoadedTool>>, declared: Option<&[Param]>) -> Arc<Shapes> {
@@ -1177,6 +1202,19 @@ fn plain_result_type(declared: Option<&[Param]>) -> Type {
         fields.push((Arc::from("response"), alias));
     }
     Type::object(fields, true)
+}
+
+/// A parallel child's element is its callee's response as returned (SPEC §6.3): the
+/// declared response object, or the value of a declared `response` when the tool returns a
+/// non-object; anything when it declares no responses.
+fn parallel_element(declared_responses: Option<&[Param]>, shapes: &Shapes) -> Type {
+    match declared_responses {
+        None => Type::Any,
+        Some(_) => match object_fields(&shapes.response).into_iter().find(|(k, _)| &**k == "response") {
+            Some((_, alias)) => shapes.response.clone().union(alias),
+            None => shapes.response.clone(),
+        },
+    }
 }
 
 fn object_fields(t: &Type) -> Vec<(Arc<str>, Type)> {

@@ -11,7 +11,7 @@ use super::scope::Scope;
 use super::typed::{TArg, TCall, TExpr, TKind};
 use super::{Fit, ObjectType, Type};
 use crate::diagnostic::{did_you_mean, Code, Diagnostic};
-use crate::functions::{FunctionTable, ParamKind};
+use crate::functions::{FunctionTable, ParamKind, Signature};
 use crate::span::{SourceMap, Span, Spanned};
 use crate::syntax::ast::{Arg, BinaryOp, Call, Expr, ExprKind, Name, RefPath, UnaryOp};
 use crate::value::{SmolStr, Value};
@@ -515,19 +515,8 @@ impl<'a> Checker<'a> {
     }
 
     fn call(&mut self, call: &Call, span: Span) -> TExpr {
-        let name = &call.name;
-        let Some(id) = self.funcs.lookup(&name.node) else {
-            let mut d = Diagnostic::new(Code::UnknownFunction, name.span, format!("unknown function `{}`", name.node))
-                .with_label("no such function");
-            if let Some(s) = did_you_mean(&name.node, self.funcs.names()) {
-                d = d.with_help(format!("did you mean `{s}`?"));
-            }
-            self.error(d);
-            // Still check the arguments, to report what is wrong inside them too.
-            for a in &call.args {
-                self.expr(&a.value);
-            }
-            return self.err_node(span);
+        let Some(id) = self.funcs.lookup(&call.name.node) else {
+            return self.unknown_function(call, span);
         };
         let funcs = self.funcs;
         let sig = &funcs.get(id).signature;
@@ -542,6 +531,54 @@ impl<'a> Checker<'a> {
             &mut on_heap
         };
         let mut kwargs: Vec<&Arg> = Vec::new();
+        let mut ok = self.bind_arguments(sig, call, bound, &mut kwargs);
+        ok &= self.report_missing(sig, bound, span);
+        let (args, types, given) = self.check_arguments(sig, bound, span);
+
+        // Calls compiled inline.
+        match &*sig.name {
+            "if" if ok => return self.inline_if(args, span),
+            "pipeline" if ok => return self.inline_pipeline(args, bound[1], span),
+            "create_object" if ok => return self.inline_create_object(kwargs, span),
+            _ => {}
+        }
+        if !ok {
+            return self.err_node(span);
+        }
+        if &*sig.name == "json_parse" {
+            self.warn_json_parse_of_non_string(&args);
+        }
+        let ty = sig.return_type(&types);
+        self.node(TKind::Call(TCall { func: id, name: sig.name.clone(), args, given }), ty, span)
+    }
+
+    /// A call of a function that does not exist: reported, and its arguments still checked.
+    fn unknown_function(&mut self, call: &Call, span: Span) -> TExpr {
+        let name = &call.name;
+        let mut d = Diagnostic::new(Code::UnknownFunction, name.span, format!("unknown function `{}`", name.node))
+            .with_label("no such function");
+        if let Some(s) = did_you_mean(&name.node, self.funcs.names()) {
+            d = d.with_help(format!("did you mean `{s}`?"));
+        }
+        self.error(d);
+        // Still check the arguments, to report what is wrong inside them too.
+        for a in &call.args {
+            self.expr(&a.value);
+        }
+        self.err_node(span)
+    }
+
+    /// Binds the arguments of `call` to the parameters of `sig` (`bound`, one per parameter;
+    /// keywords a `**`-signature accepts go to `kwargs`), reporting positional arguments after
+    /// keywords, too many arguments, duplicates and unknown keywords. False when any was
+    /// reported.
+    fn bind_arguments<'c>(
+        &mut self,
+        sig: &Signature,
+        call: &'c Call,
+        bound: &mut [Option<&'c Arg>],
+        kwargs: &mut Vec<&'c Arg>,
+    ) -> bool {
         let mut seen_keyword = false;
         let mut ok = true;
         for (i, a) in call.args.iter().enumerate() {
@@ -563,23 +600,7 @@ impl<'a> Checker<'a> {
                     }
                     if i >= sig.params.len() {
                         ok = false;
-                        let msg = if sig.params.is_empty() {
-                            format!("`{}` takes only keyword arguments", sig.name)
-                        } else {
-                            format!(
-                                "`{}` takes at most {} argument{}, found {}",
-                                sig.name,
-                                sig.params.len(),
-                                if sig.params.len() == 1 { "" } else { "s" },
-                                call.args.len()
-                            )
-                        };
-                        self.error(
-                            Diagnostic::new(Code::TooManyArguments, a.value.span, msg)
-                                .with_label("unexpected argument")
-                                .with_help(format!("the signature is `{}`", sig.display())),
-                        );
-                        self.expr(&a.value);
+                        self.too_many_arguments(sig, call, a);
                         continue;
                     }
                     bound[i] = Some(a);
@@ -607,25 +628,51 @@ impl<'a> Checker<'a> {
                         }
                         None => {
                             ok = false;
-                            let mut d = Diagnostic::new(
-                                Code::UnknownKeyword,
-                                k.span,
-                                format!("`{}` has no parameter `{}`", sig.name, k.node),
-                            )
-                            .with_label("unknown keyword");
-                            d = match did_you_mean(&k.node, sig.params.iter().map(|p| &*p.name)) {
-                                Some(s) => {
-                                    d.with_help(format!("did you mean `{s}`? the signature is `{}`", sig.display()))
-                                }
-                                None => d.with_help(format!("the signature is `{}`", sig.display())),
-                            };
-                            self.error(d);
-                            self.expr(&a.value);
+                            self.unknown_keyword(sig, k, a);
                         }
                     }
                 }
             }
         }
+        ok
+    }
+
+    /// Reports a positional argument past the last parameter (and checks it).
+    fn too_many_arguments(&mut self, sig: &Signature, call: &Call, a: &Arg) {
+        let msg = if sig.params.is_empty() {
+            format!("`{}` takes only keyword arguments", sig.name)
+        } else {
+            format!(
+                "`{}` takes at most {} argument{}, found {}",
+                sig.name,
+                sig.params.len(),
+                if sig.params.len() == 1 { "" } else { "s" },
+                call.args.len()
+            )
+        };
+        self.error(
+            Diagnostic::new(Code::TooManyArguments, a.value.span, msg)
+                .with_label("unexpected argument")
+                .with_help(format!("the signature is `{}`", sig.display())),
+        );
+        self.expr(&a.value);
+    }
+
+    /// Reports a keyword that names no parameter (and checks its value).
+    fn unknown_keyword(&mut self, sig: &Signature, k: &Spanned<Name>, a: &Arg) {
+        let mut d =
+            Diagnostic::new(Code::UnknownKeyword, k.span, format!("`{}` has no parameter `{}`", sig.name, k.node))
+                .with_label("unknown keyword");
+        d = match did_you_mean(&k.node, sig.params.iter().map(|p| &*p.name)) {
+            Some(s) => d.with_help(format!("did you mean `{s}`? the signature is `{}`", sig.display())),
+            None => d.with_help(format!("the signature is `{}`", sig.display())),
+        };
+        self.error(d);
+        self.expr(&a.value);
+    }
+
+    /// Reports the required parameters no argument was bound to. False when any is missing.
+    fn report_missing(&mut self, sig: &Signature, bound: &[Option<&Arg>], span: Span) -> bool {
         let missing: Vec<&str> = sig
             .params
             .iter()
@@ -633,25 +680,29 @@ impl<'a> Checker<'a> {
             .filter(|(p, b)| p.is_required() && b.is_none())
             .map(|(p, _)| &*p.name)
             .collect();
-        if !missing.is_empty() {
-            ok = false;
-            let list = missing.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ");
-            self.error(
-                Diagnostic::new(
-                    Code::MissingArgument,
-                    span,
-                    format!(
-                        "`{}` is missing {} {list}",
-                        sig.name,
-                        if missing.len() == 1 { "argument" } else { "arguments" }
-                    ),
-                )
-                .with_label(format!("missing {list}"))
-                .with_help(format!("the signature is `{}`", sig.display())),
-            );
+        if missing.is_empty() {
+            return true;
         }
+        let list = missing.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ");
+        self.error(
+            Diagnostic::new(
+                Code::MissingArgument,
+                span,
+                format!(
+                    "`{}` is missing {} {list}",
+                    sig.name,
+                    if missing.len() == 1 { "argument" } else { "arguments" }
+                ),
+            )
+            .with_label(format!("missing {list}"))
+            .with_help(format!("the signature is `{}`", sig.display())),
+        );
+        false
+    }
 
-        // Check every bound argument by its parameter's kind.
+    /// Checks every bound argument by its parameter's kind: the typed arguments, their types
+    /// and the bit set of parameters given.
+    fn check_arguments(&mut self, sig: &Signature, bound: &[Option<&Arg>], span: Span) -> (Vec<TArg>, Vec<Type>, u64) {
         let mut args = Vec::with_capacity(sig.params.len());
         let mut types = Vec::with_capacity(sig.params.len());
         let mut given = 0u64;
@@ -663,27 +714,7 @@ impl<'a> Checker<'a> {
                 (ParamKind::Value, Some(a)) => {
                     let t = self.expr(&a.value);
                     self.check_param_type(&sig.name, param, &t, a.value.span);
-                    if !param.one_of.is_empty() {
-                        if let Some(Value::Str(s)) = t.as_const() {
-                            if !param.one_of.contains(&&**s) {
-                                let mut d = Diagnostic::new(
-                                    Code::InvalidArgumentValue,
-                                    a.value.span,
-                                    format!(
-                                        "`{}` of `{}` must be one of {}, found {s:?}",
-                                        param.name,
-                                        sig.name,
-                                        quote_all(param.one_of)
-                                    ),
-                                )
-                                .with_label("not accepted");
-                                if let Some(m) = did_you_mean(s, param.one_of.iter().copied()) {
-                                    d = d.with_help(format!("did you mean {m:?}?"));
-                                }
-                                self.error(d);
-                            }
-                        }
-                    }
+                    self.check_one_of(sig, param, &t, a.value.span);
                     types.push(t.ty.clone());
                     args.push(TArg::Value(t));
                 }
@@ -713,110 +744,126 @@ impl<'a> Checker<'a> {
                     types.push(Type::Never);
                     args.push(TArg::Absent);
                 }
-                (ParamKind::Operations, Some(a)) => {
-                    // Handled below, once the initial value's type is known.
-                    types.push(Type::Any);
-                    args.push(TArg::Absent);
-                    let _ = a;
-                }
-                (ParamKind::Operations, None) => {
+                // `operations` is checked by `inline_pipeline`, once the initial value's
+                // type is known.
+                (ParamKind::Operations, _) => {
                     types.push(Type::Any);
                     args.push(TArg::Absent);
                 }
             }
         }
+        (args, types, given)
+    }
 
-        // Calls compiled inline.
-        match &*sig.name {
-            "if" if ok => {
-                let mut it = args.into_iter().map(|a| match a {
-                    TArg::Value(t) => t,
-                    _ => TExpr::new(TKind::Error, Type::Never, span),
-                });
-                let (c, t, f) = match (it.next(), it.next(), it.next()) {
-                    (Some(c), Some(t), Some(f)) => (c, t, f),
-                    _ => return self.err_node(span),
-                };
-                let ty = t.ty.clone().union(f.ty.clone());
-                return self.node(TKind::If(Box::new(c), Box::new(t), Box::new(f)), ty, span);
-            }
-            "pipeline" if ok => {
-                let init = match args.into_iter().next() {
-                    Some(TArg::Value(t)) => t,
-                    _ => return self.err_node(span),
-                };
-                let Some(ops_arg) = bound[1] else { return self.err_node(span) };
-                let ExprKind::List(ops) = &ops_arg.value.kind else {
-                    self.error(
-                        Diagnostic::new(Code::OperationsNotList, ops_arg.value.span, "`operations` must be a list literal of expressions")
-                            .with_label("not a list literal")
-                            .with_help("write the operations inline: `pipeline(x, [json_parse(current), get_object_property(current, \"a\")])`"),
-                    );
-                    return self.err_node(span);
-                };
-                // Each operation can wrap `current` in as many levels as it nests, and the
-                // operations run one after another: together they nest like one expression.
-                let nesting: usize = ops.iter().map(height).sum();
-                if nesting > PIPELINE_NESTING_FACTOR * self.max_depth {
-                    self.error(
-                        Diagnostic::new(
-                            Code::NestingTooDeep,
-                            ops_arg.value.span,
-                            format!(
-                                "the operations nest {nesting} levels together, more than {}",
-                                PIPELINE_NESTING_FACTOR * self.max_depth
-                            ),
-                        )
-                        .with_label("too many operations")
-                        .with_help("split the pipeline across several transforms"),
-                    );
-                    return self.err_node(span);
-                }
-                let slot = self.locals.len() as u32;
-                let mut cur_ty = init.ty.clone();
-                let mut typed_ops = Vec::with_capacity(ops.len());
-                for op in ops {
-                    self.locals.push((LocalKind::Current, cur_ty.clone()));
-                    let t = self.expr(op);
-                    self.locals.pop();
-                    cur_ty = t.ty.truncated(MAX_PIPELINE_TYPE_DEPTH);
-                    typed_ops.push(t);
-                }
-                return self.node(TKind::Pipeline { init: Box::new(init), slot, ops: typed_ops }, cur_ty, span);
-            }
-            "create_object" if ok => {
-                let mut fields = Vec::new();
-                for a in kwargs {
-                    let t = self.expr(&a.value);
-                    if let Some(k) = &a.keyword {
-                        fields.push((k.node.clone(), t));
-                    }
-                }
-                let ty = Type::object(fields.iter().map(|(k, v)| (k.clone(), v.ty.clone())), false);
-                return self.node(TKind::Object(fields), ty, span);
-            }
-            _ => {}
+    /// Reports a constant string argument outside its parameter's accepted values.
+    fn check_one_of(&mut self, sig: &Signature, param: &crate::functions::Param, t: &TExpr, span: Span) {
+        if param.one_of.is_empty() {
+            return;
         }
-        if !ok {
+        let Some(Value::Str(s)) = t.as_const() else { return };
+        if param.one_of.contains(&&**s) {
+            return;
+        }
+        let mut d = Diagnostic::new(
+            Code::InvalidArgumentValue,
+            span,
+            format!("`{}` of `{}` must be one of {}, found {s:?}", param.name, sig.name, quote_all(param.one_of)),
+        )
+        .with_label("not accepted");
+        if let Some(m) = did_you_mean(s, param.one_of.iter().copied()) {
+            d = d.with_help(format!("did you mean {m:?}?"));
+        }
+        self.error(d);
+    }
+
+    /// `if(c, t, f)`, compiled inline.
+    fn inline_if(&mut self, args: Vec<TArg>, span: Span) -> TExpr {
+        let mut it = args.into_iter().map(|a| match a {
+            TArg::Value(t) => t,
+            _ => TExpr::new(TKind::Error, Type::Never, span),
+        });
+        let (c, t, f) = match (it.next(), it.next(), it.next()) {
+            (Some(c), Some(t), Some(f)) => (c, t, f),
+            _ => return self.err_node(span),
+        };
+        let ty = t.ty.clone().union(f.ty.clone());
+        self.node(TKind::If(Box::new(c), Box::new(t), Box::new(f)), ty, span)
+    }
+
+    /// `pipeline(init, [op, …])`, compiled inline: each operation is checked with `current`
+    /// bound to the previous one's type.
+    fn inline_pipeline(&mut self, args: Vec<TArg>, ops_arg: Option<&Arg>, span: Span) -> TExpr {
+        let init = match args.into_iter().next() {
+            Some(TArg::Value(t)) => t,
+            _ => return self.err_node(span),
+        };
+        let Some(ops_arg) = ops_arg else { return self.err_node(span) };
+        let ExprKind::List(ops) = &ops_arg.value.kind else {
+            self.error(
+                Diagnostic::new(Code::OperationsNotList, ops_arg.value.span, "`operations` must be a list literal of expressions")
+                    .with_label("not a list literal")
+                    .with_help("write the operations inline: `pipeline(x, [json_parse(current), get_object_property(current, \"a\")])`"),
+            );
+            return self.err_node(span);
+        };
+        // Each operation can wrap `current` in as many levels as it nests, and the
+        // operations run one after another: together they nest like one expression.
+        let nesting: usize = ops.iter().map(height).sum();
+        if nesting > PIPELINE_NESTING_FACTOR * self.max_depth {
+            self.error(
+                Diagnostic::new(
+                    Code::NestingTooDeep,
+                    ops_arg.value.span,
+                    format!(
+                        "the operations nest {nesting} levels together, more than {}",
+                        PIPELINE_NESTING_FACTOR * self.max_depth
+                    ),
+                )
+                .with_label("too many operations")
+                .with_help("split the pipeline across several transforms"),
+            );
             return self.err_node(span);
         }
-        if &*sig.name == "json_parse" {
-            if let Some(TArg::Value(t)) = args.first() {
-                if t.ty.fits(&Type::Str) == Fit::No && !matches!(t.kind, TKind::Error) {
-                    self.error(
-                        Diagnostic::new(
-                            Code::JsonParseNonString,
-                            t.span,
-                            format!("`json_parse` of {:#} returns it unchanged", t.ty),
-                        )
-                        .with_label("not a string")
-                        .with_help("drop the `json_parse` call; the value is already parsed"),
-                    );
-                }
+        let slot = self.locals.len() as u32;
+        let mut cur_ty = init.ty.clone();
+        let mut typed_ops = Vec::with_capacity(ops.len());
+        for op in ops {
+            self.locals.push((LocalKind::Current, cur_ty.clone()));
+            let t = self.expr(op);
+            self.locals.pop();
+            cur_ty = t.ty.truncated(MAX_PIPELINE_TYPE_DEPTH);
+            typed_ops.push(t);
+        }
+        self.node(TKind::Pipeline { init: Box::new(init), slot, ops: typed_ops }, cur_ty, span)
+    }
+
+    /// `create_object(k=v, …)`, compiled inline as an object literal.
+    fn inline_create_object(&mut self, kwargs: Vec<&Arg>, span: Span) -> TExpr {
+        let mut fields = Vec::new();
+        for a in kwargs {
+            let t = self.expr(&a.value);
+            if let Some(k) = &a.keyword {
+                fields.push((k.node.clone(), t));
             }
         }
-        let ty = sig.return_type(&types);
-        self.node(TKind::Call(TCall { func: id, name: sig.name.clone(), args, given }), ty, span)
+        let ty = Type::object(fields.iter().map(|(k, v)| (k.clone(), v.ty.clone())), false);
+        self.node(TKind::Object(fields), ty, span)
+    }
+
+    /// Warns about `json_parse` of a value that is never a string (it returns it unchanged).
+    fn warn_json_parse_of_non_string(&mut self, args: &[TArg]) {
+        let Some(TArg::Value(t)) = args.first() else { return };
+        if t.ty.fits(&Type::Str) == Fit::No && !matches!(t.kind, TKind::Error) {
+            self.error(
+                Diagnostic::new(
+                    Code::JsonParseNonString,
+                    t.span,
+                    format!("`json_parse` of {:#} returns it unchanged", t.ty),
+                )
+                .with_label("not a string")
+                .with_help("drop the `json_parse` call; the value is already parsed"),
+            );
+        }
     }
 
     fn check_param_type(&mut self, func: &str, param: &crate::functions::Param, t: &TExpr, span: Span) {
