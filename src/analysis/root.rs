@@ -87,6 +87,34 @@ pub enum Resolved {
     Invalid(String),
 }
 
+/// Every `.tool` file under `dir`, sorted by path. Symbolic links to folders are not
+/// followed, so the walk always ends; it iterates (a heap stack of folders), so any depth
+/// is fine. The error names the folder that could not be read.
+pub(crate) fn tool_files_under(dir: &Path) -> Result<Vec<PathBuf>, (PathBuf, std::io::Error)> {
+    let mut found = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) => return Err((dir, e)),
+        };
+        for entry in entries {
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(e) => return Err((dir, e)),
+            };
+            let path = entry.path();
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "tool") {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
 impl ToolRoot {
     /// A root that was given: every callee must resolve in it.
     pub fn new(dir: impl Into<PathBuf>) -> ToolRoot {

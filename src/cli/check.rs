@@ -81,6 +81,25 @@ pub(crate) fn tool_root(dir: Option<&Path>) -> Result<ToolRoot, UsageError> {
     }
 }
 
+/// The file a command's `TOOL` argument names: the path as given when it is a file (or a
+/// non-directory that exists, such as a pipe), else, with `--root`, the tool path under the
+/// root (`tdsl graph`, `tdsl run`).
+pub(crate) fn tool_file(tool: &str, root: &ToolRoot, root_given: bool) -> Result<PathBuf, UsageError> {
+    let is_file = |p: &Path| p.is_file() || (p.exists() && !p.is_dir());
+    let given = PathBuf::from(tool);
+    if is_file(&given) {
+        return Ok(given);
+    }
+    if !root_given {
+        return Err(UsageError(format!("{tool}: no such file")));
+    }
+    match root.file_path(tool) {
+        Ok(p) if is_file(&p) => Ok(p),
+        Ok(p) => Err(UsageError(format!("{tool}: no such file (looked for {})", p.display()))),
+        Err(e) => Err(UsageError(e)),
+    }
+}
+
 /// Runs `tdsl check`.
 pub fn run(args: CheckArgs) -> ExitCode {
     let root = match tool_root(args.root.as_deref()) {

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 
-use super::check::tool_root;
+use super::check::{tool_file, tool_root};
 use super::{color_stderr, render, usage_failure, UsageError};
 use crate::analysis::Analyzer;
 
@@ -43,19 +43,9 @@ pub fn run(args: GraphArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return usage_failure(&e),
     };
-    let given = PathBuf::from(&args.tool);
-    let file = if given.is_file() || (given.exists() && !given.is_dir()) {
-        given
-    } else if args.root.is_some() {
-        match root.file_path(&args.tool) {
-            Ok(p) if p.is_file() || (p.exists() && !p.is_dir()) => p,
-            Ok(p) => {
-                return usage_failure(&UsageError(format!("{}: no such file (looked for {})", args.tool, p.display())))
-            }
-            Err(e) => return usage_failure(&UsageError(e)),
-        }
-    } else {
-        return usage_failure(&UsageError(format!("{}: no such file", args.tool)));
+    let file = match tool_file(&args.tool, &root, args.root.is_some()) {
+        Ok(f) => f,
+        Err(e) => return usage_failure(&e),
     };
     let mut analyzer = Analyzer::new(root);
     let checked = match analyzer.check_file(&file) {

@@ -169,24 +169,11 @@ pub(crate) fn collect_tools(
             files.push(p.clone());
             continue;
         }
-        let mut found = Vec::new();
-        let mut dirs = vec![p.clone()];
-        while let Some(dir) = dirs.pop() {
-            let entries = std::fs::read_dir(&dir).map_err(|e| UsageError(format!("{}: {e}", dir.display())))?;
-            for entry in entries {
-                let entry = entry.map_err(|e| UsageError(format!("{}: {e}", dir.display())))?;
-                let path = entry.path();
-                if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                    dirs.push(path);
-                } else if path.extension().is_some_and(|e| e == "tool") {
-                    found.push(path);
-                }
-            }
-        }
+        let found =
+            crate::analysis::tool_files_under(p).map_err(|(dir, e)| UsageError(format!("{}: {e}", dir.display())))?;
         if found.is_empty() && empty == EmptyFolder::Error {
             return Err(UsageError(format!("{}: no `.tool` files in this folder", p.display())));
         }
-        found.sort();
         files.extend(found);
     }
     Ok(files)

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::check::tool_root;
+use super::check::{tool_file, tool_root};
 use super::progress::{HistoryArgs, Observers, Progress};
 use super::signals::Interrupts;
 use super::{color_stderr, render, usage_failure, UsageError};
@@ -140,18 +140,7 @@ fn prepare(args: &RunArgs) -> Result<(Workflow, Executor, Value), Stop> {
     // Out-of-range numbers are usage errors before anything is read.
     execution_options(args, Guards::new()).map_err(usage)?;
     let root = tool_root(args.root.as_deref()).map_err(Stop::Usage)?;
-    let given = PathBuf::from(&args.tool);
-    let file = if given.is_file() || (given.exists() && !given.is_dir()) {
-        given
-    } else if args.root.is_some() {
-        match root.file_path(&args.tool) {
-            Ok(p) if p.is_file() || (p.exists() && !p.is_dir()) => p,
-            Ok(p) => return Err(usage(format!("{}: no such file (looked for {})", args.tool, p.display()))),
-            Err(e) => return Err(usage(e)),
-        }
-    } else {
-        return Err(usage(format!("{}: no such file", args.tool)));
-    };
+    let file = tool_file(&args.tool, &root, args.root.is_some()).map_err(Stop::Usage)?;
     let arguments = load_arguments(args.args.as_deref(), &args.arg).map_err(Stop::Usage)?;
     let mock = match &args.mock {
         Some(path) => {

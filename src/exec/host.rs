@@ -145,7 +145,7 @@ fn builtin(name: &str, call: &ToolCall<'_>) -> Result<Value, ToolError> {
 }
 
 /// The program to start: relative paths with a `/` are relative to the tool file's folder.
-fn program_path(program: &str, tool_file: Option<&Path>) -> PathBuf {
+pub(crate) fn program_path(program: &str, tool_file: Option<&Path>) -> PathBuf {
     let p = Path::new(program);
     match tool_file.and_then(Path::parent) {
         Some(dir) if program.contains('/') && p.is_relative() => dir.join(p),

@@ -74,10 +74,8 @@ impl McpEndpoint {
     /// The command with its program resolved against the tool file's folder.
     fn resolved(&self, tool_file: Option<&Path>) -> Vec<String> {
         let mut command = self.command.clone();
-        if let (Some(program), Some(dir)) = (command.first_mut(), tool_file.and_then(Path::parent)) {
-            if program.contains('/') && Path::new(program.as_str()).is_relative() {
-                *program = dir.join(&*program).to_string_lossy().into_owned();
-            }
+        if let Some(program) = command.first_mut() {
+            *program = super::host::program_path(program, tool_file).to_string_lossy().into_owned();
         }
         command
     }

@@ -113,9 +113,7 @@ impl McpServer {
     pub fn load(root: &Path, allow: &[String]) -> Result<(McpServer, Vec<String>), String> {
         let globs = allow_set(allow)?;
         let tool_root = ToolRoot::new(root);
-        let mut files = Vec::new();
-        walk(root, &mut files).map_err(|e| format!("{}: {e}", root.display()))?;
-        files.sort();
+        let files = crate::analysis::tool_files_under(root).map_err(|(_, e)| format!("{}: {e}", root.display()))?;
         let mut loaded: Vec<(String, PathBuf, ToolDef)> = Vec::new();
         let mut skipped = Vec::new();
         for file in files {
@@ -525,19 +523,6 @@ impl Observer for StepLog {
 /// The `--allow` globs, built as `run --allow-tool` builds its own ([`tool_globs`]).
 fn allow_set(allow: &[String]) -> Result<GlobSet, String> {
     tool_globs(allow).map_err(|e| format!("--allow: {e}"))
-}
-
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        let path = entry.path();
-        if entry.file_type().is_ok_and(|t| t.is_dir()) {
-            walk(&path, out)?;
-        } else if path.extension().is_some_and(|e| e == "tool") {
-            out.push(path);
-        }
-    }
-    Ok(())
 }
 
 impl ServerHandler for McpServer {
