@@ -557,3 +557,66 @@ fn retries_show_in_the_recorded_trace_and_in_stats() {
     let run = store.run("1").unwrap().unwrap();
     assert_eq!(run.trace.map(|t| t.total_retries), Some(2));
 }
+
+/// `tdsl serve --mcp --history FILE` records the composite runs its calls make.
+#[test]
+fn serve_records_the_runs_of_its_calls() {
+    use std::io::{BufRead, BufReader, Write};
+    let dir = temp("serve");
+    let db = dir.join("h.db");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tdsl"))
+        .args([
+            "serve",
+            "--mcp",
+            "--root",
+            "examples/conditional-branching",
+            "--allow",
+            "/main.tool",
+            "--history",
+            s(&db),
+        ])
+        .env("XDG_DATA_HOME", common::data_home())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("tdsl serve starts");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut send = move |v: serde_json::Value| {
+        writeln!(stdin, "{v}").unwrap();
+        stdin.flush().unwrap();
+    };
+    let mut response = |id: u64| loop {
+        let mut line = String::new();
+        assert!(stdout.read_line(&mut line).unwrap() > 0, "the server ended before answering {id}");
+        let v = json(&line);
+        if v["id"] == id {
+            return v;
+        }
+    };
+    send(serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params":
+        {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}));
+    response(1);
+    send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let args = json(&std::fs::read_to_string("examples/conditional-branching/valid.json").unwrap());
+    send(
+        serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "main", "arguments": args}}),
+    );
+    let answer = response(2);
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    drop(send);
+    assert!(child.wait().unwrap().success());
+    let store = SqliteStore::open(&db).unwrap();
+    let runs = store.runs(&RunFilter::default()).unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!((runs[0].tool.as_str(), runs[0].status.as_str()), ("/main.tool", "SUCCESS"));
+    assert_eq!(store.run("1").unwrap().unwrap().invocations.len(), 2);
+    // --no-history: nothing.
+    let out = Command::new(env!("CARGO_BIN_EXE_tdsl"))
+        .args(["serve", "--mcp", "--root", "examples/conditional-branching", "--history", s(&db), "--no-history"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "the flags conflict");
+}

@@ -80,6 +80,9 @@ pub struct ServeArgs {
     /// (repeatable).
     #[arg(long, value_name = "GLOB")]
     allow: Vec<String>,
+    /// Where the composite runs of calls are recorded (`--history FILE`, `--no-history`).
+    #[command(flatten)]
+    history: super::progress::HistoryArgs,
 }
 
 /// Runs `tdsl serve`.
@@ -108,6 +111,11 @@ pub fn run(args: ServeArgs) -> ExitCode {
     for s in skipped {
         eprintln!("warning: not served: {s}");
     }
+    let server = match args.history.open() {
+        Ok(Some(store)) => server.with_history(store),
+        Ok(None) => server,
+        Err(e) => return usage_failure(&e),
+    };
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => return usage_failure(&UsageError(format!("cannot start the async runtime: {e}"))),

@@ -227,7 +227,7 @@ pub struct RunFilter {
 }
 
 /// The store the history lives in.
-pub trait HistoryStore: Send + Sync {
+pub trait HistoryStore: Send + Sync + std::fmt::Debug {
     /// Records a run that starts; its id in the history.
     fn begin_run(&self, run: &NewRun<'_>) -> Result<i64, HistoryError>;
     /// A step started (or, with a status other than `RUNNING`, ended).

@@ -64,6 +64,8 @@ pub struct McpServer {
     calls: Option<Arc<tokio::sync::Semaphore>>,
     /// The level `logging/setLevel` asked for; no log messages until a client asks.
     log_level: Arc<Mutex<Option<LoggingLevel>>>,
+    /// Where composite runs are recorded (`serve --history`), when anywhere.
+    history: Option<Arc<dyn crate::history::HistoryStore>>,
 }
 
 #[derive(Debug)]
@@ -152,7 +154,7 @@ impl McpServer {
         let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
         let (shutdown, _) = tokio::sync::watch::channel(false);
         let inner = Arc::new(Inner { root, tools, shutdown, in_flight: AtomicUsize::new(0) });
-        Ok((McpServer { inner, calls: None, log_level: Arc::new(Mutex::new(None)) }, skipped))
+        Ok((McpServer { inner, calls: None, log_level: Arc::new(Mutex::new(None)), history: None }, skipped))
     }
 
     /// The same server with at most `max` calls in flight at once: a call over the limit is
@@ -165,7 +167,19 @@ impl McpServer {
     /// A handle for a new session: the same tools, shutdown and call limit, a logging level
     /// of its own.
     pub fn for_session(&self) -> McpServer {
-        McpServer { inner: self.inner.clone(), calls: self.calls.clone(), log_level: Arc::new(Mutex::new(None)) }
+        McpServer {
+            inner: self.inner.clone(),
+            calls: self.calls.clone(),
+            log_level: Arc::new(Mutex::new(None)),
+            history: self.history.clone(),
+        }
+    }
+
+    /// The same server recording every composite run a call makes into `store` (the run
+    /// history, `docs/history.md`).
+    pub fn with_history(mut self, store: Arc<dyn crate::history::HistoryStore>) -> McpServer {
+        self.history = Some(store);
+        self
     }
 
     /// Cancels every call in flight (their programs are killed) and ends the stdio server.
@@ -274,6 +288,16 @@ impl McpServer {
         observer: Option<Arc<dyn Observer>>,
     ) -> Option<Json> {
         let served = self.inner.tools.iter().find(|t| t.name == name)?;
+        let observer = match &self.history {
+            Some(store) => {
+                let recorder: Arc<dyn Observer> = Arc::new(crate::history::Recorder::new(store.clone()));
+                Some(match observer {
+                    Some(o) => Arc::new(Observers(vec![o, recorder])) as Arc<dyn Observer>,
+                    None => recorder,
+                })
+            }
+            None => observer,
+        };
         Some(call_served(&self.inner.root, served, arguments, cancel, observer))
     }
 
