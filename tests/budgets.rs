@@ -569,15 +569,21 @@ fn a_steps_timeout_stops_its_running_transform() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// The same from the command line (default limits: the timeout, 1 s, comes long before the
-/// fuel runs out): exit 1, `E0804`, and the trace says TIMEOUT.
+/// The same from the command line, with the largest fuel and memory `--fuel` and
+/// `--max-memory` accept (with the defaults, an idle machine can exhaust the memory limit
+/// in under the 1 s timeout, so which came first would be a race): exit 1, `E0804`, and
+/// the trace says TIMEOUT.
 #[test]
 fn a_steps_timeout_stops_its_running_transform_from_the_command_line() {
     let dir = slow_transform_root("step-timeout-cli");
     let trace = dir.join("trace.json");
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tdsl"))
-        .args(["run", "/slow.tool", "--arg", "n=1000000", "--root"])
+        .args(["run", "/slow.tool", "--arg", "n=1000000", "--no-history", "--root"])
         .arg(&dir)
+        .arg("--fuel")
+        .arg(tdsl::ranges::FUEL.max.to_string())
+        .arg("--max-memory")
+        .arg(tdsl::ranges::MAX_ALLOC_BYTES.max.to_string())
         .arg("--trace")
         .arg(&trace)
         .stdout(std::process::Stdio::piped())
@@ -710,8 +716,9 @@ fn a_printed_result_reads_back() {
 // item 8: deep values built by a host
 
 /// A value a host nested 100,000 levels deep (lists, objects, or both) is rendered,
-/// compared, ordered, hashed, measured and dropped on a thread with the default 2 MiB
-/// stack, never overflowing it; serde refuses it cleanly.
+/// compared, ordered, hashed, measured, debug-printed and dropped on a thread with the default 2 MiB
+/// stack, never overflowing it; serde (and so the `serde_json::Value` conversion) refuses
+/// it cleanly.
 #[test]
 fn a_deep_value_built_by_a_host_never_overflows_the_stack() {
     use std::hash::{Hash, Hasher};
@@ -747,6 +754,10 @@ fn a_deep_value_built_by_a_host_never_overflows_the_stack() {
             assert_eq!(a.depth(), DEPTH);
             let err = serde_json::to_string(&a).expect_err("serde refuses it");
             assert!(err.to_string().contains("nested deeper than 512 levels"), "{err}");
+            let err = serde_json::to_value(&a).expect_err("the serde_json::Value conversion refuses it");
+            assert!(err.to_string().contains("nested deeper than 512 levels"), "{err}");
+            let debugged = format!("{a:?}");
+            assert_eq!(debugged, format!("List({text})"), "Debug writes the JSON inside the variant");
             let mut joined = String::new();
             a.join_text(&mut joined);
             assert_eq!(joined, text);

@@ -304,6 +304,8 @@ fn out_of_range_numbers_on_the_command_line_are_usage_errors() {
         ("--max-fan-out", "100001", "--max-fan-out: `max_fan_out` must be an integer from 1 to 100000"),
         ("--max-tool-output", "10", "--max-tool-output: `max_tool_output` must be an integer from 1024 to 1073741824"),
         ("--max-tool-output", "1099511627776", "--max-tool-output: `max_tool_output` must be an integer from 1024"),
+        ("--fuel", "9007199254740993", "--fuel: `fuel` must be an integer from 0 to 9007199254740991"),
+        ("--max-memory", "1099511627777", "--max-memory: `max_alloc_bytes` must be an integer from 0 to 1099511627776"),
     ] {
         let o = tdsl(&["run", "tests/data/run/echo.tool", "--root", ROOT, "--arg", r#"name="x""#, flag, value]);
         assert_eq!(o.code, 2, "{flag} {value}: {}", o.stderr);
@@ -334,8 +336,35 @@ fn out_of_range_numbers_on_the_command_line_are_usage_errors() {
         "100000",
         "--max-tool-output",
         "1024",
+        "--fuel",
+        "9007199254740991",
+        "--max-memory",
+        "1099511627776",
     ]);
     assert_eq!(o.code, 0, "{}", o.stderr);
+}
+
+/// `--fuel` and `--max-memory` set the evaluation limits of the run's transforms: with a
+/// fuel of 1 the `upper(…)` transform of echo.tool runs out (`E0401`); with 1 byte of memory
+/// the 100-byte string it builds does not fit (`E0406`); with the defaults it runs.
+#[test]
+fn fuel_and_max_memory_set_the_evaluation_limits() {
+    let long_name = format!("name=\"{}\"", "x".repeat(100));
+    let run = |extra: &[&str]| {
+        let mut a = vec!["run", "tests/data/run/echo.tool", "--root", ROOT, "--no-history", "--arg"];
+        a.push(if extra.is_empty() { r#"name="x""# } else { &long_name });
+        a.extend_from_slice(extra);
+        tdsl(&a)
+    };
+    let o = run(&["--fuel", "1"]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(o.stderr.contains("[E0401]") && o.stderr.contains("step `again`"), "{}", o.stderr);
+    let o = run(&["--max-memory", "1"]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(o.stderr.contains("[E0406]") && o.stderr.contains("step `again`"), "{}", o.stderr);
+    let o = run(&[]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains(r#""shout": "X""#) || o.stdout.contains(r#""shout":"X""#), "{}", o.stdout);
 }
 
 #[test]

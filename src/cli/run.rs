@@ -84,6 +84,12 @@ pub struct RunArgs {
     /// Serve the files under DIR to the file functions of transforms (`read_file`, …).
     #[arg(long, value_name = "DIR")]
     files: Option<PathBuf>,
+    /// The evaluation fuel of each transform, condition and template (default 50,000,000).
+    #[arg(long, value_name = "N")]
+    fuel: Option<u64>,
+    /// The most bytes one evaluation may build (default 256 MiB).
+    #[arg(long, value_name = "BYTES")]
+    max_memory: Option<u64>,
     /// The most bytes an `exec:` tool may print on standard output (default 64 MiB).
     #[arg(long, value_name = "BYTES", default_value_t = crate::exec::host::DEFAULT_MAX_STDOUT)]
     max_tool_output: u64,
@@ -139,6 +145,7 @@ enum Stop {
 fn prepare(args: &RunArgs) -> Result<(Workflow, Executor, Value), Stop> {
     // Out-of-range numbers are usage errors before anything is read.
     execution_options(args, Guards::new()).map_err(usage)?;
+    let limits = evaluation_limits(args).map_err(usage)?;
     let root = tool_root(args.root.as_deref()).map_err(Stop::Usage)?;
     let file = tool_file(&args.tool, &root, args.root.is_some()).map_err(Stop::Usage)?;
     let arguments = load_arguments(args.args.as_deref(), &args.arg).map_err(Stop::Usage)?;
@@ -150,7 +157,7 @@ fn prepare(args: &RunArgs) -> Result<(Workflow, Executor, Value), Stop> {
         }
         None => None,
     };
-    let mut engine = crate::exec::engine();
+    let mut engine = crate::exec::engine().with_limits(limits);
     if let Some(dir) = &args.files {
         engine = engine.with_file_store(super::open_files(dir).map_err(Stop::Usage)?);
     }
@@ -251,6 +258,23 @@ fn usage(message: String) -> Stop {
 }
 
 /// Loads a workflow; its problems are rendered on standard error.
+/// The evaluation limits `--fuel` and `--max-memory` set, checked against their ranges
+/// (`tdsl::ranges::FUEL`, `MAX_ALLOC_BYTES`): the rest are the defaults.
+fn evaluation_limits(args: &RunArgs) -> Result<crate::Limits, String> {
+    let mut limits = crate::Limits::default();
+    if let Some(fuel) = args.fuel {
+        limits.fuel = fuel;
+    }
+    if let Some(bytes) = args.max_memory {
+        limits.max_alloc_bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
+    }
+    limits.validate().map_err(|e| {
+        let flag = if e.range.name == ranges::FUEL.name { "--fuel" } else { "--max-memory" };
+        format!("{flag}: {e}")
+    })?;
+    Ok(limits)
+}
+
 fn load(root: &Path, file: &Path, name: &str, engine: crate::Engine) -> Result<Workflow, Stop> {
     Workflow::load_with_engine(root, file, engine).map_err(|e| match e {
         LoadError::Io(m) => usage(m),

@@ -1,4 +1,8 @@
-//! serde: writing and reading values as JSON, and the conversion to `serde_json::Value`.
+//! serde: writing and reading values as JSON. A host that wants a `serde_json::Value`
+//! calls `serde_json::to_value(&value)`: it goes through [`Serialize`](serde::Serialize), so
+//! a value nested deeper than [`MAX_SERIALIZE_DEPTH`] is an error rather than a stack
+//! overflow (there is no infallible `From` conversion: `serde_json::Value` itself recurses
+//! when dropped, so an unbounded conversion could not be safe).
 
 use std::fmt;
 
@@ -134,21 +138,5 @@ impl<'de> serde::Deserialize<'de> for Value {
             }
         }
         d.deserialize_any(V)
-    }
-}
-
-impl From<&Value> for serde_json::Value {
-    fn from(v: &Value) -> serde_json::Value {
-        match v {
-            Value::Null => serde_json::Value::Null,
-            Value::Bool(b) => serde_json::Value::Bool(*b),
-            Value::Int(i) => serde_json::Value::from(*i),
-            Value::Float(f) => {
-                serde_json::Number::from_f64(*f).map_or(serde_json::Value::Null, serde_json::Value::Number)
-            }
-            Value::Str(s) => serde_json::Value::String(s.to_string()),
-            Value::List(l) => serde_json::Value::Array(l.iter().map(Into::into).collect()),
-            Value::Object(o) => serde_json::Value::Object(o.iter().map(|(k, v)| (k.to_string(), v.into())).collect()),
-        }
     }
 }

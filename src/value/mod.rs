@@ -32,6 +32,7 @@ use indexmap::IndexMap;
 use rustc_hash::FxHasher;
 pub use smol_str::SmolStr;
 
+pub use json::MAX_SERIALIZE_DEPTH;
 pub use order::cmp_numbers;
 pub use path::{lookup, Path};
 
@@ -47,7 +48,11 @@ pub type Map = IndexMap<SmolStr, Value, FxBuild>;
 pub const MAX_WALK_DEPTH: usize = 4096;
 
 /// A tdsl value: JSON with cheap clones.
-#[derive(Clone, Debug, Default)]
+///
+/// `Debug` writes scalars as a derived `Debug` would (`Int(3)`, `Str("a")`) and lists and
+/// objects as their compact JSON inside `List(…)` / `Object(…)`, written without recursion
+/// like `Display`, so a value a host nested a million levels deep can be debug-printed.
+#[derive(Clone, Default)]
 pub enum Value {
     /// `null`
     #[default]

@@ -46,6 +46,20 @@ impl fmt::Display for Value {
     }
 }
 
+impl fmt::Debug for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Null => f.write_str("Null"),
+            Value::Bool(b) => f.debug_tuple("Bool").field(b).finish(),
+            Value::Int(i) => f.debug_tuple("Int").field(i).finish(),
+            Value::Float(x) => f.debug_tuple("Float").field(x).finish(),
+            Value::Str(s) => f.debug_tuple("Str").field(s).finish(),
+            Value::List(_) => write!(f, "List({self})"),
+            Value::Object(_) => write!(f, "Object({self})"),
+        }
+    }
+}
+
 /// A list or object being written, and whether its first member is still to come.
 enum Open<'a> {
     List(std::slice::Iter<'a, Value>, bool),
