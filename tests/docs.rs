@@ -211,7 +211,7 @@ fn check_example(engine: &Engine, ex: &Example) -> Result<(), String> {
         None => problems.push(format!("no `# =>` or `# error:` line; it gives `{actual}`")),
         Some(Expect::Value(want)) => match &out.result {
             Ok(v) => {
-                let got = serde_json::Value::from(v);
+                let got = serde_json::to_value(v).expect("a result converts to serde_json");
                 // Equal as values, and equal as text so that key order and the
                 // integer/float distinction (`2` vs `2.0`) count too.
                 let same_text = serde_json::to_string(&got).ok() == serde_json::to_string(want).ok();

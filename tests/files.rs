@@ -127,7 +127,7 @@ impl Fixture {
 
     fn ok(&self, src: &str) -> serde_json::Value {
         match self.run(src) {
-            Ok(v) => serde_json::Value::from(&v),
+            Ok(v) => serde_json::to_value(&v).expect("a result converts to serde_json"),
             Err(e) => panic!("`{src}` failed: {} {e}", e.code),
         }
     }
@@ -886,7 +886,7 @@ fn git_tags_are_version_ids() {
         r#"read_file(file_path=config_path, version_id="v1.2")"#,
         json!({"config_path": "/notes.txt"}),
     );
-    assert_eq!(e.map(|v| serde_json::Value::from(&v)).expect("reads"), json!("one\ntwo\n"));
+    assert_eq!(e.map(|v| serde_json::to_value(&v).expect("converts")).expect("reads"), json!("one\ntwo\n"));
     // Only exact names: no partial names, no full ref names, no branches.
     for id in ["v1", "1.2", "tags/v1.2", "refs/tags/v1.2", "V1.2", "v1.2 ", "release"] {
         assert_eq!(fx.code(&format!("read_file(\"notes.txt\", version_id={id:?})")), Code::UnknownVersion, "{id}");
