@@ -109,7 +109,8 @@ pub fn tool(data: &[u8]) {
 /// Any bytes as a composite `.tool` file, analysed and — when it has a plan — run: the
 /// analysis must not panic and its diagnostics must point into the file; the run (every
 /// callee answered by a deterministic echo runner on a virtual clock, under small guards)
-/// must end, give the same result and trace twice, and replay from its trace without
+/// must end, give the same result and trace twice (one call at a time), give the same
+/// result with two calls at a time when nothing failed, and replay from its trace without
 /// divergence.
 pub fn run(data: &[u8]) {
     use crate::analysis::{Analyzer, ToolRoot};
@@ -132,20 +133,32 @@ pub fn run(data: &[u8]) {
             args => Ok(Value::object_from([("echo", args.clone()), ("tool", Value::str(call.tool_path))])),
         }
     };
-    let mut options = Options { max_concurrency: 2, max_depth: 4, ..Options::default() };
+    // One call at a time: two steps that fail at the same virtual instant race on real
+    // threads (which one fails the run and which one is cancelled), so only a sequential
+    // run is reproducible to the byte. The concurrent run below must agree with it
+    // whenever nothing failed.
+    let mut options = Options { max_concurrency: 1, max_depth: 4, ..Options::default() };
     options.guards.max_steps = Some(200);
     options.guards.max_fan_out = 50;
     options.retry.max_retries = 1;
-    let executor = || {
+    let executor = |options: &Options| {
         Executor::new(runner)
             .with_time(Arc::new(ManualTime::new(0)))
             .with_random(Arc::new(SeededRandom::new(7)))
             .with_options(options.clone())
     };
-    let (Ok(first), Ok(second)) = (executor().run(&workflow, arguments.clone()), executor().run(&workflow, arguments))
+    let (Ok(first), Ok(second)) =
+        (executor(&options).run(&workflow, arguments.clone()), executor(&options).run(&workflow, arguments.clone()))
     else {
         return; // refused by a guard, before anything ran
     };
+    let concurrent = Options { max_concurrency: 2, ..options.clone() };
+    if let Ok(parallel) = executor(&concurrent).run(&workflow, arguments) {
+        if first.status == crate::exec::RunStatus::Success {
+            assert_eq!(parallel.status, first.status, "the run ended otherwise with two calls at a time");
+            assert_eq!(parallel.result, first.result, "two calls at a time gave another result");
+        }
+    }
     let normalized = |t: &crate::exec::Trace| {
         let mut t = t.clone();
         t.max_in_flight = 0;
