@@ -61,8 +61,7 @@ fn items(n: usize) -> Value {
 }
 
 fn executor(limit: usize, runner: impl tdsl::exec::Runner + 'static) -> Executor {
-    let options =
-        Options { max_concurrency: limit, guards: Guards::new().max_fan_out(1_000_000), ..Options::default() };
+    let options = Options { max_concurrency: limit, guards: Guards::new().max_fan_out(100_000), ..Options::default() };
     Executor::new(runner).with_time(Arc::new(ManualTime::new(0))).with_options(options)
 }
 

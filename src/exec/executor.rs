@@ -8,7 +8,7 @@ use super::breaker::{BreakerPolicy, Breakers};
 use super::guard::{GuardError, Guards};
 use super::retry::RetryPolicy;
 use super::runner::{CancelToken, Runner};
-use super::scheduler::{self, Source};
+use super::scheduler::{self, Live};
 use super::time::{Random, SeededRandom, SystemTime, Time};
 use super::trace::{Attempt, RunError, RunStatus, StepStatus, Trace};
 use super::workflow::Workflow;
@@ -298,6 +298,6 @@ impl Executor {
     ) -> Result<Run, GuardError> {
         self.options.validate()?;
         self.options.guards.check(workflow)?;
-        Ok(scheduler::run(self, workflow, arguments, &Source::Live, cancel))
+        Ok(scheduler::run(self, workflow, arguments, &Live, cancel))
     }
 }

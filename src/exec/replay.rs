@@ -1,5 +1,9 @@
 //! Replay: a composite re-run from a trace, with no tool calls.
 //!
+//! The run is the ordinary scheduler's; the trace comes in as its [`Source`] (a
+//! [`Recording`]), the interface through which a live run reaches its runner, breakers,
+//! retry back-off and clock. So the scheduler knows nothing of replay.
+//!
 //! Every attempt's outcome (the response, or the error with its kind: transient, permanent,
 //! timeout, deadline, refused by a breaker) and every wall-clock read comes from the trace,
 //! keyed by the step's path (`extract`, `extract[3]`, `outer/inner`); the retry delays are
@@ -11,12 +15,13 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::executor::{Executor, Options, Run};
+use super::executor::{Event, Executor, Options, Run};
 use super::guard::GuardError;
+use super::retry::RetryPolicy;
 use super::runner::{CancelToken, ToolCall, ToolError};
-use super::scheduler::{self, Source};
+use super::scheduler::{self, AttemptCall, Ctx, Source};
 use super::time::ManualTime;
-use super::trace::{Attempt, ChildTrace, StepTrace, Trace};
+use super::trace::{Attempt, ChildTrace, Outcome, StepTrace, Trace};
 use super::workflow::Workflow;
 use crate::value::Value;
 
@@ -56,8 +61,7 @@ pub fn replay(workflow: &Workflow, trace: &Trace, options: Options) -> Result<Re
     let ex = Executor::with_runner(Arc::new(refuse))
         .with_options(Options { deadline: None, ..options })
         .with_time(Arc::new(ManualTime::new(wall)));
-    let run =
-        scheduler::run(&ex, workflow, trace.arguments.clone(), &Source::Replay(recording.clone()), &CancelToken::new());
+    let run = scheduler::run(&ex, workflow, trace.arguments.clone(), &*recording, &CancelToken::new());
     let mut divergences = recording.take();
     compare_runs(trace, &run.trace, &mut divergences);
     Ok(Replay { run, divergences })
@@ -100,21 +104,65 @@ impl Recording {
     }
 
     /// The recorded attempt `n` (0-based) of a step path.
-    pub(crate) fn attempt(&self, key: &str, n: usize) -> Option<&Attempt> {
-        self.attempts.get(key).and_then(|a| a.get(n))
+    fn recorded(&self, key: &str, n: u32) -> Option<&Attempt> {
+        self.attempts.get(key).and_then(|a| a.get(n as usize))
     }
 
-    /// The recorded clock reads of a step path (none when it has none).
-    pub(crate) fn clock(&self, key: &str) -> Vec<i64> {
-        self.clocks.get(key).cloned().unwrap_or_default()
-    }
-
-    pub(crate) fn diverge(&self, at: &str, what: String) {
+    fn diverge(&self, at: &str, what: String) {
         self.divergences.lock().unwrap_or_else(PoisonError::into_inner).push(Divergence { at: at.to_string(), what });
     }
 
     fn take(&self) -> Vec<Divergence> {
         std::mem::take(&mut *self.divergences.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+/// The recording as the run's source: every attempt's outcome, back-off and breaker refusal,
+/// and every clock read, as recorded.
+impl Source for Recording {
+    fn clock_reads(&self, key: &str) -> Option<Vec<i64>> {
+        Some(self.clocks.get(key).cloned().unwrap_or_default())
+    }
+
+    fn delay_ms(&self, _ctx: &Ctx<'_>, key: &str, n: u32, _policy: &RetryPolicy) -> u64 {
+        self.recorded(key, n).map_or(0, |a| a.delay_ms)
+    }
+
+    fn refused_at_once(&self, _ctx: &Ctx<'_>, call: &AttemptCall<'_>, _delay_ms: u64) -> Option<String> {
+        self.recorded(call.key, call.n)
+            .filter(|a| a.outcome == Outcome::Refused)
+            .map(|a| a.error.clone().unwrap_or_default())
+    }
+
+    fn attempt(&self, ctx: &Ctx<'_>, call: &AttemptCall<'_>) -> Option<(Outcome, Result<Value, ToolError>)> {
+        let (key, n) = (call.key, call.n);
+        let recorded = self.recorded(key, n);
+        if recorded.is_none_or(|a| a.outcome != Outcome::Refused) {
+            ctx.emit(Event::AttemptStarted { step: key, tool: call.tool_path, attempt: n + 1 });
+        }
+        Some(match recorded {
+            Some(a) => {
+                let message = a.error.clone().unwrap_or_default();
+                let answer = match a.outcome {
+                    Outcome::Ok => Ok(a.response.clone().unwrap_or_default()),
+                    Outcome::Permanent => Err(ToolError::permanent(message)),
+                    Outcome::Deadline => {
+                        ctx.mark_deadline_hit();
+                        Err(ToolError::transient(message))
+                    }
+                    Outcome::Cancelled => {
+                        ctx.cancel_run();
+                        Err(ToolError::transient(message))
+                    }
+                    Outcome::Transient | Outcome::Timeout | Outcome::Refused => Err(ToolError::transient(message)),
+                };
+                (a.outcome, answer)
+            }
+            None => {
+                self.diverge(key, format!("attempt {} was not recorded: the replay calls the tool more often", n + 1));
+                (Outcome::Permanent, Err(ToolError::permanent("replay: no recorded response for this call")))
+            }
+        })
     }
 }
 

@@ -25,7 +25,6 @@ use super::breaker::{Admission, Refusal};
 use super::clock::ClockScope;
 use super::data::{Env, StepError, Visible};
 use super::executor::{Event, Executor, Run};
-use super::replay::Recording;
 use super::retry::RetryPolicy;
 use super::runner::{CancelToken, ErrorKind, ToolCall, ToolError};
 use super::time::Signal;
@@ -39,12 +38,75 @@ use crate::diagnostic::Code;
 use crate::tool::{Retry, ToolDef};
 use crate::value::{Map, SmolStr, Value};
 
-/// Where attempts' outcomes come from.
-pub(crate) enum Source {
-    /// The runner, under the breakers and timeouts.
-    Live,
-    /// A recorded trace.
-    Replay(Arc<Recording>),
+/// Where a run's attempts, back-off delays, breaker refusals and expression clock reads
+/// come from. [`Live`] is the executor's own: its runner under the breakers, the limit and
+/// the timeouts, its retry policy's back-off, its time. Another implementation answers the
+/// same questions from elsewhere, and nothing else in the scheduler changes.
+pub(crate) trait Source: Send + Sync {
+    /// The wall-clock reads `datetime_now` returns in `key`'s scope, in order (`None`: the
+    /// run's time is read).
+    fn clock_reads(&self, key: &str) -> Option<Vec<i64>>;
+    /// The back-off before attempt `n` (1 for the first retry) of the call at `key`.
+    fn delay_ms(&self, ctx: &Ctx<'_>, key: &str, n: u32, policy: &RetryPolicy) -> u64;
+    /// When the tool's breaker refuses the attempt at once (after its back-off of
+    /// `delay_ms`): the refusal's message.
+    fn refused_at_once(&self, ctx: &Ctx<'_>, call: &AttemptCall<'_>, delay_ms: u64) -> Option<String>;
+    /// One attempt and how it ended; `None` when it never started (the run began failing
+    /// while it waited for a slot).
+    fn attempt(&self, ctx: &Ctx<'_>, call: &AttemptCall<'_>) -> Option<(Outcome, Result<Value, ToolError>)>;
+}
+
+/// The live run: the executor's runner, breakers, retry policy and time.
+pub(crate) struct Live;
+
+impl Source for Live {
+    fn clock_reads(&self, _key: &str) -> Option<Vec<i64>> {
+        None
+    }
+
+    fn delay_ms(&self, ctx: &Ctx<'_>, _key: &str, n: u32, policy: &RetryPolicy) -> u64 {
+        ms(policy.delay(n - 1, &*ctx.ex.random))
+    }
+
+    fn refused_at_once(&self, ctx: &Ctx<'_>, call: &AttemptCall<'_>, delay_ms: u64) -> Option<String> {
+        let now = ctx.ex.time.monotonic_ms();
+        ctx.ex
+            .breakers
+            .refusal(call.tool_path, now.saturating_add(delay_ms))
+            .map(|r| ctx.refusal_message(call.tool_path, r))
+    }
+
+    fn attempt(&self, ctx: &Ctx<'_>, call: &AttemptCall<'_>) -> Option<(Outcome, Result<Value, ToolError>)> {
+        ctx.live_attempt(call)
+    }
+}
+
+/// One attempt at a primitive callee: everything [`Source::attempt`] needs to know.
+pub(crate) struct AttemptCall<'c> {
+    pub(crate) tool_path: &'c str,
+    pub(crate) def: Option<&'c Arc<ToolDef>>,
+    pub(crate) file: Option<&'c PathBuf>,
+    pub(crate) args: &'c Value,
+    /// The step path of the call (`extract`, `extract[3]`, `outer/inner`).
+    pub(crate) key: &'c str,
+    /// 0 for the first attempt, 1 for the first retry, …
+    pub(crate) n: u32,
+    pub(crate) timeout_seconds: f64,
+    /// Whether the run is failing: a call still waiting for a slot then does not start.
+    pub(crate) stopped: &'c dyn Fn() -> bool,
+}
+
+/// Where a step calls its callee: what its call (or each fan-out child's), the retries and
+/// the attempts share.
+#[derive(Clone, Copy)]
+struct Site<'c> {
+    step: &'c StepPlan,
+    tool: Option<&'c Tool>,
+    /// The step path of the call: the step's, or a child's (`extract[3]`).
+    key: &'c str,
+    /// The depth of the composite the step belongs to.
+    depth: usize,
+    policy: &'c RetryPolicy,
 }
 
 /// Counts tool calls in flight and blocks past the limit.
@@ -116,10 +178,10 @@ impl Failure {
 }
 
 /// Everything shared by one run.
-struct Ctx<'a> {
+pub(crate) struct Ctx<'a> {
     ex: &'a Executor,
     wf: &'a Workflow,
-    source: &'a Source,
+    source: &'a dyn Source,
     pool: rayon::ThreadPool,
     limiter: Arc<Limiter>,
     start_ms: u64,
@@ -181,8 +243,21 @@ struct CallOutcome {
     partial: bool,
 }
 
+impl CallOutcome {
+    /// A call that failed before any attempt.
+    fn failed(key: &str, code: Code, message: String) -> CallOutcome {
+        CallOutcome {
+            result: Err(Failure { code, step: Some(key.to_string()), message, timeout: false, cancelled: false }),
+            attempts: Vec::new(),
+            nested: None,
+            nested_clock_reads: Vec::new(),
+            partial: false,
+        }
+    }
+}
+
 /// Runs a workflow from its arguments to its trace.
-pub(crate) fn run(ex: &Executor, wf: &Workflow, arguments: Value, source: &Source, cancel: &CancelToken) -> Run {
+pub(crate) fn run(ex: &Executor, wf: &Workflow, arguments: Value, source: &dyn Source, cancel: &CancelToken) -> Run {
     // Declared defaults fill in absent (or null) arguments first: the run and its trace see them.
     let arguments = validate::with_defaults(&wf.plan().tool.arguments, arguments);
     let threads = ex.options.max_concurrency.max(1);
@@ -346,7 +421,17 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    fn emit(&self, e: Event<'_>) {
+    /// Records that the run's deadline has passed: no step or retry starts any more.
+    pub(crate) fn mark_deadline_hit(&self) {
+        self.deadline_hit.store(true, Ordering::SeqCst);
+    }
+
+    /// Cancels the run, as the host would.
+    pub(crate) fn cancel_run(&self) {
+        self.cancel.cancel();
+    }
+
+    pub(crate) fn emit(&self, e: Event<'_>) {
         if let Some(o) = &self.ex.observer {
             o.event(&e);
         }
@@ -355,10 +440,7 @@ impl<'a> Ctx<'a> {
     /// The clock scope of `key`'s expressions; `eval_timeout` (a step's `timeout_seconds`)
     /// bounds each evaluation in it.
     fn clock(&self, key: &str, eval_timeout: Option<f64>) -> Arc<ClockScope> {
-        let recorded = match self.source {
-            Source::Live => None,
-            Source::Replay(r) => Some(r.clock(key)),
-        };
+        let recorded = self.source.clock_reads(key);
         // Expressions evaluated in the scope poll the run's cancellation and deadline.
         let (cancel, time, deadline) = (self.cancel.clone(), self.ex.time.clone(), self.deadline_ms);
         let probe: crate::runtime::InterruptProbe = Arc::new(move || {
@@ -711,7 +793,8 @@ impl<'a> Ctx<'a> {
                 let arguments = validate::with_defaults(validate::declared_arguments(tool), Value::object(args));
                 tr.arguments = Some(arguments.clone());
                 let stopped = || frame.failure.get().is_some();
-                let call = self.call(tool, step, &arguments, key, frame.depth, &policy, &stopped);
+                let site = Site { step, tool, key, depth: frame.depth, policy: &policy };
+                let call = self.call(site, &arguments, &stopped);
                 tr.attempts = call.attempts;
                 tr.steps = call.nested;
                 tr.callee_clock_reads = call.nested_clock_reads;
@@ -744,8 +827,8 @@ impl<'a> Ctx<'a> {
                     )));
                 }
                 tr.arguments = Some(Value::object(args.clone()));
-                let (children, list) =
-                    self.fan_out(frame, step, key, tool, &args, &par.child_argument_name, &items, &policy);
+                let site = Site { step, tool, key, depth: frame.depth, policy: &policy };
+                let (children, list) = self.fan_out(frame, site, &args, &par.child_argument_name, &items);
                 tr.children = Some(children);
                 let raw = Value::list(list?);
                 let mut result = Map::default();
@@ -807,18 +890,15 @@ impl<'a> Ctx<'a> {
     }
 
     /// A parallel step's children, concurrently; results in input order.
-    #[allow(clippy::too_many_arguments)]
     fn fan_out(
         &self,
         frame: &Frame<'_>,
-        step: &StepPlan,
-        key: &str,
-        tool: Option<&Tool>,
+        site: Site<'_>,
         args: &Map,
         name: &Arc<str>,
         items: &[Value],
-        policy: &RetryPolicy,
     ) -> (Vec<ChildTrace>, Result<Vec<Value>, Failure>) {
+        let (step, key, tool) = (site.step, site.key, site.tool);
         let n = items.len();
         self.emit(Event::FanOut { step: key, children: n });
         let slots: Vec<OnceLock<(ChildTrace, Result<Value, Failure>)>> = (0..n).map(|_| OnceLock::new()).collect();
@@ -857,7 +937,7 @@ impl<'a> Ctx<'a> {
                         a.insert(SmolStr::new(&*name), item.clone());
                         let a = validate::with_defaults(validate::declared_arguments(tool), Value::object(a));
                         ct.arguments = Some(a.clone());
-                        let call = self.call(tool, step, &a, &ckey, frame.depth, policy, &stopped);
+                        let call = self.call(Site { key: &ckey, ..site }, &a, &stopped);
                         ct.attempts = call.attempts;
                         ct.steps = call.nested;
                         ct.callee_clock_reads = call.nested_clock_reads;
@@ -962,75 +1042,29 @@ impl<'a> Ctx<'a> {
     /// One call of a callee with its retries: a composite callee runs as a nested frame, a
     /// primitive one goes to the runner (or the recording). `stopped` says that the run is
     /// failing: a call still waiting for a slot then does not start.
-    #[allow(clippy::too_many_arguments)]
-    fn call(
-        &self,
-        tool: Option<&Tool>,
-        step: &StepPlan,
-        args: &Value,
-        key: &str,
-        depth: usize,
-        policy: &RetryPolicy,
-        stopped: &dyn Fn() -> bool,
-    ) -> CallOutcome {
+    fn call(&self, site: Site<'_>, args: &Value, stopped: &dyn Fn() -> bool) -> CallOutcome {
+        let Site { step, tool, key, depth, policy } = site;
         let tool_path = &*step.tool_path;
-        let failed = |code: Code, message: String| CallOutcome {
-            result: Err(Failure { code, step: Some(key.to_string()), message, timeout: false, cancelled: false }),
-            attempts: Vec::new(),
-            nested: None,
-            nested_clock_reads: Vec::new(),
-            partial: false,
-        };
         let (def, file): (Option<&Arc<ToolDef>>, Option<&PathBuf>) = match tool {
-            None => return failed(Code::ToolUnavailable, format!("`{tool_path}` was not loaded")),
-            Some(Tool::Composite { plan }) => {
-                if let Err(m) = validate::check(&plan.tool.arguments, args, Side::Arguments, tool_path) {
-                    return failed(Code::ArgumentInvalid, m);
-                }
-                if depth + 1 > self.ex.options.max_depth {
-                    return failed(
-                        Code::CompositeTooDeep,
-                        format!("`{tool_path}` would nest composites deeper than {}", self.ex.options.max_depth),
-                    );
-                }
-                let out = self.frame(plan, args.clone(), format!("{key}/"), depth + 1, None);
-                let result = out.result.map_err(|f| Failure {
-                    message: match &f.step {
-                        Some(s) => format!("`{tool_path}` failed at step `{s}`: {}", f.message),
-                        None => format!("`{tool_path}` failed: {}", f.message),
-                    },
-                    ..f
-                });
-                return CallOutcome {
-                    result,
-                    attempts: Vec::new(),
-                    nested: Some(out.steps),
-                    nested_clock_reads: out.clock_reads,
-                    partial: out.partial,
-                };
-            }
+            None => return CallOutcome::failed(key, Code::ToolUnavailable, format!("`{tool_path}` was not loaded")),
+            Some(Tool::Composite { plan }) => return self.call_composite(key, depth, tool_path, plan, args),
             Some(Tool::Primitive { def, file }) => (Some(def), Some(file)),
             Some(Tool::Missing { .. }) => (None, None),
         };
         if let Some(d) = def {
             if let Err(m) = validate::check(&d.arguments, args, Side::Arguments, tool_path) {
-                return failed(Code::ArgumentInvalid, m);
+                return CallOutcome::failed(key, Code::ArgumentInvalid, m);
             }
         }
+        let timeout_seconds = step.timeout_seconds.unwrap_or(self.ex.options.timeout_seconds);
         let mut attempts = Vec::new();
         let mut n: u32 = 0;
         let result = loop {
-            let delay_ms = if n == 0 {
-                0
-            } else {
-                match self.source {
-                    Source::Live => ms(policy.delay(n - 1, &*self.ex.random)),
-                    Source::Replay(r) => r.attempt(key, n as usize).map_or(0, |a| a.delay_ms),
-                }
-            };
+            let call = AttemptCall { tool_path, def, file, args, key, n, timeout_seconds, stopped };
+            let delay_ms = if n == 0 { 0 } else { self.source.delay_ms(self, key, n, policy) };
             // A call the open breaker will refuse fails at once: no back-off wait, no further
             // attempt (SPEC §6.5).
-            if let Some(message) = self.refused_at_once(tool_path, key, n, delay_ms) {
+            if let Some(message) = self.source.refused_at_once(self, &call, delay_ms) {
                 attempts.push(Attempt {
                     attempt: n + 1,
                     outcome: Outcome::Refused,
@@ -1054,9 +1088,7 @@ impl<'a> Ctx<'a> {
                 }
             }
             let started = self.now_rel();
-            let timeout_seconds = step.timeout_seconds.unwrap_or(self.ex.options.timeout_seconds);
-            let Some((outcome, answer)) = self.attempt(tool_path, def, file, args, key, n, timeout_seconds, stopped)
-            else {
+            let Some((outcome, answer)) = self.source.attempt(self, &call) else {
                 break Err(Failure { cancelled: true, ..self.not_started_failure(key) });
             };
             if n > 0 && outcome != Outcome::Refused {
@@ -1110,6 +1142,35 @@ impl<'a> Ctx<'a> {
         CallOutcome { result, attempts, nested: None, nested_clock_reads: Vec::new(), partial: false }
     }
 
+    /// A composite callee: its arguments checked, then run as a nested frame.
+    fn call_composite(&self, key: &str, depth: usize, tool_path: &str, plan: &Plan, args: &Value) -> CallOutcome {
+        if let Err(m) = validate::check(&plan.tool.arguments, args, Side::Arguments, tool_path) {
+            return CallOutcome::failed(key, Code::ArgumentInvalid, m);
+        }
+        if depth + 1 > self.ex.options.max_depth {
+            return CallOutcome::failed(
+                key,
+                Code::CompositeTooDeep,
+                format!("`{tool_path}` would nest composites deeper than {}", self.ex.options.max_depth),
+            );
+        }
+        let out = self.frame(plan, args.clone(), format!("{key}/"), depth + 1, None);
+        let result = out.result.map_err(|f| Failure {
+            message: match &f.step {
+                Some(s) => format!("`{tool_path}` failed at step `{s}`: {}", f.message),
+                None => format!("`{tool_path}` failed: {}", f.message),
+            },
+            ..f
+        });
+        CallOutcome {
+            result,
+            attempts: Vec::new(),
+            nested: Some(out.steps),
+            nested_clock_reads: out.clock_reads,
+            partial: out.partial,
+        }
+    }
+
     /// Tells the observer that an attempt at a primitive call ended.
     fn attempt_ended(&self, key: &str, tool: &str, arguments: &Value, resolved: bool, attempt: Option<&Attempt>) {
         let (Some(o), Some(a)) = (&self.ex.observer, attempt) else { return };
@@ -1147,26 +1208,7 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// When the tool's breaker will refuse attempt `n` (after its back-off of `delay_ms`):
-    /// the refusal's message, naming the tool and when the breaker half-opens. A replay
-    /// takes it from the recording.
-    fn refused_at_once(&self, tool_path: &str, key: &str, n: u32, delay_ms: u64) -> Option<String> {
-        match self.source {
-            Source::Replay(r) => r
-                .attempt(key, n as usize)
-                .filter(|a| a.outcome == Outcome::Refused)
-                .map(|a| a.error.clone().unwrap_or_default()),
-            Source::Live => {
-                let now = self.ex.time.monotonic_ms();
-                self.ex
-                    .breakers
-                    .refusal(tool_path, now.saturating_add(delay_ms))
-                    .map(|r| self.refusal_message(tool_path, r))
-            }
-        }
-    }
-
-    fn refusal_message(&self, tool_path: &str, refusal: Refusal) -> String {
+    pub(crate) fn refusal_message(&self, tool_path: &str, refusal: Refusal) -> String {
         match refusal {
             Refusal::OpenUntil(at) => {
                 let now = self.ex.time.monotonic_ms();
@@ -1183,50 +1225,11 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// One attempt: from the recording, or through the breaker to the runner under the
+    /// One live attempt: through the limiter and the breaker to the runner, under the
     /// attempt's timeout and the run's deadline. Timeouts come back as transient errors.
     /// `None` when the call never started: the run began failing while it waited for a slot.
-    #[allow(clippy::too_many_arguments)]
-    fn attempt(
-        &self,
-        tool_path: &str,
-        def: Option<&Arc<ToolDef>>,
-        file: Option<&PathBuf>,
-        args: &Value,
-        key: &str,
-        n: u32,
-        timeout_seconds: f64,
-        stopped: &dyn Fn() -> bool,
-    ) -> Option<(Outcome, Result<Value, ToolError>)> {
-        if let Source::Replay(r) = self.source {
-            let recorded = r.attempt(key, n as usize);
-            if recorded.is_none_or(|a| a.outcome != Outcome::Refused) {
-                self.emit(Event::AttemptStarted { step: key, tool: tool_path, attempt: n + 1 });
-            }
-            return Some(match recorded {
-                Some(a) => {
-                    let message = a.error.clone().unwrap_or_default();
-                    let answer = match a.outcome {
-                        Outcome::Ok => Ok(a.response.clone().unwrap_or_default()),
-                        Outcome::Permanent => Err(ToolError::permanent(message)),
-                        Outcome::Deadline => {
-                            self.deadline_hit.store(true, Ordering::SeqCst);
-                            Err(ToolError::transient(message))
-                        }
-                        Outcome::Cancelled => {
-                            self.cancel.cancel();
-                            Err(ToolError::transient(message))
-                        }
-                        Outcome::Transient | Outcome::Timeout | Outcome::Refused => Err(ToolError::transient(message)),
-                    };
-                    (a.outcome, answer)
-                }
-                None => {
-                    r.diverge(key, format!("attempt {} was not recorded: the replay calls the tool more often", n + 1));
-                    (Outcome::Permanent, Err(ToolError::permanent("replay: no recorded response for this call")))
-                }
-            });
-        }
+    fn live_attempt(&self, call: &AttemptCall<'_>) -> Option<(Outcome, Result<Value, ToolError>)> {
+        let AttemptCall { tool_path, def, file, args, key, n, timeout_seconds, stopped } = *call;
         let time = &self.ex.time;
         let permit = self.limiter.acquire(&|| stopped() || self.cancel.is_cancelled())?;
         if let Admission::Refused = self.ex.breakers.admit(tool_path, time.monotonic_ms()) {
@@ -1259,7 +1262,7 @@ impl<'a> Ctx<'a> {
                 drop(permit);
                 Some(r)
             }
-            Some(deadline) => self.call_with_deadline(tool_path, def, file, args, &cancel, deadline, n + 1, permit),
+            Some(deadline) => self.call_with_deadline(call, &cancel, deadline, permit),
         };
         let (outcome, answer) = match answer {
             // Whatever a cancelled call returned (an error, usually), the run was cancelled.
@@ -1296,18 +1299,15 @@ impl<'a> Ctx<'a> {
 
     /// Runs the call on a thread of its own and waits for it until `deadline`; `None` when
     /// it did not end in time (it is then cancelled, and given the grace period to stop).
-    #[allow(clippy::too_many_arguments)]
     fn call_with_deadline(
         &self,
-        tool_path: &str,
-        def: Option<&Arc<ToolDef>>,
-        file: Option<&PathBuf>,
-        args: &Value,
+        call: &AttemptCall<'_>,
         cancel: &CancelToken,
         deadline: u64,
-        attempt: u32,
         permit: Permit,
     ) -> Option<Result<Value, ToolError>> {
+        let AttemptCall { tool_path, def, file, args, n, .. } = *call;
+        let attempt = n + 1;
         // The answer, with the monotonic time it came at: an answer that came after the
         // deadline is a timeout even when this thread saw it late (on a virtual clock, a
         // tool "takes" time by sleeping on it, and can finish before the waiter looks).
