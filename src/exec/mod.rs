@@ -69,5 +69,5 @@ pub use guard::{GuardError, Guards};
 pub use replay::{replay, Divergence, Replay};
 pub use runner::{CancelToken, ErrorKind, Runner, ToolCall, ToolError};
 pub use time::{ManualTime, Random, SeededRandom, Signal, SystemTime, Time};
-pub use trace::{Attempt, ChildTrace, Outcome, RunError, RunStatus, StepStatus, StepTrace, Trace};
+pub use trace::{Attempt, CallTrace, ChildTrace, Outcome, RunError, RunStatus, StepStatus, StepTrace, Trace};
 pub use workflow::{engine, LoadError, Tool, Workflow};

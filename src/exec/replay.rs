@@ -21,7 +21,7 @@ use super::retry::RetryPolicy;
 use super::runner::{CancelToken, ToolCall, ToolError};
 use super::scheduler::{self, AttemptCall, Ctx, Source};
 use super::time::ManualTime;
-use super::trace::{Attempt, ChildTrace, Outcome, StepTrace, Trace};
+use super::trace::{Attempt, CallTrace, ChildTrace, Outcome, StepTrace, Trace};
 use super::workflow::Workflow;
 use crate::value::Value;
 
@@ -181,35 +181,20 @@ fn show(v: &Option<Value>) -> String {
     v.as_ref().map_or_else(|| "none".to_string(), |v| v.to_string())
 }
 
-/// What two runs of one step or child are compared on.
-struct Facts<'a> {
-    status: &'a str,
-    arguments: &'a Option<Value>,
-    result: &'a Option<Value>,
-    attempts: usize,
-}
-
-fn step_facts(s: &StepTrace) -> Facts<'_> {
-    Facts { status: s.status.as_str(), arguments: &s.arguments, result: &s.result, attempts: s.attempts.len() }
-}
-
-fn child_facts(c: &ChildTrace) -> Facts<'_> {
-    Facts { status: c.status.as_str(), arguments: &c.arguments, result: &c.result, attempts: c.attempts.len() }
-}
-
-fn compare_facts(at: &str, rec: &Facts<'_>, new: &Facts<'_>, out: &mut Vec<Divergence>) {
+/// Compares what two runs of one step or child did: status, arguments, result, attempts.
+fn compare_calls(at: &str, rec: &CallTrace, new: &CallTrace, out: &mut Vec<Divergence>) {
     let mut diff = |what: String| out.push(Divergence { at: at.to_string(), what });
     if rec.status != new.status {
-        diff(format!("status is {}, recorded {}", new.status, rec.status));
+        diff(format!("status is {}, recorded {}", new.status.as_str(), rec.status.as_str()));
     }
     if rec.arguments != new.arguments {
-        diff(format!("arguments differ: {} now, recorded {}", show(new.arguments), show(rec.arguments)));
+        diff(format!("arguments differ: {} now, recorded {}", show(&new.arguments), show(&rec.arguments)));
     }
     if rec.result != new.result {
-        diff(format!("result differs: {} now, recorded {}", show(new.result), show(rec.result)));
+        diff(format!("result differs: {} now, recorded {}", show(&new.result), show(&rec.result)));
     }
-    if rec.attempts > new.attempts {
-        diff(format!("{} attempts now, recorded {}", new.attempts, rec.attempts));
+    if rec.attempts.len() > new.attempts.len() {
+        diff(format!("{} attempts now, recorded {}", new.attempts.len(), rec.attempts.len()));
     }
 }
 
@@ -220,7 +205,7 @@ fn compare_steps(rec: &[StepTrace], new: &[StepTrace], prefix: &str, out: &mut V
             out.push(Divergence { at, what: "the step is not in the replay".to_string() });
             continue;
         };
-        compare_facts(&at, &step_facts(r), &step_facts(n), out);
+        compare_calls(&at, &r.call, &n.call, out);
         compare_children(r.children.as_deref().unwrap_or(&[]), n.children.as_deref().unwrap_or(&[]), &at, out);
         if let (Some(a), Some(b)) = (&r.steps, &n.steps) {
             compare_steps(a, b, &format!("{at}/"), out);
@@ -243,7 +228,7 @@ fn compare_children(rec: &[ChildTrace], new: &[ChildTrace], step: &str, out: &mu
     }
     for (r, n) in rec.iter().zip(new) {
         let at = format!("{step}[{}]", r.index);
-        compare_facts(&at, &child_facts(r), &child_facts(n), out);
+        compare_calls(&at, &r.call, &n.call, out);
         if let (Some(a), Some(b)) = (&r.steps, &n.steps) {
             compare_steps(a, b, &format!("{at}/"), out);
         }

@@ -29,7 +29,7 @@ use super::retry::RetryPolicy;
 use super::runner::{CancelToken, ErrorKind, ToolCall, ToolError};
 use super::time::Signal;
 use super::trace::{
-    rfc3339, tool_name, Attempt, ChildTrace, Outcome, RunError, RunStatus, StepStatus, StepTrace, Trace, TRACE_FORMAT,
+    rfc3339, Attempt, ChildTrace, Outcome, RunError, RunStatus, StepStatus, StepTrace, Trace, TRACE_FORMAT,
 };
 use super::validate::{self, Side};
 use super::workflow::{Tool, Workflow};
@@ -598,29 +598,7 @@ impl<'a> Ctx<'a> {
     fn step(&self, frame: &Frame<'_>, id: StepId) -> (Value, StepTrace) {
         let step = &frame.plan.steps[id.0];
         let key = format!("{}{}", frame.prefix, step.execution_id);
-        let mut tr = StepTrace {
-            execution_id: step.execution_id.to_string(),
-            tool_name: tool_name(&step.tool_path),
-            success: false,
-            retry_count: 0,
-            circuit_state: None,
-            started_at: None,
-            completed_at: None,
-            tool: step.tool_path.to_string(),
-            status: StepStatus::Pending,
-            reason: None,
-            arguments: None,
-            result: None,
-            error: None,
-            attempts: Vec::new(),
-            started_ms: None,
-            ended_ms: None,
-            duration_ms: 0,
-            clock_reads: Vec::new(),
-            children: None,
-            steps: None,
-            callee_clock_reads: Vec::new(),
-        };
+        let mut tr = StepTrace::new(&step.execution_id, &step.tool_path);
         let cancel_reason = if let Some(f) = frame.failure.get() {
             Some(match &f.step {
                 Some(s) => format!("step `{s}` failed"),
@@ -910,19 +888,7 @@ impl<'a> Ctx<'a> {
                 let (slots, stop, ended, partial) = (&slots, &stop, &ended, &partial);
                 s.spawn_fifo(move |_| {
                     let ckey = format!("{key}[{i}]");
-                    let mut ct = ChildTrace {
-                        index: i,
-                        status: StepStatus::Cancelled,
-                        arguments: None,
-                        result: None,
-                        error: None,
-                        attempts: Vec::new(),
-                        started_ms: None,
-                        ended_ms: None,
-                        duration_ms: 0,
-                        steps: None,
-                        callee_clock_reads: Vec::new(),
-                    };
+                    let mut ct = ChildTrace::new(i);
                     let stopped = || stop.load(Ordering::SeqCst) || frame.failure.get().is_some();
                     let out = if stopped() || self.deadline_passed() {
                         if self.deadline_hit.load(Ordering::SeqCst) {

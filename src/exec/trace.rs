@@ -13,7 +13,8 @@
 
 use std::path::PathBuf;
 
-use serde::{Deserialize, Serialize};
+use serde::ser::SerializeStruct;
+use serde::{Deserialize, Serialize, Serializer};
 
 use super::breaker::BreakerState;
 use crate::value::Value;
@@ -131,118 +132,377 @@ pub struct Attempt {
     pub duration_ms: u64,
 }
 
-/// What one step did: seed 000's `StepResult` fields first, then tdsl's own.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// What a step and a fan-out child both record about their call: how it ended, what the
+/// callee got and gave back, the attempts, when, and a composite callee's own steps.
+/// [`StepTrace`] and [`ChildTrace`] each hold one (field `call`) and dereference to it, so
+/// `step.status` reads `step.call.status`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallTrace {
+    /// How it ended.
+    pub status: StepStatus,
+    /// The arguments the callee got, after `transform_arguments` (for a parallel step,
+    /// before each child's element is added; for a child, the step's with its element).
+    pub arguments: Option<Value>,
+    /// A step's result as REFs see it (after `transform_responses`; for a step that failed
+    /// under `continue_on_error`, its `{"status": "failed", …}` object), written `output`;
+    /// a child's: the callee's response as returned (the element of the step's `response`
+    /// list), written `result`.
+    pub result: Option<Value>,
+    /// What went wrong, when it failed.
+    pub error: Option<String>,
+    /// The calls made, in order (empty for a skipped, cancelled or parallel step).
+    pub attempts: Vec<Attempt>,
+    /// Start, in milliseconds since the run started (absent when it never started).
+    pub started_ms: Option<u64>,
+    /// End, in milliseconds since the run started.
+    pub ended_ms: Option<u64>,
+    /// `ended_ms - started_ms`.
+    pub duration_ms: u64,
+    /// When the callee is composite: its steps.
+    pub steps: Option<Vec<StepTrace>>,
+    /// When the callee is composite: the wall-clock reads of its own tool-level transforms.
+    pub callee_clock_reads: Vec<i64>,
+}
+
+impl CallTrace {
+    /// A call that has not started: `status`, nothing else.
+    pub fn new(status: StepStatus) -> CallTrace {
+        CallTrace {
+            status,
+            arguments: None,
+            result: None,
+            error: None,
+            attempts: Vec::new(),
+            started_ms: None,
+            ended_ms: None,
+            duration_ms: 0,
+            steps: None,
+            callee_clock_reads: Vec::new(),
+        }
+    }
+}
+
+/// What one step did: seed 000's `StepResult` fields first, then tdsl's own (the JSON field
+/// order is [`StepTrace`]'s `Serialize`, written out by hand since it interleaves the
+/// step's own fields with its [`CallTrace`]'s).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(from = "StepRecord")]
 pub struct StepTrace {
     /// `execution_id` (written `step_id`, the seed's name).
-    #[serde(rename = "step_id", alias = "execution_id")]
     pub execution_id: String,
     /// The callee's name: the file stem of `tool` (`summarizer` for
     /// `/tools/summarizer.tool`).
-    #[serde(default)]
     pub tool_name: String,
-    /// How it ended.
-    pub status: StepStatus,
     /// Whether it completed (`COMPLETED`); false for every other status.
-    #[serde(default)]
     pub success: bool,
-    /// The step's result as REFs see it (after `transform_responses`; for a step that
-    /// failed under `continue_on_error`, its `{"status": "failed", …}` object). Written
-    /// `output`, the seed's name.
-    #[serde(
-        default,
-        rename = "output",
-        alias = "result",
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "present"
-    )]
-    pub result: Option<Value>,
-    /// What went wrong, when it failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// `ended_ms - started_ms`.
-    pub duration_ms: u64,
     /// Retries made: calls after the first (over every child of a parallel step; a call the
     /// breaker refused is not one).
-    #[serde(default)]
     pub retry_count: u32,
     /// The state of the callee's circuit breaker when the step ended (absent when the step
     /// called nothing: skipped, cancelled, or a composite callee).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub circuit_state: Option<BreakerState>,
     /// Wall-clock start, RFC 3339 UTC with milliseconds (absent when it never started).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<String>,
     /// Wall-clock end.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completed_at: Option<String>,
     /// `tool_definition_path`.
     pub tool: String,
     /// Why it was skipped or cancelled (`conditions`, `done`, …), when it was.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    /// The arguments the callee got, after `transform_arguments` (for a parallel step,
-    /// before each child's element is added).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub arguments: Option<Value>,
-    /// The calls made, in order (empty for a skipped, cancelled or parallel step).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub attempts: Vec<Attempt>,
-    /// Start, in milliseconds since the run started (absent when it never started).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub started_ms: Option<u64>,
-    /// End, in milliseconds since the run started.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ended_ms: Option<u64>,
     /// Every wall-clock read its expressions made (`datetime_now`), in milliseconds since
     /// the Unix epoch, in order.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub clock_reads: Vec<i64>,
     /// A parallel step's children, in input order.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub children: Option<Vec<ChildTrace>>,
-    /// When the callee is composite: its steps.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub steps: Option<Vec<StepTrace>>,
-    /// When the callee is composite: the wall-clock reads of its own tool-level transforms.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub callee_clock_reads: Vec<i64>,
+    /// Its call: status, arguments, result, error, attempts, times, a composite callee's
+    /// steps.
+    pub call: CallTrace,
 }
 
-/// One child of a parallel step.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+impl StepTrace {
+    /// A step of `tool_path` that has not started (`PENDING`).
+    pub fn new(execution_id: &str, tool_path: &str) -> StepTrace {
+        StepTrace {
+            execution_id: execution_id.to_string(),
+            tool_name: tool_name(tool_path),
+            success: false,
+            retry_count: 0,
+            circuit_state: None,
+            started_at: None,
+            completed_at: None,
+            tool: tool_path.to_string(),
+            reason: None,
+            clock_reads: Vec::new(),
+            children: None,
+            call: CallTrace::new(StepStatus::Pending),
+        }
+    }
+}
+
+impl std::ops::Deref for StepTrace {
+    type Target = CallTrace;
+    fn deref(&self) -> &CallTrace {
+        &self.call
+    }
+}
+
+impl std::ops::DerefMut for StepTrace {
+    fn deref_mut(&mut self) -> &mut CallTrace {
+        &mut self.call
+    }
+}
+
+/// One child of a parallel step: its position, and its call (status `COMPLETED`, `FAILED`,
+/// `TIMEOUT` or `CANCELLED`).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(from = "ChildRecord")]
 pub struct ChildTrace {
     /// Its position in `iterate_over`.
     pub index: usize,
-    /// How it ended (`COMPLETED`, `FAILED`, `TIMEOUT` or `CANCELLED`).
-    pub status: StepStatus,
-    /// The arguments it got: the step's, with its element.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub arguments: Option<Value>,
-    /// Its result: the callee's response as returned (the element of the step's
-    /// `response` list).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result: Option<Value>,
-    /// What went wrong.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// The calls made.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub attempts: Vec<Attempt>,
-    /// Start, in milliseconds since the run started.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub started_ms: Option<u64>,
-    /// End, in milliseconds since the run started.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ended_ms: Option<u64>,
-    /// `ended_ms - started_ms`.
-    pub duration_ms: u64,
-    /// When the callee is composite: its steps.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub steps: Option<Vec<StepTrace>>,
-    /// When the callee is composite: the wall-clock reads of its own tool-level transforms.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub callee_clock_reads: Vec<i64>,
+    /// Its call.
+    pub call: CallTrace,
+}
+
+impl ChildTrace {
+    /// Child `index`, not started (`CANCELLED` until it runs).
+    pub fn new(index: usize) -> ChildTrace {
+        ChildTrace { index, call: CallTrace::new(StepStatus::Cancelled) }
+    }
+}
+
+impl std::ops::Deref for ChildTrace {
+    type Target = CallTrace;
+    fn deref(&self) -> &CallTrace {
+        &self.call
+    }
+}
+
+impl std::ops::DerefMut for ChildTrace {
+    fn deref_mut(&mut self) -> &mut CallTrace {
+        &mut self.call
+    }
+}
+
+/// Writes the fields of a struct, leaving out the absent ones as the derived serializers
+/// of the rest of the trace do (`skip_serializing_if`).
+struct Fields<M>(M);
+
+impl<M: SerializeStruct> Fields<M> {
+    fn put<T: Serialize + ?Sized>(&mut self, key: &'static str, v: &T) -> Result<(), M::Error> {
+        self.0.serialize_field(key, v)
+    }
+
+    fn opt<T: Serialize>(&mut self, key: &'static str, v: &Option<T>) -> Result<(), M::Error> {
+        match v {
+            Some(_) => self.0.serialize_field(key, v),
+            None => self.0.skip_field(key),
+        }
+    }
+
+    fn list<T: Serialize>(&mut self, key: &'static str, v: &[T]) -> Result<(), M::Error> {
+        if v.is_empty() {
+            self.0.skip_field(key)
+        } else {
+            self.0.serialize_field(key, v)
+        }
+    }
+}
+
+/// How many of `present` are true: a struct's length without its absent fields.
+fn count(present: &[bool]) -> usize {
+    present.iter().filter(|p| **p).count()
+}
+
+impl Serialize for StepTrace {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let c = &self.call;
+        let len = 8 + count(&[
+            c.result.is_some(),
+            c.error.is_some(),
+            self.circuit_state.is_some(),
+            self.started_at.is_some(),
+            self.completed_at.is_some(),
+            self.reason.is_some(),
+            c.arguments.is_some(),
+            !c.attempts.is_empty(),
+            c.started_ms.is_some(),
+            c.ended_ms.is_some(),
+            !self.clock_reads.is_empty(),
+            self.children.is_some(),
+            c.steps.is_some(),
+            !c.callee_clock_reads.is_empty(),
+        ]);
+        let mut f = Fields(s.serialize_struct("StepTrace", len)?);
+        f.put("step_id", &self.execution_id)?;
+        f.put("tool_name", &self.tool_name)?;
+        f.put("status", &c.status)?;
+        f.put("success", &self.success)?;
+        f.opt("output", &c.result)?;
+        f.opt("error", &c.error)?;
+        f.put("duration_ms", &c.duration_ms)?;
+        f.put("retry_count", &self.retry_count)?;
+        f.opt("circuit_state", &self.circuit_state)?;
+        f.opt("started_at", &self.started_at)?;
+        f.opt("completed_at", &self.completed_at)?;
+        f.put("tool", &self.tool)?;
+        f.opt("reason", &self.reason)?;
+        f.opt("arguments", &c.arguments)?;
+        f.list("attempts", &c.attempts)?;
+        f.opt("started_ms", &c.started_ms)?;
+        f.opt("ended_ms", &c.ended_ms)?;
+        f.list("clock_reads", &self.clock_reads)?;
+        f.opt("children", &self.children)?;
+        f.opt("steps", &c.steps)?;
+        f.list("callee_clock_reads", &c.callee_clock_reads)?;
+        f.0.end()
+    }
+}
+
+impl Serialize for ChildTrace {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let c = &self.call;
+        let len = 3 + count(&[
+            c.arguments.is_some(),
+            c.result.is_some(),
+            c.error.is_some(),
+            !c.attempts.is_empty(),
+            c.started_ms.is_some(),
+            c.ended_ms.is_some(),
+            c.steps.is_some(),
+            !c.callee_clock_reads.is_empty(),
+        ]);
+        let mut f = Fields(s.serialize_struct("ChildTrace", len)?);
+        f.put("index", &self.index)?;
+        f.put("status", &c.status)?;
+        f.opt("arguments", &c.arguments)?;
+        f.opt("result", &c.result)?;
+        f.opt("error", &c.error)?;
+        f.list("attempts", &c.attempts)?;
+        f.opt("started_ms", &c.started_ms)?;
+        f.opt("ended_ms", &c.ended_ms)?;
+        f.put("duration_ms", &c.duration_ms)?;
+        f.opt("steps", &c.steps)?;
+        f.list("callee_clock_reads", &c.callee_clock_reads)?;
+        f.0.end()
+    }
+}
+
+/// A step as written: what [`StepTrace`] reads from.
+#[derive(Deserialize)]
+struct StepRecord {
+    #[serde(rename = "step_id", alias = "execution_id")]
+    execution_id: String,
+    #[serde(default)]
+    tool_name: String,
+    status: StepStatus,
+    #[serde(default)]
+    success: bool,
+    #[serde(default, rename = "output", alias = "result", deserialize_with = "present")]
+    result: Option<Value>,
+    #[serde(default)]
+    error: Option<String>,
+    duration_ms: u64,
+    #[serde(default)]
+    retry_count: u32,
+    #[serde(default)]
+    circuit_state: Option<BreakerState>,
+    #[serde(default)]
+    started_at: Option<String>,
+    #[serde(default)]
+    completed_at: Option<String>,
+    tool: String,
+    #[serde(default)]
+    reason: Option<String>,
+    #[serde(default)]
+    arguments: Option<Value>,
+    #[serde(default)]
+    attempts: Vec<Attempt>,
+    #[serde(default)]
+    started_ms: Option<u64>,
+    #[serde(default)]
+    ended_ms: Option<u64>,
+    #[serde(default)]
+    clock_reads: Vec<i64>,
+    #[serde(default)]
+    children: Option<Vec<ChildTrace>>,
+    #[serde(default)]
+    steps: Option<Vec<StepTrace>>,
+    #[serde(default)]
+    callee_clock_reads: Vec<i64>,
+}
+
+/// A child as written: what [`ChildTrace`] reads from.
+#[derive(Deserialize)]
+struct ChildRecord {
+    index: usize,
+    status: StepStatus,
+    #[serde(default)]
+    arguments: Option<Value>,
+    #[serde(default)]
+    result: Option<Value>,
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    attempts: Vec<Attempt>,
+    #[serde(default)]
+    started_ms: Option<u64>,
+    #[serde(default)]
+    ended_ms: Option<u64>,
+    duration_ms: u64,
+    #[serde(default)]
+    steps: Option<Vec<StepTrace>>,
+    #[serde(default)]
+    callee_clock_reads: Vec<i64>,
+}
+
+impl From<StepRecord> for StepTrace {
+    fn from(r: StepRecord) -> StepTrace {
+        StepTrace {
+            execution_id: r.execution_id,
+            tool_name: r.tool_name,
+            success: r.success,
+            retry_count: r.retry_count,
+            circuit_state: r.circuit_state,
+            started_at: r.started_at,
+            completed_at: r.completed_at,
+            tool: r.tool,
+            reason: r.reason,
+            clock_reads: r.clock_reads,
+            children: r.children,
+            call: CallTrace {
+                status: r.status,
+                arguments: r.arguments,
+                result: r.result,
+                error: r.error,
+                attempts: r.attempts,
+                started_ms: r.started_ms,
+                ended_ms: r.ended_ms,
+                duration_ms: r.duration_ms,
+                steps: r.steps,
+                callee_clock_reads: r.callee_clock_reads,
+            },
+        }
+    }
+}
+
+impl From<ChildRecord> for ChildTrace {
+    fn from(r: ChildRecord) -> ChildTrace {
+        ChildTrace {
+            index: r.index,
+            call: CallTrace {
+                status: r.status,
+                arguments: r.arguments,
+                result: r.result,
+                error: r.error,
+                attempts: r.attempts,
+                started_ms: r.started_ms,
+                ended_ms: r.ended_ms,
+                duration_ms: r.duration_ms,
+                steps: r.steps,
+                callee_clock_reads: r.callee_clock_reads,
+            },
+        }
+    }
 }
 
 /// Why a run failed.
@@ -411,4 +671,134 @@ pub(crate) fn rfc3339(ms: i64) -> String {
     chrono::DateTime::from_timestamp_millis(ms)
         .map(|t| t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
         .unwrap_or_else(|| ms.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attempt() -> Attempt {
+        Attempt {
+            attempt: 1,
+            outcome: Outcome::Ok,
+            response: Some(Value::Int(1)),
+            error: None,
+            delay_ms: 0,
+            started_ms: 2,
+            duration_ms: 3,
+        }
+    }
+
+    fn full_call(status: StepStatus, result: Value, nested: Option<Vec<StepTrace>>) -> CallTrace {
+        CallTrace {
+            status,
+            arguments: Some(Value::object_from([("x", Value::Int(1))])),
+            result: Some(result),
+            error: Some("boom".to_string()),
+            attempts: vec![attempt()],
+            started_ms: Some(1),
+            ended_ms: Some(5),
+            duration_ms: 4,
+            steps: nested,
+            callee_clock_reads: vec![7],
+        }
+    }
+
+    fn full_step() -> StepTrace {
+        let mut inner = StepTrace::new("inner", "/tools/t.tool");
+        inner.call.duration_ms = 1;
+        StepTrace {
+            execution_id: "s".to_string(),
+            tool_name: "t".to_string(),
+            success: true,
+            retry_count: 2,
+            circuit_state: Some(BreakerState::Closed),
+            started_at: Some("a".to_string()),
+            completed_at: Some("b".to_string()),
+            tool: "/tools/t.tool".to_string(),
+            reason: Some("r".to_string()),
+            clock_reads: vec![9],
+            children: Some(vec![ChildTrace {
+                index: 0,
+                call: full_call(StepStatus::Completed, Value::Int(2), Some(vec![inner.clone()])),
+            }]),
+            call: full_call(StepStatus::Failed, Value::Null, Some(vec![inner])),
+        }
+    }
+
+    fn keys(v: &serde_json::Value) -> Vec<&str> {
+        v.as_object().map(|m| m.keys().map(String::as_str).collect()).unwrap_or_default()
+    }
+
+    /// The hand-written serializers keep the field order (and names) the derived ones
+    /// wrote before the shared fields moved into `CallTrace`.
+    #[test]
+    fn step_and_child_fields_keep_their_order() {
+        let json = serde_json::to_value(full_step()).expect("serializes");
+        assert_eq!(
+            keys(&json),
+            [
+                "step_id",
+                "tool_name",
+                "status",
+                "success",
+                "output",
+                "error",
+                "duration_ms",
+                "retry_count",
+                "circuit_state",
+                "started_at",
+                "completed_at",
+                "tool",
+                "reason",
+                "arguments",
+                "attempts",
+                "started_ms",
+                "ended_ms",
+                "clock_reads",
+                "children",
+                "steps",
+                "callee_clock_reads"
+            ]
+        );
+        assert_eq!(
+            keys(&json["children"][0]),
+            [
+                "index",
+                "status",
+                "arguments",
+                "result",
+                "error",
+                "attempts",
+                "started_ms",
+                "ended_ms",
+                "duration_ms",
+                "steps",
+                "callee_clock_reads"
+            ]
+        );
+        // Absent fields are left out, as before.
+        assert_eq!(
+            keys(&json["steps"][0]),
+            ["step_id", "tool_name", "status", "success", "duration_ms", "retry_count", "tool"]
+        );
+        let child = serde_json::to_value(ChildTrace::new(3)).expect("serializes");
+        assert_eq!(child.to_string(), r#"{"index":3,"status":"CANCELLED","duration_ms":0}"#);
+    }
+
+    /// What is written reads back to the same trace (a `null` output stays present).
+    #[test]
+    fn step_and_child_read_back_to_what_was_written() {
+        let step = full_step();
+        let text = serde_json::to_string(&step).expect("serializes");
+        let back: StepTrace = serde_json::from_str(&text).expect("reads");
+        assert_eq!(back, step);
+        assert_eq!(serde_json::to_string(&back).expect("serializes"), text);
+        // The old names still read.
+        let old: StepTrace = serde_json::from_str(
+            r#"{"execution_id":"e","status":"COMPLETED","result":1,"duration_ms":0,"tool":"/t.tool"}"#,
+        )
+        .expect("reads");
+        assert_eq!((old.execution_id.as_str(), old.result.clone()), ("e", Some(Value::Int(1))));
+    }
 }
