@@ -112,6 +112,7 @@ pub fn tool(data: &[u8]) {
 /// must end, give the same result and trace twice (one call at a time), give the same
 /// result with two calls at a time when nothing failed, and replay from its trace without
 /// divergence.
+#[cfg(feature = "engine")]
 pub fn run(data: &[u8]) {
     use crate::analysis::{Analyzer, ToolRoot};
     use crate::exec::{replay, Executor, ManualTime, Options, SeededRandom, ToolCall, ToolError, Workflow};
@@ -174,6 +175,7 @@ pub fn run(data: &[u8]) {
 }
 
 /// Arguments for a tool's declared parameters: a small value of each declared type.
+#[cfg(feature = "engine")]
 fn sample_arguments(params: &[crate::tool::Param]) -> Value {
     use crate::tool::TypeName;
     fn sample(t: &TypeName) -> Value {

@@ -47,23 +47,32 @@
 extern crate alloc;
 
 pub mod analysis;
+// The `tdsl` binary's subcommands; public only so that src/main.rs can reach them.
+#[cfg(feature = "cli")]
+#[doc(hidden)]
 pub mod cli;
 pub mod compile;
 pub mod diagnostic;
 mod engine;
+#[cfg(feature = "engine")]
 pub mod exec;
 pub mod export;
 pub mod files;
 pub mod functions;
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
+#[cfg(feature = "history")]
 pub mod history;
 pub mod input;
+#[cfg(feature = "lsp")]
 pub mod lsp;
+#[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod ops;
 pub mod ranges;
 pub mod reference;
+#[cfg(feature = "engine")]
 pub mod report;
 pub mod runtime;
 pub mod span;

@@ -51,6 +51,9 @@ pub const FACTOR: Range = range("factor", 1.0, 4.0, false, "");
 pub const JITTER: Range = range("jitter", 0.0, 0.5, false, "");
 /// `timeout_seconds`: the bound on one attempt.
 pub const TIMEOUT_SECONDS: Range = range("timeout_seconds", 1.0, 300.0, false, "seconds");
+/// The default breaker failure threshold (seed 000's): a step whose `max_retries` reaches it
+/// can never make its last attempts, which `tdsl check` warns about (W0607).
+pub const DEFAULT_FAILURE_THRESHOLD: u32 = 3;
 /// The circuit breaker's failure threshold (`--breaker-threshold`).
 pub const BREAKER_THRESHOLD: Range = range("breaker threshold", 1.0, 10.0, true, "");
 /// The circuit breaker's reset timeout (`--breaker-reset-seconds`).

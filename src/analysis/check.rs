@@ -691,7 +691,7 @@ impl<'a> Checker<'a> {
             .iter()
             .filter(|p| {
                 p.is_required()
-                    && crate::exec::validate::default_of(p).is_none()
+                    && crate::tool::validate::default_of(p).is_none()
                     && !given.contains(p.name.node.as_str())
             })
             .map(|p| p.name.node.as_str())
@@ -735,7 +735,7 @@ impl<'a> Checker<'a> {
                     .with_help(format!(
                         "`{path}` declares `{}` with \"type_name\": \"{declared}\"{}",
                         s.name,
-                        if p.is_required() && crate::exec::validate::default_of(p).is_none() {
+                        if p.is_required() && crate::tool::validate::default_of(p).is_none() {
                             ""
                         } else {
                             " (or null)"
@@ -754,7 +754,7 @@ impl<'a> Checker<'a> {
         for (k, v) in &args.entries {
             let Some(p) = by_name.get(k.node.as_str()).filter(|p| !p.constraints.is_empty()) else { continue };
             let Some(value) = crate::tool::constraints::literal(v) else { continue };
-            if value.is_null() || !crate::exec::validate::fits(&value, &p.type_or_any()) {
+            if value.is_null() || !crate::tool::validate::fits(&value, &p.type_or_any()) {
                 continue;
             }
             if let Some(why) = p.constraints.violation(&value) {
@@ -800,7 +800,7 @@ impl<'a> Checker<'a> {
                     }
                     Some(p) => {
                         let literal = crate::tool::constraints::literal(v)
-                            .filter(|x| !x.is_null() && crate::exec::validate::fits(x, &p.type_or_any()));
+                            .filter(|x| !x.is_null() && crate::tool::validate::fits(x, &p.type_or_any()));
                         if let Some(why) = literal.and_then(|x| p.constraints.violation(&x)) {
                             self.diags.push(constraint_diagnostic(
                                 v.span,
@@ -1165,7 +1165,7 @@ pub(crate) fn param_type(p: &Param) -> Type {
 /// A composite's own argument as `REF:arguments.X` sees it: a declaration with a `default`
 /// is never null inside, since the run fills the default in for an absent or null value.
 pub(crate) fn argument_type(p: &Param) -> Type {
-    if crate::exec::validate::default_of(p).is_some() {
+    if crate::tool::validate::default_of(p).is_some() {
         declared_type(&p.type_or_any())
     } else {
         param_type(p)
@@ -1176,7 +1176,7 @@ pub(crate) fn argument_type(p: &Param) -> Type {
 /// has a `default` (which the run then fills in).
 pub(crate) fn accepted_type(p: &Param) -> Type {
     let t = declared_type(&p.type_or_any());
-    if p.is_required() && crate::exec::validate::default_of(p).is_none() {
+    if p.is_required() && crate::tool::validate::default_of(p).is_none() {
         t
     } else {
         t.union(Type::Null)

@@ -6,7 +6,6 @@ use std::collections::HashMap;
 
 use super::check::Checker;
 use crate::diagnostic::{Code, Diagnostic};
-use crate::exec::breaker::BreakerPolicy;
 use crate::span::Span;
 use crate::tool::{
     parse_ref_string, Condition, Instruction, JsonKind, JsonNode, Logic, Operator, OutputPath, PathSegment,
@@ -98,7 +97,7 @@ impl Checker<'_> {
     /// after that many failed attempts, so the attempts past it are refused (W0607).
     pub(crate) fn retries_past_breaker(&mut self, ins: &Instruction) {
         let Some(max) = ins.retry.as_ref().and_then(|r| r.max_retries.as_ref()) else { return };
-        let threshold = BreakerPolicy::default().failure_threshold;
+        let threshold = crate::ranges::DEFAULT_FAILURE_THRESHOLD;
         if max.node < threshold {
             return;
         }

@@ -53,7 +53,7 @@ pub use plan::{
     ConditionPlan, DoneCheckPlan, ParallelPlan, Plan, RefContext, RefPlan, StepId, StepInput, StepPlan, TransformPlan,
     ValuePlan,
 };
-pub(crate) use root::tool_files_under;
+pub use root::tool_files_under;
 pub use root::{LoadedTool, MissingCallees, Resolved, ToolRoot};
 
 use crate::diagnostic::Diagnostic;

@@ -9,9 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::ranges::{self, RangeError};
 
-/// The default failure threshold (seed 000's): a step whose `max_retries` reaches it can
-/// never make its last attempts, which `tdsl check` warns about.
-pub const DEFAULT_FAILURE_THRESHOLD: u32 = 3;
+pub use crate::ranges::DEFAULT_FAILURE_THRESHOLD;
 
 /// Breaker settings (failure threshold 1–10, reset 10–300 s, half-open calls 1–5;
 /// [`BreakerPolicy::validate`]).

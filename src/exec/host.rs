@@ -10,9 +10,9 @@
 //!   cancellation the program's whole process group is killed.
 //! - `builtin:echo`: returns its arguments.
 //! - `mcp:<command line>#<tool>`: the tool of an MCP server started over stdio, once per
-//!   runner (see [`super::mcp`]).
+//!   runner (see [`super::mcp`]; feature `mcp`).
 //! - `http://…`, `https://…`: the arguments POSTed as JSON, the JSON body back (see
-//!   [`super::http`]).
+//!   [`super::http`]; feature `http`).
 //! - A [`Mock`] answers for the tool paths it lists, before any endpoint is looked at.
 
 use std::collections::HashMap;
@@ -22,6 +22,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+#[cfg(feature = "mcp")]
 use super::mcp::{McpClients, McpEndpoint};
 use super::runner::{Runner, ToolCall, ToolError};
 use crate::value::Value;
@@ -36,13 +37,19 @@ pub const BUILTINS: &[&str] = &["echo"];
 #[derive(Debug)]
 pub struct HostRunner {
     mock: Option<Mock>,
+    #[cfg(feature = "mcp")]
     mcp: McpClients,
     max_stdout: u64,
 }
 
 impl Default for HostRunner {
     fn default() -> HostRunner {
-        HostRunner { mock: None, mcp: McpClients::default(), max_stdout: DEFAULT_MAX_STDOUT }
+        HostRunner {
+            mock: None,
+            #[cfg(feature = "mcp")]
+            mcp: McpClients::default(),
+            max_stdout: DEFAULT_MAX_STDOUT,
+        }
     }
 }
 
@@ -87,11 +94,22 @@ impl Runner for HostRunner {
         } else if let Some(name) = endpoint.strip_prefix("builtin:") {
             builtin(name.trim(), call)
         } else if endpoint.starts_with("http://") || endpoint.starts_with("https://") {
-            super::http::call(endpoint.trim(), call)
+            #[cfg(feature = "http")]
+            return super::http::call(endpoint.trim(), call);
+            #[cfg(not(feature = "http"))]
+            return Err(ToolError::permanent(format!("`{}`: {}", call.tool_path, missing_feature("http", "http://"))));
         } else if let Some(spec) = endpoint.strip_prefix("mcp:") {
-            let endpoint =
-                McpEndpoint::parse(spec).map_err(|e| ToolError::permanent(format!("`{}`: {e}", call.tool_path)))?;
-            self.mcp.call(&endpoint, call)
+            #[cfg(feature = "mcp")]
+            {
+                let endpoint =
+                    McpEndpoint::parse(spec).map_err(|e| ToolError::permanent(format!("`{}`: {e}", call.tool_path)))?;
+                self.mcp.call(&endpoint, call)
+            }
+            #[cfg(not(feature = "mcp"))]
+            {
+                let _ = spec;
+                Err(ToolError::permanent(format!("`{}`: {}", call.tool_path, missing_feature("mcp", "mcp:"))))
+            }
         } else {
             Err(ToolError::permanent(format!(
                 "`{}`: the endpoint `{endpoint}` is not supported by this runner (use `exec:`, `builtin:`, `mcp:`, `http://` or `https://`)",
@@ -122,15 +140,33 @@ pub fn check_endpoint(endpoint: &str) -> Result<(), String> {
             ))
         }
     } else if let Some(spec) = endpoint.strip_prefix("mcp:") {
-        McpEndpoint::parse(spec).map(|_| ())
+        #[cfg(feature = "mcp")]
+        return McpEndpoint::parse(spec).map(|_| ());
+        #[cfg(not(feature = "mcp"))]
+        {
+            let _ = spec;
+            Err(missing_feature("mcp", "mcp:"))
+        }
     } else if endpoint.starts_with("http://") || endpoint.starts_with("https://") {
-        Ok(())
+        #[cfg(feature = "http")]
+        return Ok(());
+        #[cfg(not(feature = "http"))]
+        Err(missing_feature("http", "http://"))
     } else {
         Err(format!(
             "`{endpoint}` is not an endpoint the command line's runner knows: \
              `exec:`, `builtin:`, `mcp:`, `http://` or `https://`"
         ))
     }
+}
+
+/// Why an endpoint cannot run in a library built without the feature that runs it.
+#[cfg(not(all(feature = "http", feature = "mcp")))]
+fn missing_feature(feature: &str, scheme: &str) -> String {
+    format!(
+        "`{scheme}` endpoints need the `{feature}` feature of the tdsl library, and this build was made without it \
+         (the `tdsl` command has it)"
+    )
 }
 
 fn builtin(name: &str, call: &ToolCall<'_>) -> Result<Value, ToolError> {
@@ -154,7 +190,7 @@ pub(crate) fn program_path(program: &str, tool_file: Option<&Path>) -> PathBuf {
 }
 
 /// The most bytes an `exec:` program may print on standard output by default (64 MiB, as
-/// much as [`super::http::MAX_BODY_BYTES`] reads of an HTTP body);
+/// much as the `http` runner reads of an HTTP body);
 /// [`HostRunner::with_max_stdout`] (`tdsl run --max-tool-output`) changes it. Past it, the
 /// program's process group is killed and the call fails (permanent).
 pub const DEFAULT_MAX_STDOUT: u64 = 64 * 1024 * 1024;
@@ -536,6 +572,24 @@ fn answer(spec: &Value) -> Result<Answer, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn endpoints_of_a_feature_left_out_name_the_feature() {
+        let http = check_endpoint("https://example.com/tool");
+        let mcp = check_endpoint("mcp:server --stdio#lookup");
+        #[cfg(feature = "http")]
+        assert_eq!(http, Ok(()));
+        #[cfg(not(feature = "http"))]
+        assert_eq!(
+            http.unwrap_err(),
+            "`http://` endpoints need the `http` feature of the tdsl library, and this build was made \
+             without it (the `tdsl` command has it)"
+        );
+        #[cfg(feature = "mcp")]
+        assert_eq!(mcp, Ok(()));
+        #[cfg(not(feature = "mcp"))]
+        assert!(mcp.unwrap_err().starts_with("`mcp:` endpoints need the `mcp` feature"));
+    }
 
     fn answers(mock: &Mock, tool: &str, n: usize) -> Vec<Result<String, String>> {
         (0..n).map(|_| mock.answer(tool).expect("mocked").map(|v| v.to_string()).map_err(|e| e.message)).collect()

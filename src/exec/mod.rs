@@ -52,7 +52,9 @@ mod data;
 mod executor;
 pub mod guard;
 pub mod host;
+#[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "mcp")]
 pub mod mcp;
 mod replay;
 pub mod retry;
@@ -60,7 +62,6 @@ mod runner;
 mod scheduler;
 pub mod time;
 pub mod trace;
-pub(crate) mod validate;
 mod workflow;
 
 pub use clock::ExecClock;

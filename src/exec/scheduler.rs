@@ -31,11 +31,11 @@ use super::time::Signal;
 use super::trace::{
     rfc3339, Attempt, ChildTrace, Outcome, RunError, RunStatus, StepStatus, StepTrace, Trace, TRACE_FORMAT,
 };
-use super::validate::{self, Side};
 use super::workflow::{Tool, Workflow};
 use crate::analysis::{DoneCheckPlan, Plan, StepId, StepPlan};
 use crate::diagnostic::Code;
-use crate::tool::{Retry, ToolDef};
+use crate::tool::validate::{self, Side};
+use crate::tool::{Param, Retry, ToolDef};
 use crate::value::{Map, SmolStr, Value};
 
 /// Where a run's attempts, back-off delays, breaker refusals and expression clock reads
@@ -768,7 +768,7 @@ impl<'a> Ctx<'a> {
         let tool = self.wf.tool(&step.tool_path);
         let (raw, result) = match &step.parallel {
             None => {
-                let arguments = validate::with_defaults(validate::declared_arguments(tool), Value::object(args));
+                let arguments = validate::with_defaults(declared_arguments(tool), Value::object(args));
                 tr.arguments = Some(arguments.clone());
                 let stopped = || frame.failure.get().is_some();
                 let site = Site { step, tool, key, depth: frame.depth, policy: &policy };
@@ -901,7 +901,7 @@ impl<'a> Ctx<'a> {
                         ct.started_ms = Some(started);
                         let mut a = args.clone();
                         a.insert(SmolStr::new(&*name), item.clone());
-                        let a = validate::with_defaults(validate::declared_arguments(tool), Value::object(a));
+                        let a = validate::with_defaults(declared_arguments(tool), Value::object(a));
                         ct.arguments = Some(a.clone());
                         let call = self.call(Site { key: &ckey, ..site }, &a, &stopped);
                         ct.attempts = call.attempts;
@@ -1320,5 +1320,14 @@ impl<'a> Ctx<'a> {
         cancel.cancel();
         done.wait_real(Some(self.ex.options.cancel_grace));
         None
+    }
+}
+
+/// The arguments a callee declares: none when it is missing.
+fn declared_arguments(tool: Option<&Tool>) -> &[Param] {
+    match tool {
+        Some(Tool::Composite { plan }) => &plan.tool.arguments,
+        Some(Tool::Primitive { def, .. }) => &def.arguments,
+        _ => &[],
     }
 }

@@ -134,7 +134,7 @@ pub fn validate_arguments(def: &ToolDef, args: &Json) -> Result<(), String> {
                     if let Some(why) = p.constraints.violation(&value) {
                         return Err(format!(
                             "argument `{name}` {why}, and it is {}",
-                            crate::exec::validate::shown(&value)
+                            crate::tool::validate::shown(&value)
                         ));
                     }
                 }

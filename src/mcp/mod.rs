@@ -10,6 +10,7 @@
 //! reason. Only an unknown tool name is a protocol error.
 
 pub mod framing;
+#[cfg(feature = "mcp-http")]
 pub mod http;
 
 use std::path::{Path, PathBuf};
@@ -65,6 +66,7 @@ pub struct McpServer {
     /// The level `logging/setLevel` asked for; no log messages until a client asks.
     log_level: Arc<Mutex<Option<LoggingLevel>>>,
     /// Where composite runs are recorded (`serve --history`), when anywhere.
+    #[cfg(feature = "history")]
     history: Option<Arc<dyn crate::history::HistoryStore>>,
 }
 
@@ -154,7 +156,14 @@ impl McpServer {
         let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
         let (shutdown, _) = tokio::sync::watch::channel(false);
         let inner = Arc::new(Inner { root, tools, shutdown, in_flight: AtomicUsize::new(0) });
-        Ok((McpServer { inner, calls: None, log_level: Arc::new(Mutex::new(None)), history: None }, skipped))
+        let server = McpServer {
+            inner,
+            calls: None,
+            log_level: Arc::new(Mutex::new(None)),
+            #[cfg(feature = "history")]
+            history: None,
+        };
+        Ok((server, skipped))
     }
 
     /// The same server with at most `max` calls in flight at once: a call over the limit is
@@ -171,12 +180,14 @@ impl McpServer {
             inner: self.inner.clone(),
             calls: self.calls.clone(),
             log_level: Arc::new(Mutex::new(None)),
+            #[cfg(feature = "history")]
             history: self.history.clone(),
         }
     }
 
     /// The same server recording every composite run a call makes into `store` (the run
-    /// history, `docs/history.md`).
+    /// history, `docs/history.md`; feature `history`).
+    #[cfg(feature = "history")]
     pub fn with_history(mut self, store: Arc<dyn crate::history::HistoryStore>) -> McpServer {
         self.history = Some(store);
         self
@@ -288,6 +299,7 @@ impl McpServer {
         observer: Option<Arc<dyn Observer>>,
     ) -> Option<Json> {
         let served = self.inner.tools.iter().find(|t| t.name == name)?;
+        #[cfg(feature = "history")]
         let observer = match &self.history {
             Some(store) => {
                 let recorder: Arc<dyn Observer> = Arc::new(crate::history::Recorder::new(store.clone()));
@@ -374,7 +386,7 @@ fn call_served(
 fn with_defaults(def: &ToolDef, arguments: Json) -> Json {
     let Json::Object(mut map) = arguments else { return arguments };
     for p in &def.arguments {
-        let Some(d) = crate::exec::validate::default_of(p) else { continue };
+        let Some(d) = crate::tool::validate::default_of(p) else { continue };
         let name = p.name.node.as_str();
         if map.get(name).is_none_or(Json::is_null) {
             if let Ok(v) = serde_json::to_value(d) {

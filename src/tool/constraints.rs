@@ -610,7 +610,7 @@ impl Reader<'_, '_> {
         let mut ok = true;
         for item in items {
             let v = item.to_value();
-            if !v.is_null() && !crate::exec::validate::fits(&v, ty) {
+            if !v.is_null() && !crate::tool::validate::fits(&v, ty) {
                 ok = false;
                 self.push(
                     Diagnostic::new(
@@ -635,7 +635,7 @@ impl Reader<'_, '_> {
         let v = n.to_value();
         let why = if v.is_null() {
             None
-        } else if !crate::exec::validate::fits(&v, ty) {
+        } else if !crate::tool::validate::fits(&v, ty) {
             Some(format!("is {}, and the declaration is {}", n.type_name(), a_type(ty)))
         } else {
             c.violation(&v).map(|x| format!("breaks its own declaration: it {x}"))

@@ -32,6 +32,7 @@ pub mod model;
 pub mod position;
 pub mod refs;
 mod schema;
+pub(crate) mod validate;
 
 pub use json::{JsonKind, JsonNode, JsonObject, JsonStr};
 pub use model::*;

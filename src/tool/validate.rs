@@ -13,9 +13,6 @@
 //! that is absent or `null` (a root's own arguments at the start of a run, a callee's
 //! before the call), so the value the tool receives, and the trace, hold it.
 
-use smol_str::SmolStr;
-
-use super::workflow::Tool;
 use crate::tool::{Param, TypeName};
 use crate::value::Value;
 
@@ -25,9 +22,12 @@ pub(crate) fn default_of(p: &Param) -> Option<&Value> {
     p.constraints.default.as_ref().map(|d| &d.node).filter(|v| !v.is_null())
 }
 
+#[cfg(feature = "engine")]
 /// `value` with the `default` of each of `params` put in where the key is absent or `null`.
 /// Anything but an object is returned as it is (the check that follows refuses it).
 pub(crate) fn with_defaults(params: &[Param], value: Value) -> Value {
+    use smol_str::SmolStr;
+
     let Some(map) = value.as_object() else { return value };
     let missing = |p: &&Param| map.get(p.name.node.as_str()).is_none_or(Value::is_null);
     if !params.iter().filter(|p| default_of(p).is_some()).any(|p| missing(&p)) {
@@ -44,15 +44,7 @@ pub(crate) fn with_defaults(params: &[Param], value: Value) -> Value {
     Value::object(out)
 }
 
-/// The arguments a callee declares: none when it is missing.
-pub(crate) fn declared_arguments(tool: Option<&Tool>) -> &[Param] {
-    match tool {
-        Some(Tool::Composite { plan }) => &plan.tool.arguments,
-        Some(Tool::Primitive { def, .. }) => &def.arguments,
-        _ => &[],
-    }
-}
-
+#[cfg(feature = "engine")]
 /// What is checked: the words messages use.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Side {
@@ -62,6 +54,7 @@ pub(crate) enum Side {
     Responses,
 }
 
+#[cfg(feature = "engine")]
 /// Checks `value` (an object, or anything else when nothing is declared) against `params`;
 /// the first problem, naming the field and the tool.
 pub(crate) fn check(params: &[Param], value: &Value, side: Side, tool: &str) -> Result<(), String> {
@@ -132,6 +125,7 @@ pub(crate) fn fits(v: &Value, ty: &TypeName) -> bool {
     }
 }
 
+#[cfg(feature = "engine")]
 /// "a string", "an object", "a list<number>".
 pub(crate) fn a_type(t: &TypeName) -> String {
     match t {
@@ -157,6 +151,7 @@ mod tests {
         let strings = TypeName::List(Some(Box::new(TypeName::String)));
         assert!(fits(&v(r#"["a", null]"#), &strings));
         assert!(!fits(&v(r#"["a", 1]"#), &strings));
+        #[cfg(feature = "engine")]
         assert_eq!(a_type(&strings), "a list<string>");
     }
 }
