@@ -83,6 +83,11 @@ pub mod types;
 pub mod value;
 pub mod vm;
 
+/// The examples of `docs/embedding.md`, run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/embedding.md")]
+pub struct EmbeddingDoc;
+
 pub use analysis::{Analyzer, CheckedTool, Plan, ToolRoot};
 pub use diagnostic::{Code, Diagnostic, Severity};
 pub use engine::{Analysis, Engine, Program, References};
