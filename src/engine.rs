@@ -403,6 +403,19 @@ impl Program {
         &self.inner.ty
     }
 
+    /// The innermost sub-expression at byte offset `at` of the source: its span and its
+    /// type (what an editor shows on hover). Template strings are looked into.
+    ///
+    /// ```
+    /// let program = tdsl::Engine::new().compile("length([1, 2]) + 1").unwrap();
+    /// let (span, ty) = program.type_at(1).unwrap();
+    /// assert_eq!((&program.source()[span.range()], ty.to_string().as_str()), ("length([1, 2])", "integer"));
+    /// ```
+    pub fn type_at(&self, at: usize) -> Option<(crate::span::Span, &Type)> {
+        let node = self.inner.typed.innermost_at(at)?;
+        Some((node.span, &node.ty))
+    }
+
     /// Warnings found while compiling.
     pub fn warnings(&self) -> &[Diagnostic] {
         &self.inner.warnings

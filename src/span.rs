@@ -141,6 +141,22 @@ impl SourceMap {
         Span { start, end: end.max(start) }
     }
 
+    /// The decoded offset of the character whose source text holds source offset `at` (an
+    /// escape's every byte maps to the character it decodes to); `None` outside the source.
+    pub fn decoded(&self, at: usize) -> Option<usize> {
+        let at = u32::try_from(at).ok()?;
+        let first = self.points.first()?;
+        if at < first.1 || at >= self.end.1 {
+            return None;
+        }
+        let idx = self.points.partition_point(|p| p.1 <= at);
+        let &(d, s) = self.points.get(idx.checked_sub(1)?)?;
+        // Within a verbatim run, but never onto the next point's character.
+        let next = self.points.get(idx).map_or(self.end.0, |p| p.0);
+        let last = next.saturating_sub(1).max(d);
+        Some(d.saturating_add(at - s).min(last) as usize)
+    }
+
     /// Maps a decoded span through this map and then through `outer`, for text that was
     /// decoded twice (a template string inside an expression inside a JSON string).
     pub fn then(&self, span: Span, outer: &SourceMap) -> Span {
@@ -151,6 +167,22 @@ impl SourceMap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn decoded_offsets_invert_the_map() {
+        let m = SourceMap::identity(10, 5);
+        assert_eq!((m.decoded(9), m.decoded(10), m.decoded(14), m.decoded(15)), (None, Some(0), Some(4), None));
+        // `a\"b`: the two bytes of the escape both decode to `"`, at 1.
+        let mut m = SourceMap::default();
+        m.push(0, 0);
+        m.push(1, 1);
+        m.push(2, 3);
+        m.finish(3, 4);
+        assert_eq!([0, 1, 2, 3].map(|o| m.decoded(o)), [Some(0), Some(1), Some(1), Some(2)]);
+        for d in 0..3 {
+            assert_eq!(m.decoded(m.map(Span::new(d, d + 1)).start as usize), Some(d));
+        }
+    }
 
     #[test]
     fn identity_map_shifts() {

@@ -231,20 +231,62 @@ fn hover_shows_callees_arguments_types_and_functions() {
     assert!(step.contains("result: `"), "{step}");
     assert!(step.contains("`directory`: `string` (required) — where to look"), "{step}");
     assert!(step.contains("`total`: `integer`"), "{step}");
+    // A REF: what it reads, and its type.
     let arg = hover(&mut c, "REF:arguments.folder", 15);
-    assert_eq!(arg, "**argument** `folder`: `string` (required)");
+    assert_eq!(arg, "**argument** `folder`: `string` (required)\n\ntype: `string`");
     let resp = hover(&mut c, "REF:scan.files", 10);
-    assert_eq!(resp, "**response** `files`: `list<string>` (required)");
+    assert_eq!(resp, "**response** `files`: `list<string>` (required)\n\ntype: `list<string>`");
+    let in_expr = hover(&mut c, "REF:scan.total\"}}", 5);
+    assert!(in_expr.starts_with("**step `scan`** calls `/tools/lister.tool`"), "{in_expr}");
+    assert!(in_expr.ends_with("\n\ntype: `integer`"), "{in_expr}");
+    // A function: its signature, and the type of the call.
     let func = hover(&mut c, "length(names", 2);
     assert!(func.starts_with("```\nlength(value)\n```"), "{func}");
+    assert!(func.ends_with("\n\n`length(names)`: `integer`"), "{func}");
+    // A variable read in an expression: its text, and its type there.
     let var = hover(&mut c, "names)", 1);
-    assert_eq!(var, "**variable `names`** = `\"REF:scan.files\"`");
+    assert_eq!(var, "**variable `names`** = `\"REF:scan.files\"`\n\n`names`: `list<string>`");
+    // Any other part of an expression: the innermost sub-expression and its type.
+    let op = hover(&mut c, " + REF:scan.total", 1);
+    assert_eq!(op, "`length(names) + REF:scan.total`: `integer`");
     let out = hover(&mut c, "\"count\": \"length", 1);
     assert!(out.contains("type: `integer`"), "{out}");
+    assert_eq!(out.matches("type:").count(), 1, "{out}");
     let path = hover(&mut c, "/tools/lister.tool", 3);
     assert!(path.contains("Lists a directory"), "{path}");
     // Nothing under the cursor: no hover.
     assert_eq!(c.request("textDocument/hover", at(&u, 0, 0)).unwrap(), Value::Null);
+    c.shutdown();
+}
+
+/// Types from use and the inside of template strings, on hover.
+#[test]
+fn hover_shows_what_uses_demand_and_types_inside_templates() {
+    const OPEN: &str = r#"{"arguments": [], "system_event_endpoint": "builtin:echo"}"#;
+    const MAIN2: &str = r#"{
+  "instructions": [
+    {"execution_id": "open", "tool_definition_path": "/tools/open.tool"},
+    {"execution_id": "use", "tool_definition_path": "/tools/open.tool",
+     "transform_responses": {"variables": {"rows": "REF:open.rows"},
+       "transforms": {"total": "sum(array=map(array=rows, template=\"item.n * 2\"))"}}}
+  ]
+}"#;
+    let ws = workspace(&[("tools/open.tool", OPEN), ("main.tool", MAIN2)]);
+    let mut c = start(ws.path());
+    let u = c.open(&ws.path().join("main.tool"));
+    let diags = c.diagnostics(&u);
+    assert!(diags.iter().all(|d| d["severity"] != 1), "no errors: {diags:#?}");
+    let mut hover = |needle: &str, off: usize| -> String {
+        let (l, ch) = find(MAIN2, needle, off);
+        let r = c.request("textDocument/hover", at(&u, l, ch)).unwrap();
+        r["contents"]["value"].as_str().unwrap_or("").to_string()
+    };
+    let rows = hover("REF:open.rows", 10);
+    assert!(rows.ends_with("type: `any` — its uses need `list | null`"), "{rows}");
+    let product = hover("* 2", 0);
+    assert_eq!(product, "`item.n * 2`: `number`");
+    let field = hover("item.n", 5);
+    assert_eq!(field, "`item.n`: `any`");
     c.shutdown();
 }
 

@@ -102,9 +102,26 @@ pub(super) fn hover(s: &Server, p: &HoverParams) -> Option<Hover> {
     let doc = s.doc(&tdp.text_document.uri)?;
     let offset = s.offset(doc, tdp.position);
     let occs = s.doc_occurrences(doc);
-    let o = symbols::at(&occs, offset)?;
     let checked = doc.checked.as_ref()?;
     let tool = checked.tool.as_ref()?;
+    let symbol = symbols::at(&occs, offset).and_then(|o| Some((o.span, symbol_hover(s, doc, tool, o)?)));
+    let typed = type_hover(doc, tool, offset);
+    let (span, value) = match (symbol, typed) {
+        (Some((span, text)), Some((_, t))) if !text.contains("\n\ntype: ") => (span, format!("{text}\n\n{t}")),
+        (Some(found), _) => found,
+        (None, Some(found)) => found,
+        (None, None) => return None,
+    };
+    Some(Hover {
+        contents: HoverContents::Markup(MarkupContent { kind: MarkupKind::Markdown, value }),
+        range: Some(doc.text.range(span, s.encoding)),
+    })
+}
+
+/// What the symbol under the cursor is: a step, a declaration, a callee, a function or a
+/// transform variable.
+fn symbol_hover(s: &Server, doc: &Doc, tool: &ToolDef, o: &Occurrence) -> Option<String> {
+    let checked = doc.checked.as_ref()?;
     let text = match &o.sym {
         Sym::Step { id, .. } => {
             let ins = tool.instructions().iter().find(|i| &i.execution_id.node == id)?;
@@ -148,42 +165,77 @@ pub(super) fn hover(s: &Server, p: &HoverParams) -> Option<Hover> {
         }
         Sym::Variable { block, name } => variable_hover(doc, tool, *block, name)?,
     };
-    Some(Hover {
-        contents: HoverContents::Markup(MarkupContent { kind: MarkupKind::Markdown, value: text }),
-        range: Some(doc.text.range(o.span, s.encoding)),
-    })
+    Some(text)
 }
 
-/// A transform variable (its value as written) or output (its expression and type).
-fn variable_hover(doc: &Doc, tool: &ToolDef, block: Span, name: &str) -> Option<String> {
+/// The type at the cursor: of the innermost REF, variable or transform output there (with
+/// what its uses demand when it is `any`), else of the innermost sub-expression of a
+/// transform expression (when the file checked without errors, so that it compiled).
+fn type_hover(doc: &Doc, tool: &ToolDef, offset: usize) -> Option<(Span, String)> {
     let checked = doc.checked.as_ref()?;
-    let src = doc.text.as_str();
-    let mut blocks: Vec<(Option<usize>, bool, &crate::tool::Transform)> = Vec::new();
+    let holds = |sp: Span| (sp.start as usize) <= offset && offset < sp.end as usize;
+    if let Some(t) = checked.types.iter().filter(|t| holds(t.span)).min_by_key(|t| t.span.len()) {
+        let mut text = format!("type: `{}`", t.ty);
+        if let Some(inferred) = &t.inferred {
+            text.push_str(&format!(" — its uses need `{inferred}`"));
+        }
+        return Some((t.span, text));
+    }
+    let plan = checked.plan.as_ref()?;
+    let blocks = transform_blocks(tool);
+    for (step, args, t) in blocks {
+        let Some((name, expr)) = t.transforms.iter().find(|(_, e)| holds(e.content_span())) else { continue };
+        let program = compiled(plan, step, args, &name.node)?;
+        let at = expr.decoded_offset(offset)?;
+        let (span, ty) = program.type_at(at)?;
+        let written: String = expr.value.get(span.range()).unwrap_or("").chars().take(80).collect();
+        return Some((expr.map_span(span), format!("`{written}`: `{ty}`")));
+    }
+    None
+}
+
+/// The compiled transform output `name` of a block (see [`transform_blocks`]).
+fn compiled<'p>(plan: &'p crate::Plan, step: Option<usize>, args: bool, name: &str) -> Option<&'p crate::Program> {
+    let block = match step {
+        Some(n) => {
+            let st = plan.steps.iter().find(|st| st.index == n)?;
+            if args {
+                st.transform_arguments.as_ref()
+            } else {
+                st.transform_responses.as_ref()
+            }
+        }
+        None if args => plan.transform_arguments.as_ref(),
+        None => plan.transform_responses.as_ref(),
+    }?;
+    block.transforms.iter().find(|(k, _)| &**k == name).map(|(_, p)| p)
+}
+
+/// Every transform block of a tool: the step it belongs to (`None`: the composite's own),
+/// whether it transforms arguments (else responses), and the block.
+fn transform_blocks(tool: &ToolDef) -> Vec<(Option<usize>, bool, &crate::tool::Transform)> {
+    let mut blocks = Vec::new();
     for (n, i) in tool.instructions().iter().enumerate() {
         blocks.extend(i.transform_arguments.iter().map(|t| (Some(n), true, t)));
         blocks.extend(i.transform_responses.iter().map(|t| (Some(n), false, t)));
     }
     blocks.extend(tool.transform_arguments.iter().map(|t| (None, true, t)));
     blocks.extend(tool.transform_responses.iter().map(|t| (None, false, t)));
-    let (step, args, t) = blocks.into_iter().find(|(_, _, t)| t.span == block)?;
+    blocks
+}
+
+/// A transform variable (its value as written) or output (its expression and type).
+fn variable_hover(doc: &Doc, tool: &ToolDef, block: Span, name: &str) -> Option<String> {
+    let checked = doc.checked.as_ref()?;
+    let src = doc.text.as_str();
+    let (step, args, t) = transform_blocks(tool).into_iter().find(|(_, _, t)| t.span == block)?;
     if let Some((_, v)) = t.variables.iter().find(|(k, _)| k.node == name) {
         let written = src.get(v.span.range()).unwrap_or("");
         return Some(format!("**variable `{name}`** = `{written}`"));
     }
     let (_, e) = t.transforms.iter().find(|(k, _)| k.node == name)?;
     let mut out = format!("**transform output `{name}`** = `{}`", e.value);
-    let plan = checked.plan.as_ref();
-    let tp = match step {
-        Some(n) => plan.and_then(|p| p.steps.iter().find(|st| st.index == n)).and_then(|st| {
-            if args {
-                st.transform_arguments.as_ref()
-            } else {
-                st.transform_responses.as_ref()
-            }
-        }),
-        None => plan.and_then(|p| if args { p.transform_arguments.as_ref() } else { p.transform_responses.as_ref() }),
-    };
-    if let Some((_, prog)) = tp.and_then(|t| t.transforms.iter().find(|(k, _)| &**k == name)) {
+    if let Some(prog) = checked.plan.as_ref().and_then(|plan| compiled(plan, step, args, name)) {
         out.push_str(&format!("\n\ntype: `{}`", prog.result_type()));
     }
     Some(out)

@@ -94,6 +94,12 @@ impl JsonStr {
         }
     }
 
+    /// The byte offset in [`JsonStr::value`] of the character written at `file_offset`
+    /// (the inverse of [`JsonStr::map_span`]); `None` outside the string's content.
+    pub fn decoded_offset(&self, file_offset: usize) -> Option<usize> {
+        self.string_map().decoded(file_offset)
+    }
+
     /// Maps one span in the decoded text to the file.
     pub fn map_span(&self, span: Span) -> Span {
         self.string_map().map(span)

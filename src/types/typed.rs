@@ -105,6 +105,49 @@ impl TExpr {
         TExpr { kind, ty, span }
     }
 
+    /// The innermost node whose span holds byte offset `at` (of the program's source), this
+    /// one included; `None` when the offset is outside it. Iterative: any depth is fine.
+    pub fn innermost_at(&self, at: usize) -> Option<&TExpr> {
+        let holds = |e: &TExpr| (e.span.start as usize) <= at && at < e.span.end as usize;
+        if !holds(self) {
+            return None;
+        }
+        let mut node = self;
+        'descend: loop {
+            let mut children: Vec<&TExpr> = Vec::new();
+            match &node.kind {
+                TKind::Const(_) | TKind::Global(_) | TKind::Local(_) | TKind::Ref(..) | TKind::Error => {}
+                TKind::Field(e, _) | TKind::Unary(_, e) => children.push(e),
+                TKind::Index(a, b) | TKind::Binary(_, a, b) => children.extend([&**a, &**b]),
+                TKind::List(items) => children.extend(items),
+                TKind::Object(entries) => children.extend(entries.iter().map(|(_, e)| e)),
+                TKind::If(c, a, b) => children.extend([&**c, &**a, &**b]),
+                TKind::Pipeline { init, ops, .. } => {
+                    children.push(init);
+                    children.extend(ops);
+                }
+                TKind::Call(call) => {
+                    for arg in &call.args {
+                        match arg {
+                            TArg::Value(e) => children.push(e),
+                            TArg::Template { body, .. } => children.push(body),
+                            TArg::Dynamic { source, .. } => children.push(source),
+                            TArg::Absent => {}
+                        }
+                    }
+                }
+            }
+            // A child that is the node itself (same span, e.g. a default) is no deeper.
+            for child in children {
+                if holds(child) && child.span != node.span {
+                    node = child;
+                    continue 'descend;
+                }
+            }
+            return Some(node);
+        }
+    }
+
     /// The constant value, if this is one.
     pub fn as_const(&self) -> Option<&Value> {
         match &self.kind {
