@@ -199,6 +199,8 @@ pub struct Executor {
     pub(crate) options: Options,
     pub(crate) breakers: Arc<Breakers>,
     pub(crate) observer: Option<Arc<dyn Observer>>,
+    /// The threads calls with a deadline run on, kept between calls and runs.
+    pub(crate) call_threads: Arc<super::threads::CallThreads>,
 }
 
 impl std::fmt::Debug for Executor {
@@ -239,6 +241,7 @@ impl Executor {
             breakers: Arc::new(Breakers::new(options.breaker.clone())),
             options,
             observer: None,
+            call_threads: Arc::default(),
         }
     }
 

@@ -60,6 +60,7 @@ mod replay;
 pub mod retry;
 mod runner;
 mod scheduler;
+mod threads;
 pub mod time;
 pub mod trace;
 mod workflow;

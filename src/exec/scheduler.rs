@@ -1263,7 +1263,7 @@ impl<'a> Ctx<'a> {
         Some((outcome, answer))
     }
 
-    /// Runs the call on a thread of its own and waits for it until `deadline`; `None` when
+    /// Runs the call on a call thread (reused, `threads.rs`) and waits for it until `deadline`; `None` when
     /// it did not end in time (it is then cancelled, and given the grace period to stop).
     fn call_with_deadline(
         &self,
@@ -1292,7 +1292,7 @@ impl<'a> Ctx<'a> {
                 self.ex.time.clone(),
             );
             let (slot, done) = (slot.clone(), done.clone());
-            std::thread::Builder::new().name("tdsl-call".to_string()).spawn(move || {
+            self.ex.call_threads.run(move || {
                 let call = ToolCall {
                     tool_path: &tool_path,
                     definition: def.as_deref(),
