@@ -11,7 +11,7 @@ mod common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -138,6 +138,7 @@ fn neovim_shows_the_diagnostics_of_check_and_hovers_jumps_and_renames() {
         lua_string(out_file.to_str().unwrap()),
     );
     std::fs::write(&script, preamble + SCRIPT).expect("script");
+    let stderr_file = root.join("nvim-stderr.txt");
     let mut child = Command::new(&nvim)
         .args(["--headless", "-u", "NONE", "-i", "NONE", "-n", "-c"])
         .arg(format!("luafile {}", script.display()))
@@ -145,24 +146,14 @@ fn neovim_shows_the_diagnostics_of_check_and_hovers_jumps_and_renames() {
         .env("XDG_DATA_HOME", root.join("data"))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
+        .stderr(std::fs::File::create(&stderr_file).expect("stderr file"))
         .spawn()
         .expect("nvim starts");
-    // A watchdog, not a timing: Neovim must have quit long before this.
-    let started = Instant::now();
-    loop {
-        if child.try_wait().expect("wait").is_some() {
-            break;
-        }
-        if started.elapsed() > Duration::from_secs(180) {
-            let _ = child.kill();
-            panic!("headless Neovim did not finish within 180 s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let stderr = child.wait_with_output().map(|o| String::from_utf8_lossy(&o.stderr).into_owned()).unwrap_or_default();
-    let text = std::fs::read_to_string(&out_file)
-        .unwrap_or_else(|e| panic!("Neovim wrote no result ({e}); its stderr: {stderr}"));
+    common::wait_or_kill(&mut child, Duration::from_secs(180), "headless Neovim");
+    let text = std::fs::read_to_string(&out_file).unwrap_or_else(|e| {
+        let stderr = std::fs::read_to_string(&stderr_file).unwrap_or_default();
+        panic!("Neovim wrote no result ({e}); its stderr: {stderr}")
+    });
     let got: Value = serde_json::from_str(&text).expect("the script's JSON");
     assert!(got.get("error").is_none(), "the script failed in Neovim: {}", got["error"]);
 

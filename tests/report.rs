@@ -9,7 +9,7 @@ use common::tdsl;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const ROOT: &str = "tests/data/report";
 
@@ -95,18 +95,7 @@ fn headless(page: &Path, profile: &Path, args: &[&str]) -> (String, String) {
         let _ = err.read_to_string(&mut s);
         s
     });
-    let start = Instant::now();
-    loop {
-        if child.try_wait().expect("chromium's status").is_some() {
-            break;
-        }
-        if start.elapsed() > Duration::from_secs(120) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("chromium did not finish in two minutes");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    common::wait_or_kill(&mut child, Duration::from_secs(120), "chromium");
     (reader.join().unwrap(), err_reader.join().unwrap())
 }
 

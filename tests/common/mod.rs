@@ -1,6 +1,7 @@
 //! What the command-line tests share: running the real `tdsl` binary.
 
-use std::process::Command;
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
 
 /// What a run of the binary printed and how it exited.
 pub struct Out {
@@ -31,5 +32,23 @@ pub fn tdsl(args: &[&str]) -> Out {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Waits for a program the test started; past `watchdog` (a bound, not a timing) it is
+/// killed and the test fails naming `what`.
+#[allow(dead_code)]
+pub fn wait_or_kill(child: &mut Child, watchdog: Duration, what: &str) {
+    let start = Instant::now();
+    loop {
+        if child.try_wait().unwrap_or_else(|e| panic!("{what}'s status: {e}")).is_some() {
+            return;
+        }
+        if start.elapsed() > watchdog {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} did not finish within {} s", watchdog.as_secs());
+        }
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
