@@ -251,6 +251,27 @@ fn a_process_holding_the_tools_pipe_does_not_hold_the_attempt() {
     assert_eq!(left_alive(&held), Vec::<u32>::new(), "the process holding the pipe was killed");
 }
 
+/// A tool that leaves a process in a session of its own (`setsid`) escapes the kill of its
+/// process group; `tdsl run` adopts it (subreaper) and ends it before it exits.
+#[test]
+fn a_process_that_left_the_tools_session_is_ended_with_the_run() {
+    let dir = temp("escaped");
+    let pid_file = dir.join("escaped.pid");
+    let child = tdsl()
+        .args(["run", "tests/data/run/escaped.tool", "--root", ROOT])
+        .env("TDSL_ESCAPED_PID_FILE", &pid_file)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tdsl starts");
+    let o = finish(child, "an escaped process");
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(json(&o.stdout), json(r#"{"call": {"ok": true}}"#));
+    let escaped = pids_in(&pid_file);
+    assert_eq!(escaped.len(), 1, "the tool recorded the process it left");
+    assert_eq!(left_alive(&escaped), Vec::<u32>::new(), "the process in its own session was ended");
+}
+
 #[test]
 fn invalid_utf8_on_stdout_is_an_error_naming_the_tool() {
     let o = run(&["run", "tests/data/run/bad_utf8.tool", "--root", ROOT]);

@@ -448,6 +448,42 @@ fn end_of_input_cancels_calls_in_flight_and_exits_within_3_s() {
     }
 }
 
+/// A process a served tool leaves in a session of its own (`setsid`) is adopted by the
+/// server and ended when it shuts down.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_process_that_left_the_tools_session_is_ended_at_shutdown() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("tools")).expect("mkdir");
+    let pid_file = root.join("escaped.pid");
+    script(
+        &root.join("tools/escape.sh"),
+        &format!(
+            "#!/bin/sh\nsetsid sh -c 'echo $$ > \"{0}\"; exec sleep 300' </dev/null >/dev/null 2>&1 &\n\
+             while [ ! -s '{0}' ]; do sleep 0.01; done\necho '{{}}'\n",
+            pid_file.display()
+        ),
+    );
+    std::fs::write(root.join("tools/escape.tool"), r#"{"system_event_endpoint": "exec:./escape.sh"}"#).expect("write");
+    std::fs::write(
+        root.join("main.tool"),
+        r#"{"instructions": [{"execution_id": "go", "tool_definition_path": "/tools/escape.tool"}]}"#,
+    )
+    .expect("write");
+    let mut s = Server::start(root, &[]);
+    let result = s.call("main", json!({}));
+    assert_eq!(result["isError"], json!(false), "{result}");
+    let pid = std::fs::read_to_string(&pid_file).expect("the tool recorded its escaped process").trim().to_string();
+    assert!(alive(&pid), "the escaped process runs while the server does");
+    let since = std::time::Instant::now();
+    let (_reader, writer) = std::io::pipe().expect("pipe");
+    drop(std::mem::replace(&mut s.stdin, ChildStdin::from(std::os::fd::OwnedFd::from(writer))));
+    let took = exit_time(&mut s, since);
+    assert!(took.as_secs_f64() < 3.0, "exit took {took:?}");
+    assert!(!alive(&pid), "process {pid} outlived the server");
+}
+
 #[cfg(unix)]
 #[test]
 fn sigterm_cancels_calls_in_flight_and_exits_within_3_s() {

@@ -23,7 +23,7 @@ use super::progress::{HistoryArgs, Observers, Progress};
 use super::signals::Interrupts;
 use super::{color_stderr, render, usage_failure, UsageError};
 use crate::exec::breaker::BreakerPolicy;
-use crate::exec::host::{HostRunner, Mock};
+use crate::exec::host::{self, HostRunner, Mock};
 use crate::exec::{
     replay, Executor, Guards, LoadError, Observer, Options, Run, RunStatus, StepStatus, Trace, Workflow,
 };
@@ -120,6 +120,8 @@ pub struct ReplayArgs {
 pub fn run(args: RunArgs) -> ExitCode {
     // Before any other thread starts, so that every thread has the signals blocked.
     let interrupts = Interrupts::install();
+    // Processes a tool leaves in a session of its own are adopted, and ended below.
+    host::adopt_orphans();
     match prepare(&args) {
         Ok((workflow, executor, arguments)) => {
             let (executor, recorder) = match observe(&args, &workflow, executor) {
@@ -127,6 +129,8 @@ pub fn run(args: RunArgs) -> ExitCode {
                 Err(e) => return usage_failure(&e),
             };
             let code = execute(&args, &workflow, &executor, arguments, &interrupts);
+            drop(executor);
+            host::end_children(host::TERM_GRACE);
             if let Some(e) = recorder.and_then(|r| r.error()) {
                 eprintln!("warning: the run history is incomplete: {e}");
             }

@@ -116,6 +116,8 @@ pub fn run(args: ServeArgs) -> ExitCode {
         Ok(None) => server,
         Err(e) => return usage_failure(&e),
     };
+    // A process a tool leaves in a session of its own is adopted, and ended at shutdown.
+    crate::exec::host::adopt_orphans();
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => return usage_failure(&UsageError(format!("cannot start the async runtime: {e}"))),
@@ -143,6 +145,8 @@ pub fn run(args: ServeArgs) -> ExitCode {
     // Calls cancelled at shutdown may still be winding down on blocking threads: their
     // programs are already killed, so the process does not wait for them.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    // What tools left behind in sessions of their own (adopted, see below) ends too.
+    crate::exec::host::end_children(crate::exec::host::TERM_GRACE);
     match result {
         Ok(()) => ExitCode::SUCCESS,
         // A full disk under standard output: one line, exit 1, like every command.

@@ -204,7 +204,7 @@ pub const STDERR_TAIL: usize = 64 * 1024;
 pub const PIPE_GRACE: Duration = Duration::from_millis(500);
 
 /// How long a process group has between `SIGTERM` and `SIGKILL`.
-const TERM_GRACE: Duration = Duration::from_millis(200);
+pub const TERM_GRACE: Duration = Duration::from_millis(200);
 
 /// What a reader thread has taken from a pipe so far, shared with the caller so that a
 /// pipe held open forever by a stray process loses nothing already read.
@@ -466,6 +466,76 @@ fn kill_group_of(id: u32) {
     }
     #[cfg(not(unix))]
     let _ = id;
+}
+
+/// Makes this process the *subreaper* of everything it starts (Linux): a process a tool
+/// leaves behind in a session or process group of its own (`setsid`), out of reach of the
+/// process-group kills, is re-parented to this process when its parent exits (instead of to
+/// init), so that [`end_children`] finds it. Whether it took effect (never elsewhere).
+pub fn adopt_orphans() -> bool {
+    #[cfg(target_os = "linux")]
+    return nix::sys::prctl::set_child_subreaper(true).is_ok();
+    #[cfg(not(target_os = "linux"))]
+    false
+}
+
+/// Ends every process that is still a child of this one, for the end of a command: the
+/// tools' own processes ended with their attempts, so what is left are processes tools left
+/// behind (adopted through [`adopt_orphans`]). Each gets `SIGTERM` (its group too, when it
+/// leads one), then `SIGKILL` after `grace`; ending them can orphan their own children,
+/// which are adopted in turn, so this repeats while any is left, at most ten rounds.
+/// Linux only (it reads `/proc`); elsewhere it does nothing.
+pub fn end_children(grace: Duration) {
+    #[cfg(target_os = "linux")]
+    {
+        use nix::sys::signal::{kill, killpg, Signal};
+        use nix::unistd::Pid;
+        let signal_all = |children: &[(i32, i32)], signal: Signal| {
+            for &(pid, group) in children {
+                if group == pid {
+                    let _ = killpg(Pid::from_raw(pid), signal);
+                }
+                let _ = kill(Pid::from_raw(pid), signal);
+            }
+        };
+        for _ in 0..10 {
+            let children = live_children();
+            if children.is_empty() {
+                return;
+            }
+            signal_all(&children, Signal::SIGTERM);
+            let asked = Instant::now();
+            while asked.elapsed() < grace && !live_children().is_empty() {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            signal_all(&live_children(), Signal::SIGKILL);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = grace;
+}
+
+/// The children of this process that have not ended (zombies excluded), with their process
+/// groups, from `/proc`.
+#[cfg(target_os = "linux")]
+fn live_children() -> Vec<(i32, i32)> {
+    let me = std::process::id().to_string();
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let mut out = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        // `pid (comm) state ppid pgrp …`: the command name may hold anything, so the fields
+        // are read after its last `)`.
+        let Some((_, rest)) = stat.rsplit_once(')') else { continue };
+        let mut fields = rest.split_whitespace();
+        let (Some(state), Some(ppid), Some(group)) = (fields.next(), fields.next(), fields.next()) else { continue };
+        if ppid == me && state != "Z" && state != "X" {
+            out.push((pid, group.parse().unwrap_or(pid)));
+        }
+    }
+    out
 }
 
 /// Canned answers for `--mock FILE` (format in `docs/execution.md`).
