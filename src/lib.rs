@@ -77,6 +77,8 @@ pub mod report;
 pub mod runtime;
 pub mod span;
 pub mod syntax;
+#[cfg(feature = "temporal")]
+pub mod temporal;
 mod template;
 pub mod tool;
 pub mod types;

@@ -1,0 +1,51 @@
+//! `tdsl run --engine temporal`: starts a run on the server and waits for its trace.
+
+use temporalio_client::{WorkflowGetResultOptions, WorkflowStartOptions};
+
+use super::worker::{connect, TdslWorkflow};
+use super::{Connection, RunInput, INTERPRETER_VERSION};
+use crate::exec::Trace;
+
+/// A run started on the server: its workflow id and run id, and its trace once it ended.
+#[derive(Debug)]
+pub struct Finished {
+    /// The workflow id (`tdsl-…`).
+    pub workflow_id: String,
+    /// The run id Temporal's UI and CLI show.
+    pub run_id: String,
+    /// The run's trace.
+    pub trace: Trace,
+}
+
+/// Starts `input` as a workflow and waits for it to end; `started` is told the workflow
+/// and run ids as soon as the server has them.
+pub async fn run(conn: &Connection, input: RunInput, started: impl FnOnce(&str, &str)) -> Result<Finished, String> {
+    let client = connect(conn).await?;
+    let workflow_id = format!(
+        "tdsl-{}-{:x}",
+        input.tool.trim_start_matches('/').replace('/', "."),
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())
+    );
+    let handle = client
+        .start_workflow(
+            TdslWorkflow::run,
+            input,
+            WorkflowStartOptions::new(conn.task_queue.clone(), workflow_id.clone()).build(),
+        )
+        .await
+        .map_err(|e| format!("cannot start the run on {} (--temporal-address): {e}", conn.address))?;
+    let run_id = handle.run_id().map(str::to_string).unwrap_or_default();
+    started(&workflow_id, &run_id);
+    let out = handle
+        .get_result(WorkflowGetResultOptions::default())
+        .await
+        .map_err(|e| format!("the run {workflow_id} (run id {run_id}) did not end with a trace: {e}"))?;
+    if out.interpreter != INTERPRETER_VERSION {
+        eprintln!(
+            "warning: the worker's interpreter is v{}, this client's v{INTERPRETER_VERSION}",
+            out.interpreter
+        );
+    }
+    let trace = Trace::from_json(&out.trace).map_err(|e| format!("the worker's trace does not read: {e}"))?;
+    Ok(Finished { workflow_id, run_id, trace })
+}

@@ -1,0 +1,168 @@
+//! `tdsl worker --engine temporal`: the workflow that interprets composites and the activity
+//! that calls primitive tools.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use temporalio_client::{Client, ClientOptions, Connection as TemporalConnection, ConnectionOptions, Url};
+use temporalio_macros::{activities, workflow, workflow_methods};
+use temporalio_sdk::activities::{ActivityContext, ActivityError};
+use temporalio_sdk::runtime::worker_tuner::{FixedSizeSlotSupplier, TunerHolder};
+use temporalio_sdk::{ApplicationFailure, Runtime, Worker, WorkerOptions, WorkflowContext, WorkflowResult};
+
+use super::interp::Interp;
+use super::{failure_type, CallInput, CallOutput, Connection, RunInput, RunOutput, INTERPRETER_VERSION};
+use crate::analysis::{Resolved, ToolRoot};
+use crate::exec::host::{HostRunner, Mock};
+use crate::exec::{CancelToken, ErrorKind, Runner, ToolCall, ToolError};
+use crate::value::Value;
+
+/// The workflow: one composite run.
+#[workflow]
+#[derive(Default)]
+pub struct TdslWorkflow;
+
+#[workflow_methods]
+impl TdslWorkflow {
+    /// Interprets the composite in `input` and returns its trace.
+    #[run(name = "TdslWorkflow")]
+    pub async fn run(ctx: &mut WorkflowContext<Self>, input: RunInput) -> WorkflowResult<RunOutput> {
+        let wf = match super::load_input(&input) {
+            Ok(wf) => wf,
+            Err(e) => return Err(ApplicationFailure::non_retryable(e).into()),
+        };
+        let ctx: &WorkflowContext<Self> = ctx;
+        let interp = Interp::new(ctx, &wf, &input);
+        let trace = interp.run(input.arguments.clone()).await;
+        Ok(RunOutput { interpreter: INTERPRETER_VERSION, trace: trace.to_json() })
+    }
+}
+
+/// The activities: one primitive tool call, with the worker's tool root.
+pub struct TdslActivities {
+    root: PathBuf,
+}
+
+#[activities]
+impl TdslActivities {
+    /// Calls one primitive tool through the host runner (or answers from the run's mock).
+    #[activity(name = "tdsl.call_tool")]
+    pub async fn call_tool(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: CallInput,
+    ) -> Result<CallOutput, ActivityError> {
+        let attempt = ctx.info().attempt.max(1);
+        let root = self.root.clone();
+        let answer = tokio::task::spawn_blocking(move || call_blocking(&root, &input, attempt))
+            .await
+            .unwrap_or_else(|e| Err(ToolError::transient(format!("the call's thread ended abnormally: {e}"))));
+        match answer {
+            Ok(response) => Ok(CallOutput { response, attempt }),
+            Err(e) => {
+                let transient = e.kind == ErrorKind::Transient;
+                let failure = ApplicationFailure::builder(e.message)
+                    .type_name(failure_type(transient, attempt))
+                    .non_retryable(!transient)
+                    .build();
+                Err(ActivityError::application(failure))
+            }
+        }
+    }
+}
+
+fn call_blocking(root: &std::path::Path, input: &CallInput, attempt: u32) -> Result<Value, ToolError> {
+    if let Some(spec) = &input.mock {
+        let mut m = crate::value::Map::default();
+        m.insert(crate::value::SmolStr::new(&input.tool_path), spec.clone());
+        let text = serde_json::to_string(&Value::object(m)).map_err(|e| ToolError::permanent(e.to_string()))?;
+        let mock = Mock::from_json(&text).map_err(ToolError::permanent)?;
+        let n = input.mock_base.saturating_add(attempt as usize).saturating_sub(1);
+        if let Some(answer) = mock.answer_at(&input.tool_path, n) {
+            return answer;
+        }
+    }
+    let mut tool_root = ToolRoot::new(root);
+    let (def, file) = match tool_root.resolve(&input.tool_path) {
+        Resolved::Found(t) => match &t.def {
+            Some(d) if !d.is_composite() => (d.clone(), t.file.clone()),
+            Some(_) => {
+                return Err(ToolError::permanent(format!(
+                    "`{}` is a composite on this worker's root ({}), not a primitive tool",
+                    input.tool_path,
+                    root.display()
+                )))
+            }
+            None => {
+                return Err(ToolError::permanent(format!(
+                    "`{}` does not load on this worker's root ({})",
+                    input.tool_path,
+                    root.display()
+                )))
+            }
+        },
+        Resolved::Missing(p) => {
+            return Err(ToolError::permanent(format!(
+                "`{}` has no file on this worker (looked for {}; start the worker with --root on the tool root)",
+                input.tool_path,
+                p.display()
+            )))
+        }
+        Resolved::Invalid(why) => return Err(ToolError::permanent(why)),
+    };
+    let runner = HostRunner::new().with_max_stdout(input.max_tool_output);
+    let cancel = CancelToken::new();
+    let timeout = Duration::try_from_secs_f64(input.timeout_seconds).ok();
+    let call = ToolCall {
+        tool_path: &input.tool_path,
+        definition: Some(&def),
+        file: Some(&file),
+        arguments: &input.arguments,
+        cancel: &cancel,
+        timeout,
+        attempt,
+    };
+    runner.call(&call)
+}
+
+/// The server's URL from `--temporal-address` (`HOST:PORT`, or a URL).
+pub fn server_url(address: &str) -> Result<Url, String> {
+    let text = if address.contains("://") { address.to_string() } else { format!("http://{address}") };
+    Url::parse(&text).map_err(|e| format!("--temporal-address `{address}`: {e}"))
+}
+
+/// A client of the server, in the connection's namespace.
+pub async fn connect(conn: &Connection) -> Result<Client, String> {
+    let url = server_url(&conn.address)?;
+    let connection = TemporalConnection::connect(ConnectionOptions::new(url).identity("tdsl".to_string()).build())
+        .await
+        .map_err(|e| format!("cannot connect to the Temporal server at {} (--temporal-address): {e}", conn.address))?;
+    Client::new(connection, ClientOptions::new(conn.namespace.clone()).build())
+        .map_err(|e| format!("cannot make a Temporal client: {e}"))
+}
+
+/// Runs a worker until the process ends: the workflow and the activity on the task queue;
+/// `concurrency` bounds the activities (tool calls) it runs at once.
+pub async fn run_worker(conn: &Connection, root: PathBuf, concurrency: usize) -> Result<(), String> {
+    let runtime = Runtime::from_current_tokio(Default::default()).map_err(|e| format!("cannot start the SDK: {e}"))?;
+    let client = connect(conn).await?;
+    let tuner = TunerHolder::builder()
+        .workflow_task_slot_supplier(FixedSizeSlotSupplier::new(100))
+        .activity_task_slot_supplier(FixedSizeSlotSupplier::new(concurrency.max(1)))
+        .local_activity_task_slot_supplier(FixedSizeSlotSupplier::new(10))
+        .nexus_task_slot_supplier(FixedSizeSlotSupplier::new(10))
+        .build();
+    let options = WorkerOptions::new(conn.task_queue.clone())
+        .register_workflow::<TdslWorkflow>()
+        .map_err(|e| format!("cannot register the workflow: {e}"))?
+        .register_activities(TdslActivities { root })
+        .tuner(tuner)
+        .build();
+    let mut worker = Worker::new(&runtime, client, options).map_err(|e| format!("cannot start the worker: {e}"))?;
+    eprintln!(
+        "tdsl worker: task queue `{}` on {} (namespace `{}`), interpreter v{INTERPRETER_VERSION}",
+        conn.task_queue, conn.address, conn.namespace
+    );
+    worker.run().await.map_err(|e| format!("the worker stopped: {e}"))
+}
