@@ -77,9 +77,9 @@ pub mod report;
 pub mod runtime;
 pub mod span;
 pub mod syntax;
+mod template;
 #[cfg(feature = "temporal")]
 pub mod temporal;
-mod template;
 pub mod tool;
 pub mod types;
 pub mod value;

@@ -41,10 +41,7 @@ pub async fn run(conn: &Connection, input: RunInput, started: impl FnOnce(&str, 
         .await
         .map_err(|e| format!("the run {workflow_id} (run id {run_id}) did not end with a trace: {e}"))?;
     if out.interpreter != INTERPRETER_VERSION {
-        eprintln!(
-            "warning: the worker's interpreter is v{}, this client's v{INTERPRETER_VERSION}",
-            out.interpreter
-        );
+        eprintln!("warning: the worker's interpreter is v{}, this client's v{INTERPRETER_VERSION}", out.interpreter);
     }
     let trace = Trace::from_json(&out.trace).map_err(|e| format!("the worker's trace does not read: {e}"))?;
     Ok(Finished { workflow_id, run_id, trace })

@@ -121,7 +121,13 @@ struct CallOutcome {
 
 impl CallOutcome {
     fn failed(f: Failure) -> CallOutcome {
-        CallOutcome { result: Err(f), attempts: Vec::new(), nested: None, nested_clock_reads: Vec::new(), partial: false }
+        CallOutcome {
+            result: Err(f),
+            attempts: Vec::new(),
+            nested: None,
+            nested_clock_reads: Vec::new(),
+            partial: false,
+        }
     }
 }
 
@@ -280,8 +286,9 @@ impl<'a> Interp<'a> {
             clock_reads: Vec::new(),
             steps: Vec::new(),
         };
-        let checked = validate::check(&wf.plan().tool.arguments, &arguments, Side::Arguments, wf.name())
-            .map_err(|m| Failure { code: Code::ArgumentInvalid, step: None, message: m, timeout: false, cancelled: false });
+        let checked = validate::check(&wf.plan().tool.arguments, &arguments, Side::Arguments, wf.name()).map_err(|m| {
+            Failure { code: Code::ArgumentInvalid, step: None, message: m, timeout: false, cancelled: false }
+        });
         let outcome = self.frame(wf.plan(), arguments, String::new(), 0, checked.err()).await;
         let status = match &outcome.result {
             Ok(_) if outcome.partial => RunStatus::Partial,
@@ -401,7 +408,10 @@ impl<'a> Interp<'a> {
                 let mut by_index: Vec<&StepPlan> = plan.steps.iter().collect();
                 by_index.sort_by_key(|s| s.index);
                 for s in by_index {
-                    out.insert(SmolStr::new(&*s.execution_id), frame.results[s.id.0].get().cloned().unwrap_or_default());
+                    out.insert(
+                        SmolStr::new(&*s.execution_id),
+                        frame.results[s.id.0].get().cloned().unwrap_or_default(),
+                    );
                 }
             }
         }
@@ -773,7 +783,9 @@ impl<'a> Interp<'a> {
                     format!("`{tool_path}` was not loaded"),
                 ))
             }
-            Some(Tool::Composite { plan }) => return self.call_composite(key, frame.depth, tool_path, plan, args).await,
+            Some(Tool::Composite { plan }) => {
+                return self.call_composite(key, frame.depth, tool_path, plan, args).await
+            }
             Some(Tool::Primitive { def, .. }) => Some(def),
             Some(Tool::Missing { .. }) => None,
         };
@@ -822,7 +834,9 @@ impl<'a> Interp<'a> {
         let start_to_close = secs(timeout_seconds);
         let close = match self.deadline_ms {
             Some(d) => ActivityCloseTimeouts::ScheduleAndStartToClose {
-                schedule_to_close: Duration::from_millis(u64::try_from(d.saturating_sub(self.now())).unwrap_or(1).max(1)),
+                schedule_to_close: Duration::from_millis(
+                    u64::try_from(d.saturating_sub(self.now())).unwrap_or(1).max(1),
+                ),
                 start_to_close,
             },
             None => ActivityCloseTimeouts::StartToClose(start_to_close),
@@ -848,7 +862,9 @@ impl<'a> Interp<'a> {
                 attempt: a,
                 outcome: Outcome::Transient,
                 response: None,
-                error: Some(format!("attempt {a} failed; Temporal retried the call (its error is in the worker's log)")),
+                error: Some(format!(
+                    "attempt {a} failed; Temporal retried the call (its error is in the worker's log)"
+                )),
                 delay_ms: 0,
                 started_ms: started,
                 duration_ms: 0,
