@@ -429,3 +429,175 @@ fn a_run_without_a_server_fails_naming_the_address() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--temporal-address"), "{stderr}");
 }
+
+const COUNT_SH: &str = r#"#!/bin/sh
+# Records the call, then answers {"step": NAME}.
+input=$(cat | tr -d '\n')
+name=$(printf '%s' "$input" | sed -n 's/.*"name": *"\([^"]*\)".*/\1/p')
+dir=$(dirname "$0")/../..
+echo "$name" >> "$dir/calls.log"
+printf '{"step":"%s"}\n' "$name"
+"#;
+
+const SLOW_SH: &str = r#"#!/bin/sh
+# Records the call; the first one hangs (its worker is killed meanwhile), later ones answer.
+input=$(cat | tr -d '\n')
+name=$(printf '%s' "$input" | sed -n 's/.*"name": *"\([^"]*\)".*/\1/p')
+dir=$(dirname "$0")/../..
+echo "$name" >> "$dir/calls.log"
+if [ ! -e "$dir/started" ]; then
+    touch "$dir/started"
+    sleep 20
+fi
+printf '{"step":"%s"}\n' "$name"
+"#;
+
+const COUNT_TOOL: &str = r#"{
+  "arguments": [{"name": "name", "type_name": "string", "required": true}],
+  "responses": [{"name": "step", "type_name": "string", "required": true}],
+  "system_event_endpoint": "exec:./bin/count.sh"
+}"#;
+
+const SLOW_TOOL: &str = r#"{
+  "arguments": [{"name": "name", "type_name": "string", "required": true}],
+  "responses": [{"name": "step", "type_name": "string", "required": true}],
+  "system_event_endpoint": "exec:./bin/slow.sh"
+}"#;
+
+#[test]
+fn a_worker_killed_mid_run_leaves_the_run_to_another_and_no_completed_call_runs_again() {
+    let main = r#"{
+      "instructions": [
+        {"execution_id": "a", "tool_definition_path": "/tools/count.tool", "arguments": {"name": "a"}},
+        {"execution_id": "b", "tool_definition_path": "/tools/slow.tool", "arguments": {"name": "b"},
+         "dependencies": ["a"], "timeout_seconds": 3, "retry": {"max_retries": 2, "base_delay_seconds": 0.1}},
+        {"execution_id": "c", "tool_definition_path": "/tools/count.tool", "arguments": {"name": "c"},
+         "dependencies": ["b"]}
+      ],
+      "response_reference_map": {"a": "REF:a.step", "b": "REF:b.step", "c": "REF:c.step"}
+    }"#;
+    let root = root_with(
+        "crash",
+        &[
+            ("main.tool", main),
+            ("tools/count.tool", COUNT_TOOL),
+            ("tools/slow.tool", SLOW_TOOL),
+            ("tools/bin/count.sh", COUNT_SH),
+            ("tools/bin/slow.sh", SLOW_SH),
+        ],
+    );
+    for script in ["tools/bin/count.sh", "tools/bin/slow.sh"] {
+        let status = Command::new("chmod").arg("+x").arg(root.join(script)).status().expect("chmod runs");
+        assert!(status.success());
+    }
+    let q = queue("crash");
+    let mut first = worker(&root, &q);
+    let trace = root.join("trace.json");
+    let main_s = root.join("main.tool").to_string_lossy().into_owned();
+    let root_s = root.to_string_lossy().into_owned();
+    let client = Command::new(env!("CARGO_BIN_EXE_tdsl"))
+        .args(["run", &main_s, "--root", &root_s, "--no-history", "--trace"])
+        .arg(&trace)
+        .args(["--engine", "temporal", "--temporal-address", &server().address(), "--task-queue", &q])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tdsl runs");
+    let start = Instant::now();
+    while !root.join("started").exists() {
+        assert!(start.elapsed() < Duration::from_secs(60), "step b never started: {}", first.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    first.crash();
+    let _second = worker(&root, &q);
+    let out = client.wait_with_output().expect("the client ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let result: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(result, json!({"a": "a", "b": "b", "c": "c"}));
+    // `a` ended before the crash: it never ran again. `b`'s attempt was lost with the
+    // worker; Temporal retried it once its timeout passed, and it counts as an attempt.
+    let calls = std::fs::read_to_string(root.join("calls.log")).expect("calls.log");
+    assert_eq!(calls.lines().collect::<Vec<_>>(), ["a", "b", "b", "c"]);
+    let t: Value = serde_json::from_str(&std::fs::read_to_string(&trace).expect("trace")).expect("JSON");
+    assert_eq!(t["step_results"][1]["attempts"].as_array().map(Vec::len), Some(2), "{t}");
+}
+
+/// Replays `history` (JSON) with the SDK's replayer, no server.
+fn replays(history: &Path) {
+    let bytes = std::fs::read(history).unwrap_or_else(|e| panic!("{}: {e}", history.display()));
+    if let Err(e) = tdsl::temporal::worker::replay(&bytes) {
+        panic!(
+            "{} does not replay with this interpreter (a change that needs ctx.patched, docs/distributed.md): {e}",
+            history.display()
+        );
+    }
+}
+
+/// Histories recorded by earlier builds (tests/data/temporal/README.md says how) replay with
+/// this build's interpreter: it issues the same commands for them.
+#[test]
+fn a_committed_history_still_replays() {
+    let dir = repo().join("tests/data/temporal");
+    let mut found = 0;
+    for entry in std::fs::read_dir(&dir).expect("tests/data/temporal") {
+        let path = entry.expect("an entry").path();
+        if path.to_string_lossy().ends_with(".history.json") {
+            replays(&path);
+            found += 1;
+        }
+    }
+    assert!(found > 0, "no committed history in {}", dir.display());
+}
+
+/// A fresh history (a fan-out under a concurrency limit, with retries) replays too.
+#[test]
+fn a_fresh_history_replays() {
+    let main = r#"{
+      "arguments": [{"name": "items", "type_name": "list<integer>", "required": true}],
+      "instructions": [
+        {"execution_id": "each", "tool_definition_path": "/tools/echo.tool",
+         "parallel_execution": {"iterate_over": "REF:arguments.items", "child_argument_name": "n"}},
+        {"execution_id": "flaky", "tool_definition_path": "/tools/flaky.tool", "arguments": {"n": 1},
+         "dependencies": ["each"], "retry": {"max_retries": 2, "base_delay_seconds": 0.1}}
+      ]
+    }"#;
+    let root = root_with("replay", &[("main.tool", main), ("tools/echo.tool", ECHO), ("tools/flaky.tool", FLAKY)]);
+    let q = queue("replay");
+    let _w = worker(&root, &q);
+    let mock = root.join("mock.json");
+    std::fs::write(&mock, r#"{"/tools/flaky.tool": {"$fail_transiently": 1, "$then": {"ok": true}}}"#).expect("mock");
+    let history = root.join("run.history.json");
+    let (main_s, root_s) = (root.join("main.tool").to_string_lossy().into_owned(), root.to_string_lossy().into_owned());
+    let (mock_s, history_s) = (mock.to_string_lossy().into_owned(), history.to_string_lossy().into_owned());
+    let o = run(
+        &[
+            &main_s,
+            "--root",
+            &root_s,
+            "--arg",
+            "items=[1,2,3,4,5,6,7,8,9]",
+            "--concurrency",
+            "3",
+            "--mock",
+            &mock_s,
+            "--temporal-history",
+            &history_s,
+        ],
+        Some(&q),
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    replays(&history);
+}
+
+/// The replay test can fail: a history whose commands differ from what this interpreter
+/// issues (here, another activity type) is refused.
+#[test]
+fn a_history_that_does_not_match_the_interpreter_does_not_replay() {
+    let path = repo().join("tests/data/temporal/conditional-branching-valid.history.json");
+    let text = std::fs::read_to_string(&path).expect("the committed history");
+    assert!(text.contains("tdsl.call_tool"), "the history calls tdsl.call_tool");
+    let tampered = text.replace("tdsl.call_tool", "tdsl.other_tool");
+    let e = tdsl::temporal::worker::replay(tampered.as_bytes()).expect_err("a tampered history is refused");
+    assert!(e.contains("does not replay"), "{e}");
+}

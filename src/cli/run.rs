@@ -106,6 +106,11 @@ pub struct RunArgs {
     engine: Engine,
     #[command(flatten)]
     connection: ConnectionArgs,
+    /// Writes the run's Temporal event history (JSON) to this file once it ended (with
+    /// `--engine temporal`; `tdsl::temporal::worker::replay` replays it).
+    #[arg(long, value_name = "FILE")]
+    #[cfg_attr(not(feature = "temporal"), allow(dead_code))]
+    temporal_history: Option<PathBuf>,
 }
 
 /// Arguments of `tdsl replay`.
@@ -513,12 +518,17 @@ fn run_temporal(args: &RunArgs) -> ExitCode {
         options: crate::temporal::RunOptions::from_exec(executor.options(), &limits, args.max_tool_output),
         mock,
     };
+    let bytes = serde_json::to_vec(&input).map_or(0, |b| b.len());
+    if let Some(e) = crate::temporal::over_payload_limit("the run's input (definitions, arguments, mock)", bytes) {
+        return usage_failure(&UsageError(e));
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => return usage_failure(&UsageError(format!("cannot start the async runtime: {e}"))),
     };
     let conn = args.connection.connection();
-    let finished = runtime.block_on(crate::temporal::client::run(&conn, input, |workflow_id, run_id| {
+    let history = args.temporal_history.as_deref();
+    let finished = runtime.block_on(crate::temporal::client::run(&conn, input, history, |workflow_id, run_id| {
         eprintln!("temporal: workflow id {workflow_id}, run id {run_id}");
     }));
     let mut trace = match finished {

@@ -21,6 +21,7 @@ pub(crate) enum Engine {
 
 /// The Temporal server, namespace and task queue (`--engine temporal`).
 #[derive(Clone, Debug, Args)]
+#[cfg_attr(not(feature = "temporal"), allow(dead_code))]
 pub(crate) struct ConnectionArgs {
     /// The Temporal server's frontend, HOST:PORT (with `--engine temporal`).
     #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:7233")]

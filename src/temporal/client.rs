@@ -1,6 +1,6 @@
 //! `tdsl run --engine temporal`: starts a run on the server and waits for its trace.
 
-use temporalio_client::{WorkflowGetResultOptions, WorkflowStartOptions};
+use temporalio_client::{WorkflowFetchHistoryOptions, WorkflowGetResultOptions, WorkflowStartOptions};
 
 use super::worker::{connect, TdslWorkflow};
 use super::{Connection, RunInput, INTERPRETER_VERSION};
@@ -18,8 +18,14 @@ pub struct Finished {
 }
 
 /// Starts `input` as a workflow and waits for it to end; `started` is told the workflow
-/// and run ids as soon as the server has them.
-pub async fn run(conn: &Connection, input: RunInput, started: impl FnOnce(&str, &str)) -> Result<Finished, String> {
+/// and run ids as soon as the server has them. With `history`, the workflow's event
+/// history is written there as JSON once it ended (what [`super::worker::replay`] reads).
+pub async fn run(
+    conn: &Connection,
+    input: RunInput,
+    history: Option<&std::path::Path>,
+    started: impl FnOnce(&str, &str),
+) -> Result<Finished, String> {
     let client = connect(conn).await?;
     let workflow_id = format!(
         "tdsl-{}-{:x}",
@@ -40,6 +46,14 @@ pub async fn run(conn: &Connection, input: RunInput, started: impl FnOnce(&str, 
         .get_result(WorkflowGetResultOptions::default())
         .await
         .map_err(|e| format!("the run {workflow_id} (run id {run_id}) did not end with a trace: {e}"))?;
+    if let Some(path) = history {
+        let json = handle
+            .fetch_history(WorkflowFetchHistoryOptions::default())
+            .to_json()
+            .await
+            .map_err(|e| format!("cannot read the history of {workflow_id}: {e}"))?;
+        std::fs::write(path, json).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
     if out.interpreter != INTERPRETER_VERSION {
         eprintln!("warning: the worker's interpreter is v{}, this client's v{INTERPRETER_VERSION}", out.interpreter);
     }

@@ -13,8 +13,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use std::future::Future;
-use std::pin::Pin;
 use std::task::Poll;
 
 use futures::future::LocalBoxFuture;
@@ -678,7 +676,7 @@ impl<'a> Interp<'a> {
                     a.insert(SmolStr::new(&**name), item.clone());
                     let a = validate::with_defaults(declared_arguments(tool), Value::object(a));
                     ct.arguments = Some(a.clone());
-                    let call = self.call(frame, step, tool, &ckey, policy, &a, Some(&stop)).await;
+                    let call = self.call(frame, step, tool, &ckey, policy, &a, Some(stop)).await;
                     ct.attempts = call.attempts;
                     ct.steps = call.nested;
                     ct.callee_clock_reads = call.nested_clock_reads;
@@ -825,6 +823,11 @@ impl<'a> Interp<'a> {
             mock_base,
             max_tool_output: self.input.options.max_tool_output,
         };
+        let bytes = serde_json::to_vec(&input).map_or(0, |b| b.len());
+        if let Some(e) = super::over_payload_limit("the call's arguments", bytes) {
+            self.in_flight.set(self.in_flight.get().saturating_sub(1));
+            return CallOutcome::failed(Failure::new(key, Code::ToolFailed, e));
+        }
         let retry = TemporalRetry::builder()
             .initial_interval(secs(policy.base_delay_seconds))
             .backoff_coefficient(policy.factor)
@@ -985,8 +988,8 @@ async fn first_ready<K, T>(running: &mut [(K, LocalBoxFuture<'_, T>)]) -> (usize
 
 /// Every future's output, in order; each is polled in order until it ends.
 async fn join_in_order<T>(futures: Vec<LocalBoxFuture<'_, T>>) -> Vec<T> {
-    let mut slots: Vec<(Option<Pin<Box<dyn Future<Output = T> + '_>>>, Option<T>)> =
-        futures.into_iter().map(|f| (Some(f as Pin<Box<dyn Future<Output = T> + '_>>), None)).collect();
+    let mut slots: Vec<(Option<LocalBoxFuture<'_, T>>, Option<T>)> =
+        futures.into_iter().map(|f| (Some(f), None)).collect();
     std::future::poll_fn(|cx| {
         let mut pending = false;
         for (f, out) in slots.iter_mut() {

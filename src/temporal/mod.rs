@@ -32,6 +32,20 @@ use crate::value::Value;
 /// The version of the interpreter's behaviour; carried in every run's input.
 pub const INTERPRETER_VERSION: u32 = 1;
 
+/// Temporal's limit on one payload (a workflow's or an activity's input or result): 2 MiB
+/// by default on the server (`limit.blobSize.error`). A larger one is an error naming it.
+pub const PAYLOAD_LIMIT_BYTES: usize = 2 * 1024 * 1024;
+
+/// The error for a payload over [`PAYLOAD_LIMIT_BYTES`]: `what` names it.
+pub(crate) fn over_payload_limit(what: &str, bytes: usize) -> Option<String> {
+    (bytes > PAYLOAD_LIMIT_BYTES).then(|| {
+        format!(
+            "{what} is {bytes} bytes, over Temporal's payload limit of {PAYLOAD_LIMIT_BYTES} bytes (2 MiB); \
+             keep large data in files and pass their paths"
+        )
+    })
+}
+
 /// The workflow type's name on the server.
 pub const WORKFLOW_TYPE: &str = "TdslWorkflow";
 

@@ -34,8 +34,11 @@ impl TdslWorkflow {
         };
         let ctx: &WorkflowContext<Self> = ctx;
         let interp = Interp::new(ctx, &wf, &input);
-        let trace = interp.run(input.arguments.clone()).await;
-        Ok(RunOutput { interpreter: INTERPRETER_VERSION, trace: trace.to_json() })
+        let trace = interp.run(input.arguments.clone()).await.to_json();
+        if let Some(e) = super::over_payload_limit("the run's trace", trace.len()) {
+            return Err(ApplicationFailure::non_retryable(e).into());
+        }
+        Ok(RunOutput { interpreter: INTERPRETER_VERSION, trace })
     }
 }
 
@@ -58,6 +61,13 @@ impl TdslActivities {
         let answer = tokio::task::spawn_blocking(move || call_blocking(&root, &input, attempt))
             .await
             .unwrap_or_else(|e| Err(ToolError::transient(format!("the call's thread ended abnormally: {e}"))));
+        let answer = answer.and_then(|response| {
+            let bytes = serde_json::to_vec(&response).map_or(0, |b| b.len());
+            match super::over_payload_limit("the tool's response", bytes) {
+                Some(e) => Err(ToolError::permanent(e)),
+                None => Ok(response),
+            }
+        });
         match answer {
             Ok(response) => Ok(CallOutput { response, attempt }),
             Err(e) => {
@@ -124,6 +134,28 @@ fn call_blocking(root: &std::path::Path, input: &CallInput, attempt: u32) -> Res
         attempt,
     };
     runner.call(&call)
+}
+
+/// Replays a workflow history (JSON, as `tdsl run --engine temporal --temporal-history`
+/// writes it) against this build's interpreter, with no server: `Err` when this
+/// interpreter would issue other commands than the ones recorded (a change that needs
+/// `ctx.patched`, docs/distributed.md).
+pub fn replay(history_json: &[u8]) -> Result<(), String> {
+    use temporalio_client::WorkflowHistory;
+    use temporalio_sdk::workflow_replayer::{WorkflowReplayer, WorkflowReplayerOptions};
+    let history = WorkflowHistory::from_json(history_json).map_err(|e| format!("not a workflow history: {e}"))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    runtime.block_on(async {
+        let options = WorkflowReplayerOptions::new()
+            .register_workflow::<TdslWorkflow>()
+            .map_err(|e| format!("cannot register the workflow: {e}"))?
+            .build();
+        let replayer = WorkflowReplayer::new(options).map_err(|e| format!("cannot make a replayer: {e}"))?;
+        replayer.replay_workflow(history).await.map_err(|e| format!("the history does not replay: {e}"))
+    })
 }
 
 /// The server's URL from `--temporal-address` (`HOST:PORT`, or a URL).
