@@ -517,6 +517,7 @@ fn run_temporal(args: &RunArgs) -> ExitCode {
         arguments,
         options: crate::temporal::RunOptions::from_exec(executor.options(), &limits, args.max_tool_output),
         mock,
+        chunk: None,
     };
     let bytes = serde_json::to_vec(&input).map_or(0, |b| b.len());
     if let Some(e) = crate::temporal::over_payload_limit("the run's input (definitions, arguments, mock)", bytes) {

@@ -19,10 +19,12 @@ use futures::future::LocalBoxFuture;
 use futures::FutureExt;
 use temporalio_common::protos::temporal::api::failure::v1::{failure::FailureInfo, Failure as ProtoFailure};
 use temporalio_common::RetryPolicy as TemporalRetry;
-use temporalio_sdk::{ActivityCloseTimeouts, ActivityExecutionError, ActivityOptions, WorkflowContext};
+use temporalio_sdk::{
+    ActivityCloseTimeouts, ActivityExecutionError, ActivityOptions, ChildWorkflowOptions, WorkflowContext,
+};
 
 use super::worker::{TdslActivities, TdslWorkflow};
-use super::{CallInput, RunInput};
+use super::{CallInput, Chunk, ChunkChild, ChunkFailure, ChunkOutput, RunInput};
 use crate::analysis::{DoneCheckPlan, Plan, StepId, StepPlan};
 use crate::diagnostic::Code;
 use crate::exec::clock::ClockScope;
@@ -34,6 +36,11 @@ use crate::exec::{
 use crate::tool::validate::{self, Side};
 use crate::tool::{Param, Retry};
 use crate::value::{Map, SmolStr, Value};
+
+/// The most children of one fan-out that run in the run's own workflow; a larger fan-out of
+/// a primitive tool runs in child workflows of this many children each (about 6 history
+/// events per call: 3,000 events a chunk, far from Temporal's 51,200).
+pub(crate) const CHUNK: usize = 500;
 
 /// Why a step, a call or a composite failed (as `exec::scheduler`'s).
 #[derive(Clone, Debug)]
@@ -136,6 +143,15 @@ struct Policy {
     base_delay_seconds: f64,
     factor: f64,
     max_delay_seconds: f64,
+}
+
+/// Where a call goes: its callee, its bounds, and the depth of its composite.
+#[derive(Clone, Copy)]
+struct Site<'s> {
+    tool_path: &'s str,
+    timeout_seconds: f64,
+    depth: usize,
+    policy: Policy,
 }
 
 /// Everything one run shares.
@@ -565,7 +581,8 @@ impl<'a> Interp<'a> {
             None => {
                 let arguments = validate::with_defaults(declared_arguments(tool), Value::object(args));
                 tr.arguments = Some(arguments.clone());
-                let call = self.call(frame, step, tool, key, policy, &arguments, None).await;
+                let site = self.site(step, frame.depth, policy);
+                let call = self.call(site, tool, key, &arguments, &|| frame.failed()).await;
                 tr.attempts = call.attempts;
                 tr.steps = call.nested;
                 tr.callee_clock_reads = call.nested_clock_reads;
@@ -644,6 +661,18 @@ impl<'a> Interp<'a> {
         p
     }
 
+    fn site<'s>(&self, step: &'s StepPlan, depth: usize, policy: Policy) -> Site<'s> {
+        Site {
+            tool_path: &step.tool_path,
+            timeout_seconds: step.timeout_seconds.unwrap_or(self.input.options.timeout_seconds),
+            depth,
+            policy,
+        }
+    }
+
+    /// A parallel step's children; results in input order. Past [`CHUNK`] children of a
+    /// primitive callee, the children run in child workflows of [`CHUNK`] each, one after
+    /// the other (docs/distributed.md, "Temporal's limits").
     #[allow(clippy::too_many_arguments)]
     async fn fan_out(
         &self,
@@ -656,66 +685,78 @@ impl<'a> Interp<'a> {
         name: &Arc<str>,
         items: &[Value],
     ) -> (Vec<ChildTrace>, Result<Vec<Value>, Failure>) {
-        let stop = Cell::new(false);
-        let children = items.iter().enumerate().map(|(i, item)| {
-            let stop = &stop;
-            async move {
-                let ckey = format!("{key}[{i}]");
-                let mut ct = ChildTrace::new(i);
-                let stopped = || stop.get() || frame.failed();
-                let out = if stopped() || self.deadline_passed() {
-                    if self.deadline_hit.get() {
-                        Err(self.deadline_failure(&ckey))
-                    } else {
-                        Err(self.not_started(frame, &ckey))
+        let site = self.site(step, frame.depth, policy);
+        let child_args = |item: &Value| {
+            let mut a = args.clone();
+            a.insert(SmolStr::new(&**name), item.clone());
+            validate::with_defaults(declared_arguments(tool), Value::object(a))
+        };
+        let chunked = items.len() > CHUNK && !matches!(tool, Some(Tool::Composite { .. }));
+        let outs: Vec<(ChildTrace, Result<Value, Failure>)> = if chunked {
+            let mut outs = Vec::with_capacity(items.len());
+            for (c, chunk) in items.chunks(CHUNK).enumerate() {
+                let first = c * CHUNK;
+                if frame.failed() || self.deadline_passed() {
+                    for i in first..first + chunk.len() {
+                        let ckey = format!("{key}[{i}]");
+                        let f = if self.deadline_hit.get() {
+                            self.deadline_failure(&ckey)
+                        } else {
+                            self.not_started(frame, &ckey)
+                        };
+                        outs.push((ChildTrace::new(i), Err(f)));
                     }
-                } else {
-                    let started = self.now_rel();
-                    ct.started_ms = Some(started);
-                    let mut a = args.clone();
-                    a.insert(SmolStr::new(&**name), item.clone());
-                    let a = validate::with_defaults(declared_arguments(tool), Value::object(a));
-                    ct.arguments = Some(a.clone());
-                    let call = self.call(frame, step, tool, &ckey, policy, &a, Some(stop)).await;
-                    ct.attempts = call.attempts;
-                    ct.steps = call.nested;
-                    ct.callee_clock_reads = call.nested_clock_reads;
-                    if call.partial {
+                    continue;
+                }
+                let spec = Chunk {
+                    step_key: key.to_string(),
+                    tool_path: step.tool_path.to_string(),
+                    timeout_seconds: site.timeout_seconds,
+                    max_retries: policy.max_retries,
+                    base_delay_seconds: policy.base_delay_seconds,
+                    factor: policy.factor,
+                    max_delay_seconds: policy.max_delay_seconds,
+                    first_index: first,
+                    arguments: chunk.iter().map(child_args).collect(),
+                    continue_on_error: step.continue_on_error,
+                    mock_base: self.mock_calls.borrow().get(&*step.tool_path).copied().unwrap_or(0),
+                };
+                let got = self.run_chunk_child(key, c, spec).await;
+                for (ct, out) in got {
+                    if let Err(f) = &out {
+                        if !f.cancelled && !step.continue_on_error && !frame.failed() {
+                            *frame.failure.borrow_mut() = Some(f.clone());
+                        }
+                    }
+                    outs.push((ct, out));
+                }
+            }
+            outs
+        } else {
+            let stop = Cell::new(false);
+            let children = items.iter().enumerate().map(|(i, item)| {
+                let (stop, a) = (&stop, child_args(item));
+                async move {
+                    let stopped = || stop.get() || frame.failed();
+                    let (ct, out, partial) =
+                        self.child(site, tool, key, i, a, step.continue_on_error, stop, &stopped).await;
+                    if partial {
                         frame.partial.set(true);
                     }
-                    let ended_at = self.now_rel();
-                    ct.ended_ms = Some(ended_at);
-                    ct.duration_ms = ended_at.saturating_sub(started);
-                    let checked = call.result.and_then(|raw| {
-                        check_response(tool, &step.tool_path, &Value::object(wrap(&raw)), &ckey).map(|()| raw)
-                    });
-                    match checked {
-                        Ok(raw) => {
-                            ct.status = StepStatus::Completed;
-                            ct.result = Some(raw.clone());
-                            Ok(raw)
-                        }
-                        Err(f) if f.cancelled => Err(f),
-                        Err(f) => {
-                            ct.status = if f.timeout { StepStatus::Timeout } else { StepStatus::Failed };
-                            ct.error = Some(f.message.clone());
-                            if !step.continue_on_error {
-                                stop.set(true);
-                                if !frame.failed() {
-                                    *frame.failure.borrow_mut() = Some(f.clone());
-                                }
-                            }
-                            Err(f)
+                    if let Err(f) = &out {
+                        if !f.cancelled && !step.continue_on_error && !frame.failed() {
+                            // Independent steps waiting for a slot must not start either.
+                            *frame.failure.borrow_mut() = Some(f.clone());
                         }
                     }
-                };
-                (ct, out)
-            }
-        });
-        // Every child is started at once and waits for a slot in input order (the semaphore
-        // is FIFO): the same order on every replay.
-        let outs: Vec<(ChildTrace, Result<Value, Failure>)> =
-            join_in_order(children.map(|c| c.boxed_local()).collect()).await;
+                    (ct, out)
+                }
+                .boxed_local()
+            });
+            // Every child is started at once and waits for a slot in input order (the
+            // tickets are FIFO): the same order on every replay.
+            join_in_order(children.collect()).await
+        };
         let mut traces = Vec::with_capacity(outs.len());
         let mut values = Vec::with_capacity(outs.len());
         let mut first_failure: Option<Failure> = None;
@@ -751,6 +792,164 @@ impl<'a> Interp<'a> {
         }
     }
 
+    /// One fan-out child: its call, its trace, whether it left the run partial.
+    #[allow(clippy::too_many_arguments)]
+    async fn child(
+        &self,
+        site: Site<'_>,
+        tool: Option<&Tool>,
+        key: &str,
+        i: usize,
+        a: Value,
+        continue_on_error: bool,
+        stop: &Cell<bool>,
+        stopped: &dyn Fn() -> bool,
+    ) -> (ChildTrace, Result<Value, Failure>, bool) {
+        let ckey = format!("{key}[{i}]");
+        let mut ct = ChildTrace::new(i);
+        let mut partial = false;
+        if stopped() || self.deadline_passed() {
+            let f = if self.deadline_hit.get() {
+                self.deadline_failure(&ckey)
+            } else {
+                Failure {
+                    code: Code::RunCancelled,
+                    step: Some(ckey.clone()),
+                    message: "the run failed before this call".to_string(),
+                    timeout: false,
+                    cancelled: true,
+                }
+            };
+            return (ct, Err(f), false);
+        }
+        let started = self.now_rel();
+        ct.started_ms = Some(started);
+        ct.arguments = Some(a.clone());
+        let call = self.call(site, tool, &ckey, &a, stopped).await;
+        ct.attempts = call.attempts;
+        ct.steps = call.nested;
+        ct.callee_clock_reads = call.nested_clock_reads;
+        partial |= call.partial;
+        let ended_at = self.now_rel();
+        ct.ended_ms = Some(ended_at);
+        ct.duration_ms = ended_at.saturating_sub(started);
+        let checked = call.result.and_then(|raw| {
+            check_response(tool, site.tool_path, &Value::object(wrap(&raw)), &ckey).map(|()| raw)
+        });
+        let out = match checked {
+            Ok(raw) => {
+                ct.status = StepStatus::Completed;
+                ct.result = Some(raw.clone());
+                Ok(raw)
+            }
+            Err(f) if f.cancelled => Err(f),
+            Err(f) => {
+                ct.status = if f.timeout { StepStatus::Timeout } else { StepStatus::Failed };
+                ct.error = Some(f.message.clone());
+                if !continue_on_error {
+                    stop.set(true);
+                }
+                Err(f)
+            }
+        };
+        (ct, out, partial)
+    }
+
+    /// Runs one chunk of a fan-out as a child workflow and reads its children back.
+    async fn run_chunk_child(&self, key: &str, c: usize, spec: Chunk) -> Vec<(ChildTrace, Result<Value, Failure>)> {
+        let (first, n, tool_path) = (spec.first_index, spec.arguments.len(), spec.tool_path.clone());
+        let mut input = self.input.clone();
+        input.chunk = Some(spec);
+        let fail_all = |message: String| {
+            (first..first + n)
+                .map(|i| {
+                    let ckey = format!("{key}[{i}]");
+                    let mut ct = ChildTrace::new(i);
+                    ct.status = StepStatus::Failed;
+                    ct.error = Some(message.clone());
+                    (ct, Err(Failure::new(&ckey, Code::ToolFailed, message.clone())))
+                })
+                .collect::<Vec<_>>()
+        };
+        let bytes = serde_json::to_vec(&input).map_or(0, |b| b.len());
+        if let Some(e) = super::over_payload_limit("a fan-out chunk's input", bytes) {
+            return fail_all(e);
+        }
+        let options = ChildWorkflowOptions::builder()
+            .workflow_id(format!("{}/{key}/chunk-{c}", self.ctx.workflow_id()))
+            .build();
+        let out = match self.ctx.start_child_workflow(TdslWorkflow::run, input, options).await {
+            Ok(started) => started.result().await.map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        let chunk = match out.map(|o| o.chunk) {
+            Ok(Some(chunk)) => chunk,
+            Ok(None) => return fail_all("the fan-out chunk returned no children".to_string()),
+            Err(e) => return fail_all(format!("the fan-out chunk {c} failed: {e}")),
+        };
+        *self.mock_calls.borrow_mut().entry(tool_path).or_insert(0) = chunk.mock_calls;
+        self.retries.set(self.retries.get() + chunk.retries);
+        self.peak.set(self.peak.get().max(chunk.max_in_flight));
+        chunk
+            .children
+            .into_iter()
+            .map(|c| {
+                let out = match c.error {
+                    None => Ok(c.trace.result.clone().unwrap_or_default()),
+                    Some(e) => Err(Failure {
+                        code: Code::ALL.iter().copied().find(|k| k.as_str() == e.code).unwrap_or(Code::ToolFailed),
+                        step: e.step,
+                        message: e.message,
+                        timeout: e.timeout,
+                        cancelled: e.cancelled,
+                    }),
+                };
+                (c.trace, out)
+            })
+            .collect()
+    }
+
+    /// A chunk's own run (the child workflow): every child of it, as the parent would.
+    pub(crate) async fn run_chunk(&self, spec: &Chunk) -> ChunkOutput {
+        let tool = self.wf.tool(&spec.tool_path);
+        let policy = Policy {
+            max_retries: spec.max_retries,
+            base_delay_seconds: spec.base_delay_seconds,
+            factor: spec.factor,
+            max_delay_seconds: spec.max_delay_seconds,
+        };
+        let site = Site { tool_path: &spec.tool_path, timeout_seconds: spec.timeout_seconds, depth: 0, policy };
+        self.mock_calls.borrow_mut().insert(spec.tool_path.clone(), spec.mock_base);
+        let stop = Cell::new(false);
+        let children = spec.arguments.iter().enumerate().map(|(j, a)| {
+            let stop = &stop;
+            async move {
+                let stopped = || stop.get();
+                let (ct, out, _) = self
+                    .child(site, tool, &spec.step_key, spec.first_index + j, a.clone(), spec.continue_on_error, stop, &stopped)
+                    .await;
+                ChunkChild {
+                    trace: ct,
+                    error: out.err().map(|f| ChunkFailure {
+                        code: f.code.as_str().to_string(),
+                        step: f.step,
+                        message: f.message,
+                        timeout: f.timeout,
+                        cancelled: f.cancelled,
+                    }),
+                }
+            }
+            .boxed_local()
+        });
+        let children = join_in_order(children.collect()).await;
+        ChunkOutput {
+            children,
+            mock_calls: self.mock_calls.borrow().get(&spec.tool_path).copied().unwrap_or(0),
+            retries: self.retries.get(),
+            max_in_flight: self.peak.get(),
+        }
+    }
+
     fn not_started(&self, frame: &Frame<'_>, key: &str) -> Failure {
         let message = match frame.failure.borrow().as_ref().and_then(|f| f.step.clone()) {
             Some(s) => format!("step `{s}` failed"),
@@ -760,19 +959,17 @@ impl<'a> Interp<'a> {
     }
 
     /// One call with its retries: a composite callee as a nested frame, a primitive one as
-    /// an activity under Temporal's retry policy.
-    #[allow(clippy::too_many_arguments)]
+    /// an activity under Temporal's retry policy. `stopped` says the run is failing: a call
+    /// still waiting for a slot then does not start.
     async fn call(
         &self,
-        frame: &Frame<'_>,
-        step: &StepPlan,
+        site: Site<'_>,
         tool: Option<&Tool>,
         key: &str,
-        policy: Policy,
         args: &Value,
-        stop: Option<&Cell<bool>>,
+        stopped: &dyn Fn() -> bool,
     ) -> CallOutcome {
-        let tool_path = &*step.tool_path;
+        let Site { tool_path, timeout_seconds, depth, policy } = site;
         let def = match tool {
             None => {
                 return CallOutcome::failed(Failure::new(
@@ -781,9 +978,7 @@ impl<'a> Interp<'a> {
                     format!("`{tool_path}` was not loaded"),
                 ))
             }
-            Some(Tool::Composite { plan }) => {
-                return self.call_composite(key, frame.depth, tool_path, plan, args).await
-            }
+            Some(Tool::Composite { plan }) => return self.call_composite(key, depth, tool_path, plan, args).await,
             Some(Tool::Primitive { def, .. }) => Some(def),
             Some(Tool::Missing { .. }) => None,
         };
@@ -792,7 +987,6 @@ impl<'a> Interp<'a> {
                 return CallOutcome::failed(Failure::new(key, Code::ArgumentInvalid, m));
             }
         }
-        let timeout_seconds = step.timeout_seconds.unwrap_or(self.input.options.timeout_seconds);
         // A slot first (FIFO): a call that waited while the run began failing does not start.
         let ticket = self.next_ticket.get();
         self.next_ticket.set(ticket + 1);
@@ -804,7 +998,7 @@ impl<'a> Interp<'a> {
         if waited.is_err() {
             return CallOutcome::failed(self.not_started_failure(key));
         }
-        if frame.failed() || stop.is_some_and(Cell::get) {
+        if stopped() {
             return CallOutcome::failed(self.not_started_failure(key));
         }
         if self.deadline_passed() {

@@ -88,6 +88,74 @@ pub struct RunInput {
     /// The `--mock` file's JSON, when one was given.
     #[serde(default)]
     pub mock: Option<Value>,
+    /// Set in the input of a child workflow that runs one chunk of a large fan-out.
+    #[serde(default)]
+    pub chunk: Option<Chunk>,
+}
+
+/// One chunk of a large fan-out, run by a child workflow: the children's arguments, already
+/// resolved by the parent, and what their calls need.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Chunk {
+    /// The fan-out step's path (`each`, `outer/each`).
+    pub step_key: String,
+    /// The callee (primitive).
+    pub tool_path: String,
+    /// The bound on one attempt.
+    pub timeout_seconds: f64,
+    /// Retries after the first attempt.
+    pub max_retries: u32,
+    /// The first back-off.
+    pub base_delay_seconds: f64,
+    /// The back-off factor.
+    pub factor: f64,
+    /// The longest back-off.
+    pub max_delay_seconds: f64,
+    /// The index of the chunk's first child in the whole fan-out.
+    pub first_index: usize,
+    /// Each child's arguments.
+    pub arguments: Vec<Value>,
+    /// The step's `continue_on_error`.
+    pub continue_on_error: bool,
+    /// Attempts the run made at the tool before the chunk (where mock answers continue).
+    pub mock_base: usize,
+}
+
+/// What a chunk's child workflow returns.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ChunkOutput {
+    /// Each child, in order.
+    pub children: Vec<ChunkChild>,
+    /// Attempts at the tool after the chunk (the parent's count goes on from it).
+    pub mock_calls: usize,
+    /// Retries in the chunk.
+    pub retries: u32,
+    /// The most calls the chunk had in flight.
+    pub max_in_flight: usize,
+}
+
+/// One child of a chunk: its trace and, when it failed, why.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ChunkChild {
+    /// The child's trace.
+    pub trace: crate::exec::ChildTrace,
+    /// Why it failed.
+    pub error: Option<ChunkFailure>,
+}
+
+/// A failure carried back from a chunk.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ChunkFailure {
+    /// The diagnostic code (`E0803`).
+    pub code: String,
+    /// The step path.
+    pub step: Option<String>,
+    /// The message.
+    pub message: String,
+    /// A timeout rather than an error.
+    pub timeout: bool,
+    /// Never started.
+    pub cancelled: bool,
 }
 
 /// The options of a local run that a Temporal run honours.
@@ -145,8 +213,11 @@ impl RunOptions {
 pub struct RunOutput {
     /// [`INTERPRETER_VERSION`] of the worker that ran it.
     pub interpreter: u32,
-    /// The trace, as `Trace::to_json` writes it.
+    /// The trace, as `Trace::to_json` writes it (empty for a chunk).
     pub trace: String,
+    /// A chunk's children (a child workflow of a large fan-out).
+    #[serde(default)]
+    pub chunk: Option<ChunkOutput>,
 }
 
 /// One primitive call: an activity's input.

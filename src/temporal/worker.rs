@@ -34,11 +34,15 @@ impl TdslWorkflow {
         };
         let ctx: &WorkflowContext<Self> = ctx;
         let interp = Interp::new(ctx, &wf, &input);
+        if let Some(chunk) = &input.chunk {
+            let out = interp.run_chunk(chunk).await;
+            return Ok(RunOutput { interpreter: INTERPRETER_VERSION, trace: String::new(), chunk: Some(out) });
+        }
         let trace = interp.run(input.arguments.clone()).await.to_json();
         if let Some(e) = super::over_payload_limit("the run's trace", trace.len()) {
             return Err(ApplicationFailure::non_retryable(e).into());
         }
-        Ok(RunOutput { interpreter: INTERPRETER_VERSION, trace })
+        Ok(RunOutput { interpreter: INTERPRETER_VERSION, trace, chunk: None })
     }
 }
 
