@@ -601,3 +601,42 @@ fn a_history_that_does_not_match_the_interpreter_does_not_replay() {
     let e = tdsl::temporal::worker::replay(tampered.as_bytes()).expect_err("a tampered history is refused");
     assert!(e.contains("does not replay"), "{e}");
 }
+
+/// A fan-out of 1,000 children (two child workflows of 500) gives the local run's result
+/// and statuses, and its children in input order.
+#[test]
+fn a_fan_out_of_a_thousand_children_runs_in_child_workflows_as_locally() {
+    let main = r#"{
+      "arguments": [{"name": "items", "type_name": "list<integer>", "required": true}],
+      "instructions": [
+        {"execution_id": "each", "tool_definition_path": "/tools/echo.tool",
+         "parallel_execution": {"iterate_over": "REF:arguments.items", "child_argument_name": "n"},
+         "transform_responses": {"transforms": {"total": "sum(array=map(array=REF:response, template=\"item.n\"))"}}}
+      ],
+      "response_reference_map": {"total": "REF:each.total", "last": "REF:each.response.last.n"}
+    }"#;
+    let root = root_with("thousand", &[("main.tool", main), ("tools/echo.tool", ECHO)]);
+    let args = root.join("args.json");
+    std::fs::write(&args, json!({"items": (0..1000).collect::<Vec<i64>>()}).to_string()).expect("args");
+    let q = queue("thousand");
+    let _w = worker(&root, &q);
+    let history = root.join("run.history.json");
+    let (main_s, root_s) = (root.join("main.tool").to_string_lossy().into_owned(), root.to_string_lossy().into_owned());
+    let (args_s, history_s) = (args.to_string_lossy().into_owned(), history.to_string_lossy().into_owned());
+    let (_, remote) = same_as_local(
+        &[&main_s, "--root", &root_s, "--args", &args_s, "--concurrency", "64", "--temporal-history", &history_s],
+        &q,
+    );
+    let result: Value = serde_json::from_str(&remote.stdout).expect("JSON");
+    assert_eq!(result, json!({"total": 499500, "last": 999}));
+    let children = remote.trace["step_results"][0]["children"].as_array().expect("children").clone();
+    assert_eq!(children.len(), 1000);
+    assert!(children.iter().enumerate().all(|(i, c)| c["index"] == json!(i) && c["status"] == "COMPLETED"));
+    let peak = remote.trace["max_in_flight"].as_u64().expect("max_in_flight");
+    assert!((1..=64).contains(&peak), "{peak}");
+    // The run's own history holds two child workflows, not 1,000 activities.
+    let h: Value = serde_json::from_str(&std::fs::read_to_string(&history).expect("history")).expect("JSON");
+    let events = h["events"].as_array().expect("events");
+    assert!(events.len() < 100, "{} events in the run's own history", events.len());
+    replays(&history);
+}

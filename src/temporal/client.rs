@@ -57,6 +57,6 @@ pub async fn run(
     if out.interpreter != INTERPRETER_VERSION {
         eprintln!("warning: the worker's interpreter is v{}, this client's v{INTERPRETER_VERSION}", out.interpreter);
     }
-    let trace = Trace::from_json(&out.trace).map_err(|e| format!("the worker's trace does not read: {e}"))?;
+    let trace = super::unpack_trace(&out.trace)?;
     Ok(Finished { workflow_id, run_id, trace })
 }

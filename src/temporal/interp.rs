@@ -833,9 +833,9 @@ impl<'a> Interp<'a> {
         let ended_at = self.now_rel();
         ct.ended_ms = Some(ended_at);
         ct.duration_ms = ended_at.saturating_sub(started);
-        let checked = call.result.and_then(|raw| {
-            check_response(tool, site.tool_path, &Value::object(wrap(&raw)), &ckey).map(|()| raw)
-        });
+        let checked = call
+            .result
+            .and_then(|raw| check_response(tool, site.tool_path, &Value::object(wrap(&raw)), &ckey).map(|()| raw));
         let out = match checked {
             Ok(raw) => {
                 ct.status = StepStatus::Completed;
@@ -875,9 +875,8 @@ impl<'a> Interp<'a> {
         if let Some(e) = super::over_payload_limit("a fan-out chunk's input", bytes) {
             return fail_all(e);
         }
-        let options = ChildWorkflowOptions::builder()
-            .workflow_id(format!("{}/{key}/chunk-{c}", self.ctx.workflow_id()))
-            .build();
+        let options =
+            ChildWorkflowOptions::builder().workflow_id(format!("{}/{key}/chunk-{c}", self.ctx.workflow_id())).build();
         let out = match self.ctx.start_child_workflow(TdslWorkflow::run, input, options).await {
             Ok(started) => started.result().await.map_err(|e| e.to_string()),
             Err(e) => Err(e.to_string()),
@@ -926,7 +925,16 @@ impl<'a> Interp<'a> {
             async move {
                 let stopped = || stop.get();
                 let (ct, out, _) = self
-                    .child(site, tool, &spec.step_key, spec.first_index + j, a.clone(), spec.continue_on_error, stop, &stopped)
+                    .child(
+                        site,
+                        tool,
+                        &spec.step_key,
+                        spec.first_index + j,
+                        a.clone(),
+                        spec.continue_on_error,
+                        stop,
+                        &stopped,
+                    )
                     .await;
                 ChunkChild {
                     trace: ct,

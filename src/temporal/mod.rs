@@ -213,7 +213,7 @@ impl RunOptions {
 pub struct RunOutput {
     /// [`INTERPRETER_VERSION`] of the worker that ran it.
     pub interpreter: u32,
-    /// The trace, as `Trace::to_json` writes it (empty for a chunk).
+    /// The trace: compact JSON, gzipped, in base64 ([`pack_trace`]; empty for a chunk).
     pub trace: String,
     /// A chunk's children (a child workflow of a large fan-out).
     #[serde(default)]
@@ -357,4 +357,29 @@ pub(crate) fn load_input(input: &RunInput) -> Result<Arc<Workflow>, String> {
     let wf = Arc::new(wf);
     cache.lock().unwrap_or_else(PoisonError::into_inner).insert(key, wf.clone());
     Ok(wf)
+}
+
+/// The trace as the workflow returns it: compact JSON, gzipped, base64.
+pub(crate) fn pack_trace(trace: &crate::exec::Trace) -> Result<String, String> {
+    use base64::Engine as _;
+    use std::io::Write as _;
+    let json = serde_json::to_vec(trace).map_err(|e| format!("the trace does not serialize: {e}"))?;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&json).map_err(|e| format!("cannot compress the trace: {e}"))?;
+    let bytes = gz.finish().map_err(|e| format!("cannot compress the trace: {e}"))?;
+    Ok(base64::engine::general_purpose::STANDARD.encode(bytes))
+}
+
+/// [`pack_trace`] undone.
+pub(crate) fn unpack_trace(packed: &str) -> Result<crate::exec::Trace, String> {
+    use base64::Engine as _;
+    use std::io::Read as _;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(packed)
+        .map_err(|e| format!("the worker's trace is not base64: {e}"))?;
+    let mut json = String::new();
+    flate2::read::GzDecoder::new(&bytes[..])
+        .read_to_string(&mut json)
+        .map_err(|e| format!("the worker's trace does not decompress: {e}"))?;
+    crate::exec::Trace::from_json(&json).map_err(|e| format!("the worker's trace does not read: {e}"))
 }

@@ -38,8 +38,9 @@ impl TdslWorkflow {
             let out = interp.run_chunk(chunk).await;
             return Ok(RunOutput { interpreter: INTERPRETER_VERSION, trace: String::new(), chunk: Some(out) });
         }
-        let trace = interp.run(input.arguments.clone()).await.to_json();
-        if let Some(e) = super::over_payload_limit("the run's trace", trace.len()) {
+        let trace = interp.run(input.arguments.clone()).await;
+        let trace = super::pack_trace(&trace).map_err(ApplicationFailure::non_retryable)?;
+        if let Some(e) = super::over_payload_limit("the run's trace (gzipped)", trace.len()) {
             return Err(ApplicationFailure::non_retryable(e).into());
         }
         Ok(RunOutput { interpreter: INTERPRETER_VERSION, trace, chunk: None })
