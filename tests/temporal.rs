@@ -640,3 +640,61 @@ fn a_fan_out_of_a_thousand_children_runs_in_child_workflows_as_locally() {
     assert!(events.len() < 100, "{} events in the run's own history", events.len());
     replays(&history);
 }
+
+const SLEEPY: &str = r#"{
+  "arguments": [{"name": "seconds", "type_name": "integer", "required": true}],
+  "system_event_endpoint": "exec:./bin/sleep.sh"
+}"#;
+
+const SLEEP_SH: &str = r#"#!/bin/sh
+input=$(cat | tr -d '\n')
+seconds=$(printf '%s' "$input" | sed -n 's/.*"seconds": *\([0-9]*\).*/\1/p')
+sleep "$seconds"
+printf '{"slept":%s}\n' "$seconds"
+"#;
+
+/// A root with the sleepy tool and its program.
+fn sleepy_root(name: &str, main: &str) -> PathBuf {
+    let root = root_with(name, &[("main.tool", main), ("tools/sleepy.tool", SLEEPY), ("tools/bin/sleep.sh", SLEEP_SH)]);
+    let status = Command::new("chmod").arg("+x").arg(root.join("tools/bin/sleep.sh")).status().expect("chmod runs");
+    assert!(status.success());
+    root
+}
+
+#[test]
+fn a_step_timeout_and_the_run_deadline_behave_as_locally() {
+    // The step's timeout: one attempt of 1 s, no retry; TIMEOUT, and what follows is cancelled.
+    let main = r#"{
+      "instructions": [
+        {"execution_id": "slow", "tool_definition_path": "/tools/sleepy.tool", "arguments": {"seconds": 4},
+         "timeout_seconds": 1, "retry": {"max_retries": 0}},
+        {"execution_id": "after", "tool_definition_path": "/tools/sleepy.tool", "arguments": {"seconds": 0},
+         "dependencies": ["slow"]}
+      ]
+    }"#;
+    let root = sleepy_root("timeout", main);
+    let q = queue("timeout");
+    let _w = worker(&root, &q);
+    let (main_s, root_s) = (root.join("main.tool").to_string_lossy().into_owned(), root.to_string_lossy().into_owned());
+    let (_, remote) = same_as_local(&[&main_s, "--root", &root_s], &q);
+    assert_eq!(remote.code, 1);
+    assert_eq!(remote.trace["overall_status"], "TIMEOUT");
+    assert!(remote.stderr.contains("timed out after 1 s"), "{}", remote.stderr);
+    assert!(remote.stderr.contains("E0804"), "{}", remote.stderr);
+    // The run's deadline: 2 s, a step of 5 s; TIMEOUT with E0805.
+    let main = r#"{
+      "instructions": [
+        {"execution_id": "slow", "tool_definition_path": "/tools/sleepy.tool", "arguments": {"seconds": 5}},
+        {"execution_id": "after", "tool_definition_path": "/tools/sleepy.tool", "arguments": {"seconds": 0},
+         "dependencies": ["slow"]}
+      ]
+    }"#;
+    let root = sleepy_root("deadline", main);
+    let q = queue("deadline");
+    let _w = worker(&root, &q);
+    let (main_s, root_s) = (root.join("main.tool").to_string_lossy().into_owned(), root.to_string_lossy().into_owned());
+    let (_, remote) = same_as_local(&[&main_s, "--root", &root_s, "--deadline", "2"], &q);
+    assert_eq!(remote.code, 1);
+    assert_eq!(remote.trace["overall_status"], "TIMEOUT");
+    assert!(remote.stderr.contains("E0805"), "{}", remote.stderr);
+}

@@ -1054,7 +1054,7 @@ impl<'a> Interp<'a> {
         let (outcome, n, result) = match answer {
             Ok(out) => (Outcome::Ok, out.attempt.max(1), Ok(out.response)),
             Err(e) => {
-                let (outcome, n, message) = self.classify(&e, policy);
+                let (outcome, n, message) = self.classify(&e, policy, timeout_seconds);
                 (outcome, n, Err(message))
             }
         };
@@ -1103,7 +1103,7 @@ impl<'a> Interp<'a> {
     }
 
     /// How a failed activity ended: its outcome, the attempts it took, the message.
-    fn classify(&self, e: &ActivityExecutionError, policy: Policy) -> (Outcome, u32, String) {
+    fn classify(&self, e: &ActivityExecutionError, policy: Policy, timeout_seconds: f64) -> (Outcome, u32, String) {
         let max = policy.max_retries + 1;
         let Some(top) = e.failure() else { return (Outcome::Permanent, 1, e.to_string()) };
         // The cause chain: the activity failure, then what ended its last attempt.
@@ -1120,7 +1120,7 @@ impl<'a> Interp<'a> {
                         let secs = self.input.options.deadline_seconds.unwrap_or(0.0);
                         return (Outcome::Deadline, max, format!("the run's deadline of {secs} s passed"));
                     }
-                    return (Outcome::Timeout, max, "the call timed out".to_string());
+                    return (Outcome::Timeout, max, format!("the call timed out after {timeout_seconds} s"));
                 }
                 _ => cause = c.cause.as_deref(),
             }

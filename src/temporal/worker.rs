@@ -62,8 +62,11 @@ impl TdslActivities {
         input: CallInput,
     ) -> Result<CallOutput, ActivityError> {
         let attempt = ctx.info().attempt.max(1);
+        // The call stops at the activity's deadline (its timeout, or the run's deadline):
+        // Temporal has given up on it by then.
+        let left = ctx.info().deadline.and_then(|d| d.duration_since(std::time::SystemTime::now()).ok());
         let root = self.root.clone();
-        let answer = tokio::task::spawn_blocking(move || call_blocking(&root, &input, attempt))
+        let answer = tokio::task::spawn_blocking(move || call_blocking(&root, &input, attempt, left))
             .await
             .unwrap_or_else(|e| Err(ToolError::transient(format!("the call's thread ended abnormally: {e}"))));
         let answer = answer.and_then(|response| {
@@ -87,7 +90,12 @@ impl TdslActivities {
     }
 }
 
-fn call_blocking(root: &std::path::Path, input: &CallInput, attempt: u32) -> Result<Value, ToolError> {
+fn call_blocking(
+    root: &std::path::Path,
+    input: &CallInput,
+    attempt: u32,
+    left: Option<Duration>,
+) -> Result<Value, ToolError> {
     if let Some(spec) = &input.mock {
         let mut m = crate::value::Map::default();
         m.insert(crate::value::SmolStr::new(&input.tool_path), spec.clone());
@@ -128,7 +136,13 @@ fn call_blocking(root: &std::path::Path, input: &CallInput, attempt: u32) -> Res
     };
     let runner = HostRunner::new().with_max_stdout(input.max_tool_output);
     let cancel = CancelToken::new();
-    let timeout = Duration::try_from_secs_f64(input.timeout_seconds).ok();
+    // A second past Temporal's own timeout, so that Temporal's (a timeout, in the trace)
+    // always comes first; this one only ends the program.
+    let timeout = match (Duration::try_from_secs_f64(input.timeout_seconds).ok(), left) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+    .map(|t| t + Duration::from_secs(1));
     let call = ToolCall {
         tool_path: &input.tool_path,
         definition: Some(&def),
