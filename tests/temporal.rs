@@ -698,3 +698,54 @@ fn a_step_timeout_and_the_run_deadline_behave_as_locally() {
     assert_eq!(remote.trace["overall_status"], "TIMEOUT");
     assert!(remote.stderr.contains("E0805"), "{}", remote.stderr);
 }
+
+/// The dev server killed mid-run (SIGKILL) and started again on its SQLite file: the run
+/// finishes, and the client, which kept asking, prints its result.
+#[test]
+fn a_server_restarted_mid_run_finishes_the_run() {
+    let main = r#"{
+      "instructions": [
+        {"execution_id": "slow", "tool_definition_path": "/tools/sleepy.tool", "arguments": {"seconds": 3}},
+        {"execution_id": "after", "tool_definition_path": "/tools/sleepy.tool", "arguments": {"seconds": 0},
+         "dependencies": ["slow"]}
+      ],
+      "response_reference_map": {"slow": "REF:slow.slept", "after": "REF:after.slept"}
+    }"#;
+    let root = sleepy_root("restart", main);
+    // A server of its own: this test kills it.
+    let dir = server().dir.join("restart-server");
+    std::fs::create_dir_all(&dir).expect("a folder");
+    let port = free_port();
+    let address = format!("127.0.0.1:{port}");
+    let mut first = start_server(port, &dir);
+    let root_s = root.to_string_lossy().into_owned();
+    let args = [
+        "worker",
+        "--engine",
+        "temporal",
+        "--root",
+        &root_s,
+        "--temporal-address",
+        &address,
+        "--task-queue",
+        "restart",
+    ];
+    let _w = start_guarded(Path::new(env!("CARGO_BIN_EXE_tdsl")), &args, &dir.join("worker.log"), repo());
+    let main_s = root.join("main.tool").to_string_lossy().into_owned();
+    let client = Command::new(env!("CARGO_BIN_EXE_tdsl"))
+        .args(["run", &main_s, "--root", &root_s, "--no-history"])
+        .args(["--engine", "temporal", "--temporal-address", &address, "--task-queue", "restart"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tdsl runs");
+    // Mid-run: the first call sleeps 3 s.
+    std::thread::sleep(Duration::from_millis(1500));
+    first.crash();
+    let _second = start_server(port, &dir);
+    let out = client.wait_with_output().expect("the client ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let result: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(result, json!({"slow": 3, "after": 0}));
+}

@@ -6,6 +6,9 @@ use super::worker::{connect, TdslWorkflow};
 use super::{Connection, RunInput, INTERPRETER_VERSION};
 use crate::exec::Trace;
 
+/// How long `tdsl run --engine temporal` keeps asking a server that went away.
+const RECONNECT_FOR: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// A run started on the server: its workflow id and run id, and its trace once it ended.
 #[derive(Debug)]
 pub struct Finished {
@@ -42,10 +45,32 @@ pub async fn run(
         .map_err(|e| format!("cannot start the run on {} (--temporal-address): {e}", conn.address))?;
     let run_id = handle.run_id().map(str::to_string).unwrap_or_default();
     started(&workflow_id, &run_id);
-    let out = handle
-        .get_result(WorkflowGetResultOptions::default())
-        .await
-        .map_err(|e| format!("the run {workflow_id} (run id {run_id}) did not end with a trace: {e}"))?;
+    // The run lives on the server: while the server is away (a restart), keep asking, for up
+    // to RECONNECT_FOR; a run that ended badly is an answer, not a reason to ask again.
+    let mut lost_since: Option<std::time::Instant> = None;
+    let out = loop {
+        match handle.get_result(WorkflowGetResultOptions::default()).await {
+            Ok(out) => break out,
+            Err(e) if !e.is_workflow_outcome() => {
+                let since = *lost_since.get_or_insert_with(|| {
+                    eprintln!(
+                        "temporal: lost the server at {} ({e}); the run goes on there, asking again",
+                        conn.address
+                    );
+                    std::time::Instant::now()
+                });
+                if since.elapsed() > RECONNECT_FOR {
+                    return Err(format!(
+                        "the server at {} (--temporal-address) did not answer for {} s: {e}; the run {workflow_id} (run id {run_id}) may still be under way there",
+                        conn.address,
+                        RECONNECT_FOR.as_secs()
+                    ));
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            }
+            Err(e) => return Err(format!("the run {workflow_id} (run id {run_id}) did not end with a trace: {e}")),
+        }
+    };
     if let Some(path) = history {
         let json = handle
             .fetch_history(WorkflowFetchHistoryOptions::default())
