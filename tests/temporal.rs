@@ -749,3 +749,34 @@ fn a_server_restarted_mid_run_finishes_the_run() {
     let result: Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(result, json!({"slow": 3, "after": 0}));
 }
+
+/// The worker's circuit breaker: with the default threshold (3) the fourth attempt is
+/// refused (E0806), with 4 it goes ahead, as locally (tests/run.rs).
+#[test]
+fn the_breaker_decides_whether_a_fourth_try_can_run_as_locally() {
+    let root = repo().join("tests/data/run");
+    let dir = server().dir.join("breaker");
+    std::fs::create_dir_all(&dir).expect("a folder");
+    let mock = dir.join("mock.json");
+    std::fs::write(&mock, r#"{"/tools/recovers.tool": {"$fail_transiently": 3, "$then": {"ok": true}}}"#)
+        .expect("mock");
+    let mock_s = mock.to_string_lossy().into_owned();
+    let args = ["tests/data/run/fourth.tool", "--root", "tests/data/run", "--mock", &mock_s];
+    let q = queue("breaker");
+    let _w = worker(&root, &q);
+    let (_, remote) = same_as_local(&args, &q);
+    assert_eq!(remote.code, 1);
+    assert!(remote.stderr.contains("the circuit breaker of `/tools/recovers.tool`"), "{}", remote.stderr);
+    assert!(remote.stderr.contains("[E0806]"), "{}", remote.stderr);
+    let outcomes: Vec<&str> = remote.trace["step_results"][0]["attempts"]
+        .as_array()
+        .expect("attempts")
+        .iter()
+        .map(|a| a["outcome"].as_str().unwrap_or("?"))
+        .collect();
+    assert_eq!(outcomes, ["transient", "transient", "transient", "refused"]);
+    let mut with_four = args.to_vec();
+    with_four.extend(["--breaker-threshold", "4"]);
+    let (_, remote) = same_as_local(&with_four, &q);
+    assert_eq!(remote.code, 0, "{}", remote.stderr);
+}

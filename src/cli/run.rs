@@ -474,12 +474,7 @@ fn run_temporal(_args: &RunArgs) -> ExitCode {
 /// run does.
 #[cfg(feature = "temporal")]
 fn run_temporal(args: &RunArgs) -> ExitCode {
-    let unsupported = [
-        (args.files.is_some(), "--files"),
-        (args.breaker_threshold.is_some(), "--breaker-threshold"),
-        (args.breaker_reset_seconds.is_some(), "--breaker-reset-seconds"),
-        (args.breaker_half_open_calls.is_some(), "--breaker-half-open-calls"),
-    ];
+    let unsupported = [(args.files.is_some(), "--files")];
     if let Some((_, flag)) = unsupported.iter().find(|(given, _)| *given) {
         return usage_failure(&UsageError(format!(
             "{flag} is not supported with --engine temporal yet (docs/distributed.md, \"Not done yet\")"

@@ -24,7 +24,7 @@ use temporalio_sdk::{
 };
 
 use super::worker::{TdslActivities, TdslWorkflow};
-use super::{CallInput, Chunk, ChunkChild, ChunkFailure, ChunkOutput, RunInput};
+use super::{CallInput, Chunk, ChunkChild, ChunkFailure, ChunkOutput, FailureKind, RunInput};
 use crate::analysis::{DoneCheckPlan, Plan, StepId, StepPlan};
 use crate::diagnostic::Code;
 use crate::exec::clock::ClockScope;
@@ -1024,6 +1024,7 @@ impl<'a> Interp<'a> {
             mock: mock.clone(),
             mock_base,
             max_tool_output: self.input.options.max_tool_output,
+            breaker: self.input.options.breaker,
         };
         let bytes = serde_json::to_vec(&input).map_or(0, |b| b.len());
         if let Some(e) = super::over_payload_limit("the call's arguments", bytes) {
@@ -1088,9 +1089,15 @@ impl<'a> Interp<'a> {
             let code = match outcome {
                 Outcome::Timeout => Code::StepTimeout,
                 Outcome::Deadline => Code::RunDeadline,
+                Outcome::Refused => Code::CircuitOpen,
                 _ => Code::ToolFailed,
             };
-            let tries = if n > 1 { format!(" (after {n} attempts)") } else { String::new() };
+            let tries = match outcome {
+                Outcome::Refused if n > 1 => format!(" (attempt {n} of the step)"),
+                Outcome::Refused => String::new(),
+                _ if n > 1 => format!(" (after {n} attempts)"),
+                _ => String::new(),
+            };
             Failure {
                 code,
                 step: Some(key.to_string()),
@@ -1111,8 +1118,12 @@ impl<'a> Interp<'a> {
         while let Some(c) = cause {
             match &c.failure_info {
                 Some(FailureInfo::ApplicationFailureInfo(info)) => {
-                    let (transient, n) = super::parse_failure_type(&info.r#type).unwrap_or((false, 1));
-                    let outcome = if transient { Outcome::Transient } else { Outcome::Permanent };
+                    let (kind, n) = super::parse_failure_type(&info.r#type).unwrap_or((FailureKind::Permanent, 1));
+                    let outcome = match kind {
+                        FailureKind::Transient => Outcome::Transient,
+                        FailureKind::Permanent => Outcome::Permanent,
+                        FailureKind::Refused => Outcome::Refused,
+                    };
                     return (outcome, n, c.message.clone());
                 }
                 Some(FailureInfo::TimeoutFailureInfo(_)) => {

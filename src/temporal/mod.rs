@@ -185,6 +185,36 @@ pub struct RunOptions {
     pub max_memory: Option<u64>,
     /// Bytes an `exec:` tool may print (`--max-tool-output`).
     pub max_tool_output: u64,
+    /// The circuit breakers' policy (`--breaker-*`); each worker keeps its own breakers.
+    #[serde(default)]
+    pub breaker: Breaker,
+}
+
+/// A breaker policy, as it travels (`exec::breaker::BreakerPolicy`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Breaker {
+    /// Consecutive failed attempts that open a tool's breaker.
+    pub failure_threshold: u32,
+    /// How long it stays open, in seconds.
+    pub reset_timeout_seconds: f64,
+    /// Trial calls a half-open breaker lets through.
+    pub half_open_calls: u32,
+}
+
+impl Default for Breaker {
+    fn default() -> Breaker {
+        Breaker::from(&crate::exec::breaker::BreakerPolicy::default())
+    }
+}
+
+impl From<&crate::exec::breaker::BreakerPolicy> for Breaker {
+    fn from(p: &crate::exec::breaker::BreakerPolicy) -> Breaker {
+        Breaker {
+            failure_threshold: p.failure_threshold,
+            reset_timeout_seconds: p.reset_timeout_seconds,
+            half_open_calls: p.half_open_calls,
+        }
+    }
 }
 
 impl RunOptions {
@@ -204,6 +234,7 @@ impl RunOptions {
             fuel: (limits.fuel != defaults.fuel).then_some(limits.fuel),
             max_memory: (limits.max_alloc_bytes != defaults.max_alloc_bytes).then_some(limits.max_alloc_bytes as u64),
             max_tool_output,
+            breaker: Breaker::from(&o.breaker),
         }
     }
 }
@@ -240,6 +271,9 @@ pub struct CallInput {
     pub mock_base: usize,
     /// Bytes an `exec:` tool may print.
     pub max_tool_output: u64,
+    /// The run's breaker policy: the worker's breakers for it decide whether the call goes.
+    #[serde(default)]
+    pub breaker: Breaker,
 }
 
 /// A successful call: the response and the attempt that gave it.
@@ -251,17 +285,38 @@ pub struct CallOutput {
     pub attempt: u32,
 }
 
-/// The error type of a tool's failed attempt: `tdsl:transient:N` or `tdsl:permanent:N`,
-/// `N` the attempt.
-pub(crate) fn failure_type(transient: bool, attempt: u32) -> String {
-    format!("tdsl:{}:{attempt}", if transient { "transient" } else { "permanent" })
+/// How an attempt failed, as the activity's error type says it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FailureKind {
+    /// A transient error: Temporal retries it.
+    Transient,
+    /// A permanent error: not retried.
+    Permanent,
+    /// The worker's circuit breaker refused the call: not retried (E0806).
+    Refused,
 }
 
-/// Reads a [`failure_type`] back: (transient, attempt).
-pub(crate) fn parse_failure_type(t: &str) -> Option<(bool, u32)> {
+/// The error type of a tool's failed attempt: `tdsl:KIND:N`, `N` the attempt.
+pub(crate) fn failure_type(kind: FailureKind, attempt: u32) -> String {
+    let kind = match kind {
+        FailureKind::Transient => "transient",
+        FailureKind::Permanent => "permanent",
+        FailureKind::Refused => "refused",
+    };
+    format!("tdsl:{kind}:{attempt}")
+}
+
+/// Reads a [`failure_type`] back.
+pub(crate) fn parse_failure_type(t: &str) -> Option<(FailureKind, u32)> {
     let rest = t.strip_prefix("tdsl:")?;
     let (kind, n) = rest.split_once(':')?;
-    Some((kind == "transient", n.parse().ok()?))
+    let kind = match kind {
+        "transient" => FailureKind::Transient,
+        "permanent" => FailureKind::Permanent,
+        "refused" => FailureKind::Refused,
+        _ => return None,
+    };
+    Some((kind, n.parse().ok()?))
 }
 
 /// Every `.tool` file a loaded workflow reaches, by tool path: what a run ships.

@@ -2,8 +2,8 @@
 //! that calls primitive tools.
 
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use temporalio_client::{Client, ClientOptions, Connection as TemporalConnection, ConnectionOptions, Url};
 use temporalio_macros::{activities, workflow, workflow_methods};
@@ -12,8 +12,11 @@ use temporalio_sdk::runtime::worker_tuner::{FixedSizeSlotSupplier, TunerHolder};
 use temporalio_sdk::{ApplicationFailure, Runtime, Worker, WorkerOptions, WorkflowContext, WorkflowResult};
 
 use super::interp::Interp;
-use super::{failure_type, CallInput, CallOutput, Connection, RunInput, RunOutput, INTERPRETER_VERSION};
+use super::{
+    failure_type, Breaker, CallInput, CallOutput, Connection, FailureKind, RunInput, RunOutput, INTERPRETER_VERSION,
+};
 use crate::analysis::{Resolved, ToolRoot};
+use crate::exec::breaker::{Admission, BreakerPolicy, Breakers, Refusal};
 use crate::exec::host::{HostRunner, Mock};
 use crate::exec::{CancelToken, ErrorKind, Runner, ToolCall, ToolError};
 use crate::value::Value;
@@ -47,9 +50,32 @@ impl TdslWorkflow {
     }
 }
 
-/// The activities: one primitive tool call, with the worker's tool root.
+/// The activities: one primitive tool call, with the worker's tool root and its circuit
+/// breakers (one set per breaker policy that runs asked for; SPEC §10: per worker).
 pub struct TdslActivities {
     root: PathBuf,
+    breakers: Mutex<Vec<(Breaker, Arc<Breakers>)>>,
+    started: Instant,
+}
+
+impl TdslActivities {
+    fn breakers(&self, policy: Breaker) -> Arc<Breakers> {
+        let mut all = self.breakers.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, b)) = all.iter().find(|(p, _)| *p == policy) {
+            return b.clone();
+        }
+        let b = Arc::new(Breakers::new(BreakerPolicy {
+            failure_threshold: policy.failure_threshold,
+            reset_timeout_seconds: policy.reset_timeout_seconds,
+            half_open_calls: policy.half_open_calls,
+        }));
+        all.push((policy, b.clone()));
+        b
+    }
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
 }
 
 #[activities]
@@ -65,10 +91,33 @@ impl TdslActivities {
         // The call stops at the activity's deadline (its timeout, or the run's deadline):
         // Temporal has given up on it by then.
         let left = ctx.info().deadline.and_then(|d| d.duration_since(std::time::SystemTime::now()).ok());
+        let breakers = self.breakers(input.breaker);
+        let tool_path = input.tool_path.clone();
+        if let Admission::Refused = breakers.admit(&tool_path, self.now_ms()) {
+            let message = match breakers.refusal(&tool_path, self.now_ms()) {
+                Some(Refusal::OpenUntil(at)) => format!(
+                    "the circuit breaker of `{tool_path}` on this worker is open: the call was refused; it half-opens in {} s",
+                    at.saturating_sub(self.now_ms()) as f64 / 1000.0
+                ),
+                _ => format!("the circuit breaker of `{tool_path}` on this worker is half-open and its trial calls are in flight: the call was refused"),
+            };
+            let failure = ApplicationFailure::builder(message)
+                .type_name(failure_type(FailureKind::Refused, attempt))
+                .non_retryable(true)
+                .build();
+            return Err(ActivityError::application(failure));
+        }
         let root = self.root.clone();
         let answer = tokio::task::spawn_blocking(move || call_blocking(&root, &input, attempt, left))
             .await
             .unwrap_or_else(|e| Err(ToolError::transient(format!("the call's thread ended abnormally: {e}"))));
+        match &answer {
+            Ok(_) => breakers.success(&tool_path),
+            Err(e) if e.kind == ErrorKind::Permanent => breakers.success(&tool_path),
+            Err(_) => {
+                breakers.failure(&tool_path, self.now_ms());
+            }
+        }
         let answer = answer.and_then(|response| {
             let bytes = serde_json::to_vec(&response).map_or(0, |b| b.len());
             match super::over_payload_limit("the tool's response", bytes) {
@@ -80,8 +129,9 @@ impl TdslActivities {
             Ok(response) => Ok(CallOutput { response, attempt }),
             Err(e) => {
                 let transient = e.kind == ErrorKind::Transient;
+                let kind = if transient { FailureKind::Transient } else { FailureKind::Permanent };
                 let failure = ApplicationFailure::builder(e.message)
-                    .type_name(failure_type(transient, attempt))
+                    .type_name(failure_type(kind, attempt))
                     .non_retryable(!transient)
                     .build();
                 Err(ActivityError::application(failure))
@@ -207,7 +257,7 @@ pub async fn run_worker(conn: &Connection, root: PathBuf, concurrency: usize) ->
     let options = WorkerOptions::new(conn.task_queue.clone())
         .register_workflow::<TdslWorkflow>()
         .map_err(|e| format!("cannot register the workflow: {e}"))?
-        .register_activities(TdslActivities { root })
+        .register_activities(TdslActivities { root, breakers: Mutex::new(Vec::new()), started: Instant::now() })
         .tuner(tuner)
         .build();
     let mut worker = Worker::new(&runtime, client, options).map_err(|e| format!("cannot start the worker: {e}"))?;
