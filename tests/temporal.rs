@@ -341,8 +341,10 @@ fn retries_are_counted_and_permanent_errors_are_not_retried() {
     let mock_s = mock.to_string_lossy().into_owned();
     let (_, remote) = same_as_local(&[&main_s, "--root", &root_s, "--mock", &mock_s], &q);
     let attempts = remote.trace["step_results"][0]["attempts"].as_array().expect("attempts").clone();
-    assert_eq!(attempts.len(), 3, "{attempts:?}");
-    assert_eq!(attempts[2]["outcome"], "ok");
+    let outcomes: Vec<&str> = attempts.iter().map(|a| a["outcome"].as_str().unwrap_or("?")).collect();
+    assert_eq!(outcomes, ["transient", "transient", "ok"], "{attempts:?}");
+    // Each failed attempt's own error, carried by Temporal from attempt to attempt.
+    assert_eq!(attempts[0]["error"], "mock: transient failure", "{attempts:?}");
     assert_eq!(remote.trace["step_results"][0]["retry_count"], 2);
     assert_eq!(remote.trace["total_retries"], 2);
     // A permanent error: one attempt, FAILED, exit 1.
@@ -521,6 +523,9 @@ fn a_worker_killed_mid_run_leaves_the_run_to_another_and_no_completed_call_runs_
     assert_eq!(calls.lines().collect::<Vec<_>>(), ["a", "b", "b", "c"]);
     let t: Value = serde_json::from_str(&std::fs::read_to_string(&trace).expect("trace")).expect("JSON");
     assert_eq!(t["step_results"][1]["attempts"].as_array().map(Vec::len), Some(2), "{t}");
+    // The lost attempt left no note: it is listed as a timeout, and says so.
+    assert_eq!(t["step_results"][1]["attempts"][0]["outcome"], "timeout", "{t}");
+    assert_eq!(t["step_results"][1]["attempts"][1]["outcome"], "ok", "{t}");
 }
 
 /// Replays `history` (JSON) with the SDK's replayer, no server.

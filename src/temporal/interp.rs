@@ -24,7 +24,7 @@ use temporalio_sdk::{
 };
 
 use super::worker::{TdslActivities, TdslWorkflow};
-use super::{CallInput, Chunk, ChunkChild, ChunkFailure, ChunkOutput, FailureKind, RunInput};
+use super::{AttemptNote, CallInput, Chunk, ChunkChild, ChunkFailure, ChunkOutput, FailureKind, RunInput};
 use crate::analysis::{DoneCheckPlan, Plan, StepId, StepPlan};
 use crate::diagnostic::Code;
 use crate::exec::clock::ClockScope;
@@ -1052,28 +1052,32 @@ impl<'a> Interp<'a> {
         let answer = self.ctx.execute_activity(TdslActivities::call_tool, input, opts).await;
         self.in_flight.set(self.in_flight.get().saturating_sub(1));
         let duration_ms = self.now_rel().saturating_sub(started);
-        let (outcome, n, result) = match answer {
-            Ok(out) => (Outcome::Ok, out.attempt.max(1), Ok(out.response)),
+        let (outcome, n, result, notes) = match answer {
+            Ok(out) => (Outcome::Ok, out.attempt.max(1), Ok(out.response), out.earlier),
             Err(e) => {
-                let (outcome, n, message) = self.classify(&e, policy, timeout_seconds);
-                (outcome, n, Err(message))
+                let (outcome, n, message, notes) = self.classify(&e, policy, timeout_seconds);
+                (outcome, n, Err(message), notes)
             }
         };
+        let notes = super::complete_notes(notes, n);
         if mock.is_some() {
             *self.mock_calls.borrow_mut().entry(tool_path.to_string()).or_insert(0) += n as usize;
         }
         self.retries.set(self.retries.get() + n.saturating_sub(1));
-        let mut attempts: Vec<Attempt> = (1..n)
-            .map(|a| Attempt {
-                attempt: a,
-                outcome: Outcome::Transient,
+        let mut attempts: Vec<Attempt> = notes
+            .into_iter()
+            .map(|note| Attempt {
+                attempt: note.attempt,
+                outcome: match note.outcome.as_str() {
+                    "transient" => Outcome::Transient,
+                    "permanent" => Outcome::Permanent,
+                    _ => Outcome::Timeout,
+                },
                 response: None,
-                error: Some(format!(
-                    "attempt {a} failed; Temporal retried the call (its error is in the worker's log)"
-                )),
+                error: Some(note.error),
                 delay_ms: 0,
                 started_ms: started,
-                duration_ms: 0,
+                duration_ms: note.duration_ms,
             })
             .collect();
         attempts.push(Attempt {
@@ -1109,10 +1113,16 @@ impl<'a> Interp<'a> {
         CallOutcome { result, attempts, nested: None, nested_clock_reads: Vec::new(), partial: false }
     }
 
-    /// How a failed activity ended: its outcome, the attempts it took, the message.
-    fn classify(&self, e: &ActivityExecutionError, policy: Policy, timeout_seconds: f64) -> (Outcome, u32, String) {
+    /// How a failed activity ended: its outcome, the attempts it took, the message, and the
+    /// notes of its failed attempts (from the failure's details or last heartbeat).
+    fn classify(
+        &self,
+        e: &ActivityExecutionError,
+        policy: Policy,
+        timeout_seconds: f64,
+    ) -> (Outcome, u32, String, Vec<AttemptNote>) {
         let max = policy.max_retries + 1;
-        let Some(top) = e.failure() else { return (Outcome::Permanent, 1, e.to_string()) };
+        let Some(top) = e.failure() else { return (Outcome::Permanent, 1, e.to_string(), Vec::new()) };
         // The cause chain: the activity failure, then what ended its last attempt.
         let mut cause: Option<&ProtoFailure> = top.cause.as_deref();
         while let Some(c) = cause {
@@ -1124,19 +1134,21 @@ impl<'a> Interp<'a> {
                         FailureKind::Permanent => Outcome::Permanent,
                         FailureKind::Refused => Outcome::Refused,
                     };
-                    return (outcome, n, c.message.clone());
+                    return (outcome, n, c.message.clone(), decode_notes(info.details.as_ref()));
                 }
-                Some(FailureInfo::TimeoutFailureInfo(_)) => {
+                Some(FailureInfo::TimeoutFailureInfo(info)) => {
+                    let notes = decode_notes(info.last_heartbeat_details.as_ref());
                     if self.deadline_passed() {
                         let secs = self.input.options.deadline_seconds.unwrap_or(0.0);
-                        return (Outcome::Deadline, max, format!("the run's deadline of {secs} s passed"));
+                        let n = notes.iter().map(|n| n.attempt).max().map_or(1, |a| a + 1);
+                        return (Outcome::Deadline, n, format!("the run's deadline of {secs} s passed"), notes);
                     }
-                    return (Outcome::Timeout, max, format!("the call timed out after {timeout_seconds} s"));
+                    return (Outcome::Timeout, max, format!("the call timed out after {timeout_seconds} s"), notes);
                 }
                 _ => cause = c.cause.as_deref(),
             }
         }
-        (Outcome::Permanent, 1, top.message.clone())
+        (Outcome::Permanent, 1, top.message.clone(), Vec::new())
     }
 
     fn not_started_failure(&self, key: &str) -> Failure {
@@ -1176,6 +1188,11 @@ impl<'a> Interp<'a> {
             partial: out.partial,
         }
     }
+}
+
+/// The attempt notes in a failure's payloads (JSON, as the SDK's converter writes them).
+fn decode_notes(payloads: Option<&temporalio_common::protos::temporal::api::common::v1::Payloads>) -> Vec<AttemptNote> {
+    payloads.and_then(|p| p.payloads.first()).and_then(|p| serde_json::from_slice(&p.data).ok()).unwrap_or_default()
 }
 
 fn check_response(tool: Option<&Tool>, tool_path: &str, result: &Value, key: &str) -> Result<(), Failure> {

@@ -283,6 +283,43 @@ pub struct CallOutput {
     pub response: Value,
     /// The attempt (from 1) that succeeded.
     pub attempt: u32,
+    /// The attempts before it, as they failed.
+    #[serde(default)]
+    pub earlier: Vec<AttemptNote>,
+}
+
+/// A failed attempt, as the activity saw it. Each failed attempt adds its note to the
+/// activity's heartbeat details, which Temporal hands to the next attempt and keeps with
+/// the final failure: so the trace lists every attempt with its own error.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct AttemptNote {
+    /// The attempt, from 1.
+    pub attempt: u32,
+    /// `transient`, `permanent`, or `lost` (it timed out or its worker went away, and left
+    /// no note).
+    pub outcome: String,
+    /// Its error.
+    pub error: String,
+    /// How long it ran, in milliseconds.
+    pub duration_ms: u64,
+}
+
+/// The notes of attempts 1..`attempt` (exclusive): those recorded, and a `lost` note for
+/// each attempt that left none.
+pub(crate) fn complete_notes(mut notes: Vec<AttemptNote>, attempt: u32) -> Vec<AttemptNote> {
+    notes.retain(|n| n.attempt < attempt);
+    for a in 1..attempt {
+        if !notes.iter().any(|n| n.attempt == a) {
+            notes.push(AttemptNote {
+                attempt: a,
+                outcome: "lost".to_string(),
+                error: format!("attempt {a} timed out, or its worker went away, before it could answer"),
+                duration_ms: 0,
+            });
+        }
+    }
+    notes.sort_by_key(|n| n.attempt);
+    notes
 }
 
 /// How an attempt failed, as the activity's error type says it.

@@ -13,7 +13,8 @@ use temporalio_sdk::{ApplicationFailure, Runtime, Worker, WorkerOptions, Workflo
 
 use super::interp::Interp;
 use super::{
-    failure_type, Breaker, CallInput, CallOutput, Connection, FailureKind, RunInput, RunOutput, INTERPRETER_VERSION,
+    complete_notes, failure_type, AttemptNote, Breaker, CallInput, CallOutput, Connection, FailureKind, RunInput,
+    RunOutput, INTERPRETER_VERSION,
 };
 use crate::analysis::{Resolved, ToolRoot};
 use crate::exec::breaker::{Admission, BreakerPolicy, Breakers, Refusal};
@@ -91,6 +92,8 @@ impl TdslActivities {
         // The call stops at the activity's deadline (its timeout, or the run's deadline):
         // Temporal has given up on it by then.
         let left = ctx.info().deadline.and_then(|d| d.duration_since(std::time::SystemTime::now()).ok());
+        let earlier: Vec<AttemptNote> = ctx.heartbeat_details().deserialize().ok().flatten().unwrap_or_default();
+        let earlier = complete_notes(earlier, attempt);
         let breakers = self.breakers(input.breaker);
         let tool_path = input.tool_path.clone();
         if let Admission::Refused = breakers.admit(&tool_path, self.now_ms()) {
@@ -104,9 +107,11 @@ impl TdslActivities {
             let failure = ApplicationFailure::builder(message)
                 .type_name(failure_type(FailureKind::Refused, attempt))
                 .non_retryable(true)
+                .details(earlier)
                 .build();
             return Err(ActivityError::application(failure));
         }
+        let started = Instant::now();
         let root = self.root.clone();
         let answer = tokio::task::spawn_blocking(move || call_blocking(&root, &input, attempt, left))
             .await
@@ -126,13 +131,24 @@ impl TdslActivities {
             }
         });
         match answer {
-            Ok(response) => Ok(CallOutput { response, attempt }),
+            Ok(response) => Ok(CallOutput { response, attempt, earlier }),
             Err(e) => {
                 let transient = e.kind == ErrorKind::Transient;
                 let kind = if transient { FailureKind::Transient } else { FailureKind::Permanent };
+                let mut notes = earlier;
+                notes.push(AttemptNote {
+                    attempt,
+                    outcome: if transient { "transient" } else { "permanent" }.to_string(),
+                    error: e.message.clone(),
+                    duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                });
+                // The next attempt reads the notes from the heartbeat details; the final
+                // failure carries them too.
+                let _ = ctx.record_heartbeat(notes.clone()).await;
                 let failure = ApplicationFailure::builder(e.message)
                     .type_name(failure_type(kind, attempt))
                     .non_retryable(!transient)
+                    .details(notes)
                     .build();
                 Err(ActivityError::application(failure))
             }
