@@ -78,6 +78,8 @@ pub mod runtime;
 pub mod span;
 pub mod syntax;
 mod template;
+#[cfg(feature = "temporal")]
+pub mod temporal;
 pub mod tool;
 pub mod types;
 pub mod value;

@@ -443,3 +443,24 @@ fn breaker_flags_decide_whether_a_fourth_try_can_run() {
     assert_eq!(t["step_results"][0]["circuit_state"], "CLOSED");
     assert_eq!((t["tools_executed"].as_u64(), t["success_rate"].as_f64()), (Some(1), Some(1.0)));
 }
+
+/// Without the `temporal` feature, `--engine temporal` (of `run` and of `worker`) is a usage
+/// error that names the feature, before anything runs.
+#[cfg(not(feature = "temporal"))]
+#[test]
+fn engine_temporal_needs_the_feature() {
+    let o = tdsl(&[
+        "run",
+        "examples/document-analysis/main.tool",
+        "--root",
+        "examples/document-analysis",
+        "--engine",
+        "temporal",
+    ]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("`temporal` feature"), "{}", o.stderr);
+    assert!(o.stdout.is_empty(), "{}", o.stdout);
+    let o = tdsl(&["worker", "--engine", "temporal", "--root", "examples"]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("`temporal` feature"), "{}", o.stderr);
+}

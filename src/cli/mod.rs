@@ -32,6 +32,7 @@ mod run;
 mod schema;
 mod serve;
 mod signals;
+mod worker;
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -77,6 +78,9 @@ enum Command {
     History(history::HistoryArgs),
     /// Draw a run (a trace, or a run from the history) as a self-contained HTML page.
     Report(report::ReportArgs),
+    /// Work for a Temporal server: run the composites `tdsl run --engine temporal` starts
+    /// (feature `temporal`).
+    Worker(worker::WorkerArgs),
 }
 
 /// Runs the command line.
@@ -101,6 +105,7 @@ pub fn main() -> ExitCode {
         Command::Schema(args) => schema::run(args),
         Command::History(args) => history::run(args),
         Command::Report(args) => report::run(args),
+        Command::Worker(args) => worker::run(args),
     }
 }
 

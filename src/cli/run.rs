@@ -21,6 +21,7 @@ use clap::Args;
 use super::check::{tool_file, tool_root};
 use super::progress::{HistoryArgs, Observers, Progress};
 use super::signals::Interrupts;
+use super::worker::{ConnectionArgs, Engine};
 use super::{color_stderr, render, usage_failure, UsageError};
 use crate::exec::breaker::BreakerPolicy;
 use crate::exec::host::{self, HostRunner, Mock};
@@ -99,6 +100,17 @@ pub struct RunArgs {
     /// No progress on standard error, even on a terminal.
     #[arg(long, short = 'q')]
     quiet: bool,
+    /// Where the composite runs: `local` (this machine) or `temporal` (a Temporal server
+    /// and its `tdsl worker`s; feature `temporal`, docs/distributed.md).
+    #[arg(long, value_enum, default_value_t = Engine::Local)]
+    engine: Engine,
+    #[command(flatten)]
+    connection: ConnectionArgs,
+    /// Writes the run's Temporal event history (JSON) to this file once it ended (with
+    /// `--engine temporal`; `tdsl::temporal::worker::replay` replays it).
+    #[arg(long, value_name = "FILE")]
+    #[cfg_attr(not(feature = "temporal"), allow(dead_code))]
+    temporal_history: Option<PathBuf>,
 }
 
 /// Arguments of `tdsl replay`.
@@ -118,6 +130,9 @@ pub struct ReplayArgs {
 
 /// Runs `tdsl run`.
 pub fn run(args: RunArgs) -> ExitCode {
+    if args.engine == Engine::Temporal {
+        return run_temporal(&args);
+    }
     // Before any other thread starts, so that every thread has the signals blocked.
     let interrupts = Interrupts::install();
     // Processes a tool leaves in a session of its own are adopted, and ended below.
@@ -450,4 +465,87 @@ pub fn replay_command(args: ReplayArgs) -> ExitCode {
         eprintln!("  {d}");
     }
     ExitCode::from(1)
+}
+
+/// `tdsl run --engine temporal` without the feature: a usage error naming it.
+#[cfg(not(feature = "temporal"))]
+fn run_temporal(_args: &RunArgs) -> ExitCode {
+    usage_failure(&super::worker::feature_missing())
+}
+
+/// `tdsl run --engine temporal`: checks the composite here, ships it with every definition
+/// it reaches to a Temporal server, waits for the run's trace, and reports it as a local
+/// run does.
+#[cfg(feature = "temporal")]
+fn run_temporal(args: &RunArgs) -> ExitCode {
+    let unsupported = [(args.files.is_some(), "--files")];
+    if let Some((_, flag)) = unsupported.iter().find(|(given, _)| *given) {
+        return usage_failure(&UsageError(format!(
+            "{flag} is not supported with --engine temporal yet (docs/distributed.md, \"Not done yet\")"
+        )));
+    }
+    let (workflow, executor, arguments) = match prepare(args) {
+        Ok(p) => p,
+        Err(Stop::Usage(e)) => return usage_failure(&e),
+        Err(Stop::Problems) => return ExitCode::from(1),
+    };
+    if let Err(refused) = executor.options().guards.check(&workflow) {
+        eprintln!("error: refused before the run: {refused} [{}]", refused.code());
+        return ExitCode::from(1);
+    }
+    let limits = match evaluation_limits(args) {
+        Ok(l) => l,
+        Err(e) => return usage_failure(&UsageError(e)),
+    };
+    let mock = match &args.mock {
+        Some(path) => match crate::input::read_text(path).map(|t| serde_json::from_str::<Value>(&t)) {
+            Ok(Ok(v)) => Some(v),
+            Ok(Err(e)) => return usage_failure(&UsageError(format!("{}: {e}", path.display()))),
+            Err(e) => return usage_failure(&UsageError(format!("cannot read {}: {e}", path.display()))),
+        },
+        None => None,
+    };
+    let files = match crate::temporal::collect_files(&workflow) {
+        Ok(f) => f,
+        Err(e) => return usage_failure(&UsageError(e)),
+    };
+    let input = crate::temporal::RunInput {
+        interpreter: crate::temporal::INTERPRETER_VERSION,
+        tool: workflow.name().to_string(),
+        files,
+        arguments,
+        options: crate::temporal::RunOptions::from_exec(executor.options(), &limits, args.max_tool_output),
+        mock,
+        chunk: None,
+    };
+    let bytes = serde_json::to_vec(&input).map_or(0, |b| b.len());
+    if let Some(e) = crate::temporal::over_payload_limit("the run's input (definitions, arguments, mock)", bytes) {
+        return usage_failure(&UsageError(e));
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => return usage_failure(&UsageError(format!("cannot start the async runtime: {e}"))),
+    };
+    let conn = args.connection.connection();
+    let history = args.temporal_history.as_deref();
+    let finished = runtime.block_on(crate::temporal::client::run(&conn, input, history, |workflow_id, run_id| {
+        eprintln!("temporal: workflow id {workflow_id}, run id {run_id}");
+    }));
+    let mut trace = match finished {
+        Ok(f) => f.trace,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    trace.root = Some(workflow.root().to_path_buf());
+    trace.file = workflow.plan().file.clone();
+    if let Some(path) = &args.trace {
+        if let Err(e) = std::fs::write(path, trace.to_json() + "\n") {
+            eprintln!("error: cannot write the trace to {}: {e}", path.display());
+            return ExitCode::from(2);
+        }
+    }
+    let run = Run { status: trace.status, result: trace.result.clone(), error: trace.error.clone(), trace };
+    report(&run)
 }

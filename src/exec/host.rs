@@ -580,13 +580,20 @@ impl Mock {
     }
 
     fn answer(&self, tool: &str) -> Option<Result<Value, ToolError>> {
-        let Entry::Sequence(answers) = self.entries.get(tool)?;
+        self.entries.get(tool)?;
         let n = {
             let mut calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
             let c = calls.entry(tool.to_string()).or_insert(0);
             *c += 1;
             *c - 1
         };
+        self.answer_at(tool, n)
+    }
+
+    /// The answer of the `n`th call (from 0) of `tool`, whatever calls came before: the
+    /// last answer repeats. A Temporal worker counts calls per run, not per process.
+    pub(crate) fn answer_at(&self, tool: &str, n: usize) -> Option<Result<Value, ToolError>> {
+        let Entry::Sequence(answers) = self.entries.get(tool)?;
         let a = answers.get(n).or(answers.last())?;
         Some(match a {
             Answer::Value(v) => Ok(v.clone()),

@@ -47,8 +47,10 @@
 //! `docs/execution.md` has the semantics for users, the trace format and the mock format.
 
 pub mod breaker;
-mod clock;
-mod data;
+// `clock` and `data` are crate-visible for the Temporal interpreter (feature `temporal`),
+// which evaluates steps with the same data flow.
+pub(crate) mod clock;
+pub(crate) mod data;
 mod executor;
 pub mod guard;
 pub mod host;

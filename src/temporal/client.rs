@@ -1,0 +1,87 @@
+//! `tdsl run --engine temporal`: starts a run on the server and waits for its trace.
+
+use temporalio_client::{WorkflowFetchHistoryOptions, WorkflowGetResultOptions, WorkflowStartOptions};
+
+use super::worker::{connect, TdslWorkflow};
+use super::{Connection, RunInput, INTERPRETER_VERSION};
+use crate::exec::Trace;
+
+/// How long `tdsl run --engine temporal` keeps asking a server that went away.
+const RECONNECT_FOR: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// A run started on the server: its workflow id and run id, and its trace once it ended.
+#[derive(Debug)]
+pub struct Finished {
+    /// The workflow id (`tdsl-…`).
+    pub workflow_id: String,
+    /// The run id Temporal's UI and CLI show.
+    pub run_id: String,
+    /// The run's trace.
+    pub trace: Trace,
+}
+
+/// Starts `input` as a workflow and waits for it to end; `started` is told the workflow
+/// and run ids as soon as the server has them. With `history`, the workflow's event
+/// history is written there as JSON once it ended (what [`super::worker::replay`] reads).
+pub async fn run(
+    conn: &Connection,
+    input: RunInput,
+    history: Option<&std::path::Path>,
+    started: impl FnOnce(&str, &str),
+) -> Result<Finished, String> {
+    let client = connect(conn).await?;
+    let workflow_id = format!(
+        "tdsl-{}-{:x}",
+        input.tool.trim_start_matches('/').replace('/', "."),
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())
+    );
+    let handle = client
+        .start_workflow(
+            TdslWorkflow::run,
+            input,
+            WorkflowStartOptions::new(conn.task_queue.clone(), workflow_id.clone()).build(),
+        )
+        .await
+        .map_err(|e| format!("cannot start the run on {} (--temporal-address): {e}", conn.address))?;
+    let run_id = handle.run_id().map(str::to_string).unwrap_or_default();
+    started(&workflow_id, &run_id);
+    // The run lives on the server: while the server is away (a restart), keep asking, for up
+    // to RECONNECT_FOR; a run that ended badly is an answer, not a reason to ask again.
+    let mut lost_since: Option<std::time::Instant> = None;
+    let out = loop {
+        match handle.get_result(WorkflowGetResultOptions::default()).await {
+            Ok(out) => break out,
+            Err(e) if !e.is_workflow_outcome() => {
+                let since = *lost_since.get_or_insert_with(|| {
+                    eprintln!(
+                        "temporal: lost the server at {} ({e}); the run goes on there, asking again",
+                        conn.address
+                    );
+                    std::time::Instant::now()
+                });
+                if since.elapsed() > RECONNECT_FOR {
+                    return Err(format!(
+                        "the server at {} (--temporal-address) did not answer for {} s: {e}; the run {workflow_id} (run id {run_id}) may still be under way there",
+                        conn.address,
+                        RECONNECT_FOR.as_secs()
+                    ));
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            }
+            Err(e) => return Err(format!("the run {workflow_id} (run id {run_id}) did not end with a trace: {e}")),
+        }
+    };
+    if let Some(path) = history {
+        let json = handle
+            .fetch_history(WorkflowFetchHistoryOptions::default())
+            .to_json()
+            .await
+            .map_err(|e| format!("cannot read the history of {workflow_id}: {e}"))?;
+        std::fs::write(path, json).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    if out.interpreter != INTERPRETER_VERSION {
+        eprintln!("warning: the worker's interpreter is v{}, this client's v{INTERPRETER_VERSION}", out.interpreter);
+    }
+    let trace = super::unpack_trace(&out.trace)?;
+    Ok(Finished { workflow_id, run_id, trace })
+}

@@ -1,0 +1,1244 @@
+//! The workflow's interpreter: one checked composite, step by step, as `exec::scheduler`
+//! runs it locally (SPEC §6), with every primitive call an activity.
+//!
+//! It is deterministic, as Temporal requires of workflow code: time comes from the workflow
+//! context (the time of the current workflow task), nothing random is drawn, steps that are
+//! ready together start in plan order and fan-out children in input order, and the
+//! concurrency limit is a FIFO semaphore, so the commands it issues depend only on the
+//! history. Data flow (REFs, conditions, transforms) is `exec::data`'s, validation
+//! `tool::validate`'s: the same code a local run uses.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use std::task::Poll;
+
+use futures::future::LocalBoxFuture;
+use futures::FutureExt;
+use temporalio_common::protos::temporal::api::failure::v1::{failure::FailureInfo, Failure as ProtoFailure};
+use temporalio_common::RetryPolicy as TemporalRetry;
+use temporalio_sdk::{
+    ActivityCloseTimeouts, ActivityExecutionError, ActivityOptions, ChildWorkflowOptions, WorkflowContext,
+};
+
+use super::worker::{TdslActivities, TdslWorkflow};
+use super::{AttemptNote, CallInput, Chunk, ChunkChild, ChunkFailure, ChunkOutput, FailureKind, RunInput};
+use crate::analysis::{DoneCheckPlan, Plan, StepId, StepPlan};
+use crate::diagnostic::Code;
+use crate::exec::clock::ClockScope;
+use crate::exec::data::{Env, StepError, Visible};
+use crate::exec::trace::{rfc3339, TRACE_FORMAT};
+use crate::exec::{
+    Attempt, ChildTrace, Outcome, RunError, RunStatus, Signal, StepStatus, StepTrace, Time, Tool, Trace, Workflow,
+};
+use crate::tool::validate::{self, Side};
+use crate::tool::{Param, Retry};
+use crate::value::{Map, SmolStr, Value};
+
+/// The most children of one fan-out that run in the run's own workflow; a larger fan-out of
+/// a primitive tool runs in child workflows of this many children each (about 6 history
+/// events per call: 3,000 events a chunk, far from Temporal's 51,200).
+pub(crate) const CHUNK: usize = 500;
+
+/// Why a step, a call or a composite failed (as `exec::scheduler`'s).
+#[derive(Clone, Debug)]
+struct Failure {
+    code: Code,
+    step: Option<String>,
+    message: String,
+    timeout: bool,
+    /// The call never started: another step failed while it waited for a slot.
+    cancelled: bool,
+}
+
+impl Failure {
+    fn at(key: &str, e: StepError) -> Failure {
+        Failure { code: e.code, step: Some(key.to_string()), message: e.message, timeout: false, cancelled: false }
+    }
+
+    fn new(key: &str, code: Code, message: String) -> Failure {
+        Failure { code, step: Some(key.to_string()), message, timeout: false, cancelled: false }
+    }
+
+    fn to_run_error(&self) -> RunError {
+        RunError { code: self.code.as_str().to_string(), step: self.step.clone(), message: self.message.clone() }
+    }
+}
+
+/// The wall clock of expressions: the workflow task's time, fixed while one step
+/// evaluates (deterministic on replay).
+struct TaskTime(i64);
+
+impl Time for TaskTime {
+    fn monotonic_ms(&self) -> u64 {
+        u64::try_from(self.0).unwrap_or(0)
+    }
+    fn sleep(&self, _d: Duration) {}
+    fn wall_ms(&self) -> i64 {
+        self.0
+    }
+    fn wait(&self, _signal: &Signal, _deadline_ms: u64) -> bool {
+        false
+    }
+}
+
+/// One composite being run.
+struct Frame<'a> {
+    plan: &'a Plan,
+    prefix: String,
+    depth: usize,
+    arguments: Value,
+    results: Vec<OnceLock<Value>>,
+    failure: RefCell<Option<Failure>>,
+    failures: RefCell<Vec<(usize, Failure)>>,
+    partial: Cell<bool>,
+}
+
+impl Frame<'_> {
+    fn fail(&self, position: usize, f: Failure) {
+        if self.failure.borrow().is_none() {
+            *self.failure.borrow_mut() = Some(f.clone());
+        }
+        self.failures.borrow_mut().push((position, f));
+    }
+
+    fn failed(&self) -> bool {
+        self.failure.borrow().is_some()
+    }
+}
+
+struct FrameOutcome {
+    result: Result<Value, Failure>,
+    partial: bool,
+    steps: Vec<StepTrace>,
+    clock_reads: Vec<i64>,
+}
+
+struct CallOutcome {
+    result: Result<Value, Failure>,
+    attempts: Vec<Attempt>,
+    nested: Option<Vec<StepTrace>>,
+    nested_clock_reads: Vec<i64>,
+    partial: bool,
+}
+
+impl CallOutcome {
+    fn failed(f: Failure) -> CallOutcome {
+        CallOutcome {
+            result: Err(f),
+            attempts: Vec::new(),
+            nested: None,
+            nested_clock_reads: Vec::new(),
+            partial: false,
+        }
+    }
+}
+
+/// The retry keys of one step over the run's defaults.
+#[derive(Clone, Copy)]
+struct Policy {
+    max_retries: u32,
+    base_delay_seconds: f64,
+    factor: f64,
+    max_delay_seconds: f64,
+}
+
+/// Where a call goes: its callee, its bounds, and the depth of its composite.
+#[derive(Clone, Copy)]
+struct Site<'s> {
+    tool_path: &'s str,
+    timeout_seconds: f64,
+    depth: usize,
+    policy: Policy,
+}
+
+/// Everything one run shares.
+pub(crate) struct Interp<'a> {
+    ctx: &'a WorkflowContext<TdslWorkflow>,
+    wf: &'a Workflow,
+    input: &'a RunInput,
+    /// The concurrency limit: calls in flight, and the FIFO of calls waiting for a slot
+    /// (tickets served in the order they were taken).
+    max_in_flight: usize,
+    in_flight: Cell<usize>,
+    next_ticket: Cell<u64>,
+    serving: Cell<u64>,
+    peak: Cell<usize>,
+    start_ms: i64,
+    deadline_ms: Option<i64>,
+    deadline_hit: Cell<bool>,
+    retries: Cell<u32>,
+    /// Attempts made so far at each mocked tool: where its mock answers continue.
+    mock_calls: RefCell<HashMap<String, usize>>,
+    mock: Option<Map>,
+}
+
+fn now_of(ctx: &WorkflowContext<TdslWorkflow>) -> i64 {
+    ctx.workflow_time()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// A plain step's result: the response when it is an object, else `{"response": value}`.
+fn wrap(raw: &Value) -> Map {
+    match raw {
+        Value::Object(m) => (**m).clone(),
+        other => {
+            let mut m = Map::default();
+            m.insert(SmolStr::new("response"), other.clone());
+            m
+        }
+    }
+}
+
+fn failed_result(message: &str) -> Value {
+    Value::object_from([("status", Value::str("failed")), ("error_message", Value::str(message))])
+}
+
+fn declared_arguments(tool: Option<&Tool>) -> &[Param] {
+    match tool {
+        Some(Tool::Composite { plan }) => &plan.tool.arguments,
+        Some(Tool::Primitive { def, .. }) => &def.arguments,
+        _ => &[],
+    }
+}
+
+fn secs(s: f64) -> Duration {
+    Duration::try_from_secs_f64(s.max(0.0)).unwrap_or(Duration::MAX)
+}
+
+impl<'a> Interp<'a> {
+    pub(crate) fn new(ctx: &'a WorkflowContext<TdslWorkflow>, wf: &'a Workflow, input: &'a RunInput) -> Interp<'a> {
+        let start_ms = now_of(ctx);
+        let deadline_ms = input
+            .options
+            .deadline_seconds
+            .map(|d| start_ms.saturating_add(i64::try_from(secs(d).as_millis()).unwrap_or(i64::MAX)));
+        Interp {
+            ctx,
+            wf,
+            input,
+            max_in_flight: input.options.concurrency.max(1),
+            in_flight: Cell::new(0),
+            next_ticket: Cell::new(0),
+            serving: Cell::new(0),
+            peak: Cell::new(0),
+            start_ms,
+            deadline_ms,
+            deadline_hit: Cell::new(false),
+            retries: Cell::new(0),
+            mock_calls: RefCell::new(HashMap::new()),
+            mock: input.mock.as_ref().and_then(Value::as_object).cloned(),
+        }
+    }
+
+    fn now(&self) -> i64 {
+        now_of(self.ctx)
+    }
+
+    fn now_rel(&self) -> u64 {
+        u64::try_from(self.now().saturating_sub(self.start_ms)).unwrap_or(0)
+    }
+
+    fn wall_at(&self, rel: u64) -> String {
+        rfc3339(self.start_ms.saturating_add(i64::try_from(rel).unwrap_or(i64::MAX)))
+    }
+
+    fn deadline_passed(&self) -> bool {
+        let passed = self.deadline_hit.get() || self.deadline_ms.is_some_and(|d| self.now() >= d);
+        if passed {
+            self.deadline_hit.set(true);
+        }
+        passed
+    }
+
+    fn deadline_failure(&self, key: &str) -> Failure {
+        let secs = self.input.options.deadline_seconds.unwrap_or(0.0);
+        Failure {
+            code: Code::RunDeadline,
+            step: Some(key.to_string()),
+            message: format!("the run's deadline of {secs} s passed"),
+            timeout: true,
+            cancelled: false,
+        }
+    }
+
+    fn clock(&self) -> Arc<ClockScope> {
+        ClockScope::new(Arc::new(TaskTime(self.now())), None, None, None)
+    }
+
+    /// The whole run, from its arguments to its trace.
+    pub(crate) async fn run(&self, arguments: Value) -> Trace {
+        let wf = self.wf;
+        let arguments = validate::with_defaults(&wf.plan().tool.arguments, arguments);
+        let run_id = self.ctx.run_id().to_string();
+        let mut trace = Trace {
+            format: TRACE_FORMAT.to_string(),
+            trace_id: format!("trace_{}", self.ctx.workflow_id()),
+            plan_id: wf.name().to_string(),
+            failure_summary: None,
+            tools_executed: 0,
+            tools_succeeded: 0,
+            tools_failed: 0,
+            success_rate: 0.0,
+            run_id,
+            tool: wf.name().to_string(),
+            file: None,
+            root: None,
+            arguments: arguments.clone(),
+            status: RunStatus::Failed,
+            result: None,
+            error: None,
+            started_at: rfc3339(self.start_ms),
+            ended_at: String::new(),
+            duration_ms: 0,
+            total_retries: 0,
+            circuit_breaker_trips: 0,
+            max_in_flight: 0,
+            clock_reads: Vec::new(),
+            steps: Vec::new(),
+        };
+        let checked = validate::check(&wf.plan().tool.arguments, &arguments, Side::Arguments, wf.name()).map_err(|m| {
+            Failure { code: Code::ArgumentInvalid, step: None, message: m, timeout: false, cancelled: false }
+        });
+        let outcome = self.frame(wf.plan(), arguments, String::new(), 0, checked.err()).await;
+        let status = match &outcome.result {
+            Ok(_) if outcome.partial => RunStatus::Partial,
+            Ok(_) => RunStatus::Success,
+            Err(f) if f.timeout => RunStatus::Timeout,
+            Err(_) => RunStatus::Failed,
+        };
+        let (result, error) = match outcome.result {
+            Ok(v) => (Some(v), None),
+            Err(f) => (None, Some(f.to_run_error())),
+        };
+        trace.status = status;
+        trace.result = result;
+        trace.error = error;
+        trace.ended_at = rfc3339(self.now());
+        trace.duration_ms = self.now_rel();
+        trace.total_retries = self.retries.get();
+        trace.max_in_flight = self.peak.get();
+        trace.clock_reads = outcome.clock_reads;
+        trace.steps = outcome.steps;
+        trace.aggregate();
+        trace
+    }
+
+    /// One composite: its own `transform_arguments`, its steps as their dependencies end,
+    /// its result.
+    fn frame<'s>(
+        &'s self,
+        plan: &'s Plan,
+        arguments: Value,
+        prefix: String,
+        depth: usize,
+        refused: Option<Failure>,
+    ) -> LocalBoxFuture<'s, FrameOutcome> {
+        async move {
+            let n = plan.steps.len();
+            let tool_clock = self.clock();
+            let mut failure = refused;
+            let mut arguments = arguments;
+            if let (None, Some(t)) = (&failure, &plan.transform_arguments) {
+                let mut map = arguments.as_object().cloned().unwrap_or_default();
+                let env = Env::new(plan, &arguments, &[], Visible::Steps(&[]));
+                match tool_clock.enter(|| env.transform(t, &mut map, "transform_arguments")) {
+                    Ok(()) => arguments = Value::object(map),
+                    Err(e) => failure = Some(Failure { step: None, ..Failure::at("", e) }),
+                }
+            }
+            let mut dependents: Vec<Vec<StepId>> = vec![Vec::new(); n];
+            let mut pending = Vec::with_capacity(n);
+            for s in &plan.steps {
+                let mut deps = s.depends_on.clone();
+                deps.sort_unstable();
+                deps.dedup();
+                for d in &deps {
+                    dependents[d.0].push(s.id);
+                }
+                pending.push(deps.len());
+            }
+            let frame = Frame {
+                plan,
+                prefix,
+                depth,
+                arguments,
+                results: (0..n).map(|_| OnceLock::new()).collect(),
+                failure: RefCell::new(None),
+                failures: RefCell::new(Vec::new()),
+                partial: Cell::new(false),
+            };
+            if let Some(f) = failure {
+                frame.fail(0, f);
+            }
+            let mut traces: Vec<Option<StepTrace>> = (0..n).map(|_| None).collect();
+            {
+                let frame = &frame;
+                let mut running: Vec<(StepId, LocalBoxFuture<'_, (Value, StepTrace)>)> = Vec::new();
+                for s in &plan.steps {
+                    if pending[s.id.0] == 0 {
+                        running.push((s.id, self.step(frame, s.id).boxed_local()));
+                    }
+                }
+                while !running.is_empty() {
+                    let (i, (value, trace)) = first_ready(&mut running).await;
+                    let (id, _) = running.remove(i);
+                    let _ = frame.results[id.0].set(value);
+                    traces[id.0] = Some(trace);
+                    for &d in &dependents[id.0] {
+                        pending[d.0] -= 1;
+                        if pending[d.0] == 0 {
+                            running.push((d, self.step(frame, d).boxed_local()));
+                        }
+                    }
+                }
+            }
+            let steps: Vec<StepTrace> = traces.into_iter().flatten().collect();
+            let reported = frame.failures.borrow().iter().min_by_key(|(p, _)| *p).map(|(_, f)| f.clone());
+            let result = match reported {
+                Some(f) => Err(f),
+                None => self.result(&frame, &tool_clock),
+            };
+            FrameOutcome { result, partial: frame.partial.get(), steps, clock_reads: tool_clock.reads() }
+        }
+        .boxed_local()
+    }
+
+    fn result(&self, frame: &Frame<'_>, clock: &Arc<ClockScope>) -> Result<Value, Failure> {
+        let plan = frame.plan;
+        let env = Env::new(plan, &frame.arguments, &frame.results, Visible::All);
+        let fail = |e: StepError| Failure { step: None, ..Failure::at("", e) };
+        let mut out = Map::default();
+        match &plan.response_map {
+            Some(map) => {
+                for (k, r) in map {
+                    out.insert(SmolStr::new(k), env.resolve_ref(r).map_err(fail)?);
+                }
+            }
+            None => {
+                let mut by_index: Vec<&StepPlan> = plan.steps.iter().collect();
+                by_index.sort_by_key(|s| s.index);
+                for s in by_index {
+                    out.insert(
+                        SmolStr::new(&*s.execution_id),
+                        frame.results[s.id.0].get().cloned().unwrap_or_default(),
+                    );
+                }
+            }
+        }
+        if let Some(t) = &plan.transform_responses {
+            let raw = Value::object(out.clone());
+            let env = env.with_response(&raw);
+            clock.enter(|| env.transform(t, &mut out, "transform_responses")).map_err(fail)?;
+        }
+        let out = Value::object(out);
+        let name = if frame.depth == 0 {
+            self.wf.name().to_string()
+        } else {
+            plan.file
+                .as_ref()
+                .and_then(|f| f.file_name())
+                .map_or_else(|| "composite".to_string(), |f| f.to_string_lossy().into_owned())
+        };
+        validate::check(&plan.tool.responses, &out, Side::Responses, &name).map_err(|m| Failure {
+            code: Code::ResponseInvalid,
+            step: None,
+            message: m,
+            timeout: false,
+            cancelled: false,
+        })?;
+        Ok(out)
+    }
+
+    /// One step, from its conditions to its result.
+    async fn step(&self, frame: &Frame<'_>, id: StepId) -> (Value, StepTrace) {
+        let step = &frame.plan.steps[id.0];
+        let key = format!("{}{}", frame.prefix, step.execution_id);
+        let mut tr = StepTrace::new(&step.execution_id, &step.tool_path);
+        let existing = frame.failure.borrow().clone();
+        let cancel_reason = if let Some(f) = existing {
+            Some(match &f.step {
+                Some(s) => format!("step `{s}` failed"),
+                None if f.code == Code::RunDeadline => "the run's deadline passed".to_string(),
+                None => "the run failed before this step".to_string(),
+            })
+        } else if self.deadline_passed() {
+            let failure = self.deadline_failure(&key);
+            frame.fail(id.0, Failure { step: None, ..failure });
+            Some("the run's deadline passed".to_string())
+        } else {
+            None
+        };
+        if let Some(reason) = cancel_reason {
+            tr.status = StepStatus::Cancelled;
+            tr.reason = Some(reason);
+            return (Value::Null, tr);
+        }
+        let started = self.now_rel();
+        tr.started_ms = Some(started);
+        tr.started_at = Some(self.wall_at(started));
+        tr.status = StepStatus::Running;
+        let clock = self.clock();
+        let outcome = self.step_body(frame, step, &key, &clock, &mut tr).await;
+        tr.clock_reads = clock.reads();
+        let outcome = match (outcome, &step.output_path) {
+            (Ok(v), Some(path)) if tr.status == StepStatus::Running => crate::analysis::plan::value_at(&v, path)
+                .map_err(|message| Failure::new(&key, Code::ResponseInvalid, message)),
+            (outcome, _) => outcome,
+        };
+        let value = match outcome {
+            Ok(v) => {
+                if tr.status == StepStatus::Running {
+                    tr.status = StepStatus::Completed;
+                }
+                tr.result = Some(v.clone());
+                v
+            }
+            Err(f) if f.cancelled => {
+                tr.status = StepStatus::Cancelled;
+                tr.reason = Some(self.not_started(frame, &key).message);
+                Value::Null
+            }
+            Err(f) => {
+                let f = if matches!(f.code, Code::Interrupted | Code::EvalDeadline) && self.deadline_passed() {
+                    self.deadline_failure(&key)
+                } else {
+                    f
+                };
+                tr.status = if f.timeout { StepStatus::Timeout } else { StepStatus::Failed };
+                tr.error = Some(f.message.clone());
+                if step.continue_on_error && !(f.timeout && self.deadline_hit.get()) {
+                    frame.partial.set(true);
+                    let v = failed_result(&f.message);
+                    tr.result = Some(v.clone());
+                    v
+                } else {
+                    frame.fail(id.0, f);
+                    Value::Null
+                }
+            }
+        };
+        let ended = self.now_rel();
+        tr.ended_ms = Some(ended);
+        tr.completed_at = Some(self.wall_at(ended));
+        tr.duration_ms = ended.saturating_sub(started);
+        tr.success = tr.status == StepStatus::Completed;
+        let attempts = tr.attempts.iter().chain(tr.children.iter().flatten().flat_map(|c| c.attempts.iter()));
+        tr.retry_count = attempts.filter(|a| a.attempt > 1 && a.outcome != Outcome::Refused).count() as u32;
+        (value, tr)
+    }
+
+    async fn step_body(
+        &self,
+        frame: &Frame<'_>,
+        step: &StepPlan,
+        key: &str,
+        clock: &Arc<ClockScope>,
+        tr: &mut StepTrace,
+    ) -> Result<Value, Failure> {
+        let results = &frame.results;
+        let env = Env::new(frame.plan, &frame.arguments, results, Visible::Steps(&step.depends_on));
+        let at = |e: StepError| Failure::at(key, e);
+        let holds = clock
+            .enter(|| env.all_hold(&step.conditions))
+            .map_err(|e| at(StepError { message: format!("conditions: {}", e.message), ..e }))?;
+        if !holds {
+            tr.status = StepStatus::Skipped;
+            tr.reason = Some("conditions".to_string());
+            return Ok(Value::Null);
+        }
+        let mut args = env
+            .resolve_entries(&step.arguments)
+            .map_err(|e| at(StepError { message: format!("arguments: {}", e.message), ..e }))?;
+        if let Some(check) = &step.done_check {
+            let done = clock.enter(|| match check {
+                DoneCheckPlan::Conditions(cs) => env.all_hold(cs),
+                DoneCheckPlan::Expression(p) => p
+                    .eval_with(&Value::object(args.clone()), env.refs())
+                    .map(|v| v.truthy())
+                    .map_err(|e| StepError::new(e.code, format!("{}: {e}", p.source()))),
+            });
+            if done.map_err(|e| at(StepError { message: format!("done_check: {}", e.message), ..e }))? {
+                tr.status = StepStatus::Skipped;
+                tr.reason = Some("done".to_string());
+                return match &step.done_value {
+                    Some(v) => {
+                        env.resolve(v).map_err(|e| at(StepError { message: format!("done_value: {}", e.message), ..e }))
+                    }
+                    None => Ok(Value::Null),
+                };
+            }
+        }
+        if let Some(t) = &step.transform_arguments {
+            clock.enter(|| env.transform(t, &mut args, "transform_arguments")).map_err(at)?;
+        }
+        let policy = self.policy(step.retry.as_ref());
+        let tool = self.wf.tool(&step.tool_path);
+        let (raw, result) = match &step.parallel {
+            None => {
+                let arguments = validate::with_defaults(declared_arguments(tool), Value::object(args));
+                tr.arguments = Some(arguments.clone());
+                let site = self.site(step, frame.depth, policy);
+                let call = self.call(site, tool, key, &arguments, &|| frame.failed()).await;
+                tr.attempts = call.attempts;
+                tr.steps = call.nested;
+                tr.callee_clock_reads = call.nested_clock_reads;
+                if call.partial {
+                    frame.partial.set(true);
+                }
+                let raw = call.result?;
+                let result = wrap(&raw);
+                (raw, result)
+            }
+            Some(par) => {
+                let items = env
+                    .resolve(&par.iterate_over)
+                    .map_err(|e| at(StepError { message: format!("iterate_over: {}", e.message), ..e }))?;
+                let items: Arc<[Value]> = match &items {
+                    Value::List(l) => l.clone(),
+                    Value::Null => Arc::from(Vec::new()),
+                    other => {
+                        return Err(at(StepError::new(
+                            Code::IterateOverNotListAtRun,
+                            format!("`iterate_over` must be a list, and it is {:#}", other.kind()),
+                        )))
+                    }
+                };
+                let max = self.input.options.max_fan_out;
+                if items.len() > max {
+                    return Err(at(StepError::new(
+                        Code::FanOutTooWide,
+                        format!("step `{key}` fans out to {} children, more than the maximum of {max}", items.len()),
+                    )));
+                }
+                tr.arguments = Some(Value::object(args.clone()));
+                let (children, list) =
+                    self.fan_out(frame, step, tool, key, policy, &args, &par.child_argument_name, &items).await;
+                tr.children = Some(children);
+                let raw = Value::list(list?);
+                let mut result = Map::default();
+                result.insert(SmolStr::new("response"), raw.clone());
+                (raw, result)
+            }
+        };
+        let mut result = result;
+        if let Some(t) = &step.transform_responses {
+            let env = env.with_response(&raw);
+            clock.enter(|| env.transform(t, &mut result, "transform_responses")).map_err(at)?;
+        }
+        let result = Value::object(result);
+        if step.parallel.is_none() {
+            check_response(tool, &step.tool_path, &result, key)?;
+        }
+        Ok(result)
+    }
+
+    fn policy(&self, retry: Option<&Retry>) -> Policy {
+        let o = &self.input.options;
+        let mut p = Policy {
+            max_retries: o.max_retries,
+            base_delay_seconds: o.base_delay_seconds,
+            factor: o.factor,
+            max_delay_seconds: o.max_delay_seconds,
+        };
+        if let Some(r) = retry {
+            if let Some(v) = &r.max_retries {
+                p.max_retries = v.node;
+            }
+            if let Some(v) = &r.base_delay_seconds {
+                p.base_delay_seconds = v.node;
+            }
+            if let Some(v) = &r.factor {
+                p.factor = v.node;
+            }
+            if let Some(v) = &r.max_delay_seconds {
+                p.max_delay_seconds = v.node;
+            }
+        }
+        p
+    }
+
+    fn site<'s>(&self, step: &'s StepPlan, depth: usize, policy: Policy) -> Site<'s> {
+        Site {
+            tool_path: &step.tool_path,
+            timeout_seconds: step.timeout_seconds.unwrap_or(self.input.options.timeout_seconds),
+            depth,
+            policy,
+        }
+    }
+
+    /// A parallel step's children; results in input order. Past [`CHUNK`] children of a
+    /// primitive callee, the children run in child workflows of [`CHUNK`] each, one after
+    /// the other (docs/distributed.md, "Temporal's limits").
+    #[allow(clippy::too_many_arguments)]
+    async fn fan_out(
+        &self,
+        frame: &Frame<'_>,
+        step: &StepPlan,
+        tool: Option<&Tool>,
+        key: &str,
+        policy: Policy,
+        args: &Map,
+        name: &Arc<str>,
+        items: &[Value],
+    ) -> (Vec<ChildTrace>, Result<Vec<Value>, Failure>) {
+        let site = self.site(step, frame.depth, policy);
+        let child_args = |item: &Value| {
+            let mut a = args.clone();
+            a.insert(SmolStr::new(&**name), item.clone());
+            validate::with_defaults(declared_arguments(tool), Value::object(a))
+        };
+        let chunked = items.len() > CHUNK && !matches!(tool, Some(Tool::Composite { .. }));
+        let outs: Vec<(ChildTrace, Result<Value, Failure>)> = if chunked {
+            let mut outs = Vec::with_capacity(items.len());
+            for (c, chunk) in items.chunks(CHUNK).enumerate() {
+                let first = c * CHUNK;
+                if frame.failed() || self.deadline_passed() {
+                    for i in first..first + chunk.len() {
+                        let ckey = format!("{key}[{i}]");
+                        let f = if self.deadline_hit.get() {
+                            self.deadline_failure(&ckey)
+                        } else {
+                            self.not_started(frame, &ckey)
+                        };
+                        outs.push((ChildTrace::new(i), Err(f)));
+                    }
+                    continue;
+                }
+                let spec = Chunk {
+                    step_key: key.to_string(),
+                    tool_path: step.tool_path.to_string(),
+                    timeout_seconds: site.timeout_seconds,
+                    max_retries: policy.max_retries,
+                    base_delay_seconds: policy.base_delay_seconds,
+                    factor: policy.factor,
+                    max_delay_seconds: policy.max_delay_seconds,
+                    first_index: first,
+                    arguments: chunk.iter().map(child_args).collect(),
+                    continue_on_error: step.continue_on_error,
+                    mock_base: self.mock_calls.borrow().get(&*step.tool_path).copied().unwrap_or(0),
+                };
+                let got = self.run_chunk_child(key, c, spec).await;
+                for (ct, out) in got {
+                    if let Err(f) = &out {
+                        if !f.cancelled && !step.continue_on_error && !frame.failed() {
+                            *frame.failure.borrow_mut() = Some(f.clone());
+                        }
+                    }
+                    outs.push((ct, out));
+                }
+            }
+            outs
+        } else {
+            let stop = Cell::new(false);
+            let children = items.iter().enumerate().map(|(i, item)| {
+                let (stop, a) = (&stop, child_args(item));
+                async move {
+                    let stopped = || stop.get() || frame.failed();
+                    let (ct, out, partial) =
+                        self.child(site, tool, key, i, a, step.continue_on_error, stop, &stopped).await;
+                    if partial {
+                        frame.partial.set(true);
+                    }
+                    if let Err(f) = &out {
+                        if !f.cancelled && !step.continue_on_error && !frame.failed() {
+                            // Independent steps waiting for a slot must not start either.
+                            *frame.failure.borrow_mut() = Some(f.clone());
+                        }
+                    }
+                    (ct, out)
+                }
+                .boxed_local()
+            });
+            // Every child is started at once and waits for a slot in input order (the
+            // tickets are FIFO): the same order on every replay.
+            join_in_order(children.collect()).await
+        };
+        let mut traces = Vec::with_capacity(outs.len());
+        let mut values = Vec::with_capacity(outs.len());
+        let mut first_failure: Option<Failure> = None;
+        let mut cancelled: Option<Failure> = None;
+        for (i, (ct, out)) in outs.into_iter().enumerate() {
+            match out {
+                Ok(v) => values.push(v),
+                Err(f) if f.cancelled => {
+                    if cancelled.is_none() {
+                        cancelled = Some(f);
+                    }
+                    values.push(Value::Null);
+                }
+                Err(f) if step.continue_on_error && !self.deadline_hit.get() => {
+                    frame.partial.set(true);
+                    values.push(failed_result(&f.message));
+                }
+                Err(f) => {
+                    if first_failure.is_none() {
+                        first_failure = Some(match ct.status {
+                            StepStatus::Cancelled => f,
+                            _ => Failure { message: format!("child {i}: {}", f.message), ..f },
+                        });
+                    }
+                    values.push(Value::Null);
+                }
+            }
+            traces.push(ct);
+        }
+        match first_failure.or(cancelled) {
+            Some(f) => (traces, Err(f)),
+            None => (traces, Ok(values)),
+        }
+    }
+
+    /// One fan-out child: its call, its trace, whether it left the run partial.
+    #[allow(clippy::too_many_arguments)]
+    async fn child(
+        &self,
+        site: Site<'_>,
+        tool: Option<&Tool>,
+        key: &str,
+        i: usize,
+        a: Value,
+        continue_on_error: bool,
+        stop: &Cell<bool>,
+        stopped: &dyn Fn() -> bool,
+    ) -> (ChildTrace, Result<Value, Failure>, bool) {
+        let ckey = format!("{key}[{i}]");
+        let mut ct = ChildTrace::new(i);
+        let mut partial = false;
+        if stopped() || self.deadline_passed() {
+            let f = if self.deadline_hit.get() {
+                self.deadline_failure(&ckey)
+            } else {
+                Failure {
+                    code: Code::RunCancelled,
+                    step: Some(ckey.clone()),
+                    message: "the run failed before this call".to_string(),
+                    timeout: false,
+                    cancelled: true,
+                }
+            };
+            return (ct, Err(f), false);
+        }
+        let started = self.now_rel();
+        ct.started_ms = Some(started);
+        ct.arguments = Some(a.clone());
+        let call = self.call(site, tool, &ckey, &a, stopped).await;
+        ct.attempts = call.attempts;
+        ct.steps = call.nested;
+        ct.callee_clock_reads = call.nested_clock_reads;
+        partial |= call.partial;
+        let ended_at = self.now_rel();
+        ct.ended_ms = Some(ended_at);
+        ct.duration_ms = ended_at.saturating_sub(started);
+        let checked = call
+            .result
+            .and_then(|raw| check_response(tool, site.tool_path, &Value::object(wrap(&raw)), &ckey).map(|()| raw));
+        let out = match checked {
+            Ok(raw) => {
+                ct.status = StepStatus::Completed;
+                ct.result = Some(raw.clone());
+                Ok(raw)
+            }
+            Err(f) if f.cancelled => Err(f),
+            Err(f) => {
+                ct.status = if f.timeout { StepStatus::Timeout } else { StepStatus::Failed };
+                ct.error = Some(f.message.clone());
+                if !continue_on_error {
+                    stop.set(true);
+                }
+                Err(f)
+            }
+        };
+        (ct, out, partial)
+    }
+
+    /// Runs one chunk of a fan-out as a child workflow and reads its children back.
+    async fn run_chunk_child(&self, key: &str, c: usize, spec: Chunk) -> Vec<(ChildTrace, Result<Value, Failure>)> {
+        let (first, n, tool_path) = (spec.first_index, spec.arguments.len(), spec.tool_path.clone());
+        let mut input = self.input.clone();
+        input.chunk = Some(spec);
+        let fail_all = |message: String| {
+            (first..first + n)
+                .map(|i| {
+                    let ckey = format!("{key}[{i}]");
+                    let mut ct = ChildTrace::new(i);
+                    ct.status = StepStatus::Failed;
+                    ct.error = Some(message.clone());
+                    (ct, Err(Failure::new(&ckey, Code::ToolFailed, message.clone())))
+                })
+                .collect::<Vec<_>>()
+        };
+        let bytes = serde_json::to_vec(&input).map_or(0, |b| b.len());
+        if let Some(e) = super::over_payload_limit("a fan-out chunk's input", bytes) {
+            return fail_all(e);
+        }
+        let options =
+            ChildWorkflowOptions::builder().workflow_id(format!("{}/{key}/chunk-{c}", self.ctx.workflow_id())).build();
+        let out = match self.ctx.start_child_workflow(TdslWorkflow::run, input, options).await {
+            Ok(started) => started.result().await.map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        let chunk = match out.map(|o| o.chunk) {
+            Ok(Some(chunk)) => chunk,
+            Ok(None) => return fail_all("the fan-out chunk returned no children".to_string()),
+            Err(e) => return fail_all(format!("the fan-out chunk {c} failed: {e}")),
+        };
+        *self.mock_calls.borrow_mut().entry(tool_path).or_insert(0) = chunk.mock_calls;
+        self.retries.set(self.retries.get() + chunk.retries);
+        self.peak.set(self.peak.get().max(chunk.max_in_flight));
+        chunk
+            .children
+            .into_iter()
+            .map(|c| {
+                let out = match c.error {
+                    None => Ok(c.trace.result.clone().unwrap_or_default()),
+                    Some(e) => Err(Failure {
+                        code: Code::ALL.iter().copied().find(|k| k.as_str() == e.code).unwrap_or(Code::ToolFailed),
+                        step: e.step,
+                        message: e.message,
+                        timeout: e.timeout,
+                        cancelled: e.cancelled,
+                    }),
+                };
+                (c.trace, out)
+            })
+            .collect()
+    }
+
+    /// A chunk's own run (the child workflow): every child of it, as the parent would.
+    pub(crate) async fn run_chunk(&self, spec: &Chunk) -> ChunkOutput {
+        let tool = self.wf.tool(&spec.tool_path);
+        let policy = Policy {
+            max_retries: spec.max_retries,
+            base_delay_seconds: spec.base_delay_seconds,
+            factor: spec.factor,
+            max_delay_seconds: spec.max_delay_seconds,
+        };
+        let site = Site { tool_path: &spec.tool_path, timeout_seconds: spec.timeout_seconds, depth: 0, policy };
+        self.mock_calls.borrow_mut().insert(spec.tool_path.clone(), spec.mock_base);
+        let stop = Cell::new(false);
+        let children = spec.arguments.iter().enumerate().map(|(j, a)| {
+            let stop = &stop;
+            async move {
+                let stopped = || stop.get();
+                let (ct, out, _) = self
+                    .child(
+                        site,
+                        tool,
+                        &spec.step_key,
+                        spec.first_index + j,
+                        a.clone(),
+                        spec.continue_on_error,
+                        stop,
+                        &stopped,
+                    )
+                    .await;
+                ChunkChild {
+                    trace: ct,
+                    error: out.err().map(|f| ChunkFailure {
+                        code: f.code.as_str().to_string(),
+                        step: f.step,
+                        message: f.message,
+                        timeout: f.timeout,
+                        cancelled: f.cancelled,
+                    }),
+                }
+            }
+            .boxed_local()
+        });
+        let children = join_in_order(children.collect()).await;
+        ChunkOutput {
+            children,
+            mock_calls: self.mock_calls.borrow().get(&spec.tool_path).copied().unwrap_or(0),
+            retries: self.retries.get(),
+            max_in_flight: self.peak.get(),
+        }
+    }
+
+    fn not_started(&self, frame: &Frame<'_>, key: &str) -> Failure {
+        let message = match frame.failure.borrow().as_ref().and_then(|f| f.step.clone()) {
+            Some(s) => format!("step `{s}` failed"),
+            None => "the run failed before this call".to_string(),
+        };
+        Failure { code: Code::RunCancelled, step: Some(key.to_string()), message, timeout: false, cancelled: true }
+    }
+
+    /// One call with its retries: a composite callee as a nested frame, a primitive one as
+    /// an activity under Temporal's retry policy. `stopped` says the run is failing: a call
+    /// still waiting for a slot then does not start.
+    async fn call(
+        &self,
+        site: Site<'_>,
+        tool: Option<&Tool>,
+        key: &str,
+        args: &Value,
+        stopped: &dyn Fn() -> bool,
+    ) -> CallOutcome {
+        let Site { tool_path, timeout_seconds, depth, policy } = site;
+        let def = match tool {
+            None => {
+                return CallOutcome::failed(Failure::new(
+                    key,
+                    Code::ToolUnavailable,
+                    format!("`{tool_path}` was not loaded"),
+                ))
+            }
+            Some(Tool::Composite { plan }) => return self.call_composite(key, depth, tool_path, plan, args).await,
+            Some(Tool::Primitive { def, .. }) => Some(def),
+            Some(Tool::Missing { .. }) => None,
+        };
+        if let Some(d) = def {
+            if let Err(m) = validate::check(&d.arguments, args, Side::Arguments, tool_path) {
+                return CallOutcome::failed(Failure::new(key, Code::ArgumentInvalid, m));
+            }
+        }
+        // A slot first (FIFO): a call that waited while the run began failing does not start.
+        let ticket = self.next_ticket.get();
+        self.next_ticket.set(ticket + 1);
+        let waited = self
+            .ctx
+            .wait_condition(|_| self.serving.get() == ticket && self.in_flight.get() < self.max_in_flight)
+            .await;
+        self.serving.set(ticket + 1);
+        if waited.is_err() {
+            return CallOutcome::failed(self.not_started_failure(key));
+        }
+        if stopped() {
+            return CallOutcome::failed(self.not_started_failure(key));
+        }
+        if self.deadline_passed() {
+            return CallOutcome::failed(self.deadline_failure(key));
+        }
+        self.in_flight.set(self.in_flight.get() + 1);
+        self.peak.set(self.peak.get().max(self.in_flight.get()));
+        let mock = self.mock.as_ref().and_then(|m| m.get(tool_path)).cloned();
+        let mock_base = if mock.is_some() { self.mock_calls.borrow().get(tool_path).copied().unwrap_or(0) } else { 0 };
+        let input = CallInput {
+            tool_path: tool_path.to_string(),
+            key: key.to_string(),
+            arguments: args.clone(),
+            timeout_seconds,
+            mock: mock.clone(),
+            mock_base,
+            max_tool_output: self.input.options.max_tool_output,
+            breaker: self.input.options.breaker,
+        };
+        let bytes = serde_json::to_vec(&input).map_or(0, |b| b.len());
+        if let Some(e) = super::over_payload_limit("the call's arguments", bytes) {
+            self.in_flight.set(self.in_flight.get().saturating_sub(1));
+            return CallOutcome::failed(Failure::new(key, Code::ToolFailed, e));
+        }
+        let retry = TemporalRetry::builder()
+            .initial_interval(secs(policy.base_delay_seconds))
+            .backoff_coefficient(policy.factor)
+            .maximum_interval(secs(policy.max_delay_seconds))
+            .maximum_attempts(policy.max_retries + 1)
+            .build();
+        let start_to_close = secs(timeout_seconds);
+        let close = match self.deadline_ms {
+            Some(d) => ActivityCloseTimeouts::ScheduleAndStartToClose {
+                schedule_to_close: Duration::from_millis(
+                    u64::try_from(d.saturating_sub(self.now())).unwrap_or(1).max(1),
+                ),
+                start_to_close,
+            },
+            None => ActivityCloseTimeouts::StartToClose(start_to_close),
+        };
+        let opts = ActivityOptions::with_close_timeouts(close).retry_policy(retry).summary(key.to_string()).build();
+        let started = self.now_rel();
+        let answer = self.ctx.execute_activity(TdslActivities::call_tool, input, opts).await;
+        self.in_flight.set(self.in_flight.get().saturating_sub(1));
+        let duration_ms = self.now_rel().saturating_sub(started);
+        let (outcome, n, result, notes) = match answer {
+            Ok(out) => (Outcome::Ok, out.attempt.max(1), Ok(out.response), out.earlier),
+            Err(e) => {
+                let (outcome, n, message, notes) = self.classify(&e, policy, timeout_seconds);
+                (outcome, n, Err(message), notes)
+            }
+        };
+        let notes = super::complete_notes(notes, n);
+        if mock.is_some() {
+            *self.mock_calls.borrow_mut().entry(tool_path.to_string()).or_insert(0) += n as usize;
+        }
+        self.retries.set(self.retries.get() + n.saturating_sub(1));
+        let mut attempts: Vec<Attempt> = notes
+            .into_iter()
+            .map(|note| Attempt {
+                attempt: note.attempt,
+                outcome: match note.outcome.as_str() {
+                    "transient" => Outcome::Transient,
+                    "permanent" => Outcome::Permanent,
+                    _ => Outcome::Timeout,
+                },
+                response: None,
+                error: Some(note.error),
+                delay_ms: 0,
+                started_ms: started,
+                duration_ms: note.duration_ms,
+            })
+            .collect();
+        attempts.push(Attempt {
+            attempt: n,
+            outcome,
+            response: result.as_ref().ok().cloned(),
+            error: result.as_ref().err().cloned(),
+            delay_ms: 0,
+            started_ms: started,
+            duration_ms,
+        });
+        let result = result.map_err(|message| {
+            let code = match outcome {
+                Outcome::Timeout => Code::StepTimeout,
+                Outcome::Deadline => Code::RunDeadline,
+                Outcome::Refused => Code::CircuitOpen,
+                _ => Code::ToolFailed,
+            };
+            let tries = match outcome {
+                Outcome::Refused if n > 1 => format!(" (attempt {n} of the step)"),
+                Outcome::Refused => String::new(),
+                _ if n > 1 => format!(" (after {n} attempts)"),
+                _ => String::new(),
+            };
+            Failure {
+                code,
+                step: Some(key.to_string()),
+                message: format!("{message}{tries}"),
+                timeout: matches!(outcome, Outcome::Timeout | Outcome::Deadline),
+                cancelled: false,
+            }
+        });
+        CallOutcome { result, attempts, nested: None, nested_clock_reads: Vec::new(), partial: false }
+    }
+
+    /// How a failed activity ended: its outcome, the attempts it took, the message, and the
+    /// notes of its failed attempts (from the failure's details or last heartbeat).
+    fn classify(
+        &self,
+        e: &ActivityExecutionError,
+        policy: Policy,
+        timeout_seconds: f64,
+    ) -> (Outcome, u32, String, Vec<AttemptNote>) {
+        let max = policy.max_retries + 1;
+        let Some(top) = e.failure() else { return (Outcome::Permanent, 1, e.to_string(), Vec::new()) };
+        // The cause chain: the activity failure, then what ended its last attempt.
+        let mut cause: Option<&ProtoFailure> = top.cause.as_deref();
+        while let Some(c) = cause {
+            match &c.failure_info {
+                Some(FailureInfo::ApplicationFailureInfo(info)) => {
+                    let (kind, n) = super::parse_failure_type(&info.r#type).unwrap_or((FailureKind::Permanent, 1));
+                    let outcome = match kind {
+                        FailureKind::Transient => Outcome::Transient,
+                        FailureKind::Permanent => Outcome::Permanent,
+                        FailureKind::Refused => Outcome::Refused,
+                    };
+                    return (outcome, n, c.message.clone(), decode_notes(info.details.as_ref()));
+                }
+                Some(FailureInfo::TimeoutFailureInfo(info)) => {
+                    let notes = decode_notes(info.last_heartbeat_details.as_ref());
+                    if self.deadline_passed() {
+                        let secs = self.input.options.deadline_seconds.unwrap_or(0.0);
+                        let n = notes.iter().map(|n| n.attempt).max().map_or(1, |a| a + 1);
+                        return (Outcome::Deadline, n, format!("the run's deadline of {secs} s passed"), notes);
+                    }
+                    return (Outcome::Timeout, max, format!("the call timed out after {timeout_seconds} s"), notes);
+                }
+                _ => cause = c.cause.as_deref(),
+            }
+        }
+        (Outcome::Permanent, 1, top.message.clone(), Vec::new())
+    }
+
+    fn not_started_failure(&self, key: &str) -> Failure {
+        Failure {
+            code: Code::RunCancelled,
+            step: Some(key.to_string()),
+            message: "not started: another step failed while it waited for a slot".to_string(),
+            timeout: false,
+            cancelled: true,
+        }
+    }
+
+    async fn call_composite(&self, key: &str, depth: usize, tool_path: &str, plan: &Plan, args: &Value) -> CallOutcome {
+        if let Err(m) = validate::check(&plan.tool.arguments, args, Side::Arguments, tool_path) {
+            return CallOutcome::failed(Failure::new(key, Code::ArgumentInvalid, m));
+        }
+        if depth + 1 > self.input.options.max_depth {
+            return CallOutcome::failed(Failure::new(
+                key,
+                Code::CompositeTooDeep,
+                format!("`{tool_path}` would nest composites deeper than {}", self.input.options.max_depth),
+            ));
+        }
+        let out = self.frame(plan, args.clone(), format!("{key}/"), depth + 1, None).await;
+        let result = out.result.map_err(|f| Failure {
+            message: match &f.step {
+                Some(s) => format!("`{tool_path}` failed at step `{s}`: {}", f.message),
+                None => format!("`{tool_path}` failed: {}", f.message),
+            },
+            ..f
+        });
+        CallOutcome {
+            result,
+            attempts: Vec::new(),
+            nested: Some(out.steps),
+            nested_clock_reads: out.clock_reads,
+            partial: out.partial,
+        }
+    }
+}
+
+/// The attempt notes in a failure's payloads (JSON, as the SDK's converter writes them).
+fn decode_notes(payloads: Option<&temporalio_common::protos::temporal::api::common::v1::Payloads>) -> Vec<AttemptNote> {
+    payloads.and_then(|p| p.payloads.first()).and_then(|p| serde_json::from_slice(&p.data).ok()).unwrap_or_default()
+}
+
+fn check_response(tool: Option<&Tool>, tool_path: &str, result: &Value, key: &str) -> Result<(), Failure> {
+    let Some(Tool::Primitive { def, .. }) = tool else { return Ok(()) };
+    validate::check(&def.responses, result, Side::Responses, tool_path)
+        .map_err(|m| Failure::new(key, Code::ResponseInvalid, m))
+}
+
+/// Polls every future in order and yields the first (in order) that is ready, with its
+/// position. Only the SDK wakes the workflow: no combinator here wakes anything itself
+/// (`FuturesUnordered` does, which Temporal's Rust SDK rejects as nondeterministic).
+async fn first_ready<K, T>(running: &mut [(K, LocalBoxFuture<'_, T>)]) -> (usize, T) {
+    std::future::poll_fn(|cx| {
+        for (i, (_, f)) in running.iter_mut().enumerate() {
+            if let Poll::Ready(v) = f.as_mut().poll(cx) {
+                return Poll::Ready((i, v));
+            }
+        }
+        Poll::Pending
+    })
+    .await
+}
+
+/// Every future's output, in order; each is polled in order until it ends.
+async fn join_in_order<T>(futures: Vec<LocalBoxFuture<'_, T>>) -> Vec<T> {
+    let mut slots: Vec<(Option<LocalBoxFuture<'_, T>>, Option<T>)> =
+        futures.into_iter().map(|f| (Some(f), None)).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (f, out) in slots.iter_mut() {
+            if let Some(fut) = f {
+                match fut.as_mut().poll(cx) {
+                    Poll::Ready(v) => {
+                        *out = Some(v);
+                        *f = None;
+                    }
+                    Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    })
+    .await;
+    slots.into_iter().filter_map(|(_, out)| out).collect()
+}

