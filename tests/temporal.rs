@@ -315,6 +315,15 @@ fn a_fan_out_keeps_input_order_and_the_concurrency_limit() {
     let peak = remote.trace["max_in_flight"].as_u64().expect("max_in_flight");
     assert!((1..=4).contains(&peak), "{peak} calls in flight, over --concurrency 4");
     assert_eq!(remote.trace["step_results"][0]["children"].as_array().map(Vec::len), Some(60));
+    // The guards: too wide a fan-out fails in the workflow as locally (E0809); a tool that
+    // is not allowed is refused before anything starts (no run id).
+    let (_, remote) = same_as_local(&[&main_s, "--root", &root_s, "--arg", &arg, "--max-fan-out", "10"], &q);
+    assert_eq!(remote.code, 1);
+    assert!(remote.stderr.contains("E0809"), "{}", remote.stderr);
+    let o = run(&[&main_s, "--root", &root_s, "--arg", &arg, "--allow-tool", "/elsewhere/*"], Some(&q));
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(o.stderr.contains("refused before the run"), "{}", o.stderr);
+    assert!(!o.stderr.contains("run id"), "{}", o.stderr);
 }
 
 const FLAKY: &str = r#"{

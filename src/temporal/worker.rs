@@ -32,6 +32,14 @@ impl TdslWorkflow {
     /// Interprets the composite in `input` and returns its trace.
     #[run(name = "TdslWorkflow")]
     pub async fn run(ctx: &mut WorkflowContext<Self>, input: RunInput) -> WorkflowResult<RunOutput> {
+        // A run started by a newer client may need behaviour this worker does not have.
+        if input.interpreter > INTERPRETER_VERSION {
+            return Err(ApplicationFailure::non_retryable(format!(
+                "the run needs tdsl's interpreter v{}, and this worker has v{INTERPRETER_VERSION}: upgrade the workers of this task queue",
+                input.interpreter
+            ))
+            .into());
+        }
         let wf = match super::load_input(&input) {
             Ok(wf) => wf,
             Err(e) => return Err(ApplicationFailure::non_retryable(e).into()),
