@@ -315,6 +315,15 @@ fn a_fan_out_keeps_input_order_and_the_concurrency_limit() {
     let peak = remote.trace["max_in_flight"].as_u64().expect("max_in_flight");
     assert!((1..=4).contains(&peak), "{peak} calls in flight, over --concurrency 4");
     assert_eq!(remote.trace["step_results"][0]["children"].as_array().map(Vec::len), Some(60));
+    // The guards: too wide a fan-out fails in the workflow as locally (E0809); a tool that
+    // is not allowed is refused before anything starts (no run id).
+    let (_, remote) = same_as_local(&[&main_s, "--root", &root_s, "--arg", &arg, "--max-fan-out", "10"], &q);
+    assert_eq!(remote.code, 1);
+    assert!(remote.stderr.contains("E0809"), "{}", remote.stderr);
+    let o = run(&[&main_s, "--root", &root_s, "--arg", &arg, "--allow-tool", "/elsewhere/*"], Some(&q));
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(o.stderr.contains("refused before the run"), "{}", o.stderr);
+    assert!(!o.stderr.contains("run id"), "{}", o.stderr);
 }
 
 const FLAKY: &str = r#"{
@@ -784,4 +793,41 @@ fn the_breaker_decides_whether_a_fourth_try_can_run_as_locally() {
     with_four.extend(["--breaker-threshold", "4"]);
     let (_, remote) = same_as_local(&with_four, &q);
     assert_eq!(remote.code, 0, "{}", remote.stderr);
+}
+
+const BIG_SH: &str = r#"#!/bin/sh
+cat > /dev/null
+printf '{"text":"'
+head -c 3000000 /dev/zero | tr '\0' 'a'
+printf '"}\n'
+"#;
+
+/// Payloads over Temporal's 2 MiB: a tool's response is an error of its step naming the
+/// limit (the run goes on to fail as locally a failed step would); a run's input (here, a
+/// mock) is refused before anything starts.
+#[test]
+fn payloads_over_the_limit_are_errors_naming_it() {
+    let main = r#"{
+      "instructions": [{"execution_id": "big", "tool_definition_path": "/tools/big.tool"}]
+    }"#;
+    let big = r#"{"system_event_endpoint": "exec:./bin/big.sh"}"#;
+    let root = root_with("payload", &[("main.tool", main), ("tools/big.tool", big), ("tools/bin/big.sh", BIG_SH)]);
+    let status = Command::new("chmod").arg("+x").arg(root.join("tools/bin/big.sh")).status().expect("chmod runs");
+    assert!(status.success());
+    let q = queue("payload");
+    let _w = worker(&root, &q);
+    let (main_s, root_s) = (root.join("main.tool").to_string_lossy().into_owned(), root.to_string_lossy().into_owned());
+    let o = run(&[&main_s, "--root", &root_s], Some(&q));
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(o.stderr.contains("over Temporal's payload limit of 2097152 bytes"), "{}", o.stderr);
+    assert_eq!(statuses(&o.trace), [("big".to_string(), "FAILED".to_string())]);
+    // The same run's input with a 3 MB mock: refused here, exit 2, nothing started.
+    let mock = root.join("mock.json");
+    std::fs::write(&mock, json!({"/tools/big.tool": {"text": "a".repeat(3_000_000)}}).to_string()).expect("mock");
+    let mock_s = mock.to_string_lossy().into_owned();
+    let o = run(&[&main_s, "--root", &root_s, "--mock", &mock_s], Some(&q));
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("the run's input"), "{}", o.stderr);
+    assert!(o.stderr.contains("payload limit"), "{}", o.stderr);
+    assert!(!o.stderr.contains("run id"), "{}", o.stderr);
 }

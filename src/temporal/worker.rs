@@ -32,6 +32,14 @@ impl TdslWorkflow {
     /// Interprets the composite in `input` and returns its trace.
     #[run(name = "TdslWorkflow")]
     pub async fn run(ctx: &mut WorkflowContext<Self>, input: RunInput) -> WorkflowResult<RunOutput> {
+        // A run started by a newer client may need behaviour this worker does not have.
+        if input.interpreter > INTERPRETER_VERSION {
+            return Err(ApplicationFailure::non_retryable(format!(
+                "the run needs tdsl's interpreter v{}, and this worker has v{INTERPRETER_VERSION}: upgrade the workers of this task queue",
+                input.interpreter
+            ))
+            .into());
+        }
         let wf = match super::load_input(&input) {
             Ok(wf) => wf,
             Err(e) => return Err(ApplicationFailure::non_retryable(e).into()),
@@ -263,7 +271,22 @@ pub async fn connect(conn: &Connection) -> Result<Client, String> {
 /// `concurrency` bounds the activities (tool calls) it runs at once.
 pub async fn run_worker(conn: &Connection, root: PathBuf, concurrency: usize) -> Result<(), String> {
     let runtime = Runtime::from_current_tokio(Default::default()).map_err(|e| format!("cannot start the SDK: {e}"))?;
-    let client = connect(conn).await?;
+    // A worker may start before its server (both deployed at once): it waits for it, for a
+    // minute, saying so once.
+    let mut waited = 0;
+    let client = loop {
+        match connect(conn).await {
+            Ok(c) => break c,
+            Err(e) if waited < 60 => {
+                if waited == 0 {
+                    eprintln!("tdsl worker: {e}; trying again every second for a minute");
+                }
+                waited += 1;
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            Err(e) => return Err(e),
+        }
+    };
     let tuner = TunerHolder::builder()
         .workflow_task_slot_supplier(FixedSizeSlotSupplier::new(100))
         .activity_task_slot_supplier(FixedSizeSlotSupplier::new(concurrency.max(1)))
