@@ -7,7 +7,10 @@
 use std::cell::OnceCell;
 use std::sync::{Arc, OnceLock};
 
-use crate::analysis::{ConditionPlan, Plan, RefContext, RefPlan, StepId, TransformPlan, ValuePlan};
+use super::clock::ClockScope;
+use crate::analysis::{
+    ConditionPlan, DoneCheckPlan, ParallelPlan, Plan, RefContext, RefPlan, StepId, StepPlan, TransformPlan, ValuePlan,
+};
 use crate::diagnostic::Code;
 use crate::runtime::EvalError;
 use crate::tool::{Logic, Operator};
@@ -29,6 +32,21 @@ impl StepError {
     fn eval(what: &str, e: &EvalError) -> StepError {
         StepError { code: e.code, message: format!("{what}: {e}") }
     }
+}
+
+/// A step before its call: skipped (by its conditions or its `done_check`), or the arguments
+/// to call its tool with. The local scheduler and the Temporal interpreter both start a step
+/// with [`Env::prelude`] and end it with [`Env::respond`].
+pub(crate) enum Prelude {
+    /// No call: why (`conditions` or `done`) and the step's result.
+    Skipped { reason: &'static str, result: Value },
+    /// The resolved arguments, after `transform_arguments`.
+    Call(Map),
+}
+
+/// `what: message`, for an error of one part of a step.
+fn within(what: &str) -> impl Fn(StepError) -> StepError + '_ {
+    move |e| StepError { message: format!("{what}: {}", e.message), ..e }
 }
 
 /// What REFs and expressions in one place of a composite can see.
@@ -270,6 +288,75 @@ fn member(needle: &Value, haystack: &Value, op: Operator) -> Result<bool, String
             other => Err(format!("`{op}` looks for a key in an object, and got {other:#}", other = other.kind())),
         },
         other => Err(format!("`{op}` needs a list, a string or an object, and got {other:#}", other = other.kind())),
+    }
+}
+
+impl<'a> Env<'a> {
+    /// A step up to its call (SPEC §6.2, §6.3): its conditions, its arguments, its
+    /// `done_check` (and `done_value`), its `transform_arguments`. Expressions run inside
+    /// `clock`.
+    pub(crate) fn prelude(&self, step: &StepPlan, clock: &Arc<ClockScope>) -> Result<Prelude, StepError> {
+        if !clock.enter(|| self.all_hold(&step.conditions)).map_err(within("conditions"))? {
+            return Ok(Prelude::Skipped { reason: "conditions", result: Value::Null });
+        }
+        let mut args = self.resolve_entries(&step.arguments).map_err(within("arguments"))?;
+        if let Some(check) = &step.done_check {
+            let done = clock.enter(|| match check {
+                DoneCheckPlan::Conditions(cs) => self.all_hold(cs),
+                DoneCheckPlan::Expression(p) => p
+                    .eval_with(&Value::object(args.clone()), self.refs())
+                    .map(|v| v.truthy())
+                    .map_err(|e| StepError::new(e.code, format!("{}: {e}", p.source()))),
+            });
+            if done.map_err(within("done_check"))? {
+                let result = match &step.done_value {
+                    Some(v) => self.resolve(v).map_err(within("done_value"))?,
+                    None => Value::Null,
+                };
+                return Ok(Prelude::Skipped { reason: "done", result });
+            }
+        }
+        if let Some(t) = &step.transform_arguments {
+            clock.enter(|| self.transform(t, &mut args, "transform_arguments"))?;
+        }
+        Ok(Prelude::Call(args))
+    }
+
+    /// A parallel step's items (`null` is none), at most `max` of them.
+    pub(crate) fn fan_out_items(&self, par: &ParallelPlan, max: usize, key: &str) -> Result<Arc<[Value]>, StepError> {
+        let items = match &self.resolve(&par.iterate_over).map_err(within("iterate_over"))? {
+            Value::List(l) => l.clone(),
+            Value::Null => Arc::from(Vec::new()),
+            other => {
+                return Err(StepError::new(
+                    Code::IterateOverNotListAtRun,
+                    format!("`iterate_over` must be a list, and it is {:#}", other.kind()),
+                ))
+            }
+        };
+        if items.len() > max {
+            return Err(StepError::new(
+                Code::FanOutTooWide,
+                format!("step `{key}` fans out to {} children, more than the maximum of {max}", items.len()),
+            ));
+        }
+        Ok(items)
+    }
+
+    /// A step after its call: `transform_responses` over the call's `raw` answer and the
+    /// `result` made of it, inside `clock`.
+    pub(crate) fn respond(
+        &self,
+        step: &StepPlan,
+        clock: &Arc<ClockScope>,
+        raw: &'a Value,
+        mut result: Map,
+    ) -> Result<Value, StepError> {
+        if let Some(t) = &step.transform_responses {
+            let env = self.with_response(raw);
+            clock.enter(|| env.transform(t, &mut result, "transform_responses"))?;
+        }
+        Ok(Value::object(result))
     }
 }
 

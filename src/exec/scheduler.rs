@@ -23,7 +23,7 @@ use rayon::ScopeFifo;
 
 use super::breaker::{Admission, Refusal};
 use super::clock::ClockScope;
-use super::data::{Env, StepError, Visible};
+use super::data::{Env, Prelude, StepError, Visible};
 use super::executor::{Event, Executor, Run};
 use super::retry::RetryPolicy;
 use super::runner::{CancelToken, ErrorKind, ToolCall, ToolError};
@@ -32,7 +32,7 @@ use super::trace::{
     rfc3339, Attempt, ChildTrace, Outcome, RunError, RunStatus, StepStatus, StepTrace, Trace, TRACE_FORMAT,
 };
 use super::workflow::{Tool, Workflow};
-use crate::analysis::{DoneCheckPlan, Plan, StepId, StepPlan};
+use crate::analysis::{Plan, StepId, StepPlan};
 use crate::diagnostic::Code;
 use crate::tool::validate::{self, Side};
 use crate::tool::{Param, Retry, ToolDef};
@@ -731,39 +731,14 @@ impl<'a> Ctx<'a> {
     ) -> Result<Value, Failure> {
         let env = Env::new(frame.plan, &frame.arguments, &frame.results, Visible::Steps(&step.depends_on));
         let at = |e: StepError| Failure::at(key, e);
-        let holds = clock
-            .enter(|| env.all_hold(&step.conditions))
-            .map_err(|e| at(StepError { message: format!("conditions: {}", e.message), ..e }))?;
-        if !holds {
-            tr.status = StepStatus::Skipped;
-            tr.reason = Some("conditions".to_string());
-            return Ok(Value::Null);
-        }
-        let mut args = env
-            .resolve_entries(&step.arguments)
-            .map_err(|e| at(StepError { message: format!("arguments: {}", e.message), ..e }))?;
-        if let Some(check) = &step.done_check {
-            let done = clock.enter(|| match check {
-                DoneCheckPlan::Conditions(cs) => env.all_hold(cs),
-                DoneCheckPlan::Expression(p) => p
-                    .eval_with(&Value::object(args.clone()), env.refs())
-                    .map(|v| v.truthy())
-                    .map_err(|e| StepError::new(e.code, format!("{}: {e}", p.source()))),
-            });
-            if done.map_err(|e| at(StepError { message: format!("done_check: {}", e.message), ..e }))? {
+        let args = match env.prelude(step, clock).map_err(at)? {
+            Prelude::Call(args) => args,
+            Prelude::Skipped { reason, result } => {
                 tr.status = StepStatus::Skipped;
-                tr.reason = Some("done".to_string());
-                return match &step.done_value {
-                    Some(v) => {
-                        env.resolve(v).map_err(|e| at(StepError { message: format!("done_value: {}", e.message), ..e }))
-                    }
-                    None => Ok(Value::Null),
-                };
+                tr.reason = Some(reason.to_string());
+                return Ok(result);
             }
-        }
-        if let Some(t) = &step.transform_arguments {
-            clock.enter(|| env.transform(t, &mut args, "transform_arguments")).map_err(at)?;
-        }
+        };
         let policy = self.policy(step.retry.as_ref());
         let tool = self.wf.tool(&step.tool_path);
         let (raw, result) = match &step.parallel {
@@ -784,26 +759,7 @@ impl<'a> Ctx<'a> {
                 (raw, result)
             }
             Some(par) => {
-                let items = env
-                    .resolve(&par.iterate_over)
-                    .map_err(|e| at(StepError { message: format!("iterate_over: {}", e.message), ..e }))?;
-                let items: Arc<[Value]> = match &items {
-                    Value::List(l) => l.clone(),
-                    Value::Null => Arc::from(Vec::new()),
-                    other => {
-                        return Err(at(StepError::new(
-                            Code::IterateOverNotListAtRun,
-                            format!("`iterate_over` must be a list, and it is {:#}", other.kind()),
-                        )))
-                    }
-                };
-                let max = self.ex.options.guards.max_fan_out;
-                if items.len() > max {
-                    return Err(at(StepError::new(
-                        Code::FanOutTooWide,
-                        format!("step `{key}` fans out to {} children, more than the maximum of {max}", items.len()),
-                    )));
-                }
+                let items = env.fan_out_items(par, self.ex.options.guards.max_fan_out, key).map_err(at)?;
                 tr.arguments = Some(Value::object(args.clone()));
                 let site = Site { step, tool, key, depth: frame.depth, policy: &policy };
                 let (children, list) = self.fan_out(frame, site, &args, &par.child_argument_name, &items);
@@ -814,12 +770,7 @@ impl<'a> Ctx<'a> {
                 (raw, result)
             }
         };
-        let mut result = result;
-        if let Some(t) = &step.transform_responses {
-            let env = env.with_response(&raw);
-            clock.enter(|| env.transform(t, &mut result, "transform_responses")).map_err(at)?;
-        }
-        let result = Value::object(result);
+        let result = env.respond(step, clock, &raw, result).map_err(at)?;
         // Validation comes after `transform_responses`, which may supply or repair a declared
         // response (SPEC §6.4); a parallel step's children were each checked as they ended.
         if step.parallel.is_none() {

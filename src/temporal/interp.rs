@@ -25,10 +25,10 @@ use temporalio_sdk::{
 
 use super::worker::{TdslActivities, TdslWorkflow};
 use super::{AttemptNote, CallInput, Chunk, ChunkChild, ChunkFailure, ChunkOutput, FailureKind, RunInput};
-use crate::analysis::{DoneCheckPlan, Plan, StepId, StepPlan};
+use crate::analysis::{Plan, StepId, StepPlan};
 use crate::diagnostic::Code;
 use crate::exec::clock::ClockScope;
-use crate::exec::data::{Env, StepError, Visible};
+use crate::exec::data::{Env, Prelude, StepError, Visible};
 use crate::exec::trace::{rfc3339, TRACE_FORMAT};
 use crate::exec::{
     Attempt, ChildTrace, Outcome, RunError, RunStatus, Signal, StepStatus, StepTrace, Time, Tool, Trace, Workflow,
@@ -542,39 +542,14 @@ impl<'a> Interp<'a> {
         let results = &frame.results;
         let env = Env::new(frame.plan, &frame.arguments, results, Visible::Steps(&step.depends_on));
         let at = |e: StepError| Failure::at(key, e);
-        let holds = clock
-            .enter(|| env.all_hold(&step.conditions))
-            .map_err(|e| at(StepError { message: format!("conditions: {}", e.message), ..e }))?;
-        if !holds {
-            tr.status = StepStatus::Skipped;
-            tr.reason = Some("conditions".to_string());
-            return Ok(Value::Null);
-        }
-        let mut args = env
-            .resolve_entries(&step.arguments)
-            .map_err(|e| at(StepError { message: format!("arguments: {}", e.message), ..e }))?;
-        if let Some(check) = &step.done_check {
-            let done = clock.enter(|| match check {
-                DoneCheckPlan::Conditions(cs) => env.all_hold(cs),
-                DoneCheckPlan::Expression(p) => p
-                    .eval_with(&Value::object(args.clone()), env.refs())
-                    .map(|v| v.truthy())
-                    .map_err(|e| StepError::new(e.code, format!("{}: {e}", p.source()))),
-            });
-            if done.map_err(|e| at(StepError { message: format!("done_check: {}", e.message), ..e }))? {
+        let args = match env.prelude(step, clock).map_err(at)? {
+            Prelude::Call(args) => args,
+            Prelude::Skipped { reason, result } => {
                 tr.status = StepStatus::Skipped;
-                tr.reason = Some("done".to_string());
-                return match &step.done_value {
-                    Some(v) => {
-                        env.resolve(v).map_err(|e| at(StepError { message: format!("done_value: {}", e.message), ..e }))
-                    }
-                    None => Ok(Value::Null),
-                };
+                tr.reason = Some(reason.to_string());
+                return Ok(result);
             }
-        }
-        if let Some(t) = &step.transform_arguments {
-            clock.enter(|| env.transform(t, &mut args, "transform_arguments")).map_err(at)?;
-        }
+        };
         let policy = self.policy(step.retry.as_ref());
         let tool = self.wf.tool(&step.tool_path);
         let (raw, result) = match &step.parallel {
@@ -594,26 +569,7 @@ impl<'a> Interp<'a> {
                 (raw, result)
             }
             Some(par) => {
-                let items = env
-                    .resolve(&par.iterate_over)
-                    .map_err(|e| at(StepError { message: format!("iterate_over: {}", e.message), ..e }))?;
-                let items: Arc<[Value]> = match &items {
-                    Value::List(l) => l.clone(),
-                    Value::Null => Arc::from(Vec::new()),
-                    other => {
-                        return Err(at(StepError::new(
-                            Code::IterateOverNotListAtRun,
-                            format!("`iterate_over` must be a list, and it is {:#}", other.kind()),
-                        )))
-                    }
-                };
-                let max = self.input.options.max_fan_out;
-                if items.len() > max {
-                    return Err(at(StepError::new(
-                        Code::FanOutTooWide,
-                        format!("step `{key}` fans out to {} children, more than the maximum of {max}", items.len()),
-                    )));
-                }
+                let items = env.fan_out_items(par, self.input.options.max_fan_out, key).map_err(at)?;
                 tr.arguments = Some(Value::object(args.clone()));
                 let (children, list) =
                     self.fan_out(frame, step, tool, key, policy, &args, &par.child_argument_name, &items).await;
@@ -624,12 +580,7 @@ impl<'a> Interp<'a> {
                 (raw, result)
             }
         };
-        let mut result = result;
-        if let Some(t) = &step.transform_responses {
-            let env = env.with_response(&raw);
-            clock.enter(|| env.transform(t, &mut result, "transform_responses")).map_err(at)?;
-        }
-        let result = Value::object(result);
+        let result = env.respond(step, clock, &raw, result).map_err(at)?;
         if step.parallel.is_none() {
             check_response(tool, &step.tool_path, &result, key)?;
         }
