@@ -322,6 +322,34 @@ impl<'a> Env<'a> {
         Ok(Prelude::Call(args))
     }
 
+    /// A composite's result (SPEC §6.4): its `response_reference_map` (or every step's
+    /// result, by step order), then its own `transform_responses`, inside `clock`.
+    pub(crate) fn composite_result(&self, clock: &Arc<ClockScope>) -> Result<Value, StepError> {
+        let plan = self.plan;
+        let mut out = Map::default();
+        match &plan.response_map {
+            Some(map) => {
+                for (k, r) in map {
+                    out.insert(SmolStr::new(k), self.resolve_ref(r)?);
+                }
+            }
+            None => {
+                let mut by_index: Vec<&StepPlan> = plan.steps.iter().collect();
+                by_index.sort_by_key(|s| s.index);
+                for s in by_index {
+                    let result = self.results.get(s.id.0).and_then(|r| r.get()).cloned().unwrap_or_default();
+                    out.insert(SmolStr::new(&*s.execution_id), result);
+                }
+            }
+        }
+        if let Some(t) = &plan.transform_responses {
+            let raw = Value::object(out.clone());
+            let env = Env { response: Some(&raw), refs: OnceCell::new(), ..*self };
+            clock.enter(|| env.transform(t, &mut out, "transform_responses"))?;
+        }
+        Ok(Value::object(out))
+    }
+
     /// A parallel step's items (`null` is none), at most `max` of them.
     pub(crate) fn fan_out_items(&self, par: &ParallelPlan, max: usize, key: &str) -> Result<Arc<[Value]>, StepError> {
         let items = match &self.resolve(&par.iterate_over).map_err(within("iterate_over"))? {

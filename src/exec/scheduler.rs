@@ -546,30 +546,7 @@ impl<'a> Ctx<'a> {
         let plan = frame.plan;
         let env = Env::new(plan, &frame.arguments, &frame.results, Visible::All);
         let fail = |e: StepError| Failure { step: None, ..Failure::at("", e) };
-        let mut out = Map::default();
-        match &plan.response_map {
-            Some(map) => {
-                for (k, r) in map {
-                    out.insert(SmolStr::new(k), env.resolve_ref(r).map_err(fail)?);
-                }
-            }
-            None => {
-                let mut by_index: Vec<&StepPlan> = plan.steps.iter().collect();
-                by_index.sort_by_key(|s| s.index);
-                for s in by_index {
-                    out.insert(
-                        SmolStr::new(&*s.execution_id),
-                        frame.results[s.id.0].get().cloned().unwrap_or_default(),
-                    );
-                }
-            }
-        }
-        if let Some(t) = &plan.transform_responses {
-            let raw = Value::object(out.clone());
-            let env = env.with_response(&raw);
-            clock.enter(|| env.transform(t, &mut out, "transform_responses")).map_err(fail)?;
-        }
-        let out = Value::object(out);
+        let out = env.composite_result(clock).map_err(fail)?;
         let name = self.frame_name(frame);
         validate::check(&plan.tool.responses, &out, Side::Responses, &name).map_err(|m| Failure {
             code: Code::ResponseInvalid,
