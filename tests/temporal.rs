@@ -367,6 +367,55 @@ fn retries_are_counted_and_permanent_errors_are_not_retried() {
 }
 
 #[test]
+fn retry_jitter_comes_from_the_seed_and_temporal_waits_the_jittered_delay() {
+    let main = r#"{
+      "instructions": [
+        {"execution_id": "flaky", "tool_definition_path": "/tools/flaky.tool", "arguments": {"n": 1},
+         "retry": {"max_retries": 2, "base_delay_seconds": 2.0, "factor": 2.0, "jitter": 0.5}}
+      ]
+    }"#;
+    let root = root_with("jitter", &[("main.tool", main), ("tools/flaky.tool", FLAKY)]);
+    let q = queue("jitter");
+    let _w = worker(&root, &q);
+    let (root_s, main_s) = (root.to_string_lossy().into_owned(), root.join("main.tool").to_string_lossy().into_owned());
+    let mock = root.join("mock.json");
+    std::fs::write(&mock, r#"{"/tools/flaky.tool": {"$fail_transiently": 2, "$then": {"ok": true}}}"#).expect("mock");
+    let mock_s = mock.to_string_lossy().into_owned();
+    let policy = tdsl::exec::retry::RetryPolicy {
+        max_retries: 2,
+        base_delay_seconds: 2.0,
+        factor: 2.0,
+        max_delay_seconds: 30.0,
+        jitter: 0.5,
+    };
+    let ms = |d: std::time::Duration| d.as_millis() as u64;
+    let delays = |seed: u64| [1, 2].map(|a| ms(tdsl::temporal::retry_delay(&policy, seed, "flaky", a)));
+    // A seed whose two back-offs add up to far less than the policy's own 2 s + 4 s.
+    let seed = (0u64..).find(|s| delays(*s).iter().sum::<u64>() < 3_600).expect("a seed");
+    let seed_s = seed.to_string();
+    let go = |seed: &str| run(&[&main_s, "--root", &root_s, "--mock", &mock_s, "--seed", seed], Some(&q));
+    let first = go(&seed_s);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let got = |o: &Out| -> Vec<u64> {
+        let attempts = o.trace["step_results"][0]["attempts"].as_array().expect("attempts").clone();
+        attempts.iter().map(|a| a["delay_ms"].as_u64().expect("delay_ms")).collect()
+    };
+    let want = delays(seed);
+    assert_eq!(got(&first), vec![0, want[0], want[1]], "the trace's back-offs are the seed's");
+    // Temporal waited the jittered back-offs, not its policy's intervals (6 s in all).
+    let took = first.trace["step_results"][0]["duration_ms"].as_u64().expect("duration");
+    let waited: u64 = want.iter().sum();
+    assert!(took >= waited && took < 6_000, "the step took {took} ms for back-offs of {waited} ms");
+    // The same seed, the same back-offs; another seed, others.
+    assert_eq!(got(&go(&seed_s)), got(&first));
+    let other = (seed + 1).to_string();
+    let o = go(&other);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(got(&o), vec![0, delays(seed + 1)[0], delays(seed + 1)[1]]);
+    assert_ne!(got(&o), got(&first));
+}
+
+#[test]
 fn a_failed_step_cancels_what_depends_on_it_and_continue_on_error_goes_on() {
     let main = r#"{
       "instructions": [

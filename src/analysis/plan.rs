@@ -50,6 +50,24 @@ impl Plan {
     pub fn step(&self, execution_id: &str) -> Option<&StepPlan> {
         self.steps.iter().find(|s| &*s.execution_id == execution_id)
     }
+
+    /// Who waits for whom: for each step, the steps that depend on it (in plan order), and
+    /// how many distinct steps it waits for. A scheduler starts the steps with no wait and,
+    /// as each ends, counts its dependents down.
+    pub fn dependents(&self) -> (Vec<Vec<StepId>>, Vec<usize>) {
+        let mut dependents: Vec<Vec<StepId>> = vec![Vec::new(); self.steps.len()];
+        let mut pending = Vec::with_capacity(self.steps.len());
+        for s in &self.steps {
+            let mut deps = s.depends_on.clone();
+            deps.sort_unstable();
+            deps.dedup();
+            for d in &deps {
+                dependents[d.0].push(s.id);
+            }
+            pending.push(deps.len());
+        }
+        (dependents, pending)
+    }
 }
 
 /// One step of a plan.

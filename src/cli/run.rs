@@ -509,12 +509,17 @@ fn run_temporal(args: &RunArgs) -> ExitCode {
         Ok(f) => f,
         Err(e) => return usage_failure(&UsageError(e)),
     };
+    let mut options = crate::temporal::RunOptions::from_exec(executor.options(), &limits, args.max_tool_output);
+    // Jitter comes from the seed on the workers: one drawn here when none is given.
+    options.seed = args.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+    });
     let input = crate::temporal::RunInput {
         interpreter: crate::temporal::INTERPRETER_VERSION,
         tool: workflow.name().to_string(),
         files,
         arguments,
-        options: crate::temporal::RunOptions::from_exec(executor.options(), &limits, args.max_tool_output),
+        options,
         mock,
         chunk: None,
     };

@@ -8,11 +8,13 @@ use std::cell::OnceCell;
 use std::sync::{Arc, OnceLock};
 
 use super::clock::ClockScope;
+use super::Tool;
 use crate::analysis::{
     ConditionPlan, DoneCheckPlan, ParallelPlan, Plan, RefContext, RefPlan, StepId, StepPlan, TransformPlan, ValuePlan,
 };
 use crate::diagnostic::Code;
 use crate::runtime::EvalError;
+use crate::tool::validate::{self, Side};
 use crate::tool::{Logic, Operator};
 use crate::value::{cmp_numbers, Map, SmolStr, Value};
 
@@ -289,6 +291,22 @@ fn member(needle: &Value, haystack: &Value, op: Operator) -> Result<bool, String
         },
         other => Err(format!("`{op}` needs a list, a string or an object, and got {other:#}", other = other.kind())),
     }
+}
+
+/// A composite's arguments after its own `transform_arguments` (SPEC §6.4), inside `clock`.
+pub(crate) fn frame_arguments(plan: &Plan, arguments: Value, clock: &Arc<ClockScope>) -> Result<Value, StepError> {
+    let Some(t) = &plan.transform_arguments else { return Ok(arguments) };
+    let mut map = arguments.as_object().cloned().unwrap_or_default();
+    let env = Env::new(plan, &arguments, &[], Visible::Steps(&[]));
+    clock.enter(|| env.transform(t, &mut map, "transform_arguments"))?;
+    Ok(Value::object(map))
+}
+
+/// A primitive callee's answer against its declared `responses`: the message when it does
+/// not match (a composite callee checked its own result).
+pub(crate) fn check_response(tool: Option<&Tool>, tool_path: &str, result: &Value) -> Result<(), String> {
+    let Some(Tool::Primitive { def, .. }) = tool else { return Ok(()) };
+    validate::check(&def.responses, result, Side::Responses, tool_path)
 }
 
 impl<'a> Env<'a> {

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::time::Random;
 use crate::ranges::{self, RangeError};
+use crate::tool::Retry;
 
 /// A step's retry policy: `{"max_retries": 2, "base_delay_seconds": 1.0, "factor": 2.0,
 /// "max_delay_seconds": 30.0, "jitter": 0.1}` by default (the defaults of
@@ -41,6 +42,29 @@ impl RetryPolicy {
         ranges::FACTOR.check(self.factor)?;
         ranges::JITTER.check(self.jitter)?;
         Ok(())
+    }
+
+    /// A step's policy: its `retry` keys over this one (the run's defaults).
+    pub fn with_step(&self, retry: Option<&Retry>) -> RetryPolicy {
+        let mut p = self.clone();
+        if let Some(r) = retry {
+            if let Some(v) = &r.max_retries {
+                p.max_retries = v.node;
+            }
+            if let Some(v) = &r.base_delay_seconds {
+                p.base_delay_seconds = v.node;
+            }
+            if let Some(v) = &r.factor {
+                p.factor = v.node;
+            }
+            if let Some(v) = &r.max_delay_seconds {
+                p.max_delay_seconds = v.node;
+            }
+            if let Some(v) = &r.jitter {
+                p.jitter = v.node;
+            }
+        }
+        p
     }
 
     /// The delay before retry `n` (0-based): `min(max_delay, base_delay * factor^n)` ± a

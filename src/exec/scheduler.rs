@@ -23,7 +23,7 @@ use rayon::ScopeFifo;
 
 use super::breaker::{Admission, Refusal};
 use super::clock::ClockScope;
-use super::data::{Env, Prelude, StepError, Visible};
+use super::data::{self, Env, Prelude, StepError, Visible};
 use super::executor::{Event, Executor, Run};
 use super::retry::RetryPolicy;
 use super::runner::{CancelToken, ErrorKind, ToolCall, ToolError};
@@ -35,7 +35,7 @@ use super::workflow::{Tool, Workflow};
 use crate::analysis::{Plan, StepId, StepPlan};
 use crate::diagnostic::Code;
 use crate::tool::validate::{self, Side};
-use crate::tool::{Param, Retry, ToolDef};
+use crate::tool::{Param, ToolDef};
 use crate::value::{Map, SmolStr, Value};
 
 /// Where a run's attempts, back-off delays, breaker refusals and expression clock reads
@@ -472,27 +472,15 @@ impl<'a> Ctx<'a> {
     ) -> FrameOutcome {
         let n = plan.steps.len();
         let tool_clock = self.clock(&format!("{prefix}$tool"), None);
-        let mut failure = refused;
-        let mut arguments = arguments;
-        if let (None, Some(t)) = (&failure, &plan.transform_arguments) {
-            let mut map = arguments.as_object().cloned().unwrap_or_default();
-            let env = Env::new(plan, &arguments, &[], Visible::Steps(&[]));
-            match tool_clock.enter(|| env.transform(t, &mut map, "transform_arguments")) {
-                Ok(()) => arguments = Value::object(map),
-                Err(e) => failure = Some(Failure { step: None, ..Failure::at("", e) }),
-            }
-        }
-        let mut dependents: Vec<Vec<StepId>> = vec![Vec::new(); n];
-        let mut pending = Vec::with_capacity(n);
-        for s in &plan.steps {
-            let mut deps = s.depends_on.clone();
-            deps.sort_unstable();
-            deps.dedup();
-            for d in &deps {
-                dependents[d.0].push(s.id);
-            }
-            pending.push(AtomicUsize::new(deps.len()));
-        }
+        let (arguments, failure) = match refused {
+            Some(f) => (arguments, Some(f)),
+            None => match data::frame_arguments(plan, arguments.clone(), &tool_clock) {
+                Ok(a) => (a, None),
+                Err(e) => (arguments, Some(Failure { step: None, ..Failure::at("", e) })),
+            },
+        };
+        let (dependents, pending) = plan.dependents();
+        let pending = pending.into_iter().map(AtomicUsize::new).collect();
         let frame = Frame {
             plan,
             prefix,
@@ -716,7 +704,7 @@ impl<'a> Ctx<'a> {
                 return Ok(result);
             }
         };
-        let policy = self.policy(step.retry.as_ref());
+        let policy = self.ex.options.retry.with_step(step.retry.as_ref());
         let tool = self.wf.tool(&step.tool_path);
         let (raw, result) = match &step.parallel {
             None => {
@@ -759,8 +747,7 @@ impl<'a> Ctx<'a> {
     /// A primitive callee's answer against its declared `responses` (a composite callee
     /// checked its own result).
     fn check_response(&self, tool: Option<&Tool>, tool_path: &str, result: &Value, key: &str) -> Result<(), Failure> {
-        let Some(Tool::Primitive { def, .. }) = tool else { return Ok(()) };
-        validate::check(&def.responses, result, Side::Responses, tool_path).map_err(|m| {
+        data::check_response(tool, tool_path, result).map_err(|m| {
             self.emit(Event::ResponseRejected { step: key, error: &m });
             Failure {
                 code: Code::ResponseInvalid,
@@ -770,29 +757,6 @@ impl<'a> Ctx<'a> {
                 cancelled: false,
             }
         })
-    }
-
-    /// The step's retry policy: its `retry` keys over the executor's defaults.
-    fn policy(&self, retry: Option<&Retry>) -> RetryPolicy {
-        let mut p = self.ex.options.retry.clone();
-        if let Some(r) = retry {
-            if let Some(v) = &r.max_retries {
-                p.max_retries = v.node;
-            }
-            if let Some(v) = &r.base_delay_seconds {
-                p.base_delay_seconds = v.node;
-            }
-            if let Some(v) = &r.factor {
-                p.factor = v.node;
-            }
-            if let Some(v) = &r.max_delay_seconds {
-                p.max_delay_seconds = v.node;
-            }
-            if let Some(v) = &r.jitter {
-                p.jitter = v.node;
-            }
-        }
-        p
     }
 
     /// A parallel step's children, concurrently; results in input order.

@@ -28,13 +28,14 @@ use super::{AttemptNote, CallInput, Chunk, ChunkChild, ChunkFailure, ChunkOutput
 use crate::analysis::{Plan, StepId, StepPlan};
 use crate::diagnostic::Code;
 use crate::exec::clock::ClockScope;
-use crate::exec::data::{Env, Prelude, StepError, Visible};
+use crate::exec::data::{self, Env, Prelude, StepError, Visible};
+use crate::exec::retry::RetryPolicy;
 use crate::exec::trace::{rfc3339, TRACE_FORMAT};
 use crate::exec::{
     Attempt, ChildTrace, Outcome, RunError, RunStatus, Signal, StepStatus, StepTrace, Time, Tool, Trace, Workflow,
 };
 use crate::tool::validate::{self, Side};
-use crate::tool::{Param, Retry};
+use crate::tool::Param;
 use crate::value::{Map, SmolStr, Value};
 
 /// The most children of one fan-out that run in the run's own workflow; a larger fan-out of
@@ -136,22 +137,13 @@ impl CallOutcome {
     }
 }
 
-/// The retry keys of one step over the run's defaults.
-#[derive(Clone, Copy)]
-struct Policy {
-    max_retries: u32,
-    base_delay_seconds: f64,
-    factor: f64,
-    max_delay_seconds: f64,
-}
-
 /// Where a call goes: its callee, its bounds, and the depth of its composite.
 #[derive(Clone, Copy)]
 struct Site<'s> {
     tool_path: &'s str,
     timeout_seconds: f64,
     depth: usize,
-    policy: Policy,
+    policy: &'s RetryPolicy,
 }
 
 /// Everything one run shares.
@@ -340,27 +332,14 @@ impl<'a> Interp<'a> {
         async move {
             let n = plan.steps.len();
             let tool_clock = self.clock();
-            let mut failure = refused;
-            let mut arguments = arguments;
-            if let (None, Some(t)) = (&failure, &plan.transform_arguments) {
-                let mut map = arguments.as_object().cloned().unwrap_or_default();
-                let env = Env::new(plan, &arguments, &[], Visible::Steps(&[]));
-                match tool_clock.enter(|| env.transform(t, &mut map, "transform_arguments")) {
-                    Ok(()) => arguments = Value::object(map),
-                    Err(e) => failure = Some(Failure { step: None, ..Failure::at("", e) }),
-                }
-            }
-            let mut dependents: Vec<Vec<StepId>> = vec![Vec::new(); n];
-            let mut pending = Vec::with_capacity(n);
-            for s in &plan.steps {
-                let mut deps = s.depends_on.clone();
-                deps.sort_unstable();
-                deps.dedup();
-                for d in &deps {
-                    dependents[d.0].push(s.id);
-                }
-                pending.push(deps.len());
-            }
+            let (arguments, failure) = match refused {
+                Some(f) => (arguments, Some(f)),
+                None => match data::frame_arguments(plan, arguments.clone(), &tool_clock) {
+                    Ok(a) => (a, None),
+                    Err(e) => (arguments, Some(Failure { step: None, ..Failure::at("", e) })),
+                },
+            };
+            let (dependents, mut pending) = plan.dependents();
             let frame = Frame {
                 plan,
                 prefix,
@@ -527,13 +506,13 @@ impl<'a> Interp<'a> {
                 return Ok(result);
             }
         };
-        let policy = self.policy(step.retry.as_ref());
+        let policy = self.input.options.retry().with_step(step.retry.as_ref());
         let tool = self.wf.tool(&step.tool_path);
         let (raw, result) = match &step.parallel {
             None => {
                 let arguments = validate::with_defaults(declared_arguments(tool), Value::object(args));
                 tr.arguments = Some(arguments.clone());
-                let site = self.site(step, frame.depth, policy);
+                let site = self.site(step, frame.depth, &policy);
                 let call = self.call(site, tool, key, &arguments, &|| frame.failed()).await;
                 tr.attempts = call.attempts;
                 tr.steps = call.nested;
@@ -549,7 +528,7 @@ impl<'a> Interp<'a> {
                 let items = env.fan_out_items(par, self.input.options.max_fan_out, key).map_err(at)?;
                 tr.arguments = Some(Value::object(args.clone()));
                 let (children, list) =
-                    self.fan_out(frame, step, tool, key, policy, &args, &par.child_argument_name, &items).await;
+                    self.fan_out(frame, step, tool, key, &policy, &args, &par.child_argument_name, &items).await;
                 tr.children = Some(children);
                 let raw = Value::list(list?);
                 let mut result = Map::default();
@@ -564,32 +543,7 @@ impl<'a> Interp<'a> {
         Ok(result)
     }
 
-    fn policy(&self, retry: Option<&Retry>) -> Policy {
-        let o = &self.input.options;
-        let mut p = Policy {
-            max_retries: o.max_retries,
-            base_delay_seconds: o.base_delay_seconds,
-            factor: o.factor,
-            max_delay_seconds: o.max_delay_seconds,
-        };
-        if let Some(r) = retry {
-            if let Some(v) = &r.max_retries {
-                p.max_retries = v.node;
-            }
-            if let Some(v) = &r.base_delay_seconds {
-                p.base_delay_seconds = v.node;
-            }
-            if let Some(v) = &r.factor {
-                p.factor = v.node;
-            }
-            if let Some(v) = &r.max_delay_seconds {
-                p.max_delay_seconds = v.node;
-            }
-        }
-        p
-    }
-
-    fn site<'s>(&self, step: &'s StepPlan, depth: usize, policy: Policy) -> Site<'s> {
+    fn site<'s>(&self, step: &'s StepPlan, depth: usize, policy: &'s RetryPolicy) -> Site<'s> {
         Site {
             tool_path: &step.tool_path,
             timeout_seconds: step.timeout_seconds.unwrap_or(self.input.options.timeout_seconds),
@@ -608,7 +562,7 @@ impl<'a> Interp<'a> {
         step: &StepPlan,
         tool: Option<&Tool>,
         key: &str,
-        policy: Policy,
+        policy: &RetryPolicy,
         args: &Map,
         name: &Arc<str>,
         items: &[Value],
@@ -640,10 +594,7 @@ impl<'a> Interp<'a> {
                     step_key: key.to_string(),
                     tool_path: step.tool_path.to_string(),
                     timeout_seconds: site.timeout_seconds,
-                    max_retries: policy.max_retries,
-                    base_delay_seconds: policy.base_delay_seconds,
-                    factor: policy.factor,
-                    max_delay_seconds: policy.max_delay_seconds,
+                    retry: policy.clone(),
                     first_index: first,
                     arguments: chunk.iter().map(child_args).collect(),
                     continue_on_error: step.continue_on_error,
@@ -839,13 +790,8 @@ impl<'a> Interp<'a> {
     /// A chunk's own run (the child workflow): every child of it, as the parent would.
     pub(crate) async fn run_chunk(&self, spec: &Chunk) -> ChunkOutput {
         let tool = self.wf.tool(&spec.tool_path);
-        let policy = Policy {
-            max_retries: spec.max_retries,
-            base_delay_seconds: spec.base_delay_seconds,
-            factor: spec.factor,
-            max_delay_seconds: spec.max_delay_seconds,
-        };
-        let site = Site { tool_path: &spec.tool_path, timeout_seconds: spec.timeout_seconds, depth: 0, policy };
+        let site =
+            Site { tool_path: &spec.tool_path, timeout_seconds: spec.timeout_seconds, depth: 0, policy: &spec.retry };
         self.mock_calls.borrow_mut().insert(spec.tool_path.clone(), spec.mock_base);
         let stop = Cell::new(false);
         let children = spec.arguments.iter().enumerate().map(|(j, a)| {
@@ -953,6 +899,8 @@ impl<'a> Interp<'a> {
             mock_base,
             max_tool_output: self.input.options.max_tool_output,
             breaker: self.input.options.breaker,
+            retry: Some(policy.clone()),
+            seed: self.input.options.seed,
         };
         let bytes = serde_json::to_vec(&input).map_or(0, |b| b.len());
         if let Some(e) = super::over_payload_limit("the call's arguments", bytes) {
@@ -992,6 +940,18 @@ impl<'a> Interp<'a> {
             *self.mock_calls.borrow_mut().entry(tool_path.to_string()).or_insert(0) += n as usize;
         }
         self.retries.set(self.retries.get() + n.saturating_sub(1));
+        // The back-off before attempt `a`: what attempt `a - 1` asked for, or (an attempt
+        // that left no note) the retry policy's own interval, which has no jitter.
+        let delay_before = |a: u32| match notes.iter().find(|n| n.attempt + 1 == a) {
+            Some(n) if n.delay_ms > 0 => n.delay_ms,
+            Some(_) => {
+                let unjittered = RetryPolicy { jitter: 0.0, ..policy.clone() };
+                u64::try_from(unjittered.delay(a.saturating_sub(2), &crate::exec::SeededRandom::new(0)).as_millis())
+                    .unwrap_or(u64::MAX)
+            }
+            None => 0,
+        };
+        let delays: Vec<u64> = (1..=n).map(delay_before).collect();
         let mut attempts: Vec<Attempt> = notes
             .into_iter()
             .map(|note| Attempt {
@@ -1003,7 +963,7 @@ impl<'a> Interp<'a> {
                 },
                 response: None,
                 error: Some(note.error),
-                delay_ms: 0,
+                delay_ms: delays.get((note.attempt as usize).saturating_sub(1)).copied().unwrap_or(0),
                 started_ms: started,
                 duration_ms: note.duration_ms,
             })
@@ -1013,7 +973,7 @@ impl<'a> Interp<'a> {
             outcome,
             response: result.as_ref().ok().cloned(),
             error: result.as_ref().err().cloned(),
-            delay_ms: 0,
+            delay_ms: delays.last().copied().unwrap_or(0),
             started_ms: started,
             duration_ms,
         });
@@ -1046,7 +1006,7 @@ impl<'a> Interp<'a> {
     fn classify(
         &self,
         e: &ActivityExecutionError,
-        policy: Policy,
+        policy: &RetryPolicy,
         timeout_seconds: f64,
     ) -> (Outcome, u32, String, Vec<AttemptNote>) {
         let max = policy.max_retries + 1;
@@ -1124,9 +1084,7 @@ fn decode_notes(payloads: Option<&temporalio_common::protos::temporal::api::comm
 }
 
 fn check_response(tool: Option<&Tool>, tool_path: &str, result: &Value, key: &str) -> Result<(), Failure> {
-    let Some(Tool::Primitive { def, .. }) = tool else { return Ok(()) };
-    validate::check(&def.responses, result, Side::Responses, tool_path)
-        .map_err(|m| Failure::new(key, Code::ResponseInvalid, m))
+    data::check_response(tool, tool_path, result).map_err(|m| Failure::new(key, Code::ResponseInvalid, m))
 }
 
 /// Polls every future in order and yields the first (in order) that is ready, with its

@@ -23,6 +23,7 @@ pub mod worker;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -103,14 +104,8 @@ pub struct Chunk {
     pub tool_path: String,
     /// The bound on one attempt.
     pub timeout_seconds: f64,
-    /// Retries after the first attempt.
-    pub max_retries: u32,
-    /// The first back-off.
-    pub base_delay_seconds: f64,
-    /// The back-off factor.
-    pub factor: f64,
-    /// The longest back-off.
-    pub max_delay_seconds: f64,
+    /// The step's retry policy.
+    pub retry: crate::exec::retry::RetryPolicy,
     /// The index of the chunk's first child in the whole fan-out.
     pub first_index: usize,
     /// Each child's arguments.
@@ -179,6 +174,12 @@ pub struct RunOptions {
     pub factor: f64,
     /// The default longest back-off, in seconds.
     pub max_delay_seconds: f64,
+    /// The default fraction of a back-off added or removed at random.
+    #[serde(default)]
+    pub jitter: f64,
+    /// The seed of retry jitter (`--seed`; drawn by the client when not given).
+    #[serde(default)]
+    pub seed: u64,
     /// Evaluation fuel of each expression (`--fuel`).
     pub fuel: Option<u64>,
     /// Bytes one evaluation may build (`--max-memory`).
@@ -218,6 +219,17 @@ impl From<&crate::exec::breaker::BreakerPolicy> for Breaker {
 }
 
 impl RunOptions {
+    /// The run's default retry policy.
+    pub fn retry(&self) -> crate::exec::retry::RetryPolicy {
+        crate::exec::retry::RetryPolicy {
+            max_retries: self.max_retries,
+            base_delay_seconds: self.base_delay_seconds,
+            factor: self.factor,
+            max_delay_seconds: self.max_delay_seconds,
+            jitter: self.jitter,
+        }
+    }
+
     /// The options of a local run's [`crate::exec::Options`].
     pub fn from_exec(o: &crate::exec::Options, limits: &crate::Limits, max_tool_output: u64) -> RunOptions {
         let defaults = crate::Limits::default();
@@ -231,6 +243,8 @@ impl RunOptions {
             base_delay_seconds: o.retry.base_delay_seconds,
             factor: o.retry.factor,
             max_delay_seconds: o.retry.max_delay_seconds,
+            jitter: o.retry.jitter,
+            seed: 0,
             fuel: (limits.fuel != defaults.fuel).then_some(limits.fuel),
             max_memory: (limits.max_alloc_bytes != defaults.max_alloc_bytes).then_some(limits.max_alloc_bytes as u64),
             max_tool_output,
@@ -274,6 +288,27 @@ pub struct CallInput {
     /// The run's breaker policy: the worker's breakers for it decide whether the call goes.
     #[serde(default)]
     pub breaker: Breaker,
+    /// The step's retry policy: the activity sets the back-off after a transient failure
+    /// from it, with jitter ([`retry_delay`]); `None` leaves it to the activity's retry
+    /// policy (no jitter).
+    #[serde(default)]
+    pub retry: Option<crate::exec::retry::RetryPolicy>,
+    /// The run's jitter seed.
+    #[serde(default)]
+    pub seed: u64,
+}
+
+/// The back-off after failed attempt `attempt` (from 1) of the call at `key`: the policy's
+/// `min(max_delay, base_delay * factor^(attempt-1))` with its jitter drawn from `seed`, the
+/// key and the attempt. The same three give the same delay on every worker and every
+/// replay, whatever order calls run in.
+pub fn retry_delay(policy: &crate::exec::retry::RetryPolicy, seed: u64, key: &str, attempt: u32) -> Duration {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ seed;
+    for b in key.bytes().chain(attempt.to_le_bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    policy.delay(attempt.saturating_sub(1), &crate::exec::SeededRandom::new(h))
 }
 
 /// A successful call: the response and the attempt that gave it.
@@ -302,6 +337,10 @@ pub struct AttemptNote {
     pub error: String,
     /// How long it ran, in milliseconds.
     pub duration_ms: u64,
+    /// The back-off the activity asked for before the next attempt, in milliseconds (0 when
+    /// it left it to the retry policy).
+    #[serde(default)]
+    pub delay_ms: u64,
 }
 
 /// The notes of attempts 1..`attempt` (exclusive): those recorded, and a `lost` note for
@@ -315,6 +354,7 @@ pub(crate) fn complete_notes(mut notes: Vec<AttemptNote>, attempt: u32) -> Vec<A
                 outcome: "lost".to_string(),
                 error: format!("attempt {a} timed out, or its worker went away, before it could answer"),
                 duration_ms: 0,
+                delay_ms: 0,
             });
         }
     }
@@ -474,4 +514,45 @@ pub(crate) fn unpack_trace(packed: &str) -> Result<crate::exec::Trace, String> {
         .read_to_string(&mut json)
         .map_err(|e| format!("the worker's trace does not decompress: {e}"))?;
     crate::exec::Trace::from_json(&json).map_err(|e| format!("the worker's trace does not read: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::retry::RetryPolicy;
+    use proptest::prelude::*;
+
+    fn policy(jitter: f64) -> RetryPolicy {
+        RetryPolicy { max_retries: 5, base_delay_seconds: 1.0, factor: 2.0, max_delay_seconds: 30.0, jitter }
+    }
+
+    #[test]
+    fn a_retry_delay_is_the_same_for_the_same_seed_key_and_attempt() {
+        let p = policy(0.5);
+        assert_eq!(retry_delay(&p, 7, "fetch[3]", 2), retry_delay(&p, 7, "fetch[3]", 2));
+        let others = [
+            retry_delay(&p, 8, "fetch[3]", 2),
+            retry_delay(&p, 7, "fetch[4]", 2),
+            retry_delay(&p, 7, "fetch[3]", 3) / 2,
+        ];
+        assert!(others.iter().all(|d| *d != retry_delay(&p, 7, "fetch[3]", 2)), "{others:?}");
+    }
+
+    #[test]
+    fn without_jitter_a_retry_delay_is_the_policy_interval() {
+        let p = policy(0.0);
+        assert_eq!(retry_delay(&p, 1, "a", 1), Duration::from_secs(1));
+        assert_eq!(retry_delay(&p, 1, "a", 3), Duration::from_secs(4));
+        assert_eq!(retry_delay(&p, 1, "a", 9), Duration::from_secs(30));
+    }
+
+    proptest! {
+        #[test]
+        fn a_retry_delay_stays_within_the_jitter(seed: u64, key in "[a-z]{1,8}(\\[[0-9]{1,3}\\])?", attempt in 1u32..12, jitter in 0.0f64..=1.0) {
+            let p = policy(jitter);
+            let interval = (2f64.powi(attempt as i32 - 1)).min(30.0);
+            let d = retry_delay(&p, seed, &key, attempt).as_secs_f64();
+            prop_assert!(d >= interval * (1.0 - jitter) - 1e-9 && d <= interval * (1.0 + jitter) + 1e-9, "{d} vs {interval} ± {jitter}");
+        }
+    }
 }

@@ -121,6 +121,7 @@ impl TdslActivities {
         }
         let started = Instant::now();
         let root = self.root.clone();
+        let (input_retry, seed, key) = (input.retry.clone(), input.seed, input.key.clone());
         let answer = tokio::task::spawn_blocking(move || call_blocking(&root, &input, attempt, left))
             .await
             .unwrap_or_else(|e| Err(ToolError::transient(format!("the call's thread ended abnormally: {e}"))));
@@ -143,12 +144,21 @@ impl TdslActivities {
             Err(e) => {
                 let transient = e.kind == ErrorKind::Transient;
                 let kind = if transient { FailureKind::Transient } else { FailureKind::Permanent };
+                // The back-off before the next attempt, with the run's jitter: Temporal waits
+                // this long instead of its policy's interval.
+                let delay = match &input_retry {
+                    Some(policy) if transient && attempt <= policy.max_retries => {
+                        Some(super::retry_delay(policy, seed, &key, attempt))
+                    }
+                    _ => None,
+                };
                 let mut notes = earlier;
                 notes.push(AttemptNote {
                     attempt,
                     outcome: if transient { "transient" } else { "permanent" }.to_string(),
                     error: e.message.clone(),
                     duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                    delay_ms: delay.map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
                 });
                 // The next attempt reads the notes from the heartbeat details; the final
                 // failure carries them too.
@@ -157,6 +167,7 @@ impl TdslActivities {
                     .type_name(failure_type(kind, attempt))
                     .non_retryable(!transient)
                     .details(notes)
+                    .maybe_next_retry_delay(delay)
                     .build();
                 Err(ActivityError::application(failure))
             }
