@@ -415,6 +415,98 @@ fn retry_jitter_comes_from_the_seed_and_temporal_waits_the_jittered_delay() {
     assert_ne!(got(&o), got(&first));
 }
 
+/// `tdsl history show RUN --format json` of `db`, without what differs between two runs of
+/// the same composite (ids, times, durations).
+fn history_of(db: &Path, run_id: &str) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_tdsl"))
+        .args(["history", "show", run_id, "--format", "json", "--history"])
+        .arg(db)
+        .output()
+        .expect("tdsl history runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    fn strip(v: &mut Value) {
+        match v {
+            Value::Object(m) => {
+                for k in ["id", "run", "run_id", "started_at", "completed_at", "invoked_at", "duration_ms", "pid"] {
+                    m.remove(k);
+                }
+                m.values_mut().for_each(strip);
+            }
+            Value::Array(a) => a.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    strip(&mut v);
+    v
+}
+
+#[test]
+fn a_run_on_temporal_is_in_the_history_as_a_local_run_is() {
+    let main = r#"{
+      "arguments": [{"name": "items", "type_name": "list<integer>", "required": true}],
+      "instructions": [
+        {"execution_id": "each", "tool_definition_path": "/tools/echo.tool",
+         "parallel_execution": {"iterate_over": "REF:arguments.items", "child_argument_name": "n"}},
+        {"execution_id": "flaky", "tool_definition_path": "/tools/flaky.tool", "arguments": {"n": 1},
+         "retry": {"max_retries": 2, "base_delay_seconds": 0.1, "jitter": 0.0}},
+        {"execution_id": "inner", "tool_definition_path": "/inner.tool", "arguments": {"n": 7}}
+      ]
+    }"#;
+    let inner = r#"{
+      "arguments": [{"name": "n", "type_name": "integer", "required": true}],
+      "instructions": [{"execution_id": "e", "tool_definition_path": "/tools/echo.tool", "arguments": {"n": "REF:arguments.n"}}]
+    }"#;
+    let root = root_with(
+        "history",
+        &[("main.tool", main), ("inner.tool", inner), ("tools/echo.tool", ECHO), ("tools/flaky.tool", FLAKY)],
+    );
+    let q = queue("history");
+    let _w = worker(&root, &q);
+    let (root_s, main_s) = (root.to_string_lossy().into_owned(), root.join("main.tool").to_string_lossy().into_owned());
+    let mock = root.join("mock.json");
+    std::fs::write(&mock, r#"{"/tools/flaky.tool": {"$fail_transiently": 2, "$then": {"ok": true}}}"#).expect("mock");
+    let mock_s = mock.to_string_lossy().into_owned();
+    let mut histories = Vec::new();
+    for engine in ["local", "temporal"] {
+        let db = root.join(format!("{engine}.db"));
+        let trace = root.join(format!("{engine}.trace.json"));
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tdsl"));
+        cmd.args(["run", &main_s, "--root", &root_s, "--mock", &mock_s, "--arg", "items=[1,2,3]", "--history"])
+            .arg(&db)
+            .arg("--trace")
+            .arg(&trace);
+        if engine == "temporal" {
+            cmd.args(["--engine", "temporal", "--temporal-address", &server().address(), "--task-queue", &q]);
+        }
+        let out = cmd.current_dir(repo()).output().expect("tdsl runs");
+        assert!(out.status.success(), "{engine}: {}", String::from_utf8_lossy(&out.stderr));
+        let trace: Value = serde_json::from_str(&std::fs::read_to_string(&trace).expect("trace")).expect("JSON");
+        let run_id = trace["run_id"].as_str().expect("run_id").to_string();
+        histories.push(history_of(&db, &run_id));
+    }
+    let invocations = histories[1]["invocations"].as_array().expect("invocations");
+    // Three children, three attempts at `flaky` (two failed), the callee's own step.
+    let paths: Vec<(&str, &str)> = invocations
+        .iter()
+        .map(|i| (i["step_path"].as_str().unwrap_or("?"), i["result"].as_str().unwrap_or("?")))
+        .collect();
+    for want in [("each[2]", "success"), ("flaky", "internal_error"), ("flaky", "success"), ("inner/e", "success")] {
+        assert!(paths.contains(&want), "{want:?} not in {paths:?}");
+    }
+    assert_eq!(paths.len(), 7, "{paths:?}");
+    // The same rows as the local run's, in any order of ending.
+    let sorted = |h: &Value, k: &str| {
+        let mut rows: Vec<String> = h[k].as_array().expect("rows").iter().map(Value::to_string).collect();
+        rows.sort();
+        rows
+    };
+    assert_eq!(sorted(&histories[1], "invocations"), sorted(&histories[0], "invocations"));
+    assert_eq!(sorted(&histories[1], "steps"), sorted(&histories[0], "steps"));
+    assert_eq!(histories[1]["status"], histories[0]["status"]);
+    assert_eq!(histories[1]["result"], histories[0]["result"]);
+}
+
 #[test]
 fn a_failed_step_cancels_what_depends_on_it_and_continue_on_error_goes_on() {
     let main = r#"{

@@ -545,6 +545,17 @@ fn run_temporal(args: &RunArgs) -> ExitCode {
     };
     trace.root = Some(workflow.root().to_path_buf());
     trace.file = workflow.plan().file.clone();
+    // The run goes into the history as a local one does, from its trace (the workers
+    // record nothing: the history is the client's).
+    match args.history.open() {
+        Ok(Some(store)) => {
+            if let Err(e) = crate::history::record_trace(&*store, &trace) {
+                eprintln!("warning: the run history is incomplete: {e}");
+            }
+        }
+        Ok(None) => {}
+        Err(e) => eprintln!("warning: the run is not in the history: {e}"),
+    }
     if let Some(path) = &args.trace {
         if let Err(e) = std::fs::write(path, trace.to_json() + "\n") {
             eprintln!("error: cannot write the trace to {}: {e}", path.display());

@@ -335,6 +335,79 @@ impl Observer for Recorder {
     }
 }
 
+/// Records a run that ended elsewhere (on Temporal, `tdsl run --engine temporal`) from its
+/// trace alone: the run, one invocation per attempt of every call (fan-out children and
+/// composite callees' steps included, at the step paths a local run records), and its end.
+/// An attempt that answered, in a step the run's error says broke its declared responses
+/// (`E0802`), is recorded as `validation_error`, as a local run records it. Returns the
+/// run's history id.
+pub fn record_trace(store: &dyn HistoryStore, trace: &Trace) -> Result<i64, HistoryError> {
+    let started_wall = chrono::DateTime::parse_from_rfc3339(&trace.started_at).map_or(0, |t| t.timestamp_millis());
+    let run = store.begin_run(&NewRun {
+        run_id: &trace.run_id,
+        tool: &trace.tool,
+        arguments: &trace.arguments,
+        started_at: &trace.started_at,
+    })?;
+    let rejected = trace
+        .error
+        .as_ref()
+        .filter(|e| e.code == crate::diagnostic::Code::ResponseInvalid.as_str())
+        .and_then(|e| e.step.clone());
+    let wall =
+        |rel: u64| crate::exec::trace::rfc3339(started_wall.saturating_add(i64::try_from(rel).unwrap_or(i64::MAX)));
+    let mut calls = Vec::new();
+    trace_calls(&trace.steps, "", &mut calls);
+    for (path, tool, arguments, attempts) in calls {
+        for a in attempts {
+            let mut result = ResultKind::of(a.outcome, true);
+            if a.outcome == Outcome::Ok && a.attempt == attempts.len() as u32 && rejected.as_deref() == Some(&path) {
+                result = ResultKind::ValidationError;
+            }
+            store.invocation(&Invocation {
+                id: 0,
+                run,
+                step_path: path.clone(),
+                tool: tool.to_string(),
+                parameters: arguments.cloned().unwrap_or(Value::Null),
+                attempt: a.attempt,
+                result: result.as_str().to_string(),
+                result_data: a.response.clone(),
+                error: a.error.clone(),
+                invoked_at: wall(a.started_ms),
+                completed_at: wall(a.started_ms.saturating_add(a.duration_ms)),
+                duration_ms: a.duration_ms,
+            })?;
+        }
+    }
+    store.end_run(run, trace)?;
+    Ok(run)
+}
+
+/// Every call of a trace: its step path, tool, arguments and attempts.
+type TraceCall<'t> = (String, &'t str, Option<&'t Value>, &'t [crate::exec::Attempt]);
+
+fn trace_calls<'t>(steps: &'t [crate::exec::StepTrace], prefix: &str, out: &mut Vec<TraceCall<'t>>) {
+    for s in steps {
+        let path = format!("{prefix}{}", s.execution_id);
+        if !s.attempts.is_empty() {
+            out.push((path.clone(), &s.tool, s.arguments.as_ref(), &s.attempts));
+        }
+        if let Some(nested) = &s.steps {
+            trace_calls(nested, &format!("{path}/"), out);
+        }
+        for c in s.children.iter().flatten() {
+            let child = format!("{path}[{}]", c.index);
+            if !c.attempts.is_empty() {
+                out.push((child.clone(), &s.tool, c.arguments.as_ref(), &c.attempts));
+            }
+            if let Some(nested) = &c.steps {
+                trace_calls(nested, &format!("{child}/"), out);
+            }
+        }
+    }
+}
+
 /// What `history stats` shows for one tool.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ToolStats {
