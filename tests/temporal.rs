@@ -854,6 +854,114 @@ fn a_step_timeout_and_the_run_deadline_behave_as_locally() {
     assert!(remote.stderr.contains("E0805"), "{}", remote.stderr);
 }
 
+const HANG: &str = r#"{
+  "arguments": [{"name": "n", "type_name": "integer", "required": true}],
+  "system_event_endpoint": "exec:./bin/hang.sh"
+}"#;
+
+/// Writes its pid next to itself, then sleeps for a minute.
+const HANG_SH: &str = "#!/bin/sh\ncat >/dev/null\necho $$ > \"$(dirname \"$0\")/hang.pid.tmp\"\nmv \"$(dirname \"$0\")/hang.pid.tmp\" \"$(dirname \"$0\")/hang.pid\"\nexec sleep 60\n";
+
+fn alive(pid: &str) -> bool {
+    Command::new("kill").args(["-0", pid]).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
+}
+
+/// A run on Temporal whose tool hangs, cancelled by `cancel(workflow id, client pid)` once
+/// the tool runs: the client's exit code, its stderr, the trace, and the workflow's status.
+fn cancelled_run(name: &str, cancel: impl Fn(&str, u32)) -> (i32, String, Value, String) {
+    let main = r#"{
+      "instructions": [
+        {"execution_id": "slow", "tool_definition_path": "/tools/hang.tool", "arguments": {"n": 1},
+         "timeout_seconds": 120},
+        {"execution_id": "after", "tool_definition_path": "/tools/hang.tool", "arguments": {"n": 2},
+         "dependencies": ["slow"]}
+      ]
+    }"#;
+    let root = root_with(name, &[("main.tool", main), ("tools/hang.tool", HANG), ("tools/bin/hang.sh", HANG_SH)]);
+    assert!(Command::new("chmod").arg("+x").arg(root.join("tools/bin/hang.sh")).status().expect("chmod").success());
+    let q = queue(name);
+    let _w = worker(&root, &q);
+    let (main_s, root_s) = (root.join("main.tool").to_string_lossy().into_owned(), root.to_string_lossy().into_owned());
+    let (trace, stderr) = (root.join("trace.json"), root.join("stderr.log"));
+    let mut client = Command::new(env!("CARGO_BIN_EXE_tdsl"))
+        .args(["run", &main_s, "--root", &root_s, "--no-history", "--trace"])
+        .arg(&trace)
+        .args(["--engine", "temporal", "--temporal-address", &server().address(), "--task-queue", &q])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&stderr).expect("a log"))
+        .spawn()
+        .expect("tdsl runs");
+    let pidfile = root.join("tools/bin/hang.pid");
+    let start = Instant::now();
+    while !pidfile.exists() {
+        assert!(start.elapsed() < Duration::from_secs(30), "the tool never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let tool_pid = std::fs::read_to_string(&pidfile).expect("the pid").trim().to_string();
+    let log = std::fs::read_to_string(&stderr).expect("stderr");
+    let workflow_id = log
+        .split("workflow id ")
+        .nth(1)
+        .and_then(|r| r.split(',').next())
+        .unwrap_or_else(|| panic!("no workflow id on stderr: {log}"))
+        .to_string();
+    cancel(&workflow_id, client.id());
+    let code = loop {
+        if let Some(status) = client.try_wait().expect("wait") {
+            break status.code().unwrap_or(-1);
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "the client did not end after the cancel");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    // The tool's process was stopped, not left to sleep out its minute.
+    let stopped = Instant::now();
+    while alive(&tool_pid) {
+        assert!(stopped.elapsed() < Duration::from_secs(10), "the cancelled tool (pid {tool_pid}) still runs");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let described = Command::new(temporal_program())
+        .args(["workflow", "describe", "--workflow-id", &workflow_id, "--address", &server().address(), "-o", "json"])
+        .output()
+        .expect("temporal runs");
+    let described = String::from_utf8_lossy(&described.stdout).into_owned();
+    let trace = std::fs::read_to_string(&trace).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or(Value::Null);
+    (code, std::fs::read_to_string(&stderr).unwrap_or_default(), trace, described)
+}
+
+fn assert_cancelled(stderr: &str, trace: &Value, described: &str) {
+    assert_eq!(trace["overall_status"], "FAILED", "{stderr}");
+    assert_eq!(trace["error"]["code"], "E0813", "{trace}");
+    let steps = statuses(trace);
+    assert_eq!(steps, [("slow".to_string(), "CANCELLED".to_string()), ("after".to_string(), "CANCELLED".to_string())]);
+    let attempt = &trace["step_results"][0]["attempts"][0];
+    assert_eq!(attempt["outcome"], "cancelled", "{trace}");
+    assert!(stderr.contains("E0813"), "{stderr}");
+    assert!(described.contains("WORKFLOW_EXECUTION_STATUS_CANCELED"), "the workflow is not CANCELED: {described}");
+}
+
+#[test]
+fn a_run_cancelled_from_temporal_ends_cancelled_and_stops_its_tools() {
+    let (code, stderr, trace, described) = cancelled_run("cancel", |workflow_id, _| {
+        let out = Command::new(temporal_program())
+            .args(["workflow", "cancel", "--workflow-id", workflow_id, "--address", &server().address()])
+            .output()
+            .expect("temporal runs");
+        assert!(out.status.success(), "temporal workflow cancel: {}", String::from_utf8_lossy(&out.stderr));
+    });
+    assert_eq!(code, 1, "{stderr}");
+    assert_cancelled(&stderr, &trace, &described);
+}
+
+#[test]
+fn ctrl_c_on_the_client_cancels_the_run_on_temporal() {
+    let (code, stderr, trace, described) = cancelled_run("interrupt", |_, client| {
+        assert!(Command::new("kill").args(["-INT", &client.to_string()]).status().expect("kill").success());
+    });
+    assert_eq!(code, 130, "{stderr}");
+    assert!(stderr.contains("interrupted: cancelling the run"), "{stderr}");
+    assert_cancelled(&stderr, &trace, &described);
+}
+
 /// The dev server killed mid-run (SIGKILL) and started again on its SQLite file: the run
 /// finishes, and the client, which kept asking, prints its result.
 #[test]

@@ -478,6 +478,8 @@ fn run_temporal(_args: &RunArgs) -> ExitCode {
 /// run does.
 #[cfg(feature = "temporal")]
 fn run_temporal(args: &RunArgs) -> ExitCode {
+    // Before the async runtime's threads start: Ctrl-C cancels the run on the server.
+    let interrupts = Interrupts::install();
     let unsupported = [(args.files.is_some(), "--files")];
     if let Some((_, flag)) = unsupported.iter().find(|(given, _)| *given) {
         return usage_failure(&UsageError(format!(
@@ -533,9 +535,14 @@ fn run_temporal(args: &RunArgs) -> ExitCode {
     };
     let conn = args.connection.connection();
     let history = args.temporal_history.as_deref();
-    let finished = runtime.block_on(crate::temporal::client::run(&conn, input, history, |workflow_id, run_id| {
-        eprintln!("temporal: workflow id {workflow_id}, run id {run_id}");
-    }));
+    let interrupted = || interrupts.token().is_cancelled();
+    let finished = runtime.block_on(crate::temporal::client::run(
+        &conn,
+        input,
+        history,
+        |workflow_id, run_id| eprintln!("temporal: workflow id {workflow_id}, run id {run_id}"),
+        &interrupted,
+    ));
     let mut trace = match finished {
         Ok(f) => f.trace,
         Err(e) => {
@@ -563,5 +570,6 @@ fn run_temporal(args: &RunArgs) -> ExitCode {
         }
     }
     let run = Run { status: trace.status, result: trace.result.clone(), error: trace.error.clone(), trace };
-    report(&run)
+    let code = report(&run);
+    interrupts.exit_status().map_or(code, ExitCode::from)
 }

@@ -1,9 +1,12 @@
 //! `tdsl run --engine temporal`: starts a run on the server and waits for its trace.
 
-use temporalio_client::{WorkflowFetchHistoryOptions, WorkflowGetResultOptions, WorkflowStartOptions};
+use temporalio_client::errors::WorkflowGetResultError;
+use temporalio_client::{
+    WorkflowCancelOptions, WorkflowFetchHistoryOptions, WorkflowGetResultOptions, WorkflowStartOptions,
+};
 
 use super::worker::{connect, TdslWorkflow};
-use super::{Connection, RunInput, INTERPRETER_VERSION};
+use super::{Connection, RunInput, RunOutput, INTERPRETER_VERSION};
 use crate::exec::Trace;
 
 /// How long `tdsl run --engine temporal` keeps asking a server that went away.
@@ -23,11 +26,14 @@ pub struct Finished {
 /// Starts `input` as a workflow and waits for it to end; `started` is told the workflow
 /// and run ids as soon as the server has them. With `history`, the workflow's event
 /// history is written there as JSON once it ended (what [`super::worker::replay`] reads).
+/// Once `interrupted` says so (the user pressed Ctrl-C), the run is cancelled on the server
+/// and its trace, cancelled steps included, is still awaited.
 pub async fn run(
     conn: &Connection,
     input: RunInput,
     history: Option<&std::path::Path>,
     started: impl FnOnce(&str, &str),
+    interrupted: &(dyn Fn() -> bool + Sync),
 ) -> Result<Finished, String> {
     let client = connect(conn).await?;
     let workflow_id = format!(
@@ -48,9 +54,37 @@ pub async fn run(
     // The run lives on the server: while the server is away (a restart), keep asking, for up
     // to RECONNECT_FOR; a run that ended badly is an answer, not a reason to ask again.
     let mut lost_since: Option<std::time::Instant> = None;
+    let mut cancel_sent = false;
+    let until_interrupted = async {
+        while !interrupted() {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    };
+    tokio::pin!(until_interrupted);
     let out = loop {
-        match handle.get_result(WorkflowGetResultOptions::default()).await {
+        let got = tokio::select! {
+            got = handle.get_result(WorkflowGetResultOptions::default()) => got,
+            () = &mut until_interrupted, if !cancel_sent => {
+                cancel_sent = true;
+                eprintln!("temporal: interrupted: cancelling the run {workflow_id}");
+                let reason = WorkflowCancelOptions::builder().reason("tdsl run was interrupted".to_string()).build();
+                if let Err(e) = handle.cancel(reason).await {
+                    eprintln!("temporal: cannot cancel the run {workflow_id}: {e}");
+                }
+                continue;
+            }
+        };
+        match got {
             Ok(out) => break out,
+            // Cancelled from Temporal: the workflow's trace travels as the details.
+            Err(WorkflowGetResultError::Cancelled { details }) => match details.deserialize::<RunOutput>() {
+                Ok(out) => break out,
+                Err(e) => {
+                    return Err(format!(
+                        "the run {workflow_id} (run id {run_id}) was cancelled, and left no trace: {e}"
+                    ))
+                }
+            },
             Err(e) if !e.is_workflow_outcome() => {
                 let since = *lost_since.get_or_insert_with(|| {
                     eprintln!(

@@ -238,15 +238,32 @@ impl<'a> Interp<'a> {
         rfc3339(self.start_ms.saturating_add(i64::try_from(rel).unwrap_or(i64::MAX)))
     }
 
+    /// Whether the run was cancelled from Temporal (its UI, CLI or API).
+    pub(crate) fn cancelled(&self) -> bool {
+        self.ctx.cancellation_token().is_cancelled()
+    }
+
+    /// Whether the run must stop: its deadline passed or it was cancelled (as a local run
+    /// treats the host's cancellation).
     fn deadline_passed(&self) -> bool {
-        let passed = self.deadline_hit.get() || self.deadline_ms.is_some_and(|d| self.now() >= d);
+        let passed = self.deadline_hit.get() || self.cancelled() || self.deadline_ms.is_some_and(|d| self.now() >= d);
         if passed {
             self.deadline_hit.set(true);
         }
         passed
     }
 
+    /// Why the run stopped, charged to `key`.
     fn deadline_failure(&self, key: &str) -> Failure {
+        if self.cancelled() {
+            return Failure {
+                code: Code::RunCancelled,
+                step: Some(key.to_string()),
+                message: "the run was cancelled".to_string(),
+                timeout: false,
+                cancelled: false,
+            };
+        }
         let secs = self.input.options.deadline_seconds.unwrap_or(0.0);
         Failure {
             code: Code::RunDeadline,
@@ -418,13 +435,16 @@ impl<'a> Interp<'a> {
         let cancel_reason = if let Some(f) = existing {
             Some(match &f.step {
                 Some(s) => format!("step `{s}` failed"),
+                None if f.code == Code::RunCancelled => "the run was cancelled".to_string(),
                 None if f.code == Code::RunDeadline => "the run's deadline passed".to_string(),
                 None => "the run failed before this step".to_string(),
             })
         } else if self.deadline_passed() {
             let failure = self.deadline_failure(&key);
+            let reason =
+                if failure.code == Code::RunCancelled { "the run was cancelled" } else { "the run's deadline passed" };
             frame.fail(id.0, Failure { step: None, ..failure });
-            Some("the run's deadline passed".to_string())
+            Some(reason.to_string())
         } else {
             None
         };
@@ -464,16 +484,24 @@ impl<'a> Interp<'a> {
                 } else {
                     f
                 };
-                tr.status = if f.timeout { StepStatus::Timeout } else { StepStatus::Failed };
-                tr.error = Some(f.message.clone());
-                if step.continue_on_error && !(f.timeout && self.deadline_hit.get()) {
-                    frame.partial.set(true);
-                    let v = failed_result(&f.message);
-                    tr.result = Some(v.clone());
-                    v
-                } else {
+                if f.code == Code::RunCancelled {
+                    // Cancelled while it ran: it did not fail on its own.
+                    tr.status = StepStatus::Cancelled;
+                    tr.reason = Some(f.message.clone());
                     frame.fail(id.0, f);
                     Value::Null
+                } else {
+                    tr.status = if f.timeout { StepStatus::Timeout } else { StepStatus::Failed };
+                    tr.error = Some(f.message.clone());
+                    if step.continue_on_error && !(f.timeout && self.deadline_hit.get()) {
+                        frame.partial.set(true);
+                        let v = failed_result(&f.message);
+                        tr.result = Some(v.clone());
+                        v
+                    } else {
+                        frame.fail(id.0, f);
+                        Value::Null
+                    }
                 }
             }
         };
@@ -722,6 +750,11 @@ impl<'a> Interp<'a> {
                 Ok(raw)
             }
             Err(f) if f.cancelled => Err(f),
+            // Cancelled from Temporal while the child ran: cancelled, not failed.
+            Err(f) if f.code == Code::RunCancelled => {
+                ct.error = Some(f.message.clone());
+                Err(f)
+            }
             Err(f) => {
                 ct.status = if f.timeout { StepStatus::Timeout } else { StepStatus::Failed };
                 ct.error = Some(f.message.clone());
@@ -981,12 +1014,13 @@ impl<'a> Interp<'a> {
             let code = match outcome {
                 Outcome::Timeout => Code::StepTimeout,
                 Outcome::Deadline => Code::RunDeadline,
+                Outcome::Cancelled => Code::RunCancelled,
                 Outcome::Refused => Code::CircuitOpen,
                 _ => Code::ToolFailed,
             };
             let tries = match outcome {
                 Outcome::Refused if n > 1 => format!(" (attempt {n} of the step)"),
-                Outcome::Refused => String::new(),
+                Outcome::Refused | Outcome::Cancelled => String::new(),
                 _ if n > 1 => format!(" (after {n} attempts)"),
                 _ => String::new(),
             };
@@ -1010,6 +1044,17 @@ impl<'a> Interp<'a> {
         timeout_seconds: f64,
     ) -> (Outcome, u32, String, Vec<AttemptNote>) {
         let max = policy.max_retries + 1;
+        if matches!(e, ActivityExecutionError::Cancelled(_)) || self.cancelled() {
+            let notes = e
+                .failure()
+                .and_then(|f| match &f.failure_info {
+                    Some(FailureInfo::CanceledFailureInfo(info)) => Some(decode_notes(info.details.as_ref())),
+                    _ => None,
+                })
+                .unwrap_or_default();
+            let n = notes.iter().map(|n| n.attempt).max().map_or(1, |a| a + 1);
+            return (Outcome::Cancelled, n, "the run was cancelled".to_string(), notes);
+        }
         let Some(top) = e.failure() else { return (Outcome::Permanent, 1, e.to_string(), Vec::new()) };
         // The cause chain: the activity failure, then what ended its last attempt.
         let mut cause: Option<&ProtoFailure> = top.cause.as_deref();

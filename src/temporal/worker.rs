@@ -9,7 +9,9 @@ use temporalio_client::{Client, ClientOptions, Connection as TemporalConnection,
 use temporalio_macros::{activities, workflow, workflow_methods};
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 use temporalio_sdk::runtime::worker_tuner::{FixedSizeSlotSupplier, TunerHolder};
-use temporalio_sdk::{ApplicationFailure, Runtime, Worker, WorkerOptions, WorkflowContext, WorkflowResult};
+use temporalio_sdk::{
+    ApplicationFailure, Runtime, Worker, WorkerOptions, WorkflowContext, WorkflowResult, WorkflowTermination,
+};
 
 use super::interp::Interp;
 use super::{
@@ -21,6 +23,9 @@ use crate::exec::breaker::{Admission, BreakerPolicy, Breakers, Refusal};
 use crate::exec::host::{HostRunner, Mock};
 use crate::exec::{CancelToken, ErrorKind, Runner, ToolCall, ToolError};
 use crate::value::Value;
+
+/// How often a running tool call heartbeats (and so how soon a cancelled run stops it).
+const HEARTBEAT_EVERY: Duration = Duration::from_secs(1);
 
 /// The workflow: one composite run.
 #[workflow]
@@ -55,7 +60,12 @@ impl TdslWorkflow {
         if let Some(e) = super::over_payload_limit("the run's trace (gzipped)", trace.len()) {
             return Err(ApplicationFailure::non_retryable(e).into());
         }
-        Ok(RunOutput { interpreter: INTERPRETER_VERSION, trace, chunk: None })
+        let out = RunOutput { interpreter: INTERPRETER_VERSION, trace, chunk: None };
+        // A cancelled run ends CANCELED on the server, with its trace as the details.
+        if interp.cancelled() {
+            return Err(WorkflowTermination::cancelled_with_details(out));
+        }
+        Ok(out)
     }
 }
 
@@ -122,9 +132,27 @@ impl TdslActivities {
         let started = Instant::now();
         let root = self.root.clone();
         let (input_retry, seed, key) = (input.retry.clone(), input.seed, input.key.clone());
-        let answer = tokio::task::spawn_blocking(move || call_blocking(&root, &input, attempt, left))
-            .await
-            .unwrap_or_else(|e| Err(ToolError::transient(format!("the call's thread ended abnormally: {e}"))));
+        let cancel = CancelToken::new();
+        let token = cancel.clone();
+        let mut call = tokio::task::spawn_blocking(move || call_blocking(&root, &input, attempt, left, &token));
+        // While the tool runs, the activity heartbeats (its notes so far, for the next
+        // attempt): the answer to a heartbeat is how a cancelled run reaches it, and then the
+        // tool is stopped (its process group ended) before the activity says so.
+        let answer = loop {
+            tokio::select! {
+                joined = &mut call => {
+                    break joined.unwrap_or_else(|e| Err(ToolError::transient(format!("the call's thread ended abnormally: {e}"))));
+                }
+                () = tokio::time::sleep(HEARTBEAT_EVERY) => {
+                    let _ = ctx.record_heartbeat(earlier.clone()).await;
+                }
+                () = ctx.cancelled() => {
+                    cancel.cancel();
+                    let _ = (&mut call).await;
+                    return Err(ActivityError::cancelled());
+                }
+            }
+        };
         match &answer {
             Ok(_) => breakers.success(&tool_path),
             Err(e) if e.kind == ErrorKind::Permanent => breakers.success(&tool_path),
@@ -180,6 +208,7 @@ fn call_blocking(
     input: &CallInput,
     attempt: u32,
     left: Option<Duration>,
+    cancel: &CancelToken,
 ) -> Result<Value, ToolError> {
     if let Some(spec) = &input.mock {
         let mut m = crate::value::Map::default();
@@ -220,7 +249,6 @@ fn call_blocking(
         Resolved::Invalid(why) => return Err(ToolError::permanent(why)),
     };
     let runner = HostRunner::new().with_max_stdout(input.max_tool_output);
-    let cancel = CancelToken::new();
     // A second past Temporal's own timeout, so that Temporal's (a timeout, in the trace)
     // always comes first; this one only ends the program.
     let timeout = match (Duration::try_from_secs_f64(input.timeout_seconds).ok(), left) {
@@ -233,7 +261,7 @@ fn call_blocking(
         definition: Some(&def),
         file: Some(&file),
         arguments: &input.arguments,
-        cancel: &cancel,
+        cancel,
         timeout,
         attempt,
     };
@@ -309,6 +337,7 @@ pub async fn run_worker(conn: &Connection, root: PathBuf, concurrency: usize) ->
         .map_err(|e| format!("cannot register the workflow: {e}"))?
         .register_activities(TdslActivities { root, breakers: Mutex::new(Vec::new()), started: Instant::now() })
         .tuner(tuner)
+        .default_heartbeat_throttle_interval(HEARTBEAT_EVERY)
         .build();
     let mut worker = Worker::new(&runtime, client, options).map_err(|e| format!("cannot start the worker: {e}"))?;
     eprintln!(
