@@ -796,6 +796,56 @@ fn a_fan_out_of_a_thousand_children_runs_in_child_workflows_as_locally() {
     replays(&history);
 }
 
+#[test]
+fn a_fan_out_of_a_composite_is_split_into_child_workflows_by_the_calls_it_makes() {
+    // Each child is a composite of two calls: 300 children make 600 calls, past the 500 one
+    // workflow makes; they run in two child workflows of 250 children.
+    let main = r#"{
+      "arguments": [{"name": "items", "type_name": "list<integer>", "required": true}],
+      "instructions": [
+        {"execution_id": "each", "tool_definition_path": "/pair.tool",
+         "parallel_execution": {"iterate_over": "REF:arguments.items", "child_argument_name": "n"},
+         "transform_responses": {"transforms": {"total": "sum(array=map(array=REF:response, template=\"item.twice\"))"}}}
+      ],
+      "response_reference_map": {"total": "REF:each.total", "last": "REF:each.response.last"}
+    }"#;
+    let pair = r#"{
+      "arguments": [{"name": "n", "type_name": "integer", "required": true}],
+      "instructions": [
+        {"execution_id": "a", "tool_definition_path": "/tools/echo.tool", "arguments": {"n": "REF:arguments.n"}},
+        {"execution_id": "b", "tool_definition_path": "/tools/echo.tool", "arguments": {"n": "REF:a.n"},
+         "transform_responses": {"transforms": {"twice": "REF:response.n * 2"}}}
+      ],
+      "response_reference_map": {"n": "REF:b.n", "twice": "REF:b.twice"}
+    }"#;
+    let root = root_with("composite-chunks", &[("main.tool", main), ("pair.tool", pair), ("tools/echo.tool", ECHO)]);
+    let args = root.join("args.json");
+    std::fs::write(&args, json!({"items": (0..300).collect::<Vec<i64>>()}).to_string()).expect("args");
+    let q = queue("composite-chunks");
+    let _w = worker(&root, &q);
+    let history = root.join("run.history.json");
+    let (main_s, root_s) = (root.join("main.tool").to_string_lossy().into_owned(), root.to_string_lossy().into_owned());
+    let (args_s, history_s) = (args.to_string_lossy().into_owned(), history.to_string_lossy().into_owned());
+    let (_, remote) = same_as_local(
+        &[&main_s, "--root", &root_s, "--args", &args_s, "--concurrency", "32", "--temporal-history", &history_s],
+        &q,
+    );
+    let result: Value = serde_json::from_str(&remote.stdout).expect("JSON");
+    assert_eq!(result, json!({"total": 89700, "last": {"n": 299, "twice": 598}}));
+    let children = remote.trace["step_results"][0]["children"].as_array().expect("children").clone();
+    assert_eq!(children.len(), 300);
+    // Every child's own steps came back from its child workflow.
+    assert!(children.iter().all(|c| c["steps"].as_array().is_some_and(|s| s.len() == 2)), "{:?}", children[0]);
+    let h: Value = serde_json::from_str(&std::fs::read_to_string(&history).expect("history")).expect("JSON");
+    let events = h["events"].as_array().expect("events");
+    // Event types by number (temporal.api.enums.v1.EventType).
+    let (child_initiated, activity_scheduled) = (29, 10);
+    let count = |kind: i64| events.iter().filter(|e| e["event_type"] == kind).count();
+    assert_eq!(count(child_initiated), 2, "two child workflows");
+    assert_eq!(count(activity_scheduled), 0, "no call in the run's own workflow");
+    replays(&history);
+}
+
 const SLEEPY: &str = r#"{
   "arguments": [{"name": "seconds", "type_name": "integer", "required": true}],
   "system_event_endpoint": "exec:./bin/sleep.sh"

@@ -38,10 +38,30 @@ use crate::tool::validate::{self, Side};
 use crate::tool::Param;
 use crate::value::{Map, SmolStr, Value};
 
-/// The most children of one fan-out that run in the run's own workflow; a larger fan-out of
-/// a primitive tool runs in child workflows of this many children each (about 6 history
-/// events per call: 3,000 events a chunk, far from Temporal's 51,200).
+/// The most tool calls one fan-out makes in the run's own workflow; a larger fan-out runs in
+/// child workflows of at most this many calls each (about 6 history events per call: 3,000
+/// events a chunk, far from Temporal's 51,200). A composite callee counts as the calls its
+/// steps make ([`calls_per_child`]).
 pub(crate) const CHUNK: usize = 500;
+
+/// The tool calls one call of `tool` makes, at most, as far as the plan tells: 1 for a
+/// primitive tool; a composite's steps added up (a nested fan-out counts as [`CHUNK`]: its
+/// width is known only when it runs, and a wider one is chunked in turn).
+fn calls_per_child(wf: &Workflow, tool: Option<&Tool>, depth: usize) -> usize {
+    match tool {
+        Some(Tool::Composite { plan }) if depth < 64 => plan
+            .steps
+            .iter()
+            .map(|s| match &s.parallel {
+                Some(_) => CHUNK,
+                None => calls_per_child(wf, wf.tool(&s.tool_path), depth + 1),
+            })
+            .fold(0usize, usize::saturating_add)
+            .max(1),
+        Some(Tool::Composite { .. }) => CHUNK,
+        _ => 1,
+    }
+}
 
 /// Why a step, a call or a composite failed (as `exec::scheduler`'s).
 #[derive(Clone, Debug)]
@@ -601,11 +621,12 @@ impl<'a> Interp<'a> {
             a.insert(SmolStr::new(&**name), item.clone());
             validate::with_defaults(declared_arguments(tool), Value::object(a))
         };
-        let chunked = items.len() > CHUNK && !matches!(tool, Some(Tool::Composite { .. }));
+        let size = (CHUNK / calls_per_child(self.wf, tool, 0)).max(1);
+        let chunked = items.len() > size;
         let outs: Vec<(ChildTrace, Result<Value, Failure>)> = if chunked {
             let mut outs = Vec::with_capacity(items.len());
-            for (c, chunk) in items.chunks(CHUNK).enumerate() {
-                let first = c * CHUNK;
+            for (c, chunk) in items.chunks(size).enumerate() {
+                let first = c * size;
                 if frame.failed() || self.deadline_passed() {
                     for i in first..first + chunk.len() {
                         let ckey = format!("{key}[{i}]");
@@ -621,15 +642,20 @@ impl<'a> Interp<'a> {
                 let spec = Chunk {
                     step_key: key.to_string(),
                     tool_path: step.tool_path.to_string(),
+                    depth: frame.depth,
                     timeout_seconds: site.timeout_seconds,
                     retry: policy.clone(),
                     first_index: first,
                     arguments: chunk.iter().map(child_args).collect(),
                     continue_on_error: step.continue_on_error,
                     mock_base: self.mock_calls.borrow().get(&*step.tool_path).copied().unwrap_or(0),
+                    mock_bases: self.mock_calls.borrow().iter().map(|(k, v)| (k.clone(), *v)).collect(),
                 };
                 let got = self.run_chunk_child(key, c, spec).await;
-                for (ct, out) in got {
+                for (ct, out, partial) in got {
+                    if partial {
+                        frame.partial.set(true);
+                    }
                     if let Err(f) = &out {
                         if !f.cancelled && !step.continue_on_error && !frame.failed() {
                             *frame.failure.borrow_mut() = Some(f.clone());
@@ -768,7 +794,12 @@ impl<'a> Interp<'a> {
     }
 
     /// Runs one chunk of a fan-out as a child workflow and reads its children back.
-    async fn run_chunk_child(&self, key: &str, c: usize, spec: Chunk) -> Vec<(ChildTrace, Result<Value, Failure>)> {
+    async fn run_chunk_child(
+        &self,
+        key: &str,
+        c: usize,
+        spec: Chunk,
+    ) -> Vec<(ChildTrace, Result<Value, Failure>, bool)> {
         let (first, n, tool_path) = (spec.first_index, spec.arguments.len(), spec.tool_path.clone());
         let mut input = self.input.clone();
         input.chunk = Some(spec);
@@ -779,7 +810,7 @@ impl<'a> Interp<'a> {
                     let mut ct = ChildTrace::new(i);
                     ct.status = StepStatus::Failed;
                     ct.error = Some(message.clone());
-                    (ct, Err(Failure::new(&ckey, Code::ToolFailed, message.clone())))
+                    (ct, Err(Failure::new(&ckey, Code::ToolFailed, message.clone())), false)
                 })
                 .collect::<Vec<_>>()
         };
@@ -799,6 +830,7 @@ impl<'a> Interp<'a> {
             Err(e) => return fail_all(format!("the fan-out chunk {c} failed: {e}")),
         };
         *self.mock_calls.borrow_mut().entry(tool_path).or_insert(0) = chunk.mock_calls;
+        self.mock_calls.borrow_mut().extend(chunk.mock_counts);
         self.retries.set(self.retries.get() + chunk.retries);
         self.peak.set(self.peak.get().max(chunk.max_in_flight));
         chunk
@@ -815,7 +847,7 @@ impl<'a> Interp<'a> {
                         cancelled: e.cancelled,
                     }),
                 };
-                (c.trace, out)
+                (c.trace, out, c.partial)
             })
             .collect()
     }
@@ -823,15 +855,20 @@ impl<'a> Interp<'a> {
     /// A chunk's own run (the child workflow): every child of it, as the parent would.
     pub(crate) async fn run_chunk(&self, spec: &Chunk) -> ChunkOutput {
         let tool = self.wf.tool(&spec.tool_path);
-        let site =
-            Site { tool_path: &spec.tool_path, timeout_seconds: spec.timeout_seconds, depth: 0, policy: &spec.retry };
+        let site = Site {
+            tool_path: &spec.tool_path,
+            timeout_seconds: spec.timeout_seconds,
+            depth: spec.depth,
+            policy: &spec.retry,
+        };
+        self.mock_calls.borrow_mut().extend(spec.mock_bases.iter().map(|(k, v)| (k.clone(), *v)));
         self.mock_calls.borrow_mut().insert(spec.tool_path.clone(), spec.mock_base);
         let stop = Cell::new(false);
         let children = spec.arguments.iter().enumerate().map(|(j, a)| {
             let stop = &stop;
             async move {
                 let stopped = || stop.get();
-                let (ct, out, _) = self
+                let (ct, out, partial) = self
                     .child(
                         site,
                         tool,
@@ -845,6 +882,7 @@ impl<'a> Interp<'a> {
                     .await;
                 ChunkChild {
                     trace: ct,
+                    partial,
                     error: out.err().map(|f| ChunkFailure {
                         code: f.code.as_str().to_string(),
                         step: f.step,
@@ -860,6 +898,7 @@ impl<'a> Interp<'a> {
         ChunkOutput {
             children,
             mock_calls: self.mock_calls.borrow().get(&spec.tool_path).copied().unwrap_or(0),
+            mock_counts: self.mock_calls.borrow().iter().map(|(k, v)| (k.clone(), *v)).collect(),
             retries: self.retries.get(),
             max_in_flight: self.peak.get(),
         }

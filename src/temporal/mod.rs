@@ -100,8 +100,11 @@ pub struct RunInput {
 pub struct Chunk {
     /// The fan-out step's path (`each`, `outer/each`).
     pub step_key: String,
-    /// The callee (primitive).
+    /// The callee (a primitive tool or a composite).
     pub tool_path: String,
+    /// How deep the fan-out's composite is nested (a composite callee nests one deeper).
+    #[serde(default)]
+    pub depth: usize,
     /// The bound on one attempt.
     pub timeout_seconds: f64,
     /// The step's retry policy.
@@ -114,6 +117,10 @@ pub struct Chunk {
     pub continue_on_error: bool,
     /// Attempts the run made at the tool before the chunk (where mock answers continue).
     pub mock_base: usize,
+    /// Attempts the run made at each mocked tool before the chunk (a composite callee calls
+    /// several).
+    #[serde(default)]
+    pub mock_bases: BTreeMap<String, usize>,
 }
 
 /// What a chunk's child workflow returns.
@@ -123,6 +130,9 @@ pub struct ChunkOutput {
     pub children: Vec<ChunkChild>,
     /// Attempts at the tool after the chunk (the parent's count goes on from it).
     pub mock_calls: usize,
+    /// Attempts at each mocked tool after the chunk.
+    #[serde(default)]
+    pub mock_counts: BTreeMap<String, usize>,
     /// Retries in the chunk.
     pub retries: u32,
     /// The most calls the chunk had in flight.
@@ -134,6 +144,9 @@ pub struct ChunkOutput {
 pub struct ChunkChild {
     /// The child's trace.
     pub trace: crate::exec::ChildTrace,
+    /// A composite callee ended PARTIAL (a step failed under `continue_on_error`).
+    #[serde(default)]
+    pub partial: bool,
     /// Why it failed.
     pub error: Option<ChunkFailure>,
 }
