@@ -1,6 +1,10 @@
-//! What the command-line tests share: running the real `tdsl` binary.
+//! What the command-line tests share: running the real `tdsl` binary, and (in `process`)
+//! starting programs and waiting for them.
 
-use std::process::{Child, Command};
+pub mod process;
+
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 /// What a run of the binary printed and how it exited.
@@ -8,6 +12,7 @@ pub struct Out {
     /// The exit status (-1 when killed by a signal).
     pub code: i32,
     /// Standard output.
+    #[allow(dead_code)] // not every test reads it
     pub stdout: String,
     /// Standard error.
     pub stderr: String,
@@ -18,6 +23,12 @@ pub struct Out {
 #[allow(dead_code)]
 pub fn data_home() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-data-home")
+}
+
+/// The folder of one of the repository's examples.
+#[allow(dead_code)]
+pub fn example(name: &str) -> PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").join(name)
 }
 
 /// Runs `tdsl` with these arguments, without colour.
@@ -39,15 +50,24 @@ pub fn tdsl(args: &[&str]) -> Out {
 /// killed and the test fails naming `what`.
 #[allow(dead_code)]
 pub fn wait_or_kill(child: &mut Child, watchdog: Duration, what: &str) {
+    exit_or_kill(child, watchdog, what, String::new);
+}
+
+/// Waits for `child` to exit, its status; past `watchdog` it is killed and the test fails
+/// naming `what`, with what `output` gives (its output so far) when that is not empty.
+#[allow(dead_code)]
+pub fn exit_or_kill(child: &mut Child, watchdog: Duration, what: &str, output: impl Fn() -> String) -> ExitStatus {
     let start = Instant::now();
     loop {
-        if child.try_wait().unwrap_or_else(|e| panic!("{what}'s status: {e}")).is_some() {
-            return;
+        if let Some(status) = child.try_wait().unwrap_or_else(|e| panic!("{what}'s status: {e}")) {
+            return status;
         }
         if start.elapsed() > watchdog {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("{what} did not finish within {} s", watchdog.as_secs());
+            let output = output();
+            let output = if output.is_empty() { output } else { format!(":\n{output}") };
+            panic!("{what} did not finish within {} s{output}", watchdog.as_secs());
         }
         std::thread::sleep(Duration::from_millis(50));
     }
