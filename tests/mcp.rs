@@ -12,7 +12,7 @@ use std::time::Duration;
 use common::example;
 use common::process::Process;
 #[cfg(unix)]
-use common::process::{alive, script, wait_until};
+use common::process::{alive, script, sleeping_pids, sleeping_root, wait_until};
 use serde_json::{json, Value};
 
 /// A running `tdsl serve --mcp`, initialized; killed when dropped.
@@ -359,27 +359,10 @@ fn every_request_gets_an_answer_and_the_server_goes_on() {
 /// A server with a call in flight whose program (and its child) sleeps 30 s.
 #[cfg(unix)]
 fn server_with_a_sleeping_call() -> (tempfile::TempDir, Server, Vec<String>) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let root = dir.path();
-    std::fs::create_dir_all(root.join("tools")).expect("mkdir");
-    let pid_file = root.join("pids");
-    script(
-        &root.join("tools/nap.sh"),
-        &format!("#!/bin/sh\nsleep 30 &\necho $$ $! > '{}'\nwait\n", pid_file.display()),
-    );
-    std::fs::write(root.join("tools/nap.tool"), r#"{"system_event_endpoint": "exec:./nap.sh"}"#).expect("write");
-    std::fs::write(
-        root.join("main.tool"),
-        r#"{"instructions": [{"execution_id": "nap", "tool_definition_path": "/tools/nap.tool"}]}"#,
-    )
-    .expect("write");
-    let mut s = Server::start(root, &[]);
+    let (dir, pid_file) = sleeping_root();
+    let mut s = Server::start(dir.path(), &[]);
     s.start_request("tools/call", json!({"name": "main", "arguments": {}}));
-    let pids = wait_until(Duration::from_secs(20), "the program to start (write its pids)", || {
-        let p = std::fs::read_to_string(&pid_file).ok().filter(|p| p.ends_with('\n'))?;
-        Some(p.split_whitespace().map(str::to_string).collect::<Vec<_>>())
-    });
-    assert!(pids.len() == 2 && pids.iter().all(|p| alive(p)), "{pids:?}");
+    let pids = sleeping_pids(&pid_file);
     (dir, s, pids)
 }
 

@@ -13,7 +13,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::example;
-use common::process::{alive, script, wait_until, Process};
+use common::process::{alive, script, sleeping_pids, sleeping_root, wait_until, Process};
 use serde_json::{json, Value};
 
 /// A running `tdsl serve --mcp --listen 127.0.0.1:0`; killed when dropped.
@@ -529,27 +529,6 @@ fn sessions_over_the_limit_are_refused_with_a_json_rpc_error() {
     }
 }
 
-/// A root whose `main` runs a program (with a child) that sleeps 30 s; the file where they
-/// write their pids.
-fn sleeping_root() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let root = dir.path();
-    std::fs::create_dir_all(root.join("tools")).expect("mkdir");
-    let pid_file = root.join("pids");
-    script(
-        &root.join("tools/nap.sh"),
-        &format!("#!/bin/sh\nsleep 30 &\necho $$ $! > '{}'\nwait\n", pid_file.display()),
-    );
-    std::fs::write(root.join("tools/nap.tool"), r#"{"system_event_endpoint": "exec:./nap.sh"}"#).expect("write");
-    std::fs::write(root.join("tools/echo.tool"), r#"{"system_event_endpoint": "builtin:echo"}"#).expect("write");
-    std::fs::write(
-        root.join("main.tool"),
-        r#"{"instructions": [{"execution_id": "nap", "tool_definition_path": "/tools/nap.tool"}]}"#,
-    )
-    .expect("write");
-    (dir, pid_file)
-}
-
 /// Starts `main` in the background (its HTTP request on a thread); the pids of its programs.
 fn start_sleeping_call(s: &Server, session: &str, pid_file: &Path) -> Vec<String> {
     let (port, host, session) = (s.port, s.host(), session.to_string());
@@ -564,12 +543,7 @@ fn start_sleeping_call(s: &Server, session: &str, pid_file: &Path) -> Vec<String
         ];
         let _ = std::panic::catch_unwind(|| raw_request(port, "POST", "/mcp", &headers, body.to_string().as_bytes()));
     });
-    let pids = wait_until(Duration::from_secs(20), "the program to start (write its pids)", || {
-        let p = std::fs::read_to_string(pid_file).ok().filter(|p| p.ends_with('\n'))?;
-        Some(p.split_whitespace().map(str::to_string).collect::<Vec<_>>())
-    });
-    assert!(pids.len() == 2 && pids.iter().all(|p| alive(p)), "{pids:?}");
-    pids
+    sleeping_pids(pid_file)
 }
 
 #[test]

@@ -74,31 +74,32 @@ pub struct Process {
 impl Process {
     /// Starts `cmd` with no input and both its outputs captured; `what` names it in failures.
     pub fn spawn(what: &str, cmd: &mut Command) -> Process {
-        let mut child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("{what} does not start: {e}"));
-        let output = Shared::default();
-        capture(&output, child.stdout.take().expect("stdout"));
-        capture(&output, child.stderr.take().expect("stderr"));
-        Process { what: what.to_string(), child, output }
+        Process::start(what, cmd.stdin(Stdio::null()), true)
     }
 
     /// Starts `cmd` speaking a protocol on its standard input and output, which the caller
     /// gets; its standard error is captured.
     pub fn spawn_piped(what: &str, cmd: &mut Command) -> (Process, ChildStdin, ChildStdout) {
+        let mut process = Process::start(what, cmd.stdin(Stdio::piped()), false);
+        let stdin = process.child.stdin.take().expect("stdin");
+        let stdout = process.child.stdout.take().expect("stdout");
+        (process, stdin, stdout)
+    }
+
+    /// Starts `cmd` with its outputs piped; captures standard error, and standard output too
+    /// with `capture_stdout`.
+    fn start(what: &str, cmd: &mut Command, capture_stdout: bool) -> Process {
         let mut child = cmd
-            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap_or_else(|e| panic!("{what} does not start: {e}"));
         let output = Shared::default();
+        if capture_stdout {
+            capture(&output, child.stdout.take().expect("stdout"));
+        }
         capture(&output, child.stderr.take().expect("stderr"));
-        let (stdin, stdout) = (child.stdin.take().expect("stdin"), child.stdout.take().expect("stdout"));
-        (Process { what: what.to_string(), child, output }, stdin, stdout)
+        Process { what: what.to_string(), child, output }
     }
 
     /// Its process id.
@@ -108,7 +109,7 @@ impl Process {
 
     /// What it wrote on its captured streams so far, a line each.
     pub fn output(&self) -> String {
-        self.output.0.lock().expect("lock").lines.join("\n")
+        shown(&self.output.0.lock().expect("lock").lines)
     }
 
     /// Waits until a line of its output gives `ready` a value (the line with the port it
@@ -126,7 +127,7 @@ impl Process {
                 }
                 seen += 1;
             }
-            let text = captured.lines.join("\n");
+            let text = shown(&captured.lines);
             assert!(captured.open > 0, "{} ended its output before {awaited}:\n{text}", self.what);
             let left = watchdog.checked_sub(start.elapsed()).unwrap_or_else(|| {
                 panic!("{} did not print {awaited} within {} s:\n{text}", self.what, watchdog.as_secs())
@@ -158,16 +159,13 @@ impl Process {
     /// Waits for it to exit; past `watchdog` it is killed and the test fails, with the output.
     pub fn exit_within(&mut self, watchdog: Duration) -> ExitStatus {
         let output = self.output.clone();
-        super::exit_or_kill(&mut self.child, watchdog, &self.what, || {
-            output.0.lock().expect("lock").lines.join("\n")
-        })
+        super::exit_or_kill(&mut self.child, watchdog, &self.what, || shown(&output.0.lock().expect("lock").lines))
     }
 
     /// Sends it SIGTERM.
     #[cfg(unix)]
     pub fn sigterm(&self) {
-        let status =
-            Command::new("kill").args(["-s", "TERM", &self.pid().to_string()]).status().expect("kill runs");
+        let status = Command::new("kill").args(["-s", "TERM", &self.pid().to_string()]).status().expect("kill runs");
         assert!(status.success(), "kill -s TERM {} ({}): {status}", self.pid(), self.what);
     }
 }
@@ -176,6 +174,15 @@ impl Drop for Process {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// Captured lines as text for a failure message.
+fn shown(lines: &[String]) -> String {
+    if lines.is_empty() {
+        "(no output)".to_string()
+    } else {
+        lines.join("\n")
     }
 }
 
@@ -201,4 +208,38 @@ fn capture(output: &Shared, stream: impl Read + Send + 'static) {
             more.notify_all();
         }
     });
+}
+
+/// A tool root whose `main` runs a program that starts a child, writes both their pids to
+/// the returned file and sleeps 30 s; `/tools/echo.tool` is there too. For the tests of
+/// what cancelling or ending a server does to the programs of calls in flight.
+#[cfg(unix)]
+pub fn sleeping_root() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("tools")).expect("mkdir");
+    let pid_file = root.join("pids");
+    script(
+        &root.join("tools/nap.sh"),
+        &format!("#!/bin/sh\nsleep 30 &\necho $$ $! > '{}'\nwait\n", pid_file.display()),
+    );
+    std::fs::write(root.join("tools/nap.tool"), r#"{"system_event_endpoint": "exec:./nap.sh"}"#).expect("write");
+    std::fs::write(root.join("tools/echo.tool"), r#"{"system_event_endpoint": "builtin:echo"}"#).expect("write");
+    std::fs::write(
+        root.join("main.tool"),
+        r#"{"instructions": [{"execution_id": "nap", "tool_definition_path": "/tools/nap.tool"}]}"#,
+    )
+    .expect("write");
+    (dir, pid_file)
+}
+
+/// Waits (at most 20 s) until the program of a `sleeping_root` call has written its pid and
+/// its child's, and checks both run; the two pids.
+pub fn sleeping_pids(pid_file: &Path) -> Vec<String> {
+    let pids = wait_until(Duration::from_secs(20), "the program to start (write its pids)", || {
+        let p = std::fs::read_to_string(pid_file).ok().filter(|p| p.ends_with('\n'))?;
+        Some(p.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+    });
+    assert!(pids.len() == 2 && pids.iter().all(|p| alive(p)), "{pids:?}");
+    pids
 }
