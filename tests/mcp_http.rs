@@ -423,39 +423,22 @@ fn a_wildcard_bind_with_a_token_serves_the_local_and_allowed_names() {
 fn a_token_file_others_can_read_or_an_empty_one_is_refused_at_start() {
     let dir = echo_root();
     let root = dir.path().to_str().expect("utf-8");
+    let serve = |token_file: &str| {
+        common::tdsl(&["serve", "--mcp", "--listen", "127.0.0.1:0", "--root", root, "--token-file", token_file])
+    };
     let file = token_file(dir.path(), "s3cret", 0o644);
-    let out = common::tdsl(&[
-        "serve",
-        "--mcp",
-        "--listen",
-        "127.0.0.1:0",
-        "--root",
-        root,
-        "--token-file",
-        file.to_str().expect("utf-8"),
-    ]);
+    let out = serve(file.to_str().expect("utf-8"));
     assert_eq!((out.code, out.stdout.as_str()), (2, ""), "{}", out.stderr);
     assert!(out.stderr.contains("readable by other users") && out.stderr.contains("chmod 600"), "{}", out.stderr);
     let empty = token_file(dir.path(), " \n", 0o600);
-    let out = common::tdsl(&[
-        "serve",
-        "--mcp",
-        "--listen",
-        "127.0.0.1:0",
-        "--root",
-        root,
-        "--token-file",
-        empty.to_str().expect("utf-8"),
-    ]);
+    let out = serve(empty.to_str().expect("utf-8"));
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("empty"), "{}", out.stderr);
-    let out =
-        common::tdsl(&["serve", "--mcp", "--listen", "127.0.0.1:0", "--root", root, "--token-file", "/nonexistent"]);
+    let out = serve("/nonexistent");
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("--token-file /nonexistent"), "{}", out.stderr);
     let spaced = token_file(dir.path(), "two words", 0o600);
-    let spaced = spaced.to_str().expect("utf-8");
-    let out = common::tdsl(&["serve", "--mcp", "--listen", "127.0.0.1:0", "--root", root, "--token-file", spaced]);
+    let out = serve(spaced.to_str().expect("utf-8"));
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("spaces or control characters"), "{}", out.stderr);
 }
