@@ -1,18 +1,19 @@
-//! What the command-line tests share: running the real `tdsl` binary, and (in `process`)
-//! starting programs and waiting for them.
+//! What the command-line tests share: running the real `tdsl` binary; starting programs and
+//! waiting for them (`process`); the Python MCP SDK's environment and client (`python`).
 
 pub mod process;
+pub mod python;
 
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 /// What a run of the binary printed and how it exited.
+#[allow(dead_code)]
 pub struct Out {
     /// The exit status (-1 when killed by a signal).
     pub code: i32,
     /// Standard output.
-    #[allow(dead_code)] // not every test reads it
     pub stdout: String,
     /// Standard error.
     pub stderr: String,
@@ -32,6 +33,7 @@ pub fn example(name: &str) -> PathBuf {
 }
 
 /// Runs `tdsl` with these arguments, without colour.
+#[allow(dead_code)]
 pub fn tdsl(args: &[&str]) -> Out {
     let out = Command::new(env!("CARGO_BIN_EXE_tdsl"))
         .args(args)
