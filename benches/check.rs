@@ -11,6 +11,8 @@
 //!
 //! `cargo bench --bench check`
 
+mod common;
+
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -19,8 +21,6 @@ use tdsl::analysis::{Analyzer, ToolRoot};
 
 /// A root folder with the callee every step calls.
 fn root() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tdsl-bench-check-{}", std::process::id()));
-    std::fs::create_dir_all(dir.join("tools")).expect("temp dir");
     let callee = r#"{
   "arguments": [
     {"name": "a0", "type_name": "integer"}, {"name": "a1", "type_name": "integer"},
@@ -30,8 +30,7 @@ fn root() -> PathBuf {
   "responses": [{"name": "out", "type_name": "integer", "required": true}, {"name": "items", "type_name": "list"}],
   "system_event_endpoint": "builtin:echo"
 }"#;
-    std::fs::write(dir.join("tools/step.tool"), callee).expect("callee");
-    dir
+    common::tool_root("check", &[("tools/step.tool", callee)])
 }
 
 /// A composite of `n` steps; step `i` reads the five steps before it (fewer at the start).

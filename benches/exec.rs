@@ -4,6 +4,8 @@
 //!
 //! `cargo bench --bench exec` (results in `docs/performance.md`)
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,11 +15,8 @@ use tdsl::exec::{Executor, Guards, ManualTime, Options, RunStatus, ToolCall, Too
 use tdsl::Value;
 
 fn root(name: &str, main: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tdsl-bench-exec-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(dir.join("tools")).expect("temp dir");
-    std::fs::write(dir.join("tools/t.tool"), r#"{"system_event_endpoint": "builtin:echo"}"#).expect("callee");
-    std::fs::write(dir.join("main.tool"), main).expect("main");
-    dir
+    let callee = r#"{"system_event_endpoint": "builtin:echo"}"#;
+    common::tool_root(&format!("exec-{name}"), &[("tools/t.tool", callee), ("main.tool", main)])
 }
 
 fn chain(n: usize) -> String {

@@ -6,6 +6,8 @@
 //!
 //! `cargo bench --bench lsp`
 
+mod common;
+
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -16,16 +18,12 @@ use serde_json::{json, Value};
 
 /// A root with the callee every step calls, marked with `.tdsl-root`.
 fn root() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tdsl-bench-lsp-{}", std::process::id()));
-    std::fs::create_dir_all(dir.join("tools")).expect("temp dir");
-    std::fs::write(dir.join(".tdsl-root"), "").expect("marker");
     let callee = r#"{
   "arguments": [{"name": "a", "type_name": "integer"}, {"name": "b", "type_name": "integer"}],
   "responses": [{"name": "out", "type_name": "integer", "required": true}],
   "system_event_endpoint": "builtin:echo"
 }"#;
-    std::fs::write(dir.join("tools/step.tool"), callee).expect("callee");
-    dir
+    common::tool_root("lsp", &[(".tdsl-root", ""), ("tools/step.tool", callee)])
 }
 
 /// `n` steps, each reading the one before it through a REF and an expression; returns the

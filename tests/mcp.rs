@@ -1,14 +1,23 @@
 //! `tdsl serve --mcp` driven over its standard input and output with JSON-RPC, as an MCP
 //! host would: initialize, tools/list, tools/call (success, bad arguments, a failing run).
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{ChildStdin, ChildStdout, Command};
+#[cfg(unix)]
+use std::time::Duration;
 
+use common::example;
+use common::process::Process;
+#[cfg(unix)]
+use common::process::{alive, script, sleeping_pids, sleeping_root, wait_until};
 use serde_json::{json, Value};
 
+/// A running `tdsl serve --mcp`, initialized; killed when dropped.
 struct Server {
-    child: Child,
+    process: Process,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
     next_id: u64,
@@ -23,11 +32,8 @@ impl Server {
         for a in allow {
             cmd.args(["--allow", a]);
         }
-        let mut child =
-            cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("tdsl serve starts");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut s = Server { child, stdin, stdout, next_id: 1, others: Vec::new() };
+        let (process, stdin, stdout) = Process::spawn_piped("tdsl serve --mcp", &mut cmd);
+        let mut s = Server { process, stdin, stdout: BufReader::new(stdout), next_id: 1, others: Vec::new() };
         let init = s.request(
             "initialize",
             json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}),
@@ -59,15 +65,21 @@ impl Server {
     /// Reads until the response to request `id`, keeping everything else in `others`.
     fn response(&mut self, id: u64, method: &str) -> Value {
         loop {
-            let mut line = String::new();
-            let n = self.stdout.read_line(&mut line).expect("read");
-            assert!(n > 0, "the server closed its output while `{method}` was pending");
-            let v: Value = serde_json::from_str(&line).expect("a JSON-RPC message per line");
+            let v = self.read_message(&format!(" while `{method}` was pending"));
             if v["id"] == json!(id) {
                 return v;
             }
             self.others.push(v);
         }
+    }
+
+    /// The next message the server writes; the test fails, with the server's standard
+    /// error, if it closes its output (`pending` says what was awaited).
+    fn read_message(&mut self, pending: &str) -> Value {
+        let mut line = String::new();
+        let n = self.stdout.read_line(&mut line).expect("read");
+        assert!(n > 0, "the server closed its output{pending}; its standard error:\n{}", self.process.output());
+        serde_json::from_str(&line).expect("a JSON-RPC message per line")
     }
 
     /// Writes raw bytes and a newline.
@@ -79,27 +91,13 @@ impl Server {
 
     /// The next message the server writes.
     fn next_message(&mut self) -> Value {
-        let mut line = String::new();
-        let n = self.stdout.read_line(&mut line).expect("read");
-        assert!(n > 0, "the server closed its output");
-        serde_json::from_str(&line).expect("a JSON-RPC message per line")
+        self.read_message("")
     }
 
     fn call(&mut self, name: &str, arguments: Value) -> Value {
         let r = self.request("tools/call", json!({"name": name, "arguments": arguments}));
         r.get("result").cloned().unwrap_or_else(|| panic!("a result: {r}"))
     }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn example(name: &str) -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").join(name)
 }
 
 #[test]
@@ -184,20 +182,6 @@ fn a_failed_run_is_a_tool_error_naming_the_step() {
     assert!(r["error"].is_object(), "{r}");
 }
 
-/// Writes an executable script.
-#[cfg(unix)]
-fn script(path: &Path, body: &str) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::write(path, body).expect("write");
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-}
-
-#[cfg(unix)]
-fn alive(pid: &str) -> bool {
-    Path::new("/proc").join(pid).exists()
-        && !std::fs::read_to_string(Path::new("/proc").join(pid).join("stat")).is_ok_and(|s| s.contains(") Z "))
-}
-
 #[cfg(unix)]
 #[test]
 fn a_cancelled_call_kills_its_program_and_the_server_goes_on() {
@@ -219,34 +203,24 @@ fn a_cancelled_call_kills_its_program_and_the_server_goes_on() {
     let mut s = Server::start(root, &[]);
     let started = std::time::Instant::now();
     let id = s.start_request("tools/call", json!({"name": "main", "arguments": {}}));
-    let pid = loop {
-        match std::fs::read_to_string(&pid_file) {
-            Ok(p) if p.ends_with('\n') => break p.trim().to_string(),
-            _ => {
-                assert!(started.elapsed().as_secs() < 20, "the program never started");
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            }
-        }
-    };
+    let pid = wait_until(Duration::from_secs(20), "the program to start (write its pid)", || {
+        std::fs::read_to_string(&pid_file).ok().filter(|p| p.ends_with('\n')).map(|p| p.trim().to_string())
+    });
     assert!(alive(&pid), "the program runs");
     s.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
                    "params": {"requestId": id, "reason": "the user changed their mind"}}));
-    let cancelled = std::time::Instant::now();
-    while alive(&pid) {
-        assert!(cancelled.elapsed().as_secs() < 10, "the program was not killed after the cancel");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_until(Duration::from_secs(10), "the cancel to kill the program", || (!alive(&pid)).then_some(()));
     // The server answers the next request, and never answers the cancelled one (the
     // protocol says a cancelled request gets no response).
     let list = s.request("tools/list", json!({}));
     assert!(list["result"]["tools"].is_array(), "{list}");
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    std::thread::sleep(Duration::from_millis(300));
     let ping = s.request("ping", json!({}));
     assert!(ping["result"].is_object(), "{ping}");
     assert!(s.others.iter().all(|m| m["id"] != json!(id)), "no response to the cancelled call: {:?}", s.others);
     assert!(started.elapsed().as_secs() < 25, "the 30 s nap did not run out");
     // The step after it never started (its program would have written the pid file again).
-    std::thread::sleep(std::time::Duration::from_millis(200));
+    std::thread::sleep(Duration::from_millis(200));
     assert_eq!(std::fs::read_to_string(&pid_file).expect("pid").trim(), pid);
 }
 
@@ -286,6 +260,7 @@ fn progress_notifications_follow_the_steps_of_a_composite() {
 fn allow_globs_mean_the_same_for_serve_and_run() {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path();
+    let root_str = root.to_str().expect("utf-8");
     let echo = r#"{"system_event_endpoint": "builtin:echo"}"#;
     std::fs::create_dir_all(root.join("tools/secret")).expect("mkdir");
     std::fs::write(root.join("tools/a.tool"), echo).expect("write");
@@ -320,14 +295,8 @@ fn allow_globs_mean_the_same_for_serve_and_run() {
         assert_eq!(names.contains(&"admin".to_string()), admin, "serve --allow {glob}: {names:?}");
         drop(s);
         for (caller, allowed) in [("/call_a.tool", a), ("/call_admin.tool", admin)] {
-            let out = Command::new(env!("CARGO_BIN_EXE_tdsl"))
-                .args(["run", caller, "--root"])
-                .arg(root)
-                .args(["--allow-tool", glob])
-                .output()
-                .expect("tdsl run");
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            assert_eq!(out.status.success(), allowed, "run {caller} --allow-tool {glob}: {stderr}");
+            let out = common::tdsl(&["run", caller, "--root", root_str, "--allow-tool", glob]);
+            assert_eq!(out.code == 0, allowed, "run {caller} --allow-tool {glob}: {}", out.stderr);
         }
     }
 }
@@ -390,47 +359,19 @@ fn every_request_gets_an_answer_and_the_server_goes_on() {
 /// A server with a call in flight whose program (and its child) sleeps 30 s.
 #[cfg(unix)]
 fn server_with_a_sleeping_call() -> (tempfile::TempDir, Server, Vec<String>) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let root = dir.path();
-    std::fs::create_dir_all(root.join("tools")).expect("mkdir");
-    let pid_file = root.join("pids");
-    script(
-        &root.join("tools/nap.sh"),
-        &format!("#!/bin/sh\nsleep 30 &\necho $$ $! > '{}'\nwait\n", pid_file.display()),
-    );
-    std::fs::write(root.join("tools/nap.tool"), r#"{"system_event_endpoint": "exec:./nap.sh"}"#).expect("write");
-    std::fs::write(
-        root.join("main.tool"),
-        r#"{"instructions": [{"execution_id": "nap", "tool_definition_path": "/tools/nap.tool"}]}"#,
-    )
-    .expect("write");
-    let mut s = Server::start(root, &[]);
+    let (dir, pid_file) = sleeping_root();
+    let mut s = Server::start(dir.path(), &[]);
     s.start_request("tools/call", json!({"name": "main", "arguments": {}}));
-    let started = std::time::Instant::now();
-    let pids = loop {
-        match std::fs::read_to_string(&pid_file) {
-            Ok(p) if p.ends_with('\n') => break p.split_whitespace().map(str::to_string).collect::<Vec<_>>(),
-            _ => {
-                assert!(started.elapsed().as_secs() < 20, "the program never started");
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            }
-        }
-    };
-    assert!(pids.len() == 2 && pids.iter().all(|p| alive(p)), "{pids:?}");
+    let pids = sleeping_pids(&pid_file);
     (dir, s, pids)
 }
 
-/// Waits (at most 10 s, a watchdog) for the server to exit; how long it took.
+/// Waits (at most 10 s, a watchdog) for the server to exit, successfully; how long it took.
 #[cfg(unix)]
-fn exit_time(s: &mut Server, since: std::time::Instant) -> std::time::Duration {
-    loop {
-        if let Some(status) = s.child.try_wait().expect("wait") {
-            assert!(status.success(), "{status:?}");
-            return since.elapsed();
-        }
-        assert!(since.elapsed().as_secs() < 10, "the server did not exit");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+fn exit_time(s: &mut Server, since: std::time::Instant) -> Duration {
+    let status = s.process.exit_within(Duration::from_secs(10));
+    assert!(status.success(), "{status:?}: {}", s.process.output());
+    since.elapsed()
 }
 
 #[cfg(unix)]
@@ -489,8 +430,7 @@ fn a_process_that_left_the_tools_session_is_ended_at_shutdown() {
 fn sigterm_cancels_calls_in_flight_and_exits_within_3_s() {
     let (_dir, mut s, pids) = server_with_a_sleeping_call();
     let since = std::time::Instant::now();
-    let status = Command::new("kill").args(["-s", "TERM", &s.child.id().to_string()]).status().expect("kill");
-    assert!(status.success());
+    s.process.sigterm();
     let took = exit_time(&mut s, since);
     assert!(took.as_secs_f64() < 3.0, "exit took {took:?}");
     for p in &pids {

@@ -6,17 +6,19 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::example;
+use common::process::{alive, script, sleeping_pids, sleeping_root, wait_until, Process};
 use serde_json::{json, Value};
 
-/// A running `tdsl serve --mcp --listen 127.0.0.1:0`.
+/// A running `tdsl serve --mcp --listen 127.0.0.1:0`; killed when dropped.
 struct Server {
-    child: Child,
+    process: Process,
     port: u16,
     token: Option<String>,
 }
@@ -36,30 +38,16 @@ impl Server {
         if let Some((file, _)) = token {
             cmd.arg("--token-file").arg(file);
         }
-        let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("starts");
-        let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
-        let mut port = None;
-        let mut seen = String::new();
-        while port.is_none() {
-            let mut line = String::new();
-            if stderr.read_line(&mut line).expect("read stderr") == 0 {
-                panic!("tdsl serve exited before listening: {seen}");
-            }
-            seen.push_str(&line);
-            // `… over MCP at http://ADDR:PORT/mcp`
-            port = line
-                .split("over MCP at http://")
+        let process = Process::spawn("tdsl serve --mcp --listen", &mut cmd);
+        // `… over MCP at http://ADDR:PORT/mcp`
+        let port = process.wait_for_line("the address it listens on", Duration::from_secs(60), |line| {
+            line.split("over MCP at http://")
                 .nth(1)
                 .and_then(|rest| rest.split("/mcp").next())
                 .and_then(|authority| authority.rsplit(':').next())
-                .and_then(|p| p.parse::<u16>().ok());
-        }
-        // Keep draining standard error so the server never blocks on it.
-        std::thread::spawn(move || {
-            let mut sink = String::new();
-            let _ = stderr.read_to_string(&mut sink);
+                .and_then(|p| p.parse::<u16>().ok())
         });
-        Server { child, port: port.expect("port"), token: token.map(|(_, t)| t.to_string()) }
+        Server { process, port, token: token.map(|(_, t)| t.to_string()) }
     }
 
     fn host(&self) -> String {
@@ -111,13 +99,6 @@ impl Server {
         let r = self.post(Some(session), &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         assert_eq!(r.status, 200, "{method}: {}", r.body);
         r.messages()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -223,11 +204,9 @@ impl Standalone {
                 sink.lock().expect("lock").extend_from_slice(&buf[..n]);
             }
         });
-        let started = Instant::now();
-        while !String::from_utf8_lossy(&raw.lock().expect("lock")).contains("\r\n\r\n") {
-            assert!(started.elapsed().as_secs() < 10, "the GET stream did not open");
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        wait_until(Duration::from_secs(10), "the GET stream to open (its response head)", || {
+            String::from_utf8_lossy(&raw.lock().expect("lock")).contains("\r\n\r\n").then_some(())
+        });
         let status = parse_reply(&raw.lock().expect("lock")).status;
         assert_eq!(status, 200, "GET /mcp");
         Standalone { raw }
@@ -254,21 +233,6 @@ impl Standalone {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
-}
-
-fn example(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").join(name)
-}
-
-fn script(path: &Path, body: &str) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::write(path, body).expect("write");
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-}
-
-fn alive(pid: &str) -> bool {
-    Path::new("/proc").join(pid).exists()
-        && !std::fs::read_to_string(Path::new("/proc").join(pid).join("stat")).is_ok_and(|s| s.contains(") Z "))
 }
 
 /// A root with `echo` (a builtin) and `main` (a composite calling it).
@@ -459,39 +423,22 @@ fn a_wildcard_bind_with_a_token_serves_the_local_and_allowed_names() {
 fn a_token_file_others_can_read_or_an_empty_one_is_refused_at_start() {
     let dir = echo_root();
     let root = dir.path().to_str().expect("utf-8");
+    let serve = |token_file: &str| {
+        common::tdsl(&["serve", "--mcp", "--listen", "127.0.0.1:0", "--root", root, "--token-file", token_file])
+    };
     let file = token_file(dir.path(), "s3cret", 0o644);
-    let out = common::tdsl(&[
-        "serve",
-        "--mcp",
-        "--listen",
-        "127.0.0.1:0",
-        "--root",
-        root,
-        "--token-file",
-        file.to_str().expect("utf-8"),
-    ]);
+    let out = serve(file.to_str().expect("utf-8"));
     assert_eq!((out.code, out.stdout.as_str()), (2, ""), "{}", out.stderr);
     assert!(out.stderr.contains("readable by other users") && out.stderr.contains("chmod 600"), "{}", out.stderr);
     let empty = token_file(dir.path(), " \n", 0o600);
-    let out = common::tdsl(&[
-        "serve",
-        "--mcp",
-        "--listen",
-        "127.0.0.1:0",
-        "--root",
-        root,
-        "--token-file",
-        empty.to_str().expect("utf-8"),
-    ]);
+    let out = serve(empty.to_str().expect("utf-8"));
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("empty"), "{}", out.stderr);
-    let out =
-        common::tdsl(&["serve", "--mcp", "--listen", "127.0.0.1:0", "--root", root, "--token-file", "/nonexistent"]);
+    let out = serve("/nonexistent");
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("--token-file /nonexistent"), "{}", out.stderr);
     let spaced = token_file(dir.path(), "two words", 0o600);
-    let spaced = spaced.to_str().expect("utf-8");
-    let out = common::tdsl(&["serve", "--mcp", "--listen", "127.0.0.1:0", "--root", root, "--token-file", spaced]);
+    let out = serve(spaced.to_str().expect("utf-8"));
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("spaces or control characters"), "{}", out.stderr);
 }
@@ -565,27 +512,6 @@ fn sessions_over_the_limit_are_refused_with_a_json_rpc_error() {
     }
 }
 
-/// A root whose `main` runs a program (with a child) that sleeps 30 s; the file where they
-/// write their pids.
-fn sleeping_root() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let root = dir.path();
-    std::fs::create_dir_all(root.join("tools")).expect("mkdir");
-    let pid_file = root.join("pids");
-    script(
-        &root.join("tools/nap.sh"),
-        &format!("#!/bin/sh\nsleep 30 &\necho $$ $! > '{}'\nwait\n", pid_file.display()),
-    );
-    std::fs::write(root.join("tools/nap.tool"), r#"{"system_event_endpoint": "exec:./nap.sh"}"#).expect("write");
-    std::fs::write(root.join("tools/echo.tool"), r#"{"system_event_endpoint": "builtin:echo"}"#).expect("write");
-    std::fs::write(
-        root.join("main.tool"),
-        r#"{"instructions": [{"execution_id": "nap", "tool_definition_path": "/tools/nap.tool"}]}"#,
-    )
-    .expect("write");
-    (dir, pid_file)
-}
-
 /// Starts `main` in the background (its HTTP request on a thread); the pids of its programs.
 fn start_sleeping_call(s: &Server, session: &str, pid_file: &Path) -> Vec<String> {
     let (port, host, session) = (s.port, s.host(), session.to_string());
@@ -600,20 +526,7 @@ fn start_sleeping_call(s: &Server, session: &str, pid_file: &Path) -> Vec<String
         ];
         let _ = std::panic::catch_unwind(|| raw_request(port, "POST", "/mcp", &headers, body.to_string().as_bytes()));
     });
-    let started = Instant::now();
-    loop {
-        match std::fs::read_to_string(pid_file) {
-            Ok(p) if p.ends_with('\n') => {
-                let pids: Vec<String> = p.split_whitespace().map(str::to_string).collect();
-                assert!(pids.len() == 2 && pids.iter().all(|p| alive(p)), "{pids:?}");
-                return pids;
-            }
-            _ => {
-                assert!(started.elapsed().as_secs() < 20, "the program never started");
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
-    }
+    sleeping_pids(pid_file)
 }
 
 #[test]
@@ -642,11 +555,9 @@ fn a_cancelled_call_kills_its_program_and_the_session_goes_on() {
         &json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 99, "reason": "enough"}}),
     );
     assert_eq!(r.status, 202, "{}", r.body);
-    let since = Instant::now();
-    while pids.iter().any(|p| alive(p)) {
-        assert!(since.elapsed().as_secs() < 10, "the programs were not killed after the cancel");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until(Duration::from_secs(10), "the cancel to kill the programs", || {
+        (!pids.iter().any(|p| alive(p))).then_some(())
+    });
     let call = s.request(&session, 2, "tools/call", json!({"name": "echo", "arguments": {"x": 2}}));
     assert_eq!(call.last().expect("response")["result"]["structuredContent"], json!({"x": 2}), "{call:?}");
 }
@@ -658,17 +569,10 @@ fn sigterm_mid_call_leaves_no_tool_process_and_exits_within_3_s() {
     let session = s.session();
     let pids = start_sleeping_call(&s, &session, &pid_file);
     let since = Instant::now();
-    let status = Command::new("kill").args(["-s", "TERM", &s.child.id().to_string()]).status().expect("kill");
-    assert!(status.success());
-    let exit = loop {
-        if let Some(status) = s.child.try_wait().expect("wait") {
-            break status;
-        }
-        assert!(since.elapsed().as_secs() < 10, "the server did not exit");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    s.process.sigterm();
+    let exit = s.process.exit_within(Duration::from_secs(10));
     let took = since.elapsed();
-    assert!(exit.success(), "{exit:?}");
+    assert!(exit.success(), "{exit:?}: {}", s.process.output());
     assert!(took.as_secs_f64() < 3.0, "exit took {took:?}");
     for p in &pids {
         assert!(!alive(p), "process {p} outlived the server");

@@ -1,9 +1,15 @@
-//! What the command-line tests share: running the real `tdsl` binary.
+//! What the command-line tests share: running the real `tdsl` binary; starting programs and
+//! waiting for them (`process`); the Python MCP SDK's environment and client (`python`).
 
-use std::process::{Child, Command};
+pub mod process;
+pub mod python;
+
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 /// What a run of the binary printed and how it exited.
+#[allow(dead_code)]
 pub struct Out {
     /// The exit status (-1 when killed by a signal).
     pub code: i32,
@@ -20,7 +26,14 @@ pub fn data_home() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-data-home")
 }
 
+/// The folder of one of the repository's examples.
+#[allow(dead_code)]
+pub fn example(name: &str) -> PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").join(name)
+}
+
 /// Runs `tdsl` with these arguments, without colour.
+#[allow(dead_code)]
 pub fn tdsl(args: &[&str]) -> Out {
     let out = Command::new(env!("CARGO_BIN_EXE_tdsl"))
         .args(args)
@@ -39,15 +52,24 @@ pub fn tdsl(args: &[&str]) -> Out {
 /// killed and the test fails naming `what`.
 #[allow(dead_code)]
 pub fn wait_or_kill(child: &mut Child, watchdog: Duration, what: &str) {
+    exit_or_kill(child, watchdog, what, String::new);
+}
+
+/// Waits for `child` to exit, its status; past `watchdog` it is killed and the test fails
+/// naming `what`, with what `output` gives (its output so far) when that is not empty.
+#[allow(dead_code)]
+pub fn exit_or_kill(child: &mut Child, watchdog: Duration, what: &str, output: impl Fn() -> String) -> ExitStatus {
     let start = Instant::now();
     loop {
-        if child.try_wait().unwrap_or_else(|e| panic!("{what}'s status: {e}")).is_some() {
-            return;
+        if let Some(status) = child.try_wait().unwrap_or_else(|e| panic!("{what}'s status: {e}")) {
+            return status;
         }
         if start.elapsed() > watchdog {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("{what} did not finish within {} s", watchdog.as_secs());
+            let output = output();
+            let output = if output.is_empty() { output } else { format!(":\n{output}") };
+            panic!("{what} did not finish within {} s{output}", watchdog.as_secs());
         }
         std::thread::sleep(Duration::from_millis(50));
     }
