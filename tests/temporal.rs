@@ -846,6 +846,63 @@ fn a_fan_out_of_a_composite_is_split_into_child_workflows_by_the_calls_it_makes(
     replays(&history);
 }
 
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(["-c", "user.name=Ada", "-c", "user.email=ada@example.com", "-c", "commit.gpgsign=false"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn files_travel_with_the_run_and_transforms_read_them_as_locally() {
+    let main = r#"{
+      "instructions": [
+        {"execution_id": "read", "tool_definition_path": "/tools/echo.tool", "arguments": {"n": 1},
+         "transform_responses": {"transforms": {
+           "now": "read_file(\"notes.txt\")",
+           "first": "read_file(file_path=\"notes.txt\", version_id=list_file_versions(\"notes.txt\").last.version_id)",
+           "versions": "length(list_file_versions(\"notes.txt\"))",
+           "listing": "list_files(\"sub\")"}}}
+      ],
+      "response_reference_map": {"now": "REF:read.now", "first": "REF:read.first", "versions": "REF:read.versions", "listing": "REF:read.listing"}
+    }"#;
+    let root = root_with("files", &[("main.tool", main), ("tools/echo.tool", ECHO)]);
+    // The data: a git work tree, notes.txt in two commits.
+    let data = root.join("data");
+    std::fs::create_dir_all(data.join("sub")).expect("data");
+    git(&data, &["init", "-q"]);
+    std::fs::write(data.join("notes.txt"), "first draft").expect("notes");
+    std::fs::write(data.join("sub/a.json"), "{}").expect("a.json");
+    git(&data, &["add", "."]);
+    git(&data, &["commit", "-q", "-m", "one"]);
+    std::fs::write(data.join("notes.txt"), "second draft").expect("notes");
+    git(&data, &["commit", "-q", "-am", "two"]);
+    let q = queue("files");
+    let w = worker(&root, &q);
+    let (main_s, root_s, data_s) = (
+        root.join("main.tool").to_string_lossy().into_owned(),
+        root.to_string_lossy().into_owned(),
+        data.to_string_lossy().into_owned(),
+    );
+    let (_, remote) = same_as_local(&[&main_s, "--root", &root_s, "--files", &data_s], &q);
+    let result: Value = serde_json::from_str(&remote.stdout).expect("JSON");
+    assert_eq!(result["now"], "second draft", "{result}");
+    assert_eq!(result["first"], "first draft", "{result}");
+    assert_eq!(result["versions"], 2, "{result}");
+    assert!(result["listing"].to_string().contains("a.json"), "{result}");
+    // The worker read the snapshot, not the directory: it never had --files.
+    assert!(!w.log().contains("--files"), "{}", w.log());
+    // More than the run's input can carry: a usage error naming the limit, before any run.
+    std::fs::write(data.join("big.bin"), vec![b'x'; 1_200_000]).expect("big");
+    let o = run(&[&main_s, "--root", &root_s, "--files", &data_s], Some(&q));
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("payload limit of 2097152 bytes"), "{}", o.stderr);
+    assert!(!o.stderr.contains("run id"), "{}", o.stderr);
+}
+
 const SLEEPY: &str = r#"{
   "arguments": [{"name": "seconds", "type_name": "integer", "required": true}],
   "system_event_endpoint": "exec:./bin/sleep.sh"

@@ -480,12 +480,6 @@ fn run_temporal(_args: &RunArgs) -> ExitCode {
 fn run_temporal(args: &RunArgs) -> ExitCode {
     // Before the async runtime's threads start: Ctrl-C cancels the run on the server.
     let interrupts = Interrupts::install();
-    let unsupported = [(args.files.is_some(), "--files")];
-    if let Some((_, flag)) = unsupported.iter().find(|(given, _)| *given) {
-        return usage_failure(&UsageError(format!(
-            "{flag} is not supported with --engine temporal yet (docs/distributed.md, \"Not done yet\")"
-        )));
-    }
     let (workflow, executor, arguments) = match prepare(args) {
         Ok(p) => p,
         Err(Stop::Usage(e)) => return usage_failure(&e),
@@ -511,6 +505,20 @@ fn run_temporal(args: &RunArgs) -> ExitCode {
         Ok(f) => f,
         Err(e) => return usage_failure(&UsageError(e)),
     };
+    // The files of `--files` travel with the run, as they are now.
+    let data_files = match &args.files {
+        Some(dir) => {
+            let store = match super::open_files(dir) {
+                Ok(s) => s,
+                Err(e) => return usage_failure(&e),
+            };
+            match crate::temporal::FilesSnapshot::take(&*store, crate::temporal::PAYLOAD_LIMIT_BYTES / 2) {
+                Ok(s) => Some(s),
+                Err(e) => return usage_failure(&UsageError(format!("--files {}: {e}", dir.display()))),
+            }
+        }
+        None => None,
+    };
     let mut options = crate::temporal::RunOptions::from_exec(executor.options(), &limits, args.max_tool_output);
     // Jitter comes from the seed on the workers: one drawn here when none is given.
     options.seed = args.seed.unwrap_or_else(|| {
@@ -524,6 +532,7 @@ fn run_temporal(args: &RunArgs) -> ExitCode {
         options,
         mock,
         chunk: None,
+        data_files,
     };
     let bytes = serde_json::to_vec(&input).map_or(0, |b| b.len());
     if let Some(e) = crate::temporal::over_payload_limit("the run's input (definitions, arguments, mock)", bytes) {

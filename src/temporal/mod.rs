@@ -92,6 +92,117 @@ pub struct RunInput {
     /// Set in the input of a child workflow that runs one chunk of a large fan-out.
     #[serde(default)]
     pub chunk: Option<Chunk>,
+    /// The files `--files DIR` serves to the file functions of transforms, as they were
+    /// when the run started ([`FilesSnapshot`]).
+    #[serde(default)]
+    pub data_files: Option<FilesSnapshot>,
+}
+
+/// The files under `--files DIR`, every version of each, as a run on Temporal carries them:
+/// transforms on any worker, and every replay, read the same bytes.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FilesSnapshot {
+    /// Each file, by path under the directory, sorted.
+    pub files: Vec<SnapshotFile>,
+}
+
+/// One file of a [`FilesSnapshot`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SnapshotFile {
+    /// Its path under the directory (`notes/today.txt`).
+    pub path: String,
+    /// Its versions, newest first.
+    pub versions: Vec<SnapshotVersion>,
+}
+
+/// One version of a [`SnapshotFile`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SnapshotVersion {
+    /// The version's id (a commit, or `current`).
+    pub id: String,
+    /// When it was made, in milliseconds since the Unix epoch.
+    pub created_at_millis: Option<i64>,
+    /// Its author.
+    pub author: Option<String>,
+    /// Its message.
+    pub message: Option<String>,
+    /// Its bytes, in base64.
+    pub content: String,
+}
+
+impl FilesSnapshot {
+    /// Every file under `store`'s root and every version of each, read now. More than
+    /// `max_bytes` of content in all is an error naming the limit (nothing past it is read).
+    pub fn take(store: &dyn crate::files::FileStore, max_bytes: usize) -> Result<FilesSnapshot, String> {
+        use crate::files::{EntryKind, StorePath};
+        use base64::Engine as _;
+        let mut files = Vec::new();
+        let mut total = 0usize;
+        let mut dirs = vec![StorePath::root()];
+        while let Some(dir) = dirs.pop() {
+            let mut entries = store.read_dir(&dir).map_err(|e| e.to_string())?;
+            entries.sort_by(|a, b| a.name.cmp(&b.name));
+            for e in entries {
+                let Some(path) = dir.join(&e.name) else { continue };
+                match e.kind {
+                    // Linked directories are not walked (as listings do not).
+                    EntryKind::Directory if !e.link => dirs.push(path),
+                    EntryKind::Directory => {}
+                    EntryKind::File => {
+                        let mut versions = Vec::new();
+                        for v in store.versions(&path).map_err(|e| e.to_string())? {
+                            let left = max_bytes.saturating_sub(total) as u64;
+                            let bytes = store.read(&path, Some(&v), left).map_err(|_| over_files_limit(max_bytes))?;
+                            total = total.saturating_add(bytes.len());
+                            if total > max_bytes {
+                                return Err(over_files_limit(max_bytes));
+                            }
+                            versions.push(SnapshotVersion {
+                                id: v.id,
+                                created_at_millis: v.created_at_millis,
+                                author: v.author,
+                                message: v.message,
+                                content: base64::engine::general_purpose::STANDARD.encode(&bytes),
+                            });
+                        }
+                        files.push(SnapshotFile { path: path.as_str().to_string(), versions });
+                    }
+                }
+            }
+        }
+        files.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(FilesSnapshot { files })
+    }
+
+    /// The snapshot as a store for the engine.
+    pub fn to_store(&self) -> Result<crate::files::MemoryStore, String> {
+        use base64::Engine as _;
+        let mut store = crate::files::MemoryStore::new();
+        for f in &self.files {
+            // Oldest first: each commit becomes the newest.
+            for v in f.versions.iter().rev() {
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(&v.content)
+                    .map_err(|e| format!("{}: the snapshot's content is not base64: {e}", f.path))?;
+                let version = crate::files::Version {
+                    id: v.id.clone(),
+                    created_at_millis: v.created_at_millis,
+                    size: 0,
+                    author: v.author.clone(),
+                    message: v.message.clone(),
+                };
+                store.commit(&f.path, version, bytes).map_err(|e| e.to_string())?;
+            }
+        }
+        Ok(store)
+    }
+}
+
+fn over_files_limit(max_bytes: usize) -> String {
+    format!(
+        "the files under --files, with their versions, are more than {max_bytes} bytes: a run on Temporal carries them in its input, \
+         under Temporal's payload limit of {PAYLOAD_LIMIT_BYTES} bytes (2 MiB); read large data with a tool instead"
+    )
 }
 
 /// One chunk of a large fan-out, run by a child workflow: the children's arguments, already
@@ -460,10 +571,14 @@ fn files_hash(files: &BTreeMap<String, String>) -> u64 {
 /// files: the files are written under a directory named by their hash (the same input gives
 /// the same directory and the same plans, so replays see what the first run saw).
 pub(crate) fn load_input(input: &RunInput) -> Result<Arc<Workflow>, String> {
-    type Cache = Mutex<HashMap<(u64, Option<u64>, Option<u64>, String), Arc<Workflow>>>;
+    type Cache = Mutex<HashMap<(u64, Option<u64>, Option<u64>, String, u64), Arc<Workflow>>>;
     static CACHE: OnceLock<Cache> = OnceLock::new();
     let hash = files_hash(&input.files);
-    let key = (hash, input.options.fuel, input.options.max_memory, input.tool.clone());
+    let data_hash = input.data_files.as_ref().map_or(0, |d| {
+        let text = serde_json::to_string(d).unwrap_or_default();
+        files_hash(&BTreeMap::from([(String::new(), text)]))
+    });
+    let key = (hash, input.options.fuel, input.options.max_memory, input.tool.clone(), data_hash);
     let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
     if let Some(wf) = cache.lock().unwrap_or_else(PoisonError::into_inner).get(&key) {
         return Ok(wf.clone());
@@ -490,7 +605,10 @@ pub(crate) fn load_input(input: &RunInput) -> Result<Arc<Workflow>, String> {
     if let Some(m) = input.options.max_memory {
         limits.max_alloc_bytes = usize::try_from(m).unwrap_or(usize::MAX);
     }
-    let engine = crate::exec::engine().with_limits(limits);
+    let mut engine = crate::exec::engine().with_limits(limits);
+    if let Some(data) = &input.data_files {
+        engine = engine.with_file_store(Arc::new(data.to_store()?));
+    }
     let file = root.file_path(&input.tool)?;
     let wf = Workflow::load_with_engine(&dir, &file, engine).map_err(|e| match e {
         crate::exec::LoadError::Invalid { name, diagnostics, .. } => {
