@@ -1049,6 +1049,20 @@ fn cli_eval_with_files_reads_from_the_directory() {
 }
 
 #[test]
+fn a_version_object_has_a_known_shape_and_a_misspelt_field_is_caught_before_running() {
+    let fx = local_fixture();
+    let root = fx.root();
+    let dir = root.to_str().expect("utf-8 temp dir");
+    let o = tdsl(&["eval", r#"list_file_versions("notes.txt").last.id"#, "--files", dir]);
+    assert!(o.stderr.contains("W0102"), "{}", o.stderr);
+    assert!(o.stderr.contains("field `id` does not exist here"), "{}", o.stderr);
+    assert!(o.stderr.contains("known fields: version_id, created_at, size, author, message"), "{}", o.stderr);
+    // The declared fields are the ones a version has.
+    let o = tdsl(&["eval", r#"keys(describe_version("notes.txt"))"#, "--files", dir, "--compact"]);
+    assert_eq!(o.stdout.trim(), r#"["version_id","created_at","size","author","message"]"#, "{}", o.stderr);
+}
+
+#[test]
 fn cli_eval_refuses_escapes_with_a_diagnostic() {
     let fx = local_fixture();
     let o = tdsl(&["eval", r#"read_file("../secret.txt")"#, "--files", fx.root().to_str().expect("utf-8")]);

@@ -39,6 +39,21 @@ fn list_of(t: Type) -> Type {
     Type::List(Arc::new(t))
 }
 
+/// A version object, as [`version_value`] makes it: closed, so that a misspelt field
+/// (`.id` for `.version_id`) is caught before the expression runs.
+fn version_type() -> Type {
+    Type::object(
+        [
+            (Arc::from("version_id"), Type::Str),
+            (Arc::from("created_at"), str_or_null()),
+            (Arc::from("size"), Type::Int),
+            (Arc::from("author"), str_or_null()),
+            (Arc::from("message"), str_or_null()),
+        ],
+        false,
+    )
+}
+
 fn str_or_null() -> Type {
     Type::Str.union(Type::Null)
 }
@@ -238,7 +253,7 @@ pub(super) fn table() -> Vec<Function> {
             Signature::new(
                 "list_file_versions",
                 vec![Param::required("file_path", Type::File)],
-                fixed(list_of(Type::any_object())),
+                fixed(list_of(version_type())),
                 "a file's versions, newest first",
             ),
             list_file_versions,
@@ -250,7 +265,7 @@ pub(super) fn table() -> Vec<Function> {
                     Param::required("file_path", Type::File),
                     Param::optional("version_id", str_or_null(), Value::Null),
                 ],
-                fixed(Type::any_object()),
+                fixed(version_type()),
                 "one version of a file",
             ),
             describe_version,
