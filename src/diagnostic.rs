@@ -326,6 +326,9 @@ codes! {
     RunCancelled = "E0813", Error;
     /// A number that configures execution, set by the host, is out of its range
     SettingOutOfRange = "E0814", Error;
+    /// A run on Temporal reached a limit of Temporal's (a payload's size, the events of one
+    /// workflow's history) before the call that would pass it
+    EngineLimit = "E0815", Error;
 
     // ---- a tool against its endpoint (E09xx/W09xx: `tdsl check`, `--mcp-schemas`) ----
     /// The MCP server of an `mcp:` endpoint offers no tool of that name

@@ -846,6 +846,39 @@ fn a_fan_out_of_a_composite_is_split_into_child_workflows_by_the_calls_it_makes(
     replays(&history);
 }
 
+#[test]
+fn a_run_that_would_outgrow_its_workflow_history_stops_with_an_error_naming_the_limit() {
+    // 200 calls in the run's own workflow (under the 500 that would chunk them), with a
+    // history limit of 150 events: the calls stop at the limit, the run fails E0815.
+    let main = r#"{
+      "arguments": [{"name": "items", "type_name": "list<integer>", "required": true}],
+      "instructions": [
+        {"execution_id": "each", "tool_definition_path": "/tools/echo.tool",
+         "parallel_execution": {"iterate_over": "REF:arguments.items", "child_argument_name": "n"}}
+      ]
+    }"#;
+    let root = root_with("history-limit", &[("main.tool", main), ("tools/echo.tool", ECHO)]);
+    let q = queue("history-limit");
+    let _w = worker(&root, &q);
+    let (main_s, root_s) = (root.join("main.tool").to_string_lossy().into_owned(), root.to_string_lossy().into_owned());
+    let items = format!("items={}", serde_json::to_string(&(0..200).collect::<Vec<i64>>()).expect("JSON"));
+    let o = run(
+        &[&main_s, "--root", &root_s, "--arg", &items, "--concurrency", "8", "--temporal-history-limit", "150"],
+        Some(&q),
+    );
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert_eq!(o.trace["error"]["code"], "E0815", "{}", o.stderr);
+    assert!(o.stderr.contains("at the run's limit of 150 (--temporal-history-limit"), "{}", o.stderr);
+    let children = o.trace["step_results"][0]["children"].as_array().expect("children").clone();
+    let done = children.iter().filter(|c| c["status"] == "COMPLETED").count();
+    assert!((10..200).contains(&done), "{done} children completed before the limit");
+    // The default leaves the same run alone; out of range is a usage error.
+    let o = run(&[&main_s, "--root", &root_s, "--arg", &items, "--concurrency", "8"], Some(&q));
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let o = run(&[&main_s, "--root", &root_s, "--arg", &items, "--temporal-history-limit", "60000"], Some(&q));
+    assert_eq!(o.code, 2, "{}", o.stderr);
+}
+
 fn git(dir: &Path, args: &[&str]) {
     let out = Command::new("git")
         .args(["-c", "user.name=Ada", "-c", "user.email=ada@example.com", "-c", "commit.gpgsign=false"])

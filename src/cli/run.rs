@@ -111,6 +111,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     #[cfg_attr(not(feature = "temporal"), allow(dead_code))]
     temporal_history: Option<PathBuf>,
+    /// With `--engine temporal`: the events one workflow's history may reach before the run
+    /// stops with E0815 (Temporal stops a workflow at 51,200; lower it for a server with a
+    /// lower `limit.historyCount.error`).
+    #[arg(long, value_name = "EVENTS", default_value_t = 40_000, value_parser = clap::value_parser!(u32).range(100..=51_200))]
+    #[cfg_attr(not(feature = "temporal"), allow(dead_code))]
+    temporal_history_limit: u32,
 }
 
 /// Arguments of `tdsl replay`.
@@ -521,6 +527,7 @@ fn run_temporal(args: &RunArgs) -> ExitCode {
     };
     let mut options = crate::temporal::RunOptions::from_exec(executor.options(), &limits, args.max_tool_output);
     // Jitter comes from the seed on the workers: one drawn here when none is given.
+    options.history_limit = args.temporal_history_limit;
     options.seed = args.seed.unwrap_or_else(|| {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
     });

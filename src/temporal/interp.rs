@@ -258,6 +258,20 @@ impl<'a> Interp<'a> {
         rfc3339(self.start_ms.saturating_add(i64::try_from(rel).unwrap_or(i64::MAX)))
     }
 
+    /// Why no more calls can start in this workflow: its history reached the run's
+    /// `history_limit`. The length is the history's at the current workflow task, the same
+    /// on every replay.
+    fn over_history_limit(&self) -> Option<String> {
+        let (events, limit) = (self.ctx.history_length(), self.input.options.history_limit);
+        (events >= limit).then(|| {
+            format!(
+                "the workflow's history has {events} events, at the run's limit of {limit} (--temporal-history-limit; \
+                 Temporal stops a workflow at 51,200): about 3 events a call, so a run makes at most some 12,000 calls \
+                 outside fan-outs, whose calls run in child workflows"
+            )
+        })
+    }
+
     /// Whether the run was cancelled from Temporal (its UI, CLI or API).
     pub(crate) fn cancelled(&self) -> bool {
         self.ctx.cancellation_token().is_cancelled()
@@ -803,20 +817,23 @@ impl<'a> Interp<'a> {
         let (first, n, tool_path) = (spec.first_index, spec.arguments.len(), spec.tool_path.clone());
         let mut input = self.input.clone();
         input.chunk = Some(spec);
-        let fail_all = |message: String| {
+        let fail_all = |code: Code, message: String| {
             (first..first + n)
                 .map(|i| {
                     let ckey = format!("{key}[{i}]");
                     let mut ct = ChildTrace::new(i);
                     ct.status = StepStatus::Failed;
                     ct.error = Some(message.clone());
-                    (ct, Err(Failure::new(&ckey, Code::ToolFailed, message.clone())), false)
+                    (ct, Err(Failure::new(&ckey, code, message.clone())), false)
                 })
                 .collect::<Vec<_>>()
         };
         let bytes = serde_json::to_vec(&input).map_or(0, |b| b.len());
         if let Some(e) = super::over_payload_limit("a fan-out chunk's input", bytes) {
-            return fail_all(e);
+            return fail_all(Code::EngineLimit, e);
+        }
+        if let Some(e) = self.over_history_limit() {
+            return fail_all(Code::EngineLimit, e);
         }
         let options =
             ChildWorkflowOptions::builder().workflow_id(format!("{}/{key}/chunk-{c}", self.ctx.workflow_id())).build();
@@ -826,8 +843,8 @@ impl<'a> Interp<'a> {
         };
         let chunk = match out.map(|o| o.chunk) {
             Ok(Some(chunk)) => chunk,
-            Ok(None) => return fail_all("the fan-out chunk returned no children".to_string()),
-            Err(e) => return fail_all(format!("the fan-out chunk {c} failed: {e}")),
+            Ok(None) => return fail_all(Code::ToolFailed, "the fan-out chunk returned no children".to_string()),
+            Err(e) => return fail_all(Code::ToolFailed, format!("the fan-out chunk {c} failed: {e}")),
         };
         *self.mock_calls.borrow_mut().entry(tool_path).or_insert(0) = chunk.mock_calls;
         self.mock_calls.borrow_mut().extend(chunk.mock_counts);
@@ -977,7 +994,11 @@ impl<'a> Interp<'a> {
         let bytes = serde_json::to_vec(&input).map_or(0, |b| b.len());
         if let Some(e) = super::over_payload_limit("the call's arguments", bytes) {
             self.in_flight.set(self.in_flight.get().saturating_sub(1));
-            return CallOutcome::failed(Failure::new(key, Code::ToolFailed, e));
+            return CallOutcome::failed(Failure::new(key, Code::EngineLimit, e));
+        }
+        if let Some(e) = self.over_history_limit() {
+            self.in_flight.set(self.in_flight.get().saturating_sub(1));
+            return CallOutcome::failed(Failure::new(key, Code::EngineLimit, e));
         }
         let retry = TemporalRetry::builder()
             .initial_interval(secs(policy.base_delay_seconds))

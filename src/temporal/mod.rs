@@ -47,6 +47,16 @@ pub(crate) fn over_payload_limit(what: &str, bytes: usize) -> Option<String> {
     })
 }
 
+/// The events one workflow's history may reach by default before the run stops with
+/// `E0815`: under Temporal's own limit of 51,200 (`limit.historyCount.error`), with room for
+/// the calls still in flight (at most `--concurrency`, 1,024, about 3 events each) to end
+/// and the workflow to complete.
+pub const HISTORY_LIMIT: u32 = 40_000;
+
+fn default_history_limit() -> u32 {
+    HISTORY_LIMIT
+}
+
 /// The workflow type's name on the server.
 pub const WORKFLOW_TYPE: &str = "TdslWorkflow";
 
@@ -313,6 +323,10 @@ pub struct RunOptions {
     /// The circuit breakers' policy (`--breaker-*`); each worker keeps its own breakers.
     #[serde(default)]
     pub breaker: Breaker,
+    /// The events one workflow's history may reach before a call or a child workflow would
+    /// start (`--temporal-history-limit`; `E0815` past it).
+    #[serde(default = "default_history_limit")]
+    pub history_limit: u32,
 }
 
 /// A breaker policy, as it travels (`exec::breaker::BreakerPolicy`).
@@ -373,6 +387,7 @@ impl RunOptions {
             max_memory: (limits.max_alloc_bytes != defaults.max_alloc_bytes).then_some(limits.max_alloc_bytes as u64),
             max_tool_output,
             breaker: Breaker::from(&o.breaker),
+            history_limit: HISTORY_LIMIT,
         }
     }
 }
