@@ -936,6 +936,52 @@ fn files_travel_with_the_run_and_transforms_read_them_as_locally() {
     assert!(!o.stderr.contains("run id"), "{}", o.stderr);
 }
 
+#[test]
+fn chunks_of_a_composite_with_a_nested_fan_out_run_side_by_side_within_the_concurrency() {
+    // A composite with a nested fan-out counts as a whole chunk: one child per child
+    // workflow. With --concurrency 4, four such child workflows run at once, a slot each.
+    let main = r#"{
+      "arguments": [{"name": "groups", "type_name": "list<list<integer>>", "required": true}],
+      "instructions": [
+        {"execution_id": "each", "tool_definition_path": "/group.tool",
+         "parallel_execution": {"iterate_over": "REF:arguments.groups", "child_argument_name": "ns"}}
+      ],
+      "response_reference_map": {"groups": "REF:each.response"}
+    }"#;
+    let group = r#"{
+      "arguments": [{"name": "ns", "type_name": "list<integer>", "required": true}],
+      "instructions": [
+        {"execution_id": "each", "tool_definition_path": "/tools/echo.tool",
+         "parallel_execution": {"iterate_over": "REF:arguments.ns", "child_argument_name": "n"},
+         "transform_responses": {"transforms": {"sum": "sum(array=map(array=REF:response, template=\"item.n\"))"}}}
+      ],
+      "response_reference_map": {"sum": "REF:each.sum"}
+    }"#;
+    let root = root_with("side-by-side", &[("main.tool", main), ("group.tool", group), ("tools/echo.tool", ECHO)]);
+    let q = queue("side-by-side");
+    let _w = worker(&root, &q);
+    let history = root.join("run.history.json");
+    let (main_s, root_s) = (root.join("main.tool").to_string_lossy().into_owned(), root.to_string_lossy().into_owned());
+    let history_s = history.to_string_lossy().into_owned();
+    let groups = "groups=[[1,2],[3,4],[5,6],[7,8],[9,10],[11,12]]";
+    let (_, remote) = same_as_local(
+        &[&main_s, "--root", &root_s, "--arg", groups, "--concurrency", "4", "--temporal-history", &history_s],
+        &q,
+    );
+    let result: Value = serde_json::from_str(&remote.stdout).expect("JSON");
+    assert_eq!(result["groups"][5]["sum"], 23, "{result}");
+    let h: Value = serde_json::from_str(&std::fs::read_to_string(&history).expect("history")).expect("JSON");
+    let kinds: Vec<i64> =
+        h["events"].as_array().expect("events").iter().map(|e| e["event_type"].as_i64().unwrap_or(0)).collect();
+    // temporal.api.enums.v1.EventType: 29 a child workflow initiated, 32 one completed.
+    let (initiated, completed) = (29, 32);
+    assert_eq!(kinds.iter().filter(|k| **k == initiated).count(), 6, "one child workflow per child");
+    let first_done = kinds.iter().position(|k| *k == completed).expect("a child completed");
+    let before = kinds[..first_done].iter().filter(|k| **k == initiated).count();
+    assert_eq!(before, 4, "four child workflows side by side, the run's --concurrency 4 shared among them");
+    replays(&history);
+}
+
 const SLEEPY: &str = r#"{
   "arguments": [{"name": "seconds", "type_name": "integer", "required": true}],
   "system_event_endpoint": "exec:./bin/sleep.sh"

@@ -175,6 +175,8 @@ pub(crate) struct Interp<'a> {
     /// (tickets served in the order they were taken).
     max_in_flight: usize,
     in_flight: Cell<usize>,
+    /// Of `in_flight`, the slots lent to fan-out chunks (their child workflows' calls).
+    chunk_slots: Cell<usize>,
     next_ticket: Cell<u64>,
     serving: Cell<u64>,
     peak: Cell<usize>,
@@ -234,6 +236,7 @@ impl<'a> Interp<'a> {
             input,
             max_in_flight: input.options.concurrency.max(1),
             in_flight: Cell::new(0),
+            chunk_slots: Cell::new(0),
             next_ticket: Cell::new(0),
             serving: Cell::new(0),
             peak: Cell::new(0),
@@ -256,6 +259,26 @@ impl<'a> Interp<'a> {
 
     fn wall_at(&self, rel: u64) -> String {
         rfc3339(self.start_ms.saturating_add(i64::try_from(rel).unwrap_or(i64::MAX)))
+    }
+
+    /// Takes `n` of the run's `--concurrency` slots, in the order the waits began (a FIFO of
+    /// tickets: the same order on every replay); `Err` when the wait ended because the
+    /// workflow was cancelled.
+    async fn acquire(&self, n: usize) -> Result<(), ()> {
+        let ticket = self.next_ticket.get();
+        self.next_ticket.set(ticket + 1);
+        let waited = self
+            .ctx
+            .wait_condition(|_| self.serving.get() == ticket && self.in_flight.get() + n <= self.max_in_flight)
+            .await;
+        self.serving.set(ticket + 1);
+        waited.map_err(|_| ())?;
+        self.in_flight.set(self.in_flight.get() + n);
+        Ok(())
+    }
+
+    fn release(&self, n: usize) {
+        self.in_flight.set(self.in_flight.get().saturating_sub(n));
     }
 
     /// Why no more calls can start in this workflow: its history reached the run's
@@ -638,47 +661,69 @@ impl<'a> Interp<'a> {
         let size = (CHUNK / calls_per_child(self.wf, tool, 0)).max(1);
         let chunked = items.len() > size;
         let outs: Vec<(ChildTrace, Result<Value, Failure>)> = if chunked {
-            let mut outs = Vec::with_capacity(items.len());
-            for (c, chunk) in items.chunks(size).enumerate() {
-                let first = c * size;
-                if frame.failed() || self.deadline_passed() {
-                    for i in first..first + chunk.len() {
-                        let ckey = format!("{key}[{i}]");
-                        let f = if self.deadline_hit.get() {
-                            self.deadline_failure(&ckey)
-                        } else {
-                            self.not_started(frame, &ckey)
-                        };
-                        outs.push((ChildTrace::new(i), Err(f)));
-                    }
-                    continue;
-                }
-                let spec = Chunk {
-                    step_key: key.to_string(),
-                    tool_path: step.tool_path.to_string(),
-                    depth: frame.depth,
-                    timeout_seconds: site.timeout_seconds,
-                    retry: policy.clone(),
-                    first_index: first,
-                    arguments: chunk.iter().map(child_args).collect(),
-                    continue_on_error: step.continue_on_error,
-                    mock_base: self.mock_calls.borrow().get(&*step.tool_path).copied().unwrap_or(0),
-                    mock_bases: self.mock_calls.borrow().iter().map(|(k, v)| (k.clone(), *v)).collect(),
-                };
-                let got = self.run_chunk_child(key, c, spec).await;
-                for (ct, out, partial) in got {
-                    if partial {
-                        frame.partial.set(true);
-                    }
-                    if let Err(f) = &out {
-                        if !f.cancelled && !step.continue_on_error && !frame.failed() {
-                            *frame.failure.borrow_mut() = Some(f.clone());
+            // Chunks share the run's --concurrency: each takes `share` slots for its calls
+            // while it runs. When a chunk has fewer children than the run's limit (a composite
+            // callee making many calls each), several run at once, `share` apiece; with mock
+            // answers, one at a time, so that each continues the answers where the last left.
+            let chunks: Vec<&[Value]> = items.chunks(size).collect();
+            let limit = self.max_in_flight;
+            let side_by_side =
+                if self.mock.is_some() { 1 } else { (limit / size.min(limit)).clamp(1, chunks.len().max(1)) };
+            let share = (limit / side_by_side).max(1);
+            let child_args = &child_args;
+            let runs = chunks.into_iter().enumerate().map(|(c, chunk)| {
+                async move {
+                    let first = c * size;
+                    let acquired = self.acquire(share).await.is_ok();
+                    if !acquired || frame.failed() || self.deadline_passed() {
+                        if acquired {
+                            self.release(share);
                         }
+                        return (first..first + chunk.len())
+                            .map(|i| {
+                                let ckey = format!("{key}[{i}]");
+                                let f = if self.deadline_passed() {
+                                    self.deadline_failure(&ckey)
+                                } else {
+                                    self.not_started(frame, &ckey)
+                                };
+                                (ChildTrace::new(i), Err(f))
+                            })
+                            .collect::<Vec<_>>();
                     }
-                    outs.push((ct, out));
+                    self.chunk_slots.set(self.chunk_slots.get() + share);
+                    let spec = Chunk {
+                        step_key: key.to_string(),
+                        tool_path: step.tool_path.to_string(),
+                        depth: frame.depth,
+                        timeout_seconds: site.timeout_seconds,
+                        retry: policy.clone(),
+                        first_index: first,
+                        arguments: chunk.iter().map(child_args).collect(),
+                        continue_on_error: step.continue_on_error,
+                        mock_base: self.mock_calls.borrow().get(&*step.tool_path).copied().unwrap_or(0),
+                        mock_bases: self.mock_calls.borrow().iter().map(|(k, v)| (k.clone(), *v)).collect(),
+                    };
+                    let got = self.run_chunk_child(key, c, spec, share).await;
+                    self.chunk_slots.set(self.chunk_slots.get().saturating_sub(share));
+                    self.release(share);
+                    let mut outs = Vec::with_capacity(got.len());
+                    for (ct, out, partial) in got {
+                        if partial {
+                            frame.partial.set(true);
+                        }
+                        if let Err(f) = &out {
+                            if !f.cancelled && !step.continue_on_error && !frame.failed() {
+                                *frame.failure.borrow_mut() = Some(f.clone());
+                            }
+                        }
+                        outs.push((ct, out));
+                    }
+                    outs
                 }
-            }
-            outs
+                .boxed_local()
+            });
+            join_in_order(runs.collect()).await.into_iter().flatten().collect()
         } else {
             let stop = Cell::new(false);
             let children = items.iter().enumerate().map(|(i, item)| {
@@ -813,10 +858,12 @@ impl<'a> Interp<'a> {
         key: &str,
         c: usize,
         spec: Chunk,
+        concurrency: usize,
     ) -> Vec<(ChildTrace, Result<Value, Failure>, bool)> {
         let (first, n, tool_path) = (spec.first_index, spec.arguments.len(), spec.tool_path.clone());
         let mut input = self.input.clone();
         input.chunk = Some(spec);
+        input.options.concurrency = concurrency;
         let fail_all = |code: Code, message: String| {
             (first..first + n)
                 .map(|i| {
@@ -959,24 +1006,18 @@ impl<'a> Interp<'a> {
             }
         }
         // A slot first (FIFO): a call that waited while the run began failing does not start.
-        let ticket = self.next_ticket.get();
-        self.next_ticket.set(ticket + 1);
-        let waited = self
-            .ctx
-            .wait_condition(|_| self.serving.get() == ticket && self.in_flight.get() < self.max_in_flight)
-            .await;
-        self.serving.set(ticket + 1);
-        if waited.is_err() {
+        if self.acquire(1).await.is_err() {
             return CallOutcome::failed(self.not_started_failure(key));
         }
         if stopped() {
+            self.release(1);
             return CallOutcome::failed(self.not_started_failure(key));
         }
         if self.deadline_passed() {
+            self.release(1);
             return CallOutcome::failed(self.deadline_failure(key));
         }
-        self.in_flight.set(self.in_flight.get() + 1);
-        self.peak.set(self.peak.get().max(self.in_flight.get()));
+        self.peak.set(self.peak.get().max(self.in_flight.get() - self.chunk_slots.get()));
         let mock = self.mock.as_ref().and_then(|m| m.get(tool_path)).cloned();
         let mock_base = if mock.is_some() { self.mock_calls.borrow().get(tool_path).copied().unwrap_or(0) } else { 0 };
         let input = CallInput {
@@ -993,11 +1034,11 @@ impl<'a> Interp<'a> {
         };
         let bytes = serde_json::to_vec(&input).map_or(0, |b| b.len());
         if let Some(e) = super::over_payload_limit("the call's arguments", bytes) {
-            self.in_flight.set(self.in_flight.get().saturating_sub(1));
+            self.release(1);
             return CallOutcome::failed(Failure::new(key, Code::EngineLimit, e));
         }
         if let Some(e) = self.over_history_limit() {
-            self.in_flight.set(self.in_flight.get().saturating_sub(1));
+            self.release(1);
             return CallOutcome::failed(Failure::new(key, Code::EngineLimit, e));
         }
         let retry = TemporalRetry::builder()
@@ -1019,7 +1060,7 @@ impl<'a> Interp<'a> {
         let opts = ActivityOptions::with_close_timeouts(close).retry_policy(retry).summary(key.to_string()).build();
         let started = self.now_rel();
         let answer = self.ctx.execute_activity(TdslActivities::call_tool, input, opts).await;
-        self.in_flight.set(self.in_flight.get().saturating_sub(1));
+        self.release(1);
         let duration_ms = self.now_rel().saturating_sub(started);
         let (outcome, n, result, notes) = match answer {
             Ok(out) => (Outcome::Ok, out.attempt.max(1), Ok(out.response), out.earlier),
