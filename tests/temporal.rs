@@ -10,7 +10,7 @@
 //! Every process started here runs under `sh`, which kills it when its standard input
 //! closes: when this test binary ends, however it ends, no server or worker is left behind.
 
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -18,6 +18,9 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+
+mod common;
+use common::process::{alive, free_port, script, wait_until};
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -90,12 +93,6 @@ impl Drop for Guarded {
 
 fn start_guarded(program: &Path, args: &[&str], log: &Path, dir: &Path) -> Guarded {
     Guarded::start(program, args, log, dir)
-}
-
-/// A free loopback port (bound, then released).
-fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("a port");
-    l.local_addr().expect("an address").port()
 }
 
 struct Server {
@@ -628,20 +625,10 @@ fn a_worker_killed_mid_run_leaves_the_run_to_another_and_no_completed_call_runs_
       ],
       "response_reference_map": {"a": "REF:a.step", "b": "REF:b.step", "c": "REF:c.step"}
     }"#;
-    let root = root_with(
-        "crash",
-        &[
-            ("main.tool", main),
-            ("tools/count.tool", COUNT_TOOL),
-            ("tools/slow.tool", SLOW_TOOL),
-            ("tools/bin/count.sh", COUNT_SH),
-            ("tools/bin/slow.sh", SLOW_SH),
-        ],
-    );
-    for script in ["tools/bin/count.sh", "tools/bin/slow.sh"] {
-        let status = Command::new("chmod").arg("+x").arg(root.join(script)).status().expect("chmod runs");
-        assert!(status.success());
-    }
+    let root =
+        root_with("crash", &[("main.tool", main), ("tools/count.tool", COUNT_TOOL), ("tools/slow.tool", SLOW_TOOL)]);
+    script(&root.join("tools/bin/count.sh"), COUNT_SH);
+    script(&root.join("tools/bin/slow.sh"), SLOW_SH);
     let q = queue("crash");
     let mut first = worker(&root, &q);
     let trace = root.join("trace.json");
@@ -996,9 +983,8 @@ printf '{"slept":%s}\n' "$seconds"
 
 /// A root with the sleepy tool and its program.
 fn sleepy_root(name: &str, main: &str) -> PathBuf {
-    let root = root_with(name, &[("main.tool", main), ("tools/sleepy.tool", SLEEPY), ("tools/bin/sleep.sh", SLEEP_SH)]);
-    let status = Command::new("chmod").arg("+x").arg(root.join("tools/bin/sleep.sh")).status().expect("chmod runs");
-    assert!(status.success());
+    let root = root_with(name, &[("main.tool", main), ("tools/sleepy.tool", SLEEPY)]);
+    script(&root.join("tools/bin/sleep.sh"), SLEEP_SH);
     root
 }
 
@@ -1048,10 +1034,6 @@ const HANG: &str = r#"{
 /// Writes its pid next to itself, then sleeps for a minute.
 const HANG_SH: &str = "#!/bin/sh\ncat >/dev/null\necho $$ > \"$(dirname \"$0\")/hang.pid.tmp\"\nmv \"$(dirname \"$0\")/hang.pid.tmp\" \"$(dirname \"$0\")/hang.pid\"\nexec sleep 60\n";
 
-fn alive(pid: &str) -> bool {
-    Command::new("kill").args(["-0", pid]).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
-}
-
 /// A run on Temporal whose tool hangs, cancelled by `cancel(workflow id, client pid)` once
 /// the tool runs: the client's exit code, its stderr, the trace, and the workflow's status.
 fn cancelled_run(name: &str, cancel: impl Fn(&str, u32)) -> (i32, String, Value, String) {
@@ -1063,8 +1045,8 @@ fn cancelled_run(name: &str, cancel: impl Fn(&str, u32)) -> (i32, String, Value,
          "dependencies": ["slow"]}
       ]
     }"#;
-    let root = root_with(name, &[("main.tool", main), ("tools/hang.tool", HANG), ("tools/bin/hang.sh", HANG_SH)]);
-    assert!(Command::new("chmod").arg("+x").arg(root.join("tools/bin/hang.sh")).status().expect("chmod").success());
+    let root = root_with(name, &[("main.tool", main), ("tools/hang.tool", HANG)]);
+    script(&root.join("tools/bin/hang.sh"), HANG_SH);
     let q = queue(name);
     let _w = worker(&root, &q);
     let (main_s, root_s) = (root.join("main.tool").to_string_lossy().into_owned(), root.to_string_lossy().into_owned());
@@ -1078,11 +1060,7 @@ fn cancelled_run(name: &str, cancel: impl Fn(&str, u32)) -> (i32, String, Value,
         .spawn()
         .expect("tdsl runs");
     let pidfile = root.join("tools/bin/hang.pid");
-    let start = Instant::now();
-    while !pidfile.exists() {
-        assert!(start.elapsed() < Duration::from_secs(30), "the tool never started");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until(Duration::from_secs(30), "the tool to start", || pidfile.exists().then_some(()));
     let tool_pid = std::fs::read_to_string(&pidfile).expect("the pid").trim().to_string();
     let log = std::fs::read_to_string(&stderr).expect("stderr");
     let workflow_id = log
@@ -1092,19 +1070,11 @@ fn cancelled_run(name: &str, cancel: impl Fn(&str, u32)) -> (i32, String, Value,
         .unwrap_or_else(|| panic!("no workflow id on stderr: {log}"))
         .to_string();
     cancel(&workflow_id, client.id());
-    let code = loop {
-        if let Some(status) = client.try_wait().expect("wait") {
-            break status.code().unwrap_or(-1);
-        }
-        assert!(start.elapsed() < Duration::from_secs(60), "the client did not end after the cancel");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let code = wait_until(Duration::from_secs(60), "the client to end after the cancel", || {
+        client.try_wait().expect("wait").map(|status| status.code().unwrap_or(-1))
+    });
     // The tool's process was stopped, not left to sleep out its minute.
-    let stopped = Instant::now();
-    while alive(&tool_pid) {
-        assert!(stopped.elapsed() < Duration::from_secs(10), "the cancelled tool (pid {tool_pid}) still runs");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until(Duration::from_secs(10), "the cancelled tool to end", || (!alive(&tool_pid)).then_some(()));
     let described = Command::new(temporal_program())
         .args(["workflow", "describe", "--workflow-id", &workflow_id, "--address", &server().address(), "-o", "json"])
         .output()
@@ -1246,9 +1216,8 @@ fn payloads_over_the_limit_are_errors_naming_it() {
       "instructions": [{"execution_id": "big", "tool_definition_path": "/tools/big.tool"}]
     }"#;
     let big = r#"{"system_event_endpoint": "exec:./bin/big.sh"}"#;
-    let root = root_with("payload", &[("main.tool", main), ("tools/big.tool", big), ("tools/bin/big.sh", BIG_SH)]);
-    let status = Command::new("chmod").arg("+x").arg(root.join("tools/bin/big.sh")).status().expect("chmod runs");
-    assert!(status.success());
+    let root = root_with("payload", &[("main.tool", main), ("tools/big.tool", big)]);
+    script(&root.join("tools/bin/big.sh"), BIG_SH);
     let q = queue("payload");
     let _w = worker(&root, &q);
     let (main_s, root_s) = (root.join("main.tool").to_string_lossy().into_owned(), root.to_string_lossy().into_owned());

@@ -47,10 +47,13 @@ pub fn alive(pid: &str) -> bool {
     dir.exists() && !std::fs::read_to_string(dir.join("stat")).is_ok_and(|s| s.contains(") Z "))
 }
 
-/// Writes an executable script.
+/// Writes an executable script (and the folders it lives in).
 #[cfg(unix)]
 pub fn script(path: &Path, body: &str) {
     use std::os::unix::fs::PermissionsExt;
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).expect("the script's folder");
+    }
     std::fs::write(path, body).expect("write");
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
 }
