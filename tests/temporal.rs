@@ -1034,18 +1034,22 @@ const HANG: &str = r#"{
 /// Writes its pid next to itself, then sleeps for a minute.
 const HANG_SH: &str = "#!/bin/sh\ncat >/dev/null\necho $$ > \"$(dirname \"$0\")/hang.pid.tmp\"\nmv \"$(dirname \"$0\")/hang.pid.tmp\" \"$(dirname \"$0\")/hang.pid\"\nexec sleep 60\n";
 
-/// A run on Temporal whose tool hangs, cancelled by `cancel(workflow id, client pid)` once
-/// the tool runs: the client's exit code, its stderr, the trace, and the workflow's status.
-fn cancelled_run(name: &str, cancel: impl Fn(&str, u32)) -> (i32, String, Value, String) {
-    let main = r#"{
-      "instructions": [
-        {"execution_id": "slow", "tool_definition_path": "/tools/hang.tool", "arguments": {"n": 1},
-         "timeout_seconds": 120},
-        {"execution_id": "after", "tool_definition_path": "/tools/hang.tool", "arguments": {"n": 2},
-         "dependencies": ["slow"]}
-      ]
-    }"#;
-    let root = root_with(name, &[("main.tool", main), ("tools/hang.tool", HANG)]);
+const HANGING_MAIN: &str = r#"{
+  "instructions": [
+    {"execution_id": "slow", "tool_definition_path": "/tools/hang.tool", "arguments": {"n": 1},
+     "timeout_seconds": 120},
+    {"execution_id": "after", "tool_definition_path": "/tools/hang.tool", "arguments": {"n": 2},
+     "dependencies": ["slow"]}
+  ]
+}"#;
+
+/// A run on Temporal of `files` (`main.tool` among them) whose tool hangs, cancelled by
+/// `cancel(workflow id, client pid)` once the tool runs: the client's exit code, its
+/// stderr, the trace, and the workflow's status.
+fn cancelled_run(name: &str, files: &[(&str, &str)], cancel: impl Fn(&str, u32)) -> (i32, String, Value, String) {
+    let mut files = files.to_vec();
+    files.push(("tools/hang.tool", HANG));
+    let root = root_with(name, &files);
     script(&root.join("tools/bin/hang.sh"), HANG_SH);
     let q = queue(name);
     let _w = worker(&root, &q);
@@ -1097,7 +1101,7 @@ fn assert_cancelled(stderr: &str, trace: &Value, described: &str) {
 
 #[test]
 fn a_run_cancelled_from_temporal_ends_cancelled_and_stops_its_tools() {
-    let (code, stderr, trace, described) = cancelled_run("cancel", |workflow_id, _| {
+    let (code, stderr, trace, described) = cancelled_run("cancel", &[("main.tool", HANGING_MAIN)], |workflow_id, _| {
         let out = Command::new(temporal_program())
             .args(["workflow", "cancel", "--workflow-id", workflow_id, "--address", &server().address()])
             .output()
@@ -1109,8 +1113,41 @@ fn a_run_cancelled_from_temporal_ends_cancelled_and_stops_its_tools() {
 }
 
 #[test]
+fn a_run_cancelled_during_a_chunked_fan_out_cancels_its_child_workflows() {
+    // A composite with a nested fan-out runs one child per child workflow: cancelling the
+    // run cancels them, and their tools stop.
+    let main = r#"{
+      "instructions": [
+        {"execution_id": "each", "tool_definition_path": "/group.tool",
+         "parallel_execution": {"iterate_over": [[1], [2]], "child_argument_name": "ns"}}
+      ]
+    }"#;
+    let group = r#"{
+      "arguments": [{"name": "ns", "type_name": "list<integer>", "required": true}],
+      "instructions": [
+        {"execution_id": "each", "tool_definition_path": "/tools/hang.tool", "timeout_seconds": 120,
+         "parallel_execution": {"iterate_over": "REF:arguments.ns", "child_argument_name": "n"}}
+      ]
+    }"#;
+    let (code, stderr, trace, described) =
+        cancelled_run("cancel-chunks", &[("main.tool", main), ("group.tool", group)], |workflow_id, _| {
+            let out = Command::new(temporal_program())
+                .args(["workflow", "cancel", "--workflow-id", workflow_id, "--address", &server().address()])
+                .output()
+                .expect("temporal runs");
+            assert!(out.status.success(), "temporal workflow cancel: {}", String::from_utf8_lossy(&out.stderr));
+        });
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(trace["error"]["code"], "E0813", "{trace}");
+    assert!(described.contains("WORKFLOW_EXECUTION_STATUS_CANCELED"), "{described}");
+    let steps = statuses(&trace);
+    assert_eq!(steps[0], ("each".to_string(), "CANCELLED".to_string()), "{steps:?}");
+    assert!(steps.iter().all(|(_, s)| s == "CANCELLED"), "{steps:?}");
+}
+
+#[test]
 fn ctrl_c_on_the_client_cancels_the_run_on_temporal() {
-    let (code, stderr, trace, described) = cancelled_run("interrupt", |_, client| {
+    let (code, stderr, trace, described) = cancelled_run("interrupt", &[("main.tool", HANGING_MAIN)], |_, client| {
         assert!(Command::new("kill").args(["-INT", &client.to_string()]).status().expect("kill").success());
     });
     assert_eq!(code, 130, "{stderr}");

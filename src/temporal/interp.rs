@@ -891,6 +891,17 @@ impl<'a> Interp<'a> {
         let chunk = match out.map(|o| o.chunk) {
             Ok(Some(chunk)) => chunk,
             Ok(None) => return fail_all(Code::ToolFailed, "the fan-out chunk returned no children".to_string()),
+            // The run was cancelled while the chunk ran: its children were cancelled with it.
+            Err(_) if self.cancelled() => {
+                return (first..first + n)
+                    .map(|i| {
+                        let f = self.deadline_failure(&format!("{key}[{i}]"));
+                        let mut ct = ChildTrace::new(i);
+                        ct.error = Some(f.message.clone());
+                        (ct, Err(f), false)
+                    })
+                    .collect();
+            }
             Err(e) => return fail_all(Code::ToolFailed, format!("the fan-out chunk {c} failed: {e}")),
         };
         *self.mock_calls.borrow_mut().entry(tool_path).or_insert(0) = chunk.mock_calls;
