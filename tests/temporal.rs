@@ -1102,6 +1102,17 @@ fn assert_cancelled(stderr: &str, trace: &Value, described: &str) {
 #[test]
 fn a_run_cancelled_from_temporal_ends_cancelled_and_stops_its_tools() {
     let (code, stderr, trace, described) = cancelled_run("cancel", &[("main.tool", HANGING_MAIN)], |workflow_id, _| {
+        // While it runs, the workflow answers its `progress` query.
+        let out = Command::new(temporal_program())
+            .args(["workflow", "query", "--workflow-id", workflow_id, "--type", "progress", "--input", "0"])
+            .args(["--address", &server().address(), "-o", "json"])
+            .output()
+            .expect("temporal runs");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "temporal workflow query: {}", String::from_utf8_lossy(&out.stderr));
+        for want in [r#""steps": 2"#, r#""steps_done": 0"#, r#""in_flight": 1"#, "▶ slow (/tools/hang.tool)"] {
+            assert!(text.contains(want), "{want} not in the progress: {text}");
+        }
         let out = Command::new(temporal_program())
             .args(["workflow", "cancel", "--workflow-id", workflow_id, "--address", &server().address()])
             .output()
@@ -1143,6 +1154,38 @@ fn a_run_cancelled_during_a_chunked_fan_out_cancels_its_child_workflows() {
     let steps = statuses(&trace);
     assert_eq!(steps[0], ("each".to_string(), "CANCELLED".to_string()), "{steps:?}");
     assert!(steps.iter().all(|(_, s)| s == "CANCELLED"), "{steps:?}");
+}
+
+/// On a terminal, `tdsl run --engine temporal` draws the bar a local run draws, from the
+/// workflow's `progress` query.
+#[test]
+fn progress_is_drawn_on_a_terminal_from_the_workflow() {
+    use rexpect::session::spawn_command;
+    let main = r#"{
+      "arguments": [{"name": "items", "type_name": "list<integer>", "required": true}],
+      "instructions": [
+        {"execution_id": "each", "tool_definition_path": "/tools/echo.tool",
+         "parallel_execution": {"iterate_over": "REF:arguments.items", "child_argument_name": "n"}},
+        {"execution_id": "after", "tool_definition_path": "/tools/echo.tool", "arguments": {"n": 1},
+         "dependencies": ["each"]}
+      ]
+    }"#;
+    let root = root_with("progress", &[("main.tool", main), ("tools/echo.tool", ECHO)]);
+    let q = queue("progress");
+    let _w = worker(&root, &q);
+    let (main_s, root_s) = (root.join("main.tool").to_string_lossy().into_owned(), root.to_string_lossy().into_owned());
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tdsl"));
+    cmd.args(["run", &main_s, "--root", &root_s, "--arg", "items=[1,2,3]", "--no-history"])
+        .args(["--engine", "temporal", "--temporal-address", &server().address(), "--task-queue", &q])
+        .env("NO_COLOR", "1");
+    let mut p = spawn_command(cmd, Some(60_000)).expect("spawn on a pseudo-terminal");
+    p.exp_string("steps 0/2").expect("the bar starts");
+    // (The pseudo-terminal is read as Latin-1: the lines' marks are matched by what follows them.)
+    p.exp_string(" each (/tools/echo.tool)").expect("a step's line");
+    p.exp_string(" after (/tools/echo.tool)").expect("the last step's line");
+    p.exp_string("steps 2/2, children 3/3, in flight 0, retries 0").expect("the bar ends full");
+    p.exp_string("\"each\"").expect("the result follows");
+    p.exp_eof().expect("the run ends");
 }
 
 #[test]

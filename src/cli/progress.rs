@@ -115,6 +115,29 @@ impl Progress {
     }
 }
 
+#[cfg(feature = "temporal")]
+impl Progress {
+    /// A run on Temporal's progress, as its `progress` query answered: the new step lines,
+    /// then the counts.
+    pub(crate) fn show(&self, report: &crate::temporal::ProgressReport) {
+        for line in &report.lines {
+            self.bar.println(line);
+        }
+        let mut c = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
+        c.steps_done = report.steps_done;
+        c.children = report.children;
+        c.children_done = report.children_done;
+        c.in_flight = report.in_flight;
+        c.retries = report.retries;
+        self.redraw(&c);
+    }
+
+    /// The bar drawn one last time, and left.
+    pub(crate) fn finish(&self) {
+        self.bar.finish();
+    }
+}
+
 impl Observer for Progress {
     fn event(&self, event: &Event<'_>) {
         let mut c = self.counts.lock().unwrap_or_else(PoisonError::into_inner);

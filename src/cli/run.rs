@@ -552,13 +552,24 @@ fn run_temporal(args: &RunArgs) -> ExitCode {
     let conn = args.connection.connection();
     let history = args.temporal_history.as_deref();
     let interrupted = || interrupts.token().is_cancelled();
+    // On a terminal, the same bar as a local run's, from the workflow's progress query.
+    let bar = (!args.quiet && std::io::stderr().is_terminal()).then(|| Progress::new(workflow.plan().steps.len()));
+    let show = |report: &crate::temporal::ProgressReport| {
+        if let Some(bar) = &bar {
+            bar.show(report);
+        }
+    };
     let finished = runtime.block_on(crate::temporal::client::run(
         &conn,
         input,
         history,
         |workflow_id, run_id| eprintln!("temporal: workflow id {workflow_id}, run id {run_id}"),
         &interrupted,
+        bar.is_some().then_some(&show as &(dyn Fn(&crate::temporal::ProgressReport) + Sync)),
     ));
+    if let Some(bar) = &bar {
+        bar.finish();
+    }
     let mut trace = match finished {
         Ok(f) => f.trace,
         Err(e) => {

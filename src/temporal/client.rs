@@ -2,11 +2,12 @@
 
 use temporalio_client::errors::WorkflowGetResultError;
 use temporalio_client::{
-    WorkflowCancelOptions, WorkflowFetchHistoryOptions, WorkflowGetResultOptions, WorkflowStartOptions,
+    WorkflowCancelOptions, WorkflowFetchHistoryOptions, WorkflowGetResultOptions, WorkflowQueryOptions,
+    WorkflowStartOptions,
 };
 
 use super::worker::{connect, TdslWorkflow};
-use super::{Connection, RunInput, RunOutput, INTERPRETER_VERSION};
+use super::{Connection, ProgressReport, RunInput, RunOutput, INTERPRETER_VERSION};
 use crate::exec::Trace;
 
 /// How long `tdsl run --engine temporal` keeps asking a server that went away.
@@ -27,13 +28,16 @@ pub struct Finished {
 /// and run ids as soon as the server has them. With `history`, the workflow's event
 /// history is written there as JSON once it ended (what [`super::worker::replay`] reads).
 /// Once `interrupted` says so (the user pressed Ctrl-C), the run is cancelled on the server
-/// and its trace, cancelled steps included, is still awaited.
+/// and its trace, cancelled steps included, is still awaited. `progress`, when given, is
+/// told the run's progress (the workflow's `progress` query) four times a second, and once
+/// more when the run ended.
 pub async fn run(
     conn: &Connection,
     input: RunInput,
     history: Option<&std::path::Path>,
     started: impl FnOnce(&str, &str),
     interrupted: &(dyn Fn() -> bool + Sync),
+    progress: Option<&(dyn Fn(&ProgressReport) + Sync)>,
 ) -> Result<Finished, String> {
     let client = connect(conn).await?;
     let workflow_id = format!(
@@ -61,17 +65,31 @@ pub async fn run(
         }
     };
     tokio::pin!(until_interrupted);
+    let mut since = 0u64;
+    let mut ticker = tokio::time::interval(std::time::Duration::from_millis(250));
+    let query = |since: u64| handle.query(TdslWorkflow::progress, since, WorkflowQueryOptions::default());
     let out = loop {
-        let got = tokio::select! {
-            got = handle.get_result(WorkflowGetResultOptions::default()) => got,
-            () = &mut until_interrupted, if !cancel_sent => {
-                cancel_sent = true;
-                eprintln!("temporal: interrupted: cancelling the run {workflow_id}");
-                let reason = WorkflowCancelOptions::builder().reason("tdsl run was interrupted".to_string()).build();
-                if let Err(e) = handle.cancel(reason).await {
-                    eprintln!("temporal: cannot cancel the run {workflow_id}: {e}");
+        // One wait for the result, kept across the ticks of progress and a cancel.
+        let result = handle.get_result(WorkflowGetResultOptions::default());
+        tokio::pin!(result);
+        let got = loop {
+            tokio::select! {
+                got = &mut result => break got,
+                () = &mut until_interrupted, if !cancel_sent => {
+                    cancel_sent = true;
+                    eprintln!("temporal: interrupted: cancelling the run {workflow_id}");
+                    let reason =
+                        WorkflowCancelOptions::builder().reason("tdsl run was interrupted".to_string()).build();
+                    if let Err(e) = handle.cancel(reason).await {
+                        eprintln!("temporal: cannot cancel the run {workflow_id}: {e}");
+                    }
                 }
-                continue;
+                _ = ticker.tick(), if progress.is_some() => {
+                    if let (Some(show), Ok(report)) = (progress, query(since).await) {
+                        since = report.lines_total;
+                        show(&report);
+                    }
+                }
             }
         };
         match got {
@@ -105,6 +123,9 @@ pub async fn run(
             Err(e) => return Err(format!("the run {workflow_id} (run id {run_id}) did not end with a trace: {e}")),
         }
     };
+    if let (Some(show), Ok(report)) = (progress, query(since).await) {
+        show(&report);
+    }
     if let Some(path) = history {
         let json = handle
             .fetch_history(WorkflowFetchHistoryOptions::default())

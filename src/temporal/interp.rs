@@ -261,6 +261,27 @@ impl<'a> Interp<'a> {
         rfc3339(self.start_ms.saturating_add(i64::try_from(rel).unwrap_or(i64::MAX)))
     }
 
+    /// Changes the progress the `progress` query answers.
+    fn progress(&self, f: impl FnOnce(&mut super::Progress)) {
+        self.ctx.state_mut(|w| f(w.progress_mut()));
+    }
+
+    /// A step ended: its line, and the count of top-level steps.
+    fn step_ended(&self, key: &str, tr: &StepTrace) {
+        let line = match (tr.status, tr.reason.as_deref().or(tr.error.as_deref())) {
+            (StepStatus::Completed, _) => format!("✔ {key}"),
+            (s, Some(r)) => format!("• {key} {} ({r})", s.as_str()),
+            (s, None) => format!("• {key} {}", s.as_str()),
+        };
+        let top = !key.contains('/');
+        self.progress(|p| {
+            if top {
+                p.counts().steps_done += 1;
+            }
+            p.line(line);
+        });
+    }
+
     /// Takes `n` of the run's `--concurrency` slots, in the order the waits began (a FIFO of
     /// tickets: the same order on every replay); `Err` when the wait ended because the
     /// workflow was cancelled.
@@ -369,6 +390,8 @@ impl<'a> Interp<'a> {
         let checked = validate::check(&wf.plan().tool.arguments, &arguments, Side::Arguments, wf.name()).map_err(|m| {
             Failure { code: Code::ArgumentInvalid, step: None, message: m, timeout: false, cancelled: false }
         });
+        let steps = wf.plan().steps.len();
+        self.progress(|p| p.counts().steps = steps);
         let outcome = self.frame(wf.plan(), arguments, String::new(), 0, checked.err()).await;
         let status = match &outcome.result {
             Ok(_) if outcome.partial => RunStatus::Partial,
@@ -508,8 +531,11 @@ impl<'a> Interp<'a> {
         if let Some(reason) = cancel_reason {
             tr.status = StepStatus::Cancelled;
             tr.reason = Some(reason);
+            self.step_ended(&key, &tr);
             return (Value::Null, tr);
         }
+        let line = format!("▶ {key} ({})", step.tool_path);
+        self.progress(|p| p.line(line));
         let started = self.now_rel();
         tr.started_ms = Some(started);
         tr.started_at = Some(self.wall_at(started));
@@ -569,6 +595,7 @@ impl<'a> Interp<'a> {
         tr.success = tr.status == StepStatus::Completed;
         let attempts = tr.attempts.iter().chain(tr.children.iter().flatten().flat_map(|c| c.attempts.iter()));
         tr.retry_count = attempts.filter(|a| a.attempt > 1 && a.outcome != Outcome::Refused).count() as u32;
+        self.step_ended(&key, &tr);
         (value, tr)
     }
 
@@ -658,6 +685,8 @@ impl<'a> Interp<'a> {
             a.insert(SmolStr::new(&**name), item.clone());
             validate::with_defaults(declared_arguments(tool), Value::object(a))
         };
+        let width = items.len();
+        self.progress(|p| p.counts().children += width);
         let size = (CHUNK / calls_per_child(self.wf, tool, 0)).max(1);
         let chunked = items.len() > size;
         let outs: Vec<(ChildTrace, Result<Value, Failure>)> = if chunked {
@@ -705,6 +734,8 @@ impl<'a> Interp<'a> {
                         mock_bases: self.mock_calls.borrow().iter().map(|(k, v)| (k.clone(), *v)).collect(),
                     };
                     let got = self.run_chunk_child(key, c, spec, share).await;
+                    let ended = got.len();
+                    self.progress(|p| p.counts().children_done += ended);
                     self.chunk_slots.set(self.chunk_slots.get().saturating_sub(share));
                     self.release(share);
                     let mut outs = Vec::with_capacity(got.len());
@@ -732,6 +763,7 @@ impl<'a> Interp<'a> {
                     let stopped = || stop.get() || frame.failed();
                     let (ct, out, partial) =
                         self.child(site, tool, key, i, a, step.continue_on_error, stop, &stopped).await;
+                    self.progress(|p| p.counts().children_done += 1);
                     if partial {
                         frame.partial.set(true);
                     }
@@ -1070,6 +1102,7 @@ impl<'a> Interp<'a> {
         };
         let opts = ActivityOptions::with_close_timeouts(close).retry_policy(retry).summary(key.to_string()).build();
         let started = self.now_rel();
+        self.progress(|p| p.counts().in_flight += 1);
         let answer = self.ctx.execute_activity(TdslActivities::call_tool, input, opts).await;
         self.release(1);
         let duration_ms = self.now_rel().saturating_sub(started);
@@ -1085,6 +1118,11 @@ impl<'a> Interp<'a> {
             *self.mock_calls.borrow_mut().entry(tool_path.to_string()).or_insert(0) += n as usize;
         }
         self.retries.set(self.retries.get() + n.saturating_sub(1));
+        self.progress(|p| {
+            let c = p.counts();
+            c.in_flight = c.in_flight.saturating_sub(1);
+            c.retries += n.saturating_sub(1) as usize;
+        });
         // The back-off before attempt `a`: what attempt `a - 1` asked for, or (an attempt
         // that left no note) the retry policy's own interval, which has no jitter.
         let delay_before = |a: u32| match notes.iter().find(|n| n.attempt + 1 == a) {

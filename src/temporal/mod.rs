@@ -287,6 +287,64 @@ pub struct ChunkFailure {
     pub cancelled: bool,
 }
 
+/// What the workflow's `progress` query answers (`tdsl run --engine temporal` draws it on a
+/// terminal; `temporal workflow query --type progress --input N` asks it too): the run's
+/// counts so far and the step lines after line `since`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProgressReport {
+    /// The composite's top-level steps.
+    pub steps: usize,
+    /// Of them, those that ended.
+    pub steps_done: u64,
+    /// Fan-out children so far.
+    pub children: usize,
+    /// Of them, those that ended.
+    pub children_done: usize,
+    /// Tool calls in flight in the run's own workflow (a fan-out chunk's are its child
+    /// workflow's).
+    pub in_flight: usize,
+    /// Retries so far (known as each call ends: Temporal retries inside a call).
+    pub retries: usize,
+    /// Step lines so far: pass it back as `since` to get only the newer ones.
+    pub lines_total: u64,
+    /// The step lines after `since` (`▶ step (tool)`, `✔ step`, `• step STATUS (why)`), at
+    /// most [`PROGRESS_LINES`] of the newest.
+    pub lines: Vec<String>,
+}
+
+/// The step lines the workflow keeps for its `progress` query.
+pub const PROGRESS_LINES: usize = 1_000;
+
+/// The workflow's progress, as it changes; [`ProgressReport`] is its answer to a query.
+#[derive(Clone, Debug, Default)]
+pub struct Progress {
+    counts: ProgressReport,
+    lines: std::collections::VecDeque<String>,
+}
+
+impl Progress {
+    /// A step line.
+    pub(crate) fn line(&mut self, line: String) {
+        if self.lines.len() == PROGRESS_LINES {
+            self.lines.pop_front();
+        }
+        self.lines.push_back(line);
+        self.counts.lines_total += 1;
+    }
+
+    /// The counts, to change.
+    pub(crate) fn counts(&mut self) -> &mut ProgressReport {
+        &mut self.counts
+    }
+
+    /// The answer to a query: the counts and the lines after `since`.
+    pub fn report(&self, since: u64) -> ProgressReport {
+        let first_kept = self.counts.lines_total - self.lines.len() as u64;
+        let skip = usize::try_from(since.saturating_sub(first_kept)).unwrap_or(usize::MAX);
+        ProgressReport { lines: self.lines.iter().skip(skip).cloned().collect(), ..self.counts.clone() }
+    }
+}
+
 /// The options of a local run that a Temporal run honours.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunOptions {

@@ -10,7 +10,8 @@ use temporalio_macros::{activities, workflow, workflow_methods};
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 use temporalio_sdk::runtime::worker_tuner::{FixedSizeSlotSupplier, TunerHolder};
 use temporalio_sdk::{
-    ApplicationFailure, Runtime, Worker, WorkerOptions, WorkflowContext, WorkflowResult, WorkflowTermination,
+    ApplicationFailure, Runtime, Worker, WorkerOptions, WorkflowContext, WorkflowContextView, WorkflowResult,
+    WorkflowTermination,
 };
 
 use super::interp::Interp;
@@ -27,10 +28,12 @@ use crate::value::Value;
 /// How often a running tool call heartbeats (and so how soon a cancelled run stops it).
 const HEARTBEAT_EVERY: Duration = Duration::from_secs(1);
 
-/// The workflow: one composite run.
+/// The workflow: one composite run, and its progress for the `progress` query.
 #[workflow]
 #[derive(Default)]
-pub struct TdslWorkflow;
+pub struct TdslWorkflow {
+    progress: super::Progress,
+}
 
 #[workflow_methods]
 impl TdslWorkflow {
@@ -66,6 +69,16 @@ impl TdslWorkflow {
             return Err(WorkflowTermination::cancelled_with_details(out));
         }
         Ok(out)
+    }
+
+    /// The run's progress: counts, and the step lines after line `since`.
+    #[query(name = "progress")]
+    pub fn progress(&self, _ctx: &WorkflowContextView, since: u64) -> super::ProgressReport {
+        self.progress.report(since)
+    }
+
+    pub(crate) fn progress_mut(&mut self) -> &mut super::Progress {
+        &mut self.progress
     }
 }
 
