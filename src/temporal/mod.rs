@@ -161,6 +161,9 @@ impl FilesSnapshot {
                     EntryKind::File => {
                         let mut versions = Vec::new();
                         for v in store.versions(&path).map_err(|e| e.to_string())? {
+                            // Each version costs its bytes and its description: a directory of
+                            // very many small files (a `--files /`) stops here too, early.
+                            total = total.saturating_add(path.as_str().len() + v.id.len() + 64);
                             let left = max_bytes.saturating_sub(total) as u64;
                             let bytes = store.read(&path, Some(&v), left).map_err(|_| over_files_limit(max_bytes))?;
                             total = total.saturating_add(bytes.len());
@@ -748,6 +751,33 @@ mod tests {
         assert_eq!(retry_delay(&p, 1, "a", 1), Duration::from_secs(1));
         assert_eq!(retry_delay(&p, 1, "a", 3), Duration::from_secs(4));
         assert_eq!(retry_delay(&p, 1, "a", 9), Duration::from_secs(30));
+    }
+
+    #[test]
+    fn a_snapshot_keeps_every_version_and_gives_back_the_same_store() {
+        use crate::files::{FileStore, MemoryStore, StorePath, Version};
+        let mut store = MemoryStore::new();
+        let v =
+            |id: &str| Version { id: id.to_string(), created_at_millis: Some(1), size: 0, author: None, message: None };
+        store.commit("notes.txt", v("aaaaaaa1"), "one").unwrap();
+        store.commit("notes.txt", v("bbbbbbb2"), "two").unwrap();
+        store.insert("sub/deeper/x.bin", vec![0u8, 255, 10]).unwrap();
+        let snap = FilesSnapshot::take(&store, 10_000).unwrap();
+        assert_eq!(snap.files.iter().map(|f| f.path.as_str()).collect::<Vec<_>>(), ["notes.txt", "sub/deeper/x.bin"]);
+        let back = snap.to_store().unwrap();
+        let p = StorePath::parse("notes.txt").unwrap();
+        let ids: Vec<String> = back.versions(&p).unwrap().into_iter().map(|v| v.id).collect();
+        assert_eq!(ids, ["bbbbbbb2", "aaaaaaa1"]);
+        let oldest = back.versions(&p).unwrap().pop().unwrap();
+        assert_eq!(back.read(&p, Some(&oldest), 100).unwrap(), b"one");
+        assert_eq!(back.read(&StorePath::parse("sub/deeper/x.bin").unwrap(), None, 100).unwrap(), [0u8, 255, 10]);
+        // Over the budget: an error naming the limit, whether by content or by file count.
+        assert!(FilesSnapshot::take(&store, 100).unwrap_err().contains("payload limit"));
+        let mut many = MemoryStore::new();
+        for i in 0..1000 {
+            many.insert(&format!("f{i}"), "").unwrap();
+        }
+        assert!(FilesSnapshot::take(&many, 10_000).unwrap_err().contains("payload limit"));
     }
 
     proptest! {
