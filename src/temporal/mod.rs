@@ -31,7 +31,7 @@ use crate::exec::{Tool, Workflow};
 use crate::value::Value;
 
 /// The version of the interpreter's behaviour; carried in every run's input.
-pub const INTERPRETER_VERSION: u32 = 1;
+pub const INTERPRETER_VERSION: u32 = 2;
 
 /// Temporal's limit on one payload (a workflow's or an activity's input or result): 2 MiB
 /// by default on the server (`limit.blobSize.error`). A larger one is an error naming it.
