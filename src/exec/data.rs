@@ -8,7 +8,7 @@ use std::cell::OnceCell;
 use std::sync::{Arc, OnceLock};
 
 use super::clock::ClockScope;
-use super::Tool;
+use super::{RunError, Tool};
 use crate::analysis::{
     ConditionPlan, DoneCheckPlan, ParallelPlan, Plan, RefContext, RefPlan, StepId, StepPlan, TransformPlan, ValuePlan,
 };
@@ -290,6 +290,56 @@ fn member(needle: &Value, haystack: &Value, op: Operator) -> Result<bool, String
             other => Err(format!("`{op}` looks for a key in an object, and got {other:#}", other = other.kind())),
         },
         other => Err(format!("`{op}` needs a list, a string or an object, and got {other:#}", other = other.kind())),
+    }
+}
+
+/// Why a step, a call or a composite failed: what its trace and the run's error say. The
+/// local scheduler and the Temporal interpreter both fail with it.
+#[derive(Clone, Debug)]
+pub(crate) struct Failure {
+    pub(crate) code: Code,
+    /// The step path where it happened (a child's or a nested step's, when deeper).
+    pub(crate) step: Option<String>,
+    pub(crate) message: String,
+    /// A timeout (the step's or the run's deadline) rather than an error.
+    pub(crate) timeout: bool,
+    /// Not a failure of its own: the call never started because another step had failed
+    /// while it waited for a slot (its step is CANCELLED, fail-fast).
+    pub(crate) cancelled: bool,
+}
+
+impl Failure {
+    /// A failure with `code` at step path `key`.
+    pub(crate) fn new(key: &str, code: Code, message: String) -> Failure {
+        Failure { code, step: Some(key.to_string()), message, timeout: false, cancelled: false }
+    }
+
+    /// A step's own error, at step path `key`.
+    pub(crate) fn at(key: &str, e: StepError) -> Failure {
+        Failure::new(key, e.code, e.message)
+    }
+
+    /// The host (or Temporal) cancelled the run while `key` ran or waited.
+    pub(crate) fn run_cancelled(key: &str) -> Failure {
+        Failure::new(key, Code::RunCancelled, "the run was cancelled".to_string())
+    }
+
+    /// The run's deadline of `secs` passed while `key` ran or waited.
+    pub(crate) fn run_deadline(key: &str, secs: f64) -> Failure {
+        Failure {
+            timeout: true,
+            ..Failure::new(key, Code::RunDeadline, format!("the run's deadline of {secs} s passed"))
+        }
+    }
+
+    /// The call at `key` never started, for `why` (fail-fast: another step failed).
+    pub(crate) fn not_started(key: &str, why: String) -> Failure {
+        Failure { cancelled: true, ..Failure::new(key, Code::RunCancelled, why) }
+    }
+
+    /// As the run's error.
+    pub(crate) fn to_run_error(&self) -> RunError {
+        RunError { code: self.code.as_str().to_string(), step: self.step.clone(), message: self.message.clone() }
     }
 }
 

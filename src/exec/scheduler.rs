@@ -23,7 +23,7 @@ use rayon::ScopeFifo;
 
 use super::breaker::{Admission, Refusal};
 use super::clock::ClockScope;
-use super::data::{self, Env, Prelude, StepError, Visible};
+use super::data::{self, Env, Failure, Prelude, StepError, Visible};
 use super::executor::{Event, Executor, Run};
 use super::retry::RetryPolicy;
 use super::runner::{CancelToken, ErrorKind, ToolCall, ToolError};
@@ -150,30 +150,6 @@ impl Drop for Permit {
         drop(s);
         // Every waiter looks: one may take the slot, the others may have to stop.
         self.0.cv.notify_all();
-    }
-}
-
-/// Why a step, a call or a composite failed.
-#[derive(Clone, Debug)]
-pub(crate) struct Failure {
-    code: Code,
-    /// The step path where it happened (a child's or a nested step's, when deeper).
-    step: Option<String>,
-    message: String,
-    /// A timeout (the step's or the run's deadline) rather than an error.
-    timeout: bool,
-    /// Not a failure of its own: the call never started because another step had failed
-    /// while it waited for a slot (its step is CANCELLED, fail-fast).
-    cancelled: bool,
-}
-
-impl Failure {
-    fn at(key: &str, e: StepError) -> Failure {
-        Failure { code: e.code, step: Some(key.to_string()), message: e.message, timeout: false, cancelled: false }
-    }
-
-    fn to_run_error(&self) -> RunError {
-        RunError { code: self.code.as_str().to_string(), step: self.step.clone(), message: self.message.clone() }
     }
 }
 
@@ -403,22 +379,10 @@ impl<'a> Ctx<'a> {
     /// Why the run stopped, charged to `key`.
     fn deadline_failure(&self, key: &str) -> Failure {
         if self.cancel.is_cancelled() {
-            return Failure {
-                code: Code::RunCancelled,
-                step: Some(key.to_string()),
-                message: "the run was cancelled".to_string(),
-                timeout: false,
-                cancelled: false,
-            };
+            return Failure::run_cancelled(key);
         }
         let secs = self.ex.options.deadline.map_or(0.0, |d| d.as_secs_f64());
-        Failure {
-            code: Code::RunDeadline,
-            step: Some(key.to_string()),
-            message: format!("the run's deadline of {secs} s passed"),
-            timeout: true,
-            cancelled: false,
-        }
+        Failure::run_deadline(key, secs)
     }
 
     /// Records that the run's deadline has passed: no step or retry starts any more.
@@ -600,13 +564,7 @@ impl<'a> Ctx<'a> {
         // a skipped step's `null` or `done_value`).
         let outcome = match (outcome, &step.output_path) {
             (Ok(v), Some(path)) if tr.status == StepStatus::Running => crate::analysis::plan::value_at(&v, path)
-                .map_err(|message| Failure {
-                    code: Code::ResponseInvalid,
-                    step: Some(key.clone()),
-                    message,
-                    timeout: false,
-                    cancelled: false,
-                }),
+                .map_err(|message| Failure::new(&key, Code::ResponseInvalid, message)),
             (outcome, _) => outcome,
         };
         let value = match outcome {
@@ -749,13 +707,7 @@ impl<'a> Ctx<'a> {
     fn check_response(&self, tool: Option<&Tool>, tool_path: &str, result: &Value, key: &str) -> Result<(), Failure> {
         data::check_response(tool, tool_path, result).map_err(|m| {
             self.emit(Event::ResponseRejected { step: key, error: &m });
-            Failure {
-                code: Code::ResponseInvalid,
-                step: Some(key.to_string()),
-                message: m,
-                timeout: false,
-                cancelled: false,
-            }
+            Failure::new(key, Code::ResponseInvalid, m)
         })
     }
 
@@ -894,7 +846,7 @@ impl<'a> Ctx<'a> {
             Some(s) => format!("step `{s}` failed"),
             None => "the run failed before this call".to_string(),
         };
-        Failure { code: Code::RunCancelled, step: Some(key.to_string()), message, timeout: false, cancelled: true }
+        Failure::not_started(key, message)
     }
 
     /// One call of a callee with its retries: a composite callee runs as a nested frame, a
@@ -1046,13 +998,7 @@ impl<'a> Ctx<'a> {
     }
 
     fn not_started_failure(&self, key: &str) -> Failure {
-        Failure {
-            code: Code::RunCancelled,
-            step: Some(key.to_string()),
-            message: "not started: another step failed while it waited for a slot".to_string(),
-            timeout: false,
-            cancelled: true,
-        }
+        Failure::not_started(key, "not started: another step failed while it waited for a slot".to_string())
     }
 
     fn refused_failure(&self, key: &str, message: String, n: u32) -> Failure {

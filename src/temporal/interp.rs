@@ -28,11 +28,11 @@ use super::{AttemptNote, CallInput, Chunk, ChunkChild, ChunkFailure, ChunkOutput
 use crate::analysis::{Plan, StepId, StepPlan};
 use crate::diagnostic::Code;
 use crate::exec::clock::ClockScope;
-use crate::exec::data::{self, Env, Prelude, StepError, Visible};
+use crate::exec::data::{self, Env, Failure, Prelude, StepError, Visible};
 use crate::exec::retry::RetryPolicy;
 use crate::exec::trace::{rfc3339, TRACE_FORMAT};
 use crate::exec::{
-    Attempt, ChildTrace, Outcome, RunError, RunStatus, Signal, StepStatus, StepTrace, Time, Tool, Trace, Workflow,
+    Attempt, ChildTrace, Outcome, RunStatus, Signal, StepStatus, StepTrace, Time, Tool, Trace, Workflow,
 };
 use crate::tool::validate::{self, Side};
 use crate::tool::Param;
@@ -60,31 +60,6 @@ fn calls_per_child(wf: &Workflow, tool: Option<&Tool>, depth: usize) -> usize {
             .max(1),
         Some(Tool::Composite { .. }) => CHUNK,
         _ => 1,
-    }
-}
-
-/// Why a step, a call or a composite failed (as `exec::scheduler`'s).
-#[derive(Clone, Debug)]
-struct Failure {
-    code: Code,
-    step: Option<String>,
-    message: String,
-    timeout: bool,
-    /// The call never started: another step failed while it waited for a slot.
-    cancelled: bool,
-}
-
-impl Failure {
-    fn at(key: &str, e: StepError) -> Failure {
-        Failure { code: e.code, step: Some(key.to_string()), message: e.message, timeout: false, cancelled: false }
-    }
-
-    fn new(key: &str, code: Code, message: String) -> Failure {
-        Failure { code, step: Some(key.to_string()), message, timeout: false, cancelled: false }
-    }
-
-    fn to_run_error(&self) -> RunError {
-        RunError { code: self.code.as_str().to_string(), step: self.step.clone(), message: self.message.clone() }
     }
 }
 
@@ -334,22 +309,10 @@ impl<'a> Interp<'a> {
     /// Why the run stopped, charged to `key`.
     fn deadline_failure(&self, key: &str) -> Failure {
         if self.cancelled() {
-            return Failure {
-                code: Code::RunCancelled,
-                step: Some(key.to_string()),
-                message: "the run was cancelled".to_string(),
-                timeout: false,
-                cancelled: false,
-            };
+            return Failure::run_cancelled(key);
         }
         let secs = self.input.options.deadline_seconds.unwrap_or(0.0);
-        Failure {
-            code: Code::RunDeadline,
-            step: Some(key.to_string()),
-            message: format!("the run's deadline of {secs} s passed"),
-            timeout: true,
-            cancelled: false,
-        }
+        Failure::run_deadline(key, secs)
     }
 
     fn clock(&self) -> Arc<ClockScope> {
@@ -1016,7 +979,7 @@ impl<'a> Interp<'a> {
             Some(s) => format!("step `{s}` failed"),
             None => "the run failed before this call".to_string(),
         };
-        Failure { code: Code::RunCancelled, step: Some(key.to_string()), message, timeout: false, cancelled: true }
+        Failure::not_started(key, message)
     }
 
     /// One call with its retries: a composite callee as a nested frame, a primitive one as
@@ -1235,13 +1198,7 @@ impl<'a> Interp<'a> {
     }
 
     fn not_started_failure(&self, key: &str) -> Failure {
-        Failure {
-            code: Code::RunCancelled,
-            step: Some(key.to_string()),
-            message: "not started: another step failed while it waited for a slot".to_string(),
-            timeout: false,
-            cancelled: true,
-        }
+        Failure::not_started(key, "not started: another step failed while it waited for a slot".to_string())
     }
 
     async fn call_composite(&self, key: &str, depth: usize, tool_path: &str, plan: &Plan, args: &Value) -> CallOutcome {
