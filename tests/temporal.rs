@@ -279,6 +279,50 @@ fn root_with(name: &str, files: &[(&str, &str)]) -> PathBuf {
     dir
 }
 
+/// A root of its own with these files, a task queue of its own, and a worker on it.
+fn started(name: &str, files: &[(&str, &str)]) -> (PathBuf, String, Guarded) {
+    let root = root_with(name, files);
+    let q = queue(name);
+    let w = worker(&root, &q);
+    (root, q, w)
+}
+
+/// The composite `main.tool` of a root and the root, as arguments.
+fn paths(root: &Path) -> (String, String) {
+    (root.join("main.tool").to_string_lossy().into_owned(), root.to_string_lossy().into_owned())
+}
+
+/// [`same_as_local`] of `main.tool` under `root` with these arguments and `--concurrency`,
+/// the Temporal run's history kept: the Temporal run, and the file of its history.
+fn same_as_local_keeping_history(root: &Path, q: &str, arguments: Value, concurrency: u32) -> (Out, PathBuf) {
+    let (args, history) = (root.join("args.json"), root.join("run.history.json"));
+    std::fs::write(&args, arguments.to_string()).expect("args");
+    let (main_s, root_s) = paths(root);
+    let (args_s, history_s) = (args.to_string_lossy().into_owned(), history.to_string_lossy().into_owned());
+    let concurrency = concurrency.to_string();
+    let (_, remote) = same_as_local(
+        &[
+            &main_s,
+            "--root",
+            &root_s,
+            "--args",
+            &args_s,
+            "--concurrency",
+            &concurrency,
+            "--temporal-history",
+            &history_s,
+        ],
+        q,
+    );
+    (remote, history)
+}
+
+/// The events of a history `--temporal-history` wrote.
+fn history_events(path: &Path) -> Vec<Value> {
+    let h: Value = serde_json::from_str(&std::fs::read_to_string(path).expect("the history")).expect("JSON");
+    h["events"].as_array().expect("events").clone()
+}
+
 const ECHO: &str = r#"{
   "arguments": [{"name": "n", "type_name": "integer", "required": true}],
   "responses": [{"name": "n", "type_name": "integer", "required": true}],
@@ -298,9 +342,7 @@ fn a_fan_out_keeps_input_order_and_the_concurrency_limit() {
       ],
       "response_reference_map": {"ns": "REF:each.response", "total": "REF:after.n"}
     }"#;
-    let root = root_with("fanout", &[("main.tool", main), ("tools/echo.tool", ECHO)]);
-    let q = queue("fanout");
-    let _w = worker(&root, &q);
+    let (root, q, _w) = started("fanout", &[("main.tool", main), ("tools/echo.tool", ECHO)]);
     let items: Vec<i64> = (0..60).collect();
     let arg = format!("items={}", serde_json::to_string(&items).expect("JSON"));
     let root_s = root.to_string_lossy().into_owned();
@@ -336,9 +378,7 @@ fn retries_are_counted_and_permanent_errors_are_not_retried() {
          "retry": {"max_retries": 3, "base_delay_seconds": 0.1}}
       ]
     }"#;
-    let root = root_with("retries", &[("main.tool", main), ("tools/flaky.tool", FLAKY)]);
-    let q = queue("retries");
-    let _w = worker(&root, &q);
+    let (root, q, _w) = started("retries", &[("main.tool", main), ("tools/flaky.tool", FLAKY)]);
     let root_s = root.to_string_lossy().into_owned();
     let main_s = root.join("main.tool").to_string_lossy().into_owned();
     // Two transient failures, then an answer: three attempts.
@@ -371,10 +411,8 @@ fn retry_jitter_comes_from_the_seed_and_temporal_waits_the_jittered_delay() {
          "retry": {"max_retries": 2, "base_delay_seconds": 2.0, "factor": 2.0, "jitter": 0.5}}
       ]
     }"#;
-    let root = root_with("jitter", &[("main.tool", main), ("tools/flaky.tool", FLAKY)]);
-    let q = queue("jitter");
-    let _w = worker(&root, &q);
-    let (root_s, main_s) = (root.to_string_lossy().into_owned(), root.join("main.tool").to_string_lossy().into_owned());
+    let (root, q, _w) = started("jitter", &[("main.tool", main), ("tools/flaky.tool", FLAKY)]);
+    let (main_s, root_s) = paths(&root);
     let mock = root.join("mock.json");
     std::fs::write(&mock, r#"{"/tools/flaky.tool": {"$fail_transiently": 2, "$then": {"ok": true}}}"#).expect("mock");
     let mock_s = mock.to_string_lossy().into_owned();
@@ -460,7 +498,7 @@ fn a_run_on_temporal_is_in_the_history_as_a_local_run_is() {
     );
     let q = queue("history");
     let _w = worker(&root, &q);
-    let (root_s, main_s) = (root.to_string_lossy().into_owned(), root.join("main.tool").to_string_lossy().into_owned());
+    let (main_s, root_s) = paths(&root);
     let mock = root.join("mock.json");
     std::fs::write(&mock, r#"{"/tools/flaky.tool": {"$fail_transiently": 2, "$then": {"ok": true}}}"#).expect("mock");
     let mock_s = mock.to_string_lossy().into_owned();
@@ -704,13 +742,12 @@ fn a_fresh_history_replays() {
          "dependencies": ["each"], "retry": {"max_retries": 2, "base_delay_seconds": 0.1}}
       ]
     }"#;
-    let root = root_with("replay", &[("main.tool", main), ("tools/echo.tool", ECHO), ("tools/flaky.tool", FLAKY)]);
-    let q = queue("replay");
-    let _w = worker(&root, &q);
+    let (root, q, _w) =
+        started("replay", &[("main.tool", main), ("tools/echo.tool", ECHO), ("tools/flaky.tool", FLAKY)]);
     let mock = root.join("mock.json");
     std::fs::write(&mock, r#"{"/tools/flaky.tool": {"$fail_transiently": 1, "$then": {"ok": true}}}"#).expect("mock");
     let history = root.join("run.history.json");
-    let (main_s, root_s) = (root.join("main.tool").to_string_lossy().into_owned(), root.to_string_lossy().into_owned());
+    let (main_s, root_s) = paths(&root);
     let (mock_s, history_s) = (mock.to_string_lossy().into_owned(), history.to_string_lossy().into_owned());
     let o = run(
         &[
@@ -757,18 +794,9 @@ fn a_fan_out_of_a_thousand_children_runs_in_child_workflows_as_locally() {
       ],
       "response_reference_map": {"total": "REF:each.total", "last": "REF:each.response.last.n"}
     }"#;
-    let root = root_with("thousand", &[("main.tool", main), ("tools/echo.tool", ECHO)]);
-    let args = root.join("args.json");
-    std::fs::write(&args, json!({"items": (0..1000).collect::<Vec<i64>>()}).to_string()).expect("args");
-    let q = queue("thousand");
-    let _w = worker(&root, &q);
-    let history = root.join("run.history.json");
-    let (main_s, root_s) = (root.join("main.tool").to_string_lossy().into_owned(), root.to_string_lossy().into_owned());
-    let (args_s, history_s) = (args.to_string_lossy().into_owned(), history.to_string_lossy().into_owned());
-    let (_, remote) = same_as_local(
-        &[&main_s, "--root", &root_s, "--args", &args_s, "--concurrency", "64", "--temporal-history", &history_s],
-        &q,
-    );
+    let (root, q, _w) = started("thousand", &[("main.tool", main), ("tools/echo.tool", ECHO)]);
+    let (remote, history) =
+        same_as_local_keeping_history(&root, &q, json!({"items": (0..1000).collect::<Vec<i64>>()}), 64);
     let result: Value = serde_json::from_str(&remote.stdout).expect("JSON");
     assert_eq!(result, json!({"total": 499500, "last": 999}));
     let children = remote.trace["step_results"][0]["children"].as_array().expect("children").clone();
@@ -777,8 +805,7 @@ fn a_fan_out_of_a_thousand_children_runs_in_child_workflows_as_locally() {
     let peak = remote.trace["max_in_flight"].as_u64().expect("max_in_flight");
     assert!((1..=64).contains(&peak), "{peak}");
     // The run's own history holds two child workflows, not 1,000 activities.
-    let h: Value = serde_json::from_str(&std::fs::read_to_string(&history).expect("history")).expect("JSON");
-    let events = h["events"].as_array().expect("events");
+    let events = history_events(&history);
     assert!(events.len() < 100, "{} events in the run's own history", events.len());
     replays(&history);
 }
@@ -805,26 +832,17 @@ fn a_fan_out_of_a_composite_is_split_into_child_workflows_by_the_calls_it_makes(
       ],
       "response_reference_map": {"n": "REF:b.n", "twice": "REF:b.twice"}
     }"#;
-    let root = root_with("composite-chunks", &[("main.tool", main), ("pair.tool", pair), ("tools/echo.tool", ECHO)]);
-    let args = root.join("args.json");
-    std::fs::write(&args, json!({"items": (0..300).collect::<Vec<i64>>()}).to_string()).expect("args");
-    let q = queue("composite-chunks");
-    let _w = worker(&root, &q);
-    let history = root.join("run.history.json");
-    let (main_s, root_s) = (root.join("main.tool").to_string_lossy().into_owned(), root.to_string_lossy().into_owned());
-    let (args_s, history_s) = (args.to_string_lossy().into_owned(), history.to_string_lossy().into_owned());
-    let (_, remote) = same_as_local(
-        &[&main_s, "--root", &root_s, "--args", &args_s, "--concurrency", "32", "--temporal-history", &history_s],
-        &q,
-    );
+    let (root, q, _w) =
+        started("composite-chunks", &[("main.tool", main), ("pair.tool", pair), ("tools/echo.tool", ECHO)]);
+    let (remote, history) =
+        same_as_local_keeping_history(&root, &q, json!({"items": (0..300).collect::<Vec<i64>>()}), 32);
     let result: Value = serde_json::from_str(&remote.stdout).expect("JSON");
     assert_eq!(result, json!({"total": 89700, "last": {"n": 299, "twice": 598}}));
     let children = remote.trace["step_results"][0]["children"].as_array().expect("children").clone();
     assert_eq!(children.len(), 300);
     // Every child's own steps came back from its child workflow.
     assert!(children.iter().all(|c| c["steps"].as_array().is_some_and(|s| s.len() == 2)), "{:?}", children[0]);
-    let h: Value = serde_json::from_str(&std::fs::read_to_string(&history).expect("history")).expect("JSON");
-    let events = h["events"].as_array().expect("events");
+    let events = history_events(&history);
     // Event types by number (temporal.api.enums.v1.EventType).
     let (child_initiated, activity_scheduled) = (29, 10);
     let count = |kind: i64| events.iter().filter(|e| e["event_type"] == kind).count();
@@ -844,10 +862,8 @@ fn a_run_that_would_outgrow_its_workflow_history_stops_with_an_error_naming_the_
          "parallel_execution": {"iterate_over": "REF:arguments.items", "child_argument_name": "n"}}
       ]
     }"#;
-    let root = root_with("history-limit", &[("main.tool", main), ("tools/echo.tool", ECHO)]);
-    let q = queue("history-limit");
-    let _w = worker(&root, &q);
-    let (main_s, root_s) = (root.join("main.tool").to_string_lossy().into_owned(), root.to_string_lossy().into_owned());
+    let (root, q, _w) = started("history-limit", &[("main.tool", main), ("tools/echo.tool", ECHO)]);
+    let (main_s, root_s) = paths(&root);
     let items = format!("items={}", serde_json::to_string(&(0..200).collect::<Vec<i64>>()).expect("JSON"));
     let o = run(
         &[&main_s, "--root", &root_s, "--arg", &items, "--concurrency", "8", "--temporal-history-limit", "150"],
@@ -944,22 +960,13 @@ fn chunks_of_a_composite_with_a_nested_fan_out_run_side_by_side_within_the_concu
       ],
       "response_reference_map": {"sum": "REF:each.sum"}
     }"#;
-    let root = root_with("side-by-side", &[("main.tool", main), ("group.tool", group), ("tools/echo.tool", ECHO)]);
-    let q = queue("side-by-side");
-    let _w = worker(&root, &q);
-    let history = root.join("run.history.json");
-    let (main_s, root_s) = (root.join("main.tool").to_string_lossy().into_owned(), root.to_string_lossy().into_owned());
-    let history_s = history.to_string_lossy().into_owned();
-    let groups = "groups=[[1,2],[3,4],[5,6],[7,8],[9,10],[11,12]]";
-    let (_, remote) = same_as_local(
-        &[&main_s, "--root", &root_s, "--arg", groups, "--concurrency", "4", "--temporal-history", &history_s],
-        &q,
-    );
+    let (root, q, _w) =
+        started("side-by-side", &[("main.tool", main), ("group.tool", group), ("tools/echo.tool", ECHO)]);
+    let groups = json!({"groups": [[1, 2], [3, 4], [5, 6], [7, 8], [9, 10], [11, 12]]});
+    let (remote, history) = same_as_local_keeping_history(&root, &q, groups, 4);
     let result: Value = serde_json::from_str(&remote.stdout).expect("JSON");
     assert_eq!(result["groups"][5]["sum"], 23, "{result}");
-    let h: Value = serde_json::from_str(&std::fs::read_to_string(&history).expect("history")).expect("JSON");
-    let kinds: Vec<i64> =
-        h["events"].as_array().expect("events").iter().map(|e| e["event_type"].as_i64().unwrap_or(0)).collect();
+    let kinds: Vec<i64> = history_events(&history).iter().map(|e| e["event_type"].as_i64().unwrap_or(0)).collect();
     // temporal.api.enums.v1.EventType: 29 a child workflow initiated, 32 one completed.
     let (initiated, completed) = (29, 32);
     assert_eq!(kinds.iter().filter(|k| **k == initiated).count(), 6, "one child workflow per child");
@@ -1002,7 +1009,7 @@ fn a_step_timeout_and_the_run_deadline_behave_as_locally() {
     let root = sleepy_root("timeout", main);
     let q = queue("timeout");
     let _w = worker(&root, &q);
-    let (main_s, root_s) = (root.join("main.tool").to_string_lossy().into_owned(), root.to_string_lossy().into_owned());
+    let (main_s, root_s) = paths(&root);
     let (_, remote) = same_as_local(&[&main_s, "--root", &root_s], &q);
     assert_eq!(remote.code, 1);
     assert_eq!(remote.trace["overall_status"], "TIMEOUT");
@@ -1019,7 +1026,7 @@ fn a_step_timeout_and_the_run_deadline_behave_as_locally() {
     let root = sleepy_root("deadline", main);
     let q = queue("deadline");
     let _w = worker(&root, &q);
-    let (main_s, root_s) = (root.join("main.tool").to_string_lossy().into_owned(), root.to_string_lossy().into_owned());
+    let (main_s, root_s) = paths(&root);
     let (_, remote) = same_as_local(&[&main_s, "--root", &root_s, "--deadline", "2"], &q);
     assert_eq!(remote.code, 1);
     assert_eq!(remote.trace["overall_status"], "TIMEOUT");
@@ -1053,7 +1060,7 @@ fn cancelled_run(name: &str, files: &[(&str, &str)], cancel: impl Fn(&str, u32))
     script(&root.join("tools/bin/hang.sh"), HANG_SH);
     let q = queue(name);
     let _w = worker(&root, &q);
-    let (main_s, root_s) = (root.join("main.tool").to_string_lossy().into_owned(), root.to_string_lossy().into_owned());
+    let (main_s, root_s) = paths(&root);
     let (trace, stderr) = (root.join("trace.json"), root.join("stderr.log"));
     let mut client = Command::new(env!("CARGO_BIN_EXE_tdsl"))
         .args(["run", &main_s, "--root", &root_s, "--no-history", "--trace"])
@@ -1170,10 +1177,8 @@ fn progress_is_drawn_on_a_terminal_from_the_workflow() {
          "dependencies": ["each"]}
       ]
     }"#;
-    let root = root_with("progress", &[("main.tool", main), ("tools/echo.tool", ECHO)]);
-    let q = queue("progress");
-    let _w = worker(&root, &q);
-    let (main_s, root_s) = (root.join("main.tool").to_string_lossy().into_owned(), root.to_string_lossy().into_owned());
+    let (root, q, _w) = started("progress", &[("main.tool", main), ("tools/echo.tool", ECHO)]);
+    let (main_s, root_s) = paths(&root);
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_tdsl"));
     cmd.args(["run", &main_s, "--root", &root_s, "--arg", "items=[1,2,3]", "--no-history"])
         .args(["--engine", "temporal", "--temporal-address", &server().address(), "--task-queue", &q])
@@ -1300,7 +1305,7 @@ fn payloads_over_the_limit_are_errors_naming_it() {
     script(&root.join("tools/bin/big.sh"), BIG_SH);
     let q = queue("payload");
     let _w = worker(&root, &q);
-    let (main_s, root_s) = (root.join("main.tool").to_string_lossy().into_owned(), root.to_string_lossy().into_owned());
+    let (main_s, root_s) = paths(&root);
     let o = run(&[&main_s, "--root", &root_s], Some(&q));
     assert_eq!(o.code, 1, "{}", o.stderr);
     assert!(o.stderr.contains("over Temporal's payload limit of 2097152 bytes"), "{}", o.stderr);
