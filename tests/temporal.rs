@@ -437,6 +437,15 @@ fn retry_jitter_comes_from_the_seed_and_temporal_waits_the_jittered_delay() {
     };
     let want = delays(seed);
     assert_eq!(got(&first), vec![0, want[0], want[1]], "the trace's back-offs are the seed's");
+    // Each attempt starts after the one before and its back-off.
+    let attempts = first.trace["step_results"][0]["attempts"].as_array().expect("attempts").clone();
+    let at = |i: usize, k: &str| attempts[i][k].as_u64().expect("a number");
+    for i in 1..3 {
+        assert!(
+            at(i, "started_ms") >= at(i - 1, "started_ms") + at(i - 1, "duration_ms") + want[i - 1],
+            "{attempts:?}"
+        );
+    }
     // Temporal waited the jittered back-offs, not its policy's intervals (6 s in all).
     let took = first.trace["step_results"][0]["duration_ms"].as_u64().expect("duration");
     let waited: u64 = want.iter().sum();

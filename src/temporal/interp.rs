@@ -1098,30 +1098,42 @@ impl<'a> Interp<'a> {
             None => 0,
         };
         let delays: Vec<u64> = (1..=n).map(delay_before).collect();
+        let delay_of = |a: u32| delays.get((a as usize).saturating_sub(1)).copied().unwrap_or(0);
+        // Each attempt's start: the call's, then each earlier attempt's duration and the
+        // back-off after it (an attempt that left no note ran out its timeout).
+        let timeout_ms = u64::try_from(secs(timeout_seconds).as_millis()).unwrap_or(u64::MAX);
+        let mut at = started;
         let mut attempts: Vec<Attempt> = notes
             .into_iter()
-            .map(|note| Attempt {
-                attempt: note.attempt,
-                outcome: match note.outcome.as_str() {
-                    "transient" => Outcome::Transient,
-                    "permanent" => Outcome::Permanent,
-                    _ => Outcome::Timeout,
-                },
-                response: None,
-                error: Some(note.error),
-                delay_ms: delays.get((note.attempt as usize).saturating_sub(1)).copied().unwrap_or(0),
-                started_ms: started,
-                duration_ms: note.duration_ms,
+            .map(|note| {
+                let lost = note.outcome == "lost";
+                let duration_ms = if lost { timeout_ms } else { note.duration_ms };
+                let started_ms = at.saturating_add(delay_of(note.attempt));
+                at = started_ms.saturating_add(duration_ms);
+                Attempt {
+                    attempt: note.attempt,
+                    outcome: match note.outcome.as_str() {
+                        "transient" => Outcome::Transient,
+                        "permanent" => Outcome::Permanent,
+                        _ => Outcome::Timeout,
+                    },
+                    response: None,
+                    error: Some(note.error),
+                    delay_ms: delay_of(note.attempt),
+                    started_ms,
+                    duration_ms,
+                }
             })
             .collect();
+        let last_start = at.saturating_add(delay_of(n)).min(started.saturating_add(duration_ms));
         attempts.push(Attempt {
             attempt: n,
             outcome,
             response: result.as_ref().ok().cloned(),
             error: result.as_ref().err().cloned(),
-            delay_ms: delays.last().copied().unwrap_or(0),
-            started_ms: started,
-            duration_ms,
+            delay_ms: delay_of(n),
+            started_ms: last_start,
+            duration_ms: started.saturating_add(duration_ms).saturating_sub(last_start),
         });
         let result = result.map_err(|message| {
             let code = match outcome {
