@@ -8,7 +8,7 @@ use std::cell::OnceCell;
 use std::sync::{Arc, OnceLock};
 
 use super::clock::ClockScope;
-use super::{RunError, Tool};
+use super::{RunError, StepStatus, StepTrace, Tool};
 use crate::analysis::{
     ConditionPlan, DoneCheckPlan, ParallelPlan, Plan, RefContext, RefPlan, StepId, StepPlan, TransformPlan, ValuePlan,
 };
@@ -340,6 +340,98 @@ impl Failure {
     /// As the run's error.
     pub(crate) fn to_run_error(&self) -> RunError {
         RunError { code: self.code.as_str().to_string(), step: self.step.clone(), message: self.message.clone() }
+    }
+}
+
+/// A plain step's (or child's) result: the response when it is an object, else
+/// `{"response": value}` (SPEC §6.4).
+pub(crate) fn wrap(raw: &Value) -> Map {
+    match raw {
+        Value::Object(m) => (**m).clone(),
+        other => {
+            let mut m = Map::default();
+            m.insert(SmolStr::new("response"), other.clone());
+            m
+        }
+    }
+}
+
+/// What a step that failed under `continue_on_error` leaves for REFs.
+pub(crate) fn failed_result(message: &str) -> Value {
+    Value::object_from([("status", Value::str("failed")), ("error_message", Value::str(message))])
+}
+
+/// The arguments a callee declares.
+pub(crate) fn declared_arguments(tool: Option<&Tool>) -> &[crate::tool::Param] {
+    match tool {
+        Some(Tool::Composite { plan }) => &plan.tool.arguments,
+        Some(Tool::Primitive { def, .. }) => &def.arguments,
+        _ => &[],
+    }
+}
+
+/// How a step that ran ended, for its frame.
+pub(crate) enum Settled {
+    /// Its value, for REFs.
+    Value(Value),
+    /// It failed under `continue_on_error`: the value REFs see, and the run is PARTIAL.
+    Partial(Value),
+    /// It failed (or the run was cancelled while it ran): the frame fails with it.
+    Failed(Failure),
+}
+
+/// A step's outcome written into its trace (SPEC §6.5): its `output_path` taken from a
+/// result it produced, its status, result, error or reason. `outcome`'s failures are the
+/// run's own already (a deadline or a cancel that stopped an expression);
+/// `deadline_passed` says the run's deadline passed (a timeout then fails the run even
+/// under `continue_on_error`); `not_started` is why a call that never started did not.
+pub(crate) fn settle(
+    step: &StepPlan,
+    key: &str,
+    outcome: Result<Value, Failure>,
+    tr: &mut StepTrace,
+    deadline_passed: bool,
+    not_started: impl FnOnce() -> String,
+) -> Settled {
+    // `output_path` (SPEC §5) is taken last, from a result the step produced (not from a
+    // skipped step's `null` or `done_value`).
+    let outcome = match (outcome, &step.output_path) {
+        (Ok(v), Some(path)) if tr.status == StepStatus::Running => crate::analysis::plan::value_at(&v, path)
+            .map_err(|message| Failure::new(key, Code::ResponseInvalid, message)),
+        (outcome, _) => outcome,
+    };
+    match outcome {
+        Ok(v) => {
+            if tr.status == StepStatus::Running {
+                tr.status = StepStatus::Completed;
+            }
+            tr.result = Some(v.clone());
+            Settled::Value(v)
+        }
+        Err(f) if f.cancelled => {
+            // It waited for a slot while another step failed: it never ran.
+            tr.status = StepStatus::Cancelled;
+            tr.reason = Some(not_started());
+            Settled::Value(Value::Null)
+        }
+        Err(f) if f.code == Code::RunCancelled => {
+            // Stopped by the host (a signal, an MCP cancel, Temporal) while it ran: it did
+            // not fail on its own, it was cancelled; the run's failure is still E0813.
+            tr.status = StepStatus::Cancelled;
+            tr.reason = Some(f.message.clone());
+            Settled::Failed(f)
+        }
+        Err(f) => {
+            tr.status = if f.timeout { StepStatus::Timeout } else { StepStatus::Failed };
+            tr.error = Some(f.message.clone());
+            if step.continue_on_error && !(f.timeout && deadline_passed) {
+                let v = failed_result(&f.message);
+                tr.result = Some(v.clone());
+                Settled::Partial(v)
+            } else {
+                Settled::Failed(f)
+            }
+        }
     }
 }
 

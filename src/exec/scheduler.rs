@@ -23,7 +23,7 @@ use rayon::ScopeFifo;
 
 use super::breaker::{Admission, Refusal};
 use super::clock::ClockScope;
-use super::data::{self, Env, Failure, Prelude, StepError, Visible};
+use super::data::{self, declared_arguments, failed_result, wrap, Env, Failure, Prelude, Settled, StepError, Visible};
 use super::executor::{Event, Executor, Run};
 use super::retry::RetryPolicy;
 use super::runner::{CancelToken, ErrorKind, ToolCall, ToolError};
@@ -35,7 +35,7 @@ use super::workflow::{Tool, Workflow};
 use crate::analysis::{Plan, StepId, StepPlan};
 use crate::diagnostic::Code;
 use crate::tool::validate::{self, Side};
-use crate::tool::{Param, ToolDef};
+use crate::tool::ToolDef;
 use crate::value::{Map, SmolStr, Value};
 
 /// Where a run's attempts, back-off delays, breaker refusals and expression clock reads
@@ -337,24 +337,6 @@ fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// A plain step's (or child's) result: the response when it is an object, else
-/// `{"response": value}` (SPEC §6.4).
-fn wrap(raw: &Value) -> Map {
-    match raw {
-        Value::Object(m) => (**m).clone(),
-        other => {
-            let mut m = Map::default();
-            m.insert(SmolStr::new("response"), other.clone());
-            m
-        }
-    }
-}
-
-/// What a step that failed under `continue_on_error` leaves for REFs.
-fn failed_result(message: &str) -> Value {
-    Value::object_from([("status", Value::str("failed")), ("error_message", Value::str(message))])
-}
-
 impl<'a> Ctx<'a> {
     fn now_rel(&self) -> u64 {
         self.ex.time.monotonic_ms().saturating_sub(self.start_ms)
@@ -560,80 +542,38 @@ impl<'a> Ctx<'a> {
         let clock = self.clock(&key, Some(timeout_seconds));
         let outcome = self.step_body(frame, step, &key, &clock, &mut tr);
         tr.clock_reads = clock.reads();
-        // `output_path` (SPEC §5) is taken last, from a result the step produced (not from
-        // a skipped step's `null` or `done_value`).
-        let outcome = match (outcome, &step.output_path) {
-            (Ok(v), Some(path)) if tr.status == StepStatus::Running => crate::analysis::plan::value_at(&v, path)
-                .map_err(|message| Failure::new(&key, Code::ResponseInvalid, message)),
-            (outcome, _) => outcome,
-        };
-        let value = match outcome {
-            Ok(v) => {
-                if tr.status == StepStatus::Running {
-                    tr.status = StepStatus::Completed;
-                }
-                tr.result = Some(v.clone());
-                v
-            }
-            Err(f) if f.cancelled => {
-                // It waited for a slot while another step failed: it never ran.
-                tr.status = StepStatus::Cancelled;
-                tr.reason = Some(self.not_started(frame, &key).message);
-                Value::Null
-            }
-            Err(f) => {
+        let outcome = outcome.map_err(|f| {
+            if matches!(f.code, Code::Interrupted | Code::EvalDeadline) && self.deadline_passed() {
                 // An expression stopped by the run's deadline or cancellation: the run's failure.
-                let f = if matches!(f.code, Code::Interrupted | Code::EvalDeadline) && self.deadline_passed() {
-                    self.deadline_failure(&key)
-                } else if f.code == Code::EvalDeadline {
-                    // The step's own `timeout_seconds` stopped one of its expressions: a
-                    // timeout of the step (SPEC §6.5), not an error in the expression.
-                    Failure {
-                        code: Code::StepTimeout,
-                        message: format!("{} (the step's timeout of {timeout_seconds} s)", f.message),
-                        timeout: true,
-                        ..f
-                    }
-                } else {
-                    f
-                };
-                if f.code == Code::RunCancelled {
-                    // Stopped by the host (a signal, an MCP cancel) while it ran: it did not
-                    // fail on its own, it was cancelled; the run's failure is still E0813.
-                    tr.status = StepStatus::Cancelled;
-                    tr.reason = Some(f.message.clone());
+                self.deadline_failure(&key)
+            } else if f.code == Code::EvalDeadline {
+                // The step's own `timeout_seconds` stopped one of its expressions: a timeout
+                // of the step (SPEC §6.5), not an error in the expression.
+                Failure {
+                    code: Code::StepTimeout,
+                    message: format!("{} (the step's timeout of {timeout_seconds} s)", f.message),
+                    timeout: true,
+                    ..f
+                }
+            } else {
+                f
+            }
+        });
+        let deadline_hit = self.deadline_hit.load(Ordering::SeqCst);
+        let value =
+            match data::settle(step, &key, outcome, &mut tr, deadline_hit, || self.not_started(frame, &key).message) {
+                Settled::Value(v) => v,
+                Settled::Partial(v) => {
+                    frame.partial.store(true, Ordering::SeqCst);
+                    v
+                }
+                Settled::Failed(f) => {
                     frame.fail(id.0, f);
                     Value::Null
-                } else {
-                    tr.status = if f.timeout { StepStatus::Timeout } else { StepStatus::Failed };
-                    tr.error = Some(f.message.clone());
-                    if step.continue_on_error && !(f.timeout && self.deadline_hit.load(Ordering::SeqCst)) {
-                        frame.partial.store(true, Ordering::SeqCst);
-                        let v = failed_result(&f.message);
-                        tr.result = Some(v.clone());
-                        v
-                    } else {
-                        frame.fail(id.0, f);
-                        Value::Null
-                    }
                 }
-            }
-        };
+            };
         let ended = self.now_rel();
-        tr.ended_ms = Some(ended);
-        tr.completed_at = Some(self.wall_at(ended));
-        tr.duration_ms = ended.saturating_sub(started);
-        tr.success = tr.status == StepStatus::Completed;
-        let attempts = tr.attempts.iter().chain(tr.children.iter().flatten().flat_map(|c| c.attempts.iter()));
-        let (mut calls, mut retries) = (0u32, 0u32);
-        for a in attempts {
-            calls += 1;
-            if a.attempt > 1 && a.outcome != Outcome::Refused {
-                retries += 1;
-            }
-        }
-        tr.retry_count = retries;
-        if calls > 0 {
+        if tr.end(ended, self.wall_at(ended)) > 0 {
             tr.circuit_state = Some(self.ex.breakers.state(&step.tool_path));
         }
         self.emit(Event::StepEnded {
@@ -1158,14 +1098,5 @@ impl<'a> Ctx<'a> {
         cancel.cancel();
         done.wait_real(Some(self.ex.options.cancel_grace));
         None
-    }
-}
-
-/// The arguments a callee declares: none when it is missing.
-fn declared_arguments(tool: Option<&Tool>) -> &[Param] {
-    match tool {
-        Some(Tool::Composite { plan }) => &plan.tool.arguments,
-        Some(Tool::Primitive { def, .. }) => &def.arguments,
-        _ => &[],
     }
 }

@@ -220,6 +220,26 @@ pub struct StepTrace {
 }
 
 impl StepTrace {
+    /// The step ended at `ended_ms` (`completed_at` on the wall clock): its duration, its
+    /// success, and its retries counted from its attempts and its children's (a call the
+    /// breaker refused is not a retry). Returns how many calls it made.
+    pub fn end(&mut self, ended_ms: u64, completed_at: String) -> usize {
+        self.ended_ms = Some(ended_ms);
+        self.completed_at = Some(completed_at);
+        self.duration_ms = ended_ms.saturating_sub(self.started_ms.unwrap_or(ended_ms));
+        self.success = self.status == StepStatus::Completed;
+        let attempts = self.attempts.iter().chain(self.children.iter().flatten().flat_map(|c| c.attempts.iter()));
+        let (mut calls, mut retries) = (0usize, 0u32);
+        for a in attempts {
+            calls += 1;
+            if a.attempt > 1 && a.outcome != Outcome::Refused {
+                retries += 1;
+            }
+        }
+        self.retry_count = retries;
+        calls
+    }
+
     /// A step of `tool_path` that has not started (`PENDING`).
     pub fn new(execution_id: &str, tool_path: &str) -> StepTrace {
         StepTrace {

@@ -28,14 +28,15 @@ use super::{AttemptNote, CallInput, Chunk, ChunkChild, ChunkFailure, ChunkOutput
 use crate::analysis::{Plan, StepId, StepPlan};
 use crate::diagnostic::Code;
 use crate::exec::clock::ClockScope;
-use crate::exec::data::{self, Env, Failure, Prelude, StepError, Visible};
+use crate::exec::data::{
+    self, declared_arguments, failed_result, wrap, Env, Failure, Prelude, Settled, StepError, Visible,
+};
 use crate::exec::retry::RetryPolicy;
 use crate::exec::trace::{rfc3339, TRACE_FORMAT};
 use crate::exec::{
     Attempt, ChildTrace, Outcome, RunStatus, Signal, StepStatus, StepTrace, Time, Tool, Trace, Workflow,
 };
 use crate::tool::validate::{self, Side};
-use crate::tool::Param;
 use crate::value::{Map, SmolStr, Value};
 
 /// The most tool calls one fan-out makes in the run's own workflow; a larger fan-out runs in
@@ -168,30 +169,6 @@ fn now_of(ctx: &WorkflowContext<TdslWorkflow>) -> i64 {
     ctx.workflow_time()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
-/// A plain step's result: the response when it is an object, else `{"response": value}`.
-fn wrap(raw: &Value) -> Map {
-    match raw {
-        Value::Object(m) => (**m).clone(),
-        other => {
-            let mut m = Map::default();
-            m.insert(SmolStr::new("response"), other.clone());
-            m
-        }
-    }
-}
-
-fn failed_result(message: &str) -> Value {
-    Value::object_from([("status", Value::str("failed")), ("error_message", Value::str(message))])
-}
-
-fn declared_arguments(tool: Option<&Tool>) -> &[Param] {
-    match tool {
-        Some(Tool::Composite { plan }) => &plan.tool.arguments,
-        Some(Tool::Primitive { def, .. }) => &def.arguments,
-        _ => &[],
-    }
 }
 
 fn secs(s: f64) -> Duration {
@@ -506,58 +483,28 @@ impl<'a> Interp<'a> {
         let clock = self.clock();
         let outcome = self.step_body(frame, step, &key, &clock, &mut tr).await;
         tr.clock_reads = clock.reads();
-        let outcome = match (outcome, &step.output_path) {
-            (Ok(v), Some(path)) if tr.status == StepStatus::Running => crate::analysis::plan::value_at(&v, path)
-                .map_err(|message| Failure::new(&key, Code::ResponseInvalid, message)),
-            (outcome, _) => outcome,
-        };
-        let value = match outcome {
-            Ok(v) => {
-                if tr.status == StepStatus::Running {
-                    tr.status = StepStatus::Completed;
+        let outcome = outcome.map_err(|f| {
+            if matches!(f.code, Code::Interrupted | Code::EvalDeadline) && self.deadline_passed() {
+                self.deadline_failure(&key)
+            } else {
+                f
+            }
+        });
+        let deadline_hit = self.deadline_hit.get();
+        let value =
+            match data::settle(step, &key, outcome, &mut tr, deadline_hit, || self.not_started(frame, &key).message) {
+                Settled::Value(v) => v,
+                Settled::Partial(v) => {
+                    frame.partial.set(true);
+                    v
                 }
-                tr.result = Some(v.clone());
-                v
-            }
-            Err(f) if f.cancelled => {
-                tr.status = StepStatus::Cancelled;
-                tr.reason = Some(self.not_started(frame, &key).message);
-                Value::Null
-            }
-            Err(f) => {
-                let f = if matches!(f.code, Code::Interrupted | Code::EvalDeadline) && self.deadline_passed() {
-                    self.deadline_failure(&key)
-                } else {
-                    f
-                };
-                if f.code == Code::RunCancelled {
-                    // Cancelled while it ran: it did not fail on its own.
-                    tr.status = StepStatus::Cancelled;
-                    tr.reason = Some(f.message.clone());
+                Settled::Failed(f) => {
                     frame.fail(id.0, f);
                     Value::Null
-                } else {
-                    tr.status = if f.timeout { StepStatus::Timeout } else { StepStatus::Failed };
-                    tr.error = Some(f.message.clone());
-                    if step.continue_on_error && !(f.timeout && self.deadline_hit.get()) {
-                        frame.partial.set(true);
-                        let v = failed_result(&f.message);
-                        tr.result = Some(v.clone());
-                        v
-                    } else {
-                        frame.fail(id.0, f);
-                        Value::Null
-                    }
                 }
-            }
-        };
+            };
         let ended = self.now_rel();
-        tr.ended_ms = Some(ended);
-        tr.completed_at = Some(self.wall_at(ended));
-        tr.duration_ms = ended.saturating_sub(started);
-        tr.success = tr.status == StepStatus::Completed;
-        let attempts = tr.attempts.iter().chain(tr.children.iter().flatten().flat_map(|c| c.attempts.iter()));
-        tr.retry_count = attempts.filter(|a| a.attempt > 1 && a.outcome != Outcome::Refused).count() as u32;
+        tr.end(ended, self.wall_at(ended));
         self.step_ended(&key, &tr);
         (value, tr)
     }
