@@ -165,7 +165,13 @@ impl FilesSnapshot {
                             // very many small files (a `--files /`) stops here too, early.
                             total = total.saturating_add(path.as_str().len() + v.id.len() + 64);
                             let left = max_bytes.saturating_sub(total) as u64;
-                            let bytes = store.read(&path, Some(&v), left).map_err(|_| over_files_limit(max_bytes))?;
+                            let bytes = store.read(&path, Some(&v), left).map_err(|e| {
+                                if e.code == crate::diagnostic::Code::FileTooLarge {
+                                    over_files_limit(max_bytes)
+                                } else {
+                                    e.to_string()
+                                }
+                            })?;
                             total = total.saturating_add(bytes.len());
                             if total > max_bytes {
                                 return Err(over_files_limit(max_bytes));
@@ -773,6 +779,21 @@ mod tests {
         assert_eq!(back.read(&StorePath::parse("sub/deeper/x.bin").unwrap(), None, 100).unwrap(), [0u8, 255, 10]);
         // Over the budget: an error naming the limit, whether by content or by file count.
         assert!(FilesSnapshot::take(&store, 100).unwrap_err().contains("payload limit"));
+        // Another error is itself, not the limit's.
+        struct Unreadable;
+        impl FileStore for Unreadable {
+            fn read_dir(&self, _: &StorePath) -> Result<Vec<crate::files::Entry>, crate::files::FileError> {
+                Ok(vec![crate::files::Entry { name: "x".into(), kind: crate::files::EntryKind::File, link: false }])
+            }
+            fn read(&self, p: &StorePath, _: Option<&Version>, _: u64) -> Result<Vec<u8>, crate::files::FileError> {
+                Err(crate::files::FileError::io(p.as_str(), std::io::Error::other("permission denied")))
+            }
+            fn versions(&self, _: &StorePath) -> Result<Vec<Version>, crate::files::FileError> {
+                Ok(vec![Version::current(1, None)])
+            }
+        }
+        let e = FilesSnapshot::take(&Unreadable, 10_000).unwrap_err();
+        assert!(e.contains("permission denied") && !e.contains("payload limit"), "{e}");
         let mut many = MemoryStore::new();
         for i in 0..1000 {
             many.insert(&format!("f{i}"), "").unwrap();
