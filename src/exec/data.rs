@@ -8,7 +8,7 @@ use std::cell::OnceCell;
 use std::sync::{Arc, OnceLock};
 
 use super::clock::ClockScope;
-use super::{RunError, StepStatus, StepTrace, Tool};
+use super::{ChildTrace, RunError, StepStatus, StepTrace, Tool};
 use crate::analysis::{
     ConditionPlan, DoneCheckPlan, ParallelPlan, Plan, RefContext, RefPlan, StepId, StepPlan, TransformPlan, ValuePlan,
 };
@@ -337,9 +337,92 @@ impl Failure {
         Failure { cancelled: true, ..Failure::new(key, Code::RunCancelled, why) }
     }
 
+    /// Why a step that has not started does not start, this failure being the frame's.
+    pub(crate) fn cancel_reason(&self) -> String {
+        match &self.step {
+            Some(s) => format!("step `{s}` failed"),
+            None if self.code == Code::RunCancelled => "the run was cancelled".to_string(),
+            None if self.code == Code::RunDeadline => "the run's deadline passed".to_string(),
+            None => "the run failed before this step".to_string(),
+        }
+    }
+
     /// As the run's error.
     pub(crate) fn to_run_error(&self) -> RunError {
         RunError { code: self.code.as_str().to_string(), step: self.step.clone(), message: self.message.clone() }
+    }
+}
+
+/// What a composite produced.
+pub(crate) struct FrameOutcome {
+    pub(crate) result: Result<Value, Failure>,
+    pub(crate) partial: bool,
+    pub(crate) steps: Vec<StepTrace>,
+    pub(crate) clock_reads: Vec<i64>,
+}
+
+/// What one call (with its retries) produced.
+pub(crate) struct CallOutcome {
+    pub(crate) result: Result<Value, Failure>,
+    pub(crate) attempts: Vec<super::Attempt>,
+    pub(crate) nested: Option<Vec<StepTrace>>,
+    pub(crate) nested_clock_reads: Vec<i64>,
+    pub(crate) partial: bool,
+}
+
+impl CallOutcome {
+    /// A call that failed before any attempt.
+    pub(crate) fn failed(f: Failure) -> CallOutcome {
+        CallOutcome {
+            result: Err(f),
+            attempts: Vec::new(),
+            nested: None,
+            nested_clock_reads: Vec::new(),
+            partial: false,
+        }
+    }
+
+    /// Whether a composite callee at `key` may start: its arguments against its declaration,
+    /// and its nesting `depth` (of the frame calling it) within `max_depth`.
+    pub(crate) fn composite_refusal(
+        key: &str,
+        tool_path: &str,
+        plan: &Plan,
+        args: &Value,
+        depth: usize,
+        max_depth: usize,
+    ) -> Option<CallOutcome> {
+        if let Err(m) = validate::check(&plan.tool.arguments, args, Side::Arguments, tool_path) {
+            return Some(CallOutcome::failed_at(key, Code::ArgumentInvalid, m));
+        }
+        (depth + 1 > max_depth).then(|| {
+            let message = format!("`{tool_path}` would nest composites deeper than {max_depth}");
+            CallOutcome::failed_at(key, Code::CompositeTooDeep, message)
+        })
+    }
+
+    /// A composite callee's call, from its frame: a failure names the callee (and the step
+    /// inside it that failed).
+    pub(crate) fn of_composite(tool_path: &str, out: FrameOutcome) -> CallOutcome {
+        let result = out.result.map_err(|f| Failure {
+            message: match &f.step {
+                Some(s) => format!("`{tool_path}` failed at step `{s}`: {}", f.message),
+                None => format!("`{tool_path}` failed: {}", f.message),
+            },
+            ..f
+        });
+        CallOutcome {
+            result,
+            attempts: Vec::new(),
+            nested: Some(out.steps),
+            nested_clock_reads: out.clock_reads,
+            partial: out.partial,
+        }
+    }
+
+    /// A call that failed before any attempt, with `code` at step path `key`.
+    pub(crate) fn failed_at(key: &str, code: Code, message: String) -> CallOutcome {
+        CallOutcome::failed(Failure::new(key, code, message))
     }
 }
 
@@ -432,6 +515,76 @@ pub(crate) fn settle(
                 Settled::Failed(f)
             }
         }
+    }
+}
+
+/// A fan-out child's checked answer written into its trace (a child keeps its callee's
+/// answer as returned: a list stays a list, SPEC §6.3). The bool says the child failed on
+/// its own, which under fail-fast stops its siblings; a child that never started, or that
+/// the run's cancellation stopped, did not.
+pub(crate) fn settle_child(ct: &mut ChildTrace, checked: Result<Value, Failure>) -> (Result<Value, Failure>, bool) {
+    match checked {
+        Ok(raw) => {
+            ct.status = StepStatus::Completed;
+            ct.result = Some(raw.clone());
+            (Ok(raw), false)
+        }
+        Err(f) if f.cancelled => (Err(f), false),
+        // The host (or Temporal) cancelled the run while the child ran: cancelled, not failed.
+        Err(f) if f.code == Code::RunCancelled => {
+            ct.error = Some(f.message.clone());
+            (Err(f), false)
+        }
+        Err(f) => {
+            ct.status = if f.timeout { StepStatus::Timeout } else { StepStatus::Failed };
+            ct.error = Some(f.message.clone());
+            (Err(f), true)
+        }
+    }
+}
+
+/// A parallel step's children gathered, in input order: their traces, and the step's list
+/// of responses or its failure — the lowest index that failed on its own, whatever the
+/// order children ended in; else a cancelled child's. Under `continue_on_error` a child
+/// that failed on its own (not cancelled, not stopped by the run's deadline) leaves
+/// `{"status": "failed", …}` in the list, and the bool says the run became PARTIAL.
+pub(crate) fn gather_children(
+    outs: impl IntoIterator<Item = (ChildTrace, Result<Value, Failure>)>,
+    continue_on_error: bool,
+    deadline_passed: bool,
+) -> (Vec<ChildTrace>, Result<Vec<Value>, Failure>, bool) {
+    let (mut traces, mut values, mut partial) = (Vec::new(), Vec::new(), false);
+    let mut first_failure: Option<Failure> = None;
+    let mut cancelled: Option<Failure> = None;
+    for (i, (ct, out)) in outs.into_iter().enumerate() {
+        match out {
+            Ok(v) => values.push(v),
+            Err(f) if f.cancelled => {
+                // Cancelled children give way to a child's own failure, if any.
+                if cancelled.is_none() {
+                    cancelled = Some(f);
+                }
+                values.push(Value::Null);
+            }
+            Err(f) if continue_on_error && f.code != Code::RunCancelled && !deadline_passed => {
+                partial = true;
+                values.push(failed_result(&f.message));
+            }
+            Err(f) => {
+                if first_failure.is_none() {
+                    first_failure = Some(match ct.status {
+                        StepStatus::Cancelled => f,
+                        _ => Failure { message: format!("child {i}: {}", f.message), ..f },
+                    });
+                }
+                values.push(Value::Null);
+            }
+        }
+        traces.push(ct);
+    }
+    match first_failure.or(cancelled) {
+        Some(f) => (traces, Err(f), partial),
+        None => (traces, Ok(values), partial),
     }
 }
 

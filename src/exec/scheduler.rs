@@ -23,7 +23,9 @@ use rayon::ScopeFifo;
 
 use super::breaker::{Admission, Refusal};
 use super::clock::ClockScope;
-use super::data::{self, declared_arguments, failed_result, wrap, Env, Failure, Prelude, Settled, StepError, Visible};
+use super::data::{
+    self, declared_arguments, wrap, CallOutcome, Env, Failure, FrameOutcome, Prelude, Settled, StepError, Visible,
+};
 use super::executor::{Event, Executor, Run};
 use super::retry::RetryPolicy;
 use super::runner::{CancelToken, ErrorKind, ToolCall, ToolError};
@@ -199,36 +201,6 @@ impl Frame<'_> {
     fn reported_failure(&self) -> Option<Failure> {
         let failures = self.failures.lock().unwrap_or_else(PoisonError::into_inner);
         failures.iter().min_by_key(|(p, _)| *p).map(|(_, f)| f.clone())
-    }
-}
-
-/// What a composite produced.
-struct FrameOutcome {
-    result: Result<Value, Failure>,
-    partial: bool,
-    steps: Vec<StepTrace>,
-    clock_reads: Vec<i64>,
-}
-
-/// What one call (with its retries) produced.
-struct CallOutcome {
-    result: Result<Value, Failure>,
-    attempts: Vec<Attempt>,
-    nested: Option<Vec<StepTrace>>,
-    nested_clock_reads: Vec<i64>,
-    partial: bool,
-}
-
-impl CallOutcome {
-    /// A call that failed before any attempt.
-    fn failed(key: &str, code: Code, message: String) -> CallOutcome {
-        CallOutcome {
-            result: Err(Failure { code, step: Some(key.to_string()), message, timeout: false, cancelled: false }),
-            attempts: Vec::new(),
-            nested: None,
-            nested_clock_reads: Vec::new(),
-            partial: false,
-        }
     }
 }
 
@@ -511,19 +483,13 @@ impl<'a> Ctx<'a> {
         let key = format!("{}{}", frame.prefix, step.execution_id);
         let mut tr = StepTrace::new(&step.execution_id, &step.tool_path);
         let cancel_reason = if let Some(f) = frame.failure.get() {
-            Some(match &f.step {
-                Some(s) => format!("step `{s}` failed"),
-                None if f.code == Code::RunCancelled => "the run was cancelled".to_string(),
-                None if f.code == Code::RunDeadline => "the run's deadline passed".to_string(),
-                None => "the run failed before this step".to_string(),
-            })
+            Some(f.cancel_reason())
         } else if self.deadline_passed() {
             // The step never ran: the failure is the run's, not the step's.
-            let failure = self.deadline_failure(&key);
-            let reason =
-                if failure.code == Code::RunCancelled { "the run was cancelled" } else { "the run's deadline passed" };
-            frame.fail(id.0, Failure { step: None, ..failure });
-            Some(reason.to_string())
+            let failure = Failure { step: None, ..self.deadline_failure(&key) };
+            let reason = failure.cancel_reason();
+            frame.fail(id.0, failure);
+            Some(reason)
         } else {
             None
         };
@@ -702,31 +668,14 @@ impl<'a> Ctx<'a> {
                         let checked = call.result.and_then(|raw| {
                             self.check_response(tool, &step.tool_path, &Value::object(wrap(&raw)), &ckey).map(|()| raw)
                         });
-                        match checked {
-                            Ok(raw) => {
-                                ct.status = StepStatus::Completed;
-                                ct.result = Some(raw.clone());
-                                Ok(raw)
-                            }
-                            Err(f) if f.cancelled => Err(f),
-                            // The host stopped the run while the child ran (a signal, an MCP
-                            // cancel): cancelled, not failed.
-                            Err(f) if f.code == Code::RunCancelled => {
-                                ct.error = Some(f.message.clone());
-                                Err(f)
-                            }
-                            Err(f) => {
-                                ct.status = if f.timeout { StepStatus::Timeout } else { StepStatus::Failed };
-                                ct.error = Some(f.message.clone());
-                                if !step.continue_on_error {
-                                    stop.store(true, Ordering::SeqCst);
-                                    // Independent steps waiting for a slot must not start
-                                    // either: the step will fail once its children end.
-                                    let _ = frame.failure.set(f.clone());
-                                }
-                                Err(f)
-                            }
+                        let (out, failed) = data::settle_child(&mut ct, checked);
+                        if let (true, false, Err(f)) = (failed, step.continue_on_error, &out) {
+                            stop.store(true, Ordering::SeqCst);
+                            // Independent steps waiting for a slot must not start either: the
+                            // step will fail once its children end.
+                            let _ = frame.failure.set(f.clone());
                         }
+                        out
                     };
                     let done = ended.fetch_add(1, Ordering::SeqCst) + 1;
                     self.emit(Event::ChildEnded { step: key, ended: done, children: n });
@@ -737,47 +686,13 @@ impl<'a> Ctx<'a> {
         if partial.load(Ordering::SeqCst) {
             frame.partial.store(true, Ordering::SeqCst);
         }
-        let mut traces = Vec::with_capacity(n);
-        let mut values = Vec::with_capacity(n);
-        let mut first_failure: Option<Failure> = None;
-        let mut cancelled: Option<Failure> = None;
-        for (i, slot) in slots.into_iter().enumerate() {
-            let Some((ct, out)) = slot.into_inner() else { continue };
-            match out {
-                Ok(v) => values.push(v),
-                Err(f) if f.cancelled => {
-                    // Cancelled children give way to a child's own failure, if any.
-                    if cancelled.is_none() {
-                        cancelled = Some(f);
-                    }
-                    values.push(Value::Null);
-                }
-                Err(f)
-                    if step.continue_on_error
-                        && f.code != Code::RunCancelled
-                        && !self.deadline_hit.load(Ordering::SeqCst) =>
-                {
-                    frame.partial.store(true, Ordering::SeqCst);
-                    values.push(failed_result(&f.message));
-                }
-                Err(f) => {
-                    // The lowest index that failed is the step's failure, whatever the
-                    // order children ended in.
-                    if first_failure.is_none() {
-                        first_failure = Some(match ct.status {
-                            StepStatus::Cancelled => f,
-                            _ => Failure { message: format!("child {i}: {}", f.message), ..f },
-                        });
-                    }
-                    values.push(Value::Null);
-                }
-            }
-            traces.push(ct);
+        let outs = slots.into_iter().filter_map(OnceLock::into_inner);
+        let deadline_hit = self.deadline_hit.load(Ordering::SeqCst);
+        let (traces, result, partial) = data::gather_children(outs, step.continue_on_error, deadline_hit);
+        if partial {
+            frame.partial.store(true, Ordering::SeqCst);
         }
-        match first_failure.or(cancelled) {
-            Some(f) => (traces, Err(f)),
-            None => (traces, Ok(values)),
-        }
+        (traces, result)
     }
 
     /// Why a call that was about to start does not: another step (or child) failed.
@@ -796,14 +711,14 @@ impl<'a> Ctx<'a> {
         let Site { step, tool, key, depth, policy } = site;
         let tool_path = &*step.tool_path;
         let (def, file): (Option<&Arc<ToolDef>>, Option<&PathBuf>) = match tool {
-            None => return CallOutcome::failed(key, Code::ToolUnavailable, format!("`{tool_path}` was not loaded")),
+            None => return CallOutcome::failed_at(key, Code::ToolUnavailable, format!("`{tool_path}` was not loaded")),
             Some(Tool::Composite { plan }) => return self.call_composite(key, depth, tool_path, plan, args),
             Some(Tool::Primitive { def, file }) => (Some(def), Some(file)),
             Some(Tool::Missing { .. }) => (None, None),
         };
         if let Some(d) = def {
             if let Err(m) = validate::check(&d.arguments, args, Side::Arguments, tool_path) {
-                return CallOutcome::failed(key, Code::ArgumentInvalid, m);
+                return CallOutcome::failed_at(key, Code::ArgumentInvalid, m);
             }
         }
         let timeout_seconds = step.timeout_seconds.unwrap_or(self.ex.options.timeout_seconds);
@@ -894,31 +809,12 @@ impl<'a> Ctx<'a> {
 
     /// A composite callee: its arguments checked, then run as a nested frame.
     fn call_composite(&self, key: &str, depth: usize, tool_path: &str, plan: &Plan, args: &Value) -> CallOutcome {
-        if let Err(m) = validate::check(&plan.tool.arguments, args, Side::Arguments, tool_path) {
-            return CallOutcome::failed(key, Code::ArgumentInvalid, m);
-        }
-        if depth + 1 > self.ex.options.max_depth {
-            return CallOutcome::failed(
-                key,
-                Code::CompositeTooDeep,
-                format!("`{tool_path}` would nest composites deeper than {}", self.ex.options.max_depth),
-            );
+        let max_depth = self.ex.options.max_depth;
+        if let Some(refused) = CallOutcome::composite_refusal(key, tool_path, plan, args, depth, max_depth) {
+            return refused;
         }
         let out = self.frame(plan, args.clone(), format!("{key}/"), depth + 1, None);
-        let result = out.result.map_err(|f| Failure {
-            message: match &f.step {
-                Some(s) => format!("`{tool_path}` failed at step `{s}`: {}", f.message),
-                None => format!("`{tool_path}` failed: {}", f.message),
-            },
-            ..f
-        });
-        CallOutcome {
-            result,
-            attempts: Vec::new(),
-            nested: Some(out.steps),
-            nested_clock_reads: out.clock_reads,
-            partial: out.partial,
-        }
+        CallOutcome::of_composite(tool_path, out)
     }
 
     /// Tells the observer that an attempt at a primitive call ended.

@@ -29,7 +29,7 @@ use crate::analysis::{Plan, StepId, StepPlan};
 use crate::diagnostic::Code;
 use crate::exec::clock::ClockScope;
 use crate::exec::data::{
-    self, declared_arguments, failed_result, wrap, Env, Failure, Prelude, Settled, StepError, Visible,
+    self, declared_arguments, wrap, CallOutcome, Env, Failure, FrameOutcome, Prelude, Settled, StepError, Visible,
 };
 use crate::exec::retry::RetryPolicy;
 use crate::exec::trace::{rfc3339, TRACE_FORMAT};
@@ -103,33 +103,6 @@ impl Frame<'_> {
 
     fn failed(&self) -> bool {
         self.failure.borrow().is_some()
-    }
-}
-
-struct FrameOutcome {
-    result: Result<Value, Failure>,
-    partial: bool,
-    steps: Vec<StepTrace>,
-    clock_reads: Vec<i64>,
-}
-
-struct CallOutcome {
-    result: Result<Value, Failure>,
-    attempts: Vec<Attempt>,
-    nested: Option<Vec<StepTrace>>,
-    nested_clock_reads: Vec<i64>,
-    partial: bool,
-}
-
-impl CallOutcome {
-    fn failed(f: Failure) -> CallOutcome {
-        CallOutcome {
-            result: Err(f),
-            attempts: Vec::new(),
-            nested: None,
-            nested_clock_reads: Vec::new(),
-            partial: false,
-        }
     }
 }
 
@@ -451,20 +424,15 @@ impl<'a> Interp<'a> {
         let step = &frame.plan.steps[id.0];
         let key = format!("{}{}", frame.prefix, step.execution_id);
         let mut tr = StepTrace::new(&step.execution_id, &step.tool_path);
-        let existing = frame.failure.borrow().clone();
-        let cancel_reason = if let Some(f) = existing {
-            Some(match &f.step {
-                Some(s) => format!("step `{s}` failed"),
-                None if f.code == Code::RunCancelled => "the run was cancelled".to_string(),
-                None if f.code == Code::RunDeadline => "the run's deadline passed".to_string(),
-                None => "the run failed before this step".to_string(),
-            })
+        let existing = frame.failure.borrow().as_ref().map(Failure::cancel_reason);
+        let cancel_reason = if existing.is_some() {
+            existing
         } else if self.deadline_passed() {
-            let failure = self.deadline_failure(&key);
-            let reason =
-                if failure.code == Code::RunCancelled { "the run was cancelled" } else { "the run's deadline passed" };
-            frame.fail(id.0, Failure { step: None, ..failure });
-            Some(reason.to_string())
+            // The step never ran: the failure is the run's, not the step's.
+            let failure = Failure { step: None, ..self.deadline_failure(&key) };
+            let reason = failure.cancel_reason();
+            frame.fail(id.0, failure);
+            Some(reason)
         } else {
             None
         };
@@ -691,39 +659,11 @@ impl<'a> Interp<'a> {
             // tickets are FIFO): the same order on every replay.
             join_in_order(children.collect()).await
         };
-        let mut traces = Vec::with_capacity(outs.len());
-        let mut values = Vec::with_capacity(outs.len());
-        let mut first_failure: Option<Failure> = None;
-        let mut cancelled: Option<Failure> = None;
-        for (i, (ct, out)) in outs.into_iter().enumerate() {
-            match out {
-                Ok(v) => values.push(v),
-                Err(f) if f.cancelled => {
-                    if cancelled.is_none() {
-                        cancelled = Some(f);
-                    }
-                    values.push(Value::Null);
-                }
-                Err(f) if step.continue_on_error && !self.deadline_hit.get() => {
-                    frame.partial.set(true);
-                    values.push(failed_result(&f.message));
-                }
-                Err(f) => {
-                    if first_failure.is_none() {
-                        first_failure = Some(match ct.status {
-                            StepStatus::Cancelled => f,
-                            _ => Failure { message: format!("child {i}: {}", f.message), ..f },
-                        });
-                    }
-                    values.push(Value::Null);
-                }
-            }
-            traces.push(ct);
+        let (traces, result, partial) = data::gather_children(outs, step.continue_on_error, self.deadline_hit.get());
+        if partial {
+            frame.partial.set(true);
         }
-        match first_failure.or(cancelled) {
-            Some(f) => (traces, Err(f)),
-            None => (traces, Ok(values)),
-        }
+        (traces, result)
     }
 
     /// One fan-out child: its call, its trace, whether it left the run partial.
@@ -770,27 +710,10 @@ impl<'a> Interp<'a> {
         let checked = call
             .result
             .and_then(|raw| check_response(tool, site.tool_path, &Value::object(wrap(&raw)), &ckey).map(|()| raw));
-        let out = match checked {
-            Ok(raw) => {
-                ct.status = StepStatus::Completed;
-                ct.result = Some(raw.clone());
-                Ok(raw)
-            }
-            Err(f) if f.cancelled => Err(f),
-            // Cancelled from Temporal while the child ran: cancelled, not failed.
-            Err(f) if f.code == Code::RunCancelled => {
-                ct.error = Some(f.message.clone());
-                Err(f)
-            }
-            Err(f) => {
-                ct.status = if f.timeout { StepStatus::Timeout } else { StepStatus::Failed };
-                ct.error = Some(f.message.clone());
-                if !continue_on_error {
-                    stop.set(true);
-                }
-                Err(f)
-            }
-        };
+        let (out, failed) = data::settle_child(&mut ct, checked);
+        if failed && !continue_on_error {
+            stop.set(true);
+        }
         (ct, out, partial)
     }
 
@@ -1161,31 +1084,12 @@ impl<'a> Interp<'a> {
     }
 
     async fn call_composite(&self, key: &str, depth: usize, tool_path: &str, plan: &Plan, args: &Value) -> CallOutcome {
-        if let Err(m) = validate::check(&plan.tool.arguments, args, Side::Arguments, tool_path) {
-            return CallOutcome::failed(Failure::new(key, Code::ArgumentInvalid, m));
-        }
-        if depth + 1 > self.input.options.max_depth {
-            return CallOutcome::failed(Failure::new(
-                key,
-                Code::CompositeTooDeep,
-                format!("`{tool_path}` would nest composites deeper than {}", self.input.options.max_depth),
-            ));
+        let max_depth = self.input.options.max_depth;
+        if let Some(refused) = CallOutcome::composite_refusal(key, tool_path, plan, args, depth, max_depth) {
+            return refused;
         }
         let out = self.frame(plan, args.clone(), format!("{key}/"), depth + 1, None).await;
-        let result = out.result.map_err(|f| Failure {
-            message: match &f.step {
-                Some(s) => format!("`{tool_path}` failed at step `{s}`: {}", f.message),
-                None => format!("`{tool_path}` failed: {}", f.message),
-            },
-            ..f
-        });
-        CallOutcome {
-            result,
-            attempts: Vec::new(),
-            nested: Some(out.steps),
-            nested_clock_reads: out.clock_reads,
-            partial: out.partial,
-        }
+        CallOutcome::of_composite(tool_path, out)
     }
 }
 
