@@ -8,7 +8,7 @@ use std::cell::OnceCell;
 use std::sync::{Arc, OnceLock};
 
 use super::clock::ClockScope;
-use super::{ChildTrace, RunError, StepStatus, StepTrace, Tool};
+use super::{ChildTrace, RunError, RunStatus, StepStatus, StepTrace, Tool};
 use crate::analysis::{
     ConditionPlan, DoneCheckPlan, ParallelPlan, Plan, RefContext, RefPlan, StepId, StepPlan, TransformPlan, ValuePlan,
 };
@@ -359,6 +359,41 @@ pub(crate) struct FrameOutcome {
     pub(crate) partial: bool,
     pub(crate) steps: Vec<StepTrace>,
     pub(crate) clock_reads: Vec<i64>,
+}
+
+impl FrameOutcome {
+    /// The run's end from its root frame: its status, result or error, steps and the
+    /// clock reads of its own transforms.
+    pub(crate) fn into_run(self) -> RunEnd {
+        let status = match &self.result {
+            Ok(_) if self.partial => RunStatus::Partial,
+            Ok(_) => RunStatus::Success,
+            Err(f) if f.timeout => RunStatus::Timeout,
+            Err(_) => RunStatus::Failed,
+        };
+        let (result, error) = match self.result {
+            Ok(v) => (Some(v), None),
+            Err(f) => (None, Some(f.to_run_error())),
+        };
+        RunEnd { status, result, error, steps: self.steps, clock_reads: self.clock_reads }
+    }
+}
+
+/// How a run ended, for its trace.
+pub(crate) struct RunEnd {
+    pub(crate) status: RunStatus,
+    pub(crate) result: Option<Value>,
+    pub(crate) error: Option<RunError>,
+    pub(crate) steps: Vec<StepTrace>,
+    pub(crate) clock_reads: Vec<i64>,
+}
+
+/// The run's own arguments against what its composite declares (checked like a callee's).
+pub(crate) fn refuse_run_arguments(wf: &super::Workflow, arguments: &Value) -> Option<Failure> {
+    let declared = &wf.plan().tool.arguments;
+    validate::check(declared, arguments, Side::Arguments, wf.name())
+        .err()
+        .map(|m| Failure { step: None, ..Failure::new("", Code::ArgumentInvalid, m) })
 }
 
 /// What one call (with its retries) produced.

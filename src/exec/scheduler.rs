@@ -24,15 +24,14 @@ use rayon::ScopeFifo;
 use super::breaker::{Admission, Refusal};
 use super::clock::ClockScope;
 use super::data::{
-    self, declared_arguments, wrap, CallOutcome, Env, Failure, FrameOutcome, Prelude, Settled, StepError, Visible,
+    self, declared_arguments, wrap, CallOutcome, Env, Failure, FrameOutcome, Prelude, RunEnd, Settled, StepError,
+    Visible,
 };
 use super::executor::{Event, Executor, Run};
 use super::retry::RetryPolicy;
 use super::runner::{CancelToken, ErrorKind, ToolCall, ToolError};
 use super::time::Signal;
-use super::trace::{
-    rfc3339, Attempt, ChildTrace, Outcome, RunError, RunStatus, StepStatus, StepTrace, Trace, TRACE_FORMAT,
-};
+use super::trace::{rfc3339, Attempt, ChildTrace, Outcome, RunError, RunStatus, StepStatus, StepTrace, Trace};
 use super::workflow::{Tool, Workflow};
 use crate::analysis::{Plan, StepId, StepPlan};
 use crate::diagnostic::Code;
@@ -216,32 +215,9 @@ pub(crate) fn run(ex: &Executor, wf: &Workflow, arguments: Value, source: &dyn S
     let run_id = format!("run-{id_bits:013x}");
     let trace_id = format!("trace_{:012x}", id_bits & 0xffff_ffff_ffff);
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).thread_name(|i| format!("tdsl-worker-{i}")).build();
-    let mut trace = Trace {
-        format: TRACE_FORMAT.to_string(),
-        trace_id,
-        plan_id: wf.name().to_string(),
-        failure_summary: None,
-        tools_executed: 0,
-        tools_succeeded: 0,
-        tools_failed: 0,
-        success_rate: 0.0,
-        run_id,
-        tool: wf.name().to_string(),
-        file: wf.plan().file.clone(),
-        root: Some(wf.root().to_path_buf()),
-        arguments: arguments.clone(),
-        status: RunStatus::Failed,
-        result: None,
-        error: None,
-        started_at: rfc3339(started_at),
-        ended_at: String::new(),
-        duration_ms: 0,
-        total_retries: 0,
-        circuit_breaker_trips: 0,
-        max_in_flight: 0,
-        clock_reads: Vec::new(),
-        steps: Vec::new(),
-    };
+    let mut trace = Trace::starting(trace_id, run_id, wf.name(), arguments.clone(), started_at);
+    trace.file = wf.plan().file.clone();
+    trace.root = Some(wf.root().to_path_buf());
     let pool = match pool {
         Ok(p) => p,
         Err(e) => {
@@ -277,19 +253,9 @@ pub(crate) fn run(ex: &Executor, wf: &Workflow, arguments: Value, source: &dyn S
         arguments: &arguments,
         started_at: &trace.started_at,
     });
-    let checked = validate::check(&wf.plan().tool.arguments, &arguments, Side::Arguments, wf.name())
-        .map_err(|m| Failure { code: Code::ArgumentInvalid, step: None, message: m, timeout: false, cancelled: false });
-    let outcome = ctx.frame(wf.plan(), arguments, String::new(), 0, checked.err());
-    let status = match &outcome.result {
-        Ok(_) if outcome.partial => RunStatus::Partial,
-        Ok(_) => RunStatus::Success,
-        Err(f) if f.timeout => RunStatus::Timeout,
-        Err(_) => RunStatus::Failed,
-    };
-    let (result, error) = match outcome.result {
-        Ok(v) => (Some(v), None),
-        Err(f) => (None, Some(f.to_run_error())),
-    };
+    let refused = data::refuse_run_arguments(wf, &arguments);
+    let outcome = ctx.frame(wf.plan(), arguments, String::new(), 0, refused);
+    let RunEnd { status, result, error, steps, clock_reads } = outcome.into_run();
     trace.status = status;
     trace.result = result.clone();
     trace.error = error.clone();
@@ -298,8 +264,8 @@ pub(crate) fn run(ex: &Executor, wf: &Workflow, arguments: Value, source: &dyn S
     trace.total_retries = ctx.retries.load(Ordering::SeqCst);
     trace.circuit_breaker_trips = ctx.trips.load(Ordering::SeqCst);
     trace.max_in_flight = ctx.limiter.peak();
-    trace.clock_reads = outcome.clock_reads;
-    trace.steps = outcome.steps;
+    trace.clock_reads = clock_reads;
+    trace.steps = steps;
     trace.aggregate();
     ctx.emit(Event::RunEnded { trace: &trace });
     Run { status, result, error, trace }

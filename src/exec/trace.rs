@@ -620,6 +620,42 @@ pub struct Trace {
 }
 
 impl Trace {
+    /// A run's trace as it starts (`FAILED` until it ends), before its steps.
+    pub(crate) fn starting(
+        trace_id: String,
+        run_id: String,
+        tool: &str,
+        arguments: Value,
+        started_at_ms: i64,
+    ) -> Trace {
+        Trace {
+            format: TRACE_FORMAT.to_string(),
+            trace_id,
+            plan_id: tool.to_string(),
+            failure_summary: None,
+            tools_executed: 0,
+            tools_succeeded: 0,
+            tools_failed: 0,
+            success_rate: 0.0,
+            run_id,
+            tool: tool.to_string(),
+            file: None,
+            root: None,
+            arguments,
+            status: RunStatus::Failed,
+            result: None,
+            error: None,
+            started_at: rfc3339(started_at_ms),
+            ended_at: String::new(),
+            duration_ms: 0,
+            total_retries: 0,
+            circuit_breaker_trips: 0,
+            max_in_flight: 0,
+            clock_reads: Vec::new(),
+            steps: Vec::new(),
+        }
+    }
+
     /// The trace as pretty JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))

@@ -29,13 +29,12 @@ use crate::analysis::{Plan, StepId, StepPlan};
 use crate::diagnostic::Code;
 use crate::exec::clock::ClockScope;
 use crate::exec::data::{
-    self, declared_arguments, wrap, CallOutcome, Env, Failure, FrameOutcome, Prelude, Settled, StepError, Visible,
+    self, declared_arguments, wrap, CallOutcome, Env, Failure, FrameOutcome, Prelude, RunEnd, Settled, StepError,
+    Visible,
 };
 use crate::exec::retry::RetryPolicy;
-use crate::exec::trace::{rfc3339, TRACE_FORMAT};
-use crate::exec::{
-    Attempt, ChildTrace, Outcome, RunStatus, Signal, StepStatus, StepTrace, Time, Tool, Trace, Workflow,
-};
+use crate::exec::trace::rfc3339;
+use crate::exec::{Attempt, ChildTrace, Outcome, Signal, StepStatus, StepTrace, Time, Tool, Trace, Workflow};
 use crate::tool::validate::{self, Side};
 use crate::value::{Map, SmolStr, Value};
 
@@ -274,48 +273,18 @@ impl<'a> Interp<'a> {
         let wf = self.wf;
         let arguments = validate::with_defaults(&wf.plan().tool.arguments, arguments);
         let run_id = self.ctx.run_id().to_string();
-        let mut trace = Trace {
-            format: TRACE_FORMAT.to_string(),
-            trace_id: format!("trace_{}", self.ctx.workflow_id()),
-            plan_id: wf.name().to_string(),
-            failure_summary: None,
-            tools_executed: 0,
-            tools_succeeded: 0,
-            tools_failed: 0,
-            success_rate: 0.0,
+        let mut trace = Trace::starting(
+            format!("trace_{}", self.ctx.workflow_id()),
             run_id,
-            tool: wf.name().to_string(),
-            file: None,
-            root: None,
-            arguments: arguments.clone(),
-            status: RunStatus::Failed,
-            result: None,
-            error: None,
-            started_at: rfc3339(self.start_ms),
-            ended_at: String::new(),
-            duration_ms: 0,
-            total_retries: 0,
-            circuit_breaker_trips: 0,
-            max_in_flight: 0,
-            clock_reads: Vec::new(),
-            steps: Vec::new(),
-        };
-        let checked = validate::check(&wf.plan().tool.arguments, &arguments, Side::Arguments, wf.name()).map_err(|m| {
-            Failure { code: Code::ArgumentInvalid, step: None, message: m, timeout: false, cancelled: false }
-        });
+            wf.name(),
+            arguments.clone(),
+            self.start_ms,
+        );
+        let refused = data::refuse_run_arguments(wf, &arguments);
         let steps = wf.plan().steps.len();
         self.progress(|p| p.counts().steps = steps);
-        let outcome = self.frame(wf.plan(), arguments, String::new(), 0, checked.err()).await;
-        let status = match &outcome.result {
-            Ok(_) if outcome.partial => RunStatus::Partial,
-            Ok(_) => RunStatus::Success,
-            Err(f) if f.timeout => RunStatus::Timeout,
-            Err(_) => RunStatus::Failed,
-        };
-        let (result, error) = match outcome.result {
-            Ok(v) => (Some(v), None),
-            Err(f) => (None, Some(f.to_run_error())),
-        };
+        let outcome = self.frame(wf.plan(), arguments, String::new(), 0, refused).await;
+        let RunEnd { status, result, error, steps, clock_reads } = outcome.into_run();
         trace.status = status;
         trace.result = result;
         trace.error = error;
@@ -323,8 +292,8 @@ impl<'a> Interp<'a> {
         trace.duration_ms = self.now_rel();
         trace.total_retries = self.retries.get();
         trace.max_in_flight = self.peak.get();
-        trace.clock_reads = outcome.clock_reads;
-        trace.steps = outcome.steps;
+        trace.clock_reads = clock_reads;
+        trace.steps = steps;
         trace.aggregate();
         trace
     }
