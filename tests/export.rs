@@ -125,6 +125,32 @@ fn example_tools() {
     }
 }
 
+/// With no PATH, every tool under the root is exported (SPEC §8) — the same list as naming
+/// the root itself; without `--root` the root is the current folder.
+#[test]
+fn no_path_exports_every_tool_under_the_root() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/document-analysis");
+    let r = root.to_str().expect("utf-8");
+    for format in ["openai", "anthropic", "mcp"] {
+        let named = tdsl(&["export", r, "--root", r, "--format", format]);
+        assert_eq!(named.code, 0, "{}", named.stderr);
+        let all = tdsl(&["export", "--root", r, "--format", format]);
+        assert_eq!(all.code, 0, "{}", all.stderr);
+        assert_eq!(all.stdout, named.stdout, "{format}");
+        let listed: serde_json::Value = serde_json::from_str(&all.stdout).expect("JSON");
+        assert!(listed.as_array().is_some_and(|l| l.len() > 3), "every tool of the example: {listed}");
+    }
+    let here = Command::new(env!("CARGO_BIN_EXE_tdsl"))
+        .args(["export", "--format", "mcp"])
+        .current_dir(&root)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("tdsl runs");
+    assert!(here.status.success(), "{}", String::from_utf8_lossy(&here.stderr));
+    let named = tdsl(&["export", r, "--root", r, "--format", "mcp"]);
+    assert_eq!(String::from_utf8_lossy(&here.stdout), named.stdout, "the current folder is the root");
+}
+
 #[test]
 fn collisions_are_errors_naming_both_files() {
     let dir = tempfile::tempdir().expect("tempdir");
