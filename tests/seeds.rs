@@ -815,3 +815,42 @@ fn fan_out_fan_in_runs() {
     assert_eq!(aggregated["completion_percentage"], json!(100));
     assert_eq!(aggregated["summary_report"], json!("chunks 1-2 done\nchunk 3 done"));
 }
+
+/// `docs/seeds.md`'s table of blocks says how each block is checked; that column must be
+/// what [`wrap`] does with the block's first value (a tool as written, a response map given
+/// producer steps, a step of a wrapper, …).
+#[test]
+fn the_block_table_says_how_each_block_is_checked() {
+    let Some(doc) = seed_text() else { return };
+    let table = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/seeds.md")).expect("docs");
+    let rows: Vec<(usize, String)> = table
+        .lines()
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            let index = cells.get(1)?.parse().ok()?;
+            cells.get(2)?.parse::<usize>().ok()?;
+            Some((index, cells.get(5)?.to_string()))
+        })
+        .collect();
+    let blocks = blocks(&doc);
+    assert_eq!(rows.len(), blocks.len(), "one row per block in docs/seeds.md");
+    let mut wrong = Vec::new();
+    for (block, (index, how)) in blocks.iter().zip(&rows) {
+        assert_eq!(block.index, *index, "rows in block order");
+        let Some(v) = values(block).into_iter().next() else { continue };
+        let o = v.as_object();
+        let has = |k: &str| o.is_some_and(|o| o.contains_key(k));
+        let expected = match shape(&v) {
+            Shape::Tool if has("instructions") || has("system_event_endpoint") => "a tool, as written",
+            Shape::Tool if has("response_reference_map") => "a tool (response map only)",
+            Shape::Tool => "a primitive tool (a response schema only)",
+            Shape::Step => "one step of a wrapper",
+            Shape::Transform => "`transform_arguments` of a wrapper step",
+            Shape::Bare => "arguments or transforms of a wrapper step",
+        };
+        if !how.starts_with(expected) {
+            wrong.push(format!("block {index}: the table says {how:?}, the test checks it as {expected:?}"));
+        }
+    }
+    assert!(wrong.is_empty(), "docs/seeds.md disagrees with tests/seeds.rs:\n{}", wrong.join("\n"));
+}
