@@ -600,6 +600,40 @@ mod tests {
     }
 
     #[test]
+    fn at_the_cap_the_connection_idle_longest_is_closed_and_busy_ones_are_kept() {
+        let conns = Conns::default();
+        let (a, ca) = conns.admit(2, CancellationToken::new()).expect("room");
+        std::thread::sleep(Duration::from_millis(5));
+        let (_, cb) = conns.admit(2, CancellationToken::new()).expect("room");
+        // `a` is the oldest idle one: the third connection closes it.
+        let (_, cc) = conns.admit(2, CancellationToken::new()).expect("room made");
+        assert!(ca.close.is_cancelled() && !cb.close.is_cancelled());
+        assert_eq!(conns.len(), 2);
+        conns.remove(a); // its task ends: nothing to forget twice
+        // Both open ones busy: no room, nothing closed.
+        let (_busy_b, _busy_c) = (Busy::new(&cb), Busy::new(&cc));
+        assert!(conns.admit(2, CancellationToken::new()).is_none());
+        assert!(!cb.close.is_cancelled() && !cc.close.is_cancelled());
+        // Idle since before now: closed by the sweep, unless busy.
+        drop(_busy_b);
+        conns.close_idle_since(Instant::now());
+        assert!(cb.close.is_cancelled() && !cc.close.is_cancelled());
+        assert_eq!(conns.len(), 1);
+    }
+
+    #[test]
+    fn the_default_connection_cap_is_below_the_descriptor_limit() {
+        let cap = default_max_connections() as u64;
+        assert!(cap >= 1 && cap <= DEFAULT_MAX_CONNECTIONS as u64);
+        if let Some(limit) = descriptor_limit() {
+            assert!(cap <= limit / 2, "{cap} of {limit}");
+        }
+        assert_eq!(HttpOptions::default().read_timeout, Duration::from_secs(30));
+        assert_eq!(sweep_period(Duration::from_secs(30)), Duration::from_secs(1));
+        assert_eq!(sweep_period(Duration::from_secs(1)), Duration::from_millis(100));
+    }
+
+    #[test]
     fn the_bearer_scheme_is_case_insensitive_and_the_token_trimmed() {
         assert_eq!(strip_bearer(b"Bearer abc"), Some(&b"abc"[..]));
         assert_eq!(strip_bearer(b"bearer  abc "), Some(&b"abc"[..]));
