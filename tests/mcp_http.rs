@@ -486,7 +486,10 @@ fn a_token_file_others_can_read_or_an_empty_one_is_refused_at_start() {
             out.contains("regular file").then_some(out)
         });
         assert_eq!(exit.code(), Some(2), "{}: {stderr}", path.display());
-        assert!(stderr.contains("--token-file") && stderr.contains(kind) && stderr.contains("not a regular file"), "{stderr}");
+        assert!(
+            stderr.contains("--token-file") && stderr.contains(kind) && stderr.contains("not a regular file"),
+            "{stderr}"
+        );
     }
 }
 
@@ -657,7 +660,8 @@ fn max_connections_is_bounded_by_the_descriptor_limit() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("--max-connections 1000") && stderr.contains("at most 960"), "{stderr}");
     for bad in ["0", "100001"] {
-        let out = common::tdsl(&["serve", "--mcp", "--listen", "127.0.0.1:0", "--root", root, "--max-connections", bad]);
+        let out =
+            common::tdsl(&["serve", "--mcp", "--listen", "127.0.0.1:0", "--root", root, "--max-connections", bad]);
         assert_eq!(out.code, 2, "{}", out.stderr);
     }
     for bad in ["0", "3601"] {

@@ -260,7 +260,10 @@ impl Front {
                 Ok(bytes) => bytes,
                 Err(e) => {
                     let busy = Busy::new(conn);
-                    return answered(plain(StatusCode::BAD_REQUEST, &format!("Bad Request: the body could not be read: {e}")), busy);
+                    return answered(
+                        plain(StatusCode::BAD_REQUEST, &format!("Bad Request: the body could not be read: {e}")),
+                        busy,
+                    );
                 }
             }
         } else {
@@ -610,7 +613,7 @@ mod tests {
         assert!(ca.close.is_cancelled() && !cb.close.is_cancelled());
         assert_eq!(conns.len(), 2);
         conns.remove(a); // its task ends: nothing to forget twice
-        // Both open ones busy: no room, nothing closed.
+                         // Both open ones busy: no room, nothing closed.
         let (_busy_b, _busy_c) = (Busy::new(&cb), Busy::new(&cc));
         assert!(conns.admit(2, CancellationToken::new()).is_none());
         assert!(!cb.close.is_cancelled() && !cc.close.is_cancelled());

@@ -376,7 +376,9 @@ fn call_served(
                 // Checked against its declared `responses` as a run checks a step's answer.
                 Ok(v) => match check_primitive_response(served, &v) {
                     Ok(()) => success(v),
-                    Err(why) => tool_error(format!("FAILED: {why} [{}]", crate::diagnostic::Code::ResponseInvalid.as_str())),
+                    Err(why) => {
+                        tool_error(format!("FAILED: {why} [{}]", crate::diagnostic::Code::ResponseInvalid.as_str()))
+                    }
                 },
                 // The runner's message already names the tool path.
                 Err(e) => tool_error(format!("FAILED: {e}")),
