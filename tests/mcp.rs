@@ -349,6 +349,13 @@ fn every_request_gets_an_answer_and_the_server_goes_on() {
         json!(906),
         "string arguments",
     );
+    check(
+        &mut s,
+        br#"{"jsonrpc": "2.0", "id": 907, "method": "tools/call"}"#.to_vec(),
+        -32602,
+        json!(907),
+        "no params",
+    );
     check(&mut s, b"[1, 2, 3]".to_vec(), -32600, Value::Null, "a batch");
     check(&mut s, br#"{"jsonrpc": "2.0", "id": "s-1"}"#.to_vec(), -32600, json!("s-1"), "neither request nor response");
     // Tools still run.

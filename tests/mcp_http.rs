@@ -414,6 +414,13 @@ fn with_a_token_file_every_request_needs_the_bearer_token() {
         assert_eq!(r.status, 401, "{wrong}: {}", r.body);
         assert!(r.header("www-authenticate").is_some(), "{wrong}");
     }
+    // Without the token, nothing of the body is read: the 401 comes before it is sent.
+    let mut stream =
+        hold(s.port, format!("POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Length: 4000000\r\n\r\n", s.host()).as_bytes());
+    stream.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).expect("an answer before the body");
+    assert_eq!(&head, b"HTTP/1.1 401", "{}", String::from_utf8_lossy(&head));
     // The right token (trimmed from the file) opens a session and calls a tool.
     let session = s.session();
     let call = s.request(&session, 2, "tools/call", json!({"name": "echo", "arguments": {"x": 1}}));

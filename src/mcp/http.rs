@@ -255,6 +255,10 @@ impl Front {
     /// connection cap leave it alone.
     async fn serve(&self, request: Request<hyper::body::Incoming>, conn: &Arc<Conn>) -> Response<Answered> {
         let (parts, body) = request.into_parts();
+        // The path and the token first: a client without the token gets nothing read.
+        if let Some(refused) = self.gate(&parts) {
+            return answered(refused, Busy::new(conn));
+        }
         let body = if parts.method == http::Method::POST {
             match read_body(body, self.max_request_bytes).await {
                 Ok(bytes) => bytes,
@@ -273,18 +277,24 @@ impl Front {
         answered(self.handle(Request::from_parts(parts, body)).await, busy)
     }
 
-    async fn handle(&self, request: Request<Bytes>) -> Response<Body> {
-        if request.uri().path() != "/mcp" {
-            return plain(StatusCode::NOT_FOUND, "Not Found: MCP is served at /mcp");
+    /// A path other than `/mcp` (404) or a missing or wrong token (401).
+    fn gate(&self, parts: &http::request::Parts) -> Option<Response<Body>> {
+        if parts.uri.path() != "/mcp" {
+            return Some(plain(StatusCode::NOT_FOUND, "Not Found: MCP is served at /mcp"));
         }
         if let Some(token) = &self.token {
-            let given = request.headers().get(header::AUTHORIZATION).map(|v| v.as_bytes());
-            let Some(given) = given else { return unauthorized(None) };
-            let Some(given) = strip_bearer(given) else { return unauthorized(Some("invalid_request")) };
+            let given = parts.headers.get(header::AUTHORIZATION).map(|v| v.as_bytes());
+            let Some(given) = given else { return Some(unauthorized(None)) };
+            let Some(given) = strip_bearer(given) else { return Some(unauthorized(Some("invalid_request"))) };
             if !bool::from(given.ct_eq(token.as_bytes())) {
-                return unauthorized(Some("invalid_token"));
+                return Some(unauthorized(Some("invalid_token")));
             }
         }
+        None
+    }
+
+    /// A request that passed [`Front::gate`], its body read.
+    async fn handle(&self, request: Request<Bytes>) -> Response<Body> {
         // A POST without a session id opens a session (its `initialize`).
         let opens_session = request.method() == http::Method::POST && !request.headers().contains_key("mcp-session-id");
         if opens_session && self.sessions.sessions.read().await.len() >= self.max_sessions {
