@@ -68,7 +68,8 @@ impl Bench {
     pub fn new() -> Result<Bench, String> {
         let (guide, guide_source) = match std::env::var_os("BENCH_GUIDE") {
             Some(f) => {
-                let text = std::fs::read_to_string(&f).map_err(|e| format!("BENCH_GUIDE {}: {e}", f.to_string_lossy()))?;
+                let text =
+                    std::fs::read_to_string(&f).map_err(|e| format!("BENCH_GUIDE {}: {e}", f.to_string_lossy()))?;
                 (text, format!("`{}`", f.to_string_lossy()))
             }
             None => (PLACEHOLDER_GUIDE.to_string(), "placeholder (guide-placeholder.txt)".to_string()),
@@ -180,7 +181,50 @@ impl Bench {
                 None => one(&step.arguments, &step.attempts),
             }
         }
-        Ok(PlanRun { plan, arguments, answer, result, calls, warnings })
+        let repair = self.repair(task, &plan)?;
+        Ok(PlanRun { plan, arguments, answer, result, calls, warnings, repair })
+    }
+
+    /// The plan with one mistake a model makes — the first step's tool misspelt — and
+    /// the real diagnostics the checker gives it, as run_plan's error answer would carry
+    /// them (`{isError, diagnostics: [{code, severity, message, help, pointer}]}`; the
+    /// pointer is the one of the mistake, which this function knows).
+    fn repair(&self, task: &Task, plan: &Json) -> Result<(Json, Json), String> {
+        let mut broken = plan.clone();
+        let path = broken["instructions"][0]["tool_definition_path"]
+            .as_str()
+            .ok_or_else(|| format!("plan {}: no first step", task.id))?
+            .to_string();
+        let stem = path.trim_end_matches(".tool");
+        let wrong = match stem.strip_suffix('s') {
+            Some(s) => format!("{s}.tool"),
+            None => format!("{stem}s.tool"),
+        };
+        broken["instructions"][0]["tool_definition_path"] = json!(wrong);
+        let text = serde_json::to_string_pretty(&broken).unwrap_or_default();
+        let mut analyzer = Analyzer::with_engine(ToolRoot::new(&self.root), tdsl::exec::engine());
+        let checked = analyzer.check_text(task.id.to_string(), Arc::from(text.as_str()), None);
+        // Messages name the root's absolute path: left out, so that counts do not depend on
+        // where the crate is.
+        let root = format!("{}/", self.root.display());
+        let diagnostics: Vec<Json> = checked
+            .diagnostics
+            .iter()
+            .filter(|d| d.is_error())
+            .map(|d| {
+                json!({
+                    "code": d.code.as_str(),
+                    "severity": "error",
+                    "message": d.message.replace(&root, ""),
+                    "help": d.help,
+                    "pointer": "/instructions/0/tool_definition_path"
+                })
+            })
+            .collect();
+        if diagnostics.is_empty() {
+            return Err(format!("plan {}: the misspelt tool `{wrong}` is not an error", task.id));
+        }
+        Ok((broken, json!({"isError": true, "diagnostics": diagnostics})))
     }
 }
 
@@ -250,6 +294,8 @@ pub struct PlanRun {
     pub calls: Vec<(String, Json, Json)>,
     /// The checker's warnings about the plan.
     pub warnings: Vec<String>,
+    /// A first attempt with a mistake, and run_plan's error answer to it.
+    pub repair: (Json, Json),
 }
 
 /// A task done both ways.
@@ -287,6 +333,7 @@ impl std::ops::AddAssign for Count {
 }
 
 /// A turn: what the model writes, then what comes back.
+#[derive(Clone)]
 struct Turn {
     written: Vec<String>,
     returned: Vec<String>,
@@ -325,6 +372,8 @@ pub struct Counts {
     pub direct_parallel: Count,
     /// One run_plan call.
     pub plan: Count,
+    /// A run_plan call refused for a mistake, then the repaired plan's.
+    pub plan_repaired: Count,
 }
 
 impl Measured {
@@ -343,13 +392,8 @@ impl Measured {
                 self.task.id, self.direct.answer, self.plan.result
             ));
         }
-        let mut direct: Vec<String> = self
-            .direct
-            .batches
-            .iter()
-            .flatten()
-            .map(|c| canonical(&json!([c.name, c.arguments, c.result])))
-            .collect();
+        let mut direct: Vec<String> =
+            self.direct.batches.iter().flatten().map(|c| canonical(&json!([c.name, c.arguments, c.result]))).collect();
         let mut planned: Vec<String> = self.plan.calls.iter().map(|(n, a, r)| canonical(&json!([n, a, r]))).collect();
         direct.sort();
         planned.sort();
@@ -393,10 +437,48 @@ impl Measured {
             written: vec![call_text("run_plan", &run_arguments)],
             returned: vec![serde_json::to_string_pretty(&self.plan.answer).unwrap_or_default()],
         };
+        let mut broken_arguments = run_arguments.clone();
+        broken_arguments["plan"] = self.plan.repair.0.clone();
+        let refused = Turn {
+            written: vec![call_text("run_plan", &broken_arguments)],
+            returned: vec![serde_json::to_string_pretty(&self.plan.repair.1).unwrap_or_default()],
+        };
+        let plan = account(tokens, &plan_header, std::slice::from_ref(&plan_turn), &answer, 1);
         Counts {
             direct: account(tokens, &header, &one_each, &answer, calls),
             direct_parallel: account(tokens, &header, &together, &answer, calls),
-            plan: account(tokens, &plan_header, &[plan_turn], &answer, 1),
+            plan,
+            plan_repaired: account(tokens, &plan_header, &[refused, plan_turn], &answer, 1),
+        }
+    }
+}
+
+/// Where the tokens of a task come from.
+#[derive(Clone, Copy, Debug)]
+pub struct Sizes {
+    /// The run_plan call the model writes (the plan and its arguments).
+    pub plan_call: usize,
+    /// run_plan's answer.
+    pub plan_answer: usize,
+    /// Every direct tool result together.
+    pub direct_results: usize,
+    /// Every direct tool call the model writes together.
+    pub direct_calls: usize,
+}
+
+impl Measured {
+    /// The sizes of the pieces, in tokens.
+    pub fn sizes(&self, tokens: &Tokens) -> Sizes {
+        let mut run_arguments = json!({"plan": self.plan.plan});
+        if self.plan.arguments.as_object().is_some_and(|o| !o.is_empty()) {
+            run_arguments["arguments"] = self.plan.arguments.clone();
+        }
+        let calls = self.direct.batches.iter().flatten();
+        Sizes {
+            plan_call: tokens.count(&call_text("run_plan", &run_arguments)),
+            plan_answer: tokens.count(&serde_json::to_string_pretty(&self.plan.answer).unwrap_or_default()),
+            direct_results: calls.clone().map(|c| tokens.count(&c.text)).sum(),
+            direct_calls: calls.map(|c| tokens.count(&call_text(&c.name, &c.arguments))).sum(),
         }
     }
 }
@@ -424,7 +506,8 @@ pub fn canonical(v: &Json) -> String {
         Json::Object(m) => {
             let mut keys: Vec<&String> = m.keys().collect();
             keys.sort();
-            let parts: Vec<String> = keys.iter().map(|k| format!("{}:{}", Json::String((*k).clone()), canonical(&m[*k]))).collect();
+            let parts: Vec<String> =
+                keys.iter().map(|k| format!("{}:{}", Json::String((*k).clone()), canonical(&m[*k]))).collect();
             format!("{{{}}}", parts.join(","))
         }
         Json::Array(a) => format!("[{}]", a.iter().map(canonical).collect::<Vec<_>>().join(",")),

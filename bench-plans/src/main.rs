@@ -35,8 +35,13 @@ fn run() -> Result<(), String> {
     let bench = Bench::new()?;
     let tokens = Tokens::o200k()?;
     let mut rows = String::new();
+    let guide_tokens = tokens.count(&bench.guide);
+    let header_direct = tokens.count(&bench.tools_list().to_string());
+    let header_plan = tokens.count(&bench.tools_list_with_plans().to_string());
     let mut why_not = String::new();
-    let (mut direct, mut parallel, mut plan) = (Count::default(), Count::default(), Count::default());
+    let mut pieces = String::new();
+    let (mut direct, mut parallel, mut plan, mut repaired) =
+        (Count::default(), Count::default(), Count::default(), Count::default());
     for task in tasks() {
         let m = bench.measure(&task)?;
         m.check()?;
@@ -47,7 +52,7 @@ fn run() -> Result<(), String> {
         eprintln!("{}: {:?}", task.id, c);
         let _ = writeln!(
             rows,
-            "| {} | {} | {} | {} / {} / {} | {} | {} / {} / {} | {} | {} / {} | {} |",
+            "| {} | {} | {} | {} / {} / {} | {} | {} / {} / {} | {} | {} ({}) | {} / {} | {} |",
             task.id,
             task.shape,
             c.direct.calls,
@@ -59,40 +64,63 @@ fn run() -> Result<(), String> {
             c.direct_parallel.sent_total,
             c.plan.sent_total,
             pct(c.plan.sent_total, c.direct.sent_total),
+            c.plan_repaired.sent_total,
+            pct(c.plan_repaired.sent_total, c.direct.sent_total),
             c.direct.context_end,
             c.plan.context_end,
             pct(c.plan.context_end, c.direct.context_end),
+        );
+        if task.id == "densest" {
+            eprintln!("a refused first attempt answers: {}", m.plan.repair.1);
+        }
+        let z = m.sizes(&tokens);
+        let _ = writeln!(
+            pieces,
+            "| {} | {} | {} ({} a call) | {} ({} a result) | {} | {} |",
+            task.id,
+            c.direct.calls,
+            z.direct_calls,
+            z.direct_calls / c.direct.calls.max(1),
+            z.direct_results,
+            z.direct_results / c.direct.calls.max(1),
+            z.plan_call,
+            z.plan_answer
         );
         let saved = 1.0 - c.plan.sent_total as f64 / c.direct.sent_total as f64;
         let fewer = c.direct.requests as f64 / c.plan.requests as f64;
         if saved < 0.9 || fewer < 3.0 {
             let _ = writeln!(
                 why_not,
-                "- `{}` ({} tool call{}): {:.1} % fewer tokens, {:.1}× fewer round trips.",
+                "- `{}`: {:.1} % fewer tokens sent, {:.1}× fewer round trips. Direct: {} request{}, each re-reading the tool list ({} tokens) and what came before; the {} result{} add {} tokens in all. Plan: 2 requests, each re-reading the tool list with check_plan and run_plan ({} tokens); the plan adds {} tokens and run_plan's answer {}.",
                 task.id,
+                100.0 * saved,
+                fewer,
+                c.direct.requests,
+                if c.direct.requests == 1 { "" } else { "s" },
+                header_direct,
                 c.direct.calls,
                 if c.direct.calls == 1 { "" } else { "s" },
-                100.0 * saved,
-                fewer
+                z.direct_results,
+                header_plan,
+                z.plan_call,
+                z.plan_answer
             );
         }
         direct += c.direct;
         parallel += c.direct_parallel;
         plan += c.plan;
+        repaired += c.plan_repaired;
     }
-    let guide_tokens = tokens.count(&bench.guide);
-    let header_direct = tokens.count(&bench.tools_list().to_string());
-    let header_plan = tokens.count(&bench.tools_list_with_plans().to_string());
     let mut md = String::new();
     let _ = writeln!(md, "# Plans versus direct tool calling: results\n");
     let _ = writeln!(md, "Written by `bench-plans/run.sh` (tokenizer: o200k_base, `tiktoken-rs`). Guide in run_plan's description: {} ({} characters, {} tokens). Tool definitions: {} tokens for the 11 served tools (`tools/list`), {} with check_plan and run_plan.\n", bench.guide_source, bench.guide.chars().count(), guide_tokens, header_direct, header_plan);
     let _ = writeln!(md, "Round trips are requests to the model, written direct (one call a turn) / direct (parallel calls) / plan. Tokens sent are the input tokens summed over those requests, direct / direct (parallel calls) / plan; the context at the end is direct / plan (the same whether calls are parallel or not).\n");
-    let _ = writeln!(md, "| task | shape | tool calls | round trips | fewer | tokens sent | saved | context at end | saved |");
-    let _ = writeln!(md, "|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(md, "| task | shape | tool calls | round trips | fewer | tokens sent | saved | plan after one repair | context at end | saved |");
+    let _ = writeln!(md, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     md.push_str(&rows);
     let _ = writeln!(
         md,
-        "| **suite** | | {} | {} / {} / {} | {} | {} / {} / {} | {} | {} / {} | {} |",
+        "| **suite** | | {} | {} / {} / {} | {} | {} / {} / {} | {} | {} ({}) | {} / {} | {} |",
         direct.calls,
         direct.requests,
         parallel.requests,
@@ -102,6 +130,8 @@ fn run() -> Result<(), String> {
         parallel.sent_total,
         plan.sent_total,
         pct(plan.sent_total, direct.sent_total),
+        repaired.sent_total,
+        pct(repaired.sent_total, direct.sent_total),
         direct.context_end,
         plan.context_end,
         pct(plan.context_end, direct.context_end),
@@ -114,6 +144,11 @@ fn run() -> Result<(), String> {
         direct.generated,
         plan.generated
     );
+    let _ = writeln!(md, "Where the tokens come from (tokens; the tool list is {header_direct} tokens direct, {header_plan} with the plan tools):\n");
+    let _ = writeln!(md, "| task | tool calls | direct: calls written | direct: results | plan written (run_plan call) | run_plan's answer |");
+    let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|");
+    md.push_str(&pieces);
+    md.push('\n');
     if why_not.is_empty() {
         md.push_str("Every task meets the target (≥ 90 % fewer tokens sent, ≥ 3× fewer round trips).\n");
     } else {

@@ -97,7 +97,17 @@ pub fn tasks() -> Vec<Task> {
 }
 
 const VALIDATE_IDS: [&str; 12] = [
-    "doc-01", "doc-04", "doc-7", "doc-09", "doc-12", "doc-21", "doc-15", "report-03", "doc-17", "doc-18", "doc-19",
+    "doc-01",
+    "doc-04",
+    "doc-7",
+    "doc-09",
+    "doc-12",
+    "doc-21",
+    "doc-15",
+    "report-03",
+    "doc-17",
+    "doc-18",
+    "doc-19",
     "doc-20",
 ];
 
@@ -302,7 +312,9 @@ fn biggest(c: &mut Client) -> Result<Json, String> {
     let most = orders.iter().map(|o| num(o, "quantity")).fold(f64::MIN, f64::max);
     let order = orders.iter().find(|o| num(o, "quantity") == most).ok_or("no orders in the west")?;
     let customer = c.call("get_customer", json!({"customer_id": order["customer_id"]}))?;
-    Ok(json!({"order_id": order["order_id"], "quantity": order["quantity"], "customer": customer["name"], "tier": customer["tier"]}))
+    Ok(
+        json!({"order_id": order["order_id"], "quantity": order["quantity"], "customer": customer["name"], "tier": customer["tier"]}),
+    )
 }
 
 fn units(c: &mut Client) -> Result<Json, String> {
