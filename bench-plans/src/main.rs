@@ -91,7 +91,7 @@ fn run() -> Result<(), String> {
         if saved < 0.9 || fewer < 3.0 {
             let _ = writeln!(
                 why_not,
-                "- `{}`: {:.1} % fewer tokens sent, {:.1}× fewer round trips. Direct: {} request{}, each re-reading the tool list ({} tokens) and what came before; the {} result{} add {} tokens in all. Plan: 2 requests, each re-reading the tool list with check_plan and run_plan ({} tokens); the plan adds {} tokens and run_plan's answer {}.",
+                "- `{}`: {:.1} % fewer tokens sent, {:.1}× fewer round trips. Direct: {} request{}, each re-reading the tool list ({} tokens) and what came before; its {} tool result{}: {} tokens in all. Plan: 2 requests, each re-reading the tool list with check_plan and run_plan ({} tokens); the plan adds {} tokens and run_plan's answer {}.",
                 task.id,
                 100.0 * saved,
                 fewer,
@@ -113,7 +113,7 @@ fn run() -> Result<(), String> {
     }
     let mut md = String::new();
     let _ = writeln!(md, "# Plans versus direct tool calling: results\n");
-    let _ = writeln!(md, "Written by `bench-plans/run.sh` (tokenizer: o200k_base, `tiktoken-rs`). Guide in run_plan's description: {} ({} characters, {} tokens). Tool definitions: {} tokens for the 11 served tools (`tools/list`), {} with check_plan and run_plan.\n", bench.guide_source, bench.guide.chars().count(), guide_tokens, header_direct, header_plan);
+    let _ = writeln!(md, "Written by `bench-plans/run.sh`; what is counted: `bench-plans/README.md` (tokenizer: o200k_base, `tiktoken-rs`). Guide in run_plan's description: {} ({} characters, {} tokens). Tool definitions: {} tokens for the 11 served tools (`tools/list`), {} with check_plan and run_plan.\n", bench.guide_source, bench.guide.chars().count(), guide_tokens, header_direct, header_plan);
     let _ = writeln!(md, "Round trips are requests to the model, written direct (one call a turn) / direct (parallel calls) / plan. Tokens sent are the input tokens summed over those requests, direct / direct (parallel calls) / plan; the context at the end is direct / plan (the same whether calls are parallel or not).\n");
     let _ = writeln!(md, "| task | shape | tool calls | round trips | fewer | tokens sent | saved | plan after one repair | context at end | saved |");
     let _ = writeln!(md, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
