@@ -3,6 +3,8 @@
 #
 #   ./run.sh                          # the placeholder guide in run_plan's description
 #   BENCH_GUIDE=path/to/guide.txt ./run.sh   # the real condensed guide instead
+#   BENCH_PLAN_TOOLS=tools.json ./run.sh      # the real check_plan/run_plan definitions (a
+#                                             # JSON list, their guide included) instead
 #   cargo test                        # the same answer both ways, for every task
 #
 # Needs python3 (the tools are exec: Python programs over data/). Builds in debug: nothing

@@ -60,6 +60,9 @@ pub struct Bench {
     pub guide: String,
     /// Where the guide came from (for the report).
     pub guide_source: String,
+    /// The check_plan and run_plan definitions of `BENCH_PLAN_TOOLS` (a JSON list, as
+    /// `serve --mcp --plans` lists them), used instead of [`Bench::plan_tools`]' own.
+    pub plan_tools: Option<Vec<Json>>,
 }
 
 impl Bench {
@@ -74,7 +77,19 @@ impl Bench {
             }
             None => (PLACEHOLDER_GUIDE.to_string(), "placeholder (guide-placeholder.txt)".to_string()),
         };
-        Bench::with_guide(crate_dir(), guide, guide_source)
+        let mut bench = Bench::with_guide(crate_dir(), guide, guide_source)?;
+        if let Some(f) = std::env::var_os("BENCH_PLAN_TOOLS") {
+            let name = f.to_string_lossy().into_owned();
+            let text = std::fs::read_to_string(&f).map_err(|e| format!("BENCH_PLAN_TOOLS {name}: {e}"))?;
+            let tools: Vec<Json> =
+                serde_json::from_str(&text).map_err(|e| format!("BENCH_PLAN_TOOLS {name}: not a JSON list: {e}"))?;
+            // The guide is then in their run_plan's description: reported whole.
+            let run_plan = tools.iter().find(|t| t["name"] == "run_plan");
+            bench.guide = run_plan.and_then(|t| t["description"].as_str()).unwrap_or_default().to_string();
+            bench.guide_source = format!("run_plan's whole description in `{name}`");
+            bench.plan_tools = Some(tools);
+        }
+        Ok(bench)
     }
 
     pub fn with_guide(root: PathBuf, guide: String, guide_source: String) -> Result<Bench, String> {
@@ -82,7 +97,7 @@ impl Bench {
         if !skipped.is_empty() {
             return Err(format!("tools that do not load: {}", skipped.join("; ")));
         }
-        Ok(Bench { root, server, guide, guide_source })
+        Ok(Bench { root, server, guide, guide_source, plan_tools: None })
     }
 
     /// The `tools/list` result of the served tools, as `tdsl serve --mcp` answers it.
@@ -91,8 +106,12 @@ impl Bench {
     }
 
     /// The `check_plan` and `run_plan` tool definitions (SPEC §13), `run_plan`'s
-    /// description ending with the guide.
+    /// description ending with the guide (or those of `BENCH_PLAN_TOOLS`, which then hold
+    /// their own guide).
     pub fn plan_tools(&self) -> Vec<Json> {
+        if let Some(tools) = &self.plan_tools {
+            return tools.clone();
+        }
         let plan = json!({
             "type": "object",
             "description": "The plan: a tdsl composite tool object (instructions, response_reference_map, optional arguments/responses), sent inline"
