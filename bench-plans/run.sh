@@ -15,4 +15,4 @@ cd "$(dirname "$0")"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$(pwd)/../target}"
 command -v python3 >/dev/null || { echo "run.sh: python3 is needed (the tools are Python programs)" >&2; exit 1; }
 nice -n 10 cargo build --quiet --bin bench-plans
-"$CARGO_TARGET_DIR/debug/bench-plans" results.md
+BENCH_COMMIT="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" "$CARGO_TARGET_DIR/debug/bench-plans" results.md

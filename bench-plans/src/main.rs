@@ -113,7 +113,7 @@ fn run() -> Result<(), String> {
     }
     let mut md = String::new();
     let _ = writeln!(md, "# Plans versus direct tool calling: results\n");
-    let _ = writeln!(md, "Written by `bench-plans/run.sh`; what is counted: `bench-plans/README.md` (tokenizer: o200k_base, `tiktoken-rs`). Guide in run_plan's description: {} ({} characters, {} tokens). Tool definitions: {} tokens for the 11 served tools (`tools/list`), {} with check_plan and run_plan.\n", bench.guide_source, bench.guide.chars().count(), guide_tokens, header_direct, header_plan);
+    let _ = writeln!(md, "Written by `bench-plans/run.sh` at tdsl `{}`; what is counted: `bench-plans/README.md` (tokenizer: o200k_base, `tiktoken-rs`). Guide in run_plan's description: {} ({} characters, {} tokens). Tool definitions: {} tokens for the 11 served tools (`tools/list`), {} with check_plan and run_plan.\n", std::env::var("BENCH_COMMIT").unwrap_or_else(|_| "(commit not given)".into()), bench.guide_source, bench.guide.chars().count(), guide_tokens, header_direct, header_plan);
     let _ = writeln!(md, "Round trips are requests to the model, written direct (one call a turn) / direct (parallel calls) / plan. Tokens sent are the input tokens summed over those requests, direct / direct (parallel calls) / plan; the context at the end is direct / plan (the same whether calls are parallel or not).\n");
     let _ = writeln!(md, "| task | shape | tool calls | round trips | fewer | tokens sent | saved | plan after one repair | context at end | saved |");
     let _ = writeln!(md, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
