@@ -721,7 +721,9 @@ fn file_operators_agree_with_evaluation() {
         let unary = !form.contains('y');
         for (ln, lt, lvs) in &operands {
             for (rn, rt, rvs) in &operands {
-                if unary && *rn != "file" || !unary && *ln != "file" && *rn != "file" || unary && *ln != "file" {
+                // A unary form is x alone (a file); a binary form has a file on one side.
+                let wanted = if unary { *ln == "file" && *rn == "file" } else { *ln == "file" || *rn == "file" };
+                if !wanted {
                     continue;
                 }
                 let scope = Scope::closed().with_name("x", lt.clone()).with_name("y", rt.clone());
@@ -798,7 +800,8 @@ fn nesting_refused_at_run_time_names_the_chain_once() {
     let error = run.error.expect("failed");
     assert_eq!(error.code, "E0810");
     // Both steps call the chain, in parallel: either may be the one that fails the run.
-    let chain = "/down/down/down/down/down/down/down/down` would nest composites 9 deep, past the limit of 8 (`--max-nesting`)";
+    let chain =
+        "/down/down/down/down/down/down/down/down` would nest composites 9 deep, past the limit of 8 (`--max-nesting`)";
     assert!(error.message.starts_with("`/nested/level9.tool` at step `"), "{}", error.message);
     assert!(error.message.ends_with(chain), "{}", error.message);
     assert!(!error.message.contains("failed at step"), "{}", error.message);
@@ -831,5 +834,8 @@ fn output_key_names_the_callers_result() {
     // The plan names the step by its key, which is what the executor resolves.
     let checked = check("tests/data/check/ok/output_key_default.tool");
     let plan = checked.plan.expect("plan");
-    assert_eq!(plan.steps.iter().find(|s| &*s.execution_id == "fetch").and_then(|s| s.expected_key.as_deref()), Some("revenue_data"));
+    assert_eq!(
+        plan.steps.iter().find(|s| &*s.execution_id == "fetch").and_then(|s| s.expected_key.as_deref()),
+        Some("revenue_data")
+    );
 }

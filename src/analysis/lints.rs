@@ -15,8 +15,8 @@ use crate::types::Type;
 
 /// Adds each step's `expected_key` to `ids` (the names REFs resolve), reporting a key that
 /// is already an execution id or another step's key (E0617).
-pub(crate) fn expected_keys<'a>(
-    instructions: &'a [Instruction],
+pub(crate) fn expected_keys(
+    instructions: &[Instruction],
     ids: &mut HashMap<Arc<str>, usize>,
     diags: &mut Vec<Diagnostic>,
 ) {

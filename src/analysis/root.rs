@@ -133,7 +133,14 @@ impl ToolRoot {
 
     /// A root with an explicit policy for missing callees.
     pub fn with_policy(dir: impl Into<PathBuf>, missing: MissingCallees) -> ToolRoot {
-        ToolRoot { dir: dir.into(), missing, loaded: HashMap::new(), resolved: HashMap::new(), cycles: HashMap::new(), nesting: HashMap::new() }
+        ToolRoot {
+            dir: dir.into(),
+            missing,
+            loaded: HashMap::new(),
+            resolved: HashMap::new(),
+            cycles: HashMap::new(),
+            nesting: HashMap::new(),
+        }
     }
 
     /// The root directory.

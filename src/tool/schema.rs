@@ -712,17 +712,13 @@ impl Loader<'_> {
     fn result_name(&mut self, key: &Spanned<String>, what: &str) {
         if RESERVED_IDS.contains(&key.node.as_str()) {
             self.push(
-                Diagnostic::new(
-                    Code::ReservedExecutionId,
-                    key.span,
-                    format!("`{}` cannot be an `{what}`", key.node),
-                )
-                .with_label("reserved name")
-                .with_help(format!(
-                    "{} are reserved for REFs and expressions; choose another key, like `{}_result`",
-                    list(RESERVED_IDS),
-                    key.node
-                )),
+                Diagnostic::new(Code::ReservedExecutionId, key.span, format!("`{}` cannot be an `{what}`", key.node))
+                    .with_label("reserved name")
+                    .with_help(format!(
+                        "{} are reserved for REFs and expressions; choose another key, like `{}_result`",
+                        list(RESERVED_IDS),
+                        key.node
+                    )),
             );
         } else if !is_identifier(&key.node) {
             self.push(
