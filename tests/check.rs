@@ -839,3 +839,34 @@ fn output_key_names_the_callers_result() {
         Some("revenue_data")
     );
 }
+
+/// A chain deeper than any run allows says so instead of suggesting a limit out of range; the
+/// chain is found without recursion and named in full.
+#[test]
+fn composites_nested_past_any_limit() {
+    let tmp = TempDir::new("nested-past-any-limit");
+    let n = 40;
+    std::fs::create_dir_all(tmp.0.join("c")).expect("dir");
+    for i in 1..=n {
+        let callee = if i == n { "/leaf.tool".to_string() } else { format!("/c/{}.tool", i + 1) };
+        tmp.write(
+            &format!("c/{i}.tool"),
+            &format!(r#"{{"instructions": [{{"execution_id": "down", "tool_definition_path": "{callee}"}}]}}"#),
+        );
+    }
+    tmp.write("leaf.tool", r#"{"system_event_endpoint": "builtin:echo"}"#);
+    let main =
+        tmp.write("main.tool", r#"{"instructions": [{"execution_id": "top", "tool_definition_path": "/c/1.tool"}]}"#);
+    let root = tmp.0.display().to_string();
+    let o = tdsl(&["check", &main, "--root", &root, "--max-nesting", "32", "--format", "json"]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    let diags: serde_json::Value = serde_json::from_str(&o.stdout).expect("JSON");
+    let d = &diags[0];
+    assert_eq!(d["code"], "E0619");
+    assert!(d["message"].as_str().expect("message").contains(&format!("{n} deep, past the limit of 32")), "{d}");
+    assert!(d["message"].as_str().expect("message").ends_with(&format!("/c/{n}.tool")), "{d}");
+    assert_eq!(
+        d["help"],
+        "a run refuses to start a composite nested deeper than 32 (E0810), and no run nests composites deeper than 32: call fewer composites inside each other"
+    );
+}

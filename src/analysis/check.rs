@@ -331,10 +331,17 @@ impl<'a> Checker<'a> {
                 format!("`{}` nests composites {depth} deep, past the limit of {max_nesting}: {walk}", path.node),
             )
             .with_label(format!("{depth} composites deep from here"))
-            .with_help(format!(
-                "a run refuses to start a composite nested deeper than {max_nesting} (E0810): call fewer composites inside each other, or raise the limit with \
-                 `tdsl run --max-nesting {depth}` (and check with `tdsl check --max-nesting {depth}`)"
-            )),
+            .with_help(if crate::ranges::MAX_NESTING.contains(depth as f64) {
+                format!(
+                    "a run refuses to start a composite nested deeper than {max_nesting} (E0810): call fewer composites inside each other, or raise the limit with \
+                     `tdsl run --max-nesting {depth}` (and check with `tdsl check --max-nesting {depth}`)"
+                )
+            } else {
+                format!(
+                    "a run refuses to start a composite nested deeper than {max_nesting} (E0810), and no run nests composites deeper than {}: call fewer composites inside each other",
+                    crate::ranges::MAX_NESTING.max
+                )
+            }),
         );
     }
 
