@@ -773,8 +773,17 @@ fn composites_nested_past_the_limit() {
     let refused = tdsl(&["run", tool, "--root", ROOT, "--no-history"]);
     assert_eq!(refused.code, 1);
     assert!(refused.stderr.contains("E0619"), "{}", refused.stderr);
+    let tmp = TempDir::new("nested-replay");
+    let trace = tmp.0.join("trace.json").display().to_string();
     let ran = tdsl(&["run", tool, "--root", ROOT, "--no-history", "--max-nesting", "9"]);
     assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let top = "/nested/top.tool";
+    let ran = tdsl(&["run", top, "--root", ROOT, "--no-history", "--max-nesting", "9", "--trace", &trace]);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    // The replay of a run with a raised limit gives the recorded result.
+    let replayed = tdsl(&["replay", &trace, "--root", ROOT]);
+    assert_eq!(replayed.code, 0, "{}", replayed.stderr);
+    assert!(replayed.stderr.contains("replay matches the recording"), "{}", replayed.stderr);
     for bad in ["0", "33"] {
         let check = tdsl(&["check", tool, "--root", ROOT, "--max-nesting", bad]);
         let run = tdsl(&["run", tool, "--root", ROOT, "--no-history", "--max-nesting", bad]);

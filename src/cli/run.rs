@@ -451,12 +451,15 @@ pub fn replay_command(args: ReplayArgs) -> ExitCode {
         Ok(found) => found,
         Err(e) => return usage_failure(&e),
     };
-    let workflow = match load(&root, &file, &trace.tool, crate::exec::engine(), crate::ranges::DEFAULT_MAX_NESTING) {
+    // A recorded run nested its composites at most as deep as `--max-nesting` allows: the
+    // replay allows the most, so that every run the command line can make replays.
+    let max_nesting = ranges::MAX_NESTING.max as usize;
+    let workflow = match load(&root, &file, &trace.tool, crate::exec::engine(), max_nesting) {
         Ok(w) => w,
         Err(Stop::Usage(e)) => return usage_failure(&e),
         Err(Stop::Problems) => return ExitCode::from(1),
     };
-    let replayed = match replay(&workflow, &trace, Options::default()) {
+    let replayed = match replay(&workflow, &trace, Options { max_depth: max_nesting, ..Options::default() }) {
         Ok(r) => r,
         Err(refused) => {
             eprintln!("error: refused before the replay: {refused} [{}]", refused.code());
