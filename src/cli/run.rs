@@ -79,6 +79,10 @@ pub struct RunArgs {
     /// The most children one parallel step may have.
     #[arg(long, value_name = "N")]
     max_fan_out: Option<usize>,
+    /// How deep composite callees may nest (1–32, default 8). The check before the run
+    /// refuses a deeper chain of composite calls (E0619).
+    #[arg(long, value_name = "N", default_value_t = crate::ranges::DEFAULT_MAX_NESTING)]
+    max_nesting: usize,
     /// The seed of retry jitter (default: from the clock).
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
@@ -186,7 +190,7 @@ fn prepare(args: &RunArgs) -> Result<(Workflow, Executor, Value), Stop> {
     if let Some(dir) = &args.files {
         engine = engine.with_file_store(super::open_files(dir).map_err(Stop::Usage)?);
     }
-    let workflow = load(root.dir(), &file, &args.tool, engine)?;
+    let workflow = load(root.dir(), &file, &args.tool, engine, args.max_nesting)?;
     let mut runner = HostRunner::new().with_max_stdout(args.max_tool_output);
     if let Some(m) = mock {
         runner = runner.with_mock(m);
@@ -259,6 +263,7 @@ fn execution_options(args: &RunArgs, guards: Guards) -> Result<Options, String> 
         ranges::MAX_FAN_OUT.check(n as f64).map_err(|e| flag("max-fan-out", e))?;
     }
     ranges::MAX_TOOL_OUTPUT.check(args.max_tool_output as f64).map_err(|e| flag("max-tool-output", e))?;
+    ranges::MAX_NESTING.check(args.max_nesting as f64).map_err(|e| flag("max-nesting", e))?;
     let mut breaker = BreakerPolicy::default();
     if let Some(n) = args.breaker_threshold {
         ranges::BREAKER_THRESHOLD.check(f64::from(n)).map_err(|e| flag("breaker-threshold", e))?;
@@ -272,7 +277,14 @@ fn execution_options(args: &RunArgs, guards: Guards) -> Result<Options, String> 
         ranges::BREAKER_HALF_OPEN_CALLS.check(f64::from(n)).map_err(|e| flag("breaker-half-open-calls", e))?;
         breaker.half_open_calls = n;
     }
-    let options = Options { max_concurrency: args.concurrency, deadline, breaker, guards, ..Options::default() };
+    let options = Options {
+        max_concurrency: args.concurrency,
+        deadline,
+        breaker,
+        guards,
+        max_depth: args.max_nesting,
+        ..Options::default()
+    };
     // The library's own check, so that the two can never disagree.
     options.validate().map_err(|e| e.to_string())?;
     Ok(options)
@@ -300,8 +312,8 @@ fn evaluation_limits(args: &RunArgs) -> Result<crate::Limits, String> {
     Ok(limits)
 }
 
-fn load(root: &Path, file: &Path, name: &str, engine: crate::Engine) -> Result<Workflow, Stop> {
-    Workflow::load_with_engine(root, file, engine).map_err(|e| match e {
+fn load(root: &Path, file: &Path, name: &str, engine: crate::Engine, max_nesting: usize) -> Result<Workflow, Stop> {
+    Workflow::load_with_nesting(root, file, engine, max_nesting).map_err(|e| match e {
         LoadError::Io(m) => usage(m),
         LoadError::Invalid { name: tool, source, diagnostics } => {
             eprint!("{}", render(&diagnostics, &tool, &source, color_stderr()));
@@ -439,12 +451,15 @@ pub fn replay_command(args: ReplayArgs) -> ExitCode {
         Ok(found) => found,
         Err(e) => return usage_failure(&e),
     };
-    let workflow = match load(&root, &file, &trace.tool, crate::exec::engine()) {
+    // A recorded run nested its composites at most as deep as `--max-nesting` allows: the
+    // replay allows the most, so that every run the command line can make replays.
+    let max_nesting = ranges::MAX_NESTING.max as usize;
+    let workflow = match load(&root, &file, &trace.tool, crate::exec::engine(), max_nesting) {
         Ok(w) => w,
         Err(Stop::Usage(e)) => return usage_failure(&e),
         Err(Stop::Problems) => return ExitCode::from(1),
     };
-    let replayed = match replay(&workflow, &trace, Options::default()) {
+    let replayed = match replay(&workflow, &trace, Options { max_depth: max_nesting, ..Options::default() }) {
         Ok(r) => r,
         Err(refused) => {
             eprintln!("error: refused before the replay: {refused} [{}]", refused.code());

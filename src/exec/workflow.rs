@@ -106,6 +106,18 @@ impl Workflow {
     /// [`Workflow::load`] with the expressions compiled by `engine` (for host functions or
     /// a file store); its clock is replaced by [`ExecClock`], the run's.
     pub fn load_with_engine(root: &Path, file: &Path, engine: Engine) -> Result<Workflow, LoadError> {
+        Workflow::load_with_nesting(root, file, engine, crate::ranges::DEFAULT_MAX_NESTING)
+    }
+
+    /// [`Workflow::load_with_engine`] for a run whose composites may nest `max_nesting`
+    /// deep ([`crate::exec::Options::max_depth`]): a deeper chain of composite callees is
+    /// refused here (`E0619`, [`Analyzer::set_max_nesting`]) rather than failing the run.
+    pub fn load_with_nesting(
+        root: &Path,
+        file: &Path,
+        engine: Engine,
+        max_nesting: usize,
+    ) -> Result<Workflow, LoadError> {
         // Limits out of range would fail every expression with E0409: say it once.
         if let Err(e) = engine.limits().validate() {
             let error = engine.analyze("null", &crate::types::Scope::open()).diagnostics;
@@ -119,6 +131,7 @@ impl Workflow {
         // Callees with no file are kept as `Tool::Missing`: a mock may still answer for them.
         let engine = engine.with_clock(Arc::new(ExecClock));
         let mut analyzer = Analyzer::with_engine(ToolRoot::assumed(root), engine);
+        analyzer.set_max_nesting(max_nesting);
         let checked =
             analyzer.check_file(file).map_err(|e| LoadError::Io(format!("cannot read {}: {e}", file.display())))?;
         Workflow::from_checked(analyzer, checked)
