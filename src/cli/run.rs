@@ -94,6 +94,9 @@ pub struct RunArgs {
     /// The most bytes an `exec:` tool may print on standard output (default 64 MiB).
     #[arg(long, value_name = "BYTES", default_value_t = crate::exec::host::DEFAULT_MAX_STDOUT)]
     max_tool_output: u64,
+    /// The environment of `exec:` tools and `mcp:` servers.
+    #[command(flatten)]
+    tool_env: ToolEnvArgs,
     /// Where the run is recorded.
     #[command(flatten)]
     history: HistoryArgs,
@@ -117,6 +120,31 @@ pub struct RunArgs {
     #[arg(long, value_name = "EVENTS", default_value_t = 40_000, value_parser = clap::value_parser!(u32).range(100..=51_200))]
     #[cfg_attr(not(feature = "temporal"), allow(dead_code))]
     temporal_history_limit: u32,
+}
+
+/// `--clean-env` and `--pass-env NAME` (of `run` and `serve`): the environment of the
+/// processes tools start (`docs/security.md`).
+#[derive(Debug, Args)]
+pub(crate) struct ToolEnvArgs {
+    /// Start `exec:` tools and `mcp:` servers with only the variables --pass-env names, PATH
+    /// (the standard system path unless passed) and TDSL_TOOL, instead of this process's
+    /// whole environment.
+    #[arg(long = "clean-env")]
+    clean_env: bool,
+    /// With --clean-env: a variable the tools see, from this process's environment
+    /// (repeatable; `--pass-env PATH` keeps this process's PATH).
+    #[arg(long = "pass-env", value_name = "NAME", requires = "clean_env")]
+    pass_env: Vec<String>,
+}
+
+impl ToolEnvArgs {
+    /// The policy the flags ask for.
+    pub(crate) fn policy(&self) -> Result<host::ToolEnv, UsageError> {
+        if !self.clean_env {
+            return Ok(host::ToolEnv::Inherit);
+        }
+        host::ToolEnv::clean(&self.pass_env).map_err(|e| UsageError(format!("--pass-env: {e}")))
+    }
 }
 
 /// Arguments of `tdsl replay`.
@@ -186,8 +214,9 @@ fn prepare(args: &RunArgs) -> Result<(Workflow, Executor, Value), Stop> {
     if let Some(dir) = &args.files {
         engine = engine.with_file_store(super::open_files(dir).map_err(Stop::Usage)?);
     }
+    let tool_env = args.tool_env.policy().map_err(Stop::Usage)?;
     let workflow = load(root.dir(), &file, &args.tool, engine)?;
-    let mut runner = HostRunner::new().with_max_stdout(args.max_tool_output);
+    let mut runner = HostRunner::new().with_max_stdout(args.max_tool_output).with_env(tool_env);
     if let Some(m) = mock {
         runner = runner.with_mock(m);
     }
@@ -486,6 +515,11 @@ fn run_temporal(_args: &RunArgs) -> ExitCode {
 fn run_temporal(args: &RunArgs) -> ExitCode {
     // Before the async runtime's threads start: Ctrl-C cancels the run on the server.
     let interrupts = Interrupts::install();
+    if args.tool_env.clean_env {
+        return usage_failure(&UsageError(
+            "--clean-env applies to local runs: with --engine temporal, tools run in the environment of each `tdsl worker`; start the workers with the environment they may see (`env -i`)".to_string(),
+        ));
+    }
     let (workflow, executor, arguments) = match prepare(args) {
         Ok(p) => p,
         Err(Stop::Usage(e)) => return usage_failure(&e),

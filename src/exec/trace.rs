@@ -562,7 +562,9 @@ pub struct Trace {
     /// How it ended (written `overall_status`, the seed's name; tdsl adds `TIMEOUT`).
     #[serde(rename = "overall_status", alias = "status")]
     pub status: RunStatus,
-    /// Why it failed, in one line (absent when it did not).
+    /// Why it did not succeed, in one line: the run's error, then each failed step (a
+    /// composite callee's and a fan-out child's too) with its error; present in every
+    /// FAILED, TIMEOUT and PARTIAL trace, absent from a SUCCESS.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure_summary: Option<String>,
     /// Entries of `step_results` whose status is not `SKIPPED`.
@@ -663,9 +665,39 @@ impl Trace {
 
     /// Reads a trace written by [`Trace::to_json`], of any format in
     /// [`TRACE_FORMATS_READ`] (a format-1 trace gets its aggregates computed).
+    ///
+    /// A trace reads at every depth a run writes one: serde_json's default bound of 128
+    /// levels is lifted (a run's arguments may nest that deep themselves, and the trace
+    /// puts them a few levels down), and the JSON is read on a thread of its own with a
+    /// stack sized for [`MAX_TRACE_DEPTH`] levels; deeper JSON is refused before it is read.
     pub fn from_json(text: &str) -> Result<Trace, String> {
+        let depth = json_depth(text);
+        if depth > MAX_TRACE_DEPTH {
+            return Err(format!(
+                "not a trace: it nests {depth} levels deep, deeper than the {MAX_TRACE_DEPTH} a trace may (a run writes values of at most {} levels)",
+                crate::value::MAX_SERIALIZE_DEPTH
+            ));
+        }
+        let read = || {
+            let mut de = serde_json::Deserializer::from_str(text);
+            de.disable_recursion_limit();
+            Trace::deserialize(&mut de).and_then(|t| de.end().map(|()| t))
+        };
+        let parsed = if depth <= 100 {
+            read()
+        } else {
+            std::thread::scope(|scope| {
+                std::thread::Builder::new()
+                    .name("tdsl-trace-reader".to_string())
+                    .stack_size(READER_STACK_BYTES)
+                    .spawn_scoped(scope, read)
+                    .map_err(|e| format!("cannot read the trace: no thread to read it on: {e}"))?
+                    .join()
+                    .map_err(|_| "cannot read the trace: its reader stopped".to_string())
+            })?
+        };
         // The messages say where, never what: a file that is not a trace is not quoted.
-        let mut t: Trace = serde_json::from_str(text).map_err(|e| {
+        let mut t: Trace = parsed.map_err(|e| {
             let what = match e.classify() {
                 serde_json::error::Category::Syntax | serde_json::error::Category::Io => "it is not valid JSON",
                 serde_json::error::Category::Eof => "it ends too early",
@@ -698,7 +730,8 @@ impl Trace {
     /// Computes the seed's aggregates from `step_results` (SPEC §6.7): `tools_executed`
     /// counts the entries whose status is not `SKIPPED`, `tools_succeeded` those with
     /// `success`, `tools_failed` the executed ones without it, and `success_rate` is
-    /// succeeded / executed (0 when nothing was executed); `failure_summary` is the error.
+    /// succeeded / executed (0 when nothing was executed); `failure_summary` is the error and
+    /// every failed step with its error (`Trace::summarize_failures`).
     pub fn aggregate(&mut self) {
         let executed = self.steps.iter().filter(|s| s.status != StepStatus::Skipped).count();
         let succeeded = self.steps.iter().filter(|s| s.success).count();
@@ -706,8 +739,96 @@ impl Trace {
         self.tools_succeeded = succeeded;
         self.tools_failed = executed - succeeded.min(executed);
         self.success_rate = if executed == 0 { 0.0 } else { succeeded as f64 / executed as f64 };
-        self.failure_summary = self.error.as_ref().map(ToString::to_string);
+        self.failure_summary = self.summarize_failures();
     }
+
+    /// `failure_summary`: for a run that did not succeed, why (its error), then every step,
+    /// fan-out child and composite callee's step that failed or timed out, each with its
+    /// error (`broken: the tool failed; fan[2]: …`). Absent for a SUCCESS.
+    fn summarize_failures(&self) -> Option<String> {
+        if self.status == RunStatus::Success {
+            return None;
+        }
+        fn walk(steps: &[StepTrace], prefix: &str, out: &mut Vec<(String, String)>) {
+            fn note(path: &str, call: &CallTrace, out: &mut Vec<(String, String)>) {
+                if matches!(call.status, StepStatus::Failed | StepStatus::Timeout) {
+                    let why = call.error.as_deref().unwrap_or(call.status.as_str());
+                    out.push((path.to_string(), why.to_string()));
+                }
+            }
+            for s in steps {
+                let path = format!("{prefix}{}", s.execution_id);
+                note(&path, &s.call, out);
+                for c in s.children.iter().flatten() {
+                    let child = format!("{path}[{}]", c.index);
+                    note(&child, &c.call, out);
+                    if let Some(nested) = &c.steps {
+                        walk(nested, &format!("{child}/"), out);
+                    }
+                }
+                if let Some(nested) = &s.steps {
+                    walk(nested, &format!("{path}/"), out);
+                }
+            }
+        }
+        let mut failed = Vec::new();
+        walk(&self.steps, "", &mut failed);
+        // The step the run's error names (and the steps and fan-outs that contain it) is
+        // named by the error already.
+        let named = self.error.as_ref().and_then(|e| e.step.as_deref()).unwrap_or("");
+        failed.retain(|(path, _)| {
+            let contains = named
+                .strip_prefix(path)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/') || rest.starts_with('['));
+            named.is_empty() || !contains
+        });
+        let list = failed.iter().map(|(p, why)| format!("{p}: {why}")).collect::<Vec<_>>().join("; ");
+        Some(match (&self.error, failed.len()) {
+            (Some(e), 0) => e.to_string(),
+            (Some(e), _) => format!("{e}; also failed: {list}"),
+            (None, 0) => format!("the run is {}", self.status.as_str()),
+            (None, 1) => format!("continued past 1 failed step: {list}"),
+            (None, n) => format!("continued past {n} failed steps: {list}"),
+        })
+    }
+}
+
+/// The deepest nesting [`Trace::from_json`] reads: values nest at most
+/// [`crate::value::MAX_SERIALIZE_DEPTH`] levels in a trace a run writes, and the trace's own
+/// structure (steps, composite callees' steps, fan-out children, attempts) adds a few
+/// levels per composite level around them.
+pub const MAX_TRACE_DEPTH: usize = 2048;
+
+/// The stack of the thread that reads a deep trace: room for [`MAX_TRACE_DEPTH`] levels of
+/// serde's recursive descent (a few KiB a level in an unoptimized build), reserved, not
+/// committed.
+const READER_STACK_BYTES: usize = 256 << 20;
+
+/// How deep `text`'s JSON nests (lists and objects, outside strings), read without
+/// recursion; 0 for a scalar.
+pub(crate) fn json_depth(text: &str) -> usize {
+    let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for b in text.bytes() {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
 }
 
 /// A field that is present is `Some`, even when it is `null` (a skipped step's `output`),
