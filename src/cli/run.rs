@@ -25,6 +25,7 @@ use super::worker::{ConnectionArgs, Engine};
 use super::{color_stderr, render, usage_failure, UsageError};
 use crate::exec::breaker::BreakerPolicy;
 use crate::exec::host::{self, HostRunner, Mock};
+use crate::exec::replay::FileRecorder;
 use crate::exec::{
     replay, Executor, Guards, LoadError, Observer, Options, Run, RunStatus, StepStatus, Trace, Workflow,
 };
@@ -172,12 +173,12 @@ pub fn run(args: RunArgs) -> ExitCode {
     // Processes a tool leaves in a session of its own are adopted, and ended below.
     host::adopt_orphans();
     match prepare(&args) {
-        Ok((workflow, executor, arguments)) => {
+        Ok((workflow, executor, arguments, files)) => {
             let (executor, recorder) = match observe(&args, &workflow, executor) {
                 Ok(observed) => observed,
                 Err(e) => return usage_failure(&e),
             };
-            let code = execute(&args, &workflow, &executor, arguments, &interrupts);
+            let code = execute(&args, &workflow, &executor, arguments, files.as_deref(), &interrupts);
             drop(executor);
             host::end_children(host::TERM_GRACE);
             if let Some(e) = recorder.and_then(|r| r.error()) {
@@ -195,7 +196,11 @@ enum Stop {
     Problems,
 }
 
-fn prepare(args: &RunArgs) -> Result<(Workflow, Executor, Value), Stop> {
+/// What a run needs: the workflow, the executor, the arguments, and the recorder of the
+/// file reads of `--files` (for the trace).
+type Prepared = (Workflow, Executor, Value, Option<Arc<FileRecorder>>);
+
+fn prepare(args: &RunArgs) -> Result<Prepared, Stop> {
     // Out-of-range numbers are usage errors before anything is read.
     execution_options(args, Guards::new()).map_err(usage)?;
     let limits = evaluation_limits(args).map_err(usage)?;
@@ -211,8 +216,12 @@ fn prepare(args: &RunArgs) -> Result<(Workflow, Executor, Value), Stop> {
         None => None,
     };
     let mut engine = crate::exec::engine().with_limits(limits);
+    let mut files = None;
     if let Some(dir) = &args.files {
-        engine = engine.with_file_store(super::open_files(dir).map_err(Stop::Usage)?);
+        // Every read is recorded, for the trace: a replay answers from it.
+        let recorder = Arc::new(FileRecorder::new(super::open_files(dir).map_err(Stop::Usage)?));
+        engine = engine.with_file_store(recorder.clone());
+        files = Some(recorder);
     }
     let tool_env = args.tool_env.policy().map_err(Stop::Usage)?;
     let workflow = load(root.dir(), &file, &args.tool, engine)?;
@@ -245,7 +254,7 @@ fn prepare(args: &RunArgs) -> Result<(Workflow, Executor, Value), Stop> {
     if let Some(seed) = args.seed {
         executor = executor.with_random(Arc::new(crate::exec::SeededRandom::new(seed)));
     }
-    Ok((workflow, executor, arguments))
+    Ok((workflow, executor, arguments, files))
 }
 
 /// The executor with its observers: the history recorder (unless `--no-history`) and, on
@@ -349,15 +358,17 @@ fn execute(
     workflow: &Workflow,
     executor: &Executor,
     arguments: Value,
+    files: Option<&FileRecorder>,
     interrupts: &Interrupts,
 ) -> ExitCode {
-    let run = match executor.run_cancellable(workflow, arguments, interrupts.token()) {
+    let mut run = match executor.run_cancellable(workflow, arguments, interrupts.token()) {
         Ok(r) => r,
         Err(refused) => {
             eprintln!("error: refused before the run: {refused} [{}]", refused.code());
             return ExitCode::from(1);
         }
     };
+    run.trace.files = files.map(FileRecorder::reads);
     if let Some(path) = &args.trace {
         if let Err(e) = std::fs::write(path, run.trace.to_json() + "\n") {
             eprintln!("error: cannot write the trace to {}: {e}", path.display());
@@ -468,7 +479,8 @@ pub fn replay_command(args: ReplayArgs) -> ExitCode {
         Ok(found) => found,
         Err(e) => return usage_failure(&e),
     };
-    let workflow = match load(&root, &file, &trace.tool, crate::exec::engine()) {
+    // The run's evaluation limits and file reads, as the trace recorded them.
+    let workflow = match load(&root, &file, &trace.tool, crate::exec::replay::engine(&trace)) {
         Ok(w) => w,
         Err(Stop::Usage(e)) => return usage_failure(&e),
         Err(Stop::Problems) => return ExitCode::from(1),
@@ -520,7 +532,7 @@ fn run_temporal(args: &RunArgs) -> ExitCode {
             "--clean-env applies to local runs: with --engine temporal, tools run in the environment of each `tdsl worker`; start the workers with the environment they may see (`env -i`)".to_string(),
         ));
     }
-    let (workflow, executor, arguments) = match prepare(args) {
+    let (workflow, executor, arguments, _) = match prepare(args) {
         Ok(p) => p,
         Err(Stop::Usage(e)) => return usage_failure(&e),
         Err(Stop::Problems) => return ExitCode::from(1),

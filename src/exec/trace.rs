@@ -619,6 +619,44 @@ pub struct Trace {
     /// `step_results`, the seed's name.
     #[serde(rename = "step_results", alias = "steps")]
     pub steps: Vec<StepTrace>,
+    /// The limits in force that decide how a run goes (guards, nesting, evaluation limits):
+    /// a replay runs under them (absent in traces written before they were recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<RunLimits>,
+    /// Every file read the run's transforms made through the file store (`--files`), with
+    /// its answer, in the order first made: a replay answers them from here, not from disk.
+    /// Absent when the run had no file store.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<Vec<super::replay::FileRead>>,
+}
+
+/// The limits a run ran under ([`Trace::limits`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunLimits {
+    /// The most steps the run could execute (absent: no bound).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_steps: Option<usize>,
+    /// The most children of one parallel step.
+    pub max_fan_out: usize,
+    /// How deep composite callees could nest.
+    pub max_nesting: usize,
+    /// The evaluation fuel of each expression.
+    pub fuel: u64,
+    /// The most bytes one evaluation could build.
+    pub max_memory: usize,
+}
+
+impl RunLimits {
+    /// The limits of a run of `wf` under `options`.
+    pub fn of(options: &super::Options, wf: &super::Workflow) -> RunLimits {
+        RunLimits {
+            max_steps: options.guards.max_steps,
+            max_fan_out: options.guards.max_fan_out,
+            max_nesting: options.max_depth,
+            fuel: wf.limits().fuel,
+            max_memory: wf.limits().max_alloc_bytes,
+        }
+    }
 }
 
 impl Trace {
@@ -655,6 +693,8 @@ impl Trace {
             max_in_flight: 0,
             clock_reads: Vec::new(),
             steps: Vec::new(),
+            limits: None,
+            files: None,
         }
     }
 
