@@ -50,7 +50,7 @@ pub fn run(args: ReportArgs) -> ExitCode {
 /// What reading a trace of n bytes may take at its peak, as a multiple of n: the text, the
 /// trace read from it (a value may be held twice: a step's result and its attempt's
 /// response), and room for the page.
-const MEMORY_PER_TRACE_BYTE: usize = 4;
+const MEMORY_PER_TRACE_BYTE: usize = 3;
 
 /// Refuses an output that is one of the inputs (`-o trace.json`, or a symbolic or hard link
 /// to it, or to the history database): the page would replace what it draws. Files are

@@ -840,9 +840,10 @@ impl Trace {
 pub const MAX_TRACE_DEPTH: usize = 2048;
 
 /// The stack of the thread that reads a deep trace: room for [`MAX_TRACE_DEPTH`] levels of
-/// serde's recursive descent (a few KiB a level in an unoptimized build), reserved, not
+/// serde's recursive descent (a few KiB a level in an unoptimized build; the test
+/// `a_trace_reads_at_the_deepest_nesting_allowed` reads one that deep), reserved, not
 /// committed.
-const READER_STACK_BYTES: usize = 256 << 20;
+const READER_STACK_BYTES: usize = 32 << 20;
 
 /// How deep `text`'s JSON nests (lists and objects, outside strings), read without
 /// recursion; 0 for a scalar.
@@ -1001,6 +1002,73 @@ mod tests {
         );
         let child = serde_json::to_value(ChildTrace::new(3)).expect("serializes");
         assert_eq!(child.to_string(), r#"{"index":3,"status":"CANCELLED","duration_ms":0}"#);
+    }
+
+    fn minimal(arguments: &str) -> String {
+        format!(
+            r#"{{"format": "tdsl-trace/2", "run_id": "r", "tool": "t.tool", "arguments": {arguments},
+              "overall_status": "SUCCESS", "started_at": "", "completed_at": "", "total_duration_ms": 0,
+              "total_retries": 0, "circuit_breaker_trips": 0, "max_in_flight": 0, "step_results": []}}"#
+        )
+    }
+
+    /// Issue 28 item 4: a trace reads at every depth up to [`MAX_TRACE_DEPTH`] (on the
+    /// reader's own stack), and deeper is refused before it is read.
+    #[test]
+    fn a_trace_reads_at_the_deepest_nesting_allowed() {
+        let n = MAX_TRACE_DEPTH - 2;
+        let deep = format!(r#"{{"x": {}0{}}}"#, "[".repeat(n), "]".repeat(n));
+        let t = Trace::from_json(&minimal(&deep)).expect("reads");
+        assert_eq!(t.arguments.depth(), n + 1);
+        let text = minimal(&format!(r#"{{"x": {}0{}}}"#, "[".repeat(n + 1), "]".repeat(n + 1)));
+        let e = Trace::from_json(&text).expect_err("too deep");
+        assert!(e.contains("it nests 2049 levels deep, deeper than the 2048 a trace may"), "{e}");
+        // Strings with brackets and escaped quotes do not count.
+        assert_eq!(json_depth(r#"{"a": "[[[\"[[", "b": [1]}"#), 2);
+        // Shallow traces read on the caller's thread, deep ones on the reader's: both say
+        // where a trace is broken.
+        let e = Trace::from_json(&minimal(&format!("{}0", "[".repeat(300)))).expect_err("unclosed");
+        assert!(e.starts_with("not a trace: it is not valid JSON"), "{e}");
+    }
+
+    /// Issue 28 item 18: every trace that did not succeed has `failure_summary`, naming each
+    /// failed step (children and composite callees' steps too) with its error.
+    #[test]
+    fn failure_summary_names_every_failed_step() {
+        let mut t = Trace::starting("t".into(), "r".into(), "/main.tool", Value::Null, 0);
+        let failed = |id: &str, error: &str| {
+            let mut s = StepTrace::new(id, "/tools/t.tool");
+            s.call.status = StepStatus::Failed;
+            s.call.error = Some(error.to_string());
+            s
+        };
+        let mut fan = StepTrace::new("fan", "/tools/t.tool");
+        fan.call.status = StepStatus::Completed;
+        let mut child = ChildTrace::new(2);
+        child.call.status = StepStatus::Timeout;
+        fan.children = Some(vec![child]);
+        let mut outer = StepTrace::new("outer", "/tools/c.tool");
+        outer.call.status = StepStatus::Completed;
+        outer.call.steps = Some(vec![failed("inner", "no")]);
+        t.steps = vec![failed("a", "boom"), fan, outer];
+        t.status = RunStatus::Partial;
+        t.aggregate();
+        assert_eq!(
+            t.failure_summary.as_deref(),
+            Some("continued past 3 failed steps: a: boom; fan[2]: TIMEOUT; outer/inner: no")
+        );
+        // A FAILED run: its error first, then the other failed steps (not the one it names).
+        t.status = RunStatus::Failed;
+        t.error = Some(RunError { code: "E0803".into(), step: Some("outer/inner".into()), message: "no".into() });
+        t.aggregate();
+        assert_eq!(
+            t.failure_summary.as_deref(),
+            Some("step `outer/inner` failed: no [E0803]; also failed: a: boom; fan[2]: TIMEOUT")
+        );
+        t.status = RunStatus::Success;
+        t.error = None;
+        t.aggregate();
+        assert_eq!(t.failure_summary, None);
     }
 
     /// What is written reads back to the same trace (a `null` output stays present).
