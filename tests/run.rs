@@ -650,4 +650,39 @@ fn clean_env_passes_only_the_named_variables() {
     assert!(err.contains("--pass-env: \"A=B\" is not an environment variable's name"), "{err}");
     let o = tdsl(&["serve", "--mcp", "--pass-env", "HOME"]);
     assert_eq!(o.code, 2, "{}", o.stderr);
+
+    // `tdsl serve --clean-env`: the same rule for the tools a client calls.
+    use std::io::{BufRead, Write};
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tdsl"))
+        .args(["serve", "--mcp", "--root", s(&dir), "--no-history", "--clean-env", "--pass-env", "TDSL_TEST_KEPT"])
+        .env("TDSL_TEST_SECRET", "hunter2")
+        .env("TDSL_TEST_KEPT", "yes")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("tdsl serve starts");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    for msg in [
+        r#"{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}"#,
+        r#"{"jsonrpc": "2.0", "method": "notifications/initialized"}"#,
+        r#"{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "env", "arguments": {}}}"#,
+    ] {
+        writeln!(stdin, "{msg}").unwrap();
+    }
+    stdin.flush().unwrap();
+    let answer = loop {
+        let mut line = String::new();
+        assert!(stdout.read_line(&mut line).unwrap() > 0, "the server closed its output");
+        let v = json(&line);
+        if v["id"] == 2 {
+            break v;
+        }
+    };
+    drop(stdin);
+    common::wait_or_kill(&mut child, std::time::Duration::from_secs(30), "tdsl serve");
+    let text = answer["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("{answer}"));
+    let v = json(text);
+    assert_eq!((v["secret"].as_str(), v["kept"].as_str()), (Some(""), Some("yes")), "{v}");
 }
