@@ -253,10 +253,8 @@ fn compare_children(rec: &[ChildTrace], new: &[ChildTrace], step: &str, out: &mu
 pub fn engine(trace: &Trace) -> crate::Engine {
     let mut engine = super::engine();
     if let Some(l) = &trace.limits {
-        let mut limits = crate::Limits::default();
-        limits.fuel = l.fuel;
-        limits.max_alloc_bytes = l.max_memory;
-        engine = engine.with_limits(limits);
+        engine =
+            engine.with_limits(crate::Limits { fuel: l.fuel, max_alloc_bytes: l.max_memory, ..Default::default() });
     }
     if let Some(files) = &trace.files {
         engine = engine.with_file_store(Arc::new(ReplayFiles::new(files)));
@@ -369,7 +367,7 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 fn unhex(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return None;
     }
     (0..text.len()).step_by(2).map(|i| text.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok())).collect()
