@@ -59,6 +59,8 @@ pub struct Replay {
 /// replayed as they were). Load `workflow` with [`engine`]`(trace)` so that its expressions
 /// run under the recorded evaluation limits and read the recorded files.
 pub fn replay(workflow: &Workflow, trace: &Trace, mut options: Options) -> Result<Replay, GuardError> {
+    // The options as given, then with the recorded limits (a trace may have been edited).
+    options.validate()?;
     if let Some(l) = &trace.limits {
         options.guards.max_steps = l.max_steps;
         options.guards.max_fan_out = l.max_fan_out;
