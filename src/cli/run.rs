@@ -625,6 +625,8 @@ fn run_temporal(args: &RunArgs) -> ExitCode {
     };
     trace.root = Some(workflow.root().to_path_buf());
     trace.file = workflow.plan().file.clone();
+    // The limits in force, for a replay (the interpreter on the workers does not know them).
+    trace.limits = Some(crate::exec::RunLimits::of(executor.options(), &workflow));
     // The run goes into the history as a local one does, from its trace (the workers
     // record nothing: the history is the client's).
     match args.history.open() {

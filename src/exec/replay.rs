@@ -375,7 +375,9 @@ fn unhex(text: &str) -> Option<Vec<u8>> {
     (0..text.len()).step_by(2).map(|i| text.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok())).collect()
 }
 
-type FileKey = (FileOp, String, Option<String>, Option<u64>);
+/// An operation as recording and replay tell them apart: what, of which path, at which
+/// version or tag (not the size bound, which the recorded limits fix).
+type FileKey = (FileOp, String, Option<String>);
 
 /// A file store that passes every operation to another and records it with its answer (the
 /// first answer of each distinct operation), for [`Trace::files`]: `tdsl run --files` runs
@@ -403,7 +405,7 @@ impl FileRecorder {
     }
 
     fn note(&self, op: FileOp, path: &StorePath, version: Option<String>, max_bytes: Option<u64>, answer: FileAnswer) {
-        let key = (op, path.as_str().to_string(), version.clone(), max_bytes);
+        let key = (op, path.as_str().to_string(), version.clone());
         let mut reads = self.reads.lock().unwrap_or_else(PoisonError::into_inner);
         if reads.1.insert(key) {
             reads.0.push(FileRead { op, path: path.as_str().to_string(), version, max_bytes, answer });
@@ -481,19 +483,13 @@ impl ReplayFiles {
     pub fn new(reads: &[FileRead]) -> ReplayFiles {
         let mut answers = HashMap::new();
         for r in reads {
-            answers.entry((r.op, r.path.clone(), r.version.clone(), r.max_bytes)).or_insert_with(|| r.answer.clone());
+            answers.entry((r.op, r.path.clone(), r.version.clone())).or_insert_with(|| r.answer.clone());
         }
         ReplayFiles { answers }
     }
 
-    fn answer(
-        &self,
-        op: FileOp,
-        path: &StorePath,
-        version: Option<String>,
-        max_bytes: Option<u64>,
-    ) -> Result<&FileAnswer, FileError> {
-        self.answers.get(&(op, path.as_str().to_string(), version, max_bytes)).ok_or_else(|| {
+    fn answer(&self, op: FileOp, path: &StorePath, version: Option<String>) -> Result<&FileAnswer, FileError> {
+        self.answers.get(&(op, path.as_str().to_string(), version)).ok_or_else(|| {
             FileError::io(path.as_str(), "the recorded run did not read this (replay reads only what the run read)")
         })
     }
@@ -511,7 +507,7 @@ fn recorded_error(a: &FileAnswer, path: &StorePath) -> FileError {
 
 impl FileStore for ReplayFiles {
     fn read_dir(&self, dir: &StorePath) -> Result<Vec<Entry>, FileError> {
-        match self.answer(FileOp::ReadDir, dir, None, None)? {
+        match self.answer(FileOp::ReadDir, dir, None)? {
             FileAnswer::Entries(e) => Ok(e
                 .iter()
                 .map(|(name, kind, link)| Entry {
@@ -525,24 +521,28 @@ impl FileStore for ReplayFiles {
     }
 
     fn read(&self, path: &StorePath, version: Option<&Version>, max_bytes: u64) -> Result<Vec<u8>, FileError> {
-        match self.answer(FileOp::Read, path, version.map(|v| v.id.clone()), Some(max_bytes))? {
-            FileAnswer::Text(t) => Ok(t.clone().into_bytes()),
+        let bytes = match self.answer(FileOp::Read, path, version.map(|v| v.id.clone()))? {
+            FileAnswer::Text(t) => t.clone().into_bytes(),
             FileAnswer::Hex(h) => {
-                unhex(h).ok_or_else(|| FileError::io(path.as_str(), "the recorded content is not hexadecimal"))
+                unhex(h).ok_or_else(|| FileError::io(path.as_str(), "the recorded content is not hexadecimal"))?
             }
-            other => Err(recorded_error(other, path)),
+            other => return Err(recorded_error(other, path)),
+        };
+        if bytes.len() as u64 > max_bytes {
+            return Err(FileError::too_large(path.as_str(), bytes.len() as u64, max_bytes));
         }
+        Ok(bytes)
     }
 
     fn versions(&self, path: &StorePath) -> Result<Vec<Version>, FileError> {
-        match self.answer(FileOp::Versions, path, None, None)? {
+        match self.answer(FileOp::Versions, path, None)? {
             FileAnswer::Versions(v) => Ok(v.iter().map(Version::from).collect()),
             other => Err(recorded_error(other, path)),
         }
     }
 
     fn tagged_version(&self, path: &StorePath, name: &str) -> Result<Option<Version>, FileError> {
-        match self.answer(FileOp::Tag, path, Some(name.to_string()), None)? {
+        match self.answer(FileOp::Tag, path, Some(name.to_string()))? {
             FileAnswer::Tag(v) => Ok(v.as_ref().map(Version::from)),
             other => Err(recorded_error(other, path)),
         }
