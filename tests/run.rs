@@ -685,4 +685,28 @@ fn clean_env_passes_only_the_named_variables() {
     let text = answer["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("{answer}"));
     let v = json(text);
     assert_eq!((v["secret"].as_str(), v["kept"].as_str()), (Some(""), Some("yes")), "{v}");
+
+    // An `mcp:` endpoint's server starts under the same rule: here a `tdsl serve` of the
+    // same folder, whose `env` tool then inherits what that server was given.
+    std::fs::write(
+        dir.join("tools/via_mcp.tool"),
+        format!(
+            r#"{{"system_event_endpoint": "mcp:'{}' serve --mcp --no-history --root '{}'#env"}}"#,
+            env!("CARGO_BIN_EXE_tdsl"),
+            s(&dir)
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("main.tool"),
+        r#"{"instructions": [{"execution_id": "env", "tool_definition_path": "/tools/via_mcp.tool"}],
+            "response_reference_map": {"secret": "REF:env.secret", "kept": "REF:env.kept"}}"#,
+    )
+    .unwrap();
+    let (code, out, err) = run(&[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(json(&out), serde_json::json!({"secret": "hunter2", "kept": "yes"}));
+    let (code, out, err) = run(&["--clean-env", "--pass-env", "TDSL_TEST_KEPT"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(json(&out), serde_json::json!({"secret": "", "kept": "yes"}));
 }
