@@ -274,10 +274,10 @@ fn the_page_embeds_a_bounded_part_of_each_value() {
 fn report_fails_cleanly_when_memory_runs_out() {
     let dir = out_dir("memory");
     let (trace, page) = (dir.join("big.json"), dir.join("big.html"));
-    trace_with_a_big_string(&trace, 60 << 20);
-    // 300 MB of address space: the binary starts, the 120 MB trace cannot be drawn.
+    trace_with_a_big_string(&trace, 30 << 20);
+    // 150 MB of address space: the binary starts, the 60 MB trace cannot be drawn.
     let script =
-        format!("ulimit -v 300000 && exec '{}' report '{}' -o '{}'", env!("CARGO_BIN_EXE_tdsl"), s(&trace), s(&page));
+        format!("ulimit -v 150000 && exec '{}' report '{}' -o '{}'", env!("CARGO_BIN_EXE_tdsl"), s(&trace), s(&page));
     let out = Command::new("sh").args(["-c", &script]).output().expect("sh runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
