@@ -112,10 +112,13 @@ fn load(args: &ReportArgs) -> Result<Trace, UsageError> {
         .map_err(|e| UsageError(e.to_string()))?
         .ok_or_else(|| UsageError(format!("no run `{id}` in the history {}", path.display())))?;
     run.trace.ok_or_else(|| {
-        UsageError(format!(
-            "run `{id}` has no trace: it is {} (`tdsl history show {id}` lists what it recorded)",
-            run.run.status
-        ))
+        let ended = ["SUCCESS", "PARTIAL", "FAILED", "TIMEOUT"].contains(&run.run.status.as_str());
+        let why = if ended {
+            format!("it is {}, but its stored trace cannot be read", run.run.status)
+        } else {
+            format!("it is {}", run.run.status)
+        };
+        UsageError(format!("run `{id}` has no trace: {why} (`tdsl history show {id}` lists what it recorded)"))
     })
 }
 
