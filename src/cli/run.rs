@@ -370,7 +370,8 @@ fn execute(
     };
     run.trace.files = files.map(FileRecorder::reads);
     if let Some(path) = &args.trace {
-        if let Err(e) = std::fs::write(path, run.trace.to_json() + "\n") {
+        let written = run.trace.try_to_json().and_then(|t| std::fs::write(path, t + "\n").map_err(|e| e.to_string()));
+        if let Err(e) = written {
             eprintln!("error: cannot write the trace to {}: {e}", path.display());
             return ExitCode::from(2);
         }

@@ -700,7 +700,14 @@ impl Trace {
 
     /// The trace as pretty JSON.
     pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+        self.try_to_json().unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+
+    /// The trace as pretty JSON, or why it cannot be written: a value a host built nested
+    /// deeper than [`crate::value::MAX_SERIALIZE_DEPTH`] levels (a run's own values do not
+    /// reach it), which no reader could take back.
+    pub fn try_to_json(&self) -> Result<String, String> {
+        serde_json::to_string_pretty(self).map_err(|e| e.to_string())
     }
 
     /// Reads a trace written by [`Trace::to_json`], of any format in
@@ -1029,6 +1036,18 @@ mod tests {
         // where a trace is broken.
         let e = Trace::from_json(&minimal(&format!("{}0", "[".repeat(300)))).expect_err("unclosed");
         assert!(e.starts_with("not a trace: it is not valid JSON"), "{e}");
+    }
+
+    /// A value nested past what serde writes is an error, not a file that is no trace.
+    #[test]
+    fn a_trace_too_deep_to_write_says_so() {
+        let mut v = Value::Int(0);
+        for _ in 0..600 {
+            v = Value::list(vec![v]);
+        }
+        let t = Trace::starting("t".into(), "r".into(), "/main.tool", v, 0);
+        let e = t.try_to_json().expect_err("too deep");
+        assert!(e.contains("a value nested deeper than 512 levels"), "{e}");
     }
 
     /// Issue 28 item 18: every trace that did not succeed has `failure_summary`, naming each
