@@ -25,6 +25,7 @@ use super::worker::{ConnectionArgs, Engine};
 use super::{color_stderr, render, usage_failure, UsageError};
 use crate::exec::breaker::BreakerPolicy;
 use crate::exec::host::{self, HostRunner, Mock};
+use crate::exec::replay::FileRecorder;
 use crate::exec::{
     replay, Executor, Guards, LoadError, Observer, Options, Run, RunStatus, StepStatus, Trace, Workflow,
 };
@@ -98,6 +99,9 @@ pub struct RunArgs {
     /// The most bytes an `exec:` tool may print on standard output (default 64 MiB).
     #[arg(long, value_name = "BYTES", default_value_t = crate::exec::host::DEFAULT_MAX_STDOUT)]
     max_tool_output: u64,
+    /// The environment of `exec:` tools and `mcp:` servers.
+    #[command(flatten)]
+    tool_env: ToolEnvArgs,
     /// Where the run is recorded.
     #[command(flatten)]
     history: HistoryArgs,
@@ -121,6 +125,31 @@ pub struct RunArgs {
     #[arg(long, value_name = "EVENTS", default_value_t = 40_000, value_parser = clap::value_parser!(u32).range(100..=51_200))]
     #[cfg_attr(not(feature = "temporal"), allow(dead_code))]
     temporal_history_limit: u32,
+}
+
+/// `--clean-env` and `--pass-env NAME` (of `run` and `serve`): the environment of the
+/// processes tools start (`docs/security.md`).
+#[derive(Debug, Args)]
+pub(crate) struct ToolEnvArgs {
+    /// Start `exec:` tools and `mcp:` servers with only the variables --pass-env names, PATH
+    /// (the standard system path unless passed) and TDSL_TOOL, instead of this process's
+    /// whole environment.
+    #[arg(long = "clean-env")]
+    clean_env: bool,
+    /// With --clean-env: a variable the tools see, from this process's environment
+    /// (repeatable; `--pass-env PATH` keeps this process's PATH).
+    #[arg(long = "pass-env", value_name = "NAME", requires = "clean_env")]
+    pass_env: Vec<String>,
+}
+
+impl ToolEnvArgs {
+    /// The policy the flags ask for.
+    pub(crate) fn policy(&self) -> Result<host::ToolEnv, UsageError> {
+        if !self.clean_env {
+            return Ok(host::ToolEnv::Inherit);
+        }
+        host::ToolEnv::clean(&self.pass_env).map_err(|e| UsageError(format!("--pass-env: {e}")))
+    }
 }
 
 /// Arguments of `tdsl replay`.
@@ -148,12 +177,12 @@ pub fn run(args: RunArgs) -> ExitCode {
     // Processes a tool leaves in a session of its own are adopted, and ended below.
     host::adopt_orphans();
     match prepare(&args) {
-        Ok((workflow, executor, arguments)) => {
+        Ok((workflow, executor, arguments, files)) => {
             let (executor, recorder) = match observe(&args, &workflow, executor) {
                 Ok(observed) => observed,
                 Err(e) => return usage_failure(&e),
             };
-            let code = execute(&args, &workflow, &executor, arguments, &interrupts);
+            let code = execute(&args, &workflow, &executor, arguments, files.as_deref(), &interrupts);
             drop(executor);
             host::end_children(host::TERM_GRACE);
             if let Some(e) = recorder.and_then(|r| r.error()) {
@@ -171,7 +200,11 @@ enum Stop {
     Problems,
 }
 
-fn prepare(args: &RunArgs) -> Result<(Workflow, Executor, Value), Stop> {
+/// What a run needs: the workflow, the executor, the arguments, and the recorder of the
+/// file reads of `--files` (for the trace).
+type Prepared = (Workflow, Executor, Value, Option<Arc<FileRecorder>>);
+
+fn prepare(args: &RunArgs) -> Result<Prepared, Stop> {
     // Out-of-range numbers are usage errors before anything is read.
     execution_options(args, Guards::new()).map_err(usage)?;
     let limits = evaluation_limits(args).map_err(usage)?;
@@ -187,11 +220,16 @@ fn prepare(args: &RunArgs) -> Result<(Workflow, Executor, Value), Stop> {
         None => None,
     };
     let mut engine = crate::exec::engine().with_limits(limits);
+    let mut files = None;
     if let Some(dir) = &args.files {
-        engine = engine.with_file_store(super::open_files(dir).map_err(Stop::Usage)?);
+        // Every read is recorded, for the trace: a replay answers from it.
+        let recorder = Arc::new(FileRecorder::new(super::open_files(dir).map_err(Stop::Usage)?));
+        engine = engine.with_file_store(recorder.clone());
+        files = Some(recorder);
     }
+    let tool_env = args.tool_env.policy().map_err(Stop::Usage)?;
     let workflow = load(root.dir(), &file, &args.tool, engine, args.max_nesting)?;
-    let mut runner = HostRunner::new().with_max_stdout(args.max_tool_output);
+    let mut runner = HostRunner::new().with_max_stdout(args.max_tool_output).with_env(tool_env);
     if let Some(m) = mock {
         runner = runner.with_mock(m);
     }
@@ -220,7 +258,7 @@ fn prepare(args: &RunArgs) -> Result<(Workflow, Executor, Value), Stop> {
     if let Some(seed) = args.seed {
         executor = executor.with_random(Arc::new(crate::exec::SeededRandom::new(seed)));
     }
-    Ok((workflow, executor, arguments))
+    Ok((workflow, executor, arguments, files))
 }
 
 /// The executor with its observers: the history recorder (unless `--no-history`) and, on
@@ -332,17 +370,20 @@ fn execute(
     workflow: &Workflow,
     executor: &Executor,
     arguments: Value,
+    files: Option<&FileRecorder>,
     interrupts: &Interrupts,
 ) -> ExitCode {
-    let run = match executor.run_cancellable(workflow, arguments, interrupts.token()) {
+    let mut run = match executor.run_cancellable(workflow, arguments, interrupts.token()) {
         Ok(r) => r,
         Err(refused) => {
             eprintln!("error: refused before the run: {refused} [{}]", refused.code());
             return ExitCode::from(1);
         }
     };
+    run.trace.files = files.map(FileRecorder::reads);
     if let Some(path) = &args.trace {
-        if let Err(e) = std::fs::write(path, run.trace.to_json() + "\n") {
+        let written = run.trace.try_to_json().and_then(|t| std::fs::write(path, t + "\n").map_err(|e| e.to_string()));
+        if let Err(e) = written {
             eprintln!("error: cannot write the trace to {}: {e}", path.display());
             return ExitCode::from(2);
         }
@@ -451,10 +492,11 @@ pub fn replay_command(args: ReplayArgs) -> ExitCode {
         Ok(found) => found,
         Err(e) => return usage_failure(&e),
     };
-    // A recorded run nested its composites at most as deep as `--max-nesting` allows: the
-    // replay allows the most, so that every run the command line can make replays.
-    let max_nesting = ranges::MAX_NESTING.max as usize;
-    let workflow = match load(&root, &file, &trace.tool, crate::exec::engine(), max_nesting) {
+    // The run's evaluation limits and file reads, as the trace recorded them. A recorded run
+    // nested its composites at most as deep as its `--max-nesting` allowed (the trace says
+    // how deep; one without `limits` may have used any depth the command line allows).
+    let max_nesting = trace.limits.as_ref().map_or(ranges::MAX_NESTING.max as usize, |l| l.max_nesting);
+    let workflow = match load(&root, &file, &trace.tool, crate::exec::replay::engine(&trace), max_nesting) {
         Ok(w) => w,
         Err(Stop::Usage(e)) => return usage_failure(&e),
         Err(Stop::Problems) => return ExitCode::from(1),
@@ -501,7 +543,12 @@ fn run_temporal(_args: &RunArgs) -> ExitCode {
 fn run_temporal(args: &RunArgs) -> ExitCode {
     // Before the async runtime's threads start: Ctrl-C cancels the run on the server.
     let interrupts = Interrupts::install();
-    let (workflow, executor, arguments) = match prepare(args) {
+    if args.tool_env.clean_env {
+        return usage_failure(&UsageError(
+            "--clean-env applies to local runs: with --engine temporal, tools run in the environment of each `tdsl worker`; start the workers with the environment they may see (`env -i`)".to_string(),
+        ));
+    }
+    let (workflow, executor, arguments, _) = match prepare(args) {
         Ok(p) => p,
         Err(Stop::Usage(e)) => return usage_failure(&e),
         Err(Stop::Problems) => return ExitCode::from(1),
@@ -594,6 +641,8 @@ fn run_temporal(args: &RunArgs) -> ExitCode {
     };
     trace.root = Some(workflow.root().to_path_buf());
     trace.file = workflow.plan().file.clone();
+    // The limits in force, for a replay (the interpreter on the workers does not know them).
+    trace.limits = Some(crate::exec::RunLimits::of(executor.options(), &workflow));
     // The run goes into the history as a local one does, from its trace (the workers
     // record nothing: the history is the client's).
     match args.history.open() {

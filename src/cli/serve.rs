@@ -102,6 +102,9 @@ pub struct ServeArgs {
     /// Where the composite runs of calls are recorded (`--history FILE`, `--no-history`).
     #[command(flatten)]
     history: super::progress::HistoryArgs,
+    /// The environment of `exec:` tools and `mcp:` servers (`--clean-env`, `--pass-env`).
+    #[command(flatten)]
+    tool_env: super::run::ToolEnvArgs,
 }
 
 /// Runs `tdsl serve`.
@@ -130,6 +133,10 @@ pub fn run(args: ServeArgs) -> ExitCode {
     for s in skipped {
         eprintln!("warning: not served: {s}");
     }
+    let server = match args.tool_env.policy() {
+        Ok(env) => server.with_tool_env(env),
+        Err(e) => return usage_failure(&e),
+    };
     let server = match args.history.open() {
         Ok(Some(store)) => server.with_history(store),
         Ok(None) => server,

@@ -86,6 +86,7 @@ impl McpEndpoint {
 pub struct McpClients {
     runtime: OnceLock<Result<tokio::runtime::Runtime, String>>,
     servers: Mutex<HashMap<Vec<String>, Arc<Slot>>>,
+    env: super::host::ToolEnv,
 }
 
 impl std::fmt::Debug for McpClients {
@@ -128,6 +129,12 @@ impl McpClients {
     /// No servers yet.
     pub fn new() -> McpClients {
         McpClients::default()
+    }
+
+    /// Starts servers with the environment `env` allows (default: tdsl's whole one).
+    pub fn with_env(mut self, env: super::host::ToolEnv) -> McpClients {
+        self.env = env;
+        self
     }
 
     /// Calls the endpoint's tool with the call's arguments.
@@ -240,7 +247,7 @@ impl McpClients {
         if let Some(l) = live.as_ref() {
             return Ok(l.clone());
         }
-        let started = runtime.block_on(start(command, cancel))?;
+        let started = runtime.block_on(start(command, &self.env, cancel))?;
         let started = Arc::new(started);
         *live = Some(started.clone());
         Ok(started)
@@ -289,11 +296,14 @@ impl ConnectError {
     }
 }
 
-async fn start(command: &[String], cancel: &CancelToken) -> Result<Live, ConnectError> {
+async fn start(command: &[String], env: &super::host::ToolEnv, cancel: &CancelToken) -> Result<Live, ConnectError> {
     let Some((program, args)) = command.split_first() else {
         return Err(ConnectError(ToolError::permanent("`mcp:` names no program")));
     };
     let mut cmd = tokio::process::Command::new(program);
+    if let Some(vars) = env.variables() {
+        cmd.env_clear().envs(vars);
+    }
     cmd.args(args).kill_on_drop(true);
     let (transport, stderr) = TokioChildProcess::builder(cmd)
         .stderr(std::process::Stdio::piped())

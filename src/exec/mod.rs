@@ -58,7 +58,7 @@ pub mod host;
 pub mod http;
 #[cfg(feature = "mcp")]
 pub mod mcp;
-mod replay;
+pub mod replay;
 pub mod retry;
 mod runner;
 mod scheduler;
@@ -73,5 +73,7 @@ pub use guard::{GuardError, Guards};
 pub use replay::{replay, Divergence, Replay};
 pub use runner::{CancelToken, ErrorKind, Runner, ToolCall, ToolError};
 pub use time::{ManualTime, Random, SeededRandom, Signal, SystemTime, Time};
-pub use trace::{Attempt, CallTrace, ChildTrace, Outcome, RunError, RunStatus, StepStatus, StepTrace, Trace};
+pub use trace::{
+    Attempt, CallTrace, ChildTrace, Outcome, RunError, RunLimits, RunStatus, StepStatus, StepTrace, Trace,
+};
 pub use workflow::{engine, LoadError, Tool, Workflow};

@@ -48,6 +48,8 @@ pub struct Workflow {
     plan: Arc<Plan>,
     root: PathBuf,
     tools: HashMap<String, Tool>,
+    /// The evaluation limits its expressions were compiled with (recorded in traces).
+    limits: crate::Limits,
 }
 
 /// Why a workflow could not be loaded.
@@ -191,7 +193,13 @@ impl Workflow {
             .and_then(|f| analyzer.root().tool_path_of(f))
             .or_else(|| plan.file.as_ref().map(|f| f.display().to_string()))
             .unwrap_or_else(|| "<tool>".to_string());
-        Ok(Workflow { name, plan, root, tools })
+        let limits = analyzer.engine().limits().clone();
+        Ok(Workflow { name, plan, root, tools, limits })
+    }
+
+    /// The evaluation limits its expressions were compiled with (fuel, memory, …).
+    pub fn limits(&self) -> &crate::Limits {
+        &self.limits
     }
 
     /// How the trace names the composite: its tool path under the root, or its file.

@@ -68,6 +68,8 @@ pub struct McpServer {
     /// Where composite runs are recorded (`serve --history`), when anywhere.
     #[cfg(feature = "history")]
     history: Option<Arc<dyn crate::history::HistoryStore>>,
+    /// The environment of the processes tools start (`serve --clean-env`).
+    tool_env: crate::exec::host::ToolEnv,
 }
 
 #[derive(Debug)]
@@ -162,6 +164,7 @@ impl McpServer {
             log_level: Arc::new(Mutex::new(None)),
             #[cfg(feature = "history")]
             history: None,
+            tool_env: crate::exec::host::ToolEnv::Inherit,
         };
         Ok((server, skipped))
     }
@@ -182,7 +185,14 @@ impl McpServer {
             log_level: Arc::new(Mutex::new(None)),
             #[cfg(feature = "history")]
             history: self.history.clone(),
+            tool_env: self.tool_env.clone(),
         }
+    }
+
+    /// The same server starting tools' processes with the environment `env` allows.
+    pub fn with_tool_env(mut self, env: crate::exec::host::ToolEnv) -> McpServer {
+        self.tool_env = env;
+        self
     }
 
     /// The same server recording every composite run a call makes into `store` (the run
@@ -310,7 +320,7 @@ impl McpServer {
             }
             None => observer,
         };
-        Some(call_served(&self.inner.root, served, arguments, cancel, observer))
+        Some(call_served(&self.inner.root, served, arguments, cancel, observer, &self.tool_env))
     }
 
     /// How many steps the composite served under `name` has (1 for a primitive tool): the
@@ -330,6 +340,7 @@ fn call_served(
     arguments: Json,
     cancel: &CancelToken,
     observer: Option<Arc<dyn Observer>>,
+    tool_env: &crate::exec::host::ToolEnv,
 ) -> Json {
     let arguments = with_defaults(&served.def, arguments);
     if let Err(why) = validate_arguments(&served.def, &arguments) {
@@ -345,7 +356,7 @@ fn call_served(
                 Ok(w) => w,
                 Err(e) => return tool_error(format!("`{}` cannot run: {e}", served.tool_path)),
             };
-            let mut executor = Executor::new(HostRunner::new());
+            let mut executor = Executor::new(HostRunner::new().with_env(tool_env.clone()));
             if let Some(o) = observer {
                 executor = executor.with_observer(o);
             }
@@ -371,7 +382,7 @@ fn call_served(
                 timeout: None,
                 attempt: 1,
             };
-            match HostRunner::new().call(&call) {
+            match HostRunner::new().with_env(tool_env.clone()).call(&call) {
                 Ok(_) | Err(_) if cancel.is_cancelled() => tool_error(format!("`{}` was cancelled", served.tool_path)),
                 // Checked against its declared `responses` as a run checks a step's answer.
                 Ok(v) => match check_primitive_response(served, &v) {
