@@ -324,6 +324,8 @@ fn runs_answer_status_result_steps_and_failure_summary() {
     assert_eq!(answer["steps"][0]["status"], "COMPLETED");
     assert!(answer["steps"][0]["duration_ms"].is_u64());
     assert!(answer.get("failure_summary").is_none() && answer["steps"][0].get("error").is_none());
+    // The trace (and the history's run) names the plan.
+    assert_eq!(run.trace.tool, tdsl::plans::PLAN_TOOL);
 
     // A tool that fails: FAILED, with the failing step's error and the summary.
     let failing = r#"{"instructions": [{"execution_id": "mail", "tool_definition_path": "send_email",

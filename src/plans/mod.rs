@@ -406,7 +406,7 @@ impl Plans {
 
         // The analysis: the same checks as `tdsl check`.
         let mut analyzer = Analyzer::with_engine(root, engine);
-        let checked = analyzer.check_text("plan".to_string(), source.clone(), None);
+        let checked = analyzer.check_text(PLAN_TOOL.to_string(), source.clone(), None);
         for d in &checked.diagnostics {
             let inside = explained.iter().any(|s| s.start <= d.span.start && d.span.end <= s.end);
             let echo = matches!(d.code.as_str().get(..3), Some("E00" | "E01" | "E02"))
@@ -718,6 +718,9 @@ pub struct PlanCheck {
     /// The type of the plan's result, when it has no error (`{total: integer}`).
     pub result_type: Option<String>,
 }
+
+/// How a plan's run names it (the trace's `tool` and `plan_id`, the history's run).
+pub const PLAN_TOOL: &str = "<plan>";
 
 /// The name rendered diagnostics give a plan sent inline.
 pub const PLAN_NAME: &str = "plan.json";
