@@ -427,3 +427,24 @@ fn check_plan_on_the_command_line() {
     assert_eq!(diags[0]["code"], "E1301");
     assert_eq!(diags[0]["pointer"], "");
 }
+
+/// The file functions work in a plan only with a file store; text that merely mentions one
+/// is text.
+#[test]
+fn file_functions_need_a_store() {
+    let plan = r#"{"instructions": [{"execution_id": "sum", "tool_definition_path": "summarize",
+        "transform_arguments": {"transforms": {"text": "read_file(file_path=\"notes.txt\")"}}}],
+        "response_reference_map": {"summary": "REF:sum.summary"}}"#;
+    let without = test_plans().check(plan);
+    assert_eq!(without.diagnostics.iter().map(|d| d.code).collect::<Vec<_>>(), ["E1310"], "{}", without.render());
+    let store = tdsl::files::LocalStore::open_without_git(manifest().join("tests/data/files/tree")).expect("a store");
+    let with = test_plans().with_file_store(Arc::new(store));
+    let check = with.check(plan);
+    assert!(check.ok() && check.diagnostics.is_empty(), "{}", check.render());
+    let run = with.run(plan, tdsl::Value::Null, runner(), &RunPlanOptions::default()).expect("it runs");
+    assert_eq!(run.status, RunStatus::Success, "{}", run.to_json());
+    // An argument that only mentions a file function is text.
+    let text = r#"{"instructions": [{"execution_id": "s", "tool_definition_path": "search",
+        "arguments": {"query": "what does read_file(path) do"}}], "response_reference_map": {"t": "REF:s.total"}}"#;
+    assert!(test_plans().check(text).diagnostics.is_empty());
+}

@@ -528,6 +528,15 @@ impl Plans {
         let stem = stem.rsplit('/').next().unwrap_or(stem);
         let near = did_you_mean(written.trim(), candidates.iter().map(String::as_str))
             .or_else(|| did_you_mean(stem, candidates.iter().map(String::as_str)))
+            // `forecast`, `weather.forecast` for the upstream `weather/forecast`.
+            .or_else(|| {
+                let lower = written.trim().to_lowercase();
+                candidates
+                    .iter()
+                    .filter(|c| c.split_once('/').is_some_and(|(_, tool)| !tool.is_empty() && lower.ends_with(tool)))
+                    .min_by_key(|c| c.len())
+                    .map(String::as_str)
+            })
             // `web_search` for `search`, `search_tool` for `search`: a name inside the other.
             .or_else(|| {
                 let lower = stem.to_lowercase();
