@@ -448,3 +448,47 @@ fn file_functions_need_a_store() {
         "arguments": {"query": "what does read_file(path) do"}}], "response_reference_map": {"t": "REF:s.total"}}"#;
     assert!(test_plans().check(text).diagnostics.is_empty());
 }
+
+/// The composites of `examples/`, sent as plans against their own roots, get none of the
+/// plan codes: the model-mistake checks do not fire on plans written well.
+#[test]
+fn well_written_composites_get_no_plan_codes() {
+    let mut checked = 0;
+    for entry in std::fs::read_dir(manifest().join("examples")).expect("examples") {
+        let dir = entry.expect("entry").path();
+        let main = dir.join("main.tool");
+        if !main.is_file() {
+            continue;
+        }
+        let plans = Plans::for_root(&dir, &[] as &[&str]).expect("the root loads");
+        let check = plans.check(&std::fs::read_to_string(&main).expect("readable"));
+        let plan_codes: Vec<&str> =
+            check.diagnostics.iter().map(|d| d.code).filter(|c| c[1..].starts_with("13")).collect();
+        assert!(plan_codes.is_empty(), "{}: {plan_codes:?}\n{}", main.display(), check.render());
+        checked += 1;
+    }
+    assert!(checked >= 2, "only {checked} examples");
+    // Nor on the analysis' clean cases (the seed's examples among them), but for what a
+    // plan may not do: use the file functions without a store (E1310), be primitive (E1304).
+    let plans = Plans::for_root(manifest().join("tests/data/check/root"), &[] as &[&str]).expect("root");
+    for entry in std::fs::read_dir(manifest().join("tests/data/check/ok")).expect("ok cases") {
+        let path = entry.expect("entry").path();
+        let check = plans.check(&std::fs::read_to_string(&path).expect("readable"));
+        let plan_codes: Vec<&str> = check
+            .diagnostics
+            .iter()
+            .map(|d| d.code)
+            .filter(|c| c[1..].starts_with("13") && !["E1310", "E1304"].contains(c))
+            .collect();
+        assert!(plan_codes.is_empty(), "{}: {plan_codes:?}\n{}", path.display(), check.render());
+        checked += 1;
+    }
+    assert!(checked >= 50, "only {checked} composites");
+    // The served tools' definitions, for a listing.
+    let plans = test_plans();
+    let search = plans.definition("search").expect("search");
+    assert_eq!(search.arguments[0].name.node, "query");
+    let forecast = plans.definition("weather/forecast").expect("an upstream tool");
+    assert_eq!(forecast.responses.len(), 3);
+    assert!(plans.definition("delete_all").is_none());
+}

@@ -232,6 +232,20 @@ impl Plans {
         self.served.iter().cloned().chain(up).collect()
     }
 
+    /// The definition of a callable tool, by the name a plan calls it (what a tool listing
+    /// shows: its arguments and responses): a served tool's file, an upstream tool's
+    /// schemas as declarations. `None` for a name that is not callable or does not load.
+    pub fn definition(&self, name: &str) -> Option<crate::tool::ToolDef> {
+        if let Some(u) = self.upstream.iter().find(|u| u.plan_name() == name) {
+            return crate::tool::load(&u.tool_source()).0;
+        }
+        let c = self.served.iter().find(|c| c.name == name)?;
+        match ToolRoot::new(&self.root).resolve(c.tool_path.as_deref()?) {
+            Resolved::Found(t) => t.def.clone(),
+            _ => None,
+        }
+    }
+
     /// Checks a plan given as JSON text.
     pub fn check(&self, plan: &str) -> PlanCheck {
         self.check_with(plan, self.engine.clone()).0
