@@ -492,3 +492,61 @@ fn well_written_composites_get_no_plan_codes() {
     assert_eq!(forecast.responses.len(), 3);
     assert!(plans.definition("delete_all").is_none());
 }
+
+/// A placeholder naming a step is an error wherever a value is: nested in arguments, in
+/// `variables`, in conditions, in `response_reference_map`, in a `done_value`.
+#[test]
+fn placeholders_are_found_wherever_values_are() {
+    let plan = json!({
+        "instructions": [
+            {"execution_id": "search", "tool_definition_path": "search", "arguments": {"query": "tdsl"}},
+            {"execution_id": "mail", "tool_definition_path": "send_email",
+             "arguments": {"to": "a@example.org", "subject": "s", "body": "b", "extra": {"items": ["x", "{{search.total}}"]}},
+             "transform_arguments": {"variables": {"n": "${search.total}"}, "transforms": {"subject": "string(n)"}},
+             "conditions": [{"logic": "OR", "conditions": [{"param": "#E1", "operator": "exists"}]}],
+             "done_check": [{"param": "REF:search.total", "operator": "equals", "value": "$1"}],
+             "done_value": {"sent": "{{ steps.search.output.total }}"}}
+        ],
+        "response_reference_map": {"sent": "{{mail.sent}}"}
+    });
+    let check = test_plans().check_value(&plan);
+    let found: BTreeSet<String> =
+        check.diagnostics.iter().filter(|d| d.code == "E1311").map(|d| d.pointer.clone()).collect();
+    let want: BTreeSet<String> = [
+        "/instructions/1/arguments/extra/items/1",
+        "/instructions/1/transform_arguments/variables/n",
+        "/instructions/1/conditions/0/conditions/0/param",
+        "/instructions/1/done_check/0/value",
+        "/instructions/1/done_value/sent",
+        "/response_reference_map/sent",
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect();
+    assert_eq!(found, want, "{}", check.render());
+    let generic =
+        check.diagnostics.iter().find(|d| d.pointer == "/instructions/1/done_value/sent").expect("done_value");
+    assert!(generic.help.as_deref().is_some_and(|h| h.contains("\"REF:search.total\"")), "{:?}", generic.help);
+}
+
+/// Mangled plans (cut anywhere, brackets and placeholders pushed in anywhere) get
+/// diagnostics, never a panic.
+#[test]
+fn mangled_plans_never_panic() {
+    let plans = test_plans();
+    for (name, case) in cases().into_iter().take(20) {
+        let text = text_of(&case, "plan");
+        let bounds: Vec<usize> = (0..text.len()).filter(|i| text.is_char_boundary(*i)).step_by(13).collect();
+        for at in bounds {
+            let _ = plans.check(&text[..at]);
+            for insert in ["{{", "$.", "[", "\"", "\\", "REF:", "}"] {
+                let mut mangled = text.clone();
+                mangled.insert_str(at, insert);
+                let check = plans.check(&mangled);
+                for d in &check.diagnostics {
+                    assert!(!d.rendered.is_empty(), "{name} at {at}: {insert}");
+                }
+            }
+        }
+    }
+}
