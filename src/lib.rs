@@ -70,6 +70,7 @@ pub mod lsp;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod ops;
+pub mod plans;
 pub mod ranges;
 pub mod reference;
 #[cfg(feature = "engine")]
@@ -89,6 +90,10 @@ pub mod vm;
 #[cfg(doctest)]
 #[doc = include_str!("../docs/embedding.md")]
 pub struct EmbeddingDoc;
+
+#[cfg(all(doctest, feature = "engine"))]
+#[doc = include_str!("../docs/plans.md")]
+pub struct PlansDoc;
 
 pub use analysis::{Analyzer, CheckedTool, Plan, ToolRoot};
 pub use diagnostic::{Code, Diagnostic, Severity};
