@@ -462,7 +462,7 @@ fn history_commands_report_bad_input() {
     rusqlite::Connection::open(&newer).unwrap().execute_batch("PRAGMA user_version = 9").unwrap();
     let o = tdsl(&["history", "list", "--history", s(&newer)]);
     assert_eq!(o.code, 2);
-    assert!(o.stderr.contains("has schema version 9, newer than this tdsl knows (2)"), "{}", o.stderr);
+    assert!(o.stderr.contains("has schema version 9, newer than this tdsl knows (3)"), "{}", o.stderr);
     // Not a database at all.
     let junk = dir.join("junk.db");
     std::fs::write(&junk, "x".repeat(4096)).unwrap();

@@ -5,17 +5,17 @@
 //! version in `PRAGMA user_version`, brought up to date by [`MIGRATIONS`] on open.
 
 use std::path::Path;
-use std::sync::{Mutex, PoisonError};
-use std::time::Duration;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
-use rusqlite::{params, Connection, OptionalExtension, Row};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row};
 
 use super::{HistoryError, HistoryStore, Invocation, NewRun, RunDetail, RunFilter, RunRow, StepRow};
 use crate::exec::{StepTrace, Trace};
 use crate::value::Value;
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The migrations: `MIGRATIONS[i]` brings a database from version `i` to `i + 1`.
 pub const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [
@@ -69,11 +69,93 @@ pub const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [
         result TEXT,
         PRIMARY KEY (run, path)
     );",
+    // 3: the indexes that keep recording a step O(log n) at any run length (the next `seq`
+    // of a run is its greatest, one index lookup) and opening a database O(running runs).
+    "CREATE INDEX steps_seq ON steps(run, seq);
+    CREATE INDEX runs_status ON runs(status);
+    CREATE INDEX invocations_step ON invocations(run, step_path);",
 ];
 
+/// How long written rows may wait for their commit: writes are grouped into one
+/// transaction, committed this long after its first write (by a background thread when no
+/// write follows), when the run ends, and when the store is dropped.
+pub const COMMIT_INTERVAL: Duration = Duration::from_millis(50);
+
 /// A history in one SQLite file.
+///
+/// Writes are grouped: the first write opens a transaction that is committed
+/// [`COMMIT_INTERVAL`] later (a run killed with SIGKILL loses at most that much), when the
+/// run ends ([`HistoryStore::end_run`]) or when the store is dropped. One commit per event
+/// cost a WAL frame per row; grouped, a long run or the burst of cancelled steps after
+/// SIGTERM costs one commit per interval.
 pub struct SqliteStore {
-    conn: Mutex<Connection>,
+    shared: Arc<Shared>,
+    flusher: Option<std::thread::JoinHandle<()>>,
+    read_only: bool,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    wake: Condvar,
+}
+
+struct State {
+    conn: Connection,
+    /// When the open write transaction began.
+    open_since: Option<Instant>,
+    /// A commit the background thread could not make: the next write reports it.
+    failed: Option<HistoryError>,
+    /// The store is being dropped.
+    stop: bool,
+    /// No background thread: every write commits at once.
+    immediate: bool,
+}
+
+impl State {
+    fn commit(&mut self) -> Result<(), HistoryError> {
+        if self.open_since.take().is_none() {
+            return Ok(());
+        }
+        self.conn.execute_batch("COMMIT").map_err(|e| {
+            let _ = self.conn.execute_batch("ROLLBACK");
+            HistoryError(format!("history: {e}"))
+        })
+    }
+}
+
+impl Drop for SqliteStore {
+    fn drop(&mut self) {
+        {
+            let mut s = self.shared.state.lock().unwrap_or_else(PoisonError::into_inner);
+            s.stop = true;
+            let _ = s.commit();
+            self.shared.wake.notify_all();
+        }
+        if let Some(t) = self.flusher.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The background thread's loop: commits a transaction [`COMMIT_INTERVAL`] after it began.
+fn flush(shared: &Shared) {
+    let mut s = shared.state.lock().unwrap_or_else(PoisonError::into_inner);
+    while !s.stop {
+        s = match s.open_since {
+            None => shared.wake.wait(s).unwrap_or_else(PoisonError::into_inner),
+            Some(since) => {
+                let left = COMMIT_INTERVAL.saturating_sub(since.elapsed());
+                if left.is_zero() {
+                    if let Err(e) = s.commit() {
+                        s.failed.get_or_insert(e);
+                    }
+                    s
+                } else {
+                    shared.wake.wait_timeout(s, left).unwrap_or_else(PoisonError::into_inner).0
+                }
+            }
+        };
+    }
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -109,7 +191,7 @@ fn i64_of(v: u64) -> i64 {
 impl SqliteStore {
     /// Opens (creating it and its folder if needed) the database at `path`, migrates it to
     /// [`SCHEMA_VERSION`], and marks `INTERRUPTED` every run still `RUNNING` whose process
-    /// is gone.
+    /// is gone (when the file can be written: reading shows such a run `INTERRUPTED` anyway).
     pub fn open(path: &Path) -> Result<SqliteStore, HistoryError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| HistoryError(format!("cannot create {}: {e}", dir.display())))?;
@@ -121,15 +203,114 @@ impl SqliteStore {
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(HistoryError(format!("{what}: cannot use the WAL journal (the file system gave `{mode}`)")));
         }
-        conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;").map_err(err(&what))?;
+        conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA cache_size = -16384;")
+            .map_err(err(&what))?;
         migrate(&conn).map_err(|e| HistoryError(format!("{what}: {}", e.0)))?;
-        mark_interrupted(&conn).map_err(err(&what))?;
-        Ok(SqliteStore { conn: Mutex::new(conn) })
+        // Best effort: on a full disk the history can still be read (and a run still tries
+        // to record, saying once that it could not).
+        let _ = mark_interrupted(&conn);
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State { conn, open_since: None, failed: None, stop: false, immediate: false }),
+            wake: Condvar::new(),
+        });
+        let flusher = {
+            let shared = shared.clone();
+            std::thread::Builder::new().name("tdsl-history".to_string()).spawn(move || flush(&shared)).ok()
+        };
+        if flusher.is_none() {
+            shared.state.lock().unwrap_or_else(PoisonError::into_inner).immediate = true;
+        }
+        Ok(SqliteStore { shared, flusher, read_only: false })
     }
 
+    /// Opens the database at `path` only to read it (`tdsl history`, `tdsl report --run`):
+    /// a history in a read-only folder or mount, or one the user cannot write, is read as
+    /// any other. Nothing is created. A database of an older schema is migrated first,
+    /// which needs write access (the error says so when there is none); writes through
+    /// the store fail.
+    pub fn open_read_only(path: &Path) -> Result<SqliteStore, HistoryError> {
+        let what = format!("{}", path.display());
+        if !path.is_file() {
+            return Err(HistoryError(format!("{what}: no such history database")));
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags).map_err(err(&what))?;
+        conn.busy_timeout(Duration::from_secs(30)).map_err(err(&what))?;
+        let version = schema_version(&conn).map_err(err(&what))?;
+        if version < SCHEMA_VERSION {
+            drop(conn);
+            return SqliteStore::open(path).map_err(|e| {
+                HistoryError(format!(
+                    "{what} has schema version {version}, older than this tdsl's ({SCHEMA_VERSION}), and could not be \
+                     migrated: {}",
+                    e.0
+                ))
+            });
+        }
+        if version > SCHEMA_VERSION {
+            return Err(HistoryError(format!(
+                "{what}: the history database has schema version {version}, newer than this tdsl knows \
+                 ({SCHEMA_VERSION}): use a newer tdsl, or another file (--history FILE)"
+            )));
+        }
+        let state = State { conn, open_since: None, failed: None, stop: false, immediate: true };
+        Ok(SqliteStore {
+            shared: Arc::new(Shared { state: Mutex::new(state), wake: Condvar::new() }),
+            flusher: None,
+            read_only: true,
+        })
+    }
+
+    /// Whether the store was opened only to read.
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// Commits what was written (a write is otherwise committed within
+    /// [`COMMIT_INTERVAL`]).
+    pub fn flush(&self) -> Result<(), HistoryError> {
+        self.shared.state.lock().unwrap_or_else(PoisonError::into_inner).commit()
+    }
+
+    /// Reads, on the connection (which sees this store's uncommitted writes).
     fn with<T>(&self, f: impl FnOnce(&mut Connection) -> rusqlite::Result<T>) -> Result<T, HistoryError> {
-        let mut conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
-        f(&mut conn).map_err(|e| HistoryError(format!("history: {e}")))
+        let mut s = self.shared.state.lock().unwrap_or_else(PoisonError::into_inner);
+        f(&mut s.conn).map_err(|e| HistoryError(format!("history: {e}")))
+    }
+
+    /// Writes inside the open transaction (opening one if none is), committed when it is
+    /// [`COMMIT_INTERVAL`] old, or at once with `commit`. A write that fails rolls the
+    /// transaction back.
+    fn write<T>(
+        &self,
+        commit: bool,
+        f: impl FnOnce(&mut Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, HistoryError> {
+        if self.read_only {
+            return Err(HistoryError("history: the database was opened read-only".to_string()));
+        }
+        let mut s = self.shared.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(e) = s.failed.take() {
+            return Err(e);
+        }
+        if s.open_since.is_none() {
+            s.conn.execute_batch("BEGIN IMMEDIATE").map_err(|e| HistoryError(format!("history: {e}")))?;
+            s.open_since = Some(Instant::now());
+            self.shared.wake.notify_all();
+        }
+        match f(&mut s.conn) {
+            Ok(v) => {
+                if commit || s.immediate || s.open_since.is_some_and(|t| t.elapsed() >= COMMIT_INTERVAL) {
+                    s.commit()?;
+                }
+                Ok(v)
+            }
+            Err(e) => {
+                s.open_since = None;
+                let _ = s.conn.execute_batch("ROLLBACK");
+                Err(HistoryError(format!("history: {e}")))
+            }
+        }
     }
 }
 
@@ -258,19 +439,19 @@ fn walk<'t>(steps: &'t [StepTrace], prefix: &str, out: &mut Vec<(String, &'t Ste
 
 impl HistoryStore for SqliteStore {
     fn begin_run(&self, run: &NewRun<'_>) -> Result<i64, HistoryError> {
-        self.with(|c| {
-            c.execute(
+        self.write(false, |c| {
+            c.prepare_cached(
                 "INSERT INTO runs (run_id, tool, arguments, status, started_at, started_ms, pid)
                  VALUES (?1, ?2, ?3, 'RUNNING', ?4, ?5, ?6)",
-                params![
-                    run.run_id,
-                    run.tool,
-                    json(run.arguments),
-                    run.started_at,
-                    millis(run.started_at),
-                    i64::from(std::process::id())
-                ],
-            )?;
+            )?
+            .execute(params![
+                run.run_id,
+                run.tool,
+                json(run.arguments),
+                run.started_at,
+                millis(run.started_at),
+                i64::from(std::process::id())
+            ])?;
             Ok(c.last_insert_rowid())
         })
     }
@@ -283,49 +464,49 @@ impl HistoryStore for SqliteStore {
         status: &str,
         reason: Option<&str>,
     ) -> Result<(), HistoryError> {
-        self.with(|c| {
-            c.execute(
+        self.write(false, |c| {
+            c.prepare_cached(
                 "INSERT INTO steps (run, path, seq, tool, status, reason)
                  VALUES (?1, ?2, (SELECT coalesce(max(seq), 0) + 1 FROM steps WHERE run = ?1), ?3, ?4, ?5)
                  ON CONFLICT (run, path) DO UPDATE SET
                    status = excluded.status, reason = excluded.reason, tool = coalesce(excluded.tool, steps.tool)",
-                params![run, path, tool, status, reason],
-            )
+            )?
+            .execute(params![run, path, tool, status, reason])
             .map(drop)
         })
     }
 
     fn invocation(&self, i: &Invocation) -> Result<(), HistoryError> {
-        self.with(|c| {
-            c.execute(
+        self.write(false, |c| {
+            c.prepare_cached(
                 "INSERT INTO invocations (run, step_path, tool, parameters, attempt, result, result_data, error,
                    invoked_at, completed_at, duration_ms)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                params![
-                    i.run,
-                    i.step_path,
-                    i.tool,
-                    json(&i.parameters),
-                    i.attempt,
-                    i.result,
-                    i.result_data.as_ref().map(json),
-                    i.error,
-                    i.invoked_at,
-                    i.completed_at,
-                    i64_of(i.duration_ms)
-                ],
-            )
+            )?
+            .execute(params![
+                i.run,
+                i.step_path,
+                i.tool,
+                json(&i.parameters),
+                i.attempt,
+                i.result,
+                i.result_data.as_ref().map(json),
+                i.error,
+                i.invoked_at,
+                i.completed_at,
+                i64_of(i.duration_ms)
+            ])
             .map(drop)
         })
     }
 
     fn reject_response(&self, run: i64, path: &str, error: &str) -> Result<(), HistoryError> {
-        self.with(|c| {
-            c.execute(
+        self.write(false, |c| {
+            c.prepare_cached(
                 "UPDATE invocations SET result = 'validation_error', error = ?3
                  WHERE id = (SELECT max(id) FROM invocations WHERE run = ?1 AND step_path = ?2 AND result = 'success')",
-                params![run, path, error],
-            )
+            )?
+            .execute(params![run, path, error])
             .map(drop)
         })
     }
@@ -333,23 +514,22 @@ impl HistoryStore for SqliteStore {
     fn end_run(&self, run: i64, trace: &Trace) -> Result<(), HistoryError> {
         let mut steps = Vec::new();
         walk(&trace.steps, "", &mut steps);
-        self.with(|c| {
-            let tx = c.transaction()?;
-            tx.execute(
+        self.write(true, |c| {
+            c.prepare_cached(
                 "UPDATE runs SET status = ?2, completed_at = ?3, duration_ms = ?4, result = ?5, error = ?6, trace = ?7
                  WHERE id = ?1",
-                params![
-                    run,
-                    trace.status.as_str(),
-                    trace.ended_at,
-                    i64_of(trace.duration_ms),
-                    trace.result.as_ref().map(json),
-                    trace.error.as_ref().and_then(|e| serde_json::to_string(e).ok()),
-                    trace.to_json()
-                ],
-            )?;
+            )?
+            .execute(params![
+                run,
+                trace.status.as_str(),
+                trace.ended_at,
+                i64_of(trace.duration_ms),
+                trace.result.as_ref().map(json),
+                trace.error.as_ref().and_then(|e| serde_json::to_string(e).ok()),
+                trace.to_json()
+            ])?;
             for (path, s) in &steps {
-                tx.execute(
+                c.prepare_cached(
                     "INSERT INTO steps (run, path, seq, tool, status, reason, started_at, completed_at, duration_ms,
                        arguments, result)
                      VALUES (?1, ?2, (SELECT coalesce(max(seq), 0) + 1 FROM steps WHERE run = ?1), ?3, ?4, ?5, ?6, ?7,
@@ -358,21 +538,21 @@ impl HistoryStore for SqliteStore {
                        reason = excluded.reason, started_at = excluded.started_at,
                        completed_at = excluded.completed_at, duration_ms = excluded.duration_ms,
                        arguments = excluded.arguments, result = excluded.result",
-                    params![
-                        run,
-                        path,
-                        s.tool,
-                        s.status.as_str(),
-                        s.reason.as_deref().or(s.error.as_deref()),
-                        s.started_at,
-                        s.completed_at,
-                        s.started_ms.map(|_| i64_of(s.duration_ms)),
-                        s.arguments.as_ref().map(json),
-                        s.result.as_ref().map(json)
-                    ],
-                )?;
+                )?
+                .execute(params![
+                    run,
+                    path,
+                    s.tool,
+                    s.status.as_str(),
+                    s.reason.as_deref().or(s.error.as_deref()),
+                    s.started_at,
+                    s.completed_at,
+                    s.started_ms.map(|_| i64_of(s.duration_ms)),
+                    s.arguments.as_ref().map(json),
+                    s.result.as_ref().map(json)
+                ])?;
             }
-            tx.commit()
+            Ok(())
         })
     }
 
@@ -465,6 +645,6 @@ mod tests {
         let path = dir.path().join("h.db");
         Connection::open(&path).unwrap().execute_batch("PRAGMA user_version = 99").unwrap();
         let e = SqliteStore::open(&path).unwrap_err();
-        assert!(e.0.contains("schema version 99, newer than this tdsl knows (2)"), "{e}");
+        assert!(e.0.contains("schema version 99, newer than this tdsl knows (3)"), "{e}");
     }
 }
