@@ -10,12 +10,12 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row};
 
-use super::{HistoryError, HistoryStore, Invocation, NewRun, RunDetail, RunFilter, RunRow, StepRow};
+use super::{HistoryError, HistoryStore, Invocation, NewRun, RunContext, RunDetail, RunFilter, RunRow, StepRow};
 use crate::exec::{StepTrace, Trace};
 use crate::value::Value;
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// The migrations: `MIGRATIONS[i]` brings a database from version `i` to `i + 1`.
 pub const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [
@@ -74,6 +74,10 @@ pub const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [
     "CREATE INDEX steps_seq ON steps(run, seq);
     CREATE INDEX runs_status ON runs(status);
     CREATE INDEX invocations_step ON invocations(run, step_path);",
+    // 4: the context a run was given (`tdsl run --context KEY=VALUE`), on the run and on
+    // each of its invocations: a JSON object of strings, NULL for none.
+    "ALTER TABLE runs ADD COLUMN context TEXT;
+    ALTER TABLE invocations ADD COLUMN context TEXT;",
 ];
 
 /// How long written rows may wait for their commit: writes are grouped into one
@@ -225,18 +229,34 @@ impl SqliteStore {
 
     /// Opens the database at `path` only to read it (`tdsl history`, `tdsl report --run`):
     /// a history in a read-only folder or mount, or one the user cannot write, is read as
-    /// any other. Nothing is created. A database of an older schema is migrated first,
+    /// any other. Nothing is created: a file that does not exist reads as an empty
+    /// history. A database of an older schema is migrated first,
     /// which needs write access (the error says so when there is none); writes through
     /// the store fail.
     pub fn open_read_only(path: &Path) -> Result<SqliteStore, HistoryError> {
         let what = format!("{}", path.display());
-        if !path.is_file() {
-            return Err(HistoryError(format!("{what}: no such history database")));
+        if !path.exists() {
+            // No run was recorded yet: an empty history, and nothing is created.
+            let conn = Connection::open_in_memory().map_err(err(&what))?;
+            migrate(&conn).map_err(|e| HistoryError(format!("{what}: {}", e.0)))?;
+            return Ok(SqliteStore::reading(conn));
         }
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(path, flags).map_err(err(&what))?;
-        conn.busy_timeout(Duration::from_secs(30)).map_err(err(&what))?;
-        let version = schema_version(&conn).map_err(err(&what))?;
+        let plain = Connection::open_with_flags(path, flags).and_then(|c| {
+            c.busy_timeout(Duration::from_secs(30))?;
+            let version = schema_version(&c)?;
+            Ok((c, version))
+        });
+        let (conn, version) = match plain {
+            Ok(found) => found,
+            // Reading a WAL database needs its `-shm` file, which a read-only folder or
+            // mount (or a full disk) may not let SQLite create: then the file is read as
+            // immutable, without it (what the last commit left in the database file).
+            Err(first) => Connection::open_with_flags(immutable_uri(path), flags)
+                .and_then(|c| Ok((schema_version(&c)?, c)))
+                .map(|(v, c)| (c, v))
+                .map_err(|_| HistoryError(format!("{what}: {first}")))?,
+        };
         if version < SCHEMA_VERSION {
             drop(conn);
             return SqliteStore::open(path).map_err(|e| {
@@ -253,12 +273,16 @@ impl SqliteStore {
                  ({SCHEMA_VERSION}): use a newer tdsl, or another file (--history FILE)"
             )));
         }
+        Ok(SqliteStore::reading(conn))
+    }
+
+    fn reading(conn: Connection) -> SqliteStore {
         let state = State { conn, open_since: None, failed: None, stop: false, immediate: true };
-        Ok(SqliteStore {
+        SqliteStore {
             shared: Arc::new(Shared { state: Mutex::new(state), wake: Condvar::new() }),
             flusher: None,
             read_only: true,
-        })
+        }
     }
 
     /// Whether the store was opened only to read.
@@ -312,6 +336,20 @@ impl SqliteStore {
             }
         }
     }
+}
+
+/// `file:PATH?immutable=1`, the path percent-encoded where a URI needs it.
+fn immutable_uri(path: &Path) -> String {
+    let text = path.to_string_lossy();
+    let mut uri = String::from("file:");
+    for b in text.bytes() {
+        match b {
+            b'%' | b'?' | b'#' | 0x80.. => uri.push_str(&format!("%{b:02X}")),
+            _ => uri.push(char::from(b)),
+        }
+    }
+    uri.push_str("?immutable=1");
+    uri
 }
 
 /// The database's schema version.
@@ -372,6 +410,28 @@ fn alive(pid: i64) -> bool {
     }
 }
 
+/// The runs still `RUNNING` whose process is gone (a run of this process's is taken to be
+/// live): what reading shows `INTERRUPTED`, also when the database cannot be written to
+/// mark them so.
+fn dead_runs(conn: &Connection) -> rusqlite::Result<Vec<i64>> {
+    let running: Vec<(i64, Option<i64>)> = conn
+        .prepare_cached("SELECT id, pid FROM runs WHERE status = 'RUNNING'")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let me = i64::from(std::process::id());
+    Ok(running.into_iter().filter(|(_, pid)| !pid.is_some_and(|p| p == me || alive(p))).map(|(id, _)| id).collect())
+}
+
+/// `column` as read: `INTERRUPTED` for a `RUNNING` row of a dead run (`key` is the row's
+/// run id column).
+fn status_expr(column: &str, key: &str, dead: &[i64]) -> String {
+    if dead.is_empty() {
+        return column.to_string();
+    }
+    let ids: Vec<String> = dead.iter().map(i64::to_string).collect();
+    format!("(CASE WHEN {column} = 'RUNNING' AND {key} IN ({}) THEN 'INTERRUPTED' ELSE {column} END)", ids.join(","))
+}
+
 fn mark_interrupted(conn: &Connection) -> rusqlite::Result<()> {
     let running: Vec<(i64, Option<i64>)> = conn
         .prepare("SELECT id, pid FROM runs WHERE status = 'RUNNING'")?
@@ -387,7 +447,10 @@ fn mark_interrupted(conn: &Connection) -> rusqlite::Result<()> {
     Ok(())
 }
 
-const RUN_COLUMNS: &str = "id, run_id, tool, status, started_at, completed_at, duration_ms";
+/// The columns of a run as listed, with `status` the expression [`status_expr`] gives.
+fn run_columns(status: &str) -> String {
+    format!("id, run_id, tool, {status}, started_at, completed_at, duration_ms, context")
+}
 
 fn run_row(r: &Row<'_>) -> rusqlite::Result<RunRow> {
     Ok(RunRow {
@@ -398,11 +461,12 @@ fn run_row(r: &Row<'_>) -> rusqlite::Result<RunRow> {
         started_at: r.get(4)?,
         completed_at: r.get(5)?,
         duration_ms: u64_of(r.get(6)?),
+        context: RunContext::from_json(r.get(7)?),
     })
 }
 
 const INVOCATION_COLUMNS: &str = "i.id, i.run, i.step_path, i.tool, i.parameters, i.attempt, i.result, \
-     i.result_data, i.error, i.invoked_at, i.completed_at, i.duration_ms";
+     i.result_data, i.error, i.invoked_at, i.completed_at, i.duration_ms, i.context";
 
 fn invocation_row(r: &Row<'_>) -> rusqlite::Result<Invocation> {
     Ok(Invocation {
@@ -418,6 +482,7 @@ fn invocation_row(r: &Row<'_>) -> rusqlite::Result<Invocation> {
         invoked_at: r.get(9)?,
         completed_at: r.get(10)?,
         duration_ms: u64_of(r.get(11)?).unwrap_or(0),
+        context: RunContext::from_json(r.get(12)?),
     })
 }
 
@@ -439,10 +504,11 @@ fn walk<'t>(steps: &'t [StepTrace], prefix: &str, out: &mut Vec<(String, &'t Ste
 
 impl HistoryStore for SqliteStore {
     fn begin_run(&self, run: &NewRun<'_>) -> Result<i64, HistoryError> {
-        self.write(false, |c| {
+        // Committed at once: a run whose later writes fail (a full disk) is still listed.
+        self.write(true, |c| {
             c.prepare_cached(
-                "INSERT INTO runs (run_id, tool, arguments, status, started_at, started_ms, pid)
-                 VALUES (?1, ?2, ?3, 'RUNNING', ?4, ?5, ?6)",
+                "INSERT INTO runs (run_id, tool, arguments, status, started_at, started_ms, pid, context)
+                 VALUES (?1, ?2, ?3, 'RUNNING', ?4, ?5, ?6, ?7)",
             )?
             .execute(params![
                 run.run_id,
@@ -450,7 +516,8 @@ impl HistoryStore for SqliteStore {
                 json(run.arguments),
                 run.started_at,
                 millis(run.started_at),
-                i64::from(std::process::id())
+                i64::from(std::process::id()),
+                run.context.to_json()
             ])?;
             Ok(c.last_insert_rowid())
         })
@@ -480,8 +547,8 @@ impl HistoryStore for SqliteStore {
         self.write(false, |c| {
             c.prepare_cached(
                 "INSERT INTO invocations (run, step_path, tool, parameters, attempt, result, result_data, error,
-                   invoked_at, completed_at, duration_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                   invoked_at, completed_at, duration_ms, context)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
             )?
             .execute(params![
                 i.run,
@@ -494,7 +561,8 @@ impl HistoryStore for SqliteStore {
                 i.error,
                 i.invoked_at,
                 i.completed_at,
-                i64_of(i.duration_ms)
+                i64_of(i.duration_ms),
+                i.context.to_json()
             ])
             .map(drop)
         })
@@ -557,42 +625,63 @@ impl HistoryStore for SqliteStore {
     }
 
     fn runs(&self, filter: &RunFilter) -> Result<Vec<RunRow>, HistoryError> {
+        for (key, _) in &filter.context {
+            RunContext::check_key(key)?;
+        }
         let limit = filter.limit.map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX));
         self.with(|c| {
-            c.prepare(&format!(
-                "SELECT {RUN_COLUMNS} FROM runs
-                 WHERE (?1 IS NULL OR tool GLOB ?1) AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR started_ms >= ?3)
-                 ORDER BY started_ms DESC, id DESC LIMIT ?4"
-            ))?
-            .query_map(params![filter.tool, filter.status, filter.since_ms, limit], run_row)?
-            .collect()
+            let status = status_expr("status", "id", &dead_runs(c)?);
+            let mut sql = format!(
+                "SELECT {} FROM runs
+                 WHERE (?1 IS NULL OR tool GLOB ?1) AND (?2 IS NULL OR {status} = ?2) AND (?3 IS NULL OR started_ms >= ?3)",
+                run_columns(&status)
+            );
+            let mut values: Vec<rusqlite::types::Value> = vec![
+                filter.tool.clone().into(),
+                filter.status.clone().into(),
+                filter.since_ms.into(),
+                limit.into(),
+            ];
+            for (key, value) in &filter.context {
+                // The key is checked (letters, digits, `_`): quoted, it is a JSON path member.
+                values.push(format!("$.\"{key}\"").into());
+                values.push(value.clone().into());
+                sql.push_str(&format!(" AND json_extract(context, ?{}) IS ?{}", values.len() - 1, values.len()));
+            }
+            sql.push_str(" ORDER BY started_ms DESC, id DESC LIMIT ?4");
+            c.prepare(&sql)?.query_map(rusqlite::params_from_iter(values), run_row)?.collect()
         })
     }
 
     fn run(&self, id: &str) -> Result<Option<RunDetail>, HistoryError> {
         self.with(|c| {
+            let dead = dead_runs(c)?;
             let by = if id.parse::<i64>().is_ok() { "id" } else { "run_id" };
             let found = c
                 .query_row(
-                    &format!("SELECT {RUN_COLUMNS}, arguments, result, error, trace FROM runs WHERE {by} = ?1"),
+                    &format!(
+                        "SELECT {}, arguments, result, error, trace FROM runs WHERE {by} = ?1",
+                        run_columns(&status_expr("status", "id", &dead))
+                    ),
                     [id],
                     |r| {
                         Ok((
                             run_row(r)?,
-                            r.get::<_, Option<String>>(7)?,
                             r.get::<_, Option<String>>(8)?,
                             r.get::<_, Option<String>>(9)?,
                             r.get::<_, Option<String>>(10)?,
+                            r.get::<_, Option<String>>(11)?,
                         ))
                     },
                 )
                 .optional()?;
             let Some((run, arguments, result, error, trace)) = found else { return Ok(None) };
             let steps = c
-                .prepare(
-                    "SELECT path, tool, status, reason, started_at, completed_at, duration_ms FROM steps
+                .prepare(&format!(
+                    "SELECT path, tool, {}, reason, started_at, completed_at, duration_ms FROM steps
                      WHERE run = ?1 ORDER BY seq",
-                )?
+                    status_expr("status", "run", &dead)
+                ))?
                 .query_map([run.id], |r| {
                     Ok(StepRow {
                         path: r.get(0)?,
@@ -606,7 +695,9 @@ impl HistoryStore for SqliteStore {
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             let invocations = c
-                .prepare(&format!("SELECT {INVOCATION_COLUMNS} FROM invocations i WHERE i.run = ?1 ORDER BY i.id"))?
+                .prepare_cached(&format!(
+                    "SELECT {INVOCATION_COLUMNS} FROM invocations i WHERE i.run = ?1 ORDER BY i.id"
+                ))?
                 .query_map([run.id], invocation_row)?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             Ok(Some(RunDetail {
@@ -645,6 +736,6 @@ mod tests {
         let path = dir.path().join("h.db");
         Connection::open(&path).unwrap().execute_batch("PRAGMA user_version = 99").unwrap();
         let e = SqliteStore::open(&path).unwrap_err();
-        assert!(e.0.contains("schema version 99, newer than this tdsl knows (3)"), "{e}");
+        assert!(e.0.contains("schema version 99, newer than this tdsl knows (4)"), "{e}");
     }
 }
