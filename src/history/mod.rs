@@ -4,13 +4,15 @@
 //!
 //! [`HistoryStore`] is the interface; [`SqliteStore`] the default implementation (an
 //! embedded SQLite database, `docs/history.md` has its schema). A [`Recorder`] is the
-//! [`Observer`](crate::exec::Observer) that writes a run into a store as it happens, one
-//! commit per event, so that a run killed mid-way keeps what it finished:
+//! [`Observer`](crate::exec::Observer) that writes a run into a store as it happens
+//! ([`SqliteStore`] commits within [`COMMIT_INTERVAL`]), so that a run killed mid-way keeps
+//! what it finished. A run can be given context (seed 003's `cycle_id`, `component`, …,
+//! [`RunContext`]), recorded with it and on each invocation:
 //!
 //! ```
 //! use std::sync::Arc;
 //! use tdsl::exec::{Executor, ToolCall, ToolError, Workflow};
-//! use tdsl::history::{HistoryStore, Recorder, RunFilter, SqliteStore};
+//! use tdsl::history::{HistoryStore, Recorder, RunContext, RunFilter, SqliteStore};
 //! use tdsl::Value;
 //!
 //! let dir = std::env::temp_dir().join(format!("tdsl-history-doc-{}", std::process::id()));
@@ -21,7 +23,9 @@
 //! let workflow = Workflow::load(&dir, &dir.join("main.tool")).unwrap();
 //!
 //! let store: Arc<dyn HistoryStore> = Arc::new(SqliteStore::open(&dir.join("history.db")).unwrap());
-//! let recorder = Arc::new(Recorder::new(store.clone()));
+//! let mut context = RunContext::new();
+//! context.insert("cycle_id", "42").unwrap();
+//! let recorder = Arc::new(Recorder::new(store.clone()).with_context(context));
 //! let runner = |_: &ToolCall<'_>| -> Result<Value, ToolError> { Ok(Value::object_from([("ok", Value::Bool(true))])) };
 //! let executor = Executor::new(runner).with_observer(recorder.clone());
 //! executor.run(&workflow, Value::object_from::<&str>([])).unwrap();
@@ -32,6 +36,9 @@
 //! let run = store.run(&runs[0].id.to_string()).unwrap().unwrap();
 //! assert_eq!(run.invocations.len(), 1);
 //! assert_eq!(run.invocations[0].result, "success");
+//! assert_eq!(run.invocations[0].context.get("cycle_id"), Some("42"));
+//! let filter = RunFilter { context: vec![("cycle_id".into(), "42".into())], ..RunFilter::default() };
+//! assert_eq!(store.runs(&filter).unwrap().len(), 1);
 //! # std::fs::remove_dir_all(&dir).ok();
 //! ```
 
@@ -45,7 +52,7 @@ use serde::Serialize;
 use crate::exec::{Event, Observer, Outcome, StepStatus, Trace};
 use crate::value::Value;
 
-pub use sqlite::{schema_version, SqliteStore, MIGRATIONS, SCHEMA_VERSION};
+pub use sqlite::{schema_version, SqliteStore, COMMIT_INTERVAL, MIGRATIONS, SCHEMA_VERSION};
 
 /// Why the history could not be read or written.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -1,8 +1,9 @@
 //! The history in an embedded SQLite database (`docs/history.md` has the schema).
 //!
-//! WAL journal, one transaction per write (so a run killed with SIGKILL keeps every row
-//! it wrote), a busy timeout so that several processes can share one file, and the schema
-//! version in `PRAGMA user_version`, brought up to date by [`MIGRATIONS`] on open.
+//! WAL journal, writes grouped into one transaction committed within [`COMMIT_INTERVAL`]
+//! (so a run killed with SIGKILL keeps every row written before that), a busy timeout so
+//! that several processes can share one file, and the schema version in
+//! `PRAGMA user_version`, brought up to date by [`MIGRATIONS`] on open.
 
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
