@@ -25,6 +25,7 @@ mod export;
 mod graph;
 mod history;
 mod lsp;
+mod printable;
 mod progress;
 mod repl;
 mod report;
@@ -267,6 +268,6 @@ impl<W: Write> Write for StdoutGuard<W> {
 
 /// Prints a usage or I/O error and returns exit code 2.
 pub(crate) fn usage_failure(e: &UsageError) -> ExitCode {
-    eprintln!("error: {e}");
+    eprintln!("error: {}", printable::printable(&e.to_string()));
     ExitCode::from(2)
 }

@@ -106,7 +106,8 @@ fn load(args: &ReportArgs) -> Result<Trace, UsageError> {
     let id = args.run.as_deref().unwrap_or_default();
     let path = history_file(args.history.as_ref())?;
     refuse_overwriting(&args.output, &path, "the history database")?;
-    let store = SqliteStore::open(&path).map_err(|e| UsageError(e.to_string()))?;
+    // Only reading: a history in a read-only folder or mount is read as any other.
+    let store = SqliteStore::open_read_only(&path).map_err(|e| UsageError(e.to_string()))?;
     let run = store
         .run(id)
         .map_err(|e| UsageError(e.to_string()))?

@@ -19,6 +19,7 @@ use std::time::Duration;
 use clap::Args;
 
 use super::check::{tool_file, tool_root};
+use super::printable::printable;
 use super::progress::{HistoryArgs, Observers, Progress};
 use super::signals::Interrupts;
 use super::worker::{ConnectionArgs, Engine};
@@ -29,7 +30,7 @@ use crate::exec::replay::FileRecorder;
 use crate::exec::{
     replay, Executor, Guards, LoadError, Observer, Options, Run, RunStatus, StepStatus, Trace, Workflow,
 };
-use crate::history::Recorder;
+use crate::history::{Recorder, RunContext};
 use crate::ranges;
 use crate::value::{Map, SmolStr, Value};
 
@@ -105,6 +106,10 @@ pub struct RunArgs {
     /// Where the run is recorded.
     #[command(flatten)]
     history: HistoryArgs,
+    /// Context recorded with the run and each of its tool invocations in the history
+    /// (`cycle_id=42`, `triggered_by=cron`; repeatable; docs/history.md).
+    #[arg(long = "context", value_name = "KEY=VALUE")]
+    context: Vec<String>,
     /// No progress on standard error, even on a terminal.
     #[arg(long, short = 'q')]
     quiet: bool,
@@ -186,7 +191,7 @@ pub fn run(args: RunArgs) -> ExitCode {
             drop(executor);
             host::end_children(host::TERM_GRACE);
             if let Some(e) = recorder.and_then(|r| r.error()) {
-                eprintln!("warning: the run history is incomplete: {e}");
+                eprintln!("warning: the run history is incomplete: {}", printable(&e.to_string()));
             }
             interrupts.exit_status().map_or(code, ExitCode::from)
         }
@@ -269,7 +274,8 @@ fn observe(
     executor: Executor,
 ) -> Result<(Executor, Option<Arc<Recorder>>), UsageError> {
     let mut observers: Vec<Arc<dyn Observer>> = Vec::new();
-    let recorder = args.history.open()?.map(|store| Arc::new(Recorder::new(store)));
+    let context = run_context(&args.context)?;
+    let recorder = args.history.open()?.map(|store| Arc::new(Recorder::new(store).with_context(context)));
     if let Some(r) = &recorder {
         observers.push(r.clone());
     }
@@ -278,6 +284,16 @@ fn observe(
     }
     let executor = if observers.is_empty() { executor } else { executor.with_observer(Arc::new(Observers(observers))) };
     Ok((executor, recorder))
+}
+
+/// The context of `--context KEY=VALUE ...` (a later KEY wins).
+fn run_context(pairs: &[String]) -> Result<RunContext, UsageError> {
+    let mut context = RunContext::new();
+    for pair in pairs {
+        let (key, value) = RunContext::parse_pair(pair).map_err(|e| UsageError(format!("--context: {e}")))?;
+        context.insert(&key, &value).map_err(|e| UsageError(format!("--context: {e}")))?;
+    }
+    Ok(context)
 }
 
 /// The executor's options from the command line: every number in its range
@@ -359,7 +375,7 @@ fn load(root: &Path, file: &Path, name: &str, engine: crate::Engine, max_nesting
             Stop::Problems
         }
         other => {
-            eprintln!("error: {other}");
+            eprintln!("error: {}", printable(&other.to_string()));
             Stop::Problems
         }
     })
@@ -376,7 +392,7 @@ fn execute(
     let mut run = match executor.run_cancellable(workflow, arguments, interrupts.token()) {
         Ok(r) => r,
         Err(refused) => {
-            eprintln!("error: refused before the run: {refused} [{}]", refused.code());
+            eprintln!("error: refused before the run: {} [{}]", printable(&refused.to_string()), refused.code());
             return ExitCode::from(1);
         }
     };
@@ -408,12 +424,13 @@ fn report(run: &Run) -> ExitCode {
                 .filter(|s| matches!(s.status, StepStatus::Failed | StepStatus::Timeout))
                 .map(|s| s.execution_id.as_str())
                 .collect();
-            eprintln!("warning: PARTIAL: continued past failed steps: {}", failed.join(", "));
+            eprintln!("warning: PARTIAL: continued past failed steps: {}", printable(&failed.join(", ")));
             ExitCode::SUCCESS
         }
         (status, error) => {
             let why = error.as_ref().map_or_else(|| "no reason recorded".to_string(), ToString::to_string);
-            eprintln!("error: {}: {why}", status.as_str());
+            // The reason may quote a tool's output: its escape sequences are shown, not run.
+            eprintln!("error: {}: {}", status.as_str(), printable(&why));
             ExitCode::from(1)
         }
     }
