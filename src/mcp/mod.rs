@@ -12,6 +12,7 @@
 pub mod framing;
 #[cfg(feature = "mcp-http")]
 pub mod http;
+pub mod upstream;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
