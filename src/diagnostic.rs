@@ -348,6 +348,53 @@ codes! {
     /// `tdsl export`: a feature of a tool that the format cannot express (responses for
     /// OpenAI and Anthropic, a `file` type, `min_length`/`max_length`/`default` for OpenAI)
     ExportLossy = "W0903", Warning;
+
+    // ---- plans written by language models (E13xx/W13xx: `crate::plans`, SPEC §13) ----
+    /// A plan larger than the plan size limit (256 KiB by default): refused before it is parsed
+    PlanTooLarge = "E1301", Error;
+    /// A plan whose JSON nests deeper than the limit (64 levels by default): `[[[[…]]]]`
+    PlanTooDeep = "E1302", Error;
+    /// A plan that is not a JSON object: `[{"execution_id": "a"}]`, `"run search"`
+    PlanNotObject = "E1303", Error;
+    /// A plan that defines a primitive tool: `{"system_event_endpoint": "exec:rm -rf /"}`
+    PlanDefinesPrimitive = "E1304", Error;
+    /// A plan with more steps than the limit (64 by default)
+    PlanTooManySteps = "E1305", Error;
+    /// A plan step that calls a tool the plan cannot call because it does not exist:
+    /// `"tool_definition_path": "web_search"` when the tools are `search` and `fetch`
+    PlanUnknownTool = "E1306", Error;
+    /// A plan step that calls a tool outside the allowed set: `"/tools/admin/drop.tool"`
+    /// with `--allow '/tools/public/**'`
+    PlanToolNotAllowed = "E1307", Error;
+    /// A plan step whose tool path leaves the tool root: `"../../bin/sh"`
+    PlanPathEscapes = "E1308", Error;
+    /// A plan step that fans out over a literal list longer than the fan-out limit (1,000
+    /// children by default)
+    PlanFanOutTooWide = "E1309", Error;
+    /// A file function in a plan when no file store is configured: `read_file(path)` without
+    /// `--files DIR`
+    PlanNoFiles = "E1310", Error;
+    /// A placeholder of another plan format that names one of the plan's steps or its
+    /// arguments: `"{{fetch.output}}"`, `"${fetch.text}"`, `"#E1"`, `"$1"`
+    PlanPlaceholder = "E1311", Error;
+    /// jq or JSONPath where tdsl expects a REF or an expression, or that names a step:
+    /// `"$.search.results[*].url"`, `".items[] | .name"`
+    PlanPathSyntax = "E1312", Error;
+    /// A Python or JavaScript literal in an expression: `if(condition=True, …)`, `x == None`
+    PlanLiteral = "E1313", Error;
+    /// A REF, in a plan, to a field the callee's declared responses do not have (in a
+    /// `.tool` file this is the warning `W0604`; a plan's author has the tool listing, and
+    /// the field would be `null` at run time): `"REF:fetch.body"` when `fetch` declares `text`
+    PlanUnknownField = "E1314", Error;
+    /// Text that looks like a placeholder of another plan format but names nothing in the
+    /// plan: `"Total: $5"`, `"{{name}}"` with no step `name`
+    PlanPlaceholderText = "W1311", Warning;
+    /// A string argument that looks like jq or JSONPath but names nothing in the plan:
+    /// `"$.store.book[*].author"` as a literal query argument
+    PlanPathText = "W1312", Warning;
+    /// A whole JSON string that is a Python or JavaScript literal: `"flag": "True"`,
+    /// `"limit": "None"`
+    PlanLiteralString = "W1313", Warning;
 }
 
 impl fmt::Display for Code {

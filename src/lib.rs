@@ -70,6 +70,7 @@ pub mod lsp;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod ops;
+pub mod plans;
 pub mod ranges;
 pub mod reference;
 #[cfg(feature = "engine")]

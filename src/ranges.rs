@@ -96,6 +96,14 @@ pub const MAX_FILE_BYTES: Range = range("max_file_bytes", 0.0, 4_294_967_296.0, 
 /// [`crate::Limits::max_listing_entries`]: up to ten million entries a listing.
 pub const MAX_LISTING_ENTRIES: Range = range("max_listing_entries", 0.0, 10_000_000.0, true, "");
 
+/// The most bytes of a plan's text (SPEC §13; 256 KiB by default,
+/// [`crate::plans::PlanLimits`]).
+pub const PLAN_BYTES: Range = range("plan size", 1024.0, 16_777_216.0, true, "bytes");
+/// The deepest nesting of a plan's JSON (64 by default): at most the parser's own cap.
+pub const PLAN_NESTING: Range = range("plan nesting", 4.0, 192.0, true, "");
+/// The most steps of a plan (64 by default).
+pub const PLAN_STEPS: Range = range("plan steps", 1.0, 1024.0, true, "");
+
 /// Every range, for documentation and tests.
 pub const ALL: &[Range] = &[
     MAX_RETRIES,
@@ -121,6 +129,9 @@ pub const ALL: &[Range] = &[
     MAX_CACHED_TEMPLATES,
     MAX_FILE_BYTES,
     MAX_LISTING_ENTRIES,
+    PLAN_BYTES,
+    PLAN_NESTING,
+    PLAN_STEPS,
 ];
 
 impl crate::runtime::Limits {

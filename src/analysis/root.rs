@@ -185,6 +185,14 @@ impl ToolRoot {
         self.loaded.insert(file, t);
     }
 
+    /// Makes the `tool_definition_path` `written` resolve to `to`, whatever the root holds:
+    /// how a plan (`crate::plans`) names a tool by its served name (`summarize` for
+    /// `/tools/summarize.tool`) or calls an upstream server's tool (`SERVER/TOOL`), and how
+    /// it keeps a tool it may not call out of the checks that follow.
+    pub fn alias(&mut self, written: &str, to: Resolved) {
+        self.resolved.insert(written.to_string(), to);
+    }
+
     /// Resolves and loads a `tool_definition_path` (once per path and per file).
     pub fn resolve(&mut self, tool_path: &str) -> Resolved {
         if let Some(r) = self.resolved.get(tool_path) {

@@ -11,7 +11,7 @@
 
 use std::fmt;
 
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use globset::GlobSet;
 
 use super::workflow::{Tool, Workflow};
 use crate::analysis::{Plan, ValuePlan};
@@ -103,19 +103,7 @@ impl fmt::Display for GuardError {
 
 impl std::error::Error for GuardError {}
 
-/// The one glob builder for tool paths, shared by `run --allow-tool` and `serve --mcp
-/// --allow`: `*`, `?` and `[…]` stay inside one path segment (they never match `/`), `**`
-/// crosses segments (`/tools/**`, `/tools/safe_*.tool`). An invalid glob is an error naming it.
-pub fn tool_globs<S: AsRef<str>>(globs: &[S]) -> Result<GlobSet, String> {
-    let mut builder = GlobSetBuilder::new();
-    for g in globs {
-        let g = g.as_ref();
-        let glob =
-            GlobBuilder::new(g).literal_separator(true).build().map_err(|e| format!("`{g}` is not a glob: {e}"))?;
-        builder.add(glob);
-    }
-    builder.build().map_err(|e| e.to_string())
-}
+pub use crate::plans::tool_globs;
 
 impl From<crate::ranges::RangeError> for GuardError {
     fn from(e: crate::ranges::RangeError) -> GuardError {

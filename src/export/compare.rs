@@ -226,7 +226,7 @@ fn describe(schema: &Json) -> String {
 }
 
 /// The `type_name` that matches a schema best.
-fn type_name_of(schema: &Json) -> String {
+pub(crate) fn type_name_of(schema: &Json) -> String {
     match types(schema).as_deref() {
         Some(["string"]) => "string".to_string(),
         Some(["integer"]) => "integer".to_string(),

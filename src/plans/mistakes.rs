@@ -1,0 +1,436 @@
+//! The mistakes language models make when they write a plan, found in the plan's strings
+//! before and after the analysis: placeholders of other plan formats, jq and JSONPath,
+//! Python and JavaScript literals, the file functions without a file store.
+//!
+//! Each finding is at the exact characters, with a help that shows the tdsl form. Which are
+//! errors: a placeholder or path that names one of the plan's own steps (or its arguments)
+//! is an error — it would otherwise run with the placeholder as text; one that names
+//! nothing the plan has is a warning, since the text may be meant. A Python or JavaScript
+//! literal inside an expression is an error (it is an unknown name there); as a whole JSON
+//! string it is a warning (the string `"None"` may be meant).
+
+use std::sync::OnceLock;
+
+use regex::Regex;
+
+use crate::diagnostic::{Code, Diagnostic};
+use crate::span::Span;
+use crate::tool::{JsonKind, JsonNode, JsonStr};
+
+/// How a string of the plan is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// A value: text, or a REF when the whole string is one (`arguments`, `variables`,
+    /// condition operands, `done_value`).
+    Value,
+    /// Only a REF means anything here (`iterate_over`, `response_reference_map`).
+    RefOnly,
+    /// A transform expression (or a `done_check` expression).
+    Expression,
+}
+
+/// A string of the plan with its role.
+pub(crate) struct Site<'a> {
+    pub text: &'a JsonStr,
+    pub role: Role,
+}
+
+/// Every string of the plan that holds a value, a REF or an expression.
+pub(crate) fn sites(root: &JsonNode) -> Vec<Site<'_>> {
+    let mut out = Vec::new();
+    let mut path: Vec<String> = Vec::new();
+    walk(root, &mut path, &mut out);
+    out
+}
+
+fn walk<'a>(node: &'a JsonNode, path: &mut Vec<String>, out: &mut Vec<Site<'a>>) {
+    match &node.kind {
+        JsonKind::Str(s) => {
+            if let Some(role) = role(path) {
+                out.push(Site { text: s, role });
+            }
+        }
+        JsonKind::List(items) => {
+            for (i, item) in items.iter().enumerate() {
+                path.push(i.to_string());
+                walk(item, path, out);
+                path.pop();
+            }
+        }
+        JsonKind::Object(entries) => {
+            for (k, v) in entries {
+                path.push(k.node.clone());
+                walk(v, path, out);
+                path.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
+fn role(path: &[String]) -> Option<Role> {
+    let p: Vec<&str> = path.iter().map(String::as_str).collect();
+    let (rest, in_step) = match p.as_slice() {
+        ["instructions", _, rest @ ..] => (rest, true),
+        rest => (rest, false),
+    };
+    match rest {
+        ["arguments", ..] | ["done_value", ..] if in_step => Some(Role::Value),
+        ["done_check"] if in_step => Some(Role::Expression),
+        ["conditions" | "done_check", ..] if rest.iter().any(|s| *s == "param" || *s == "value") => Some(Role::Value),
+        ["parallel_execution", "iterate_over"] if in_step => Some(Role::RefOnly),
+        ["response_reference_map", _] if !in_step => Some(Role::RefOnly),
+        ["transform_arguments" | "transform_responses", "variables", ..] => Some(Role::Value),
+        ["transform_arguments" | "transform_responses", "transforms", _] => Some(Role::Expression),
+        _ => None,
+    }
+}
+
+/// What the plan has that a placeholder may name.
+pub(crate) struct Names<'a> {
+    /// The steps' execution ids, in the order written.
+    pub steps: &'a [String],
+    /// Each step's callee's declared response names, when known.
+    pub fields: &'a [Option<Vec<String>>],
+}
+
+/// A reference met in a placeholder or a path: what it names in the plan.
+struct Target {
+    /// `REF:…` as tdsl writes it (without a wildcard's tail).
+    reference: String,
+    /// The path after a `[*]` / `[]` wildcard (`name` in `$.items[*].name`), when any.
+    each: Option<String>,
+}
+
+fn regex(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
+    cell.get_or_init(|| Regex::new(pattern).unwrap_or_else(|e| panic!("the pattern {pattern} is valid: {e}")))
+}
+
+/// Splits a path written `a.b[0]["c"][*].d` into segments; a wildcard is `*`.
+fn segments(path: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut chars = path.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '.' => {
+                if !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+            }
+            '[' => {
+                if !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+                let mut inner = String::new();
+                for c in chars.by_ref() {
+                    if c == ']' {
+                        break;
+                    }
+                    inner.push(c);
+                }
+                let inner = inner.trim().trim_matches(['"', '\'']).to_string();
+                out.push(if inner.is_empty() { "*".to_string() } else { inner });
+            }
+            c if c.is_whitespace() => {}
+            c => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// What `segs` names in the plan: a step (by id, or `steps.<id>`), or its arguments.
+fn target(segs: &[String], names: &Names<'_>) -> Option<Target> {
+    let (head, rest) = segs.split_first()?;
+    let (ctx, rest, step) = if let Some(i) = names.steps.iter().position(|s| s == head) {
+        (head.clone(), rest, Some(i))
+    } else if matches!(head.as_str(), "steps" | "step" | "outputs" | "results" | "nodes") {
+        let (second, rest) = rest.split_first()?;
+        let i = names.steps.iter().position(|s| s == second)?;
+        (second.clone(), rest, Some(i))
+    } else if matches!(head.as_str(), "arguments" | "args" | "inputs" | "input" | "params" | "parameters") {
+        ("arguments".to_string(), rest, None)
+    } else {
+        return None;
+    };
+    Some(with_context(ctx, rest, step, names))
+}
+
+/// `REF:<ctx>.<rest>`, dropping a generic first segment (`output`, `result`, …) that the
+/// step's callee does not declare, and splitting at a wildcard.
+fn with_context(ctx: String, rest: &[String], step: Option<usize>, names: &Names<'_>) -> Target {
+    let mut rest: Vec<String> = rest.to_vec();
+    if let (Some(first), Some(i)) = (rest.first(), step) {
+        let declared = names.fields.get(i).and_then(Option::as_ref);
+        let generic = matches!(first.as_str(), "output" | "outputs" | "result" | "results" | "data" | "value");
+        if generic && !declared.is_some_and(|f| f.iter().any(|n| n == first)) {
+            rest.remove(0);
+        }
+    }
+    let (head, each) = match rest.iter().position(|s| s == "*") {
+        Some(w) => {
+            let tail = rest[w + 1..].join(".");
+            (rest[..w].to_vec(), Some(tail))
+        }
+        None => (rest, None),
+    };
+    let mut reference = format!("REF:{ctx}");
+    for s in &head {
+        reference.push('.');
+        reference.push_str(s);
+    }
+    Target { reference, each }
+}
+
+/// The tdsl form of a target, for a help line.
+fn tdsl_form(t: &Target) -> String {
+    match t.each.as_deref() {
+        None => format!("\"{}\"", t.reference),
+        Some("") => format!("\"{}\" (the whole list)", t.reference),
+        Some(tail) => format!(
+            "a transform: `map(array={}, template=\"item.{tail}\")` (in `transform_arguments`), or fan out over `{}`",
+            t.reference, t.reference
+        ),
+    }
+}
+
+/// The diagnostics of one string of the plan.
+pub(crate) fn check_site(site: &Site<'_>, names: &Names<'_>, files: bool, out: &mut Vec<Diagnostic>) {
+    let text = &*site.text.value;
+    let whole = site.text.span;
+    let map = |start: usize, end: usize| site.text.map_span(Span::new(start, end));
+    let before = out.len();
+    placeholders(site, names, out);
+    if out.len() == before {
+        paths(site, names, out);
+    }
+    if site.role == Role::Value {
+        if let Some((json, what)) = literal(text) {
+            out.push(
+                Diagnostic::new(
+                    Code::PlanLiteralString,
+                    whole,
+                    format!("`\"{text}\"` is the string \"{text}\", not {what}'s `{text}`"),
+                )
+                .with_label("a string")
+                .with_help(format!(
+                    "for the JSON value write `{json}` without quotes; keep the quotes if the text is meant"
+                )),
+            );
+        }
+    }
+    if !files {
+        static FILE_CALL: OnceLock<Regex> = OnceLock::new();
+        let re = regex(&FILE_CALL, r"\b(read_files|read_file|list_files|list_file_versions|describe_version)\s*\(");
+        let calls = site.role == Role::Expression || (site.role == Role::Value && text.trim_end().ends_with(')'));
+        if calls {
+            for m in re.captures_iter(text) {
+                let Some(name) = m.get(1) else { continue };
+                out.push(
+                    Diagnostic::new(
+                        Code::PlanNoFiles,
+                        map(name.start(), name.end()),
+                        format!("`{}` reads files, and this server gives plans no files", name.as_str()),
+                    )
+                    .with_label("no file store")
+                    .with_help("the file functions work only when the server is started with `--files DIR`; pass the text as an argument instead"),
+                );
+            }
+        }
+    }
+}
+
+/// `{{step.x}}`, `${step.x}`, `#E1`, `$1`, `$step.x`.
+fn placeholders(site: &Site<'_>, names: &Names<'_>, out: &mut Vec<Diagnostic>) {
+    static MUSTACHE: OnceLock<Regex> = OnceLock::new();
+    static DOLLAR_BRACE: OnceLock<Regex> = OnceLock::new();
+    static REWOO: OnceLock<Regex> = OnceLock::new();
+    static NUMBERED: OnceLock<Regex> = OnceLock::new();
+    static NAMED: OnceLock<Regex> = OnceLock::new();
+    let text = &*site.text.value;
+    let whole_string = |start: usize, end: usize| start == 0 && end == text.len();
+    let mut found: Vec<(usize, usize, &'static str, Option<Target>)> = Vec::new();
+    for (re, format) in [
+        (regex(&MUSTACHE, r"\{\{\s*([^{}]*?)\s*\}\}"), "a `{{…}}` template placeholder"),
+        (regex(&DOLLAR_BRACE, r"\$\{\s*([^{}]*?)\s*\}"), "a `${…}` placeholder"),
+    ] {
+        for c in re.captures_iter(text) {
+            let (Some(m), Some(inner)) = (c.get(0), c.get(1)) else { continue };
+            let inner = inner.as_str().trim_start_matches('$').trim_start_matches('.');
+            found.push((m.start(), m.end(), format, target(&segments(inner), names)));
+        }
+    }
+    let numbered = |n: &str| -> Option<Target> {
+        let n: usize = n.parse().ok()?;
+        let id = names.steps.get(n.checked_sub(1)?)?;
+        Some(with_context(id.clone(), &[], Some(n - 1), names))
+    };
+    for c in regex(&REWOO, r"#E(\d+)\b").captures_iter(text) {
+        let (Some(m), Some(n)) = (c.get(0), c.get(1)) else { continue };
+        found.push((m.start(), m.end(), "a ReWOO `#E<n>` placeholder", numbered(n.as_str())));
+    }
+    for c in regex(&NUMBERED, r"\$(\d+)\b").captures_iter(text) {
+        let (Some(m), Some(n)) = (c.get(0), c.get(1)) else { continue };
+        if found.iter().any(|f| f.0 <= m.start() && m.end() <= f.1) {
+            continue;
+        }
+        found.push((m.start(), m.end(), "an LLMCompiler `$<n>` placeholder", numbered(n.as_str())));
+    }
+    for c in regex(&NAMED, r"\$([A-Za-z_][A-Za-z0-9_-]*)((?:\.[A-Za-z0-9_-]+|\[[^\]]*\])*)").captures_iter(text) {
+        let (Some(m), Some(name)) = (c.get(0), c.get(1)) else { continue };
+        if found.iter().any(|f| f.0 <= m.start() && m.end() <= f.1) {
+            continue;
+        }
+        let segs = segments(&m.as_str()[1..]);
+        // `$HOME`, `$price`: only a name of the plan's is a placeholder.
+        if let Some(t) = target(&segs, names).filter(|_| !name.as_str().is_empty()) {
+            found.push((m.start(), m.end(), "a `$name` placeholder", Some(t)));
+        }
+    }
+    found.sort_by_key(|f| f.0);
+    for (start, end, format, t) in found {
+        let span = site.text.map_span(Span::new(start, end));
+        let written = &text[start..end];
+        match t {
+            Some(t) => {
+                let help = if whole_string(start, end) && site.role != Role::Expression {
+                    format!("tdsl reads another step's result with a REF: write {}", tdsl_form(&t))
+                } else if site.role == Role::Expression {
+                    format!("inside an expression a REF is an atom: write `{}`", t.reference)
+                } else {
+                    format!(
+                        "a REF is the whole string; to put it into text, build the text in `transform_arguments`: \"transforms\": {{\"<argument>\": \"\\\"…\\\" + {}\"}}",
+                        t.reference
+                    )
+                };
+                out.push(
+                    Diagnostic::new(
+                        Code::PlanPlaceholder,
+                        span,
+                        format!("`{written}` is {format}, which tdsl does not replace: the tool would get this text"),
+                    )
+                    .with_label(format!("means `{}`", t.reference))
+                    .with_help(help),
+                );
+            }
+            None => out.push(
+                Diagnostic::new(
+                    Code::PlanPlaceholderText,
+                    span,
+                    format!("`{written}` looks like {format}; it names nothing in this plan and is passed on as text"),
+                )
+                .with_label("passed as text")
+                .with_help("to use a step's result write \"REF:<execution_id>.<field>\"; keep it if the text is meant"),
+            ),
+        }
+    }
+}
+
+/// JSONPath (`$.items[*].name`) and jq (`.items[] | .name`).
+fn paths(site: &Site<'_>, names: &Names<'_>, out: &mut Vec<Diagnostic>) {
+    static JSONPATH: OnceLock<Regex> = OnceLock::new();
+    static JQ: OnceLock<Regex> = OnceLock::new();
+    let text = &*site.text.value;
+    let jsonpath = regex(&JSONPATH, r"\$((?:\.\.?[A-Za-z_*][A-Za-z0-9_-]*|\[[^\]]*\])+)");
+    let jq = regex(
+        &JQ,
+        r"^\s*\.[A-Za-z_][A-Za-z0-9_-]*(?:\[[^\]]*\]|\.[A-Za-z_][A-Za-z0-9_-]*)*(?:\s*\|\s*\.[A-Za-z_][A-Za-z0-9_\[\].-]*)*\s*$",
+    );
+    let mut hits: Vec<(usize, usize, &'static str, Vec<String>)> = Vec::new();
+    for m in jsonpath.find_iter(text) {
+        hits.push((m.start(), m.end(), "JSONPath", segments(&m.as_str()[1..])));
+    }
+    if hits.is_empty() {
+        if let Some(m) = jq.find(text) {
+            let is_jq = m.as_str().contains('[') || m.as_str().contains('|') || site.role != Role::Value;
+            if is_jq {
+                let joined: String = m.as_str().split('|').map(str::trim).collect::<Vec<_>>().join("");
+                let start = text.len() - text.trim_start().len();
+                hits.push((start, text.trim_end().len(), "jq", segments(&joined)));
+            }
+        }
+    }
+    for (start, end, syntax, segs) in hits {
+        let span = site.text.map_span(Span::new(start, end));
+        let written = &text[start..end];
+        let t = target(&segs, names);
+        let names_plan = t.is_some();
+        let error = names_plan || site.role != Role::Value;
+        let form = match &t {
+            Some(t) => tdsl_form(t),
+            None => {
+                let tail: Vec<String> = segs.iter().filter(|s| *s != "*").cloned().collect();
+                format!(
+                    "\"REF:<execution_id>.{}\" for a step's result, `map(array=…, template=\"item.<field>\")` for a field of every element",
+                    tail.join(".")
+                )
+            }
+        };
+        let d = if error {
+            Diagnostic::new(Code::PlanPathSyntax, span, format!("`{written}` is {syntax}, which tdsl does not read"))
+                .with_label(if syntax == "jq" { "jq syntax" } else { "JSONPath syntax" })
+                .with_help(format!("write {form}"))
+        } else {
+            Diagnostic::new(
+                Code::PlanPathText,
+                span,
+                format!("`{written}` looks like {syntax}; tdsl passes it on as text"),
+            )
+            .with_label("passed as text")
+            .with_help(format!("to read a value write {form}; keep it if the text is meant"))
+        };
+        out.push(d);
+    }
+}
+
+/// A whole string that is a Python or JavaScript literal: its JSON spelling and language.
+pub(crate) fn literal(text: &str) -> Option<(&'static str, &'static str)> {
+    Some(match text {
+        "True" | "TRUE" => ("true", "Python"),
+        "False" | "FALSE" => ("false", "Python"),
+        "None" => ("null", "Python"),
+        "undefined" => ("null", "JavaScript"),
+        "null" | "NULL" | "nil" => ("null", "JSON"),
+        _ => return None,
+    })
+}
+
+/// The tdsl spelling of a Python or JavaScript name met in an expression.
+pub(crate) fn expression_literal(name: &str) -> Option<(&'static str, &'static str)> {
+    Some(match name {
+        "True" | "TRUE" => ("true", "Python"),
+        "False" | "FALSE" => ("false", "Python"),
+        "None" => ("null", "Python"),
+        "undefined" => ("null", "JavaScript"),
+        "nil" | "NULL" | "Null" => ("null", "other languages"),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splitting_paths() {
+        assert_eq!(segments("a.b[0][\"c\"][*].d"), ["a", "b", "0", "c", "*", "d"]);
+        assert_eq!(segments(".items[].name"), ["items", "*", "name"]);
+    }
+
+    #[test]
+    fn targets() {
+        let steps = ["fetch".to_string(), "sum".to_string()];
+        let fields = [Some(vec!["text".to_string()]), None];
+        let names = Names { steps: &steps, fields: &fields };
+        let t = target(&segments("fetch.output"), &names).expect("names fetch");
+        assert_eq!(t.reference, "REF:fetch");
+        let t = target(&segments("steps.sum.output.total"), &names).expect("names sum");
+        assert_eq!(t.reference, "REF:sum.total");
+        let t = target(&segments("fetch.items[*].name"), &names).expect("names fetch");
+        assert_eq!((t.reference.as_str(), t.each.as_deref()), ("REF:fetch.items", Some("name")));
+        assert!(target(&segments("HOME"), &names).is_none());
+    }
+}

@@ -1,0 +1,785 @@
+//! Plans written by language models (SPEC §13): a composite tool object sent inline, checked
+//! against the tools a model may call, explained where it is wrong, and run.
+//!
+//! Not to be confused with [`crate::analysis::Plan`], the *execution plan* (steps in
+//! levels) the analysis makes of any checked composite: a plan here is what a model wrote,
+//! and checking it gives, among the rest, that execution plan's levels.
+//!
+//! A plan names tools as the model was shown them: the served name (`tdsl export` and
+//! `serve --mcp` naming, [`crate::export::export_names`]) or the tool path under the root
+//! (`/tools/summarize.tool`); `SERVER/TOOL` for a tool of an upstream MCP server, given as
+//! data ([`UpstreamTool`]: its input and output schemas). It cannot define a primitive tool,
+//! and may call only the callable tools: those of [`Plans`] (after its allow globs) and the
+//! upstream ones. The checking is the analysis of `tdsl check` ([`Analyzer`]) over the plan's
+//! text, with the names resolved first ([`ToolRoot::alias`]), plus the plan's own checks:
+//! limits ([`PlanLimits`]), callable tools, and the mistakes models make (`E13xx`/`W13xx`,
+//! `docs/plans.md`). Every diagnostic is located by a JSON pointer into the plan and, inside a
+//! string, the character range of the offending text ([`PlanDiagnostic`]).
+//!
+//! ```
+//! use tdsl::plans::Plans;
+//!
+//! let plans = Plans::for_root("examples/document-analysis", &["/tools/**"]).unwrap();
+//! // A model wrote a placeholder of another plan format.
+//! let plan = r#"{
+//!   "instructions": [
+//!     {"execution_id": "check", "tool_definition_path": "document_validator",
+//!      "arguments": {"file_paths": ["a.txt"]}},
+//!     {"execution_id": "info", "tool_definition_path": "basic_extractor",
+//!      "arguments": {"document_path": "{{check.valid_documents[0]}}"}}
+//!   ]
+//! }"#;
+//! let checked = plans.check(plan);
+//! assert!(!checked.ok());
+//! let d = &checked.diagnostics[0];
+//! assert_eq!(d.code, "E1311");
+//! assert_eq!(d.pointer, "/instructions/1/arguments/document_path");
+//! assert_eq!(d.range, Some([0, 28]));
+//! assert!(d.help.as_deref().unwrap().contains("\"REF:check.valid_documents.0\""));
+//!
+//! // Repaired, it checks: its levels and the type of its result come back.
+//! let checked = plans.check(&plan.replace("{{check.valid_documents[0]}}", "REF:check.valid_documents.0"));
+//! assert!(checked.ok(), "{}", checked.render());
+//! assert_eq!(checked.levels.as_ref().unwrap(), &[vec!["check".to_string()], vec!["info".to_string()]]);
+//! ```
+
+mod locate;
+mod mistakes;
+#[cfg(feature = "engine")]
+mod run;
+mod upstream;
+
+use std::collections::HashMap;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use serde::Serialize;
+
+pub use locate::{locate, Location};
+#[cfg(feature = "engine")]
+pub use run::{PlanRefused, PlanRun, PlanStep, RunPlanOptions};
+pub use upstream::{upstream_target, UpstreamTool, UPSTREAM_SCHEME};
+
+use crate::analysis::{Analyzer, CheckedTool, LoadedTool, MissingCallees, Resolved, ToolRoot, TypeAtKind};
+use crate::diagnostic::{did_you_mean, Code, Diagnostic, Severity};
+use crate::engine::Engine;
+use crate::ranges::{self, RangeError};
+use crate::runtime::Limits;
+use crate::span::Span;
+use crate::tool::{JsonNode, LineIndex};
+use crate::types::Type;
+
+/// The limits a plan is checked and run under (SPEC §13), each with its range
+/// ([`crate::ranges`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlanLimits {
+    /// The most bytes of plan text (256 KiB): a larger plan is refused before it is parsed.
+    pub max_bytes: usize,
+    /// The deepest nesting of the plan's JSON (64 levels).
+    pub max_nesting: usize,
+    /// The most steps (64).
+    pub max_steps: usize,
+    /// The most children of one parallel step (1,000): a literal list is checked before the
+    /// run, a list a REF gives when the step fans out (the executor's guard, `E0809`).
+    pub max_fan_out: usize,
+    /// The whole run's deadline, in seconds (120, phase 3's target in seed 000).
+    pub deadline_seconds: f64,
+    /// The expression budgets (fuel, depth, sizes; SPEC §4.8).
+    pub expression: Limits,
+}
+
+impl Default for PlanLimits {
+    fn default() -> PlanLimits {
+        PlanLimits {
+            max_bytes: 256 * 1024,
+            max_nesting: 64,
+            max_steps: 64,
+            max_fan_out: 1000,
+            deadline_seconds: 120.0,
+            expression: Limits::default(),
+        }
+    }
+}
+
+impl PlanLimits {
+    /// Every limit in its range.
+    pub fn validate(&self) -> Result<(), RangeError> {
+        ranges::PLAN_BYTES.check(self.max_bytes as f64)?;
+        ranges::PLAN_NESTING.check(self.max_nesting as f64)?;
+        ranges::PLAN_STEPS.check(self.max_steps as f64)?;
+        ranges::MAX_FAN_OUT.check(self.max_fan_out as f64)?;
+        ranges::DEADLINE_SECONDS.check(self.deadline_seconds)?;
+        self.expression.validate()
+    }
+}
+
+/// A tool a plan may call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Callable {
+    /// The name a model is shown: the served name, or `SERVER/TOOL`.
+    pub name: String,
+    /// The tool path under the root (`/tools/summarize.tool`); `None` for an upstream tool.
+    pub tool_path: Option<String>,
+}
+
+/// The tools plans may call and the limits they run under: check and run plans with it.
+#[derive(Clone, Debug)]
+pub struct Plans {
+    root: PathBuf,
+    /// Served tools: name and tool path, in the order given.
+    served: Vec<Callable>,
+    upstream: Vec<UpstreamTool>,
+    limits: PlanLimits,
+    engine: Engine,
+    /// Whether the file functions have a store.
+    files: bool,
+}
+
+/// The one glob builder for tool paths, shared by `run --allow-tool`, `serve --mcp --allow`
+/// and plans: `*`, `?` and `[…]` stay inside one path segment (they never match `/`), `**`
+/// crosses segments (`/tools/**`, `/tools/safe_*.tool`). An invalid glob is an error naming it.
+pub fn tool_globs<S: AsRef<str>>(globs: &[S]) -> Result<GlobSet, String> {
+    let mut builder = GlobSetBuilder::new();
+    for g in globs {
+        let g = g.as_ref();
+        let glob =
+            GlobBuilder::new(g).literal_separator(true).build().map_err(|e| format!("`{g}` is not a glob: {e}"))?;
+        builder.add(glob);
+    }
+    builder.build().map_err(|e| e.to_string())
+}
+
+impl Plans {
+    /// The tools under `root` whose tool paths match one of `allow` (every tool when `allow`
+    /// is empty) and that load without errors, named as `serve --mcp` names them. The
+    /// error names an invalid glob or a root that cannot be read.
+    pub fn for_root<S: AsRef<str>>(root: impl Into<PathBuf>, allow: &[S]) -> Result<Plans, String> {
+        let root = root.into();
+        let globs = tool_globs(allow)?;
+        let tool_root = ToolRoot::new(&root);
+        let files = crate::analysis::tool_files_under(&root).map_err(|(d, e)| format!("{}: {e}", d.display()))?;
+        let mut paths = Vec::new();
+        for file in files {
+            let Some(tool_path) = tool_root.tool_path_of(&file) else { continue };
+            if !allow.is_empty() && !globs.is_match(&tool_path) {
+                continue;
+            }
+            let Ok(text) = crate::input::read_text(&file) else { continue };
+            let (def, diags) = crate::tool::load(&text);
+            if def.is_some() && !diags.iter().any(Diagnostic::is_error) {
+                paths.push(tool_path);
+            }
+        }
+        let names = crate::export::export_names(&paths);
+        let served = names.into_iter().zip(paths).map(|(name, p)| Callable { name, tool_path: Some(p) }).collect();
+        Ok(Plans::with_served(root, served))
+    }
+
+    /// The tools a server already chose and named (`serve --mcp --plans` passes its own):
+    /// each [`Callable`] with its tool path under `root`.
+    pub fn with_served(root: impl Into<PathBuf>, served: Vec<Callable>) -> Plans {
+        Plans {
+            root: root.into(),
+            served: served.into_iter().filter(|c| c.tool_path.is_some()).collect(),
+            upstream: Vec::new(),
+            limits: PlanLimits::default(),
+            engine: Engine::new(),
+            files: false,
+        }
+    }
+
+    /// Adds the tools of upstream MCP servers (`SERVER/TOOL`).
+    pub fn with_upstream(mut self, tools: Vec<UpstreamTool>) -> Plans {
+        self.upstream.extend(tools);
+        self
+    }
+
+    /// Replaces the limits (check them with [`PlanLimits::validate`] first: a plan is
+    /// checked and run with whatever is given).
+    pub fn with_limits(mut self, limits: PlanLimits) -> Plans {
+        self.engine = self.engine.with_limits(limits.expression.clone());
+        self.limits = limits;
+        self
+    }
+
+    /// Gives plans' expressions a file store (`serve --files DIR`): without one, a plan that
+    /// uses a file function is refused (`E1310`).
+    pub fn with_file_store(mut self, store: Arc<dyn crate::files::FileStore>) -> Plans {
+        self.engine = self.engine.with_file_store(store);
+        self.files = true;
+        self
+    }
+
+    /// The tool root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The limits.
+    pub fn limits(&self) -> &PlanLimits {
+        &self.limits
+    }
+
+    /// The upstream tools.
+    pub fn upstream(&self) -> &[UpstreamTool] {
+        &self.upstream
+    }
+
+    /// Every tool a plan may call: the served ones, then the upstream ones.
+    pub fn callable(&self) -> Vec<Callable> {
+        let up = self.upstream.iter().map(|u| Callable { name: u.plan_name(), tool_path: None });
+        self.served.iter().cloned().chain(up).collect()
+    }
+
+    /// Checks a plan given as JSON text.
+    pub fn check(&self, plan: &str) -> PlanCheck {
+        self.check_with(plan, self.engine.clone()).0
+    }
+
+    /// Checks a plan given as a JSON value (an MCP argument): its compact JSON text is what
+    /// the diagnostics point into.
+    pub fn check_value(&self, plan: &serde_json::Value) -> PlanCheck {
+        self.check(&serde_json::to_string_pretty(plan).unwrap_or_default())
+    }
+
+    /// The check of a plan of `len` bytes that is too large to be read (`E1301`), or `None`
+    /// when it is within the limit: for a caller that has not read it yet (a file).
+    pub fn refuse_size(&self, len: u64) -> Option<PlanCheck> {
+        (len > self.limits.max_bytes as u64).then(|| {
+            let d = Diagnostic::new(
+                Code::PlanTooLarge,
+                Span::new(0, 0),
+                format!("the plan is {len} bytes, more than the limit of {} bytes", self.limits.max_bytes),
+            )
+            .with_label("not read")
+            .with_help("a plan is a short program: fan out over a list with `parallel_execution` instead of writing steps out, and pass data as arguments");
+            PlanCheck::finish(Arc::from(""), None, vec![d], None)
+        })
+    }
+
+    /// The check, and what a run needs.
+    fn check_with(&self, text: &str, engine: Engine) -> (PlanCheck, Option<(Analyzer, CheckedTool)>) {
+        if let Some(refused) = self.refuse_size(text.len() as u64) {
+            return (refused, None);
+        }
+        let source: Arc<str> = Arc::from(text);
+        if let Some(d) = too_deep(text, self.limits.max_nesting) {
+            return (PlanCheck::finish(source, None, vec![d], None), None);
+        }
+        let (tree, json_diags) = crate::tool::json::parse(text);
+        let Some(tree) = tree else { return (PlanCheck::finish(source, None, json_diags, None), None) };
+        let Some(entries) = tree.as_object() else {
+            let d = Diagnostic::new(
+                Code::PlanNotObject,
+                tree.span,
+                format!("a plan is a JSON object, and this is {}", article(tree.type_name())),
+            )
+            .with_label("not an object")
+            .with_help("send {\"instructions\": [{\"execution_id\": \"…\", \"tool_definition_path\": \"<tool>\", \"arguments\": {…}}, …]}");
+            return (PlanCheck::finish(source, Some(tree), vec![d], None), None);
+        };
+        let mut diags = json_diags;
+        if let Some((key, _)) = entries.iter().find(|(k, _)| k.node == "system_event_endpoint") {
+            diags.push(
+                Diagnostic::new(
+                    Code::PlanDefinesPrimitive,
+                    key.span,
+                    "a plan cannot define a primitive tool: it calls the tools it is given",
+                )
+                .with_label("a primitive tool's endpoint")
+                .with_help("remove `system_event_endpoint` and call a callable tool from `instructions`"),
+            );
+            return (PlanCheck::finish(source, Some(tree), diags, None), None);
+        }
+        let instructions: &[JsonNode] =
+            entries.iter().find(|(k, _)| k.node == "instructions").and_then(|(_, v)| v.as_list()).unwrap_or_default();
+        if instructions.len() > self.limits.max_steps {
+            let extra = &instructions[self.limits.max_steps];
+            diags.push(
+                Diagnostic::new(
+                    Code::PlanTooManySteps,
+                    extra.span,
+                    format!(
+                        "the plan has {} steps, more than the limit of {}",
+                        instructions.len(),
+                        self.limits.max_steps
+                    ),
+                )
+                .with_label(format!("step {} of at most {}", self.limits.max_steps + 1, self.limits.max_steps))
+                .with_help("fan out over a list with `parallel_execution` instead of writing one step per element"),
+            );
+            return (PlanCheck::finish(source, Some(tree), diags, None), None);
+        }
+
+        // Names: resolve every tool_definition_path as the model wrote it.
+        let mut root = ToolRoot::with_policy(&self.root, MissingCallees::Skip);
+        let mut step_ids: Vec<String> = Vec::new();
+        let mut step_fields: Vec<Option<Vec<String>>> = Vec::new();
+        for ins in instructions {
+            let field = |k: &str| ins.as_object().and_then(|e| e.iter().find(|(key, _)| key.node == k)).map(|(_, v)| v);
+            step_ids
+                .push(field("execution_id").and_then(JsonNode::as_str).map_or(String::new(), |s| s.value.to_string()));
+            let mut fields = None;
+            if let Some(path) = field("tool_definition_path").and_then(JsonNode::as_str) {
+                match self.resolve(&mut root, &path.value) {
+                    Ok(tool) => {
+                        fields = tool
+                            .def
+                            .as_ref()
+                            .filter(|_| tool.declares_responses)
+                            .map(|d| d.responses.iter().map(|p| p.name.node.clone()).collect::<Vec<String>>());
+                    }
+                    Err(d) => {
+                        diags.push(d.at(path.span));
+                        root.alias(&path.value, Resolved::Missing(self.root.join(".plan-unresolved")));
+                    }
+                }
+            }
+            if let Some(items) = field("parallel_execution")
+                .and_then(JsonNode::as_object)
+                .and_then(|e| e.iter().find(|(k, _)| k.node == "iterate_over"))
+                .and_then(|(_, v)| v.as_list())
+            {
+                if items.len() > self.limits.max_fan_out {
+                    let over = &items[self.limits.max_fan_out];
+                    diags.push(
+                        Diagnostic::new(
+                            Code::PlanFanOutTooWide,
+                            over.span,
+                            format!(
+                                "this step fans out over {} elements, more than the limit of {} children",
+                                items.len(),
+                                self.limits.max_fan_out
+                            ),
+                        )
+                        .with_label(format!("element {}", self.limits.max_fan_out + 1))
+                        .with_help(
+                            "split the list into several plans, or narrow it with a transform before fanning out",
+                        ),
+                    );
+                }
+            }
+            step_fields.push(fields);
+        }
+
+        // The mistakes models make, in the plan's strings.
+        let names = mistakes::Names { steps: &step_ids, fields: &step_fields };
+        let mut found = Vec::new();
+        let sites = mistakes::sites(&tree);
+        for site in &sites {
+            mistakes::check_site(site, &names, self.files, &mut found);
+        }
+        // Strings a finding explains: the analysis' complaints about them are its echoes.
+        let explained: Vec<Span> = sites
+            .iter()
+            .filter(|s| {
+                found.iter().any(|d| {
+                    matches!(d.code, Code::PlanPlaceholder | Code::PlanPathSyntax)
+                        && s.text.span.start <= d.span.start
+                        && d.span.end <= s.text.span.end
+                })
+            })
+            .map(|s| s.text.span)
+            .collect();
+        diags.extend(found);
+
+        // The analysis: the same checks as `tdsl check`.
+        let mut analyzer = Analyzer::with_engine(root, engine);
+        let checked = analyzer.check_text("plan".to_string(), source.clone(), None);
+        for d in &checked.diagnostics {
+            let inside = explained.iter().any(|s| s.start <= d.span.start && d.span.end <= s.end);
+            let echo = matches!(d.code.as_str().get(..3), Some("E00" | "E01" | "E02"))
+                || matches!(d.code, Code::ExpectedRef | Code::LooksLikeRef | Code::UndeclaredResponseField);
+            if inside && echo {
+                continue;
+            }
+            diags.push(self.adapt(d, &source));
+        }
+        let result_type = if diags.iter().any(Diagnostic::is_error) { None } else { result_type(&checked) };
+        let check = PlanCheck::finish(source, Some(tree), diags, checked.plan.as_ref().map(levels).zip(result_type));
+        let ok = check.ok();
+        (check, ok.then_some((analyzer, checked)))
+    }
+
+    /// A diagnostic of the analysis, as a plan's: a field the callee does not declare is an
+    /// error (`E1314`), a Python literal in an expression `E1313`.
+    fn adapt(&self, d: &Diagnostic, source: &str) -> Diagnostic {
+        let mut d = d.clone();
+        match d.code {
+            Code::UndeclaredResponseField => d.code = Code::PlanUnknownField,
+            Code::UnknownName => {
+                let name = source.get(d.span.range()).unwrap_or_default();
+                if let Some((tdsl, lang)) = mistakes::expression_literal(name) {
+                    d = Diagnostic::new(
+                        Code::PlanLiteral,
+                        d.span,
+                        format!("`{name}` is {lang}; tdsl expressions write `{tdsl}`"),
+                    )
+                    .with_label(format!("write `{tdsl}`"))
+                    .with_help(format!(
+                        "tdsl's literals are JSON's: `true`, `false`, `null`; replace `{name}` with `{tdsl}`"
+                    ));
+                }
+            }
+            _ => {}
+        }
+        d
+    }
+
+    /// What a `tool_definition_path` names: a callable tool, loaded (and aliased in `root`
+    /// under the name written), or why not.
+    fn resolve(&self, root: &mut ToolRoot, written: &str) -> Result<Arc<LoadedTool>, Unresolved> {
+        let written_trim = written.trim();
+        // An upstream tool: `SERVER/TOOL`.
+        if let Some((server, tool)) = written_trim.split_once('/').filter(|(s, _)| !s.is_empty()) {
+            let of_server: Vec<&UpstreamTool> = self.upstream.iter().filter(|u| u.server == server).collect();
+            if !of_server.is_empty() {
+                return match of_server.iter().find(|u| u.name == tool) {
+                    Some(u) => {
+                        let file = self.root.join(".upstream").join(server).join(format!("{tool}.tool"));
+                        let loaded =
+                            Arc::new(LoadedTool::from_source(file, written.to_string(), Arc::from(u.tool_source())));
+                        root.alias(written, Resolved::Found(loaded.clone()));
+                        Ok(loaded)
+                    }
+                    None => Err(self.unknown(written, of_server.iter().map(|u| u.plan_name()).collect())),
+                };
+            }
+        }
+        // A served name.
+        if let Some(c) = self.served.iter().find(|c| c.name == written_trim) {
+            return self.load_served(root, written, c);
+        }
+        // A tool path.
+        let looks_like_path = written_trim.contains('/') || written_trim.ends_with(".tool");
+        if looks_like_path {
+            if Path::new(written_trim).components().any(|c| matches!(c, Component::ParentDir))
+                || written_trim.contains('\\')
+                || written_trim.contains("://")
+            {
+                return Err(Unresolved {
+                    code: Code::PlanPathEscapes,
+                    message: format!("`{written}` is not a tool path under the tool root"),
+                    label: "leaves the tool root".into(),
+                    help: "name a tool by its name or by its path from the root, like `/tools/summarize.tool`; `..` is refused".into(),
+                });
+            }
+            let normal = format!("/{}", written_trim.trim_start_matches("./").trim_start_matches('/'));
+            let normal = if normal.ends_with(".tool") { normal } else { format!("{normal}.tool") };
+            if let Some(c) = self.served.iter().find(|c| c.tool_path.as_deref() == Some(normal.as_str())) {
+                return self.load_served(root, written, c);
+            }
+            if root.file_path(&normal).is_ok_and(|f| f.is_file()) {
+                return Err(Unresolved {
+                    code: Code::PlanToolNotAllowed,
+                    message: format!("`{written}` is not among the tools this server lets plans call"),
+                    label: "not allowed".into(),
+                    help: format!("the tools a plan may call: {}", self.list(&[])),
+                });
+            }
+        }
+        let mut candidates: Vec<String> = self.callable().into_iter().map(|c| c.name).collect();
+        candidates.extend(self.served.iter().filter_map(|c| c.tool_path.clone()));
+        Err(self.unknown(written, candidates))
+    }
+
+    fn load_served(&self, root: &mut ToolRoot, written: &str, c: &Callable) -> Result<Arc<LoadedTool>, Unresolved> {
+        let path = c.tool_path.as_deref().unwrap_or_default();
+        match root.resolve(path) {
+            Resolved::Found(t) => {
+                root.alias(written, Resolved::Found(t.clone()));
+                Ok(t)
+            }
+            _ => Err(Unresolved {
+                code: Code::PlanUnknownTool,
+                message: format!("`{written}` cannot be loaded from the tool root"),
+                label: "no such tool".into(),
+                help: format!("the tools a plan may call: {}", self.list(&[])),
+            }),
+        }
+    }
+
+    fn unknown(&self, written: &str, candidates: Vec<String>) -> Unresolved {
+        let stem = written.trim().trim_start_matches('/').trim_end_matches(".tool");
+        let stem = stem.rsplit('/').next().unwrap_or(stem);
+        let near = did_you_mean(written.trim(), candidates.iter().map(String::as_str))
+            .or_else(|| did_you_mean(stem, candidates.iter().map(String::as_str)))
+            .map(str::to_string);
+        let mut near_list: Vec<String> = Vec::new();
+        if let Some(n) = &near {
+            near_list.push(n.clone());
+        }
+        let help = match &near {
+            Some(n) => format!("did you mean `{n}`? The tools a plan may call: {}", self.list(&near_list)),
+            None => format!("the tools a plan may call: {}", self.list(&[])),
+        };
+        Unresolved {
+            code: Code::PlanUnknownTool,
+            message: format!("there is no tool `{written}` that this plan can call"),
+            label: "unknown tool".into(),
+            help,
+        }
+    }
+
+    /// The callable names, for a help line (at most 20).
+    fn list(&self, first: &[String]) -> String {
+        let mut names: Vec<String> = first.to_vec();
+        for c in self.callable() {
+            if !names.contains(&c.name) {
+                names.push(c.name);
+            }
+        }
+        let more = names.len().saturating_sub(20);
+        let mut text = names.iter().take(20).map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
+        if names.is_empty() {
+            text = "none".to_string();
+        }
+        if more > 0 {
+            text.push_str(&format!(" and {more} more"));
+        }
+        text
+    }
+}
+
+/// Why a tool name does not resolve, before it has a span.
+struct Unresolved {
+    code: Code,
+    message: String,
+    label: String,
+    help: String,
+}
+
+impl Unresolved {
+    fn at(self, span: Span) -> Diagnostic {
+        Diagnostic::new(self.code, span, self.message).with_label(self.label).with_help(self.help)
+    }
+}
+
+fn article(kind: &str) -> String {
+    match kind {
+        "object" => "an object".into(),
+        "null" => "null".into(),
+        k => format!("a {k}"),
+    }
+}
+
+/// `E1302` when the JSON nests deeper than `max` (brackets outside strings), before the
+/// parser (which recurses) sees it.
+fn too_deep(text: &str, max: usize) -> Option<Diagnostic> {
+    let mut depth = 0usize;
+    let (mut in_string, mut escaped) = (false, false);
+    for (i, b) in text.bytes().enumerate() {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > max {
+                    return Some(
+                        Diagnostic::new(
+                            Code::PlanTooDeep,
+                            Span::new(i, i + 1),
+                            format!("the plan nests deeper than {max} levels"),
+                        )
+                        .with_label(format!("level {depth}"))
+                        .with_help("a plan's values are shallow: pass deep data as an argument of the run instead"),
+                    );
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The execution ids of each level.
+fn levels(plan: &crate::analysis::Plan) -> Vec<Vec<String>> {
+    plan.levels.iter().map(|l| l.iter().map(|id| plan.steps[id.0].execution_id.to_string()).collect()).collect()
+}
+
+/// The type of the plan's result: its mapped responses, or every step's result by id.
+fn result_type(checked: &CheckedTool) -> Option<String> {
+    let plan = checked.plan.as_ref()?;
+    let ty = match &plan.response_map {
+        Some(map) => {
+            let declared: HashMap<&str, Type> = plan
+                .tool
+                .responses
+                .iter()
+                .filter_map(|p| Some((p.name.node.as_str(), Type::from_type_name(&p.type_or_any().to_string())?)))
+                .filter(|(_, t)| *t != Type::Any)
+                .collect();
+            Type::object(
+                map.iter().map(|(name, r)| {
+                    let ty = declared.get(&**name).cloned().or_else(|| {
+                        checked
+                            .types
+                            .iter()
+                            .find(|t| t.kind == TypeAtKind::Ref && t.span == r.span)
+                            .map(|t| t.ty.clone())
+                    });
+                    (name.clone(), ty.unwrap_or(Type::Any))
+                }),
+                false,
+            )
+        }
+        None => Type::object(plan.steps.iter().map(|s| (s.execution_id.clone(), s.result_type.clone())), false),
+    };
+    Some(ty.to_string())
+}
+
+/// One diagnostic of a plan, located.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PlanDiagnostic {
+    /// The stable code (`E1311`).
+    pub code: &'static str,
+    /// `error` or `warning`.
+    pub severity: Severity,
+    /// What is wrong.
+    pub message: String,
+    /// How to fix it, in tdsl's form.
+    pub help: Option<String>,
+    /// A JSON pointer to the value (RFC 6901; `""` for the whole plan).
+    pub pointer: String,
+    /// Inside a string: the characters (start, end exclusive) of the offending text in the
+    /// decoded string.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub range: Option<[usize; 2]>,
+    /// 1-based line of the span in the plan's text.
+    pub line: u32,
+    /// 1-based column (in characters).
+    pub column: u32,
+    /// Line of the span's end.
+    pub end_line: u32,
+    /// Column of the span's end.
+    pub end_column: u32,
+    /// The diagnostic as `tdsl check` renders it (no colour), with the plan's text.
+    pub rendered: String,
+    /// The span in the plan's text (bytes).
+    #[serde(skip)]
+    pub span: Span,
+    /// The diagnostic itself.
+    #[serde(skip)]
+    pub diagnostic: Diagnostic,
+}
+
+/// What checking a plan found.
+#[derive(Clone, Debug)]
+pub struct PlanCheck {
+    /// The plan's text (what spans and lines point into).
+    pub source: Arc<str>,
+    /// Every diagnostic, in the order of the text.
+    pub diagnostics: Vec<PlanDiagnostic>,
+    /// The steps' execution ids level by level, when the plan has no error: steps of one
+    /// level run concurrently.
+    pub levels: Option<Vec<Vec<String>>>,
+    /// The type of the plan's result, when it has no error (`{total: integer}`).
+    pub result_type: Option<String>,
+}
+
+/// The name rendered diagnostics give a plan sent inline.
+pub const PLAN_NAME: &str = "plan.json";
+
+impl PlanCheck {
+    fn finish(
+        source: Arc<str>,
+        tree: Option<JsonNode>,
+        mut diags: Vec<Diagnostic>,
+        clean: Option<(Vec<Vec<String>>, String)>,
+    ) -> PlanCheck {
+        diags.sort_by_key(|d| (d.span.start, d.span.end));
+        diags.dedup_by(|a, b| a.code == b.code && a.span == b.span);
+        let lines = LineIndex::new(&source);
+        let diagnostics = diags
+            .into_iter()
+            .map(|d| {
+                let loc = match &tree {
+                    Some(t) => locate(t, d.span),
+                    None => Location { pointer: String::new(), range: None },
+                };
+                let p = lines.position(d.span);
+                PlanDiagnostic {
+                    code: d.code.as_str(),
+                    severity: d.severity(),
+                    message: d.message.clone(),
+                    help: d.help.clone(),
+                    pointer: loc.pointer,
+                    range: loc.range,
+                    line: p.line,
+                    column: p.column,
+                    end_line: p.end_line,
+                    end_column: p.end_column,
+                    rendered: crate::diagnostic::render_plain(std::slice::from_ref(&d), PLAN_NAME, &source),
+                    span: d.span,
+                    diagnostic: d,
+                }
+            })
+            .collect::<Vec<_>>();
+        let has_errors = diagnostics.iter().any(|d| d.severity == Severity::Error);
+        let (levels, result_type) = match clean.filter(|_| !has_errors) {
+            Some((l, t)) => (Some(l), Some(t)),
+            None => (None, None),
+        };
+        PlanCheck { source, diagnostics, levels, result_type }
+    }
+
+    /// Whether the plan may run: no error (warnings allowed).
+    pub fn ok(&self) -> bool {
+        !self.diagnostics.iter().any(|d| d.severity == Severity::Error)
+    }
+
+    /// The number of errors and of warnings.
+    pub fn counts(&self) -> (usize, usize) {
+        let errors = self.diagnostics.iter().filter(|d| d.severity == Severity::Error).count();
+        (errors, self.diagnostics.len() - errors)
+    }
+
+    /// Every diagnostic rendered, one after the other.
+    pub fn render(&self) -> String {
+        self.diagnostics.iter().map(|d| d.rendered.as_str()).collect()
+    }
+
+    /// The bare diagnostics (spans into [`PlanCheck::source`]).
+    pub fn raw_diagnostics(&self) -> Vec<Diagnostic> {
+        self.diagnostics.iter().map(|d| d.diagnostic.clone()).collect()
+    }
+
+    /// The check as JSON: `{ok, errors, warnings, diagnostics: [...], levels?, result_type?}`
+    /// — what `check_plan` answers.
+    pub fn to_json(&self) -> serde_json::Value {
+        let (errors, warnings) = self.counts();
+        let mut out = serde_json::json!({
+            "ok": self.ok(),
+            "errors": errors,
+            "warnings": warnings,
+            "diagnostics": self.diagnostics,
+        });
+        if let (Some(levels), Some(t)) = (&self.levels, &self.result_type) {
+            out["levels"] = serde_json::json!(levels);
+            out["result_type"] = serde_json::json!(t);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn depth_is_counted_outside_strings() {
+        assert!(too_deep(r#"{"a": "[[[[[[[[[["}"#, 3).is_none());
+        assert!(too_deep(r#"{"a": [[[1]]]}"#, 3).is_some());
+        assert!(too_deep(r#"{"a": "\"[[[["}"#, 2).is_none());
+    }
+}
