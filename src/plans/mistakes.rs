@@ -361,6 +361,18 @@ fn paths(site: &Site<'_>, names: &Names<'_>, out: &mut Vec<Diagnostic>) {
         let error = names_plan || site.role != Role::Value;
         let form = match &t {
             Some(t) => tdsl_form(t),
+            // In an expression, names are the context's keys (the response's fields in
+            // `transform_responses`): the path reads them directly.
+            None if site.role == Role::Expression => {
+                let plain = |s: &[String]| s.join(".");
+                match segs.iter().position(|s| s == "*") {
+                    Some(w) if w + 1 < segs.len() => {
+                        format!("`map(array={}, template=\"item.{}\")`", plain(&segs[..w]), plain(&segs[w + 1..]))
+                    }
+                    Some(w) => format!("`{}`", plain(&segs[..w])),
+                    None => format!("`{}`", plain(&segs)),
+                }
+            }
             None => {
                 let tail: Vec<String> = segs.iter().filter(|s| *s != "*").cloned().collect();
                 format!(

@@ -382,6 +382,18 @@ impl Plans {
             })
             .map(|s| s.text.span)
             .collect();
+        // A fan-out whose `iterate_over` is explained binds no child argument for the
+        // analysis: its "missing argument" is an echo too.
+        let echo_missing: Vec<Span> = instructions
+            .iter()
+            .filter_map(|ins| {
+                let entries = ins.as_object()?;
+                let get = |k: &str| entries.iter().find(|(key, _)| key.node == k).map(|(_, v)| v);
+                let over =
+                    get("parallel_execution")?.as_object()?.iter().find(|(k, _)| k.node == "iterate_over")?.1.span;
+                explained.contains(&over).then(|| get("tool_definition_path").map(|p| p.span))?
+            })
+            .collect();
         diags.extend(found);
 
         // The analysis: the same checks as `tdsl check`.
@@ -391,7 +403,7 @@ impl Plans {
             let inside = explained.iter().any(|s| s.start <= d.span.start && d.span.end <= s.end);
             let echo = matches!(d.code.as_str().get(..3), Some("E00" | "E01" | "E02"))
                 || matches!(d.code, Code::ExpectedRef | Code::LooksLikeRef | Code::UndeclaredResponseField);
-            if inside && echo {
+            if (inside && echo) || (d.code == Code::MissingCalleeArgument && echo_missing.contains(&d.span)) {
                 continue;
             }
             diags.push(self.adapt(d, &source));
@@ -505,6 +517,15 @@ impl Plans {
         let stem = stem.rsplit('/').next().unwrap_or(stem);
         let near = did_you_mean(written.trim(), candidates.iter().map(String::as_str))
             .or_else(|| did_you_mean(stem, candidates.iter().map(String::as_str)))
+            // `web_search` for `search`, `search_tool` for `search`: a name inside the other.
+            .or_else(|| {
+                let lower = stem.to_lowercase();
+                candidates
+                    .iter()
+                    .filter(|c| !c.contains('/') && c.len() >= 3 && (lower.contains(c.as_str()) || c.contains(&lower)))
+                    .min_by_key(|c| c.len().abs_diff(lower.len()))
+                    .map(String::as_str)
+            })
             .map(str::to_string);
         let mut near_list: Vec<String> = Vec::new();
         if let Some(n) = &near {
