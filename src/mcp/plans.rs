@@ -94,6 +94,14 @@ impl PlanServer {
     /// servers the plan may name (each started on first use), the limits and the files.
     /// A server that cannot be listed is named in the second value.
     fn core(&self, plan: &Json) -> (Plans, Vec<String>) {
+        let parsed;
+        let plan = match plan {
+            Json::String(text) if text.len() <= self.options.limits.max_bytes => {
+                parsed = serde_json::from_str::<Json>(text).unwrap_or(Json::Null);
+                &parsed
+            }
+            other => other,
+        };
         let mut plans = Plans::with_served(&self.root, self.served.clone()).with_limits(self.options.limits.clone());
         if let Some(dir) = &self.options.files {
             if let Ok(store) = crate::files::LocalStore::open(dir) {
@@ -390,17 +398,12 @@ fn upstream_tool(server: &str, tool: &Json) -> Option<UpstreamTool> {
     })
 }
 
+/// The `plan` argument. An object is the plan; a string is taken as the plan's JSON text
+/// (diagnostics then point into it as written); any other value goes to the check too, which
+/// says that a plan is an object.
 fn plan_argument(arguments: &Json) -> Result<&Json, String> {
     match arguments.get("plan") {
-        Some(p @ Json::Object(_)) => Ok(p),
-        // A plan sent as JSON text is read as it is written.
-        Some(Json::String(_)) => Err(
-            "`plan` is a string; send the plan as a JSON object, not as text holding JSON".to_string(),
-        ),
-        Some(other) => Err(format!(
-            "`plan` must be a JSON object (a tdsl composite: {{\"instructions\": [...]}}), not {}",
-            json_kind(other)
-        )),
+        Some(p) => Ok(p),
         None => Err("the argument `plan` is missing: send {\"plan\": {\"instructions\": [...]}}".to_string()),
     }
 }
@@ -416,10 +419,13 @@ fn json_kind(v: &Json) -> &'static str {
     }
 }
 
-/// The text the diagnostics point into: the plan as pretty JSON, as the core's
-/// `check_value` writes it.
+/// The text the diagnostics point into: a string as it is, anything else as pretty JSON
+/// (as the core's `check_value` writes it).
 fn plan_text(plan: &Json) -> String {
-    serde_json::to_string_pretty(plan).unwrap_or_default()
+    match plan {
+        Json::String(text) => text.clone(),
+        other => serde_json::to_string_pretty(other).unwrap_or_default(),
+    }
 }
 
 fn add_problems(out: &mut Json, problems: &[String]) {
