@@ -118,3 +118,119 @@ fn serve_refuses_bad_plan_options() {
         assert!(stderr.contains("readable by other users"), "{stderr}");
     }
 }
+
+/// A raw JSON-RPC session with `tdsl serve --mcp --plans` on stdio.
+struct Raw {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+    id: u64,
+    /// Notifications read while waiting for responses.
+    notes: Vec<serde_json::Value>,
+}
+
+impl Raw {
+    fn start(args: &[&str]) -> Raw {
+        let mut child = Command::new(tdsl())
+            .args(["serve", "--mcp", "--plans", "--root"])
+            .arg(repo().join("examples/document-analysis"))
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("tdsl starts");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+        let mut raw = Raw { child, stdin, stdout, id: 0, notes: Vec::new() };
+        let init = raw.request(
+            "initialize",
+            serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+        );
+        assert!(init["result"]["capabilities"]["resources"].is_object(), "{init}");
+        raw.send(&serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        raw
+    }
+
+    fn send(&mut self, msg: &serde_json::Value) {
+        use std::io::Write;
+        writeln!(self.stdin, "{msg}").expect("write");
+        self.stdin.flush().expect("flush");
+    }
+
+    fn request(&mut self, method: &str, params: serde_json::Value) -> serde_json::Value {
+        use std::io::BufRead;
+        self.id += 1;
+        let id = self.id;
+        self.send(&serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let mut line = String::new();
+            assert!(self.stdout.read_line(&mut line).expect("read") > 0, "the server closed its output");
+            let v: serde_json::Value = serde_json::from_str(&line).expect("JSON");
+            if v["id"] == serde_json::json!(id) {
+                return v;
+            }
+            self.notes.push(v);
+        }
+    }
+
+    fn call(&mut self, name: &str, arguments: serde_json::Value) -> serde_json::Value {
+        let r = self.request("tools/call", serde_json::json!({"name": name, "arguments": arguments}));
+        r["result"].clone()
+    }
+}
+
+impl Drop for Raw {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The history records a plan's run as `run_plan` with the plan itself; `logging/setLevel`
+/// gets the plan's step messages; `--files DIR` gives plans the file functions (without it
+/// they are refused before the run).
+#[test]
+fn run_plan_is_recorded_logged_and_reads_files_only_with_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let history = dir.path().join("history.db");
+    let files = dir.path().join("files");
+    std::fs::create_dir_all(&files).expect("mkdir");
+    std::fs::write(files.join("note.txt"), "hello from a file").expect("write");
+    let doc = repo().join("examples/document-analysis/documents/meeting-notes.txt");
+    let plan = serde_json::json!({
+        "instructions": [{"execution_id": "info", "tool_definition_path": "basic_extractor",
+                          "arguments": {"document_path": doc.to_str().expect("utf-8")},
+                          "transform_responses": {"transforms": {"note": "read_file(file_path=\"/note.txt\")"}}}],
+        "response_reference_map": {"words": "REF:info.word_count", "note": "REF:info.note"}
+    });
+
+    // Without --files: refused at its place, nothing runs.
+    let mut raw = Raw::start(&["--history", history.to_str().expect("utf-8")]);
+    let r = raw.call("run_plan", serde_json::json!({"plan": plan}));
+    assert_eq!(r["isError"], true, "{r}");
+    assert_eq!(r["structuredContent"]["diagnostics"][0]["code"], "E1310", "{r}");
+    drop(raw);
+
+    let mut raw = Raw::start(&["--history", history.to_str().expect("utf-8"), "--files", files.to_str().expect("utf-8")]);
+    raw.request("logging/setLevel", serde_json::json!({"level": "info"}));
+    let r = raw.call("run_plan", serde_json::json!({"plan": plan}));
+    assert_eq!(r["isError"], false, "{r}");
+    assert_eq!(r["structuredContent"]["result"], serde_json::json!({"words": 24, "note": "hello from a file"}), "{r}");
+    let started: Vec<&serde_json::Value> =
+        raw.notes.iter().filter(|n| n["method"] == "notifications/message" && n["params"]["data"]["event"] == "started").collect();
+    assert_eq!(started.len(), 1, "{:?}", raw.notes);
+    assert_eq!(started[0]["params"]["data"]["step"], "info");
+    drop(raw);
+
+    let out = Command::new(tdsl())
+        .args(["history", "show", "1", "--format", "json", "--history"])
+        .arg(&history)
+        .output()
+        .expect("tdsl history");
+    let shown: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let text = shown.to_string();
+    assert!(text.contains("\"run_plan\""), "{shown}");
+    assert!(text.contains("read_file(file_path="), "the recorded run has no plan: {shown}");
+}
