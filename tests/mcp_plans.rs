@@ -234,3 +234,24 @@ fn run_plan_is_recorded_logged_and_reads_files_only_with_files() {
     assert!(text.contains("\"run_plan\""), "{shown}");
     assert!(text.contains("read_file(file_path="), "the recorded run has no plan: {shown}");
 }
+
+/// `examples/plans/README.md`'s worked session is what tdsl answers now: the transcript
+/// scenario run again gives the same text, durations aside. `UPDATE_EXAMPLES=1` writes it.
+#[test]
+fn the_worked_session_in_examples_is_what_tdsl_answers() {
+    const MARKER: &str = "<!-- transcript: tests/mcp_py/plans.py transcript (do not edit below) -->\n";
+    let work = tempfile::tempdir().expect("tempdir");
+    let out = work.path().join("transcript.md");
+    plans(false, "transcript", &[&out]);
+    let fresh = std::fs::read_to_string(&out).expect("the transcript");
+    let readme_path = repo().join("examples/plans/README.md");
+    let readme = std::fs::read_to_string(&readme_path).expect("examples/plans/README.md");
+    let (head, recorded) = readme.split_once(MARKER).expect("the README has the transcript marker");
+    if std::env::var_os("UPDATE_EXAMPLES").is_some() {
+        std::fs::write(&readme_path, format!("{head}{MARKER}\n{fresh}")).expect("write the README");
+        return;
+    }
+    let durations = regex::Regex::new(r#""duration_ms": \d+"#).expect("regex");
+    let normal = |t: &str| durations.replace_all(t.trim(), "\"duration_ms\": N").into_owned();
+    assert_eq!(normal(recorded), normal(&fresh), "examples/plans/README.md is stale: run with UPDATE_EXAMPLES=1");
+}

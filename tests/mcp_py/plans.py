@@ -365,9 +365,17 @@ async def transcript_scenario(session: ClientSession, repo: Path, out: Path) -> 
 
     def show(title: str, request: Any, result: CallToolResult) -> None:
         lines.append(f"### {title}\n")
-        lines.append("```json\n" + json.dumps(request, indent=2) + "\n```\n")
-        lines.append(f"Answer (`isError: {str(bool(result.is_error)).lower()}`), `structuredContent`:\n")
-        lines.append("```json\n" + json.dumps(result.structured_content, indent=2).replace(str(repo) + "/", "") + "\n```\n")
+        lines.append("The model sends:\n")
+        lines.append("```json\n" + json.dumps(request, indent=2, ensure_ascii=False) + "\n```\n")
+        content = json.loads(json.dumps(result.structured_content))
+        rendered = []
+        for d in content.get("diagnostics", []):
+            rendered.append(d.pop("rendered"))
+        lines.append(f"tdsl answers (`isError: {str(bool(result.is_error)).lower()}`), `structuredContent`:\n")
+        lines.append("```json\n" + json.dumps(content, indent=2, ensure_ascii=False).replace(str(repo) + "/", "") + "\n```\n")
+        if rendered:
+            lines.append("and in its text block, each diagnostic rendered:\n")
+            lines.append("```\n" + "\n".join(r.rstrip() for r in rendered) + "\n```\n")
 
     paths = [p.replace(str(repo) + "/", "") for p in docs(repo)]
     first = {
@@ -384,8 +392,6 @@ async def transcript_scenario(session: ClientSession, repo: Path, out: Path) -> 
     request = {"plan": first}
     result = await session.call_tool("check_plan", request)
     show("1. The model's first plan: `check_plan`", request, result)
-    for d in structured(result)["diagnostics"]:
-        lines.append("```\n" + d["rendered"].replace(str(repo) + "/", "") + "```\n")
     fixed = json.loads(json.dumps(first))
     fixed["instructions"][0]["arguments"]["file_paths"] = "REF:arguments.paths"
     fixed["instructions"][1]["parallel_execution"]["child_argument_name"] = "document_path"
