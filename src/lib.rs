@@ -91,6 +91,10 @@ pub mod vm;
 #[doc = include_str!("../docs/embedding.md")]
 pub struct EmbeddingDoc;
 
+#[cfg(all(doctest, feature = "engine"))]
+#[doc = include_str!("../docs/plans.md")]
+pub struct PlansDoc;
+
 pub use analysis::{Analyzer, CheckedTool, Plan, ToolRoot};
 pub use diagnostic::{Code, Diagnostic, Severity};
 pub use engine::{Analysis, Engine, Program, References};

@@ -77,14 +77,19 @@ fn plans_for(case: &Json) -> Plans {
         || vec!["/tools/*.tool".to_string()],
         |a| a.iter().filter_map(|g| g.as_str().map(str::to_string)).collect(),
     );
-    let mut plans = Plans::for_root(root(root_name), &allow).expect("the root loads").with_upstream(upstream());
-    if let Some(steps) = case["max_steps"].as_u64() {
-        plans = plans.with_limits(PlanLimits { max_steps: steps as usize, ..PlanLimits::default() });
-    }
-    if let Some(n) = case["max_fan_out"].as_u64() {
-        plans = plans.with_limits(PlanLimits { max_fan_out: n as usize, ..PlanLimits::default() });
-    }
-    plans
+    // A case may lower a limit, to show it with a plan of reasonable size.
+    let mut limits = PlanLimits::default();
+    let set = |key: &str, to: &mut usize| {
+        if let Some(n) = case[key].as_u64() {
+            *to = n as usize;
+        }
+    };
+    set("max_steps", &mut limits.max_steps);
+    set("max_fan_out", &mut limits.max_fan_out);
+    set("max_bytes", &mut limits.max_bytes);
+    set("max_nesting", &mut limits.max_nesting);
+    assert!(limits.validate().is_ok(), "{case}: limits out of range");
+    Plans::for_root(root(root_name), &allow).expect("the root loads").with_upstream(upstream()).with_limits(limits)
 }
 
 /// The plan of a case as text: `plan` (pretty JSON) or `plan_text` (as written).
@@ -221,4 +226,202 @@ fn every_plan_code_has_a_case_and_docs() {
         }
     }
     assert!(missing.is_empty(), "{}", missing.join("\n"));
+}
+
+fn test_plans() -> Plans {
+    Plans::for_root(root("root"), &["/tools/*.tool"]).expect("the root loads").with_upstream(upstream())
+}
+
+/// A JSON pointer and a range do not depend on how the plan's JSON is laid out.
+#[test]
+fn locations_do_not_depend_on_the_layout() {
+    let plan: Json = serde_json::from_str(
+        &std::fs::read_to_string(manifest().join("tests/data/plans/cli/placeholder.json")).expect("plan"),
+    )
+    .expect("JSON");
+    let plans = test_plans();
+    let pretty = plans.check_value(&plan);
+    let compact = plans.check(&serde_json::to_string(&plan).expect("JSON"));
+    let at = |c: &PlanCheck| -> Vec<(String, String, Option<[usize; 2]>)> {
+        c.diagnostics.iter().map(|d| (d.code.to_string(), d.pointer.clone(), d.range)).collect()
+    };
+    assert_eq!(at(&pretty), at(&compact));
+    assert!(at(&pretty).contains(&("E1311".into(), "/instructions/2/arguments/body".into(), Some([9, 24]))));
+    // Escapes in the JSON text do not move the range: it counts decoded characters.
+    let escaped = serde_json::to_string(&plan).expect("JSON").replace("Summary: ", "Summ\\u0061ry: ");
+    assert_eq!(at(&plans.check(&escaped)), at(&compact));
+    // The JSON answer carries them, and the rendering.
+    let answer = pretty.to_json();
+    assert_eq!(answer["ok"], json!(false));
+    let d = answer["diagnostics"].as_array().expect("list").iter().find(|d| d["code"] == "E1311").expect("E1311");
+    assert_eq!(d["range"], json!([9, 24]));
+    assert!(d["rendered"].as_str().expect("text").contains("{{sum.summary}}"));
+}
+
+/// A clean plan's check gives its levels and its result's type.
+#[test]
+fn clean_plans_give_levels_and_result_type() {
+    let text = std::fs::read_to_string(manifest().join("tests/data/plans/cli/clean.json")).expect("plan");
+    let check = test_plans().check(&text);
+    assert!(check.ok() && check.diagnostics.is_empty(), "{}", check.render());
+    assert_eq!(check.levels, Some(vec![vec!["search".to_string()], vec!["pages".to_string()]]));
+    assert_eq!(check.result_type.as_deref(), Some("object{words: integer}"));
+    let answer = check.to_json();
+    assert_eq!(answer["levels"], json!([["search"], ["pages"]]));
+}
+
+/// Hostile input: not an object, 100 MB of JSON, nesting 10,000 deep, invalid JSON — a
+/// clear error each, nothing parsed that need not be, no panic.
+#[test]
+fn hostile_plans() {
+    let plans = test_plans();
+    for (text, code) in
+        [("null", "E1303"), ("42", "E1303"), ("\"search\"", "E1303"), ("{\"instructions\": [", "E0501"), ("", "E0501")]
+    {
+        let check = plans.check(text);
+        assert_eq!(check.diagnostics.len(), 1, "{text}: {}", check.render());
+        assert_eq!((check.diagnostics[0].code, check.diagnostics[0].pointer.as_str()), (code, ""), "{text}");
+    }
+    // 100 MB: refused on its size, before any parsing (a parse would take seconds).
+    let huge = format!("{{\"instructions\": [], \"description\": \"{}\"}}", "x".repeat(100 << 20));
+    let started = std::time::Instant::now();
+    let check = plans.check(&huge);
+    assert_eq!(check.diagnostics[0].code, "E1301");
+    assert!(check.diagnostics[0].message.contains("104857"), "{}", check.diagnostics[0].message);
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "the size is checked before anything else");
+    // 10,000 levels deep, in a value and as the whole plan.
+    let deep = |open: &str, close: &str| {
+        format!("{{\"instructions\": [{{\"execution_id\": \"a\", \"tool_definition_path\": \"search\", \"arguments\": {{\"query\": {}1{}}}}}]}}", open.repeat(10_000), close.repeat(10_000))
+    };
+    for text in [deep("[", "]"), deep("{\"a\": ", "}"), "[".repeat(10_000)] {
+        let check = plans.check(&text);
+        assert_eq!(check.diagnostics.len(), 1, "{}", check.render());
+        assert_eq!(check.diagnostics[0].code, "E1302");
+        let refused = plans.run(&text, tdsl::Value::Null, runner(), &RunPlanOptions::default());
+        assert!(matches!(refused, Err(PlanRefused::Invalid(_))));
+    }
+    // Brackets inside strings are not nesting.
+    let check = plans.check(&format!(
+        "{{\"instructions\": [{{\"execution_id\": \"a\", \"tool_definition_path\": \"search\", \"arguments\": {{\"query\": \"{}\"}}}}]}}",
+        "[".repeat(10_000)
+    ));
+    assert!(check.ok(), "{}", check.render());
+}
+
+/// What `run_plan` answers: status, result, steps and, when the run failed, the trace's
+/// `failure_summary`; a fan-out wider than the limit from a REF fails at run time (E0809);
+/// the deadline stops a run (TIMEOUT).
+#[test]
+fn runs_answer_status_result_steps_and_failure_summary() {
+    let plans = test_plans();
+    let text = std::fs::read_to_string(manifest().join("tests/data/plans/cli/clean.json")).expect("plan");
+    let run = plans.run(&text, tdsl::Value::Null, runner(), &RunPlanOptions::default()).expect("it runs");
+    let answer = run.to_json();
+    assert_eq!(answer["status"], "SUCCESS");
+    assert_eq!(answer["result"], json!({"words": 25}));
+    assert_eq!(answer["steps"].as_array().map(Vec::len), Some(2));
+    assert_eq!(answer["steps"][0]["execution_id"], "search");
+    assert_eq!(answer["steps"][0]["status"], "COMPLETED");
+    assert!(answer["steps"][0]["duration_ms"].is_u64());
+    assert!(answer.get("failure_summary").is_none() && answer["steps"][0].get("error").is_none());
+
+    // A tool that fails: FAILED, with the failing step's error and the summary.
+    let failing = r#"{"instructions": [{"execution_id": "mail", "tool_definition_path": "send_email",
+        "arguments": {"to": "", "subject": "s", "body": "b"}}]}"#;
+    let run = plans.run(failing, tdsl::Value::Null, runner(), &RunPlanOptions::default()).expect("it runs");
+    let answer = run.to_json();
+    assert_eq!(answer["status"], "FAILED");
+    assert_eq!(answer["steps"][0]["status"], "FAILED");
+    assert!(answer["steps"][0]["error"].as_str().expect("an error").contains("no recipient"), "{answer}");
+    let summary = answer["failure_summary"].as_str().expect("a summary");
+    assert_eq!(Some(summary), run.trace.failure_summary.as_deref());
+    assert!(summary.contains("mail") && summary.contains("E0803"), "{summary}");
+
+    // A fan-out over a list from a REF wider than the limit fails when it fans out.
+    let narrow = test_plans().with_limits(PlanLimits { max_fan_out: 2, ..PlanLimits::default() });
+    let fan = r#"{"arguments": [{"name": "urls", "type_name": "list<string>", "required": true}],
+        "instructions": [{"execution_id": "pages", "tool_definition_path": "fetch_page",
+        "parallel_execution": {"iterate_over": "REF:arguments.urls", "child_argument_name": "url"}}]}"#;
+    let args: tdsl::Value = serde_json::from_value(
+        json!({"urls": ["https://example.org/a", "https://example.org/b", "https://example.org/c"]}),
+    )
+    .expect("args");
+    let run = narrow.run(fan, args, runner(), &RunPlanOptions::default()).expect("it runs");
+    assert_eq!(run.status, RunStatus::Failed);
+    assert!(run.failure_summary.as_deref().is_some_and(|s| s.contains("E0809")), "{:?}", run.failure_summary);
+
+    // The deadline.
+    let slow = Plans::for_root(root("slow"), &[] as &[&str])
+        .expect("root")
+        .with_limits(PlanLimits { deadline_seconds: 0.5, ..PlanLimits::default() });
+    let plan = r#"{"instructions": [{"execution_id": "nap", "tool_definition_path": "sleep"}]}"#;
+    let started = std::time::Instant::now();
+    let run = slow.run(plan, tdsl::Value::Null, runner(), &RunPlanOptions::default()).expect("it runs");
+    assert_eq!(run.status, RunStatus::Timeout, "{}", run.to_json());
+    assert!(started.elapsed() < std::time::Duration::from_secs(8), "the deadline stopped the run");
+}
+
+/// Limits out of their ranges are refused by `validate`.
+#[test]
+fn plan_limits_have_ranges() {
+    assert!(PlanLimits::default().validate().is_ok());
+    for bad in [
+        PlanLimits { max_bytes: 10, ..PlanLimits::default() },
+        PlanLimits { max_steps: 0, ..PlanLimits::default() },
+        PlanLimits { max_nesting: 10_000, ..PlanLimits::default() },
+        PlanLimits { max_fan_out: 0, ..PlanLimits::default() },
+        PlanLimits { deadline_seconds: 0.0, ..PlanLimits::default() },
+    ] {
+        assert!(bad.validate().is_err(), "{bad:?}");
+    }
+}
+
+fn cli_plan(name: &str) -> String {
+    format!("tests/data/plans/cli/{name}.json")
+}
+
+/// `tdsl check --plan` on the real binary: human output (snapshots), JSON output with
+/// pointers and ranges, exit codes.
+#[test]
+fn check_plan_on_the_command_line() {
+    let root = "tests/data/plans/root";
+    for name in ["placeholder", "python_literals", "misspelt_tool"] {
+        let o = tdsl(&["check", "--plan", &cli_plan(name), "--root", root, "--allow", "/tools/*.tool"]);
+        assert_eq!(o.code, 1, "{}", o.stderr);
+        insta::assert_snapshot!(format!("check_plan_{name}"), o.stderr);
+    }
+    let o = tdsl(&["check", "--plan", &cli_plan("clean"), "--root", root, "--allow", "/tools/*.tool"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("levels: [search] → [pages]") && o.stderr.contains("result: object{words: integer}"),
+        "{}",
+        o.stderr
+    );
+
+    let o = tdsl(&["check", "--plan", &cli_plan("placeholder"), "--root", root, "--format", "json"]);
+    assert_eq!(o.code, 1);
+    let diags: Json = serde_json::from_str(&o.stdout).expect("JSON");
+    let d = diags.as_array().expect("list").iter().find(|d| d["code"] == "E1311").expect("E1311");
+    assert_eq!(d["pointer"], "/instructions/2/arguments/body");
+    assert_eq!(d["range"], json!([9, 24]));
+    assert_eq!(d["file"], cli_plan("placeholder"));
+    for key in ["severity", "message", "line", "column", "end_line", "end_column", "help"] {
+        assert!(d.get(key).is_some(), "no `{key}` in {d}");
+    }
+
+    // The command could not run: exit 2.
+    assert_eq!(tdsl(&["check", "--plan", "tests/data/plans/cli/nope.json", "--root", root]).code, 2);
+    assert_eq!(tdsl(&["check", "--plan", &cli_plan("clean"), "--root", "tests/data/plans/nope"]).code, 2);
+    assert_eq!(tdsl(&["check", "--plan", &cli_plan("clean"), "--root", root, "--allow", "[a-"]).code, 2);
+    assert_eq!(tdsl(&["check", "--plan", &cli_plan("clean"), "tests/data/check"]).code, 2, "--plan with paths");
+
+    // 100 MB (a sparse file): refused on its size, without reading it.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let huge = dir.path().join("huge.json");
+    std::fs::File::create(&huge).and_then(|f| f.set_len(100 << 20)).expect("a sparse file");
+    let o = tdsl(&["check", "--plan", huge.to_str().expect("path"), "--root", root, "--format", "json"]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    let diags: Json = serde_json::from_str(&o.stdout).expect("JSON");
+    assert_eq!(diags[0]["code"], "E1301");
+    assert_eq!(diags[0]["pointer"], "");
 }

@@ -23,8 +23,21 @@ use crate::tool::ToolKind;
 #[derive(Debug, Args)]
 pub struct CheckArgs {
     /// `.tool` files, and folders to search for them (recursively).
-    #[arg(required = true, value_name = "PATH")]
+    #[arg(required_unless_present = "plan", conflicts_with = "plan", value_name = "PATH")]
     paths: Vec<PathBuf>,
+    /// Check a plan saved as a JSON file (a composite tool object as a language model writes
+    /// it, `docs/plans.md`) against the tools under the root, with every diagnostic located
+    /// by a JSON pointer into the plan.
+    #[arg(long, value_name = "FILE.json")]
+    plan: Option<PathBuf>,
+    /// With `--plan`: the tools the plan may call, as `serve --mcp --allow` (every tool under
+    /// the root when none is given).
+    #[arg(long, value_name = "GLOB", requires = "plan")]
+    allow: Vec<String>,
+    /// With `--plan`: the folder the file functions read (`read_file`, …); without it a plan
+    /// that uses them is refused (E1310).
+    #[arg(long, value_name = "DIR", requires = "plan")]
+    files: Option<PathBuf>,
     /// The tool root `tool_definition_path`s resolve against. When given, a path that names
     /// no file is an error; by default the current directory is assumed and such callees
     /// are not checked.
@@ -102,6 +115,9 @@ pub(crate) fn tool_file(tool: &str, root: &ToolRoot, root_given: bool) -> Result
 
 /// Runs `tdsl check`.
 pub fn run(args: CheckArgs) -> ExitCode {
+    if let Some(plan) = &args.plan {
+        return check_plan(plan, &args);
+    }
     let root = match tool_root(args.root.as_deref()) {
         Ok(r) => r,
         Err(e) => return usage_failure(&e),
@@ -301,5 +317,105 @@ fn plural(n: usize) -> &'static str {
         ""
     } else {
         "s"
+    }
+}
+
+/// One diagnostic of `check --plan --format json`: the objects of `check`, with the JSON
+/// pointer and the range inside a string.
+#[derive(serde::Serialize)]
+struct JsonPlanDiagnostic<'a> {
+    code: &'static str,
+    severity: Severity,
+    message: &'a str,
+    file: &'a str,
+    line: u32,
+    column: u32,
+    end_line: u32,
+    end_column: u32,
+    help: Option<&'a str>,
+    pointer: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    range: Option<[usize; 2]>,
+}
+
+/// `tdsl check --plan FILE.json`: the plan against the tools under the root (all of them,
+/// or those `--allow` matches), as `serve --mcp --plans` would check it.
+fn check_plan(path: &Path, args: &CheckArgs) -> ExitCode {
+    let root = match &args.root {
+        Some(d) if d.is_dir() => d.clone(),
+        Some(d) => return usage_failure(&UsageError(format!("--root {}: no such directory", d.display()))),
+        None => match std::env::current_dir() {
+            Ok(d) => d,
+            Err(e) => return usage_failure(&UsageError(format!("cannot read the current directory: {e}"))),
+        },
+    };
+    let mut plans = match crate::plans::Plans::for_root(&root, &args.allow) {
+        Ok(p) => p,
+        Err(e) => return usage_failure(&UsageError(format!("--allow: {e}"))),
+    };
+    if let Some(dir) = &args.files {
+        match super::open_files(dir) {
+            Ok(store) => plans = plans.with_file_store(store),
+            Err(e) => return usage_failure(&e),
+        }
+    }
+    let name = path.display().to_string();
+    // The size first: a plan over the limit is not read.
+    let len = match std::fs::metadata(path) {
+        Ok(m) => m.len(),
+        Err(e) => return usage_failure(&UsageError(format!("cannot read {name}: {e}"))),
+    };
+    let checked = match plans.refuse_size(len) {
+        Some(refused) => refused,
+        None => match crate::input::read_text(path) {
+            Ok(text) => plans.check(&text),
+            Err(e) => return usage_failure(&UsageError(format!("cannot read {name}: {e}"))),
+        },
+    };
+    let (errors, warnings) = checked.counts();
+    match args.format {
+        Format::Human => {
+            if !checked.diagnostics.is_empty() {
+                eprint!("{}", render(&checked.raw_diagnostics(), &name, &checked.source, color_stderr()));
+            }
+            if let (Some(levels), Some(ty)) = (&checked.levels, &checked.result_type) {
+                let levels: Vec<String> = levels.iter().map(|l| format!("[{}]", l.join(", "))).collect();
+                eprintln!("levels: {}", levels.join(" → "));
+                eprintln!("result: {ty}");
+            }
+            eprintln!("checked plan {name}: {errors} error{}, {warnings} warning{}", plural(errors), plural(warnings));
+        }
+        Format::Json => {
+            let out: Vec<JsonPlanDiagnostic<'_>> = checked
+                .diagnostics
+                .iter()
+                .map(|d| JsonPlanDiagnostic {
+                    code: d.code,
+                    severity: d.severity,
+                    message: &d.message,
+                    file: &name,
+                    line: d.line,
+                    column: d.column,
+                    end_line: d.end_line,
+                    end_column: d.end_column,
+                    help: d.help.as_deref(),
+                    pointer: &d.pointer,
+                    range: d.range,
+                })
+                .collect();
+            match serde_json::to_string_pretty(&out) {
+                Ok(text) => {
+                    if let Err(code) = super::print_stdout(&(text + "\n")) {
+                        return code;
+                    }
+                }
+                Err(e) => return usage_failure(&UsageError(format!("cannot print the diagnostics: {e}"))),
+            }
+        }
+    }
+    if errors > 0 || (args.deny_warnings && warnings > 0) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
     }
 }

@@ -185,6 +185,14 @@ fn with_context(ctx: String, rest: &[String], step: Option<usize>, names: &Names
     Target { reference, each }
 }
 
+impl Target {
+    /// What the REF starts from: a step's id, or `arguments`.
+    fn context(&self) -> &str {
+        let rest = self.reference.strip_prefix("REF:").unwrap_or(&self.reference);
+        rest.split('.').next().unwrap_or(rest)
+    }
+}
+
 /// The tdsl form of a target, for a help line.
 fn tdsl_form(t: &Target) -> String {
     match t.each.as_deref() {
@@ -198,14 +206,22 @@ fn tdsl_form(t: &Target) -> String {
 }
 
 /// The diagnostics of one string of the plan.
-pub(crate) fn check_site(site: &Site<'_>, names: &Names<'_>, files: bool, out: &mut Vec<Diagnostic>) {
+/// `named` gets the execution ids that an error's placeholder or path means (their results
+/// are used, though no REF says so yet).
+pub(crate) fn check_site(
+    site: &Site<'_>,
+    names: &Names<'_>,
+    files: bool,
+    out: &mut Vec<Diagnostic>,
+    named: &mut Vec<String>,
+) {
     let text = &*site.text.value;
     let whole = site.text.span;
     let map = |start: usize, end: usize| site.text.map_span(Span::new(start, end));
     let before = out.len();
-    placeholders(site, names, out);
+    placeholders(site, names, out, named);
     if out.len() == before {
-        paths(site, names, out);
+        paths(site, names, out, named);
     }
     if site.role == Role::Value {
         if let Some((json, what)) = literal(text) {
@@ -244,7 +260,7 @@ pub(crate) fn check_site(site: &Site<'_>, names: &Names<'_>, files: bool, out: &
 }
 
 /// `{{step.x}}`, `${step.x}`, `#E1`, `$1`, `$step.x`.
-fn placeholders(site: &Site<'_>, names: &Names<'_>, out: &mut Vec<Diagnostic>) {
+fn placeholders(site: &Site<'_>, names: &Names<'_>, out: &mut Vec<Diagnostic>, named: &mut Vec<String>) {
     static MUSTACHE: OnceLock<Regex> = OnceLock::new();
     static DOLLAR_BRACE: OnceLock<Regex> = OnceLock::new();
     static REWOO: OnceLock<Regex> = OnceLock::new();
@@ -296,6 +312,7 @@ fn placeholders(site: &Site<'_>, names: &Names<'_>, out: &mut Vec<Diagnostic>) {
         let written = &text[start..end];
         match t {
             Some(t) => {
+                named.push(t.context().to_string());
                 let help = if whole_string(start, end) && site.role != Role::Expression {
                     format!("tdsl reads another step's result with a REF: write {}", tdsl_form(&t))
                 } else if site.role == Role::Expression {
@@ -330,7 +347,7 @@ fn placeholders(site: &Site<'_>, names: &Names<'_>, out: &mut Vec<Diagnostic>) {
 }
 
 /// JSONPath (`$.items[*].name`) and jq (`.items[] | .name`).
-fn paths(site: &Site<'_>, names: &Names<'_>, out: &mut Vec<Diagnostic>) {
+fn paths(site: &Site<'_>, names: &Names<'_>, out: &mut Vec<Diagnostic>, named: &mut Vec<String>) {
     static JSONPATH: OnceLock<Regex> = OnceLock::new();
     static JQ: OnceLock<Regex> = OnceLock::new();
     let text = &*site.text.value;
@@ -357,6 +374,9 @@ fn paths(site: &Site<'_>, names: &Names<'_>, out: &mut Vec<Diagnostic>) {
         let span = site.text.map_span(Span::new(start, end));
         let written = &text[start..end];
         let t = target(&segs, names);
+        if let Some(t) = &t {
+            named.push(t.context().to_string());
+        }
         let names_plan = t.is_some();
         let error = names_plan || site.role != Role::Value;
         let form = match &t {

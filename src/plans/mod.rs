@@ -366,10 +366,18 @@ impl Plans {
         // The mistakes models make, in the plan's strings.
         let names = mistakes::Names { steps: &step_ids, fields: &step_fields };
         let mut found = Vec::new();
+        let mut named = Vec::new();
         let sites = mistakes::sites(&tree);
         for site in &sites {
-            mistakes::check_site(site, &names, self.files, &mut found);
+            mistakes::check_site(site, &names, self.files, &mut found, &mut named);
         }
+        // A step a placeholder means is used: "never used" would be an echo.
+        let used: Vec<Span> = instructions
+            .iter()
+            .zip(&step_ids)
+            .filter(|(_, id)| named.contains(id))
+            .filter_map(|(ins, _)| ins.as_object()?.iter().find(|(k, _)| k.node == "execution_id").map(|(_, v)| v.span))
+            .collect();
         // Strings a finding explains: the analysis' complaints about them are its echoes.
         let explained: Vec<Span> = sites
             .iter()
@@ -403,7 +411,10 @@ impl Plans {
             let inside = explained.iter().any(|s| s.start <= d.span.start && d.span.end <= s.end);
             let echo = matches!(d.code.as_str().get(..3), Some("E00" | "E01" | "E02"))
                 || matches!(d.code, Code::ExpectedRef | Code::LooksLikeRef | Code::UndeclaredResponseField);
-            if (inside && echo) || (d.code == Code::MissingCalleeArgument && echo_missing.contains(&d.span)) {
+            if (inside && echo)
+                || (d.code == Code::MissingCalleeArgument && echo_missing.contains(&d.span))
+                || (d.code == Code::UnusedStepResult && used.contains(&d.span))
+            {
                 continue;
             }
             diags.push(self.adapt(d, &source));
