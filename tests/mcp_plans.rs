@@ -212,13 +212,17 @@ fn run_plan_is_recorded_logged_and_reads_files_only_with_files() {
     assert_eq!(r["structuredContent"]["diagnostics"][0]["code"], "E1310", "{r}");
     drop(raw);
 
-    let mut raw = Raw::start(&["--history", history.to_str().expect("utf-8"), "--files", files.to_str().expect("utf-8")]);
+    let mut raw =
+        Raw::start(&["--history", history.to_str().expect("utf-8"), "--files", files.to_str().expect("utf-8")]);
     raw.request("logging/setLevel", serde_json::json!({"level": "info"}));
     let r = raw.call("run_plan", serde_json::json!({"plan": plan}));
     assert_eq!(r["isError"], false, "{r}");
     assert_eq!(r["structuredContent"]["result"], serde_json::json!({"words": 24, "note": "hello from a file"}), "{r}");
-    let started: Vec<&serde_json::Value> =
-        raw.notes.iter().filter(|n| n["method"] == "notifications/message" && n["params"]["data"]["event"] == "started").collect();
+    let started: Vec<&serde_json::Value> = raw
+        .notes
+        .iter()
+        .filter(|n| n["method"] == "notifications/message" && n["params"]["data"]["event"] == "started")
+        .collect();
     assert_eq!(started.len(), 1, "{:?}", raw.notes);
     assert_eq!(started[0]["params"]["data"]["step"], "info");
     drop(raw);
@@ -228,8 +232,8 @@ fn run_plan_is_recorded_logged_and_reads_files_only_with_files() {
         .arg(&history)
         .output()
         .expect("tdsl history");
-    let shown: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let shown: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
     let text = shown.to_string();
     assert!(text.contains("\"run_plan\""), "{shown}");
     assert!(text.contains("read_file(file_path="), "the recorded run has no plan: {shown}");

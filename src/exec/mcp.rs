@@ -427,7 +427,9 @@ async fn start_http(url: &str, token: Option<&str>, cancel: &CancelToken) -> Res
                 program: url.to_string(),
             })
         }
-        Ok(Err(e)) => Err(ConnectError(ToolError::transient(format!("the MCP server {url} failed the handshake: {e}")))),
+        Ok(Err(e)) => {
+            Err(ConnectError(ToolError::transient(format!("the MCP server {url} failed the handshake: {e}"))))
+        }
         Err(_) => Err(ConnectError(ToolError::transient(format!(
             "the MCP server {url} did not answer `initialize` within {} s",
             HANDSHAKE_TIMEOUT.as_secs()

@@ -651,7 +651,11 @@ impl ServerHandler for McpServer {
         let mut tools: Vec<Json> = self.inner.tools.iter().map(|t| t.tool.clone()).collect();
         if self.plans.is_some() {
             // A served tool of the same name keeps it (the plan tool is not offered then).
-            tools.extend(plans::PlanServer::tools().into_iter().filter(|t| !self.inner.tools.iter().any(|s| t["name"] == s.name.as_str())));
+            tools.extend(
+                plans::PlanServer::tools()
+                    .into_iter()
+                    .filter(|t| !self.inner.tools.iter().any(|s| t["name"] == s.name.as_str())),
+            );
         }
         let mut tools_parsed: Vec<Tool> = Vec::with_capacity(tools.len());
         for t in tools {

@@ -163,7 +163,8 @@ impl PlanServer {
         };
         let runner: Arc<dyn Runner> =
             Arc::new(PlanRunner { host: HostRunner::new(), upstreams: self.upstreams.clone() });
-        let observer = observer.map(|o| Arc::new(PlanRecorded { inner: o, plan: plan.clone(), args }) as Arc<dyn Observer>);
+        let observer =
+            observer.map(|o| Arc::new(PlanRecorded { inner: o, plan: plan.clone(), args }) as Arc<dyn Observer>);
         let options = RunPlanOptions { cancel: cancel.clone(), observer, ..RunPlanOptions::default() };
         match core.run(&text, values, runner, &options) {
             Ok(run) => {
@@ -214,7 +215,8 @@ impl PlanServer {
 
     /// The `check_plan` and `run_plan` tools, as MCP `Tool` objects.
     pub fn tools() -> Vec<Json> {
-        let plan = json!({"type": "object", "description": "The plan: a tdsl composite tool object (see tdsl://guide)."});
+        let plan =
+            json!({"type": "object", "description": "The plan: a tdsl composite tool object (see tdsl://guide)."});
         let diagnostics = json!({"type": "array", "items": {"type": "object", "properties": {
             "code": {"type": "string"}, "severity": {"type": "string"}, "message": {"type": "string"},
             "help": {"type": ["string", "null"]}, "pointer": {"type": "string"},
@@ -318,7 +320,10 @@ pub(super) fn list_resources(on: bool) -> Result<ListResourcesResult, McpError> 
 
 /// `resources/read`: `tdsl://guide` or `tdsl://tools` (read off the async runtime: the
 /// listing may start upstream servers); any other URI is the error `-32002`.
-pub(super) async fn read_resource(plans: Option<Arc<PlanServer>>, uri: String) -> Result<ReadResourceResponse, McpError> {
+pub(super) async fn read_resource(
+    plans: Option<Arc<PlanServer>>,
+    uri: String,
+) -> Result<ReadResourceResponse, McpError> {
     let Some(plans) = plans else {
         return Err(McpError::resource_not_found(format!("no resource `{uri}`: this server offers none"), None));
     };
@@ -352,7 +357,12 @@ pub(super) async fn get_prompt(
     })?;
     let task = match request.arguments.as_ref().and_then(|a| a.get("task")) {
         Some(Json::String(t)) if !t.trim().is_empty() => t.clone(),
-        _ => return Err(McpError::invalid_params("the prompt `plan` needs the argument `task`: what the plan should do", None)),
+        _ => {
+            return Err(McpError::invalid_params(
+                "the prompt `plan` needs the argument `task`: what the plan should do",
+                None,
+            ))
+        }
     };
     let prompt = tokio::task::spawn_blocking(move || plans.prompt(&task))
         .await
@@ -368,9 +378,10 @@ fn names_upstream(plan: &Json, names: &[&str]) -> bool {
         return false;
     }
     let Some(steps) = plan.get("instructions").and_then(Json::as_array) else { return false };
-    steps.iter().filter_map(|s| s.get("tool_definition_path").and_then(Json::as_str)).any(|p| {
-        super::upstream::split_tool(p).is_some() || names.iter().any(|n| p.starts_with(&format!("{n}/")))
-    })
+    steps
+        .iter()
+        .filter_map(|s| s.get("tool_definition_path").and_then(Json::as_str))
+        .any(|p| super::upstream::split_tool(p).is_some() || names.iter().any(|n| p.starts_with(&format!("{n}/"))))
 }
 
 /// An upstream tool as the plan core takes it, from its MCP `Tool` object.
@@ -444,7 +455,11 @@ fn summary_text(check: &crate::plans::PlanCheck, problems: &[String]) -> String 
     };
     for d in &check.diagnostics {
         let pointer = if d.pointer.is_empty() { "/" } else { &d.pointer };
-        text.push_str(&format!("\n\n{} at {pointer}:\n{}", if d.severity == crate::diagnostic::Severity::Error { "error" } else { "warning" }, d.rendered.trim_end()));
+        text.push_str(&format!(
+            "\n\n{} at {pointer}:\n{}",
+            if d.severity == crate::diagnostic::Severity::Error { "error" } else { "warning" },
+            d.rendered.trim_end()
+        ));
     }
     if let (Some(levels), Some(ty)) = (&check.levels, &check.result_type) {
         let levels: Vec<String> = levels.iter().map(|l| l.join(", ")).collect();
@@ -469,7 +484,8 @@ fn served_line(s: &Served) -> String {
         .map(|p| format!("{}: {}{}", p.name.node, p.type_or_any(), if p.is_required() { "!" } else { "" }))
         .collect();
     let mut line = format!("- `{}({})`", s.name, args.join(", "));
-    let responses: Vec<String> = def.responses.iter().map(|p| format!("{}: {}", p.name.node, p.type_or_any())).collect();
+    let responses: Vec<String> =
+        def.responses.iter().map(|p| format!("{}: {}", p.name.node, p.type_or_any())).collect();
     if !responses.is_empty() {
         line.push_str(&format!(" → `{{{}}}`", responses.join(", ")));
     } else if let ToolKind::Composite { .. } = def.kind {
@@ -485,8 +501,10 @@ fn served_line(s: &Served) -> String {
 /// One upstream tool in `tdsl://tools`, from its schemas.
 fn upstream_line(t: &UpstreamTool) -> String {
     let props = |schema: &Json, marks: bool| -> Vec<String> {
-        let required: Vec<&str> =
-            schema.get("required").and_then(Json::as_array).map_or(Vec::new(), |r| r.iter().filter_map(Json::as_str).collect());
+        let required: Vec<&str> = schema
+            .get("required")
+            .and_then(Json::as_array)
+            .map_or(Vec::new(), |r| r.iter().filter_map(Json::as_str).collect());
         schema.get("properties").and_then(Json::as_object).map_or(Vec::new(), |p| {
             p.iter()
                 .map(|(n, s)| {
@@ -535,8 +553,8 @@ struct PlanRecorded {
 impl Observer for PlanRecorded {
     fn event(&self, event: &Event<'_>) {
         if let Event::RunStarted { run_id, started_at, .. } = event {
-            let recorded: Value = serde_json::from_value(json!({"plan": self.plan, "arguments": self.args}))
-                .unwrap_or(Value::Null);
+            let recorded: Value =
+                serde_json::from_value(json!({"plan": self.plan, "arguments": self.args})).unwrap_or(Value::Null);
             self.inner.event(&Event::RunStarted { run_id, tool: RUN_PLAN, arguments: &recorded, started_at });
             return;
         }
@@ -570,7 +588,8 @@ mod tests {
         let plan = json!({"instructions": [{"tool_definition_path": "docs/upper"}]});
         assert!(names_upstream(&plan, &["docs"]));
         assert!(!names_upstream(&plan, &[]));
-        let plan = json!({"instructions": [{"tool_definition_path": "/tools/a.tool"}, {"tool_definition_path": "echo"}]});
+        let plan =
+            json!({"instructions": [{"tool_definition_path": "/tools/a.tool"}, {"tool_definition_path": "echo"}]});
         assert!(!names_upstream(&plan, &["docs"]));
     }
 
