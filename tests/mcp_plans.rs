@@ -259,3 +259,77 @@ fn the_worked_session_in_examples_is_what_tdsl_answers() {
     let normal = |t: &str| durations.replace_all(t.trim(), "\"duration_ms\": N").into_owned();
     assert_eq!(normal(recorded), normal(&fresh), "examples/plans/README.md is stale: run with UPDATE_EXAMPLES=1");
 }
+
+/// An upstream over Streamable HTTP with a bearer token (`--upstream NAME=URL
+/// --upstream-token NAME=FILE`) is called from plans; a wrong token and a server that cannot
+/// start are named in the answer (`upstream_problems`) and in `tdsl://tools`, and the plans
+/// server goes on.
+#[test]
+fn an_upstream_over_http_with_a_token_and_one_that_cannot_start() {
+    use std::io::BufRead;
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let token = dir.path().join("token");
+    std::fs::write(&token, "s3cret-token\n").expect("write");
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let wrong = dir.path().join("wrong");
+    std::fs::write(&wrong, "not-it").expect("write");
+    std::fs::set_permissions(&wrong, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let mut upstream = Command::new(tdsl())
+        .args(["serve", "--mcp", "--no-history", "--listen", "127.0.0.1:0", "--token-file"])
+        .arg(&token)
+        .arg("--root")
+        .arg(repo().join("tests/data/mcp"))
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the upstream starts");
+    let mut lines = std::io::BufReader::new(upstream.stderr.take().expect("stderr")).lines();
+    let url = loop {
+        let line = lines.next().expect("the upstream prints its address").expect("a line");
+        if let Some((_, rest)) = line.split_once("over MCP at ") {
+            break rest.split_whitespace().next().expect("a URL").to_string();
+        }
+    };
+    let web = format!("web={url}");
+    let good_token = format!("web={}", token.display());
+    let pause = serde_json::json!({"plan": {"instructions": [
+        {"execution_id": "p", "tool_definition_path": "web/pause", "arguments": {"n": 1}}],
+        "response_reference_map": {"n": "REF:p.n"}}});
+
+    let mut raw = Raw::start(&[
+        "--no-history",
+        "--upstream",
+        &web,
+        "--upstream-token",
+        &good_token,
+        "--upstream",
+        "gone=/nonexistent/mcp-server",
+    ]);
+    let r = raw.call("run_plan", pause.clone());
+    assert_eq!(r["isError"], false, "{r}");
+    assert_eq!(r["structuredContent"]["result"], serde_json::json!({"n": 2}), "{r}");
+    let tools = raw.request("resources/read", serde_json::json!({"uri": "tdsl://tools"}));
+    let text = tools["result"]["contents"][0]["text"].as_str().expect("text").to_string();
+    assert!(text.contains("`web/pause(n: integer!)` → `{n: integer}`"), "{text}");
+    assert!(text.contains("Upstream server `gone`") && text.contains("not available now"), "{text}");
+    let r = raw.call(
+        "check_plan",
+        serde_json::json!({"plan": {"instructions": [{"execution_id": "g", "tool_definition_path": "gone/x"}]}}),
+    );
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(r["structuredContent"]["upstream_problems"].to_string().contains("gone"), "{r}");
+    // The server goes on.
+    assert_eq!(raw.call("run_plan", pause.clone())["isError"], false);
+    drop(raw);
+
+    let wrong_token = format!("web={}", wrong.display());
+    let mut raw = Raw::start(&["--no-history", "--upstream", &web, "--upstream-token", &wrong_token]);
+    let r = raw.call("run_plan", pause);
+    assert_eq!(r["isError"], true, "{r}");
+    let problems = r["structuredContent"]["upstream_problems"].to_string();
+    assert!(problems.contains("web") && problems.to_lowercase().contains("auth"), "{r}");
+    drop(raw);
+    let _ = upstream.kill();
+    let _ = upstream.wait();
+}
