@@ -428,7 +428,14 @@ async fn start_http(url: &str, token: Option<&str>, cancel: &CancelToken) -> Res
             })
         }
         Ok(Err(e)) => {
-            Err(ConnectError(ToolError::transient(format!("the MCP server {url} failed the handshake: {e}"))))
+            // rmcp's message names its transport's types: keep what the server said.
+            let e = e.to_string();
+            let why = if e.contains("Auth required") {
+                "it answered 401 Unauthorized (give its bearer token with --upstream-token NAME=FILE)".to_string()
+            } else {
+                e.rsplit_once("] error: ").map_or(e.clone(), |(_, w)| w.to_string())
+            };
+            Err(ConnectError(ToolError::transient(format!("the MCP server {url} failed the handshake: {why}"))))
         }
         Err(_) => Err(ConnectError(ToolError::transient(format!(
             "the MCP server {url} did not answer `initialize` within {} s",
