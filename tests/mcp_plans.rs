@@ -336,3 +336,28 @@ fn an_upstream_over_http_with_a_token_and_one_that_cannot_start() {
     let _ = upstream.kill();
     let _ = upstream.wait();
 }
+
+/// 10 MB of plan on one line is answered with an error (the framing layer's size limit), a
+/// 1 MB plan sent as text with the plan-size diagnostic, and the server goes on.
+#[test]
+fn a_huge_plan_is_refused_and_the_server_goes_on() {
+    use std::io::BufRead;
+    let mut raw = Raw::start(&["--no-history"]);
+    let filler = "x".repeat(10 * 1024 * 1024);
+    raw.send(&serde_json::json!({"jsonrpc": "2.0", "id": 900, "method": "tools/call",
+        "params": {"name": "check_plan", "arguments": {"plan": {"description": filler, "instructions": []}}}}));
+    let mut line = String::new();
+    raw.stdout.read_line(&mut line).expect("read");
+    let answer: serde_json::Value = serde_json::from_str(&line).expect("JSON");
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    let text = format!("{{\"description\": \"{}\", \"instructions\": []}}", "y".repeat(1024 * 1024));
+    let r = raw.call("check_plan", serde_json::json!({"plan": text}));
+    assert_eq!(r["isError"], true, "{}", &r.to_string()[..300.min(r.to_string().len())]);
+    assert_eq!(r["structuredContent"]["diagnostics"][0]["code"], "E1301");
+    let r = raw.call(
+        "check_plan",
+        serde_json::json!({"plan": {"instructions": [{"execution_id": "v", "tool_definition_path": "document_validator",
+            "arguments": {"file_paths": ["a.txt"]}}]}}),
+    );
+    assert_eq!(r["structuredContent"]["ok"], true, "{r}");
+}
