@@ -135,7 +135,8 @@ impl Workflow {
     /// Finishes loading from a checked tool: checks and loads every callee it can reach.
     /// The analyzer's engine should be [`engine()`], so that the run's clock is used.
     pub fn from_checked(mut analyzer: Analyzer, checked: CheckedTool) -> Result<Workflow, LoadError> {
-        let plan = Arc::new(take_plan(checked)?.1);
+        let (checked_name, plan) = take_plan(checked)?;
+        let plan = Arc::new(plan);
         let dir = analyzer.root().dir();
         let root = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
         let mut tools: HashMap<String, Tool> = HashMap::new();
@@ -177,7 +178,8 @@ impl Workflow {
             .as_deref()
             .and_then(|f| analyzer.root().tool_path_of(f))
             .or_else(|| plan.file.as_ref().map(|f| f.display().to_string()))
-            .unwrap_or_else(|| "<tool>".to_string());
+            // A tool checked from text (a plan sent inline): the name it was checked under.
+            .unwrap_or(checked_name);
         Ok(Workflow { name, plan, root, tools })
     }
 
