@@ -113,6 +113,9 @@ pub struct PlanArgs {
     /// With --plans: the most steps of a plan (1–1,024; default 64).
     #[arg(long = "max-plan-steps", value_name = "N", requires = "plans")]
     max_plan_steps: Option<f64>,
+    /// With --plans: the deepest nesting of a plan's JSON (4–192; default 64).
+    #[arg(long = "max-plan-nesting", value_name = "N", requires = "plans")]
+    max_plan_nesting: Option<f64>,
     /// With --plans: the most children of a plan's fan-out step (1–100,000; default 1,000).
     #[arg(long = "max-fan-out", value_name = "N", requires = "plans")]
     max_fan_out: Option<f64>,
@@ -135,6 +138,9 @@ fn plan_setup(args: &PlanArgs) -> Result<(crate::mcp::plans::PlanOptions, crate:
     }
     if let Some(v) = args.max_plan_steps {
         limits.max_steps = whole("--max-plan-steps", v)?;
+    }
+    if let Some(v) = args.max_plan_nesting {
+        limits.max_nesting = whole("--max-plan-nesting", v)?;
     }
     if let Some(v) = args.max_fan_out {
         limits.max_fan_out = whole("--max-fan-out", v)?;

@@ -109,7 +109,7 @@ impl PlanServer {
             }
         }
         let mut problems = Vec::new();
-        if names_upstream(plan, &self.upstreams.names()) {
+        if names_upstream(plan, &self.upstreams.names(), &self.served) {
             let mut tools = Vec::new();
             for (server, listed) in self.upstreams.all_tools() {
                 match listed {
@@ -370,10 +370,11 @@ pub(super) async fn get_prompt(
     Ok(from_json::<GetPromptResult>(prompt)?.into())
 }
 
-/// Whether a plan names a tool as `NAME/TOOL` of one of the upstream `names` (so their
-/// tools are needed to check it) — or any `X/Y` that is no tool path, so that a misspelt
-/// server gets the nearest names.
-fn names_upstream(plan: &Json, names: &[&str]) -> bool {
+/// Whether checking a plan needs the upstream servers' tools: when there are upstream
+/// servers and a step names a tool that is not served — an upstream tool (`NAME/TOOL`), or a
+/// name to be matched against theirs (a tool named without its server, a misspelt one),
+/// so that the nearest names include theirs.
+fn names_upstream(plan: &Json, names: &[&str], served: &[Callable]) -> bool {
     if names.is_empty() {
         return false;
     }
@@ -381,7 +382,7 @@ fn names_upstream(plan: &Json, names: &[&str]) -> bool {
     steps
         .iter()
         .filter_map(|s| s.get("tool_definition_path").and_then(Json::as_str))
-        .any(|p| super::upstream::split_tool(p).is_some() || names.iter().any(|n| p.starts_with(&format!("{n}/"))))
+        .any(|p| !served.iter().any(|c| c.name == p || c.tool_path.as_deref() == Some(p)))
 }
 
 /// An upstream tool as the plan core takes it, from its MCP `Tool` object.
@@ -585,12 +586,15 @@ mod tests {
 
     #[test]
     fn plans_name_upstream_servers() {
+        let served = [Callable { name: "echo".into(), tool_path: Some("/tools/echo.tool".into()) }];
         let plan = json!({"instructions": [{"tool_definition_path": "docs/upper"}]});
-        assert!(names_upstream(&plan, &["docs"]));
-        assert!(!names_upstream(&plan, &[]));
+        assert!(names_upstream(&plan, &["docs"], &served));
+        assert!(!names_upstream(&plan, &[], &served));
         let plan =
-            json!({"instructions": [{"tool_definition_path": "/tools/a.tool"}, {"tool_definition_path": "echo"}]});
-        assert!(!names_upstream(&plan, &["docs"]));
+            json!({"instructions": [{"tool_definition_path": "/tools/echo.tool"}, {"tool_definition_path": "echo"}]});
+        assert!(!names_upstream(&plan, &["docs"], &served));
+        let plan = json!({"instructions": [{"tool_definition_path": "upper"}]});
+        assert!(names_upstream(&plan, &["docs"], &served));
     }
 
     #[test]
