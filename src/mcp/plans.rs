@@ -109,11 +109,12 @@ impl PlanServer {
             }
         }
         let mut problems = Vec::new();
-        if names_upstream(plan, &self.upstreams.names(), &self.served) {
+        let needed = upstreams_needed(plan, &self.upstreams.names(), &self.served);
+        if !needed.is_empty() {
             let mut tools = Vec::new();
-            for (server, listed) in self.upstreams.all_tools() {
-                match listed {
-                    Ok(list) => tools.extend(list.iter().filter_map(|t| upstream_tool(&server, t))),
+            for server in needed {
+                match self.upstreams.tools(server).map(|list| (server, list)) {
+                    Ok((server, list)) => tools.extend(list.iter().filter_map(|t| upstream_tool(server, t))),
                     Err(e) => problems.push(e),
                 }
             }
@@ -370,19 +371,24 @@ pub(super) async fn get_prompt(
     Ok(from_json::<GetPromptResult>(prompt)?.into())
 }
 
-/// Whether checking a plan needs the upstream servers' tools: when there are upstream
-/// servers and a step names a tool that is not served — an upstream tool (`NAME/TOOL`), or a
-/// name to be matched against theirs (a tool named without its server, a misspelt one),
-/// so that the nearest names include theirs.
-fn names_upstream(plan: &Json, names: &[&str], served: &[Callable]) -> bool {
-    if names.is_empty() {
-        return false;
+/// The upstream servers whose tools checking a plan needs: for each step that names a tool
+/// that is not served, its server when it is written `NAME/TOOL` with an upstream `NAME`, and
+/// every server for any other unknown name (a tool named without its server, a misspelt
+/// one), so that the nearest names include theirs. None when every step names a served tool.
+fn upstreams_needed<'a>(plan: &Json, names: &[&'a str], served: &[Callable]) -> Vec<&'a str> {
+    let Some(steps) = plan.get("instructions").and_then(Json::as_array) else { return Vec::new() };
+    let mut needed: Vec<&'a str> = Vec::new();
+    for path in steps.iter().filter_map(|s| s.get("tool_definition_path").and_then(Json::as_str)) {
+        if served.iter().any(|c| c.name == path || c.tool_path.as_deref() == Some(path)) {
+            continue;
+        }
+        match path.split_once('/').and_then(|(n, _)| names.iter().find(|m| **m == n)) {
+            Some(name) if !needed.contains(name) => needed.push(name),
+            Some(_) => {}
+            None => return names.to_vec(),
+        }
     }
-    let Some(steps) = plan.get("instructions").and_then(Json::as_array) else { return false };
-    steps
-        .iter()
-        .filter_map(|s| s.get("tool_definition_path").and_then(Json::as_str))
-        .any(|p| !served.iter().any(|c| c.name == p || c.tool_path.as_deref() == Some(p)))
+    needed
 }
 
 /// An upstream tool as the plan core takes it, from its MCP `Tool` object.
@@ -587,14 +593,15 @@ mod tests {
     #[test]
     fn plans_name_upstream_servers() {
         let served = [Callable { name: "echo".into(), tool_path: Some("/tools/echo.tool".into()) }];
-        let plan = json!({"instructions": [{"tool_definition_path": "docs/upper"}]});
-        assert!(names_upstream(&plan, &["docs"], &served));
-        assert!(!names_upstream(&plan, &[], &served));
-        let plan =
+        let needed = |plan: Json, names: &[&'static str]| upstreams_needed(&plan, names, &served);
+        let two = ["docs", "web"];
+        assert_eq!(needed(json!({"instructions": [{"tool_definition_path": "docs/upper"}]}), &two), ["docs"]);
+        assert!(needed(json!({"instructions": [{"tool_definition_path": "docs/upper"}]}), &[]).is_empty());
+        let served_only =
             json!({"instructions": [{"tool_definition_path": "/tools/echo.tool"}, {"tool_definition_path": "echo"}]});
-        assert!(!names_upstream(&plan, &["docs"], &served));
-        let plan = json!({"instructions": [{"tool_definition_path": "upper"}]});
-        assert!(names_upstream(&plan, &["docs"], &served));
+        assert!(needed(served_only, &two).is_empty());
+        assert_eq!(needed(json!({"instructions": [{"tool_definition_path": "upper"}]}), &two), two);
+        assert_eq!(needed(json!({"instructions": [{"tool_definition_path": "dcs/upper"}]}), &two), two);
     }
 
     #[test]
