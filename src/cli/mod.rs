@@ -65,7 +65,7 @@ enum Command {
     /// Run a composite tool and print its result as JSON.
     Run(Box<run::RunArgs>),
     /// Serve the tools under a root to agents over MCP (stdio, or Streamable HTTP with --listen).
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
     /// Re-run a recorded trace with no tool calls and report any divergence.
     Replay(run::ReplayArgs),
     /// Try expressions interactively (or run a script of inputs from standard input).
@@ -99,7 +99,7 @@ pub fn main() -> ExitCode {
         Command::Export(args) => export::run(args),
         Command::Graph(args) => graph::run(args),
         Command::Run(args) => run::run(*args),
-        Command::Serve(args) => serve::run(args),
+        Command::Serve(args) => serve::run(*args),
         Command::Replay(args) => run::replay_command(args),
         Command::Repl(args) => repl::run(args),
         Command::Lsp(args) => lsp::run(args),

@@ -105,6 +105,80 @@ pub struct ServeArgs {
     /// The environment of `exec:` tools and `mcp:` servers (`--clean-env`, `--pass-env`).
     #[command(flatten)]
     tool_env: super::run::ToolEnvArgs,
+    /// Plans written by language models (`docs/mcp.md`, "Plans").
+    #[command(flatten)]
+    plans: PlanArgs,
+}
+
+/// The options of `serve --plans`.
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// Offer plans: the tools `check_plan` and `run_plan`, the resources `tdsl://guide` and
+    /// `tdsl://tools`, and the prompt `plan` (SPEC §13).
+    #[arg(long)]
+    plans: bool,
+    /// With --plans: make the tools of an MCP server callable from plans as `NAME/TOOL`: a
+    /// command line started over stdio (split like `exec:`), or an http:// URL (Streamable
+    /// HTTP). Started on first use (repeatable).
+    #[arg(long, value_name = "NAME=COMMAND|URL", requires = "plans")]
+    upstream: Vec<String>,
+    /// With --upstream NAME=URL: send `Authorization: Bearer <token>` to that server, the
+    /// token being this file's content (a file only its owner can read; repeatable).
+    #[arg(long = "upstream-token", value_name = "NAME=FILE", requires = "upstream")]
+    upstream_token: Vec<String>,
+    /// With --plans: the folder the file functions of plans may read (none without it).
+    #[arg(long, value_name = "DIR", requires = "plans")]
+    files: Option<PathBuf>,
+    /// With --plans: the largest plan, in bytes (1 KiB–16 MiB; default 256 KiB).
+    #[arg(long = "max-plan-bytes", value_name = "N", requires = "plans")]
+    max_plan_bytes: Option<f64>,
+    /// With --plans: the most steps of a plan (1–1,024; default 64).
+    #[arg(long = "max-plan-steps", value_name = "N", requires = "plans")]
+    max_plan_steps: Option<f64>,
+    /// With --plans: the deepest nesting of a plan's JSON (4–192; default 64).
+    #[arg(long = "max-plan-nesting", value_name = "N", requires = "plans")]
+    max_plan_nesting: Option<f64>,
+    /// With --plans: the most children of a plan's fan-out step (1–100,000; default 1,000).
+    #[arg(long = "max-fan-out", value_name = "N", requires = "plans")]
+    max_fan_out: Option<f64>,
+    /// With --plans: the deadline of a plan's whole run, in seconds (0.1–86,400; default 120).
+    #[arg(long = "plan-deadline", value_name = "S", requires = "plans")]
+    plan_deadline: Option<f64>,
+}
+
+/// The plan options and the upstream servers of `--plans`, or why they are refused.
+fn plan_setup(args: &PlanArgs) -> Result<(crate::mcp::plans::PlanOptions, crate::mcp::upstream::Upstreams), String> {
+    let mut limits = crate::plans::PlanLimits::default();
+    let whole = |flag: &str, v: f64| -> Result<usize, String> {
+        if v.fract() != 0.0 || v < 0.0 {
+            return Err(format!("{flag} {v}: a whole number is needed"));
+        }
+        Ok(v as usize)
+    };
+    if let Some(v) = args.max_plan_bytes {
+        limits.max_bytes = whole("--max-plan-bytes", v)?;
+    }
+    if let Some(v) = args.max_plan_steps {
+        limits.max_steps = whole("--max-plan-steps", v)?;
+    }
+    if let Some(v) = args.max_plan_nesting {
+        limits.max_nesting = whole("--max-plan-nesting", v)?;
+    }
+    if let Some(v) = args.max_fan_out {
+        limits.max_fan_out = whole("--max-fan-out", v)?;
+    }
+    if let Some(v) = args.plan_deadline {
+        limits.deadline_seconds = v;
+    }
+    limits.validate().map_err(|e| format!("--plans: {e}"))?;
+    if let Some(dir) = &args.files {
+        if !dir.is_dir() {
+            return Err(format!("--files {}: not a folder", dir.display()));
+        }
+    }
+    let specs = crate::mcp::upstream::parse_upstreams(&args.upstream, &args.upstream_token)?;
+    let options = crate::mcp::plans::PlanOptions { limits, files: args.files.clone() };
+    Ok((options, crate::mcp::upstream::Upstreams::new(specs)))
 }
 
 /// Runs `tdsl serve`.
@@ -117,6 +191,10 @@ pub fn run(args: ServeArgs) -> ExitCode {
             Err(e) => return usage_failure(&UsageError(e)),
         },
         None => None,
+    };
+    let plan_setup = match args.plans.plans.then(|| plan_setup(&args.plans)).transpose() {
+        Ok(p) => p,
+        Err(e) => return usage_failure(&UsageError(e)),
     };
     let root = match super::check::tool_root(args.root.as_deref()) {
         Ok(r) => r.dir().to_path_buf(),
@@ -133,14 +211,31 @@ pub fn run(args: ServeArgs) -> ExitCode {
     for s in skipped {
         eprintln!("warning: not served: {s}");
     }
-    let server = match args.tool_env.policy() {
-        Ok(env) => server.with_tool_env(env),
+    let tool_env = match args.tool_env.policy() {
+        Ok(env) => env,
         Err(e) => return usage_failure(&e),
     };
+    let server = server.with_tool_env(tool_env.clone());
     let server = match args.history.open() {
         Ok(Some(store)) => server.with_history(store),
         Ok(None) => server,
         Err(e) => return usage_failure(&e),
+    };
+    // Kept here so that the upstream servers are shut down outside the async runtime.
+    let mut upstreams = None;
+    let server = match plan_setup {
+        Some((options, ups)) => {
+            // Upstream servers are processes tdsl starts, as `mcp:` servers are.
+            let ups = std::sync::Arc::new(ups.with_env(tool_env));
+            upstreams = Some(ups.clone());
+            server.with_plans(options, ups)
+        }
+        None => server,
+    };
+    let offering = match &upstreams {
+        Some(u) if u.is_empty() => " and plans".to_string(),
+        Some(u) => format!(" and plans (upstream: {})", u.names().join(", ")),
+        None => String::new(),
     };
     // A process a tool leaves in a session of its own is adopted, and ended at shutdown.
     crate::exec::host::adopt_orphans();
@@ -150,7 +245,11 @@ pub fn run(args: ServeArgs) -> ExitCode {
     };
     let result = match http {
         None => {
-            eprintln!("tdsl: serving {} tool(s) from {} over MCP on stdio", server.tools().len(), root.display());
+            eprintln!(
+                "tdsl: serving {} tool(s){offering} from {} over MCP on stdio",
+                server.tools().len(),
+                root.display()
+            );
             runtime.block_on(server.serve_stdio())
         }
         Some((addr, options)) => {
@@ -160,7 +259,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
             };
             let bound = listener.local_addr().map_or(addr, |a| a);
             eprintln!(
-                "tdsl: serving {} tool(s) from {} over MCP at http://{bound}/mcp{}",
+                "tdsl: serving {} tool(s){offering} from {} over MCP at http://{bound}/mcp{}",
                 server.tools().len(),
                 root.display(),
                 if options.token.is_some() { " (bearer token required)" } else { "" }
@@ -171,6 +270,10 @@ pub fn run(args: ServeArgs) -> ExitCode {
     // Calls cancelled at shutdown may still be winding down on blocking threads: their
     // programs are already killed, so the process does not wait for them.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    // The upstream servers end as `mcp:` servers do (their input closed, 3 s, SIGTERM).
+    if let Some(u) = upstreams {
+        u.shut_down();
+    }
     // What tools left behind in sessions of their own (adopted, see below) ends too.
     crate::exec::host::end_children(crate::exec::host::TERM_GRACE);
     match result {

@@ -81,11 +81,26 @@ impl McpEndpoint {
     }
 }
 
+/// Where an MCP server is: a command line started over stdio, or (feature `mcp-http`) a
+/// Streamable HTTP URL with an optional bearer token.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum McpTarget {
+    /// The program and its arguments, resolved.
+    Command(Vec<String>),
+    /// An `http://` URL, and the bearer token to send.
+    Url {
+        /// The server's MCP endpoint (`http://127.0.0.1:8080/mcp`).
+        url: String,
+        /// Sent as `Authorization: Bearer <token>` when set.
+        token: Option<String>,
+    },
+}
+
 /// The MCP servers of one run, started on demand.
 #[derive(Default)]
 pub struct McpClients {
     runtime: OnceLock<Result<tokio::runtime::Runtime, String>>,
-    servers: Mutex<HashMap<Vec<String>, Arc<Slot>>>,
+    servers: Mutex<HashMap<McpTarget, Arc<Slot>>>,
     env: super::host::ToolEnv,
 }
 
@@ -139,10 +154,16 @@ impl McpClients {
 
     /// Calls the endpoint's tool with the call's arguments.
     pub fn call(&self, endpoint: &McpEndpoint, call: &ToolCall<'_>) -> Result<Value, ToolError> {
+        self.call_target(&McpTarget::Command(endpoint.resolved(call.file)), &endpoint.tool, call)
+    }
+
+    /// Calls the tool `tool` of the server at `target` with the call's arguments (the
+    /// server is started or connected to on first use, as for [`McpClients::call`]).
+    pub fn call_target(&self, target: &McpTarget, tool: &str, call: &ToolCall<'_>) -> Result<Value, ToolError> {
         let tool_path = call.tool_path;
         let runtime = self.runtime().map_err(|e| ToolError::permanent(format!("`{tool_path}`: {e}")))?;
-        let command = endpoint.resolved(call.file);
-        let live = self.connect(runtime, &command, call.cancel).map_err(|e| e.prefixed(tool_path))?;
+        let command = target;
+        let live = self.connect(runtime, command, call.cancel).map_err(|e| e.prefixed(tool_path))?;
         let arguments = match serde_json::to_value(call.arguments) {
             Ok(Json::Object(map)) => map,
             Ok(Json::Null) => serde_json::Map::new(),
@@ -153,7 +174,7 @@ impl McpClients {
             }
             Err(e) => return Err(ToolError::permanent(format!("`{tool_path}`: the arguments are not JSON: {e}"))),
         };
-        let params = CallToolRequestParams::new(endpoint.tool.clone()).with_arguments(arguments);
+        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
         let peer = live.peer.clone();
         let cancel = call.cancel.clone();
         let answer = runtime.block_on(async move {
@@ -179,7 +200,7 @@ impl McpClients {
                 }
             }
         });
-        let who = format!("`{tool_path}`: the MCP tool `{}` of {}", endpoint.tool, live.program);
+        let who = format!("`{tool_path}`: the MCP tool `{tool}` of {}", live.program);
         match answer {
             None => Err(ToolError::transient(format!("{who} was cancelled"))),
             Some(Ok(CallToolResponse::Complete(result))) => result_value(result, &who),
@@ -192,7 +213,7 @@ impl McpClients {
             ))),
             Some(Err(e)) => {
                 // The connection is gone or unusable: the next call starts the server again.
-                self.forget(&command, &live);
+                self.forget(command, &live);
                 Err(ToolError::transient(format!("{who} failed: {e}{}", live.stderr_tail())))
             }
         }
@@ -201,19 +222,28 @@ impl McpClients {
     /// The tools the endpoint's server lists (`tools/list`, every page), as JSON `Tool`
     /// objects: what `tdsl check --mcp-schemas` compares declarations with.
     pub fn list_tools(&self, endpoint: &McpEndpoint, tool_file: Option<&Path>) -> Result<Vec<Json>, String> {
+        self.list_target_tools(&McpTarget::Command(endpoint.resolved(tool_file)))
+    }
+
+    /// The tools the server at `target` lists (`tools/list`, every page), as JSON `Tool`
+    /// objects, starting or connecting to it if needed.
+    pub fn list_target_tools(&self, target: &McpTarget) -> Result<Vec<Json>, String> {
         let runtime = self.runtime()?;
-        let command = endpoint.resolved(tool_file);
-        let live = self.connect(runtime, &command, &CancelToken::new()).map_err(|e| e.0.message)?;
+        let command = target;
+        let live = self.connect(runtime, command, &CancelToken::new()).map_err(|e| e.0.message)?;
         let peer = live.peer.clone();
         let listed =
             runtime.block_on(async move { tokio::time::timeout(HANDSHAKE_TIMEOUT, peer.list_all_tools()).await });
         match listed {
             Ok(Ok(tools)) => Ok(tools.iter().map(|t| serde_json::to_value(t).unwrap_or(Json::Null)).collect()),
             Ok(Err(e)) => {
-                self.forget(&command, &live);
+                self.forget(command, &live);
                 Err(format!("`tools/list` failed: {e}{}", live.stderr_tail()))
             }
-            Err(_) => Err(format!("`tools/list` got no answer within {} s", HANDSHAKE_TIMEOUT.as_secs())),
+            Err(_) => {
+                self.forget(command, &live);
+                Err(format!("`tools/list` got no answer within {} s", HANDSHAKE_TIMEOUT.as_secs()))
+            }
         }
     }
 
@@ -236,12 +266,12 @@ impl McpClients {
     fn connect(
         &self,
         runtime: &tokio::runtime::Runtime,
-        command: &[String],
+        command: &McpTarget,
         cancel: &CancelToken,
     ) -> Result<Arc<Live>, ConnectError> {
         let slot = {
             let mut servers = self.servers.lock().unwrap_or_else(PoisonError::into_inner);
-            servers.entry(command.to_vec()).or_default().clone()
+            servers.entry(command.clone()).or_default().clone()
         };
         let mut live = slot.live.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(l) = live.as_ref() {
@@ -254,7 +284,7 @@ impl McpClients {
     }
 
     /// Drops a connection that failed (unless another call already replaced it).
-    fn forget(&self, command: &[String], failed: &Arc<Live>) {
+    fn forget(&self, command: &McpTarget, failed: &Arc<Live>) {
         let slot = self.servers.lock().unwrap_or_else(PoisonError::into_inner).get(command).cloned();
         if let Some(slot) = slot {
             let mut live = slot.live.lock().unwrap_or_else(PoisonError::into_inner);
@@ -265,25 +295,41 @@ impl McpClients {
     }
 }
 
+impl McpClients {
+    /// Shuts every server down now, as dropping the clients does (a server used again
+    /// later starts anew). Call it outside any async runtime.
+    pub fn shut_down(&self) {
+        let Some(Ok(runtime)) = self.runtime.get() else { return };
+        let servers = std::mem::take(&mut *self.servers.lock().unwrap_or_else(PoisonError::into_inner));
+        shut_down_servers(runtime, servers);
+    }
+}
+
+/// Ends each server's connection: see [`McpClients`]'s `Drop`.
+fn shut_down_servers(runtime: &tokio::runtime::Runtime, servers: HashMap<McpTarget, Arc<Slot>>) {
+    let services: Vec<_> = servers
+        .into_values()
+        .filter_map(|slot| slot.live.lock().unwrap_or_else(PoisonError::into_inner).take())
+        .filter_map(|live| live.service.lock().unwrap_or_else(PoisonError::into_inner).take())
+        .collect();
+    if services.is_empty() {
+        return;
+    }
+    runtime.block_on(async move {
+        for service in services {
+            // The MCP stdio shutdown: the server's input is closed and it gets 3 s to
+            // exit, then SIGTERM and 3 s more, then it is killed (rmcp's child transport).
+            // An HTTP session is ended with `DELETE`.
+            let _ = tokio::time::timeout(Duration::from_secs(8), service.cancel()).await;
+        }
+    });
+}
+
 impl Drop for McpClients {
     fn drop(&mut self) {
         let Some(Ok(runtime)) = self.runtime.get() else { return };
         let servers = std::mem::take(&mut *self.servers.lock().unwrap_or_else(PoisonError::into_inner));
-        let services: Vec<_> = servers
-            .into_values()
-            .filter_map(|slot| slot.live.lock().unwrap_or_else(PoisonError::into_inner).take())
-            .filter_map(|live| live.service.lock().unwrap_or_else(PoisonError::into_inner).take())
-            .collect();
-        if services.is_empty() {
-            return;
-        }
-        runtime.block_on(async move {
-            for service in services {
-                // The MCP stdio shutdown: the server's input is closed and it gets 3 s to
-                // exit, then SIGTERM and 3 s more, then it is killed (rmcp's child transport).
-                let _ = tokio::time::timeout(Duration::from_secs(8), service.cancel()).await;
-            }
-        });
+        shut_down_servers(runtime, servers);
     }
 }
 
@@ -296,7 +342,11 @@ impl ConnectError {
     }
 }
 
-async fn start(command: &[String], env: &super::host::ToolEnv, cancel: &CancelToken) -> Result<Live, ConnectError> {
+async fn start(target: &McpTarget, env: &super::host::ToolEnv, cancel: &CancelToken) -> Result<Live, ConnectError> {
+    let command = match target {
+        McpTarget::Command(command) => command,
+        McpTarget::Url { url, token } => return start_http(url, token.as_deref(), cancel).await,
+    };
     let Some((program, args)) = command.split_first() else {
         return Err(ConnectError(ToolError::permanent("`mcp:` names no program")));
     };
@@ -354,6 +404,61 @@ async fn start(command: &[String], env: &super::host::ToolEnv, cancel: &CancelTo
     };
     let peer = service.peer().clone();
     Ok(Live { service: Mutex::new(Some(service)), peer, stderr: lines, program: program.clone() })
+}
+
+/// Connects to the Streamable HTTP server at `url` (feature `mcp-http`).
+#[cfg(feature = "mcp-http")]
+async fn start_http(url: &str, token: Option<&str>, cancel: &CancelToken) -> Result<Live, ConnectError> {
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    use rmcp::transport::StreamableHttpClientTransport;
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
+    if let Some(token) = token {
+        config = config.auth_header(token.to_string());
+    }
+    let transport = StreamableHttpClientTransport::with_client(super::mcp_http::TcpHttpClient, config);
+    let client = ClientConfig::new(
+        ClientCapabilities::default(),
+        rmcp::model::Implementation::new("tdsl", env!("CARGO_PKG_VERSION")),
+    );
+    let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, client.serve(transport));
+    let service = tokio::select! {
+        r = handshake => r,
+        () = cancelled(cancel) => {
+            return Err(ConnectError(ToolError::transient(format!("connecting to the MCP server {url} was cancelled"))))
+        }
+    };
+    match service {
+        Ok(Ok(service)) => {
+            let peer = service.peer().clone();
+            Ok(Live {
+                service: Mutex::new(Some(service)),
+                peer,
+                stderr: Arc::new(Mutex::new(VecDeque::new())),
+                program: url.to_string(),
+            })
+        }
+        Ok(Err(e)) => {
+            // rmcp's message names its transport's types: keep what the server said.
+            let e = e.to_string();
+            let why = if e.contains("Auth required") {
+                "it answered 401 Unauthorized (give its bearer token with --upstream-token NAME=FILE)".to_string()
+            } else {
+                e.rsplit_once("] error: ").map_or(e.clone(), |(_, w)| w.to_string())
+            };
+            Err(ConnectError(ToolError::transient(format!("the MCP server {url} failed the handshake: {why}"))))
+        }
+        Err(_) => Err(ConnectError(ToolError::transient(format!(
+            "the MCP server {url} did not answer `initialize` within {} s",
+            HANDSHAKE_TIMEOUT.as_secs()
+        )))),
+    }
+}
+
+#[cfg(not(feature = "mcp-http"))]
+async fn start_http(url: &str, _token: Option<&str>, _cancel: &CancelToken) -> Result<Live, ConnectError> {
+    Err(ConnectError(ToolError::permanent(format!(
+        "cannot reach the MCP server {url}: this tdsl was built without the `mcp-http` feature"
+    ))))
 }
 
 /// Resolves when the token is cancelled.

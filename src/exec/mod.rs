@@ -58,6 +58,8 @@ pub mod host;
 pub mod http;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+#[cfg(feature = "mcp-http")]
+pub mod mcp_http;
 pub mod replay;
 pub mod retry;
 mod runner;

@@ -12,6 +12,8 @@
 pub mod framing;
 #[cfg(feature = "mcp-http")]
 pub mod http;
+pub mod plans;
+pub mod upstream;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -70,6 +72,8 @@ pub struct McpServer {
     history: Option<Arc<dyn crate::history::HistoryStore>>,
     /// The environment of the processes tools start (`serve --clean-env`).
     tool_env: crate::exec::host::ToolEnv,
+    /// `check_plan`, `run_plan`, the guide and the prompt (`serve --plans`), when on.
+    plans: Option<Arc<plans::PlanServer>>,
 }
 
 #[derive(Debug)]
@@ -165,6 +169,7 @@ impl McpServer {
             #[cfg(feature = "history")]
             history: None,
             tool_env: crate::exec::host::ToolEnv::Inherit,
+            plans: None,
         };
         Ok((server, skipped))
     }
@@ -186,6 +191,7 @@ impl McpServer {
             #[cfg(feature = "history")]
             history: self.history.clone(),
             tool_env: self.tool_env.clone(),
+            plans: self.plans.clone(),
         }
     }
 
@@ -193,6 +199,27 @@ impl McpServer {
     pub fn with_tool_env(mut self, env: crate::exec::host::ToolEnv) -> McpServer {
         self.tool_env = env;
         self
+    }
+
+    /// The same server offering plans too (`serve --plans`, [`plans`]): the tools
+    /// `check_plan` and `run_plan`, the resources `tdsl://guide` and `tdsl://tools`, and the
+    /// prompt `plan`, with the upstream servers' tools callable from plans.
+    pub fn with_plans(mut self, options: plans::PlanOptions, upstreams: Arc<upstream::Upstreams>) -> McpServer {
+        let server = plans::PlanServer::new(self.inner.root.clone(), &self.inner.tools, options, upstreams)
+            .with_tool_env(self.tool_env.clone());
+        self.plans = Some(Arc::new(server));
+        self
+    }
+
+    /// The plans side, when `--plans` is on.
+    pub fn plans(&self) -> Option<&plans::PlanServer> {
+        self.plans.as_deref()
+    }
+
+    /// Whether `name` is a tool this server offers.
+    fn offers(&self, name: &str) -> bool {
+        self.inner.tools.iter().any(|t| t.name == name)
+            || (self.plans.is_some() && (name == plans::CHECK_PLAN || name == plans::RUN_PLAN))
     }
 
     /// The same server recording every composite run a call makes into `store` (the run
@@ -308,7 +335,13 @@ impl McpServer {
         cancel: &CancelToken,
         observer: Option<Arc<dyn Observer>>,
     ) -> Option<Json> {
-        let served = self.inner.tools.iter().find(|t| t.name == name)?;
+        let served = self.inner.tools.iter().find(|t| t.name == name);
+        let plan_tool = match (served, &self.plans) {
+            (None, Some(p)) if name == plans::CHECK_PLAN => return Some(p.check_plan(&arguments)),
+            (None, Some(p)) if name == plans::RUN_PLAN => Some(p.clone()),
+            (None, _) => return None,
+            (Some(_), _) => None,
+        };
         #[cfg(feature = "history")]
         let observer = match &self.history {
             Some(store) => {
@@ -320,12 +353,19 @@ impl McpServer {
             }
             None => observer,
         };
-        Some(call_served(&self.inner.root, served, arguments, cancel, observer, &self.tool_env))
+        match (served, plan_tool) {
+            (Some(served), _) => Some(call_served(&self.inner.root, served, arguments, cancel, observer, &self.tool_env)),
+            (None, Some(p)) => Some(p.run_plan(&arguments, cancel, observer)),
+            (None, None) => None,
+        }
     }
 
     /// How many steps the composite served under `name` has (1 for a primitive tool): the
     /// `total` of its progress notifications.
-    fn steps_of(&self, name: &str) -> usize {
+    fn steps_of(&self, name: &str, arguments: &Json) -> usize {
+        if self.plans.is_some() && name == plans::RUN_PLAN && !self.inner.tools.iter().any(|t| t.name == name) {
+            return plans::PlanServer::steps_of(arguments);
+        }
         match self.inner.tools.iter().find(|t| t.name == name).map(|t| &t.def.kind) {
             Some(ToolKind::Composite { instructions, .. }) => instructions.len(),
             _ => 1,
@@ -588,9 +628,44 @@ fn allow_set(allow: &[String]) -> Result<GlobSet, String> {
 impl ServerHandler for McpServer {
     #[allow(deprecated)] // logging: SEP-2577 deprecates it, MCP 2025-11-25 clients use it
     fn get_info(&self) -> ServerConfig {
+        if self.plans.is_some() {
+            return plans::server_config();
+        }
         ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_logging().build())
             .with_server_info(Implementation::new("tdsl", env!("CARGO_PKG_VERSION")))
             .with_instructions("Composite tools defined in .tool files, run by the tdsl engine.")
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, McpError> {
+        plans::list_resources(self.plans.is_some())
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
+        plans::read_resource(self.plans.clone(), request.uri.to_string()).await
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, McpError> {
+        plans::list_prompts(self.plans.is_some())
+    }
+
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, McpError> {
+        plans::get_prompt(self.plans.clone(), request).await
     }
 
     async fn list_tools(
@@ -598,7 +673,15 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let tools: Vec<Json> = self.inner.tools.iter().map(|t| t.tool.clone()).collect();
+        let mut tools: Vec<Json> = self.inner.tools.iter().map(|t| t.tool.clone()).collect();
+        if self.plans.is_some() {
+            // A served tool of the same name keeps it (the plan tool is not offered then).
+            tools.extend(
+                plans::PlanServer::tools()
+                    .into_iter()
+                    .filter(|t| !self.inner.tools.iter().any(|s| t["name"] == s.name.as_str())),
+            );
+        }
         let mut tools_parsed: Vec<Tool> = Vec::with_capacity(tools.len());
         for t in tools {
             tools_parsed.push(serde_json::from_value(t).map_err(|e| McpError::internal_error(e.to_string(), None))?);
@@ -652,7 +735,7 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let name = request.name.to_string();
-        if !self.inner.tools.iter().any(|t| t.name == name) {
+        if !self.offers(&name) {
             return Err(McpError::invalid_params(format!("no tool named `{name}`"), None));
         }
         // Over the limit of calls in flight: refused at once, the client may try again.
@@ -688,7 +771,7 @@ impl ServerHandler for McpServer {
         let mut observers: Vec<Arc<dyn Observer>> = Vec::new();
         let mut forwarders = Vec::new();
         if let Some(token) = context.meta.get_progress_token() {
-            let (progress, forwarder) = Progress::start(context.peer.clone(), token, self.steps_of(&name));
+            let (progress, forwarder) = Progress::start(context.peer.clone(), token, self.steps_of(&name, &arguments));
             observers.push(Arc::new(progress));
             forwarders.push(forwarder);
         }

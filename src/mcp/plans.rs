@@ -1,0 +1,627 @@
+//! Plans over MCP (`tdsl serve --mcp --plans`, SPEC §13): the tools `check_plan` and
+//! `run_plan`, the resources `tdsl://guide` and `tdsl://tools`, and the prompt `plan`.
+//!
+//! The checking and running are the plan core's ([`crate::plans::Plans`]); this module is its
+//! MCP surface: it hands the core the served tools and the upstream servers' schemas
+//! ([`super::upstream`]), runs plans with a runner that sends `SERVER/TOOL` calls to their
+//! upstream server and every other call to the host runner, and says what a model reads.
+//! `run_plan` goes through the same served-call path as any composite ([`super::McpServer`]):
+//! cancellation, progress, logging and the history work the same.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rmcp::model::{
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult, ListResourcesResult,
+    ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig,
+};
+use rmcp::ErrorData as McpError;
+use serde_json::{json, Value as Json};
+
+use super::upstream::Upstreams;
+use super::Served;
+use crate::exec::host::{HostRunner, ToolEnv};
+use crate::exec::{CancelToken, Event, Observer, Runner, ToolCall, ToolError};
+use crate::plans::{upstream_target, Callable, PlanLimits, PlanRefused, Plans, RunPlanOptions, UpstreamTool};
+use crate::tool::ToolKind;
+use crate::value::Value;
+
+/// The tool that checks a plan.
+pub const CHECK_PLAN: &str = "check_plan";
+/// The tool that checks and runs a plan.
+pub const RUN_PLAN: &str = "run_plan";
+/// The guide a model reads before it writes a plan.
+pub const GUIDE_URI: &str = "tdsl://guide";
+/// Every tool a plan may call, compactly.
+pub const TOOLS_URI: &str = "tdsl://tools";
+/// The prompt that asks for a plan.
+pub const PLAN_PROMPT: &str = "plan";
+
+/// The guide (`tdsl://guide`), at most [`GUIDE_LIMIT`] characters.
+pub const GUIDE: &str = include_str!("guide.md");
+/// The most characters the guide may have (SPEC §13).
+pub const GUIDE_LIMIT: usize = 16_000;
+
+/// The condensed guide in `run_plan`'s description, at most [`DESCRIPTION_LIMIT`]
+/// characters: for clients that never read resources.
+pub const RUN_PLAN_DESCRIPTION: &str = r#"Run a tdsl plan: one JSON object that calls several tools and combines their results on the server; only the plan's result comes back. Checked first (as check_plan): with an error nothing runs and the answer lists each diagnostic with a JSON pointer and a help. Answer: {status, result, steps, failure_summary?}; a status other than SUCCESS is a tool error.
+Plan: {"arguments": [{"name": "q", "type_name": "string", "required": true}], "instructions": [STEP, ...], "response_reference_map": {"out": "REF:b.total"}}
+STEP: {"execution_id": "a", "tool_definition_path": "<tool name from tdsl://tools, SERVER/TOOL for an upstream tool>", "arguments": {"x": "REF:arguments.q", "y": 3}}
+- REF: a string that is entirely "REF:arguments.q" or "REF:a.field.0.name" (also .first .last .length) is that value, typed; REFs order the steps and independent steps run concurrently. Nothing else is a placeholder: not $1, #E1, {{a.x}}, ${a.x}, $.x[*], jq. JSON literals: true false null.
+- Transforms on a step: "transform_responses": {"variables": {"d": "REF:response"}, "transforms": {"total": "sum(array=d, item_path=\"n\")"}} adds "total" to the step's result (read as REF:a.total); "transform_arguments" computes arguments the same way. Expressions: + - * / % == != < > and or not, a.b, a[0], [..], {k: v}, functions with keyword arguments: map(array, template="item.x"), filter(array, condition_string="item.n > 2"), sort(array, key_path="n", direction="desc"), sum/min/max/avg(array, item_path), count, any, all, find, join(array, separator), group_by, unique, flatten, slice(value, start, end), length, keys, values, contains, upper, lower, split, replace, default(value, fallback), if(condition, true_value, false_value), create_object(k=v), merge, pick, omit, to_number, to_string, round.
+- Conditions: "conditions": [{"param": "REF:a.count", "operator": "greater_than", "value": 0}] (equals, not_equals, less_than, exists, not_exists, contains, in, starts_with; groups {"logic": "OR", "conditions": [...]}): else the step is SKIPPED and its result null.
+- Fan-out: "parallel_execution": {"iterate_over": "REF:a.items", "child_argument_name": "item_arg"} calls the tool once per element; result REF:step.response is the list of results.
+- "continue_on_error": true, "retry": {"max_retries": 2}, "timeout_seconds": 30. Limits: 64 steps, 1,000 children, 120 s.
+Read tdsl://guide for the full guide and worked plans, tdsl://tools for the tools."#;
+/// The most characters `run_plan`'s description may have (SPEC §13).
+pub const DESCRIPTION_LIMIT: usize = 2_500;
+
+/// What `--plans` adds to a server.
+#[derive(Debug)]
+pub struct PlanOptions {
+    /// The limits plans are checked and run under.
+    pub limits: PlanLimits,
+    /// The folder the file functions may read (`--files DIR`); none without it.
+    pub files: Option<PathBuf>,
+}
+
+/// The plans side of a server: the core's settings and the upstream servers.
+#[derive(Debug)]
+pub struct PlanServer {
+    root: PathBuf,
+    served: Vec<Callable>,
+    /// The served tools' descriptions for `tdsl://tools`, made once.
+    served_listing: String,
+    options: PlanOptions,
+    upstreams: Arc<Upstreams>,
+    /// The environment of the processes plans' tools start.
+    tool_env: ToolEnv,
+}
+
+impl PlanServer {
+    /// The plans of a server over `root` serving `served`, with the upstream servers.
+    pub fn new(root: PathBuf, served: &[Served], options: PlanOptions, upstreams: Arc<Upstreams>) -> PlanServer {
+        let callable =
+            served.iter().map(|s| Callable { name: s.name.clone(), tool_path: Some(s.tool_path.clone()) }).collect();
+        let served_listing = served.iter().map(served_line).collect::<Vec<_>>().join("");
+        PlanServer { root, served: callable, served_listing, options, upstreams, tool_env: ToolEnv::Inherit }
+    }
+
+    /// The same plans, their `exec:` tools started with the environment `env` allows
+    /// (`serve --clean-env`).
+    pub fn with_tool_env(mut self, env: ToolEnv) -> PlanServer {
+        self.tool_env = env;
+        self
+    }
+
+    /// The upstream servers (shut them down outside the async runtime when the server ends).
+    pub fn upstreams(&self) -> &Arc<Upstreams> {
+        &self.upstreams
+    }
+
+    /// The plan core for one check or run: the served tools, the tools of the upstream
+    /// servers the plan may name (each started on first use), the limits and the files.
+    /// A server that cannot be listed is named in the second value.
+    fn core(&self, plan: &Json) -> (Plans, Vec<String>) {
+        let parsed;
+        let plan = match plan {
+            Json::String(text) if text.len() <= self.options.limits.max_bytes => {
+                parsed = serde_json::from_str::<Json>(text).unwrap_or(Json::Null);
+                &parsed
+            }
+            other => other,
+        };
+        let mut plans = Plans::with_served(&self.root, self.served.clone()).with_limits(self.options.limits.clone());
+        if let Some(dir) = &self.options.files {
+            if let Ok(store) = crate::files::LocalStore::open(dir) {
+                plans = plans.with_file_store(Arc::new(store));
+            }
+        }
+        let mut problems = Vec::new();
+        let needed = upstreams_needed(plan, &self.upstreams.names(), &self.served);
+        if !needed.is_empty() {
+            let mut tools = Vec::new();
+            for server in needed {
+                match self.upstreams.tools(server).map(|list| (server, list)) {
+                    Ok((server, list)) => tools.extend(list.iter().filter_map(|t| upstream_tool(server, t))),
+                    Err(e) => problems.push(e),
+                }
+            }
+            plans = plans.with_upstream(tools);
+        }
+        (plans, problems)
+    }
+
+    /// `check_plan {plan}`: the check as JSON (`ok`, `diagnostics`, and when it checks,
+    /// `levels` and `result_type`), a tool error when the plan has errors.
+    pub fn check_plan(&self, arguments: &Json) -> Json {
+        let plan = match plan_argument(arguments) {
+            Ok(p) => p,
+            Err(e) => return super::tool_error(e),
+        };
+        let text = plan_text(plan);
+        let (core, problems) = self.core(plan);
+        let check = core.check(&text);
+        let mut out = check.to_json();
+        add_problems(&mut out, &problems);
+        let summary = summary_text(&check, &problems);
+        structured(out, summary, !check.ok())
+    }
+
+    /// `run_plan {plan, arguments}`: checks, then runs with the served tools and the
+    /// upstream servers; `{status, result, steps, failure_summary?}`.
+    pub fn run_plan(&self, arguments: &Json, cancel: &CancelToken, observer: Option<Arc<dyn Observer>>) -> Json {
+        let plan = match plan_argument(arguments) {
+            Ok(p) => p,
+            Err(e) => return super::tool_error(e),
+        };
+        let args = match arguments.get("arguments") {
+            None | Some(Json::Null) => Json::Object(serde_json::Map::new()),
+            Some(a @ Json::Object(_)) => a.clone(),
+            Some(other) => {
+                return super::tool_error(format!(
+                    "`arguments` must be an object of the plan's arguments (or left out), not {}",
+                    json_kind(other)
+                ))
+            }
+        };
+        let text = plan_text(plan);
+        let (core, problems) = self.core(plan);
+        let values: Value = match serde_json::from_value(args.clone()) {
+            Ok(v) => v,
+            Err(e) => return super::tool_error(format!("`arguments` cannot be read: {e}")),
+        };
+        let runner: Arc<dyn Runner> =
+            Arc::new(PlanRunner { host: HostRunner::new().with_env(self.tool_env.clone()), upstreams: self.upstreams.clone() });
+        let observer =
+            observer.map(|o| Arc::new(PlanRecorded { inner: o, plan: plan.clone(), args }) as Arc<dyn Observer>);
+        let options = RunPlanOptions { cancel: cancel.clone(), observer, ..RunPlanOptions::default() };
+        match core.run(&text, values, runner, &options) {
+            Ok(run) => {
+                let out = run.to_json();
+                let text = serde_json::to_string_pretty(&out).unwrap_or_default();
+                structured(out, text, !run.succeeded())
+            }
+            Err(PlanRefused::Invalid(check)) => {
+                let mut out = check.to_json();
+                add_problems(&mut out, &problems);
+                let text = format!("the plan was not run: {}", summary_text(&check, &problems));
+                structured(out, text, true)
+            }
+            Err(refused @ PlanRefused::Refused { .. }) => {
+                let out = refused.to_json();
+                structured(out, refused.to_string(), true)
+            }
+        }
+    }
+
+    /// How many steps a `run_plan` call's plan has: the `total` of its progress.
+    pub fn steps_of(arguments: &Json) -> usize {
+        arguments.get("plan").and_then(|p| p.get("instructions")).and_then(Json::as_array).map_or(1, Vec::len).max(1)
+    }
+
+    /// `tdsl://tools`: every tool a plan may call, one paragraph each:
+    /// `name(arg: type!, …) -> {field: type, …}` and its description. Blocking (lists the
+    /// upstream servers, starting them).
+    pub fn tools_listing(&self) -> String {
+        let mut out = String::from(
+            "# Tools a plan may call\n\nAs `name(argument: type, …) → {response: type, …}`; `!` marks a required argument. \
+             Use the name as `tool_definition_path`.\n\n",
+        );
+        out.push_str(&self.served_listing);
+        for (server, listed) in self.upstreams.all_tools() {
+            out.push_str(&format!("\n## Upstream server `{server}` (call its tools as `{server}/TOOL`)\n\n"));
+            match listed {
+                Ok(tools) => {
+                    for t in tools.iter().filter_map(|t| upstream_tool(&server, t)) {
+                        out.push_str(&upstream_line(&t));
+                    }
+                }
+                Err(e) => out.push_str(&format!("(not available now: {e})\n")),
+            }
+        }
+        out
+    }
+
+    /// The `check_plan` and `run_plan` tools, as MCP `Tool` objects.
+    pub fn tools() -> Vec<Json> {
+        let plan =
+            json!({"type": "object", "description": "The plan: a tdsl composite tool object (see tdsl://guide)."});
+        let diagnostics = json!({"type": "array", "items": {"type": "object", "properties": {
+            "code": {"type": "string"}, "severity": {"type": "string"}, "message": {"type": "string"},
+            "help": {"type": ["string", "null"]}, "pointer": {"type": "string"},
+            "range": {"type": "array", "items": {"type": "integer"}}, "rendered": {"type": "string"}}}});
+        vec![
+            json!({
+                "name": CHECK_PLAN,
+                "description": "Check a tdsl plan without running it: every problem with its code, a JSON pointer into the plan \
+                    (`/instructions/1/arguments/doc`), the character range inside a string, a help that shows the tdsl form, and \
+                    its rendered text; when it checks, the steps level by level and the type of its result. A plan with errors \
+                    is a tool error. Read tdsl://guide to write one.",
+                "inputSchema": {"type": "object", "properties": {"plan": plan}, "required": ["plan"]},
+                "outputSchema": {"type": "object", "properties": {
+                    "ok": {"type": "boolean"}, "errors": {"type": "integer"}, "warnings": {"type": "integer"},
+                    "diagnostics": diagnostics,
+                    "levels": {"type": "array", "items": {"type": "array", "items": {"type": "string"}}},
+                    "result_type": {"type": "string"}}, "required": ["ok", "diagnostics"]},
+            }),
+            json!({
+                "name": RUN_PLAN,
+                "description": RUN_PLAN_DESCRIPTION,
+                "inputSchema": {"type": "object", "properties": {
+                    "plan": plan,
+                    "arguments": {"type": "object", "description": "The plan's arguments (REF:arguments.NAME)."}},
+                    "required": ["plan"]},
+            }),
+        ]
+    }
+
+    /// `resources/list`.
+    pub fn resources() -> Json {
+        json!({"resources": [
+            {"uri": GUIDE_URI, "name": "guide", "title": "How to write a tdsl plan",
+             "description": "REFs, transforms, every function, conditions, fan-out, and three worked plans.",
+             "mimeType": "text/markdown", "size": GUIDE.len()},
+            {"uri": TOOLS_URI, "name": "tools", "title": "Tools a plan may call",
+             "description": "Every callable tool (served and upstream) with typed arguments and responses.",
+             "mimeType": "text/markdown"},
+        ]})
+    }
+
+    /// `resources/read` of `uri`, or `None` for an unknown one. Blocking for `tdsl://tools`.
+    pub fn read(&self, uri: &str) -> Option<Json> {
+        let text = match uri {
+            GUIDE_URI => GUIDE.to_string(),
+            TOOLS_URI => self.tools_listing(),
+            _ => return None,
+        };
+        Some(json!({"contents": [{"uri": uri, "mimeType": "text/markdown", "text": text}]}))
+    }
+
+    /// `prompts/list`.
+    pub fn prompts() -> Json {
+        json!({"prompts": [{
+            "name": PLAN_PROMPT,
+            "title": "Write a tdsl plan",
+            "description": "Asks for a tdsl plan that does a task with the callable tools, with the guide and the tools in the message.",
+            "arguments": [{"name": "task", "description": "What the plan should do.", "required": true}],
+        }]})
+    }
+
+    /// `prompts/get` of `plan` with `task`: a user message with the task, the condensed
+    /// guide and the tools. Blocking (lists the upstream servers).
+    pub fn prompt(&self, task: &str) -> Json {
+        let text = format!(
+            "Write a tdsl plan that does this task, then check it with the `check_plan` tool, fix what it reports, and run it \
+             with `run_plan`.\n\nTask: {task}\n\nHow to write a plan (the full guide is the resource {GUIDE_URI}):\n\n\
+             {RUN_PLAN_DESCRIPTION}\n\n{}",
+            self.tools_listing()
+        );
+        json!({
+            "description": "A tdsl plan for a task",
+            "messages": [{"role": "user", "content": {"type": "text", "text": text}}],
+        })
+    }
+}
+
+/// The server's capabilities and instructions with plans on: tools, logging, resources and
+/// prompts.
+#[allow(deprecated)] // logging: SEP-2577 deprecates it, MCP 2025-11-25 clients use it
+pub(super) fn server_config() -> ServerConfig {
+    ServerConfig::new(
+        ServerCapabilities::builder().enable_logging().enable_prompts().enable_resources().enable_tools().build(),
+    )
+    .with_server_info(Implementation::new("tdsl", env!("CARGO_PKG_VERSION")))
+    .with_instructions(
+        "Composite tools defined in .tool files, run by the tdsl engine, and plans: instead of calling tools one at a \
+         time, write one tdsl plan that calls them and send it to run_plan (check_plan checks it). Read the resource \
+         tdsl://guide for how to write a plan and tdsl://tools for the tools a plan may call.",
+    )
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(v: Json) -> Result<T, McpError> {
+    serde_json::from_value(v).map_err(|e| McpError::internal_error(e.to_string(), None))
+}
+
+/// `resources/list`: the guide and the tools with plans on, none without.
+pub(super) fn list_resources(on: bool) -> Result<ListResourcesResult, McpError> {
+    from_json(if on { PlanServer::resources() } else { json!({"resources": []}) })
+}
+
+/// `resources/read`: `tdsl://guide` or `tdsl://tools` (read off the async runtime: the
+/// listing may start upstream servers); any other URI is the error `-32002`.
+pub(super) async fn read_resource(
+    plans: Option<Arc<PlanServer>>,
+    uri: String,
+) -> Result<ReadResourceResponse, McpError> {
+    let Some(plans) = plans else {
+        return Err(McpError::resource_not_found(format!("no resource `{uri}`: this server offers none"), None));
+    };
+    let read = {
+        let uri = uri.clone();
+        tokio::task::spawn_blocking(move || plans.read(&uri))
+            .await
+            .map_err(|e| McpError::internal_error(format!("reading the resource panicked: {e}"), None))?
+    };
+    match read {
+        Some(contents) => Ok(from_json::<ReadResourceResult>(contents)?.into()),
+        None => Err(McpError::resource_not_found(
+            format!("no resource `{uri}`; the resources are {GUIDE_URI} and {TOOLS_URI}"),
+            Some(json!({"uri": uri})),
+        )),
+    }
+}
+
+/// `prompts/list`: the prompt `plan` with plans on, none without.
+pub(super) fn list_prompts(on: bool) -> Result<ListPromptsResult, McpError> {
+    from_json(if on { PlanServer::prompts() } else { json!({"prompts": []}) })
+}
+
+/// `prompts/get` of `plan` with its `task`.
+pub(super) async fn get_prompt(
+    plans: Option<Arc<PlanServer>>,
+    request: GetPromptRequestParams,
+) -> Result<GetPromptResponse, McpError> {
+    let plans = plans.filter(|_| request.name == PLAN_PROMPT).ok_or_else(|| {
+        McpError::invalid_params(format!("no prompt named `{}`; the prompt is `{PLAN_PROMPT}`", request.name), None)
+    })?;
+    let task = match request.arguments.as_ref().and_then(|a| a.get("task")) {
+        Some(Json::String(t)) if !t.trim().is_empty() => t.clone(),
+        _ => {
+            return Err(McpError::invalid_params(
+                "the prompt `plan` needs the argument `task`: what the plan should do",
+                None,
+            ))
+        }
+    };
+    let prompt = tokio::task::spawn_blocking(move || plans.prompt(&task))
+        .await
+        .map_err(|e| McpError::internal_error(format!("the prompt panicked: {e}"), None))?;
+    Ok(from_json::<GetPromptResult>(prompt)?.into())
+}
+
+/// The upstream servers whose tools checking a plan needs: for each step that names a tool
+/// that is not served, its server when it is written `NAME/TOOL` with an upstream `NAME`, and
+/// every server for any other unknown name (a tool named without its server, a misspelt
+/// one), so that the nearest names include theirs. None when every step names a served tool.
+fn upstreams_needed<'a>(plan: &Json, names: &[&'a str], served: &[Callable]) -> Vec<&'a str> {
+    let Some(steps) = plan.get("instructions").and_then(Json::as_array) else { return Vec::new() };
+    let mut needed: Vec<&'a str> = Vec::new();
+    for path in steps.iter().filter_map(|s| s.get("tool_definition_path").and_then(Json::as_str)) {
+        if served.iter().any(|c| c.name == path || c.tool_path.as_deref() == Some(path)) {
+            continue;
+        }
+        match path.split_once('/').and_then(|(n, _)| names.iter().find(|m| **m == n)) {
+            Some(name) if !needed.contains(name) => needed.push(name),
+            Some(_) => {}
+            None => return names.to_vec(),
+        }
+    }
+    needed
+}
+
+/// An upstream tool as the plan core takes it, from its MCP `Tool` object.
+/// An object schema with no properties that does not forbid others (`{"type": "object",
+/// "properties": {}}`, what a tool declaring nothing exports) accepts any object: it is
+/// handed on without `properties`, which the core reads as "anything".
+fn upstream_tool(server: &str, tool: &Json) -> Option<UpstreamTool> {
+    let open = |schema: Json| -> Json {
+        let empty = schema.get("properties").and_then(Json::as_object).is_some_and(serde_json::Map::is_empty);
+        let closed = schema.get("additionalProperties") == Some(&Json::Bool(false));
+        match schema {
+            Json::Object(mut map) if empty && !closed => {
+                map.remove("properties");
+                Json::Object(map)
+            }
+            other => other,
+        }
+    };
+    Some(UpstreamTool {
+        server: server.to_string(),
+        name: tool.get("name")?.as_str()?.to_string(),
+        description: tool.get("description").and_then(Json::as_str).map(str::to_string),
+        input_schema: open(tool.get("inputSchema").cloned().unwrap_or_else(|| json!({"type": "object"}))),
+        output_schema: tool.get("outputSchema").cloned().map(open),
+    })
+}
+
+/// The `plan` argument. An object is the plan; a string is taken as the plan's JSON text
+/// (diagnostics then point into it as written); any other value goes to the check too, which
+/// says that a plan is an object.
+fn plan_argument(arguments: &Json) -> Result<&Json, String> {
+    match arguments.get("plan") {
+        Some(p) => Ok(p),
+        None => Err("the argument `plan` is missing: send {\"plan\": {\"instructions\": [...]}}".to_string()),
+    }
+}
+
+fn json_kind(v: &Json) -> &'static str {
+    match v {
+        Json::Null => "null",
+        Json::Bool(_) => "a boolean",
+        Json::Number(_) => "a number",
+        Json::String(_) => "a string",
+        Json::Array(_) => "a list",
+        Json::Object(_) => "an object",
+    }
+}
+
+/// The text the diagnostics point into: a string as it is, anything else as pretty JSON
+/// (as the core's `check_value` writes it).
+fn plan_text(plan: &Json) -> String {
+    match plan {
+        Json::String(text) => text.clone(),
+        other => serde_json::to_string_pretty(other).unwrap_or_default(),
+    }
+}
+
+fn add_problems(out: &mut Json, problems: &[String]) {
+    if !problems.is_empty() {
+        out["upstream_problems"] = json!(problems);
+    }
+}
+
+/// A check's text block: a line of counts, each rendered diagnostic, and the levels.
+fn summary_text(check: &crate::plans::PlanCheck, problems: &[String]) -> String {
+    let (errors, warnings) = check.counts();
+    let mut text = if check.ok() {
+        format!("the plan checks: {warnings} warning(s)")
+    } else {
+        format!("the plan has {errors} error(s) and {warnings} warning(s)")
+    };
+    for d in &check.diagnostics {
+        let pointer = if d.pointer.is_empty() { "/" } else { &d.pointer };
+        text.push_str(&format!(
+            "\n\n{} at {pointer}:\n{}",
+            if d.severity == crate::diagnostic::Severity::Error { "error" } else { "warning" },
+            d.rendered.trim_end()
+        ));
+    }
+    if let (Some(levels), Some(ty)) = (&check.levels, &check.result_type) {
+        let levels: Vec<String> = levels.iter().map(|l| l.join(", ")).collect();
+        text.push_str(&format!("\nlevels: {}\nresult: {ty}", levels.join(" → ")));
+    }
+    for p in problems {
+        text.push_str(&format!("\nnote: {p}"));
+    }
+    text
+}
+
+fn structured(content: Json, text: String, is_error: bool) -> Json {
+    json!({"content": [{"type": "text", "text": text}], "structuredContent": content, "isError": is_error})
+}
+
+/// One served tool in `tdsl://tools`.
+fn served_line(s: &Served) -> String {
+    let def = &s.def;
+    let args: Vec<String> = def
+        .arguments
+        .iter()
+        .map(|p| format!("{}: {}{}", p.name.node, p.type_or_any(), if p.is_required() { "!" } else { "" }))
+        .collect();
+    let mut line = format!("- `{}({})`", s.name, args.join(", "));
+    let responses: Vec<String> =
+        def.responses.iter().map(|p| format!("{}: {}", p.name.node, p.type_or_any())).collect();
+    if !responses.is_empty() {
+        line.push_str(&format!(" → `{{{}}}`", responses.join(", ")));
+    } else if let ToolKind::Composite { .. } = def.kind {
+        line.push_str(" → `object`");
+    }
+    if let Some(d) = def.description.as_ref().map(|d| d.node.trim()).filter(|d| !d.is_empty()) {
+        line.push_str(&format!(": {d}"));
+    }
+    line.push('\n');
+    line
+}
+
+/// One upstream tool in `tdsl://tools`, from its schemas.
+fn upstream_line(t: &UpstreamTool) -> String {
+    let props = |schema: &Json, marks: bool| -> Vec<String> {
+        let required: Vec<&str> = schema
+            .get("required")
+            .and_then(Json::as_array)
+            .map_or(Vec::new(), |r| r.iter().filter_map(Json::as_str).collect());
+        schema.get("properties").and_then(Json::as_object).map_or(Vec::new(), |p| {
+            p.iter()
+                .map(|(n, s)| {
+                    let bang = if marks && required.contains(&n.as_str()) { "!" } else { "" };
+                    format!("{n}: {}{bang}", crate::export::compare::type_name_of(s))
+                })
+                .collect()
+        })
+    };
+    let mut line = format!("- `{}({})`", t.plan_name(), props(&t.input_schema, true).join(", "));
+    if let Some(out) = &t.output_schema {
+        line.push_str(&format!(" → `{{{}}}`", props(out, false).join(", ")));
+    } else {
+        line.push_str(" → `{response: any}` (no output schema: read `REF:step.response`)");
+    }
+    if let Some(d) = t.description.as_deref().map(str::trim).filter(|d| !d.is_empty()) {
+        line.push_str(&format!(": {}", d.lines().next().unwrap_or(d)));
+    }
+    line.push('\n');
+    line
+}
+
+/// Sends `SERVER/TOOL` calls to their upstream server, every other call to the host runner.
+struct PlanRunner {
+    host: HostRunner,
+    upstreams: Arc<Upstreams>,
+}
+
+impl Runner for PlanRunner {
+    fn call(&self, call: &ToolCall<'_>) -> Result<Value, ToolError> {
+        match call.definition.and_then(upstream_target) {
+            Some((server, tool)) => self.upstreams.call(server, tool, call),
+            None => self.host.call(call),
+        }
+    }
+}
+
+/// The run's observer, with the run recorded as the plan itself: its `RunStarted` names
+/// `run_plan` and carries `{plan, arguments}`, so that the history keeps the plan.
+struct PlanRecorded {
+    inner: Arc<dyn Observer>,
+    plan: Json,
+    args: Json,
+}
+
+impl Observer for PlanRecorded {
+    fn event(&self, event: &Event<'_>) {
+        if let Event::RunStarted { run_id, started_at, .. } = event {
+            let recorded: Value =
+                serde_json::from_value(json!({"plan": self.plan, "arguments": self.args})).unwrap_or(Value::Null);
+            self.inner.event(&Event::RunStarted { run_id, tool: RUN_PLAN, arguments: &recorded, started_at });
+            return;
+        }
+        self.inner.event(event);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_guide_and_the_description_keep_their_limits() {
+        assert!(GUIDE.chars().count() <= GUIDE_LIMIT, "the guide has {} characters", GUIDE.chars().count());
+        assert!(
+            RUN_PLAN_DESCRIPTION.chars().count() <= DESCRIPTION_LIMIT,
+            "run_plan's description has {} characters",
+            RUN_PLAN_DESCRIPTION.chars().count()
+        );
+    }
+
+    #[test]
+    fn the_guide_names_every_function() {
+        let table = crate::functions::FunctionTable::builtins();
+        let missing: Vec<&str> = table.names().filter(|n| !GUIDE.contains(&format!("{n}("))).collect();
+        assert!(missing.is_empty(), "the guide does not describe {missing:?}");
+    }
+
+    #[test]
+    fn plans_name_upstream_servers() {
+        let served = [Callable { name: "echo".into(), tool_path: Some("/tools/echo.tool".into()) }];
+        let needed = |plan: Json, names: &[&'static str]| upstreams_needed(&plan, names, &served);
+        let two = ["docs", "web"];
+        assert_eq!(needed(json!({"instructions": [{"tool_definition_path": "docs/upper"}]}), &two), ["docs"]);
+        assert!(needed(json!({"instructions": [{"tool_definition_path": "docs/upper"}]}), &[]).is_empty());
+        let served_only =
+            json!({"instructions": [{"tool_definition_path": "/tools/echo.tool"}, {"tool_definition_path": "echo"}]});
+        assert!(needed(served_only, &two).is_empty());
+        assert_eq!(needed(json!({"instructions": [{"tool_definition_path": "upper"}]}), &two), two);
+        assert_eq!(needed(json!({"instructions": [{"tool_definition_path": "dcs/upper"}]}), &two), two);
+    }
+
+    #[test]
+    fn upstream_tools_are_listed_with_their_types() {
+        let t = upstream_tool(
+            "docs",
+            &json!({"name": "upper", "description": "Upper-cases\nmore", "inputSchema": {"type": "object",
+                "properties": {"text": {"type": "string"}, "n": {"type": "integer"}}, "required": ["text"]},
+                "outputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}),
+        )
+        .expect("a tool");
+        assert_eq!(upstream_line(&t), "- `docs/upper(text: string!, n: integer)` → `{text: string}`: Upper-cases\n");
+    }
+}
