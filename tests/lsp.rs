@@ -574,3 +574,149 @@ fn schema_matches_the_checked_in_copy() {
         12
     );
 }
+
+/// One raw frame read from the server: its JSON.
+fn read_frame(r: &mut impl std::io::BufRead) -> Option<Value> {
+    let mut length = None;
+    loop {
+        let mut line = String::new();
+        if r.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some(v) = line.strip_prefix("Content-Length: ") {
+            length = v.parse::<usize>().ok();
+        }
+    }
+    let mut body = vec![0; length?];
+    r.read_exact(&mut body).ok()?;
+    serde_json::from_slice(&body).ok()
+}
+
+fn write_frame(w: &mut impl std::io::Write, v: &Value) {
+    let body = serde_json::to_vec(v).unwrap();
+    write!(w, "Content-Length: {}\r\n\r\n", body.len()).unwrap();
+    w.write_all(&body).unwrap();
+    w.flush().unwrap();
+}
+
+/// A `tests/data/lsp/frames/*.frame` file: its bytes (escapes `\r`, `\n`, `\xHH`, `\\`;
+/// the file's own line ends and `#` lines are not part of them), the answers expected
+/// before the next good request's, and extra arguments of `tdsl lsp`.
+fn frame_case(text: &str) -> (Vec<u8>, Vec<String>, Vec<String>) {
+    let mut bytes = Vec::new();
+    let mut answers = Vec::new();
+    let mut args = Vec::new();
+    for line in text.lines() {
+        if let Some(c) = line.strip_prefix('#') {
+            let c = c.trim();
+            if let Some(a) = c.strip_prefix("answer:") {
+                answers.push(a.trim().to_string());
+            } else if let Some(a) = c.strip_prefix("args:") {
+                args.extend(a.split_whitespace().map(str::to_string));
+            }
+            continue;
+        }
+        let b = line.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            if b[i] == b'\\' {
+                match b[i + 1] {
+                    b'r' => bytes.push(b'\r'),
+                    b'n' => bytes.push(b'\n'),
+                    b'\\' => bytes.push(b'\\'),
+                    b'x' => {
+                        bytes.push(u8::from_str_radix(&line[i + 2..i + 4], 16).unwrap());
+                        i += 2;
+                    }
+                    other => panic!("unknown escape \\{}", other as char),
+                }
+                i += 2;
+            } else {
+                bytes.push(b[i]);
+                i += 1;
+            }
+        }
+    }
+    (bytes, answers, args)
+}
+
+/// Issue 28: every malformed frame of `tests/data/lsp/frames` after a good `initialize`:
+/// the server answers what it can (the `# answer:` lines, in order), skips the rest, still
+/// answers the good request that follows, and ends cleanly on `shutdown`/`exit`.
+#[test]
+fn malformed_frames_do_not_end_the_server() {
+    use std::io::{BufReader, Write};
+    use std::process::{Command, Stdio};
+    let dir = data("tests/data/lsp/frames");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "frame"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 20, "the cases are there");
+    let mut failures = Vec::new();
+    for f in &files {
+        let (bytes, want, args) = frame_case(&std::fs::read_to_string(f).unwrap());
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tdsl"))
+            .arg("lsp")
+            .args(&args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("tdsl lsp starts");
+        let mut stdin = child.stdin.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let stdout = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            let mut r = BufReader::new(stdout);
+            while let Some(v) = read_frame(&mut r) {
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        });
+        let next = || rx.recv_timeout(std::time::Duration::from_secs(60));
+        write_frame(
+            &mut stdin,
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"processId": null, "capabilities": {}}}),
+        );
+        assert_eq!(next().expect("initialize is answered")["id"], 1);
+        write_frame(&mut stdin, &json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}));
+        stdin.write_all(&bytes).unwrap();
+        let good = json!({"jsonrpc": "2.0", "id": 99, "method": "textDocument/hover",
+            "params": {"textDocument": {"uri": "file:///nowhere/b.tool"}, "position": {"line": 0, "character": 0}}});
+        write_frame(&mut stdin, &good);
+        let mut got = Vec::new();
+        let answered = loop {
+            let Ok(v) = next() else { break false };
+            if v["id"] == 99 {
+                break true;
+            }
+            if v.get("method").is_some() {
+                continue;
+            }
+            got.push(match v.get("error") {
+                Some(e) => format!("error {} {}", e["code"], v["id"]),
+                None => format!("result {}", v["id"]),
+            });
+        };
+        write_frame(&mut stdin, &json!({"jsonrpc": "2.0", "id": 100, "method": "shutdown"}));
+        write_frame(&mut stdin, &json!({"jsonrpc": "2.0", "method": "exit"}));
+        drop(stdin);
+        let status = child.wait().unwrap();
+        let name = f.file_name().unwrap().to_string_lossy().to_string();
+        if !answered || got != want || status.code() != Some(0) {
+            failures.push(format!(
+                "{name}: good request answered: {answered}; answers {got:?}, want {want:?}; exit {:?}",
+                status.code()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

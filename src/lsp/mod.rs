@@ -17,6 +17,7 @@
 //! - Hover, definition, references, rename, completion and code actions: [`features`].
 
 mod features;
+pub mod framing;
 pub mod symbols;
 pub mod text;
 
