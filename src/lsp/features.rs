@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use lsp_server::ErrorCode;
 use lsp_types::{
@@ -21,7 +22,7 @@ use crate::tool::{is_identifier, JsonKind, Logic, Operator, Param, ToolDef, Type
 struct FileView {
     uri: Url,
     text: Text,
-    tool: Option<ToolDef>,
+    tool: Option<Arc<ToolDef>>,
 }
 
 impl Server {
@@ -29,21 +30,27 @@ impl Server {
         self.docs.get(uri)
     }
 
-    /// The occurrences in an open document (from its last check).
-    fn doc_occurrences(&self, doc: &Doc) -> Vec<Occurrence> {
-        let Some(tool) = doc.checked.as_ref().and_then(|c| c.tool.as_ref()) else { return Vec::new() };
-        symbols::occurrences(&self.engine, &doc.path, tool, &Resolver { root: &doc.root.0 })
+    /// The occurrences in an open document, from its last check (found once per check).
+    fn doc_occurrences<'d>(&self, doc: &'d Doc) -> &'d [Occurrence] {
+        doc.occurrences.get_or_init(|| {
+            let Some(tool) = doc.checked.as_ref().and_then(|c| c.tool.as_ref()) else { return Vec::new() };
+            symbols::occurrences(&self.engine, &doc.path, tool, &Resolver { root: &doc.root.0 })
+        })
     }
 
-    /// A file by path: the open document when there is one, else the file on disk.
+    /// A file by path: the open document when there is one (the model of its last check),
+    /// else the file on disk.
     fn view(&self, path: &Path) -> Option<FileView> {
         if let Some((uri, d)) = self.docs.iter().find(|(_, d)| d.path == path) {
-            let (tool, _) = crate::tool::load(d.text.as_str());
+            let tool = match d.checked.as_ref().and_then(|c| c.tool.clone()) {
+                Some(t) => Some(t),
+                None => crate::tool::load(d.text.as_str()).0.map(Arc::new),
+            };
             return Some(FileView { uri: uri.clone(), text: d.text.clone(), tool });
         }
         let text = crate::input::read_text(path).ok()?;
         let (tool, _) = crate::tool::load(&text);
-        Some(FileView { uri: Url::from_file_path(path).ok()?, text: Text::new(text), tool })
+        Some(FileView { uri: Url::from_file_path(path).ok()?, text: Text::new(text), tool: tool.map(Arc::new) })
     }
 
     /// Every `.tool` file under `root` (open documents included), sorted.
@@ -79,6 +86,16 @@ impl Server {
         let files = if local { vec![doc.path.clone()] } else { self.workspace_files(&doc.root.0) };
         let mut out = Vec::new();
         for f in files {
+            if let Some((uri, d)) =
+                self.docs.iter().find(|(_, d)| d.path == f && d.checked.as_ref().is_some_and(|c| c.tool.is_some()))
+            {
+                for o in self.doc_occurrences(d) {
+                    if &o.sym == sym {
+                        out.push((uri.clone(), d.text.clone(), o.clone()));
+                    }
+                }
+                continue;
+            }
             let Some(view) = self.view(&f) else { continue };
             let Some(tool) = &view.tool else { continue };
             let root = self.root_for(&f).0;
@@ -104,7 +121,7 @@ pub(super) fn hover(s: &Server, p: &HoverParams) -> Option<Hover> {
     let occs = s.doc_occurrences(doc);
     let checked = doc.checked.as_ref()?;
     let tool = checked.tool.as_ref()?;
-    let symbol = symbols::at(&occs, offset).and_then(|o| Some((o.span, symbol_hover(s, doc, tool, o)?)));
+    let symbol = symbols::at(occs, offset).and_then(|o| Some((o.span, symbol_hover(s, doc, tool, o)?)));
     let typed = type_hover(doc, tool, offset);
     let (span, value) = match (symbol, typed) {
         (Some((span, text)), Some((_, t))) if !text.contains("\n\ntype: ") => (span, format!("{text}\n\n{t}")),
@@ -279,7 +296,7 @@ pub(super) fn definition(s: &Server, p: &GotoDefinitionParams) -> Option<GotoDef
     let doc = s.doc(&tdp.text_document.uri)?;
     let offset = s.offset(doc, tdp.position);
     let occs = s.doc_occurrences(doc);
-    let o = symbols::at(&occs, offset)?;
+    let o = symbols::at(occs, offset)?;
     let location = match &o.sym {
         Sym::ToolPath { file, .. } => {
             let uri = Url::from_file_path(file.as_ref()?).ok()?;
@@ -300,7 +317,7 @@ pub(super) fn references(s: &Server, p: &ReferenceParams) -> Option<Vec<Location
     let doc = s.doc(&tdp.text_document.uri)?;
     let offset = s.offset(doc, tdp.position);
     let occs = s.doc_occurrences(doc);
-    let o = symbols::at(&occs, offset)?;
+    let o = symbols::at(occs, offset)?;
     let all = s.all_occurrences(doc, &o.sym);
     Some(
         all.into_iter()
@@ -319,7 +336,7 @@ pub(super) fn rename(s: &Server, p: &RenameParams) -> Result<Option<WorkspaceEdi
     let doc = s.doc(&tdp.text_document.uri).ok_or_else(|| refuse("the document is not open".into()))?;
     let offset = s.offset(doc, tdp.position);
     let occs = s.doc_occurrences(doc);
-    let o = symbols::at(&occs, offset)
+    let o = symbols::at(occs, offset)
         .ok_or_else(|| refuse("nothing to rename here: put the cursor on an execution id or an argument".into()))?;
     let new = p.new_name.as_str();
     if !is_identifier(new) {
@@ -556,12 +573,12 @@ fn last_ref(prefix: &str) -> Option<&str> {
 }
 
 /// The callee of the instruction whose text holds `offset`.
-fn step_callee_at(s: &Server, doc: &Doc, tool: Option<&ToolDef>, offset: usize) -> Option<ToolDef> {
+fn step_callee_at(s: &Server, doc: &Doc, tool: Option<&ToolDef>, offset: usize) -> Option<Arc<ToolDef>> {
     let ins = tool?.instructions().iter().find(|i| i.span.range().contains(&offset))?;
     callee_def(s, doc, &ins.tool_definition_path.node)
 }
 
-fn callee_def(s: &Server, doc: &Doc, tool_path: &str) -> Option<ToolDef> {
+fn callee_def(s: &Server, doc: &Doc, tool_path: &str) -> Option<Arc<ToolDef>> {
     let file = Resolver { root: &doc.root.0 }.file(tool_path)?;
     s.view(&file)?.tool
 }

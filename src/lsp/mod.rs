@@ -2,8 +2,11 @@
 //!
 //! Built on `lsp-server` (rust-analyzer's synchronous scaffold: a pair of channels and the
 //! initialize/shutdown handshake) and `lsp-types`. One thread handles every message in
-//! order: checking a file is fast enough (`benches/lsp.rs`) that nothing needs to be
-//! cancelled or run in the background, and the state needs no locks.
+//! order, and the state needs no locks. Edits are coalesced: a `didChange` only updates the
+//! text; a file is analysed again once no message has come for [`DEBOUNCE`], or before a
+//! request is answered, and then only its latest text — so a burst of edits costs one
+//! analysis, not one each. Requests are answered from that analysis (the symbols of a file
+//! are found once per analysis, on the first request that needs them).
 //!
 //! - **Diagnostics** are those of `tdsl check`, published when a file is opened or changed
 //!   (text synchronised incrementally), and for the open files that call it when a callee
@@ -21,9 +24,11 @@ pub mod framing;
 pub mod symbols;
 pub mod text;
 
-use std::collections::BTreeMap;
+use std::cell::OnceCell;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use lsp_server::{Connection, ErrorCode, Message, Notification, Request, RequestId, Response};
 use lsp_types::notification::Notification as _;
@@ -58,11 +63,33 @@ pub fn serve(connection: &Connection, extra: Option<ExtraCheck>) -> Result<(), S
         "serverInfo": ServerInfo { name: "tdsl".into(), version: Some(env!("CARGO_PKG_VERSION").into()) },
     });
     connection.initialize_finish(id, result).map_err(|e| e.to_string())?;
-    for msg in &connection.receiver {
+    loop {
+        // While edits wait to be analysed, a short pause in the messages analyses them.
+        let msg = if server.dirty.is_empty() {
+            match connection.receiver.recv() {
+                Ok(m) => m,
+                Err(_) => break,
+            }
+        } else {
+            match connection.receiver.recv_timeout(DEBOUNCE) {
+                Ok(m) => m,
+                Err(e) if e.is_timeout() => {
+                    for out in server.flush() {
+                        send(connection, Message::Notification(out))?;
+                    }
+                    continue;
+                }
+                Err(_) => break,
+            }
+        };
         match msg {
             Message::Request(req) => {
                 if connection.handle_shutdown(&req).map_err(|e| e.to_string())? {
                     return Ok(());
+                }
+                // A request sees every edit sent before it.
+                for out in server.flush() {
+                    send(connection, Message::Notification(out))?;
                 }
                 let resp = server.request(req);
                 send(connection, Message::Response(resp))?;
@@ -82,6 +109,9 @@ fn send(connection: &Connection, msg: Message) -> Result<(), String> {
     connection.sender.send(msg).map_err(|e| format!("the client is gone: {e}"))
 }
 
+/// How long the server waits for more messages after an edit before analysing the file.
+pub const DEBOUNCE: Duration = Duration::from_millis(30);
+
 /// An open document.
 pub(crate) struct Doc {
     pub text: Text,
@@ -94,6 +124,8 @@ pub(crate) struct Doc {
     pub checked: Option<CheckedTool>,
     /// The last model that could be read, for completion while the text is broken.
     pub last_tool: Option<Arc<ToolDef>>,
+    /// The symbols of the last check's model, found on first use.
+    pub occurrences: OnceCell<Vec<symbols::Occurrence>>,
 }
 
 /// The server's state: the open documents and what the client negotiated.
@@ -105,6 +137,8 @@ pub struct Server {
     pub(crate) docs: BTreeMap<Url, Doc>,
     pub(crate) engine: Engine,
     extra: Option<ExtraCheck>,
+    /// The open documents whose text changed since their last check.
+    dirty: BTreeSet<Url>,
 }
 
 impl Server {
@@ -131,7 +165,7 @@ impl Server {
             .and_then(|o| o.get("root"))
             .and_then(serde_json::Value::as_str)
             .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| PathBuf::from(r)));
-        Server { encoding, workspace, root, docs: BTreeMap::new(), engine: Engine::new(), extra }
+        Server { encoding, workspace, root, docs: BTreeMap::new(), engine: Engine::new(), extra, dirty: BTreeSet::new() }
     }
 
     /// What the server can do.
@@ -174,7 +208,8 @@ impl Server {
         }
     }
 
-    /// Handles a notification; returns the notifications to send (diagnostics).
+    /// Handles a notification; returns the notifications to send now. An opened or
+    /// changed file is analysed by [`Server::flush`].
     pub fn notification(&mut self, n: Notification) -> Vec<Notification> {
         use lsp_types::notification::*;
         match n.method.as_str() {
@@ -193,9 +228,11 @@ impl Server {
                     root,
                     checked: None,
                     last_tool: None,
+                    occurrences: OnceCell::new(),
                 };
                 self.docs.insert(uri.clone(), doc);
-                self.changed(&uri)
+                self.dirty.insert(uri);
+                Vec::new()
             }
             DidChangeTextDocument::METHOD => {
                 let Ok(p) = serde_json::from_value::<lsp_types::DidChangeTextDocumentParams>(n.params) else {
@@ -208,31 +245,43 @@ impl Server {
                     doc.text.apply(c, enc);
                 }
                 doc.version = p.text_document.version;
-                self.changed(&uri)
+                self.dirty.insert(uri);
+                Vec::new()
             }
             DidCloseTextDocument::METHOD => {
                 let Ok(p) = serde_json::from_value::<lsp_types::DidCloseTextDocumentParams>(n.params) else {
                     return Vec::new();
                 };
                 self.docs.remove(&p.text_document.uri);
+                self.dirty.remove(&p.text_document.uri);
                 // Its diagnostics go with it; callers now read the file from disk.
-                let mut out = vec![publish(p.text_document.uri.clone(), Vec::new(), None)];
-                let uris: Vec<Url> = self.docs.keys().cloned().collect();
-                for uri in uris {
-                    out.push(self.check(&uri));
-                }
-                out
+                self.dirty.extend(self.docs.keys().cloned());
+                vec![publish(p.text_document.uri.clone(), Vec::new(), None)]
             }
             DidSaveTextDocument::METHOD => Vec::new(),
             _ => Vec::new(),
         }
     }
 
-    /// Re-checks `uri`, then the open files that call it.
-    fn changed(&mut self, uri: &Url) -> Vec<Notification> {
-        let mut out = vec![self.check(uri)];
-        let Some(changed) = self.docs.get(uri).map(|d| d.path.clone()) else { return out };
-        let callers: Vec<Url> = self
+    /// Analyses the latest text of every file changed since its last check, then the open
+    /// files that call them; returns their diagnostics to publish.
+    pub fn flush(&mut self) -> Vec<Notification> {
+        let dirty = std::mem::take(&mut self.dirty);
+        let mut todo: Vec<Url> = dirty.iter().filter(|u| self.docs.contains_key(*u)).cloned().collect();
+        for uri in &dirty {
+            for c in self.callers(uri) {
+                if !todo.contains(&c) {
+                    todo.push(c);
+                }
+            }
+        }
+        todo.iter().map(|u| self.check(u)).collect()
+    }
+
+    /// The open files that call `uri`.
+    fn callers(&self, uri: &Url) -> Vec<Url> {
+        let Some(changed) = self.docs.get(uri).map(|d| d.path.clone()) else { return Vec::new() };
+        self
             .docs
             .iter()
             .filter(|(u, _)| *u != uri)
@@ -245,11 +294,7 @@ impl Server {
                 })
             })
             .map(|(u, _)| u.clone())
-            .collect();
-        for c in callers {
-            out.push(self.check(&c));
-        }
-        out
+            .collect()
     }
 
     /// The tool root for a file: `initializationOptions.root`, the nearest folder with
@@ -298,6 +343,7 @@ impl Server {
             doc.last_tool = Some(t.clone());
         }
         doc.checked = Some(checked);
+        doc.occurrences = OnceCell::new();
         publish(uri.clone(), diagnostics, Some(version))
     }
 

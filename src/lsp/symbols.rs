@@ -99,12 +99,27 @@ pub fn occurrences(engine: &Engine, file: &Path, tool: &ToolDef, resolver: &Reso
         });
     }
     let ins = tool.instructions();
-    let callees: Vec<Option<PathBuf>> = ins.iter().map(|i| resolver.file(&i.tool_definition_path.node)).collect();
-    let step_callee = |id: &str| -> Option<PathBuf> {
-        ins.iter()
-            .position(|i| i.execution_id.node == id || i.expected_key.as_ref().is_some_and(|k| k.node == id))
-            .and_then(|n| callees[n].clone())
-    };
+    // Each tool path resolved once (a file system call each).
+    let mut resolved: std::collections::HashMap<&str, Option<PathBuf>> = std::collections::HashMap::new();
+    let callees: Vec<Option<PathBuf>> = ins
+        .iter()
+        .map(|i| {
+            let path = &*i.tool_definition_path.node;
+            resolved.entry(path).or_insert_with(|| resolver.file(path)).clone()
+        })
+        .collect();
+    // The step a REF context names (its `execution_id` or `expected_key`), by name: a scan
+    // of the steps for every REF made hover quadratic in the file (issue 28).
+    let mut by_name: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for (n, i) in ins.iter().enumerate() {
+        by_name.entry(&i.execution_id.node).or_insert(n);
+    }
+    for (n, i) in ins.iter().enumerate() {
+        if let Some(k) = &i.expected_key {
+            by_name.entry(&k.node).or_insert(n);
+        }
+    }
+    let step_callee = |id: &str| -> Option<PathBuf> { by_name.get(id).and_then(|&n| callees[n].clone()) };
     let ctx = Ctx { file: &this, engine, step_callee: &step_callee };
     for (n, i) in ins.iter().enumerate() {
         out.push(Occurrence {
