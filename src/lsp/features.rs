@@ -86,26 +86,113 @@ impl Server {
         let files = if local { vec![doc.path.clone()] } else { self.workspace_files(&doc.root.0) };
         let mut out = Vec::new();
         for f in files {
-            if let Some((uri, d)) =
-                self.docs.iter().find(|(_, d)| d.path == f && d.checked.as_ref().is_some_and(|c| c.tool.is_some()))
-            {
-                for o in self.doc_occurrences(d) {
-                    if &o.sym == sym {
-                        out.push((uri.clone(), d.text.clone(), o.clone()));
-                    }
-                }
-                continue;
-            }
-            let Some(view) = self.view(&f) else { continue };
-            let Some(tool) = &view.tool else { continue };
-            let root = self.root_for(&f).0;
-            for o in symbols::occurrences(&self.engine, &f, tool, &Resolver { root: &root }) {
-                if &o.sym == sym {
-                    out.push((view.uri.clone(), view.text.clone(), o));
-                }
-            }
+            self.file_occurrences(&f, &mut |uri, text, _, occs| {
+                out.extend(occs.iter().filter(|o| &o.sym == sym).map(|o| (uri.clone(), text.clone(), o.clone())))
+            });
         }
         out
+    }
+
+    /// Calls `each` with a file's URI, text, model and occurrences (the open document's
+    /// from its last check, else the file on disk's); nothing when it does not load.
+    fn file_occurrences(&self, f: &Path, each: &mut dyn FnMut(&Url, &Text, &ToolDef, &[Occurrence])) {
+        if let Some((uri, d)) = self.docs.iter().find(|(_, d)| d.path == f) {
+            if let Some(tool) = d.checked.as_ref().and_then(|c| c.tool.as_ref()) {
+                each(uri, &d.text, tool, self.doc_occurrences(d));
+                return;
+            }
+        }
+        let Some(view) = self.view(f) else { return };
+        let Some(tool) = &view.tool else { return };
+        let root = self.root_for(f).0;
+        let occs = symbols::occurrences(&self.engine, f, tool, &Resolver { root: &root });
+        each(&view.uri, &view.text, tool, &occs);
+    }
+
+    /// Renaming argument `name` of the tool in `callee` to `new`: what else must change in
+    /// its callers besides their `arguments` keys — each caller step's `transform_arguments`
+    /// output `name` (it is that argument) and the names in that block's expressions that
+    /// read it. Refused when `new` is already a name there or a key of the step's
+    /// `arguments` (issue 28: the rename left those, and `check` then reported E0611 and
+    /// E0101).
+    fn argument_in_callers(
+        &self,
+        doc: &Doc,
+        callee: &Path,
+        name: &str,
+        new: &str,
+    ) -> Result<Vec<(Url, Text, Occurrence)>, String> {
+        let mut out = Vec::new();
+        let mut refused = None;
+        for f in self.workspace_files(&doc.root.0) {
+            let resolver_root = self.root_for(&f).0;
+            let resolver = Resolver { root: &resolver_root };
+            self.file_occurrences(&f, &mut |uri, text, tool, occs| {
+                // The tool's own `transform_arguments`: its expressions read the argument by
+                // name (unless a variable of the block has that name), and an output of
+                // that name replaces it.
+                if f == callee {
+                    if let Some(t) = &tool.transform_arguments {
+                        let mut names = t
+                            .variables
+                            .iter()
+                            .map(|(k, _)| k.node.as_str())
+                            .chain(t.transforms.iter().map(|(k, _)| k.node.as_str()));
+                        if new != name && names.any(|n| n == new) {
+                            refused.get_or_insert(format!(
+                                "cannot rename `{name}` to `{new}`: the tool's `transform_arguments` already has a \
+                                 name `{new}`"
+                            ));
+                        }
+                        if !t.variables.iter().any(|(k, _)| k.node == name) {
+                            let sym = Sym::Variable { block: t.span, name: name.to_string() };
+                            out.extend(
+                                occs.iter().filter(|o| o.sym == sym).map(|o| (uri.clone(), text.clone(), o.clone())),
+                            );
+                        }
+                    }
+                }
+                for ins in tool.instructions() {
+                    if resolver.file(&ins.tool_definition_path.node).as_deref() != Some(callee) {
+                        continue;
+                    }
+                    let passed = ins.arguments.as_ref().is_some_and(|a| a.entries.iter().any(|(k, _)| k.node == new));
+                    let Some(t) = &ins.transform_arguments else {
+                        if passed && new != name {
+                            refused.get_or_insert(format!(
+                                "cannot rename `{name}` to `{new}`: step `{}` of {} already passes `{new}`",
+                                ins.execution_id.node,
+                                f.display()
+                            ));
+                        }
+                        continue;
+                    };
+                    let mut names = t
+                        .variables
+                        .iter()
+                        .map(|(k, _)| k.node.as_str())
+                        .chain(t.transforms.iter().map(|(k, _)| k.node.as_str()));
+                    if new != name && (passed || names.any(|n| n == new)) {
+                        refused.get_or_insert(format!(
+                            "cannot rename `{name}` to `{new}`: step `{}` of {} already has a name `{new}` in its \
+                             `arguments` or `transform_arguments`",
+                            ins.execution_id.node,
+                            f.display()
+                        ));
+                        continue;
+                    }
+                    if !t.transforms.iter().any(|(k, _)| k.node == name) {
+                        continue;
+                    }
+                    let sym = Sym::Variable { block: t.span, name: name.to_string() };
+                    out.extend(occs.iter().filter(|o| o.sym == sym).map(|o| (uri.clone(), text.clone(), o.clone())));
+                }
+            });
+        }
+        match refused {
+            Some(why) => Err(why),
+            None => Ok(out),
+        }
     }
 
     fn offset(&self, doc: &Doc, pos: Position) -> usize {
@@ -376,8 +463,16 @@ pub(super) fn rename(s: &Server, p: &RenameParams) -> Result<Option<WorkspaceEdi
         }
         _ => return Err(refuse("only an execution id or an argument can be renamed".into())),
     }
+    let mut all = s.all_occurrences(doc, &sym);
+    if let Sym::Argument { file, name } = &sym {
+        all.extend(s.argument_in_callers(doc, file, name, new).map_err(refuse)?);
+    }
     let mut changes: HashMap<Url, Vec<TextEdit>> = HashMap::new();
-    for (uri, text, o) in s.all_occurrences(doc, &sym) {
+    let mut seen = std::collections::HashSet::new();
+    for (uri, text, o) in all {
+        if !seen.insert((uri.clone(), o.span)) {
+            continue;
+        }
         changes
             .entry(uri)
             .or_default()

@@ -102,13 +102,11 @@ impl<R: BufRead> Reader<R> {
         }
         let first = self.found_length.take();
         let length: Option<Result<u64, String>> = match first {
-            Some(value) => {
-                match self.headers(Some(value))? {
-                    Headers::Eof => return Ok(None),
-                    Headers::Garbage(why) => return self.skip(why),
-                    Headers::Block(l) => l,
-                }
-            }
+            Some(value) => match self.headers(Some(value))? {
+                Headers::Eof => return Ok(None),
+                Headers::Garbage(why) => return self.skip(why),
+                Headers::Block(l) => l,
+            },
             None => {
                 // Whitespace between frames is nothing; a JSON body without headers is a
                 // message without `Content-Length`.
@@ -189,7 +187,11 @@ impl<R: BufRead> Reader<R> {
                 Ok(v) => v.get("id").filter(|id| id.is_string() || id.is_number()).cloned().unwrap_or(Json::Null),
                 Err(_) => recover_id(&body.bytes),
             };
-            return Read::Answer(error(id, INVALID_REQUEST, format!("invalid request: {why}; the message was skipped")));
+            return Read::Answer(error(
+                id,
+                INVALID_REQUEST,
+                format!("invalid request: {why}; the message was skipped"),
+            ));
         }
         if let Err(e) = std::str::from_utf8(&body.bytes) {
             return Read::Answer(error(

@@ -3,8 +3,8 @@
 //! Built on `lsp-server` (rust-analyzer's synchronous scaffold: a pair of channels and the
 //! initialize/shutdown handshake) and `lsp-types`. One thread handles every message in
 //! order, and the state needs no locks. Edits are coalesced: a `didChange` only updates the
-//! text; a file is analysed again once no message has come for [`DEBOUNCE`], or before a
-//! request is answered, and then only its latest text — so a burst of edits costs one
+//! text; a file is analysed again once no message has come for a moment (as long as its
+//! last analysis took, at most [`DEBOUNCE`]), or before a request is answered, and then only its latest text — so a burst of edits costs one
 //! analysis, not one each. Requests are answered from that analysis (the symbols of a file
 //! are found once per analysis, on the first request that needs them).
 //!
@@ -71,7 +71,7 @@ pub fn serve(connection: &Connection, extra: Option<ExtraCheck>) -> Result<(), S
                 Err(_) => break,
             }
         } else {
-            match connection.receiver.recv_timeout(DEBOUNCE) {
+            match connection.receiver.recv_timeout(server.last_flush.min(DEBOUNCE)) {
                 Ok(m) => m,
                 Err(e) if e.is_timeout() => {
                     for out in server.flush() {
@@ -109,7 +109,8 @@ fn send(connection: &Connection, msg: Message) -> Result<(), String> {
     connection.sender.send(msg).map_err(|e| format!("the client is gone: {e}"))
 }
 
-/// How long the server waits for more messages after an edit before analysing the file.
+/// The longest the server waits for more messages after an edit before analysing the file
+/// (it waits as long as the last analysis took, up to this).
 pub const DEBOUNCE: Duration = Duration::from_millis(30);
 
 /// An open document.
@@ -139,6 +140,8 @@ pub struct Server {
     extra: Option<ExtraCheck>,
     /// The open documents whose text changed since their last check.
     dirty: BTreeSet<Url>,
+    /// How long the last [`Server::flush`] took.
+    last_flush: Duration,
 }
 
 impl Server {
@@ -165,7 +168,16 @@ impl Server {
             .and_then(|o| o.get("root"))
             .and_then(serde_json::Value::as_str)
             .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| PathBuf::from(r)));
-        Server { encoding, workspace, root, docs: BTreeMap::new(), engine: Engine::new(), extra, dirty: BTreeSet::new() }
+        Server {
+            encoding,
+            workspace,
+            root,
+            docs: BTreeMap::new(),
+            engine: Engine::new(),
+            extra,
+            dirty: BTreeSet::new(),
+            last_flush: Duration::ZERO,
+        }
     }
 
     /// What the server can do.
@@ -267,6 +279,10 @@ impl Server {
     /// files that call them; returns their diagnostics to publish.
     pub fn flush(&mut self) -> Vec<Notification> {
         let dirty = std::mem::take(&mut self.dirty);
+        if dirty.is_empty() {
+            return Vec::new();
+        }
+        let started = std::time::Instant::now();
         let mut todo: Vec<Url> = dirty.iter().filter(|u| self.docs.contains_key(*u)).cloned().collect();
         for uri in &dirty {
             for c in self.callers(uri) {
@@ -275,14 +291,15 @@ impl Server {
                 }
             }
         }
-        todo.iter().map(|u| self.check(u)).collect()
+        let out = todo.iter().map(|u| self.check(u)).collect();
+        self.last_flush = started.elapsed();
+        out
     }
 
     /// The open files that call `uri`.
     fn callers(&self, uri: &Url) -> Vec<Url> {
         let Some(changed) = self.docs.get(uri).map(|d| d.path.clone()) else { return Vec::new() };
-        self
-            .docs
+        self.docs
             .iter()
             .filter(|(u, _)| *u != uri)
             .filter(|(_, d)| {
