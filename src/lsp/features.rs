@@ -18,6 +18,9 @@ use crate::diagnostic::Code;
 use crate::span::Span;
 use crate::tool::{is_identifier, JsonKind, Logic, Operator, Param, ToolDef, TypeName, RESERVED_IDS};
 
+/// What [`Server::file_occurrences`] calls for a file: its URI, text, model and occurrences.
+type EachFile<'a> = dyn FnMut(&Url, &Text, &ToolDef, &[Occurrence]) + 'a;
+
 /// A file of the workspace: an open document's text, or the file's on disk.
 struct FileView {
     uri: Url,
@@ -95,7 +98,7 @@ impl Server {
 
     /// Calls `each` with a file's URI, text, model and occurrences (the open document's
     /// from its last check, else the file on disk's); nothing when it does not load.
-    fn file_occurrences(&self, f: &Path, each: &mut dyn FnMut(&Url, &Text, &ToolDef, &[Occurrence])) {
+    fn file_occurrences(&self, f: &Path, each: &mut EachFile<'_>) {
         if let Some((uri, d)) = self.docs.iter().find(|(_, d)| d.path == f) {
             if let Some(tool) = d.checked.as_ref().and_then(|c| c.tool.as_ref()) {
                 each(uri, &d.text, tool, self.doc_occurrences(d));

@@ -62,8 +62,6 @@ pub struct Reader<R> {
     /// A header line already read while skipping (the value of a `Content-Length:` found
     /// in the middle of other bytes), to start the next header block with.
     found_length: Option<Vec<u8>>,
-    /// Answers waiting to be returned before the next frame is read.
-    queued: Vec<Read>,
 }
 
 /// How a body ended.
@@ -92,14 +90,11 @@ fn error(id: Json, code: i64, message: String) -> Json {
 impl<R: BufRead> Reader<R> {
     /// A reader of `input`.
     pub fn new(input: R, max: usize) -> Reader<R> {
-        Reader { input, max: max.max(1), found_length: None, queued: Vec::new() }
+        Reader { input, max: max.max(1), found_length: None }
     }
 
     /// The next thing read; `None` at the end of the input.
-    pub fn next(&mut self) -> io::Result<Option<Read>> {
-        if !self.queued.is_empty() {
-            return Ok(Some(self.queued.remove(0)));
-        }
+    pub fn read_next(&mut self) -> io::Result<Option<Read>> {
         let first = self.found_length.take();
         let length: Option<Result<u64, String>> = match first {
             Some(value) => match self.headers(Some(value))? {
@@ -649,7 +644,7 @@ pub fn stdio(max: usize) -> (Connection, IoThreads) {
     let reader = std::thread::spawn(move || -> io::Result<()> {
         let stdin = io::stdin();
         let mut reader = Reader::new(stdin.lock(), max);
-        while let Some(read) = reader.next()? {
+        while let Some(read) = reader.read_next()? {
             match read {
                 Read::Message(m) => {
                     let exit = matches!(&m, Message::Notification(n) if n.method == "exit");
