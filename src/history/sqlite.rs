@@ -204,12 +204,15 @@ impl SqliteStore {
         let what = format!("{}", path.display());
         let conn = Connection::open(path).map_err(err(&what))?;
         conn.busy_timeout(Duration::from_secs(30)).map_err(err(&what))?;
-        let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(err(&what))?;
+        let mode: String =
+            retry_busy(|| conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))).map_err(err(&what))?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(HistoryError(format!("{what}: cannot use the WAL journal (the file system gave `{mode}`)")));
         }
-        conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA cache_size = -16384;")
-            .map_err(err(&what))?;
+        retry_busy(|| {
+            conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA cache_size = -16384;")
+        })
+        .map_err(err(&what))?;
         migrate(&conn).map_err(|e| HistoryError(format!("{what}: {}", e.0)))?;
         // Best effort: on a full disk the history can still be read (and a run still tries
         // to record, saying once that it could not).
@@ -353,6 +356,31 @@ fn immutable_uri(path: &Path) -> String {
     uri
 }
 
+/// Runs `f` again while SQLite answers "database is locked" or "busy", for up to
+/// [`BUSY_RETRY`]. The busy timeout covers most waits for a lock, but not all: two processes
+/// creating the same new database at once (one switching it to WAL while the other opens
+/// it) can be told "locked" without the busy handler being called, and then simply trying
+/// again succeeds.
+fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(5);
+    loop {
+        match f() {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if matches!(e.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+                    && started.elapsed() < BUSY_RETRY =>
+            {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(200));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// How long opening a history keeps trying when SQLite says it is locked ([`retry_busy`]).
+const BUSY_RETRY: Duration = Duration::from_secs(10);
+
 /// The database's schema version.
 pub fn schema_version(conn: &Connection) -> rusqlite::Result<u32> {
     conn.query_row("PRAGMA user_version", [], |r| r.get(0))
@@ -364,7 +392,7 @@ fn migrate(conn: &Connection) -> Result<(), HistoryError> {
         return Ok(());
     }
     // IMMEDIATE: two processes opening a new database at once migrate it once.
-    conn.execute_batch("BEGIN IMMEDIATE").map_err(e)?;
+    retry_busy(|| conn.execute_batch("BEGIN IMMEDIATE")).map_err(e)?;
     let outcome = (|| {
         let version = schema_version(conn).map_err(e)?;
         if version > SCHEMA_VERSION {
