@@ -129,7 +129,7 @@ impl PlanServer {
             Ok(p) => p,
             Err(e) => return super::tool_error(e),
         };
-        let text = plan_text(plan);
+        let text = plan_text(plan, self.options.limits.max_bytes);
         let (core, problems) = self.core(plan);
         let check = core.check(&text);
         let mut out = check.to_json();
@@ -155,7 +155,7 @@ impl PlanServer {
                 ))
             }
         };
-        let text = plan_text(plan);
+        let text = plan_text(plan, self.options.limits.max_bytes);
         let (core, problems) = self.core(plan);
         let values: Value = match serde_json::from_value(args.clone()) {
             Ok(v) => v,
@@ -420,11 +420,12 @@ fn json_kind(v: &Json) -> &'static str {
 }
 
 /// The text the diagnostics point into: a string as it is, anything else as pretty JSON
-/// (as the core's `check_value` writes it).
-fn plan_text(plan: &Json) -> String {
+/// within the size limit, compact past it (as the core's `check_value` writes it): a plan
+/// is never pretty-printed past the limit before it is refused.
+fn plan_text(plan: &Json, max_bytes: usize) -> String {
     match plan {
         Json::String(text) => text.clone(),
-        other => serde_json::to_string_pretty(other).unwrap_or_default(),
+        other => crate::plans::plan_text(other, max_bytes),
     }
 }
 
@@ -449,6 +450,9 @@ fn summary_text(check: &crate::plans::PlanCheck, problems: &[String]) -> String 
     if let (Some(levels), Some(ty)) = (&check.levels, &check.result_type) {
         let levels: Vec<String> = levels.iter().map(|l| l.join(", ")).collect();
         text.push_str(&format!("\nlevels: {}\nresult: {ty}", levels.join(" → ")));
+    }
+    if check.omitted() > 0 {
+        text.push_str(&format!("\n\n… and {} more diagnostics, not shown: fix these first", check.omitted()));
     }
     for p in problems {
         text.push_str(&format!("\nnote: {p}"));
