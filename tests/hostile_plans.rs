@@ -444,3 +444,39 @@ fn the_prompt_takes_any_task() {
     assert!(r.get("error").is_some(), "{r}");
     s.still_serves();
 }
+
+/// A placeholder that names one of the plan's own arguments by its bare name (`{{url}}`,
+/// `$url`), and a REF tdsl does not read as one (`ref:page.text`, `" REF:page.text"`), are
+/// errors: the plan would otherwise run with the text. Repaired as the help says, it runs.
+#[test]
+fn placeholders_naming_arguments_and_loose_refs_never_run_as_text() {
+    let mut s = Server::start(&plans_root(), &["--allow", "/tools/*.tool"]);
+    let plan = |url: &str, text: &str| {
+        json!({"arguments": [{"name": "url", "type_name": "string", "required": true}],
+            "instructions": [
+                {"execution_id": "page", "tool_definition_path": "fetch_page", "arguments": {"url": url}},
+                {"execution_id": "sum", "tool_definition_path": "summarize", "arguments": {"text": text}}],
+            "response_reference_map": {"summary": "REF:sum.summary"}})
+    };
+    let args = json!({"url": "https://example.org/a"});
+    for (url, text, pointer, help) in [
+        ("{{url}}", "REF:page.text", "/instructions/0/arguments/url", "\"REF:arguments.url\""),
+        ("$url", "REF:page.text", "/instructions/0/arguments/url", "\"REF:arguments.url\""),
+        ("REF:arguments.url", "ref:page.text", "/instructions/1/arguments/text", "\"REF:page.text\""),
+        ("REF:arguments.url", "Ref:page.text", "/instructions/1/arguments/text", "\"REF:page.text\""),
+        ("REF:arguments.url", " REF:page.text", "/instructions/1/arguments/text", "\"REF:page.text\""),
+    ] {
+        let r = s.call("run_plan", json!({"plan": plan(url, text), "arguments": args}));
+        assert_eq!(r["isError"], true, "{url} {text}: {r}");
+        let d = &r["structuredContent"]["diagnostics"][0];
+        assert_eq!((d["code"].as_str(), d["pointer"].as_str()), (Some("E1311"), Some(pointer)), "{url} {text}: {r}");
+        assert!(d["help"].as_str().unwrap_or_default().contains(help), "{url} {text}: {d}");
+        assert!(r["structuredContent"].get("status").is_none(), "nothing ran: {r}");
+    }
+    // Text that names nothing of the plan's stays a warning and runs.
+    let r = s.call("run_plan", json!({"plan": plan("REF:arguments.url", "{{nothing}}"), "arguments": args}));
+    assert_eq!(r["structuredContent"]["status"], "SUCCESS", "{r}");
+    let r = s.call("run_plan", json!({"plan": plan("REF:arguments.url", "REF:page.text"), "arguments": args}));
+    assert_eq!(r["structuredContent"]["result"]["summary"], "tdsl plans are checked before", "{r}");
+    s.still_serves();
+}

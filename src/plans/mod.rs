@@ -364,7 +364,17 @@ impl Plans {
         }
 
         // The mistakes models make, in the plan's strings.
-        let names = mistakes::Names { steps: &step_ids, fields: &step_fields };
+        // The plan's declared arguments: `{{url}}` and `$url` name one as much as `{{page.text}}`
+        // names a step.
+        let arg_names: Vec<String> = entries
+            .iter()
+            .find(|(k, _)| k.node == "arguments")
+            .and_then(|(_, v)| v.as_list())
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|a| a.as_object()?.iter().find(|(k, _)| k.node == "name")?.1.as_str().map(|n| n.value.to_string()))
+            .collect();
+        let names = mistakes::Names { steps: &step_ids, fields: &step_fields, args: &arg_names };
         let mut found = Vec::new();
         let mut named = Vec::new();
         let sites = mistakes::sites(&tree);
