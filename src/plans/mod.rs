@@ -372,7 +372,9 @@ impl Plans {
             .and_then(|(_, v)| v.as_list())
             .unwrap_or_default()
             .iter()
-            .filter_map(|a| a.as_object()?.iter().find(|(k, _)| k.node == "name")?.1.as_str().map(|n| n.value.to_string()))
+            .filter_map(|a| {
+                a.as_object()?.iter().find(|(k, _)| k.node == "name")?.1.as_str().map(|n| n.value.to_string())
+            })
             .collect();
         let names = mistakes::Names { steps: &step_ids, fields: &step_fields, args: &arg_names };
         let mut found = Vec::new();
