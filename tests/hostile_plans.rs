@@ -480,3 +480,19 @@ fn placeholders_naming_arguments_and_loose_refs_never_run_as_text() {
     assert_eq!(r["structuredContent"]["result"]["summary"], "tdsl plans are checked before", "{r}");
     s.still_serves();
 }
+
+/// A plan with no steps is told to write `instructions` — not, as a `.tool` file is, to add
+/// `system_event_endpoint`, which a plan may not have.
+#[test]
+fn an_empty_plan_is_not_sent_to_system_event_endpoint() {
+    let mut s = Server::start(&plans_root(), &["--allow", "/tools/*.tool"]);
+    for plan in [json!({}), json!({"instructions": []})] {
+        let r = s.call("check_plan", json!({"plan": plan}));
+        let d = &r["structuredContent"]["diagnostics"][0];
+        let help = d["help"].as_str().unwrap_or_default();
+        assert!(help.contains("instructions"), "{d}");
+        assert!(help.contains("cannot have `system_event_endpoint`"), "{d}");
+        assert!(!help.contains("add `system_event_endpoint`"), "{d}");
+    }
+    s.still_serves();
+}

@@ -443,6 +443,14 @@ impl Plans {
         let mut d = d.clone();
         match d.code {
             Code::UndeclaredResponseField => d.code = Code::PlanUnknownField,
+            // A plan cannot be primitive: the help of a `.tool` file would send the model
+            // to `system_event_endpoint`, which a plan may not have (`E1304`).
+            Code::NeitherPrimitiveNorComposite | Code::EmptyInstructions => {
+                d.help = Some(
+                    "a plan's steps are its `instructions`: [{\"execution_id\": \"a\", \"tool_definition_path\": \"<a tool of tdsl://tools>\", \"arguments\": {…}}, …]; it cannot have `system_event_endpoint`"
+                        .to_string(),
+                );
+            }
             Code::UnknownName => {
                 let name = source.get(d.span.range()).unwrap_or_default();
                 if let Some((tdsl, lang)) = mistakes::expression_literal(name) {
