@@ -389,9 +389,17 @@ fn upstream_tool(server: &str, tool: &Json) -> Option<UpstreamTool> {
             other => other,
         }
     };
+    // A name a plan could not write as `SERVER/TOOL`, or that would carry a terminal's
+    // escapes into the listing, is left out: MCP's tool names are 1–128 of `A-Z a-z 0-9 _ - .`.
+    let name = tool.get("name")?.as_str()?;
+    let valid = (1..=128).contains(&name.len())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    if !valid {
+        return None;
+    }
     Some(UpstreamTool {
         server: server.to_string(),
-        name: tool.get("name")?.as_str()?.to_string(),
+        name: name.to_string(),
         description: tool.get("description").and_then(Json::as_str).map(str::to_string),
         input_schema: open(tool.get("inputSchema").cloned().unwrap_or_else(|| json!({"type": "object"}))),
         output_schema: tool.get("outputSchema").cloned().map(open),
@@ -495,7 +503,7 @@ fn upstream_line(t: &UpstreamTool) -> String {
             p.iter()
                 .map(|(n, s)| {
                     let bang = if marks && required.contains(&n.as_str()) { "!" } else { "" };
-                    format!("{n}: {}{bang}", crate::export::compare::type_name_of(s))
+                    format!("{}: {}{bang}", crate::plans::escape_controls(n), crate::export::compare::type_name_of(s))
                 })
                 .collect()
         })
@@ -507,7 +515,7 @@ fn upstream_line(t: &UpstreamTool) -> String {
         line.push_str(" → `{response: any}` (no output schema: read `REF:step.response`)");
     }
     if let Some(d) = t.description.as_deref().map(str::trim).filter(|d| !d.is_empty()) {
-        line.push_str(&format!(": {}", d.lines().next().unwrap_or(d)));
+        line.push_str(&format!(": {}", crate::plans::escape_controls(d.lines().next().unwrap_or(d))));
     }
     line.push('\n');
     line

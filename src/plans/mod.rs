@@ -483,6 +483,19 @@ impl Plans {
                         let file = self.root.join(".upstream").join(server).join(format!("{tool}.tool"));
                         let loaded =
                             Arc::new(LoadedTool::from_source(file, written.to_string(), Arc::from(u.tool_source())));
+                        // A schema tdsl cannot declare (a property `@type`, `x.y`): say so, with
+                        // the first problem — the model cannot "check the callee on its own".
+                        if let Some(first) = loaded.diagnostics.iter().find(|d| d.is_error()) {
+                            return Err(Unresolved {
+                                code: Code::CalleeInvalid,
+                                message: format!(
+                                    "the upstream tool `{written}` cannot be called from a plan: its schema does not translate ({})",
+                                    first.message
+                                ),
+                                label: "schema tdsl cannot declare".into(),
+                                help: format!("call another tool; the tools a plan may call: {}", self.list(&[])),
+                            });
+                        }
                         root.alias(written, Resolved::Found(loaded.clone()));
                         Ok(loaded)
                     }
