@@ -571,3 +571,32 @@ fn a_hostile_upstream_server_is_contained() {
     assert!(r["structuredContent"]["failure_summary"].as_str().unwrap_or_default().contains("up/ok"), "{r}");
     s.still_serves();
 }
+
+/// A REF of 50,000 segments — as a value and as an expression's atom — is malformed
+/// (`E0006`, at most 128 segments), answered at once: its analysis was quadratic (16,000
+/// segments took two minutes and 4 GB). A REF of 100 segments still parses.
+#[test]
+fn a_ref_of_fifty_thousand_segments_is_refused_at_once() {
+    let mut s = Server::start(&plans_root(), &["--allow", "/tools/*.tool"]);
+    let deep = format!("REF:s{}", ".a".repeat(50_000));
+    let started = Instant::now();
+    for (value, transform) in [(deep.as_str(), "1"), ("x", deep.as_str())] {
+        let plan = json!({"instructions": [
+            {"execution_id": "s", "tool_definition_path": "search", "arguments": {"query": "x"}},
+            {"execution_id": "t", "tool_definition_path": "search", "arguments": {"query": value},
+             "transform_responses": {"transforms": {"q": transform}}}]});
+        let r = s.call("run_plan", json!({"plan": plan}));
+        assert_eq!(r["isError"], true, "{r}");
+        let d = &r["structuredContent"]["diagnostics"][0];
+        assert_eq!(d["code"], "E0006", "{d}");
+        assert!(d["message"].as_str().unwrap_or_default().contains("50000 segments, more than 128"), "{d}");
+    }
+    assert!(started.elapsed() < Duration::from_secs(30), "took {:?}", started.elapsed());
+    let plan = json!({"instructions": [
+        {"execution_id": "s", "tool_definition_path": "search", "arguments": {"query": "x"},
+         "transform_responses": {"transforms": {"q": format!("default(value=REF:response.results.0{}, fallback=1)", ".a".repeat(98))}}}],
+        "response_reference_map": {"q": "REF:s.q"}});
+    let r = s.call("run_plan", json!({"plan": plan}));
+    assert_eq!(r["structuredContent"]["status"], "SUCCESS", "{r}");
+    s.still_serves();
+}
