@@ -384,7 +384,10 @@ fn check_plan(path: &Path, args: &CheckArgs) -> ExitCode {
     match args.format {
         Format::Human => {
             if !checked.diagnostics.is_empty() {
-                eprint!("{}", render(&checked.raw_diagnostics(), &name, &checked.source, color_stderr()));
+                eprint!("{}", render(&checked.raw_diagnostics(), &name, &checked.printable_source(), color_stderr()));
+            }
+            if checked.omitted() > 0 {
+                eprintln!("… and {} more diagnostics, not shown", checked.omitted());
             }
             if let (Some(levels), Some(ty)) = (&checked.levels, &checked.result_type) {
                 let levels: Vec<String> = levels.iter().map(|l| format!("[{}]", l.join(", "))).collect();

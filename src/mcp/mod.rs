@@ -354,7 +354,9 @@ impl McpServer {
             None => observer,
         };
         match (served, plan_tool) {
-            (Some(served), _) => Some(call_served(&self.inner.root, served, arguments, cancel, observer, &self.tool_env)),
+            (Some(served), _) => {
+                Some(call_served(&self.inner.root, served, arguments, cancel, observer, &self.tool_env))
+            }
             (None, Some(p)) => Some(p.run_plan(&arguments, cancel, observer)),
             (None, None) => None,
         }

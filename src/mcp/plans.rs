@@ -139,7 +139,7 @@ impl PlanServer {
             Ok(p) => p,
             Err(e) => return super::tool_error(e),
         };
-        let text = plan_text(plan);
+        let text = plan_text(plan, self.options.limits.max_bytes);
         let (core, problems) = self.core(plan);
         let check = core.check(&text);
         let mut out = check.to_json();
@@ -165,14 +165,16 @@ impl PlanServer {
                 ))
             }
         };
-        let text = plan_text(plan);
+        let text = plan_text(plan, self.options.limits.max_bytes);
         let (core, problems) = self.core(plan);
         let values: Value = match serde_json::from_value(args.clone()) {
             Ok(v) => v,
             Err(e) => return super::tool_error(format!("`arguments` cannot be read: {e}")),
         };
-        let runner: Arc<dyn Runner> =
-            Arc::new(PlanRunner { host: HostRunner::new().with_env(self.tool_env.clone()), upstreams: self.upstreams.clone() });
+        let runner: Arc<dyn Runner> = Arc::new(PlanRunner {
+            host: HostRunner::new().with_env(self.tool_env.clone()),
+            upstreams: self.upstreams.clone(),
+        });
         let observer =
             observer.map(|o| Arc::new(PlanRecorded { inner: o, plan: plan.clone(), args }) as Arc<dyn Observer>);
         let options = RunPlanOptions { cancel: cancel.clone(), observer, ..RunPlanOptions::default() };
@@ -416,9 +418,17 @@ fn upstream_tool(server: &str, tool: &Json) -> Option<UpstreamTool> {
             other => other,
         }
     };
+    // A name a plan could not write as `SERVER/TOOL`, or that would carry a terminal's
+    // escapes into the listing, is left out: MCP's tool names are 1–128 of `A-Z a-z 0-9 _ - .`.
+    let name = tool.get("name")?.as_str()?;
+    let valid = (1..=128).contains(&name.len())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    if !valid {
+        return None;
+    }
     Some(UpstreamTool {
         server: server.to_string(),
-        name: tool.get("name")?.as_str()?.to_string(),
+        name: name.to_string(),
         description: tool.get("description").and_then(Json::as_str).map(str::to_string),
         input_schema: open(tool.get("inputSchema").cloned().unwrap_or_else(|| json!({"type": "object"}))),
         output_schema: tool.get("outputSchema").cloned().map(open),
@@ -447,11 +457,12 @@ fn json_kind(v: &Json) -> &'static str {
 }
 
 /// The text the diagnostics point into: a string as it is, anything else as pretty JSON
-/// (as the core's `check_value` writes it).
-fn plan_text(plan: &Json) -> String {
+/// within the size limit, compact past it (as the core's `check_value` writes it): a plan
+/// is never pretty-printed past the limit before it is refused.
+fn plan_text(plan: &Json, max_bytes: usize) -> String {
     match plan {
         Json::String(text) => text.clone(),
-        other => serde_json::to_string_pretty(other).unwrap_or_default(),
+        other => crate::plans::plan_text(other, max_bytes),
     }
 }
 
@@ -480,6 +491,9 @@ fn summary_text(check: &crate::plans::PlanCheck, problems: &[String]) -> String 
     if let (Some(levels), Some(ty)) = (&check.levels, &check.result_type) {
         let levels: Vec<String> = levels.iter().map(|l| l.join(", ")).collect();
         text.push_str(&format!("\nlevels: {}\nresult: {ty}", levels.join(" → ")));
+    }
+    if check.omitted() > 0 {
+        text.push_str(&format!("\n\n… and {} more diagnostics, not shown: fix these first", check.omitted()));
     }
     for p in problems {
         text.push_str(&format!("\nnote: {p}"));
@@ -525,7 +539,7 @@ fn upstream_line(t: &UpstreamTool) -> String {
             p.iter()
                 .map(|(n, s)| {
                     let bang = if marks && required.contains(&n.as_str()) { "!" } else { "" };
-                    format!("{n}: {}{bang}", crate::export::compare::type_name_of(s))
+                    format!("{}: {}{bang}", crate::plans::escape_controls(n), crate::export::compare::type_name_of(s))
                 })
                 .collect()
         })
@@ -537,7 +551,7 @@ fn upstream_line(t: &UpstreamTool) -> String {
         line.push_str(" → `{response: any}` (no output schema: read `REF:step.response`)");
     }
     if let Some(d) = t.description.as_deref().map(str::trim).filter(|d| !d.is_empty()) {
-        line.push_str(&format!(": {}", d.lines().next().unwrap_or(d)));
+        line.push_str(&format!(": {}", crate::plans::escape_controls(d.lines().next().unwrap_or(d))));
     }
     line.push('\n');
     line

@@ -95,6 +95,8 @@ pub(crate) struct Names<'a> {
     pub steps: &'a [String],
     /// Each step's callee's declared response names, when known.
     pub fields: &'a [Option<Vec<String>>],
+    /// The plan's declared argument names.
+    pub args: &'a [String],
 }
 
 /// A reference met in a placeholder or a path: what it names in the plan.
@@ -156,6 +158,9 @@ fn target(segs: &[String], names: &Names<'_>) -> Option<Target> {
         (second.clone(), rest, Some(i))
     } else if matches!(head.as_str(), "arguments" | "args" | "inputs" | "input" | "params" | "parameters") {
         ("arguments".to_string(), rest, None)
+    } else if names.args.iter().any(|a| a == head) {
+        // A bare argument name: `{{url}}` for `REF:arguments.url`.
+        ("arguments".to_string(), segs, None)
     } else {
         return None;
     };
@@ -222,7 +227,12 @@ pub(crate) fn check_site(
     let whole = site.text.span;
     let map = |start: usize, end: usize| site.text.map_span(Span::new(start, end));
     let before = out.len();
-    placeholders(site, names, out, named);
+    if site.role != Role::Expression {
+        loose_ref(site, names, out, named);
+    }
+    if out.len() == before {
+        placeholders(site, names, out, named);
+    }
     if out.len() == before {
         paths(site, names, out, named);
     }
@@ -261,6 +271,27 @@ pub(crate) fn check_site(
             }
         }
     }
+}
+
+/// A REF tdsl does not read as one — `ref:page.text`, `Ref:page.text`, `" REF:page.text"` —
+/// that names a step or the arguments: an error, since the tool would get the text.
+fn loose_ref(site: &Site<'_>, names: &Names<'_>, out: &mut Vec<Diagnostic>, named: &mut Vec<String>) {
+    let text = &*site.text.value;
+    let trimmed = text.trim();
+    if text.starts_with("REF:") || !trimmed.get(..4).is_some_and(|p| p.eq_ignore_ascii_case("ref:")) {
+        return;
+    }
+    let Some(t) = target(&segments(trimmed[4..].trim()), names) else { return };
+    named.push(t.context().to_string());
+    out.push(
+        Diagnostic::new(
+            Code::PlanPlaceholder,
+            site.text.map_span(Span::new(0, text.len())),
+            format!("`{trimmed}` is not read as a REF (only a string that starts with `REF:` exactly is): the tool would get this text"),
+        )
+        .with_label(format!("means `{}`", t.reference))
+        .with_help(format!("write \"{}\": upper-case `REF:`, no spaces around it", t.reference)),
+    );
 }
 
 /// `{{step.x}}`, `${step.x}`, `#E1`, `$1`, `$step.x`.
@@ -460,7 +491,8 @@ mod tests {
     fn targets() {
         let steps = ["fetch".to_string(), "sum".to_string()];
         let fields = [Some(vec!["text".to_string()]), None];
-        let names = Names { steps: &steps, fields: &fields };
+        let args = ["url".to_string()];
+        let names = Names { steps: &steps, fields: &fields, args: &args };
         let t = target(&segments("fetch.output"), &names).expect("names fetch");
         assert_eq!(t.reference, "REF:fetch");
         let t = target(&segments("steps.sum.output.total"), &names).expect("names sum");
@@ -468,5 +500,6 @@ mod tests {
         let t = target(&segments("fetch.items[*].name"), &names).expect("names fetch");
         assert_eq!((t.reference.as_str(), t.each.as_deref()), ("REF:fetch.items", Some("name")));
         assert!(target(&segments("HOME"), &names).is_none());
+        assert_eq!(target(&segments("url"), &names).expect("names the argument").reference, "REF:arguments.url");
     }
 }

@@ -254,7 +254,7 @@ impl Plans {
     /// Checks a plan given as a JSON value (an MCP argument): its compact JSON text is what
     /// the diagnostics point into.
     pub fn check_value(&self, plan: &serde_json::Value) -> PlanCheck {
-        self.check(&serde_json::to_string_pretty(plan).unwrap_or_default())
+        self.check(&plan_text(plan, self.limits.max_bytes))
     }
 
     /// The check of a plan of `len` bytes that is too large to be read (`E1301`), or `None`
@@ -388,7 +388,19 @@ impl Plans {
         }
 
         // The mistakes models make, in the plan's strings.
-        let names = mistakes::Names { steps: &step_ids, fields: &step_fields };
+        // The plan's declared arguments: `{{url}}` and `$url` name one as much as `{{page.text}}`
+        // names a step.
+        let arg_names: Vec<String> = entries
+            .iter()
+            .find(|(k, _)| k.node == "arguments")
+            .and_then(|(_, v)| v.as_list())
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|a| {
+                a.as_object()?.iter().find(|(k, _)| k.node == "name")?.1.as_str().map(|n| n.value.to_string())
+            })
+            .collect();
+        let names = mistakes::Names { steps: &step_ids, fields: &step_fields, args: &arg_names };
         let mut found = Vec::new();
         let mut named = Vec::new();
         let sites = mistakes::sites(&tree);
@@ -468,6 +480,19 @@ impl Plans {
                         let file = self.root.join(".upstream").join(server).join(format!("{tool}.tool"));
                         let loaded =
                             Arc::new(LoadedTool::from_source(file, written.to_string(), Arc::from(u.tool_source())));
+                        // A schema tdsl cannot declare (a property `@type`, `x.y`): say so, with
+                        // the first problem — the model cannot "check the callee on its own".
+                        if let Some(first) = loaded.diagnostics.iter().find(|d| d.is_error()) {
+                            return Err(Unresolved {
+                                code: Code::CalleeInvalid,
+                                message: format!(
+                                    "the upstream tool `{written}` cannot be called from a plan: its schema does not translate ({})",
+                                    first.message
+                                ),
+                                label: "schema tdsl cannot declare".into(),
+                                help: format!("call another tool; the tools a plan may call: {}", self.list(&[])),
+                            });
+                        }
                         root.alias(written, Resolved::Found(loaded.clone()));
                         Ok(loaded)
                     }
@@ -596,6 +621,14 @@ fn adapt(d: &Diagnostic, source: &str, step_tools: &[(String, String, Span)]) ->
     let text = source.get(d.span.range()).unwrap_or_default();
     match d.code {
         Code::UndeclaredResponseField => d.code = Code::PlanUnknownField,
+        // A plan cannot be primitive: the help of a `.tool` file would send the model to
+        // `system_event_endpoint`, which a plan may not have (`E1304`).
+        Code::NeitherPrimitiveNorComposite | Code::EmptyInstructions => {
+            d.help = Some(
+                "a plan's steps are its `instructions`: [{\"execution_id\": \"a\", \"tool_definition_path\": \"<a tool of tdsl://tools>\", \"arguments\": {…}}, …]; it cannot have `system_event_endpoint`"
+                    .to_string(),
+            );
+        }
         Code::UnknownName => {
             if let Some((tdsl, lang)) = mistakes::expression_literal(text) {
                 d = Diagnostic::new(
@@ -712,6 +745,100 @@ fn too_deep(text: &str, max: usize) -> Option<Diagnostic> {
     None
 }
 
+/// The text of a plan given as a JSON value: pretty JSON when that stays within `max_bytes`,
+/// else the compact JSON — never a pretty text past the limit: pretty-printing a deeply
+/// nested value multiplies its size (2 spaces a level on every line), so a few MiB sent
+/// would become a GiB before the size check refused it. A compact text over the limit is
+/// refused by its size (`E1301`) as sent.
+pub fn plan_text(plan: &serde_json::Value, max_bytes: usize) -> String {
+    /// A writer that fails once it holds more than `max` bytes.
+    struct Bounded {
+        buf: Vec<u8>,
+        max: usize,
+    }
+    impl std::io::Write for Bounded {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            if self.buf.len() + b.len() > self.max {
+                return Err(std::io::Error::other("over the limit"));
+            }
+            self.buf.extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut pretty = Bounded { buf: Vec::new(), max: max_bytes };
+    if serde_json::to_writer_pretty(&mut pretty, plan).is_ok() {
+        if let Ok(text) = String::from_utf8(pretty.buf) {
+            return text;
+        }
+    }
+    serde_json::to_string(plan).unwrap_or_default()
+}
+
+/// The most diagnostics a plan's check reports (errors first): a plan of thousands of
+/// mistakes gets the first of them, and a count of the rest, instead of an answer of
+/// megabytes rendered in quadratic time (each rendering reads the plan's text).
+pub const MAX_PLAN_DIAGNOSTICS: usize = 50;
+
+/// The most characters of one diagnostic's rendered text (a plan written on one long line
+/// would otherwise be echoed whole by every diagnostic in it).
+pub const MAX_RENDERED_CHARS: usize = 4_000;
+
+/// `text` with control characters and bidirectional-text controls written as `\u001b`: a
+/// diagnostic echoes what the plan wrote (a step id, a tool name), and a terminal or a
+/// model reading it must see the escape, not obey it.
+pub fn escape_controls(text: &str) -> String {
+    if !text.chars().any(is_hidden) {
+        return text.to_string();
+    }
+    text.chars().map(|c| if is_hidden(c) { format!("\\u{:04x}", u32::from(c)) } else { c.to_string() }).collect()
+}
+
+fn is_hidden(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+}
+
+/// The plan's text for rendering: every control byte (and bidirectional control) replaced,
+/// byte for byte, by `?` — spans stay where they are — except line ends and tabs.
+fn printable_source(source: &str) -> String {
+    if !source.chars().any(|c| is_hidden(c) && !matches!(c, '\n' | '\t')) {
+        return source.to_string();
+    }
+    let mut out = String::with_capacity(source.len());
+    let mut chars = source.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\r' if chars.peek() == Some(&'\n') => out.push(c),
+            '\n' | '\t' => out.push(c),
+            c if is_hidden(c) => out.extend(std::iter::repeat_n('?', c.len_utf8())),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A diagnostic with every text it echoes escaped ([`escape_controls`]).
+fn escaped(mut d: Diagnostic) -> Diagnostic {
+    d.message = escape_controls(&d.message);
+    d.label = escape_controls(&d.label);
+    d.help = d.help.map(|h| escape_controls(&h));
+    for l in &mut d.secondary {
+        l.message = escape_controls(&l.message);
+    }
+    d
+}
+
+/// `text` cut to at most `max` characters, saying so.
+fn cut(text: String, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}\n  … (cut: the rendered text is longer than {max} characters)\n", &text[..at]),
+        None => text,
+    }
+}
+
 /// The execution ids of each level.
 fn levels(plan: &crate::analysis::Plan) -> Vec<Vec<String>> {
     plan.levels.iter().map(|l| l.iter().map(|id| plan.steps[id.0].execution_id.to_string()).collect()).collect()
@@ -795,6 +922,9 @@ pub struct PlanCheck {
     pub levels: Option<Vec<Vec<String>>>,
     /// The type of the plan's result, when it has no error (`{total: integer}`).
     pub result_type: Option<String>,
+    /// The errors and the warnings left out of `diagnostics` (past
+    /// [`MAX_PLAN_DIAGNOSTICS`]).
+    omitted: [usize; 2],
 }
 
 /// How a plan's run names it (the trace's `tool` and `plan_id`, the history's run).
@@ -812,9 +942,24 @@ impl PlanCheck {
     ) -> PlanCheck {
         diags.sort_by_key(|d| (d.span.start, d.span.end));
         diags.dedup_by(|a, b| a.code == b.code && a.span == b.span);
+        // At most MAX_PLAN_DIAGNOSTICS, errors first (so that `ok()` stays true to the
+        // plan), then back in the order of the text.
+        let mut omitted = [0, 0];
+        if diags.len() > MAX_PLAN_DIAGNOSTICS {
+            let (mut kept, warnings): (Vec<Diagnostic>, Vec<Diagnostic>) =
+                diags.into_iter().partition(Diagnostic::is_error);
+            kept.extend(warnings);
+            for d in kept.drain(MAX_PLAN_DIAGNOSTICS..) {
+                omitted[usize::from(!d.is_error())] += 1;
+            }
+            kept.sort_by_key(|d| (d.span.start, d.span.end));
+            diags = kept;
+        }
         let lines = LineIndex::new(&source);
+        let shown = printable_source(&source);
         let diagnostics = diags
             .into_iter()
+            .map(escaped)
             .map(|d| {
                 let loc = match &tree {
                     Some(t) => locate(t, d.span),
@@ -832,7 +977,10 @@ impl PlanCheck {
                     column: p.column,
                     end_line: p.end_line,
                     end_column: p.end_column,
-                    rendered: crate::diagnostic::render_plain(std::slice::from_ref(&d), PLAN_NAME, &source),
+                    rendered: cut(
+                        crate::diagnostic::render_plain(std::slice::from_ref(&d), PLAN_NAME, &shown),
+                        MAX_RENDERED_CHARS,
+                    ),
                     span: d.span,
                     diagnostic: d,
                 }
@@ -843,23 +991,38 @@ impl PlanCheck {
             Some((l, t)) => (Some(l), Some(t)),
             None => (None, None),
         };
-        PlanCheck { source, diagnostics, levels, result_type }
+        PlanCheck { source, diagnostics, levels, result_type, omitted }
     }
 
     /// Whether the plan may run: no error (warnings allowed).
     pub fn ok(&self) -> bool {
-        !self.diagnostics.iter().any(|d| d.severity == Severity::Error)
+        self.omitted[0] == 0 && !self.diagnostics.iter().any(|d| d.severity == Severity::Error)
     }
 
-    /// The number of errors and of warnings.
+    /// The number of errors and of warnings, those left out of `diagnostics` included.
     pub fn counts(&self) -> (usize, usize) {
         let errors = self.diagnostics.iter().filter(|d| d.severity == Severity::Error).count();
-        (errors, self.diagnostics.len() - errors)
+        (errors + self.omitted[0], self.diagnostics.len() - errors + self.omitted[1])
+    }
+
+    /// How many diagnostics were left out (past [`MAX_PLAN_DIAGNOSTICS`]).
+    pub fn omitted(&self) -> usize {
+        self.omitted[0] + self.omitted[1]
     }
 
     /// Every diagnostic rendered, one after the other.
     pub fn render(&self) -> String {
-        self.diagnostics.iter().map(|d| d.rendered.as_str()).collect()
+        let mut out: String = self.diagnostics.iter().map(|d| d.rendered.as_str()).collect();
+        if self.omitted() > 0 {
+            out.push_str(&format!("… and {} more diagnostics, not shown\n", self.omitted()));
+        }
+        out
+    }
+
+    /// The plan's text as diagnostics render it: control characters replaced byte for byte
+    /// by `?` (spans stay valid), so that a snippet cannot drive a terminal.
+    pub fn printable_source(&self) -> String {
+        printable_source(&self.source)
     }
 
     /// The bare diagnostics (spans into [`PlanCheck::source`]).
@@ -877,6 +1040,9 @@ impl PlanCheck {
             "warnings": warnings,
             "diagnostics": self.diagnostics,
         });
+        if self.omitted() > 0 {
+            out["omitted"] = serde_json::json!(self.omitted());
+        }
         if let (Some(levels), Some(t)) = (&self.levels, &self.result_type) {
             out["levels"] = serde_json::json!(levels);
             out["result_type"] = serde_json::json!(t);

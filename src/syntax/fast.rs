@@ -252,7 +252,10 @@ impl<'s> Parser<'s> {
             // Not a REF after all (`REF:1`): pest reads the word `REF`, and the `:` after it
             // is an error, so `None` either way.
             b'R' if self.b[self.pos..].starts_with(b"REF:") => {
-                self.ref_path().map(|(r, span)| (Expr::new(ExprKind::Ref(r), span), 1))
+                // Too deep a REF: the reference path reports it.
+                self.ref_path()
+                    .filter(|(r, _)| r.segments.len() <= super::parser::MAX_REF_SEGMENTS)
+                    .map(|(r, span)| (Expr::new(ExprKind::Ref(r), span), 1))
             }
             c if is_ident_start(c) => self.word(),
             b'[' => {

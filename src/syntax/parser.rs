@@ -78,8 +78,27 @@ fn reference(src: &str, max_nesting: usize) -> Parse {
     }
 }
 
+/// The most segments a REF may have after its context: as deep as an expression may nest
+/// (the analysis of a REF is quadratic in its length — 16,000 segments took two minutes and
+/// 4 GB — and no value is that deep).
+pub const MAX_REF_SEGMENTS: usize = 128;
+
 /// Parses a string that is a REF on its own (`REF:step.items.0`), as found in JSON values.
+/// A REF of more than [`MAX_REF_SEGMENTS`] segments is malformed.
 pub fn parse_ref(src: &str) -> Result<RefPath, Diagnostic> {
+    parse_ref_unbounded(src).and_then(|r| match r.segments.get(MAX_REF_SEGMENTS) {
+        Some(extra) => Err(Diagnostic::new(
+            Code::InvalidRef,
+            extra.span,
+            format!("the REF has {} segments, more than {MAX_REF_SEGMENTS}", r.segments.len()),
+        )
+        .with_label("too deep")
+        .with_help("read a deep value in steps: give the intermediate value a name with a transform, then REF that")),
+        None => Ok(r),
+    })
+}
+
+fn parse_ref_unbounded(src: &str) -> Result<RefPath, Diagnostic> {
     if let Some(r) = fast::parse_ref(src) {
         return Ok(r);
     }
@@ -507,7 +526,23 @@ impl Builder {
                 }
             }
             Rule::string => (self.string(p), 1),
-            Rule::ref_path => (Expr::new(ExprKind::Ref(ref_path(p)), span), 1),
+            Rule::ref_path => {
+                let r = ref_path(p);
+                match r.segments.get(MAX_REF_SEGMENTS) {
+                    Some(extra) => {
+                        self.diagnostics.push(
+                            Diagnostic::new(
+                                Code::InvalidRef,
+                                extra.span,
+                                format!("the REF has {} segments, more than {MAX_REF_SEGMENTS}", r.segments.len()),
+                            )
+                            .with_label("too deep"),
+                        );
+                        (Expr::new(ExprKind::Error, span), 0)
+                    }
+                    None => (Expr::new(ExprKind::Ref(r), span), 1),
+                }
+            }
             Rule::word => self.word(p),
             Rule::list => {
                 let mut height = 0;
