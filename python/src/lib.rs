@@ -425,6 +425,9 @@ struct PyRunner {
     /// propagates when the run ends.
     interrupt: Mutex<Option<PyErr>>,
     cancel: CancelToken,
+    /// The tool root: a call is matched by its tool path, its file's path under the root,
+    /// or the file's stem (the tool's served name).
+    root: PathBuf,
 }
 
 fn tool_key(path: &str) -> String {
@@ -434,7 +437,7 @@ fn tool_key(path: &str) -> String {
 
 impl Runner for PyRunner {
     fn call(&self, call: &ToolCall<'_>) -> Result<Value, ToolError> {
-        let Some(f) = self.tools.get(&tool_key(call.tool_path)) else {
+        let Some(f) = self.lookup(call) else {
             return self.host.call(call);
         };
         Python::attach(|py| self.call_python(py, f, call))
@@ -442,6 +445,24 @@ impl Runner for PyRunner {
 }
 
 impl PyRunner {
+    fn lookup(&self, call: &ToolCall<'_>) -> Option<&Py<PyAny>> {
+        if self.tools.is_empty() {
+            return None;
+        }
+        if let Some(f) = self.tools.get(&tool_key(call.tool_path)) {
+            return Some(f);
+        }
+        let file = call.file?;
+        let root = std::fs::canonicalize(&self.root).unwrap_or_else(|_| self.root.clone());
+        if let Ok(rel) = file.strip_prefix(&root).or_else(|_| file.strip_prefix(&self.root)) {
+            let rel = rel.to_string_lossy().replace('\\', "/");
+            if let Some(f) = self.tools.get(&tool_key(&rel)) {
+                return Some(f);
+            }
+        }
+        self.tools.get(file.file_stem()?.to_str()?)
+    }
+
     fn call_python(&self, py: Python<'_>, f: &Py<PyAny>, call: &ToolCall<'_>) -> Result<Value, ToolError> {
         if call.cancel.is_cancelled() {
             return Err(ToolError::permanent("cancelled before the Python function was called"));
@@ -567,47 +588,50 @@ fn load_error(py: Python<'_>, e: LoadError) -> PyErr {
     }
 }
 
-/// Waits for `work` (run on its own thread) while polling for signals, so that Ctrl-C
-/// (`KeyboardInterrupt`) cancels it: then `cancel` is cancelled, the work is waited for, and
-/// the exception returned.
-fn run_interruptible<T: Send>(py: Python<'_>, cancel: &CancelToken, work: impl FnOnce() -> T + Send) -> PyResult<T> {
-    let done: (Mutex<Option<T>>, Condvar) = (Mutex::new(None), Condvar::new());
-    std::thread::scope(|s| {
-        let done = &done;
-        s.spawn(move || {
+/// Runs `work` on its own thread and waits for it while polling for signals, so that
+/// Ctrl-C (`KeyboardInterrupt`) cancels it: then `cancel` is cancelled, the work is given
+/// `grace` to end (it is left to finish on its own after that: a Python tool may never
+/// return), and the exception returned.
+fn run_interruptible<T: Send + 'static>(
+    py: Python<'_>,
+    cancel: &CancelToken,
+    grace: Duration,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> PyResult<T> {
+    let done: Arc<(Mutex<Option<T>>, Condvar)> = Arc::new((Mutex::new(None), Condvar::new()));
+    let theirs = done.clone();
+    std::thread::Builder::new()
+        .name("tdsl-run".into())
+        .spawn(move || {
             let out = work();
-            *done.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(out);
-            done.1.notify_all();
-        });
-        let wait = |timeout: Option<Duration>| -> Option<T> {
-            let mut slot = done.0.lock().unwrap_or_else(PoisonError::into_inner);
-            loop {
-                if let Some(v) = slot.take() {
-                    return Some(v);
-                }
-                match timeout {
-                    Some(t) => {
-                        let (s, r) = done.1.wait_timeout(slot, t).unwrap_or_else(PoisonError::into_inner);
-                        slot = s;
-                        if r.timed_out() {
-                            return slot.take();
-                        }
-                    }
-                    None => slot = done.1.wait(slot).unwrap_or_else(PoisonError::into_inner),
-                }
-            }
-        };
+            *theirs.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(out);
+            theirs.1.notify_all();
+        })
+        .map_err(|e| PyRuntimeError::new_err(format!("cannot start the run's thread: {e}")))?;
+    let wait = |timeout: Duration| -> Option<T> {
+        let deadline = std::time::Instant::now() + timeout;
+        let mut slot = done.0.lock().unwrap_or_else(PoisonError::into_inner);
         loop {
-            if let Some(v) = py.detach(|| wait(Some(Duration::from_millis(50)))) {
-                return Ok(v);
+            if let Some(v) = slot.take() {
+                return Some(v);
             }
-            if let Err(e) = py.check_signals() {
-                cancel.cancel();
-                let _ = py.detach(|| wait(None));
-                return Err(e);
+            let now = std::time::Instant::now();
+            if now >= deadline {
+                return None;
             }
+            slot = done.1.wait_timeout(slot, deadline - now).unwrap_or_else(PoisonError::into_inner).0;
         }
-    })
+    };
+    loop {
+        if let Some(v) = py.detach(|| wait(Duration::from_millis(50))) {
+            return Ok(v);
+        }
+        if let Err(e) = py.check_signals() {
+            cancel.cancel();
+            let _ = py.detach(|| wait(grace + Duration::from_millis(500)));
+            return Err(e);
+        }
+    }
 }
 
 fn run_error(py: Python<'_>, run: &Run) -> PyErr {
@@ -685,9 +709,13 @@ fn run<'py>(
         host: HostRunner::new(),
         interrupt: Mutex::new(None),
         cancel: cancel.clone(),
+        root: root.clone(),
     });
+    let grace = opts.cancel_grace;
     let executor = Executor::with_runner(runner.clone()).with_options(opts);
-    let outcome = run_interruptible(py, &cancel, || executor.run_cancellable(&workflow, arguments, &cancel))?;
+    let token = cancel.clone();
+    let outcome =
+        run_interruptible(py, &cancel, grace, move || executor.run_cancellable(&workflow, arguments, &token))?;
     let run = outcome.map_err(|e| tdsl_error(py, e.to_string(), e.code().as_str(), None, None))?;
     finish(py, &runner, run, trace)
 }
@@ -718,16 +746,19 @@ fn run_plan<'py>(
         host: HostRunner::new(),
         interrupt: Mutex::new(None),
         cancel: cancel.clone(),
+        root: root.clone(),
     });
     let options = RunPlanOptions { cancel: cancel.clone(), max_concurrency: concurrency, ..RunPlanOptions::default() };
     let dyn_runner: Arc<dyn Runner> = runner.clone();
-    let outcome = run_interruptible(py, &cancel, || plans.run(&text, arguments, dyn_runner, &options).map(|r| r.to_json()))?;
+    let outcome = run_interruptible(py, &cancel, Duration::from_secs(2), move || {
+        plans.run(&text, arguments, dyn_runner, &options).map(|r| r.to_json()).map_err(|e| e.to_json())
+    })?;
     if let Some(e) = runner.interrupt.lock().unwrap_or_else(PoisonError::into_inner).take() {
         return Err(e);
     }
     match outcome {
         Ok(json) => json_to_py(py, &json),
-        Err(refused) => json_to_py(py, &refused.to_json()),
+        Err(refused) => json_to_py(py, &refused),
     }
 }
 
