@@ -32,9 +32,8 @@ const MAX_DEPTH: usize = 128;
 // The Python classes defined in `tdsl/_errors.py`.
 
 fn class<'py>(py: Python<'py>, cell: &'static PyOnceLock<Py<PyAny>>, name: &str) -> PyResult<Bound<'py, PyAny>> {
-    let c = cell.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
-        Ok(py.import("tdsl._errors")?.getattr(name)?.unbind())
-    })?;
+    let c =
+        cell.get_or_try_init(py, || -> PyResult<Py<PyAny>> { Ok(py.import("tdsl._errors")?.getattr(name)?.unbind()) })?;
     Ok(c.bind(py).clone())
 }
 
@@ -44,7 +43,13 @@ static TRANSIENT_ERROR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static ASYNCIO: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// A `tdsl.TdslError(message, code, span, diagnostics)`.
-fn tdsl_error(py: Python<'_>, message: String, code: &str, span: Option<(usize, usize)>, diagnostics: Option<Py<PyAny>>) -> PyErr {
+fn tdsl_error(
+    py: Python<'_>,
+    message: String,
+    code: &str,
+    span: Option<(usize, usize)>,
+    diagnostics: Option<Py<PyAny>>,
+) -> PyErr {
     match class(py, &TDSL_ERROR, "TdslError").and_then(|c| c.call1((message, code, span, diagnostics))) {
         Ok(e) => PyErr::from_value(e),
         Err(e) => e,
@@ -60,7 +65,13 @@ fn diagnostics_error(py: Python<'_>, diags: &[Diagnostic], name: &str, source: &
         Ok(l) => l,
         Err(e) => return e,
     };
-    tdsl_error(py, first.message.clone(), first.code.as_str(), Some((first.span.start as usize, first.span.end as usize)), Some(list))
+    tdsl_error(
+        py,
+        first.message.clone(),
+        first.code.as_str(),
+        Some((first.span.start as usize, first.span.end as usize)),
+        Some(list),
+    )
 }
 
 fn diagnostic_dicts(py: Python<'_>, diags: &[Diagnostic], name: &str, source: &str) -> PyResult<Py<PyAny>> {
@@ -492,7 +503,8 @@ impl PyRunner {
                 })
             }
             Err(e) => {
-                if e.is_instance_of::<PyKeyboardInterrupt>(py) || e.is_instance_of::<pyo3::exceptions::PySystemExit>(py) {
+                if e.is_instance_of::<PyKeyboardInterrupt>(py) || e.is_instance_of::<pyo3::exceptions::PySystemExit>(py)
+                {
                     let text = describe(py, &e);
                     let mut slot = self.interrupt.lock().unwrap_or_else(PoisonError::into_inner);
                     if slot.is_none() {
@@ -571,7 +583,8 @@ fn python_tools(tools: Option<&Bound<'_, PyDict>>) -> PyResult<HashMap<String, P
     let mut out = HashMap::new();
     if let Some(tools) = tools {
         for (k, f) in tools.iter() {
-            let key: String = k.extract().map_err(|_| PyTypeError::new_err("tools maps tool paths (str) to callables"))?;
+            let key: String =
+                k.extract().map_err(|_| PyTypeError::new_err("tools maps tool paths (str) to callables"))?;
             if !f.is_callable() {
                 return Err(PyTypeError::new_err(format!("tools[{key:?}] is a {}, not a callable", type_name(&f))));
             }
@@ -691,14 +704,17 @@ fn run<'py>(
     }
     let root = match root {
         Some(r) => r,
-        None => std::env::current_dir().map_err(|e| PyValueError::new_err(format!("no root given and no current directory: {e}")))?,
+        None => std::env::current_dir()
+            .map_err(|e| PyValueError::new_err(format!("no root given and no current directory: {e}")))?,
     };
     let loaded = py.detach(|| {
         let as_tool_path = tool.to_string_lossy().starts_with('/') && !tool.is_file();
         if as_tool_path {
             Workflow::load_tool_path(&root, &tool.to_string_lossy())
         } else {
-            let file = if tool.is_absolute() { tool.clone() } else if tool.is_file() { tool.clone() } else { root.join(&tool) };
+            // A file as given (absolute, or relative to the current directory), else under
+            // the root.
+            let file = if tool.is_absolute() || tool.is_file() { tool.clone() } else { root.join(&tool) };
             Workflow::load(&root, &file)
         }
     });
