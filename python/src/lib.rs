@@ -16,6 +16,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
+use smol_str::SmolStr;
 use tdsl::exec::host::HostRunner;
 use tdsl::exec::{CancelToken, Executor, LoadError, Options, Run, RunStatus, Runner, ToolCall, ToolError, Workflow};
 use tdsl::plans::{Plans, RunPlanOptions};
@@ -107,10 +108,11 @@ fn severity(d: &Diagnostic) -> &'static str {
 // ---------------------------------------------------------------------------------------
 // Values.
 
-/// Where in the data a conversion failed: `$.orders[3].total`.
+/// Where in the data a conversion failed: `$.orders[3].total` (the parts from the
+/// innermost out, as the error travels up).
 fn at(path: &[PathPart]) -> String {
     let mut s = String::from("$");
-    for p in path {
+    for p in path.iter().rev() {
         match p {
             PathPart::Key(k) => {
                 s.push('.');
@@ -127,103 +129,148 @@ enum PathPart {
     Index(usize),
 }
 
-struct ToValue {
+/// Why a conversion failed, and where: the message is made once the whole path is known.
+struct Refused {
+    type_error: bool,
+    /// The text, with `{at}` where the path goes.
+    text: String,
     path: Vec<PathPart>,
-    /// The containers being converted (their ids), to name a cycle as one.
-    open: Vec<usize>,
+}
+
+impl Refused {
+    fn value(text: String) -> Refused {
+        Refused { type_error: false, text, path: Vec::new() }
+    }
+
+    fn kind(text: String) -> Refused {
+        Refused { type_error: true, text, path: Vec::new() }
+    }
+
+    fn into_pyerr(self) -> PyErr {
+        let text = self.text.replace("{at}", &at(&self.path));
+        if self.type_error {
+            PyTypeError::new_err(text)
+        } else {
+            PyValueError::new_err(text)
+        }
+    }
+}
+
+impl From<PyErr> for Refused {
+    fn from(e: PyErr) -> Refused {
+        Refused::value(format!("the value at {{at}} could not be read: {e}"))
+    }
 }
 
 /// A Python object as a tdsl value (dicts, lists, tuples, str, int, float, bool, None).
 fn to_value(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
-    ToValue { path: Vec::new(), open: Vec::new() }.convert(obj)
+    let mut open = Vec::new();
+    convert(obj, &mut open).map_err(Refused::into_pyerr)
 }
 
-impl ToValue {
-    fn enter(&mut self, obj: &Bound<'_, PyAny>) -> PyResult<()> {
-        let id = obj.as_ptr() as usize;
-        if self.open.contains(&id) {
-            return Err(PyValueError::new_err(format!(
-                "the value at {} contains itself (a cyclic {}): tdsl values are trees",
-                at(&self.path),
-                type_name(obj)
-            )));
-        }
-        if self.open.len() >= MAX_DEPTH {
-            return Err(PyValueError::new_err(format!(
-                "the value at {} nests deeper than {MAX_DEPTH} levels, tdsl's depth limit",
-                at(&self.path)
-            )));
-        }
-        self.open.push(id);
-        Ok(())
-    }
-
-    fn convert(&mut self, obj: &Bound<'_, PyAny>) -> PyResult<Value> {
-        if obj.is_none() {
-            return Ok(Value::Null);
-        }
-        if let Ok(b) = obj.cast::<PyBool>() {
-            return Ok(Value::Bool(b.is_true()));
-        }
-        if obj.is_instance_of::<PyInt>() {
-            return match obj.extract::<i64>() {
-                Ok(i) => Ok(Value::Int(i)),
-                Err(_) => Err(PyValueError::new_err(format!(
-                    "the integer at {} does not fit in 64 bits (tdsl integers are signed 64-bit): pass it as a string or a float",
-                    at(&self.path)
-                ))),
-            };
-        }
-        if let Ok(f) = obj.cast::<PyFloat>() {
-            let v = f.value();
-            if !v.is_finite() {
-                return Err(PyValueError::new_err(format!(
-                    "the float at {} is {v}: tdsl numbers are finite (JSON has no NaN or infinity)",
-                    at(&self.path)
-                )));
-            }
-            return Ok(Value::Float(v));
-        }
-        if let Ok(s) = obj.cast::<PyString>() {
-            return Ok(Value::from(&*s.to_cow()?));
-        }
-        if let Ok(d) = obj.cast::<PyDict>() {
-            self.enter(obj)?;
-            let mut map = Map::with_capacity_and_hasher(d.len(), Default::default());
-            for (k, v) in d.iter() {
-                let Ok(k) = k.cast::<PyString>() else {
-                    return Err(PyTypeError::new_err(format!(
-                        "the dict at {} has a key of type {}: tdsl object keys are strings",
-                        at(&self.path),
-                        type_name(&k)
-                    )));
-                };
-                let key = k.to_cow()?.into_owned();
-                self.path.push(PathPart::Key(key.clone()));
-                let value = self.convert(&v)?;
-                self.path.pop();
-                map.insert(key.into(), value);
-            }
-            self.open.pop();
-            return Ok(Value::Object(Arc::new(map)));
-        }
-        if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
-            self.enter(obj)?;
-            let mut items = Vec::with_capacity(obj.len()?);
-            for (i, item) in obj.try_iter()?.enumerate() {
-                self.path.push(PathPart::Index(i));
-                items.push(self.convert(&item?)?);
-                self.path.pop();
-            }
-            self.open.pop();
-            return Ok(Value::List(items.into()));
-        }
-        Err(PyTypeError::new_err(format!(
-            "the value at {} is a {}, which is not JSON-like: tdsl takes dict, list, tuple, str, int, float, bool and None",
-            at(&self.path),
+/// `open`: the containers being converted (their ids), to name a cycle as one and bound
+/// the depth.
+fn enter(obj: &Bound<'_, PyAny>, open: &mut Vec<usize>) -> Result<(), Refused> {
+    let id = obj.as_ptr() as usize;
+    if open.contains(&id) {
+        return Err(Refused::value(format!(
+            "the value at {{at}} contains itself (a cyclic {}): tdsl values are trees",
             type_name(obj)
-        )))
+        )));
     }
+    if open.len() >= MAX_DEPTH {
+        return Err(Refused::value(format!(
+            "the value at {{at}} nests deeper than {MAX_DEPTH} levels, tdsl's depth limit"
+        )));
+    }
+    open.push(id);
+    Ok(())
+}
+
+fn convert(obj: &Bound<'_, PyAny>, open: &mut Vec<usize>) -> Result<Value, Refused> {
+    if let Ok(s) = obj.cast::<PyString>() {
+        return Ok(Value::Str(SmolStr::new(&*s.to_cow()?)));
+    }
+    if let Ok(d) = obj.cast::<PyDict>() {
+        enter(obj, open)?;
+        let mut map = Map::with_capacity_and_hasher(d.len(), Default::default());
+        for (k, v) in d.iter() {
+            let Ok(k) = k.cast::<PyString>() else {
+                return Err(Refused::kind(format!(
+                    "the dict at {{at}} has a key of type {}: tdsl object keys are strings",
+                    type_name(&k)
+                )));
+            };
+            let key = k.to_cow()?;
+            match convert(&v, open) {
+                Ok(value) => {
+                    map.insert(SmolStr::new(&*key), value);
+                }
+                Err(mut e) => {
+                    e.path.push(PathPart::Key(key.into_owned()));
+                    return Err(e);
+                }
+            }
+        }
+        open.pop();
+        return Ok(Value::Object(Arc::new(map)));
+    }
+    if obj.is_none() {
+        return Ok(Value::Null);
+    }
+    if let Ok(b) = obj.cast::<PyBool>() {
+        return Ok(Value::Bool(b.is_true()));
+    }
+    if obj.is_instance_of::<PyInt>() {
+        return match obj.extract::<i64>() {
+            Ok(i) => Ok(Value::Int(i)),
+            Err(_) => Err(Refused::value(
+                "the integer at {at} does not fit in 64 bits (tdsl integers are signed 64-bit): pass it as a string or a float"
+                    .to_string(),
+            )),
+        };
+    }
+    if let Ok(f) = obj.cast::<PyFloat>() {
+        let v = f.value();
+        if !v.is_finite() {
+            return Err(Refused::value(format!(
+                "the float at {{at}} is {v}: tdsl numbers are finite (JSON has no NaN or infinity)"
+            )));
+        }
+        return Ok(Value::Float(v));
+    }
+    let list = obj.cast::<PyList>().ok();
+    if list.is_some() || obj.is_instance_of::<PyTuple>() {
+        enter(obj, open)?;
+        let mut items = Vec::with_capacity(obj.len()?);
+        let mut push = |i: usize, item: &Bound<'_, PyAny>, items: &mut Vec<Value>| -> Result<(), Refused> {
+            match convert(item, open) {
+                Ok(v) => {
+                    items.push(v);
+                    Ok(())
+                }
+                Err(mut e) => {
+                    e.path.push(PathPart::Index(i));
+                    Err(e)
+                }
+            }
+        };
+        if let Some(list) = list {
+            for (i, item) in list.iter().enumerate() {
+                push(i, &item, &mut items)?;
+            }
+        } else {
+            for (i, item) in obj.try_iter()?.enumerate() {
+                push(i, &item?, &mut items)?;
+            }
+        }
+        open.pop();
+        return Ok(Value::List(items.into()));
+    }
+    Err(Refused::kind(format!(
+        "the value at {{at}} is a {}, which is not JSON-like: tdsl takes dict, list, tuple, str, int, float, bool and None",
+        type_name(obj)
+    )))
 }
 
 fn type_name(obj: &Bound<'_, PyAny>) -> String {
