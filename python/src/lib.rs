@@ -16,6 +16,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
+use rustc_hash::FxHashMap;
 use smol_str::SmolStr;
 use tdsl::exec::host::HostRunner;
 use tdsl::exec::{CancelToken, Executor, LoadError, Options, Run, RunStatus, Runner, ToolCall, ToolError, Workflow};
@@ -164,13 +165,47 @@ impl From<PyErr> for Refused {
 
 /// A Python object as a tdsl value (dicts, lists, tuples, str, int, float, bool, None).
 fn to_value(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
-    let mut open = Vec::new();
-    convert(obj, &mut open).map_err(Refused::into_pyerr)
+    let mut conv = Conv { open: Vec::new(), strings: FxHashMap::default() };
+    conv.convert(obj).map_err(Refused::into_pyerr)
+}
+
+/// One conversion's state.
+struct Conv {
+    /// The containers being converted (their ids), to name a cycle as one and bound the
+    /// depth.
+    open: Vec<usize>,
+    /// Short strings already converted, by object: dict keys and repeated values (`"active"`)
+    /// are usually the same Python object, and reading a `str`'s UTF-8 under the stable ABI
+    /// of Python 3.9 copies it. The objects outlive the conversion (the input holds them
+    /// and no Python code runs meanwhile), so their addresses are stable keys.
+    strings: FxHashMap<usize, SmolStr>,
+}
+
+/// How many distinct short strings one conversion remembers.
+const STRING_CACHE: usize = 4096;
+
+impl Conv {
+    fn string(&mut self, s: &Bound<'_, PyString>) -> Result<SmolStr, Refused> {
+        let id = s.as_ptr() as usize;
+        if let Some(v) = self.strings.get(&id) {
+            return Ok(v.clone());
+        }
+        let v = SmolStr::new(&*s.to_cow()?);
+        if v.len() <= 23 && self.strings.len() < STRING_CACHE {
+            self.strings.insert(id, v.clone());
+        }
+        Ok(v)
+    }
+
+    fn convert(&mut self, obj: &Bound<'_, PyAny>) -> Result<Value, Refused> {
+        convert(obj, self)
+    }
 }
 
 /// `open`: the containers being converted (their ids), to name a cycle as one and bound
 /// the depth.
-fn enter(obj: &Bound<'_, PyAny>, open: &mut Vec<usize>) -> Result<(), Refused> {
+fn enter(obj: &Bound<'_, PyAny>, conv: &mut Conv) -> Result<(), Refused> {
+    let open = &mut conv.open;
     let id = obj.as_ptr() as usize;
     if open.contains(&id) {
         return Err(Refused::value(format!(
@@ -187,12 +222,12 @@ fn enter(obj: &Bound<'_, PyAny>, open: &mut Vec<usize>) -> Result<(), Refused> {
     Ok(())
 }
 
-fn convert(obj: &Bound<'_, PyAny>, open: &mut Vec<usize>) -> Result<Value, Refused> {
+fn convert(obj: &Bound<'_, PyAny>, conv: &mut Conv) -> Result<Value, Refused> {
     if let Ok(s) = obj.cast::<PyString>() {
-        return Ok(Value::Str(SmolStr::new(&*s.to_cow()?)));
+        return Ok(Value::Str(conv.string(s)?));
     }
     if let Ok(d) = obj.cast::<PyDict>() {
-        enter(obj, open)?;
+        enter(obj, conv)?;
         let mut map = Map::with_capacity_and_hasher(d.len(), Default::default());
         for (k, v) in d.iter() {
             let Ok(k) = k.cast::<PyString>() else {
@@ -201,18 +236,18 @@ fn convert(obj: &Bound<'_, PyAny>, open: &mut Vec<usize>) -> Result<Value, Refus
                     type_name(&k)
                 )));
             };
-            let key = k.to_cow()?;
-            match convert(&v, open) {
+            let key = conv.string(k)?;
+            match convert(&v, conv) {
                 Ok(value) => {
-                    map.insert(SmolStr::new(&*key), value);
+                    map.insert(key, value);
                 }
                 Err(mut e) => {
-                    e.path.push(PathPart::Key(key.into_owned()));
+                    e.path.push(PathPart::Key(key.to_string()));
                     return Err(e);
                 }
             }
         }
-        open.pop();
+        conv.open.pop();
         return Ok(Value::Object(Arc::new(map)));
     }
     if obj.is_none() {
@@ -240,31 +275,30 @@ fn convert(obj: &Bound<'_, PyAny>, open: &mut Vec<usize>) -> Result<Value, Refus
         return Ok(Value::Float(v));
     }
     let list = obj.cast::<PyList>().ok();
-    if list.is_some() || obj.is_instance_of::<PyTuple>() {
-        enter(obj, open)?;
-        let mut items = Vec::with_capacity(obj.len()?);
-        let mut push = |i: usize, item: &Bound<'_, PyAny>, items: &mut Vec<Value>| -> Result<(), Refused> {
-            match convert(item, open) {
-                Ok(v) => {
-                    items.push(v);
-                    Ok(())
-                }
+    let tuple = obj.cast::<PyTuple>().ok();
+    if list.is_some() || tuple.is_some() {
+        enter(obj, conv)?;
+        // The C API's own length and items (PyList_Size, PyTuple_GetItem): no Python code
+        // (a subclass's `__len__` or `__iter__`) runs during a conversion.
+        let len = list.map_or_else(|| tuple.map_or(0, |t| t.len()), |l| l.len());
+        let mut items = Vec::with_capacity(len);
+        for i in 0..len {
+            let item = match (list, tuple) {
+                (Some(l), _) => l.get_item(i),
+                (None, Some(t)) => t.get_item(i),
+                (None, None) => break,
+            };
+            // A list shortened meanwhile ends the conversion where it ends.
+            let Ok(item) = item else { break };
+            match convert(&item, conv) {
+                Ok(v) => items.push(v),
                 Err(mut e) => {
                     e.path.push(PathPart::Index(i));
-                    Err(e)
+                    return Err(e);
                 }
             }
-        };
-        if let Some(list) = list {
-            for (i, item) in list.iter().enumerate() {
-                push(i, &item, &mut items)?;
-            }
-        } else {
-            for (i, item) in obj.try_iter()?.enumerate() {
-                push(i, &item?, &mut items)?;
-            }
         }
-        open.pop();
+        conv.open.pop();
         return Ok(Value::List(items.into()));
     }
     Err(Refused::kind(format!(

@@ -167,13 +167,22 @@ def test_keyboard_interrupt_cancels_the_run(root, tools):
         release.wait(30)
         return {"word": "x"}
 
+    counted = []
+
+    def count(a):
+        counted.append(a)
+        return {"letters": 0}
+
     started = time.monotonic()
     try:
         with pytest.raises(KeyboardInterrupt):
-            tdsl.run("/shout.tool", root=root, args={"words": ["a"]}, tools={**tools, "up": up}, cancel_grace=0.2)
+            tdsl.run("/shout.tool", root=root, args={"words": ["a"]}, tools={"up": up, "count": count},
+                     cancel_grace=0.2)
     finally:
         release.set()
     assert time.monotonic() - started < 20
+    time.sleep(0.3)  # the abandoned `up` returns now: the cancelled run starts nothing after it
+    assert counted == []
 
 
 def test_keyboard_interrupt_raised_by_a_tool_propagates(root, tools):
