@@ -260,3 +260,25 @@ def test_run_plan(root, tools):
     plan["instructions"][1]["arguments"]["text"] = "{{u.word}}"
     refused = tdsl.run_plan(plan, root=root, tools=tools)
     assert refused["ok"] is False and refused["diagnostics"][0]["code"] == "E1311"
+
+
+def test_async_tools_while_the_caller_runs_a_loop(root, tools):
+    # run() called from a coroutine (a loop is running on this thread): the async tools
+    # still run, each on its own loop on the worker thread that calls it.
+    async def up(a):
+        await asyncio.sleep(0)
+        return {"word": a["word"] + "!"}
+
+    async def main():
+        return tdsl.run("/shout.tool", root=root, args={"words": ["a", "b"]}, tools={**tools, "up": up})
+
+    assert asyncio.run(main())["words"] == ["a!", "b!"]
+
+
+def test_async_tool_that_raises(root, tools):
+    async def count(a):
+        raise tdsl.TransientError("try later")
+
+    with pytest.raises(tdsl.RunError, match="TransientError: try later"):
+        tdsl.run("/shout.tool", root=root, args={"words": ["a"]}, tools={**tools, "count": count},
+                 retries=1, retry_delay=0.1)
