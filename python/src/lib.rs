@@ -1,0 +1,873 @@
+//! `tdsl._tdsl`: the native half of the Python package (SPEC §15). The Python half
+//! (`python/tdsl/__init__.py`) holds the exception classes and the `Diagnostic` class and
+//! documents the API; this module converts values, compiles, checks and runs.
+//!
+//! Values cross as Python objects, converted directly (no JSON text): `dict` ↔ object (key
+//! order kept), `list`/`tuple` → list, `str`, `int` (64-bit), `float` (finite), `bool`,
+//! `None`. Evaluation and runs release the GIL; Python tools are called with it held.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::Duration;
+
+use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+
+use rustc_hash::FxHashMap;
+use smol_str::SmolStr;
+use tdsl::exec::host::HostRunner;
+use tdsl::exec::{CancelToken, Executor, LoadError, Options, Run, RunStatus, Runner, ToolCall, ToolError, Workflow};
+use tdsl::plans::{Plans, RunPlanOptions};
+use tdsl::tool::LineIndex;
+use tdsl::value::Map;
+use tdsl::{Analyzer, Diagnostic, Engine, Scope, ToolRoot, Value};
+
+/// How deep a value may nest when it crosses between Python and tdsl (tdsl's own depth
+/// limit, `Limits::max_depth`). Deeper data (or a cyclic container) is refused, so that no
+/// conversion can overflow the stack.
+const MAX_DEPTH: usize = 128;
+
+// ---------------------------------------------------------------------------------------
+// The Python classes defined in `tdsl/_errors.py`.
+
+fn class<'py>(py: Python<'py>, cell: &'static PyOnceLock<Py<PyAny>>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+    let c =
+        cell.get_or_try_init(py, || -> PyResult<Py<PyAny>> { Ok(py.import("tdsl._errors")?.getattr(name)?.unbind()) })?;
+    Ok(c.bind(py).clone())
+}
+
+static TDSL_ERROR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static RUN_ERROR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static TRANSIENT_ERROR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static ASYNCIO: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// A `tdsl.TdslError(message, code, span, diagnostics)`.
+fn tdsl_error(
+    py: Python<'_>,
+    message: String,
+    code: &str,
+    span: Option<(usize, usize)>,
+    diagnostics: Option<Py<PyAny>>,
+) -> PyErr {
+    match class(py, &TDSL_ERROR, "TdslError").and_then(|c| c.call1((message, code, span, diagnostics))) {
+        Ok(e) => PyErr::from_value(e),
+        Err(e) => e,
+    }
+}
+
+fn diagnostics_error(py: Python<'_>, diags: &[Diagnostic], name: &str, source: &str) -> PyErr {
+    let first = diags.iter().find(|d| d.is_error()).or(diags.first());
+    let Some(first) = first else {
+        return tdsl_error(py, "failed without a diagnostic".into(), "E0000", None, None);
+    };
+    let list = match diagnostic_dicts(py, diags, name, source) {
+        Ok(l) => l,
+        Err(e) => return e,
+    };
+    tdsl_error(
+        py,
+        first.message.clone(),
+        first.code.as_str(),
+        Some((first.span.start as usize, first.span.end as usize)),
+        Some(list),
+    )
+}
+
+fn diagnostic_dicts(py: Python<'_>, diags: &[Diagnostic], name: &str, source: &str) -> PyResult<Py<PyAny>> {
+    let index = LineIndex::new(source);
+    let out = PyList::empty(py);
+    for d in diags {
+        let p = index.position(d.span);
+        let dict = PyDict::new(py);
+        dict.set_item("code", d.code.as_str())?;
+        dict.set_item("severity", severity(d))?;
+        dict.set_item("message", &d.message)?;
+        dict.set_item("file", name)?;
+        dict.set_item("line", p.line)?;
+        dict.set_item("column", p.column)?;
+        dict.set_item("end_line", p.end_line)?;
+        dict.set_item("end_column", p.end_column)?;
+        dict.set_item("help", d.help.as_deref())?;
+        dict.set_item("span", (d.span.start, d.span.end))?;
+        dict.set_item("rendered", tdsl::diagnostic::render_plain(std::slice::from_ref(d), name, source))?;
+        out.append(dict)?;
+    }
+    Ok(out.into_any().unbind())
+}
+
+fn severity(d: &Diagnostic) -> &'static str {
+    if d.is_error() {
+        "error"
+    } else {
+        "warning"
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Values.
+
+/// Where in the data a conversion failed: `$.orders[3].total` (the parts from the
+/// innermost out, as the error travels up).
+fn at(path: &[PathPart]) -> String {
+    let mut s = String::from("$");
+    for p in path.iter().rev() {
+        match p {
+            PathPart::Key(k) => {
+                s.push('.');
+                s.push_str(k);
+            }
+            PathPart::Index(i) => s.push_str(&format!("[{i}]")),
+        }
+    }
+    s
+}
+
+enum PathPart {
+    Key(String),
+    Index(usize),
+}
+
+/// Why a conversion failed, and where: the message is made once the whole path is known.
+struct Refused {
+    type_error: bool,
+    /// The text, with `{at}` where the path goes.
+    text: String,
+    path: Vec<PathPart>,
+}
+
+impl Refused {
+    fn value(text: String) -> Refused {
+        Refused { type_error: false, text, path: Vec::new() }
+    }
+
+    fn kind(text: String) -> Refused {
+        Refused { type_error: true, text, path: Vec::new() }
+    }
+
+    fn into_pyerr(self) -> PyErr {
+        let text = self.text.replace("{at}", &at(&self.path));
+        if self.type_error {
+            PyTypeError::new_err(text)
+        } else {
+            PyValueError::new_err(text)
+        }
+    }
+}
+
+impl From<PyErr> for Refused {
+    fn from(e: PyErr) -> Refused {
+        Refused::value(format!("the value at {{at}} could not be read: {e}"))
+    }
+}
+
+/// A Python object as a tdsl value (dicts, lists, tuples, str, int, float, bool, None).
+fn to_value(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
+    let mut conv = Conv { open: Vec::new(), strings: FxHashMap::default() };
+    conv.convert(obj).map_err(Refused::into_pyerr)
+}
+
+/// One conversion's state.
+struct Conv {
+    /// The containers being converted (their ids), to name a cycle as one and bound the
+    /// depth.
+    open: Vec<usize>,
+    /// Short strings already converted, by object: dict keys and repeated values (`"active"`)
+    /// are usually the same Python object, and reading a `str`'s UTF-8 under the stable ABI
+    /// of Python 3.9 copies it. The objects outlive the conversion (the input holds them
+    /// and no Python code runs meanwhile), so their addresses are stable keys.
+    strings: FxHashMap<usize, SmolStr>,
+}
+
+/// How many distinct short strings one conversion remembers.
+const STRING_CACHE: usize = 4096;
+
+impl Conv {
+    fn string(&mut self, s: &Bound<'_, PyString>) -> Result<SmolStr, Refused> {
+        let id = s.as_ptr() as usize;
+        if let Some(v) = self.strings.get(&id) {
+            return Ok(v.clone());
+        }
+        let v = SmolStr::new(&*s.to_cow()?);
+        if v.len() <= 23 && self.strings.len() < STRING_CACHE {
+            self.strings.insert(id, v.clone());
+        }
+        Ok(v)
+    }
+
+    fn convert(&mut self, obj: &Bound<'_, PyAny>) -> Result<Value, Refused> {
+        convert(obj, self)
+    }
+}
+
+/// `open`: the containers being converted (their ids), to name a cycle as one and bound
+/// the depth.
+fn enter(obj: &Bound<'_, PyAny>, conv: &mut Conv) -> Result<(), Refused> {
+    let open = &mut conv.open;
+    let id = obj.as_ptr() as usize;
+    if open.contains(&id) {
+        return Err(Refused::value(format!(
+            "the value at {{at}} contains itself (a cyclic {}): tdsl values are trees",
+            type_name(obj)
+        )));
+    }
+    if open.len() >= MAX_DEPTH {
+        return Err(Refused::value(format!(
+            "the value at {{at}} nests deeper than {MAX_DEPTH} levels, tdsl's depth limit"
+        )));
+    }
+    open.push(id);
+    Ok(())
+}
+
+fn convert(obj: &Bound<'_, PyAny>, conv: &mut Conv) -> Result<Value, Refused> {
+    if let Ok(s) = obj.cast::<PyString>() {
+        return Ok(Value::Str(conv.string(s)?));
+    }
+    if let Ok(d) = obj.cast::<PyDict>() {
+        enter(obj, conv)?;
+        let mut map = Map::with_capacity_and_hasher(d.len(), Default::default());
+        for (k, v) in d.iter() {
+            let Ok(k) = k.cast::<PyString>() else {
+                return Err(Refused::kind(format!(
+                    "the dict at {{at}} has a key of type {}: tdsl object keys are strings",
+                    type_name(&k)
+                )));
+            };
+            let key = conv.string(k)?;
+            match convert(&v, conv) {
+                Ok(value) => {
+                    map.insert(key, value);
+                }
+                Err(mut e) => {
+                    e.path.push(PathPart::Key(key.to_string()));
+                    return Err(e);
+                }
+            }
+        }
+        conv.open.pop();
+        return Ok(Value::Object(Arc::new(map)));
+    }
+    if obj.is_none() {
+        return Ok(Value::Null);
+    }
+    if let Ok(b) = obj.cast::<PyBool>() {
+        return Ok(Value::Bool(b.is_true()));
+    }
+    if obj.is_instance_of::<PyInt>() {
+        return match obj.extract::<i64>() {
+            Ok(i) => Ok(Value::Int(i)),
+            Err(_) => Err(Refused::value(
+                "the integer at {at} does not fit in 64 bits (tdsl integers are signed 64-bit): pass it as a string or a float"
+                    .to_string(),
+            )),
+        };
+    }
+    if let Ok(f) = obj.cast::<PyFloat>() {
+        let v = f.value();
+        if !v.is_finite() {
+            return Err(Refused::value(format!(
+                "the float at {{at}} is {v}: tdsl numbers are finite (JSON has no NaN or infinity)"
+            )));
+        }
+        return Ok(Value::Float(v));
+    }
+    let list = obj.cast::<PyList>().ok();
+    let tuple = obj.cast::<PyTuple>().ok();
+    if list.is_some() || tuple.is_some() {
+        enter(obj, conv)?;
+        // The C API's own length and items (PyList_Size, PyTuple_GetItem): no Python code
+        // (a subclass's `__len__` or `__iter__`) runs during a conversion.
+        let len = list.map_or_else(|| tuple.map_or(0, |t| t.len()), |l| l.len());
+        let mut items = Vec::with_capacity(len);
+        for i in 0..len {
+            let item = match (list, tuple) {
+                (Some(l), _) => l.get_item(i),
+                (None, Some(t)) => t.get_item(i),
+                (None, None) => break,
+            };
+            // A list shortened meanwhile ends the conversion where it ends.
+            let Ok(item) = item else { break };
+            match convert(&item, conv) {
+                Ok(v) => items.push(v),
+                Err(mut e) => {
+                    e.path.push(PathPart::Index(i));
+                    return Err(e);
+                }
+            }
+        }
+        conv.open.pop();
+        return Ok(Value::List(items.into()));
+    }
+    Err(Refused::kind(format!(
+        "the value at {{at}} is a {}, which is not JSON-like: tdsl takes dict, list, tuple, str, int, float, bool and None",
+        type_name(obj)
+    )))
+}
+
+fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "object".into())
+}
+
+/// A tdsl value as a Python object.
+fn to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
+    to_py_at(py, v, 0)
+}
+
+fn to_py_at<'py>(py: Python<'py>, v: &Value, depth: usize) -> PyResult<Bound<'py, PyAny>> {
+    if depth > MAX_DEPTH + 8 {
+        return Err(PyValueError::new_err(format!("a tdsl value nests deeper than {MAX_DEPTH} levels")));
+    }
+    Ok(match v {
+        Value::Null => py.None().into_bound(py),
+        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
+        Value::Int(i) => i.into_pyobject(py)?.into_any(),
+        Value::Float(f) => PyFloat::new(py, *f).into_any(),
+        Value::Str(s) => PyString::new(py, s).into_any(),
+        Value::List(items) => {
+            let list = PyList::empty(py);
+            for item in items.iter() {
+                list.append(to_py_at(py, item, depth + 1)?)?;
+            }
+            list.into_any()
+        }
+        Value::Object(map) => {
+            let dict = PyDict::new(py);
+            for (k, item) in map.iter() {
+                dict.set_item(k.as_str(), to_py_at(py, item, depth + 1)?)?;
+            }
+            dict.into_any()
+        }
+    })
+}
+
+fn json_to_py<'py>(py: Python<'py>, v: &serde_json::Value) -> PyResult<Bound<'py, PyAny>> {
+    to_py(py, &Value::from(v))
+}
+
+fn vars_of(vars: Option<&Bound<'_, PyAny>>) -> PyResult<Value> {
+    match vars {
+        None => Ok(Value::Null),
+        Some(v) if v.is_none() => Ok(Value::Null),
+        Some(v) => {
+            if !v.is_instance_of::<PyDict>() {
+                return Err(PyTypeError::new_err(format!("vars must be a dict, not {}", type_name(v))));
+            }
+            to_value(v)
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Expressions.
+
+fn eval_error(py: Python<'_>, e: &tdsl::EvalError, source: &str) -> PyErr {
+    let mut message = e.message.clone();
+    if let Some(l) = &e.location {
+        message.push_str(&format!(" (at {l})"));
+    }
+    let d = Diagnostic::new(e.code, e.span, &message);
+    let list = diagnostic_dicts(py, std::slice::from_ref(&d), "<expr>", source).ok();
+    tdsl_error(py, message, e.code.as_str(), Some((e.span.start as usize, e.span.end as usize)), list)
+}
+
+/// A compiled expression: compile once, evaluate many times, from any thread.
+#[pyclass(frozen, module = "tdsl", name = "Program")]
+struct Program {
+    inner: tdsl::Program,
+}
+
+#[pymethods]
+impl Program {
+    /// Evaluates the program with `vars` (a dict of the names it reads).
+    #[pyo3(signature = (vars=None))]
+    fn eval<'py>(&self, py: Python<'py>, vars: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
+        let vars = vars_of(vars)?;
+        let program = &self.inner;
+        match py.detach(|| program.eval(&vars)) {
+            Ok(v) => to_py(py, &v),
+            Err(e) => Err(eval_error(py, &e, program.source())),
+        }
+    }
+
+    /// The expression's source text.
+    #[getter]
+    fn source(&self) -> &str {
+        self.inner.source()
+    }
+
+    /// The static type of its result, as tdsl writes types.
+    #[getter]
+    fn result_type(&self) -> String {
+        self.inner.result_type().to_string()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("tdsl.Program({:?})", self.inner.source())
+    }
+}
+
+#[pyfunction]
+fn compile(py: Python<'_>, expr: &str) -> PyResult<Program> {
+    let engine = Engine::new();
+    match py.detach(|| engine.compile(expr)) {
+        Ok(inner) => Ok(Program { inner }),
+        Err(diags) => Err(diagnostics_error(py, &diags, "<expr>", expr)),
+    }
+}
+
+#[pyfunction]
+#[pyo3(signature = (expr, vars=None))]
+fn eval<'py>(py: Python<'py>, expr: &str, vars: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
+    let vars = vars_of(vars)?;
+    let engine = Engine::new();
+    let compiled = py.detach(|| {
+        let scope = if vars.is_null() { Scope::open() } else { Scope::from_vars(&vars) };
+        engine.compile_in(expr, &scope).map(|p| {
+            let r = p.eval(&vars);
+            (p, r)
+        })
+    });
+    match compiled {
+        Err(diags) => Err(diagnostics_error(py, &diags, "<expr>", expr)),
+        Ok((_, Ok(v))) => to_py(py, &v),
+        Ok((p, Err(e))) => Err(eval_error(py, &e, p.source())),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Checking.
+
+#[pyfunction]
+#[pyo3(signature = (paths, root=None))]
+fn check_files<'py>(py: Python<'py>, paths: Vec<PathBuf>, root: Option<PathBuf>) -> PyResult<Bound<'py, PyList>> {
+    let results = py.detach(|| {
+        let tool_root = match &root {
+            Some(r) => ToolRoot::new(r),
+            None => ToolRoot::assumed(std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))),
+        };
+        let mut analyzer = Analyzer::new(tool_root);
+        paths
+            .iter()
+            .map(|p| (p.clone(), analyzer.check_file(p).map(|c| (c.name, c.source, c.diagnostics))))
+            .collect::<Vec<_>>()
+    });
+    let out = PyList::empty(py);
+    for (path, result) in results {
+        match result {
+            Ok((name, source, diags)) => {
+                let list = diagnostic_dicts(py, &diags, &name, &source)?;
+                for d in list.bind(py).try_iter()? {
+                    out.append(d?)?;
+                }
+            }
+            Err(e) => {
+                return Err(tdsl_error(py, format!("cannot read {}: {e}", path.display()), "E0001", None, None));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn plans_for(root: &Path, allow: Option<Vec<String>>) -> Result<Plans, String> {
+    let allow = allow.unwrap_or_else(|| vec!["**/*.tool".to_string()]);
+    Plans::for_root(root, &allow)
+}
+
+/// The plan check's JSON (`{ok, errors, warnings, diagnostics, levels?, result_type?}`).
+#[pyfunction]
+#[pyo3(signature = (plan, root, allow=None))]
+fn check_plan<'py>(
+    py: Python<'py>,
+    plan: &Bound<'py, PyAny>,
+    root: PathBuf,
+    allow: Option<Vec<String>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let text = plan_text(plan)?;
+    let check = py.detach(|| plans_for(&root, allow).map(|p| p.check(&text).to_json()));
+    match check {
+        Ok(json) => json_to_py(py, &json),
+        Err(e) => Err(tdsl_error(py, e, "E0814", None, None)),
+    }
+}
+
+/// A plan as text: a `str` as it is, a dict converted (key order kept).
+fn plan_text(plan: &Bound<'_, PyAny>) -> PyResult<String> {
+    if let Ok(s) = plan.cast::<PyString>() {
+        return Ok(s.to_cow()?.into_owned());
+    }
+    if !plan.is_instance_of::<PyDict>() {
+        return Err(PyTypeError::new_err(format!("a plan is a dict (or its JSON text), not {}", type_name(plan))));
+    }
+    let v = to_value(plan)?;
+    Ok(v.to_string())
+}
+
+// ---------------------------------------------------------------------------------------
+// Running.
+
+/// Calls Python functions for the tools they are given for, and the host runner
+/// (`exec:` programs) for the rest.
+struct PyRunner {
+    tools: HashMap<String, Py<PyAny>>,
+    host: HostRunner,
+    /// A `KeyboardInterrupt` or `SystemExit` raised by a tool: the run is cancelled and it
+    /// propagates when the run ends.
+    interrupt: Mutex<Option<PyErr>>,
+    cancel: CancelToken,
+    /// The tool root: a call is matched by its tool path, its file's path under the root,
+    /// or the file's stem (the tool's served name).
+    root: PathBuf,
+}
+
+fn tool_key(path: &str) -> String {
+    let p = path.trim_start_matches('/');
+    p.strip_suffix(".tool").unwrap_or(p).to_string()
+}
+
+impl Runner for PyRunner {
+    fn call(&self, call: &ToolCall<'_>) -> Result<Value, ToolError> {
+        let Some(f) = self.lookup(call) else {
+            return self.host.call(call);
+        };
+        Python::attach(|py| self.call_python(py, f, call))
+    }
+}
+
+impl PyRunner {
+    fn lookup(&self, call: &ToolCall<'_>) -> Option<&Py<PyAny>> {
+        if self.tools.is_empty() {
+            return None;
+        }
+        if let Some(f) = self.tools.get(&tool_key(call.tool_path)) {
+            return Some(f);
+        }
+        let file = call.file?;
+        let root = std::fs::canonicalize(&self.root).unwrap_or_else(|_| self.root.clone());
+        if let Ok(rel) = file.strip_prefix(&root).or_else(|_| file.strip_prefix(&self.root)) {
+            let rel = rel.to_string_lossy().replace('\\', "/");
+            if let Some(f) = self.tools.get(&tool_key(&rel)) {
+                return Some(f);
+            }
+        }
+        self.tools.get(file.file_stem()?.to_str()?)
+    }
+
+    fn call_python(&self, py: Python<'_>, f: &Py<PyAny>, call: &ToolCall<'_>) -> Result<Value, ToolError> {
+        if call.cancel.is_cancelled() {
+            return Err(ToolError::permanent("cancelled before the Python function was called"));
+        }
+        let args = to_py(py, call.arguments).map_err(|e| ToolError::permanent(describe(py, &e)))?;
+        let mut result = f.bind(py).call1((args,));
+        if let Ok(r) = &result {
+            if is_coroutine(py, r) {
+                result = run_coroutine(py, r);
+            }
+        }
+        match result {
+            Ok(r) => {
+                if !r.is_instance_of::<PyDict>() {
+                    return Err(ToolError::permanent(format!(
+                        "the Python function for {} returned a {}, not a dict (the tool's response object)",
+                        call.tool_path,
+                        type_name(&r)
+                    )));
+                }
+                to_value(&r).map_err(|e| {
+                    ToolError::permanent(format!(
+                        "the Python function for {} returned a value tdsl cannot take: {}",
+                        call.tool_path,
+                        describe(py, &e)
+                    ))
+                })
+            }
+            Err(e) => {
+                if e.is_instance_of::<PyKeyboardInterrupt>(py) || e.is_instance_of::<pyo3::exceptions::PySystemExit>(py)
+                {
+                    let text = describe(py, &e);
+                    let mut slot = self.interrupt.lock().unwrap_or_else(PoisonError::into_inner);
+                    if slot.is_none() {
+                        *slot = Some(e);
+                    }
+                    self.cancel.cancel();
+                    return Err(ToolError::permanent(text));
+                }
+                let transient = class(py, &TRANSIENT_ERROR, "TransientError")
+                    .map(|c| e.value(py).is_instance(&c).unwrap_or(false))
+                    .unwrap_or(false);
+                let text = describe(py, &e);
+                if transient {
+                    Err(ToolError::transient(text))
+                } else {
+                    Err(ToolError::permanent(text))
+                }
+            }
+        }
+    }
+}
+
+fn is_coroutine(py: Python<'_>, obj: &Bound<'_, PyAny>) -> bool {
+    ASYNCIO
+        .get_or_try_init(py, || py.import("asyncio").map(|m| m.into_any().unbind()))
+        .and_then(|m| m.bind(py).call_method1("iscoroutine", (obj,)))
+        .and_then(|b| b.is_truthy())
+        .unwrap_or(false)
+}
+
+/// Runs a coroutine a tool returned to its end, on this worker thread's own event loop.
+fn run_coroutine<'py>(py: Python<'py>, coro: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let asyncio = ASYNCIO.get_or_try_init(py, || py.import("asyncio").map(|m| m.into_any().unbind()))?.bind(py);
+    asyncio.call_method1("run", (coro,))
+}
+
+/// `ValueError: boom`.
+fn describe(py: Python<'_>, e: &PyErr) -> String {
+    let name = e.get_type(py).name().map(|n| n.to_string()).unwrap_or_else(|_| "Exception".into());
+    let text = e.value(py).str().map(|s| s.to_string()).unwrap_or_default();
+    if text.is_empty() {
+        name
+    } else {
+        format!("{name}: {text}")
+    }
+}
+
+fn options_from(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Options> {
+    let mut o = Options::default();
+    let Some(kwargs) = kwargs else { return Ok(o) };
+    for (k, v) in kwargs.iter() {
+        let key: String = k.extract()?;
+        if v.is_none() {
+            continue;
+        }
+        match key.as_str() {
+            "concurrency" => o.max_concurrency = v.extract()?,
+            "deadline" => o.deadline = Some(Duration::try_from_secs_f64(v.extract()?).map_err(|e| PyValueError::new_err(format!("deadline: {e}")))?),
+            "timeout" => o.timeout_seconds = v.extract()?,
+            "retries" => o.retry.max_retries = v.extract()?,
+            "retry_delay" => o.retry.base_delay_seconds = v.extract()?,
+            "retry_max_delay" => o.retry.max_delay_seconds = v.extract()?,
+            "max_depth" => o.max_depth = v.extract()?,
+            "cancel_grace" => o.cancel_grace = Duration::try_from_secs_f64(v.extract()?).map_err(|e| PyValueError::new_err(format!("cancel_grace: {e}")))?,
+            other => {
+                return Err(PyTypeError::new_err(format!(
+                    "run() got an unknown option `{other}`; the options are concurrency, deadline, timeout, retries, retry_delay, retry_max_delay, max_depth, cancel_grace"
+                )))
+            }
+        }
+    }
+    Ok(o)
+}
+
+fn python_tools(tools: Option<&Bound<'_, PyDict>>) -> PyResult<HashMap<String, Py<PyAny>>> {
+    let mut out = HashMap::new();
+    if let Some(tools) = tools {
+        for (k, f) in tools.iter() {
+            let key: String =
+                k.extract().map_err(|_| PyTypeError::new_err("tools maps tool paths (str) to callables"))?;
+            if !f.is_callable() {
+                return Err(PyTypeError::new_err(format!("tools[{key:?}] is a {}, not a callable", type_name(&f))));
+            }
+            out.insert(tool_key(&key), f.unbind());
+        }
+    }
+    Ok(out)
+}
+
+fn load_error(py: Python<'_>, e: LoadError) -> PyErr {
+    match e {
+        LoadError::Invalid { name, source, diagnostics } => diagnostics_error(py, &diagnostics, &name, &source),
+        other => tdsl_error(py, other.to_string(), "E0811", None, None),
+    }
+}
+
+/// Runs `work` on its own thread and waits for it while polling for signals, so that
+/// Ctrl-C (`KeyboardInterrupt`) cancels it: then `cancel` is cancelled, the work is given
+/// `grace` to end (it is left to finish on its own after that: a Python tool may never
+/// return), and the exception returned.
+fn run_interruptible<T: Send + 'static>(
+    py: Python<'_>,
+    cancel: &CancelToken,
+    grace: Duration,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> PyResult<T> {
+    let done: Arc<(Mutex<Option<T>>, Condvar)> = Arc::new((Mutex::new(None), Condvar::new()));
+    let theirs = done.clone();
+    std::thread::Builder::new()
+        .name("tdsl-run".into())
+        .spawn(move || {
+            let out = work();
+            *theirs.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(out);
+            theirs.1.notify_all();
+        })
+        .map_err(|e| PyRuntimeError::new_err(format!("cannot start the run's thread: {e}")))?;
+    let wait = |timeout: Duration| -> Option<T> {
+        let deadline = std::time::Instant::now() + timeout;
+        let mut slot = done.0.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            if let Some(v) = slot.take() {
+                return Some(v);
+            }
+            let now = std::time::Instant::now();
+            if now >= deadline {
+                return None;
+            }
+            slot = done.1.wait_timeout(slot, deadline - now).unwrap_or_else(PoisonError::into_inner).0;
+        }
+    };
+    loop {
+        if let Some(v) = py.detach(|| wait(Duration::from_millis(50))) {
+            return Ok(v);
+        }
+        if let Err(e) = py.check_signals() {
+            cancel.cancel();
+            let _ = py.detach(|| wait(grace + Duration::from_millis(500)));
+            return Err(e);
+        }
+    }
+}
+
+fn run_error(py: Python<'_>, run: &Run) -> PyErr {
+    let (message, code) = match &run.error {
+        Some(e) => (e.to_string(), e.code.clone()),
+        None => (
+            format!("the run ended {}: {}", run.status.as_str(), run.trace.failure_summary.clone().unwrap_or_default()),
+            "E0803".to_string(),
+        ),
+    };
+    let trace = serde_json::to_value(&run.trace)
+        .ok()
+        .and_then(|t| json_to_py(py, &t).ok())
+        .map(|t| t.unbind())
+        .unwrap_or_else(|| py.None());
+    match class(py, &RUN_ERROR, "RunError").and_then(|c| c.call1((message, code, py.None(), py.None(), trace))) {
+        Ok(e) => PyErr::from_value(e),
+        Err(e) => e,
+    }
+}
+
+fn finish<'py>(py: Python<'py>, runner: &PyRunner, run: Run, want_trace: bool) -> PyResult<Bound<'py, PyAny>> {
+    if let Some(e) = runner.interrupt.lock().unwrap_or_else(PoisonError::into_inner).take() {
+        return Err(e);
+    }
+    let ok = matches!(run.status, RunStatus::Success | RunStatus::Partial) && run.result.is_some();
+    if !ok {
+        return Err(run_error(py, &run));
+    }
+    let result = to_py(py, run.result.as_ref().unwrap_or(&Value::Null))?;
+    if want_trace {
+        let trace = serde_json::to_value(&run.trace).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        Ok(PyTuple::new(py, [result, json_to_py(py, &trace)?])?.into_any())
+    } else {
+        Ok(result)
+    }
+}
+
+#[pyfunction]
+#[pyo3(signature = (tool, root=None, args=None, tools=None, trace=false, **options))]
+fn run<'py>(
+    py: Python<'py>,
+    tool: PathBuf,
+    root: Option<PathBuf>,
+    args: Option<&Bound<'py, PyAny>>,
+    tools: Option<&Bound<'py, PyDict>>,
+    trace: bool,
+    options: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let arguments = match vars_of(args)? {
+        Value::Null => Value::Object(Arc::new(Map::default())),
+        v => v,
+    };
+    let opts = options_from(options)?;
+    if let Err(e) = opts.validate() {
+        return Err(tdsl_error(py, e.to_string(), "E0814", None, None));
+    }
+    let root = match root {
+        Some(r) => r,
+        None => std::env::current_dir()
+            .map_err(|e| PyValueError::new_err(format!("no root given and no current directory: {e}")))?,
+    };
+    let loaded = py.detach(|| {
+        let as_tool_path = tool.to_string_lossy().starts_with('/') && !tool.is_file();
+        if as_tool_path {
+            Workflow::load_tool_path(&root, &tool.to_string_lossy())
+        } else {
+            // A file as given (absolute, or relative to the current directory), else under
+            // the root.
+            let file = if tool.is_absolute() || tool.is_file() { tool.clone() } else { root.join(&tool) };
+            Workflow::load(&root, &file)
+        }
+    });
+    let workflow = loaded.map_err(|e| load_error(py, e))?;
+    let cancel = CancelToken::new();
+    let runner = Arc::new(PyRunner {
+        tools: python_tools(tools)?,
+        host: HostRunner::new(),
+        interrupt: Mutex::new(None),
+        cancel: cancel.clone(),
+        root: root.clone(),
+    });
+    let grace = opts.cancel_grace;
+    let executor = Executor::with_runner(runner.clone()).with_options(opts);
+    let token = cancel.clone();
+    let outcome =
+        run_interruptible(py, &cancel, grace, move || executor.run_cancellable(&workflow, arguments, &token))?;
+    let run = outcome.map_err(|e| tdsl_error(py, e.to_string(), e.code().as_str(), None, None))?;
+    finish(py, &runner, run, trace)
+}
+
+/// Checks a plan and, with no error, runs it: `run_plan`'s JSON
+/// (`{status, result, steps, failure_summary?}`, or the check's JSON when refused).
+#[pyfunction]
+#[pyo3(signature = (plan, root, args=None, tools=None, allow=None, concurrency=None))]
+#[allow(clippy::too_many_arguments)]
+fn run_plan<'py>(
+    py: Python<'py>,
+    plan: &Bound<'py, PyAny>,
+    root: PathBuf,
+    args: Option<&Bound<'py, PyAny>>,
+    tools: Option<&Bound<'py, PyDict>>,
+    allow: Option<Vec<String>>,
+    concurrency: Option<usize>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let text = plan_text(plan)?;
+    let arguments = match vars_of(args)? {
+        Value::Null => Value::Object(Arc::new(Map::default())),
+        v => v,
+    };
+    let plans = py.detach(|| plans_for(&root, allow)).map_err(|e| tdsl_error(py, e, "E0814", None, None))?;
+    let cancel = CancelToken::new();
+    let runner = Arc::new(PyRunner {
+        tools: python_tools(tools)?,
+        host: HostRunner::new(),
+        interrupt: Mutex::new(None),
+        cancel: cancel.clone(),
+        root: root.clone(),
+    });
+    let options = RunPlanOptions { cancel: cancel.clone(), max_concurrency: concurrency, ..RunPlanOptions::default() };
+    let dyn_runner: Arc<dyn Runner> = runner.clone();
+    let outcome = run_interruptible(py, &cancel, Duration::from_secs(2), move || {
+        plans.run(&text, arguments, dyn_runner, &options).map(|r| r.to_json()).map_err(|e| e.to_json())
+    })?;
+    if let Some(e) = runner.interrupt.lock().unwrap_or_else(PoisonError::into_inner).take() {
+        return Err(e);
+    }
+    match outcome {
+        Ok(json) => json_to_py(py, &json),
+        Err(refused) => json_to_py(py, &refused),
+    }
+}
+
+#[pymodule]
+fn _tdsl(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Program>()?;
+    m.add_function(wrap_pyfunction!(compile, m)?)?;
+    m.add_function(wrap_pyfunction!(eval, m)?)?;
+    m.add_function(wrap_pyfunction!(check_files, m)?)?;
+    m.add_function(wrap_pyfunction!(check_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(run_plan, m)?)?;
+    m.add("MAX_DEPTH", MAX_DEPTH)?;
+    Ok(())
+}
