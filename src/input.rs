@@ -104,7 +104,9 @@ pub fn read_bytes(path: &Path) -> Result<Vec<u8>, InputError> {
     read_bytes_capped(path, MAX_INPUT_BYTES)
 }
 
-fn read_bytes_capped(path: &Path, limit: u64) -> Result<Vec<u8>, InputError> {
+/// The bytes of a regular file of at most `limit` bytes (a smaller cap than
+/// [`MAX_INPUT_BYTES`], for files that are small by nature, such as a token file).
+pub fn read_bytes_capped(path: &Path, limit: u64) -> Result<Vec<u8>, InputError> {
     let file = open_regular(path)?;
     let mut bytes = Vec::new();
     // One byte past the limit tells a file of exactly the limit from a larger one, and a

@@ -1,6 +1,8 @@
 //! `tdsl export` and the schema mapping: snapshots of every type name in every format and of
 //! the example tools, names, collisions, and the real binary.
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 
@@ -123,6 +125,32 @@ fn example_tools() {
     }
 }
 
+/// With no PATH, every tool under the root is exported (SPEC §8) — the same list as naming
+/// the root itself; without `--root` the root is the current folder.
+#[test]
+fn no_path_exports_every_tool_under_the_root() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/document-analysis");
+    let r = root.to_str().expect("utf-8");
+    for format in ["openai", "anthropic", "mcp"] {
+        let named = tdsl(&["export", r, "--root", r, "--format", format]);
+        assert_eq!(named.code, 0, "{}", named.stderr);
+        let all = tdsl(&["export", "--root", r, "--format", format]);
+        assert_eq!(all.code, 0, "{}", all.stderr);
+        assert_eq!(all.stdout, named.stdout, "{format}");
+        let listed: serde_json::Value = serde_json::from_str(&all.stdout).expect("JSON");
+        assert!(listed.as_array().is_some_and(|l| l.len() > 3), "every tool of the example: {listed}");
+    }
+    let here = Command::new(env!("CARGO_BIN_EXE_tdsl"))
+        .args(["export", "--format", "mcp"])
+        .current_dir(&root)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("tdsl runs");
+    assert!(here.status.success(), "{}", String::from_utf8_lossy(&here.stderr));
+    let named = tdsl(&["export", r, "--root", r, "--format", "mcp"]);
+    assert_eq!(String::from_utf8_lossy(&here.stdout), named.stdout, "the current folder is the root");
+}
+
 #[test]
 fn collisions_are_errors_naming_both_files() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -159,17 +187,10 @@ fn broken_tools_and_bad_usage() {
     assert!(o.stderr.contains("not under the tool root"), "{}", o.stderr);
 }
 
-/// A seed document, read at test time from the `shared/seeds` folder beside the repository
-/// (the first ancestor of the crate that has one).
-fn seed(name: &str) -> String {
-    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    for dir in crate_dir.ancestors() {
-        let path = dir.join("shared/seeds").join(name);
-        if let Ok(text) = std::fs::read_to_string(&path) {
-            return text;
-        }
-    }
-    panic!("no shared/seeds/{name} beside {}", crate_dir.display());
+/// A seed document (`tests/common/seeds.rs` says where it is looked for), or `None` in a
+/// bare clone (a failure when `TDSL_REQUIRE_SEEDS` is set, as in CI).
+fn seed(name: &str) -> Option<String> {
+    common::seeds::text(name)
 }
 
 /// The first ```` ```json ```` block after the line `heading` of a seed.
@@ -198,7 +219,7 @@ fn without_property_descriptions(mut v: serde_json::Value, schema_key: &str) -> 
 
 #[test]
 fn seed_003_add_objective_in_every_format() {
-    let doc = seed("003_d8e8e4f64207d379.txt");
+    let Some(doc) = seed("003_d8e8e4f64207d379.txt") else { return };
     let mut stderr = String::new();
     let mut exported = serde_json::Map::new();
     for format in ["openai", "anthropic", "mcp"] {

@@ -349,6 +349,13 @@ fn every_request_gets_an_answer_and_the_server_goes_on() {
         json!(906),
         "string arguments",
     );
+    check(
+        &mut s,
+        br#"{"jsonrpc": "2.0", "id": 907, "method": "tools/call"}"#.to_vec(),
+        -32602,
+        json!(907),
+        "no params",
+    );
     check(&mut s, b"[1, 2, 3]".to_vec(), -32600, Value::Null, "a batch");
     check(&mut s, br#"{"jsonrpc": "2.0", "id": "s-1"}"#.to_vec(), -32600, json!("s-1"), "neither request nor response");
     // Tools still run.
@@ -459,4 +466,51 @@ fn a_call_that_breaks_a_constraint_is_a_tool_error_naming_it() {
     assert_eq!(r["isError"], true, "{r}");
     let text = r["content"][0]["text"].as_str().expect("text");
     assert!(text.contains(r#"argument `direction` must be one of "higher", "lower", "target" (`enum`)"#), "{text}");
+}
+
+/// A primitive tool's answer is checked against its declared `responses`, as `tdsl run`
+/// checks a step's answer (`E0802`): an answer that does not match is a tool error, never a
+/// result the client's output schema would refuse.
+#[cfg(unix)]
+#[test]
+fn a_primitive_answer_that_breaks_its_responses_is_a_tool_error_as_in_a_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("tools")).expect("mkdir");
+    script(&root.join("tools/bad.sh"), "#!/bin/sh\necho '{\"count\": \"many\"}'\n");
+    script(&root.join("tools/good.sh"), "#!/bin/sh\necho '{\"count\": 3}'\n");
+    let declared = r#""responses": [{"name": "count", "type_name": "integer", "required": true}]"#;
+    for name in ["bad", "good"] {
+        std::fs::write(
+            root.join(format!("tools/{name}.tool")),
+            format!(r#"{{{declared}, "system_event_endpoint": "exec:./{name}.sh"}}"#),
+        )
+        .expect("write");
+    }
+    std::fs::write(
+        root.join("main.tool"),
+        r#"{"instructions": [{"execution_id": "count", "tool_definition_path": "/tools/bad.tool"}]}"#,
+    )
+    .expect("write");
+    let mut s = Server::start(root, &["/tools/*"]);
+    let list = s.request("tools/list", json!({}));
+    assert_eq!(list["result"]["tools"][0]["outputSchema"]["properties"]["count"]["type"], "integer", "{list}");
+    let r = s.call("bad", json!({}));
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(r.get("structuredContent").is_none(), "{r}");
+    let text = r["content"][0]["text"].as_str().expect("text");
+    assert!(text.contains("E0802") && text.contains("`count`") && text.contains("/tools/bad.tool"), "{text}");
+    let r = s.call("good", json!({}));
+    assert_eq!((&r["isError"], &r["structuredContent"]), (&json!(false), &json!({"count": 3})), "{r}");
+    // `tdsl run` refuses the same answer with the same code and reason.
+    let run = common::tdsl(&[
+        "run",
+        root.join("main.tool").to_str().expect("utf-8"),
+        "--root",
+        root.to_str().expect("utf-8"),
+        "--no-history",
+    ]);
+    assert_ne!(run.code, 0, "{}", run.stdout);
+    let reason = text.trim_start_matches("FAILED: ").trim_end_matches(" [E0802]");
+    assert!(run.stderr.contains("E0802") && run.stderr.contains(reason), "{reason}\n{}", run.stderr);
 }

@@ -33,7 +33,25 @@ impl Server {
     }
 
     fn start_at(listen: &str, root: &Path, extra: &[&str], token: Option<(&Path, &str)>) -> Server {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tdsl"));
+        Server::start_limited(listen, root, extra, token, None)
+    }
+
+    /// With `descriptors`, the server runs under `ulimit -n descriptors`.
+    fn start_limited(
+        listen: &str,
+        root: &Path,
+        extra: &[&str],
+        token: Option<(&Path, &str)>,
+        descriptors: Option<u32>,
+    ) -> Server {
+        let mut cmd = match descriptors {
+            Some(n) => {
+                let mut c = Command::new("sh");
+                c.args(["-c", &format!("ulimit -n {n} && exec \"$0\" \"$@\""), env!("CARGO_BIN_EXE_tdsl")]);
+                c
+            }
+            None => Command::new(env!("CARGO_BIN_EXE_tdsl")),
+        };
         cmd.args(["serve", "--mcp", "--listen", listen, "--root"]).arg(root).args(extra);
         if let Some((file, _)) = token {
             cmd.arg("--token-file").arg(file);
@@ -277,6 +295,11 @@ fn lists_and_calls_the_tools_in_a_session() {
     assert!(d.status == 200 || d.status == 202 || d.status == 204, "{}: {}", d.status, d.body);
     let r = s.post(Some(&session), &json!({"jsonrpc": "2.0", "id": 6, "method": "ping"}));
     assert_eq!(r.status, 404, "a deleted session is gone: {}", r.body);
+    // Deleting a session that is not open (any more) is 404, as docs/mcp.md says.
+    for gone in [session.as_str(), "no-such-session"] {
+        let d = s.send("DELETE", &[("Mcp-Session-Id", gone)], b"");
+        assert_eq!(d.status, 404, "DELETE {gone}: {}", d.body);
+    }
 }
 
 #[test]
@@ -391,6 +414,13 @@ fn with_a_token_file_every_request_needs_the_bearer_token() {
         assert_eq!(r.status, 401, "{wrong}: {}", r.body);
         assert!(r.header("www-authenticate").is_some(), "{wrong}");
     }
+    // Without the token, nothing of the body is read: the 401 comes before it is sent.
+    let mut stream =
+        hold(s.port, format!("POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Length: 4000000\r\n\r\n", s.host()).as_bytes());
+    stream.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).expect("an answer before the body");
+    assert_eq!(&head, b"HTTP/1.1 401", "{}", String::from_utf8_lossy(&head));
     // The right token (trimmed from the file) opens a session and calls a tool.
     let session = s.session();
     let call = s.request(&session, 2, "tools/call", json!({"name": "echo", "arguments": {"x": 1}}));
@@ -441,6 +471,33 @@ fn a_token_file_others_can_read_or_an_empty_one_is_refused_at_start() {
     let out = serve(spaced.to_str().expect("utf-8"));
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("spaces or control characters"), "{}", out.stderr);
+    // Over 64 KiB: refused (a token file holds a token).
+    let big = token_file(dir.path(), &"x".repeat(64 * 1024 + 1), 0o600);
+    let out = serve(big.to_str().expect("utf-8"));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("larger than 64 KiB"), "{}", out.stderr);
+    let at_limit = token_file(dir.path(), &"x".repeat(64 * 1024), 0o600);
+    let s = Server::start_with_token(dir.path(), &[], Some((&at_limit, &"x".repeat(64 * 1024))));
+    s.session();
+    // Not a regular file: refused at once, without waiting for a writer or reading forever.
+    let fifo = dir.path().join("fifo");
+    let made = Command::new("mkfifo").arg("-m").arg("600").arg(&fifo).status().expect("mkfifo runs");
+    assert!(made.success(), "mkfifo failed");
+    for (path, kind) in [(fifo.as_path(), "FIFO"), (Path::new("/dev/zero"), "device"), (dir.path(), "folder")] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tdsl"));
+        cmd.args(["serve", "--mcp", "--listen", "127.0.0.1:0", "--root", root, "--token-file"]).arg(path);
+        let mut p = Process::spawn("tdsl serve --token-file", &mut cmd);
+        let exit = p.exit_within(Duration::from_secs(10));
+        let stderr = wait_until(Duration::from_secs(5), "the error message", || {
+            let out = p.output();
+            out.contains("regular file").then_some(out)
+        });
+        assert_eq!(exit.code(), Some(2), "{}: {stderr}", path.display());
+        assert!(
+            stderr.contains("--token-file") && stderr.contains(kind) && stderr.contains("not a regular file"),
+            "{stderr}"
+        );
+    }
 }
 
 #[test]
@@ -482,11 +539,142 @@ fn an_oversized_request_gets_413_and_the_server_goes_on() {
     assert!(r.body.contains("2048"), "{}", r.body);
     let call = s.request(&session, 3, "tools/call", json!({"name": "echo", "arguments": {"x": "small"}}));
     assert_eq!(call.last().expect("response")["result"]["structuredContent"], json!({"x": "small"}), "{call:?}");
-    // Not JSON: a clean error, and the server goes on.
-    let r = s.send("POST", &[("Mcp-Session-Id", &session)], b"{not json");
-    assert!((400..500).contains(&r.status), "{}: {}", r.status, r.body);
+    // Not JSON: 400 with a JSON-RPC parse error, in a session or not, and the server goes on.
+    for session in [Some(session.as_str()), None] {
+        let headers: Vec<(&str, &str)> = session.map(|s| ("Mcp-Session-Id", s)).into_iter().collect();
+        let r = s.send("POST", &headers, b"{not json");
+        assert_eq!(r.status, 400, "{}", r.body);
+        let error = &r.messages()[0];
+        assert_eq!((&error["error"]["code"], &error["id"]), (&json!(-32700), &Value::Null), "{error}");
+    }
+    // A batch is a JSON-RPC invalid request (as on stdio).
+    let r = s.send("POST", &[("Mcp-Session-Id", &session)], b"[1, 2]");
+    assert_eq!((r.status, &r.messages()[0]["error"]["code"]), (400, &json!(-32600)), "{}", r.body);
+    // `tools/call` without params: invalid params, not an unknown method.
+    let r = s.post(Some(&session), &json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call"}));
+    let error = &r.messages()[0];
+    assert_eq!((&error["id"], &error["error"]["code"]), (&json!(5), &json!(-32602)), "{}", r.body);
     let ping = s.request(&session, 4, "ping", json!({}));
     assert!(ping[0]["result"].is_object(), "{ping:?}");
+}
+
+/// Opens a connection and sends `bytes`; the connection, to be held.
+fn hold(port: u16, bytes: &[u8]) -> TcpStream {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    stream.write_all(bytes).expect("write");
+    stream
+}
+
+/// Waits (at most `within`) for the server to close `stream`: true when it did.
+fn closed_within(stream: &mut TcpStream, within: Duration) -> bool {
+    let started = Instant::now();
+    stream.set_read_timeout(Some(Duration::from_millis(100))).expect("timeout");
+    let mut buf = [0u8; 4096];
+    while started.elapsed() < within {
+        match stream.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(_) => return true,
+        }
+    }
+    false
+}
+
+#[test]
+fn connections_without_a_complete_request_are_closed_after_the_read_timeout() {
+    let dir = echo_root();
+    let s = Server::start(dir.path(), &["--read-timeout", "1"]);
+    let session = s.session();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Type: application/json\r\nMcp-Session-Id: {session}\r\nContent-Length: 100\r\n\r\n",
+        s.host()
+    );
+    let mut held = [
+        ("nothing sent", hold(s.port, b"")),
+        ("half a header", hold(s.port, format!("POST /mcp HTTP/1.1\r\nHost: {}\r\n", s.host()).as_bytes())),
+        ("half a body", hold(s.port, format!("{head}{{\"jsonrpc\"").as_bytes())),
+    ];
+    let started = Instant::now();
+    for (what, stream) in &mut held {
+        assert!(closed_within(stream, Duration::from_secs(10)), "{what}: still open after 10 s");
+    }
+    assert!(started.elapsed() < Duration::from_secs(5), "closed after {:?}", started.elapsed());
+    // A connection kept alive after its answer is closed too once idle for the timeout.
+    let mut idle = hold(
+        s.port,
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nAccept: application/json, text/event-stream\r\n\
+             Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{}",
+            s.host(),
+            initialize(1).to_string().len(),
+            initialize(1)
+        )
+        .as_bytes(),
+    );
+    assert!(closed_within(&mut idle, Duration::from_secs(10)), "an idle kept-alive connection stays open");
+    // The session and the server are fine.
+    let ping = s.request(&session, 2, "ping", json!({}));
+    assert!(ping[0]["result"].is_object(), "{ping:?}");
+}
+
+/// Raises this process's limit on open files to its hard limit (the test holds thousands of
+/// connections).
+fn raise_descriptor_limit() -> u64 {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE).expect("getrlimit");
+    setrlimit(Resource::RLIMIT_NOFILE, hard, hard).expect("setrlimit");
+    hard
+}
+
+#[test]
+fn a_good_client_is_served_with_1024_descriptors_and_3000_half_open_connections_held() {
+    let hard = raise_descriptor_limit();
+    assert!(hard >= 3_200, "this test holds 3,000 connections; the hard limit on open files is {hard}");
+    let dir = echo_root();
+    let file = token_file(dir.path(), "t0ken", 0o600);
+    let s = Server::start_limited("127.0.0.1:0", dir.path(), &[], Some((&file, "t0ken")), Some(1024));
+    // 3,000 connections that never send a request (an attacker without the token).
+    let started = Instant::now();
+    let mut held = Vec::with_capacity(3_000);
+    let addr: std::net::SocketAddr = ([127, 0, 0, 1], s.port).into();
+    while held.len() < 3_000 && started.elapsed() < Duration::from_secs(60) {
+        if let Ok(c) = TcpStream::connect_timeout(&addr, Duration::from_secs(2)) {
+            held.push(c);
+        }
+    }
+    assert_eq!(held.len(), 3_000, "the server stopped accepting connections");
+    // With the right token, a client is answered at once.
+    let asked = Instant::now();
+    let session = s.session();
+    let call = s.request(&session, 2, "tools/call", json!({"name": "echo", "arguments": {"x": 1}}));
+    assert_eq!(call.last().expect("response")["result"]["structuredContent"], json!({"x": 1}), "{call:?}");
+    assert!(asked.elapsed() < Duration::from_secs(10), "answered after {:?}", asked.elapsed());
+    drop(held);
+}
+
+#[test]
+fn max_connections_is_bounded_by_the_descriptor_limit() {
+    let dir = echo_root();
+    let root = dir.path().to_str().expect("utf-8");
+    let out = Command::new("sh")
+        .args(["-c", "ulimit -n 1024 && exec \"$0\" \"$@\"", env!("CARGO_BIN_EXE_tdsl")])
+        .args(["serve", "--mcp", "--listen", "127.0.0.1:0", "--root", root, "--max-connections", "1000"])
+        .output()
+        .expect("sh runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--max-connections 1000") && stderr.contains("at most 960"), "{stderr}");
+    for bad in ["0", "100001"] {
+        let out =
+            common::tdsl(&["serve", "--mcp", "--listen", "127.0.0.1:0", "--root", root, "--max-connections", bad]);
+        assert_eq!(out.code, 2, "{}", out.stderr);
+    }
+    for bad in ["0", "3601"] {
+        let out = common::tdsl(&["serve", "--mcp", "--listen", "127.0.0.1:0", "--root", root, "--read-timeout", bad]);
+        assert_eq!(out.code, 2, "{}", out.stderr);
+    }
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! The source document's own examples, read at test time.
 //!
-//! `../shared/seeds/004_558a319b9772510b.txt` (resolved from the crate's directory) is the
+//! Seed 004 (`shared/seeds/004_558a319b9772510b.txt`, found by `tests/common/seeds.rs`) is the
 //! composition reference tdsl implements. This test extracts every ```` ```json ```` block
 //! from it — never a copy kept in the repository — wraps each fragment into a tool (see
 //! [`wrap`]) over the stub callees of `tests/data/check/root`, and checks it: no error,
@@ -13,13 +13,13 @@
 mod common;
 use common::tdsl;
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{json, Map, Value};
 use tdsl::analysis::{Analyzer, ToolRoot};
 
 /// The source document, relative to the crate's directory.
-const SEED: &str = "../shared/seeds/004_558a319b9772510b.txt";
+const SEED_NAME: &str = "004_558a319b9772510b.txt";
 
 /// The stub callees the wrapped examples call.
 const ROOT: &str = "tests/data/check/root";
@@ -49,22 +49,11 @@ const KNOWN_FAILING: &[(usize, usize, &str)] = &[
     // `REF:arguments.…` without an `arguments` key and now check (with W0606) and run.
 ];
 
-/// The source document: `../shared/seeds/…` from the crate's directory, or from the
-/// nearest ancestor that has it (a git worktree of the crate sits deeper than the crate
-/// itself). A clear failure when it is absent — never a skip.
-fn seed_text() -> String {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let tried: Vec<PathBuf> = manifest.ancestors().map(|dir| dir.join(SEED)).collect();
-    for path in &tried {
-        if let Ok(text) = std::fs::read_to_string(path) {
-            return text;
-        }
-    }
-    panic!(
-        "this test reads the source document {SEED} (from the crate's directory or an ancestor) at run \
-         time, and it is not there; tried:\n{}",
-        tried.iter().map(|p| format!("  {}", p.display())).collect::<Vec<_>>().join("\n")
-    )
+/// The source document, found as `tests/common/seeds.rs` says (`TDSL_SEEDS`, or
+/// `shared/seeds` beside the crate or an ancestor); `None`, after a one-line note, in a bare
+/// clone — a failure when `TDSL_REQUIRE_SEEDS` is set, as `.ci/run` does.
+fn seed_text() -> Option<String> {
+    common::seeds::text(SEED_NAME)
 }
 
 /// One ```` ```json ```` block of the document.
@@ -512,8 +501,8 @@ struct Checked {
     errors: Vec<(String, String)>,
 }
 
-fn check_all() -> Vec<Checked> {
-    let doc = seed_text();
+fn check_all() -> Option<Vec<Checked>> {
+    let doc = seed_text()?;
     let root = StubRoot::new();
     let mut wrapped = Vec::new();
     for block in blocks(&doc) {
@@ -537,16 +526,16 @@ fn check_all() -> Vec<Checked> {
             out.push(Checked { block, value: i + 1, shape, source, errors });
         }
     }
-    out
+    Some(out)
 }
 
 #[test]
 fn the_document_is_read_at_test_time() {
-    let doc = seed_text();
+    let Some(doc) = seed_text() else { return };
     let all = blocks(&doc);
     // The document as the project knows it: if it changes, this test and docs/seeds.md must
     // be reviewed together.
-    assert_eq!(all.len(), 61, "the number of ```json blocks in {SEED}");
+    assert_eq!(all.len(), 61, "the number of ```json blocks in {SEED_NAME}");
     let headings: Vec<&str> = all.iter().map(|b| b.heading.as_str()).collect();
     for h in [
         "Automatic Dependency Resolution",
@@ -564,7 +553,8 @@ fn every_json_block_checks_except_the_documents_error_examples() {
     let mut problems = Vec::new();
     let mut seen_errors = BTreeSet::new();
     let mut seen_known = BTreeSet::new();
-    for c in check_all() {
+    let Some(all) = check_all() else { return };
+    for c in all {
         let key = (c.block.index, c.value);
         let where_ = format!(
             "block {} value {} (line {}, {:?}, {:?})",
@@ -601,12 +591,12 @@ fn every_json_block_checks_except_the_documents_error_examples() {
 // The complete composition examples, run with mock answers shaped like the document's data.
 
 /// The first value of the first block under heading `heading`.
-fn example(heading: &str) -> (Block, Value) {
-    let doc = seed_text();
+fn example(heading: &str) -> Option<(Block, Value)> {
+    let doc = seed_text()?;
     let block =
         blocks(&doc).into_iter().find(|b| b.heading == heading).unwrap_or_else(|| panic!("no block under {heading:?}"));
     let v = values(&block).into_iter().next().expect("a value");
-    (block, v)
+    Some((block, v))
 }
 
 /// What `tdsl run` did.
@@ -685,7 +675,7 @@ fn assert_still_fails(b: &Block, r: &Run, why: &str) {
 
 #[test]
 fn automatic_dependencies_run() {
-    let (b, tool) = example("Automatic Dependency Resolution");
+    let Some((b, tool)) = example("Automatic Dependency Resolution") else { return };
     let response_data = json!({"users": [{"id": 1, "name": "Ada"}, {"id": 2, "name": "Grace"}]});
     let metadata = json!({"source": "users-api", "fetched": 2});
     let mock = json!({
@@ -712,7 +702,7 @@ fn automatic_dependencies_run() {
 
 #[test]
 fn manual_dependencies_run() {
-    let (b, step) = example("Manual Dependencies");
+    let Some((b, step)) = example("Manual Dependencies") else { return };
     let mock = json!({
         "/tools/fetch_data.tool": {},
         "/tools/process_data.tool": {},
@@ -729,7 +719,7 @@ fn manual_dependencies_run() {
 
 #[test]
 fn pipeline_with_transforms_runs() {
-    let (b, tool) = example("Pipeline Processing with Transforms");
+    let Some((b, tool)) = example("Pipeline Processing with Transforms") else { return };
     let mock = json!({
         "/tools/text_extractor.tool": [{"content": "Great product"}, {"content": "Slow delivery"}],
         "/tools/sentiment_analyzer.tool": [{"score": 0.75, "label": "positive"}, {"score": 0.25, "label": "negative"}],
@@ -754,7 +744,7 @@ fn pipeline_with_transforms_runs() {
 
 #[test]
 fn conditional_branching_runs_one_branch() {
-    let (b, tool) = example("Conditional Branching with Transform Logic");
+    let Some((b, tool)) = example("Conditional Branching with Transform Logic") else { return };
     let valid = json!({
         "/tools/validator.tool": {
             "is_valid": true,
@@ -798,7 +788,7 @@ fn conditional_branching_runs_one_branch() {
 
 #[test]
 fn fan_out_fan_in_runs() {
-    let (b, tool) = example("Fan-out/Fan-in Pattern with Result Aggregation");
+    let Some((b, tool)) = example("Fan-out/Fan-in Pattern with Result Aggregation") else { return };
     let mock = json!({
         "/tools/data_splitter.tool": {"chunks": [[1, 2], [3, 4], [5, 6]]},
         "/tools/analyzer.tool": [
@@ -824,4 +814,43 @@ fn fan_out_fan_in_runs() {
     let aggregated = &r.result["aggregate_results"];
     assert_eq!(aggregated["completion_percentage"], json!(100));
     assert_eq!(aggregated["summary_report"], json!("chunks 1-2 done\nchunk 3 done"));
+}
+
+/// `docs/seeds.md`'s table of blocks says how each block is checked; that column must be
+/// what [`wrap`] does with the block's first value (a tool as written, a response map given
+/// producer steps, a step of a wrapper, …).
+#[test]
+fn the_block_table_says_how_each_block_is_checked() {
+    let Some(doc) = seed_text() else { return };
+    let table = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/seeds.md")).expect("docs");
+    let rows: Vec<(usize, String)> = table
+        .lines()
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            let index = cells.get(1)?.parse().ok()?;
+            cells.get(2)?.parse::<usize>().ok()?;
+            Some((index, cells.get(5)?.to_string()))
+        })
+        .collect();
+    let blocks = blocks(&doc);
+    assert_eq!(rows.len(), blocks.len(), "one row per block in docs/seeds.md");
+    let mut wrong = Vec::new();
+    for (block, (index, how)) in blocks.iter().zip(&rows) {
+        assert_eq!(block.index, *index, "rows in block order");
+        let Some(v) = values(block).into_iter().next() else { continue };
+        let o = v.as_object();
+        let has = |k: &str| o.is_some_and(|o| o.contains_key(k));
+        let expected = match shape(&v) {
+            Shape::Tool if has("instructions") || has("system_event_endpoint") => "a tool, as written",
+            Shape::Tool if has("response_reference_map") => "a tool (response map only)",
+            Shape::Tool => "a primitive tool (a response schema only)",
+            Shape::Step => "one step of a wrapper",
+            Shape::Transform => "`transform_arguments` of a wrapper step",
+            Shape::Bare => "arguments or transforms of a wrapper step",
+        };
+        if !how.starts_with(expected) {
+            wrong.push(format!("block {index}: the table says {how:?}, the test checks it as {expected:?}"));
+        }
+    }
+    assert!(wrong.is_empty(), "docs/seeds.md disagrees with tests/seeds.rs:\n{}", wrong.join("\n"));
 }

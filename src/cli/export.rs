@@ -1,5 +1,6 @@
-//! `tdsl export <TOOL|DIR>... --format openai|anthropic|mcp [--root DIR]`: prints the tools
-//! as a JSON list in a provider's native tool format.
+//! `tdsl export [TOOL|DIR]... --format openai|anthropic|mcp [--root DIR]`: prints the tools
+//! as a JSON list in a provider's native tool format — of the paths given, or of every tool
+//! under the root (the current folder by default) when none is (SPEC §8).
 //!
 //! Names are file stems, or tool paths relative to the root where stems clash
 //! ([`crate::export::names`]). What the format cannot express is listed on standard error,
@@ -23,8 +24,8 @@ use crate::tool::ToolDef;
 /// Arguments of `tdsl export`.
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// `.tool` files, and folders to walk for them.
-    #[arg(value_name = "TOOL|DIR", required = true)]
+    /// `.tool` files, and folders to walk for them (default: every tool under the root).
+    #[arg(value_name = "TOOL|DIR")]
     paths: Vec<PathBuf>,
     /// The provider format.
     #[arg(long, value_enum)]
@@ -79,7 +80,8 @@ pub fn run(args: ExportArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return usage_failure(&e),
     };
-    let files = match super::collect_tools(&args.paths, super::EmptyFolder::Allowed) {
+    let paths = if args.paths.is_empty() { vec![root.dir().to_path_buf()] } else { args.paths };
+    let files = match super::collect_tools(&paths, super::EmptyFolder::Allowed) {
         Ok(f) => f,
         Err(e) => return usage_failure(&e),
     };

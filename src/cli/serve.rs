@@ -6,8 +6,9 @@
 //! output) or on SIGTERM (calls in flight are cancelled and their programs killed; the exit
 //! comes within about 3 s), 1 when two tools get the same name or the output cannot be
 //! written (a full disk), 2 when the command itself cannot run (for `--listen`: an address
-//! that is not loopback without `--token-file`, a token file others can read or that is
-//! empty, an address that cannot be bound).
+//! that is not loopback without `--token-file`, a token file others can read, that is
+//! empty, larger than 64 KiB or not a regular file, a `--max-connections` over the
+//! descriptor limit, an address that cannot be bound).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -15,7 +16,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::{usage_failure, UsageError};
-use crate::mcp::http::{check_bind, read_token, HttpOptions};
+use crate::mcp::http::{check_bind, check_max_connections, read_token, HttpOptions};
 use crate::mcp::McpServer;
 
 /// The address to bind and the HTTP options, from `--listen` and the options after it.
@@ -37,6 +38,13 @@ fn http_setup(args: &ServeArgs, listen: &str) -> Result<(std::net::SocketAddr, H
     }
     if let Some(n) = args.max_calls {
         options.max_calls = n as usize;
+    }
+    if let Some(n) = args.max_connections {
+        check_max_connections(n)?;
+        options.max_connections = n as usize;
+    }
+    if let Some(secs) = args.read_timeout {
+        options.read_timeout = std::time::Duration::from_secs(secs);
     }
     Ok((addr, options))
 }
@@ -73,6 +81,17 @@ pub struct ServeArgs {
     #[arg(long = "max-calls", value_name = "N", requires = "listen",
           value_parser = clap::value_parser!(u64).range(1..=1000))]
     max_calls: Option<u64>,
+    /// With --listen: the most connections open at once (1–100,000, and at most the
+    /// descriptor limit less 64; default half the descriptor limit, at most 1,024). At the
+    /// cap, a new connection closes the one idle the longest.
+    #[arg(long = "max-connections", value_name = "N", requires = "listen",
+          value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    max_connections: Option<u64>,
+    /// With --listen: a connection that has not sent a complete request (headers and body)
+    /// within SECS seconds of opening, or of its last answer, is closed (1–3,600; default 30).
+    #[arg(long = "read-timeout", value_name = "SECS", requires = "listen",
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    read_timeout: Option<u64>,
     /// The tool root whose `.tool` files are offered (default: the current folder).
     #[arg(long, value_name = "DIR")]
     root: Option<PathBuf>,

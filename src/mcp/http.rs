@@ -9,16 +9,33 @@
 //! | a `Host` or `Origin` that is not the bound address (DNS rebinding) | 403 |
 //! | a body over the request limit | 413 |
 //! | a new session over the session limit | 503 with a JSON-RPC error |
+//! | a body that is not a JSON-RPC message (not JSON, a batch, …) | 400 with the JSON-RPC error [`framing::judge`](super::framing::judge) gives it on stdio (`-32700` parse error for a body that is not JSON) |
+//! | `DELETE /mcp` of a session that is not open | 404 |
 //! | a `tools/call` over the limit of calls in flight | JSON-RPC error [`SERVER_BUSY`](super::SERVER_BUSY) |
 //!
 //! Tokens are compared in constant time ([`subtle`]).
+//!
+//! Connections are bounded two ways, so that clients holding connections open cannot starve
+//! the others or exhaust the process's file descriptors:
+//!
+//! - **read timeout** ([`HttpOptions::read_timeout`], `serve --read-timeout`): a connection
+//!   that has not sent a complete request (headers and body) within the timeout of opening,
+//!   or of the end of its last answer, is closed;
+//! - **connection cap** ([`HttpOptions::max_connections`], `serve --max-connections`, below
+//!   the descriptor limit): a connection accepted at the cap closes the open connection that
+//!   has waited longest without a request being answered on it; when every open connection
+//!   is answering a request (a call in flight, an SSE stream), the new one is closed at once.
 
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
-use std::sync::Arc;
-use std::time::Duration;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{header, Request, Response, StatusCode};
@@ -38,6 +55,16 @@ pub const DEFAULT_MAX_REQUEST_BYTES: usize = 4 * 1024 * 1024;
 pub const DEFAULT_MAX_SESSIONS: usize = 64;
 /// The default limit on `tools/call` requests in flight, all sessions together.
 pub const DEFAULT_MAX_CALLS: usize = 16;
+/// The default time a connection has to send a complete request: 30 s.
+pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// The most connections open at once by default: half the descriptor limit, at most this.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+/// Descriptors kept free of connections: the listener, the history, the programs of calls
+/// in flight and what the runtime needs. `--max-connections` may go up to the descriptor
+/// limit less this.
+pub const RESERVED_DESCRIPTORS: u64 = 64;
+/// The largest token file read: 64 KiB.
+pub const MAX_TOKEN_FILE_BYTES: u64 = 64 * 1024;
 
 /// How the HTTP server is set up.
 #[derive(Clone, Debug)]
@@ -52,6 +79,11 @@ pub struct HttpOptions {
     pub max_sessions: usize,
     /// The most `tools/call` requests in flight at once.
     pub max_calls: usize,
+    /// How long a connection may take to send a complete request (headers and body),
+    /// counted from its opening or from the end of its last answer; then it is closed.
+    pub read_timeout: Duration,
+    /// The most connections open at once (see the module's documentation).
+    pub max_connections: usize,
 }
 
 impl Default for HttpOptions {
@@ -62,8 +94,44 @@ impl Default for HttpOptions {
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
             max_sessions: DEFAULT_MAX_SESSIONS,
             max_calls: DEFAULT_MAX_CALLS,
+            read_timeout: DEFAULT_READ_TIMEOUT,
+            max_connections: default_max_connections(),
         }
     }
+}
+
+/// The process's limit on open file descriptors (its soft `RLIMIT_NOFILE`), when known.
+pub fn descriptor_limit() -> Option<u64> {
+    #[cfg(unix)]
+    {
+        use nix::sys::resource::{getrlimit, Resource};
+        getrlimit(Resource::RLIMIT_NOFILE).ok().map(|(soft, _)| soft)
+    }
+    #[cfg(not(unix))]
+    None
+}
+
+/// The default cap on open connections: half the descriptor limit, at most
+/// [`DEFAULT_MAX_CONNECTIONS`] (512 under the common limit of 1,024 descriptors).
+pub fn default_max_connections() -> usize {
+    match descriptor_limit() {
+        Some(n) => usize::try_from(n / 2).unwrap_or(usize::MAX).clamp(1, DEFAULT_MAX_CONNECTIONS),
+        None => DEFAULT_MAX_CONNECTIONS,
+    }
+}
+
+/// Checks that `max` connections fit under the descriptor limit, less
+/// [`RESERVED_DESCRIPTORS`].
+pub fn check_max_connections(max: u64) -> Result<(), String> {
+    let Some(limit) = descriptor_limit() else { return Ok(()) };
+    let room = limit.saturating_sub(RESERVED_DESCRIPTORS);
+    if max > room {
+        return Err(format!(
+            "--max-connections {max}: the process may have only {limit} files open (`ulimit -n`), \
+             and {RESERVED_DESCRIPTORS} of them are kept for other uses; give at most {room}, or raise the limit"
+        ));
+    }
+    Ok(())
 }
 
 /// Checks that `addr` may be bound: a non-loopback address needs a token.
@@ -79,8 +147,20 @@ pub fn check_bind(addr: &SocketAddr, has_token: bool) -> Result<(), String> {
 
 /// Reads the bearer token from `path`: its content with surrounding whitespace trimmed. The
 /// file must not be readable by its group or by others, and the token must not be empty.
+///
+/// Only a regular file of at most [`MAX_TOKEN_FILE_BYTES`] is read: a FIFO, a device or a
+/// folder is refused at once (never waited on), and so is a larger file.
 pub fn read_token(path: &Path) -> Result<String, String> {
+    use crate::input::{read_bytes_capped, InputError};
     let shown = path.display();
+    let bytes = read_bytes_capped(path, MAX_TOKEN_FILE_BYTES).map_err(|e| match e {
+        InputError::TooLarge { limit } => format!(
+            "--token-file {shown}: the file is larger than {} KiB, the most a token file may hold; \
+             put only the token in it",
+            limit / 1024
+        ),
+        e => format!("--token-file {shown}: {e}"),
+    })?;
     let meta = std::fs::metadata(path).map_err(|e| format!("--token-file {shown}: {e}"))?;
     #[cfg(unix)]
     {
@@ -95,7 +175,7 @@ pub fn read_token(path: &Path) -> Result<String, String> {
     }
     #[cfg(not(unix))]
     let _ = meta;
-    let text = std::fs::read_to_string(path).map_err(|e| format!("--token-file {shown}: {e}"))?;
+    let text = String::from_utf8(bytes).map_err(|_| format!("--token-file {shown}: the file is not UTF-8 text"))?;
     let token = text.trim();
     if token.is_empty() {
         return Err(format!("--token-file {shown}: the file is empty; put the bearer token in it"));
@@ -166,21 +246,55 @@ struct Front {
     sessions: Arc<LocalSessionManager>,
     token: Option<String>,
     max_sessions: usize,
+    max_request_bytes: usize,
 }
 
 impl Front {
-    async fn handle(&self, request: Request<hyper::body::Incoming>) -> Response<Body> {
-        if request.uri().path() != "/mcp" {
-            return plain(StatusCode::NOT_FOUND, "Not Found: MCP is served at /mcp");
+    /// One request: its body read first (for a POST), then answered; `conn` is busy from the
+    /// end of the request until its answer has been sent, so that the read timeout and the
+    /// connection cap leave it alone.
+    async fn serve(&self, request: Request<hyper::body::Incoming>, conn: &Arc<Conn>) -> Response<Answered> {
+        let (parts, body) = request.into_parts();
+        // The path and the token first: a client without the token gets nothing read.
+        if let Some(refused) = self.gate(&parts) {
+            return answered(refused, Busy::new(conn));
+        }
+        let body = if parts.method == http::Method::POST {
+            match read_body(body, self.max_request_bytes).await {
+                Ok(bytes) => bytes,
+                Err(e) => {
+                    let busy = Busy::new(conn);
+                    return answered(
+                        plain(StatusCode::BAD_REQUEST, &format!("Bad Request: the body could not be read: {e}")),
+                        busy,
+                    );
+                }
+            }
+        } else {
+            Bytes::new()
+        };
+        let busy = Busy::new(conn);
+        answered(self.handle(Request::from_parts(parts, body)).await, busy)
+    }
+
+    /// A path other than `/mcp` (404) or a missing or wrong token (401).
+    fn gate(&self, parts: &http::request::Parts) -> Option<Response<Body>> {
+        if parts.uri.path() != "/mcp" {
+            return Some(plain(StatusCode::NOT_FOUND, "Not Found: MCP is served at /mcp"));
         }
         if let Some(token) = &self.token {
-            let given = request.headers().get(header::AUTHORIZATION).map(|v| v.as_bytes());
-            let Some(given) = given else { return unauthorized(None) };
-            let Some(given) = strip_bearer(given) else { return unauthorized(Some("invalid_request")) };
+            let given = parts.headers.get(header::AUTHORIZATION).map(|v| v.as_bytes());
+            let Some(given) = given else { return Some(unauthorized(None)) };
+            let Some(given) = strip_bearer(given) else { return Some(unauthorized(Some("invalid_request"))) };
             if !bool::from(given.ct_eq(token.as_bytes())) {
-                return unauthorized(Some("invalid_token"));
+                return Some(unauthorized(Some("invalid_token")));
             }
         }
+        None
+    }
+
+    /// A request that passed [`Front::gate`], its body read.
+    async fn handle(&self, request: Request<Bytes>) -> Response<Body> {
         // A POST without a session id opens a session (its `initialize`).
         let opens_session = request.method() == http::Method::POST && !request.headers().contains_key("mcp-session-id");
         if opens_session && self.sessions.sessions.read().await.len() >= self.max_sessions {
@@ -193,8 +307,177 @@ impl Front {
                 ),
             );
         }
-        self.mcp.handle(request).await
+        // `DELETE` of a session that is not open: rmcp answers 202; the protocol says 404.
+        let deletes_unknown = request.method() == http::Method::DELETE && {
+            let id = request.headers().get("mcp-session-id").and_then(|v| v.to_str().ok());
+            match id {
+                Some(id) => !self.sessions.sessions.read().await.contains_key(id),
+                None => false,
+            }
+        };
+        let body = (request.method() == http::Method::POST).then(|| request.body().clone());
+        let response = self.mcp.handle(request.map(Full::new)).await;
+        if deletes_unknown && response.status().is_success() {
+            return plain(StatusCode::NOT_FOUND, "Not Found: Session not found");
+        }
+        // rmcp answers 415 to a body it cannot read (after its checks of Host, Origin, Accept
+        // and Content-Type): the body gets the JSON-RPC error the stdio framing gives it.
+        if let Some(body) = body.filter(|_| response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE) {
+            if let super::framing::Verdict::Answer(error) = super::framing::judge(&body, false) {
+                return json_response(StatusCode::BAD_REQUEST, &error);
+            }
+        }
+        response
     }
+}
+
+/// The body of a request, at most `limit` bytes of it and one more (rmcp answers 413 to a
+/// longer one, once it has checked the headers).
+async fn read_body(mut body: hyper::body::Incoming, limit: usize) -> Result<Bytes, hyper::Error> {
+    let mut collected = bytes::BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let Ok(data) = frame?.into_data() else { continue };
+        let room = (limit + 1).saturating_sub(collected.len());
+        collected.extend_from_slice(&data[..room.min(data.len())]);
+        if collected.len() > limit {
+            break;
+        }
+    }
+    Ok(collected.freeze())
+}
+
+fn json_response(status: StatusCode, body: &serde_json::Value) -> Response<Body> {
+    let mut r = Response::new(Full::new(Bytes::from(body.to_string())).boxed());
+    *r.status_mut() = status;
+    r.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static("application/json"));
+    r
+}
+
+/// One open connection, as the accept loop tracks it.
+struct Conn {
+    /// Requests on it being answered: read to their end, their answer not yet sent.
+    busy: AtomicUsize,
+    /// When it last had no request being answered (its opening, or the end of its last
+    /// answer).
+    idle_since: Mutex<Instant>,
+    /// Closes it.
+    close: CancellationToken,
+}
+
+/// Marks a connection busy while it lives (a request read, its answer not yet sent).
+struct Busy(Arc<Conn>);
+
+impl Busy {
+    fn new(conn: &Arc<Conn>) -> Busy {
+        conn.busy.fetch_add(1, Ordering::SeqCst);
+        Busy(conn.clone())
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        if self.0.busy.fetch_sub(1, Ordering::SeqCst) == 1 {
+            *self.0.idle_since.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
+        }
+    }
+}
+
+/// An answer's body, keeping its connection busy until it is sent (or dropped).
+struct Answered {
+    body: Body,
+    _busy: Busy,
+}
+
+fn answered(response: Response<Body>, busy: Busy) -> Response<Answered> {
+    response.map(|body| Answered { body, _busy: busy })
+}
+
+impl hyper::body::Body for Answered {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, Infallible>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// The open connections.
+#[derive(Default)]
+struct Conns {
+    open: Mutex<HashMap<u64, Arc<Conn>>>,
+    next: AtomicU64,
+}
+
+impl Conns {
+    /// Registers a new connection under the cap of `max`: at the cap, the connection idle
+    /// the longest is closed to make room; `None` (the new one is to be closed) when every
+    /// open connection is busy.
+    fn admit(&self, max: usize, close: CancellationToken) -> Option<(u64, Arc<Conn>)> {
+        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        while open.len() >= max.max(1) {
+            let oldest = open
+                .iter()
+                .filter(|(_, c)| c.busy.load(Ordering::SeqCst) == 0)
+                .min_by_key(|(_, c)| *c.idle_since.lock().unwrap_or_else(PoisonError::into_inner))
+                .map(|(id, _)| *id)?;
+            if let Some(c) = open.remove(&oldest) {
+                c.close.cancel();
+            }
+        }
+        let id = self.next.fetch_add(1, Ordering::SeqCst);
+        let conn = Arc::new(Conn { busy: AtomicUsize::new(0), idle_since: Mutex::new(Instant::now()), close });
+        open.insert(id, conn.clone());
+        Some((id, conn))
+    }
+
+    /// Forgets a connection that ended.
+    fn remove(&self, id: u64) {
+        self.open.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
+    }
+
+    /// Closes every connection that has had no request being answered since `before`.
+    fn close_idle_since(&self, before: Instant) {
+        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        open.retain(|_, c| {
+            let idle = c.busy.load(Ordering::SeqCst) == 0
+                && *c.idle_since.lock().unwrap_or_else(PoisonError::into_inner) <= before;
+            if idle {
+                c.close.cancel();
+            }
+            !idle
+        });
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.open.lock().unwrap_or_else(PoisonError::into_inner).len()
+    }
+}
+
+/// Forgets its connection when the connection's task ends.
+struct Registered(Arc<Conns>, u64);
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        self.0.remove(self.1);
+    }
+}
+
+/// How often idle connections are looked for: a tenth of the read timeout, between 50 ms
+/// and 1 s.
+fn sweep_period(read_timeout: Duration) -> Duration {
+    (read_timeout / 10).clamp(Duration::from_millis(50), Duration::from_secs(1))
 }
 
 /// `Bearer <token>` (the scheme in any case) → the token.
@@ -238,7 +521,13 @@ impl McpServer {
             sessions,
             token: options.token,
             max_sessions: options.max_sessions,
+            max_request_bytes: options.max_request_bytes,
         });
+        let conns = Arc::new(Conns::default());
+        let read_timeout = options.read_timeout;
+        let period = sweep_period(read_timeout);
+        let mut sweep = tokio::time::interval(period);
+        sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut stop = std::pin::pin!(stop);
         let mut connections = tokio::task::JoinSet::new();
         loop {
@@ -250,20 +539,34 @@ impl McpServer {
                         tokio::time::sleep(Duration::from_millis(50)).await;
                         continue;
                     };
+                    // At the cap with every connection busy, the new one is closed (dropped).
+                    let Some((id, conn)) = conns.admit(options.max_connections, ct.child_token()) else { continue };
+                    let registered = Registered(conns.clone(), id);
                     let front = front.clone();
-                    let ct = ct.clone();
                     connections.spawn(async move {
+                        let _registered = registered;
+                        let close = conn.close.clone();
                         let service = hyper::service::service_fn(move |request| {
-                            let front = front.clone();
-                            async move { Ok::<_, Infallible>(front.handle(request).await) }
+                            let (front, conn) = (front.clone(), conn.clone());
+                            async move { Ok::<_, Infallible>(front.serve(request, &conn).await) }
                         });
                         let io = hyper_util::rt::TokioIo::new(stream);
-                        let conn = hyper::server::conn::http1::Builder::new().serve_connection(io, service);
+                        let served = hyper::server::conn::http1::Builder::new()
+                            .timer(hyper_util::rt::TokioTimer::new())
+                            .header_read_timeout(read_timeout)
+                            .serve_connection(io, service);
                         tokio::select! {
-                            _ = conn => {}
-                            () = ct.cancelled() => {}
+                            _ = served => {}
+                            () = close.cancelled() => {}
                         }
                     });
+                }
+                // Connections without a complete request for the read timeout are closed
+                // (within it: looked for every `period`).
+                _ = sweep.tick() => {
+                    if let Some(before) = Instant::now().checked_sub(read_timeout.saturating_sub(period)) {
+                        conns.close_idle_since(before);
+                    }
                 }
                 // Reap finished connections as they end.
                 Some(_) = connections.join_next(), if !connections.is_empty() => {}
@@ -307,6 +610,40 @@ mod tests {
         assert!(check_bind(&"[::1]:1".parse().unwrap(), false).is_ok());
         assert!(check_bind(&"0.0.0.0:1".parse().unwrap(), false).is_err());
         assert!(check_bind(&"0.0.0.0:1".parse().unwrap(), true).is_ok());
+    }
+
+    #[test]
+    fn at_the_cap_the_connection_idle_longest_is_closed_and_busy_ones_are_kept() {
+        let conns = Conns::default();
+        let (a, ca) = conns.admit(2, CancellationToken::new()).expect("room");
+        std::thread::sleep(Duration::from_millis(5));
+        let (_, cb) = conns.admit(2, CancellationToken::new()).expect("room");
+        // `a` is the oldest idle one: the third connection closes it.
+        let (_, cc) = conns.admit(2, CancellationToken::new()).expect("room made");
+        assert!(ca.close.is_cancelled() && !cb.close.is_cancelled());
+        assert_eq!(conns.len(), 2);
+        conns.remove(a); // its task ends: nothing to forget twice
+                         // Both open ones busy: no room, nothing closed.
+        let (_busy_b, _busy_c) = (Busy::new(&cb), Busy::new(&cc));
+        assert!(conns.admit(2, CancellationToken::new()).is_none());
+        assert!(!cb.close.is_cancelled() && !cc.close.is_cancelled());
+        // Idle since before now: closed by the sweep, unless busy.
+        drop(_busy_b);
+        conns.close_idle_since(Instant::now());
+        assert!(cb.close.is_cancelled() && !cc.close.is_cancelled());
+        assert_eq!(conns.len(), 1);
+    }
+
+    #[test]
+    fn the_default_connection_cap_is_below_the_descriptor_limit() {
+        let cap = default_max_connections() as u64;
+        assert!(cap >= 1 && cap <= DEFAULT_MAX_CONNECTIONS as u64);
+        if let Some(limit) = descriptor_limit() {
+            assert!(cap <= limit / 2, "{cap} of {limit}");
+        }
+        assert_eq!(HttpOptions::default().read_timeout, Duration::from_secs(30));
+        assert_eq!(sweep_period(Duration::from_secs(30)), Duration::from_secs(1));
+        assert_eq!(sweep_period(Duration::from_secs(1)), Duration::from_millis(100));
     }
 
     #[test]

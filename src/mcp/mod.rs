@@ -412,12 +412,25 @@ fn call_served(
             };
             match HostRunner::new().call(&call) {
                 Ok(_) | Err(_) if cancel.is_cancelled() => tool_error(format!("`{}` was cancelled", served.tool_path)),
-                Ok(v) => success(v),
+                // Checked against its declared `responses` as a run checks a step's answer.
+                Ok(v) => match check_primitive_response(served, &v) {
+                    Ok(()) => success(v),
+                    Err(why) => {
+                        tool_error(format!("FAILED: {why} [{}]", crate::diagnostic::Code::ResponseInvalid.as_str()))
+                    }
+                },
                 // The runner's message already names the tool path.
                 Err(e) => tool_error(format!("FAILED: {e}")),
             }
         }
     }
+}
+
+/// A primitive tool's answer against its declared `responses`, by the check a run makes of
+/// a step's answer (`E0802`): the message when it does not match.
+fn check_primitive_response(served: &Served, result: &Value) -> Result<(), String> {
+    let tool = crate::exec::Tool::Primitive { def: Arc::new(served.def.clone()), file: served.file.clone() };
+    crate::exec::data::check_response(Some(&tool), &served.tool_path, result)
 }
 
 /// The arguments with each declared `default` put in where the key is absent or `null`, as a
@@ -671,6 +684,33 @@ impl ServerHandler for McpServer {
     ) -> Result<(), McpError> {
         *self.log_level.lock().unwrap_or_else(PoisonError::into_inner) = Some(request.level);
         Ok(())
+    }
+
+    /// rmcp hands over as a custom request a `tools/call` whose `params` it cannot read (none,
+    /// or not of the shape it needs): that is `-32602` invalid params, with the message the
+    /// stdio framing gives the same message ([`framing::judge`]); other unknown methods stay
+    /// `-32601`.
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, McpError> {
+        if request.method != "tools/call" {
+            return Err(McpError::new(ErrorCode::METHOD_NOT_FOUND, request.method, None));
+        }
+        let mut message = json!({"jsonrpc": "2.0", "id": 0, "method": request.method});
+        if let Some(params) = request.params {
+            message["params"] = params;
+        }
+        let line = serde_json::to_vec(&message).unwrap_or_default();
+        let why = match framing::judge(&line, false) {
+            framing::Verdict::Answer(a) => a["error"]["message"].as_str().map(str::to_string),
+            _ => None,
+        };
+        Err(McpError::invalid_params(
+            why.unwrap_or_else(|| "invalid params: `tools/call` needs params with a string `name`".to_string()),
+            None,
+        ))
     }
 
     async fn call_tool(

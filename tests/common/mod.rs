@@ -1,8 +1,10 @@
 //! What the command-line tests share: running the real `tdsl` binary; starting programs and
-//! waiting for them (`process`); the Python MCP SDK's environment and client (`python`).
+//! waiting for them (`process`); the Python MCP SDK's environment and client (`python`); the
+//! source documents the workspace keeps beside the repository (`seeds`).
 
 pub mod process;
 pub mod python;
+pub mod seeds;
 
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus};
