@@ -52,6 +52,8 @@ pub mod analysis;
 #[doc(hidden)]
 pub mod cli;
 pub mod compile;
+#[cfg(feature = "compose")]
+pub mod compose;
 pub mod diagnostic;
 mod engine;
 #[cfg(feature = "engine")]
