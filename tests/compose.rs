@@ -110,7 +110,10 @@ fn assert_clean(out: &Out, server: &ModelServer) {
     assert_eq!(phases, ["decompose", "plan", "synthesize"]);
     // The plan request carries the guide and the tools listing.
     let plan = &server.of_phase("plan")[0].body;
-    assert!(plan.contains("Writing a tdsl plan") && plan.contains("document_validator(file_paths: list<string>!"), "{plan}");
+    assert!(
+        plan.contains("Writing a tdsl plan") && plan.contains("document_validator(file_paths: list<string>!"),
+        "{plan}"
+    );
 }
 
 #[test]
@@ -297,7 +300,10 @@ fn rate_limits_and_server_errors_are_retried() {
     assert_eq!(out.json["status"], "SUCCESS", "{}", out.stdout);
     assert_eq!(out.json["usage"]["decompose"]["requests"], 2);
     let errors = out.json["errors"].to_string();
-    assert!(errors.contains("answered 429: Rate limit reached for requests (rate_limit_error) (retry 1 in 0.0 s)"), "{errors}");
+    assert!(
+        errors.contains("answered 429: Rate limit reached for requests (rate_limit_error) (retry 1 in 0.0 s)"),
+        "{errors}"
+    );
     assert!(errors.contains("answered 529: Overloaded (overloaded_error)"), "{errors}");
 }
 
@@ -332,7 +338,10 @@ fn retry_after_is_honoured_on_the_composers_clock() {
     let composer = Composer::new(Arc::from(client), &common::example("document-analysis"))
         .unwrap()
         .with_time(Arc::new(ManualTime::new(0)))
-        .with_config(ComposeConfig { retry: tdsl::exec::retry::RetryPolicy { max_delay_seconds: 120.0, ..Default::default() }, ..ComposeConfig::default() });
+        .with_config(ComposeConfig {
+            retry: tdsl::exec::retry::RetryPolicy { max_delay_seconds: 120.0, ..Default::default() },
+            ..ComposeConfig::default()
+        });
     let result = composer.compose("Which of our two documents can be read, and how long is the first one?");
     assert_eq!(result.status, CompositionStatus::Timeout, "{}", result.to_json());
     assert!(result.error.unwrap().contains("waiting 60.0 s to retry would pass the phase's timeout"));
@@ -409,7 +418,11 @@ fn the_key_never_leaks() {
     let wrong = ModelServer::start(&clean_script(), Some("sk-the-right-one"));
     let refused = run(&wrong, "openai", &[]);
     assert_eq!(refused.json["status"], "FAILED");
-    assert!(refused.json["error"].as_str().unwrap().contains("answered 401: Incorrect API key provided: [redacted]"), "{}", refused.json["error"]);
+    assert!(
+        refused.json["error"].as_str().unwrap().contains("answered 401: Incorrect API key provided: [redacted]"),
+        "{}",
+        refused.json["error"]
+    );
     let mut texts = vec![out.stdout, out.stderr, refused.stdout, refused.stderr];
     for entry in std::fs::read_dir(dir.path()).unwrap() {
         texts.push(String::from_utf8_lossy(&std::fs::read(entry.unwrap().path()).unwrap()).into_owned());
@@ -425,13 +438,27 @@ fn an_endpoint_that_cannot_be_reached_is_named() {
     let base = format!("http://127.0.0.1:{port}/v1");
     let r = root();
     let out = compose(
-        &["What do the documents say?", "--root", &r, "--model", "openai:llama3.2", "--base-url", &base, "--no-history"],
+        &[
+            "What do the documents say?",
+            "--root",
+            &r,
+            "--model",
+            "openai:llama3.2",
+            "--base-url",
+            &base,
+            "--no-history",
+        ],
         "openai",
     );
     assert_eq!(out.code, 1);
     assert_eq!(out.json["status"], "FAILED");
     let error = out.json["error"].as_str().unwrap();
-    assert!(error.starts_with(&format!("decompose: the model endpoint http://127.0.0.1:{port}/v1/chat/completions cannot be reached")), "{error}");
+    assert!(
+        error.starts_with(&format!(
+            "decompose: the model endpoint http://127.0.0.1:{port}/v1/chat/completions cannot be reached"
+        )),
+        "{error}"
+    );
 }
 
 #[test]

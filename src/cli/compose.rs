@@ -81,7 +81,11 @@ fn setup(args: &ComposeArgs) -> Result<(Composer, Option<Arc<Recorder>>), UsageE
         decompose_timeout: in_range(crate::compose::DECOMPOSE_TIMEOUT, "decompose-timeout", args.decompose_timeout)?,
         plan_timeout: in_range(crate::compose::PLAN_TIMEOUT, "plan-timeout", args.plan_timeout)?,
         execute_timeout: in_range(crate::compose::EXECUTE_TIMEOUT, "execute-timeout", args.execute_timeout)?,
-        synthesize_timeout: in_range(crate::compose::SYNTHESIZE_TIMEOUT, "synthesize-timeout", args.synthesize_timeout)?,
+        synthesize_timeout: in_range(
+            crate::compose::SYNTHESIZE_TIMEOUT,
+            "synthesize-timeout",
+            args.synthesize_timeout,
+        )?,
         repair_rounds: in_range(crate::compose::REPAIR_ROUNDS, "repair-rounds", f64::from(args.repair_rounds))? as u32,
         ..ComposeConfig::default()
     };

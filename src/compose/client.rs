@@ -147,7 +147,9 @@ pub enum ModelError {
 impl fmt::Display for ModelError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ModelError::Unreachable { url, message } => write!(f, "the model endpoint {url} cannot be reached: {message}"),
+            ModelError::Unreachable { url, message } => {
+                write!(f, "the model endpoint {url} cannot be reached: {message}")
+            }
             ModelError::Timeout { url, after } => {
                 write!(f, "the model endpoint {url} did not answer within {:.1} s", after.as_secs_f64())
             }
@@ -212,7 +214,8 @@ fn error_message(body: &str) -> String {
 
 /// `Retry-After` in seconds (a number; an HTTP date is not used), or `retry-after-ms`.
 fn retry_after(headers: &ureq::http::HeaderMap) -> Option<Duration> {
-    if let Some(ms) = headers.get("retry-after-ms").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<f64>().ok())
+    if let Some(ms) =
+        headers.get("retry-after-ms").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<f64>().ok())
     {
         return Duration::try_from_secs_f64(ms / 1000.0).ok();
     }
@@ -271,7 +274,9 @@ pub(crate) fn post_json(
             message: redact(&error_message(&text), secret),
             retry_after: wait,
         }),
-        _ => Err(ModelError::Permanent { url: url.to_string(), status, message: redact(&error_message(&text), secret) }),
+        _ => {
+            Err(ModelError::Permanent { url: url.to_string(), status, message: redact(&error_message(&text), secret) })
+        }
     }
 }
 
@@ -301,7 +306,9 @@ mod tests {
     #[test]
     fn error_bodies_of_both_providers() {
         assert_eq!(
-            error_message(r#"{"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}"#),
+            error_message(
+                r#"{"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}"#
+            ),
             "Rate limit reached (requests)"
         );
         assert_eq!(
@@ -313,13 +320,19 @@ mod tests {
 
     #[test]
     fn keys_are_redacted() {
-        assert_eq!(redact("Incorrect API key provided: sk-secret-123", Some("sk-secret-123")), "Incorrect API key provided: [redacted]");
+        assert_eq!(
+            redact("Incorrect API key provided: sk-secret-123", Some("sk-secret-123")),
+            "Incorrect API key provided: [redacted]"
+        );
     }
 
     #[test]
     fn specs() {
         assert!(client_for("gpt-4o", None, None).is_err());
         assert!(client_for("mistral:x", None, None).err().unwrap().contains("unknown provider"));
-        assert_eq!(client_for("openai:llama3.2", Some("http://localhost:11434/v1/"), None).unwrap().model(), "openai:llama3.2");
+        assert_eq!(
+            client_for("openai:llama3.2", Some("http://localhost:11434/v1/"), None).unwrap().model(),
+            "openai:llama3.2"
+        );
     }
 }

@@ -127,7 +127,10 @@ pub struct Composer {
 
 impl std::fmt::Debug for Composer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Composer").field("model", &self.client.model()).field("config", &self.config).finish_non_exhaustive()
+        f.debug_struct("Composer")
+            .field("model", &self.client.model())
+            .field("config", &self.config)
+            .finish_non_exhaustive()
     }
 }
 
@@ -322,12 +325,16 @@ impl Composer {
             time: Some(self.time.clone()),
             ..RunPlanOptions::default()
         };
-        let ran = self.plans.run(&text, crate::value::Value::from(json!({"query": query})), self.runner.clone(), &options);
+        let ran =
+            self.plans.run(&text, crate::value::Value::from(json!({"query": query})), self.runner.clone(), &options);
         result.phase_durations.insert(Phase::Execute.as_str().into(), self.time.monotonic_ms().saturating_sub(t));
         let run = match ran {
             Ok(run) => run,
             Err(PlanRefused::Invalid(check)) => {
-                return Err(PhaseError { timeout: false, error: format!("execute: the plan did not check: {}", check.render()) })
+                return Err(PhaseError {
+                    timeout: false,
+                    error: format!("execute: the plan did not check: {}", check.render()),
+                })
             }
             Err(refused) => return Err(PhaseError { timeout: false, error: format!("execute: {refused}") }),
         };
@@ -335,12 +342,10 @@ impl Composer {
         result.trace = Some(run.trace.clone());
         let succeeded = run.trace.steps.iter().filter(|s| s.status == StepStatus::Completed).count();
         if !run.status.is_ok() {
-            let why = run.failure_summary.clone().unwrap_or_else(|| format!("the plan's run ended {}", run.status.as_str()));
+            let why =
+                run.failure_summary.clone().unwrap_or_else(|| format!("the plan's run ended {}", run.status.as_str()));
             if succeeded == 0 {
-                return Err(PhaseError {
-                    timeout: run.status == RunStatus::Timeout,
-                    error: format!("execute: {why}"),
-                });
+                return Err(PhaseError { timeout: run.status == RunStatus::Timeout, error: format!("execute: {why}") });
             }
             result.errors.push(format!("execute: {why}"));
         }
@@ -423,7 +428,8 @@ impl Composer {
                 }
                 Err(e @ ModelError::Transient { .. }) if retries < self.config.retry.max_retries => {
                     let ModelError::Transient { retry_after, .. } = &e else { unreachable!() };
-                    let cap = Duration::try_from_secs_f64(self.config.retry.max_delay_seconds).unwrap_or(Duration::ZERO);
+                    let cap =
+                        Duration::try_from_secs_f64(self.config.retry.max_delay_seconds).unwrap_or(Duration::ZERO);
                     let delay = match retry_after {
                         Some(d) => (*d).min(cap),
                         None => self.config.retry.delay(retries, self.random.as_ref()),
@@ -432,7 +438,10 @@ impl Composer {
                     if self.time.monotonic_ms().saturating_add(delay_ms) >= deadline_ms {
                         return Err(PhaseError {
                             timeout: true,
-                            error: format!("{phase}: {e}; waiting {:.1} s to retry would pass the phase's timeout", delay.as_secs_f64()),
+                            error: format!(
+                                "{phase}: {e}; waiting {:.1} s to retry would pass the phase's timeout",
+                                delay.as_secs_f64()
+                            ),
                         });
                     }
                     result.errors.push(format!("{phase}: {e} (retry {} in {:.1} s)", retries + 1, delay.as_secs_f64()));
@@ -505,7 +514,11 @@ impl Composer {
             self.config.decompose_timeout,
             ANSWER_REPAIR_ROUNDS,
             first,
-            ("decomposition_result", "The query decomposed into 2-6 atomic sub-questions.", prompts::decomposition_schema()),
+            (
+                "decomposition_result",
+                "The query decomposed into 2-6 atomic sub-questions.",
+                prompts::decomposition_schema(),
+            ),
             result,
             |text| {
                 let mut a: DecompositionAnswer = parse_answer(text, "decomposition_result")?;
@@ -533,7 +546,11 @@ impl Composer {
             self.config.plan_timeout,
             self.config.repair_rounds,
             first,
-            ("execution_plan", "The tdsl plan answering the sub-questions, with a tool mapping per sub-question.", prompts::plan_schema()),
+            (
+                "execution_plan",
+                "The tdsl plan answering the sub-questions, with a tool mapping per sub-question.",
+                prompts::plan_schema(),
+            ),
             result,
             |reply| {
                 let a: PlanAnswer = parse_answer(reply, "execution_plan")?;
@@ -587,7 +604,10 @@ impl Composer {
                 input_mapping: ins.get("arguments").cloned().unwrap_or_else(|| json!({})),
                 expected_output_schema: None,
                 timeout_seconds: ins.get("timeout_seconds").and_then(Json::as_f64).unwrap_or(60.0),
-                max_retries: ins.pointer("/retry/max_retries").and_then(Json::as_u64).unwrap_or(self.config.retry.max_retries.into()),
+                max_retries: ins
+                    .pointer("/retry/max_retries")
+                    .and_then(Json::as_u64)
+                    .unwrap_or(self.config.retry.max_retries.into()),
                 priority,
             });
         }
@@ -636,7 +656,10 @@ impl Composer {
                     ids.join(", ")
                 ));
             }
-            let known = self.callable.iter().any(|c| c.name == m.tool_name || c.tool_path.as_deref() == Some(m.tool_name.as_str()));
+            let known = self
+                .callable
+                .iter()
+                .any(|c| c.name == m.tool_name || c.tool_path.as_deref() == Some(m.tool_name.as_str()));
             if !known {
                 let names: Vec<&str> = self.callable.iter().map(|c| c.name.as_str()).collect();
                 let near = crate::diagnostic::did_you_mean(&m.tool_name, names.iter().copied())
@@ -671,7 +694,10 @@ impl Composer {
                 let output = s.result.as_ref().map(|r| {
                     let text = serde_json::to_string(r).unwrap_or_default();
                     if text.chars().count() > max {
-                        Json::String(format!("{}… (cut at {max} characters)", text.chars().take(max).collect::<String>()))
+                        Json::String(format!(
+                            "{}… (cut at {max} characters)",
+                            text.chars().take(max).collect::<String>()
+                        ))
                     } else {
                         serde_json::from_str(&text).unwrap_or(Json::Null)
                     }
@@ -706,7 +732,11 @@ impl Composer {
             self.config.synthesize_timeout,
             ANSWER_REPAIR_ROUNDS,
             first,
-            ("composed_response", "The answer to the query, composed from the tools' results.", prompts::composed_schema()),
+            (
+                "composed_response",
+                "The answer to the query, composed from the tools' results.",
+                prompts::composed_schema(),
+            ),
             result,
             |text| {
                 let a: ComposedAnswer = parse_answer(text, "composed_response")?;
@@ -720,18 +750,27 @@ impl Composer {
                 }
                 for c in &a.citations {
                     if !plan_ids.contains(c) {
-                        problems.push(format!("the citation `{c}` is not an execution id of the plan ({})", plan_ids.join(", ")));
+                        problems.push(format!(
+                            "the citation `{c}` is not an execution id of the plan ({})",
+                            plan_ids.join(", ")
+                        ));
                     }
                 }
                 for f in &a.failed_components {
                     if !sq_ids.contains(&f.as_str()) {
-                        problems.push(format!("`failed_components` names `{f}`, which is not a sub-question ({})", sq_ids.join(", ")));
+                        problems.push(format!(
+                            "`failed_components` names `{f}`, which is not a sub-question ({})",
+                            sq_ids.join(", ")
+                        ));
                     }
                 }
                 if problems.is_empty() {
                     Ok(a)
                 } else {
-                    Err(Problem { feedback: problems.iter().map(|p| format!("error: {p}\n")).collect(), errors: problems })
+                    Err(Problem {
+                        feedback: problems.iter().map(|p| format!("error: {p}\n")).collect(),
+                        errors: problems,
+                    })
                 }
             },
         )?;
@@ -852,10 +891,8 @@ fn iso(ms: i64) -> String {
 
 /// A seed for ids and jitter from the clock and the process.
 fn seed() -> u64 {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
     nanos ^ u64::from(std::process::id()).rotate_left(32)
 }
 

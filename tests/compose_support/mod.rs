@@ -187,7 +187,9 @@ fn serve(conn: TcpStream, shared: &Shared) -> std::io::Result<()> {
     } else {
         headers.get("authorization").and_then(|a| a.strip_prefix("Bearer ").map(str::to_string))
     };
-    let (status, extra, answer) = if anthropic && headers.get("anthropic-version").map(String::as_str) != Some("2023-06-01") {
+    let (status, extra, answer) = if anthropic
+        && headers.get("anthropic-version").map(String::as_str) != Some("2023-06-01")
+    {
         (400, None, error_body(anthropic, 400, "anthropic-version: header is required"))
     } else if shared.key.is_some() && sent_key != shared.key {
         let shown = sent_key.unwrap_or_default();
@@ -255,11 +257,16 @@ fn respond(a: Answer, anthropic: bool, tool: &str, request: &Json, docs: &str) -
         }
         Answer::Prose(text) => {
             if anthropic {
-                (200, None, json!({
-                    "id": "msg_01XFDUDYJgAACzvnptvVoYEM", "type": "message", "role": "assistant", "model": model,
-                    "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": null,
-                    "usage": {"input_tokens": input_tokens, "output_tokens": 40}
-                }).to_string())
+                (
+                    200,
+                    None,
+                    json!({
+                        "id": "msg_01XFDUDYJgAACzvnptvVoYEM", "type": "message", "role": "assistant", "model": model,
+                        "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": null,
+                        "usage": {"input_tokens": input_tokens, "output_tokens": 40}
+                    })
+                    .to_string(),
+                )
             } else {
                 (200, None, json!({
                     "id": "chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcU", "object": "chat.completion", "created": 1764201600,
