@@ -97,6 +97,10 @@ pub struct EmbeddingDoc;
 #[doc = include_str!("../docs/plans.md")]
 pub struct PlansDoc;
 
+#[cfg(all(doctest, feature = "compose"))]
+#[doc = include_str!("../docs/compose.md")]
+pub struct ComposeDoc;
+
 pub use analysis::{Analyzer, CheckedTool, Plan, ToolRoot};
 pub use diagnostic::{Code, Diagnostic, Severity};
 pub use engine::{Analysis, Engine, Program, References};

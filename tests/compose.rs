@@ -481,3 +481,102 @@ fn usage_errors() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("ANTHROPIC_API_KEY is not set"));
 }
+
+/// A string of a transcript, cut after `max` characters.
+fn cut(s: &str, max: usize) -> String {
+    let n = s.chars().count();
+    if n <= max {
+        s.to_string()
+    } else {
+        format!("{}… ({} more characters)", s.chars().take(max).collect::<String>(), n - max)
+    }
+}
+
+/// Long strings of a JSON value cut, for the transcript.
+fn shorten(v: &Json, max: usize) -> Json {
+    match v {
+        Json::String(s) => Json::String(cut(s, max)),
+        Json::Array(a) => Json::Array(a.iter().map(|x| shorten(x, max)).collect()),
+        Json::Object(o) => Json::Object(o.iter().map(|(k, x)| (k.clone(), shorten(x, max))).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The transcript of `docs/compose.md`: one composition with a repaired plan, as the
+/// scripted server saw it (requests and answers) and as `tdsl compose` printed it. Written
+/// to `target/compose-transcript.md`; the docs must show the same exchange.
+#[test]
+fn the_transcript_in_the_docs_is_what_the_harness_records() {
+    let server = ModelServer::start(
+        &[
+            ("decompose", Answer::File("decompose_ok.json")),
+            ("plan", Answer::File("plan_placeholder.json")),
+            ("plan", Answer::File("plan_ok.json")),
+            ("synthesize", Answer::File("synthesize_ok.json")),
+        ],
+        Some(KEY),
+    );
+    let out = run(&server, "openai", &[]);
+    assert_eq!(out.json["status"], "SUCCESS", "{}", out.stdout);
+    let manifest = env!("CARGO_MANIFEST_DIR");
+    let hide = |s: &str| s.replace(manifest, "/repo").replace(&server.url(""), "http://127.0.0.1:PORT");
+    let mut t = String::new();
+    t.push_str("```console\n$ export OPENAI_API_KEY=sk-…\n$ tdsl compose \"Which of our two documents can be read, and how long is the first one?\" \\\n    --root examples/document-analysis --model openai:test-model --base-url http://127.0.0.1:PORT/v1 --no-history\n```\n");
+    for (i, r) in server.requests().iter().enumerate() {
+        let mut body = r.json();
+        if i > 0 {
+            body["response_format"]["json_schema"]["schema"] = Json::String(format!(
+                "… (the {} schema)",
+                body["response_format"]["json_schema"]["name"].as_str().unwrap()
+            ));
+        }
+        t.push_str(&format!(
+            "\n**Request {} ({})**: `{} {}` with `Authorization: Bearer sk-…`\n\n```json\n{}\n```\n",
+            i + 1,
+            r.phase,
+            r.method,
+            r.path,
+            hide(&serde_json::to_string_pretty(&shorten(&body, 600)).unwrap())
+        ));
+        let answer: Json = serde_json::from_str(&r.response.1).unwrap();
+        t.push_str(&format!(
+            "\n**Answer {}**: `{}`\n\n```json\n{}\n```\n",
+            i + 1,
+            r.response.0,
+            hide(&serde_json::to_string_pretty(&shorten(&answer, 700)).unwrap())
+        ));
+    }
+    let mut result = out.json.clone();
+    if let Some(exec) = result["execution"].as_object_mut() {
+        for k in ["steps", "clock_reads", "arguments", "result"] {
+            if exec.contains_key(k) {
+                exec.insert(k.into(), Json::String("… (tdsl's own detail, in --trace)".into()));
+            }
+        }
+    }
+    for k in ["started_at", "completed_at"] {
+        result[k] = Json::String("2026-11-27T01:50:00.000Z".into());
+    }
+    t.push_str(&format!(
+        "\n**Standard output** (the `CompositionResult`; long strings cut):\n\n```json\n{}\n```\n",
+        hide(&serde_json::to_string_pretty(&shorten(&result, 300)).unwrap())
+    ));
+    std::fs::write(std::path::Path::new(manifest).join("target/compose-transcript.md"), &t).unwrap();
+    // The docs show this exchange: the same requests, the diagnostic handed back.
+    let docs = std::fs::read_to_string(std::path::Path::new(manifest).join("docs/compose.md")).unwrap();
+    for line in [
+        "**Request 1 (decompose)**: `POST /v1/chat/completions`",
+        "**Request 2 (plan)**: `POST /v1/chat/completions`",
+        "**Request 3 (plan)**: `POST /v1/chat/completions`",
+        "**Request 4 (synthesize)**: `POST /v1/chat/completions`",
+        "error E1311 at plan/instructions/1/arguments/document_path",
+        "\"name\": \"decomposition_result\"",
+        "\"overall_status\": \"SUCCESS\"",
+        "\"repair_rounds\": 1",
+    ] {
+        assert!(
+            docs.contains(line),
+            "docs/compose.md's transcript lacks {line:?}: copy target/compose-transcript.md into it"
+        );
+    }
+}

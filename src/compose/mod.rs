@@ -338,8 +338,13 @@ impl Composer {
             }
             Err(refused) => return Err(PhaseError { timeout: false, error: format!("execute: {refused}") }),
         };
-        result.execution = serde_json::to_value(&run.trace).ok();
-        result.trace = Some(run.trace.clone());
+        let mut trace = run.trace.clone();
+        // Seed 000: the trace names the plan it ran.
+        if let Some(p) = &result.plan {
+            trace.plan_id = p.plan_id.clone();
+        }
+        result.execution = serde_json::to_value(&trace).ok();
+        result.trace = Some(trace);
         let succeeded = run.trace.steps.iter().filter(|s| s.status == StepStatus::Completed).count();
         if !run.status.is_ok() {
             let why =

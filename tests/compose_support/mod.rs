@@ -51,6 +51,8 @@ pub struct Recorded {
     pub body: String,
     /// The phase the request was for (`decompose`, `plan`, `synthesize`).
     pub phase: String,
+    /// The status and body answered.
+    pub response: (u16, String),
 }
 
 impl Recorded {
@@ -174,13 +176,6 @@ fn serve(conn: TcpStream, shared: &Shared) -> std::io::Result<()> {
         _ => "unknown",
     }
     .to_string();
-    shared.requests.lock().unwrap().push(Recorded {
-        method: method.clone(),
-        path: path.clone(),
-        headers: headers.clone(),
-        body: body.clone(),
-        phase: phase.clone(),
-    });
     // Authentication as the APIs do it.
     let sent_key = if anthropic {
         headers.get("x-api-key").cloned()
@@ -201,6 +196,14 @@ fn serve(conn: TcpStream, shared: &Shared) -> std::io::Result<()> {
             Some(a) => respond(a, anthropic, &schema_name, &request, &shared.docs),
         }
     };
+    shared.requests.lock().unwrap().push(Recorded {
+        method,
+        path,
+        headers,
+        body,
+        phase,
+        response: (status, answer.clone()),
+    });
     let mut out = conn;
     let reason = match status {
         200 => "OK",
