@@ -326,8 +326,20 @@ fn retry_after_is_honoured_on_the_composers_clock() {
         .unwrap()
         .with_time(time)
         .with_random(Arc::new(SeededRandom::new(7)));
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = seen.clone();
+    let composer = composer.on_phase(Arc::new(move |s| record.lock().unwrap().push(s)));
     let result = composer.compose("Which of our two documents can be read, and how long is the first one?");
     assert_eq!(result.status, CompositionStatus::Success, "{}", result.to_json());
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            CompositionStatus::Decomposing,
+            CompositionStatus::Planning,
+            CompositionStatus::Executing,
+            CompositionStatus::Synthesizing
+        ]
+    );
     assert_eq!(result.phase_durations["decompose"], 7000);
     assert_eq!(result.started_at.as_deref(), Some("2025-11-27T00:00:00.000Z"));
     assert_eq!(result.completed_at.as_deref(), Some("2025-11-27T00:00:07.000Z"));
@@ -414,6 +426,13 @@ fn the_key_never_leaks() {
     let out = run(&server, "openai", &["--trace", trace.to_str().unwrap(), "--history", history.to_str().unwrap()]);
     assert_eq!(out.json["status"], "SUCCESS", "{}", out.stdout);
     assert!(trace.exists() && history.exists());
+    // The trace names the plan it ran; the history has the plan's run.
+    let written: Json = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    assert_eq!(written["plan_id"], out.json["plan"]["plan_id"]);
+    assert_eq!(written["step_results"].as_array().unwrap().len(), 2);
+    let listed = common::tdsl(&["history", "list", "--history", history.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    assert!(listed.stdout.contains("SUCCESS"), "{}", listed.stdout);
     // A server that echoes a wrong key in its 401 (as APIs echo part of it).
     let wrong = ModelServer::start(&clean_script(), Some("sk-the-right-one"));
     let refused = run(&wrong, "openai", &[]);
