@@ -599,3 +599,38 @@ fn the_transcript_in_the_docs_is_what_the_harness_records() {
         );
     }
 }
+
+#[test]
+fn the_history_records_a_composition_and_report_draws_its_phases() {
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("history.db");
+    let h = history.to_str().unwrap();
+    let server = ModelServer::start(&clean_script(), Some(KEY));
+    let out = run(&server, "anthropic", &["--history", h]);
+    assert_eq!(out.json["status"], "SUCCESS", "{}", out.stdout);
+    let id = out.json["composition_id"].as_str().unwrap();
+    let shown = common::tdsl(&["history", "show", id, "--history", h, "--format", "json"]);
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    let run: Json = serde_json::from_str(&shown.stdout).unwrap();
+    assert_eq!(run["tool"], "compose", "{run}");
+    assert_eq!(run["arguments"]["query"], out.json["query"]);
+    assert_eq!(run["arguments"]["model"], "anthropic:test-model");
+    assert_eq!(run["result"]["usage"], out.json["usage"], "the provider's tokens");
+    assert_eq!(run["result"]["plan"], out.json["plan"]["plan"]);
+    let steps = run["steps"].to_string();
+    for phase in ["decompose", "plan", "execute", "synthesize"] {
+        assert!(steps.contains(&format!("\"{phase}\"")), "{phase}: {steps}");
+    }
+    // The plan's tool calls are the run's invocations, under `execute`.
+    let calls = run["invocations"].to_string();
+    assert!(calls.contains("execute/check") && calls.contains("execute/info"), "{calls}");
+    assert!(!shown.stdout.contains(KEY));
+    // The report draws the phases.
+    let page = dir.path().join("report.html");
+    let report = common::tdsl(&["report", "--run", id, "--history", h, "-o", page.to_str().unwrap()]);
+    assert_eq!(report.code, 0, "{}", report.stderr);
+    let html = std::fs::read_to_string(&page).unwrap();
+    for phase in ["decompose", "synthesize", "check", "info"] {
+        assert!(html.contains(phase), "the report lacks {phase}");
+    }
+}

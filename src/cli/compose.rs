@@ -14,7 +14,7 @@ use clap::Args;
 use super::progress::HistoryArgs;
 use super::{print_stdout, usage_failure, UsageError};
 use crate::compose::{client_for, ComposeConfig, Composer, CompositionStatus, ModelClient};
-use crate::history::Recorder;
+use crate::history::HistoryStore;
 use crate::ranges::Range;
 
 /// Arguments of `tdsl compose`.
@@ -76,7 +76,7 @@ fn key(model: &str, base_url: Option<&str>) -> Result<Option<String>, UsageError
     }
 }
 
-fn setup(args: &ComposeArgs) -> Result<(Composer, Option<Arc<Recorder>>), UsageError> {
+fn setup(args: &ComposeArgs) -> Result<(Composer, Option<Arc<dyn HistoryStore>>), UsageError> {
     let config = ComposeConfig {
         decompose_timeout: in_range(crate::compose::DECOMPOSE_TIMEOUT, "decompose-timeout", args.decompose_timeout)?,
         plan_timeout: in_range(crate::compose::PLAN_TIMEOUT, "plan-timeout", args.plan_timeout)?,
@@ -103,10 +103,7 @@ fn setup(args: &ComposeArgs) -> Result<(Composer, Option<Arc<Recorder>>), UsageE
     let mut composer =
         Composer::new(client, &args.root).map_err(|e| UsageError(format!("--root {}: {e}", args.root.display())))?;
     composer = composer.with_config(config);
-    let recorder = args.history.open()?.map(|store| Arc::new(Recorder::new(store)));
-    if let Some(r) = &recorder {
-        composer = composer.with_observer(r.clone());
-    }
+    let history = args.history.open()?;
     if std::io::stderr().is_terminal() {
         composer = composer.on_phase(Arc::new(|status: CompositionStatus| {
             let what = match status {
@@ -119,12 +116,12 @@ fn setup(args: &ComposeArgs) -> Result<(Composer, Option<Arc<Recorder>>), UsageE
             eprint!("\r\x1b[2Kcompose: {what}…");
         }));
     }
-    Ok((composer, recorder))
+    Ok((composer, history))
 }
 
 /// Runs `tdsl compose`.
 pub fn run(args: ComposeArgs) -> ExitCode {
-    let (composer, recorder) = match setup(&args) {
+    let (composer, history) = match setup(&args) {
         Ok(s) => s,
         Err(e) => return usage_failure(&e),
     };
@@ -133,9 +130,12 @@ pub fn run(args: ComposeArgs) -> ExitCode {
         eprint!("\r\x1b[2K");
         eprintln!("compose: {} in {} ms", result.status.as_str(), result.total_duration_ms.unwrap_or(0));
     }
-    if let Some(r) = &recorder {
-        if let Some(e) = r.error() {
-            eprintln!("warning: the run history is incomplete: {e}");
+    // The composition is one run of the history: its phases as steps, the plan's steps
+    // inside `execute`, the query and model as arguments, the response, usage and plan as
+    // its result.
+    if let (Some(store), Some(trace)) = (&history, result.phases_trace()) {
+        if let Err(e) = crate::history::record_trace(store.as_ref(), &trace) {
+            eprintln!("warning: the composition is not in the run history: {e}");
         }
     }
     if let (Some(path), Some(trace)) = (&args.trace, &result.trace) {

@@ -23,6 +23,7 @@ mod client;
 mod model;
 pub mod openai;
 mod prompts;
+mod record;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -37,6 +38,7 @@ pub use model::{
     ComposedResponse, CompositionResult, CompositionStatus, DecompositionResult, ExecutionPlan, ExecutionStep, Intent,
     PhaseUsage, SubQuestion, ToolMapping, INTENTS,
 };
+pub use record::COMPOSE_TOOL;
 
 use crate::exec::host::HostRunner;
 use crate::exec::retry::RetryPolicy;
@@ -432,11 +434,14 @@ impl Composer {
                     return Err(PhaseError { timeout: true, error: format!("{phase}: {e} (the phase's timeout)") })
                 }
                 Err(e @ ModelError::Transient { .. }) if retries < self.config.retry.max_retries => {
-                    let ModelError::Transient { retry_after, .. } = &e else { unreachable!() };
+                    let retry_after = match &e {
+                        ModelError::Transient { retry_after, .. } => *retry_after,
+                        _ => None,
+                    };
                     let cap =
                         Duration::try_from_secs_f64(self.config.retry.max_delay_seconds).unwrap_or(Duration::ZERO);
                     let delay = match retry_after {
-                        Some(d) => (*d).min(cap),
+                        Some(d) => d.min(cap),
                         None => self.config.retry.delay(retries, self.random.as_ref()),
                     };
                     let delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
