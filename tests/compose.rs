@@ -634,3 +634,36 @@ fn the_history_records_a_composition_and_report_draws_its_phases() {
         assert!(html.contains(phase), "the report lacks {phase}");
     }
 }
+
+/// On a virtual clock: a 500 without `Retry-After` waits the policy's back-off (1 s ± 10 %),
+/// a `Retry-After` beyond `max_delay_seconds` is capped at it (30 s).
+#[test]
+fn back_off_without_retry_after_and_the_cap_on_it() {
+    let server = ModelServer::start(
+        &[
+            ("decompose", Answer::Status { code: 500, retry_after: None }),
+            ("decompose", Answer::File("decompose_ok.json")),
+            ("plan", Answer::Status { code: 429, retry_after: Some("100") }),
+            ("plan", Answer::File("plan_ok.json")),
+            ("synthesize", Answer::File("synthesize_ok.json")),
+        ],
+        None,
+    );
+    let client = client_for("anthropic:test-model", Some(&server.url("")), None).unwrap();
+    let composer = Composer::new(Arc::from(client), &common::example("document-analysis"))
+        .unwrap()
+        .with_time(Arc::new(ManualTime::new(0)))
+        .with_random(Arc::new(SeededRandom::new(7)))
+        .with_config(ComposeConfig { plan_timeout: 60.0, ..ComposeConfig::default() });
+    let result = composer.compose("Which of our two documents can be read, and how long is the first one?");
+    assert_eq!(result.status, CompositionStatus::Success, "{}", result.to_json());
+    let d = result.phase_durations["decompose"];
+    assert!((900..=1100).contains(&d), "1 s ± 10 %: {d}");
+    assert_eq!(result.phase_durations["plan"], 30_000);
+    assert_eq!(result.usage["plan"].requests, 2);
+    assert!(
+        result.errors.iter().any(|e| e.contains("answered 500: Internal server error (api_error)")),
+        "{:?}",
+        result.errors
+    );
+}
