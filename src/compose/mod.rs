@@ -288,6 +288,10 @@ impl Composer {
         if query.trim().is_empty() {
             return Err(PhaseError { timeout: false, error: "the query is empty".to_string() });
         }
+        // A host may skip `validate`: out of range is an error here, never a panic later.
+        if let Err(e) = self.config.validate() {
+            return Err(PhaseError { timeout: false, error: format!("the configuration: {e}") });
+        }
         // Phase 1.
         self.enter(result, CompositionStatus::Decomposing);
         let t = self.time.monotonic_ms();
@@ -934,6 +938,26 @@ mod tests {
         assert_eq!(validate_decomposition(&cycle).unwrap_err(), "Circular dependencies detected: a → b → a");
         let short = [sq("a", "Notes?", &[]), sq("b", "What does the report say?", &[])];
         assert!(validate_decomposition(&short).unwrap_err().starts_with("Sub-question too short: a"));
+    }
+
+    #[test]
+    fn a_configuration_out_of_range_or_an_empty_query_is_an_error_not_a_panic() {
+        struct Never;
+        impl ModelClient for Never {
+            fn model(&self) -> String {
+                "test:never".into()
+            }
+            fn complete(&self, _: &ModelRequest) -> Result<ModelReply, ModelError> {
+                panic!("no request may be made")
+            }
+        }
+        let composer = Composer::new(Arc::new(Never), Path::new("examples/document-analysis")).unwrap();
+        let r = composer.compose("  ");
+        assert_eq!((r.status, r.error.as_deref()), (CompositionStatus::Failed, Some("the query is empty")));
+        let composer = composer.with_config(ComposeConfig { execute_timeout: f64::NAN, ..ComposeConfig::default() });
+        let r = composer.compose("What do the documents say about the budget?");
+        assert_eq!(r.status, CompositionStatus::Failed);
+        assert!(r.error.unwrap().starts_with("the configuration: `execute timeout` must be"));
     }
 
     #[test]
