@@ -667,3 +667,34 @@ fn back_off_without_retry_after_and_the_cap_on_it() {
         result.errors
     );
 }
+
+/// On a terminal, standard error shows the phase, then the status.
+#[cfg(unix)]
+#[test]
+fn the_phase_is_shown_on_a_terminal() {
+    use rexpect::session::spawn_command;
+    let server = ModelServer::start(&clean_script(), Some(KEY));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tdsl"));
+    cmd.args([
+        "compose",
+        "Which of our two documents can be read, and how long is the first one?",
+        "--root",
+        &root(),
+        "--model",
+        "openai:test-model",
+        "--base-url",
+        &server.url("/v1"),
+        "--no-history",
+    ])
+    .env("NO_COLOR", "1")
+    .env("OPENAI_API_KEY", KEY);
+    let mut p = spawn_command(cmd, Some(20_000)).expect("spawn on a pseudo-terminal");
+    // rexpect reads the terminal byte by byte, so match the ASCII part of each line.
+    p.exp_string("compose: 1/4 decomposing the query").expect("phase 1 is shown");
+    p.exp_string("compose: 2/4 planning").expect("phase 2 is shown");
+    p.exp_string("compose: 3/4 executing the plan").expect("phase 3 is shown");
+    p.exp_string("compose: 4/4 synthesizing the answer").expect("phase 4 is shown");
+    p.exp_string("compose: SUCCESS in").expect("the status is shown");
+    p.exp_string("\"composition_id\"").expect("the result follows");
+    p.exp_eof().expect("the composition ends");
+}
