@@ -9,7 +9,12 @@
 //! Every analysis pass is linear in steps plus edges: the larger cases show the time grows
 //! with the size, not its square. Figures are in `docs/performance.md`.
 //!
-//! `cargo bench --bench check`
+//! - `plans`: plans as a language model sends them (`tdsl::plans`, issue 29): a typical
+//!   two-step plan against a root of four tools; the largest plan the default limits let
+//!   through (64 steps) clean, and with a placeholder mistake in every step, each located
+//!   and rendered.
+//!
+//! `cargo bench --bench check` (`--no-default-features` builds only what these need)
 
 mod common;
 
@@ -117,5 +122,43 @@ fn bench(c: &mut Criterion) {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-criterion_group!(benches, bench);
+/// A plan of `n` steps against `tests/data/plans/root`: each step summarizes the text of
+/// the one before (step 0 a literal); with `mistake`, every REF is written `{{sN.summary}}`.
+fn plan(n: usize, mistake: bool) -> String {
+    let mut steps = Vec::new();
+    for i in 0..n {
+        let text = match i {
+            0 => "\"a b c d e f\"".to_string(),
+            _ if mistake => format!("\"{{{{s{}.summary}}}}\"", i - 1),
+            _ => format!("\"REF:s{}.summary\"", i - 1),
+        };
+        steps.push(format!(
+            "    {{\"execution_id\": \"s{i}\", \"tool_definition_path\": \"summarize\", \"arguments\": {{\"text\": {text}}}}}"
+        ));
+    }
+    format!(
+        "{{\n  \"instructions\": [\n{}\n  ],\n  \"response_reference_map\": {{\"summary\": \"REF:s{}.summary\"}}\n}}\n",
+        steps.join(",\n"),
+        n - 1
+    )
+}
+
+fn bench_plans(c: &mut Criterion) {
+    use tdsl::plans::Plans;
+    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let plans = Plans::for_root(manifest.join("tests/data/plans/root"), &["/tools/*.tool"]).expect("the root loads");
+    let mut group = c.benchmark_group("plans");
+    let typical = std::fs::read_to_string(manifest.join("tests/data/plans/cli/clean.json")).expect("the plan");
+    assert!(plans.check(&typical).ok());
+    group.bench_function("check/typical", |b| b.iter(|| plans.check(&typical)));
+    let clean = plan(64, false);
+    assert!(plans.check(&clean).ok());
+    group.bench_function("check/64 steps", |b| b.iter(|| plans.check(&clean)));
+    let wrong = plan(64, true);
+    assert_eq!(plans.check(&wrong).counts().0, 63);
+    group.bench_function("check/64 steps, 63 placeholders", |b| b.iter(|| plans.check(&wrong)));
+    group.finish();
+}
+
+criterion_group!(benches, bench, bench_plans);
 criterion_main!(benches);

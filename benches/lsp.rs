@@ -4,6 +4,12 @@
 //! runs in process on `lsp-server`'s memory connection, so the figure is the server's work
 //! (re-check and publish), not a pipe's. Figures in `docs/performance.md`.
 //!
+//! Hover (issue 28): on the middle step of a 10,000- and a 40,000-step composite, the
+//! request alone (`lsp/hover`: the file is analysed, its symbols found on the first
+//! request), and an edit then a hover (`lsp/edit_then_hover`: the analysis of the latest
+//! text, its symbols and the hover); and 200 quick edits of a 20,000-step composite then a
+//! hover (`lsp/200_edits_then_hover`: the edits are coalesced into one analysis).
+//!
 //! `cargo bench --bench lsp`
 
 mod common;
@@ -113,8 +119,8 @@ impl Session {
         }
     }
 
-    /// Replaces the one character at `at` with `with`, and waits for the diagnostics.
-    fn edit(&mut self, text: &str, at: usize, with: &str) -> usize {
+    /// Sends an edit replacing the one character at `at` with `with`.
+    fn send_edit(&mut self, text: &str, at: usize, with: &str) {
         self.version += 1;
         let range = json!({"start": position(text, at), "end": position(text, at + 1)});
         self.notify(
@@ -122,7 +128,32 @@ impl Session {
             json!({"textDocument": {"uri": self.uri, "version": self.version},
                    "contentChanges": [{"range": range, "text": with}]}),
         );
+    }
+
+    /// Replaces the one character at `at` with `with`, and waits for the diagnostics.
+    fn edit(&mut self, text: &str, at: usize, with: &str) -> usize {
+        self.send_edit(text, at, with);
         self.wait_diagnostics()
+    }
+
+    /// Hovers at byte `at`; returns the hover's text.
+    fn hover(&mut self, text: &str, at: usize) -> String {
+        let id = RequestId::from(1000 + self.version);
+        self.version += 1;
+        let params = json!({"textDocument": {"uri": self.uri}, "position": position(text, at)});
+        let req = Request::new(id.clone(), "textDocument/hover".to_string(), params);
+        self.client.sender.send(Message::Request(req)).expect("send");
+        loop {
+            match self.client.receiver.recv_timeout(Duration::from_secs(600)).expect("hover answered") {
+                Message::Response(r) if r.id == id => {
+                    return r
+                        .result
+                        .map(|v| v["contents"]["value"].as_str().unwrap_or("").to_string())
+                        .unwrap_or_default()
+                }
+                _ => {}
+            }
+        }
     }
 }
 
@@ -162,5 +193,64 @@ fn edit_to_diagnostics(c: &mut Criterion) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-criterion_group!(benches, edit_to_diagnostics);
+/// The byte offset of the middle step's `execution_id` (inside the name).
+fn middle_step(text: &str, n: usize) -> usize {
+    let needle = format!("\"execution_id\": \"s{}\"", n / 2);
+    text.find(&needle).expect("the middle step") + needle.len() - 2
+}
+
+fn hover(c: &mut Criterion) {
+    let dir = root();
+    let mut group = c.benchmark_group("lsp/hover");
+    group.sample_size(20);
+    for n in [10_000usize, 40_000] {
+        let (text, _) = composite(n);
+        let file = dir.join(format!("hover{n}.tool"));
+        std::fs::write(&file, &text).expect("write");
+        let mut session = Session::start(&dir, &file, &text);
+        let at = middle_step(&text, n);
+        group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
+            b.iter(|| assert!(session.hover(&text, at).contains("step `s"), "a step's hover"))
+        });
+    }
+    group.finish();
+    let mut group = c.benchmark_group("lsp/edit_then_hover");
+    group.sample_size(10);
+    for n in [10_000usize, 40_000] {
+        let (text, edit_at) = composite(n);
+        let file = dir.join(format!("edit{n}.tool"));
+        std::fs::write(&file, &text).expect("write");
+        let mut session = Session::start(&dir, &file, &text);
+        let at = middle_step(&text, n);
+        let mut flip = false;
+        group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
+            b.iter(|| {
+                flip = !flip;
+                session.send_edit(&text, edit_at, if flip { "2" } else { "1" });
+                assert!(session.hover(&text, at).contains("step `s"), "a step's hover");
+            })
+        });
+    }
+    group.finish();
+    let mut group = c.benchmark_group("lsp/200_edits_then_hover");
+    group.sample_size(10);
+    let n = 20_000usize;
+    let (text, edit_at) = composite(n);
+    let file = dir.join(format!("burst{n}.tool"));
+    std::fs::write(&file, &text).expect("write");
+    let mut session = Session::start(&dir, &file, &text);
+    let at = middle_step(&text, n);
+    group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
+        b.iter(|| {
+            for k in 0..200 {
+                session.send_edit(&text, edit_at, if k % 2 == 0 { "2" } else { "1" });
+            }
+            assert!(session.hover(&text, at).contains("step `s"), "a step's hover");
+        })
+    });
+    group.finish();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+criterion_group!(benches, edit_to_diagnostics, hover);
 criterion_main!(benches);

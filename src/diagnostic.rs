@@ -236,6 +236,8 @@ codes! {
     DuplicateExpectedKey = "E0617", Error;
     /// An `output_path` that can never reach a value of the callee's declared response: `"output_path": ["files", "name"]` when `files` is a list
     OutputPathType = "E0618", Error;
+    /// Composite callees nested deeper than a run allows (8 by default, `--max-nesting`): `main` calls `/tools/c1.tool`, which calls `/tools/c2.tool`, … down to `/tools/c9.tool`
+    CompositesTooDeep = "E0619", Error;
     /// A literal argument or mapped response that breaks a declared constraint:
     /// `"direction": "up"` for an argument declared with `"enum": ["higher", "lower", "target"]`
     LiteralBreaksConstraint = "E0630", Error;

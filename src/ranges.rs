@@ -70,6 +70,16 @@ pub const MAX_STEPS: Range = range("max_steps", 1.0, 1_000_000.0, true, "");
 /// The most children one parallel step may have (`--max-fan-out`,
 /// [`crate::exec::Guards::max_fan_out`]).
 pub const MAX_FAN_OUT: Range = range("max_fan_out", 1.0, 100_000.0, true, "");
+/// How deep composite callees may nest by default (the composite run is depth 0, its
+/// composite callees depth 1, …): `tdsl check` reports a deeper chain (E0619), a run refuses
+/// to start a composite past it (E0810).
+pub const DEFAULT_MAX_NESTING: usize = 8;
+/// How deep composite callees may nest (`--max-nesting`, [`crate::exec::Options::max_depth`],
+/// [`crate::analysis::Analyzer::set_max_nesting`]). Each level is a frame of the executor on
+/// the stack of the run's thread and two levels of the trace's JSON: at 32 the trace of the
+/// deepest run stays well within the 128 levels a JSON reader takes (`tdsl report`,
+/// `tdsl replay`), with room for the values in it.
+pub const MAX_NESTING: Range = range("max_nesting", 1.0, 32.0, true, "");
 /// The most bytes an `exec:` tool may print on standard output (`--max-tool-output`): at
 /// least 1 KiB, so that a JSON answer always fits, at most 1 GiB.
 pub const MAX_TOOL_OUTPUT: Range = range("max_tool_output", 1024.0, 1_073_741_824.0, true, "bytes");
@@ -119,6 +129,7 @@ pub const ALL: &[Range] = &[
     CONCURRENCY,
     MAX_STEPS,
     MAX_FAN_OUT,
+    MAX_NESTING,
     MAX_TOOL_OUTPUT,
     FUEL,
     MAX_DEPTH,

@@ -651,3 +651,224 @@ fn seed_compositions_without_arguments_check_with_warnings_only() {
     let o = tdsl(&["check", &tool, "--root", ROOT]);
     assert!(o.stderr.contains("\"continue_on_error\": true"), "{}", o.stderr);
 }
+
+// ---- issue 28: continue_on_error's failure shape, `file` in operators, nesting, output_key ----
+
+/// A step under `continue_on_error` whose callee declares `status` an integer: when it fails,
+/// REFs see `{"status": "failed", "error_message": …}` (`exec::data::failed_result`), so the
+/// checker accepts `upper(REF:job.status)` and the string uses of `error_message` — and the
+/// run, with every call failing, gives what the types say.
+#[test]
+fn continue_on_error_failure_shape_matches_a_real_run() {
+    let tool = "tests/data/check/ok/continue_on_error_failure_shape.tool";
+    let checked = check(tool);
+    assert!(!checked.has_errors(), "{:?}", checked.diagnostics);
+    let tmp = TempDir::new("continue-on-error");
+    let mock = tmp.write("mock.json", r#"{"/tools/status_reporter.tool": {"$error": "disk full"}}"#);
+    let o = tdsl(&["run", tool, "--root", ROOT, "--mock", &mock, "--arg", r#"jobs=["a", "b"]"#, "--no-history"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let result: serde_json::Value = serde_json::from_str(&o.stdout).expect("JSON result");
+    assert_eq!(result["job"], serde_json::json!({"status": "failed", "error_message": "disk full"}));
+    assert_eq!(
+        result["report"],
+        serde_json::json!({
+            "status_text": "FAILED",
+            "failed": true,
+            "failure": "disk full",
+            "whole_status": "FAILED",
+            "count_or_zero": 0,
+            "child_errors": ["disk full", "disk full"]
+        })
+    );
+    // The types name both shapes: the declared one and the failure.
+    let status = checked.types.iter().find(|t| t.name == "REF:job.status").expect("typed");
+    assert_eq!(status.ty.to_string(), "integer | string");
+    let count = checked.types.iter().find(|t| t.name == "REF:job.count").expect("typed");
+    assert_eq!(count.ty.to_string(), "integer | null");
+}
+
+/// `file` in every operator, as the run does: for each operator and each pair of operand
+/// types with a `file` on one side, the checker accepts the expression exactly when some
+/// value of those types (a file is a path string or an object with a `path`) evaluates
+/// without error. The verdicts are in the snapshot.
+#[test]
+fn file_operators_agree_with_evaluation() {
+    use tdsl::{Engine, Scope, Type, Value};
+    let engine = Engine::new();
+    let operands: Vec<(&str, Type, Vec<&str>)> = vec![
+        ("file", Type::File, vec![r#""a.txt""#, r#"{"path": "a.txt", "size": 3}"#]),
+        ("string", Type::Str, vec![r#""b""#]),
+        ("integer", Type::Int, vec!["2"]),
+        ("number", Type::Number, vec!["1.5"]),
+        ("boolean", Type::Bool, vec!["true"]),
+        ("null", Type::Null, vec!["null"]),
+        ("list", Type::any_list(), vec!["[1]"]),
+        ("object", Type::any_object(), vec![r#"{"k": 1}"#]),
+    ];
+    let binary = ["+", "-", "*", "/", "%", "<", "<=", ">", ">=", "==", "!=", "and", "or"];
+    let mut forms: Vec<String> = binary.iter().map(|op| format!("x {op} y")).collect();
+    forms.extend(["-x", "not x", "x.path", "x.length", "upper(x)", "length(x)", "split(x, '.')"].map(String::from));
+    let mut table = String::new();
+    let mut disagreements = Vec::new();
+    for form in &forms {
+        let unary = !form.contains('y');
+        for (ln, lt, lvs) in &operands {
+            for (rn, rt, rvs) in &operands {
+                // A unary form is x alone (a file); a binary form has a file on one side.
+                let wanted = if unary { *ln == "file" && *rn == "file" } else { *ln == "file" || *rn == "file" };
+                if !wanted {
+                    continue;
+                }
+                let scope = Scope::closed().with_name("x", lt.clone()).with_name("y", rt.clone());
+                let analysis = engine.analyze(form, &scope);
+                let accepted = !analysis.diagnostics.iter().any(Diagnostic::is_error);
+                // Evaluated whatever the checker says: compiled without types.
+                let program = engine.compile(form).expect("compiles untyped");
+                let mut ran = false;
+                for lv in lvs {
+                    for rv in rvs {
+                        let vars: Value = serde_json::from_str(&format!(r#"{{"x": {lv}, "y": {rv}}}"#)).expect("JSON");
+                        ran |= program.eval(&vars).is_ok();
+                    }
+                }
+                let case = if unary { format!("{form} with x: {ln}") } else { format!("{form} with x: {ln}, y: {rn}") };
+                let _ = writeln!(table, "{case}: {}", if accepted { "accepted" } else { "error" });
+                if accepted != ran {
+                    disagreements.push(format!("{case}: checker {accepted}, evaluation {ran}"));
+                }
+            }
+        }
+    }
+    assert!(disagreements.is_empty(), "the checker and evaluation disagree:\n{}", disagreements.join("\n"));
+    insta::assert_snapshot!(table);
+}
+
+/// Ten composites nested in each other (the tool and nine callees) are reported by `check`
+/// with the chain of calls, once; `--max-nesting` raises the limit for `check` and `run`
+/// alike, within its range.
+#[test]
+fn composites_nested_past_the_limit() {
+    let tool = "tests/data/check/err/composites_nested_too_deep.tool";
+    let o = tdsl(&["check", tool, "--root", ROOT, "--format", "json"]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    let diags: serde_json::Value = serde_json::from_str(&o.stdout).expect("JSON");
+    let diags = diags.as_array().expect("array");
+    // Two steps call the chain: one diagnostic, at the first.
+    assert_eq!(diags.len(), 1, "{diags:?}");
+    assert_eq!(diags[0]["code"], "E0619");
+    let message = diags[0]["message"].as_str().expect("message");
+    assert!(message.contains("9 deep, past the limit of 8"), "{message}");
+    let chain: Vec<String> = (1..=9).map(|i| format!("/nested/level{i}.tool")).collect();
+    assert!(message.ends_with(&chain.join(" → ")), "{message}");
+    assert_eq!(message.matches("/nested/level9.tool").count(), 1, "{message}");
+
+    assert_eq!(tdsl(&["check", tool, "--root", ROOT, "--max-nesting", "9"]).code, 0);
+    let refused = tdsl(&["run", tool, "--root", ROOT, "--no-history"]);
+    assert_eq!(refused.code, 1);
+    assert!(refused.stderr.contains("E0619"), "{}", refused.stderr);
+    let tmp = TempDir::new("nested-replay");
+    let trace = tmp.0.join("trace.json").display().to_string();
+    let ran = tdsl(&["run", tool, "--root", ROOT, "--no-history", "--max-nesting", "9"]);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let top = "/nested/top.tool";
+    let ran = tdsl(&["run", top, "--root", ROOT, "--no-history", "--max-nesting", "9", "--trace", &trace]);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    // The replay of a run with a raised limit gives the recorded result.
+    let replayed = tdsl(&["replay", &trace, "--root", ROOT]);
+    assert_eq!(replayed.code, 0, "{}", replayed.stderr);
+    assert!(replayed.stderr.contains("replay matches the recording"), "{}", replayed.stderr);
+    for bad in ["0", "33"] {
+        let check = tdsl(&["check", tool, "--root", ROOT, "--max-nesting", bad]);
+        let run = tdsl(&["run", tool, "--root", ROOT, "--no-history", "--max-nesting", bad]);
+        for (command, o) in [("check", check), ("run", run)] {
+            assert_eq!(o.code, 2, "{command} --max-nesting {bad}: {}", o.stderr);
+            let wanted = format!("--max-nesting: `max_nesting` must be an integer from 1 to 32, and it is {bad}");
+            assert!(o.stderr.contains(&wanted), "{command}: {}", o.stderr);
+        }
+    }
+}
+
+/// A host that loads a workflow with a higher nesting limit than it runs it with meets the
+/// run's own refusal (E0810): the chain of step paths is said once, not by every composite
+/// it fails through.
+#[test]
+fn nesting_refused_at_run_time_names_the_chain_once() {
+    use tdsl::exec::host::HostRunner;
+    use tdsl::exec::{Executor, Options, Workflow};
+    let tool = Path::new("tests/data/check/err/composites_nested_too_deep.tool");
+    let workflow = Workflow::load_with_nesting(Path::new(ROOT), tool, tdsl::exec::engine(), 9).expect("loads");
+    let executor = Executor::new(HostRunner::new()).with_options(Options::default());
+    let run = executor.run(&workflow, serde_json::from_str("{}").expect("JSON")).expect("runs");
+    let error = run.error.expect("failed");
+    assert_eq!(error.code, "E0810");
+    // Both steps call the chain, in parallel: either may be the one that fails the run.
+    let chain =
+        "/down/down/down/down/down/down/down/down` would nest composites 9 deep, past the limit of 8 (`--max-nesting`)";
+    assert!(error.message.starts_with("`/nested/level9.tool` at step `"), "{}", error.message);
+    assert!(error.message.ends_with(chain), "{}", error.message);
+    assert!(!error.message.contains("failed at step"), "{}", error.message);
+}
+
+/// Seed 002's `output_key`: a step that calls a tool with one is also known by it, in the
+/// check and in the run alike; a step's own `expected_key` wins.
+#[test]
+fn output_key_names_the_callers_result() {
+    let tmp = TempDir::new("output-key");
+    let mock = tmp.write("mock.json", r#"{"/tools/revenue_fetcher.tool": {"total": 394.3, "currency": "usd"}}"#);
+    let tool = "tests/data/check/ok/output_key_default.tool";
+    let o = tdsl(&["run", tool, "--root", ROOT, "--mock", &mock, "--arg", r#"ticker="AAPL""#, "--no-history"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let result: serde_json::Value = serde_json::from_str(&o.stdout).expect("JSON result");
+    assert_eq!(result["report"], serde_json::json!({"total": 394.3, "label": "USD 394.3"}));
+
+    let mock = tmp.write(
+        "mock2.json",
+        r#"{"/tools/revenue_fetcher.tool": [{"total": 1, "currency": "usd"}, {"total": 2, "currency": "usd"}]}"#,
+    );
+    let tool = "tests/data/check/ok/output_key_expected_key_wins.tool";
+    let o = tdsl(&["run", tool, "--root", ROOT, "--mock", &mock, "--no-history", "--concurrency", "1"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let result: serde_json::Value = serde_json::from_str(&o.stdout).expect("JSON result");
+    assert_eq!(result["compare"]["before"], result["last_year"]["total"]);
+    assert_eq!(result["compare"]["now"], result["this_year"]["total"]);
+    assert_ne!(result["compare"]["before"], result["compare"]["now"]);
+
+    // The plan names the step by its key, which is what the executor resolves.
+    let checked = check("tests/data/check/ok/output_key_default.tool");
+    let plan = checked.plan.expect("plan");
+    assert_eq!(
+        plan.steps.iter().find(|s| &*s.execution_id == "fetch").and_then(|s| s.expected_key.as_deref()),
+        Some("revenue_data")
+    );
+}
+
+/// A chain deeper than any run allows says so instead of suggesting a limit out of range; the
+/// chain is found without recursion and named in full.
+#[test]
+fn composites_nested_past_any_limit() {
+    let tmp = TempDir::new("nested-past-any-limit");
+    let n = 40;
+    std::fs::create_dir_all(tmp.0.join("c")).expect("dir");
+    for i in 1..=n {
+        let callee = if i == n { "/leaf.tool".to_string() } else { format!("/c/{}.tool", i + 1) };
+        tmp.write(
+            &format!("c/{i}.tool"),
+            &format!(r#"{{"instructions": [{{"execution_id": "down", "tool_definition_path": "{callee}"}}]}}"#),
+        );
+    }
+    tmp.write("leaf.tool", r#"{"system_event_endpoint": "builtin:echo"}"#);
+    let main =
+        tmp.write("main.tool", r#"{"instructions": [{"execution_id": "top", "tool_definition_path": "/c/1.tool"}]}"#);
+    let root = tmp.0.display().to_string();
+    let o = tdsl(&["check", &main, "--root", &root, "--max-nesting", "32", "--format", "json"]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    let diags: serde_json::Value = serde_json::from_str(&o.stdout).expect("JSON");
+    let d = &diags[0];
+    assert_eq!(d["code"], "E0619");
+    assert!(d["message"].as_str().expect("message").contains(&format!("{n} deep, past the limit of 32")), "{d}");
+    assert!(d["message"].as_str().expect("message").ends_with(&format!("/c/{n}.tool")), "{d}");
+    assert_eq!(
+        d["help"],
+        "a run refuses to start a composite nested deeper than 32 (E0810), and no run nests composites deeper than 32: call fewer composites inside each other"
+    );
+}

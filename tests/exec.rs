@@ -964,6 +964,64 @@ fn replay_of_a_failed_run_fails_the_same_way() {
     assert_eq!(replayed.run.error, recorded.error);
 }
 
+/// Issue 28 item 5, through the library: the limits a run had are in its trace, and a
+/// replay runs under them (a fan-out of 1,001 children under `max_fan_out(2000)` replays
+/// with the default options); a file store's reads are recorded by `FileRecorder` and
+/// answered by the engine `replay::engine` builds, whatever the store holds now.
+#[test]
+fn replay_runs_under_the_recorded_limits_and_reads_the_recorded_files() {
+    let dir = wide_and_fan_out("replay-limits");
+    let items: Vec<String> = (0..1001).map(|i| i.to_string()).collect();
+    let args = format!(r#"{{"items": [{}]}}"#, items.join(","));
+    let options = Options { guards: Guards::new().max_fan_out(2000), ..Options::default() };
+    let recorded = run_with(&dir, &args, &Script::new(), options);
+    assert_eq!(recorded.status, RunStatus::Success, "{:?}", recorded.error);
+    let trace = tdsl::exec::Trace::from_json(&recorded.trace.to_json()).unwrap();
+    assert_eq!(trace.limits.as_ref().map(|l| l.max_fan_out), Some(2000));
+    let replayed = replay(&load(&dir), &trace, Options::default()).unwrap();
+    assert!(replayed.divergences.is_empty(), "{:?}", &replayed.divergences[..1]);
+    assert_eq!(replayed.run.result, recorded.result);
+
+    // Files: the run reads through a recorder; the replay, from the trace.
+    use tdsl::exec::replay::{engine, FileRecorder};
+    use tdsl::files::MemoryStore;
+    let dir = root(
+        "replay-files",
+        &[
+            ("/tools/t.tool", ANY_TOOL),
+            (
+                "main.tool",
+                r#"{"instructions": [{"execution_id": "read", "tool_definition_path": "/tools/t.tool",
+                     "transform_arguments": {"transforms": {"text": "read_file(file_path=\"n.txt\")"}}}],
+                    "response_reference_map": {"text": "REF:read.text"}}"#,
+            ),
+        ],
+    );
+    let mut store = MemoryStore::new();
+    store.insert("n.txt", "milk").unwrap();
+    let recorder = Arc::new(FileRecorder::new(Arc::new(store)));
+    let wf = Workflow::load_with_engine(
+        &dir,
+        &dir.join("main.tool"),
+        tdsl::exec::engine().with_file_store(recorder.clone()),
+    )
+    .unwrap();
+    let mut recorded = executor(&Script::new(), &clock(), Options::default()).run(&wf, json("{}")).unwrap();
+    assert_eq!(recorded.result, Some(json(r#"{"text": "milk"}"#)), "{:?}", recorded.error);
+    recorded.trace.files = Some(recorder.reads());
+    let trace = tdsl::exec::Trace::from_json(&recorded.trace.to_json()).unwrap();
+    let wf = Workflow::load_with_engine(&dir, &dir.join("main.tool"), engine(&trace)).unwrap();
+    let replayed = replay(&wf, &trace, Options::default()).unwrap();
+    assert!(replayed.divergences.is_empty(), "{:?}", replayed.divergences);
+    assert_eq!(replayed.run.result, recorded.result);
+    // Without the recorded reads, the replay diverges (a read it cannot answer).
+    let mut without = trace.clone();
+    without.files = Some(Vec::new());
+    let wf = Workflow::load_with_engine(&dir, &dir.join("main.tool"), engine(&without)).unwrap();
+    let replayed = replay(&wf, &without, Options::default()).unwrap();
+    assert!(!replayed.divergences.is_empty());
+}
+
 // ---------------------------------------------------------------------------------------
 // Guards
 

@@ -57,3 +57,35 @@ fn err() {
         }
     });
 }
+
+/// `round` of an integer with `digits <= 0` is exact (docs/language.md): against an `i128`
+/// reference that rounds half away from zero by adding half a step to the magnitude; a
+/// result past `i64` is the nearest float.
+mod round_integers {
+    use proptest::prelude::*;
+    use tdsl::{Engine, Value};
+
+    fn reference(i: i64, digits: i64) -> Value {
+        if digits >= 0 {
+            return Value::Int(i);
+        }
+        let step = 10i128.pow((-digits) as u32);
+        let x = i128::from(i);
+        let half = step / 2;
+        let r = if x >= 0 { (x + half) / step * step } else { -((-x + half) / step * step) };
+        i64::try_from(r).map_or(Value::Float(r as f64), Value::Int)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        #[test]
+        fn exact(i in prop_oneof![any::<i64>(), -10_000i64..10_000, Just(i64::MAX), Just(i64::MIN)], digits in -17i64..=2) {
+            let engine = Engine::new();
+            let program = engine.compile("round(value=x, digits=d)").expect("compiles");
+            let vars: Value = serde_json::from_str(&format!(r#"{{"x": {i}, "d": {digits}}}"#)).expect("JSON");
+            let got = program.eval(&vars).expect("rounds");
+            // `digits` is clamped to ±15.
+            prop_assert_eq!(got, reference(i, digits.clamp(-15, 15)));
+        }
+    }
+}

@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use tdsl::exec::{StepTrace, Trace};
-use tdsl::history::{HistoryStore, Invocation, NewRun, RunFilter, SqliteStore, SCHEMA_VERSION};
+use tdsl::history::{HistoryStore, Invocation, NewRun, RunContext, RunFilter, SqliteStore, SCHEMA_VERSION};
 use tdsl::Value;
 
 const ROOT: &str = "tests/data/history";
@@ -247,7 +247,10 @@ fn two_concurrent_runs_lose_nothing() {
 /// A run recorded through the library, with invocations of known durations and results.
 fn known_run(store: &SqliteStore, tool: &str, started_at: &str, calls: &[(&str, u64, &str)]) -> i64 {
     let args = Value::object_from::<&str>([]);
-    let run = store.begin_run(&NewRun { run_id: "run-known", tool, arguments: &args, started_at }).unwrap();
+    let context = RunContext::new();
+    let run = store
+        .begin_run(&NewRun { run_id: "run-known", tool, arguments: &args, started_at, context: &context })
+        .unwrap();
     for (i, (t, ms, result)) in calls.iter().enumerate() {
         store
             .invocation(&Invocation {
@@ -263,6 +266,7 @@ fn known_run(store: &SqliteStore, tool: &str, started_at: &str, calls: &[(&str, 
                 invoked_at: started_at.to_string(),
                 completed_at: started_at.to_string(),
                 duration_ms: *ms,
+                context: RunContext::new(),
             })
             .unwrap();
     }
@@ -462,7 +466,7 @@ fn history_commands_report_bad_input() {
     rusqlite::Connection::open(&newer).unwrap().execute_batch("PRAGMA user_version = 9").unwrap();
     let o = tdsl(&["history", "list", "--history", s(&newer)]);
     assert_eq!(o.code, 2);
-    assert!(o.stderr.contains("has schema version 9, newer than this tdsl knows (2)"), "{}", o.stderr);
+    assert!(o.stderr.contains("has schema version 9, newer than this tdsl knows (4)"), "{}", o.stderr);
     // Not a database at all.
     let junk = dir.join("junk.db");
     std::fs::write(&junk, "x".repeat(4096)).unwrap();
@@ -619,4 +623,306 @@ fn serve_records_the_runs_of_its_calls() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "the flags conflict");
+}
+
+/// A root with `main.tool`, a chain of `n` `builtin:echo` steps, each passing on the last
+/// one's answer.
+fn echo_chain(name: &str, n: usize) -> PathBuf {
+    let dir = temp(name);
+    std::fs::create_dir_all(dir.join("tools")).unwrap();
+    std::fs::write(dir.join("tools/t.tool"), r#"{"system_event_endpoint": "builtin:echo"}"#).unwrap();
+    let steps: Vec<String> = (0..n)
+        .map(|i| {
+            let arg = if i == 0 { "1".to_string() } else { format!("\"REF:s{}.v\"", i - 1) };
+            format!(
+                r#"{{"execution_id": "s{i}", "tool_definition_path": "/tools/t.tool", "arguments": {{"v": {arg}}}}}"#
+            )
+        })
+        .collect();
+    let main =
+        format!(r#"{{"instructions": [{}], "response_reference_map": {{"v": "REF:s{}.v"}}}}"#, steps.join(","), n - 1);
+    std::fs::write(dir.join("main.tool"), main).unwrap();
+    dir
+}
+
+/// Issue 28: recording cost a `max(seq)` over the run's steps per step (and per step again
+/// when the run ended), so a 20,000-step chain took minutes to record. Recorded in
+/// linear time it takes seconds (about 15 s in a debug build on a loaded 2-core machine);
+/// the bound is generous, the quadratic recording took ~6 min here.
+#[test]
+fn a_long_chain_is_recorded_in_linear_time() {
+    let dir = echo_chain("long-chain", 20_000);
+    let db = dir.join("h.db");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tdsl"))
+        .args(["run", "main.tool", "--root", s(&dir), "--history", s(&db), "--context", "cycle_id=long"])
+        .env("XDG_DATA_HOME", common::data_home())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tdsl starts");
+    let status = common::exit_or_kill(&mut child, Duration::from_secs(150), "a 20,000-step recorded run", String::new);
+    assert!(status.success());
+    let store = SqliteStore::open_read_only(&db).unwrap();
+    let run = store.run("1").unwrap().unwrap();
+    assert_eq!(run.run.status, "SUCCESS");
+    assert_eq!((run.steps.len(), run.invocations.len()), (20_000, 20_000));
+    // In the order they started.
+    assert_eq!((run.steps[0].path.as_str(), run.steps[19_999].path.as_str()), ("s0", "s19999"));
+    assert!(run.invocations.iter().all(|i| i.context.get("cycle_id") == Some("long")));
+}
+
+/// Issue 28: SIGTERM during a long recorded run ended it only after the history had
+/// written every cancelled step (10 minutes at 100,000 steps). It ends within seconds,
+/// as without the history, and the run is recorded as ended, not RUNNING.
+#[cfg(unix)]
+#[test]
+fn sigterm_ends_a_long_recorded_run_within_seconds() {
+    let dir = echo_chain("sigterm", 10_000);
+    let db = dir.join("h.db");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tdsl"))
+        .args(["run", "main.tool", "--root", s(&dir), "--history", s(&db)])
+        .env("XDG_DATA_HOME", common::data_home())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("tdsl starts");
+    wait_until("the run to be under way", || {
+        SqliteStore::open_read_only(&db)
+            .ok()
+            .and_then(|st| st.invocations(&RunFilter::default()).ok())
+            .is_some_and(|i| i.len() >= 50)
+    });
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
+    let status = common::exit_or_kill(&mut child, Duration::from_secs(5), "the run after SIGTERM", String::new);
+    assert_eq!(status.code(), Some(143));
+    let store = SqliteStore::open_read_only(&db).unwrap();
+    let run = store.run("1").unwrap().unwrap();
+    assert_eq!(run.run.status, "FAILED", "cancelled runs end FAILED (E0813)");
+    assert!(run.trace.is_some());
+    assert_eq!(run.steps.len(), 10_000);
+    assert!(run.steps.iter().all(|st| st.status == "COMPLETED" || st.status == "CANCELLED"));
+}
+
+/// Runs the `tdsl` binary under `sh` with `ulimit -f BLOCKS` (no file may grow past
+/// that many blocks; SIGXFSZ ignored, so a write past it fails with EFBIG): a full disk,
+/// or with 0 a history that cannot be written at all — which holds for root too, where
+/// `chmod` does not stop writes.
+#[cfg(unix)]
+fn tdsl_with_file_limit(blocks: u32, args: &[&str]) -> common::Out {
+    let quoted: Vec<String> = args.iter().map(|a| format!("'{}'", a.replace('\'', "'\\''"))).collect();
+    let script = format!(
+        "trap '' XFSZ; ulimit -f {blocks} || exit 99; exec '{}' {}",
+        env!("CARGO_BIN_EXE_tdsl"),
+        quoted.join(" ")
+    );
+    let out = Command::new("sh")
+        .args(["-c", &script])
+        .env("NO_COLOR", "1")
+        .env("XDG_DATA_HOME", common::data_home())
+        .output()
+        .expect("sh runs");
+    assert_ne!(out.status.code(), Some(99), "sh cannot set `ulimit -f`: {}", String::from_utf8_lossy(&out.stderr));
+    common::Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Issue 28: `history list|show` and `report --run` opened the database to write (to
+/// migrate it and mark interrupted runs), so a history they could not write could not be
+/// read. They open it read-only; a run left RUNNING by a process that is gone reads as
+/// INTERRUPTED all the same.
+#[cfg(unix)]
+#[test]
+fn a_history_that_cannot_be_written_is_read() {
+    let dir = temp("read-only");
+    let db = dir.join("h.db");
+    let o = tdsl(&[
+        "run",
+        "fan.tool",
+        "--root",
+        ROOT,
+        "--arg",
+        "items=[0]",
+        "--history",
+        s(&db),
+        "--context",
+        "component=ci",
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    {
+        // A second run whose process is gone (pid 0 is never a process of ours).
+        let store = SqliteStore::open(&db).unwrap();
+        let args = Value::object_from::<&str>([]);
+        let context = RunContext::new();
+        let started_at = "2030-01-01T00:00:00.000Z";
+        store
+            .begin_run(&NewRun {
+                run_id: "run-gone",
+                tool: "/gone.tool",
+                arguments: &args,
+                started_at,
+                context: &context,
+            })
+            .unwrap();
+        store.step(2, "a", Some("/tools/t.tool"), "RUNNING", None).unwrap();
+    }
+    rusqlite::Connection::open(&db).unwrap().execute_batch("UPDATE runs SET pid = NULL WHERE id = 2").unwrap();
+    // Nothing in the folder may be written, not even SQLite's `-shm` file.
+    let _ = std::fs::remove_file(dir.join("h.db-shm"));
+    let _ = std::fs::remove_file(dir.join("h.db-wal"));
+    let before = std::fs::read(&db).unwrap();
+    let o = tdsl_with_file_limit(0, &["history", "list", "--history", s(&db)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.lines().nth(1).is_some_and(|l| l.starts_with("2   INTERRUPTED  /gone.tool")), "{}", o.stdout);
+    assert!(
+        o.stdout.lines().nth(2).is_some_and(|l| l.starts_with("1   SUCCESS") && l.ends_with("component=ci")),
+        "{}",
+        o.stdout
+    );
+    let o = tdsl_with_file_limit(0, &["history", "show", "2", "--history", s(&db)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains("/gone.tool INTERRUPTED") && o.stdout.contains("a     INTERRUPTED"), "{}", o.stdout);
+    let o = tdsl_with_file_limit(0, &["history", "stats", "--history", s(&db)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let html = dir.join("r.html");
+    let o = tdsl(&["report", "--run", "1", "--history", s(&db), "-o", s(&html)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let _ = std::fs::remove_file(&html);
+    let o = tdsl_with_file_limit(0, &["report", "--run", "1", "--history", s(&db), "-o", "/dev/null"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(std::fs::read(&db).unwrap(), before, "reading wrote the database");
+    // The library: a read-only store refuses writes; a missing file is not created.
+    let store = SqliteStore::open_read_only(&db).unwrap();
+    assert!(store.is_read_only());
+    let e = store.step(2, "b", None, "RUNNING", None).unwrap_err();
+    assert!(e.0.contains("read-only"), "{e}");
+    let missing = dir.join("none.db");
+    let empty = SqliteStore::open_read_only(&missing).unwrap();
+    assert_eq!(empty.runs(&RunFilter::default()).unwrap(), []);
+    let o = tdsl(&["history", "list", "--history", s(&missing)]);
+    assert_eq!((o.code, o.stdout.as_str()), (0, "no runs recorded\n"));
+    assert!(!missing.exists());
+}
+
+/// Issue 28: on a full disk a run that cannot record says so once, runs to its end, and
+/// its run does not stay RUNNING.
+#[cfg(unix)]
+#[test]
+fn a_run_on_a_full_disk_says_so_once_and_is_not_left_running() {
+    let dir = echo_chain("full-disk", 3_000);
+    let db = dir.join("h.db");
+    // 200 blocks (100 KiB with sh's 512-byte blocks): room for the schema and the first
+    // rows, not for 3,000 steps.
+    let o = tdsl_with_file_limit(200, &["run", "main.tool", "--root", s(&dir), "--history", s(&db)]);
+    assert_eq!(o.code, 0, "the run itself succeeds: {}", o.stderr);
+    assert_eq!(json(&o.stdout)["v"], 1);
+    assert_eq!(o.stderr.matches("warning: the run history is incomplete").count(), 1, "{}", o.stderr);
+    assert_eq!(o.stderr.lines().count(), 1, "{}", o.stderr);
+    // The disk is still full: reading it must not need to write (marking the run
+    // INTERRUPTED in the file cannot be done, and is not needed to show it so).
+    let o = tdsl_with_file_limit(0, &["history", "list", "--history", s(&db), "--format", "json"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let runs = json(&o.stdout);
+    assert_eq!(runs.as_array().map(Vec::len), Some(1), "{runs}");
+    assert_eq!(runs[0]["status"], "INTERRUPTED", "{runs}");
+    // With room again, the next run's tdsl marks it so in the file.
+    let o = tdsl(&["history", "list", "--history", s(&db), "--format", "json"]);
+    assert_eq!(json(&o.stdout)[0]["status"], "INTERRUPTED", "{}", o.stdout);
+}
+
+/// Issue 28: a tool's terminal escape sequences (ESC [31m, BEL) are shown escaped in
+/// `run`'s error line and in `history show`, not passed to the terminal.
+#[test]
+fn escape_sequences_from_tools_are_shown_escaped() {
+    let dir = temp("ansi");
+    let db = dir.join("h.db");
+    let o = tdsl(&["run", "ansi.tool", "--root", ROOT, "--history", s(&db)]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(!o.stderr.contains('\u{1b}') && !o.stderr.contains('\u{7}'), "{:?}", o.stderr);
+    assert!(o.stderr.contains("\\x1b[31mred alert\\x07"), "{}", o.stderr);
+    let o = tdsl(&["history", "show", "1", "--history", s(&db)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(!o.stdout.contains('\u{1b}') && !o.stdout.contains('\u{7}'), "{:?}", o.stdout);
+    assert!(o.stdout.contains("\\x1b[31mred alert\\x07"), "{}", o.stdout);
+    // JSON keeps the text as it is (escaped by JSON itself).
+    let o = tdsl(&["history", "show", "1", "--history", s(&db), "--format", "json"]);
+    let j = json(&o.stdout);
+    assert!(j["invocations"][0]["error"].as_str().is_some_and(|e| e.contains("\u{1b}[31mred alert\u{7}")), "{j}");
+}
+
+/// Issue 28 / seed 003: `run --context KEY=VALUE` is recorded with the run and on each
+/// invocation, shown by `history list|show`, and `history list --context` filters on it.
+#[test]
+fn a_run_context_is_recorded_shown_and_filtered_on() {
+    let dir = temp("context");
+    let db = dir.join("h.db");
+    let run = |context: &[&str]| {
+        let mut argv = vec!["run", "fan.tool", "--root", ROOT, "--arg", "items=[0, 0]", "--history", s(&db)];
+        for c in context {
+            argv.extend_from_slice(&["--context", c]);
+        }
+        let o = tdsl(&argv);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+    };
+    run(&["cycle_id=7", "component=planner", "triggered_by=cron"]);
+    run(&["cycle_id=8", "component=planner"]);
+    run(&[]);
+    let ids = |filter: &[&str]| {
+        let mut argv = vec!["history", "list", "--history", s(&db), "--format", "json"];
+        for c in filter {
+            argv.extend_from_slice(&["--context", c]);
+        }
+        let o = tdsl(&argv);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        json(&o.stdout).as_array().unwrap().iter().map(|r| r["id"].as_i64().unwrap()).collect::<Vec<_>>()
+    };
+    assert_eq!(ids(&[]), [3, 2, 1]);
+    assert_eq!(ids(&["component=planner"]), [2, 1]);
+    assert_eq!(ids(&["component=planner", "cycle_id=7"]), [1]);
+    assert_eq!(ids(&["cycle_id=9"]), Vec::<i64>::new());
+    // A value is matched whole, as a string.
+    assert_eq!(ids(&["cycle_id=7 "]), Vec::<i64>::new());
+    let o = tdsl(&["history", "list", "--history", s(&db)]);
+    assert!(o.stdout.starts_with("ID  STATUS   TOOL       DURATION  STARTED"), "{}", o.stdout);
+    assert!(o.stdout.lines().next().is_some_and(|l| l.ends_with("CONTEXT")), "{}", o.stdout);
+    assert!(o.stdout.contains("component=planner, cycle_id=7, triggered_by=cron"), "{}", o.stdout);
+    let o = tdsl(&["history", "show", "1", "--history", s(&db)]);
+    assert!(o.stdout.contains("\ncontext: component=planner, cycle_id=7, triggered_by=cron\n"), "{}", o.stdout);
+    let j = json(&tdsl(&["history", "show", "1", "--history", s(&db), "--format", "json"]).stdout);
+    assert_eq!(j["context"]["triggered_by"], "cron");
+    assert_eq!(j["invocations"].as_array().map(Vec::len), Some(2));
+    for i in j["invocations"].as_array().unwrap() {
+        assert_eq!(i["context"], j["context"], "{i}");
+    }
+    // Bad keys and pairs are usage errors, before anything runs.
+    for (bad, says) in [
+        ("cycle-id=1", "a key is a letter or `_`"),
+        ("1st=1", "a key is a letter or `_`"),
+        ("=1", "a key is a letter or `_`"),
+        ("cycle_id", "must be KEY=VALUE"),
+    ] {
+        let o = tdsl(&["run", "fan.tool", "--root", ROOT, "--arg", "items=[0]", "--history", s(&db), "--context", bad]);
+        assert_eq!(o.code, 2, "{bad}");
+        assert!(o.stderr.contains(says), "{bad}: {}", o.stderr);
+        let o = tdsl(&["history", "list", "--history", s(&db), "--context", bad]);
+        assert_eq!(o.code, 2, "{bad}");
+        assert!(o.stderr.contains(says), "{bad}: {}", o.stderr);
+    }
+    let long = format!("k={}", "x".repeat(2000));
+    let o = tdsl(&["run", "fan.tool", "--root", ROOT, "--arg", "items=[0]", "--history", s(&db), "--context", &long]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("more than 1024"), "{}", o.stderr);
+    assert_eq!(ids(&[]).len(), 3, "nothing ran");
+    // The library: a Recorder given a context.
+    let mut context = RunContext::new();
+    context.insert("conversation_turn", "3").unwrap();
+    assert!(context.insert("no-dash", "x").is_err());
+    let store = SqliteStore::open(&db).unwrap();
+    let filter = RunFilter { context: vec![("component".into(), "planner".into())], ..RunFilter::default() };
+    assert_eq!(store.runs(&filter).unwrap().len(), 2);
+    let bad = RunFilter { context: vec![("x') OR 1=1 --".into(), "1".into())], ..RunFilter::default() };
+    assert!(store.runs(&bad).is_err());
 }

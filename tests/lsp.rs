@@ -215,6 +215,33 @@ fn changes_recheck_the_file_and_its_callers() {
     c.shutdown();
 }
 
+/// Issue 28: a burst of edits is analysed once, on its latest text (it was one analysis
+/// per edit: 200 quick edits of a 20,000-step file left the next request waiting 91 s),
+/// and a request after them sees that text.
+#[test]
+fn quick_edits_are_coalesced_into_one_analysis() {
+    let ws = sample();
+    let mut c = start(ws.path());
+    let main = c.open(&ws.path().join("main.tool"));
+    assert_eq!(c.diagnostics(&main), Vec::<Value>::new());
+    let broken = MAIN.replace("REF:scan.total\", \"d", "REF:scna.total\", \"d");
+    for version in 2..=101 {
+        let text = if version % 2 == 1 { &broken } else { MAIN };
+        c.notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": main, "version": version}, "contentChanges": [{"text": text}]}),
+        );
+    }
+    // The request is answered after the latest text is analysed.
+    let _ = c.request("textDocument/hover", at(&main, 0, 0));
+    let published = c.take_published(&main);
+    assert!(!published.is_empty() && published.len() <= 25, "{} analyses for 100 edits", published.len());
+    let last = published.last().unwrap();
+    assert_eq!(last["version"], 101);
+    assert_eq!(last["diagnostics"][0]["code"], "E0108", "{last:#?}");
+    c.shutdown();
+}
+
 #[test]
 fn hover_shows_callees_arguments_types_and_functions() {
     let ws = sample();
@@ -397,6 +424,20 @@ fn rename_an_argument_updates_its_callers() {
     assert_eq!(main_edits.len(), 2);
     let renamed = apply(MAIN, main_edits);
     assert_eq!(renamed.matches("\"dir\": \"REF:arguments.folder\"").count(), 2, "{renamed}");
+    // Issue 28: a caller's `transform_arguments` output that passes the argument is
+    // renamed with it (and the names that read it), else `check` reports E0611 and E0101.
+    let counter = c.open(&ws.path().join("tools/counter.tool"));
+    c.diagnostics(&counter);
+    let (l, ch) = find(COUNTER, "\"count\"", 3);
+    let mut p = at(&counter, l, ch);
+    p["newName"] = json!("n");
+    let edit = c.request("textDocument/rename", p.clone()).unwrap();
+    let renamed = apply(MAIN, edit["changes"][&main_uri].as_array().unwrap());
+    assert!(renamed.contains(r#""transforms": {"n": "length(names) + REF:scan.total"}"#), "{renamed}");
+    // A name the caller's block already has is refused.
+    p["newName"] = json!("names");
+    let refused = c.request("textDocument/rename", p).unwrap_err();
+    assert!(refused.contains("step `sum`") && refused.contains("already has a name `names`"), "{refused}");
     // In the composite: the declaration and its REFs.
     let main = c.open(&ws.path().join("main.tool"));
     c.diagnostics(&main);
@@ -573,4 +614,282 @@ fn schema_matches_the_checked_in_copy() {
         schema["$defs"]["condition"]["oneOf"][0]["properties"]["operator"]["enum"].as_array().unwrap().len(),
         12
     );
+}
+
+/// One raw frame read from the server: its JSON.
+fn read_frame(r: &mut impl std::io::BufRead) -> Option<Value> {
+    let mut length = None;
+    loop {
+        let mut line = String::new();
+        if r.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some(v) = line.strip_prefix("Content-Length: ") {
+            length = v.parse::<usize>().ok();
+        }
+    }
+    let mut body = vec![0; length?];
+    r.read_exact(&mut body).ok()?;
+    serde_json::from_slice(&body).ok()
+}
+
+fn write_frame(w: &mut impl std::io::Write, v: &Value) {
+    let body = serde_json::to_vec(v).unwrap();
+    write!(w, "Content-Length: {}\r\n\r\n", body.len()).unwrap();
+    w.write_all(&body).unwrap();
+    w.flush().unwrap();
+}
+
+/// A `tests/data/lsp/frames/*.frame` file: its bytes (escapes `\r`, `\n`, `\xHH`, `\\`;
+/// the file's own line ends and `#` lines are not part of them), the answers expected
+/// before the next good request's, and extra arguments of `tdsl lsp`.
+fn frame_case(text: &str) -> (Vec<u8>, Vec<String>, Vec<String>) {
+    let mut bytes = Vec::new();
+    let mut answers = Vec::new();
+    let mut args = Vec::new();
+    for line in text.lines() {
+        if let Some(c) = line.strip_prefix('#') {
+            let c = c.trim();
+            if let Some(a) = c.strip_prefix("answer:") {
+                answers.push(a.trim().to_string());
+            } else if let Some(a) = c.strip_prefix("args:") {
+                args.extend(a.split_whitespace().map(str::to_string));
+            }
+            continue;
+        }
+        let b = line.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            if b[i] == b'\\' {
+                match b[i + 1] {
+                    b'r' => bytes.push(b'\r'),
+                    b'n' => bytes.push(b'\n'),
+                    b'\\' => bytes.push(b'\\'),
+                    b'x' => {
+                        bytes.push(u8::from_str_radix(&line[i + 2..i + 4], 16).unwrap());
+                        i += 2;
+                    }
+                    other => panic!("unknown escape \\{}", other as char),
+                }
+                i += 2;
+            } else {
+                bytes.push(b[i]);
+                i += 1;
+            }
+        }
+    }
+    (bytes, answers, args)
+}
+
+/// Issue 28: every malformed frame of `tests/data/lsp/frames` after a good `initialize`:
+/// the server answers what it can (the `# answer:` lines, in order), skips the rest, still
+/// answers the good request that follows, and ends cleanly on `shutdown`/`exit`.
+#[test]
+fn malformed_frames_do_not_end_the_server() {
+    use std::io::{BufReader, Write};
+    use std::process::{Command, Stdio};
+    let dir = data("tests/data/lsp/frames");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "frame"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 20, "the cases are there");
+    let mut failures = Vec::new();
+    for f in &files {
+        let (bytes, want, args) = frame_case(&std::fs::read_to_string(f).unwrap());
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tdsl"))
+            .arg("lsp")
+            .args(&args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("tdsl lsp starts");
+        let mut stdin = child.stdin.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let stdout = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            let mut r = BufReader::new(stdout);
+            while let Some(v) = read_frame(&mut r) {
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        });
+        let next = || rx.recv_timeout(std::time::Duration::from_secs(60));
+        write_frame(
+            &mut stdin,
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"processId": null, "capabilities": {}}}),
+        );
+        assert_eq!(next().expect("initialize is answered")["id"], 1);
+        write_frame(&mut stdin, &json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}));
+        stdin.write_all(&bytes).unwrap();
+        let good = json!({"jsonrpc": "2.0", "id": 99, "method": "textDocument/hover",
+            "params": {"textDocument": {"uri": "file:///nowhere/b.tool"}, "position": {"line": 0, "character": 0}}});
+        write_frame(&mut stdin, &good);
+        let mut got = Vec::new();
+        let answered = loop {
+            let Ok(v) = next() else { break false };
+            if v["id"] == 99 {
+                break true;
+            }
+            if v.get("method").is_some() {
+                continue;
+            }
+            got.push(match v.get("error") {
+                Some(e) => format!("error {} {}", e["code"], v["id"]),
+                None => format!("result {}", v["id"]),
+            });
+        };
+        write_frame(&mut stdin, &json!({"jsonrpc": "2.0", "id": 100, "method": "shutdown"}));
+        write_frame(&mut stdin, &json!({"jsonrpc": "2.0", "method": "exit"}));
+        drop(stdin);
+        let status = child.wait().unwrap();
+        let name = f.file_name().unwrap().to_string_lossy().to_string();
+        if !answered || got != want || status.code() != Some(0) {
+            failures.push(format!(
+                "{name}: good request answered: {answered}; answers {got:?}, want {want:?}; exit {:?}",
+                status.code()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Copies the `.tool` files under `from` into `to`, keeping their folders.
+fn copy_tools(from: &Path, to: &Path) {
+    for e in std::fs::read_dir(from).unwrap() {
+        let p = e.unwrap().path();
+        let dest = to.join(p.file_name().unwrap());
+        if p.is_dir() {
+            std::fs::create_dir_all(&dest).unwrap();
+            copy_tools(&p, &dest);
+        } else if p.extension().is_some_and(|x| x == "tool") {
+            std::fs::write(&dest, std::fs::read(&p).unwrap()).unwrap();
+        }
+    }
+}
+
+fn tool_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            tool_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "tool") {
+            out.push(p);
+        }
+    }
+    out.sort();
+}
+
+/// The errors `check` reports for a file (codes and messages).
+fn check_errors(root: &Path, file: &Path) -> Vec<String> {
+    let mut a = tdsl::Analyzer::new(tdsl::ToolRoot::new(root));
+    let checked = a.check_file(file).expect("readable");
+    checked.diagnostics.iter().filter(|d| d.is_error()).map(|d| format!("{}: {}", d.code.as_str(), d.message)).collect()
+}
+
+/// The (line, UTF-16 column) of byte `at`.
+fn position_of(text: &str, at: usize) -> (u32, u32) {
+    let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let line = text[..line_start].matches('\n').count();
+    let col: usize = text[line_start..at].chars().map(char::len_utf16).sum();
+    (line as u32, col as u32)
+}
+
+/// Issue 28: over the check corpus (`root/` and `ok/`), renaming every step and argument
+/// (from every place it is named), to a fresh name and to names the file already uses,
+/// is either refused or leaves every file that checked clean still clean. Renaming a
+/// composite's argument used to leave the callers' `transform_arguments` outputs that
+/// pass it (and the names reading them), and `check` then reported E0611 and E0101.
+#[test]
+fn renames_keep_clean_files_clean_over_the_corpus() {
+    use tdsl::lsp::symbols::{occurrences, Resolver, Sym};
+    let tmp = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(tmp.path()).unwrap();
+    copy_tools(&data("tests/data/check/root"), &root);
+    std::fs::create_dir_all(root.join("ok")).unwrap();
+    copy_tools(&data("tests/data/check/ok"), &root.join("ok"));
+    let mut all = Vec::new();
+    tool_files(&root, &mut all);
+    let clean: Vec<PathBuf> = all.iter().filter(|f| check_errors(&root, f).is_empty()).cloned().collect();
+    assert!(clean.len() > 100, "{} clean files", clean.len());
+    let tool_path = |f: &Path| format!("\"/{}\"", f.strip_prefix(&root).unwrap().display());
+    let mut c = Client::in_process();
+    c.initialize(&root, json!({}), json!({"root": root}));
+    let engine = tdsl::Engine::new();
+    let mut done = std::collections::HashSet::new();
+    let (mut renamed, mut refused) = (0, 0);
+    let mut failures = Vec::new();
+    for f in &clean {
+        let text = std::fs::read_to_string(f).unwrap();
+        let tool = tdsl::tool::load(&text).0.expect("a clean file loads");
+        let occs = occurrences(&engine, f, &tool, &Resolver { root: &root });
+        let u = c.open(f);
+        c.diagnostics(&u);
+        // Names the file already uses: a rename to one of them must be refused or harmless.
+        let mut taken: Vec<String> = Vec::new();
+        for o in &occs {
+            let (Sym::Variable { name, .. } | Sym::Step { id: name, .. } | Sym::Argument { name, .. }) = &o.sym else {
+                continue;
+            };
+            if !taken.contains(name) && taken.len() < 2 {
+                taken.push(name.clone());
+            }
+        }
+        for o in &occs {
+            if !matches!(o.sym, Sym::Step { .. } | Sym::Argument { .. }) || !done.insert(o.sym.clone()) {
+                continue;
+            }
+            let (line, col) = position_of(&text, o.span.start as usize);
+            for new in std::iter::once("renamed_x".to_string()).chain(taken.iter().cloned()) {
+                let mut p = at(&u, line, col);
+                p["newName"] = json!(new);
+                let Ok(edit) = c.request("textDocument/rename", p) else {
+                    refused += 1;
+                    continue;
+                };
+                renamed += 1;
+                let changes = edit["changes"].as_object().cloned().unwrap_or_default();
+                let mut originals = Vec::new();
+                for (file_uri, edits) in &changes {
+                    let path = lsp_types::Url::parse(file_uri).unwrap().to_file_path().unwrap();
+                    let before = std::fs::read_to_string(&path).unwrap();
+                    std::fs::write(&path, apply(&before, edits.as_array().unwrap())).unwrap();
+                    originals.push((path, before));
+                }
+                // The changed files and the clean files that call one of them.
+                let paths: Vec<String> = originals.iter().map(|(p, _)| tool_path(p)).collect();
+                for g in &clean {
+                    let changed = originals.iter().any(|(p, _)| p == g);
+                    if !changed && !paths.iter().any(|tp| std::fs::read_to_string(g).unwrap().contains(tp.as_str())) {
+                        continue;
+                    }
+                    let errors = check_errors(&root, g);
+                    if !errors.is_empty() {
+                        failures.push(format!(
+                            "renaming {:?} (at {}:{}) to `{new}` breaks {}: {errors:?}",
+                            o.sym,
+                            f.display(),
+                            line + 1,
+                            g.display()
+                        ));
+                    }
+                }
+                for (path, before) in originals {
+                    std::fs::write(path, before).unwrap();
+                }
+            }
+        }
+        c.notify("textDocument/didClose", json!({"textDocument": {"uri": u}}));
+    }
+    assert!(renamed > 100 && refused > 10, "{renamed} renames, {refused} refused");
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    c.shutdown();
 }

@@ -212,13 +212,17 @@ fn run_plan_is_recorded_logged_and_reads_files_only_with_files() {
     assert_eq!(r["structuredContent"]["diagnostics"][0]["code"], "E1310", "{r}");
     drop(raw);
 
-    let mut raw = Raw::start(&["--history", history.to_str().expect("utf-8"), "--files", files.to_str().expect("utf-8")]);
+    let mut raw =
+        Raw::start(&["--history", history.to_str().expect("utf-8"), "--files", files.to_str().expect("utf-8")]);
     raw.request("logging/setLevel", serde_json::json!({"level": "info"}));
     let r = raw.call("run_plan", serde_json::json!({"plan": plan}));
     assert_eq!(r["isError"], false, "{r}");
     assert_eq!(r["structuredContent"]["result"], serde_json::json!({"words": 24, "note": "hello from a file"}), "{r}");
-    let started: Vec<&serde_json::Value> =
-        raw.notes.iter().filter(|n| n["method"] == "notifications/message" && n["params"]["data"]["event"] == "started").collect();
+    let started: Vec<&serde_json::Value> = raw
+        .notes
+        .iter()
+        .filter(|n| n["method"] == "notifications/message" && n["params"]["data"]["event"] == "started")
+        .collect();
     assert_eq!(started.len(), 1, "{:?}", raw.notes);
     assert_eq!(started[0]["params"]["data"]["step"], "info");
     drop(raw);
@@ -228,8 +232,8 @@ fn run_plan_is_recorded_logged_and_reads_files_only_with_files() {
         .arg(&history)
         .output()
         .expect("tdsl history");
-    let shown: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let shown: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
     let text = shown.to_string();
     assert!(text.contains("\"run_plan\""), "{shown}");
     assert!(text.contains("read_file(file_path="), "the recorded run has no plan: {shown}");
@@ -254,4 +258,106 @@ fn the_worked_session_in_examples_is_what_tdsl_answers() {
     let durations = regex::Regex::new(r#""duration_ms": \d+"#).expect("regex");
     let normal = |t: &str| durations.replace_all(t.trim(), "\"duration_ms\": N").into_owned();
     assert_eq!(normal(recorded), normal(&fresh), "examples/plans/README.md is stale: run with UPDATE_EXAMPLES=1");
+}
+
+/// An upstream over Streamable HTTP with a bearer token (`--upstream NAME=URL
+/// --upstream-token NAME=FILE`) is called from plans; a wrong token and a server that cannot
+/// start are named in the answer (`upstream_problems`) and in `tdsl://tools`, and the plans
+/// server goes on.
+#[test]
+fn an_upstream_over_http_with_a_token_and_one_that_cannot_start() {
+    use std::io::BufRead;
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let token = dir.path().join("token");
+    std::fs::write(&token, "s3cret-token\n").expect("write");
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let wrong = dir.path().join("wrong");
+    std::fs::write(&wrong, "not-it").expect("write");
+    std::fs::set_permissions(&wrong, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let mut upstream = Command::new(tdsl())
+        .args(["serve", "--mcp", "--no-history", "--listen", "127.0.0.1:0", "--token-file"])
+        .arg(&token)
+        .arg("--root")
+        .arg(repo().join("tests/data/mcp"))
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the upstream starts");
+    let mut lines = std::io::BufReader::new(upstream.stderr.take().expect("stderr")).lines();
+    let url = loop {
+        let line = lines.next().expect("the upstream prints its address").expect("a line");
+        if let Some((_, rest)) = line.split_once("over MCP at ") {
+            break rest.split_whitespace().next().expect("a URL").to_string();
+        }
+    };
+    let web = format!("web={url}");
+    let good_token = format!("web={}", token.display());
+    let pause = serde_json::json!({"plan": {"instructions": [
+        {"execution_id": "p", "tool_definition_path": "web/pause", "arguments": {"n": 1}}],
+        "response_reference_map": {"n": "REF:p.n"}}});
+
+    let mut raw = Raw::start(&[
+        "--no-history",
+        "--upstream",
+        &web,
+        "--upstream-token",
+        &good_token,
+        "--upstream",
+        "gone=/nonexistent/mcp-server",
+    ]);
+    let r = raw.call("run_plan", pause.clone());
+    assert_eq!(r["isError"], false, "{r}");
+    assert_eq!(r["structuredContent"]["result"], serde_json::json!({"n": 2}), "{r}");
+    let tools = raw.request("resources/read", serde_json::json!({"uri": "tdsl://tools"}));
+    let text = tools["result"]["contents"][0]["text"].as_str().expect("text").to_string();
+    assert!(text.contains("`web/pause(n: integer!)` → `{n: integer}`"), "{text}");
+    assert!(text.contains("Upstream server `gone`") && text.contains("not available now"), "{text}");
+    let r = raw.call(
+        "check_plan",
+        serde_json::json!({"plan": {"instructions": [{"execution_id": "g", "tool_definition_path": "gone/x"}]}}),
+    );
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(r["structuredContent"]["upstream_problems"].to_string().contains("gone"), "{r}");
+    // The server goes on.
+    assert_eq!(raw.call("run_plan", pause.clone())["isError"], false);
+    drop(raw);
+
+    let wrong_token = format!("web={}", wrong.display());
+    let mut raw = Raw::start(&["--no-history", "--upstream", &web, "--upstream-token", &wrong_token]);
+    let r = raw.call("run_plan", pause);
+    assert_eq!(r["isError"], true, "{r}");
+    let problems = r["structuredContent"]["upstream_problems"].to_string();
+    assert!(
+        problems.contains("web") && problems.contains("401 Unauthorized") && !problems.contains("WorkerTransport"),
+        "{r}"
+    );
+    drop(raw);
+    let _ = upstream.kill();
+    let _ = upstream.wait();
+}
+
+/// 10 MB of plan on one line is answered with an error (the framing layer's size limit), a
+/// 1 MB plan sent as text with the plan-size diagnostic, and the server goes on.
+#[test]
+fn a_huge_plan_is_refused_and_the_server_goes_on() {
+    use std::io::BufRead;
+    let mut raw = Raw::start(&["--no-history"]);
+    let filler = "x".repeat(10 * 1024 * 1024);
+    raw.send(&serde_json::json!({"jsonrpc": "2.0", "id": 900, "method": "tools/call",
+        "params": {"name": "check_plan", "arguments": {"plan": {"description": filler, "instructions": []}}}}));
+    let mut line = String::new();
+    raw.stdout.read_line(&mut line).expect("read");
+    let answer: serde_json::Value = serde_json::from_str(&line).expect("JSON");
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    let text = format!("{{\"description\": \"{}\", \"instructions\": []}}", "y".repeat(1024 * 1024));
+    let r = raw.call("check_plan", serde_json::json!({"plan": text}));
+    assert_eq!(r["isError"], true, "{}", &r.to_string()[..300.min(r.to_string().len())]);
+    assert_eq!(r["structuredContent"]["diagnostics"][0]["code"], "E1301");
+    let r = raw.call(
+        "check_plan",
+        serde_json::json!({"plan": {"instructions": [{"execution_id": "v", "tool_definition_path": "document_validator",
+            "arguments": {"file_paths": ["a.txt"]}}]}}),
+    );
+    assert_eq!(r["structuredContent"]["ok"], true, "{r}");
 }

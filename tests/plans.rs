@@ -324,6 +324,8 @@ fn runs_answer_status_result_steps_and_failure_summary() {
     assert_eq!(answer["steps"][0]["status"], "COMPLETED");
     assert!(answer["steps"][0]["duration_ms"].is_u64());
     assert!(answer.get("failure_summary").is_none() && answer["steps"][0].get("error").is_none());
+    // The trace (and the history's run) names the plan.
+    assert_eq!(run.trace.tool, tdsl::plans::PLAN_TOOL);
 
     // A tool that fails: FAILED, with the failing step's error and the summary.
     let failing = r#"{"instructions": [{"execution_id": "mail", "tool_definition_path": "send_email",
@@ -424,4 +426,127 @@ fn check_plan_on_the_command_line() {
     let diags: Json = serde_json::from_str(&o.stdout).expect("JSON");
     assert_eq!(diags[0]["code"], "E1301");
     assert_eq!(diags[0]["pointer"], "");
+}
+
+/// The file functions work in a plan only with a file store; text that merely mentions one
+/// is text.
+#[test]
+fn file_functions_need_a_store() {
+    let plan = r#"{"instructions": [{"execution_id": "sum", "tool_definition_path": "summarize",
+        "transform_arguments": {"transforms": {"text": "read_file(file_path=\"notes.txt\")"}}}],
+        "response_reference_map": {"summary": "REF:sum.summary"}}"#;
+    let without = test_plans().check(plan);
+    assert_eq!(without.diagnostics.iter().map(|d| d.code).collect::<Vec<_>>(), ["E1310"], "{}", without.render());
+    let store = tdsl::files::LocalStore::open_without_git(manifest().join("tests/data/files/tree")).expect("a store");
+    let with = test_plans().with_file_store(Arc::new(store));
+    let check = with.check(plan);
+    assert!(check.ok() && check.diagnostics.is_empty(), "{}", check.render());
+    let run = with.run(plan, tdsl::Value::Null, runner(), &RunPlanOptions::default()).expect("it runs");
+    assert_eq!(run.status, RunStatus::Success, "{}", run.to_json());
+    // An argument that only mentions a file function is text.
+    let text = r#"{"instructions": [{"execution_id": "s", "tool_definition_path": "search",
+        "arguments": {"query": "what does read_file(path) do"}}], "response_reference_map": {"t": "REF:s.total"}}"#;
+    assert!(test_plans().check(text).diagnostics.is_empty());
+}
+
+/// The composites of `examples/`, sent as plans against their own roots, get none of the
+/// plan codes: the model-mistake checks do not fire on plans written well.
+#[test]
+fn well_written_composites_get_no_plan_codes() {
+    let mut checked = 0;
+    for entry in std::fs::read_dir(manifest().join("examples")).expect("examples") {
+        let dir = entry.expect("entry").path();
+        let main = dir.join("main.tool");
+        if !main.is_file() {
+            continue;
+        }
+        let plans = Plans::for_root(&dir, &[] as &[&str]).expect("the root loads");
+        let check = plans.check(&std::fs::read_to_string(&main).expect("readable"));
+        let plan_codes: Vec<&str> =
+            check.diagnostics.iter().map(|d| d.code).filter(|c| c[1..].starts_with("13")).collect();
+        assert!(plan_codes.is_empty(), "{}: {plan_codes:?}\n{}", main.display(), check.render());
+        checked += 1;
+    }
+    assert!(checked >= 2, "only {checked} examples");
+    // Nor on the analysis' clean cases (the seed's examples among them), but for what a
+    // plan may not do: use the file functions without a store (E1310), be primitive (E1304).
+    let plans = Plans::for_root(manifest().join("tests/data/check/root"), &[] as &[&str]).expect("root");
+    for entry in std::fs::read_dir(manifest().join("tests/data/check/ok")).expect("ok cases") {
+        let path = entry.expect("entry").path();
+        let check = plans.check(&std::fs::read_to_string(&path).expect("readable"));
+        let plan_codes: Vec<&str> = check
+            .diagnostics
+            .iter()
+            .map(|d| d.code)
+            .filter(|c| c[1..].starts_with("13") && !["E1310", "E1304"].contains(c))
+            .collect();
+        assert!(plan_codes.is_empty(), "{}: {plan_codes:?}\n{}", path.display(), check.render());
+        checked += 1;
+    }
+    assert!(checked >= 50, "only {checked} composites");
+    // The served tools' definitions, for a listing.
+    let plans = test_plans();
+    let search = plans.definition("search").expect("search");
+    assert_eq!(search.arguments[0].name.node, "query");
+    let forecast = plans.definition("weather/forecast").expect("an upstream tool");
+    assert_eq!(forecast.responses.len(), 3);
+    assert!(plans.definition("delete_all").is_none());
+}
+
+/// A placeholder naming a step is an error wherever a value is: nested in arguments, in
+/// `variables`, in conditions, in `response_reference_map`, in a `done_value`.
+#[test]
+fn placeholders_are_found_wherever_values_are() {
+    let plan = json!({
+        "instructions": [
+            {"execution_id": "search", "tool_definition_path": "search", "arguments": {"query": "tdsl"}},
+            {"execution_id": "mail", "tool_definition_path": "send_email",
+             "arguments": {"to": "a@example.org", "subject": "s", "body": "b", "extra": {"items": ["x", "{{search.total}}"]}},
+             "transform_arguments": {"variables": {"n": "${search.total}"}, "transforms": {"subject": "string(n)"}},
+             "conditions": [{"logic": "OR", "conditions": [{"param": "#E1", "operator": "exists"}]}],
+             "done_check": [{"param": "REF:search.total", "operator": "equals", "value": "$1"}],
+             "done_value": {"sent": "{{ steps.search.output.total }}"}}
+        ],
+        "response_reference_map": {"sent": "{{mail.sent}}"}
+    });
+    let check = test_plans().check_value(&plan);
+    let found: BTreeSet<String> =
+        check.diagnostics.iter().filter(|d| d.code == "E1311").map(|d| d.pointer.clone()).collect();
+    let want: BTreeSet<String> = [
+        "/instructions/1/arguments/extra/items/1",
+        "/instructions/1/transform_arguments/variables/n",
+        "/instructions/1/conditions/0/conditions/0/param",
+        "/instructions/1/done_check/0/value",
+        "/instructions/1/done_value/sent",
+        "/response_reference_map/sent",
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect();
+    assert_eq!(found, want, "{}", check.render());
+    let generic =
+        check.diagnostics.iter().find(|d| d.pointer == "/instructions/1/done_value/sent").expect("done_value");
+    assert!(generic.help.as_deref().is_some_and(|h| h.contains("\"REF:search.total\"")), "{:?}", generic.help);
+}
+
+/// Mangled plans (cut anywhere, brackets and placeholders pushed in anywhere) get
+/// diagnostics, never a panic.
+#[test]
+fn mangled_plans_never_panic() {
+    let plans = test_plans();
+    for (name, case) in cases().into_iter().take(20) {
+        let text = text_of(&case, "plan");
+        let bounds: Vec<usize> = (0..text.len()).filter(|i| text.is_char_boundary(*i)).step_by(13).collect();
+        for at in bounds {
+            let _ = plans.check(&text[..at]);
+            for insert in ["{{", "$.", "[", "\"", "\\", "REF:", "}"] {
+                let mut mangled = text.clone();
+                mangled.insert_str(at, insert);
+                let check = plans.check(&mangled);
+                for d in &check.diagnostics {
+                    assert!(!d.rendered.is_empty(), "{name} at {at}: {insert}");
+                }
+            }
+        }
+    }
 }

@@ -235,3 +235,79 @@ fn report_errors() {
     assert_eq!(o.code, 2);
     assert!(o.stderr.starts_with("error: cannot write "), "{}", o.stderr);
 }
+
+/// A trace of one completed step whose result (and the attempt's response) holds a string
+/// of `bytes` bytes of `<` (escaped six-fold in the page's JSON, the worst case).
+fn trace_with_a_big_string(path: &Path, bytes: usize) {
+    let big = "<".repeat(bytes);
+    let t = serde_json::json!({"format": "tdsl-trace/2", "run_id": "run-1", "tool": "main.tool",
+      "arguments": {}, "overall_status": "SUCCESS", "started_at": "2026-01-01T00:00:00.000Z",
+      "completed_at": "2026-01-01T00:00:00.010Z", "total_duration_ms": 10, "total_retries": 0,
+      "circuit_breaker_trips": 0, "max_in_flight": 1, "step_results": [
+        {"step_id": "a", "tool": "/t.tool", "status": "COMPLETED", "duration_ms": 10,
+         "started_ms": 0, "ended_ms": 10, "output": {"big": big, "list": (0..100_000).collect::<Vec<_>>()},
+         "attempts": [{"attempt": 1, "outcome": "ok", "response": {"big": big}, "delay_ms": 0,
+                       "started_ms": 0, "duration_ms": 10}]}]});
+    std::fs::write(path, t.to_string()).unwrap();
+}
+
+/// Issue 28 item 6: the page embeds a bounded part of each value, saying what it left out;
+/// a trace holding a 20 MB string gives a page of well under a MiB.
+#[test]
+fn the_page_embeds_a_bounded_part_of_each_value() {
+    let dir = out_dir("big");
+    let (trace, page) = (dir.join("big.json"), dir.join("big.html"));
+    trace_with_a_big_string(&trace, 20 << 20);
+    let o = tdsl(&["report", s(&trace), "-o", s(&page)]);
+    assert_eq!((o.code, o.stderr.as_str()), (0, ""));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.len() < 512 << 10, "the page is {} bytes", html.len());
+    assert!(html.contains("… [truncated: 20971520 bytes in all, the first 8192 shown]"), "no note of the cut");
+    assert!(html.contains("more items of 100000 not shown]"), "no note of the list's cut");
+    assert!(html.contains(r#"<tr data-step="a" data-status="COMPLETED">"#));
+}
+
+/// Issue 28 item 6: under a memory limit too small for the trace, `report` says so and
+/// exits 2 instead of aborting.
+#[cfg(unix)]
+#[test]
+fn report_fails_cleanly_when_memory_runs_out() {
+    let dir = out_dir("memory");
+    let (trace, page) = (dir.join("big.json"), dir.join("big.html"));
+    trace_with_a_big_string(&trace, 30 << 20);
+    // 150 MB of address space: the binary starts, the 60 MB trace cannot be drawn.
+    let script =
+        format!("ulimit -v 150000 && exec '{}' report '{}' -o '{}'", env!("CARGO_BIN_EXE_tdsl"), s(&trace), s(&page));
+    let out = Command::new("sh").args(["-c", &script]).output().expect("sh runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.starts_with("error: not enough memory to draw "), "{stderr}");
+    assert!(!page.exists());
+}
+
+/// Issue 28 item 6: `-o` naming the trace itself (or a symbolic or hard link to it, or the
+/// history database) is refused, and the trace is left as it was.
+#[test]
+fn report_refuses_to_write_over_what_it_reads() {
+    let dir = out_dir("overwrite");
+    let trace = run_the_composite(&dir);
+    let before = std::fs::read(&trace).unwrap();
+    let (soft, hard) = (dir.join("soft.json"), dir.join("hard.json"));
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(&trace, &soft).unwrap();
+    std::fs::hard_link(&trace, &hard).unwrap();
+    let mut outputs = vec![trace.clone(), hard];
+    if cfg!(unix) {
+        outputs.push(soft);
+    }
+    for out in &outputs {
+        let o = tdsl(&["report", s(&trace), "-o", s(out)]);
+        assert_eq!(o.code, 2, "{}", o.stderr);
+        assert!(o.stderr.contains("is the trace") && o.stderr.contains("the page would replace it"), "{}", o.stderr);
+    }
+    assert_eq!(std::fs::read(&trace).unwrap(), before, "the trace was changed");
+    let history = dir.join("h.db");
+    let o = tdsl(&["report", "--run", "1", "--history", s(&history), "-o", s(&history)]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("is the history database"), "{}", o.stderr);
+}

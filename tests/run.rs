@@ -464,3 +464,249 @@ fn engine_temporal_needs_the_feature() {
     assert_eq!(o.code, 2, "{}", o.stderr);
     assert!(o.stderr.contains("`temporal` feature"), "{}", o.stderr);
 }
+
+/// A folder with `main.tool` (given) and the tools of `tests/data/run/tools` it may call.
+fn with_tools(name: &str, main: &str) -> PathBuf {
+    let dir = temp(name);
+    std::fs::create_dir_all(dir.join("tools/bin")).unwrap();
+    for f in ["tools/broken.tool", "tools/builtin_echo.tool", "tools/bin/broken.sh"] {
+        std::fs::copy(format!("{ROOT}/{f}"), dir.join(f)).unwrap();
+    }
+    std::fs::write(dir.join("main.tool"), main).unwrap();
+    dir
+}
+
+fn s(p: &std::path::Path) -> &str {
+    p.to_str().expect("UTF-8 path")
+}
+
+/// Issue 28 items 4 and 18: arguments nested 126 levels (the most `--args` reads) give a
+/// trace nested past serde_json's default 128 levels; `report` and `replay` read it, and a
+/// PARTIAL run's trace in the history is drawn by `report --run`. Its `failure_summary`
+/// names the failed step and its error.
+#[test]
+fn a_deeply_nested_partial_run_reads_back_in_report_replay_and_the_history() {
+    let dir = with_tools(
+        "deep",
+        r#"{"arguments": [{"name": "x", "type_name": "list", "required": true}],
+            "instructions": [
+              {"execution_id": "echo", "tool_definition_path": "/tools/builtin_echo.tool", "arguments": {"v": "REF:arguments.x"}},
+              {"execution_id": "broken", "tool_definition_path": "/tools/broken.tool", "continue_on_error": true}
+            ],
+            "response_reference_map": {"v": "REF:echo.v"}}"#,
+    );
+    let mut deep = serde_json::json!(0);
+    for _ in 0..126 {
+        deep = serde_json::json!([deep]);
+    }
+    let args = dir.join("args.json");
+    std::fs::write(&args, serde_json::json!({ "x": deep }).to_string()).unwrap();
+    let (trace, history, page) = (dir.join("trace.json"), dir.join("h.db"), dir.join("r.html"));
+    let main = dir.join("main.tool");
+    let o =
+        tdsl(&["run", s(&main), "--root", s(&dir), "--args", s(&args), "--trace", s(&trace), "--history", s(&history)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stderr.contains("PARTIAL"), "{}", o.stderr);
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let mut de = serde_json::Deserializer::from_str(&text);
+    de.disable_recursion_limit();
+    let t: serde_json::Value = serde::Deserialize::deserialize(&mut de).expect("the trace is JSON");
+    assert_eq!(t["overall_status"], "PARTIAL");
+    let summary = t["failure_summary"].as_str().unwrap_or_else(|| panic!("no failure_summary: {t}"));
+    assert!(summary.starts_with("continued past 1 failed step: broken: "), "{summary}");
+    assert!(summary.contains("the disk is on fire"), "{summary}");
+
+    let o = tdsl(&["report", s(&trace), "-o", s(&page)]);
+    assert_eq!((o.code, o.stderr.as_str()), (0, ""));
+    assert!(std::fs::read_to_string(&page).unwrap().contains(r#"data-step="broken" data-status="FAILED""#));
+    let o = tdsl(&["replay", s(&trace), "--root", s(&dir)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stderr.contains("replay matches the recording (PARTIAL)"), "{}", o.stderr);
+    let o = tdsl(&["report", "--run", "1", "--history", s(&history), "-o", s(&page)]);
+    assert_eq!((o.code, o.stderr.as_str()), (0, ""));
+    assert!(std::fs::read_to_string(&page).unwrap().contains(r#"data-step="broken" data-status="FAILED""#));
+
+    // Past what any run writes, a trace is refused with a message, not a crash.
+    let deeper = format!("{}0{}", "[".repeat(3000), "]".repeat(3000));
+    let text = text.replacen(r#""arguments": {"#, &format!(r#""arguments": {{"deeper": {deeper}, "#), 1);
+    std::fs::write(&trace, text).unwrap();
+    let o = tdsl(&["replay", s(&trace), "--root", s(&dir)]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("deeper than the 2048 a trace may"), "{}", o.stderr);
+}
+
+/// Issue 28 item 5: a replay gives the recorded result of a run that read files with
+/// `--files` (the reads are in the trace: the files may have changed since) and of one
+/// under a raised guard (the limits are in the trace).
+#[test]
+fn replay_gives_the_recorded_result_of_runs_with_files_and_raised_guards() {
+    let dir = with_tools(
+        "replay-files",
+        r#"{"arguments": [{"name": "items", "type_name": "list", "required": true}],
+            "instructions": [
+              {"execution_id": "read", "tool_definition_path": "/tools/builtin_echo.tool",
+               "transform_arguments": {"transforms": {"text": "upper(read_file(file_path=\"notes.txt\"))"}}},
+              {"execution_id": "fan", "tool_definition_path": "/tools/builtin_echo.tool",
+               "parallel_execution": {"iterate_over": "REF:arguments.items", "child_argument_name": "n"}}
+            ],
+            "response_reference_map": {"text": "REF:read.text"}}"#,
+    );
+    std::fs::create_dir_all(dir.join("files")).unwrap();
+    std::fs::write(dir.join("files/notes.txt"), "remember the milk").unwrap();
+    let items = format!("items={}", serde_json::json!((0..1001).collect::<Vec<_>>()));
+    let (trace, main, files) = (dir.join("trace.json"), dir.join("main.tool"), dir.join("files"));
+    let o = tdsl(&[
+        "run",
+        s(&main),
+        "--root",
+        s(&dir),
+        "--files",
+        s(&files),
+        "--arg",
+        &items,
+        "--max-fan-out",
+        "2000",
+        "--trace",
+        s(&trace),
+        "--no-history",
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(json(&o.stdout), json(r#"{"text": "REMEMBER THE MILK"}"#));
+    let t = json(&std::fs::read_to_string(&trace).unwrap());
+    assert_eq!(t["limits"]["max_fan_out"], 2000, "{}", t["limits"]);
+    assert_eq!(t["files"][0]["answer"]["text"], "remember the milk", "{}", t["files"]);
+    // The file changes, then goes: the replay reads what the run read.
+    std::fs::write(dir.join("files/notes.txt"), "buy bread").unwrap();
+    std::fs::remove_file(dir.join("files/notes.txt")).unwrap();
+    let o = tdsl(&["replay", s(&trace), "--root", s(&dir)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stderr.contains("replay matches the recording (SUCCESS)"), "{}", o.stderr);
+    assert_eq!(json(&o.stdout), json(r#"{"text": "REMEMBER THE MILK"}"#));
+}
+
+/// Issue 28 item 16: `exec:` tools inherit the whole environment unless `--clean-env`; then
+/// they see only the variables `--pass-env` names, `PATH` (a standard one unless passed) and
+/// `TDSL_TOOL`.
+#[test]
+fn clean_env_passes_only_the_named_variables() {
+    let dir = temp("clean-env");
+    std::fs::create_dir_all(dir.join("tools/bin")).unwrap();
+    let script = dir.join("tools/bin/env.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\nprintf '{\"secret\":\"%s\",\"kept\":\"%s\",\"tool\":\"%s\",\"path\":\"%s\",\"home\":\"%s\"}' \"$TDSL_TEST_SECRET\" \"$TDSL_TEST_KEPT\" \"$TDSL_TOOL\" \"$PATH\" \"$HOME\"\n",
+    )
+    .unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::write(dir.join("tools/env.tool"), r#"{"system_event_endpoint": "exec:./bin/env.sh"}"#).unwrap();
+    std::fs::write(
+        dir.join("main.tool"),
+        r#"{"instructions": [{"execution_id": "env", "tool_definition_path": "/tools/env.tool"}],
+            "response_reference_map": {"secret": "REF:env.secret", "kept": "REF:env.kept", "tool": "REF:env.tool",
+                                       "path": "REF:env.path", "home": "REF:env.home"}}"#,
+    )
+    .unwrap();
+    let main = dir.join("main.tool");
+    let run = |extra: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_tdsl"))
+            .args(["run", s(&main), "--root", s(&dir), "--no-history"])
+            .args(extra)
+            .env("TDSL_TEST_SECRET", "hunter2")
+            .env("TDSL_TEST_KEPT", "yes")
+            .env("HOME", "/home/someone")
+            .output()
+            .expect("tdsl runs");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = run(&[]);
+    assert_eq!(code, Some(0), "{err}");
+    let v = json(&out);
+    assert_eq!((v["secret"].as_str(), v["home"].as_str()), (Some("hunter2"), Some("/home/someone")), "{v}");
+    let (code, out, err) = run(&["--clean-env", "--pass-env", "TDSL_TEST_KEPT"]);
+    assert_eq!(code, Some(0), "{err}");
+    let v = json(&out);
+    assert_eq!(
+        v,
+        serde_json::json!({"secret": "", "kept": "yes", "tool": "/tools/env.tool",
+                           "path": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "home": ""})
+    );
+    let (code, out, _) = run(&["--clean-env", "--pass-env", "PATH"]);
+    assert_eq!(code, Some(0));
+    assert_eq!(json(&out)["path"].as_str(), std::env::var("PATH").ok().as_deref());
+    // Usage errors: --pass-env alone, or with something that is not a name.
+    let (code, _, err) = run(&["--pass-env", "HOME"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--clean-env"), "{err}");
+    let (code, _, err) = run(&["--clean-env", "--pass-env", "A=B"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--pass-env: \"A=B\" is not an environment variable's name"), "{err}");
+    let o = tdsl(&["serve", "--mcp", "--pass-env", "HOME"]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+
+    // `tdsl serve --clean-env`: the same rule for the tools a client calls.
+    use std::io::{BufRead, Write};
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tdsl"))
+        .args(["serve", "--mcp", "--root", s(&dir), "--no-history", "--clean-env", "--pass-env", "TDSL_TEST_KEPT"])
+        .env("TDSL_TEST_SECRET", "hunter2")
+        .env("TDSL_TEST_KEPT", "yes")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("tdsl serve starts");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    for msg in [
+        r#"{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}"#,
+        r#"{"jsonrpc": "2.0", "method": "notifications/initialized"}"#,
+        r#"{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "env", "arguments": {}}}"#,
+    ] {
+        writeln!(stdin, "{msg}").unwrap();
+    }
+    stdin.flush().unwrap();
+    let answer = loop {
+        let mut line = String::new();
+        assert!(stdout.read_line(&mut line).unwrap() > 0, "the server closed its output");
+        let v = json(&line);
+        if v["id"] == 2 {
+            break v;
+        }
+    };
+    drop(stdin);
+    common::wait_or_kill(&mut child, std::time::Duration::from_secs(30), "tdsl serve");
+    let text = answer["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("{answer}"));
+    let v = json(text);
+    assert_eq!((v["secret"].as_str(), v["kept"].as_str()), (Some(""), Some("yes")), "{v}");
+
+    // An `mcp:` endpoint's server starts under the same rule: here a `tdsl serve` of the
+    // same folder, whose `env` tool then inherits what that server was given.
+    std::fs::write(
+        dir.join("tools/via_mcp.tool"),
+        format!(
+            r#"{{"system_event_endpoint": "mcp:'{}' serve --mcp --no-history --root '{}'#env"}}"#,
+            env!("CARGO_BIN_EXE_tdsl"),
+            s(&dir)
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("main.tool"),
+        r#"{"instructions": [{"execution_id": "env", "tool_definition_path": "/tools/via_mcp.tool"}],
+            "response_reference_map": {"secret": "REF:env.secret", "kept": "REF:env.kept"}}"#,
+    )
+    .unwrap();
+    let (code, out, err) = run(&[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(json(&out), serde_json::json!({"secret": "hunter2", "kept": "yes"}));
+    let (code, out, err) = run(&["--clean-env", "--pass-env", "TDSL_TEST_KEPT"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(json(&out), serde_json::json!({"secret": "", "kept": "yes"}));
+}

@@ -66,6 +66,9 @@ pub(crate) enum UseKind {
 
 pub(crate) struct Step<'a> {
     pub ins: &'a Instruction,
+    /// The other name of its result: its own `expected_key`, or its callee's `output_key`
+    /// (SPEC §5).
+    pub key: Option<Arc<str>>,
     pub callee: Option<Arc<LoadedTool>>,
     /// The fields a REF into this step's result may name, when known.
     pub fields: Option<Arc<Fields>>,
@@ -93,7 +96,9 @@ pub(crate) struct Checker<'a> {
     pub engine: &'a Engine,
     pub source: &'a str,
     pub diags: Vec<Diagnostic>,
-    pub ids: HashMap<&'a str, usize>,
+    /// Step positions by the names REFs use: execution ids, `expected_key`s and the
+    /// `output_key` defaults of callees.
+    pub ids: HashMap<Arc<str>, usize>,
     pub steps: Vec<Step<'a>>,
     /// The composite's arguments (declared, then the tool-level transform outputs).
     pub args: IndexMap<Arc<str>, Type>,
@@ -106,6 +111,9 @@ pub(crate) struct Checker<'a> {
     shapes: HashMap<PathBuf, Arc<Shapes>>,
     /// The type of every REF, variable and transform output (`--explain-types`).
     pub explained: Vec<super::infer::TypeAt>,
+    /// `output_key`s that name no step because several steps call their tool (by key: those
+    /// steps), for the help of a REF that uses one.
+    pub ambiguous_keys: HashMap<Arc<str>, Vec<usize>>,
 }
 
 /// What a callee's declared responses say about the steps that call it.
@@ -129,6 +137,8 @@ pub(crate) struct Subject<'a> {
     pub declares_responses: bool,
     /// Whether to infer types from use (`super::infer`).
     pub types_from_use: bool,
+    /// How deep composite callees may nest (E0619).
+    pub max_nesting: usize,
 }
 
 impl<'a> Checker<'a> {
@@ -139,7 +149,7 @@ impl<'a> Checker<'a> {
         let args_type = Type::object(args.iter().map(|(k, t)| (k.clone(), t.clone())), true);
         let mut ids = HashMap::new();
         for (i, ins) in tool.instructions().iter().enumerate() {
-            ids.entry(ins.execution_id.node.as_str()).or_insert(i);
+            ids.entry(Arc::from(ins.execution_id.node.as_str())).or_insert(i);
         }
         let mut diags = Vec::new();
         expected_keys(tool.instructions(), &mut ids, &mut diags);
@@ -148,6 +158,7 @@ impl<'a> Checker<'a> {
             .iter()
             .map(|ins| Step {
                 ins,
+                key: ins.expected_key.as_ref().map(|k| Arc::from(k.node.as_str())),
                 callee: None,
                 fields: None,
                 result: None,
@@ -168,6 +179,7 @@ impl<'a> Checker<'a> {
             undeclared_warned: HashSet::new(),
             shapes: HashMap::new(),
             explained: Vec::new(),
+            ambiguous_keys: HashMap::new(),
         }
     }
 
@@ -181,7 +193,8 @@ impl<'a> Checker<'a> {
         let ToolKind::Composite { response_reference_map, .. } = &self.tool.kind else {
             return (self.diags, None, Vec::new());
         };
-        self.callees(root, &subject.name);
+        self.callees(root, &subject.name, subject.max_nesting);
+        self.default_keys();
         let tool_sites = self.tool.ref_sites();
 
         // The tool-level transform_arguments first: its outputs are arguments to the steps.
@@ -267,8 +280,73 @@ impl<'a> Checker<'a> {
         (self.diags, plan, explained)
     }
 
+    /// A step without an `expected_key` is also known by its callee's `output_key` (seed
+    /// 002, SPEC §5), unless that name is already an execution id or an `expected_key`, or
+    /// several such steps call tools with that `output_key`: then REFs could not tell them
+    /// apart, and the name is left to nobody (a REF to it says why).
+    fn default_keys(&mut self) {
+        let mut by_key: IndexMap<Arc<str>, Vec<usize>> = IndexMap::new();
+        for (i, s) in self.steps.iter().enumerate() {
+            if s.ins.expected_key.is_some() {
+                continue;
+            }
+            let Some(key) = s.callee.as_ref().and_then(|c| c.def.as_ref()).and_then(|d| d.output_key.as_ref()) else {
+                continue;
+            };
+            by_key.entry(Arc::from(key.node.as_str())).or_default().push(i);
+        }
+        for (key, users) in by_key {
+            if self.ids.contains_key(&key) {
+                continue;
+            }
+            if let [only] = users[..] {
+                self.ids.insert(key.clone(), only);
+                self.steps[only].key = Some(key);
+            } else {
+                self.ambiguous_keys.insert(key, users);
+            }
+        }
+    }
+
+    /// A composite callee whose own composite callees nest deeper than a run allows (E0619):
+    /// the chain, once, at the step that starts it.
+    fn too_deep(
+        &mut self,
+        root: &mut ToolRoot,
+        callee: &Arc<LoadedTool>,
+        name: &str,
+        path: &crate::span::Spanned<String>,
+        max_nesting: usize,
+    ) {
+        let chain = root.nesting_from(callee);
+        let depth = chain.len();
+        if depth <= max_nesting {
+            return;
+        }
+        let walk = std::iter::once(name).chain(chain.iter().map(String::as_str)).collect::<Vec<_>>().join(" → ");
+        self.diags.push(
+            Diagnostic::new(
+                Code::CompositesTooDeep,
+                path.span,
+                format!("`{}` nests composites {depth} deep, past the limit of {max_nesting}: {walk}", path.node),
+            )
+            .with_label(format!("{depth} composites deep from here"))
+            .with_help(if crate::ranges::MAX_NESTING.contains(depth as f64) {
+                format!(
+                    "a run refuses to start a composite nested deeper than {max_nesting} (E0810): call fewer composites inside each other, or raise the limit with \
+                     `tdsl run --max-nesting {depth}` (and check with `tdsl check --max-nesting {depth}`)"
+                )
+            } else {
+                format!(
+                    "a run refuses to start a composite nested deeper than {max_nesting} (E0810), and no run nests composites deeper than {}: call fewer composites inside each other",
+                    crate::ranges::MAX_NESTING.max
+                )
+            }),
+        );
+    }
+
     /// Resolves every callee, reports those that do not resolve or load, and recursion.
-    fn callees(&mut self, root: &mut ToolRoot, name: &str) {
+    fn callees(&mut self, root: &mut ToolRoot, name: &str, max_nesting: usize) {
         let mut reported: HashSet<String> = HashSet::new();
         let mut suggestions: HashMap<String, Option<String>> = HashMap::new();
         for i in 0..self.steps.len() {
@@ -303,6 +381,8 @@ impl<'a> Checker<'a> {
                                     .with_help("a tool may not reach itself through its callees: break the chain"),
                             );
                         }
+                    } else if reported.insert(path.node.clone()) {
+                        self.too_deep(root, &t, name, path, max_nesting);
                     }
                     self.steps[i].callee = Some(t);
                 }
@@ -362,6 +442,10 @@ impl<'a> Checker<'a> {
             fields.extend(def.responses.iter().map(|p| Arc::from(p.name.node.as_str())));
         }
         fields.insert(Arc::from("response"));
+        if ins.continue_on_error.as_ref().is_some_and(|c| c.node) {
+            // What a failure leaves (`failure_type`).
+            fields.extend(["status", "error_message"].map(Arc::from));
+        }
         fields.extend(outputs.map(Arc::from));
         Some(Arc::new(fields))
     }
@@ -385,7 +469,7 @@ impl<'a> Checker<'a> {
                 texts.push(&e.value);
             }
             for t in texts {
-                d.extend(super::refs::mentioned_contexts(t).iter().filter_map(|c| self.ids.get(c).copied()));
+                d.extend(super::refs::mentioned_contexts(t).iter().filter_map(|c| self.ids.get(*c).copied()));
             }
             d.sort_unstable();
             d.dedup();
@@ -412,7 +496,12 @@ impl<'a> Checker<'a> {
         let declared_responses = callee.as_ref().filter(|c| c.declares_responses).and(def).map(|d| &d.responses[..]);
         let shapes = self.callee_shapes(callee.as_ref(), declared_responses);
         let parallel = ins.parallel_execution.as_ref();
-        let element = parallel_element(declared_responses, &shapes);
+        let continues = ins.continue_on_error.as_ref().is_some_and(|c| c.node);
+        let mut element = parallel_element(declared_responses, &shapes);
+        if continues {
+            // A child that failed leaves `{"status": "failed", …}` in the list (`exec::data::gather_children`).
+            element = element.union(failure_type());
+        }
         let raw = if parallel.is_some() { Type::List(Arc::new(element.clone())) } else { shapes.response.clone() };
         let raw_fields: Option<&Fields> = if parallel.is_some() { None } else { shapes.fields.as_ref() };
         let owner = Owner::Step(i);
@@ -467,6 +556,11 @@ impl<'a> Checker<'a> {
             result = self.output_path_type(ins, path, result);
         }
         self.retries_past_breaker(ins);
+        if continues {
+            // A failure leaves `{"status": "failed", "error_message": …}` for REFs
+            // (`exec::data::failed_result`), whatever the callee declares.
+            result = result.union(failed_step_type());
+        }
         if !ins.conditions.is_empty() {
             result = result.union(Type::Null);
         }
@@ -1044,7 +1138,7 @@ impl<'a> Checker<'a> {
                     .output_path
                     .as_ref()
                     .map(|p| p.segments.iter().map(|s| s.node.clone()).collect::<Vec<_>>().into()),
-                expected_key: ins.expected_key.as_ref().map(|k| Arc::from(k.node.as_str())),
+                expected_key: step.key.clone(),
                 result_type: step.result.clone().unwrap_or(Type::Any),
                 span: ins.span,
             };
@@ -1181,6 +1275,27 @@ pub(crate) fn accepted_type(p: &Param) -> Type {
     } else {
         t.union(Type::Null)
     }
+}
+
+/// What a step or a fan-out child that failed under `continue_on_error` leaves:
+/// `{"status": "failed", "error_message": …}` (`exec::data::failed_result`), exactly.
+pub(crate) fn failure_type() -> Type {
+    Type::object([(Arc::from("status"), Type::Str), (Arc::from("error_message"), Type::Str)], false)
+}
+
+/// [`failure_type`] as REFs to the step see it: `REF:<step>.response` is the whole failure
+/// (the response alias, SPEC §2: it has no `response` key), while the value itself has no
+/// `response` field (null when read in an expression).
+fn failed_step_type() -> Type {
+    let failure = failure_type();
+    Type::object(
+        [
+            (Arc::from("status"), Type::Str),
+            (Arc::from("error_message"), Type::Str),
+            (Arc::from("response"), failure.union(Type::Null)),
+        ],
+        false,
+    )
 }
 
 /// A callee's raw response: an object of its declared responses (open: a tool may return

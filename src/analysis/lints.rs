@@ -3,6 +3,7 @@
 //! for a step that fails the run before they can run (fail-fast, SPEC §6.5).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::check::Checker;
 use crate::diagnostic::{Code, Diagnostic};
@@ -14,9 +15,9 @@ use crate::types::Type;
 
 /// Adds each step's `expected_key` to `ids` (the names REFs resolve), reporting a key that
 /// is already an execution id or another step's key (E0617).
-pub(crate) fn expected_keys<'a>(
-    instructions: &'a [Instruction],
-    ids: &mut HashMap<&'a str, usize>,
+pub(crate) fn expected_keys(
+    instructions: &[Instruction],
+    ids: &mut HashMap<Arc<str>, usize>,
     diags: &mut Vec<Diagnostic>,
 ) {
     // Where each name was first given, for the secondary label.
@@ -51,7 +52,7 @@ pub(crate) fn expected_keys<'a>(
             );
             continue;
         }
-        ids.insert(name, i);
+        ids.insert(Arc::from(name), i);
         keys.insert(name, key.span);
     }
 }

@@ -66,6 +66,7 @@ pub struct Analyzer {
     engine: Engine,
     root: ToolRoot,
     types_from_use: bool,
+    max_nesting: usize,
 }
 
 /// Everything checking one tool found.
@@ -105,7 +106,7 @@ impl Analyzer {
 
     /// An analyzer whose expressions compile with `engine` (for host functions).
     pub fn with_engine(root: ToolRoot, engine: Engine) -> Analyzer {
-        Analyzer { engine, root, types_from_use: true }
+        Analyzer { engine, root, types_from_use: true, max_nesting: crate::ranges::DEFAULT_MAX_NESTING }
     }
 
     /// Whether the analysis also infers types from how `any` values are used (on by
@@ -113,6 +114,18 @@ impl Analyzer {
     /// what the declared types prove is reported.
     pub fn set_types_from_use(&mut self, on: bool) {
         self.types_from_use = on;
+    }
+
+    /// How deep composite callees may nest below the tool checked (8 by default, as a run's
+    /// [`crate::ranges::DEFAULT_MAX_NESTING`]): a deeper chain of composite calls is `E0619`,
+    /// which names the chain. Give it the limit the run will have (`--max-nesting`).
+    pub fn set_max_nesting(&mut self, max: usize) {
+        self.max_nesting = max;
+    }
+
+    /// The nesting limit [`Analyzer::set_max_nesting`] set.
+    pub fn max_nesting(&self) -> usize {
+        self.max_nesting
     }
 
     /// The root callees resolve against.
@@ -188,6 +201,7 @@ impl Analyzer {
             name: name.clone(),
             declares_responses,
             types_from_use: self.types_from_use,
+            max_nesting: self.max_nesting,
         };
         let checker = check::Checker::new(&self.engine, &subject);
         let (found, plan, types) = checker.run(&mut self.root, &subject);

@@ -343,7 +343,7 @@ impl Checker<'_> {
         let before_steps = matches!(env.owner, Owner::ToolArguments);
         if !before_steps {
             contexts.extend(self.steps.iter().map(|s| &*s.ins.execution_id.node));
-            contexts.extend(self.steps.iter().filter_map(|s| s.ins.expected_key.as_ref().map(|k| &*k.node)));
+            contexts.extend(self.steps.iter().filter_map(|s| s.key.as_deref()));
         }
         if env.response.is_some() {
             contexts.push("response");
@@ -351,7 +351,30 @@ impl Checker<'_> {
         let mut d =
             Diagnostic::new(Code::UnknownRefContext, r.context_span, format!("unknown REF context `{}`", r.context))
                 .with_label("no such step or context");
-        if before_steps && self.ids.contains_key(r.context) {
+        let ambiguous = self.ambiguous_keys.get(r.context).filter(|_| !before_steps);
+        if let Some(users) = ambiguous {
+            let ids: Vec<&str> = users.iter().map(|&j| &*self.steps[j].ins.execution_id.node).collect();
+            let mut callees: Vec<&str> = users.iter().map(|&j| &*self.steps[j].ins.tool_definition_path.node).collect();
+            callees.sort_unstable();
+            callees.dedup();
+            d = d.with_help(format!(
+                "`{}` is the `output_key` of {}, which steps {} call: it names none of them; give the one you mean an `expected_key`, or use its execution id",
+                r.context,
+                quoted(&callees),
+                quoted(&ids)
+            ));
+        } else if let Some(s) = self.steps.iter().find(|s| {
+            !before_steps
+                && s.ins.expected_key.is_some()
+                && s.callee.as_ref().and_then(|c| c.def.as_ref()).and_then(|d| d.output_key.as_ref()).map(|k| &*k.node)
+                    == Some(r.context)
+        }) {
+            let key = s.key.as_deref().unwrap_or_default();
+            d = d.with_help(format!(
+                "`{}` is the `output_key` of `{}`, but step `{}` names its result with its own `expected_key`, which wins: use `REF:{key}`",
+                r.context, s.ins.tool_definition_path.node, s.ins.execution_id.node
+            ));
+        } else if before_steps && self.ids.contains_key(r.context) {
             d = d.with_help(
                 "the tool's own `transform_arguments` runs before any step: only `REF:arguments` is available there",
             );

@@ -34,6 +34,10 @@ pub struct ToolRoot {
     resolved: HashMap<String, Resolved>,
     /// [`ToolRoot::cycle_from`] results by canonical file path.
     cycles: HashMap<PathBuf, Option<Vec<String>>>,
+    /// [`ToolRoot::nesting_from`] by canonical file path: how many composites deep the
+    /// deepest chain of calls from that tool goes (itself included), and its next link (the
+    /// tool path called and its file).
+    nesting: HashMap<PathBuf, (usize, Option<(String, PathBuf)>)>,
 }
 
 /// A tool file read from the root.
@@ -129,7 +133,14 @@ impl ToolRoot {
 
     /// A root with an explicit policy for missing callees.
     pub fn with_policy(dir: impl Into<PathBuf>, missing: MissingCallees) -> ToolRoot {
-        ToolRoot { dir: dir.into(), missing, loaded: HashMap::new(), resolved: HashMap::new(), cycles: HashMap::new() }
+        ToolRoot {
+            dir: dir.into(),
+            missing,
+            loaded: HashMap::new(),
+            resolved: HashMap::new(),
+            cycles: HashMap::new(),
+            nesting: HashMap::new(),
+        }
     }
 
     /// The root directory.
@@ -288,6 +299,79 @@ impl ToolRoot {
             }
         }
         None
+    }
+}
+
+impl ToolRoot {
+    /// The deepest chain of composite calls from `start`: the tool paths of the composites
+    /// that would run nested inside each other, `start` first (empty when `start` is not a
+    /// composite). A run nests `start`'s callee chain that many levels below the caller
+    /// (`exec::Options::max_depth`). Calls back into a tool already on the chain (recursion,
+    /// reported by [`ToolRoot::cycle_from`]) are not followed. Each file is explored once
+    /// per root, without recursion.
+    pub fn nesting_from(&mut self, start: &Arc<LoadedTool>) -> Vec<String> {
+        struct Frame {
+            tool: Arc<LoadedTool>,
+            /// The tool path it was called by.
+            via: String,
+            callees: Vec<String>,
+            next: usize,
+            best: (usize, Option<(String, PathBuf)>),
+        }
+        let composite = |t: &LoadedTool| t.def.as_ref().is_some_and(ToolDef::is_composite);
+        let frame = |tool: Arc<LoadedTool>, via: String| {
+            let callees = tool
+                .def
+                .as_ref()
+                .map(|d| d.instructions().iter().map(|i| i.tool_definition_path.node.clone()).collect())
+                .unwrap_or_default();
+            Frame { tool, via, callees, next: 0, best: (0, None) }
+        };
+        if !composite(start) {
+            return Vec::new();
+        }
+        if !self.nesting.contains_key(&start.file) {
+            let mut stack = vec![frame(start.clone(), start.tool_path.clone())];
+            while let Some(top) = stack.last_mut() {
+                if top.next >= top.callees.len() {
+                    let Some(done) = stack.pop() else { break };
+                    let height = done.best.0 + 1;
+                    self.nesting.insert(done.tool.file.clone(), (height, done.best.1));
+                    if let Some(parent) = stack.last_mut() {
+                        if height > parent.best.0 {
+                            parent.best = (height, Some((done.via, done.tool.file.clone())));
+                        }
+                    }
+                    continue;
+                }
+                let path = top.callees[top.next].clone();
+                top.next += 1;
+                let Resolved::Found(callee) = self.resolve(&path) else { continue };
+                if !composite(&callee) || stack.iter().any(|f| f.tool.file == callee.file) {
+                    continue;
+                }
+                match self.nesting.get(&callee.file) {
+                    Some(&(height, _)) => {
+                        if let Some(top) = stack.last_mut() {
+                            if height > top.best.0 {
+                                top.best = (height, Some((path, callee.file.clone())));
+                            }
+                        }
+                    }
+                    None => stack.push(frame(callee, path)),
+                }
+            }
+        }
+        let mut chain = vec![start.tool_path.clone()];
+        let mut at = start.file.clone();
+        while let Some((_, Some((path, file)))) = self.nesting.get(&at) {
+            if chain.len() > self.nesting.len() {
+                break;
+            }
+            chain.push(path.clone());
+            at = file.clone();
+        }
+        chain
     }
 }
 

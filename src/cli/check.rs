@@ -1,5 +1,5 @@
 //! `tdsl check <PATH>... [--root DIR] [--format human|json] [--deny-warnings] [--mcp-schemas]
-//! [--explain-types]`
+//! [--explain-types] [--max-nesting N]`
 //!
 //! Every problem of every file in one run. Human output is miette's rendering on standard
 //! error, followed by a summary line; JSON output is one array on standard output, one
@@ -59,6 +59,10 @@ pub struct CheckArgs {
     /// array with `--format json`. Diagnostics are then rendered on standard error.
     #[arg(long)]
     explain_types: bool,
+    /// How deep composite callees may nest, as `tdsl run --max-nesting` (1–32, default 8): a
+    /// deeper chain of composite calls is E0619.
+    #[arg(long, value_name = "N", default_value_t = crate::ranges::DEFAULT_MAX_NESTING)]
+    max_nesting: usize,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -126,7 +130,11 @@ pub fn run(args: CheckArgs) -> ExitCode {
         Ok(f) => f,
         Err(e) => return usage_failure(&e),
     };
+    if let Err(e) = crate::ranges::MAX_NESTING.check(args.max_nesting as f64) {
+        return usage_failure(&UsageError(format!("--max-nesting: {e}")));
+    }
     let mut analyzer = Analyzer::new(root);
+    analyzer.set_max_nesting(args.max_nesting);
     let mut checked: Vec<(String, CheckedTool)> = Vec::with_capacity(files.len());
     let mut unreadable = false;
     for f in &files {

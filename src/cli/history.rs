@@ -7,9 +7,10 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand, ValueEnum};
 
+use super::printable::printable;
 use super::progress::history_file;
 use super::{usage_failure, UsageError};
-use crate::history::{self, HistoryStore, RunFilter, SqliteStore};
+use crate::history::{self, HistoryStore, RunContext, RunFilter, SqliteStore};
 
 /// Arguments of `tdsl history`.
 #[derive(Debug, Args)]
@@ -63,6 +64,9 @@ struct ListArgs {
     /// At most this many runs.
     #[arg(long, value_name = "N", default_value_t = 20)]
     limit: usize,
+    /// Only runs given this context (`tdsl run --context`); repeatable, all must match.
+    #[arg(long = "context", value_name = "KEY=VALUE")]
+    context: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -123,9 +127,11 @@ pub fn run(args: HistoryArgs) -> ExitCode {
     }
 }
 
+/// The history, opened only to read: a database in a read-only folder or mount is read as
+/// any other.
 fn open(common: &Common) -> Result<SqliteStore, UsageError> {
     let path = history_file(common.history.as_ref())?;
-    SqliteStore::open(&path).map_err(|e| UsageError(e.to_string()))
+    SqliteStore::open_read_only(&path).map_err(|e| UsageError(e.to_string()))
 }
 
 fn since(text: Option<&str>) -> Result<Option<i64>, UsageError> {
@@ -149,8 +155,10 @@ fn duration(ms: Option<u64>) -> String {
 
 /// Left-aligned columns, two spaces apart.
 fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let rows: Vec<Vec<String>> =
+        rows.iter().map(|r| r.iter().map(|cell| printable(cell).into_owned()).collect()).collect();
     let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
-    for r in rows {
+    for r in &rows {
         for (w, cell) in widths.iter_mut().zip(r) {
             *w = (*w).max(cell.chars().count());
         }
@@ -167,7 +175,7 @@ fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
         s.trim_end().to_string() + "\n"
     };
     let mut out = line(headers.to_vec());
-    for r in rows {
+    for r in &rows {
         out.push_str(&line(r.iter().map(String::as_str).collect()));
     }
     out
@@ -179,6 +187,11 @@ fn list(a: &ListArgs) -> Result<String, UsageError> {
         status: a.status.map(|s| s.as_str().to_string()),
         since_ms: since(a.since.as_deref())?,
         limit: Some(a.limit),
+        context: a
+            .context
+            .iter()
+            .map(|c| RunContext::parse_pair(c).map_err(|e| UsageError(format!("--context: {e}"))))
+            .collect::<Result<_, _>>()?,
     };
     let runs = open(&a.common)?.runs(&filter).map_err(|e| UsageError(e.to_string()))?;
     if a.common.format == Format::Json {
@@ -187,13 +200,24 @@ fn list(a: &ListArgs) -> Result<String, UsageError> {
     if runs.is_empty() {
         return Ok("no runs recorded\n".to_string());
     }
+    // A CONTEXT column only when a listed run was given one.
+    let with_context = runs.iter().any(|r| !r.context.is_empty());
     let rows: Vec<Vec<String>> = runs
         .iter()
         .map(|r| {
-            vec![r.id.to_string(), r.status.clone(), r.tool.clone(), duration(r.duration_ms), r.started_at.clone()]
+            let mut row =
+                vec![r.id.to_string(), r.status.clone(), r.tool.clone(), duration(r.duration_ms), r.started_at.clone()];
+            if with_context {
+                row.push(r.context.display());
+            }
+            row
         })
         .collect();
-    Ok(table(&["ID", "STATUS", "TOOL", "DURATION", "STARTED"], &rows))
+    let mut headers = vec!["ID", "STATUS", "TOOL", "DURATION", "STARTED"];
+    if with_context {
+        headers.push("CONTEXT");
+    }
+    Ok(table(&headers, &rows))
 }
 
 fn show(a: &ShowArgs) -> Result<String, UsageError> {
@@ -218,12 +242,17 @@ fn show(a: &ShowArgs) -> Result<String, UsageError> {
         },
         run.arguments
     );
+    if !r.context.is_empty() {
+        out.push_str(&format!("context: {}\n", r.context.display()));
+    }
     if let Some(result) = &run.result {
         out.push_str(&format!("result: {result}\n"));
     }
     if let Some(error) = &run.error {
         out.push_str(&format!("error: {error}\n"));
     }
+    // What came from the run (its tool's name, its context) is shown escaped.
+    let mut out = printable(&out).into_owned();
     out.push_str("\nsteps:\n");
     let rows: Vec<Vec<String>> = run
         .steps

@@ -10,11 +10,17 @@ pub struct LspArgs {
     /// Accepted for editors that pass it (the server only speaks over stdio).
     #[arg(long)]
     stdio: bool,
+    /// The longest message the server reads, in bytes (1 KiB to 4 GiB; default 64 MiB).
+    /// A longer one is skipped and answered with an error.
+    #[arg(long, value_name = "BYTES", default_value_t = crate::lsp::framing::DEFAULT_MAX_MESSAGE_BYTES as u64,
+          value_parser = clap::value_parser!(u64).range(1024..=4 * 1024 * 1024 * 1024))]
+    max_message_bytes: u64,
 }
 
 /// Runs the server until the client shuts it down.
-pub fn run(_args: LspArgs) -> ExitCode {
-    let (connection, io) = lsp_server::Connection::stdio();
+pub fn run(args: LspArgs) -> ExitCode {
+    let max = usize::try_from(args.max_message_bytes).unwrap_or(usize::MAX);
+    let (connection, io) = crate::lsp::framing::stdio(max);
     let served = crate::lsp::serve(&connection, Some(super::check::check_endpoint));
     drop(connection);
     let joined = io.join();

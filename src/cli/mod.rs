@@ -26,6 +26,7 @@ mod export;
 mod graph;
 mod history;
 mod lsp;
+mod printable;
 mod progress;
 mod repl;
 mod report;
@@ -68,7 +69,7 @@ enum Command {
     /// Run a composite tool and print its result as JSON.
     Run(Box<run::RunArgs>),
     /// Serve the tools under a root to agents over MCP (stdio, or Streamable HTTP with --listen).
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
     /// Re-run a recorded trace with no tool calls and report any divergence.
     Replay(run::ReplayArgs),
     /// Try expressions interactively (or run a script of inputs from standard input).
@@ -103,7 +104,7 @@ pub fn main() -> ExitCode {
         Command::Export(args) => export::run(args),
         Command::Graph(args) => graph::run(args),
         Command::Run(args) => run::run(*args),
-        Command::Serve(args) => serve::run(args),
+        Command::Serve(args) => serve::run(*args),
         Command::Replay(args) => run::replay_command(args),
         Command::Repl(args) => repl::run(args),
         Command::Lsp(args) => lsp::run(args),
@@ -272,6 +273,6 @@ impl<W: Write> Write for StdoutGuard<W> {
 
 /// Prints a usage or I/O error and returns exit code 2.
 pub(crate) fn usage_failure(e: &UsageError) -> ExitCode {
-    eprintln!("error: {e}");
+    eprintln!("error: {}", printable::printable(&e.to_string()));
     ExitCode::from(2)
 }

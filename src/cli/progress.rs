@@ -8,6 +8,7 @@ use std::time::Duration;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use super::printable::printable;
 use super::UsageError;
 use crate::exec::{Event, Observer, Outcome, StepStatus};
 use crate::history::{self, HistoryStore, SqliteStore};
@@ -149,12 +150,12 @@ impl Observer for Progress {
                 }
                 self.bar.println(match (status, reason) {
                     (StepStatus::Completed, _) => format!("✔ {step}"),
-                    (s, Some(r)) => format!("• {step} {} ({r})", s.as_str()),
+                    (s, Some(r)) => format!("• {step} {} ({})", s.as_str(), printable(r)),
                     (s, None) => format!("• {step} {}", s.as_str()),
                 });
             }
             Event::StepRetried { step, attempt, reason } => {
-                self.bar.println(format!("↻ {step} attempt {attempt} failed ({reason})"));
+                self.bar.println(format!("↻ {step} attempt {attempt} failed ({})", printable(reason)));
             }
             Event::FanOut { children, .. } => c.children += children,
             Event::ChildEnded { .. } => c.children_done += 1,

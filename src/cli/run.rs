@@ -19,16 +19,18 @@ use std::time::Duration;
 use clap::Args;
 
 use super::check::{tool_file, tool_root};
+use super::printable::printable;
 use super::progress::{HistoryArgs, Observers, Progress};
 use super::signals::Interrupts;
 use super::worker::{ConnectionArgs, Engine};
 use super::{color_stderr, render, usage_failure, UsageError};
 use crate::exec::breaker::BreakerPolicy;
 use crate::exec::host::{self, HostRunner, Mock};
+use crate::exec::replay::FileRecorder;
 use crate::exec::{
     replay, Executor, Guards, LoadError, Observer, Options, Run, RunStatus, StepStatus, Trace, Workflow,
 };
-use crate::history::Recorder;
+use crate::history::{Recorder, RunContext};
 use crate::ranges;
 use crate::value::{Map, SmolStr, Value};
 
@@ -79,6 +81,10 @@ pub struct RunArgs {
     /// The most children one parallel step may have.
     #[arg(long, value_name = "N")]
     max_fan_out: Option<usize>,
+    /// How deep composite callees may nest (1–32, default 8). The check before the run
+    /// refuses a deeper chain of composite calls (E0619).
+    #[arg(long, value_name = "N", default_value_t = crate::ranges::DEFAULT_MAX_NESTING)]
+    max_nesting: usize,
     /// The seed of retry jitter (default: from the clock).
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
@@ -94,9 +100,16 @@ pub struct RunArgs {
     /// The most bytes an `exec:` tool may print on standard output (default 64 MiB).
     #[arg(long, value_name = "BYTES", default_value_t = crate::exec::host::DEFAULT_MAX_STDOUT)]
     max_tool_output: u64,
+    /// The environment of `exec:` tools and `mcp:` servers.
+    #[command(flatten)]
+    tool_env: ToolEnvArgs,
     /// Where the run is recorded.
     #[command(flatten)]
     history: HistoryArgs,
+    /// Context recorded with the run and each of its tool invocations in the history
+    /// (`cycle_id=42`, `triggered_by=cron`; repeatable; docs/history.md).
+    #[arg(long = "context", value_name = "KEY=VALUE")]
+    context: Vec<String>,
     /// No progress on standard error, even on a terminal.
     #[arg(long, short = 'q')]
     quiet: bool,
@@ -117,6 +130,31 @@ pub struct RunArgs {
     #[arg(long, value_name = "EVENTS", default_value_t = 40_000, value_parser = clap::value_parser!(u32).range(100..=51_200))]
     #[cfg_attr(not(feature = "temporal"), allow(dead_code))]
     temporal_history_limit: u32,
+}
+
+/// `--clean-env` and `--pass-env NAME` (of `run` and `serve`): the environment of the
+/// processes tools start (`docs/security.md`).
+#[derive(Debug, Args)]
+pub(crate) struct ToolEnvArgs {
+    /// Start `exec:` tools and `mcp:` servers with only the variables --pass-env names, PATH
+    /// (the standard system path unless passed) and TDSL_TOOL, instead of this process's
+    /// whole environment.
+    #[arg(long = "clean-env")]
+    clean_env: bool,
+    /// With --clean-env: a variable the tools see, from this process's environment
+    /// (repeatable; `--pass-env PATH` keeps this process's PATH).
+    #[arg(long = "pass-env", value_name = "NAME", requires = "clean_env")]
+    pass_env: Vec<String>,
+}
+
+impl ToolEnvArgs {
+    /// The policy the flags ask for.
+    pub(crate) fn policy(&self) -> Result<host::ToolEnv, UsageError> {
+        if !self.clean_env {
+            return Ok(host::ToolEnv::Inherit);
+        }
+        host::ToolEnv::clean(&self.pass_env).map_err(|e| UsageError(format!("--pass-env: {e}")))
+    }
 }
 
 /// Arguments of `tdsl replay`.
@@ -144,16 +182,16 @@ pub fn run(args: RunArgs) -> ExitCode {
     // Processes a tool leaves in a session of its own are adopted, and ended below.
     host::adopt_orphans();
     match prepare(&args) {
-        Ok((workflow, executor, arguments)) => {
+        Ok((workflow, executor, arguments, files)) => {
             let (executor, recorder) = match observe(&args, &workflow, executor) {
                 Ok(observed) => observed,
                 Err(e) => return usage_failure(&e),
             };
-            let code = execute(&args, &workflow, &executor, arguments, &interrupts);
+            let code = execute(&args, &workflow, &executor, arguments, files.as_deref(), &interrupts);
             drop(executor);
             host::end_children(host::TERM_GRACE);
             if let Some(e) = recorder.and_then(|r| r.error()) {
-                eprintln!("warning: the run history is incomplete: {e}");
+                eprintln!("warning: the run history is incomplete: {}", printable(&e.to_string()));
             }
             interrupts.exit_status().map_or(code, ExitCode::from)
         }
@@ -167,7 +205,11 @@ enum Stop {
     Problems,
 }
 
-fn prepare(args: &RunArgs) -> Result<(Workflow, Executor, Value), Stop> {
+/// What a run needs: the workflow, the executor, the arguments, and the recorder of the
+/// file reads of `--files` (for the trace).
+type Prepared = (Workflow, Executor, Value, Option<Arc<FileRecorder>>);
+
+fn prepare(args: &RunArgs) -> Result<Prepared, Stop> {
     // Out-of-range numbers are usage errors before anything is read.
     execution_options(args, Guards::new()).map_err(usage)?;
     let limits = evaluation_limits(args).map_err(usage)?;
@@ -183,11 +225,16 @@ fn prepare(args: &RunArgs) -> Result<(Workflow, Executor, Value), Stop> {
         None => None,
     };
     let mut engine = crate::exec::engine().with_limits(limits);
+    let mut files = None;
     if let Some(dir) = &args.files {
-        engine = engine.with_file_store(super::open_files(dir).map_err(Stop::Usage)?);
+        // Every read is recorded, for the trace: a replay answers from it.
+        let recorder = Arc::new(FileRecorder::new(super::open_files(dir).map_err(Stop::Usage)?));
+        engine = engine.with_file_store(recorder.clone());
+        files = Some(recorder);
     }
-    let workflow = load(root.dir(), &file, &args.tool, engine)?;
-    let mut runner = HostRunner::new().with_max_stdout(args.max_tool_output);
+    let tool_env = args.tool_env.policy().map_err(Stop::Usage)?;
+    let workflow = load(root.dir(), &file, &args.tool, engine, args.max_nesting)?;
+    let mut runner = HostRunner::new().with_max_stdout(args.max_tool_output).with_env(tool_env);
     if let Some(m) = mock {
         runner = runner.with_mock(m);
     }
@@ -216,7 +263,7 @@ fn prepare(args: &RunArgs) -> Result<(Workflow, Executor, Value), Stop> {
     if let Some(seed) = args.seed {
         executor = executor.with_random(Arc::new(crate::exec::SeededRandom::new(seed)));
     }
-    Ok((workflow, executor, arguments))
+    Ok((workflow, executor, arguments, files))
 }
 
 /// The executor with its observers: the history recorder (unless `--no-history`) and, on
@@ -227,7 +274,8 @@ fn observe(
     executor: Executor,
 ) -> Result<(Executor, Option<Arc<Recorder>>), UsageError> {
     let mut observers: Vec<Arc<dyn Observer>> = Vec::new();
-    let recorder = args.history.open()?.map(|store| Arc::new(Recorder::new(store)));
+    let context = run_context(&args.context)?;
+    let recorder = args.history.open()?.map(|store| Arc::new(Recorder::new(store).with_context(context)));
     if let Some(r) = &recorder {
         observers.push(r.clone());
     }
@@ -236,6 +284,16 @@ fn observe(
     }
     let executor = if observers.is_empty() { executor } else { executor.with_observer(Arc::new(Observers(observers))) };
     Ok((executor, recorder))
+}
+
+/// The context of `--context KEY=VALUE ...` (a later KEY wins).
+fn run_context(pairs: &[String]) -> Result<RunContext, UsageError> {
+    let mut context = RunContext::new();
+    for pair in pairs {
+        let (key, value) = RunContext::parse_pair(pair).map_err(|e| UsageError(format!("--context: {e}")))?;
+        context.insert(&key, &value).map_err(|e| UsageError(format!("--context: {e}")))?;
+    }
+    Ok(context)
 }
 
 /// The executor's options from the command line: every number in its range
@@ -259,6 +317,7 @@ fn execution_options(args: &RunArgs, guards: Guards) -> Result<Options, String> 
         ranges::MAX_FAN_OUT.check(n as f64).map_err(|e| flag("max-fan-out", e))?;
     }
     ranges::MAX_TOOL_OUTPUT.check(args.max_tool_output as f64).map_err(|e| flag("max-tool-output", e))?;
+    ranges::MAX_NESTING.check(args.max_nesting as f64).map_err(|e| flag("max-nesting", e))?;
     let mut breaker = BreakerPolicy::default();
     if let Some(n) = args.breaker_threshold {
         ranges::BREAKER_THRESHOLD.check(f64::from(n)).map_err(|e| flag("breaker-threshold", e))?;
@@ -272,7 +331,14 @@ fn execution_options(args: &RunArgs, guards: Guards) -> Result<Options, String> 
         ranges::BREAKER_HALF_OPEN_CALLS.check(f64::from(n)).map_err(|e| flag("breaker-half-open-calls", e))?;
         breaker.half_open_calls = n;
     }
-    let options = Options { max_concurrency: args.concurrency, deadline, breaker, guards, ..Options::default() };
+    let options = Options {
+        max_concurrency: args.concurrency,
+        deadline,
+        breaker,
+        guards,
+        max_depth: args.max_nesting,
+        ..Options::default()
+    };
     // The library's own check, so that the two can never disagree.
     options.validate().map_err(|e| e.to_string())?;
     Ok(options)
@@ -300,8 +366,8 @@ fn evaluation_limits(args: &RunArgs) -> Result<crate::Limits, String> {
     Ok(limits)
 }
 
-fn load(root: &Path, file: &Path, name: &str, engine: crate::Engine) -> Result<Workflow, Stop> {
-    Workflow::load_with_engine(root, file, engine).map_err(|e| match e {
+fn load(root: &Path, file: &Path, name: &str, engine: crate::Engine, max_nesting: usize) -> Result<Workflow, Stop> {
+    Workflow::load_with_nesting(root, file, engine, max_nesting).map_err(|e| match e {
         LoadError::Io(m) => usage(m),
         LoadError::Invalid { name: tool, source, diagnostics } => {
             eprint!("{}", render(&diagnostics, &tool, &source, color_stderr()));
@@ -309,7 +375,7 @@ fn load(root: &Path, file: &Path, name: &str, engine: crate::Engine) -> Result<W
             Stop::Problems
         }
         other => {
-            eprintln!("error: {other}");
+            eprintln!("error: {}", printable(&other.to_string()));
             Stop::Problems
         }
     })
@@ -320,17 +386,20 @@ fn execute(
     workflow: &Workflow,
     executor: &Executor,
     arguments: Value,
+    files: Option<&FileRecorder>,
     interrupts: &Interrupts,
 ) -> ExitCode {
-    let run = match executor.run_cancellable(workflow, arguments, interrupts.token()) {
+    let mut run = match executor.run_cancellable(workflow, arguments, interrupts.token()) {
         Ok(r) => r,
         Err(refused) => {
-            eprintln!("error: refused before the run: {refused} [{}]", refused.code());
+            eprintln!("error: refused before the run: {} [{}]", printable(&refused.to_string()), refused.code());
             return ExitCode::from(1);
         }
     };
+    run.trace.files = files.map(FileRecorder::reads);
     if let Some(path) = &args.trace {
-        if let Err(e) = std::fs::write(path, run.trace.to_json() + "\n") {
+        let written = run.trace.try_to_json().and_then(|t| std::fs::write(path, t + "\n").map_err(|e| e.to_string()));
+        if let Err(e) = written {
             eprintln!("error: cannot write the trace to {}: {e}", path.display());
             return ExitCode::from(2);
         }
@@ -355,12 +424,13 @@ fn report(run: &Run) -> ExitCode {
                 .filter(|s| matches!(s.status, StepStatus::Failed | StepStatus::Timeout))
                 .map(|s| s.execution_id.as_str())
                 .collect();
-            eprintln!("warning: PARTIAL: continued past failed steps: {}", failed.join(", "));
+            eprintln!("warning: PARTIAL: continued past failed steps: {}", printable(&failed.join(", ")));
             ExitCode::SUCCESS
         }
         (status, error) => {
             let why = error.as_ref().map_or_else(|| "no reason recorded".to_string(), ToString::to_string);
-            eprintln!("error: {}: {why}", status.as_str());
+            // The reason may quote a tool's output: its escape sequences are shown, not run.
+            eprintln!("error: {}: {}", status.as_str(), printable(&why));
             ExitCode::from(1)
         }
     }
@@ -439,12 +509,16 @@ pub fn replay_command(args: ReplayArgs) -> ExitCode {
         Ok(found) => found,
         Err(e) => return usage_failure(&e),
     };
-    let workflow = match load(&root, &file, &trace.tool, crate::exec::engine()) {
+    // The run's evaluation limits and file reads, as the trace recorded them. A recorded run
+    // nested its composites at most as deep as its `--max-nesting` allowed (the trace says
+    // how deep; one without `limits` may have used any depth the command line allows).
+    let max_nesting = trace.limits.as_ref().map_or(ranges::MAX_NESTING.max as usize, |l| l.max_nesting);
+    let workflow = match load(&root, &file, &trace.tool, crate::exec::replay::engine(&trace), max_nesting) {
         Ok(w) => w,
         Err(Stop::Usage(e)) => return usage_failure(&e),
         Err(Stop::Problems) => return ExitCode::from(1),
     };
-    let replayed = match replay(&workflow, &trace, Options::default()) {
+    let replayed = match replay(&workflow, &trace, Options { max_depth: max_nesting, ..Options::default() }) {
         Ok(r) => r,
         Err(refused) => {
             eprintln!("error: refused before the replay: {refused} [{}]", refused.code());
@@ -486,7 +560,12 @@ fn run_temporal(_args: &RunArgs) -> ExitCode {
 fn run_temporal(args: &RunArgs) -> ExitCode {
     // Before the async runtime's threads start: Ctrl-C cancels the run on the server.
     let interrupts = Interrupts::install();
-    let (workflow, executor, arguments) = match prepare(args) {
+    if args.tool_env.clean_env {
+        return usage_failure(&UsageError(
+            "--clean-env applies to local runs: with --engine temporal, tools run in the environment of each `tdsl worker`; start the workers with the environment they may see (`env -i`)".to_string(),
+        ));
+    }
+    let (workflow, executor, arguments, _) = match prepare(args) {
         Ok(p) => p,
         Err(Stop::Usage(e)) => return usage_failure(&e),
         Err(Stop::Problems) => return ExitCode::from(1),
@@ -579,6 +658,8 @@ fn run_temporal(args: &RunArgs) -> ExitCode {
     };
     trace.root = Some(workflow.root().to_path_buf());
     trace.file = workflow.plan().file.clone();
+    // The limits in force, for a replay (the interpreter on the workers does not know them).
+    trace.limits = Some(crate::exec::RunLimits::of(executor.options(), &workflow));
     // The run goes into the history as a local one does, from its trace (the workers
     // record nothing: the history is the client's).
     match args.history.open() {

@@ -46,7 +46,8 @@ pub fn tool_schema() -> Value {
             "instructions": {"type": "array", "items": {"$ref": "#/$defs/instruction"}, "description": "The steps of a composite tool."},
             "response_reference_map": {"type": "object", "additionalProperties": {"$ref": "#/$defs/ref"}, "description": "Declared response name → `REF:` string."},
             "transform_arguments": {"$ref": "#/$defs/transform"},
-            "transform_responses": {"$ref": "#/$defs/transform"}
+            "transform_responses": {"$ref": "#/$defs/transform"},
+            "output_key": {"$ref": "#/$defs/identifier", "description": "The default `expected_key` of every step that calls this tool (seed 002); a step's own `expected_key` wins."}
         },
         "additionalProperties": false,
         "oneOf": [

@@ -102,6 +102,9 @@ pub struct ServeArgs {
     /// Where the composite runs of calls are recorded (`--history FILE`, `--no-history`).
     #[command(flatten)]
     history: super::progress::HistoryArgs,
+    /// The environment of `exec:` tools and `mcp:` servers (`--clean-env`, `--pass-env`).
+    #[command(flatten)]
+    tool_env: super::run::ToolEnvArgs,
     /// Plans written by language models (`docs/mcp.md`, "Plans").
     #[command(flatten)]
     plans: PlanArgs,
@@ -132,6 +135,9 @@ pub struct PlanArgs {
     /// With --plans: the most steps of a plan (1–1,024; default 64).
     #[arg(long = "max-plan-steps", value_name = "N", requires = "plans")]
     max_plan_steps: Option<f64>,
+    /// With --plans: the deepest nesting of a plan's JSON (4–192; default 64).
+    #[arg(long = "max-plan-nesting", value_name = "N", requires = "plans")]
+    max_plan_nesting: Option<f64>,
     /// With --plans: the most children of a plan's fan-out step (1–100,000; default 1,000).
     #[arg(long = "max-fan-out", value_name = "N", requires = "plans")]
     max_fan_out: Option<f64>,
@@ -154,6 +160,9 @@ fn plan_setup(args: &PlanArgs) -> Result<(crate::mcp::plans::PlanOptions, crate:
     }
     if let Some(v) = args.max_plan_steps {
         limits.max_steps = whole("--max-plan-steps", v)?;
+    }
+    if let Some(v) = args.max_plan_nesting {
+        limits.max_nesting = whole("--max-plan-nesting", v)?;
     }
     if let Some(v) = args.max_fan_out {
         limits.max_fan_out = whole("--max-fan-out", v)?;
@@ -202,6 +211,11 @@ pub fn run(args: ServeArgs) -> ExitCode {
     for s in skipped {
         eprintln!("warning: not served: {s}");
     }
+    let tool_env = match args.tool_env.policy() {
+        Ok(env) => env,
+        Err(e) => return usage_failure(&e),
+    };
+    let server = server.with_tool_env(tool_env.clone());
     let server = match args.history.open() {
         Ok(Some(store)) => server.with_history(store),
         Ok(None) => server,
@@ -211,7 +225,8 @@ pub fn run(args: ServeArgs) -> ExitCode {
     let mut upstreams = None;
     let server = match plan_setup {
         Some((options, ups)) => {
-            let ups = std::sync::Arc::new(ups);
+            // Upstream servers are processes tdsl starts, as `mcp:` servers are.
+            let ups = std::sync::Arc::new(ups.with_env(tool_env));
             upstreams = Some(ups.clone());
             server.with_plans(options, ups)
         }

@@ -431,7 +431,12 @@ impl CallOutcome {
             return Some(CallOutcome::failed_at(key, Code::ArgumentInvalid, m));
         }
         (depth + 1 > max_depth).then(|| {
-            let message = format!("`{tool_path}` would nest composites deeper than {max_depth}");
+            // The step path (`top/inner/…`) is the chain of calls: said once, here, and not
+            // again by every composite it fails through (`of_composite`).
+            let message = format!(
+                "`{tool_path}` at step `{key}` would nest composites {} deep, past the limit of {max_depth} (`--max-nesting`)",
+                depth + 1
+            );
             CallOutcome::failed_at(key, Code::CompositeTooDeep, message)
         })
     }
@@ -441,6 +446,8 @@ impl CallOutcome {
     pub(crate) fn of_composite(tool_path: &str, out: FrameOutcome) -> CallOutcome {
         let result = out.result.map_err(|f| Failure {
             message: match &f.step {
+                // Its message names the whole chain already.
+                _ if f.code == Code::CompositeTooDeep => f.message.clone(),
                 Some(s) => format!("`{tool_path}` failed at step `{s}`: {}", f.message),
                 None => format!("`{tool_path}` failed: {}", f.message),
             },

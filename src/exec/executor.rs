@@ -31,7 +31,9 @@ pub struct Options {
     /// The bound on one attempt of a step without `timeout_seconds`, in seconds (1–300;
     /// 60 by default, as in `seeds/000_7c8da07936e01cd9.txt`).
     pub timeout_seconds: f64,
-    /// How deep composite callees may nest (the root composite is depth 0).
+    /// How deep composite callees may nest (the root composite is depth 0): 1–32, 8 by
+    /// default ([`crate::ranges::MAX_NESTING`]). Load the workflow with the same limit
+    /// ([`crate::exec::Workflow::load_with_nesting`]), whose check reports a deeper chain.
     pub max_depth: usize,
     /// Limits checked before the run.
     pub guards: Guards,
@@ -48,7 +50,7 @@ impl Default for Options {
             breaker: BreakerPolicy::default(),
             deadline: None,
             timeout_seconds: DEFAULT_TIMEOUT_SECONDS,
-            max_depth: 8,
+            max_depth: ranges::DEFAULT_MAX_NESTING,
             guards: Guards::default(),
             cancel_grace: Duration::from_secs(2),
         }
@@ -72,6 +74,7 @@ impl Options {
         // A usize past 2^53 is not exact as f64, but it is out of range either way.
         ranges::CONCURRENCY.check(self.max_concurrency as f64)?;
         ranges::TIMEOUT_SECONDS.check(self.timeout_seconds)?;
+        ranges::MAX_NESTING.check(self.max_depth as f64)?;
         Ok(())
     }
 }

@@ -14,6 +14,10 @@
 //! - `http://…`, `https://…`: the arguments POSTed as JSON, the JSON body back (see
 //!   [`super::http`]; feature `http`).
 //! - A [`Mock`] answers for the tool paths it lists, before any endpoint is looked at.
+//!
+//! Programs and MCP servers inherit tdsl's whole environment unless the runner is given
+//! [`ToolEnv::Clean`] ([`HostRunner::with_env`], `--clean-env`): then they see only the
+//! variables passed, `PATH` ([`CLEAN_PATH`] unless passed) and `TDSL_TOOL`.
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -33,6 +37,59 @@ pub const EXIT_TRANSIENT: i32 = 75;
 /// The builtins, by name.
 pub const BUILTINS: &[&str] = &["echo"];
 
+/// The `PATH` a tool gets under [`ToolEnv::Clean`] unless `PATH` is passed: the standard
+/// system search path (the one systemd gives services), so that `exec:python3` finds the
+/// system's programs without tdsl's own `PATH` (which may name a user's folders) leaking.
+pub const CLEAN_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// The environment the processes of `exec:` tools and `mcp:` servers start with.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum ToolEnv {
+    /// tdsl's whole environment (the default): every variable, secrets included.
+    #[default]
+    Inherit,
+    /// Only the variables named (those tdsl's environment has), `PATH` as [`CLEAN_PATH`]
+    /// unless it is named, and what tdsl sets itself (`TDSL_TOOL`).
+    Clean {
+        /// The variables passed on.
+        pass: Vec<String>,
+    },
+}
+
+impl ToolEnv {
+    /// [`ToolEnv::Clean`] passing `names`: each must be a variable name (not empty, without
+    /// `=` or NUL).
+    pub fn clean<S: AsRef<str>>(names: &[S]) -> Result<ToolEnv, String> {
+        let mut pass = Vec::new();
+        for n in names {
+            let n = n.as_ref();
+            if n.is_empty() || n.contains('=') || n.contains('\0') {
+                return Err(format!("{n:?} is not an environment variable's name"));
+            }
+            pass.push(n.to_string());
+        }
+        Ok(ToolEnv::Clean { pass })
+    }
+
+    /// The whole environment of a process under this policy, or `None` to inherit tdsl's.
+    pub fn variables(&self) -> Option<Vec<(String, std::ffi::OsString)>> {
+        let ToolEnv::Clean { pass } = self else { return None };
+        let mut vars: Vec<(String, std::ffi::OsString)> =
+            pass.iter().filter_map(|n| std::env::var_os(n).map(|v| (n.clone(), v))).collect();
+        if !pass.iter().any(|n| n == "PATH") {
+            vars.push(("PATH".to_string(), CLEAN_PATH.into()));
+        }
+        Some(vars)
+    }
+
+    /// Sets a command's environment under this policy (before tdsl's own variables).
+    pub fn apply(&self, cmd: &mut Command) {
+        if let Some(vars) = self.variables() {
+            cmd.env_clear().envs(vars);
+        }
+    }
+}
+
 /// The command line's runner.
 #[derive(Debug)]
 pub struct HostRunner {
@@ -40,6 +97,7 @@ pub struct HostRunner {
     #[cfg(feature = "mcp")]
     mcp: McpClients,
     max_stdout: u64,
+    env: ToolEnv,
 }
 
 impl Default for HostRunner {
@@ -49,6 +107,7 @@ impl Default for HostRunner {
             #[cfg(feature = "mcp")]
             mcp: McpClients::default(),
             max_stdout: DEFAULT_MAX_STDOUT,
+            env: ToolEnv::Inherit,
         }
     }
 }
@@ -72,6 +131,17 @@ impl HostRunner {
         self
     }
 
+    /// Starts `exec:` programs and `mcp:` servers with the environment `env` allows
+    /// (default: tdsl's whole environment).
+    pub fn with_env(mut self, env: ToolEnv) -> HostRunner {
+        #[cfg(feature = "mcp")]
+        {
+            self.mcp = McpClients::new().with_env(env.clone());
+        }
+        self.env = env;
+        self
+    }
+
     /// Whether the mock answers for a tool path.
     pub fn mocks(&self, tool_path: &str) -> bool {
         self.mock.as_ref().is_some_and(|m| m.entries.contains_key(tool_path))
@@ -90,7 +160,7 @@ impl Runner for HostRunner {
             )));
         };
         if let Some(command) = endpoint.strip_prefix("exec:") {
-            run_program(command, call, self.max_stdout)
+            run_program(command, call, self.max_stdout, &self.env)
         } else if let Some(name) = endpoint.strip_prefix("builtin:") {
             builtin(name.trim(), call)
         } else if endpoint.starts_with("http://") || endpoint.starts_with("https://") {
@@ -287,7 +357,7 @@ fn spawn_error_is_transient(e: &std::io::Error) -> bool {
     }
 }
 
-fn run_program(command: &str, call: &ToolCall<'_>, max_stdout: u64) -> Result<Value, ToolError> {
+fn run_program(command: &str, call: &ToolCall<'_>, max_stdout: u64, env: &ToolEnv) -> Result<Value, ToolError> {
     let tool = call.tool_path;
     let words = shell_words::split(command)
         .map_err(|e| ToolError::permanent(format!("`{tool}`: cannot split `exec:{command}` into words: {e}")))?;
@@ -296,6 +366,7 @@ fn run_program(command: &str, call: &ToolCall<'_>, max_stdout: u64) -> Result<Va
     };
     let path = program_path(program, call.file);
     let mut cmd = Command::new(&path);
+    env.apply(&mut cmd);
     cmd.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).env("TDSL_TOOL", tool);
     #[cfg(unix)]
     {

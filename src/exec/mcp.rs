@@ -101,6 +101,7 @@ pub enum McpTarget {
 pub struct McpClients {
     runtime: OnceLock<Result<tokio::runtime::Runtime, String>>,
     servers: Mutex<HashMap<McpTarget, Arc<Slot>>>,
+    env: super::host::ToolEnv,
 }
 
 impl std::fmt::Debug for McpClients {
@@ -143,6 +144,12 @@ impl McpClients {
     /// No servers yet.
     pub fn new() -> McpClients {
         McpClients::default()
+    }
+
+    /// Starts servers with the environment `env` allows (default: tdsl's whole one).
+    pub fn with_env(mut self, env: super::host::ToolEnv) -> McpClients {
+        self.env = env;
+        self
     }
 
     /// Calls the endpoint's tool with the call's arguments.
@@ -270,7 +277,7 @@ impl McpClients {
         if let Some(l) = live.as_ref() {
             return Ok(l.clone());
         }
-        let started = runtime.block_on(start(command, cancel))?;
+        let started = runtime.block_on(start(command, &self.env, cancel))?;
         let started = Arc::new(started);
         *live = Some(started.clone());
         Ok(started)
@@ -335,7 +342,7 @@ impl ConnectError {
     }
 }
 
-async fn start(target: &McpTarget, cancel: &CancelToken) -> Result<Live, ConnectError> {
+async fn start(target: &McpTarget, env: &super::host::ToolEnv, cancel: &CancelToken) -> Result<Live, ConnectError> {
     let command = match target {
         McpTarget::Command(command) => command,
         McpTarget::Url { url, token } => return start_http(url, token.as_deref(), cancel).await,
@@ -344,6 +351,9 @@ async fn start(target: &McpTarget, cancel: &CancelToken) -> Result<Live, Connect
         return Err(ConnectError(ToolError::permanent("`mcp:` names no program")));
     };
     let mut cmd = tokio::process::Command::new(program);
+    if let Some(vars) = env.variables() {
+        cmd.env_clear().envs(vars);
+    }
     cmd.args(args).kill_on_drop(true);
     let (transport, stderr) = TokioChildProcess::builder(cmd)
         .stderr(std::process::Stdio::piped())
@@ -427,7 +437,16 @@ async fn start_http(url: &str, token: Option<&str>, cancel: &CancelToken) -> Res
                 program: url.to_string(),
             })
         }
-        Ok(Err(e)) => Err(ConnectError(ToolError::transient(format!("the MCP server {url} failed the handshake: {e}")))),
+        Ok(Err(e)) => {
+            // rmcp's message names its transport's types: keep what the server said.
+            let e = e.to_string();
+            let why = if e.contains("Auth required") {
+                "it answered 401 Unauthorized (give its bearer token with --upstream-token NAME=FILE)".to_string()
+            } else {
+                e.rsplit_once("] error: ").map_or(e.clone(), |(_, w)| w.to_string())
+            };
+            Err(ConnectError(ToolError::transient(format!("the MCP server {url} failed the handshake: {why}"))))
+        }
         Err(_) => Err(ConnectError(ToolError::transient(format!(
             "the MCP server {url} did not answer `initialize` within {} s",
             HANDSHAKE_TIMEOUT.as_secs()

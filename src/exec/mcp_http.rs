@@ -67,7 +67,12 @@ async fn send(request: Request<Full<Bytes>>) -> Sent {
     sender.send_request(request).await.map_err(client_error)
 }
 
-fn builder(method: Method, uri: &str, auth: Option<String>, custom: HashMap<HeaderName, HeaderValue>) -> http::request::Builder {
+fn builder(
+    method: Method,
+    uri: &str,
+    auth: Option<String>,
+    custom: HashMap<HeaderName, HeaderValue>,
+) -> http::request::Builder {
     let mut b = Request::builder().method(method).uri(uri);
     if let Some(host) = uri.parse::<http::Uri>().ok().and_then(|u| u.authority().cloned()) {
         b = b.header(header::HOST, host.as_str());
@@ -85,16 +90,15 @@ fn auth_required(response: &http::Response<Incoming>) -> Option<StreamableHttpEr
     if response.status() != StatusCode::UNAUTHORIZED {
         return None;
     }
-    let www_authenticate_header = response
-        .headers()
-        .get(header::WWW_AUTHENTICATE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("Bearer")
-        .to_string();
+    let www_authenticate_header =
+        response.headers().get(header::WWW_AUTHENTICATE).and_then(|v| v.to_str().ok()).unwrap_or("Bearer").to_string();
     Some(StreamableHttpError::AuthRequired(AuthRequiredError::new(www_authenticate_header)))
 }
 
-async fn body_bytes(response: http::Response<Incoming>, limit: usize) -> Result<Vec<u8>, StreamableHttpError<HttpClientError>> {
+async fn body_bytes(
+    response: http::Response<Incoming>,
+    limit: usize,
+) -> Result<Vec<u8>, StreamableHttpError<HttpClientError>> {
     let mut body = response.into_body();
     let mut out = Vec::new();
     while let Some(frame) = body.frame().await {
@@ -153,7 +157,8 @@ impl StreamableHttpClient for TcpHttpClient {
             ));
         }
         let session = response.headers().get("Mcp-Session-Id").and_then(|v| v.to_str().ok()).map(str::to_string);
-        let content_type = response.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_string);
+        let content_type =
+            response.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_string);
         match content_type.as_deref() {
             Some(ct) if ct.starts_with("text/event-stream") => {
                 Ok(StreamableHttpPostResponse::Sse(SseStream::new(response.into_body()).boxed(), session))

@@ -60,7 +60,7 @@ pub mod http;
 pub mod mcp;
 #[cfg(feature = "mcp-http")]
 pub mod mcp_http;
-mod replay;
+pub mod replay;
 pub mod retry;
 mod runner;
 mod scheduler;
@@ -75,5 +75,7 @@ pub use guard::{GuardError, Guards};
 pub use replay::{replay, Divergence, Replay};
 pub use runner::{CancelToken, ErrorKind, Runner, ToolCall, ToolError};
 pub use time::{ManualTime, Random, SeededRandom, Signal, SystemTime, Time};
-pub use trace::{Attempt, CallTrace, ChildTrace, Outcome, RunError, RunStatus, StepStatus, StepTrace, Trace};
+pub use trace::{
+    Attempt, CallTrace, ChildTrace, Outcome, RunError, RunLimits, RunStatus, StepStatus, StepTrace, Trace,
+};
 pub use workflow::{engine, LoadError, Tool, Workflow};

@@ -15,6 +15,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use serde::{Deserialize, Serialize};
+
 use super::executor::{Event, Executor, Options, Run};
 use super::guard::GuardError;
 use super::retry::RetryPolicy;
@@ -23,6 +25,8 @@ use super::scheduler::{self, AttemptCall, Ctx, Source};
 use super::time::ManualTime;
 use super::trace::{Attempt, CallTrace, ChildTrace, Outcome, StepTrace, Trace};
 use super::workflow::Workflow;
+use crate::diagnostic::Code;
+use crate::files::{Entry, EntryKind, FileError, FileStore, StorePath, Version};
 use crate::value::Value;
 
 /// A place where the replay did not do what the recording did.
@@ -50,8 +54,18 @@ pub struct Replay {
 }
 
 /// Replays `trace` on `workflow`. The options' concurrency, retry defaults and guards
-/// apply; the deadline does not (recorded deadline outcomes are replayed as they were).
-pub fn replay(workflow: &Workflow, trace: &Trace, options: Options) -> Result<Replay, GuardError> {
+/// apply, except that the limits the trace recorded ([`Trace::limits`]: steps, fan-out
+/// width, nesting) replace theirs; the deadline does not (recorded deadline outcomes are
+/// replayed as they were). Load `workflow` with [`engine`]`(trace)` so that its expressions
+/// run under the recorded evaluation limits and read the recorded files.
+pub fn replay(workflow: &Workflow, trace: &Trace, mut options: Options) -> Result<Replay, GuardError> {
+    // The options as given, then with the recorded limits (a trace may have been edited).
+    options.validate()?;
+    if let Some(l) = &trace.limits {
+        options.guards.max_steps = l.max_steps;
+        options.guards.max_fan_out = l.max_fan_out;
+        options.max_depth = l.max_nesting;
+    }
     options.validate()?;
     options.guards.check(workflow)?;
     let recording = Arc::new(Recording::from_trace(trace));
@@ -231,6 +245,306 @@ fn compare_children(rec: &[ChildTrace], new: &[ChildTrace], step: &str, out: &mu
         compare_calls(&at, &r.call, &n.call, out);
         if let (Some(a), Some(b)) = (&r.steps, &n.steps) {
             compare_steps(a, b, &format!("{at}/"), out);
+        }
+    }
+}
+
+/// The engine to load a trace's composite with for its replay: the run's evaluation limits
+/// (fuel, memory) when the trace recorded them, and, when the run had a file store, one
+/// that answers every read from the trace ([`ReplayFiles`]).
+pub fn engine(trace: &Trace) -> crate::Engine {
+    let mut engine = super::engine();
+    if let Some(l) = &trace.limits {
+        engine =
+            engine.with_limits(crate::Limits { fuel: l.fuel, max_alloc_bytes: l.max_memory, ..Default::default() });
+    }
+    if let Some(files) = &trace.files {
+        engine = engine.with_file_store(Arc::new(ReplayFiles::new(files)));
+    }
+    engine
+}
+
+/// What a file operation was asked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileOp {
+    /// A directory listing.
+    ReadDir,
+    /// A file's bytes.
+    Read,
+    /// A file's versions.
+    Versions,
+    /// The version a tag holds.
+    Tag,
+}
+
+/// One file operation a run made through its file store, and its answer ([`Trace::files`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FileRead {
+    /// What was asked.
+    pub op: FileOp,
+    /// Of which path (relative to the store's root).
+    pub path: String,
+    /// The version read (`read`) or the tag looked up (`tag`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The size bound of a `read`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_bytes: Option<u64>,
+    /// The answer.
+    pub answer: FileAnswer,
+}
+
+/// A file operation's answer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileAnswer {
+    /// A listing: `[name, "file" | "directory", linked]` per entry.
+    Entries(Vec<(String, String, bool)>),
+    /// A file's content, when it is UTF-8.
+    Text(String),
+    /// A file's content in hexadecimal, when it is not UTF-8.
+    Hex(String),
+    /// A file's versions, newest first.
+    Versions(Vec<VersionRecord>),
+    /// The version a tag holds, if any.
+    Tag(Option<VersionRecord>),
+    /// The store's error.
+    Error {
+        /// Its code.
+        code: String,
+        /// Its message.
+        message: String,
+    },
+}
+
+/// A [`Version`] as a trace holds it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VersionRecord {
+    /// The id.
+    pub id: String,
+    /// When it was made (ms since the Unix epoch).
+    #[serde(default)]
+    pub created_at_millis: Option<i64>,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its author.
+    #[serde(default)]
+    pub author: Option<String>,
+    /// Its message.
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+impl From<&Version> for VersionRecord {
+    fn from(v: &Version) -> VersionRecord {
+        VersionRecord {
+            id: v.id.clone(),
+            created_at_millis: v.created_at_millis,
+            size: v.size,
+            author: v.author.clone(),
+            message: v.message.clone(),
+        }
+    }
+}
+
+impl From<&VersionRecord> for Version {
+    fn from(v: &VersionRecord) -> Version {
+        Version {
+            id: v.id.clone(),
+            created_at_millis: v.created_at_millis,
+            size: v.size,
+            author: v.author.clone(),
+            message: v.message.clone(),
+        }
+    }
+}
+
+fn error_answer(e: &FileError) -> FileAnswer {
+    FileAnswer::Error { code: e.code.as_str().to_string(), message: e.message.clone() }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len()).step_by(2).map(|i| text.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok())).collect()
+}
+
+/// An operation as recording and replay tell them apart: what, of which path, at which
+/// version or tag (not the size bound, which the recorded limits fix).
+type FileKey = (FileOp, String, Option<String>);
+
+/// A file store that passes every operation to another and records it with its answer (the
+/// first answer of each distinct operation), for [`Trace::files`]: `tdsl run --files` runs
+/// with one and puts [`FileRecorder::reads`] in the trace.
+pub struct FileRecorder {
+    inner: Arc<dyn FileStore>,
+    reads: Mutex<(Vec<FileRead>, std::collections::HashSet<FileKey>)>,
+}
+
+impl std::fmt::Debug for FileRecorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileRecorder").finish_non_exhaustive()
+    }
+}
+
+impl FileRecorder {
+    /// Records what `inner` answers.
+    pub fn new(inner: Arc<dyn FileStore>) -> FileRecorder {
+        FileRecorder { inner, reads: Mutex::new((Vec::new(), std::collections::HashSet::new())) }
+    }
+
+    /// The operations recorded so far, in the order first made.
+    pub fn reads(&self) -> Vec<FileRead> {
+        self.reads.lock().unwrap_or_else(PoisonError::into_inner).0.clone()
+    }
+
+    fn note(&self, op: FileOp, path: &StorePath, version: Option<String>, max_bytes: Option<u64>, answer: FileAnswer) {
+        let key = (op, path.as_str().to_string(), version.clone());
+        let mut reads = self.reads.lock().unwrap_or_else(PoisonError::into_inner);
+        if reads.1.insert(key) {
+            reads.0.push(FileRead { op, path: path.as_str().to_string(), version, max_bytes, answer });
+        }
+    }
+}
+
+impl FileStore for FileRecorder {
+    fn read_dir(&self, dir: &StorePath) -> Result<Vec<Entry>, FileError> {
+        let r = self.inner.read_dir(dir);
+        let answer = match &r {
+            Ok(entries) => FileAnswer::Entries(
+                entries
+                    .iter()
+                    .map(|e| {
+                        let kind = if e.kind == EntryKind::File { "file" } else { "directory" };
+                        (e.name.clone(), kind.to_string(), e.link)
+                    })
+                    .collect(),
+            ),
+            Err(e) => error_answer(e),
+        };
+        self.note(FileOp::ReadDir, dir, None, None, answer);
+        r
+    }
+
+    fn read(&self, path: &StorePath, version: Option<&Version>, max_bytes: u64) -> Result<Vec<u8>, FileError> {
+        let r = self.inner.read(path, version, max_bytes);
+        let answer = match &r {
+            Ok(bytes) => match std::str::from_utf8(bytes) {
+                Ok(text) => FileAnswer::Text(text.to_string()),
+                Err(_) => FileAnswer::Hex(hex(bytes)),
+            },
+            Err(e) => error_answer(e),
+        };
+        self.note(FileOp::Read, path, version.map(|v| v.id.clone()), Some(max_bytes), answer);
+        r
+    }
+
+    fn versions(&self, path: &StorePath) -> Result<Vec<Version>, FileError> {
+        let r = self.inner.versions(path);
+        let answer = match &r {
+            Ok(v) => FileAnswer::Versions(v.iter().map(VersionRecord::from).collect()),
+            Err(e) => error_answer(e),
+        };
+        self.note(FileOp::Versions, path, None, None, answer);
+        r
+    }
+
+    fn tagged_version(&self, path: &StorePath, name: &str) -> Result<Option<Version>, FileError> {
+        let r = self.inner.tagged_version(path, name);
+        let answer = match &r {
+            Ok(v) => FileAnswer::Tag(v.as_ref().map(VersionRecord::from)),
+            Err(e) => error_answer(e),
+        };
+        self.note(FileOp::Tag, path, Some(name.to_string()), None, answer);
+        r
+    }
+
+    fn root(&self) -> Option<&std::path::Path> {
+        self.inner.root()
+    }
+}
+
+/// A file store that answers from a trace's recorded reads ([`Trace::files`]): the replay
+/// reads what the run read, whatever is on disk now. An operation the run did not make is
+/// an `E0712` error saying so (and the replay then diverges).
+#[derive(Debug)]
+pub struct ReplayFiles {
+    answers: HashMap<FileKey, FileAnswer>,
+}
+
+impl ReplayFiles {
+    /// The store of these recorded reads.
+    pub fn new(reads: &[FileRead]) -> ReplayFiles {
+        let mut answers = HashMap::new();
+        for r in reads {
+            answers.entry((r.op, r.path.clone(), r.version.clone())).or_insert_with(|| r.answer.clone());
+        }
+        ReplayFiles { answers }
+    }
+
+    fn answer(&self, op: FileOp, path: &StorePath, version: Option<String>) -> Result<&FileAnswer, FileError> {
+        self.answers.get(&(op, path.as_str().to_string(), version)).ok_or_else(|| {
+            FileError::io(path.as_str(), "the recorded run did not read this (replay reads only what the run read)")
+        })
+    }
+}
+
+fn recorded_error(a: &FileAnswer, path: &StorePath) -> FileError {
+    match a {
+        FileAnswer::Error { code, message } => {
+            let code = Code::ALL.iter().copied().find(|c| c.as_str() == code).unwrap_or(Code::FileStoreIo);
+            FileError::new(code, message.clone())
+        }
+        _ => FileError::io(path.as_str(), "the recorded answer does not fit this operation"),
+    }
+}
+
+impl FileStore for ReplayFiles {
+    fn read_dir(&self, dir: &StorePath) -> Result<Vec<Entry>, FileError> {
+        match self.answer(FileOp::ReadDir, dir, None)? {
+            FileAnswer::Entries(e) => Ok(e
+                .iter()
+                .map(|(name, kind, link)| Entry {
+                    name: name.clone(),
+                    kind: if kind == "file" { EntryKind::File } else { EntryKind::Directory },
+                    link: *link,
+                })
+                .collect()),
+            other => Err(recorded_error(other, dir)),
+        }
+    }
+
+    fn read(&self, path: &StorePath, version: Option<&Version>, max_bytes: u64) -> Result<Vec<u8>, FileError> {
+        let bytes = match self.answer(FileOp::Read, path, version.map(|v| v.id.clone()))? {
+            FileAnswer::Text(t) => t.clone().into_bytes(),
+            FileAnswer::Hex(h) => {
+                unhex(h).ok_or_else(|| FileError::io(path.as_str(), "the recorded content is not hexadecimal"))?
+            }
+            other => return Err(recorded_error(other, path)),
+        };
+        if bytes.len() as u64 > max_bytes {
+            return Err(FileError::too_large(path.as_str(), bytes.len() as u64, max_bytes));
+        }
+        Ok(bytes)
+    }
+
+    fn versions(&self, path: &StorePath) -> Result<Vec<Version>, FileError> {
+        match self.answer(FileOp::Versions, path, None)? {
+            FileAnswer::Versions(v) => Ok(v.iter().map(Version::from).collect()),
+            other => Err(recorded_error(other, path)),
+        }
+    }
+
+    fn tagged_version(&self, path: &StorePath, name: &str) -> Result<Option<Version>, FileError> {
+        match self.answer(FileOp::Tag, path, Some(name.to_string()))? {
+            FileAnswer::Tag(v) => Ok(v.as_ref().map(Version::from)),
+            other => Err(recorded_error(other, path)),
         }
     }
 }

@@ -218,6 +218,7 @@ pub(crate) fn run(ex: &Executor, wf: &Workflow, arguments: Value, source: &dyn S
     let mut trace = Trace::starting(trace_id, run_id, wf.name(), arguments.clone(), started_at);
     trace.file = wf.plan().file.clone();
     trace.root = Some(wf.root().to_path_buf());
+    trace.limits = Some(super::trace::RunLimits::of(&ex.options, wf));
     let pool = match pool {
         Ok(p) => p,
         Err(e) => {

@@ -562,7 +562,9 @@ pub struct Trace {
     /// How it ended (written `overall_status`, the seed's name; tdsl adds `TIMEOUT`).
     #[serde(rename = "overall_status", alias = "status")]
     pub status: RunStatus,
-    /// Why it failed, in one line (absent when it did not).
+    /// Why it did not succeed, in one line: the run's error, then each failed step (a
+    /// composite callee's and a fan-out child's too) with its error; present in every
+    /// FAILED, TIMEOUT and PARTIAL trace, absent from a SUCCESS.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure_summary: Option<String>,
     /// Entries of `step_results` whose status is not `SKIPPED`.
@@ -617,6 +619,44 @@ pub struct Trace {
     /// `step_results`, the seed's name.
     #[serde(rename = "step_results", alias = "steps")]
     pub steps: Vec<StepTrace>,
+    /// The limits in force that decide how a run goes (guards, nesting, evaluation limits):
+    /// a replay runs under them (absent in traces written before they were recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<RunLimits>,
+    /// Every file read the run's transforms made through the file store (`--files`), with
+    /// its answer, in the order first made: a replay answers them from here, not from disk.
+    /// Absent when the run had no file store.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<Vec<super::replay::FileRead>>,
+}
+
+/// The limits a run ran under ([`Trace::limits`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunLimits {
+    /// The most steps the run could execute (absent: no bound).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_steps: Option<usize>,
+    /// The most children of one parallel step.
+    pub max_fan_out: usize,
+    /// How deep composite callees could nest.
+    pub max_nesting: usize,
+    /// The evaluation fuel of each expression.
+    pub fuel: u64,
+    /// The most bytes one evaluation could build.
+    pub max_memory: usize,
+}
+
+impl RunLimits {
+    /// The limits of a run of `wf` under `options`.
+    pub fn of(options: &super::Options, wf: &super::Workflow) -> RunLimits {
+        RunLimits {
+            max_steps: options.guards.max_steps,
+            max_fan_out: options.guards.max_fan_out,
+            max_nesting: options.max_depth,
+            fuel: wf.limits().fuel,
+            max_memory: wf.limits().max_alloc_bytes,
+        }
+    }
 }
 
 impl Trace {
@@ -653,19 +693,58 @@ impl Trace {
             max_in_flight: 0,
             clock_reads: Vec::new(),
             steps: Vec::new(),
+            limits: None,
+            files: None,
         }
     }
 
     /// The trace as pretty JSON.
     pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+        self.try_to_json().unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+
+    /// The trace as pretty JSON, or why it cannot be written: a value a host built nested
+    /// deeper than [`crate::value::MAX_SERIALIZE_DEPTH`] levels (a run's own values do not
+    /// reach it), which no reader could take back.
+    pub fn try_to_json(&self) -> Result<String, String> {
+        serde_json::to_string_pretty(self).map_err(|e| e.to_string())
     }
 
     /// Reads a trace written by [`Trace::to_json`], of any format in
     /// [`TRACE_FORMATS_READ`] (a format-1 trace gets its aggregates computed).
+    ///
+    /// A trace reads at every depth a run writes one: serde_json's default bound of 128
+    /// levels is lifted (a run's arguments may nest that deep themselves, and the trace
+    /// puts them a few levels down), and the JSON is read on a thread of its own with a
+    /// stack sized for [`MAX_TRACE_DEPTH`] levels; deeper JSON is refused before it is read.
     pub fn from_json(text: &str) -> Result<Trace, String> {
+        let depth = json_depth(text);
+        if depth > MAX_TRACE_DEPTH {
+            return Err(format!(
+                "not a trace: it nests {depth} levels deep, deeper than the {MAX_TRACE_DEPTH} a trace may (a run writes values of at most {} levels)",
+                crate::value::MAX_SERIALIZE_DEPTH
+            ));
+        }
+        let read = || {
+            let mut de = serde_json::Deserializer::from_str(text);
+            de.disable_recursion_limit();
+            Trace::deserialize(&mut de).and_then(|t| de.end().map(|()| t))
+        };
+        let parsed = if depth <= 100 {
+            read()
+        } else {
+            std::thread::scope(|scope| {
+                std::thread::Builder::new()
+                    .name("tdsl-trace-reader".to_string())
+                    .stack_size(READER_STACK_BYTES)
+                    .spawn_scoped(scope, read)
+                    .map_err(|e| format!("cannot read the trace: no thread to read it on: {e}"))?
+                    .join()
+                    .map_err(|_| "cannot read the trace: its reader stopped".to_string())
+            })?
+        };
         // The messages say where, never what: a file that is not a trace is not quoted.
-        let mut t: Trace = serde_json::from_str(text).map_err(|e| {
+        let mut t: Trace = parsed.map_err(|e| {
             let what = match e.classify() {
                 serde_json::error::Category::Syntax | serde_json::error::Category::Io => "it is not valid JSON",
                 serde_json::error::Category::Eof => "it ends too early",
@@ -698,7 +777,8 @@ impl Trace {
     /// Computes the seed's aggregates from `step_results` (SPEC §6.7): `tools_executed`
     /// counts the entries whose status is not `SKIPPED`, `tools_succeeded` those with
     /// `success`, `tools_failed` the executed ones without it, and `success_rate` is
-    /// succeeded / executed (0 when nothing was executed); `failure_summary` is the error.
+    /// succeeded / executed (0 when nothing was executed); `failure_summary` is the error and
+    /// every failed step with its error (`Trace::summarize_failures`).
     pub fn aggregate(&mut self) {
         let executed = self.steps.iter().filter(|s| s.status != StepStatus::Skipped).count();
         let succeeded = self.steps.iter().filter(|s| s.success).count();
@@ -706,8 +786,97 @@ impl Trace {
         self.tools_succeeded = succeeded;
         self.tools_failed = executed - succeeded.min(executed);
         self.success_rate = if executed == 0 { 0.0 } else { succeeded as f64 / executed as f64 };
-        self.failure_summary = self.error.as_ref().map(ToString::to_string);
+        self.failure_summary = self.summarize_failures();
     }
+
+    /// `failure_summary`: for a run that did not succeed, why (its error), then every step,
+    /// fan-out child and composite callee's step that failed or timed out, each with its
+    /// error (`broken: the tool failed; fan[2]: …`). Absent for a SUCCESS.
+    fn summarize_failures(&self) -> Option<String> {
+        if self.status == RunStatus::Success {
+            return None;
+        }
+        fn walk(steps: &[StepTrace], prefix: &str, out: &mut Vec<(String, String)>) {
+            fn note(path: &str, call: &CallTrace, out: &mut Vec<(String, String)>) {
+                if matches!(call.status, StepStatus::Failed | StepStatus::Timeout) {
+                    let why = call.error.as_deref().unwrap_or(call.status.as_str());
+                    out.push((path.to_string(), why.to_string()));
+                }
+            }
+            for s in steps {
+                let path = format!("{prefix}{}", s.execution_id);
+                note(&path, &s.call, out);
+                for c in s.children.iter().flatten() {
+                    let child = format!("{path}[{}]", c.index);
+                    note(&child, &c.call, out);
+                    if let Some(nested) = &c.steps {
+                        walk(nested, &format!("{child}/"), out);
+                    }
+                }
+                if let Some(nested) = &s.steps {
+                    walk(nested, &format!("{path}/"), out);
+                }
+            }
+        }
+        let mut failed = Vec::new();
+        walk(&self.steps, "", &mut failed);
+        // The step the run's error names (and the steps and fan-outs that contain it) is
+        // named by the error already.
+        let named = self.error.as_ref().and_then(|e| e.step.as_deref()).unwrap_or("");
+        failed.retain(|(path, _)| {
+            let contains = named
+                .strip_prefix(path)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/') || rest.starts_with('['));
+            named.is_empty() || !contains
+        });
+        let list = failed.iter().map(|(p, why)| format!("{p}: {why}")).collect::<Vec<_>>().join("; ");
+        Some(match (&self.error, failed.len()) {
+            (Some(e), 0) => e.to_string(),
+            (Some(e), _) => format!("{e}; also failed: {list}"),
+            (None, 0) => format!("the run is {}", self.status.as_str()),
+            (None, 1) => format!("continued past 1 failed step: {list}"),
+            (None, n) => format!("continued past {n} failed steps: {list}"),
+        })
+    }
+}
+
+/// The deepest nesting [`Trace::from_json`] reads: values nest at most
+/// [`crate::value::MAX_SERIALIZE_DEPTH`] levels in a trace a run writes, and the trace's own
+/// structure (steps, composite callees' steps, fan-out children, attempts) adds a few
+/// levels per composite level around them.
+pub const MAX_TRACE_DEPTH: usize = 2048;
+
+/// The stack of the thread that reads a deep trace: room for [`MAX_TRACE_DEPTH`] levels of
+/// serde's recursive descent (a few KiB a level in an unoptimized build; the test
+/// `a_trace_reads_at_the_deepest_nesting_allowed` reads one that deep), reserved, not
+/// committed.
+const READER_STACK_BYTES: usize = 32 << 20;
+
+/// How deep `text`'s JSON nests (lists and objects, outside strings), read without
+/// recursion; 0 for a scalar.
+pub(crate) fn json_depth(text: &str) -> usize {
+    let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for b in text.bytes() {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
 }
 
 /// A field that is present is `Some`, even when it is `null` (a skipped step's `output`),
@@ -840,6 +1009,85 @@ mod tests {
         );
         let child = serde_json::to_value(ChildTrace::new(3)).expect("serializes");
         assert_eq!(child.to_string(), r#"{"index":3,"status":"CANCELLED","duration_ms":0}"#);
+    }
+
+    fn minimal(arguments: &str) -> String {
+        format!(
+            r#"{{"format": "tdsl-trace/2", "run_id": "r", "tool": "t.tool", "arguments": {arguments},
+              "overall_status": "SUCCESS", "started_at": "", "completed_at": "", "total_duration_ms": 0,
+              "total_retries": 0, "circuit_breaker_trips": 0, "max_in_flight": 0, "step_results": []}}"#
+        )
+    }
+
+    /// Issue 28 item 4: a trace reads at every depth up to [`MAX_TRACE_DEPTH`] (on the
+    /// reader's own stack), and deeper is refused before it is read.
+    #[test]
+    fn a_trace_reads_at_the_deepest_nesting_allowed() {
+        let n = MAX_TRACE_DEPTH - 2;
+        let deep = format!(r#"{{"x": {}0{}}}"#, "[".repeat(n), "]".repeat(n));
+        let t = Trace::from_json(&minimal(&deep)).expect("reads");
+        assert_eq!(t.arguments.depth(), n + 1);
+        let text = minimal(&format!(r#"{{"x": {}0{}}}"#, "[".repeat(n + 1), "]".repeat(n + 1)));
+        let e = Trace::from_json(&text).expect_err("too deep");
+        assert!(e.contains("it nests 2049 levels deep, deeper than the 2048 a trace may"), "{e}");
+        // Strings with brackets and escaped quotes do not count.
+        assert_eq!(json_depth(r#"{"a": "[[[\"[[", "b": [1]}"#), 2);
+        // Shallow traces read on the caller's thread, deep ones on the reader's: both say
+        // where a trace is broken.
+        let e = Trace::from_json(&minimal(&format!("{}0", "[".repeat(300)))).expect_err("unclosed");
+        assert!(e.starts_with("not a trace: it is not valid JSON"), "{e}");
+    }
+
+    /// A value nested past what serde writes is an error, not a file that is no trace.
+    #[test]
+    fn a_trace_too_deep_to_write_says_so() {
+        let mut v = Value::Int(0);
+        for _ in 0..600 {
+            v = Value::list(vec![v]);
+        }
+        let t = Trace::starting("t".into(), "r".into(), "/main.tool", v, 0);
+        let e = t.try_to_json().expect_err("too deep");
+        assert!(e.contains("a value nested deeper than 512 levels"), "{e}");
+    }
+
+    /// Issue 28 item 18: every trace that did not succeed has `failure_summary`, naming each
+    /// failed step (children and composite callees' steps too) with its error.
+    #[test]
+    fn failure_summary_names_every_failed_step() {
+        let mut t = Trace::starting("t".into(), "r".into(), "/main.tool", Value::Null, 0);
+        let failed = |id: &str, error: &str| {
+            let mut s = StepTrace::new(id, "/tools/t.tool");
+            s.call.status = StepStatus::Failed;
+            s.call.error = Some(error.to_string());
+            s
+        };
+        let mut fan = StepTrace::new("fan", "/tools/t.tool");
+        fan.call.status = StepStatus::Completed;
+        let mut child = ChildTrace::new(2);
+        child.call.status = StepStatus::Timeout;
+        fan.children = Some(vec![child]);
+        let mut outer = StepTrace::new("outer", "/tools/c.tool");
+        outer.call.status = StepStatus::Completed;
+        outer.call.steps = Some(vec![failed("inner", "no")]);
+        t.steps = vec![failed("a", "boom"), fan, outer];
+        t.status = RunStatus::Partial;
+        t.aggregate();
+        assert_eq!(
+            t.failure_summary.as_deref(),
+            Some("continued past 3 failed steps: a: boom; fan[2]: TIMEOUT; outer/inner: no")
+        );
+        // A FAILED run: its error first, then the other failed steps (not the one it names).
+        t.status = RunStatus::Failed;
+        t.error = Some(RunError { code: "E0803".into(), step: Some("outer/inner".into()), message: "no".into() });
+        t.aggregate();
+        assert_eq!(
+            t.failure_summary.as_deref(),
+            Some("step `outer/inner` failed: no [E0803]; also failed: a: boom; fan[2]: TIMEOUT")
+        );
+        t.status = RunStatus::Success;
+        t.error = None;
+        t.aggregate();
+        assert_eq!(t.failure_summary, None);
     }
 
     /// What is written reads back to the same trace (a `null` output stays present).

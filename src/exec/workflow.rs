@@ -48,6 +48,8 @@ pub struct Workflow {
     plan: Arc<Plan>,
     root: PathBuf,
     tools: HashMap<String, Tool>,
+    /// The evaluation limits its expressions were compiled with (recorded in traces).
+    limits: crate::Limits,
 }
 
 /// Why a workflow could not be loaded.
@@ -106,6 +108,18 @@ impl Workflow {
     /// [`Workflow::load`] with the expressions compiled by `engine` (for host functions or
     /// a file store); its clock is replaced by [`ExecClock`], the run's.
     pub fn load_with_engine(root: &Path, file: &Path, engine: Engine) -> Result<Workflow, LoadError> {
+        Workflow::load_with_nesting(root, file, engine, crate::ranges::DEFAULT_MAX_NESTING)
+    }
+
+    /// [`Workflow::load_with_engine`] for a run whose composites may nest `max_nesting`
+    /// deep ([`crate::exec::Options::max_depth`]): a deeper chain of composite callees is
+    /// refused here (`E0619`, [`Analyzer::set_max_nesting`]) rather than failing the run.
+    pub fn load_with_nesting(
+        root: &Path,
+        file: &Path,
+        engine: Engine,
+        max_nesting: usize,
+    ) -> Result<Workflow, LoadError> {
         // Limits out of range would fail every expression with E0409: say it once.
         if let Err(e) = engine.limits().validate() {
             let error = engine.analyze("null", &crate::types::Scope::open()).diagnostics;
@@ -119,6 +133,7 @@ impl Workflow {
         // Callees with no file are kept as `Tool::Missing`: a mock may still answer for them.
         let engine = engine.with_clock(Arc::new(ExecClock));
         let mut analyzer = Analyzer::with_engine(ToolRoot::assumed(root), engine);
+        analyzer.set_max_nesting(max_nesting);
         let checked =
             analyzer.check_file(file).map_err(|e| LoadError::Io(format!("cannot read {}: {e}", file.display())))?;
         Workflow::from_checked(analyzer, checked)
@@ -135,7 +150,8 @@ impl Workflow {
     /// Finishes loading from a checked tool: checks and loads every callee it can reach.
     /// The analyzer's engine should be [`engine()`], so that the run's clock is used.
     pub fn from_checked(mut analyzer: Analyzer, checked: CheckedTool) -> Result<Workflow, LoadError> {
-        let plan = Arc::new(take_plan(checked)?.1);
+        let (checked_name, plan) = take_plan(checked)?;
+        let plan = Arc::new(plan);
         let dir = analyzer.root().dir();
         let root = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
         let mut tools: HashMap<String, Tool> = HashMap::new();
@@ -177,8 +193,15 @@ impl Workflow {
             .as_deref()
             .and_then(|f| analyzer.root().tool_path_of(f))
             .or_else(|| plan.file.as_ref().map(|f| f.display().to_string()))
-            .unwrap_or_else(|| "<tool>".to_string());
-        Ok(Workflow { name, plan, root, tools })
+            // A tool checked from text (a plan sent inline): the name it was checked under.
+            .unwrap_or(checked_name);
+        let limits = analyzer.engine().limits().clone();
+        Ok(Workflow { name, plan, root, tools, limits })
+    }
+
+    /// The evaluation limits its expressions were compiled with (fuel, memory, …).
+    pub fn limits(&self) -> &crate::Limits {
+        &self.limits
     }
 
     /// How the trace names the composite: its tool path under the root, or its file.

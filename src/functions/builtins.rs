@@ -1285,7 +1285,8 @@ fn round(_: &mut dyn Runner, args: &Args<'_>) -> R {
     match args.get(0) {
         Value::Null => Ok(Value::Null),
         Value::Int(i) if digits >= 0 => Ok(Value::Int(*i)),
-        v @ (Value::Int(_) | Value::Float(_)) => {
+        Value::Int(i) => Ok(round_integer(*i, digits)),
+        v @ Value::Float(_) => {
             let x = v.as_f64().unwrap_or(0.0);
             let scale = 10f64.powi(digits as i32);
             let rounded = (x * scale).round() / scale;
@@ -1297,6 +1298,18 @@ fn round(_: &mut dyn Runner, args: &Args<'_>) -> R {
         }
         other => Err(type_err(0, "value", "a number", other)),
     }
+}
+
+/// An integer rounded half away from zero to a multiple of `10^-digits` (`digits` in
+/// -15..=-1), exactly: in `i128`, where neither the multiple nor the step can overflow. A
+/// result beyond `i64` continues as the nearest float, as integer arithmetic does.
+pub(crate) fn round_integer(i: i64, digits: i64) -> Value {
+    let step = 10i128.pow(u32::try_from(-digits).unwrap_or(0).min(15));
+    let x = i128::from(i);
+    let (q, r) = (x / step, x % step);
+    let q = if 2 * r.abs() >= step { q + x.signum() } else { q };
+    let rounded = q * step;
+    i64::try_from(rounded).map_or(Value::Float(rounded as f64), Value::Int)
 }
 
 fn extreme(r: &mut dyn Runner, args: &Args<'_>, want: Ordering) -> R {

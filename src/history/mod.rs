@@ -4,13 +4,15 @@
 //!
 //! [`HistoryStore`] is the interface; [`SqliteStore`] the default implementation (an
 //! embedded SQLite database, `docs/history.md` has its schema). A [`Recorder`] is the
-//! [`Observer`](crate::exec::Observer) that writes a run into a store as it happens, one
-//! commit per event, so that a run killed mid-way keeps what it finished:
+//! [`Observer`](crate::exec::Observer) that writes a run into a store as it happens
+//! ([`SqliteStore`] commits within [`COMMIT_INTERVAL`]), so that a run killed mid-way keeps
+//! what it finished. A run can be given context (seed 003's `cycle_id`, `component`, …,
+//! [`RunContext`]), recorded with it and on each invocation:
 //!
 //! ```
 //! use std::sync::Arc;
 //! use tdsl::exec::{Executor, ToolCall, ToolError, Workflow};
-//! use tdsl::history::{HistoryStore, Recorder, RunFilter, SqliteStore};
+//! use tdsl::history::{HistoryStore, Recorder, RunContext, RunFilter, SqliteStore};
 //! use tdsl::Value;
 //!
 //! let dir = std::env::temp_dir().join(format!("tdsl-history-doc-{}", std::process::id()));
@@ -21,7 +23,9 @@
 //! let workflow = Workflow::load(&dir, &dir.join("main.tool")).unwrap();
 //!
 //! let store: Arc<dyn HistoryStore> = Arc::new(SqliteStore::open(&dir.join("history.db")).unwrap());
-//! let recorder = Arc::new(Recorder::new(store.clone()));
+//! let mut context = RunContext::new();
+//! context.insert("cycle_id", "42").unwrap();
+//! let recorder = Arc::new(Recorder::new(store.clone()).with_context(context));
 //! let runner = |_: &ToolCall<'_>| -> Result<Value, ToolError> { Ok(Value::object_from([("ok", Value::Bool(true))])) };
 //! let executor = Executor::new(runner).with_observer(recorder.clone());
 //! executor.run(&workflow, Value::object_from::<&str>([])).unwrap();
@@ -32,6 +36,9 @@
 //! let run = store.run(&runs[0].id.to_string()).unwrap().unwrap();
 //! assert_eq!(run.invocations.len(), 1);
 //! assert_eq!(run.invocations[0].result, "success");
+//! assert_eq!(run.invocations[0].context.get("cycle_id"), Some("42"));
+//! let filter = RunFilter { context: vec![("cycle_id".into(), "42".into())], ..RunFilter::default() };
+//! assert_eq!(store.runs(&filter).unwrap().len(), 1);
 //! # std::fs::remove_dir_all(&dir).ok();
 //! ```
 
@@ -45,7 +52,7 @@ use serde::Serialize;
 use crate::exec::{Event, Observer, Outcome, StepStatus, Trace};
 use crate::value::Value;
 
-pub use sqlite::{schema_version, SqliteStore, MIGRATIONS, SCHEMA_VERSION};
+pub use sqlite::{schema_version, SqliteStore, COMMIT_INTERVAL, MIGRATIONS, SCHEMA_VERSION};
 
 /// Why the history could not be read or written.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -123,6 +130,97 @@ pub struct NewRun<'a> {
     pub arguments: &'a Value,
     /// RFC 3339.
     pub started_at: &'a str,
+    /// The context the run was given (`tdsl run --context KEY=VALUE`).
+    pub context: &'a RunContext,
+}
+
+/// The context a run is given — seed 003's `ToolInvocation` fields `cycle_id`,
+/// `component`, `conversation_turn`, `triggered_by`, or any other — recorded with the run
+/// and on each of its invocations (`tdsl run --context KEY=VALUE`,
+/// [`Recorder::with_context`]). A key is a letter or `_`, then letters, digits and `_`
+/// (at most 64); a value any string of at most 1,024 bytes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct RunContext(std::collections::BTreeMap<String, String>);
+
+impl RunContext {
+    /// The longest key.
+    pub const MAX_KEY: usize = 64;
+    /// The longest value, in bytes.
+    pub const MAX_VALUE: usize = 1024;
+
+    /// An empty context.
+    pub fn new() -> RunContext {
+        RunContext::default()
+    }
+
+    /// Checks `key` (see [`RunContext`]).
+    pub fn check_key(key: &str) -> Result<(), HistoryError> {
+        let mut chars = key.chars();
+        let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+        if !first_ok || !chars.all(|c| c.is_ascii_alphanumeric() || c == '_') || key.len() > Self::MAX_KEY {
+            return Err(HistoryError(format!(
+                "context key {key:?}: a key is a letter or `_`, then letters, digits or `_` (at most {} \
+                 characters), like `cycle_id`",
+                Self::MAX_KEY
+            )));
+        }
+        Ok(())
+    }
+
+    /// Sets `key` to `value`, checked.
+    pub fn insert(&mut self, key: &str, value: &str) -> Result<(), HistoryError> {
+        Self::check_key(key)?;
+        if value.len() > Self::MAX_VALUE {
+            return Err(HistoryError(format!(
+                "context value of `{key}`: {} bytes, more than {}",
+                value.len(),
+                Self::MAX_VALUE
+            )));
+        }
+        self.0.insert(key.to_string(), value.to_string());
+        Ok(())
+    }
+
+    /// `KEY=VALUE`, checked.
+    pub fn parse_pair(text: &str) -> Result<(String, String), HistoryError> {
+        let Some((key, value)) = text.split_once('=') else {
+            return Err(HistoryError(format!("context {text:?} must be KEY=VALUE (`cycle_id=42`)")));
+        };
+        let mut one = RunContext::new();
+        one.insert(key, value)?;
+        Ok((key.to_string(), value.to_string()))
+    }
+
+    /// Whether it holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The value of `key`.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).map(String::as_str)
+    }
+
+    /// Its pairs, by key.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    /// `k=v, k2=v2`, for people.
+    pub fn display(&self) -> String {
+        self.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")
+    }
+
+    /// As stored: a JSON object, or `None` when empty.
+    pub(crate) fn to_json(&self) -> Option<String> {
+        (!self.is_empty()).then(|| serde_json::to_string(&self.0).unwrap_or_default())
+    }
+
+    /// From a stored JSON object (anything else is empty).
+    pub(crate) fn from_json(text: Option<String>) -> RunContext {
+        RunContext(text.and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default())
+    }
 }
 
 /// One attempt at a primitive tool call, as recorded.
@@ -152,6 +250,8 @@ pub struct Invocation {
     pub completed_at: String,
     /// Milliseconds.
     pub duration_ms: u64,
+    /// The run's context (empty when it was given none).
+    pub context: RunContext,
 }
 
 /// A run, as listed.
@@ -171,6 +271,8 @@ pub struct RunRow {
     pub completed_at: Option<String>,
     /// Milliseconds, once it ended.
     pub duration_ms: Option<u64>,
+    /// The context it was given.
+    pub context: RunContext,
 }
 
 /// A step of a run.
@@ -224,6 +326,9 @@ pub struct RunFilter {
     pub since_ms: Option<i64>,
     /// At most this many, newest first (runs only).
     pub limit: Option<usize>,
+    /// Only runs whose context has each of these keys with this value (runs only; keys as
+    /// [`RunContext::check_key`] says).
+    pub context: Vec<(String, String)>,
 }
 
 /// The store the history lives in.
@@ -259,6 +364,7 @@ pub trait HistoryStore: Send + Sync + std::fmt::Debug {
 /// dropped.
 pub struct Recorder {
     store: Arc<dyn HistoryStore>,
+    context: RunContext,
     state: Mutex<RecorderState>,
 }
 
@@ -271,7 +377,13 @@ struct RecorderState {
 impl Recorder {
     /// A recorder into `store`.
     pub fn new(store: Arc<dyn HistoryStore>) -> Recorder {
-        Recorder { store, state: Mutex::new(RecorderState::default()) }
+        Recorder { store, context: RunContext::new(), state: Mutex::new(RecorderState::default()) }
+    }
+
+    /// Records `context` with the run and on each of its invocations.
+    pub fn with_context(mut self, context: RunContext) -> Recorder {
+        self.context = context;
+        self
     }
 
     /// The history id of the run being (or last) recorded.
@@ -288,11 +400,16 @@ impl Recorder {
         // One lock over the write keeps a run's rows in event order.
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         if state.error.is_some() {
+            // After a failed write (a full disk, say) only the run's end is tried again, so
+            // that the run is not left RUNNING when the store can take it.
+            if let (Event::RunEnded { trace }, Some(run)) = (event, state.run) {
+                let _ = self.store.end_run(run, trace);
+            }
             return Ok(());
         }
         let outcome = match (event, state.run) {
             (Event::RunStarted { run_id, tool, arguments, started_at }, _) => {
-                let run = NewRun { run_id, tool, arguments, started_at };
+                let run = NewRun { run_id, tool, arguments, started_at, context: &self.context };
                 self.store.begin_run(&run).map(|id| state.run = Some(id))
             }
             (_, None) => Ok(()),
@@ -316,6 +433,7 @@ impl Recorder {
                     invoked_at: invoked_at.to_string(),
                     completed_at: completed_at.to_string(),
                     duration_ms: attempt.duration_ms,
+                    context: self.context.clone(),
                 })
             }
             (Event::ResponseRejected { step, error }, Some(run)) => self.store.reject_response(run, step, error),
@@ -348,6 +466,7 @@ pub fn record_trace(store: &dyn HistoryStore, trace: &Trace) -> Result<i64, Hist
         tool: &trace.tool,
         arguments: &trace.arguments,
         started_at: &trace.started_at,
+        context: &RunContext::new(),
     })?;
     let rejected = trace
         .error
@@ -377,6 +496,7 @@ pub fn record_trace(store: &dyn HistoryStore, trace: &Trace) -> Result<i64, Hist
                 invoked_at: wall(a.started_ms),
                 completed_at: wall(a.started_ms.saturating_add(a.duration_ms)),
                 duration_ms: a.duration_ms,
+                context: RunContext::new(),
             })?;
         }
     }

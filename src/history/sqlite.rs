@@ -1,21 +1,22 @@
 //! The history in an embedded SQLite database (`docs/history.md` has the schema).
 //!
-//! WAL journal, one transaction per write (so a run killed with SIGKILL keeps every row
-//! it wrote), a busy timeout so that several processes can share one file, and the schema
-//! version in `PRAGMA user_version`, brought up to date by [`MIGRATIONS`] on open.
+//! WAL journal, writes grouped into one transaction committed within [`COMMIT_INTERVAL`]
+//! (so a run killed with SIGKILL keeps every row written before that), a busy timeout so
+//! that several processes can share one file, and the schema version in
+//! `PRAGMA user_version`, brought up to date by [`MIGRATIONS`] on open.
 
 use std::path::Path;
-use std::sync::{Mutex, PoisonError};
-use std::time::Duration;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
-use rusqlite::{params, Connection, OptionalExtension, Row};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row};
 
-use super::{HistoryError, HistoryStore, Invocation, NewRun, RunDetail, RunFilter, RunRow, StepRow};
+use super::{HistoryError, HistoryStore, Invocation, NewRun, RunContext, RunDetail, RunFilter, RunRow, StepRow};
 use crate::exec::{StepTrace, Trace};
 use crate::value::Value;
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// The migrations: `MIGRATIONS[i]` brings a database from version `i` to `i + 1`.
 pub const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [
@@ -69,11 +70,97 @@ pub const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [
         result TEXT,
         PRIMARY KEY (run, path)
     );",
+    // 3: the indexes that keep recording a step O(log n) at any run length (the next `seq`
+    // of a run is its greatest, one index lookup) and opening a database O(running runs).
+    "CREATE INDEX steps_seq ON steps(run, seq);
+    CREATE INDEX runs_status ON runs(status);
+    CREATE INDEX invocations_step ON invocations(run, step_path);",
+    // 4: the context a run was given (`tdsl run --context KEY=VALUE`), on the run and on
+    // each of its invocations: a JSON object of strings, NULL for none.
+    "ALTER TABLE runs ADD COLUMN context TEXT;
+    ALTER TABLE invocations ADD COLUMN context TEXT;",
 ];
 
+/// How long written rows may wait for their commit: writes are grouped into one
+/// transaction, committed this long after its first write (by a background thread when no
+/// write follows), when the run ends, and when the store is dropped.
+pub const COMMIT_INTERVAL: Duration = Duration::from_millis(50);
+
 /// A history in one SQLite file.
+///
+/// Writes are grouped: the first write opens a transaction that is committed
+/// [`COMMIT_INTERVAL`] later (a run killed with SIGKILL loses at most that much), when the
+/// run ends ([`HistoryStore::end_run`]) or when the store is dropped. One commit per event
+/// cost a WAL frame per row; grouped, a long run or the burst of cancelled steps after
+/// SIGTERM costs one commit per interval.
 pub struct SqliteStore {
-    conn: Mutex<Connection>,
+    shared: Arc<Shared>,
+    flusher: Option<std::thread::JoinHandle<()>>,
+    read_only: bool,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    wake: Condvar,
+}
+
+struct State {
+    conn: Connection,
+    /// When the open write transaction began.
+    open_since: Option<Instant>,
+    /// A commit the background thread could not make: the next write reports it.
+    failed: Option<HistoryError>,
+    /// The store is being dropped.
+    stop: bool,
+    /// No background thread: every write commits at once.
+    immediate: bool,
+}
+
+impl State {
+    fn commit(&mut self) -> Result<(), HistoryError> {
+        if self.open_since.take().is_none() {
+            return Ok(());
+        }
+        self.conn.execute_batch("COMMIT").map_err(|e| {
+            let _ = self.conn.execute_batch("ROLLBACK");
+            HistoryError(format!("history: {e}"))
+        })
+    }
+}
+
+impl Drop for SqliteStore {
+    fn drop(&mut self) {
+        {
+            let mut s = self.shared.state.lock().unwrap_or_else(PoisonError::into_inner);
+            s.stop = true;
+            let _ = s.commit();
+            self.shared.wake.notify_all();
+        }
+        if let Some(t) = self.flusher.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The background thread's loop: commits a transaction [`COMMIT_INTERVAL`] after it began.
+fn flush(shared: &Shared) {
+    let mut s = shared.state.lock().unwrap_or_else(PoisonError::into_inner);
+    while !s.stop {
+        s = match s.open_since {
+            None => shared.wake.wait(s).unwrap_or_else(PoisonError::into_inner),
+            Some(since) => {
+                let left = COMMIT_INTERVAL.saturating_sub(since.elapsed());
+                if left.is_zero() {
+                    if let Err(e) = s.commit() {
+                        s.failed.get_or_insert(e);
+                    }
+                    s
+                } else {
+                    shared.wake.wait_timeout(s, left).unwrap_or_else(PoisonError::into_inner).0
+                }
+            }
+        };
+    }
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -109,7 +196,7 @@ fn i64_of(v: u64) -> i64 {
 impl SqliteStore {
     /// Opens (creating it and its folder if needed) the database at `path`, migrates it to
     /// [`SCHEMA_VERSION`], and marks `INTERRUPTED` every run still `RUNNING` whose process
-    /// is gone.
+    /// is gone (when the file can be written: reading shows such a run `INTERRUPTED` anyway).
     pub fn open(path: &Path) -> Result<SqliteStore, HistoryError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| HistoryError(format!("cannot create {}: {e}", dir.display())))?;
@@ -121,16 +208,149 @@ impl SqliteStore {
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(HistoryError(format!("{what}: cannot use the WAL journal (the file system gave `{mode}`)")));
         }
-        conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;").map_err(err(&what))?;
+        conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA cache_size = -16384;")
+            .map_err(err(&what))?;
         migrate(&conn).map_err(|e| HistoryError(format!("{what}: {}", e.0)))?;
-        mark_interrupted(&conn).map_err(err(&what))?;
-        Ok(SqliteStore { conn: Mutex::new(conn) })
+        // Best effort: on a full disk the history can still be read (and a run still tries
+        // to record, saying once that it could not).
+        let _ = mark_interrupted(&conn);
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State { conn, open_since: None, failed: None, stop: false, immediate: false }),
+            wake: Condvar::new(),
+        });
+        let flusher = {
+            let shared = shared.clone();
+            std::thread::Builder::new().name("tdsl-history".to_string()).spawn(move || flush(&shared)).ok()
+        };
+        if flusher.is_none() {
+            shared.state.lock().unwrap_or_else(PoisonError::into_inner).immediate = true;
+        }
+        Ok(SqliteStore { shared, flusher, read_only: false })
     }
 
-    fn with<T>(&self, f: impl FnOnce(&mut Connection) -> rusqlite::Result<T>) -> Result<T, HistoryError> {
-        let mut conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
-        f(&mut conn).map_err(|e| HistoryError(format!("history: {e}")))
+    /// Opens the database at `path` only to read it (`tdsl history`, `tdsl report --run`):
+    /// a history in a read-only folder or mount, or one the user cannot write, is read as
+    /// any other. Nothing is created: a file that does not exist reads as an empty
+    /// history. A database of an older schema is migrated first,
+    /// which needs write access (the error says so when there is none); writes through
+    /// the store fail.
+    pub fn open_read_only(path: &Path) -> Result<SqliteStore, HistoryError> {
+        let what = format!("{}", path.display());
+        if !path.exists() {
+            // No run was recorded yet: an empty history, and nothing is created.
+            let conn = Connection::open_in_memory().map_err(err(&what))?;
+            migrate(&conn).map_err(|e| HistoryError(format!("{what}: {}", e.0)))?;
+            return Ok(SqliteStore::reading(conn));
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let plain = Connection::open_with_flags(path, flags).and_then(|c| {
+            c.busy_timeout(Duration::from_secs(30))?;
+            let version = schema_version(&c)?;
+            Ok((c, version))
+        });
+        let (conn, version) = match plain {
+            Ok(found) => found,
+            // Reading a WAL database needs its `-shm` file, which a read-only folder or
+            // mount (or a full disk) may not let SQLite create: then the file is read as
+            // immutable, without it (what the last commit left in the database file).
+            Err(first) => Connection::open_with_flags(immutable_uri(path), flags)
+                .and_then(|c| Ok((schema_version(&c)?, c)))
+                .map(|(v, c)| (c, v))
+                .map_err(|_| HistoryError(format!("{what}: {first}")))?,
+        };
+        if version < SCHEMA_VERSION {
+            drop(conn);
+            return SqliteStore::open(path).map_err(|e| {
+                HistoryError(format!(
+                    "{what} has schema version {version}, older than this tdsl's ({SCHEMA_VERSION}), and could not be \
+                     migrated: {}",
+                    e.0
+                ))
+            });
+        }
+        if version > SCHEMA_VERSION {
+            return Err(HistoryError(format!(
+                "{what}: the history database has schema version {version}, newer than this tdsl knows \
+                 ({SCHEMA_VERSION}): use a newer tdsl, or another file (--history FILE)"
+            )));
+        }
+        Ok(SqliteStore::reading(conn))
     }
+
+    fn reading(conn: Connection) -> SqliteStore {
+        let state = State { conn, open_since: None, failed: None, stop: false, immediate: true };
+        SqliteStore {
+            shared: Arc::new(Shared { state: Mutex::new(state), wake: Condvar::new() }),
+            flusher: None,
+            read_only: true,
+        }
+    }
+
+    /// Whether the store was opened only to read.
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// Commits what was written (a write is otherwise committed within
+    /// [`COMMIT_INTERVAL`]).
+    pub fn flush(&self) -> Result<(), HistoryError> {
+        self.shared.state.lock().unwrap_or_else(PoisonError::into_inner).commit()
+    }
+
+    /// Reads, on the connection (which sees this store's uncommitted writes).
+    fn with<T>(&self, f: impl FnOnce(&mut Connection) -> rusqlite::Result<T>) -> Result<T, HistoryError> {
+        let mut s = self.shared.state.lock().unwrap_or_else(PoisonError::into_inner);
+        f(&mut s.conn).map_err(|e| HistoryError(format!("history: {e}")))
+    }
+
+    /// Writes inside the open transaction (opening one if none is), committed when it is
+    /// [`COMMIT_INTERVAL`] old, or at once with `commit`. A write that fails rolls the
+    /// transaction back.
+    fn write<T>(
+        &self,
+        commit: bool,
+        f: impl FnOnce(&mut Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, HistoryError> {
+        if self.read_only {
+            return Err(HistoryError("history: the database was opened read-only".to_string()));
+        }
+        let mut s = self.shared.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(e) = s.failed.take() {
+            return Err(e);
+        }
+        if s.open_since.is_none() {
+            s.conn.execute_batch("BEGIN IMMEDIATE").map_err(|e| HistoryError(format!("history: {e}")))?;
+            s.open_since = Some(Instant::now());
+            self.shared.wake.notify_all();
+        }
+        match f(&mut s.conn) {
+            Ok(v) => {
+                if commit || s.immediate || s.open_since.is_some_and(|t| t.elapsed() >= COMMIT_INTERVAL) {
+                    s.commit()?;
+                }
+                Ok(v)
+            }
+            Err(e) => {
+                s.open_since = None;
+                let _ = s.conn.execute_batch("ROLLBACK");
+                Err(HistoryError(format!("history: {e}")))
+            }
+        }
+    }
+}
+
+/// `file:PATH?immutable=1`, the path percent-encoded where a URI needs it.
+fn immutable_uri(path: &Path) -> String {
+    let text = path.to_string_lossy();
+    let mut uri = String::from("file:");
+    for b in text.bytes() {
+        match b {
+            b'%' | b'?' | b'#' | 0x80.. => uri.push_str(&format!("%{b:02X}")),
+            _ => uri.push(char::from(b)),
+        }
+    }
+    uri.push_str("?immutable=1");
+    uri
 }
 
 /// The database's schema version.
@@ -191,6 +411,28 @@ fn alive(pid: i64) -> bool {
     }
 }
 
+/// The runs still `RUNNING` whose process is gone (a run of this process's is taken to be
+/// live): what reading shows `INTERRUPTED`, also when the database cannot be written to
+/// mark them so.
+fn dead_runs(conn: &Connection) -> rusqlite::Result<Vec<i64>> {
+    let running: Vec<(i64, Option<i64>)> = conn
+        .prepare_cached("SELECT id, pid FROM runs WHERE status = 'RUNNING'")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let me = i64::from(std::process::id());
+    Ok(running.into_iter().filter(|(_, pid)| !pid.is_some_and(|p| p == me || alive(p))).map(|(id, _)| id).collect())
+}
+
+/// `column` as read: `INTERRUPTED` for a `RUNNING` row of a dead run (`key` is the row's
+/// run id column).
+fn status_expr(column: &str, key: &str, dead: &[i64]) -> String {
+    if dead.is_empty() {
+        return column.to_string();
+    }
+    let ids: Vec<String> = dead.iter().map(i64::to_string).collect();
+    format!("(CASE WHEN {column} = 'RUNNING' AND {key} IN ({}) THEN 'INTERRUPTED' ELSE {column} END)", ids.join(","))
+}
+
 fn mark_interrupted(conn: &Connection) -> rusqlite::Result<()> {
     let running: Vec<(i64, Option<i64>)> = conn
         .prepare("SELECT id, pid FROM runs WHERE status = 'RUNNING'")?
@@ -206,7 +448,10 @@ fn mark_interrupted(conn: &Connection) -> rusqlite::Result<()> {
     Ok(())
 }
 
-const RUN_COLUMNS: &str = "id, run_id, tool, status, started_at, completed_at, duration_ms";
+/// The columns of a run as listed, with `status` the expression [`status_expr`] gives.
+fn run_columns(status: &str) -> String {
+    format!("id, run_id, tool, {status}, started_at, completed_at, duration_ms, context")
+}
 
 fn run_row(r: &Row<'_>) -> rusqlite::Result<RunRow> {
     Ok(RunRow {
@@ -217,11 +462,12 @@ fn run_row(r: &Row<'_>) -> rusqlite::Result<RunRow> {
         started_at: r.get(4)?,
         completed_at: r.get(5)?,
         duration_ms: u64_of(r.get(6)?),
+        context: RunContext::from_json(r.get(7)?),
     })
 }
 
 const INVOCATION_COLUMNS: &str = "i.id, i.run, i.step_path, i.tool, i.parameters, i.attempt, i.result, \
-     i.result_data, i.error, i.invoked_at, i.completed_at, i.duration_ms";
+     i.result_data, i.error, i.invoked_at, i.completed_at, i.duration_ms, i.context";
 
 fn invocation_row(r: &Row<'_>) -> rusqlite::Result<Invocation> {
     Ok(Invocation {
@@ -237,6 +483,7 @@ fn invocation_row(r: &Row<'_>) -> rusqlite::Result<Invocation> {
         invoked_at: r.get(9)?,
         completed_at: r.get(10)?,
         duration_ms: u64_of(r.get(11)?).unwrap_or(0),
+        context: RunContext::from_json(r.get(12)?),
     })
 }
 
@@ -258,19 +505,21 @@ fn walk<'t>(steps: &'t [StepTrace], prefix: &str, out: &mut Vec<(String, &'t Ste
 
 impl HistoryStore for SqliteStore {
     fn begin_run(&self, run: &NewRun<'_>) -> Result<i64, HistoryError> {
-        self.with(|c| {
-            c.execute(
-                "INSERT INTO runs (run_id, tool, arguments, status, started_at, started_ms, pid)
-                 VALUES (?1, ?2, ?3, 'RUNNING', ?4, ?5, ?6)",
-                params![
-                    run.run_id,
-                    run.tool,
-                    json(run.arguments),
-                    run.started_at,
-                    millis(run.started_at),
-                    i64::from(std::process::id())
-                ],
-            )?;
+        // Committed at once: a run whose later writes fail (a full disk) is still listed.
+        self.write(true, |c| {
+            c.prepare_cached(
+                "INSERT INTO runs (run_id, tool, arguments, status, started_at, started_ms, pid, context)
+                 VALUES (?1, ?2, ?3, 'RUNNING', ?4, ?5, ?6, ?7)",
+            )?
+            .execute(params![
+                run.run_id,
+                run.tool,
+                json(run.arguments),
+                run.started_at,
+                millis(run.started_at),
+                i64::from(std::process::id()),
+                run.context.to_json()
+            ])?;
             Ok(c.last_insert_rowid())
         })
     }
@@ -283,49 +532,50 @@ impl HistoryStore for SqliteStore {
         status: &str,
         reason: Option<&str>,
     ) -> Result<(), HistoryError> {
-        self.with(|c| {
-            c.execute(
+        self.write(false, |c| {
+            c.prepare_cached(
                 "INSERT INTO steps (run, path, seq, tool, status, reason)
                  VALUES (?1, ?2, (SELECT coalesce(max(seq), 0) + 1 FROM steps WHERE run = ?1), ?3, ?4, ?5)
                  ON CONFLICT (run, path) DO UPDATE SET
                    status = excluded.status, reason = excluded.reason, tool = coalesce(excluded.tool, steps.tool)",
-                params![run, path, tool, status, reason],
-            )
+            )?
+            .execute(params![run, path, tool, status, reason])
             .map(drop)
         })
     }
 
     fn invocation(&self, i: &Invocation) -> Result<(), HistoryError> {
-        self.with(|c| {
-            c.execute(
+        self.write(false, |c| {
+            c.prepare_cached(
                 "INSERT INTO invocations (run, step_path, tool, parameters, attempt, result, result_data, error,
-                   invoked_at, completed_at, duration_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                params![
-                    i.run,
-                    i.step_path,
-                    i.tool,
-                    json(&i.parameters),
-                    i.attempt,
-                    i.result,
-                    i.result_data.as_ref().map(json),
-                    i.error,
-                    i.invoked_at,
-                    i.completed_at,
-                    i64_of(i.duration_ms)
-                ],
-            )
+                   invoked_at, completed_at, duration_ms, context)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+            )?
+            .execute(params![
+                i.run,
+                i.step_path,
+                i.tool,
+                json(&i.parameters),
+                i.attempt,
+                i.result,
+                i.result_data.as_ref().map(json),
+                i.error,
+                i.invoked_at,
+                i.completed_at,
+                i64_of(i.duration_ms),
+                i.context.to_json()
+            ])
             .map(drop)
         })
     }
 
     fn reject_response(&self, run: i64, path: &str, error: &str) -> Result<(), HistoryError> {
-        self.with(|c| {
-            c.execute(
+        self.write(false, |c| {
+            c.prepare_cached(
                 "UPDATE invocations SET result = 'validation_error', error = ?3
                  WHERE id = (SELECT max(id) FROM invocations WHERE run = ?1 AND step_path = ?2 AND result = 'success')",
-                params![run, path, error],
-            )
+            )?
+            .execute(params![run, path, error])
             .map(drop)
         })
     }
@@ -333,23 +583,22 @@ impl HistoryStore for SqliteStore {
     fn end_run(&self, run: i64, trace: &Trace) -> Result<(), HistoryError> {
         let mut steps = Vec::new();
         walk(&trace.steps, "", &mut steps);
-        self.with(|c| {
-            let tx = c.transaction()?;
-            tx.execute(
+        self.write(true, |c| {
+            c.prepare_cached(
                 "UPDATE runs SET status = ?2, completed_at = ?3, duration_ms = ?4, result = ?5, error = ?6, trace = ?7
                  WHERE id = ?1",
-                params![
-                    run,
-                    trace.status.as_str(),
-                    trace.ended_at,
-                    i64_of(trace.duration_ms),
-                    trace.result.as_ref().map(json),
-                    trace.error.as_ref().and_then(|e| serde_json::to_string(e).ok()),
-                    trace.to_json()
-                ],
-            )?;
+            )?
+            .execute(params![
+                run,
+                trace.status.as_str(),
+                trace.ended_at,
+                i64_of(trace.duration_ms),
+                trace.result.as_ref().map(json),
+                trace.error.as_ref().and_then(|e| serde_json::to_string(e).ok()),
+                trace.to_json()
+            ])?;
             for (path, s) in &steps {
-                tx.execute(
+                c.prepare_cached(
                     "INSERT INTO steps (run, path, seq, tool, status, reason, started_at, completed_at, duration_ms,
                        arguments, result)
                      VALUES (?1, ?2, (SELECT coalesce(max(seq), 0) + 1 FROM steps WHERE run = ?1), ?3, ?4, ?5, ?6, ?7,
@@ -358,61 +607,82 @@ impl HistoryStore for SqliteStore {
                        reason = excluded.reason, started_at = excluded.started_at,
                        completed_at = excluded.completed_at, duration_ms = excluded.duration_ms,
                        arguments = excluded.arguments, result = excluded.result",
-                    params![
-                        run,
-                        path,
-                        s.tool,
-                        s.status.as_str(),
-                        s.reason.as_deref().or(s.error.as_deref()),
-                        s.started_at,
-                        s.completed_at,
-                        s.started_ms.map(|_| i64_of(s.duration_ms)),
-                        s.arguments.as_ref().map(json),
-                        s.result.as_ref().map(json)
-                    ],
-                )?;
+                )?
+                .execute(params![
+                    run,
+                    path,
+                    s.tool,
+                    s.status.as_str(),
+                    s.reason.as_deref().or(s.error.as_deref()),
+                    s.started_at,
+                    s.completed_at,
+                    s.started_ms.map(|_| i64_of(s.duration_ms)),
+                    s.arguments.as_ref().map(json),
+                    s.result.as_ref().map(json)
+                ])?;
             }
-            tx.commit()
+            Ok(())
         })
     }
 
     fn runs(&self, filter: &RunFilter) -> Result<Vec<RunRow>, HistoryError> {
+        for (key, _) in &filter.context {
+            RunContext::check_key(key)?;
+        }
         let limit = filter.limit.map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX));
         self.with(|c| {
-            c.prepare(&format!(
-                "SELECT {RUN_COLUMNS} FROM runs
-                 WHERE (?1 IS NULL OR tool GLOB ?1) AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR started_ms >= ?3)
-                 ORDER BY started_ms DESC, id DESC LIMIT ?4"
-            ))?
-            .query_map(params![filter.tool, filter.status, filter.since_ms, limit], run_row)?
-            .collect()
+            let status = status_expr("status", "id", &dead_runs(c)?);
+            let mut sql = format!(
+                "SELECT {} FROM runs
+                 WHERE (?1 IS NULL OR tool GLOB ?1) AND (?2 IS NULL OR {status} = ?2) AND (?3 IS NULL OR started_ms >= ?3)",
+                run_columns(&status)
+            );
+            let mut values: Vec<rusqlite::types::Value> = vec![
+                filter.tool.clone().into(),
+                filter.status.clone().into(),
+                filter.since_ms.into(),
+                limit.into(),
+            ];
+            for (key, value) in &filter.context {
+                // The key is checked (letters, digits, `_`): quoted, it is a JSON path member.
+                values.push(format!("$.\"{key}\"").into());
+                values.push(value.clone().into());
+                sql.push_str(&format!(" AND json_extract(context, ?{}) IS ?{}", values.len() - 1, values.len()));
+            }
+            sql.push_str(" ORDER BY started_ms DESC, id DESC LIMIT ?4");
+            c.prepare(&sql)?.query_map(rusqlite::params_from_iter(values), run_row)?.collect()
         })
     }
 
     fn run(&self, id: &str) -> Result<Option<RunDetail>, HistoryError> {
         self.with(|c| {
+            let dead = dead_runs(c)?;
             let by = if id.parse::<i64>().is_ok() { "id" } else { "run_id" };
             let found = c
                 .query_row(
-                    &format!("SELECT {RUN_COLUMNS}, arguments, result, error, trace FROM runs WHERE {by} = ?1"),
+                    &format!(
+                        "SELECT {}, arguments, result, error, trace FROM runs WHERE {by} = ?1",
+                        run_columns(&status_expr("status", "id", &dead))
+                    ),
                     [id],
                     |r| {
                         Ok((
                             run_row(r)?,
-                            r.get::<_, Option<String>>(7)?,
                             r.get::<_, Option<String>>(8)?,
                             r.get::<_, Option<String>>(9)?,
                             r.get::<_, Option<String>>(10)?,
+                            r.get::<_, Option<String>>(11)?,
                         ))
                     },
                 )
                 .optional()?;
             let Some((run, arguments, result, error, trace)) = found else { return Ok(None) };
             let steps = c
-                .prepare(
-                    "SELECT path, tool, status, reason, started_at, completed_at, duration_ms FROM steps
+                .prepare(&format!(
+                    "SELECT path, tool, {}, reason, started_at, completed_at, duration_ms FROM steps
                      WHERE run = ?1 ORDER BY seq",
-                )?
+                    status_expr("status", "run", &dead)
+                ))?
                 .query_map([run.id], |r| {
                     Ok(StepRow {
                         path: r.get(0)?,
@@ -426,7 +696,9 @@ impl HistoryStore for SqliteStore {
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             let invocations = c
-                .prepare(&format!("SELECT {INVOCATION_COLUMNS} FROM invocations i WHERE i.run = ?1 ORDER BY i.id"))?
+                .prepare_cached(&format!(
+                    "SELECT {INVOCATION_COLUMNS} FROM invocations i WHERE i.run = ?1 ORDER BY i.id"
+                ))?
                 .query_map([run.id], invocation_row)?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             Ok(Some(RunDetail {
@@ -465,6 +737,6 @@ mod tests {
         let path = dir.path().join("h.db");
         Connection::open(&path).unwrap().execute_batch("PRAGMA user_version = 99").unwrap();
         let e = SqliteStore::open(&path).unwrap_err();
-        assert!(e.0.contains("schema version 99, newer than this tdsl knows (2)"), "{e}");
+        assert!(e.0.contains("schema version 99, newer than this tdsl knows (4)"), "{e}");
     }
 }

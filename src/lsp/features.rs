@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use lsp_server::ErrorCode;
 use lsp_types::{
@@ -17,11 +18,14 @@ use crate::diagnostic::Code;
 use crate::span::Span;
 use crate::tool::{is_identifier, JsonKind, Logic, Operator, Param, ToolDef, TypeName, RESERVED_IDS};
 
+/// What [`Server::file_occurrences`] calls for a file: its URI, text, model and occurrences.
+type EachFile<'a> = dyn FnMut(&Url, &Text, &ToolDef, &[Occurrence]) + 'a;
+
 /// A file of the workspace: an open document's text, or the file's on disk.
 struct FileView {
     uri: Url,
     text: Text,
-    tool: Option<ToolDef>,
+    tool: Option<Arc<ToolDef>>,
 }
 
 impl Server {
@@ -29,21 +33,27 @@ impl Server {
         self.docs.get(uri)
     }
 
-    /// The occurrences in an open document (from its last check).
-    fn doc_occurrences(&self, doc: &Doc) -> Vec<Occurrence> {
-        let Some(tool) = doc.checked.as_ref().and_then(|c| c.tool.as_ref()) else { return Vec::new() };
-        symbols::occurrences(&self.engine, &doc.path, tool, &Resolver { root: &doc.root.0 })
+    /// The occurrences in an open document, from its last check (found once per check).
+    fn doc_occurrences<'d>(&self, doc: &'d Doc) -> &'d [Occurrence] {
+        doc.occurrences.get_or_init(|| {
+            let Some(tool) = doc.checked.as_ref().and_then(|c| c.tool.as_ref()) else { return Vec::new() };
+            symbols::occurrences(&self.engine, &doc.path, tool, &Resolver { root: &doc.root.0 })
+        })
     }
 
-    /// A file by path: the open document when there is one, else the file on disk.
+    /// A file by path: the open document when there is one (the model of its last check),
+    /// else the file on disk.
     fn view(&self, path: &Path) -> Option<FileView> {
         if let Some((uri, d)) = self.docs.iter().find(|(_, d)| d.path == path) {
-            let (tool, _) = crate::tool::load(d.text.as_str());
+            let tool = match d.checked.as_ref().and_then(|c| c.tool.clone()) {
+                Some(t) => Some(t),
+                None => crate::tool::load(d.text.as_str()).0.map(Arc::new),
+            };
             return Some(FileView { uri: uri.clone(), text: d.text.clone(), tool });
         }
         let text = crate::input::read_text(path).ok()?;
         let (tool, _) = crate::tool::load(&text);
-        Some(FileView { uri: Url::from_file_path(path).ok()?, text: Text::new(text), tool })
+        Some(FileView { uri: Url::from_file_path(path).ok()?, text: Text::new(text), tool: tool.map(Arc::new) })
     }
 
     /// Every `.tool` file under `root` (open documents included), sorted.
@@ -79,16 +89,113 @@ impl Server {
         let files = if local { vec![doc.path.clone()] } else { self.workspace_files(&doc.root.0) };
         let mut out = Vec::new();
         for f in files {
-            let Some(view) = self.view(&f) else { continue };
-            let Some(tool) = &view.tool else { continue };
-            let root = self.root_for(&f).0;
-            for o in symbols::occurrences(&self.engine, &f, tool, &Resolver { root: &root }) {
-                if &o.sym == sym {
-                    out.push((view.uri.clone(), view.text.clone(), o));
-                }
-            }
+            self.file_occurrences(&f, &mut |uri, text, _, occs| {
+                out.extend(occs.iter().filter(|o| &o.sym == sym).map(|o| (uri.clone(), text.clone(), o.clone())))
+            });
         }
         out
+    }
+
+    /// Calls `each` with a file's URI, text, model and occurrences (the open document's
+    /// from its last check, else the file on disk's); nothing when it does not load.
+    fn file_occurrences(&self, f: &Path, each: &mut EachFile<'_>) {
+        if let Some((uri, d)) = self.docs.iter().find(|(_, d)| d.path == f) {
+            if let Some(tool) = d.checked.as_ref().and_then(|c| c.tool.as_ref()) {
+                each(uri, &d.text, tool, self.doc_occurrences(d));
+                return;
+            }
+        }
+        let Some(view) = self.view(f) else { return };
+        let Some(tool) = &view.tool else { return };
+        let root = self.root_for(f).0;
+        let occs = symbols::occurrences(&self.engine, f, tool, &Resolver { root: &root });
+        each(&view.uri, &view.text, tool, &occs);
+    }
+
+    /// Renaming argument `name` of the tool in `callee` to `new`: what else must change in
+    /// its callers besides their `arguments` keys — each caller step's `transform_arguments`
+    /// output `name` (it is that argument) and the names in that block's expressions that
+    /// read it. Refused when `new` is already a name there or a key of the step's
+    /// `arguments` (issue 28: the rename left those, and `check` then reported E0611 and
+    /// E0101).
+    fn argument_in_callers(
+        &self,
+        doc: &Doc,
+        callee: &Path,
+        name: &str,
+        new: &str,
+    ) -> Result<Vec<(Url, Text, Occurrence)>, String> {
+        let mut out = Vec::new();
+        let mut refused = None;
+        for f in self.workspace_files(&doc.root.0) {
+            let resolver_root = self.root_for(&f).0;
+            let resolver = Resolver { root: &resolver_root };
+            self.file_occurrences(&f, &mut |uri, text, tool, occs| {
+                // The tool's own `transform_arguments`: its expressions read the argument by
+                // name (unless a variable of the block has that name), and an output of
+                // that name replaces it.
+                if f == callee {
+                    if let Some(t) = &tool.transform_arguments {
+                        let mut names = t
+                            .variables
+                            .iter()
+                            .map(|(k, _)| k.node.as_str())
+                            .chain(t.transforms.iter().map(|(k, _)| k.node.as_str()));
+                        if new != name && names.any(|n| n == new) {
+                            refused.get_or_insert(format!(
+                                "cannot rename `{name}` to `{new}`: the tool's `transform_arguments` already has a \
+                                 name `{new}`"
+                            ));
+                        }
+                        if !t.variables.iter().any(|(k, _)| k.node == name) {
+                            let sym = Sym::Variable { block: t.span, name: name.to_string() };
+                            out.extend(
+                                occs.iter().filter(|o| o.sym == sym).map(|o| (uri.clone(), text.clone(), o.clone())),
+                            );
+                        }
+                    }
+                }
+                for ins in tool.instructions() {
+                    if resolver.file(&ins.tool_definition_path.node).as_deref() != Some(callee) {
+                        continue;
+                    }
+                    let passed = ins.arguments.as_ref().is_some_and(|a| a.entries.iter().any(|(k, _)| k.node == new));
+                    let Some(t) = &ins.transform_arguments else {
+                        if passed && new != name {
+                            refused.get_or_insert(format!(
+                                "cannot rename `{name}` to `{new}`: step `{}` of {} already passes `{new}`",
+                                ins.execution_id.node,
+                                f.display()
+                            ));
+                        }
+                        continue;
+                    };
+                    let mut names = t
+                        .variables
+                        .iter()
+                        .map(|(k, _)| k.node.as_str())
+                        .chain(t.transforms.iter().map(|(k, _)| k.node.as_str()));
+                    if new != name && (passed || names.any(|n| n == new)) {
+                        refused.get_or_insert(format!(
+                            "cannot rename `{name}` to `{new}`: step `{}` of {} already has a name `{new}` in its \
+                             `arguments` or `transform_arguments`",
+                            ins.execution_id.node,
+                            f.display()
+                        ));
+                        continue;
+                    }
+                    if !t.transforms.iter().any(|(k, _)| k.node == name) {
+                        continue;
+                    }
+                    let sym = Sym::Variable { block: t.span, name: name.to_string() };
+                    out.extend(occs.iter().filter(|o| o.sym == sym).map(|o| (uri.clone(), text.clone(), o.clone())));
+                }
+            });
+        }
+        match refused {
+            Some(why) => Err(why),
+            None => Ok(out),
+        }
     }
 
     fn offset(&self, doc: &Doc, pos: Position) -> usize {
@@ -104,7 +211,7 @@ pub(super) fn hover(s: &Server, p: &HoverParams) -> Option<Hover> {
     let occs = s.doc_occurrences(doc);
     let checked = doc.checked.as_ref()?;
     let tool = checked.tool.as_ref()?;
-    let symbol = symbols::at(&occs, offset).and_then(|o| Some((o.span, symbol_hover(s, doc, tool, o)?)));
+    let symbol = symbols::at(occs, offset).and_then(|o| Some((o.span, symbol_hover(s, doc, tool, o)?)));
     let typed = type_hover(doc, tool, offset);
     let (span, value) = match (symbol, typed) {
         (Some((span, text)), Some((_, t))) if !text.contains("\n\ntype: ") => (span, format!("{text}\n\n{t}")),
@@ -279,7 +386,7 @@ pub(super) fn definition(s: &Server, p: &GotoDefinitionParams) -> Option<GotoDef
     let doc = s.doc(&tdp.text_document.uri)?;
     let offset = s.offset(doc, tdp.position);
     let occs = s.doc_occurrences(doc);
-    let o = symbols::at(&occs, offset)?;
+    let o = symbols::at(occs, offset)?;
     let location = match &o.sym {
         Sym::ToolPath { file, .. } => {
             let uri = Url::from_file_path(file.as_ref()?).ok()?;
@@ -300,7 +407,7 @@ pub(super) fn references(s: &Server, p: &ReferenceParams) -> Option<Vec<Location
     let doc = s.doc(&tdp.text_document.uri)?;
     let offset = s.offset(doc, tdp.position);
     let occs = s.doc_occurrences(doc);
-    let o = symbols::at(&occs, offset)?;
+    let o = symbols::at(occs, offset)?;
     let all = s.all_occurrences(doc, &o.sym);
     Some(
         all.into_iter()
@@ -319,7 +426,7 @@ pub(super) fn rename(s: &Server, p: &RenameParams) -> Result<Option<WorkspaceEdi
     let doc = s.doc(&tdp.text_document.uri).ok_or_else(|| refuse("the document is not open".into()))?;
     let offset = s.offset(doc, tdp.position);
     let occs = s.doc_occurrences(doc);
-    let o = symbols::at(&occs, offset)
+    let o = symbols::at(occs, offset)
         .ok_or_else(|| refuse("nothing to rename here: put the cursor on an execution id or an argument".into()))?;
     let new = p.new_name.as_str();
     if !is_identifier(new) {
@@ -359,8 +466,16 @@ pub(super) fn rename(s: &Server, p: &RenameParams) -> Result<Option<WorkspaceEdi
         }
         _ => return Err(refuse("only an execution id or an argument can be renamed".into())),
     }
+    let mut all = s.all_occurrences(doc, &sym);
+    if let Sym::Argument { file, name } = &sym {
+        all.extend(s.argument_in_callers(doc, file, name, new).map_err(refuse)?);
+    }
     let mut changes: HashMap<Url, Vec<TextEdit>> = HashMap::new();
-    for (uri, text, o) in s.all_occurrences(doc, &sym) {
+    let mut seen = std::collections::HashSet::new();
+    for (uri, text, o) in all {
+        if !seen.insert((uri.clone(), o.span)) {
+            continue;
+        }
         changes
             .entry(uri)
             .or_default()
@@ -556,12 +671,12 @@ fn last_ref(prefix: &str) -> Option<&str> {
 }
 
 /// The callee of the instruction whose text holds `offset`.
-fn step_callee_at(s: &Server, doc: &Doc, tool: Option<&ToolDef>, offset: usize) -> Option<ToolDef> {
+fn step_callee_at(s: &Server, doc: &Doc, tool: Option<&ToolDef>, offset: usize) -> Option<Arc<ToolDef>> {
     let ins = tool?.instructions().iter().find(|i| i.span.range().contains(&offset))?;
     callee_def(s, doc, &ins.tool_definition_path.node)
 }
 
-fn callee_def(s: &Server, doc: &Doc, tool_path: &str) -> Option<ToolDef> {
+fn callee_def(s: &Server, doc: &Doc, tool_path: &str) -> Option<Arc<ToolDef>> {
     let file = Resolver { root: &doc.root.0 }.file(tool_path)?;
     s.view(&file)?.tool
 }

@@ -2,8 +2,11 @@
 //!
 //! Built on `lsp-server` (rust-analyzer's synchronous scaffold: a pair of channels and the
 //! initialize/shutdown handshake) and `lsp-types`. One thread handles every message in
-//! order: checking a file is fast enough (`benches/lsp.rs`) that nothing needs to be
-//! cancelled or run in the background, and the state needs no locks.
+//! order, and the state needs no locks. Edits are coalesced: a `didChange` only updates the
+//! text; a file is analysed again once no message has come for a moment (as long as its
+//! last analysis took, at most [`DEBOUNCE`]), or before a request is answered, and then only its latest text — so a burst of edits costs one
+//! analysis, not one each. Requests are answered from that analysis (the symbols of a file
+//! are found once per analysis, on the first request that needs them).
 //!
 //! - **Diagnostics** are those of `tdsl check`, published when a file is opened or changed
 //!   (text synchronised incrementally), and for the open files that call it when a callee
@@ -17,12 +20,15 @@
 //! - Hover, definition, references, rename, completion and code actions: [`features`].
 
 mod features;
+pub mod framing;
 pub mod symbols;
 pub mod text;
 
-use std::collections::BTreeMap;
+use std::cell::OnceCell;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use lsp_server::{Connection, ErrorCode, Message, Notification, Request, RequestId, Response};
 use lsp_types::notification::Notification as _;
@@ -57,11 +63,33 @@ pub fn serve(connection: &Connection, extra: Option<ExtraCheck>) -> Result<(), S
         "serverInfo": ServerInfo { name: "tdsl".into(), version: Some(env!("CARGO_PKG_VERSION").into()) },
     });
     connection.initialize_finish(id, result).map_err(|e| e.to_string())?;
-    for msg in &connection.receiver {
+    loop {
+        // While edits wait to be analysed, a short pause in the messages analyses them.
+        let msg = if server.dirty.is_empty() {
+            match connection.receiver.recv() {
+                Ok(m) => m,
+                Err(_) => break,
+            }
+        } else {
+            match connection.receiver.recv_timeout(server.last_flush.min(DEBOUNCE)) {
+                Ok(m) => m,
+                Err(e) if e.is_timeout() => {
+                    for out in server.flush() {
+                        send(connection, Message::Notification(out))?;
+                    }
+                    continue;
+                }
+                Err(_) => break,
+            }
+        };
         match msg {
             Message::Request(req) => {
                 if connection.handle_shutdown(&req).map_err(|e| e.to_string())? {
                     return Ok(());
+                }
+                // A request sees every edit sent before it.
+                for out in server.flush() {
+                    send(connection, Message::Notification(out))?;
                 }
                 let resp = server.request(req);
                 send(connection, Message::Response(resp))?;
@@ -81,6 +109,10 @@ fn send(connection: &Connection, msg: Message) -> Result<(), String> {
     connection.sender.send(msg).map_err(|e| format!("the client is gone: {e}"))
 }
 
+/// The longest the server waits for more messages after an edit before analysing the file
+/// (it waits as long as the last analysis took, up to this).
+pub const DEBOUNCE: Duration = Duration::from_millis(30);
+
 /// An open document.
 pub(crate) struct Doc {
     pub text: Text,
@@ -93,6 +125,8 @@ pub(crate) struct Doc {
     pub checked: Option<CheckedTool>,
     /// The last model that could be read, for completion while the text is broken.
     pub last_tool: Option<Arc<ToolDef>>,
+    /// The symbols of the last check's model, found on first use.
+    pub occurrences: OnceCell<Vec<symbols::Occurrence>>,
 }
 
 /// The server's state: the open documents and what the client negotiated.
@@ -104,6 +138,10 @@ pub struct Server {
     pub(crate) docs: BTreeMap<Url, Doc>,
     pub(crate) engine: Engine,
     extra: Option<ExtraCheck>,
+    /// The open documents whose text changed since their last check.
+    dirty: BTreeSet<Url>,
+    /// How long the last [`Server::flush`] took.
+    last_flush: Duration,
 }
 
 impl Server {
@@ -130,7 +168,16 @@ impl Server {
             .and_then(|o| o.get("root"))
             .and_then(serde_json::Value::as_str)
             .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| PathBuf::from(r)));
-        Server { encoding, workspace, root, docs: BTreeMap::new(), engine: Engine::new(), extra }
+        Server {
+            encoding,
+            workspace,
+            root,
+            docs: BTreeMap::new(),
+            engine: Engine::new(),
+            extra,
+            dirty: BTreeSet::new(),
+            last_flush: Duration::ZERO,
+        }
     }
 
     /// What the server can do.
@@ -173,7 +220,8 @@ impl Server {
         }
     }
 
-    /// Handles a notification; returns the notifications to send (diagnostics).
+    /// Handles a notification; returns the notifications to send now. An opened or
+    /// changed file is analysed by [`Server::flush`].
     pub fn notification(&mut self, n: Notification) -> Vec<Notification> {
         use lsp_types::notification::*;
         match n.method.as_str() {
@@ -192,9 +240,11 @@ impl Server {
                     root,
                     checked: None,
                     last_tool: None,
+                    occurrences: OnceCell::new(),
                 };
                 self.docs.insert(uri.clone(), doc);
-                self.changed(&uri)
+                self.dirty.insert(uri);
+                Vec::new()
             }
             DidChangeTextDocument::METHOD => {
                 let Ok(p) = serde_json::from_value::<lsp_types::DidChangeTextDocumentParams>(n.params) else {
@@ -207,32 +257,49 @@ impl Server {
                     doc.text.apply(c, enc);
                 }
                 doc.version = p.text_document.version;
-                self.changed(&uri)
+                self.dirty.insert(uri);
+                Vec::new()
             }
             DidCloseTextDocument::METHOD => {
                 let Ok(p) = serde_json::from_value::<lsp_types::DidCloseTextDocumentParams>(n.params) else {
                     return Vec::new();
                 };
                 self.docs.remove(&p.text_document.uri);
+                self.dirty.remove(&p.text_document.uri);
                 // Its diagnostics go with it; callers now read the file from disk.
-                let mut out = vec![publish(p.text_document.uri.clone(), Vec::new(), None)];
-                let uris: Vec<Url> = self.docs.keys().cloned().collect();
-                for uri in uris {
-                    out.push(self.check(&uri));
-                }
-                out
+                self.dirty.extend(self.docs.keys().cloned());
+                vec![publish(p.text_document.uri.clone(), Vec::new(), None)]
             }
             DidSaveTextDocument::METHOD => Vec::new(),
             _ => Vec::new(),
         }
     }
 
-    /// Re-checks `uri`, then the open files that call it.
-    fn changed(&mut self, uri: &Url) -> Vec<Notification> {
-        let mut out = vec![self.check(uri)];
-        let Some(changed) = self.docs.get(uri).map(|d| d.path.clone()) else { return out };
-        let callers: Vec<Url> = self
-            .docs
+    /// Analyses the latest text of every file changed since its last check, then the open
+    /// files that call them; returns their diagnostics to publish.
+    pub fn flush(&mut self) -> Vec<Notification> {
+        let dirty = std::mem::take(&mut self.dirty);
+        if dirty.is_empty() {
+            return Vec::new();
+        }
+        let started = std::time::Instant::now();
+        let mut todo: Vec<Url> = dirty.iter().filter(|u| self.docs.contains_key(*u)).cloned().collect();
+        for uri in &dirty {
+            for c in self.callers(uri) {
+                if !todo.contains(&c) {
+                    todo.push(c);
+                }
+            }
+        }
+        let out = todo.iter().map(|u| self.check(u)).collect();
+        self.last_flush = started.elapsed();
+        out
+    }
+
+    /// The open files that call `uri`.
+    fn callers(&self, uri: &Url) -> Vec<Url> {
+        let Some(changed) = self.docs.get(uri).map(|d| d.path.clone()) else { return Vec::new() };
+        self.docs
             .iter()
             .filter(|(u, _)| *u != uri)
             .filter(|(_, d)| {
@@ -244,11 +311,7 @@ impl Server {
                 })
             })
             .map(|(u, _)| u.clone())
-            .collect();
-        for c in callers {
-            out.push(self.check(&c));
-        }
-        out
+            .collect()
     }
 
     /// The tool root for a file: `initializationOptions.root`, the nearest folder with
@@ -297,6 +360,7 @@ impl Server {
             doc.last_tool = Some(t.clone());
         }
         doc.checked = Some(checked);
+        doc.occurrences = OnceCell::new();
         publish(uri.clone(), diagnostics, Some(version))
     }
 

@@ -99,12 +99,27 @@ pub fn occurrences(engine: &Engine, file: &Path, tool: &ToolDef, resolver: &Reso
         });
     }
     let ins = tool.instructions();
-    let callees: Vec<Option<PathBuf>> = ins.iter().map(|i| resolver.file(&i.tool_definition_path.node)).collect();
-    let step_callee = |id: &str| -> Option<PathBuf> {
-        ins.iter()
-            .position(|i| i.execution_id.node == id || i.expected_key.as_ref().is_some_and(|k| k.node == id))
-            .and_then(|n| callees[n].clone())
-    };
+    // Each tool path resolved once (a file system call each).
+    let mut resolved: std::collections::HashMap<&str, Option<PathBuf>> = std::collections::HashMap::new();
+    let callees: Vec<Option<PathBuf>> = ins
+        .iter()
+        .map(|i| {
+            let path = &*i.tool_definition_path.node;
+            resolved.entry(path).or_insert_with(|| resolver.file(path)).clone()
+        })
+        .collect();
+    // The step a REF context names (its `execution_id` or `expected_key`), by name: a scan
+    // of the steps for every REF made hover quadratic in the file (issue 28).
+    let mut by_name: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for (n, i) in ins.iter().enumerate() {
+        by_name.entry(&i.execution_id.node).or_insert(n);
+    }
+    for (n, i) in ins.iter().enumerate() {
+        if let Some(k) = &i.expected_key {
+            by_name.entry(&k.node).or_insert(n);
+        }
+    }
+    let step_callee = |id: &str| -> Option<PathBuf> { by_name.get(id).and_then(|&n| callees[n].clone()) };
     let ctx = Ctx { file: &this, engine, step_callee: &step_callee };
     for (n, i) in ins.iter().enumerate() {
         out.push(Occurrence {
@@ -112,6 +127,14 @@ pub fn occurrences(engine: &Engine, file: &Path, tool: &ToolDef, resolver: &Reso
             span: inner(i.execution_id.span),
             decl: true,
         });
+        // The key the step's result is stored under names it too (`REF:<key>`).
+        if let Some(k) = &i.expected_key {
+            out.push(Occurrence {
+                sym: Sym::Step { file: this.clone(), id: k.node.clone() },
+                span: inner(k.span),
+                decl: true,
+            });
+        }
         out.push(Occurrence {
             sym: Sym::ToolPath { path: i.tool_definition_path.node.clone(), file: callees[n].clone() },
             span: inner(i.tool_definition_path.span),
@@ -269,10 +292,12 @@ impl Ctx<'_> {
         let analysis = self.engine.analyze(&e.value, &Scope::open());
         let map = e.string_map();
         for r in &analysis.references.refs {
-            // `REF:` then the context, then `.first`: spans inside the expression text.
+            // `REF:` (its letters may be escaped inside a template string) then the
+            // context, then `.first`: spans inside the expression text.
             let text = e.value.get(r.span.range()).unwrap_or("");
-            let Some(rest) = text.strip_prefix("REF:") else { continue };
-            let start = r.span.start as usize + 4;
+            let Some(colon) = text.find(':') else { continue };
+            let rest = &text[colon + 1..];
+            let start = r.span.start as usize + colon + 1;
             if !rest.starts_with(&*r.context) {
                 continue;
             }
@@ -285,15 +310,24 @@ impl Ctx<'_> {
             self.ref_parts(&r.context, context_span, first, own, out);
         }
         let mut calls = Vec::new();
-        walk(&analysis.ast, &mut calls);
+        let mut names = Vec::new();
+        walk(&analysis.ast, &mut calls, &mut names);
         for (name, span) in calls {
             out.push(Occurrence { sym: Sym::Function(name), span: map.map(span), decl: false });
         }
         if let Some(block) = block {
-            for (name, span) in &analysis.references.names {
+            // Every use of each free name: the analysis keeps the first use of each (which
+            // may be inside a template string), the tree has the others.
+            let mut uses: Vec<(&str, Span)> = analysis.references.names.iter().map(|(n, s)| (&**n, *s)).collect();
+            for (n, s) in &names {
+                if analysis.references.names.iter().any(|(f, _)| f == n) && !uses.iter().any(|(_, u)| u == s) {
+                    uses.push((n, *s));
+                }
+            }
+            for (name, span) in uses {
                 out.push(Occurrence {
                     sym: Sym::Variable { block, name: name.to_string() },
-                    span: map.map(*span),
+                    span: map.map(span),
                     decl: false,
                 });
             }
@@ -301,22 +335,24 @@ impl Ctx<'_> {
     }
 }
 
-/// Function names called in an expression (string templates are not entered).
-fn walk(e: &Expr, out: &mut Vec<(String, Span)>) {
+/// Function names called in an expression, and bare names read (string templates are
+/// not entered).
+fn walk(e: &Expr, out: &mut Vec<(String, Span)>, names: &mut Vec<(crate::syntax::ast::Name, Span)>) {
     match &e.kind {
         ExprKind::Call(c) => {
             out.push((c.name.node.to_string(), c.name.span));
             for a in &c.args {
-                walk(&a.value, out);
+                walk(&a.value, out, names);
             }
         }
-        ExprKind::Field(x, _) | ExprKind::Unary(_, x) => walk(x, out),
+        ExprKind::Name(n) => names.push((n.clone(), e.span)),
+        ExprKind::Field(x, _) | ExprKind::Unary(_, x) => walk(x, out, names),
         ExprKind::Index(a, b) | ExprKind::Binary(_, a, b) => {
-            walk(a, out);
-            walk(b, out);
+            walk(a, out, names);
+            walk(b, out, names);
         }
-        ExprKind::List(items) => items.iter().for_each(|x| walk(x, out)),
-        ExprKind::Object(entries) => entries.iter().for_each(|(_, x)| walk(x, out)),
+        ExprKind::List(items) => items.iter().for_each(|x| walk(x, out, names)),
+        ExprKind::Object(entries) => entries.iter().for_each(|(_, x)| walk(x, out, names)),
         _ => {}
     }
 }

@@ -70,6 +70,8 @@ pub struct McpServer {
     /// Where composite runs are recorded (`serve --history`), when anywhere.
     #[cfg(feature = "history")]
     history: Option<Arc<dyn crate::history::HistoryStore>>,
+    /// The environment of the processes tools start (`serve --clean-env`).
+    tool_env: crate::exec::host::ToolEnv,
     /// `check_plan`, `run_plan`, the guide and the prompt (`serve --plans`), when on.
     plans: Option<Arc<plans::PlanServer>>,
 }
@@ -166,6 +168,7 @@ impl McpServer {
             log_level: Arc::new(Mutex::new(None)),
             #[cfg(feature = "history")]
             history: None,
+            tool_env: crate::exec::host::ToolEnv::Inherit,
             plans: None,
         };
         Ok((server, skipped))
@@ -187,15 +190,23 @@ impl McpServer {
             log_level: Arc::new(Mutex::new(None)),
             #[cfg(feature = "history")]
             history: self.history.clone(),
+            tool_env: self.tool_env.clone(),
             plans: self.plans.clone(),
         }
+    }
+
+    /// The same server starting tools' processes with the environment `env` allows.
+    pub fn with_tool_env(mut self, env: crate::exec::host::ToolEnv) -> McpServer {
+        self.tool_env = env;
+        self
     }
 
     /// The same server offering plans too (`serve --plans`, [`plans`]): the tools
     /// `check_plan` and `run_plan`, the resources `tdsl://guide` and `tdsl://tools`, and the
     /// prompt `plan`, with the upstream servers' tools callable from plans.
     pub fn with_plans(mut self, options: plans::PlanOptions, upstreams: Arc<upstream::Upstreams>) -> McpServer {
-        let server = plans::PlanServer::new(self.inner.root.clone(), &self.inner.tools, options, upstreams);
+        let server = plans::PlanServer::new(self.inner.root.clone(), &self.inner.tools, options, upstreams)
+            .with_tool_env(self.tool_env.clone());
         self.plans = Some(Arc::new(server));
         self
     }
@@ -343,7 +354,7 @@ impl McpServer {
             None => observer,
         };
         match (served, plan_tool) {
-            (Some(served), _) => Some(call_served(&self.inner.root, served, arguments, cancel, observer)),
+            (Some(served), _) => Some(call_served(&self.inner.root, served, arguments, cancel, observer, &self.tool_env)),
             (None, Some(p)) => Some(p.run_plan(&arguments, cancel, observer)),
             (None, None) => None,
         }
@@ -369,6 +380,7 @@ fn call_served(
     arguments: Json,
     cancel: &CancelToken,
     observer: Option<Arc<dyn Observer>>,
+    tool_env: &crate::exec::host::ToolEnv,
 ) -> Json {
     let arguments = with_defaults(&served.def, arguments);
     if let Err(why) = validate_arguments(&served.def, &arguments) {
@@ -384,7 +396,7 @@ fn call_served(
                 Ok(w) => w,
                 Err(e) => return tool_error(format!("`{}` cannot run: {e}", served.tool_path)),
             };
-            let mut executor = Executor::new(HostRunner::new());
+            let mut executor = Executor::new(HostRunner::new().with_env(tool_env.clone()));
             if let Some(o) = observer {
                 executor = executor.with_observer(o);
             }
@@ -410,7 +422,7 @@ fn call_served(
                 timeout: None,
                 attempt: 1,
             };
-            match HostRunner::new().call(&call) {
+            match HostRunner::new().with_env(tool_env.clone()).call(&call) {
                 Ok(_) | Err(_) if cancel.is_cancelled() => tool_error(format!("`{}` was cancelled", served.tool_path)),
                 // Checked against its declared `responses` as a run checks a step's answer.
                 Ok(v) => match check_primitive_response(served, &v) {
@@ -664,7 +676,11 @@ impl ServerHandler for McpServer {
         let mut tools: Vec<Json> = self.inner.tools.iter().map(|t| t.tool.clone()).collect();
         if self.plans.is_some() {
             // A served tool of the same name keeps it (the plan tool is not offered then).
-            tools.extend(plans::PlanServer::tools().into_iter().filter(|t| !self.inner.tools.iter().any(|s| t["name"] == s.name.as_str())));
+            tools.extend(
+                plans::PlanServer::tools()
+                    .into_iter()
+                    .filter(|t| !self.inner.tools.iter().any(|s| t["name"] == s.name.as_str())),
+            );
         }
         let mut tools_parsed: Vec<Tool> = Vec::with_capacity(tools.len());
         for t in tools {

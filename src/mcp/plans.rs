@@ -20,7 +20,7 @@ use serde_json::{json, Value as Json};
 
 use super::upstream::Upstreams;
 use super::Served;
-use crate::exec::host::HostRunner;
+use crate::exec::host::{HostRunner, ToolEnv};
 use crate::exec::{CancelToken, Event, Observer, Runner, ToolCall, ToolError};
 use crate::plans::{upstream_target, Callable, PlanLimits, PlanRefused, Plans, RunPlanOptions, UpstreamTool};
 use crate::tool::ToolKind;
@@ -74,6 +74,8 @@ pub struct PlanServer {
     served_listing: String,
     options: PlanOptions,
     upstreams: Arc<Upstreams>,
+    /// The environment of the processes plans' tools start.
+    tool_env: ToolEnv,
 }
 
 impl PlanServer {
@@ -82,7 +84,14 @@ impl PlanServer {
         let callable =
             served.iter().map(|s| Callable { name: s.name.clone(), tool_path: Some(s.tool_path.clone()) }).collect();
         let served_listing = served.iter().map(served_line).collect::<Vec<_>>().join("");
-        PlanServer { root, served: callable, served_listing, options, upstreams }
+        PlanServer { root, served: callable, served_listing, options, upstreams, tool_env: ToolEnv::Inherit }
+    }
+
+    /// The same plans, their `exec:` tools started with the environment `env` allows
+    /// (`serve --clean-env`).
+    pub fn with_tool_env(mut self, env: ToolEnv) -> PlanServer {
+        self.tool_env = env;
+        self
     }
 
     /// The upstream servers (shut them down outside the async runtime when the server ends).
@@ -109,11 +118,12 @@ impl PlanServer {
             }
         }
         let mut problems = Vec::new();
-        if names_upstream(plan, &self.upstreams.names()) {
+        let needed = upstreams_needed(plan, &self.upstreams.names(), &self.served);
+        if !needed.is_empty() {
             let mut tools = Vec::new();
-            for (server, listed) in self.upstreams.all_tools() {
-                match listed {
-                    Ok(list) => tools.extend(list.iter().filter_map(|t| upstream_tool(&server, t))),
+            for server in needed {
+                match self.upstreams.tools(server).map(|list| (server, list)) {
+                    Ok((server, list)) => tools.extend(list.iter().filter_map(|t| upstream_tool(server, t))),
                     Err(e) => problems.push(e),
                 }
             }
@@ -162,8 +172,9 @@ impl PlanServer {
             Err(e) => return super::tool_error(format!("`arguments` cannot be read: {e}")),
         };
         let runner: Arc<dyn Runner> =
-            Arc::new(PlanRunner { host: HostRunner::new(), upstreams: self.upstreams.clone() });
-        let observer = observer.map(|o| Arc::new(PlanRecorded { inner: o, plan: plan.clone(), args }) as Arc<dyn Observer>);
+            Arc::new(PlanRunner { host: HostRunner::new().with_env(self.tool_env.clone()), upstreams: self.upstreams.clone() });
+        let observer =
+            observer.map(|o| Arc::new(PlanRecorded { inner: o, plan: plan.clone(), args }) as Arc<dyn Observer>);
         let options = RunPlanOptions { cancel: cancel.clone(), observer, ..RunPlanOptions::default() };
         match core.run(&text, values, runner, &options) {
             Ok(run) => {
@@ -214,7 +225,8 @@ impl PlanServer {
 
     /// The `check_plan` and `run_plan` tools, as MCP `Tool` objects.
     pub fn tools() -> Vec<Json> {
-        let plan = json!({"type": "object", "description": "The plan: a tdsl composite tool object (see tdsl://guide)."});
+        let plan =
+            json!({"type": "object", "description": "The plan: a tdsl composite tool object (see tdsl://guide)."});
         let diagnostics = json!({"type": "array", "items": {"type": "object", "properties": {
             "code": {"type": "string"}, "severity": {"type": "string"}, "message": {"type": "string"},
             "help": {"type": ["string", "null"]}, "pointer": {"type": "string"},
@@ -318,7 +330,10 @@ pub(super) fn list_resources(on: bool) -> Result<ListResourcesResult, McpError> 
 
 /// `resources/read`: `tdsl://guide` or `tdsl://tools` (read off the async runtime: the
 /// listing may start upstream servers); any other URI is the error `-32002`.
-pub(super) async fn read_resource(plans: Option<Arc<PlanServer>>, uri: String) -> Result<ReadResourceResponse, McpError> {
+pub(super) async fn read_resource(
+    plans: Option<Arc<PlanServer>>,
+    uri: String,
+) -> Result<ReadResourceResponse, McpError> {
     let Some(plans) = plans else {
         return Err(McpError::resource_not_found(format!("no resource `{uri}`: this server offers none"), None));
     };
@@ -352,7 +367,12 @@ pub(super) async fn get_prompt(
     })?;
     let task = match request.arguments.as_ref().and_then(|a| a.get("task")) {
         Some(Json::String(t)) if !t.trim().is_empty() => t.clone(),
-        _ => return Err(McpError::invalid_params("the prompt `plan` needs the argument `task`: what the plan should do", None)),
+        _ => {
+            return Err(McpError::invalid_params(
+                "the prompt `plan` needs the argument `task`: what the plan should do",
+                None,
+            ))
+        }
     };
     let prompt = tokio::task::spawn_blocking(move || plans.prompt(&task))
         .await
@@ -360,17 +380,24 @@ pub(super) async fn get_prompt(
     Ok(from_json::<GetPromptResult>(prompt)?.into())
 }
 
-/// Whether a plan names a tool as `NAME/TOOL` of one of the upstream `names` (so their
-/// tools are needed to check it) — or any `X/Y` that is no tool path, so that a misspelt
-/// server gets the nearest names.
-fn names_upstream(plan: &Json, names: &[&str]) -> bool {
-    if names.is_empty() {
-        return false;
+/// The upstream servers whose tools checking a plan needs: for each step that names a tool
+/// that is not served, its server when it is written `NAME/TOOL` with an upstream `NAME`, and
+/// every server for any other unknown name (a tool named without its server, a misspelt
+/// one), so that the nearest names include theirs. None when every step names a served tool.
+fn upstreams_needed<'a>(plan: &Json, names: &[&'a str], served: &[Callable]) -> Vec<&'a str> {
+    let Some(steps) = plan.get("instructions").and_then(Json::as_array) else { return Vec::new() };
+    let mut needed: Vec<&'a str> = Vec::new();
+    for path in steps.iter().filter_map(|s| s.get("tool_definition_path").and_then(Json::as_str)) {
+        if served.iter().any(|c| c.name == path || c.tool_path.as_deref() == Some(path)) {
+            continue;
+        }
+        match path.split_once('/').and_then(|(n, _)| names.iter().find(|m| **m == n)) {
+            Some(name) if !needed.contains(name) => needed.push(name),
+            Some(_) => {}
+            None => return names.to_vec(),
+        }
     }
-    let Some(steps) = plan.get("instructions").and_then(Json::as_array) else { return false };
-    steps.iter().filter_map(|s| s.get("tool_definition_path").and_then(Json::as_str)).any(|p| {
-        super::upstream::split_tool(p).is_some() || names.iter().any(|n| p.starts_with(&format!("{n}/")))
-    })
+    needed
 }
 
 /// An upstream tool as the plan core takes it, from its MCP `Tool` object.
@@ -444,7 +471,11 @@ fn summary_text(check: &crate::plans::PlanCheck, problems: &[String]) -> String 
     };
     for d in &check.diagnostics {
         let pointer = if d.pointer.is_empty() { "/" } else { &d.pointer };
-        text.push_str(&format!("\n\n{} at {pointer}:\n{}", if d.severity == crate::diagnostic::Severity::Error { "error" } else { "warning" }, d.rendered.trim_end()));
+        text.push_str(&format!(
+            "\n\n{} at {pointer}:\n{}",
+            if d.severity == crate::diagnostic::Severity::Error { "error" } else { "warning" },
+            d.rendered.trim_end()
+        ));
     }
     if let (Some(levels), Some(ty)) = (&check.levels, &check.result_type) {
         let levels: Vec<String> = levels.iter().map(|l| l.join(", ")).collect();
@@ -469,7 +500,8 @@ fn served_line(s: &Served) -> String {
         .map(|p| format!("{}: {}{}", p.name.node, p.type_or_any(), if p.is_required() { "!" } else { "" }))
         .collect();
     let mut line = format!("- `{}({})`", s.name, args.join(", "));
-    let responses: Vec<String> = def.responses.iter().map(|p| format!("{}: {}", p.name.node, p.type_or_any())).collect();
+    let responses: Vec<String> =
+        def.responses.iter().map(|p| format!("{}: {}", p.name.node, p.type_or_any())).collect();
     if !responses.is_empty() {
         line.push_str(&format!(" → `{{{}}}`", responses.join(", ")));
     } else if let ToolKind::Composite { .. } = def.kind {
@@ -485,8 +517,10 @@ fn served_line(s: &Served) -> String {
 /// One upstream tool in `tdsl://tools`, from its schemas.
 fn upstream_line(t: &UpstreamTool) -> String {
     let props = |schema: &Json, marks: bool| -> Vec<String> {
-        let required: Vec<&str> =
-            schema.get("required").and_then(Json::as_array).map_or(Vec::new(), |r| r.iter().filter_map(Json::as_str).collect());
+        let required: Vec<&str> = schema
+            .get("required")
+            .and_then(Json::as_array)
+            .map_or(Vec::new(), |r| r.iter().filter_map(Json::as_str).collect());
         schema.get("properties").and_then(Json::as_object).map_or(Vec::new(), |p| {
             p.iter()
                 .map(|(n, s)| {
@@ -535,8 +569,8 @@ struct PlanRecorded {
 impl Observer for PlanRecorded {
     fn event(&self, event: &Event<'_>) {
         if let Event::RunStarted { run_id, started_at, .. } = event {
-            let recorded: Value = serde_json::from_value(json!({"plan": self.plan, "arguments": self.args}))
-                .unwrap_or(Value::Null);
+            let recorded: Value =
+                serde_json::from_value(json!({"plan": self.plan, "arguments": self.args})).unwrap_or(Value::Null);
             self.inner.event(&Event::RunStarted { run_id, tool: RUN_PLAN, arguments: &recorded, started_at });
             return;
         }
@@ -567,11 +601,16 @@ mod tests {
 
     #[test]
     fn plans_name_upstream_servers() {
-        let plan = json!({"instructions": [{"tool_definition_path": "docs/upper"}]});
-        assert!(names_upstream(&plan, &["docs"]));
-        assert!(!names_upstream(&plan, &[]));
-        let plan = json!({"instructions": [{"tool_definition_path": "/tools/a.tool"}, {"tool_definition_path": "echo"}]});
-        assert!(!names_upstream(&plan, &["docs"]));
+        let served = [Callable { name: "echo".into(), tool_path: Some("/tools/echo.tool".into()) }];
+        let needed = |plan: Json, names: &[&'static str]| upstreams_needed(&plan, names, &served);
+        let two = ["docs", "web"];
+        assert_eq!(needed(json!({"instructions": [{"tool_definition_path": "docs/upper"}]}), &two), ["docs"]);
+        assert!(needed(json!({"instructions": [{"tool_definition_path": "docs/upper"}]}), &[]).is_empty());
+        let served_only =
+            json!({"instructions": [{"tool_definition_path": "/tools/echo.tool"}, {"tool_definition_path": "echo"}]});
+        assert!(needed(served_only, &two).is_empty());
+        assert_eq!(needed(json!({"instructions": [{"tool_definition_path": "upper"}]}), &two), two);
+        assert_eq!(needed(json!({"instructions": [{"tool_definition_path": "dcs/upper"}]}), &two), two);
     }
 
     #[test]

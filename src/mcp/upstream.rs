@@ -49,14 +49,15 @@ impl UpstreamSpec {
             return Err(format!(
                 "--upstream {arg}: https:// is not supported for upstream servers; use http:// (on loopback, or through a local TLS proxy)"
             ));
-        } else if rest.starts_with("http://") {
-            let authority = rest["http://".len()..].split(['/', '?', '#']).next().unwrap_or("");
+        } else if let Some(after) = rest.strip_prefix("http://") {
+            let authority = after.split(['/', '?', '#']).next().unwrap_or("");
             if authority.is_empty() || authority.starts_with(':') || rest.chars().any(char::is_whitespace) {
                 return Err(format!("--upstream {arg}: `{rest}` is not a URL"));
             }
             McpTarget::Url { url: rest.to_string(), token: None }
         } else {
-            let words = shell_words::split(rest).map_err(|e| format!("--upstream {arg}: cannot split the command: {e}"))?;
+            let words =
+                shell_words::split(rest).map_err(|e| format!("--upstream {arg}: cannot split the command: {e}"))?;
             if words.is_empty() {
                 return Err(format!("--upstream {arg}: no command to start"));
             }
@@ -87,16 +88,20 @@ pub fn parse_upstreams(upstreams: &[String], tokens: &[String]) -> Result<Vec<Up
         let McpTarget::Url { token, .. } = &mut spec.target else {
             return Err(format!("--upstream-token {arg}: `{}` is started as a command, not reached by URL", spec.name));
         };
-        #[cfg(feature = "mcp-http")]
-        let read = super::http::read_token(Path::new(file.trim())).map_err(|e| format!("--upstream-token {arg}: {e}"))?;
-        #[cfg(not(feature = "mcp-http"))]
-        let read = {
-            let _ = Path::new(file);
-            return Err(format!("--upstream-token {arg}: this tdsl was built without the `mcp-http` feature"));
-        };
-        *token = Some(read);
+        *token = Some(read_token(Path::new(file.trim())).map_err(|e| format!("--upstream-token {arg}: {e}"))?);
     }
     Ok(specs)
+}
+
+/// The bearer token in `path` (as `--token-file` reads it).
+#[cfg(feature = "mcp-http")]
+fn read_token(path: &Path) -> Result<String, String> {
+    super::http::read_token(path)
+}
+
+#[cfg(not(feature = "mcp-http"))]
+fn read_token(_path: &Path) -> Result<String, String> {
+    Err("this tdsl was built without the `mcp-http` feature".to_string())
 }
 
 /// The upstream servers of a plans server.
@@ -112,6 +117,12 @@ impl Upstreams {
     /// The servers, none started yet.
     pub fn new(specs: Vec<UpstreamSpec>) -> Upstreams {
         Upstreams { specs, clients: McpClients::new(), listed: Mutex::new(HashMap::new()) }
+    }
+
+    /// The same servers, started with the environment `env` allows (`serve --clean-env`).
+    pub fn with_env(mut self, env: crate::exec::host::ToolEnv) -> Upstreams {
+        self.clients = self.clients.with_env(env);
+        self
     }
 
     /// The upstream names, in the order given.
@@ -185,7 +196,10 @@ mod tests {
     fn upstreams_parse() {
         let s = UpstreamSpec::parse("docs=tdsl serve --mcp --root 'my root'").expect("parses");
         assert_eq!(s.name, "docs");
-        assert_eq!(s.target, McpTarget::Command(vec!["tdsl".into(), "serve".into(), "--mcp".into(), "--root".into(), "my root".into()]));
+        assert_eq!(
+            s.target,
+            McpTarget::Command(vec!["tdsl".into(), "serve".into(), "--mcp".into(), "--root".into(), "my root".into()])
+        );
         let s = UpstreamSpec::parse("web=http://127.0.0.1:9000/mcp").expect("parses");
         assert_eq!(s.target, McpTarget::Url { url: "http://127.0.0.1:9000/mcp".into(), token: None });
         assert!(UpstreamSpec::parse("docs").unwrap_err().contains("NAME=COMMAND"));

@@ -33,6 +33,8 @@ pub(crate) enum Role {
 pub(crate) struct Site<'a> {
     pub text: &'a JsonStr,
     pub role: Role,
+    /// Whether it is a transform variable (where a string may be a call-string).
+    pub variable: bool,
 }
 
 /// Every string of the plan that holds a value, a REF or an expression.
@@ -47,7 +49,8 @@ fn walk<'a>(node: &'a JsonNode, path: &mut Vec<String>, out: &mut Vec<Site<'a>>)
     match &node.kind {
         JsonKind::Str(s) => {
             if let Some(role) = role(path) {
-                out.push(Site { text: s, role });
+                let variable = path.iter().any(|p| p == "variables");
+                out.push(Site { text: s, role, variable });
             }
         }
         JsonKind::List(items) => {
@@ -241,7 +244,8 @@ pub(crate) fn check_site(
     if !files {
         static FILE_CALL: OnceLock<Regex> = OnceLock::new();
         let re = regex(&FILE_CALL, r"\b(read_files|read_file|list_files|list_file_versions|describe_version)\s*\(");
-        let calls = site.role == Role::Expression || (site.role == Role::Value && text.trim_end().ends_with(')'));
+        // Expressions, and the call-strings of `variables`; any other string is text.
+        let calls = site.role == Role::Expression || (site.variable && text.trim_end().ends_with(')'));
         if calls {
             for m in re.captures_iter(text) {
                 let Some(name) = m.get(1) else { continue };

@@ -232,6 +232,20 @@ impl Plans {
         self.served.iter().cloned().chain(up).collect()
     }
 
+    /// The definition of a callable tool, by the name a plan calls it (what a tool listing
+    /// shows: its arguments and responses): a served tool's file, an upstream tool's
+    /// schemas as declarations. `None` for a name that is not callable or does not load.
+    pub fn definition(&self, name: &str) -> Option<crate::tool::ToolDef> {
+        if let Some(u) = self.upstream.iter().find(|u| u.plan_name() == name) {
+            return crate::tool::load(&u.tool_source()).0;
+        }
+        let c = self.served.iter().find(|c| c.name == name)?;
+        match ToolRoot::new(&self.root).resolve(c.tool_path.as_deref()?) {
+            Resolved::Found(t) => t.def.clone(),
+            _ => None,
+        }
+    }
+
     /// Checks a plan given as JSON text.
     pub fn check(&self, plan: &str) -> PlanCheck {
         self.check_with(plan, self.engine.clone()).0
@@ -334,11 +348,21 @@ impl Plans {
         let mut root = ToolRoot::with_policy(&self.root, MissingCallees::Skip);
         let mut step_ids: Vec<String> = Vec::new();
         let mut step_fields: Vec<Option<Vec<String>>> = Vec::new();
+        // (the tool as written, the step's id, the span of its id) of each step.
+        let mut step_tools: Vec<(String, String, Span)> = Vec::new();
         for ins in instructions {
             let field = |k: &str| ins.as_object().and_then(|e| e.iter().find(|(key, _)| key.node == k)).map(|(_, v)| v);
             step_ids
                 .push(field("execution_id").and_then(JsonNode::as_str).map_or(String::new(), |s| s.value.to_string()));
             let mut fields = None;
+            if let (Some(path), Some(id)) =
+                (field("tool_definition_path").and_then(JsonNode::as_str), field("execution_id"))
+            {
+                let written = path.value.trim().trim_end_matches(".tool");
+                let written = written.rsplit('/').next().unwrap_or(written).to_string();
+                let id_text = id.as_str().map_or(String::new(), |s| s.value.to_string());
+                step_tools.push((written, id_text, id.span));
+            }
             if let Some(path) = field("tool_definition_path").and_then(JsonNode::as_str) {
                 match self.resolve(&mut root, &path.value) {
                     Ok(tool) => {
@@ -424,7 +448,13 @@ impl Plans {
 
         // The analysis: the same checks as `tdsl check`.
         let mut analyzer = Analyzer::with_engine(root, engine);
-        let checked = analyzer.check_text("plan".to_string(), source.clone(), None);
+        let checked = analyzer.check_text(PLAN_TOOL.to_string(), source.clone(), None);
+        // A REF to a tool's name where the step that calls it was meant: that step is used.
+        let mut used = used;
+        for d in checked.diagnostics.iter().filter(|d| d.code == Code::UnknownRefContext) {
+            let ctx = source.get(d.span.range()).unwrap_or_default();
+            used.extend(step_tools.iter().filter(|(tool, _, _)| tool == ctx).map(|(_, _, span)| *span));
+        }
         for d in &checked.diagnostics {
             let inside = explained.iter().any(|s| s.start <= d.span.start && d.span.end <= s.end);
             let echo = matches!(d.code.as_str().get(..3), Some("E00" | "E01" | "E02"))
@@ -435,37 +465,12 @@ impl Plans {
             {
                 continue;
             }
-            diags.push(self.adapt(d, &source));
+            diags.push(adapt(d, &source, &step_tools));
         }
         let result_type = if diags.iter().any(Diagnostic::is_error) { None } else { result_type(&checked) };
         let check = PlanCheck::finish(source, Some(tree), diags, checked.plan.as_ref().map(levels).zip(result_type));
         let ok = check.ok();
         (check, ok.then_some((analyzer, checked)))
-    }
-
-    /// A diagnostic of the analysis, as a plan's: a field the callee does not declare is an
-    /// error (`E1314`), a Python literal in an expression `E1313`.
-    fn adapt(&self, d: &Diagnostic, source: &str) -> Diagnostic {
-        let mut d = d.clone();
-        match d.code {
-            Code::UndeclaredResponseField => d.code = Code::PlanUnknownField,
-            Code::UnknownName => {
-                let name = source.get(d.span.range()).unwrap_or_default();
-                if let Some((tdsl, lang)) = mistakes::expression_literal(name) {
-                    d = Diagnostic::new(
-                        Code::PlanLiteral,
-                        d.span,
-                        format!("`{name}` is {lang}; tdsl expressions write `{tdsl}`"),
-                    )
-                    .with_label(format!("write `{tdsl}`"))
-                    .with_help(format!(
-                        "tdsl's literals are JSON's: `true`, `false`, `null`; replace `{name}` with `{tdsl}`"
-                    ));
-                }
-            }
-            _ => {}
-        }
-        d
     }
 
     /// What a `tool_definition_path` names: a callable tool, loaded (and aliased in `root`
@@ -546,6 +551,15 @@ impl Plans {
         let stem = stem.rsplit('/').next().unwrap_or(stem);
         let near = did_you_mean(written.trim(), candidates.iter().map(String::as_str))
             .or_else(|| did_you_mean(stem, candidates.iter().map(String::as_str)))
+            // `forecast`, `weather.forecast` for the upstream `weather/forecast`.
+            .or_else(|| {
+                let lower = written.trim().to_lowercase();
+                candidates
+                    .iter()
+                    .filter(|c| c.split_once('/').is_some_and(|(_, tool)| !tool.is_empty() && lower.ends_with(tool)))
+                    .min_by_key(|c| c.len())
+                    .map(String::as_str)
+            })
             // `web_search` for `search`, `search_tool` for `search`: a name inside the other.
             .or_else(|| {
                 let lower = stem.to_lowercase();
@@ -590,6 +604,70 @@ impl Plans {
         }
         text
     }
+}
+
+/// A diagnostic of the analysis, as a plan's: a field the callee does not declare is an
+/// error (`E1314`), a Python literal in an expression `E1313`; a REF to a tool's name gets
+/// the step that calls it, a key of another plan format its tdsl name.
+fn adapt(d: &Diagnostic, source: &str, step_tools: &[(String, String, Span)]) -> Diagnostic {
+    let mut d = d.clone();
+    let text = source.get(d.span.range()).unwrap_or_default();
+    match d.code {
+        Code::UndeclaredResponseField => d.code = Code::PlanUnknownField,
+        Code::UnknownName => {
+            if let Some((tdsl, lang)) = mistakes::expression_literal(text) {
+                d = Diagnostic::new(
+                    Code::PlanLiteral,
+                    d.span,
+                    format!("`{text}` is {lang}; tdsl expressions write `{tdsl}`"),
+                )
+                .with_label(format!("write `{tdsl}`"))
+                .with_help(format!(
+                    "tdsl's literals are JSON's: `true`, `false`, `null`; replace `{text}` with `{tdsl}`"
+                ));
+            }
+        }
+        Code::UnknownRefContext => {
+            let steps: Vec<&str> =
+                step_tools.iter().filter(|(tool, _, _)| tool == text).map(|(_, id, _)| id.as_str()).collect();
+            if let [step] = steps.as_slice() {
+                let rest: String = source
+                    .get(d.span.end as usize..)
+                    .unwrap_or_default()
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+                    .collect();
+                d.help = Some(format!(
+                    "`{text}` is a tool; a REF names the step that calls it by its `execution_id`: write `REF:{step}{rest}`"
+                ));
+            }
+        }
+        Code::UnknownKey => {
+            let key = text.trim_matches('"');
+            if let Some(tdsl) = key_alias(key) {
+                d.help = Some(format!("tdsl calls it `{tdsl}`: rename `{key}` to `{tdsl}`"));
+            }
+        }
+        _ => {}
+    }
+    d
+}
+
+/// The tdsl key for a key of another plan or tool-call format.
+fn key_alias(key: &str) -> Option<&'static str> {
+    Some(match key {
+        "depends_on" | "dependsOn" | "depends" | "after" | "needs" | "requires" | "wait_for" => "dependencies",
+        "tool" | "tool_name" | "toolName" | "function" | "function_name" | "action" | "tool_path" | "call" => {
+            "tool_definition_path"
+        }
+        "id" | "step_id" | "stepId" | "step" | "name" | "step_name" => "execution_id",
+        "args" | "parameters" | "params" | "input" | "inputs" | "action_input" | "tool_input" => "arguments",
+        "foreach" | "for_each" | "forEach" | "loop" | "map" | "parallel" | "iterate" => "parallel_execution",
+        "condition" | "if" | "when" | "only_if" => "conditions",
+        "steps" | "plan" | "tasks" | "nodes" | "calls" => "instructions",
+        "outputs" | "output" | "returns" | "return" | "result" | "results" => "response_reference_map",
+        _ => return None,
+    })
 }
 
 /// Why a tool name does not resolve, before it has a span.
@@ -736,6 +814,9 @@ pub struct PlanCheck {
     /// The type of the plan's result, when it has no error (`{total: integer}`).
     pub result_type: Option<String>,
 }
+
+/// How a plan's run names it (the trace's `tool` and `plan_id`, the history's run).
+pub const PLAN_TOOL: &str = "<plan>";
 
 /// The name rendered diagnostics give a plan sent inline.
 pub const PLAN_NAME: &str = "plan.json";

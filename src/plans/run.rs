@@ -166,6 +166,7 @@ impl Plans {
         runner: Arc<dyn Runner>,
         options: &RunPlanOptions,
     ) -> Result<PlanRun, PlanRefused> {
+        self.limits.validate().map_err(|e| PlanRefused::Refused { code: "E0814".into(), message: e.to_string() })?;
         let engine = self.engine.clone().with_clock(Arc::new(ExecClock));
         let (check, ready) = self.check_with(plan, engine);
         let Some((analyzer, checked)) = ready else { return Err(PlanRefused::Invalid(check)) };

@@ -16,6 +16,11 @@
 //! assert!(page.contains(r#"data-step="a""#));
 //! ```
 //!
+//! What the page embeds of each value is bounded ([`EMBED_STRING_BYTES`] per string,
+//! [`EMBED_VALUE_BYTES`] per value, [`EMBED_DEPTH`] levels): a cut says what it left out
+//! and the full size, so a trace holding a 100 MB string still gives a page of a few
+//! hundred KiB.
+//!
 //! The graph needs the composite's dependencies, which a trace does not hold:
 //! [`Graph::of`] takes them from the checked plan. Without one, steps are laid out in the
 //! order they started, one per column.
@@ -108,9 +113,10 @@ fn collect<'t>(
             path.clone(),
             json!({
                 "path": path, "tool": s.tool, "status": s.status.as_str(), "reason": s.reason,
-                "error": s.error, "arguments": s.arguments, "result": s.result,
+                "error": s.error.as_deref().map(embed_text), "arguments": s.arguments.as_ref().map(embed),
+                "result": s.result.as_ref().map(embed),
                 "started_at": s.started_at, "duration_ms": s.duration_ms, "retry_count": s.retry_count,
-                "attempts": s.attempts,
+                "attempts": embed_attempts(&s.attempts),
                 "children": s.children.as_ref().map(Vec::len),
             }),
         );
@@ -127,9 +133,10 @@ fn collect<'t>(
             details.insert(
                 cpath.clone(),
                 json!({
-                    "path": cpath, "tool": s.tool, "status": c.status.as_str(), "error": c.error,
-                    "arguments": c.arguments, "result": c.result, "duration_ms": c.duration_ms,
-                    "attempts": c.attempts,
+                    "path": cpath, "tool": s.tool, "status": c.status.as_str(),
+                    "error": c.error.as_deref().map(embed_text), "arguments": c.arguments.as_ref().map(embed),
+                    "result": c.result.as_ref().map(embed), "duration_ms": c.duration_ms,
+                    "attempts": embed_attempts(&c.attempts),
                 }),
             );
             rows.push(Row {
@@ -148,6 +155,111 @@ fn collect<'t>(
             collect(nested, &format!("{path}/"), depth + 1, rows, details);
         }
     }
+}
+
+/// The most bytes of one string the page embeds; a longer one is cut (at a character
+/// boundary) and ends with a note giving its full size.
+pub const EMBED_STRING_BYTES: usize = 8 << 10;
+
+/// The most bytes of one value (a step's arguments, result, an attempt's response) the page
+/// embeds, over all its strings, keys and numbers; past it, the rest of a list or object is
+/// one note saying how many items were left out.
+pub const EMBED_VALUE_BYTES: usize = 64 << 10;
+
+/// The deepest a value embedded in the page nests; a list or object deeper is a note.
+pub const EMBED_DEPTH: usize = 32;
+
+/// `text` as the page embeds it: whole, or its first [`EMBED_STRING_BYTES`] and a note.
+fn embed_text(text: &str) -> String {
+    cut(text, EMBED_STRING_BYTES)
+}
+
+/// `text`, or its first `max` bytes (at a character boundary) and a note with its size.
+fn cut(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… [truncated: {} bytes in all, the first {end} shown]", &text[..end], text.len())
+}
+
+/// A value as the page embeds it: bounded per string, in all, and in depth (each cut is
+/// noted with what was left out), so that a page stays small whatever the trace holds.
+fn embed(v: &crate::value::Value) -> serde_json::Value {
+    let mut left = EMBED_VALUE_BYTES;
+    embed_in(v, 0, &mut left)
+}
+
+fn embed_in(v: &crate::value::Value, depth: usize, left: &mut usize) -> serde_json::Value {
+    use crate::value::Value;
+    use serde_json::Value as J;
+    match v {
+        Value::Null => J::Null,
+        Value::Bool(b) => J::Bool(*b),
+        Value::Int(i) => {
+            *left = left.saturating_sub(8);
+            J::from(*i)
+        }
+        Value::Float(f) => {
+            *left = left.saturating_sub(8);
+            serde_json::Number::from_f64(*f).map_or(J::Null, J::Number)
+        }
+        Value::Str(s) => {
+            let text = cut(s, (*left).min(EMBED_STRING_BYTES));
+            *left = left.saturating_sub(text.len());
+            J::String(text)
+        }
+        Value::List(l) if depth >= EMBED_DEPTH => {
+            J::String(format!("[a list of {} items nested deeper than {EMBED_DEPTH} levels: not shown]", l.len()))
+        }
+        Value::Object(o) if depth >= EMBED_DEPTH => {
+            J::String(format!("[an object of {} keys nested deeper than {EMBED_DEPTH} levels: not shown]", o.len()))
+        }
+        Value::List(l) => {
+            let mut out = Vec::new();
+            for (i, x) in l.iter().enumerate() {
+                if *left == 0 {
+                    out.push(J::String(format!("[{} more items of {} not shown]", l.len() - i, l.len())));
+                    break;
+                }
+                out.push(embed_in(x, depth + 1, left));
+            }
+            J::Array(out)
+        }
+        Value::Object(o) => {
+            let mut out = serde_json::Map::new();
+            for (i, (k, x)) in o.iter().enumerate() {
+                if *left == 0 {
+                    out.insert(
+                        "…".to_string(),
+                        J::String(format!("[{} more keys of {} not shown]", o.len() - i, o.len())),
+                    );
+                    break;
+                }
+                let key = cut(k, (*left).min(EMBED_STRING_BYTES));
+                *left = left.saturating_sub(key.len());
+                out.insert(key, embed_in(x, depth + 1, left));
+            }
+            J::Object(out)
+        }
+    }
+}
+
+/// Attempts as the page embeds them: responses and errors bounded as values are.
+fn embed_attempts(attempts: &[Attempt]) -> serde_json::Value {
+    attempts
+        .iter()
+        .map(|a| {
+            json!({
+                "attempt": a.attempt, "outcome": a.outcome, "response": a.response.as_ref().map(embed),
+                "error": a.error.as_deref().map(embed_text), "delay_ms": a.delay_ms,
+                "started_ms": a.started_ms, "duration_ms": a.duration_ms,
+            })
+        })
+        .collect()
 }
 
 const NODE_W: u64 = 180;
@@ -381,7 +493,7 @@ pub fn html(trace: &Trace, graph: Option<&Graph>) -> String {
     let error = trace
         .error
         .as_ref()
-        .map_or(String::new(), |e| format!(r#"<p class="meta">error: {}</p>"#, esc(&e.to_string())));
+        .map_or(String::new(), |e| format!(r#"<p class="meta">error: {}</p>"#, esc(&embed_text(&e.to_string()))));
     let note = if graph.is_none() {
         r#"<p class="meta">The composite's definition was not available: steps are laid out in the order they started.</p>"#
     } else {

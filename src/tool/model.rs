@@ -36,6 +36,9 @@ pub struct ToolDef {
     pub transform_arguments: Option<Transform>,
     /// `transform_responses` on the tool as a whole (composite only).
     pub transform_responses: Option<Transform>,
+    /// `output_key` (seed 002's `ToolSpec`): the default `expected_key` of every step that
+    /// calls this tool; a step's own `expected_key` wins (SPEC §5).
+    pub output_key: Option<Spanned<String>>,
     /// The whole root object.
     pub span: Span,
 }

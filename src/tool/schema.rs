@@ -28,6 +28,7 @@ const TOOL_KEYS: &[&str] = &[
     "response_reference_map",
     "transform_arguments",
     "transform_responses",
+    "output_key",
 ];
 const PARAM_KEYS: &[&str] = &[
     "name",
@@ -90,6 +91,10 @@ pub fn tool(root: &JsonNode, diags: &mut Vec<Diagnostic>) -> Option<ToolDef> {
     let description = obj.get("description").and_then(|n| l.string(&obj, "description", n));
     let arguments = obj.get("arguments").map_or_else(Vec::new, |n| l.params(&obj, "arguments", n));
     let responses = obj.get("responses").map_or_else(Vec::new, |n| l.params(&obj, "responses", n));
+    let output_key = obj.get("output_key").and_then(|n| l.string(&obj, "output_key", n));
+    if let Some(key) = &output_key {
+        l.result_name(key, "output_key");
+    }
 
     // The composite parts are read even when the kind is in doubt, so that their problems
     // are reported in the same run as the doubt.
@@ -169,6 +174,7 @@ pub fn tool(root: &JsonNode, diags: &mut Vec<Diagnostic>) -> Option<ToolDef> {
         kind: kind?,
         transform_arguments,
         transform_responses,
+        output_key,
         span: root.span,
     };
     Some(tool)
@@ -587,7 +593,7 @@ impl Loader<'_> {
         let output_path = obj.get("output_path").and_then(|n| self.output_path(&obj, n));
         let expected_key = obj.get("expected_key").and_then(|n| self.string(&obj, "expected_key", n));
         if let Some(key) = &expected_key {
-            self.expected_key(key);
+            self.result_name(key, "expected_key");
         }
         // A step missing either is left out of the model, but its REFs are still checked.
         let complete = execution_id.is_some() && tool_definition_path.is_some();
@@ -701,28 +707,25 @@ impl Loader<'_> {
         ok.then_some(OutputPath { segments, span: node.span })
     }
 
-    /// `expected_key` names the step's result in REFs: the same shape as an execution id.
-    fn expected_key(&mut self, key: &Spanned<String>) {
+    /// `expected_key` (or a tool's `output_key`, its default, `what`) names a step's result
+    /// in REFs: the same shape as an execution id.
+    fn result_name(&mut self, key: &Spanned<String>, what: &str) {
         if RESERVED_IDS.contains(&key.node.as_str()) {
             self.push(
-                Diagnostic::new(
-                    Code::ReservedExecutionId,
-                    key.span,
-                    format!("`{}` cannot be an `expected_key`", key.node),
-                )
-                .with_label("reserved name")
-                .with_help(format!(
-                    "{} are reserved for REFs and expressions; choose another key, like `{}_result`",
-                    list(RESERVED_IDS),
-                    key.node
-                )),
+                Diagnostic::new(Code::ReservedExecutionId, key.span, format!("`{}` cannot be an `{what}`", key.node))
+                    .with_label("reserved name")
+                    .with_help(format!(
+                        "{} are reserved for REFs and expressions; choose another key, like `{}_result`",
+                        list(RESERVED_IDS),
+                        key.node
+                    )),
             );
         } else if !is_identifier(&key.node) {
             self.push(
                 Diagnostic::new(
                     Code::InvalidIdentifier,
                     key.span,
-                    format!("`expected_key` `{}` is not an identifier", key.node),
+                    format!("`{what}` `{}` is not an identifier", key.node),
                 )
                 .with_label("REFs could not name it")
                 .with_help("keys start with a letter or `_` and go on with letters, digits, `_` and `-`"),

@@ -447,7 +447,10 @@ impl<'a> Checker<'a> {
             }
             Add => {
                 let mut out = Vec::new();
-                for (a, b) in pairs(&lt.ty, &rt.ty) {
+                // A `file` is one of its two run-time forms in `+` (`ops::add` sees a string or
+                // an object); comparisons already take it as the string it may be.
+                let (la, ra) = (file_forms(&lt.ty), file_forms(&rt.ty));
+                for (a, b) in pairs(&la, &ra) {
                     let num = |t: &Type| t.fits(&Type::Number) != Fit::No;
                     match (a, b) {
                         (Type::Any, _) | (_, Type::Any) => out.push(Type::Any),
@@ -976,6 +979,19 @@ fn duplicate_argument(k: &Spanned<Name>) -> Diagnostic {
     Diagnostic::new(Code::DuplicateArgument, k.span, format!("`{}` is given twice", k.node))
         .with_label("given again here")
         .with_help("remove one of them")
+}
+
+/// `t` with `file` replaced by what a file value is at run time: a path string, or an object
+/// with a string `path` (`tool::validate`).
+fn file_forms(t: &Type) -> Type {
+    if !t.alternatives().contains(&Type::File) {
+        return t.clone();
+    }
+    let file_object = Type::object([(Arc::from("path"), Type::Str)], true);
+    Type::union_all(t.alternatives().iter().flat_map(|a| match a {
+        Type::File => vec![Type::Str, file_object.clone()],
+        other => vec![other.clone()],
+    }))
 }
 
 fn pairs<'t>(a: &'t Type, b: &'t Type) -> impl Iterator<Item = (&'t Type, &'t Type)> {

@@ -144,6 +144,15 @@ impl Client {
         }
     }
 
+    /// The parameters of every `publishDiagnostics` for `uri` received so far (taken).
+    pub fn take_published(&mut self, uri: &str) -> Vec<Value> {
+        let (mine, rest): (Vec<Notification>, Vec<Notification>) = std::mem::take(&mut self.pending)
+            .into_iter()
+            .partition(|n| n.method == "textDocument/publishDiagnostics" && n.params["uri"] == uri);
+        self.pending = rest;
+        mine.into_iter().map(|n| n.params).collect()
+    }
+
     /// Whether diagnostics for `uri` are waiting (after a request has flushed the queue).
     pub fn has_diagnostics(&mut self, uri: &str) -> bool {
         let _ = self.request(

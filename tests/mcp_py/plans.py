@@ -320,8 +320,10 @@ async def corpus_scenario(tdsl: str, repo: Path) -> None:
         extra = [*(a for g in allow for a in ("--allow", g))]
         if "max_steps" in case:
             extra += ["--max-plan-steps", str(case["max_steps"])]
-        if "max_fan_out" in case:
-            extra += ["--max-fan-out", str(case["max_fan_out"])]
+        for key, flag in (("max_fan_out", "--max-fan-out"), ("max_bytes", "--max-plan-bytes"),
+                          ("max_nesting", "--max-plan-nesting")):
+            if key in case:
+                extra += [flag, str(case[key])]
         key = (str(root), *extra)
         groups.setdefault(key, []).append((path.stem, case))
     problems: list[str] = []

@@ -1,0 +1,1 @@
+{"description": "Calls the whole chain of nested composites: nine deep below it (run with --max-nesting 9)", "arguments": [], "instructions": [{"execution_id": "down", "tool_definition_path": "/nested/level1.tool"}]}
