@@ -52,6 +52,8 @@ pub mod analysis;
 #[doc(hidden)]
 pub mod cli;
 pub mod compile;
+#[cfg(feature = "compose")]
+pub mod compose;
 pub mod diagnostic;
 mod engine;
 #[cfg(feature = "engine")]
@@ -94,6 +96,10 @@ pub struct EmbeddingDoc;
 #[cfg(all(doctest, feature = "engine"))]
 #[doc = include_str!("../docs/plans.md")]
 pub struct PlansDoc;
+
+#[cfg(all(doctest, feature = "compose"))]
+#[doc = include_str!("../docs/compose.md")]
+pub struct ComposeDoc;
 
 pub use analysis::{Analyzer, CheckedTool, Plan, ToolRoot};
 pub use diagnostic::{Code, Diagnostic, Severity};

@@ -20,6 +20,7 @@ macro_rules! eprintln {
 }
 
 mod check;
+mod compose;
 mod eval;
 mod export;
 mod graph;
@@ -56,6 +57,9 @@ pub struct Cli {
 enum Command {
     /// Check `.tool` files: every broken reference, cycle and type error, before anything runs.
     Check(check::CheckArgs),
+    /// Answer a question with a language model and the tools under a root: decompose, plan,
+    /// execute, synthesize (seed 000's Tool Composer).
+    Compose(Box<compose::ComposeArgs>),
     /// Evaluate an expression and print its value as JSON.
     Eval(eval::EvalArgs),
     /// Print tools in a language-model provider's tool format (OpenAI, Anthropic, MCP).
@@ -95,6 +99,7 @@ pub fn main() -> ExitCode {
     };
     match cli.command {
         Command::Check(args) => check::run(args),
+        Command::Compose(args) => compose::run(*args),
         Command::Eval(args) => eval::run(args),
         Command::Export(args) => export::run(args),
         Command::Graph(args) => graph::run(args),

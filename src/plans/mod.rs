@@ -257,6 +257,24 @@ impl Plans {
         self.check(&plan_text(plan, self.limits.max_bytes))
     }
 
+    /// The steps a checked plan's steps wait for (through REFs or `dependencies`): each
+    /// execution id with the ids it depends on, in plan order; `None` when the plan has an
+    /// error. The composer (`tdsl compose`) reports them as seed 000's `depends_on_steps`.
+    pub fn dependencies(&self, plan: &str) -> Option<Vec<(String, Vec<String>)>> {
+        let (check, ready) = self.check_with(plan, self.engine.clone());
+        let (_, checked) = ready.filter(|_| check.ok())?;
+        let plan = checked.plan.as_ref()?;
+        Some(
+            plan.steps
+                .iter()
+                .map(|s| {
+                    let deps = s.depends_on.iter().map(|d| plan.steps[d.0].execution_id.to_string()).collect();
+                    (s.execution_id.to_string(), deps)
+                })
+                .collect(),
+        )
+    }
+
     /// The check of a plan of `len` bytes that is too large to be read (`E1301`), or `None`
     /// when it is within the limit: for a caller that has not read it yet (a file).
     pub fn refuse_size(&self, len: u64) -> Option<PlanCheck> {

@@ -1,0 +1,338 @@
+//! The model side of the composer: the [`ModelClient`] trait a host implements (or takes
+//! from [`crate::compose::openai`] and [`crate::compose::anthropic`]), what one request asks
+//! and what comes back, and the one HTTP call both providers make (ureq, blocking).
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value as Json;
+
+/// Which phase a model request belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    /// Phase 1: the query into sub-questions.
+    Decompose,
+    /// Phase 2: the sub-questions into a plan.
+    Plan,
+    /// Phase 3: the plan runs (no model request).
+    Execute,
+    /// Phase 4: the results into an answer.
+    Synthesize,
+}
+
+impl Phase {
+    /// `decompose`, `plan`, `execute`, `synthesize`: the keys of `phase_durations`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Decompose => "decompose",
+            Phase::Plan => "plan",
+            Phase::Execute => "execute",
+            Phase::Synthesize => "synthesize",
+        }
+    }
+}
+
+/// One message of the conversation of a phase.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Message {
+    /// `user` or `assistant`.
+    pub role: &'static str,
+    /// Its text.
+    pub content: String,
+}
+
+impl Message {
+    /// A user message.
+    pub fn user(content: impl Into<String>) -> Message {
+        Message { role: "user", content: content.into() }
+    }
+
+    /// An assistant message (the model's earlier answer, in a repair round).
+    pub fn assistant(content: impl Into<String>) -> Message {
+        Message { role: "assistant", content: content.into() }
+    }
+}
+
+/// One request to the model: a system prompt, the conversation so far, and the JSON Schema
+/// the answer must follow (asked for the way each API supports it).
+#[derive(Clone, Debug)]
+pub struct ModelRequest {
+    /// The phase.
+    pub phase: Phase,
+    /// The system prompt.
+    pub system: String,
+    /// The conversation: the phase's question, then, in a repair round, the earlier answer
+    /// and what was wrong with it.
+    pub messages: Vec<Message>,
+    /// The name of the structured answer (`decomposition_result`, `execution_plan`,
+    /// `composed_response`): the JSON schema's name, or the forced tool's.
+    pub schema_name: &'static str,
+    /// What the answer's name means, for the forced tool's description.
+    pub schema_description: &'static str,
+    /// The JSON Schema of the answer.
+    pub schema: Json,
+    /// How long the request may take (what is left of the phase's timeout).
+    pub timeout: Duration,
+}
+
+/// Tokens a provider reported for one request.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Usage {
+    /// Input (prompt) tokens.
+    pub input_tokens: u64,
+    /// Output (completion) tokens.
+    pub output_tokens: u64,
+}
+
+impl Usage {
+    /// Adds another request's tokens.
+    pub fn add(&mut self, other: Usage) {
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+    }
+}
+
+/// What the model answered.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelReply {
+    /// The answer's text: the structured answer as JSON text, or whatever prose the model
+    /// wrote instead (the composer checks it and asks again).
+    pub text: String,
+    /// The tokens the provider reported.
+    pub usage: Usage,
+}
+
+/// Why a model request failed. Messages name the URL and never carry an API key.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ModelError {
+    /// The endpoint could not be reached (connection refused, unknown host, TLS).
+    Unreachable {
+        /// The URL.
+        url: String,
+        /// Why.
+        message: String,
+    },
+    /// No answer within the request's timeout.
+    Timeout {
+        /// The URL.
+        url: String,
+        /// The timeout.
+        after: Duration,
+    },
+    /// Worth retrying: 429 (rate limit) or 5xx (including Anthropic's 529 "overloaded").
+    Transient {
+        /// The URL.
+        url: String,
+        /// The HTTP status.
+        status: u16,
+        /// The provider's error message.
+        message: String,
+        /// The provider's `Retry-After`, when it sent one.
+        retry_after: Option<Duration>,
+    },
+    /// Not worth retrying: any other error status (401, 400, 404, …) or a body that is not
+    /// the API's answer.
+    Permanent {
+        /// The URL.
+        url: String,
+        /// The HTTP status (0 when the status was fine but the body was not).
+        status: u16,
+        /// Why.
+        message: String,
+    },
+}
+
+impl fmt::Display for ModelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ModelError::Unreachable { url, message } => {
+                write!(f, "the model endpoint {url} cannot be reached: {message}")
+            }
+            ModelError::Timeout { url, after } => {
+                write!(f, "the model endpoint {url} did not answer within {:.1} s", after.as_secs_f64())
+            }
+            ModelError::Transient { url, status, message, .. } => {
+                write!(f, "the model endpoint {url} answered {status}: {message}")
+            }
+            ModelError::Permanent { url, status: 0, message } => write!(f, "the model endpoint {url}: {message}"),
+            ModelError::Permanent { url, status, message } => {
+                write!(f, "the model endpoint {url} answered {status}: {message}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ModelError {}
+
+/// A language model the composer asks: one call per phase and per repair round. A host can
+/// bring its own (a local model, a gateway, a test double).
+pub trait ModelClient: Send + Sync {
+    /// `PROVIDER:MODEL`, as the result's `model_used` shows it.
+    fn model(&self) -> String;
+    /// Sends one request and waits for the answer (within `request.timeout`).
+    fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError>;
+}
+
+/// The most bytes of a provider's answer that are read.
+pub const MAX_ANSWER_BYTES: u64 = 8 * 1024 * 1024;
+
+/// Replaces every occurrence of `secret` in `text` (an error body that echoes a key).
+pub(crate) fn redact(text: &str, secret: Option<&str>) -> String {
+    match secret {
+        Some(s) if s.len() >= 4 => text.replace(s, "[redacted]"),
+        _ => text.to_string(),
+    }
+}
+
+/// The message of a provider's error body: OpenAI's `{"error": {"message"}}` and
+/// Anthropic's `{"type": "error", "error": {"type", "message"}}` (with the type), or the
+/// start of the body.
+fn error_message(body: &str) -> String {
+    if let Ok(json) = serde_json::from_str::<Json>(body) {
+        let err = json.get("error");
+        let message = err.and_then(|e| e.get("message")).and_then(Json::as_str).or_else(|| err.and_then(Json::as_str));
+        if let Some(m) = message {
+            return match err.and_then(|e| e.get("type")).and_then(Json::as_str) {
+                Some(t) => format!("{m} ({t})"),
+                None => m.to_string(),
+            };
+        }
+    }
+    let body = body.trim();
+    let mut end = body.len().min(300);
+    while !body.is_char_boundary(end) {
+        end -= 1;
+    }
+    if body.is_empty() {
+        "(no body)".to_string()
+    } else {
+        format!("{}{}", &body[..end], if end < body.len() { "…" } else { "" })
+    }
+}
+
+/// `Retry-After` in seconds (a number; an HTTP date is not used), or `retry-after-ms`.
+fn retry_after(headers: &ureq::http::HeaderMap) -> Option<Duration> {
+    if let Some(ms) =
+        headers.get("retry-after-ms").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<f64>().ok())
+    {
+        return Duration::try_from_secs_f64(ms / 1000.0).ok();
+    }
+    let secs = headers.get("retry-after")?.to_str().ok()?.trim().parse::<f64>().ok()?;
+    Duration::try_from_secs_f64(secs).ok()
+}
+
+/// POSTs `body` as JSON to `url` with `headers` and reads the JSON answer. `secret` (the
+/// API key) is taken out of every message.
+pub(crate) fn post_json(
+    url: &str,
+    headers: &[(&str, String)],
+    body: &Json,
+    timeout: Duration,
+    secret: Option<&str>,
+) -> Result<Json, ModelError> {
+    let agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(timeout))
+        .user_agent(format!("tdsl/{}", env!("CARGO_PKG_VERSION")))
+        .build()
+        .new_agent();
+    let mut request = agent.post(url).header("Content-Type", "application/json").header("Accept", "application/json");
+    for (name, value) in headers {
+        request = request.header(*name, value.as_str());
+    }
+    let text = serde_json::to_vec(body).unwrap_or_default();
+    let failed = |e: ureq::Error| -> ModelError {
+        use ureq::Error as E;
+        match e {
+            E::Timeout(_) => ModelError::Timeout { url: url.to_string(), after: timeout },
+            E::Io(ref io) if io.kind() == std::io::ErrorKind::TimedOut => {
+                ModelError::Timeout { url: url.to_string(), after: timeout }
+            }
+            E::BodyExceedsLimit(_) => ModelError::Permanent {
+                url: url.to_string(),
+                status: 0,
+                message: format!("the answer is larger than {MAX_ANSWER_BYTES} bytes"),
+            },
+            other => ModelError::Unreachable { url: url.to_string(), message: redact(&other.to_string(), secret) },
+        }
+    };
+    let response = request.send(&text[..]).map_err(failed)?;
+    let status = response.status().as_u16();
+    let wait = retry_after(response.headers());
+    let text = response.into_body().with_config().limit(MAX_ANSWER_BYTES).read_to_string().map_err(failed)?;
+    match status {
+        200..=299 => serde_json::from_str(&text).map_err(|e| ModelError::Permanent {
+            url: url.to_string(),
+            status: 0,
+            message: format!("the answer ({status}) is not JSON: {e}"),
+        }),
+        429 | 500..=599 => Err(ModelError::Transient {
+            url: url.to_string(),
+            status,
+            message: redact(&error_message(&text), secret),
+            retry_after: wait,
+        }),
+        _ => {
+            Err(ModelError::Permanent { url: url.to_string(), status, message: redact(&error_message(&text), secret) })
+        }
+    }
+}
+
+/// The client for `PROVIDER:MODEL` (`openai:gpt-4o-mini`, `anthropic:claude-sonnet-4-5`)
+/// with an optional base URL and key. The error says what is wrong with the spec.
+pub fn client_for(spec: &str, base_url: Option<&str>, key: Option<String>) -> Result<Box<dyn ModelClient>, String> {
+    let (provider, model) = spec
+        .split_once(':')
+        .filter(|(p, m)| !p.is_empty() && !m.trim().is_empty())
+        .ok_or_else(|| format!("`{spec}` is not PROVIDER:MODEL (openai:MODEL or anthropic:MODEL)"))?;
+    match provider {
+        "openai" => Ok(Box::new(super::openai::OpenAi::new(model, base_url, key))),
+        "anthropic" => Ok(Box::new(super::anthropic::Anthropic::new(model, base_url, key))),
+        other => Err(format!("unknown provider `{other}` in `{spec}`: the providers are `openai` and `anthropic`")),
+    }
+}
+
+/// `base` without a trailing `/`.
+pub(crate) fn trim_base(base: &str) -> String {
+    base.trim().trim_end_matches('/').to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_bodies_of_both_providers() {
+        assert_eq!(
+            error_message(
+                r#"{"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}"#
+            ),
+            "Rate limit reached (requests)"
+        );
+        assert_eq!(
+            error_message(r#"{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}"#),
+            "Overloaded (overloaded_error)"
+        );
+        assert_eq!(error_message("<html>bad gateway</html>"), "<html>bad gateway</html>");
+    }
+
+    #[test]
+    fn keys_are_redacted() {
+        assert_eq!(
+            redact("Incorrect API key provided: sk-secret-123", Some("sk-secret-123")),
+            "Incorrect API key provided: [redacted]"
+        );
+    }
+
+    #[test]
+    fn specs() {
+        assert!(client_for("gpt-4o", None, None).is_err());
+        assert!(client_for("mistral:x", None, None).err().unwrap().contains("unknown provider"));
+        assert_eq!(
+            client_for("openai:llama3.2", Some("http://localhost:11434/v1/"), None).unwrap().model(),
+            "openai:llama3.2"
+        );
+    }
+}
