@@ -25,10 +25,10 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashSet;
 
-use super::signature::{Param, ParamKind, ReturnRule, Signature};
 use super::{list_arg, list_or_null, Args, Failure, FnError, Function, Implementation, Runner};
 use crate::diagnostic::Code;
 use crate::files::{ops, FileError, FileStore, Version, MAX_READ_FILES};
+use crate::types::signature::{Param, ParamKind, ReturnRule, Signature};
 use crate::types::Type;
 use crate::value::{Map, SmolStr, Value};
 
