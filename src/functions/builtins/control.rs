@@ -3,7 +3,7 @@
 
 use super::*;
 
-/// `pipeline`: its signature and body.
+/// `pipeline`: the signature only; the compiler inlines it.
 pub(super) fn pipeline() -> Function {
     inline(Signature::new(
         "pipeline",
@@ -13,7 +13,7 @@ pub(super) fn pipeline() -> Function {
     ))
 }
 
-/// `if`: its signature and body.
+/// `if`: the signature only; the compiler inlines it.
 pub(super) fn r#if() -> Function {
     inline(Signature::new(
         "if",
@@ -27,7 +27,7 @@ pub(super) fn r#if() -> Function {
     ))
 }
 
-/// `create_object`: its signature and body.
+/// `create_object`: the signature only; the compiler inlines it.
 pub(super) fn create_object() -> Function {
     inline(Signature {
         any_keywords: true,
@@ -40,7 +40,7 @@ pub(super) fn create_object() -> Function {
     })
 }
 
-/// `default`: its signature and body.
+/// `default`: the signature; the body follows.
 pub(super) fn default() -> Function {
     f(
         Signature::new(

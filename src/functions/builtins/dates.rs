@@ -67,7 +67,7 @@ fn format_millis(millis: i64, args: &Args<'_>, fmt_param: usize, max_len: usize)
     }
 }
 
-/// `datetime_now`: its signature and body.
+/// `datetime_now`: the signature; the body follows.
 pub(super) fn datetime_now() -> Function {
     f(
         Signature::new(
@@ -85,7 +85,7 @@ fn datetime_now_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
     format_millis(millis, args, 0, r.limits().max_string_len)
 }
 
-/// `format_datetime`: its signature and body.
+/// `format_datetime`: the signature; the body follows.
 pub(super) fn format_datetime() -> Function {
     f(
         Signature::new(

@@ -76,7 +76,7 @@ fn version_value(v: Version) -> Value {
     ])
 }
 
-/// `list_files`: its signature and body.
+/// `list_files`: the signature; the body follows.
 pub(super) fn list_files() -> Function {
     file(
         Signature::new(
@@ -102,7 +102,7 @@ fn list_files_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
     Ok(Value::list(listing.paths.iter().map(|p| Value::str(p)).collect()))
 }
 
-/// `read_file`: its signature and body.
+/// `read_file`: the signature; the body follows.
 pub(super) fn read_file() -> Function {
     file(
         Signature::new(
@@ -128,7 +128,7 @@ fn read_file_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
     Ok(Value::str(&text))
 }
 
-/// `read_files`: its signature and body.
+/// `read_files`: the signature; the body follows.
 pub(super) fn read_files() -> Function {
     file(
         Signature::new(
@@ -167,7 +167,7 @@ fn read_files_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
     Ok(Value::list(out))
 }
 
-/// `list_file_versions`: its signature and body.
+/// `list_file_versions`: the signature; the body follows.
 pub(super) fn list_file_versions() -> Function {
     file(
         Signature::new(
@@ -189,7 +189,7 @@ fn list_file_versions_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
     Ok(Value::list(versions.into_iter().map(version_value).collect()))
 }
 
-/// `describe_version`: its signature and body.
+/// `describe_version`: the signature; the body follows.
 pub(super) fn describe_version() -> Function {
     file(
         Signature::new(

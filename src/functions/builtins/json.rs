@@ -6,7 +6,7 @@ fn strip_position(msg: &str) -> &str {
     msg.find(" at line ").map_or(msg, |i| &msg[..i])
 }
 
-/// `json_parse`: its signature and body.
+/// `json_parse`: the signature; the body follows.
 pub(super) fn json_parse() -> Function {
     f(
         Signature::new(
@@ -47,7 +47,7 @@ fn json_parse_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
     }
 }
 
-/// `json_stringify`: its signature and body.
+/// `json_stringify`: the signature; the body follows.
 pub(super) fn json_stringify() -> Function {
     f(
         Signature::new(

@@ -2,7 +2,7 @@
 
 use super::*;
 
-/// `map`: its signature and body.
+/// `map`: the signature; the body follows.
 pub(super) fn map() -> Function {
     f(
         Signature::new(
@@ -24,7 +24,7 @@ fn map_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
     Ok(Value::list(out))
 }
 
-/// `filter`: its signature and body.
+/// `filter`: the signature; the body follows.
 pub(super) fn filter() -> Function {
     f(
         Signature::new(
@@ -48,7 +48,7 @@ fn filter_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
     Ok(Value::list(out))
 }
 
-/// `group_by`: its signature and body.
+/// `group_by`: the signature; the body follows.
 pub(super) fn group_by() -> Function {
     f(
         Signature::new(
@@ -84,7 +84,7 @@ fn group_by_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
     Ok(Value::object(map))
 }
 
-/// `sort`: its signature and body.
+/// `sort`: the signature; the body follows.
 pub(super) fn sort() -> Function {
     f(
         Signature::new(
@@ -153,7 +153,7 @@ fn sort_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
     Ok(Value::list(order.into_iter().cloned().collect()))
 }
 
-/// `unique`: its signature and body.
+/// `unique`: the signature; the body follows.
 pub(super) fn unique() -> Function {
     f(
         Signature::new(
@@ -185,7 +185,7 @@ fn unique_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
     Ok(Value::list(out))
 }
 
-/// `flatten`: its signature and body.
+/// `flatten`: the signature; the body follows.
 pub(super) fn flatten() -> Function {
     f(
         Signature::new(
@@ -220,7 +220,7 @@ fn flatten_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
     Ok(Value::list(out))
 }
 
-/// `length`: its signature and body.
+/// `length`: the signature; the body follows.
 pub(super) fn length() -> Function {
     f(
         Signature::new(
@@ -243,7 +243,7 @@ fn length_body(_: &mut dyn Runner, args: &Args<'_>) -> R {
     }))
 }
 
-/// `contains`: its signature and body.
+/// `contains`: the signature; the body follows.
 pub(super) fn contains() -> Function {
     f(
         Signature::new(
@@ -283,7 +283,7 @@ fn contains_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
     }))
 }
 
-/// `count`: its signature and body.
+/// `count`: the signature; the body follows.
 pub(super) fn count() -> Function {
     f(
         Signature::new(
@@ -310,7 +310,7 @@ fn count_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
     Ok(Value::Int(n))
 }
 
-/// `zip`: its signature and body.
+/// `zip`: the signature; the body follows.
 pub(super) fn zip() -> Function {
     f(
         Signature::new(
@@ -332,7 +332,7 @@ fn zip_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
     Ok(Value::list(a.iter().zip(b.iter()).map(|(x, y)| Value::list(vec![x.clone(), y.clone()])).collect()))
 }
 
-/// `range`: its signature and body.
+/// `range`: the signature; the body follows.
 pub(super) fn range() -> Function {
     f(
         Signature::new(
@@ -372,7 +372,7 @@ fn range_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
     Ok(Value::list((0..n).map(|i| Value::Int(start + step * i as i64)).collect()))
 }
 
-/// `slice`: its signature and body.
+/// `slice`: the signature; the body follows.
 pub(super) fn slice() -> Function {
     f(
         Signature::new(
@@ -424,7 +424,7 @@ fn slice_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
     }
 }
 
-/// `any`: its signature and body.
+/// `any`: the signature; the body follows.
 pub(super) fn any() -> Function {
     f(
         Signature::new(
@@ -447,7 +447,7 @@ fn any_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
     Ok(Value::Bool(false))
 }
 
-/// `all`: its signature and body.
+/// `all`: the signature; the body follows.
 pub(super) fn all() -> Function {
     f(
         Signature::new(
@@ -470,7 +470,7 @@ fn all_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
     Ok(Value::Bool(true))
 }
 
-/// `find`: its signature and body.
+/// `find`: the signature; the body follows.
 pub(super) fn find() -> Function {
     f(
         Signature::new(

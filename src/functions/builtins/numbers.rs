@@ -71,7 +71,7 @@ fn extreme(r: &mut dyn Runner, args: &Args<'_>, want: Ordering) -> R {
     Ok(best.map(Cow::into_owned).unwrap_or_default())
 }
 
-/// `sum`: its signature and body.
+/// `sum`: the signature; the body follows.
 pub(super) fn sum() -> Function {
     f(
         Signature::new(
@@ -103,7 +103,7 @@ fn sum_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
     number_result(acc, facc)
 }
 
-/// `to_number`: its signature and body.
+/// `to_number`: the signature; the body follows.
 pub(super) fn to_number() -> Function {
     f(
         Signature::new(
@@ -143,7 +143,7 @@ fn to_number_body(_: &mut dyn Runner, args: &Args<'_>) -> R {
     }
 }
 
-/// `round`: its signature and body.
+/// `round`: the signature; the body follows.
 pub(super) fn round() -> Function {
     f(
         Signature::new(
@@ -176,7 +176,7 @@ fn round_body(_: &mut dyn Runner, args: &Args<'_>) -> R {
     }
 }
 
-/// `min`: its signature and body.
+/// `min`: the signature; the body follows.
 pub(super) fn min() -> Function {
     f(
         Signature::new(
@@ -193,7 +193,7 @@ fn min_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
     extreme(r, args, Ordering::Less)
 }
 
-/// `max`: its signature and body.
+/// `max`: the signature; the body follows.
 pub(super) fn max() -> Function {
     f(
         Signature::new(
@@ -210,7 +210,7 @@ fn max_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
     extreme(r, args, Ordering::Greater)
 }
 
-/// `avg`: its signature and body.
+/// `avg`: the signature; the body follows.
 pub(super) fn avg() -> Function {
     f(
         Signature::new(

@@ -35,7 +35,7 @@ fn key_set<'a>(args: &'a Args<'_>, i: usize) -> Result<Vec<&'a str>, Failure> {
         .collect()
 }
 
-/// `get_object_property`: its signature and body.
+/// `get_object_property`: the signature; the body follows.
 pub(super) fn get_object_property() -> Function {
     f(
         Signature::new(
@@ -64,7 +64,7 @@ fn get_object_property_body(_: &mut dyn Runner, args: &Args<'_>) -> R {
     Ok(cur)
 }
 
-/// `keys`: its signature and body.
+/// `keys`: the signature; the body follows.
 pub(super) fn keys() -> Function {
     f(
         Signature::new(
@@ -85,7 +85,7 @@ fn keys_body(_: &mut dyn Runner, args: &Args<'_>) -> R {
     }
 }
 
-/// `values`: its signature and body.
+/// `values`: the signature; the body follows.
 pub(super) fn values() -> Function {
     f(
         Signature::new(
@@ -106,7 +106,7 @@ fn values_body(_: &mut dyn Runner, args: &Args<'_>) -> R {
     }
 }
 
-/// `merge`: its signature and body.
+/// `merge`: the signature; the body follows.
 pub(super) fn merge() -> Function {
     f(
         Signature::new(
@@ -131,7 +131,7 @@ fn merge_body(_: &mut dyn Runner, args: &Args<'_>) -> R {
     Ok(Value::object(out))
 }
 
-/// `pick`: its signature and body.
+/// `pick`: the signature; the body follows.
 pub(super) fn pick() -> Function {
     f(
         Signature::new(
@@ -158,7 +158,7 @@ fn pick_body(_: &mut dyn Runner, args: &Args<'_>) -> R {
     Ok(Value::object(out))
 }
 
-/// `omit`: its signature and body.
+/// `omit`: the signature; the body follows.
 pub(super) fn omit() -> Function {
     f(
         Signature::new(

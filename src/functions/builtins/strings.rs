@@ -15,7 +15,7 @@ fn on_str(args: &Args<'_>, f: impl FnOnce(&str) -> Result<Value, Failure>) -> R 
     }
 }
 
-/// `join`: its signature and body.
+/// `join`: the signature; the body follows.
 pub(super) fn join() -> Function {
     f(
         Signature::new(
@@ -45,7 +45,7 @@ fn join_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
     Ok(Value::Str(SmolStr::from(out)))
 }
 
-/// `starts_with`: its signature and body.
+/// `starts_with`: the signature; the body follows.
 pub(super) fn starts_with() -> Function {
     f(
         Signature::new(
@@ -66,7 +66,7 @@ fn starts_with_body(_: &mut dyn Runner, args: &Args<'_>) -> R {
     }
 }
 
-/// `ends_with`: its signature and body.
+/// `ends_with`: the signature; the body follows.
 pub(super) fn ends_with() -> Function {
     f(
         Signature::new(
@@ -87,7 +87,7 @@ fn ends_with_body(_: &mut dyn Runner, args: &Args<'_>) -> R {
     }
 }
 
-/// `lower`: its signature and body.
+/// `lower`: the signature; the body follows.
 pub(super) fn lower() -> Function {
     f(Signature::new("lower", vec![Param::required("string", str_or_null())], str_rule(), "lower case"), lower_body)
 }
@@ -99,7 +99,7 @@ fn lower_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
     })
 }
 
-/// `upper`: its signature and body.
+/// `upper`: the signature; the body follows.
 pub(super) fn upper() -> Function {
     f(Signature::new("upper", vec![Param::required("string", str_or_null())], str_rule(), "upper case"), upper_body)
 }
@@ -111,7 +111,7 @@ fn upper_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
     })
 }
 
-/// `trim`: its signature and body.
+/// `trim`: the signature; the body follows.
 pub(super) fn trim() -> Function {
     f(
         Signature::new(
@@ -128,7 +128,7 @@ fn trim_body(_: &mut dyn Runner, args: &Args<'_>) -> R {
     on_str(args, |s| Ok(Value::str(s.trim())))
 }
 
-/// `split`: its signature and body.
+/// `split`: the signature; the body follows.
 pub(super) fn split() -> Function {
     f(
         Signature::new(
@@ -160,7 +160,7 @@ fn split_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
     }
 }
 
-/// `replace`: its signature and body.
+/// `replace`: the signature; the body follows.
 pub(super) fn replace() -> Function {
     f(
         Signature::new(
@@ -190,7 +190,7 @@ fn replace_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
     })
 }
 
-/// `to_string`: its signature and body.
+/// `to_string`: the signature; the body follows.
 pub(super) fn to_string() -> Function {
     f(
         Signature::new(
