@@ -1,16 +1,42 @@
 //! Data-driven tests of the expression language: one behaviour per file under
 //! `tests/data/expr/ok/` (must evaluate) and `tests/data/expr/err/` (must fail to compile
 //! or to evaluate). A file is an optional `# vars: {json}` line, an optional `# fuel: N`
-//! line (the instruction budget) and the expression.
-//! Snapshots hold the value, or the rendered diagnostics.
-//! Regenerate with `cargo insta test --accept` (review with `cargo insta review`).
+//! line (the instruction budget), the expression, and what it must give, in the file:
+//!
+//! - `# => <value>`: the result, exactly as `tdsl eval` prints it (`ok/`);
+//! - `# error: E0201`: the code of every error, in order, at compile time or at run time
+//!   (`err/`);
+//! - `# warning: W0101`: the code of every warning, in order (no line: no warning).
+//!
+//! Snapshots hold the rendered diagnostics, where the rendering is the point: every `err/`
+//! file, and the `ok/` files with warnings. A case whose in-file expectation disagrees
+//! fails even when its snapshot matches.
+//!
+//! Regenerate the in-file expectations with `UPDATE_EXPECT=1 cargo test --test expr` and
+//! the snapshots with `cargo insta test --accept` (review both diffs).
+
+use std::path::Path;
 
 use tdsl::diagnostic::render_plain;
 use tdsl::{Engine, FixedClock, Limits, Scope, Value};
 
-/// Evaluates a test file; `Ok` is the value (plus rendered warnings), `Err` the rendered
-/// diagnostics.
-fn run(text: &str) -> Result<String, String> {
+/// What a case gave: its value or error codes, its warnings, and the rendered diagnostics.
+struct Outcome {
+    /// `Ok`: the value as `tdsl eval` prints it; `Err`: the error codes in order.
+    result: Result<String, Vec<String>>,
+    /// The warning codes in order.
+    warnings: Vec<String>,
+    /// What the snapshot holds: the value and rendered warnings, or the rendered errors.
+    rendered: String,
+}
+
+/// The lines of a case file that state what it must give.
+fn is_expectation(line: &str) -> bool {
+    line.starts_with("# =>") || line.starts_with("# error:") || line.starts_with("# warning:")
+}
+
+/// Evaluates a test file.
+fn run(text: &str) -> Outcome {
     let mut vars = Value::object(Default::default());
     let mut limits = Limits::default();
     let mut lines = Vec::new();
@@ -29,20 +55,58 @@ fn run(text: &str) -> Result<String, String> {
     let engine = Engine::new().with_limits(limits).with_clock(std::sync::Arc::new(FixedClock(1_767_225_600_123)));
     let analysis = engine.analyze(src, &Scope::from_vars(&vars));
     let rendered = render_plain(&analysis.diagnostics, "expr", src);
-    let Some(program) = analysis.program else { return Err(rendered) };
+    let codes = |errors: bool| -> Vec<String> {
+        analysis.diagnostics.iter().filter(|d| d.is_error() == errors).map(|d| d.code.to_string()).collect()
+    };
+    let warnings = codes(false);
+    let Some(program) = &analysis.program else { return Outcome { result: Err(codes(true)), warnings, rendered } };
     match program.eval(&vars) {
-        Ok(v) => Ok(format!("{v}\n{rendered}").trim_end().to_string()),
-        Err(e) => Err(render_plain(&[e.to_diagnostic()], "expr", src)),
+        Ok(v) => {
+            Outcome { result: Ok(v.to_string()), warnings, rendered: format!("{v}\n{rendered}").trim_end().to_string() }
+        }
+        Err(e) => Outcome {
+            result: Err(vec![e.code.to_string()]),
+            warnings,
+            rendered: render_plain(&[e.to_diagnostic()], "expr", src),
+        },
     }
+}
+
+/// The expectation lines `out` calls for.
+fn expectation(out: &Outcome) -> Vec<String> {
+    let mut lines = match &out.result {
+        Ok(v) => vec![format!("# => {v}")],
+        Err(codes) => codes.iter().map(|c| format!("# error: {c}")).collect(),
+    };
+    lines.extend(out.warnings.iter().map(|w| format!("# warning: {w}")));
+    lines
+}
+
+/// Checks the file's own expectation against `out` (or rewrites it under `UPDATE_EXPECT`).
+fn check_in_file(path: &Path, text: &str, out: &Outcome) {
+    let want: Vec<&str> = text.lines().filter(|l| is_expectation(l)).collect();
+    let got = expectation(out);
+    if std::env::var_os("UPDATE_EXPECT").is_some() {
+        let body: Vec<&str> = text.lines().filter(|l| !is_expectation(l)).collect();
+        let new = format!("{}\n{}\n", body.join("\n").trim_end(), got.join("\n"));
+        std::fs::write(path, new).expect("writable");
+        return;
+    }
+    assert!(!want.is_empty(), "{} states no `# =>` or `# error:` line; it gives:\n{}", path.display(), got.join("\n"));
+    assert_eq!(want, got, "{}: the in-file expectation (left) disagrees with what it gives (right)", path.display());
 }
 
 #[test]
 fn ok() {
     insta::glob!("data/expr/ok/*.tdsl", |path| {
         let text = std::fs::read_to_string(path).expect("readable");
-        match run(&text) {
-            Ok(out) => insta::assert_snapshot!(out),
-            Err(diags) => panic!("{} should evaluate, but:\n{diags}", path.display()),
+        let out = run(&text);
+        if let Err(codes) = &out.result {
+            panic!("{} should evaluate, but failed with {codes:?}:\n{}", path.display(), out.rendered);
+        }
+        check_in_file(path, &text, &out);
+        if !out.warnings.is_empty() {
+            insta::assert_snapshot!(out.rendered);
         }
     });
 }
@@ -51,10 +115,12 @@ fn ok() {
 fn err() {
     insta::glob!("data/expr/err/*.tdsl", |path| {
         let text = std::fs::read_to_string(path).expect("readable");
-        match run(&text) {
-            Ok(v) => panic!("{} should fail, but gave {}", path.display(), v.chars().take(300).collect::<String>()),
-            Err(diags) => insta::assert_snapshot!(diags),
+        let out = run(&text);
+        if let Ok(v) = &out.result {
+            panic!("{} should fail, but gave {}", path.display(), v.chars().take(300).collect::<String>());
         }
+        check_in_file(path, &text, &out);
+        insta::assert_snapshot!(out.rendered);
     });
 }
 

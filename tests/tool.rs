@@ -69,15 +69,56 @@ fn describe_refs(tool: &ToolDef, source: &str) -> String {
     out
 }
 
+/// What every `err/` case must report, stated beside the cases: `.tool` files are JSON,
+/// which has no comments (and `json_comment.tool` shows the loader refuses them), so the
+/// expectation cannot sit inside the file the way `# error:` does in `tests/data/expr`.
+const ERR_EXPECTED: &str = "tests/data/tool/err/expected.txt";
+
+/// `expected.txt`: `name.tool: CODE CODE…` per case, the code of every diagnostic in order.
+fn read_expected() -> std::collections::BTreeMap<String, String> {
+    let text = std::fs::read_to_string(ERR_EXPECTED).unwrap_or_default();
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .filter_map(|l| l.split_once(':'))
+        .map(|(name, codes)| (name.trim().to_string(), codes.trim().to_string()))
+        .collect()
+}
+
 #[test]
 fn err_files() {
+    let expected = read_expected();
+    let seen = std::sync::Mutex::new(std::collections::BTreeMap::new());
     insta::glob!("data/tool/err/*.tool", |path| {
         let source = std::fs::read_to_string(path).unwrap_or_default();
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let (_, diags) = tool::load(&source);
         assert!(!diags.is_empty(), "{name} loaded without a diagnostic");
+        let codes = diags.iter().map(|d| d.code.to_string()).collect::<Vec<_>>().join(" ");
+        if let Ok(mut seen) = seen.lock() {
+            seen.insert(name.clone(), codes.clone());
+        }
+        if std::env::var_os("UPDATE_EXPECT").is_none() {
+            let want = expected.get(&name).map_or("(no line)", String::as_str);
+            assert_eq!(want, codes, "{name}: {ERR_EXPECTED} says (left), the loader reports (right)");
+        }
         insta::assert_snapshot!(describe(&diags, &name, &source));
     });
+    let seen = seen.into_inner().unwrap_or_default();
+    if std::env::var_os("UPDATE_EXPECT").is_some() {
+        let mut text = String::from(
+            "# What each case of this folder must report: the file, then the code of every\n\
+             # diagnostic in order (rendered in tests/snapshots/tool__err@<file>.snap).\n\
+             # Checked by `err_files` in tests/tool.rs; regenerate with\n\
+             # `UPDATE_EXPECT=1 cargo test --test tool err_files` and review the diff.\n",
+        );
+        for (name, codes) in &seen {
+            let _ = writeln!(text, "{name}: {codes}");
+        }
+        std::fs::write(ERR_EXPECTED, text).expect("writable");
+        return;
+    }
+    let stale: Vec<&String> = expected.keys().filter(|k| !seen.contains_key(*k)).collect();
+    assert!(stale.is_empty(), "{ERR_EXPECTED} names cases that do not exist: {stale:?}");
 }
 
 #[test]

@@ -8,9 +8,10 @@
 //! compiler and the VM.
 
 mod builtins;
-mod signature;
 
-pub use signature::{Param, ParamKind, ReturnRule, Signature};
+// Signatures belong to the checker (`types`), which reads them; they are re-exported here
+// because an embedder registering a function builds one.
+pub use crate::types::signature::{FuncId, Param, ParamKind, ReturnRule, Signature};
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -19,6 +20,7 @@ use std::sync::Arc;
 use crate::diagnostic::Code;
 use crate::files::FileStore;
 use crate::runtime::{Clock, EvalError, Limits};
+use crate::types::signature::Signatures;
 use crate::types::Type;
 use crate::value::Value;
 
@@ -208,10 +210,6 @@ pub struct Function {
     pub implementation: Implementation,
 }
 
-/// An index into a [`FunctionTable`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct FuncId(pub u16);
-
 /// The functions an engine knows.
 #[derive(Clone, Debug)]
 pub struct FunctionTable {
@@ -265,6 +263,20 @@ impl FunctionTable {
     /// All functions in registration order.
     pub fn iter(&self) -> impl Iterator<Item = &Function> {
         self.funcs.iter()
+    }
+}
+
+impl Signatures for FunctionTable {
+    fn lookup(&self, name: &str) -> Option<FuncId> {
+        FunctionTable::lookup(self, name)
+    }
+
+    fn signature(&self, id: FuncId) -> &Signature {
+        &self.get(id).signature
+    }
+
+    fn names(&self) -> Box<dyn Iterator<Item = &str> + '_> {
+        Box::new(FunctionTable::names(self))
     }
 }
 

@@ -8,10 +8,10 @@
 use std::sync::Arc;
 
 use super::scope::Scope;
+use super::signature::{Param, ParamKind, Signature, Signatures};
 use super::typed::{TArg, TCall, TExpr, TKind};
 use super::{Fit, ObjectType, Type};
 use crate::diagnostic::{did_you_mean, Code, Diagnostic};
-use crate::functions::{FunctionTable, ParamKind, Signature};
 use crate::span::{SourceMap, Span, Spanned};
 use crate::syntax::ast::{Arg, BinaryOp, Call, Expr, ExprKind, Name, RefPath, UnaryOp};
 use crate::value::{SmolStr, Value};
@@ -69,13 +69,13 @@ fn height(e: &Expr) -> usize {
 }
 
 /// Checks `expr` in `scope`.
-pub fn check(expr: &Expr, scope: &Scope, funcs: &FunctionTable, max_depth: usize) -> Checked {
+pub fn check(expr: &Expr, scope: &Scope, funcs: &dyn Signatures, max_depth: usize) -> Checked {
     Checker::new(scope, funcs, max_depth).run(expr)
 }
 
 /// Checks a template compiled at run time: `item` is bound in `slot` (with type `any`);
 /// the slots below it belong to the caller and are not visible.
-pub fn check_template(expr: &Expr, scope: &Scope, funcs: &FunctionTable, max_depth: usize, slot: u32) -> Checked {
+pub fn check_template(expr: &Expr, scope: &Scope, funcs: &dyn Signatures, max_depth: usize, slot: u32) -> Checked {
     let mut c = Checker::new(scope, funcs, max_depth);
     for _ in 0..slot {
         c.locals.push((LocalKind::Hidden, Type::Any));
@@ -94,7 +94,7 @@ enum LocalKind {
 
 struct Checker<'a> {
     scope: &'a Scope,
-    funcs: &'a FunctionTable,
+    funcs: &'a dyn Signatures,
     diags: Vec<Diagnostic>,
     locals: Vec<(LocalKind, Type)>,
     /// Source maps of the template strings being checked, outermost first.
@@ -105,7 +105,7 @@ struct Checker<'a> {
 }
 
 impl<'a> Checker<'a> {
-    fn new(scope: &'a Scope, funcs: &'a FunctionTable, max_depth: usize) -> Checker<'a> {
+    fn new(scope: &'a Scope, funcs: &'a dyn Signatures, max_depth: usize) -> Checker<'a> {
         Checker {
             scope,
             funcs,
@@ -522,7 +522,7 @@ impl<'a> Checker<'a> {
             return self.unknown_function(call, span);
         };
         let funcs = self.funcs;
-        let sig = &funcs.get(id).signature;
+        let sig = funcs.signature(id);
         // Bind arguments to parameters.
         // On the stack for the usual handful of parameters.
         let mut on_stack = [None; 8];
@@ -759,7 +759,7 @@ impl<'a> Checker<'a> {
     }
 
     /// Reports a constant string argument outside its parameter's accepted values.
-    fn check_one_of(&mut self, sig: &Signature, param: &crate::functions::Param, t: &TExpr, span: Span) {
+    fn check_one_of(&mut self, sig: &Signature, param: &Param, t: &TExpr, span: Span) {
         if param.one_of.is_empty() {
             return;
         }
@@ -869,7 +869,7 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn check_param_type(&mut self, func: &str, param: &crate::functions::Param, t: &TExpr, span: Span) {
+    fn check_param_type(&mut self, func: &str, param: &Param, t: &TExpr, span: Span) {
         if matches!(t.kind, TKind::Error) {
             return;
         }

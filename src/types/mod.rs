@@ -7,6 +7,7 @@
 
 mod check;
 mod scope;
+pub mod signature;
 pub mod typed;
 
 pub(crate) use check::relative_path;

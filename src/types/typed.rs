@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::functions::FuncId;
+use super::signature::FuncId;
 use crate::span::Span;
 use crate::syntax::ast::{BinaryOp, Name, UnaryOp};
 use crate::types::Type;

@@ -1,8 +1,14 @@
-//! Function signatures: parameter names, kinds, accepted types and defaults.
+//! Function signatures: parameter names, kinds, accepted types and defaults, and the
+//! [`Signatures`] the checker looks calls up in.
+//!
+//! They live here, beside the checker that reads them, so that data flows one way:
+//! `functions` (the bodies and the table that pairs them with signatures) depends on
+//! `types`, never the reverse. The checker sees a function table only through the
+//! [`Signatures`] trait.
 
 use std::sync::Arc;
 
-use crate::types::Type;
+use super::Type;
 use crate::value::Value;
 
 /// How an argument is passed.
@@ -134,5 +140,35 @@ impl Signature {
         }
         s.push(')');
         s
+    }
+}
+
+/// An index into a function table (`functions::FunctionTable`, which implements
+/// [`Signatures`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FuncId(pub u16);
+
+/// What the checker needs of a function table: the signatures by name and id.
+pub trait Signatures {
+    /// Looks a function up by name.
+    fn lookup(&self, name: &str) -> Option<FuncId>;
+    /// The signature of the function with this id.
+    fn signature(&self, id: FuncId) -> &Signature;
+    /// All function names, for suggestions.
+    fn names(&self) -> Box<dyn Iterator<Item = &str> + '_>;
+}
+
+/// A shared table (an engine holds its functions in an `Arc`) answers as the table does.
+impl<T: Signatures + ?Sized> Signatures for Arc<T> {
+    fn lookup(&self, name: &str) -> Option<FuncId> {
+        (**self).lookup(name)
+    }
+
+    fn signature(&self, id: FuncId) -> &Signature {
+        (**self).signature(id)
+    }
+
+    fn names(&self) -> Box<dyn Iterator<Item = &str> + '_> {
+        (**self).names()
     }
 }

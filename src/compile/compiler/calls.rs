@@ -1,0 +1,93 @@
+//! Calls: arguments in parameter order; templates compiled into chunks of their own (with
+//! a fast form when the body is a path or a simple condition); the call's table entry.
+
+use std::sync::Arc;
+
+use super::places::{field_root, field_segments, origin_of};
+use super::{compile, Compiler};
+use crate::compile::chunk::{CallInfo, CallParam, Fast, Pred};
+use crate::compile::op::Op;
+use crate::span::Span;
+use crate::syntax::ast::{BinaryOp, UnaryOp};
+use crate::types::typed::{TArg, TCall, TExpr, TKind};
+use crate::value::{Path, Value};
+
+/// The fast form of a template body with `item` in `slot`, when it has one.
+fn fast_template(body: &TExpr, slot: u32) -> Option<Fast> {
+    if let Some(path) = item_path(body, slot) {
+        return Some(Fast::Path(path));
+    }
+    predicate(body, slot).map(Fast::Pred)
+}
+
+/// `item.a.b` → `[a, b]`; `item` → `[]`.
+fn item_path(e: &TExpr, slot: u32) -> Option<Path> {
+    let (root, n) = field_root(e);
+    matches!(root.kind, TKind::Local(s) if s == slot).then(|| Path::new(field_segments(e, n, None)))
+}
+
+fn predicate(e: &TExpr, slot: u32) -> Option<Pred> {
+    Some(match &e.kind {
+        TKind::Const(v) => Pred::Const(v.truthy()),
+        TKind::Unary(UnaryOp::Not, x) => Pred::Not(Box::new(predicate(x, slot)?)),
+        TKind::Binary(BinaryOp::And, l, r) => Pred::And(Box::new(predicate(l, slot)?), Box::new(predicate(r, slot)?)),
+        TKind::Binary(BinaryOp::Or, l, r) => Pred::Or(Box::new(predicate(l, slot)?), Box::new(predicate(r, slot)?)),
+        TKind::Binary(op, l, r) if op.is_comparison() => Pred::Cmp(*op, item_path(l, slot)?, r.as_const()?.clone()),
+        _ => Pred::Truthy(item_path(e, slot)?),
+    })
+}
+
+impl Compiler {
+    /// A call of a function that is not compiled inline.
+    pub(super) fn call(&mut self, call: &TCall, span: Span) {
+        let mut params = Vec::with_capacity(call.args.len());
+        let mut origins = Vec::with_capacity(call.args.len());
+        let mut spans = Vec::with_capacity(call.args.len());
+        for a in &call.args {
+            match a {
+                TArg::Value(x) => {
+                    self.expr(x);
+                    params.push(CallParam::Value);
+                    origins.push(origin_of(x));
+                    spans.push(x.span);
+                }
+                TArg::Template { body, slot } => {
+                    self.use_slot(*slot);
+                    let mut sub = compile(body);
+                    sub.locals = sub.locals.max(slot + 1);
+                    self.chunk.locals = self.chunk.locals.max(sub.locals);
+                    let i = self.chunk.constant(Value::Null);
+                    self.emit(Op::Const(i), body.span);
+                    let fast = fast_template(body, *slot).map(Arc::new);
+                    params.push(CallParam::Template(Arc::new(sub), *slot, fast));
+                    origins.push(None);
+                    spans.push(body.span);
+                }
+                TArg::Dynamic { source, relative, slot } => {
+                    self.use_slot(*slot);
+                    self.expr(source);
+                    params.push(CallParam::Dynamic { relative: *relative, slot: *slot });
+                    origins.push(None);
+                    spans.push(source.span);
+                }
+                TArg::Absent => {
+                    let i = self.chunk.constant(Value::Null);
+                    self.emit(Op::Const(i), span);
+                    params.push(CallParam::Absent);
+                    origins.push(None);
+                    spans.push(span);
+                }
+            }
+        }
+        self.chunk.calls.push(CallInfo {
+            func: call.func,
+            name: call.name.clone(),
+            params: params.into_boxed_slice(),
+            given: call.given,
+            origins: origins.into_boxed_slice(),
+            arg_spans: spans.into_boxed_slice(),
+        });
+        let i = (self.chunk.calls.len() - 1) as u32;
+        self.emit(Op::Call(i), span);
+    }
+}

@@ -1,0 +1,97 @@
+//! Typed AST → bytecode.
+//!
+//! One file per syntax family, like starlark-rust's `eval/bc/compiler/`: this file holds
+//! the [`Compiler`], its small emit/patch helpers and the dispatcher [`Compiler::expr`];
+//! `places` (fields, indexing, origins), `literals` (lists, objects), `operators`,
+//! `control` (`if`, `pipeline`) and `calls` (arguments, templates) each add the methods of
+//! their family.
+
+mod calls;
+mod control;
+mod literals;
+mod operators;
+mod places;
+
+use std::sync::Arc;
+
+use super::chunk::{Chunk, Origin};
+use super::op::Op;
+use crate::span::Span;
+use crate::syntax::ast::BinaryOp;
+use crate::types::typed::{TExpr, TKind};
+use crate::value::Value;
+
+/// Compiles a checked, error-free typed expression into a chunk.
+pub fn compile(e: &TExpr) -> Chunk {
+    // Room for a typical template or filter condition, so the two lists grow rarely.
+    let chunk = Chunk { code: Vec::with_capacity(16), spans: Vec::with_capacity(16), ..Chunk::default() };
+    let mut c = Compiler { chunk };
+    c.expr(e);
+    c.chunk
+}
+
+struct Compiler {
+    chunk: Chunk,
+}
+
+impl Compiler {
+    fn emit(&mut self, op: Op, span: Span) -> usize {
+        self.chunk.emit(op, span)
+    }
+
+    fn use_slot(&mut self, slot: u32) {
+        self.chunk.locals = self.chunk.locals.max(slot + 1);
+    }
+
+    fn patch(&mut self, at: usize) {
+        let target = self.chunk.code.len() as u32;
+        match &mut self.chunk.code[at] {
+            Op::Jump(t) | Op::JumpIfFalse(t) | Op::AndJump(t) | Op::OrJump(t) => *t = target,
+            _ => {}
+        }
+    }
+
+    fn expr(&mut self, e: &TExpr) {
+        let span = e.span;
+        match &e.kind {
+            TKind::Const(v) => {
+                let i = self.chunk.constant(v.clone());
+                self.emit(Op::Const(i), span);
+            }
+            TKind::Global(n) => {
+                let i = self.chunk.name(n);
+                self.emit(Op::Global(i), span);
+            }
+            TKind::Local(s) => {
+                self.use_slot(*s);
+                self.emit(Op::Local(*s), span);
+            }
+            TKind::Ref(ctx, segs) => {
+                let n = self.chunk.name(ctx);
+                let p = self.chunk.path(segs.clone());
+                self.emit(Op::Ref(n, p), span);
+            }
+            TKind::Field(..) => self.field(e, span),
+            TKind::Index(v, k) => self.index(v, k, span),
+            TKind::List(items) => self.list(items, span),
+            TKind::Object(entries) => self.object(entries, span),
+            TKind::Unary(op, x) => self.unary(*op, x, span),
+            TKind::Binary(op @ (BinaryOp::And | BinaryOp::Or), l, r) => self.short_circuit(*op, l, r, span),
+            TKind::Binary(op, l, r) => self.binary(*op, l, r, span),
+            TKind::If(c, t, f) => self.if_(c, t, f, span),
+            TKind::Pipeline { init, slot, ops } => self.pipeline(init, *slot, ops),
+            TKind::Call(call) => self.call(call, span),
+            TKind::Error => {
+                // Programs with errors are never compiled; keep the chunk well-formed anyway.
+                let i = self.chunk.constant(Value::Null);
+                self.emit(Op::Const(i), span);
+            }
+        }
+    }
+
+    fn record(&mut self, at: usize, origins: [Option<Arc<Origin>>; 2]) {
+        if origins.iter().any(Option::is_some) {
+            self.chunk.origins.push((at as u32, origins));
+        }
+    }
+}

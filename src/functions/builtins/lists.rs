@@ -1,0 +1,494 @@
+//! Lists: templates over elements (`map`, `filter`, `sort`…), construction and queries.
+
+use super::*;
+
+/// `map`: the signature; the body follows.
+pub(super) fn map() -> Function {
+    f(
+        Signature::new(
+            "map",
+            vec![array(), Param::deferred("template", ParamKind::Template)],
+            ReturnRule::Computed(|a| list_of(a[1].clone())),
+            "the template applied to every element",
+        ),
+        map_body,
+    )
+}
+
+fn map_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    let xs = list_arg(args, 0, "array")?;
+    let mut out = Vec::with_capacity(xs.len());
+    for (i, x) in xs.iter().enumerate() {
+        out.push(r.apply(1, x, i)?);
+    }
+    Ok(Value::list(out))
+}
+
+/// `filter`: the signature; the body follows.
+pub(super) fn filter() -> Function {
+    f(
+        Signature::new(
+            "filter",
+            vec![array(), Param::deferred("condition_string", ParamKind::Template)],
+            ReturnRule::Computed(|a| list_of(a[0].element())),
+            "the elements whose condition is truthy, in order",
+        ),
+        filter_body,
+    )
+}
+
+fn filter_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    let xs = list_arg(args, 0, "array")?;
+    let mut out = Vec::new();
+    for (i, x) in xs.iter().enumerate() {
+        if r.test(1, x, i)? {
+            out.push(x.clone());
+        }
+    }
+    Ok(Value::list(out))
+}
+
+/// `group_by`: the signature; the body follows.
+pub(super) fn group_by() -> Function {
+    f(
+        Signature::new(
+            "group_by",
+            vec![array(), Param::deferred("key_path", ParamKind::PathTemplate)],
+            fixed(Type::any_object()),
+            "an object from key to the elements with that key, keys in first-seen order",
+        ),
+        group_by_body,
+    )
+}
+
+fn group_by_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    let xs = list_arg(args, 0, "array")?;
+    let mut groups: indexmap::IndexMap<SmolStr, Vec<Value>, crate::value::FxBuild> = Default::default();
+    for (i, x) in xs.iter().enumerate() {
+        let key = r.project(1, x, i)?;
+        let key = match &*key {
+            Value::Str(s) => s.clone(),
+            other => {
+                let mut t = String::new();
+                if !other.join_text_within(&mut t, r.limits().max_string_len) {
+                    return Err(text_too_long(&*r));
+                }
+                r.charge(t.len() / 64)?;
+                SmolStr::from(t)
+            }
+        };
+        groups.entry(key).or_default().push(x.clone());
+    }
+    r.alloc(xs.len().saturating_mul(crate::ops::LIST_ELEMENT_BYTES))?;
+    let map: Map = groups.into_iter().map(|(k, v)| (k, Value::list(v))).collect();
+    Ok(Value::object(map))
+}
+
+/// `sort`: the signature; the body follows.
+pub(super) fn sort() -> Function {
+    f(
+        Signature::new(
+            "sort",
+            vec![
+                array(),
+                Param::deferred("key_path", ParamKind::PathTemplate).or_null(),
+                Param::optional("direction", Type::Str, Value::str("asc")).one_of(&["asc", "desc"]),
+            ],
+            ReturnRule::Computed(|a| list_of(a[0].element())),
+            "a stable sort by the total order of values",
+        ),
+        sort_body,
+    )
+}
+
+fn sort_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    let xs = list_arg(args, 0, "array")?;
+    let desc = match str_param(args, 2, "direction")? {
+        "asc" => false,
+        "desc" => true,
+        other => {
+            return Err(FnError::arg(
+                Code::RuntimeArgument,
+                2,
+                format!("`direction` must be \"asc\" or \"desc\", found {:?}", other),
+            )
+            .into())
+        }
+    };
+    let mut keyed: Vec<(Cow<'_, Value>, &Value)> = Vec::with_capacity(xs.len());
+    for (i, x) in xs.iter().enumerate() {
+        keyed.push((project(r, args, 1, x, i)?, x));
+    }
+    // Comparing keys walks them: what a walk of each visits, then n log n comparisons,
+    // charged up front.
+    for (k, _) in &keyed {
+        if matches!(**k, Value::List(_) | Value::Object(_)) {
+            metered(r, |b| k.nodes_within(*b))?;
+        }
+    }
+    r.charge(xs.len() * (usize::BITS - xs.len().leading_zeros()) as usize / 4)?;
+    // Keys that are all integers (the common case) sort as plain integers; anything else
+    // by the total order. Both sorts are stable, and agree where both apply.
+    let ints: Option<Vec<i64>> =
+        keyed.iter().map(|(k, _)| if let Value::Int(i) = **k { Some(i) } else { None }).collect();
+    let order: Vec<&Value> = match ints {
+        Some(ints) => {
+            let mut idx: Vec<(i64, &Value)> = ints.into_iter().zip(keyed.iter().map(|(_, x)| *x)).collect();
+            if desc {
+                idx.sort_by_key(|a| std::cmp::Reverse(a.0));
+            } else {
+                idx.sort_by_key(|a| a.0);
+            }
+            idx.into_iter().map(|(_, x)| x).collect()
+        }
+        None => {
+            if desc {
+                keyed.sort_by(|a, b| b.0.total_cmp(&a.0));
+            } else {
+                keyed.sort_by(|a, b| a.0.total_cmp(&b.0));
+            }
+            keyed.into_iter().map(|(_, x)| x).collect()
+        }
+    };
+    Ok(Value::list(order.into_iter().cloned().collect()))
+}
+
+/// `unique`: the signature; the body follows.
+pub(super) fn unique() -> Function {
+    f(
+        Signature::new(
+            "unique",
+            vec![array()],
+            ReturnRule::Computed(|a| list_of(a[0].element())),
+            "the first occurrence of every distinct element",
+        ),
+        unique_body,
+    )
+}
+
+fn unique_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    let xs = list_arg(args, 0, "array")?;
+    r.charge(xs.len() / 4)?;
+    // Hashing and comparing elements walks them: charged as a walk of each.
+    for x in xs {
+        if matches!(x, Value::List(_) | Value::Object(_)) {
+            metered(r, |b| x.nodes_within(*b))?;
+        }
+    }
+    let mut seen: FxHashSet<&Value> = FxHashSet::default();
+    let mut out = Vec::new();
+    for x in xs {
+        if seen.insert(x) {
+            out.push(x.clone());
+        }
+    }
+    Ok(Value::list(out))
+}
+
+/// `flatten`: the signature; the body follows.
+pub(super) fn flatten() -> Function {
+    f(
+        Signature::new(
+            "flatten",
+            vec![array()],
+            ReturnRule::Computed(|a| {
+                let e = a[0].element();
+                let inner = Type::union_all(e.alternatives().iter().map(|t| match t {
+                    Type::List(x) => (**x).clone(),
+                    other => other.clone(),
+                }));
+                list_of(inner)
+            }),
+            "lists inside the list spliced in, one level deep",
+        ),
+        flatten_body,
+    )
+}
+
+fn flatten_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    let xs = list_arg(args, 0, "array")?;
+    let mut out = Vec::with_capacity(xs.len());
+    for x in xs {
+        match x {
+            Value::List(inner) => out.extend(inner.iter().cloned()),
+            other => out.push(other.clone()),
+        }
+        check_list_len(r, out.len())?;
+    }
+    r.charge(out.len() / 8)?;
+    r.alloc(out.len().saturating_mul(crate::ops::LIST_ELEMENT_BYTES))?;
+    Ok(Value::list(out))
+}
+
+/// `length`: the signature; the body follows.
+pub(super) fn length() -> Function {
+    f(
+        Signature::new(
+            "length",
+            vec![Param::required("value", list_or_null().union(Type::Str).union(Type::any_object()))],
+            fixed(Type::Int),
+            "the number of elements, characters or keys (0 for null)",
+        ),
+        length_body,
+    )
+}
+
+fn length_body(_: &mut dyn Runner, args: &Args<'_>) -> R {
+    Ok(Value::Int(match args.get(0) {
+        Value::Null => 0,
+        Value::List(l) => l.len() as i64,
+        Value::Object(o) => o.len() as i64,
+        Value::Str(s) => s.chars().count() as i64,
+        other => return Err(type_err(0, "value", "a list, string or object", other)),
+    }))
+}
+
+/// `contains`: the signature; the body follows.
+pub(super) fn contains() -> Function {
+    f(
+        Signature::new(
+            "contains",
+            vec![Param::required("haystack", Type::Any), Param::required("needle", Type::Any)],
+            fixed(Type::Bool),
+            "substring, list element or object key",
+        ),
+        contains_body,
+    )
+}
+
+fn contains_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    let needle = args.get(1);
+    Ok(Value::Bool(match args.get(0) {
+        Value::Null => false,
+        Value::Str(s) => match needle {
+            Value::Str(n) => s.contains(&**n),
+            _ => false,
+        },
+        Value::List(l) => {
+            // A unit per element compared, and what comparing nested values visits.
+            metered(r, |b| {
+                for x in l.iter() {
+                    if x.eq_within(needle, b)? {
+                        return Some(true);
+                    }
+                }
+                Some(false)
+            })?
+        }
+        Value::Object(o) => match needle {
+            Value::Str(n) => o.contains_key(&**n),
+            _ => false,
+        },
+        other => return Err(type_err(0, "haystack", "a string, list or object", other)),
+    }))
+}
+
+/// `count`: the signature; the body follows.
+pub(super) fn count() -> Function {
+    f(
+        Signature::new(
+            "count",
+            vec![array(), Param::deferred("condition_string", ParamKind::Template).or_null()],
+            fixed(Type::Int),
+            "the number of elements (that satisfy the condition)",
+        ),
+        count_body,
+    )
+}
+
+fn count_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    let xs = list_arg(args, 0, "array")?;
+    if !args.has(1) {
+        return Ok(Value::Int(xs.len() as i64));
+    }
+    let mut n = 0;
+    for (i, x) in xs.iter().enumerate() {
+        if r.test(1, x, i)? {
+            n += 1;
+        }
+    }
+    Ok(Value::Int(n))
+}
+
+/// `zip`: the signature; the body follows.
+pub(super) fn zip() -> Function {
+    f(
+        Signature::new(
+            "zip",
+            vec![Param::required("left", list_or_null()), Param::required("right", list_or_null())],
+            ReturnRule::Computed(|a| list_of(list_of(a[0].element().union(a[1].element())))),
+            "pairs `[left[i], right[i]]` up to the shorter length",
+        ),
+        zip_body,
+    )
+}
+
+fn zip_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    let a = list_arg(args, 0, "left")?;
+    let b = list_arg(args, 1, "right")?;
+    // Each pair is a list of its own.
+    let n = a.len().min(b.len());
+    r.alloc(n.saturating_mul(crate::ops::LIST_ELEMENT_BYTES * 3))?;
+    Ok(Value::list(a.iter().zip(b.iter()).map(|(x, y)| Value::list(vec![x.clone(), y.clone()])).collect()))
+}
+
+/// `range`: the signature; the body follows.
+pub(super) fn range() -> Function {
+    f(
+        Signature::new(
+            "range",
+            vec![
+                Param::required("start", Type::Int),
+                Param::optional("stop", Type::Int.union(Type::Null), Value::Null),
+                Param::optional("step", Type::Int, Value::Int(1)),
+            ],
+            fixed(list_of(Type::Int)),
+            "integers from start (or 0) up to, not including, stop",
+        ),
+        range_body,
+    )
+}
+
+fn range_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    let first = int_param(args, 0, "start")?;
+    let (start, stop) = match args.get(1) {
+        Value::Null => (0, first),
+        _ => (first, int_param(args, 1, "stop")?),
+    };
+    let step = int_param(args, 2, "step")?;
+    if step == 0 {
+        return Err(FnError::arg(Code::RuntimeArgument, 2, "`step` must not be 0").into());
+    }
+    let span = i128::from(stop) - i128::from(start);
+    let n = if (span > 0) == (step > 0) && span != 0 {
+        (span.abs() + i128::from(step).abs() - 1) / i128::from(step).abs()
+    } else {
+        0
+    };
+    let n = usize::try_from(n).unwrap_or(usize::MAX);
+    check_list_len(&*r, n)?;
+    r.charge(n / 8)?;
+    r.alloc(n.saturating_mul(crate::ops::LIST_ELEMENT_BYTES))?;
+    Ok(Value::list((0..n).map(|i| Value::Int(start + step * i as i64)).collect()))
+}
+
+/// `slice`: the signature; the body follows.
+pub(super) fn slice() -> Function {
+    f(
+        Signature::new(
+            "slice",
+            vec![
+                Param::required("value", list_or_null().union(Type::Str)),
+                Param::required("start", Type::Int),
+                Param::optional("end", Type::Int.union(Type::Null), Value::Null),
+            ],
+            ReturnRule::Computed(|a| a[0].clone()),
+            "part of a list or string; negative positions count from the end",
+        ),
+        slice_body,
+    )
+}
+
+fn slice_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    let start = int_param(args, 1, "start")?;
+    let end = match args.get(2) {
+        Value::Null => None,
+        _ => Some(int_param(args, 2, "end")?),
+    };
+    let bounds = |len: usize| {
+        let len_i = len as i64;
+        let fix = |i: i64| if i < 0 { (len_i + i).max(0) } else { i.min(len_i) } as usize;
+        let s = fix(start);
+        let e = end.map_or(len, fix);
+        (s, e.max(s))
+    };
+    match args.get(0) {
+        Value::Null => Ok(Value::Null),
+        Value::List(l) => {
+            let (s, e) = bounds(l.len());
+            if s == 0 && e == l.len() {
+                // The whole list: shared, not copied.
+                return Ok(args.get(0).clone());
+            }
+            r.alloc((e - s).saturating_mul(crate::ops::LIST_ELEMENT_BYTES))?;
+            Ok(Value::list(l[s..e].to_vec()))
+        }
+        Value::Str(st) => {
+            let (s, e) = bounds(st.chars().count());
+            let byte = |i: usize| st.char_indices().nth(i).map_or(st.len(), |(b, _)| b);
+            let (bs, be) = (byte(s), byte(e));
+            r.alloc(be - bs)?;
+            Ok(Value::str(&st[bs..be]))
+        }
+        other => Err(type_err(0, "value", "a list or string", other)),
+    }
+}
+
+/// `any`: the signature; the body follows.
+pub(super) fn any() -> Function {
+    f(
+        Signature::new(
+            "any",
+            vec![array(), Param::deferred("condition_string", ParamKind::Template).or_null()],
+            fixed(Type::Bool),
+            "whether some element (or its condition) is truthy",
+        ),
+        any_body,
+    )
+}
+
+fn any_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    let xs = list_arg(args, 0, "array")?;
+    for (i, x) in xs.iter().enumerate() {
+        if test(r, args, 1, x, i)? {
+            return Ok(Value::Bool(true));
+        }
+    }
+    Ok(Value::Bool(false))
+}
+
+/// `all`: the signature; the body follows.
+pub(super) fn all() -> Function {
+    f(
+        Signature::new(
+            "all",
+            vec![array(), Param::deferred("condition_string", ParamKind::Template).or_null()],
+            fixed(Type::Bool),
+            "whether every element (or its condition) is truthy",
+        ),
+        all_body,
+    )
+}
+
+fn all_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    let xs = list_arg(args, 0, "array")?;
+    for (i, x) in xs.iter().enumerate() {
+        if !test(r, args, 1, x, i)? {
+            return Ok(Value::Bool(false));
+        }
+    }
+    Ok(Value::Bool(true))
+}
+
+/// `find`: the signature; the body follows.
+pub(super) fn find() -> Function {
+    f(
+        Signature::new(
+            "find",
+            vec![array(), Param::deferred("condition_string", ParamKind::Template)],
+            ReturnRule::Computed(|a| a[0].element().union(Type::Null)),
+            "the first element whose condition is truthy, or null",
+        ),
+        find_body,
+    )
+}
+
+fn find_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    let xs = list_arg(args, 0, "array")?;
+    for (i, x) in xs.iter().enumerate() {
+        if r.test(1, x, i)? {
+            return Ok(x.clone());
+        }
+    }
+    Ok(Value::Null)
+}
