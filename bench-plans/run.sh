@@ -1,11 +1,8 @@
 #!/usr/bin/env bash
 # Runs the suite both ways (direct tool calling, one run_plan) and writes results.md.
 #
-#   ./run.sh                          # the placeholder guide in run_plan's description
-#   BENCH_GUIDE=path/to/guide.txt ./run.sh   # the real condensed guide instead
-#   BENCH_PLAN_TOOLS=tools.json ./run.sh      # the real check_plan/run_plan definitions (a
-#                                             # JSON list, their guide included) instead
-#   cargo test                        # the same answer both ways, for every task
+#   ./run.sh      # the plan tools, guide and tdsl://tools of the tdsl library it builds with
+#   cargo test    # the same answer both ways, for every task
 #
 # Needs python3 (the tools are exec: Python programs over data/). Builds in debug: nothing
 # is timed, only tokens and round trips are counted. CARGO_TARGET_DIR defaults to the main

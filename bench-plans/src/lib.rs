@@ -4,16 +4,19 @@
 //! - **directly**, as an MCP client does it: the model sees every served tool's definition
 //!   (the `tools/list` JSON of `tdsl serve --mcp`), then makes one tool call per round trip,
 //!   and each call and its result enter the context; or
-//! - **with one plan**: the model sees the same tool definitions plus `check_plan` and
-//!   `run_plan` (with the condensed guide in `run_plan`'s description), writes one plan, and
-//!   only run_plan's answer `{status, result, steps}` comes back.
+//! - **with one plan**, as `tdsl serve --mcp --plans` offers it: the model sees the plan
+//!   tools `check_plan` and `run_plan` as the server lists them (the condensed guide is
+//!   run_plan's description) and the tools a plan may call — either the whole `tools/list`
+//!   of `--plans` (the default) or the compact `tdsl://tools` listing —, writes one plan that
+//!   names the tools by their served names, and only run_plan's answer comes back.
 //!
-//! Nothing in either transcript is invented. The direct transcript is made by a scripted
-//! client that calls the tools through tdsl's own MCP server ([`McpServer::call`], the
-//! `tools/call` result a real client gets). The plan runs with the library (checked by
-//! [`Analyzer`], loaded by [`Workflow::from_checked`], run by [`Executor`] with the host
-//! runner), and its trace's calls must be the direct client's calls, with the same
-//! responses ([`Measured::check`]). Both must give the same final answer.
+//! Nothing in either transcript is invented or copied: the tool definitions, the listing and
+//! the guide come from the library's server ([`McpServer::with_plans`], [`PlanServer`]). The
+//! direct transcript is made by a scripted client that calls the tools through tdsl's own MCP
+//! server ([`McpServer::call`], the `tools/call` result a real client gets). The plan runs
+//! with the plan core ([`Plans::run`], what `run_plan` does; its `to_json()` is run_plan's
+//! answer), and its trace's calls must be the direct client's calls, with the same responses
+//! ([`Measured::check`]). Both must give the same final answer.
 //!
 //! What is counted is in `README` form in `results.md` and docs/performance.md.
 
@@ -21,10 +24,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{json, Value as Json};
-use tdsl::analysis::{Analyzer, ToolRoot};
 use tdsl::exec::host::HostRunner;
-use tdsl::exec::{Executor, Outcome, Workflow};
+use tdsl::exec::Outcome;
+use tdsl::mcp::plans::{PlanOptions, PlanServer, RUN_PLAN, TOOLS_URI};
+use tdsl::mcp::upstream::Upstreams;
 use tdsl::mcp::McpServer;
+use tdsl::plans::{Callable, PlanLimits, Plans, RunPlanOptions};
 
 mod tasks;
 pub use tasks::{tasks, Task};
@@ -33,10 +38,6 @@ pub use tasks::{tasks, Task};
 pub fn crate_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
-
-/// The placeholder for the condensed guide in `run_plan`'s description (exactly 2,500
-/// characters), used until the real guide is on main; `BENCH_GUIDE=FILE` replaces it.
-pub const PLACEHOLDER_GUIDE: &str = include_str!("../guide-placeholder.txt");
 
 /// The tokenizer: o200k_base, a real BPE vocabulary.
 pub struct Tokens(tiktoken_rs::CoreBPE);
@@ -52,52 +53,49 @@ impl Tokens {
     }
 }
 
+/// What the model's context holds before the task in the plan way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlanContext {
+    /// The whole `tools/list` of `serve --mcp --plans`: the served tools and the two plan
+    /// tools. What every MCP client gets from the server, hence the default.
+    FullList,
+    /// Only the two plan tools' definitions and the `tdsl://tools` listing (what the guide
+    /// tells a model to read): a client that hides the served tools from the model.
+    Compact,
+}
+
 /// What the benchmark runs against: the tools under the crate's `tools/`, served.
 pub struct Bench {
     pub root: PathBuf,
+    /// `tdsl serve --mcp`: the direct way's server.
     pub server: McpServer,
-    /// The text put at the end of `run_plan`'s description.
-    pub guide: String,
-    /// Where the guide came from (for the report).
-    pub guide_source: String,
-    /// The check_plan and run_plan definitions of `BENCH_PLAN_TOOLS` (a JSON list, as
-    /// `serve --mcp --plans` lists them), used instead of [`Bench::plan_tools`]' own.
-    pub plan_tools: Option<Vec<Json>>,
+    /// `tdsl serve --mcp --plans` over the same tools.
+    pub plan_server: McpServer,
+    /// The plan core as `serve --mcp --plans` makes it: the served tools by their names.
+    pub plans: Plans,
 }
 
 impl Bench {
-    /// The bench over `crate_dir()`, with the guide of `BENCH_GUIDE` (a file) or the
-    /// placeholder.
+    /// The bench over `crate_dir()`.
     pub fn new() -> Result<Bench, String> {
-        let (guide, guide_source) = match std::env::var_os("BENCH_GUIDE") {
-            Some(f) => {
-                let text =
-                    std::fs::read_to_string(&f).map_err(|e| format!("BENCH_GUIDE {}: {e}", f.to_string_lossy()))?;
-                (text, format!("`{}`", f.to_string_lossy()))
-            }
-            None => (PLACEHOLDER_GUIDE.to_string(), "placeholder (guide-placeholder.txt)".to_string()),
-        };
-        let mut bench = Bench::with_guide(crate_dir(), guide, guide_source)?;
-        if let Some(f) = std::env::var_os("BENCH_PLAN_TOOLS") {
-            let name = f.to_string_lossy().into_owned();
-            let text = std::fs::read_to_string(&f).map_err(|e| format!("BENCH_PLAN_TOOLS {name}: {e}"))?;
-            let tools: Vec<Json> =
-                serde_json::from_str(&text).map_err(|e| format!("BENCH_PLAN_TOOLS {name}: not a JSON list: {e}"))?;
-            // The guide is then in their run_plan's description: reported whole.
-            let run_plan = tools.iter().find(|t| t["name"] == "run_plan");
-            bench.guide = run_plan.and_then(|t| t["description"].as_str()).unwrap_or_default().to_string();
-            bench.guide_source = format!("run_plan's whole description in `{name}`");
-            bench.plan_tools = Some(tools);
-        }
-        Ok(bench)
+        Bench::over(crate_dir())
     }
 
-    pub fn with_guide(root: PathBuf, guide: String, guide_source: String) -> Result<Bench, String> {
+    /// The bench over the tools under `root`.
+    pub fn over(root: PathBuf) -> Result<Bench, String> {
         let (server, skipped) = McpServer::load(&root, &[])?;
         if !skipped.is_empty() {
             return Err(format!("tools that do not load: {}", skipped.join("; ")));
         }
-        Ok(Bench { root, server, guide, guide_source, plan_tools: None })
+        let options = PlanOptions { limits: PlanLimits::default(), files: None };
+        let plan_server = server.for_session().with_plans(options, Arc::new(Upstreams::new(Vec::new())));
+        let served = server
+            .tools()
+            .iter()
+            .map(|s| Callable { name: s.name.clone(), tool_path: Some(s.tool_path.clone()) })
+            .collect();
+        let plans = Plans::with_served(&root, served);
+        Ok(Bench { root, server, plan_server, plans })
     }
 
     /// The `tools/list` result of the served tools, as `tdsl serve --mcp` answers it.
@@ -105,41 +103,48 @@ impl Bench {
         json!({"tools": self.server.tools().iter().map(|t| t.tool.clone()).collect::<Vec<_>>()})
     }
 
-    /// The `check_plan` and `run_plan` tool definitions (SPEC §13), `run_plan`'s
-    /// description ending with the guide (or those of `BENCH_PLAN_TOOLS`, which then hold
-    /// their own guide).
+    /// The `check_plan` and `run_plan` tool objects `serve --mcp --plans` lists (the
+    /// server's own, [`PlanServer::tools`]; run_plan's description is the condensed guide).
     pub fn plan_tools(&self) -> Vec<Json> {
-        if let Some(tools) = &self.plan_tools {
-            return tools.clone();
-        }
-        let plan = json!({
-            "type": "object",
-            "description": "The plan: a tdsl composite tool object (instructions, response_reference_map, optional arguments/responses), sent inline"
-        });
-        vec![
-            json!({
-                "name": "check_plan",
-                "description": "Checks a tdsl plan without running it. Answers the diagnostics of `tdsl check` (code, severity, message, help), each located by a JSON pointer into the plan, and, when the plan checks, its levels and the type of its result.",
-                "inputSchema": {"type": "object", "properties": {"plan": plan}, "required": ["plan"]}
-            }),
-            json!({
-                "name": "run_plan",
-                "description": format!("Checks a tdsl plan, then runs it with the served tools and answers {{status, result, steps: [{{execution_id, status, duration_ms, error?}}], failure_summary?}}; a plan with errors does not run and the answer carries its diagnostics.\n\n{}", self.guide),
-                "inputSchema": {
-                    "type": "object",
-                    "properties": {"plan": plan, "arguments": {"type": "object", "description": "The plan's own arguments (REF:arguments.NAME)"}},
-                    "required": ["plan"]
-                }
-            }),
-        ]
+        PlanServer::tools()
+            .into_iter()
+            .filter(|t| !self.plan_server.tools().iter().any(|s| t["name"] == s.name.as_str()))
+            .collect()
     }
 
-    /// The `tools/list` result of `serve --mcp --plans`: the served tools and the two plan
-    /// tools.
+    /// The `tools/list` result of `serve --mcp --plans`: the served tools, then the two plan
+    /// tools (as the server's `list_tools` puts them together).
     pub fn tools_list_with_plans(&self) -> Json {
-        let mut tools: Vec<Json> = self.server.tools().iter().map(|t| t.tool.clone()).collect();
+        let mut tools: Vec<Json> = self.plan_server.tools().iter().map(|t| t.tool.clone()).collect();
         tools.extend(self.plan_tools());
         json!({ "tools": tools })
+    }
+
+    /// run_plan's description: the condensed guide.
+    pub fn guide(&self) -> String {
+        self.plan_tools()
+            .iter()
+            .find(|t| t["name"] == RUN_PLAN)
+            .and_then(|t| t["description"].as_str())
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    /// The text of the resource `tdsl://tools` (`resources/read`): every tool a plan may
+    /// call, compactly.
+    pub fn tools_listing(&self) -> Result<String, String> {
+        let read = self.plan_server.plans().and_then(|p| p.read(TOOLS_URI)).ok_or("no resource tdsl://tools")?;
+        read["contents"][0]["text"].as_str().map(str::to_string).ok_or_else(|| format!("{TOOLS_URI}: no text"))
+    }
+
+    /// What the model reads before the task in the plan way, piece by piece.
+    pub fn plan_header(&self, context: PlanContext) -> Vec<String> {
+        match context {
+            PlanContext::FullList => vec![self.tools_list_with_plans().to_string()],
+            PlanContext::Compact => {
+                vec![json!({ "tools": self.plan_tools() }).to_string(), self.tools_listing().unwrap_or_default()]
+            }
+        }
     }
 
     /// The MCP name of the tool at `tool_path`.
@@ -156,35 +161,25 @@ impl Bench {
         Ok(Measured { task: task.clone(), direct, plan })
     }
 
-    /// Runs the task's plan (`plans/<id>.json`) with its arguments, as `run_plan` would:
-    /// checked against the tool root, then run with the host runner.
+    /// Runs the task's plan (`plans/<id>.json`) with its arguments as `run_plan` does:
+    /// [`Plans::run`] (checked, then run with the host runner); the answer is its
+    /// `to_json()`.
     pub fn run_plan(&self, task: &Task) -> Result<PlanRun, String> {
         let file = self.root.join("plans").join(format!("{}.json", task.id));
         let text = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
         let plan: Json = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", file.display()))?;
         let arguments = (task.arguments)();
-        let mut analyzer = Analyzer::with_engine(ToolRoot::new(&self.root), tdsl::exec::engine());
-        let checked = analyzer.check_text(task.id.to_string(), Arc::from(text.as_str()), None);
-        let warnings: Vec<String> = checked.diagnostics.iter().map(|d| d.to_string()).collect();
-        if checked.has_errors() {
-            return Err(format!("plan {} does not check:\n{}", task.id, warnings.join("\n")));
-        }
-        let workflow = Workflow::from_checked(analyzer, checked).map_err(|e| format!("plan {}: {e}", task.id))?;
         let args = serde_json::from_value(arguments.clone()).map_err(|e| format!("arguments of {}: {e}", task.id))?;
-        let run = Executor::new(HostRunner::new())
-            .run(&workflow, args)
-            .map_err(|e| format!("plan {} refused: {e}", task.id))?;
-        let result = run.result.as_ref().map(|r| serde_json::to_value(r).unwrap_or(Json::Null)).unwrap_or(Json::Null);
-        let steps: Vec<Json> = run
-            .trace
-            .steps
-            .iter()
-            .map(|s| json!({"execution_id": s.execution_id, "status": s.status.as_str(), "duration_ms": s.duration_ms}))
-            .collect();
-        let answer = json!({"status": run.status.as_str(), "result": result, "steps": steps});
-        if run.status.as_str() != "SUCCESS" {
-            return Err(format!("plan {} ended {}: {:?}", task.id, run.status.as_str(), run.error));
+        let run = self
+            .plans
+            .run(&text, args, Arc::new(HostRunner::new()), &RunPlanOptions::default())
+            .map_err(|e| format!("plan {} refused: {e}\n{}", task.id, e.to_json()))?;
+        let warnings: Vec<String> = run.check.diagnostics.iter().map(|d| d.rendered.clone()).collect();
+        let answer = run.to_json();
+        if !run.succeeded() {
+            return Err(format!("plan {} ended {}: {answer}", task.id, run.status.as_str()));
         }
+        let result = answer["result"].clone();
         let mut calls = Vec::new();
         for step in &run.trace.steps {
             let name = self.served_name(&step.tool).unwrap_or(&step.tool).to_string();
@@ -200,51 +195,46 @@ impl Bench {
                 None => one(&step.arguments, &step.attempts),
             }
         }
-        let repair = self.repair(task, &plan)?;
+        let repair = self.repair(task, &plan, &arguments)?;
         Ok(PlanRun { plan, arguments, answer, result, calls, warnings, repair })
     }
 
-    /// The plan with one mistake a model makes — the first step's tool misspelt — and
-    /// the real diagnostics the checker gives it, as run_plan's error answer would carry
-    /// them (`{isError, diagnostics: [{code, severity, message, help, pointer}]}`; the
-    /// pointer is the one of the mistake, which this function knows).
-    fn repair(&self, task: &Task, plan: &Json) -> Result<(Json, Json), String> {
+    /// The plan with one mistake a model makes — the first step's tool misspelt — and what
+    /// `run_plan` of `serve --mcp --plans` answers it (nothing runs): the `tools/call`
+    /// result's text content, the checker's diagnostics rendered with their pointers.
+    fn repair(&self, task: &Task, plan: &Json, arguments: &Json) -> Result<(Json, String), String> {
         let mut broken = plan.clone();
-        let path = broken["instructions"][0]["tool_definition_path"]
+        let name = broken["instructions"][0]["tool_definition_path"]
             .as_str()
             .ok_or_else(|| format!("plan {}: no first step", task.id))?
             .to_string();
-        let stem = path.trim_end_matches(".tool");
-        let wrong = match stem.strip_suffix('s') {
-            Some(s) => format!("{s}.tool"),
-            None => format!("{stem}s.tool"),
+        let wrong = match name.strip_suffix('s') {
+            Some(s) => s.to_string(),
+            None => format!("{name}s"),
         };
         broken["instructions"][0]["tool_definition_path"] = json!(wrong);
-        let text = serde_json::to_string_pretty(&broken).unwrap_or_default();
-        let mut analyzer = Analyzer::with_engine(ToolRoot::new(&self.root), tdsl::exec::engine());
-        let checked = analyzer.check_text(task.id.to_string(), Arc::from(text.as_str()), None);
-        // Messages name the root's absolute path: left out, so that counts do not depend on
-        // where the crate is.
-        let root = format!("{}/", self.root.display());
-        let diagnostics: Vec<Json> = checked
-            .diagnostics
-            .iter()
-            .filter(|d| d.is_error())
-            .map(|d| {
-                json!({
-                    "code": d.code.as_str(),
-                    "severity": "error",
-                    "message": d.message.replace(&root, ""),
-                    "help": d.help,
-                    "pointer": "/instructions/0/tool_definition_path"
-                })
-            })
-            .collect();
-        if diagnostics.is_empty() {
-            return Err(format!("plan {}: the misspelt tool `{wrong}` is not an error", task.id));
+        let answer = self
+            .plan_server
+            .call(RUN_PLAN, run_arguments(&broken, arguments))
+            .ok_or_else(|| "the server has no run_plan".to_string())?;
+        if answer["isError"] != json!(true) {
+            return Err(format!("plan {}: the misspelt tool `{wrong}` is not an error: {answer}", task.id));
         }
-        Ok((broken, json!({"isError": true, "diagnostics": diagnostics})))
+        // Messages may name the root's absolute path: left out, so that counts do not depend
+        // on where the crate is.
+        let root = format!("{}/", self.root.display());
+        let text = answer["content"][0]["text"].as_str().unwrap_or_default().replace(&root, "");
+        Ok((broken, text))
     }
+}
+
+/// run_plan's arguments: `{plan}`, and `arguments` when the plan has some.
+pub fn run_arguments(plan: &Json, arguments: &Json) -> Json {
+    let mut out = json!({ "plan": plan });
+    if arguments.as_object().is_some_and(|o| !o.is_empty()) {
+        out["arguments"] = arguments.clone();
+    }
+    out
 }
 
 /// A model's client calling tools directly: every call goes through the MCP server's
@@ -305,7 +295,7 @@ pub struct PlanRun {
     pub plan: Json,
     /// Its arguments.
     pub arguments: Json,
-    /// run_plan's answer: `{status, result, steps}`.
+    /// run_plan's answer: `{status, result, steps, failure_summary?}` ([`tdsl::plans::PlanRun::to_json`]).
     pub answer: Json,
     /// The plan's result: the final answer.
     pub result: Json,
@@ -313,8 +303,8 @@ pub struct PlanRun {
     pub calls: Vec<(String, Json, Json)>,
     /// The checker's warnings about the plan.
     pub warnings: Vec<String>,
-    /// A first attempt with a mistake, and run_plan's error answer to it.
-    pub repair: (Json, Json),
+    /// A first attempt with a mistake, and the text of run_plan's error answer to it.
+    pub repair: (Json, String),
 }
 
 /// A task done both ways.
@@ -389,10 +379,15 @@ pub struct Counts {
     pub direct: Count,
     /// Direct, the independent calls of a step made together as parallel tool calls.
     pub direct_parallel: Count,
-    /// One run_plan call.
+    /// One run_plan call, the context holding the whole `tools/list` of `--plans` (the
+    /// default).
     pub plan: Count,
-    /// A run_plan call refused for a mistake, then the repaired plan's.
+    /// A run_plan call refused for a mistake, then the repaired plan's (whole list).
     pub plan_repaired: Count,
+    /// One run_plan call, the context holding the plan tools and `tdsl://tools`.
+    pub plan_compact: Count,
+    /// Refused, then repaired, with the compact context.
+    pub plan_compact_repaired: Count,
 }
 
 impl Measured {
@@ -447,27 +442,28 @@ impl Measured {
                 returned: b.iter().map(|c| c.text.clone()).collect(),
             })
             .collect();
-        let plan_header = vec![bench.tools_list_with_plans().to_string(), prompt];
-        let mut run_arguments = json!({"plan": self.plan.plan});
-        if self.plan.arguments.as_object().is_some_and(|o| !o.is_empty()) {
-            run_arguments["arguments"] = self.plan.arguments.clone();
-        }
+        let run_args = run_arguments(&self.plan.plan, &self.plan.arguments);
         let plan_turn = Turn {
-            written: vec![call_text("run_plan", &run_arguments)],
+            written: vec![call_text(RUN_PLAN, &run_args)],
             returned: vec![serde_json::to_string_pretty(&self.plan.answer).unwrap_or_default()],
         };
-        let mut broken_arguments = run_arguments.clone();
-        broken_arguments["plan"] = self.plan.repair.0.clone();
         let refused = Turn {
-            written: vec![call_text("run_plan", &broken_arguments)],
-            returned: vec![serde_json::to_string_pretty(&self.plan.repair.1).unwrap_or_default()],
+            written: vec![call_text(RUN_PLAN, &run_arguments(&self.plan.repair.0, &self.plan.arguments))],
+            returned: vec![self.plan.repair.1.clone()],
         };
-        let plan = account(tokens, &plan_header, std::slice::from_ref(&plan_turn), &answer, 1);
+        let with = |context: PlanContext| {
+            let mut header = bench.plan_header(context);
+            header.push(prompt.clone());
+            header
+        };
+        let (full, compact) = (with(PlanContext::FullList), with(PlanContext::Compact));
         Counts {
             direct: account(tokens, &header, &one_each, &answer, calls),
             direct_parallel: account(tokens, &header, &together, &answer, calls),
-            plan,
-            plan_repaired: account(tokens, &plan_header, &[refused, plan_turn], &answer, 1),
+            plan: account(tokens, &full, std::slice::from_ref(&plan_turn), &answer, 1),
+            plan_repaired: account(tokens, &full, &[refused.clone(), plan_turn.clone()], &answer, 1),
+            plan_compact: account(tokens, &compact, std::slice::from_ref(&plan_turn), &answer, 1),
+            plan_compact_repaired: account(tokens, &compact, &[refused, plan_turn], &answer, 1),
         }
     }
 }
@@ -488,13 +484,10 @@ pub struct Sizes {
 impl Measured {
     /// The sizes of the pieces, in tokens.
     pub fn sizes(&self, tokens: &Tokens) -> Sizes {
-        let mut run_arguments = json!({"plan": self.plan.plan});
-        if self.plan.arguments.as_object().is_some_and(|o| !o.is_empty()) {
-            run_arguments["arguments"] = self.plan.arguments.clone();
-        }
+        let args = run_arguments(&self.plan.plan, &self.plan.arguments);
         let calls = self.direct.batches.iter().flatten();
         Sizes {
-            plan_call: tokens.count(&call_text("run_plan", &run_arguments)),
+            plan_call: tokens.count(&call_text(RUN_PLAN, &args)),
             plan_answer: tokens.count(&serde_json::to_string_pretty(&self.plan.answer).unwrap_or_default()),
             direct_results: calls.clone().map(|c| tokens.count(&c.text)).sum(),
             direct_calls: calls.map(|c| tokens.count(&call_text(&c.name, &c.arguments))).sum(),

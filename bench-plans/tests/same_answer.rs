@@ -3,7 +3,7 @@
 //! responses. Needs `python3` (the tools are `exec:` Python programs).
 
 use serde_json::json;
-use tdsl_bench_plans::{tasks, Bench, Tokens, PLACEHOLDER_GUIDE};
+use tdsl_bench_plans::{tasks, Bench, PlanContext, Tokens};
 
 #[test]
 fn every_task_gives_the_same_answer_both_ways() {
@@ -53,9 +53,40 @@ fn a_different_answer_fails_the_check() {
     assert!(e.contains("not the direct client's"), "{e}");
 }
 
+/// The plan way's context is the real server's: check_plan and run_plan as
+/// `serve --mcp --plans` lists them (run_plan's description is the condensed guide), after
+/// the served tools; the compact context is the two plan tools and `tdsl://tools`, which
+/// names every served tool as a plan names it.
 #[test]
-fn the_placeholder_guide_is_2500_characters() {
-    assert_eq!(PLACEHOLDER_GUIDE.chars().count(), 2500);
+fn the_plan_tools_are_the_servers() {
+    let bench = Bench::new().expect("the bench's tools load (is python3 on PATH?)");
+    let full = bench.tools_list_with_plans();
+    let names: Vec<&str> = full["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(names.len(), 13, "{names:?}");
+    assert_eq!(&names[11..], &["check_plan", "run_plan"]);
+    assert_eq!(bench.guide(), tdsl::mcp::plans::RUN_PLAN_DESCRIPTION);
+    let listing = bench.tools_listing().expect("tdsl://tools reads");
+    for t in bench.server.tools() {
+        assert!(listing.contains(&format!("`{}(", t.name)), "{} in {listing}", t.name);
+    }
+    let compact = bench.plan_header(PlanContext::Compact);
+    assert_eq!(compact.len(), 2);
+    assert!(compact[0].contains("\"run_plan\"") && !compact[0].contains("list_documents"), "{}", compact[0]);
+    assert_eq!(compact[1], listing);
+}
+
+/// A first attempt with a misspelt tool is refused by the real run_plan, whose answer
+/// names the tool the model meant.
+#[test]
+fn a_misspelt_tool_gets_the_servers_refusal() {
+    let bench = Bench::new().expect("the bench's tools load (is python3 on PATH?)");
+    let task = tasks().into_iter().find(|t| t.id == "units").expect("task units");
+    let m = bench.measure(&task).expect("units runs");
+    let (broken, text) = &m.plan.repair;
+    assert_ne!(broken, &m.plan.plan);
+    assert!(text.starts_with("the plan was not run"), "{text}");
+    assert!(text.contains("E1306") && text.contains("/instructions/0/tool_definition_path"), "{text}");
+    assert!(text.contains("list_orders"), "did you mean: {text}");
 }
 
 /// Numbers compare as numbers; key order does not matter; anything else does.
