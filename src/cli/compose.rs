@@ -68,6 +68,10 @@ fn key(model: &str, base_url: Option<&str>) -> Result<Option<String>, UsageError
         _ => "OPENAI_API_KEY",
     };
     match std::env::var(var) {
+        // A newline inside the key would inject a header: refused, without showing the key.
+        Ok(k) if k.trim().chars().any(char::is_control) => {
+            Err(UsageError(format!("{var} holds a control character (a newline?): an API key is one line")))
+        }
         Ok(k) if !k.trim().is_empty() => Ok(Some(k.trim().to_string())),
         _ if base_url.is_some() => Ok(None),
         _ => Err(UsageError(format!(
@@ -145,7 +149,8 @@ pub fn run(args: ComposeArgs) -> ExitCode {
         }
     }
     if let Some(e) = &result.error {
-        eprintln!("error: {e}");
+        // What the model or its server said may hold terminal escapes.
+        eprintln!("error: {}", super::printable::printable(e));
     }
     if let Err(code) = print_stdout(&(result.to_json() + "\n")) {
         return code;

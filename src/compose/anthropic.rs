@@ -8,7 +8,9 @@
 
 use serde_json::{json, Value as Json};
 
-use super::client::{post_json, redact, trim_base, ModelClient, ModelError, ModelReply, ModelRequest, Usage};
+use super::client::{
+    post_json, redact, shown_url, trim_base, ModelClient, ModelError, ModelReply, ModelRequest, Usage,
+};
 
 /// The default base URL.
 pub const DEFAULT_BASE: &str = "https://api.anthropic.com";
@@ -27,7 +29,10 @@ pub struct Anthropic {
 impl std::fmt::Debug for Anthropic {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never the key.
-        f.debug_struct("Anthropic").field("model", &self.model).field("base", &self.base).finish_non_exhaustive()
+        f.debug_struct("Anthropic")
+            .field("model", &self.model)
+            .field("base", &shown_url(&self.base))
+            .finish_non_exhaustive()
     }
 }
 
@@ -98,7 +103,7 @@ impl ModelClient for Anthropic {
             headers.push(("x-api-key", k.clone()));
         }
         let answer = post_json(&url, &headers, &self.body(request), request.timeout, self.key.as_deref())?;
-        let mut reply = read_answer(&url, &answer, request.schema_name)?;
+        let mut reply = read_answer(&shown_url(&url), &answer, request.schema_name)?;
         reply.text = redact(&reply.text, self.key.as_deref());
         Ok(reply)
     }

@@ -223,22 +223,41 @@ fn retry_after(headers: &ureq::http::HeaderMap) -> Option<Duration> {
     Duration::try_from_secs_f64(secs).ok()
 }
 
-/// POSTs `body` as JSON to `url` with `headers` and reads the JSON answer. `secret` (the
+/// POSTs `body` as JSON to `target` with `headers` and reads the JSON answer. `secret` (the
 /// API key) is taken out of every message.
 pub(crate) fn post_json(
-    url: &str,
+    target: &str,
     headers: &[(&str, String)],
     body: &Json,
     timeout: Duration,
     secret: Option<&str>,
 ) -> Result<Json, ModelError> {
+    // Errors show the URL without its credentials (`http://user:pass@host` → `http://host`),
+    // and the credentials are taken out of every message like the key.
+    let shown = shown_url(target);
+    let userinfo = userinfo(target);
+    let clean = |text: &str| redact(&redact(text, secret), userinfo.as_deref());
+    let url = shown.as_str();
     let agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
+        // A model API does not redirect; following one would send the key (`x-api-key` is
+        // not an auth header ureq knows to drop) and the prompt to another origin.
+        .max_redirects(0)
         .timeout_global(Some(timeout))
         .user_agent(format!("tdsl/{}", env!("CARGO_PKG_VERSION")))
         .build()
         .new_agent();
-    let mut request = agent.post(url).header("Content-Type", "application/json").header("Accept", "application/json");
+    // A key with a newline would be a header injection (and ureq refuses the header with
+    // an error that is not about the key): refused here, without showing it.
+    if let Some((name, _)) = headers.iter().find(|(_, v)| v.chars().any(char::is_control)) {
+        return Err(ModelError::Permanent {
+            url: url.to_string(),
+            status: 0,
+            message: format!("the `{name}` header (the API key) holds a control character such as a newline"),
+        });
+    }
+    let mut request =
+        agent.post(target).header("Content-Type", "application/json").header("Accept", "application/json");
     for (name, value) in headers {
         request = request.header(*name, value.as_str());
     }
@@ -255,12 +274,23 @@ pub(crate) fn post_json(
                 status: 0,
                 message: format!("the answer is larger than {MAX_ANSWER_BYTES} bytes"),
             },
-            other => ModelError::Unreachable { url: url.to_string(), message: redact(&other.to_string(), secret) },
+            other => ModelError::Unreachable { url: url.to_string(), message: clean(&other.to_string()) },
         }
     };
     let response = request.send(&text[..]).map_err(failed)?;
     let status = response.status().as_u16();
     let wait = retry_after(response.headers());
+    if (300..=399).contains(&status) {
+        let location = response.headers().get("location").and_then(|v| v.to_str().ok()).map(shown_url);
+        return Err(ModelError::Permanent {
+            url: url.to_string(),
+            status,
+            message: format!(
+                "a redirect{} is not followed (the key stays with the base URL): give --base-url the API's own URL",
+                location.map(|l| format!(" to {}", clean(&l))).unwrap_or_default()
+            ),
+        });
+    }
     let text = response.into_body().with_config().limit(MAX_ANSWER_BYTES).read_to_string().map_err(failed)?;
     match status {
         200..=299 => serde_json::from_str(&text).map_err(|e| ModelError::Permanent {
@@ -271,12 +301,10 @@ pub(crate) fn post_json(
         429 | 500..=599 => Err(ModelError::Transient {
             url: url.to_string(),
             status,
-            message: redact(&error_message(&text), secret),
+            message: clean(&error_message(&text)),
             retry_after: wait,
         }),
-        _ => {
-            Err(ModelError::Permanent { url: url.to_string(), status, message: redact(&error_message(&text), secret) })
-        }
+        _ => Err(ModelError::Permanent { url: url.to_string(), status, message: clean(&error_message(&text)) }),
     }
 }
 
@@ -291,6 +319,23 @@ pub fn client_for(spec: &str, base_url: Option<&str>, key: Option<String>) -> Re
         "openai" => Ok(Box::new(super::openai::OpenAi::new(model, base_url, key))),
         "anthropic" => Ok(Box::new(super::anthropic::Anthropic::new(model, base_url, key))),
         other => Err(format!("unknown provider `{other}` in `{spec}`: the providers are `openai` and `anthropic`")),
+    }
+}
+
+/// The `user:pass` of `http://user:pass@host/…`, when there is one.
+fn userinfo(url: &str) -> Option<String> {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    authority.rsplit_once('@').map(|(u, _)| u.to_string()).filter(|u| !u.is_empty())
+}
+
+/// `url` as errors show it: without the `user:pass@` of its authority.
+pub(crate) fn shown_url(url: &str) -> String {
+    match (userinfo(url), url.split_once("://")) {
+        (Some(u), Some((scheme, rest))) => {
+            format!("{scheme}://{}", rest.strip_prefix(&format!("{u}@")).unwrap_or(rest))
+        }
+        _ => url.to_string(),
     }
 }
 
@@ -324,6 +369,13 @@ mod tests {
             redact("Incorrect API key provided: sk-secret-123", Some("sk-secret-123")),
             "Incorrect API key provided: [redacted]"
         );
+    }
+
+    #[test]
+    fn credentials_in_urls_are_not_shown() {
+        assert_eq!(shown_url("http://alice:pw@127.0.0.1:8/v1/x?a=b@c"), "http://127.0.0.1:8/v1/x?a=b@c");
+        assert_eq!(shown_url("https://api.openai.com/v1"), "https://api.openai.com/v1");
+        assert_eq!(userinfo("http://h/v1?x=a@b"), None);
     }
 
     #[test]

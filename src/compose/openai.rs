@@ -8,7 +8,9 @@
 
 use serde_json::{json, Value as Json};
 
-use super::client::{post_json, redact, trim_base, ModelClient, ModelError, ModelReply, ModelRequest, Usage};
+use super::client::{
+    post_json, redact, shown_url, trim_base, ModelClient, ModelError, ModelReply, ModelRequest, Usage,
+};
 
 /// The default base URL.
 pub const DEFAULT_BASE: &str = "https://api.openai.com/v1";
@@ -23,7 +25,10 @@ pub struct OpenAi {
 impl std::fmt::Debug for OpenAi {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never the key.
-        f.debug_struct("OpenAi").field("model", &self.model).field("base", &self.base).finish_non_exhaustive()
+        f.debug_struct("OpenAi")
+            .field("model", &self.model)
+            .field("base", &shown_url(&self.base))
+            .finish_non_exhaustive()
     }
 }
 
@@ -88,7 +93,7 @@ impl ModelClient for OpenAi {
             headers.push(("Authorization", format!("Bearer {k}")));
         }
         let answer = post_json(&url, &headers, &self.body(request), request.timeout, self.key.as_deref())?;
-        let mut reply = read_answer(&url, &answer)?;
+        let mut reply = read_answer(&shown_url(&url), &answer)?;
         reply.text = redact(&reply.text, self.key.as_deref());
         Ok(reply)
     }

@@ -304,3 +304,85 @@ fn error_body(anthropic: bool, code: u16, message: &str) -> String {
         json!({"error": {"message": message, "type": t, "param": null, "code": c}}).to_string()
     }
 }
+
+/// A hostile server for the hostile round (`tests/compose_hostile.rs`): reads each request
+/// (head and body) and hands the connection to `handler`, which writes whatever bytes it
+/// likes — or none. The requests' headers (names lower-cased) are recorded.
+pub struct RawServer {
+    /// Its port on 127.0.0.1.
+    pub port: u16,
+    /// The headers of every request so far.
+    pub seen: Arc<Mutex<Vec<HashMap<String, String>>>>,
+}
+
+impl RawServer {
+    /// Starts the server; each connection runs `handler` on its own thread.
+    pub fn start(handler: impl Fn(&mut TcpStream) + Send + Sync + 'static) -> RawServer {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+        let port = listener.local_addr().expect("local address").port();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let recorded = seen.clone();
+        let handler = Arc::new(handler);
+        thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut conn) = conn else { continue };
+                let handler = handler.clone();
+                let recorded = recorded.clone();
+                thread::spawn(move || {
+                    let Ok(headers) = read_request(&conn) else { return };
+                    recorded.lock().unwrap().push(headers);
+                    handler(&mut conn);
+                });
+            }
+        });
+        RawServer { port, seen }
+    }
+
+    /// `http://127.0.0.1:PORT` + `suffix`.
+    pub fn url(&self, suffix: &str) -> String {
+        format!("http://127.0.0.1:{}{suffix}", self.port)
+    }
+}
+
+fn read_request(conn: &TcpStream) -> std::io::Result<HashMap<String, String>> {
+    conn.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let mut reader = BufReader::new(conn.try_clone()?);
+    let mut line = String::new();
+    reader.read_line(&mut line)?;
+    let mut headers = HashMap::new();
+    loop {
+        let mut h = String::new();
+        if reader.read_line(&mut h)? == 0 || h == "\r\n" || h == "\n" {
+            break;
+        }
+        if let Some((k, v)) = h.split_once(':') {
+            headers.insert(k.trim().to_lowercase(), v.trim().to_string());
+        }
+    }
+    let len: usize = headers.get("content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
+    let mut body = vec![0u8; len];
+    reader.read_exact(&mut body)?;
+    Ok(headers)
+}
+
+/// Writes a complete 200 (or other status) answer with `body` and extra header lines.
+pub fn write_answer(conn: &mut TcpStream, status: u16, extra: &str, body: &[u8]) {
+    let head = format!(
+        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n{extra}\r\n",
+        body.len()
+    );
+    let _ = conn.write_all(head.as_bytes());
+    let _ = conn.write_all(body);
+    let _ = conn.flush();
+}
+
+/// An OpenAI `chat.completion` whose message content is `content`.
+pub fn openai_body(content: &str) -> String {
+    json!({
+        "id": "chatcmpl-hostile", "object": "chat.completion", "created": 1764201600, "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content, "refusal": null},
+                     "logprobs": null, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+    })
+    .to_string()
+}

@@ -1,0 +1,274 @@
+//! The hostile round of `tdsl compose` (issue 31): the model endpoint is an untrusted peer.
+//! Each test is a server (`compose_support::RawServer`) that answers what a hostile or
+//! broken model server would — endless bodies, stalls, redirects, escapes, echoed keys — and
+//! checks that `tdsl compose` ends in bounded time with a clear error naming the phase and
+//! the URL, never a panic, and never shows the key or the URL's credentials.
+
+mod common;
+mod compose_support;
+
+use std::io::Write;
+use std::process::Command;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use compose_support::{openai_body, write_answer, RawServer};
+use serde_json::Value as Json;
+
+const KEY: &str = "sk-test-HOSTILE-91c4e2a7d0";
+
+struct Out {
+    code: i32,
+    json: Json,
+    stdout: String,
+    stderr: String,
+    took: Duration,
+}
+
+fn compose_env(base: &str, more: &[&str], key: &str) -> Out {
+    let root = common::example("document-analysis").display().to_string();
+    let started = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_tdsl"))
+        .args(["compose", "Which of our two documents can be read, and how long is the first one?"])
+        .args(["--root", root.as_str(), "--model", "openai:test-model", "--base-url", base, "--no-history"])
+        .args(more)
+        .env("NO_COLOR", "1")
+        .env("XDG_DATA_HOME", common::data_home())
+        .env_remove("ANTHROPIC_API_KEY")
+        .env("OPENAI_API_KEY", key)
+        .output()
+        .expect("tdsl runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        json: serde_json::from_str(&stdout).unwrap_or(Json::Null),
+        stdout,
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        took: started.elapsed(),
+    }
+}
+
+fn compose(base: &str, more: &[&str]) -> Out {
+    compose_env(base, more, KEY)
+}
+
+/// The composition failed in phase 1 with `status` and an error naming the phase and `url`.
+fn failed_in_decompose(out: &Out, status: &str, url: &str) -> String {
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(out.json["status"], status, "{}", out.stdout);
+    let error = out.json["error"].as_str().unwrap_or_default().to_string();
+    assert!(error.starts_with("decompose: "), "{error}");
+    assert!(error.contains(url), "{error}");
+    assert!(!out.stdout.contains(KEY) && !out.stderr.contains(KEY));
+    error
+}
+
+#[test]
+fn an_endless_chunked_body_is_cut_off_bounded() {
+    let server = RawServer::start(|conn| {
+        let _ =
+            conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n");
+        let chunk = format!("{:x}\r\n{}\r\n", 65536, " ".repeat(65536));
+        // 1 GB at most, and the client hangs up long before.
+        for _ in 0..16384 {
+            if conn.write_all(chunk.as_bytes()).is_err() {
+                return;
+            }
+        }
+    });
+    let url = server.url("/v1");
+    let out = compose(&url, &["--decompose-timeout", "5"]);
+    let error = failed_in_decompose(&out, "FAILED", &url);
+    assert!(error.contains("larger than"), "{error}");
+    assert!(out.took < Duration::from_secs(20), "{:?}", out.took);
+}
+
+#[test]
+fn a_slow_endless_body_ends_at_the_phase_timeout() {
+    let server = RawServer::start(|conn| {
+        let _ =
+            conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n");
+        for _ in 0..600 {
+            if conn.write_all(b"1\r\n \r\n").is_err() {
+                return;
+            }
+            thread::sleep(Duration::from_millis(100));
+        }
+    });
+    let url = server.url("/v1");
+    let out = compose(&url, &["--decompose-timeout", "1.5"]);
+    failed_in_decompose(&out, "TIMEOUT", &url);
+    assert!(out.took < Duration::from_secs(15), "{:?}", out.took);
+}
+
+#[test]
+fn a_server_that_never_answers_ends_at_the_phase_timeout() {
+    let server = RawServer::start(|_conn| thread::sleep(Duration::from_secs(30)));
+    let url = server.url("/v1");
+    let out = compose(&url, &["--decompose-timeout", "1"]);
+    failed_in_decompose(&out, "TIMEOUT", &url);
+    assert!(out.took < Duration::from_secs(15), "{:?}", out.took);
+}
+
+#[test]
+fn headers_then_a_stall_ends_at_the_phase_timeout() {
+    let server = RawServer::start(|conn| {
+        let _ =
+            conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"id\"");
+        thread::sleep(Duration::from_secs(30));
+    });
+    let url = server.url("/v1");
+    let out = compose(&url, &["--decompose-timeout", "1"]);
+    failed_in_decompose(&out, "TIMEOUT", &url);
+    assert!(out.took < Duration::from_secs(15), "{:?}", out.took);
+}
+
+#[test]
+fn a_body_closed_midway_is_an_error_naming_the_url() {
+    let server = RawServer::start(|conn| {
+        let _ =
+            conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"id\"");
+    });
+    let url = server.url("/v1");
+    let out = compose(&url, &[]);
+    failed_in_decompose(&out, "FAILED", &url);
+}
+
+#[test]
+fn invalid_utf8_and_deep_json_are_errors_not_crashes() {
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    let bodies: Vec<Vec<u8>> = vec![b"{\"choices\": [\xff\xfe]}".to_vec(), deep.into_bytes()];
+    for body in bodies {
+        let server = RawServer::start(move |conn| write_answer(conn, 200, "", &body));
+        let url = server.url("/v1");
+        let out = compose(&url, &[]);
+        failed_in_decompose(&out, "FAILED", &url);
+    }
+}
+
+#[test]
+fn deep_json_in_the_answer_text_is_a_repair_round_then_an_error() {
+    let deep = format!("{}{}", "{\"a\":".repeat(100_000), format!("1{}", "}".repeat(100_000)));
+    let server = RawServer::start(move |conn| write_answer(conn, 200, "", openai_body(&deep).as_bytes()));
+    let url = server.url("/v1");
+    let out = compose(&url, &[]);
+    assert_eq!(out.json["status"], "FAILED", "{}", out.stderr);
+    let error = out.json["error"].as_str().unwrap_or_default();
+    assert!(error.starts_with("decompose: no valid answer after 2 requests"), "{error}");
+}
+
+/// Phase 1's answer with sub-question ids that hold terminal escapes and a cycle of length 1.
+#[test]
+fn escapes_in_what_the_model_says_never_reach_the_terminal_raw() {
+    let answer = serde_json::json!({
+        "sub_questions": [
+            {"id": "a\u{1b}]0;pwned\u{7}", "question": "What is the first document about?", "intent": "DESCRIPTIVE",
+             "entities": [], "depends_on": ["a\u{1b}]0;pwned\u{7}"], "priority": 1},
+            {"id": "b\u{1b}[2J", "question": "How long is the first document?", "intent": "DESCRIPTIVE",
+             "entities": [], "depends_on": [], "priority": 1}
+        ],
+        "decomposition_reasoning": "\u{1b}[31mred"
+    })
+    .to_string();
+    let server = RawServer::start(move |conn| write_answer(conn, 200, "", openai_body(&answer).as_bytes()));
+    let url = server.url("/v1");
+    let out = compose(&url, &[]);
+    assert_eq!(out.json["status"], "FAILED", "{}", out.stderr);
+    assert!(out.json["error"].as_str().unwrap_or_default().contains("Circular"), "{}", out.stdout);
+    assert!(!out.stderr.contains('\u{1b}') && !out.stderr.contains('\u{7}'), "{:?}", out.stderr);
+    assert!(out.stderr.contains("\\x1b"), "{:?}", out.stderr);
+}
+
+#[test]
+fn ten_thousand_sub_questions_are_refused_by_count() {
+    let subs: Vec<Json> = (0..10_000)
+        .map(|i| {
+            serde_json::json!({"id": format!("sq_{i}"), "question": "What is in the document number?",
+                "intent": "DESCRIPTIVE", "entities": [], "depends_on": [], "priority": 1})
+        })
+        .collect();
+    let answer = serde_json::json!({"sub_questions": subs, "decomposition_reasoning": "many"}).to_string();
+    let server = RawServer::start(move |conn| write_answer(conn, 200, "", openai_body(&answer).as_bytes()));
+    let out = compose(&server.url("/v1"), &[]);
+    assert_eq!(out.json["status"], "FAILED", "{}", out.stderr);
+    assert!(out.json["error"].as_str().unwrap_or_default().contains("got 10000"), "{}", out.json["error"]);
+}
+
+#[test]
+fn a_redirect_to_another_origin_is_not_followed_and_the_key_stays_home() {
+    let elsewhere = RawServer::start(|conn| write_answer(conn, 200, "", openai_body("{}").as_bytes()));
+    let target = elsewhere.url("/v1/chat/completions");
+    let server = RawServer::start(move |conn| write_answer(conn, 307, &format!("Location: {target}\r\n"), b""));
+    let url = server.url("/v1");
+    let out = compose(&url, &[]);
+    let error = failed_in_decompose(&out, "FAILED", &url);
+    assert!(error.contains("307") && error.contains("redirect"), "{error}");
+    assert!(elsewhere.seen.lock().unwrap().is_empty(), "the request followed the redirect");
+}
+
+#[test]
+fn credentials_in_the_base_url_never_show() {
+    let server = RawServer::start(|conn| {
+        write_answer(conn, 401, "", br#"{"error": {"message": "no", "type": "invalid_request_error"}}"#)
+    });
+    let base = format!("http://alice:s3cretpass@127.0.0.1:{}/v1", server.port);
+    let trace = std::env::temp_dir().join(format!("tdsl-hostile-trace-{}.json", std::process::id()));
+    let out = compose(&base, &["--trace", trace.to_str().unwrap_or_default()]);
+    assert_eq!(out.json["status"], "FAILED", "{}", out.stderr);
+    let error = out.json["error"].as_str().unwrap_or_default();
+    assert!(error.contains(&format!("http://127.0.0.1:{}/v1/chat/completions", server.port)), "{error}");
+    for text in [&out.stdout, &out.stderr] {
+        assert!(!text.contains("s3cretpass") && !text.contains("alice"), "{text}");
+    }
+    let _ = std::fs::remove_file(trace);
+}
+
+#[test]
+fn a_key_with_a_newline_is_refused_before_any_request() {
+    let server = RawServer::start(|conn| write_answer(conn, 200, "", openai_body("{}").as_bytes()));
+    let out = compose_env(&server.url("/v1"), &[], "sk-one\r\nX-Injected: yes");
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("OPENAI_API_KEY"), "{}", out.stderr);
+    assert!(!out.stderr.contains("sk-one") && !out.stderr.contains("X-Injected"), "{}", out.stderr);
+    assert!(server.seen.lock().unwrap().is_empty());
+}
+
+#[test]
+fn rate_limited_forever_stops_within_the_phase_timeout() {
+    for retry_after in ["1000000000000", "-5", "Wed, 21 Oct 2099 07:28:00 GMT"] {
+        let extra = format!("Retry-After: {retry_after}\r\n");
+        let server = RawServer::start(move |conn| {
+            write_answer(conn, 429, &extra, br#"{"error": {"message": "slow down", "type": "requests"}}"#)
+        });
+        let url = server.url("/v1");
+        let out = compose(&url, &["--decompose-timeout", "2"]);
+        assert_eq!(out.code, 1, "{}", out.stderr);
+        let error = out.json["error"].as_str().unwrap_or_default();
+        assert!(error.starts_with("decompose: ") && error.contains(&url) && error.contains("429"), "{error}");
+        assert!(out.took < Duration::from_secs(15), "{retry_after}: {:?}", out.took);
+    }
+}
+
+#[test]
+fn an_error_body_echoing_the_key_is_redacted() {
+    let server = RawServer::start(|conn| {
+        let body = format!(r#"{{"error": {{"message": "bad key {KEY} and again {KEY}", "type": "auth"}}}}"#);
+        write_answer(conn, 503, "", body.as_bytes())
+    });
+    let out = compose(&server.url("/v1"), &["--decompose-timeout", "2"]);
+    assert_eq!(out.code, 1);
+    assert!(out.stdout.contains("[redacted]"), "{}", out.stdout);
+    assert!(!out.stdout.contains(KEY) && !out.stderr.contains(KEY));
+}
+
+#[test]
+fn a_base_url_on_a_non_http_port_is_an_error_naming_it() {
+    // A server that speaks first, and not HTTP (an SMTP-like banner), then hangs up.
+    let server = RawServer::start(|conn| {
+        let _ = conn.write_all(b"220 mail.example ESMTP ready\r\n");
+    });
+    let url = server.url("/v1");
+    let out = compose(&url, &["--decompose-timeout", "3"]);
+    failed_in_decompose(&out, "FAILED", &url);
+    assert!(out.took < Duration::from_secs(15));
+}
