@@ -30,7 +30,8 @@ fn compose_env(base: &str, more: &[&str], key: &str) -> Out {
     let started = Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_tdsl"))
         .args(["compose", "Which of our two documents can be read, and how long is the first one?"])
-        .args(["--root", root.as_str(), "--model", "openai:test-model", "--base-url", base, "--no-history"])
+        .args(["--root", root.as_str(), "--model", "openai:test-model", "--base-url", base])
+        .args(if more.contains(&"--history") { &[][..] } else { &["--no-history"][..] })
         .args(more)
         .env("NO_COLOR", "1")
         .env("XDG_DATA_HOME", common::data_home())
@@ -271,4 +272,209 @@ fn a_base_url_on_a_non_http_port_is_an_error_naming_it() {
     let out = compose(&url, &["--decompose-timeout", "3"]);
     failed_in_decompose(&out, "FAILED", &url);
     assert!(out.took < Duration::from_secs(15));
+}
+
+/// A server answering each phase, in order, with the given message contents (OpenAI's
+/// format); `@DOCS@` becomes the example's documents folder.
+fn scripted(script: Vec<(&'static str, String)>) -> RawServer {
+    let docs = common::example("document-analysis").join("documents").display().to_string();
+    let queue = std::sync::Mutex::new(
+        script.into_iter().map(|(p, t)| (p.to_string(), t.replace("@DOCS@", &docs))).collect::<Vec<_>>(),
+    );
+    RawServer::by_phase(move |conn, phase| {
+        let next = {
+            let mut q = queue.lock().unwrap();
+            q.iter().position(|(p, _)| p == phase).map(|i| q.remove(i).1)
+        };
+        match next {
+            Some(text) if text == "@429@" => write_answer(
+                conn,
+                429,
+                "Retry-After: 0\r\n",
+                format!(r#"{{"error": {{"message": "slow down, {KEY}", "type": "requests"}}}}"#).as_bytes(),
+            ),
+            Some(text) => write_answer(conn, 200, "", openai_body(&text).as_bytes()),
+            None => write_answer(conn, 400, "", br#"{"error": {"message": "no answer left"}}"#),
+        }
+    })
+}
+
+fn file(name: &str) -> String {
+    std::fs::read_to_string(compose_support::data(name)).expect("a data file")
+}
+
+fn plan_with(instructions: Json) -> String {
+    serde_json::json!({
+        "tool_mappings": [
+            {"sub_question_id": "sq_1", "tool_name": "document_validator", "tool_category": "DESCRIPTIVE",
+             "agent_name": "tdsl", "confidence": 0.9, "execution_ids": []},
+            {"sub_question_id": "sq_2", "tool_name": "basic_extractor", "tool_category": "DESCRIPTIVE",
+             "agent_name": "tdsl", "confidence": 0.9, "execution_ids": []}
+        ],
+        "plan": instructions,
+        "planning_reasoning": "hostile"
+    })
+    .to_string()
+}
+
+#[test]
+fn plans_that_reach_outside_the_root_or_define_exec_tools_never_run() {
+    let marker = std::env::temp_dir().join(format!("tdsl-hostile-pwned-{}", std::process::id()));
+    let m = marker.display().to_string();
+    let hostile = [
+        // A tool path outside the root, and one up the tree.
+        serde_json::json!({"instructions": [{"execution_id": "x", "tool_definition_path": "/bin/sh", "arguments": {}}]}),
+        serde_json::json!({"instructions": [
+            {"execution_id": "x", "tool_definition_path": "../../../../../../etc/passwd", "arguments": {}}]}),
+        // A primitive tool inline: an `exec:` endpoint that would create the marker.
+        serde_json::json!({"system_event_endpoint": format!("exec:touch {m}"), "instructions": []}),
+        serde_json::json!({"instructions": [{"execution_id": "x", "tool_definition_path": "document_validator",
+            "system_event_endpoint": format!("exec:touch {m}"), "arguments": {"file_paths": []}}]}),
+    ];
+    for plan in hostile {
+        let server = scripted(vec![
+            ("decompose", file("decompose_ok.json")),
+            ("plan", plan_with(plan.clone())),
+            ("plan", plan_with(plan.clone())),
+            ("plan", plan_with(plan.clone())),
+        ]);
+        let out = compose(&server.url("/v1"), &[]);
+        assert_eq!(out.json["status"], "FAILED", "{plan}: {}", out.stdout);
+        let error = out.json["error"].as_str().unwrap_or_default();
+        assert!(error.starts_with("plan: no valid answer after 3 requests"), "{plan}: {error}");
+        assert!(out.json["execution"].is_null(), "{plan}");
+        // Refused by the plan checker, not for the shape of the answer.
+        let first = out.json["errors"][0].as_str().unwrap_or_default().to_string();
+        assert!(!first.contains("not a valid execution_plan"), "{plan}: {first}");
+        eprintln!("{plan}: {first}");
+        assert!(!marker.exists(), "{plan}: the exec: endpoint ran");
+    }
+}
+
+#[test]
+fn a_plan_of_megabytes_is_refused_by_size() {
+    // 1 MB inside the answer limit: the plan checker's size limit (256 KiB) refuses it.
+    let big = serde_json::json!({"instructions": [{"execution_id": "x", "tool_definition_path": "document_validator",
+        "arguments": {"file_paths": ["x".repeat(1_000_000)]}}]});
+    let server = scripted(vec![
+        ("decompose", file("decompose_ok.json")),
+        ("plan", plan_with(big.clone())),
+        ("plan", plan_with(big.clone())),
+        ("plan", plan_with(big)),
+    ]);
+    let out = compose(&server.url("/v1"), &[]);
+    assert_eq!(out.json["status"], "FAILED", "{}", out.stderr);
+    assert!(out.json["errors"][0].as_str().unwrap_or_default().contains("262144"), "{}", out.json["errors"][0]);
+    // 50 MB: past the answer limit, read no further.
+    let huge = "x".repeat(50 * 1024 * 1024);
+    let server = scripted(vec![("decompose", file("decompose_ok.json")), ("plan", huge)]);
+    let url = server.url("/v1");
+    let out = compose(&url, &[]);
+    assert_eq!(out.json["status"], "FAILED", "{}", out.stderr);
+    let error = out.json["error"].as_str().unwrap_or_default();
+    assert!(error.starts_with("plan: ") && error.contains("larger than") && error.contains(&url), "{error}");
+}
+
+#[test]
+fn a_synthesis_with_bad_citations_or_confidence_is_refused_and_escapes_stay_in_json() {
+    let mut bad: Json = serde_json::from_str(&file("synthesize_ok.json")).expect("json");
+    bad["citations"] = serde_json::json!(["check", "no_such_step"]);
+    bad["confidence"] = serde_json::json!(2.0);
+    let nan = file("synthesize_ok.json").replace("0.86", "NaN");
+    let server = scripted(vec![
+        ("decompose", file("decompose_ok.json")),
+        ("plan", file("plan_ok.json")),
+        ("synthesize", bad.to_string()),
+        ("synthesize", nan),
+    ]);
+    let out = compose(&server.url("/v1"), &[]);
+    assert_eq!(out.json["status"], "FAILED", "{}", out.stderr);
+    let errors = out.json["errors"].to_string();
+    assert!(errors.contains("no_such_step") && errors.contains("confidence"), "{errors}");
+    assert!(!out.json["execution"].is_null(), "what was done so far is kept");
+
+    let mut escaped: Json = serde_json::from_str(&file("synthesize_ok.json")).expect("json");
+    escaped["answer"] =
+        Json::String(format!("\u{1b}]52;c;cHduZWQ=\u{7}\u{1b}[2J{}", "Both documents are readable. ".repeat(3)));
+    escaped["confidence"] = serde_json::json!(-1);
+    let server = scripted(vec![
+        ("decompose", file("decompose_ok.json")),
+        ("plan", file("plan_ok.json")),
+        ("synthesize", escaped.to_string()),
+        ("synthesize", escaped.to_string()),
+    ]);
+    let out = compose(&server.url("/v1"), &[]);
+    assert_eq!(out.json["status"], "FAILED");
+    assert!(out.json["errors"].to_string().contains("`confidence` is -1"), "{}", out.json["errors"]);
+    assert!(!out.stdout.contains('\u{1b}') && !out.stderr.contains('\u{1b}'), "{:?}", out.stderr);
+}
+
+#[test]
+fn a_locked_history_delays_the_record_but_loses_nothing() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let history = dir.path().join("history.db");
+    let h = history.to_str().unwrap_or_default().to_string();
+    // Create the history, then lock it from another connection for two seconds.
+    let created = common::tdsl(&["history", "list", "--history", &h, "--format", "json"]);
+    assert_eq!(created.code, 0, "{}", created.stderr);
+    let conn = rusqlite::Connection::open(&history).expect("the history opens");
+    conn.execute_batch("BEGIN EXCLUSIVE").expect("the history locks");
+    let unlock = thread::spawn(move || {
+        thread::sleep(Duration::from_secs(2));
+        conn.execute_batch("COMMIT").expect("unlocks");
+    });
+    let server = scripted(vec![
+        ("decompose", file("decompose_ok.json")),
+        ("plan", file("plan_ok.json")),
+        ("synthesize", file("synthesize_ok.json")),
+    ]);
+    let base = server.url("/v1");
+    let root = common::example("document-analysis").display().to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_tdsl"))
+        .args(["compose", "Which of our two documents can be read, and how long is the first one?"])
+        .args(["--root", root.as_str(), "--model", "openai:m", "--base-url", base.as_str(), "--history", &h])
+        .env("XDG_DATA_HOME", common::data_home())
+        .env("OPENAI_API_KEY", KEY)
+        .output()
+        .expect("tdsl runs");
+    let _ = unlock.join();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let listed = common::tdsl(&["history", "list", "--history", &h, "--format", "json"]);
+    assert!(listed.stdout.contains("compose"), "{}", listed.stdout);
+    let bytes = std::fs::read(&history).unwrap_or_default();
+    assert!(!String::from_utf8_lossy(&bytes).contains(KEY));
+}
+
+#[test]
+fn neither_the_key_nor_url_credentials_reach_the_history_or_the_trace() {
+    let server = scripted(vec![
+        ("decompose", "@429@".to_string()),
+        ("decompose", file("decompose_ok.json")),
+        ("plan", file("plan_ok.json")),
+        ("synthesize", "@429@".to_string()),
+        ("synthesize", file("synthesize_ok.json")),
+    ]);
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let history = dir.path().join("history.db");
+    let trace = dir.path().join("trace.json");
+    let base = format!("http://alice:s3cretpass@127.0.0.1:{}/v1", server.port);
+    let (h, t) = (history.to_str().unwrap_or_default(), trace.to_str().unwrap_or_default());
+    let out = compose(&base, &["--history", h, "--trace", t]);
+    assert_eq!(out.json["status"], "SUCCESS", "{}\n{}", out.stdout, out.stderr);
+    let errors = out.json["errors"].to_string();
+    assert!(errors.contains("429") && errors.contains("[redacted]"), "{errors}");
+    let mut texts = vec![out.stdout.clone(), out.stderr.clone()];
+    for f in [&history, &trace] {
+        texts.push(String::from_utf8_lossy(&std::fs::read(f).expect("written")).into_owned());
+    }
+    // SQLite's write-ahead log, when it is still there, holds rows too.
+    texts.push(
+        String::from_utf8_lossy(&std::fs::read(dir.path().join("history.db-wal")).unwrap_or_default()).into_owned(),
+    );
+    let shown = common::tdsl(&["history", "list", "--history", h, "--format", "json"]);
+    texts.push(shown.stdout);
+    for text in &texts {
+        assert!(!text.contains(KEY) && !text.contains("s3cretpass"), "{text}");
+    }
 }

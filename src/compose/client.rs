@@ -379,6 +379,22 @@ mod tests {
     }
 
     #[test]
+    fn a_key_with_a_newline_is_refused_before_connecting_and_not_shown() {
+        // Port 9 on loopback: nothing is sent anyway, the check comes first.
+        let e = post_json(
+            "http://u:pw@127.0.0.1:9/v1/x",
+            &[("x-api-key", "sk-abc\r\nX-Injected: 1".to_string())],
+            &Json::Null,
+            Duration::from_secs(1),
+            Some("sk-abc\r\nX-Injected: 1"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("control character") && e.contains("http://127.0.0.1:9/v1/x"), "{e}");
+        assert!(!e.contains("sk-abc") && !e.contains("pw"), "{e}");
+    }
+
+    #[test]
     fn specs() {
         assert!(client_for("gpt-4o", None, None).is_err());
         assert!(client_for("mistral:x", None, None).err().unwrap().contains("unknown provider"));

@@ -318,6 +318,12 @@ pub struct RawServer {
 impl RawServer {
     /// Starts the server; each connection runs `handler` on its own thread.
     pub fn start(handler: impl Fn(&mut TcpStream) + Send + Sync + 'static) -> RawServer {
+        RawServer::by_phase(move |conn, _| handler(conn))
+    }
+
+    /// Starts the server; `handler` is also told the request's phase (`decompose`, `plan`,
+    /// `synthesize`, from the JSON schema's or forced tool's name).
+    pub fn by_phase(handler: impl Fn(&mut TcpStream, &str) + Send + Sync + 'static) -> RawServer {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
         let port = listener.local_addr().expect("local address").port();
         let seen = Arc::new(Mutex::new(Vec::new()));
@@ -329,9 +335,9 @@ impl RawServer {
                 let handler = handler.clone();
                 let recorded = recorded.clone();
                 thread::spawn(move || {
-                    let Ok(headers) = read_request(&conn) else { return };
+                    let Ok((headers, phase)) = read_request(&conn) else { return };
                     recorded.lock().unwrap().push(headers);
-                    handler(&mut conn);
+                    handler(&mut conn, &phase);
                 });
             }
         });
@@ -344,7 +350,7 @@ impl RawServer {
     }
 }
 
-fn read_request(conn: &TcpStream) -> std::io::Result<HashMap<String, String>> {
+fn read_request(conn: &TcpStream) -> std::io::Result<(HashMap<String, String>, String)> {
     conn.set_read_timeout(Some(Duration::from_secs(10)))?;
     let mut reader = BufReader::new(conn.try_clone()?);
     let mut line = String::new();
@@ -362,7 +368,19 @@ fn read_request(conn: &TcpStream) -> std::io::Result<HashMap<String, String>> {
     let len: usize = headers.get("content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
     let mut body = vec![0u8; len];
     reader.read_exact(&mut body)?;
-    Ok(headers)
+    let request: Json = serde_json::from_slice(&body).unwrap_or(Json::Null);
+    let name = request
+        .pointer("/response_format/json_schema/name")
+        .or_else(|| request.pointer("/tool_choice/name"))
+        .and_then(Json::as_str)
+        .unwrap_or_default();
+    let phase = match name {
+        "decomposition_result" => "decompose",
+        "execution_plan" => "plan",
+        "composed_response" => "synthesize",
+        _ => "unknown",
+    };
+    Ok((headers, phase.to_string()))
 }
 
 /// Writes a complete 200 (or other status) answer with `body` and extra header lines.
