@@ -149,7 +149,7 @@ fn invalid_utf8_and_deep_json_are_errors_not_crashes() {
 
 #[test]
 fn deep_json_in_the_answer_text_is_a_repair_round_then_an_error() {
-    let deep = format!("{}{}", "{\"a\":".repeat(100_000), format!("1{}", "}".repeat(100_000)));
+    let deep = format!("{}1{}", "{\"a\":".repeat(100_000), "}".repeat(100_000));
     let server = RawServer::start(move |conn| write_answer(conn, 200, "", openai_body(&deep).as_bytes()));
     let url = server.url("/v1");
     let out = compose(&url, &[]);
