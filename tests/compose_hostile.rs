@@ -478,3 +478,23 @@ fn neither_the_key_nor_url_credentials_reach_the_history_or_the_trace() {
         assert!(!text.contains(KEY) && !text.contains("s3cretpass"), "{text}");
     }
 }
+
+#[test]
+fn a_302_to_another_origin_never_carries_anthropics_key() {
+    let elsewhere = RawServer::start(|conn| write_answer(conn, 200, "", b"{}"));
+    let target = elsewhere.url("/v1/messages");
+    let server = RawServer::start(move |conn| write_answer(conn, 302, &format!("Location: {target}\r\n"), b""));
+    let root = common::example("document-analysis").display().to_string();
+    let base = server.url("");
+    let out = Command::new(env!("CARGO_BIN_EXE_tdsl"))
+        .args(["compose", "Which of our two documents can be read, and how long is the first one?"])
+        .args(["--root", root.as_str(), "--model", "anthropic:m", "--base-url", base.as_str(), "--no-history"])
+        .env("XDG_DATA_HOME", common::data_home())
+        .env("ANTHROPIC_API_KEY", KEY)
+        .output()
+        .expect("tdsl runs");
+    let seen = elsewhere.seen.lock().unwrap().clone();
+    assert!(seen.is_empty(), "the redirect was followed with {seen:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("answered 302: a redirect to http://127.0.0.1:"), "{stdout}");
+}
