@@ -139,3 +139,60 @@ def test_option_out_of_range_is_e0814(root, option, value):
         shout(root, **{option: value})
     assert info.value.code == "E0814"
     assert f"option `{option}`" in info.value.message
+
+
+def test_check_takes_a_bytes_path_that_is_not_utf8(tmp_path):
+    # A bytes path was iterated as a list of ints ("expected str, bytes or os.PathLike
+    # object, not int").
+    bad = os.path.join(os.fsencode(tmp_path), b"\xff\xfe.tool")
+    with open(bad, "w") as f:
+        f.write("{}")
+    [d] = tdsl.check(bad)
+    assert d.code == "E0507"
+    with pytest.raises(TypeError, match="takes a path or an iterable of paths, not int"):
+        tdsl.check(3)
+
+
+def test_check_refuses_a_fifo_without_blocking(tmp_path):
+    fifo = tmp_path / "f.tool"
+    os.mkfifo(fifo)
+    with pytest.raises(tdsl.TdslError, match="FIFO"):
+        tdsl.check(fifo)
+
+
+STUB_USER = '''
+from typing import Any, Dict, List, Tuple
+import tdsl
+
+def up(a: Dict[str, Any]) -> Dict[str, Any]:
+    return {"word": a["word"]}
+
+v: tdsl.JSONValue = tdsl.eval("1 + 2", {"x": 1})
+p: tdsl.Program = tdsl.compile("x")
+r = p.eval({"x": 1})
+s: str = p.source + p.result_type
+ds: List[tdsl.Diagnostic] = tdsl.check(["a.tool"], root="r")
+dd: Dict[str, Any] = tdsl.check_plan({}, root="r", as_dict=True)
+res: Dict[str, Any] = tdsl.run("/x.tool", root="r", args={}, tools={"up": up}, concurrency=4, deadline=1.5)
+pair: Tuple[Dict[str, Any], Dict[str, Any]] = tdsl.run("/x.tool", root="r", trace=True)
+rp: Dict[str, Any] = tdsl.run_plan({}, root="r")
+e = tdsl.RunError("m")
+tr: Dict[str, Any] = e.trace
+'''
+
+
+def test_stubs_match_the_package(tmp_path):
+    # stubtest (mypy) compares the .pyi files with the installed package: the stubs named
+    # aliases the package lacked, and left out __all__ and the native _Done class.
+    try:
+        import mypy  # noqa: F401
+    except ImportError as e:
+        raise RuntimeError(f"mypy is not installed in {sys.executable}: run scripts/python-package ({e})") from e
+    p = subprocess.run([sys.executable, "-m", "mypy.stubtest", "tdsl", "--ignore-disjoint-bases"],
+                       capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    user = tmp_path / "user.py"
+    user.write_text(STUB_USER)
+    p = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(user)],
+                       capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
