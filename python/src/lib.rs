@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
 use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyTypeError, PyValueError};
@@ -52,28 +52,84 @@ static RUN_ERROR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static TRANSIENT_ERROR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static START_CALL: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
-/// Set (by an `atexit` hook) once the interpreter starts to exit: from then on no engine
-/// thread takes the GIL. A native thread that waits for the GIL while the interpreter
-/// finalizes is ended by CPython with `pthread_exit`, which unwinds through Rust frames
-/// and aborts the process. The engine's threads hold the read side while they hold the
-/// GIL; the hook takes the write side (with the GIL released), so it waits for them.
-static FINALIZING: RwLock<bool> = RwLock::new(false);
+/// Threads taking the GIL back, and whether the interpreter is exiting (set by an
+/// `atexit` hook). A thread that waits for the GIL while the interpreter finalizes is ended
+/// by CPython with `pthread_exit`, which unwinds through Rust frames and aborts the
+/// process: an engine thread calling a tool, or a daemon thread inside `run` or `eval`
+/// when the main thread exits. So no thread takes the GIL from here once the hook has run:
+/// an engine thread gives up (the call fails), a thread coming back from work done without
+/// the GIL waits forever (the process is ending). The hook waits for the threads counted in
+/// to be done with the GIL.
+struct Gate {
+    /// (exiting, threads counted in)
+    state: Mutex<(bool, usize)>,
+    idle: Condvar,
+}
+
+static GATE: Gate = Gate { state: Mutex::new((false, 0)), idle: Condvar::new() };
+
+impl Gate {
+    /// Counts a thread in before it takes the GIL; false once the interpreter is exiting.
+    fn enter(&self) -> bool {
+        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if s.0 {
+            return false;
+        }
+        s.1 += 1;
+        true
+    }
+
+    fn leave(&self) {
+        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        s.1 = s.1.saturating_sub(1);
+        if s.1 == 0 {
+            self.idle.notify_all();
+        }
+    }
+}
 
 /// Runs `f` with the GIL from an engine thread, unless the interpreter is exiting.
 fn with_python<T>(f: impl FnOnce(Python<'_>) -> T) -> Option<T> {
-    let gate = FINALIZING.read().unwrap_or_else(PoisonError::into_inner);
-    if *gate {
+    if !GATE.enter() {
         return None;
     }
     let out = Python::attach(f);
-    drop(gate);
+    GATE.leave();
     Some(out)
 }
 
-/// The `atexit` hook: no engine thread takes the GIL after it.
+/// `py.detach(f)`, that never takes the GIL back once the interpreter is exiting: the
+/// thread then waits forever (the process is ending; a daemon thread is not joined).
+fn detach<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> T {
+    let out = py.detach(|| {
+        let out = f();
+        if !GATE.enter() {
+            loop {
+                std::thread::park();
+            }
+        }
+        out
+    });
+    GATE.leave();
+    out
+}
+
+/// The `atexit` hook: no thread takes the GIL from here after it.
 #[pyfunction]
 fn _at_exit(py: Python<'_>) {
-    py.detach(|| *FINALIZING.write().unwrap_or_else(PoisonError::into_inner) = true);
+    py.detach(|| {
+        let mut s = GATE.state.lock().unwrap_or_else(PoisonError::into_inner);
+        s.0 = true;
+        // Bounded: the threads counted in convert values or start a tool's thread.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while s.1 > 0 {
+            let now = std::time::Instant::now();
+            if now >= deadline {
+                break;
+            }
+            s = GATE.idle.wait_timeout(s, deadline - now).unwrap_or_else(PoisonError::into_inner).0;
+        }
+    });
 }
 
 const EXITING: &str = "the Python interpreter is exiting";
@@ -420,7 +476,7 @@ impl Program {
     fn eval<'py>(&self, py: Python<'py>, vars: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
         let vars = vars_of(vars)?;
         let program = &self.inner;
-        match py.detach(|| program.eval(&vars)) {
+        match detach(py, || program.eval(&vars)) {
             Ok(v) => to_py(py, &v),
             Err(e) => Err(eval_error(py, &e, program.source())),
         }
@@ -446,7 +502,7 @@ impl Program {
 #[pyfunction]
 fn compile(py: Python<'_>, expr: &str) -> PyResult<Program> {
     let engine = Engine::new();
-    match py.detach(|| engine.compile(expr)) {
+    match detach(py, || engine.compile(expr)) {
         Ok(inner) => Ok(Program { inner }),
         Err(diags) => Err(diagnostics_error(py, &diags, "<expr>", expr)),
     }
@@ -457,7 +513,7 @@ fn compile(py: Python<'_>, expr: &str) -> PyResult<Program> {
 fn eval<'py>(py: Python<'py>, expr: &str, vars: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
     let vars = vars_of(vars)?;
     let engine = Engine::new();
-    let compiled = py.detach(|| {
+    let compiled = detach(py, || {
         let scope = if vars.is_null() { Scope::open() } else { Scope::from_vars(&vars) };
         engine.compile_in(expr, &scope).map(|p| {
             let r = p.eval(&vars);
@@ -477,7 +533,7 @@ fn eval<'py>(py: Python<'py>, expr: &str, vars: Option<&Bound<'py, PyAny>>) -> P
 #[pyfunction]
 #[pyo3(signature = (paths, root=None))]
 fn check_files<'py>(py: Python<'py>, paths: Vec<PathBuf>, root: Option<PathBuf>) -> PyResult<Bound<'py, PyList>> {
-    let results = py.detach(|| {
+    let results = detach(py, || {
         let tool_root = match &root {
             Some(r) => ToolRoot::new(r),
             None => ToolRoot::assumed(std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))),
@@ -520,7 +576,7 @@ fn check_plan<'py>(
     allow: Option<Vec<String>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let text = plan_text(plan)?;
-    let check = py.detach(|| plans_for(&root, allow).map(|p| p.check(&text).to_json()));
+    let check = detach(py, || plans_for(&root, allow).map(|p| p.check(&text).to_json()));
     match check {
         Ok(json) => json_to_py(py, &json),
         Err(e) => Err(tdsl_error(py, e, "E0814", None, None)),
@@ -837,12 +893,12 @@ fn run_interruptible<T: Send + 'static>(
         }
     };
     loop {
-        if let Some(v) = py.detach(|| wait(Duration::from_millis(50))) {
+        if let Some(v) = detach(py, || wait(Duration::from_millis(50))) {
             return Ok(v);
         }
         if let Err(e) = py.check_signals() {
             cancel.cancel();
-            let _ = py.detach(|| wait(grace + Duration::from_millis(500)));
+            let _ = detach(py, || wait(grace + Duration::from_millis(500)));
             return Err(e);
         }
     }
@@ -908,7 +964,7 @@ fn run<'py>(
         None => std::env::current_dir()
             .map_err(|e| PyValueError::new_err(format!("no root given and no current directory: {e}")))?,
     };
-    let loaded = py.detach(|| {
+    let loaded = detach(py, || {
         let as_tool_path = tool.to_string_lossy().starts_with('/') && !tool.is_file();
         if as_tool_path {
             Workflow::load_tool_path(&root, &tool.to_string_lossy())
@@ -956,7 +1012,7 @@ fn run_plan<'py>(
         Value::Null => Value::Object(Arc::new(Map::default())),
         v => v,
     };
-    let plans = py.detach(|| plans_for(&root, allow)).map_err(|e| tdsl_error(py, e, "E0814", None, None))?;
+    let plans = detach(py, || plans_for(&root, allow)).map_err(|e| tdsl_error(py, e, "E0814", None, None))?;
     let cancel = CancelToken::new();
     let runner = Arc::new(PyRunner {
         tools: python_tools(tools)?,

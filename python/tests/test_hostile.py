@@ -196,3 +196,28 @@ def test_stubs_match_the_package(tmp_path):
     p = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(user)],
                        capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+@pytest.mark.parametrize("work", ["run", "eval"])
+def test_exit_while_a_daemon_thread_is_inside_tdsl(root, work):
+    # A daemon thread inside run() or Program.eval() (the GIL released) when the main
+    # thread exits: taking the GIL back aborted the process ("FATAL: exception not
+    # rethrown", about one exit in two). It now waits for the process to end instead.
+    code = f"""
+        import threading, time, tdsl
+        def up(a):
+            time.sleep(0.3)
+            return {{"word": "x"}}
+        if {work!r} == "run":
+            work = lambda: tdsl.run("/shout.tool", root={root!r}, args={{"words": ["a"] * 4}},
+                                    tools={{"up": up, "count": lambda a: {{"letters": 1}}}}, concurrency=1)
+        else:
+            p, big = tdsl.compile("sum(array=x)"), {{"x": list(range(2_000_000))}}
+            work = lambda: [p.eval(big) for _ in range(100)]
+        threading.Thread(target=work, daemon=True).start()
+        time.sleep(0.1)
+        print("main exits")
+        """
+    for _ in range(4):
+        rc, out = run_script(code)
+        assert rc == 0 and "main exits" in out, out
