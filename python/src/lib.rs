@@ -628,7 +628,8 @@ impl Runner for PyRunner {
         // The function runs on a Python thread of its own (`tdsl/_calls.py`); this thread
         // waits for it without the GIL, and stops waiting when the call is cancelled.
         let slot = Arc::new(Slot::default());
-        with_python(|py| self.start_python(py, f, call, &slot)).unwrap_or_else(|| Err(ToolError::permanent(EXITING)))?;
+        with_python(|py| self.start_python(py, f, call, &slot))
+            .unwrap_or_else(|| Err(ToolError::permanent(EXITING)))?;
         let outcome = loop {
             if let Some(outcome) = slot.wait(Duration::from_millis(20)) {
                 break outcome;
@@ -698,7 +699,13 @@ impl PyRunner {
         self.tools.get(file.file_stem()?.to_str()?)
     }
 
-    fn start_python(&self, py: Python<'_>, f: &Py<PyAny>, call: &ToolCall<'_>, slot: &Arc<Slot>) -> Result<(), ToolError> {
+    fn start_python(
+        &self,
+        py: Python<'_>,
+        f: &Py<PyAny>,
+        call: &ToolCall<'_>,
+        slot: &Arc<Slot>,
+    ) -> Result<(), ToolError> {
         let args = to_py(py, call.arguments).map_err(|e| ToolError::permanent(describe(py, &e)))?;
         let done = Done { slot: slot.clone() };
         attr(py, &START_CALL, "tdsl._calls", "start_call")
