@@ -34,15 +34,105 @@ const MAX_DEPTH: usize = 128;
 // The Python classes defined in `tdsl/_errors.py`.
 
 fn class<'py>(py: Python<'py>, cell: &'static PyOnceLock<Py<PyAny>>, name: &str) -> PyResult<Bound<'py, PyAny>> {
-    let c =
-        cell.get_or_try_init(py, || -> PyResult<Py<PyAny>> { Ok(py.import("tdsl._errors")?.getattr(name)?.unbind()) })?;
+    attr(py, cell, "tdsl._errors", name)
+}
+
+fn attr<'py>(
+    py: Python<'py>,
+    cell: &'static PyOnceLock<Py<PyAny>>,
+    module: &str,
+    name: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    let c = cell.get_or_try_init(py, || -> PyResult<Py<PyAny>> { Ok(py.import(module)?.getattr(name)?.unbind()) })?;
     Ok(c.bind(py).clone())
 }
 
 static TDSL_ERROR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static RUN_ERROR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static TRANSIENT_ERROR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-static ASYNCIO: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static START_CALL: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// Threads taking the GIL back, and whether the interpreter is exiting (set by an
+/// `atexit` hook). A thread that waits for the GIL while the interpreter finalizes is ended
+/// by CPython with `pthread_exit`, which unwinds through Rust frames and aborts the
+/// process: an engine thread calling a tool, or a daemon thread inside `run` or `eval`
+/// when the main thread exits. So no thread takes the GIL from here once the hook has run:
+/// an engine thread gives up (the call fails), a thread coming back from work done without
+/// the GIL waits forever (the process is ending). The hook waits for the threads counted in
+/// to be done with the GIL.
+struct Gate {
+    /// (exiting, threads counted in)
+    state: Mutex<(bool, usize)>,
+    idle: Condvar,
+}
+
+static GATE: Gate = Gate { state: Mutex::new((false, 0)), idle: Condvar::new() };
+
+impl Gate {
+    /// Counts a thread in before it takes the GIL; false once the interpreter is exiting.
+    fn enter(&self) -> bool {
+        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if s.0 {
+            return false;
+        }
+        s.1 += 1;
+        true
+    }
+
+    fn leave(&self) {
+        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        s.1 = s.1.saturating_sub(1);
+        if s.1 == 0 {
+            self.idle.notify_all();
+        }
+    }
+}
+
+/// Runs `f` with the GIL from an engine thread, unless the interpreter is exiting.
+fn with_python<T>(f: impl FnOnce(Python<'_>) -> T) -> Option<T> {
+    if !GATE.enter() {
+        return None;
+    }
+    let out = Python::attach(f);
+    GATE.leave();
+    Some(out)
+}
+
+/// `py.detach(f)`, that never takes the GIL back once the interpreter is exiting: the
+/// thread then waits forever (the process is ending; a daemon thread is not joined).
+fn detach<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> T {
+    let out = py.detach(|| {
+        let out = f();
+        if !GATE.enter() {
+            loop {
+                std::thread::park();
+            }
+        }
+        out
+    });
+    GATE.leave();
+    out
+}
+
+/// The `atexit` hook: no thread takes the GIL from here after it.
+#[pyfunction]
+fn _at_exit(py: Python<'_>) {
+    py.detach(|| {
+        let mut s = GATE.state.lock().unwrap_or_else(PoisonError::into_inner);
+        s.0 = true;
+        // Bounded: the threads counted in convert values or start a tool's thread.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while s.1 > 0 {
+            let now = std::time::Instant::now();
+            if now >= deadline {
+                break;
+            }
+            s = GATE.idle.wait_timeout(s, deadline - now).unwrap_or_else(PoisonError::into_inner).0;
+        }
+    });
+}
+
+const EXITING: &str = "the Python interpreter is exiting";
 
 /// A `tdsl.TdslError(message, code, span, diagnostics)`.
 fn tdsl_error(
@@ -386,7 +476,7 @@ impl Program {
     fn eval<'py>(&self, py: Python<'py>, vars: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
         let vars = vars_of(vars)?;
         let program = &self.inner;
-        match py.detach(|| program.eval(&vars)) {
+        match detach(py, || program.eval(&vars)) {
             Ok(v) => to_py(py, &v),
             Err(e) => Err(eval_error(py, &e, program.source())),
         }
@@ -412,7 +502,7 @@ impl Program {
 #[pyfunction]
 fn compile(py: Python<'_>, expr: &str) -> PyResult<Program> {
     let engine = Engine::new();
-    match py.detach(|| engine.compile(expr)) {
+    match detach(py, || engine.compile(expr)) {
         Ok(inner) => Ok(Program { inner }),
         Err(diags) => Err(diagnostics_error(py, &diags, "<expr>", expr)),
     }
@@ -423,7 +513,7 @@ fn compile(py: Python<'_>, expr: &str) -> PyResult<Program> {
 fn eval<'py>(py: Python<'py>, expr: &str, vars: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
     let vars = vars_of(vars)?;
     let engine = Engine::new();
-    let compiled = py.detach(|| {
+    let compiled = detach(py, || {
         let scope = if vars.is_null() { Scope::open() } else { Scope::from_vars(&vars) };
         engine.compile_in(expr, &scope).map(|p| {
             let r = p.eval(&vars);
@@ -443,7 +533,7 @@ fn eval<'py>(py: Python<'py>, expr: &str, vars: Option<&Bound<'py, PyAny>>) -> P
 #[pyfunction]
 #[pyo3(signature = (paths, root=None))]
 fn check_files<'py>(py: Python<'py>, paths: Vec<PathBuf>, root: Option<PathBuf>) -> PyResult<Bound<'py, PyList>> {
-    let results = py.detach(|| {
+    let results = detach(py, || {
         let tool_root = match &root {
             Some(r) => ToolRoot::new(r),
             None => ToolRoot::assumed(std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))),
@@ -486,7 +576,7 @@ fn check_plan<'py>(
     allow: Option<Vec<String>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let text = plan_text(plan)?;
-    let check = py.detach(|| plans_for(&root, allow).map(|p| p.check(&text).to_json()));
+    let check = detach(py, || plans_for(&root, allow).map(|p| p.check(&text).to_json()));
     match check {
         Ok(json) => json_to_py(py, &json),
         Err(e) => Err(tdsl_error(py, e, "E0814", None, None)),
@@ -532,7 +622,61 @@ impl Runner for PyRunner {
         let Some(f) = self.lookup(call) else {
             return self.host.call(call);
         };
-        Python::attach(|py| self.call_python(py, f, call))
+        if call.cancel.is_cancelled() {
+            return Err(ToolError::permanent("cancelled before the Python function was called"));
+        }
+        // The function runs on a Python thread of its own (`tdsl/_calls.py`); this thread
+        // waits for it without the GIL, and stops waiting when the call is cancelled.
+        let slot = Arc::new(Slot::default());
+        with_python(|py| self.start_python(py, f, call, &slot))
+            .unwrap_or_else(|| Err(ToolError::permanent(EXITING)))?;
+        let outcome = loop {
+            if let Some(outcome) = slot.wait(Duration::from_millis(20)) {
+                break outcome;
+            }
+            if call.cancel.is_cancelled() {
+                return Err(ToolError::permanent(
+                    "cancelled while the Python function ran (it is left to return on its own)",
+                ));
+            }
+        };
+        with_python(|py| self.python_outcome(py, outcome, call)).unwrap_or_else(|| Err(ToolError::permanent(EXITING)))
+    }
+}
+
+/// Where a tool function's thread leaves its outcome: the result, or the exception.
+#[derive(Default)]
+struct Slot {
+    outcome: Mutex<Option<Result<Py<PyAny>, Py<PyAny>>>>,
+    ready: Condvar,
+}
+
+impl Slot {
+    fn wait(&self, timeout: Duration) -> Option<Result<Py<PyAny>, Py<PyAny>>> {
+        let mut o = self.outcome.lock().unwrap_or_else(PoisonError::into_inner);
+        if o.is_none() {
+            o = self.ready.wait_timeout(o, timeout).unwrap_or_else(PoisonError::into_inner).0;
+        }
+        o.take()
+    }
+}
+
+/// The callable a tool function's thread calls with its outcome (`done(result, error)`).
+#[pyclass(frozen, name = "_Done", module = "tdsl._tdsl")]
+struct Done {
+    slot: Arc<Slot>,
+}
+
+#[pymethods]
+impl Done {
+    fn __call__(&self, result: Py<PyAny>, error: Py<PyAny>, py: Python<'_>) {
+        let outcome = if error.is_none(py) { Ok(result) } else { Err(error) };
+        let mut o = self.slot.outcome.lock().unwrap_or_else(PoisonError::into_inner);
+        if o.is_none() {
+            *o = Some(outcome);
+        }
+        drop(o);
+        self.slot.ready.notify_all();
     }
 }
 
@@ -555,19 +699,30 @@ impl PyRunner {
         self.tools.get(file.file_stem()?.to_str()?)
     }
 
-    fn call_python(&self, py: Python<'_>, f: &Py<PyAny>, call: &ToolCall<'_>) -> Result<Value, ToolError> {
-        if call.cancel.is_cancelled() {
-            return Err(ToolError::permanent("cancelled before the Python function was called"));
-        }
+    fn start_python(
+        &self,
+        py: Python<'_>,
+        f: &Py<PyAny>,
+        call: &ToolCall<'_>,
+        slot: &Arc<Slot>,
+    ) -> Result<(), ToolError> {
         let args = to_py(py, call.arguments).map_err(|e| ToolError::permanent(describe(py, &e)))?;
-        let mut result = f.bind(py).call1((args,));
-        if let Ok(r) = &result {
-            if is_coroutine(py, r) {
-                result = run_coroutine(py, r);
-            }
-        }
-        match result {
+        let done = Done { slot: slot.clone() };
+        attr(py, &START_CALL, "tdsl._calls", "start_call")
+            .and_then(|start| start.call1((f.bind(py), args, done)))
+            .map(|_| ())
+            .map_err(|e| ToolError::permanent(format!("cannot call the Python function: {}", describe(py, &e))))
+    }
+
+    fn python_outcome(
+        &self,
+        py: Python<'_>,
+        outcome: Result<Py<PyAny>, Py<PyAny>>,
+        call: &ToolCall<'_>,
+    ) -> Result<Value, ToolError> {
+        match outcome {
             Ok(r) => {
+                let r = r.into_bound(py);
                 if !r.is_instance_of::<PyDict>() {
                     return Err(ToolError::permanent(format!(
                         "the Python function for {} returned a {}, not a dict (the tool's response object)",
@@ -584,6 +739,7 @@ impl PyRunner {
                 })
             }
             Err(e) => {
+                let e = PyErr::from_value(e.into_bound(py));
                 if e.is_instance_of::<PyKeyboardInterrupt>(py) || e.is_instance_of::<pyo3::exceptions::PySystemExit>(py)
                 {
                     let text = describe(py, &e);
@@ -608,20 +764,6 @@ impl PyRunner {
     }
 }
 
-fn is_coroutine(py: Python<'_>, obj: &Bound<'_, PyAny>) -> bool {
-    ASYNCIO
-        .get_or_try_init(py, || py.import("asyncio").map(|m| m.into_any().unbind()))
-        .and_then(|m| m.bind(py).call_method1("iscoroutine", (obj,)))
-        .and_then(|b| b.is_truthy())
-        .unwrap_or(false)
-}
-
-/// Runs a coroutine a tool returned to its end, on this worker thread's own event loop.
-fn run_coroutine<'py>(py: Python<'py>, coro: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-    let asyncio = ASYNCIO.get_or_try_init(py, || py.import("asyncio").map(|m| m.into_any().unbind()))?.bind(py);
-    asyncio.call_method1("run", (coro,))
-}
-
 /// `ValueError: boom`.
 fn describe(py: Python<'_>, e: &PyErr) -> String {
     let name = e.get_type(py).name().map(|n| n.to_string()).unwrap_or_else(|_| "Exception".into());
@@ -633,28 +775,69 @@ fn describe(py: Python<'_>, e: &PyErr) -> String {
     }
 }
 
-fn options_from(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Options> {
+const OPTIONS: &str = "concurrency, deadline, timeout, retries, retry_delay, retry_max_delay, max_depth, cancel_grace";
+
+/// How long `cancel_grace` may be, in seconds.
+const CANCEL_GRACE: tdsl::ranges::Range =
+    tdsl::ranges::Range { name: "cancel_grace", min: 0.0, max: 3600.0, integer: false, unit: "seconds" };
+
+/// An option's number: an `int` or a `float` (not a `bool`, not a string), in its range
+/// (`E0814` when out of it, NaN and infinity included).
+fn option_number(py: Python<'_>, name: &str, v: &Bound<'_, PyAny>, range: &tdsl::ranges::Range) -> PyResult<f64> {
+    let n = if v.is_instance_of::<PyBool>() || !(v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>()) {
+        return Err(PyTypeError::new_err(format!(
+            "run() option `{name}` must be {}, not {}",
+            if range.integer { "an int" } else { "a number (int or float)" },
+            type_name(v)
+        )));
+    } else if v.is_instance_of::<PyInt>() {
+        // Beyond 64 bits: out of every range.
+        v.extract::<i64>().map(|i| i as f64).unwrap_or(f64::INFINITY)
+    } else {
+        v.extract::<f64>()?
+    };
+    if range.integer && v.is_instance_of::<PyFloat>() {
+        return Err(PyTypeError::new_err(format!("run() option `{name}` must be an int, not float")));
+    }
+    range.check(n).map_err(|e| tdsl_error(py, format!("run() option `{name}`: {e}"), "E0814", None, None))?;
+    Ok(n)
+}
+
+fn options_from(py: Python<'_>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Options> {
+    use tdsl::ranges;
     let mut o = Options::default();
     let Some(kwargs) = kwargs else { return Ok(o) };
     for (k, v) in kwargs.iter() {
         let key: String = k.extract()?;
+        let range = match key.as_str() {
+            "concurrency" => ranges::CONCURRENCY,
+            "deadline" => ranges::DEADLINE_SECONDS,
+            "timeout" => ranges::TIMEOUT_SECONDS,
+            "retries" => ranges::MAX_RETRIES,
+            "retry_delay" => ranges::BASE_DELAY_SECONDS,
+            "retry_max_delay" => ranges::MAX_DELAY_SECONDS,
+            "max_depth" => ranges::MAX_NESTING,
+            "cancel_grace" => CANCEL_GRACE,
+            other => {
+                return Err(PyTypeError::new_err(format!(
+                    "run() got an unknown option `{other}`; the options are {OPTIONS}"
+                )))
+            }
+        };
+        // None: the default.
         if v.is_none() {
             continue;
         }
+        let n = option_number(py, &key, &v, &range)?;
         match key.as_str() {
-            "concurrency" => o.max_concurrency = v.extract()?,
-            "deadline" => o.deadline = Some(Duration::try_from_secs_f64(v.extract()?).map_err(|e| PyValueError::new_err(format!("deadline: {e}")))?),
-            "timeout" => o.timeout_seconds = v.extract()?,
-            "retries" => o.retry.max_retries = v.extract()?,
-            "retry_delay" => o.retry.base_delay_seconds = v.extract()?,
-            "retry_max_delay" => o.retry.max_delay_seconds = v.extract()?,
-            "max_depth" => o.max_depth = v.extract()?,
-            "cancel_grace" => o.cancel_grace = Duration::try_from_secs_f64(v.extract()?).map_err(|e| PyValueError::new_err(format!("cancel_grace: {e}")))?,
-            other => {
-                return Err(PyTypeError::new_err(format!(
-                    "run() got an unknown option `{other}`; the options are concurrency, deadline, timeout, retries, retry_delay, retry_max_delay, max_depth, cancel_grace"
-                )))
-            }
+            "concurrency" => o.max_concurrency = n as usize,
+            "deadline" => o.deadline = Some(Duration::from_secs_f64(n)),
+            "timeout" => o.timeout_seconds = n,
+            "retries" => o.retry.max_retries = n as u32,
+            "retry_delay" => o.retry.base_delay_seconds = n,
+            "retry_max_delay" => o.retry.max_delay_seconds = n,
+            "max_depth" => o.max_depth = n as usize,
+            _ => o.cancel_grace = Duration::from_secs_f64(n),
         }
     }
     Ok(o)
@@ -717,12 +900,12 @@ fn run_interruptible<T: Send + 'static>(
         }
     };
     loop {
-        if let Some(v) = py.detach(|| wait(Duration::from_millis(50))) {
+        if let Some(v) = detach(py, || wait(Duration::from_millis(50))) {
             return Ok(v);
         }
         if let Err(e) = py.check_signals() {
             cancel.cancel();
-            let _ = py.detach(|| wait(grace + Duration::from_millis(500)));
+            let _ = detach(py, || wait(grace + Duration::from_millis(500)));
             return Err(e);
         }
     }
@@ -779,7 +962,7 @@ fn run<'py>(
         Value::Null => Value::Object(Arc::new(Map::default())),
         v => v,
     };
-    let opts = options_from(options)?;
+    let opts = options_from(py, options)?;
     if let Err(e) = opts.validate() {
         return Err(tdsl_error(py, e.to_string(), "E0814", None, None));
     }
@@ -788,7 +971,7 @@ fn run<'py>(
         None => std::env::current_dir()
             .map_err(|e| PyValueError::new_err(format!("no root given and no current directory: {e}")))?,
     };
-    let loaded = py.detach(|| {
+    let loaded = detach(py, || {
         let as_tool_path = tool.to_string_lossy().starts_with('/') && !tool.is_file();
         if as_tool_path {
             Workflow::load_tool_path(&root, &tool.to_string_lossy())
@@ -836,7 +1019,7 @@ fn run_plan<'py>(
         Value::Null => Value::Object(Arc::new(Map::default())),
         v => v,
     };
-    let plans = py.detach(|| plans_for(&root, allow)).map_err(|e| tdsl_error(py, e, "E0814", None, None))?;
+    let plans = detach(py, || plans_for(&root, allow)).map_err(|e| tdsl_error(py, e, "E0814", None, None))?;
     let cancel = CancelToken::new();
     let runner = Arc::new(PyRunner {
         tools: python_tools(tools)?,
@@ -869,5 +1052,8 @@ fn _tdsl(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(run_plan, m)?)?;
     m.add("MAX_DEPTH", MAX_DEPTH)?;
+    m.add_class::<Done>()?;
+    let at_exit = wrap_pyfunction!(_at_exit, m)?;
+    m.py().import("atexit")?.call_method1("register", (at_exit,))?;
     Ok(())
 }

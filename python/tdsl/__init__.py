@@ -32,6 +32,9 @@ __all__ = [
 __version__ = "0.1.0"
 
 PathLike = Union[str, "os.PathLike[str]"]
+# The type aliases the stubs name (a JSON-like value; a tool function).
+JSONValue = Union[None, bool, int, float, str, List[Any], Dict[str, Any]]
+Tool = Callable[[Dict[str, Any]], Any]
 
 
 class Diagnostic:
@@ -98,10 +101,17 @@ def check(path_or_paths: Union[PathLike, Iterable[PathLike]], root: Optional[Pat
     it) and returns every diagnostic, warnings included. With ``root``, callees resolve
     under it and a missing one is an error; without, under the current directory and a
     missing callee is not reported (as ``tdsl check``)."""
-    if isinstance(path_or_paths, (str, os.PathLike)):
-        paths: List[str] = [os.fspath(path_or_paths)]
+    if isinstance(path_or_paths, (str, bytes, os.PathLike)):
+        items: List[Any] = [path_or_paths]
     else:
-        paths = [os.fspath(p) for p in path_or_paths]
+        try:
+            items = list(path_or_paths)
+        except TypeError:
+            raise TypeError(
+                f"check() takes a path or an iterable of paths, not {type(path_or_paths).__name__}"
+            ) from None
+    # Bytes paths (a file name that is not UTF-8) become str with surrogate escapes.
+    paths = [os.fsdecode(p) for p in items]
     files: List[str] = []
     for p in paths:
         if os.path.isdir(p):

@@ -8,6 +8,20 @@ from ._errors import RunError as RunError
 from ._errors import TdslError as TdslError
 from ._errors import TransientError as TransientError
 
+__all__ = [
+    "Diagnostic",
+    "Program",
+    "RunError",
+    "TdslError",
+    "TransientError",
+    "check",
+    "check_plan",
+    "compile",
+    "eval",
+    "run",
+    "run_plan",
+]
+
 __version__: str
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -29,6 +43,8 @@ class Diagnostic:
     rendered: str
     def __init__(self, d: Mapping[str, Any]) -> None: ...
     def to_dict(self) -> Dict[str, Any]: ...
+    def __str__(self) -> str: ...
+    def __repr__(self) -> str: ...
 
 def eval(expr: str, vars: Optional[Dict[str, Any]] = None) -> JSONValue: ...
 def compile(expr: str) -> Program: ...

@@ -1,8 +1,11 @@
 """The native module (internal: use the functions of ``tdsl``)."""
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, final
+
+__all__ = ["Program", "compile", "eval", "check_files", "check_plan", "run", "run_plan", "MAX_DEPTH", "_Done"]
 
 
+@final
 class Program:
     """A compiled expression; ``eval`` is safe to call from several threads at once."""
 
@@ -23,3 +26,8 @@ def run(tool: str, root: Optional[str] = None, args: Any = None, tools: Any = No
 def run_plan(
     plan: Any, root: str, args: Any = None, tools: Any = None, allow: Optional[List[str]] = None, concurrency: Optional[int] = None
 ) -> Dict[str, Any]: ...
+
+@final
+class _Done:
+    """Internal: how a tool function's thread hands its outcome back."""
+    def __call__(self, result: Any, error: Optional[BaseException]) -> None: ...
