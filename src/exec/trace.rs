@@ -855,28 +855,7 @@ const READER_STACK_BYTES: usize = 32 << 20;
 /// How deep `text`'s JSON nests (lists and objects, outside strings), read without
 /// recursion; 0 for a scalar.
 pub(crate) fn json_depth(text: &str) -> usize {
-    let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
-    for b in text.bytes() {
-        if in_string {
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'[' | b'{' => {
-                depth += 1;
-                max = max.max(depth);
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    max
+    crate::tool::json::nesting_depth(text)
 }
 
 /// A field that is present is `Some`, even when it is `null` (a skipped step's `output`),

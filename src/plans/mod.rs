@@ -728,39 +728,12 @@ fn article(kind: &str) -> String {
 /// `E1302` when the JSON nests deeper than `max` (brackets outside strings), before the
 /// parser (which recurses) sees it.
 fn too_deep(text: &str, max: usize) -> Option<Diagnostic> {
-    let mut depth = 0usize;
-    let (mut in_string, mut escaped) = (false, false);
-    for (i, b) in text.bytes().enumerate() {
-        if in_string {
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'[' | b'{' => {
-                depth += 1;
-                if depth > max {
-                    return Some(
-                        Diagnostic::new(
-                            Code::PlanTooDeep,
-                            Span::new(i, i + 1),
-                            format!("the plan nests deeper than {max} levels"),
-                        )
-                        .with_label(format!("level {depth}"))
-                        .with_help("a plan's values are shallow: pass deep data as an argument of the run instead"),
-                    );
-                }
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    None
+    let at = crate::tool::json::nesting_past(text, max)?;
+    Some(
+        Diagnostic::new(Code::PlanTooDeep, Span::new(at, at + 1), format!("the plan nests deeper than {max} levels"))
+            .with_label(format!("level {}", max + 1))
+            .with_help("a plan's values are shallow: pass deep data as an argument of the run instead"),
+    )
 }
 
 /// The text of a plan given as a JSON value: pretty JSON when that stays within `max_bytes`,
