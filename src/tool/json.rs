@@ -407,6 +407,57 @@ fn span_of(range: jsonc_parser::common::Range) -> Span {
     Span::new(range.start, range.end)
 }
 
+/// Calls `opened(offset, depth)` for every `[` or `{` of `text` outside strings, with the
+/// depth it opens (1 for the outermost), without recursion — so that what a recursive
+/// parser would overflow on is measured first — and stops when `opened` returns `false`.
+fn walk_nesting(text: &str, mut opened: impl FnMut(usize, usize) -> bool) {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for (i, b) in text.bytes().enumerate() {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if !opened(i, depth) {
+                    return;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+}
+
+/// How deep `text`'s JSON nests (lists and objects, outside strings); 0 for a scalar.
+pub fn nesting_depth(text: &str) -> usize {
+    let mut max = 0;
+    walk_nesting(text, |_, depth| {
+        max = max.max(depth);
+        true
+    });
+    max
+}
+
+/// The byte offset of the first bracket that opens a level deeper than `max`, if any.
+pub fn nesting_past(text: &str, max: usize) -> Option<usize> {
+    let mut past = None;
+    walk_nesting(text, |at, depth| {
+        if depth > max {
+            past = Some(at);
+        }
+        past.is_none()
+    });
+    past
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -489,55 +540,4 @@ mod tests {
         assert_eq!(v, Value::from(&expected));
         assert_eq!(tree("12345678901234567890").to_value(), Value::Float(12345678901234567890.0));
     }
-}
-
-/// Calls `opened(offset, depth)` for every `[` or `{` of `text` outside strings, with the
-/// depth it opens (1 for the outermost), without recursion — so that what a recursive
-/// parser would overflow on is measured first — and stops when `opened` returns `false`.
-fn walk_nesting(text: &str, mut opened: impl FnMut(usize, usize) -> bool) {
-    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
-    for (i, b) in text.bytes().enumerate() {
-        if in_string {
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'[' | b'{' => {
-                depth += 1;
-                if !opened(i, depth) {
-                    return;
-                }
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-}
-
-/// How deep `text`'s JSON nests (lists and objects, outside strings); 0 for a scalar.
-pub fn nesting_depth(text: &str) -> usize {
-    let mut max = 0;
-    walk_nesting(text, |_, depth| {
-        max = max.max(depth);
-        true
-    });
-    max
-}
-
-/// The byte offset of the first bracket that opens a level deeper than `max`, if any.
-pub fn nesting_past(text: &str, max: usize) -> Option<usize> {
-    let mut past = None;
-    walk_nesting(text, |at, depth| {
-        if depth > max {
-            past = Some(at);
-        }
-        past.is_none()
-    });
-    past
 }
