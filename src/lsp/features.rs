@@ -442,6 +442,19 @@ pub(super) fn rename(s: &Server, p: &RenameParams) -> Result<Option<WorkspaceEdi
                 .as_ref()
                 .and_then(|c| c.tool.as_ref())
                 .ok_or_else(|| refuse("the file does not load".into()))?;
+            // A REF may name a step by its callee's `output_key` (the default `expected_key`,
+            // SPEC §5): that name is declared in the callee, not here, and renaming the REFs
+            // alone would leave them naming nothing.
+            let declared_here = tool
+                .instructions()
+                .iter()
+                .any(|i| i.execution_id.node == *id || i.expected_key.as_ref().is_some_and(|k| k.node == *id));
+            if !declared_here {
+                return Err(refuse(format!(
+                    "`{id}` is not an execution id or `expected_key` of this file (it is a callee's `output_key`, \
+                     or names no step): rename it where it is declared"
+                )));
+            }
             if RESERVED_IDS.contains(&new) {
                 return Err(refuse(format!("`{new}` is reserved: it cannot be an execution id")));
             }
