@@ -332,15 +332,8 @@ fn plural(n: usize) -> &'static str {
 /// pointer and the range inside a string.
 #[derive(serde::Serialize)]
 struct JsonPlanDiagnostic<'a> {
-    code: &'static str,
-    severity: Severity,
-    message: &'a str,
-    file: &'a str,
-    line: u32,
-    column: u32,
-    end_line: u32,
-    end_column: u32,
-    help: Option<&'a str>,
+    #[serde(flatten)]
+    check: JsonDiagnostic<'a>,
     pointer: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     range: Option<[usize; 2]>,
@@ -401,15 +394,17 @@ fn check_plan(path: &Path, args: &CheckArgs) -> ExitCode {
                 .diagnostics
                 .iter()
                 .map(|d| JsonPlanDiagnostic {
-                    code: d.code,
-                    severity: d.severity,
-                    message: &d.message,
-                    file: &name,
-                    line: d.line,
-                    column: d.column,
-                    end_line: d.end_line,
-                    end_column: d.end_column,
-                    help: d.help.as_deref(),
+                    check: JsonDiagnostic {
+                        code: d.code,
+                        severity: d.severity,
+                        message: &d.message,
+                        file: &name,
+                        line: d.line,
+                        column: d.column,
+                        end_line: d.end_line,
+                        end_column: d.end_column,
+                        help: d.help.as_deref(),
+                    },
                     pointer: &d.pointer,
                     range: d.range,
                 })
