@@ -5,6 +5,7 @@
 //! `cargo bench --bench exec` (results in `docs/performance.md`)
 
 mod common;
+use common::chain;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,18 +18,6 @@ use tdsl::Value;
 fn root(name: &str, main: &str) -> PathBuf {
     let callee = r#"{"system_event_endpoint": "builtin:echo"}"#;
     common::tool_root(&format!("exec-{name}"), &[("tools/t.tool", callee), ("main.tool", main)])
-}
-
-fn chain(n: usize) -> String {
-    let steps: Vec<String> = (0..n)
-        .map(|i| {
-            let arg = if i == 0 { "1".to_string() } else { format!("\"REF:s{}.v\"", i - 1) };
-            format!(
-                r#"{{"execution_id": "s{i}", "tool_definition_path": "/tools/t.tool", "arguments": {{"v": {arg}}}}}"#
-            )
-        })
-        .collect();
-    format!(r#"{{"instructions": [{}], "response_reference_map": {{"v": "REF:s{}.v"}}}}"#, steps.join(","), n - 1)
 }
 
 fn wide(n: usize) -> String {

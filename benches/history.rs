@@ -7,6 +7,7 @@
 //! `cargo bench --bench history` (results in `docs/performance.md`)
 
 mod common;
+use common::chain;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,18 +17,6 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughpu
 use tdsl::exec::{Executor, RunStatus, ToolCall, ToolError, Workflow};
 use tdsl::history::{HistoryStore, Recorder, RunContext, SqliteStore};
 use tdsl::Value;
-
-fn chain(n: usize) -> String {
-    let steps: Vec<String> = (0..n)
-        .map(|i| {
-            let arg = if i == 0 { "1".to_string() } else { format!("\"REF:s{}.v\"", i - 1) };
-            format!(
-                r#"{{"execution_id": "s{i}", "tool_definition_path": "/tools/t.tool", "arguments": {{"v": {arg}}}}}"#
-            )
-        })
-        .collect();
-    format!(r#"{{"instructions": [{}], "response_reference_map": {{"v": "REF:s{}.v"}}}}"#, steps.join(","), n - 1)
-}
 
 fn root(n: usize) -> PathBuf {
     let callee = r#"{"system_event_endpoint": "builtin:echo"}"#;
