@@ -9,7 +9,7 @@
 //! Every analysis pass is linear in steps plus edges: the larger cases show the time grows
 //! with the size, not its square. Figures are in `docs/performance.md`.
 //!
-//! - `plans`: plans as a language model sends them (`tdsl::plans`, issue 29): a typical
+//! - `plans`: plans as a language model sends them (`tdsl::testing::plans`, issue 29): a typical
 //!   two-step plan against a root of four tools; the largest plan the default limits let
 //!   through (64 steps) clean, and with a placeholder mistake in every step, each located
 //!   and rendered.
@@ -22,7 +22,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use tdsl::analysis::{Analyzer, ToolRoot};
+use tdsl::testing::analysis::{Analyzer, ToolRoot};
 
 /// A root folder with the callee every step calls.
 fn root() -> PathBuf {
@@ -144,7 +144,7 @@ fn plan(n: usize, mistake: bool) -> String {
 }
 
 fn bench_plans(c: &mut Criterion) {
-    use tdsl::plans::Plans;
+    use tdsl::testing::plans::Plans;
     let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let plans = Plans::for_root(manifest.join("tests/data/plans/root"), &["/tools/*.tool"]).expect("the root loads");
     let mut group = c.benchmark_group("plans");

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use tdsl::exec::{Executor, Guards, ManualTime, Options, RunStatus, ToolCall, ToolError, Workflow};
+use tdsl::testing::exec::{Executor, Guards, ManualTime, Options, RunStatus, ToolCall, ToolError, Workflow};
 use tdsl::Value;
 
 fn root(name: &str, main: &str) -> PathBuf {
@@ -48,7 +48,7 @@ fn items(n: usize) -> Value {
     Value::object_from([("items", Value::list((0..n as i64).map(Value::Int).collect()))])
 }
 
-fn executor(limit: usize, runner: impl tdsl::exec::Runner + 'static) -> Executor {
+fn executor(limit: usize, runner: impl tdsl::testing::exec::Runner + 'static) -> Executor {
     let options = Options { max_concurrency: limit, guards: Guards::new().max_fan_out(100_000), ..Options::default() };
     Executor::new(runner).with_time(Arc::new(ManualTime::new(0))).with_options(options)
 }

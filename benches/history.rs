@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
-use tdsl::exec::{Executor, RunStatus, ToolCall, ToolError, Workflow};
-use tdsl::history::{HistoryStore, Recorder, RunContext, SqliteStore};
+use tdsl::testing::exec::{Executor, RunStatus, ToolCall, ToolError, Workflow};
+use tdsl::testing::history::{HistoryStore, Recorder, RunContext, SqliteStore};
 use tdsl::Value;
 
 fn root(n: usize) -> PathBuf {

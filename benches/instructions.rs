@@ -75,27 +75,28 @@ fn main() {
         }
         "w5-parse" => {
             for _ in 0..=n {
-                black_box(tdsl::syntax::parse(black_box(W5)));
+                black_box(tdsl::testing::syntax::parse(black_box(W5)));
             }
         }
         "w5-parse-template" => {
             let template = "item.status == 'active' and item.score > 50 and item.profile.age < 40";
             for _ in 0..=n {
-                black_box(tdsl::syntax::parse(black_box(template)));
+                black_box(tdsl::testing::syntax::parse(black_box(template)));
             }
         }
         "w5-check" => {
-            let parsed = tdsl::syntax::parse(W5);
+            let parsed = tdsl::testing::syntax::parse(W5);
             for _ in 0..=n {
-                black_box(tdsl::types::check(black_box(&parsed.expr), &scope, engine.functions(), 128));
+                black_box(tdsl::testing::types::check(black_box(&parsed.expr), &scope, engine.functions(), 128));
             }
         }
         "w5-codegen" => {
-            let parsed = tdsl::syntax::parse(W5);
-            let checked = tdsl::types::check(&parsed.expr, &scope, engine.functions(), 128);
+            let parsed = tdsl::testing::syntax::parse(W5);
+            let checked = tdsl::testing::types::check(&parsed.expr, &scope, engine.functions(), 128);
             for _ in 0..=n {
-                let folded = tdsl::compile::fold(black_box(&checked.expr), engine.functions(), engine.limits());
-                black_box(tdsl::compile::compile(&folded));
+                let folded =
+                    tdsl::testing::compile::fold(black_box(&checked.expr), engine.functions(), engine.limits());
+                black_box(tdsl::testing::compile::compile(&folded));
             }
         }
         other => eprintln!("unknown workload `{other}`: w1, w5, w5-parse, w5-parse-template, w5-check, w5-codegen"),

@@ -76,7 +76,7 @@ struct Session {
 impl Session {
     fn start(root: &std::path::Path, file: &std::path::Path, text: &str) -> Session {
         let (server, client) = Connection::memory();
-        let handle = std::thread::spawn(move || tdsl::lsp::serve(&server, None));
+        let handle = std::thread::spawn(move || tdsl::testing::lsp::serve(&server, None));
         let root_uri = lsp_types::Url::from_file_path(root).expect("absolute").to_string();
         let uri = lsp_types::Url::from_file_path(file).expect("absolute").to_string();
         let init = Request::new(

@@ -35,10 +35,66 @@
 //! assert_eq!(errors[0].help.as_deref(), Some("did you mean `users`?"));
 //! ```
 //!
-//! The stages, one module each, data flowing one way: [`syntax`] (source → AST) →
-//! [`types`] (AST → typed AST) → [`compile`] (typed AST → bytecode) → [`vm`] (bytecode →
-//! [`Value`]). [`reference`] evaluates the typed AST directly and exists to test the VM
-//! against. See `docs/architecture.md`.
+//! The `.tool` half: load a root, check a composite, look at its plan, run it with a
+//! host-supplied tool (needs the feature `engine`, on by default).
+//!
+//! ```
+//! # #[cfg(feature = "engine")] {
+//! use tdsl::{Analyzer, Executor, RunStatus, ToolCall, ToolError, ToolRoot, Value, Workflow};
+//!
+//! let root = std::env::temp_dir().join(format!("tdsl-lib-doc-{}", std::process::id()));
+//! std::fs::create_dir_all(root.join("tools")).unwrap();
+//! std::fs::write(root.join("tools/lookup.tool"), r#"{
+//!   "arguments": [{"name": "city", "type_name": "string", "required": true}],
+//!   "responses": [{"name": "celsius", "type_name": "number", "required": true}],
+//!   "system_event_endpoint": "exec:./lookup"
+//! }"#).unwrap();
+//! let main = r#"{
+//!   "arguments": [{"name": "cities", "type_name": "list<string>", "required": true}],
+//!   "instructions": [
+//!     {"execution_id": "temps", "tool_definition_path": "/tools/lookup.tool",
+//!      "parallel_execution": {"iterate_over": "REF:arguments.cities", "child_argument_name": "city"},
+//!      "transform_responses": {"transforms": {
+//!        "warmest": "max(array=map(array=REF:response, template=\"item.celsius\"))"
+//!      }}}
+//!   ],
+//!   "responses": [{"name": "warmest", "type_name": "number", "required": true}],
+//!   "response_reference_map": {"warmest": "REF:temps.warmest"}
+//! }"#;
+//! std::fs::write(root.join("main.tool"), main).unwrap();
+//!
+//! // Check: every REF, expression and type, before anything runs.
+//! let mut analyzer = Analyzer::new(ToolRoot::new(&root));
+//! let checked = analyzer.check_source("main.tool", main);
+//! assert!(checked.diagnostics.is_empty(), "{:?}", checked.diagnostics);
+//! // The plan: the steps by level of the dependency graph derived from the REFs.
+//! let plan = checked.plan.as_ref().unwrap();
+//! assert_eq!(plan.levels.len(), 1);
+//!
+//! // Run: the host supplies the primitive tools (here a closure instead of `exec:`).
+//! let workflow = Workflow::load(&root, &root.join("main.tool")).unwrap();
+//! let runner = |call: &ToolCall<'_>| -> Result<Value, ToolError> {
+//!     let celsius = match call.arguments.get_direct("city").and_then(Value::as_str) {
+//!         Some("Lisbon") => 21_i64,
+//!         _ => 9,
+//!     };
+//!     Ok(Value::object_from([("celsius", Value::from(celsius))]))
+//! };
+//! let cities = Value::from(vec![Value::from("Oslo"), Value::from("Lisbon")]);
+//! let run = Executor::new(runner).run(&workflow, Value::object_from([("cities", cities)])).unwrap();
+//! assert_eq!(run.status, RunStatus::Success);
+//! assert_eq!(run.result.unwrap().to_string(), r#"{"warmest":21}"#);
+//! std::fs::remove_dir_all(&root).ok();
+//! # }
+//! ```
+//!
+//! Everything above is re-exported at the crate's root: the expression engine ([`Engine`],
+//! [`Program`], [`Value`], [`Limits`]), diagnostics ([`Diagnostic`], [`Code`]), checking
+//! ([`Analyzer`], [`ToolRoot`], [`CheckedTool`], [`Plan`]), running ([`Executor`], the
+//! [`Runner`] a host implements, [`Trace`]), plans written by models ([`Plans`]) and, with the
+//! feature `compose`, the Tool Composer ([`Composer`]). The stages behind them, data flowing one
+//! way — source → AST → typed AST → bytecode → VM, and `.tool` → model → analysis → plan →
+//! execution — are the crate's own modules; `docs/architecture.md` describes them.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -46,47 +102,47 @@
 // without pest's stack probe, which our own nesting limit makes redundant).
 extern crate alloc;
 
-pub mod analysis;
+pub(crate) mod analysis;
 // The `tdsl` binary's subcommands; public only so that src/main.rs can reach them.
 #[cfg(feature = "cli")]
 #[doc(hidden)]
 pub mod cli;
-pub mod compile;
+pub(crate) mod compile;
 #[cfg(feature = "compose")]
-pub mod compose;
-pub mod diagnostic;
+pub(crate) mod compose;
+pub(crate) mod diagnostic;
 mod engine;
 #[cfg(feature = "engine")]
-pub mod exec;
-pub mod export;
-pub mod files;
-pub mod functions;
+pub(crate) mod exec;
+pub(crate) mod export;
+pub(crate) mod files;
+pub(crate) mod functions;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 #[cfg(feature = "history")]
-pub mod history;
-pub mod input;
+pub(crate) mod history;
+pub(crate) mod input;
 #[cfg(feature = "lsp")]
-pub mod lsp;
+pub(crate) mod lsp;
 #[cfg(feature = "mcp")]
-pub mod mcp;
-pub mod ops;
-pub mod plans;
+pub(crate) mod mcp;
+pub(crate) mod ops;
+pub(crate) mod plans;
 pub mod ranges;
-pub mod reference;
+pub(crate) mod reference;
 #[cfg(feature = "engine")]
-pub mod report;
-pub mod runtime;
-pub mod span;
-pub mod syntax;
+pub(crate) mod report;
+pub(crate) mod runtime;
+pub(crate) mod span;
+pub(crate) mod syntax;
 mod template;
 #[cfg(feature = "temporal")]
-pub mod temporal;
-pub mod tool;
-pub mod types;
-pub mod value;
-pub mod vm;
+pub(crate) mod temporal;
+pub(crate) mod tool;
+pub(crate) mod types;
+pub(crate) mod value;
+pub(crate) mod vm;
 
 /// The examples of `docs/embedding.md`, run as doctests.
 #[cfg(doctest)]
@@ -101,9 +157,141 @@ pub struct PlansDoc;
 #[doc = include_str!("../docs/compose.md")]
 pub struct ComposeDoc;
 
-pub use analysis::{Analyzer, CheckedTool, Plan, ToolRoot};
-pub use diagnostic::{Code, Diagnostic, Severity};
+// The public API. Everything an embedder needs is re-exported here; the modules behind it
+// are the crate's own (`pub(crate)`), so their internals can change without breaking anyone.
+// `docs/architecture.md` ("The public facade") lists what is here and why.
+
+// Expressions: compile once, evaluate many times.
 pub use engine::{Analysis, Engine, Program, References};
 pub use runtime::{Clock, ErrorDetails, EvalError, FixedClock, Interrupt, InterruptReason, Limits, SystemClock};
 pub use types::{RefUse, Scope, Type};
-pub use value::Value;
+pub use value::{Map, Value};
+// Host functions: `Engine::register_function(signature, body)`.
+pub use functions::{FunctionTable, HostFn, Param, ParamKind, ReturnRule, Signature};
+pub use span::Span;
+
+// Diagnostics: a stable code, a message, a span and a help.
+pub use diagnostic::{render_plain, Code, Diagnostic, Severity};
+pub use tool::LineIndex;
+
+// `.tool` files: load a root, check, plan.
+pub use analysis::{Analyzer, CheckedTool, Plan, ToolRoot, TypeAt, TypeAtKind};
+
+// Where the file functions read and write (`--files DIR`, or the host's own store).
+pub use files::{FileStore, LocalStore, MemoryStore};
+
+// Running composites (the engine): an executor, the runner trait a host implements, the trace.
+#[cfg(feature = "engine")]
+pub use exec::host::HostRunner;
+#[cfg(feature = "engine")]
+pub use exec::{
+    Attempt, CallTrace, CancelToken, ChildTrace, ErrorKind, Event, Executor, GuardError, Guards, LoadError, ManualTime,
+    Observer, Options, Outcome, Random, Run, RunError, RunStatus, Runner, SeededRandom, StepStatus, StepTrace,
+    SystemTime, Time, ToolCall, ToolError, Trace, Workflow,
+};
+// Replaying a trace: `replay(..)`, and the module's `engine`, `FileRecorder`.
+#[cfg(feature = "engine")]
+pub use exec::{replay, Divergence, Replay};
+
+// The run history (SQLite): a store and the observer that records a run into it.
+#[cfg(feature = "history")]
+pub use history::{HistoryStore, Recorder, RunContext, RunFilter, SqliteStore};
+
+// Plans written by models (SPEC section 13): check a plan given as JSON, run it.
+pub use plans::{upstream_target, Location, PlanCheck, PlanDiagnostic, PlanLimits, Plans, UpstreamTool};
+#[cfg(feature = "engine")]
+pub use plans::{PlanRefused, PlanRun, PlanStep, RunPlanOptions};
+
+// The Tool Composer's four phases (SPEC section 14).
+#[cfg(feature = "compose")]
+pub use compose::{
+    client_for, ComposeConfig, ComposedResponse, Composer, CompositionResult, CompositionStatus, DecompositionResult,
+    Message, ModelClient, ModelError, ModelReply, ModelRequest, Phase, Usage,
+};
+
+/// The crate's internals, for its own tests, benchmarks and fuzz targets. Not part of the
+/// public API: anything here may change in any release. Embedders use the items at the
+/// crate's root.
+#[doc(hidden)]
+pub mod testing {
+    #![allow(missing_docs)]
+    pub mod analysis {
+        pub use crate::analysis::*;
+    }
+    pub mod compile {
+        pub use crate::compile::*;
+    }
+    #[cfg(feature = "compose")]
+    pub mod compose {
+        pub use crate::compose::*;
+    }
+    pub mod diagnostic {
+        pub use crate::diagnostic::*;
+    }
+    #[cfg(feature = "engine")]
+    pub mod exec {
+        pub use crate::exec::*;
+    }
+    pub mod export {
+        pub use crate::export::*;
+    }
+    pub mod files {
+        pub use crate::files::*;
+    }
+    pub mod functions {
+        pub use crate::functions::*;
+    }
+    #[cfg(feature = "history")]
+    pub mod history {
+        pub use crate::history::*;
+    }
+    pub mod input {
+        pub use crate::input::*;
+    }
+    #[cfg(feature = "lsp")]
+    pub mod lsp {
+        pub use crate::lsp::*;
+    }
+    #[cfg(feature = "mcp")]
+    pub mod mcp {
+        pub use crate::mcp::*;
+    }
+    pub mod ops {
+        pub use crate::ops::*;
+    }
+    pub mod plans {
+        pub use crate::plans::*;
+    }
+    pub mod reference {
+        pub use crate::reference::*;
+    }
+    #[cfg(feature = "engine")]
+    pub mod report {
+        pub use crate::report::*;
+    }
+    pub mod runtime {
+        pub use crate::runtime::*;
+    }
+    pub mod span {
+        pub use crate::span::*;
+    }
+    pub mod syntax {
+        pub use crate::syntax::*;
+    }
+    #[cfg(feature = "temporal")]
+    pub mod temporal {
+        pub use crate::temporal::*;
+    }
+    pub mod tool {
+        pub use crate::tool::*;
+    }
+    pub mod types {
+        pub use crate::types::*;
+    }
+    pub mod value {
+        pub use crate::value::*;
+    }
+    pub mod vm {
+        pub use crate::vm::*;
+    }
+}

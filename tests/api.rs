@@ -2,8 +2,7 @@
 
 use std::sync::Arc;
 
-use tdsl::functions::{Param, ReturnRule, Signature};
-use tdsl::{Code, Engine, Scope, Type, Value};
+use tdsl::{Code, Engine, Param, ReturnRule, Scope, Signature, Type, Value};
 
 fn vars(json: &str) -> Value {
     serde_json::from_str(json).expect("test JSON")
@@ -179,4 +178,29 @@ fn eval_ref_gives_what_eval_gives_borrowing_only_path_reads() {
     let program = small.compile_in("profile.email", &Scope::from_vars(&record)).expect("compiles");
     assert_eq!(program.eval_ref(&record).map_err(|e| e.code), Err(Code::OutputLimit));
     assert_eq!(program.eval(&record).map_err(|e| e.code), Err(Code::OutputLimit));
+}
+
+/// The public API is the crate's root (docs/embedding.md, "The public API"): every name the
+/// guide lists is importable from there, and the only public modules are `ranges`, the
+/// hidden `testing` and those of the binary and the fuzz targets.
+#[test]
+fn the_public_api_is_the_crate_root() {
+    #[allow(unused_imports)]
+    use tdsl::{
+        render_plain, Analyzer, CheckedTool, Clock, Code, Diagnostic, Engine, EvalError, FileStore, FixedClock,
+        FunctionTable, HostFn, Limits, LineIndex, LocalStore, Location, Map, MemoryStore, Param, Plan, PlanCheck,
+        PlanDiagnostic, PlanLimits, Plans, Program, ReturnRule, Scope, Severity, Signature, SystemClock, ToolRoot,
+        Type, TypeAt, UpstreamTool, Value,
+    };
+    #[allow(unused_imports)]
+    use tdsl::{
+        replay, CancelToken, ErrorKind, Event, Executor, Guards, HostRunner, ManualTime, Observer, Options, PlanRun,
+        RunPlanOptions, RunStatus, Runner, SeededRandom, StepStatus, SystemTime, Time, ToolCall, ToolError, Trace,
+        Workflow,
+    };
+    let lib = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/src/lib.rs")).expect("src/lib.rs");
+    let public: Vec<&str> =
+        lib.lines().filter_map(|l| l.strip_prefix("pub mod ")).map(|l| l.trim_end_matches([';', ' ', '{'])).collect();
+    assert_eq!(public, ["cli", "fuzzing", "ranges", "testing"], "public modules of src/lib.rs");
+    assert_eq!(tdsl::ranges::CONCURRENCY.name, "concurrency");
 }

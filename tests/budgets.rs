@@ -145,7 +145,7 @@ fn cases() -> Vec<(&'static str, Vec<String>)> {
 fn engine(files: bool) -> Engine {
     let engine = Engine::new();
     if files {
-        let store = tdsl::files::LocalStore::open_without_git(std::path::Path::new("tests/data/files/tree"))
+        let store = tdsl::testing::files::LocalStore::open_without_git(std::path::Path::new("tests/data/files/tree"))
             .expect("the test file tree opens");
         engine.with_file_store(std::sync::Arc::new(store))
     } else {
@@ -549,10 +549,10 @@ fn slow_transform_root(name: &str) -> std::path::PathBuf {
 /// the tool is never called, and the step after it is cancelled.
 #[test]
 fn a_steps_timeout_stops_its_running_transform() {
-    use tdsl::exec::{Executor, RunStatus, StepStatus, ToolCall, ToolError, Workflow};
+    use tdsl::testing::exec::{Executor, RunStatus, StepStatus, ToolCall, ToolError, Workflow};
     let dir = slow_transform_root("step-timeout-lib");
     // The largest fuel and memory a host may set (`tdsl::ranges`).
-    let engine = tdsl::exec::engine().with_limits(Limits {
+    let engine = tdsl::testing::exec::engine().with_limits(Limits {
         fuel: tdsl::ranges::FUEL.max as u64,
         max_alloc_bytes: tdsl::ranges::MAX_ALLOC_BYTES.max as usize,
         max_output_bytes: tdsl::ranges::MAX_OUTPUT_BYTES.max as usize,
@@ -688,9 +688,9 @@ fn limits_out_of_range_are_refused_by_name() {
     assert!(Limits::default().validate().is_ok());
 
     let dir = slow_transform_root("limits-out-of-range");
-    let engine = tdsl::exec::engine().with_limits(Limits { max_depth: 100_000, ..Limits::default() });
-    match tdsl::exec::Workflow::load_with_engine(&dir, &dir.join("slow.tool"), engine) {
-        Err(tdsl::exec::LoadError::Invalid { diagnostics, .. }) => {
+    let engine = tdsl::testing::exec::engine().with_limits(Limits { max_depth: 100_000, ..Limits::default() });
+    match tdsl::testing::exec::Workflow::load_with_engine(&dir, &dir.join("slow.tool"), engine) {
+        Err(tdsl::testing::exec::LoadError::Invalid { diagnostics, .. }) => {
             let codes: Vec<Code> = diagnostics.iter().map(|d| d.code).collect();
             assert_eq!(codes, [Code::LimitOutOfRange]);
         }

@@ -11,10 +11,10 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use proptest::prelude::Strategy as _;
-use tdsl::analysis::{Analyzer, CheckedTool, Resolved, ToolRoot};
-use tdsl::diagnostic::{Code, Diagnostic};
-use tdsl::span::Span;
-use tdsl::tool::LineIndex;
+use tdsl::testing::analysis::{Analyzer, CheckedTool, Resolved, ToolRoot};
+use tdsl::testing::diagnostic::{Code, Diagnostic};
+use tdsl::testing::span::Span;
+use tdsl::testing::tool::LineIndex;
 
 const ROOT: &str = "tests/data/check/root";
 
@@ -286,7 +286,7 @@ fn analysis_docs_are_true() {
 /// that evaluate.
 #[test]
 fn plan_of_a_flow() {
-    use tdsl::analysis::{RefContext, ValuePlan};
+    use tdsl::testing::analysis::{RefContext, ValuePlan};
     use tdsl::Value;
 
     let checked = check(&format!("{ROOT}/flows/scan_and_count.tool"));
@@ -793,10 +793,10 @@ fn composites_nested_past_the_limit() {
 /// it fails through.
 #[test]
 fn nesting_refused_at_run_time_names_the_chain_once() {
-    use tdsl::exec::host::HostRunner;
-    use tdsl::exec::{Executor, Options, Workflow};
+    use tdsl::testing::exec::host::HostRunner;
+    use tdsl::testing::exec::{Executor, Options, Workflow};
     let tool = Path::new("tests/data/check/err/composites_nested_too_deep.tool");
-    let workflow = Workflow::load_with_nesting(Path::new(ROOT), tool, tdsl::exec::engine(), 9).expect("loads");
+    let workflow = Workflow::load_with_nesting(Path::new(ROOT), tool, tdsl::testing::exec::engine(), 9).expect("loads");
     let executor = Executor::new(HostRunner::new()).with_options(Options::default());
     let run = executor.run(&workflow, serde_json::from_str("{}").expect("JSON")).expect("runs");
     let error = run.error.expect("failed");

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use compose_support::{data, Answer, ModelServer};
 use serde_json::Value as Json;
 
-use tdsl::compose::{client_for, ComposeConfig, Composer, CompositionStatus};
-use tdsl::exec::{ManualTime, SeededRandom};
+use tdsl::testing::compose::{client_for, ComposeConfig, Composer, CompositionStatus};
+use tdsl::testing::exec::{ManualTime, SeededRandom};
 
 const KEY: &str = "sk-test-LEAKCHECK-7f3a9c1e5b";
 
@@ -351,7 +351,7 @@ fn retry_after_is_honoured_on_the_composers_clock() {
         .unwrap()
         .with_time(Arc::new(ManualTime::new(0)))
         .with_config(ComposeConfig {
-            retry: tdsl::exec::retry::RetryPolicy { max_delay_seconds: 120.0, ..Default::default() },
+            retry: tdsl::testing::exec::retry::RetryPolicy { max_delay_seconds: 120.0, ..Default::default() },
             ..ComposeConfig::default()
         });
     let result = composer.compose("Which of our two documents can be read, and how long is the first one?");

@@ -9,7 +9,7 @@ use common::tdsl;
 
 use proptest::prelude::*;
 use serde_json::json;
-use tdsl::tool::{Constraints, TypeName};
+use tdsl::testing::tool::{Constraints, TypeName};
 use tdsl::Value;
 
 const ROOT: &str = "tests/data/check/root";
@@ -188,8 +188,8 @@ fn check_reports_a_literal_outside_an_enum_with_its_span() {
     );
 }
 
-fn load(src: &str) -> tdsl::tool::ToolDef {
-    let (def, diags) = tdsl::tool::load(src);
+fn load(src: &str) -> tdsl::testing::tool::ToolDef {
+    let (def, diags) = tdsl::testing::tool::load(src);
     assert!(diags.iter().all(|d| !d.is_error()), "{diags:?}");
     def.expect("loads")
 }
@@ -217,11 +217,11 @@ fn mcp_arguments_are_validated_with_constraints() {
     let def = std::fs::read_to_string(format!("{ROOT}/tools/add_objective.tool")).expect("read");
     let def = load(&def);
     let ok = json!({"name": "n", "measure": "m", "direction": "lower", "is_fundamental": false});
-    assert!(tdsl::export::validate_arguments(&def, &ok).is_ok());
+    assert!(tdsl::testing::export::validate_arguments(&def, &ok).is_ok());
     let mut bad = ok.clone();
     bad["direction"] = json!("sideways");
     assert_eq!(
-        tdsl::export::validate_arguments(&def, &bad).unwrap_err(),
+        tdsl::testing::export::validate_arguments(&def, &bad).unwrap_err(),
         r#"argument `direction` must be one of "higher", "lower", "target" (`enum`), and it is "sideways""#
     );
 }

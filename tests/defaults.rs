@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value as Json};
-use tdsl::exec::{Executor, ManualTime, RunStatus, ToolCall, ToolError, Workflow};
+use tdsl::testing::exec::{Executor, ManualTime, RunStatus, ToolCall, ToolError, Workflow};
 use tdsl::Value;
 
 /// `/tools/echo.tool`: a primitive echo whose `level` has a default and whose `mode` is

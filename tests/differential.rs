@@ -108,14 +108,14 @@ fn same(a: &Res, b: &Res) -> bool {
 /// Evaluates with the reference evaluator over the checker's tree, before folding.
 fn eval_unfolded(engine: &Engine, src: &str, scope: &Scope, vars: &Value) -> Res {
     let limits = engine.limits();
-    let parsed = tdsl::syntax::parse_with_limit(src, limits.max_depth);
-    let checked = tdsl::types::check(&parsed.expr, scope, engine.functions(), limits.max_depth);
+    let parsed = tdsl::testing::syntax::parse_with_limit(src, limits.max_depth);
+    let checked = tdsl::testing::types::check(&parsed.expr, scope, engine.functions(), limits.max_depth);
     assert!(
         !checked.diagnostics.iter().any(|d| d.is_error()) && !parsed.diagnostics.iter().any(|d| d.is_error()),
         "the program compiled, so it checks"
     );
     let clock = FixedClock(1_767_225_600_123);
-    let v = tdsl::reference::evaluate(&checked.expr, vars, vars, engine.functions(), limits, &clock)?;
+    let v = tdsl::testing::reference::evaluate(&checked.expr, vars, vars, engine.functions(), limits, &clock)?;
     // What `Program::eval*` check of every result.
     if v.size_at_most(limits.max_output_bytes) > limits.max_output_bytes {
         return Err(EvalError::new(Code::OutputLimit, Default::default(), "output limit"));

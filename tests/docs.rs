@@ -19,9 +19,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use tdsl::diagnostic::render_plain;
-use tdsl::files::{Entry, FileError, FileStore, LocalStore, StorePath, Version};
-use tdsl::functions::{Param, ReturnRule, Signature};
+use tdsl::testing::diagnostic::render_plain;
+use tdsl::testing::files::{Entry, FileError, FileStore, LocalStore, StorePath, Version};
+use tdsl::testing::functions::{Param, ReturnRule, Signature};
 use tdsl::{Code, Diagnostic, Engine, FixedClock, Scope, Severity, Type, Value};
 
 /// 2026-01-01T00:00:00Z, the instant every example's clock is stopped at.
@@ -358,7 +358,7 @@ fn run_diag(mode: &str, ex: &Example) -> Result<(Vec<Code>, String), String> {
             }
             Ok((codes, out.rendered))
         }
-        "ref" => match tdsl::syntax::parse_ref(&ex.source) {
+        "ref" => match tdsl::testing::syntax::parse_ref(&ex.source) {
             Ok(_) => Ok((Vec::new(), String::new())),
             Err(d) => Ok((vec![d.code], render_plain(&[d], "<ref>", &ex.source))),
         },

@@ -10,9 +10,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use exec_support::*;
-use tdsl::exec::breaker::{self, BreakerPolicy};
-use tdsl::exec::retry::RetryPolicy;
-use tdsl::exec::{replay, GuardError, Guards, Options, Outcome, RunStatus, StepStatus, ToolError, Workflow};
+use tdsl::testing::exec::breaker::{self, BreakerPolicy};
+use tdsl::testing::exec::retry::RetryPolicy;
+use tdsl::testing::exec::{replay, GuardError, Guards, Options, Outcome, RunStatus, StepStatus, ToolError, Workflow};
 use tdsl::Value;
 
 // ---------------------------------------------------------------------------------------
@@ -108,7 +108,7 @@ fn the_concurrency_limit_is_never_exceeded() {
 }
 
 /// The trace without what only says when and how wide the run went.
-fn normalized(mut t: tdsl::exec::Trace) -> String {
+fn normalized(mut t: tdsl::testing::exec::Trace) -> String {
     t.run_id = String::new();
     t.max_in_flight = 0;
     t.to_json()
@@ -478,7 +478,7 @@ fn nesting_depth_is_bounded_and_recursion_is_refused_before_running() {
     assert_eq!(r.status, RunStatus::Success, "{:?}", r.error);
 
     match Workflow::load(&dir, &dir.join("tools/self.tool")) {
-        Err(tdsl::exec::LoadError::Invalid { diagnostics, .. }) => {
+        Err(tdsl::testing::exec::LoadError::Invalid { diagnostics, .. }) => {
             assert!(diagnostics.iter().any(|d| d.code.as_str() == "E0603"), "{diagnostics:?}")
         }
         other => panic!("recursion must be refused: {other:?}"),
@@ -577,7 +577,7 @@ fn transient_errors_are_retried_with_exponential_backoff() {
     let outcomes: Vec<(Outcome, u64)> = s.attempts.iter().map(|a| (a.outcome, a.delay_ms)).collect();
     assert_eq!(outcomes, [(Outcome::Transient, 0), (Outcome::Transient, 1000), (Outcome::Ok, 2000)]);
     assert_eq!(r.trace.total_retries, 2);
-    assert_eq!(tdsl::exec::Time::monotonic_ms(&*time), 3000, "the backoff slept on the virtual clock");
+    assert_eq!(tdsl::testing::exec::Time::monotonic_ms(&*time), 3000, "the backoff slept on the virtual clock");
     assert_eq!(script.calls_of("/tools/t.tool").iter().map(|c| c.attempt).collect::<Vec<_>>(), [1, 2, 3, 1]);
 }
 
@@ -697,7 +697,7 @@ fn the_circuit_breaker_opens_refuses_and_recovers() {
     // the step (no back-off wait, no fifth attempt).
     assert_eq!(outcomes, [Outcome::Transient, Outcome::Transient, Outcome::Transient, Outcome::Refused]);
     assert_eq!(step(&r, "s").attempts[3].delay_ms, 0);
-    assert_eq!(tdsl::exec::Time::monotonic_ms(&*time), 2000, "only the two back-offs before real attempts");
+    assert_eq!(tdsl::testing::exec::Time::monotonic_ms(&*time), 2000, "only the two back-offs before real attempts");
     assert_eq!(script.calls.lock().unwrap().len(), 3, "refused calls never reach the runner");
     assert_eq!(r.trace.circuit_breaker_trips, 1);
     let e = r.error.clone().unwrap();
@@ -910,7 +910,7 @@ fn the_trace_records_clock_reads_attempts_and_children_as_stable_json() {
     );
     // The JSON form reads back to the same trace.
     let text = r.trace.to_json();
-    assert_eq!(tdsl::exec::Trace::from_json(&text).unwrap(), r.trace);
+    assert_eq!(tdsl::testing::exec::Trace::from_json(&text).unwrap(), r.trace);
     for key in [
         "\"run_id\"",
         "\"total_retries\": 1",
@@ -933,7 +933,7 @@ fn replay_gives_the_same_result_with_no_tool_calls() {
     let recorded = run(&dir, r#"{"items": [1, 2, 3]}"#, &replay_script());
     assert_eq!(recorded.status, RunStatus::Success, "{:?}", recorded.error);
     // Read back from JSON, as `tdsl replay` does.
-    let trace = tdsl::exec::Trace::from_json(&recorded.trace.to_json()).unwrap();
+    let trace = tdsl::testing::exec::Trace::from_json(&recorded.trace.to_json()).unwrap();
     let replayed = replay(&load(&dir), &trace, Options::default()).unwrap();
     assert!(replayed.divergences.is_empty(), "{:?}", replayed.divergences);
     assert_eq!(replayed.run.result, recorded.result);
@@ -976,15 +976,15 @@ fn replay_runs_under_the_recorded_limits_and_reads_the_recorded_files() {
     let options = Options { guards: Guards::new().max_fan_out(2000), ..Options::default() };
     let recorded = run_with(&dir, &args, &Script::new(), options);
     assert_eq!(recorded.status, RunStatus::Success, "{:?}", recorded.error);
-    let trace = tdsl::exec::Trace::from_json(&recorded.trace.to_json()).unwrap();
+    let trace = tdsl::testing::exec::Trace::from_json(&recorded.trace.to_json()).unwrap();
     assert_eq!(trace.limits.as_ref().map(|l| l.max_fan_out), Some(2000));
     let replayed = replay(&load(&dir), &trace, Options::default()).unwrap();
     assert!(replayed.divergences.is_empty(), "{:?}", &replayed.divergences[..1]);
     assert_eq!(replayed.run.result, recorded.result);
 
     // Files: the run reads through a recorder; the replay, from the trace.
-    use tdsl::exec::replay::{engine, FileRecorder};
-    use tdsl::files::MemoryStore;
+    use tdsl::testing::exec::replay::{engine, FileRecorder};
+    use tdsl::testing::files::MemoryStore;
     let dir = root(
         "replay-files",
         &[
@@ -1003,13 +1003,13 @@ fn replay_runs_under_the_recorded_limits_and_reads_the_recorded_files() {
     let wf = Workflow::load_with_engine(
         &dir,
         &dir.join("main.tool"),
-        tdsl::exec::engine().with_file_store(recorder.clone()),
+        tdsl::testing::exec::engine().with_file_store(recorder.clone()),
     )
     .unwrap();
     let mut recorded = executor(&Script::new(), &clock(), Options::default()).run(&wf, json("{}")).unwrap();
     assert_eq!(recorded.result, Some(json(r#"{"text": "milk"}"#)), "{:?}", recorded.error);
     recorded.trace.files = Some(recorder.reads());
-    let trace = tdsl::exec::Trace::from_json(&recorded.trace.to_json()).unwrap();
+    let trace = tdsl::testing::exec::Trace::from_json(&recorded.trace.to_json()).unwrap();
     let wf = Workflow::load_with_engine(&dir, &dir.join("main.tool"), engine(&trace)).unwrap();
     let replayed = replay(&wf, &trace, Options::default()).unwrap();
     assert!(replayed.divergences.is_empty(), "{:?}", replayed.divergences);
@@ -1086,7 +1086,7 @@ fn guards_refuse_before_anything_runs() {
 
 #[test]
 fn an_observer_sees_steps_start_and_end_and_fan_outs_progress() {
-    use tdsl::exec::{Event, Observer};
+    use tdsl::testing::exec::{Event, Observer};
     struct Log(std::sync::Mutex<Vec<String>>);
     impl Observer for Log {
         fn event(&self, e: &Event<'_>) {
@@ -1130,7 +1130,7 @@ fn an_observer_sees_steps_start_and_end_and_fan_outs_progress() {
 #[test]
 fn cancelling_a_run_reaches_the_call_in_flight_and_stops_everything_after_it() {
     let dir = one_step("cancel", r#", "retry": {"max_retries": 5, "base_delay_seconds": 1}"#);
-    let token = tdsl::exec::CancelToken::new();
+    let token = tdsl::testing::exec::CancelToken::new();
     let (host, seen) = (token.clone(), Arc::new(std::sync::atomic::AtomicBool::new(false)));
     let saw = seen.clone();
     let script = Script::new().on("/tools/t.tool", move |call, _| {
@@ -1154,7 +1154,7 @@ fn cancelling_a_run_reaches_the_call_in_flight_and_stops_everything_after_it() {
         (StepStatus::Cancelled, Some("the run was cancelled: stopped")),
         "the step cut off is cancelled, not failed"
     );
-    assert_eq!(tdsl::exec::Time::monotonic_ms(&*time), 0, "no back-off was slept");
+    assert_eq!(tdsl::testing::exec::Time::monotonic_ms(&*time), 0, "no back-off was slept");
     let after = step(&r, "after");
     assert_eq!((after.status, after.reason.as_deref()), (StepStatus::Cancelled, Some("step `s` failed")));
     assert_eq!(script.calls_of("/tools/t.tool").len(), 1);
@@ -1163,7 +1163,7 @@ fn cancelling_a_run_reaches_the_call_in_flight_and_stops_everything_after_it() {
 #[test]
 fn a_run_cancelled_before_it_starts_calls_nothing() {
     let dir = one_step("cancel-early", "");
-    let token = tdsl::exec::CancelToken::new();
+    let token = tdsl::testing::exec::CancelToken::new();
     token.cancel();
     let script = Script::new().on("/tools/t.tool", |_, _| Ok(json(r#"{"ok": 1}"#)));
     let r = executor(&script, &clock(), Options::default()).run_cancellable(&load(&dir), json("{}"), &token).unwrap();
@@ -1182,7 +1182,7 @@ fn cancelling_during_a_fan_out_starts_no_more_children() {
         {"execution_id": "fan", "tool_definition_path": "/tools/item.tool",
          "parallel_execution": {"iterate_over": "REF:arguments.items", "child_argument_name": "item"}}]}"#;
     let dir = root("cancel-fan", &[("/tools/item.tool", ANY_TOOL), ("main.tool", main)]);
-    let token = tdsl::exec::CancelToken::new();
+    let token = tdsl::testing::exec::CancelToken::new();
     let host = token.clone();
     let script = Script::new().on("/tools/item.tool", move |call, _| {
         host.cancel();
@@ -1348,7 +1348,7 @@ fn the_trace_carries_the_seed_names_and_consistent_aggregates() {
     ] {
         assert!(text.contains(key), "{key} missing from {text}");
     }
-    assert_eq!(&tdsl::exec::Trace::from_json(&text).unwrap(), t);
+    assert_eq!(&tdsl::testing::exec::Trace::from_json(&text).unwrap(), t);
 
     // A format-1 trace (tdsl's old names) still reads, and gets its aggregates computed.
     let mut old = text.clone();
@@ -1364,10 +1364,10 @@ fn the_trace_carries_the_seed_names_and_consistent_aggregates() {
     ] {
         old = old.replace(new, was);
     }
-    let read = tdsl::exec::Trace::from_json(&old).unwrap();
+    let read = tdsl::testing::exec::Trace::from_json(&old).unwrap();
     assert_eq!((read.tools_executed, read.tools_succeeded, read.success_rate), (3, 2, 2.0 / 3.0));
     assert_eq!(read.steps, t.steps);
-    let e = tdsl::exec::Trace::from_json(&text.replace("tdsl-trace/2", "tdsl-trace/9")).unwrap_err();
+    let e = tdsl::testing::exec::Trace::from_json(&text.replace("tdsl-trace/2", "tdsl-trace/9")).unwrap_err();
     assert!(e.contains("`tdsl-trace/1`, `tdsl-trace/2`"), "{e}");
 }
 
@@ -1387,7 +1387,7 @@ fn a_refused_call_fails_at_once_naming_the_tool_and_when_it_half_opens() {
     );
     // The third failure (at 20 s) opened the breaker: the refused fourth attempt did not
     // wait out its 10 s back-off, and no fifth attempt was made.
-    assert_eq!(tdsl::exec::Time::monotonic_ms(&*time), 20_000);
+    assert_eq!(tdsl::testing::exec::Time::monotonic_ms(&*time), 20_000);
     let e = r.error.clone().unwrap();
     assert_eq!(e.code, "E0806");
     assert_eq!(
@@ -1401,7 +1401,7 @@ fn a_refused_call_fails_at_once_naming_the_tool_and_when_it_half_opens() {
     let r = ex.run(&load(&dir), json("{}")).unwrap();
     let s = step(&r, "s");
     assert_eq!(s.attempts.iter().map(|a| a.outcome).collect::<Vec<_>>(), [Outcome::Refused]);
-    assert_eq!(tdsl::exec::Time::monotonic_ms(&*time), 20_000, "nothing waited");
+    assert_eq!(tdsl::testing::exec::Time::monotonic_ms(&*time), 20_000, "nothing waited");
     assert!(r.error.unwrap().message.contains("it half-opens in 60 s"));
 }
 
@@ -1519,17 +1519,17 @@ fn a_fan_out_failure_stops_an_independent_step_waiting_for_a_slot() {
     );
     // The gate opens once children 1, 2 and 3 have ended (child 0 sleeps): child 1's failure
     // is then recorded, whatever the threads' timing.
-    struct Gate(Arc<tdsl::exec::Signal>);
-    impl tdsl::exec::Observer for Gate {
-        fn event(&self, e: &tdsl::exec::Event<'_>) {
-            if let tdsl::exec::Event::ChildEnded { step: "a_fan", ended, .. } = e {
+    struct Gate(Arc<tdsl::testing::exec::Signal>);
+    impl tdsl::testing::exec::Observer for Gate {
+        fn event(&self, e: &tdsl::testing::exec::Event<'_>) {
+            if let tdsl::testing::exec::Event::ChildEnded { step: "a_fan", ended, .. } = e {
                 if *ended >= 3 {
                     self.0.raise();
                 }
             }
         }
     }
-    let gate = Arc::new(tdsl::exec::Signal::new());
+    let gate = Arc::new(tdsl::testing::exec::Signal::new());
     let seen = gate.clone();
     let script = Script::new().on("/tools/t.tool", move |call, _| {
         let a = &call.arguments;

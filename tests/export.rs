@@ -6,7 +6,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use tdsl::export::{export_names, export_tool, lossy_features, tool_name, validate_arguments, Format};
+use tdsl::testing::export::{export_names, export_tool, lossy_features, tool_name, validate_arguments, Format};
 
 struct Out {
     code: i32,
@@ -49,8 +49,8 @@ const EVERY_TYPE: &str = r#"{
   "system_event_endpoint": "builtin:echo"
 }"#;
 
-fn every_type() -> tdsl::tool::ToolDef {
-    let (def, diags) = tdsl::tool::load(EVERY_TYPE);
+fn every_type() -> tdsl::testing::tool::ToolDef {
+    let (def, diags) = tdsl::testing::tool::load(EVERY_TYPE);
     assert!(diags.iter().all(|d| !d.is_error()), "{diags:?}");
     def.expect("loads")
 }
@@ -72,7 +72,7 @@ fn every_type_name_mcp() {
 
 #[test]
 fn no_arguments_no_description() {
-    let (def, _) = tdsl::tool::load(r#"{"system_event_endpoint": "builtin:echo"}"#);
+    let (def, _) = tdsl::testing::tool::load(r#"{"system_event_endpoint": "builtin:echo"}"#);
     let t = export_tool(Format::Mcp, "bare", &def.expect("loads"));
     assert_eq!(
         t,
@@ -262,7 +262,7 @@ const EVERY_CONSTRAINT: &str = r#"{
 
 #[test]
 fn every_constraint_in_every_format() {
-    let (def, diags) = tdsl::tool::load(EVERY_CONSTRAINT);
+    let (def, diags) = tdsl::testing::tool::load(EVERY_CONSTRAINT);
     assert!(diags.iter().all(|d| !d.is_error()), "{diags:?}");
     let def = def.expect("loads");
     let mut out = serde_json::Map::new();

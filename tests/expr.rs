@@ -17,7 +17,7 @@
 
 use std::path::Path;
 
-use tdsl::diagnostic::render_plain;
+use tdsl::testing::diagnostic::render_plain;
 use tdsl::{Engine, FixedClock, Limits, Scope, Value};
 
 /// What a case gave: its value or error codes, its warnings, and the rendered diagnostics.

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use serde_json::json;
-use tdsl::files::{FileStore, LocalStore, MemoryStore, Version};
+use tdsl::testing::files::{FileStore, LocalStore, MemoryStore, Version};
 use tdsl::{Code, Engine, EvalError, Limits, Value};
 
 /// Every fixture file's modification time: 2025-01-02T03:04:05Z.
@@ -1098,7 +1098,7 @@ fn cli_eval_with_a_missing_directory_is_a_usage_error() {
 mod properties {
     use super::*;
     use proptest::prelude::*;
-    use tdsl::files::StorePath;
+    use tdsl::testing::files::StorePath;
 
     /// The lexical model of a path: its segments from the root, or `None` when `..` climbs
     /// above the root.

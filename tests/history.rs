@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use tdsl::exec::{StepTrace, Trace};
-use tdsl::history::{HistoryStore, Invocation, NewRun, RunContext, RunFilter, SqliteStore, SCHEMA_VERSION};
+use tdsl::testing::exec::{StepTrace, Trace};
+use tdsl::testing::history::{HistoryStore, Invocation, NewRun, RunContext, RunFilter, SqliteStore, SCHEMA_VERSION};
 use tdsl::Value;
 
 const ROOT: &str = "tests/data/history";
@@ -355,7 +355,7 @@ fn a_database_of_schema_version_1_is_migrated() {
     let db = dir.join("h.db");
     {
         let c = rusqlite::Connection::open(&db).unwrap();
-        c.execute_batch(tdsl::history::MIGRATIONS[0]).unwrap();
+        c.execute_batch(tdsl::testing::history::MIGRATIONS[0]).unwrap();
         c.execute_batch("PRAGMA user_version = 1").unwrap();
         c.execute_batch(
             "INSERT INTO runs (run_id, tool, arguments, status, started_at, started_ms, completed_at, duration_ms)
@@ -372,7 +372,7 @@ fn a_database_of_schema_version_1_is_migrated() {
     }
     let store = SqliteStore::open(&db).expect("migrated");
     let c = rusqlite::Connection::open(&db).unwrap();
-    assert_eq!(tdsl::history::schema_version(&c).unwrap(), SCHEMA_VERSION);
+    assert_eq!(tdsl::testing::history::schema_version(&c).unwrap(), SCHEMA_VERSION);
     // The rows of version 1 are kept; a run a version-1 tdsl left RUNNING has no process
     // to wait for: it is INTERRUPTED.
     let runs = store.runs(&RunFilter::default()).unwrap();

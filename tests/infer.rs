@@ -10,9 +10,9 @@ use std::path::Path;
 
 use exec_support::{executor, json, root, Script};
 use proptest::prelude::*;
-use tdsl::analysis::{explain_types, Analyzer, ToolRoot, TypeAtKind};
-use tdsl::diagnostic::Code;
-use tdsl::exec::{Options, RunStatus, Workflow};
+use tdsl::testing::analysis::{explain_types, Analyzer, ToolRoot, TypeAtKind};
+use tdsl::testing::diagnostic::Code;
+use tdsl::testing::exec::{Options, RunStatus, Workflow};
 use tdsl::Value;
 
 const R: &str = "REF:fetch.v";
@@ -180,8 +180,8 @@ fn tool_root_files(main: &str) -> Vec<(String, String)> {
     files
 }
 
-fn check(dir: &Path, types_from_use: bool) -> tdsl::analysis::CheckedTool {
-    let mut analyzer = Analyzer::with_engine(ToolRoot::new(dir), tdsl::exec::engine());
+fn check(dir: &Path, types_from_use: bool) -> tdsl::testing::analysis::CheckedTool {
+    let mut analyzer = Analyzer::with_engine(ToolRoot::new(dir), tdsl::testing::exec::engine());
     analyzer.set_types_from_use(types_from_use);
     analyzer.check_file(&dir.join("main.tool")).expect("readable")
 }
@@ -202,7 +202,7 @@ fn run_case(uses: &[(UseKind, Guard)], v: &serde_json::Value, go: bool) -> Optio
     let inferred = check(&dir, true);
     let errors: Vec<String> =
         inferred.diagnostics.iter().filter(|d| d.is_error()).map(|d| format!("{} {}", d.code, d.message)).collect();
-    let analyzer = Analyzer::with_engine(ToolRoot::assumed(&dir), tdsl::exec::engine());
+    let analyzer = Analyzer::with_engine(ToolRoot::assumed(&dir), tdsl::testing::exec::engine());
     let wf = Workflow::from_checked(analyzer, plain).expect("a plan");
     let answer: Value = json(&format!(r#"{{"v": {v}}}"#));
     let script = Script::new().on("/tools/any.tool", move |call, _| {

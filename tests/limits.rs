@@ -265,7 +265,7 @@ fn the_dynamic_template_cache_stays_bounded() {
 fn deep_json_in_a_tool_file_is_a_clean_error() {
     for inner in [format!("{}1{}", "[".repeat(DEEP), "]".repeat(DEEP)), "{\"a\": ".repeat(DEEP)] {
         let src = format!("{{\"description\": \"d\", \"arguments\": {inner}}}");
-        let (tool, diagnostics) = tdsl::tool::load(&src);
+        let (tool, diagnostics) = tdsl::testing::tool::load(&src);
         assert!(tool.is_none());
         assert_eq!(diagnostics[0].code, Code::JsonSyntax, "{}", diagnostics[0].message);
     }

@@ -810,7 +810,7 @@ fn position_of(text: &str, at: usize) -> (u32, u32) {
 /// pass it (and the names reading them), and `check` then reported E0611 and E0101.
 #[test]
 fn renames_keep_clean_files_clean_over_the_corpus() {
-    use tdsl::lsp::symbols::{occurrences, Resolver, Sym};
+    use tdsl::testing::lsp::symbols::{occurrences, Resolver, Sym};
     let tmp = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(tmp.path()).unwrap();
     copy_tools(&data("tests/data/check/root"), &root);
@@ -829,7 +829,7 @@ fn renames_keep_clean_files_clean_over_the_corpus() {
     let mut failures = Vec::new();
     for f in &clean {
         let text = std::fs::read_to_string(f).unwrap();
-        let tool = tdsl::tool::load(&text).0.expect("a clean file loads");
+        let tool = tdsl::testing::tool::load(&text).0.expect("a clean file loads");
         let occs = occurrences(&engine, f, &tool, &Resolver { root: &root });
         let u = c.open(f);
         c.diagnostics(&u);

@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{json, Value as Json};
-use tdsl::exec::host::HostRunner;
-use tdsl::exec::{RunStatus, Runner, ToolCall, ToolError};
-use tdsl::plans::{upstream_target, PlanCheck, PlanLimits, PlanRefused, Plans, RunPlanOptions, UpstreamTool};
+use tdsl::testing::exec::host::HostRunner;
+use tdsl::testing::exec::{RunStatus, Runner, ToolCall, ToolError};
+use tdsl::testing::plans::{upstream_target, PlanCheck, PlanLimits, PlanRefused, Plans, RunPlanOptions, UpstreamTool};
 use tdsl::Code;
 
 use common::tdsl;
@@ -325,7 +325,7 @@ fn runs_answer_status_result_steps_and_failure_summary() {
     assert!(answer["steps"][0]["duration_ms"].is_u64());
     assert!(answer.get("failure_summary").is_none() && answer["steps"][0].get("error").is_none());
     // The trace (and the history's run) names the plan.
-    assert_eq!(run.trace.tool, tdsl::plans::PLAN_TOOL);
+    assert_eq!(run.trace.tool, tdsl::testing::plans::PLAN_TOOL);
 
     // A tool that fails: FAILED, with the failing step's error and the summary.
     let failing = r#"{"instructions": [{"execution_id": "mail", "tool_definition_path": "send_email",
@@ -437,7 +437,8 @@ fn file_functions_need_a_store() {
         "response_reference_map": {"summary": "REF:sum.summary"}}"#;
     let without = test_plans().check(plan);
     assert_eq!(without.diagnostics.iter().map(|d| d.code).collect::<Vec<_>>(), ["E1310"], "{}", without.render());
-    let store = tdsl::files::LocalStore::open_without_git(manifest().join("tests/data/files/tree")).expect("a store");
+    let store =
+        tdsl::testing::files::LocalStore::open_without_git(manifest().join("tests/data/files/tree")).expect("a store");
     let with = test_plans().with_file_store(Arc::new(store));
     let check = with.check(plan);
     assert!(check.ok() && check.diagnostics.is_empty(), "{}", check.render());

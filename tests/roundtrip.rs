@@ -17,7 +17,7 @@
 use arbitrary::Unstructured;
 use proptest::prelude::*;
 use tdsl::fuzzing::{check_round_trip, strip_spans};
-use tdsl::syntax::{parse, print};
+use tdsl::testing::syntax::{parse, print};
 use tdsl::Engine;
 
 /// Pieces of tdsl text, joined by proptest into mostly-plausible sources.
@@ -120,7 +120,7 @@ proptest! {
 
     #[test]
     fn fast_parser_agrees_with_the_grammar_on_token_soup(src in token_text()) {
-        if let Err(e) = tdsl::syntax::fast_path_agrees(&src) {
+        if let Err(e) = tdsl::testing::syntax::fast_path_agrees(&src) {
             prop_assert!(false, "{}", e);
         }
     }
@@ -130,7 +130,7 @@ proptest! {
         let mut u = Unstructured::new(&bytes);
         if let Ok(tree) = tdsl::fuzzing::expr(&mut u, 6) {
             let printed = print(&tree);
-            if let Err(e) = tdsl::syntax::fast_path_agrees(&printed) {
+            if let Err(e) = tdsl::testing::syntax::fast_path_agrees(&printed) {
                 prop_assert!(false, "{}", e);
             }
         }
@@ -158,7 +158,7 @@ proptest! {
                 }
             }
             let src: String = text.into_iter().collect();
-            if let Err(e) = tdsl::syntax::fast_path_agrees(&src) {
+            if let Err(e) = tdsl::testing::syntax::fast_path_agrees(&src) {
                 prop_assert!(false, "{}", e);
             }
         }

@@ -16,7 +16,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use serde_json::{json, Map, Value};
-use tdsl::analysis::{Analyzer, ToolRoot};
+use tdsl::testing::analysis::{Analyzer, ToolRoot};
 
 /// The source document, relative to the crate's directory.
 const SEED_NAME: &str = "004_558a319b9772510b.txt";

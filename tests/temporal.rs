@@ -416,7 +416,7 @@ fn retry_jitter_comes_from_the_seed_and_temporal_waits_the_jittered_delay() {
     let mock = root.join("mock.json");
     std::fs::write(&mock, r#"{"/tools/flaky.tool": {"$fail_transiently": 2, "$then": {"ok": true}}}"#).expect("mock");
     let mock_s = mock.to_string_lossy().into_owned();
-    let policy = tdsl::exec::retry::RetryPolicy {
+    let policy = tdsl::testing::exec::retry::RetryPolicy {
         max_retries: 2,
         base_delay_seconds: 2.0,
         factor: 2.0,
@@ -424,7 +424,7 @@ fn retry_jitter_comes_from_the_seed_and_temporal_waits_the_jittered_delay() {
         jitter: 0.5,
     };
     let ms = |d: std::time::Duration| d.as_millis() as u64;
-    let delays = |seed: u64| [1, 2].map(|a| ms(tdsl::temporal::retry_delay(&policy, seed, "flaky", a)));
+    let delays = |seed: u64| [1, 2].map(|a| ms(tdsl::testing::temporal::retry_delay(&policy, seed, "flaky", a)));
     // A seed whose two back-offs add up to far less than the policy's own 2 s + 4 s.
     let seed = (0u64..).find(|s| delays(*s).iter().sum::<u64>() < 3_600).expect("a seed");
     let seed_s = seed.to_string();
@@ -715,7 +715,7 @@ fn a_worker_killed_mid_run_leaves_the_run_to_another_and_no_completed_call_runs_
 /// Replays `history` (JSON) with the SDK's replayer, no server.
 fn replays(history: &Path) {
     let bytes = std::fs::read(history).unwrap_or_else(|e| panic!("{}: {e}", history.display()));
-    if let Err(e) = tdsl::temporal::worker::replay(&bytes) {
+    if let Err(e) = tdsl::testing::temporal::worker::replay(&bytes) {
         panic!(
             "{} does not replay with this interpreter (a change that needs ctx.patched, docs/distributed.md): {e}",
             history.display()
@@ -786,7 +786,7 @@ fn a_history_that_does_not_match_the_interpreter_does_not_replay() {
     let text = std::fs::read_to_string(&path).expect("the committed history");
     assert!(text.contains("tdsl.call_tool"), "the history calls tdsl.call_tool");
     let tampered = text.replace("tdsl.call_tool", "tdsl.other_tool");
-    let e = tdsl::temporal::worker::replay(tampered.as_bytes()).expect_err("a tampered history is refused");
+    let e = tdsl::testing::temporal::worker::replay(tampered.as_bytes()).expect_err("a tampered history is refused");
     assert!(e.contains("does not replay"), "{e}");
 }
 

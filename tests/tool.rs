@@ -6,9 +6,9 @@
 use std::fmt::Write as _;
 
 use proptest::prelude::*;
-use tdsl::diagnostic::{render_plain, Code, Diagnostic};
-use tdsl::span::Span;
-use tdsl::tool::{self, JsonKind, JsonStr, LineIndex, ToolDef};
+use tdsl::testing::diagnostic::{render_plain, Code, Diagnostic};
+use tdsl::testing::span::Span;
+use tdsl::testing::tool::{self, JsonKind, JsonStr, LineIndex, ToolDef};
 
 /// The text of `span` in `source`, or a marker when the span does not fall on characters.
 fn text_at(source: &str, span: Span) -> String {
@@ -173,7 +173,7 @@ fn expression_diagnostics_map_through_two_layers_of_escapes() {
     assert!(diags.is_empty(), "{diags:?}");
     let tool = tool.expect("model");
     let expr = first_transform(&tool);
-    let parsed = tdsl::syntax::parse(&expr.value);
+    let parsed = tdsl::testing::syntax::parse(&expr.value);
     let escape = parsed.diagnostics.iter().find(|d| d.code == Code::InvalidEscape).expect("an escape error");
     let map = expr.string_map();
     let in_file = escape.clone().map_spans(&|s| map.map(s));
@@ -262,7 +262,7 @@ fn model_holds_what_the_file_says() {
         "roots": "REF:arguments.paths",
         "options": {"deep": true, "skip": ["REF:arguments.config.skip", null, 1.5]}
     });
-    assert_eq!(args, tdsl::value::Value::from(&expected));
+    assert_eq!(args, tdsl::testing::value::Value::from(&expected));
     let each = &tool.instructions()[1];
     assert_eq!(each.conditions.len(), 3);
     assert!(matches!(&each.conditions[2], tool::Condition::Group { logic, conditions, .. }

@@ -18,12 +18,10 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 use rustc_hash::FxHashMap;
 use smol_str::SmolStr;
-use tdsl::exec::host::HostRunner;
-use tdsl::exec::{CancelToken, Executor, LoadError, Options, Run, RunStatus, Runner, ToolCall, ToolError, Workflow};
-use tdsl::plans::{Plans, RunPlanOptions};
-use tdsl::tool::LineIndex;
-use tdsl::value::Map;
-use tdsl::{Analyzer, Diagnostic, Engine, Scope, ToolRoot, Value};
+use tdsl::{
+    Analyzer, CancelToken, Diagnostic, Engine, Executor, HostRunner, LineIndex, LoadError, Map, Options, Plans, Run,
+    RunPlanOptions, RunStatus, Runner, Scope, ToolCall, ToolError, ToolRoot, Value, Workflow,
+};
 
 /// How deep a value may nest when it crosses between Python and tdsl (tdsl's own depth
 /// limit, `Limits::max_depth`). Deeper data (or a cyclic container) is refused, so that no
@@ -182,7 +180,7 @@ fn diagnostic_dicts(py: Python<'_>, diags: &[Diagnostic], name: &str, source: &s
         dict.set_item("end_column", p.end_column)?;
         dict.set_item("help", d.help.as_deref())?;
         dict.set_item("span", (d.span.start, d.span.end))?;
-        dict.set_item("rendered", tdsl::diagnostic::render_plain(std::slice::from_ref(d), name, source))?;
+        dict.set_item("rendered", tdsl::render_plain(std::slice::from_ref(d), name, source))?;
         out.append(dict)?;
     }
     Ok(out.into_any().unbind())

@@ -2,7 +2,7 @@
 //! checked [`Plan`] the execution engine runs (SPEC §6.1, §9).
 //!
 //! ```
-//! use tdsl::analysis::{Analyzer, ToolRoot};
+//! use tdsl::{Analyzer, ToolRoot};
 //!
 //! let source = r#"{
 //!   "arguments": [{"name": "folder", "type_name": "string", "required": true}],
@@ -218,7 +218,8 @@ impl Analyzer {
 /// [`CheckedTool::types`]; the tool need not be free of errors.
 ///
 /// ```
-/// use tdsl::analysis::{explain_types, Analyzer, ToolRoot, TypeAtKind};
+/// use tdsl::testing::analysis::{explain_types, TypeAtKind};
+/// use tdsl::{Analyzer, ToolRoot};
 ///
 /// let source = r#"{
 ///   "instructions": [

@@ -120,7 +120,7 @@ pub struct RunArgs {
     #[command(flatten)]
     connection: ConnectionArgs,
     /// Writes the run's Temporal event history (JSON) to this file once it ended (with
-    /// `--engine temporal`; `tdsl::temporal::worker::replay` replays it).
+    /// `--engine temporal`; `temporal::worker::replay` replays it).
     #[arg(long, value_name = "FILE")]
     #[cfg_attr(not(feature = "temporal"), allow(dead_code))]
     temporal_history: Option<PathBuf>,

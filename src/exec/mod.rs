@@ -4,7 +4,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use tdsl::exec::{Executor, ManualTime, RunStatus, ToolCall, ToolError, Workflow};
+//! use tdsl::{Executor, ManualTime, RunStatus, ToolCall, ToolError, Workflow};
 //! use tdsl::Value;
 //!
 //! // A tool root with one composite and one primitive tool.

@@ -3,9 +3,9 @@
 //! ([`Format`]): OpenAI function tools, Anthropic tools, MCP `Tool` objects.
 //!
 //! ```
-//! use tdsl::export::{export_names, export_tool, Format};
+//! use tdsl::testing::export::{export_names, export_tool, Format};
 //!
-//! let (def, _) = tdsl::tool::load(r#"{
+//! let (def, _) = tdsl::testing::tool::load(r#"{
 //!   "description": "Greets someone",
 //!   "arguments": [{"name": "who", "type_name": "string", "required": true}],
 //!   "system_event_endpoint": "builtin:echo"

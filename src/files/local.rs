@@ -21,7 +21,7 @@ use super::{Entry, EntryKind, FileError, FileStore, StorePath, Version, CURRENT_
 ///
 /// ```no_run
 /// use std::sync::Arc;
-/// use tdsl::files::LocalStore;
+/// use tdsl::LocalStore;
 /// use tdsl::Engine;
 ///
 /// let store = LocalStore::open("./data").expect("a directory");

@@ -13,7 +13,7 @@ type Stored = (Version, Arc<[u8]>);
 ///
 /// ```
 /// use std::sync::Arc;
-/// use tdsl::files::MemoryStore;
+/// use tdsl::MemoryStore;
 /// use tdsl::{Engine, Value};
 ///
 /// let mut store = MemoryStore::new();

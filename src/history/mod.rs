@@ -11,8 +11,8 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use tdsl::exec::{Executor, ToolCall, ToolError, Workflow};
-//! use tdsl::history::{HistoryStore, Recorder, RunContext, RunFilter, SqliteStore};
+//! use tdsl::{Executor, ToolCall, ToolError, Workflow};
+//! use tdsl::{HistoryStore, Recorder, RunContext, RunFilter, SqliteStore};
 //! use tdsl::Value;
 //!
 //! let dir = std::env::temp_dir().join(format!("tdsl-history-doc-{}", std::process::id()));

@@ -17,7 +17,7 @@
 //! string, the character range of the offending text ([`PlanDiagnostic`]).
 //!
 //! ```
-//! use tdsl::plans::Plans;
+//! use tdsl::Plans;
 //!
 //! let plans = Plans::for_root("examples/document-analysis", &["/tools/**"]).unwrap();
 //! // A model wrote a placeholder of another plan format.

@@ -4,14 +4,14 @@
 //! every retry attempt, and each step's arguments, result or error on click.
 //!
 //! ```
-//! use tdsl::exec::Trace;
+//! use tdsl::Trace;
 //! let trace = Trace::from_json(r#"{"format": "tdsl-trace/2", "run_id": "run-1", "tool": "main.tool",
 //!   "arguments": {}, "status": "SUCCESS", "started_at": "2026-01-01T00:00:00.000Z",
 //!   "ended_at": "2026-01-01T00:00:00.010Z", "duration_ms": 10, "total_retries": 0,
 //!   "circuit_breaker_trips": 0, "max_in_flight": 1, "step_results": [
 //!     {"step_id": "a", "tool": "/t.tool", "status": "COMPLETED", "duration_ms": 10,
 //!      "started_ms": 0, "ended_ms": 10}]}"#).unwrap();
-//! let page = tdsl::report::html(&trace, None);
+//! let page = tdsl::testing::report::html(&trace, None);
 //! assert!(page.starts_with("<!DOCTYPE html>"));
 //! assert!(page.contains(r#"data-step="a""#));
 //! ```

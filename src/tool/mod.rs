@@ -18,7 +18,7 @@
 //!   ],
 //!   "response_reference_map": {"greeting": "REF:greet.text"}
 //! }"#;
-//! let (tool, diagnostics) = tdsl::tool::load(source);
+//! let (tool, diagnostics) = tdsl::testing::tool::load(source);
 //! assert!(diagnostics.is_empty());
 //! let tool = tool.unwrap();
 //! let refs = tool.instructions()[0].refs();

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use tdsl::exec::{Executor, ManualTime, Options, Run, SeededRandom, ToolCall, ToolError, Workflow};
+use tdsl::testing::exec::{Executor, ManualTime, Options, Run, SeededRandom, ToolCall, ToolError, Workflow};
 use tdsl::Value;
 
 /// 2026-01-01T00:00:00Z.
@@ -57,7 +57,7 @@ pub const ANY_TOOL: &str = r#"{"system_event_endpoint": "builtin:echo"}"#;
 pub fn load(dir: &Path) -> Workflow {
     match Workflow::load(dir, &dir.join("main.tool")) {
         Ok(w) => w,
-        Err(tdsl::exec::LoadError::Invalid { diagnostics, .. }) => panic!("does not load: {diagnostics:#?}"),
+        Err(tdsl::testing::exec::LoadError::Invalid { diagnostics, .. }) => panic!("does not load: {diagnostics:#?}"),
         Err(e) => panic!("does not load: {e}"),
     }
 }
@@ -159,7 +159,7 @@ pub fn run(dir: &Path, args: &str, script: &Script) -> Run {
 }
 
 /// A step's trace by execution id.
-pub fn step<'r>(run: &'r Run, id: &str) -> &'r tdsl::exec::StepTrace {
+pub fn step<'r>(run: &'r Run, id: &str) -> &'r tdsl::testing::exec::StepTrace {
     run.trace.steps.iter().find(|s| s.execution_id == id).unwrap_or_else(|| panic!("no step `{id}` in the trace"))
 }
 
@@ -175,7 +175,7 @@ pub fn hang(time: Arc<ManualTime>) -> impl Fn(&ToolCall<'_>, usize) -> Result<Va
             if call.cancel.is_cancelled() {
                 return Err(ToolError::transient("cancelled"));
             }
-            tdsl::exec::Time::sleep(&*time, std::time::Duration::from_millis(100));
+            tdsl::testing::exec::Time::sleep(&*time, std::time::Duration::from_millis(100));
             // A breath of real time, so the engine's waiter runs.
             call.cancel.wait(std::time::Duration::from_micros(50));
         }

@@ -54,7 +54,7 @@ impl Client {
     /// The server in this process, on a memory connection.
     pub fn in_process() -> Client {
         let (server, client) = lsp_server::Connection::memory();
-        let handle = std::thread::spawn(move || tdsl::lsp::serve(&server, None));
+        let handle = std::thread::spawn(move || tdsl::testing::lsp::serve(&server, None));
         let (tx, rx): (Sender<Message>, Receiver<Message>) = mpsc::channel();
         let receiver = client.receiver.clone();
         std::thread::spawn(move || {
