@@ -432,6 +432,59 @@ fn a_process_that_left_the_tools_session_is_ended_at_shutdown() {
     assert!(!alive(&pid), "process {pid} outlived the server");
 }
 
+/// The processes a served tool starts in its own group are ended with it — when it exits,
+/// and when its timeout kills it — and reaped: a long-running server collects no zombies
+/// (it is their subreaper, so they become its children when the tool ends).
+#[cfg(target_os = "linux")]
+#[test]
+fn the_processes_a_tool_left_in_its_group_leave_no_zombies() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    for (name, after) in [("quick", "echo '{}'"), ("slow", "sleep 300")] {
+        let pid_file = root.join(format!("{name}.pids"));
+        script(
+            &root.join(format!("tools/{name}.sh")),
+            &format!(
+                "#!/bin/sh
+for i in 1 2 3; do sleep 300 </dev/null >/dev/null 2>&1 & echo $! >> '{0}'; done
+{after}
+",
+                pid_file.display()
+            ),
+        );
+        std::fs::write(
+            root.join(format!("tools/{name}.tool")),
+            format!(r#"{{"system_event_endpoint": "exec:./{name}.sh"}}"#),
+        )
+        .expect("write");
+        std::fs::write(
+            root.join(format!("{name}.tool")),
+            format!(
+                r#"{{"instructions": [{{"execution_id": "go", "tool_definition_path": "/tools/{name}.tool",
+                    "timeout_seconds": 1, "retry": {{"max_retries": 0}}}}]}}"#
+            ),
+        )
+        .expect("write");
+    }
+    let mut s = Server::start(root, &[]);
+    for name in ["quick", "slow"] {
+        let result = s.call(name, json!({}));
+        assert_eq!(result["isError"], json!(name == "slow"), "{name}: {result}");
+        let pids = std::fs::read_to_string(root.join(format!("{name}.pids"))).expect("the tool wrote its children");
+        let pids: Vec<&str> = pids.lines().collect();
+        assert_eq!(pids.len(), 3, "{name}: {pids:?}");
+        for pid in pids {
+            // Gone from /proc: ended *and* reaped (a zombie still has its entry).
+            wait_until(Duration::from_secs(5), &format!("{name}'s child {pid} to be reaped"), || {
+                (!Path::new("/proc").join(pid).exists()).then_some(())
+            });
+        }
+    }
+    // The server still serves.
+    let result = s.call("quick", json!({}));
+    assert_eq!(result["isError"], json!(false), "{result}");
+}
+
 #[cfg(unix)]
 #[test]
 fn sigterm_cancels_calls_in_flight_and_exits_within_3_s() {

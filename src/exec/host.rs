@@ -447,6 +447,11 @@ fn run_program(command: &str, call: &ToolCall<'_>, max_stdout: u64, env: &ToolEn
         }
         call.cancel.wait(Duration::from_millis(5));
     }
+    if !held {
+        // What the program left running in its group ends with it (and is reaped), as a
+        // CI runner cleans up a step's orphans: a call leaves nothing behind.
+        kill_group_of(child.id());
+    }
     let (stdout, overflow) = {
         let mut o = lock(&out);
         (std::mem::take(&mut o.bytes), o.overflow)
@@ -520,9 +525,16 @@ fn kill_group(child: &mut Child) {
             std::thread::sleep(Duration::from_millis(5));
         }
         let _ = killpg(group, Signal::SIGKILL);
+        let _ = child.kill();
+        let _ = child.wait();
+        reap_group(pid);
+        return;
     }
-    let _ = child.kill();
-    let _ = child.wait();
+    #[cfg(not(unix))]
+    {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
 }
 
 /// Kills what is left of the process group of an exited (and reaped) child: its id stays
@@ -533,10 +545,40 @@ fn kill_group_of(id: u32) {
         use nix::sys::signal::{killpg, Signal};
         if let Ok(pid) = i32::try_from(id) {
             let _ = killpg(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
+            reap_group(pid);
         }
     }
     #[cfg(not(unix))]
     let _ = id;
+}
+
+/// Reaps what was left of a tool's process group once it has been killed. The tool's own
+/// process is reaped already (its `Child`); the processes it started in its group became
+/// this process's children when it ended (we are their subreaper, [`adopt_orphans`]), and
+/// each would stay a zombie of a long-running `serve --mcp` until it exits. A short-lived
+/// thread waits for every child of ours in that group (`waitpid(-group)`) until none is left.
+/// No process outside the group is waited for, so no other tool's `Child` loses its status.
+#[cfg(unix)]
+fn reap_group(group: i32) {
+    use nix::errno::Errno;
+    use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+    use nix::unistd::Pid;
+    let target = Pid::from_raw(-group);
+    // Most often nothing is left, or the members die at once: answered without a thread.
+    loop {
+        match waitpid(target, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::StillAlive) => break,
+            Ok(_) | Err(Errno::EINTR) => continue,
+            Err(_) => return,
+        }
+    }
+    let spawned = std::thread::Builder::new().name("tdsl-reaper".into()).spawn(move || loop {
+        match waitpid(target, None) {
+            Ok(_) | Err(Errno::EINTR) => continue,
+            Err(_) => return,
+        }
+    });
+    drop(spawned);
 }
 
 /// Makes this process the *subreaper* of everything it starts (Linux): a process a tool
