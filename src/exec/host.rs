@@ -528,7 +528,6 @@ fn kill_group(child: &mut Child) {
         let _ = child.kill();
         let _ = child.wait();
         reap_group(pid);
-        return;
     }
     #[cfg(not(unix))]
     {
