@@ -426,6 +426,28 @@ fn check_plan_on_the_command_line() {
     let diags: Json = serde_json::from_str(&o.stdout).expect("JSON");
     assert_eq!(diags[0]["code"], "E1301");
     assert_eq!(diags[0]["pointer"], "");
+
+    // A file that reports no size (`/proc`) is read no further than the limit: refused
+    // without its size being known (read whole, it said "the plan is 28971 bytes").
+    let o = tdsl(&["check", "--plan", "/proc/self/smaps", "--root", root, "--max-plan-bytes", "1024"]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("E1301") && o.stderr.contains("the plan is more than the limit of 1024 bytes"),
+        "{}",
+        o.stderr
+    );
+    // The limits are `serve --mcp --plans`'s flags, with their ranges.
+    let o = tdsl(&["check", "--plan", &cli_plan("clean"), "--root", root, "--max-plan-steps", "1"]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(o.stderr.contains("E1305"), "{}", o.stderr);
+    let o = tdsl(&["check", "--plan", &cli_plan("clean"), "--root", root, "--max-plan-bytes", "10"]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("must be an integer from 1024 to 16777216"), "{}", o.stderr);
+    for flag in [&["--max-plan-bytes", "2048"][..], &["--allow", "/tools/*.tool"], &["--files", "tests"]] {
+        let o = tdsl(&[&["check"], flag, &["tests/data/check/ok"]].concat());
+        assert_eq!(o.code, 2, "{flag:?} without --plan: {}", o.stderr);
+        assert!(o.stderr.contains(&format!("{} applies to `--plan FILE.json` only", flag[0])), "{}", o.stderr);
+    }
 }
 
 /// The file functions work in a plan only with a file store; text that merely mentions one

@@ -38,6 +38,20 @@ pub struct CheckArgs {
     /// that uses them is refused (E1310).
     #[arg(long, value_name = "DIR", requires = "plan")]
     files: Option<PathBuf>,
+    /// With `--plan`: the largest plan, in bytes, as `serve --mcp --plans --max-plan-bytes`
+    /// (1 KiB–16 MiB; default 256 KiB).
+    #[arg(long = "max-plan-bytes", value_name = "N", requires = "plan")]
+    max_plan_bytes: Option<f64>,
+    /// With `--plan`: the most steps of a plan, as `serve`'s flag (1–1,024; default 64).
+    #[arg(long = "max-plan-steps", value_name = "N", requires = "plan")]
+    max_plan_steps: Option<f64>,
+    /// With `--plan`: the deepest nesting of a plan's JSON, as `serve`'s flag (4–192; default 64).
+    #[arg(long = "max-plan-nesting", value_name = "N", requires = "plan")]
+    max_plan_nesting: Option<f64>,
+    /// With `--plan`: the most children of a fan-out step, as `serve`'s flag (1–100,000;
+    /// default 1,000).
+    #[arg(long = "max-fan-out", value_name = "N", requires = "plan")]
+    max_fan_out: Option<f64>,
     /// The tool root `tool_definition_path`s resolve against. When given, a path that names
     /// no file is an error; by default the current directory is assumed and such callees
     /// are not checked.
@@ -121,6 +135,19 @@ pub(crate) fn tool_file(tool: &str, root: &ToolRoot, root_given: bool) -> Result
 pub fn run(args: CheckArgs) -> ExitCode {
     if let Some(plan) = &args.plan {
         return check_plan(plan, &args);
+    }
+    // clap waives `requires = "plan"` when PATHs (which conflict with `--plan`) are given:
+    // a plan's option without a plan would be silently ignored.
+    let plan_only = [
+        ("--allow", !args.allow.is_empty()),
+        ("--files", args.files.is_some()),
+        ("--max-plan-bytes", args.max_plan_bytes.is_some()),
+        ("--max-plan-steps", args.max_plan_steps.is_some()),
+        ("--max-plan-nesting", args.max_plan_nesting.is_some()),
+        ("--max-fan-out", args.max_fan_out.is_some()),
+    ];
+    if let Some((flag, _)) = plan_only.iter().find(|(_, given)| *given) {
+        return usage_failure(&UsageError(format!("{flag} applies to `--plan FILE.json` only")));
     }
     let root = match tool_root(args.root.as_deref()) {
         Ok(r) => r,
@@ -350,8 +377,20 @@ fn check_plan(path: &Path, args: &CheckArgs) -> ExitCode {
             Err(e) => return usage_failure(&UsageError(format!("cannot read the current directory: {e}"))),
         },
     };
+    let limits = match super::plan_limits(
+        [
+            ("--max-plan-bytes", args.max_plan_bytes),
+            ("--max-plan-steps", args.max_plan_steps),
+            ("--max-plan-nesting", args.max_plan_nesting),
+            ("--max-fan-out", args.max_fan_out),
+        ],
+        None,
+    ) {
+        Ok(l) => l,
+        Err(e) => return usage_failure(&UsageError(e)),
+    };
     let mut plans = match crate::plans::Plans::for_root(&root, &args.allow) {
-        Ok(p) => p,
+        Ok(p) => p.with_limits(limits),
         Err(e) => return usage_failure(&UsageError(format!("--allow: {e}"))),
     };
     if let Some(dir) = &args.files {
@@ -366,10 +405,20 @@ fn check_plan(path: &Path, args: &CheckArgs) -> ExitCode {
         Ok(m) => m.len(),
         Err(e) => return usage_failure(&UsageError(format!("cannot read {name}: {e}"))),
     };
+    // …and the read bounded by the limit too: a file that grows after its size was taken,
+    // or reports none (`/proc`), is not read past it.
+    let limit = plans.limits().max_bytes as u64;
     let checked = match plans.refuse_size(len) {
         Some(refused) => refused,
-        None => match crate::input::read_text(path) {
-            Ok(text) => plans.check(&text),
+        None => match crate::input::read_bytes_capped(path, limit) {
+            Ok(bytes) => match String::from_utf8(bytes) {
+                Ok(text) => plans.check(&text),
+                Err(e) => {
+                    let e = crate::input::InputError::NotUtf8 { at: e.utf8_error().valid_up_to() };
+                    return usage_failure(&UsageError(format!("cannot read {name}: {e}")));
+                }
+            },
+            Err(crate::input::InputError::TooLarge { .. }) => plans.refuse_read_past_limit(),
             Err(e) => return usage_failure(&UsageError(format!("cannot read {name}: {e}"))),
         },
     };

@@ -150,6 +150,29 @@ pub(crate) fn render(diags: &[Diagnostic], name: &str, source: &str, color: bool
     out
 }
 
+/// The plan limits of `serve --mcp --plans` and `check --plan` from their flags (a flag's
+/// name and value, when given; the deadline only for `serve`), each in its range.
+pub(crate) fn plan_limits(
+    flags: [(&str, Option<f64>); 4],
+    deadline: Option<f64>,
+) -> Result<crate::plans::PlanLimits, String> {
+    let mut limits = crate::plans::PlanLimits::default();
+    let fields = [&mut limits.max_bytes, &mut limits.max_steps, &mut limits.max_nesting, &mut limits.max_fan_out];
+    for ((flag, value), field) in flags.into_iter().zip(fields) {
+        if let Some(v) = value {
+            if v.fract() != 0.0 || v < 0.0 {
+                return Err(format!("{flag} {v}: a whole number is needed"));
+            }
+            *field = v as usize;
+        }
+    }
+    if let Some(v) = deadline {
+        limits.deadline_seconds = v;
+    }
+    limits.validate().map_err(|e| e.to_string())?;
+    Ok(limits)
+}
+
 /// The file store for `--files DIR`: the directory on disk, versions from git when it is in
 /// a work tree. `eval` takes `--files`; `run` and the REPL take it the same way.
 pub(crate) fn open_files(dir: &std::path::Path) -> Result<Arc<dyn FileStore>, UsageError> {

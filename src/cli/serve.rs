@@ -148,29 +148,15 @@ pub struct PlanArgs {
 
 /// The plan options and the upstream servers of `--plans`, or why they are refused.
 fn plan_setup(args: &PlanArgs) -> Result<(crate::mcp::plans::PlanOptions, crate::mcp::upstream::Upstreams), String> {
-    let mut limits = crate::plans::PlanLimits::default();
-    let whole = |flag: &str, v: f64| -> Result<usize, String> {
-        if v.fract() != 0.0 || v < 0.0 {
-            return Err(format!("{flag} {v}: a whole number is needed"));
-        }
-        Ok(v as usize)
-    };
-    if let Some(v) = args.max_plan_bytes {
-        limits.max_bytes = whole("--max-plan-bytes", v)?;
-    }
-    if let Some(v) = args.max_plan_steps {
-        limits.max_steps = whole("--max-plan-steps", v)?;
-    }
-    if let Some(v) = args.max_plan_nesting {
-        limits.max_nesting = whole("--max-plan-nesting", v)?;
-    }
-    if let Some(v) = args.max_fan_out {
-        limits.max_fan_out = whole("--max-fan-out", v)?;
-    }
-    if let Some(v) = args.plan_deadline {
-        limits.deadline_seconds = v;
-    }
-    limits.validate().map_err(|e| format!("--plans: {e}"))?;
+    let limits = super::plan_limits(
+        [
+            ("--max-plan-bytes", args.max_plan_bytes),
+            ("--max-plan-steps", args.max_plan_steps),
+            ("--max-plan-nesting", args.max_plan_nesting),
+            ("--max-fan-out", args.max_fan_out),
+        ],
+        args.plan_deadline,
+    )?;
     if let Some(dir) = &args.files {
         if !dir.is_dir() {
             return Err(format!("--files {}: not a folder", dir.display()));

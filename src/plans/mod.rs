@@ -278,16 +278,25 @@ impl Plans {
     /// The check of a plan of `len` bytes that is too large to be read (`E1301`), or `None`
     /// when it is within the limit: for a caller that has not read it yet (a file).
     pub fn refuse_size(&self, len: u64) -> Option<PlanCheck> {
-        (len > self.limits.max_bytes as u64).then(|| {
-            let d = Diagnostic::new(
-                Code::PlanTooLarge,
-                Span::new(0, 0),
-                format!("the plan is {len} bytes, more than the limit of {} bytes", self.limits.max_bytes),
-            )
-            .with_label("not read")
-            .with_help("a plan is a short program: fan out over a list with `parallel_execution` instead of writing steps out, and pass data as arguments");
-            PlanCheck::finish(Arc::from(""), None, vec![d], None)
-        })
+        (len > self.limits.max_bytes as u64).then(|| self.too_large(Some(len)))
+    }
+
+    /// The refusal of a plan found larger than the limit while it was read (a file that grew
+    /// after its size was taken, or that reports no size): its exact size is not known.
+    pub fn refuse_read_past_limit(&self) -> PlanCheck {
+        self.too_large(None)
+    }
+
+    fn too_large(&self, len: Option<u64>) -> PlanCheck {
+        let max = self.limits.max_bytes;
+        let message = match len {
+            Some(len) => format!("the plan is {len} bytes, more than the limit of {max} bytes"),
+            None => format!("the plan is more than the limit of {max} bytes"),
+        };
+        let d = Diagnostic::new(Code::PlanTooLarge, Span::new(0, 0), message)
+        .with_label("not read")
+        .with_help("a plan is a short program: fan out over a list with `parallel_execution` instead of writing steps out, and pass data as arguments");
+        PlanCheck::finish(Arc::from(""), None, vec![d], None)
     }
 
     /// The check, and what a run needs.
