@@ -47,38 +47,60 @@ const STDERR_LINES: usize = 20;
 /// An `mcp:` endpoint, parsed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct McpEndpoint {
-    /// The program and its arguments.
-    pub command: Vec<String>,
+    /// The server: a command line (its program not yet resolved) or a URL.
+    pub server: McpTarget,
     /// The tool to call.
     pub tool: String,
 }
 
 impl McpEndpoint {
-    /// Parses what follows `mcp:`: `<command line>#<tool>`.
+    /// Parses what follows `mcp:`: `<command line>#<tool>` or `<http(s) URL>#<tool>`.
     pub fn parse(spec: &str) -> Result<McpEndpoint, String> {
-        let Some((command, tool)) = spec.rsplit_once('#') else {
-            return Err(format!("`mcp:{spec}` names no tool: write `mcp:<command line>#<tool>`"));
+        let Some((server, tool)) = spec.rsplit_once('#') else {
+            return Err(format!("`mcp:{spec}` names no tool: write `mcp:<command line>#<tool>` or `mcp:<URL>#<tool>`"));
         };
         let tool = tool.trim();
         if tool.is_empty() {
             return Err(format!("`mcp:{spec}` names no tool after `#`"));
         }
-        let command =
-            shell_words::split(command).map_err(|e| format!("cannot split `{}` into words: {e}", command.trim()))?;
+        let server = server.trim();
+        if is_url(server) {
+            check_url(server).map_err(|e| format!("`mcp:{spec}`: {e}"))?;
+            let url = McpTarget::Url { url: server.to_string(), token: None, ca: None };
+            return Ok(McpEndpoint { server: url, tool: tool.to_string() });
+        }
+        let command = shell_words::split(server).map_err(|e| format!("cannot split `{server}` into words: {e}"))?;
         if command.is_empty() {
             return Err(format!("`mcp:{spec}` names no program to start"));
         }
-        Ok(McpEndpoint { command, tool: tool.to_string() })
+        Ok(McpEndpoint { server: McpTarget::Command(command), tool: tool.to_string() })
     }
 
-    /// The command with its program resolved against the tool file's folder.
-    fn resolved(&self, tool_file: Option<&Path>) -> Vec<String> {
-        let mut command = self.command.clone();
-        if let Some(program) = command.first_mut() {
-            *program = super::host::program_path(program, tool_file).to_string_lossy().into_owned();
+    /// The server, a command's program resolved against the tool file's folder.
+    fn resolved(&self, tool_file: Option<&Path>) -> McpTarget {
+        let mut server = self.server.clone();
+        if let McpTarget::Command(command) = &mut server {
+            if let Some(program) = command.first_mut() {
+                *program = super::host::program_path(program, tool_file).to_string_lossy().into_owned();
+            }
         }
-        command
+        server
     }
+}
+
+/// Whether an MCP server is written as a URL (`http://…` or `https://…`), not a command.
+pub fn is_url(server: &str) -> bool {
+    server.starts_with("http://") || server.starts_with("https://")
+}
+
+/// Whether `url` (`http://…` or `https://…`) has a host and no spaces.
+pub fn check_url(url: &str) -> Result<(), String> {
+    let after = url.strip_prefix("http://").or_else(|| url.strip_prefix("https://")).unwrap_or(url);
+    let authority = after.split(['/', '?', '#']).next().unwrap_or("");
+    if !is_url(url) || authority.is_empty() || authority.starts_with(':') || url.chars().any(char::is_whitespace) {
+        return Err(format!("`{url}` is not a URL"));
+    }
+    Ok(())
 }
 
 /// Where an MCP server is: a command line started over stdio, or (feature `mcp-http`) a
@@ -87,12 +109,15 @@ impl McpEndpoint {
 pub enum McpTarget {
     /// The program and its arguments, resolved.
     Command(Vec<String>),
-    /// An `http://` URL, and the bearer token to send.
+    /// An `http://` or `https://` URL, the bearer token to send and the extra CA to trust.
     Url {
         /// The server's MCP endpoint (`http://127.0.0.1:8080/mcp`).
         url: String,
         /// Sent as `Authorization: Bearer <token>` when set.
         token: Option<String>,
+        /// A PEM file of CA certificates trusted for this `https://` server besides the
+        /// default roots (`--upstream-ca NAME=FILE`).
+        ca: Option<std::path::PathBuf>,
     },
 }
 
@@ -154,7 +179,7 @@ impl McpClients {
 
     /// Calls the endpoint's tool with the call's arguments.
     pub fn call(&self, endpoint: &McpEndpoint, call: &ToolCall<'_>) -> Result<Value, ToolError> {
-        self.call_target(&McpTarget::Command(endpoint.resolved(call.file)), &endpoint.tool, call)
+        self.call_target(&endpoint.resolved(call.file), &endpoint.tool, call)
     }
 
     /// Calls the tool `tool` of the server at `target` with the call's arguments (the
@@ -222,7 +247,7 @@ impl McpClients {
     /// The tools the endpoint's server lists (`tools/list`, every page), as JSON `Tool`
     /// objects: what `tdsl check --mcp-schemas` compares declarations with.
     pub fn list_tools(&self, endpoint: &McpEndpoint, tool_file: Option<&Path>) -> Result<Vec<Json>, String> {
-        self.list_target_tools(&McpTarget::Command(endpoint.resolved(tool_file)))
+        self.list_target_tools(&endpoint.resolved(tool_file))
     }
 
     /// The tools the server at `target` lists (`tools/list`, every page), as JSON `Tool`
@@ -345,7 +370,7 @@ impl ConnectError {
 async fn start(target: &McpTarget, env: &super::host::ToolEnv, cancel: &CancelToken) -> Result<Live, ConnectError> {
     let command = match target {
         McpTarget::Command(command) => command,
-        McpTarget::Url { url, token } => return start_http(url, token.as_deref(), cancel).await,
+        McpTarget::Url { url, token, ca } => return start_http(url, token.as_deref(), ca.as_deref(), cancel).await,
     };
     let Some((program, args)) = command.split_first() else {
         return Err(ConnectError(ToolError::permanent("`mcp:` names no program")));
@@ -408,14 +433,21 @@ async fn start(target: &McpTarget, env: &super::host::ToolEnv, cancel: &CancelTo
 
 /// Connects to the Streamable HTTP server at `url` (feature `mcp-http`).
 #[cfg(feature = "mcp-http")]
-async fn start_http(url: &str, token: Option<&str>, cancel: &CancelToken) -> Result<Live, ConnectError> {
+async fn start_http(
+    url: &str,
+    token: Option<&str>,
+    ca: Option<&Path>,
+    cancel: &CancelToken,
+) -> Result<Live, ConnectError> {
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let http = super::mcp_http::TcpHttpClient::for_url(url, ca)
+        .map_err(|e| ConnectError(ToolError::permanent(format!("cannot reach the MCP server {url}: {e}"))))?;
     use rmcp::transport::StreamableHttpClientTransport;
     let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
     if let Some(token) = token {
         config = config.auth_header(token.to_string());
     }
-    let transport = StreamableHttpClientTransport::with_client(super::mcp_http::TcpHttpClient, config);
+    let transport = StreamableHttpClientTransport::with_client(http.clone(), config);
     let client = ClientConfig::new(
         ClientCapabilities::default(),
         rmcp::model::Implementation::new("tdsl", env!("CARGO_PKG_VERSION")),
@@ -438,6 +470,11 @@ async fn start_http(url: &str, token: Option<&str>, cancel: &CancelToken) -> Res
             })
         }
         Ok(Err(e)) => {
+            if let Some(tls) = http.take_tls_failure() {
+                let message = format!("cannot reach the MCP server {url}: {}", tls.message);
+                let error = if tls.permanent { ToolError::permanent(message) } else { ToolError::transient(message) };
+                return Err(ConnectError(error));
+            }
             // rmcp's message names its transport's types: keep what the server said.
             let e = e.to_string();
             let why = if e.contains("Auth required") {
@@ -455,7 +492,12 @@ async fn start_http(url: &str, token: Option<&str>, cancel: &CancelToken) -> Res
 }
 
 #[cfg(not(feature = "mcp-http"))]
-async fn start_http(url: &str, _token: Option<&str>, _cancel: &CancelToken) -> Result<Live, ConnectError> {
+async fn start_http(
+    url: &str,
+    _token: Option<&str>,
+    _ca: Option<&Path>,
+    _cancel: &CancelToken,
+) -> Result<Live, ConnectError> {
     Err(ConnectError(ToolError::permanent(format!(
         "cannot reach the MCP server {url}: this tdsl was built without the `mcp-http` feature"
     ))))
@@ -499,13 +541,16 @@ mod tests {
     use super::*;
 
     fn program_of(endpoint: &McpEndpoint, tool_file: Option<&Path>) -> std::path::PathBuf {
-        std::path::PathBuf::from(endpoint.resolved(tool_file).first().cloned().unwrap_or_default())
+        match endpoint.resolved(tool_file) {
+            McpTarget::Command(c) => std::path::PathBuf::from(c.first().cloned().unwrap_or_default()),
+            McpTarget::Url { url, .. } => std::path::PathBuf::from(url),
+        }
     }
 
     #[test]
     fn endpoints_parse() {
         let e = McpEndpoint::parse("python3 'my server.py' --flag#add").expect("parses");
-        assert_eq!(e.command, ["python3", "my server.py", "--flag"]);
+        assert_eq!(e.server, McpTarget::Command(vec!["python3".into(), "my server.py".into(), "--flag".into()]));
         assert_eq!(e.tool, "add");
         // The tool is after the last `#`.
         assert_eq!(McpEndpoint::parse("srv --tag=#1#t").expect("parses").tool, "t");
@@ -516,6 +561,13 @@ mod tests {
         let e = McpEndpoint::parse("./bin/srv#t").expect("parses");
         assert_eq!(program_of(&e, Some(Path::new("/r/tools/x.tool"))), Path::new("/r/tools/./bin/srv"));
         assert_eq!(program_of(&McpEndpoint::parse("tdsl#t").expect("parses"), None), Path::new("tdsl"));
+        // A URL: the tool after the last `#`, the URL kept as written.
+        let e = McpEndpoint::parse("https://mcp.example.org:8443/mcp#lookup").expect("parses");
+        assert_eq!(e.server, McpTarget::Url { url: "https://mcp.example.org:8443/mcp".into(), token: None, ca: None });
+        assert_eq!(e.tool, "lookup");
+        assert_eq!(program_of(&e, Some(Path::new("/r/x.tool"))), Path::new("https://mcp.example.org:8443/mcp"));
+        assert!(McpEndpoint::parse("http:///mcp#t").unwrap_err().contains("is not a URL"));
+        assert!(McpEndpoint::parse("https://a b/mcp#t").unwrap_err().contains("is not a URL"));
     }
 
     #[test]
