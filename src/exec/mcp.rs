@@ -22,6 +22,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
@@ -30,7 +31,6 @@ use rmcp::model::{
     ClientRequest, ServerResult,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RunningService, ServiceError};
-use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::Value as Json;
 use tokio::io::AsyncBufReadExt;
@@ -40,6 +40,10 @@ use crate::value::Value;
 
 /// How long a server has to start and answer `initialize`.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a server whose call was cancelled has to answer a ping before its next use;
+/// without an answer it is taken as hung, stopped and started anew.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// How many lines of a server's standard error are kept for error messages.
 const STDERR_LINES: usize = 20;
@@ -147,6 +151,11 @@ struct Live {
     peer: Peer<RoleClient>,
     stderr: Arc<Mutex<VecDeque<String>>>,
     program: String,
+    /// Set when the server sent a message longer than the cap, which ended the connection.
+    oversized: Arc<AtomicBool>,
+    /// Set when a call to it was cancelled (a timeout, a deadline, a cancelled run): it may
+    /// be hung, so the next use pings it first.
+    suspect: AtomicBool,
 }
 
 impl Live {
@@ -227,7 +236,10 @@ impl McpClients {
         });
         let who = format!("`{tool_path}`: the MCP tool `{tool}` of {}", live.program);
         match answer {
-            None => Err(ToolError::transient(format!("{who} was cancelled"))),
+            None => {
+                live.suspect.store(true, Ordering::Relaxed);
+                Err(ToolError::transient(format!("{who} was cancelled")))
+            }
             Some(Ok(CallToolResponse::Complete(result))) => result_value(result, &who),
             Some(Ok(_)) => Err(ToolError::permanent(format!(
                 "{who} asked for more input or started a task, which tdsl does not support"
@@ -239,6 +251,9 @@ impl McpClients {
             Some(Err(e)) => {
                 // The connection is gone or unusable: the next call starts the server again.
                 self.forget(command, &live);
+                if live.oversized.load(Ordering::Relaxed) {
+                    return Err(ToolError::permanent(format!("{who} failed: {}", oversized_message())));
+                }
                 Err(ToolError::transient(format!("{who} failed: {e}{}", live.stderr_tail())))
             }
         }
@@ -263,6 +278,9 @@ impl McpClients {
             Ok(Ok(tools)) => Ok(tools.iter().map(|t| serde_json::to_value(t).unwrap_or(Json::Null)).collect()),
             Ok(Err(e)) => {
                 self.forget(command, &live);
+                if live.oversized.load(Ordering::Relaxed) {
+                    return Err(format!("`tools/list` failed: {}", oversized_message()));
+                }
                 Err(format!("`tools/list` failed: {e}{}", live.stderr_tail()))
             }
             Err(_) => {
@@ -300,7 +318,17 @@ impl McpClients {
         };
         let mut live = slot.live.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(l) = live.as_ref() {
-            return Ok(l.clone());
+            if !l.suspect.load(Ordering::Relaxed) || answers_ping(runtime, l, cancel) {
+                l.suspect.store(false, Ordering::Relaxed);
+                return Ok(l.clone());
+            }
+            // Hung: stopped in the background (its shutdown takes up to 6 s), started anew.
+            if let Some(service) = l.service.lock().unwrap_or_else(PoisonError::into_inner).take() {
+                runtime.spawn(async move {
+                    let _ = tokio::time::timeout(Duration::from_secs(8), service.cancel()).await;
+                });
+            }
+            *live = None;
         }
         let started = runtime.block_on(start(command, &self.env, cancel))?;
         let started = Arc::new(started);
@@ -343,7 +371,7 @@ fn shut_down_servers(runtime: &tokio::runtime::Runtime, servers: HashMap<McpTarg
     runtime.block_on(async move {
         for service in services {
             // The MCP stdio shutdown: the server's input is closed and it gets 3 s to
-            // exit, then SIGTERM and 3 s more, then it is killed (rmcp's child transport).
+            // exit, then SIGTERM and 3 s more, then it is killed (`mcp_stdio`).
             // An HTTP session is ended with `DELETE`.
             let _ = tokio::time::timeout(Duration::from_secs(8), service.cancel()).await;
         }
@@ -356,6 +384,30 @@ impl Drop for McpClients {
         let servers = std::mem::take(&mut *self.servers.lock().unwrap_or_else(PoisonError::into_inner));
         shut_down_servers(runtime, servers);
     }
+}
+
+/// Whether the server answers a ping within [`PROBE_TIMEOUT`] (any answer, an error too,
+/// is a server that still reads its input). A cancelled wait does not judge it hung.
+fn answers_ping(runtime: &tokio::runtime::Runtime, live: &Live, cancel: &CancelToken) -> bool {
+    let peer = live.peer.clone();
+    runtime.block_on(async move {
+        let ping = ClientRequest::PingRequest(rmcp::model::PingRequest::default());
+        tokio::select! {
+            r = tokio::time::timeout(PROBE_TIMEOUT, peer.send_request(ping)) => {
+                matches!(r, Ok(Ok(_)) | Ok(Err(ServiceError::McpError(_))))
+            }
+            () = cancelled(cancel) => true,
+        }
+    })
+}
+
+/// Why a call failed when the server's message was over the cap.
+fn oversized_message() -> String {
+    format!(
+        "the server sent a message longer than {} MiB (the most tdsl reads as one MCP message), \
+         so its connection was closed and the server stopped",
+        super::mcp_stdio::MAX_MESSAGE_BYTES / (1024 * 1024)
+    )
 }
 
 /// Why a server could not be used.
@@ -379,11 +431,18 @@ async fn start(target: &McpTarget, env: &super::host::ToolEnv, cancel: &CancelTo
     if let Some(vars) = env.variables() {
         cmd.env_clear().envs(vars);
     }
-    cmd.args(args).kill_on_drop(true);
-    let (transport, stderr) = TokioChildProcess::builder(cmd)
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .map_err(|e| ConnectError(ToolError::permanent(format!("cannot start the MCP server {program}: {e}"))))?;
+    cmd.args(args)
+        .kill_on_drop(true)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let cannot_start = |e: std::io::Error| {
+        ConnectError(ToolError::permanent(format!("cannot start the MCP server {program}: {e}")))
+    };
+    let mut child = cmd.spawn().map_err(cannot_start)?;
+    let stderr = child.stderr.take();
+    let (transport, oversized) =
+        super::mcp_stdio::ChildTransport::new(child, super::mcp_stdio::MAX_MESSAGE_BYTES).map_err(cannot_start)?;
     let lines = Arc::new(Mutex::new(VecDeque::new()));
     if let Some(stderr) = stderr {
         let lines = lines.clone();
@@ -428,7 +487,14 @@ async fn start(target: &McpTarget, env: &super::host::ToolEnv, cancel: &CancelTo
         }
     };
     let peer = service.peer().clone();
-    Ok(Live { service: Mutex::new(Some(service)), peer, stderr: lines, program: program.clone() })
+    Ok(Live {
+        service: Mutex::new(Some(service)),
+        peer,
+        stderr: lines,
+        program: program.clone(),
+        oversized,
+        suspect: AtomicBool::new(false),
+    })
 }
 
 /// Connects to the Streamable HTTP server at `url` (feature `mcp-http`).
@@ -467,6 +533,8 @@ async fn start_http(
                 peer,
                 stderr: Arc::new(Mutex::new(VecDeque::new())),
                 program: url.to_string(),
+                oversized: Arc::new(AtomicBool::new(false)),
+                suspect: AtomicBool::new(false),
             })
         }
         Ok(Err(e)) => {
