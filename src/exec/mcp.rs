@@ -436,9 +436,8 @@ async fn start(target: &McpTarget, env: &super::host::ToolEnv, cancel: &CancelTo
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
-    let cannot_start = |e: std::io::Error| {
-        ConnectError(ToolError::permanent(format!("cannot start the MCP server {program}: {e}")))
-    };
+    let cannot_start =
+        |e: std::io::Error| ConnectError(ToolError::permanent(format!("cannot start the MCP server {program}: {e}")));
     let mut child = cmd.spawn().map_err(cannot_start)?;
     let stderr = child.stderr.take();
     let (transport, oversized) =

@@ -37,7 +37,11 @@ struct Capped<R> {
 }
 
 impl<R: AsyncRead + Unpin> AsyncRead for Capped<R> {
-    fn poll_read(mut self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
         if self.oversized.load(Ordering::Relaxed) {
             return Poll::Ready(Ok(()));
         }
