@@ -254,7 +254,7 @@ impl McpClients {
                 if live.oversized.load(Ordering::Relaxed) {
                     return Err(ToolError::permanent(format!("{who} failed: {}", oversized_message())));
                 }
-                Err(ToolError::transient(format!("{who} failed: {e}{}", live.stderr_tail())))
+                Err(ToolError::transient(format!("{who} failed: {}{}", transport_error(&e), live.stderr_tail())))
             }
         }
     }
@@ -405,9 +405,22 @@ fn answers_ping(runtime: &tokio::runtime::Runtime, live: &Live, cancel: &CancelT
 fn oversized_message() -> String {
     format!(
         "the server sent a message longer than {} MiB (the most tdsl reads as one MCP message), \
-         so its connection was closed and the server stopped",
+         so its connection was closed (a server tdsl started is stopped)",
         super::mcp_stdio::MAX_MESSAGE_BYTES / (1024 * 1024)
     )
+}
+
+/// A call's error without the transport's type names rmcp puts in it (`Transport
+/// [rmcp::transport::worker::WorkerTransport<…>] error: what`).
+fn transport_error(e: &ServiceError) -> String {
+    let e = e.to_string();
+    match e.split_once("Transport [") {
+        Some((before, rest)) => match rest.rsplit_once("] error: ") {
+            Some((_, why)) => format!("{before}{why}"),
+            None => e.clone(),
+        },
+        None => e,
+    }
 }
 
 /// Why a server could not be used.
@@ -512,6 +525,7 @@ async fn start_http(
     if let Some(token) = token {
         config = config.auth_header(token.to_string());
     }
+    let oversized = http.oversized();
     let transport = StreamableHttpClientTransport::with_client(http.clone(), config);
     let client = ClientConfig::new(
         ClientCapabilities::default(),
@@ -532,7 +546,7 @@ async fn start_http(
                 peer,
                 stderr: Arc::new(Mutex::new(VecDeque::new())),
                 program: url.to_string(),
-                oversized: Arc::new(AtomicBool::new(false)),
+                oversized,
                 suspect: AtomicBool::new(false),
             })
         }

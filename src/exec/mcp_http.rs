@@ -12,7 +12,9 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use futures::StreamExt;
@@ -25,8 +27,9 @@ use rmcp::transport::streamable_http_client::{
 };
 use sse_stream::{Error as SseError, Sse, SseStream};
 
-/// The largest JSON answer (not SSE) read from an upstream: 16 MiB.
-const MAX_JSON_BYTES: usize = 16 * 1024 * 1024;
+/// The largest JSON answer, or event of an SSE answer, read from an MCP server: 16 MiB (as
+/// over stdio, `super::mcp_stdio::MAX_MESSAGE_BYTES`).
+const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 
 /// Why an HTTP request to an upstream failed.
 #[derive(Debug, thiserror::Error)]
@@ -55,6 +58,8 @@ pub struct TcpHttpClient {
     tls: Option<Arc<rustls::ClientConfig>>,
     /// The last TLS handshake that failed: why, and whether trying again could help.
     tls_failure: Arc<Mutex<Option<TlsFailure>>>,
+    /// Set when an answer was over [`MAX_MESSAGE_BYTES`].
+    oversized: Arc<AtomicBool>,
 }
 
 /// Why a TLS handshake failed, in words that say what to do.
@@ -74,7 +79,12 @@ impl TcpHttpClient {
         if !url.starts_with("https://") {
             return Ok(TcpHttpClient::default());
         }
-        Ok(TcpHttpClient { tls: Some(tls_config(extra_ca)?), tls_failure: Arc::default() })
+        Ok(TcpHttpClient { tls: Some(tls_config(extra_ca)?), ..TcpHttpClient::default() })
+    }
+
+    /// The flag set when the server sent an answer (or an event) over 16 MiB.
+    pub fn oversized(&self) -> Arc<AtomicBool> {
+        self.oversized.clone()
     }
 
     /// The last TLS handshake failure, taken (rmcp's error for it names its own types).
@@ -305,6 +315,66 @@ async fn body_bytes(
     Ok(out)
 }
 
+/// An SSE answer's body that fails at the first event longer than `limit` bytes (an event
+/// ends at a blank line), setting `oversized`: `SseStream` would buffer it whole.
+struct CappedEvents {
+    inner: Incoming,
+    limit: usize,
+    /// Bytes of the current event so far.
+    event: usize,
+    /// Whether the last byte (`\r` aside) ended a line.
+    at_line_start: bool,
+    oversized: Arc<AtomicBool>,
+}
+
+impl CappedEvents {
+    fn new(inner: Incoming, limit: usize, oversized: Arc<AtomicBool>) -> CappedEvents {
+        CappedEvents { inner, limit, event: 0, at_line_start: true, oversized }
+    }
+}
+
+impl hyper::body::Body for CappedEvents {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, std::io::Error>>> {
+        let this = &mut *self;
+        if this.oversized.load(Ordering::Relaxed) && this.event > this.limit {
+            return Poll::Ready(None);
+        }
+        let frame = match std::pin::Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => frame,
+            Poll::Ready(Some(Err(e))) => return Poll::Ready(Some(Err(std::io::Error::other(e)))),
+            Poll::Ready(None) => return Poll::Ready(None),
+            Poll::Pending => return Poll::Pending,
+        };
+        if let Some(data) = frame.data_ref() {
+            for byte in data.iter() {
+                match byte {
+                    b'\r' => {}
+                    b'\n' if this.at_line_start => this.event = 0,
+                    b'\n' => this.at_line_start = true,
+                    _ => {
+                        this.at_line_start = false;
+                        this.event += 1;
+                    }
+                }
+                if this.event > this.limit {
+                    this.oversized.store(true, Ordering::Relaxed);
+                    return Poll::Ready(Some(Err(std::io::Error::other(format!(
+                        "an event of the answer is longer than {} MiB",
+                        this.limit / (1024 * 1024)
+                    )))));
+                }
+            }
+        }
+        Poll::Ready(Some(Ok(frame)))
+    }
+}
+
 fn is_notification_or_reply(message: &ClientJsonRpcMessage) -> bool {
     matches!(
         message,
@@ -353,10 +423,15 @@ impl StreamableHttpClient for TcpHttpClient {
             response.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_string);
         match content_type.as_deref() {
             Some(ct) if ct.starts_with("text/event-stream") => {
-                Ok(StreamableHttpPostResponse::Sse(SseStream::new(response.into_body()).boxed(), session))
+                let body = CappedEvents::new(response.into_body(), MAX_MESSAGE_BYTES, self.oversized.clone());
+                Ok(StreamableHttpPostResponse::Sse(SseStream::new(body).boxed(), session))
             }
             Some(ct) if ct.starts_with("application/json") => {
-                let body = body_bytes(response, MAX_JSON_BYTES).await?;
+                let body = body_bytes(response, MAX_MESSAGE_BYTES).await.inspect_err(|e| {
+                    if matches!(e, StreamableHttpError::ResponseBodyTooLarge { .. }) {
+                        self.oversized.store(true, Ordering::Relaxed);
+                    }
+                })?;
                 match serde_json::from_slice::<ServerJsonRpcMessage>(&body) {
                     Ok(parsed) => Ok(StreamableHttpPostResponse::Json(parsed, session)),
                     Err(_) if is_notification_or_reply(&message) => Ok(StreamableHttpPostResponse::Accepted),
@@ -415,6 +490,7 @@ impl StreamableHttpClient for TcpHttpClient {
                 format!("GET of the event stream answered {}", response.status()).into(),
             ));
         }
-        Ok(SseStream::new(response.into_body()).boxed())
+        let body = CappedEvents::new(response.into_body(), MAX_MESSAGE_BYTES, self.oversized.clone());
+        Ok(SseStream::new(body).boxed())
     }
 }
