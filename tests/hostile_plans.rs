@@ -600,3 +600,72 @@ fn a_ref_of_fifty_thousand_segments_is_refused_at_once() {
     assert_eq!(r["structuredContent"]["status"], "SUCCESS", "{r}");
     s.still_serves();
 }
+
+/// An upstream whose `hang` stops reading its input for good (a hung server, not a slow
+/// call), whose `huge` answers with a 17 MiB line, and whose `ok` answers its process id.
+const STUCK_UPSTREAM: &str = r#"
+import json, os, sys, time
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+tools = [{"name": n, "inputSchema": {"type": "object"}} for n in ("ok", "hang", "huge")]
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    if m["method"] == "initialize":
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {}}, "serverInfo": {"name": "stuck", "version": "1"}}})
+    elif m["method"] == "tools/list":
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"tools": tools}})
+    elif m["method"] == "tools/call" and m["params"]["name"] == "hang":
+        time.sleep(3600)
+    elif m["method"] == "tools/call" and m["params"]["name"] == "huge":
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"content": [{"type": "text", "text": "x" * (17 * 1024 * 1024)}]}})
+    elif m["method"] == "tools/call":
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"content": [{"type": "text", "text": json.dumps({"pid": os.getpid()})}]}})
+    else:
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {}})
+"#;
+
+/// An upstream's answer over the 16 MiB cap fails its step at once, saying so (it waited for
+/// the step's timeout: rmcp dropped the line); a hung upstream is pinged after its call
+/// timed out, and without an answer it is stopped and started anew, so the next plan's call
+/// succeeds (every later call timed out until the server died).
+#[test]
+fn an_oversized_answer_fails_at_once_and_a_hung_upstream_is_restarted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let up = dir.path().join("stuck.py");
+    std::fs::write(&up, STUCK_UPSTREAM).expect("write");
+    let python = common::python::python();
+    let spec = format!("up='{}' '{}'", python.display(), up.display());
+    let mut s = Server::start(&plans_root(), &["--allow", "/tools/*.tool", "--upstream", &spec]);
+    let step = |tool: &str, timeout: u32| {
+        json!({"plan": {"instructions": [{"execution_id": "u", "tool_definition_path": tool,
+            "retry": {"max_retries": 0}, "timeout_seconds": timeout}],
+            "response_reference_map": {"pid": "REF:u.pid"}}})
+    };
+    let pid = |r: &Value| r["structuredContent"]["result"]["pid"].as_i64().unwrap_or_else(|| panic!("a pid: {r}"));
+    let first = pid(&s.call("run_plan", step("up/ok", 20)));
+
+    let started = Instant::now();
+    let r = s.call("run_plan", step("up/huge", 120));
+    assert_eq!(r["structuredContent"]["status"], "FAILED", "{}", &r.to_string()[..2000.min(r.to_string().len())]);
+    let summary = r["structuredContent"]["failure_summary"].as_str().unwrap_or_default().to_string();
+    assert!(summary.contains("longer than 16 MiB"), "{summary}");
+    assert!(started.elapsed() < Duration::from_secs(60), "the oversized answer took {:?}", started.elapsed());
+    // The server was stopped; the next call starts another.
+    let second = pid(&s.call("run_plan", step("up/ok", 20)));
+    assert_ne!(first, second);
+    assert!(!alive(&first.to_string()), "the server that sent the huge answer still runs");
+
+    let r = s.call("run_plan", step("up/hang", 1));
+    assert_eq!(r["structuredContent"]["status"], "TIMEOUT", "{r}");
+    let r = s.call("run_plan", step("up/ok", 20));
+    assert_eq!(r["structuredContent"]["status"], "SUCCESS", "the hung server was used again: {r}");
+    assert_ne!(pid(&r), second, "{r}");
+    let started = Instant::now();
+    while alive(&second.to_string()) {
+        assert!(started.elapsed() < Duration::from_secs(30), "the hung server was never stopped");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    s.still_serves();
+}

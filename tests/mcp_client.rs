@@ -408,3 +408,97 @@ fn the_mcp_composition_example_runs_and_checks_against_its_server() {
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stderr.contains("checked 3 files: 0 errors, 0 warnings"), "{stderr}");
 }
+
+/// An MCP server over Streamable HTTP (Python's `http.server`) whose `huge` answers with 17 MiB
+/// of text, as one JSON body (`json`) or one SSE event (`sse`), and `ok` with a small object.
+const HUGE_HTTP_SERVER: &str = r#"
+import json, sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+MODE = sys.argv[1]
+SIZE = 17 * 1024 * 1024
+class H(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a):
+        pass
+    def empty(self, status):
+        self.send_response(status); self.send_header("Content-Length", "0"); self.end_headers()
+    def do_GET(self):
+        self.empty(405)
+    def do_DELETE(self):
+        self.empty(200)
+    def do_POST(self):
+        m = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        if "id" not in m:
+            return self.empty(202)
+        method = m["method"]
+        if method == "initialize":
+            result = {"protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {}}, "serverInfo": {"name": "huge", "version": "1"}}
+        elif method == "tools/list":
+            result = {"tools": [{"name": n, "inputSchema": {"type": "object"}} for n in ("ok", "huge")]}
+        elif method == "tools/call":
+            text = "x" * SIZE if m["params"]["name"] == "huge" else json.dumps({"ok": True})
+            result = {"content": [{"type": "text", "text": text}]}
+        else:
+            result = {}
+        body = json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": result}).encode()
+        ctype = "application/json"
+        if MODE == "sse" and method == "tools/call":
+            body = b"event: message\ndata: " + body + b"\n\n"
+            ctype = "text/event-stream"
+        self.send_response(200)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
+print(srv.server_address[1], flush=True)
+srv.serve_forever()
+"#;
+
+/// `mcp:http://…#tool` endpoints: an answer over 16 MiB, as a JSON body or as an SSE event,
+/// fails the call at once with a permanent error saying so (an SSE event was read whole,
+/// however long, and a JSON one failed naming rmcp's types, retried as transient).
+#[test]
+fn an_http_mcp_answer_over_the_cap_fails_at_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = dir.path().join("huge.py");
+    write(&server, HUGE_HTTP_SERVER);
+    for mode in ["json", "sse"] {
+        let mut child = std::process::Command::new(common::python::python())
+            .arg(&server)
+            .arg(mode)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("python starts");
+        let mut port = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().expect("stdout")), &mut port)
+            .expect("the server prints its port");
+        let root = dir.path().join(mode);
+        for tool in ["huge", "ok"] {
+            write(
+                &root.join(format!("{tool}.tool")),
+                &format!(
+                    r#"{{"description": "x", "responses": [{{"name": "response", "type_name": "any"}}],
+                        "system_event_endpoint": "mcp:http://127.0.0.1:{}/mcp#{tool}"}}"#,
+                    port.trim()
+                ),
+            );
+        }
+        write(
+            &root.join("main.tool"),
+            r#"{"instructions": [
+                {"execution_id": "ok", "tool_definition_path": "/ok.tool"},
+                {"execution_id": "huge", "tool_definition_path": "/huge.tool", "timeout_seconds": 120,
+                 "retry": {"max_retries": 3, "base_delay_seconds": 5}}]}"#,
+        );
+        let started = std::time::Instant::now();
+        let root = root.to_str().expect("utf-8");
+        let out = tdsl(&["run", &format!("{root}/main.tool"), "--root", root]);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(out.code, 1, "{mode}: {}", &out.stderr[..out.stderr.len().min(2000)]);
+        assert!(out.stderr.contains("the server sent a message longer than 16 MiB"), "{mode}: {}", out.stderr);
+        assert!(!out.stderr.contains("rmcp::") && !out.stderr.contains("attempts"), "{mode}: {}", out.stderr);
+        assert!(started.elapsed() < std::time::Duration::from_secs(60), "{mode}: took {:?}", started.elapsed());
+    }
+}

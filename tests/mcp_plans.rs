@@ -94,7 +94,7 @@ fn serve_refuses_bad_plan_options() {
         (&["--plans", "--plan-deadline", "0"], "deadline"),
         (&["--plans", "--upstream", "docs"], "NAME=COMMAND"),
         (&["--plans", "--upstream", "a/b=x"], "must be 1 to 64"),
-        (&["--plans", "--upstream", "a=https://example.org/mcp"], "https://"),
+        (&["--plans", "--upstream", "a=https:///mcp"], "is not a URL"),
         (&["--plans", "--upstream", "a=x", "--upstream", "a=y"], "two upstream"),
         (&["--plans", "--upstream", "web=srv", "--upstream-token", &token_arg], "started as a command"),
         (&["--plans", "--files", "/nonexistent/dir"], "not a folder"),

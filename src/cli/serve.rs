@@ -118,14 +118,19 @@ pub struct PlanArgs {
     #[arg(long)]
     plans: bool,
     /// With --plans: make the tools of an MCP server callable from plans as `NAME/TOOL`: a
-    /// command line started over stdio (split like `exec:`), or an http:// URL (Streamable
-    /// HTTP). Started on first use (repeatable).
+    /// command line started over stdio (split like `exec:`), or an http:// or https:// URL
+    /// (Streamable HTTP). Started on first use (repeatable).
     #[arg(long, value_name = "NAME=COMMAND|URL", requires = "plans")]
     upstream: Vec<String>,
     /// With --upstream NAME=URL: send `Authorization: Bearer <token>` to that server, the
     /// token being this file's content (a file only its owner can read; repeatable).
     #[arg(long = "upstream-token", value_name = "NAME=FILE", requires = "upstream")]
     upstream_token: Vec<String>,
+    /// With --upstream NAME=https://…: also trust the CA certificates of this PEM file for
+    /// that server's certificate (a private CA; the system's roots and the Mozilla roots are
+    /// always trusted, and SSL_CERT_FILE is honoured; repeatable, one per upstream).
+    #[arg(long = "upstream-ca", value_name = "NAME=FILE", requires = "upstream")]
+    upstream_ca: Vec<String>,
     /// With --plans: the folder the file functions of plans may read (none without it).
     #[arg(long, value_name = "DIR", requires = "plans")]
     files: Option<PathBuf>,
@@ -162,7 +167,7 @@ fn plan_setup(args: &PlanArgs) -> Result<(crate::mcp::plans::PlanOptions, crate:
             return Err(format!("--files {}: not a folder", dir.display()));
         }
     }
-    let specs = crate::mcp::upstream::parse_upstreams(&args.upstream, &args.upstream_token)?;
+    let specs = crate::mcp::upstream::parse_upstreams(&args.upstream, &args.upstream_token, &args.upstream_ca)?;
     let options = crate::mcp::plans::PlanOptions { limits, files: args.files.clone() };
     Ok((options, crate::mcp::upstream::Upstreams::new(specs)))
 }

@@ -10,7 +10,8 @@
 //!   cancellation the program's whole process group is killed.
 //! - `builtin:echo`: returns its arguments.
 //! - `mcp:<command line>#<tool>`: the tool of an MCP server started over stdio, once per
-//!   runner (see [`super::mcp`]; feature `mcp`).
+//!   runner (see [`super::mcp`]; feature `mcp`); `mcp:<http(s) URL>#<tool>`: of one reached
+//!   over Streamable HTTP (feature `mcp-http`).
 //! - `http://…`, `https://…`: the arguments POSTed as JSON, the JSON body back (see
 //!   [`super::http`]; feature `http`).
 //! - A [`Mock`] answers for the tool paths it lists, before any endpoint is looked at.
@@ -211,7 +212,7 @@ pub fn check_endpoint(endpoint: &str) -> Result<(), String> {
         }
     } else if let Some(spec) = endpoint.strip_prefix("mcp:") {
         #[cfg(feature = "mcp")]
-        return McpEndpoint::parse(spec).map(|_| ());
+        return check_mcp_endpoint(spec);
         #[cfg(not(feature = "mcp"))]
         {
             let _ = spec;
@@ -230,8 +231,20 @@ pub fn check_endpoint(endpoint: &str) -> Result<(), String> {
     }
 }
 
+/// Whether `mcp:{spec}` is an endpoint this build can call.
+#[cfg(feature = "mcp")]
+fn check_mcp_endpoint(spec: &str) -> Result<(), String> {
+    let endpoint = McpEndpoint::parse(spec)?;
+    #[cfg(not(feature = "mcp-http"))]
+    if let super::mcp::McpTarget::Url { .. } = endpoint.server {
+        return Err(missing_feature("mcp-http", "mcp:http://"));
+    }
+    let _ = endpoint;
+    Ok(())
+}
+
 /// Why an endpoint cannot run in a library built without the feature that runs it.
-#[cfg(not(all(feature = "http", feature = "mcp")))]
+#[cfg(not(all(feature = "http", feature = "mcp", feature = "mcp-http")))]
 fn missing_feature(feature: &str, scheme: &str) -> String {
     format!(
         "`{scheme}` endpoints need the `{feature}` feature of the tdsl library, and this build was made without it \

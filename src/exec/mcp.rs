@@ -22,6 +22,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
@@ -30,7 +31,6 @@ use rmcp::model::{
     ClientRequest, ServerResult,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RunningService, ServiceError};
-use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::Value as Json;
 use tokio::io::AsyncBufReadExt;
@@ -41,44 +41,70 @@ use crate::value::Value;
 /// How long a server has to start and answer `initialize`.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How long a server whose call was cancelled has to answer a ping before its next use;
+/// without an answer it is taken as hung, stopped and started anew.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+
 /// How many lines of a server's standard error are kept for error messages.
 const STDERR_LINES: usize = 20;
 
 /// An `mcp:` endpoint, parsed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct McpEndpoint {
-    /// The program and its arguments.
-    pub command: Vec<String>,
+    /// The server: a command line (its program not yet resolved) or a URL.
+    pub server: McpTarget,
     /// The tool to call.
     pub tool: String,
 }
 
 impl McpEndpoint {
-    /// Parses what follows `mcp:`: `<command line>#<tool>`.
+    /// Parses what follows `mcp:`: `<command line>#<tool>` or `<http(s) URL>#<tool>`.
     pub fn parse(spec: &str) -> Result<McpEndpoint, String> {
-        let Some((command, tool)) = spec.rsplit_once('#') else {
-            return Err(format!("`mcp:{spec}` names no tool: write `mcp:<command line>#<tool>`"));
+        let Some((server, tool)) = spec.rsplit_once('#') else {
+            return Err(format!("`mcp:{spec}` names no tool: write `mcp:<command line>#<tool>` or `mcp:<URL>#<tool>`"));
         };
         let tool = tool.trim();
         if tool.is_empty() {
             return Err(format!("`mcp:{spec}` names no tool after `#`"));
         }
-        let command =
-            shell_words::split(command).map_err(|e| format!("cannot split `{}` into words: {e}", command.trim()))?;
+        let server = server.trim();
+        if is_url(server) {
+            check_url(server).map_err(|e| format!("`mcp:{spec}`: {e}"))?;
+            let url = McpTarget::Url { url: server.to_string(), token: None, ca: None };
+            return Ok(McpEndpoint { server: url, tool: tool.to_string() });
+        }
+        let command = shell_words::split(server).map_err(|e| format!("cannot split `{server}` into words: {e}"))?;
         if command.is_empty() {
             return Err(format!("`mcp:{spec}` names no program to start"));
         }
-        Ok(McpEndpoint { command, tool: tool.to_string() })
+        Ok(McpEndpoint { server: McpTarget::Command(command), tool: tool.to_string() })
     }
 
-    /// The command with its program resolved against the tool file's folder.
-    fn resolved(&self, tool_file: Option<&Path>) -> Vec<String> {
-        let mut command = self.command.clone();
-        if let Some(program) = command.first_mut() {
-            *program = super::host::program_path(program, tool_file).to_string_lossy().into_owned();
+    /// The server, a command's program resolved against the tool file's folder.
+    fn resolved(&self, tool_file: Option<&Path>) -> McpTarget {
+        let mut server = self.server.clone();
+        if let McpTarget::Command(command) = &mut server {
+            if let Some(program) = command.first_mut() {
+                *program = super::host::program_path(program, tool_file).to_string_lossy().into_owned();
+            }
         }
-        command
+        server
     }
+}
+
+/// Whether an MCP server is written as a URL (`http://…` or `https://…`), not a command.
+pub fn is_url(server: &str) -> bool {
+    server.starts_with("http://") || server.starts_with("https://")
+}
+
+/// Whether `url` (`http://…` or `https://…`) has a host and no spaces.
+pub fn check_url(url: &str) -> Result<(), String> {
+    let after = url.strip_prefix("http://").or_else(|| url.strip_prefix("https://")).unwrap_or(url);
+    let authority = after.split(['/', '?', '#']).next().unwrap_or("");
+    if !is_url(url) || authority.is_empty() || authority.starts_with(':') || url.chars().any(char::is_whitespace) {
+        return Err(format!("`{url}` is not a URL"));
+    }
+    Ok(())
 }
 
 /// Where an MCP server is: a command line started over stdio, or (feature `mcp-http`) a
@@ -87,12 +113,15 @@ impl McpEndpoint {
 pub enum McpTarget {
     /// The program and its arguments, resolved.
     Command(Vec<String>),
-    /// An `http://` URL, and the bearer token to send.
+    /// An `http://` or `https://` URL, the bearer token to send and the extra CA to trust.
     Url {
         /// The server's MCP endpoint (`http://127.0.0.1:8080/mcp`).
         url: String,
         /// Sent as `Authorization: Bearer <token>` when set.
         token: Option<String>,
+        /// A PEM file of CA certificates trusted for this `https://` server besides the
+        /// default roots (`--upstream-ca NAME=FILE`).
+        ca: Option<std::path::PathBuf>,
     },
 }
 
@@ -122,6 +151,11 @@ struct Live {
     peer: Peer<RoleClient>,
     stderr: Arc<Mutex<VecDeque<String>>>,
     program: String,
+    /// Set when the server sent a message longer than the cap, which ended the connection.
+    oversized: Arc<AtomicBool>,
+    /// Set when a call to it was cancelled (a timeout, a deadline, a cancelled run): it may
+    /// be hung, so the next use pings it first.
+    suspect: AtomicBool,
 }
 
 impl Live {
@@ -154,7 +188,7 @@ impl McpClients {
 
     /// Calls the endpoint's tool with the call's arguments.
     pub fn call(&self, endpoint: &McpEndpoint, call: &ToolCall<'_>) -> Result<Value, ToolError> {
-        self.call_target(&McpTarget::Command(endpoint.resolved(call.file)), &endpoint.tool, call)
+        self.call_target(&endpoint.resolved(call.file), &endpoint.tool, call)
     }
 
     /// Calls the tool `tool` of the server at `target` with the call's arguments (the
@@ -202,7 +236,10 @@ impl McpClients {
         });
         let who = format!("`{tool_path}`: the MCP tool `{tool}` of {}", live.program);
         match answer {
-            None => Err(ToolError::transient(format!("{who} was cancelled"))),
+            None => {
+                live.suspect.store(true, Ordering::Relaxed);
+                Err(ToolError::transient(format!("{who} was cancelled")))
+            }
             Some(Ok(CallToolResponse::Complete(result))) => result_value(result, &who),
             Some(Ok(_)) => Err(ToolError::permanent(format!(
                 "{who} asked for more input or started a task, which tdsl does not support"
@@ -214,7 +251,10 @@ impl McpClients {
             Some(Err(e)) => {
                 // The connection is gone or unusable: the next call starts the server again.
                 self.forget(command, &live);
-                Err(ToolError::transient(format!("{who} failed: {e}{}", live.stderr_tail())))
+                if live.oversized.load(Ordering::Relaxed) {
+                    return Err(ToolError::permanent(format!("{who} failed: {}", oversized_message())));
+                }
+                Err(ToolError::transient(format!("{who} failed: {}{}", transport_error(&e), live.stderr_tail())))
             }
         }
     }
@@ -222,7 +262,7 @@ impl McpClients {
     /// The tools the endpoint's server lists (`tools/list`, every page), as JSON `Tool`
     /// objects: what `tdsl check --mcp-schemas` compares declarations with.
     pub fn list_tools(&self, endpoint: &McpEndpoint, tool_file: Option<&Path>) -> Result<Vec<Json>, String> {
-        self.list_target_tools(&McpTarget::Command(endpoint.resolved(tool_file)))
+        self.list_target_tools(&endpoint.resolved(tool_file))
     }
 
     /// The tools the server at `target` lists (`tools/list`, every page), as JSON `Tool`
@@ -238,6 +278,9 @@ impl McpClients {
             Ok(Ok(tools)) => Ok(tools.iter().map(|t| serde_json::to_value(t).unwrap_or(Json::Null)).collect()),
             Ok(Err(e)) => {
                 self.forget(command, &live);
+                if live.oversized.load(Ordering::Relaxed) {
+                    return Err(format!("`tools/list` failed: {}", oversized_message()));
+                }
                 Err(format!("`tools/list` failed: {e}{}", live.stderr_tail()))
             }
             Err(_) => {
@@ -275,7 +318,17 @@ impl McpClients {
         };
         let mut live = slot.live.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(l) = live.as_ref() {
-            return Ok(l.clone());
+            if !l.suspect.load(Ordering::Relaxed) || answers_ping(runtime, l, cancel) {
+                l.suspect.store(false, Ordering::Relaxed);
+                return Ok(l.clone());
+            }
+            // Hung: stopped in the background (its shutdown takes up to 6 s), started anew.
+            if let Some(service) = l.service.lock().unwrap_or_else(PoisonError::into_inner).take() {
+                runtime.spawn(async move {
+                    let _ = tokio::time::timeout(Duration::from_secs(8), service.cancel()).await;
+                });
+            }
+            *live = None;
         }
         let started = runtime.block_on(start(command, &self.env, cancel))?;
         let started = Arc::new(started);
@@ -318,7 +371,7 @@ fn shut_down_servers(runtime: &tokio::runtime::Runtime, servers: HashMap<McpTarg
     runtime.block_on(async move {
         for service in services {
             // The MCP stdio shutdown: the server's input is closed and it gets 3 s to
-            // exit, then SIGTERM and 3 s more, then it is killed (rmcp's child transport).
+            // exit, then SIGTERM and 3 s more, then it is killed (`mcp_stdio`).
             // An HTTP session is ended with `DELETE`.
             let _ = tokio::time::timeout(Duration::from_secs(8), service.cancel()).await;
         }
@@ -330,6 +383,43 @@ impl Drop for McpClients {
         let Some(Ok(runtime)) = self.runtime.get() else { return };
         let servers = std::mem::take(&mut *self.servers.lock().unwrap_or_else(PoisonError::into_inner));
         shut_down_servers(runtime, servers);
+    }
+}
+
+/// Whether the server answers a ping within [`PROBE_TIMEOUT`] (any answer, an error too,
+/// is a server that still reads its input). A cancelled wait does not judge it hung.
+fn answers_ping(runtime: &tokio::runtime::Runtime, live: &Live, cancel: &CancelToken) -> bool {
+    let peer = live.peer.clone();
+    runtime.block_on(async move {
+        let ping = ClientRequest::PingRequest(rmcp::model::PingRequest::default());
+        tokio::select! {
+            r = tokio::time::timeout(PROBE_TIMEOUT, peer.send_request(ping)) => {
+                matches!(r, Ok(Ok(_)) | Ok(Err(ServiceError::McpError(_))))
+            }
+            () = cancelled(cancel) => true,
+        }
+    })
+}
+
+/// Why a call failed when the server's message was over the cap.
+fn oversized_message() -> String {
+    format!(
+        "the server sent a message longer than {} MiB (the most tdsl reads as one MCP message), \
+         so its connection was closed (a server tdsl started is stopped)",
+        super::mcp_stdio::MAX_MESSAGE_BYTES / (1024 * 1024)
+    )
+}
+
+/// A call's error without the transport's type names rmcp puts in it (`Transport
+/// [rmcp::transport::worker::WorkerTransport<…>] error: what`).
+fn transport_error(e: &ServiceError) -> String {
+    let e = e.to_string();
+    match e.split_once("Transport [") {
+        Some((before, rest)) => match rest.rsplit_once("] error: ") {
+            Some((_, why)) => format!("{before}{why}"),
+            None => e.clone(),
+        },
+        None => e,
     }
 }
 
@@ -345,7 +435,7 @@ impl ConnectError {
 async fn start(target: &McpTarget, env: &super::host::ToolEnv, cancel: &CancelToken) -> Result<Live, ConnectError> {
     let command = match target {
         McpTarget::Command(command) => command,
-        McpTarget::Url { url, token } => return start_http(url, token.as_deref(), cancel).await,
+        McpTarget::Url { url, token, ca } => return start_http(url, token.as_deref(), ca.as_deref(), cancel).await,
     };
     let Some((program, args)) = command.split_first() else {
         return Err(ConnectError(ToolError::permanent("`mcp:` names no program")));
@@ -354,11 +444,17 @@ async fn start(target: &McpTarget, env: &super::host::ToolEnv, cancel: &CancelTo
     if let Some(vars) = env.variables() {
         cmd.env_clear().envs(vars);
     }
-    cmd.args(args).kill_on_drop(true);
-    let (transport, stderr) = TokioChildProcess::builder(cmd)
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .map_err(|e| ConnectError(ToolError::permanent(format!("cannot start the MCP server {program}: {e}"))))?;
+    cmd.args(args)
+        .kill_on_drop(true)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let cannot_start =
+        |e: std::io::Error| ConnectError(ToolError::permanent(format!("cannot start the MCP server {program}: {e}")));
+    let mut child = cmd.spawn().map_err(cannot_start)?;
+    let stderr = child.stderr.take();
+    let (transport, oversized) =
+        super::mcp_stdio::ChildTransport::new(child, super::mcp_stdio::MAX_MESSAGE_BYTES).map_err(cannot_start)?;
     let lines = Arc::new(Mutex::new(VecDeque::new()));
     if let Some(stderr) = stderr {
         let lines = lines.clone();
@@ -403,19 +499,34 @@ async fn start(target: &McpTarget, env: &super::host::ToolEnv, cancel: &CancelTo
         }
     };
     let peer = service.peer().clone();
-    Ok(Live { service: Mutex::new(Some(service)), peer, stderr: lines, program: program.clone() })
+    Ok(Live {
+        service: Mutex::new(Some(service)),
+        peer,
+        stderr: lines,
+        program: program.clone(),
+        oversized,
+        suspect: AtomicBool::new(false),
+    })
 }
 
 /// Connects to the Streamable HTTP server at `url` (feature `mcp-http`).
 #[cfg(feature = "mcp-http")]
-async fn start_http(url: &str, token: Option<&str>, cancel: &CancelToken) -> Result<Live, ConnectError> {
+async fn start_http(
+    url: &str,
+    token: Option<&str>,
+    ca: Option<&Path>,
+    cancel: &CancelToken,
+) -> Result<Live, ConnectError> {
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let http = super::mcp_http::TcpHttpClient::for_url(url, ca)
+        .map_err(|e| ConnectError(ToolError::permanent(format!("cannot reach the MCP server {url}: {e}"))))?;
     use rmcp::transport::StreamableHttpClientTransport;
     let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
     if let Some(token) = token {
         config = config.auth_header(token.to_string());
     }
-    let transport = StreamableHttpClientTransport::with_client(super::mcp_http::TcpHttpClient, config);
+    let oversized = http.oversized();
+    let transport = StreamableHttpClientTransport::with_client(http.clone(), config);
     let client = ClientConfig::new(
         ClientCapabilities::default(),
         rmcp::model::Implementation::new("tdsl", env!("CARGO_PKG_VERSION")),
@@ -435,9 +546,16 @@ async fn start_http(url: &str, token: Option<&str>, cancel: &CancelToken) -> Res
                 peer,
                 stderr: Arc::new(Mutex::new(VecDeque::new())),
                 program: url.to_string(),
+                oversized,
+                suspect: AtomicBool::new(false),
             })
         }
         Ok(Err(e)) => {
+            if let Some(tls) = http.take_tls_failure() {
+                let message = format!("cannot reach the MCP server {url}: {}", tls.message);
+                let error = if tls.permanent { ToolError::permanent(message) } else { ToolError::transient(message) };
+                return Err(ConnectError(error));
+            }
             // rmcp's message names its transport's types: keep what the server said.
             let e = e.to_string();
             let why = if e.contains("Auth required") {
@@ -455,7 +573,12 @@ async fn start_http(url: &str, token: Option<&str>, cancel: &CancelToken) -> Res
 }
 
 #[cfg(not(feature = "mcp-http"))]
-async fn start_http(url: &str, _token: Option<&str>, _cancel: &CancelToken) -> Result<Live, ConnectError> {
+async fn start_http(
+    url: &str,
+    _token: Option<&str>,
+    _ca: Option<&Path>,
+    _cancel: &CancelToken,
+) -> Result<Live, ConnectError> {
     Err(ConnectError(ToolError::permanent(format!(
         "cannot reach the MCP server {url}: this tdsl was built without the `mcp-http` feature"
     ))))
@@ -499,13 +622,16 @@ mod tests {
     use super::*;
 
     fn program_of(endpoint: &McpEndpoint, tool_file: Option<&Path>) -> std::path::PathBuf {
-        std::path::PathBuf::from(endpoint.resolved(tool_file).first().cloned().unwrap_or_default())
+        match endpoint.resolved(tool_file) {
+            McpTarget::Command(c) => std::path::PathBuf::from(c.first().cloned().unwrap_or_default()),
+            McpTarget::Url { url, .. } => std::path::PathBuf::from(url),
+        }
     }
 
     #[test]
     fn endpoints_parse() {
         let e = McpEndpoint::parse("python3 'my server.py' --flag#add").expect("parses");
-        assert_eq!(e.command, ["python3", "my server.py", "--flag"]);
+        assert_eq!(e.server, McpTarget::Command(vec!["python3".into(), "my server.py".into(), "--flag".into()]));
         assert_eq!(e.tool, "add");
         // The tool is after the last `#`.
         assert_eq!(McpEndpoint::parse("srv --tag=#1#t").expect("parses").tool, "t");
@@ -516,6 +642,13 @@ mod tests {
         let e = McpEndpoint::parse("./bin/srv#t").expect("parses");
         assert_eq!(program_of(&e, Some(Path::new("/r/tools/x.tool"))), Path::new("/r/tools/./bin/srv"));
         assert_eq!(program_of(&McpEndpoint::parse("tdsl#t").expect("parses"), None), Path::new("tdsl"));
+        // A URL: the tool after the last `#`, the URL kept as written.
+        let e = McpEndpoint::parse("https://mcp.example.org:8443/mcp#lookup").expect("parses");
+        assert_eq!(e.server, McpTarget::Url { url: "https://mcp.example.org:8443/mcp".into(), token: None, ca: None });
+        assert_eq!(e.tool, "lookup");
+        assert_eq!(program_of(&e, Some(Path::new("/r/x.tool"))), Path::new("https://mcp.example.org:8443/mcp"));
+        assert!(McpEndpoint::parse("http:///mcp#t").unwrap_err().contains("is not a URL"));
+        assert!(McpEndpoint::parse("https://a b/mcp#t").unwrap_err().contains("is not a URL"));
     }
 
     #[test]

@@ -1,10 +1,20 @@
 //! The client side of MCP's Streamable HTTP transport for [`super::mcp::McpClients`]: rmcp's
 //! `StreamableHttpClientTransport` over a small HTTP/1.1 client of hyper's (one connection
-//! per request, plain `http://` only), so that `tdsl serve --plans --upstream NAME=URL`
-//! reaches an MCP server over HTTP without another HTTP stack.
+//! per request, `http://` or `https://`), so that `tdsl serve --plans --upstream NAME=URL`
+//! and `mcp:URL#tool` endpoints reach an MCP server over HTTP without another HTTP stack.
+//!
+//! `https://` is rustls with ring (what ureq's `http:` endpoints already build): the
+//! server's certificate must chain to the Mozilla roots (webpki-roots, as for `http:`
+//! endpoints), to the system's store, or to the CAs of `SSL_CERT_FILE` / `SSL_CERT_DIR`
+//! (which replace the system's store, as OpenSSL's do) or of the upstream's
+//! `--upstream-ca NAME=FILE`; and it must name the URL's host (SNI is sent for a DNS name).
+//! Nothing turns the checks off.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use futures::StreamExt;
@@ -17,8 +27,9 @@ use rmcp::transport::streamable_http_client::{
 };
 use sse_stream::{Error as SseError, Sse, SseStream};
 
-/// The largest JSON answer (not SSE) read from an upstream: 16 MiB.
-const MAX_JSON_BYTES: usize = 16 * 1024 * 1024;
+/// The largest JSON answer, or event of an SSE answer, read from an MCP server: 16 MiB (as
+/// over stdio, `super::mcp_stdio::MAX_MESSAGE_BYTES`).
+const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 
 /// Why an HTTP request to an upstream failed.
 #[derive(Debug, thiserror::Error)]
@@ -35,11 +46,175 @@ pub enum HttpClientError {
     /// A request could not be built.
     #[error("{0}")]
     Http(#[from] http::Error),
+    /// The TLS handshake failed: why, in words.
+    #[error("{0}")]
+    Tls(String),
 }
 
-/// An HTTP/1.1 client over TCP for rmcp's Streamable HTTP transport.
+/// An HTTP/1.1 client over TCP, or TLS over TCP, for rmcp's Streamable HTTP transport.
 #[derive(Clone, Debug, Default)]
-pub struct TcpHttpClient;
+pub struct TcpHttpClient {
+    /// How `https://` servers are checked (`None`: `https://` is refused).
+    tls: Option<Arc<rustls::ClientConfig>>,
+    /// The last TLS handshake that failed: why, and whether trying again could help.
+    tls_failure: Arc<Mutex<Option<TlsFailure>>>,
+    /// Set when an answer was over [`MAX_MESSAGE_BYTES`].
+    oversized: Arc<AtomicBool>,
+}
+
+/// Why a TLS handshake failed, in words that say what to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsFailure {
+    /// The message.
+    pub message: String,
+    /// Whether the next try would fail the same way (a certificate refused, no TLS on the
+    /// port), so that a step is not retried for it.
+    pub permanent: bool,
+}
+
+impl TcpHttpClient {
+    /// The client for the server at `url`: for `https://`, trusting the default roots and
+    /// the CA certificates of `extra_ca`.
+    pub fn for_url(url: &str, extra_ca: Option<&Path>) -> Result<TcpHttpClient, String> {
+        if !url.starts_with("https://") {
+            return Ok(TcpHttpClient::default());
+        }
+        Ok(TcpHttpClient { tls: Some(tls_config(extra_ca)?), ..TcpHttpClient::default() })
+    }
+
+    /// The flag set when the server sent an answer (or an event) over 16 MiB.
+    pub fn oversized(&self) -> Arc<AtomicBool> {
+        self.oversized.clone()
+    }
+
+    /// The last TLS handshake failure, taken (rmcp's error for it names its own types).
+    pub fn take_tls_failure(&self) -> Option<TlsFailure> {
+        self.tls_failure.lock().unwrap_or_else(PoisonError::into_inner).take()
+    }
+}
+
+/// The roots every `https://` server is checked against: the Mozilla roots and the system's
+/// store (or `SSL_CERT_FILE` / `SSL_CERT_DIR`), loaded once.
+fn default_roots() -> Result<rustls::RootCertStore, String> {
+    static ROOTS: OnceLock<Result<rustls::RootCertStore, String>> = OnceLock::new();
+    ROOTS
+        .get_or_init(|| {
+            let mut roots = rustls::RootCertStore::empty();
+            roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+            let native = rustls_native_certs::load_native_certs();
+            // A variable that names what cannot be read is the user's mistake, said once;
+            // a system store that cannot be read leaves the Mozilla roots.
+            for var in ["SSL_CERT_FILE", "SSL_CERT_DIR"] {
+                if let (Some(value), Some(e)) = (std::env::var_os(var), native.errors.first()) {
+                    return Err(format!("{var}={}: {e}", value.to_string_lossy()));
+                }
+            }
+            roots.add_parsable_certificates(native.certs);
+            Ok(roots)
+        })
+        .clone()
+}
+
+/// The certificates of a PEM file of CA certificates (`--upstream-ca NAME=FILE`), or why
+/// it cannot be used.
+pub fn load_ca_file(path: &Path) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>, String> {
+    use rustls::pki_types::pem::PemObject;
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let certs = rustls::pki_types::CertificateDer::pem_slice_iter(&bytes)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("{} is not a PEM file of certificates: {e}", path.display()))?;
+    if certs.is_empty() {
+        return Err(format!("{} holds no certificate (no `-----BEGIN CERTIFICATE-----` block)", path.display()));
+    }
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in &certs {
+        roots
+            .add(cert.clone())
+            .map_err(|e| format!("{}: a certificate that cannot be trusted: {e}", path.display()))?;
+    }
+    Ok(certs)
+}
+
+/// The TLS settings of an `https://` server: the default roots and `extra_ca`'s.
+pub fn tls_config(extra_ca: Option<&Path>) -> Result<Arc<rustls::ClientConfig>, String> {
+    let mut roots = default_roots()?;
+    if let Some(path) = extra_ca {
+        for cert in load_ca_file(path)? {
+            roots.add(cert).map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("cannot set up TLS: {e}"))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// A name of a certificate as webpki shows it (`DnsName("a.example")`, `IpAddress(10.0.0.1)`)
+/// as a user writes it (`a.example`, `10.0.0.1`).
+fn shown_name(presented: &str) -> &str {
+    ["DnsName(", "IpAddress("]
+        .iter()
+        .find_map(|kind| presented.strip_prefix(kind).and_then(|rest| rest.strip_suffix(')')))
+        .map_or(presented, |inner| inner.trim_matches('"'))
+}
+
+/// Why the TLS handshake with `host` failed, in words that say what to do.
+fn tls_failure(host: &str, port: u16, e: &std::io::Error) -> TlsFailure {
+    use rustls::{CertificateError, Error};
+    let at = format!("{host}:{port}");
+    let inner = e.get_ref().and_then(|i| i.downcast_ref::<Error>());
+    let date = |t: &rustls::pki_types::UnixTime| {
+        chrono::DateTime::from_timestamp(i64::try_from(t.as_secs()).unwrap_or(i64::MAX), 0)
+            .map_or_else(|| format!("{} s after 1970", t.as_secs()), |d| d.format("%Y-%m-%d %H:%M:%S UTC").to_string())
+    };
+    let permanent = matches!(inner, Some(Error::InvalidCertificate(_) | Error::InvalidMessage(_)));
+    let message = match inner {
+        Some(Error::InvalidCertificate(c)) => match c {
+            CertificateError::UnknownIssuer => format!(
+                "the certificate of {at} is not signed by a CA tdsl trusts (the Mozilla roots, the system's, \
+                 SSL_CERT_FILE or SSL_CERT_DIR): for a private CA, give its certificate in SSL_CERT_FILE \
+                 or, for an upstream of `serve --plans`, with --upstream-ca NAME=FILE"
+            ),
+            CertificateError::NotValidForName => {
+                format!("the certificate of {at} is not valid for the name `{host}`")
+            }
+            CertificateError::NotValidForNameContext { presented, .. } => format!(
+                "the certificate of {at} is not valid for the name `{host}` (it is for {}): use a name it is for",
+                if presented.is_empty() {
+                    "no name".to_string()
+                } else {
+                    presented.iter().map(|p| shown_name(p)).collect::<Vec<_>>().join(", ")
+                }
+            ),
+            CertificateError::Expired => format!("the certificate of {at} has expired"),
+            CertificateError::ExpiredContext { time, not_after } => format!(
+                "the certificate of {at} expired on {} (it is now {})",
+                date(not_after),
+                date(time)
+            ),
+            CertificateError::NotValidYet => format!("the certificate of {at} is not valid yet"),
+            CertificateError::NotValidYetContext { time, not_before } => format!(
+                "the certificate of {at} is not valid before {} (it is now {})",
+                date(not_before),
+                date(time)
+            ),
+            other => format!("the certificate of {at} was refused: {}", Error::InvalidCertificate(other.clone())),
+        },
+        Some(Error::InvalidMessage(_)) => format!(
+            "{at} did not answer in TLS (a plain HTTP server? then write its URL with http://)"
+        ),
+        Some(other) => format!("the TLS handshake with {at} failed: {other}"),
+        None if e.kind() == std::io::ErrorKind::UnexpectedEof => format!(
+            "{at} closed the connection during the TLS handshake (does it serve TLS on that port? a plain HTTP server is written http://)"
+        ),
+        None => format!("the TLS handshake with {at} failed: {e}"),
+    };
+    TlsFailure { message, permanent }
+}
 
 type Sent = Result<http::Response<Incoming>, StreamableHttpError<HttpClientError>>;
 
@@ -47,18 +222,45 @@ fn client_error(e: impl Into<HttpClientError>) -> StreamableHttpError<HttpClient
     StreamableHttpError::Client(e.into())
 }
 
-/// Connects to the URL's host and sends `request` on a fresh connection.
-async fn send(request: Request<Full<Bytes>>) -> Sent {
-    let uri = request.uri().clone();
-    if uri.scheme_str() != Some("http") {
-        return Err(client_error(HttpClientError::Url(format!(
-            "{uri}: only http:// URLs are supported for upstream MCP servers"
-        ))));
+impl TcpHttpClient {
+    /// Connects to the URL's host (over TLS for `https://`) and sends `request` on a fresh
+    /// connection.
+    async fn send(&self, request: Request<Full<Bytes>>) -> Sent {
+        let uri = request.uri().clone();
+        let tls = match (uri.scheme_str(), &self.tls) {
+            (Some("http"), _) => None,
+            (Some("https"), Some(tls)) => Some(tls.clone()),
+            _ => {
+                return Err(client_error(HttpClientError::Url(format!(
+                    "{uri}: only http:// and https:// URLs reach MCP servers"
+                ))))
+            }
+        };
+        let host = uri.host().ok_or_else(|| client_error(HttpClientError::Url(format!("{uri}: no host"))))?;
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let port = uri.port_u16().unwrap_or(if tls.is_some() { 443 } else { 80 });
+        let stream = tokio::net::TcpStream::connect((host, port)).await.map_err(client_error)?;
+        let Some(tls) = tls else { return exchange(stream, request).await };
+        let name = rustls::pki_types::ServerName::try_from(host.to_string())
+            .map_err(|e| client_error(HttpClientError::Url(format!("{uri}: `{host}` is not a host name: {e}"))))?;
+        let stream = match tokio_rustls::TlsConnector::from(tls).connect(name, stream).await {
+            Ok(s) => s,
+            Err(e) => {
+                let failure = tls_failure(host, port, &e);
+                let message = failure.message.clone();
+                *self.tls_failure.lock().unwrap_or_else(PoisonError::into_inner) = Some(failure);
+                return Err(client_error(HttpClientError::Tls(message)));
+            }
+        };
+        exchange(stream, request).await
     }
-    let host = uri.host().ok_or_else(|| client_error(HttpClientError::Url(format!("{uri}: no host"))))?;
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    let port = uri.port_u16().unwrap_or(80);
-    let stream = tokio::net::TcpStream::connect((host, port)).await.map_err(client_error)?;
+}
+
+/// Sends `request` on the connection `stream` and gives the answer's head.
+async fn exchange<S>(stream: S, request: Request<Full<Bytes>>) -> Sent
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let (mut sender, conn) =
         hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await.map_err(client_error)?;
     tokio::spawn(async move {
@@ -113,6 +315,66 @@ async fn body_bytes(
     Ok(out)
 }
 
+/// An SSE answer's body that fails at the first event longer than `limit` bytes (an event
+/// ends at a blank line), setting `oversized`: `SseStream` would buffer it whole.
+struct CappedEvents {
+    inner: Incoming,
+    limit: usize,
+    /// Bytes of the current event so far.
+    event: usize,
+    /// Whether the last byte (`\r` aside) ended a line.
+    at_line_start: bool,
+    oversized: Arc<AtomicBool>,
+}
+
+impl CappedEvents {
+    fn new(inner: Incoming, limit: usize, oversized: Arc<AtomicBool>) -> CappedEvents {
+        CappedEvents { inner, limit, event: 0, at_line_start: true, oversized }
+    }
+}
+
+impl hyper::body::Body for CappedEvents {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, std::io::Error>>> {
+        let this = &mut *self;
+        if this.oversized.load(Ordering::Relaxed) && this.event > this.limit {
+            return Poll::Ready(None);
+        }
+        let frame = match std::pin::Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => frame,
+            Poll::Ready(Some(Err(e))) => return Poll::Ready(Some(Err(std::io::Error::other(e)))),
+            Poll::Ready(None) => return Poll::Ready(None),
+            Poll::Pending => return Poll::Pending,
+        };
+        if let Some(data) = frame.data_ref() {
+            for byte in data.iter() {
+                match byte {
+                    b'\r' => {}
+                    b'\n' if this.at_line_start => this.event = 0,
+                    b'\n' => this.at_line_start = true,
+                    _ => {
+                        this.at_line_start = false;
+                        this.event += 1;
+                    }
+                }
+                if this.event > this.limit {
+                    this.oversized.store(true, Ordering::Relaxed);
+                    return Poll::Ready(Some(Err(std::io::Error::other(format!(
+                        "an event of the answer is longer than {} MiB",
+                        this.limit / (1024 * 1024)
+                    )))));
+                }
+            }
+        }
+        Poll::Ready(Some(Ok(frame)))
+    }
+}
+
 fn is_notification_or_reply(message: &ClientJsonRpcMessage) -> bool {
     matches!(
         message,
@@ -139,7 +401,7 @@ impl StreamableHttpClient for TcpHttpClient {
         if let Some(sid) = session_id {
             b = b.header("Mcp-Session-Id", sid.as_ref());
         }
-        let response = send(b.body(Full::new(Bytes::from(body))).map_err(client_error)?).await?;
+        let response = self.send(b.body(Full::new(Bytes::from(body))).map_err(client_error)?).await?;
         if let Some(e) = auth_required(&response) {
             return Err(e);
         }
@@ -161,10 +423,15 @@ impl StreamableHttpClient for TcpHttpClient {
             response.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_string);
         match content_type.as_deref() {
             Some(ct) if ct.starts_with("text/event-stream") => {
-                Ok(StreamableHttpPostResponse::Sse(SseStream::new(response.into_body()).boxed(), session))
+                let body = CappedEvents::new(response.into_body(), MAX_MESSAGE_BYTES, self.oversized.clone());
+                Ok(StreamableHttpPostResponse::Sse(SseStream::new(body).boxed(), session))
             }
             Some(ct) if ct.starts_with("application/json") => {
-                let body = body_bytes(response, MAX_JSON_BYTES).await?;
+                let body = body_bytes(response, MAX_MESSAGE_BYTES).await.inspect_err(|e| {
+                    if matches!(e, StreamableHttpError::ResponseBodyTooLarge { .. }) {
+                        self.oversized.store(true, Ordering::Relaxed);
+                    }
+                })?;
                 match serde_json::from_slice::<ServerJsonRpcMessage>(&body) {
                     Ok(parsed) => Ok(StreamableHttpPostResponse::Json(parsed, session)),
                     Err(_) if is_notification_or_reply(&message) => Ok(StreamableHttpPostResponse::Accepted),
@@ -187,7 +454,7 @@ impl StreamableHttpClient for TcpHttpClient {
             .header("Mcp-Session-Id", session_id.as_ref())
             .body(Full::new(Bytes::new()))
             .map_err(client_error)?;
-        let response = send(request).await?;
+        let response = self.send(request).await?;
         if response.status().is_success() || response.status() == StatusCode::METHOD_NOT_ALLOWED {
             return Ok(());
         }
@@ -211,7 +478,7 @@ impl StreamableHttpClient for TcpHttpClient {
         if let Some(id) = last_event_id {
             b = b.header("Last-Event-Id", id);
         }
-        let response = send(b.body(Full::new(Bytes::new())).map_err(client_error)?).await?;
+        let response = self.send(b.body(Full::new(Bytes::new())).map_err(client_error)?).await?;
         if let Some(e) = auth_required(&response) {
             return Err(e);
         }
@@ -223,6 +490,7 @@ impl StreamableHttpClient for TcpHttpClient {
                 format!("GET of the event stream answered {}", response.status()).into(),
             ));
         }
-        Ok(SseStream::new(response.into_body()).boxed())
+        let body = CappedEvents::new(response.into_body(), MAX_MESSAGE_BYTES, self.oversized.clone());
+        Ok(SseStream::new(body).boxed())
     }
 }

@@ -60,6 +60,8 @@ pub mod http;
 pub mod mcp;
 #[cfg(feature = "mcp-http")]
 pub mod mcp_http;
+#[cfg(feature = "mcp")]
+mod mcp_stdio;
 pub mod replay;
 pub mod retry;
 mod runner;

@@ -33,7 +33,7 @@ fn valid_name(name: &str) -> bool {
 }
 
 impl UpstreamSpec {
-    /// Parses `NAME=COMMAND` (split into words like `exec:`) or `NAME=http://…`.
+    /// Parses `NAME=COMMAND` (split into words like `exec:`) or `NAME=http(s)://…`.
     pub fn parse(arg: &str) -> Result<UpstreamSpec, String> {
         let Some((name, rest)) = arg.split_once('=') else {
             return Err(format!("--upstream {arg}: write NAME=COMMAND or NAME=URL"));
@@ -45,16 +45,9 @@ impl UpstreamSpec {
             ));
         }
         let rest = rest.trim();
-        let target = if rest.starts_with("https://") {
-            return Err(format!(
-                "--upstream {arg}: https:// is not supported for upstream servers; use http:// (on loopback, or through a local TLS proxy)"
-            ));
-        } else if let Some(after) = rest.strip_prefix("http://") {
-            let authority = after.split(['/', '?', '#']).next().unwrap_or("");
-            if authority.is_empty() || authority.starts_with(':') || rest.chars().any(char::is_whitespace) {
-                return Err(format!("--upstream {arg}: `{rest}` is not a URL"));
-            }
-            McpTarget::Url { url: rest.to_string(), token: None }
+        let target = if crate::exec::mcp::is_url(rest) {
+            crate::exec::mcp::check_url(rest).map_err(|e| format!("--upstream {arg}: {e}"))?;
+            McpTarget::Url { url: rest.to_string(), token: None, ca: None }
         } else {
             let words =
                 shell_words::split(rest).map_err(|e| format!("--upstream {arg}: cannot split the command: {e}"))?;
@@ -67,9 +60,10 @@ impl UpstreamSpec {
     }
 }
 
-/// Parses every `--upstream` and gives each `--upstream-token NAME=FILE` to its URL upstream
-/// (the file must be private, as `--token-file`'s).
-pub fn parse_upstreams(upstreams: &[String], tokens: &[String]) -> Result<Vec<UpstreamSpec>, String> {
+/// Parses every `--upstream`, gives each `--upstream-token NAME=FILE` to its URL upstream
+/// (the file must be private, as `--token-file`'s) and each `--upstream-ca NAME=FILE` to its
+/// `https://` upstream (a PEM file of CA certificates, read now to refuse a bad one at start).
+pub fn parse_upstreams(upstreams: &[String], tokens: &[String], cas: &[String]) -> Result<Vec<UpstreamSpec>, String> {
     let mut specs: Vec<UpstreamSpec> = Vec::new();
     for arg in upstreams {
         let spec = UpstreamSpec::parse(arg)?;
@@ -90,7 +84,42 @@ pub fn parse_upstreams(upstreams: &[String], tokens: &[String]) -> Result<Vec<Up
         };
         *token = Some(read_token(Path::new(file.trim())).map_err(|e| format!("--upstream-token {arg}: {e}"))?);
     }
+    for arg in cas {
+        let Some((name, file)) = arg.split_once('=') else {
+            return Err(format!("--upstream-ca {arg}: write NAME=FILE"));
+        };
+        let Some(spec) = specs.iter_mut().find(|s| s.name == name.trim()) else {
+            return Err(format!("--upstream-ca {arg}: there is no --upstream named `{}`", name.trim()));
+        };
+        let McpTarget::Url { url, ca, .. } = &mut spec.target else {
+            return Err(format!("--upstream-ca {arg}: `{}` is started as a command, not reached by URL", spec.name));
+        };
+        if !url.starts_with("https://") {
+            return Err(format!("--upstream-ca {arg}: `{}` is reached over http://, a CA is for https://", spec.name));
+        }
+        if ca.is_some() {
+            return Err(format!(
+                "--upstream-ca {arg}: `{}` has a CA file already (put both in one PEM file)",
+                spec.name
+            ));
+        }
+        let file = Path::new(file.trim());
+        check_ca_file(file).map_err(|e| format!("--upstream-ca {arg}: {e}"))?;
+        // Absolute, so that it means the same file whatever the server's folder later.
+        *ca = Some(std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf()));
+    }
     Ok(specs)
+}
+
+/// Whether `path` is a PEM file of CA certificates tdsl can trust.
+#[cfg(feature = "mcp-http")]
+fn check_ca_file(path: &Path) -> Result<(), String> {
+    crate::exec::mcp_http::load_ca_file(path).map(|_| ())
+}
+
+#[cfg(not(feature = "mcp-http"))]
+fn check_ca_file(_path: &Path) -> Result<(), String> {
+    Err("this tdsl was built without the `mcp-http` feature".to_string())
 }
 
 /// The bearer token in `path` (as `--token-file` reads it).
@@ -201,15 +230,19 @@ mod tests {
             McpTarget::Command(vec!["tdsl".into(), "serve".into(), "--mcp".into(), "--root".into(), "my root".into()])
         );
         let s = UpstreamSpec::parse("web=http://127.0.0.1:9000/mcp").expect("parses");
-        assert_eq!(s.target, McpTarget::Url { url: "http://127.0.0.1:9000/mcp".into(), token: None });
+        assert_eq!(s.target, McpTarget::Url { url: "http://127.0.0.1:9000/mcp".into(), token: None, ca: None });
+        let s = UpstreamSpec::parse("web=https://mcp.example.org/mcp").expect("parses");
+        assert_eq!(s.target, McpTarget::Url { url: "https://mcp.example.org/mcp".into(), token: None, ca: None });
+        assert!(UpstreamSpec::parse("web=https:///mcp").unwrap_err().contains("is not a URL"));
         assert!(UpstreamSpec::parse("docs").unwrap_err().contains("NAME=COMMAND"));
         assert!(UpstreamSpec::parse("a/b=x").unwrap_err().contains("must be 1 to 64"));
         assert!(UpstreamSpec::parse("a=").unwrap_err().contains("no command"));
         assert!(UpstreamSpec::parse("a='x").unwrap_err().contains("cannot split"));
-        assert!(UpstreamSpec::parse("a=https://x/mcp").unwrap_err().contains("https:// is not supported"));
-        assert!(parse_upstreams(&["a=x".into(), "a=y".into()], &[]).unwrap_err().contains("two upstream"));
-        assert!(parse_upstreams(&["a=x".into()], &["b=f".into()]).unwrap_err().contains("no --upstream named `b`"));
-        assert!(parse_upstreams(&["a=x".into()], &["a=f".into()]).unwrap_err().contains("started as a command"));
+        assert!(parse_upstreams(&["a=x".into(), "a=y".into()], &[], &[]).unwrap_err().contains("two upstream"));
+        assert!(parse_upstreams(&["a=x".into()], &["b=f".into()], &[])
+            .unwrap_err()
+            .contains("no --upstream named `b`"));
+        assert!(parse_upstreams(&["a=x".into()], &["a=f".into()], &[]).unwrap_err().contains("started as a command"));
     }
 
     #[test]
