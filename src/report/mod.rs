@@ -620,11 +620,11 @@ pub fn html(trace: &Trace, graph: Option<&Graph>) -> String {
         .as_ref()
         .map_or(String::new(), |e| format!(r#"<p class="meta">error: {}</p>"#, esc(&embed_text(&e.to_string()))));
     let note = if composition && graphed.is_empty() {
-        let last = trace.steps.last().map_or("", |s| s.execution_id.as_str());
-        format!(
-            r#"<p class="meta" id="no-plan">The plan never ran: the composition ended in its `{}` phase.</p>"#,
-            esc(last)
-        )
+        let ended = match trace.steps.last() {
+            Some(s) => format!("the composition ended in its `{}` phase", esc(&s.execution_id)),
+            None => "the composition ended before its first phase".to_string(),
+        };
+        format!(r#"<p class="meta" id="no-plan">The plan never ran: {ended}.</p>"#)
     } else if graph.is_none() {
         r#"<p class="meta">The composite's definition was not available: steps are laid out in the order they started.</p>"#
             .to_string()
