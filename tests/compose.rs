@@ -8,7 +8,7 @@ mod compose_support;
 use std::process::Command;
 use std::sync::Arc;
 
-use compose_support::{data, Answer, ModelServer};
+use compose_support::{data, query_args, root, tdsl_compose, Answer, ModelServer, Out};
 use serde_json::Value as Json;
 
 use tdsl::testing::compose::{client_for, ComposeConfig, Composer, CompositionStatus};
@@ -16,37 +16,9 @@ use tdsl::testing::exec::{ManualTime, SeededRandom};
 
 const KEY: &str = "sk-test-LEAKCHECK-7f3a9c1e5b";
 
-struct Out {
-    code: i32,
-    json: Json,
-    stdout: String,
-    stderr: String,
-}
-
 /// Runs `tdsl compose` with the key in the provider's variable.
 fn compose(args: &[&str], provider: &str) -> Out {
-    let var = if provider == "anthropic" { "ANTHROPIC_API_KEY" } else { "OPENAI_API_KEY" };
-    let out = Command::new(env!("CARGO_BIN_EXE_tdsl"))
-        .arg("compose")
-        .args(args)
-        .env("NO_COLOR", "1")
-        .env("XDG_DATA_HOME", common::data_home())
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("ANTHROPIC_API_KEY")
-        .env(var, KEY)
-        .output()
-        .expect("tdsl runs");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        json: serde_json::from_str(&stdout).unwrap_or(Json::Null),
-        stdout,
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-fn root() -> String {
-    common::example("document-analysis").display().to_string()
+    tdsl_compose(args, provider, KEY)
 }
 
 /// `compose QUERY --root … --model PROVIDER:test-model --base-url … --no-history` + `more`.
@@ -54,20 +26,7 @@ fn run(server: &ModelServer, provider: &str, more: &[&str]) -> Out {
     let base = if provider == "anthropic" { server.url("") } else { server.url("/v1") };
     let model = format!("{provider}:test-model");
     let r = root();
-    let mut args = vec![
-        "Which of our two documents can be read, and how long is the first one?",
-        "--root",
-        r.as_str(),
-        "--model",
-        model.as_str(),
-        "--base-url",
-        base.as_str(),
-    ];
-    if !more.iter().any(|a| a.starts_with("--history")) {
-        args.push("--no-history");
-    }
-    args.extend_from_slice(more);
-    compose(&args, provider)
+    compose(&query_args(&r, &model, &base, more), provider)
 }
 
 fn clean_script() -> Vec<(&'static str, Answer)> {
@@ -674,20 +633,8 @@ fn back_off_without_retry_after_and_the_cap_on_it() {
 fn the_phase_is_shown_on_a_terminal() {
     use rexpect::session::spawn_command;
     let server = ModelServer::start(&clean_script(), Some(KEY));
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tdsl"));
-    cmd.args([
-        "compose",
-        "Which of our two documents can be read, and how long is the first one?",
-        "--root",
-        &root(),
-        "--model",
-        "openai:test-model",
-        "--base-url",
-        &server.url("/v1"),
-        "--no-history",
-    ])
-    .env("NO_COLOR", "1")
-    .env("OPENAI_API_KEY", KEY);
+    let (r, base) = (root(), server.url("/v1"));
+    let cmd = compose_support::command(&query_args(&r, "openai:test-model", &base, &[]), "openai", KEY);
     let mut p = spawn_command(cmd, Some(20_000)).expect("spawn on a pseudo-terminal");
     // rexpect reads the terminal byte by byte, so match the ASCII part of each line.
     p.exp_string("compose: 1/4 decomposing the query").expect("phase 1 is shown");

@@ -8,45 +8,17 @@ mod common;
 mod compose_support;
 
 use std::io::Write;
-use std::process::Command;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use compose_support::{openai_body, write_answer, RawServer};
+use compose_support::{openai_body, query_args, root, tdsl_compose, write_answer, Out, RawServer};
 use serde_json::Value as Json;
 
 const KEY: &str = "sk-test-HOSTILE-91c4e2a7d0";
 
-struct Out {
-    code: i32,
-    json: Json,
-    stdout: String,
-    stderr: String,
-    took: Duration,
-}
-
 fn compose_env(base: &str, more: &[&str], key: &str) -> Out {
-    let root = common::example("document-analysis").display().to_string();
-    let started = Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_tdsl"))
-        .args(["compose", "Which of our two documents can be read, and how long is the first one?"])
-        .args(["--root", root.as_str(), "--model", "openai:test-model", "--base-url", base])
-        .args(if more.contains(&"--history") { &[][..] } else { &["--no-history"][..] })
-        .args(more)
-        .env("NO_COLOR", "1")
-        .env("XDG_DATA_HOME", common::data_home())
-        .env_remove("ANTHROPIC_API_KEY")
-        .env("OPENAI_API_KEY", key)
-        .output()
-        .expect("tdsl runs");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        json: serde_json::from_str(&stdout).unwrap_or(Json::Null),
-        stdout,
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        took: started.elapsed(),
-    }
+    let r = root();
+    tdsl_compose(&query_args(&r, "openai:test-model", base, more), "openai", key)
 }
 
 fn compose(base: &str, more: &[&str]) -> Out {
@@ -429,17 +401,10 @@ fn a_locked_history_delays_the_record_but_loses_nothing() {
         ("synthesize", file("synthesize_ok.json")),
     ]);
     let base = server.url("/v1");
-    let root = common::example("document-analysis").display().to_string();
-    let out = Command::new(env!("CARGO_BIN_EXE_tdsl"))
-        .args(["compose", "Which of our two documents can be read, and how long is the first one?"])
-        .args(["--root", root.as_str(), "--model", "openai:m", "--base-url", base.as_str(), "--history", &h])
-        .env("XDG_DATA_HOME", common::data_home())
-        .env("OPENAI_API_KEY", KEY)
-        .output()
-        .expect("tdsl runs");
+    let r = root();
+    let out = tdsl_compose(&query_args(&r, "openai:m", &base, &["--history", &h]), "openai", KEY);
     let _ = unlock.join();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     let listed = common::tdsl(&["history", "list", "--history", &h, "--format", "json"]);
     assert!(listed.stdout.contains("compose"), "{}", listed.stdout);
     let bytes = std::fs::read(&history).unwrap_or_default();
@@ -484,17 +449,9 @@ fn a_302_to_another_origin_never_carries_anthropics_key() {
     let elsewhere = RawServer::start(|conn| write_answer(conn, 200, "", b"{}"));
     let target = elsewhere.url("/v1/messages");
     let server = RawServer::start(move |conn| write_answer(conn, 302, &format!("Location: {target}\r\n"), b""));
-    let root = common::example("document-analysis").display().to_string();
-    let base = server.url("");
-    let out = Command::new(env!("CARGO_BIN_EXE_tdsl"))
-        .args(["compose", "Which of our two documents can be read, and how long is the first one?"])
-        .args(["--root", root.as_str(), "--model", "anthropic:m", "--base-url", base.as_str(), "--no-history"])
-        .env("XDG_DATA_HOME", common::data_home())
-        .env("ANTHROPIC_API_KEY", KEY)
-        .output()
-        .expect("tdsl runs");
+    let (r, base) = (root(), server.url(""));
+    let out = tdsl_compose(&query_args(&r, "anthropic:m", &base, &[]), "anthropic", KEY);
     let seen = elsewhere.seen.lock().unwrap().clone();
     assert!(seen.is_empty(), "the redirect was followed with {seen:?}");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("answered 302: a redirect to http://127.0.0.1:"), "{stdout}");
+    assert!(out.stdout.contains("answered 302: a redirect to http://127.0.0.1:"), "{}", out.stdout);
 }

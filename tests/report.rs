@@ -311,3 +311,216 @@ fn report_refuses_to_write_over_what_it_reads() {
     assert_eq!(o.code, 2, "{}", o.stderr);
     assert!(o.stderr.contains("is the history database"), "{}", o.stderr);
 }
+
+// ---------------------------------------------------------------------------------------
+// A composition's report (issue 31 item 8): `tdsl compose --history` records the
+// composition as one run whose steps are its four phases; `report --run` draws the phases
+// (status, duration, tokens, the plan's repair rounds) above the graph of the plan it ran.
+
+mod compose_support;
+use compose_support::{query_args, root, tdsl_compose, Answer, ModelServer};
+
+const KEY: &str = "sk-test-REPORT-3b71c0e9";
+
+/// Composes with `script` (Anthropic's API) into the history `h`; the result.
+fn compose_into(h: &Path, script: &[(&str, Answer)], more: &[&str]) -> serde_json::Value {
+    let server = ModelServer::start(script, Some(KEY));
+    let (r, base) = (root(), server.url(""));
+    let mut more = more.to_vec();
+    more.extend(["--history", s(h)]);
+    let out = tdsl_compose(&query_args(&r, "anthropic:test-model", &base, &more), "anthropic", KEY);
+    assert!(out.json.is_object(), "{}\n{}", out.stdout, out.stderr);
+    out.json
+}
+
+/// `report --run ID --history H -o dir/name`: the page.
+fn report_of(h: &Path, id: &str, page: &Path) -> String {
+    let o = tdsl(&["report", "--run", id, "--history", s(h), "-o", s(page)]);
+    assert_eq!((o.code, o.stderr.as_str()), (0, ""), "{}", o.stdout);
+    std::fs::read_to_string(page).unwrap()
+}
+
+#[test]
+fn a_compositions_report_draws_its_phases_above_the_plans_graph() {
+    let dir = out_dir("composition");
+    let h = dir.join("h.db");
+    let result = compose_into(
+        &h,
+        &[
+            ("decompose", Answer::File("decompose_ok.json")),
+            ("plan", Answer::File("plan_placeholder.json")),
+            ("plan", Answer::File("plan_ok.json")),
+            ("synthesize", Answer::File("synthesize_ok.json")),
+        ],
+        &[],
+    );
+    assert_eq!(result["status"], "SUCCESS", "{result}");
+    let id = result["composition_id"].as_str().unwrap();
+    let page = dir.join("report.html");
+    let html = report_of(&h, id, &page);
+    // Phases, then the plan's graph, then the timeline.
+    let at = |needle: &str| html.find(needle).unwrap_or_else(|| panic!("no {needle} in the page"));
+    assert!(at(r#"<h2>Phases</h2>"#) < at(r#"<svg id="phases""#));
+    assert!(at(r#"<svg id="phases""#) < at(r#"<h2>Plan graph</h2>"#));
+    assert!(at(r#"<h2>Plan graph</h2>"#) < at(r#"<svg id="graph""#));
+    assert!(at(r#"<svg id="graph""#) < at(r#"<svg id="timeline""#));
+    assert!(html.contains(r#"query: Which of our two documents can be read"#));
+    // Each phase with its status, its duration and the tokens the provider reported.
+    for phase in ["decompose", "plan", "execute", "synthesize"] {
+        let usage = &result["usage"][phase];
+        let n = |k: &str| usage[k].as_u64().unwrap_or(0);
+        let node = format!(
+            r#"data-step="{phase}" data-phase="{phase}" data-status="COMPLETED" data-duration-ms="{}" data-input-tokens="{}" data-output-tokens="{}""#,
+            result["phase_durations"][phase],
+            n("input_tokens"),
+            n("output_tokens")
+        );
+        assert!(html.contains(&node), "{node}\n{html}");
+    }
+    assert!(result["usage"]["plan"]["input_tokens"].as_u64().unwrap() > 0);
+    assert!(html.contains("1 repair round · 2 requests"), "the plan's repair round");
+    assert!(html.contains("2 steps · 2 completed"), "execute's steps");
+    // The plan's graph by level (`info` after `check`), its nodes the steps under `execute`.
+    assert!(html.contains(r#"<g class="node completed" data-step="execute/check" data-status="COMPLETED" tabindex="0"><title>check: COMPLETED</title><rect x="20""#), "{html}");
+    assert!(html.contains(r#"<g class="node completed" data-step="execute/info" data-status="COMPLETED" tabindex="0"><title>info: COMPLETED</title><rect x="260""#), "{html}");
+    assert!(html.contains(r#"<path class="edge" d="M200,"#), "an edge from check to info");
+    // On the timeline the plan's steps run within `execute` (their times are the
+    // composition's, not the plan run's own).
+    let span_x = |lane: &str| -> u64 {
+        let from = at(&format!(r#"<g class="lane completed" data-step="{lane}""#));
+        let rest = &html[from..];
+        let x = &rest[rest.find(r#"<rect class="span" x=""#).unwrap() + 22..];
+        x[..x.find('"').unwrap()].parse().unwrap()
+    };
+    assert!(span_x("execute/check") >= span_x("execute"), "check starts in execute");
+    assert!(span_x("execute/info") > span_x("plan"), "info starts after the plan phase");
+
+    // In Chromium: the script ran, no errors, the first phase selected with its details.
+    let (dom, stderr) = headless(&page, &dir.join("profile-dom"), &["--dump-dom"]);
+    assert!(console_lines(&stderr).is_empty(), "console messages: {:?}", console_lines(&stderr));
+    let root_tag = &dom[dom.find("<html").expect("an html element")..];
+    let root_tag = &root_tag[..root_tag.find('>').unwrap_or(0)];
+    assert!(root_tag.contains(r#"data-ready="1""#) && !root_tag.contains("data-errors"), "{root_tag}");
+    assert!(dom.contains(r#"<h2 id="details-title">decompose — COMPLETED</h2>"#), "{dom}");
+    assert!(dom.contains(r#"<g class="phase node completed selected" data-step="decompose""#), "{dom}");
+    let shot = dir.join("report.png");
+    let (_, stderr) = headless(&page, &dir.join("profile-shot"), &[&format!("--screenshot={}", s(&shot))]);
+    assert!(console_lines(&stderr).is_empty(), "console messages: {:?}", console_lines(&stderr));
+    assert!(shot.exists(), "a screenshot to look at");
+}
+
+#[test]
+fn a_composition_whose_plan_never_checked_has_its_phases_and_no_graph() {
+    let dir = out_dir("composition-failed");
+    let h = dir.join("h.db");
+    let result = compose_into(
+        &h,
+        &[
+            ("decompose", Answer::File("decompose_ok.json")),
+            ("plan", Answer::File("plan_unknown_tool.json")),
+            ("plan", Answer::File("plan_unknown_tool.json")),
+            ("plan", Answer::File("plan_unmapped.json")),
+        ],
+        &["--repair-rounds", "2"],
+    );
+    assert_eq!(result["status"], "FAILED", "{result}");
+    let id = result["composition_id"].as_str().unwrap();
+    let html = report_of(&h, id, &dir.join("report.html"));
+    assert!(html.contains(r#"data-phase="decompose" data-status="COMPLETED""#));
+    assert!(html.contains(r#"data-phase="plan" data-status="FAILED""#));
+    assert!(html.contains("2 repair rounds · 3 requests"), "the rounds it took");
+    for phase in ["execute", "synthesize"] {
+        assert!(
+            html.contains(&format!(r#"<g class="phase node notrun" data-phase="{phase}" data-status="NOT STARTED">"#))
+        );
+    }
+    assert!(html.contains(r#"id="no-plan">The plan never ran: the composition ended in its `plan` phase."#));
+    assert!(!html.contains(r#"<svg id="graph""#));
+}
+
+#[test]
+fn a_composition_killed_midway_is_in_the_history_interrupted_in_its_phase() {
+    let dir = out_dir("composition-killed");
+    let h = dir.join("h.db");
+    let server = ModelServer::start(
+        &[
+            ("decompose", Answer::File("decompose_ok.json")),
+            ("plan", Answer::Slow(60_000, Box::new(Answer::File("plan_ok.json")))),
+        ],
+        Some(KEY),
+    );
+    let (r, base) = (root(), server.url(""));
+    let mut child = compose_support::command(
+        &query_args(&r, "anthropic:test-model", &base, &["--history", s(&h)]),
+        "anthropic",
+        KEY,
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .expect("tdsl starts");
+    // Killed while the model is thinking about the plan: the history has the composition
+    // `RUNNING`, in its `plan` phase, while it runs.
+    let waited = std::time::Instant::now();
+    loop {
+        let listed = tdsl(&["history", "list", "--history", s(&h), "--format", "json"]);
+        let runs: serde_json::Value = serde_json::from_str(&listed.stdout).unwrap_or_default();
+        if let Some(id) = runs[0]["run_id"].as_str() {
+            assert_eq!(runs[0]["status"], "RUNNING", "{runs}");
+            let shown = tdsl(&["history", "show", id, "--history", s(&h), "--format", "json"]);
+            let run: serde_json::Value = serde_json::from_str(&shown.stdout).unwrap_or_default();
+            let steps = run["steps"].as_array().cloned().unwrap_or_default();
+            if steps.iter().any(|s| s["path"] == "plan" && s["status"] == "RUNNING") {
+                assert_eq!(steps[0]["status"], "COMPLETED", "{run}");
+                assert_eq!(steps[0]["tool"], "anthropic:test-model", "{run}");
+                break;
+            }
+        }
+        assert!(waited.elapsed() < Duration::from_secs(60), "the plan phase never started: {}", listed.stdout);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child.kill().expect("kill");
+    child.wait().expect("wait");
+    let listed = tdsl(&["history", "list", "--history", s(&h), "--format", "json"]);
+    let runs: serde_json::Value = serde_json::from_str(&listed.stdout).expect(&listed.stderr);
+    assert_eq!(runs.as_array().map(Vec::len), Some(1), "{runs}");
+    assert_eq!(runs[0]["tool"], "compose");
+    assert_eq!(runs[0]["status"], "INTERRUPTED", "{runs}");
+    let id = runs[0]["run_id"].as_str().unwrap();
+    assert!(id.starts_with("comp_"), "{id}");
+    let shown = tdsl(&["history", "show", id, "--history", s(&h), "--format", "json"]);
+    let run: serde_json::Value = serde_json::from_str(&shown.stdout).expect(&shown.stderr);
+    assert_eq!(run["arguments"]["query"], compose_support::QUERY);
+    let steps: Vec<(String, String)> = run["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["path"].as_str().unwrap().to_string(), s["status"].as_str().unwrap().to_string()))
+        .collect();
+    assert_eq!(
+        steps,
+        [("decompose".to_string(), "COMPLETED".to_string()), ("plan".to_string(), "INTERRUPTED".to_string())],
+        "{run}"
+    );
+    // No trace to draw: report says so and where to look.
+    let o = tdsl(&["report", "--run", id, "--history", s(&h), "-o", s(&dir.join("r.html"))]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("has no trace: it is INTERRUPTED"), "{}", o.stderr);
+    assert!(!shown.stdout.contains(KEY) && !listed.stdout.contains(KEY));
+}
+
+#[test]
+fn a_composition_that_ended_before_its_first_phase_has_its_phases_not_started() {
+    let trace = tdsl::exec::Trace::from_json(
+        r#"{"format": "tdsl-trace/2", "run_id": "comp_000000000001", "tool": "compose",
+            "arguments": {"query": " ", "model": "openai:m"}, "status": "FAILED",
+            "started_at": "2026-11-27T00:00:00.000Z", "ended_at": "2026-11-27T00:00:00.000Z",
+            "duration_ms": 0, "total_retries": 0, "circuit_breaker_trips": 0, "max_in_flight": 1,
+            "step_results": []}"#,
+    )
+    .unwrap();
+    assert!(tdsl::report::is_composition(&trace));
+    let html = tdsl::report::html(&trace, None);
+    assert_eq!(html.matches(r#"data-status="NOT STARTED""#).count(), 4);
+    assert!(html.contains("The plan never ran: the composition ended before its first phase."), "{html}");
+}

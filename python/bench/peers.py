@@ -4,7 +4,10 @@ cel-python (`celpy`), each where it can express the workload.
 
 Every timed call includes passing the Python data in (tdsl converts the dict/list objects
 on each `Program.eval`; cel-python's `json_to_cel` is timed too); compilation happens once,
-before. Each cell is the median of repeated calls (at least 5, about 0.3 s per cell).
+before. The column `tdsl + Data` is tdsl with the records converted once, before, into a
+`tdsl.Data` (what a host that keeps its records would do); the line under each table is
+what that conversion takes. Each cell is the median of repeated calls (at least 5, about
+0.3 s per cell).
 
     python python/bench/peers.py            # N = 1000 and 100000; prints a Markdown table
     NS=1000 python python/bench/peers.py
@@ -89,6 +92,14 @@ def engines(rs):
         "W3": lambda: progs["W3"].eval(data),
         "W4": lambda: progs["W4"].eval(data),
     }
+    if hasattr(tdsl, "Data"):
+        rec_once, data_once = tdsl.Data(rec), tdsl.Data(data)
+        out["tdsl + Data"] = {
+            "W1": lambda: progs["W1"].eval(rec_once),
+            "W2": lambda: progs["W2"].eval(data_once),
+            "W3": lambda: progs["W3"].eval(data_once),
+            "W4": lambda: progs["W4"].eval(data_once),
+        }
     try:
         import jmespath
 
@@ -183,6 +194,8 @@ def main():
                 base = base or t
                 cells.append(f"{fmt(t)} (×{t / base:.2f})")
             print(f"| {w} | " + " | ".join(cells) + " |")
+        if hasattr(tdsl, "Data"):
+            print(f"\n`tdsl.Data(records)`, once: {fmt(measure(lambda: tdsl.Data({'records': rs})))}")
 
 
 if __name__ == "__main__":

@@ -389,8 +389,12 @@ fn convert(obj: &Bound<'_, PyAny>, conv: &mut Conv) -> Result<Value, Refused> {
         conv.open.pop();
         return Ok(Value::List(items.into()));
     }
+    // Data converted before: its value, shared (no copy).
+    if let Ok(d) = obj.cast::<Data>() {
+        return Ok(d.get().value.clone());
+    }
     Err(Refused::kind(format!(
-        "the value at {{at}} is a {}, which is not JSON-like: tdsl takes dict, list, tuple, str, int, float, bool and None",
+        "the value at {{at}} is a {}, which is not JSON-like: tdsl takes dict, list, tuple, str, int, float, bool, None and tdsl.Data",
         type_name(obj)
     )))
 }
@@ -439,12 +443,71 @@ fn vars_of(vars: Option<&Bound<'_, PyAny>>) -> PyResult<Value> {
     match vars {
         None => Ok(Value::Null),
         Some(v) if v.is_none() => Ok(Value::Null),
+        Some(v) if v.is_instance_of::<Data>() => {
+            let value = to_value(v)?;
+            if !matches!(value, Value::Object(_)) {
+                return Err(PyTypeError::new_err(format!(
+                    "vars must be a dict, not a tdsl.Data of {}",
+                    describe_value(&value)
+                )));
+            }
+            Ok(value)
+        }
         Some(v) => {
             if !v.is_instance_of::<PyDict>() {
                 return Err(PyTypeError::new_err(format!("vars must be a dict, not {}", type_name(v))));
             }
             to_value(v)
         }
+    }
+}
+
+/// What a value is, in a few words (`a dict of 3 keys`, `a list of 2 items`, `a str`).
+fn describe_value(v: &Value) -> String {
+    let plural = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    match v {
+        Value::Object(m) => format!("a dict of {}", plural(m.len(), "key", "keys")),
+        Value::List(l) => format!("a list of {}", plural(l.len(), "item", "items")),
+        Value::Str(_) => "a str".to_string(),
+        Value::Int(_) => "an int".to_string(),
+        Value::Float(_) => "a float".to_string(),
+        Value::Bool(_) => "a bool".to_string(),
+        Value::Null => "None".to_string(),
+    }
+}
+
+/// Python data converted to a tdsl value once, to pass many times: wherever the package
+/// takes data (`vars`, a value inside them, `args`, what a tool returns), a `Data` is its
+/// value without converting the Python objects again. It is a snapshot: changing the
+/// Python objects afterwards does not change it.
+#[pyclass(frozen, module = "tdsl", name = "Data")]
+struct Data {
+    value: Value,
+}
+
+#[pymethods]
+impl Data {
+    /// Converts `obj` (what `vars` may hold), with the same errors.
+    #[new]
+    fn new(obj: &Bound<'_, PyAny>) -> PyResult<Data> {
+        Ok(Data { value: to_value(obj)? })
+    }
+
+    /// The value as new Python objects.
+    fn to_python<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.value)
+    }
+
+    fn __len__(&self) -> usize {
+        match &self.value {
+            Value::Object(m) => m.len(),
+            Value::List(l) => l.len(),
+            _ => 0,
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        format!("tdsl.Data(<{}>)", describe_value(&self.value))
     }
 }
 
@@ -721,12 +784,21 @@ impl PyRunner {
         match outcome {
             Ok(r) => {
                 let r = r.into_bound(py);
+                let not_a_dict = |what: String| {
+                    ToolError::permanent(format!(
+                        "the Python function for {} returned {what}, not a dict (the tool's response object)",
+                        call.tool_path
+                    ))
+                };
+                if let Ok(d) = r.cast::<Data>() {
+                    // Converted before: used as it is, once it is a dict.
+                    return match &d.get().value {
+                        v @ Value::Object(_) => Ok(v.clone()),
+                        v => Err(not_a_dict(format!("a tdsl.Data of {}", describe_value(v)))),
+                    };
+                }
                 if !r.is_instance_of::<PyDict>() {
-                    return Err(ToolError::permanent(format!(
-                        "the Python function for {} returned a {}, not a dict (the tool's response object)",
-                        call.tool_path,
-                        type_name(&r)
-                    )));
+                    return Err(not_a_dict(format!("a {}", type_name(&r))));
                 }
                 to_value(&r).map_err(|e| {
                     ToolError::permanent(format!(
@@ -1043,6 +1115,7 @@ fn run_plan<'py>(
 #[pymodule]
 fn _tdsl(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Program>()?;
+    m.add_class::<Data>()?;
     m.add_function(wrap_pyfunction!(compile, m)?)?;
     m.add_function(wrap_pyfunction!(eval, m)?)?;
     m.add_function(wrap_pyfunction!(check_files, m)?)?;

@@ -2,7 +2,8 @@
 composites whose primitive tools are Python functions.
 
 Values cross as Python objects (dict, list, tuple, str, int, float, bool, None; dict key
-order kept; integers within 64 bits). Evaluation and runs release the GIL; tool functions
+order kept; integers within 64 bits), or as a ``tdsl.Data`` converted once and passed many
+times. Evaluation and runs release the GIL; tool functions
 are called with it held, from the engine's worker threads. See ``docs/python.md``.
 """
 
@@ -13,9 +14,10 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Union
 
 from . import _tdsl
 from ._errors import RunError, TdslError, TransientError
-from ._tdsl import Program
+from ._tdsl import Data, Program
 
 __all__ = [
+    "Data",
     "Diagnostic",
     "Program",
     "RunError",
@@ -84,7 +86,7 @@ class Diagnostic:
         return f"<Diagnostic {self.code} {self.severity} {self.line}:{self.column} {self.message!r}>"
 
 
-def eval(expr: str, vars: Optional[Dict[str, Any]] = None) -> Any:  # noqa: A001
+def eval(expr: str, vars: Optional[Union[Dict[str, Any], Data]] = None) -> Any:  # noqa: A001
     """Compiles and evaluates ``expr`` with ``vars``; with ``vars`` given, names the
     expression reads must be among them (a misspelt name is ``E0101``). Raises
     ``TdslError`` on a compile or evaluation error."""
@@ -144,7 +146,7 @@ def check_plan(
 def run(
     tool: PathLike,
     root: Optional[PathLike] = None,
-    args: Optional[Dict[str, Any]] = None,
+    args: Optional[Union[Dict[str, Any], Data]] = None,
     tools: Optional[Mapping[str, Callable[[Dict[str, Any]], Any]]] = None,
     trace: bool = False,
     **options: Any,
@@ -177,7 +179,7 @@ def run(
 def run_plan(
     plan: Union[Dict[str, Any], str],
     root: PathLike,
-    args: Optional[Dict[str, Any]] = None,
+    args: Optional[Union[Dict[str, Any], Data]] = None,
     tools: Optional[Mapping[str, Callable[[Dict[str, Any]], Any]]] = None,
     allow: Optional[List[str]] = None,
     concurrency: Optional[int] = None,

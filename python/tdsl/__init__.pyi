@@ -3,12 +3,14 @@
 import os
 from typing import Any, Callable, Dict, Iterable, List, Literal, Mapping, Optional, Tuple, Union, overload
 
+from ._tdsl import Data as Data
 from ._tdsl import Program as Program
 from ._errors import RunError as RunError
 from ._errors import TdslError as TdslError
 from ._errors import TransientError as TransientError
 
 __all__ = [
+    "Data",
     "Diagnostic",
     "Program",
     "RunError",
@@ -46,7 +48,7 @@ class Diagnostic:
     def __str__(self) -> str: ...
     def __repr__(self) -> str: ...
 
-def eval(expr: str, vars: Optional[Dict[str, Any]] = None) -> JSONValue: ...
+def eval(expr: str, vars: Optional[Union[Dict[str, Any], Data]] = None) -> JSONValue: ...
 def compile(expr: str) -> Program: ...
 def check(path_or_paths: Union[PathLike, Iterable[PathLike]], root: Optional[PathLike] = None) -> List[Diagnostic]: ...
 @overload
@@ -61,7 +63,7 @@ def check_plan(
 def run(
     tool: PathLike,
     root: Optional[PathLike] = None,
-    args: Optional[Dict[str, Any]] = None,
+    args: Optional[Union[Dict[str, Any], Data]] = None,
     tools: Optional[Mapping[str, Tool]] = None,
     trace: Literal[False] = False,
     *,
@@ -78,7 +80,7 @@ def run(
 def run(
     tool: PathLike,
     root: Optional[PathLike] = None,
-    args: Optional[Dict[str, Any]] = None,
+    args: Optional[Union[Dict[str, Any], Data]] = None,
     tools: Optional[Mapping[str, Tool]] = None,
     *,
     trace: Literal[True],
@@ -94,7 +96,7 @@ def run(
 def run_plan(
     plan: Union[Dict[str, Any], str],
     root: PathLike,
-    args: Optional[Dict[str, Any]] = None,
+    args: Optional[Union[Dict[str, Any], Data]] = None,
     tools: Optional[Mapping[str, Tool]] = None,
     allow: Optional[List[str]] = None,
     concurrency: Optional[int] = None,

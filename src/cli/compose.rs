@@ -129,18 +129,23 @@ pub fn run(args: ComposeArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return usage_failure(&e),
     };
-    let result = composer.compose(&args.query);
+    // The composition is one run of the history, recorded as it goes (so a composition
+    // that dies mid-way is there, `INTERRUPTED` in the phase it was in): its phases as
+    // steps, the plan's steps inside `execute`, the query and model as arguments, the
+    // response, usage and plan as its result.
+    let result = match &history {
+        Some(store) => {
+            let (result, recorded) = composer.compose_recorded(&args.query, store.as_ref());
+            if let Err(e) = recorded {
+                eprintln!("warning: the composition is not in the run history: {e}");
+            }
+            result
+        }
+        None => composer.compose(&args.query),
+    };
     if std::io::stderr().is_terminal() {
         eprint!("\r\x1b[2K");
         eprintln!("compose: {} in {} ms", result.status.as_str(), result.total_duration_ms.unwrap_or(0));
-    }
-    // The composition is one run of the history: its phases as steps, the plan's steps
-    // inside `execute`, the query and model as arguments, the response, usage and plan as
-    // its result.
-    if let (Some(store), Some(trace)) = (&history, result.phases_trace()) {
-        if let Err(e) = crate::history::record_trace(store.as_ref(), &trace) {
-            eprintln!("warning: the composition is not in the run history: {e}");
-        }
     }
     if let (Some(path), Some(trace)) = (&args.trace, &result.trace) {
         if let Err(e) = std::fs::write(path, trace.to_json() + "\n") {

@@ -113,6 +113,9 @@ impl ComposeConfig {
 /// Called when a phase starts (a terminal's progress line).
 pub type PhaseHook = Arc<dyn Fn(CompositionStatus) + Send + Sync>;
 
+/// Told the composition as it starts and as each phase starts (the history's record).
+type Journal<'a> = &'a mut dyn FnMut(&CompositionResult);
+
 /// Runs compositions over one tool root with one model.
 pub struct Composer {
     client: Arc<dyn ModelClient>,
@@ -241,16 +244,23 @@ impl Composer {
         format!("{prefix}_{:06x}{:06x}", hi, lo)
     }
 
-    fn enter(&self, result: &mut CompositionResult, status: CompositionStatus) {
+    fn enter(&self, result: &mut CompositionResult, status: CompositionStatus, journal: Journal<'_>) {
         result.status = status;
         if let Some(h) = &self.on_phase {
             h(status);
         }
+        journal(result);
     }
 
     /// Runs the four phases for `query`. Never fails: a phase that does ends the
     /// composition with `FAILED` or `TIMEOUT`, the error, and what was done so far.
     pub fn compose(&self, query: &str) -> CompositionResult {
+        self.compose_journaled(query, &mut |_| {})
+    }
+
+    /// [`Composer::compose`], telling `journal` the composition as it starts (status
+    /// `PENDING`) and as each phase starts.
+    fn compose_journaled(&self, query: &str, journal: Journal<'_>) -> CompositionResult {
         let start = self.time.monotonic_ms();
         let model = self.client.model();
         let mut result = CompositionResult {
@@ -272,7 +282,8 @@ impl Composer {
             usage: IndexMap::new(),
             trace: None,
         };
-        let end = self.run_phases(query, &mut result);
+        journal(&result);
+        let end = self.run_phases(query, &mut result, journal);
         if let Err(e) = end {
             result.status = if e.timeout { CompositionStatus::Timeout } else { CompositionStatus::Failed };
             result.errors.push(e.error.clone());
@@ -284,7 +295,7 @@ impl Composer {
         result
     }
 
-    fn run_phases(&self, query: &str, result: &mut CompositionResult) -> Result<(), PhaseError> {
+    fn run_phases(&self, query: &str, result: &mut CompositionResult, journal: Journal<'_>) -> Result<(), PhaseError> {
         if query.trim().is_empty() {
             return Err(PhaseError { timeout: false, error: "the query is empty".to_string() });
         }
@@ -293,7 +304,7 @@ impl Composer {
             return Err(PhaseError { timeout: false, error: format!("the configuration: {e}") });
         }
         // Phase 1.
-        self.enter(result, CompositionStatus::Decomposing);
+        self.enter(result, CompositionStatus::Decomposing, journal);
         let t = self.time.monotonic_ms();
         let decomposed = self.decompose(query, result);
         let ms = self.time.monotonic_ms().saturating_sub(t);
@@ -313,7 +324,7 @@ impl Composer {
         let subs = result.decomposition.as_ref().map(|d| d.sub_questions.clone()).unwrap_or_default();
 
         // Phase 2.
-        self.enter(result, CompositionStatus::Planning);
+        self.enter(result, CompositionStatus::Planning, journal);
         let t = self.time.monotonic_ms();
         let planned = self.plan(query, &subs, result);
         let ms = self.time.monotonic_ms().saturating_sub(t);
@@ -324,7 +335,7 @@ impl Composer {
         result.plan = Some(plan);
 
         // Phase 3.
-        self.enter(result, CompositionStatus::Executing);
+        self.enter(result, CompositionStatus::Executing, journal);
         let t = self.time.monotonic_ms();
         let options = RunPlanOptions {
             observer: self.observer.clone(),
@@ -379,7 +390,7 @@ impl Composer {
         }
 
         // Phase 4.
-        self.enter(result, CompositionStatus::Synthesizing);
+        self.enter(result, CompositionStatus::Synthesizing, journal);
         let t = self.time.monotonic_ms();
         let results = self.results_for_synthesis(&run);
         let synthesized = self.synthesize(query, &subs, &mappings, &results, &plan_ids, &failed_components, result);

@@ -460,7 +460,6 @@ impl Observer for Recorder {
 /// (`E0802`), is recorded as `validation_error`, as a local run records it. Returns the
 /// run's history id.
 pub fn record_trace(store: &dyn HistoryStore, trace: &Trace) -> Result<i64, HistoryError> {
-    let started_wall = chrono::DateTime::parse_from_rfc3339(&trace.started_at).map_or(0, |t| t.timestamp_millis());
     let run = store.begin_run(&NewRun {
         run_id: &trace.run_id,
         tool: &trace.tool,
@@ -468,6 +467,14 @@ pub fn record_trace(store: &dyn HistoryStore, trace: &Trace) -> Result<i64, Hist
         started_at: &trace.started_at,
         context: &RunContext::new(),
     })?;
+    end_run_from_trace(store, run, trace)?;
+    Ok(run)
+}
+
+/// Ends run `run`, begun earlier (a composition records itself as it starts), from its
+/// trace as [`record_trace`] does: an invocation per attempt of every call, then its end.
+pub fn end_run_from_trace(store: &dyn HistoryStore, run: i64, trace: &Trace) -> Result<(), HistoryError> {
+    let started_wall = chrono::DateTime::parse_from_rfc3339(&trace.started_at).map_or(0, |t| t.timestamp_millis());
     let rejected = trace
         .error
         .as_ref()
@@ -500,8 +507,7 @@ pub fn record_trace(store: &dyn HistoryStore, trace: &Trace) -> Result<i64, Hist
             })?;
         }
     }
-    store.end_run(run, trace)?;
-    Ok(run)
+    store.end_run(run, trace)
 }
 
 /// Every call of a trace: its step path, tool, arguments and attempts.

@@ -53,6 +53,50 @@ impl Graph {
     }
 }
 
+/// The tool a composition's run is recorded under (`tdsl compose`, SPEC §14).
+pub const COMPOSITION_TOOL: &str = "compose";
+
+/// A composition's phases, in the order they run.
+pub const PHASES: [&str; 4] = ["decompose", "plan", "execute", "synthesize"];
+
+/// Whether `trace` is a composition's (as `CompositionResult::phases_trace` makes it): tool
+/// `compose`, a `query` among its arguments, and steps that are phases (the plan's steps
+/// are inside `execute`).
+pub fn is_composition(trace: &Trace) -> bool {
+    trace.tool == COMPOSITION_TOOL
+        && trace.arguments.as_object().is_some_and(|a| a.get("query").is_some())
+        && trace.steps.iter().all(|s| PHASES.contains(&s.execution_id.as_str()))
+}
+
+impl Graph {
+    /// The graph of the plan a composition ran, from its `plan` phase's result (seed 000's
+    /// `ExecutionPlan`: `parallel_groups` are the levels, each step's `depends_on_steps` its
+    /// edges); `None` when the composition has no plan.
+    pub fn of_composition(trace: &Trace) -> Option<Graph> {
+        let plan = trace.steps.iter().find(|s| s.execution_id == "plan")?.result.as_ref()?;
+        let plan = serde_json::to_value(plan).ok()?;
+        let groups = plan.get("parallel_groups")?.as_array()?;
+        let level = |id: &str| {
+            groups.iter().position(|g| g.as_array().is_some_and(|g| g.iter().any(|x| x.as_str() == Some(id))))
+        };
+        let nodes = plan
+            .get("steps")?
+            .as_array()?
+            .iter()
+            .filter_map(|s| {
+                let id = s.get("step_id")?.as_str()?;
+                let deps = s
+                    .get("depends_on_steps")
+                    .and_then(serde_json::Value::as_array)
+                    .map(|d| d.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+                    .unwrap_or_default();
+                Some((id.to_string(), level(id)?, deps))
+            })
+            .collect();
+        Some(Graph { nodes })
+    }
+}
+
 /// Escapes text for HTML and SVG.
 fn esc(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -267,15 +311,14 @@ const NODE_H: u64 = 48;
 const COL_W: u64 = 240;
 const ROW_H: u64 = 68;
 
-/// The dependency graph as SVG: one column per level, nodes coloured by status.
-fn graph_svg(trace: &Trace, graph: Option<&Graph>) -> String {
-    // (id, level, depends_on) for every top-level step the trace has.
+/// The dependency graph of `steps` as SVG: one column per level, nodes coloured by status;
+/// each node's `data-step` is `prefix` and its id (the path the details are under).
+fn graph_svg(steps: &[StepTrace], prefix: &str, graph: Option<&Graph>) -> String {
+    // (id, level, depends_on) for every step the trace has.
     let nodes: Vec<(String, usize, Vec<String>)> = match graph {
-        Some(g) => {
-            g.nodes.iter().filter(|(id, ..)| trace.steps.iter().any(|s| &s.execution_id == id)).cloned().collect()
-        }
+        Some(g) => g.nodes.iter().filter(|(id, ..)| steps.iter().any(|s| &s.execution_id == id)).cloned().collect(),
         None => {
-            let mut order: Vec<&StepTrace> = trace.steps.iter().collect();
+            let mut order: Vec<&StepTrace> = steps.iter().collect();
             order.sort_by_key(|s| s.started_ms.unwrap_or(u64::MAX));
             order.iter().enumerate().map(|(i, s)| (s.execution_id.clone(), i, Vec::new())).collect()
         }
@@ -307,8 +350,7 @@ fn graph_svg(trace: &Trace, graph: Option<&Graph>) -> String {
         }
     }
     for (id, _, _) in &nodes {
-        let (Some(&(x, y)), Some(step)) = (pos.get(id.as_str()), trace.steps.iter().find(|s| &s.execution_id == id))
-        else {
+        let (Some(&(x, y)), Some(step)) = (pos.get(id.as_str()), steps.iter().find(|s| &s.execution_id == id)) else {
             continue;
         };
         let status = step.status.as_str();
@@ -319,13 +361,80 @@ fn graph_svg(trace: &Trace, graph: Option<&Graph>) -> String {
         };
         let _ = write!(
             svg,
-            r#"<g class="node {cls}" data-step="{p}" data-status="{status}" tabindex="0"><title>{p}: {status}</title><rect x="{x}" y="{y}" width="{NODE_W}" height="{NODE_H}" rx="6"/><text x="{tx}" y="{ty1}" class="name">{p}</text><text x="{tx}" y="{ty2}" class="sub">{status}{extra}</text></g>"#,
+            r#"<g class="node {cls}" data-step="{path}" data-status="{status}" tabindex="0"><title>{p}: {status}</title><rect x="{x}" y="{y}" width="{NODE_W}" height="{NODE_H}" rx="6"/><text x="{tx}" y="{ty1}" class="name">{p}</text><text x="{tx}" y="{ty2}" class="sub">{status}{extra}</text></g>"#,
             cls = status_class(step.status),
+            path = esc(&format!("{prefix}{id}")),
             p = esc(id),
             tx = x + 10,
             ty1 = y + 20,
             ty2 = y + 38,
             extra = esc(&extra),
+        );
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
+const PHASE_W: u64 = 200;
+const PHASE_H: u64 = 86;
+const PHASE_GAP: u64 = 44;
+
+/// A composition's four phases as SVG, left to right: each with its status, duration, model
+/// requests and the tokens the provider reported (the plan's repair rounds; the plan run's
+/// steps for `execute`); a phase that never started is drawn dashed.
+fn phases_svg(trace: &Trace) -> String {
+    let n = PHASES.len() as u64;
+    let width = 40 + n * PHASE_W + (n - 1) * PHASE_GAP;
+    let height = 40 + PHASE_H;
+    let mut svg = format!(
+        r#"<svg id="phases" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="the composition's phases">"#
+    );
+    let y = 20;
+    for (i, phase) in PHASES.iter().enumerate() {
+        let x = 20 + i as u64 * (PHASE_W + PHASE_GAP);
+        if i > 0 {
+            let (x1, x2, ym) = (x - PHASE_GAP, x - 2, y + PHASE_H / 2);
+            let _ = write!(
+                svg,
+                r#"<path class="edge" d="M{x1},{ym} L{x2},{ym}"/><path class="arrow" d="M{x2},{ym} l-7,-4 l0,8 z"/>"#
+            );
+        }
+        let (tx, l1, l2, l3, l4) = (x + 10, y + 20, y + 38, y + 56, y + 74);
+        let Some(step) = trace.steps.iter().find(|s| s.execution_id == *phase) else {
+            let _ = write!(
+                svg,
+                r#"<g class="phase node notrun" data-phase="{phase}" data-status="NOT STARTED"><title>{phase}: not started</title><rect x="{x}" y="{y}" width="{PHASE_W}" height="{PHASE_H}" rx="6"/><text x="{tx}" y="{l1}" class="name">{phase}</text><text x="{tx}" y="{l2}" class="sub">not started</text></g>"#
+            );
+            continue;
+        };
+        let args = step.arguments.as_ref().and_then(|a| serde_json::to_value(a).ok()).unwrap_or_default();
+        let num = |k: &str| args.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
+        let plural = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        let (tokens_in, tokens_out) = (num("input_tokens"), num("output_tokens"));
+        let (third, fourth) = if *phase == "execute" {
+            let steps = step.steps.as_deref().unwrap_or(&[]);
+            let ok = steps.iter().filter(|s| s.status == StepStatus::Completed).count() as u64;
+            (
+                format!("{} · {ok} completed", plural(steps.len() as u64, "step", "steps")),
+                plural(u64::from(trace.total_retries), "retry", "retries"),
+            )
+        } else {
+            let requests = plural(num("requests"), "request", "requests");
+            let fourth = if *phase == "plan" {
+                format!("{} · {requests}", plural(num("repair_rounds"), "repair round", "repair rounds"))
+            } else {
+                requests
+            };
+            (format!("tokens: {tokens_in} in, {tokens_out} out"), fourth)
+        };
+        let status = step.status.as_str();
+        let _ = write!(
+            svg,
+            r#"<g class="phase node {cls}" data-step="{phase}" data-phase="{phase}" data-status="{status}" data-duration-ms="{ms}" data-input-tokens="{tokens_in}" data-output-tokens="{tokens_out}" tabindex="0"><title>{phase}: {status}, {ms} ms</title><rect x="{x}" y="{y}" width="{PHASE_W}" height="{PHASE_H}" rx="6"/><text x="{tx}" y="{l1}" class="name">{phase}</text><text x="{tx}" y="{l2}" class="sub">{status} · {ms} ms</text><text x="{tx}" y="{l3}" class="sub">{third}</text><text x="{tx}" y="{l4}" class="sub">{fourth}</text></g>"#,
+            cls = status_class(step.status),
+            ms = step.duration_ms,
+            third = esc(&third),
+            fourth = esc(&fourth),
         );
     }
     svg.push_str("</svg>");
@@ -411,6 +520,8 @@ h1 { font-size: 20px; margin: 0 0 4px; } h2 { font-size: 16px; margin: 24px 0 8p
 .skipped rect, .skipped .span, .badge.skipped { fill: #8d94a0; background: #8d94a0; }
 .cancelled rect, .cancelled .span, .attempt.cancelled, .badge.cancelled { fill: #b8bcc4; background: #b8bcc4; }
 .running rect, .running .span, .badge.running { fill: #3a6fd8; background: #3a6fd8; }
+.notrun rect { fill: #fff; stroke-dasharray: 5 4; cursor: default; } .node.notrun text { fill: #6b7280; }
+.arrow { fill: #7a8294; }
 .lane .span { opacity: 0.55; } .attempt { opacity: 1; }
 table { border-collapse: collapse; background: #fff; } td, th { border: 1px solid #dde1e7; padding: 4px 8px; text-align: left; font-size: 13px; }
 tr[data-step] { cursor: pointer; }
@@ -453,9 +564,23 @@ const MAIN_JS: &str = r#"(function () {
 
 /// The report of `trace`: a complete HTML document. `graph` lays the steps out by level
 /// (see [`Graph::of`]).
+///
+/// A composition's trace ([`is_composition`]) gets its four phases drawn above the graph of
+/// the plan it ran (the steps inside `execute`, laid out by `graph` or else by
+/// [`Graph::of_composition`]).
 pub fn html(trace: &Trace, graph: Option<&Graph>) -> String {
+    let composition = is_composition(trace);
+    // The steps the graph draws: the plan's for a composition.
+    let (graphed, prefix): (&[StepTrace], &str) = if composition {
+        let execute = trace.steps.iter().find(|s| s.execution_id == "execute");
+        (execute.and_then(|s| s.steps.as_deref()).unwrap_or(&[]), "execute/")
+    } else {
+        (&trace.steps, "")
+    };
+    let own = if composition && graph.is_none() { Graph::of_composition(trace) } else { None };
     // A definition changed since the run may not have its steps: the start order then.
-    let graph = graph.filter(|g| trace.steps.iter().all(|s| g.nodes.iter().any(|(id, ..)| id == &s.execution_id)));
+    let graph =
+        graph.or(own.as_ref()).filter(|g| graphed.iter().all(|s| g.nodes.iter().any(|(id, ..)| id == &s.execution_id)));
     let mut rows = Vec::new();
     let mut details = serde_json::Map::new();
     collect(&trace.steps, "", 0, &mut rows, &mut details);
@@ -494,10 +619,39 @@ pub fn html(trace: &Trace, graph: Option<&Graph>) -> String {
         .error
         .as_ref()
         .map_or(String::new(), |e| format!(r#"<p class="meta">error: {}</p>"#, esc(&embed_text(&e.to_string()))));
-    let note = if graph.is_none() {
+    let note = if composition && graphed.is_empty() {
+        let ended = match trace.steps.last() {
+            Some(s) => format!("the composition ended in its `{}` phase", esc(&s.execution_id)),
+            None => "the composition ended before its first phase".to_string(),
+        };
+        format!(r#"<p class="meta" id="no-plan">The plan never ran: {ended}.</p>"#)
+    } else if graph.is_none() {
         r#"<p class="meta">The composite's definition was not available: steps are laid out in the order they started.</p>"#
+            .to_string()
     } else {
-        ""
+        String::new()
+    };
+    let drawn = if composition && graphed.is_empty() {
+        String::new()
+    } else {
+        format!(r#"<div class="scroll">{}</div>"#, graph_svg(graphed, prefix, graph))
+    };
+    let top = if composition {
+        let query = trace.arguments.as_object().and_then(|a| a.get("query")).and_then(|q| q.as_str()).unwrap_or("");
+        let model = trace.arguments.as_object().and_then(|a| a.get("model")).and_then(|q| q.as_str()).unwrap_or("");
+        format!(
+            r#"<p class="meta" id="query">query: {q} · model {m}</p>
+<h2>Phases</h2>
+<div class="scroll">{phases}</div>
+<h2>Plan graph</h2>
+{note}
+{drawn}"#,
+            q = esc(&embed_text(query)),
+            m = esc(model),
+            phases = phases_svg(trace),
+        )
+    } else {
+        format!("<h2>Dependency graph</h2>\n{note}\n{drawn}")
     };
     format!(
         r#"<!DOCTYPE html>
@@ -513,9 +667,7 @@ pub fn html(trace: &Trace, graph: Option<&Graph>) -> String {
 <h1>{tool} <span class="badge {cls}" id="run-status">{status}</span></h1>
 <p class="meta">run {run_id} · started {started} · {duration} ms · {retries} retries · {trips} breaker trips</p>
 {error}
-<h2>Dependency graph</h2>
-{note}
-<div class="scroll">{graph}</div>
+{top}
 <h2>Timeline</h2>
 <div class="scroll">{timeline}</div>
 <h2>Steps</h2>
@@ -533,7 +685,6 @@ pub fn html(trace: &Trace, graph: Option<&Graph>) -> String {
         duration = trace.duration_ms,
         retries = trace.total_retries,
         trips = trace.circuit_breaker_trips,
-        graph = graph_svg(trace, graph),
         timeline = timeline_svg(trace, &rows),
     )
 }

@@ -13,12 +13,75 @@ use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value as Json};
+
+/// The query every composition of the tests asks.
+pub const QUERY: &str = "Which of our two documents can be read, and how long is the first one?";
+
+/// What a `tdsl compose` gave.
+pub struct Out {
+    /// The exit status (-1 when killed).
+    pub code: i32,
+    /// Standard output as JSON (null when it is not).
+    pub json: Json,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+    /// How long it ran.
+    pub took: Duration,
+}
+
+/// `tdsl compose` with `args`, and `key` in the provider's variable (`ANTHROPIC_API_KEY` for
+/// `anthropic`, else `OPENAI_API_KEY`; the other one unset).
+pub fn command(args: &[&str], provider: &str, key: &str) -> Command {
+    let var = if provider == "anthropic" { "ANTHROPIC_API_KEY" } else { "OPENAI_API_KEY" };
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tdsl"));
+    cmd.arg("compose")
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env("XDG_DATA_HOME", crate::common::data_home())
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env(var, key);
+    cmd
+}
+
+/// Runs `tdsl compose` with `args` (see [`command`]) to its end.
+pub fn tdsl_compose(args: &[&str], provider: &str, key: &str) -> Out {
+    let started = Instant::now();
+    let out = command(args, provider, key).output().expect("tdsl runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        json: serde_json::from_str(&stdout).unwrap_or(Json::Null),
+        stdout,
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        took: started.elapsed(),
+    }
+}
+
+/// The arguments of a composition of [`QUERY`] over the example's tools with `model`
+/// (`PROVIDER:MODEL`) at `base`, then `more`; `--no-history` unless `more` names a history.
+pub fn query_args<'a>(root: &'a str, model: &'a str, base: &'a str, more: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![QUERY, "--root", root, "--model", model, "--base-url", base];
+    if !more.iter().any(|a| a.starts_with("--history")) {
+        args.push("--no-history");
+    }
+    args.extend_from_slice(more);
+    args
+}
+
+/// The example's tool root (`examples/document-analysis`).
+pub fn root() -> String {
+    crate::common::example("document-analysis").display().to_string()
+}
 
 /// The folder of the data files.
 pub fn data(name: &str) -> PathBuf {
@@ -137,45 +200,69 @@ impl Drop for ModelServer {
     }
 }
 
+/// One HTTP request as read: its method, path, headers (names lower-cased) and body.
+struct Request {
+    method: String,
+    path: String,
+    headers: HashMap<String, String>,
+    body: String,
+    /// The body as JSON (null when it is not).
+    json: Json,
+}
+
+impl Request {
+    /// Reads one request (head and `Content-Length` body) from `conn`.
+    fn read(conn: &TcpStream) -> std::io::Result<Request> {
+        conn.set_read_timeout(Some(Duration::from_secs(10)))?;
+        let mut reader = BufReader::new(conn.try_clone()?);
+        let mut line = String::new();
+        reader.read_line(&mut line)?;
+        let mut parts = line.split_whitespace();
+        let method = parts.next().unwrap_or_default().to_string();
+        let path = parts.next().unwrap_or_default().to_string();
+        let mut headers = HashMap::new();
+        loop {
+            let mut h = String::new();
+            if reader.read_line(&mut h)? == 0 || h == "\r\n" || h == "\n" {
+                break;
+            }
+            if let Some((k, v)) = h.split_once(':') {
+                headers.insert(k.trim().to_lowercase(), v.trim().to_string());
+            }
+        }
+        let len: usize = headers.get("content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
+        let mut body = vec![0u8; len];
+        reader.read_exact(&mut body)?;
+        let body = String::from_utf8_lossy(&body).into_owned();
+        let json = serde_json::from_str(&body).unwrap_or(Json::Null);
+        Ok(Request { method, path, headers, body, json })
+    }
+
+    /// The JSON schema's name (OpenAI) or the forced tool's (Anthropic).
+    fn schema_name(&self) -> &str {
+        self.json
+            .pointer("/response_format/json_schema/name")
+            .or_else(|| self.json.pointer("/tool_choice/name"))
+            .and_then(Json::as_str)
+            .unwrap_or_default()
+    }
+
+    /// The phase the request is for, from its schema's name.
+    fn phase(&self) -> &'static str {
+        match self.schema_name() {
+            "decomposition_result" => "decompose",
+            "execution_plan" => "plan",
+            "composed_response" => "synthesize",
+            _ => "unknown",
+        }
+    }
+}
+
 fn serve(conn: TcpStream, shared: &Shared) -> std::io::Result<()> {
-    conn.set_read_timeout(Some(Duration::from_secs(10)))?;
-    let mut reader = BufReader::new(conn.try_clone()?);
-    let mut line = String::new();
-    reader.read_line(&mut line)?;
-    let mut parts = line.split_whitespace();
-    let method = parts.next().unwrap_or_default().to_string();
-    let path = parts.next().unwrap_or_default().to_string();
-    let mut headers = HashMap::new();
-    loop {
-        let mut h = String::new();
-        if reader.read_line(&mut h)? == 0 || h == "\r\n" || h == "\n" {
-            break;
-        }
-        if let Some((k, v)) = h.split_once(':') {
-            headers.insert(k.trim().to_lowercase(), v.trim().to_string());
-        }
-    }
-    let len: usize = headers.get("content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
-    let mut body = vec![0u8; len];
-    reader.read_exact(&mut body)?;
-    let body = String::from_utf8_lossy(&body).into_owned();
-    let request: Json = serde_json::from_str(&body).unwrap_or(Json::Null);
+    let request = Request::read(&conn)?;
+    let (schema_name, phase) = (request.schema_name().to_string(), request.phase().to_string());
+    let Request { method, path, headers, body, json: request } = request;
     let anthropic = path.ends_with("/v1/messages");
-    let schema_name = if anthropic {
-        request.pointer("/tool_choice/name")
-    } else {
-        request.pointer("/response_format/json_schema/name")
-    }
-    .and_then(Json::as_str)
-    .unwrap_or_default()
-    .to_string();
-    let phase = match schema_name.as_str() {
-        "decomposition_result" => "decompose",
-        "execution_plan" => "plan",
-        "composed_response" => "synthesize",
-        _ => "unknown",
-    }
-    .to_string();
     // Authentication as the APIs do it.
     let sent_key = if anthropic {
         headers.get("x-api-key").cloned()
@@ -229,7 +316,7 @@ fn serve(conn: TcpStream, shared: &Shared) -> std::io::Result<()> {
 }
 
 fn respond(a: Answer, anthropic: bool, tool: &str, request: &Json, docs: &str) -> (u16, Option<&'static str>, String) {
-    let model = request.get("model").and_then(Json::as_str).unwrap_or("model").to_string();
+    let model = request.get("model").and_then(Json::as_str).unwrap_or("model");
     let input_tokens = (request.to_string().len() / 4) as u64;
     match a {
         Answer::Slow(ms, inner) => {
@@ -240,47 +327,52 @@ fn respond(a: Answer, anthropic: bool, tool: &str, request: &Json, docs: &str) -
         Answer::File(name) => {
             let text = std::fs::read_to_string(data(name)).expect("the data file").replace("@DOCS@", docs);
             let value: Json = serde_json::from_str(&text).expect("a data file of JSON");
-            let out_tokens = (text.len() / 4) as u64;
-            if anthropic {
-                (200, None, json!({
-                    "id": "msg_01XFDUDYJgAACzvnptvVoYEL", "type": "message", "role": "assistant", "model": model,
-                    "content": [{"type": "tool_use", "id": "toolu_01A09q90qw90lq917835lq9", "name": tool, "input": value}],
-                    "stop_reason": "tool_use", "stop_sequence": null,
-                    "usage": {"input_tokens": input_tokens, "output_tokens": out_tokens}
-                }).to_string())
-            } else {
-                (200, None, json!({
-                    "id": "chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT", "object": "chat.completion", "created": 1764201600,
-                    "model": model,
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": value.to_string(), "refusal": null},
-                                 "logprobs": null, "finish_reason": "stop"}],
-                    "usage": {"prompt_tokens": input_tokens, "completion_tokens": out_tokens, "total_tokens": input_tokens + out_tokens}
-                }).to_string())
-            }
+            let usage = (input_tokens, (text.len() / 4) as u64);
+            (200, None, reply(anthropic, model, Content::Structured(tool, value), usage))
         }
-        Answer::Prose(text) => {
-            if anthropic {
-                (
-                    200,
-                    None,
-                    json!({
-                        "id": "msg_01XFDUDYJgAACzvnptvVoYEM", "type": "message", "role": "assistant", "model": model,
-                        "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": null,
-                        "usage": {"input_tokens": input_tokens, "output_tokens": 40}
-                    })
-                    .to_string(),
-                )
-            } else {
-                (200, None, json!({
-                    "id": "chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcU", "object": "chat.completion", "created": 1764201600,
-                    "model": model,
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text, "refusal": null},
-                                 "logprobs": null, "finish_reason": "stop"}],
-                    "usage": {"prompt_tokens": input_tokens, "completion_tokens": 40, "total_tokens": input_tokens + 40}
-                }).to_string())
-            }
-        }
+        Answer::Prose(text) => (200, None, reply(anthropic, model, Content::Prose(text), (input_tokens, 40))),
     }
+}
+
+/// What a model answers: the structured answer (the forced tool's input for Anthropic, the
+/// message's JSON text for OpenAI) or prose.
+pub enum Content<'a> {
+    /// The answer for the named schema or tool.
+    Structured(&'a str, Json),
+    /// Text.
+    Prose(&'a str),
+}
+
+/// A provider's successful reply — Anthropic's `message` or OpenAI's `chat.completion` — of
+/// `model` with `content` and `(input, output)` tokens.
+pub fn reply(anthropic: bool, model: &str, content: Content<'_>, (input, output): (u64, u64)) -> String {
+    if anthropic {
+        let (block, stop, id) = match content {
+            Content::Structured(tool, value) => (
+                json!({"type": "tool_use", "id": "toolu_01A09q90qw90lq917835lq9", "name": tool, "input": value}),
+                "tool_use",
+                "msg_01XFDUDYJgAACzvnptvVoYEL",
+            ),
+            Content::Prose(text) => (json!({"type": "text", "text": text}), "end_turn", "msg_01XFDUDYJgAACzvnptvVoYEM"),
+        };
+        return json!({
+            "id": id, "type": "message", "role": "assistant", "model": model,
+            "content": [block], "stop_reason": stop, "stop_sequence": null,
+            "usage": {"input_tokens": input, "output_tokens": output}
+        })
+        .to_string();
+    }
+    let (text, id) = match content {
+        Content::Structured(_, value) => (value.to_string(), "chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT"),
+        Content::Prose(text) => (text.to_string(), "chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcU"),
+    };
+    json!({
+        "id": id, "object": "chat.completion", "created": 1764201600, "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text, "refusal": null},
+                     "logprobs": null, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output}
+    })
+    .to_string()
 }
 
 /// The provider's error body for a status.
@@ -335,9 +427,10 @@ impl RawServer {
                 let handler = handler.clone();
                 let recorded = recorded.clone();
                 thread::spawn(move || {
-                    let Ok((headers, phase)) = read_request(&conn) else { return };
-                    recorded.lock().unwrap().push(headers);
-                    handler(&mut conn, &phase);
+                    let Ok(request) = Request::read(&conn) else { return };
+                    let phase = request.phase();
+                    recorded.lock().unwrap().push(request.headers);
+                    handler(&mut conn, phase);
                 });
             }
         });
@@ -348,39 +441,6 @@ impl RawServer {
     pub fn url(&self, suffix: &str) -> String {
         format!("http://127.0.0.1:{}{suffix}", self.port)
     }
-}
-
-fn read_request(conn: &TcpStream) -> std::io::Result<(HashMap<String, String>, String)> {
-    conn.set_read_timeout(Some(Duration::from_secs(10)))?;
-    let mut reader = BufReader::new(conn.try_clone()?);
-    let mut line = String::new();
-    reader.read_line(&mut line)?;
-    let mut headers = HashMap::new();
-    loop {
-        let mut h = String::new();
-        if reader.read_line(&mut h)? == 0 || h == "\r\n" || h == "\n" {
-            break;
-        }
-        if let Some((k, v)) = h.split_once(':') {
-            headers.insert(k.trim().to_lowercase(), v.trim().to_string());
-        }
-    }
-    let len: usize = headers.get("content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
-    let mut body = vec![0u8; len];
-    reader.read_exact(&mut body)?;
-    let request: Json = serde_json::from_slice(&body).unwrap_or(Json::Null);
-    let name = request
-        .pointer("/response_format/json_schema/name")
-        .or_else(|| request.pointer("/tool_choice/name"))
-        .and_then(Json::as_str)
-        .unwrap_or_default();
-    let phase = match name {
-        "decomposition_result" => "decompose",
-        "execution_plan" => "plan",
-        "composed_response" => "synthesize",
-        _ => "unknown",
-    };
-    Ok((headers, phase.to_string()))
 }
 
 /// Writes a complete 200 (or other status) answer with `body` and extra header lines.
@@ -396,11 +456,5 @@ pub fn write_answer(conn: &mut TcpStream, status: u16, extra: &str, body: &[u8])
 
 /// An OpenAI `chat.completion` whose message content is `content`.
 pub fn openai_body(content: &str) -> String {
-    json!({
-        "id": "chatcmpl-hostile", "object": "chat.completion", "created": 1764201600, "model": "m",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content, "refusal": null},
-                     "logprobs": null, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
-    })
-    .to_string()
+    reply(false, "m", Content::Prose(content), (1, 1))
 }
