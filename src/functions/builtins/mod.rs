@@ -204,6 +204,8 @@ pub(super) fn table() -> Vec<Function> {
         lists::count(),
         control::default(),
         objects::merge(),
+        objects::from_entries(),
+        objects::to_entries(),
         objects::pick(),
         objects::omit(),
         lists::zip(),
