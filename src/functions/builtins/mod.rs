@@ -19,6 +19,9 @@ mod numbers;
 mod objects;
 mod strings;
 
+pub(super) use lists::{filter_refs, map_core, sort_refs};
+pub(super) use numbers::sum_core;
+
 use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::sync::Arc;
