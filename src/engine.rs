@@ -502,4 +502,77 @@ mod tests {
         assert_send_sync::<Program>();
         assert_send_sync::<Engine>();
     }
+
+    /// The same engine with `filter`, `sort`, `map` and `sum` re-registered as themselves:
+    /// the VM then runs every fused pair as its two calls.
+    fn unfused(limits: Limits) -> Engine {
+        let mut funcs = FunctionTable::builtins();
+        for name in ["filter", "sort", "map", "sum"] {
+            let Some(id) = funcs.lookup(name) else { panic!("{name} is a built-in") };
+            let f = funcs.get(id).clone();
+            funcs.insert(f);
+        }
+        Engine { funcs: Arc::new(funcs), ..Engine::new().with_limits(limits) }
+    }
+
+    /// A fused `map`/`sum` over a `filter`/`sort` gives what the two calls give: the same
+    /// value, or the same error (code, message, span, function and data location), and runs
+    /// out of fuel and memory at the same budgets.
+    #[test]
+    fn fused_calls_match_the_two_calls() {
+        let vars = Value::from(&serde_json::json!({
+            "xs": [
+                {"a": 3, "b": "x", "c": true, "t": [1]},
+                {"a": 1, "b": "y", "c": false, "t": []},
+                {"a": 2, "b": "z", "c": null, "t": [2, 3]},
+                {"a": 5, "b": 7, "c": true, "t": [4]}
+            ],
+            "m": [3, "a", null, 1.5, [1]],
+            "n": null,
+            "o": {"k": 1}
+        }));
+        let programs = [
+            "sum(array=filter(array=xs, condition_string=\"item.a > 1\"), item_path=\"item.a\")",
+            "sum(filter(xs, 'item.c'), 'item.a')",
+            "sum(filter(xs, 'item.c'))",
+            "sum(filter(xs, 'item.a > 2'), 'item.b')",
+            "sum(sort(xs, 'item.a', 'desc'), 'item.a * 2')",
+            "map(sort(xs, 'item.a', 'desc'), 'item.b')",
+            "map(sort(m), item)",
+            "map(sort(xs, 'item.b'), item.a)",
+            "map(filter(xs, item.b > 'x'), item.a)",
+            "map(filter(xs, item.a > 1), item.t[0] + 1)",
+            "map(filter(xs, item.a >= 1 and item.t.0 > 0), {id: item.a, b: item.b})",
+            "map(filter(n, 'item'), item)",
+            "sum(filter(m, item != null))",
+            "map(filter(json_parse('3'), 'item'), item)",
+            "sum(sort(json_parse('{}')))",
+            "map(sort(xs, 'item.a', json_parse('\"up\"')), item)",
+            "map(filter(xs, 'item.a > 1'), map(filter(item.t, item > 1), item * 10))",
+            "map(array=filter(array=o.k, condition_string=item), template=item)",
+        ];
+        for src in programs {
+            let fused = Engine::new().compile(src).unwrap_or_else(|d| panic!("`{src}`: {d:?}"));
+            assert!(fused.disassemble().contains("CALL_FUSED"), "`{src}` is not fused:\n{}", fused.disassemble());
+            let limits = [
+                Limits::default(),
+                Limits { fuel: 3, ..Limits::default() },
+                Limits { fuel: 9, ..Limits::default() },
+                Limits { fuel: 12, ..Limits::default() },
+                Limits { fuel: 20, ..Limits::default() },
+                Limits { max_alloc_bytes: 16, ..Limits::default() },
+                Limits { max_alloc_bytes: 40, ..Limits::default() },
+            ];
+            for limits in limits {
+                let a = Engine::new().with_limits(limits.clone()).compile(src).map(|p| p.eval(&vars));
+                let b = unfused(limits.clone()).compile(src).map(|p| p.eval(&vars));
+                let (Ok(a), Ok(b)) = (a, b) else { panic!("`{src}` does not compile") };
+                match (&a, &b) {
+                    (Ok(x), Ok(y)) => assert_eq!(x.to_string(), y.to_string(), "`{src}` at {limits:?}"),
+                    (Err(x), Err(y)) => assert_eq!(**x, **y, "`{src}` at {limits:?}"),
+                    _ => panic!("`{src}` at {limits:?}: fused {a:?}, two calls {b:?}"),
+                }
+            }
+        }
+    }
 }

@@ -806,7 +806,7 @@ impl Gen<'_> {
                     self.call("slice", vec![("value", Some(xs)), ("start", Some(a)), ("end", b)])
                 }
             },
-            T::Obj => match self.pick(9) {
+            T::Obj => match self.pick(10) {
                 0 | 1 => {
                     let (xs, e) = self.list_of_some_kind(env, d);
                     let kp = self.template(e, T::Any, env, d, true);
@@ -835,10 +835,13 @@ impl Gen<'_> {
                 }
                 5 => {
                     let (a, b) = (self.expr(T::Obj, env, d), self.expr(T::Obj, env, d));
-                    if self.chance(50) {
-                        self.binop(a, "+", b)
-                    } else {
-                        self.call("merge", vec![("left", Some(a)), ("right", Some(b))])
+                    match self.pick(4) {
+                        0 | 1 => self.binop(a, "+", b),
+                        2 => self.call("merge", vec![("left", Some(a)), ("right", Some(b))]),
+                        _ => {
+                            let more: Vec<String> = (0..self.pick(3)).map(|_| self.expr(T::Obj, env, d)).collect();
+                            format!("merge({a}, {b}{})", more.iter().map(|m| format!(", {m}")).collect::<String>())
+                        }
                     }
                 }
                 6 => {
@@ -851,10 +854,29 @@ impl Gen<'_> {
                     let (c, a, b) = (self.expr(T::Bool, env, d), self.expr(T::Obj, env, d), self.expr(T::Obj, env, d));
                     self.call("if", vec![("condition", Some(c)), ("true_value", Some(a)), ("false_value", Some(b))])
                 }
-                _ => {
+                8 => {
                     let o = self.expr(T::Obj, env, d);
                     self.call("json_parse", vec![("json_string", Some(format!("json_stringify({o})")))])
                 }
+                _ => match self.pick(3) {
+                    0 => {
+                        let o = self.expr(T::Obj, env, d);
+                        let entries = self.call("to_entries", vec![("obj", Some(o))]);
+                        self.call("from_entries", vec![("entries", Some(entries))])
+                    }
+                    1 => {
+                        let (ks, _) = self.list_of_some_kind(env, d);
+                        let (vs, _) = self.list_of_some_kind(env, d);
+                        let pairs = self.call("zip", vec![("left", Some(ks)), ("right", Some(vs))]);
+                        self.call("from_entries", vec![("entries", Some(pairs))])
+                    }
+                    _ => {
+                        let (xs, e) = self.list_of_some_kind(env, d);
+                        let tpl = self.template(e, T::Any, env, d, false);
+                        let m = self.call("map", vec![("array", Some(xs)), ("template", Some(tpl))]);
+                        self.call("from_entries", vec![("entries", Some(m))])
+                    }
+                },
             },
             T::Any => self.compound_any(env, d),
         }
@@ -1462,6 +1484,18 @@ fn fails(src: &str, code: Code) {
     }
 }
 
+/// The entry functions' errors are the same in both evaluators, whether the checker or the
+/// run time finds them.
+#[test]
+fn entries_errors_agree() {
+    fails("from_entries([['a']])", Code::RuntimeType);
+    fails("from_entries([[null, 1]])", Code::RuntimeType);
+    fails("from_entries([{value: 1}])", Code::RuntimeType);
+    fails("from_entries(xs)", Code::RuntimeType);
+    fails("merge(o, null, json_parse(js))", Code::RuntimeType);
+    fails("to_entries(json_parse(js))", Code::RuntimeType);
+}
+
 #[test]
 fn short_circuit() {
     assert_eq!(ok("false and (1 / 0 > 0)").to_string(), "false");
@@ -1685,6 +1719,13 @@ fn all_builtins_agree_on_constants_and_variables() {
         "avg([])",
         "default(null, 1) + default(2, 1)",
         "merge(o, {x: 10}).x",
+        "merge(o, null, {x: 10}, o.inner, {k: [1]})",
+        "merge(o)",
+        "from_entries(zip(keys(o), values(o)))",
+        "from_entries(to_entries(o.inner))",
+        "from_entries([[1, 'a'], {key: 'b'}, {key: true, value: xs}, ['b', 2]])",
+        "to_entries(o)",
+        "to_entries(null)",
         "pick(o, ['k', 'x'])",
         "omit(o, ['k', 'x', 'inner'])",
         "zip(xs, [1, 2])",

@@ -47,6 +47,11 @@ fn interpret(expr: &Expression<'static>, data: &Rcvar) -> Rcvar {
         .unwrap_or_else(|e| panic!("jmespath: runtime error: {e}"))
 }
 
+/// `src` compiled and run on `records`, as JSON (for checking another engine against it).
+pub fn run_json(src: &str, records: &J) -> J {
+    to_json(&interpret(&compile(src), &Rcvar::new(from_json(records))))
+}
+
 fn to_json(v: &Variable) -> J {
     serde_json::to_value(v).expect("jmespath Variable serializes")
 }

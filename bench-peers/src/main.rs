@@ -14,6 +14,9 @@
 //!
 //! - `peers list` prints the engines and the workloads, one per line, for `run.sh`;
 //! - `peers report <results.tsv>` renders the collected lines as the markdown of results.md;
+//! - `peers interleave <N> [reps]` times tdsl and its baseline for issue 33's cells
+//!   alternately, in one process, and prints the medians (see `src/interleave.rs`);
+//!   `peers loop <cell> <base|tdsl> <N> <iters>` runs one side untimed, for callgrind;
 //! - `peers check <N>` prepares and checks every (engine, workload) pair in this one process
 //!   without timing anything (a quick correctness test of the whole matrix).
 //!
@@ -29,6 +32,8 @@ use serde_json::{Map as JMap, Value as J};
 
 mod data;
 mod hand;
+#[cfg(feature = "tdsl")]
+mod interleave;
 mod jaq;
 mod jmes;
 mod report;
@@ -259,6 +264,18 @@ fn main() {
         }
         Some("report") if args.len() == 2 => {
             print!("{}", report::report(&args[1]));
+        }
+        #[cfg(feature = "tdsl")]
+        Some("interleave") => {
+            let n: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(1000);
+            let reps: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(5);
+            interleave::run(n, reps);
+        }
+        #[cfg(feature = "tdsl")]
+        Some("loop") if args.len() == 5 => {
+            let n: usize = args[3].parse().unwrap_or_else(|_| usage());
+            let iters: usize = args[4].parse().unwrap_or_else(|_| usage());
+            interleave::run_loop(&args[1], &args[2], n, iters);
         }
         Some("check") => {
             let n: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(1000);

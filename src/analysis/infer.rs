@@ -623,8 +623,10 @@ impl Infer<'_, '_> {
             }
             TKind::Call(call) => {
                 let sig = &self.funcs.get(call.func).signature;
-                let params: Vec<(Name, ParamKind, Type)> =
-                    sig.params.iter().map(|p| (p.name.clone(), p.kind, p.ty.clone())).collect();
+                let params: Vec<(Name, ParamKind, Type)> = (0..call.args.len())
+                    .map_while(|n| sig.param_at(n))
+                    .map(|p| (p.name.clone(), p.kind, p.ty.clone()))
+                    .collect();
                 for (n, arg) in call.args.iter().enumerate() {
                     match arg {
                         TArg::Value(x) => {

@@ -64,6 +64,10 @@ fn describe(chunk: &Chunk, op: &Op) -> String {
         Op::Call(i) => {
             chunk.calls.get(i as usize).map(|c| format!("{}/{}", c.name, c.params.len())).unwrap_or_default()
         }
+        Op::Fused(i, o) => {
+            let site = |i: u32| chunk.calls.get(i as usize).map(|c| format!("{}/{}", c.name, c.params.len()));
+            format!("{}({})", site(o).unwrap_or_default(), site(i).unwrap_or_default())
+        }
         Op::Index | Op::Not | Op::Neg | Op::ToBool => String::new(),
     }
 }

@@ -51,6 +51,11 @@ pub enum Op {
     /// `[a1 … an] → [f(a1 … an)]`: calls `calls[i]` with one stack value per parameter
     /// (a placeholder `null` for template parameters, the template text for dynamic ones)
     Call(u32),
+    /// `[b1 … bm, a2 … an] → [f(g(b1 … bm), a2 … an)]`: calls `calls[o]` (`f`: `map` or
+    /// `sum`) on the list `calls[i]` (`g`: `filter` or `sort`) gives, without building
+    /// that list: `g` hands over its elements borrowed. Fuel, memory and errors are those
+    /// of the two calls. The stack holds `g`'s arguments, then `f`'s but the first.
+    Fused(u32, u32),
 }
 
 impl Op {
@@ -78,6 +83,7 @@ impl Op {
             Op::OrJump(_) => "OR_JUMP",
             Op::SetLocal(_) => "SET_LOCAL",
             Op::Call(_) => "CALL",
+            Op::Fused(..) => "CALL_FUSED",
         }
     }
 }

@@ -77,21 +77,84 @@ pub trait Runner {
 /// Bodies that build large values charge before they build ([`Runner::alloc`]), so memory
 /// stays bounded even inside one call.
 pub fn invoke(body: BuiltinFn, r: &mut dyn Runner, args: &Args<'_>) -> Result<Value, Failure> {
-    let visit: u64 = args.values.iter().map(crate::ops::build_cost).sum();
-    if visit > 0 {
-        r.charge(usize::try_from(visit).unwrap_or(usize::MAX))?;
-    }
+    charge_visit(r, args.values.iter().map(crate::ops::build_cost).sum())?;
     let (fuel, alloc) = (r.fuel_left(), r.alloc_left());
     let v = body(r, args)?;
     if matches!(v, Value::Str(_) | Value::List(_) | Value::Object(_)) && !args.values.iter().any(|a| a.same_as(&v)) {
-        let cost = crate::ops::build_cost(&v).saturating_sub(fuel.saturating_sub(r.fuel_left()));
-        if cost > 0 {
-            r.charge(usize::try_from(cost).unwrap_or(usize::MAX))?;
-        }
-        let bytes = (crate::ops::build_bytes(&v) as u64).saturating_sub(alloc.saturating_sub(r.alloc_left()));
-        if bytes > 0 {
-            r.alloc(usize::try_from(bytes).unwrap_or(usize::MAX))?;
-        }
+        charge_built(r, (fuel, alloc), crate::ops::build_cost(&v), crate::ops::build_bytes(&v) as u64)?;
+    }
+    Ok(v)
+}
+
+/// What [`invoke`] charges before a body runs: `visit` units for reading the arguments.
+fn charge_visit(r: &mut dyn Runner, visit: u64) -> Result<(), Failure> {
+    if visit > 0 {
+        r.charge(usize::try_from(visit).unwrap_or(usize::MAX))?;
+    }
+    Ok(())
+}
+
+/// What [`invoke`] charges after a body built a value of `cost` units and `bytes` bytes:
+/// what the body did not charge itself since `before` (fuel and memory left then).
+fn charge_built(r: &mut dyn Runner, before: (u64, u64), cost: u64, bytes: u64) -> Result<(), Failure> {
+    let (fuel, alloc) = before;
+    let cost = cost.saturating_sub(fuel.saturating_sub(r.fuel_left()));
+    if cost > 0 {
+        r.charge(usize::try_from(cost).unwrap_or(usize::MAX))?;
+    }
+    let bytes = bytes.saturating_sub(alloc.saturating_sub(r.alloc_left()));
+    if bytes > 0 {
+        r.alloc(usize::try_from(bytes).unwrap_or(usize::MAX))?;
+    }
+    Ok(())
+}
+
+/// A built-in whose list result a [`Consumer`] can read borrowed: it only selects or
+/// reorders the elements of its `array`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Producer {
+    /// `filter(array, condition_string)`
+    Filter,
+    /// `sort(array, key_path, direction)`
+    Sort,
+}
+
+/// A built-in that reads its `array` once, element by element.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Consumer {
+    /// `map(array, template)`
+    Map,
+    /// `sum(array, item_path)`
+    Sum,
+}
+
+/// Runs a [`Producer`] as [`invoke`] would run its built-in, charging the same fuel and
+/// memory (the list it stands for included), but hands back its elements borrowed from
+/// its `array` argument instead of a list of clones.
+pub fn produce<'a>(p: Producer, r: &mut dyn Runner, args: &Args<'a>) -> Result<Vec<&'a Value>, Failure> {
+    charge_visit(r, args.values.iter().map(crate::ops::build_cost).sum())?;
+    let before = (r.fuel_left(), r.alloc_left());
+    let xs = match p {
+        Producer::Filter => builtins::filter_refs(r, args)?,
+        Producer::Sort => builtins::sort_refs(r, args)?,
+    };
+    let n = xs.len();
+    charge_built(r, before, (n / 8) as u64, n.saturating_mul(crate::ops::LIST_ELEMENT_BYTES) as u64)?;
+    Ok(xs)
+}
+
+/// Runs a [`Consumer`] on the elements a [`produce`] handed over, as [`invoke`] would run
+/// its built-in on the list of them: `args` holds its arguments with a placeholder first.
+pub fn consume(c: Consumer, r: &mut dyn Runner, xs: &[&Value], args: &Args<'_>) -> Result<Value, Failure> {
+    let rest: u64 = args.values.iter().skip(1).map(crate::ops::build_cost).sum();
+    charge_visit(r, (xs.len() / 8) as u64 + rest)?;
+    let before = (r.fuel_left(), r.alloc_left());
+    let v = match c {
+        Consumer::Map => builtins::map_core(r, xs.iter().copied())?,
+        Consumer::Sum => builtins::sum_core(r, args, xs.iter().copied())?,
+    };
+    if matches!(v, Value::Str(_) | Value::List(_) | Value::Object(_)) && !args.values.iter().any(|a| a.same_as(&v)) {
+        charge_built(r, before, crate::ops::build_cost(&v), crate::ops::build_bytes(&v) as u64)?;
     }
     Ok(v)
 }
@@ -215,6 +278,9 @@ pub struct Function {
 pub struct FunctionTable {
     funcs: Vec<Function>,
     by_name: HashMap<Arc<str>, FuncId>,
+    /// The built-ins `filter`, `sort`, `map` and `sum`, while no host function replaced
+    /// them: the pairs of them the VM may run fused ([`FunctionTable::fusion`]).
+    fusable: [Option<FuncId>; 4],
 }
 
 impl Default for FunctionTable {
@@ -226,10 +292,11 @@ impl Default for FunctionTable {
 impl FunctionTable {
     /// The built-in functions of SPEC §4.5.
     pub fn builtins() -> FunctionTable {
-        let mut t = FunctionTable { funcs: Vec::new(), by_name: HashMap::new() };
+        let mut t = FunctionTable { funcs: Vec::new(), by_name: HashMap::new(), fusable: [None; 4] };
         for f in builtins::table() {
             t.insert(f);
         }
+        t.fusable = ["filter", "sort", "map", "sum"].map(|n| t.lookup(n));
         t
     }
 
@@ -237,6 +304,12 @@ impl FunctionTable {
     pub fn insert(&mut self, f: Function) -> FuncId {
         if let Some(&id) = self.by_name.get(&f.signature.name) {
             self.funcs[id.0 as usize] = f;
+            // A replaced built-in no longer runs fused.
+            for slot in &mut self.fusable {
+                if *slot == Some(id) {
+                    *slot = None;
+                }
+            }
             return id;
         }
         let id = FuncId(u16::try_from(self.funcs.len()).unwrap_or(u16::MAX));
@@ -248,6 +321,27 @@ impl FunctionTable {
     /// Looks a function up by name.
     pub fn lookup(&self, name: &str) -> Option<FuncId> {
         self.by_name.get(name).copied()
+    }
+
+    /// Whether a call of `outer` on the list a call of `inner` gives can run fused
+    /// ([`produce`] then [`consume`]): both are the built-ins, not host replacements.
+    pub fn fusion(&self, inner: FuncId, outer: FuncId) -> Option<(Producer, Consumer)> {
+        let is = |i: usize, id: FuncId| self.fusable[i] == Some(id);
+        let p = if is(0, inner) {
+            Producer::Filter
+        } else if is(1, inner) {
+            Producer::Sort
+        } else {
+            return None;
+        };
+        let c = if is(2, outer) {
+            Consumer::Map
+        } else if is(3, outer) {
+            Consumer::Sum
+        } else {
+            return None;
+        };
+        Some((p, c))
     }
 
     /// The function with this id.
@@ -281,11 +375,13 @@ impl Signatures for FunctionTable {
 }
 
 /// A list argument: `null` is the empty list.
-pub(crate) fn list_arg<'a>(args: &'a Args<'_>, i: usize, name: &str) -> Result<&'a [Value], FnError> {
-    match args.get(i) {
-        Value::Null => Ok(&[]),
-        Value::List(l) => Ok(l),
-        other => Err(FnError::arg(Code::RuntimeType, i, format!("`{name}` must be a list, found {:#}", other.kind()))),
+pub(crate) fn list_arg<'a>(args: &Args<'a>, i: usize, name: &str) -> Result<&'a [Value], FnError> {
+    match args.values.get(i) {
+        None | Some(Value::Null) => Ok(&[]),
+        Some(Value::List(l)) => Ok(l),
+        Some(other) => {
+            Err(FnError::arg(Code::RuntimeType, i, format!("`{name}` must be a list, found {:#}", other.kind())))
+        }
     }
 }
 

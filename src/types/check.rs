@@ -525,12 +525,18 @@ impl<'a> Checker<'a> {
         let sig = funcs.signature(id);
         // Bind arguments to parameters.
         // On the stack for the usual handful of parameters.
+        // A variadic signature binds every leading positional argument.
+        let slots = if sig.variadic {
+            sig.params.len().max(call.args.iter().take_while(|a| a.keyword.is_none()).count())
+        } else {
+            sig.params.len()
+        };
         let mut on_stack = [None; 8];
         let mut on_heap;
-        let bound: &mut [Option<&Arg>] = if sig.params.len() <= on_stack.len() {
-            &mut on_stack[..sig.params.len()]
+        let bound: &mut [Option<&Arg>] = if slots <= on_stack.len() {
+            &mut on_stack[..slots]
         } else {
-            on_heap = vec![None; sig.params.len()];
+            on_heap = vec![None; slots];
             &mut on_heap
         };
         let mut kwargs: Vec<&Arg> = Vec::new();
@@ -601,7 +607,7 @@ impl<'a> Checker<'a> {
                         self.expr(&a.value);
                         continue;
                     }
-                    if i >= sig.params.len() {
+                    if i >= bound.len() {
                         ok = false;
                         self.too_many_arguments(sig, call, a);
                         continue;
@@ -706,10 +712,11 @@ impl<'a> Checker<'a> {
     /// Checks every bound argument by its parameter's kind: the typed arguments, their types
     /// and the bit set of parameters given.
     fn check_arguments(&mut self, sig: &Signature, bound: &[Option<&Arg>], span: Span) -> (Vec<TArg>, Vec<Type>, u64) {
-        let mut args = Vec::with_capacity(sig.params.len());
-        let mut types = Vec::with_capacity(sig.params.len());
+        let mut args = Vec::with_capacity(bound.len());
+        let mut types = Vec::with_capacity(bound.len());
         let mut given = 0u64;
-        for (i, (param, arg)) in sig.params.iter().zip(bound.iter()).enumerate() {
+        for (i, arg) in bound.iter().enumerate() {
+            let Some(param) = sig.param_at(i) else { break };
             if arg.is_some() && i < 64 {
                 given |= 1 << i;
             }

@@ -102,6 +102,9 @@ pub struct Signature {
     pub params: Vec<Param>,
     /// Whether it takes any keyword arguments (`create_object`).
     pub any_keywords: bool,
+    /// Whether its last parameter repeats: positional arguments past it bind to further
+    /// copies of it (`merge(a, b, c, …)`), each optional and typed as it is.
+    pub variadic: bool,
     /// The result type.
     pub ret: ReturnRule,
     /// One line for docs, completion and `:help`.
@@ -111,7 +114,22 @@ pub struct Signature {
 impl Signature {
     /// A signature.
     pub fn new(name: &str, params: Vec<Param>, ret: ReturnRule, summary: &'static str) -> Signature {
-        Signature { name: Arc::from(name), params, any_keywords: false, ret, summary }
+        Signature { name: Arc::from(name), params, any_keywords: false, variadic: false, ret, summary }
+    }
+
+    /// The signature with its last parameter repeating ([`Signature::variadic`]).
+    pub fn repeating_last(mut self) -> Signature {
+        self.variadic = !self.params.is_empty();
+        self
+    }
+
+    /// The parameter argument `i` binds to: parameter `i`, or the repeating last one.
+    pub fn param_at(&self, i: usize) -> Option<&Param> {
+        match self.params.get(i) {
+            Some(p) => Some(p),
+            None if self.variadic => self.params.last(),
+            None => None,
+        }
     }
 
     /// The index of a parameter by keyword.
@@ -137,6 +155,9 @@ impl Signature {
         let mut s = format!("{}({}", self.name, params.join(", "));
         if self.any_keywords {
             s.push_str(if params.is_empty() { "**kwargs" } else { ", **kwargs" });
+        }
+        if self.variadic {
+            s.push_str(", …");
         }
         s.push(')');
         s

@@ -509,6 +509,13 @@ impl<'a> Vm<'a> {
                     let v = self.call(chunk, &chunk.calls[i as usize], chunk.spans[pc - 1])?;
                     self.stack.push(v);
                 }
+                Op::Fused(i, o) => {
+                    // The instruction stands for two calls: the second one's unit of fuel.
+                    self.burn(1, chunk.spans[pc - 1])?;
+                    let v =
+                        self.fused(chunk, &chunk.calls[i as usize], &chunk.calls[o as usize], chunk.spans[pc - 1])?;
+                    self.stack.push(v);
+                }
             }
         }
         Ok(self.pop())
@@ -550,6 +557,51 @@ impl<'a> Vm<'a> {
         };
         args.clear();
         self.arg_pool.push(args);
+        result
+    }
+
+    /// `outer(inner(…), …)` for [`Op::Fused`]: the inner built-in's elements handed to the
+    /// outer one borrowed, or, when the table's functions are not the built-ins, the two
+    /// calls one after the other.
+    fn fused(&mut self, chunk: &Chunk, inner: &CallInfo, outer: &CallInfo, span: Span) -> Result<Value, EvalError> {
+        let inner_span = outer.arg_spans.first().copied().unwrap_or(span);
+        // The outer call's arguments after the first, a placeholder for the list first.
+        let mut rest = self.arg_pool.pop().unwrap_or_default();
+        rest.push(Value::Null);
+        let at = self.stack.len() - (outer.params.len() - 1);
+        rest.extend(self.stack.drain(at..));
+        let Some((producer, consumer)) = self.env.funcs.fusion(inner.func, outer.func) else {
+            let list = self.call(chunk, inner, inner_span);
+            let r = list.and_then(|list| {
+                rest[0] = list;
+                self.stack.append(&mut rest);
+                self.call(chunk, outer, span)
+            });
+            rest.clear();
+            self.arg_pool.push(rest);
+            return r;
+        };
+        let mut args = self.arg_pool.pop().unwrap_or_default();
+        let at = self.stack.len() - inner.params.len();
+        args.extend(self.stack.drain(at..));
+        self.serial += 1;
+        let serial = self.serial;
+        let mut frame = Frame { vm: self, info: inner, dynamic: Vec::new(), serial, span: inner_span };
+        let result = match crate::functions::produce(producer, &mut frame, &Args { values: &args, given: inner.given })
+        {
+            Err(f) => Err(self.failure(inner, inner_span, f)),
+            Ok(xs) => {
+                self.serial += 1;
+                let serial = self.serial;
+                let mut frame = Frame { vm: self, info: outer, dynamic: Vec::new(), serial, span };
+                let out = Args { values: &rest, given: outer.given };
+                crate::functions::consume(consumer, &mut frame, &xs, &out).map_err(|f| self.failure(outer, span, f))
+            }
+        };
+        args.clear();
+        rest.clear();
+        self.arg_pool.push(args);
+        self.arg_pool.push(rest);
         result
     }
 

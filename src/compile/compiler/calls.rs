@@ -37,13 +37,50 @@ fn predicate(e: &TExpr, slot: u32) -> Option<Pred> {
     })
 }
 
+/// The inner call of `map(array=filter(…)/sort(…), …)` or `sum(array=filter(…)/sort(…),
+/// …)`, with the span of its expression, when the pair can run fused: the outer call's
+/// other arguments are templates or absent (nothing to evaluate between the two calls) and
+/// neither call takes a template by name. The VM still runs the pair as two calls when the
+/// table's functions of those names are not the built-ins.
+fn fusable(call: &TCall) -> Option<(&TCall, Span)> {
+    if !matches!(&*call.name, "map" | "sum") {
+        return None;
+    }
+    let (TArg::Value(x), rest) = call.args.split_first()? else { return None };
+    let TKind::Call(inner) = &x.kind else { return None };
+    let plain = |a: &TArg| matches!(a, TArg::Template { .. } | TArg::Absent);
+    let simple = matches!(&*inner.name, "filter" | "sort")
+        && rest.iter().all(plain)
+        && !inner.args.iter().any(|a| matches!(a, TArg::Dynamic { .. }));
+    simple.then_some((inner, x.span))
+}
+
 impl Compiler {
     /// A call of a function that is not compiled inline.
     pub(super) fn call(&mut self, call: &TCall, span: Span) {
+        if let Some((inner, inner_span)) = fusable(call) {
+            let i = self.call_site(inner, inner_span, false);
+            let o = self.call_site(call, span, true);
+            self.emit(Op::Fused(i, o), span);
+            return;
+        }
+        let i = self.call_site(call, span, false);
+        self.emit(Op::Call(i), span);
+    }
+
+    /// Compiles the arguments of `call` and adds its call site; with `skip_first`, the first
+    /// argument is the fused inner call's list, which is never on the stack.
+    fn call_site(&mut self, call: &TCall, span: Span, skip_first: bool) -> u32 {
         let mut params = Vec::with_capacity(call.args.len());
         let mut origins = Vec::with_capacity(call.args.len());
         let mut spans = Vec::with_capacity(call.args.len());
-        for a in &call.args {
+        for (n, a) in call.args.iter().enumerate() {
+            if let (true, 0, TArg::Value(x)) = (skip_first, n, a) {
+                params.push(CallParam::Value);
+                origins.push(origin_of(x));
+                spans.push(x.span);
+                continue;
+            }
             match a {
                 TArg::Value(x) => {
                     self.expr(x);
@@ -87,7 +124,6 @@ impl Compiler {
             origins: origins.into_boxed_slice(),
             arg_spans: spans.into_boxed_slice(),
         });
-        let i = (self.chunk.calls.len() - 1) as u32;
-        self.emit(Op::Call(i), span);
+        (self.chunk.calls.len() - 1) as u32
     }
 }

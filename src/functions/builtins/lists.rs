@@ -16,9 +16,13 @@ pub(super) fn map() -> Function {
 }
 
 fn map_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
-    let xs = list_arg(args, 0, "array")?;
+    map_core(r, list_arg(args, 0, "array")?.iter())
+}
+
+/// `map`'s loop, over the elements of its list or of a fused producer's.
+pub(in crate::functions) fn map_core<'x>(r: &mut dyn Runner, xs: impl ExactSizeIterator<Item = &'x Value>) -> R {
     let mut out = Vec::with_capacity(xs.len());
-    for (i, x) in xs.iter().enumerate() {
+    for (i, x) in xs.enumerate() {
         out.push(r.apply(1, x, i)?);
     }
     Ok(Value::list(out))
@@ -48,6 +52,18 @@ fn filter_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
     Ok(Value::list(out))
 }
 
+/// `filter`'s elements, borrowed (what a fused consumer reads).
+pub(in crate::functions) fn filter_refs<'a>(r: &mut dyn Runner, args: &Args<'a>) -> Result<Vec<&'a Value>, Failure> {
+    let xs = list_arg(args, 0, "array")?;
+    let mut out = Vec::new();
+    for (i, x) in xs.iter().enumerate() {
+        if r.test(1, x, i)? {
+            out.push(x);
+        }
+    }
+    Ok(out)
+}
+
 /// `group_by`: the signature; the body follows.
 pub(super) fn group_by() -> Function {
     f(
@@ -67,7 +83,14 @@ fn group_by_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
     for (i, x) in xs.iter().enumerate() {
         let key = r.project(1, x, i)?;
         let key = match &*key {
-            Value::Str(s) => s.clone(),
+            // A key seen before is looked up borrowed: only a new group copies its key.
+            Value::Str(s) => match groups.get_mut(s.as_str()) {
+                Some(group) => {
+                    group.push(x.clone());
+                    continue;
+                }
+                None => s.clone(),
+            },
             other => {
                 let mut t = String::new();
                 if !other.join_text_within(&mut t, r.limits().max_string_len) {
@@ -102,6 +125,12 @@ pub(super) fn sort() -> Function {
 }
 
 fn sort_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    Ok(Value::list(sort_refs(r, args)?.into_iter().cloned().collect()))
+}
+
+/// `sort`'s elements in order, borrowed (what `sort` clones into its list, and what a
+/// fused consumer reads).
+pub(in crate::functions) fn sort_refs<'a>(r: &mut dyn Runner, args: &Args<'a>) -> Result<Vec<&'a Value>, Failure> {
     let xs = list_arg(args, 0, "array")?;
     let desc = match str_param(args, 2, "direction")? {
         "asc" => false,
@@ -115,9 +144,24 @@ fn sort_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
             .into())
         }
     };
-    let mut keyed: Vec<(Cow<'_, Value>, &Value)> = Vec::with_capacity(xs.len());
+    // Keys that are all integers (the common case) sort as plain integers, collected
+    // straight into the vector that is sorted; at the first other key, every key so far
+    // moves to the general form and the rest follow it. Both sorts are stable, and agree
+    // where both apply.
+    let mut ints: Vec<(i64, &'a Value)> = Vec::with_capacity(xs.len());
+    let mut keyed: Vec<(Cow<'a, Value>, &'a Value)> = Vec::new();
     for (i, x) in xs.iter().enumerate() {
-        keyed.push((project(r, args, 1, x, i)?, x));
+        let k = project(r, args, 1, x, i)?;
+        match (&*k, keyed.is_empty()) {
+            (Value::Int(n), true) => ints.push((*n, x)),
+            _ => {
+                if keyed.is_empty() {
+                    keyed.reserve_exact(xs.len());
+                    keyed.extend(ints.drain(..).map(|(n, x)| (Cow::Owned(Value::Int(n)), x)));
+                }
+                keyed.push((k, x));
+            }
+        }
     }
     // Comparing keys walks them: what a walk of each visits, then n log n comparisons,
     // charged up front.
@@ -127,30 +171,22 @@ fn sort_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
         }
     }
     r.charge(xs.len() * (usize::BITS - xs.len().leading_zeros()) as usize / 4)?;
-    // Keys that are all integers (the common case) sort as plain integers; anything else
-    // by the total order. Both sorts are stable, and agree where both apply.
-    let ints: Option<Vec<i64>> =
-        keyed.iter().map(|(k, _)| if let Value::Int(i) = **k { Some(i) } else { None }).collect();
-    let order: Vec<&Value> = match ints {
-        Some(ints) => {
-            let mut idx: Vec<(i64, &Value)> = ints.into_iter().zip(keyed.iter().map(|(_, x)| *x)).collect();
-            if desc {
-                idx.sort_by_key(|a| std::cmp::Reverse(a.0));
-            } else {
-                idx.sort_by_key(|a| a.0);
-            }
-            idx.into_iter().map(|(_, x)| x).collect()
+    let order: Vec<&Value> = if keyed.is_empty() {
+        if desc {
+            ints.sort_by_key(|a| std::cmp::Reverse(a.0));
+        } else {
+            ints.sort_by_key(|a| a.0);
         }
-        None => {
-            if desc {
-                keyed.sort_by(|a, b| b.0.total_cmp(&a.0));
-            } else {
-                keyed.sort_by(|a, b| a.0.total_cmp(&b.0));
-            }
-            keyed.into_iter().map(|(_, x)| x).collect()
+        ints.into_iter().map(|(_, x)| x).collect()
+    } else {
+        if desc {
+            keyed.sort_by(|a, b| b.0.total_cmp(&a.0));
+        } else {
+            keyed.sort_by(|a, b| a.0.total_cmp(&b.0));
         }
+        keyed.into_iter().map(|(_, x)| x).collect()
     };
-    Ok(Value::list(order.into_iter().cloned().collect()))
+    Ok(order)
 }
 
 /// `unique`: the signature; the body follows.

@@ -19,6 +19,9 @@ mod numbers;
 mod objects;
 mod strings;
 
+pub(super) use lists::{filter_refs, map_core, sort_refs};
+pub(super) use numbers::sum_core;
+
 use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -204,6 +207,8 @@ pub(super) fn table() -> Vec<Function> {
         lists::count(),
         control::default(),
         objects::merge(),
+        objects::from_entries(),
+        objects::to_entries(),
         objects::pick(),
         objects::omit(),
         lists::zip(),

@@ -92,9 +92,17 @@ pub(super) fn sum() -> Function {
 }
 
 fn sum_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
-    let xs = list_arg(args, 0, "array")?;
+    sum_core(r, args, list_arg(args, 0, "array")?.iter())
+}
+
+/// `sum`'s loop, over the elements of its list or of a fused producer's.
+pub(in crate::functions) fn sum_core<'x>(
+    r: &mut dyn Runner,
+    args: &Args<'_>,
+    xs: impl Iterator<Item = &'x Value>,
+) -> R {
     let (mut acc, mut facc) = (0i64, None);
-    for (i, x) in xs.iter().enumerate() {
+    for (i, x) in xs.enumerate() {
         let v = project(r, args, 1, x, i)?;
         if add_number(&mut acc, &mut facc, &v).is_err() {
             return Err(FnError::element(Code::RuntimeType, 0, i, format!("cannot add {:#} to a sum", v.kind())).into());

@@ -111,24 +111,133 @@ pub(super) fn merge() -> Function {
     f(
         Signature::new(
             "merge",
-            vec![Param::required("left", obj_or_null()), Param::required("right", obj_or_null())],
-            fixed(Type::any_object()),
-            "both objects' entries, the right one winning",
-        ),
+            vec![Param::required("left", obj_or_null()), Param::optional("right", obj_or_null(), Value::Null)],
+            ReturnRule::Computed(merged_type),
+            "the objects' entries, a later object winning on a shared key",
+        )
+        .repeating_last(),
         merge_body,
     )
 }
 
-fn merge_body(_: &mut dyn Runner, args: &Args<'_>) -> R {
-    let left = obj_param(args, 0, "left")?;
-    let right = obj_param(args, 1, "right")?;
-    let mut out = left.cloned().unwrap_or_default();
-    if let Some(r) = right {
-        for (k, v) in r.iter() {
-            out.insert(k.clone(), v.clone());
+/// The type of `merge`'s result: the fields of every object in turn, a later one's type
+/// replacing an earlier one's; `object` when an argument is not known to be one object (or
+/// `null`, which adds nothing).
+fn merged_type(args: &[Type]) -> Type {
+    let mut fields = crate::types::Fields::default();
+    let mut open = false;
+    for t in args {
+        match t {
+            Type::Null | Type::Never => {}
+            Type::Object(o) => {
+                open |= o.open;
+                for (k, v) in &o.fields {
+                    fields.insert(k.clone(), v.clone());
+                }
+            }
+            _ => return Type::any_object(),
         }
     }
+    Type::object(fields, open)
+}
+
+fn merge_body(_: &mut dyn Runner, args: &Args<'_>) -> R {
+    let mut out: Option<Map> = None;
+    for i in 0..args.values.len() {
+        let name = if i == 0 { "left" } else { "right" };
+        let Some(o) = obj_param(args, i, name)? else { continue };
+        match &mut out {
+            None => out = Some(o.clone()),
+            Some(m) => {
+                for (k, v) in o.iter() {
+                    m.insert(k.clone(), v.clone());
+                }
+            }
+        }
+    }
+    Ok(Value::object(out.unwrap_or_default()))
+}
+
+/// `from_entries`: the signature; the body follows.
+pub(super) fn from_entries() -> Function {
+    f(
+        Signature::new(
+            "from_entries",
+            vec![Param::required("entries", list_or_null())],
+            fixed(Type::any_object()),
+            "an object from `[key, value]` pairs or `{key, value}` objects",
+        ),
+        from_entries_body,
+    )
+}
+
+fn from_entries_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    const NULL: &Value = &Value::Null;
+    let entries = list_arg(args, 0, "entries")?;
+    let bad = |j: usize, what: String| -> Failure { FnError::element(Code::RuntimeType, 0, j, what).into() };
+    let mut out = Map::default();
+    for (j, e) in entries.iter().enumerate() {
+        let (k, v) = match e {
+            Value::List(pair) if pair.len() == 2 => (&pair[0], &pair[1]),
+            Value::List(pair) => {
+                return Err(bad(j, format!("an entry list must hold a key and a value, found {} elements", pair.len())))
+            }
+            Value::Object(o) => match o.get("key") {
+                Some(k) => (k, o.get("value").unwrap_or(NULL)),
+                None => return Err(bad(j, "an entry object must have a `key`".to_string())),
+            },
+            other => {
+                return Err(bad(
+                    j,
+                    format!(
+                        "an entry must be a `[key, value]` list or a `{{key, value}}` object, found {:#}",
+                        other.kind()
+                    ),
+                ))
+            }
+        };
+        let key = match k {
+            Value::Str(s) => s.clone(),
+            Value::Int(_) | Value::Float(_) | Value::Bool(_) => key_text(r, k)?,
+            other => {
+                return Err(bad(j, format!("a key must be a string, number or boolean, found {:#}", other.kind())))
+            }
+        };
+        out.insert(key, v.clone());
+    }
     Ok(Value::object(out))
+}
+
+/// `to_entries`: the signature; the body follows.
+pub(super) fn to_entries() -> Function {
+    f(
+        Signature::new(
+            "to_entries",
+            vec![Param::required("obj", obj_or_null())],
+            ReturnRule::Computed(|a| {
+                list_of(Type::object([(Arc::from("key"), Type::Str), (Arc::from("value"), field_union(&a[0]))], false))
+            }),
+            "an object's entries as `{key, value}` objects, in order",
+        ),
+        to_entries_body,
+    )
+}
+
+fn to_entries_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    let Some(o) = obj_param(args, 0, "obj")? else { return Ok(Value::list(Vec::new())) };
+    // Each entry is an object of two entries of its own.
+    r.alloc(o.len().saturating_mul(crate::ops::LIST_ELEMENT_BYTES + 2 * crate::ops::OBJECT_ENTRY_BYTES))?;
+    let (key, value) = (SmolStr::new_inline("key"), SmolStr::new_inline("value"));
+    Ok(Value::list(
+        o.iter()
+            .map(|(k, v)| {
+                let mut m = Map::with_capacity_and_hasher(2, Default::default());
+                m.insert(key.clone(), Value::Str(k.clone()));
+                m.insert(value.clone(), v.clone());
+                Value::object(m)
+            })
+            .collect(),
+    ))
 }
 
 /// `pick`: the signature; the body follows.
