@@ -511,7 +511,7 @@ fn a_composition_killed_midway_is_in_the_history_interrupted_in_its_phase() {
 
 #[test]
 fn a_composition_that_ended_before_its_first_phase_has_its_phases_not_started() {
-    let trace = tdsl::exec::Trace::from_json(
+    let trace = tdsl::Trace::from_json(
         r#"{"format": "tdsl-trace/2", "run_id": "comp_000000000001", "tool": "compose",
             "arguments": {"query": " ", "model": "openai:m"}, "status": "FAILED",
             "started_at": "2026-11-27T00:00:00.000Z", "ended_at": "2026-11-27T00:00:00.000Z",
@@ -519,8 +519,8 @@ fn a_composition_that_ended_before_its_first_phase_has_its_phases_not_started() 
             "step_results": []}"#,
     )
     .unwrap();
-    assert!(tdsl::report::is_composition(&trace));
-    let html = tdsl::report::html(&trace, None);
+    assert!(tdsl::testing::report::is_composition(&trace));
+    let html = tdsl::testing::report::html(&trace, None);
     assert_eq!(html.matches(r#"data-status="NOT STARTED""#).count(), 4);
     assert!(html.contains("The plan never ran: the composition ended before its first phase."), "{html}");
 }
