@@ -645,3 +645,52 @@ fn the_phase_is_shown_on_a_terminal() {
     p.exp_string("\"composition_id\"").expect("the result follows");
     p.exp_eof().expect("the composition ends");
 }
+
+/// The library records a composition as it goes (`Composer::compose_recorded`): the run
+/// exists, `RUNNING`, with the phase before marked, as each phase starts; at the end it is
+/// the whole composition, which `report` draws as one.
+#[test]
+fn the_library_records_a_composition_as_it_goes() {
+    use tdsl::history::{HistoryStore, RunFilter, SqliteStore};
+    let server = ModelServer::start(&clean_script(), None);
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(SqliteStore::open(&dir.path().join("h.db")).unwrap());
+    let client = client_for("openai:test-model", Some(&server.url("/v1")), None).unwrap();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (record, reader) = (seen.clone(), store.clone());
+    let composer =
+        Composer::new(Arc::from(client), &common::example("document-analysis")).unwrap().on_phase(Arc::new(move |s| {
+            // What the history holds as the phase `s` starts.
+            let runs = reader.runs(&RunFilter::default()).unwrap();
+            let run = reader.run(&runs[0].run_id).unwrap().unwrap();
+            let steps: Vec<String> = run.steps.iter().map(|s| format!("{} {}", s.path, s.status)).collect();
+            record.lock().unwrap().push((s, run.run.status.clone(), steps));
+        }));
+    let (result, recorded) = composer.compose_recorded(compose_support::QUERY, store.as_ref());
+    assert_eq!(result.status, CompositionStatus::Success, "{}", result.to_json());
+    let id = recorded.unwrap();
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            (CompositionStatus::Decomposing, "RUNNING".to_string(), s(&[])),
+            (CompositionStatus::Planning, "RUNNING".to_string(), s(&["decompose RUNNING"])),
+            (CompositionStatus::Executing, "RUNNING".to_string(), s(&["decompose COMPLETED", "plan RUNNING"])),
+            (
+                CompositionStatus::Synthesizing,
+                "RUNNING".to_string(),
+                s(&["decompose COMPLETED", "plan COMPLETED", "execute RUNNING"])
+            ),
+        ]
+    );
+    let run = store.run(&id.to_string()).unwrap().unwrap();
+    assert_eq!((run.run.status.as_str(), run.run.run_id.as_str()), ("SUCCESS", result.composition_id.as_str()));
+    let trace = run.trace.expect("the whole composition at its end");
+    assert!(tdsl::report::is_composition(&trace));
+    let plan = trace.steps.iter().find(|s| s.execution_id == "plan").unwrap();
+    let args = serde_json::to_value(plan.arguments.as_ref().unwrap()).unwrap();
+    assert_eq!(args["input_tokens"], result.usage["plan"].input_tokens);
+    assert_eq!(args["repair_rounds"], 0);
+    let html = tdsl::report::html(&trace, None);
+    assert!(html.contains(r#"data-step="execute/info""#) && html.contains(r#"<svg id="phases""#));
+}

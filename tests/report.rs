@@ -358,6 +358,8 @@ fn a_compositions_report_draws_its_phases_above_the_plans_graph() {
     let id = result["composition_id"].as_str().unwrap();
     let page = dir.join("report.html");
     let html = report_of(&h, id, &page);
+    // By the history's own id, the same page.
+    assert_eq!(report_of(&h, "1", &dir.join("by-number.html")), html);
     // Phases, then the plan's graph, then the timeline.
     let at = |needle: &str| html.find(needle).unwrap_or_else(|| panic!("no {needle} in the page"));
     assert!(at(r#"<h2>Phases</h2>"#) < at(r#"<svg id="phases""#));
