@@ -189,6 +189,9 @@ pub use exec::{
     Observer, Options, Outcome, Random, Run, RunError, RunStatus, Runner, SeededRandom, StepStatus, StepTrace,
     SystemTime, Time, ToolCall, ToolError, Trace, Workflow,
 };
+// The policies `Options` (and `ComposeConfig`) carry.
+#[cfg(feature = "engine")]
+pub use exec::{breaker::BreakerPolicy, retry::RetryPolicy};
 // Replaying a trace: `replay(..)`, and the module's `engine`, `FileRecorder`.
 #[cfg(feature = "engine")]
 pub use exec::{replay, Divergence, Replay};

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use compose_support::{data, query_args, root, tdsl_compose, Answer, ModelServer, Out};
 use serde_json::Value as Json;
 
-use tdsl::testing::compose::{client_for, ComposeConfig, Composer, CompositionStatus};
-use tdsl::testing::exec::{ManualTime, SeededRandom};
+use tdsl::{client_for, ComposeConfig, Composer, CompositionStatus};
+use tdsl::{ManualTime, SeededRandom};
 
 const KEY: &str = "sk-test-LEAKCHECK-7f3a9c1e5b";
 
@@ -310,7 +310,7 @@ fn retry_after_is_honoured_on_the_composers_clock() {
         .unwrap()
         .with_time(Arc::new(ManualTime::new(0)))
         .with_config(ComposeConfig {
-            retry: tdsl::testing::exec::retry::RetryPolicy { max_delay_seconds: 120.0, ..Default::default() },
+            retry: tdsl::RetryPolicy { max_delay_seconds: 120.0, ..Default::default() },
             ..ComposeConfig::default()
         });
     let result = composer.compose("Which of our two documents can be read, and how long is the first one?");
@@ -651,7 +651,7 @@ fn the_phase_is_shown_on_a_terminal() {
 /// the whole composition, which `report` draws as one.
 #[test]
 fn the_library_records_a_composition_as_it_goes() {
-    use tdsl::history::{HistoryStore, RunFilter, SqliteStore};
+    use tdsl::{HistoryStore, RunFilter, SqliteStore};
     let server = ModelServer::start(&clean_script(), None);
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(SqliteStore::open(&dir.path().join("h.db")).unwrap());
@@ -686,11 +686,11 @@ fn the_library_records_a_composition_as_it_goes() {
     let run = store.run(&id.to_string()).unwrap().unwrap();
     assert_eq!((run.run.status.as_str(), run.run.run_id.as_str()), ("SUCCESS", result.composition_id.as_str()));
     let trace = run.trace.expect("the whole composition at its end");
-    assert!(tdsl::report::is_composition(&trace));
+    assert!(tdsl::testing::report::is_composition(&trace));
     let plan = trace.steps.iter().find(|s| s.execution_id == "plan").unwrap();
     let args = serde_json::to_value(plan.arguments.as_ref().unwrap()).unwrap();
     assert_eq!(args["input_tokens"], result.usage["plan"].input_tokens);
     assert_eq!(args["repair_rounds"], 0);
-    let html = tdsl::report::html(&trace, None);
+    let html = tdsl::testing::report::html(&trace, None);
     assert!(html.contains(r#"data-step="execute/info""#) && html.contains(r#"<svg id="phases""#));
 }
