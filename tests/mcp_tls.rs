@@ -373,6 +373,7 @@ fn serve_refuses_a_bad_upstream_ca() {
         (vec!["--upstream-ca".into(), with("/nonexistent/ca.pem")], "cannot read /nonexistent/ca.pem"),
         (vec!["--upstream-ca".into(), with(&not_pem.display().to_string())], "holds no certificate"),
         (vec!["--upstream-ca".into(), with(&key_only)], "holds no certificate"),
+        (vec!["--upstream-ca".into(), with("/dev")], "is not a regular file"),
         (vec!["--upstream-ca".into(), "other=x".into()], "no --upstream named `other`"),
         (vec!["--upstream-ca".into(), "web".into()], "write NAME=FILE"),
         (vec!["--upstream-ca".into(), with(&ca()), "--upstream-ca".into(), with(&ca())], "has a CA file already"),
