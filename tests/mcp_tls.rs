@@ -280,7 +280,8 @@ fn run(root: &Path, env: &[(&str, &str)]) -> (i32, String, String) {
     )
 }
 
-/// `mcp:https://…#pause` in a `.tool` file, run by `tdsl run` with the CA in `SSL_CERT_FILE`.
+/// `mcp:https://…#pause` in a `.tool` file, run by `tdsl run` with the CA in `SSL_CERT_FILE`
+/// and checked against the server by `tdsl check --mcp-schemas`; `mcp:http://…` too.
 #[test]
 fn an_mcp_https_endpoint_runs_from_a_tool_file() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -290,6 +291,19 @@ fn an_mcp_https_endpoint_runs_from_a_tool_file() {
     let (code, stdout, stderr) = run(&root, &[("SSL_CERT_FILE", &ca())]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(serde_json::from_str::<Value>(&stdout).expect("JSON"), json!({"n": 2}), "{stderr}");
+    // `tdsl check --mcp-schemas` asks the same server for its tools, over TLS too.
+    let out = command()
+        .arg("check")
+        .arg(&root)
+        .arg("--root")
+        .arg(&root)
+        .args(["--mcp-schemas", "--deny-warnings"])
+        .env("SSL_CERT_FILE", ca())
+        .output()
+        .expect("tdsl check runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("checked 2 files: 0 errors, 0 warnings"), "{stderr}");
     // The same endpoint over plain http:// to the backend itself.
     let plain = calling_root(&dir.path().join("plain"), &format!("http://127.0.0.1:{}/mcp", backend.port));
     let (code, stdout, stderr) = run(&plain, &[]);
@@ -359,6 +373,7 @@ fn serve_refuses_a_bad_upstream_ca() {
         (vec!["--upstream-ca".into(), with("/nonexistent/ca.pem")], "cannot read /nonexistent/ca.pem"),
         (vec!["--upstream-ca".into(), with(&not_pem.display().to_string())], "holds no certificate"),
         (vec!["--upstream-ca".into(), with(&key_only)], "holds no certificate"),
+        (vec!["--upstream-ca".into(), with("/dev")], "is not a regular file"),
         (vec!["--upstream-ca".into(), "other=x".into()], "no --upstream named `other`"),
         (vec!["--upstream-ca".into(), "web".into()], "write NAME=FILE"),
         (vec!["--upstream-ca".into(), with(&ca()), "--upstream-ca".into(), with(&ca())], "has a CA file already"),

@@ -16,6 +16,9 @@
 //!   [`super::http`]; feature `http`).
 //! - A [`Mock`] answers for the tool paths it lists, before any endpoint is looked at.
 //!
+//! Endpoints are parsed by [`Endpoint::parse`], the parser `tdsl check` judges them with
+//! ([`check_endpoint`]); which ones a build can call is decided there.
+//!
 //! Programs and MCP servers inherit tdsl's whole environment unless the runner is given
 //! [`ToolEnv::Clean`] ([`HostRunner::with_env`], `--clean-env`): then they see only the
 //! variables passed, `PATH` ([`CLEAN_PATH`] unless passed) and `TDSL_TOOL`.
@@ -27,16 +30,15 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+pub use super::endpoint::BUILTINS;
+use super::endpoint::{no_builtin, Endpoint};
 #[cfg(feature = "mcp")]
-use super::mcp::{McpClients, McpEndpoint};
+use super::mcp::McpClients;
 use super::runner::{Runner, ToolCall, ToolError};
 use crate::value::Value;
 
 /// The exit status that means "try again later" (`EX_TEMPFAIL` from `sysexits.h`).
 pub const EXIT_TRANSIENT: i32 = 75;
-
-/// The builtins, by name.
-pub const BUILTINS: &[&str] = &["echo"];
 
 /// The `PATH` a tool gets under [`ToolEnv::Clean`] unless `PATH` is passed: the standard
 /// system search path (the one systemd gives services), so that `exec:python3` finds the
@@ -135,11 +137,19 @@ impl HostRunner {
     /// Starts `exec:` programs and `mcp:` servers with the environment `env` allows
     /// (default: tdsl's whole environment).
     pub fn with_env(mut self, env: ToolEnv) -> HostRunner {
-        #[cfg(feature = "mcp")]
-        {
-            self.mcp = McpClients::new().with_env(env.clone());
-        }
         self.env = env;
+        self.mcp_with_env()
+    }
+
+    /// The `mcp:` servers started with the runner's environment.
+    #[cfg(feature = "mcp")]
+    fn mcp_with_env(mut self) -> HostRunner {
+        self.mcp = McpClients::new().with_env(self.env.clone());
+        self
+    }
+
+    #[cfg(not(feature = "mcp"))]
+    fn mcp_with_env(self) -> HostRunner {
         self
     }
 
@@ -160,32 +170,15 @@ impl Runner for HostRunner {
                 call.tool_path
             )));
         };
-        if let Some(command) = endpoint.strip_prefix("exec:") {
-            run_program(command, call, self.max_stdout, &self.env)
-        } else if let Some(name) = endpoint.strip_prefix("builtin:") {
-            builtin(name.trim(), call)
-        } else if endpoint.starts_with("http://") || endpoint.starts_with("https://") {
+        let endpoint =
+            Endpoint::parse(endpoint).map_err(|e| ToolError::permanent(format!("`{}`: {e}", call.tool_path)))?;
+        match endpoint {
+            Endpoint::Exec(words) => run_program(&words, call, self.max_stdout, &self.env),
+            Endpoint::Builtin(name) => builtin(&name, call),
             #[cfg(feature = "http")]
-            return super::http::call(endpoint.trim(), call);
-            #[cfg(not(feature = "http"))]
-            return Err(ToolError::permanent(format!("`{}`: {}", call.tool_path, missing_feature("http", "http://"))));
-        } else if let Some(spec) = endpoint.strip_prefix("mcp:") {
+            Endpoint::Http(url) => super::http::call(&url, call),
             #[cfg(feature = "mcp")]
-            {
-                let endpoint =
-                    McpEndpoint::parse(spec).map_err(|e| ToolError::permanent(format!("`{}`: {e}", call.tool_path)))?;
-                self.mcp.call(&endpoint, call)
-            }
-            #[cfg(not(feature = "mcp"))]
-            {
-                let _ = spec;
-                Err(ToolError::permanent(format!("`{}`: {}", call.tool_path, missing_feature("mcp", "mcp:"))))
-            }
-        } else {
-            Err(ToolError::permanent(format!(
-                "`{}`: the endpoint `{endpoint}` is not supported by this runner (use `exec:`, `builtin:`, `mcp:`, `http://` or `https://`)",
-                call.tool_path
-            )))
+            Endpoint::Mcp(endpoint) => self.mcp.call(&endpoint, call),
         }
     }
 }
@@ -193,73 +186,13 @@ impl Runner for HostRunner {
 /// Whether this runner can run an endpoint, judged from its text alone (no program is
 /// started, no file looked at): `Err` says why not. `tdsl check` reports it as `W0902`.
 pub fn check_endpoint(endpoint: &str) -> Result<(), String> {
-    let endpoint = endpoint.trim();
-    if let Some(command) = endpoint.strip_prefix("exec:") {
-        match shell_words::split(command) {
-            Ok(words) if words.is_empty() => Err("`exec:` names no program".to_string()),
-            Ok(_) => Ok(()),
-            Err(e) => Err(format!("cannot split `{}` into words: {e}", command.trim())),
-        }
-    } else if let Some(name) = endpoint.strip_prefix("builtin:") {
-        if BUILTINS.contains(&name.trim()) {
-            Ok(())
-        } else {
-            Err(format!(
-                "there is no builtin `{}` (the builtins are {})",
-                name.trim(),
-                BUILTINS.iter().map(|b| format!("`builtin:{b}`")).collect::<Vec<_>>().join(", ")
-            ))
-        }
-    } else if let Some(spec) = endpoint.strip_prefix("mcp:") {
-        #[cfg(feature = "mcp")]
-        return check_mcp_endpoint(spec);
-        #[cfg(not(feature = "mcp"))]
-        {
-            let _ = spec;
-            Err(missing_feature("mcp", "mcp:"))
-        }
-    } else if endpoint.starts_with("http://") || endpoint.starts_with("https://") {
-        #[cfg(feature = "http")]
-        return Ok(());
-        #[cfg(not(feature = "http"))]
-        Err(missing_feature("http", "http://"))
-    } else {
-        Err(format!(
-            "`{endpoint}` is not an endpoint the command line's runner knows: \
-             `exec:`, `builtin:`, `mcp:`, `http://` or `https://`"
-        ))
-    }
-}
-
-/// Whether `mcp:{spec}` is an endpoint this build can call.
-#[cfg(feature = "mcp")]
-fn check_mcp_endpoint(spec: &str) -> Result<(), String> {
-    let endpoint = McpEndpoint::parse(spec)?;
-    #[cfg(not(feature = "mcp-http"))]
-    if let super::mcp::McpTarget::Url { .. } = endpoint.server {
-        return Err(missing_feature("mcp-http", "mcp:http://"));
-    }
-    let _ = endpoint;
-    Ok(())
-}
-
-/// Why an endpoint cannot run in a library built without the feature that runs it.
-#[cfg(not(all(feature = "http", feature = "mcp", feature = "mcp-http")))]
-fn missing_feature(feature: &str, scheme: &str) -> String {
-    format!(
-        "`{scheme}` endpoints need the `{feature}` feature of the tdsl library, and this build was made without it \
-         (the `tdsl` command has it)"
-    )
+    Endpoint::parse(endpoint).map(|_| ())
 }
 
 fn builtin(name: &str, call: &ToolCall<'_>) -> Result<Value, ToolError> {
     match name {
         "echo" => Ok(call.arguments.clone()),
-        other => Err(ToolError::permanent(format!(
-            "`{}`: there is no builtin `{other}` (the builtins are {})",
-            call.tool_path,
-            BUILTINS.iter().map(|b| format!("`builtin:{b}`")).collect::<Vec<_>>().join(", ")
-        ))),
+        other => Err(ToolError::permanent(format!("`{}`: {}", call.tool_path, no_builtin(other)))),
     }
 }
 
@@ -370,10 +303,8 @@ fn spawn_error_is_transient(e: &std::io::Error) -> bool {
     }
 }
 
-fn run_program(command: &str, call: &ToolCall<'_>, max_stdout: u64, env: &ToolEnv) -> Result<Value, ToolError> {
+fn run_program(words: &[String], call: &ToolCall<'_>, max_stdout: u64, env: &ToolEnv) -> Result<Value, ToolError> {
     let tool = call.tool_path;
-    let words = shell_words::split(command)
-        .map_err(|e| ToolError::permanent(format!("`{tool}`: cannot split `exec:{command}` into words: {e}")))?;
     let Some((program, args)) = words.split_first() else {
         return Err(ToolError::permanent(format!("`{tool}`: `exec:` names no program")));
     };

@@ -31,6 +31,9 @@ use sse_stream::{Error as SseError, Sse, SseStream};
 /// over stdio, `super::mcp_stdio::MAX_MESSAGE_BYTES`).
 const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 
+/// The largest `--upstream-ca` file read: 16 MiB (a system's whole bundle is ~200 KB).
+const MAX_CA_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
 /// Why an HTTP request to an upstream failed.
 #[derive(Debug, thiserror::Error)]
 pub enum HttpClientError {
@@ -119,6 +122,19 @@ fn default_roots() -> Result<rustls::RootCertStore, String> {
 /// it cannot be used.
 pub fn load_ca_file(path: &Path) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>, String> {
     use rustls::pki_types::pem::PemObject;
+    // A regular file of a sensible size: not a FIFO that never ends, nor a device.
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!("{} is not a regular file", path.display()));
+    }
+    if meta.len() > MAX_CA_FILE_BYTES {
+        return Err(format!(
+            "{} is {} bytes, more than a file of CA certificates holds (at most {} MiB)",
+            path.display(),
+            meta.len(),
+            MAX_CA_FILE_BYTES / (1024 * 1024)
+        ));
+    }
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let certs = rustls::pki_types::CertificateDer::pem_slice_iter(&bytes)
         .collect::<Result<Vec<_>, _>>()

@@ -51,6 +51,7 @@ pub mod breaker;
 // which evaluates steps with the same data flow.
 pub(crate) mod clock;
 pub(crate) mod data;
+pub mod endpoint;
 mod executor;
 pub mod guard;
 pub mod host;

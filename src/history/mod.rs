@@ -613,6 +613,27 @@ pub fn default_path() -> Option<std::path::PathBuf> {
     Some(base.join("tdsl").join("history.db"))
 }
 
+/// Records each run a call of `serve --mcp` starts, with a [`Recorder`] of its own.
+#[cfg(feature = "mcp")]
+#[derive(Debug)]
+struct RecordEachRun(Arc<dyn HistoryStore>);
+
+#[cfg(feature = "mcp")]
+impl crate::mcp::RunObservers for RecordEachRun {
+    fn for_run(&self) -> Arc<dyn Observer> {
+        Arc::new(Recorder::new(self.0.clone()))
+    }
+}
+
+#[cfg(feature = "mcp")]
+impl crate::mcp::McpServer {
+    /// The same server recording every composite run a call makes into `store` (the run
+    /// history, `docs/history.md`; features `history` and `mcp`).
+    pub fn with_history(self, store: Arc<dyn HistoryStore>) -> crate::mcp::McpServer {
+        self.with_run_observers(Arc::new(RecordEachRun(store)))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

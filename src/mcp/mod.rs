@@ -54,6 +54,13 @@ pub struct Served {
     pub tool: Json,
 }
 
+/// Makes the observer of each run a call of the server starts, besides the client's
+/// progress: how a host records runs (`serve --history`: a history recorder per run).
+pub trait RunObservers: Send + Sync + std::fmt::Debug {
+    /// The observer of one more run.
+    fn for_run(&self) -> Arc<dyn Observer>;
+}
+
 /// The tools under a root, served over MCP.
 ///
 /// A clone shares the tools, the shutdown and the limit on calls in flight; each session
@@ -67,9 +74,9 @@ pub struct McpServer {
     calls: Option<Arc<tokio::sync::Semaphore>>,
     /// The level `logging/setLevel` asked for; no log messages until a client asks.
     log_level: Arc<Mutex<Option<LoggingLevel>>>,
-    /// Where composite runs are recorded (`serve --history`), when anywhere.
-    #[cfg(feature = "history")]
-    history: Option<Arc<dyn crate::history::HistoryStore>>,
+    /// Makes an observer for each run a call starts (`serve --history` records them), when
+    /// set.
+    run_observers: Option<Arc<dyn RunObservers>>,
     /// The environment of the processes tools start (`serve --clean-env`).
     tool_env: crate::exec::host::ToolEnv,
     /// `check_plan`, `run_plan`, the guide and the prompt (`serve --plans`), when on.
@@ -166,8 +173,7 @@ impl McpServer {
             inner,
             calls: None,
             log_level: Arc::new(Mutex::new(None)),
-            #[cfg(feature = "history")]
-            history: None,
+            run_observers: None,
             tool_env: crate::exec::host::ToolEnv::Inherit,
             plans: None,
         };
@@ -188,8 +194,7 @@ impl McpServer {
             inner: self.inner.clone(),
             calls: self.calls.clone(),
             log_level: Arc::new(Mutex::new(None)),
-            #[cfg(feature = "history")]
-            history: self.history.clone(),
+            run_observers: self.run_observers.clone(),
             tool_env: self.tool_env.clone(),
             plans: self.plans.clone(),
         }
@@ -222,11 +227,11 @@ impl McpServer {
             || (self.plans.is_some() && (name == plans::CHECK_PLAN || name == plans::RUN_PLAN))
     }
 
-    /// The same server recording every composite run a call makes into `store` (the run
-    /// history, `docs/history.md`; feature `history`).
-    #[cfg(feature = "history")]
-    pub fn with_history(mut self, store: Arc<dyn crate::history::HistoryStore>) -> McpServer {
-        self.history = Some(store);
+    /// The same server giving each run a call starts an observer from `observers` too,
+    /// besides the client's progress (the run history's recorder: `with_history`, in
+    /// `crate::history`).
+    pub fn with_run_observers(mut self, observers: Arc<dyn RunObservers>) -> McpServer {
+        self.run_observers = Some(observers);
         self
     }
 
@@ -342,13 +347,12 @@ impl McpServer {
             (None, _) => return None,
             (Some(_), _) => None,
         };
-        #[cfg(feature = "history")]
-        let observer = match &self.history {
-            Some(store) => {
-                let recorder: Arc<dyn Observer> = Arc::new(crate::history::Recorder::new(store.clone()));
+        let observer = match &self.run_observers {
+            Some(make) => {
+                let extra = make.for_run();
                 Some(match observer {
-                    Some(o) => Arc::new(Observers(vec![o, recorder])) as Arc<dyn Observer>,
-                    None => recorder,
+                    Some(o) => Arc::new(Observers(vec![o, extra])) as Arc<dyn Observer>,
+                    None => extra,
                 })
             }
             None => observer,
