@@ -532,7 +532,10 @@ fn a_composition_that_ended_before_its_first_phase_has_its_phases_not_started() 
 /// A query no page or terminal should act on: markup that would end the page's script,
 /// an event handler, a terminal's colour and title sequences, NUL, and 100 KB of text.
 fn hostile_query() -> String {
-    format!("</script><script>alert(1)</script><img src=x onerror=alert(2)> \u{1b}[31mred\u{1b}]0;title\u{7} {}", "Q".repeat(100_000))
+    format!(
+        "</script><script>alert(1)</script><img src=x onerror=alert(2)> \u{1b}[31mred\u{1b}]0;title\u{7} {}",
+        "Q".repeat(100_000)
+    )
 }
 
 #[test]
@@ -575,7 +578,8 @@ fn a_hostile_query_is_text_in_the_report() {
 fn a_composition_killed_in_any_phase_reads_interrupted_there() {
     let slow = |file: &'static str| Answer::Slow(60_000, Box::new(Answer::File(file)));
     let test_root = compose_support::data("root").display().to_string();
-    let cases: [(&str, Vec<(&str, Answer)>, String); 3] = [
+    type Script = Vec<(&'static str, Answer)>;
+    let cases: [(&str, Script, String); 3] = [
         ("decompose", vec![("decompose", slow("decompose_ok.json"))], root()),
         (
             "execute",
