@@ -550,6 +550,18 @@ mod tests {
             "map(sort(xs, 'item.a', json_parse('\"up\"')), item)",
             "map(filter(xs, 'item.a > 1'), map(filter(item.t, item > 1), item * 10))",
             "map(array=filter(array=o.k, condition_string=item), template=item)",
+            // Hostile round: errors inside the fused predicate, key and template.
+            "map(filter(xs, item.a / 0 > 1), item)",
+            "map(filter(xs, item.a > 1), item.b + 1)",
+            "sum(filter(xs, item.b > 'a'), item.a)",
+            "sum(sort(xs, item.b), item.a)",
+            "map(sort(m, item), item)",
+            "map(sort(xs, item.t), item.a)",
+            "sum(sort(m), item)",
+            "map(filter(m, item), item * 2)",
+            "sum(filter(xs, item.a > 0), 'item.a / (item.a - 2)')",
+            "map(sort(xs, 'item.a'), {k: item.b, t: item.t})",
+            "sum(filter(xs, item.t), length(item.t))",
         ];
         for src in programs {
             let fused = Engine::new().compile(src).unwrap_or_else(|d| panic!("`{src}`: {d:?}"));
@@ -571,6 +583,23 @@ mod tests {
                     (Ok(x), Ok(y)) => assert_eq!(x.to_string(), y.to_string(), "`{src}` at {limits:?}"),
                     (Err(x), Err(y)) => assert_eq!(**x, **y, "`{src}` at {limits:?}"),
                     _ => panic!("`{src}` at {limits:?}: fused {a:?}, two calls {b:?}"),
+                }
+            }
+            // Every budget from nothing to enough: the fused pair runs out at exactly the
+            // fuel and memory the two calls run out at (no off-by-one either way).
+            for n in 0..=80u64 {
+                for limits in [
+                    Limits { fuel: n, ..Limits::default() },
+                    Limits { max_alloc_bytes: n as usize * 8, ..Limits::default() },
+                ] {
+                    let a = Engine::new().with_limits(limits.clone()).compile(src).map(|p| p.eval(&vars));
+                    let b = unfused(limits.clone()).compile(src).map(|p| p.eval(&vars));
+                    let (Ok(a), Ok(b)) = (a, b) else { panic!("`{src}` does not compile") };
+                    match (&a, &b) {
+                        (Ok(x), Ok(y)) => assert_eq!(x.to_string(), y.to_string(), "`{src}` at {limits:?}"),
+                        (Err(x), Err(y)) => assert_eq!(**x, **y, "`{src}` at {limits:?}"),
+                        _ => panic!("`{src}` at {limits:?}: fused {a:?}, two calls {b:?}"),
+                    }
                 }
             }
         }

@@ -1496,6 +1496,43 @@ fn entries_errors_agree() {
     fails("to_entries(json_parse(js))", Code::RuntimeType);
 }
 
+/// Hostile round: `merge` of 10,000 arguments compiles (the checker's variadic signature,
+/// the result type of 10,000 objects) and both evaluators agree on it.
+#[test]
+fn merge_of_many_arguments() {
+    let src = format!("merge({})", (0..10_000).map(|i| format!("{{a{i}: {i}}}")).collect::<Vec<_>>().join(", "));
+    let v = ok(&src);
+    let Value::Object(o) = &v else { panic!("not an object: {v}") };
+    assert_eq!(o.len(), 10_000);
+    let src = format!("length(merge({}))", vec!["o"; 10_000].join(", "));
+    assert_eq!(ok(&src).to_string(), "5");
+}
+
+/// Hostile round: the fused shapes (`map`/`sum` over `filter`/`sort`, which the VM runs as
+/// one `CALL_FUSED`) agree with the reference evaluator, errors inside the predicate, key
+/// and template included, and so do the entry functions over their results.
+#[test]
+fn fused_shapes_agree() {
+    for src in [
+        "map(filter(xs, item.a > 1), item.b)",
+        "sum(filter(xs, item.a > 1), item.a)",
+        "map(sort(xs, item.b, 'desc'), item.a)",
+        "sum(sort(xs, item.a), item.a * 2)",
+        "from_entries(map(filter(xs, item.a > 0), [item.b, item.a]))",
+        "from_entries(map(sort(xs, item.a), {key: item.a, value: item.b}))",
+        "merge(from_entries(map(sort(xs, item.b), [item.b, item.a])), {z: sum(filter(xs, true), item.a)})",
+        "map(sort([3, 1.5, -0.0, 0, null, 'a', [1], {}], item), item)",
+        "group_by(map(filter(xs, true), {k: if(item.a > 1, item.a * 1.5, null)}), item.k)",
+    ] {
+        ok(src);
+    }
+    fails("map(filter(xs, item.a / 0 > 1), item)", Code::DivisionByZero);
+    fails("map(filter(xs, true), item.a / 0)", Code::DivisionByZero);
+    fails("sum(filter(json_parse('[1, \"a\"]'), true), item)", Code::RuntimeType);
+    fails("sum(sort(json_parse('[1, \"a\"]')), item)", Code::RuntimeType);
+    fails("from_entries(map(filter(xs, true), [item.c, 1]))", Code::RuntimeType);
+}
+
 #[test]
 fn short_circuit() {
     assert_eq!(ok("false and (1 / 0 > 0)").to_string(), "false");

@@ -443,6 +443,18 @@ fn check_plan_on_the_command_line() {
     let o = tdsl(&["check", "--plan", &cli_plan("clean"), "--root", root, "--max-plan-bytes", "10"]);
     assert_eq!(o.code, 2, "{}", o.stderr);
     assert!(o.stderr.contains("must be an integer from 1024 to 16777216"), "{}", o.stderr);
+    // Hostile round: an out-of-range value names the flag as typed (it named the limit's
+    // field, `max_fan_out` or `plan size`, which no flag is called).
+    for (flag, value) in [
+        ("--max-plan-bytes", "10"),
+        ("--max-plan-steps", "0"),
+        ("--max-plan-nesting", "3"),
+        ("--max-fan-out", "100001"),
+    ] {
+        let o = tdsl(&["check", "--plan", &cli_plan("clean"), "--root", root, flag, value]);
+        assert_eq!(o.code, 2, "{}", o.stderr);
+        assert!(o.stderr.contains(&format!("{flag} {value}: ")), "{flag} {value}: {}", o.stderr);
+    }
     for flag in [&["--max-plan-bytes", "2048"][..], &["--allow", "/tools/*.tool"], &["--files", "tests"]] {
         let o = tdsl(&[&["check"], flag, &["tests/data/check/ok"]].concat());
         assert_eq!(o.code, 2, "{flag:?} without --plan: {}", o.stderr);

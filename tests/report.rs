@@ -526,3 +526,128 @@ fn a_composition_that_ended_before_its_first_phase_has_its_phases_not_started() 
     assert_eq!(html.matches(r#"data-status="NOT STARTED""#).count(), 4);
     assert!(html.contains("The plan never ran: the composition ended before its first phase."), "{html}");
 }
+
+// ---------------------------------------------------------------------------------------
+// Hostile round (docs/compose.md, "Tried against the report"): a query of markup, a
+// terminal's escape sequences and 100 KB; a composition killed in each phase.
+
+/// A query no page or terminal should act on: markup that would end the page's script,
+/// an event handler, a terminal's colour and title sequences, NUL, and 100 KB of text.
+fn hostile_query() -> String {
+    format!(
+        "</script><script>alert(1)</script><img src=x onerror=alert(2)> \u{1b}[31mred\u{1b}]0;title\u{7} {}",
+        "Q".repeat(100_000)
+    )
+}
+
+#[test]
+fn a_hostile_query_is_text_in_the_report() {
+    let dir = out_dir("composition-hostile");
+    let h = dir.join("h.db");
+    let server = ModelServer::start(
+        &[
+            ("decompose", Answer::File("decompose_ok.json")),
+            ("plan", Answer::File("plan_ok.json")),
+            ("synthesize", Answer::File("synthesize_ok.json")),
+        ],
+        Some(KEY),
+    );
+    let (r, base, query) = (root(), server.url(""), hostile_query());
+    let mut args = query_args(&r, "anthropic:test-model", &base, &["--history", s(&h)]);
+    args[0] = &query;
+    let out = tdsl_compose(&args, "anthropic", KEY);
+    assert_eq!(out.json["status"], "SUCCESS", "{}\n{}", out.stdout, out.stderr);
+    let id = out.json["composition_id"].as_str().unwrap();
+    let html = report_of(&h, id, &dir.join("report.html"));
+    // The page's own three scripts end where they should; the query's markup is text.
+    assert_eq!(html.matches("</script>").count(), 3, "the query ended a script");
+    assert!(!html.contains("<img src=x"), "the query's markup is in the page");
+    assert!(html.contains("query: &lt;/script&gt;&lt;script&gt;alert(1)"), "the query as text");
+    // No control character reaches the page: the escape sequences show as their pictures.
+    assert!(!html.contains('\u{1b}') && !html.contains('\u{7}'), "a terminal's escape sequence in the page");
+    assert!(html.contains("\u{241b}[31mred"), "ESC drawn as ␛");
+    // The query is cut in the page (not 100 KB in one paragraph).
+    let para = &html[html.find(r#"id="query""#).unwrap()..];
+    let para = &para[..para.find("</p>").unwrap()];
+    assert!(para.len() < 20_000, "the query's paragraph is {} bytes", para.len());
+    // The history's text view of the run does not replay the sequences either.
+    let shown = tdsl(&["history", "show", id, "--history", s(&h)]);
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    assert!(!shown.stdout.contains('\u{1b}'), "history show printed an escape sequence");
+}
+
+#[test]
+fn a_composition_killed_in_any_phase_reads_interrupted_there() {
+    let slow = |file: &'static str| Answer::Slow(60_000, Box::new(Answer::File(file)));
+    let test_root = compose_support::data("root").display().to_string();
+    type Script = Vec<(&'static str, Answer)>;
+    let cases: [(&str, Script, String); 3] = [
+        ("decompose", vec![("decompose", slow("decompose_ok.json"))], root()),
+        (
+            "execute",
+            vec![("decompose", Answer::File("decompose_ok.json")), ("plan", Answer::File("plan_slow.json"))],
+            test_root,
+        ),
+        (
+            "synthesize",
+            vec![
+                ("decompose", Answer::File("decompose_ok.json")),
+                ("plan", Answer::File("plan_ok.json")),
+                ("synthesize", slow("synthesize_ok.json")),
+            ],
+            root(),
+        ),
+    ];
+    for (phase, script, r) in cases {
+        let dir = out_dir(&format!("composition-killed-in-{phase}"));
+        let h = dir.join("h.db");
+        let server = ModelServer::start(&script, Some(KEY));
+        let (base, query) = (server.url(""), hostile_query());
+        let mut args = query_args(&r, "anthropic:test-model", &base, &["--history", s(&h)]);
+        args[0] = &query;
+        let mut child = compose_support::command(&args, "anthropic", KEY)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("tdsl starts");
+        let waited = std::time::Instant::now();
+        let id = loop {
+            let shown = tdsl(&["history", "show", "1", "--history", s(&h), "--format", "json"]);
+            let run: serde_json::Value = serde_json::from_str(&shown.stdout).unwrap_or_default();
+            let steps = run["steps"].as_array().cloned().unwrap_or_default();
+            if steps.iter().any(|st| st["path"] == phase && st["status"] == "RUNNING") {
+                break run["run_id"].as_str().unwrap().to_string();
+            }
+            assert!(waited.elapsed() < Duration::from_secs(60), "{phase} never started: {}", shown.stdout);
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        child.kill().expect("kill");
+        child.wait().expect("wait");
+        let shown = tdsl(&["history", "show", &id, "--history", s(&h), "--format", "json"]);
+        let run: serde_json::Value = serde_json::from_str(&shown.stdout).expect(&shown.stderr);
+        assert_eq!(run["status"], "INTERRUPTED", "{phase}: {run}");
+        assert_eq!(run["arguments"]["query"], query.as_str(), "{phase}: the query as given");
+        let last = run["steps"].as_array().and_then(|a| a.last()).cloned().unwrap_or_default();
+        assert_eq!((last["path"].as_str(), last["status"].as_str()), (Some(phase), Some("INTERRUPTED")), "{run}");
+        let o = tdsl(&["report", "--run", &id, "--history", s(&h), "-o", s(&dir.join("r.html"))]);
+        assert_eq!(o.code, 2, "{phase}: {}", o.stderr);
+        assert!(o.stderr.contains("has no trace: it is INTERRUPTED"), "{phase}: {}", o.stderr);
+        let text = tdsl(&["history", "show", &id, "--history", s(&h)]);
+        assert!(!text.stdout.contains('\u{1b}'), "{phase}: history show printed an escape sequence");
+    }
+}
+
+/// Hostile round: a 1 MB model name (a trace file says what it likes) is cut in the page as
+/// the query is; it was embedded whole.
+#[test]
+fn a_huge_model_name_is_cut_in_the_page() {
+    let trace = serde_json::json!({"format": "tdsl-trace/2", "run_id": "comp_000000000001", "tool": "compose",
+        "arguments": {"query": "q", "model": format!("openai:{}\u{1b}[2J", "m".repeat(1 << 20))}, "status": "FAILED",
+        "started_at": "2026-11-27T00:00:00.000Z", "ended_at": "2026-11-27T00:00:00.000Z",
+        "duration_ms": 0, "total_retries": 0, "circuit_breaker_trips": 0, "max_in_flight": 1,
+        "step_results": []});
+    let trace = tdsl::Trace::from_json(&trace.to_string()).unwrap();
+    let html = tdsl::testing::report::html(&trace, None);
+    assert!(html.len() < 200_000, "the page is {} bytes", html.len());
+    assert!(html.contains("query: q · model openai:mmm"), "the model's start is shown");
+}

@@ -157,13 +157,23 @@ pub(crate) fn plan_limits(
     deadline: Option<f64>,
 ) -> Result<crate::plans::PlanLimits, String> {
     let mut limits = crate::plans::PlanLimits::default();
-    let fields = [&mut limits.max_bytes, &mut limits.max_steps, &mut limits.max_nesting, &mut limits.max_fan_out];
-    for ((flag, value), field) in flags.into_iter().zip(fields) {
+    for (i, (flag, value)) in flags.into_iter().enumerate() {
         if let Some(v) = value {
             if v.fract() != 0.0 || v < 0.0 {
                 return Err(format!("{flag} {v}: a whole number is needed"));
             }
+            let field = match i {
+                0 => &mut limits.max_bytes,
+                1 => &mut limits.max_steps,
+                2 => &mut limits.max_nesting,
+                _ => &mut limits.max_fan_out,
+            };
             *field = v as usize;
+            // The flags before it were in range: an error now is this flag's, named as the
+            // user typed it (not the limit's field name).
+            if let Err(e) = limits.validate() {
+                return Err(format!("{flag} {v}: {e}"));
+            }
         }
     }
     if let Some(v) = deadline {

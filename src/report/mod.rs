@@ -107,6 +107,13 @@ fn esc(text: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
+            // Control characters (a terminal's escape sequences, NUL) as their visible
+            // pictures (`␛`, `␀`): the page shows what the text holds, and a page printed to
+            // a terminal cannot drive it.
+            c @ ('\0'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}') => {
+                out.push(char::from_u32(0x2400 + c as u32).unwrap_or('\u{fffd}'))
+            }
+            '\u{7f}' => out.push('\u{2421}'),
             c => out.push(c),
         }
     }
@@ -647,7 +654,7 @@ pub fn html(trace: &Trace, graph: Option<&Graph>) -> String {
 {note}
 {drawn}"#,
             q = esc(&embed_text(query)),
-            m = esc(model),
+            m = esc(&embed_text(model)),
             phases = phases_svg(trace),
         )
     } else {

@@ -131,6 +131,15 @@ fn merged_type(args: &[Type]) -> Type {
             Type::Null | Type::Never => {}
             Type::Object(o) => {
                 open |= o.open;
+                if o.open {
+                    // An open object may hold any earlier field, with a value of any type:
+                    // the earlier type is no longer known (it claimed `integer` for a list).
+                    for (k, v) in fields.iter_mut() {
+                        if !o.fields.contains_key(k) {
+                            *v = Type::Any;
+                        }
+                    }
+                }
                 for (k, v) in &o.fields {
                     fields.insert(k.clone(), v.clone());
                 }
@@ -180,7 +189,9 @@ fn from_entries_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
         let (k, v) = match e {
             Value::List(pair) if pair.len() == 2 => (&pair[0], &pair[1]),
             Value::List(pair) => {
-                return Err(bad(j, format!("an entry list must hold a key and a value, found {} elements", pair.len())))
+                let n = pair.len();
+                let what = format!("{n} element{}", if n == 1 { "" } else { "s" });
+                return Err(bad(j, format!("an entry list must hold a key and a value, found {what}")));
             }
             Value::Object(o) => match o.get("key") {
                 Some(k) => (k, o.get("value").unwrap_or(NULL)),
