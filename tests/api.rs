@@ -192,6 +192,7 @@ fn the_public_api_is_the_crate_root() {
         PlanDiagnostic, PlanLimits, Plans, Program, ReturnRule, Scope, Severity, Signature, SystemClock, ToolRoot,
         Type, TypeAt, UpstreamTool, Value,
     };
+    #[cfg(feature = "engine")]
     #[allow(unused_imports)]
     use tdsl::{
         replay, BreakerPolicy, CancelToken, ErrorKind, Event, Executor, Guards, HostRunner, ManualTime, Observer,
