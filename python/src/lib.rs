@@ -401,9 +401,15 @@ fn convert(obj: &Bound<'_, PyAny>, conv: &mut Conv) -> Result<Value, Refused> {
         return Ok(d.get().value.clone());
     }
     Err(Refused::kind(format!(
-        "the value at {{at}} is a {}, which is not JSON-like: tdsl takes dict, list, tuple, str, int, float, bool, None and tdsl.Data",
-        type_name(obj)
+        "the value at {{at}} is {}, which is not JSON-like: tdsl takes dict, list, tuple, str, int, float, bool, None and tdsl.Data",
+        with_article(&type_name(obj))
     )))
+}
+
+/// "a set", "an object", "an int".
+fn with_article(name: &str) -> String {
+    let vowel = name.chars().next().is_some_and(|c| "aeiouAEIOU".contains(c));
+    format!("{} {name}", if vowel { "an" } else { "a" })
 }
 
 fn type_name(obj: &Bound<'_, PyAny>) -> String {

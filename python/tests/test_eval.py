@@ -74,10 +74,10 @@ def test_int_beyond_64_bits_refused():
 
 @pytest.mark.parametrize(
     "value,kind",
-    [({1, 2}, "set"), (datetime.datetime(2026, 1, 1), "datetime"), (object(), "object"), (b"x", "bytes")],
+    [({1, 2}, "a set"), (datetime.datetime(2026, 1, 1), "a datetime"), (object(), "an object"), (b"x", "a bytes")],
 )
 def test_non_json_values_refused(value, kind):
-    with pytest.raises(TypeError, match=rf"\$\.v\[1\] is a {kind}, which is not JSON-like"):
+    with pytest.raises(TypeError, match=rf"\$\.v\[1\] is {kind}, which is not JSON-like"):
         tdsl.eval("v", {"v": [0, value]})
 
 
