@@ -725,7 +725,7 @@ impl Loader<'_> {
         };
         let has = |k: &str| entries.iter().any(|(e, _)| e.node == k);
         let is_group = has("logic") || has("conditions");
-        let is_leaf = Level::ConditionLeaf.names().any(|k| has(k));
+        let is_leaf = Level::ConditionLeaf.names().any(has);
         if is_group && is_leaf {
             for (k, _) in entries.iter().filter(|(k, _)| Level::ConditionLeaf.has(&k.node)) {
                 self.push(
