@@ -14,6 +14,12 @@
 
 mod common;
 
+/// The allocator of the `tdsl` binary (src/main.rs), so that the figures are the server's
+/// as `tdsl lsp` runs it.
+#[cfg(feature = "cli")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;

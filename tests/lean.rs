@@ -67,6 +67,7 @@ const HEAVY: &[(&str, &str)] = &[
     ("arbitrary", "fuzzing"),
     ("clap", "cli"),
     ("indicatif", "cli"),
+    ("mimalloc", "cli"),
     ("temporalio-sdk", "temporal"),
 ];
 

@@ -286,6 +286,72 @@ fn hover_shows_callees_arguments_types_and_functions() {
     c.shutdown();
 }
 
+/// The format's keys are completed and hovered from the one table of keys
+/// (`tdsl::tool::keys`, issue 30): every key of the level, with its shape and its doc.
+#[test]
+fn keys_are_completed_and_hovered_from_the_table_of_keys() {
+    use tdsl::tool::keys::Level;
+    let ws = sample();
+    let mut c = start(ws.path());
+    let u = c.open(&ws.path().join("main.tool"));
+    c.diagnostics(&u);
+    let hover = |c: &mut Client, needle: &str, off: usize| -> String {
+        let (l, ch) = find(MAIN, needle, off);
+        let r = c.request("textDocument/hover", at(&u, l, ch)).unwrap();
+        r["contents"]["value"].as_str().unwrap_or("").to_string()
+    };
+    let doc = |level: Level, key: &str| level.key(key).unwrap().doc;
+    let deps = hover(&mut c, "\"dependencies\"", 3);
+    assert!(deps.starts_with("**`dependencies`** — list of identifiers, key of an instruction"), "{deps}");
+    assert!(deps.ends_with(doc(Level::Instruction, "dependencies")), "{deps}");
+    let map = hover(&mut c, "\"response_reference_map\"", 1);
+    assert!(
+        map.contains("key of a tool definition") && map.ends_with(doc(Level::Tool, "response_reference_map")),
+        "{map}"
+    );
+    let name = hover(&mut c, "\"name\": \"folder\"", 2);
+    assert!(name.contains("key of an argument or response declaration (required)"), "{name}");
+    let vars = hover(&mut c, "\"variables\"", 4);
+    assert!(vars.ends_with(doc(Level::Transform, "variables")), "{vars}");
+    // A key of a free-form object is no key of the format: `transforms`' outputs show
+    // their type, an argument value's key nothing from the table.
+    let out = hover(&mut c, "\"count\": \"length", 1);
+    assert!(!out.contains("key of"), "{out}");
+    let dir = hover(&mut c, "{\"directory\"", 3);
+    assert!(!dir.contains("key of"), "{dir}");
+
+    // Completion: every key of the level, in the table's order, each with its doc.
+    let complete = |c: &mut Client, text: &str, needle: &str, off: usize| -> Value {
+        c.notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": u, "version": 9}, "contentChanges": [{"text": text}]}),
+        );
+        c.diagnostics(&u);
+        let (l, ch) = find(text, needle, off);
+        c.request("textDocument/completion", at(&u, l, ch)).unwrap()
+    };
+    let top = MAIN.replacen("\"arguments\"", "\"\", \"arguments\"", 1);
+    let items = complete(&mut c, &top, "\"\", \"arguments\"", 1);
+    assert_eq!(labels(&items), Level::Tool.names().collect::<Vec<_>>());
+    let output_key = items.as_array().unwrap().iter().find(|i| i["label"] == "output_key").unwrap();
+    assert_eq!(output_key["detail"], "identifier");
+    assert!(output_key["documentation"]["value"].as_str().unwrap().ends_with(doc(Level::Tool, "output_key")));
+    let ins = MAIN.replacen("\"dependencies\"", "\"\": 1, \"dependencies\"", 1);
+    let items = complete(&mut c, &ins, "\"\": 1, \"dependencies\"", 1);
+    assert_eq!(labels(&items), Level::Instruction.names().collect::<Vec<_>>());
+    let retry = MAIN.replacen("\"dependencies\"", "\"retry\": {\"\": 1}, \"dependencies\"", 1);
+    let items = complete(&mut c, &retry, "{\"\": 1}", 2);
+    assert_eq!(labels(&items), Level::Retry.names().collect::<Vec<_>>());
+    let element = MAIN.replacen("\"type_name\": \"list\"}", "\"type_name\": \"list\", \"items\": {\"\": 1}}", 1);
+    let items = complete(&mut c, &element, "{\"\": 1}", 2);
+    assert_eq!(labels(&items), Level::Element.names().collect::<Vec<_>>());
+    let cond = MAIN.replacen("\"dependencies\"", "\"conditions\": [{\"\": 1}], \"dependencies\"", 1);
+    let items = complete(&mut c, &cond, "[{\"\": 1}", 3);
+    let both: Vec<&str> = Level::ConditionLeaf.names().chain(Level::ConditionGroup.names()).collect();
+    assert_eq!(labels(&items), both);
+    c.shutdown();
+}
+
 /// Types from use and the inside of template strings, on hover.
 #[test]
 fn hover_shows_what_uses_demand_and_types_inside_templates() {

@@ -16,6 +16,7 @@ use super::symbols::{self, Occurrence, Resolver, Sym};
 use super::{Doc, Failure, Server, Text};
 use crate::diagnostic::Code;
 use crate::span::Span;
+use crate::tool::keys::{self, Level};
 use crate::tool::{is_identifier, JsonKind, Logic, Operator, Param, ToolDef, TypeName, RESERVED_IDS};
 
 /// What [`Server::file_occurrences`] calls for a file: its URI, text, model and occurrences.
@@ -209,20 +210,37 @@ pub(super) fn hover(s: &Server, p: &HoverParams) -> Option<Hover> {
     let doc = s.doc(&tdp.text_document.uri)?;
     let offset = s.offset(doc, tdp.position);
     let occs = s.doc_occurrences(doc);
-    let checked = doc.checked.as_ref()?;
-    let tool = checked.tool.as_ref()?;
-    let symbol = symbols::at(occs, offset).and_then(|o| Some((o.span, symbol_hover(s, doc, tool, o)?)));
-    let typed = type_hover(doc, tool, offset);
+    let tool = doc.checked.as_ref().and_then(|c| c.tool.as_deref());
+    let symbol =
+        tool.and_then(|tool| symbols::at(occs, offset).and_then(|o| Some((o.span, symbol_hover(s, doc, tool, o)?))));
+    let typed = tool.and_then(|tool| type_hover(doc, tool, offset));
     let (span, value) = match (symbol, typed) {
         (Some((span, text)), Some((_, t))) if !text.contains("\n\ntype: ") => (span, format!("{text}\n\n{t}")),
         (Some(found), _) => found,
         (None, Some(found)) => found,
-        (None, None) => return None,
+        (None, None) => key_hover(doc, tool, offset)?,
     };
     Some(Hover {
         contents: HoverContents::Markup(MarkupContent { kind: MarkupKind::Markdown, value }),
         range: Some(doc.text.range(span, s.encoding)),
     })
+}
+
+/// The documentation of the `.tool` key under the cursor (from [`keys`]), with the span of
+/// the key's string.
+fn key_hover(doc: &Doc, tool: Option<&ToolDef>, offset: usize) -> Option<(Span, String)> {
+    let text = doc.text.as_str();
+    let cx = json_context_at(text.get(..offset)?, tool);
+    let (start, true) = cx.string? else { return None };
+    let end = offset + text.get(offset..)?.find('"')?;
+    let name = text.get(start..end)?;
+    let level = cx.level()?;
+    let (level, key) = match level.key(name) {
+        Some(k) => (level, k),
+        None if level == Level::ConditionLeaf => (Level::ConditionGroup, Level::ConditionGroup.key(name)?),
+        None => return None,
+    };
+    Some((Span::new(start - 1, end + 1), keys::describe(level, key)))
 }
 
 /// What the symbol under the cursor is: a step, a declaration, a callee, a function or a
@@ -497,54 +515,6 @@ pub(super) fn rename(s: &Server, p: &RenameParams) -> Result<Option<WorkspaceEdi
     Ok(Some(WorkspaceEdit { changes: Some(changes), ..WorkspaceEdit::default() }))
 }
 
-/// The keys a `.tool` object may have, by where it is.
-const TOP_KEYS: &[&str] = &[
-    "description",
-    "arguments",
-    "responses",
-    "system_event_endpoint",
-    "instructions",
-    "response_reference_map",
-    "transform_arguments",
-    "transform_responses",
-];
-const INSTRUCTION_KEYS: &[&str] = &[
-    "execution_id",
-    "tool_definition_path",
-    "description",
-    "arguments",
-    "transform_arguments",
-    "transform_responses",
-    "conditions",
-    "parallel_execution",
-    "dependencies",
-    "done_check",
-    "done_value",
-    "retry",
-    "timeout_seconds",
-    "continue_on_error",
-    "output_path",
-    "expected_key",
-];
-const PARAM_KEYS: &[&str] = &[
-    "name",
-    "type_name",
-    "description",
-    "required",
-    "enum",
-    "minimum",
-    "maximum",
-    "min_length",
-    "max_length",
-    "pattern",
-    "items",
-    "default",
-];
-const CONDITION_KEYS: &[&str] = &["param", "operator", "value", "logic", "conditions"];
-const TRANSFORM_KEYS: &[&str] = &["variables", "transforms"];
-const PARALLEL_KEYS: &[&str] = &["iterate_over", "child_argument_name"];
-const RETRY_KEYS: &[&str] = &["max_retries", "base_delay_seconds", "factor", "max_delay_seconds", "jitter"];
-
 /// Where the cursor is in the JSON text, read without a parser (the text may be broken
 /// while typing).
 #[derive(Debug, Default)]
@@ -558,10 +528,58 @@ struct JsonContext {
     string: Option<(usize, bool)>,
 }
 
-fn json_context(before: &str) -> JsonContext {
-    let mut cx = JsonContext::default();
+impl JsonContext {
+    /// The kind of object the cursor is in, when it is one of the format's (its keys are
+    /// those of [`keys::Level`]).
+    fn level(&self) -> Option<Level> {
+        let n = self.frames.len();
+        let in_list = |k: &str| n >= 2 && !self.frames[n - 2].0 && self.frames[n - 2].1.as_deref() == Some(k);
+        let parent_key = self.frames.last().and_then(|f| f.1.as_deref());
+        if !self.frames.last().is_some_and(|f| f.0) {
+            return None;
+        }
+        Some(match n {
+            1 => Level::Tool,
+            _ if n == 3 && in_list("instructions") => Level::Instruction,
+            _ if n == 3 && (in_list("arguments") || in_list("responses")) => Level::Param,
+            _ if in_list("conditions") || in_list("done_check") => Level::ConditionLeaf,
+            _ if matches!(parent_key, Some("transform_arguments" | "transform_responses")) => Level::Transform,
+            _ if parent_key == Some("parallel_execution") => Level::Parallel,
+            _ if parent_key == Some("retry") => Level::Retry,
+            _ if parent_key == Some("items") => Level::Element,
+            _ => return None,
+        })
+    }
+}
+
+/// Where the cursor at the end of `before` is. The text is read from its start, or from
+/// the start of the instruction that holds the cursor (found in the last model, by
+/// position), so that the cost does not grow with the steps before it.
+fn json_context_at(before: &str, tool: Option<&ToolDef>) -> JsonContext {
+    let at = before.len();
+    let ins = tool.map_or(&[][..], ToolDef::instructions);
+    let i = ins.partition_point(|i| (i.span.start as usize) <= at);
+    if let Some(ins) = i.checked_sub(1).and_then(|i| ins.get(i)).filter(|i| at < i.span.end as usize) {
+        // A list's frame takes its key; the instruction's own `{` opens the third frame.
+        let frames = vec![(true, None), (false, Some("instructions".to_string()))];
+        if let Some(from) = before.get(ins.span.start as usize..) {
+            let mut cx = json_context(from, frames);
+            // Offsets into `before`, not into the instruction.
+            if let Some((start, _)) = &mut cx.string {
+                *start += ins.span.start as usize;
+            }
+            return cx;
+        }
+    }
+    json_context(before, Vec::new())
+}
+
+/// Where the cursor at the end of `before` is, `before` starting inside the containers
+/// `frames`.
+fn json_context(before: &str, frames: Vec<(bool, Option<String>)>) -> JsonContext {
+    let mut cx = JsonContext { frames, ..JsonContext::default() };
     // The key of the value being written in each open container (objects only).
-    let mut keys: Vec<Option<String>> = Vec::new();
+    let mut keys: Vec<Option<String>> = vec![None; cx.frames.len()];
     let mut last_string: Option<String> = None;
     let mut in_string: Option<usize> = None;
     let mut escaped = false;
@@ -619,7 +637,8 @@ pub(super) fn completion(s: &Server, p: &CompletionParams) -> Option<Vec<Complet
     let doc = s.doc(&tdp.text_document.uri)?;
     let offset = s.offset(doc, tdp.position);
     let before = doc.text.as_str().get(..offset)?;
-    let cx = json_context(before);
+    let cx = json_context_at(before, doc.checked.as_ref().and_then(|c| c.tool.as_deref()));
+    let tool = doc.last_tool.as_deref();
     let (start, is_key) = cx.string?;
     let prefix = &before[start..];
     let word_len = prefix.chars().rev().take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-').count();
@@ -632,22 +651,28 @@ pub(super) fn completion(s: &Server, p: &CompletionParams) -> Option<Vec<Complet
         text_edit: Some(CompletionTextEdit::Edit(TextEdit { range, new_text: label.to_string() })),
         ..CompletionItem::default()
     };
-    let keys = |names: &[&str]| names.iter().map(|k| item(k, CompletionItemKind::PROPERTY, None)).collect::<Vec<_>>();
-    // The key of the innermost object holding the string, and the one around it.
+    let keys = |level: Level| {
+        let key_item = |k: &keys::Key| CompletionItem {
+            documentation: Some(lsp_types::Documentation::MarkupContent(MarkupContent {
+                kind: MarkupKind::Markdown,
+                value: keys::describe(level, k),
+            })),
+            ..item(k.name, CompletionItemKind::PROPERTY, Some(k.shape.describe().to_string()))
+        };
+        let mut items: Vec<CompletionItem> = level.keys().map(key_item).collect();
+        // A condition is a leaf or a group: both kinds of keys are offered.
+        if level == Level::ConditionLeaf {
+            items.extend(Level::ConditionGroup.keys().map(key_item));
+        }
+        items
+    };
+    // The key of the innermost object holding the string.
     let n = cx.frames.len();
     let parent_key = |up: usize| n.checked_sub(1 + up).and_then(|i| cx.frames[i].1.as_deref());
-    let tool = doc.last_tool.as_deref();
     if is_key {
-        let in_list = |k: &str| n >= 2 && !cx.frames[n - 2].0 && cx.frames[n - 2].1.as_deref() == Some(k);
-        return Some(match n {
-            1 => keys(TOP_KEYS),
-            _ if n == 3 && in_list("instructions") => keys(INSTRUCTION_KEYS),
-            _ if n == 3 && (in_list("arguments") || in_list("responses")) => keys(PARAM_KEYS),
-            _ if in_list("conditions") || in_list("done_check") => keys(CONDITION_KEYS),
-            _ if matches!(parent_key(0), Some("transform_arguments" | "transform_responses")) => keys(TRANSFORM_KEYS),
-            _ if parent_key(0) == Some("parallel_execution") => keys(PARALLEL_KEYS),
-            _ if parent_key(0) == Some("retry") => keys(RETRY_KEYS),
-            _ if n == 4 && parent_key(0) == Some("arguments") => {
+        return Some(match cx.level() {
+            Some(level) => keys(level),
+            None if n == 4 && parent_key(0) == Some("arguments") => {
                 let callee = step_callee_at(s, doc, tool, offset)?;
                 callee
                     .arguments

@@ -64,6 +64,11 @@ pub fn serve(connection: &Connection, extra: Option<ExtraCheck>) -> Result<(), S
     });
     connection.initialize_finish(id, result).map_err(|e| e.to_string())?;
     loop {
+        // What the last analyses replaced is freed while nothing waits to be answered (or
+        // when it piles up), not between an edit and the answer to the request after it.
+        if !server.retired.is_empty() && (connection.receiver.is_empty() || server.retired.len() > 2) {
+            server.retired.clear();
+        }
         // While edits wait to be analysed, a short pause in the messages analyses them.
         let msg = if server.dirty.is_empty() {
             match connection.receiver.recv() {
@@ -142,6 +147,8 @@ pub struct Server {
     dirty: BTreeSet<Url>,
     /// How long the last [`Server::flush`] took.
     last_flush: Duration,
+    /// The analyses and symbols that newer ones replaced, to free when the server is idle.
+    retired: Vec<(Option<CheckedTool>, OnceCell<Vec<symbols::Occurrence>>)>,
 }
 
 impl Server {
@@ -177,6 +184,7 @@ impl Server {
             extra,
             dirty: BTreeSet::new(),
             last_flush: Duration::ZERO,
+            retired: Vec::new(),
         }
     }
 
@@ -359,8 +367,8 @@ impl Server {
         if let Some(t) = &checked.tool {
             doc.last_tool = Some(t.clone());
         }
-        doc.checked = Some(checked);
-        doc.occurrences = OnceCell::new();
+        let old = (doc.checked.replace(checked), std::mem::take(&mut doc.occurrences));
+        self.retired.push(old);
         publish(uri.clone(), diagnostics, Some(version))
     }
 

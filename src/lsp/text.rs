@@ -94,11 +94,23 @@ impl Text {
         match change.range {
             Some(range) => {
                 let span = self.span(range, enc);
-                self.text.replace_range(span.range(), &change.text);
+                let (a, b) = (span.start as usize, span.end as usize);
+                self.text.replace_range(a..b, &change.text);
+                // The line starts up to `a` stay, those in the replaced bytes go, the
+                // inserted text's come in, and the later ones move by the change in length
+                // (no scan of the whole text for each keystroke).
+                let first = self.starts.partition_point(|&s| s <= a);
+                let after = self.starts.partition_point(|&s| s <= b);
+                let tail: Vec<usize> = self.starts[after..].iter().map(|&s| s - (b - a) + change.text.len()).collect();
+                self.starts.truncate(first);
+                self.starts.extend(change.text.match_indices('\n').map(|(i, _)| a + i + 1));
+                self.starts.extend(tail);
             }
-            None => self.text.clone_from(&change.text),
+            None => {
+                self.text.clone_from(&change.text);
+                self.starts = line_starts(&self.text);
+            }
         }
-        self.starts = line_starts(&self.text);
     }
 }
 
@@ -140,6 +152,21 @@ mod tests {
         };
         t.apply(&change, Encoding::Utf16);
         assert_eq!(t.as_str(), "{\n  \"bé\": 1\n}");
+        assert_eq!(t.starts, line_starts(t.as_str()));
+        // Lines joined, lines inserted: the line starts are those of the new text.
+        for (range, text) in [((0, 1, 1, 2), "x"), ((0, 0, 0, 0), "a\nb\n\n"), ((1, 0, 3, 0), "é\n𝄞")] {
+            let (l0, c0, l1, c1) = range;
+            let change = TextDocumentContentChangeEvent {
+                range: Some(Range {
+                    start: Position { line: l0, character: c0 },
+                    end: Position { line: l1, character: c1 },
+                }),
+                range_length: None,
+                text: text.to_string(),
+            };
+            t.apply(&change, Encoding::Utf16);
+            assert_eq!(t.starts, line_starts(t.as_str()), "after {range:?} → {text:?}: {:?}", t.as_str());
+        }
         let full = TextDocumentContentChangeEvent { range: None, range_length: None, text: "{}\n".to_string() };
         t.apply(&full, Encoding::Utf16);
         assert_eq!(t.as_str(), "{}\n");

@@ -24,15 +24,8 @@ use crate::span::{Span, Spanned};
 use crate::value::Value;
 
 use super::json::{JsonKind, JsonNode};
+use super::keys::Level;
 use super::model::TypeName;
-
-/// The constraint keys of a declaration, as written in a `.tool` file.
-pub const CONSTRAINT_KEYS: &[&str] =
-    &["enum", "minimum", "maximum", "min_length", "max_length", "pattern", "items", "default"];
-
-/// The keys of an element declaration (`items` written as an object).
-const ELEMENT_KEYS: &[&str] =
-    &["type_name", "description", "enum", "minimum", "maximum", "min_length", "max_length", "pattern", "items"];
 
 /// The longest compiled regex a `pattern` may give (bytes of the regex crate's program).
 const PATTERN_SIZE_LIMIT: usize = 1 << 20;
@@ -489,18 +482,18 @@ impl Reader<'_, '_> {
         let (type_node, entries): (Option<&JsonNode>, &[(Spanned<String>, JsonNode)]) = match &n.kind {
             JsonKind::Str(_) => (Some(n), &[]),
             JsonKind::Object(es) => {
-                for (k, _) in es.iter().filter(|(k, _)| !ELEMENT_KEYS.contains(&k.node.as_str())) {
+                for (k, _) in es.iter().filter(|(k, _)| !Level::Element.has(&k.node)) {
                     let mut d = Diagnostic::new(
                         Code::UnknownKey,
                         k.span,
                         format!("unknown key `{}` in `items` of {}", k.node, self.what),
                     )
                     .with_label("not a key here");
-                    d = match did_you_mean(&k.node, ELEMENT_KEYS.iter().copied()) {
+                    d = match did_you_mean(&k.node, Level::Element.names()) {
                         Some(s) => d.with_help(format!("did you mean `{s}`?")),
                         None => d.with_help(format!(
                             "an element declaration has {}",
-                            ELEMENT_KEYS.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+                            Level::Element.names().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
                         )),
                     };
                     self.push(d);

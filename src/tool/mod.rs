@@ -2,11 +2,12 @@
 //! in one pass.
 //!
 //! This module owns the `.tool` format of SPEC §5: the JSON reader that keeps a span on
-//! every key and value ([`json`]), the model types ([`model`]), the schema checks
-//! (`schema`), where REF strings are resolved and how they map back into the file
-//! ([`refs`]), and line/column positions for diagnostics ([`position`]). It never reads other
-//! files, never resolves a REF against anything and never compiles an expression: those
-//! are analysis steps that start from the model built here.
+//! every key and value ([`json`]), the one table of the format's keys ([`keys`]), the
+//! model types ([`model`]), the schema checks (`schema`), where REF strings are resolved
+//! and how they map back into the file ([`refs`]), and line/column positions for
+//! diagnostics ([`position`]). It never reads other files, never resolves a REF against
+//! anything and never compiles an expression: those are analysis steps that start from
+//! the model built here.
 //!
 //! ```
 //! let source = r#"{
@@ -28,6 +29,7 @@
 
 pub mod constraints;
 pub mod json;
+pub mod keys;
 pub mod model;
 pub mod position;
 pub mod refs;

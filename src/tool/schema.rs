@@ -14,71 +14,9 @@ use crate::ranges;
 use crate::span::{Span, Spanned};
 
 use super::json::{JsonKind, JsonNode, JsonObject, JsonStr};
+use super::keys::Level;
 use super::model::*;
 use super::refs;
-
-/// The keys of each kind of object, for "unknown key" checks and for saying where a
-/// misplaced key belongs.
-const TOOL_KEYS: &[&str] = &[
-    "description",
-    "arguments",
-    "responses",
-    "system_event_endpoint",
-    "instructions",
-    "response_reference_map",
-    "transform_arguments",
-    "transform_responses",
-    "output_key",
-];
-const PARAM_KEYS: &[&str] = &[
-    "name",
-    "type_name",
-    "description",
-    "required",
-    "enum",
-    "minimum",
-    "maximum",
-    "min_length",
-    "max_length",
-    "pattern",
-    "items",
-    "default",
-];
-const INSTRUCTION_KEYS: &[&str] = &[
-    "execution_id",
-    "tool_definition_path",
-    "description",
-    "arguments",
-    "transform_arguments",
-    "transform_responses",
-    "conditions",
-    "parallel_execution",
-    "dependencies",
-    "done_check",
-    "done_value",
-    "retry",
-    "timeout_seconds",
-    "continue_on_error",
-    "output_path",
-    "expected_key",
-];
-const TRANSFORM_KEYS: &[&str] = &["variables", "transforms"];
-const LEAF_KEYS: &[&str] = &["param", "operator", "value"];
-const GROUP_KEYS: &[&str] = &["logic", "conditions"];
-const PARALLEL_KEYS: &[&str] = &["iterate_over", "child_argument_name"];
-const RETRY_KEYS: &[&str] = &["max_retries", "base_delay_seconds", "factor", "max_delay_seconds", "jitter"];
-
-/// Where each key is at home, for the help of an unknown key.
-const LEVELS: &[(&str, &[&str])] = &[
-    ("a tool definition", TOOL_KEYS),
-    ("an instruction", INSTRUCTION_KEYS),
-    ("an argument or response declaration", PARAM_KEYS),
-    ("a transform block", TRANSFORM_KEYS),
-    ("a condition", LEAF_KEYS),
-    ("a condition group", GROUP_KEYS),
-    ("`parallel_execution`", PARALLEL_KEYS),
-    ("`retry`", RETRY_KEYS),
-];
 
 /// Execution ids that would shadow a REF context or an expression name.
 pub const RESERVED_IDS: &[&str] = &["arguments", "response", "item", "current"];
@@ -87,7 +25,7 @@ pub const RESERVED_IDS: &[&str] = &["arguments", "response", "item", "current"];
 /// of tool cannot be told (both or neither of `system_event_endpoint` and `instructions`).
 pub fn tool(root: &JsonNode, diags: &mut Vec<Diagnostic>) -> Option<ToolDef> {
     let mut l = Loader { diags };
-    let obj = l.object(root, "the tool definition", TOOL_KEYS, Owner::Root)?;
+    let obj = l.object(root, "the tool definition", Level::Tool, Owner::Root)?;
     let description = obj.get("description").and_then(|n| l.string(&obj, "description", n));
     let arguments = obj.get("arguments").map_or_else(Vec::new, |n| l.params(&obj, "arguments", n));
     let responses = obj.get("responses").map_or_else(Vec::new, |n| l.params(&obj, "responses", n));
@@ -247,7 +185,7 @@ impl Loader<'_> {
         &mut self,
         node: &'a JsonNode,
         what: impl Into<String>,
-        keys: &[&str],
+        level: Level,
         owner: Owner<'_, '_>,
     ) -> Option<Obj<'a>> {
         let what = what.into();
@@ -273,22 +211,28 @@ impl Loader<'_> {
             return None;
         };
         for (k, _) in entries {
-            if !keys.contains(&k.node.as_str()) {
-                self.unknown_key(k, &what, keys);
+            if !level.has(&k.node) {
+                self.unknown_key(k, &what, level);
             }
         }
         Some(Obj { entries, span: node.span, what })
     }
 
-    fn unknown_key(&mut self, key: &Spanned<String>, what: &str, keys: &[&str]) {
+    fn unknown_key(&mut self, key: &Spanned<String>, what: &str, level: Level) {
         let mut d = Diagnostic::new(Code::UnknownKey, key.span, format!("unknown key `{}` in {what}", key.node))
             .with_label("not a key here");
-        if let Some(s) = did_you_mean(&key.node, keys.iter().copied()) {
+        let keys: Vec<&str> = level.names().collect();
+        if let Some(s) = did_you_mean(&key.node, level.names()) {
             d = d.with_help(format!("did you mean `{s}`?"));
-        } else if let Some((level, _)) = LEVELS.iter().find(|(_, ks)| ks.contains(&key.node.as_str())) {
-            d = d.with_help(format!("`{}` is a key of {level}; the keys here are {}", key.node, list(keys)));
+        } else if let Some(home) = Level::ALL.iter().find(|l| l.has(&key.node)) {
+            d = d.with_help(format!(
+                "`{}` is a key of {}; the keys here are {}",
+                key.node,
+                home.describe(),
+                list(&keys)
+            ));
         } else {
-            d = d.with_help(format!("the keys here are {}", list(keys)));
+            d = d.with_help(format!("the keys here are {}", list(&keys)));
         }
         self.push(d);
     }
@@ -442,7 +386,7 @@ impl Loader<'_> {
             None => format!("{singular} #{}", i + 1),
         };
         let shape = "{\"name\": \"…\", \"type_name\": \"string\", \"required\": true}";
-        let obj = self.object(node, what, PARAM_KEYS, Owner::Element(shape))?;
+        let obj = self.object(node, what, Level::Param, Owner::Element(shape))?;
         let name = match obj.get("name") {
             Some(n) => self.string(&obj, "name", n),
             None => {
@@ -550,7 +494,7 @@ impl Loader<'_> {
             None => format!("instruction #{}", i + 1),
         };
         let shape = "{\"execution_id\": \"…\", \"tool_definition_path\": \"/tools/….tool\", …}";
-        let obj = self.object(node, what, INSTRUCTION_KEYS, Owner::Element(shape))?;
+        let obj = self.object(node, what, Level::Instruction, Owner::Element(shape))?;
         let execution_id = match obj.get("execution_id") {
             Some(n) => self.string(&obj, "execution_id", n).inspect(|id| self.execution_id(id)),
             None => {
@@ -735,7 +679,7 @@ impl Loader<'_> {
 
     fn transform(&mut self, parent: &Obj<'_>, key: &str, node: &JsonNode) -> Option<Transform> {
         let what = format!("`{key}` of {}", parent.what);
-        let obj = self.object(node, what, TRANSFORM_KEYS, Owner::Key(parent, key))?;
+        let obj = self.object(node, what, Level::Transform, Owner::Key(parent, key))?;
         let variables = obj
             .get("variables")
             .and_then(|n| self.json_object(&obj, "variables", n))
@@ -781,9 +725,9 @@ impl Loader<'_> {
         };
         let has = |k: &str| entries.iter().any(|(e, _)| e.node == k);
         let is_group = has("logic") || has("conditions");
-        let is_leaf = LEAF_KEYS.iter().any(|k| has(k));
+        let is_leaf = Level::ConditionLeaf.names().any(has);
         if is_group && is_leaf {
-            for (k, _) in entries.iter().filter(|(k, _)| LEAF_KEYS.contains(&k.node.as_str())) {
+            for (k, _) in entries.iter().filter(|(k, _)| Level::ConditionLeaf.has(&k.node)) {
                 self.push(
                     Diagnostic::new(
                         Code::MalformedCondition,
@@ -800,15 +744,15 @@ impl Loader<'_> {
             let what = "a condition group".to_string();
             let unknown = entries
                 .iter()
-                .filter(|(k, _)| !GROUP_KEYS.contains(&k.node.as_str()) && !LEAF_KEYS.contains(&k.node.as_str()));
+                .filter(|(k, _)| !Level::ConditionGroup.has(&k.node) && !Level::ConditionLeaf.has(&k.node));
             for (k, _) in unknown {
-                self.unknown_key(k, &what, GROUP_KEYS);
+                self.unknown_key(k, &what, Level::ConditionGroup);
             }
             let obj = Obj { entries, span: node.span, what };
             return self.group(&obj);
         }
         let what = format!("a condition in `{key}` of {}", parent.what);
-        let obj = self.object(node, what, LEAF_KEYS, Owner::Known)?;
+        let obj = self.object(node, what, Level::ConditionLeaf, Owner::Known)?;
         if !is_leaf {
             self.push(
                 Diagnostic::new(Code::MalformedCondition, open_brace(node.span), "a condition needs `param` and `operator`, or `logic` and `conditions`")
@@ -933,7 +877,7 @@ impl Loader<'_> {
 
     fn parallel(&mut self, parent: &Obj<'_>, node: &JsonNode) -> Option<ParallelExecution> {
         let what = format!("`parallel_execution` of {}", parent.what);
-        let obj = self.object(node, what, PARALLEL_KEYS, Owner::Key(parent, "parallel_execution"))?;
+        let obj = self.object(node, what, Level::Parallel, Owner::Key(parent, "parallel_execution"))?;
         let iterate_over = match obj.get("iterate_over") {
             None => {
                 self.missing(&obj, "iterate_over", "add `\"iterate_over\": \"REF:step.list\"` or a literal list");
@@ -1015,7 +959,7 @@ impl Loader<'_> {
 
     fn retry(&mut self, parent: &Obj<'_>, node: &JsonNode) -> Option<Retry> {
         let what = format!("`retry` of {}", parent.what);
-        let obj = self.object(node, what, RETRY_KEYS, Owner::Key(parent, "retry"))?;
+        let obj = self.object(node, what, Level::Retry, Owner::Key(parent, "retry"))?;
         let max_retries = obj.get("max_retries").and_then(|n| {
             // In range, so a whole number from 0 to 5: the cast cannot wrap.
             self.ranged(&obj, &ranges::MAX_RETRIES, n).map(|v| Spanned::new(v.node as u32, v.span))
