@@ -309,6 +309,10 @@ fn tls_failures_say_what_is_wrong() {
     let expired = TlsFront::start("expired", backend.port);
     let ca = ca();
     let trusted = [("SSL_CERT_FILE", ca.as_str())];
+    let fifo = dir.path().join("ca.fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().expect("mkfifo runs").success(), "mkfifo failed");
+    let fifo = fifo.display().to_string();
+    let fifo_env = [("SSL_CERT_FILE", fifo.as_str())];
     type Env<'a> = &'a [(&'a str, &'a str)];
     let cases: Vec<(&str, u16, Env, Vec<&str>)> = vec![
         ("untrusted", good.port, &[], vec!["is not signed by a CA tdsl trusts", "SSL_CERT_FILE"]),
@@ -321,17 +325,26 @@ fn tls_failures_say_what_is_wrong() {
         ("expired", expired.port, &trusted, vec!["expired on 2021-01-01 00:00:00 UTC"]),
         ("plain", backend.port, &trusted, vec!["did not answer in TLS", "http://"]),
         ("no-file", good.port, &[("SSL_CERT_FILE", "/nonexistent/ca.pem")], vec!["SSL_CERT_FILE=/nonexistent/ca.pem"]),
+        // A FIFO hung the first call (the step's timeout did not end it: the roots are
+        // loaded before), /dev/zero filled the memory.
+        ("fifo", good.port, &fifo_env, vec!["SSL_CERT_FILE=", "a FIFO (named pipe), not a regular file"]),
+        ("dev-zero", good.port, &[("SSL_CERT_FILE", "/dev/zero")], vec!["SSL_CERT_FILE=/dev/zero: it is a device"]),
     ];
     for (name, port, env, says) in cases {
         let root = calling_root(&dir.path().join(name), &format!("https://localhost:{port}/mcp"));
+        let started = std::time::Instant::now();
         let (code, stdout, stderr) = run(&root, env);
+        assert!(started.elapsed() < std::time::Duration::from_secs(30), "{name} took {:?}", started.elapsed());
         assert_ne!(code, 0, "{name}: {stdout}");
         for s in says {
             assert!(stderr.contains(s), "{name} should say {s:?}:\n{stderr}");
         }
         assert!(!stderr.contains("WorkerTransport"), "{name}: rmcp's types leak:\n{stderr}");
         // None of these is retried: the next try would fail the same way.
-        assert!(name == "no-file" || !stderr.contains("attempts"), "{name} was retried:\n{stderr}");
+        assert!(
+            ["no-file", "fifo", "dev-zero"].contains(&name) || !stderr.contains("attempts"),
+            "{name} was retried:\n{stderr}"
+        );
     }
 }
 
@@ -353,12 +366,25 @@ fn serve_refuses_a_bad_upstream_ca() {
     let not_pem = dir.path().join("not.pem");
     std::fs::write(&not_pem, "hello\n").expect("write");
     let key_only = certs().join("localhost.key").display().to_string();
+    let fifo = dir.path().join("ca.fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().expect("mkfifo runs").success(), "mkfifo failed");
+    let sparse = dir.path().join("sparse.pem");
+    std::fs::File::create(&sparse).and_then(|f| f.set_len(1 << 30)).expect("a sparse file");
+    let empty = dir.path().join("empty.pem");
+    std::fs::write(&empty, "").expect("write");
     let https = ["--upstream", "web=https://localhost:1/mcp"];
     let with = |ca: &str| format!("web={ca}");
     let cases: Vec<(Vec<String>, &str)> = vec![
         (vec!["--upstream-ca".into(), with("/nonexistent/ca.pem")], "cannot read /nonexistent/ca.pem"),
         (vec!["--upstream-ca".into(), with(&not_pem.display().to_string())], "holds no certificate"),
         (vec!["--upstream-ca".into(), with(&key_only)], "holds no certificate"),
+        // A FIFO hung `serve` at its start; /dev/zero and a sparse 1 GB file were read whole
+        // (9 GB of memory for /dev/zero before it was killed).
+        (vec!["--upstream-ca".into(), with(&fifo.display().to_string())], "a FIFO (named pipe), not a regular file"),
+        (vec!["--upstream-ca".into(), with("/dev/zero")], "a device, not a regular file"),
+        (vec!["--upstream-ca".into(), with(&sparse.display().to_string())], "larger than 16 MiB"),
+        (vec!["--upstream-ca".into(), with(&dir.path().display().to_string())], "a folder, not a regular file"),
+        (vec!["--upstream-ca".into(), with(&empty.display().to_string())], "holds no certificate"),
         (vec!["--upstream-ca".into(), "other=x".into()], "no --upstream named `other`"),
         (vec!["--upstream-ca".into(), "web".into()], "write NAME=FILE"),
         (vec!["--upstream-ca".into(), with(&ca()), "--upstream-ca".into(), with(&ca())], "has a CA file already"),
@@ -366,7 +392,9 @@ fn serve_refuses_a_bad_upstream_ca() {
     for (extra, says) in cases {
         let mut args: Vec<&str> = https.to_vec();
         args.extend(extra.iter().map(String::as_str));
+        let started = std::time::Instant::now();
         let (code, stderr) = serve(&args);
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "{args:?} took {:?}", started.elapsed());
         assert_eq!(code, 2, "{args:?}: {stderr}");
         assert!(stderr.contains(says), "{args:?} should say {says:?}: {stderr}");
     }

@@ -31,6 +31,10 @@ use sse_stream::{Error as SseError, Sse, SseStream};
 /// over stdio, `super::mcp_stdio::MAX_MESSAGE_BYTES`).
 const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 
+/// The largest CA file read (`--upstream-ca`, `SSL_CERT_FILE`): 16 MiB, some 70 times the
+/// Mozilla bundle.
+const MAX_CA_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
 /// Why an HTTP request to an upstream failed.
 #[derive(Debug, thiserror::Error)]
 pub enum HttpClientError {
@@ -101,6 +105,13 @@ fn default_roots() -> Result<rustls::RootCertStore, String> {
         .get_or_init(|| {
             let mut roots = rustls::RootCertStore::empty();
             roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+            // rustls-native-certs reads `SSL_CERT_FILE` whole, whatever it is: a FIFO would
+            // hang the first `https://` call, `/dev/zero` fill the memory.
+            if let Some(file) = std::env::var_os("SSL_CERT_FILE").filter(|f| !f.is_empty()) {
+                if let Err(e) = crate::input::read_bytes_capped(Path::new(&file), MAX_CA_FILE_BYTES) {
+                    return Err(format!("SSL_CERT_FILE={}: {e}", file.to_string_lossy()));
+                }
+            }
             let native = rustls_native_certs::load_native_certs();
             // A variable that names what cannot be read is the user's mistake, said once;
             // a system store that cannot be read leaves the Mozilla roots.
@@ -119,7 +130,10 @@ fn default_roots() -> Result<rustls::RootCertStore, String> {
 /// it cannot be used.
 pub fn load_ca_file(path: &Path) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>, String> {
     use rustls::pki_types::pem::PemObject;
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    // Only a regular file, and no more of it than a CA bundle can need: a FIFO hung `serve`
+    // at its start, `/dev/zero` or a 1 GB file was read whole.
+    let bytes = crate::input::read_bytes_capped(path, MAX_CA_FILE_BYTES)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let certs = rustls::pki_types::CertificateDer::pem_slice_iter(&bytes)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("{} is not a PEM file of certificates: {e}", path.display()))?;
@@ -238,7 +252,20 @@ impl TcpHttpClient {
         };
         let host = uri.host().ok_or_else(|| client_error(HttpClientError::Url(format!("{uri}: no host"))))?;
         let host = host.trim_start_matches('[').trim_end_matches(']');
-        let port = uri.port_u16().unwrap_or(if tls.is_some() { 443 } else { 80 });
+        // A port that is not a u16 (`:65536`) is not the scheme's default.
+        let port = match (uri.port(), uri.port_u16()) {
+            (Some(p), None) => {
+                return Err(client_error(HttpClientError::Url(format!("{uri}: the port `{p}` is not one of 1–65535"))))
+            }
+            (_, Some(p)) => p,
+            (None, None) => {
+                if tls.is_some() {
+                    443
+                } else {
+                    80
+                }
+            }
+        };
         let stream = tokio::net::TcpStream::connect((host, port)).await.map_err(client_error)?;
         let Some(tls) = tls else { return exchange(stream, request).await };
         let name = rustls::pki_types::ServerName::try_from(host.to_string())
