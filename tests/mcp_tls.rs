@@ -406,3 +406,54 @@ fn serve_refuses_a_bad_upstream_ca() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("started as a command"), "{stderr}");
 }
+
+/// A loopback port whose every connection reads what the client sends, answers `bytes`,
+/// and is closed after 3 s.
+fn answering(bytes: &'static [u8]) -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let port = listener.local_addr().expect("an address").port();
+    std::thread::spawn(move || {
+        for tcp in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                use std::io::Read;
+                let mut tcp = tcp;
+                let mut hello = [0u8; 4096];
+                let _ = tcp.read(&mut hello);
+                let _ = tcp.write_all(bytes);
+                std::thread::sleep(std::time::Duration::from_secs(3));
+            });
+        }
+    });
+    port
+}
+
+/// A server that answers in TLS records but breaks the handshake was said to be "a plain
+/// HTTP server"; one that announces a handshake message of 1 MiB (a certificate chain that
+/// long) too. Each is named for what it is; a plain HTTP answer still says http://.
+#[test]
+fn a_broken_tls_handshake_is_named_for_what_it_is() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cases: [(&str, &'static [u8], &str); 3] = [
+        (
+            "plain",
+            b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n",
+            "did not answer in TLS (a plain HTTP server?",
+        ),
+        // A record of 4 bytes: a Certificate message announcing 1 MiB.
+        (
+            "huge-chain",
+            b"\x16\x03\x03\x00\x04\x0b\x10\x00\x00",
+            "sent a TLS handshake message larger than tdsl accepts",
+        ),
+        // A record of 5 bytes: a ServerHello of one byte.
+        ("garbled", b"\x16\x03\x03\x00\x05\x02\x00\x00\x01\x00", "broke the TLS protocol in its handshake"),
+    ];
+    for (name, bytes, says) in cases {
+        let port = answering(bytes);
+        let root = calling_root(&dir.path().join(name), &format!("https://localhost:{port}/mcp"));
+        let (code, _, stderr) = run(&root, &[]);
+        assert_ne!(code, 0, "{name}");
+        assert!(stderr.contains(says), "{name} should say {says:?}:\n{stderr}");
+        assert!(name == "plain" || !stderr.contains("plain HTTP"), "{name}:\n{stderr}");
+    }
+}

@@ -178,7 +178,7 @@ fn shown_name(presented: &str) -> &str {
 
 /// Why the TLS handshake with `host` failed, in words that say what to do.
 fn tls_failure(host: &str, port: u16, e: &std::io::Error) -> TlsFailure {
-    use rustls::{CertificateError, Error};
+    use rustls::{CertificateError, Error, InvalidMessage};
     let at = format!("{host}:{port}");
     let inner = e.get_ref().and_then(|i| i.downcast_ref::<Error>());
     let date = |t: &rustls::pki_types::UnixTime| {
@@ -218,9 +218,17 @@ fn tls_failure(host: &str, port: u16, e: &std::io::Error) -> TlsFailure {
             ),
             other => format!("the certificate of {at} was refused: {}", Error::InvalidCertificate(other.clone())),
         },
-        Some(Error::InvalidMessage(_)) => format!(
-            "{at} did not answer in TLS (a plain HTTP server? then write its URL with http://)"
+        // What is not a TLS record at all: a plain HTTP server's answer.
+        Some(Error::InvalidMessage(
+            InvalidMessage::InvalidContentType | InvalidMessage::UnknownProtocolVersion | InvalidMessage::MessageTooLarge,
+        )) => format!("{at} did not answer in TLS (a plain HTTP server? then write its URL with http://)"),
+        Some(Error::InvalidMessage(
+            InvalidMessage::HandshakePayloadTooLarge | InvalidMessage::CertificatePayloadTooLarge,
+        )) => format!(
+            "{at} sent a TLS handshake message larger than tdsl accepts (64 KiB; a certificate chain that long?)"
         ),
+        // TLS records, but not a handshake that follows the protocol.
+        Some(Error::InvalidMessage(m)) => format!("{at} broke the TLS protocol in its handshake ({m:?})"),
         Some(other) => format!("the TLS handshake with {at} failed: {other}"),
         None if e.kind() == std::io::ErrorKind::UnexpectedEof => format!(
             "{at} closed the connection during the TLS handshake (does it serve TLS on that port? a plain HTTP server is written http://)"
