@@ -457,3 +457,25 @@ fn a_broken_tls_handshake_is_named_for_what_it_is() {
         assert!(name == "plain" || !stderr.contains("plain HTTP"), "{name}:\n{stderr}");
     }
 }
+
+/// A server that takes the connection and never answers the TLS handshake (slowloris)
+/// fails each attempt after 10 s saying so (a transient error, retried): it waited for the
+/// step's timeout, or for `initialize`'s 30 s, and said only that the call timed out.
+#[test]
+fn a_server_that_never_finishes_the_tls_handshake_is_named() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let port = listener.local_addr().expect("an address").port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for tcp in listener.incoming().flatten() {
+            held.push(tcp);
+        }
+    });
+    let root = calling_root(dir.path(), &format!("https://localhost:{port}/mcp"));
+    let started = std::time::Instant::now();
+    let (code, _, stderr) = run(&root, &[]);
+    assert_ne!(code, 0);
+    assert!(stderr.contains("did not finish the TLS handshake within 10 s"), "{stderr}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(80), "took {:?}", started.elapsed());
+}

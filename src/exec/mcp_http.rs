@@ -35,6 +35,9 @@ const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 /// Mozilla bundle.
 const MAX_CA_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
+/// How long connecting, and then the TLS handshake, may each take.
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Why an HTTP request to an upstream failed.
 #[derive(Debug, thiserror::Error)]
 pub enum HttpClientError {
@@ -274,13 +277,33 @@ impl TcpHttpClient {
                 }
             }
         };
-        let stream = tokio::net::TcpStream::connect((host, port)).await.map_err(client_error)?;
+        let stream = match tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::TcpStream::connect((host, port))).await {
+            Ok(connected) => connected.map_err(client_error)?,
+            Err(_) => {
+                return Err(client_error(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("cannot connect to {host}:{port} within {} s", CONNECT_TIMEOUT.as_secs()),
+                )))
+            }
+        };
         let Some(tls) = tls else { return exchange(stream, request).await };
         let name = rustls::pki_types::ServerName::try_from(host.to_string())
             .map_err(|e| client_error(HttpClientError::Url(format!("{uri}: `{host}` is not a host name: {e}"))))?;
-        let stream = match tokio_rustls::TlsConnector::from(tls).connect(name, stream).await {
-            Ok(s) => s,
-            Err(e) => {
+        let handshake =
+            tokio::time::timeout(CONNECT_TIMEOUT, tokio_rustls::TlsConnector::from(tls).connect(name, stream));
+        let stream = match handshake.await {
+            Ok(Ok(s)) => s,
+            Err(_) => {
+                // A server that takes the connection and says nothing (or a byte a second).
+                let message = format!(
+                    "{host}:{port} took the connection but did not finish the TLS handshake within {} s",
+                    CONNECT_TIMEOUT.as_secs()
+                );
+                let failure = TlsFailure { message: message.clone(), permanent: false };
+                *self.tls_failure.lock().unwrap_or_else(PoisonError::into_inner) = Some(failure);
+                return Err(client_error(HttpClientError::Tls(message)));
+            }
+            Ok(Err(e)) => {
                 let failure = tls_failure(host, port, &e);
                 let message = failure.message.clone();
                 *self.tls_failure.lock().unwrap_or_else(PoisonError::into_inner) = Some(failure);
