@@ -179,10 +179,19 @@ fn shown_name(presented: &str) -> &str {
         .map_or(presented, |inner| inner.trim_matches('"'))
 }
 
+/// `host:port` as a URL writes it: an IPv6 address in brackets (`[::1]:8443`).
+fn host_port(host: &str, port: u16) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
 /// Why the TLS handshake with `host` failed, in words that say what to do.
 fn tls_failure(host: &str, port: u16, e: &std::io::Error) -> TlsFailure {
     use rustls::{CertificateError, Error, InvalidMessage};
-    let at = format!("{host}:{port}");
+    let at = host_port(host, port);
     let inner = e.get_ref().and_then(|i| i.downcast_ref::<Error>());
     let date = |t: &rustls::pki_types::UnixTime| {
         chrono::DateTime::from_timestamp(i64::try_from(t.as_secs()).unwrap_or(i64::MAX), 0)
@@ -282,7 +291,7 @@ impl TcpHttpClient {
             Err(_) => {
                 return Err(client_error(std::io::Error::new(
                     std::io::ErrorKind::TimedOut,
-                    format!("cannot connect to {host}:{port} within {} s", CONNECT_TIMEOUT.as_secs()),
+                    format!("cannot connect to {} within {} s", host_port(host, port), CONNECT_TIMEOUT.as_secs()),
                 )))
             }
         };
@@ -296,7 +305,8 @@ impl TcpHttpClient {
             Err(_) => {
                 // A server that takes the connection and says nothing (or a byte a second).
                 let message = format!(
-                    "{host}:{port} took the connection but did not finish the TLS handshake within {} s",
+                    "{} took the connection but did not finish the TLS handshake within {} s",
+                    host_port(host, port),
                     CONNECT_TIMEOUT.as_secs()
                 );
                 let failure = TlsFailure { message: message.clone(), permanent: false };
@@ -550,5 +560,19 @@ impl StreamableHttpClient for TcpHttpClient {
         }
         let body = CappedEvents::new(response.into_body(), MAX_MESSAGE_BYTES, self.oversized.clone());
         Ok(SseStream::new(body).boxed())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `https://[::1]:8443` was named `::1:8443` in TLS errors.
+    #[test]
+    fn an_ipv6_host_is_named_in_brackets() {
+        assert_eq!(host_port("::1", 8443), "[::1]:8443");
+        assert_eq!(host_port("127.0.0.1", 443), "127.0.0.1:443");
+        let e = std::io::Error::other(rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType));
+        assert!(tls_failure("::1", 8443, &e).message.starts_with("[::1]:8443 did not answer in TLS"));
     }
 }
