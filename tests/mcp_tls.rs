@@ -405,6 +405,17 @@ fn serve_refuses_a_bad_upstream_ca() {
     let (code, stderr) = serve(&["--upstream", "web=some-server", "--upstream-ca", &web_ca]);
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("started as a command"), "{stderr}");
+    // A password in the URL is refused without being echoed (it was, twice); a port out of
+    // range is named (it was taken as none: port 443).
+    let (code, stderr) = serve(&["--upstream", "web=https://bob:hunter2@127.0.0.1:8443/mcp"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("a user name or password in the URL is not sent") && !stderr.contains("hunter2"),
+        "{stderr}"
+    );
+    let (code, stderr) = serve(&["--upstream", "web=https://127.0.0.1:65536/mcp"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("the port `65536` is not one of 1–65535"), "{stderr}");
 }
 
 /// A loopback port whose every connection reads what the client sends, answers `bytes`,
