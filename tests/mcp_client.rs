@@ -502,3 +502,80 @@ fn an_http_mcp_answer_over_the_cap_fails_at_once() {
         assert!(started.elapsed() < std::time::Duration::from_secs(60), "{mode}: took {:?}", started.elapsed());
     }
 }
+
+/// A stdio server that logs on standard error: a line that is not UTF-8, 300 KB of lines
+/// (more than a pipe holds), then answers; its `die` tool writes a 2 MB line without end,
+/// then `last words`, and exits.
+const NOISY_SERVER: &str = r#"
+import json, os, sys
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    if m["method"] == "initialize":
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {}}, "serverInfo": {"name": "noisy", "version": "1"}}})
+    elif m["method"] == "tools/call" and m["params"]["name"] == "die":
+        sys.stderr.write("z" * (2 * 1024 * 1024) + "\nlast words\n"); sys.stderr.flush()
+        os._exit(3)
+    elif m["method"] == "tools/call":
+        sys.stderr.buffer.write(b"latin-1 caf\xe9\n"); sys.stderr.flush()
+        for i in range(3000):
+            sys.stderr.write("log line %d %s\n" % (i, "y" * 100))
+        sys.stderr.flush()
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"content": [{"type": "text", "text": "{\"n\": 2}"}]}})
+    else:
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {}})
+"#;
+
+/// A server's standard error is read to its end whatever it holds: a line that is not
+/// UTF-8 stopped the reading, so the server died of a broken pipe at its next lines (the
+/// call failed "Transport closed"); a line without end was held whole and put whole in
+/// the message. Now the call succeeds, and a dying server's last lines are in the message,
+/// each cut at 1000 bytes.
+#[test]
+fn a_server_that_floods_its_stderr_with_anything_keeps_running() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    write(&root.join("noisy.py"), NOISY_SERVER);
+    let python = common::python::python();
+    for tool in ["t", "die"] {
+        write(
+            &root.join(format!("remote-{tool}.tool")),
+            &format!(
+                r#"{{"arguments": [{{"name": "n", "type_name": "integer", "required": true}}],
+                    "system_event_endpoint": "mcp:'{}' '{}'#{tool}"}}"#,
+                python.display(),
+                root.join("noisy.py").display()
+            ),
+        );
+        write(
+            &root.join(format!("main-{tool}.tool")),
+            &format!(
+                r#"{{"instructions": [{{"execution_id": "call", "tool_definition_path": "/remote-{tool}.tool",
+                     "arguments": {{"n": 1}}, "timeout_seconds": 30, "retry": {{"max_retries": 0}}}}],
+                    "response_reference_map": {{"n": "REF:call.n"}}}}"#
+            ),
+        );
+    }
+    let run = |tool: &str| {
+        tdsl(&[
+            "run",
+            root.join(format!("main-{tool}.tool")).to_str().expect("utf-8"),
+            "--root",
+            root.to_str().expect("utf-8"),
+        ])
+    };
+    let out = run("t");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(serde_json::from_str::<Value>(&out.stdout).expect("JSON"), json!({"n": 2}), "{}", out.stderr);
+    let out = run("die");
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(&format!("{}… | last words", "z".repeat(1000))),
+        "{}",
+        &out.stderr[..out.stderr.len().min(3000)]
+    );
+    assert!(out.stderr.len() < 30_000, "the endless line was kept whole: {} bytes", out.stderr.len());
+}

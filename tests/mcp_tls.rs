@@ -280,8 +280,7 @@ fn run(root: &Path, env: &[(&str, &str)]) -> (i32, String, String) {
     )
 }
 
-/// `mcp:https://…#pause` in a `.tool` file, run by `tdsl run` with the CA in `SSL_CERT_FILE`
-/// and checked against the server by `tdsl check --mcp-schemas`; `mcp:http://…` too.
+/// `mcp:https://…#pause` in a `.tool` file, run by `tdsl run` with the CA in `SSL_CERT_FILE`.
 #[test]
 fn an_mcp_https_endpoint_runs_from_a_tool_file() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -291,19 +290,6 @@ fn an_mcp_https_endpoint_runs_from_a_tool_file() {
     let (code, stdout, stderr) = run(&root, &[("SSL_CERT_FILE", &ca())]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(serde_json::from_str::<Value>(&stdout).expect("JSON"), json!({"n": 2}), "{stderr}");
-    // `tdsl check --mcp-schemas` asks the same server for its tools, over TLS too.
-    let out = command()
-        .arg("check")
-        .arg(&root)
-        .arg("--root")
-        .arg(&root)
-        .args(["--mcp-schemas", "--deny-warnings"])
-        .env("SSL_CERT_FILE", ca())
-        .output()
-        .expect("tdsl check runs");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(stderr.contains("checked 2 files: 0 errors, 0 warnings"), "{stderr}");
     // The same endpoint over plain http:// to the backend itself.
     let plain = calling_root(&dir.path().join("plain"), &format!("http://127.0.0.1:{}/mcp", backend.port));
     let (code, stdout, stderr) = run(&plain, &[]);
@@ -323,6 +309,10 @@ fn tls_failures_say_what_is_wrong() {
     let expired = TlsFront::start("expired", backend.port);
     let ca = ca();
     let trusted = [("SSL_CERT_FILE", ca.as_str())];
+    let fifo = dir.path().join("ca.fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().expect("mkfifo runs").success(), "mkfifo failed");
+    let fifo = fifo.display().to_string();
+    let fifo_env = [("SSL_CERT_FILE", fifo.as_str())];
     type Env<'a> = &'a [(&'a str, &'a str)];
     let cases: Vec<(&str, u16, Env, Vec<&str>)> = vec![
         ("untrusted", good.port, &[], vec!["is not signed by a CA tdsl trusts", "SSL_CERT_FILE"]),
@@ -335,17 +325,26 @@ fn tls_failures_say_what_is_wrong() {
         ("expired", expired.port, &trusted, vec!["expired on 2021-01-01 00:00:00 UTC"]),
         ("plain", backend.port, &trusted, vec!["did not answer in TLS", "http://"]),
         ("no-file", good.port, &[("SSL_CERT_FILE", "/nonexistent/ca.pem")], vec!["SSL_CERT_FILE=/nonexistent/ca.pem"]),
+        // A FIFO hung the first call (the step's timeout did not end it: the roots are
+        // loaded before), /dev/zero filled the memory.
+        ("fifo", good.port, &fifo_env, vec!["SSL_CERT_FILE=", "a FIFO (named pipe), not a regular file"]),
+        ("dev-zero", good.port, &[("SSL_CERT_FILE", "/dev/zero")], vec!["SSL_CERT_FILE=/dev/zero: it is a device"]),
     ];
     for (name, port, env, says) in cases {
         let root = calling_root(&dir.path().join(name), &format!("https://localhost:{port}/mcp"));
+        let started = std::time::Instant::now();
         let (code, stdout, stderr) = run(&root, env);
+        assert!(started.elapsed() < std::time::Duration::from_secs(30), "{name} took {:?}", started.elapsed());
         assert_ne!(code, 0, "{name}: {stdout}");
         for s in says {
             assert!(stderr.contains(s), "{name} should say {s:?}:\n{stderr}");
         }
         assert!(!stderr.contains("WorkerTransport"), "{name}: rmcp's types leak:\n{stderr}");
         // None of these is retried: the next try would fail the same way.
-        assert!(name == "no-file" || !stderr.contains("attempts"), "{name} was retried:\n{stderr}");
+        assert!(
+            ["no-file", "fifo", "dev-zero"].contains(&name) || !stderr.contains("attempts"),
+            "{name} was retried:\n{stderr}"
+        );
     }
 }
 
@@ -367,13 +366,25 @@ fn serve_refuses_a_bad_upstream_ca() {
     let not_pem = dir.path().join("not.pem");
     std::fs::write(&not_pem, "hello\n").expect("write");
     let key_only = certs().join("localhost.key").display().to_string();
+    let fifo = dir.path().join("ca.fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().expect("mkfifo runs").success(), "mkfifo failed");
+    let sparse = dir.path().join("sparse.pem");
+    std::fs::File::create(&sparse).and_then(|f| f.set_len(1 << 30)).expect("a sparse file");
+    let empty = dir.path().join("empty.pem");
+    std::fs::write(&empty, "").expect("write");
     let https = ["--upstream", "web=https://localhost:1/mcp"];
     let with = |ca: &str| format!("web={ca}");
     let cases: Vec<(Vec<String>, &str)> = vec![
         (vec!["--upstream-ca".into(), with("/nonexistent/ca.pem")], "cannot read /nonexistent/ca.pem"),
         (vec!["--upstream-ca".into(), with(&not_pem.display().to_string())], "holds no certificate"),
         (vec!["--upstream-ca".into(), with(&key_only)], "holds no certificate"),
-        (vec!["--upstream-ca".into(), with("/dev")], "is not a regular file"),
+        // A FIFO hung `serve` at its start; /dev/zero and a sparse 1 GB file were read whole
+        // (9 GB of memory for /dev/zero before it was killed).
+        (vec!["--upstream-ca".into(), with(&fifo.display().to_string())], "a FIFO (named pipe), not a regular file"),
+        (vec!["--upstream-ca".into(), with("/dev/zero")], "a device, not a regular file"),
+        (vec!["--upstream-ca".into(), with(&sparse.display().to_string())], "larger than 16 MiB"),
+        (vec!["--upstream-ca".into(), with(&dir.path().display().to_string())], "a folder, not a regular file"),
+        (vec!["--upstream-ca".into(), with(&empty.display().to_string())], "holds no certificate"),
         (vec!["--upstream-ca".into(), "other=x".into()], "no --upstream named `other`"),
         (vec!["--upstream-ca".into(), "web".into()], "write NAME=FILE"),
         (vec!["--upstream-ca".into(), with(&ca()), "--upstream-ca".into(), with(&ca())], "has a CA file already"),
@@ -381,7 +392,9 @@ fn serve_refuses_a_bad_upstream_ca() {
     for (extra, says) in cases {
         let mut args: Vec<&str> = https.to_vec();
         args.extend(extra.iter().map(String::as_str));
+        let started = std::time::Instant::now();
         let (code, stderr) = serve(&args);
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "{args:?} took {:?}", started.elapsed());
         assert_eq!(code, 2, "{args:?}: {stderr}");
         assert!(stderr.contains(says), "{args:?} should say {says:?}: {stderr}");
     }
@@ -392,4 +405,88 @@ fn serve_refuses_a_bad_upstream_ca() {
     let (code, stderr) = serve(&["--upstream", "web=some-server", "--upstream-ca", &web_ca]);
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("started as a command"), "{stderr}");
+    // A password in the URL is refused without being echoed (it was, twice); a port out of
+    // range is named (it was taken as none: port 443).
+    let (code, stderr) = serve(&["--upstream", "web=https://bob:hunter2@127.0.0.1:8443/mcp"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("a user name or password in the URL is not sent") && !stderr.contains("hunter2"),
+        "{stderr}"
+    );
+    let (code, stderr) = serve(&["--upstream", "web=https://127.0.0.1:65536/mcp"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("the port `65536` is not one of 1–65535"), "{stderr}");
+}
+
+/// A loopback port whose every connection reads what the client sends, answers `bytes`,
+/// and is closed after 3 s.
+fn answering(bytes: &'static [u8]) -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let port = listener.local_addr().expect("an address").port();
+    std::thread::spawn(move || {
+        for tcp in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                use std::io::Read;
+                let mut tcp = tcp;
+                let mut hello = [0u8; 4096];
+                let _ = tcp.read(&mut hello);
+                let _ = tcp.write_all(bytes);
+                std::thread::sleep(std::time::Duration::from_secs(3));
+            });
+        }
+    });
+    port
+}
+
+/// A server that answers in TLS records but breaks the handshake was said to be "a plain
+/// HTTP server"; one that announces a handshake message of 1 MiB (a certificate chain that
+/// long) too. Each is named for what it is; a plain HTTP answer still says http://.
+#[test]
+fn a_broken_tls_handshake_is_named_for_what_it_is() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cases: [(&str, &'static [u8], &str); 3] = [
+        (
+            "plain",
+            b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n",
+            "did not answer in TLS (a plain HTTP server?",
+        ),
+        // A record of 4 bytes: a Certificate message announcing 1 MiB.
+        (
+            "huge-chain",
+            b"\x16\x03\x03\x00\x04\x0b\x10\x00\x00",
+            "sent a TLS handshake message larger than tdsl accepts",
+        ),
+        // A record of 5 bytes: a ServerHello of one byte.
+        ("garbled", b"\x16\x03\x03\x00\x05\x02\x00\x00\x01\x00", "broke the TLS protocol in its handshake"),
+    ];
+    for (name, bytes, says) in cases {
+        let port = answering(bytes);
+        let root = calling_root(&dir.path().join(name), &format!("https://localhost:{port}/mcp"));
+        let (code, _, stderr) = run(&root, &[]);
+        assert_ne!(code, 0, "{name}");
+        assert!(stderr.contains(says), "{name} should say {says:?}:\n{stderr}");
+        assert!(name == "plain" || !stderr.contains("plain HTTP"), "{name}:\n{stderr}");
+    }
+}
+
+/// A server that takes the connection and never answers the TLS handshake (slowloris)
+/// fails each attempt after 10 s saying so (a transient error, retried): it waited for the
+/// step's timeout, or for `initialize`'s 30 s, and said only that the call timed out.
+#[test]
+fn a_server_that_never_finishes_the_tls_handshake_is_named() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let port = listener.local_addr().expect("an address").port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for tcp in listener.incoming().flatten() {
+            held.push(tcp);
+        }
+    });
+    let root = calling_root(dir.path(), &format!("https://localhost:{port}/mcp"));
+    let started = std::time::Instant::now();
+    let (code, _, stderr) = run(&root, &[]);
+    assert_ne!(code, 0);
+    assert!(stderr.contains("did not finish the TLS handshake within 10 s"), "{stderr}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(80), "took {:?}", started.elapsed());
 }

@@ -48,6 +48,9 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 /// How many lines of a server's standard error are kept for error messages.
 const STDERR_LINES: usize = 20;
 
+/// How much of one line of a server's standard error is kept.
+const STDERR_LINE_BYTES: usize = 1000;
+
 /// An `mcp:` endpoint, parsed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct McpEndpoint {
@@ -97,12 +100,44 @@ pub fn is_url(server: &str) -> bool {
     server.starts_with("http://") || server.starts_with("https://")
 }
 
-/// Whether `url` (`http://…` or `https://…`) has a host and no spaces.
+/// Whether `url` (`http://…` or `https://…`) has a host, a port (when written) of 1–65535,
+/// no user name or password, and no spaces, control or non-ASCII characters. Messages show
+/// the URL with its control characters escaped and without its password.
 pub fn check_url(url: &str) -> Result<(), String> {
     let after = url.strip_prefix("http://").or_else(|| url.strip_prefix("https://")).unwrap_or(url);
     let authority = after.split(['/', '?', '#']).next().unwrap_or("");
+    if let Some((userinfo, host)) = authority.rsplit_once('@') {
+        let scheme = if url.starts_with("https://") { "https://" } else { "http://" };
+        let user = userinfo.split(':').next().unwrap_or("");
+        return Err(format!(
+            "`{scheme}{}…@{}`: a user name or password in the URL is not sent; a bearer token is given with \
+             --upstream-token NAME=FILE",
+            crate::plans::escape_controls(user),
+            crate::plans::escape_controls(host)
+        ));
+    }
+    let shown = || crate::plans::escape_controls(url);
     if !is_url(url) || authority.is_empty() || authority.starts_with(':') || url.chars().any(char::is_whitespace) {
-        return Err(format!("`{url}` is not a URL"));
+        return Err(format!("`{}` is not a URL", shown()));
+    }
+    if url.chars().any(char::is_control) {
+        return Err(format!("`{}` is not a URL: it holds a control character", shown()));
+    }
+    if !authority.is_ascii() {
+        return Err(format!(
+            "`{}`: the host has non-ASCII characters; write it in its ASCII form (`xn--…`, as `idn2` gives it)",
+            shown()
+        ));
+    }
+    // The port after the host (an IPv6 address is in brackets): empty is the scheme's.
+    let port = match authority.rsplit_once(']') {
+        Some((_, rest)) => rest.strip_prefix(':'),
+        None => authority.rsplit_once(':').map(|(_, p)| p),
+    };
+    if let Some(port) = port.filter(|p| !p.is_empty()) {
+        if !port.parse::<u16>().is_ok_and(|p| p > 0) {
+            return Err(format!("`{}`: the port `{port}` is not one of 1–65535", shown()));
+        }
     }
     Ok(())
 }
@@ -162,6 +197,54 @@ impl Live {
     fn stderr_tail(&self) -> String {
         stderr_tail(&self.stderr)
     }
+}
+
+/// Reads a server's standard error to its end, keeping its last [`STDERR_LINES`] lines, each
+/// cut at [`STDERR_LINE_BYTES`] (invalid UTF-8 shown as `�`). It never stops reading before
+/// the end: a server blocked on a full pipe would hang (or die of `EPIPE`, as when a line
+/// that is not UTF-8 ended `lines()`), and a line without end is not held whole.
+async fn keep_stderr_tail<R: tokio::io::AsyncRead + Unpin>(stderr: R, lines: Arc<Mutex<VecDeque<String>>>) {
+    let mut reader = tokio::io::BufReader::with_capacity(16 * 1024, stderr);
+    let mut line = Vec::new();
+    let mut cut = false;
+    loop {
+        let (used, done) = match reader.fill_buf().await {
+            Ok([]) | Err(_) => (0, true),
+            Ok(buf) => {
+                let (chunk, used, end) = match buf.iter().position(|&b| b == b'\n') {
+                    Some(i) => (&buf[..i], i + 1, true),
+                    None => (buf, buf.len(), false),
+                };
+                let room = STDERR_LINE_BYTES.saturating_sub(line.len());
+                cut |= chunk.len() > room;
+                line.extend_from_slice(&chunk[..room.min(chunk.len())]);
+                if end {
+                    push_stderr_line(&lines, &mut line, &mut cut);
+                }
+                (used, false)
+            }
+        };
+        if done {
+            if !line.is_empty() {
+                push_stderr_line(&lines, &mut line, &mut cut);
+            }
+            return;
+        }
+        reader.consume(used);
+    }
+}
+
+fn push_stderr_line(lines: &Mutex<VecDeque<String>>, line: &mut Vec<u8>, cut: &mut bool) {
+    let mut text = String::from_utf8_lossy(line.strip_suffix(b"\r").unwrap_or(line)).into_owned();
+    if std::mem::take(cut) {
+        text.push('…');
+    }
+    line.clear();
+    let mut l = lines.lock().unwrap_or_else(PoisonError::into_inner);
+    if l.len() == STDERR_LINES {
+        l.pop_front();
+    }
+    l.push_back(text);
 }
 
 /// ` (its standard error ends: …)` with the lines a server last wrote, or nothing.
@@ -458,16 +541,7 @@ async fn start(target: &McpTarget, env: &super::host::ToolEnv, cancel: &CancelTo
     let lines = Arc::new(Mutex::new(VecDeque::new()));
     if let Some(stderr) = stderr {
         let lines = lines.clone();
-        tokio::spawn(async move {
-            let mut reader = tokio::io::BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = reader.next_line().await {
-                let mut l = lines.lock().unwrap_or_else(PoisonError::into_inner);
-                if l.len() == STDERR_LINES {
-                    l.pop_front();
-                }
-                l.push_back(line);
-            }
-        });
+        tokio::spawn(keep_stderr_tail(stderr, lines));
     }
     let config = ClientConfig::new(
         ClientCapabilities::default(),
@@ -649,6 +723,29 @@ mod tests {
         assert_eq!(program_of(&e, Some(Path::new("/r/x.tool"))), Path::new("https://mcp.example.org:8443/mcp"));
         assert!(McpEndpoint::parse("http:///mcp#t").unwrap_err().contains("is not a URL"));
         assert!(McpEndpoint::parse("https://a b/mcp#t").unwrap_err().contains("is not a URL"));
+    }
+
+    /// A port out of range was taken as no port: `https://127.0.0.1:65536/mcp` went to port
+    /// 443. A password was echoed in every error; control characters too.
+    #[test]
+    fn urls_with_bad_ports_userinfo_or_odd_characters_are_refused() {
+        for (url, says) in [
+            ("https://127.0.0.1:65536/mcp", "the port `65536` is not one of 1–65535"),
+            ("https://127.0.0.1:0/mcp", "the port `0`"),
+            ("http://[::1]:99999999999/mcp", "the port `99999999999`"),
+            ("https://h:1x/mcp", "the port `1x`"),
+            ("https://bob:hunter2@h.example/mcp", "`https://bob…@h.example`: a user name or password"),
+            ("https://b\u{fc}cher.example/mcp", "write it in its ASCII form"),
+            ("https://e\u{1b}[31mvil/mcp", "`https://e\\u001b[31mvil/mcp` is not a URL: it holds a control character"),
+        ] {
+            let e = check_url(url).expect_err(url);
+            assert!(e.contains(says), "{url}: {e}");
+            assert!(!e.contains("hunter2") && !e.contains('\u{1b}'), "{url}: {e}");
+        }
+        for url in ["https://127.0.0.1:/mcp", "https://[::1]:8443/mcp", "http://[::1]/mcp", "https://a.example/x?y=1:2"]
+        {
+            assert_eq!(check_url(url), Ok(()), "{url}");
+        }
     }
 
     #[test]

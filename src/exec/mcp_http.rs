@@ -31,8 +31,12 @@ use sse_stream::{Error as SseError, Sse, SseStream};
 /// over stdio, `super::mcp_stdio::MAX_MESSAGE_BYTES`).
 const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 
-/// The largest `--upstream-ca` file read: 16 MiB (a system's whole bundle is ~200 KB).
+/// The largest CA file read (`--upstream-ca`, `SSL_CERT_FILE`): 16 MiB, some 70 times the
+/// Mozilla bundle.
 const MAX_CA_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// How long connecting, and then the TLS handshake, may each take.
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Why an HTTP request to an upstream failed.
 #[derive(Debug, thiserror::Error)]
@@ -104,6 +108,13 @@ fn default_roots() -> Result<rustls::RootCertStore, String> {
         .get_or_init(|| {
             let mut roots = rustls::RootCertStore::empty();
             roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+            // rustls-native-certs reads `SSL_CERT_FILE` whole, whatever it is: a FIFO would
+            // hang the first `https://` call, `/dev/zero` fill the memory.
+            if let Some(file) = std::env::var_os("SSL_CERT_FILE").filter(|f| !f.is_empty()) {
+                if let Err(e) = crate::input::read_bytes_capped(Path::new(&file), MAX_CA_FILE_BYTES) {
+                    return Err(format!("SSL_CERT_FILE={}: {e}", file.to_string_lossy()));
+                }
+            }
             let native = rustls_native_certs::load_native_certs();
             // A variable that names what cannot be read is the user's mistake, said once;
             // a system store that cannot be read leaves the Mozilla roots.
@@ -122,20 +133,10 @@ fn default_roots() -> Result<rustls::RootCertStore, String> {
 /// it cannot be used.
 pub fn load_ca_file(path: &Path) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>, String> {
     use rustls::pki_types::pem::PemObject;
-    // A regular file of a sensible size: not a FIFO that never ends, nor a device.
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    if !meta.is_file() {
-        return Err(format!("{} is not a regular file", path.display()));
-    }
-    if meta.len() > MAX_CA_FILE_BYTES {
-        return Err(format!(
-            "{} is {} bytes, more than a file of CA certificates holds (at most {} MiB)",
-            path.display(),
-            meta.len(),
-            MAX_CA_FILE_BYTES / (1024 * 1024)
-        ));
-    }
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    // Only a regular file, and no more of it than a CA bundle can need: a FIFO hung `serve`
+    // at its start, `/dev/zero` or a 1 GB file was read whole.
+    let bytes = crate::input::read_bytes_capped(path, MAX_CA_FILE_BYTES)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let certs = rustls::pki_types::CertificateDer::pem_slice_iter(&bytes)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("{} is not a PEM file of certificates: {e}", path.display()))?;
@@ -178,10 +179,19 @@ fn shown_name(presented: &str) -> &str {
         .map_or(presented, |inner| inner.trim_matches('"'))
 }
 
+/// `host:port` as a URL writes it: an IPv6 address in brackets (`[::1]:8443`).
+fn host_port(host: &str, port: u16) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
 /// Why the TLS handshake with `host` failed, in words that say what to do.
 fn tls_failure(host: &str, port: u16, e: &std::io::Error) -> TlsFailure {
-    use rustls::{CertificateError, Error};
-    let at = format!("{host}:{port}");
+    use rustls::{CertificateError, Error, InvalidMessage};
+    let at = host_port(host, port);
     let inner = e.get_ref().and_then(|i| i.downcast_ref::<Error>());
     let date = |t: &rustls::pki_types::UnixTime| {
         chrono::DateTime::from_timestamp(i64::try_from(t.as_secs()).unwrap_or(i64::MAX), 0)
@@ -220,9 +230,17 @@ fn tls_failure(host: &str, port: u16, e: &std::io::Error) -> TlsFailure {
             ),
             other => format!("the certificate of {at} was refused: {}", Error::InvalidCertificate(other.clone())),
         },
-        Some(Error::InvalidMessage(_)) => format!(
-            "{at} did not answer in TLS (a plain HTTP server? then write its URL with http://)"
+        // What is not a TLS record at all: a plain HTTP server's answer.
+        Some(Error::InvalidMessage(
+            InvalidMessage::InvalidContentType | InvalidMessage::UnknownProtocolVersion | InvalidMessage::MessageTooLarge,
+        )) => format!("{at} did not answer in TLS (a plain HTTP server? then write its URL with http://)"),
+        Some(Error::InvalidMessage(
+            InvalidMessage::HandshakePayloadTooLarge | InvalidMessage::CertificatePayloadTooLarge,
+        )) => format!(
+            "{at} sent a TLS handshake message larger than tdsl accepts (64 KiB; a certificate chain that long?)"
         ),
+        // TLS records, but not a handshake that follows the protocol.
+        Some(Error::InvalidMessage(m)) => format!("{at} broke the TLS protocol in its handshake ({m:?})"),
         Some(other) => format!("the TLS handshake with {at} failed: {other}"),
         None if e.kind() == std::io::ErrorKind::UnexpectedEof => format!(
             "{at} closed the connection during the TLS handshake (does it serve TLS on that port? a plain HTTP server is written http://)"
@@ -254,14 +272,48 @@ impl TcpHttpClient {
         };
         let host = uri.host().ok_or_else(|| client_error(HttpClientError::Url(format!("{uri}: no host"))))?;
         let host = host.trim_start_matches('[').trim_end_matches(']');
-        let port = uri.port_u16().unwrap_or(if tls.is_some() { 443 } else { 80 });
-        let stream = tokio::net::TcpStream::connect((host, port)).await.map_err(client_error)?;
+        // A port that is not a u16 (`:65536`) is not the scheme's default.
+        let port = match (uri.port(), uri.port_u16()) {
+            (Some(p), None) => {
+                return Err(client_error(HttpClientError::Url(format!("{uri}: the port `{p}` is not one of 1–65535"))))
+            }
+            (_, Some(p)) => p,
+            (None, None) => {
+                if tls.is_some() {
+                    443
+                } else {
+                    80
+                }
+            }
+        };
+        let stream = match tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::TcpStream::connect((host, port))).await {
+            Ok(connected) => connected.map_err(client_error)?,
+            Err(_) => {
+                return Err(client_error(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("cannot connect to {} within {} s", host_port(host, port), CONNECT_TIMEOUT.as_secs()),
+                )))
+            }
+        };
         let Some(tls) = tls else { return exchange(stream, request).await };
         let name = rustls::pki_types::ServerName::try_from(host.to_string())
             .map_err(|e| client_error(HttpClientError::Url(format!("{uri}: `{host}` is not a host name: {e}"))))?;
-        let stream = match tokio_rustls::TlsConnector::from(tls).connect(name, stream).await {
-            Ok(s) => s,
-            Err(e) => {
+        let handshake =
+            tokio::time::timeout(CONNECT_TIMEOUT, tokio_rustls::TlsConnector::from(tls).connect(name, stream));
+        let stream = match handshake.await {
+            Ok(Ok(s)) => s,
+            Err(_) => {
+                // A server that takes the connection and says nothing (or a byte a second).
+                let message = format!(
+                    "{} took the connection but did not finish the TLS handshake within {} s",
+                    host_port(host, port),
+                    CONNECT_TIMEOUT.as_secs()
+                );
+                let failure = TlsFailure { message: message.clone(), permanent: false };
+                *self.tls_failure.lock().unwrap_or_else(PoisonError::into_inner) = Some(failure);
+                return Err(client_error(HttpClientError::Tls(message)));
+            }
+            Ok(Err(e)) => {
                 let failure = tls_failure(host, port, &e);
                 let message = failure.message.clone();
                 *self.tls_failure.lock().unwrap_or_else(PoisonError::into_inner) = Some(failure);
@@ -508,5 +560,19 @@ impl StreamableHttpClient for TcpHttpClient {
         }
         let body = CappedEvents::new(response.into_body(), MAX_MESSAGE_BYTES, self.oversized.clone());
         Ok(SseStream::new(body).boxed())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `https://[::1]:8443` was named `::1:8443` in TLS errors.
+    #[test]
+    fn an_ipv6_host_is_named_in_brackets() {
+        assert_eq!(host_port("::1", 8443), "[::1]:8443");
+        assert_eq!(host_port("127.0.0.1", 443), "127.0.0.1:443");
+        let e = std::io::Error::other(rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType));
+        assert!(tls_failure("::1", 8443, &e).message.starts_with("[::1]:8443 did not answer in TLS"));
     }
 }

@@ -46,7 +46,8 @@ impl UpstreamSpec {
         }
         let rest = rest.trim();
         let target = if crate::exec::mcp::is_url(rest) {
-            crate::exec::mcp::check_url(rest).map_err(|e| format!("--upstream {arg}: {e}"))?;
+            // The message shows the URL as `check_url` does (no password, escapes shown).
+            crate::exec::mcp::check_url(rest).map_err(|e| format!("--upstream {name}=…: {e}"))?;
             McpTarget::Url { url: rest.to_string(), token: None, ca: None }
         } else {
             let words =
