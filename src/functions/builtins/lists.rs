@@ -42,25 +42,15 @@ pub(super) fn filter() -> Function {
 }
 
 fn filter_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
-    let xs = list_arg(args, 0, "array")?;
-    let mut out = Vec::new();
-    for (i, x) in xs.iter().enumerate() {
-        if r.test(1, x, i)? {
-            out.push(x.clone());
-        }
-    }
-    Ok(Value::list(out))
+    Ok(Value::list(filter_refs(r, args)?.into_iter().cloned().collect()))
 }
 
-/// `filter`'s elements, borrowed (what a fused consumer reads).
+/// `filter`'s elements, borrowed (what `filter` clones into its list, and what a fused
+/// consumer reads).
 pub(in crate::functions) fn filter_refs<'a>(r: &mut dyn Runner, args: &Args<'a>) -> Result<Vec<&'a Value>, Failure> {
     let xs = list_arg(args, 0, "array")?;
     let mut out = Vec::new();
-    for (i, x) in xs.iter().enumerate() {
-        if r.test(1, x, i)? {
-            out.push(x);
-        }
-    }
+    r.select(1, xs, &mut out)?;
     Ok(out)
 }
 
