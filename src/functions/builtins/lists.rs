@@ -73,14 +73,7 @@ fn group_by_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
     for (i, x) in xs.iter().enumerate() {
         let key = r.project(1, x, i)?;
         let key = match &*key {
-            // A key seen before is looked up borrowed: only a new group copies its key.
-            Value::Str(s) => match groups.get_mut(s.as_str()) {
-                Some(group) => {
-                    group.push(x.clone());
-                    continue;
-                }
-                None => s.clone(),
-            },
+            Value::Str(s) => s.clone(),
             other => {
                 let mut t = String::new();
                 if !other.join_text_within(&mut t, r.limits().max_string_len) {
