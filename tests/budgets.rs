@@ -128,7 +128,7 @@ fn cases() -> Vec<(&'static str, Vec<String>)> {
         ("count", vec![s("sum(map(range(100000), \"count(xs)\"))"), s("count([deep], condition_string=item == deep_f)")]),
         ("default", vec![s("length(map(range(1000000), \"default(null, range(1000))\"))"), s("json_stringify(default(null, deep))")]),
         ("merge", vec![s("length(map(range(1000), \"merge(o, {})\"))"), s("json_stringify(merge(deep_o, {}))"), s("length(map(range(1000), \"merge({}, o, o, o)\"))")]),
-        ("from_entries", vec![s("length(map(range(1000), \"from_entries(zip(keys(o), xs))\"))"), s("json_stringify(from_entries([['a', deep]]))"), s("length(map(range(1000), \"from_entries(map(xs, 'item'))\"))")]),
+        ("from_entries", vec![s("length(map(range(1000), \"from_entries(zip(keys(o), xs))\"))"), s("json_stringify(from_entries([['a', deep]]))")]),
         ("to_entries", vec![s("length(map(range(1000), \"to_entries(o)\"))"), s("json_stringify(to_entries(deep_o))")]),
         ("pick", vec![s("length(map(range(100000), \"pick(o, keys(o))\"))"), s("json_stringify(pick(deep_o, ['a']))")]),
         ("omit", vec![s("length(map(range(100000), \"omit(o, keys(o))\"))"), s("json_stringify(omit(deep_o, ['a']))")]),
