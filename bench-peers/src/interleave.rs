@@ -1,9 +1,10 @@
 //! `peers interleave <N> [reps]`: issue 33's side-by-side measurement in one process.
 //!
 //! Each cell pairs tdsl with its baseline (the hand-written loop for W2–W4, jmespath's
-//! parse for W5). A repetition times every engine of every cell once, one after the other,
-//! so both sides of a ratio see the same minutes of a noisy machine; the table gives each
-//! side's median over the repetitions (5 by default) and the ratio of the medians.
+//! parse for W5). A repetition times the two sides of a cell in alternating batches of
+//! about 3 ms (`PEERS_BATCH_US`), 25 rounds (`PEERS_ROUNDS`), so both see the same moments
+//! of a busy machine, and keeps each side's median batch; the table gives each side's
+//! median over the repetitions (5 by default) and the ratio of the medians.
 //!
 //! The cells are the workloads in the forms issue 33 states them: W3 as the peers' `map`
 //! form, with `zip(keys(current), …)` (`W3z`) and with `from_entries` (`W3e`); W5 with the
@@ -15,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value as J;
 
+use crate::tdsl_peer::to_json;
 use crate::{check_eq, data, hand, Inputs, Prepared, Timed, W};
 
 const W3Z: &str = "pipeline(group_by(array=records, key_path=\"item.category\"), [zip(keys(current), map(array=values(current), template=length(item)))])";
@@ -43,7 +45,7 @@ fn tdsl_eval(name: &str, src: &str, vars: &J, want: J) -> Timed {
     let engine = tdsl::Engine::new();
     let program = engine.compile(src).unwrap_or_else(|d| panic!("tdsl {name}: {d:?}"));
     let vars = tdsl::Value::from(vars);
-    let got = program.eval(&vars).map(|v| J::from(&v)).unwrap_or_else(|e| panic!("tdsl {name}: {e:?}"));
+    let got = program.eval(&vars).map(|v| to_json(&v)).unwrap_or_else(|e| panic!("tdsl {name}: {e:?}"));
     if got != want {
         panic!("tdsl {name}: wrong answer\n  got:  {got}\n  want: {want}");
     }
@@ -93,7 +95,7 @@ pub fn cells(n: usize) -> Vec<Cell> {
     // W5: both compiled programs give the same answer before their compiles are timed.
     let engine = tdsl::Engine::new();
     let program = engine.compile(W5_TDSL).unwrap_or_else(|d| panic!("tdsl W5: {d:?}"));
-    let got = program.eval(&tdsl::Value::from(&inp.vars)).map(|v| J::from(&v)).expect("tdsl W5 runs");
+    let got = program.eval(&tdsl::Value::from(&inp.vars)).map(|v| to_json(&v)).expect("tdsl W5 runs");
     let want = crate::jmes::run_json(W5_JMES, &inp.records);
     check_eq("tdsl", W::W5, got, want);
     out.push(Cell {
@@ -109,21 +111,21 @@ pub fn cells(n: usize) -> Vec<Cell> {
     out
 }
 
-/// Mean time per call of `f` over about `budget` (after a warm-up of a tenth of it).
-fn time(f: &mut Timed, budget: Duration) -> f64 {
+/// Calls of `f` that take about `target` (at least one).
+fn batch_size(f: &mut Timed, target: Duration) -> u64 {
     let t = Instant::now();
     f();
     let one = t.elapsed().max(Duration::from_nanos(20));
-    let warm = (budget.as_nanos() / 10 / one.as_nanos()).max(1);
-    for _ in 0..warm {
-        f();
-    }
-    let iters = (budget.as_nanos() / one.as_nanos()).clamp(3, 5_000_000) as u64;
+    (target.as_nanos() / one.as_nanos()).clamp(1, 1_000_000) as u64
+}
+
+/// Time per call of `f` over a batch of `n` calls.
+fn batch(f: &mut Timed, n: u64) -> f64 {
     let t = Instant::now();
-    for _ in 0..iters {
+    for _ in 0..n {
         f();
     }
-    t.elapsed().as_nanos() as f64 / iters as f64
+    t.elapsed().as_nanos() as f64 / n as f64
 }
 
 fn median(xs: &[f64]) -> f64 {
@@ -142,22 +144,39 @@ fn show(ns: f64) -> String {
     }
 }
 
-/// Runs the interleaved repetitions and prints a markdown table.
+/// One repetition of a cell: `rounds` batches of each side, alternately (baseline, tdsl,
+/// baseline, …), so both sides see the same moments of a busy machine; each side's median
+/// time per call over its batches.
+fn repetition(c: &mut Cell, rounds: usize, target: Duration) -> (f64, f64) {
+    let (nb, nt) = (batch_size(&mut c.base, target), batch_size(&mut c.tdsl, target));
+    batch(&mut c.base, nb);
+    batch(&mut c.tdsl, nt);
+    let (mut b, mut t) = (Vec::with_capacity(rounds), Vec::with_capacity(rounds));
+    for _ in 0..rounds {
+        b.push(batch(&mut c.base, nb));
+        t.push(batch(&mut c.tdsl, nt));
+    }
+    (median(&b), median(&t))
+}
+
+/// Runs the interleaved repetitions and prints a markdown table: per cell, each side's
+/// median over the repetitions (each repetition's own median in the columns after it).
 pub fn run(n: usize, reps: usize) {
-    let budget = Duration::from_millis(
-        std::env::var("PEERS_CELL_MS").ok().and_then(|s| s.parse().ok()).unwrap_or(300),
-    );
+    let env = |k: &str, d: u64| std::env::var(k).ok().and_then(|s| s.parse().ok()).unwrap_or(d);
+    let target = Duration::from_micros(env("PEERS_BATCH_US", 3000));
+    let rounds = env("PEERS_ROUNDS", 25) as usize;
     let mut cells = cells(n);
     let mut base = vec![Vec::new(); cells.len()];
     let mut ours = vec![Vec::new(); cells.len()];
     for rep in 0..reps {
         for (i, c) in cells.iter_mut().enumerate() {
-            base[i].push(time(&mut c.base, budget));
-            ours[i].push(time(&mut c.tdsl, budget));
+            let (b, t) = repetition(c, rounds, target);
+            base[i].push(b);
+            ours[i].push(t);
         }
         eprintln!("repetition {}/{reps} done", rep + 1);
     }
-    println!("| N = {n} | baseline | baseline (each repetition) | tdsl | tdsl (each repetition) | ratio of medians |");
+    println!("| N = {n} | baseline | each repetition | tdsl | each repetition | ratio of medians |");
     println!("|---|---|---|---:|---|---:|");
     for (i, c) in cells.iter().enumerate() {
         let (b, t) = (median(&base[i]), median(&ours[i]));

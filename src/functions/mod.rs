@@ -34,6 +34,17 @@ pub trait Runner {
     fn test(&mut self, param: usize, item: &Value, index: usize) -> Result<bool, EvalError> {
         Ok(self.apply(param, item, index)?.truthy())
     }
+    /// Tests every element of `xs` with the condition `param`, in order, and pushes those
+    /// that pass onto `out`: what one [`Runner::test`] per element does, which evaluators
+    /// with a faster way to run a whole list (no call per element) override.
+    fn select<'a>(&mut self, param: usize, xs: &'a [Value], out: &mut Vec<&'a Value>) -> Result<(), EvalError> {
+        for (i, x) in xs.iter().enumerate() {
+            if self.test(param, x, i)? {
+                out.push(x);
+            }
+        }
+        Ok(())
+    }
     /// Applies a template whose result is only read (keys, numbers to add). Evaluators may
     /// return a part of `item` without cloning it.
     fn project<'v>(&mut self, param: usize, item: &'v Value, index: usize) -> Result<Cow<'v, Value>, EvalError> {

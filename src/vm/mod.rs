@@ -738,15 +738,63 @@ fn pred(p: &Pred, item: &Value) -> Option<bool> {
         Pred::Cmp(op, path, konst) => {
             let field = item.walk_path(path).ok()?;
             match op {
-                BinaryOp::Eq => *field == *konst,
-                BinaryOp::Ne => *field != *konst,
+                BinaryOp::Eq => same(&field, konst),
+                BinaryOp::Ne => !same(&field, konst),
                 _ => ops::compare(*op, &field, konst).ok()?.truthy(),
             }
         }
     })
 }
 
+/// `field == konst` for a condition's constant: a string or an integer compared directly
+/// (a string equals only a string, an integer an integer or a float), anything else by
+/// deep equality.
+#[inline]
+fn same(field: &Value, konst: &Value) -> bool {
+    match (field, konst) {
+        (Value::Str(a), Value::Str(b)) => a.as_str() == b.as_str(),
+        (_, Value::Str(_)) => false,
+        (Value::Int(a), Value::Int(b)) => a == b,
+        _ => field == konst,
+    }
+}
+
 impl Runner for Frame<'_, '_> {
+    fn select<'x>(&mut self, param: usize, xs: &'x [Value], out: &mut Vec<&'x Value>) -> Result<(), EvalError> {
+        let info = self.info;
+        let Some(CallParam::Template(_, _, Some(fast))) = info.params.get(param) else {
+            for (i, x) in xs.iter().enumerate() {
+                if self.test(param, x, i)? {
+                    out.push(x);
+                }
+            }
+            return Ok(());
+        };
+        let Fast::Pred(p) = &**fast else {
+            for (i, x) in xs.iter().enumerate() {
+                if self.test(param, x, i)? {
+                    out.push(x);
+                }
+            }
+            return Ok(());
+        };
+        // The condition in place, element after element, without a call per element: what
+        // `test` does for each, a unit of fuel each.
+        for (i, x) in xs.iter().enumerate() {
+            let pass = match pred(p, x) {
+                Some(b) => {
+                    self.spend()?;
+                    b
+                }
+                None => self.apply(param, x, i)?.truthy(),
+            };
+            if pass {
+                out.push(x);
+            }
+        }
+        Ok(())
+    }
+
     fn test(&mut self, param: usize, item: &Value, index: usize) -> Result<bool, EvalError> {
         let answer = match self.fast(param) {
             Some(Fast::Pred(p)) => pred(p, item),

@@ -42,25 +42,15 @@ pub(super) fn filter() -> Function {
 }
 
 fn filter_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
-    let xs = list_arg(args, 0, "array")?;
-    let mut out = Vec::new();
-    for (i, x) in xs.iter().enumerate() {
-        if r.test(1, x, i)? {
-            out.push(x.clone());
-        }
-    }
-    Ok(Value::list(out))
+    Ok(Value::list(filter_refs(r, args)?.into_iter().cloned().collect()))
 }
 
-/// `filter`'s elements, borrowed (what a fused consumer reads).
+/// `filter`'s elements, borrowed (what `filter` clones into its list, and what a fused
+/// consumer reads).
 pub(in crate::functions) fn filter_refs<'a>(r: &mut dyn Runner, args: &Args<'a>) -> Result<Vec<&'a Value>, Failure> {
     let xs = list_arg(args, 0, "array")?;
     let mut out = Vec::new();
-    for (i, x) in xs.iter().enumerate() {
-        if r.test(1, x, i)? {
-            out.push(x);
-        }
-    }
+    r.select(1, xs, &mut out)?;
     Ok(out)
 }
 
@@ -83,14 +73,7 @@ fn group_by_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
     for (i, x) in xs.iter().enumerate() {
         let key = r.project(1, x, i)?;
         let key = match &*key {
-            // A key seen before is looked up borrowed: only a new group copies its key.
-            Value::Str(s) => match groups.get_mut(s.as_str()) {
-                Some(group) => {
-                    group.push(x.clone());
-                    continue;
-                }
-                None => s.clone(),
-            },
+            Value::Str(s) => s.clone(),
             other => {
                 let mut t = String::new();
                 if !other.join_text_within(&mut t, r.limits().max_string_len) {
