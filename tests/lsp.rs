@@ -287,10 +287,10 @@ fn hover_shows_callees_arguments_types_and_functions() {
 }
 
 /// The format's keys are completed and hovered from the one table of keys
-/// (`tdsl::tool::keys`, issue 30): every key of the level, with its shape and its doc.
+/// (`tdsl::testing::tool::keys`, issue 30): every key of the level, with its shape and its doc.
 #[test]
 fn keys_are_completed_and_hovered_from_the_table_of_keys() {
-    use tdsl::tool::keys::Level;
+    use tdsl::testing::tool::keys::Level;
     let ws = sample();
     let mut c = start(ws.path());
     let u = c.open(&ws.path().join("main.tool"));

@@ -1,5 +1,5 @@
 //! The published JSON Schema of the `.tool` format (`docs/tool-format.schema.json`, what
-//! `tdsl schema` prints, rendered from the one table of keys in `tdsl::tool::keys`) held
+//! `tdsl schema` prints, rendered from the one table of keys in `tdsl::testing::tool::keys`) held
 //! against real files by an independent validator (issue 30): every `.tool` file the tests
 //! read as good (`tests/data/**/ok`) and every example validates, and an unknown key is
 //! refused at every level of the format — by the schema and by the loader alike.
@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
-use tdsl::tool::keys::Level;
+use tdsl::testing::tool::keys::Level;
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -104,7 +104,7 @@ fn an_unknown_key_is_refused_at_every_level_by_the_schema_and_the_loader() {
     let v = validator();
     let (doc, at) = every_level();
     assert_eq!(errors(&v, &doc), Vec::<String>::new(), "the document with every level is valid");
-    let (_, diags) = tdsl::tool::load(&doc.to_string());
+    let (_, diags) = tdsl::testing::tool::load(&doc.to_string());
     assert!(diags.iter().all(|d| !d.is_error()), "{diags:?}");
     for level in Level::ALL {
         let pointer = at.iter().find(|(l, _)| *l == level).map(|(_, p)| *p);
@@ -113,7 +113,7 @@ fn an_unknown_key_is_refused_at_every_level_by_the_schema_and_the_loader() {
         bad.pointer_mut(pointer).and_then(Value::as_object_mut).unwrap().insert("colour".into(), json!(1));
         let errs = errors(&v, &bad);
         assert!(!errs.is_empty(), "{level:?} at `{pointer}`: the schema accepts an unknown key");
-        let (_, diags) = tdsl::tool::load(&serde_json::to_string_pretty(&bad).unwrap());
+        let (_, diags) = tdsl::testing::tool::load(&serde_json::to_string_pretty(&bad).unwrap());
         assert!(
             diags.iter().any(|d| d.code.as_str() == "E0505" && d.message.contains("`colour`")),
             "{level:?}: the loader does not refuse the unknown key: {diags:?}"

@@ -8,7 +8,7 @@
 //! Adding a key is one row here, plus the code that reads its value.
 //!
 //! ```
-//! use tdsl::tool::keys::Level;
+//! use tdsl::testing::tool::keys::Level;
 //!
 //! let retry: Vec<&str> = Level::Retry.names().collect();
 //! assert_eq!(retry, ["max_retries", "base_delay_seconds", "factor", "max_delay_seconds", "jitter"]);
