@@ -162,11 +162,6 @@ impl<'p> Frame<'p> {
         }
     }
 
-    /// The depth of the composite (0 for the root).
-    pub(crate) fn depth(&self) -> usize {
-        self.depth
-    }
-
     /// Whether a step or call of it failed: nothing else starts.
     pub(crate) fn failed(&self) -> bool {
         self.failure.get().is_some()

@@ -1,5 +1,7 @@
-//! The workflow's interpreter: one checked composite, step by step, as `exec::scheduler`
-//! runs it locally (SPEC §6), with every primitive call an activity.
+//! The workflow (`TdslWorkflow`) and its interpreter: one checked composite, step by step,
+//! as `exec::scheduler` runs it locally (SPEC §6), with every primitive call an activity
+//! (`activity.rs`). The worker (`worker.rs`) registers both and depends on this module,
+//! never the reverse.
 //!
 //! It is deterministic, as Temporal requires of workflow code: time comes from the workflow
 //! context (the time of the current workflow task), nothing random is drawn, steps that are
@@ -22,12 +24,17 @@ use futures::future::LocalBoxFuture;
 use futures::FutureExt;
 use temporalio_common::protos::temporal::api::failure::v1::{failure::FailureInfo, Failure as ProtoFailure};
 use temporalio_common::RetryPolicy as TemporalRetry;
+use temporalio_macros::{workflow, workflow_methods};
 use temporalio_sdk::{
-    ActivityCloseTimeouts, ActivityExecutionError, ActivityOptions, ChildWorkflowOptions, WorkflowContext,
+    ActivityCloseTimeouts, ActivityExecutionError, ActivityOptions, ApplicationFailure, ChildWorkflowOptions,
+    WorkflowContext, WorkflowContextView, WorkflowResult, WorkflowTermination,
 };
 
-use super::worker::{TdslActivities, TdslWorkflow};
-use super::{AttemptNote, CallInput, Chunk, ChunkChild, ChunkFailure, ChunkOutput, FailureKind, RunInput};
+use super::activity::TdslActivities;
+use super::{
+    AttemptNote, CallInput, Chunk, ChunkChild, ChunkFailure, ChunkOutput, FailureKind, RunInput, RunOutput,
+    INTERPRETER_VERSION,
+};
 use crate::analysis::{Plan, StepId, StepPlan};
 use crate::diagnostic::Code;
 use crate::exec::clock::ClockScope;
@@ -38,6 +45,60 @@ use crate::exec::trace::rfc3339;
 use crate::exec::{Attempt, ChildTrace, Outcome, Signal, StepStatus, StepTrace, Time, Tool, Trace, Workflow};
 use crate::tool::validate;
 use crate::value::{Map, Value};
+
+/// The workflow: one composite run, and its progress for the `progress` query.
+#[workflow]
+#[derive(Default)]
+pub struct TdslWorkflow {
+    progress: super::Progress,
+}
+
+#[workflow_methods]
+impl TdslWorkflow {
+    /// Interprets the composite in `input` and returns its trace.
+    #[run(name = "TdslWorkflow")]
+    pub async fn run(ctx: &mut WorkflowContext<Self>, input: RunInput) -> WorkflowResult<RunOutput> {
+        // A run started by a newer client may need behaviour this worker does not have.
+        if input.interpreter > INTERPRETER_VERSION {
+            return Err(ApplicationFailure::non_retryable(format!(
+                "the run needs tdsl's interpreter v{}, and this worker has v{INTERPRETER_VERSION}: upgrade the workers of this task queue",
+                input.interpreter
+            ))
+            .into());
+        }
+        let wf = match super::load_input(&input) {
+            Ok(wf) => wf,
+            Err(e) => return Err(ApplicationFailure::non_retryable(e).into()),
+        };
+        let ctx: &WorkflowContext<Self> = ctx;
+        let interp = Interp::new(ctx, &wf, &input);
+        if let Some(chunk) = &input.chunk {
+            let out = interp.run_chunk(chunk).await;
+            return Ok(RunOutput { interpreter: INTERPRETER_VERSION, trace: String::new(), chunk: Some(out) });
+        }
+        let trace = interp.run(input.arguments.clone()).await;
+        let trace = super::pack_trace(&trace).map_err(ApplicationFailure::non_retryable)?;
+        if let Some(e) = super::over_payload_limit("the run's trace (gzipped)", trace.len()) {
+            return Err(ApplicationFailure::non_retryable(e).into());
+        }
+        let out = RunOutput { interpreter: INTERPRETER_VERSION, trace, chunk: None };
+        // A cancelled run ends CANCELED on the server, with its trace as the details.
+        if interp.cancelled() {
+            return Err(WorkflowTermination::cancelled_with_details(out));
+        }
+        Ok(out)
+    }
+
+    /// The run's progress: counts, and the step lines after line `since`.
+    #[query(name = "progress")]
+    pub fn progress(&self, _ctx: &WorkflowContextView, since: u64) -> super::ProgressReport {
+        self.progress.report(since)
+    }
+
+    pub(crate) fn progress_mut(&mut self) -> &mut super::Progress {
+        &mut self.progress
+    }
+}
 
 /// The most tool calls one fan-out makes in the run's own workflow; a larger fan-out runs in
 /// child workflows of at most this many calls each (about 6 history events per call: 3,000
@@ -341,7 +402,7 @@ impl<'a> Interp<'a> {
                     let spec = Chunk {
                         step_key: key.to_string(),
                         tool_path: site.tool_path.to_string(),
-                        depth: frame.depth(),
+                        depth: site.depth,
                         timeout_seconds: site.timeout_seconds,
                         retry: site.policy.clone(),
                         first_index: first,
