@@ -1,17 +1,16 @@
 //! The executor: what a host configures once (runner, time, randomness, limits, guards)
-//! and then runs workflows with.
+//! and then runs workflows with. How it runs one (`Executor::run`) is the scheduler's
+//! (`scheduler.rs`), which depends on this module and never the reverse.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::breaker::{BreakerPolicy, Breakers};
-use super::guard::{GuardError, Guards};
+use super::guard::Guards;
 use super::retry::RetryPolicy;
-use super::runner::{CancelToken, Runner};
-use super::scheduler::{self, Live};
+use super::runner::Runner;
 use super::time::{Random, SeededRandom, SystemTime, Time};
 use super::trace::{Attempt, RunError, RunStatus, StepStatus, Trace};
-use super::workflow::Workflow;
 use crate::ranges::{self, RangeError};
 use crate::value::Value;
 
@@ -281,29 +280,5 @@ impl Executor {
     /// The circuit breakers.
     pub fn breakers(&self) -> &Breakers {
         &self.breakers
-    }
-
-    /// Runs a workflow with `arguments` (an object). Refused, with no tool called, when a
-    /// guard does not allow it or an option is out of range ([`Options::validate`]);
-    /// otherwise the run's outcome, whatever it is.
-    pub fn run(&self, workflow: &Workflow, arguments: Value) -> Result<Run, GuardError> {
-        self.run_cancellable(workflow, arguments, &CancelToken::new())
-    }
-
-    /// [`Executor::run`], stopped early when `cancel` is cancelled (from another thread):
-    /// no step starts after that, the calls in flight are cancelled (their runners see
-    /// [`ToolCall::cancel`](super::ToolCall) set), nothing is retried, and the run ends
-    /// `FAILED` with error `E0813` and its unfinished steps `CANCELLED`. The engine waits for
-    /// the runners in flight to return (at most [`Options::cancel_grace`] for calls under a
-    /// timeout).
-    pub fn run_cancellable(
-        &self,
-        workflow: &Workflow,
-        arguments: Value,
-        cancel: &CancelToken,
-    ) -> Result<Run, GuardError> {
-        self.options.validate()?;
-        self.options.guards.check(workflow)?;
-        Ok(scheduler::run(self, workflow, arguments, &Live, cancel))
     }
 }

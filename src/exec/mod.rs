@@ -67,6 +67,7 @@ pub mod replay;
 pub mod retry;
 mod runner;
 mod scheduler;
+pub(crate) mod step;
 mod threads;
 pub mod time;
 pub mod trace;
@@ -78,7 +79,5 @@ pub use guard::{GuardError, Guards};
 pub use replay::{replay, Divergence, Replay};
 pub use runner::{CancelToken, ErrorKind, Runner, ToolCall, ToolError};
 pub use time::{ManualTime, Random, SeededRandom, Signal, SystemTime, Time};
-pub use trace::{
-    Attempt, CallTrace, ChildTrace, Outcome, RunError, RunLimits, RunStatus, StepStatus, StepTrace, Trace,
-};
+pub use trace::{Attempt, ChildTrace, Outcome, RunError, RunLimits, RunStatus, StepStatus, StepTrace, Trace};
 pub use workflow::{engine, LoadError, Tool, Workflow};

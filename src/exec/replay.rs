@@ -23,7 +23,7 @@ use super::retry::RetryPolicy;
 use super::runner::{CancelToken, ToolCall, ToolError};
 use super::scheduler::{self, AttemptCall, Ctx, Source};
 use super::time::ManualTime;
-use super::trace::{Attempt, CallTrace, ChildTrace, Outcome, StepTrace, Trace};
+use super::trace::{Attempt, CallView, ChildTrace, Outcome, StepTrace, Trace};
 use super::workflow::Workflow;
 use crate::diagnostic::Code;
 use crate::files::{Entry, EntryKind, FileError, FileStore, StorePath, Version};
@@ -196,16 +196,16 @@ fn show(v: &Option<Value>) -> String {
 }
 
 /// Compares what two runs of one step or child did: status, arguments, result, attempts.
-fn compare_calls(at: &str, rec: &CallTrace, new: &CallTrace, out: &mut Vec<Divergence>) {
+fn compare_calls(at: &str, rec: CallView<'_>, new: CallView<'_>, out: &mut Vec<Divergence>) {
     let mut diff = |what: String| out.push(Divergence { at: at.to_string(), what });
     if rec.status != new.status {
         diff(format!("status is {}, recorded {}", new.status.as_str(), rec.status.as_str()));
     }
     if rec.arguments != new.arguments {
-        diff(format!("arguments differ: {} now, recorded {}", show(&new.arguments), show(&rec.arguments)));
+        diff(format!("arguments differ: {} now, recorded {}", show(new.arguments), show(rec.arguments)));
     }
     if rec.result != new.result {
-        diff(format!("result differs: {} now, recorded {}", show(&new.result), show(&rec.result)));
+        diff(format!("result differs: {} now, recorded {}", show(new.result), show(rec.result)));
     }
     if rec.attempts.len() > new.attempts.len() {
         diff(format!("{} attempts now, recorded {}", new.attempts.len(), rec.attempts.len()));
@@ -219,7 +219,7 @@ fn compare_steps(rec: &[StepTrace], new: &[StepTrace], prefix: &str, out: &mut V
             out.push(Divergence { at, what: "the step is not in the replay".to_string() });
             continue;
         };
-        compare_calls(&at, &r.call, &n.call, out);
+        compare_calls(&at, r.call(), n.call(), out);
         compare_children(r.children.as_deref().unwrap_or(&[]), n.children.as_deref().unwrap_or(&[]), &at, out);
         if let (Some(a), Some(b)) = (&r.steps, &n.steps) {
             compare_steps(a, b, &format!("{at}/"), out);
@@ -242,7 +242,7 @@ fn compare_children(rec: &[ChildTrace], new: &[ChildTrace], step: &str, out: &mu
     }
     for (r, n) in rec.iter().zip(new) {
         let at = format!("{step}[{}]", r.index);
-        compare_calls(&at, &r.call, &n.call, out);
+        compare_calls(&at, r.call(), n.call(), out);
         if let (Some(a), Some(b)) = (&r.steps, &n.steps) {
             compare_steps(a, b, &format!("{at}/"), out);
         }

@@ -1,5 +1,7 @@
 //! The scheduler: one composite's steps on a worker pool, each started as soon as the
-//! steps it depends on have ended, and one step's life from its conditions to its result.
+//! steps it depends on have ended. It is the local driver of the step core (`step.rs`):
+//! what a step, a call and a fan-out child are is decided there, for both engines; this
+//! file runs them on threads, makes the attempts and tells the observer.
 //!
 //! A run has one rayon pool of `max_concurrency` threads and one [`Limiter`] of as many
 //! permits; a tool call holds a permit for as long as it runs, so the limit holds across
@@ -23,21 +25,20 @@ use rayon::ScopeFifo;
 
 use super::breaker::{Admission, Refusal};
 use super::clock::ClockScope;
-use super::data::{
-    self, declared_arguments, wrap, CallOutcome, Env, Failure, FrameOutcome, Prelude, RunEnd, Settled, StepError,
-    Visible,
-};
+use super::data::{self, CallOutcome, Failure, FrameOutcome, RunEnd};
 use super::executor::{Event, Executor, Run};
+use super::guard::GuardError;
 use super::retry::RetryPolicy;
 use super::runner::{CancelToken, ErrorKind, ToolCall, ToolError};
+use super::step::{Callee, ChildRun, Driver, Ended, FanOut, Frame, Next, Site, Start};
 use super::time::Signal;
-use super::trace::{rfc3339, Attempt, ChildTrace, Outcome, RunError, RunStatus, StepStatus, StepTrace, Trace};
-use super::workflow::{Tool, Workflow};
+use super::trace::{rfc3339, Attempt, ChildTrace, Outcome, RunError, RunStatus, StepTrace, Trace};
+use super::workflow::Workflow;
 use crate::analysis::{Plan, StepId, StepPlan};
 use crate::diagnostic::Code;
-use crate::tool::validate::{self, Side};
+use crate::tool::validate;
 use crate::tool::ToolDef;
-use crate::value::{Map, SmolStr, Value};
+use crate::value::Value;
 
 /// Where a run's attempts, back-off delays, breaker refusals and expression clock reads
 /// come from. [`Live`] is the executor's own: its runner under the breakers, the limit and
@@ -95,19 +96,6 @@ pub(crate) struct AttemptCall<'c> {
     pub(crate) timeout_seconds: f64,
     /// Whether the run is failing: a call still waiting for a slot then does not start.
     pub(crate) stopped: &'c dyn Fn() -> bool,
-}
-
-/// Where a step calls its callee: what its call (or each fan-out child's), the retries and
-/// the attempts share.
-#[derive(Clone, Copy)]
-struct Site<'c> {
-    step: &'c StepPlan,
-    tool: Option<&'c Tool>,
-    /// The step path of the call: the step's, or a child's (`extract[3]`).
-    key: &'c str,
-    /// The depth of the composite the step belongs to.
-    depth: usize,
-    policy: &'c RetryPolicy,
 }
 
 /// Counts tool calls in flight and blocks past the limit.
@@ -172,34 +160,31 @@ pub(crate) struct Ctx<'a> {
     trips: AtomicU32,
 }
 
-/// One composite being run (the root, or a callee).
-struct Frame<'a> {
-    plan: &'a Plan,
-    /// The prefix of its steps' paths: `""`, or `outer/` inside a callee.
-    prefix: String,
-    depth: usize,
-    arguments: Value,
-    results: Vec<OnceLock<Value>>,
-    traces: Vec<OnceLock<StepTrace>>,
-    pending: Vec<AtomicUsize>,
-    dependents: Vec<Vec<StepId>>,
-    /// The first failure seen: once set, no step starts (fail-fast).
-    failure: OnceLock<Failure>,
-    /// Every failure, by the failing step's position: the run reports the earliest in plan
-    /// order, so that the error does not depend on which of two failing steps ended first.
-    failures: Mutex<Vec<(usize, Failure)>>,
-    partial: AtomicBool,
-}
-
-impl Frame<'_> {
-    fn fail(&self, position: usize, f: Failure) {
-        let _ = self.failure.set(f.clone());
-        self.failures.lock().unwrap_or_else(PoisonError::into_inner).push((position, f));
+/// How an [`Executor`] runs a workflow: here, beside the scheduler it runs, so that
+/// `executor.rs` (what an executor is) does not depend on the scheduler.
+impl Executor {
+    /// Runs a workflow with `arguments` (an object). Refused, with no tool called, when a
+    /// guard does not allow it or an option is out of range ([`Options::validate`]);
+    /// otherwise the run's outcome, whatever it is.
+    pub fn run(&self, workflow: &Workflow, arguments: Value) -> Result<Run, GuardError> {
+        self.run_cancellable(workflow, arguments, &CancelToken::new())
     }
 
-    fn reported_failure(&self) -> Option<Failure> {
-        let failures = self.failures.lock().unwrap_or_else(PoisonError::into_inner);
-        failures.iter().min_by_key(|(p, _)| *p).map(|(_, f)| f.clone())
+    /// [`Executor::run`], stopped early when `cancel` is cancelled (from another thread):
+    /// no step starts after that, the calls in flight are cancelled (their runners see
+    /// [`ToolCall::cancel`](super::ToolCall) set), nothing is retried, and the run ends
+    /// `FAILED` with error `E0813` and its unfinished steps `CANCELLED`. The engine waits for
+    /// the runners in flight to return (at most [`Options::cancel_grace`] for calls under a
+    /// timeout).
+    pub fn run_cancellable(
+        &self,
+        workflow: &Workflow,
+        arguments: Value,
+        cancel: &CancelToken,
+    ) -> Result<Run, GuardError> {
+        self.options.validate()?;
+        self.options.guards.check(workflow)?;
+        Ok(run(self, workflow, arguments, &Live, cancel))
     }
 }
 
@@ -276,17 +261,29 @@ fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-impl<'a> Ctx<'a> {
+impl Driver for Ctx<'_> {
+    const TIMEOUT_BOUNDS_EXPRESSIONS: bool = true;
+
+    fn default_timeout_seconds(&self) -> f64 {
+        self.ex.options.timeout_seconds
+    }
+
+    fn retry_policy(&self, step: &StepPlan) -> RetryPolicy {
+        self.ex.options.retry.with_step(step.retry.as_ref())
+    }
+
+    fn max_fan_out(&self) -> usize {
+        self.ex.options.guards.max_fan_out
+    }
+
     fn now_rel(&self) -> u64 {
         self.ex.time.monotonic_ms().saturating_sub(self.start_ms)
     }
 
-    /// The wall-clock time `rel_ms` into the run, as RFC 3339.
     fn wall_at(&self, rel_ms: u64) -> String {
         rfc3339(self.started_wall.saturating_add(i64::try_from(rel_ms).unwrap_or(i64::MAX)))
     }
 
-    /// Whether the run must stop: its deadline passed or the host cancelled it.
     fn deadline_passed(&self) -> bool {
         let passed = self.deadline_hit.load(Ordering::SeqCst)
             || self.cancel.is_cancelled()
@@ -297,33 +294,18 @@ impl<'a> Ctx<'a> {
         passed
     }
 
-    /// Why the run stopped, charged to `key`.
-    fn deadline_failure(&self, key: &str) -> Failure {
-        if self.cancel.is_cancelled() {
-            return Failure::run_cancelled(key);
-        }
-        let secs = self.ex.options.deadline.map_or(0.0, |d| d.as_secs_f64());
-        Failure::run_deadline(key, secs)
+    fn deadline_hit(&self) -> bool {
+        self.deadline_hit.load(Ordering::SeqCst)
     }
 
-    /// Records that the run's deadline has passed: no step or retry starts any more.
-    pub(crate) fn mark_deadline_hit(&self) {
-        self.deadline_hit.store(true, Ordering::SeqCst);
+    fn cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
     }
 
-    /// Cancels the run, as the host would.
-    pub(crate) fn cancel_run(&self) {
-        self.cancel.cancel();
+    fn deadline_seconds(&self) -> f64 {
+        self.ex.options.deadline.map_or(0.0, |d| d.as_secs_f64())
     }
 
-    pub(crate) fn emit(&self, e: Event<'_>) {
-        if let Some(o) = &self.ex.observer {
-            o.event(&e);
-        }
-    }
-
-    /// The clock scope of `key`'s expressions; `eval_timeout` (a step's `timeout_seconds`)
-    /// bounds each evaluation in it.
     fn clock(&self, key: &str, eval_timeout: Option<f64>) -> Arc<ClockScope> {
         let recorded = self.source.clock_reads(key);
         // Expressions evaluated in the scope poll the run's cancellation and deadline.
@@ -346,7 +328,30 @@ impl<'a> Ctx<'a> {
         )
     }
 
-    /// Runs one composite: its own `transform_arguments`, its steps, its result.
+    fn response_rejected(&self, key: &str, message: &str) {
+        self.emit(Event::ResponseRejected { step: key, error: message });
+    }
+}
+
+impl<'a> Ctx<'a> {
+    /// Records that the run's deadline has passed: no step or retry starts any more.
+    pub(crate) fn mark_deadline_hit(&self) {
+        self.deadline_hit.store(true, Ordering::SeqCst);
+    }
+
+    /// Cancels the run, as the host would.
+    pub(crate) fn cancel_run(&self) {
+        self.cancel.cancel();
+    }
+
+    pub(crate) fn emit(&self, e: Event<'_>) {
+        if let Some(o) = &self.ex.observer {
+            o.event(&e);
+        }
+    }
+
+    /// Runs one composite: its own `transform_arguments`, its steps (each spawned as soon as
+    /// its dependencies have ended), its result.
     fn frame(
         &self,
         plan: &Plan,
@@ -355,340 +360,113 @@ impl<'a> Ctx<'a> {
         depth: usize,
         refused: Option<Failure>,
     ) -> FrameOutcome {
-        let n = plan.steps.len();
-        let tool_clock = self.clock(&format!("{prefix}$tool"), None);
-        let (arguments, failure) = match refused {
-            Some(f) => (arguments, Some(f)),
-            None => match data::frame_arguments(plan, arguments.clone(), &tool_clock) {
-                Ok(a) => (a, None),
-                Err(e) => (arguments, Some(Failure { step: None, ..Failure::at("", e) })),
-            },
-        };
-        let (dependents, pending) = plan.dependents();
-        let pending = pending.into_iter().map(AtomicUsize::new).collect();
-        let frame = Frame {
-            plan,
-            prefix,
-            depth,
-            arguments,
-            results: (0..n).map(|_| OnceLock::new()).collect(),
-            traces: (0..n).map(|_| OnceLock::new()).collect(),
-            pending,
-            dependents,
-            failure: OnceLock::new(),
-            failures: Mutex::new(Vec::new()),
-            partial: AtomicBool::new(false),
-        };
-        if let Some(f) = failure {
-            frame.fail(0, f);
-        }
+        let clock = self.clock(&format!("{prefix}$tool"), None);
+        let frame = Frame::open(plan, arguments, prefix, depth, refused, &clock);
         // The roots are taken before any step starts: a root that ends while this loop runs
         // brings its dependents' counts to 0 and spawns them itself, and they must not be
         // spawned a second time here (the tool would be called twice).
-        let roots: Vec<StepId> =
-            plan.steps.iter().filter(|s| frame.pending[s.id.0].load(Ordering::SeqCst) == 0).map(|s| s.id).collect();
+        let roots = frame.roots();
         self.pool.in_place_scope_fifo(|s| {
             for id in roots {
                 self.spawn_step(s, &frame, id);
             }
         });
-        let steps: Vec<StepTrace> = frame.traces.iter().filter_map(|t| t.get().cloned()).collect();
-        let result = match frame.reported_failure() {
-            Some(f) => Err(f),
-            None => self.result(&frame, &tool_clock),
-        };
-        FrameOutcome { result, partial: frame.partial.load(Ordering::SeqCst), steps, clock_reads: tool_clock.reads() }
+        frame.close(self.wf.name(), &clock)
     }
 
     fn spawn_step<'s>(&'s self, s: &ScopeFifo<'s>, frame: &'s Frame<'s>, id: StepId) {
         s.spawn_fifo(move |s| {
             let (value, trace) = self.step(frame, id);
-            let _ = frame.results[id.0].set(value);
-            let _ = frame.traces[id.0].set(trace);
-            for &d in &frame.dependents[id.0] {
-                if frame.pending[d.0].fetch_sub(1, Ordering::AcqRel) == 1 {
-                    self.spawn_step(s, frame, d);
-                }
-            }
+            frame.step_ended(id, value, trace, |d| self.spawn_step(s, frame, d));
         });
     }
 
-    /// The composite's result: `response_reference_map` (or every step's result), its own
-    /// `transform_responses`, then the declared responses checked.
-    fn result(&self, frame: &Frame<'_>, clock: &Arc<ClockScope>) -> Result<Value, Failure> {
-        let plan = frame.plan;
-        let env = Env::new(plan, &frame.arguments, &frame.results, Visible::All);
-        let fail = |e: StepError| Failure { step: None, ..Failure::at("", e) };
-        let out = env.composite_result(clock).map_err(fail)?;
-        let name = self.frame_name(frame);
-        validate::check(&plan.tool.responses, &out, Side::Responses, &name).map_err(|m| Failure {
-            code: Code::ResponseInvalid,
-            step: None,
-            message: m,
-            timeout: false,
-            cancelled: false,
-        })?;
-        Ok(out)
-    }
-
-    fn frame_name(&self, frame: &Frame<'_>) -> String {
-        if frame.depth == 0 {
-            return self.wf.name().to_string();
-        }
-        frame
-            .plan
-            .file
-            .as_ref()
-            .and_then(|f| f.file_name())
-            .map_or_else(|| "composite".to_string(), |f| f.to_string_lossy().into_owned())
-    }
-
-    /// One step, from its conditions to its result; never fails: a failure is in the trace
-    /// and in the frame.
+    /// One step, from its conditions to its result (`step.rs` decides; this does the calls
+    /// and tells the observer); never fails: a failure is in the trace and in the frame.
     fn step(&self, frame: &Frame<'_>, id: StepId) -> (Value, StepTrace) {
-        let step = &frame.plan.steps[id.0];
-        let key = format!("{}{}", frame.prefix, step.execution_id);
-        let mut tr = StepTrace::new(&step.execution_id, &step.tool_path);
-        let cancel_reason = if let Some(f) = frame.failure.get() {
-            Some(f.cancel_reason())
-        } else if self.deadline_passed() {
-            // The step never ran: the failure is the run's, not the step's.
-            let failure = Failure { step: None, ..self.deadline_failure(&key) };
-            let reason = failure.cancel_reason();
-            frame.fail(id.0, failure);
-            Some(reason)
-        } else {
-            None
-        };
-        if let Some(reason) = cancel_reason {
-            tr.status = StepStatus::Cancelled;
-            self.emit(Event::StepEnded { step: &key, status: tr.status, reason: Some(&reason) });
-            tr.reason = Some(reason);
-            return (Value::Null, tr);
-        }
-        let started = self.now_rel();
-        tr.started_ms = Some(started);
-        tr.started_at = Some(self.wall_at(started));
-        tr.status = StepStatus::Running;
-        self.emit(Event::StepStarted { step: &key, tool: &step.tool_path });
-        let timeout_seconds = step.timeout_seconds.unwrap_or(self.ex.options.timeout_seconds);
-        let clock = self.clock(&key, Some(timeout_seconds));
-        let outcome = self.step_body(frame, step, &key, &clock, &mut tr);
-        tr.clock_reads = clock.reads();
-        let outcome = outcome.map_err(|f| {
-            if matches!(f.code, Code::Interrupted | Code::EvalDeadline) && self.deadline_passed() {
-                // An expression stopped by the run's deadline or cancellation: the run's failure.
-                self.deadline_failure(&key)
-            } else if f.code == Code::EvalDeadline {
-                // The step's own `timeout_seconds` stopped one of its expressions: a timeout
-                // of the step (SPEC §6.5), not an error in the expression.
-                Failure {
-                    code: Code::StepTimeout,
-                    message: format!("{} (the step's timeout of {timeout_seconds} s)", f.message),
-                    timeout: true,
-                    ..f
-                }
-            } else {
-                f
+        let mut run = match frame.start(id, self.wf, self) {
+            Start::Cancelled { key, trace } => {
+                self.emit(Event::StepEnded { step: &key, status: trace.status, reason: trace.reason.as_deref() });
+                return (Value::Null, trace);
             }
-        });
-        let deadline_hit = self.deadline_hit.load(Ordering::SeqCst);
-        let value =
-            match data::settle(step, &key, outcome, &mut tr, deadline_hit, || self.not_started(frame, &key).message) {
-                Settled::Value(v) => v,
-                Settled::Partial(v) => {
-                    frame.partial.store(true, Ordering::SeqCst);
-                    v
-                }
-                Settled::Failed(f) => {
-                    frame.fail(id.0, f);
-                    Value::Null
-                }
-            };
-        let ended = self.now_rel();
-        if tr.end(ended, self.wall_at(ended)) > 0 {
-            tr.circuit_state = Some(self.ex.breakers.state(&step.tool_path));
+            Start::Run(run) => run,
+        };
+        self.emit(Event::StepStarted { step: &run.key, tool: &run.step.tool_path });
+        let outcome = match run.next(self) {
+            Next::Done(outcome) => outcome,
+            Next::Call(args) => {
+                let call = self.call(run.site(), &args, &|| frame.failed());
+                run.called(self, call)
+            }
+            Next::FanOut(fan) => {
+                let outs = self.fan_out(frame, run.site(), &fan);
+                run.fanned_out(self, outs)
+            }
+        };
+        let Ended { key, value, mut trace, calls } = run.end(self, outcome);
+        if calls > 0 {
+            trace.circuit_state = Some(self.ex.breakers.state(&trace.tool));
         }
         self.emit(Event::StepEnded {
             step: &key,
-            status: tr.status,
-            reason: tr.reason.as_deref().or(tr.error.as_deref()),
+            status: trace.status,
+            reason: trace.reason.as_deref().or(trace.error.as_deref()),
         });
-        (value, tr)
+        (value, trace)
     }
 
-    fn step_body(
-        &self,
-        frame: &Frame<'_>,
-        step: &StepPlan,
-        key: &str,
-        clock: &Arc<ClockScope>,
-        tr: &mut StepTrace,
-    ) -> Result<Value, Failure> {
-        let env = Env::new(frame.plan, &frame.arguments, &frame.results, Visible::Steps(&step.depends_on));
-        let at = |e: StepError| Failure::at(key, e);
-        let args = match env.prelude(step, clock).map_err(at)? {
-            Prelude::Call(args) => args,
-            Prelude::Skipped { reason, result } => {
-                tr.status = StepStatus::Skipped;
-                tr.reason = Some(reason.to_string());
-                return Ok(result);
-            }
-        };
-        let policy = self.ex.options.retry.with_step(step.retry.as_ref());
-        let tool = self.wf.tool(&step.tool_path);
-        let (raw, result) = match &step.parallel {
-            None => {
-                let arguments = validate::with_defaults(declared_arguments(tool), Value::object(args));
-                tr.arguments = Some(arguments.clone());
-                let stopped = || frame.failure.get().is_some();
-                let site = Site { step, tool, key, depth: frame.depth, policy: &policy };
-                let call = self.call(site, &arguments, &stopped);
-                tr.attempts = call.attempts;
-                tr.steps = call.nested;
-                tr.callee_clock_reads = call.nested_clock_reads;
-                if call.partial {
-                    frame.partial.store(true, Ordering::SeqCst);
-                }
-                let raw = call.result?;
-                let result = wrap(&raw);
-                (raw, result)
-            }
-            Some(par) => {
-                let items = env.fan_out_items(par, self.ex.options.guards.max_fan_out, key).map_err(at)?;
-                tr.arguments = Some(Value::object(args.clone()));
-                let site = Site { step, tool, key, depth: frame.depth, policy: &policy };
-                let (children, list) = self.fan_out(frame, site, &args, &par.child_argument_name, &items);
-                tr.children = Some(children);
-                let raw = Value::list(list?);
-                let mut result = Map::default();
-                result.insert(SmolStr::new("response"), raw.clone());
-                (raw, result)
-            }
-        };
-        let result = env.respond(step, clock, &raw, result).map_err(at)?;
-        // Validation comes after `transform_responses`, which may supply or repair a declared
-        // response (SPEC §6.4); a parallel step's children were each checked as they ended.
-        if step.parallel.is_none() {
-            self.check_response(tool, &step.tool_path, &result, key)?;
-        }
-        Ok(result)
-    }
-
-    /// A primitive callee's answer against its declared `responses` (a composite callee
-    /// checked its own result).
-    fn check_response(&self, tool: Option<&Tool>, tool_path: &str, result: &Value, key: &str) -> Result<(), Failure> {
-        data::check_response(tool, tool_path, result).map_err(|m| {
-            self.emit(Event::ResponseRejected { step: key, error: &m });
-            Failure::new(key, Code::ResponseInvalid, m)
-        })
-    }
-
-    /// A parallel step's children, concurrently; results in input order.
-    fn fan_out(
-        &self,
-        frame: &Frame<'_>,
-        site: Site<'_>,
-        args: &Map,
-        name: &Arc<str>,
-        items: &[Value],
-    ) -> (Vec<ChildTrace>, Result<Vec<Value>, Failure>) {
-        let (step, key, tool) = (site.step, site.key, site.tool);
-        let n = items.len();
+    /// A parallel step's children, concurrently; their outcomes in input order.
+    fn fan_out(&self, frame: &Frame<'_>, site: Site<'_>, fan: &FanOut) -> Vec<(ChildTrace, Result<Value, Failure>)> {
+        let key = site.key;
+        let n = fan.items.len();
         self.emit(Event::FanOut { step: key, children: n });
         let slots: Vec<OnceLock<(ChildTrace, Result<Value, Failure>)>> = (0..n).map(|_| OnceLock::new()).collect();
         let stop = AtomicBool::new(false);
         let ended = AtomicUsize::new(0);
-        let partial = AtomicBool::new(false);
         self.pool.in_place_scope_fifo(|s| {
-            for (i, item) in items.iter().enumerate() {
-                let (slots, stop, ended, partial) = (&slots, &stop, &ended, &partial);
+            for (i, item) in fan.items.iter().enumerate() {
+                let (slots, stop, ended) = (&slots, &stop, &ended);
                 s.spawn_fifo(move |_| {
-                    let ckey = format!("{key}[{i}]");
-                    let mut ct = ChildTrace::new(i);
-                    let stopped = || stop.load(Ordering::SeqCst) || frame.failure.get().is_some();
-                    let out = if stopped() || self.deadline_passed() {
-                        if self.deadline_hit.load(Ordering::SeqCst) {
-                            Err(self.deadline_failure(&ckey))
-                        } else {
-                            Err(self.not_started(frame, &ckey))
+                    let stopped = || stop.load(Ordering::SeqCst) || frame.failed();
+                    let arguments = || fan.child_arguments(&site, item);
+                    let out = match ChildRun::start(self, key, i, stopped(), |k| frame.not_started(k), arguments) {
+                        Err((ct, f)) => (ct, Err(f)),
+                        Ok(child) => {
+                            let call = self.call(Site { key: &child.key, ..site }, &child.arguments, &stopped);
+                            let end = child.end(self, &site, call);
+                            if end.partial {
+                                frame.mark_partial();
+                            }
+                            if let (true, false, Err(f)) = (end.failed, fan.continue_on_error, &end.out) {
+                                stop.store(true, Ordering::SeqCst);
+                                // Independent steps waiting for a slot must not start either: the
+                                // step will fail once its children end.
+                                frame.stop(f);
+                            }
+                            (end.trace, end.out)
                         }
-                    } else {
-                        let started = self.now_rel();
-                        ct.started_ms = Some(started);
-                        let mut a = args.clone();
-                        a.insert(SmolStr::new(&*name), item.clone());
-                        let a = validate::with_defaults(declared_arguments(tool), Value::object(a));
-                        ct.arguments = Some(a.clone());
-                        let call = self.call(Site { key: &ckey, ..site }, &a, &stopped);
-                        ct.attempts = call.attempts;
-                        ct.steps = call.nested;
-                        ct.callee_clock_reads = call.nested_clock_reads;
-                        if call.partial {
-                            partial.store(true, Ordering::SeqCst);
-                        }
-                        let ended_at = self.now_rel();
-                        ct.ended_ms = Some(ended_at);
-                        ct.duration_ms = ended_at.saturating_sub(started);
-                        // Each child's response is checked as it is, then kept as returned: a
-                        // list stays a list, a number a number (SPEC §6.3).
-                        let checked = call.result.and_then(|raw| {
-                            self.check_response(tool, &step.tool_path, &Value::object(wrap(&raw)), &ckey).map(|()| raw)
-                        });
-                        let (out, failed) = data::settle_child(&mut ct, checked);
-                        if let (true, false, Err(f)) = (failed, step.continue_on_error, &out) {
-                            stop.store(true, Ordering::SeqCst);
-                            // Independent steps waiting for a slot must not start either: the
-                            // step will fail once its children end.
-                            let _ = frame.failure.set(f.clone());
-                        }
-                        out
                     };
                     let done = ended.fetch_add(1, Ordering::SeqCst) + 1;
                     self.emit(Event::ChildEnded { step: key, ended: done, children: n });
-                    let _ = slots[i].set((ct, out));
+                    let _ = slots[i].set(out);
                 });
             }
         });
-        if partial.load(Ordering::SeqCst) {
-            frame.partial.store(true, Ordering::SeqCst);
-        }
-        let outs = slots.into_iter().filter_map(OnceLock::into_inner);
-        let deadline_hit = self.deadline_hit.load(Ordering::SeqCst);
-        let (traces, result, partial) = data::gather_children(outs, step.continue_on_error, deadline_hit);
-        if partial {
-            frame.partial.store(true, Ordering::SeqCst);
-        }
-        (traces, result)
-    }
-
-    /// Why a call that was about to start does not: another step (or child) failed.
-    fn not_started(&self, frame: &Frame<'_>, key: &str) -> Failure {
-        let message = match frame.failure.get().and_then(|f| f.step.clone()) {
-            Some(s) => format!("step `{s}` failed"),
-            None => "the run failed before this call".to_string(),
-        };
-        Failure::not_started(key, message)
+        slots.into_iter().filter_map(OnceLock::into_inner).collect()
     }
 
     /// One call of a callee with its retries: a composite callee runs as a nested frame, a
     /// primitive one goes to the runner (or the recording). `stopped` says that the run is
     /// failing: a call still waiting for a slot then does not start.
     fn call(&self, site: Site<'_>, args: &Value, stopped: &dyn Fn() -> bool) -> CallOutcome {
-        let Site { step, tool, key, depth, policy } = site;
-        let tool_path = &*step.tool_path;
-        let (def, file): (Option<&Arc<ToolDef>>, Option<&PathBuf>) = match tool {
-            None => return CallOutcome::failed_at(key, Code::ToolUnavailable, format!("`{tool_path}` was not loaded")),
-            Some(Tool::Composite { plan }) => return self.call_composite(key, depth, tool_path, plan, args),
-            Some(Tool::Primitive { def, file }) => (Some(def), Some(file)),
-            Some(Tool::Missing { .. }) => (None, None),
-        };
-        if let Some(d) = def {
-            if let Err(m) = validate::check(&d.arguments, args, Side::Arguments, tool_path) {
-                return CallOutcome::failed_at(key, Code::ArgumentInvalid, m);
+        let Site { tool_path, key, policy, timeout_seconds, .. } = site;
+        let (def, file) = match site.callee(args, self.ex.options.max_depth) {
+            Callee::Refused(out) => return out,
+            Callee::Composite { plan, prefix, depth } => {
+                return CallOutcome::of_composite(tool_path, self.frame(plan, args.clone(), prefix, depth, None))
             }
-        }
-        let timeout_seconds = step.timeout_seconds.unwrap_or(self.ex.options.timeout_seconds);
+            Callee::Primitive { def, file } => (def, file),
+        };
         let mut attempts = Vec::new();
         let mut n: u32 = 0;
         let result = loop {
@@ -707,21 +485,21 @@ impl<'a> Ctx<'a> {
                     duration_ms: 0,
                 });
                 self.attempt_ended(key, tool_path, args, def.is_some(), attempts.last());
-                break Err(self.refused_failure(key, message, n));
+                break Err(Failure::of_call(key, Outcome::Refused, n + 1, message));
             }
             if delay_ms > 0 {
                 if self.deadline_ms.is_some_and(|d| self.ex.time.monotonic_ms().saturating_add(delay_ms) >= d) {
                     self.deadline_hit.store(true, Ordering::SeqCst);
-                    break Err(self.deadline_failure(key));
+                    break Err(self.stop_failure(key));
                 }
                 self.ex.time.sleep_unless(Duration::from_millis(delay_ms), self.cancel.signal());
                 if self.cancel.is_cancelled() {
-                    break Err(self.deadline_failure(key));
+                    break Err(self.stop_failure(key));
                 }
             }
             let started = self.now_rel();
             let Some((outcome, answer)) = self.source.attempt(self, &call) else {
-                break Err(Failure { cancelled: true, ..self.not_started_failure(key) });
+                break Err(Failure::waited_for_slot(key));
             };
             if n > 0 && outcome != Outcome::Refused {
                 self.retries.fetch_add(1, Ordering::SeqCst);
@@ -745,7 +523,9 @@ impl<'a> Ctx<'a> {
                 // Checked against the declared responses by the caller, after the step's
                 // `transform_responses` (SPEC §6.4).
                 Ok(v) => break Ok(v),
-                Err(e) if outcome == Outcome::Refused => break Err(self.refused_failure(key, e.message, n)),
+                Err(e) if outcome == Outcome::Refused => {
+                    break Err(Failure::of_call(key, Outcome::Refused, n + 1, e.message))
+                }
                 Err(e) => {
                     let deadline = matches!(outcome, Outcome::Deadline | Outcome::Cancelled);
                     let retryable = !deadline && e.kind == ErrorKind::Transient;
@@ -754,34 +534,11 @@ impl<'a> Ctx<'a> {
                         n += 1;
                         continue;
                     }
-                    let code = match outcome {
-                        Outcome::Timeout => Code::StepTimeout,
-                        Outcome::Deadline => Code::RunDeadline,
-                        Outcome::Cancelled => Code::RunCancelled,
-                        _ => Code::ToolFailed,
-                    };
-                    let tries = if n > 0 { format!(" (after {} attempts)", n + 1) } else { String::new() };
-                    break Err(Failure {
-                        code,
-                        step: Some(key.to_string()),
-                        message: format!("{}{tries}", e.message),
-                        timeout: matches!(outcome, Outcome::Timeout | Outcome::Deadline),
-                        cancelled: false,
-                    });
+                    break Err(Failure::of_call(key, outcome, n + 1, e.message));
                 }
             }
         };
         CallOutcome { result, attempts, nested: None, nested_clock_reads: Vec::new(), partial: false }
-    }
-
-    /// A composite callee: its arguments checked, then run as a nested frame.
-    fn call_composite(&self, key: &str, depth: usize, tool_path: &str, plan: &Plan, args: &Value) -> CallOutcome {
-        let max_depth = self.ex.options.max_depth;
-        if let Some(refused) = CallOutcome::composite_refusal(key, tool_path, plan, args, depth, max_depth) {
-            return refused;
-        }
-        let out = self.frame(plan, args.clone(), format!("{key}/"), depth + 1, None);
-        CallOutcome::of_composite(tool_path, out)
     }
 
     /// Tells the observer that an attempt at a primitive call ended.
@@ -798,21 +555,6 @@ impl<'a> Ctx<'a> {
             invoked_at: &invoked_at,
             completed_at: &completed_at,
         });
-    }
-
-    fn not_started_failure(&self, key: &str) -> Failure {
-        Failure::not_started(key, "not started: another step failed while it waited for a slot".to_string())
-    }
-
-    fn refused_failure(&self, key: &str, message: String, n: u32) -> Failure {
-        let tries = if n > 0 { format!(" (attempt {} of the step)", n + 1) } else { String::new() };
-        Failure {
-            code: Code::CircuitOpen,
-            step: Some(key.to_string()),
-            message: format!("{message}{tries}"),
-            timeout: false,
-            cancelled: false,
-        }
     }
 
     pub(crate) fn refusal_message(&self, tool_path: &str, refusal: Refusal) -> String {

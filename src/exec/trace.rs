@@ -13,8 +13,7 @@
 
 use std::path::PathBuf;
 
-use serde::ser::SerializeStruct;
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
 use super::breaker::BreakerState;
 use crate::value::Value;
@@ -132,91 +131,84 @@ pub struct Attempt {
     pub duration_ms: u64,
 }
 
-/// What a step and a fan-out child both record about their call: how it ended, what the
-/// callee got and gave back, the attempts, when, and a composite callee's own steps.
-/// [`StepTrace`] and [`ChildTrace`] each hold one (field `call`) and dereference to it, so
-/// `step.status` reads `step.call.status`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct CallTrace {
-    /// How it ended.
-    pub status: StepStatus,
-    /// The arguments the callee got, after `transform_arguments` (for a parallel step,
-    /// before each child's element is added; for a child, the step's with its element).
-    pub arguments: Option<Value>,
-    /// A step's result as REFs see it (after `transform_responses`; for a step that failed
-    /// under `continue_on_error`, its `{"status": "failed", …}` object), written `output`;
-    /// a child's: the callee's response as returned (the element of the step's `response`
-    /// list), written `result`.
-    pub result: Option<Value>,
-    /// What went wrong, when it failed.
-    pub error: Option<String>,
-    /// The calls made, in order (empty for a skipped, cancelled or parallel step).
-    pub attempts: Vec<Attempt>,
-    /// Start, in milliseconds since the run started (absent when it never started).
-    pub started_ms: Option<u64>,
-    /// End, in milliseconds since the run started.
-    pub ended_ms: Option<u64>,
-    /// `ended_ms - started_ms`.
-    pub duration_ms: u64,
-    /// When the callee is composite: its steps.
-    pub steps: Option<Vec<StepTrace>>,
-    /// When the callee is composite: the wall-clock reads of its own tool-level transforms.
-    pub callee_clock_reads: Vec<i64>,
-}
-
-impl CallTrace {
-    /// A call that has not started: `status`, nothing else.
-    pub fn new(status: StepStatus) -> CallTrace {
-        CallTrace {
-            status,
-            arguments: None,
-            result: None,
-            error: None,
-            attempts: Vec::new(),
-            started_ms: None,
-            ended_ms: None,
-            duration_ms: 0,
-            steps: None,
-            callee_clock_reads: Vec::new(),
-        }
-    }
-}
-
-/// What one step did: seed 000's `StepResult` fields first, then tdsl's own (the JSON field
-/// order is [`StepTrace`]'s `Serialize`, written out by hand since it interleaves the
-/// step's own fields with its [`CallTrace`]'s).
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(from = "StepRecord")]
+/// What one step did, as written: seed 000's `StepResult` fields first, then tdsl's own.
+/// The field order here is the JSON's (format 2), and the serde attributes are its names:
+/// a field is added by adding it here, in its place, with its attributes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StepTrace {
     /// `execution_id` (written `step_id`, the seed's name).
+    #[serde(rename = "step_id", alias = "execution_id")]
     pub execution_id: String,
     /// The callee's name: the file stem of `tool` (`summarizer` for
     /// `/tools/summarizer.tool`).
+    #[serde(default)]
     pub tool_name: String,
+    /// How it ended.
+    pub status: StepStatus,
     /// Whether it completed (`COMPLETED`); false for every other status.
+    #[serde(default)]
     pub success: bool,
+    /// Its result as REFs see it (after `transform_responses`; for a step that failed
+    /// under `continue_on_error`, its `{"status": "failed", …}` object), written `output`
+    /// (format 1: `result`); a `null` output is present.
+    #[serde(
+        rename = "output",
+        alias = "result",
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub result: Option<Value>,
+    /// What went wrong, when it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// `ended_ms - started_ms`.
+    pub duration_ms: u64,
     /// Retries made: calls after the first (over every child of a parallel step; a call the
     /// breaker refused is not one).
+    #[serde(default)]
     pub retry_count: u32,
     /// The state of the callee's circuit breaker when the step ended (absent when the step
     /// called nothing: skipped, cancelled, or a composite callee).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub circuit_state: Option<BreakerState>,
     /// Wall-clock start, RFC 3339 UTC with milliseconds (absent when it never started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<String>,
     /// Wall-clock end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completed_at: Option<String>,
     /// `tool_definition_path`.
     pub tool: String,
     /// Why it was skipped or cancelled (`conditions`, `done`, …), when it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The arguments the callee got, after `transform_arguments` (for a parallel step,
+    /// before each child's element is added).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Value>,
+    /// The calls made, in order (empty for a skipped, cancelled or parallel step).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<Attempt>,
+    /// Start, in milliseconds since the run started (absent when it never started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_ms: Option<u64>,
+    /// End, in milliseconds since the run started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_ms: Option<u64>,
     /// Every wall-clock read its expressions made (`datetime_now`), in milliseconds since
     /// the Unix epoch, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub clock_reads: Vec<i64>,
     /// A parallel step's children, in input order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub children: Option<Vec<ChildTrace>>,
-    /// Its call: status, arguments, result, error, attempts, times, a composite callee's
-    /// steps.
-    pub call: CallTrace,
+    /// When the callee is composite: its steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<Vec<StepTrace>>,
+    /// When the callee is composite: the wall-clock reads of its own tool-level transforms.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub callee_clock_reads: Vec<i64>,
 }
 
 impl StepTrace {
@@ -245,284 +237,114 @@ impl StepTrace {
         StepTrace {
             execution_id: execution_id.to_string(),
             tool_name: tool_name(tool_path),
+            status: StepStatus::Pending,
             success: false,
+            result: None,
+            error: None,
+            duration_ms: 0,
             retry_count: 0,
             circuit_state: None,
             started_at: None,
             completed_at: None,
             tool: tool_path.to_string(),
             reason: None,
+            arguments: None,
+            attempts: Vec::new(),
+            started_ms: None,
+            ended_ms: None,
             clock_reads: Vec::new(),
             children: None,
-            call: CallTrace::new(StepStatus::Pending),
+            steps: None,
+            callee_clock_reads: Vec::new(),
+        }
+    }
+
+    /// What it records about its call, as a child records it.
+    pub(crate) fn call(&self) -> CallView<'_> {
+        CallView {
+            status: self.status,
+            arguments: &self.arguments,
+            result: &self.result,
+            error: &self.error,
+            attempts: &self.attempts,
         }
     }
 }
 
-impl std::ops::Deref for StepTrace {
-    type Target = CallTrace;
-    fn deref(&self) -> &CallTrace {
-        &self.call
-    }
-}
-
-impl std::ops::DerefMut for StepTrace {
-    fn deref_mut(&mut self) -> &mut CallTrace {
-        &mut self.call
-    }
-}
-
-/// One child of a parallel step: its position, and its call (status `COMPLETED`, `FAILED`,
-/// `TIMEOUT` or `CANCELLED`).
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(from = "ChildRecord")]
+/// One child of a parallel step, as written: its position, and its call (status
+/// `COMPLETED`, `FAILED`, `TIMEOUT` or `CANCELLED`). The field order is the JSON's.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ChildTrace {
     /// Its position in `iterate_over`.
     pub index: usize,
-    /// Its call.
-    pub call: CallTrace,
+    /// How it ended.
+    pub status: StepStatus,
+    /// The step's arguments with its element.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Value>,
+    /// The callee's response as returned (the element of the step's `response` list).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    /// What went wrong, when it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The calls made, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<Attempt>,
+    /// Start, in milliseconds since the run started (absent when it never started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_ms: Option<u64>,
+    /// End, in milliseconds since the run started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_ms: Option<u64>,
+    /// `ended_ms - started_ms`.
+    pub duration_ms: u64,
+    /// When the callee is composite: its steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<Vec<StepTrace>>,
+    /// When the callee is composite: the wall-clock reads of its own tool-level transforms.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub callee_clock_reads: Vec<i64>,
 }
 
 impl ChildTrace {
     /// Child `index`, not started (`CANCELLED` until it runs).
     pub fn new(index: usize) -> ChildTrace {
-        ChildTrace { index, call: CallTrace::new(StepStatus::Cancelled) }
-    }
-}
-
-impl std::ops::Deref for ChildTrace {
-    type Target = CallTrace;
-    fn deref(&self) -> &CallTrace {
-        &self.call
-    }
-}
-
-impl std::ops::DerefMut for ChildTrace {
-    fn deref_mut(&mut self) -> &mut CallTrace {
-        &mut self.call
-    }
-}
-
-/// Writes the fields of a struct, leaving out the absent ones as the derived serializers
-/// of the rest of the trace do (`skip_serializing_if`).
-struct Fields<M>(M);
-
-impl<M: SerializeStruct> Fields<M> {
-    fn put<T: Serialize + ?Sized>(&mut self, key: &'static str, v: &T) -> Result<(), M::Error> {
-        self.0.serialize_field(key, v)
-    }
-
-    fn opt<T: Serialize>(&mut self, key: &'static str, v: &Option<T>) -> Result<(), M::Error> {
-        match v {
-            Some(_) => self.0.serialize_field(key, v),
-            None => self.0.skip_field(key),
-        }
-    }
-
-    fn list<T: Serialize>(&mut self, key: &'static str, v: &[T]) -> Result<(), M::Error> {
-        if v.is_empty() {
-            self.0.skip_field(key)
-        } else {
-            self.0.serialize_field(key, v)
-        }
-    }
-}
-
-/// How many of `present` are true: a struct's length without its absent fields.
-fn count(present: &[bool]) -> usize {
-    present.iter().filter(|p| **p).count()
-}
-
-impl Serialize for StepTrace {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let c = &self.call;
-        let len = 8 + count(&[
-            c.result.is_some(),
-            c.error.is_some(),
-            self.circuit_state.is_some(),
-            self.started_at.is_some(),
-            self.completed_at.is_some(),
-            self.reason.is_some(),
-            c.arguments.is_some(),
-            !c.attempts.is_empty(),
-            c.started_ms.is_some(),
-            c.ended_ms.is_some(),
-            !self.clock_reads.is_empty(),
-            self.children.is_some(),
-            c.steps.is_some(),
-            !c.callee_clock_reads.is_empty(),
-        ]);
-        let mut f = Fields(s.serialize_struct("StepTrace", len)?);
-        f.put("step_id", &self.execution_id)?;
-        f.put("tool_name", &self.tool_name)?;
-        f.put("status", &c.status)?;
-        f.put("success", &self.success)?;
-        f.opt("output", &c.result)?;
-        f.opt("error", &c.error)?;
-        f.put("duration_ms", &c.duration_ms)?;
-        f.put("retry_count", &self.retry_count)?;
-        f.opt("circuit_state", &self.circuit_state)?;
-        f.opt("started_at", &self.started_at)?;
-        f.opt("completed_at", &self.completed_at)?;
-        f.put("tool", &self.tool)?;
-        f.opt("reason", &self.reason)?;
-        f.opt("arguments", &c.arguments)?;
-        f.list("attempts", &c.attempts)?;
-        f.opt("started_ms", &c.started_ms)?;
-        f.opt("ended_ms", &c.ended_ms)?;
-        f.list("clock_reads", &self.clock_reads)?;
-        f.opt("children", &self.children)?;
-        f.opt("steps", &c.steps)?;
-        f.list("callee_clock_reads", &c.callee_clock_reads)?;
-        f.0.end()
-    }
-}
-
-impl Serialize for ChildTrace {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let c = &self.call;
-        let len = 3 + count(&[
-            c.arguments.is_some(),
-            c.result.is_some(),
-            c.error.is_some(),
-            !c.attempts.is_empty(),
-            c.started_ms.is_some(),
-            c.ended_ms.is_some(),
-            c.steps.is_some(),
-            !c.callee_clock_reads.is_empty(),
-        ]);
-        let mut f = Fields(s.serialize_struct("ChildTrace", len)?);
-        f.put("index", &self.index)?;
-        f.put("status", &c.status)?;
-        f.opt("arguments", &c.arguments)?;
-        f.opt("result", &c.result)?;
-        f.opt("error", &c.error)?;
-        f.list("attempts", &c.attempts)?;
-        f.opt("started_ms", &c.started_ms)?;
-        f.opt("ended_ms", &c.ended_ms)?;
-        f.put("duration_ms", &c.duration_ms)?;
-        f.opt("steps", &c.steps)?;
-        f.list("callee_clock_reads", &c.callee_clock_reads)?;
-        f.0.end()
-    }
-}
-
-/// A step as written: what [`StepTrace`] reads from.
-#[derive(Deserialize)]
-struct StepRecord {
-    #[serde(rename = "step_id", alias = "execution_id")]
-    execution_id: String,
-    #[serde(default)]
-    tool_name: String,
-    status: StepStatus,
-    #[serde(default)]
-    success: bool,
-    #[serde(default, rename = "output", alias = "result", deserialize_with = "present")]
-    result: Option<Value>,
-    #[serde(default)]
-    error: Option<String>,
-    duration_ms: u64,
-    #[serde(default)]
-    retry_count: u32,
-    #[serde(default)]
-    circuit_state: Option<BreakerState>,
-    #[serde(default)]
-    started_at: Option<String>,
-    #[serde(default)]
-    completed_at: Option<String>,
-    tool: String,
-    #[serde(default)]
-    reason: Option<String>,
-    #[serde(default)]
-    arguments: Option<Value>,
-    #[serde(default)]
-    attempts: Vec<Attempt>,
-    #[serde(default)]
-    started_ms: Option<u64>,
-    #[serde(default)]
-    ended_ms: Option<u64>,
-    #[serde(default)]
-    clock_reads: Vec<i64>,
-    #[serde(default)]
-    children: Option<Vec<ChildTrace>>,
-    #[serde(default)]
-    steps: Option<Vec<StepTrace>>,
-    #[serde(default)]
-    callee_clock_reads: Vec<i64>,
-}
-
-/// A child as written: what [`ChildTrace`] reads from.
-#[derive(Deserialize)]
-struct ChildRecord {
-    index: usize,
-    status: StepStatus,
-    #[serde(default)]
-    arguments: Option<Value>,
-    #[serde(default)]
-    result: Option<Value>,
-    #[serde(default)]
-    error: Option<String>,
-    #[serde(default)]
-    attempts: Vec<Attempt>,
-    #[serde(default)]
-    started_ms: Option<u64>,
-    #[serde(default)]
-    ended_ms: Option<u64>,
-    duration_ms: u64,
-    #[serde(default)]
-    steps: Option<Vec<StepTrace>>,
-    #[serde(default)]
-    callee_clock_reads: Vec<i64>,
-}
-
-impl From<StepRecord> for StepTrace {
-    fn from(r: StepRecord) -> StepTrace {
-        StepTrace {
-            execution_id: r.execution_id,
-            tool_name: r.tool_name,
-            success: r.success,
-            retry_count: r.retry_count,
-            circuit_state: r.circuit_state,
-            started_at: r.started_at,
-            completed_at: r.completed_at,
-            tool: r.tool,
-            reason: r.reason,
-            clock_reads: r.clock_reads,
-            children: r.children,
-            call: CallTrace {
-                status: r.status,
-                arguments: r.arguments,
-                result: r.result,
-                error: r.error,
-                attempts: r.attempts,
-                started_ms: r.started_ms,
-                ended_ms: r.ended_ms,
-                duration_ms: r.duration_ms,
-                steps: r.steps,
-                callee_clock_reads: r.callee_clock_reads,
-            },
-        }
-    }
-}
-
-impl From<ChildRecord> for ChildTrace {
-    fn from(r: ChildRecord) -> ChildTrace {
         ChildTrace {
-            index: r.index,
-            call: CallTrace {
-                status: r.status,
-                arguments: r.arguments,
-                result: r.result,
-                error: r.error,
-                attempts: r.attempts,
-                started_ms: r.started_ms,
-                ended_ms: r.ended_ms,
-                duration_ms: r.duration_ms,
-                steps: r.steps,
-                callee_clock_reads: r.callee_clock_reads,
-            },
+            index,
+            status: StepStatus::Cancelled,
+            arguments: None,
+            result: None,
+            error: None,
+            attempts: Vec::new(),
+            started_ms: None,
+            ended_ms: None,
+            duration_ms: 0,
+            steps: None,
+            callee_clock_reads: Vec::new(),
         }
     }
+
+    /// What it records about its call, as a step records it.
+    pub(crate) fn call(&self) -> CallView<'_> {
+        CallView {
+            status: self.status,
+            arguments: &self.arguments,
+            result: &self.result,
+            error: &self.error,
+            attempts: &self.attempts,
+        }
+    }
+}
+
+/// What a step and a fan-out child both record about their call, read alike (replay's
+/// comparison, `failure_summary`).
+pub(crate) struct CallView<'t> {
+    pub(crate) status: StepStatus,
+    pub(crate) arguments: &'t Option<Value>,
+    pub(crate) result: &'t Option<Value>,
+    pub(crate) error: &'t Option<String>,
+    pub(crate) attempts: &'t [Attempt],
 }
 
 /// Why a run failed.
@@ -797,7 +619,7 @@ impl Trace {
             return None;
         }
         fn walk(steps: &[StepTrace], prefix: &str, out: &mut Vec<(String, String)>) {
-            fn note(path: &str, call: &CallTrace, out: &mut Vec<(String, String)>) {
+            fn note(path: &str, call: CallView<'_>, out: &mut Vec<(String, String)>) {
                 if matches!(call.status, StepStatus::Failed | StepStatus::Timeout) {
                     let why = call.error.as_deref().unwrap_or(call.status.as_str());
                     out.push((path.to_string(), why.to_string()));
@@ -805,10 +627,10 @@ impl Trace {
             }
             for s in steps {
                 let path = format!("{prefix}{}", s.execution_id);
-                note(&path, &s.call, out);
+                note(&path, s.call(), out);
                 for c in s.children.iter().flatten() {
                     let child = format!("{path}[{}]", c.index);
-                    note(&child, &c.call, out);
+                    note(&child, c.call(), out);
                     if let Some(nested) = &c.steps {
                         walk(nested, &format!("{child}/"), out);
                     }
@@ -893,40 +715,44 @@ mod tests {
         }
     }
 
-    fn full_call(status: StepStatus, result: Value, nested: Option<Vec<StepTrace>>) -> CallTrace {
-        CallTrace {
-            status,
+    fn full_step() -> StepTrace {
+        let mut inner = StepTrace::new("inner", "/tools/t.tool");
+        inner.duration_ms = 1;
+        let child = ChildTrace {
+            index: 0,
+            status: StepStatus::Completed,
             arguments: Some(Value::object_from([("x", Value::Int(1))])),
-            result: Some(result),
+            result: Some(Value::Int(2)),
             error: Some("boom".to_string()),
             attempts: vec![attempt()],
             started_ms: Some(1),
             ended_ms: Some(5),
             duration_ms: 4,
-            steps: nested,
+            steps: Some(vec![inner.clone()]),
             callee_clock_reads: vec![7],
-        }
-    }
-
-    fn full_step() -> StepTrace {
-        let mut inner = StepTrace::new("inner", "/tools/t.tool");
-        inner.call.duration_ms = 1;
+        };
         StepTrace {
             execution_id: "s".to_string(),
             tool_name: "t".to_string(),
+            status: StepStatus::Failed,
             success: true,
+            result: Some(Value::Null),
+            error: Some("boom".to_string()),
+            duration_ms: 4,
             retry_count: 2,
             circuit_state: Some(BreakerState::Closed),
             started_at: Some("a".to_string()),
             completed_at: Some("b".to_string()),
             tool: "/tools/t.tool".to_string(),
             reason: Some("r".to_string()),
+            arguments: Some(Value::object_from([("x", Value::Int(1))])),
+            attempts: vec![attempt()],
+            started_ms: Some(1),
+            ended_ms: Some(5),
             clock_reads: vec![9],
-            children: Some(vec![ChildTrace {
-                index: 0,
-                call: full_call(StepStatus::Completed, Value::Int(2), Some(vec![inner.clone()])),
-            }]),
-            call: full_call(StepStatus::Failed, Value::Null, Some(vec![inner])),
+            children: Some(vec![child]),
+            steps: Some(vec![inner]),
+            callee_clock_reads: vec![7],
         }
     }
 
@@ -934,8 +760,8 @@ mod tests {
         v.as_object().map(|m| m.keys().map(String::as_str).collect()).unwrap_or_default()
     }
 
-    /// The hand-written serializers keep the field order (and names) the derived ones
-    /// wrote before the shared fields moved into `CallTrace`.
+    /// The derived serializers write format 2's field order and names, leaving out absent
+    /// fields (the JSON of every trace written before is unchanged).
     #[test]
     fn step_and_child_fields_keep_their_order() {
         let json = serde_json::to_value(full_step()).expect("serializes");
@@ -1036,18 +862,18 @@ mod tests {
         let mut t = Trace::starting("t".into(), "r".into(), "/main.tool", Value::Null, 0);
         let failed = |id: &str, error: &str| {
             let mut s = StepTrace::new(id, "/tools/t.tool");
-            s.call.status = StepStatus::Failed;
-            s.call.error = Some(error.to_string());
+            s.status = StepStatus::Failed;
+            s.error = Some(error.to_string());
             s
         };
         let mut fan = StepTrace::new("fan", "/tools/t.tool");
-        fan.call.status = StepStatus::Completed;
+        fan.status = StepStatus::Completed;
         let mut child = ChildTrace::new(2);
-        child.call.status = StepStatus::Timeout;
+        child.status = StepStatus::Timeout;
         fan.children = Some(vec![child]);
         let mut outer = StepTrace::new("outer", "/tools/c.tool");
-        outer.call.status = StepStatus::Completed;
-        outer.call.steps = Some(vec![failed("inner", "no")]);
+        outer.status = StepStatus::Completed;
+        outer.steps = Some(vec![failed("inner", "no")]);
         t.steps = vec![failed("a", "boom"), fan, outer];
         t.status = RunStatus::Partial;
         t.aggregate();

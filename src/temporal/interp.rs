@@ -1,16 +1,21 @@
-//! The workflow's interpreter: one checked composite, step by step, as `exec::scheduler`
-//! runs it locally (SPEC §6), with every primitive call an activity.
+//! The workflow (`TdslWorkflow`) and its interpreter: one checked composite, step by step,
+//! as `exec::scheduler` runs it locally (SPEC §6), with every primitive call an activity
+//! (`activity.rs`). The worker (`worker.rs`) registers both and depends on this module,
+//! never the reverse.
 //!
 //! It is deterministic, as Temporal requires of workflow code: time comes from the workflow
 //! context (the time of the current workflow task), nothing random is drawn, steps that are
 //! ready together start in plan order and fan-out children in input order, and the
 //! concurrency limit is a FIFO semaphore, so the commands it issues depend only on the
-//! history. Data flow (REFs, conditions, transforms) is `exec::data`'s, validation
-//! `tool::validate`'s: the same code a local run uses.
+//! history. It is a driver of the step core (`exec::step`): what a composite, a step, a
+//! call and a fan-out child are is decided there, for both engines; this file makes the
+//! activities and the child workflows, keeps the FIFO slots and the progress. Data flow
+//! (REFs, conditions, transforms) is `exec::data`'s, validation `tool::validate`'s: the
+//! same code a local run uses.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use std::task::Poll;
@@ -19,24 +24,81 @@ use futures::future::LocalBoxFuture;
 use futures::FutureExt;
 use temporalio_common::protos::temporal::api::failure::v1::{failure::FailureInfo, Failure as ProtoFailure};
 use temporalio_common::RetryPolicy as TemporalRetry;
+use temporalio_macros::{workflow, workflow_methods};
 use temporalio_sdk::{
-    ActivityCloseTimeouts, ActivityExecutionError, ActivityOptions, ChildWorkflowOptions, WorkflowContext,
+    ActivityCloseTimeouts, ActivityExecutionError, ActivityOptions, ApplicationFailure, ChildWorkflowOptions,
+    WorkflowContext, WorkflowContextView, WorkflowResult, WorkflowTermination,
 };
 
-use super::worker::{TdslActivities, TdslWorkflow};
-use super::{AttemptNote, CallInput, Chunk, ChunkChild, ChunkFailure, ChunkOutput, FailureKind, RunInput};
+use super::activity::TdslActivities;
+use super::{
+    AttemptNote, CallInput, Chunk, ChunkChild, ChunkFailure, ChunkOutput, FailureKind, RunInput, RunOutput,
+    INTERPRETER_VERSION,
+};
 use crate::analysis::{Plan, StepId, StepPlan};
 use crate::diagnostic::Code;
 use crate::exec::clock::ClockScope;
-use crate::exec::data::{
-    self, declared_arguments, wrap, CallOutcome, Env, Failure, FrameOutcome, Prelude, RunEnd, Settled, StepError,
-    Visible,
-};
+use crate::exec::data::{self, CallOutcome, Failure, FrameOutcome, RunEnd};
 use crate::exec::retry::RetryPolicy;
+use crate::exec::step::{Callee, ChildRun, Driver, Ended, FanOut, Frame, Next, Site, Start};
 use crate::exec::trace::rfc3339;
 use crate::exec::{Attempt, ChildTrace, Outcome, Signal, StepStatus, StepTrace, Time, Tool, Trace, Workflow};
-use crate::tool::validate::{self, Side};
-use crate::value::{Map, SmolStr, Value};
+use crate::tool::validate;
+use crate::value::{Map, Value};
+
+/// The workflow: one composite run, and its progress for the `progress` query.
+#[workflow]
+#[derive(Default)]
+pub struct TdslWorkflow {
+    progress: super::Progress,
+}
+
+#[workflow_methods]
+impl TdslWorkflow {
+    /// Interprets the composite in `input` and returns its trace.
+    #[run(name = "TdslWorkflow")]
+    pub async fn run(ctx: &mut WorkflowContext<Self>, input: RunInput) -> WorkflowResult<RunOutput> {
+        // A run started by a newer client may need behaviour this worker does not have.
+        if input.interpreter > INTERPRETER_VERSION {
+            return Err(ApplicationFailure::non_retryable(format!(
+                "the run needs tdsl's interpreter v{}, and this worker has v{INTERPRETER_VERSION}: upgrade the workers of this task queue",
+                input.interpreter
+            ))
+            .into());
+        }
+        let wf = match super::load_input(&input) {
+            Ok(wf) => wf,
+            Err(e) => return Err(ApplicationFailure::non_retryable(e).into()),
+        };
+        let ctx: &WorkflowContext<Self> = ctx;
+        let interp = Interp::new(ctx, &wf, &input);
+        if let Some(chunk) = &input.chunk {
+            let out = interp.run_chunk(chunk).await;
+            return Ok(RunOutput { interpreter: INTERPRETER_VERSION, trace: String::new(), chunk: Some(out) });
+        }
+        let trace = interp.run(input.arguments.clone()).await;
+        let trace = super::pack_trace(&trace).map_err(ApplicationFailure::non_retryable)?;
+        if let Some(e) = super::over_payload_limit("the run's trace (gzipped)", trace.len()) {
+            return Err(ApplicationFailure::non_retryable(e).into());
+        }
+        let out = RunOutput { interpreter: INTERPRETER_VERSION, trace, chunk: None };
+        // A cancelled run ends CANCELED on the server, with its trace as the details.
+        if interp.cancelled() {
+            return Err(WorkflowTermination::cancelled_with_details(out));
+        }
+        Ok(out)
+    }
+
+    /// The run's progress: counts, and the step lines after line `since`.
+    #[query(name = "progress")]
+    pub fn progress(&self, _ctx: &WorkflowContextView, since: u64) -> super::ProgressReport {
+        self.progress.report(since)
+    }
+
+    pub(crate) fn progress_mut(&mut self) -> &mut super::Progress {
+        &mut self.progress
+    }
+}
 
 /// The most tool calls one fan-out makes in the run's own workflow; a larger fan-out runs in
 /// child workflows of at most this many calls each (about 6 history events per call: 3,000
@@ -78,40 +140,6 @@ impl Time for TaskTime {
     fn wait(&self, _signal: &Signal, _deadline_ms: u64) -> bool {
         false
     }
-}
-
-/// One composite being run.
-struct Frame<'a> {
-    plan: &'a Plan,
-    prefix: String,
-    depth: usize,
-    arguments: Value,
-    results: Vec<OnceLock<Value>>,
-    failure: RefCell<Option<Failure>>,
-    failures: RefCell<Vec<(usize, Failure)>>,
-    partial: Cell<bool>,
-}
-
-impl Frame<'_> {
-    fn fail(&self, position: usize, f: Failure) {
-        if self.failure.borrow().is_none() {
-            *self.failure.borrow_mut() = Some(f.clone());
-        }
-        self.failures.borrow_mut().push((position, f));
-    }
-
-    fn failed(&self) -> bool {
-        self.failure.borrow().is_some()
-    }
-}
-
-/// Where a call goes: its callee, its bounds, and the depth of its composite.
-#[derive(Clone, Copy)]
-struct Site<'s> {
-    tool_path: &'s str,
-    timeout_seconds: f64,
-    depth: usize,
-    policy: &'s RetryPolicy,
 }
 
 /// Everything one run shares.
@@ -177,14 +205,6 @@ impl<'a> Interp<'a> {
         now_of(self.ctx)
     }
 
-    fn now_rel(&self) -> u64 {
-        u64::try_from(self.now().saturating_sub(self.start_ms)).unwrap_or(0)
-    }
-
-    fn wall_at(&self, rel: u64) -> String {
-        rfc3339(self.start_ms.saturating_add(i64::try_from(rel).unwrap_or(i64::MAX)))
-    }
-
     /// Changes the progress the `progress` query answers.
     fn progress(&self, f: impl FnOnce(&mut super::Progress)) {
         self.ctx.state_mut(|w| f(w.progress_mut()));
@@ -245,29 +265,6 @@ impl<'a> Interp<'a> {
         self.ctx.cancellation_token().is_cancelled()
     }
 
-    /// Whether the run must stop: its deadline passed or it was cancelled (as a local run
-    /// treats the host's cancellation).
-    fn deadline_passed(&self) -> bool {
-        let passed = self.deadline_hit.get() || self.cancelled() || self.deadline_ms.is_some_and(|d| self.now() >= d);
-        if passed {
-            self.deadline_hit.set(true);
-        }
-        passed
-    }
-
-    /// Why the run stopped, charged to `key`.
-    fn deadline_failure(&self, key: &str) -> Failure {
-        if self.cancelled() {
-            return Failure::run_cancelled(key);
-        }
-        let secs = self.input.options.deadline_seconds.unwrap_or(0.0);
-        Failure::run_deadline(key, secs)
-    }
-
-    fn clock(&self) -> Arc<ClockScope> {
-        ClockScope::new(Arc::new(TaskTime(self.now())), None, None, None)
-    }
-
     /// The whole run, from its arguments to its trace.
     pub(crate) async fn run(&self, arguments: Value) -> Trace {
         let wf = self.wf;
@@ -298,8 +295,8 @@ impl<'a> Interp<'a> {
         trace
     }
 
-    /// One composite: its own `transform_arguments`, its steps as their dependencies end,
-    /// its result.
+    /// One composite: its own `transform_arguments`, its steps as their dependencies end
+    /// (those ready together in plan order), its result.
     fn frame<'s>(
         &'s self,
         plan: &'s Plan,
@@ -309,234 +306,68 @@ impl<'a> Interp<'a> {
         refused: Option<Failure>,
     ) -> LocalBoxFuture<'s, FrameOutcome> {
         async move {
-            let n = plan.steps.len();
-            let tool_clock = self.clock();
-            let (arguments, failure) = match refused {
-                Some(f) => (arguments, Some(f)),
-                None => match data::frame_arguments(plan, arguments.clone(), &tool_clock) {
-                    Ok(a) => (a, None),
-                    Err(e) => (arguments, Some(Failure { step: None, ..Failure::at("", e) })),
-                },
-            };
-            let (dependents, mut pending) = plan.dependents();
-            let frame = Frame {
-                plan,
-                prefix,
-                depth,
-                arguments,
-                results: (0..n).map(|_| OnceLock::new()).collect(),
-                failure: RefCell::new(None),
-                failures: RefCell::new(Vec::new()),
-                partial: Cell::new(false),
-            };
-            if let Some(f) = failure {
-                frame.fail(0, f);
-            }
-            let mut traces: Vec<Option<StepTrace>> = (0..n).map(|_| None).collect();
+            let clock = self.clock("", None);
+            let frame = Frame::open(plan, arguments, prefix, depth, refused, &clock);
             {
                 let frame = &frame;
-                let mut running: Vec<(StepId, LocalBoxFuture<'_, (Value, StepTrace)>)> = Vec::new();
-                for s in &plan.steps {
-                    if pending[s.id.0] == 0 {
-                        running.push((s.id, self.step(frame, s.id).boxed_local()));
-                    }
-                }
+                let mut running: Vec<(StepId, LocalBoxFuture<'_, (Value, StepTrace)>)> =
+                    frame.roots().into_iter().map(|id| (id, self.step(frame, id).boxed_local())).collect();
                 while !running.is_empty() {
                     let (i, (value, trace)) = first_ready(&mut running).await;
                     let (id, _) = running.remove(i);
-                    let _ = frame.results[id.0].set(value);
-                    traces[id.0] = Some(trace);
-                    for &d in &dependents[id.0] {
-                        pending[d.0] -= 1;
-                        if pending[d.0] == 0 {
-                            running.push((d, self.step(frame, d).boxed_local()));
-                        }
-                    }
+                    frame.step_ended(id, value, trace, |d| running.push((d, self.step(frame, d).boxed_local())));
                 }
             }
-            let steps: Vec<StepTrace> = traces.into_iter().flatten().collect();
-            let reported = frame.failures.borrow().iter().min_by_key(|(p, _)| *p).map(|(_, f)| f.clone());
-            let result = match reported {
-                Some(f) => Err(f),
-                None => self.result(&frame, &tool_clock),
-            };
-            FrameOutcome { result, partial: frame.partial.get(), steps, clock_reads: tool_clock.reads() }
+            frame.close(self.wf.name(), &clock)
         }
         .boxed_local()
     }
 
-    fn result(&self, frame: &Frame<'_>, clock: &Arc<ClockScope>) -> Result<Value, Failure> {
-        let plan = frame.plan;
-        let env = Env::new(plan, &frame.arguments, &frame.results, Visible::All);
-        let fail = |e: StepError| Failure { step: None, ..Failure::at("", e) };
-        let out = env.composite_result(clock).map_err(fail)?;
-        let name = if frame.depth == 0 {
-            self.wf.name().to_string()
-        } else {
-            plan.file
-                .as_ref()
-                .and_then(|f| f.file_name())
-                .map_or_else(|| "composite".to_string(), |f| f.to_string_lossy().into_owned())
-        };
-        validate::check(&plan.tool.responses, &out, Side::Responses, &name).map_err(|m| Failure {
-            code: Code::ResponseInvalid,
-            step: None,
-            message: m,
-            timeout: false,
-            cancelled: false,
-        })?;
-        Ok(out)
-    }
-
-    /// One step, from its conditions to its result.
+    /// One step, from its conditions to its result (`exec/step.rs` decides; this makes the
+    /// activities and child workflows and keeps the progress).
     async fn step(&self, frame: &Frame<'_>, id: StepId) -> (Value, StepTrace) {
-        let step = &frame.plan.steps[id.0];
-        let key = format!("{}{}", frame.prefix, step.execution_id);
-        let mut tr = StepTrace::new(&step.execution_id, &step.tool_path);
-        let existing = frame.failure.borrow().as_ref().map(Failure::cancel_reason);
-        let cancel_reason = if existing.is_some() {
-            existing
-        } else if self.deadline_passed() {
-            // The step never ran: the failure is the run's, not the step's.
-            let failure = Failure { step: None, ..self.deadline_failure(&key) };
-            let reason = failure.cancel_reason();
-            frame.fail(id.0, failure);
-            Some(reason)
-        } else {
-            None
+        let mut run = match frame.start(id, self.wf, self) {
+            Start::Cancelled { key, trace } => {
+                self.step_ended(&key, &trace);
+                return (Value::Null, trace);
+            }
+            Start::Run(run) => run,
         };
-        if let Some(reason) = cancel_reason {
-            tr.status = StepStatus::Cancelled;
-            tr.reason = Some(reason);
-            self.step_ended(&key, &tr);
-            return (Value::Null, tr);
-        }
-        let line = format!("▶ {key} ({})", step.tool_path);
+        let line = format!("▶ {} ({})", run.key, run.step.tool_path);
         self.progress(|p| p.line(line));
-        let started = self.now_rel();
-        tr.started_ms = Some(started);
-        tr.started_at = Some(self.wall_at(started));
-        tr.status = StepStatus::Running;
-        let clock = self.clock();
-        let outcome = self.step_body(frame, step, &key, &clock, &mut tr).await;
-        tr.clock_reads = clock.reads();
-        let outcome = outcome.map_err(|f| {
-            if matches!(f.code, Code::Interrupted | Code::EvalDeadline) && self.deadline_passed() {
-                self.deadline_failure(&key)
-            } else {
-                f
+        let outcome = match run.next(self) {
+            Next::Done(outcome) => outcome,
+            Next::Call(args) => {
+                let stopped = || frame.failed();
+                let call = self.call(run.site(), &args, &stopped).await;
+                run.called(self, call)
             }
-        });
-        let deadline_hit = self.deadline_hit.get();
-        let value =
-            match data::settle(step, &key, outcome, &mut tr, deadline_hit, || self.not_started(frame, &key).message) {
-                Settled::Value(v) => v,
-                Settled::Partial(v) => {
-                    frame.partial.set(true);
-                    v
-                }
-                Settled::Failed(f) => {
-                    frame.fail(id.0, f);
-                    Value::Null
-                }
-            };
-        let ended = self.now_rel();
-        tr.end(ended, self.wall_at(ended));
-        self.step_ended(&key, &tr);
-        (value, tr)
-    }
-
-    async fn step_body(
-        &self,
-        frame: &Frame<'_>,
-        step: &StepPlan,
-        key: &str,
-        clock: &Arc<ClockScope>,
-        tr: &mut StepTrace,
-    ) -> Result<Value, Failure> {
-        let results = &frame.results;
-        let env = Env::new(frame.plan, &frame.arguments, results, Visible::Steps(&step.depends_on));
-        let at = |e: StepError| Failure::at(key, e);
-        let args = match env.prelude(step, clock).map_err(at)? {
-            Prelude::Call(args) => args,
-            Prelude::Skipped { reason, result } => {
-                tr.status = StepStatus::Skipped;
-                tr.reason = Some(reason.to_string());
-                return Ok(result);
+            Next::FanOut(fan) => {
+                let outs = self.fan_out(frame, run.site(), &fan).await;
+                run.fanned_out(self, outs)
             }
         };
-        let policy = self.input.options.retry().with_step(step.retry.as_ref());
-        let tool = self.wf.tool(&step.tool_path);
-        let (raw, result) = match &step.parallel {
-            None => {
-                let arguments = validate::with_defaults(declared_arguments(tool), Value::object(args));
-                tr.arguments = Some(arguments.clone());
-                let site = self.site(step, frame.depth, &policy);
-                let call = self.call(site, tool, key, &arguments, &|| frame.failed()).await;
-                tr.attempts = call.attempts;
-                tr.steps = call.nested;
-                tr.callee_clock_reads = call.nested_clock_reads;
-                if call.partial {
-                    frame.partial.set(true);
-                }
-                let raw = call.result?;
-                let result = wrap(&raw);
-                (raw, result)
-            }
-            Some(par) => {
-                let items = env.fan_out_items(par, self.input.options.max_fan_out, key).map_err(at)?;
-                tr.arguments = Some(Value::object(args.clone()));
-                let (children, list) =
-                    self.fan_out(frame, step, tool, key, &policy, &args, &par.child_argument_name, &items).await;
-                tr.children = Some(children);
-                let raw = Value::list(list?);
-                let mut result = Map::default();
-                result.insert(SmolStr::new("response"), raw.clone());
-                (raw, result)
-            }
-        };
-        let result = env.respond(step, clock, &raw, result).map_err(at)?;
-        if step.parallel.is_none() {
-            check_response(tool, &step.tool_path, &result, key)?;
-        }
-        Ok(result)
-    }
-
-    fn site<'s>(&self, step: &'s StepPlan, depth: usize, policy: &'s RetryPolicy) -> Site<'s> {
-        Site {
-            tool_path: &step.tool_path,
-            timeout_seconds: step.timeout_seconds.unwrap_or(self.input.options.timeout_seconds),
-            depth,
-            policy,
-        }
+        let Ended { key, value, trace, .. } = run.end(self, outcome);
+        self.step_ended(&key, &trace);
+        (value, trace)
     }
 
     /// A parallel step's children; results in input order. Past [`CHUNK`] children of a
     /// primitive callee, the children run in child workflows of [`CHUNK`] each, one after
     /// the other (docs/distributed.md, "Temporal's limits").
-    #[allow(clippy::too_many_arguments)]
     async fn fan_out(
         &self,
         frame: &Frame<'_>,
-        step: &StepPlan,
-        tool: Option<&Tool>,
-        key: &str,
-        policy: &RetryPolicy,
-        args: &Map,
-        name: &Arc<str>,
-        items: &[Value],
-    ) -> (Vec<ChildTrace>, Result<Vec<Value>, Failure>) {
-        let site = self.site(step, frame.depth, policy);
-        let child_args = |item: &Value| {
-            let mut a = args.clone();
-            a.insert(SmolStr::new(&**name), item.clone());
-            validate::with_defaults(declared_arguments(tool), Value::object(a))
-        };
+        site: Site<'_>,
+        fan: &FanOut,
+    ) -> Vec<(ChildTrace, Result<Value, Failure>)> {
+        let (key, tool, items, continue_on_error) = (site.key, site.tool, &fan.items, fan.continue_on_error);
+        let child_args = |item: &Value| fan.child_arguments(&site, item);
         let width = items.len();
         self.progress(|p| p.counts().children += width);
         let size = (CHUNK / calls_per_child(self.wf, tool, 0)).max(1);
         let chunked = items.len() > size;
-        let outs: Vec<(ChildTrace, Result<Value, Failure>)> = if chunked {
+        if chunked {
             // Chunks share the run's --concurrency: each takes `share` slots for its calls
             // while it runs. When a chunk has fewer children than the run's limit (a composite
             // callee making many calls each), several run at once, `share` apiece; with mock
@@ -559,9 +390,9 @@ impl<'a> Interp<'a> {
                             .map(|i| {
                                 let ckey = format!("{key}[{i}]");
                                 let f = if self.deadline_passed() {
-                                    self.deadline_failure(&ckey)
+                                    self.stop_failure(&ckey)
                                 } else {
-                                    self.not_started(frame, &ckey)
+                                    frame.not_started(&ckey)
                                 };
                                 (ChildTrace::new(i), Err(f))
                             })
@@ -570,14 +401,14 @@ impl<'a> Interp<'a> {
                     self.chunk_slots.set(self.chunk_slots.get() + share);
                     let spec = Chunk {
                         step_key: key.to_string(),
-                        tool_path: step.tool_path.to_string(),
-                        depth: frame.depth,
+                        tool_path: site.tool_path.to_string(),
+                        depth: site.depth,
                         timeout_seconds: site.timeout_seconds,
-                        retry: policy.clone(),
+                        retry: site.policy.clone(),
                         first_index: first,
                         arguments: chunk.iter().map(child_args).collect(),
-                        continue_on_error: step.continue_on_error,
-                        mock_base: self.mock_calls.borrow().get(&*step.tool_path).copied().unwrap_or(0),
+                        continue_on_error,
+                        mock_base: self.mock_calls.borrow().get(site.tool_path).copied().unwrap_or(0),
                         mock_bases: self.mock_calls.borrow().iter().map(|(k, v)| (k.clone(), *v)).collect(),
                     };
                     let got = self.run_chunk_child(key, c, spec, share).await;
@@ -588,11 +419,11 @@ impl<'a> Interp<'a> {
                     let mut outs = Vec::with_capacity(got.len());
                     for (ct, out, partial) in got {
                         if partial {
-                            frame.partial.set(true);
+                            frame.mark_partial();
                         }
                         if let Err(f) = &out {
-                            if !f.cancelled && !step.continue_on_error && !frame.failed() {
-                                *frame.failure.borrow_mut() = Some(f.clone());
+                            if !f.cancelled && !continue_on_error {
+                                frame.stop(f);
                             }
                         }
                         outs.push((ct, out));
@@ -608,16 +439,15 @@ impl<'a> Interp<'a> {
                 let (stop, a) = (&stop, child_args(item));
                 async move {
                     let stopped = || stop.get() || frame.failed();
-                    let (ct, out, partial) =
-                        self.child(site, tool, key, i, a, step.continue_on_error, stop, &stopped).await;
+                    let (ct, out, partial) = self.child(site, i, a, continue_on_error, stop, &stopped).await;
                     self.progress(|p| p.counts().children_done += 1);
                     if partial {
-                        frame.partial.set(true);
+                        frame.mark_partial();
                     }
                     if let Err(f) = &out {
-                        if !f.cancelled && !step.continue_on_error && !frame.failed() {
+                        if !f.cancelled && !continue_on_error {
                             // Independent steps waiting for a slot must not start either.
-                            *frame.failure.borrow_mut() = Some(f.clone());
+                            frame.stop(f);
                         }
                     }
                     (ct, out)
@@ -627,63 +457,31 @@ impl<'a> Interp<'a> {
             // Every child is started at once and waits for a slot in input order (the
             // tickets are FIFO): the same order on every replay.
             join_in_order(children.collect()).await
-        };
-        let (traces, result, partial) = data::gather_children(outs, step.continue_on_error, self.deadline_hit.get());
-        if partial {
-            frame.partial.set(true);
         }
-        (traces, result)
     }
 
     /// One fan-out child: its call, its trace, whether it left the run partial.
-    #[allow(clippy::too_many_arguments)]
     async fn child(
         &self,
         site: Site<'_>,
-        tool: Option<&Tool>,
-        key: &str,
         i: usize,
-        a: Value,
+        arguments: Value,
         continue_on_error: bool,
         stop: &Cell<bool>,
         stopped: &dyn Fn() -> bool,
     ) -> (ChildTrace, Result<Value, Failure>, bool) {
-        let ckey = format!("{key}[{i}]");
-        let mut ct = ChildTrace::new(i);
-        let mut partial = false;
-        if stopped() || self.deadline_passed() {
-            let f = if self.deadline_hit.get() {
-                self.deadline_failure(&ckey)
-            } else {
-                Failure {
-                    code: Code::RunCancelled,
-                    step: Some(ckey.clone()),
-                    message: "the run failed before this call".to_string(),
-                    timeout: false,
-                    cancelled: true,
-                }
-            };
-            return (ct, Err(f), false);
-        }
-        let started = self.now_rel();
-        ct.started_ms = Some(started);
-        ct.arguments = Some(a.clone());
-        let call = self.call(site, tool, &ckey, &a, stopped).await;
-        ct.attempts = call.attempts;
-        ct.steps = call.nested;
-        ct.callee_clock_reads = call.nested_clock_reads;
-        partial |= call.partial;
-        let ended_at = self.now_rel();
-        ct.ended_ms = Some(ended_at);
-        ct.duration_ms = ended_at.saturating_sub(started);
-        let checked = call
-            .result
-            .and_then(|raw| check_response(tool, site.tool_path, &Value::object(wrap(&raw)), &ckey).map(|()| raw));
-        let (out, failed) = data::settle_child(&mut ct, checked);
-        if failed && !continue_on_error {
+        // Why a child that did not start did not (a cancelled child shows no error).
+        let not_started = |key: &str| Failure::not_started(key, "the run failed before this call".to_string());
+        let child = match ChildRun::start(self, site.key, i, stopped(), not_started, move || arguments) {
+            Err((ct, f)) => return (ct, Err(f), false),
+            Ok(child) => child,
+        };
+        let call = self.call(Site { key: &child.key, ..site }, &child.arguments, stopped).await;
+        let end = child.end(self, &site, call);
+        if end.failed && !continue_on_error {
             stop.set(true);
         }
-        (ct, out, partial)
+        (end.trace, end.out, end.partial)
     }
 
     /// Runs one chunk of a fan-out as a child workflow and reads its children back.
@@ -729,7 +527,7 @@ impl<'a> Interp<'a> {
             Err(_) if self.cancelled() => {
                 return (first..first + n)
                     .map(|i| {
-                        let f = self.deadline_failure(&format!("{key}[{i}]"));
+                        let f = self.stop_failure(&format!("{key}[{i}]"));
                         let mut ct = ChildTrace::new(i);
                         ct.error = Some(f.message.clone());
                         (ct, Err(f), false)
@@ -763,12 +561,13 @@ impl<'a> Interp<'a> {
 
     /// A chunk's own run (the child workflow): every child of it, as the parent would.
     pub(crate) async fn run_chunk(&self, spec: &Chunk) -> ChunkOutput {
-        let tool = self.wf.tool(&spec.tool_path);
         let site = Site {
             tool_path: &spec.tool_path,
-            timeout_seconds: spec.timeout_seconds,
+            tool: self.wf.tool(&spec.tool_path),
+            key: &spec.step_key,
             depth: spec.depth,
             policy: &spec.retry,
+            timeout_seconds: spec.timeout_seconds,
         };
         self.mock_calls.borrow_mut().extend(spec.mock_bases.iter().map(|(k, v)| (k.clone(), *v)));
         self.mock_calls.borrow_mut().insert(spec.tool_path.clone(), spec.mock_base);
@@ -777,18 +576,8 @@ impl<'a> Interp<'a> {
             let stop = &stop;
             async move {
                 let stopped = || stop.get();
-                let (ct, out, partial) = self
-                    .child(
-                        site,
-                        tool,
-                        &spec.step_key,
-                        spec.first_index + j,
-                        a.clone(),
-                        spec.continue_on_error,
-                        stop,
-                        &stopped,
-                    )
-                    .await;
+                let (ct, out, partial) =
+                    self.child(site, spec.first_index + j, a.clone(), spec.continue_on_error, stop, &stopped).await;
                 ChunkChild {
                     trace: ct,
                     partial,
@@ -813,54 +602,29 @@ impl<'a> Interp<'a> {
         }
     }
 
-    fn not_started(&self, frame: &Frame<'_>, key: &str) -> Failure {
-        let message = match frame.failure.borrow().as_ref().and_then(|f| f.step.clone()) {
-            Some(s) => format!("step `{s}` failed"),
-            None => "the run failed before this call".to_string(),
-        };
-        Failure::not_started(key, message)
-    }
-
     /// One call with its retries: a composite callee as a nested frame, a primitive one as
     /// an activity under Temporal's retry policy. `stopped` says the run is failing: a call
     /// still waiting for a slot then does not start.
-    async fn call(
-        &self,
-        site: Site<'_>,
-        tool: Option<&Tool>,
-        key: &str,
-        args: &Value,
-        stopped: &dyn Fn() -> bool,
-    ) -> CallOutcome {
-        let Site { tool_path, timeout_seconds, depth, policy } = site;
-        let def = match tool {
-            None => {
-                return CallOutcome::failed(Failure::new(
-                    key,
-                    Code::ToolUnavailable,
-                    format!("`{tool_path}` was not loaded"),
-                ))
+    async fn call(&self, site: Site<'_>, args: &Value, stopped: &dyn Fn() -> bool) -> CallOutcome {
+        let Site { tool_path, key, policy, timeout_seconds, .. } = site;
+        match site.callee(args, self.input.options.max_depth) {
+            Callee::Refused(out) => return out,
+            Callee::Composite { plan, prefix, depth } => {
+                return CallOutcome::of_composite(tool_path, self.frame(plan, args.clone(), prefix, depth, None).await)
             }
-            Some(Tool::Composite { plan }) => return self.call_composite(key, depth, tool_path, plan, args).await,
-            Some(Tool::Primitive { def, .. }) => Some(def),
-            Some(Tool::Missing { .. }) => None,
-        };
-        if let Some(d) = def {
-            if let Err(m) = validate::check(&d.arguments, args, Side::Arguments, tool_path) {
-                return CallOutcome::failed(Failure::new(key, Code::ArgumentInvalid, m));
-            }
+            Callee::Primitive { .. } => {}
         }
         // A slot first (FIFO): a call that waited while the run began failing does not start.
         if self.acquire(1).await.is_err() {
-            return CallOutcome::failed(self.not_started_failure(key));
+            return CallOutcome::failed(Failure::waited_for_slot(key));
         }
         if stopped() {
             self.release(1);
-            return CallOutcome::failed(self.not_started_failure(key));
+            return CallOutcome::failed(Failure::waited_for_slot(key));
         }
         if self.deadline_passed() {
             self.release(1);
-            return CallOutcome::failed(self.deadline_failure(key));
+            return CallOutcome::failed(self.stop_failure(key));
         }
         self.peak.set(self.peak.get().max(self.in_flight.get() - self.chunk_slots.get()));
         let mock = self.mock.as_ref().and_then(|m| m.get(tool_path)).cloned();
@@ -974,28 +738,9 @@ impl<'a> Interp<'a> {
             started_ms: last_start,
             duration_ms: started.saturating_add(duration_ms).saturating_sub(last_start),
         });
-        let result = result.map_err(|message| {
-            let code = match outcome {
-                Outcome::Timeout => Code::StepTimeout,
-                Outcome::Deadline => Code::RunDeadline,
-                Outcome::Cancelled => Code::RunCancelled,
-                Outcome::Refused => Code::CircuitOpen,
-                _ => Code::ToolFailed,
-            };
-            let tries = match outcome {
-                Outcome::Refused if n > 1 => format!(" (attempt {n} of the step)"),
-                Outcome::Refused | Outcome::Cancelled => String::new(),
-                _ if n > 1 => format!(" (after {n} attempts)"),
-                _ => String::new(),
-            };
-            Failure {
-                code,
-                step: Some(key.to_string()),
-                message: format!("{message}{tries}"),
-                timeout: matches!(outcome, Outcome::Timeout | Outcome::Deadline),
-                cancelled: false,
-            }
-        });
+        // A cancelled call's message never counted its attempts here (a local run's does).
+        let counted = if outcome == Outcome::Cancelled { 1 } else { n };
+        let result = result.map_err(|message| Failure::of_call(key, outcome, counted, message));
         CallOutcome { result, attempts, nested: None, nested_clock_reads: Vec::new(), partial: false }
     }
 
@@ -1047,28 +792,65 @@ impl<'a> Interp<'a> {
         }
         (Outcome::Permanent, 1, top.message.clone(), Vec::new())
     }
+}
 
-    fn not_started_failure(&self, key: &str) -> Failure {
-        Failure::not_started(key, "not started: another step failed while it waited for a slot".to_string())
+impl Driver for Interp<'_> {
+    /// Workflow code may not stop on a clock of its own (what it does must follow from
+    /// the history): on Temporal the fuel bounds expressions, the timeout each activity.
+    const TIMEOUT_BOUNDS_EXPRESSIONS: bool = false;
+
+    fn default_timeout_seconds(&self) -> f64 {
+        self.input.options.timeout_seconds
     }
 
-    async fn call_composite(&self, key: &str, depth: usize, tool_path: &str, plan: &Plan, args: &Value) -> CallOutcome {
-        let max_depth = self.input.options.max_depth;
-        if let Some(refused) = CallOutcome::composite_refusal(key, tool_path, plan, args, depth, max_depth) {
-            return refused;
+    fn retry_policy(&self, step: &StepPlan) -> RetryPolicy {
+        self.input.options.retry().with_step(step.retry.as_ref())
+    }
+
+    fn max_fan_out(&self) -> usize {
+        self.input.options.max_fan_out
+    }
+
+    fn now_rel(&self) -> u64 {
+        u64::try_from(self.now().saturating_sub(self.start_ms)).unwrap_or(0)
+    }
+
+    fn wall_at(&self, rel_ms: u64) -> String {
+        rfc3339(self.start_ms.saturating_add(i64::try_from(rel_ms).unwrap_or(i64::MAX)))
+    }
+
+    /// As a local run treats the host's cancellation, a cancellation from Temporal stops
+    /// the run like its deadline.
+    fn deadline_passed(&self) -> bool {
+        let passed = self.deadline_hit.get() || self.cancelled() || self.deadline_ms.is_some_and(|d| self.now() >= d);
+        if passed {
+            self.deadline_hit.set(true);
         }
-        let out = self.frame(plan, args.clone(), format!("{key}/"), depth + 1, None).await;
-        CallOutcome::of_composite(tool_path, out)
+        passed
+    }
+
+    fn deadline_hit(&self) -> bool {
+        self.deadline_hit.get()
+    }
+
+    fn cancelled(&self) -> bool {
+        Interp::cancelled(self)
+    }
+
+    fn deadline_seconds(&self) -> f64 {
+        self.input.options.deadline_seconds.unwrap_or(0.0)
+    }
+
+    /// The workflow task's time, fixed while one step evaluates; no interrupt (see
+    /// [`Self::TIMEOUT_BOUNDS_EXPRESSIONS`]).
+    fn clock(&self, _key: &str, _eval_timeout: Option<f64>) -> Arc<ClockScope> {
+        ClockScope::new(Arc::new(TaskTime(self.now())), None, None, None)
     }
 }
 
 /// The attempt notes in a failure's payloads (JSON, as the SDK's converter writes them).
 fn decode_notes(payloads: Option<&temporalio_common::protos::temporal::api::common::v1::Payloads>) -> Vec<AttemptNote> {
     payloads.and_then(|p| p.payloads.first()).and_then(|p| serde_json::from_slice(&p.data).ok()).unwrap_or_default()
-}
-
-fn check_response(tool: Option<&Tool>, tool_path: &str, result: &Value, key: &str) -> Result<(), Failure> {
-    data::check_response(tool, tool_path, result).map_err(|m| Failure::new(key, Code::ResponseInvalid, m))
 }
 
 /// Polls every future in order and yields the first (in order) that is ready, with its

@@ -14,10 +14,12 @@
 //! change that would issue other commands for the same history must go behind
 //! `ctx.patched(..)` (see `docs/distributed.md`).
 
-pub mod client;
-mod interp;
 // The SDK's macros generate undocumented associated items (activity and run markers).
 #[allow(missing_docs)]
+mod activity;
+pub mod client;
+#[allow(missing_docs)]
+mod interp;
 pub mod worker;
 
 use std::collections::{BTreeMap, HashMap};

@@ -1,0 +1,225 @@
+//! The activity: one primitive tool call, made by a `tdsl worker` through the host runner
+//! (or answered from the run's mock), with the worker's circuit breakers. The workflow
+//! (`interp.rs`) schedules it; the worker (`worker.rs`) registers it.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use temporalio_macros::activities;
+use temporalio_sdk::activities::{ActivityContext, ActivityError};
+use temporalio_sdk::ApplicationFailure;
+
+use super::{complete_notes, failure_type, AttemptNote, Breaker, CallInput, CallOutput, FailureKind};
+use crate::analysis::{Resolved, ToolRoot};
+use crate::exec::breaker::{Admission, BreakerPolicy, Breakers, Refusal};
+use crate::exec::host::{HostRunner, Mock};
+use crate::exec::{CancelToken, ErrorKind, Runner, ToolCall, ToolError};
+use crate::value::Value;
+
+/// How often a running tool call heartbeats (and so how soon a cancelled run stops it).
+pub(crate) const HEARTBEAT_EVERY: Duration = Duration::from_secs(1);
+
+/// The activities: one primitive tool call, with the worker's tool root and its circuit
+/// breakers (one set per breaker policy that runs asked for; SPEC §10: per worker).
+pub struct TdslActivities {
+    root: PathBuf,
+    breakers: Mutex<Vec<(Breaker, Arc<Breakers>)>>,
+    started: Instant,
+}
+
+impl TdslActivities {
+    /// The activities of a worker whose tool root is `root`.
+    pub(crate) fn new(root: PathBuf) -> TdslActivities {
+        TdslActivities { root, breakers: Mutex::new(Vec::new()), started: Instant::now() }
+    }
+
+    fn breakers(&self, policy: Breaker) -> Arc<Breakers> {
+        let mut all = self.breakers.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, b)) = all.iter().find(|(p, _)| *p == policy) {
+            return b.clone();
+        }
+        let b = Arc::new(Breakers::new(BreakerPolicy {
+            failure_threshold: policy.failure_threshold,
+            reset_timeout_seconds: policy.reset_timeout_seconds,
+            half_open_calls: policy.half_open_calls,
+        }));
+        all.push((policy, b.clone()));
+        b
+    }
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+}
+
+#[activities]
+impl TdslActivities {
+    /// Calls one primitive tool through the host runner (or answers from the run's mock).
+    #[activity(name = "tdsl.call_tool")]
+    pub async fn call_tool(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: CallInput,
+    ) -> Result<CallOutput, ActivityError> {
+        let attempt = ctx.info().attempt.max(1);
+        // The call stops at the activity's deadline (its timeout, or the run's deadline):
+        // Temporal has given up on it by then.
+        let left = ctx.info().deadline.and_then(|d| d.duration_since(std::time::SystemTime::now()).ok());
+        let earlier: Vec<AttemptNote> = ctx.heartbeat_details().deserialize().ok().flatten().unwrap_or_default();
+        let earlier = complete_notes(earlier, attempt);
+        let breakers = self.breakers(input.breaker);
+        let tool_path = input.tool_path.clone();
+        if let Admission::Refused = breakers.admit(&tool_path, self.now_ms()) {
+            let message = match breakers.refusal(&tool_path, self.now_ms()) {
+                Some(Refusal::OpenUntil(at)) => format!(
+                    "the circuit breaker of `{tool_path}` on this worker is open: the call was refused; it half-opens in {} s",
+                    at.saturating_sub(self.now_ms()) as f64 / 1000.0
+                ),
+                _ => format!("the circuit breaker of `{tool_path}` on this worker is half-open and its trial calls are in flight: the call was refused"),
+            };
+            let failure = ApplicationFailure::builder(message)
+                .type_name(failure_type(FailureKind::Refused, attempt))
+                .non_retryable(true)
+                .details(earlier)
+                .build();
+            return Err(ActivityError::application(failure));
+        }
+        let started = Instant::now();
+        let root = self.root.clone();
+        let (input_retry, seed, key) = (input.retry.clone(), input.seed, input.key.clone());
+        let cancel = CancelToken::new();
+        let token = cancel.clone();
+        let mut call = tokio::task::spawn_blocking(move || call_blocking(&root, &input, attempt, left, &token));
+        // While the tool runs, the activity heartbeats (its notes so far, for the next
+        // attempt): the answer to a heartbeat is how a cancelled run reaches it, and then the
+        // tool is stopped (its process group ended) before the activity says so.
+        let answer = loop {
+            tokio::select! {
+                joined = &mut call => {
+                    break joined.unwrap_or_else(|e| Err(ToolError::transient(format!("the call's thread ended abnormally: {e}"))));
+                }
+                () = tokio::time::sleep(HEARTBEAT_EVERY) => {
+                    let _ = ctx.record_heartbeat(earlier.clone()).await;
+                }
+                () = ctx.cancelled() => {
+                    cancel.cancel();
+                    let _ = (&mut call).await;
+                    return Err(ActivityError::cancelled());
+                }
+            }
+        };
+        match &answer {
+            Ok(_) => breakers.success(&tool_path),
+            Err(e) if e.kind == ErrorKind::Permanent => breakers.success(&tool_path),
+            Err(_) => {
+                breakers.failure(&tool_path, self.now_ms());
+            }
+        }
+        let answer = answer.and_then(|response| {
+            let bytes = serde_json::to_vec(&response).map_or(0, |b| b.len());
+            match super::over_payload_limit("the tool's response", bytes) {
+                Some(e) => Err(ToolError::permanent(e)),
+                None => Ok(response),
+            }
+        });
+        match answer {
+            Ok(response) => Ok(CallOutput { response, attempt, earlier }),
+            Err(e) => {
+                let transient = e.kind == ErrorKind::Transient;
+                let kind = if transient { FailureKind::Transient } else { FailureKind::Permanent };
+                // The back-off before the next attempt, with the run's jitter: Temporal waits
+                // this long instead of its policy's interval.
+                let delay = match &input_retry {
+                    Some(policy) if transient && attempt <= policy.max_retries => {
+                        Some(super::retry_delay(policy, seed, &key, attempt))
+                    }
+                    _ => None,
+                };
+                let mut notes = earlier;
+                notes.push(AttemptNote {
+                    attempt,
+                    outcome: if transient { "transient" } else { "permanent" }.to_string(),
+                    error: e.message.clone(),
+                    duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                    delay_ms: delay.map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+                });
+                // The next attempt reads the notes from the heartbeat details; the final
+                // failure carries them too.
+                let _ = ctx.record_heartbeat(notes.clone()).await;
+                let failure = ApplicationFailure::builder(e.message)
+                    .type_name(failure_type(kind, attempt))
+                    .non_retryable(!transient)
+                    .details(notes)
+                    .maybe_next_retry_delay(delay)
+                    .build();
+                Err(ActivityError::application(failure))
+            }
+        }
+    }
+}
+
+fn call_blocking(
+    root: &std::path::Path,
+    input: &CallInput,
+    attempt: u32,
+    left: Option<Duration>,
+    cancel: &CancelToken,
+) -> Result<Value, ToolError> {
+    if let Some(spec) = &input.mock {
+        let mut m = crate::value::Map::default();
+        m.insert(crate::value::SmolStr::new(&input.tool_path), spec.clone());
+        let text = serde_json::to_string(&Value::object(m)).map_err(|e| ToolError::permanent(e.to_string()))?;
+        let mock = Mock::from_json(&text).map_err(ToolError::permanent)?;
+        let n = input.mock_base.saturating_add(attempt as usize).saturating_sub(1);
+        if let Some(answer) = mock.answer_at(&input.tool_path, n) {
+            return answer;
+        }
+    }
+    let mut tool_root = ToolRoot::new(root);
+    let (def, file) = match tool_root.resolve(&input.tool_path) {
+        Resolved::Found(t) => match &t.def {
+            Some(d) if !d.is_composite() => (d.clone(), t.file.clone()),
+            Some(_) => {
+                return Err(ToolError::permanent(format!(
+                    "`{}` is a composite on this worker's root ({}), not a primitive tool",
+                    input.tool_path,
+                    root.display()
+                )))
+            }
+            None => {
+                return Err(ToolError::permanent(format!(
+                    "`{}` does not load on this worker's root ({})",
+                    input.tool_path,
+                    root.display()
+                )))
+            }
+        },
+        Resolved::Missing(p) => {
+            return Err(ToolError::permanent(format!(
+                "`{}` has no file on this worker (looked for {}; start the worker with --root on the tool root)",
+                input.tool_path,
+                p.display()
+            )))
+        }
+        Resolved::Invalid(why) => return Err(ToolError::permanent(why)),
+    };
+    let runner = HostRunner::new().with_max_stdout(input.max_tool_output);
+    // A second past Temporal's own timeout, so that Temporal's (a timeout, in the trace)
+    // always comes first; this one only ends the program.
+    let timeout = match (Duration::try_from_secs_f64(input.timeout_seconds).ok(), left) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+    .map(|t| t + Duration::from_secs(1));
+    let call = ToolCall {
+        tool_path: &input.tool_path,
+        definition: Some(&def),
+        file: Some(&file),
+        arguments: &input.arguments,
+        cancel,
+        timeout,
+        attempt,
+    };
+    runner.call(&call)
+}
