@@ -129,6 +129,14 @@ fn a_large_deep_json_plan_is_refused_by_its_size_without_growing() {
     s.next_id += 1;
     s.send_raw(format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping","params":{{"x":{plan}}}}}"#).as_bytes());
     let _ = s.response(id);
+    // Then the same bytes as a flat plan (one level: its pretty text is no larger than
+    // itself), so that what the call itself costs — the tool call's copy of its arguments, on
+    // threads whose memory the allocator keeps apart from the transport's — is in the peak
+    // before the deep one is sent. What the deep plan adds beyond that is its nesting's.
+    let flat = format!(r#"{{"instructions": [{inner}{}]}}"#, ",1".repeat(120));
+    assert_eq!(flat.len(), plan.len());
+    let r = s.call_raw("check_plan", &format!(r#"{{"plan": {flat}}}"#));
+    assert_eq!(codes(&r["result"]), ["E1301"], "{r}");
     let before = s.peak_kib();
     let started = Instant::now();
     let r = s.call_raw("check_plan", &format!(r#"{{"plan": {plan}}}"#));
@@ -146,7 +154,7 @@ fn a_large_deep_json_plan_is_refused_by_its_size_without_growing() {
     let grown = s.peak_kib().saturating_sub(before);
     assert!(
         grown < 100 * 1024,
-        "the server grew by {grown} KiB more for a plan of {} bytes than for a ping",
+        "the server grew by {grown} KiB more for a plan of {} bytes nested 120 deep than for a flat one",
         plan.len()
     );
     assert!(started.elapsed() < Duration::from_secs(60), "took {:?}", started.elapsed());
