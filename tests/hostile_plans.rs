@@ -677,3 +677,20 @@ fn an_oversized_answer_fails_at_once_and_a_hung_upstream_is_restarted() {
     }
     s.still_serves();
 }
+
+/// `run_plan`'s `arguments` that are not an object are a tool error naming what was sent;
+/// nothing runs, and the server goes on.
+#[test]
+fn run_plan_arguments_that_are_not_an_object_are_named() {
+    let mut s = Server::start(&plans_root(), &["--allow", "/tools/*.tool"]);
+    let plan = r#"{"instructions": [], "response_reference_map": {}}"#;
+    for (arguments, kind) in [("[1, 2]", "a list"), (r#""x""#, "a string"), ("3", "a number"), ("true", "a boolean")] {
+        let r = s.call_raw("run_plan", &format!(r#"{{"plan": {plan}, "arguments": {arguments}}}"#));
+        let r = &r["result"];
+        assert_eq!(r["isError"], true, "{r}");
+        let text = r["content"][0]["text"].as_str().expect("text");
+        let expected = format!("`arguments` must be an object of the plan's arguments (or left out), not {kind}");
+        assert!(text.contains(&expected), "{text}");
+    }
+    s.still_serves();
+}

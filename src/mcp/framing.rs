@@ -160,7 +160,8 @@ fn check_message(v: &Json) -> Result<(), (i64, String)> {
     Ok(())
 }
 
-fn kind(v: &Json) -> &'static str {
+/// A JSON value's kind as messages name it ("a list", "an object").
+pub(super) fn kind(v: &Json) -> &'static str {
     match v {
         Json::Null => "null",
         Json::Bool(_) => "a boolean",

@@ -161,7 +161,7 @@ impl PlanServer {
             Some(other) => {
                 return super::tool_error(format!(
                     "`arguments` must be an object of the plan's arguments (or left out), not {}",
-                    json_kind(other)
+                    super::framing::kind(other)
                 ))
             }
         };
@@ -442,17 +442,6 @@ fn plan_argument(arguments: &Json) -> Result<&Json, String> {
     match arguments.get("plan") {
         Some(p) => Ok(p),
         None => Err("the argument `plan` is missing: send {\"plan\": {\"instructions\": [...]}}".to_string()),
-    }
-}
-
-fn json_kind(v: &Json) -> &'static str {
-    match v {
-        Json::Null => "null",
-        Json::Bool(_) => "a boolean",
-        Json::Number(_) => "a number",
-        Json::String(_) => "a string",
-        Json::Array(_) => "a list",
-        Json::Object(_) => "an object",
     }
 }
 
