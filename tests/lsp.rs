@@ -959,3 +959,211 @@ fn renames_keep_clean_files_clean_over_the_corpus() {
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
     c.shutdown();
 }
+
+// ---------------------------------------------------------------------------------------
+// Hostile round on hover and completion of the format's keys (docs/editors.md, "Hostile
+// round"): the real binary over stdio.
+
+fn binary(root: &Path) -> Client {
+    let mut c = Client::binary();
+    c.initialize(root, json!({}), json!(null));
+    c
+}
+
+fn hover_text(c: &mut Client, u: &str, text: &str, needle: &str, off: usize) -> String {
+    let (l, ch) = find(text, needle, off);
+    let r = c.request("textDocument/hover", at(u, l, ch)).expect("hover answers");
+    r["contents"]["value"].as_str().unwrap_or("").to_string()
+}
+
+/// Keys at each of the nine kinds of object hover as that kind's; a key of the same name
+/// inside a value the writer shapes (a step's `arguments`, `done_value`, a `default`, an
+/// `enum`, transform `variables`) is the writer's, not the format's: it hovered as
+/// `retry`'s `max_retries`, and completion offered `retry`'s keys and condition operators
+/// there.
+#[test]
+fn hostile_keys_hover_by_where_they_are_from_the_root() {
+    const T: &str = r#"{"description": "d",
+ "arguments": [{"name": "a", "type_name": "list", "items": {"type_name": "string", "pattern": "x"},
+   "default": {"retry": {"max_retries": 1}}, "enum": [{"parallel_execution": {"iterate_over": []}}]}],
+ "instructions": [{"execution_id": "s", "tool_definition_path": "/t.tool",
+   "arguments": {"retry": {"jitter": 1}, "conditions": [{"operator": "equals"}], "items": {"minimum": 1}},
+   "conditions": [{"logic": "AND", "conditions": [{"param": 1, "operator": "exists"}]}],
+   "parallel_execution": {"iterate_over": [], "child_argument_name": "c"},
+   "retry": {"factor": 2},
+   "transform_responses": {"variables": {"v": {"retry": {"base_delay_seconds": 1}}}, "transforms": {}},
+   "done_value": {"retry": {"max_delay_seconds": 1}}}],
+ "\u0072esponse_reference_map": {}}"#;
+    let ws = workspace(&[]);
+    let mut c = binary(ws.path());
+    let u = c.open_text(&ws.path().join("main.tool"), T);
+    for (needle, off, kind) in [
+        ("\"description\"", 1, "a tool definition"),
+        ("\"instructions\"", 1, "a tool definition"),
+        ("\"execution_id\"", 1, "an instruction"),
+        ("\"type_name\": \"list\"", 1, "an argument or response declaration"),
+        ("\"pattern\"", 1, "an element declaration (`items`)"),
+        ("\"child_argument_name\"", 1, "`parallel_execution`"),
+        ("\"factor\"", 1, "`retry`"),
+        ("\"variables\"", 1, "a transform block"),
+        ("\"logic\"", 1, "a condition group"),
+        ("\"param\"", 1, "a condition"),
+        // Escapes are decoded, as the loader reads the key.
+        ("\\u0072esponse_reference_map", 8, "a tool definition"),
+    ] {
+        let h = hover_text(&mut c, &u, T, needle, off);
+        assert!(h.contains(&format!("key of {kind}")), "{needle}: {h}");
+    }
+    for needle in [
+        "\"max_retries\"",
+        "\"iterate_over\": []}}]",
+        "\"jitter\"",
+        "\"operator\": \"equals\"",
+        "\"minimum\"",
+        "\"base_delay_seconds\"",
+        "\"max_delay_seconds\"",
+    ] {
+        let h = hover_text(&mut c, &u, T, needle, 2);
+        assert!(!h.contains("key of"), "{needle} is no key of the format here: {h}");
+    }
+    // Completion there: no keys, no operators.
+    let complete = |c: &mut Client, text: &str, needle: &str, off: usize| -> Vec<String> {
+        c.notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": u, "version": 9}, "contentChanges": [{"text": text}]}),
+        );
+        let (l, ch) = find(text, needle, off);
+        labels(&c.request("textDocument/completion", at(&u, l, ch)).expect("completion answers"))
+    };
+    let in_args = T.replace("{\"jitter\": 1}", "{\"\": 1}");
+    assert_eq!(complete(&mut c, &in_args, "{\"\": 1}", 2), Vec::<String>::new());
+    let op_in_args = T.replace("[{\"operator\": \"equals\"}]", "[{\"operator\": \"\"}]");
+    assert_eq!(complete(&mut c, &op_in_args, "\"operator\": \"\"", 13), Vec::<String>::new());
+    // ... and the format's, where the format is.
+    let in_retry = T.replace("{\"factor\": 2}", "{\"\": 2}");
+    assert_eq!(complete(&mut c, &in_retry, "{\"\": 2}", 2).len(), 5);
+    let op = T.replace("\"operator\": \"exists\"", "\"operator\": \"\"");
+    assert!(complete(&mut c, &op, "\"operator\": \"\"", 13).contains(&"exists".to_string()));
+    c.shutdown();
+}
+
+/// A file whose lines end with a lone `\r` (LSP's third line end): the server counted one
+/// line, so hovers on later lines found nothing, diagnostics all sat on line 0, and an
+/// edit on line 2 landed at the end of the text.
+#[test]
+fn hostile_a_lone_carriage_return_ends_a_line() {
+    let text = "{\"description\": 1,\r\"retry\": 1,\r\"x\": 2}";
+    let ws = workspace(&[]);
+    let mut c = binary(ws.path());
+    let u = c.open_text(&ws.path().join("main.tool"), text);
+    let diags = c.diagnostics(&u);
+    let retry = diags.iter().find(|d| d["message"].as_str().is_some_and(|m| m.contains("`retry`"))).expect("E0101");
+    assert_eq!(retry["range"]["start"], json!({"line": 1, "character": 0}), "{retry}");
+    let h = c.request("textDocument/hover", at(&u, 0, 3)).expect("hover");
+    assert!(h["contents"]["value"].as_str().unwrap_or("").contains("`description`"), "{h}");
+    // `"x"` on line 2 becomes `"retry"`: two unknown `retry` keys (and a duplicate), no
+    // JSON error.
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": u, "version": 2}, "contentChanges": [{"range": {"start": {"line": 2, "character": 1}, "end": {"line": 2, "character": 2}}, "text": "retry"}]}),
+    );
+    let diags = c.diagnostics(&u);
+    let lines: Vec<&Value> = diags
+        .iter()
+        .filter(|d| d["message"].as_str().is_some_and(|m| m.starts_with("unknown key `retry`")))
+        .map(|d| &d["range"]["start"]["line"])
+        .collect();
+    assert_eq!(
+        lines,
+        [&json!(1), &json!(2)],
+        "{:#?}",
+        diags.iter().map(|d| (&d["range"], &d["message"])).collect::<Vec<_>>()
+    );
+    c.shutdown();
+}
+
+/// Text from the files (a callee's description, names, expressions, types naming the
+/// file's keys) reaches hover Markdown as it is written: control characters (a terminal's
+/// escape sequences) shown as `\u001b`, code spans fenced so that a backtick inside does
+/// not end them, and a description's fence or HTML unable to swallow the rest of the hover.
+/// Completion inserts a name escaped as the JSON string must hold it.
+#[test]
+fn hostile_file_text_reaches_hover_and_completion_literally() {
+    const EVIL: &str = r#"{"description": "Evil \u001b[31mRED\u001b[0m ``` <!-- # x",
+ "arguments": [{"name": "ok", "type_name": "string", "description": "a ` b \u202e c"}],
+ "responses": [{"name": "r", "type_name": "string"}],
+ "system_event_endpoint": "builtin:echo"}"#;
+    const MAIN3: &str = r#"{"instructions": [
+  {"execution_id": "s", "tool_definition_path": "/tools/evil.tool", "arguments": {"ok": "x"},
+   "transform_responses": {"variables": {"v`\"\u001b": "REF:response.r"}, "transforms": {"o": "'a`b' + 'c'", "p": ""}}}
+ ]}"#;
+    let ws = workspace(&[("tools/evil.tool", EVIL), ("main.tool", MAIN3)]);
+    let mut c = binary(ws.path());
+    let u = c.open(&ws.path().join("main.tool"));
+    c.diagnostics(&u);
+    let step = hover_text(&mut c, &u, MAIN3, "\"s\"", 1);
+    // Markdown shows `\\u001b` as `\u001b`.
+    assert!(step.contains("Evil \\\\u001b\\[31mRED\\\\u001b\\[0m \\`\\`\\` \\<!-- \\# x"), "{step}");
+    assert!(step.contains("a \\` b \\\\u202e c"), "{step}");
+    assert!(step.contains("responses: \n- `r`: `string`"), "{step}");
+    assert!(!step.contains('\u{1b}') && !step.contains('\u{202e}'), "{step:?}");
+    let var = hover_text(&mut c, &u, MAIN3, "v`", 0);
+    assert!(var.starts_with("**variable ``v`\"\\u001b``** = "), "{var}");
+    let out = hover_text(&mut c, &u, MAIN3, "\"o\"", 1);
+    assert!(out.contains("= ``'a`b' + 'c'``"), "{out}");
+    // Completing the variable's name in an expression inserts it escaped.
+    let (l, ch) = find(MAIN3, "\"p\": \"\"", 6);
+    let items = c.request("textDocument/completion", at(&u, l, ch)).expect("completion");
+    let v = items.as_array().expect("items").iter().find(|i| i["detail"] == "variable").expect("the variable");
+    assert_eq!(v["textEdit"]["newText"], "v`\\\"\\u001b", "{v}");
+    c.shutdown();
+}
+
+/// Hover and completion at every position (and past the ends) of broken, deep, escaped,
+/// CRLF and surrogate-laden texts, with huge line and column numbers: each answers (null
+/// or a result, never an error) and the server stays up.
+#[test]
+fn hostile_hover_and_completion_anywhere_in_broken_text() {
+    let deep = format!("{{\"instructions\": [{{\"retry\": {}\"", "{\"retry\": [".repeat(10_000));
+    let texts = [
+        r#"{"instructions": [{"execution_id": "a", "retr"#.to_string(),
+        r#"{instructions: [{execution_id: "a", retry: {max_retries: 1}}], 12: 3}"#.to_string(),
+        r#"{"retry": 1, "retry": {"max_retries": 1}, "instructions": [{"retry": {"jitter": 0}, "retry": {}}]}"#
+            .to_string(),
+        r#"{"\u0000": 1, "\ud834\udd1e": 2, "\ud800": 3, "a\"b": 4, "instructions": [{"\u0072etry": {"\"": 1}}]}"#
+            .to_string(),
+        "{\"description\": \"𝄞𝄞\", \"𝄞retry𝄞\": 1,\r\n\t\"instructions\": [{\"retry\": {\"factor\": 1}}]\r\n}\r\n"
+            .to_string(),
+        "{\r\"retry\": {\r\"jitter\": 1}}\r".to_string(),
+        r#"}}]]"""::,,{[{[\\"\"#.to_string(),
+        String::new(),
+    ];
+    let ws = workspace(&[]);
+    let mut c = binary(ws.path());
+    for (n, text) in texts.iter().enumerate() {
+        let u = c.open_text(&ws.path().join(format!("t{n}.tool")), text);
+        let lines = text.split(['\n', '\r']).count() as u32;
+        let mut positions: Vec<(u32, u32)> = (0..lines + 2).flat_map(|l| (0..90).map(move |ch| (l, ch))).collect();
+        positions.extend([(0, u32::MAX), (u32::MAX, 0), (u32::MAX, u32::MAX)]);
+        for (l, ch) in positions {
+            for method in ["textDocument/hover", "textDocument/completion"] {
+                let r = c.request(method, at(&u, l, ch));
+                assert!(r.is_ok(), "{method} at {l}:{ch} of text {n}: {r:?}");
+            }
+        }
+    }
+    let u = c.open_text(&ws.path().join("deep.tool"), &deep);
+    for ch in [3u32, 22, 30, deep.len() as u32 - 2, deep.len() as u32 + 5] {
+        for method in ["textDocument/hover", "textDocument/completion"] {
+            assert!(c.request(method, at(&u, 0, ch)).is_ok(), "{method} at {ch} of the deep text");
+        }
+    }
+    // Wrong-typed positions are invalid parameters, answered.
+    for pos in [json!({"line": -1, "character": 0}), json!({"line": "1", "character": 0}), json!(null)] {
+        let e = c
+            .request("textDocument/hover", json!({"textDocument": {"uri": u}, "position": pos}))
+            .expect_err("invalid parameters");
+        assert!(e.contains("invalid parameters"), "{e}");
+    }
+    assert_eq!(c.shutdown(), 0);
+}

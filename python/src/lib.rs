@@ -21,7 +21,7 @@ use std::time::Duration;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 
 use rustc_hash::FxHashMap;
 use smol_str::SmolStr;
@@ -260,7 +260,7 @@ impl From<PyErr> for Refused {
 
 /// A Python object as a tdsl value (dicts, lists, tuples, str, int, float, bool, None).
 fn to_value(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
-    let mut conv = Conv { open: Vec::new(), strings: FxHashMap::default() };
+    let mut conv = Conv { open: Vec::new(), strings: FxHashMap::default(), shared: FxHashMap::default(), reach: 0 };
     conv.convert(obj).map_err(Refused::into_pyerr)
 }
 
@@ -274,6 +274,14 @@ struct Conv {
     /// of Python 3.9 copies it. The objects outlive the conversion (the input holds them
     /// and no Python code runs meanwhile), so their addresses are stable keys.
     strings: FxHashMap<usize, SmolStr>,
+    /// Containers held in more than one place (by reference count), converted before: their
+    /// value (shared: values are reference-counted and never change) and how many levels it
+    /// nests. Data that holds the same list twice at each of 40 levels is 2^40 values as a
+    /// tree; each shared container is converted once (its identity is stable for the same
+    /// reason as the strings').
+    shared: FxHashMap<usize, (Value, usize)>,
+    /// The deepest `open.len()` reached, to know how deep a container nests.
+    reach: usize,
 }
 
 /// How many distinct short strings one conversion remembers.
@@ -295,6 +303,40 @@ impl Conv {
     fn convert(&mut self, obj: &Bound<'_, PyAny>) -> Result<Value, Refused> {
         convert(obj, self)
     }
+
+    /// The value of a shared container converted before, when it is one (refused when it
+    /// nests too deep here).
+    fn reuse(&mut self, obj: &Bound<'_, PyAny>) -> Result<Option<Value>, Refused> {
+        let Some((value, height)) = self.shared.get(&(obj.as_ptr() as usize)) else { return Ok(None) };
+        let reach = self.open.len() + height;
+        if reach > MAX_DEPTH {
+            return Err(too_deep());
+        }
+        self.reach = self.reach.max(reach);
+        Ok(Some(value.clone()))
+    }
+
+    /// Enters a container: refused when it contains itself or nests too deep. Returns the
+    /// `reach` to restore on leaving.
+    fn enter(&mut self, obj: &Bound<'_, PyAny>) -> Result<usize, Refused> {
+        enter(obj, self)?;
+        Ok(std::mem::replace(&mut self.reach, self.open.len()))
+    }
+
+    /// Leaves the container entered last, whose value is `value`: remembers it when it is
+    /// held elsewhere too (our reference and its container's are two).
+    fn leave(&mut self, obj: &Bound<'_, PyAny>, outer: usize, value: &Value) {
+        let height = self.reach + 1 - self.open.len();
+        self.open.pop();
+        self.reach = self.reach.max(outer);
+        if obj.get_refcnt() > 2 {
+            self.shared.insert(obj.as_ptr() as usize, (value.clone(), height));
+        }
+    }
+}
+
+fn too_deep() -> Refused {
+    Refused::value(format!("the value at {{at}} nests deeper than {MAX_DEPTH} levels, tdsl's depth limit"))
 }
 
 /// `open`: the containers being converted (their ids), to name a cycle as one and bound
@@ -309,9 +351,7 @@ fn enter(obj: &Bound<'_, PyAny>, conv: &mut Conv) -> Result<(), Refused> {
         )));
     }
     if open.len() >= MAX_DEPTH {
-        return Err(Refused::value(format!(
-            "the value at {{at}} nests deeper than {MAX_DEPTH} levels, tdsl's depth limit"
-        )));
+        return Err(too_deep());
     }
     open.push(id);
     Ok(())
@@ -322,7 +362,10 @@ fn convert(obj: &Bound<'_, PyAny>, conv: &mut Conv) -> Result<Value, Refused> {
         return Ok(Value::Str(conv.string(s)?));
     }
     if let Ok(d) = obj.cast::<PyDict>() {
-        enter(obj, conv)?;
+        if let Some(v) = conv.reuse(obj)? {
+            return Ok(v);
+        }
+        let outer = conv.enter(obj)?;
         let mut map = Map::with_capacity_and_hasher(d.len(), Default::default());
         for (k, v) in d.iter() {
             let Ok(k) = k.cast::<PyString>() else {
@@ -342,8 +385,9 @@ fn convert(obj: &Bound<'_, PyAny>, conv: &mut Conv) -> Result<Value, Refused> {
                 }
             }
         }
-        conv.open.pop();
-        return Ok(Value::Object(Arc::new(map)));
+        let value = Value::Object(Arc::new(map));
+        conv.leave(obj, outer, &value);
+        return Ok(value);
     }
     if obj.is_none() {
         return Ok(Value::Null);
@@ -372,7 +416,10 @@ fn convert(obj: &Bound<'_, PyAny>, conv: &mut Conv) -> Result<Value, Refused> {
     let list = obj.cast::<PyList>().ok();
     let tuple = obj.cast::<PyTuple>().ok();
     if list.is_some() || tuple.is_some() {
-        enter(obj, conv)?;
+        if let Some(v) = conv.reuse(obj)? {
+            return Ok(v);
+        }
+        let outer = conv.enter(obj)?;
         // The C API's own length and items (PyList_Size, PyTuple_GetItem): no Python code
         // (a subclass's `__len__` or `__iter__`) runs during a conversion.
         let len = list.map_or_else(|| tuple.map_or(0, |t| t.len()), |l| l.len());
@@ -393,8 +440,9 @@ fn convert(obj: &Bound<'_, PyAny>, conv: &mut Conv) -> Result<Value, Refused> {
                 }
             }
         }
-        conv.open.pop();
-        return Ok(Value::List(items.into()));
+        let value = Value::List(items.into());
+        conv.leave(obj, outer, &value);
+        return Ok(value);
     }
     // Data converted before: its value, shared (no copy).
     if let Ok(d) = obj.cast::<Data>() {
@@ -521,6 +569,20 @@ impl Data {
 
     fn __repr__(&self) -> String {
         format!("tdsl.Data(<{}>)", describe_value(&self.value))
+    }
+
+    /// Pickled as its value: unpickling converts it again (`pickle`, `multiprocessing`).
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyType>, (Bound<'py, PyAny>,))> {
+        Ok((slf.get_type(), (to_py(slf.py(), &slf.get().value)?,)))
+    }
+
+    /// A `Data` never changes: a copy is itself.
+    fn __copy__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __deepcopy__(slf: Py<Self>, _memo: &Bound<'_, PyAny>) -> Py<Self> {
+        slf
     }
 }
 

@@ -2,7 +2,9 @@
 
 Each test here failed before its fix (docs/python.md, "Hostile round")."""
 
+import copy
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -221,3 +223,51 @@ def test_exit_while_a_daemon_thread_is_inside_tdsl(root, work):
     for _ in range(4):
         rc, out = run_script(code)
         assert rc == 0 and "main exits" in out, out
+
+
+def test_data_converts_a_container_held_many_times_once():
+    # A list holding the same list twice, 40 levels down, is 2^40 values as a tree: its
+    # conversion ran for ever (no Ctrl-C either: it checks no signals). Each container held
+    # in several places is now converted once, its value shared.
+    # The conversion holds the GIL: it runs in a child interpreter, under a timeout.
+    try:
+        rc, out = run_script("""
+            import tdsl
+            dag = [1]
+            for _ in range(40):
+                dag = [dag, dag]
+            print(tdsl.eval("length(x[0][1][0])", {"x": tdsl.Data(dag)}))
+            """, timeout=30)
+    except subprocess.TimeoutExpired:
+        pytest.fail("tdsl.Data of a list holding one list twice at each of 40 levels did not end in 30 s")
+    assert rc == 0 and out.strip() == "2", out
+    # The same dict under two keys, in a tuple and a dict: the same value each time.
+    row = {"a": [1, 2], "b": {"c": None}}
+    assert tdsl.Data({"x": row, "y": (row, [row])}).to_python() == {"x": row, "y": [row, [row]]}
+    # The depth limit counts the levels above each place a shared container is: 100
+    # levels are taken at the top, refused under 30 more.
+    deep = [1]
+    for _ in range(99):
+        deep = [deep]
+    under = deep
+    for _ in range(30):
+        under = [under]
+    tdsl.Data([deep])
+    with pytest.raises(ValueError, match="nests deeper than 128 levels"):
+        tdsl.Data([deep, under])
+    # A cycle is still one, shared or not.
+    loop = [1]
+    loop.append([loop, loop])
+    with pytest.raises(ValueError, match="contains itself"):
+        tdsl.Data(loop)
+
+
+def test_data_pickles_and_copies():
+    # `pickle`, `copy.copy` and `copy.deepcopy` raised "cannot pickle 'tdsl.Data' object"
+    # (a Data passed to a multiprocessing worker, or held in a deep-copied structure).
+    d = tdsl.Data({"a": [1, 2.5, None, True, "s"], "b": {}})
+    again = pickle.loads(pickle.dumps(d))
+    assert isinstance(again, tdsl.Data) and again.to_python() == d.to_python()
+    assert tdsl.eval("x.a[1]", {"x": again}) == 2.5
+    assert copy.copy(d) is d and copy.deepcopy(d) is d
+    assert copy.deepcopy({"k": [d]})["k"][0] is d

@@ -16,7 +16,7 @@ use super::symbols::{self, Occurrence, Resolver, Sym};
 use super::{Doc, Failure, Server, Text};
 use crate::diagnostic::Code;
 use crate::span::Span;
-use crate::tool::keys::{self, Level};
+use crate::tool::keys::{self, Level, Shape};
 use crate::tool::{is_identifier, JsonKind, Logic, Operator, Param, ToolDef, TypeName, RESERVED_IDS};
 
 /// What [`Server::file_occurrences`] calls for a file: its URI, text, model and occurrences.
@@ -232,15 +232,35 @@ fn key_hover(doc: &Doc, tool: Option<&ToolDef>, offset: usize) -> Option<(Span, 
     let text = doc.text.as_str();
     let cx = json_context_at(text.get(..offset)?, tool);
     let (start, true) = cx.string? else { return None };
-    let end = offset + text.get(offset..)?.find('"')?;
-    let name = text.get(start..end)?;
-    let level = cx.level()?;
-    let (level, key) = match level.key(name) {
-        Some(k) => (level, k),
-        None if level == Level::ConditionLeaf => (Level::ConditionGroup, Level::ConditionGroup.key(name)?),
-        None => return None,
-    };
+    let end = string_end(text, start)?;
+    let name = decoded(text.get(start..end)?);
+    let (level, key) = key_of(cx.level()?, &name)?;
     Some((Span::new(start - 1, end + 1), keys::describe(level, key)))
+}
+
+/// Where the JSON string whose text starts at `start` ends (its closing quote; escaped
+/// quotes are inside it).
+fn string_end(text: &str, start: usize) -> Option<usize> {
+    let mut escaped = false;
+    for (i, b) in text.as_bytes().get(start..)?.iter().enumerate() {
+        match b {
+            _ if escaped => escaped = false,
+            b'\\' => escaped = true,
+            b'"' => return Some(start + i),
+            b'\n' => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The text of a JSON string as written between its quotes, its escapes decoded (as the
+/// loader reads it: `"\u0072etry"` is the key `retry`); as written when it does not decode.
+fn decoded(raw: &str) -> std::borrow::Cow<'_, str> {
+    if !raw.contains('\\') {
+        return raw.into();
+    }
+    serde_json::from_str::<String>(&format!("\"{raw}\"")).map_or(raw.into(), Into::into)
 }
 
 /// What the symbol under the cursor is: a step, a declaration, a callee, a function or a
@@ -250,9 +270,9 @@ fn symbol_hover(s: &Server, doc: &Doc, tool: &ToolDef, o: &Occurrence) -> Option
     let text = match &o.sym {
         Sym::Step { id, .. } => {
             let ins = tool.instructions().iter().find(|i| &i.execution_id.node == id)?;
-            let mut t = format!("**step `{id}`** calls `{}`", ins.tool_definition_path.node);
+            let mut t = format!("**step {}** calls {}", code(id), code(&ins.tool_definition_path.node));
             if let Some(step) = checked.plan.as_ref().and_then(|pl| pl.step(id)) {
-                t.push_str(&format!("\n\nresult: `{}`", step.result_type));
+                t.push_str(&format!("\n\nresult: {}", code(&step.result_type.to_string())));
             }
             if let Some(callee) = (Resolver { root: &doc.root.0 }).file(&ins.tool_definition_path.node) {
                 if let Some(def) = s.view(&callee).and_then(|v| v.tool) {
@@ -273,7 +293,7 @@ fn symbol_hover(s: &Server, doc: &Doc, tool: &ToolDef, o: &Occurrence) -> Option
         }
         Sym::ToolPath { path, file } => {
             let def = s.view(file.as_ref()?)?.tool?;
-            format!("**`{path}`**\n\n{}", describe_tool(&def))
+            format!("**{}**\n\n{}", code(path), describe_tool(&def))
         }
         Sym::Function(name) => {
             let f = s.engine.functions().lookup(name)?;
@@ -300,9 +320,9 @@ fn type_hover(doc: &Doc, tool: &ToolDef, offset: usize) -> Option<(Span, String)
     let checked = doc.checked.as_ref()?;
     let holds = |sp: Span| (sp.start as usize) <= offset && offset < sp.end as usize;
     if let Some(t) = checked.types.iter().filter(|t| holds(t.span)).min_by_key(|t| t.span.len()) {
-        let mut text = format!("type: `{}`", t.ty);
+        let mut text = format!("type: {}", code(&t.ty.to_string()));
         if let Some(inferred) = &t.inferred {
-            text.push_str(&format!(" — its uses need `{inferred}`"));
+            text.push_str(&format!(" — its uses need {}", code(&inferred.to_string())));
         }
         return Some((t.span, text));
     }
@@ -314,7 +334,7 @@ fn type_hover(doc: &Doc, tool: &ToolDef, offset: usize) -> Option<(Span, String)
         let at = expr.decoded_offset(offset)?;
         let (span, ty) = program.type_at(at)?;
         let written: String = expr.value.get(span.range()).unwrap_or("").chars().take(80).collect();
-        return Some((expr.map_span(span), format!("`{written}`: `{ty}`")));
+        return Some((expr.map_span(span), format!("{}: {}", code(&written), code(&ty.to_string()))));
     }
     None
 }
@@ -356,32 +376,80 @@ fn variable_hover(doc: &Doc, tool: &ToolDef, block: Span, name: &str) -> Option<
     let (step, args, t) = transform_blocks(tool).into_iter().find(|(_, _, t)| t.span == block)?;
     if let Some((_, v)) = t.variables.iter().find(|(k, _)| k.node == name) {
         let written = src.get(v.span.range()).unwrap_or("");
-        return Some(format!("**variable `{name}`** = `{written}`"));
+        return Some(format!("**variable {}** = {}", code(name), code(written)));
     }
     let (_, e) = t.transforms.iter().find(|(k, _)| k.node == name)?;
-    let mut out = format!("**transform output `{name}`** = `{}`", e.value);
+    let mut out = format!("**transform output {}** = {}", code(name), code(&e.value));
     if let Some(prog) = checked.plan.as_ref().and_then(|plan| compiled(plan, step, args, name)) {
-        out.push_str(&format!("\n\ntype: `{}`", prog.result_type()));
+        out.push_str(&format!("\n\ntype: {}", code(&prog.result_type().to_string())));
     }
     Some(out)
 }
 
 fn describe_param(p: &Param) -> String {
-    let mut t = format!("`{}`: `{}`", p.name.node, p.type_or_any());
+    let mut t = format!("{}: {}", code(&p.name.node), code(&p.type_or_any().to_string()));
     if p.is_required() {
         t.push_str(" (required)");
     }
     if let Some(d) = &p.description {
-        t.push_str(&format!(" — {}", d.node));
+        t.push_str(&format!(" — {}", prose(&d.node)));
     }
     t
+}
+
+/// A character that must not reach a client as it is: a control character (a terminal's
+/// escape sequences start with one) or a bidirectional override (it reorders what is shown).
+fn hidden(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `text` with the characters of [`hidden`] written as JSON writes them (`\u001b`), except
+/// those in `keep`.
+fn visible(text: &str, keep: &[char]) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if hidden(c) && !keep.contains(&c) {
+            out.push_str(&format!("\\u{:04x}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Text from a file (a name, a path, a value, an expression, a type naming the file's
+/// keys) as a Markdown code span that shows it exactly: hidden characters escaped, fenced
+/// by more backticks than any run of backticks inside it (CommonMark), so that nothing in
+/// it ends the span or starts other Markdown.
+fn code(text: &str) -> String {
+    let shown = visible(text, &[]);
+    let run = shown.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(run + 1);
+    let pad = shown.starts_with(['`', ' ']) || shown.ends_with(['`', ' ']);
+    let pad = if pad { " " } else { "" };
+    format!("{fence}{pad}{shown}{pad}{fence}")
+}
+
+/// A description from a file as Markdown that shows it as written: hidden characters
+/// escaped (line breaks and tabs kept), and the characters that open code, HTML, emphasis,
+/// links, headings or tables backslash-escaped — an unclosed fence or comment in one tool's
+/// description cannot swallow the rest of a hover.
+fn prose(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in visible(text, &['\n', '\t']).chars() {
+        if matches!(c, '\\' | '`' | '*' | '_' | '<' | '>' | '[' | ']' | '#' | '|' | '~') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// A callee's description, declared arguments and responses.
 fn describe_tool(def: &ToolDef) -> String {
     let mut t = String::new();
     if let Some(d) = &def.description {
-        t.push_str(&d.node);
+        t.push_str(&prose(&d.node));
         t.push_str("\n\n");
     }
     let list = |params: &[Param], declared: bool| -> String {
@@ -528,27 +596,58 @@ struct JsonContext {
     string: Option<(usize, bool)>,
 }
 
+/// What an open container is, found from the root down: an object of the format (its keys
+/// are those of a [`Level`]), a list of such objects, or a value the writer shapes (an
+/// instruction's `arguments`, a `default`, `done_value`, `enum`, `variables`…), whose keys
+/// are the writer's at any depth.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Container {
+    Object(Level),
+    List(Level),
+    Free,
+}
+
+/// The key `name` of a `level` object; a condition may be a leaf or a group.
+fn key_of(level: Level, name: &str) -> Option<(Level, &'static keys::Key)> {
+    match level.key(name) {
+        Some(k) => Some((level, k)),
+        None if level == Level::ConditionLeaf => Some((Level::ConditionGroup, Level::ConditionGroup.key(name)?)),
+        None => None,
+    }
+}
+
 impl JsonContext {
+    /// What each open container is, outermost first.
+    fn containers(&self) -> Vec<Container> {
+        let mut out: Vec<Container> = Vec::with_capacity(self.frames.len());
+        for (is_object, key) in &self.frames {
+            let this = match out.last() {
+                None if *is_object => Container::Object(Level::Tool),
+                None | Some(Container::Free) => Container::Free,
+                Some(Container::List(level)) if *is_object => Container::Object(*level),
+                Some(Container::List(_)) => Container::Free,
+                Some(Container::Object(parent)) => {
+                    match (key.as_deref().and_then(|k| key_of(*parent, k)).map(|(_, k)| k.shape), is_object) {
+                        (Some(Shape::ListOf(level)), false) => Container::List(level),
+                        (Some(Shape::One(level)), true) => Container::Object(level),
+                        (Some(Shape::Conditions | Shape::DoneCheck), false) => Container::List(Level::ConditionLeaf),
+                        (Some(Shape::Items), true) => Container::Object(Level::Element),
+                        _ => Container::Free,
+                    }
+                }
+            };
+            out.push(this);
+        }
+        out
+    }
+
     /// The kind of object the cursor is in, when it is one of the format's (its keys are
     /// those of [`keys::Level`]).
     fn level(&self) -> Option<Level> {
-        let n = self.frames.len();
-        let in_list = |k: &str| n >= 2 && !self.frames[n - 2].0 && self.frames[n - 2].1.as_deref() == Some(k);
-        let parent_key = self.frames.last().and_then(|f| f.1.as_deref());
-        if !self.frames.last().is_some_and(|f| f.0) {
-            return None;
+        match self.containers().last() {
+            Some(Container::Object(level)) => Some(*level),
+            _ => None,
         }
-        Some(match n {
-            1 => Level::Tool,
-            _ if n == 3 && in_list("instructions") => Level::Instruction,
-            _ if n == 3 && (in_list("arguments") || in_list("responses")) => Level::Param,
-            _ if in_list("conditions") || in_list("done_check") => Level::ConditionLeaf,
-            _ if matches!(parent_key, Some("transform_arguments" | "transform_responses")) => Level::Transform,
-            _ if parent_key == Some("parallel_execution") => Level::Parallel,
-            _ if parent_key == Some("retry") => Level::Retry,
-            _ if parent_key == Some("items") => Level::Element,
-            _ => return None,
-        })
     }
 }
 
@@ -590,7 +689,7 @@ fn json_context(before: &str, frames: Vec<(bool, Option<String>)>) -> JsonContex
             } else if c == '\\' {
                 escaped = true;
             } else if c == '"' {
-                last_string = Some(before[start..i].to_string());
+                last_string = Some(decoded(&before[start..i]).into_owned());
                 in_string = None;
             }
             continue;
@@ -644,12 +743,17 @@ pub(super) fn completion(s: &Server, p: &CompletionParams) -> Option<Vec<Complet
     let word_len = prefix.chars().rev().take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-').count();
     let word_start = offset - word_len;
     let range = doc.text.range(Span::new(word_start, offset), s.encoding);
-    let item = |label: &str, kind: CompletionItemKind, detail: Option<String>| CompletionItem {
-        label: label.to_string(),
-        kind: Some(kind),
-        detail,
-        text_edit: Some(CompletionTextEdit::Edit(TextEdit { range, new_text: label.to_string() })),
-        ..CompletionItem::default()
+    // What is inserted goes inside a JSON string: a name holding a quote, a backslash or a
+    // control character is written escaped, as the file must hold it (and so shown).
+    let item = |label: &str, kind: CompletionItemKind, detail: Option<String>| {
+        let written = json_escaped(label);
+        CompletionItem {
+            label: written.clone(),
+            kind: Some(kind),
+            detail: detail.map(|d| visible(&d, &[])),
+            text_edit: Some(CompletionTextEdit::Edit(TextEdit { range, new_text: written })),
+            ..CompletionItem::default()
+        }
     };
     let keys = |level: Level| {
         let key_item = |k: &keys::Key| CompletionItem {
@@ -666,13 +770,20 @@ pub(super) fn completion(s: &Server, p: &CompletionParams) -> Option<Vec<Complet
         }
         items
     };
-    // The key of the innermost object holding the string.
-    let n = cx.frames.len();
-    let parent_key = |up: usize| n.checked_sub(1 + up).and_then(|i| cx.frames[i].1.as_deref());
+    // The kind of object holding the string, and of the object holding that.
+    let containers = cx.containers();
+    let level = match containers.last() {
+        Some(Container::Object(level)) => Some(*level),
+        _ => None,
+    };
+    let n = containers.len();
+    let parent = n.checked_sub(2).map(|i| containers[i]);
+    let container_key = cx.frames.last().and_then(|f| f.1.as_deref());
     if is_key {
-        return Some(match cx.level() {
+        return Some(match level {
             Some(level) => keys(level),
-            None if n == 4 && parent_key(0) == Some("arguments") => {
+            // A step's `arguments`: the callee's.
+            None if parent == Some(Container::Object(Level::Instruction)) && container_key == Some("arguments") => {
                 let callee = step_callee_at(s, doc, tool, offset)?;
                 callee
                     .arguments
@@ -687,18 +798,29 @@ pub(super) fn completion(s: &Server, p: &CompletionParams) -> Option<Vec<Complet
     if let Some(r) = last_ref(prefix) {
         return Some(ref_completion(s, doc, tool, r, offset, &item));
     }
-    let container = cx.frames.last().and_then(|f| f.1.as_deref());
-    Some(match (cx.key.as_deref(), container) {
-        (Some("operator"), _) => {
+    // The value of a key of the format (not of a key of the same name in a value the
+    // writer shapes), or an expression of a transform block.
+    let expression = parent == Some(Container::Object(Level::Transform)) && container_key == Some("transforms");
+    Some(match (level, cx.key.as_deref()) {
+        (Some(Level::ConditionLeaf), Some("operator")) => {
             Operator::ALL.iter().map(|o| item(o.as_str(), CompletionItemKind::OPERATOR, None)).collect()
         }
-        (Some("logic"), _) => Logic::NAMES.iter().map(|l| item(l, CompletionItemKind::KEYWORD, None)).collect(),
-        (Some("type_name"), _) => {
+        (Some(Level::ConditionLeaf), Some("logic")) => {
+            Logic::NAMES.iter().map(|l| item(l, CompletionItemKind::KEYWORD, None)).collect()
+        }
+        (Some(Level::Param | Level::Element), Some("type_name")) => {
             TypeName::SIMPLE.iter().map(|t| item(t, CompletionItemKind::TYPE_PARAMETER, None)).collect()
         }
-        (Some("done_check"), _) | (_, Some("transforms")) => expression_completion(s, tool, prefix, offset, &item),
+        (Some(Level::Instruction), Some("done_check")) => expression_completion(s, tool, prefix, offset, &item),
+        _ if expression => expression_completion(s, tool, prefix, offset, &item),
         _ => Vec::new(),
     })
+}
+
+/// `text` as it is written between the quotes of a JSON string.
+fn json_escaped(text: &str) -> String {
+    let quoted = serde_json::to_string(text).unwrap_or_default();
+    quoted.get(1..quoted.len().saturating_sub(1)).unwrap_or_default().to_string()
 }
 
 /// The REF being written at the end of `prefix` (`REF:step.fi` → `step.fi`).

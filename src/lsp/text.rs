@@ -62,8 +62,12 @@ impl Text {
     /// to be lenient); a column inside a character is that character's start.
     pub fn offset(&self, pos: Position, enc: Encoding) -> usize {
         let Some(&start) = self.starts.get(pos.line as usize) else { return self.text.len() };
-        let end = self.starts.get(pos.line as usize + 1).map_or(self.text.len(), |&e| e - 1);
+        let end = self.starts.get(pos.line as usize + 1).map_or(self.text.len(), |&e| e);
+        // The line without its end (`\n`, `\r\n` or `\r`): a column past the end is
+        // before it, never between a `\r` and its `\n`.
         let line = &self.text[start..end.max(start)];
+        let line = line.strip_suffix('\n').unwrap_or(line);
+        let line = line.strip_suffix('\r').unwrap_or(line);
         let want = pos.character as usize;
         let mut units = 0usize;
         for (i, c) in line.char_indices() {
@@ -96,14 +100,19 @@ impl Text {
                 let span = self.span(range, enc);
                 let (a, b) = (span.start as usize, span.end as usize);
                 self.text.replace_range(a..b, &change.text);
-                // The line starts up to `a` stay, those in the replaced bytes go, the
-                // inserted text's come in, and the later ones move by the change in length
-                // (no scan of the whole text for each keystroke).
-                let first = self.starts.partition_point(|&s| s <= a);
+                // The line starts before `a` stay, those from `a` to `b` are found again in
+                // the new text from `a` to the end of the inserted text (whether a line
+                // starts at `a` or right after the insertion depends on the bytes on both
+                // sides: a `\r` and a `\n` may have been joined or parted), and the later
+                // ones move by the change in length (no scan of the whole text for each
+                // keystroke).
+                let end = a + change.text.len();
+                let first = self.starts.partition_point(|&s| s < a).max(1);
                 let after = self.starts.partition_point(|&s| s <= b);
                 let tail: Vec<usize> = self.starts[after..].iter().map(|&s| s - (b - a) + change.text.len()).collect();
                 self.starts.truncate(first);
-                self.starts.extend(change.text.match_indices('\n').map(|(i, _)| a + i + 1));
+                let bytes = self.text.as_bytes();
+                self.starts.extend((a.max(1)..=end).filter(|&p| starts_line(bytes, p)));
                 self.starts.extend(tail);
             }
             None => {
@@ -114,8 +123,21 @@ impl Text {
     }
 }
 
+/// Where the lines start: after each `\n`, `\r\n` and lone `\r` — the line ends LSP
+/// defines, which clients count lines by.
 fn line_starts(text: &str) -> Vec<usize> {
-    std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect()
+    let bytes = text.as_bytes();
+    std::iter::once(0).chain((1..=bytes.len()).filter(|&p| starts_line(bytes, p))).collect()
+}
+
+/// Whether a line starts at byte `p` (> 0): after a `\n`, or after a `\r` not followed by
+/// a `\n`.
+fn starts_line(bytes: &[u8], p: usize) -> bool {
+    match bytes.get(p - 1) {
+        Some(b'\n') => true,
+        Some(b'\r') => bytes.get(p) != Some(&b'\n'),
+        _ => false,
+    }
 }
 
 fn to_u32(n: usize) -> u32 {
@@ -142,6 +164,22 @@ mod tests {
         assert_eq!(t.offset(Position { line: 9, character: 0 }, Encoding::Utf16), t.as_str().len());
     }
 
+    /// LSP's line ends are `\n`, `\r\n` and `\r`; clients count lines by all three (a file
+    /// with `\r` alone had one line here: hover missed, diagnostics were on line 0, and an
+    /// edit on line 2 was applied at the end of the text).
+    #[test]
+    fn every_line_end_of_lsp_ends_a_line() {
+        let t = Text::new("a\rb\r\nc\nd".to_string());
+        for (line, text_at) in [(0, "a"), (1, "b"), (2, "c"), (3, "d")] {
+            let at = t.offset(Position { line, character: 0 }, Encoding::Utf16);
+            assert_eq!(&t.as_str()[at..at + 1], text_at);
+            assert_eq!(t.position(at as u32, Encoding::Utf16), Position { line, character: 0 });
+        }
+        // A column past a line's end is before its line end, not between `\r` and `\n`.
+        assert_eq!(t.offset(Position { line: 1, character: 9 }, Encoding::Utf16), 3);
+        assert_eq!(t.offset(Position { line: 0, character: 9 }, Encoding::Utf16), 1);
+    }
+
     #[test]
     fn incremental_changes() {
         let mut t = Text::new("{\n  \"a\": 1\n}".to_string());
@@ -155,6 +193,30 @@ mod tests {
         assert_eq!(t.starts, line_starts(t.as_str()));
         // Lines joined, lines inserted: the line starts are those of the new text.
         for (range, text) in [((0, 1, 1, 2), "x"), ((0, 0, 0, 0), "a\nb\n\n"), ((1, 0, 3, 0), "é\n𝄞")] {
+            let (l0, c0, l1, c1) = range;
+            let change = TextDocumentContentChangeEvent {
+                range: Some(Range {
+                    start: Position { line: l0, character: c0 },
+                    end: Position { line: l1, character: c1 },
+                }),
+                range_length: None,
+                text: text.to_string(),
+            };
+            t.apply(&change, Encoding::Utf16);
+            assert_eq!(t.starts, line_starts(t.as_str()), "after {range:?} → {text:?}: {:?}", t.as_str());
+        }
+        // `\r` ends a line too: a `\n` typed after it joins them into one line end, text
+        // typed between them parts them into two.
+        let mut t = Text::new("{\r\"a\": 1\r\n}".to_string());
+        for (range, text) in [
+            ((0, 1, 0, 1), "\n"),
+            ((1, 0, 1, 0), "x"),
+            ((1, 0, 1, 1), ""),
+            ((2, 6, 2, 6), "\r"),
+            ((0, 1, 1, 0), ""),
+            ((2, 0, 2, 1), "\n"),
+            ((0, 0, 9, 0), "\r\r\n\n\r"),
+        ] {
             let (l0, c0, l1, c1) = range;
             let change = TextDocumentContentChangeEvent {
                 range: Some(Range {
