@@ -1116,6 +1116,12 @@ fn hostile_file_text_reaches_hover_and_completion_literally() {
     let items = c.request("textDocument/completion", at(&u, l, ch)).expect("completion");
     let v = items.as_array().expect("items").iter().find(|i| i["detail"] == "variable").expect("the variable");
     assert_eq!(v["textEdit"]["newText"], "v`\\\"\\u001b", "{v}");
+    // A callee's argument: its type as the (plain text) detail, its declaration as Markdown.
+    let (l, ch) = find(MAIN3, "{\"ok\"", 2);
+    let items = c.request("textDocument/completion", at(&u, l, ch)).expect("completion");
+    let ok = &items[0];
+    assert_eq!((&ok["label"], &ok["detail"]), (&json!("ok"), &json!("string")), "{ok}");
+    assert!(ok["documentation"]["value"].as_str().is_some_and(|d| d.contains("a \\` b")), "{ok}");
     c.shutdown();
 }
 

@@ -785,11 +785,7 @@ pub(super) fn completion(s: &Server, p: &CompletionParams) -> Option<Vec<Complet
             // A step's `arguments`: the callee's.
             None if parent == Some(Container::Object(Level::Instruction)) && container_key == Some("arguments") => {
                 let callee = step_callee_at(s, doc, tool, offset)?;
-                callee
-                    .arguments
-                    .iter()
-                    .map(|a| item(&a.name.node, CompletionItemKind::FIELD, Some(describe_param(a))))
-                    .collect()
+                callee.arguments.iter().map(|a| param_item(&item, a)).collect()
             }
             _ => Vec::new(),
         });
@@ -815,6 +811,23 @@ pub(super) fn completion(s: &Server, p: &CompletionParams) -> Option<Vec<Complet
         _ if expression => expression_completion(s, tool, prefix, offset, &item),
         _ => Vec::new(),
     })
+}
+
+/// A declared argument or response as a completion: its type (and whether it is required)
+/// as the detail, which clients show as plain text, and its declaration, description
+/// included, as Markdown documentation.
+fn param_item(item: &dyn Fn(&str, CompletionItemKind, Option<String>) -> CompletionItem, p: &Param) -> CompletionItem {
+    let mut detail = p.type_or_any().to_string();
+    if p.is_required() {
+        detail.push_str(" (required)");
+    }
+    CompletionItem {
+        documentation: Some(lsp_types::Documentation::MarkupContent(MarkupContent {
+            kind: MarkupKind::Markdown,
+            value: describe_param(p),
+        })),
+        ..item(&p.name.node, CompletionItemKind::FIELD, Some(detail))
+    }
 }
 
 /// `text` as it is written between the quotes of a JSON string.
@@ -870,11 +883,7 @@ fn ref_completion(
         return Vec::new();
     }
     if parts[0] == "arguments" {
-        let mut out: Vec<CompletionItem> = tool
-            .arguments
-            .iter()
-            .map(|a| item(&a.name.node, CompletionItemKind::FIELD, Some(describe_param(a))))
-            .collect();
+        let mut out: Vec<CompletionItem> = tool.arguments.iter().map(|a| param_item(item, a)).collect();
         if let Some(t) = &tool.transform_arguments {
             out.extend(
                 t.transforms
@@ -887,9 +896,7 @@ fn ref_completion(
     let Some(ins) = tool.instructions().iter().find(|i| i.execution_id.node == parts[0]) else { return Vec::new() };
     let mut out = Vec::new();
     if let Some(def) = callee_def(s, doc, &ins.tool_definition_path.node) {
-        out.extend(
-            def.responses.iter().map(|a| item(&a.name.node, CompletionItemKind::FIELD, Some(describe_param(a)))),
-        );
+        out.extend(def.responses.iter().map(|a| param_item(item, a)));
     }
     out.push(item("response", CompletionItemKind::FIELD, Some("the raw response".into())));
     if let Some(t) = &ins.transform_responses {
