@@ -418,11 +418,13 @@ fn visible(text: &str, keep: &[char]) -> String {
 }
 
 /// Text from a file (a name, a path, a value, an expression, a type naming the file's
-/// keys) as a Markdown code span that shows it exactly: hidden characters escaped, fenced
+/// keys) as a Markdown code span that shows it as written: hidden characters escaped, fenced
 /// by more backticks than any run of backticks inside it (CommonMark), so that nothing in
 /// it ends the span or starts other Markdown.
 fn code(text: &str) -> String {
-    let shown = visible(text, &[]);
+    // Line breaks and tabs (an expression written over lines) as spaces, as a code span
+    // shows them; a blank line would end it.
+    let shown = visible(&text.replace(['\n', '\r', '\t'], " "), &[]);
     let run = shown.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     let fence = "`".repeat(run + 1);
     let pad = shown.starts_with(['`', ' ']) || shown.ends_with(['`', ' ']);
