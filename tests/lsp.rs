@@ -1026,6 +1026,21 @@ fn hostile_keys_hover_by_where_they_are_from_the_root() {
         let h = hover_text(&mut c, &u, T, needle, 2);
         assert!(!h.contains("key of"), "{needle} is no key of the format here: {h}");
     }
+    // A string left open while typing ends at its line: the keys after it still hover and
+    // complete (they found nothing: the rest of the file read as inside strings).
+    let open = T.replacen("\"description\": \"d\",", "\"descr\n", 1).replacen(
+        "{\"factor\": 2}",
+        "{\"factor\": 2, \"\": 1}",
+        1,
+    );
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": u, "version": 8}, "contentChanges": [{"text": open}]}),
+    );
+    let h = hover_text(&mut c, &u, &open, "\"factor\"", 2);
+    assert!(h.contains("key of `retry`"), "{h}");
+    let (l, ch) = find(&open, "\"\": 1}", 1);
+    assert_eq!(labels(&c.request("textDocument/completion", at(&u, l, ch)).expect("completion")).len(), 5);
     // Completion there: no keys, no operators.
     let complete = |c: &mut Client, text: &str, needle: &str, off: usize| -> Vec<String> {
         c.notify(

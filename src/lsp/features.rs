@@ -247,7 +247,7 @@ fn string_end(text: &str, start: usize) -> Option<usize> {
             _ if escaped => escaped = false,
             b'\\' => escaped = true,
             b'"' => return Some(start + i),
-            b'\n' => return None,
+            b'\n' | b'\r' => return None,
             _ => {}
         }
     }
@@ -686,7 +686,12 @@ fn json_context(before: &str, frames: Vec<(bool, Option<String>)>) -> JsonContex
     let mut escaped = false;
     for (i, c) in before.char_indices() {
         if let Some(start) = in_string {
-            if escaped {
+            if c == '\n' || c == '\r' {
+                // A JSON string cannot hold a line break: one left open while typing ends at
+                // its line, and the lines after it are read as they are.
+                in_string = None;
+                escaped = false;
+            } else if escaped {
                 escaped = false;
             } else if c == '\\' {
                 escaped = true;
