@@ -432,6 +432,18 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
+    /// This diagnostic with every text it echoes (message, label, help, secondary labels)
+    /// escaped by [`escape_hidden`], keeping the characters of `keep`.
+    pub(crate) fn escaped(mut self, keep: &[char]) -> Diagnostic {
+        self.message = escape_hidden(&self.message, keep);
+        self.label = escape_hidden(&self.label, keep);
+        self.help = self.help.map(|h| escape_hidden(&h, keep));
+        for l in &mut self.secondary {
+            l.message = escape_hidden(&l.message, keep);
+        }
+        self
+    }
+
     /// A diagnostic with a code, message and primary span.
     pub fn new(code: Code, span: Span, message: impl Into<String>) -> Diagnostic {
         Diagnostic { code, message: message.into(), span, label: String::new(), secondary: Vec::new(), help: None }
@@ -539,13 +551,66 @@ impl miette::Diagnostic for Report {
 /// Renders diagnostics as miette does on a terminal, without colour (for tests, logs and
 /// non-terminal output).
 pub fn render_plain(diags: &[Diagnostic], name: &str, source: &str) -> String {
-    let handler = miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor()).with_width(100);
+    render(diags, name, source, false)
+}
+
+/// Renders diagnostics as miette does, coloured or not. What a diagnostic echoes from its
+/// input (a step id, a tool path, a snippet of the source) cannot drive a terminal: control
+/// and bidirectional characters in its texts are written escaped ([`escape_hidden`]; line
+/// breaks and tabs kept), and in the source snippet replaced byte for byte by `?`, so that
+/// spans stay where they are.
+pub(crate) fn render(diags: &[Diagnostic], name: &str, source: &str, color: bool) -> String {
+    let theme = if color { miette::GraphicalTheme::unicode() } else { miette::GraphicalTheme::unicode_nocolor() };
+    let handler = miette::GraphicalReportHandler::new_themed(theme).with_width(100);
+    let shown = printable_source(source);
     let mut out = String::new();
     for d in diags {
-        let report = d.with_source(name, source);
+        let d = d.clone().escaped(&['\n', '\t']);
+        let report = d.with_source(name, &shown);
         let _ = handler.render_report(&mut out, &report);
     }
     out
+}
+
+/// Whether `c` must not reach a terminal, a client or a model as it is: a control character
+/// (a terminal's escape sequences start with one), a bidirectional control (it reorders
+/// what is shown) or an invisible one (a zero-width space, a byte-order mark).
+pub(crate) fn is_hidden(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+}
+
+/// `text` with the characters of [`is_hidden`] but those in `keep` written as JSON writes
+/// them (`\u001b`): seen, not obeyed.
+pub(crate) fn escape_hidden(text: &str, keep: &[char]) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if is_hidden(c) && !keep.contains(&c) {
+            out.push_str(&format!("\\u{:04x}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `source` for rendering: every hidden character but line ends and tabs replaced, byte
+/// for byte, by `?` (spans stay where they are).
+pub(crate) fn printable_source(source: &str) -> std::borrow::Cow<'_, str> {
+    if !source.chars().any(|c| is_hidden(c) && !matches!(c, '\n' | '\t')) {
+        return std::borrow::Cow::Borrowed(source);
+    }
+    let mut out = String::with_capacity(source.len());
+    let mut chars = source.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\r' if chars.peek() == Some(&'\n') => out.push(c),
+            '\n' | '\t' => out.push(c),
+            c if is_hidden(c) => out.extend(std::iter::repeat_n('?', c.len_utf8())),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// The closest candidate to `name` by edit distance, when close enough to suggest.

@@ -772,3 +772,30 @@ fn serve_with_a_full_stdout_is_exit_1_with_one_line() {
         o.stderr
     );
 }
+
+/// What a diagnostic echoes from its input (a step id, a tool path, a REF, the source line
+/// itself) reaches the terminal escaped: an id written `a\u001b[31mRED` in a `.tool` file,
+/// or a raw escape byte in an expression, must not colour, clear or retitle the terminal.
+#[test]
+fn diagnostics_echo_escape_sequences_escaped_never_raw() {
+    let dir = temp("escapes");
+    std::fs::create_dir_all(dir.join("tools")).expect("tools dir");
+    let main = dir.join("main.tool");
+    std::fs::write(
+        &main,
+        r#"{"instructions":[{"execution_id":"a\u001b[31mRED","tool_definition_path":"/tools/x\u001b]0;pwned\u0007.tool","arguments":{"v":"REF:zz\u001b[2J.v"}}]}"#,
+    )
+    .expect("write");
+    let checked = run(&["check", main.to_str().expect("utf-8 path")]);
+    assert_eq!(checked.code, 1, "{checked:?}");
+    assert!(checked.stderr.contains(r"execution id `a\u001b[31mRED` is not an identifier"), "{}", checked.stderr);
+    assert!(checked.stderr.contains(r"malformed REF `REF:zz\u001b[2J.v`"), "{}", checked.stderr);
+    // An expression with a raw ESC and BEL in it: its snippet shows `?` where they were.
+    let evaluated = run(&["eval", "foo(\u{1b}]0;pwned\u{7})"]);
+    assert_ne!(evaluated.code, 0, "{evaluated:?}");
+    for out in [&checked, &evaluated] {
+        assert!(!out.stderr.contains(['\u{1b}', '\u{7}']), "a raw control character reached stderr: {:?}", out.stderr);
+        assert!(!out.stdout.contains(['\u{1b}', '\u{7}']), "{:?}", out.stdout);
+    }
+    assert!(evaluated.stderr.contains("foo(?]0;pwned?)"), "{}", evaluated.stderr);
+}

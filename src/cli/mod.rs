@@ -138,17 +138,7 @@ pub(crate) fn color_stderr() -> bool {
     std::env::var_os("NO_COLOR").is_none() && std::io::stderr().is_terminal()
 }
 
-/// Renders diagnostics for a terminal (coloured when it is one) or plain text.
-pub(crate) fn render(diags: &[Diagnostic], name: &str, source: &str, color: bool) -> String {
-    let theme = if color { miette::GraphicalTheme::unicode() } else { miette::GraphicalTheme::unicode_nocolor() };
-    let handler = miette::GraphicalReportHandler::new_themed(theme).with_width(100);
-    let mut out = String::new();
-    for d in diags {
-        let report: Report = d.with_source(name, source);
-        let _ = handler.render_report(&mut out, &report);
-    }
-    out
-}
+pub(crate) use crate::diagnostic::render;
 
 /// The plan limits of `serve --mcp --plans` and `check --plan` from their flags (a flag's
 /// name and value, when given; the deadline only for `serve`), each in its range.

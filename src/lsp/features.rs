@@ -397,25 +397,7 @@ fn describe_param(p: &Param) -> String {
     t
 }
 
-/// A character that must not reach a client as it is: a control character (a terminal's
-/// escape sequences start with one) or a bidirectional override (it reorders what is shown).
-fn hidden(c: char) -> bool {
-    c.is_control() || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-}
-
-/// `text` with the characters of [`hidden`] written as JSON writes them (`\u001b`), except
-/// those in `keep`.
-fn visible(text: &str, keep: &[char]) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if hidden(c) && !keep.contains(&c) {
-            out.push_str(&format!("\\u{:04x}", u32::from(c)));
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
+use crate::diagnostic::escape_hidden as visible;
 
 /// Text from a file (a name, a path, a value, an expression, a type naming the file's
 /// keys) as a Markdown code span that shows it as written: hidden characters escaped, fenced

@@ -790,45 +790,7 @@ pub const MAX_RENDERED_CHARS: usize = 4_000;
 /// diagnostic echoes what the plan wrote (a step id, a tool name), and a terminal or a
 /// model reading it must see the escape, not obey it.
 pub fn escape_controls(text: &str) -> String {
-    if !text.chars().any(is_hidden) {
-        return text.to_string();
-    }
-    text.chars().map(|c| if is_hidden(c) { format!("\\u{:04x}", u32::from(c)) } else { c.to_string() }).collect()
-}
-
-fn is_hidden(c: char) -> bool {
-    c.is_control()
-        || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
-}
-
-/// The plan's text for rendering: every control byte (and bidirectional control) replaced,
-/// byte for byte, by `?` — spans stay where they are — except line ends and tabs.
-fn printable_source(source: &str) -> String {
-    if !source.chars().any(|c| is_hidden(c) && !matches!(c, '\n' | '\t')) {
-        return source.to_string();
-    }
-    let mut out = String::with_capacity(source.len());
-    let mut chars = source.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\r' if chars.peek() == Some(&'\n') => out.push(c),
-            '\n' | '\t' => out.push(c),
-            c if is_hidden(c) => out.extend(std::iter::repeat_n('?', c.len_utf8())),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// A diagnostic with every text it echoes escaped ([`escape_controls`]).
-fn escaped(mut d: Diagnostic) -> Diagnostic {
-    d.message = escape_controls(&d.message);
-    d.label = escape_controls(&d.label);
-    d.help = d.help.map(|h| escape_controls(&h));
-    for l in &mut d.secondary {
-        l.message = escape_controls(&l.message);
-    }
-    d
+    crate::diagnostic::escape_hidden(text, &[])
 }
 
 /// `text` cut to at most `max` characters, saying so.
@@ -956,10 +918,10 @@ impl PlanCheck {
             diags = kept;
         }
         let lines = LineIndex::new(&source);
-        let shown = printable_source(&source);
+        let shown = crate::diagnostic::printable_source(&source);
         let diagnostics = diags
             .into_iter()
-            .map(escaped)
+            .map(|d| d.escaped(&[]))
             .map(|d| {
                 let loc = match &tree {
                     Some(t) => locate(t, d.span),
@@ -1022,7 +984,7 @@ impl PlanCheck {
     /// The plan's text as diagnostics render it: control characters replaced byte for byte
     /// by `?` (spans stay valid), so that a snippet cannot drive a terminal.
     pub fn printable_source(&self) -> String {
-        printable_source(&self.source)
+        crate::diagnostic::printable_source(&self.source).into_owned()
     }
 
     /// The bare diagnostics (spans into [`PlanCheck::source`]).
