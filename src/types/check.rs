@@ -962,11 +962,14 @@ pub(crate) fn relative_path(s: &str) -> Option<Expr> {
         return None;
     }
     let whole = Span::new(0, s.len());
-    let mut e = Expr::new(ExprKind::Name(Arc::from("item")), Span::new(0, 0));
+    let mut e = Expr::new(ExprKind::Name(crate::syntax::intern("item")), Span::new(0, 0));
     let mut at = 0;
     for g in segs {
         let span = Span::new(at, at + g.len());
-        e = Expr::new(ExprKind::Field(Box::new(e), Spanned::new(Arc::from(g), span)), Span::new(0, at + g.len()));
+        e = Expr::new(
+            ExprKind::Field(Box::new(e), Spanned::new(crate::syntax::intern(g), span)),
+            Span::new(0, at + g.len()),
+        );
         at += g.len() + 1;
     }
     e.span = whole;
