@@ -169,10 +169,9 @@ impl<'a> Checker<'a> {
                 self.node(TKind::List(items), Type::List(Arc::new(elem)), e.span)
             }
             ExprKind::Object(entries) => {
-                let mut seen: Vec<&str> = Vec::new();
-                let mut out = Vec::new();
+                let mut out: Vec<(Name, TExpr)> = Vec::with_capacity(entries.len());
                 for (k, v) in entries {
-                    if seen.contains(&&*k.node) {
+                    if out.iter().any(|(seen, _)| **seen == *k.node) {
                         self.error(
                             Diagnostic::new(
                                 Code::DuplicateArgument,
@@ -183,7 +182,6 @@ impl<'a> Checker<'a> {
                             .with_help("remove one of the entries; the later one would win"),
                         );
                     }
-                    seen.push(&k.node);
                     out.push((k.node.clone(), self.expr(v)));
                 }
                 let ty = Type::object(out.iter().map(|(k, v)| (k.clone(), v.ty.clone())), false);
