@@ -105,7 +105,7 @@ impl Engine {
     /// Compiles `source` in `scope`: unknown names are errors and types flow from the
     /// scope's declarations.
     pub fn compile_in(&self, source: &str, scope: &Scope) -> Result<Program, Vec<Diagnostic>> {
-        let analysis = self.analyze(source, scope);
+        let analysis = self.run_stages(source, scope, false);
         match analysis.program {
             Some(p) => Ok(p),
             None => Err(analysis.diagnostics),
@@ -115,6 +115,12 @@ impl Engine {
     /// Runs every stage and returns everything: the program when there is no error, and all
     /// diagnostics (warnings included) either way.
     pub fn analyze(&self, source: &str, scope: &Scope) -> Analysis {
+        self.run_stages(source, scope, true)
+    }
+
+    /// [`Engine::analyze`]; without `references`, the analysis's `references` are left
+    /// empty when there is a program (which holds them), sparing a copy.
+    fn run_stages(&self, source: &str, scope: &Scope, references: bool) -> Analysis {
         if let Err(e) = self.limits.validate() {
             return limits_out_of_range(&e);
         }
@@ -126,7 +132,7 @@ impl Engine {
             diagnostics.extend(checked.diagnostics);
         }
         diagnostics.sort_by_key(|d| (d.span.start, d.span.end));
-        let refs = References { refs: checked.refs, names: checked.names };
+        let mut refs = References { refs: checked.refs, names: checked.names };
         if diagnostics.iter().any(Diagnostic::is_error) {
             return Analysis { program: None, diagnostics, ast: parsed.expr, ty: checked.expr.ty, references: refs };
         }
@@ -140,7 +146,7 @@ impl Engine {
                 chunk,
                 typed: checked.expr,
                 ty: ty.clone(),
-                references: refs.clone(),
+                references: if references { refs.clone() } else { std::mem::take(&mut refs) },
                 warnings,
                 funcs: self.funcs.clone(),
                 limits: self.limits.clone(),
@@ -518,6 +524,64 @@ mod tests {
     /// A fused `map`/`sum` over a `filter`/`sort` gives what the two calls give: the same
     /// value, or the same error (code, message, span, function and data location), and runs
     /// out of fuel and memory at the same budgets.
+    /// A chain of `and`s (or `or`s) in a condition becomes one flat list in its fast form,
+    /// whichever way it is grouped, and answers as the chunk does: short-circuiting left to
+    /// right, so an operand that cannot be compared is only a failure when it is reached.
+    #[test]
+    fn condition_chains_are_flat_and_answer_as_the_chunk_does() {
+        use crate::compile::{CallParam, Fast, Pred};
+        fn fast_of(program: &Program) -> Option<Pred> {
+            program.inner.chunk.calls.iter().flat_map(|c| c.params.iter()).find_map(|p| match p {
+                CallParam::Template(_, _, Some(f)) => match &**f {
+                    Fast::Pred(p) => Some(p.clone()),
+                    Fast::Path(_) => None,
+                },
+                _ => None,
+            })
+        }
+        let engine = Engine::new();
+        let shape = |src: &str| {
+            let p = engine.compile(src).unwrap_or_else(|d| panic!("`{src}`: {d:?}"));
+            match fast_of(&p) {
+                Some(Pred::And(ps)) => format!("and{}", ps.len()),
+                Some(Pred::Or(ps)) => format!("or{}", ps.len()),
+                other => format!("{other:?}"),
+            }
+        };
+        assert_eq!(shape("filter(xs, 'item.a > 1 and item.b > 2 and item.c')"), "and3");
+        assert_eq!(shape("filter(xs, 'item.a > 1 and (item.b > 2 and item.c)')"), "and3");
+        assert_eq!(shape("filter(xs, 'item.a or item.b or item.c or item.d')"), "or4");
+        assert_eq!(shape("filter(xs, '(item.a or item.b) and item.c')"), "and2");
+        let vars = Value::from(&serde_json::json!({
+            "xs": [
+                {"a": 3, "b": "x", "c": true, "d": null},
+                {"a": 1, "b": 7, "c": false, "d": 1},
+                {"a": 2, "b": 5, "c": null, "d": "s"},
+                {"a": 5, "b": 1, "c": true, "d": [1]}
+            ]
+        }));
+        for cond in [
+            "item.a > 1 and item.b > 2 and item.c",
+            "item.a > 2 and item.b > 'a'",
+            "item.a > 0 and item.b > 'a'",
+            "item.a < 2 or item.b > 2 or item.d",
+            "item.a < 2 or item.b > 'a'",
+            "not item.c and (item.a > 1 or item.d) and item.b != 5",
+            "item.c or item.a > 1 and item.b < 6",
+        ] {
+            // The same condition written so it has no fast form (a call in it) is the chunk's answer.
+            let fast = engine.compile(&format!("filter(xs, \"{cond}\")")).map(|p| p.eval(&vars));
+            let slow =
+                engine.compile(&format!("filter(xs, \"({cond}) and to_string(1) == '1'\")")).map(|p| p.eval(&vars));
+            let (Ok(fast), Ok(slow)) = (fast, slow) else { panic!("`{cond}` does not compile") };
+            match (&fast, &slow) {
+                (Ok(x), Ok(y)) => assert_eq!(x.to_string(), y.to_string(), "`{cond}`"),
+                (Err(_), Err(_)) => {}
+                _ => panic!("`{cond}`: fast form {fast:?}, chunk {slow:?}"),
+            }
+        }
+    }
+
     #[test]
     fn fused_calls_match_the_two_calls() {
         let vars = Value::from(&serde_json::json!({

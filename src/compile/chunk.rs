@@ -45,7 +45,8 @@ pub struct CallInfo {
     pub params: Box<[CallParam]>,
     /// Bit `i` set when parameter `i` was given.
     pub given: u64,
-    /// Where each parameter's value came from (for error locations).
+    /// Where each parameter's value came from (for error locations), up to the last one
+    /// that has an origin: a parameter past the end has none (most calls: an empty list).
     pub origins: Box<[Option<Arc<Origin>>]>,
     /// The span of each argument (the call's span when defaulted).
     pub arg_spans: Box<[Span]>,
@@ -93,10 +94,11 @@ pub enum Pred {
     Const(bool),
     /// `not p`
     Not(Box<Pred>),
-    /// `p and q`
-    And(Box<Pred>, Box<Pred>),
-    /// `p or q`
-    Or(Box<Pred>, Box<Pred>),
+    /// `p and q and …`: a chain of `and`s flattened into one list (one allocation, not two
+    /// per `and`), tested left to right until one is false.
+    And(Box<[Pred]>),
+    /// `p or q or …`, flattened the same way, tested until one is true.
+    Or(Box<[Pred]>),
 }
 
 /// A statically known place in the data a value was read from.

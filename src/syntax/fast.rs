@@ -26,7 +26,7 @@ use crate::span::{SourceMap, Span, Spanned};
 /// Parses a whole expression, or `None` when the reference path must (see the module
 /// docs). `max_depth` is the builder's limit on tree height.
 pub(super) fn parse(src: &str, max_depth: usize) -> Option<Expr> {
-    let mut p = Parser { src, b: src.as_bytes(), pos: 0, max_depth, names: Vec::with_capacity(NAMES_KEPT) };
+    let mut p = Parser { src, b: src.as_bytes(), pos: 0, max_depth };
     p.ws();
     let (e, _) = p.climb(0)?;
     (p.pos == p.b.len()).then_some(e)
@@ -35,7 +35,7 @@ pub(super) fn parse(src: &str, max_depth: usize) -> Option<Expr> {
 /// Parses a string that is a REF on its own (`ref_program`: whitespace around it is
 /// allowed, as pest's implicit whitespace allows it), or `None` for the reference path.
 pub(super) fn parse_ref(src: &str) -> Option<RefPath> {
-    let mut p = Parser { src, b: src.as_bytes(), pos: 0, max_depth: 0, names: Vec::new() };
+    let mut p = Parser { src, b: src.as_bytes(), pos: 0, max_depth: 0 };
     p.ws();
     let (r, _) = p.ref_path()?;
     p.ws();
@@ -47,9 +47,6 @@ struct Parser<'s> {
     b: &'s [u8],
     pos: usize,
     max_depth: usize,
-    /// The names made so far: an expression repeats its names (`item`, `array`, …), and
-    /// sharing one allocation among them is cheaper than allocating and freeing each.
-    names: Vec<Name>,
 }
 
 /// A node and the height of its tree, as the builder counts it.
@@ -59,8 +56,52 @@ type Built = Option<(Expr, usize)>;
 const NOT_PRECEDENCE: usize = 3;
 const NEG_PRECEDENCE: usize = 7;
 
-/// How many distinct names the parser remembers for sharing.
-const NAMES_KEPT: usize = 16;
+/// How many names [`intern`] keeps per thread (in sets of two), and the longest it keeps.
+const NAME_SLOTS: usize = 128;
+const NAME_KEPT_LEN: usize = 32;
+
+thread_local! {
+    /// Names made recently on this thread, in sets of two chosen by a hash of their text.
+    static NAMES: std::cell::RefCell<[Option<Name>; NAME_SLOTS]> =
+        const { std::cell::RefCell::new([const { None }; NAME_SLOTS]) };
+}
+
+/// The name `text`, shared with the last one made with the same text on this thread when
+/// it is still cached.
+///
+/// Expressions repeat their names (`item`, `array`, a record's keys), and so do the
+/// expressions a program compiles one after another (its template strings, the next
+/// transform of a plan): cloning a shared name is one reference-count increment, making
+/// one is an allocation and, later, a free. The cache is a fixed table of `NAME_SLOTS`
+/// short names per thread, two-way set-associative (a name is equal to its text whichever allocation holds it,
+/// so sharing changes nothing but the allocation count).
+pub(crate) fn intern(text: &str) -> Name {
+    let b = text.as_bytes();
+    if b.is_empty() || b.len() > NAME_KEPT_LEN {
+        return Arc::from(text);
+    }
+    // The length and three of the bytes, mixed: no loop and no copy, and different enough
+    // for the handful of names an expression has.
+    let n = b.len();
+    let h = (n as u64 | u64::from(b[0]) << 8 | u64::from(b[n - 1]) << 16 | u64::from(b[n / 2]) << 24)
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    // Two ways per set: a name and the one it would have evicted are both kept.
+    let set = (h >> 58) as usize % (NAME_SLOTS / 2) * 2;
+    NAMES.with(|names| {
+        let Ok(mut names) = names.try_borrow_mut() else { return Arc::from(text) };
+        for way in set..set + 2 {
+            if let Some(n) = names.get(way).and_then(Option::as_ref).filter(|n| ***n == *text) {
+                return n.clone();
+            }
+        }
+        let n: Name = Arc::from(text);
+        if let Some(pair) = names.get_mut(set..set + 2) {
+            pair.swap(0, 1);
+            pair[0] = Some(n.clone());
+        }
+        n
+    })
+}
 
 fn is_ident_char(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_'
@@ -90,14 +131,7 @@ impl<'s> Parser<'s> {
     fn name(&mut self, start: usize) -> Spanned<Name> {
         let text = &self.src[start..self.pos];
         let span = Span::new(start, self.pos);
-        if let Some(n) = self.names.iter().find(|n| &***n == text) {
-            return Spanned::new(n.clone(), span);
-        }
-        let n: Name = Arc::from(text);
-        if self.names.len() < NAMES_KEPT {
-            self.names.push(n.clone());
-        }
-        Spanned::new(n, span)
+        Spanned::new(intern(text), span)
     }
 
     /// Consumes `c` and the whitespace after it, or fails.

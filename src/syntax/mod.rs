@@ -10,6 +10,7 @@ mod parser;
 mod printer;
 
 mod fast;
+pub(crate) use fast::intern;
 
 /// The parsers count a tree's height in units: a level of nesting (brackets, calls, prefix
 /// operators, fields, the right side of an operator) is `CHAIN_LEVEL` units, one more link
@@ -73,6 +74,56 @@ mod tests {
         assert_eq!(p.diagnostics[0].code, crate::diagnostic::Code::NestingTooDeep);
         let src = format!("x{}", ".a".repeat(5000));
         assert_eq!(super::parse(&src).diagnostics[0].code, crate::diagnostic::Code::NestingTooDeep);
+    }
+
+    /// Names are shared within an expression, across expressions parsed one after another
+    /// on a thread (a program and its template strings), and never confused.
+    #[test]
+    fn names_are_shared_not_reallocated() {
+        use std::sync::Arc;
+        fn names(src: &str) -> Vec<super::ast::Name> {
+            fn go(e: &super::ast::Expr, out: &mut Vec<super::ast::Name>) {
+                use super::ast::ExprKind::*;
+                match &e.kind {
+                    Name(n) => out.push(n.clone()),
+                    Field(x, seg) => {
+                        go(x, out);
+                        out.push(seg.node.clone());
+                    }
+                    Binary(_, a, b) => {
+                        go(a, out);
+                        go(b, out);
+                    }
+                    List(items) => items.iter().for_each(|x| go(x, out)),
+                    Call(c) => {
+                        out.push(c.name.node.clone());
+                        for a in &c.args {
+                            out.extend(a.keyword.as_ref().map(|k| k.node.clone()));
+                            go(&a.value, out);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            let p = super::parse(src);
+            assert!(p.diagnostics.is_empty(), "{src}");
+            let mut out = Vec::new();
+            go(&p.expr, &mut out);
+            out
+        }
+        let a = names("map(array=item.status, template=item.score)");
+        let b = names("item.status == 'active' and item.score > 50");
+        let texts: Vec<&str> = a.iter().map(|n| &**n).collect();
+        assert_eq!(texts, ["map", "array", "item", "status", "template", "item", "score"]);
+        assert!(Arc::ptr_eq(&a[2], &a[5]), "`item` twice in one expression");
+        assert!(Arc::ptr_eq(&a[2], &b[0]), "`item` in the next expression");
+        assert!(Arc::ptr_eq(&a[3], &b[1]), "`status` in the next expression");
+        // Names past the cached length, and many distinct names, are still right.
+        let long = "a_name_longer_than_any_the_cache_keeps";
+        assert_eq!(&*names(&format!("{long}.{long}"))[1], long);
+        let many: Vec<String> = (0..300).map(|i| format!("n{i}")).collect();
+        let list = format!("[{}]", many.join(", "));
+        assert_eq!(names(&list).iter().map(|n| n.to_string()).collect::<Vec<_>>(), many[..]);
     }
 
     #[test]

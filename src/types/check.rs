@@ -169,10 +169,9 @@ impl<'a> Checker<'a> {
                 self.node(TKind::List(items), Type::List(Arc::new(elem)), e.span)
             }
             ExprKind::Object(entries) => {
-                let mut seen: Vec<&str> = Vec::new();
-                let mut out = Vec::new();
+                let mut out: Vec<(Name, TExpr)> = Vec::with_capacity(entries.len());
                 for (k, v) in entries {
-                    if seen.contains(&&*k.node) {
+                    if out.iter().any(|(seen, _)| **seen == *k.node) {
                         self.error(
                             Diagnostic::new(
                                 Code::DuplicateArgument,
@@ -183,7 +182,6 @@ impl<'a> Checker<'a> {
                             .with_help("remove one of the entries; the later one would win"),
                         );
                     }
-                    seen.push(&k.node);
                     out.push((k.node.clone(), self.expr(v)));
                 }
                 let ty = Type::object(out.iter().map(|(k, v)| (k.clone(), v.ty.clone())), false);
@@ -962,11 +960,14 @@ pub(crate) fn relative_path(s: &str) -> Option<Expr> {
         return None;
     }
     let whole = Span::new(0, s.len());
-    let mut e = Expr::new(ExprKind::Name(Arc::from("item")), Span::new(0, 0));
+    let mut e = Expr::new(ExprKind::Name(crate::syntax::intern("item")), Span::new(0, 0));
     let mut at = 0;
     for g in segs {
         let span = Span::new(at, at + g.len());
-        e = Expr::new(ExprKind::Field(Box::new(e), Spanned::new(Arc::from(g), span)), Span::new(0, at + g.len()));
+        e = Expr::new(
+            ExprKind::Field(Box::new(e), Spanned::new(crate::syntax::intern(g), span)),
+            Span::new(0, at + g.len()),
+        );
         at += g.len() + 1;
     }
     e.span = whole;

@@ -100,7 +100,7 @@ impl Value {
     #[inline]
     pub fn follow_hints<'v>(&'v self, path: &Path) -> Result<&'v Value, (usize, &'v Value)> {
         let mut cur = self;
-        for (i, (s, hint)) in path.segs.iter().zip(path.hints.iter()).enumerate() {
+        for (i, (s, hint)) in path.segs.iter().zip(path.hints().iter()).enumerate() {
             let Value::Object(m) = cur else { return Err((i, cur)) };
             match m.get_index(hint.load(Relaxed) as usize) {
                 Some((k, v)) if same_key(k.as_bytes(), s.as_bytes()) => cur = v,
@@ -116,8 +116,7 @@ impl Value {
     fn walk_path_from<'v>(&'v self, path: &Path, from: usize) -> Result<Cow<'v, Value>, (usize, SegmentError)> {
         let mut cur = self;
         for (i, s) in path.segs.iter().enumerate().skip(from) {
-            if let Value::Object(m) = cur {
-                let hint = &path.hints[i];
+            if let (Value::Object(m), Some(hint)) = (cur, path.hints().get(i)) {
                 if let Some((k, v)) = m.get_index(hint.load(Relaxed) as usize) {
                     if same_key(k.as_bytes(), s.as_bytes()) {
                         cur = v;
@@ -210,17 +209,50 @@ pub(super) fn same_key(a: &[u8], b: &[u8]) -> bool {
 /// Checking that position first replaces a search with one comparison. The hints are only
 /// hints (relaxed atomics, so a shared program stays `Sync`): a wrong one costs a search,
 /// never a wrong answer.
+///
+/// The hints of a path of up to [`INLINE_HINTS`] segments (nearly all of them) live in the
+/// path itself, so building one allocates only its segment list (W5's compile builds eight).
 #[derive(Debug, Default)]
 pub struct Path {
     segs: Box<[Arc<str>]>,
-    hints: Box<[AtomicU32]>,
+    hints: Hints,
+}
+
+/// How many segments' hints a [`Path`] holds without an allocation of their own.
+const INLINE_HINTS: usize = 4;
+
+#[derive(Debug)]
+enum Hints {
+    /// For paths of up to `INLINE_HINTS` segments (the first `segs.len()` are used).
+    Inline([AtomicU32; INLINE_HINTS]),
+    /// For longer ones, one per segment.
+    Heap(Box<[AtomicU32]>),
+}
+
+impl Default for Hints {
+    fn default() -> Hints {
+        Hints::Inline(Default::default())
+    }
 }
 
 impl Path {
     /// A path over these segments.
     pub fn new(segs: Vec<Arc<str>>) -> Path {
-        let hints = segs.iter().map(|_| AtomicU32::new(0)).collect();
+        let hints = if segs.len() <= INLINE_HINTS {
+            Hints::Inline(Default::default())
+        } else {
+            Hints::Heap(segs.iter().map(|_| AtomicU32::new(0)).collect())
+        };
         Path { segs: segs.into_boxed_slice(), hints }
+    }
+
+    /// One hint per segment.
+    #[inline]
+    fn hints(&self) -> &[AtomicU32] {
+        match &self.hints {
+            Hints::Inline(h) => h.get(..self.segs.len()).unwrap_or(&[]),
+            Hints::Heap(h) => h,
+        }
     }
 }
 
@@ -272,4 +304,46 @@ fn file_attribute(path: &str, attr: &str) -> Value {
         None => ("", path),
     };
     Value::str(if attr == "file_name" { name } else { parent })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(depth: usize) -> Value {
+        // `{x: 0, k0: {x: 0, k1: {… {x: 0, k<depth-1>: "end"}}}}`, each wanted key second.
+        let mut v = Value::from("end");
+        for i in (0..depth).rev() {
+            v = Value::object_from([("x", Value::from(0)), (format!("k{i}").as_str(), v)]);
+        }
+        v
+    }
+
+    #[test]
+    fn short_paths_keep_their_hints_inline_and_long_ones_on_the_heap() {
+        let segs = |n: usize| (0..n).map(|i| Arc::from(format!("k{i}"))).collect::<Vec<Arc<str>>>();
+        assert!(matches!(Path::new(segs(1)).hints, Hints::Inline(_)));
+        assert!(matches!(Path::new(segs(INLINE_HINTS)).hints, Hints::Inline(_)));
+        assert!(matches!(Path::new(segs(INLINE_HINTS + 1)).hints, Hints::Heap(_)));
+        for n in [0, 1, INLINE_HINTS, INLINE_HINTS + 1, 9] {
+            let p = Path::new(segs(n));
+            assert_eq!(p.hints().len(), n);
+            assert_eq!(p.len(), n);
+        }
+    }
+
+    #[test]
+    fn hints_learn_positions_whatever_the_path_length() {
+        for n in [1, 3, INLINE_HINTS, INLINE_HINTS + 1, 7] {
+            let segs: Vec<Arc<str>> = (0..n).map(|i| Arc::from(format!("k{i}"))).collect();
+            let path = Path::new(segs);
+            let v = record(n);
+            // Every hint starts at 0 (`x`), so the first walk searches and learns position 1.
+            assert!(v.follow_hints(&path).is_err(), "{n}");
+            assert_eq!(v.walk_path(&path).ok().as_deref(), Some(&Value::from("end")), "{n}");
+            assert!(path.hints().iter().all(|h| h.load(Relaxed) == 1), "{n}");
+            assert_eq!(v.follow_hints(&path).ok(), Some(&Value::from("end")), "{n}");
+            assert_eq!(path.clone().hints().len(), n);
+        }
+    }
 }

@@ -733,8 +733,22 @@ fn pred(p: &Pred, item: &Value) -> Option<bool> {
         Pred::Const(b) => *b,
         Pred::Truthy(path) => item.walk_path(path).ok()?.truthy(),
         Pred::Not(x) => !pred(x, item)?,
-        Pred::And(a, b) => pred(a, item)? && pred(b, item)?,
-        Pred::Or(a, b) => pred(a, item)? || pred(b, item)?,
+        Pred::And(ps) => {
+            for p in ps.iter() {
+                if !pred(p, item)? {
+                    return Some(false);
+                }
+            }
+            true
+        }
+        Pred::Or(ps) => {
+            for p in ps.iter() {
+                if pred(p, item)? {
+                    return Some(true);
+                }
+            }
+            false
+        }
         Pred::Cmp(op, path, konst) => {
             let field = item.walk_path(path).ok()?;
             match op {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::places::{field_root, field_segments, origin_of};
 use super::{compile, Compiler};
-use crate::compile::chunk::{CallInfo, CallParam, Fast, Pred};
+use crate::compile::chunk::{CallInfo, CallParam, Fast, Origin, Pred};
 use crate::compile::op::Op;
 use crate::span::Span;
 use crate::syntax::ast::{BinaryOp, UnaryOp};
@@ -30,11 +30,43 @@ fn predicate(e: &TExpr, slot: u32) -> Option<Pred> {
     Some(match &e.kind {
         TKind::Const(v) => Pred::Const(v.truthy()),
         TKind::Unary(UnaryOp::Not, x) => Pred::Not(Box::new(predicate(x, slot)?)),
-        TKind::Binary(BinaryOp::And, l, r) => Pred::And(Box::new(predicate(l, slot)?), Box::new(predicate(r, slot)?)),
-        TKind::Binary(BinaryOp::Or, l, r) => Pred::Or(Box::new(predicate(l, slot)?), Box::new(predicate(r, slot)?)),
+        TKind::Binary(op @ (BinaryOp::And | BinaryOp::Or), ..) => {
+            let mut parts = Vec::with_capacity(chain_len(e, *op));
+            chain(e, *op, slot, &mut parts)?;
+            let parts = parts.into_boxed_slice();
+            if *op == BinaryOp::And {
+                Pred::And(parts)
+            } else {
+                Pred::Or(parts)
+            }
+        }
         TKind::Binary(op, l, r) if op.is_comparison() => Pred::Cmp(*op, item_path(l, slot)?, r.as_const()?.clone()),
         _ => Pred::Truthy(item_path(e, slot)?),
     })
+}
+
+/// How many operands the chain of `op`s at `e` has (`a and b and c`: 3, whichever way it
+/// is grouped).
+fn chain_len(e: &TExpr, op: BinaryOp) -> usize {
+    match &e.kind {
+        TKind::Binary(o, l, r) if *o == op => chain_len(l, op) + chain_len(r, op),
+        _ => 1,
+    }
+}
+
+/// The conditions of the operands of the chain of `op`s at `e`, left to right, into `out`.
+/// Recursion is bounded by the tree's height (the parser's nesting limit).
+fn chain(e: &TExpr, op: BinaryOp, slot: u32, out: &mut Vec<Pred>) -> Option<()> {
+    match &e.kind {
+        TKind::Binary(o, l, r) if *o == op => {
+            chain(l, op, slot, out)?;
+            chain(r, op, slot, out)
+        }
+        _ => {
+            out.push(predicate(e, slot)?);
+            Some(())
+        }
+    }
 }
 
 /// The inner call of `map(array=filter(…)/sort(…), …)` or `sum(array=filter(…)/sort(…),
@@ -72,12 +104,20 @@ impl Compiler {
     /// argument is the fused inner call's list, which is never on the stack.
     fn call_site(&mut self, call: &TCall, span: Span, skip_first: bool) -> u32 {
         let mut params = Vec::with_capacity(call.args.len());
-        let mut origins = Vec::with_capacity(call.args.len());
+        // Up to the last argument with an origin (usually none, so no allocation); a missing
+        // entry reads as "no origin", as `None` does.
+        let mut origins = Vec::new();
+        let note = |origins: &mut Vec<Option<Arc<Origin>>>, n: usize, o: Option<Arc<Origin>>| {
+            if o.is_some() {
+                origins.resize(n, None);
+                origins.push(o);
+            }
+        };
         let mut spans = Vec::with_capacity(call.args.len());
         for (n, a) in call.args.iter().enumerate() {
             if let (true, 0, TArg::Value(x)) = (skip_first, n, a) {
                 params.push(CallParam::Value);
-                origins.push(origin_of(x));
+                note(&mut origins, n, origin_of(x));
                 spans.push(x.span);
                 continue;
             }
@@ -85,7 +125,7 @@ impl Compiler {
                 TArg::Value(x) => {
                     self.expr(x);
                     params.push(CallParam::Value);
-                    origins.push(origin_of(x));
+                    note(&mut origins, n, origin_of(x));
                     spans.push(x.span);
                 }
                 TArg::Template { body, slot } => {
@@ -97,21 +137,18 @@ impl Compiler {
                     self.emit(Op::Const(i), body.span);
                     let fast = fast_template(body, *slot).map(Arc::new);
                     params.push(CallParam::Template(Arc::new(sub), *slot, fast));
-                    origins.push(None);
                     spans.push(body.span);
                 }
                 TArg::Dynamic { source, relative, slot } => {
                     self.use_slot(*slot);
                     self.expr(source);
                     params.push(CallParam::Dynamic { relative: *relative, slot: *slot });
-                    origins.push(None);
                     spans.push(source.span);
                 }
                 TArg::Absent => {
                     let i = self.chunk.constant(Value::Null);
                     self.emit(Op::Const(i), span);
                     params.push(CallParam::Absent);
-                    origins.push(None);
                     spans.push(span);
                 }
             }
