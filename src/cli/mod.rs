@@ -42,7 +42,6 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 
-use crate::diagnostic::{Diagnostic, Report};
 use crate::files::{FileStore, LocalStore};
 
 /// tdsl: a typed, compiled composition language for tools.
