@@ -596,22 +596,32 @@ impl<'a> Ctx<'a> {
             (a, b) => a.or(b),
         };
         let cancel = self.cancel.child();
+        let here = ToolCall {
+            tool_path,
+            definition: def.map(|d| &**d),
+            file: file.map(|f| f.as_path()),
+            arguments: args,
+            cancel: &cancel,
+            timeout: deadline.map(|d| Duration::from_millis(d.saturating_sub(started))),
+            attempt: n + 1,
+        };
         let answer = match deadline {
-            None => {
-                let call = ToolCall {
-                    tool_path,
-                    definition: def.map(|d| &**d),
-                    file: file.map(|f| f.as_path()),
-                    arguments: args,
-                    cancel: &cancel,
-                    timeout: None,
-                    attempt: n + 1,
-                };
-                let r = self.ex.runner.call(&call);
+            // A call that cannot block runs here, on the worker: no hand-off to a call
+            // thread. Its timeout is judged when it returns, by the rule of
+            // `call_with_deadline`: an answer that came after the deadline is a timeout.
+            Some(deadline) if self.ex.runner.can_block(&here) => self.call_with_deadline(call, &cancel, deadline, permit),
+            _ => {
+                let r = call_runner(&*self.ex.runner, &here);
+                let at = time.monotonic_ms();
                 drop(permit);
-                Some(r)
+                match deadline {
+                    Some(d) if at > d => {
+                        cancel.cancel();
+                        None
+                    }
+                    _ => Some(r),
+                }
             }
-            Some(deadline) => self.call_with_deadline(call, &cancel, deadline, permit),
         };
         let (outcome, answer) = match answer {
             // Whatever a cancelled call returned (an error, usually), the run was cancelled.
@@ -685,7 +695,7 @@ impl<'a> Ctx<'a> {
                     timeout: Some(timeout),
                     attempt,
                 };
-                let r = runner.call(&call);
+                let r = call_runner(&*runner, &call);
                 *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some((r, time.monotonic_ms()));
                 drop(permit);
                 done.raise();
@@ -704,4 +714,18 @@ impl<'a> Ctx<'a> {
         done.wait_real(Some(self.ex.options.cancel_grace));
         None
     }
+}
+
+/// `runner.call(call)`, with a panic in the runner caught and reported as the attempt's
+/// permanent error (on a call thread as on a worker: the run goes on and its trace says
+/// what happened).
+fn call_runner(runner: &dyn super::runner::Runner, call: &ToolCall<'_>) -> Result<Value, ToolError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runner.call(call))).unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".to_string());
+        Err(ToolError::permanent(format!("the runner panicked: {what}")))
+    })
 }
