@@ -12,7 +12,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use tdsl::testing::exec::{Executor, Guards, ManualTime, Options, RunStatus, ToolCall, ToolError, Workflow};
+use tdsl::testing::exec::{
+    Executor, Guards, ManualTime, NonBlocking, Options, RunStatus, ToolCall, ToolError, Workflow,
+};
 use tdsl::Value;
 
 fn root(name: &str, main: &str) -> PathBuf {
@@ -53,29 +55,35 @@ fn executor(limit: usize, runner: impl tdsl::testing::exec::Runner + 'static) ->
     Executor::new(runner).with_time(Arc::new(ManualTime::new(0))).with_options(options)
 }
 
+/// Each workload twice: with the no-op closure, which may block as far as the engine knows
+/// (every call crosses to a call thread and back), and with the same closure wrapped in
+/// `NonBlocking` (`_inline`: the call runs on the worker).
 fn overhead(c: &mut Criterion) {
     let mut g = c.benchmark_group("exec");
     g.sample_size(10).measurement_time(Duration::from_secs(5));
-    let ex = executor(8, noop);
-    for (name, main, steps) in [("chain_1000", chain(1000), 1000u64), ("wide_1000", wide(1000), 1000)] {
-        let wf = load(&root(name, &main));
-        g.throughput(Throughput::Elements(steps));
-        g.bench_function(name, |b| {
+    for (suffix, ex) in [("", executor(8, noop)), ("_inline", executor(8, NonBlocking(noop)))] {
+        for (name, main, steps) in [("chain_1000", chain(1000), 1000u64), ("wide_1000", wide(1000), 1000)] {
+            let id = format!("{name}{suffix}");
+            let wf = load(&root(name, &main));
+            g.throughput(Throughput::Elements(steps));
+            g.bench_function(&id, |b| {
+                b.iter(|| {
+                    let r = ex.run(&wf, Value::object_from::<&str>([])).expect("not refused");
+                    assert_eq!(r.status, RunStatus::Success);
+                })
+            });
+        }
+        let id = format!("fan_out_10000{suffix}");
+        let wf = load(&root("fan", FAN_OUT));
+        let args = items(10_000);
+        g.throughput(Throughput::Elements(10_000));
+        g.bench_function(&id, |b| {
             b.iter(|| {
-                let r = ex.run(&wf, Value::object_from::<&str>([])).expect("not refused");
+                let r = ex.run(&wf, args.clone()).expect("not refused");
                 assert_eq!(r.status, RunStatus::Success);
             })
         });
     }
-    let wf = load(&root("fan", FAN_OUT));
-    let args = items(10_000);
-    g.throughput(Throughput::Elements(10_000));
-    g.bench_function("fan_out_10000", |b| {
-        b.iter(|| {
-            let r = ex.run(&wf, args.clone()).expect("not refused");
-            assert_eq!(r.status, RunStatus::Success);
-        })
-    });
     g.finish();
 }
 

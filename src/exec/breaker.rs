@@ -101,13 +101,12 @@ impl Breakers {
 
     fn with<T>(&self, tool: &str, f: impl FnOnce(&mut Breaker, &BreakerPolicy) -> T) -> T {
         let mut map = self.by_tool.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let b = map.entry(tool.to_string()).or_insert(Breaker {
-            state: BreakerState::Closed,
-            failures: 0,
-            opened_at_ms: 0,
-            trials_in_flight: 0,
-        });
-        f(b, &self.policy)
+        // The tool path is copied only for a tool's first call (there are four lookups a call).
+        if let Some(b) = map.get_mut(tool) {
+            return f(b, &self.policy);
+        }
+        let closed = Breaker { state: BreakerState::Closed, failures: 0, opened_at_ms: 0, trials_in_flight: 0 };
+        f(map.entry(tool.to_string()).or_insert(closed), &self.policy)
     }
 
     /// Asks to make a call at time `now_ms`.

@@ -101,14 +101,27 @@ pub(crate) struct AttemptCall<'c> {
 /// Counts tool calls in flight and blocks past the limit.
 struct Limiter {
     max: usize,
-    state: Mutex<(usize, usize)>,
+    state: Mutex<Slots>,
     cv: Condvar,
+}
+
+#[derive(Default)]
+struct Slots {
+    in_use: usize,
+    peak: usize,
+    /// Threads waiting for a slot: a permit that ends wakes them only when there are some
+    /// (a wake-up is a system call, and most calls never wait).
+    waiting: usize,
 }
 
 /// One call's right to run; released when dropped.
 struct Permit(Arc<Limiter>);
 
 impl Limiter {
+    fn new(max: usize) -> Limiter {
+        Limiter { max, state: Mutex::new(Slots::default()), cv: Condvar::new() }
+    }
+
     /// A permit, or `None` when `stopped` says the run is failing: a call that waited for
     /// a slot does not start after another step failed (fail-fast, SPEC §6.5).
     fn acquire(self: &Arc<Limiter>, stopped: &dyn Fn() -> bool) -> Option<Permit> {
@@ -117,28 +130,33 @@ impl Limiter {
             if stopped() {
                 return None;
             }
-            if s.0 < self.max {
+            if s.in_use < self.max {
                 break;
             }
+            s.waiting += 1;
             s = self.cv.wait(s).unwrap_or_else(PoisonError::into_inner);
+            s.waiting -= 1;
         }
-        s.0 += 1;
-        s.1 = s.1.max(s.0);
+        s.in_use += 1;
+        s.peak = s.peak.max(s.in_use);
         Some(Permit(self.clone()))
     }
 
     fn peak(&self) -> usize {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner).1
+        self.state.lock().unwrap_or_else(PoisonError::into_inner).peak
     }
 }
 
 impl Drop for Permit {
     fn drop(&mut self) {
         let mut s = self.0.state.lock().unwrap_or_else(PoisonError::into_inner);
-        s.0 -= 1;
+        s.in_use -= 1;
+        let waiting = s.waiting > 0;
         drop(s);
-        // Every waiter looks: one may take the slot, the others may have to stop.
-        self.0.cv.notify_all();
+        if waiting {
+            // Every waiter looks: one may take the slot, the others may have to stop.
+            self.0.cv.notify_all();
+        }
     }
 }
 
@@ -223,7 +241,7 @@ pub(crate) fn run(ex: &Executor, wf: &Workflow, arguments: Value, source: &dyn S
         wf,
         source,
         pool,
-        limiter: Arc::new(Limiter { max: threads, state: Mutex::new((0, 0)), cv: Condvar::new() }),
+        limiter: Arc::new(Limiter::new(threads)),
         start_ms,
         started_wall: started_at,
         deadline_ms: ex.options.deadline.map(|d| start_ms.saturating_add(ms(d))),
@@ -375,10 +393,29 @@ impl<'a> Ctx<'a> {
     }
 
     fn spawn_step<'s>(&'s self, s: &ScopeFifo<'s>, frame: &'s Frame<'s>, id: StepId) {
-        s.spawn_fifo(move |s| {
+        s.spawn_fifo(move |s| self.run_steps(s, frame, id));
+    }
+
+    /// Runs step `id`, then the first dependent it readied, and so on, on this thread: a
+    /// chain costs no spawn (a queued job, and often a sleeping worker woken for it) per
+    /// step. Every other dependent readied is spawned, in plan order, before this thread
+    /// goes on.
+    fn run_steps<'s>(&'s self, s: &ScopeFifo<'s>, frame: &'s Frame<'s>, mut id: StepId) {
+        loop {
             let (value, trace) = self.step(frame, id);
-            frame.step_ended(id, value, trace, |d| self.spawn_step(s, frame, d));
-        });
+            let mut next = None;
+            frame.step_ended(id, value, trace, |d| {
+                if next.is_none() {
+                    next = Some(d);
+                } else {
+                    self.spawn_step(s, frame, d);
+                }
+            });
+            match next {
+                Some(d) => id = d,
+                None => return,
+            }
+        }
     }
 
     /// One step, from its conditions to its result (`step.rs` decides; this does the calls
@@ -423,10 +460,20 @@ impl<'a> Ctx<'a> {
         let slots: Vec<OnceLock<(ChildTrace, Result<Value, Failure>)>> = (0..n).map(|_| OnceLock::new()).collect();
         let stop = AtomicBool::new(false);
         let ended = AtomicUsize::new(0);
+        // One job per worker, each taking the next child in input order until none is left:
+        // the children start in the order one job per child would start them, without a
+        // spawn (and a wake-up) for each. A composite callee keeps a job per child: a worker
+        // that waits for a child's steps works on other jobs meanwhile, and should come back
+        // to it after one child, not after a whole share of the fan-out.
+        let next = AtomicUsize::new(0);
+        let composite = matches!(site.tool, Some(super::workflow::Tool::Composite { .. }));
+        let jobs = if composite { n } else { n.min(self.pool.current_num_threads()) };
         self.pool.in_place_scope_fifo(|s| {
-            for (i, item) in fan.items.iter().enumerate() {
-                let (slots, stop, ended) = (&slots, &stop, &ended);
-                s.spawn_fifo(move |_| {
+            for _ in 0..jobs {
+                let (slots, stop, ended, next) = (&slots, &stop, &ended, &next);
+                s.spawn_fifo(move |_| loop {
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    let Some(item) = fan.items.get(i) else { break };
                     let stopped = || stop.load(Ordering::SeqCst) || frame.failed();
                     let arguments = || fan.child_arguments(&site, item);
                     let out = match ChildRun::start(self, key, i, stopped(), |k| frame.not_started(k), arguments) {
@@ -452,7 +499,9 @@ impl<'a> Ctx<'a> {
                 });
             }
         });
-        slots.into_iter().filter_map(OnceLock::into_inner).collect()
+        let mut outs = Vec::with_capacity(n);
+        outs.extend(slots.into_iter().filter_map(OnceLock::into_inner));
+        outs
     }
 
     /// One call of a callee with its retries: a composite callee runs as a nested frame, a
