@@ -105,5 +105,41 @@ fn slow_fan_out(_: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, overhead, slow_fan_out);
+/// Not a criterion measurement: the CPU time a step or child costs (user and system, over
+/// every thread of the process, from `getrusage`), next to the wall time, for the `_inline`
+/// workloads: on a shared machine the CPU time moves less with the load than the wall time.
+#[cfg(unix)]
+fn cpu_per_step(_: &mut Criterion) {
+    use nix::sys::resource::{getrusage, UsageWho};
+    let cpu = || {
+        getrusage(UsageWho::RUSAGE_SELF).map_or(Duration::ZERO, |u| {
+            let (a, b) = (u.user_time(), u.system_time());
+            Duration::new(a.tv_sec() as u64, a.tv_usec() as u32 * 1000)
+                + Duration::new(b.tv_sec() as u64, b.tv_usec() as u32 * 1000)
+        })
+    };
+    let ex = executor(8, NonBlocking(noop));
+    let empty = || Value::object_from::<&str>([]);
+    let cases = [
+        ("chain_1000_inline", load(&root("cpu-chain", &chain(1000))), empty(), 1000u32),
+        ("wide_1000_inline", load(&root("cpu-wide", &wide(1000))), empty(), 1000),
+        ("fan_out_10000_inline", load(&root("cpu-fan", FAN_OUT)), items(10_000), 10_000),
+    ];
+    for (name, wf, args, steps) in cases {
+        let runs = 100_000 / steps;
+        let (wall, before) = (Instant::now(), cpu());
+        for _ in 0..runs {
+            let r = ex.run(&wf, args.clone()).expect("not refused");
+            assert_eq!(r.status, RunStatus::Success);
+        }
+        let (wall, used) = (wall.elapsed(), cpu().saturating_sub(before));
+        let per = |d: Duration| d.as_secs_f64() * 1e6 / f64::from(runs * steps);
+        println!("{name:<22} {runs} runs: wall {:.2} µs, CPU {:.2} µs a step or child", per(wall), per(used));
+    }
+}
+
+#[cfg(not(unix))]
+fn cpu_per_step(_: &mut Criterion) {}
+
+criterion_group!(benches, overhead, slow_fan_out, cpu_per_step);
 criterion_main!(benches);

@@ -174,6 +174,9 @@ pub(crate) struct Ctx<'a> {
     deadline_hit: AtomicBool,
     /// The run's cancellation: every call's token is a child of it.
     cancel: &'a CancelToken,
+    /// What stops an expression when the run is cancelled or past its deadline: one for the
+    /// run, shared by every step's clock scope (it looks only at the run's state).
+    interrupt: crate::runtime::Interrupt,
     retries: AtomicU32,
     trips: AtomicU32,
 }
@@ -236,15 +239,30 @@ pub(crate) fn run(ex: &Executor, wf: &Workflow, arguments: Value, source: &dyn S
             return Run { status: RunStatus::Failed, result: None, error: Some(error), trace };
         }
     };
+    let deadline_ms = ex.options.deadline.map(|d| start_ms.saturating_add(ms(d)));
+    // Expressions evaluated in the run's scopes poll the run's cancellation and deadline.
+    let probe: crate::runtime::InterruptProbe = {
+        let (cancel, time) = (cancel.clone(), ex.time.clone());
+        Arc::new(move || {
+            if cancel.is_cancelled() {
+                Some(crate::runtime::InterruptReason::Cancelled)
+            } else if deadline_ms.is_some_and(|d| time.monotonic_ms() >= d) {
+                Some(crate::runtime::InterruptReason::Deadline)
+            } else {
+                None
+            }
+        })
+    };
     let ctx = Ctx {
         ex,
         wf,
         source,
+        interrupt: crate::runtime::Interrupt::new().with_probe(probe),
         pool,
         limiter: Arc::new(Limiter::new(threads)),
         start_ms,
         started_wall: started_at,
-        deadline_ms: ex.options.deadline.map(|d| start_ms.saturating_add(ms(d))),
+        deadline_ms,
         deadline_hit: AtomicBool::new(false),
         cancel,
         retries: AtomicU32::new(0),
@@ -326,24 +344,8 @@ impl Driver for Ctx<'_> {
 
     fn clock(&self, key: &str, eval_timeout: Option<f64>) -> Arc<ClockScope> {
         let recorded = self.source.clock_reads(key);
-        // Expressions evaluated in the scope poll the run's cancellation and deadline.
-        let (cancel, time, deadline) = (self.cancel.clone(), self.ex.time.clone(), self.deadline_ms);
-        let probe: crate::runtime::InterruptProbe = Arc::new(move || {
-            if cancel.is_cancelled() {
-                Some(crate::runtime::InterruptReason::Cancelled)
-            } else if deadline.is_some_and(|d| time.monotonic_ms() >= d) {
-                Some(crate::runtime::InterruptReason::Deadline)
-            } else {
-                None
-            }
-        });
         let eval_timeout = eval_timeout.map(|t| ms(Duration::try_from_secs_f64(t).unwrap_or(Duration::MAX)));
-        ClockScope::new(
-            self.ex.time.clone(),
-            recorded,
-            Some(crate::runtime::Interrupt::new().with_probe(probe)),
-            eval_timeout,
-        )
+        ClockScope::new(self.ex.time.clone(), recorded, Some(self.interrupt.clone()), eval_timeout)
     }
 
     fn response_rejected(&self, key: &str, message: &str) {
