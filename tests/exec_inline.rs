@@ -12,11 +12,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use exec_support::*;
-use tdsl::testing::exec::{
-    CancelToken, Executor, Guards, ManualTime, NonBlocking, Options, Outcome, Run, RunStatus, Runner,
-    SeededRandom, StepStatus, SystemTime, Time, ToolCall, ToolError,
-};
 use tdsl::testing::exec::host::HostRunner;
+use tdsl::testing::exec::{
+    CancelToken, Executor, Guards, ManualTime, NonBlocking, Options, Outcome, Run, RunStatus, Runner, SeededRandom,
+    StepStatus, SystemTime, Time, ToolCall, ToolError,
+};
 use tdsl::Value;
 
 /// The script as a runner whose calls cannot block.

@@ -655,7 +655,9 @@ impl<'a> Env<'a> {
     /// `clock`.
     pub(crate) fn prelude(&self, step: &StepPlan, clock: &Arc<ClockScope>) -> Result<Prelude, StepError> {
         // No conditions hold at once: no scope to open (most steps have none).
-        if !step.conditions.is_empty() && !clock.enter(|| self.all_hold(&step.conditions)).map_err(within("conditions"))? {
+        if !step.conditions.is_empty()
+            && !clock.enter(|| self.all_hold(&step.conditions)).map_err(within("conditions"))?
+        {
             return Ok(Prelude::Skipped { reason: "conditions", result: Value::Null });
         }
         let mut args = self.resolve_entries(&step.arguments).map_err(within("arguments"))?;

@@ -660,7 +660,9 @@ impl<'a> Ctx<'a> {
             // A call that cannot block runs here, on the worker: no hand-off to a call
             // thread. Its timeout is judged when it returns, by the rule of
             // `call_with_deadline`: an answer that came after the deadline is a timeout.
-            Some(deadline) if self.ex.runner.can_block(&here) => self.call_with_deadline(call, &cancel, deadline, permit),
+            Some(deadline) if self.ex.runner.can_block(&here) => {
+                self.call_with_deadline(call, &cancel, deadline, permit)
+            }
             _ => {
                 let r = call_runner(&*self.ex.runner, &here);
                 let at = time.monotonic_ms();
@@ -735,22 +737,24 @@ impl<'a> Ctx<'a> {
                 cancel.clone(),
                 self.ex.time.clone(),
             );
-            let (slot, done) = (slot.clone(), done.clone());
-            self.ex.call_threads.run(move || {
-                let call = ToolCall {
-                    tool_path: &tool_path,
-                    definition: def.as_deref(),
-                    file: file.as_deref(),
-                    arguments: &args,
-                    cancel: &cancel,
-                    timeout: Some(timeout),
-                    attempt,
-                };
-                let r = call_runner(&*runner, &call);
-                *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some((r, time.monotonic_ms()));
-                drop(permit);
-                done.raise();
-            })
+            let (slot, told) = (slot.clone(), done.clone());
+            self.ex.call_threads.run(
+                move || {
+                    let call = ToolCall {
+                        tool_path: &tool_path,
+                        definition: def.as_deref(),
+                        file: file.as_deref(),
+                        arguments: &args,
+                        cancel: &cancel,
+                        timeout: Some(timeout),
+                        attempt,
+                    };
+                    let r = call_runner(&*runner, &call);
+                    *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some((r, time.monotonic_ms()));
+                    drop(permit);
+                },
+                move || told.raise(),
+            )
         };
         if let Err(e) = spawned {
             return Some(Err(ToolError::transient(format!("cannot start a thread for the call: {e}"))));
