@@ -2,7 +2,6 @@
 //! consecutive failures; open refuses calls for `reset_timeout`; then half-open lets
 //! `half_open_calls` trial calls through; a success closes it, a failure opens it again.
 
-use std::collections::HashMap;
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
@@ -72,7 +71,8 @@ struct Breaker {
 #[derive(Debug, Default)]
 pub struct Breakers {
     policy: BreakerPolicy,
-    by_tool: Mutex<HashMap<String, Breaker>>,
+    /// Fx-hashed: four lookups a call, by tool paths the workflow's own files name.
+    by_tool: Mutex<rustc_hash::FxHashMap<String, Breaker>>,
 }
 
 /// Why a call would be refused.
@@ -96,7 +96,7 @@ pub enum Admission {
 impl Breakers {
     /// Breakers with a policy.
     pub fn new(policy: BreakerPolicy) -> Breakers {
-        Breakers { policy, by_tool: Mutex::new(HashMap::new()) }
+        Breakers { policy, by_tool: Mutex::new(rustc_hash::FxHashMap::default()) }
     }
 
     fn with<T>(&self, tool: &str, f: impl FnOnce(&mut Breaker, &BreakerPolicy) -> T) -> T {

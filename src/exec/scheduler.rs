@@ -7,7 +7,10 @@
 //! permits; a tool call holds a permit for as long as it runs, so the limit holds across
 //! steps, fan-out children and composite callees, even for a call left behind after a
 //! timeout. Steps are rayon jobs: when a step ends, each dependent whose last dependency
-//! this was is spawned at once (FIFO, in plan order), so a chain never waits for a level.
+//! this was starts at once — the first, in plan order, on the same thread, the others
+//! spawned (FIFO, in plan order) — so a chain never waits for a level, nor for a spawn. A
+//! call that cannot block ([`super::Runner::can_block`]) runs on the worker; any other goes
+//! to a call thread (`threads.rs`) that the worker can give up on at the timeout.
 //! A composite callee or a fan-out opens a nested scope on the same pool; a worker that
 //! waits for one works on other jobs meanwhile, so nesting cannot starve the pool.
 //!
