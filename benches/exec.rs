@@ -12,7 +12,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use tdsl::testing::exec::{Executor, Guards, ManualTime, Options, RunStatus, ToolCall, ToolError, Workflow};
+use tdsl::testing::exec::{
+    Executor, Guards, ManualTime, NonBlocking, Options, RunStatus, ToolCall, ToolError, Workflow,
+};
 use tdsl::Value;
 
 fn root(name: &str, main: &str) -> PathBuf {
@@ -53,29 +55,35 @@ fn executor(limit: usize, runner: impl tdsl::testing::exec::Runner + 'static) ->
     Executor::new(runner).with_time(Arc::new(ManualTime::new(0))).with_options(options)
 }
 
+/// Each workload twice: with the no-op closure, which may block as far as the engine knows
+/// (every call crosses to a call thread and back), and with the same closure wrapped in
+/// `NonBlocking` (`_inline`: the call runs on the worker).
 fn overhead(c: &mut Criterion) {
     let mut g = c.benchmark_group("exec");
     g.sample_size(10).measurement_time(Duration::from_secs(5));
-    let ex = executor(8, noop);
-    for (name, main, steps) in [("chain_1000", chain(1000), 1000u64), ("wide_1000", wide(1000), 1000)] {
-        let wf = load(&root(name, &main));
-        g.throughput(Throughput::Elements(steps));
-        g.bench_function(name, |b| {
+    for (suffix, ex) in [("", executor(8, noop)), ("_inline", executor(8, NonBlocking(noop)))] {
+        for (name, main, steps) in [("chain_1000", chain(1000), 1000u64), ("wide_1000", wide(1000), 1000)] {
+            let id = format!("{name}{suffix}");
+            let wf = load(&root(name, &main));
+            g.throughput(Throughput::Elements(steps));
+            g.bench_function(&id, |b| {
+                b.iter(|| {
+                    let r = ex.run(&wf, Value::object_from::<&str>([])).expect("not refused");
+                    assert_eq!(r.status, RunStatus::Success);
+                })
+            });
+        }
+        let id = format!("fan_out_10000{suffix}");
+        let wf = load(&root("fan", FAN_OUT));
+        let args = items(10_000);
+        g.throughput(Throughput::Elements(10_000));
+        g.bench_function(&id, |b| {
             b.iter(|| {
-                let r = ex.run(&wf, Value::object_from::<&str>([])).expect("not refused");
+                let r = ex.run(&wf, args.clone()).expect("not refused");
                 assert_eq!(r.status, RunStatus::Success);
             })
         });
     }
-    let wf = load(&root("fan", FAN_OUT));
-    let args = items(10_000);
-    g.throughput(Throughput::Elements(10_000));
-    g.bench_function("fan_out_10000", |b| {
-        b.iter(|| {
-            let r = ex.run(&wf, args.clone()).expect("not refused");
-            assert_eq!(r.status, RunStatus::Success);
-        })
-    });
     g.finish();
 }
 
@@ -97,5 +105,41 @@ fn slow_fan_out(_: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, overhead, slow_fan_out);
+/// Not a criterion measurement: the CPU time a step or child costs (user and system, over
+/// every thread of the process, from `getrusage`), next to the wall time, for the `_inline`
+/// workloads: on a shared machine the CPU time moves less with the load than the wall time.
+#[cfg(unix)]
+fn cpu_per_step(_: &mut Criterion) {
+    use nix::sys::resource::{getrusage, UsageWho};
+    let cpu = || {
+        getrusage(UsageWho::RUSAGE_SELF).map_or(Duration::ZERO, |u| {
+            let (a, b) = (u.user_time(), u.system_time());
+            Duration::new(a.tv_sec() as u64, a.tv_usec() as u32 * 1000)
+                + Duration::new(b.tv_sec() as u64, b.tv_usec() as u32 * 1000)
+        })
+    };
+    let ex = executor(8, NonBlocking(noop));
+    let empty = || Value::object_from::<&str>([]);
+    let cases = [
+        ("chain_1000_inline", load(&root("cpu-chain", &chain(1000))), empty(), 1000u32),
+        ("wide_1000_inline", load(&root("cpu-wide", &wide(1000))), empty(), 1000),
+        ("fan_out_10000_inline", load(&root("cpu-fan", FAN_OUT)), items(10_000), 10_000),
+    ];
+    for (name, wf, args, steps) in cases {
+        let runs = 100_000 / steps;
+        let (wall, before) = (Instant::now(), cpu());
+        for _ in 0..runs {
+            let r = ex.run(&wf, args.clone()).expect("not refused");
+            assert_eq!(r.status, RunStatus::Success);
+        }
+        let (wall, used) = (wall.elapsed(), cpu().saturating_sub(before));
+        let per = |d: Duration| d.as_secs_f64() * 1e6 / f64::from(runs * steps);
+        println!("{name:<22} {runs} runs: wall {:.2} µs, CPU {:.2} µs a step or child", per(wall), per(used));
+    }
+}
+
+#[cfg(not(unix))]
+fn cpu_per_step(_: &mut Criterion) {}
+
+criterion_group!(benches, overhead, slow_fan_out, cpu_per_step);
 criterion_main!(benches);

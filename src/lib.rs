@@ -185,9 +185,9 @@ pub use files::{FileStore, LocalStore, MemoryStore};
 pub use exec::host::HostRunner;
 #[cfg(feature = "engine")]
 pub use exec::{
-    Attempt, CancelToken, ChildTrace, ErrorKind, Event, Executor, GuardError, Guards, LoadError, ManualTime, Observer,
-    Options, Outcome, Random, Run, RunError, RunStatus, Runner, SeededRandom, StepStatus, StepTrace, SystemTime, Time,
-    ToolCall, ToolError, Trace, Workflow,
+    Attempt, CancelToken, ChildTrace, ErrorKind, Event, Executor, GuardError, Guards, LoadError, ManualTime,
+    NonBlocking, Observer, Options, Outcome, Random, Run, RunError, RunStatus, Runner, SeededRandom, StepStatus,
+    StepTrace, SystemTime, Time, ToolCall, ToolError, Trace, Workflow,
 };
 // The policies `Options` (and `ComposeConfig`) carry.
 #[cfg(feature = "engine")]

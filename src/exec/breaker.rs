@@ -2,7 +2,6 @@
 //! consecutive failures; open refuses calls for `reset_timeout`; then half-open lets
 //! `half_open_calls` trial calls through; a success closes it, a failure opens it again.
 
-use std::collections::HashMap;
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
@@ -72,7 +71,8 @@ struct Breaker {
 #[derive(Debug, Default)]
 pub struct Breakers {
     policy: BreakerPolicy,
-    by_tool: Mutex<HashMap<String, Breaker>>,
+    /// Fx-hashed: four lookups a call, by tool paths the workflow's own files name.
+    by_tool: Mutex<rustc_hash::FxHashMap<String, Breaker>>,
 }
 
 /// Why a call would be refused.
@@ -96,18 +96,17 @@ pub enum Admission {
 impl Breakers {
     /// Breakers with a policy.
     pub fn new(policy: BreakerPolicy) -> Breakers {
-        Breakers { policy, by_tool: Mutex::new(HashMap::new()) }
+        Breakers { policy, by_tool: Mutex::new(rustc_hash::FxHashMap::default()) }
     }
 
     fn with<T>(&self, tool: &str, f: impl FnOnce(&mut Breaker, &BreakerPolicy) -> T) -> T {
         let mut map = self.by_tool.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let b = map.entry(tool.to_string()).or_insert(Breaker {
-            state: BreakerState::Closed,
-            failures: 0,
-            opened_at_ms: 0,
-            trials_in_flight: 0,
-        });
-        f(b, &self.policy)
+        // The tool path is copied only for a tool's first call (there are four lookups a call).
+        if let Some(b) = map.get_mut(tool) {
+            return f(b, &self.policy);
+        }
+        let closed = Breaker { state: BreakerState::Closed, failures: 0, opened_at_ms: 0, trials_in_flight: 0 };
+        f(map.entry(tool.to_string()).or_insert(closed), &self.policy)
     }
 
     /// Asks to make a call at time `now_ms`.

@@ -595,10 +595,13 @@ pub(crate) fn gather_children(
     continue_on_error: bool,
     deadline_passed: bool,
 ) -> (Vec<ChildTrace>, Result<Vec<Value>, Failure>, bool) {
-    let (mut traces, mut values, mut partial) = (Vec::new(), Vec::new(), false);
+    let outs = outs.into_iter();
+    // Sized up front: a wide fan-out's traces are large, and growing copies them.
+    let n = outs.size_hint().0;
+    let (mut traces, mut values, mut partial) = (Vec::with_capacity(n), Vec::with_capacity(n), false);
     let mut first_failure: Option<Failure> = None;
     let mut cancelled: Option<Failure> = None;
-    for (i, (ct, out)) in outs.into_iter().enumerate() {
+    for (i, (ct, out)) in outs.enumerate() {
         match out {
             Ok(v) => values.push(v),
             Err(f) if f.cancelled => {
@@ -651,7 +654,10 @@ impl<'a> Env<'a> {
     /// `done_check` (and `done_value`), its `transform_arguments`. Expressions run inside
     /// `clock`.
     pub(crate) fn prelude(&self, step: &StepPlan, clock: &Arc<ClockScope>) -> Result<Prelude, StepError> {
-        if !clock.enter(|| self.all_hold(&step.conditions)).map_err(within("conditions"))? {
+        // No conditions hold at once: no scope to open (most steps have none).
+        if !step.conditions.is_empty()
+            && !clock.enter(|| self.all_hold(&step.conditions)).map_err(within("conditions"))?
+        {
             return Ok(Prelude::Skipped { reason: "conditions", result: Value::Null });
         }
         let mut args = self.resolve_entries(&step.arguments).map_err(within("arguments"))?;

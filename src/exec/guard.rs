@@ -172,13 +172,14 @@ impl Guards {
         depth: usize,
     ) -> Result<(), GuardError> {
         for s in &plan.steps {
-            let key = format!("{prefix}{}", s.execution_id);
+            // The step's path, made only when needed (a run checks every step before it starts).
+            let key = || format!("{prefix}{}", s.execution_id);
             *steps += 1;
             if let Some((globs, set)) = &self.allowed {
                 if !set.is_match(&*s.tool_path) {
                     return Err(GuardError::ToolNotAllowed {
                         tool: s.tool_path.to_string(),
-                        step: key,
+                        step: key(),
                         allowed: globs.clone(),
                     });
                 }
@@ -186,13 +187,13 @@ impl Guards {
             if let Some(ValuePlan::Literal(v)) = s.parallel.as_ref().map(|p| &p.iterate_over) {
                 let width = v.as_list().map_or(0, <[_]>::len);
                 if width > self.max_fan_out {
-                    return Err(GuardError::FanOutTooWide { step: key, width, max: self.max_fan_out });
+                    return Err(GuardError::FanOutTooWide { step: key(), width, max: self.max_fan_out });
                 }
             }
             // Recursion is refused by the analysis; the depth bound only keeps this walk
             // finite whatever the workflow holds.
             if let (Some(Tool::Composite { plan: callee, .. }), true) = (wf.tool(&s.tool_path), depth < 64) {
-                self.walk(wf, callee, &format!("{key}/"), steps, depth + 1)?;
+                self.walk(wf, callee, &format!("{}/", key()), steps, depth + 1)?;
             }
         }
         Ok(())

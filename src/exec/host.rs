@@ -181,6 +181,16 @@ impl Runner for HostRunner {
             Endpoint::Mcp(endpoint) => self.mcp.call(&endpoint, call),
         }
     }
+
+    /// A mocked tool's answer and a `builtin:` are computed in process and cannot block:
+    /// they run on the engine's worker. `exec:`, `http:` and `mcp:` calls wait on a process
+    /// or the network, and run on a call thread that the engine can give up on.
+    fn can_block(&self, call: &ToolCall<'_>) -> bool {
+        if self.mocks(call.tool_path) {
+            return false;
+        }
+        !call.endpoint().is_some_and(|e| e.trim().starts_with("builtin:"))
+    }
 }
 
 /// Whether this runner can run an endpoint, judged from its text alone (no program is

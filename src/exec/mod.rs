@@ -77,7 +77,7 @@ pub use clock::ExecClock;
 pub use executor::{Event, Executor, Observer, Options, Run};
 pub use guard::{GuardError, Guards};
 pub use replay::{replay, Divergence, Replay};
-pub use runner::{CancelToken, ErrorKind, Runner, ToolCall, ToolError};
+pub use runner::{CancelToken, ErrorKind, NonBlocking, Runner, ToolCall, ToolError};
 pub use time::{ManualTime, Random, SeededRandom, Signal, SystemTime, Time};
 pub use trace::{Attempt, ChildTrace, Outcome, RunError, RunLimits, RunStatus, StepStatus, StepTrace, Trace};
 pub use workflow::{engine, LoadError, Tool, Workflow};

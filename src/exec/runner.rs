@@ -165,6 +165,23 @@ impl ToolCall<'_> {
 pub trait Runner: Send + Sync {
     /// Runs one call.
     fn call(&self, call: &ToolCall<'_>) -> Result<Value, ToolError>;
+
+    /// Whether `call` may block: wait on a process, the network, a lock or a clock. True
+    /// unless the runner says otherwise.
+    ///
+    /// A call that may block runs on a thread of its own (reused between calls), so that
+    /// the engine can give up on it when its timeout passes. A call that cannot block runs
+    /// on the engine's worker thread, with no hand-off: its timeout is then judged when it
+    /// returns (an answer that came after it is recorded as the attempt's timeout,
+    /// `E0804`, as for a blocking call), and cancelling the run reaches it only through
+    /// [`ToolCall::cancel`]. Answer false only for calls that return quickly on their own
+    /// (an in-process computation): a call that blocks anyway holds up a worker, and the
+    /// run, until it returns. [`HostRunner`](super::host::HostRunner) answers false for
+    /// `builtin:` endpoints and mocked tools; [`NonBlocking`] wraps an in-process runner.
+    fn can_block(&self, call: &ToolCall<'_>) -> bool {
+        let _ = call;
+        true
+    }
 }
 
 impl<F> Runner for F
@@ -173,5 +190,45 @@ where
 {
     fn call(&self, call: &ToolCall<'_>) -> Result<Value, ToolError> {
         self(call)
+    }
+}
+
+/// A runner whose calls cannot block ([`Runner::can_block`] is false): they run on the
+/// engine's worker thread, with no thread hand-off. For in-process tools that compute and
+/// return — not for ones that wait on a process, the network or a lock.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use tdsl::{Executor, ManualTime, NonBlocking, RunStatus, ToolCall, ToolError, Value, Workflow};
+///
+/// let root = std::env::temp_dir().join(format!("tdsl-non-blocking-{}", std::process::id()));
+/// std::fs::create_dir_all(root.join("tools")).unwrap();
+/// std::fs::write(root.join("tools/add.tool"), r#"{"system_event_endpoint": "builtin:echo"}"#).unwrap();
+/// std::fs::write(root.join("main.tool"), r#"{"instructions": [
+///   {"execution_id": "a", "tool_definition_path": "/tools/add.tool", "arguments": {"n": 1}}]}"#).unwrap();
+/// let workflow = Workflow::load(&root, &root.join("main.tool")).unwrap();
+///
+/// // Where the call ran: on a worker of the run (`tdsl-worker-N`), not a call thread.
+/// let seen = Arc::new(Mutex::new(String::new()));
+/// let s = seen.clone();
+/// let runner = NonBlocking(move |call: &ToolCall<'_>| -> Result<Value, ToolError> {
+///     *s.lock().unwrap() = std::thread::current().name().unwrap_or_default().to_string();
+///     Ok(call.arguments.clone())
+/// });
+/// let run = Executor::new(runner).with_time(Arc::new(ManualTime::new(0))).run(&workflow, Value::object_from::<&str>([])).unwrap();
+/// assert_eq!(run.status, RunStatus::Success);
+/// assert!(seen.lock().unwrap().starts_with("tdsl-worker-"));
+/// std::fs::remove_dir_all(&root).ok();
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NonBlocking<R>(pub R);
+
+impl<R: Runner> Runner for NonBlocking<R> {
+    fn call(&self, call: &ToolCall<'_>) -> Result<Value, ToolError> {
+        self.0.call(call)
+    }
+
+    fn can_block(&self, _call: &ToolCall<'_>) -> bool {
+        false
     }
 }

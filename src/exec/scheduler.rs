@@ -7,7 +7,10 @@
 //! permits; a tool call holds a permit for as long as it runs, so the limit holds across
 //! steps, fan-out children and composite callees, even for a call left behind after a
 //! timeout. Steps are rayon jobs: when a step ends, each dependent whose last dependency
-//! this was is spawned at once (FIFO, in plan order), so a chain never waits for a level.
+//! this was starts at once — the first, in plan order, on the same thread, the others
+//! spawned (FIFO, in plan order) — so a chain never waits for a level, nor for a spawn. A
+//! call that cannot block ([`super::Runner::can_block`]) runs on the worker; any other goes
+//! to a call thread (`threads.rs`) that the worker can give up on at the timeout.
 //! A composite callee or a fan-out opens a nested scope on the same pool; a worker that
 //! waits for one works on other jobs meanwhile, so nesting cannot starve the pool.
 //!
@@ -101,14 +104,27 @@ pub(crate) struct AttemptCall<'c> {
 /// Counts tool calls in flight and blocks past the limit.
 struct Limiter {
     max: usize,
-    state: Mutex<(usize, usize)>,
+    state: Mutex<Slots>,
     cv: Condvar,
+}
+
+#[derive(Default)]
+struct Slots {
+    in_use: usize,
+    peak: usize,
+    /// Threads waiting for a slot: a permit that ends wakes them only when there are some
+    /// (a wake-up is a system call, and most calls never wait).
+    waiting: usize,
 }
 
 /// One call's right to run; released when dropped.
 struct Permit(Arc<Limiter>);
 
 impl Limiter {
+    fn new(max: usize) -> Limiter {
+        Limiter { max, state: Mutex::new(Slots::default()), cv: Condvar::new() }
+    }
+
     /// A permit, or `None` when `stopped` says the run is failing: a call that waited for
     /// a slot does not start after another step failed (fail-fast, SPEC §6.5).
     fn acquire(self: &Arc<Limiter>, stopped: &dyn Fn() -> bool) -> Option<Permit> {
@@ -117,28 +133,33 @@ impl Limiter {
             if stopped() {
                 return None;
             }
-            if s.0 < self.max {
+            if s.in_use < self.max {
                 break;
             }
+            s.waiting += 1;
             s = self.cv.wait(s).unwrap_or_else(PoisonError::into_inner);
+            s.waiting -= 1;
         }
-        s.0 += 1;
-        s.1 = s.1.max(s.0);
+        s.in_use += 1;
+        s.peak = s.peak.max(s.in_use);
         Some(Permit(self.clone()))
     }
 
     fn peak(&self) -> usize {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner).1
+        self.state.lock().unwrap_or_else(PoisonError::into_inner).peak
     }
 }
 
 impl Drop for Permit {
     fn drop(&mut self) {
         let mut s = self.0.state.lock().unwrap_or_else(PoisonError::into_inner);
-        s.0 -= 1;
+        s.in_use -= 1;
+        let waiting = s.waiting > 0;
         drop(s);
-        // Every waiter looks: one may take the slot, the others may have to stop.
-        self.0.cv.notify_all();
+        if waiting {
+            // Every waiter looks: one may take the slot, the others may have to stop.
+            self.0.cv.notify_all();
+        }
     }
 }
 
@@ -156,6 +177,9 @@ pub(crate) struct Ctx<'a> {
     deadline_hit: AtomicBool,
     /// The run's cancellation: every call's token is a child of it.
     cancel: &'a CancelToken,
+    /// What stops an expression when the run is cancelled or past its deadline: one for the
+    /// run, shared by every step's clock scope (it looks only at the run's state).
+    interrupt: crate::runtime::Interrupt,
     retries: AtomicU32,
     trips: AtomicU32,
 }
@@ -218,15 +242,30 @@ pub(crate) fn run(ex: &Executor, wf: &Workflow, arguments: Value, source: &dyn S
             return Run { status: RunStatus::Failed, result: None, error: Some(error), trace };
         }
     };
+    let deadline_ms = ex.options.deadline.map(|d| start_ms.saturating_add(ms(d)));
+    // Expressions evaluated in the run's scopes poll the run's cancellation and deadline.
+    let probe: crate::runtime::InterruptProbe = {
+        let (cancel, time) = (cancel.clone(), ex.time.clone());
+        Arc::new(move || {
+            if cancel.is_cancelled() {
+                Some(crate::runtime::InterruptReason::Cancelled)
+            } else if deadline_ms.is_some_and(|d| time.monotonic_ms() >= d) {
+                Some(crate::runtime::InterruptReason::Deadline)
+            } else {
+                None
+            }
+        })
+    };
     let ctx = Ctx {
         ex,
         wf,
         source,
+        interrupt: crate::runtime::Interrupt::new().with_probe(probe),
         pool,
-        limiter: Arc::new(Limiter { max: threads, state: Mutex::new((0, 0)), cv: Condvar::new() }),
+        limiter: Arc::new(Limiter::new(threads)),
         start_ms,
         started_wall: started_at,
-        deadline_ms: ex.options.deadline.map(|d| start_ms.saturating_add(ms(d))),
+        deadline_ms,
         deadline_hit: AtomicBool::new(false),
         cancel,
         retries: AtomicU32::new(0),
@@ -308,24 +347,8 @@ impl Driver for Ctx<'_> {
 
     fn clock(&self, key: &str, eval_timeout: Option<f64>) -> Arc<ClockScope> {
         let recorded = self.source.clock_reads(key);
-        // Expressions evaluated in the scope poll the run's cancellation and deadline.
-        let (cancel, time, deadline) = (self.cancel.clone(), self.ex.time.clone(), self.deadline_ms);
-        let probe: crate::runtime::InterruptProbe = Arc::new(move || {
-            if cancel.is_cancelled() {
-                Some(crate::runtime::InterruptReason::Cancelled)
-            } else if deadline.is_some_and(|d| time.monotonic_ms() >= d) {
-                Some(crate::runtime::InterruptReason::Deadline)
-            } else {
-                None
-            }
-        });
         let eval_timeout = eval_timeout.map(|t| ms(Duration::try_from_secs_f64(t).unwrap_or(Duration::MAX)));
-        ClockScope::new(
-            self.ex.time.clone(),
-            recorded,
-            Some(crate::runtime::Interrupt::new().with_probe(probe)),
-            eval_timeout,
-        )
+        ClockScope::new(self.ex.time.clone(), recorded, Some(self.interrupt.clone()), eval_timeout)
     }
 
     fn response_rejected(&self, key: &str, message: &str) {
@@ -375,10 +398,29 @@ impl<'a> Ctx<'a> {
     }
 
     fn spawn_step<'s>(&'s self, s: &ScopeFifo<'s>, frame: &'s Frame<'s>, id: StepId) {
-        s.spawn_fifo(move |s| {
+        s.spawn_fifo(move |s| self.run_steps(s, frame, id));
+    }
+
+    /// Runs step `id`, then the first dependent it readied, and so on, on this thread: a
+    /// chain costs no spawn (a queued job, and often a sleeping worker woken for it) per
+    /// step. Every other dependent readied is spawned, in plan order, before this thread
+    /// goes on.
+    fn run_steps<'s>(&'s self, s: &ScopeFifo<'s>, frame: &'s Frame<'s>, mut id: StepId) {
+        loop {
             let (value, trace) = self.step(frame, id);
-            frame.step_ended(id, value, trace, |d| self.spawn_step(s, frame, d));
-        });
+            let mut next = None;
+            frame.step_ended(id, value, trace, |d| {
+                if next.is_none() {
+                    next = Some(d);
+                } else {
+                    self.spawn_step(s, frame, d);
+                }
+            });
+            match next {
+                Some(d) => id = d,
+                None => return,
+            }
+        }
     }
 
     /// One step, from its conditions to its result (`step.rs` decides; this does the calls
@@ -423,10 +465,20 @@ impl<'a> Ctx<'a> {
         let slots: Vec<OnceLock<(ChildTrace, Result<Value, Failure>)>> = (0..n).map(|_| OnceLock::new()).collect();
         let stop = AtomicBool::new(false);
         let ended = AtomicUsize::new(0);
+        // One job per worker, each taking the next child in input order until none is left:
+        // the children start in the order one job per child would start them, without a
+        // spawn (and a wake-up) for each. A composite callee keeps a job per child: a worker
+        // that waits for a child's steps works on other jobs meanwhile, and should come back
+        // to it after one child, not after a whole share of the fan-out.
+        let next = AtomicUsize::new(0);
+        let composite = matches!(site.tool, Some(super::workflow::Tool::Composite { .. }));
+        let jobs = if composite { n } else { n.min(self.pool.current_num_threads()) };
         self.pool.in_place_scope_fifo(|s| {
-            for (i, item) in fan.items.iter().enumerate() {
-                let (slots, stop, ended) = (&slots, &stop, &ended);
-                s.spawn_fifo(move |_| {
+            for _ in 0..jobs {
+                let (slots, stop, ended, next) = (&slots, &stop, &ended, &next);
+                s.spawn_fifo(move |_| loop {
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    let Some(item) = fan.items.get(i) else { break };
                     let stopped = || stop.load(Ordering::SeqCst) || frame.failed();
                     let arguments = || fan.child_arguments(&site, item);
                     let out = match ChildRun::start(self, key, i, stopped(), |k| frame.not_started(k), arguments) {
@@ -452,7 +504,9 @@ impl<'a> Ctx<'a> {
                 });
             }
         });
-        slots.into_iter().filter_map(OnceLock::into_inner).collect()
+        let mut outs = Vec::with_capacity(n);
+        outs.extend(slots.into_iter().filter_map(OnceLock::into_inner));
+        outs
     }
 
     /// One call of a callee with its retries: a composite callee runs as a nested frame, a
@@ -596,22 +650,34 @@ impl<'a> Ctx<'a> {
             (a, b) => a.or(b),
         };
         let cancel = self.cancel.child();
+        let here = ToolCall {
+            tool_path,
+            definition: def.map(|d| &**d),
+            file: file.map(|f| f.as_path()),
+            arguments: args,
+            cancel: &cancel,
+            timeout: deadline.map(|d| Duration::from_millis(d.saturating_sub(started))),
+            attempt: n + 1,
+        };
         let answer = match deadline {
-            None => {
-                let call = ToolCall {
-                    tool_path,
-                    definition: def.map(|d| &**d),
-                    file: file.map(|f| f.as_path()),
-                    arguments: args,
-                    cancel: &cancel,
-                    timeout: None,
-                    attempt: n + 1,
-                };
-                let r = self.ex.runner.call(&call);
-                drop(permit);
-                Some(r)
+            // A call that cannot block runs here, on the worker: no hand-off to a call
+            // thread. Its timeout is judged when it returns, by the rule of
+            // `call_with_deadline`: an answer that came after the deadline is a timeout.
+            Some(deadline) if self.ex.runner.can_block(&here) => {
+                self.call_with_deadline(call, &cancel, deadline, permit)
             }
-            Some(deadline) => self.call_with_deadline(call, &cancel, deadline, permit),
+            _ => {
+                let r = call_runner(&*self.ex.runner, &here);
+                let at = time.monotonic_ms();
+                drop(permit);
+                match deadline {
+                    Some(d) if at > d => {
+                        cancel.cancel();
+                        None
+                    }
+                    _ => Some(r),
+                }
+            }
         };
         let (outcome, answer) = match answer {
             // Whatever a cancelled call returned (an error, usually), the run was cancelled.
@@ -674,22 +740,24 @@ impl<'a> Ctx<'a> {
                 cancel.clone(),
                 self.ex.time.clone(),
             );
-            let (slot, done) = (slot.clone(), done.clone());
-            self.ex.call_threads.run(move || {
-                let call = ToolCall {
-                    tool_path: &tool_path,
-                    definition: def.as_deref(),
-                    file: file.as_deref(),
-                    arguments: &args,
-                    cancel: &cancel,
-                    timeout: Some(timeout),
-                    attempt,
-                };
-                let r = runner.call(&call);
-                *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some((r, time.monotonic_ms()));
-                drop(permit);
-                done.raise();
-            })
+            let (slot, told) = (slot.clone(), done.clone());
+            self.ex.call_threads.run(
+                move || {
+                    let call = ToolCall {
+                        tool_path: &tool_path,
+                        definition: def.as_deref(),
+                        file: file.as_deref(),
+                        arguments: &args,
+                        cancel: &cancel,
+                        timeout: Some(timeout),
+                        attempt,
+                    };
+                    let r = call_runner(&*runner, &call);
+                    *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some((r, time.monotonic_ms()));
+                    drop(permit);
+                },
+                move || told.raise(),
+            )
         };
         if let Err(e) = spawned {
             return Some(Err(ToolError::transient(format!("cannot start a thread for the call: {e}"))));
@@ -704,4 +772,18 @@ impl<'a> Ctx<'a> {
         done.wait_real(Some(self.ex.options.cancel_grace));
         None
     }
+}
+
+/// `runner.call(call)`, with a panic in the runner caught and reported as the attempt's
+/// permanent error (on a call thread as on a worker: the run goes on and its trace says
+/// what happened).
+fn call_runner(runner: &dyn super::runner::Runner, call: &ToolCall<'_>) -> Result<Value, ToolError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runner.call(call))).unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".to_string());
+        Err(ToolError::permanent(format!("the runner panicked: {what}")))
+    })
 }

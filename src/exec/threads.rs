@@ -17,9 +17,10 @@ pub(crate) const IDLE: Duration = Duration::from_secs(10);
 
 type Job = Box<dyn FnOnce() + Send>;
 
-/// A job, and the way back to the thread that takes it (the pool keeps an idle thread's
-/// sender; the thread keeps none, so that dropping the pool ends it).
-struct Message(Job, Sender<Message>);
+/// A job, what to do once its thread is back in the pool (tell the caller it ended), and
+/// the way back to the thread that takes it (the pool keeps an idle thread's sender; the
+/// thread keeps none, so that dropping the pool ends it).
+struct Message(Job, Job, Sender<Message>);
 
 /// Reusable threads for calls.
 #[derive(Default)]
@@ -35,23 +36,31 @@ impl std::fmt::Debug for CallThreads {
 }
 
 impl CallThreads {
-    /// Runs `job` on an idle thread, or on a new one.
-    pub(crate) fn run(self: &Arc<Self>, job: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
-        let mut job: Job = Box::new(job);
+    /// Runs `job` on an idle thread, or on a new one; then puts the thread back in the pool,
+    /// and only then runs `then` on it. A caller that `then` tells the job ended finds the
+    /// thread idle for its next call: were the thread put back after telling, a caller that
+    /// makes call after call (a chain of steps) would often be faster than the thread, and
+    /// start a new thread for nearly every call.
+    pub(crate) fn run(
+        self: &Arc<Self>,
+        job: impl FnOnce() + Send + 'static,
+        then: impl FnOnce() + Send + 'static,
+    ) -> std::io::Result<()> {
+        let (mut job, mut then): (Job, Job) = (Box::new(job), Box::new(then));
         loop {
             let idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner).pop();
             let Some(thread) = idle else { break };
-            match thread.send(Message(job, thread.clone())) {
+            match thread.send(Message(job, then, thread.clone())) {
                 Ok(()) => return Ok(()),
                 // That thread stopped waiting (IDLE passed): take the next one.
-                Err(mpsc::SendError(Message(back, _))) => job = back,
+                Err(mpsc::SendError(Message(j, t, _))) => (job, then) = (j, t),
             }
         }
         let (tx, rx) = mpsc::channel::<Message>();
         let pool = Arc::downgrade(self);
         std::thread::Builder::new().name("tdsl-call".to_string()).spawn(move || {
             job();
-            serve(&pool, tx, &rx);
+            serve(&pool, tx, &rx, then);
         })?;
         Ok(())
     }
@@ -63,17 +72,22 @@ impl CallThreads {
     }
 }
 
-/// A pool thread after its first job: back into the pool, the next job, until the pool is
-/// gone or nothing comes for [`IDLE`].
-fn serve(pool: &Weak<CallThreads>, mut back: Sender<Message>, rx: &Receiver<Message>) {
+/// A pool thread after its first job: back into the pool, the job's `then`, the next job,
+/// until the pool is gone or nothing comes for [`IDLE`].
+fn serve(pool: &Weak<CallThreads>, mut back: Sender<Message>, rx: &Receiver<Message>, mut then: Job) {
     loop {
-        let Some(p) = pool.upgrade() else { return };
+        let Some(p) = pool.upgrade() else {
+            then();
+            return;
+        };
         p.idle.lock().unwrap_or_else(PoisonError::into_inner).push(back);
         drop(p);
+        then();
         match rx.recv_timeout(IDLE) {
-            Ok(Message(job, sender)) => {
+            Ok(Message(job, after, sender)) => {
                 back = sender;
                 job();
+                then = after;
             }
             Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => return,
         }
@@ -99,13 +113,31 @@ mod tests {
         let names = Arc::new(Mutex::new(Vec::new()));
         for _ in 0..50 {
             let names = names.clone();
-            pool.run(move || names.lock().unwrap().push(std::thread::current().id())).unwrap();
+            pool.run(move || names.lock().unwrap().push(std::thread::current().id()), || {}).unwrap();
             // One at a time: the thread is back in the pool before the next call.
             wait_until(|| pool.idle() == 1);
         }
         let mut ids = names.lock().unwrap().clone();
         ids.dedup();
         assert_eq!(ids.len(), 1, "fifty calls one after another ran on one thread");
+    }
+
+    #[test]
+    fn a_caller_told_that_a_call_ended_finds_its_thread_idle() {
+        // As the scheduler uses the pool: the next call starts as soon as the last one said
+        // it ended, without waiting for the thread to go back to the pool.
+        let pool = Arc::new(CallThreads::default());
+        let names = Arc::new(Mutex::new(Vec::new()));
+        for _ in 0..200 {
+            let names = names.clone();
+            let (done, ended) = mpsc::channel::<()>();
+            let job = move || names.lock().unwrap().push(std::thread::current().id());
+            pool.run(job, move || done.send(()).unwrap()).unwrap();
+            ended.recv().unwrap();
+        }
+        let mut ids = names.lock().unwrap().clone();
+        ids.dedup();
+        assert_eq!(ids.len(), 1, "two hundred calls one after another ran on one thread");
     }
 
     #[test]
@@ -121,11 +153,14 @@ mod tests {
         let running = Arc::new(AtomicUsize::new(0));
         for _ in 0..4 {
             let (gate, running, alive) = (gate.clone(), running.clone(), alive.clone());
-            pool.run(move || {
-                ALIVE.with(|a| *a.borrow_mut() = Some(alive));
-                running.fetch_add(1, Ordering::SeqCst);
-                let _ = gate.lock().unwrap().recv();
-            })
+            pool.run(
+                move || {
+                    ALIVE.with(|a| *a.borrow_mut() = Some(alive));
+                    running.fetch_add(1, Ordering::SeqCst);
+                    let _ = gate.lock().unwrap().recv();
+                },
+                || {},
+            )
             .unwrap();
         }
         // Four calls at once run on four threads (the first holds the gate, three wait for it).

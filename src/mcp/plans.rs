@@ -559,6 +559,10 @@ impl Runner for PlanRunner {
             None => self.host.call(call),
         }
     }
+
+    fn can_block(&self, call: &ToolCall<'_>) -> bool {
+        call.definition.and_then(upstream_target).is_some() || self.host.can_block(call)
+    }
 }
 
 /// The run's observer, with the run recorded as the plan itself: its `RunStarted` names
