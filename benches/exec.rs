@@ -2,7 +2,15 @@
 //! and a 10,000-child fan-out; and a fan-out of slow tools (each sleeping 50 ms) under a
 //! limit of 16, which should take about `ceil(n / 16) × 50 ms`.
 //!
-//! `cargo bench --bench exec` (results in `docs/performance.md`)
+//! `cargo bench --bench exec` (results in `docs/performance.md`): with the default features
+//! the bench allocates as the `tdsl` binary does (mimalloc), so the figures are `tdsl
+//! run`'s; `cargo bench --no-default-features --features engine --bench exec` measures the
+//! library on the system allocator, as an embedder that keeps it gets.
+
+/// The allocator of the `tdsl` binary (src/main.rs).
+#[cfg(feature = "cli")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod common;
 use common::chain;
