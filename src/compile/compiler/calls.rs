@@ -70,7 +70,7 @@ impl Compiler {
 
     /// Compiles the arguments of `call` and adds its call site; with `skip_first`, the first
     /// argument is the fused inner call's list, which is never on the stack.
-    fn call_site(&mut self, call: &TCall, span: Span, skip_first: bool) -> u32 {
+    pub(super) fn call_site(&mut self, call: &TCall, span: Span, skip_first: bool) -> u32 {
         let mut params = Vec::with_capacity(call.args.len());
         let mut origins = Vec::with_capacity(call.args.len());
         let mut spans = Vec::with_capacity(call.args.len());
