@@ -22,7 +22,7 @@ use crate::files::FileStore;
 use crate::runtime::{Clock, EvalError, Limits};
 use crate::types::signature::Signatures;
 use crate::types::Type;
-use crate::value::Value;
+use crate::value::{SmolStr, Value};
 
 /// What a built-in can ask of the evaluator that called it.
 pub trait Runner {
@@ -49,6 +49,28 @@ pub trait Runner {
     /// return a part of `item` without cloning it.
     fn project<'v>(&mut self, param: usize, item: &'v Value, index: usize) -> Result<Cow<'v, Value>, EvalError> {
         self.apply(param, item, index).map(Cow::Owned)
+    }
+    /// Applies the template `param` for reading ([`Runner::project`]) to the elements of
+    /// `xs` from index `from` on, in order, handing each result that is a string to `each`
+    /// with the element's index; returns at the first result that is not a string, with
+    /// its index, or `None` at the end of the list. What one `project` per element does,
+    /// which evaluators with a faster way to run a whole list (no call per element)
+    /// override.
+    fn project_strs<'x>(
+        &mut self,
+        param: usize,
+        xs: &'x [Value],
+        from: usize,
+        each: &mut dyn FnMut(usize, &SmolStr),
+    ) -> Result<Option<(usize, Cow<'x, Value>)>, EvalError> {
+        for (i, x) in xs.iter().enumerate().skip(from) {
+            let v = self.project(param, x, i)?;
+            match &*v {
+                Value::Str(s) => each(i, s),
+                _ => return Ok(Some((i, v))),
+            }
+        }
+        Ok(None)
     }
     /// Spends `units` of fuel.
     fn charge(&mut self, units: usize) -> Result<(), EvalError>;

@@ -19,7 +19,7 @@ use crate::ops;
 use crate::runtime::{Clock, EvalError, Interrupt, Limits, INTERRUPT_POLL_UNITS};
 use crate::span::Span;
 use crate::syntax::ast::BinaryOp;
-use crate::value::{SegmentError, Value};
+use crate::value::{SegmentError, SmolStr, Value};
 
 /// Compiles template text met at run time (a template held in a variable).
 pub trait TemplateSource {
@@ -816,6 +816,39 @@ impl Runner for Frame<'_, '_> {
             Some(b) => self.spend().map(|()| b),
             None => Ok(self.apply(param, item, index)?.truthy()),
         }
+    }
+
+    fn project_strs<'x>(
+        &mut self,
+        param: usize,
+        xs: &'x [Value],
+        from: usize,
+        each: &mut dyn FnMut(usize, &SmolStr),
+    ) -> Result<Option<(usize, Cow<'x, Value>)>, EvalError> {
+        let info = self.info;
+        let path = match info.params.get(param) {
+            Some(CallParam::Template(_, _, Some(fast))) => match &**fast {
+                Fast::Path(path) => Some(path),
+                Fast::Pred(_) => None,
+            },
+            _ => None,
+        };
+        // The path in place, element after element, without a call per element: what
+        // `project` does for each, a unit of fuel each.
+        for (i, x) in xs.iter().enumerate().skip(from) {
+            let v = match path.map(|p| x.walk_path(p)) {
+                Some(Ok(v)) => {
+                    self.spend()?;
+                    v
+                }
+                _ => self.project(param, x, i)?,
+            };
+            match &*v {
+                Value::Str(s) => each(i, s),
+                _ => return Ok(Some((i, v))),
+            }
+        }
+        Ok(None)
     }
 
     fn project<'v>(&mut self, param: usize, item: &'v Value, index: usize) -> Result<Cow<'v, Value>, EvalError> {

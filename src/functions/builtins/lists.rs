@@ -68,37 +68,69 @@ pub(super) fn group_by() -> Function {
 }
 
 fn group_by_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
-    group_by_core(r, args, true)
+    group_by_core::<Vec<Value>>(r, args)
 }
 
 /// `group_by` with every grouped element left out (a `null` in its place): the same keys,
 /// group sizes, fuel, memory and errors, for a caller that only counts the groups'
 /// elements ([`crate::functions::FunctionTable::counted_groups`]). No reference count of a
-/// grouped element is taken, or released when the groups are dropped.
+/// grouped element is taken, or released when the groups are dropped, and each group's
+/// list is allocated once, at its final size.
 pub(in crate::functions) fn group_by_counted_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
-    group_by_core(r, args, false)
+    group_by_core::<Count>(r, args)
 }
 
-fn group_by_core(r: &mut dyn Runner, args: &Args<'_>, keep: bool) -> R {
+/// What `group_by` keeps of a group while it reads the list.
+trait Group: Default {
+    fn add(&mut self, x: &Value);
+    fn into_list(self) -> Value;
+}
+
+/// The elements themselves.
+impl Group for Vec<Value> {
+    fn add(&mut self, x: &Value) {
+        self.push(x.clone());
+    }
+
+    fn into_list(self) -> Value {
+        Value::list(self)
+    }
+}
+
+/// Only how many there are: the list is that many `null`s.
+#[derive(Default)]
+struct Count(usize);
+
+impl Group for Count {
+    fn add(&mut self, _: &Value) {
+        self.0 += 1;
+    }
+
+    fn into_list(self) -> Value {
+        Value::List(std::iter::repeat_n(Value::Null, self.0).collect())
+    }
+}
+
+fn group_by_core<G: Group>(r: &mut dyn Runner, args: &Args<'_>) -> R {
     let xs = list_arg(args, 0, "array")?;
-    let mut groups: indexmap::IndexMap<SmolStr, Vec<Value>, crate::value::FxBuild> = Default::default();
-    for (i, x) in xs.iter().enumerate() {
-        let key = r.project(1, x, i)?;
-        let key = match &*key {
-            Value::Str(s) => s.clone(),
-            other => {
-                let mut t = String::new();
-                if !other.join_text_within(&mut t, r.limits().max_string_len) {
-                    return Err(text_too_long(&*r));
-                }
-                r.charge(t.len() / 64)?;
-                SmolStr::from(t)
-            }
-        };
-        groups.entry(key).or_default().push(if keep { x.clone() } else { Value::Null });
+    let mut groups: indexmap::IndexMap<SmolStr, G, crate::value::FxBuild> = Default::default();
+    let mut from = 0;
+    // String keys (the common case) go straight into their group; a key of another kind
+    // stops the run, is turned into text (charged, within the string limit), and the run
+    // goes on after it.
+    while let Some((i, key)) =
+        r.project_strs(1, xs, from, &mut |i, s| groups.entry(s.clone()).or_default().add(&xs[i]))?
+    {
+        let mut t = String::new();
+        if !key.join_text_within(&mut t, r.limits().max_string_len) {
+            return Err(text_too_long(&*r));
+        }
+        r.charge(t.len() / 64)?;
+        groups.entry(SmolStr::from(t)).or_default().add(&xs[i]);
+        from = i + 1;
     }
     r.alloc(xs.len().saturating_mul(crate::ops::LIST_ELEMENT_BYTES))?;
-    let map: Map = groups.into_iter().map(|(k, v)| (k, Value::list(v))).collect();
+    let map: Map = groups.into_iter().map(|(k, g)| (k, g.into_list())).collect();
     Ok(Value::object(map))
 }
 
