@@ -22,7 +22,7 @@ use crate::files::FileStore;
 use crate::runtime::{Clock, EvalError, Limits};
 use crate::types::signature::Signatures;
 use crate::types::Type;
-use crate::value::{SmolStr, Value};
+use crate::value::Value;
 
 /// What a built-in can ask of the evaluator that called it.
 pub trait Runner {
@@ -51,27 +51,27 @@ pub trait Runner {
         self.apply(param, item, index).map(Cow::Owned)
     }
     /// Applies the template `param` for reading ([`Runner::project`]) to the elements of
-    /// `xs` from index `from` on, in order, handing each result that is a string to `each`
-    /// with the element's index; returns at the first result that is not a string, with
-    /// its index, or `None` at the end of the list. What one `project` per element does,
-    /// which evaluators with a faster way to run a whole list (no call per element)
-    /// override.
-    fn project_strs<'x>(
+    /// `xs` from index `from` on, in order, handing each result to `take` with the
+    /// element's index while `take` takes it (answers `true`); returns the first result it
+    /// did not take, with its index, or `None` at the end of the list. What one `project`
+    /// per element does, which evaluators with a faster way to run a whole list (no call
+    /// per element) override.
+    fn project_while<'x>(
         &mut self,
         param: usize,
         xs: &'x [Value],
         from: usize,
-        each: &mut dyn FnMut(usize, &SmolStr),
+        take: &mut dyn FnMut(usize, &Value) -> bool,
     ) -> Result<Option<(usize, Cow<'x, Value>)>, EvalError> {
         for (i, x) in xs.iter().enumerate().skip(from) {
             let v = self.project(param, x, i)?;
-            match &*v {
-                Value::Str(s) => each(i, s),
-                _ => return Ok(Some((i, v))),
+            if !take(i, &v) {
+                return Ok(Some((i, v)));
             }
         }
         Ok(None)
     }
+
     /// Spends `units` of fuel.
     fn charge(&mut self, units: usize) -> Result<(), EvalError>;
     /// Charges `bytes` of values built against the memory limit

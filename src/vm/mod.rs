@@ -19,7 +19,7 @@ use crate::ops;
 use crate::runtime::{Clock, EvalError, Interrupt, Limits, INTERRUPT_POLL_UNITS};
 use crate::span::Span;
 use crate::syntax::ast::BinaryOp;
-use crate::value::{SegmentError, SmolStr, Value};
+use crate::value::{SegmentError, Value};
 
 /// Compiles template text met at run time (a template held in a variable).
 pub trait TemplateSource {
@@ -818,12 +818,12 @@ impl Runner for Frame<'_, '_> {
         }
     }
 
-    fn project_strs<'x>(
+    fn project_while<'x>(
         &mut self,
         param: usize,
         xs: &'x [Value],
         from: usize,
-        each: &mut dyn FnMut(usize, &SmolStr),
+        take: &mut dyn FnMut(usize, &Value) -> bool,
     ) -> Result<Option<(usize, Cow<'x, Value>)>, EvalError> {
         let info = self.info;
         let path = match info.params.get(param) {
@@ -843,9 +843,8 @@ impl Runner for Frame<'_, '_> {
                 }
                 _ => self.project(param, x, i)?,
             };
-            match &*v {
-                Value::Str(s) => each(i, s),
-                _ => return Ok(Some((i, v))),
+            if !take(i, &v) {
+                return Ok(Some((i, v)));
             }
         }
         Ok(None)

@@ -118,15 +118,20 @@ fn group_by_core<G: Group>(r: &mut dyn Runner, args: &Args<'_>) -> R {
     // String keys (the common case) go straight into their group; a key of another kind
     // stops the run, is turned into text (charged, within the string limit), and the run
     // goes on after it.
-    while let Some((i, key)) =
-        r.project_strs(1, xs, from, &mut |i, s| groups.entry(s.clone()).or_default().add(&xs[i]))?
-    {
+    let mut take = |i: usize, key: &Value| match key {
+        Value::Str(s) => {
+            groups.entry(s.clone()).or_default().add(&xs[i]);
+            true
+        }
+        _ => false,
+    };
+    while let Some((i, key)) = r.project_while(1, xs, from, &mut take)? {
         let mut t = String::new();
         if !key.join_text_within(&mut t, r.limits().max_string_len) {
             return Err(text_too_long(&*r));
         }
         r.charge(t.len() / 64)?;
-        groups.entry(SmolStr::from(t)).or_default().add(&xs[i]);
+        take(i, &Value::Str(SmolStr::from(t)));
         from = i + 1;
     }
     r.alloc(xs.len().saturating_mul(crate::ops::LIST_ELEMENT_BYTES))?;
@@ -177,17 +182,24 @@ pub(in crate::functions) fn sort_refs<'a>(r: &mut dyn Runner, args: &Args<'a>) -
     // where both apply.
     let mut ints: Vec<(i64, &'a Value)> = Vec::with_capacity(xs.len());
     let mut keyed: Vec<(Cow<'a, Value>, &'a Value)> = Vec::new();
-    for (i, x) in xs.iter().enumerate() {
-        let k = project(r, args, 1, x, i)?;
-        match (&*k, keyed.is_empty()) {
-            (Value::Int(n), true) => ints.push((*n, x)),
-            _ => {
-                if keyed.is_empty() {
-                    keyed.reserve_exact(xs.len());
-                    keyed.extend(ints.drain(..).map(|(n, x)| (Cow::Owned(Value::Int(n)), x)));
-                }
-                keyed.push((k, x));
-            }
+    let mut take = |i: usize, k: &Value| match k {
+        Value::Int(n) => {
+            ints.push((*n, &xs[i]));
+            true
+        }
+        _ => false,
+    };
+    let other = if args.has(1) {
+        r.project_while(1, xs, 0, &mut take)?
+    } else {
+        xs.iter().enumerate().find(|(i, x)| !take(*i, x)).map(|(i, x)| (i, Cow::Borrowed(x)))
+    };
+    if let Some((at, k)) = other {
+        keyed.reserve_exact(xs.len());
+        keyed.extend(ints.drain(..).map(|(n, x)| (Cow::Owned(Value::Int(n)), x)));
+        keyed.push((k, &xs[at]));
+        for (i, x) in xs.iter().enumerate().skip(at + 1) {
+            keyed.push((project(r, args, 1, x, i)?, x));
         }
     }
     // Comparing keys walks them: what a walk of each visits, then n log n comparisons,
