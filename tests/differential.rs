@@ -1485,9 +1485,9 @@ fn fails(src: &str, code: Code) {
 }
 
 /// Hostile round: `group_by` whose groups are only counted (the VM's
-/// `CALL_GROUPS_COUNTED`, groups without their elements) and keys read in a run (string
-/// keys in place, a key of another kind turned into text between them) agree with the
-/// reference evaluator, errors in the key and past the string limit included.
+/// `CALL_GROUPS_COUNTED`, groups without their elements), with string keys and keys of
+/// other kinds turned into text, agrees with the reference evaluator, errors in the key
+/// and the array included.
 #[test]
 fn counted_groups_agree() {
     for src in [

@@ -50,28 +50,6 @@ pub trait Runner {
     fn project<'v>(&mut self, param: usize, item: &'v Value, index: usize) -> Result<Cow<'v, Value>, EvalError> {
         self.apply(param, item, index).map(Cow::Owned)
     }
-    /// Applies the template `param` for reading ([`Runner::project`]) to the elements of
-    /// `xs` from index `from` on, in order, handing each result to `take` with the
-    /// element's index while `take` takes it (answers `true`); returns the first result it
-    /// did not take, with its index, or `None` at the end of the list. What one `project`
-    /// per element does, which evaluators with a faster way to run a whole list (no call
-    /// per element) override.
-    fn project_while<'x>(
-        &mut self,
-        param: usize,
-        xs: &'x [Value],
-        from: usize,
-        take: &mut dyn FnMut(usize, &Value) -> bool,
-    ) -> Result<Option<(usize, Cow<'x, Value>)>, EvalError> {
-        for (i, x) in xs.iter().enumerate().skip(from) {
-            let v = self.project(param, x, i)?;
-            if !take(i, &v) {
-                return Ok(Some((i, v)));
-            }
-        }
-        Ok(None)
-    }
-
     /// Spends `units` of fuel.
     fn charge(&mut self, units: usize) -> Result<(), EvalError>;
     /// Charges `bytes` of values built against the memory limit

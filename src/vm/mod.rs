@@ -818,38 +818,6 @@ impl Runner for Frame<'_, '_> {
         }
     }
 
-    fn project_while<'x>(
-        &mut self,
-        param: usize,
-        xs: &'x [Value],
-        from: usize,
-        take: &mut dyn FnMut(usize, &Value) -> bool,
-    ) -> Result<Option<(usize, Cow<'x, Value>)>, EvalError> {
-        let info = self.info;
-        let path = match info.params.get(param) {
-            Some(CallParam::Template(_, _, Some(fast))) => match &**fast {
-                Fast::Path(path) => Some(path),
-                Fast::Pred(_) => None,
-            },
-            _ => None,
-        };
-        // The path in place, element after element, without a call per element: what
-        // `project` does for each, a unit of fuel each.
-        for (i, x) in xs.iter().enumerate().skip(from) {
-            let v = match path.map(|p| x.walk_path(p)) {
-                Some(Ok(v)) => {
-                    self.spend()?;
-                    v
-                }
-                _ => self.project(param, x, i)?,
-            };
-            if !take(i, &v) {
-                return Ok(Some((i, v)));
-            }
-        }
-        Ok(None)
-    }
-
     fn project<'v>(&mut self, param: usize, item: &'v Value, index: usize) -> Result<Cow<'v, Value>, EvalError> {
         if let Some(Fast::Path(path)) = self.fast(param) {
             if let Ok(v) = item.walk_path(path) {

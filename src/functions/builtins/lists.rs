@@ -68,74 +68,37 @@ pub(super) fn group_by() -> Function {
 }
 
 fn group_by_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
-    group_by_core::<Vec<Value>>(r, args)
+    group_by_core(r, args, true)
 }
 
 /// `group_by` with every grouped element left out (a `null` in its place): the same keys,
 /// group sizes, fuel, memory and errors, for a caller that only counts the groups'
 /// elements ([`crate::functions::FunctionTable::counted_groups`]). No reference count of a
-/// grouped element is taken, or released when the groups are dropped, and each group's
-/// list is allocated once, at its final size.
+/// grouped element is taken, or released when the groups are dropped.
 pub(in crate::functions) fn group_by_counted_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
-    group_by_core::<Count>(r, args)
+    group_by_core(r, args, false)
 }
 
-/// What `group_by` keeps of a group while it reads the list.
-trait Group: Default {
-    fn add(&mut self, x: &Value);
-    fn into_list(self) -> Value;
-}
-
-/// The elements themselves.
-impl Group for Vec<Value> {
-    fn add(&mut self, x: &Value) {
-        self.push(x.clone());
-    }
-
-    fn into_list(self) -> Value {
-        Value::list(self)
-    }
-}
-
-/// Only how many there are: the list is that many `null`s.
-#[derive(Default)]
-struct Count(usize);
-
-impl Group for Count {
-    fn add(&mut self, _: &Value) {
-        self.0 += 1;
-    }
-
-    fn into_list(self) -> Value {
-        Value::List(std::iter::repeat_n(Value::Null, self.0).collect())
-    }
-}
-
-fn group_by_core<G: Group>(r: &mut dyn Runner, args: &Args<'_>) -> R {
+fn group_by_core(r: &mut dyn Runner, args: &Args<'_>, keep: bool) -> R {
     let xs = list_arg(args, 0, "array")?;
-    let mut groups: indexmap::IndexMap<SmolStr, G, crate::value::FxBuild> = Default::default();
-    let mut from = 0;
-    // String keys (the common case) go straight into their group; a key of another kind
-    // stops the run, is turned into text (charged, within the string limit), and the run
-    // goes on after it.
-    let mut take = |i: usize, key: &Value| match key {
-        Value::Str(s) => {
-            groups.entry(s.clone()).or_default().add(&xs[i]);
-            true
-        }
-        _ => false,
-    };
-    while let Some((i, key)) = r.project_while(1, xs, from, &mut take)? {
-        let mut t = String::new();
-        if !key.join_text_within(&mut t, r.limits().max_string_len) {
-            return Err(text_too_long(&*r));
-        }
-        r.charge(t.len() / 64)?;
-        take(i, &Value::Str(SmolStr::from(t)));
-        from = i + 1;
+    let mut groups: indexmap::IndexMap<SmolStr, Vec<Value>, crate::value::FxBuild> = Default::default();
+    for (i, x) in xs.iter().enumerate() {
+        let key = r.project(1, x, i)?;
+        let key = match &*key {
+            Value::Str(s) => s.clone(),
+            other => {
+                let mut t = String::new();
+                if !other.join_text_within(&mut t, r.limits().max_string_len) {
+                    return Err(text_too_long(&*r));
+                }
+                r.charge(t.len() / 64)?;
+                SmolStr::from(t)
+            }
+        };
+        groups.entry(key).or_default().push(if keep { x.clone() } else { Value::Null });
     }
     r.alloc(xs.len().saturating_mul(crate::ops::LIST_ELEMENT_BYTES))?;
-    let map: Map = groups.into_iter().map(|(k, g)| (k, g.into_list())).collect();
+    let map: Map = groups.into_iter().map(|(k, v)| (k, Value::list(v))).collect();
     Ok(Value::object(map))
 }
 
@@ -182,24 +145,17 @@ pub(in crate::functions) fn sort_refs<'a>(r: &mut dyn Runner, args: &Args<'a>) -
     // where both apply.
     let mut ints: Vec<(i64, &'a Value)> = Vec::with_capacity(xs.len());
     let mut keyed: Vec<(Cow<'a, Value>, &'a Value)> = Vec::new();
-    let mut take = |i: usize, k: &Value| match k {
-        Value::Int(n) => {
-            ints.push((*n, &xs[i]));
-            true
-        }
-        _ => false,
-    };
-    let other = if args.has(1) {
-        r.project_while(1, xs, 0, &mut take)?
-    } else {
-        xs.iter().enumerate().find(|(i, x)| !take(*i, x)).map(|(i, x)| (i, Cow::Borrowed(x)))
-    };
-    if let Some((at, k)) = other {
-        keyed.reserve_exact(xs.len());
-        keyed.extend(ints.drain(..).map(|(n, x)| (Cow::Owned(Value::Int(n)), x)));
-        keyed.push((k, &xs[at]));
-        for (i, x) in xs.iter().enumerate().skip(at + 1) {
-            keyed.push((project(r, args, 1, x, i)?, x));
+    for (i, x) in xs.iter().enumerate() {
+        let k = project(r, args, 1, x, i)?;
+        match (&*k, keyed.is_empty()) {
+            (Value::Int(n), true) => ints.push((*n, x)),
+            _ => {
+                if keyed.is_empty() {
+                    keyed.reserve_exact(xs.len());
+                    keyed.extend(ints.drain(..).map(|(n, x)| (Cow::Owned(Value::Int(n)), x)));
+                }
+                keyed.push((k, x));
+            }
         }
     }
     // Comparing keys walks them: what a walk of each visits, then n log n comparisons,
