@@ -668,4 +668,143 @@ mod tests {
             }
         }
     }
+
+    /// The same engine with `group_by` re-registered as itself: every
+    /// `CALL_GROUPS_COUNTED` then runs as the plain call, elements kept.
+    fn groups_kept(limits: Limits) -> Engine {
+        let mut funcs = FunctionTable::builtins();
+        let Some(id) = funcs.lookup("group_by") else { panic!("group_by is a built-in") };
+        let f = funcs.get(id).clone();
+        funcs.insert(f);
+        Engine { funcs: Arc::new(funcs), ..Engine::new().with_limits(limits) }
+    }
+
+    /// A `group_by` whose groups the next pipeline operation only counts runs without its
+    /// elements (`CALL_GROUPS_COUNTED`), and gives what the plain call gives: the same
+    /// value, or the same error (code, message, span, function, data location), running
+    /// out of fuel and memory at the same budgets.
+    #[test]
+    fn counted_groups_match_the_plain_group_by() {
+        let vars = Value::from(&serde_json::json!({
+            "xs": [
+                {"a": 3, "b": "x", "c": true, "t": [1]},
+                {"a": 1, "b": "y", "c": false, "t": []},
+                {"a": 2, "b": "x", "c": null, "t": [2, 3]},
+                {"a": 5, "b": 7, "c": true, "t": [4]},
+                {"a": 3, "b": "x", "c": 1.5, "t": [1]}
+            ],
+            "m": [3, "a", null, 1.5, [1], {"k": 2}, 3, "3", null],
+            "n": null,
+            "o": {"k": 1}
+        }));
+        let programs = [
+            "pipeline(group_by(array=xs, key_path=\"item.b\"), [map(array=values(current), template=length(item))])",
+            "pipeline(group_by(xs, 'item.a'), [zip(keys(current), map(values(current), length(item)))])",
+            "pipeline(group_by(xs, item.c), [from_entries(zip(keys(current), map(values(current), length(item))))])",
+            "pipeline(group_by(m, item), [map(values(current), length(item))])",
+            "pipeline(group_by(m, 'item'), [keys(current)])",
+            "pipeline(group_by(xs, item.t), [keys(current)])",
+            "pipeline(group_by(n, item), [map(values(current), length(item))])",
+            "pipeline(group_by(xs, 'item.b'), [{n: length(keys(current)), sizes: map(values(current), length(item))}, current.sizes])",
+            "pipeline(group_by(xs, item.b), [if(length(keys(current)) > 1, map(values(current), length(item)), [])])",
+            "pipeline(group_by(xs, item.b), [map(values(current), length(item)), map(current, item * 2)])",
+            "pipeline(group_by(xs, item.a), [sum(map(values(current), length(item))) + length(keys(current))])",
+            // Hostile round: errors in the array and the key, and keys past the string limit.
+            "pipeline(group_by(o, item), [keys(current)])",
+            "pipeline(group_by(json_parse('3'), item), [keys(current)])",
+            "pipeline(group_by(xs, item.a / 0), [keys(current)])",
+            "pipeline(group_by(xs, item.b + 1), [map(values(current), length(item))])",
+            "pipeline(group_by(xs, item.t.0 > 1), [keys(current)])",
+            "pipeline(group_by(xs, [item.t, item.t, item.t, item.t, item.t, item.t, item.t, item.t]), [keys(current)])",
+        ];
+        for src in programs {
+            let counted = Engine::new().compile(src).unwrap_or_else(|d| panic!("`{src}`: {d:?}"));
+            let listing = counted.disassemble();
+            assert!(listing.contains("CALL_GROUPS_COUNTED"), "`{src}` does not count its groups:\n{listing}");
+            let limits = [
+                Limits::default(),
+                Limits { max_string_len: 12, ..Limits::default() },
+                Limits { max_depth: 6, ..Limits::default() },
+                Limits { max_depth: 7, ..Limits::default() },
+            ];
+            let budgets = (0..=80u64).flat_map(|n| {
+                [
+                    Limits { fuel: n, ..Limits::default() },
+                    Limits { max_alloc_bytes: n as usize * 8, ..Limits::default() },
+                ]
+            });
+            for limits in limits.into_iter().chain(budgets) {
+                let a = Engine::new().with_limits(limits.clone()).compile(src).map(|p| p.eval(&vars));
+                let b = groups_kept(limits.clone()).compile(src).map(|p| p.eval(&vars));
+                let (a, b) = match (a, b) {
+                    (Ok(a), Ok(b)) => (a, b),
+                    // Nested past a small depth limit: neither compiles.
+                    (Err(_), Err(_)) => continue,
+                    (a, b) => panic!("`{src}` at {limits:?}: counted {:?}, plain {:?}", a.is_ok(), b.is_ok()),
+                };
+                match (&a, &b) {
+                    (Ok(x), Ok(y)) => assert_eq!(x.to_string(), y.to_string(), "`{src}` at {limits:?}"),
+                    (Err(x), Err(y)) => assert_eq!(**x, **y, "`{src}` at {limits:?}"),
+                    _ => panic!("`{src}` at {limits:?}: counted {a:?}, plain {b:?}"),
+                }
+            }
+        }
+    }
+
+    /// A `group_by` whose elements may be read keeps them: its result read otherwise than
+    /// by `keys` and `length` of its `values`, and every reader a host replaced.
+    #[test]
+    fn groups_read_otherwise_keep_their_elements() {
+        let vars =
+            Value::from(&serde_json::json!({"xs": [{"b": "x", "a": 1}, {"b": "y", "a": 2}, {"b": "x", "a": 3}]}));
+        for src in [
+            "pipeline(group_by(xs, item.b), [values(current)])",
+            "pipeline(group_by(xs, item.b), [current])",
+            "pipeline(group_by(xs, item.b), [map(values(current), item[0].a)])",
+            "pipeline(group_by(xs, item.b), [map(values(current), length(current))])",
+            "pipeline(group_by(xs, item.b), [map(keys(current), current[item])])",
+            "pipeline(group_by(xs, item.b), [map(values(current), length(item)), current])",
+            "pipeline(group_by(xs, item.b), [map(values(current), length(item) + length(current))])",
+            "pipeline(group_by(xs, item.b), [{n: map(values(current), 'length(item)'), v: values(current)}])",
+            "map(values(group_by(xs, item.b)), length(item))",
+        ] {
+            let p = Engine::new().compile(src).unwrap_or_else(|d| panic!("`{src}`: {d:?}"));
+            let listing = p.disassemble();
+            let counted = listing.contains("CALL_GROUPS_COUNTED");
+            // The sixth program's `current` in its second operation is the first one's result.
+            assert_eq!(counted, src.ends_with("length(item)), current])"), "`{src}`:\n{listing}");
+        }
+        // A host's `length` that reads the elements: the groups keep them.
+        for name in ["length", "values", "keys", "map"] {
+            let mut e = Engine::new();
+            let Some(id) = e.funcs.lookup(name) else { panic!("{name} is a built-in") };
+            let sig = e.funcs.get(id).signature.clone();
+            let body: HostFn = match name {
+                "length" => {
+                    Arc::new(|a: &[Value]| Ok(a[0].as_list().and_then(|l| l.first()).cloned().unwrap_or_default()))
+                }
+                "values" => Arc::new(|a: &[Value]| {
+                    let firsts = a[0].as_object().map(|o| o.values().filter_map(|g| g.as_list()?.first().cloned()));
+                    Ok(Value::list(firsts.map(Iterator::collect).unwrap_or_default()))
+                }),
+                "keys" => Arc::new(|a: &[Value]| {
+                    Ok(Value::list(a[0].as_object().map(|o| o.values().cloned().collect()).unwrap_or_default()))
+                }),
+                _ => Arc::new(|a: &[Value]| Ok(a[0].clone())),
+            };
+            e.register_function(sig, body);
+            let src = match name {
+                "keys" => "pipeline(group_by(xs, item.b), [keys(current)])",
+                _ => "pipeline(group_by(xs, item.b), [map(values(current), length(item))])",
+            };
+            let p = e.compile(src).unwrap_or_else(|d| panic!("`{src}` with a host `{name}`: {d:?}"));
+            let got = p.eval(&vars).unwrap_or_else(|err| panic!("`{src}` with a host `{name}`: {err:?}"));
+            let want = match name {
+                "length" => r#"[{"b":"x","a":1},{"b":"y","a":2}]"#,
+                "values" => "[2,2]",
+                _ => r#"[[{"b":"x","a":1},{"b":"x","a":3}],[{"b":"y","a":2}]]"#,
+            };
+            assert_eq!(got.to_string(), want, "`{src}` with a host `{name}`");
+        }
+    }
 }

@@ -97,7 +97,13 @@ fn cases() -> Vec<(&'static str, Vec<String>)> {
         ("sum", vec![s("sum(map(range(100000), \"sum(xs)\"))"), s("sum(map(deep, \"length(json_stringify(item))\"))")]),
         ("join", vec![s("length(map(range(100000), \"join(xs, ',')\"))"), s("join(deep)"), pipeline("join(current)")]),
         ("if", vec![s("length(map(range(1000000), \"if(true, range(1000), 1)\"))"), s("if(deep == deep_f, 1, 2)")]),
-        ("group_by", vec![s("length(map(range(100000), \"group_by(recs, 'k')\"))"), s("group_by(deep, 'item')")]),
+        ("group_by", vec![
+            s("length(map(range(100000), \"group_by(recs, 'k')\"))"),
+            s("group_by(deep, 'item')"),
+            // Groups only counted (the VM's `CALL_GROUPS_COUNTED`): the same budgets.
+            s("length(map(range(100000), \"pipeline(group_by(recs, 'k'), [map(values(current), length(item))])\"))"),
+            s("pipeline(group_by(deep, 'item'), [keys(current)])"),
+        ]),
         ("sort", vec![s("length(map(range(100000), \"sort(xs)\"))"), s("sort([deep_f, deep])"), pipeline("sort(current)")]),
         ("unique", vec![s("length(map(range(100000), \"unique(xs)\"))"), s("unique([deep_f, deep])"), pipeline("unique(current)")]),
         ("flatten", vec![s("length(map(range(100000), \"flatten([xs, xs])\"))"), s("json_stringify(flatten(deep))")]),
@@ -272,6 +278,7 @@ fn the_issues_examples_name_their_limit() {
         (&pipeline("sort(current)"), Code::FuelExhausted),
         (&pipeline("unique(current)"), Code::FuelExhausted),
         (&pipeline("group_by(current, 'item')"), Code::StringLimit),
+        (&pipeline("pipeline(group_by(current, 'item'), [keys(current)])"), Code::StringLimit),
         (&twins("current[0] == current[1]"), Code::FuelExhausted),
         (&twins("contains([current[0]], current[1])"), Code::FuelExhausted),
         (&twins("unique(current)"), Code::FuelExhausted),

@@ -1484,6 +1484,34 @@ fn fails(src: &str, code: Code) {
     }
 }
 
+/// Hostile round: `group_by` whose groups are only counted (the VM's
+/// `CALL_GROUPS_COUNTED`, groups without their elements), with string keys and keys of
+/// other kinds turned into text, agrees with the reference evaluator, errors in the key
+/// and the array included.
+#[test]
+fn counted_groups_agree() {
+    for src in [
+        "pipeline(group_by(xs, item.b), [map(values(current), length(item))])",
+        "pipeline(group_by(m, item), [zip(keys(current), map(values(current), length(item)))])",
+        "pipeline(group_by(xs, item.c), [from_entries(zip(keys(current), map(values(current), length(item))))])",
+        "pipeline(group_by(xs, item.tags), [keys(current)])",
+        "pipeline(group_by(xs, if(item.a > 2, item.b, item.a)), [{k: keys(current), n: map(values(current), length(item))}])",
+        "pipeline(group_by(xs, 'item.b'), [map(values(current), length(item)), sum(current)])",
+        "pipeline(group_by(json_parse('[]'), item), [keys(current)])",
+        "group_by(m, item)",
+        "group_by(xs, if(item.a > 2, item.b, item.tags))",
+    ] {
+        ok(src);
+    }
+    fails("pipeline(group_by(xs, item.a / 0), [keys(current)])", Code::DivisionByZero);
+    fails(
+        "pipeline(group_by(json_parse('[1, \"a\"]'), item + 1), [map(values(current), length(item))])",
+        Code::RuntimeType,
+    );
+    fails("pipeline(group_by(json_parse('{}'), item), [keys(current)])", Code::RuntimeType);
+    fails("pipeline(group_by(xs, if(item.a > 2, item.a / z, item.b)), [keys(current)])", Code::DivisionByZero);
+}
+
 /// The entry functions' errors are the same in both evaluators, whether the checker or the
 /// run time finds them.
 #[test]

@@ -61,7 +61,7 @@ fn describe(chunk: &Chunk, op: &Op) -> String {
             chunk.consts.get(c as usize).map(|v| truncate(&v.to_string())).unwrap_or_default()
         ),
         Op::Jump(t) | Op::JumpIfFalse(t) | Op::AndJump(t) | Op::OrJump(t) => format!("→ {t:04}"),
-        Op::Call(i) => {
+        Op::Call(i) | Op::CallGroupsCounted(i) => {
             chunk.calls.get(i as usize).map(|c| format!("{}/{}", c.name, c.params.len())).unwrap_or_default()
         }
         Op::Fused(i, o) => {

@@ -56,6 +56,12 @@ pub enum Op {
     /// that list: `g` hands over its elements borrowed. Fuel, memory and errors are those
     /// of the two calls. The stack holds `g`'s arguments, then `f`'s but the first.
     Fused(u32, u32),
+    /// `[a1 … an] → [group_by(a1 … an)]` for `calls[i]`, a `group_by` whose result the next
+    /// operation of its `pipeline` reads only through `keys` of it and `length` of each of
+    /// its `values`: the groups hold a `null` for each element (same keys, same sizes, same
+    /// fuel, memory and errors), so no grouped element is shared. A plain `CALL` when the
+    /// table's `group_by`, `keys`, `values`, `map` or `length` is not the built-in.
+    CallGroupsCounted(u32),
 }
 
 impl Op {
@@ -84,6 +90,7 @@ impl Op {
             Op::SetLocal(_) => "SET_LOCAL",
             Op::Call(_) => "CALL",
             Op::Fused(..) => "CALL_FUSED",
+            Op::CallGroupsCounted(_) => "CALL_GROUPS_COUNTED",
         }
     }
 }

@@ -292,6 +292,9 @@ pub struct FunctionTable {
     /// The built-ins `filter`, `sort`, `map` and `sum`, while no host function replaced
     /// them: the pairs of them the VM may run fused ([`FunctionTable::fusion`]).
     fusable: [Option<FuncId>; 4],
+    /// The built-ins `group_by`, `keys`, `values`, `map` and `length`, while no host
+    /// function replaced them: what [`FunctionTable::counted_groups`] needs.
+    counting: [Option<FuncId>; 5],
 }
 
 impl Default for FunctionTable {
@@ -303,11 +306,13 @@ impl Default for FunctionTable {
 impl FunctionTable {
     /// The built-in functions of SPEC §4.5.
     pub fn builtins() -> FunctionTable {
-        let mut t = FunctionTable { funcs: Vec::new(), by_name: HashMap::new(), fusable: [None; 4] };
+        let mut t =
+            FunctionTable { funcs: Vec::new(), by_name: HashMap::new(), fusable: [None; 4], counting: [None; 5] };
         for f in builtins::table() {
             t.insert(f);
         }
         t.fusable = ["filter", "sort", "map", "sum"].map(|n| t.lookup(n));
+        t.counting = ["group_by", "keys", "values", "map", "length"].map(|n| t.lookup(n));
         t
     }
 
@@ -316,7 +321,7 @@ impl FunctionTable {
         if let Some(&id) = self.by_name.get(&f.signature.name) {
             self.funcs[id.0 as usize] = f;
             // A replaced built-in no longer runs fused.
-            for slot in &mut self.fusable {
+            for slot in self.fusable.iter_mut().chain(&mut self.counting) {
                 if *slot == Some(id) {
                     *slot = None;
                 }
@@ -353,6 +358,16 @@ impl FunctionTable {
             return None;
         };
         Some((p, c))
+    }
+
+    /// The body to run a call of `func` with when the call's result is read only through
+    /// `keys` of it and `length` of the elements of `values` of it
+    /// ([`crate::compile::Op::CallGroupsCounted`]): `group_by`'s, with every grouped
+    /// element left out, when `func` is the built-in `group_by` and none of those readers
+    /// was replaced by a host function (one could read the elements).
+    pub fn counted_groups(&self, func: FuncId) -> Option<BuiltinFn> {
+        let all = self.counting.iter().all(Option::is_some);
+        (all && self.counting[0] == Some(func)).then_some(builtins::group_by_counted_body as BuiltinFn)
     }
 
     /// The function with this id.

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use crate::compile::{CallInfo, CallParam, Chunk, Fast, Op, Origin, Pred, Root};
 use crate::diagnostic::Code;
 use crate::files::FileStore;
-use crate::functions::{Args, Failure, FunctionTable, Implementation, Runner};
+use crate::functions::{Args, BuiltinFn, Failure, FunctionTable, Implementation, Runner};
 use crate::ops;
 use crate::runtime::{Clock, EvalError, Interrupt, Limits, INTERRUPT_POLL_UNITS};
 use crate::span::Span;
@@ -509,6 +509,11 @@ impl<'a> Vm<'a> {
                     let v = self.call(chunk, &chunk.calls[i as usize], chunk.spans[pc - 1])?;
                     self.stack.push(v);
                 }
+                Op::CallGroupsCounted(i) => {
+                    let info = &chunk.calls[i as usize];
+                    let v = self.call_as(info, chunk.spans[pc - 1], self.env.funcs.counted_groups(info.func))?;
+                    self.stack.push(v);
+                }
                 Op::Fused(i, o) => {
                     // The instruction stands for two calls: the second one's unit of fuel.
                     self.burn(1, chunk.spans[pc - 1])?;
@@ -527,13 +532,19 @@ impl<'a> Vm<'a> {
     }
 
     fn call(&mut self, _chunk: &Chunk, info: &CallInfo, span: Span) -> Result<Value, EvalError> {
+        self.call_as(info, span, None)
+    }
+
+    /// A call, with `body` in place of the built-in's own when given.
+    fn call_as(&mut self, info: &CallInfo, span: Span, body: Option<BuiltinFn>) -> Result<Value, EvalError> {
         let n = info.params.len();
         let mut args = self.arg_pool.pop().unwrap_or_default();
         let at = self.stack.len() - n;
         args.extend(self.stack.drain(at..));
         let func = self.env.funcs.get(info.func);
         let result = match &func.implementation {
-            Implementation::Builtin(body) | Implementation::File(body) => {
+            Implementation::Builtin(own) | Implementation::File(own) => {
+                let body = body.unwrap_or(*own);
                 let dynamic = self.resolve_dynamic(info, &args, span);
                 match dynamic {
                     Err(e) => Err(e),
@@ -541,7 +552,7 @@ impl<'a> Vm<'a> {
                         self.serial += 1;
                         let serial = self.serial;
                         let mut frame = Frame { vm: self, info, dynamic, serial, span };
-                        match crate::functions::invoke(*body, &mut frame, &Args { values: &args, given: info.given }) {
+                        match crate::functions::invoke(body, &mut frame, &Args { values: &args, given: info.given }) {
                             Ok(v) => Ok(v),
                             Err(f) => Err(self.failure(info, span, f)),
                         }

@@ -102,7 +102,7 @@ impl Compiler {
 
     /// Compiles the arguments of `call` and adds its call site; with `skip_first`, the first
     /// argument is the fused inner call's list, which is never on the stack.
-    fn call_site(&mut self, call: &TCall, span: Span, skip_first: bool) -> u32 {
+    pub(super) fn call_site(&mut self, call: &TCall, span: Span, skip_first: bool) -> u32 {
         let mut params = Vec::with_capacity(call.args.len());
         // Up to the last argument with an origin (usually none, so no allocation); a missing
         // entry reads as "no origin", as `None` does.

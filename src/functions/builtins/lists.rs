@@ -68,6 +68,18 @@ pub(super) fn group_by() -> Function {
 }
 
 fn group_by_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    group_by_core(r, args, true)
+}
+
+/// `group_by` with every grouped element left out (a `null` in its place): the same keys,
+/// group sizes, fuel, memory and errors, for a caller that only counts the groups'
+/// elements ([`crate::functions::FunctionTable::counted_groups`]). No reference count of a
+/// grouped element is taken, or released when the groups are dropped.
+pub(in crate::functions) fn group_by_counted_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+    group_by_core(r, args, false)
+}
+
+fn group_by_core(r: &mut dyn Runner, args: &Args<'_>, keep: bool) -> R {
     let xs = list_arg(args, 0, "array")?;
     let mut groups: indexmap::IndexMap<SmolStr, Vec<Value>, crate::value::FxBuild> = Default::default();
     for (i, x) in xs.iter().enumerate() {
@@ -83,7 +95,7 @@ fn group_by_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
                 SmolStr::from(t)
             }
         };
-        groups.entry(key).or_default().push(x.clone());
+        groups.entry(key).or_default().push(if keep { x.clone() } else { Value::Null });
     }
     r.alloc(xs.len().saturating_mul(crate::ops::LIST_ELEMENT_BYTES))?;
     let map: Map = groups.into_iter().map(|(k, v)| (k, Value::list(v))).collect();

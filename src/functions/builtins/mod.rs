@@ -19,7 +19,7 @@ mod numbers;
 mod objects;
 mod strings;
 
-pub(super) use lists::{filter_refs, map_core, sort_refs};
+pub(super) use lists::{filter_refs, group_by_counted_body, map_core, sort_refs};
 pub(super) use numbers::sum_core;
 
 use std::borrow::Cow;
