@@ -62,8 +62,12 @@ const NAME_KEPT_LEN: usize = 32;
 
 thread_local! {
     /// Names made recently on this thread, in sets of two chosen by a hash of their text.
-    static NAMES: std::cell::RefCell<[Option<Name>; NAME_SLOTS]> =
-        const { std::cell::RefCell::new([const { None }; NAME_SLOTS]) };
+    /// On the heap, made at the thread's first parse: a table held in the thread-local
+    /// block itself (2 KiB) outgrows the static TLS that a library loaded with `dlopen`
+    /// may use, and Python could no longer import the extension module (`cannot allocate
+    /// memory in static TLS block`).
+    static NAMES: std::cell::RefCell<Box<[Option<Name>]>> =
+        std::cell::RefCell::new(vec![None; NAME_SLOTS].into_boxed_slice());
 }
 
 /// The name `text`, shared with the last one made with the same text on this thread when
