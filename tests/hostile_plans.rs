@@ -151,9 +151,14 @@ fn a_large_deep_json_plan_is_refused_by_its_size_without_growing() {
         "the size stated ({stated}) is the plan's as sent ({}), not a pretty text's",
         plan.len()
     );
+    // The bug this guards against pretty-printed the plan first: 1.5 million lines indented
+    // 2 spaces a level, about 370 MB, on top of the call's own copies. The call itself
+    // (the arguments parsed into values: about 100 MB for these 1.5 million numbers) may
+    // land on threads whose freed memory mimalloc keeps apart from the flat call's, which
+    // under a loaded test run showed as 107 MB here: the bound sits between the two.
     let grown = s.peak_kib().saturating_sub(before);
     assert!(
-        grown < 100 * 1024,
+        grown < 250 * 1024,
         "the server grew by {grown} KiB more for a plan of {} bytes nested 120 deep than for a flat one",
         plan.len()
     );
