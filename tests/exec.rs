@@ -546,16 +546,6 @@ fn the_run_arguments_are_checked_against_the_tool() {
 // ---------------------------------------------------------------------------------------
 // Resilience
 
-fn one_step(name: &str, extra: &str) -> std::path::PathBuf {
-    let main = format!(
-        r#"{{"instructions": [
-          {{"execution_id": "s", "tool_definition_path": "/tools/t.tool"{extra}}},
-          {{"execution_id": "after", "tool_definition_path": "/tools/t.tool", "arguments": {{"x": "REF:s.ok"}}}}
-        ]}}"#
-    );
-    root(name, &[("/tools/t.tool", ANY_TOOL), ("main.tool", &main)])
-}
-
 fn flaky(failures: usize) -> Script {
     Script::new().on("/tools/t.tool", move |call, n| {
         if call.arguments.get_direct("x").is_none() && n < failures {

@@ -28,16 +28,6 @@ fn inline(script: &Script, time: &Arc<ManualTime>, options: Options) -> Executor
         .with_options(options)
 }
 
-fn one_step(name: &str, extra: &str) -> std::path::PathBuf {
-    let main = format!(
-        r#"{{"instructions": [
-          {{"execution_id": "s", "tool_definition_path": "/tools/t.tool"{extra}}},
-          {{"execution_id": "after", "tool_definition_path": "/tools/t.tool", "arguments": {{"x": "REF:s.ok"}}}}
-        ]}}"#
-    );
-    root(name, &[("/tools/t.tool", ANY_TOOL), ("main.tool", &main)])
-}
-
 const FAN: &str = r#"{"arguments": [{"name": "items", "type_name": "list", "required": true}], "instructions": [
     {"execution_id": "fan", "tool_definition_path": "/tools/t.tool",
      "parallel_execution": {"iterate_over": "REF:arguments.items", "child_argument_name": "item"}}],

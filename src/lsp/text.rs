@@ -148,6 +148,18 @@ fn to_u32(n: usize) -> u32 {
 mod tests {
     use super::*;
 
+    /// A change of the range `(start line, start character, end line, end character)` to `text`.
+    fn ranged((l0, c0, l1, c1): (u32, u32, u32, u32), text: &str) -> TextDocumentContentChangeEvent {
+        TextDocumentContentChangeEvent {
+            range: Some(Range {
+                start: Position { line: l0, character: c0 },
+                end: Position { line: l1, character: c1 },
+            }),
+            range_length: None,
+            text: text.to_string(),
+        }
+    }
+
     #[test]
     fn utf16_and_utf8_columns() {
         // `é` is 2 UTF-8 bytes and 1 UTF-16 unit; `𝄞` is 4 bytes and 2 units.
@@ -193,16 +205,7 @@ mod tests {
         assert_eq!(t.starts, line_starts(t.as_str()));
         // Lines joined, lines inserted: the line starts are those of the new text.
         for (range, text) in [((0, 1, 1, 2), "x"), ((0, 0, 0, 0), "a\nb\n\n"), ((1, 0, 3, 0), "é\n𝄞")] {
-            let (l0, c0, l1, c1) = range;
-            let change = TextDocumentContentChangeEvent {
-                range: Some(Range {
-                    start: Position { line: l0, character: c0 },
-                    end: Position { line: l1, character: c1 },
-                }),
-                range_length: None,
-                text: text.to_string(),
-            };
-            t.apply(&change, Encoding::Utf16);
+            t.apply(&ranged(range, text), Encoding::Utf16);
             assert_eq!(t.starts, line_starts(t.as_str()), "after {range:?} → {text:?}: {:?}", t.as_str());
         }
         // `\r` ends a line too: a `\n` typed after it joins them into one line end, text
@@ -217,16 +220,7 @@ mod tests {
             ((2, 0, 2, 1), "\n"),
             ((0, 0, 9, 0), "\r\r\n\n\r"),
         ] {
-            let (l0, c0, l1, c1) = range;
-            let change = TextDocumentContentChangeEvent {
-                range: Some(Range {
-                    start: Position { line: l0, character: c0 },
-                    end: Position { line: l1, character: c1 },
-                }),
-                range_length: None,
-                text: text.to_string(),
-            };
-            t.apply(&change, Encoding::Utf16);
+            t.apply(&ranged(range, text), Encoding::Utf16);
             assert_eq!(t.starts, line_starts(t.as_str()), "after {range:?} → {text:?}: {:?}", t.as_str());
         }
         let full = TextDocumentContentChangeEvent { range: None, range_length: None, text: "{}\n".to_string() };

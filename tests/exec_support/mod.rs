@@ -182,3 +182,15 @@ pub fn hang(time: Arc<ManualTime>) -> impl Fn(&ToolCall<'_>, usize) -> Result<Va
         Ok(Value::Null)
     }
 }
+
+/// A root of two steps: `s` (its step object carrying `extra`, e.g. `, "retry": {…}`) and
+/// `after`, which reads `REF:s.ok`.
+pub fn one_step(name: &str, extra: &str) -> std::path::PathBuf {
+    let main = format!(
+        r#"{{"instructions": [
+          {{"execution_id": "s", "tool_definition_path": "/tools/t.tool"{extra}}},
+          {{"execution_id": "after", "tool_definition_path": "/tools/t.tool", "arguments": {{"x": "REF:s.ok"}}}}
+        ]}}"#
+    );
+    root(name, &[("/tools/t.tool", ANY_TOOL), ("main.tool", &main)])
+}
