@@ -248,11 +248,7 @@ fn hover_shows_callees_arguments_types_and_functions() {
     let mut c = start(ws.path());
     let u = c.open(&ws.path().join("main.tool"));
     c.diagnostics(&u);
-    let hover = |c: &mut Client, needle: &str, off: usize| -> String {
-        let (l, ch) = find(MAIN, needle, off);
-        let r = c.request("textDocument/hover", at(&u, l, ch)).unwrap();
-        r["contents"]["value"].as_str().unwrap_or("").to_string()
-    };
+    let hover = |c: &mut Client, needle: &str, off: usize| hover_text(c, &u, MAIN, needle, off);
     let step = hover(&mut c, "REF:scan.files", 5);
     assert!(step.contains("**step `scan`** calls `/tools/lister.tool`"), "{step}");
     assert!(step.contains("result: `"), "{step}");
@@ -295,11 +291,7 @@ fn keys_are_completed_and_hovered_from_the_table_of_keys() {
     let mut c = start(ws.path());
     let u = c.open(&ws.path().join("main.tool"));
     c.diagnostics(&u);
-    let hover = |c: &mut Client, needle: &str, off: usize| -> String {
-        let (l, ch) = find(MAIN, needle, off);
-        let r = c.request("textDocument/hover", at(&u, l, ch)).unwrap();
-        r["contents"]["value"].as_str().unwrap_or("").to_string()
-    };
+    let hover = |c: &mut Client, needle: &str, off: usize| hover_text(c, &u, MAIN, needle, off);
     let doc = |level: Level, key: &str| level.key(key).unwrap().doc;
     let deps = hover(&mut c, "\"dependencies\"", 3);
     assert!(deps.starts_with("**`dependencies`** — list of identifiers, key of an instruction"), "{deps}");

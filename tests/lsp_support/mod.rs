@@ -198,3 +198,11 @@ pub fn find(text: &str, needle: &str, offset: usize) -> (u32, u32) {
     let col: usize = text[line_start..at].chars().map(char::len_utf16).sum();
     (line as u32, col as u32)
 }
+
+/// The hover's Markdown at the `offset`th character of the first `needle` in `text`, the
+/// text of the document `uri` (empty when there is no hover).
+pub fn hover_text(c: &mut Client, uri: &str, text: &str, needle: &str, offset: usize) -> String {
+    let (l, ch) = find(text, needle, offset);
+    let r = c.request("textDocument/hover", at(uri, l, ch)).unwrap();
+    r["contents"]["value"].as_str().unwrap_or("").to_string()
+}
