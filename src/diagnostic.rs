@@ -186,6 +186,10 @@ codes! {
     ExpectedRef = "E0520", Error;
     /// A number outside the range its key accepts: `"max_retries": -1`, `"jitter": 2`
     NumberOutOfRange = "E0521", Error;
+    /// A key that configures a call on a transform step (an instruction without
+    /// `tool_definition_path`, which calls nothing): `"retry": {…}` on a step that only joins
+    /// other steps' results
+    NotOnTransformStep = "E0522", Error;
     /// A constraint that does not apply to the declared type: `"type_name": "integer", "pattern": "^a"`
     ConstraintNotForType = "E0540", Error;
     /// A constraint whose value is invalid: `"pattern": "(("`, `"min_length": -1`, `"enum": []`

@@ -351,7 +351,11 @@ impl<'a> Checker<'a> {
         let mut suggestions: HashMap<String, Option<String>> = HashMap::new();
         for i in 0..self.steps.len() {
             let ins = self.steps[i].ins;
-            let path = &ins.tool_definition_path;
+            let Some(path) = &ins.tool_definition_path else {
+                // A transform step calls nothing.
+                self.steps[i].fields = self.known_fields(i);
+                continue;
+            };
             match root.resolve(&path.node) {
                 Resolved::Found(t) => {
                     if t.has_errors() {
@@ -433,6 +437,11 @@ impl<'a> Checker<'a> {
         }
         let outputs = ins.transform_responses.iter().flat_map(|t| t.transforms.iter().map(|(k, _)| k.node.as_str()));
         let mut fields = Fields::new();
+        if ins.is_transform_step() {
+            // Its result is the object of its transforms, and nothing else.
+            fields.extend(outputs.map(Arc::from));
+            return Some(Arc::new(fields));
+        }
         if ins.parallel_execution.is_none() {
             let callee = self.steps[i].callee.as_ref()?;
             if !callee.declares_responses {
@@ -505,10 +514,12 @@ impl<'a> Checker<'a> {
         let raw = if parallel.is_some() { Type::List(Arc::new(element.clone())) } else { shapes.response.clone() };
         let raw_fields: Option<&Fields> = if parallel.is_some() { None } else { shapes.fields.as_ref() };
         let owner = Owner::Step(i);
-        let callee_path = ins.tool_definition_path.node.clone();
+        // A transform step (SPEC §6.4 ext) has no response: `REF:response` is an error there.
+        let transform_step = ins.is_transform_step();
+        let callee_path = ins.tool_path().unwrap_or_default().to_string();
         let response_env = RefEnv {
             owner,
-            response: Some(&raw),
+            response: (!transform_step).then_some(&raw),
             response_fields: raw_fields,
             response_source: &callee_path,
             transformed: None,
@@ -533,6 +544,7 @@ impl<'a> Checker<'a> {
 
         let transform_responses = ins.transform_responses.as_ref().map(|t| {
             let names = match (parallel, declared_responses) {
+                _ if transform_step => Names::default(),
                 (Some(_), _) => Names::default(),
                 (None, Some(rs)) => Names {
                     list: rs.iter().map(|p| (Arc::from(p.name.node.as_str()), param_type(p))).collect(),
@@ -543,15 +555,21 @@ impl<'a> Checker<'a> {
             self.transform(t, BlockSpec { names, env: response_env, warn_pass_through: false }, &info)
         });
 
-        // The result, as REFs to this step see it (SPEC §6.4).
+        if transform_step {
+            self.no_response_in_transform_step(ins);
+        }
+
+        // The result, as REFs to this step see it (SPEC §6.4): a transform step's is exactly
+        // the object of its transforms.
         let mut fields: crate::types::Fields = match parallel {
+            _ if transform_step => crate::types::Fields::default(),
             Some(_) => [(Arc::from("response"), Type::List(Arc::new(element.clone())))].into_iter().collect(),
             None => object_fields(&shapes.result).into_iter().collect(),
         };
         for (k, ty) in transform_responses.iter().flat_map(|r| &r.outputs) {
             fields.insert(k.clone(), ty.clone());
         }
-        let mut result = Type::object(fields, true);
+        let mut result = Type::object(fields, !transform_step);
         if let Some(path) = &ins.output_path {
             result = self.output_path_type(ins, path, result);
         }
@@ -577,6 +595,24 @@ impl<'a> Checker<'a> {
             done_value: done_value.map(|(p, _)| p),
             transform_responses: transform_responses.map(|r| r.plan),
         });
+    }
+
+    /// `REF:response` in a transform step (E0109 from the REF or the expression checker,
+    /// whose message says "only inside `transform_responses`", where it is): say instead
+    /// that a transform step has no response, and what to read.
+    fn no_response_in_transform_step(&mut self, ins: &Instruction) {
+        for d in self.diags.iter_mut().filter(|d| {
+            d.code == Code::ResponseOutsideTransform && ins.span.start <= d.span.start && d.span.end <= ins.span.end
+        }) {
+            d.message = format!(
+                "`REF:response` has no value in transform step `{}`: it calls nothing, so it has no response",
+                ins.execution_id.node
+            );
+            d.help = Some(
+                "read the results it joins as `REF:<execution_id>.field`, in `variables` or inside its transforms"
+                    .to_string(),
+            );
+        }
     }
 
     /// Every REF string of a step, checked and typed: those in `transform_responses` see
@@ -760,7 +796,7 @@ impl<'a> Checker<'a> {
     /// The call against the callee's declared arguments: undeclared, missing, mistyped.
     fn call(&mut self, ins: &Instruction, callee: &LoadedTool, supplied: &[Supplied]) {
         let Some(def) = &callee.def else { return };
-        let path = &ins.tool_definition_path.node;
+        let path = ins.tool_path().unwrap_or_default();
         let by_name: HashMap<&str, &Param> = def.arguments.iter().map(|p| (p.name.node.as_str(), p)).collect();
         let given: HashSet<&str> = supplied.iter().map(|s| &*s.name).collect();
         if callee.declares_arguments {
@@ -796,7 +832,7 @@ impl<'a> Checker<'a> {
             self.diags.push(
                 Diagnostic::new(
                     Code::MissingCalleeArgument,
-                    ins.tool_definition_path.span,
+                    ins.tool_definition_path.as_ref().map_or(ins.span, |p| p.span),
                     format!(
                         "step `{}` does not supply the required argument{} {list} of `{path}`",
                         ins.execution_id.node,
@@ -852,7 +888,7 @@ impl<'a> Checker<'a> {
                 continue;
             }
             if let Some(why) = p.constraints.violation(&value) {
-                let path = &ins.tool_definition_path.node;
+                let path = ins.tool_path().unwrap_or_default();
                 self.diags.push(constraint_diagnostic(
                     v.span,
                     format!("argument `{}` of `{path}` {why}", k.node),
@@ -1119,7 +1155,7 @@ impl<'a> Checker<'a> {
                 id: new_id[i],
                 execution_id: Arc::from(ins.execution_id.node.as_str()),
                 index: i,
-                tool_path: Arc::from(ins.tool_definition_path.node.as_str()),
+                tool_path: ins.tool_path().map(Arc::from),
                 callee_file: step.callee.as_ref().map(|c| c.file.clone()),
                 level,
                 depends_on,

@@ -415,12 +415,14 @@ impl Infer<'_, '_> {
             for (name, (key, span)) in &arg_keys {
                 let Some(p) = def.arguments.iter().find(|p| *p.name.node == **name) else { continue };
                 let kinds = accepted_kinds(p);
-                let what = format!("passed as|to argument `{name}` of `{}`", ins.tool_definition_path.node);
+                let what = format!("passed as|to argument `{name}` of `{}`", ins.tool_path().unwrap_or_default());
                 self.add(key.clone(), kinds, *span, what, certain);
             }
         }
         if let Some(t) = &ins.transform_responses {
-            let fallback = if ins.parallel_execution.is_none() { Some(Origin::Response(i)) } else { None };
+            // A transform step has no response: its names are its variables only.
+            let calls = ins.parallel_execution.is_none() && !ins.is_transform_step();
+            let fallback = if calls { Some(Origin::Response(i)) } else { None };
             self.block(t, Bindings { names: HashMap::new(), fallback }, owner, body);
         }
     }
@@ -794,7 +796,7 @@ impl Infer<'_, '_> {
                 let field = key.path.first().map_or("", |s| &**s);
                 format!(
                     "change the uses that disagree, or declare `{field}` with a `type_name` in the `responses` of `{}` so that its calls are checked",
-                    ins.tool_definition_path.node
+                    ins.tool_path().unwrap_or_default()
                 )
             }
             Origin::Argument | Origin::Hidden => {

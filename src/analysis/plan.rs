@@ -45,6 +45,13 @@ pub struct Plan {
     pub transform_responses: Option<TransformPlan>,
 }
 
+impl StepPlan {
+    /// Its callee's path, `""` for a transform step (what traces and messages write).
+    pub fn tool(&self) -> &str {
+        self.tool_path.as_deref().unwrap_or_default()
+    }
+}
+
 impl Plan {
     /// The step with this `execution_id`.
     pub fn step(&self, execution_id: &str) -> Option<&StepPlan> {
@@ -79,8 +86,9 @@ pub struct StepPlan {
     pub execution_id: Arc<str>,
     /// Its position in the definition's `instructions`.
     pub index: usize,
-    /// `tool_definition_path`, as written.
-    pub tool_path: Arc<str>,
+    /// `tool_definition_path`, as written; `None` for a transform step (SPEC §6.4 ext),
+    /// which calls nothing: its result is the object of its `transform_responses`.
+    pub tool_path: Option<Arc<str>>,
     /// The callee's file, when it resolved under the tool root.
     pub callee_file: Option<PathBuf>,
     /// Its level: 0 for a step that depends on none, else one more than its deepest

@@ -306,7 +306,22 @@ impl Checker<'_> {
     fn undeclared_field(&mut self, j: usize, field: &str, span: Span, fields: &Fields) {
         let step = &self.steps[j];
         let id = &step.ins.execution_id.node;
-        let d = if step.ins.parallel_execution.is_some() {
+        let d = if step.ins.is_transform_step() {
+            let outputs: Vec<&str> = fields.iter().map(|f| &**f).collect();
+            let d = Diagnostic::new(
+                Code::UndeclaredResponseField,
+                span,
+                format!("the result of transform step `{id}` has no field `{field}`"),
+            )
+            .with_label("not one of its transforms");
+            match did_you_mean(field, outputs.iter().copied()) {
+                Some(s) => d.with_help(format!("did you mean `{s}`?")),
+                None => d.with_help(format!(
+                    "a transform step's result is the object of its transforms: {}",
+                    quoted(&outputs)
+                )),
+            }
+        } else if step.ins.parallel_execution.is_some() {
             let outputs: Vec<&str> = fields.iter().map(|f| &**f).filter(|f| *f != "response").collect();
             let mut d = Diagnostic::new(
                 Code::UndeclaredResponseField,
@@ -326,7 +341,7 @@ impl Checker<'_> {
             };
             d
         } else {
-            let callee = step.ins.tool_definition_path.node.clone();
+            let callee = step.ins.tool_path().unwrap_or_default().to_string();
             let d = Diagnostic::new(
                 Code::UndeclaredResponseField,
                 span,
@@ -354,7 +369,7 @@ impl Checker<'_> {
         let ambiguous = self.ambiguous_keys.get(r.context).filter(|_| !before_steps);
         if let Some(users) = ambiguous {
             let ids: Vec<&str> = users.iter().map(|&j| &*self.steps[j].ins.execution_id.node).collect();
-            let mut callees: Vec<&str> = users.iter().map(|&j| &*self.steps[j].ins.tool_definition_path.node).collect();
+            let mut callees: Vec<&str> = users.iter().filter_map(|&j| self.steps[j].ins.tool_path()).collect();
             callees.sort_unstable();
             callees.dedup();
             d = d.with_help(format!(
@@ -372,7 +387,9 @@ impl Checker<'_> {
             let key = s.key.as_deref().unwrap_or_default();
             d = d.with_help(format!(
                 "`{}` is the `output_key` of `{}`, but step `{}` names its result with its own `expected_key`, which wins: use `REF:{key}`",
-                r.context, s.ins.tool_definition_path.node, s.ins.execution_id.node
+                r.context,
+                s.ins.tool_path().unwrap_or_default(),
+                s.ins.execution_id.node
             ));
         } else if before_steps && self.ids.contains_key(r.context) {
             d = d.with_help(

@@ -143,7 +143,8 @@ fn conditional(s: &StepPlan) -> bool {
 
 /// A node's lines: id, callee, and what makes it special.
 fn lines(s: &StepPlan) -> Vec<String> {
-    let mut out = vec![s.execution_id.to_string(), s.tool_path.to_string()];
+    let callee = s.tool_path.as_deref().map_or_else(|| "transform step".to_string(), str::to_string);
+    let mut out = vec![s.execution_id.to_string(), callee];
     if !s.conditions.is_empty() {
         out.push("if conditions hold".to_string());
     }

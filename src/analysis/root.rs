@@ -250,7 +250,7 @@ impl ToolRoot {
             let callees = tool
                 .def
                 .as_ref()
-                .map(|d| d.instructions().iter().map(|i| i.tool_definition_path.node.clone()).collect())
+                .map(|d| d.instructions().iter().filter_map(|i| i.tool_path().map(str::to_string)).collect())
                 .unwrap_or_default();
             Frame { tool, callees, next: 0, found: None }
         };
@@ -323,7 +323,7 @@ impl ToolRoot {
             let callees = tool
                 .def
                 .as_ref()
-                .map(|d| d.instructions().iter().map(|i| i.tool_definition_path.node.clone()).collect())
+                .map(|d| d.instructions().iter().filter_map(|i| i.tool_path().map(str::to_string)).collect())
                 .unwrap_or_default();
             Frame { tool, via, callees, next: 0, best: (0, None) }
         };

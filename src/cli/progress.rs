@@ -143,6 +143,7 @@ impl Observer for Progress {
     fn event(&self, event: &Event<'_>) {
         let mut c = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
         match event {
+            Event::StepStarted { step, tool: "" } => self.bar.println(format!("▶ {step} (transform step)")),
             Event::StepStarted { step, tool } => self.bar.println(format!("▶ {step} ({tool})")),
             Event::StepEnded { step, status, reason } => {
                 if !step.contains('/') {

@@ -103,7 +103,7 @@ pub enum Event<'a> {
     StepStarted {
         /// The step's path (`extract`, `outer/inner`).
         step: &'a str,
-        /// Its callee.
+        /// Its callee; `""` for a transform step, which calls nothing.
         tool: &'a str,
     },
     /// A parallel step is fanning out.

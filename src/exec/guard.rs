@@ -175,10 +175,11 @@ impl Guards {
             // The step's path, made only when needed (a run checks every step before it starts).
             let key = || format!("{prefix}{}", s.execution_id);
             *steps += 1;
-            if let Some((globs, set)) = &self.allowed {
-                if !set.is_match(&*s.tool_path) {
+            // A transform step calls no tool: no pattern is needed to allow it.
+            if let (Some((globs, set)), Some(tool)) = (&self.allowed, &s.tool_path) {
+                if !set.is_match(&**tool) {
                     return Err(GuardError::ToolNotAllowed {
-                        tool: s.tool_path.to_string(),
+                        tool: tool.to_string(),
                         step: key(),
                         allowed: globs.clone(),
                     });
@@ -192,7 +193,7 @@ impl Guards {
             }
             // Recursion is refused by the analysis; the depth bound only keeps this walk
             // finite whatever the workflow holds.
-            if let (Some(Tool::Composite { plan: callee, .. }), true) = (wf.tool(&s.tool_path), depth < 64) {
+            if let (Some(Tool::Composite { plan: callee, .. }), true) = (wf.tool(s.tool()), depth < 64) {
                 self.walk(wf, callee, &format!("{}/", key()), steps, depth + 1)?;
             }
         }

@@ -433,7 +433,7 @@ impl<'a> Ctx<'a> {
             }
             Start::Run(run) => run,
         };
-        self.emit(Event::StepStarted { step: &run.key, tool: &run.step.tool_path });
+        self.emit(Event::StepStarted { step: &run.key, tool: run.step.tool() });
         let outcome = match run.next(self) {
             Next::Done(outcome) => outcome,
             Next::Call(args) => {

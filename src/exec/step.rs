@@ -9,12 +9,12 @@
 //! Frame::start ──▶ Start::Cancelled (the frame failed, or the run stopped: nothing runs)
 //!      │
 //!      ▼
-//! StepRun::next ──▶ Next::Done (skipped, or an expression failed) ──────────────┐
-//!      │                                                                         │
-//!      ├──▶ Next::Call(args)   driver: Site::callee, the attempts ─▶ called ────┤
-//!      └──▶ Next::FanOut       driver: per child ChildRun::start … end ─▶ fanned_out
-//!                                                                                ▼
-//!                                                                     StepRun::end ─▶ Ended
+//! StepRun::next ──▶ Next::Done (skipped, a transform step, or an expression failed) ──┐
+//!      │                                                                              │
+//!      ├──▶ Next::Call(args)   driver: Site::callee, the attempts ─▶ called ──────────┤
+//!      └──▶ Next::FanOut       driver: per child ChildRun::start … end ─▶ fanned_out ─┤
+//!                                                                                     ▼
+//!                                                                             StepRun::end ─▶ Ended
 //! ```
 //!
 //! What the core needs from its driver — the time, whether the run must stop, the options —
@@ -233,7 +233,7 @@ impl<'p> Frame<'p> {
     pub(crate) fn start<D: Driver>(&'p self, id: StepId, wf: &'p Workflow, d: &D) -> Start<'p> {
         let step = &self.plan.steps[id.0];
         let key = format!("{}{}", self.prefix, step.execution_id);
-        let mut trace = StepTrace::new(&step.execution_id, &step.tool_path);
+        let mut trace = StepTrace::new(&step.execution_id, step.tool());
         let cancel_reason = if let Some(f) = self.failure.get() {
             Some(f.cancel_reason())
         } else if d.deadline_passed() {
@@ -352,7 +352,13 @@ impl<'f> StepRun<'f> {
             }
             Err(e) => return Next::Done(Err(Failure::at(&self.key, e))),
         };
-        self.tool = self.wf.tool(&step.tool_path);
+        if step.tool_path.is_none() {
+            // A transform step (SPEC §6.4 ext): no call, no attempt, no breaker, no retry;
+            // its result is the object of its `transform_responses`.
+            let out = env.respond(step, &self.clock, &Value::Null, Map::default());
+            return Next::Done(out.map_err(|e| Failure::at(&self.key, e)));
+        }
+        self.tool = self.wf.tool(step.tool());
         match &step.parallel {
             None => {
                 let arguments = validate::with_defaults(declared_arguments(self.tool), Value::object(args));
@@ -377,7 +383,7 @@ impl<'f> StepRun<'f> {
     /// Where its call (or each child's) goes.
     pub(crate) fn site(&self) -> Site<'_> {
         Site {
-            tool_path: &self.step.tool_path,
+            tool_path: self.step.tool(),
             tool: self.tool,
             key: &self.key,
             depth: self.frame.depth,
@@ -400,7 +406,7 @@ impl<'f> StepRun<'f> {
         let result = env(self.frame, self.step)
             .respond(self.step, &self.clock, &raw, wrap(&raw))
             .map_err(|e| Failure::at(&self.key, e))?;
-        check_response(d, self.tool, &self.step.tool_path, &result, &self.key)?;
+        check_response(d, self.tool, self.step.tool(), &result, &self.key)?;
         Ok(result)
     }
 

@@ -178,7 +178,9 @@ pub struct StepTrace {
     /// Wall-clock end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completed_at: Option<String>,
-    /// `tool_definition_path`.
+    /// `tool_definition_path`; empty (and not written) for a transform step, which calls
+    /// nothing and so has no attempts (SPEC §6.4 ext).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub tool: String,
     /// Why it was skipped or cancelled (`conditions`, `done`, …), when it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -232,7 +234,7 @@ impl StepTrace {
         calls
     }
 
-    /// A step of `tool_path` that has not started (`PENDING`).
+    /// A step of `tool_path` that has not started (`PENDING`); `""` for a transform step.
     pub fn new(execution_id: &str, tool_path: &str) -> StepTrace {
         StepTrace {
             execution_id: execution_id.to_string(),
@@ -257,6 +259,11 @@ impl StepTrace {
             steps: None,
             callee_clock_reads: Vec::new(),
         }
+    }
+
+    /// Whether it is a transform step's: one that calls nothing (it has no `tool`).
+    pub fn is_transform_step(&self) -> bool {
+        self.tool.is_empty()
     }
 
     /// What it records about its call, as a child records it.

@@ -157,8 +157,9 @@ impl Workflow {
         let mut tools: HashMap<String, Tool> = HashMap::new();
         let mut queue: Vec<Arc<Plan>> = vec![plan.clone()];
         while let Some(p) = queue.pop() {
-            for s in &p.steps {
-                let path = s.tool_path.to_string();
+            // A transform step calls nothing: there is no tool to load for it.
+            for s in p.steps.iter().filter(|s| s.tool_path.is_some()) {
+                let path = s.tool().to_string();
                 if tools.contains_key(&path) {
                     continue;
                 }

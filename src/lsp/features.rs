@@ -157,7 +157,8 @@ impl Server {
                     }
                 }
                 for ins in tool.instructions() {
-                    if resolver.file(&ins.tool_definition_path.node).as_deref() != Some(callee) {
+                    let Some(path) = ins.tool_path() else { continue };
+                    if resolver.file(path).as_deref() != Some(callee) {
                         continue;
                     }
                     let passed = ins.arguments.as_ref().is_some_and(|a| a.entries.iter().any(|(k, _)| k.node == new));
@@ -270,11 +271,17 @@ fn symbol_hover(s: &Server, doc: &Doc, tool: &ToolDef, o: &Occurrence) -> Option
     let text = match &o.sym {
         Sym::Step { id, .. } => {
             let ins = tool.instructions().iter().find(|i| &i.execution_id.node == id)?;
-            let mut t = format!("**step {}** calls {}", code(id), code(&ins.tool_definition_path.node));
+            let mut t = match ins.tool_path() {
+                Some(path) => format!("**step {}** calls {}", code(id), code(path)),
+                None => format!(
+                    "**transform step {}**: calls nothing; its result is the object of its `transform_responses`",
+                    code(id)
+                ),
+            };
             if let Some(step) = checked.plan.as_ref().and_then(|pl| pl.step(id)) {
                 t.push_str(&format!("\n\nresult: {}", code(&step.result_type.to_string())));
             }
-            if let Some(callee) = (Resolver { root: &doc.root.0 }).file(&ins.tool_definition_path.node) {
+            if let Some(callee) = ins.tool_path().and_then(|p| (Resolver { root: &doc.root.0 }).file(p)) {
                 if let Some(def) = s.view(&callee).and_then(|v| v.tool) {
                     t.push_str(&format!("\n\n{}", describe_tool(&def)));
                 }
@@ -835,7 +842,7 @@ fn last_ref(prefix: &str) -> Option<&str> {
 /// The callee of the instruction whose text holds `offset`.
 fn step_callee_at(s: &Server, doc: &Doc, tool: Option<&ToolDef>, offset: usize) -> Option<Arc<ToolDef>> {
     let ins = tool?.instructions().iter().find(|i| i.span.range().contains(&offset))?;
-    callee_def(s, doc, &ins.tool_definition_path.node)
+    callee_def(s, doc, ins.tool_path()?)
 }
 
 fn callee_def(s: &Server, doc: &Doc, tool_path: &str) -> Option<Arc<ToolDef>> {
@@ -856,14 +863,21 @@ fn ref_completion(
     if parts.len() == 1 {
         let mut out = vec![item("arguments", CompletionItemKind::MODULE, Some("the composite's arguments".into()))];
         let here = tool.instructions().iter().find(|i| i.span.range().contains(&offset));
-        if here.is_some_and(|i| i.transform_responses.as_ref().is_some_and(|t| t.span.range().contains(&offset))) {
+        // A transform step has no response (SPEC §6.4 ext).
+        let responds = |i: &&crate::tool::Instruction| {
+            !i.is_transform_step() && i.transform_responses.as_ref().is_some_and(|t| t.span.range().contains(&offset))
+        };
+        if here.as_ref().is_some_and(responds) {
             out.push(item("response", CompletionItemKind::MODULE, Some("this step's raw response".into())));
         }
         for i in tool.instructions() {
             if here.is_some_and(|h| h.execution_id == i.execution_id) {
                 continue;
             }
-            let detail = format!("step calling {}", i.tool_definition_path.node);
+            let detail = match i.tool_path() {
+                Some(path) => format!("step calling {path}"),
+                None => "transform step".to_string(),
+            };
             out.push(item(&i.execution_id.node, CompletionItemKind::VARIABLE, Some(detail)));
         }
         return out;
@@ -884,10 +898,12 @@ fn ref_completion(
     }
     let Some(ins) = tool.instructions().iter().find(|i| i.execution_id.node == parts[0]) else { return Vec::new() };
     let mut out = Vec::new();
-    if let Some(def) = callee_def(s, doc, &ins.tool_definition_path.node) {
+    if let Some(def) = ins.tool_path().and_then(|p| callee_def(s, doc, p)) {
         out.extend(def.responses.iter().map(|a| param_item(item, a)));
     }
-    out.push(item("response", CompletionItemKind::FIELD, Some("the raw response".into())));
+    if !ins.is_transform_step() {
+        out.push(item("response", CompletionItemKind::FIELD, Some("the raw response".into())));
+    }
     if let Some(t) = &ins.transform_responses {
         out.extend(
             t.transforms.iter().map(|(k, _)| item(&k.node, CompletionItemKind::FIELD, Some("transform output".into()))),

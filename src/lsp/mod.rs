@@ -315,7 +315,7 @@ impl Server {
                 d.checked.as_ref().and_then(|c| c.tool.as_ref()).is_some_and(|t| {
                     t.instructions()
                         .iter()
-                        .any(|i| resolver.file(&i.tool_definition_path.node).as_ref() == Some(&changed))
+                        .any(|i| i.tool_path().and_then(|p| resolver.file(p)).as_ref() == Some(&changed))
                 })
             })
             .map(|(u, _)| u.clone())

@@ -104,7 +104,8 @@ pub fn occurrences(engine: &Engine, file: &Path, tool: &ToolDef, resolver: &Reso
     let callees: Vec<Option<PathBuf>> = ins
         .iter()
         .map(|i| {
-            let path = &*i.tool_definition_path.node;
+            // A transform step calls nothing.
+            let path = i.tool_path()?;
             resolved.entry(path).or_insert_with(|| resolver.file(path)).clone()
         })
         .collect();
@@ -135,11 +136,13 @@ pub fn occurrences(engine: &Engine, file: &Path, tool: &ToolDef, resolver: &Reso
                 decl: true,
             });
         }
-        out.push(Occurrence {
-            sym: Sym::ToolPath { path: i.tool_definition_path.node.clone(), file: callees[n].clone() },
-            span: inner(i.tool_definition_path.span),
-            decl: false,
-        });
+        if let Some(path) = &i.tool_definition_path {
+            out.push(Occurrence {
+                sym: Sym::ToolPath { path: path.node.clone(), file: callees[n].clone() },
+                span: inner(path.span),
+                decl: false,
+            });
+        }
         for d in &i.dependencies {
             out.push(Occurrence {
                 sym: Sym::Step { file: this.clone(), id: d.node.clone() },

@@ -114,9 +114,11 @@ fn calls_per_child(wf: &Workflow, tool: Option<&Tool>, depth: usize) -> usize {
         Some(Tool::Composite { plan }) if depth < 64 => plan
             .steps
             .iter()
-            .map(|s| match &s.parallel {
-                Some(_) => CHUNK,
-                None => calls_per_child(wf, wf.tool(&s.tool_path), depth + 1),
+            .map(|s| match (&s.parallel, &s.tool_path) {
+                // A transform step calls nothing.
+                (_, None) => 0,
+                (Some(_), Some(_)) => CHUNK,
+                (None, Some(path)) => calls_per_child(wf, wf.tool(path), depth + 1),
             })
             .fold(0usize, usize::saturating_add)
             .max(1),
@@ -333,7 +335,10 @@ impl<'a> Interp<'a> {
             }
             Start::Run(run) => run,
         };
-        let line = format!("▶ {} ({})", run.key, run.step.tool_path);
+        let line = match &run.step.tool_path {
+            Some(path) => format!("▶ {} ({path})", run.key),
+            None => format!("▶ {} (transform step)", run.key),
+        };
         self.progress(|p| p.line(line));
         let outcome = match run.next(self) {
             Next::Done(outcome) => outcome,

@@ -617,8 +617,9 @@ pub fn collect_files(wf: &Workflow) -> Result<BTreeMap<String, String>, String> 
     let mut queue = vec![wf.plan()];
     let mut seen = std::collections::HashSet::new();
     while let Some(plan) = queue.pop() {
-        for s in &plan.steps {
-            let path = s.tool_path.to_string();
+        // A transform step calls nothing: no file to ship for it.
+        for s in plan.steps.iter().filter(|s| s.tool_path.is_some()) {
+            let path = s.tool().to_string();
             if !seen.insert(path.clone()) {
                 continue;
             }

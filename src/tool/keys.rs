@@ -165,7 +165,11 @@ const INSTRUCTION: &[Key] = &[
         Shape::ExecutionId,
         "The step's name, used by REFs (`REF:<execution_id>.key`); unique in the tool, not `arguments`, `response`, `item` or `current`.",
     ),
-    required("tool_definition_path", Shape::ToolPath, "The callee, from the tool root: `/tools/scanner.tool`."),
+    key(
+        "tool_definition_path",
+        Shape::ToolPath,
+        "The callee, from the tool root: `/tools/scanner.tool`. Without it the step is a transform step: it calls nothing, and its `transform_responses` compute its result.",
+    ),
     key("description", Shape::Text, "A note for readers; the engine ignores it."),
     key("arguments", Shape::Object, "Values for the callee's arguments; `REF:` strings at any depth."),
     key("transform_arguments", Shape::One(Level::Transform), "Reshapes the resolved arguments before the call."),
@@ -223,6 +227,19 @@ const PARAM: &[Key] = &[
     ext("pattern", Shape::Text, "A regular expression a string must contain a match of (anchor it with `^…$`)."),
     ext("items", Shape::Items, "The elements' declaration of a list: a type name, or an object like this one."),
     ext("default", Shape::Any, "The value an argument takes when it is absent or `null`."),
+];
+
+/// The keys of an instruction that a transform step (one without `tool_definition_path`,
+/// SPEC §6.4 ext) cannot have: they configure a call, and it makes none.
+pub const NOT_ON_TRANSFORM_STEPS: &[&str] = &[
+    "arguments",
+    "transform_arguments",
+    "parallel_execution",
+    "retry",
+    "timeout_seconds",
+    "continue_on_error",
+    "done_check",
+    "done_value",
 ];
 
 /// The keys of a declaration that an element declaration (`items`) does not have.
@@ -404,6 +421,16 @@ mod tests {
         for level in [Level::Instruction, Level::Param, Level::Element, Level::Transform, Level::Parallel, Level::Retry]
         {
             assert!(nested.contains(&level), "{level:?} is no key's value");
+        }
+    }
+
+    #[test]
+    fn what_a_transform_step_cannot_have_are_keys_of_an_instruction() {
+        for name in NOT_ON_TRANSFORM_STEPS {
+            assert!(Level::Instruction.has(name), "{name}");
+        }
+        for name in ["execution_id", "tool_definition_path", "transform_responses", "conditions", "dependencies"] {
+            assert!(!NOT_ON_TRANSFORM_STEPS.contains(&name), "{name}");
         }
     }
 }

@@ -159,8 +159,10 @@ impl fmt::Display for TypeName {
 pub struct Instruction {
     /// `execution_id`: unique within the composite, an identifier, not a reserved name.
     pub execution_id: Spanned<String>,
-    /// `tool_definition_path`: the callee, e.g. `/tools/summarizer.tool`.
-    pub tool_definition_path: Spanned<String>,
+    /// `tool_definition_path`: the callee, e.g. `/tools/summarizer.tool`. `None` for a
+    /// transform step (SPEC §6.4 ext), which calls nothing: its `transform_responses`
+    /// compute its result.
+    pub tool_definition_path: Option<Spanned<String>>,
     /// `description`: a note for readers; the engine ignores it.
     pub description: Option<Spanned<String>>,
     /// `arguments`: values for the callee, REFs allowed at any depth.
@@ -402,6 +404,19 @@ pub struct Retry {
     pub jitter: Option<Spanned<f64>>,
     /// The whole `{…}` object.
     pub span: Span,
+}
+
+impl Instruction {
+    /// The callee's path as written; `None` for a transform step.
+    pub fn tool_path(&self) -> Option<&str> {
+        self.tool_definition_path.as_ref().map(|p| p.node.as_str())
+    }
+
+    /// Whether it is a transform step: it has no `tool_definition_path`, calls nothing,
+    /// and its result is the object of its `transform_responses` outputs (SPEC §6.4 ext).
+    pub fn is_transform_step(&self) -> bool {
+        self.tool_definition_path.is_none()
+    }
 }
 
 impl ToolDef {

@@ -502,15 +502,23 @@ impl Loader<'_> {
                 None
             }
         };
+        // Without a callee the step is a transform step (SPEC §6.4 ext), when it has
+        // `transform_responses` to compute its result; with neither it is incomplete.
+        // `None`: a transform step; `Some(None)`: no usable path (reported).
         let tool_definition_path = match obj.get("tool_definition_path") {
-            Some(n) => self.string(&obj, "tool_definition_path", n),
+            Some(n) => Some(self.string(&obj, "tool_definition_path", n)),
+            None if obj.key("transform_responses").is_some() => {
+                self.transform_step_keys(&obj);
+                None
+            }
             None => {
                 self.missing(
                     &obj,
                     "tool_definition_path",
-                    "add `\"tool_definition_path\": \"/tools/….tool\"`: the tool this step calls",
+                    "add `\"tool_definition_path\": \"/tools/….tool\"`: the tool this step calls \
+                     (or, for a step that calls nothing and joins other steps' results, `transform_responses`)",
                 );
-                None
+                Some(None)
             }
         };
         let description = obj.get("description").and_then(|n| self.string(&obj, "description", n));
@@ -540,11 +548,11 @@ impl Loader<'_> {
             self.result_name(key, "expected_key");
         }
         // A step missing either is left out of the model, but its REFs are still checked.
-        let complete = execution_id.is_some() && tool_definition_path.is_some();
+        let complete = execution_id.is_some() && !matches!(tool_definition_path, Some(None));
         let placeholder = || Spanned::new(String::new(), open_brace(node.span));
         let ins = Instruction {
             execution_id: execution_id.unwrap_or_else(placeholder),
-            tool_definition_path: tool_definition_path.unwrap_or_else(placeholder),
+            tool_definition_path: tool_definition_path.map(|p| p.unwrap_or_else(placeholder)),
             description,
             arguments,
             transform_arguments,
@@ -565,6 +573,37 @@ impl Loader<'_> {
             self.check_ref_string(s, place);
         }
         complete.then_some(ins)
+    }
+
+    /// The keys a transform step cannot have (`E0522`): each configures a call, and a
+    /// transform step makes none.
+    fn transform_step_keys(&mut self, obj: &Obj<'_>) {
+        for (k, _) in obj.entries.iter().filter(|(k, _)| super::keys::NOT_ON_TRANSFORM_STEPS.contains(&&*k.node)) {
+            let why = match k.node.as_str() {
+                "arguments" | "transform_arguments" => "there is no callee to pass arguments to",
+                "parallel_execution" => "there is no callee to call once per element",
+                "retry" | "timeout_seconds" => "it makes no call to retry or to time out",
+                "continue_on_error" => "it makes no call that could fail",
+                _ => "it makes no call to skip",
+            };
+            let help = match k.node.as_str() {
+                "arguments" | "transform_arguments" => {
+                    "read what it needs in `transform_responses`' `variables` (`\"x\": \"REF:step.x\"`) or as `REF:` atoms in its transforms"
+                }
+                "parallel_execution" => "to compute per element, `map` over the list in a transform: `map(array=xs, template=…)`",
+                "done_check" | "done_value" => "give it `conditions` to skip it, or remove the key",
+                _ => "remove the key, or give the step a `tool_definition_path` to call",
+            };
+            self.push(
+                Diagnostic::new(
+                    Code::NotOnTransformStep,
+                    k.span,
+                    format!("`{}` is not a key of a transform step ({} has no `tool_definition_path`)", k.node, obj.what),
+                )
+                .with_label(why)
+                .with_help(help),
+            );
+        }
     }
 
     /// Checks an execution id's shape. A bad id is reported but the step is kept, so that
