@@ -81,7 +81,7 @@ fn describe_plan(checked: &CheckedTool) -> String {
         let _ = writeln!(out, "level {level}");
         for id in ids {
             let s = &plan.steps[id.0];
-            let _ = writeln!(out, "  {} {}", s.execution_id, s.tool_path);
+            let _ = writeln!(out, "  {} {}", s.execution_id, s.tool_path.as_deref().unwrap_or("(transform step)"));
             for input in &s.inputs {
                 let from = &plan.steps[input.from.0].execution_id;
                 let carries: Vec<&str> = input.carries.iter().map(|c| &**c).collect();

@@ -120,3 +120,43 @@ fn an_unknown_key_is_refused_at_every_level_by_the_schema_and_the_loader() {
         );
     }
 }
+
+#[test]
+fn a_transform_step_is_valid_and_the_keys_of_a_call_are_refused_on_it_by_the_schema_and_the_loader() {
+    use tdsl::testing::tool::keys::NOT_ON_TRANSFORM_STEPS;
+    let v = validator();
+    let doc = json!({
+        "arguments": [{"name": "xs", "type_name": "list"}],
+        "instructions": [
+            {"execution_id": "a", "tool_definition_path": "/tools/t.tool"},
+            {"execution_id": "join", "description": "joins", "expected_key": "joined", "dependencies": ["a"],
+             "conditions": [{"param": "REF:a.n", "operator": "exists"}],
+             "transform_responses": {"variables": {"n": "REF:a.n"}, "transforms": {"total": "n + 1"}}}
+        ]
+    });
+    assert_eq!(errors(&v, &doc), Vec::<String>::new(), "a transform step is valid");
+    let (_, diags) = tdsl::testing::tool::load(&doc.to_string());
+    assert!(diags.iter().all(|d| !d.is_error()), "{diags:?}");
+    let values = json!({
+        "arguments": {"x": 1}, "transform_arguments": {"transforms": {"y": "1"}},
+        "parallel_execution": {"iterate_over": [1], "child_argument_name": "x"}, "retry": {"max_retries": 1},
+        "timeout_seconds": 5, "continue_on_error": true, "done_check": "true", "done_value": 1
+    });
+    for key in NOT_ON_TRANSFORM_STEPS {
+        let mut bad = doc.clone();
+        let value = values[*key].clone();
+        assert!(!value.is_null(), "no test value for `{key}`");
+        bad.pointer_mut("/instructions/1").and_then(Value::as_object_mut).unwrap().insert(key.to_string(), value);
+        assert!(!errors(&v, &bad).is_empty(), "the schema accepts `{key}` on a transform step");
+        let text = serde_json::to_string_pretty(&bad).unwrap();
+        let (_, diags) = tdsl::testing::tool::load(&text);
+        let d = diags.iter().find(|d| d.code.as_str() == "E0522").unwrap_or_else(|| panic!("`{key}`: {diags:?}"));
+        assert_eq!(&text[d.span.range()], format!("\"{key}\""), "the span is the key");
+    }
+    // With neither a callee nor transforms, the step computes nothing: both refuse it.
+    let mut bad = doc.clone();
+    bad.pointer_mut("/instructions/1").and_then(Value::as_object_mut).unwrap().remove("transform_responses");
+    assert!(!errors(&v, &bad).is_empty(), "the schema accepts a step with neither");
+    let (_, diags) = tdsl::testing::tool::load(&bad.to_string());
+    assert!(diags.iter().any(|d| d.code.as_str() == "E0504" && d.message.contains("tool_definition_path")), "{diags:?}");
+}

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use clap::Args;
 use serde_json::{json, Value};
 
-use crate::tool::keys::{Level, Shape};
+use crate::tool::keys::{Level, Shape, NOT_ON_TRANSFORM_STEPS};
 use crate::tool::{Logic, Operator, TypeName, RESERVED_IDS};
 
 /// Arguments of `tdsl schema`.
@@ -56,7 +56,7 @@ pub fn tool_schema() -> Value {
             "typeName": {"type": "string", "pattern": type_pattern, "description": "string, number, integer, boolean, list, list<T>, object, file or any."},
             "param": object(Level::Param),
             "element": object(Level::Element),
-            "instruction": object(Level::Instruction),
+            "instruction": instruction(),
             "transform": object(Level::Transform),
             "condition": {
                 "type": "object",
@@ -65,6 +65,26 @@ pub fn tool_schema() -> Value {
         }),
     );
     Value::Object(schema)
+}
+
+/// An instruction: a step that calls `tool_definition_path`, or a transform step (SPEC §6.4
+/// ext) — without it, with `transform_responses` and none of the keys that configure a call.
+fn instruction() -> Value {
+    let mut v = object(Level::Instruction);
+    let forbidden: serde_json::Map<String, Value> =
+        NOT_ON_TRANSFORM_STEPS.iter().map(|k| (k.to_string(), json!(false))).collect();
+    if let Value::Object(o) = &mut v {
+        o.insert("if".into(), json!({"not": {"required": ["tool_definition_path"]}}));
+        o.insert(
+            "then".into(),
+            json!({
+                "description": "A transform step: it calls nothing; its `transform_responses` compute its result.",
+                "required": ["transform_responses"],
+                "properties": forbidden
+            }),
+        );
+    }
+    v
 }
 
 /// The schema of an object of `level`: `{"type": "object", …}`.
