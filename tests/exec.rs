@@ -330,6 +330,99 @@ fn iterate_over_null_fans_out_to_nothing() {
     assert_eq!(show(&step(&r, "fan").result), r#"{"response":[]}"#);
 }
 
+// Transform steps (SPEC §6.4 ext): a step with no tool joins other steps' results.
+
+const JOINED: &str = r#"{
+  "arguments": [{"name": "items", "type_name": "list", "required": true}],
+  "instructions": [
+    {"execution_id": "a", "tool_definition_path": "/tools/a.tool",
+     "parallel_execution": {"iterate_over": "REF:arguments.items", "child_argument_name": "x"}},
+    {"execution_id": "b", "tool_definition_path": "/tools/b.tool",
+     "parallel_execution": {"iterate_over": "REF:arguments.items", "child_argument_name": "x"}},
+    {"execution_id": "join", "expected_key": "joined",
+     "transform_responses": {
+       "variables": {"a": "REF:a.response", "b": "REF:b.response"},
+       "transforms": {"pairs": "map(array=a, template=create_object(a=item.x, b=10 * item.x))",
+                      "total": "sum(array=a, item_path=\"item.x\") + sum(array=b, item_path=\"item.x\")"}}},
+    {"execution_id": "after", "tool_definition_path": "/tools/a.tool", "arguments": {"total": "REF:joined.total"}}
+  ],
+  "response_reference_map": {"pairs": "REF:join.pairs", "total": "REF:after.total"}
+}"#;
+
+#[test]
+fn a_transform_step_joins_two_fan_outs_that_run_at_the_same_time_and_makes_no_call() {
+    let dir = root("transform-join", &[("/tools/a.tool", ANY_TOOL), ("/tools/b.tool", ANY_TOOL), ("main.tool", JOINED)]);
+    // Both fan-outs are level 0 and the join level 1: nothing hangs one fan-out on the other.
+    let wf = load(&dir);
+    let levels: Vec<Vec<&str>> =
+        wf.plan().levels.iter().map(|l| l.iter().map(|id| &*wf.plan().steps[id.0].execution_id).collect()).collect();
+    assert_eq!(levels, [vec!["a", "b"], vec!["join"], vec!["after"]]);
+    // Every child of `a` waits until a child of `b` has started: the run ends only if the
+    // two fan-outs overlap.
+    let b_started = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let seen = b_started.clone();
+    let script = Script::new()
+        .on("/tools/a.tool", move |call, _| {
+            if call.arguments.get_direct("x").is_some() {
+                let until = std::time::Instant::now() + Duration::from_secs(30);
+                while !seen.load(Ordering::SeqCst) {
+                    if std::time::Instant::now() > until {
+                        return Err(ToolError::permanent("`b` never started while `a` ran"));
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+            Ok(call.arguments.clone())
+        })
+        .on("/tools/b.tool", move |call, _| {
+            b_started.store(true, Ordering::SeqCst);
+            Ok(call.arguments.clone())
+        });
+    let r = run_with(&dir, r#"{"items": [1, 2]}"#, &script, Options { max_concurrency: 4, ..Options::default() });
+    assert_eq!(r.status, RunStatus::Success, "{:?}", r.error);
+    assert_eq!(show(&r.result), r#"{"pairs":[{"a":1,"b":10},{"a":2,"b":20}],"total":6}"#);
+    // Five calls: two children each, and `after`; the join called nothing.
+    assert_eq!(script.tools_called().len(), 5, "{:?}", script.tools_called());
+    let join = step(&r, "join");
+    assert_eq!(join.status, StepStatus::Completed);
+    assert!(join.success && join.attempts.is_empty() && join.children.is_none() && join.is_transform_step());
+    assert_eq!(join.retry_count, 0);
+    assert!(join.started_at.is_some() && join.completed_at.is_some() && join.circuit_state.is_none());
+    // Its record: status and duration, no attempts, no tool (the clock is virtual, so the
+    // record is the same every run).
+    let mut record = serde_json::to_value(join).unwrap();
+    record.as_object_mut().unwrap().retain(|k, _| !["started_at", "completed_at"].contains(&k.as_str()));
+    insta::assert_json_snapshot!("transform_step_trace", record);
+    // A replay of the trace computes it again, with no call and no divergence.
+    let trace = tdsl::testing::exec::Trace::from_json(&r.trace.to_json()).unwrap();
+    let replayed = replay(&load(&dir), &trace, Options::default()).unwrap();
+    assert!(replayed.divergences.is_empty(), "{:?}", replayed.divergences);
+    assert_eq!(replayed.run.result, r.result);
+    let again = step(&replayed.run, "join");
+    assert_eq!((again.status, &again.result, again.attempts.len()), (join.status, &join.result, 0));
+}
+
+#[test]
+fn a_transform_step_is_skipped_by_its_conditions_and_fails_like_a_step_when_its_transform_does() {
+    let main = r#"{"instructions": [
+      {"execution_id": "s", "tool_definition_path": "/tools/t.tool", "arguments": {"n": 3, "word": "x"}},
+      {"execution_id": "skip", "conditions": [{"param": "REF:s.n", "operator": "greater_than", "value": 5}],
+       "transform_responses": {"transforms": {"n": "REF:s.n"}}},
+      {"execution_id": "broken", "dependencies": ["skip"],
+       "transform_responses": {"variables": {"w": "REF:s.word"}, "transforms": {"n": "json_parse(w)"}}}
+    ]}"#;
+    let dir = root("transform-skip-fail", &[("/tools/t.tool", ANY_TOOL), ("main.tool", main)]);
+    let r = run(&dir, "{}", &Script::new());
+    assert_eq!(r.status, RunStatus::Failed);
+    let skip = step(&r, "skip");
+    assert_eq!((skip.status, skip.reason.as_deref()), (StepStatus::Skipped, Some("conditions")));
+    let broken = step(&r, "broken");
+    assert_eq!(broken.status, StepStatus::Failed);
+    assert!(broken.attempts.is_empty());
+    let error = broken.error.as_deref().unwrap_or_default();
+    assert!(error.contains("transform_responses") && error.contains("json_parse"), "{error}");
+}
+
 #[test]
 fn the_response_alias_and_plain_results() {
     let dir = root(
