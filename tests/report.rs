@@ -194,6 +194,31 @@ fn a_run_from_the_history_gives_the_same_report() {
 }
 
 #[test]
+fn a_transform_step_is_drawn_as_one_that_calls_nothing() {
+    let dir = out_dir("transform-step");
+    let trace = dir.join("trace.json");
+    let o = tdsl(&["run", "tests/data/report/join.tool", "--root", ROOT, "--trace", s(&trace)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let result: serde_json::Value = serde_json::from_str(&o.stdout).expect("the result is JSON");
+    assert_eq!(result, serde_json::json!({"calls": 3}));
+    let page = dir.join("report.html");
+    assert_eq!(tdsl(&["report", s(&trace), "-o", s(&page)]).code, 0);
+    let html = std::fs::read_to_string(&page).unwrap();
+    // Its row: no tool, no attempt; its node in the third column (after both fan-outs, which
+    // share the first), marked as a transform.
+    assert!(
+        html.contains(r#"<tr data-step="join" data-status="COMPLETED"><td>join</td><td><span class="badge completed">COMPLETED</span></td><td><em>transform step</em></td>"#),
+        "{html}"
+    );
+    assert!(html.contains(r#"class="sub">COMPLETED · transform</text>"#), "{html}");
+    assert!(html.contains(r#"data-step="left" data-status="COMPLETED" tabindex="0"><title>left: COMPLETED</title><rect x="20""#));
+    assert!(html.contains(r#"data-step="right" data-status="COMPLETED" tabindex="0"><title>right: COMPLETED</title><rect x="20""#));
+    assert!(html.contains(r#"data-step="join" data-status="COMPLETED" tabindex="0"><title>join: COMPLETED</title><rect x="260""#));
+    assert_eq!(html.matches("<title>attempt ").count(), 3, "the fan-outs' three calls, none for the join");
+    assert!(html.contains(r#"\"transform_step\":true"#) || html.contains(r#""transform_step":true"#), "{html}");
+}
+
+#[test]
 fn without_its_definition_the_graph_follows_the_start_order() {
     let dir = out_dir("no-definition");
     let trace = run_the_composite(&dir);

@@ -160,10 +160,12 @@ fn collect<'t>(
 ) {
     for s in steps {
         let path = format!("{prefix}{}", s.execution_id);
+        // A transform step (SPEC §6.4 ext) calls no tool: it says so instead.
+        let tool = if s.is_transform_step() { json!(null) } else { json!(s.tool) };
         details.insert(
             path.clone(),
             json!({
-                "path": path, "tool": s.tool, "status": s.status.as_str(), "reason": s.reason,
+                "path": path, "tool": tool, "transform_step": s.is_transform_step(), "status": s.status.as_str(), "reason": s.reason,
                 "error": s.error.as_deref().map(embed_text), "arguments": s.arguments.as_ref().map(embed),
                 "result": s.result.as_ref().map(embed),
                 "started_at": s.started_at, "duration_ms": s.duration_ms, "retry_count": s.retry_count,
@@ -363,6 +365,7 @@ fn graph_svg(steps: &[StepTrace], prefix: &str, graph: Option<&Graph>) -> String
         let status = step.status.as_str();
         let extra = match &step.children {
             Some(c) => format!(" · {} children", c.len()),
+            None if step.is_transform_step() => " · transform".to_string(),
             None if step.retry_count > 0 => format!(" · {} retries", step.retry_count),
             None => String::new(),
         };
@@ -617,7 +620,11 @@ pub fn html(trace: &Trace, graph: Option<&Graph>) -> String {
             p = esc(&r.path),
             s = r.status.as_str(),
             c = status_class(r.status),
-            t = esc(d["tool"].as_str().unwrap_or("")),
+            t = match d["tool"].as_str() {
+                Some(tool) => esc(tool),
+                None if d["transform_step"] == json!(true) => "<em>transform step</em>".to_string(),
+                None => String::new(),
+            },
             ms = r.ended_ms.zip(r.started_ms).map_or(String::new(), |(e, s)| format!("{} ms", e.saturating_sub(s))),
             a = r.attempts.len(),
         );
