@@ -282,6 +282,59 @@ fn hover_shows_callees_arguments_types_and_functions() {
     c.shutdown();
 }
 
+const JOINED: &str = r#"{
+  "arguments": [{"name": "folder", "type_name": "string", "required": true}],
+  "instructions": [
+    {"execution_id": "scan", "tool_definition_path": "/tools/lister.tool", "arguments": {"directory": "REF:arguments.folder"}},
+    {"execution_id": "rescan", "tool_definition_path": "/tools/lister.tool", "arguments": {"directory": "REF:arguments.folder"}},
+    {"execution_id": "join",
+     "transform_responses": {"variables": {"a": "REF:scan.files"}, "transforms": {"n": "length(a) + REF:rescan.total"}}},
+    {"execution_id": "sum", "tool_definition_path": "/tools/counter.tool", "arguments": {"count": "REF:join.n"}}
+  ],
+  "response_reference_map": {"doubled": "REF:sum.doubled"}
+}"#;
+
+/// A transform step (SPEC §6.4 ext) has no tool: hover says what it is, completion offers
+/// its outputs and no `response`, and a key of a call on it is flagged at the key.
+#[test]
+fn a_transform_step_in_the_editor() {
+    let ws = workspace(&[("tools/lister.tool", LISTER), ("tools/counter.tool", COUNTER), ("main.tool", JOINED)]);
+    let mut c = start(ws.path());
+    let u = c.open(&ws.path().join("main.tool"));
+    assert_eq!(c.diagnostics(&u), Vec::<Value>::new());
+    let step = hover_text(&mut c, &u, JOINED, "REF:join.n", 5);
+    assert!(step.starts_with("**transform step `join`**: calls nothing"), "{step}");
+    assert!(step.contains("result: `object{n: integer}`"), "{step}");
+    let n = hover_text(&mut c, &u, JOINED, "REF:join.n", 9);
+    assert!(n.ends_with("type: `integer`"), "{n}");
+    let complete = |c: &mut Client, text: &str, needle: &str, off: usize| -> Vec<String> {
+        c.notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": u, "version": 9}, "contentChanges": [{"text": text}]}),
+        );
+        c.diagnostics(&u);
+        let (l, ch) = find(text, needle, off);
+        labels(&c.request("textDocument/completion", at(&u, l, ch)).unwrap())
+    };
+    // Its fields are its transforms' outputs; it has no response.
+    assert_eq!(complete(&mut c, JOINED, "REF:join.n", 9), ["n"]);
+    // Inside its own transforms, the contexts are the other steps, with no `response`.
+    let contexts = complete(&mut c, JOINED, "REF:scan.files\"}, \"transforms\"", 4);
+    assert_eq!(contexts, ["arguments", "scan", "rescan", "sum"]);
+    // A key of a call on it: E0522 at the key.
+    let with_retry = JOINED.replacen("\"execution_id\": \"join\",", "\"execution_id\": \"join\", \"retry\": {},", 1);
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": u, "version": 10}, "contentChanges": [{"text": with_retry}]}),
+    );
+    let diags = c.diagnostics(&u);
+    let d = diags.iter().find(|d| d["code"] == "E0522").unwrap_or_else(|| panic!("{diags:#?}"));
+    let (l, ch) = find(&with_retry, "\"retry\"", 0);
+    assert_eq!(d["range"]["start"], json!({"line": l, "character": ch}), "{d:#}");
+    assert_eq!(d["range"]["end"], json!({"line": l, "character": ch + 7}), "{d:#}");
+    c.shutdown();
+}
+
 /// The format's keys are completed and hovered from the one table of keys
 /// (`tdsl::testing::tool::keys`, issue 30): every key of the level, with its shape and its doc.
 #[test]
