@@ -270,6 +270,28 @@ fn clean_plans_give_levels_and_result_type() {
     assert_eq!(answer["levels"], json!([["search"], ["pages"]]));
 }
 
+/// A transform step (SPEC §6.4 ext) in a plan: the two searches it joins are one level,
+/// the join the next, and `run_plan` answers its step like any other.
+#[test]
+fn a_transform_step_joins_a_plans_independent_steps() {
+    let plan = r#"{"instructions": [
+        {"execution_id": "rust", "tool_definition_path": "search", "arguments": {"query": "rust"}},
+        {"execution_id": "python", "tool_definition_path": "search", "arguments": {"query": "python"}},
+        {"execution_id": "both", "transform_responses": {"transforms": {"pages": "REF:rust.total + REF:python.total"}}}
+      ], "response_reference_map": {"pages": "REF:both.pages"}}"#;
+    let plans = test_plans();
+    let check = plans.check(plan);
+    assert!(check.ok() && check.diagnostics.is_empty(), "{}", check.render());
+    assert_eq!(check.levels, Some(vec![vec!["python".to_string(), "rust".to_string()], vec!["both".to_string()]]));
+    assert_eq!(check.result_type.as_deref(), Some("object{pages: integer}"));
+    let run = plans.run(plan, tdsl::Value::Null, runner(), &RunPlanOptions::default()).expect("it runs");
+    let answer = run.to_json();
+    assert_eq!((answer["status"].clone(), answer["result"].clone()), (json!("SUCCESS"), json!({"pages": 6})));
+    let both = answer["steps"].as_array().expect("steps").iter().find(|s| s["execution_id"] == "both").expect("both");
+    assert_eq!(both["status"], "COMPLETED");
+    assert!(both["duration_ms"].is_u64());
+}
+
 /// Hostile input: not an object, 100 MB of JSON, nesting 10,000 deep, invalid JSON — a
 /// clear error each, nothing parsed that need not be, no panic.
 #[test]
