@@ -38,6 +38,19 @@ fn complete_example_dot() {
     insta::assert_snapshot!(graph("tests/data/check/ok/seed_66_complete_example_advanced_document_analy.tool", "dot"));
 }
 
+/// A transform step joining two fan-outs: both fan-outs on level 0, side by side, the join
+/// (a stadium, a rounded box) on level 1 (SPEC §6.4 ext).
+#[test]
+fn a_transform_step_joins_two_fan_outs_on_the_same_level() {
+    let tool = "tests/data/check/ok/transform_step_joins_two_fan_outs.tool";
+    let mermaid = graph(tool, "mermaid");
+    insta::assert_snapshot!("transform_step_mermaid", mermaid);
+    assert!(mermaid.contains("subgraph level0 [\"level 0\"]\n        s0[[\"docs<br/>/tools/lister.tool<br/>for each directory\"]]\n        s1[[\"sources"), "{mermaid}");
+    assert!(mermaid.contains("s2([\"join<br/>transform step\"])"), "{mermaid}");
+    let dot = graph(tool, "dot");
+    assert!(dot.contains(r#""join" [label="join\ntransform step", style=rounded];"#), "{dot}");
+}
+
 /// `--types`: each path with its type, inferred from its uses where it is `any`.
 #[test]
 fn typed_edges() {

@@ -1,7 +1,8 @@
 //! Drawing a plan's DAG: Mermaid flowcharts and Graphviz DOT.
 //!
 //! Both show the levels (Mermaid subgraphs, DOT clusters of equal rank), draw conditional
-//! steps (`conditions` or `done_check`) and parallel steps with their own shapes, and label
+//! steps (`conditions` or `done_check`), parallel steps and transform steps (no tool) with
+//! their own shapes, and label
 //! every edge with the paths it carries from one step's result to the next (`files`,
 //! `files.length`), with its type when asked (`tdsl graph --types`); an edge that only
 //! `dependencies` makes is dashed.
@@ -59,6 +60,8 @@ impl Plan {
                 let (open, close) = match (conditional(s), s.parallel.is_some()) {
                     (true, _) => ("{{", "}}"),
                     (false, true) => ("[[", "]]"),
+                    // A transform step calls nothing: a stadium.
+                    (false, false) if s.tool_path.is_none() => ("([", "])"),
                     (false, false) => ("[", "]"),
                 };
                 let _ = writeln!(out, "        s{}{open}\"{label}\"{close}", id.0);
@@ -112,6 +115,7 @@ impl Plan {
                     (true, true) => attrs.extend(["shape=hexagon".into(), "peripheries=2".into()]),
                     (true, false) => attrs.extend(["shape=hexagon".into(), "style=dashed".into()]),
                     (false, true) => attrs.push("shape=box3d".into()),
+                    (false, false) if s.tool_path.is_none() => attrs.push("style=rounded".into()),
                     (false, false) => {}
                 }
                 let _ = writeln!(out, "        {} [{}];", dot_string(&s.execution_id), attrs.join(", "));
