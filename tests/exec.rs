@@ -351,7 +351,8 @@ const JOINED: &str = r#"{
 
 #[test]
 fn a_transform_step_joins_two_fan_outs_that_run_at_the_same_time_and_makes_no_call() {
-    let dir = root("transform-join", &[("/tools/a.tool", ANY_TOOL), ("/tools/b.tool", ANY_TOOL), ("main.tool", JOINED)]);
+    let dir =
+        root("transform-join", &[("/tools/a.tool", ANY_TOOL), ("/tools/b.tool", ANY_TOOL), ("main.tool", JOINED)]);
     // Both fan-outs are level 0 and the join level 1: nothing hangs one fan-out on the other.
     let wf = load(&dir);
     let levels: Vec<Vec<&str>> =

@@ -211,9 +211,15 @@ fn a_transform_step_is_drawn_as_one_that_calls_nothing() {
         "{html}"
     );
     assert!(html.contains(r#"class="sub">COMPLETED · transform</text>"#), "{html}");
-    assert!(html.contains(r#"data-step="left" data-status="COMPLETED" tabindex="0"><title>left: COMPLETED</title><rect x="20""#));
-    assert!(html.contains(r#"data-step="right" data-status="COMPLETED" tabindex="0"><title>right: COMPLETED</title><rect x="20""#));
-    assert!(html.contains(r#"data-step="join" data-status="COMPLETED" tabindex="0"><title>join: COMPLETED</title><rect x="260""#));
+    assert!(html.contains(
+        r#"data-step="left" data-status="COMPLETED" tabindex="0"><title>left: COMPLETED</title><rect x="20""#
+    ));
+    assert!(html.contains(
+        r#"data-step="right" data-status="COMPLETED" tabindex="0"><title>right: COMPLETED</title><rect x="20""#
+    ));
+    assert!(html.contains(
+        r#"data-step="join" data-status="COMPLETED" tabindex="0"><title>join: COMPLETED</title><rect x="260""#
+    ));
     assert_eq!(html.matches("<title>attempt ").count(), 3, "the fan-outs' three calls, none for the join");
     assert!(html.contains(r#"\"transform_step\":true"#) || html.contains(r#""transform_step":true"#), "{html}");
 }

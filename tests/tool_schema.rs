@@ -158,5 +158,8 @@ fn a_transform_step_is_valid_and_the_keys_of_a_call_are_refused_on_it_by_the_sch
     bad.pointer_mut("/instructions/1").and_then(Value::as_object_mut).unwrap().remove("transform_responses");
     assert!(!errors(&v, &bad).is_empty(), "the schema accepts a step with neither");
     let (_, diags) = tdsl::testing::tool::load(&bad.to_string());
-    assert!(diags.iter().any(|d| d.code.as_str() == "E0504" && d.message.contains("tool_definition_path")), "{diags:?}");
+    assert!(
+        diags.iter().any(|d| d.code.as_str() == "E0504" && d.message.contains("tool_definition_path")),
+        "{diags:?}"
+    );
 }

@@ -598,7 +598,10 @@ impl Loader<'_> {
                 Diagnostic::new(
                     Code::NotOnTransformStep,
                     k.span,
-                    format!("`{}` is not a key of a transform step ({} has no `tool_definition_path`)", k.node, obj.what),
+                    format!(
+                        "`{}` is not a key of a transform step ({} has no `tool_definition_path`)",
+                        k.node, obj.what
+                    ),
                 )
                 .with_label(why)
                 .with_help(help),
