@@ -10,7 +10,9 @@
 //!   does not have, or a response type the declaration cannot accept.
 //!
 //! `W0901` is drift that does not fail by itself: a declared argument the server's schema
-//! does not list. Schemas without a `type` (or with `anyOf`, `$ref`, …) match anything.
+//! does not list. The server's schemas are read whole first ([`super::resolve`]: local
+//! `$ref`s followed, `anyOf` with `null` as a nullable type); a schema without a `type` (a
+//! union of several types) matches anything.
 
 use serde_json::Value as Json;
 
@@ -41,7 +43,9 @@ pub fn compare_with_server(def: &ToolDef, source: &str, endpoint: (&str, Span), 
         return vec![d.with_help(list)];
     };
     let mut out = Vec::new();
-    let input = ObjectSchema::of(server.get("inputSchema"));
+    // `$ref`s and `anyOf`-with-null read as the SDKs write them (`super::resolve`).
+    let resolved = |key: &str| server.get(key).filter(|s| s.is_object()).map(super::resolve::resolve_schema);
+    let input = ObjectSchema::of(resolved("inputSchema").as_ref());
     for (name, schema) in &input.properties {
         let declared = def.arguments.iter().find(|p| p.name.node == *name);
         let server_requires = input.required.iter().any(|r| r == name);
@@ -97,7 +101,7 @@ pub fn compare_with_server(def: &ToolDef, source: &str, endpoint: (&str, Span), 
         }
     }
     if server.get("outputSchema").is_some_and(Json::is_object) {
-        let output = ObjectSchema::of(server.get("outputSchema"));
+        let output = ObjectSchema::of(resolved("outputSchema").as_ref());
         for p in &def.responses {
             match output.properties.iter().find(|(n, _)| *n == p.name.node) {
                 None if !output.open => out.push(

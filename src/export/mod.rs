@@ -19,6 +19,7 @@
 //! `docs/mcp.md` documents the mapping and the naming rule.
 
 pub mod compare;
+pub(crate) mod resolve;
 pub mod lossy;
 pub mod names;
 pub mod schema;
