@@ -48,6 +48,15 @@ pub(crate) fn plan_error(mut d: Diagnostic) -> Diagnostic {
     d
 }
 
+/// An argument found to be `null` where the callee wants a value (`E0613`, "and this is
+/// null") when the plan reads a field that is always null (`E1320`): the value is null
+/// *because* of that read, so the model gets the one cause, not its echo at every use.
+pub(crate) fn drop_null_echoes(diags: &mut Vec<Diagnostic>) {
+    if diags.iter().any(|d| d.code == Code::PlanAlwaysNull) {
+        diags.retain(|d| !(d.code == Code::CalleeArgumentType && d.message.ends_with(", and this is null")));
+    }
+}
+
 fn regex(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
     cell.get_or_init(|| Regex::new(pattern).unwrap_or_else(|e| panic!("the pattern {pattern} is valid: {e}")))
 }

@@ -493,6 +493,7 @@ impl Plans {
             }
             diags.push(adapt(d, &source, &step_tools));
         }
+        literal::drop_null_echoes(&mut diags);
         let result_type = if diags.iter().any(Diagnostic::is_error) { None } else { result_type(&checked) };
         let check = PlanCheck::finish(source, Some(tree), diags, checked.plan.as_ref().map(levels).zip(result_type));
         let ok = check.ok();

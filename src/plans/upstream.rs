@@ -3,7 +3,7 @@
 //! A plan calls `SERVER/TOOL`; the tool is known only by what the server's `tools/list`
 //! says: its input JSON Schema and, when it has one, its output schema. Both are read whole
 //! first ([`resolve_schema`]: local `$ref`s into `$defs`/`definitions` followed, recursive
-//! ones cut at [`RECURSION_DEPTH`], `anyOf`/`oneOf` with `null` as a nullable type, `allOf`
+//! ones cut at a depth of two, `export::resolve::RECURSION_DEPTH`, `anyOf`/`oneOf` with `null` as a nullable type, `allOf`
 //! merged). Each property then becomes a declaration (`type_name` as `tdsl check
 //! --mcp-schemas` reads schemas, [`crate::export::compare`], with the schema's `enum`,
 //! `minimum`/`maximum`, lengths and `default` as the declaration's constraints, so literals
@@ -21,7 +21,7 @@ use serde_json::{json, Map, Value as Json};
 
 use crate::analysis::{ExactTypes, LoadedTool};
 use crate::export::compare::type_name_of;
-use crate::export::resolve::{resolve_schema, CUT, RECURSION_DEPTH};
+use crate::export::resolve::{resolve_schema, CUT};
 use crate::tool::TypeName;
 use crate::types::Type;
 use crate::value::Value;

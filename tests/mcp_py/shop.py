@@ -116,9 +116,9 @@ def get_order(order_id: str) -> Order:
 
 
 @server.tool()
-def forecast(city: str, days: int = Field(3, ge=1, le=7)) -> list[Forecast]:
+def daily_forecast(city: str, days: int = Field(3, ge=1, le=7)) -> list[Forecast]:
     """The forecast of a city, one entry a day."""
-    CALLS.append("forecast")
+    CALLS.append("daily_forecast")
     return [Forecast(city=city, day=d, max_c=20.0 + d, min_c=10.0 + d) for d in range(days)]
 
 
