@@ -266,3 +266,29 @@ fn arguments_span(def: &ToolDef) -> Span {
         _ => def.span,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The server's schemas are read whole: a `$ref` into `$defs` and an `anyOf` with `null`
+    /// have a type, so a declaration of another type is found (they matched anything before).
+    #[test]
+    fn references_and_optional_types_are_compared() {
+        let source = r#"{"description": "x", "arguments": [{"name": "n", "type_name": "string", "required": true}, {"name": "s", "type_name": "integer"}], "system_event_endpoint": "mcp:srv#t"}"#;
+        let (def, diags) = crate::tool::load(source);
+        assert!(diags.is_empty(), "{diags:?}");
+        let def = def.expect("a tool");
+        let tools = [json!({"name": "t", "inputSchema": {
+            "$defs": {"N": {"type": "integer"}},
+            "type": "object",
+            "properties": {"n": {"$ref": "#/$defs/N"}, "s": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": null}},
+            "required": ["n"]}})];
+        let found = compare_with_server(&def, source, ("t", Span::new(0, 0)), &tools);
+        let messages: Vec<&str> = found.iter().map(|d| d.message.as_str()).collect();
+        assert_eq!(found.len(), 2, "{messages:?}");
+        assert!(messages[0].contains("the argument `n` as integer"), "{messages:?}");
+        assert!(messages[1].contains("the argument `s` as string"), "{messages:?}");
+    }
+}
