@@ -370,11 +370,8 @@ fn a_huge_plan_is_refused_and_the_server_goes_on() {
 /// enum is refused too; the repaired plan runs.
 #[test]
 fn a_pydantic_upstreams_schemas_are_read_whole() {
-    let shop = format!(
-        "shop='{}' '{}'",
-        common::python::python().display(),
-        repo().join("tests/mcp_py/shop.py").display()
-    );
+    let shop =
+        format!("shop='{}' '{}'", common::python::python().display(), repo().join("tests/mcp_py/shop.py").display());
     let mut raw = Raw::start(&["--no-history", "--upstream", &shop]);
 
     let tools = raw.request("resources/read", serde_json::json!({"uri": "tdsl://tools"}));
@@ -429,7 +426,8 @@ fn a_pydantic_upstreams_schemas_are_read_whole() {
 
     let mut repaired = outside;
     repaired["instructions"][0]["arguments"]["status"] = serde_json::json!("shipped");
-    repaired["response_reference_map"] = serde_json::json!({"statuses": "REF:details.response", "ids": "REF:orders.ids"});
+    repaired["response_reference_map"] =
+        serde_json::json!({"statuses": "REF:details.response", "ids": "REF:orders.ids"});
     let r = raw.call("run_plan", serde_json::json!({"plan": repaired}));
     assert_eq!(r["isError"], false, "{r}");
     assert_eq!(r["structuredContent"]["result"]["ids"], serde_json::json!(["o-2"]), "{r}");

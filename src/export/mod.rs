@@ -19,9 +19,9 @@
 //! `docs/mcp.md` documents the mapping and the naming rule.
 
 pub mod compare;
-pub(crate) mod resolve;
 pub mod lossy;
 pub mod names;
+pub(crate) mod resolve;
 pub mod schema;
 
 use serde_json::{json, Map, Value as Json};

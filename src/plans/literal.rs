@@ -123,8 +123,9 @@ pub(crate) fn check_site(site: &Site<'_>, out: &mut Vec<Diagnostic>) {
         );
         return;
     }
-    if let Some(c) = regex(&BRACE, r"(?:^|[^{$])(\{\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+|\[\d+\])*)\s*\})(?:[^}]|$)")
-        .captures(text)
+    if let Some(c) =
+        regex(&BRACE, r"(?:^|[^{$])(\{\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+|\[\d+\])*)\s*\})(?:[^}]|$)")
+            .captures(text)
     {
         if let (Some(m), Some(name)) = (c.get(1), c.get(2)) {
             out.push(
