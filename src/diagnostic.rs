@@ -401,6 +401,16 @@ codes! {
     /// A whole JSON string that is a Python or JavaScript literal: `"flag": "True"`,
     /// `"limit": "None"`
     PlanLiteralString = "W1313", Warning;
+    /// An expression the checker knows is always `null`, in a plan (the warning `W0102` in a
+    /// `.tool` file): a field the callee's schema does not declare, `item.id` over elements
+    /// `{order_id, …}`
+    PlanAlwaysNull = "E1320", Error;
+    /// A plan argument that is read but not declared: `"REF:arguments.city"` in a plan
+    /// without `arguments` (the warning `W0606` in a `.tool` file)
+    PlanUndeclaredArgument = "E1321", Error;
+    /// A string value that is sent as literal text though it reads as something computed:
+    /// `"Rate is REF:fx.rate"`, `"upper(name)"`, `"f\"{x}\""`, `"{x}"`
+    PlanLiteralText = "W1320", Warning;
 }
 
 impl fmt::Display for Code {

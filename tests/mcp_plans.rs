@@ -361,3 +361,76 @@ fn a_huge_plan_is_refused_and_the_server_goes_on() {
     );
     assert_eq!(r["structuredContent"]["ok"], true, "{r}");
 }
+
+/// Issue 39: a real Python upstream (`tests/mcp_py/shop.py`, FastMCP with pydantic models,
+/// list items as `$ref`s into `$defs`, the `{"result": […]}` wrapping) behind `serve --mcp
+/// --plans --upstream`: `tdsl://tools` shows the items' fields, values and bounds; a plan
+/// guessing `item.id` for `order_id` is refused by `check_plan` with the declared fields in
+/// the help, and `run_plan` refuses it without calling the upstream; a value outside its
+/// enum is refused too; the repaired plan runs.
+#[test]
+fn a_pydantic_upstreams_schemas_are_read_whole() {
+    let shop =
+        format!("shop='{}' '{}'", common::python::python().display(), repo().join("tests/mcp_py/shop.py").display());
+    let mut raw = Raw::start(&["--no-history", "--upstream", &shop]);
+
+    let tools = raw.request("resources/read", serde_json::json!({"uri": "tdsl://tools"}));
+    let listing = tools["result"]["contents"][0]["text"].as_str().unwrap_or_default().to_string();
+    assert!(
+        listing.contains(
+            "- `shop/list_orders(customer_id: string!, status: \"open\"|\"shipped\"|\"cancelled\" | null, limit: integer (1..100) = 10)` → `{result: list<{order_id: string, customer: {customer_id: string, name: string, email?: string | null}, lines: list<{sku: string, quantity: integer (≥1), price: number}>, status: \"open\"|\"shipped\"|\"cancelled\", note?: string | null}>}`"
+        ),
+        "{listing}"
+    );
+    assert!(listing.contains("\n  Give `status` to keep only the orders in that state."), "{listing}");
+    assert!(listing.contains("replies: list<{author: string, text: string, replies: list<…>}>"), "{listing}");
+
+    let guessed = serde_json::json!({
+        "instructions": [
+            {"execution_id": "orders", "tool_definition_path": "shop/list_orders", "arguments": {"customer_id": "c-1"},
+             "transform_responses": {"variables": {"found": "REF:response.result"},
+                                     "transforms": {"ids": "map(array=found, template=\"item.id\")"}}},
+            {"execution_id": "details", "tool_definition_path": "shop/get_order", "arguments": {},
+             "parallel_execution": {"iterate_over": "REF:orders.ids", "child_argument_name": "order_id"}}
+        ],
+        "response_reference_map": {"statuses": "REF:details.response"}
+    });
+    let calls = |raw: &mut Raw| {
+        let plan = serde_json::json!({"instructions": [{"execution_id": "c", "tool_definition_path": "shop/calls", "arguments": {}}],
+                                      "response_reference_map": {"calls": "REF:c.result"}});
+        let r = raw.call("run_plan", serde_json::json!({"plan": plan}));
+        assert_eq!(r["isError"], false, "{r}");
+        r["structuredContent"]["result"]["calls"].clone()
+    };
+
+    let r = raw.call("check_plan", serde_json::json!({"plan": guessed}));
+    assert_eq!(r["isError"], true, "{r}");
+    let d = &r["structuredContent"]["diagnostics"][0];
+    assert_eq!(d["code"], "E1320", "{r}");
+    assert_eq!(d["pointer"], "/instructions/0/transform_responses/transforms/ids", "{r}");
+    assert!(d["help"].as_str().unwrap_or_default().contains("order_id, customer, lines, status, note"), "{r}");
+
+    let r = raw.call("run_plan", serde_json::json!({"plan": guessed}));
+    assert_eq!(r["isError"], true, "{r}");
+    assert_eq!(r["structuredContent"]["diagnostics"][0]["code"], "E1320", "{r}");
+    assert_eq!(calls(&mut raw), serde_json::json!([]), "a refused plan made no call");
+
+    let mut outside = guessed.clone();
+    outside["instructions"][0]["arguments"]["status"] = serde_json::json!("pending");
+    outside["instructions"][0]["transform_responses"]["transforms"]["ids"] =
+        serde_json::json!("map(array=found, template=\"item.order_id\")");
+    let r = raw.call("run_plan", serde_json::json!({"plan": outside}));
+    assert_eq!(r["isError"], true, "{r}");
+    assert_eq!(r["structuredContent"]["diagnostics"][0]["code"], "E0630", "{r}");
+    assert_eq!(calls(&mut raw), serde_json::json!([]), "a refused plan made no call");
+
+    let mut repaired = outside;
+    repaired["instructions"][0]["arguments"]["status"] = serde_json::json!("shipped");
+    repaired["response_reference_map"] =
+        serde_json::json!({"statuses": "REF:details.response", "ids": "REF:orders.ids"});
+    let r = raw.call("run_plan", serde_json::json!({"plan": repaired}));
+    assert_eq!(r["isError"], false, "{r}");
+    assert_eq!(r["structuredContent"]["result"]["ids"], serde_json::json!(["o-2"]), "{r}");
+    assert_eq!(r["structuredContent"]["result"]["statuses"][0]["status"], "shipped", "{r}");
+    assert_eq!(calls(&mut raw), serde_json::json!(["list_orders", "get_order"]));
+}

@@ -50,6 +50,35 @@ fn upstream() -> Vec<UpstreamTool> {
             output_schema: None,
         },
     ]
+    .into_iter()
+    .chain(sdk_tools("shop", "pydantic_tools.json"))
+    .chain(sdk_tools("ts", "zod_tools.json"))
+    .collect()
+}
+
+/// The tools of `tests/data/plans/upstream/FILE` (a `tools/list` as the official SDKs make
+/// it: `tests/mcp_py/shop.py --list` for pydantic, zod's style by hand) as server `server`.
+fn sdk_tools(server: &str, file: &str) -> Vec<UpstreamTool> {
+    let text = std::fs::read_to_string(manifest().join("tests/data/plans/upstream").join(file)).expect("the fixture");
+    let listed: Json = serde_json::from_str(&text).expect("JSON");
+    let tools = listed.get("tools").unwrap_or(&listed).as_array().cloned().unwrap_or_default();
+    tools
+        .iter()
+        .map(|t| UpstreamTool {
+            server: server.into(),
+            name: t["name"].as_str().expect("a name").into(),
+            description: t["description"].as_str().map(str::to_string),
+            input_schema: t["inputSchema"].clone(),
+            output_schema: t.get("outputSchema").cloned(),
+        })
+        .collect()
+}
+
+/// The canned answer of an upstream tool of `sdk_tools` (`tests/data/plans/upstream/answers.json`).
+fn sdk_answer(server: &str, tool: &str) -> Option<tdsl::Value> {
+    let text = std::fs::read_to_string(manifest().join("tests/data/plans/upstream/answers.json")).expect("answers");
+    let answers: Json = serde_json::from_str(&text).expect("JSON");
+    answers.get(format!("{server}/{tool}")).map(|a| serde_json::from_value(a.clone()).expect("a value"))
 }
 
 /// The host runner for served tools, with upstream calls routed to canned answers (what
@@ -64,7 +93,8 @@ fn runner() -> Arc<dyn Runner> {
                 let answer = json!({"city": city, "high_c": 21.5, "summary": format!("sunny in {city}")});
                 Ok(serde_json::from_value(answer).expect("a value"))
             }
-            Some((server, tool)) => Err(ToolError::permanent(format!("no upstream `{server}/{tool}` in this test"))),
+            Some((server, tool)) => sdk_answer(server, tool)
+                .ok_or_else(|| ToolError::permanent(format!("no upstream `{server}/{tool}` in this test"))),
             None => host.call(call),
         }
     })

@@ -25,7 +25,7 @@ use super::dag;
 use super::lints::expected_keys;
 use super::plan::*;
 use super::refs::{quoted, Fields, RefEnv, RefInfo};
-use super::root::{prefixed, LoadedTool, MissingCallees, Resolved, ToolRoot};
+use super::root::{prefixed, ExactTypes, LoadedTool, MissingCallees, Resolved, ToolRoot};
 use super::transform::{BlockSpec, ListLiterals, Names};
 use crate::diagnostic::{did_you_mean, Code, Diagnostic};
 use crate::engine::Engine;
@@ -547,7 +547,13 @@ impl<'a> Checker<'a> {
                 _ if transform_step => Names::default(),
                 (Some(_), _) => Names::default(),
                 (None, Some(rs)) => Names {
-                    list: rs.iter().map(|p| (Arc::from(p.name.node.as_str()), param_type(p))).collect(),
+                    list: rs
+                        .iter()
+                        .map(|p| {
+                            let exact = callee.as_ref().and_then(|c| c.exact.as_deref());
+                            (Arc::from(p.name.node.as_str()), param_type_as(p, exact_type(exact, p, true)))
+                        })
+                        .collect(),
                     open: false,
                 },
                 (None, None) => Names { list: IndexMap::new(), open: true },
@@ -741,10 +747,11 @@ impl<'a> Checker<'a> {
     }
 
     fn callee_shapes(&mut self, callee: Option<&Arc<LoadedTool>>, declared: Option<&[Param]>) -> Arc<Shapes> {
+        let exact = callee.and_then(|c| c.exact.as_deref());
         let make = || {
             Arc::new(Shapes {
-                response: response_type(declared),
-                result: plain_result_type(declared),
+                response: response_type(declared, exact),
+                result: plain_result_type(declared, exact),
                 fields: declared.map(|rs| rs.iter().map(|p| Arc::from(p.name.node.as_str())).collect()),
             })
         };
@@ -846,7 +853,7 @@ impl<'a> Checker<'a> {
         self.literal_constraints(ins, &by_name);
         for s in supplied {
             let Some(p) = by_name.get(&*s.name) else { continue };
-            let expected = accepted_type(p);
+            let expected = accepted_type_as(p, exact_type(callee.exact.as_deref(), p, false));
             if s.ty.fits(&expected) == Fit::No {
                 let declared = p.type_or_any();
                 self.diags.push(
@@ -1284,12 +1291,23 @@ pub(crate) fn declared_type(t: &TypeName) -> Type {
 
 /// A declared argument's or response's type: its `type_name`, or null when not required.
 pub(crate) fn param_type(p: &Param) -> Type {
-    let t = declared_type(&p.type_or_any());
+    param_type_as(p, declared_type(&p.type_or_any()))
+}
+
+/// [`param_type`] with the declared value's type `t` (an exact type, [`ExactTypes`]).
+fn param_type_as(p: &Param, t: Type) -> Type {
     if p.is_required() {
         t
     } else {
         t.union(Type::Null)
     }
+}
+
+/// A callee's declaration's value type: the exact one when the callee has it (an upstream
+/// tool's schema), else its `type_name`'s.
+fn exact_type(exact: Option<&ExactTypes>, p: &Param, response: bool) -> Type {
+    let known = exact.and_then(|e| if response { &e.responses } else { &e.arguments }.get(p.name.node.as_str()));
+    known.cloned().unwrap_or_else(|| declared_type(&p.type_or_any()))
 }
 
 /// A composite's own argument as `REF:arguments.X` sees it: a declaration with a `default`
@@ -1305,7 +1323,11 @@ pub(crate) fn argument_type(p: &Param) -> Type {
 /// What a caller may pass for a callee's argument: its type, or null when it is optional or
 /// has a `default` (which the run then fills in).
 pub(crate) fn accepted_type(p: &Param) -> Type {
-    let t = declared_type(&p.type_or_any());
+    accepted_type_as(p, declared_type(&p.type_or_any()))
+}
+
+/// [`accepted_type`] with the declared value's type `t`.
+fn accepted_type_as(p: &Param, t: Type) -> Type {
     if p.is_required() && crate::tool::validate::default_of(p).is_none() {
         t
     } else {
@@ -1336,17 +1358,20 @@ fn failed_step_type() -> Type {
 
 /// A callee's raw response: an object of its declared responses (open: a tool may return
 /// more than it declares), or any object when it declares none.
-fn response_type(declared: Option<&[Param]>) -> Type {
+fn response_type(declared: Option<&[Param]>, exact: Option<&ExactTypes>) -> Type {
     match declared {
-        Some(rs) => Type::object(rs.iter().map(|p| (Arc::from(p.name.node.as_str()), param_type(p))), true),
+        Some(rs) => Type::object(
+            rs.iter().map(|p| (Arc::from(p.name.node.as_str()), param_type_as(p, exact_type(exact, p, true)))),
+            true,
+        ),
         None => Type::any_object(),
     }
 }
 
 /// A plain step's result before its transforms: the response with the `response` alias
 /// (SPEC §2: the key `response` when declared, else the whole result).
-fn plain_result_type(declared: Option<&[Param]>) -> Type {
-    let raw = response_type(declared);
+fn plain_result_type(declared: Option<&[Param]>, exact: Option<&ExactTypes>) -> Type {
+    let raw = response_type(declared, exact);
     let mut fields = object_fields(&raw);
     if !fields.iter().any(|(k, _)| &**k == "response") {
         let alias = if declared.is_some() { raw.clone() } else { Type::Any };

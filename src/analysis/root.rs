@@ -59,6 +59,21 @@ pub struct LoadedTool {
     /// Whether the file has a `responses` key: without one, the tool's result fields are
     /// unknown and REFs into them are not checked.
     pub declares_responses: bool,
+    /// Types of its declarations that say more than their `type_name`s (an upstream MCP
+    /// tool's schemas: the fields of nested objects and list elements), when known.
+    pub exact: Option<Arc<ExactTypes>>,
+}
+
+/// The static types of a tool's declarations where they are known beyond the `type_name`
+/// (`list<object>` of a declaration, `list<{id: string, …}>` from the schema), by name: the
+/// type of a declared value (`null` added by the analysis when it is optional, as for any
+/// declaration). A name without one has its `type_name`'s type.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ExactTypes {
+    /// By argument name.
+    pub arguments: HashMap<String, crate::types::Type>,
+    /// By response name.
+    pub responses: HashMap<String, crate::types::Type>,
 }
 
 impl LoadedTool {
@@ -76,7 +91,13 @@ impl LoadedTool {
                 .is_some_and(|entries| entries.iter().any(|(k, _)| k.node == key))
         };
         let (declares_arguments, declares_responses) = (has("arguments"), has("responses"));
-        LoadedTool { file, tool_path, source, def, diagnostics, declares_arguments, declares_responses }
+        LoadedTool { file, tool_path, source, def, diagnostics, declares_arguments, declares_responses, exact: None }
+    }
+
+    /// With the exact types of its declarations.
+    pub fn with_exact(mut self, exact: ExactTypes) -> LoadedTool {
+        self.exact = Some(Arc::new(exact));
+        self
     }
 }
 

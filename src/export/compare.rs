@@ -10,7 +10,9 @@
 //!   does not have, or a response type the declaration cannot accept.
 //!
 //! `W0901` is drift that does not fail by itself: a declared argument the server's schema
-//! does not list. Schemas without a `type` (or with `anyOf`, `$ref`, …) match anything.
+//! does not list. The server's schemas are read whole first ([`super::resolve`]: local
+//! `$ref`s followed, `anyOf` with `null` as a nullable type); a schema without a `type` (a
+//! union of several types) matches anything.
 
 use serde_json::Value as Json;
 
@@ -41,7 +43,9 @@ pub fn compare_with_server(def: &ToolDef, source: &str, endpoint: (&str, Span), 
         return vec![d.with_help(list)];
     };
     let mut out = Vec::new();
-    let input = ObjectSchema::of(server.get("inputSchema"));
+    // `$ref`s and `anyOf`-with-null read as the SDKs write them (`super::resolve`).
+    let resolved = |key: &str| server.get(key).filter(|s| s.is_object()).map(super::resolve::resolve_schema);
+    let input = ObjectSchema::of(resolved("inputSchema").as_ref());
     for (name, schema) in &input.properties {
         let declared = def.arguments.iter().find(|p| p.name.node == *name);
         let server_requires = input.required.iter().any(|r| r == name);
@@ -97,7 +101,7 @@ pub fn compare_with_server(def: &ToolDef, source: &str, endpoint: (&str, Span), 
         }
     }
     if server.get("outputSchema").is_some_and(Json::is_object) {
-        let output = ObjectSchema::of(server.get("outputSchema"));
+        let output = ObjectSchema::of(resolved("outputSchema").as_ref());
         for p in &def.responses {
             match output.properties.iter().find(|(n, _)| *n == p.name.node) {
                 None if !output.open => out.push(
@@ -260,5 +264,31 @@ fn arguments_span(def: &ToolDef) -> Span {
     match (def.arguments.first(), def.arguments.last()) {
         (Some(a), Some(b)) => Span { start: a.span.start, end: b.span.end },
         _ => def.span,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The server's schemas are read whole: a `$ref` into `$defs` and an `anyOf` with `null`
+    /// have a type, so a declaration of another type is found (they matched anything before).
+    #[test]
+    fn references_and_optional_types_are_compared() {
+        let source = r#"{"description": "x", "arguments": [{"name": "n", "type_name": "string", "required": true}, {"name": "s", "type_name": "integer"}], "system_event_endpoint": "mcp:srv#t"}"#;
+        let (def, diags) = crate::tool::load(source);
+        assert!(diags.is_empty(), "{diags:?}");
+        let def = def.expect("a tool");
+        let tools = [json!({"name": "t", "inputSchema": {
+            "$defs": {"N": {"type": "integer"}},
+            "type": "object",
+            "properties": {"n": {"$ref": "#/$defs/N"}, "s": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": null}},
+            "required": ["n"]}})];
+        let found = compare_with_server(&def, source, ("t", Span::new(0, 0)), &tools);
+        let messages: Vec<&str> = found.iter().map(|d| d.message.as_str()).collect();
+        assert_eq!(found.len(), 2, "{messages:?}");
+        assert!(messages[0].contains("the argument `n` as integer"), "{messages:?}");
+        assert!(messages[1].contains("the argument `s` as string"), "{messages:?}");
     }
 }

@@ -21,6 +21,7 @@
 pub mod compare;
 pub mod lossy;
 pub mod names;
+pub(crate) mod resolve;
 pub mod schema;
 
 use serde_json::{json, Map, Value as Json};

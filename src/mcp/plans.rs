@@ -517,33 +517,10 @@ fn served_line(s: &Served) -> String {
     line
 }
 
-/// One upstream tool in `tdsl://tools`, from its schemas.
+/// One upstream tool in `tdsl://tools`, from its schemas read whole
+/// ([`UpstreamTool::listing_line`]).
 fn upstream_line(t: &UpstreamTool) -> String {
-    let props = |schema: &Json, marks: bool| -> Vec<String> {
-        let required: Vec<&str> = schema
-            .get("required")
-            .and_then(Json::as_array)
-            .map_or(Vec::new(), |r| r.iter().filter_map(Json::as_str).collect());
-        schema.get("properties").and_then(Json::as_object).map_or(Vec::new(), |p| {
-            p.iter()
-                .map(|(n, s)| {
-                    let bang = if marks && required.contains(&n.as_str()) { "!" } else { "" };
-                    format!("{}: {}{bang}", crate::plans::escape_controls(n), crate::export::compare::type_name_of(s))
-                })
-                .collect()
-        })
-    };
-    let mut line = format!("- `{}({})`", t.plan_name(), props(&t.input_schema, true).join(", "));
-    if let Some(out) = &t.output_schema {
-        line.push_str(&format!(" → `{{{}}}`", props(out, false).join(", ")));
-    } else {
-        line.push_str(" → `{response: any}` (no output schema: read `REF:step.response`)");
-    }
-    if let Some(d) = t.description.as_deref().map(str::trim).filter(|d| !d.is_empty()) {
-        line.push_str(&format!(": {}", crate::plans::escape_controls(d.lines().next().unwrap_or(d))));
-    }
-    line.push('\n');
-    line
+    t.listing_line()
 }
 
 /// Sends `SERVER/TOOL` calls to their upstream server, every other call to the host runner.
@@ -629,6 +606,10 @@ mod tests {
                 "outputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}),
         )
         .expect("a tool");
-        assert_eq!(upstream_line(&t), "- `docs/upper(text: string!, n: integer)` → `{text: string}`: Upper-cases\n");
+        // The whole description; a response the schema does not require may be absent (`?`).
+        assert_eq!(
+            upstream_line(&t),
+            "- `docs/upper(text: string!, n: integer)` → `{text?: string}`: Upper-cases\n  more\n"
+        );
     }
 }

@@ -43,6 +43,7 @@
 //! assert_eq!(checked.levels.as_ref().unwrap(), &[vec!["check".to_string()], vec!["info".to_string()]]);
 //! ```
 
+mod literal;
 mod locate;
 mod mistakes;
 #[cfg(feature = "engine")]
@@ -432,7 +433,11 @@ impl Plans {
         let mut named = Vec::new();
         let sites = mistakes::sites(&tree);
         for site in &sites {
+            let before = found.len();
             mistakes::check_site(site, &names, self.files, &mut found, &mut named);
+            if found.len() == before {
+                literal::check_site(site, &mut found);
+            }
         }
         // A step a placeholder means is used: "never used" would be an echo.
         let used: Vec<Span> = instructions
@@ -488,6 +493,7 @@ impl Plans {
             }
             diags.push(adapt(d, &source, &step_tools));
         }
+        literal::drop_null_echoes(&mut diags);
         let result_type = if diags.iter().any(Diagnostic::is_error) { None } else { result_type(&checked) };
         let check = PlanCheck::finish(source, Some(tree), diags, checked.plan.as_ref().map(levels).zip(result_type));
         let ok = check.ok();
@@ -505,8 +511,7 @@ impl Plans {
                 return match of_server.iter().find(|u| u.name == tool) {
                     Some(u) => {
                         let file = self.root.join(".upstream").join(server).join(format!("{tool}.tool"));
-                        let loaded =
-                            Arc::new(LoadedTool::from_source(file, written.to_string(), Arc::from(u.tool_source())));
+                        let loaded = Arc::new(u.loaded(file, written.to_string()));
                         // A schema tdsl cannot declare (a property `@type`, `x.y`): say so, with
                         // the first problem — the model cannot "check the callee on its own".
                         if let Some(first) = loaded.diagnostics.iter().find(|d| d.is_error()) {
@@ -648,6 +653,8 @@ fn adapt(d: &Diagnostic, source: &str, step_tools: &[(String, String, Span)]) ->
     let text = source.get(d.span.range()).unwrap_or_default();
     match d.code {
         Code::UndeclaredResponseField => d.code = Code::PlanUnknownField,
+        // Nothing silently wrong (SPEC §13): what a `.tool` file is warned of, a plan is refused.
+        Code::UnknownField | Code::OpenArgument => d = literal::plan_error(d),
         // A plan cannot be primitive: the help of a `.tool` file would send the model to
         // `system_event_endpoint`, which a plan may not have (`E1304`).
         Code::NeitherPrimitiveNorComposite | Code::EmptyInstructions => {

@@ -1,15 +1,30 @@
 //! An upstream MCP server's tool as a primitive tool the analysis can check a plan against.
 //!
 //! A plan calls `SERVER/TOOL`; the tool is known only by what the server's `tools/list`
-//! says: its input JSON Schema and, when it has one, its output schema. Each becomes a
-//! declaration (`type_name` as `tdsl check --mcp-schemas` reads schemas,
-//! [`crate::export::compare`]), and the tool a `.tool` text whose endpoint is
-//! `upstream:SERVER/TOOL` — a scheme no runner of tdsl's knows, so only a host that routes
-//! upstream calls ([`upstream_target`]) can run it.
+//! says: its input JSON Schema and, when it has one, its output schema. Both are read whole
+//! first ([`resolve_schema`]: local `$ref`s into `$defs`/`definitions` followed, recursive
+//! ones cut at a depth of two, `export::resolve::RECURSION_DEPTH`, `anyOf`/`oneOf` with `null` as a nullable type, `allOf`
+//! merged). Each property then becomes a declaration (`type_name` as `tdsl check
+//! --mcp-schemas` reads schemas, [`crate::export::compare`], with the schema's `enum`,
+//! `minimum`/`maximum`, lengths and `default` as the declaration's constraints, so literals
+//! are held against them as in a `.tool` file, [`crate::tool::constraints`]), and the tool a
+//! `.tool` text whose endpoint is `upstream:SERVER/TOOL` — a scheme no runner of tdsl's
+//! knows, so only a host that routes upstream calls ([`upstream_target`]) can run it.
+//!
+//! What a declaration cannot say — the fields of a nested object, of a list's elements — the
+//! analysis gets as [`ExactTypes`]: an object with `properties` is a closed object type (the
+//! SDKs' models return exactly their fields; `additionalProperties` other than `false` opens
+//! it), so a REF or a template that reads a field the schema does not declare is found
+//! before the run (`W0102`, an error in a plan: `E1315`).
 
-use serde_json::{json, Value as Json};
+use serde_json::{json, Map, Value as Json};
 
+use crate::analysis::{ExactTypes, LoadedTool};
 use crate::export::compare::type_name_of;
+use crate::export::resolve::{resolve_schema, CUT};
+use crate::tool::TypeName;
+use crate::types::Type;
+use crate::value::Value;
 
 /// A tool of an upstream MCP server, as its `tools/list` describes it.
 #[derive(Clone, Debug, PartialEq)]
@@ -30,55 +45,370 @@ pub struct UpstreamTool {
 /// The endpoint scheme of an upstream tool's synthetic definition.
 pub const UPSTREAM_SCHEME: &str = "upstream:";
 
+/// The most `enum` values a listing line shows of one schema.
+const SHOWN_VALUES: usize = 12;
+
 impl UpstreamTool {
     /// How a plan names it: `SERVER/TOOL`.
     pub fn plan_name(&self) -> String {
         format!("{}/{}", self.server, self.name)
     }
 
+    /// Its schemas, read whole ([`resolve_schema`]).
+    fn resolved(&self) -> (Json, Option<Json>) {
+        (resolve_schema(&self.input_schema), self.output_schema.as_ref().map(resolve_schema))
+    }
+
+    /// Its description, whole, with a docstring's indentation taken off.
+    pub fn description_text(&self) -> Option<String> {
+        self.description.as_deref().map(clean_doc).filter(|d| !d.is_empty())
+    }
+
     /// The `.tool` text that stands for it in the analysis: a primitive tool with the
-    /// schemas' properties as declarations and the endpoint `upstream:SERVER/TOOL`.
+    /// schemas' properties as declarations (with their constraints) and the endpoint
+    /// `upstream:SERVER/TOOL`.
     pub fn tool_source(&self) -> String {
-        let mut tool = serde_json::Map::new();
+        let (input, output) = self.resolved();
+        self.source_of(&input, output.as_ref(), true)
+    }
+
+    fn source_of(&self, input: &Json, output: Option<&Json>, constraints: bool) -> String {
+        let mut tool = Map::new();
         tool.insert(
             "description".into(),
-            Json::String(self.description.clone().unwrap_or_else(|| format!("`{}` of {}", self.name, self.server))),
+            Json::String(self.description_text().unwrap_or_else(|| format!("`{}` of {}", self.name, self.server))),
         );
-        if let Some(args) = declarations(&self.input_schema) {
+        if let Some(args) = declarations(input, false, constraints) {
             tool.insert("arguments".into(), Json::Array(args));
         }
-        if let Some(responses) = self.output_schema.as_ref().and_then(declarations) {
+        if let Some(responses) = output.and_then(|o| declarations(o, true, constraints)) {
             tool.insert("responses".into(), Json::Array(responses));
         }
         tool.insert("system_event_endpoint".into(), Json::String(format!("{UPSTREAM_SCHEME}{}", self.plan_name())));
         serde_json::to_string_pretty(&Json::Object(tool)).unwrap_or_default()
     }
+
+    /// The static types of its arguments and responses as the schemas give them.
+    pub fn exact_types(&self) -> ExactTypes {
+        let (input, output) = self.resolved();
+        let of = |schema: &Json| {
+            schema
+                .get("properties")
+                .and_then(Json::as_object)
+                .map(|p| p.iter().map(|(k, s)| (k.clone(), schema_type(s))).collect())
+                .unwrap_or_default()
+        };
+        ExactTypes { arguments: of(&input), responses: output.as_ref().map(of).unwrap_or_default() }
+    }
+
+    /// The tool as the analysis loads it (at `file`, first named `written`): its `.tool`
+    /// text and its exact types. A constraint the loader refuses (a schema's `default` its
+    /// own bounds refuse) is dropped with the others rather than make the tool uncallable.
+    pub fn loaded(&self, file: std::path::PathBuf, written: String) -> LoadedTool {
+        let (input, output) = self.resolved();
+        let text = self.source_of(&input, output.as_ref(), true);
+        let mut loaded = LoadedTool::from_source(file.clone(), written.clone(), std::sync::Arc::from(text));
+        if loaded.has_errors() {
+            let plain = self.source_of(&input, output.as_ref(), false);
+            let again = LoadedTool::from_source(file, written, std::sync::Arc::from(plain));
+            if !again.has_errors() {
+                loaded = again;
+            }
+        }
+        loaded.with_exact(self.exact_types())
+    }
+
+    /// Its line in `tdsl://tools`: `SERVER/TOOL(argument: type!, …) → {response: type, …}`
+    /// with nested objects' fields, `enum` values, bounds and defaults, then its whole
+    /// description and its arguments' and responses' descriptions, indented.
+    pub fn listing_line(&self) -> String {
+        let (input, output) = self.resolved();
+        let esc = super::escape_controls;
+        let args: Vec<String> = properties(&input)
+            .map(|(n, s, required)| {
+                let mut a = format!("{}: {}", esc(n), show(s, 0));
+                if required {
+                    a.push('!');
+                }
+                if let Some(d) = s.get("default").filter(|d| !d.is_null()) {
+                    a.push_str(&format!(" = {d}"));
+                }
+                a
+            })
+            .collect();
+        let mut line = format!("- `{}({})`", self.plan_name(), args.join(", "));
+        match &output {
+            Some(out) if out.get("properties").is_some() => {
+                line.push_str(&format!(" → `{}`", show(out, 0)));
+            }
+            Some(_) => line.push_str(" → `object`"),
+            None => line.push_str(" → `{response: any}` (no output schema: read `REF:step.response`)"),
+        }
+        if let Some(d) = self.description_text() {
+            let mut lines = d.lines();
+            line.push_str(&format!(": {}", esc(lines.next().unwrap_or_default())));
+            for l in lines {
+                line.push_str(&if l.trim().is_empty() { "\n".to_string() } else { format!("\n  {}", esc(l)) });
+            }
+        }
+        line.push('\n');
+        let described = properties(&input)
+            .map(|p| (p, "argument"))
+            .chain(output.iter().flat_map(properties).map(|p| (p, "response")));
+        for ((name, schema, _), what) in described {
+            if let Some(d) = schema.get("description").and_then(Json::as_str).map(clean_doc).filter(|d| !d.is_empty()) {
+                line.push_str(&format!("  - {what} `{}`: {}\n", esc(name), esc(&d.replace('\n', " "))));
+            }
+        }
+        line
+    }
 }
 
-/// The declarations of an object schema's properties (`None` when it lists none: then
-/// anything is accepted).
-fn declarations(schema: &Json) -> Option<Vec<Json>> {
-    let properties = schema.get("properties")?.as_object()?;
+/// The properties of an object schema: name, schema, whether required.
+fn properties(schema: &Json) -> impl Iterator<Item = (&str, &Json, bool)> {
     let required: Vec<&str> = schema
         .get("required")
         .and_then(Json::as_array)
         .map_or(Vec::new(), |r| r.iter().filter_map(Json::as_str).collect());
+    schema
+        .get("properties")
+        .and_then(Json::as_object)
+        .into_iter()
+        .flatten()
+        .map(move |(n, s)| (n.as_str(), s, required.contains(&n.as_str())))
+}
+
+/// A docstring as `inspect.cleandoc` makes it: the first line trimmed, the others without
+/// their common indentation, blank lines at both ends dropped.
+fn clean_doc(text: &str) -> String {
+    let mut lines: Vec<&str> = text.lines().collect();
+    let indent = lines
+        .iter()
+        .skip(1)
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.len() - l.trim_start().len())
+        .min()
+        .unwrap_or(0);
+    let mut out: Vec<String> = Vec::with_capacity(lines.len());
+    for (i, l) in lines.drain(..).enumerate() {
+        let l = if i == 0 { l.trim() } else { l.get(indent..).unwrap_or(l.trim_start()).trim_end() };
+        out.push(l.to_string());
+    }
+    while out.last().is_some_and(|l| l.is_empty()) {
+        out.pop();
+    }
+    while out.first().is_some_and(|l| l.is_empty()) {
+        out.remove(0);
+    }
+    out.join("\n")
+}
+
+/// The non-null JSON types a schema names.
+fn json_types(schema: &Json) -> (Vec<&str>, bool) {
+    let all: Vec<&str> = match schema.get("type") {
+        Some(Json::String(t)) => vec![t.as_str()],
+        Some(Json::Array(ts)) => ts.iter().filter_map(Json::as_str).collect(),
+        _ => Vec::new(),
+    };
+    let nullable = all.contains(&"null");
+    (all.into_iter().filter(|t| *t != "null").collect(), nullable)
+}
+
+/// The static type of a value a (resolved) schema describes: an object with `properties` is
+/// closed unless `additionalProperties` says otherwise, and its fields that are neither
+/// required nor defaulted may be `null` (absent).
+pub(crate) fn schema_type(schema: &Json) -> Type {
+    if schema.get(CUT).is_some() {
+        return Type::Any;
+    }
+    if let Some(alts) = schema.get("anyOf").and_then(Json::as_array) {
+        return Type::union_all(alts.iter().map(schema_type));
+    }
+    let (types, nullable) = json_types(schema);
+    let t = if types.is_empty() {
+        match (schema.get("properties"), schema.get("enum").and_then(Json::as_array)) {
+            (Some(_), _) => object_type(schema),
+            (None, Some(values)) => Type::union_all(values.iter().map(|v| crate::types::type_of(&Value::from(v)))),
+            _ if nullable => Type::Null,
+            _ => Type::Any,
+        }
+    } else {
+        Type::union_all(types.iter().map(|t| match *t {
+            "string" => Type::Str,
+            "integer" => Type::Int,
+            "number" => Type::Number,
+            "boolean" => Type::Bool,
+            "array" => match schema.get("items") {
+                Some(items) => Type::List(std::sync::Arc::new(schema_type(items))),
+                None => Type::any_list(),
+            },
+            "object" => object_type(schema),
+            _ => Type::Any,
+        }))
+    };
+    if nullable {
+        t.union(Type::Null)
+    } else {
+        t
+    }
+}
+
+fn object_type(schema: &Json) -> Type {
+    let Some(props) = schema.get("properties").and_then(Json::as_object).filter(|p| !p.is_empty()) else {
+        return Type::any_object();
+    };
+    let open = !matches!(schema.get("additionalProperties"), None | Some(Json::Bool(false)));
+    let fields: Vec<(std::sync::Arc<str>, Type)> = properties(schema)
+        .map(|(name, s, required)| {
+            let t = schema_type(s);
+            let t = if required || s.get("default").is_some_and(|d| !d.is_null()) { t } else { t.union(Type::Null) };
+            (std::sync::Arc::from(name), t)
+        })
+        .collect();
+    debug_assert_eq!(fields.len(), props.len());
+    Type::object(fields, open)
+}
+
+/// How a (resolved) schema reads in `tdsl://tools`: `string`, `"a"|"b"`, `integer (1..100)`,
+/// `list<{id: string, tags: list<string>}>`, `{…}` where recursion was cut.
+fn show(schema: &Json, depth: usize) -> String {
+    if schema.get(CUT).is_some() {
+        return "…".to_string();
+    }
+    if depth > 8 {
+        return "…".to_string();
+    }
+    if let Some(alts) = schema.get("anyOf").and_then(Json::as_array) {
+        return alts.iter().map(|a| show(a, depth + 1)).collect::<Vec<_>>().join(" | ");
+    }
+    let (types, nullable) = json_types(schema);
+    let enumerated = schema.get("enum").and_then(Json::as_array).map(|values| {
+        let mut shown: Vec<String> =
+            values.iter().filter(|v| !v.is_null()).take(SHOWN_VALUES).map(Json::to_string).collect();
+        if values.len() > SHOWN_VALUES {
+            shown.push("…".into());
+        }
+        shown.join("|")
+    });
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(e) = enumerated {
+        parts.push(e);
+    } else if types.is_empty() {
+        parts.push(if schema.get("properties").is_some() { show_object(schema, depth) } else { "any".into() });
+    } else {
+        for t in &types {
+            parts.push(match *t {
+                "array" => match schema.get("items") {
+                    Some(items) => format!("list<{}>", show(items, depth + 1)),
+                    None => "list".to_string(),
+                },
+                "object" => show_object(schema, depth),
+                t => format!("{t}{}", bounds(schema)),
+            });
+        }
+    }
+    if nullable {
+        parts.push("null".into());
+    }
+    parts.join(" | ")
+}
+
+fn show_object(schema: &Json, depth: usize) -> String {
+    let fields: Vec<String> = properties(schema)
+        .map(|(n, s, required)| {
+            let optional = !required && s.get("default").is_none_or(Json::is_null);
+            format!("{}{}: {}", super::escape_controls(n), if optional { "?" } else { "" }, show(s, depth + 1))
+        })
+        .collect();
+    if fields.is_empty() {
+        return "object".to_string();
+    }
+    let open = !matches!(schema.get("additionalProperties"), None | Some(Json::Bool(false)));
+    format!("{{{}{}}}", fields.join(", "), if open { ", …" } else { "" })
+}
+
+/// ` (1..100)`, ` (≥1)`, ` (≤7)`, or nothing.
+fn bounds(schema: &Json) -> String {
+    let n = |k: &str| schema.get(k).filter(|v| v.is_number()).map(Json::to_string);
+    match (n("minimum"), n("maximum")) {
+        (Some(a), Some(b)) => format!(" ({a}..{b})"),
+        (Some(a), None) => format!(" (≥{a})"),
+        (None, Some(b)) => format!(" (≤{b})"),
+        (None, None) => String::new(),
+    }
+}
+
+/// The declarations of an object schema's properties (`None` when it lists none: then
+/// anything is accepted). `responses`: a response is required when the schema requires it
+/// and it cannot be null. With `constraints`, each carries the schema's `enum`, bounds,
+/// lengths and `default` that apply to its type.
+fn declarations(schema: &Json, responses: bool, constraints: bool) -> Option<Vec<Json>> {
+    schema.get("properties")?.as_object()?;
     Some(
-        properties
-            .iter()
-            .map(|(name, prop)| {
-                let mut d = json!({
-                    "name": name,
-                    "type_name": type_name_of(prop),
-                    "required": required.contains(&name.as_str()),
-                });
-                if let Some(text) = prop.get("description").and_then(Json::as_str) {
-                    d["description"] = Json::String(text.to_string());
+        properties(schema)
+            .map(|(name, prop, required)| {
+                let type_name = type_name_of(prop);
+                let nullable = json_types(prop).1;
+                let mut d = Map::new();
+                d.insert("name".into(), json!(name));
+                d.insert("type_name".into(), json!(type_name));
+                d.insert("required".into(), json!(required && !(responses && nullable)));
+                if let Some(text) = prop.get("description").and_then(Json::as_str).map(clean_doc) {
+                    d.insert("description".into(), Json::String(text));
                 }
-                d
+                if constraints {
+                    let ty = TypeName::parse(&type_name).unwrap_or(TypeName::Any);
+                    add_constraints(&mut d, prop, &ty, !responses);
+                    if let (TypeName::List(Some(elem)), Some(items)) = (&ty, prop.get("items")) {
+                        let mut e = Map::new();
+                        add_constraints(&mut e, items, elem, false);
+                        if !e.is_empty() {
+                            e.insert("type_name".into(), json!(elem.to_string()));
+                            d.insert("type_name".into(), json!("list"));
+                            d.insert("items".into(), Json::Object(e));
+                        }
+                    }
+                }
+                Json::Object(d)
             })
             .collect(),
     )
+}
+
+/// The constraints of `prop` that apply to a declaration of type `ty` (as
+/// [`crate::tool::constraints`] reads them), each only when the loader would take it.
+fn add_constraints(d: &mut Map<String, Json>, prop: &Json, ty: &TypeName, with_default: bool) {
+    let numeric = matches!(ty, TypeName::Number | TypeName::Integer | TypeName::Any);
+    let sized = matches!(ty, TypeName::String | TypeName::List(_) | TypeName::Any);
+    let fits = |v: &Json| v.is_null() || crate::tool::validate::fits(&Value::from(v), ty);
+    if let Some(values) = prop.get("enum").and_then(Json::as_array).filter(|v| !v.is_empty()) {
+        if values.iter().all(fits) && values.iter().any(|v| !v.is_null()) {
+            d.insert("enum".into(), Json::Array(values.clone()));
+        }
+    }
+    let mut min = None;
+    for (key, to) in [("minimum", "minimum"), ("maximum", "maximum")] {
+        if let Some(n) = prop.get(key).filter(|n| n.is_number() && numeric) {
+            if key == "minimum" {
+                min = n.as_f64();
+            } else if min.zip(n.as_f64()).is_some_and(|(a, b)| a > b) {
+                continue;
+            }
+            d.insert(to.into(), n.clone());
+        }
+    }
+    let (min_key, max_key) =
+        if matches!(ty, TypeName::List(_)) { ("minItems", "maxItems") } else { ("minLength", "maxLength") };
+    for (key, to) in [(min_key, "min_length"), (max_key, "max_length")] {
+        if let Some(n) = prop.get(key).filter(|n| n.is_u64() && sized) {
+            d.insert(to.into(), n.clone());
+        }
+    }
+    if with_default {
+        if let Some(v) = prop.get("default").filter(|v| fits(v)) {
+            d.insert("default".into(), v.clone());
+        }
+    }
 }
 
 /// The server and tool an upstream tool's definition calls (`upstream:SERVER/TOOL`), for a
@@ -108,5 +438,75 @@ mod tests {
         assert!(def.arguments[0].is_required());
         assert_eq!(def.responses[0].name.node, "text");
         assert_eq!(upstream_target(&def), Some(("web", "fetch")));
+    }
+
+    /// The tools of `tests/mcp_py/shop.py` as the Python SDK lists them (pydantic models).
+    fn shop() -> Vec<UpstreamTool> {
+        let listed: Json = serde_json::from_str(include_str!("../../tests/data/plans/upstream/pydantic_tools.json"))
+            .expect("the fixture is JSON");
+        listed
+            .as_array()
+            .expect("a list")
+            .iter()
+            .map(|t| UpstreamTool {
+                server: "shop".into(),
+                name: t["name"].as_str().expect("a name").into(),
+                description: t["description"].as_str().map(str::to_string),
+                input_schema: t["inputSchema"].clone(),
+                output_schema: t.get("outputSchema").cloned(),
+            })
+            .collect()
+    }
+
+    fn tool(name: &str) -> UpstreamTool {
+        shop().into_iter().find(|t| t.name == name).expect("a tool of the fixture")
+    }
+
+    #[test]
+    fn pydantic_models_become_exact_types() {
+        let t = tool("list_orders");
+        let exact = t.exact_types();
+        let result = exact.responses.get("result").expect("the SDK's `result` wrapping").to_string();
+        assert!(result.starts_with("list<object{order_id: string, customer: object{customer_id: string"), "{result}");
+        assert!(result.contains("lines: list<object{sku: string, quantity: integer, price: number}>"), "{result}");
+        assert!(result.contains("note: string | null"), "{result}");
+        assert_eq!(exact.arguments.get("status").map(Type::to_string).as_deref(), Some("string | null"));
+        // A recursive model: followed twice, then any value.
+        let thread = tool("thread").exact_types();
+        let replies = thread.responses.get("replies").expect("replies").to_string();
+        assert!(replies.contains("replies: list<object{author: string, text: string, replies: list}>"), "{replies}");
+    }
+
+    #[test]
+    fn constraints_and_whole_descriptions_are_declared() {
+        let (def, diags) = crate::tool::load(&tool("list_orders").tool_source());
+        assert!(diags.is_empty(), "{diags:?}");
+        let def = def.expect("a tool");
+        let description = def.description.as_ref().expect("a description").node.clone();
+        assert_eq!(
+            description,
+            "Lists a customer's orders, newest first.\n\nGive `status` to keep only the orders in that state."
+        );
+        let limit = def.arguments.iter().find(|p| p.name.node == "limit").expect("limit");
+        assert_eq!(limit.constraints.minimum.as_ref().map(|m| m.node), Some(1.0));
+        assert_eq!(limit.constraints.maximum.as_ref().map(|m| m.node), Some(100.0));
+        assert_eq!(limit.constraints.default.as_ref().map(|d| d.node.clone()), Some(Value::Int(10)));
+        let status = def.arguments.iter().find(|p| p.name.node == "status").expect("status");
+        let values = &status.constraints.enum_values.as_ref().expect("an enum").node;
+        assert!(values.contains(&Value::from("shipped")) && values.contains(&Value::Null), "{values:?}");
+        let (rate, diags) = crate::tool::load(&tool("rate").tool_source());
+        assert!(diags.is_empty(), "{diags:?}");
+        assert!(rate.expect("rate").arguments[0].constraints.enum_values.is_some());
+    }
+
+    #[test]
+    fn the_listing_shows_fields_values_bounds_and_descriptions() {
+        let line = tool("list_orders").listing_line();
+        assert!(line.starts_with("- `shop/list_orders(customer_id: string!, status: \"open\"|\"shipped\"|\"cancelled\" | null, limit: integer (1..100) = 10)`"), "{line}");
+        assert!(line.contains("→ `{result: list<{order_id: string, customer: {customer_id: string, name: string, email?: string | null}, lines: list<{sku: string, quantity: integer (≥1), price: number}>, status: \"open\"|\"shipped\"|\"cancelled\", note?: string | null}>}`"), "{line}");
+        assert!(line.contains("newest first.\n\n  Give `status`"), "{line}");
+        assert!(line.contains("  - argument `limit`: The most orders to return.\n"), "{line}");
+        let thread = tool("thread").listing_line();
+        assert!(thread.contains("replies: list<…>"), "{thread}");
     }
 }

@@ -363,10 +363,16 @@ impl<'a> Checker<'a> {
                 format!("field `{s}` does not exist here; it is always null"),
             )
             .with_label("no such field");
+            // The known fields, a bounded list (an upstream schema may declare many).
+            let shown = if keys.len() > 40 {
+                format!("{}, … ({} in all)", keys[..40].join(", "), keys.len())
+            } else {
+                keys.join(", ")
+            };
             d = match did_you_mean(s, keys.iter().copied()) {
-                Some(m) => d.with_help(format!("did you mean `{m}`?")),
+                Some(m) => d.with_help(format!("did you mean `{m}`? known fields: {shown}")),
                 None if keys.is_empty() => d.with_help("this object has no fields"),
-                None => d.with_help(format!("known fields: {}", keys.join(", "))),
+                None => d.with_help(format!("known fields: {shown}")),
             };
             self.error(d);
         }
