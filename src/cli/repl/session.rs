@@ -33,9 +33,6 @@ const MAX_RUNS: u64 = 100_000_000;
 /// Types longer than this are shortened in `:vars` and `:load`.
 const TYPE_WIDTH: usize = 100;
 
-/// Words the grammar reserves, which cannot be variable names.
-const KEYWORDS: &[&str] = &["and", "or", "not", "true", "false", "null"];
-
 /// Where output goes and how it looks.
 pub(crate) struct Output<'w> {
     /// Values and command output.
@@ -344,7 +341,7 @@ fn check_name(name: &str) -> Result<(), String> {
     if !is_ident(name) {
         return Err(format!("`{name}` is not a name: use letters, digits and `_`, not starting with a digit"));
     }
-    if KEYWORDS.contains(&name) {
+    if crate::syntax::KEYWORDS.contains(&name) {
         return Err(format!("`{name}` is a keyword and cannot be a variable"));
     }
     if name == "item" || name == "current" {
