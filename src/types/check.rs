@@ -980,7 +980,12 @@ impl<'a> Checker<'a> {
             }
             // A bare name that is an element (`item`, or an enclosing template's `as`) is
             // the template itself, not a template held in a variable.
-            ExprKind::Name(n) if &**n != "item" && &**n != "current" && !self.aliases.iter().any(|a| a.name == *n) => {
+            ExprKind::Name(n)
+                if &**n != "item"
+                    && &**n != "current"
+                    && alias.is_none_or(|a| a.0 != *n)
+                    && !self.aliases.iter().any(|a| a.name == *n) =>
+            {
                 let source = self.expr(e);
                 if source.ty.fits(&Type::Str) == Fit::No && !matches!(source.kind, TKind::Error) {
                     self.error(
