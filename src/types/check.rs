@@ -1041,7 +1041,12 @@ impl<'a> Checker<'a> {
                     .with_label("not a string literal")
                     .with_help(help),
             );
-            return None;
+            // `as=repo` means `as="repo"`: the templates are checked with that name bound, so
+            // its uses are not reported as well.
+            return match &value.kind {
+                ExprKind::Name(n) => Some((n.clone(), self.sp(value.span))),
+                _ => None,
+            };
         };
         let name = &*lit.value;
         if crate::syntax::KEYWORDS.contains(&name) {
