@@ -14,6 +14,7 @@ use crate::cli::render;
 use crate::diagnostic::{did_you_mean, Diagnostic};
 use crate::engine::{Analysis, Engine, Program};
 use crate::functions::{Param, ParamKind, Signature};
+use crate::types::signature::ELEMENT_NAME;
 use crate::types::Scope;
 use crate::value::Value;
 
@@ -367,6 +368,11 @@ fn describe_function(sig: &Signature) -> String {
     }
     if sig.any_keywords {
         s.push_str("  any keyword arguments\n");
+    }
+    if sig.takes_element_name() {
+        s.push_str(&format!(
+            "  {ELEMENT_NAME:width$}  a string literal: a second name for `item` in its templates (optional)\n"
+        ));
     }
     s
 }
