@@ -82,6 +82,16 @@ codes! {
     ResponseOutsideTransform = "E0109", Error;
     /// `pipeline` operations that are not a list literal: `pipeline(x, ops)`
     OperationsNotList = "E0110", Error;
+    /// A template's element named by something other than a string literal:
+    /// `map(xs, as=repo, template=repo.name)`
+    ElementNameNotLiteral = "E0111", Error;
+    /// A template's element named by a string that is not a name, or is a keyword:
+    /// `map(xs, as="2nd", template=item)`, `as="null"`
+    ElementNameInvalid = "E0112", Error;
+    /// A template's element named by a name bound there already (`item`, `current`, a
+    /// variable, a REF context, an enclosing `as`):
+    /// `map(repos, as="r", template=map(r.issues, as="r", template=item))`
+    ElementNameTaken = "E0113", Error;
 
     // ---- types (E02xx) ----
     /// An argument whose type can never be accepted: `join(array=42)`

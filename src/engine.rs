@@ -219,12 +219,13 @@ struct Inner {
     limits: Limits,
     clock: Arc<dyn Clock>,
     files: Option<Arc<dyn FileStore>>,
-    /// Templates compiled at run time, by (text, relative, slot).
+    /// Templates compiled at run time, by (text, relative, slot, alias).
     cache: Mutex<HashMap<TemplateKey, Arc<Chunk>>>,
 }
 
-/// A run-time template: its text, whether paths are relative to `item`, and `item`'s slot.
-type TemplateKey = (Arc<str>, bool, u32);
+/// A run-time template: its text, whether paths are relative to `item`, `item`'s slot, and
+/// the element's second name (`as`), which changes what the text's names mean.
+type TemplateKey = (Arc<str>, bool, u32, Option<Name>);
 
 impl std::fmt::Debug for Program {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -473,15 +474,15 @@ fn check_output(v: &Value, limits: &Limits, span: Span) -> Result<(), EvalError>
 }
 
 impl TemplateSource for Inner {
-    fn template(&self, source: &str, relative: bool, slot: u32) -> Result<Arc<Chunk>, String> {
-        let key = (Arc::from(source), relative, slot);
+    fn template(&self, source: &str, relative: bool, slot: u32, alias: Option<&Name>) -> Result<Arc<Chunk>, String> {
+        let key = (Arc::from(source), relative, slot, alias.cloned());
         if let Ok(cache) = self.cache.lock() {
             if let Some(c) = cache.get(&key) {
                 return Ok(c.clone());
             }
         }
         // Parse and check (as the reference evaluator does), then fold and generate code.
-        let checked = crate::template::check_text(source, relative, slot, &self.funcs, &self.limits)?;
+        let checked = crate::template::check_text(source, relative, slot, alias, &self.funcs, &self.limits)?;
         let typed = compile::fold(&checked, &self.funcs, &self.limits);
         let mut chunk = compile::compile(&typed);
         chunk.locals = chunk.locals.max(slot + 1);

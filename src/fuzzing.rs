@@ -528,12 +528,18 @@ const STRINGS: [&str; 22] = [
     "current + 1",
 ];
 
-/// What names are bound where the generator is.
+/// What names are bound where the generator is: `item`, `current`, and the name `as` gave
+/// the element of an enclosing template.
 #[derive(Clone, Copy, Default)]
 struct Scope0 {
     item: bool,
     current: bool,
+    named: Option<&'static str>,
 }
+
+/// Names calls give their elements with `as` (SPEC §4.4); some are refused (a keyword, a
+/// bound name, not a name at all), so those diagnostics are reached too.
+const ELEMENT_NAMES: [&str; 6] = ["el", "row", "el", "item", "null", "2x"];
 
 struct Gen {
     funcs: Vec<crate::functions::Signature>,
@@ -606,6 +612,9 @@ impl Gen {
                 node(ExprKind::Ref(RefPath { context, segments }))
             }
             6 if scope.item => node(ExprKind::Name(Arc::from("item"))),
+            8 if scope.named.is_some() && u.arbitrary()? => {
+                node(ExprKind::Name(Arc::from(scope.named.unwrap_or("item"))))
+            }
             7 if scope.current => node(ExprKind::Name(Arc::from("current"))),
             6 | 7 if u.ratio(1, 8)? => node(ExprKind::Name(Arc::from(if u.arbitrary()? { "item" } else { "current" }))),
             _ => node(ExprKind::Name(Arc::from(*u.choose(&VAR_NAMES)?))),
@@ -619,6 +628,8 @@ impl Gen {
         let name = if u.ratio(1, 32)? { "no_such_function" } else { &*sig.name };
         let mut args = Vec::new();
         let mut by_keyword = false;
+        // A quarter of the calls that take templates name their element.
+        let named = if sig.takes_element_name() && u.ratio(1, 4)? { Some(*u.choose(&ELEMENT_NAMES)?) } else { None };
         for p in &sig.params {
             if !p.is_required() && u.ratio(1, 3)? {
                 by_keyword = true;
@@ -630,7 +641,11 @@ impl Gen {
             } else {
                 match p.kind {
                     ParamKind::Value | ParamKind::Lazy => self.expr(u, scope, depth)?,
-                    ParamKind::Template | ParamKind::PathTemplate => self.template(u, scope, depth)?,
+                    ParamKind::Template | ParamKind::PathTemplate => {
+                        // A refused name (`null`, `2x`) is never written as a name.
+                        let usable = named.filter(|n| crate::syntax::is_identifier(n) && *n != "null");
+                        self.template(u, Scope0 { named: usable.or(scope.named), ..scope }, depth)?
+                    }
                     ParamKind::Operations => {
                         let inner = Scope0 { current: true, ..scope };
                         let n = u.int_in_range(0..=3)?;
@@ -645,6 +660,9 @@ impl Gen {
                 let key = *u.choose(&SEGMENTS[..11])?;
                 args.push(Arg { keyword: Some(spanned(key)), value: self.expr(u, scope, depth)? });
             }
+        }
+        if let Some(name) = named {
+            args.push(Arg { keyword: Some(spanned("as")), value: str_lit(name) });
         }
         if u.ratio(1, 16)? {
             let keyword = if u.arbitrary()? { Some(spanned("extra")) } else { None };

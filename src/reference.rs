@@ -214,7 +214,7 @@ impl Evaluator<'_> {
             }
         }
         for (i, a) in call.args.iter().enumerate() {
-            let TArg::Dynamic { source, relative, slot } = a else { continue };
+            let TArg::Dynamic { source, relative, slot, alias } = a else { continue };
             let Value::Str(text) = &values[i] else {
                 let mut err = EvalError::new(
                     Code::RuntimeType,
@@ -224,11 +224,12 @@ impl Evaluator<'_> {
                 err.function = Some(call.name.clone());
                 return Err(err);
             };
-            let body = crate::template::check_text(text, *relative, *slot, self.funcs, self.limits).map_err(|m| {
-                let mut err = EvalError::new(Code::DynamicTemplate, source.span, m);
-                err.function = Some(call.name.clone());
-                err
-            })?;
+            let body = crate::template::check_text(text, *relative, *slot, alias.as_ref(), self.funcs, self.limits)
+                .map_err(|m| {
+                    let mut err = EvalError::new(Code::DynamicTemplate, source.span, m);
+                    err.function = Some(call.name.clone());
+                    err
+                })?;
             templates[i] = Some((Arc::new(body), *slot));
         }
         let with_name = |mut err: EvalError| {

@@ -7,19 +7,21 @@
 use crate::functions::FunctionTable;
 use crate::runtime::Limits;
 use crate::syntax;
+use crate::syntax::ast::Name;
 use crate::types::{self, typed::TExpr, Scope};
 
 /// Parses and checks template text: `relative` texts may be a bare path (`"a.b"` for
-/// `item.a.b`); `slot` is the local the template's element is bound to. The error is the
-/// first error diagnostic's message.
+/// `item.a.b`); `slot` is the local the template's element is bound to, as `item` and as
+/// `alias` when the call named it (`as`). The error is the first error diagnostic's message.
 pub(crate) fn check_text(
     source: &str,
     relative: bool,
     slot: u32,
+    alias: Option<&Name>,
     funcs: &FunctionTable,
     limits: &Limits,
 ) -> Result<TExpr, String> {
-    let expr = match relative.then(|| types::relative_path(source)).flatten() {
+    let expr = match relative.then(|| types::relative_path(source, alias.map(|a| &**a))).flatten() {
         Some(e) => e,
         None => {
             let p = syntax::parse_with_limit(source, limits.max_depth);
@@ -29,7 +31,7 @@ pub(crate) fn check_text(
             p.expr
         }
     };
-    let checked = types::check_template(&expr, &Scope::open(), funcs, limits.max_depth, slot);
+    let checked = types::check_template(&expr, &Scope::open(), funcs, limits.max_depth, slot, alias);
     if let Some(d) = checked.diagnostics.iter().find(|d| d.is_error()) {
         return Err(d.message.clone());
     }

@@ -201,14 +201,31 @@ enum T {
 const ALL_T: [T; 11] =
     [T::Int, T::Num, T::Str, T::Bool, T::Rec, T::ListRec, T::ListInt, T::ListStr, T::ListAny, T::Obj, T::Any];
 
-/// What the locals `item` and `current` are, where bound.
+/// What the locals `item` and `current` are, where bound, and the elements enclosing
+/// templates named with `as` (one per name of [`ELEMENT_NAMES`]).
 #[derive(Clone, Copy, Debug)]
 struct Env {
     item: Option<T>,
     current: Option<T>,
+    named: [Option<T>; 2],
 }
 
-const TOP: Env = Env { item: None, current: None };
+const TOP: Env = Env { item: None, current: None, named: [None, None] };
+
+/// The names `as` gives elements (SPEC §4.4): no variable has them.
+const ELEMENT_NAMES: [&str; 2] = ["el", "row"];
+
+/// Marks a template argument whose call names the element: `template()` returns
+/// `AS_MARK name AS_MARK template`, and `call()` turns it into `as="name"`.
+const AS_MARK: char = '\u{1}';
+
+/// A template argument and the `as` keyword its call needs (see [`AS_MARK`]).
+fn split_as(arg: &str) -> (&str, Option<String>) {
+    match arg.strip_prefix(AS_MARK).and_then(|rest| rest.split_once(AS_MARK)) {
+        Some((name, tpl)) => (tpl, Some(format!("as=\"{name}\""))),
+        None => (arg, None),
+    }
+}
 
 /// Draws decisions from a stream of numbers; past its end every decision is 0, which is
 /// always the simplest alternative (a leaf), so every stream gives a finite expression.
@@ -302,30 +319,39 @@ impl Gen<'_> {
         .to_string()
     }
 
+    /// Reads of an element named `name` of type `elem` that have type `t`.
+    fn element_reads(&mut self, name: &str, elem: Option<T>, t: T, local: &mut Vec<String>) {
+        let Some(elem) = elem else { return };
+        if elem == t || t == T::Any || (t == T::Num && elem == T::Int) {
+            local.push(name.into());
+        }
+        if elem == T::Rec {
+            match t {
+                T::Int | T::Num => local.push(format!("{name}.a")),
+                T::Str => local.push(format!("{name}.b")),
+                T::Bool => local.push(format!("{name}.c")),
+                T::ListStr => local.push(format!("{name}.tags")),
+                T::Any => local.push(format!("{name}{}", self.one(&[".c", ".tags.0", "[\"b\"]", ".tags.last"]))),
+                _ => {}
+            }
+        }
+        if elem == T::Any && matches!(t, T::Any | T::Int | T::Num | T::Str) {
+            local.push(format!("{name}{}", self.one(&[".a", ".0", ".length", "[0]"])));
+        }
+    }
+
     fn leaf(&mut self, t: T, env: Env) -> String {
         // The locals first, when they have the wanted shape.
         let mut local: Vec<String> = Vec::new();
-        if env.item == Some(t) || (t == T::Any && env.item.is_some()) || (t == T::Num && env.item == Some(T::Int)) {
-            local.push("item".into());
-        }
+        self.element_reads("item", env.item, t, &mut local);
         if env.current == Some(t)
             || (t == T::Any && env.current.is_some())
             || (t == T::Num && env.current == Some(T::Int))
         {
             local.push("current".into());
         }
-        if env.item == Some(T::Rec) {
-            match t {
-                T::Int | T::Num => local.push("item.a".into()),
-                T::Str => local.push("item.b".into()),
-                T::Bool => local.push("item.c".into()),
-                T::ListStr => local.push("item.tags".into()),
-                T::Any => local.push(self.one(&["item.c", "item.tags.0", "item[\"b\"]", "item.tags.last"]).into()),
-                _ => {}
-            }
-        }
-        if env.item == Some(T::Any) && matches!(t, T::Any | T::Int | T::Num | T::Str) {
-            local.push(self.one(&["item.a", "item.0", "item.length", "item[0]"]).into());
+        for (name, elem) in ELEMENT_NAMES.iter().zip(env.named) {
+            self.element_reads(name, elem, t, &mut local);
         }
         if !local.is_empty() && self.chance(60) {
             let i = self.pick(local.len());
@@ -480,8 +506,10 @@ impl Gen<'_> {
         let mut keywords: Vec<String> = Vec::new();
         for (i, (k, a)) in args.into_iter().enumerate() {
             let Some(a) = a else { continue };
+            let (a, element_name) = split_as(&a);
+            keywords.extend(element_name);
             if i < positional {
-                parts.push(a);
+                parts.push(a.to_string());
             } else {
                 keywords.push(format!("{k}={a}"));
             }
@@ -501,9 +529,28 @@ impl Gen<'_> {
         }
     }
 
-    /// A template argument over elements of type `elem` whose body has type `body`.
+    /// A template argument over elements of type `elem` whose body has type `body`; a
+    /// quarter of them name the element with `as` (a name no enclosing template took).
     fn template(&mut self, elem: T, body: T, env: Env, depth: u32, path_param: bool) -> String {
-        let inner = Env { item: Some(elem), current: env.current };
+        let free: Vec<usize> = (0..ELEMENT_NAMES.len()).filter(|&i| env.named[i].is_none()).collect();
+        if !free.is_empty() && self.chance(25) {
+            let i = free[self.pick(free.len())];
+            let mut named = env;
+            named.named[i] = Some(elem);
+            let name = ELEMENT_NAMES[i];
+            let tpl = match self.pick(4) {
+                // A path through the name, in a path parameter's string.
+                0 if path_param && elem == T::Rec => quote_dq(&format!("{name}.{}", self.one(&["a", "b", "tags.0"]))),
+                _ => self.template_body(elem, body, named, depth, path_param),
+            };
+            return format!("{AS_MARK}{name}{AS_MARK}{tpl}");
+        }
+        self.template_body(elem, body, env, depth, path_param)
+    }
+
+    /// A template argument's text, in each of its forms.
+    fn template_body(&mut self, elem: T, body: T, env: Env, depth: u32, path_param: bool) -> String {
+        let inner = Env { item: Some(elem), ..env };
         match self.pick(12) {
             // An expression template.
             0..=3 => {
@@ -1164,11 +1211,18 @@ impl Gen<'_> {
             _ => {
                 // A nested map: `item` of the inner template shadows the outer one.
                 let xs = self.expr(T::ListRec, env, d);
-                let inner_env = Env { item: Some(T::Rec), current: env.current };
+                // Half of them name the outer element, which the inner template still reads.
+                let outer_name = env.named[1].is_none() && self.chance(50);
+                let mut inner_env = Env { item: Some(T::Rec), ..env };
+                if outer_name {
+                    inner_env.named[1] = Some(T::Rec);
+                }
                 let inner_list = self.expr(T::ListStr, inner_env, d);
                 let body = self.template(T::Str, T::Any, inner_env, d, false);
                 let inner = self.call("map", vec![("array", Some(inner_list)), ("template", Some(body))]);
                 let outer_tpl = if self.chance(40) { quote_dq(&inner) } else { inner };
+                let outer_tpl =
+                    if outer_name { format!("{AS_MARK}{}{AS_MARK}{outer_tpl}", ELEMENT_NAMES[1]) } else { outer_tpl };
                 self.call("map", vec![("array", Some(xs)), ("template", Some(outer_tpl))])
             }
         }
@@ -1177,7 +1231,7 @@ impl Gen<'_> {
     /// `pipeline(init, [op, …])` where every value has shape `t`.
     fn pipeline(&mut self, t: T, env: Env, d: u32) -> String {
         let init = self.expr(t, env, d);
-        let inner = Env { item: env.item, current: Some(t) };
+        let inner = Env { current: Some(t), ..env };
         let n = 1 + self.pick(3);
         let ops: Vec<String> = (0..n)
             .map(|_| match (t, self.pick(3)) {
@@ -1189,7 +1243,10 @@ impl Gen<'_> {
                 (T::Str, 0) => "upper(current)".to_string(),
                 (T::ListRec, 0) => {
                     let c = self.template(T::Rec, T::Bool, inner, d + 1, false);
-                    format!("filter(current, {c})")
+                    match split_as(&c) {
+                        (c, Some(element_name)) => format!("filter(current, {c}, {element_name})"),
+                        (c, None) => format!("filter(current, {c})"),
+                    }
                 }
                 _ => self.expr(t, inner, d),
             })
@@ -1312,6 +1369,11 @@ fn vars() -> impl Strategy<Value = serde_json::Value> {
         "item.a / 0",
         "filter(item.tags, t)",
         "map([item], template=t)",
+        // Read through the name `as` gives the element (a compile error where none is given).
+        "el.a",
+        "row",
+        "el.a > 2",
+        "map(el.tags, template='upper(item) + el.b')",
     ];
     let t = prop::sample::select(templates.clone());
     let t2 = prop_oneof![prop::sample::select(templates).prop_map(|s| json!(s)), Just(json!(5)), Just(json!(null))];

@@ -155,3 +155,50 @@ mod round_integers {
         }
     }
 }
+
+/// `as="NAME"` (SPEC §4.4) is a second name for the element's slot: it costs nothing at run
+/// time, so a template written with it compiles to the very bytecode of one written with
+/// `item`, and a call without it to the bytecode it always had.
+mod element_name {
+    use tdsl::{Engine, Scope, Value};
+
+    fn bytecode(src: &str) -> String {
+        let vars: Value =
+            serde_json::from_str(r#"{"repos": [{"name": "r", "issues": [{"number": 1}]}], "xs": [{"a": 1}]}"#)
+                .expect("JSON");
+        let analysis = Engine::new().analyze(src, &Scope::from_vars(&vars));
+        let program = analysis.program.unwrap_or_else(|| panic!("{src} compiles: {:?}", analysis.diagnostics));
+        program.disassemble()
+    }
+
+    /// The listing without its source spans (`@25..32`), which differ with the text.
+    fn without_spans(listing: &str) -> String {
+        listing
+            .lines()
+            .map(|l| l.rsplit_once(" @").map_or(l, |(code, _)| code).trim_end())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn nested_map_reads_the_outer_slot() {
+        insta::assert_snapshot!(bytecode(
+            r#"map(array=repos, as="repo", template=map(array=repo.issues, template={repo: repo.name, number: item.number}))"#
+        ));
+    }
+
+    #[test]
+    fn the_name_compiles_as_item_does() {
+        for (named, plain) in [
+            (r#"map(xs, as="x", template=x.a + 1)"#, "map(xs, template=item.a + 1)"),
+            (r#"filter(xs, as="x", condition_string="x.a > 0")"#, r#"filter(xs, condition_string="item.a > 0")"#),
+            (r#"sort(xs, as="x", key_path="x.a")"#, r#"sort(xs, key_path="a")"#),
+            (
+                r#"sum(filter(xs, as="x", condition_string=x.a > 0), as="y", item_path=y.a)"#,
+                "sum(filter(xs, condition_string=item.a > 0), item_path=item.a)",
+            ),
+        ] {
+            assert_eq!(without_spans(&bytecode(named)), without_spans(&bytecode(plain)), "{named} and {plain} differ");
+        }
+    }
+}

@@ -428,6 +428,39 @@ fn hover_shows_what_uses_demand_and_types_inside_templates() {
     c.shutdown();
 }
 
+/// `as="NAME"` (SPEC §4.4): completion offers `as=` in a call that takes a template and,
+/// inside a nested template, the name an enclosing call gave its element; hover shows the
+/// element's type through that name.
+#[test]
+fn completion_and_hover_of_the_name_as_gives() {
+    let ws = sample();
+    let mut c = start(ws.path());
+    let u = c.open(&ws.path().join("main.tool"));
+    c.diagnostics(&u);
+    let named = MAIN.replacen(
+        "length(names) + REF:scan.total",
+        r#"length(flatten(map(array=names, as=\"file\", template=map(array=names, template=file.length + item.length))))"#,
+        1,
+    );
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": u, "version": 2}, "contentChanges": [{"text": named}]}),
+    );
+    let diags = c.diagnostics(&u);
+    assert!(diags.iter().all(|d| d["severity"] != 1), "no errors: {diags:#?}");
+    let hover = hover_text(&mut c, &u, &named, "file.length +", 2);
+    assert_eq!(hover, "`file`: `string`");
+    let (l, ch) = find(&named, "file.length +", 2);
+    let items = labels(&c.request("textDocument/completion", at(&u, l, ch)).unwrap());
+    assert!(items.contains(&"file".to_string()), "the outer element's name: {items:?}");
+    assert!(items.contains(&"as=".to_string()), "the inner map's `as=`: {items:?}");
+    // In `length(…)`, which takes no template, neither.
+    let (l, ch) = find(&named, "flatten(", 3);
+    let items = labels(&c.request("textDocument/completion", at(&u, l, ch)).unwrap());
+    assert!(!items.contains(&"as=".to_string()) && !items.contains(&"file".to_string()), "{items:?}");
+    c.shutdown();
+}
+
 #[test]
 fn definition_across_files() {
     let ws = sample();

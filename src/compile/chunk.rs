@@ -66,6 +66,8 @@ pub enum CallParam {
         relative: bool,
         /// The slot `item` lives in.
         slot: u32,
+        /// The element's second name, when the call gave one (`as`).
+        alias: Option<Name>,
     },
     /// An optional template not given.
     Absent,

@@ -111,9 +111,12 @@ pub fn fold(e: &TExpr, funcs: &FunctionTable, limits: &Limits) -> TExpr {
                         let body = if has_foldable(body) { Arc::new(fold(body, funcs, limits)) } else { body.clone() };
                         TArg::Template { body, slot: *slot }
                     }
-                    TArg::Dynamic { source, relative, slot } => {
-                        TArg::Dynamic { source: fold(source, funcs, limits), relative: *relative, slot: *slot }
-                    }
+                    TArg::Dynamic { source, relative, slot, alias } => TArg::Dynamic {
+                        source: fold(source, funcs, limits),
+                        relative: *relative,
+                        slot: *slot,
+                        alias: alias.clone(),
+                    },
                     TArg::Absent => TArg::Absent,
                 })
                 .collect();

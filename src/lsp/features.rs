@@ -18,6 +18,7 @@ use crate::diagnostic::Code;
 use crate::span::Span;
 use crate::tool::keys::{self, Level, Shape};
 use crate::tool::{is_identifier, JsonKind, Logic, Operator, Param, ToolDef, TypeName, RESERVED_IDS};
+use crate::types::signature::ELEMENT_NAME;
 
 /// What [`Server::file_occurrences`] calls for a file: its URI, text, model and occurrences.
 type EachFile<'a> = dyn FnMut(&Url, &Text, &ToolDef, &[Occurrence]) + 'a;
@@ -912,8 +913,9 @@ fn ref_completion(
     out
 }
 
-/// Inside an expression: the keyword parameters of the call the cursor is in, functions,
-/// and the names of the transform block.
+/// Inside an expression: the keyword parameters of the call the cursor is in (`as=` too
+/// when it takes a template), the names enclosing calls gave their elements with `as`,
+/// functions, and the names of the transform block.
 fn expression_completion(
     s: &Server,
     tool: Option<&ToolDef>,
@@ -935,6 +937,16 @@ fn expression_completion(
                 it.label = format!("{}=", p.name);
                 out.push(it);
             }
+            if sig.takes_element_name() {
+                let detail = format!("{}: a name for the element in its templates, as=\"name\"", sig.display());
+                out.push(item(&format!("{ELEMENT_NAME}="), CompletionItemKind::VARIABLE, Some(detail)));
+            }
+        }
+    }
+    for (function, name) in element_names(prefix) {
+        if funcs.lookup(function).is_some_and(|id| funcs.get(id).signature.takes_element_name()) {
+            let detail = format!("the element of `{function}` (as=\"{name}\")");
+            out.push(item(name, CompletionItemKind::VARIABLE, Some(detail)));
         }
     }
     for f in funcs.iter() {
@@ -978,6 +990,57 @@ fn enclosing_call(prefix: &str) -> Option<&str> {
                 return (name_len > 0).then(|| &head[head.len() - name_len..]);
             }
             b'(' => depth -= 1,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The names the calls around the end of `prefix` (raw JSON string text) give their elements
+/// with `as="NAME"` written before it, innermost first, with each call's function name. A
+/// text scan, as [`enclosing_call`]: completion meets text that does not parse yet.
+fn element_names(prefix: &str) -> Vec<(&str, &str)> {
+    let bytes = prefix.as_bytes();
+    let mut out = Vec::new();
+    let mut depth = 0i32;
+    for i in (0..bytes.len()).rev() {
+        match bytes[i] {
+            b')' | b']' | b'}' => depth += 1,
+            b'[' | b'{' if depth > 0 => depth -= 1,
+            b'(' if depth > 0 => depth -= 1,
+            b'(' => {
+                let head = &prefix[..i];
+                let name_len = head.chars().rev().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').count();
+                if let Some(name) = element_name_in(&prefix[i + 1..]) {
+                    out.push((&head[head.len() - name_len..], name));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The `NAME` of an `as="NAME"` (or `as='NAME'`, or `as=\"NAME\"` as a JSON string holds
+/// it) among the top-level arguments of `args`, the text after a call's `(`.
+fn element_name_in(args: &str) -> Option<&str> {
+    let bytes = args.as_bytes();
+    let mut depth = 0i32;
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => depth -= 1,
+            b'a' if depth == 0
+                && args[i..].starts_with(ELEMENT_NAME)
+                && (i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_')) =>
+            {
+                let Some(rest) = args[i + ELEMENT_NAME.len()..].trim_start().strip_prefix('=') else { continue };
+                let rest = rest.trim_start().trim_start_matches(['\\', '"', '\'']);
+                let len = rest.bytes().take_while(|c| c.is_ascii_alphanumeric() || *c == b'_').count();
+                if len > 0 {
+                    return Some(&rest[..len]);
+                }
+            }
             _ => {}
         }
     }

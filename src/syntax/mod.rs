@@ -23,6 +23,17 @@ pub(crate) const CHAIN_LEVEL: usize = 2;
 pub use parser::{fast_path_agrees, parse, parse_ref, parse_with_limit, Parse, DEFAULT_MAX_NESTING};
 pub use printer::{dump, print};
 
+/// The words that cannot be names (SPEC §4.1).
+pub const KEYWORDS: [&str; 6] = ["and", "or", "not", "true", "false", "null"];
+
+/// Whether `s` has the shape of a name, `[A-Za-z_][A-Za-z0-9_]*` (keywords included: see
+/// [`KEYWORDS`]).
+pub fn is_identifier(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.first().is_some_and(|&c| c.is_ascii_alphabetic() || c == b'_')
+        && b.iter().all(|&c| c.is_ascii_alphanumeric() || c == b'_')
+}
+
 #[cfg(test)]
 mod tests {
     /// Parses and prints with full parentheses, to show the tree's shape.

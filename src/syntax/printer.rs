@@ -18,12 +18,6 @@ fn write_str(out: &mut String, s: &str) {
     out.push_str(&serde_json::to_string(s).unwrap_or_else(|_| String::from("\"\"")));
 }
 
-fn is_ident(s: &str) -> bool {
-    let mut chars = s.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
 fn write_expr(out: &mut String, e: &Expr, min_prec: u8) {
     match &e.kind {
         ExprKind::Null => out.push_str("null"),
@@ -90,7 +84,7 @@ fn write_expr(out: &mut String, e: &Expr, min_prec: u8) {
                 if i > 0 {
                     out.push_str(", ");
                 }
-                if is_ident(&k.node) {
+                if super::is_identifier(&k.node) {
                     out.push_str(&k.node);
                 } else {
                     write_str(out, &k.node);

@@ -7,8 +7,8 @@
 
 use std::sync::Arc;
 
-use super::scope::Scope;
-use super::signature::{Param, ParamKind, Signature, Signatures};
+use super::scope::{Binding, Scope};
+use super::signature::{Param, ParamKind, Signature, Signatures, ELEMENT_NAME};
 use super::typed::{TArg, TCall, TExpr, TKind};
 use super::{Fit, ObjectType, Type};
 use crate::diagnostic::{did_you_mean, Code, Diagnostic};
@@ -73,14 +73,25 @@ pub fn check(expr: &Expr, scope: &Scope, funcs: &dyn Signatures, max_depth: usiz
     Checker::new(scope, funcs, max_depth).run(expr)
 }
 
-/// Checks a template compiled at run time: `item` is bound in `slot` (with type `any`);
-/// the slots below it belong to the caller and are not visible.
-pub fn check_template(expr: &Expr, scope: &Scope, funcs: &dyn Signatures, max_depth: usize, slot: u32) -> Checked {
+/// Checks a template compiled at run time: `item` is bound in `slot` (with type `any`), and
+/// so is `alias` when the call named its element (`as`, already checked there); the slots
+/// below it belong to the caller and are not visible.
+pub fn check_template(
+    expr: &Expr,
+    scope: &Scope,
+    funcs: &dyn Signatures,
+    max_depth: usize,
+    slot: u32,
+    alias: Option<&Name>,
+) -> Checked {
     let mut c = Checker::new(scope, funcs, max_depth);
     for _ in 0..slot {
         c.locals.push((LocalKind::Hidden, Type::Any));
     }
     c.locals.push((LocalKind::Item, Type::Any));
+    if let Some(name) = alias {
+        c.aliases.push(Alias { name: name.clone(), slot, span: Span::new(0, 0) });
+    }
     c.run(expr)
 }
 
@@ -92,11 +103,22 @@ enum LocalKind {
     Hidden,
 }
 
+/// A second name for a template's element, given by `as="NAME"` on the call.
+struct Alias {
+    name: Name,
+    /// The slot of the element it names.
+    slot: u32,
+    /// Where the name was given (in the program's source).
+    span: Span,
+}
+
 struct Checker<'a> {
     scope: &'a Scope,
     funcs: &'a dyn Signatures,
     diags: Vec<Diagnostic>,
     locals: Vec<(LocalKind, Type)>,
+    /// The `as` names of the templates being checked, outermost first.
+    aliases: Vec<Alias>,
     /// Source maps of the template strings being checked, outermost first.
     maps: Vec<Arc<SourceMap>>,
     refs: Vec<RefUse>,
@@ -111,6 +133,7 @@ impl<'a> Checker<'a> {
             funcs,
             diags: Vec::new(),
             locals: Vec::new(),
+            aliases: Vec::new(),
             maps: Vec::new(),
             refs: Vec::new(),
             names: Vec::new(),
@@ -225,6 +248,11 @@ impl<'a> Checker<'a> {
                 let ty = self.locals[slot].1.clone();
                 return self.node(TKind::Local(slot as u32), ty, span);
             }
+        }
+        if let Some(a) = self.aliases.iter().rev().find(|a| a.name == *n) {
+            let slot = a.slot;
+            let ty = self.locals.get(slot as usize).map_or(Type::Any, |l| l.1.clone());
+            return self.node(TKind::Local(slot), ty, span);
         }
         match self.scope.name(n) {
             Some(ty) => {
@@ -544,9 +572,11 @@ impl<'a> Checker<'a> {
             &mut on_heap
         };
         let mut kwargs: Vec<&Arg> = Vec::new();
-        let mut ok = self.bind_arguments(sig, call, bound, &mut kwargs);
+        let mut element_name = None;
+        let mut ok = self.bind_arguments(sig, call, bound, &mut kwargs, &mut element_name);
         ok &= self.report_missing(sig, bound, span);
-        let (args, types, given) = self.check_arguments(sig, bound, span);
+        let alias = element_name.and_then(|a| self.element_name(a));
+        let (args, types, given) = self.check_arguments(sig, bound, span, alias.as_ref());
 
         // Calls compiled inline.
         match &*sig.name {
@@ -582,15 +612,17 @@ impl<'a> Checker<'a> {
     }
 
     /// Binds the arguments of `call` to the parameters of `sig` (`bound`, one per parameter;
-    /// keywords a `**`-signature accepts go to `kwargs`), reporting positional arguments after
-    /// keywords, too many arguments, duplicates and unknown keywords. False when any was
-    /// reported.
+    /// keywords a `**`-signature accepts go to `kwargs`, the element's name `as` of a
+    /// function that takes templates to `element_name`), reporting positional arguments
+    /// after keywords, too many arguments, duplicates and unknown keywords. False when any
+    /// was reported.
     fn bind_arguments<'c>(
         &mut self,
         sig: &Signature,
         call: &'c Call,
         bound: &mut [Option<&'c Arg>],
         kwargs: &mut Vec<&'c Arg>,
+        element_name: &mut Option<&'c Arg>,
     ) -> bool {
         let mut seen_keyword = false;
         let mut ok = true;
@@ -617,6 +649,16 @@ impl<'a> Checker<'a> {
                         continue;
                     }
                     bound[i] = Some(a);
+                }
+                Some(k) if &*k.node == ELEMENT_NAME && sig.takes_element_name() => {
+                    seen_keyword = true;
+                    if let Some(prev) = element_name {
+                        ok = false;
+                        let prev_span = prev.keyword.as_ref().map_or(prev.value.span, |pk| pk.span.to(prev.value.span));
+                        self.error(duplicate_argument(k).with_secondary(prev_span, "first given here"));
+                    } else {
+                        *element_name = Some(a);
+                    }
                 }
                 Some(k) => {
                     seen_keyword = true;
@@ -678,6 +720,11 @@ impl<'a> Checker<'a> {
                 .with_label("unknown keyword");
         d = match did_you_mean(&k.node, sig.params.iter().map(|p| &*p.name)) {
             Some(s) => d.with_help(format!("did you mean `{s}`? the signature is `{}`", sig.display())),
+            None if &*k.node == ELEMENT_NAME => d.with_help(format!(
+                "`as` names the element of a template, and `{}` takes none; the signature is `{}`",
+                sig.name,
+                sig.display()
+            )),
             None => d.with_help(format!("the signature is `{}`", sig.display())),
         };
         self.error(d);
@@ -715,7 +762,14 @@ impl<'a> Checker<'a> {
 
     /// Checks every bound argument by its parameter's kind: the typed arguments, their types
     /// and the bit set of parameters given.
-    fn check_arguments(&mut self, sig: &Signature, bound: &[Option<&Arg>], span: Span) -> (Vec<TArg>, Vec<Type>, u64) {
+    /// `alias` is the name `as` gave the element of the call's templates.
+    fn check_arguments(
+        &mut self,
+        sig: &Signature,
+        bound: &[Option<&Arg>],
+        span: Span,
+        alias: Option<&(Name, Span)>,
+    ) -> (Vec<TArg>, Vec<Type>, u64) {
         let mut args = Vec::with_capacity(bound.len());
         let mut types = Vec::with_capacity(bound.len());
         let mut given = 0u64;
@@ -750,7 +804,7 @@ impl<'a> Checker<'a> {
                 (ParamKind::Template | ParamKind::PathTemplate, Some(a)) => {
                     let elem = types.first().map_or(Type::Any, Type::element);
                     let elem = if elem == Type::Never { Type::Any } else { elem };
-                    let (arg, ty) = self.template(&a.value, elem, param.kind == ParamKind::PathTemplate);
+                    let (arg, ty) = self.template(&a.value, elem, param.kind == ParamKind::PathTemplate, alias);
                     types.push(ty);
                     args.push(arg);
                 }
@@ -898,8 +952,9 @@ impl<'a> Checker<'a> {
     }
 
     /// Checks a template argument: a string literal (parsed now), a bare name (compiled at
-    /// run time from its string value) or any other expression (deferred as is).
-    fn template(&mut self, e: &Expr, elem: Type, relative: bool) -> (TArg, Type) {
+    /// run time from its string value) or any other expression (deferred as is). The
+    /// element is `item`, and `alias` too when the call gave it one (`as`).
+    fn template(&mut self, e: &Expr, elem: Type, relative: bool, alias: Option<&(Name, Span)>) -> (TArg, Type) {
         let slot = self.locals.len() as u32;
         match &e.kind {
             ExprKind::Str(lit) => {
@@ -911,7 +966,7 @@ impl<'a> Checker<'a> {
                     );
                     return (TArg::Absent, Type::Never);
                 }
-                let parsed = match relative.then(|| relative_path(&lit.value)).flatten() {
+                let parsed = match relative.then(|| relative_path(&lit.value, alias.map(|a| &*a.0))).flatten() {
                     Some(path) => path,
                     None => {
                         let p = crate::syntax::parse_with_limit(&lit.value, self.max_depth);
@@ -924,14 +979,19 @@ impl<'a> Checker<'a> {
                     }
                 };
                 self.maps.push(lit.map.clone());
-                self.locals.push((LocalKind::Item, elem));
-                let body = self.expr(&parsed);
-                self.locals.pop();
+                let body = self.element_bound(elem, alias, |c| c.expr(&parsed));
                 self.maps.pop();
                 let ty = body.ty.clone();
                 (TArg::Template { body: Arc::new(body), slot }, ty)
             }
-            ExprKind::Name(n) if &**n != "item" && &**n != "current" => {
+            // A bare name that is an element (`item`, or an enclosing template's `as`) is
+            // the template itself, not a template held in a variable.
+            ExprKind::Name(n)
+                if &**n != "item"
+                    && &**n != "current"
+                    && alias.is_none_or(|a| a.0 != *n)
+                    && !self.aliases.iter().any(|a| a.name == *n) =>
+            {
                 let source = self.expr(e);
                 if source.ty.fits(&Type::Str) == Fit::No && !matches!(source.kind, TKind::Error) {
                     self.error(
@@ -944,25 +1004,147 @@ impl<'a> Checker<'a> {
                         .with_help("a template given by name must hold an expression string, like \"item.name\""),
                     );
                 }
-                (TArg::Dynamic { source, relative, slot }, Type::Any)
+                (TArg::Dynamic { source, relative, slot, alias: alias.map(|a| a.0.clone()) }, Type::Any)
             }
             _ => {
-                self.locals.push((LocalKind::Item, elem));
-                let body = self.expr(e);
-                self.locals.pop();
+                let body = self.element_bound(elem, alias, |c| c.expr(e));
                 let ty = body.ty.clone();
                 (TArg::Template { body: Arc::new(body), slot }, ty)
             }
         }
     }
+
+    /// Runs `f` with a template's element bound in the next slot: to `item`, and to `alias`
+    /// when the call named it.
+    fn element_bound(&mut self, elem: Type, alias: Option<&(Name, Span)>, f: impl FnOnce(&mut Self) -> TExpr) -> TExpr {
+        let slot = self.locals.len() as u32;
+        self.locals.push((LocalKind::Item, elem));
+        if let Some((name, span)) = alias {
+            self.aliases.push(Alias { name: name.clone(), slot, span: *span });
+        }
+        let body = f(self);
+        if alias.is_some() {
+            self.aliases.pop();
+        }
+        self.locals.pop();
+        body
+    }
+
+    /// Checks the value of `as="NAME"` (SPEC §4.4): a string literal holding a name that is
+    /// not a keyword, `item`, `current`, nor bound here already (a variable, a REF context,
+    /// the `as` of an enclosing template). The name, unless it is no name at all or not
+    /// literal (a clash is reported and the name still bound, so its uses are checked), with
+    /// where it was given in the program's source.
+    fn element_name(&mut self, a: &Arg) -> Option<(Name, Span)> {
+        let value = &a.value;
+        let ExprKind::Str(lit) = &value.kind else {
+            let help = match &value.kind {
+                ExprKind::Name(n) => format!("write the name itself, quoted: `as=\"{n}\"`"),
+                _ => "write the name as a string literal: `as=\"repo\"`".to_string(),
+            };
+            self.error(
+                Diagnostic::new(Code::ElementNameNotLiteral, value.span, "`as` must be a string literal")
+                    .with_label("not a string literal")
+                    .with_help(help),
+            );
+            // `as=repo` means `as="repo"`: the templates are checked with that name bound, so
+            // its uses are not reported as well.
+            return match &value.kind {
+                ExprKind::Name(n) => Some((n.clone(), self.sp(value.span))),
+                _ => None,
+            };
+        };
+        let name = &*lit.value;
+        if crate::syntax::KEYWORDS.contains(&name) {
+            self.error(
+                Diagnostic::new(
+                    Code::ElementNameInvalid,
+                    value.span,
+                    format!("`as` cannot be `{name}`: it is a keyword"),
+                )
+                .with_label("a keyword")
+                .with_help("choose a name that is not `and`, `or`, `not`, `true`, `false` or `null`"),
+            );
+            return None;
+        }
+        if !crate::syntax::is_identifier(name) {
+            self.error(
+                Diagnostic::new(Code::ElementNameInvalid, value.span, format!("`as` must be a name, found {name:?}"))
+                    .with_label("not a name")
+                    .with_help("a name is letters, digits and `_`, not starting with a digit: `as=\"repo\"`"),
+            );
+            return None;
+        }
+        let name = crate::syntax::intern(name);
+        let at = self.sp(value.span);
+        let clash = if matches!(&*name, "item" | "current") {
+            let what = if &*name == "item" {
+                "the element is `item` already"
+            } else {
+                "`current` is the value of a `pipeline` operation"
+            };
+            Some(
+                Diagnostic::new(Code::ElementNameTaken, at, format!("`as` cannot be `{name}`: {what}"))
+                    .with_label("already bound"),
+            )
+        } else if let Some(outer) = self.aliases.iter().rev().find(|x| x.name == name) {
+            Some(
+                Diagnostic::new(
+                    Code::ElementNameTaken,
+                    at,
+                    format!("`{name}` already names the element of an enclosing template"),
+                )
+                .with_label("named again here")
+                .with_secondary(outer.span, "first named here"),
+            )
+        } else {
+            match self.scope.binding(&name) {
+                Some(Binding::Variable) => Some(
+                    Diagnostic::new(
+                        Code::ElementNameTaken,
+                        at,
+                        format!("`as` cannot be `{name}`: it is a variable here"),
+                    )
+                    .with_label("already a variable"),
+                ),
+                Some(Binding::RefContext) => Some(
+                    Diagnostic::new(
+                        Code::ElementNameTaken,
+                        at,
+                        format!("`as` cannot be `{name}`: it is a REF context here (`REF:{name}`)"),
+                    )
+                    .with_label("already a REF context"),
+                ),
+                None => None,
+            }
+        };
+        if let Some(d) = clash {
+            // Spans are already the program's: pushed as they are, not mapped again.
+            self.diags
+                .push(d.with_help(format!("choose a name not in use here, as in `as=\"{}\"`", self.free_name(&name))));
+        }
+        Some((name, at))
+    }
+
+    /// A name like `taken` that nothing here binds, for help texts: `x` for `item` and
+    /// `current`, else `taken2`, `taken3`, ….
+    fn free_name(&self, taken: &str) -> String {
+        let base = if matches!(taken, "item" | "current") { "x" } else { taken };
+        let free = |n: &str| self.scope.binding(n).is_none() && !self.aliases.iter().any(|a| &*a.name == n);
+        std::iter::once(base.to_string())
+            .chain((2..100).map(|i| format!("{base}{i}")))
+            .find(|n| n != taken && free(n))
+            .unwrap_or_else(|| base.to_string())
+    }
 }
 
 /// For `key_path` / `item_path`: a bare dotted path (`score`, `profile.age`, `tags.0`)
-/// whose first segment is not `item` means a path under `item`.
-pub(crate) fn relative_path(s: &str) -> Option<Expr> {
+/// whose first segment is not `item` (nor `alias`, the element's name given by `as`) means a
+/// path under `item`.
+pub(crate) fn relative_path(s: &str, alias: Option<&str>) -> Option<Expr> {
     let segs: Vec<&str> = s.split('.').collect();
     let ok = segs.iter().all(|g| !g.is_empty() && g.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'));
-    if !ok || segs.first() == Some(&"item") {
+    if !ok || segs.first() == Some(&"item") || (alias.is_some() && segs.first().copied() == alias) {
         return None;
     }
     let whole = Span::new(0, s.len());

@@ -33,6 +33,15 @@ pub(crate) enum RefScope {
     Closed(IndexMap<Arc<str>, Type>),
 }
 
+/// What a name is bound to in a scope ([`Scope::binding`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Binding {
+    /// A variable (a context name).
+    Variable,
+    /// A REF context (`REF:name`).
+    RefContext,
+}
+
 impl Scope {
     /// A scope that accepts any name and any REF context as `any`.
     pub fn open() -> Scope {
@@ -113,6 +122,19 @@ impl Scope {
             RefScope::Open => Some(Type::Any),
             RefScope::Closed(m) => m.get(context).cloned(),
         }
+    }
+
+    /// What `name` already is here, for a template's `as` (SPEC §4.4): a name the scope
+    /// lists, or a REF context it lists. An open scope's "any name" binds nothing.
+    pub(crate) fn binding(&self, name: &str) -> Option<Binding> {
+        if self.names.contains_key(name) {
+            return Some(Binding::Variable);
+        }
+        let is_ref = match &self.refs {
+            RefScope::Closed(m) => m.contains_key(name),
+            RefScope::Names | RefScope::Open => false,
+        };
+        (is_ref || (name == "response" && self.response.is_some())).then_some(Binding::RefContext)
     }
 
     /// The REF contexts, for suggestions.

@@ -93,6 +93,10 @@ pub enum ReturnRule {
     Computed(fn(&[Type]) -> Type),
 }
 
+/// The keyword that gives a template's element a second name: `map(xs, as="x", template=x.a)`
+/// (SPEC §4.4). Every function that takes a template takes it; it is not a parameter.
+pub const ELEMENT_NAME: &str = "as";
+
 /// A function signature.
 #[derive(Clone, Debug)]
 pub struct Signature {
@@ -130,6 +134,12 @@ impl Signature {
             None if self.variadic => self.params.last(),
             None => None,
         }
+    }
+
+    /// Whether calls may name the element of its templates with `as="NAME"`
+    /// ([`ELEMENT_NAME`]): it takes a template and has no parameter of that name itself.
+    pub fn takes_element_name(&self) -> bool {
+        self.params.iter().any(|p| p.kind.is_template()) && self.param_index(ELEMENT_NAME).is_none()
     }
 
     /// The index of a parameter by keyword.

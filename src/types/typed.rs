@@ -94,6 +94,8 @@ pub enum TArg {
         relative: bool,
         /// The slot `item` lives in.
         slot: u32,
+        /// The element's second name, when the call gave one (`as`).
+        alias: Option<Name>,
     },
     /// An optional template that was not given.
     Absent,

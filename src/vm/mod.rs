@@ -18,14 +18,15 @@ use crate::functions::{Args, BuiltinFn, Failure, FunctionTable, Implementation, 
 use crate::ops;
 use crate::runtime::{Clock, EvalError, Interrupt, Limits, INTERRUPT_POLL_UNITS};
 use crate::span::Span;
-use crate::syntax::ast::BinaryOp;
+use crate::syntax::ast::{BinaryOp, Name};
 use crate::value::{SegmentError, Value};
 
 /// Compiles template text met at run time (a template held in a variable).
 pub trait TemplateSource {
-    /// The chunk for `source`, with `item` in `slot`; bare dotted paths are relative to
-    /// `item` when `relative`. Implementations cache by their arguments.
-    fn template(&self, source: &str, relative: bool, slot: u32) -> Result<Arc<Chunk>, String>;
+    /// The chunk for `source`, with `item` in `slot` (and `alias`, the name the call gave
+    /// the element with `as`); bare dotted paths are relative to `item` when `relative`.
+    /// Implementations cache by their arguments.
+    fn template(&self, source: &str, relative: bool, slot: u32, alias: Option<&Name>) -> Result<Arc<Chunk>, String>;
 }
 
 /// Everything one evaluation reads.
@@ -622,7 +623,7 @@ impl<'a> Vm<'a> {
         }
         let mut out = Vec::with_capacity(info.params.len());
         for (i, p) in info.params.iter().enumerate() {
-            let CallParam::Dynamic { relative, slot } = p else {
+            let CallParam::Dynamic { relative, slot, alias } = p else {
                 out.push(None);
                 continue;
             };
@@ -639,7 +640,7 @@ impl<'a> Vm<'a> {
                     return Err(e);
                 }
             };
-            match self.env.templates.template(src, *relative, *slot) {
+            match self.env.templates.template(src, *relative, *slot, alias.as_ref()) {
                 Ok(c) => out.push(Some((c, *slot))),
                 Err(msg) => {
                     let mut e =

@@ -16,6 +16,7 @@ use rustyline::{Context, Helper};
 use super::command::{self, COMMANDS};
 use super::scan::{is_ident, path_before, scan, word_start, Open};
 use crate::functions::Signature;
+use crate::types::signature::ELEMENT_NAME;
 use crate::value::Value;
 
 /// The line editor's helper.
@@ -100,7 +101,10 @@ impl ReplHelper {
         if let Some(sig) = self.callee(&line[expr..pos], &open) {
             let given = given_keywords(&line[expr..pos], &open);
             let params = sig.params.iter().filter(|p| !given.contains(&&*p.name));
-            found.extend(matching(word, params.map(|p| (format!("{}=", p.name), format!("{}=", p.name)))));
+            // A call that takes a template also takes `as=` (SPEC §4.4), after its parameters.
+            let element_name = (sig.takes_element_name() && !given.contains(&ELEMENT_NAME)).then_some(ELEMENT_NAME);
+            let names = params.map(|p| &*p.name).chain(element_name);
+            found.extend(matching(word, names.map(|n| (format!("{n}="), format!("{n}=")))));
         }
         found.extend(matching(word, self.functions.iter().map(|s| (format!("{}(", s.name), format!("{}(", s.name)))));
         found.extend(matching(word, self.var_names().map(|n| (n.to_string(), n.to_string()))));
@@ -293,11 +297,15 @@ mod tests {
         assert_eq!(complete("map(array=users, te"), ["map(array=users, template="]);
         assert_eq!(
             complete("map(array=users, a"),
-            ["map(array=users, all(", "map(array=users, any(", "map(array=users, avg("]
+            ["map(array=users, as=", "map(array=users, all(", "map(array=users, any(", "map(array=users, avg("]
         );
         assert_eq!(complete("users.0.pro"), ["users.0.profile"]);
         assert_eq!(complete("REF:user_"), ["REF:user_count"]);
         assert!(complete("\"gro").is_empty());
+        // `as=` in a call that takes a template (and not twice, nor in one that takes none).
+        assert_eq!(complete("map(array=users, as"), ["map(array=users, as="]);
+        assert_eq!(complete("map(users, as=\"u\", template=u, as"), Vec::<String>::new());
+        assert_eq!(complete("length(users, as"), Vec::<String>::new());
     }
 
     #[test]

@@ -14,6 +14,7 @@ use crate::cli::render;
 use crate::diagnostic::{did_you_mean, Diagnostic};
 use crate::engine::{Analysis, Engine, Program};
 use crate::functions::{Param, ParamKind, Signature};
+use crate::types::signature::ELEMENT_NAME;
 use crate::types::Scope;
 use crate::value::Value;
 
@@ -32,9 +33,6 @@ const MAX_RUNS: u64 = 100_000_000;
 
 /// Types longer than this are shortened in `:vars` and `:load`.
 const TYPE_WIDTH: usize = 100;
-
-/// Words the grammar reserves, which cannot be variable names.
-const KEYWORDS: &[&str] = &["and", "or", "not", "true", "false", "null"];
 
 /// Where output goes and how it looks.
 pub(crate) struct Output<'w> {
@@ -344,7 +342,7 @@ fn check_name(name: &str) -> Result<(), String> {
     if !is_ident(name) {
         return Err(format!("`{name}` is not a name: use letters, digits and `_`, not starting with a digit"));
     }
-    if KEYWORDS.contains(&name) {
+    if crate::syntax::KEYWORDS.contains(&name) {
         return Err(format!("`{name}` is a keyword and cannot be a variable"));
     }
     if name == "item" || name == "current" {
@@ -370,6 +368,11 @@ fn describe_function(sig: &Signature) -> String {
     }
     if sig.any_keywords {
         s.push_str("  any keyword arguments\n");
+    }
+    if sig.takes_element_name() {
+        s.push_str(&format!(
+            "  {ELEMENT_NAME:width$}  a string literal: a second name for `item` in its templates (optional)\n"
+        ));
     }
     s
 }

@@ -139,10 +139,10 @@ impl Compiler {
                     params.push(CallParam::Template(Arc::new(sub), *slot, fast));
                     spans.push(body.span);
                 }
-                TArg::Dynamic { source, relative, slot } => {
+                TArg::Dynamic { source, relative, slot, alias } => {
                     self.use_slot(*slot);
                     self.expr(source);
-                    params.push(CallParam::Dynamic { relative: *relative, slot: *slot });
+                    params.push(CallParam::Dynamic { relative: *relative, slot: *slot, alias: alias.clone() });
                     spans.push(source.span);
                 }
                 TArg::Absent => {
