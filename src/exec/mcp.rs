@@ -20,6 +20,7 @@
 //! - Cancellation: when the engine cancels the call (timeout, deadline, a cancelled run),
 //!   the client sends `notifications/cancelled` for the request and returns at once.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -275,8 +276,20 @@ impl McpClients {
     }
 
     /// Calls the tool `tool` of the server at `target` with the call's arguments (the
-    /// server is started or connected to on first use, as for [`McpClients::call`]).
+    /// server is started or connected to on first use, as for [`McpClients::call`]). What
+    /// the server says — its result, its errors, a failed handshake's body — comes back
+    /// with the process's secrets redacted ([`crate::secrets`]): a server that echoes its
+    /// bearer token shows it to no one.
     pub fn call_target(&self, target: &McpTarget, tool: &str, call: &ToolCall<'_>) -> Result<Value, ToolError> {
+        self.call_target_as_said(target, tool, call).map_err(|mut e| {
+            if let Cow::Owned(r) = crate::secrets::redact(&e.message) {
+                e.message = r;
+            }
+            e
+        })
+    }
+
+    fn call_target_as_said(&self, target: &McpTarget, tool: &str, call: &ToolCall<'_>) -> Result<Value, ToolError> {
         let tool_path = call.tool_path;
         let runtime = self.runtime().map_err(|e| ToolError::permanent(format!("`{tool_path}`: {e}")))?;
         let command = target;
@@ -349,8 +362,19 @@ impl McpClients {
     }
 
     /// The tools the server at `target` lists (`tools/list`, every page), as JSON `Tool`
-    /// objects, starting or connecting to it if needed.
+    /// objects, starting or connecting to it if needed; the process's secrets redacted from
+    /// the listing and the error, as from a call's.
     pub fn list_target_tools(&self, target: &McpTarget) -> Result<Vec<Json>, String> {
+        match self.list_target_tools_as_said(target) {
+            Ok(mut tools) => {
+                tools.iter_mut().for_each(crate::secrets::redact_json);
+                Ok(tools)
+            }
+            Err(e) => Err(crate::secrets::redact(&e).into_owned()),
+        }
+    }
+
+    fn list_target_tools_as_said(&self, target: &McpTarget) -> Result<Vec<Json>, String> {
         let runtime = self.runtime()?;
         let command = target;
         let live = self.connect(runtime, command, &CancelToken::new()).map_err(|e| e.0.message)?;
@@ -597,6 +621,8 @@ async fn start_http(
     use rmcp::transport::StreamableHttpClientTransport;
     let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
     if let Some(token) = token {
+        // Before anything is sent: a server may echo it in any answer, the first included.
+        crate::secrets::register(token);
         config = config.auth_header(token.to_string());
     }
     let oversized = http.oversized();
@@ -674,11 +700,12 @@ fn result_value(result: CallToolResult, who: &str) -> Result<Value, ToolError> {
         let why = if text.is_empty() { "no message".to_string() } else { text.join("\n") };
         return Err(ToolError::permanent(format!("{who} reported an error: {why}")));
     }
-    let json = match (result.structured_content, blocks.as_slice()) {
+    let mut json = match (result.structured_content, blocks.as_slice()) {
         (Some(v), _) => v,
         (None, [one]) => block_value(one),
         (None, many) => Json::Array(many.iter().map(block_value).collect()),
     };
+    crate::secrets::redact_json(&mut json);
     serde_json::from_value::<Value>(json)
         .map_err(|e| ToolError::permanent(format!("{who} answered with a value tdsl cannot hold: {e}")))
 }
