@@ -186,7 +186,7 @@ pub use files::{FileStore, LocalStore, MemoryStore};
 
 // Running composites (the engine): an executor, the runner trait a host implements, the trace.
 #[cfg(feature = "engine")]
-pub use exec::host::HostRunner;
+pub use exec::host::{HostRunner, ToolEnv};
 #[cfg(feature = "engine")]
 pub use exec::{
     Attempt, CancelToken, ChildTrace, ErrorKind, Event, Executor, GuardError, Guards, LoadError, ManualTime,

@@ -160,12 +160,19 @@ fn cut_edges(text: &str, form: &str) -> Option<String> {
         at = p + head.len().max(1);
         at = ceil_char_boundary(text, at);
     }
-    // The text begins with the form's end.
-    let longest = (form.len() - 1).min(text.len());
-    for k in (MIN_PARTIAL_BYTES..=longest).rev() {
-        if text.is_char_boundary(k) && form.is_char_boundary(form.len() - k) && form.ends_with(&text[..k]) {
-            start = k;
-            break;
+    // The text begins with the form's end: look for the text's first MIN_PARTIAL_BYTES in the
+    // form after its first byte (the earliest place is the longest end), and check that the
+    // rest of the form follows.
+    if text.len() >= MIN_PARTIAL_BYTES && text.is_char_boundary(MIN_PARTIAL_BYTES) {
+        let lead = &text[..MIN_PARTIAL_BYTES];
+        let mut at = ceil_char_boundary(form, 1);
+        while let Some(i) = form[at..].find(lead) {
+            let p = at + i;
+            if text.starts_with(&form[p..]) {
+                start = form.len() - p;
+                break;
+            }
+            at = ceil_char_boundary(form, p + 1);
         }
     }
     if start == 0 && end == text.len() {

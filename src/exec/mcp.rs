@@ -144,8 +144,8 @@ pub fn check_url(url: &str) -> Result<(), String> {
 }
 
 /// Where an MCP server is: a command line started over stdio, or (feature `mcp-http`) a
-/// Streamable HTTP URL with an optional bearer token.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// Streamable HTTP URL with an optional bearer token (which `Debug` does not show).
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub enum McpTarget {
     /// The program and its arguments, resolved.
     Command(Vec<String>),
@@ -159,6 +159,20 @@ pub enum McpTarget {
         /// default roots (`--upstream-ca NAME=FILE`).
         ca: Option<std::path::PathBuf>,
     },
+}
+
+impl std::fmt::Debug for McpTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            McpTarget::Command(words) => f.debug_tuple("Command").field(words).finish(),
+            McpTarget::Url { url, token, ca } => f
+                .debug_struct("Url")
+                .field("url", url)
+                .field("token", &token.as_ref().map(|_| crate::secrets::REDACTED))
+                .field("ca", ca)
+                .finish(),
+        }
+    }
 }
 
 /// The MCP servers of one run, started on demand.
@@ -727,6 +741,13 @@ mod tests {
             McpTarget::Command(c) => std::path::PathBuf::from(c.first().cloned().unwrap_or_default()),
             McpTarget::Url { url, .. } => std::path::PathBuf::from(url),
         }
+    }
+
+    #[test]
+    fn a_targets_token_is_not_shown_by_debug() {
+        let t = McpTarget::Url { url: "http://127.0.0.1:9/mcp".into(), token: Some("tok-debug-1234".into()), ca: None };
+        let shown = format!("{t:?}");
+        assert!(shown.contains("http://127.0.0.1:9/mcp") && !shown.contains("tok-debug-1234"), "{shown}");
     }
 
     #[test]
