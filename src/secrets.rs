@@ -308,7 +308,7 @@ mod tests {
         let mut stack = vec![v];
         while let Some(mut x) = stack.pop() {
             match &mut x {
-                serde_json::Value::Array(a) => stack.extend(a.drain(..)),
+                serde_json::Value::Array(a) => stack.append(a),
                 serde_json::Value::Object(m) => stack.extend(std::mem::take(m).into_iter().map(|(_, v)| v)),
                 _ => {}
             }

@@ -83,9 +83,8 @@ fn answer(mut conn: TcpStream, kind: Upstream) {
     }
     let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let Some(id) = request.get("id").cloned() else { return write(&mut conn, "202 Accepted", "") };
-    let tool = |name: &str| {
-        json!({"name": name, "description": format!("Checks {auth}"), "inputSchema": {"type": "object"}})
-    };
+    let tool =
+        |name: &str| json!({"name": name, "description": format!("Checks {auth}"), "inputSchema": {"type": "object"}});
     let reply = match request["method"].as_str().unwrap_or_default() {
         "initialize" => json!({"result": {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
             "serverInfo": {"name": "echoing", "version": "1"}}}),

@@ -32,7 +32,9 @@ fn runs(path: &Path) -> Vec<(String, String)> {
     assert_eq!(out.code, 0, "{}", out.stderr);
     let listed: Value = serde_json::from_str(&out.stdout).expect("JSON");
     let runs = listed.as_array().cloned().unwrap_or_default();
-    runs.iter().map(|r| (r["tool"].as_str().unwrap_or("").to_string(), r["status"].as_str().unwrap_or("").to_string())).collect()
+    runs.iter()
+        .map(|r| (r["tool"].as_str().unwrap_or("").to_string(), r["status"].as_str().unwrap_or("").to_string()))
+        .collect()
 }
 
 /// After the signal: every program of the call is gone, and every run recorded has ended.
@@ -43,7 +45,10 @@ fn assert_ended(what: &str, pids: &[String], history: &Path) {
     let runs = runs(history);
     assert!(!runs.is_empty(), "{what}: no run recorded");
     for (tool, status) in &runs {
-        assert!(!["RUNNING", "INTERRUPTED"].contains(&status.as_str()), "{what}: the run of {tool} is {status}: {runs:?}");
+        assert!(
+            !["RUNNING", "INTERRUPTED"].contains(&status.as_str()),
+            "{what}: the run of {tool} is {status}: {runs:?}"
+        );
     }
 }
 
@@ -114,7 +119,8 @@ fn serve_over_http_ends_its_calls_and_records_them_on_each_signal() {
             .map(|(_, v)| v.trim().to_string())
             .unwrap_or_else(|| panic!("no session: {head}"));
         post(port, Some(&session), &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "main", "arguments": {}}});
+        let call =
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "main", "arguments": {}}});
         std::thread::spawn(move || post(port, Some(&session), &call));
         let pids = sleeping_pids(&pid_file);
         send(server.pid(), signal);

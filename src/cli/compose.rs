@@ -97,7 +97,9 @@ fn key(model: &str, base_url: Option<&str>) -> Result<Option<String>, UsageError
 fn hide_environment() {
     #[cfg(target_os = "linux")]
     if let Err(e) = nix::sys::prctl::set_dumpable(false) {
-        eprintln!("warning: cannot hide this process's environment from the tools ({e}): they could read the key in /proc");
+        eprintln!(
+            "warning: cannot hide this process's environment from the tools ({e}): they could read the key in /proc"
+        );
     }
 }
 

@@ -87,9 +87,7 @@ impl ToolEnv {
     pub fn withholding<S: AsRef<str>>(self, names: &[S]) -> ToolEnv {
         let names: Vec<&str> = names.iter().map(AsRef::as_ref).collect();
         match self {
-            ToolEnv::Inherit => {
-                ToolEnv::InheritExcept { withheld: names.iter().map(|n| n.to_string()).collect() }
-            }
+            ToolEnv::Inherit => ToolEnv::InheritExcept { withheld: names.iter().map(|n| n.to_string()).collect() },
             ToolEnv::Clean { mut pass } => {
                 pass.retain(|p| !names.contains(&p.as_str()));
                 ToolEnv::Clean { pass }
