@@ -134,6 +134,10 @@ pub(crate) mod reference;
 #[cfg(feature = "engine")]
 pub(crate) mod report;
 pub(crate) mod runtime;
+// The secrets the process holds and their redaction: what talks to peers (`mcp`, which
+// `compose` needs too) uses it.
+#[cfg(feature = "mcp")]
+pub(crate) mod secrets;
 pub(crate) mod span;
 pub(crate) mod syntax;
 mod template;
@@ -182,7 +186,7 @@ pub use files::{FileStore, LocalStore, MemoryStore};
 
 // Running composites (the engine): an executor, the runner trait a host implements, the trace.
 #[cfg(feature = "engine")]
-pub use exec::host::HostRunner;
+pub use exec::host::{HostRunner, ToolEnv};
 #[cfg(feature = "engine")]
 pub use exec::{
     Attempt, CancelToken, ChildTrace, ErrorKind, Event, Executor, GuardError, Guards, LoadError, ManualTime,
@@ -274,6 +278,10 @@ pub mod testing {
     }
     pub mod runtime {
         pub use crate::runtime::*;
+    }
+    #[cfg(feature = "mcp")]
+    pub mod secrets {
+        pub use crate::secrets::*;
     }
     pub mod span {
         pub use crate::span::*;

@@ -197,7 +197,7 @@ fn the_public_api_is_the_crate_root() {
     use tdsl::{
         replay, BreakerPolicy, CancelToken, ErrorKind, Event, Executor, Guards, HostRunner, ManualTime, Observer,
         Options, PlanRun, RetryPolicy, RunPlanOptions, RunStatus, Runner, SeededRandom, StepStatus, SystemTime, Time,
-        ToolCall, ToolError, Trace, Workflow,
+        ToolCall, ToolEnv, ToolError, Trace, Workflow,
     };
     let lib = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/src/lib.rs")).expect("src/lib.rs");
     let public: Vec<&str> =

@@ -410,6 +410,76 @@ fn the_key_never_leaks() {
     }
 }
 
+/// Issue 38: the key reached every tool through the inherited environment (and through
+/// `/proc/PID/environ` of tdsl itself). Neither provider's key reaches a tool's process,
+/// with or without `--clean-env`, even when `--pass-env` names it.
+#[cfg(unix)]
+#[test]
+fn the_tools_of_a_composition_never_get_a_key() {
+    const OTHER: &str = "sk-ant-OTHERKEY-91c2d3e4f5";
+    let cases: [(&str, &[&str]); 3] = [
+        ("openai", &[]),
+        ("anthropic", &[]),
+        ("openai", &["--clean-env", "--pass-env", "OPENAI_API_KEY", "--pass-env", "ANTHROPIC_API_KEY"]),
+    ];
+    for (provider, flags) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let seen = dir.path().join("seen");
+        common::process::script(
+            &dir.path().join("tools/env.sh"),
+            &format!(
+                "#!/bin/sh\nenv >> '{0}'\ntr '\\0' '\\n' < /proc/$PPID/environ >> '{0}.parent' 2>&1\necho '{{\"seen\": true}}'\n",
+                seen.display()
+            ),
+        );
+        std::fs::write(dir.path().join("tools/env.tool"), r#"{"system_event_endpoint": "exec:./env.sh"}"#).unwrap();
+        let server = ModelServer::start(
+            &[
+                ("decompose", Answer::File("decompose_ok.json")),
+                ("plan", Answer::File("plan_env.json")),
+                ("synthesize", Answer::File("synthesize_ok.json")),
+            ],
+            Some(KEY),
+        );
+        let base = if provider == "anthropic" { server.url("") } else { server.url("/v1") };
+        let model = format!("{provider}:test-model");
+        let root = dir.path().display().to_string();
+        let mut args = query_args(&root, &model, &base, flags);
+        args.retain(|a| !a.is_empty());
+        let out = compose_support::command(&args, provider, KEY)
+            .env(if provider == "anthropic" { "OPENAI_API_KEY" } else { "ANTHROPIC_API_KEY" }, OTHER)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("\"status\": \"SUCCESS\""), "{provider} {flags:?}: {stdout}");
+        let text = std::fs::read_to_string(&seen).expect("the tool ran");
+        assert!(text.contains("TDSL_TOOL=env"), "{text}");
+        assert!(!text.contains(KEY) && !text.contains(OTHER), "{provider} {flags:?}: a tool saw a key:\n{text}");
+        assert!(!text.contains("_API_KEY="), "{provider} {flags:?}: {text}");
+        if flags.is_empty() {
+            // Everything else is inherited.
+            assert!(text.contains("XDG_DATA_HOME="), "{text}");
+        } else {
+            assert!(!text.contains("XDG_DATA_HOME="), "{text}");
+        }
+        // tdsl's own environment still holds the key: the process is not dumpable, so a tool
+        // of the same user cannot read it in /proc (one with CAP_SYS_PTRACE, root in a
+        // container say, can read any process's memory: nothing to test there).
+        let parent = std::fs::read_to_string(dir.path().join("seen.parent")).expect("the tool tried");
+        if !may_trace_anything() {
+            assert!(!parent.contains(KEY) && !parent.contains(OTHER), "a tool read tdsl's environment:\n{parent}");
+        }
+    }
+}
+
+/// Whether this process has CAP_SYS_PTRACE (bit 19 of `CapEff`).
+#[cfg(unix)]
+fn may_trace_anything() -> bool {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let caps = status.lines().find_map(|l| l.strip_prefix("CapEff:")).map(str::trim).unwrap_or("0");
+    u64::from_str_radix(caps, 16).is_ok_and(|c| c & (1 << 19) != 0)
+}
+
 #[test]
 fn an_endpoint_that_cannot_be_reached_is_named() {
     let port = common::process::free_port();

@@ -909,15 +909,33 @@ impl PyRunner {
     }
 }
 
-/// `ValueError: boom`.
+/// The most bytes of an exception's text that a tool's error keeps (the same 64 KiB as an
+/// `exec:` tool's standard error): a function that raises with a 50 MB message fails its
+/// step with the first 64 KiB and the count of the rest, in the trace and the `RunError`.
+const MAX_ERROR_TEXT: usize = 64 * 1024;
+
+/// `ValueError: boom`, cut at [`MAX_ERROR_TEXT`] bytes.
 fn describe(py: Python<'_>, e: &PyErr) -> String {
     let name = e.get_type(py).name().map(|n| n.to_string()).unwrap_or_else(|_| "Exception".into());
-    let text = e.value(py).str().map(|s| s.to_string()).unwrap_or_default();
-    if text.is_empty() {
-        name
-    } else {
-        format!("{name}: {text}")
+    let text = e.value(py).str().ok();
+    let text = text.as_ref().and_then(|s| s.to_cow().ok()).unwrap_or_default();
+    let whole = if text.is_empty() { name } else { format!("{name}: {text}") };
+    capped(whole, MAX_ERROR_TEXT)
+}
+
+/// `text` cut at `max` bytes (on a character boundary), saying how much was left out.
+fn capped(mut text: String, max: usize) -> String {
+    if text.len() <= max {
+        return text;
     }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let left = text.len() - end;
+    text.truncate(end);
+    text.push_str(&format!("… [{left} more bytes left out]"));
+    text
 }
 
 const OPTIONS: &str = "concurrency, deadline, timeout, retries, retry_delay, retry_max_delay, max_depth, cancel_grace";
@@ -928,10 +946,16 @@ const CANCEL_GRACE: tdsl::ranges::Range =
 
 /// An option's number: an `int` or a `float` (not a `bool`, not a string), in its range
 /// (`E0814` when out of it, NaN and infinity included).
-fn option_number(py: Python<'_>, name: &str, v: &Bound<'_, PyAny>, range: &tdsl::ranges::Range) -> PyResult<f64> {
+fn option_number(
+    py: Python<'_>,
+    function: &str,
+    name: &str,
+    v: &Bound<'_, PyAny>,
+    range: &tdsl::ranges::Range,
+) -> PyResult<f64> {
     let n = if v.is_instance_of::<PyBool>() || !(v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>()) {
         return Err(PyTypeError::new_err(format!(
-            "run() option `{name}` must be {}, not {}",
+            "{function}() option `{name}` must be {}, not {}",
             if range.integer { "an int" } else { "a number (int or float)" },
             type_name(v)
         )));
@@ -942,9 +966,9 @@ fn option_number(py: Python<'_>, name: &str, v: &Bound<'_, PyAny>, range: &tdsl:
         v.extract::<f64>()?
     };
     if range.integer && v.is_instance_of::<PyFloat>() {
-        return Err(PyTypeError::new_err(format!("run() option `{name}` must be an int, not float")));
+        return Err(PyTypeError::new_err(format!("{function}() option `{name}` must be an int, not float")));
     }
-    range.check(n).map_err(|e| tdsl_error(py, format!("run() option `{name}`: {e}"), "E0814", None, None))?;
+    range.check(n).map_err(|e| tdsl_error(py, format!("{function}() option `{name}`: {e}"), "E0814", None, None))?;
     Ok(n)
 }
 
@@ -973,7 +997,7 @@ fn options_from(py: Python<'_>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<
         if v.is_none() {
             continue;
         }
-        let n = option_number(py, &key, &v, &range)?;
+        let n = option_number(py, "run", &key, &v, &range)?;
         match key.as_str() {
             "concurrency" => o.max_concurrency = n as usize,
             "deadline" => o.deadline = Some(Duration::from_secs_f64(n)),
@@ -1157,8 +1181,13 @@ fn run_plan<'py>(
     args: Option<&Bound<'py, PyAny>>,
     tools: Option<&Bound<'py, PyDict>>,
     allow: Option<Vec<String>>,
-    concurrency: Option<usize>,
+    concurrency: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
+    // As `run` checks it: an int (not a bool) in its range, else TypeError or E0814.
+    let concurrency = match concurrency.filter(|c| !c.is_none()) {
+        Some(c) => Some(option_number(py, "run_plan", "concurrency", c, &tdsl::ranges::CONCURRENCY)? as usize),
+        None => None,
+    };
     let text = plan_text(plan)?;
     let arguments = match vars_of(args)? {
         Value::Null => Value::Object(Arc::new(Map::default())),

@@ -8,6 +8,7 @@ thread inside Python when the interpreter exits (which aborted the process).
 """
 
 import asyncio
+import collections.abc
 import threading
 from typing import Any, Callable, Dict, Optional
 
@@ -17,7 +18,10 @@ def start_call(function: Callable[[Dict[str, Any]], Any], args: Dict[str, Any],
     def call() -> None:
         try:
             result = function(args)
-            if asyncio.iscoroutine(result):
+            # Only a coroutine is run: `asyncio.iscoroutine` is true of a generator too on
+            # Python 3.11 and older, and `asyncio.run` of a generator never ends. A generator
+            # goes back as it is, and the step fails saying the function returned one.
+            if isinstance(result, collections.abc.Coroutine):
                 result = asyncio.run(result)
         except BaseException as e:  # noqa: B036 - every outcome goes back to the engine
             done(None, e)

@@ -271,3 +271,56 @@ def test_data_pickles_and_copies():
     assert tdsl.eval("x.a[1]", {"x": again}) == 2.5
     assert copy.copy(d) is d and copy.deepcopy(d) is d
     assert copy.deepcopy({"k": [d]})["k"][0] is d
+
+
+# Issue 38, item 8.
+
+
+def test_a_tool_returning_a_generator_fails_its_step_saying_so(root):
+    # On Python 3.11 and older `asyncio.iscoroutine` is true of a generator, and it was run
+    # with `asyncio.run`, which never ended (the deadline bounds the test before the fix).
+    def gen(a):
+        yield {"word": a["word"]}
+
+    with pytest.raises(tdsl.RunError, match="returned a generator, not a dict"):
+        tdsl.run("/shout.tool", root=root, args={"words": ["a"]}, tools={**TOOLS, "up": gen}, deadline=10,
+                 retries=0)
+
+
+PLAN = {
+    "instructions": [{"execution_id": "u", "tool_definition_path": "up", "arguments": {"word": "hi"}}],
+    "response_reference_map": {"word": "REF:u.word"},
+}
+
+
+@pytest.mark.parametrize("value,kind", [(True, "bool"), ("4", "str"), (1.5, "float")])
+def test_run_plan_concurrency_of_the_wrong_type_is_a_type_error(root, value, kind):
+    # `True` ran with 1.
+    with pytest.raises(TypeError, match=rf"run_plan\(\) option `concurrency` must be an int, not {kind}"):
+        tdsl.run_plan(PLAN, root=root, tools=TOOLS, concurrency=value)
+
+
+@pytest.mark.parametrize("value", [-1, 0, 2**70])
+def test_run_plan_concurrency_out_of_range_is_e0814(root, value):
+    # -1 and 2**70 were OverflowErrors not naming the option.
+    with pytest.raises(tdsl.TdslError) as info:
+        tdsl.run_plan(PLAN, root=root, tools=TOOLS, concurrency=value)
+    assert info.value.code == "E0814"
+    assert "run_plan() option `concurrency`" in info.value.message
+
+
+def test_run_plan_takes_a_concurrency_in_range(root):
+    assert tdsl.run_plan(PLAN, root=root, tools=TOOLS, concurrency=2)["result"] == {"word": "HI"}
+
+
+def test_a_huge_exception_text_is_cut(root):
+    # A 50 MB message made a 52 MB RunError (its message and its trace).
+    def boom(a):
+        raise ValueError("x" * (50 * 1024 * 1024))
+
+    with pytest.raises(tdsl.RunError) as info:
+        tdsl.run("/shout.tool", root=root, args={"words": ["a"]}, tools={**TOOLS, "up": boom}, retries=0)
+    message = info.value.message
+    assert "ValueError: xxx" in message and "more bytes left out" in message, message[:300]
+    assert len(message) < 200_000
+    assert len(repr(info.value.trace)) < 1_000_000

@@ -1,8 +1,12 @@
 //! `tdsl compose QUERY --root DIR --model PROVIDER:MODEL [--base-url URL] [--repair-rounds N]
-//! [--trace FILE] [--history FILE | --no-history]` (SPEC §14): seed 000's four phases with a
-//! language model; the `CompositionResult` as JSON on standard output, the phase on a
-//! terminal's standard error. Exit 0 for `SUCCESS` and `PARTIAL`, 1 for `FAILED` and
-//! `TIMEOUT`, 2 when the command cannot start (a bad flag, no key, an unreadable root).
+//! [--trace FILE] [--history FILE | --no-history] [--clean-env [--pass-env NAME]...]`
+//! (SPEC §14): seed 000's four phases with a language model; the `CompositionResult` as JSON
+//! on standard output, the phase on a terminal's standard error. Exit 0 for `SUCCESS` and
+//! `PARTIAL`, 1 for `FAILED` and `TIMEOUT`, 2 when the command cannot start (a bad flag, no
+//! key, an unreadable root). `SIGINT`, `SIGTERM` and `SIGHUP` end it as they end `tdsl run`
+//! ([`super::signals`]): the model request is abandoned or the plan's run cancelled (its
+//! tools' processes ended), the composition is recorded `FAILED` (cancelled) and printed,
+//! and the exit status is 128 + the signal's number.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -12,6 +16,8 @@ use std::sync::Arc;
 use clap::Args;
 
 use super::progress::HistoryArgs;
+use super::run::ToolEnvArgs;
+use super::signals::Interrupts;
 use super::{print_stdout, usage_failure, UsageError};
 use crate::compose::{client_for, ComposeConfig, Composer, CompositionStatus, ModelClient};
 use crate::history::HistoryStore;
@@ -54,6 +60,10 @@ pub struct ComposeArgs {
     trace: Option<PathBuf>,
     #[command(flatten)]
     history: HistoryArgs,
+    /// The environment of the plan's tools (`--clean-env`, `--pass-env`, as for `tdsl run`);
+    /// the providers' key variables are withheld in any case.
+    #[command(flatten)]
+    tool_env: ToolEnvArgs,
 }
 
 fn in_range(r: Range, flag: &str, v: f64) -> Result<f64, UsageError> {
@@ -80,6 +90,19 @@ fn key(model: &str, base_url: Option<&str>) -> Result<Option<String>, UsageError
     }
 }
 
+/// Makes this process non-dumpable (Linux): its `/proc/PID/environ`, which keeps the key
+/// whatever the tools' environment withholds, and its memory are then readable by no
+/// process of the same user — a tool included — and it cannot be traced by one. (Core dumps
+/// are off too; a tool's own process is dumpable again after its `exec`.)
+fn hide_environment() {
+    #[cfg(target_os = "linux")]
+    if let Err(e) = nix::sys::prctl::set_dumpable(false) {
+        eprintln!(
+            "warning: cannot hide this process's environment from the tools ({e}): they could read the key in /proc"
+        );
+    }
+}
+
 fn setup(args: &ComposeArgs) -> Result<(Composer, Option<Arc<dyn HistoryStore>>), UsageError> {
     let config = ComposeConfig {
         decompose_timeout: in_range(crate::compose::DECOMPOSE_TIMEOUT, "decompose-timeout", args.decompose_timeout)?,
@@ -100,13 +123,16 @@ fn setup(args: &ComposeArgs) -> Result<(Composer, Option<Arc<dyn HistoryStore>>)
         }
     }
     let key = key(&args.model, base)?;
+    if key.is_some() {
+        hide_environment();
+    }
     let client: Arc<dyn ModelClient> = Arc::from(client_for(&args.model, base, key).map_err(UsageError)?);
     if !args.root.is_dir() {
         return Err(UsageError(format!("--root {}: not a folder", args.root.display())));
     }
     let mut composer =
         Composer::new(client, &args.root).map_err(|e| UsageError(format!("--root {}: {e}", args.root.display())))?;
-    composer = composer.with_config(config);
+    composer = composer.with_config(config).with_tool_env(args.tool_env.policy()?);
     let history = args.history.open()?;
     if std::io::stderr().is_terminal() {
         composer = composer.on_phase(Arc::new(|status: CompositionStatus| {
@@ -125,8 +151,18 @@ fn setup(args: &ComposeArgs) -> Result<(Composer, Option<Arc<dyn HistoryStore>>)
 
 /// Runs `tdsl compose`.
 pub fn run(args: ComposeArgs) -> ExitCode {
-    let (composer, history) = match setup(&args) {
-        Ok(s) => s,
+    // Before any other thread starts, so that every thread has the signals blocked.
+    let interrupts = Interrupts::install();
+    // Processes a tool leaves in a session of its own are adopted, and ended below.
+    crate::exec::host::adopt_orphans();
+    let code = compose(&args, &interrupts);
+    crate::exec::host::end_children(crate::exec::host::TERM_GRACE);
+    interrupts.exit_status().map_or(code, ExitCode::from)
+}
+
+fn compose(args: &ComposeArgs, interrupts: &Interrupts) -> ExitCode {
+    let (composer, history) = match setup(args) {
+        Ok((composer, history)) => (composer.with_cancel(interrupts.token().clone()), history),
         Err(e) => return usage_failure(&e),
     };
     // The composition is one run of the history, recorded as it goes (so a composition

@@ -3,8 +3,8 @@
 //! Streamable HTTP at `/mcp` (see [`crate::mcp`], [`crate::mcp::http`] and `docs/mcp.md`).
 //!
 //! Exit status: 0 when the client closes the connection (its end of our input or of our
-//! output) or on SIGTERM (calls in flight are cancelled and their programs killed; the exit
-//! comes within about 3 s), 1 when two tools get the same name or the output cannot be
+//! output) or on SIGTERM, SIGINT or SIGHUP (calls in flight are cancelled, their programs
+//! killed and their runs recorded; the exit comes within about 3 s), 1 when two tools get the same name or the output cannot be
 //! written (a full disk), 2 when the command itself cannot run (for `--listen`: an address
 //! that is not loopback without `--token-file`, a token file others can read, that is
 //! empty, larger than 64 KiB or not a regular file, a `--max-connections` over the

@@ -9,7 +9,7 @@
 use serde_json::{json, Value as Json};
 
 use super::client::{
-    post_json, redact, shown_url, trim_base, ModelClient, ModelError, ModelReply, ModelRequest, Usage,
+    post_json, register_secrets, shown_url, trim_base, ModelClient, ModelError, ModelReply, ModelRequest, Usage,
 };
 
 /// The default base URL.
@@ -39,7 +39,9 @@ impl std::fmt::Debug for Anthropic {
 impl Anthropic {
     /// A client of `model` at `base` (the default without one), with the key.
     pub fn new(model: &str, base: Option<&str>, key: Option<String>) -> Anthropic {
-        Anthropic { model: model.trim().to_string(), base: trim_base(base.unwrap_or(DEFAULT_BASE)), key }
+        let base = trim_base(base.unwrap_or(DEFAULT_BASE));
+        register_secrets(key.as_deref(), &base);
+        Anthropic { model: model.trim().to_string(), base, key }
     }
 
     /// The URL requests go to.
@@ -102,9 +104,9 @@ impl ModelClient for Anthropic {
         if let Some(k) = &self.key {
             headers.push(("x-api-key", k.clone()));
         }
-        let answer = post_json(&url, &headers, &self.body(request), request.timeout, self.key.as_deref())?;
+        let answer = post_json(&url, &headers, &self.body(request), request.timeout)?;
         let mut reply = read_answer(&shown_url(&url), &answer, request.schema_name)?;
-        reply.text = redact(&reply.text, self.key.as_deref());
+        reply.text = crate::secrets::redact(&reply.text).into_owned();
         Ok(reply)
     }
 }

@@ -178,11 +178,14 @@ pub trait ModelClient: Send + Sync {
 /// The most bytes of a provider's answer that are read.
 pub const MAX_ANSWER_BYTES: u64 = 8 * 1024 * 1024;
 
-/// Replaces every occurrence of `secret` in `text` (an error body that echoes a key).
-pub(crate) fn redact(text: &str, secret: Option<&str>) -> String {
-    match secret {
-        Some(s) if s.len() >= 4 => text.replace(s, "[redacted]"),
-        _ => text.to_string(),
+/// Registers what a client sends as credentials — its key, and the `user:pass` of its base
+/// URL — with [`crate::secrets`], so that nothing its endpoint or a tool says shows them.
+pub(crate) fn register_secrets(key: Option<&str>, base: &str) {
+    if let Some(k) = key {
+        crate::secrets::register(k);
+    }
+    if let Some(u) = userinfo(base) {
+        crate::secrets::register(&u);
     }
 }
 
@@ -223,20 +226,18 @@ fn retry_after(headers: &ureq::http::HeaderMap) -> Option<Duration> {
     Duration::try_from_secs_f64(secs).ok()
 }
 
-/// POSTs `body` as JSON to `target` with `headers` and reads the JSON answer. `secret` (the
-/// API key) is taken out of every message.
+/// POSTs `body` as JSON to `target` with `headers` and reads the JSON answer. The secrets
+/// (the key, the URL's credentials: [`register_secrets`]) are taken out of every message.
 pub(crate) fn post_json(
     target: &str,
     headers: &[(&str, String)],
     body: &Json,
     timeout: Duration,
-    secret: Option<&str>,
 ) -> Result<Json, ModelError> {
     // Errors show the URL without its credentials (`http://user:pass@host` → `http://host`),
     // and the credentials are taken out of every message like the key.
     let shown = shown_url(target);
-    let userinfo = userinfo(target);
-    let clean = |text: &str| redact(&redact(text, secret), userinfo.as_deref());
+    let clean = |text: &str| crate::secrets::redact(text).into_owned();
     let url = shown.as_str();
     let agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
@@ -364,10 +365,11 @@ mod tests {
     }
 
     #[test]
-    fn keys_are_redacted() {
+    fn keys_and_url_credentials_are_redacted() {
+        register_secrets(Some("sk-secret-123"), "http://alice:pw-77@127.0.0.1:8/v1");
         assert_eq!(
-            redact("Incorrect API key provided: sk-secret-123", Some("sk-secret-123")),
-            "Incorrect API key provided: [redacted]"
+            crate::secrets::redact("Incorrect API key provided: sk-secret-123 (alice:pw-77)"),
+            "Incorrect API key provided: [redacted] ([redacted])"
         );
     }
 
@@ -381,12 +383,12 @@ mod tests {
     #[test]
     fn a_key_with_a_newline_is_refused_before_connecting_and_not_shown() {
         // Port 9 on loopback: nothing is sent anyway, the check comes first.
+        register_secrets(Some("sk-abc\r\nX-Injected: 1"), "http://u:pw@127.0.0.1:9/v1/x");
         let e = post_json(
             "http://u:pw@127.0.0.1:9/v1/x",
             &[("x-api-key", "sk-abc\r\nX-Injected: 1".to_string())],
             &Json::Null,
             Duration::from_secs(1),
-            Some("sk-abc\r\nX-Injected: 1"),
         )
         .unwrap_err()
         .to_string();

@@ -40,9 +40,9 @@ pub use model::{
 };
 pub use record::COMPOSE_TOOL;
 
-use crate::exec::host::HostRunner;
+use crate::exec::host::{HostRunner, ToolEnv};
 use crate::exec::retry::RetryPolicy;
-use crate::exec::{Observer, Random, RunStatus, Runner, SeededRandom, StepStatus, SystemTime, Time};
+use crate::exec::{CancelToken, Observer, Random, RunStatus, Runner, SeededRandom, StepStatus, SystemTime, Time};
 use crate::plans::{Callable, PlanLimits, PlanRefused, Plans, RunPlanOptions};
 use crate::ranges::{Range, RangeError};
 use model::{ComposedAnswer, DecompositionAnswer, PlanAnswer};
@@ -60,6 +60,11 @@ pub const SYNTHESIZE_TIMEOUT: Range =
     Range { name: "synthesize timeout", min: 0.1, max: 600.0, integer: false, unit: "seconds" };
 /// `--repair-rounds`: how many times a refused plan goes back to the model (2).
 pub const REPAIR_ROUNDS: Range = Range { name: "repair rounds", min: 0.0, max: 5.0, integer: true, unit: "" };
+
+/// The environment variables of the model providers' keys. The processes the plan's tools
+/// start never get them ([`Composer::with_tool_env`]; `docs/compose.md`, "What each process
+/// gets"), whichever provider the composition uses.
+pub const KEY_VARIABLES: &[&str] = &["OPENAI_API_KEY", "ANTHROPIC_API_KEY"];
 
 /// Repair rounds of phases 1 and 4: one, with the violation named (`docs/compose.md`).
 pub const ANSWER_REPAIR_ROUNDS: u32 = 1;
@@ -110,6 +115,9 @@ impl ComposeConfig {
     }
 }
 
+/// Why a composition ended when its cancel token was cancelled (`FAILED`, this in `error`).
+pub const CANCELLED: &str = "cancelled (the composition was interrupted)";
+
 /// Called when a phase starts (a terminal's progress line).
 pub type PhaseHook = Arc<dyn Fn(CompositionStatus) + Send + Sync>;
 
@@ -128,6 +136,7 @@ pub struct Composer {
     random: Arc<dyn Random>,
     observer: Option<Arc<dyn Observer>>,
     on_phase: Option<PhaseHook>,
+    cancel: Option<CancelToken>,
 }
 
 impl std::fmt::Debug for Composer {
@@ -182,12 +191,13 @@ impl Composer {
             plans,
             callable,
             listing,
-            runner: Arc::new(HostRunner::new()),
+            runner: Arc::new(HostRunner::new().with_env(ToolEnv::Inherit.withholding(KEY_VARIABLES))),
             config,
             time: Arc::new(SystemTime::default()),
             random: Arc::new(SeededRandom::new(seed())),
             observer: None,
             on_phase: None,
+            cancel: None,
         })
     }
 
@@ -199,7 +209,18 @@ impl Composer {
         self
     }
 
-    /// Replaces the runner of the plan's tools (the command line's [`HostRunner`] by default).
+    /// Starts the plan's `exec:` tools and `mcp:` servers with the environment `env` allows
+    /// (`--clean-env`, `--pass-env`), never with the variables of [`KEY_VARIABLES`] (nor
+    /// any other `env` withholds: a host that reads its key from another variable names it
+    /// with [`ToolEnv::withholding`]). By default: tdsl's environment without those keys.
+    pub fn with_tool_env(mut self, env: ToolEnv) -> Composer {
+        self.runner = Arc::new(HostRunner::new().with_env(env.withholding(KEY_VARIABLES)));
+        self
+    }
+
+    /// Replaces the runner of the plan's tools (the command line's [`HostRunner`], without
+    /// the keys in its environment, by default). The environment of what a host's own
+    /// runner starts is the host's to decide.
     pub fn with_runner(mut self, runner: Arc<dyn Runner>) -> Composer {
         self.runner = runner;
         self
@@ -227,6 +248,24 @@ impl Composer {
     pub fn on_phase(mut self, hook: PhaseHook) -> Composer {
         self.on_phase = Some(hook);
         self
+    }
+
+    /// Ends the composition when `cancel` is cancelled (the command line's signals): a model
+    /// request in flight is abandoned, the plan's run is cancelled (its tools' processes
+    /// ended, as for `tdsl run`), and the composition ends `FAILED` in the phase it was in,
+    /// saying it was cancelled.
+    pub fn with_cancel(mut self, cancel: CancelToken) -> Composer {
+        self.cancel = Some(cancel);
+        self
+    }
+
+    fn cancelled(&self, phase: Phase) -> Result<(), PhaseError> {
+        match &self.cancel {
+            Some(c) if c.is_cancelled() => {
+                Err(PhaseError { timeout: false, error: format!("{}: {CANCELLED}", phase.as_str()) })
+            }
+            _ => Ok(()),
+        }
     }
 
     /// The tools listing the model is shown (`tdsl://tools`).
@@ -304,6 +343,7 @@ impl Composer {
             return Err(PhaseError { timeout: false, error: format!("the configuration: {e}") });
         }
         // Phase 1.
+        self.cancelled(Phase::Decompose)?;
         self.enter(result, CompositionStatus::Decomposing, journal);
         let t = self.time.monotonic_ms();
         let decomposed = self.decompose(query, result);
@@ -324,6 +364,7 @@ impl Composer {
         let subs = result.decomposition.as_ref().map(|d| d.sub_questions.clone()).unwrap_or_default();
 
         // Phase 2.
+        self.cancelled(Phase::Plan)?;
         self.enter(result, CompositionStatus::Planning, journal);
         let t = self.time.monotonic_ms();
         let planned = self.plan(query, &subs, result);
@@ -335,9 +376,11 @@ impl Composer {
         result.plan = Some(plan);
 
         // Phase 3.
+        self.cancelled(Phase::Execute)?;
         self.enter(result, CompositionStatus::Executing, journal);
         let t = self.time.monotonic_ms();
         let options = RunPlanOptions {
+            cancel: self.cancel.as_ref().map(CancelToken::child).unwrap_or_default(),
             observer: self.observer.clone(),
             time: Some(self.time.clone()),
             ..RunPlanOptions::default()
@@ -362,6 +405,8 @@ impl Composer {
         }
         result.execution = serde_json::to_value(&trace).ok();
         result.trace = Some(trace);
+        // A cancelled run is not synthesized: its trace says what had finished.
+        self.cancelled(Phase::Execute)?;
         let succeeded = run.trace.steps.iter().filter(|s| s.status == StepStatus::Completed).count();
         if !run.status.is_ok() {
             let why =
@@ -390,6 +435,7 @@ impl Composer {
         }
 
         // Phase 4.
+        self.cancelled(Phase::Synthesize)?;
         self.enter(result, CompositionStatus::Synthesizing, journal);
         let t = self.time.monotonic_ms();
         let results = self.results_for_synthesis(&run);
@@ -434,13 +480,14 @@ impl Composer {
         let phase = request.phase.as_str();
         let mut retries = 0u32;
         loop {
+            self.cancelled(request.phase)?;
             let left = deadline_ms.saturating_sub(self.time.monotonic_ms());
             if left == 0 {
                 return Err(PhaseError { timeout: true, error: format!("{phase}: the phase ran out of time") });
             }
             request.timeout = Duration::from_millis(left);
             result.usage.entry(phase.to_string()).or_default().requests += 1;
-            match self.client.complete(request) {
+            match self.complete(request)? {
                 Ok(reply) => {
                     result.usage.entry(phase.to_string()).or_default().add(reply.usage);
                     return Ok(reply);
@@ -470,10 +517,46 @@ impl Composer {
                         });
                     }
                     result.errors.push(format!("{phase}: {e} (retry {} in {:.1} s)", retries + 1, delay.as_secs_f64()));
-                    self.time.sleep(delay);
+                    match &self.cancel {
+                        Some(c) => self.time.sleep_unless(delay, c.signal()),
+                        None => self.time.sleep(delay),
+                    }
                     retries += 1;
                 }
                 Err(e) => return Err(PhaseError { timeout: false, error: format!("{phase}: {e}") }),
+            }
+        }
+    }
+
+    /// The model's answer to `request`; with a cancel token, the request runs on a thread of
+    /// its own so that a cancel does not wait for the model (the abandoned request ends at
+    /// its timeout, or with the process).
+    fn complete(&self, request: &ModelRequest) -> Result<Result<ModelReply, ModelError>, PhaseError> {
+        if self.cancel.is_none() {
+            return Ok(self.client.complete(request));
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (client, asked) = (self.client.clone(), request.clone());
+        let started = std::thread::Builder::new().name("tdsl-compose-model".to_string()).spawn(move || {
+            let _ = tx.send(client.complete(&asked));
+        });
+        if let Err(e) = started {
+            return Ok(Err(ModelError::Unreachable {
+                url: self.client.model(),
+                message: format!("cannot start a thread for the request: {e}"),
+            }));
+        }
+        loop {
+            match rx.recv_timeout(Duration::from_millis(50)) {
+                Ok(answer) => return Ok(answer),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => self.cancelled(request.phase)?,
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Ok(Err(ModelError::Permanent {
+                        url: self.client.model(),
+                        status: 0,
+                        message: "the model client panicked".to_string(),
+                    }))
+                }
             }
         }
     }

@@ -21,7 +21,9 @@
 //!
 //! Programs and MCP servers inherit tdsl's whole environment unless the runner is given
 //! [`ToolEnv::Clean`] ([`HostRunner::with_env`], `--clean-env`): then they see only the
-//! variables passed, `PATH` ([`CLEAN_PATH`] unless passed) and `TDSL_TOOL`.
+//! variables passed, `PATH` ([`CLEAN_PATH`] unless passed) and `TDSL_TOOL`. Either policy
+//! can withhold variables besides ([`ToolEnv::withholding`]: `tdsl compose` withholds the
+//! model providers' keys).
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -57,6 +59,12 @@ pub enum ToolEnv {
         /// The variables passed on.
         pass: Vec<String>,
     },
+    /// tdsl's whole environment but the variables named ([`ToolEnv::withholding`]: the
+    /// model provider's key under `tdsl compose`).
+    InheritExcept {
+        /// The variables not passed on.
+        withheld: Vec<String>,
+    },
 }
 
 impl ToolEnv {
@@ -74,9 +82,41 @@ impl ToolEnv {
         Ok(ToolEnv::Clean { pass })
     }
 
+    /// The same policy without the variables `names`, whatever it passes otherwise (a
+    /// variable named in `--pass-env` too is withheld).
+    pub fn withholding<S: AsRef<str>>(self, names: &[S]) -> ToolEnv {
+        let names: Vec<&str> = names.iter().map(AsRef::as_ref).collect();
+        match self {
+            ToolEnv::Inherit => ToolEnv::InheritExcept { withheld: names.iter().map(|n| n.to_string()).collect() },
+            ToolEnv::Clean { mut pass } => {
+                pass.retain(|p| !names.contains(&p.as_str()));
+                ToolEnv::Clean { pass }
+            }
+            ToolEnv::InheritExcept { mut withheld } => {
+                withheld.extend(names.iter().map(|n| n.to_string()));
+                withheld.sort();
+                withheld.dedup();
+                ToolEnv::InheritExcept { withheld }
+            }
+        }
+    }
+
     /// The whole environment of a process under this policy, or `None` to inherit tdsl's.
     pub fn variables(&self) -> Option<Vec<(String, std::ffi::OsString)>> {
-        let ToolEnv::Clean { pass } = self else { return None };
+        let pass = match self {
+            ToolEnv::Inherit => return None,
+            ToolEnv::Clean { pass } => pass,
+            ToolEnv::InheritExcept { withheld } => {
+                // A variable whose name is not Unicode is not passed either (a host's oddity,
+                // not something a tool needs).
+                return Some(
+                    std::env::vars_os()
+                        .filter_map(|(k, v)| Some((k.into_string().ok()?, v)))
+                        .filter(|(k, _)| !withheld.contains(k))
+                        .collect(),
+                );
+            }
+        };
         let mut vars: Vec<(String, std::ffi::OsString)> =
             pass.iter().filter_map(|n| std::env::var_os(n).map(|v| (n.clone(), v))).collect();
         if !pass.iter().any(|n| n == "PATH") {

@@ -20,6 +20,7 @@
 //! - Cancellation: when the engine cancels the call (timeout, deadline, a cancelled run),
 //!   the client sends `notifications/cancelled` for the request and returns at once.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -143,8 +144,8 @@ pub fn check_url(url: &str) -> Result<(), String> {
 }
 
 /// Where an MCP server is: a command line started over stdio, or (feature `mcp-http`) a
-/// Streamable HTTP URL with an optional bearer token.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// Streamable HTTP URL with an optional bearer token (which `Debug` does not show).
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub enum McpTarget {
     /// The program and its arguments, resolved.
     Command(Vec<String>),
@@ -158,6 +159,20 @@ pub enum McpTarget {
         /// default roots (`--upstream-ca NAME=FILE`).
         ca: Option<std::path::PathBuf>,
     },
+}
+
+impl std::fmt::Debug for McpTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            McpTarget::Command(words) => f.debug_tuple("Command").field(words).finish(),
+            McpTarget::Url { url, token, ca } => f
+                .debug_struct("Url")
+                .field("url", url)
+                .field("token", &token.as_ref().map(|_| crate::secrets::REDACTED))
+                .field("ca", ca)
+                .finish(),
+        }
+    }
 }
 
 /// The MCP servers of one run, started on demand.
@@ -275,8 +290,20 @@ impl McpClients {
     }
 
     /// Calls the tool `tool` of the server at `target` with the call's arguments (the
-    /// server is started or connected to on first use, as for [`McpClients::call`]).
+    /// server is started or connected to on first use, as for [`McpClients::call`]). What
+    /// the server says — its result, its errors, a failed handshake's body — comes back
+    /// with the process's secrets redacted ([`crate::secrets`]): a server that echoes its
+    /// bearer token shows it to no one.
     pub fn call_target(&self, target: &McpTarget, tool: &str, call: &ToolCall<'_>) -> Result<Value, ToolError> {
+        self.call_target_as_said(target, tool, call).map_err(|mut e| {
+            if let Cow::Owned(r) = crate::secrets::redact(&e.message) {
+                e.message = r;
+            }
+            e
+        })
+    }
+
+    fn call_target_as_said(&self, target: &McpTarget, tool: &str, call: &ToolCall<'_>) -> Result<Value, ToolError> {
         let tool_path = call.tool_path;
         let runtime = self.runtime().map_err(|e| ToolError::permanent(format!("`{tool_path}`: {e}")))?;
         let command = target;
@@ -349,8 +376,19 @@ impl McpClients {
     }
 
     /// The tools the server at `target` lists (`tools/list`, every page), as JSON `Tool`
-    /// objects, starting or connecting to it if needed.
+    /// objects, starting or connecting to it if needed; the process's secrets redacted from
+    /// the listing and the error, as from a call's.
     pub fn list_target_tools(&self, target: &McpTarget) -> Result<Vec<Json>, String> {
+        match self.list_target_tools_as_said(target) {
+            Ok(mut tools) => {
+                tools.iter_mut().for_each(crate::secrets::redact_json);
+                Ok(tools)
+            }
+            Err(e) => Err(crate::secrets::redact(&e).into_owned()),
+        }
+    }
+
+    fn list_target_tools_as_said(&self, target: &McpTarget) -> Result<Vec<Json>, String> {
         let runtime = self.runtime()?;
         let command = target;
         let live = self.connect(runtime, command, &CancelToken::new()).map_err(|e| e.0.message)?;
@@ -597,6 +635,8 @@ async fn start_http(
     use rmcp::transport::StreamableHttpClientTransport;
     let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
     if let Some(token) = token {
+        // Before anything is sent: a server may echo it in any answer, the first included.
+        crate::secrets::register(token);
         config = config.auth_header(token.to_string());
     }
     let oversized = http.oversized();
@@ -674,11 +714,12 @@ fn result_value(result: CallToolResult, who: &str) -> Result<Value, ToolError> {
         let why = if text.is_empty() { "no message".to_string() } else { text.join("\n") };
         return Err(ToolError::permanent(format!("{who} reported an error: {why}")));
     }
-    let json = match (result.structured_content, blocks.as_slice()) {
+    let mut json = match (result.structured_content, blocks.as_slice()) {
         (Some(v), _) => v,
         (None, [one]) => block_value(one),
         (None, many) => Json::Array(many.iter().map(block_value).collect()),
     };
+    crate::secrets::redact_json(&mut json);
     serde_json::from_value::<Value>(json)
         .map_err(|e| ToolError::permanent(format!("{who} answered with a value tdsl cannot hold: {e}")))
 }
@@ -700,6 +741,13 @@ mod tests {
             McpTarget::Command(c) => std::path::PathBuf::from(c.first().cloned().unwrap_or_default()),
             McpTarget::Url { url, .. } => std::path::PathBuf::from(url),
         }
+    }
+
+    #[test]
+    fn a_targets_token_is_not_shown_by_debug() {
+        let t = McpTarget::Url { url: "http://127.0.0.1:9/mcp".into(), token: Some("tok-debug-1234".into()), ca: None };
+        let shown = format!("{t:?}");
+        assert!(shown.contains("http://127.0.0.1:9/mcp") && !shown.contains("tok-debug-1234"), "{shown}");
     }
 
     #[test]

@@ -491,8 +491,8 @@ fn strip_bearer(value: &[u8]) -> Option<&[u8]> {
 }
 
 impl McpServer {
-    /// Serves over Streamable HTTP on `listener` until `stop` completes (SIGTERM in `tdsl
-    /// serve`): then stops accepting, cancels the calls in flight (killing their programs),
+    /// Serves over Streamable HTTP on `listener` until `stop` completes (SIGTERM, SIGINT or
+    /// SIGHUP in `tdsl serve`): then stops accepting, cancels the calls in flight (killing their programs),
     /// ends the sessions, and returns once the calls have answered or after
     /// [`SHUTDOWN_GRACE`].
     pub async fn serve_http(

@@ -87,7 +87,7 @@ pub struct McpServer {
 struct Inner {
     root: PathBuf,
     tools: Vec<Served>,
-    /// Turns true when the server shuts down (end of input, SIGTERM): every call in
+    /// Turns true when the server shuts down (end of input, SIGTERM, SIGINT, SIGHUP): every call in
     /// flight is cancelled.
     shutdown: tokio::sync::watch::Sender<bool>,
     /// `tools/call` requests running now.
@@ -251,7 +251,7 @@ impl McpServer {
     }
 
     /// Serves on standard input and output until the client closes its end or the process
-    /// gets SIGTERM; then cancels the calls in flight (killing their programs) and returns
+    /// gets SIGTERM, SIGINT or SIGHUP ([`terminated`]); then cancels the calls in flight (killing their programs) and returns
     /// within [`SHUTDOWN_GRACE`]. Input goes through [`framing`], which answers what rmcp
     /// could not (oversized, unparsable or invalid messages).
     pub async fn serve_stdio(self) -> Result<(), String> {
@@ -467,13 +467,31 @@ fn with_defaults(def: &ToolDef, arguments: Json) -> Json {
     Json::Object(map)
 }
 
-/// Completes on SIGTERM (never on platforms without it, or when the handler cannot be set).
+/// Completes on SIGTERM, SIGINT or SIGHUP (a service manager, Ctrl-C, a closed terminal):
+/// each ends the server as the end of its input does, its calls cancelled and their
+/// programs ended, its runs recorded. Never completes on platforms without signals; a
+/// signal whose handler cannot be set keeps its default action.
 pub async fn terminated() {
     #[cfg(unix)]
     {
-        use tokio::signal::unix::{signal, SignalKind};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
-            term.recv().await;
+        use tokio::signal::unix::{signal, Signal, SignalKind};
+        async fn recv(s: &mut Option<Signal>) {
+            match s {
+                Some(s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        }
+        let mut term = signal(SignalKind::terminate()).ok();
+        let mut int = signal(SignalKind::interrupt()).ok();
+        let mut hup = signal(SignalKind::hangup()).ok();
+        if term.is_some() || int.is_some() || hup.is_some() {
+            tokio::select! {
+                () = recv(&mut term) => {}
+                () = recv(&mut int) => {}
+                () = recv(&mut hup) => {}
+            }
             return;
         }
     }

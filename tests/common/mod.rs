@@ -1,7 +1,9 @@
 //! What the command-line tests share: running the real `tdsl` binary; starting programs and
-//! waiting for them (`process`); the Python MCP SDK's environment and client (`python`); the
-//! source documents the workspace keeps beside the repository (`seeds`).
+//! waiting for them (`process`); a minimal MCP client over stdio (`mcp_stdio`); the Python
+//! MCP SDK's environment and client (`python`); the source documents the workspace keeps
+//! beside the repository (`seeds`).
 
+pub mod mcp_stdio;
 pub mod process;
 pub mod python;
 pub mod seeds;

@@ -1,0 +1,323 @@
+//! The secrets this process holds — a model provider's API key (`tdsl compose`), the bearer
+//! tokens of upstream MCP servers (`--upstream-token`, `mcp:https://…` targets), the
+//! `user:pass` of a `--base-url` — and their redaction from text that peers send back.
+//!
+//! A secret is [`register`]ed where tdsl takes it in (the composer's clients, the MCP HTTP
+//! client), and text is passed through [`redact`] (or [`redact_json`]) where it comes back
+//! from the peer a secret is sent to: a model's answer and error bodies
+//! (`crate::compose`), an MCP server's results, errors, handshake failures and listings
+//! (`crate::exec::mcp`). Everything a plan's client, the history, a trace or a log sees of
+//! a peer is made from that text, so redacting it where it enters redacts every way out at
+//! once — including what a later feature adds.
+//!
+//! What is covered (`docs/security.md`, "Secrets"): each secret as written, JSON-escaped,
+//! percent-encoded (either hex case) and in base64 (standard and URL-safe, at any alignment
+//! inside a longer base64 text); and a text that ends with the start of a secret or begins
+//! with its end, as a cut body or a chunk boundary leaves it (at least
+//! [`MIN_PARTIAL_BYTES`] of it). Not covered, by design: a secret split across two separate
+//! strings, or transformed in any other way (reversed, hashed, another encoding) — a peer
+//! that holds a secret and means to hand it over can always do that, and redaction is
+//! against echoes, not against a peer's intent.
+//!
+//! The set is process-wide: a secret belongs to the process, whichever run it was given
+//! for, and redacting it from a run that never used it costs nothing but a scan.
+
+use std::borrow::Cow;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{PoisonError, RwLock};
+
+/// What a secret is replaced with.
+pub const REDACTED: &str = "[redacted]";
+
+/// The shortest secret that is registered: a shorter one would be found in ordinary text.
+pub const MIN_SECRET_BYTES: usize = 4;
+
+/// The fewest bytes of a secret's start (or end) that are redacted at the end (or start) of a
+/// text, and the shortest encoded form registered (a base64 fragment of a short secret).
+pub const MIN_PARTIAL_BYTES: usize = 8;
+
+/// Whether any secret is registered: the fast path of [`redact`] when none is.
+static ANY: AtomicBool = AtomicBool::new(false);
+
+/// Every form of every secret, longest first (so a longer form is replaced before a form it
+/// contains).
+static FORMS: RwLock<Vec<String>> = RwLock::new(Vec::new());
+
+/// Adds `secret` (and its encoded forms) to the secrets redacted from now on. A secret shorter
+/// than [`MIN_SECRET_BYTES`] (after trimming) is not registered.
+pub fn register(secret: &str) {
+    let secret = secret.trim();
+    if secret.len() < MIN_SECRET_BYTES {
+        return;
+    }
+    let mut all = FORMS.write().unwrap_or_else(PoisonError::into_inner);
+    if all.iter().any(|f| f == secret) {
+        return;
+    }
+    for form in forms(secret) {
+        if !all.contains(&form) {
+            all.push(form);
+        }
+    }
+    all.sort_by_key(|f| std::cmp::Reverse(f.len()));
+    ANY.store(true, Ordering::Release);
+}
+
+/// `text` with every registered secret replaced by [`REDACTED`]; borrowed when there is none
+/// in it.
+pub fn redact(text: &str) -> Cow<'_, str> {
+    if !ANY.load(Ordering::Acquire) || text.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let forms = FORMS.read().unwrap_or_else(PoisonError::into_inner);
+    let mut out = Cow::Borrowed(text);
+    for form in forms.iter() {
+        if out.contains(form.as_str()) {
+            out = Cow::Owned(out.replace(form.as_str(), REDACTED));
+        }
+    }
+    for form in forms.iter() {
+        if let Some(cut) = cut_edges(&out, form) {
+            out = Cow::Owned(cut);
+        }
+    }
+    out
+}
+
+/// Redacts every string and every object key of `json` in place (iteratively: a value nested
+/// deeper than the stack allows is fine).
+pub fn redact_json(json: &mut serde_json::Value) {
+    use serde_json::Value as Json;
+    if !ANY.load(Ordering::Acquire) {
+        return;
+    }
+    let mut stack = vec![json];
+    while let Some(v) = stack.pop() {
+        match v {
+            Json::String(s) => {
+                if let Cow::Owned(r) = redact(s) {
+                    *s = r;
+                }
+            }
+            Json::Array(items) => stack.extend(items.iter_mut()),
+            Json::Object(map) => {
+                if map.keys().any(|k| matches!(redact(k), Cow::Owned(_))) {
+                    let old = std::mem::take(map);
+                    for (k, v) in old {
+                        map.insert(redact(&k).into_owned(), v);
+                    }
+                }
+                stack.extend(map.values_mut());
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The secret as written, JSON-escaped, percent-encoded and in base64.
+fn forms(secret: &str) -> Vec<String> {
+    let mut out = vec![secret.to_string()];
+    let escaped = serde_json::to_string(secret).unwrap_or_default();
+    out.push(escaped[1..escaped.len().saturating_sub(1).max(1)].to_string());
+    for upper in [true, false] {
+        out.push(percent_encode(secret, upper));
+    }
+    for alphabet in [STANDARD, URL_SAFE] {
+        for offset in 0..3 {
+            out.push(base64_fragment(secret.as_bytes(), offset, alphabet));
+        }
+    }
+    let mut forms: Vec<String> = Vec::new();
+    for (i, f) in out.into_iter().enumerate() {
+        // The raw secret may be as short as MIN_SECRET_BYTES; an encoding of it is kept only
+        // when it is long enough not to turn up by chance.
+        if (i == 0 || f.len() >= MIN_PARTIAL_BYTES) && !forms.contains(&f) {
+            forms.push(f);
+        }
+    }
+    forms
+}
+
+/// `text` with a prefix that is the end of `form`, or a suffix that is the start of `form`
+/// (at least [`MIN_PARTIAL_BYTES`] of it), replaced; `None` when it has neither.
+fn cut_edges(text: &str, form: &str) -> Option<String> {
+    if form.len() <= MIN_PARTIAL_BYTES {
+        return None;
+    }
+    let mut start = 0;
+    let mut end = text.len();
+    // The text ends with the form's start: look for the first MIN_PARTIAL_BYTES of the form
+    // in the text's last form.len() - 1 bytes, and check that the rest of the text follows it.
+    let head = &form[..floor_char_boundary(form, MIN_PARTIAL_BYTES)];
+    let from = floor_char_boundary(text, text.len().saturating_sub(form.len() - 1));
+    let mut at = from;
+    while let Some(i) = text[at..].find(head) {
+        let p = at + i;
+        if form.starts_with(&text[p..]) {
+            end = p;
+            break;
+        }
+        at = p + head.len().max(1);
+        at = ceil_char_boundary(text, at);
+    }
+    // The text begins with the form's end: look for the text's first MIN_PARTIAL_BYTES in the
+    // form after its first byte (the earliest place is the longest end), and check that the
+    // rest of the form follows.
+    if text.len() >= MIN_PARTIAL_BYTES && text.is_char_boundary(MIN_PARTIAL_BYTES) {
+        let lead = &text[..MIN_PARTIAL_BYTES];
+        let mut at = ceil_char_boundary(form, 1);
+        while let Some(i) = form[at..].find(lead) {
+            let p = at + i;
+            if text.starts_with(&form[p..]) {
+                start = form.len() - p;
+                break;
+            }
+            at = ceil_char_boundary(form, p + 1);
+        }
+    }
+    if start == 0 && end == text.len() {
+        return None;
+    }
+    if start >= end {
+        return Some(REDACTED.to_string());
+    }
+    let mut out = String::with_capacity(text.len());
+    if start > 0 {
+        out.push_str(REDACTED);
+    }
+    out.push_str(&text[start..end]);
+    if end < text.len() {
+        out.push_str(REDACTED);
+    }
+    Some(out)
+}
+
+fn floor_char_boundary(s: &str, mut i: usize) -> usize {
+    i = i.min(s.len());
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+fn ceil_char_boundary(s: &str, mut i: usize) -> usize {
+    i = i.min(s.len());
+    while !s.is_char_boundary(i) {
+        i += 1;
+    }
+    i
+}
+
+/// RFC 3986: every byte but the unreserved characters as `%XX`.
+fn percent_encode(text: &str, upper: bool) -> String {
+    let mut out = String::with_capacity(text.len() * 3);
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(char::from(b));
+        } else if upper {
+            out.push_str(&format!("%{b:02X}"));
+        } else {
+            out.push_str(&format!("%{b:02x}"));
+        }
+    }
+    out
+}
+
+const STANDARD: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+const URL_SAFE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/// The base64 characters that `secret` alone decides when it starts `offset` bytes into a
+/// 3-byte group: whatever comes before and after it in a longer text, its base64 holds them.
+fn base64_fragment(secret: &[u8], offset: usize, alphabet: &[u8; 64]) -> String {
+    let mut bytes = vec![0u8; offset];
+    bytes.extend_from_slice(secret);
+    let mut chars = Vec::with_capacity(bytes.len() * 4 / 3 + 4);
+    for group in bytes.chunks(3) {
+        let n = (u32::from(group[0]) << 16)
+            | (u32::from(group.get(1).copied().unwrap_or(0)) << 8)
+            | u32::from(group.get(2).copied().unwrap_or(0));
+        for i in 0..4 {
+            chars.push(alphabet[((n >> (18 - 6 * i)) & 63) as usize]);
+        }
+    }
+    // The first characters mix the padding in, the last ones what follows the secret.
+    let start = (8 * offset).div_ceil(6);
+    let end = 8 * bytes.len() / 6;
+    String::from_utf8_lossy(&chars[start.min(end)..end]).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b64(bytes: &[u8]) -> String {
+        let mut s = base64_fragment(bytes, 0, STANDARD);
+        // Only complete groups are compared below: padding is not needed.
+        s.truncate(bytes.len() / 3 * 4);
+        s
+    }
+
+    #[test]
+    fn a_secret_is_redacted_as_written_and_encoded() {
+        let secret = "tok-unit-Zq8/+x\"y";
+        register(secret);
+        assert_eq!(redact("Bearer tok-unit-Zq8/+x\"y!"), "Bearer [redacted]!");
+        assert_eq!(redact(r#"{"auth":"tok-unit-Zq8/+x\"y"}"#), r#"{"auth":"[redacted]"}"#);
+        assert_eq!(redact("a=tok-unit-Zq8%2F%2Bx%22y&b"), "a=[redacted]&b");
+        assert_eq!(redact("a=tok-unit-Zq8%2f%2bx%22y&b"), "a=[redacted]&b");
+        // base64 of the secret behind any prefix (every alignment), with text after it.
+        for prefix in ["", "a", "ab", "abc", "Authorization: Bearer "] {
+            let whole = format!("{prefix}{secret}...tail");
+            let encoded = b64(whole.as_bytes());
+            let redacted = redact(&encoded);
+            assert!(redacted.contains(REDACTED), "{prefix:?}: {encoded} → {redacted}");
+        }
+        assert_eq!(redact("nothing here"), "nothing here");
+        assert!(matches!(redact("nothing here"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn a_secret_cut_at_either_end_of_a_text_is_redacted() {
+        register("sk-cut-0123456789abcdef");
+        // A body cut in the middle of the key, and the chunk that follows it.
+        assert_eq!(redact("invalid key sk-cut-0123456"), "invalid key [redacted]");
+        assert_eq!(redact("3456789abcdef is not valid"), "[redacted] is not valid");
+        // Fewer than MIN_PARTIAL_BYTES of it: ordinary text.
+        assert_eq!(redact("see sk-cut"), "see sk-cut");
+        // Multi-byte text around it does not panic on a char boundary.
+        assert_eq!(redact("é sk-cut-01234é"), "é sk-cut-01234é");
+    }
+
+    #[test]
+    fn json_strings_and_keys_are_redacted_at_any_depth() {
+        register("json-secret-77");
+        let mut deep = serde_json::json!("json-secret-77");
+        for _ in 0..100_000 {
+            deep = serde_json::json!([deep]);
+        }
+        let mut v = serde_json::json!({"json-secret-77": 1, "x": ["a json-secret-77 b"], "deep": deep});
+        redact_json(&mut v);
+        assert_eq!(v["x"][0], "a [redacted] b");
+        assert_eq!(v["[redacted]"], 1);
+        let mut d = &v["deep"];
+        while let Some(inner) = d.get(0) {
+            d = inner;
+        }
+        assert_eq!(d, "[redacted]");
+        // Dropped iteratively: serde_json's drop would recurse.
+        let mut stack = vec![v];
+        while let Some(mut x) = stack.pop() {
+            match &mut x {
+                serde_json::Value::Array(a) => stack.append(a),
+                serde_json::Value::Object(m) => stack.extend(std::mem::take(m).into_iter().map(|(_, v)| v)),
+                _ => {}
+            }
+        }
+    }
+
+    #[test]
+    fn short_secrets_are_not_registered() {
+        register("ab");
+        assert_eq!(redact("ab cd"), "ab cd");
+    }
+}

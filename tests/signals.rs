@@ -1,0 +1,160 @@
+//! Issue 38, item 5: SIGINT, SIGTERM and SIGHUP end what `serve` (over stdio and over
+//! `--listen`) and `compose` started, as `run` does: the tool's process (and its child) is
+//! gone, and the history has the run ended — never `RUNNING`, nor read `INTERRUPTED` once the
+//! process is gone. Each test starts the real binary with a call whose program sleeps 30 s.
+#![cfg(unix)]
+
+mod common;
+mod compose_support;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use common::mcp_stdio::StdioClient;
+use common::process::{alive, free_port, sleeping_pids, sleeping_root, wait_until, Process};
+use compose_support::{query_args, Answer, ModelServer};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use serde_json::{json, Value};
+
+const SIGNALS: [Signal; 3] = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP];
+
+fn send(pid: u32, signal: Signal) {
+    kill(Pid::from_raw(i32::try_from(pid).expect("a pid")), signal).expect("the signal is sent");
+}
+
+/// The runs of the history at `path`: (tool, status) each.
+fn runs(path: &Path) -> Vec<(String, String)> {
+    let out = common::tdsl(&["history", "list", "--history", path.to_str().expect("a path"), "--format", "json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let listed: Value = serde_json::from_str(&out.stdout).expect("JSON");
+    let runs = listed.as_array().cloned().unwrap_or_default();
+    runs.iter()
+        .map(|r| (r["tool"].as_str().unwrap_or("").to_string(), r["status"].as_str().unwrap_or("").to_string()))
+        .collect()
+}
+
+/// After the signal: every program of the call is gone, and every run recorded has ended.
+fn assert_ended(what: &str, pids: &[String], history: &Path) {
+    for p in pids {
+        wait_until(Duration::from_secs(5), &format!("{what}: process {p} to end"), || (!alive(p)).then_some(()));
+    }
+    let runs = runs(history);
+    assert!(!runs.is_empty(), "{what}: no run recorded");
+    for (tool, status) in &runs {
+        assert!(
+            !["RUNNING", "INTERRUPTED"].contains(&status.as_str()),
+            "{what}: the run of {tool} is {status}: {runs:?}"
+        );
+    }
+}
+
+#[test]
+fn serve_over_stdio_ends_its_calls_and_records_them_on_each_signal() {
+    for signal in SIGNALS {
+        let (dir, pid_file) = sleeping_root();
+        let history = dir.path().join("history.db");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tdsl"));
+        cmd.args(["serve", "--mcp", "--root"]).arg(dir.path()).arg("--history").arg(&history);
+        let mut client = StdioClient::start(&mut cmd);
+        client.start_request("tools/call", json!({"name": "main", "arguments": {}}));
+        let pids = sleeping_pids(&pid_file);
+        send(client.process.pid(), signal);
+        let status = client.process.exit_within(Duration::from_secs(10));
+        assert!(status.success(), "{signal}: {status:?}: {}", client.process.output());
+        assert_ended(&format!("serve (stdio), {signal}"), &pids, &history);
+    }
+}
+
+/// One HTTP request to the server at `port`: the response's head and body.
+fn post(port: u16, session: Option<&str>, body: &Value) -> (String, String) {
+    let mut conn = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    let body = body.to_string();
+    let session = session.map(|s| format!("Mcp-Session-Id: {s}\r\n")).unwrap_or_default();
+    write!(
+        conn,
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Type: application/json\r\n{session}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("write");
+    let mut reader = BufReader::new(conn);
+    let mut head = String::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+            break;
+        }
+        head.push_str(&line);
+    }
+    let mut rest = String::new();
+    let _ = reader.read_to_string(&mut rest);
+    (head, rest)
+}
+
+#[test]
+fn serve_over_http_ends_its_calls_and_records_them_on_each_signal() {
+    for signal in [Signal::SIGINT, Signal::SIGHUP] {
+        let (dir, pid_file) = sleeping_root();
+        let history = dir.path().join("history.db");
+        let port = free_port();
+        let mut server = Process::spawn(
+            "tdsl serve --listen",
+            Command::new(env!("CARGO_BIN_EXE_tdsl"))
+                .args(["serve", "--mcp", "--listen", &format!("127.0.0.1:{port}"), "--root"])
+                .arg(dir.path())
+                .arg("--history")
+                .arg(&history),
+        );
+        server.wait_for_port(port, Duration::from_secs(20));
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+            "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}});
+        let (head, _) = post(port, None, &init);
+        let session = head
+            .lines()
+            .find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("mcp-session-id")))
+            .map(|(_, v)| v.trim().to_string())
+            .unwrap_or_else(|| panic!("no session: {head}"));
+        post(port, Some(&session), &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        let call =
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "main", "arguments": {}}});
+        std::thread::spawn(move || post(port, Some(&session), &call));
+        let pids = sleeping_pids(&pid_file);
+        send(server.pid(), signal);
+        let status = server.exit_within(Duration::from_secs(10));
+        assert!(status.success(), "{signal}: {status:?}: {}", server.output());
+        assert_ended(&format!("serve --listen, {signal}"), &pids, &history);
+    }
+}
+
+#[test]
+fn compose_ends_the_plans_tools_and_records_the_composition_on_each_signal() {
+    for signal in SIGNALS {
+        let (dir, pid_file) = sleeping_root();
+        let history = dir.path().join("history.db");
+        let server = ModelServer::start(
+            &[
+                ("decompose", Answer::File("decompose_ok.json")),
+                ("plan", Answer::File("plan_nap.json")),
+                ("synthesize", Answer::File("synthesize_ok.json")),
+            ],
+            None,
+        );
+        let (root, base, history_arg) =
+            (dir.path().display().to_string(), server.url("/v1"), format!("--history={}", history.display()));
+        let args = query_args(&root, "openai:test-model", &base, &[&history_arg]);
+        let mut cmd = compose_support::command(&args, "openai", "sk-unused-by-the-scripted-server");
+        let mut compose = Process::spawn("tdsl compose", &mut cmd);
+        let pids = sleeping_pids(&pid_file);
+        send(compose.pid(), signal);
+        let status = compose.exit_within(Duration::from_secs(10));
+        assert_eq!(status.code(), Some(128 + signal as i32), "{signal}: {}", compose.output());
+        let output = compose.output();
+        assert!(output.contains("\"status\": \"FAILED\"") && output.contains("cancelled"), "{signal}: {output}");
+        assert_ended(&format!("compose, {signal}"), &pids, &history);
+        assert!(server.of_phase("synthesize").is_empty(), "{signal}: a cancelled composition was synthesized");
+    }
+}
