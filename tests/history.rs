@@ -981,19 +981,46 @@ fn a_payload_past_the_bound_is_kept_as_a_prefix_its_size_and_its_hash() {
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(o.stdout.contains("arguments: (cut: 2000"), "{}", o.stdout);
     assert!(o.stdout.contains("cut payloads (kept as their first bytes, size and SHA-256):"), "{}", o.stdout);
-    let line = format!("fan[0] attempt 1 arguments: (cut: {} bytes of JSON, sha256 {}", whole.len(), sha256_of(&dir, &whole));
+    let line =
+        format!("fan[0] attempt 1 arguments: (cut: {} bytes of JSON, sha256 {}", whole.len(), sha256_of(&dir, &whole));
     assert!(o.stdout.contains(&line), "{}", o.stdout);
 
     // A bound above the payloads keeps them whole; one out of range is a usage error.
     let db2 = dir.join("h2.db");
     let args = s(&dir.join("args.json")).to_string();
-    let o = tdsl(&["run", "main.tool", "--root", s(&dir), "--args", &args, "--history", s(&db2), "--history-payload-bytes", "200000"]);
+    let o = tdsl(&[
+        "run",
+        "main.tool",
+        "--root",
+        s(&dir),
+        "--args",
+        &args,
+        "--history",
+        s(&db2),
+        "--history-payload-bytes",
+        "200000",
+    ]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     let run = SqliteStore::open_read_only(&db2).unwrap().run("1").unwrap().unwrap();
     assert_eq!(run.invocations[0].parameters.get_direct("text").and_then(Value::as_str).map(str::len), Some(100_002));
-    let o = tdsl(&["run", "main.tool", "--root", s(&dir), "--args", &args, "--history", s(&db2), "--history-payload-bytes", "10"]);
+    let o = tdsl(&[
+        "run",
+        "main.tool",
+        "--root",
+        s(&dir),
+        "--args",
+        &args,
+        "--history",
+        s(&db2),
+        "--history-payload-bytes",
+        "10",
+    ]);
     assert_eq!(o.code, 2);
-    assert!(o.stderr.contains("--history-payload-bytes: `history_payload_bytes` must be an integer from 1024"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("--history-payload-bytes: `history_payload_bytes` must be an integer from 1024"),
+        "{}",
+        o.stderr
+    );
 }
 
 /// The SHA-256 of `text` by `sha256sum`, not by the code under test.

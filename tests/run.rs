@@ -307,7 +307,11 @@ fn out_of_range_numbers_on_the_command_line_are_usage_errors() {
         ("--fuel", "9007199254740993", "--fuel: `fuel` must be an integer from 0 to 9007199254740991"),
         ("--max-memory", "1099511627777", "--max-memory: `max_alloc_bytes` must be an integer from 0 to 1099511627776"),
         ("--max-calls-per-run", "0", "--max-calls-per-run: `max_calls_per_run` must be an integer from 1 to 100000000"),
-        ("--max-result-bytes", "1023", "--max-result-bytes: `max_result_bytes` must be an integer from 1024 to 4294967296"),
+        (
+            "--max-result-bytes",
+            "1023",
+            "--max-result-bytes: `max_result_bytes` must be an integer from 1024 to 4294967296",
+        ),
     ] {
         let o = tdsl(&["run", "tests/data/run/echo.tool", "--root", ROOT, "--arg", r#"name="x""#, flag, value]);
         assert_eq!(o.code, 2, "{flag} {value}: {}", o.stderr);
@@ -737,7 +741,11 @@ fn the_calls_and_the_result_of_a_run_are_bounded_by_flags() {
     assert!(o.stderr.contains("[E0816]"), "{}", o.stderr);
     let o = run(&["--max-result-bytes", "1024"]);
     assert_eq!(o.code, 1, "{}", o.stderr);
-    assert!(o.stderr.contains("error: FAILED: the run's result is larger than the limit of 1024 bytes"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("error: FAILED: the run's result is larger than the limit of 1024 bytes"),
+        "{}",
+        o.stderr
+    );
     assert!(o.stderr.contains("[E0817]"), "{}", o.stderr);
     assert_eq!(o.stdout, "");
     let o = run(&["--max-calls-per-run", "2", "--max-result-bytes", "4096"]);

@@ -47,7 +47,9 @@ impl HistoryArgs {
         };
         let bounded = |s: SqliteStore| Arc::new(s.with_max_payload_bytes(max_payload)) as Arc<dyn HistoryStore>;
         if let Some(path) = &self.history {
-            return SqliteStore::open(path).map(|s| Some(bounded(s))).map_err(|e| UsageError(format!("--history: {e}")));
+            return SqliteStore::open(path)
+                .map(|s| Some(bounded(s)))
+                .map_err(|e| UsageError(format!("--history: {e}")));
         }
         let Some(path) = history::default_path() else {
             eprintln!("warning: no run history: neither XDG_DATA_HOME nor HOME is set (--no-history silences this)");

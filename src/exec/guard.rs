@@ -193,43 +193,6 @@ impl Guards {
             Err(_) => Err(ResultTooLarge { max: self.max_result_bytes }),
         }
     }
-}
-
-/// A run's result was larger than its bound (`E0817`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ResultTooLarge {
-    /// The bound, in bytes.
-    pub max: usize,
-}
-
-impl fmt::Display for ResultTooLarge {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "the run's result is larger than the limit of {} bytes of JSON (`--max-result-bytes`): return less, \
-             or a summary of it",
-            self.max
-        )
-    }
-}
-
-/// A writer that keeps nothing and fails once more than `left` bytes come.
-struct Bounded {
-    left: usize,
-}
-
-impl std::io::Write for Bounded {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.left = self.left.checked_sub(buf.len()).ok_or_else(|| std::io::Error::other("past the bound"))?;
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Guards {
 
     /// Whether a tool path is allowed.
     pub fn allows(&self, tool: &str) -> bool {
@@ -279,6 +242,40 @@ impl Guards {
                 self.walk(wf, callee, &format!("{}/", key()), steps, depth + 1)?;
             }
         }
+        Ok(())
+    }
+}
+
+/// A run's result was larger than its bound (`E0817`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResultTooLarge {
+    /// The bound, in bytes.
+    pub max: usize,
+}
+
+impl fmt::Display for ResultTooLarge {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the run's result is larger than the limit of {} bytes of JSON (`--max-result-bytes`): return less, \
+             or a summary of it",
+            self.max
+        )
+    }
+}
+
+/// A writer that keeps nothing and fails once more than `left` bytes come.
+struct Bounded {
+    left: usize,
+}
+
+impl std::io::Write for Bounded {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.left = self.left.checked_sub(buf.len()).ok_or_else(|| std::io::Error::other("past the bound"))?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
     }
 }

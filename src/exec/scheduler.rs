@@ -289,7 +289,11 @@ pub(crate) fn run(ex: &Executor, wf: &Workflow, arguments: Value, source: &dyn S
     if let Some(Err(too_large)) = result.as_ref().map(|r| ex.options.guards.check_result(r)) {
         status = RunStatus::Failed;
         result = None;
-        error = Some(RunError { code: Code::ResultTooLarge.as_str().to_string(), step: None, message: too_large.to_string() });
+        error = Some(RunError {
+            code: Code::ResultTooLarge.as_str().to_string(),
+            step: None,
+            message: too_large.to_string(),
+        });
     }
     trace.status = status;
     trace.result = result.clone();

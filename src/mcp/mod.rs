@@ -179,7 +179,10 @@ impl McpServer {
             run_observers: None,
             tool_env: crate::exec::host::ToolEnv::Inherit,
             plans: None,
-            run_guards: served_run_guards(crate::ranges::SERVE_MAX_CALLS_PER_RUN, crate::ranges::SERVE_MAX_RESULT_BYTES),
+            run_guards: served_run_guards(
+                crate::ranges::SERVE_MAX_CALLS_PER_RUN,
+                crate::ranges::SERVE_MAX_RESULT_BYTES,
+            ),
         };
         Ok((server, skipped))
     }
@@ -372,9 +375,15 @@ impl McpServer {
             None => observer,
         };
         match (served, plan_tool) {
-            (Some(served), _) => {
-                Some(call_served(&self.inner.root, served, arguments, cancel, observer, &self.tool_env, &self.run_guards))
-            }
+            (Some(served), _) => Some(call_served(
+                &self.inner.root,
+                served,
+                arguments,
+                cancel,
+                observer,
+                &self.tool_env,
+                &self.run_guards,
+            )),
             (None, Some(p)) => Some(p.run_plan(&arguments, cancel, observer)),
             (None, None) => None,
         }
