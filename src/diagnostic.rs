@@ -345,6 +345,12 @@ codes! {
     /// A run on Temporal reached a limit of Temporal's (a payload's size, the events of one
     /// workflow's history) before the call that would pass it
     EngineLimit = "E0815", Error;
+    /// A run reached its limit of calls (`--max-calls-per-run`): the call that would pass it
+    /// does not start, and the run stops
+    TooManyCalls = "E0816", Error;
+    /// A run's result is larger, as JSON, than its limit (`--max-result-bytes`): counted
+    /// while serializing, which stops at the limit
+    ResultTooLarge = "E0817", Error;
 
     // ---- a tool against its endpoint (E09xx/W09xx: `tdsl check`, `--mcp-schemas`) ----
     /// The MCP server of an `mcp:` endpoint offers no tool of that name

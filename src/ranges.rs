@@ -6,7 +6,8 @@
 //! ([`crate::exec::Options::validate`], checked before every run). Data literals are not
 //! concerned. The ranges are those of `seeds/000_7c8da07936e01cd9.txt`, plus the command
 //! line's own (`--deadline`, `--concurrency`), the guards' (`--max-steps`,
-//! `--max-fan-out`, `--max-tool-output`) and the expression [`crate::Limits`] a host sets
+//! `--max-fan-out`, `--max-tool-output`, `--max-calls-per-run`, `--max-result-bytes`), the
+//! history's (`--history-payload-bytes`) and the expression [`crate::Limits`] a host sets
 //! ([`crate::Limits::validate`]; the engine refuses to compile with limits out of range,
 //! `E0409`).
 //!
@@ -84,6 +85,33 @@ pub const MAX_NESTING: Range = range("max_nesting", 1.0, 32.0, true, "");
 /// least 1 KiB, so that a JSON answer always fits, at most 1 GiB.
 pub const MAX_TOOL_OUTPUT: Range = range("max_tool_output", 1024.0, 1_073_741_824.0, true, "bytes");
 
+/// The default of [`MAX_CALLS_PER_RUN`] for `tdsl run` and the library
+/// ([`crate::exec::Guards::max_calls_per_run`]): a million calls, each at most a few hundred
+/// bytes of trace besides what its tool answered.
+pub const DEFAULT_MAX_CALLS_PER_RUN: usize = 1_000_000;
+/// The default of [`MAX_CALLS_PER_RUN`] for each run `tdsl serve` makes (a served composite,
+/// a plan): one client's run must leave the server room for the others.
+pub const SERVE_MAX_CALLS_PER_RUN: usize = 100_000;
+/// The most calls one run may make (`--max-calls-per-run`,
+/// [`crate::exec::Guards::max_calls_per_run`]): every call of a callee — each fan-out
+/// child's, each composite callee's and each of its steps' — counted before it starts
+/// (retries are attempts of the same call). It bounds the run's trace, kept in memory.
+pub const MAX_CALLS_PER_RUN: Range = range("max_calls_per_run", 1.0, 100_000_000.0, true, "");
+/// The default of [`MAX_RESULT_BYTES`] for `tdsl run` and the library: 1 GiB.
+pub const DEFAULT_MAX_RESULT_BYTES: usize = 1 << 30;
+/// The default of [`MAX_RESULT_BYTES`] for each run `tdsl serve` makes: 64 MiB.
+pub const SERVE_MAX_RESULT_BYTES: usize = 64 << 20;
+/// The most bytes of a run's result as compact JSON (`--max-result-bytes`,
+/// [`crate::exec::Guards::max_result_bytes`]): counted while it is serialized, which stops
+/// at the bound, so that a result is never written out whole to learn that it is too large.
+pub const MAX_RESULT_BYTES: Range = range("max_result_bytes", 1024.0, 4_294_967_296.0, true, "bytes");
+/// The default of [`HISTORY_PAYLOAD_BYTES`]: 64 KiB.
+pub const DEFAULT_HISTORY_PAYLOAD_BYTES: usize = 64 << 10;
+/// The most bytes of one payload (arguments, an answer, a step's result, a run's result) the
+/// run history keeps whole (`--history-payload-bytes`): a larger one is kept as its first
+/// bytes, its size and its SHA-256 (`docs/history.md`).
+pub const HISTORY_PAYLOAD_BYTES: Range = range("history_payload_bytes", 1024.0, 1_073_741_824.0, true, "bytes");
+
 /// [`crate::Limits::fuel`]: 2^53 - 1 at most, the largest count an `f64` (and so a range
 /// check, a JSON number) holds with its successor; at a few nanoseconds a unit that is
 /// months of work.
@@ -131,6 +159,9 @@ pub const ALL: &[Range] = &[
     MAX_FAN_OUT,
     MAX_NESTING,
     MAX_TOOL_OUTPUT,
+    MAX_CALLS_PER_RUN,
+    MAX_RESULT_BYTES,
+    HISTORY_PAYLOAD_BYTES,
     FUEL,
     MAX_DEPTH,
     MAX_STRING_LEN,

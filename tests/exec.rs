@@ -1641,3 +1641,146 @@ fn a_fan_out_failure_stops_an_independent_step_waiting_for_a_slot() {
     assert!(other.attempts.is_empty());
     assert!(script.calls.lock().unwrap().iter().all(|c| c.arguments.get_direct("after").is_none()), "never called");
 }
+
+// ---------------------------------------------------------------------------------------
+// Run limits: calls and the result's bytes (issue 38 item 2)
+
+/// `first`, then a fan-out over a composite callee of two chained steps: a run over `n`
+/// items makes 1 + 3n calls (each child's composite call and its two steps' calls), 1 + 2n
+/// of them tool calls.
+fn calls_workflow(name: &str, continue_on_error: bool) -> std::path::PathBuf {
+    let main = format!(
+        r#"{{"arguments": [{{"name": "items", "type_name": "list", "required": true}}],
+          "instructions": [
+            {{"execution_id": "first", "tool_definition_path": "/tools/t.tool", "arguments": {{"i": 0}}}},
+            {{"execution_id": "fan", "tool_definition_path": "/tools/pair.tool", "dependencies": ["first"],
+              "continue_on_error": {continue_on_error},
+              "parallel_execution": {{"iterate_over": "REF:arguments.items", "child_argument_name": "x"}}}}
+          ],
+          "response_reference_map": {{"pairs": "REF:fan.response"}}}}"#
+    );
+    root(
+        name,
+        &[
+            ("/tools/t.tool", ANY_TOOL),
+            (
+                "/tools/pair.tool",
+                r#"{"arguments": [{"name": "x", "type_name": "any", "required": true}],
+                  "instructions": [
+                    {"execution_id": "a", "tool_definition_path": "/tools/t.tool", "arguments": {"x": "REF:arguments.x"}},
+                    {"execution_id": "b", "tool_definition_path": "/tools/t.tool", "arguments": {"y": "REF:a.x"}}
+                  ],
+                  "response_reference_map": {"y": "REF:b.y"}}"#,
+            ),
+            ("main.tool", &main),
+        ],
+    )
+}
+
+fn items(n: usize) -> String {
+    format!(r#"{{"items": [{}]}}"#, (0..n).map(|i| i.to_string()).collect::<Vec<_>>().join(","))
+}
+
+#[test]
+fn a_run_stops_at_its_limit_of_calls_fan_outs_and_composite_callees_counted() {
+    // 1 + 3 × 10 = 31 calls wanted, 20 allowed: the call that would be the 21st does not
+    // start, nothing starts after it, and the run fails E0816 even under continue_on_error.
+    for continue_on_error in [false, true] {
+        let dir = calls_workflow(&format!("calls-limit-{continue_on_error}"), continue_on_error);
+        let script = Script::new();
+        let options = Options { guards: Guards::new().max_calls_per_run(20), ..Options::default() };
+        let r = run_with(&dir, &items(10), &script, options);
+        assert_eq!(r.status, RunStatus::Failed, "{:?}", r.error);
+        assert!(r.result.is_none());
+        let e = r.error.clone().unwrap();
+        assert_eq!(e.code, "E0816", "{e:?}");
+        assert!(e.message.contains("the run reached its limit of 20 calls (`--max-calls-per-run`)"), "{}", e.message);
+        // Charged to the fan-out's child (the step), or to the composite callee it reached.
+        assert!(e.message.starts_with("child ") || e.step.as_deref().is_some_and(|s| s.starts_with("fan")), "{e:?}");
+        let made = script.calls.lock().unwrap().len();
+        // At worst every child's composite call took one of the 19 left: 10 tool calls.
+        assert!((10..=20).contains(&made), "tool calls made: {made}");
+        // The trace holds no more calls than the limit allowed.
+        let attempts: usize = step(&r, "fan")
+            .children
+            .iter()
+            .flatten()
+            .flat_map(|c| c.steps.iter().flatten())
+            .map(|s| s.attempts.len())
+            .sum();
+        assert_eq!(attempts + step(&r, "first").attempts.len(), made);
+    }
+}
+
+#[test]
+fn a_result_past_its_bound_fails_the_run_and_is_never_returned() {
+    // 100 children each echoing 4 KiB: a result of about 400 KB of JSON.
+    let dir = calls_workflow("result-bytes", false);
+    let big = "x".repeat(4096);
+    let args = format!(r#"{{"items": [{}]}}"#, vec![format!("\"{big}\""); 100].join(","));
+    let bounded = |max: usize| Options { guards: Guards::new().max_result_bytes(max), ..Options::default() };
+    let r = run_with(&dir, &args, &Script::new(), bounded(64 * 1024));
+    assert_eq!(r.status, RunStatus::Failed);
+    assert!(r.result.is_none() && r.trace.result.is_none());
+    let e = r.error.clone().unwrap();
+    assert_eq!((e.code.as_str(), e.step.as_deref()), ("E0817", None));
+    assert!(e.message.contains("larger than the limit of 65536 bytes of JSON (`--max-result-bytes`)"), "{e:?}");
+    assert!(r.trace.failure_summary.as_deref().is_some_and(|s| s.contains("E0817")), "{:?}", r.trace.failure_summary);
+    // Within the bound (the result is 400 KB and some), the same run succeeds.
+    let r = run_with(&dir, &args, &Script::new(), bounded(1024 * 1024));
+    assert_eq!(r.status, RunStatus::Success, "{:?}", r.error);
+}
+
+#[test]
+fn a_result_of_gigabytes_is_refused_without_being_written_out() {
+    // One 4 MiB string shared 1,000 times: 4 GiB of JSON, past the default bound of 1 GiB.
+    // Counting stops at the bound and keeps no byte, so this takes no 4 GiB (nor 1 GiB).
+    let s = Value::str(&"a".repeat(4 << 20));
+    let result = Value::object_from([("echoes", Value::list((0..1000).map(|_| s.clone()).collect::<Vec<_>>()))]);
+    let guards = Guards::new();
+    assert_eq!(guards.max_result_bytes, 1 << 30);
+    let e = guards.check_result(&result).unwrap_err();
+    assert_eq!(e.max, 1 << 30);
+    assert!(Guards::new().max_result_bytes(8 << 30).validate().is_err(), "at most 4 GiB");
+    assert!(guards.check_result(&s).is_ok(), "one copy fits");
+}
+
+#[test]
+fn the_default_limits_let_todays_runs_through_and_stop_the_runaway_ones() {
+    // The defaults, by counting: a million calls for the library and `tdsl run`, which the
+    // run of the issue (a composite of 8 calls driven 1,000 × 1,000 times: 8 million) passes.
+    let guards = Guards::new();
+    assert_eq!(guards.max_calls_per_run, 1_000_000);
+    assert!(8 * 1000 * 1000 > guards.max_calls_per_run);
+    // The widest fan-out the range allows, and a step before it, fit.
+    assert!(100_000 + 1 < guards.max_calls_per_run);
+    assert!(Guards::new().max_calls_per_run(0).validate().is_err());
+    assert!(Guards::new().max_calls_per_run(100_000_001).validate().is_err());
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 24, ..Default::default() })]
+
+    /// Within its limit a run is the run it was without one (the same result, the same
+    /// calls); past it, it fails E0816 having made no more tool calls than the limit.
+    #[test]
+    fn within_the_limit_of_calls_a_run_is_unchanged(n in 0usize..8, limit in 1usize..40, coe: bool) {
+        let dir = calls_workflow(&format!("calls-prop-{n}-{limit}-{coe}"), coe);
+        let free = run(&dir, &items(n), &Script::new());
+        proptest::prop_assert_eq!(free.status, RunStatus::Success);
+        let script = Script::new();
+        let options = Options { guards: Guards::new().max_calls_per_run(limit), ..Options::default() };
+        let bounded = run_with(&dir, &items(n), &script, options);
+        let made = script.calls.lock().unwrap().len();
+        if limit >= 1 + 3 * n {
+            proptest::prop_assert_eq!(bounded.status, RunStatus::Success);
+            proptest::prop_assert_eq!(show(&bounded.result), show(&free.result));
+            proptest::prop_assert_eq!(made, 1 + 2 * n);
+        } else {
+            proptest::prop_assert_eq!(bounded.status, RunStatus::Failed);
+            proptest::prop_assert_eq!(bounded.error.unwrap().code, "E0816");
+            proptest::prop_assert!(made <= limit);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

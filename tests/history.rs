@@ -926,3 +926,107 @@ fn a_run_context_is_recorded_shown_and_filtered_on() {
     let bad = RunFilter { context: vec![("x') OR 1=1 --".into(), "1".into())], ..RunFilter::default() };
     assert!(store.runs(&bad).is_err());
 }
+
+/// Issue 38 item 2: 20 children passing 100 KB each (scaled down from 200 × 1 MB, which
+/// wrote 2.5 GB): past `--history-payload-bytes` each payload is kept as its first bytes,
+/// its size and its SHA-256 — in the invocations, the steps, the run and its stored trace —
+/// so the database grows with the calls, not with the bytes; `history show` says so.
+#[test]
+fn a_payload_past_the_bound_is_kept_as_a_prefix_its_size_and_its_hash() {
+    let dir = temp("cut-payloads");
+    std::fs::create_dir_all(dir.join("tools")).unwrap();
+    std::fs::write(dir.join("tools/echo.tool"), r#"{"system_event_endpoint": "builtin:echo"}"#).unwrap();
+    std::fs::write(
+        dir.join("main.tool"),
+        r#"{"instructions": [{"execution_id": "fan", "tool_definition_path": "/tools/echo.tool",
+             "parallel_execution": {"iterate_over": "REF:arguments.items", "child_argument_name": "text"}}],
+           "response_reference_map": {"n": "REF:fan.response.length"}}"#,
+    )
+    .unwrap();
+    let text = "ab".repeat(50_000);
+    let items: Vec<String> = (0..20).map(|i| format!("\"{i:02}{text}\"")).collect();
+    std::fs::write(dir.join("args.json"), format!(r#"{{"items": [{}]}}"#, items.join(","))).unwrap();
+    let db = dir.join("h.db");
+    let o = tdsl(&["run", "main.tool", "--root", s(&dir), "--args", s(&dir.join("args.json")), "--history", s(&db)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(json(&o.stdout), json(r#"{"n": 20}"#));
+    let size: u64 = ["", "-wal"]
+        .iter()
+        .filter_map(|x| std::fs::metadata(format!("{}{x}", db.display())).ok())
+        .map(|m| m.len())
+        .sum();
+    assert!(size < 1_500_000, "the history holds {size} bytes for 4 MB passed around (16 MB kept whole)");
+
+    let store = SqliteStore::open_read_only(&db).unwrap();
+    let run = store.run("1").unwrap().unwrap();
+    assert_eq!(run.invocations.len(), 20);
+    let whole = format!(r#"{{"text":"00{text}"}}"#);
+    let first = run.invocations.iter().find(|i| i.step_path == "fan[0]").unwrap();
+    for payload in [&first.parameters, first.result_data.as_ref().unwrap()] {
+        let cut = payload.get_direct("$tdsl_cut").unwrap_or_else(|| panic!("not cut: {payload:.100}"));
+        assert_eq!(cut.get_direct("bytes").and_then(Value::as_f64), Some(whole.len() as f64));
+        let prefix = cut.get_direct("prefix").and_then(Value::as_str).unwrap();
+        assert!(whole.starts_with(prefix) && prefix.len() == 1024, "{prefix:.40}");
+        let sha = cut.get_direct("sha256").and_then(Value::as_str).unwrap();
+        assert_eq!(sha, sha256_of(&dir, &whole));
+    }
+    // The run's arguments, the step's result and the stored trace are cut the same way.
+    assert!(run.arguments.get_direct("$tdsl_cut").is_some());
+    let trace = run.trace.as_ref().unwrap();
+    let child = &trace.steps[0].children.as_ref().unwrap()[0];
+    assert!(child.attempts[0].response.as_ref().unwrap().get_direct("$tdsl_cut").is_some());
+    assert_eq!(trace.result.as_ref().unwrap().to_string(), r#"{"n":20}"#, "a small payload is kept whole");
+
+    let o = tdsl(&["history", "show", "1", "--history", s(&db)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains("arguments: (cut: 2000"), "{}", o.stdout);
+    assert!(o.stdout.contains("cut payloads (kept as their first bytes, size and SHA-256):"), "{}", o.stdout);
+    let line =
+        format!("fan[0] attempt 1 arguments: (cut: {} bytes of JSON, sha256 {}", whole.len(), sha256_of(&dir, &whole));
+    assert!(o.stdout.contains(&line), "{}", o.stdout);
+
+    // A bound above the payloads keeps them whole; one out of range is a usage error.
+    let db2 = dir.join("h2.db");
+    let args = s(&dir.join("args.json")).to_string();
+    let o = tdsl(&[
+        "run",
+        "main.tool",
+        "--root",
+        s(&dir),
+        "--args",
+        &args,
+        "--history",
+        s(&db2),
+        "--history-payload-bytes",
+        "200000",
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let run = SqliteStore::open_read_only(&db2).unwrap().run("1").unwrap().unwrap();
+    assert_eq!(run.invocations[0].parameters.get_direct("text").and_then(Value::as_str).map(str::len), Some(100_002));
+    let o = tdsl(&[
+        "run",
+        "main.tool",
+        "--root",
+        s(&dir),
+        "--args",
+        &args,
+        "--history",
+        s(&db2),
+        "--history-payload-bytes",
+        "10",
+    ]);
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr.contains("--history-payload-bytes: `history_payload_bytes` must be an integer from 1024"),
+        "{}",
+        o.stderr
+    );
+}
+
+/// The SHA-256 of `text` by `sha256sum`, not by the code under test.
+fn sha256_of(dir: &Path, text: &str) -> String {
+    let file = dir.join("payload.json");
+    std::fs::write(&file, text).unwrap();
+    let out = Command::new("sha256sum").arg(&file).output().expect("sha256sum runs");
+    String::from_utf8_lossy(&out.stdout).split_whitespace().next().unwrap_or_default().to_string()
+}

@@ -699,3 +699,70 @@ fn run_plan_arguments_that_are_not_an_object_are_named() {
     }
     s.still_serves();
 }
+
+/// A root serving `echo` (builtin:echo) and `each`, a composite that fans `echo` out over
+/// its list `xs`.
+fn limits_root() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("tools")).unwrap();
+    std::fs::write(
+        dir.path().join("tools/echo.tool"),
+        r#"{"description": "echoes", "arguments": [{"name": "text", "type_name": "any"}, {"name": "i", "type_name": "any"}],
+            "system_event_endpoint": "builtin:echo"}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("tools/each.tool"),
+        r#"{"description": "echoes each", "arguments": [{"name": "xs", "type_name": "list", "required": true}, {"name": "k", "type_name": "any"}],
+            "instructions": [{"execution_id": "e", "tool_definition_path": "/tools/echo.tool",
+              "parallel_execution": {"iterate_over": "REF:arguments.xs", "child_argument_name": "i"}}],
+            "response_reference_map": {"n": "REF:e.response.length"}}"#,
+    )
+    .unwrap();
+    dir
+}
+
+/// Issue 38 item 2, the first two runaways of the issue against one server: a 4 MiB string
+/// fanned out 1,000 times over `echo` (4 GiB of JSON, which the server serialized whole and
+/// aborted past 6 GB) is refused by `--max-result-bytes` (64 MiB by default) as it is
+/// counted; `each` driven 1,000 times by a 1,000-element list (a million calls, each kept
+/// in the trace) stops at `--max-calls-per-run` (set to 5,000 here to keep the test fast;
+/// the default of 100,000 bounds it the same way). The server's memory stays far from
+/// either (a generous bound: the measured figures are in docs/plans.md), and it serves on.
+#[test]
+fn a_plans_result_and_calls_are_bounded_and_the_server_stays_small() {
+    let root = limits_root();
+    let mut s = Server::start(root.path(), &["--max-calls-per-run", "5000"]);
+    let fan: Vec<u32> = (0..1000).collect();
+    let plan = json!({"instructions": [{"execution_id": "f", "tool_definition_path": "echo",
+        "arguments": {"text": "REF:arguments.s"},
+        "parallel_execution": {"iterate_over": fan, "child_argument_name": "i"}}],
+        "response_reference_map": {"echoes": "REF:f.response"}});
+    let r = s.call("run_plan", json!({"plan": plan, "arguments": {"s": "a".repeat(4 << 20)}}));
+    assert_eq!(r["isError"], true, "{:.300}", r.to_string());
+    assert_eq!(r["structuredContent"]["status"], "FAILED");
+    assert_eq!(r["structuredContent"]["result"], Value::Null);
+    let why = r["structuredContent"]["failure_summary"].as_str().unwrap_or_default();
+    assert!(why.contains("larger than the limit of 67108864 bytes of JSON (`--max-result-bytes`)"), "{why}");
+    assert!(why.contains("E0817"), "{why}");
+
+    let xs: Vec<u32> = (0..1000).collect();
+    let plan = json!({"instructions": [{"execution_id": "d", "tool_definition_path": "each",
+        "arguments": {"xs": "REF:arguments.xs"},
+        "parallel_execution": {"iterate_over": fan, "child_argument_name": "k"}}]});
+    let r = s.call("run_plan", json!({"plan": plan, "arguments": {"xs": xs}}));
+    assert_eq!(r["structuredContent"]["status"], "FAILED", "{:.300}", r.to_string());
+    let why = r["structuredContent"]["failure_summary"].as_str().unwrap_or_default();
+    assert!(why.contains("the run reached its limit of 5000 calls (`--max-calls-per-run`)"), "{why}");
+    assert!(why.contains("E0816"), "{why}");
+    let peak = s.peak_kib();
+    assert!(peak < 400 * 1024, "the server held {peak} KiB at its peak");
+    let r = s.call("each", json!({"xs": [1, 2]}));
+    assert_eq!(r["structuredContent"], json!({"n": 2}), "{r}");
+    // A served composite called directly is bounded the same way.
+    let mut s = Server::start(root.path(), &["--max-calls-per-run", "100"]);
+    let r = s.call("each", json!({"xs": xs}));
+    assert_eq!(r["isError"], true, "{:.300}", r.to_string());
+    assert!(r.to_string().contains("the run reached its limit of 100 calls"), "{:.300}", r.to_string());
+    assert!(r.to_string().contains("E0816"), "{:.300}", r.to_string());
+}

@@ -306,6 +306,12 @@ fn out_of_range_numbers_on_the_command_line_are_usage_errors() {
         ("--max-tool-output", "1099511627776", "--max-tool-output: `max_tool_output` must be an integer from 1024"),
         ("--fuel", "9007199254740993", "--fuel: `fuel` must be an integer from 0 to 9007199254740991"),
         ("--max-memory", "1099511627777", "--max-memory: `max_alloc_bytes` must be an integer from 0 to 1099511627776"),
+        ("--max-calls-per-run", "0", "--max-calls-per-run: `max_calls_per_run` must be an integer from 1 to 100000000"),
+        (
+            "--max-result-bytes",
+            "1023",
+            "--max-result-bytes: `max_result_bytes` must be an integer from 1024 to 4294967296",
+        ),
     ] {
         let o = tdsl(&["run", "tests/data/run/echo.tool", "--root", ROOT, "--arg", r#"name="x""#, flag, value]);
         assert_eq!(o.code, 2, "{flag} {value}: {}", o.stderr);
@@ -709,4 +715,40 @@ fn clean_env_passes_only_the_named_variables() {
     let (code, out, err) = run(&["--clean-env", "--pass-env", "TDSL_TEST_KEPT"]);
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(json(&out), serde_json::json!({"secret": "", "kept": "yes"}));
+}
+
+/// Issue 38 item 2 on the command line: `--max-calls-per-run` stops a fan-out at its limit
+/// (E0816, exit 1) and `--max-result-bytes` refuses a result larger than its bound (E0817,
+/// exit 1, nothing on standard output); within both the same run prints its result.
+#[test]
+fn the_calls_and_the_result_of_a_run_are_bounded_by_flags() {
+    let dir = with_tools(
+        "run-limits",
+        r#"{"arguments": [{"name": "items", "type_name": "list", "required": true}],
+            "instructions": [{"execution_id": "fan", "tool_definition_path": "/tools/builtin_echo.tool",
+              "parallel_execution": {"iterate_over": "REF:arguments.items", "child_argument_name": "text"}}],
+            "response_reference_map": {"echoes": "REF:fan.response"}}"#,
+    );
+    let big = format!(r#"items=["{}", "{}"]"#, "x".repeat(800), "y".repeat(800));
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", "main.tool", "--root", s(&dir), "--no-history", "--arg", &big];
+        args.extend_from_slice(extra);
+        tdsl(&args)
+    };
+    let o = run(&["--max-calls-per-run", "1"]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(o.stderr.contains("the run reached its limit of 1 calls (`--max-calls-per-run`)"), "{}", o.stderr);
+    assert!(o.stderr.contains("[E0816]"), "{}", o.stderr);
+    let o = run(&["--max-result-bytes", "1024"]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("error: FAILED: the run's result is larger than the limit of 1024 bytes"),
+        "{}",
+        o.stderr
+    );
+    assert!(o.stderr.contains("[E0817]"), "{}", o.stderr);
+    assert_eq!(o.stdout, "");
+    let o = run(&["--max-calls-per-run", "2", "--max-result-bytes", "4096"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(json(&o.stdout)["echoes"][1]["text"].as_str().map(str::len), Some(800));
 }

@@ -10,7 +10,9 @@ use clap::{Args, Subcommand, ValueEnum};
 use super::printable::printable;
 use super::progress::history_file;
 use super::{usage_failure, UsageError};
+use crate::history::payload::Cut;
 use crate::history::{self, HistoryStore, RunContext, RunFilter, SqliteStore};
+use crate::value::Value;
 
 /// Arguments of `tdsl history`.
 #[derive(Debug, Args)]
@@ -240,13 +242,13 @@ fn show(a: &ShowArgs) -> Result<String, UsageError> {
             Some(at) => format!("ended {at} after {}", duration(r.duration_ms)),
             None => "never ended".to_string(),
         },
-        run.arguments
+        payload_text(&run.arguments)
     );
     if !r.context.is_empty() {
         out.push_str(&format!("context: {}\n", r.context.display()));
     }
     if let Some(result) = &run.result {
-        out.push_str(&format!("result: {result}\n"));
+        out.push_str(&format!("result: {}\n", payload_text(result)));
     }
     if let Some(error) = &run.error {
         out.push_str(&format!("error: {error}\n"));
@@ -285,7 +287,30 @@ fn show(a: &ShowArgs) -> Result<String, UsageError> {
         })
         .collect();
     out.push_str(&table(&["STEP", "TOOL", "ATTEMPT", "RESULT", "DURATION", "INVOKED", "ERROR"], &rows));
+    // Payloads past `--history-payload-bytes` were kept cut: say which, with size and hash.
+    let mut cuts = String::new();
+    for i in &run.invocations {
+        let payloads = [("arguments", Some(&i.parameters)), ("answer", i.result_data.as_ref())];
+        for (what, cut) in payloads.into_iter().filter_map(|(w, v)| Some((w, Cut::of(v?)?))) {
+            cuts.push_str(&format!("{} attempt {} {what}: {}\n", i.step_path, i.attempt, cut.describe()));
+        }
+    }
+    if !cuts.is_empty() {
+        out.push_str("\ncut payloads (kept as their first bytes, size and SHA-256):\n");
+        out.push_str(&printable(&cuts));
+    }
     Ok(out)
+}
+
+/// A stored payload for people: its JSON, or for a cut one what was kept of it.
+fn payload_text(v: &Value) -> String {
+    match Cut::of(v) {
+        Some(cut) => {
+            let start: String = cut.prefix.chars().take(80).collect();
+            format!("{} {start}…", cut.describe())
+        }
+        None => v.to_string(),
+    }
 }
 
 fn stats(a: &StatsArgs) -> Result<String, UsageError> {

@@ -23,6 +23,11 @@ pub struct HistoryArgs {
     /// Records nothing in the run history.
     #[arg(long, conflicts_with = "history")]
     pub no_history: bool,
+    /// The most bytes of JSON of one payload (arguments, an answer, a result) the history
+    /// keeps whole; a larger one is kept as its first 1 KiB, its size and its SHA-256
+    /// (1,024–1,073,741,824; default 65,536).
+    #[arg(long = "history-payload-bytes", value_name = "BYTES", conflicts_with = "no_history")]
+    pub history_payload_bytes: Option<u64>,
 }
 
 impl HistoryArgs {
@@ -33,9 +38,17 @@ impl HistoryArgs {
         if self.no_history {
             return Ok(None);
         }
+        let max_payload = match self.history_payload_bytes {
+            Some(n) => crate::ranges::HISTORY_PAYLOAD_BYTES
+                .check(n as f64)
+                .map(|n| n as usize)
+                .map_err(|e| UsageError(format!("--history-payload-bytes: {e}")))?,
+            None => crate::ranges::DEFAULT_HISTORY_PAYLOAD_BYTES,
+        };
+        let bounded = |s: SqliteStore| Arc::new(s.with_max_payload_bytes(max_payload)) as Arc<dyn HistoryStore>;
         if let Some(path) = &self.history {
             return SqliteStore::open(path)
-                .map(|s| Some(Arc::new(s) as Arc<dyn HistoryStore>))
+                .map(|s| Some(bounded(s)))
                 .map_err(|e| UsageError(format!("--history: {e}")));
         }
         let Some(path) = history::default_path() else {
@@ -43,7 +56,7 @@ impl HistoryArgs {
             return Ok(None);
         };
         match SqliteStore::open(&path) {
-            Ok(s) => Ok(Some(Arc::new(s))),
+            Ok(s) => Ok(Some(bounded(s))),
             Err(e) => {
                 eprintln!(
                     "warning: no run history: {e} (--history FILE to choose another, --no-history to silence this)"

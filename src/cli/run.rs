@@ -81,6 +81,15 @@ pub struct RunArgs {
     /// The most children one parallel step may have.
     #[arg(long, value_name = "N")]
     max_fan_out: Option<usize>,
+    /// The most calls the run may make: every call of a callee, each fan-out child's and each
+    /// composite callee's steps' included (1–100,000,000, default 1,000,000). The call that
+    /// would pass it does not start and the run fails with E0816.
+    #[arg(long = "max-calls-per-run", value_name = "N")]
+    max_calls_per_run: Option<usize>,
+    /// The most bytes of the run's result as compact JSON (1 KiB–4 GiB, default 1 GiB): a
+    /// larger result fails the run with E0817, and is not printed.
+    #[arg(long = "max-result-bytes", value_name = "BYTES")]
+    max_result_bytes: Option<usize>,
     /// How deep composite callees may nest (1–32, default 8). The check before the run
     /// refuses a deeper chain of composite calls (E0619).
     #[arg(long, value_name = "N", default_value_t = crate::ranges::DEFAULT_MAX_NESTING)]
@@ -258,6 +267,12 @@ fn prepare(args: &RunArgs) -> Result<Prepared, Stop> {
     if let Some(n) = args.max_fan_out {
         guards = guards.max_fan_out(n);
     }
+    if let Some(n) = args.max_calls_per_run {
+        guards = guards.max_calls_per_run(n);
+    }
+    if let Some(n) = args.max_result_bytes {
+        guards = guards.max_result_bytes(n);
+    }
     let options = execution_options(args, guards).map_err(usage)?;
     let mut executor = Executor::new(runner).with_options(options);
     if let Some(seed) = args.seed {
@@ -315,6 +330,12 @@ fn execution_options(args: &RunArgs, guards: Guards) -> Result<Options, String> 
     }
     if let Some(n) = args.max_fan_out {
         ranges::MAX_FAN_OUT.check(n as f64).map_err(|e| flag("max-fan-out", e))?;
+    }
+    if let Some(n) = args.max_calls_per_run {
+        ranges::MAX_CALLS_PER_RUN.check(n as f64).map_err(|e| flag("max-calls-per-run", e))?;
+    }
+    if let Some(n) = args.max_result_bytes {
+        ranges::MAX_RESULT_BYTES.check(n as f64).map_err(|e| flag("max-result-bytes", e))?;
     }
     ranges::MAX_TOOL_OUTPUT.check(args.max_tool_output as f64).map_err(|e| flag("max-tool-output", e))?;
     ranges::MAX_NESTING.check(args.max_nesting as f64).map_err(|e| flag("max-nesting", e))?;
@@ -518,7 +539,11 @@ pub fn replay_command(args: ReplayArgs) -> ExitCode {
         Err(Stop::Usage(e)) => return usage_failure(&e),
         Err(Stop::Problems) => return ExitCode::from(1),
     };
-    let replayed = match replay(&workflow, &trace, Options { max_depth: max_nesting, ..Options::default() }) {
+    // A run stopped at its limit of calls stops at the same call in the replay.
+    let max_calls = trace.limits.as_ref().map_or(ranges::DEFAULT_MAX_CALLS_PER_RUN, |l| l.max_calls_per_run);
+    let options =
+        Options { max_depth: max_nesting, guards: Guards::new().max_calls_per_run(max_calls), ..Options::default() };
+    let replayed = match replay(&workflow, &trace, options) {
         Ok(r) => r,
         Err(refused) => {
             eprintln!("error: refused before the replay: {refused} [{}]", refused.code());

@@ -99,6 +99,15 @@ pub struct ServeArgs {
     /// (repeatable).
     #[arg(long, value_name = "GLOB")]
     allow: Vec<String>,
+    /// The most calls of each composite run a call makes (a served composite, a plan): every
+    /// call of a callee, fan-out children and composite callees' steps included
+    /// (1–100,000,000; default 100,000). Past it the run fails with E0816.
+    #[arg(long = "max-calls-per-run", value_name = "N")]
+    max_calls_per_run: Option<u64>,
+    /// The most bytes of a composite run's result as compact JSON (1 KiB–4 GiB; default 64
+    /// MiB): a larger result fails the call with E0817 and is never written out.
+    #[arg(long = "max-result-bytes", value_name = "BYTES")]
+    max_result_bytes: Option<u64>,
     /// Where the composite runs of calls are recorded (`--history FILE`, `--no-history`).
     #[command(flatten)]
     history: super::progress::HistoryArgs,
@@ -151,9 +160,26 @@ pub struct PlanArgs {
     plan_deadline: Option<f64>,
 }
 
+/// `--max-calls-per-run` and `--max-result-bytes`, each in its range (or its `serve` default).
+fn run_limits(args: &ServeArgs) -> Result<(usize, usize), String> {
+    use crate::ranges::{MAX_CALLS_PER_RUN, MAX_RESULT_BYTES, SERVE_MAX_CALLS_PER_RUN, SERVE_MAX_RESULT_BYTES};
+    let calls = match args.max_calls_per_run {
+        Some(n) => MAX_CALLS_PER_RUN.check(n as f64).map_err(|e| format!("--max-calls-per-run: {e}"))? as usize,
+        None => SERVE_MAX_CALLS_PER_RUN,
+    };
+    let bytes = match args.max_result_bytes {
+        Some(n) => MAX_RESULT_BYTES.check(n as f64).map_err(|e| format!("--max-result-bytes: {e}"))? as usize,
+        None => SERVE_MAX_RESULT_BYTES,
+    };
+    Ok((calls, bytes))
+}
+
 /// The plan options and the upstream servers of `--plans`, or why they are refused.
-fn plan_setup(args: &PlanArgs) -> Result<(crate::mcp::plans::PlanOptions, crate::mcp::upstream::Upstreams), String> {
-    let limits = super::plan_limits(
+fn plan_setup(
+    args: &PlanArgs,
+    (max_calls_per_run, max_result_bytes): (usize, usize),
+) -> Result<(crate::mcp::plans::PlanOptions, crate::mcp::upstream::Upstreams), String> {
+    let mut limits = super::plan_limits(
         [
             ("--max-plan-bytes", args.max_plan_bytes),
             ("--max-plan-steps", args.max_plan_steps),
@@ -162,6 +188,8 @@ fn plan_setup(args: &PlanArgs) -> Result<(crate::mcp::plans::PlanOptions, crate:
         ],
         args.plan_deadline,
     )?;
+    limits.max_calls_per_run = max_calls_per_run;
+    limits.max_result_bytes = max_result_bytes;
     if let Some(dir) = &args.files {
         if !dir.is_dir() {
             return Err(format!("--files {}: not a folder", dir.display()));
@@ -183,7 +211,11 @@ pub fn run(args: ServeArgs) -> ExitCode {
         },
         None => None,
     };
-    let plan_setup = match args.plans.plans.then(|| plan_setup(&args.plans)).transpose() {
+    let run_limits = match run_limits(&args) {
+        Ok(l) => l,
+        Err(e) => return usage_failure(&UsageError(e)),
+    };
+    let plan_setup = match args.plans.plans.then(|| plan_setup(&args.plans, run_limits)).transpose() {
         Ok(p) => p,
         Err(e) => return usage_failure(&UsageError(e)),
     };
@@ -206,7 +238,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         Ok(env) => env,
         Err(e) => return usage_failure(&e),
     };
-    let server = server.with_tool_env(tool_env.clone());
+    let server = server.with_tool_env(tool_env.clone()).with_run_limits(run_limits.0, run_limits.1);
     let server = match args.history.open() {
         Ok(Some(store)) => server.with_history(store),
         Ok(None) => server,

@@ -343,8 +343,15 @@ impl Failure {
             Some(s) => format!("step `{s}` failed"),
             None if self.code == Code::RunCancelled => "the run was cancelled".to_string(),
             None if self.code == Code::RunDeadline => "the run's deadline passed".to_string(),
+            None if self.code == Code::TooManyCalls => "the run reached its limit of calls".to_string(),
             None => "the run failed before this step".to_string(),
         }
+    }
+
+    /// Whether it stops the run whatever `continue_on_error` says: a limit of the run's own
+    /// (its calls), which another step could only pass again.
+    pub(crate) fn stops_run(&self) -> bool {
+        self.code == Code::TooManyCalls
     }
 
     /// As the run's error.
@@ -549,7 +556,7 @@ pub(crate) fn settle(
         Err(f) => {
             tr.status = if f.timeout { StepStatus::Timeout } else { StepStatus::Failed };
             tr.error = Some(f.message.clone());
-            if step.continue_on_error && !(f.timeout && deadline_passed) {
+            if step.continue_on_error && !(f.timeout && deadline_passed) && !f.stops_run() {
                 let v = failed_result(&f.message);
                 tr.result = Some(v.clone());
                 Settled::Partial(v)
@@ -611,7 +618,7 @@ pub(crate) fn gather_children(
                 }
                 values.push(Value::Null);
             }
-            Err(f) if continue_on_error && f.code != Code::RunCancelled && !deadline_passed => {
+            Err(f) if continue_on_error && f.code != Code::RunCancelled && !deadline_passed && !f.stops_run() => {
                 partial = true;
                 values.push(failed_result(&f.message));
             }

@@ -8,6 +8,14 @@
 //! - **Maximum fan-out width**: a literal `iterate_over` list longer than this is refused
 //!   before the run; a list that comes from a REF is checked when the step fans out, and
 //!   the step fails.
+//!
+//! Two bounds are kept while the run goes, since no look at the workflow can know them:
+//!
+//! - **Maximum calls per run**: every call of a callee (each fan-out child's, each composite
+//!   callee's and each of its steps') is counted before it starts; the call that would pass
+//!   the bound does not start and the run stops (`E0816`). It bounds the run's trace.
+//! - **Maximum result bytes**: the run's result, as compact JSON, is counted while it is
+//!   serialized, which stops at the bound; past it the run fails (`E0817`) with no result.
 
 use std::fmt;
 
@@ -25,11 +33,23 @@ pub struct Guards {
     pub max_steps: Option<usize>,
     /// The most children one parallel step may have.
     pub max_fan_out: usize,
+    /// The most calls a run may make ([`crate::ranges::MAX_CALLS_PER_RUN`]; a million by
+    /// default).
+    pub max_calls_per_run: usize,
+    /// The most bytes of a run's result as compact JSON ([`crate::ranges::MAX_RESULT_BYTES`];
+    /// 1 GiB by default).
+    pub max_result_bytes: usize,
 }
 
 impl Default for Guards {
     fn default() -> Guards {
-        Guards { allowed: None, max_steps: None, max_fan_out: crate::runtime::Limits::default().max_fan_out }
+        Guards {
+            allowed: None,
+            max_steps: None,
+            max_fan_out: crate::runtime::Limits::default().max_fan_out,
+            max_calls_per_run: crate::ranges::DEFAULT_MAX_CALLS_PER_RUN,
+            max_result_bytes: crate::ranges::DEFAULT_MAX_RESULT_BYTES,
+        }
     }
 }
 
@@ -138,14 +158,40 @@ impl Guards {
         self
     }
 
+    /// Bounds the calls a run may make (fan-out children and composite callees' steps
+    /// included).
+    pub fn max_calls_per_run(mut self, max: usize) -> Guards {
+        self.max_calls_per_run = max;
+        self
+    }
+
+    /// Bounds the bytes of a run's result as compact JSON.
+    pub fn max_result_bytes(mut self, max: usize) -> Guards {
+        self.max_result_bytes = max;
+        self
+    }
+
     /// Every bound in its range ([`crate::ranges`]): the executor checks this before a run.
     pub fn validate(&self) -> Result<(), crate::ranges::RangeError> {
+        // Past 2^53 a usize is not exact as f64, but it is out of range either way.
         if let Some(n) = self.max_steps {
-            // Past 2^53 a usize is not exact as f64, but it is out of range either way.
             crate::ranges::MAX_STEPS.check(n as f64)?;
         }
         crate::ranges::MAX_FAN_OUT.check(self.max_fan_out as f64)?;
+        crate::ranges::MAX_CALLS_PER_RUN.check(self.max_calls_per_run as f64)?;
+        crate::ranges::MAX_RESULT_BYTES.check(self.max_result_bytes as f64)?;
         Ok(())
+    }
+
+    /// `Err` when `result`, as compact JSON, is larger than [`Guards::max_result_bytes`]:
+    /// the bytes are counted as they are serialized, into no buffer, and the count stops at
+    /// the bound, so a result of gigabytes costs no more than the bound to refuse.
+    pub fn check_result(&self, result: &crate::value::Value) -> Result<(), ResultTooLarge> {
+        let mut sink = Bounded { left: self.max_result_bytes };
+        match serde_json::to_writer(&mut sink, result) {
+            Ok(()) => Ok(()),
+            Err(_) => Err(ResultTooLarge { max: self.max_result_bytes }),
+        }
     }
 
     /// Whether a tool path is allowed.
@@ -197,6 +243,40 @@ impl Guards {
                 self.walk(wf, callee, &format!("{}/", key()), steps, depth + 1)?;
             }
         }
+        Ok(())
+    }
+}
+
+/// A run's result was larger than its bound (`E0817`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResultTooLarge {
+    /// The bound, in bytes.
+    pub max: usize,
+}
+
+impl fmt::Display for ResultTooLarge {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the run's result is larger than the limit of {} bytes of JSON (`--max-result-bytes`): return less, \
+             or a summary of it",
+            self.max
+        )
+    }
+}
+
+/// A writer that keeps nothing and fails once more than `left` bytes come.
+struct Bounded {
+    left: usize,
+}
+
+impl std::io::Write for Bounded {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.left = self.left.checked_sub(buf.len()).ok_or_else(|| std::io::Error::other("past the bound"))?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
     }
 }

@@ -33,7 +33,7 @@ use super::executor::{Event, Executor, Run};
 use super::guard::GuardError;
 use super::retry::RetryPolicy;
 use super::runner::{CancelToken, ErrorKind, ToolCall, ToolError};
-use super::step::{Callee, ChildRun, Driver, Ended, FanOut, Frame, Next, Site, Start};
+use super::step::{CallBudget, Callee, ChildRun, Driver, Ended, FanOut, Frame, Next, Site, Start};
 use super::time::Signal;
 use super::trace::{rfc3339, Attempt, ChildTrace, Outcome, RunError, RunStatus, StepTrace, Trace};
 use super::workflow::Workflow;
@@ -182,6 +182,8 @@ pub(crate) struct Ctx<'a> {
     interrupt: crate::runtime::Interrupt,
     retries: AtomicU32,
     trips: AtomicU32,
+    /// The calls the run may still make (`Guards::max_calls_per_run`).
+    calls: CallBudget,
 }
 
 /// How an [`Executor`] runs a workflow: here, beside the scheduler it runs, so that
@@ -270,6 +272,7 @@ pub(crate) fn run(ex: &Executor, wf: &Workflow, arguments: Value, source: &dyn S
         cancel,
         retries: AtomicU32::new(0),
         trips: AtomicU32::new(0),
+        calls: CallBudget::new(ex.options.guards.max_calls_per_run),
     };
     // The root's own arguments are checked like a callee's: against what it declares.
     ctx.emit(Event::RunStarted {
@@ -280,7 +283,18 @@ pub(crate) fn run(ex: &Executor, wf: &Workflow, arguments: Value, source: &dyn S
     });
     let refused = data::refuse_run_arguments(wf, &arguments);
     let outcome = ctx.frame(wf.plan(), arguments, String::new(), 0, refused);
-    let RunEnd { status, result, error, steps, clock_reads } = outcome.into_run();
+    let RunEnd { mut status, mut result, mut error, steps, clock_reads } = outcome.into_run();
+    // A result past its bound is no result: the run fails saying so, before anything (a
+    // trace, an MCP answer, standard output) writes it out.
+    if let Some(Err(too_large)) = result.as_ref().map(|r| ex.options.guards.check_result(r)) {
+        status = RunStatus::Failed;
+        result = None;
+        error = Some(RunError {
+            code: Code::ResultTooLarge.as_str().to_string(),
+            step: None,
+            message: too_large.to_string(),
+        });
+    }
     trace.status = status;
     trace.result = result.clone();
     trace.error = error.clone();
@@ -326,6 +340,7 @@ impl Driver for Ctx<'_> {
     fn deadline_passed(&self) -> bool {
         let passed = self.deadline_hit.load(Ordering::SeqCst)
             || self.cancel.is_cancelled()
+            || self.calls.exhausted()
             || self.deadline_ms.is_some_and(|d| self.ex.time.monotonic_ms() >= d);
         if passed {
             self.deadline_hit.store(true, Ordering::SeqCst);
@@ -353,6 +368,10 @@ impl Driver for Ctx<'_> {
 
     fn response_rejected(&self, key: &str, message: &str) {
         self.emit(Event::ResponseRejected { step: key, error: message });
+    }
+
+    fn calls(&self) -> &CallBudget {
+        &self.calls
     }
 }
 
@@ -514,7 +533,7 @@ impl<'a> Ctx<'a> {
     /// failing: a call still waiting for a slot then does not start.
     fn call(&self, site: Site<'_>, args: &Value, stopped: &dyn Fn() -> bool) -> CallOutcome {
         let Site { tool_path, key, policy, timeout_seconds, .. } = site;
-        let (def, file) = match site.callee(args, self.ex.options.max_depth) {
+        let (def, file) = match site.callee(self, args, self.ex.options.max_depth) {
             Callee::Refused(out) => return out,
             Callee::Composite { plan, prefix, depth } => {
                 return CallOutcome::of_composite(tool_path, self.frame(plan, args.clone(), prefix, depth, None))

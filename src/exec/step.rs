@@ -73,13 +73,53 @@ pub(crate) trait Driver {
     fn clock(&self, key: &str, eval_timeout: Option<f64>) -> Arc<ClockScope>;
     /// A callee's answer was refused by its declared `responses` (an observer may hear of it).
     fn response_rejected(&self, _key: &str, _message: &str) {}
+    /// The run's count of calls against its limit (`--max-calls-per-run`): one per run,
+    /// whatever the driver, so that both engines stop at the same call.
+    fn calls(&self) -> &CallBudget;
 
     /// Why the run stopped, charged to `key`.
     fn stop_failure(&self, key: &str) -> Failure {
         if self.cancelled() {
             return Failure::run_cancelled(key);
         }
+        if self.calls().exhausted() {
+            return Failure::too_many_calls(key, self.calls().max);
+        }
         Failure::run_deadline(key, self.deadline_seconds())
+    }
+}
+
+/// The calls a run may still make: every call of a callee (a step's, each fan-out child's,
+/// a composite callee's, each of its steps') takes one before it starts ([`Site::callee`]).
+/// Once one is refused the run stops as at its deadline: nothing else starts, and the run
+/// fails with `E0816` (a driver's `deadline_passed` says so).
+#[derive(Debug)]
+pub(crate) struct CallBudget {
+    pub(crate) max: usize,
+    taken: AtomicUsize,
+    exhausted: AtomicBool,
+}
+
+impl CallBudget {
+    /// A run of at most `max` calls.
+    pub(crate) fn new(max: usize) -> CallBudget {
+        CallBudget { max, taken: AtomicUsize::new(0), exhausted: AtomicBool::new(false) }
+    }
+
+    /// One more call, or `false` when the run has made `max` (it is then exhausted).
+    fn take(&self) -> bool {
+        // Counting up past `max` is harmless (a usize of calls never wraps), and keeps this
+        // one atomic add on the path of every call.
+        if self.taken.fetch_add(1, Ordering::Relaxed) < self.max {
+            return true;
+        }
+        self.exhausted.store(true, Ordering::SeqCst);
+        false
+    }
+
+    /// Whether a call was refused: the run must stop.
+    pub(crate) fn exhausted(&self) -> bool {
+        self.exhausted.load(Ordering::SeqCst)
     }
 }
 
@@ -514,9 +554,13 @@ pub(crate) enum Callee<'c> {
 }
 
 impl<'c> Site<'c> {
-    /// What calling the callee with `args` means, composites nesting at most `max_depth`.
-    pub(crate) fn callee(&self, args: &Value, max_depth: usize) -> Callee<'c> {
+    /// What calling the callee with `args` means, composites nesting at most `max_depth`. The
+    /// call is charged to the run's [`CallBudget`] first: past it, it is refused.
+    pub(crate) fn callee(&self, d: &impl Driver, args: &Value, max_depth: usize) -> Callee<'c> {
         let (key, tool_path) = (self.key, self.tool_path);
+        if !d.calls().take() {
+            return Callee::Refused(CallOutcome::failed(Failure::too_many_calls(key, d.calls().max)));
+        }
         let (def, file) = match self.tool {
             None => {
                 return Callee::Refused(CallOutcome::failed_at(
@@ -572,6 +616,15 @@ impl Failure {
     /// The call at `key` waited for a slot while another step failed: it never started.
     pub(crate) fn waited_for_slot(key: &str) -> Failure {
         Failure::not_started(key, "not started: another step failed while it waited for a slot".to_string())
+    }
+
+    /// The call at `key` would pass the run's limit of `max` calls: it does not start, and
+    /// the run stops.
+    pub(crate) fn too_many_calls(key: &str, max: usize) -> Failure {
+        let message = format!(
+            "the run reached its limit of {max} calls (`--max-calls-per-run`): this call and the rest were not made"
+        );
+        Failure::new(key, Code::TooManyCalls, message)
     }
 }
 

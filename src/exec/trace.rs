@@ -473,6 +473,17 @@ pub struct RunLimits {
     pub fuel: u64,
     /// The most bytes one evaluation could build.
     pub max_memory: usize,
+    /// The most calls the run could make (written only when not the default, a million).
+    #[serde(default = "default_max_calls", skip_serializing_if = "is_default_max_calls")]
+    pub max_calls_per_run: usize,
+}
+
+fn default_max_calls() -> usize {
+    crate::ranges::DEFAULT_MAX_CALLS_PER_RUN
+}
+
+fn is_default_max_calls(n: &usize) -> bool {
+    *n == crate::ranges::DEFAULT_MAX_CALLS_PER_RUN
 }
 
 impl RunLimits {
@@ -484,11 +495,42 @@ impl RunLimits {
             max_nesting: options.max_depth,
             fuel: wf.limits().fuel,
             max_memory: wf.limits().max_alloc_bytes,
+            max_calls_per_run: options.guards.max_calls_per_run,
         }
     }
 }
 
 impl Trace {
+    /// The same trace with `f` applied to every payload in it: the run's arguments and
+    /// result, each step's and child's arguments and result, each attempt's answer, at
+    /// every depth (what the history keeps of a trace: `history::payload`).
+    pub(crate) fn map_payloads(&self, f: &dyn Fn(&Value) -> Value) -> Trace {
+        fn attempts(a: &mut [Attempt], f: &dyn Fn(&Value) -> Value) {
+            for a in a {
+                a.response = a.response.as_ref().map(f);
+            }
+        }
+        fn steps(s: &mut [StepTrace], f: &dyn Fn(&Value) -> Value) {
+            for s in s {
+                s.arguments = s.arguments.as_ref().map(f);
+                s.result = s.result.as_ref().map(f);
+                attempts(&mut s.attempts, f);
+                for c in s.children.iter_mut().flatten() {
+                    c.arguments = c.arguments.as_ref().map(f);
+                    c.result = c.result.as_ref().map(f);
+                    attempts(&mut c.attempts, f);
+                    steps(c.steps.as_deref_mut().unwrap_or_default(), f);
+                }
+                steps(s.steps.as_deref_mut().unwrap_or_default(), f);
+            }
+        }
+        let mut t = self.clone();
+        t.arguments = f(&t.arguments);
+        t.result = t.result.as_ref().map(f);
+        steps(&mut t.steps, f);
+        t
+    }
+
     /// A run's trace as it starts (`FAILED` until it ends), before its steps.
     pub(crate) fn starting(
         trace_id: String,

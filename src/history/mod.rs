@@ -42,6 +42,7 @@
 //! # std::fs::remove_dir_all(&dir).ok();
 //! ```
 
+pub mod payload;
 mod sqlite;
 
 use std::fmt;

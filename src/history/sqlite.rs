@@ -97,6 +97,8 @@ pub struct SqliteStore {
     shared: Arc<Shared>,
     flusher: Option<std::thread::JoinHandle<()>>,
     read_only: bool,
+    /// The most bytes of one payload kept whole (`super::payload`).
+    max_payload: usize,
 }
 
 struct Shared {
@@ -228,7 +230,7 @@ impl SqliteStore {
         if flusher.is_none() {
             shared.state.lock().unwrap_or_else(PoisonError::into_inner).immediate = true;
         }
-        Ok(SqliteStore { shared, flusher, read_only: false })
+        Ok(SqliteStore { shared, flusher, read_only: false, max_payload: crate::ranges::DEFAULT_HISTORY_PAYLOAD_BYTES })
     }
 
     /// Opens the database at `path` only to read it (`tdsl history`, `tdsl report --run`):
@@ -286,7 +288,21 @@ impl SqliteStore {
             shared: Arc::new(Shared { state: Mutex::new(state), wake: Condvar::new() }),
             flusher: None,
             read_only: true,
+            max_payload: crate::ranges::DEFAULT_HISTORY_PAYLOAD_BYTES,
         }
+    }
+
+    /// The same store keeping each payload whole up to `max` bytes of JSON, and past it only
+    /// its first bytes, its size and its SHA-256 (`docs/history.md`; 64 KiB by default,
+    /// [`crate::ranges::HISTORY_PAYLOAD_BYTES`]).
+    pub fn with_max_payload_bytes(mut self, max: usize) -> SqliteStore {
+        self.max_payload = max;
+        self
+    }
+
+    /// A payload's JSON as stored.
+    fn payload(&self, v: &Value) -> String {
+        super::payload::stored_json(v, self.max_payload)
     }
 
     /// Whether the store was opened only to read.
@@ -542,7 +558,7 @@ impl HistoryStore for SqliteStore {
             .execute(params![
                 run.run_id,
                 run.tool,
-                json(run.arguments),
+                self.payload(run.arguments),
                 run.started_at,
                 millis(run.started_at),
                 i64::from(std::process::id()),
@@ -583,10 +599,10 @@ impl HistoryStore for SqliteStore {
                 i.run,
                 i.step_path,
                 i.tool,
-                json(&i.parameters),
+                self.payload(&i.parameters),
                 i.attempt,
                 i.result,
-                i.result_data.as_ref().map(json),
+                i.result_data.as_ref().map(|v| self.payload(v)),
                 i.error,
                 i.invoked_at,
                 i.completed_at,
@@ -609,6 +625,9 @@ impl HistoryStore for SqliteStore {
     }
 
     fn end_run(&self, run: i64, trace: &Trace) -> Result<(), HistoryError> {
+        // The trace as kept: every payload in it cut past the bound, like the columns.
+        let max = self.max_payload;
+        let trace = &trace.map_payloads(&|v| super::payload::cut_value(v, max));
         let mut steps = Vec::new();
         walk(&trace.steps, "", &mut steps);
         self.write(true, |c| {

@@ -81,6 +81,9 @@ pub struct McpServer {
     tool_env: crate::exec::host::ToolEnv,
     /// `check_plan`, `run_plan`, the guide and the prompt (`serve --plans`), when on.
     plans: Option<Arc<plans::PlanServer>>,
+    /// The bounds of each composite run a call makes: its calls and its result's bytes
+    /// (`serve --max-calls-per-run`, `--max-result-bytes`).
+    run_guards: crate::exec::Guards,
 }
 
 #[derive(Debug)]
@@ -176,6 +179,10 @@ impl McpServer {
             run_observers: None,
             tool_env: crate::exec::host::ToolEnv::Inherit,
             plans: None,
+            run_guards: served_run_guards(
+                crate::ranges::SERVE_MAX_CALLS_PER_RUN,
+                crate::ranges::SERVE_MAX_RESULT_BYTES,
+            ),
         };
         Ok((server, skipped))
     }
@@ -197,7 +204,17 @@ impl McpServer {
             run_observers: self.run_observers.clone(),
             tool_env: self.tool_env.clone(),
             plans: self.plans.clone(),
+            run_guards: self.run_guards.clone(),
         }
+    }
+
+    /// The same server bounding each composite run a call makes to `max_calls_per_run` calls
+    /// and a result of `max_result_bytes` bytes of JSON (100,000 and 64 MiB by default;
+    /// [`crate::ranges::MAX_CALLS_PER_RUN`], [`crate::ranges::MAX_RESULT_BYTES`]). Plans have
+    /// theirs in [`crate::plans::PlanLimits`].
+    pub fn with_run_limits(mut self, max_calls_per_run: usize, max_result_bytes: usize) -> McpServer {
+        self.run_guards = served_run_guards(max_calls_per_run, max_result_bytes);
+        self
     }
 
     /// The same server starting tools' processes with the environment `env` allows.
@@ -358,9 +375,15 @@ impl McpServer {
             None => observer,
         };
         match (served, plan_tool) {
-            (Some(served), _) => {
-                Some(call_served(&self.inner.root, served, arguments, cancel, observer, &self.tool_env))
-            }
+            (Some(served), _) => Some(call_served(
+                &self.inner.root,
+                served,
+                arguments,
+                cancel,
+                observer,
+                &self.tool_env,
+                &self.run_guards,
+            )),
             (None, Some(p)) => Some(p.run_plan(&arguments, cancel, observer)),
             (None, None) => None,
         }
@@ -379,6 +402,11 @@ impl McpServer {
     }
 }
 
+/// The guards of a served composite's run.
+fn served_run_guards(max_calls_per_run: usize, max_result_bytes: usize) -> crate::exec::Guards {
+    crate::exec::Guards::new().max_calls_per_run(max_calls_per_run).max_result_bytes(max_result_bytes)
+}
+
 /// The result of a call, in the `tools/call` result shape.
 fn call_served(
     root: &Path,
@@ -387,6 +415,7 @@ fn call_served(
     cancel: &CancelToken,
     observer: Option<Arc<dyn Observer>>,
     tool_env: &crate::exec::host::ToolEnv,
+    guards: &crate::exec::Guards,
 ) -> Json {
     let arguments = with_defaults(&served.def, arguments);
     if let Err(why) = validate_arguments(&served.def, &arguments) {
@@ -402,7 +431,8 @@ fn call_served(
                 Ok(w) => w,
                 Err(e) => return tool_error(format!("`{}` cannot run: {e}", served.tool_path)),
             };
-            let mut executor = Executor::new(HostRunner::new().with_env(tool_env.clone()));
+            let options = crate::exec::Options { guards: guards.clone(), ..crate::exec::Options::default() };
+            let mut executor = Executor::new(HostRunner::new().with_env(tool_env.clone())).with_options(options);
             if let Some(o) = observer {
                 executor = executor.with_observer(o);
             }

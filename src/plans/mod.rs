@@ -86,6 +86,11 @@ pub struct PlanLimits {
     pub max_fan_out: usize,
     /// The whole run's deadline, in seconds (120, phase 3's target in seed 000).
     pub deadline_seconds: f64,
+    /// The most calls of a run, fan-out children and composite callees' steps included
+    /// (100,000; `E0816` past it).
+    pub max_calls_per_run: usize,
+    /// The most bytes of a run's result as compact JSON (64 MiB; `E0817` past it).
+    pub max_result_bytes: usize,
     /// The expression budgets (fuel, depth, sizes; SPEC §4.8).
     pub expression: Limits,
 }
@@ -98,6 +103,8 @@ impl Default for PlanLimits {
             max_steps: 64,
             max_fan_out: 1000,
             deadline_seconds: 120.0,
+            max_calls_per_run: ranges::SERVE_MAX_CALLS_PER_RUN,
+            max_result_bytes: ranges::SERVE_MAX_RESULT_BYTES,
             expression: Limits::default(),
         }
     }
@@ -111,6 +118,8 @@ impl PlanLimits {
         ranges::PLAN_STEPS.check(self.max_steps as f64)?;
         ranges::MAX_FAN_OUT.check(self.max_fan_out as f64)?;
         ranges::DEADLINE_SECONDS.check(self.deadline_seconds)?;
+        ranges::MAX_CALLS_PER_RUN.check(self.max_calls_per_run as f64)?;
+        ranges::MAX_RESULT_BYTES.check(self.max_result_bytes as f64)?;
         self.expression.validate()
     }
 }

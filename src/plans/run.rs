@@ -174,7 +174,10 @@ impl Plans {
             .map_err(|e| PlanRefused::Refused { code: "E0811".into(), message: e.to_string() })?;
         let mut opts = Options {
             deadline: Some(Duration::from_secs_f64(self.limits.deadline_seconds)),
-            guards: Guards::new().max_fan_out(self.limits.max_fan_out),
+            guards: Guards::new()
+                .max_fan_out(self.limits.max_fan_out)
+                .max_calls_per_run(self.limits.max_calls_per_run)
+                .max_result_bytes(self.limits.max_result_bytes),
             ..Options::default()
         };
         if let Some(n) = options.max_concurrency {

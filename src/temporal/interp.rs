@@ -40,7 +40,7 @@ use crate::diagnostic::Code;
 use crate::exec::clock::ClockScope;
 use crate::exec::data::{self, CallOutcome, Failure, FrameOutcome, RunEnd};
 use crate::exec::retry::RetryPolicy;
-use crate::exec::step::{Callee, ChildRun, Driver, Ended, FanOut, Frame, Next, Site, Start};
+use crate::exec::step::{CallBudget, Callee, ChildRun, Driver, Ended, FanOut, Frame, Next, Site, Start};
 use crate::exec::trace::rfc3339;
 use crate::exec::{Attempt, ChildTrace, Outcome, Signal, StepStatus, StepTrace, Time, Tool, Trace, Workflow};
 use crate::tool::validate;
@@ -162,6 +162,9 @@ pub(crate) struct Interp<'a> {
     deadline_ms: Option<i64>,
     deadline_hit: Cell<bool>,
     retries: Cell<u32>,
+    /// The calls this workflow may still make (`--max-calls-per-run`; a fan-out chunk's
+    /// child workflow counts its own).
+    calls: CallBudget,
     /// Attempts made so far at each mocked tool: where its mock answers continue.
     mock_calls: RefCell<HashMap<String, usize>>,
     mock: Option<Map>,
@@ -198,6 +201,7 @@ impl<'a> Interp<'a> {
             deadline_ms,
             deadline_hit: Cell::new(false),
             retries: Cell::new(0),
+            calls: CallBudget::new(input.options.max_calls_per_run),
             mock_calls: RefCell::new(HashMap::new()),
             mock: input.mock.as_ref().and_then(Value::as_object).cloned(),
         }
@@ -612,7 +616,7 @@ impl<'a> Interp<'a> {
     /// still waiting for a slot then does not start.
     async fn call(&self, site: Site<'_>, args: &Value, stopped: &dyn Fn() -> bool) -> CallOutcome {
         let Site { tool_path, key, policy, timeout_seconds, .. } = site;
-        match site.callee(args, self.input.options.max_depth) {
+        match site.callee(self, args, self.input.options.max_depth) {
             Callee::Refused(out) => return out,
             Callee::Composite { plan, prefix, depth } => {
                 return CallOutcome::of_composite(tool_path, self.frame(plan, args.clone(), prefix, depth, None).await)
@@ -827,7 +831,10 @@ impl Driver for Interp<'_> {
     /// As a local run treats the host's cancellation, a cancellation from Temporal stops
     /// the run like its deadline.
     fn deadline_passed(&self) -> bool {
-        let passed = self.deadline_hit.get() || self.cancelled() || self.deadline_ms.is_some_and(|d| self.now() >= d);
+        let passed = self.deadline_hit.get()
+            || self.cancelled()
+            || self.calls.exhausted()
+            || self.deadline_ms.is_some_and(|d| self.now() >= d);
         if passed {
             self.deadline_hit.set(true);
         }
@@ -844,6 +851,10 @@ impl Driver for Interp<'_> {
 
     fn deadline_seconds(&self) -> f64 {
         self.input.options.deadline_seconds.unwrap_or(0.0)
+    }
+
+    fn calls(&self) -> &CallBudget {
+        &self.calls
     }
 
     /// The workflow task's time, fixed while one step evaluates; no interrupt (see

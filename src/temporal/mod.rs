@@ -369,6 +369,10 @@ pub struct RunOptions {
     pub max_depth: usize,
     /// The most children one parallel step may have (`--max-fan-out`).
     pub max_fan_out: usize,
+    /// The most calls of the run (`--max-calls-per-run`); each fan-out chunk's child
+    /// workflow counts its own.
+    #[serde(default = "default_max_calls")]
+    pub max_calls_per_run: usize,
     /// The default retry policy: retries after the first attempt.
     pub max_retries: u32,
     /// The default first back-off, in seconds.
@@ -396,6 +400,10 @@ pub struct RunOptions {
     /// start (`--temporal-history-limit`; `E0815` past it).
     #[serde(default = "default_history_limit")]
     pub history_limit: u32,
+}
+
+fn default_max_calls() -> usize {
+    crate::ranges::DEFAULT_MAX_CALLS_PER_RUN
 }
 
 /// A breaker policy, as it travels (`exec::breaker::BreakerPolicy`).
@@ -446,6 +454,7 @@ impl RunOptions {
             timeout_seconds: o.timeout_seconds,
             max_depth: o.max_depth,
             max_fan_out: o.guards.max_fan_out,
+            max_calls_per_run: o.guards.max_calls_per_run,
             max_retries: o.retry.max_retries,
             base_delay_seconds: o.retry.base_delay_seconds,
             factor: o.retry.factor,
