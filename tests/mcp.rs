@@ -363,6 +363,41 @@ fn every_request_gets_an_answer_and_the_server_goes_on() {
     assert_eq!(r["structuredContent"], json!({"x": 1}), "{r}");
 }
 
+/// Protocol details (issue 38.9): a request with a key twice in one object is refused with
+/// its `id`; a method the protocol defines, with params of the wrong shape, is `-32602`
+/// (not "method not found"); a method it does not define stays `-32601`.
+#[test]
+fn duplicate_keys_and_bad_params_of_known_methods_are_answered_with_their_id() {
+    let root = example("conditional-branching");
+    let mut s = Server::start(&root, &[]);
+    let mut answer = |raw: &[u8]| {
+        s.send_raw(raw);
+        let m = s.next_message();
+        let ping = s.request("ping", json!({}));
+        assert!(ping["result"].is_object(), "after {}: {ping}", String::from_utf8_lossy(raw));
+        m
+    };
+    let m = answer(br#"{"jsonrpc": "2.0", "id": 31, "method": "tools/list", "params": {}, "params": {}}"#);
+    assert_eq!((&m["id"], &m["error"]["code"]), (&json!(31), &json!(-32600)), "{m}");
+    assert!(m["error"]["message"].as_str().is_some_and(|t| t.contains("`params` appears twice")), "{m}");
+    let m = answer(
+        br#"{"jsonrpc": "2.0", "id": "d", "method": "tools/call", "params": {"name": "echo", "arguments": {"x": 1, "x": 2}}}"#,
+    );
+    assert_eq!((&m["id"], &m["error"]["code"]), (&json!("d"), &json!(-32600)), "{m}");
+    let m = answer(br#"{"jsonrpc": "2.0", "id": 32, "method": "logging/setLevel", "params": {"level": "\u0000"}}"#);
+    assert_eq!((&m["id"], &m["error"]["code"]), (&json!(32), &json!(-32602)), "{m}");
+    assert!(
+        m["error"]["message"].as_str().is_some_and(|t| t.contains("logging/setLevel") && t.contains("debug")),
+        "{m}"
+    );
+    let m = answer(br#"{"jsonrpc": "2.0", "id": 33, "method": "resources/read", "params": {"uri": 7}}"#);
+    assert_eq!((&m["id"], &m["error"]["code"]), (&json!(33), &json!(-32602)), "{m}");
+    let m = answer(br#"{"jsonrpc": "2.0", "id": 34, "method": "no/such/method", "params": {}}"#);
+    assert_eq!((&m["id"], &m["error"]["code"]), (&json!(34), &json!(-32601)), "{m}");
+    let ok = s.request("logging/setLevel", json!({"level": "info"}));
+    assert!(ok["result"].is_object(), "{ok}");
+}
+
 /// A server with a call in flight whose program (and its child) sleeps 30 s.
 #[cfg(unix)]
 fn server_with_a_sleeping_call() -> (tempfile::TempDir, Server, Vec<String>) {

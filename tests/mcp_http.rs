@@ -400,6 +400,47 @@ fn a_foreign_host_or_origin_is_refused() {
     assert_eq!(r.status, 404);
 }
 
+/// Two `Host` headers (RFC 9112 §3.2) or two `Origin` headers are `400`, even when each is
+/// one the server accepts; a body with a key twice in one object is `400` with the
+/// request's `id`; params of the wrong shape for a known method are `-32602`.
+#[test]
+fn two_hosts_two_origins_or_a_key_twice_are_bad_requests() {
+    let dir = echo_root();
+    let s = Server::start(dir.path(), &[]);
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string();
+    let headers = |extra: &[(&str, String)]| {
+        let mut h: Vec<(String, String)> = vec![
+            ("Accept".into(), "application/json, text/event-stream".into()),
+            ("Content-Type".into(), "application/json".into()),
+        ];
+        h.extend(extra.iter().map(|(k, v)| (k.to_string(), v.clone())));
+        h
+    };
+    let (host, origin) = (s.host(), format!("http://{}", s.host()));
+    let local = format!("localhost:{}", s.port);
+    for (what, extra) in [
+        ("two Hosts", headers(&[("Host", host.clone()), ("Host", local.clone())])),
+        ("the same Host twice", headers(&[("Host", host.clone()), ("Host", host.clone())])),
+        ("two Origins", headers(&[("Host", host.clone()), ("Origin", origin.clone()), ("Origin", origin.clone())])),
+    ] {
+        let r = raw_request(s.port, "POST", "/mcp", &extra, ping.as_bytes());
+        assert_eq!(r.status, 400, "{what}: {}", r.body);
+    }
+    let init = initialize(1).to_string();
+    let r =
+        raw_request(s.port, "POST", "/mcp", &headers(&[("Host", host.clone()), ("Origin", origin)]), init.as_bytes());
+    assert_eq!(r.status, 200, "one of each: {}", r.body);
+    let session = s.session();
+    let twice = br#"{"jsonrpc": "2.0", "id": 41, "method": "tools/list", "params": {}, "params": {}}"#;
+    let r = s.send("POST", &[("Mcp-Session-Id", &session)], twice);
+    assert_eq!(r.status, 400, "{}", r.body);
+    let m = &r.messages()[0];
+    assert_eq!((&m["id"], &m["error"]["code"]), (&json!(41), &json!(-32600)), "{m}");
+    let m = s.request(&session, 42, "logging/setLevel", json!({"level": "\u{0}"}));
+    let m = m.last().expect("a response");
+    assert_eq!((&m["id"], &m["error"]["code"]), (&json!(42), &json!(-32602)), "{m}");
+}
+
 #[test]
 fn with_a_token_file_every_request_needs_the_bearer_token() {
     let dir = echo_root();

@@ -708,31 +708,35 @@ impl ServerHandler for McpServer {
         Ok(())
     }
 
-    /// rmcp hands over as a custom request a `tools/call` whose `params` it cannot read (none,
-    /// or not of the shape it needs): that is `-32602` invalid params, with the message the
-    /// stdio framing gives the same message ([`framing::judge`]); other unknown methods stay
-    /// `-32601`.
+    /// rmcp hands over as a custom request any request whose `params` it cannot read (none,
+    /// or not of the shape its method needs, as `logging/setLevel` with an unknown level):
+    /// for a method the protocol defines that is `-32602` invalid params, saying why (for
+    /// `tools/call`, the message the stdio framing gives the same message,
+    /// [`framing::judge`]); only a method the protocol does not define is `-32601`.
     async fn on_custom_request(
         &self,
         request: rmcp::model::CustomRequest,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CustomResult, McpError> {
-        if request.method != "tools/call" {
-            return Err(McpError::new(ErrorCode::METHOD_NOT_FOUND, request.method, None));
-        }
         let mut message = json!({"jsonrpc": "2.0", "id": 0, "method": request.method});
         if let Some(params) = request.params {
             message["params"] = params;
         }
-        let line = serde_json::to_vec(&message).unwrap_or_default();
-        let why = match framing::judge(&line, false) {
-            framing::Verdict::Answer(a) => a["error"]["message"].as_str().map(str::to_string),
-            _ => None,
-        };
-        Err(McpError::invalid_params(
-            why.unwrap_or_else(|| "invalid params: `tools/call` needs params with a string `name`".to_string()),
-            None,
-        ))
+        if request.method == "tools/call" {
+            let line = serde_json::to_vec(&message).unwrap_or_default();
+            let why = match framing::judge(&line, false) {
+                framing::Verdict::Answer(a) => a["error"]["message"].as_str().map(str::to_string),
+                _ => None,
+            };
+            return Err(McpError::invalid_params(
+                why.unwrap_or_else(|| "invalid params: `tools/call` needs params with a string `name`".to_string()),
+                None,
+            ));
+        }
+        match framing::unreadable_params(&message) {
+            Some(why) => Err(McpError::invalid_params(why, None)),
+            None => Err(McpError::new(ErrorCode::METHOD_NOT_FOUND, request.method, None)),
+        }
     }
 
     async fn call_tool(
