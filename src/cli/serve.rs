@@ -149,6 +149,11 @@ pub struct PlanArgs {
     /// With --plans: the deadline of a plan's whole run, in seconds (0.1–86,400; default 120).
     #[arg(long = "plan-deadline", value_name = "S", requires = "plans")]
     plan_deadline: Option<f64>,
+    /// With --upstream: how long a check waits for an upstream server's first `tools/list`,
+    /// in seconds (0.1–300; default 30); a failed listing is remembered, and listed again
+    /// in the background after 5 s, doubling up to 5 min.
+    #[arg(long = "upstream-timeout", value_name = "S", requires = "upstream")]
+    upstream_timeout: Option<f64>,
 }
 
 /// The plan options and the upstream servers of `--plans`, or why they are refused.
@@ -169,7 +174,12 @@ fn plan_setup(args: &PlanArgs) -> Result<(crate::mcp::plans::PlanOptions, crate:
     }
     let specs = crate::mcp::upstream::parse_upstreams(&args.upstream, &args.upstream_token, &args.upstream_ca)?;
     let options = crate::mcp::plans::PlanOptions { limits, files: args.files.clone() };
-    Ok((options, crate::mcp::upstream::Upstreams::new(specs)))
+    let mut upstreams = crate::mcp::upstream::Upstreams::new(specs);
+    if let Some(s) = args.upstream_timeout {
+        let s = crate::ranges::UPSTREAM_TIMEOUT_SECONDS.check(s).map_err(|e| format!("--upstream-timeout {s}: {e}"))?;
+        upstreams = upstreams.with_list_timeout(std::time::Duration::from_secs_f64(s));
+    }
+    Ok((options, upstreams))
 }
 
 /// Runs `tdsl serve`.

@@ -264,7 +264,8 @@ pub fn unreadable_params(message: &Json) -> Option<String> {
         serde_json::from_value::<R>(message.clone()).err().map(|e| e.to_string())
     }
     let method = message.get("method")?.as_str()?;
-    let known: [(&str, fn(&Json) -> Option<String>); 15] = [
+    type Why = fn(&Json) -> Option<String>;
+    let known: [(&str, Why); 15] = [
         (rmcp::model::InitializeResultMethod::VALUE, why::<InitializeRequest>),
         (rmcp::model::PingRequestMethod::VALUE, why::<PingRequest>),
         (rmcp::model::CompleteRequestMethod::VALUE, why::<CompleteRequest>),

@@ -221,6 +221,14 @@ impl McpServer {
         self.plans.as_deref()
     }
 
+    /// Whether `name` is `check_plan` or `run_plan` (with plans on, and no served tool of
+    /// that name).
+    fn is_plan_tool(&self, name: &str) -> bool {
+        self.plans.is_some()
+            && (name == plans::CHECK_PLAN || name == plans::RUN_PLAN)
+            && !self.inner.tools.iter().any(|t| t.name == name)
+    }
+
     /// Whether `name` is a tool this server offers.
     fn offers(&self, name: &str) -> bool {
         self.inner.tools.iter().any(|t| t.name == name)
@@ -748,6 +756,15 @@ impl ServerHandler for McpServer {
         if !self.offers(&name) {
             return Err(McpError::invalid_params(format!("no tool named `{name}`"), None));
         }
+        let arguments = Json::Object(request.arguments.unwrap_or_default());
+        // The upstream listings a plan needs are waited for before the call takes a slot:
+        // a hung upstream holds no slot of `--max-calls`.
+        if let Some(plans) = self.plans.as_ref().filter(|_| self.is_plan_tool(&name)) {
+            tokio::select! {
+                () = plans.prepare(&arguments) => {}
+                () = context.ct.cancelled() => return Err(McpError::internal_error("cancelled", None)),
+            }
+        }
         // Over the limit of calls in flight: refused at once, the client may try again.
         let _permit =
             match &self.calls {
@@ -762,7 +779,6 @@ impl ServerHandler for McpServer {
                 None => None,
             };
         let _in_flight = InFlight::new(&self.inner.in_flight);
-        let arguments = Json::Object(request.arguments.unwrap_or_default());
         // `notifications/cancelled` cancels the context's token: that cancels the run, whose
         // calls in flight are cancelled in turn (their programs killed). rmcp drops the
         // response to a cancelled request, as the protocol asks.
