@@ -76,9 +76,10 @@ pub struct ServeArgs {
     #[arg(long = "max-sessions", value_name = "N", requires = "listen",
           value_parser = clap::value_parser!(u64).range(1..=10_000))]
     max_sessions: Option<u64>,
-    /// With --listen: the most tool calls running at once, all sessions together (1–1,000;
-    /// default 16).
-    #[arg(long = "max-calls", value_name = "N", requires = "listen",
+    /// The most tool calls running at once (1–1,000; default 16): over stdio a call past it
+    /// waits for one to end; with --listen (all sessions together) it is refused with the
+    /// JSON-RPC error -32001.
+    #[arg(long = "max-calls", value_name = "N",
           value_parser = clap::value_parser!(u64).range(1..=1000))]
     max_calls: Option<u64>,
     /// With --listen: the most connections open at once (1–100,000, and at most the
@@ -246,6 +247,10 @@ pub fn run(args: ServeArgs) -> ExitCode {
     };
     let result = match http {
         None => {
+            let server = match args.max_calls {
+                Some(n) => server.with_queued_call_limit(n as usize),
+                None => server,
+            };
             eprintln!(
                 "tdsl: serving {} tool(s){offering} from {} over MCP on stdio",
                 server.tools().len(),

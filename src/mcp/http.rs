@@ -54,8 +54,9 @@ use super::{McpServer, SHUTDOWN_GRACE};
 pub const DEFAULT_MAX_REQUEST_BYTES: usize = 4 * 1024 * 1024;
 /// The default limit on open sessions.
 pub const DEFAULT_MAX_SESSIONS: usize = 64;
-/// The default limit on `tools/call` requests in flight, all sessions together.
-pub const DEFAULT_MAX_CALLS: usize = 16;
+/// The default limit on `tools/call` requests in flight, all sessions together (the same
+/// as over stdio).
+pub const DEFAULT_MAX_CALLS: usize = super::DEFAULT_MAX_CALLS;
 /// The default time a connection has to send a complete request: 30 s.
 pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// The most connections open at once by default: half the descriptor limit, at most this.

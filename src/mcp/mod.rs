@@ -71,7 +71,7 @@ pub trait RunObservers: Send + Sync + std::fmt::Debug {
 pub struct McpServer {
     inner: Arc<Inner>,
     /// Bounds the calls in flight (all sessions together), when set.
-    calls: Option<Arc<tokio::sync::Semaphore>>,
+    calls: Option<CallLimit>,
     /// The level `logging/setLevel` asked for; no log messages until a client asks.
     log_level: Arc<Mutex<Option<LoggingLevel>>>,
     /// Makes an observer for each run a call starts (`serve --history` records them), when
@@ -113,6 +113,20 @@ impl Drop for InFlight<'_> {
 /// The JSON-RPC error code of a call refused because the server already runs as many calls
 /// as its limit allows (`serve --max-calls`).
 pub const SERVER_BUSY: i32 = -32001;
+
+/// The default limit on `tools/call` requests in flight (`serve --max-calls`), over stdio
+/// and HTTP alike.
+pub const DEFAULT_MAX_CALLS: usize = 16;
+
+/// The limit on calls in flight, and what a call over it gets.
+#[derive(Clone, Debug)]
+struct CallLimit {
+    slots: Arc<tokio::sync::Semaphore>,
+    /// Whether a call over the limit waits for a slot (stdio: one client, which expects an
+    /// answer to every request) rather than being refused with [`SERVER_BUSY`] (HTTP: many
+    /// clients, each told to try again).
+    queue: bool,
+}
 
 /// How long the server waits, once it shuts down, for the calls it cancelled to answer
 /// before it exits anyway (their programs are killed by the cancel; this bounds the exit
@@ -181,9 +195,19 @@ impl McpServer {
     }
 
     /// The same server with at most `max` calls in flight at once: a call over the limit is
-    /// refused with the JSON-RPC error [`SERVER_BUSY`].
+    /// refused with the JSON-RPC error [`SERVER_BUSY`] (what [`McpServer::serve_http`] sets
+    /// up with `--max-calls`).
     pub fn with_call_limit(mut self, max: usize) -> McpServer {
-        self.calls = Some(Arc::new(tokio::sync::Semaphore::new(max)));
+        self.calls = Some(CallLimit { slots: Arc::new(tokio::sync::Semaphore::new(max)), queue: false });
+        self
+    }
+
+    /// The same server with at most `max` calls in flight at once: a call over the limit
+    /// waits for a slot, in the order the calls came, until one ends (or it is cancelled, or
+    /// the server shuts down). [`McpServer::serve_stdio`] sets this up with
+    /// [`DEFAULT_MAX_CALLS`] when no limit was set (`serve --max-calls`).
+    pub fn with_queued_call_limit(mut self, max: usize) -> McpServer {
+        self.calls = Some(CallLimit { slots: Arc::new(tokio::sync::Semaphore::new(max)), queue: true });
         self
     }
 
@@ -269,7 +293,7 @@ impl McpServer {
     /// [`McpServer::serve_stdio`] over any byte streams, shutting down when `stop`
     /// completes too.
     pub async fn serve_io<R, W>(
-        self,
+        mut self,
         input: R,
         output: W,
         stop: impl std::future::Future<Output = ()> + Send + 'static,
@@ -279,6 +303,10 @@ impl McpServer {
         W: tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
         use rmcp::ServiceExt;
+        // Calls in flight are bounded on stdio too: each holds a thread while it runs.
+        if self.calls.is_none() {
+            self = self.with_queued_call_limit(DEFAULT_MAX_CALLS);
+        }
         let (lines_tx, lines_rx) = tokio::sync::mpsc::channel::<Vec<u8>>(64);
         let shutdown = self.inner.shutdown.clone();
         // An output that cannot be written (closed, full) shuts the server down too.
@@ -765,11 +793,22 @@ impl ServerHandler for McpServer {
                 () = context.ct.cancelled() => return Err(McpError::internal_error("cancelled", None)),
             }
         }
-        // Over the limit of calls in flight: refused at once, the client may try again.
+        // Over the limit of calls in flight: queued (stdio) or refused at once, the client
+        // may try again (HTTP).
         let _permit =
             match &self.calls {
-                Some(calls) => match calls.clone().try_acquire_owned() {
+                Some(limit) => match limit.slots.clone().try_acquire_owned() {
                     Ok(p) => Some(p),
+                    Err(_) if limit.queue => {
+                        let mut down = self.inner.shutdown.subscribe();
+                        tokio::select! {
+                            p = limit.slots.clone().acquire_owned() => p.ok(),
+                            () = context.ct.cancelled() => return Err(McpError::internal_error("cancelled", None)),
+                            _ = down.wait_for(|d| *d) => {
+                                return Err(McpError::internal_error("the server is shutting down", None))
+                            }
+                        }
+                    }
                     Err(_) => return Err(McpError::new(
                         ErrorCode(SERVER_BUSY),
                         "the server is running as many tool calls as it allows (serve --max-calls); try again later",
