@@ -118,6 +118,11 @@ pub struct PlanArgs {
     /// `tdsl://tools`, and the prompt `plan` (SPEC §13).
     #[arg(long)]
     plans: bool,
+    /// With --plans: `tools/list` shows only `check_plan` and `run_plan` (with the resources
+    /// and the prompt); the served tools stay callable from plans and listed in
+    /// `tdsl://tools`, but not directly.
+    #[arg(long = "plans-only", requires = "plans")]
+    plans_only: bool,
     /// With --plans: make the tools of an MCP server callable from plans as `NAME/TOOL`: a
     /// command line started over stdio (split like `exec:`), or an http:// or https:// URL
     /// (Streamable HTTP). Started on first use (repeatable).
@@ -230,7 +235,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
             // Upstream servers are processes tdsl starts, as `mcp:` servers are.
             let ups = std::sync::Arc::new(ups.with_env(tool_env));
             upstreams = Some(ups.clone());
-            server.with_plans(options, ups)
+            server.with_plans(options, ups).with_plans_only(args.plans.plans_only)
         }
         None => server,
     };
@@ -239,6 +244,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         Some(u) => format!(" and plans (upstream: {})", u.names().join(", ")),
         None => String::new(),
     };
+    let offering = if args.plans.plans_only { format!("{offering}, only through plans") } else { offering };
     // A process a tool leaves in a session of its own is adopted, and ended at shutdown.
     crate::exec::host::adopt_orphans();
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {

@@ -81,6 +81,9 @@ pub struct McpServer {
     tool_env: crate::exec::host::ToolEnv,
     /// `check_plan`, `run_plan`, the guide and the prompt (`serve --plans`), when on.
     plans: Option<Arc<plans::PlanServer>>,
+    /// With plans on: `tools/list` shows only `check_plan` and `run_plan`, and only they can
+    /// be called directly; the served tools stay callable from plans (`serve --plans-only`).
+    plans_only: bool,
 }
 
 #[derive(Debug)]
@@ -190,6 +193,7 @@ impl McpServer {
             run_observers: None,
             tool_env: crate::exec::host::ToolEnv::Inherit,
             plans: None,
+            plans_only: false,
         };
         Ok((server, skipped))
     }
@@ -221,6 +225,7 @@ impl McpServer {
             run_observers: self.run_observers.clone(),
             tool_env: self.tool_env.clone(),
             plans: self.plans.clone(),
+            plans_only: self.plans_only,
         }
     }
 
@@ -245,18 +250,40 @@ impl McpServer {
         self.plans.as_deref()
     }
 
-    /// Whether `name` is `check_plan` or `run_plan` (with plans on, and no served tool of
-    /// that name).
+    /// The same server, with plans on ([`McpServer::with_plans`]), offering only
+    /// `check_plan` and `run_plan` to a client when `only` (`serve --plans-only`): its
+    /// `tools/list` shows those two (the resources and the `plan` prompt stay), a direct call
+    /// of a served tool is refused as an unknown tool, and the served tools stay callable
+    /// from plans and listed in `tdsl://tools`. Without plans on it changes nothing.
+    pub fn with_plans_only(mut self, only: bool) -> McpServer {
+        self.plans_only = only;
+        self
+    }
+
+    /// Whether only the plan tools are offered to clients.
+    fn plans_only(&self) -> bool {
+        self.plans_only && self.plans.is_some()
+    }
+
+    /// The served tool a client may call directly as `name` (none with `--plans-only`).
+    fn served_named(&self, name: &str) -> Option<&Served> {
+        if self.plans_only() {
+            return None;
+        }
+        self.inner.tools.iter().find(|t| t.name == name)
+    }
+
+    /// Whether `name` is `check_plan` or `run_plan` (with plans on, and no served tool a
+    /// client may call by that name).
     fn is_plan_tool(&self, name: &str) -> bool {
         self.plans.is_some()
             && (name == plans::CHECK_PLAN || name == plans::RUN_PLAN)
-            && !self.inner.tools.iter().any(|t| t.name == name)
+            && self.served_named(name).is_none()
     }
 
     /// Whether `name` is a tool this server offers.
     fn offers(&self, name: &str) -> bool {
-        self.inner.tools.iter().any(|t| t.name == name)
-            || (self.plans.is_some() && (name == plans::CHECK_PLAN || name == plans::RUN_PLAN))
+        self.served_named(name).is_some() || self.is_plan_tool(name)
     }
 
     /// The same server giving each run a call starts an observer from `observers` too,
@@ -376,7 +403,7 @@ impl McpServer {
         cancel: &CancelToken,
         observer: Option<Arc<dyn Observer>>,
     ) -> Option<Json> {
-        let served = self.inner.tools.iter().find(|t| t.name == name);
+        let served = self.served_named(name);
         let plan_tool = match (served, &self.plans) {
             (None, Some(p)) if name == plans::CHECK_PLAN => return Some(p.check_plan(&arguments)),
             (None, Some(p)) if name == plans::RUN_PLAN => Some(p.clone()),
@@ -405,10 +432,10 @@ impl McpServer {
     /// How many steps the composite served under `name` has (1 for a primitive tool): the
     /// `total` of its progress notifications.
     fn steps_of(&self, name: &str, arguments: &Json) -> usize {
-        if self.plans.is_some() && name == plans::RUN_PLAN && !self.inner.tools.iter().any(|t| t.name == name) {
+        if name == plans::RUN_PLAN && self.is_plan_tool(name) {
             return plans::PlanServer::steps_of(arguments);
         }
-        match self.inner.tools.iter().find(|t| t.name == name).map(|t| &t.def.kind) {
+        match self.served_named(name).map(|t| &t.def.kind) {
             Some(ToolKind::Composite { instructions, .. }) => instructions.len(),
             _ => 1,
         }
@@ -715,13 +742,15 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let mut tools: Vec<Json> = self.inner.tools.iter().map(|t| t.tool.clone()).collect();
+        let mut tools: Vec<Json> =
+            self.inner.tools.iter().filter(|t| self.served_named(&t.name).is_some()).map(|t| t.tool.clone()).collect();
         if self.plans.is_some() {
-            // A served tool of the same name keeps it (the plan tool is not offered then).
+            // A served tool of the same name keeps it (the plan tool is not offered then),
+            // unless only the plan tools are offered.
             tools.extend(
                 plans::PlanServer::tools()
                     .into_iter()
-                    .filter(|t| !self.inner.tools.iter().any(|s| t["name"] == s.name.as_str())),
+                    .filter(|t| t["name"].as_str().is_some_and(|n| self.is_plan_tool(n))),
             );
         }
         let mut tools_parsed: Vec<Tool> = Vec::with_capacity(tools.len());
@@ -782,7 +811,16 @@ impl ServerHandler for McpServer {
     ) -> Result<CallToolResponse, McpError> {
         let name = request.name.to_string();
         if !self.offers(&name) {
-            return Err(McpError::invalid_params(format!("no tool named `{name}`"), None));
+            let hint = if self.plans_only() && self.inner.tools.iter().any(|t| t.name == name) {
+                format!(
+                    "; this server offers only `{}` and `{}` (serve --plans-only): call `{name}` from a plan",
+                    plans::CHECK_PLAN,
+                    plans::RUN_PLAN
+                )
+            } else {
+                String::new()
+            };
+            return Err(McpError::invalid_params(format!("no tool named `{name}`{hint}"), None));
         }
         let arguments = Json::Object(request.arguments.unwrap_or_default());
         // The upstream listings a plan needs are waited for before the call takes a slot:
