@@ -141,6 +141,9 @@ pub const PLAN_BYTES: Range = range("plan size", 1024.0, 16_777_216.0, true, "by
 pub const PLAN_NESTING: Range = range("plan nesting", 4.0, 192.0, true, "");
 /// The most steps of a plan (64 by default).
 pub const PLAN_STEPS: Range = range("plan steps", 1.0, 1024.0, true, "");
+/// How long a check waits for an upstream server's first `tools/list` (`serve
+/// --upstream-timeout`; 30 s by default, [`crate::mcp::upstream::DEFAULT_LIST_TIMEOUT`]).
+pub const UPSTREAM_TIMEOUT_SECONDS: Range = range("upstream timeout", 0.1, 300.0, false, "seconds");
 
 /// Every range, for documentation and tests.
 pub const ALL: &[Range] = &[
@@ -174,6 +177,7 @@ pub const ALL: &[Range] = &[
     PLAN_BYTES,
     PLAN_NESTING,
     PLAN_STEPS,
+    UPSTREAM_TIMEOUT_SECONDS,
 ];
 
 impl crate::runtime::Limits {

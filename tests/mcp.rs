@@ -27,11 +27,14 @@ struct Server {
 
 impl Server {
     fn start(root: &Path, allow: &[&str]) -> Server {
+        let args: Vec<&str> = allow.iter().flat_map(|a| ["--allow", a]).collect();
+        Server::start_with(root, &args)
+    }
+
+    /// With these options after `--root`.
+    fn start_with(root: &Path, args: &[&str]) -> Server {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_tdsl"));
-        cmd.args(["serve", "--mcp", "--root"]).arg(root);
-        for a in allow {
-            cmd.args(["--allow", a]);
-        }
+        cmd.args(["serve", "--mcp", "--root"]).arg(root).args(args);
         let (process, stdin, stdout) = Process::spawn_piped("tdsl serve --mcp", &mut cmd);
         let mut s = Server { process, stdin, stdout: BufReader::new(stdout), next_id: 1, others: Vec::new() };
         let init = s.request(
@@ -361,6 +364,95 @@ fn every_request_gets_an_answer_and_the_server_goes_on() {
     // Tools still run.
     let r = s.call("echo", json!({"x": 1}));
     assert_eq!(r["structuredContent"], json!({"x": 1}), "{r}");
+}
+
+/// Protocol details (issue 38.9): a request with a key twice in one object is refused with
+/// its `id`; a method the protocol defines, with params of the wrong shape, is `-32602`
+/// (not "method not found"); a method it does not define stays `-32601`.
+#[test]
+fn duplicate_keys_and_bad_params_of_known_methods_are_answered_with_their_id() {
+    let root = example("conditional-branching");
+    let mut s = Server::start(&root, &[]);
+    let mut answer = |raw: &[u8]| {
+        s.send_raw(raw);
+        let m = s.next_message();
+        let ping = s.request("ping", json!({}));
+        assert!(ping["result"].is_object(), "after {}: {ping}", String::from_utf8_lossy(raw));
+        m
+    };
+    let m = answer(br#"{"jsonrpc": "2.0", "id": 31, "method": "tools/list", "params": {}, "params": {}}"#);
+    assert_eq!((&m["id"], &m["error"]["code"]), (&json!(31), &json!(-32600)), "{m}");
+    assert!(m["error"]["message"].as_str().is_some_and(|t| t.contains("`params` appears twice")), "{m}");
+    let m = answer(
+        br#"{"jsonrpc": "2.0", "id": "d", "method": "tools/call", "params": {"name": "echo", "arguments": {"x": 1, "x": 2}}}"#,
+    );
+    assert_eq!((&m["id"], &m["error"]["code"]), (&json!("d"), &json!(-32600)), "{m}");
+    let m = answer(br#"{"jsonrpc": "2.0", "id": 32, "method": "logging/setLevel", "params": {"level": "\u0000"}}"#);
+    assert_eq!((&m["id"], &m["error"]["code"]), (&json!(32), &json!(-32602)), "{m}");
+    assert!(
+        m["error"]["message"].as_str().is_some_and(|t| t.contains("logging/setLevel") && t.contains("debug")),
+        "{m}"
+    );
+    let m = answer(br#"{"jsonrpc": "2.0", "id": 33, "method": "resources/read", "params": {"uri": 7}}"#);
+    assert_eq!((&m["id"], &m["error"]["code"]), (&json!(33), &json!(-32602)), "{m}");
+    let m = answer(br#"{"jsonrpc": "2.0", "id": 34, "method": "no/such/method", "params": {}}"#);
+    assert_eq!((&m["id"], &m["error"]["code"]), (&json!(34), &json!(-32601)), "{m}");
+    let ok = s.request("logging/setLevel", json!({"level": "info"}));
+    assert!(ok["result"].is_object(), "{ok}");
+}
+
+/// The threads of process `pid` now (`Threads:` of `/proc/PID/status`).
+#[cfg(target_os = "linux")]
+fn threads_of(pid: u32) -> usize {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status.lines().find_map(|l| l.strip_prefix("Threads:")).and_then(|n| n.trim().parse().ok()).unwrap_or(0)
+}
+
+/// Calls in flight are capped over stdio too (issue 38.6): 600 `run_plan`s sent at once,
+/// each calling a tool that takes 0.1 s, all succeed — a call past `--max-calls` (16 by
+/// default) waits for a slot, none is refused — while the server's threads stay bounded
+/// (each call in flight had threads of its own: 2,100 threads for these 600).
+#[cfg(target_os = "linux")]
+#[test]
+fn many_calls_at_once_over_stdio_wait_for_a_slot_with_bounded_threads() {
+    const CALLS: u64 = 600;
+    let dir = tempfile::tempdir().expect("tempdir");
+    script(&dir.path().join("tools/nap.sh"), "#!/bin/sh\ncat > /dev/null\nsleep 0.1\necho '{\"ok\": true}'\n");
+    std::fs::write(dir.path().join("tools/nap.tool"), r#"{"system_event_endpoint": "exec:./nap.sh"}"#).expect("write");
+    let mut s = Server::start_with(dir.path(), &["--no-history", "--plans"]);
+    let pid = s.process.pid();
+    let plan = json!({"instructions": [{"execution_id": "n", "tool_definition_path": "nap"}],
+        "response_reference_map": {"ok": "REF:n.ok"}});
+    let mut batch = String::new();
+    for id in 0..CALLS {
+        let request = json!({"jsonrpc": "2.0", "id": 10_000 + id, "method": "tools/call",
+            "params": {"name": "run_plan", "arguments": {"plan": plan}}});
+        batch.push_str(&format!("{request}\n"));
+    }
+    let mut most = threads_of(pid);
+    std::thread::scope(|scope| {
+        // Written while the answers are read, so that neither side's pipe fills up.
+        let stdin = &mut s.stdin;
+        scope.spawn(move || {
+            stdin.write_all(batch.as_bytes()).expect("write");
+            stdin.flush().expect("flush");
+        });
+        let mut answered = 0;
+        while answered < CALLS {
+            let mut line = String::new();
+            assert!(s.stdout.read_line(&mut line).expect("read") > 0, "the server closed its output");
+            most = most.max(threads_of(pid));
+            let m: Value = serde_json::from_str(&line).expect("a JSON-RPC message per line");
+            let Some(id) = m["id"].as_u64() else { continue };
+            assert_eq!(m["result"]["structuredContent"]["result"], json!({"ok": true}), "call {id}: {m}");
+            answered += 1;
+        }
+    });
+    // 16 runs at once, each with its worker threads and its programs' pipe readers, plus
+    // the runtime's blocking threads: about 230 were seen; 2,100 before the cap.
+    assert!(most <= 400, "the server ran {most} threads for {CALLS} calls at once");
+    let ping = s.request("ping", json!({}));
+    assert!(ping["result"].is_object(), "{ping}");
 }
 
 /// A server with a call in flight whose program (and its child) sleeps 30 s.

@@ -400,6 +400,163 @@ fn a_foreign_host_or_origin_is_refused() {
     assert_eq!(r.status, 404);
 }
 
+/// Two `Host` headers (RFC 9112 §3.2) or two `Origin` headers are `400`, even when each is
+/// one the server accepts; a body with a key twice in one object is `400` with the
+/// request's `id`; params of the wrong shape for a known method are `-32602`.
+#[test]
+fn two_hosts_two_origins_or_a_key_twice_are_bad_requests() {
+    let dir = echo_root();
+    let s = Server::start(dir.path(), &[]);
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string();
+    let headers = |extra: &[(&str, String)]| {
+        let mut h: Vec<(String, String)> = vec![
+            ("Accept".into(), "application/json, text/event-stream".into()),
+            ("Content-Type".into(), "application/json".into()),
+        ];
+        h.extend(extra.iter().map(|(k, v)| (k.to_string(), v.clone())));
+        h
+    };
+    let (host, origin) = (s.host(), format!("http://{}", s.host()));
+    let local = format!("localhost:{}", s.port);
+    for (what, extra) in [
+        ("two Hosts", headers(&[("Host", host.clone()), ("Host", local.clone())])),
+        ("the same Host twice", headers(&[("Host", host.clone()), ("Host", host.clone())])),
+        ("two Origins", headers(&[("Host", host.clone()), ("Origin", origin.clone()), ("Origin", origin.clone())])),
+    ] {
+        let r = raw_request(s.port, "POST", "/mcp", &extra, ping.as_bytes());
+        assert_eq!(r.status, 400, "{what}: {}", r.body);
+    }
+    let init = initialize(1).to_string();
+    let r =
+        raw_request(s.port, "POST", "/mcp", &headers(&[("Host", host.clone()), ("Origin", origin)]), init.as_bytes());
+    assert_eq!(r.status, 200, "one of each: {}", r.body);
+    let session = s.session();
+    let twice = br#"{"jsonrpc": "2.0", "id": 41, "method": "tools/list", "params": {}, "params": {}}"#;
+    let r = s.send("POST", &[("Mcp-Session-Id", &session)], twice);
+    assert_eq!(r.status, 400, "{}", r.body);
+    let m = &r.messages()[0];
+    assert_eq!((&m["id"], &m["error"]["code"]), (&json!(41), &json!(-32600)), "{m}");
+    let m = s.request(&session, 42, "logging/setLevel", json!({"level": "\u{0}"}));
+    let m = m.last().expect("a response");
+    assert_eq!((&m["id"], &m["error"]["code"]), (&json!(42), &json!(-32602)), "{m}");
+}
+
+/// An upstream that answers `initialize` and never `tools/list` (stdlib Python only).
+const HUNG_LISTING: &str = r#"#!/usr/bin/env python3
+import json, sys
+for line in sys.stdin:
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("method") == "initialize":
+        print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": {
+            "protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {}},
+            "serverInfo": {"name": "hung", "version": "1"}}}), flush=True)
+"#;
+
+/// One hung upstream stalls nothing else (issue 38.3). With `--max-calls 1`, while a plan
+/// naming an unknown tool waits for the first listings of two hung upstreams (one never
+/// answers `tools/list`, one never answers at all), listed concurrently: other clients'
+/// `check_plan`, `run_plan` and `ping` answer (the waiting plan holds no call slot), and
+/// other plans needing the same listing share it instead of queueing behind it. Once the
+/// listing timeout has passed, a plan naming an upstream tool gets the remembered failure
+/// at once, without waiting the timeout again.
+#[test]
+fn a_hung_upstream_listing_stalls_no_other_client_and_is_remembered() {
+    let dir = echo_root();
+    let hung = dir.path().join("hung.py");
+    script(&hung, HUNG_LISTING);
+    let hung_spec = format!("hung={}", hung.display());
+    const TIMEOUT: Duration = Duration::from_secs(10);
+    let timeout = TIMEOUT.as_secs().to_string();
+    let s = Server::start(
+        dir.path(),
+        &[
+            "--no-history",
+            "--max-calls",
+            "1",
+            "--plans",
+            "--upstream",
+            &hung_spec,
+            "--upstream",
+            "mute=sleep 1000",
+            "--upstream-timeout",
+            &timeout,
+        ],
+    );
+    let plan = |tool: &str| {
+        json!({"plan": {"instructions": [
+        {"execution_id": "a", "tool_definition_path": tool, "arguments": {"x": 1}}],
+        "response_reference_map": {"x": "REF:a.x"}}})
+    };
+    let s = &s;
+    let call = move |session: &str, id: u64, name: &str, arguments: Value| -> Value {
+        let messages = s.request(session, id, "tools/call", json!({"name": name, "arguments": arguments}));
+        messages.last().cloned().expect("a response")
+    };
+    std::thread::scope(|scope| {
+        let started = Instant::now();
+        // A misspelt name: every upstream is listed (both hang), at once.
+        let waiting = scope.spawn(move || {
+            let session = s.session();
+            let r = call(&session, 2, "check_plan", plan("ehco"));
+            (r, started.elapsed())
+        });
+        // The same listing needed by three more plans: they share it. (When it ends they
+        // all want the one call slot: those refused with -32001 try again, as it says.)
+        let sharing: Vec<_> = (0..3)
+            .map(|i| {
+                scope.spawn(move || {
+                    std::thread::sleep(Duration::from_millis(300));
+                    let session = s.session();
+                    for attempt in 0.. {
+                        let r = call(&session, 2 + attempt, "check_plan", plan("hung/anything"));
+                        if r["error"]["code"] != json!(-32001) || attempt == 50 {
+                            return r;
+                        }
+                        std::thread::sleep(Duration::from_millis(20 * (i + 1)));
+                    }
+                    unreachable!()
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(500));
+        // Other clients are served meanwhile, one call slot being enough.
+        for i in 0..3 {
+            let session = s.session();
+            let r = call(&session, 2, "check_plan", plan("echo"));
+            assert_eq!(r["result"]["isError"], false, "check_plan {i} while a listing hangs: {r}");
+            let r = call(&session, 3, "run_plan", plan("echo"));
+            assert_eq!(r["result"]["structuredContent"]["result"], json!({"x": 1}), "run_plan {i}: {r}");
+            let r = s.request(&session, 4, "ping", json!({}));
+            assert!(r.last().is_some_and(|m| m["result"].is_object()), "ping {i}: {r:?}");
+        }
+        assert!(!waiting.is_finished(), "the plan waiting for the listing answered before the others");
+        let (r, took) = waiting.join().expect("the waiting client");
+        let problems = r["result"]["structuredContent"]["upstream_problems"].to_string();
+        assert!(problems.contains("`hung`") && problems.contains("`mute`"), "{r}");
+        assert!(problems.contains("no answer within 10 s"), "{r}");
+        // Listed concurrently: one timeout, not one per upstream.
+        assert!(took >= TIMEOUT && took < TIMEOUT * 2, "{took:?}");
+        for t in sharing {
+            let r = t.join().expect("a sharing client");
+            assert!(r["result"]["structuredContent"]["upstream_problems"].to_string().contains("`hung`"), "{r}");
+        }
+        assert!(started.elapsed() < TIMEOUT * 2, "the sharing plans queued behind the first: {:?}", started.elapsed());
+    });
+    // Remembered: the next plans naming an upstream tool get the failure at once.
+    let session = s.session();
+    for (i, tool) in ["hung/again", "mute/again", "nope"].into_iter().enumerate() {
+        let start = Instant::now();
+        let r = call(&session, 10 + i as u64, "run_plan", plan(tool));
+        assert!(start.elapsed() < TIMEOUT / 2, "{tool}: waited {:?} again", start.elapsed());
+        assert_eq!(r["result"]["isError"], true, "{r}");
+        let problems = r["result"]["structuredContent"]["upstream_problems"].to_string();
+        assert!(problems.contains("listed again") || problems.contains("in progress"), "{tool}: {r}");
+    }
+}
+
 #[test]
 fn with_a_token_file_every_request_needs_the_bearer_token() {
     let dir = echo_root();

@@ -68,6 +68,21 @@ fn the_plan_corpus_over_http() {
     plans(true, "corpus", &[]);
 }
 
+/// `serve --plans --plans-only` (issue 39.6) through the Python SDK's client: `tools/list`
+/// shows only `check_plan` and `run_plan` (the resources and the prompt stay); a plan calls
+/// a served and an upstream tool, both listed in `tdsl://tools`; a direct call of the served
+/// tool is refused, saying to call it from a plan.
+#[test]
+fn plans_only_offers_only_the_plan_tools() {
+    plans(false, "plans-only", &[]);
+}
+
+/// The same over HTTP.
+#[test]
+fn plans_only_offers_only_the_plan_tools_over_http() {
+    plans(true, "plans-only", &[]);
+}
+
 fn serve(args: &[&str]) -> (i32, String) {
     let out = Command::new(tdsl())
         .args(["serve", "--mcp", "--no-history", "--root"])
@@ -100,6 +115,10 @@ fn serve_refuses_bad_plan_options() {
         (&["--plans", "--files", "/nonexistent/dir"], "not a folder"),
         (&["--upstream", "a=x"], "--plans"),
         (&["--files", "."], "--plans"),
+        (&["--plans-only"], "--plans"),
+        (&["--plans", "--upstream", "a=x", "--upstream-timeout", "0"], "upstream timeout"),
+        (&["--plans", "--upstream", "a=x", "--upstream-timeout", "301"], "upstream timeout"),
+        (&["--plans", "--upstream-timeout", "5"], "--upstream"),
     ];
     for (args, says) in cases {
         let (code, stderr) = serve(args);

@@ -76,9 +76,10 @@ pub struct ServeArgs {
     #[arg(long = "max-sessions", value_name = "N", requires = "listen",
           value_parser = clap::value_parser!(u64).range(1..=10_000))]
     max_sessions: Option<u64>,
-    /// With --listen: the most tool calls running at once, all sessions together (1–1,000;
-    /// default 16).
-    #[arg(long = "max-calls", value_name = "N", requires = "listen",
+    /// The most tool calls running at once (1–1,000; default 16): over stdio a call past it
+    /// waits for one to end; with --listen (all sessions together) it is refused with the
+    /// JSON-RPC error -32001.
+    #[arg(long = "max-calls", value_name = "N",
           value_parser = clap::value_parser!(u64).range(1..=1000))]
     max_calls: Option<u64>,
     /// With --listen: the most connections open at once (1–100,000, and at most the
@@ -126,6 +127,11 @@ pub struct PlanArgs {
     /// `tdsl://tools`, and the prompt `plan` (SPEC §13).
     #[arg(long)]
     plans: bool,
+    /// With --plans: `tools/list` shows only `check_plan` and `run_plan` (with the resources
+    /// and the prompt); the served tools stay callable from plans and listed in
+    /// `tdsl://tools`, but not directly.
+    #[arg(long = "plans-only", requires = "plans")]
+    plans_only: bool,
     /// With --plans: make the tools of an MCP server callable from plans as `NAME/TOOL`: a
     /// command line started over stdio (split like `exec:`), or an http:// or https:// URL
     /// (Streamable HTTP). Started on first use (repeatable).
@@ -158,6 +164,11 @@ pub struct PlanArgs {
     /// With --plans: the deadline of a plan's whole run, in seconds (0.1–86,400; default 120).
     #[arg(long = "plan-deadline", value_name = "S", requires = "plans")]
     plan_deadline: Option<f64>,
+    /// With --upstream: how long a check waits for an upstream server's first `tools/list`,
+    /// in seconds (0.1–300; default 30); a failed listing is remembered, and listed again
+    /// in the background after 5 s, doubling up to 5 min.
+    #[arg(long = "upstream-timeout", value_name = "S", requires = "upstream")]
+    upstream_timeout: Option<f64>,
 }
 
 /// `--max-calls-per-run` and `--max-result-bytes`, each in its range (or its `serve` default).
@@ -197,7 +208,12 @@ fn plan_setup(
     }
     let specs = crate::mcp::upstream::parse_upstreams(&args.upstream, &args.upstream_token, &args.upstream_ca)?;
     let options = crate::mcp::plans::PlanOptions { limits, files: args.files.clone() };
-    Ok((options, crate::mcp::upstream::Upstreams::new(specs)))
+    let mut upstreams = crate::mcp::upstream::Upstreams::new(specs);
+    if let Some(s) = args.upstream_timeout {
+        let s = crate::ranges::UPSTREAM_TIMEOUT_SECONDS.check(s).map_err(|e| format!("--upstream-timeout {s}: {e}"))?;
+        upstreams = upstreams.with_list_timeout(std::time::Duration::from_secs_f64(s));
+    }
+    Ok((options, upstreams))
 }
 
 /// Runs `tdsl serve`.
@@ -251,7 +267,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
             // Upstream servers are processes tdsl starts, as `mcp:` servers are.
             let ups = std::sync::Arc::new(ups.with_env(tool_env));
             upstreams = Some(ups.clone());
-            server.with_plans(options, ups)
+            server.with_plans(options, ups).with_plans_only(args.plans.plans_only)
         }
         None => server,
     };
@@ -260,6 +276,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         Some(u) => format!(" and plans (upstream: {})", u.names().join(", ")),
         None => String::new(),
     };
+    let offering = if args.plans.plans_only { format!("{offering}, only through plans") } else { offering };
     // A process a tool leaves in a session of its own is adopted, and ended at shutdown.
     crate::exec::host::adopt_orphans();
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
@@ -268,6 +285,10 @@ pub fn run(args: ServeArgs) -> ExitCode {
     };
     let result = match http {
         None => {
+            let server = match args.max_calls {
+                Some(n) => server.with_queued_call_limit(n as usize),
+                None => server,
+            };
             eprintln!(
                 "tdsl: serving {} tool(s){offering} from {} over MCP on stdio",
                 server.tools().len(),

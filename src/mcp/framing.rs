@@ -11,6 +11,7 @@
 //! |---|---|
 //! | a line over [`MAX_MESSAGE_BYTES`] | `-32600` invalid request (the line is skipped without being held in memory) |
 //! | invalid UTF-8, not JSON, JSON nested deeper than 128 | `-32700` parse error |
+//! | JSON with a key twice in one object (at any depth) | `-32600` invalid request naming the key |
 //! | JSON that is not a JSON-RPC 2.0 message (not an object, a batch, no `method` and no result, a wrong `jsonrpc`) | `-32600` invalid request |
 //! | `tools/call` whose `params` is not an object, whose `name` is not a string, or whose `arguments` is not an object | `-32602` invalid params |
 //! | a request rmcp cannot read (params of the wrong shape for its method) | `-32602` invalid params |
@@ -77,8 +78,13 @@ pub fn judge(line: &[u8], oversized: bool) -> Verdict {
             format!("parse error: the message is not UTF-8 (invalid byte at offset {})", e.valid_up_to()),
         ));
     }
-    let v: Json = match serde_json::from_slice(line) {
+    let v: Json = match parse_unique(line) {
         Ok(v) => v,
+        // Valid JSON with a key twice in one object: not a message anyone can read one way
+        // (rmcp's own reader would answer it with no `id`).
+        Err(e) if e.classify() == serde_json::error::Category::Data => {
+            return Verdict::Answer(error(recover_id(line), INVALID_REQUEST, format!("invalid request: {e}")))
+        }
         Err(e) => return Verdict::Answer(error(recover_id(line), PARSE_ERROR, format!("parse error: {e}"))),
     };
     match check_message(&v) {
@@ -94,6 +100,88 @@ pub fn judge(line: &[u8], oversized: bool) -> Verdict {
                 None => Verdict::Ignore,
             }
         }
+    }
+}
+
+/// Parses a message as `serde_json` does, but refuses an object with a key twice (at any
+/// depth) with a data error naming the key and its place: JSON readers differ on which of the
+/// two they keep, so the server keeps neither.
+pub fn parse_unique(bytes: &[u8]) -> Result<Json, serde_json::Error> {
+    serde_json::from_slice::<Unique>(bytes).map(|u| u.0)
+}
+
+/// A JSON value read with [`parse_unique`]'s rule (serde_json's recursion limit bounds its
+/// depth).
+struct Unique(Json);
+
+impl<'de> serde::Deserialize<'de> for Unique {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Unique, D::Error> {
+        d.deserialize_any(UniqueVisitor).map(Unique)
+    }
+}
+
+struct UniqueVisitor;
+
+impl<'de> serde::de::Visitor<'de> for UniqueVisitor {
+    type Value = Json;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Json, E> {
+        Ok(Json::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Json, E> {
+        Ok(Json::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Json, E> {
+        Ok(Json::from(v))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Json, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Json::Null, Json::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Json, E> {
+        Ok(Json::String(v.to_string()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Json, E> {
+        Ok(Json::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Json, E> {
+        Ok(Json::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Json, E> {
+        Ok(Json::Null)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Json, A::Error> {
+        let mut items = Vec::new();
+        while let Some(Unique(v)) = seq.next_element()? {
+            items.push(v);
+        }
+        Ok(Json::Array(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Json, A::Error> {
+        let mut object = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if object.contains_key(&key) {
+                return Err(serde::de::Error::custom(format_args!(
+                    "the key `{}` appears twice in one object",
+                    key.escape_debug()
+                )));
+            }
+            let Unique(v) = map.next_value()?;
+            object.insert(key, v);
+        }
+        Ok(Json::Object(object))
     }
 }
 
@@ -158,6 +246,45 @@ fn check_message(v: &Json) -> Result<(), (i64, String)> {
         return Err((code, format!("invalid {}: {e}", if code == INVALID_PARAMS { "params" } else { "request" })));
     }
     Ok(())
+}
+
+/// Why the `params` of a request cannot be read, when its `method` is one the protocol
+/// defines (rmcp then hands it over as a custom request, which would be "method not found");
+/// `None` for a method the protocol does not define. The reason is serde's, from the
+/// method's own request type (`logging/setLevel`: "unknown variant …, expected one of
+/// `debug`, …").
+#[allow(deprecated)] // logging and subscriptions: deprecated by newer MCP versions, still served
+pub fn unreadable_params(message: &Json) -> Option<String> {
+    use rmcp::model::{
+        CallToolRequest, CancelTaskRequest, CompleteRequest, ConstString, GetPromptRequest, GetTaskRequest,
+        InitializeRequest, ListPromptsRequest, ListResourceTemplatesRequest, ListResourcesRequest, ListToolsRequest,
+        PingRequest, ReadResourceRequest, SetLevelRequest, SubscribeRequest, UnsubscribeRequest,
+    };
+    fn why<R: serde::de::DeserializeOwned>(message: &Json) -> Option<String> {
+        serde_json::from_value::<R>(message.clone()).err().map(|e| e.to_string())
+    }
+    let method = message.get("method")?.as_str()?;
+    type Why = fn(&Json) -> Option<String>;
+    let known: [(&str, Why); 15] = [
+        (rmcp::model::InitializeResultMethod::VALUE, why::<InitializeRequest>),
+        (rmcp::model::PingRequestMethod::VALUE, why::<PingRequest>),
+        (rmcp::model::CompleteRequestMethod::VALUE, why::<CompleteRequest>),
+        (rmcp::model::SetLevelRequestMethod::VALUE, why::<SetLevelRequest>),
+        (rmcp::model::GetPromptRequestMethod::VALUE, why::<GetPromptRequest>),
+        (rmcp::model::ListPromptsRequestMethod::VALUE, why::<ListPromptsRequest>),
+        (rmcp::model::ListResourcesRequestMethod::VALUE, why::<ListResourcesRequest>),
+        (rmcp::model::ListResourceTemplatesRequestMethod::VALUE, why::<ListResourceTemplatesRequest>),
+        (rmcp::model::ReadResourceRequestMethod::VALUE, why::<ReadResourceRequest>),
+        (rmcp::model::SubscribeRequestMethod::VALUE, why::<SubscribeRequest>),
+        (rmcp::model::UnsubscribeRequestMethod::VALUE, why::<UnsubscribeRequest>),
+        (rmcp::model::CallToolRequestMethod::VALUE, why::<CallToolRequest>),
+        (rmcp::model::ListToolsRequestMethod::VALUE, why::<ListToolsRequest>),
+        (rmcp::model::GetTaskMethod::VALUE, why::<GetTaskRequest>),
+        (rmcp::model::CancelTaskMethod::VALUE, why::<CancelTaskRequest>),
+    ];
+    let (_, why) = known.iter().find(|(m, _)| *m == method)?;
+    let reason = why(message).unwrap_or_else(|| "they are not of the shape it takes".to_string());
+    Some(format!("invalid params of `{method}`: {}", reason.escape_debug()))
 }
 
 /// A JSON value's kind as messages name it ("a list", "an object").
@@ -458,6 +585,27 @@ mod tests {
             Verdict::Answer(a) => assert_eq!((a["error"]["code"].as_i64(), &a["id"]), (Some(-32600), &json!("big"))),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_key_twice_in_one_object_is_refused_with_the_id() {
+        let a = answer(br#"{"jsonrpc": "2.0", "id": 8, "method": "ping", "params": {}, "params": {}}"#);
+        assert_eq!((a["error"]["code"].as_i64(), &a["id"]), (Some(-32600), &json!(8)));
+        let a = answer(br#"{"jsonrpc": "2.0", "id": 9, "method": "x", "params": {"a": [{"b": 1, "b": 2}]}}"#);
+        assert_eq!((a["error"]["code"].as_i64(), &a["id"]), (Some(-32600), &json!(9)));
+        assert!(a["error"]["message"].as_str().is_some_and(|m| m.contains("`b` appears twice")), "{a}");
+        assert_eq!(
+            parse_unique(br#"{"a": [1, 2.5, -3, null, true, "s", {"b": {}}]}"#).ok(),
+            Some(json!({"a": [1, 2.5, -3, null, true, "s", {"b": {}}]}))
+        );
+    }
+
+    #[test]
+    fn bad_params_of_a_known_method_are_named() {
+        let why = unreadable_params(&json!({"method": "logging/setLevel", "params": {"level": "\u{0}"}}));
+        assert!(why.is_some_and(|w| w.contains("`logging/setLevel`") && w.contains("debug")));
+        assert!(unreadable_params(&json!({"method": "resources/read", "params": {}})).is_some());
+        assert_eq!(unreadable_params(&json!({"method": "x/y", "params": {}})), None);
     }
 
     #[test]

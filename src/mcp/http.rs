@@ -6,10 +6,11 @@
 //! |---|---|
 //! | a path other than `/mcp` | 404 |
 //! | with `--token-file`: no `Authorization: Bearer <token>`, or another token | 401 with `WWW-Authenticate: Bearer` |
+//! | two `Host` headers (RFC 9112) or two `Origin` headers | 400 |
 //! | a `Host` or `Origin` that is not the bound address (DNS rebinding) | 403 |
 //! | a body over the request limit | 413 |
 //! | a new session over the session limit | 503 with a JSON-RPC error |
-//! | a body that is not a JSON-RPC message (not JSON, a batch, …) | 400 with the JSON-RPC error [`framing::judge`](super::framing::judge) gives it on stdio (`-32700` parse error for a body that is not JSON) |
+//! | a body that is not a JSON-RPC message (not JSON, a key twice in one object, a batch, …) | 400 with the JSON-RPC error [`framing::judge`](super::framing::judge) gives it on stdio (`-32700` parse error for a body that is not JSON) |
 //! | `DELETE /mcp` of a session that is not open | 404 |
 //! | a `tools/call` over the limit of calls in flight | JSON-RPC error [`SERVER_BUSY`](super::SERVER_BUSY) |
 //!
@@ -53,8 +54,9 @@ use super::{McpServer, SHUTDOWN_GRACE};
 pub const DEFAULT_MAX_REQUEST_BYTES: usize = 4 * 1024 * 1024;
 /// The default limit on open sessions.
 pub const DEFAULT_MAX_SESSIONS: usize = 64;
-/// The default limit on `tools/call` requests in flight, all sessions together.
-pub const DEFAULT_MAX_CALLS: usize = 16;
+/// The default limit on `tools/call` requests in flight, all sessions together (the same
+/// as over stdio).
+pub const DEFAULT_MAX_CALLS: usize = super::DEFAULT_MAX_CALLS;
 /// The default time a connection has to send a complete request: 30 s.
 pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// The most connections open at once by default: half the descriptor limit, at most this.
@@ -282,6 +284,16 @@ impl Front {
         if parts.uri.path() != "/mcp" {
             return Some(plain(StatusCode::NOT_FOUND, "Not Found: MCP is served at /mcp"));
         }
+        // Two `Host`s (RFC 9112 §3.2: 400) or two `Origin`s: which one a check reads is up to
+        // the reader, so neither is trusted.
+        for name in [header::HOST, header::ORIGIN] {
+            if parts.headers.get_all(&name).iter().nth(1).is_some() {
+                return Some(plain(
+                    StatusCode::BAD_REQUEST,
+                    &format!("Bad Request: the request has more than one `{name}` header"),
+                ));
+            }
+        }
         if let Some(token) = &self.token {
             let given = parts.headers.get(header::AUTHORIZATION).map(|v| v.as_bytes());
             let Some(given) = given else { return Some(unauthorized(None)) };
@@ -316,6 +328,17 @@ impl Front {
             }
         };
         let body = (request.method() == http::Method::POST).then(|| request.body().clone());
+        // A key twice in one object: rmcp's reader would keep one of them silently, or answer
+        // without the request's `id`; the stdio framing's answer, with the `id`, instead.
+        if let Some(body) = &body {
+            if let Err(e) = super::framing::parse_unique(body) {
+                if e.classify() == serde_json::error::Category::Data {
+                    if let super::framing::Verdict::Answer(error) = super::framing::judge(body, false) {
+                        return json_response(StatusCode::BAD_REQUEST, &error);
+                    }
+                }
+            }
+        }
         let response = self.mcp.handle(request.map(Full::new)).await;
         if deletes_unknown && response.status().is_success() {
             return plain(StatusCode::NOT_FOUND, "Not Found: Session not found");

@@ -71,7 +71,7 @@ pub trait RunObservers: Send + Sync + std::fmt::Debug {
 pub struct McpServer {
     inner: Arc<Inner>,
     /// Bounds the calls in flight (all sessions together), when set.
-    calls: Option<Arc<tokio::sync::Semaphore>>,
+    calls: Option<CallLimit>,
     /// The level `logging/setLevel` asked for; no log messages until a client asks.
     log_level: Arc<Mutex<Option<LoggingLevel>>>,
     /// Makes an observer for each run a call starts (`serve --history` records them), when
@@ -84,6 +84,9 @@ pub struct McpServer {
     /// The bounds of each composite run a call makes: its calls and its result's bytes
     /// (`serve --max-calls-per-run`, `--max-result-bytes`).
     run_guards: crate::exec::Guards,
+    /// With plans on: `tools/list` shows only `check_plan` and `run_plan`, and only they can
+    /// be called directly; the served tools stay callable from plans (`serve --plans-only`).
+    plans_only: bool,
 }
 
 #[derive(Debug)]
@@ -116,6 +119,20 @@ impl Drop for InFlight<'_> {
 /// The JSON-RPC error code of a call refused because the server already runs as many calls
 /// as its limit allows (`serve --max-calls`).
 pub const SERVER_BUSY: i32 = -32001;
+
+/// The default limit on `tools/call` requests in flight (`serve --max-calls`), over stdio
+/// and HTTP alike.
+pub const DEFAULT_MAX_CALLS: usize = 16;
+
+/// The limit on calls in flight, and what a call over it gets.
+#[derive(Clone, Debug)]
+struct CallLimit {
+    slots: Arc<tokio::sync::Semaphore>,
+    /// Whether a call over the limit waits for a slot (stdio: one client, which expects an
+    /// answer to every request) rather than being refused with [`SERVER_BUSY`] (HTTP: many
+    /// clients, each told to try again).
+    queue: bool,
+}
 
 /// How long the server waits, once it shuts down, for the calls it cancelled to answer
 /// before it exits anyway (their programs are killed by the cancel; this bounds the exit
@@ -183,14 +200,25 @@ impl McpServer {
                 crate::ranges::SERVE_MAX_CALLS_PER_RUN,
                 crate::ranges::SERVE_MAX_RESULT_BYTES,
             ),
+            plans_only: false,
         };
         Ok((server, skipped))
     }
 
     /// The same server with at most `max` calls in flight at once: a call over the limit is
-    /// refused with the JSON-RPC error [`SERVER_BUSY`].
+    /// refused with the JSON-RPC error [`SERVER_BUSY`] (what [`McpServer::serve_http`] sets
+    /// up with `--max-calls`).
     pub fn with_call_limit(mut self, max: usize) -> McpServer {
-        self.calls = Some(Arc::new(tokio::sync::Semaphore::new(max)));
+        self.calls = Some(CallLimit { slots: Arc::new(tokio::sync::Semaphore::new(max)), queue: false });
+        self
+    }
+
+    /// The same server with at most `max` calls in flight at once: a call over the limit
+    /// waits for a slot, in the order the calls came, until one ends (or it is cancelled, or
+    /// the server shuts down). [`McpServer::serve_stdio`] sets this up with
+    /// [`DEFAULT_MAX_CALLS`] when no limit was set (`serve --max-calls`).
+    pub fn with_queued_call_limit(mut self, max: usize) -> McpServer {
+        self.calls = Some(CallLimit { slots: Arc::new(tokio::sync::Semaphore::new(max)), queue: true });
         self
     }
 
@@ -205,6 +233,7 @@ impl McpServer {
             tool_env: self.tool_env.clone(),
             plans: self.plans.clone(),
             run_guards: self.run_guards.clone(),
+            plans_only: self.plans_only,
         }
     }
 
@@ -238,10 +267,40 @@ impl McpServer {
         self.plans.as_deref()
     }
 
+    /// The same server, with plans on ([`McpServer::with_plans`]), offering only
+    /// `check_plan` and `run_plan` to a client when `only` (`serve --plans-only`): its
+    /// `tools/list` shows those two (the resources and the `plan` prompt stay), a direct call
+    /// of a served tool is refused as an unknown tool, and the served tools stay callable
+    /// from plans and listed in `tdsl://tools`. Without plans on it changes nothing.
+    pub fn with_plans_only(mut self, only: bool) -> McpServer {
+        self.plans_only = only;
+        self
+    }
+
+    /// Whether only the plan tools are offered to clients.
+    fn plans_only(&self) -> bool {
+        self.plans_only && self.plans.is_some()
+    }
+
+    /// The served tool a client may call directly as `name` (none with `--plans-only`).
+    fn served_named(&self, name: &str) -> Option<&Served> {
+        if self.plans_only() {
+            return None;
+        }
+        self.inner.tools.iter().find(|t| t.name == name)
+    }
+
+    /// Whether `name` is `check_plan` or `run_plan` (with plans on, and no served tool a
+    /// client may call by that name).
+    fn is_plan_tool(&self, name: &str) -> bool {
+        self.plans.is_some()
+            && (name == plans::CHECK_PLAN || name == plans::RUN_PLAN)
+            && self.served_named(name).is_none()
+    }
+
     /// Whether `name` is a tool this server offers.
     fn offers(&self, name: &str) -> bool {
-        self.inner.tools.iter().any(|t| t.name == name)
-            || (self.plans.is_some() && (name == plans::CHECK_PLAN || name == plans::RUN_PLAN))
+        self.served_named(name).is_some() || self.is_plan_tool(name)
     }
 
     /// The same server giving each run a call starts an observer from `observers` too,
@@ -278,7 +337,7 @@ impl McpServer {
     /// [`McpServer::serve_stdio`] over any byte streams, shutting down when `stop`
     /// completes too.
     pub async fn serve_io<R, W>(
-        self,
+        mut self,
         input: R,
         output: W,
         stop: impl std::future::Future<Output = ()> + Send + 'static,
@@ -288,6 +347,10 @@ impl McpServer {
         W: tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
         use rmcp::ServiceExt;
+        // Calls in flight are bounded on stdio too: each holds a thread while it runs.
+        if self.calls.is_none() {
+            self = self.with_queued_call_limit(DEFAULT_MAX_CALLS);
+        }
         let (lines_tx, lines_rx) = tokio::sync::mpsc::channel::<Vec<u8>>(64);
         let shutdown = self.inner.shutdown.clone();
         // An output that cannot be written (closed, full) shuts the server down too.
@@ -357,7 +420,7 @@ impl McpServer {
         cancel: &CancelToken,
         observer: Option<Arc<dyn Observer>>,
     ) -> Option<Json> {
-        let served = self.inner.tools.iter().find(|t| t.name == name);
+        let served = self.served_named(name);
         let plan_tool = match (served, &self.plans) {
             (None, Some(p)) if name == plans::CHECK_PLAN => return Some(p.check_plan(&arguments)),
             (None, Some(p)) if name == plans::RUN_PLAN => Some(p.clone()),
@@ -392,10 +455,10 @@ impl McpServer {
     /// How many steps the composite served under `name` has (1 for a primitive tool): the
     /// `total` of its progress notifications.
     fn steps_of(&self, name: &str, arguments: &Json) -> usize {
-        if self.plans.is_some() && name == plans::RUN_PLAN && !self.inner.tools.iter().any(|t| t.name == name) {
+        if name == plans::RUN_PLAN && self.is_plan_tool(name) {
             return plans::PlanServer::steps_of(arguments);
         }
-        match self.inner.tools.iter().find(|t| t.name == name).map(|t| &t.def.kind) {
+        match self.served_named(name).map(|t| &t.def.kind) {
             Some(ToolKind::Composite { instructions, .. }) => instructions.len(),
             _ => 1,
         }
@@ -727,13 +790,15 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let mut tools: Vec<Json> = self.inner.tools.iter().map(|t| t.tool.clone()).collect();
+        let mut tools: Vec<Json> =
+            self.inner.tools.iter().filter(|t| self.served_named(&t.name).is_some()).map(|t| t.tool.clone()).collect();
         if self.plans.is_some() {
-            // A served tool of the same name keeps it (the plan tool is not offered then).
+            // A served tool of the same name keeps it (the plan tool is not offered then),
+            // unless only the plan tools are offered.
             tools.extend(
                 plans::PlanServer::tools()
                     .into_iter()
-                    .filter(|t| !self.inner.tools.iter().any(|s| t["name"] == s.name.as_str())),
+                    .filter(|t| t["name"].as_str().is_some_and(|n| self.is_plan_tool(n))),
             );
         }
         let mut tools_parsed: Vec<Tool> = Vec::with_capacity(tools.len());
@@ -756,31 +821,35 @@ impl ServerHandler for McpServer {
         Ok(())
     }
 
-    /// rmcp hands over as a custom request a `tools/call` whose `params` it cannot read (none,
-    /// or not of the shape it needs): that is `-32602` invalid params, with the message the
-    /// stdio framing gives the same message ([`framing::judge`]); other unknown methods stay
-    /// `-32601`.
+    /// rmcp hands over as a custom request any request whose `params` it cannot read (none,
+    /// or not of the shape its method needs, as `logging/setLevel` with an unknown level):
+    /// for a method the protocol defines that is `-32602` invalid params, saying why (for
+    /// `tools/call`, the message the stdio framing gives the same message,
+    /// [`framing::judge`]); only a method the protocol does not define is `-32601`.
     async fn on_custom_request(
         &self,
         request: rmcp::model::CustomRequest,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CustomResult, McpError> {
-        if request.method != "tools/call" {
-            return Err(McpError::new(ErrorCode::METHOD_NOT_FOUND, request.method, None));
-        }
         let mut message = json!({"jsonrpc": "2.0", "id": 0, "method": request.method});
         if let Some(params) = request.params {
             message["params"] = params;
         }
-        let line = serde_json::to_vec(&message).unwrap_or_default();
-        let why = match framing::judge(&line, false) {
-            framing::Verdict::Answer(a) => a["error"]["message"].as_str().map(str::to_string),
-            _ => None,
-        };
-        Err(McpError::invalid_params(
-            why.unwrap_or_else(|| "invalid params: `tools/call` needs params with a string `name`".to_string()),
-            None,
-        ))
+        if request.method == "tools/call" {
+            let line = serde_json::to_vec(&message).unwrap_or_default();
+            let why = match framing::judge(&line, false) {
+                framing::Verdict::Answer(a) => a["error"]["message"].as_str().map(str::to_string),
+                _ => None,
+            };
+            return Err(McpError::invalid_params(
+                why.unwrap_or_else(|| "invalid params: `tools/call` needs params with a string `name`".to_string()),
+                None,
+            ));
+        }
+        match framing::unreadable_params(&message) {
+            Some(why) => Err(McpError::invalid_params(why, None)),
+            None => Err(McpError::new(ErrorCode::METHOD_NOT_FOUND, request.method, None)),
+        }
     }
 
     async fn call_tool(
@@ -790,13 +859,42 @@ impl ServerHandler for McpServer {
     ) -> Result<CallToolResponse, McpError> {
         let name = request.name.to_string();
         if !self.offers(&name) {
-            return Err(McpError::invalid_params(format!("no tool named `{name}`"), None));
+            let hint = if self.plans_only() && self.inner.tools.iter().any(|t| t.name == name) {
+                format!(
+                    "; this server offers only `{}` and `{}` (serve --plans-only): call `{name}` from a plan",
+                    plans::CHECK_PLAN,
+                    plans::RUN_PLAN
+                )
+            } else {
+                String::new()
+            };
+            return Err(McpError::invalid_params(format!("no tool named `{name}`{hint}"), None));
         }
-        // Over the limit of calls in flight: refused at once, the client may try again.
+        let arguments = Json::Object(request.arguments.unwrap_or_default());
+        // The upstream listings a plan needs are waited for before the call takes a slot:
+        // a hung upstream holds no slot of `--max-calls`.
+        if let Some(plans) = self.plans.as_ref().filter(|_| self.is_plan_tool(&name)) {
+            tokio::select! {
+                () = plans.prepare(&arguments) => {}
+                () = context.ct.cancelled() => return Err(McpError::internal_error("cancelled", None)),
+            }
+        }
+        // Over the limit of calls in flight: queued (stdio) or refused at once, the client
+        // may try again (HTTP).
         let _permit =
             match &self.calls {
-                Some(calls) => match calls.clone().try_acquire_owned() {
+                Some(limit) => match limit.slots.clone().try_acquire_owned() {
                     Ok(p) => Some(p),
+                    Err(_) if limit.queue => {
+                        let mut down = self.inner.shutdown.subscribe();
+                        tokio::select! {
+                            p = limit.slots.clone().acquire_owned() => p.ok(),
+                            () = context.ct.cancelled() => return Err(McpError::internal_error("cancelled", None)),
+                            _ = down.wait_for(|d| *d) => {
+                                return Err(McpError::internal_error("the server is shutting down", None))
+                            }
+                        }
+                    }
                     Err(_) => return Err(McpError::new(
                         ErrorCode(SERVER_BUSY),
                         "the server is running as many tool calls as it allows (serve --max-calls); try again later",
@@ -806,7 +904,6 @@ impl ServerHandler for McpServer {
                 None => None,
             };
         let _in_flight = InFlight::new(&self.inner.in_flight);
-        let arguments = Json::Object(request.arguments.unwrap_or_default());
         // `notifications/cancelled` cancels the context's token: that cancels the run, whose
         // calls in flight are cancelled in turn (their programs killed). rmcp drops the
         // response to a cancelled request, as the protocol asks.

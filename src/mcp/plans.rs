@@ -104,12 +104,12 @@ impl PlanServer {
     /// A server that cannot be listed is named in the second value.
     fn core(&self, plan: &Json) -> (Plans, Vec<String>) {
         let parsed;
-        let plan = match plan {
-            Json::String(text) if text.len() <= self.options.limits.max_bytes => {
-                parsed = serde_json::from_str::<Json>(text).unwrap_or(Json::Null);
+        let plan = match self.plan_value(plan) {
+            Some(p) => {
+                parsed = p;
                 &parsed
             }
-            other => other,
+            None => plan,
         };
         let mut plans = Plans::with_served(&self.root, self.served.clone()).with_limits(self.options.limits.clone());
         if let Some(dir) = &self.options.files {
@@ -121,15 +121,42 @@ impl PlanServer {
         let needed = upstreams_needed(plan, &self.upstreams.names(), &self.served);
         if !needed.is_empty() {
             let mut tools = Vec::new();
-            for server in needed {
-                match self.upstreams.tools(server).map(|list| (server, list)) {
-                    Ok((server, list)) => tools.extend(list.iter().filter_map(|t| upstream_tool(server, t))),
+            for (server, listed) in self.upstreams.tools_of(&needed) {
+                match listed {
+                    Ok(list) => tools.extend(list.iter().filter_map(|t| upstream_tool(&server, t))),
                     Err(e) => problems.push(e),
                 }
             }
             plans = plans.with_upstream(tools);
         }
         (plans, problems)
+    }
+
+    /// A plan sent as JSON text, parsed (within the size limit): what [`upstreams_needed`]
+    /// reads; `None` for a plan sent as a value.
+    fn plan_value(&self, plan: &Json) -> Option<Json> {
+        match plan {
+            Json::String(text) if text.len() <= self.options.limits.max_bytes => {
+                Some(serde_json::from_str::<Json>(text).unwrap_or(Json::Null))
+            }
+            _ => None,
+        }
+    }
+
+    /// Waits, without holding a thread, for the first listings of the upstream servers a
+    /// `check_plan` or `run_plan` call's plan needs (starting them): the server calls it
+    /// before the call takes a slot of `--max-calls`, so that a hung upstream holds none.
+    pub async fn prepare(&self, arguments: &Json) {
+        let Some(plan) = arguments.get("plan") else { return };
+        if self.upstreams.is_empty() {
+            return;
+        }
+        let parsed = self.plan_value(plan);
+        let names = self.upstreams.names();
+        let needed = upstreams_needed(parsed.as_ref().unwrap_or(plan), &names, &self.served);
+        if !needed.is_empty() {
+            self.upstreams.prepare(&needed).await;
+        }
     }
 
     /// `check_plan {plan}`: the check as JSON (`ok`, `diagnostics`, and when it checks,

@@ -10,7 +10,8 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
 
@@ -134,24 +135,136 @@ fn read_token(_path: &Path) -> Result<String, String> {
     Err("this tdsl was built without the `mcp-http` feature".to_string())
 }
 
+/// How long a check waits by default for an upstream server's first `tools/list`
+/// (`serve --upstream-timeout`, [`crate::ranges::UPSTREAM_TIMEOUT_SECONDS`]).
+pub const DEFAULT_LIST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a failed listing is remembered before the server is listed again: this after
+/// the first failure, doubled after each next one up to [`MAX_RETRY_AFTER`].
+pub const FIRST_RETRY_AFTER: Duration = Duration::from_secs(5);
+
+/// The longest a failed listing is remembered before the server is listed again.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
+
 /// The upstream servers of a plans server.
-#[derive(Debug, Default)]
+///
+/// Their listings never stall the server: each server is listed on a thread of its own
+/// (several at once when a check needs several), checks that need a listing in progress
+/// share it, and a failed one is remembered with a backoff ([`FIRST_RETRY_AFTER`], doubling
+/// up to [`MAX_RETRY_AFTER`]). Only the first listing of a server is waited for, and at most
+/// the listing timeout; while a server's last listing failed, a check gets that failure at
+/// once, and the server is listed again in the background once the backoff has passed.
+#[derive(Debug)]
 pub struct Upstreams {
     specs: Vec<UpstreamSpec>,
-    clients: McpClients,
-    /// Each server's `tools/list`, once it answered.
-    listed: Mutex<HashMap<String, Vec<Json>>>,
+    clients: Arc<McpClients>,
+    /// What is known of each server's tools, by name.
+    listings: Arc<Mutex<HashMap<String, Listing>>>,
+    /// How long a check waits for a server's first listing.
+    list_timeout: Duration,
+}
+
+impl Default for Upstreams {
+    fn default() -> Self {
+        Upstreams::new(Vec::new())
+    }
+}
+
+/// What is known of one server's tools.
+#[derive(Debug, Default)]
+struct Listing {
+    /// The last listing's outcome.
+    known: Known,
+    /// The listing in progress, if any (at most one per server).
+    pending: Option<Arc<Pending>>,
+}
+
+#[derive(Debug, Default)]
+enum Known {
+    /// Never listed yet.
+    #[default]
+    Nothing,
+    /// Its tools.
+    Tools(Arc<Vec<Json>>),
+    /// Why the last listing failed, how many failed in a row, and when to list it again.
+    Failed { error: String, failures: u32, retry_at: Instant },
+}
+
+/// A listing in progress, which checks wait for (blocking or async) until its deadline.
+#[derive(Debug)]
+struct Pending {
+    deadline: Instant,
+    /// Set when a check recorded it as failed for passing its deadline: its own failure,
+    /// when it comes, is then not counted again.
+    timed_out: std::sync::atomic::AtomicBool,
+    done: Mutex<bool>,
+    cv: Condvar,
+    notify: tokio::sync::Notify,
+}
+
+impl Pending {
+    fn finish(&self) {
+        *self.done.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        self.cv.notify_all();
+        self.notify.notify_waiters();
+    }
+
+    fn is_done(&self) -> bool {
+        *self.done.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Blocks until the listing ends or its deadline passes.
+    fn wait(&self) {
+        let mut done = self.done.lock().unwrap_or_else(PoisonError::into_inner);
+        while !*done {
+            let Some(left) = self.deadline.checked_duration_since(Instant::now()) else { return };
+            done = self.cv.wait_timeout(done, left).unwrap_or_else(PoisonError::into_inner).0;
+        }
+    }
+
+    /// Waits, without blocking a thread, until the listing ends or its deadline passes.
+    async fn wait_async(&self) {
+        let deadline = tokio::time::Instant::from_std(self.deadline);
+        loop {
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.is_done() {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// How long the `failures`-th failure in a row is remembered.
+fn retry_after(failures: u32) -> Duration {
+    FIRST_RETRY_AFTER.saturating_mul(1 << failures.saturating_sub(1).min(16)).min(MAX_RETRY_AFTER)
 }
 
 impl Upstreams {
     /// The servers, none started yet.
     pub fn new(specs: Vec<UpstreamSpec>) -> Upstreams {
-        Upstreams { specs, clients: McpClients::new(), listed: Mutex::new(HashMap::new()) }
+        Upstreams {
+            specs,
+            clients: Arc::new(McpClients::new()),
+            listings: Arc::new(Mutex::new(HashMap::new())),
+            list_timeout: DEFAULT_LIST_TIMEOUT,
+        }
     }
 
     /// The same servers, started with the environment `env` allows (`serve --clean-env`).
     pub fn with_env(mut self, env: crate::exec::host::ToolEnv) -> Upstreams {
-        self.clients = self.clients.with_env(env);
+        self.clients = Arc::new(McpClients::new().with_env(env));
+        self
+    }
+
+    /// The same servers, a check waiting at most `timeout` for a server's first listing
+    /// (`serve --upstream-timeout`; [`DEFAULT_LIST_TIMEOUT`] otherwise).
+    pub fn with_list_timeout(mut self, timeout: Duration) -> Upstreams {
+        self.list_timeout = timeout;
         self
     }
 
@@ -170,24 +283,117 @@ impl Upstreams {
     }
 
     /// The tools the server `name` lists (MCP `Tool` objects), starting it on first use.
-    /// A server that answered once is not asked again. Blocking: call it off the async
-    /// runtime.
+    /// Blocking: call it off the async runtime. See [`Upstreams`] for how long it waits.
     pub fn tools(&self, name: &str) -> Result<Vec<Json>, String> {
-        if let Some(tools) = self.listed.lock().unwrap_or_else(PoisonError::into_inner).get(name) {
-            return Ok(tools.clone());
-        }
-        let spec = self.spec(name).ok_or_else(|| format!("there is no upstream server `{name}`"))?;
-        let tools = self
-            .clients
-            .list_target_tools(&spec.target)
-            .map_err(|e| format!("the upstream server `{name}` ({}): {e}", shown(&spec.target)))?;
-        self.listed.lock().unwrap_or_else(PoisonError::into_inner).insert(name.to_string(), tools.clone());
-        Ok(tools)
+        self.tools_of(&[name]).pop().map_or_else(|| Err(format!("there is no upstream server `{name}`")), |(_, r)| r)
     }
 
-    /// Every server's tools, or why they could not be listed.
+    /// The tools of each of the servers `names`, listed concurrently. Blocking.
+    pub fn tools_of(&self, names: &[&str]) -> Vec<(String, Result<Vec<Json>, String>)> {
+        for pending in names.iter().filter_map(|n| self.start_listing(n)) {
+            pending.wait();
+        }
+        names.iter().map(|n| (n.to_string(), self.known(n))).collect()
+    }
+
+    /// Every server's tools, or why they could not be listed. Blocking.
     pub fn all_tools(&self) -> Vec<(String, Result<Vec<Json>, String>)> {
-        self.specs.iter().map(|s| (s.name.clone(), self.tools(&s.name))).collect()
+        self.tools_of(&self.names())
+    }
+
+    /// Starts the listings of `names` that are due and waits, without blocking a thread,
+    /// for those a check would wait for: so that a caller can wait before it takes a slot
+    /// of `--max-calls`, and the check it then makes finds the listings ready.
+    pub async fn prepare(&self, names: &[&str]) {
+        let waits: Vec<Arc<Pending>> = names.iter().filter_map(|n| self.start_listing(n)).collect();
+        for pending in waits {
+            pending.wait_async().await;
+        }
+    }
+
+    /// Starts listing `name` when it is due (never listed, or its backoff has passed, and no
+    /// listing in progress); the listing a caller should wait for, if any: only a first one,
+    /// never one after a failure.
+    fn start_listing(&self, name: &str) -> Option<Arc<Pending>> {
+        let spec = self.spec(name)?;
+        let mut listings = self.listings.lock().unwrap_or_else(PoisonError::into_inner);
+        let listing = listings.entry(name.to_string()).or_default();
+        let first = matches!(listing.known, Known::Nothing);
+        if let Some(p) = &listing.pending {
+            return first.then(|| p.clone());
+        }
+        match &listing.known {
+            Known::Tools(_) => return None,
+            Known::Failed { retry_at, .. } if Instant::now() < *retry_at => return None,
+            _ => {}
+        }
+        let pending = Arc::new(Pending {
+            deadline: Instant::now() + self.list_timeout,
+            timed_out: std::sync::atomic::AtomicBool::new(false),
+            done: Mutex::new(false),
+            cv: Condvar::new(),
+            notify: tokio::sync::Notify::new(),
+        });
+        listing.pending = Some(pending.clone());
+        let (clients, listings, target) = (self.clients.clone(), self.listings.clone(), spec.target.clone());
+        let (server, lister) = (name.to_string(), pending.clone());
+        let spawned = std::thread::Builder::new().name("tdsl-upstream-list".to_string()).spawn(move || {
+            let listed = clients
+                .list_target_tools(&target)
+                .map_err(|e| format!("the upstream server `{server}` ({}): {e}", shown(&target)));
+            let mut listings = listings.lock().unwrap_or_else(PoisonError::into_inner);
+            let listing = listings.entry(server).or_default();
+            listing.known = match (listed, &listing.known) {
+                (Ok(tools), _) => Known::Tools(Arc::new(tools)),
+                // Already counted when it passed its deadline: now with the real reason.
+                (Err(error), Known::Failed { failures, retry_at, .. })
+                    if lister.timed_out.load(std::sync::atomic::Ordering::SeqCst) =>
+                {
+                    Known::Failed { error, failures: *failures, retry_at: *retry_at }
+                }
+                (Err(error), before) => failed(before, error),
+            };
+            listing.pending = None;
+            drop(listings);
+            lister.finish();
+        });
+        if let Err(e) = spawned {
+            listing.pending = None;
+            listing.known = failed(&listing.known, format!("the upstream server `{name}`: cannot list its tools: {e}"));
+            pending.finish();
+        }
+        first.then_some(pending)
+    }
+
+    /// What is known of `name`'s tools now: a first listing still in progress past the
+    /// timeout is recorded as failed (and waited for no more).
+    fn known(&self, name: &str) -> Result<Vec<Json>, String> {
+        let Some(spec) = self.spec(name) else { return Err(format!("there is no upstream server `{name}`")) };
+        let mut listings = self.listings.lock().unwrap_or_else(PoisonError::into_inner);
+        let listing = listings.entry(name.to_string()).or_default();
+        match &listing.known {
+            Known::Tools(tools) => Ok(tools.as_ref().clone()),
+            Known::Failed { error, retry_at, .. } => {
+                let when = match retry_at.checked_duration_since(Instant::now()) {
+                    _ if listing.pending.is_some() => "a listing of it is in progress".to_string(),
+                    Some(left) => format!("it will be listed again in {} s", left.as_secs().max(1)),
+                    None => "it will be listed again at the next check".to_string(),
+                };
+                Err(format!("{error} ({when})"))
+            }
+            Known::Nothing => {
+                let error = format!(
+                    "the upstream server `{name}` ({}): `tools/list` got no answer within {} s (serve --upstream-timeout)",
+                    shown(&spec.target),
+                    fmt_secs(self.list_timeout)
+                );
+                listing.known = failed(&Known::Nothing, error.clone());
+                if let Some(p) = &listing.pending {
+                    p.timed_out.store(true, std::sync::atomic::Ordering::SeqCst);
+                }
+                Err(error)
+            }
+        }
     }
 
     /// Calls the tool `tool` of the server `server` with the call's arguments.
@@ -202,6 +408,25 @@ impl Upstreams {
     /// outside any async runtime.
     pub fn shut_down(&self) {
         self.clients.shut_down();
+    }
+}
+
+/// The outcome of one more failed listing after `before`.
+fn failed(before: &Known, error: String) -> Known {
+    let failures = match before {
+        Known::Failed { failures, .. } => failures.saturating_add(1),
+        _ => 1,
+    };
+    Known::Failed { error, failures, retry_at: Instant::now() + retry_after(failures) }
+}
+
+/// Seconds as a person writes them: `30`, `0.5`.
+fn fmt_secs(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 {
+        format!("{s:.0}")
+    } else {
+        format!("{s}")
     }
 }
 

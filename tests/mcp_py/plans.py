@@ -7,6 +7,7 @@ tests/mcp_plans.rs runs one scenario per test:
     python plans.py guide   TDSL REPO        # the guide's three worked plans, checked and run
     python plans.py corpus  TDSL REPO        # tests/data/plans/cases through check_plan/run_plan
     python plans.py transcript TDSL REPO OUT # the worked session of examples/plans (written to OUT)
+    python plans.py plans-only TDSL REPO     # `--plans-only`: only check_plan and run_plan listed
     python plans.py --http SCENARIO ...      # the same over `serve --listen`
 
 The plans server serves REPO/examples/document-analysis (the corpus: its own roots) with an
@@ -418,6 +419,43 @@ async def transcript_scenario(session: ClientSession, repo: Path, out: Path) -> 
     out.write_text("\n".join(lines))
 
 
+# --- plans only -----------------------------------------------------------------------------
+
+
+async def plans_only_scenario(session: ClientSession, repo: Path) -> None:
+    """`serve --plans --plans-only`: the model sees check_plan and run_plan (and the resources
+    and the prompt); the served and upstream tools are callable from plans, listed in
+    tdsl://tools, and not directly."""
+    tools = sorted(t.name for t in (await session.list_tools()).tools)
+    expect(tools == ["check_plan", "run_plan"], f"tools: {tools}")
+    listed = {str(r.uri) for r in (await session.list_resources()).resources}
+    expect(listed == {"tdsl://guide", "tdsl://tools"}, f"resources: {listed}")
+    prompts = [p.name for p in (await session.list_prompts()).prompts]
+    expect(prompts == ["plan"], f"prompts: {prompts}")
+    listing = await read(session, "tdsl://tools")
+    for line in ("`basic_extractor(document_path: string!)`", "`up/pause(n: integer!)` → `{n: integer}`"):
+        expect(line in listing, f"tdsl://tools lacks {line}:\n{listing}")
+    plan = {
+        "instructions": [
+            {"execution_id": "facts", "tool_definition_path": "basic_extractor",
+             "arguments": {"document_path": "REF:arguments.path"}},
+            {"execution_id": "p", "tool_definition_path": "up/pause", "arguments": {"n": 1}},
+        ],
+        "arguments": [{"name": "path", "type_name": "string", "required": True}],
+        "response_reference_map": {"words": "REF:facts.word_count", "n": "REF:p.n"},
+    }
+    checked = await session.call_tool("check_plan", {"plan": plan})
+    expect(not checked.is_error and structured(checked)["ok"] is True, f"check_plan: {checked}")
+    ran = await session.call_tool("run_plan", {"plan": plan, "arguments": {"path": docs(repo)[2]}})
+    expect(not ran.is_error, f"run_plan: {ran}")
+    expect(structured(ran)["result"] == {"words": 24, "n": 2}, f"run_plan: {structured(ran)}")
+    try:
+        direct = await session.call_tool("basic_extractor", {"document_path": docs(repo)[2]})
+        raise Failed(f"a served tool was called directly: {direct}")
+    except MCPError as e:
+        expect("plans-only" in str(e) and "from a plan" in str(e), f"a direct call: {e}")
+
+
 # --- main ------------------------------------------------------------------------------------
 
 
@@ -438,6 +476,9 @@ def main(argv: list[str]) -> int:
         run = lambda: client.with_session(server, lambda s: guide_scenario(s, repo))  # noqa: E731
     elif scenario == "corpus" and len(rest) == 2:
         run = lambda: corpus_scenario(tdsl, repo)  # noqa: E731
+    elif scenario == "plans-only" and len(rest) == 2:
+        only = plans_server(tdsl, root, "--plans-only", *upstream(tdsl, "up", repo / "tests/data/mcp"))
+        run = lambda: client.with_session(only, lambda s: plans_only_scenario(s, repo))  # noqa: E731
     elif scenario == "transcript" and len(rest) == 3:
         run = lambda: client.with_session(server, lambda s: transcript_scenario(s, repo, Path(rest[2])))  # noqa: E731
     else:
