@@ -114,6 +114,10 @@ pub const PLAN_NESTING: Range = range("plan nesting", 4.0, 192.0, true, "");
 /// The most steps of a plan (64 by default).
 pub const PLAN_STEPS: Range = range("plan steps", 1.0, 1024.0, true, "");
 
+/// `maxTokens` of each MCP sampling request of `serve --compose` (4,096 by default,
+/// `--sampling-max-tokens`; SPEC §17).
+pub const SAMPLING_MAX_TOKENS: Range = range("sampling max tokens", 256.0, 1_000_000.0, true, "tokens");
+
 /// Every range, for documentation and tests.
 pub const ALL: &[Range] = &[
     MAX_RETRIES,
@@ -143,6 +147,7 @@ pub const ALL: &[Range] = &[
     PLAN_BYTES,
     PLAN_NESTING,
     PLAN_STEPS,
+    SAMPLING_MAX_TOKENS,
 ];
 
 impl crate::runtime::Limits {
