@@ -72,6 +72,17 @@ fn a_client_with_sampling_composes_to_success_with_one_request_per_phase() {
     for phase in ["decompose", "synthesize", "check", "info"] {
         assert!(html.contains(phase), "the report lacks {phase}");
     }
+    // docs/compose.md shows this exchange.
+    let docs = std::fs::read_to_string(repo().join("docs/compose.md")).expect("docs/compose.md");
+    for line in [
+        "## With the client's model",
+        r#""message": "phase 1/4: decomposing the query""#,
+        r#"{"jsonrpc": "2.0", "id": 0, "method": "sampling/createMessage","#,
+        r#""modelPreferences": {"hints": [{"name": "claude-sonnet"}, {"name": "gpt-4o"}]},"#,
+        r#""model_used": "sampling:scripted-client","#,
+    ] {
+        assert!(docs.contains(line), "docs/compose.md's transcript lacks {line:?}");
+    }
 }
 
 /// A reply that is a bare plan after prose (no `tool_mappings`) is a repair round whose
