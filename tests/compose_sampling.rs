@@ -129,6 +129,14 @@ fn cancelling_compose_withdraws_the_sampling_request_and_ends_the_run() {
     assert!(run.to_string().contains("plan: the composition was cancelled"), "{run}");
 }
 
+/// A request the client leaves unanswered past the phase's timeout (`--decompose-timeout
+/// 0.5`) is withdrawn and the composition ends `TIMEOUT` in that phase.
+#[test]
+fn an_unanswered_sampling_request_times_out_and_is_withdrawn() {
+    let (result, _work) = scenario("timeout");
+    assert_eq!(result["status"], "TIMEOUT", "{result}");
+}
+
 /// A client that did not declare sampling is not offered `compose`; calling it anyway is a
 /// tool error saying why.
 #[test]
@@ -163,4 +171,10 @@ fn the_compose_flags_are_checked() {
     let out = serve(&["--plans", "--compose", "--sampling-hint", " "]);
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("--sampling-hint"), "{}", out.stderr);
+    let out = serve(&["--plans", "--compose", "--plan-timeout", "0"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("--plan-timeout: `plan timeout` must be from 0.1 to 600"), "{}", out.stderr);
+    let out = serve(&["--plans", "--decompose-timeout", "5"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("--compose"), "{}", out.stderr);
 }

@@ -129,6 +129,20 @@ pub struct SamplingArgs {
     /// (`claude-sonnet`, `gpt-4o`; the client decides; repeatable, in order of preference).
     #[arg(long = "sampling-hint", value_name = "NAME", requires = "compose")]
     sampling_hint: Vec<String>,
+    /// With --compose: phase 1's timeout in seconds (0.1–600; default 10). A client whose
+    /// user approves each sampling request needs more.
+    #[arg(long = "decompose-timeout", value_name = "S", requires = "compose")]
+    decompose_timeout: Option<f64>,
+    /// With --compose: phase 2's timeout in seconds, repair rounds included (0.1–600;
+    /// default 15).
+    #[arg(long = "plan-timeout", value_name = "S", requires = "compose")]
+    plan_timeout: Option<f64>,
+    /// With --compose: phase 4's timeout in seconds (0.1–600; default 30).
+    #[arg(long = "synthesize-timeout", value_name = "S", requires = "compose")]
+    synthesize_timeout: Option<f64>,
+    /// With --compose: rounds a refused plan goes back to the model (0–5; default 2).
+    #[arg(long = "repair-rounds", value_name = "N", requires = "compose")]
+    repair_rounds: Option<f64>,
 }
 
 /// The `compose` tool of `--compose`, or why its options are refused.
@@ -147,8 +161,22 @@ fn compose_setup(
         return Err(format!("--sampling-hint {h:?}: a hint is a model name (`claude-sonnet`), one line, not empty"));
     }
     let hints = args.sampling_hint.iter().map(|h| h.trim().to_string()).collect();
-    // The execute phase's timeout is the plan deadline (`--plan-deadline`, 120 s as §14's).
+    // §14's timeouts, as `tdsl compose` takes them; the execute phase's is the plan deadline
+    // (`--plan-deadline`, 120 s as §14's).
     let mut config = crate::compose::ComposeConfig::default();
+    let in_range = |r: crate::ranges::Range, flag: &str, v: f64| r.check(v).map_err(|e| format!("--{flag}: {e}"));
+    if let Some(v) = args.decompose_timeout {
+        config.decompose_timeout = in_range(crate::compose::DECOMPOSE_TIMEOUT, "decompose-timeout", v)?;
+    }
+    if let Some(v) = args.plan_timeout {
+        config.plan_timeout = in_range(crate::compose::PLAN_TIMEOUT, "plan-timeout", v)?;
+    }
+    if let Some(v) = args.synthesize_timeout {
+        config.synthesize_timeout = in_range(crate::compose::SYNTHESIZE_TIMEOUT, "synthesize-timeout", v)?;
+    }
+    if let Some(v) = args.repair_rounds {
+        config.repair_rounds = in_range(crate::compose::REPAIR_ROUNDS, "repair-rounds", v)? as u32;
+    }
     if let Some(d) = plan_deadline {
         config.execute_timeout = d.min(crate::compose::EXECUTE_TIMEOUT.max);
     }

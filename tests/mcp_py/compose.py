@@ -7,6 +7,7 @@ server answers). tests/compose_sampling.rs runs one scenario per test:
     python compose.py repair     TDSL REPO WORK   # a bare plan after prose, then a fenced one
     python compose.py refusal    TDSL REPO WORK   # the client answers phase 2 with an error
     python compose.py cancel     TDSL REPO WORK   # notifications/cancelled mid-phase
+    python compose.py timeout    TDSL REPO WORK   # phase 1 unanswered past --decompose-timeout
     python compose.py no-sampling TDSL REPO WORK  # a client without sampling
     python compose.py transcript TDSL REPO WORK   # the good run, written to WORK/transcript.md
 
@@ -36,7 +37,7 @@ HINTS = ["claude-sonnet", "gpt-4o"]
 MODEL = "scripted-model"
 
 
-def server(tdsl: str, repo: Path, work: Path) -> StdioServerParameters:
+def server(tdsl: str, repo: Path, work: Path, *extra: str) -> StdioServerParameters:
     return StdioServerParameters(
         command=tdsl,
         args=[
@@ -45,6 +46,7 @@ def server(tdsl: str, repo: Path, work: Path) -> StdioServerParameters:
             "--history", str(work / "history.db"),
             "--sampling-max-tokens", "2048",
             "--sampling-hint", HINTS[0], "--sampling-hint", HINTS[1],
+            *extra,
         ],
     )
 
@@ -220,6 +222,22 @@ async def cancel(session: ClientSession, model: Model, work: Path) -> None:
     expect("compose" in await listed(session), "the server does not answer after the cancel")
 
 
+async def timeout(session: ClientSession, model: Model, work: Path) -> None:
+    started = time.monotonic()
+    result = await session.call_tool("compose", {"query": QUERY})
+    r = structured(result)
+    save(work, r)
+    expect(result.is_error and r["status"] == "TIMEOUT", f"the composition: {text_of(result)[:3000]}")
+    expect(r["error"] == "decompose: the model endpoint sampling/createMessage did not answer within 0.5 s (the phase's "
+           "timeout)", f"error: {r['error']!r}")
+    expect(time.monotonic() - started < 5, f"the answer took {time.monotonic() - started:.1f} s")
+    # The request is withdrawn.
+    with anyio.move_on_after(5):
+        while not model.cancelled:
+            await anyio.sleep(0.02)
+    expect(model.cancelled == ["decompose"], f"the sampling request was not cancelled: {model.cancelled}")
+
+
 async def no_sampling(session: ClientSession, work: Path) -> None:
     tools = await listed(session)
     expect("compose" not in tools and {"check_plan", "run_plan"} <= tools, f"tools without sampling: {sorted(tools)}")
@@ -278,6 +296,10 @@ def main(argv: list[str]) -> int:
     elif scenario == "cancel":
         model = Model({"decompose": [answer_file(repo, "decompose_ok.json")], "plan": ["hang"]})
         run = lambda: session_with(params, model, lambda s: cancel(s, model, work))  # noqa: E731
+    elif scenario == "timeout":
+        model = Model({"decompose": ["hang"]})
+        params = server(tdsl, repo, work, "--decompose-timeout", "0.5")
+        run = lambda: session_with(params, model, lambda s: timeout(s, model, work))  # noqa: E731
     elif scenario == "no-sampling":
         run = lambda: session_with(params, None, lambda s: no_sampling(s, work))  # noqa: E731
     else:
