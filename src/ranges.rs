@@ -145,6 +145,10 @@ pub const PLAN_STEPS: Range = range("plan steps", 1.0, 1024.0, true, "");
 /// --upstream-timeout`; 30 s by default, [`crate::mcp::upstream::DEFAULT_LIST_TIMEOUT`]).
 pub const UPSTREAM_TIMEOUT_SECONDS: Range = range("upstream timeout", 0.1, 300.0, false, "seconds");
 
+/// `maxTokens` of each MCP sampling request of `serve --compose` (4,096 by default,
+/// `--sampling-max-tokens`; SPEC §17).
+pub const SAMPLING_MAX_TOKENS: Range = range("sampling max tokens", 256.0, 1_000_000.0, true, "tokens");
+
 /// Every range, for documentation and tests.
 pub const ALL: &[Range] = &[
     MAX_RETRIES,
@@ -178,6 +182,7 @@ pub const ALL: &[Range] = &[
     PLAN_NESTING,
     PLAN_STEPS,
     UPSTREAM_TIMEOUT_SECONDS,
+    SAMPLING_MAX_TOKENS,
 ];
 
 impl crate::runtime::Limits {

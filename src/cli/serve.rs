@@ -118,6 +118,80 @@ pub struct ServeArgs {
     /// Plans written by language models (`docs/mcp.md`, "Plans").
     #[command(flatten)]
     plans: PlanArgs,
+    /// The `compose` tool with the client's model (`docs/compose.md`, "With the client's
+    /// model").
+    #[command(flatten)]
+    compose: SamplingArgs,
+}
+
+/// The options of `serve --compose`.
+#[derive(Debug, Args)]
+pub struct SamplingArgs {
+    /// With --plans: offer the tool `compose {query}`, which runs the composer's four phases
+    /// with the client's own model through MCP sampling (listed only to clients that declare
+    /// the `sampling` capability; SPEC §17).
+    #[arg(long, requires = "plans")]
+    compose: bool,
+    /// With --compose: `maxTokens` of each sampling request (256–1,000,000; default 4,096).
+    #[arg(long = "sampling-max-tokens", value_name = "N", requires = "compose")]
+    sampling_max_tokens: Option<f64>,
+    /// With --compose: a model name hint sent in each request's `modelPreferences.hints`
+    /// (`claude-sonnet`, `gpt-4o`; the client decides; repeatable, in order of preference).
+    #[arg(long = "sampling-hint", value_name = "NAME", requires = "compose")]
+    sampling_hint: Vec<String>,
+    /// With --compose: phase 1's timeout in seconds (0.1–600; default 10). A client whose
+    /// user approves each sampling request needs more.
+    #[arg(long = "decompose-timeout", value_name = "S", requires = "compose")]
+    decompose_timeout: Option<f64>,
+    /// With --compose: phase 2's timeout in seconds, repair rounds included (0.1–600;
+    /// default 15).
+    #[arg(long = "plan-timeout", value_name = "S", requires = "compose")]
+    plan_timeout: Option<f64>,
+    /// With --compose: phase 4's timeout in seconds (0.1–600; default 30).
+    #[arg(long = "synthesize-timeout", value_name = "S", requires = "compose")]
+    synthesize_timeout: Option<f64>,
+    /// With --compose: rounds a refused plan goes back to the model (0–5; default 2).
+    #[arg(long = "repair-rounds", value_name = "N", requires = "compose")]
+    repair_rounds: Option<f64>,
+}
+
+/// The `compose` tool of `--compose`, or why its options are refused.
+fn compose_setup(
+    args: &SamplingArgs,
+    plan_deadline: Option<f64>,
+) -> Result<crate::compose::sampling::SamplingCompose, String> {
+    use crate::compose::sampling::{SamplingCompose, SamplingOptions, DEFAULT_MAX_TOKENS};
+    let max_tokens = match args.sampling_max_tokens {
+        Some(n) => {
+            crate::ranges::SAMPLING_MAX_TOKENS.check(n).map_err(|e| format!("--sampling-max-tokens: {e}"))? as u32
+        }
+        None => DEFAULT_MAX_TOKENS,
+    };
+    if let Some(h) = args.sampling_hint.iter().find(|h| h.trim().is_empty() || h.chars().any(char::is_control)) {
+        return Err(format!("--sampling-hint {h:?}: a hint is a model name (`claude-sonnet`), one line, not empty"));
+    }
+    let hints = args.sampling_hint.iter().map(|h| h.trim().to_string()).collect();
+    // §14's timeouts, as `tdsl compose` takes them; the execute phase's is the plan deadline
+    // (`--plan-deadline`, 120 s as §14's).
+    let mut config = crate::compose::ComposeConfig::default();
+    let in_range = |r: crate::ranges::Range, flag: &str, v: f64| r.check(v).map_err(|e| format!("--{flag}: {e}"));
+    if let Some(v) = args.decompose_timeout {
+        config.decompose_timeout = in_range(crate::compose::DECOMPOSE_TIMEOUT, "decompose-timeout", v)?;
+    }
+    if let Some(v) = args.plan_timeout {
+        config.plan_timeout = in_range(crate::compose::PLAN_TIMEOUT, "plan-timeout", v)?;
+    }
+    if let Some(v) = args.synthesize_timeout {
+        config.synthesize_timeout = in_range(crate::compose::SYNTHESIZE_TIMEOUT, "synthesize-timeout", v)?;
+    }
+    if let Some(v) = args.repair_rounds {
+        config.repair_rounds = in_range(crate::compose::REPAIR_ROUNDS, "repair-rounds", v)? as u32;
+    }
+    if let Some(d) = plan_deadline {
+        config.execute_timeout = d.min(crate::compose::EXECUTE_TIMEOUT.max);
+    }
+    config.validate().map_err(|e| format!("--plan-deadline: {e}"))?;
+    Ok(SamplingCompose::new(SamplingOptions { max_tokens, hints }, config))
 }
 
 /// The options of `serve --plans`.
@@ -235,6 +309,11 @@ pub fn run(args: ServeArgs) -> ExitCode {
         Ok(p) => p,
         Err(e) => return usage_failure(&UsageError(e)),
     };
+    let compose = match args.compose.compose.then(|| compose_setup(&args.compose, args.plans.plan_deadline)).transpose()
+    {
+        Ok(c) => c,
+        Err(e) => return usage_failure(&UsageError(e)),
+    };
     let root = match super::check::tool_root(args.root.as_deref()) {
         Ok(r) => r.dir().to_path_buf(),
         Err(e) => return usage_failure(&e),
@@ -255,9 +334,9 @@ pub fn run(args: ServeArgs) -> ExitCode {
         Err(e) => return usage_failure(&e),
     };
     let server = server.with_tool_env(tool_env.clone()).with_run_limits(run_limits.0, run_limits.1);
-    let server = match args.history.open() {
-        Ok(Some(store)) => server.with_history(store),
-        Ok(None) => server,
+    let (server, compose) = match args.history.open() {
+        Ok(Some(store)) => (server.with_history(store.clone()), compose.map(|c| c.with_history(store))),
+        Ok(None) => (server, compose),
         Err(e) => return usage_failure(&e),
     };
     // Kept here so that the upstream servers are shut down outside the async runtime.
@@ -271,12 +350,21 @@ pub fn run(args: ServeArgs) -> ExitCode {
         }
         None => server,
     };
-    let offering = match &upstreams {
+    let server = match compose {
+        Some(c) => server.with_compose(std::sync::Arc::new(c)),
+        None => server,
+    };
+    let mut offering = match &upstreams {
         Some(u) if u.is_empty() => " and plans".to_string(),
         Some(u) => format!(" and plans (upstream: {})", u.names().join(", ")),
         None => String::new(),
     };
-    let offering = if args.plans.plans_only { format!("{offering}, only through plans") } else { offering };
+    if args.plans.plans_only {
+        offering.push_str(", only through plans");
+    }
+    if args.compose.compose {
+        offering.push_str(" and compose (with the client's model)");
+    }
     // A process a tool leaves in a session of its own is adopted, and ended at shutdown.
     crate::exec::host::adopt_orphans();
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {

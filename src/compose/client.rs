@@ -1,6 +1,7 @@
 //! The model side of the composer: the [`ModelClient`] trait a host implements (or takes
-//! from [`crate::compose::openai`] and [`crate::compose::anthropic`]), what one request asks
-//! and what comes back, and the one HTTP call both providers make (ureq, blocking).
+//! from [`crate::compose::openai`], [`crate::compose::anthropic`] or, inside `serve --mcp`,
+//! [`crate::compose::sampling`]: the MCP client's own model), what one request asks and what
+//! comes back, and the one HTTP call both HTTP providers make (ureq, blocking).
 
 use std::fmt;
 use std::time::Duration;
@@ -142,6 +143,15 @@ pub enum ModelError {
         /// Why.
         message: String,
     },
+    /// The MCP client answered a sampling request with an error: its user declined it, or
+    /// it has no model to ask ([`crate::compose::sampling`]).
+    Declined {
+        /// The client's error message, with its JSON-RPC code.
+        message: String,
+    },
+    /// The request was withdrawn: the composition was cancelled while it was in flight (an
+    /// MCP client's `notifications/cancelled` of the `compose` call).
+    Cancelled,
 }
 
 impl fmt::Display for ModelError {
@@ -160,6 +170,10 @@ impl fmt::Display for ModelError {
             ModelError::Permanent { url, status, message } => {
                 write!(f, "the model endpoint {url} answered {status}: {message}")
             }
+            ModelError::Declined { message } => {
+                write!(f, "the MCP client answered the sampling request with an error: {message}")
+            }
+            ModelError::Cancelled => write!(f, "the composition was cancelled"),
         }
     }
 }

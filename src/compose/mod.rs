@@ -24,6 +24,7 @@ mod model;
 pub mod openai;
 mod prompts;
 mod record;
+pub mod sampling;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -186,19 +187,35 @@ impl Composer {
         );
         let listing = server.plans().map(|p| p.tools_listing()).unwrap_or_default();
         let plans = Plans::with_served(root, callable.clone()).with_limits(limits);
-        Ok(Composer {
+        let runner = Arc::new(HostRunner::new().with_env(ToolEnv::Inherit.withholding(KEY_VARIABLES)));
+        Ok(Composer::from_parts(client, plans, callable, listing, runner))
+    }
+
+    /// A composer of what `plans` may call: `callable` names the tools a mapping may name,
+    /// `listing` is what the model is shown of them, `runner` runs the plan's tools (`serve
+    /// --compose` builds one from its plans side: [`crate::mcp::plans::PlanServer`]).
+    pub(crate) fn from_parts(
+        client: Arc<dyn ModelClient>,
+        plans: Plans,
+        callable: Vec<Callable>,
+        listing: String,
+        runner: Arc<dyn Runner>,
+    ) -> Composer {
+        let config = ComposeConfig::default();
+        let limits = PlanLimits { deadline_seconds: config.execute_timeout, ..plans.limits().clone() };
+        Composer {
             client,
-            plans,
+            plans: plans.with_limits(limits),
             callable,
             listing,
-            runner: Arc::new(HostRunner::new().with_env(ToolEnv::Inherit.withholding(KEY_VARIABLES))),
+            runner,
             config,
             time: Arc::new(SystemTime::default()),
             random: Arc::new(SeededRandom::new(seed())),
             observer: None,
             on_phase: None,
             cancel: None,
-        })
+        }
     }
 
     /// Replaces the configuration (check it with [`ComposeConfig::validate`] first).
@@ -900,16 +917,11 @@ fn steps_of(sq: &str, mappings: &[ToolMapping], steps: &[ExecutionStep]) -> Vec<
     out
 }
 
-/// The answer's JSON as the phase's type; a fenced block (```json … ```) is unwrapped.
+/// The answer's JSON as the phase's type, read by [`prompts::reply_json`] (a JSON object
+/// alone, in a fenced block, or after prose; every required field named when some are
+/// missing).
 fn parse_answer<T: serde::de::DeserializeOwned>(text: &str, name: &str) -> Result<T, Problem> {
-    let mut body = text.trim();
-    if let Some(rest) = body.strip_prefix("```") {
-        let rest = rest.trim_start_matches(|c: char| c.is_ascii_alphabetic());
-        body = rest.strip_suffix("```").unwrap_or(rest).trim();
-    }
-    let json: Json = serde_json::from_str(body).map_err(|e| {
-        Problem::one(format!("the answer is not JSON ({e}): answer with one JSON object, the {name}, and nothing else"))
-    })?;
+    let json = prompts::reply_json(text, name).map_err(Problem::one)?;
     serde_json::from_value(json).map_err(|e| Problem::one(format!("the answer is not a valid {name}: {e}")))
 }
 

@@ -61,6 +61,26 @@ pub trait RunObservers: Send + Sync + std::fmt::Debug {
     fn for_run(&self) -> Arc<dyn Observer>;
 }
 
+/// The name of the tool [`ComposeTool`] offers.
+pub const COMPOSE: &str = "compose";
+
+/// The tool `compose {query}` (`serve --mcp --plans --compose`, SPEC §17): the composer's four
+/// phases with the client's model over MCP sampling ([`crate::compose::sampling`], feature
+/// `compose`). Listed only to a client that declared the `sampling` capability.
+pub trait ComposeTool: Send + Sync + std::fmt::Debug {
+    /// The MCP `Tool` object.
+    fn tool(&self) -> Json;
+    /// Runs one call with the plans side's tools: the `tools/call` result. `cancel` is
+    /// cancelled by the call's `notifications/cancelled` and by the server's shutdown.
+    fn call(
+        &self,
+        plans: Arc<plans::PlanServer>,
+        arguments: Json,
+        context: RequestContext<RoleServer>,
+        cancel: CancelToken,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Json> + Send>>;
+}
+
 /// The tools under a root, served over MCP.
 ///
 /// A clone shares the tools, the shutdown and the limit on calls in flight; each session
@@ -87,6 +107,8 @@ pub struct McpServer {
     /// With plans on: `tools/list` shows only `check_plan` and `run_plan`, and only they can
     /// be called directly; the served tools stay callable from plans (`serve --plans-only`).
     plans_only: bool,
+    /// The `compose` tool (`serve --plans --compose`), when on.
+    compose: Option<Arc<dyn ComposeTool>>,
 }
 
 #[derive(Debug)]
@@ -201,6 +223,7 @@ impl McpServer {
                 crate::ranges::SERVE_MAX_RESULT_BYTES,
             ),
             plans_only: false,
+            compose: None,
         };
         Ok((server, skipped))
     }
@@ -234,6 +257,7 @@ impl McpServer {
             plans: self.plans.clone(),
             run_guards: self.run_guards.clone(),
             plans_only: self.plans_only,
+            compose: self.compose.clone(),
         }
     }
 
@@ -298,9 +322,26 @@ impl McpServer {
             && self.served_named(name).is_none()
     }
 
+    /// The same server offering the tool `compose` (`serve --compose`; it needs the plans
+    /// side, [`McpServer::with_plans`], and is offered to clients that can sample).
+    pub fn with_compose(mut self, compose: Arc<dyn ComposeTool>) -> McpServer {
+        self.compose = Some(compose);
+        self
+    }
+
+    /// The `compose` tool and the plans it runs with, when `name` is it (a served tool of
+    /// that name keeps it).
+    fn compose_tool(&self, name: &str) -> Option<(&Arc<dyn ComposeTool>, &Arc<plans::PlanServer>)> {
+        let served = self.served_named(name).is_some();
+        match (&self.compose, &self.plans) {
+            (Some(c), Some(p)) if name == COMPOSE && !served => Some((c, p)),
+            _ => None,
+        }
+    }
+
     /// Whether `name` is a tool this server offers.
     fn offers(&self, name: &str) -> bool {
-        self.served_named(name).is_some() || self.is_plan_tool(name)
+        self.served_named(name).is_some() || self.is_plan_tool(name) || self.compose_tool(name).is_some()
     }
 
     /// The same server giving each run a call starts an observer from `observers` too,
@@ -788,7 +829,7 @@ impl ServerHandler for McpServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let mut tools: Vec<Json> =
             self.inner.tools.iter().filter(|t| self.served_named(&t.name).is_some()).map(|t| t.tool.clone()).collect();
@@ -800,6 +841,11 @@ impl ServerHandler for McpServer {
                     .into_iter()
                     .filter(|t| t["name"].as_str().is_some_and(|n| self.is_plan_tool(n))),
             );
+        }
+        // `compose` only for a client whose model the server can ask (it declared sampling).
+        let samples = context.peer.peer_info().is_some_and(|i| i.capabilities.sampling.is_some());
+        if let Some((compose, _)) = self.compose_tool(COMPOSE).filter(|_| samples) {
+            tools.push(compose.tool());
         }
         let mut tools_parsed: Vec<Tool> = Vec::with_capacity(tools.len());
         for t in tools {
@@ -919,6 +965,13 @@ impl ServerHandler for McpServer {
                 cancel.cancel();
             })
         };
+        if let Some((compose, plans)) = self.compose_tool(&name) {
+            let result = compose.call(plans.clone(), arguments, context, cancel).await;
+            watcher.abort();
+            let result: CallToolResult =
+                serde_json::from_value(result).map_err(|e| McpError::internal_error(e.to_string(), None))?;
+            return Ok(result.into());
+        }
         let mut observers: Vec<Arc<dyn Observer>> = Vec::new();
         let mut forwarders = Vec::new();
         if let Some(token) = context.meta.get_progress_token() {

@@ -331,6 +331,29 @@ impl PlanServer {
             "messages": [{"role": "user", "content": {"type": "text", "text": text}}],
         })
     }
+
+    /// What `serve --compose`'s composer plans with ([`crate::compose::sampling`]): the plan
+    /// core over the served tools and every upstream server's tools (each listed, so started,
+    /// now), the names a tool mapping may use, the tools listing the model reads
+    /// (`tdsl://tools`) and `run_plan`'s runner. Blocking.
+    pub(crate) fn compose_parts(&self) -> (Plans, Vec<Callable>, String, Arc<dyn Runner>) {
+        let (mut plans, _) = self.core(&Json::Null);
+        let mut callable = self.served.clone();
+        let mut tools = Vec::new();
+        for (server, listed) in self.upstreams.all_tools() {
+            // A server that cannot be listed is named in the listing; its tools are unknown.
+            tools.extend(listed.unwrap_or_default().iter().filter_map(|t| upstream_tool(&server, t)));
+        }
+        callable.extend(tools.iter().map(|t| Callable { name: format!("{}/{}", t.server, t.name), tool_path: None }));
+        if !tools.is_empty() {
+            plans = plans.with_upstream(tools);
+        }
+        let runner: Arc<dyn Runner> = Arc::new(PlanRunner {
+            host: HostRunner::new().with_env(self.tool_env.clone()),
+            upstreams: self.upstreams.clone(),
+        });
+        (plans, callable, self.tools_listing(), runner)
+    }
 }
 
 /// The server's capabilities and instructions with plans on: tools, logging, resources and

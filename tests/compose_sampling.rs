@@ -1,0 +1,180 @@
+//! `compose` with the client's own model (SPEC §17, issue 41): `tdsl serve --mcp --plans
+//! --compose` driven by the official Python SDK's client, whose `sampling_callback` is the
+//! model (`tests/mcp_py/compose.py`), over the real tools of `examples/document-analysis`. No
+//! API key anywhere: every model request is a `sampling/createMessage` to the client.
+#![cfg(unix)]
+
+mod common;
+
+use std::path::Path;
+
+use serde_json::Value as Json;
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Runs one scenario of `compose.py` in a fresh folder (its history, its result); the
+/// `CompositionResult` the client got and the folder.
+fn scenario(name: &str) -> (Json, tempfile::TempDir) {
+    let work = tempfile::tempdir().expect("tempdir");
+    let mut cmd = std::process::Command::new(common::python::python());
+    cmd.arg(repo().join("tests/mcp_py/compose.py"))
+        .arg(name)
+        .arg(env!("CARGO_BIN_EXE_tdsl"))
+        .arg(repo())
+        .arg(work.path())
+        // Nothing of a provider's: the composition must not need it.
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY");
+    let mut process = common::process::Process::spawn(&format!("compose.py {name}"), &mut cmd);
+    let status = process.exit_within(std::time::Duration::from_secs(120));
+    assert!(status.success(), "compose.py {name} failed ({status}):\n{}", process.output());
+    let result = std::fs::read_to_string(work.path().join("result.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(Json::Null);
+    (result, work)
+}
+
+/// The run of the history with `id`, as `tdsl history show` gives it.
+fn history_run(work: &Path, id: &str) -> Json {
+    let h = work.join("history.db");
+    let shown = common::tdsl(&["history", "show", id, "--history", h.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    serde_json::from_str(&shown.stdout).expect("history show's JSON")
+}
+
+/// The issue's "done when": a client with sampling and no key runs a composition to
+/// `SUCCESS` over a `.tool` root with one sampling request per phase (each with its phase's
+/// system prompt, `maxTokens` and the hints), a progress notification as each phase starts;
+/// the history records it as `tdsl compose` does and `tdsl report` draws its phases.
+#[test]
+fn a_client_with_sampling_composes_to_success_with_one_request_per_phase() {
+    let (result, work) = scenario("good");
+    assert_eq!(result["status"], "SUCCESS", "{result}");
+    let id = result["composition_id"].as_str().expect("an id");
+    let run = history_run(work.path(), id);
+    assert_eq!(run["tool"], "compose", "{run}");
+    assert_eq!(run["status"], "SUCCESS", "{run}");
+    assert_eq!(run["arguments"]["model"], "sampling:scripted-client");
+    let steps = run["steps"].to_string();
+    for phase in ["decompose", "plan", "execute", "synthesize"] {
+        assert!(steps.contains(&format!("\"{phase}\"")), "{phase}: {steps}");
+    }
+    let calls = run["invocations"].to_string();
+    assert!(calls.contains("execute/check") && calls.contains("execute/info"), "{calls}");
+    let page = work.path().join("report.html");
+    let h = work.path().join("history.db");
+    let report = common::tdsl(&["report", "--run", id, "--history", h.to_str().unwrap(), "-o", page.to_str().unwrap()]);
+    assert_eq!(report.code, 0, "{}", report.stderr);
+    let html = std::fs::read_to_string(&page).expect("the report");
+    for phase in ["decompose", "synthesize", "check", "info"] {
+        assert!(html.contains(phase), "the report lacks {phase}");
+    }
+    // docs/compose.md shows this exchange.
+    let docs = std::fs::read_to_string(repo().join("docs/compose.md")).expect("docs/compose.md");
+    for line in [
+        "## With the client's model",
+        r#""message": "phase 1/4: decomposing the query""#,
+        r#"{"jsonrpc": "2.0", "id": 0, "method": "sampling/createMessage","#,
+        r#""modelPreferences": {"hints": [{"name": "claude-sonnet"}, {"name": "gpt-4o"}]},"#,
+        r#""model_used": "sampling:scripted-client","#,
+    ] {
+        assert!(docs.contains(line), "docs/compose.md's transcript lacks {line:?}");
+    }
+}
+
+/// A reply that is a bare plan after prose (no `tool_mappings`) is a repair round whose
+/// message names every missing field; the second reply, in a fence after prose, is read.
+#[test]
+fn a_reply_in_the_wrong_shape_is_a_repair_round_over_sampling() {
+    let (result, _work) = scenario("repair");
+    assert_eq!(result["plan"]["repair_rounds"], 1, "{result}");
+}
+
+/// A client that answers phase 2's request with an error ends the composition `FAILED` in
+/// that phase, saying so; the history has it ended, not running.
+#[test]
+fn a_refused_sampling_request_fails_the_composition_in_its_phase() {
+    let (result, work) = scenario("refusal");
+    let id = result["composition_id"].as_str().expect("an id");
+    let run = history_run(work.path(), id);
+    assert_eq!(run["status"], "FAILED", "{run}");
+    assert!(run.to_string().contains("The user declined the request"), "{run}");
+}
+
+/// `notifications/cancelled` of the `compose` call mid-phase withdraws the sampling request
+/// in flight (the client's callback is cancelled), sends no other, and ends the run: the
+/// history has it `FAILED` in the plan phase, not `RUNNING`.
+#[test]
+fn cancelling_compose_withdraws_the_sampling_request_and_ends_the_run() {
+    let (_, work) = scenario("cancel");
+    let h = work.path().join("history.db");
+    // The run is written as the blocking thread ends, just after the cancel.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let runs = loop {
+        let listed = common::tdsl(&["history", "list", "--history", h.to_str().unwrap(), "--format", "json"]);
+        assert_eq!(listed.code, 0, "{}", listed.stderr);
+        let runs: Json = serde_json::from_str(&listed.stdout).expect("history list's JSON");
+        let ended = runs.as_array().is_some_and(|r| r.len() == 1 && r[0]["status"] != "RUNNING");
+        if ended || std::time::Instant::now() > deadline {
+            break runs;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert_eq!(runs[0]["tool"], "compose", "{runs}");
+    assert_eq!(runs[0]["status"], "FAILED", "{runs}");
+    let run = history_run(work.path(), runs[0]["run_id"].as_str().expect("a run id"));
+    assert!(run.to_string().contains("plan: the composition was cancelled"), "{run}");
+}
+
+/// A request the client leaves unanswered past the phase's timeout (`--decompose-timeout
+/// 0.5`) is withdrawn and the composition ends `TIMEOUT` in that phase.
+#[test]
+fn an_unanswered_sampling_request_times_out_and_is_withdrawn() {
+    let (result, _work) = scenario("timeout");
+    assert_eq!(result["status"], "TIMEOUT", "{result}");
+}
+
+/// A client that did not declare sampling is not offered `compose`; calling it anyway is a
+/// tool error saying why.
+#[test]
+fn a_client_without_sampling_is_not_offered_compose() {
+    scenario("no-sampling");
+}
+
+/// The flags: `--compose` needs `--plans`, the hints and max tokens need `--compose`, and
+/// `--sampling-max-tokens` has a range.
+#[test]
+fn the_compose_flags_are_checked() {
+    let root = common::example("document-analysis");
+    let r = root.to_str().unwrap();
+    let serve = |more: &[&str]| {
+        let mut args = vec!["serve", "--mcp", "--no-history", "--root", r];
+        args.extend_from_slice(more);
+        common::tdsl(&args)
+    };
+    let out = serve(&["--compose"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("--plans"), "{}", out.stderr);
+    let out = serve(&["--plans", "--sampling-hint", "claude"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("--compose"), "{}", out.stderr);
+    let out = serve(&["--plans", "--compose", "--sampling-max-tokens", "10"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("--sampling-max-tokens: `sampling max tokens` must be an integer from 256 to 1000000"),
+        "{}",
+        out.stderr
+    );
+    let out = serve(&["--plans", "--compose", "--sampling-hint", " "]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("--sampling-hint"), "{}", out.stderr);
+    let out = serve(&["--plans", "--compose", "--plan-timeout", "0"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("--plan-timeout: `plan timeout` must be from 0.1 to 600"), "{}", out.stderr);
+    let out = serve(&["--plans", "--decompose-timeout", "5"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("--compose"), "{}", out.stderr);
+}
