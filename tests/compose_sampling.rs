@@ -14,12 +14,18 @@ fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Runs one scenario of `compose.py` in a fresh folder (its history, its result); the
-/// `CompositionResult` the client got and the folder.
+/// Runs one scenario of `compose.py` over stdio in a fresh folder (its history, its result);
+/// the `CompositionResult` the client got and the folder.
 fn scenario(name: &str) -> (Json, tempfile::TempDir) {
+    scenario_over(&[], name)
+}
+
+/// [`scenario`] with `options` (`--http`) before it.
+fn scenario_over(options: &[&str], name: &str) -> (Json, tempfile::TempDir) {
     let work = tempfile::tempdir().expect("tempdir");
     let mut cmd = std::process::Command::new(common::python::python());
     cmd.arg(repo().join("tests/mcp_py/compose.py"))
+        .args(options)
         .arg(name)
         .arg(env!("CARGO_BIN_EXE_tdsl"))
         .arg(repo())
@@ -135,6 +141,15 @@ fn cancelling_compose_withdraws_the_sampling_request_and_ends_the_run() {
 fn an_unanswered_sampling_request_times_out_and_is_withdrawn() {
     let (result, _work) = scenario("timeout");
     assert_eq!(result["status"], "TIMEOUT", "{result}");
+}
+
+/// Over Streamable HTTP (`serve --listen`): the sampling requests go out on the `compose`
+/// call's stream, the run succeeds, and a cancellation withdraws the request in flight.
+#[test]
+fn compose_over_http_succeeds_and_cancels() {
+    let (result, _work) = scenario_over(&["--http"], "good");
+    assert_eq!(result["status"], "SUCCESS", "{result}");
+    scenario_over(&["--http"], "cancel");
 }
 
 /// A client that did not declare sampling is not offered `compose`; calling it anyway is a

@@ -10,6 +10,7 @@ server answers). tests/compose_sampling.rs runs one scenario per test:
     python compose.py timeout    TDSL REPO WORK   # phase 1 unanswered past --decompose-timeout
     python compose.py no-sampling TDSL REPO WORK  # a client without sampling
     python compose.py transcript TDSL REPO WORK   # the good run, written to WORK/transcript.md
+    python compose.py --http SCENARIO ...         # the same over `serve --listen`
 
 The server serves REPO/examples/document-analysis with `--history WORK/history.db`; each
 scenario writes the `CompositionResult` it got to WORK/result.json for the Rust side, which
@@ -269,6 +270,9 @@ def transcript(model: Model, work: Path) -> None:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--http"]:
+        client.HTTP = True
+        argv = argv[1:]
     scenario, *rest = argv or ["?"]
     if len(rest) != 3:
         print(__doc__, file=sys.stderr)
