@@ -455,6 +455,32 @@ fn many_calls_at_once_over_stdio_wait_for_a_slot_with_bounded_threads() {
     assert!(ping["result"].is_object(), "{ping}");
 }
 
+/// Over stdio a call past `--max-calls` waits for a slot; a waiting call that is cancelled
+/// is dropped without an answer and takes no slot: the next waiting call runs once the
+/// running one ends (here: is cancelled).
+#[cfg(unix)]
+#[test]
+fn a_waiting_call_can_be_cancelled_and_the_next_one_takes_the_slot() {
+    let (dir, pid_file) = sleeping_root();
+    let mut s = Server::start_with(dir.path(), &["--no-history", "--max-calls", "1"]);
+    let running = s.start_request("tools/call", json!({"name": "nap", "arguments": {}}));
+    sleeping_pids(&pid_file);
+    let dropped = s.start_request("tools/call", json!({"name": "echo", "arguments": {"x": 2}}));
+    s.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": dropped}}));
+    let next = s.start_request("tools/call", json!({"name": "echo", "arguments": {"x": 3}}));
+    // Requests other than tool calls are served meanwhile; the echo waits.
+    let ping = s.request("ping", json!({}));
+    assert!(ping["result"].is_object(), "{ping}");
+    assert!(s.others.iter().all(|m| m["id"] != json!(next)), "the waiting call ran: {:?}", s.others);
+    s.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": running}}));
+    let answer = s.response(next, "tools/call");
+    assert_eq!(answer["result"]["structuredContent"], json!({"x": 3}), "{answer}");
+    let ping = s.request("ping", json!({}));
+    assert!(ping["result"].is_object(), "{ping}");
+    let ids = [json!(running), json!(dropped)];
+    assert!(s.others.iter().all(|m| !ids.contains(&m["id"])), "a cancelled call was answered: {:?}", s.others);
+}
+
 /// A server with a call in flight whose program (and its child) sleeps 30 s.
 #[cfg(unix)]
 fn server_with_a_sleeping_call() -> (tempfile::TempDir, Server, Vec<String>) {

@@ -480,7 +480,7 @@ fn a_hung_upstream_listing_stalls_no_other_client_and_is_remembered() {
             "--upstream",
             &hung_spec,
             "--upstream",
-            "mute=sleep 1000",
+            "mute=sh -c 'cat > /dev/null'",
             "--upstream-timeout",
             &timeout,
         ],

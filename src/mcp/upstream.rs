@@ -472,6 +472,20 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_listing_is_remembered_longer_each_time_up_to_five_minutes() {
+        let secs: Vec<u64> = [1, 2, 3, 6, 7, 40, u32::MAX].iter().map(|&n| retry_after(n).as_secs()).collect();
+        assert_eq!(secs, [5, 10, 20, 160, 300, 300, 300]);
+        let Known::Failed { failures, .. } = failed(&failed(&Known::Nothing, "a".into()), "b".into()) else {
+            panic!("not a failure")
+        };
+        assert_eq!(failures, 2);
+        assert_eq!(
+            (fmt_secs(Duration::from_secs(30)), fmt_secs(Duration::from_millis(500))),
+            ("30".into(), "0.5".into())
+        );
+    }
+
+    #[test]
     fn upstream_tool_names_split() {
         assert_eq!(split_tool("docs/extract"), Some(("docs", "extract")));
         assert_eq!(split_tool("/tools/a.tool"), None);
