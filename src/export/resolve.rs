@@ -99,8 +99,21 @@ impl Resolver<'_> {
                     out.insert("enum".into(), Json::Array(vec![v.clone()]));
                 }
                 // What tdsl reads of a schema; the rest (`title`, `examples`, `x-…`) is left out.
-                "type" | "enum" | "default" | "description" | "required" | "minimum" | "maximum" | "minLength"
-                | "maxLength" | "minItems" | "maxItems" | "pattern" | "format" | "additionalProperties" | CUT => {
+                "type"
+                | "enum"
+                | "default"
+                | "description"
+                | "required"
+                | "minimum"
+                | "maximum"
+                | "minLength"
+                | "maxLength"
+                | "minItems"
+                | "maxItems"
+                | "pattern"
+                | "format"
+                | "additionalProperties"
+                | CUT => {
                     out.insert(k.clone(), v.clone());
                 }
                 _ => {}
