@@ -637,3 +637,44 @@ fn mangled_plans_never_panic() {
         }
     }
 }
+
+/// `W1320` (issue 39): a string value that reads as computed but is sent as written is
+/// pointed out — and only that: ordinary text, a whole REF, JSON text and parentheses in
+/// prose are not.
+#[test]
+fn literal_text_is_flagged_only_when_it_reads_as_computed() {
+    let plans = test_plans();
+    let flagged = |body: &str| -> bool {
+        let plan = json!({
+            "instructions": [
+                {"execution_id": "f", "tool_definition_path": "weather/forecast", "arguments": {"city": "Oslo"}},
+                {"execution_id": "mail", "tool_definition_path": "send_email",
+                 "arguments": {"to": "ada@example.org", "subject": "Weather", "body": body}}
+            ],
+            "response_reference_map": {"sent": "REF:mail.sent", "city": "REF:f.city"}
+        });
+        let check = plans.check(&plan.to_string());
+        assert!(check.ok(), "{body}: {}", check.render());
+        check.diagnostics.iter().any(|d| d.code == "W1320")
+    };
+    for computed in [
+        "Rate is REF:f.high_c",
+        "upper(city)",
+        "join(array=names, separator=\", \")",
+        "f\"Weather in {city}\"",
+        "Weather in {city}",
+        "https://example.org/cities/{city.name}",
+    ] {
+        assert!(flagged(computed), "not flagged: {computed}");
+    }
+    for text in [
+        "REF:f.summary",
+        "Sunny (mostly) in Oslo",
+        "{\"city\": \"Oslo\"}",
+        "Call me (maybe)",
+        "Costs are {} per day",
+        "a REF: is a reference",
+    ] {
+        assert!(!flagged(text), "flagged: {text}");
+    }
+}

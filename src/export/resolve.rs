@@ -35,12 +35,17 @@ pub const MAX_NODES: usize = 20_000;
 /// The most references followed inside one another (a chain of distinct definitions).
 pub const MAX_REF_NESTING: usize = 32;
 
+/// The deepest nesting of schemas (`properties` in `items` in …) followed: a schema deeper
+/// than that (only a hostile server writes one) reads as any value below it, so no walk of
+/// the result recurses without bound.
+pub const MAX_DEPTH: usize = 32;
+
 /// The key that marks where a recursive reference was cut (its value is the reference).
 pub const CUT: &str = "x-tdsl-cut";
 
 /// `schema` with its local references resolved and its combinators flattened.
 pub fn resolve_schema(schema: &Json) -> Json {
-    let mut r = Resolver { root: schema, stack: Vec::new(), nodes: 0 };
+    let mut r = Resolver { root: schema, stack: Vec::new(), nodes: 0, depth: 0 };
     r.node(schema)
 }
 
@@ -49,14 +54,23 @@ struct Resolver<'a> {
     /// The references being expanded, outermost first.
     stack: Vec<String>,
     nodes: usize,
+    /// How deep the schema being resolved is.
+    depth: usize,
 }
 
 impl Resolver<'_> {
     fn node(&mut self, s: &Json) -> Json {
         self.nodes += 1;
-        if self.nodes > MAX_NODES {
+        if self.nodes > MAX_NODES || self.depth >= MAX_DEPTH {
             return json!({});
         }
+        self.depth += 1;
+        let out = self.node_inner(s);
+        self.depth -= 1;
+        out
+    }
+
+    fn node_inner(&mut self, s: &Json) -> Json {
         let Some(obj) = s.as_object() else {
             // `true` (anything) and any non-schema: any value. `false` accepts nothing, which
             // no tool argument or response means.
@@ -84,9 +98,25 @@ impl Resolver<'_> {
                 "const" => {
                     out.insert("enum".into(), Json::Array(vec![v.clone()]));
                 }
-                _ => {
+                // What tdsl reads of a schema; the rest (`title`, `examples`, `x-…`) is left out.
+                "type"
+                | "enum"
+                | "default"
+                | "description"
+                | "required"
+                | "minimum"
+                | "maximum"
+                | "minLength"
+                | "maxLength"
+                | "minItems"
+                | "maxItems"
+                | "pattern"
+                | "format"
+                | "additionalProperties"
+                | CUT => {
                     out.insert(k.clone(), v.clone());
                 }
+                _ => {}
             }
         }
         let mut base = Json::Object(out);
@@ -305,6 +335,34 @@ mod tests {
         let root = json!({"type": "object", "properties": {"child": {"$ref": "#"}}});
         let r = resolve_schema(&root);
         assert_eq!(r["properties"]["child"]["properties"]["child"]["properties"]["child"], json!({CUT: "#"}));
+    }
+
+    #[test]
+    fn a_deep_schema_is_cut() {
+        let mut s = json!({"type": "string"});
+        for _ in 0..10_000 {
+            // (Not `json!`, which would serialize `s` again, recursively.)
+            let mut m = Map::new();
+            m.insert("type".into(), json!("array"));
+            m.insert("items".into(), s);
+            s = Json::Object(m);
+        }
+        let r = resolve_schema(&s);
+        let mut depth = 0;
+        let mut at = &r;
+        while let Some(items) = at.get("items") {
+            depth += 1;
+            at = items;
+        }
+        assert_eq!(depth, MAX_DEPTH);
+        assert_eq!(*at, json!({}));
+        // Taken apart without recursion (serde_json's drop recurses).
+        let mut stack = vec![s];
+        while let Some(mut v) = stack.pop() {
+            if let Some(items) = v.get_mut("items") {
+                stack.push(items.take());
+            }
+        }
     }
 
     #[test]

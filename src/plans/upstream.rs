@@ -60,7 +60,7 @@ impl UpstreamTool {
     }
 
     /// Its description, whole, with a docstring's indentation taken off.
-    pub fn description_text(&self) -> Option<String> {
+    pub(crate) fn description_text(&self) -> Option<String> {
         self.description.as_deref().map(clean_doc).filter(|d| !d.is_empty())
     }
 
@@ -89,7 +89,7 @@ impl UpstreamTool {
     }
 
     /// The static types of its arguments and responses as the schemas give them.
-    pub fn exact_types(&self) -> ExactTypes {
+    pub(crate) fn exact_types(&self) -> ExactTypes {
         let (input, output) = self.resolved();
         let of = |schema: &Json| {
             schema
@@ -104,7 +104,7 @@ impl UpstreamTool {
     /// The tool as the analysis loads it (at `file`, first named `written`): its `.tool`
     /// text and its exact types. A constraint the loader refuses (a schema's `default` its
     /// own bounds refuse) is dropped with the others rather than make the tool uncallable.
-    pub fn loaded(&self, file: std::path::PathBuf, written: String) -> LoadedTool {
+    pub(crate) fn loaded(&self, file: std::path::PathBuf, written: String) -> LoadedTool {
         let (input, output) = self.resolved();
         let text = self.source_of(&input, output.as_ref(), true);
         let mut loaded = LoadedTool::from_source(file.clone(), written.clone(), std::sync::Arc::from(text));
