@@ -734,7 +734,8 @@ fn a_plans_result_and_calls_are_bounded_and_the_server_stays_small() {
     let root = limits_root();
     let mut s = Server::start(root.path(), &["--max-calls-per-run", "5000"]);
     let fan: Vec<u32> = (0..1000).collect();
-    let plan = json!({"instructions": [{"execution_id": "f", "tool_definition_path": "echo",
+    let plan = json!({"arguments": [{"name": "s", "type_name": "string", "required": true}],
+        "instructions": [{"execution_id": "f", "tool_definition_path": "echo",
         "arguments": {"text": "REF:arguments.s"},
         "parallel_execution": {"iterate_over": fan, "child_argument_name": "i"}}],
         "response_reference_map": {"echoes": "REF:f.response"}});
@@ -747,7 +748,8 @@ fn a_plans_result_and_calls_are_bounded_and_the_server_stays_small() {
     assert!(why.contains("E0817"), "{why}");
 
     let xs: Vec<u32> = (0..1000).collect();
-    let plan = json!({"instructions": [{"execution_id": "d", "tool_definition_path": "each",
+    let plan = json!({"arguments": [{"name": "xs", "type_name": "list", "required": true}],
+        "instructions": [{"execution_id": "d", "tool_definition_path": "each",
         "arguments": {"xs": "REF:arguments.xs"},
         "parallel_execution": {"iterate_over": fan, "child_argument_name": "k"}}]});
     let r = s.call("run_plan", json!({"plan": plan, "arguments": {"xs": xs}}));
