@@ -401,6 +401,12 @@ fn a_transform_step_joins_two_fan_outs_that_run_at_the_same_time_and_makes_no_ca
     assert_eq!(replayed.run.result, r.result);
     let again = step(&replayed.run, "join");
     assert_eq!((again.status, &again.result, again.attempts.len()), (join.status, &join.result, 0));
+    // A changed transform is a divergence at the transform step (and where its result goes).
+    std::fs::write(dir.join("main.tool"), JOINED.replace("10 * item.x", "100 * item.x")).unwrap();
+    let replayed = replay(&load(&dir), &trace, Options::default()).unwrap();
+    let at: Vec<&str> = replayed.divergences.iter().map(|d| d.at.as_str()).collect();
+    assert_eq!(at, ["run", "join"], "{:?}", replayed.divergences);
+    assert!(replayed.divergences[1].what.starts_with("result differs"), "{:?}", replayed.divergences);
 }
 
 #[test]

@@ -365,6 +365,34 @@ fn a_fan_out_keeps_input_order_and_the_concurrency_limit() {
     assert!(!o.stderr.contains("run id"), "{}", o.stderr);
 }
 
+/// A transform step (SPEC §6.4 ext) joining two fan-outs runs in the workflow as locally:
+/// same result and statuses, no activity for it, and its record without attempts or tool.
+#[test]
+fn a_transform_step_joins_two_fan_outs_as_locally() {
+    let main = r#"{
+      "arguments": [{"name": "items", "type_name": "list<integer>", "required": true}],
+      "instructions": [
+        {"execution_id": "a", "tool_definition_path": "/tools/echo.tool",
+         "parallel_execution": {"iterate_over": "REF:arguments.items", "child_argument_name": "n"}},
+        {"execution_id": "b", "tool_definition_path": "/tools/echo.tool",
+         "parallel_execution": {"iterate_over": "REF:arguments.items", "child_argument_name": "n"}},
+        {"execution_id": "join",
+         "transform_responses": {"variables": {"a": "REF:a.response", "b": "REF:b.response"},
+           "transforms": {"total": "sum(array=a, item_path=\"item.n\") + sum(array=b, item_path=\"item.n\")"}}}
+      ],
+      "response_reference_map": {"total": "REF:join.total"}
+    }"#;
+    let (root, q, _w) = started("transform-step", &[("main.tool", main), ("tools/echo.tool", ECHO)]);
+    let (main_s, root_s) = paths(&root);
+    let (_, remote) = same_as_local(&[&main_s, "--root", &root_s, "--arg", "items=[1, 2, 3]"], &q);
+    let result: Value = serde_json::from_str(&remote.stdout).expect("JSON");
+    assert_eq!(result["total"], json!(12));
+    let join = &remote.trace["step_results"][2];
+    assert_eq!((join["step_id"].clone(), join["status"].clone()), (json!("join"), json!("COMPLETED")));
+    assert!(join.get("attempts").is_none() && join.get("tool").is_none(), "{join}");
+    assert_eq!(remote.trace["step_results"][0]["children"].as_array().map(Vec::len), Some(3));
+}
+
 const FLAKY: &str = r#"{
   "arguments": [{"name": "n", "type_name": "integer", "required": true}],
   "system_event_endpoint": "exec:./missing-program-never-run"

@@ -506,6 +506,16 @@ impl Loader<'_> {
         // `transform_responses` to compute its result; with neither it is incomplete.
         // `None`: a transform step; `Some(None)`: no usable path (reported).
         let tool_definition_path = match obj.get("tool_definition_path") {
+            Some(n) if matches!(n.kind, JsonKind::Null) => {
+                self.wrong_type(&obj, "tool_definition_path", n, "a string");
+                if let Some(d) = self.diags.last_mut() {
+                    d.help = Some(
+                        "for a step that calls nothing (a transform step), leave `tool_definition_path` out and compute the result in `transform_responses`"
+                            .to_string(),
+                    );
+                }
+                Some(None)
+            }
             Some(n) => Some(self.string(&obj, "tool_definition_path", n)),
             None if obj.key("transform_responses").is_some() => {
                 self.transform_step_keys(&obj);
