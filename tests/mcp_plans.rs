@@ -47,8 +47,9 @@ fn a_plan_session_over_http() {
     plans(true, "session", &[work.path()]);
 }
 
-/// The guide's three worked plans, read from `tdsl://guide` as a model reads them, check and
-/// run to the expected results.
+/// The guide's four worked plans (the fourth over the upstream `shop`, tests/mcp_py/shop.py),
+/// read from `tdsl://guide` as a model reads them, check with no warning and run to the
+/// expected results.
 #[test]
 fn the_guides_worked_plans_check_and_run() {
     plans(false, "guide", &[]);

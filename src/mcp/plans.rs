@@ -44,15 +44,16 @@ pub const GUIDE_LIMIT: usize = 16_000;
 
 /// The condensed guide in `run_plan`'s description, at most [`DESCRIPTION_LIMIT`]
 /// characters: for clients that never read resources.
-pub const RUN_PLAN_DESCRIPTION: &str = r#"Run a tdsl plan: one JSON object that calls several tools and combines their results on the server; only the plan's result comes back. Checked first (as check_plan): with an error nothing runs and the answer lists each diagnostic with a JSON pointer and a help. Answer: {status, result, steps, failure_summary?}; a status other than SUCCESS is a tool error.
+pub const RUN_PLAN_DESCRIPTION: &str = r#"Run a tdsl plan: one JSON object that calls several tools and combines their results on the server; only its result comes back. Checked first (as check_plan): with an error nothing runs; each diagnostic has a JSON pointer and a help. Answer: {status, result, steps, failure_summary?}; a status other than SUCCESS is a tool error.
 Plan: {"arguments": [{"name": "q", "type_name": "string", "required": true}], "instructions": [STEP, ...], "response_reference_map": {"out": "REF:b.total"}}
-STEP: {"execution_id": "a", "tool_definition_path": "<tool name from tdsl://tools, SERVER/TOOL for an upstream tool>", "arguments": {"x": "REF:arguments.q", "y": 3}}
-- REF: a string that is entirely "REF:arguments.q" or "REF:a.field.0.name" (also .first .last .length) is that value, typed; REFs order the steps and independent steps run concurrently. Nothing else is a placeholder: not $1, #E1, {{a.x}}, ${a.x}, $.x[*], jq. JSON literals: true false null.
-- Transforms on a step: "transform_responses": {"variables": {"d": "REF:response"}, "transforms": {"total": "sum(array=d, item_path=\"n\")"}} adds "total" to the step's result (read as REF:a.total); "transform_arguments" computes arguments the same way. Expressions: + - * / % == != < > and or not, a.b, a[0], [..], {k: v}, functions with keyword arguments: map(array, template="item.x"), filter(array, condition_string="item.n > 2"), sort(array, key_path="n", direction="desc"), sum/min/max/avg(array, item_path), count, any, all, find, join(array, separator), group_by, unique, flatten, slice(value, start, end), length, keys, values, contains, upper, lower, split, replace, default(value, fallback), if(condition, true_value, false_value), create_object(k=v), merge, pick, omit, to_number, to_string, round.
-- Conditions: "conditions": [{"param": "REF:a.count", "operator": "greater_than", "value": 0}] (equals, not_equals, less_than, exists, not_exists, contains, in, starts_with; groups {"logic": "OR", "conditions": [...]}): else the step is SKIPPED and its result null.
-- Fan-out: "parallel_execution": {"iterate_over": "REF:a.items", "child_argument_name": "item_arg"} calls the tool once per element; result REF:step.response is the list of results.
+STEP: {"execution_id": "a", "tool_definition_path": "<name from tdsl://tools; SERVER/TOOL upstream>", "arguments": {"x": "REF:arguments.q", "y": 3}}
+- REF: a string that is entirely "REF:arguments.q" or "REF:a.field.0.name" (also .first .last .length) is that value, typed; REFs order the steps, independent ones run concurrently. No other placeholder ($1, #E1, {{a.x}}, ${a.x}, jq). Literals: true false null. SDK tools returning a list give {"result": [...]}: REF:a.result.
+- Transforms on a step: "transform_responses": {"variables": {"d": "REF:response"}, "transforms": {"total": "sum(array=d, item_path=\"n\")"}} adds "total" to the step's result (REF:a.total); "transform_arguments" computes arguments. Expressions: + - * / % == != < > and or not, a.b, a[0], [..], {k: v}, functions: map(array, template="item.x", as="x"), filter(array, condition_string="item.n > 2"), sort(array, key_path="n", direction="desc"), sum/min/max/avg(array, item_path), count, any, all, find, join(array, separator), group_by, unique, flatten, slice(value, start, end), length, keys, values, contains, upper, lower, split, replace, zip(left, right), default(value, fallback), if(condition, true_value, false_value), merge, pick, omit, to_number, to_string, round.
+- A step with no tool_definition_path is a transform step: its transforms are its result; it joins steps.
+- Conditions: "conditions": [{"param": "REF:a.count", "operator": "greater_than", "value": 0}] (equals, not_equals, less_than, exists, not_exists, contains, in; groups {"logic": "OR", "conditions": [...]}): else the step is SKIPPED, its result null.
+- Fan-out: "parallel_execution": {"iterate_over": "REF:a.items", "child_argument_name": "arg"} calls the tool once per element; REF:step.response is the list of results, in order (zip pairs them with the inputs).
 - "continue_on_error": true, "retry": {"max_retries": 2}, "timeout_seconds": 30. Limits: 64 steps, 1,000 children, 120 s.
-Read tdsl://guide for the full guide and worked plans, tdsl://tools for the tools."#;
+Read tdsl://guide (worked plans) and tdsl://tools (the tools)."#;
 /// The most characters `run_plan`'s description may have (SPEC §13).
 pub const DESCRIPTION_LIMIT: usize = 2_500;
 
@@ -289,7 +290,7 @@ impl PlanServer {
     pub fn resources() -> Json {
         json!({"resources": [
             {"uri": GUIDE_URI, "name": "guide", "title": "How to write a tdsl plan",
-             "description": "REFs, transforms, every function, conditions, fan-out, and three worked plans.",
+             "description": "REFs, transforms, every function, conditions, fan-out, transform steps, and four worked plans.",
              "mimeType": "text/markdown", "size": GUIDE.len()},
             {"uri": TOOLS_URI, "name": "tools", "title": "Tools a plan may call",
              "description": "Every callable tool (served and upstream) with typed arguments and responses.",

@@ -4,7 +4,7 @@ tests/mcp_plans.rs runs one scenario per test:
 
     python plans.py session TDSL REPO WORK   # tools, resources, prompt, check/run, upstream,
                                              # progress, cancel, an upstream that hangs or dies
-    python plans.py guide   TDSL REPO        # the guide's three worked plans, checked and run
+    python plans.py guide   TDSL REPO        # the guide's four worked plans, checked and run
     python plans.py corpus  TDSL REPO        # tests/data/plans/cases through check_plan/run_plan
     python plans.py transcript TDSL REPO OUT # the worked session of examples/plans (written to OUT)
     python plans.py plans-only TDSL REPO     # `--plans-only`: only check_plan and run_plan listed
@@ -253,12 +253,15 @@ def worked_plans(guide: str) -> list[dict[str, Any]]:
 async def guide_scenario(session: ClientSession, repo: Path) -> None:
     """The guide's worked plans, as a model reads them: each checks and runs."""
     plans = worked_plans(await read(session, "tdsl://guide"))
-    expect(len(plans) == 3, f"the guide has {len(plans)} worked plans, not 3")
+    expect(len(plans) == 4, f"the guide has {len(plans)} worked plans, not 4")
     results = []
     for i, plan in enumerate(plans, 1):
         result = await session.call_tool("check_plan", {"plan": plan})
         expect(not result.is_error and structured(result)["ok"], f"worked plan {i} does not check: {text_of(result)}")
-        result = await session.call_tool("run_plan", {"plan": plan, "arguments": {"paths": docs(repo)}})
+        expect(not structured(result)["diagnostics"], f"worked plan {i} has warnings: {text_of(result)}")
+        # Plan 4 calls the upstream `shop` (tests/mcp_py/shop.py); the others the examples' tools.
+        arguments = {"customers": ["c-1"], "cities": ["Oslo", "Rome"]} if i == 4 else {"paths": docs(repo)}
+        result = await session.call_tool("run_plan", {"plan": plan, "arguments": arguments})
         content = structured(result)
         expect(not result.is_error and content["status"] == "SUCCESS", f"worked plan {i}: {text_of(result)}")
         results.append(content["result"])
@@ -268,12 +271,18 @@ async def guide_scenario(session: ClientSession, repo: Path) -> None:
     expect(results[1]["checked"] == 4 and isinstance(results[1]["insights"], str), f"plan 2: {results[1]}")
     expect(results[2]["unreadable_count"] == 1 and results[2]["first_title"] == "Quarterly operations report",
            f"plan 3: {results[2]}")
+    expect(results[3] == {"open_orders": [{"customer": "c-1", "order": "o-1"}],
+                          "warmest": [{"city": "Oslo", "max_c": 22.0}, {"city": "Rome", "max_c": 22.0}]},
+           f"plan 4: {results[3]}")
+    # Plan 4's join is a transform step: both fan-outs are in the first level, it in the second.
+    checked = structured(await session.call_tool("check_plan", {"plan": plans[3]}))
+    expect(checked["levels"] == [["orders", "weather"], ["summary"]], f"plan 4's levels: {checked}")
     # With no readable document, plan 2's step is skipped and its insight is null.
     result = await session.call_tool("run_plan", {"plan": plans[1], "arguments": {"paths": [docs(repo)[3]]}})
     content = structured(result)
     expect(content["status"] == "SUCCESS" and content["result"] == {"checked": 1, "insights": None}, f"{content}")
     expect(content["steps"][1]["status"] == "SKIPPED", f"{content}")
-    print("guide: the three worked plans check and run")
+    print("guide: the four worked plans check and run")
 
 
 # --- corpus ----------------------------------------------------------------------------------
@@ -473,7 +482,9 @@ def main(argv: list[str]) -> int:
     if scenario == "session" and len(rest) == 3:
         run = lambda: client.with_session(server, lambda s: session_scenario(s, repo, Path(rest[2])))  # noqa: E731
     elif scenario == "guide" and len(rest) == 2:
-        run = lambda: client.with_session(server, lambda s: guide_scenario(s, repo))  # noqa: E731
+        shop = ["--upstream", f"shop='{sys.executable}' '{repo / 'tests/mcp_py/shop.py'}'"]
+        with_shop = plans_server(tdsl, root, *upstream(tdsl, "up", repo / "tests/data/mcp"), *shop)
+        run = lambda: client.with_session(with_shop, lambda s: guide_scenario(s, repo))  # noqa: E731
     elif scenario == "corpus" and len(rest) == 2:
         run = lambda: corpus_scenario(tdsl, repo)  # noqa: E731
     elif scenario == "plans-only" and len(rest) == 2:
