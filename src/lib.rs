@@ -135,6 +135,7 @@ pub(crate) mod reference;
 pub(crate) mod report;
 pub(crate) mod runtime;
 pub(crate) mod span;
+pub(crate) mod suggest;
 pub(crate) mod syntax;
 mod template;
 #[cfg(feature = "temporal")]
@@ -230,6 +231,9 @@ pub mod testing {
     }
     pub mod diagnostic {
         pub use crate::diagnostic::*;
+    }
+    pub mod suggest {
+        pub use crate::suggest::*;
     }
     #[cfg(feature = "engine")]
     pub mod exec {

@@ -585,3 +585,81 @@ fn mangled_plans_never_panic() {
         }
     }
 }
+
+/// Checking is linear in the plan and bounded in the tools (issue 38, item 4), measured in
+/// work, not time: the largest plans the limits allow, full of the mistakes whose checking
+/// was quadratic — 120,000 `$a` in one string (23 s of CPU), 60,000 of them each beside an
+/// escape (the string was decoded again for each: 50 minutes), 50,000 strings of one each —
+/// get every error counted; and "did you mean", against 100,000 upstream tools (17 s for one
+/// misspelt name) and an upstream tool of 20,000 fields, spends at most the plan's allowance
+/// however many steps misspell them ([`tdsl::testing::suggest::work_spent`] counts the
+/// characters looked at and the distance-table cells).
+#[test]
+fn checking_is_linear_in_the_plan_and_bounded_in_the_tools() {
+    use tdsl::testing::plans::MAX_SUGGESTION_WORK;
+    use tdsl::testing::suggest::{work_spent, SUGGESTION_BUDGET};
+
+    let plans = test_plans();
+    let max = PlanLimits::default().max_bytes;
+    let step = |query: &str| {
+        format!(
+            r#"{{"instructions": [{{"execution_id": "a", "tool_definition_path": "search", "arguments": {{"query": {query}}}}}]}}"#
+        )
+    };
+    for (what, plan, errors) in [
+        ("one string", step(&format!("\"{}\"", "$a".repeat(120_000))), 120_000),
+        ("escapes", step(&format!("\"{}\"", "$a\\n".repeat(60_000))), 60_000),
+        ("many strings", step(&format!("[{}]", vec!["\"$a\""; 50_000].join(","))), 50_000),
+    ] {
+        assert!(plan.len() <= max, "{what}: {} bytes", plan.len());
+        let check = plans.check(&plan);
+        // (The list of the last is also not the string `query` takes: one error more.)
+        let (counted, _) = check.counts();
+        assert!((errors..=errors + 1).contains(&counted), "{what}: every placeholder is an error: {counted}");
+        assert_eq!(check.diagnostics.len(), 50, "{what}");
+    }
+
+    // 100,000 upstream tools, one of them with 20,000 declared fields, and the most steps
+    // a plan has, each misspelling a tool or a field.
+    let mut up: Vec<UpstreamTool> = (0..100_000)
+        .map(|i| UpstreamTool {
+            server: "big".into(),
+            name: format!("tool_number_{i:06}"),
+            description: None,
+            input_schema: json!({"type": "object"}),
+            output_schema: None,
+        })
+        .collect();
+    let fields: serde_json::Map<String, Json> =
+        (0..20_000).map(|i| (format!("field_{i:05}"), json!({"type": "integer"}))).collect();
+    up[0].output_schema = Some(json!({"type": "object", "properties": fields}));
+    let plans = test_plans().with_upstream(up);
+    let most = PlanLimits::default().max_steps;
+    let mut steps = vec![json!({"execution_id": "first", "tool_definition_path": "big/tool_numbr_099998"})];
+    steps.push(json!({"execution_id": "wide", "tool_definition_path": "big/tool_number_000000"}));
+    for i in 2..most {
+        steps.push(if i % 2 == 0 {
+            json!({"execution_id": format!("s{i}"), "tool_definition_path": format!("big/tool_numbr_{i:06}")})
+        } else {
+            json!({"execution_id": format!("s{i}"), "tool_definition_path": "search",
+                   "arguments": {"query": format!("REF:wide.feild_{i:05}")}})
+        });
+    }
+    let before = work_spent();
+    let check = plans.check_value(&json!({"instructions": steps}));
+    let spent = work_spent() - before;
+    assert!(
+        spent <= MAX_SUGGESTION_WORK + SUGGESTION_BUDGET,
+        "the suggestions of one plan spent {spent} units, more than its allowance of {MAX_SUGGESTION_WORK}"
+    );
+    let (errors, _) = check.counts();
+    assert!(errors >= most - 2, "every misspelling is an error: {errors}\n{}", check.render());
+    let first = check.diagnostics.iter().find(|d| d.pointer == "/instructions/0/tool_definition_path").expect("E1306");
+    assert_eq!(first.code, "E1306");
+    let help = first.help.as_deref().unwrap_or_default();
+    assert!(help.starts_with("did you mean `big/tool_number_099998`?"), "{help}");
+    assert!(help.contains("and 99986 more"), "the list of callable tools is cut: {help}");
+    // The hint of a field is found among 20,000 too, while the allowance lasts.
+    let field = check.diagnostics.iter().find(|d| d.pointer == "/instructions/3/arguments/query").expect("E1314");
+    assert!(field.help.as_deref().is_some_and(|h| h.contains("field_00003")), "{:?}", field.help);
+}

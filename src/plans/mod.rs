@@ -130,6 +130,11 @@ pub struct Plans {
     /// Served tools: name and tool path, in the order given.
     served: Vec<Callable>,
     upstream: Vec<UpstreamTool>,
+    /// Each upstream server's tools as plans call them (`SERVER/TOOL`), and each such name's
+    /// position in `upstream`: a step is resolved by one lookup, not a scan of every tool
+    /// (a server may list tens of thousands).
+    upstream_names: HashMap<String, Vec<String>>,
+    upstream_at: HashMap<String, usize>,
     limits: PlanLimits,
     engine: Engine,
     /// Whether the file functions have a store.
@@ -183,6 +188,8 @@ impl Plans {
             root: root.into(),
             served: served.into_iter().filter(|c| c.tool_path.is_some()).collect(),
             upstream: Vec::new(),
+            upstream_names: HashMap::new(),
+            upstream_at: HashMap::new(),
             limits: PlanLimits::default(),
             engine: Engine::new(),
             files: false,
@@ -191,7 +198,11 @@ impl Plans {
 
     /// Adds the tools of upstream MCP servers (`SERVER/TOOL`).
     pub fn with_upstream(mut self, tools: Vec<UpstreamTool>) -> Plans {
-        self.upstream.extend(tools);
+        for t in tools {
+            self.upstream_at.entry(t.plan_name()).or_insert(self.upstream.len());
+            self.upstream_names.entry(t.server.clone()).or_default().push(t.plan_name());
+            self.upstream.push(t);
+        }
         self
     }
 
@@ -236,7 +247,7 @@ impl Plans {
     /// shows: its arguments and responses): a served tool's file, an upstream tool's
     /// schemas as declarations. `None` for a name that is not callable or does not load.
     pub fn definition(&self, name: &str) -> Option<crate::tool::ToolDef> {
-        if let Some(u) = self.upstream.iter().find(|u| u.plan_name() == name) {
+        if let Some(u) = self.upstream_at.get(name).map(|i| &self.upstream[*i]) {
             return crate::tool::load(&u.tool_source()).0;
         }
         let c = self.served.iter().find(|c| c.name == name)?;
@@ -301,6 +312,8 @@ impl Plans {
 
     /// The check, and what a run needs.
     fn check_with(&self, text: &str, engine: Engine) -> (PlanCheck, Option<(Analyzer, CheckedTool)>) {
+        // However many names the plan misspells, its "did you mean"s share one allowance.
+        let _allowance = crate::suggest::limit_suggestions(MAX_SUGGESTION_WORK);
         if let Some(refused) = self.refuse_size(text.len() as u64) {
             return (refused, None);
         }
@@ -355,6 +368,8 @@ impl Plans {
 
         // Names: resolve every tool_definition_path as the model wrote it.
         let mut root = ToolRoot::with_policy(&self.root, MissingCallees::Skip);
+        // The names an unknown tool is compared with, gathered once for the whole plan.
+        let candidates = std::cell::OnceCell::new();
         let mut step_ids: Vec<String> = Vec::new();
         let mut step_fields: Vec<Option<Vec<String>>> = Vec::new();
         // (the tool as written, the step's id, the span of its id) of each step.
@@ -373,7 +388,7 @@ impl Plans {
                 step_tools.push((written, id_text, id.span));
             }
             if let Some(path) = field("tool_definition_path").and_then(JsonNode::as_str) {
-                match self.resolve(&mut root, &path.value) {
+                match self.resolve(&mut root, &path.value, &candidates) {
                     Ok(tool) => {
                         fields = tool
                             .def
@@ -430,28 +445,25 @@ impl Plans {
         let names = mistakes::Names { steps: &step_ids, fields: &step_fields, args: &arg_names };
         let mut found = Vec::new();
         let mut named = Vec::new();
+        // Strings a finding explains: the analysis' complaints about them are its echoes.
+        // Each string's own findings decide (the strings are disjoint, in the order of the
+        // text, so this stays sorted for the binary search below).
+        let mut explained: Vec<Span> = Vec::new();
         let sites = mistakes::sites(&tree);
         for site in &sites {
+            let before = found.len();
             mistakes::check_site(site, &names, self.files, &mut found, &mut named);
+            if found[before..].iter().any(|d| matches!(d.code, Code::PlanPlaceholder | Code::PlanPathSyntax)) {
+                explained.push(site.text.span);
+            }
         }
+        let named: std::collections::HashSet<String> = named.into_iter().collect();
         // A step a placeholder means is used: "never used" would be an echo.
         let used: Vec<Span> = instructions
             .iter()
             .zip(&step_ids)
-            .filter(|(_, id)| named.contains(id))
+            .filter(|(_, id)| named.contains(*id))
             .filter_map(|(ins, _)| ins.as_object()?.iter().find(|(k, _)| k.node == "execution_id").map(|(_, v)| v.span))
-            .collect();
-        // Strings a finding explains: the analysis' complaints about them are its echoes.
-        let explained: Vec<Span> = sites
-            .iter()
-            .filter(|s| {
-                found.iter().any(|d| {
-                    matches!(d.code, Code::PlanPlaceholder | Code::PlanPathSyntax)
-                        && s.text.span.start <= d.span.start
-                        && d.span.end <= s.text.span.end
-                })
-            })
-            .map(|s| s.text.span)
             .collect();
         // A fan-out whose `iterate_over` is explained binds no child argument for the
         // analysis: its "missing argument" is an echo too.
@@ -462,7 +474,7 @@ impl Plans {
                 let get = |k: &str| entries.iter().find(|(key, _)| key.node == k).map(|(_, v)| v);
                 let over =
                     get("parallel_execution")?.as_object()?.iter().find(|(k, _)| k.node == "iterate_over")?.1.span;
-                explained.contains(&over).then(|| get("tool_definition_path").map(|p| p.span))?
+                explained.binary_search(&over).is_ok().then(|| get("tool_definition_path").map(|p| p.span))?
             })
             .collect();
         diags.extend(found);
@@ -477,7 +489,10 @@ impl Plans {
             used.extend(step_tools.iter().filter(|(tool, _, _)| tool == ctx).map(|(_, _, span)| *span));
         }
         for d in &checked.diagnostics {
-            let inside = explained.iter().any(|s| s.start <= d.span.start && d.span.end <= s.end);
+            let inside = {
+                let i = explained.partition_point(|s| s.start <= d.span.start);
+                i > 0 && d.span.end <= explained[i - 1].end
+            };
             let echo = matches!(d.code.as_str().get(..3), Some("E00" | "E01" | "E02"))
                 || matches!(d.code, Code::ExpectedRef | Code::LooksLikeRef | Code::UndeclaredResponseField);
             if (inside && echo)
@@ -496,13 +511,18 @@ impl Plans {
 
     /// What a `tool_definition_path` names: a callable tool, loaded (and aliased in `root`
     /// under the name written), or why not.
-    fn resolve(&self, root: &mut ToolRoot, written: &str) -> Result<Arc<LoadedTool>, Unresolved> {
+    fn resolve(
+        &self,
+        root: &mut ToolRoot,
+        written: &str,
+        candidates: &std::cell::OnceCell<Vec<String>>,
+    ) -> Result<Arc<LoadedTool>, Unresolved> {
         let written_trim = written.trim();
         // An upstream tool: `SERVER/TOOL`.
         if let Some((server, tool)) = written_trim.split_once('/').filter(|(s, _)| !s.is_empty()) {
-            let of_server: Vec<&UpstreamTool> = self.upstream.iter().filter(|u| u.server == server).collect();
-            if !of_server.is_empty() {
-                return match of_server.iter().find(|u| u.name == tool) {
+            if let Some(names) = self.upstream_names.get(server) {
+                let found = self.upstream_at.get(written_trim).map(|i| &self.upstream[*i]);
+                return match found {
                     Some(u) => {
                         let file = self.root.join(".upstream").join(server).join(format!("{tool}.tool"));
                         let loaded =
@@ -523,7 +543,7 @@ impl Plans {
                         root.alias(written, Resolved::Found(loaded.clone()));
                         Ok(loaded)
                     }
-                    None => Err(self.unknown(written, of_server.iter().map(|u| u.plan_name()).collect())),
+                    None => Err(self.unknown(written, names)),
                 };
             }
         }
@@ -559,8 +579,11 @@ impl Plans {
                 });
             }
         }
-        let mut candidates: Vec<String> = self.callable().into_iter().map(|c| c.name).collect();
-        candidates.extend(self.served.iter().filter_map(|c| c.tool_path.clone()));
+        let candidates = candidates.get_or_init(|| {
+            let mut names: Vec<String> = self.callable().into_iter().map(|c| c.name).collect();
+            names.extend(self.served.iter().filter_map(|c| c.tool_path.clone()));
+            names
+        });
         Err(self.unknown(written, candidates))
     }
 
@@ -580,14 +603,18 @@ impl Plans {
         }
     }
 
-    fn unknown(&self, written: &str, candidates: Vec<String>) -> Unresolved {
+    fn unknown(&self, written: &str, candidates: &[String]) -> Unresolved {
         let stem = written.trim().trim_start_matches('/').trim_end_matches(".tool");
         let stem = stem.rsplit('/').next().unwrap_or(stem);
+        // The two searches of a name inside another are linear in the candidates' text:
+        // they spend from the plan's allowance for suggestions like `did_you_mean` does.
+        let text_of_all = || candidates.iter().map(|c| c.len() as u64 + 1).sum::<u64>() + written.len() as u64;
         let near = did_you_mean(written.trim(), candidates.iter().map(String::as_str))
             .or_else(|| did_you_mean(stem, candidates.iter().map(String::as_str)))
             // `forecast`, `weather.forecast` for the upstream `weather/forecast`.
             .or_else(|| {
                 let lower = written.trim().to_lowercase();
+                crate::suggest::spend(text_of_all()).then_some(())?;
                 candidates
                     .iter()
                     .filter(|c| c.split_once('/').is_some_and(|(_, tool)| !tool.is_empty() && lower.ends_with(tool)))
@@ -597,6 +624,7 @@ impl Plans {
             // `web_search` for `search`, `search_tool` for `search`: a name inside the other.
             .or_else(|| {
                 let lower = stem.to_lowercase();
+                crate::suggest::spend(text_of_all()).then_some(())?;
                 candidates
                     .iter()
                     .filter(|c| !c.contains('/') && c.len() >= 3 && (lower.contains(c.as_str()) || c.contains(&lower)))
@@ -620,16 +648,29 @@ impl Plans {
         }
     }
 
-    /// The callable names, for a help line (at most 20).
+    /// The callable names, for a help line: `first`, then the others, at most 20 named and
+    /// a count of the rest (one pass: a server may have 60,000 upstream tools).
     fn list(&self, first: &[String]) -> String {
-        let mut names: Vec<String> = first.to_vec();
-        for c in self.callable() {
-            if !names.contains(&c.name) {
-                names.push(c.name);
+        const SHOWN: usize = 20;
+        let mut names: Vec<String> = first.iter().take(SHOWN).cloned().collect();
+        let mut more = first.len().saturating_sub(SHOWN);
+        let mut add = |name: &dyn Fn() -> String| {
+            if names.len() < SHOWN {
+                names.push(name());
+            } else {
+                more += 1;
+            }
+        };
+        for c in self.served.iter().filter(|c| !first.contains(&c.name)) {
+            add(&|| c.name.clone());
+        }
+        for u in &self.upstream {
+            // `SERVER/TOOL` compared without being built: most are only counted.
+            if !first.iter().any(|f| f.split_once('/') == Some((u.server.as_str(), u.name.as_str()))) {
+                add(&|| u.plan_name());
             }
         }
-        let more = names.len().saturating_sub(20);
-        let mut text = names.iter().take(20).map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
+        let mut text = names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
         if names.is_empty() {
             text = "none".to_string();
         }
@@ -781,6 +822,12 @@ pub fn plan_text(plan: &serde_json::Value, max_bytes: usize) -> String {
 /// mistakes gets the first of them, and a count of the rest, instead of an answer of
 /// megabytes rendered in quadratic time (each rendering reads the plan's text).
 pub const MAX_PLAN_DIAGNOSTICS: usize = 50;
+
+/// The most work (characters looked at, distance-table cells: [`crate::suggest`]) the "did
+/// you mean"s of one plan's check spend together: a plan that misspells a tool in each of
+/// its steps, against 60,000 upstream tools, gets its hints for the first of them and the
+/// list of callable tools for all.
+pub const MAX_SUGGESTION_WORK: u64 = 2 * crate::suggest::SUGGESTION_BUDGET;
 
 /// The most characters of one diagnostic's rendered text (a plan written on one long line
 /// would otherwise be echoed whole by every diagnostic in it).

@@ -354,11 +354,15 @@ impl Loader<'_> {
         };
         let singular = if key == "arguments" { "argument" } else { "response" };
         let mut out: Vec<Param> = Vec::with_capacity(items.len());
+        // The first declaration of each name, found by lookup (an upstream schema may declare
+        // 20,000 fields: a scan of those before each was quadratic).
+        let mut first_of: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
         for (i, item) in items.iter().enumerate() {
             let Some(param) = self.param(singular, i, item) else {
                 continue;
             };
-            if let Some(first) = out.iter().find(|p| p.name.node == param.name.node) {
+            let at = *first_of.entry(param.name.node.clone()).or_insert(out.len());
+            if let Some(first) = out.get(at) {
                 self.push(
                     Diagnostic::new(
                         Code::DuplicateParam,
