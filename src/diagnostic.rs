@@ -186,6 +186,9 @@ codes! {
     ExpectedRef = "E0520", Error;
     /// A number outside the range its key accepts: `"max_retries": -1`, `"jitter": 2`
     NumberOutOfRange = "E0521", Error;
+    /// A `tool_definition_path` with surrounding whitespace, control characters or
+    /// look-alike spaces: `"/tools/fetch.tool\r\n"`, `" fetch"`, `"fetch\u00a0page"`
+    ToolPathSpelling = "E0530", Error;
     /// A constraint that does not apply to the declared type: `"type_name": "integer", "pattern": "^a"`
     ConstraintNotForType = "E0540", Error;
     /// A constraint whose value is invalid: `"pattern": "(("`, `"min_length": -1`, `"enum": []`

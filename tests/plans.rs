@@ -663,3 +663,58 @@ fn checking_is_linear_in_the_plan_and_bounded_in_the_tools() {
     let field = check.diagnostics.iter().find(|d| d.pointer == "/instructions/3/arguments/query").expect("E1314");
     assert!(field.help.as_deref().is_some_and(|h| h.contains("field_00003")), "{:?}", field.help);
 }
+
+/// A tool has one identity (issue 38, item 7): a spelling with surrounding whitespace, a
+/// trailing CR/LF, a control or invisible character or a look-alike space is refused at
+/// check time (`E0530`) with the tool's one name in the help (it passed, trimmed, then named
+/// the tool a second way or failed at call time); every clean spelling — served name, tool
+/// path with or without `/`, `./` or `.tool` — runs the tool under its tool path, which is
+/// what the runner sees (`TDSL_TOOL`, `X-Tdsl-Tool`, the history's `invocations.tool`) and
+/// what the trace says.
+#[test]
+fn a_tool_has_one_identity() {
+    let plans = test_plans();
+    let step = |tool: &str| json!({"instructions": [{"execution_id": "s", "tool_definition_path": tool, "arguments": {"query": "x"}}]});
+    for (spelling, name) in [
+        ("search\r\n", "/tools/search.tool"),
+        ("search\n", "/tools/search.tool"),
+        (" search", "/tools/search.tool"),
+        ("search\t", "/tools/search.tool"),
+        ("/tools/search.tool\r\n", "/tools/search.tool"),
+        ("search\u{a0}", "/tools/search.tool"),
+        ("\u{200b}search", "/tools/search.tool"),
+        ("\u{feff}search", "/tools/search.tool"),
+        ("sea\u{0}rch", "/tools/search.tool"),
+        ("search\u{3000}", "/tools/search.tool"),
+        ("weather/forecast\r\n", "weather/forecast"),
+        ("nope\r\n", "nope"),
+    ] {
+        let check = plans.check_value(&step(spelling));
+        let d = check.diagnostics.iter().find(|d| d.code == "E0530");
+        let d = d.unwrap_or_else(|| panic!("{spelling:?}: no E0530\n{}", check.render()));
+        assert_eq!(d.pointer, "/instructions/0/tool_definition_path", "{spelling:?}");
+        assert!(d.help.as_deref().is_some_and(|h| h.starts_with(&format!("write `{name}`"))), "{spelling:?}: {:?}", d.help);
+        assert!(!check.ok(), "{spelling:?}");
+        assert!(!d.message.chars().any(|c| c.is_control() || c == '\u{a0}' || c == '\u{200b}'), "{spelling:?}: {}", d.message);
+    }
+
+    // Every clean spelling reaches the runner, and the trace, as `/tools/search.tool`.
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = seen.clone();
+    let host = runner();
+    let recording: Arc<dyn Runner> = Arc::new(move |call: &ToolCall<'_>| -> Result<tdsl::Value, ToolError> {
+        record.lock().expect("not poisoned").push(call.tool_path.to_string());
+        host.call(call)
+    });
+    for spelling in ["search", "/tools/search.tool", "tools/search.tool", "/tools/search", "./tools/search.tool"] {
+        let plan = serde_json::to_string(&step(spelling)).expect("JSON");
+        let run = plans.run(&plan, tdsl::Value::Null, recording.clone(), &RunPlanOptions::default()).expect("it runs");
+        assert_eq!(run.status, RunStatus::Success, "{spelling}: {}", run.to_json());
+        assert_eq!(run.trace.steps[0].tool, "/tools/search.tool", "{spelling}");
+    }
+    let up = serde_json::to_string(&json!({"instructions": [{"execution_id": "w", "tool_definition_path": "weather/forecast", "arguments": {"city": "Oslo"}}]})).expect("JSON");
+    let run = plans.run(&up, tdsl::Value::Null, recording.clone(), &RunPlanOptions::default()).expect("it runs");
+    assert_eq!(run.status, RunStatus::Success, "{}", run.to_json());
+    let seen = seen.lock().expect("not poisoned").clone();
+    assert_eq!(seen, [vec!["/tools/search.tool".to_string(); 5], vec!["weather/forecast".to_string()]].concat());
+}

@@ -36,6 +36,9 @@ pub(crate) struct Site<'a> {
     pub role: Role,
     /// Whether it is a transform variable (where a string may be a call-string).
     pub variable: bool,
+    /// The step whose own `transform_responses` holds it: there, that step's result is
+    /// `REF:response`.
+    pub own_step: Option<usize>,
     /// The map from the decoded string to the plan's text, made once (when a finding needs
     /// it): made per finding, a string of 40,000 placeholders and escapes was decoded
     /// 40,000 times.
@@ -90,7 +93,11 @@ fn walk<'a>(node: &'a JsonNode, path: &mut Vec<String>, out: &mut Vec<Site<'a>>)
         JsonKind::Str(s) => {
             if let Some(role) = role(path) {
                 let variable = path.iter().any(|p| p == "variables");
-                out.push(Site { text: s, role, variable, map: OnceCell::new() });
+                let own_step = match path.as_slice() {
+                    [ins, i, tr, ..] if ins == "instructions" && tr == "transform_responses" => i.parse().ok(),
+                    _ => None,
+                };
+                out.push(Site { text: s, role, variable, own_step, map: OnceCell::new() });
             }
         }
         JsonKind::List(items) => {
@@ -358,20 +365,29 @@ fn placeholders(site: &Site<'_>, names: &Names<'_>, out: &mut Vec<Diagnostic>, n
         let id = names.steps.get(n.checked_sub(1)?)?;
         Some(with_context(id.clone(), &[], Some(n - 1), names))
     };
-    for c in regex(&REWOO, r"#E(\d+)\b").captures_iter(text) {
+    // `#E1.message_id`, `$1.count`: the path after the number is the field of that step.
+    let numbered = |n: &str, tail: &str| -> Option<Target> {
+        let t = numbered(n)?;
+        let rest = segments(tail);
+        let i = names.steps.iter().position(|s| s.as_str() == t.context())?;
+        Some(with_context(t.context().to_string(), &rest, Some(i), names))
+    };
+    for c in regex(&REWOO, r"#E(\d+)\b((?:\.[A-Za-z_][A-Za-z0-9_-]*|\[\d+\])*)").captures_iter(text) {
         let (Some(m), Some(n)) = (c.get(0), c.get(1)) else { continue };
-        found.push((m.start(), m.end(), "a ReWOO `#E<n>` placeholder", numbered(n.as_str())));
+        let tail = c.get(2).map_or("", |t| t.as_str());
+        found.push((m.start(), m.end(), "a ReWOO `#E<n>` placeholder", numbered(n.as_str(), tail)));
     }
     // `$1` and `$name` inside a `{{…}}`, a `${…}` or a `#E1` are part of that placeholder.
     let mut claimed = Claimed::default();
     claimed.extend(found.iter().map(|f| (f.0, f.1)));
     let before = found.len();
-    for c in regex(&NUMBERED, r"\$(\d+)\b").captures_iter(text) {
+    for c in regex(&NUMBERED, r"\$(\d+)\b((?:\.[A-Za-z_][A-Za-z0-9_-]*|\[\d+\])*)").captures_iter(text) {
         let (Some(m), Some(n)) = (c.get(0), c.get(1)) else { continue };
         if claimed.covers(m.start(), m.end()) {
             continue;
         }
-        found.push((m.start(), m.end(), "an LLMCompiler `$<n>` placeholder", numbered(n.as_str())));
+        let tail = c.get(2).map_or("", |t| t.as_str());
+        found.push((m.start(), m.end(), "an LLMCompiler `$<n>` placeholder", numbered(n.as_str(), tail)));
     }
     claimed.extend(found[before..].iter().map(|f| (f.0, f.1)));
     for c in regex(&NAMED, r"\$([A-Za-z_][A-Za-z0-9_-]*)((?:\.[A-Za-z0-9_-]+|\[[^\]]*\])*)").captures_iter(text) {
@@ -389,6 +405,14 @@ fn placeholders(site: &Site<'_>, names: &Names<'_>, out: &mut Vec<Diagnostic>, n
     for (start, end, format, t) in found {
         let span = site.span(start, end);
         let written = &text[start..end];
+        // Inside a step's own `transform_responses`, its result is `REF:response` (a REF to
+        // the step itself there is a cycle).
+        let t = t.map(|mut t| {
+            if let Some(own) = site.own_step.and_then(|i| names.steps.get(i)).filter(|id| **id == t.context()) {
+                t.reference = format!("REF:response{}", &t.reference["REF:".len() + own.len()..]);
+            }
+            t
+        });
         match t {
             Some(t) => {
                 named.push(t.context().to_string());

@@ -322,15 +322,21 @@ impl Plans {
             return (PlanCheck::finish(source, None, vec![d], None), None);
         }
         let (tree, json_diags) = crate::tool::json::parse(text);
-        let Some(tree) = tree else { return (PlanCheck::finish(source, None, json_diags, None), None) };
+        let Some(tree) = tree else {
+            let diags = json_diags.into_iter().map(|d| python_in_json(d, text)).collect();
+            return (PlanCheck::finish(source, None, diags, None), None);
+        };
         let Some(entries) = tree.as_object() else {
-            let d = Diagnostic::new(
+            let mut d = Diagnostic::new(
                 Code::PlanNotObject,
                 tree.span,
                 format!("a plan is a JSON object, and this is {}", article(tree.type_name())),
             )
             .with_label("not an object")
             .with_help("send {\"instructions\": [{\"execution_id\": \"…\", \"tool_definition_path\": \"<tool>\", \"arguments\": {…}}, …]}");
+            if let Some(inner) = tree.as_str() {
+                d = plan_sent_as_a_string(d, inner);
+            }
             return (PlanCheck::finish(source, Some(tree), vec![d], None), None);
         };
         let mut diags = json_diags;
@@ -370,6 +376,9 @@ impl Plans {
         let mut root = ToolRoot::with_policy(&self.root, MissingCallees::Skip);
         // The names an unknown tool is compared with, gathered once for the whole plan.
         let candidates = std::cell::OnceCell::new();
+        // Each tool as written, and the one name it has in a run (its tool path, or
+        // `SERVER/TOOL`): what `TDSL_TOOL`, `X-Tdsl-Tool` and the history see.
+        let mut canonical_of: HashMap<String, String> = HashMap::new();
         let mut step_ids: Vec<String> = Vec::new();
         let mut step_fields: Vec<Option<Vec<String>>> = Vec::new();
         // (the tool as written, the step's id, the span of its id) of each step.
@@ -389,7 +398,8 @@ impl Plans {
             }
             if let Some(path) = field("tool_definition_path").and_then(JsonNode::as_str) {
                 match self.resolve(&mut root, &path.value, &candidates) {
-                    Ok(tool) => {
+                    Ok((tool, canonical)) => {
+                        canonical_of.insert(path.value.to_string(), canonical);
                         fields = tool
                             .def
                             .as_ref()
@@ -481,7 +491,15 @@ impl Plans {
 
         // The analysis: the same checks as `tdsl check`.
         let mut analyzer = Analyzer::with_engine(root, engine);
-        let checked = analyzer.check_text(PLAN_TOOL.to_string(), source.clone(), None);
+        let mut checked = analyzer.check_text(PLAN_TOOL.to_string(), source.clone(), None);
+        // A run calls each tool by its one name, however the plan spelt it.
+        if let Some(plan) = checked.plan.as_mut() {
+            for step in &mut plan.steps {
+                if let Some(canonical) = canonical_of.get(&*step.tool_path) {
+                    step.tool_path = Arc::from(canonical.as_str());
+                }
+            }
+        }
         // A REF to a tool's name where the step that calls it was meant: that step is used.
         let mut used = used;
         for d in checked.diagnostics.iter().filter(|d| d.code == Code::UnknownRefContext) {
@@ -501,7 +519,14 @@ impl Plans {
             {
                 continue;
             }
-            diags.push(adapt(d, &source, &step_tools));
+            // The decoded text of the string the diagnostic is in (an expression).
+            let at = sites.partition_point(|s| s.text.span.start <= d.span.start);
+            let expression = at
+                .checked_sub(1)
+                .and_then(|i| sites.get(i))
+                .filter(|s| d.span.end <= s.text.span.end)
+                .map(|s| &*s.text.value);
+            diags.push(adapt(d, &source, &step_tools, expression));
         }
         let result_type = if diags.iter().any(Diagnostic::is_error) { None } else { result_type(&checked) };
         let check = PlanCheck::finish(source, Some(tree), diags, checked.plan.as_ref().map(levels).zip(result_type));
@@ -516,8 +541,23 @@ impl Plans {
         root: &mut ToolRoot,
         written: &str,
         candidates: &std::cell::OnceCell<Vec<String>>,
-    ) -> Result<Arc<LoadedTool>, Unresolved> {
-        let written_trim = written.trim();
+    ) -> Result<(Arc<LoadedTool>, String), Unresolved> {
+        // `"search\r\n"`, `" /tools/search.tool"`, `"search\u00a0"`: the tool a clean
+        // spelling names, refused with that name (one tool, one identity).
+        if let Some(clean) = crate::tool::tool_path_respelled(written) {
+            let canonical = match self.resolve(root, &clean, candidates) {
+                Ok((_, canonical)) => canonical,
+                Err(_) => clean,
+            };
+            let d = crate::tool::tool_path_spelling(written, Span::new(0, 0), &canonical);
+            return Err(Unresolved {
+                code: d.code,
+                message: d.message,
+                label: "a second spelling of a tool".into(),
+                help: d.help.unwrap_or_default(),
+            });
+        }
+        let written_trim = written;
         // An upstream tool: `SERVER/TOOL`.
         if let Some((server, tool)) = written_trim.split_once('/').filter(|(s, _)| !s.is_empty()) {
             if let Some(names) = self.upstream_names.get(server) {
@@ -540,8 +580,10 @@ impl Plans {
                                 help: format!("call another tool; the tools a plan may call: {}", self.list(&[])),
                             });
                         }
+                        let canonical = u.plan_name();
                         root.alias(written, Resolved::Found(loaded.clone()));
-                        Ok(loaded)
+                        root.alias(&canonical, Resolved::Found(loaded.clone()));
+                        Ok((loaded, canonical))
                     }
                     None => Err(self.unknown(written, names)),
                 };
@@ -587,12 +629,17 @@ impl Plans {
         Err(self.unknown(written, candidates))
     }
 
-    fn load_served(&self, root: &mut ToolRoot, written: &str, c: &Callable) -> Result<Arc<LoadedTool>, Unresolved> {
+    fn load_served(
+        &self,
+        root: &mut ToolRoot,
+        written: &str,
+        c: &Callable,
+    ) -> Result<(Arc<LoadedTool>, String), Unresolved> {
         let path = c.tool_path.as_deref().unwrap_or_default();
         match root.resolve(path) {
             Resolved::Found(t) => {
                 root.alias(written, Resolved::Found(t.clone()));
-                Ok(t)
+                Ok((t, path.to_string()))
             }
             _ => Err(Unresolved {
                 code: Code::PlanUnknownTool,
@@ -684,10 +731,27 @@ impl Plans {
 /// A diagnostic of the analysis, as a plan's: a field the callee does not declare is an
 /// error (`E1314`), a Python literal in an expression `E1313`; a REF to a tool's name gets
 /// the step that calls it, a key of another plan format its tdsl name.
-fn adapt(d: &Diagnostic, source: &str, step_tools: &[(String, String, Span)]) -> Diagnostic {
+fn adapt(d: &Diagnostic, source: &str, step_tools: &[(String, String, Span)], expression: Option<&str>) -> Diagnostic {
     let mut d = d.clone();
     let text = source.get(d.span.range()).unwrap_or_default();
     match d.code {
+        // Other languages' syntax, in the tdsl form.
+        Code::UnknownFunction => {
+            if let Some(help) = foreign_function(text) {
+                d.help = Some(help);
+            }
+        }
+        Code::Syntax => {
+            if let Some(help) = expression.and_then(foreign_syntax) {
+                d.help = Some(help);
+            }
+        }
+        Code::UnknownOperator => {
+            let op = text.trim_matches('"');
+            if let Some(tdsl) = foreign_operator(op) {
+                d.help = Some(format!("tdsl spells `{op}` as `{tdsl}`: write \"operator\": \"{tdsl}\""));
+            }
+        }
         Code::UndeclaredResponseField => d.code = Code::PlanUnknownField,
         // A plan cannot be primitive: the help of a `.tool` file would send the model to
         // `system_event_endpoint`, which a plan may not have (`E1304`).
@@ -736,6 +800,59 @@ fn adapt(d: &Diagnostic, source: &str, step_tools: &[(String, String, Span)]) ->
     d
 }
 
+/// The help for a function of another language that tdsl spells otherwise.
+fn foreign_function(name: &str) -> Option<String> {
+    Some(match name {
+        "str" | "String" | "toString" | "string" => {
+            format!("tdsl writes `{name}(x)` as `to_string(value=x)`")
+        }
+        "len" | "size" | "count_of" => format!("tdsl writes `{name}(x)` as `length(value=x)`, or `x.length`"),
+        "sort_by" | "sorted" | "order_by" => {
+            format!("tdsl writes `{name}` as `sort(array=…, key_path=\"<field>\")`, the key a template over `item`'s fields")
+        }
+        "int" | "float" | "parseInt" | "parseFloat" | "Number" => format!("tdsl writes `{name}(x)` as `to_number(value=x)`"),
+        _ => return None,
+    })
+}
+
+/// The help for another language's syntax in an expression: a conditional `a ? b : c`, an
+/// arrow function or a lambda.
+fn foreign_syntax(expression: &str) -> Option<String> {
+    let trimmed = expression.trim_start();
+    if trimmed.starts_with("lambda ") || trimmed.starts_with("lambda:") || expression.contains("=>") {
+        return Some(
+            "tdsl has no lambdas or arrow functions: a function over each element takes a template, an expression over `item` given as a string: `map(array=REF:search.results, template=\"item.url\")`, `filter(array=…, template=\"item.score > 2\")`"
+                .to_string(),
+        );
+    }
+    if let Some((cond, rest)) = expression.split_once('?') {
+        if let Some((yes, no)) = rest.split_once(':') {
+            return Some(format!(
+                "tdsl has no `a ? b : c`: write `if(condition={}, true_value={}, false_value={})`",
+                cond.trim(),
+                yes.trim(),
+                no.trim()
+            ));
+        }
+    }
+    None
+}
+
+/// The tdsl condition operator for another language's spelling of it.
+fn foreign_operator(op: &str) -> Option<&'static str> {
+    Some(match op.trim().to_ascii_lowercase().as_str() {
+        ">" | "gt" => "greater_than",
+        "<" | "lt" => "less_than",
+        ">=" | "gte" | "ge" | "=>" => "greater_than_or_equals",
+        "<=" | "lte" | "le" | "=<" => "less_than_or_equals",
+        "==" | "=" | "===" | "eq" | "is" => "equals",
+        "!=" | "<>" | "!==" | "ne" | "neq" | "not" => "not_equals",
+        "in_list" | "one_of" => "in",
+        "includes" | "has" => "contains",
+        _ => return None,
+    })
+}
+
 /// The tdsl key for a key of another plan or tool-call format.
 fn key_alias(key: &str) -> Option<&'static str> {
     Some(match key {
@@ -765,6 +882,52 @@ impl Unresolved {
     fn at(self, span: Span) -> Diagnostic {
         Diagnostic::new(self.code, span, self.message).with_label(self.label).with_help(self.help)
     }
+}
+
+/// `E1303` for a plan sent as a JSON string (`{"plan": "{\"instructions\": …}"}`): the
+/// text it holds, checked as JSON, says where the fix is — send the object itself, and, if
+/// the text is not JSON either, where and why (Python's `True`/`None`, single quotes).
+fn plan_sent_as_a_string(d: Diagnostic, inner: &crate::tool::JsonStr) -> Diagnostic {
+    let held = inner.value.trim_start();
+    if !held.starts_with('{') {
+        return d;
+    }
+    let (tree, errors) = crate::tool::json::parse(&inner.value);
+    let what = "the plan was sent as a JSON string holding its text: send the object itself — `\"plan\": {\"instructions\": […]}`, not `\"plan\": \"{\\\"instructions\\\": …}\"`";
+    let d = d.with_label("a string holding a plan");
+    match (tree, errors.iter().find(|e| e.is_error())) {
+        (Some(t), None) if t.as_object().is_some() => d.with_help(what),
+        (_, Some(e)) => {
+            let e = python_in_json(e.clone(), &inner.value);
+            let at = inner.value[..(e.span.start as usize).min(inner.value.len())].chars().count();
+            let inner_d = Diagnostic::new(e.code, inner.map_span(e.span), e.message.clone()).with_label("here");
+            let fix = e.help.as_deref().map_or(String::new(), |h| format!(": {h}"));
+            Diagnostic::new(d.code, d.span, d.message.clone())
+                .with_label("a string holding a plan")
+                .with_secondary(inner_d.span, format!("not JSON at character {at}"))
+                .with_help(format!("{what}; and its text is not JSON at character {at} ({}){fix}", e.message))
+        }
+        _ => d.with_help(what),
+    }
+}
+
+/// A JSON syntax error at a Python literal (`True`, `False`, `None`) or a JavaScript one
+/// (`undefined`, `NaN`): the help names the JSON spelling.
+fn python_in_json(mut d: Diagnostic, text: &str) -> Diagnostic {
+    if d.code != Code::JsonSyntax {
+        return d;
+    }
+    let rest = text.get(d.span.start as usize..).unwrap_or_default();
+    let word: String = rest.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
+    let json = match word.as_str() {
+        "True" => "true",
+        "False" => "false",
+        "None" | "undefined" | "NaN" | "Infinity" => "null",
+        _ => return d,
+    };
+    let lang = if matches!(word.as_str(), "True" | "False" | "None") { "Python" } else { "JavaScript" };
+    d.help = Some(format!("`{word}` is {lang}: JSON writes `{json}` — replace `{word}` with `{json}`"));
+    d
 }
 
 fn article(kind: &str) -> String {
