@@ -226,9 +226,8 @@ impl Search {
                     i
                 } else {
                     let cost = usize::from(a[i - 1] != b[j - 1]);
-                    let mut v = (at(&back, i - 1, j - 1) + cost)
-                        .min(at(&back, i - 1, j) + 1)
-                        .min(at(&row, i, j - 1) + 1);
+                    let mut v =
+                        (at(&back, i - 1, j - 1) + cost).min(at(&back, i - 1, j) + 1).min(at(&row, i, j - 1) + 1);
                     if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
                         v = v.min(at(&back2, i - 2, j - 2) + 1);
                     }

@@ -134,18 +134,26 @@ fn compare(name: &str, check: &PlanCheck, expect: &[Json]) -> Vec<String> {
     problems
 }
 
+/// The corpus: `cases/` (the mistakes of SPEC §13) and `mistakes/` (help that fits the
+/// place, issue 39 item 5: the step's own result, numbered placeholders with a field,
+/// other languages' syntax, a plan sent as a string or with Python literals), each case
+/// named `dir/stem`.
 fn cases() -> Vec<(String, Json)> {
-    let dir = manifest().join("tests/data/plans/cases");
-    let mut out: Vec<(String, Json)> = std::fs::read_dir(&dir)
-        .expect("the corpus")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .map(|p| {
-            let text = std::fs::read_to_string(&p).expect("readable");
-            let case: Json = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-            (p.file_stem().expect("stem").to_string_lossy().into_owned(), case)
-        })
-        .collect();
+    let mut out: Vec<(String, Json)> = Vec::new();
+    for dir in ["cases", "mistakes"] {
+        let path = manifest().join("tests/data/plans").join(dir);
+        out.extend(
+            std::fs::read_dir(&path)
+                .expect("the corpus")
+                .map(|e| e.expect("entry").path())
+                .filter(|p| p.extension().is_some_and(|e| e == "json"))
+                .map(|p| {
+                    let text = std::fs::read_to_string(&p).expect("readable");
+                    let case: Json = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                    (format!("{dir}/{}", p.file_stem().expect("stem").to_string_lossy()), case)
+                }),
+        );
+    }
     out.sort_by(|a, b| a.0.cmp(&b.0));
     out
 }
@@ -693,9 +701,17 @@ fn a_tool_has_one_identity() {
         let d = check.diagnostics.iter().find(|d| d.code == "E0530");
         let d = d.unwrap_or_else(|| panic!("{spelling:?}: no E0530\n{}", check.render()));
         assert_eq!(d.pointer, "/instructions/0/tool_definition_path", "{spelling:?}");
-        assert!(d.help.as_deref().is_some_and(|h| h.starts_with(&format!("write `{name}`"))), "{spelling:?}: {:?}", d.help);
+        assert!(
+            d.help.as_deref().is_some_and(|h| h.starts_with(&format!("write `{name}`"))),
+            "{spelling:?}: {:?}",
+            d.help
+        );
         assert!(!check.ok(), "{spelling:?}");
-        assert!(!d.message.chars().any(|c| c.is_control() || c == '\u{a0}' || c == '\u{200b}'), "{spelling:?}: {}", d.message);
+        assert!(
+            !d.message.chars().any(|c| c.is_control() || c == '\u{a0}' || c == '\u{200b}'),
+            "{spelling:?}: {}",
+            d.message
+        );
     }
 
     // Every clean spelling reaches the runner, and the trace, as `/tools/search.tool`.

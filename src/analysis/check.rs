@@ -1054,7 +1054,9 @@ impl<'a> Checker<'a> {
         // A step's own transform that names the step: its result there is `REF:response`.
         let own = cycle.len() == 2 && cycle[0] == cycle[1] && {
             let ins = self.steps[cycle[0]].ins;
-            ins.transform_responses.as_ref().is_some_and(|t| t.span.start <= first_span.start && first_span.end <= t.span.end)
+            ins.transform_responses
+                .as_ref()
+                .is_some_and(|t| t.span.start <= first_span.start && first_span.end <= t.span.end)
         };
         let help = if own {
             let me = id(cycle[0]);

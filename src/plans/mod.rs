@@ -512,7 +512,11 @@ impl Plans {
                 i > 0 && d.span.end <= explained[i - 1].end
             };
             let echo = matches!(d.code.as_str().get(..3), Some("E00" | "E01" | "E02"))
-                || matches!(d.code, Code::ExpectedRef | Code::LooksLikeRef | Code::UndeclaredResponseField);
+                || matches!(
+                    d.code,
+                    // The type of a placeholder's text is not the type of what it means.
+                    Code::ExpectedRef | Code::LooksLikeRef | Code::UndeclaredResponseField | Code::CalleeArgumentType
+                );
             if (inside && echo)
                 || (d.code == Code::MissingCalleeArgument && echo_missing.contains(&d.span))
                 || (d.code == Code::UnusedStepResult && used.contains(&d.span))
@@ -810,7 +814,9 @@ fn foreign_function(name: &str) -> Option<String> {
         "sort_by" | "sorted" | "order_by" => {
             format!("tdsl writes `{name}` as `sort(array=…, key_path=\"<field>\")`, the key a template over `item`'s fields")
         }
-        "int" | "float" | "parseInt" | "parseFloat" | "Number" => format!("tdsl writes `{name}(x)` as `to_number(value=x)`"),
+        "int" | "float" | "parseInt" | "parseFloat" | "Number" => {
+            format!("tdsl writes `{name}(x)` as `to_number(value=x)`")
+        }
         _ => return None,
     })
 }

@@ -1073,7 +1073,6 @@ fn suggest_type(text: &str) -> Option<String> {
     did_you_mean(&lower, TypeName::SIMPLE.iter().copied()).map(str::to_string)
 }
 
-
 /// The spelling a `tool_definition_path` should have, when the one written has surrounding
 /// whitespace (a trailing `\r\n`), control characters, or spaces and invisible characters
 /// that look like nothing or like a space (U+00A0, U+200B, U+3000, …): `None` when it is
