@@ -695,7 +695,6 @@ fn a_tool_has_one_identity() {
         ("sea\u{0}rch", "/tools/search.tool"),
         ("search\u{3000}", "/tools/search.tool"),
         ("weather/forecast\r\n", "weather/forecast"),
-        ("nope\r\n", "nope"),
     ] {
         let check = plans.check_value(&step(spelling));
         let d = check.diagnostics.iter().find(|d| d.code == "E0530");
@@ -713,6 +712,11 @@ fn a_tool_has_one_identity() {
             d.message
         );
     }
+
+    // A spelling that names no tool even when clean is the unknown tool it is, once.
+    let check = plans.check_value(&step("serch\r\n"));
+    let codes: Vec<&str> = check.diagnostics.iter().map(|d| d.code).collect();
+    assert_eq!(codes, ["E1306"], "{}", check.render());
 
     // Every clean spelling reaches the runner, and the trace, as `/tools/search.tool`.
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));

@@ -379,6 +379,8 @@ impl Plans {
         // Each tool as written, and the one name it has in a run (its tool path, or
         // `SERVER/TOOL`): what `TDSL_TOOL`, `X-Tdsl-Tool` and the history see.
         let mut canonical_of: HashMap<String, String> = HashMap::new();
+        // The tool paths already refused here: the load's own `E0530` about one is an echo.
+        let mut unresolved: Vec<Span> = Vec::new();
         let mut step_ids: Vec<String> = Vec::new();
         let mut step_fields: Vec<Option<Vec<String>>> = Vec::new();
         // (the tool as written, the step's id, the span of its id) of each step.
@@ -407,6 +409,7 @@ impl Plans {
                             .map(|d| d.responses.iter().map(|p| p.name.node.clone()).collect::<Vec<String>>());
                     }
                     Err(d) => {
+                        unresolved.push(path.span);
                         diags.push(d.at(path.span));
                         root.alias(&path.value, Resolved::Missing(self.root.join(".plan-unresolved")));
                     }
@@ -520,6 +523,7 @@ impl Plans {
             if (inside && echo)
                 || (d.code == Code::MissingCalleeArgument && echo_missing.contains(&d.span))
                 || (d.code == Code::UnusedStepResult && used.contains(&d.span))
+                || (d.code == Code::ToolPathSpelling && unresolved.contains(&d.span))
             {
                 continue;
             }
@@ -548,11 +552,9 @@ impl Plans {
     ) -> Result<(Arc<LoadedTool>, String), Unresolved> {
         // `"search\r\n"`, `" /tools/search.tool"`, `"search\u00a0"`: the tool a clean
         // spelling names, refused with that name (one tool, one identity).
+        // A spelling that names no callable tool even when clean gets that error instead.
         if let Some(clean) = crate::tool::tool_path_respelled(written) {
-            let canonical = match self.resolve(root, &clean, candidates) {
-                Ok((_, canonical)) => canonical,
-                Err(_) => clean,
-            };
+            let (_, canonical) = self.resolve(root, &clean, candidates)?;
             let d = crate::tool::tool_path_spelling(written, Span::new(0, 0), &canonical);
             return Err(Unresolved {
                 code: d.code,
