@@ -200,6 +200,9 @@ codes! {
     /// `tool_definition_path`, which calls nothing): `"retry": {…}` on a step that only joins
     /// other steps' results
     NotOnTransformStep = "E0522", Error;
+    /// A `tool_definition_path` with surrounding whitespace, control characters or
+    /// look-alike spaces: `"/tools/fetch.tool\r\n"`, `" fetch"`, `"fetch\u00a0page"`
+    ToolPathSpelling = "E0530", Error;
     /// A constraint that does not apply to the declared type: `"type_name": "integer", "pattern": "^a"`
     ConstraintNotForType = "E0540", Error;
     /// A constraint whose value is invalid: `"pattern": "(("`, `"min_length": -1`, `"enum": []`
@@ -643,25 +646,7 @@ pub(crate) fn printable_source(source: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
-/// The closest candidate to `name` by edit distance, when close enough to suggest.
-pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    let max = (name.chars().count() / 3).max(1);
-    let candidates: Vec<&str> = candidates.into_iter().collect();
-    // An abbreviation (`sep` for `separator`) is as good a hint as a typo.
-    if name.len() >= 3 {
-        if let Some(c) = candidates.iter().filter(|c| c.starts_with(name) && **c != name).min_by_key(|c| c.len()) {
-            return Some(c);
-        }
-    }
-    candidates
-        .into_iter()
-        .filter(|c| *c != name)
-        // Levenshtein distance counting an adjacent transposition as one edit.
-        .map(|c| (strsim::osa_distance(name, c), c))
-        .filter(|(d, _)| *d <= max)
-        .min_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(b.1)))
-        .map(|(_, c)| c)
-}
+pub use crate::suggest::did_you_mean;
 
 #[cfg(test)]
 mod tests {
@@ -673,13 +658,5 @@ mod tests {
         for c in Code::ALL {
             assert!(seen.insert(c.as_str()), "duplicate code {c}");
         }
-    }
-
-    #[test]
-    fn suggestions() {
-        assert_eq!(did_you_mean("jion", ["join", "json_parse", "map"]), Some("join"));
-        assert_eq!(did_you_mean("usr", ["user", "users"]), Some("user"));
-        assert_eq!(did_you_mean("zzzzzz", ["join"]), None);
-        assert_eq!(did_you_mean("sep", ["array", "separator"]), Some("separator"));
     }
 }

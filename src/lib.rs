@@ -139,6 +139,7 @@ pub(crate) mod runtime;
 #[cfg(feature = "mcp")]
 pub(crate) mod secrets;
 pub(crate) mod span;
+pub(crate) mod suggest;
 pub(crate) mod syntax;
 mod template;
 #[cfg(feature = "temporal")]
@@ -234,6 +235,9 @@ pub mod testing {
     }
     pub mod diagnostic {
         pub use crate::diagnostic::*;
+    }
+    pub mod suggest {
+        pub use crate::suggest::*;
     }
     #[cfg(feature = "engine")]
     pub mod exec {

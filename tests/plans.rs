@@ -164,18 +164,26 @@ fn compare(name: &str, check: &PlanCheck, expect: &[Json]) -> Vec<String> {
     problems
 }
 
+/// The corpus: `cases/` (the mistakes of SPEC §13) and `mistakes/` (help that fits the
+/// place, issue 39 item 5: the step's own result, numbered placeholders with a field,
+/// other languages' syntax, a plan sent as a string or with Python literals), each case
+/// named `dir/stem`.
 fn cases() -> Vec<(String, Json)> {
-    let dir = manifest().join("tests/data/plans/cases");
-    let mut out: Vec<(String, Json)> = std::fs::read_dir(&dir)
-        .expect("the corpus")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .map(|p| {
-            let text = std::fs::read_to_string(&p).expect("readable");
-            let case: Json = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-            (p.file_stem().expect("stem").to_string_lossy().into_owned(), case)
-        })
-        .collect();
+    let mut out: Vec<(String, Json)> = Vec::new();
+    for dir in ["cases", "mistakes"] {
+        let path = manifest().join("tests/data/plans").join(dir);
+        out.extend(
+            std::fs::read_dir(&path)
+                .expect("the corpus")
+                .map(|e| e.expect("entry").path())
+                .filter(|p| p.extension().is_some_and(|e| e == "json"))
+                .map(|p| {
+                    let text = std::fs::read_to_string(&p).expect("readable");
+                    let case: Json = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                    (format!("{dir}/{}", p.file_stem().expect("stem").to_string_lossy()), case)
+                }),
+        );
+    }
     out.sort_by(|a, b| a.0.cmp(&b.0));
     out
 }
@@ -677,4 +685,149 @@ fn literal_text_is_flagged_only_when_it_reads_as_computed() {
     ] {
         assert!(!flagged(text), "flagged: {text}");
     }
+}
+
+/// Checking is linear in the plan and bounded in the tools (issue 38, item 4), measured in
+/// work, not time: the largest plans the limits allow, full of the mistakes whose checking
+/// was quadratic — 120,000 `$a` in one string (23 s of CPU), 60,000 of them each beside an
+/// escape (the string was decoded again for each: 50 minutes), 50,000 strings of one each —
+/// get every error counted; and "did you mean", against 100,000 upstream tools (17 s for one
+/// misspelt name) and an upstream tool of 20,000 fields, spends at most the plan's allowance
+/// however many steps misspell them ([`tdsl::testing::suggest::work_spent`] counts the
+/// characters looked at and the distance-table cells).
+#[test]
+fn checking_is_linear_in_the_plan_and_bounded_in_the_tools() {
+    use tdsl::testing::plans::MAX_SUGGESTION_WORK;
+    use tdsl::testing::suggest::{work_spent, SUGGESTION_BUDGET};
+
+    let plans = test_plans();
+    let max = PlanLimits::default().max_bytes;
+    let step = |query: &str| {
+        format!(
+            r#"{{"instructions": [{{"execution_id": "a", "tool_definition_path": "search", "arguments": {{"query": {query}}}}}]}}"#
+        )
+    };
+    for (what, plan, errors) in [
+        ("one string", step(&format!("\"{}\"", "$a".repeat(120_000))), 120_000),
+        ("escapes", step(&format!("\"{}\"", "$a\\n".repeat(60_000))), 60_000),
+        ("many strings", step(&format!("[{}]", vec!["\"$a\""; 50_000].join(","))), 50_000),
+    ] {
+        assert!(plan.len() <= max, "{what}: {} bytes", plan.len());
+        let check = plans.check(&plan);
+        // (The list of the last is also not the string `query` takes: one error more.)
+        let (counted, _) = check.counts();
+        assert!((errors..=errors + 1).contains(&counted), "{what}: every placeholder is an error: {counted}");
+        assert_eq!(check.diagnostics.len(), 50, "{what}");
+    }
+
+    // 100,000 upstream tools, one of them with 20,000 declared fields, and the most steps
+    // a plan has, each misspelling a tool or a field.
+    let mut up: Vec<UpstreamTool> = (0..100_000)
+        .map(|i| UpstreamTool {
+            server: "big".into(),
+            name: format!("tool_number_{i:06}"),
+            description: None,
+            input_schema: json!({"type": "object"}),
+            output_schema: None,
+        })
+        .collect();
+    let fields: serde_json::Map<String, Json> =
+        (0..20_000).map(|i| (format!("field_{i:05}"), json!({"type": "integer"}))).collect();
+    up[0].output_schema = Some(json!({"type": "object", "properties": fields}));
+    let plans = test_plans().with_upstream(up);
+    let most = PlanLimits::default().max_steps;
+    let mut steps = vec![json!({"execution_id": "first", "tool_definition_path": "big/tool_numbr_099998"})];
+    steps.push(json!({"execution_id": "wide", "tool_definition_path": "big/tool_number_000000"}));
+    for i in 2..most {
+        steps.push(if i % 2 == 0 {
+            json!({"execution_id": format!("s{i}"), "tool_definition_path": format!("big/tool_numbr_{i:06}")})
+        } else {
+            json!({"execution_id": format!("s{i}"), "tool_definition_path": "search",
+                   "arguments": {"query": format!("REF:wide.feild_{i:05}")}})
+        });
+    }
+    let before = work_spent();
+    let check = plans.check_value(&json!({"instructions": steps}));
+    let spent = work_spent() - before;
+    assert!(
+        spent <= MAX_SUGGESTION_WORK + SUGGESTION_BUDGET,
+        "the suggestions of one plan spent {spent} units, more than its allowance of {MAX_SUGGESTION_WORK}"
+    );
+    let (errors, _) = check.counts();
+    assert!(errors >= most - 2, "every misspelling is an error: {errors}\n{}", check.render());
+    let first = check.diagnostics.iter().find(|d| d.pointer == "/instructions/0/tool_definition_path").expect("E1306");
+    assert_eq!(first.code, "E1306");
+    let help = first.help.as_deref().unwrap_or_default();
+    assert!(help.starts_with("did you mean `big/tool_number_099998`?"), "{help}");
+    assert!(help.contains("and 99986 more"), "the list of callable tools is cut: {help}");
+    // The hint of a field is found among 20,000 too, while the allowance lasts.
+    let field = check.diagnostics.iter().find(|d| d.pointer == "/instructions/3/arguments/query").expect("E1314");
+    assert!(field.help.as_deref().is_some_and(|h| h.contains("field_00003")), "{:?}", field.help);
+}
+
+/// A tool has one identity (issue 38, item 7): a spelling with surrounding whitespace, a
+/// trailing CR/LF, a control or invisible character or a look-alike space is refused at
+/// check time (`E0530`) with the tool's one name in the help (it passed, trimmed, then named
+/// the tool a second way or failed at call time); every clean spelling — served name, tool
+/// path with or without `/`, `./` or `.tool` — runs the tool under its tool path, which is
+/// what the runner sees (`TDSL_TOOL`, `X-Tdsl-Tool`, the history's `invocations.tool`) and
+/// what the trace says.
+#[test]
+fn a_tool_has_one_identity() {
+    let plans = test_plans();
+    let step = |tool: &str| json!({"instructions": [{"execution_id": "s", "tool_definition_path": tool, "arguments": {"query": "x"}}]});
+    for (spelling, name) in [
+        ("search\r\n", "/tools/search.tool"),
+        ("search\n", "/tools/search.tool"),
+        (" search", "/tools/search.tool"),
+        ("search\t", "/tools/search.tool"),
+        ("/tools/search.tool\r\n", "/tools/search.tool"),
+        ("search\u{a0}", "/tools/search.tool"),
+        ("\u{200b}search", "/tools/search.tool"),
+        ("\u{feff}search", "/tools/search.tool"),
+        ("sea\u{0}rch", "/tools/search.tool"),
+        ("search\u{3000}", "/tools/search.tool"),
+        ("weather/forecast\r\n", "weather/forecast"),
+    ] {
+        let check = plans.check_value(&step(spelling));
+        let d = check.diagnostics.iter().find(|d| d.code == "E0530");
+        let d = d.unwrap_or_else(|| panic!("{spelling:?}: no E0530\n{}", check.render()));
+        assert_eq!(d.pointer, "/instructions/0/tool_definition_path", "{spelling:?}");
+        assert!(
+            d.help.as_deref().is_some_and(|h| h.starts_with(&format!("write `{name}`"))),
+            "{spelling:?}: {:?}",
+            d.help
+        );
+        assert!(!check.ok(), "{spelling:?}");
+        assert!(
+            !d.message.chars().any(|c| c.is_control() || c == '\u{a0}' || c == '\u{200b}'),
+            "{spelling:?}: {}",
+            d.message
+        );
+    }
+
+    // A spelling that names no tool even when clean is the unknown tool it is, once.
+    let check = plans.check_value(&step("serch\r\n"));
+    let codes: Vec<&str> = check.diagnostics.iter().map(|d| d.code).collect();
+    assert_eq!(codes, ["E1306"], "{}", check.render());
+
+    // Every clean spelling reaches the runner, and the trace, as `/tools/search.tool`.
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = seen.clone();
+    let host = runner();
+    let recording: Arc<dyn Runner> = Arc::new(move |call: &ToolCall<'_>| -> Result<tdsl::Value, ToolError> {
+        record.lock().expect("not poisoned").push(call.tool_path.to_string());
+        host.call(call)
+    });
+    for spelling in ["search", "/tools/search.tool", "tools/search.tool", "/tools/search", "./tools/search.tool"] {
+        let plan = serde_json::to_string(&step(spelling)).expect("JSON");
+        let run = plans.run(&plan, tdsl::Value::Null, recording.clone(), &RunPlanOptions::default()).expect("it runs");
+        assert_eq!(run.status, RunStatus::Success, "{spelling}: {}", run.to_json());
+        assert_eq!(run.trace.steps[0].tool, "/tools/search.tool", "{spelling}");
+    }
+    let up = serde_json::to_string(&json!({"instructions": [{"execution_id": "w", "tool_definition_path": "weather/forecast", "arguments": {"city": "Oslo"}}]})).expect("JSON");
+    let run = plans.run(&up, tdsl::Value::Null, recording.clone(), &RunPlanOptions::default()).expect("it runs");
+    assert_eq!(run.status, RunStatus::Success, "{}", run.to_json());
+    let seen = seen.lock().expect("not poisoned").clone();
+    assert_eq!(seen, [vec!["/tools/search.tool".to_string(); 5], vec!["weather/forecast".to_string()]].concat());
 }

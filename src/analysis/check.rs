@@ -1094,9 +1094,24 @@ impl<'a> Checker<'a> {
         } else {
             String::new()
         };
-        self.diags.push(d.with_help(format!(
-            "a step can only use the results of steps that finish before it: remove one of these references or dependencies{more}"
-        )));
+        // A step's own transform that names the step: its result there is `REF:response`.
+        let own = cycle.len() == 2 && cycle[0] == cycle[1] && {
+            let ins = self.steps[cycle[0]].ins;
+            ins.transform_responses
+                .as_ref()
+                .is_some_and(|t| t.span.start <= first_span.start && first_span.end <= t.span.end)
+        };
+        let help = if own {
+            let me = id(cycle[0]);
+            format!(
+                "inside `{me}`'s own `transform_responses` its result is `REF:response`: write `REF:response.<field>` for `REF:{me}.<field>`"
+            )
+        } else {
+            format!(
+                "a step can only use the results of steps that finish before it: remove one of these references or dependencies{more}"
+            )
+        };
+        self.diags.push(d.with_help(help));
     }
 
     /// Puts the plan together: steps in execution order, REF contexts renumbered.

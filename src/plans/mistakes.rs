@@ -9,12 +9,13 @@
 //! literal inside an expression is an error (it is an unknown name there); as a whole JSON
 //! string it is a warning (the string `"None"` may be meant).
 
+use std::cell::OnceCell;
 use std::sync::OnceLock;
 
 use regex::Regex;
 
 use crate::diagnostic::{Code, Diagnostic};
-use crate::span::Span;
+use crate::span::{SourceMap, Span};
 use crate::tool::{JsonKind, JsonNode, JsonStr};
 
 /// How a string of the plan is read.
@@ -35,6 +36,48 @@ pub(crate) struct Site<'a> {
     pub role: Role,
     /// Whether it is a transform variable (where a string may be a call-string).
     pub variable: bool,
+    /// The step whose own `transform_responses` holds it: there, that step's result is
+    /// `REF:response`.
+    pub own_step: Option<usize>,
+    /// The map from the decoded string to the plan's text, made once (when a finding needs
+    /// it): made per finding, a string of 40,000 placeholders and escapes was decoded
+    /// 40,000 times.
+    map: OnceCell<SourceMap>,
+}
+
+impl Site<'_> {
+    /// The plan's text span of bytes `start..end` of the decoded string.
+    fn span(&self, start: usize, end: usize) -> Span {
+        self.map.get_or_init(|| self.text.string_map()).map(Span::new(start, end))
+    }
+}
+
+/// Spans of a string already claimed by a finding, kept sorted and disjoint so that "is
+/// this match inside one?" is a binary search, not a scan of every finding so far (120,000
+/// `$a` in one string was 23 s of CPU).
+#[derive(Default)]
+struct Claimed(Vec<(usize, usize)>);
+
+impl Claimed {
+    /// Claims the spans `found` holds (found in order by one pattern each).
+    fn extend(&mut self, found: impl IntoIterator<Item = (usize, usize)>) {
+        self.0.extend(found);
+        self.0.sort_unstable();
+        let mut merged: Vec<(usize, usize)> = Vec::with_capacity(self.0.len());
+        for (start, end) in self.0.drain(..) {
+            match merged.last_mut() {
+                Some(last) if start <= last.1 => last.1 = last.1.max(end),
+                _ => merged.push((start, end)),
+            }
+        }
+        self.0 = merged;
+    }
+
+    /// Whether `start..end` lies inside a claimed span.
+    fn covers(&self, start: usize, end: usize) -> bool {
+        let i = self.0.partition_point(|s| s.0 <= start);
+        i > 0 && end <= self.0[i - 1].1
+    }
 }
 
 /// Every string of the plan that holds a value, a REF or an expression.
@@ -50,7 +93,11 @@ fn walk<'a>(node: &'a JsonNode, path: &mut Vec<String>, out: &mut Vec<Site<'a>>)
         JsonKind::Str(s) => {
             if let Some(role) = role(path) {
                 let variable = path.iter().any(|p| p == "variables");
-                out.push(Site { text: s, role, variable });
+                let own_step = match path.as_slice() {
+                    [ins, i, tr, ..] if ins == "instructions" && tr == "transform_responses" => i.parse().ok(),
+                    _ => None,
+                };
+                out.push(Site { text: s, role, variable, own_step, map: OnceCell::new() });
             }
         }
         JsonKind::List(items) => {
@@ -225,7 +272,6 @@ pub(crate) fn check_site(
 ) {
     let text = &*site.text.value;
     let whole = site.text.span;
-    let map = |start: usize, end: usize| site.text.map_span(Span::new(start, end));
     let before = out.len();
     if site.role != Role::Expression {
         loose_ref(site, names, out, named);
@@ -262,7 +308,7 @@ pub(crate) fn check_site(
                 out.push(
                     Diagnostic::new(
                         Code::PlanNoFiles,
-                        map(name.start(), name.end()),
+                        site.span(name.start(), name.end()),
                         format!("`{}` reads files, and this server gives plans no files", name.as_str()),
                     )
                     .with_label("no file store")
@@ -286,7 +332,7 @@ fn loose_ref(site: &Site<'_>, names: &Names<'_>, out: &mut Vec<Diagnostic>, name
     out.push(
         Diagnostic::new(
             Code::PlanPlaceholder,
-            site.text.map_span(Span::new(0, text.len())),
+            site.span(0, text.len()),
             format!("`{trimmed}` is not read as a REF (only a string that starts with `REF:` exactly is): the tool would get this text"),
         )
         .with_label(format!("means `{}`", t.reference))
@@ -319,20 +365,34 @@ fn placeholders(site: &Site<'_>, names: &Names<'_>, out: &mut Vec<Diagnostic>, n
         let id = names.steps.get(n.checked_sub(1)?)?;
         Some(with_context(id.clone(), &[], Some(n - 1), names))
     };
-    for c in regex(&REWOO, r"#E(\d+)\b").captures_iter(text) {
+    // `#E1.message_id`, `$1.count`: the path after the number is the field of that step.
+    let numbered = |n: &str, tail: &str| -> Option<Target> {
+        let t = numbered(n)?;
+        let rest = segments(tail);
+        let i = names.steps.iter().position(|s| s.as_str() == t.context())?;
+        Some(with_context(t.context().to_string(), &rest, Some(i), names))
+    };
+    for c in regex(&REWOO, r"#E(\d+)\b((?:\.[A-Za-z_][A-Za-z0-9_-]*|\[\d+\])*)").captures_iter(text) {
         let (Some(m), Some(n)) = (c.get(0), c.get(1)) else { continue };
-        found.push((m.start(), m.end(), "a ReWOO `#E<n>` placeholder", numbered(n.as_str())));
+        let tail = c.get(2).map_or("", |t| t.as_str());
+        found.push((m.start(), m.end(), "a ReWOO `#E<n>` placeholder", numbered(n.as_str(), tail)));
     }
-    for c in regex(&NUMBERED, r"\$(\d+)\b").captures_iter(text) {
+    // `$1` and `$name` inside a `{{…}}`, a `${…}` or a `#E1` are part of that placeholder.
+    let mut claimed = Claimed::default();
+    claimed.extend(found.iter().map(|f| (f.0, f.1)));
+    let before = found.len();
+    for c in regex(&NUMBERED, r"\$(\d+)\b((?:\.[A-Za-z_][A-Za-z0-9_-]*|\[\d+\])*)").captures_iter(text) {
         let (Some(m), Some(n)) = (c.get(0), c.get(1)) else { continue };
-        if found.iter().any(|f| f.0 <= m.start() && m.end() <= f.1) {
+        if claimed.covers(m.start(), m.end()) {
             continue;
         }
-        found.push((m.start(), m.end(), "an LLMCompiler `$<n>` placeholder", numbered(n.as_str())));
+        let tail = c.get(2).map_or("", |t| t.as_str());
+        found.push((m.start(), m.end(), "an LLMCompiler `$<n>` placeholder", numbered(n.as_str(), tail)));
     }
+    claimed.extend(found[before..].iter().map(|f| (f.0, f.1)));
     for c in regex(&NAMED, r"\$([A-Za-z_][A-Za-z0-9_-]*)((?:\.[A-Za-z0-9_-]+|\[[^\]]*\])*)").captures_iter(text) {
         let (Some(m), Some(name)) = (c.get(0), c.get(1)) else { continue };
-        if found.iter().any(|f| f.0 <= m.start() && m.end() <= f.1) {
+        if claimed.covers(m.start(), m.end()) {
             continue;
         }
         let segs = segments(&m.as_str()[1..]);
@@ -343,8 +403,16 @@ fn placeholders(site: &Site<'_>, names: &Names<'_>, out: &mut Vec<Diagnostic>, n
     }
     found.sort_by_key(|f| f.0);
     for (start, end, format, t) in found {
-        let span = site.text.map_span(Span::new(start, end));
+        let span = site.span(start, end);
         let written = &text[start..end];
+        // Inside a step's own `transform_responses`, its result is `REF:response` (a REF to
+        // the step itself there is a cycle).
+        let t = t.map(|mut t| {
+            if let Some(own) = site.own_step.and_then(|i| names.steps.get(i)).filter(|id| **id == t.context()) {
+                t.reference = format!("REF:response{}", &t.reference["REF:".len() + own.len()..]);
+            }
+            t
+        });
         match t {
             Some(t) => {
                 named.push(t.context().to_string());
@@ -406,7 +474,7 @@ fn paths(site: &Site<'_>, names: &Names<'_>, out: &mut Vec<Diagnostic>, named: &
         }
     }
     for (start, end, syntax, segs) in hits {
-        let span = site.text.map_span(Span::new(start, end));
+        let span = site.span(start, end);
         let written = &text[start..end];
         let t = target(&segs, names);
         if let Some(t) = &t {

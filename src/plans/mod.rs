@@ -140,6 +140,11 @@ pub struct Plans {
     /// Served tools: name and tool path, in the order given.
     served: Vec<Callable>,
     upstream: Vec<UpstreamTool>,
+    /// Each upstream server's tools as plans call them (`SERVER/TOOL`), and each such name's
+    /// position in `upstream`: a step is resolved by one lookup, not a scan of every tool
+    /// (a server may list tens of thousands).
+    upstream_names: HashMap<String, Vec<String>>,
+    upstream_at: HashMap<String, usize>,
     limits: PlanLimits,
     engine: Engine,
     /// Whether the file functions have a store.
@@ -193,6 +198,8 @@ impl Plans {
             root: root.into(),
             served: served.into_iter().filter(|c| c.tool_path.is_some()).collect(),
             upstream: Vec::new(),
+            upstream_names: HashMap::new(),
+            upstream_at: HashMap::new(),
             limits: PlanLimits::default(),
             engine: Engine::new(),
             files: false,
@@ -201,7 +208,11 @@ impl Plans {
 
     /// Adds the tools of upstream MCP servers (`SERVER/TOOL`).
     pub fn with_upstream(mut self, tools: Vec<UpstreamTool>) -> Plans {
-        self.upstream.extend(tools);
+        for t in tools {
+            self.upstream_at.entry(t.plan_name()).or_insert(self.upstream.len());
+            self.upstream_names.entry(t.server.clone()).or_default().push(t.plan_name());
+            self.upstream.push(t);
+        }
         self
     }
 
@@ -246,7 +257,7 @@ impl Plans {
     /// shows: its arguments and responses): a served tool's file, an upstream tool's
     /// schemas as declarations. `None` for a name that is not callable or does not load.
     pub fn definition(&self, name: &str) -> Option<crate::tool::ToolDef> {
-        if let Some(u) = self.upstream.iter().find(|u| u.plan_name() == name) {
+        if let Some(u) = self.upstream_at.get(name).map(|i| &self.upstream[*i]) {
             return crate::tool::load(&u.tool_source()).0;
         }
         let c = self.served.iter().find(|c| c.name == name)?;
@@ -311,6 +322,8 @@ impl Plans {
 
     /// The check, and what a run needs.
     fn check_with(&self, text: &str, engine: Engine) -> (PlanCheck, Option<(Analyzer, CheckedTool)>) {
+        // However many names the plan misspells, its "did you mean"s share one allowance.
+        let _allowance = crate::suggest::limit_suggestions(MAX_SUGGESTION_WORK);
         if let Some(refused) = self.refuse_size(text.len() as u64) {
             return (refused, None);
         }
@@ -319,15 +332,21 @@ impl Plans {
             return (PlanCheck::finish(source, None, vec![d], None), None);
         }
         let (tree, json_diags) = crate::tool::json::parse(text);
-        let Some(tree) = tree else { return (PlanCheck::finish(source, None, json_diags, None), None) };
+        let Some(tree) = tree else {
+            let diags = json_diags.into_iter().map(|d| python_in_json(d, text)).collect();
+            return (PlanCheck::finish(source, None, diags, None), None);
+        };
         let Some(entries) = tree.as_object() else {
-            let d = Diagnostic::new(
+            let mut d = Diagnostic::new(
                 Code::PlanNotObject,
                 tree.span,
                 format!("a plan is a JSON object, and this is {}", article(tree.type_name())),
             )
             .with_label("not an object")
             .with_help("send {\"instructions\": [{\"execution_id\": \"…\", \"tool_definition_path\": \"<tool>\", \"arguments\": {…}}, …]}");
+            if let Some(inner) = tree.as_str() {
+                d = plan_sent_as_a_string(d, inner);
+            }
             return (PlanCheck::finish(source, Some(tree), vec![d], None), None);
         };
         let mut diags = json_diags;
@@ -365,6 +384,13 @@ impl Plans {
 
         // Names: resolve every tool_definition_path as the model wrote it.
         let mut root = ToolRoot::with_policy(&self.root, MissingCallees::Skip);
+        // The names an unknown tool is compared with, gathered once for the whole plan.
+        let candidates = std::cell::OnceCell::new();
+        // Each tool as written, and the one name it has in a run (its tool path, or
+        // `SERVER/TOOL`): what `TDSL_TOOL`, `X-Tdsl-Tool` and the history see.
+        let mut canonical_of: HashMap<String, String> = HashMap::new();
+        // The tool paths already refused here: the load's own `E0530` about one is an echo.
+        let mut unresolved: Vec<Span> = Vec::new();
         let mut step_ids: Vec<String> = Vec::new();
         let mut step_fields: Vec<Option<Vec<String>>> = Vec::new();
         // (the tool as written, the step's id, the span of its id) of each step.
@@ -383,8 +409,9 @@ impl Plans {
                 step_tools.push((written, id_text, id.span));
             }
             if let Some(path) = field("tool_definition_path").and_then(JsonNode::as_str) {
-                match self.resolve(&mut root, &path.value) {
-                    Ok(tool) => {
+                match self.resolve(&mut root, &path.value, &candidates) {
+                    Ok((tool, canonical)) => {
+                        canonical_of.insert(path.value.to_string(), canonical);
                         fields = tool
                             .def
                             .as_ref()
@@ -392,6 +419,7 @@ impl Plans {
                             .map(|d| d.responses.iter().map(|p| p.name.node.clone()).collect::<Vec<String>>());
                     }
                     Err(d) => {
+                        unresolved.push(path.span);
                         diags.push(d.at(path.span));
                         root.alias(&path.value, Resolved::Missing(self.root.join(".plan-unresolved")));
                     }
@@ -440,32 +468,27 @@ impl Plans {
         let names = mistakes::Names { steps: &step_ids, fields: &step_fields, args: &arg_names };
         let mut found = Vec::new();
         let mut named = Vec::new();
+        // Strings a finding explains: the analysis' complaints about them are its echoes.
+        // Each string's own findings decide (the strings are disjoint, in the order of the
+        // text, so this stays sorted for the binary search below).
+        let mut explained: Vec<Span> = Vec::new();
         let sites = mistakes::sites(&tree);
         for site in &sites {
             let before = found.len();
             mistakes::check_site(site, &names, self.files, &mut found, &mut named);
             if found.len() == before {
                 literal::check_site(site, &mut found);
+            } else if found[before..].iter().any(|d| matches!(d.code, Code::PlanPlaceholder | Code::PlanPathSyntax)) {
+                explained.push(site.text.span);
             }
         }
+        let named: std::collections::HashSet<String> = named.into_iter().collect();
         // A step a placeholder means is used: "never used" would be an echo.
         let used: Vec<Span> = instructions
             .iter()
             .zip(&step_ids)
-            .filter(|(_, id)| named.contains(id))
+            .filter(|(_, id)| named.contains(*id))
             .filter_map(|(ins, _)| ins.as_object()?.iter().find(|(k, _)| k.node == "execution_id").map(|(_, v)| v.span))
-            .collect();
-        // Strings a finding explains: the analysis' complaints about them are its echoes.
-        let explained: Vec<Span> = sites
-            .iter()
-            .filter(|s| {
-                found.iter().any(|d| {
-                    matches!(d.code, Code::PlanPlaceholder | Code::PlanPathSyntax)
-                        && s.text.span.start <= d.span.start
-                        && d.span.end <= s.text.span.end
-                })
-            })
-            .map(|s| s.text.span)
             .collect();
         // A fan-out whose `iterate_over` is explained binds no child argument for the
         // analysis: its "missing argument" is an echo too.
@@ -476,14 +499,23 @@ impl Plans {
                 let get = |k: &str| entries.iter().find(|(key, _)| key.node == k).map(|(_, v)| v);
                 let over =
                     get("parallel_execution")?.as_object()?.iter().find(|(k, _)| k.node == "iterate_over")?.1.span;
-                explained.contains(&over).then(|| get("tool_definition_path").map(|p| p.span))?
+                explained.binary_search(&over).is_ok().then(|| get("tool_definition_path").map(|p| p.span))?
             })
             .collect();
         diags.extend(found);
 
         // The analysis: the same checks as `tdsl check`.
         let mut analyzer = Analyzer::with_engine(root, engine);
-        let checked = analyzer.check_text(PLAN_TOOL.to_string(), source.clone(), None);
+        let mut checked = analyzer.check_text(PLAN_TOOL.to_string(), source.clone(), None);
+        // A run calls each tool by its one name, however the plan spelt it.
+        if let Some(plan) = checked.plan.as_mut() {
+            for step in &mut plan.steps {
+                // A transform step calls nothing: it has no name to make one.
+                if let Some(canonical) = step.tool_path.as_deref().and_then(|t| canonical_of.get(t)) {
+                    step.tool_path = Some(Arc::from(canonical.as_str()));
+                }
+            }
+        }
         // A REF to a tool's name where the step that calls it was meant: that step is used.
         let mut used = used;
         for d in checked.diagnostics.iter().filter(|d| d.code == Code::UnknownRefContext) {
@@ -491,16 +523,31 @@ impl Plans {
             used.extend(step_tools.iter().filter(|(tool, _, _)| tool == ctx).map(|(_, _, span)| *span));
         }
         for d in &checked.diagnostics {
-            let inside = explained.iter().any(|s| s.start <= d.span.start && d.span.end <= s.end);
+            let inside = {
+                let i = explained.partition_point(|s| s.start <= d.span.start);
+                i > 0 && d.span.end <= explained[i - 1].end
+            };
             let echo = matches!(d.code.as_str().get(..3), Some("E00" | "E01" | "E02"))
-                || matches!(d.code, Code::ExpectedRef | Code::LooksLikeRef | Code::UndeclaredResponseField);
+                || matches!(
+                    d.code,
+                    // The type of a placeholder's text is not the type of what it means.
+                    Code::ExpectedRef | Code::LooksLikeRef | Code::UndeclaredResponseField | Code::CalleeArgumentType
+                );
             if (inside && echo)
                 || (d.code == Code::MissingCalleeArgument && echo_missing.contains(&d.span))
                 || (d.code == Code::UnusedStepResult && used.contains(&d.span))
+                || (d.code == Code::ToolPathSpelling && unresolved.contains(&d.span))
             {
                 continue;
             }
-            diags.push(adapt(d, &source, &step_tools));
+            // The decoded text of the string the diagnostic is in (an expression).
+            let at = sites.partition_point(|s| s.text.span.start <= d.span.start);
+            let expression = at
+                .checked_sub(1)
+                .and_then(|i| sites.get(i))
+                .filter(|s| d.span.end <= s.text.span.end)
+                .map(|s| &*s.text.value);
+            diags.push(adapt(d, &source, &step_tools, expression));
         }
         literal::drop_null_echoes(&mut diags);
         let result_type = if diags.iter().any(Diagnostic::is_error) { None } else { result_type(&checked) };
@@ -511,13 +558,31 @@ impl Plans {
 
     /// What a `tool_definition_path` names: a callable tool, loaded (and aliased in `root`
     /// under the name written), or why not.
-    fn resolve(&self, root: &mut ToolRoot, written: &str) -> Result<Arc<LoadedTool>, Unresolved> {
-        let written_trim = written.trim();
+    fn resolve(
+        &self,
+        root: &mut ToolRoot,
+        written: &str,
+        candidates: &std::cell::OnceCell<Vec<String>>,
+    ) -> Result<(Arc<LoadedTool>, String), Unresolved> {
+        // `"search\r\n"`, `" /tools/search.tool"`, `"search\u00a0"`: the tool a clean
+        // spelling names, refused with that name (one tool, one identity).
+        // A spelling that names no callable tool even when clean gets that error instead.
+        if let Some(clean) = crate::tool::tool_path_respelled(written) {
+            let (_, canonical) = self.resolve(root, &clean, candidates)?;
+            let d = crate::tool::tool_path_spelling(written, Span::new(0, 0), &canonical);
+            return Err(Unresolved {
+                code: d.code,
+                message: d.message,
+                label: "a second spelling of a tool".into(),
+                help: d.help.unwrap_or_default(),
+            });
+        }
+        let written_trim = written;
         // An upstream tool: `SERVER/TOOL`.
         if let Some((server, tool)) = written_trim.split_once('/').filter(|(s, _)| !s.is_empty()) {
-            let of_server: Vec<&UpstreamTool> = self.upstream.iter().filter(|u| u.server == server).collect();
-            if !of_server.is_empty() {
-                return match of_server.iter().find(|u| u.name == tool) {
+            if let Some(names) = self.upstream_names.get(server) {
+                let found = self.upstream_at.get(written_trim).map(|i| &self.upstream[*i]);
+                return match found {
                     Some(u) => {
                         let file = self.root.join(".upstream").join(server).join(format!("{tool}.tool"));
                         let loaded = Arc::new(u.loaded(file, written.to_string()));
@@ -534,10 +599,12 @@ impl Plans {
                                 help: format!("call another tool; the tools a plan may call: {}", self.list(&[])),
                             });
                         }
+                        let canonical = u.plan_name();
                         root.alias(written, Resolved::Found(loaded.clone()));
-                        Ok(loaded)
+                        root.alias(&canonical, Resolved::Found(loaded.clone()));
+                        Ok((loaded, canonical))
                     }
-                    None => Err(self.unknown(written, of_server.iter().map(|u| u.plan_name()).collect())),
+                    None => Err(self.unknown(written, names)),
                 };
             }
         }
@@ -573,17 +640,25 @@ impl Plans {
                 });
             }
         }
-        let mut candidates: Vec<String> = self.callable().into_iter().map(|c| c.name).collect();
-        candidates.extend(self.served.iter().filter_map(|c| c.tool_path.clone()));
+        let candidates = candidates.get_or_init(|| {
+            let mut names: Vec<String> = self.callable().into_iter().map(|c| c.name).collect();
+            names.extend(self.served.iter().filter_map(|c| c.tool_path.clone()));
+            names
+        });
         Err(self.unknown(written, candidates))
     }
 
-    fn load_served(&self, root: &mut ToolRoot, written: &str, c: &Callable) -> Result<Arc<LoadedTool>, Unresolved> {
+    fn load_served(
+        &self,
+        root: &mut ToolRoot,
+        written: &str,
+        c: &Callable,
+    ) -> Result<(Arc<LoadedTool>, String), Unresolved> {
         let path = c.tool_path.as_deref().unwrap_or_default();
         match root.resolve(path) {
             Resolved::Found(t) => {
                 root.alias(written, Resolved::Found(t.clone()));
-                Ok(t)
+                Ok((t, path.to_string()))
             }
             _ => Err(Unresolved {
                 code: Code::PlanUnknownTool,
@@ -594,14 +669,18 @@ impl Plans {
         }
     }
 
-    fn unknown(&self, written: &str, candidates: Vec<String>) -> Unresolved {
+    fn unknown(&self, written: &str, candidates: &[String]) -> Unresolved {
         let stem = written.trim().trim_start_matches('/').trim_end_matches(".tool");
         let stem = stem.rsplit('/').next().unwrap_or(stem);
+        // The two searches of a name inside another are linear in the candidates' text:
+        // they spend from the plan's allowance for suggestions like `did_you_mean` does.
+        let text_of_all = || candidates.iter().map(|c| c.len() as u64 + 1).sum::<u64>() + written.len() as u64;
         let near = did_you_mean(written.trim(), candidates.iter().map(String::as_str))
             .or_else(|| did_you_mean(stem, candidates.iter().map(String::as_str)))
             // `forecast`, `weather.forecast` for the upstream `weather/forecast`.
             .or_else(|| {
                 let lower = written.trim().to_lowercase();
+                crate::suggest::spend(text_of_all()).then_some(())?;
                 candidates
                     .iter()
                     .filter(|c| c.split_once('/').is_some_and(|(_, tool)| !tool.is_empty() && lower.ends_with(tool)))
@@ -611,6 +690,7 @@ impl Plans {
             // `web_search` for `search`, `search_tool` for `search`: a name inside the other.
             .or_else(|| {
                 let lower = stem.to_lowercase();
+                crate::suggest::spend(text_of_all()).then_some(())?;
                 candidates
                     .iter()
                     .filter(|c| !c.contains('/') && c.len() >= 3 && (lower.contains(c.as_str()) || c.contains(&lower)))
@@ -634,16 +714,29 @@ impl Plans {
         }
     }
 
-    /// The callable names, for a help line (at most 20).
+    /// The callable names, for a help line: `first`, then the others, at most 20 named and
+    /// a count of the rest (one pass: a server may have 60,000 upstream tools).
     fn list(&self, first: &[String]) -> String {
-        let mut names: Vec<String> = first.to_vec();
-        for c in self.callable() {
-            if !names.contains(&c.name) {
-                names.push(c.name);
+        const SHOWN: usize = 20;
+        let mut names: Vec<String> = first.iter().take(SHOWN).cloned().collect();
+        let mut more = first.len().saturating_sub(SHOWN);
+        let mut add = |name: &dyn Fn() -> String| {
+            if names.len() < SHOWN {
+                names.push(name());
+            } else {
+                more += 1;
+            }
+        };
+        for c in self.served.iter().filter(|c| !first.contains(&c.name)) {
+            add(&|| c.name.clone());
+        }
+        for u in &self.upstream {
+            // `SERVER/TOOL` compared without being built: most are only counted.
+            if !first.iter().any(|f| f.split_once('/') == Some((u.server.as_str(), u.name.as_str()))) {
+                add(&|| u.plan_name());
             }
         }
-        let more = names.len().saturating_sub(20);
-        let mut text = names.iter().take(20).map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
+        let mut text = names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
         if names.is_empty() {
             text = "none".to_string();
         }
@@ -657,10 +750,27 @@ impl Plans {
 /// A diagnostic of the analysis, as a plan's: a field the callee does not declare is an
 /// error (`E1314`), a Python literal in an expression `E1313`; a REF to a tool's name gets
 /// the step that calls it, a key of another plan format its tdsl name.
-fn adapt(d: &Diagnostic, source: &str, step_tools: &[(String, String, Span)]) -> Diagnostic {
+fn adapt(d: &Diagnostic, source: &str, step_tools: &[(String, String, Span)], expression: Option<&str>) -> Diagnostic {
     let mut d = d.clone();
     let text = source.get(d.span.range()).unwrap_or_default();
     match d.code {
+        // Other languages' syntax, in the tdsl form.
+        Code::UnknownFunction => {
+            if let Some(help) = foreign_function(text) {
+                d.help = Some(help);
+            }
+        }
+        Code::Syntax => {
+            if let Some(help) = expression.and_then(foreign_syntax) {
+                d.help = Some(help);
+            }
+        }
+        Code::UnknownOperator => {
+            let op = text.trim_matches('"');
+            if let Some(tdsl) = foreign_operator(op) {
+                d.help = Some(format!("tdsl spells `{op}` as `{tdsl}`: write \"operator\": \"{tdsl}\""));
+            }
+        }
         Code::UndeclaredResponseField => d.code = Code::PlanUnknownField,
         // Nothing silently wrong (SPEC §13): what a `.tool` file is warned of, a plan is refused.
         Code::UnknownField | Code::OpenArgument => d = literal::plan_error(d),
@@ -711,6 +821,61 @@ fn adapt(d: &Diagnostic, source: &str, step_tools: &[(String, String, Span)]) ->
     d
 }
 
+/// The help for a function of another language that tdsl spells otherwise.
+fn foreign_function(name: &str) -> Option<String> {
+    Some(match name {
+        "str" | "String" | "toString" | "string" => {
+            format!("tdsl writes `{name}(x)` as `to_string(value=x)`")
+        }
+        "len" | "size" | "count_of" => format!("tdsl writes `{name}(x)` as `length(value=x)`, or `x.length`"),
+        "sort_by" | "sorted" | "order_by" => {
+            format!("tdsl writes `{name}` as `sort(array=…, key_path=\"<field>\")`, the key a template over `item`'s fields")
+        }
+        "int" | "float" | "parseInt" | "parseFloat" | "Number" => {
+            format!("tdsl writes `{name}(x)` as `to_number(value=x)`")
+        }
+        _ => return None,
+    })
+}
+
+/// The help for another language's syntax in an expression: a conditional `a ? b : c`, an
+/// arrow function or a lambda.
+fn foreign_syntax(expression: &str) -> Option<String> {
+    let trimmed = expression.trim_start();
+    if trimmed.starts_with("lambda ") || trimmed.starts_with("lambda:") || expression.contains("=>") {
+        return Some(
+            "tdsl has no lambdas or arrow functions: a function over each element takes a template, an expression over `item` given as a string: `map(array=REF:search.results, template=\"item.url\")`, `filter(array=…, template=\"item.score > 2\")`"
+                .to_string(),
+        );
+    }
+    if let Some((cond, rest)) = expression.split_once('?') {
+        if let Some((yes, no)) = rest.split_once(':') {
+            return Some(format!(
+                "tdsl has no `a ? b : c`: write `if(condition={}, true_value={}, false_value={})`",
+                cond.trim(),
+                yes.trim(),
+                no.trim()
+            ));
+        }
+    }
+    None
+}
+
+/// The tdsl condition operator for another language's spelling of it.
+fn foreign_operator(op: &str) -> Option<&'static str> {
+    Some(match op.trim().to_ascii_lowercase().as_str() {
+        ">" | "gt" => "greater_than",
+        "<" | "lt" => "less_than",
+        ">=" | "gte" | "ge" | "=>" => "greater_than_or_equals",
+        "<=" | "lte" | "le" | "=<" => "less_than_or_equals",
+        "==" | "=" | "===" | "eq" | "is" => "equals",
+        "!=" | "<>" | "!==" | "ne" | "neq" | "not" => "not_equals",
+        "in_list" | "one_of" => "in",
+        "includes" | "has" => "contains",
+        _ => return None,
+    })
+}
+
 /// The tdsl key for a key of another plan or tool-call format.
 fn key_alias(key: &str) -> Option<&'static str> {
     Some(match key {
@@ -740,6 +905,52 @@ impl Unresolved {
     fn at(self, span: Span) -> Diagnostic {
         Diagnostic::new(self.code, span, self.message).with_label(self.label).with_help(self.help)
     }
+}
+
+/// `E1303` for a plan sent as a JSON string (`{"plan": "{\"instructions\": …}"}`): the
+/// text it holds, checked as JSON, says where the fix is — send the object itself, and, if
+/// the text is not JSON either, where and why (Python's `True`/`None`, single quotes).
+fn plan_sent_as_a_string(d: Diagnostic, inner: &crate::tool::JsonStr) -> Diagnostic {
+    let held = inner.value.trim_start();
+    if !held.starts_with('{') {
+        return d;
+    }
+    let (tree, errors) = crate::tool::json::parse(&inner.value);
+    let what = "the plan was sent as a JSON string holding its text: send the object itself — `\"plan\": {\"instructions\": […]}`, not `\"plan\": \"{\\\"instructions\\\": …}\"`";
+    let d = d.with_label("a string holding a plan");
+    match (tree, errors.iter().find(|e| e.is_error())) {
+        (Some(t), None) if t.as_object().is_some() => d.with_help(what),
+        (_, Some(e)) => {
+            let e = python_in_json(e.clone(), &inner.value);
+            let at = inner.value[..(e.span.start as usize).min(inner.value.len())].chars().count();
+            let inner_d = Diagnostic::new(e.code, inner.map_span(e.span), e.message.clone()).with_label("here");
+            let fix = e.help.as_deref().map_or(String::new(), |h| format!(": {h}"));
+            Diagnostic::new(d.code, d.span, d.message.clone())
+                .with_label("a string holding a plan")
+                .with_secondary(inner_d.span, format!("not JSON at character {at}"))
+                .with_help(format!("{what}; and its text is not JSON at character {at} ({}){fix}", e.message))
+        }
+        _ => d.with_help(what),
+    }
+}
+
+/// A JSON syntax error at a Python literal (`True`, `False`, `None`) or a JavaScript one
+/// (`undefined`, `NaN`): the help names the JSON spelling.
+fn python_in_json(mut d: Diagnostic, text: &str) -> Diagnostic {
+    if d.code != Code::JsonSyntax {
+        return d;
+    }
+    let rest = text.get(d.span.start as usize..).unwrap_or_default();
+    let word: String = rest.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
+    let json = match word.as_str() {
+        "True" => "true",
+        "False" => "false",
+        "None" | "undefined" | "NaN" | "Infinity" => "null",
+        _ => return d,
+    };
+    let lang = if matches!(word.as_str(), "True" | "False" | "None") { "Python" } else { "JavaScript" };
+    d.help = Some(format!("`{word}` is {lang}: JSON writes `{json}` — replace `{word}` with `{json}`"));
+    d
 }
 
 fn article(kind: &str) -> String {
@@ -797,6 +1008,12 @@ pub fn plan_text(plan: &serde_json::Value, max_bytes: usize) -> String {
 /// mistakes gets the first of them, and a count of the rest, instead of an answer of
 /// megabytes rendered in quadratic time (each rendering reads the plan's text).
 pub const MAX_PLAN_DIAGNOSTICS: usize = 50;
+
+/// The most work (characters looked at, distance-table cells: [`crate::suggest`]) the "did
+/// you mean"s of one plan's check spend together: a plan that misspells a tool in each of
+/// its steps, against 60,000 upstream tools, gets its hints for the first of them and the
+/// list of callable tools for all.
+pub const MAX_SUGGESTION_WORK: u64 = 2 * crate::suggest::SUGGESTION_BUDGET;
 
 /// The most characters of one diagnostic's rendered text (a plan written on one long line
 /// would otherwise be echoed whole by every diagnostic in it).

@@ -41,6 +41,7 @@ pub use model::*;
 pub use position::{LineCol, LineIndex, Position};
 pub use refs::{parse_ref_string, RefPlace, RefSite, TransformBlock};
 pub use schema::{is_identifier, RESERVED_IDS};
+pub(crate) use schema::{tool_path_respelled, tool_path_spelling};
 
 use crate::diagnostic::Diagnostic;
 

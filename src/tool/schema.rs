@@ -354,11 +354,15 @@ impl Loader<'_> {
         };
         let singular = if key == "arguments" { "argument" } else { "response" };
         let mut out: Vec<Param> = Vec::with_capacity(items.len());
+        // The first declaration of each name, found by lookup (an upstream schema may declare
+        // 20,000 fields: a scan of those before each was quadratic).
+        let mut first_of: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
         for (i, item) in items.iter().enumerate() {
             let Some(param) = self.param(singular, i, item) else {
                 continue;
             };
-            if let Some(first) = out.iter().find(|p| p.name.node == param.name.node) {
+            let at = *first_of.entry(param.name.node.clone()).or_insert(out.len());
+            if let Some(first) = out.get(at) {
                 self.push(
                     Diagnostic::new(
                         Code::DuplicateParam,
@@ -516,7 +520,11 @@ impl Loader<'_> {
                 }
                 Some(None)
             }
-            Some(n) => Some(self.string(&obj, "tool_definition_path", n)),
+            Some(n) => Some(self.string(&obj, "tool_definition_path", n).inspect(|p| {
+                if let Some(clean) = tool_path_respelled(&p.node) {
+                    self.push(tool_path_spelling(&p.node, p.span, &clean));
+                }
+            })),
             None if obj.key("transform_responses").is_some() => {
                 self.transform_step_keys(&obj);
                 None
@@ -1115,6 +1123,43 @@ fn suggest_type(text: &str) -> Option<String> {
         return Some((*to).to_string());
     }
     did_you_mean(&lower, TypeName::SIMPLE.iter().copied()).map(str::to_string)
+}
+
+/// The spelling a `tool_definition_path` should have, when the one written has surrounding
+/// whitespace (a trailing `\r\n`), control characters, or spaces and invisible characters
+/// that look like nothing or like a space (U+00A0, U+200B, U+3000, …): `None` when it is
+/// already clean. Such a spelling names the tool under a second identity (`TDSL_TOOL`, the
+/// `X-Tdsl-Tool` header, the history's `invocations.tool`) or, where nothing trims it, no
+/// tool at all at call time; it is refused at check time (`E0530`).
+pub(crate) fn tool_path_respelled(written: &str) -> Option<String> {
+    if written.trim() == written && !written.chars().any(odd_in_a_name) {
+        return None;
+    }
+    let clean: String =
+        written.chars().filter(|c| !c.is_control() && !crate::diagnostic::is_hidden(*c)).collect::<String>();
+    let clean: String = clean.chars().map(|c| if c.is_whitespace() { ' ' } else { c }).collect();
+    Some(clean.trim().to_string())
+}
+
+/// A character no tool's name has: a control, an invisible one, a space other than ` `.
+fn odd_in_a_name(c: char) -> bool {
+    c.is_control() || (c.is_whitespace() && c != ' ') || crate::diagnostic::is_hidden(c)
+}
+
+/// `E0530` for a `tool_definition_path` spelt `written`, whose right spelling is `canonical`.
+pub(crate) fn tool_path_spelling(written: &str, span: Span, canonical: &str) -> Diagnostic {
+    // Seen, not taken for the name: `\u000d`, `\u00a0`.
+    let shown: String = written
+        .chars()
+        .map(|c| if odd_in_a_name(c) { format!("\\u{:04x}", u32::from(c)) } else { c.to_string() })
+        .collect();
+    Diagnostic::new(
+        Code::ToolPathSpelling,
+        span,
+        format!("the tool path `{shown}` has whitespace, control or invisible characters that are not part of any tool's name"),
+    )
+    .with_label("a second spelling of a tool")
+    .with_help(format!("write `{canonical}`: one tool has one name, in the trace, the history and `TDSL_TOOL`"))
 }
 
 #[cfg(test)]
