@@ -64,8 +64,39 @@ pub const PHASES: [&str; 4] = ["decompose", "plan", "execute", "synthesize"];
 /// are inside `execute`).
 pub fn is_composition(trace: &Trace) -> bool {
     trace.tool == COMPOSITION_TOOL
-        && trace.arguments.as_object().is_some_and(|a| a.get("query").is_some())
+        && query_of(trace).is_some()
         && trace.steps.iter().all(|s| PHASES.contains(&s.execution_id.as_str()))
+}
+
+/// A composition's query: its `query` argument, or, when the history kept the arguments cut
+/// (a query past `--history-payload-bytes`: `{"$tdsl_cut": {"prefix": "{\"query\":\"…", …}}`,
+/// `docs/history.md`), as much of it as the cut's prefix holds.
+fn query_of(trace: &Trace) -> Option<std::borrow::Cow<'_, str>> {
+    let arguments = trace.arguments.as_object()?;
+    if let Some(q) = arguments.get("query") {
+        return q.as_str().map(std::borrow::Cow::Borrowed);
+    }
+    let prefix = arguments.get("$tdsl_cut")?.as_object()?.get("prefix")?.as_str()?;
+    let text = prefix.strip_prefix(r#"{"query":""#)?;
+    // The string ends at its first quote that is not escaped, or where the prefix ends, an
+    // escape cut in two included: the longest start of it that reads as a string's content.
+    let mut end = text.len();
+    let mut escaped = false;
+    for (i, c) in text.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '"' => {
+                end = i;
+                break;
+            }
+            _ => {}
+        }
+    }
+    (0..=end.min(12)).find_map(|back| {
+        let start = text.get(..end - back)?;
+        serde_json::from_str::<String>(&format!("\"{start}\"")).ok().map(std::borrow::Cow::Owned)
+    })
 }
 
 impl Graph {
@@ -651,7 +682,7 @@ pub fn html(trace: &Trace, graph: Option<&Graph>) -> String {
         format!(r#"<div class="scroll">{}</div>"#, graph_svg(graphed, prefix, graph))
     };
     let top = if composition {
-        let query = trace.arguments.as_object().and_then(|a| a.get("query")).and_then(|q| q.as_str()).unwrap_or("");
+        let query = query_of(trace).unwrap_or_default();
         let model = trace.arguments.as_object().and_then(|a| a.get("model")).and_then(|q| q.as_str()).unwrap_or("");
         format!(
             r#"<p class="meta" id="query">query: {q} · model {m}</p>
@@ -660,7 +691,7 @@ pub fn html(trace: &Trace, graph: Option<&Graph>) -> String {
 <h2>Plan graph</h2>
 {note}
 {drawn}"#,
-            q = esc(&embed_text(query)),
+            q = esc(&embed_text(&query)),
             m = esc(&embed_text(model)),
             phases = phases_svg(trace),
         )
