@@ -1,0 +1,95 @@
+//! Skills (`tdsl serve --mcp --plans --skills DIR`, SPEC §16, `docs/plans.md` "Skills"),
+//! driven by the official Python SDK's client (`tests/mcp_py/skills.py`), and the command
+//! line around them.
+#![cfg(unix)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn tdsl() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_tdsl"))
+}
+
+/// A copy of `tests/data/mcp/tools` under a fresh root (the skills are written next to it).
+fn root_with_tools(dir: &Path) -> PathBuf {
+    let root = dir.join("root");
+    std::fs::create_dir_all(&root).expect("root");
+    let status = Command::new("cp").arg("-R").arg(repo().join("tests/data/mcp/tools")).arg(root.join("tools")).status();
+    assert!(status.is_ok_and(|s| s.success()), "cannot copy the tools");
+    root
+}
+
+fn tdsl_out(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(tdsl()).args(args).env("NO_COLOR", "1").output().expect("tdsl runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// An MCP client saves a plan, sees the tool appear in the same session (after
+/// `notifications/tools/list_changed`), calls it and calls it from a second plan, restarts the
+/// server and calls it again; the refusals (names, a plan with an error, a second save
+/// without `replace`, a skill calling itself), versions, `tdsl://skills`, a skill broken at
+/// start, delete. Then the history shows every save and delete, with the client's name.
+#[test]
+fn a_client_saves_a_skill_and_calls_it_after_a_restart() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let root = root_with_tools(work.path());
+    let history = work.path().join("history.db");
+    let mut cmd = Command::new(common::python::python());
+    cmd.arg(repo().join("tests/mcp_py/skills.py")).arg("session").arg(tdsl()).arg(&root).arg(&history);
+    let mut process = common::process::Process::spawn("skills.py session", &mut cmd);
+    let status = process.exit_within(std::time::Duration::from_secs(240));
+    assert!(status.success(), "skills.py session failed ({status}):\n{}", process.output());
+
+    // The skill file is an ordinary composite `.tool` file: `tdsl check` accepts it.
+    let file = root.join("skills/pause_twice.tool");
+    let (code, out, err) = tdsl_out(&["check", file.to_str().expect("utf-8"), "--root", root.to_str().expect("utf-8")]);
+    assert_eq!(code, 0, "tdsl check of the skill file:\n{out}{err}");
+    let text = std::fs::read_to_string(&file).expect("the skill file");
+    assert!(text.contains("\"tool_definition_path\": \"/tools/pause.tool\""), "{text}");
+    assert!(text.contains("\"description\": \"Pauses twice (v2)\""), "{text}");
+
+    // Every save and delete is in the history, with who made it.
+    let db = history.to_str().expect("utf-8");
+    let (code, out, err) = tdsl_out(&["history", "list", "--history", db, "--format", "json", "--tool", "*_skill"]);
+    assert_eq!(code, 0, "{err}");
+    let runs: serde_json::Value = serde_json::from_str(&out).expect("json");
+    let tools: Vec<&str> = runs.as_array().expect("runs").iter().filter_map(|r| r["tool"].as_str()).collect();
+    assert_eq!(tools.iter().filter(|t| **t == "save_skill").count(), 3, "{out}");
+    assert_eq!(tools.iter().filter(|t| **t == "delete_skill").count(), 1, "{out}");
+    assert!(out.contains("\"client\"") && out.contains("\"skill\""), "who and which skill: {out}");
+    // A run of a skill is recorded under its name and version.
+    let (code, out, err) = tdsl_out(&["history", "list", "--history", db, "--tool", "pause_twice*"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("pause_twice (skill v1)") && out.contains("pause_twice (skill v2)"), "{out}");
+}
+
+/// `--skills` needs a folder under the root, and `--max-skills` is in its range.
+#[test]
+fn the_skills_folder_and_limit_are_checked_before_serving() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let root = root_with_tools(work.path());
+    let outside = work.path().join("elsewhere");
+    let r = root.to_str().expect("utf-8");
+    let (code, _, err) =
+        tdsl_out(&["serve", "--mcp", "--plans", "--no-history", "--root", r, "--skills", outside.to_str().expect("utf-8")]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("must be under the tool root"), "{err}");
+    let inside = root.join("skills");
+    let s = inside.to_str().expect("utf-8");
+    let (code, _, err) =
+        tdsl_out(&["serve", "--mcp", "--plans", "--no-history", "--root", r, "--skills", s, "--max-skills", "0"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--max-skills 0"), "{err}");
+    let (code, _, err) = tdsl_out(&["serve", "--mcp", "--root", r, "--skills", s]);
+    assert_eq!(code, 2, "--skills needs --plans: {err}");
+}
