@@ -80,8 +80,16 @@ fn the_skills_folder_and_limit_are_checked_before_serving() {
     let root = root_with_tools(work.path());
     let outside = work.path().join("elsewhere");
     let r = root.to_str().expect("utf-8");
-    let (code, _, err) =
-        tdsl_out(&["serve", "--mcp", "--plans", "--no-history", "--root", r, "--skills", outside.to_str().expect("utf-8")]);
+    let (code, _, err) = tdsl_out(&[
+        "serve",
+        "--mcp",
+        "--plans",
+        "--no-history",
+        "--root",
+        r,
+        "--skills",
+        outside.to_str().expect("utf-8"),
+    ]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("must be under the tool root"), "{err}");
     let inside = root.join("skills");
@@ -92,4 +100,43 @@ fn the_skills_folder_and_limit_are_checked_before_serving() {
     assert!(err.contains("--max-skills 0"), "{err}");
     let (code, _, err) = tdsl_out(&["serve", "--mcp", "--root", r, "--skills", s]);
     assert_eq!(code, 2, "--skills needs --plans: {err}");
+}
+
+/// `check --plan --upstream`: a plan or skill file that calls an upstream server's tools
+/// checks outside the server too (SPEC §16); without `--upstream` its tool is unknown.
+#[test]
+fn check_plan_takes_upstream_servers() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let root = root_with_tools(work.path());
+    let plan = work.path().join("skill.tool");
+    let write = |tool: &str| {
+        let text = format!(
+            r#"{{"description": "calls up", "instructions": [
+                {{"execution_id": "a", "tool_definition_path": "{tool}", "arguments": {{"n": 1}}}}],
+                "response_reference_map": {{"n": "REF:a.n"}}}}"#
+        );
+        std::fs::write(&plan, text).expect("write");
+    };
+    let upstream = format!(
+        "up='{}' serve --mcp --no-history --root '{}'",
+        tdsl().display(),
+        repo().join("tests/data/mcp").display()
+    );
+    let args = |with_upstream: bool| -> (i32, String, String) {
+        let mut a = vec!["check", "--plan", plan.to_str().expect("utf-8"), "--root", root.to_str().expect("utf-8")];
+        if with_upstream {
+            a.extend(["--upstream", upstream.as_str()]);
+        }
+        tdsl_out(&a)
+    };
+    write("up/pause");
+    let (code, out, err) = args(true);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, _, err) = args(false);
+    assert_eq!(code, 1, "without --upstream: {err}");
+    assert!(err.contains("E1306"), "{err}");
+    write("up/pasue");
+    let (code, _, err) = args(true);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("E1306") && err.contains("up/pause"), "the nearest name: {err}");
 }

@@ -178,7 +178,11 @@ impl McpServer {
 
     /// [`McpServer::load`], leaving out the files under `except` (the skills folder, whose
     /// skills [`McpServer::with_skills`] serves).
-    pub fn load_except(root: &Path, allow: &[String], except: Option<&Path>) -> Result<(McpServer, Vec<String>), String> {
+    pub fn load_except(
+        root: &Path,
+        allow: &[String],
+        except: Option<&Path>,
+    ) -> Result<(McpServer, Vec<String>), String> {
         let except = except.map(|d| std::fs::canonicalize(d).unwrap_or_else(|_| d.to_path_buf()));
         let globs = allow_set(allow)?;
         let tool_root = ToolRoot::new(root);
@@ -528,8 +532,10 @@ impl McpServer {
         if self.is_skill_tool(name) {
             return self.change_skills(name, &arguments, None, None).map(|(answer, _)| answer);
         }
+        let skill = if served.is_none() && !self.is_plan_tool(name) { self.skill_named(name) } else { None };
         let plan_tool = match (served, &self.plans) {
             (None, Some(p)) if name == plans::CHECK_PLAN => return Some(p.check_plan(&arguments)),
+            (None, Some(_)) if skill.is_some() => None,
             (None, Some(p)) if name == plans::RUN_PLAN => Some(p.clone()),
             (None, _) => return None,
             (Some(_), _) => None,
@@ -544,10 +550,8 @@ impl McpServer {
             }
             None => observer,
         };
-        if served.is_none() && plan_tool.is_none() {
-            if let (Some(skills), Some(_)) = (&self.skills, self.skill_named(name)) {
-                return skills.call(name, arguments, cancel, observer);
-            }
+        if let (Some(skills), Some(skill)) = (&self.skills, skill) {
+            return skills.call(&skill.name, arguments, cancel, observer);
         }
         match (served, plan_tool) {
             (Some(served), _) => Some(call_served(
@@ -955,7 +959,9 @@ impl ServerHandler for McpServer {
             );
         }
         if let Some(skills) = &self.skills {
-            tools.extend(skills::tools().into_iter().filter(|t| t["name"].as_str().is_some_and(|n| self.is_skill_tool(n))));
+            tools.extend(
+                skills::tools().into_iter().filter(|t| t["name"].as_str().is_some_and(|n| self.is_skill_tool(n))),
+            );
             if !self.plans_only() {
                 for s in skills.set().all() {
                     if let Some(served) = s.served.as_ref().filter(|_| self.skill_named(&s.name).is_some()) {

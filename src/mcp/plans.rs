@@ -422,13 +422,13 @@ impl PlanServer {
 /// prompts.
 #[allow(deprecated)] // logging: SEP-2577 deprecates it, MCP 2025-11-25 clients use it
 pub(super) fn server_config(skills: bool) -> ServerConfig {
-    let capabilities = ServerCapabilities::builder().enable_logging().enable_prompts().enable_resources().enable_tools();
-    // With skills the tools change while a client is connected (`notifications/tools/list_changed`).
     let capabilities =
-        if skills { capabilities.enable_tool_list_changed().build() } else { capabilities.build() };
+        ServerCapabilities::builder().enable_logging().enable_prompts().enable_resources().enable_tools();
+    // With skills the tools change while a client is connected (`notifications/tools/list_changed`).
+    let capabilities = if skills { capabilities.enable_tool_list_changed().build() } else { capabilities.build() };
     ServerConfig::new(capabilities)
-    .with_server_info(Implementation::new("tdsl", env!("CARGO_PKG_VERSION")))
-    .with_instructions(
+        .with_server_info(Implementation::new("tdsl", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
         "Composite tools defined in .tool files, run by the tdsl engine, and plans: instead of calling tools one at a \
          time, write one tdsl plan that calls them and send it to run_plan (check_plan checks it). Read the resource \
          tdsl://guide for how to write a plan and tdsl://tools for the tools a plan may call.",
@@ -524,7 +524,7 @@ fn upstreams_needed<'a>(plan: &Json, names: &[&'a str], served: &[Callable]) -> 
 /// An object schema with no properties that does not forbid others (`{"type": "object",
 /// "properties": {}}`, what a tool declaring nothing exports) accepts any object: it is
 /// handed on without `properties`, which the core reads as "anything".
-fn upstream_tool(server: &str, tool: &Json) -> Option<UpstreamTool> {
+pub(crate) fn upstream_tool(server: &str, tool: &Json) -> Option<UpstreamTool> {
     let open = |schema: Json| -> Json {
         let empty = schema.get("properties").and_then(Json::as_object).is_some_and(serde_json::Map::is_empty);
         let closed = schema.get("additionalProperties") == Some(&Json::Bool(false));

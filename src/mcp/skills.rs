@@ -249,7 +249,14 @@ impl Skills {
         let file: PathBuf = self.store.file(name);
         let tool_path = self.store.tool_path(name);
         let versions = self.store.versions(name);
-        let mut skill = Skill { name: name.to_string(), tool_path: tool_path.clone(), text: String::new(), served: None, versions, error: None };
+        let mut skill = Skill {
+            name: name.to_string(),
+            tool_path: tool_path.clone(),
+            text: String::new(),
+            served: None,
+            versions,
+            error: None,
+        };
         let text = match crate::input::read_text(&file) {
             Ok(t) => t,
             Err(e) => {
@@ -294,7 +301,12 @@ impl Skills {
     pub fn save(&self, arguments: &Json, client: Option<String>, session: Option<String>) -> (Json, bool) {
         let name = match arguments.get("name") {
             Some(Json::String(n)) => n.clone(),
-            _ => return (super::tool_error("the argument `name` is missing: a skill name such as `weekly_report`".into()), false),
+            _ => {
+                return (
+                    super::tool_error("the argument `name` is missing: a skill name such as `weekly_report`".into()),
+                    false,
+                )
+            }
         };
         let description = match arguments.get("description") {
             Some(Json::String(d)) if !d.trim().is_empty() => d.trim().to_string(),
@@ -411,7 +423,10 @@ impl Skills {
                     session,
                 });
                 let out = json!({"deleted": true, "name": name, "version": version.map(|v| v.version)});
-                (super::plans::structured(out, format!("deleted the skill `{name}` (its versions are kept)"), false), true)
+                (
+                    super::plans::structured(out, format!("deleted the skill `{name}` (its versions are kept)"), false),
+                    true,
+                )
             }
             Err(e) => (refusal(&e), false),
         }
@@ -451,7 +466,13 @@ impl Skills {
 
     /// Runs the skill `name` with `arguments`: its result as a served composite's, or a tool
     /// error. `None` when there is no callable skill of that name.
-    pub fn call(&self, name: &str, arguments: Json, cancel: &CancelToken, observer: Option<Arc<dyn Observer>>) -> Option<Json> {
+    pub fn call(
+        &self,
+        name: &str,
+        arguments: Json,
+        cancel: &CancelToken,
+        observer: Option<Arc<dyn Observer>>,
+    ) -> Option<Json> {
         let skill = self.set.callable(name)?;
         Some(run_skill(&self.plans, &skill, arguments, cancel, observer))
     }
@@ -499,7 +520,10 @@ fn callees(text: &str) -> Vec<String> {
     v.get("instructions")
         .and_then(Json::as_array)
         .map(|steps| {
-            steps.iter().filter_map(|s| s.get("tool_definition_path").and_then(Json::as_str).map(str::to_string)).collect()
+            steps
+                .iter()
+                .filter_map(|s| s.get("tool_definition_path").and_then(Json::as_str).map(str::to_string))
+                .collect()
         })
         .unwrap_or_default()
 }

@@ -99,7 +99,10 @@ impl SkillStore {
         })?;
         let parts: Vec<String> = rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
         if parts.is_empty() {
-            return Err(format!("--skills {}: the skills folder must be a folder under the root, not the root", dir.display()));
+            return Err(format!(
+                "--skills {}: the skills folder must be a folder under the root, not the root",
+                dir.display()
+            ));
         }
         Ok(SkillStore {
             dir: canon,
@@ -265,7 +268,10 @@ impl SkillStore {
         let _one = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
         let file = self.file(name);
         if !valid_name(name) || !file.is_file() {
-            return Err(fail(Code::SkillMissing, format!("there is no skill named `{}`", crate::plans::escape_controls(name))));
+            return Err(fail(
+                Code::SkillMissing,
+                format!("there is no skill named `{}`", crate::plans::escape_controls(name)),
+            ));
         }
         std::fs::remove_file(&file).map_err(|e| self.io(&file, &e))?;
         sync_dir(&self.dir);
@@ -316,14 +322,19 @@ fn parse_version_file(name: &str) -> Option<SkillVersion> {
     let (n, millis) = name.strip_prefix('v')?.strip_suffix(".json")?.split_once('-')?;
     let version = n.parse().ok()?;
     let millis: i64 = millis.parse().ok()?;
-    let saved_at = chrono::DateTime::from_timestamp_millis(millis)?.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let saved_at =
+        chrono::DateTime::from_timestamp_millis(millis)?.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     Some(SkillVersion { version, saved_at })
 }
 
 /// The `.tool` file a plan becomes: the plan with `description`, and each step's
 /// `tool_definition_path` as `resolve` names it (a served name or a skill's name → its tool
 /// path; what `resolve` does not know, such as `SERVER/TOOL`, as written). Pretty JSON.
-pub fn skill_source(plan: &Json, description: &str, resolve: impl Fn(&str) -> Option<String>) -> Result<String, String> {
+pub fn skill_source(
+    plan: &Json,
+    description: &str,
+    resolve: impl Fn(&str) -> Option<String>,
+) -> Result<String, String> {
     let Json::Object(plan) = plan else { return Err("a skill's plan is a JSON object".to_string()) };
     let mut out = serde_json::Map::new();
     out.insert("description".to_string(), Json::String(description.to_string()));
@@ -341,11 +352,12 @@ pub fn skill_source(plan: &Json, description: &str, resolve: impl Fn(&str) -> Op
             }
         }
     }
-    serde_json::to_string_pretty(&Json::Object(out)).map(|mut s| {
-        s.push('\n');
-        s
-    })
-    .map_err(|e| e.to_string())
+    serde_json::to_string_pretty(&Json::Object(out))
+        .map(|mut s| {
+            s.push('\n');
+            s
+        })
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -458,7 +470,8 @@ mod tests {
     fn concurrent_saves_of_one_name_leave_one_whole_winner() {
         let (_root, s) = store(8);
         let s = std::sync::Arc::new(s);
-        let texts: Vec<String> = (0..8).map(|i| format!("{{\"writer\": {i}, \"pad\": \"{}\"}}\n", "x".repeat(100_000))).collect();
+        let texts: Vec<String> =
+            (0..8).map(|i| format!("{{\"writer\": {i}, \"pad\": \"{}\"}}\n", "x".repeat(100_000))).collect();
         std::thread::scope(|scope| {
             for t in &texts {
                 let s = s.clone();
@@ -475,7 +488,8 @@ mod tests {
         let plan = serde_json::json!({"instructions": [
             {"execution_id": "a", "tool_definition_path": "echo"},
             {"execution_id": "b", "tool_definition_path": "up/upper"}]});
-        let text = skill_source(&plan, "Echoes", |n| (n == "echo").then(|| "/tools/echo.tool".to_string())).expect("ok");
+        let text =
+            skill_source(&plan, "Echoes", |n| (n == "echo").then(|| "/tools/echo.tool".to_string())).expect("ok");
         let v: Json = serde_json::from_str(&text).expect("json");
         assert_eq!(v["description"], "Echoes");
         assert_eq!(v["instructions"][0]["tool_definition_path"], "/tools/echo.tool");
