@@ -27,7 +27,7 @@ pub const MAX_NAME_CHARS: usize = 64;
 /// Why a skill was not saved or deleted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SkillError {
-    /// Its stable code (`E1340`…`E1345`).
+    /// Its stable code (`E1401`…`E1406`).
     pub code: Code,
     /// What went wrong, and what to do.
     pub message: String,

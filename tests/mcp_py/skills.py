@@ -95,7 +95,7 @@ async def first_session(session: ClientSession, notes: Notes) -> None:
     expect("tdsl://skills" in resources, f"resources: {resources}")
 
     # Refusals: nothing is written, the answer says why.
-    for name, code in (("../x", "E1341"), ("Pause_Twice", "E1341"), ("wеekly", "E1341"), ("pause", "E1342"), ("run_plan", "E1342")):
+    for name, code in (("../x", "E1402"), ("Pause_Twice", "E1402"), ("wеekly", "E1402"), ("pause", "E1403"), ("run_plan", "E1403")):
         result = await session.call_tool("save_skill", {"name": name, "description": "x", "plan": PLAN})
         expect(result.is_error and code in text_of(result), f"save_skill {name!r}: {text_of(result)}")
     bad = {"instructions": [{"execution_id": "a", "tool_definition_path": "pasue", "arguments": {"n": 1}}]}
@@ -129,7 +129,7 @@ async def first_session(session: ClientSession, notes: Notes) -> None:
 
     # The same name again needs `replace`; a skill that would call itself is refused.
     result = await session.call_tool("save_skill", {"name": "pause_twice", "description": "again", "plan": PLAN})
-    expect(result.is_error and "E1343" in text_of(result), f"a second save: {text_of(result)}")
+    expect(result.is_error and "E1404" in text_of(result), f"a second save: {text_of(result)}")
     loop = {"arguments": [{"name": "start", "type_name": "integer", "required": True}],
             "instructions": [{"execution_id": "a", "tool_definition_path": "pause_twice", "arguments": {"start": "REF:arguments.start"}}]}
     result = await session.call_tool("save_skill", {"name": "pause_twice", "description": "loops", "plan": loop, "replace": True})
@@ -176,7 +176,7 @@ async def second_session(session: ClientSession, notes: Notes, root: Path) -> No
     expect("outer" not in await names(session), "outer is still listed")
     expect(not (root / "skills/outer.tool").exists() and any((root / "skills/.versions/outer").iterdir()), "files")
     result = await session.call_tool("delete_skill", {"name": "outer"})
-    expect(result.is_error and "E1345" in text_of(result), f"deleting twice: {text_of(result)}")
+    expect(result.is_error and "E1406" in text_of(result), f"deleting twice: {text_of(result)}")
 
 
 async def session_scenario(tdsl: str, root: Path, history: Path) -> None:
