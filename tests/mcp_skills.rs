@@ -71,6 +71,19 @@ fn a_client_saves_a_skill_and_calls_it_after_a_restart() {
     let (code, out, err) = tdsl_out(&["history", "list", "--history", db, "--tool", "pause_twice*"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("pause_twice (skill v1)") && out.contains("pause_twice (skill v2)"), "{out}");
+    // …and the report of such a run names the skill and its version.
+    let (code, out, err) =
+        tdsl_out(&["history", "list", "--history", db, "--format", "json", "--tool", "pause_twice*"]);
+    assert_eq!(code, 0, "{err}");
+    let runs: serde_json::Value = serde_json::from_str(&out).expect("json");
+    let id = runs.as_array().expect("runs").iter().find(|r| r["tool"] == "pause_twice (skill v2)").expect("a v2 run")
+        ["id"]
+        .to_string();
+    let page = work.path().join("report.html");
+    let (code, _, err) = tdsl_out(&["report", "--run", &id, "--history", db, "-o", page.to_str().expect("utf-8")]);
+    assert_eq!(code, 0, "{err}");
+    let html = std::fs::read_to_string(&page).expect("the report");
+    assert!(html.contains("pause_twice (skill v2)"), "the report does not name the skill");
 }
 
 /// `--skills` needs a folder under the root, and `--max-skills` is in its range.

@@ -683,6 +683,13 @@ impl Observer for PlanRecorded {
             self.inner.event(&Event::RunStarted { run_id, tool: &self.tool, arguments: &recorded, started_at });
             return;
         }
+        // A skill's trace names the skill and its version (the history's report draws it so).
+        if let (Event::RunEnded { trace }, false) = (event, self.skill.is_null()) {
+            let mut named = (*trace).clone();
+            named.tool.clone_from(&self.tool);
+            self.inner.event(&Event::RunEnded { trace: &named });
+            return;
+        }
         self.inner.event(event);
     }
 }
