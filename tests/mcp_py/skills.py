@@ -126,6 +126,9 @@ async def first_session(session: ClientSession, notes: Notes) -> None:
     expect(not result.is_error and structured(result)["result"] == {"n": 10}, f"a plan calling the skill: {result}")
     listing = (await session.read_resource("tdsl://tools")).contents[0].text  # type: ignore[union-attr]
     expect("`pause_twice(start: integer!)` → `{n: integer}`" in listing, f"tdsl://tools:\n{listing}")
+    prompt = await session.get_prompt("plan", {"task": "add two to 7"})
+    text = prompt.messages[0].content.text  # type: ignore[union-attr]
+    expect("## Skills" in text and "pause_twice(start: integer!)" in text, f"the plan prompt lacks the skill: {text[-600:]!r}")
 
     # The same name again needs `replace`; a skill that would call itself is refused.
     result = await session.call_tool("save_skill", {"name": "pause_twice", "description": "again", "plan": PLAN})
