@@ -50,8 +50,16 @@ fn a_client_saves_a_skill_and_calls_it_after_a_restart() {
     let status = process.exit_within(std::time::Duration::from_secs(240));
     assert!(status.success(), "skills.py session failed ({status}):\n{}", process.output());
 
-    // The skill file is an ordinary composite `.tool` file: `tdsl check` accepts it.
-    let file = root.join("skills/pause_twice.tool");
+    // The skill file is an ordinary composite `.tool` file: `tdsl check` accepts it. (The
+    // session deleted it at its end; its last version is kept, and is the same text.)
+    let versions = root.join("skills/.versions/pause_twice");
+    let mut kept: Vec<PathBuf> =
+        std::fs::read_dir(&versions).expect("versions").filter_map(Result::ok).map(|e| e.path()).collect();
+    kept.sort();
+    assert_eq!(kept.len(), 2, "{kept:?}");
+    assert!(!root.join("skills/pause_twice.tool").exists());
+    let file = work.path().join("pause_twice.tool");
+    std::fs::copy(&kept[1], &file).expect("copy");
     let (code, out, err) = tdsl_out(&["check", file.to_str().expect("utf-8"), "--root", root.to_str().expect("utf-8")]);
     assert_eq!(code, 0, "tdsl check of the skill file:\n{out}{err}");
     let text = std::fs::read_to_string(&file).expect("the skill file");
@@ -64,8 +72,8 @@ fn a_client_saves_a_skill_and_calls_it_after_a_restart() {
     assert_eq!(code, 0, "{err}");
     let runs: serde_json::Value = serde_json::from_str(&out).expect("json");
     let tools: Vec<&str> = runs.as_array().expect("runs").iter().filter_map(|r| r["tool"].as_str()).collect();
-    assert_eq!(tools.iter().filter(|t| **t == "save_skill").count(), 3, "{out}");
-    assert_eq!(tools.iter().filter(|t| **t == "delete_skill").count(), 1, "{out}");
+    assert_eq!(tools.iter().filter(|t| **t == "save_skill").count(), 4, "{out}");
+    assert_eq!(tools.iter().filter(|t| **t == "delete_skill").count(), 2, "{out}");
     assert!(out.contains("\"client\"") && out.contains("\"skill\""), "who and which skill: {out}");
     // A run of a skill is recorded under its name and version.
     let (code, out, err) = tdsl_out(&["history", "list", "--history", db, "--tool", "pause_twice*"]);

@@ -79,8 +79,10 @@ impl SkillSet {
         all.sort_by(|a, b| a.name.cmp(&b.name));
     }
 
-    fn remove(&self, name: &str) {
-        self.0.write().unwrap_or_else(PoisonError::into_inner).retain(|s| s.name != name);
+    fn replace_all(&self, skills: Vec<Skill>) {
+        let mut all: Vec<Arc<Skill>> = skills.into_iter().map(Arc::new).collect();
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        *self.0.write().unwrap_or_else(PoisonError::into_inner) = all;
     }
 }
 
@@ -197,27 +199,31 @@ impl Skills {
     pub fn load(store: SkillStore, plans: Arc<PlanServer>, taken: Vec<String>) -> (Skills, Vec<String>) {
         let set = plans.skill_set().clone();
         let skills = Skills { store, set, plans, taken, log: None };
+        let problems = skills.refresh();
+        (skills, problems)
+    }
+
+    /// Loads every skill of the folder again and checks each, until nothing changes (a
+    /// skill that calls a broken or deleted one is broken too): at start, and after each save
+    /// or delete, so that the skills calling a changed one are judged again. What is not
+    /// callable, and why.
+    fn refresh(&self) -> Vec<String> {
         let mut problems = Vec::new();
-        let names = match skills.store.names() {
+        let names = match self.store.names() {
             Ok(n) => n,
             Err(e) => {
-                problems.push(format!("{}: {e}", skills.store.dir().display()));
+                problems.push(format!("{}: {e}", self.store.dir().display()));
                 Vec::new()
             }
         };
-        // Loaded first, then checked until nothing changes: a skill that calls a broken one
-        // is broken too.
-        for name in &names {
-            let skill = skills.read(name);
-            skills.set.put(skill);
-        }
+        self.set.replace_all(names.iter().map(|n| self.read(n)).collect());
         for _ in 0..=names.len() {
             let mut changed = false;
-            for s in skills.set.all().iter().filter(|s| s.callable()) {
-                if let Some(error) = skills.check_error(&s.text) {
-                    let mut broken = skills.read(&s.name);
+            for s in self.set.all().iter().filter(|s| s.callable()) {
+                if let Some(error) = self.check_error(&s.text) {
+                    let mut broken = self.read(&s.name);
                     broken.error = Some(error);
-                    skills.set.put(broken);
+                    self.set.put(broken);
                     changed = true;
                 }
             }
@@ -225,12 +231,12 @@ impl Skills {
                 break;
             }
         }
-        for s in skills.set.all() {
+        for s in self.set.all() {
             if let Some(e) = &s.error {
                 problems.push(format!("skill `{}` is not callable: {e}", s.name));
             }
         }
-        (skills, problems)
+        problems
     }
 
     /// The same skills recording every save and delete in `log`.
@@ -383,12 +389,8 @@ impl Skills {
             Ok(v) => v,
             Err(e) => return (refusal(&e), false),
         };
-        let mut skill = self.read(&name);
-        if skill.error.is_none() {
-            skill.error = self.check_error(&skill.text);
-        }
-        let tool_path = skill.tool_path.clone();
-        self.set.put(skill);
+        let tool_path = self.store.tool_path(&name);
+        self.refresh();
         self.log(SkillChange {
             action: "save",
             name: name.clone(),
@@ -413,7 +415,7 @@ impl Skills {
         };
         match self.store.delete(name) {
             Ok(version) => {
-                self.set.remove(name);
+                self.refresh();
                 self.log(SkillChange {
                     action: "delete",
                     name: name.to_string(),

@@ -180,6 +180,16 @@ async def second_session(session: ClientSession, notes: Notes, root: Path) -> No
     expect(not (root / "skills/outer.tool").exists() and any((root / "skills/.versions/outer").iterdir()), "files")
     result = await session.call_tool("delete_skill", {"name": "outer"})
     expect(result.is_error and "E1406" in text_of(result), f"deleting twice: {text_of(result)}")
+    # A skill whose callee is deleted is judged again at once: listed with its error.
+    outer = {"arguments": [{"name": "x", "type_name": "integer", "required": True}],
+             "instructions": [{"execution_id": "a", "tool_definition_path": "pause_twice", "arguments": {"start": "REF:arguments.x"}}]}
+    result = await session.call_tool("save_skill", {"name": "outer", "description": "Calls pause_twice", "plan": outer})
+    expect(not result.is_error and structured(result)["version"] == 2, f"outer again: {text_of(result)}")
+    result = await session.call_tool("delete_skill", {"name": "pause_twice"})
+    expect(not result.is_error, f"delete_skill pause_twice: {text_of(result)}")
+    skills = {s["name"]: s for s in (await skills_resource(session))["skills"]}
+    expect("pause_twice" not in skills and skills["outer"]["callable"] is False, f"outer after its callee went: {skills['outer']}")
+    expect("outer" not in await names(session), "outer is listed without its callee")
 
 
 async def session_scenario(tdsl: str, root: Path, history: Path) -> None:
