@@ -156,6 +156,10 @@ fn check_plan_takes_upstream_servers() {
     let (code, _, err) = args(false);
     assert_eq!(code, 1, "without --upstream: {err}");
     assert!(err.contains("E1306"), "{err}");
+    // Without `--plan` the option would be ignored (clap waives `requires` beside PATHs): refused.
+    let (code, _, err) = tdsl_out(&["check", "--upstream", upstream.as_str(), plan.to_str().expect("utf-8")]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--upstream applies to `--plan FILE.json` only"), "{err}");
     write("up/pasue");
     let (code, _, err) = args(true);
     assert_eq!(code, 1, "{err}");

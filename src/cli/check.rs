@@ -156,6 +156,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
         ("--max-plan-steps", args.max_plan_steps.is_some()),
         ("--max-plan-nesting", args.max_plan_nesting.is_some()),
         ("--max-fan-out", args.max_fan_out.is_some()),
+        ("--upstream", !args.upstream.is_empty()),
     ];
     if let Some((flag, _)) = plan_only.iter().find(|(_, given)| *given) {
         return usage_failure(&UsageError(format!("{flag} applies to `--plan FILE.json` only")));
