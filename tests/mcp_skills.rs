@@ -56,15 +56,15 @@ fn a_client_saves_a_skill_and_calls_it_after_a_restart() {
     let mut kept: Vec<PathBuf> =
         std::fs::read_dir(&versions).expect("versions").filter_map(Result::ok).map(|e| e.path()).collect();
     kept.sort();
-    assert_eq!(kept.len(), 2, "{kept:?}");
+    assert_eq!(kept.len(), 3, "{kept:?}");
     assert!(!root.join("skills/pause_twice.tool").exists());
     let file = work.path().join("pause_twice.tool");
-    std::fs::copy(&kept[1], &file).expect("copy");
+    std::fs::copy(&kept[2], &file).expect("copy");
     let (code, out, err) = tdsl_out(&["check", file.to_str().expect("utf-8"), "--root", root.to_str().expect("utf-8")]);
     assert_eq!(code, 0, "tdsl check of the skill file:\n{out}{err}");
     let text = std::fs::read_to_string(&file).expect("the skill file");
     assert!(text.contains("\"tool_definition_path\": \"/tools/pause.tool\""), "{text}");
-    assert!(text.contains("\"description\": \"Pauses twice (v2)\""), "{text}");
+    assert!(text.contains("\"description\": \"Adds one to n\""), "{text}");
 
     // Every save and delete is in the history, with who made it.
     let db = history.to_str().expect("utf-8");
@@ -72,7 +72,7 @@ fn a_client_saves_a_skill_and_calls_it_after_a_restart() {
     assert_eq!(code, 0, "{err}");
     let runs: serde_json::Value = serde_json::from_str(&out).expect("json");
     let tools: Vec<&str> = runs.as_array().expect("runs").iter().filter_map(|r| r["tool"].as_str()).collect();
-    assert_eq!(tools.iter().filter(|t| **t == "save_skill").count(), 4, "{out}");
+    assert_eq!(tools.iter().filter(|t| **t == "save_skill").count(), 5, "{out}");
     assert_eq!(tools.iter().filter(|t| **t == "delete_skill").count(), 2, "{out}");
     assert!(out.contains("\"client\"") && out.contains("\"skill\""), "who and which skill: {out}");
     // A run of a skill is recorded under its name and version.

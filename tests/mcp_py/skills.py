@@ -166,6 +166,24 @@ async def second_session(session: ClientSession, notes: Notes, root: Path) -> No
     expect(not result.is_error and structured(result)["result"] == {"n": 10}, f"a plan after a restart: {result}")
     result = await session.call_tool("outer", {"x": 2})
     expect(not result.is_error and structured(result) == {"n": 4}, f"outer: {result}")
+    # Replaced while a call of it runs: that call finishes as it started (two pauses), the
+    # next call runs the new version (one pause).
+    once = {**PLAN, "instructions": PLAN["instructions"][:1], "response_reference_map": {"n": "REF:first.n"}}
+    got: dict[str, Any] = {}
+
+    async def slow_call() -> None:
+        got["old"] = await session.call_tool("pause_twice", {"start": 1})
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(slow_call)
+        await anyio.sleep(0.2)
+        result = await session.call_tool(
+            "save_skill", {"name": "pause_twice", "description": "Adds one to n", "plan": once, "replace": True}
+        )
+        expect(not result.is_error and structured(result)["version"] == 3, f"a save during a call: {text_of(result)}")
+    expect(structured(got["old"]) == {"n": 3}, f"the call in flight: {got['old']}")
+    result = await session.call_tool("pause_twice", {"start": 1})
+    expect(not result.is_error and structured(result) == {"n": 2}, f"the new version: {result}")
     # A skill whose tool is gone is listed with its error and is not callable.
     skills = {s["name"]: s for s in (await skills_resource(session))["skills"]}
     expect(skills["gone"]["callable"] is False and "E13" in skills["gone"]["error"], f"gone: {skills.get('gone')}")
