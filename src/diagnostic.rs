@@ -430,6 +430,22 @@ codes! {
     /// A string value that is sent as literal text though it reads as something computed:
     /// `"Rate is REF:fx.rate"`, `"upper(name)"`, `"f\"{x}\""`, `"{x}"`
     PlanLiteralText = "W1320", Warning;
+    // ---- skills (E14xx: `crate::plans::skills`, SPEC §16) ----
+    /// `save_skill` when the skills folder holds as many skills as its limit (256 by default,
+    /// `serve --max-skills`)
+    SkillTooMany = "E1401", Error;
+    /// A skill name that breaks the rule `[a-z][a-z0-9_]{0,63}`: `"../x"`, `"Report"`, `"wеekly"`
+    /// (a Cyrillic `е`)
+    SkillBadName = "E1402", Error;
+    /// A skill name that is another callable tool's (served, upstream, `run_plan`…), or that
+    /// differs only by case from a file of the skills folder
+    SkillNameTaken = "E1403", Error;
+    /// `save_skill` of an existing name without `replace: true`
+    SkillExists = "E1404", Error;
+    /// A skill that cannot be written (a read-only folder, a full disk): nothing was changed
+    SkillWrite = "E1405", Error;
+    /// `delete_skill` of a name that is not a skill
+    SkillMissing = "E1406", Error;
 }
 
 impl fmt::Display for Code {

@@ -149,6 +149,10 @@ pub const UPSTREAM_TIMEOUT_SECONDS: Range = range("upstream timeout", 0.1, 300.0
 /// `--sampling-max-tokens`; SPEC §17).
 pub const SAMPLING_MAX_TOKENS: Range = range("sampling max tokens", 256.0, 1_000_000.0, true, "tokens");
 
+/// The most skills a skills folder holds (`serve --max-skills`; 256 by default,
+/// [`crate::plans::skills::DEFAULT_MAX_SKILLS`], SPEC §16).
+pub const SKILLS: Range = range("skills", 1.0, 100_000.0, true, "");
+
 /// Every range, for documentation and tests.
 pub const ALL: &[Range] = &[
     MAX_RETRIES,
@@ -183,6 +187,7 @@ pub const ALL: &[Range] = &[
     PLAN_STEPS,
     UPSTREAM_TIMEOUT_SECONDS,
     SAMPLING_MAX_TOKENS,
+    SKILLS,
 ];
 
 impl crate::runtime::Limits {

@@ -52,6 +52,17 @@ pub struct CheckArgs {
     /// default 1,000).
     #[arg(long = "max-fan-out", value_name = "N", requires = "plan")]
     max_fan_out: Option<f64>,
+    /// With `--plan`: make the tools of an MCP server callable as `NAME/TOOL`, as `serve --mcp
+    /// --plans --upstream` does (a command line over stdio, or an http(s):// URL;
+    /// repeatable): a plan or a skill file (`serve --skills`) that calls them checks here too.
+    #[arg(long, value_name = "NAME=COMMAND|URL", requires = "plan")]
+    upstream: Vec<String>,
+    /// With --upstream NAME=URL: the bearer token's file, as `serve`'s flag.
+    #[arg(long = "upstream-token", value_name = "NAME=FILE", requires = "upstream")]
+    upstream_token: Vec<String>,
+    /// With --upstream NAME=https://…: a PEM file of CA certificates to trust, as `serve`'s flag.
+    #[arg(long = "upstream-ca", value_name = "NAME=FILE", requires = "upstream")]
+    upstream_ca: Vec<String>,
     /// The tool root `tool_definition_path`s resolve against. When given, a path that names
     /// no file is an error; by default the current directory is assumed and such callees
     /// are not checked.
@@ -145,6 +156,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
         ("--max-plan-steps", args.max_plan_steps.is_some()),
         ("--max-plan-nesting", args.max_plan_nesting.is_some()),
         ("--max-fan-out", args.max_fan_out.is_some()),
+        ("--upstream", !args.upstream.is_empty()),
     ];
     if let Some((flag, _)) = plan_only.iter().find(|(_, given)| *given) {
         return usage_failure(&UsageError(format!("{flag} applies to `--plan FILE.json` only")));
@@ -399,6 +411,32 @@ fn check_plan(path: &Path, args: &CheckArgs) -> ExitCode {
             Err(e) => return usage_failure(&e),
         }
     }
+    // The upstream servers' tools, listed now (each started, then shut down).
+    let upstreams = match crate::mcp::upstream::parse_upstreams(&args.upstream, &args.upstream_token, &args.upstream_ca)
+    {
+        Ok(specs) if specs.is_empty() => None,
+        Ok(specs) => Some(crate::mcp::upstream::Upstreams::new(specs)),
+        Err(e) => return usage_failure(&UsageError(e)),
+    };
+    if let Some(ups) = &upstreams {
+        let mut tools = Vec::new();
+        for (server, listed) in ups.all_tools() {
+            match listed {
+                Ok(list) => tools.extend(list.iter().filter_map(|t| crate::mcp::plans::upstream_tool(&server, t))),
+                Err(e) => eprintln!("warning: --upstream {server}: {e}"),
+            }
+        }
+        plans = plans.with_upstream(tools);
+    }
+    let code = check_plan_with(path, args, &plans);
+    if let Some(ups) = upstreams {
+        ups.shut_down();
+    }
+    code
+}
+
+/// [`check_plan`] once the callable tools are known.
+fn check_plan_with(path: &Path, args: &CheckArgs, plans: &crate::plans::Plans) -> ExitCode {
     let name = path.display().to_string();
     // The size first: a plan over the limit is not read.
     let len = match std::fs::metadata(path) {

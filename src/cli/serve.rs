@@ -243,6 +243,24 @@ pub struct PlanArgs {
     /// in the background after 5 s, doubling up to 5 min.
     #[arg(long = "upstream-timeout", value_name = "S", requires = "upstream")]
     upstream_timeout: Option<f64>,
+    /// With --plans: keep plans that worked as skills in DIR, a folder under the root (made
+    /// when missing): the tools `save_skill` and `delete_skill`, each skill served as a tool
+    /// and callable from plans, the resource `tdsl://skills` (docs/plans.md, "Skills").
+    #[arg(long, value_name = "DIR", requires = "plans")]
+    skills: Option<PathBuf>,
+    /// With --skills: the most skills the folder holds (1–100,000; default 256).
+    #[arg(long = "max-skills", value_name = "N", requires = "skills")]
+    max_skills: Option<f64>,
+}
+
+/// The skills folder of `--skills`, opened, or why it is refused.
+fn skill_store(args: &PlanArgs, root: &std::path::Path) -> Result<Option<crate::plans::skills::SkillStore>, String> {
+    let Some(dir) = &args.skills else { return Ok(None) };
+    let max = match args.max_skills {
+        Some(n) => crate::ranges::SKILLS.check(n).map_err(|e| format!("--max-skills {n}: {e}"))? as usize,
+        None => crate::plans::skills::DEFAULT_MAX_SKILLS,
+    };
+    crate::plans::skills::SkillStore::open(root, dir, max).map(Some)
 }
 
 /// `--max-calls-per-run` and `--max-result-bytes`, each in its range (or its `serve` default).
@@ -318,7 +336,11 @@ pub fn run(args: ServeArgs) -> ExitCode {
         Ok(r) => r.dir().to_path_buf(),
         Err(e) => return usage_failure(&e),
     };
-    let (server, skipped) = match McpServer::load(&root, &args.allow) {
+    let skill_store = match skill_store(&args.plans, &root) {
+        Ok(s) => s,
+        Err(e) => return usage_failure(&UsageError(e)),
+    };
+    let (server, skipped) = match McpServer::load_except(&root, &args.allow, skill_store.as_ref().map(|s| s.dir())) {
         Ok(s) => s,
         Err(e) if e.starts_with("--allow") => return usage_failure(&UsageError(e)),
         Err(e) => {
@@ -334,9 +356,13 @@ pub fn run(args: ServeArgs) -> ExitCode {
         Err(e) => return usage_failure(&e),
     };
     let server = server.with_tool_env(tool_env.clone()).with_run_limits(run_limits.0, run_limits.1);
-    let (server, compose) = match args.history.open() {
-        Ok(Some(store)) => (server.with_history(store.clone()), compose.map(|c| c.with_history(store))),
-        Ok(None) => (server, compose),
+    let (server, compose, skill_log) = match args.history.open() {
+        Ok(Some(store)) => (
+            server.with_history(store.clone()),
+            compose.map(|c| c.with_history(store.clone())),
+            Some(crate::history::skill_log(store)),
+        ),
+        Ok(None) => (server, compose, None),
         Err(e) => return usage_failure(&e),
     };
     // Kept here so that the upstream servers are shut down outside the async runtime.
@@ -354,11 +380,26 @@ pub fn run(args: ServeArgs) -> ExitCode {
         Some(c) => server.with_compose(std::sync::Arc::new(c)),
         None => server,
     };
+    let server = match skill_store {
+        Some(store) => match server.with_skills(store, skill_log) {
+            Ok((server, problems)) => {
+                for p in problems {
+                    eprintln!("warning: {p}");
+                }
+                server
+            }
+            Err(e) => return usage_failure(&UsageError(e)),
+        },
+        None => server,
+    };
     let mut offering = match &upstreams {
         Some(u) if u.is_empty() => " and plans".to_string(),
         Some(u) => format!(" and plans (upstream: {})", u.names().join(", ")),
         None => String::new(),
     };
+    if args.plans.skills.is_some() {
+        offering.push_str(" and skills");
+    }
     if args.plans.plans_only {
         offering.push_str(", only through plans");
     }

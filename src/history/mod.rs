@@ -635,6 +635,55 @@ impl crate::mcp::McpServer {
     }
 }
 
+/// Records every `save_skill` and `delete_skill` (`serve --skills` with a history) as a run
+/// of that tool that ends at once: its arguments are the skill's name and version, its
+/// context who made the change (`client`, the MCP client's `clientInfo` name; `session`) and
+/// its `skill`; `tdsl history` lists them with the runs.
+#[cfg(feature = "mcp")]
+#[derive(Debug)]
+struct RecordSkillChanges(Arc<dyn HistoryStore>);
+
+/// The skill log of a server recording into `store` ([`crate::mcp::McpServer::with_skills`]).
+#[cfg(feature = "mcp")]
+pub fn skill_log(store: Arc<dyn HistoryStore>) -> Arc<dyn crate::mcp::skills::SkillLog> {
+    Arc::new(RecordSkillChanges(store))
+}
+
+#[cfg(feature = "mcp")]
+impl crate::mcp::skills::SkillLog for RecordSkillChanges {
+    fn record(&self, change: &crate::mcp::skills::SkillChange) {
+        let tool = if change.action == "save" { "save_skill" } else { "delete_skill" };
+        let run_id = format!("skill_{}_{}", change.name, chrono::Utc::now().timestamp_micros());
+        let arguments = serde_json::json!({"name": change.name, "version": change.version});
+        let trace = serde_json::json!({
+            "format": crate::exec::trace::TRACE_FORMAT, "overall_status": "SUCCESS", "total_duration_ms": 0,
+            "total_retries": 0, "circuit_breaker_trips": 0, "started_at": change.at, "completed_at": change.at,
+            "run_id": run_id, "tool": tool, "arguments": arguments, "result": arguments, "max_in_flight": 0,
+            "step_results": [],
+        });
+        let Ok(trace) = serde_json::from_value::<Trace>(trace) else { return };
+        let mut context = RunContext::new();
+        let _ = context.insert("skill", &change.name);
+        if let Some(c) = &change.client {
+            let _ = context.insert("client", c);
+        }
+        if let Some(s) = &change.session {
+            let _ = context.insert("session", s);
+        }
+        let begun = self.0.begin_run(&NewRun {
+            run_id: &trace.run_id,
+            tool,
+            arguments: &trace.arguments,
+            started_at: &trace.started_at,
+            context: &context,
+        });
+        // A history that cannot be written does not undo the change (as for runs).
+        if let Ok(run) = begun {
+            let _ = self.0.end_run(run, &trace);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

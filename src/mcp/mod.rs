@@ -13,6 +13,7 @@ pub mod framing;
 #[cfg(feature = "mcp-http")]
 pub mod http;
 pub mod plans;
+pub mod skills;
 pub mod upstream;
 
 use std::path::{Path, PathBuf};
@@ -109,6 +110,8 @@ pub struct McpServer {
     plans_only: bool,
     /// The `compose` tool (`serve --plans --compose`), when on.
     compose: Option<Arc<dyn ComposeTool>>,
+    /// `save_skill`, `delete_skill` and the skills (`serve --plans --skills DIR`), when on.
+    skills: Option<Arc<skills::Skills>>,
 }
 
 #[derive(Debug)]
@@ -170,6 +173,17 @@ impl McpServer {
     /// file when `allow` is empty). Files that do not load are left out, each with a line in
     /// `skipped`; two files with the same name are an error naming both.
     pub fn load(root: &Path, allow: &[String]) -> Result<(McpServer, Vec<String>), String> {
+        McpServer::load_except(root, allow, None)
+    }
+
+    /// [`McpServer::load`], leaving out the files under `except` (the skills folder, whose
+    /// skills [`McpServer::with_skills`] serves).
+    pub fn load_except(
+        root: &Path,
+        allow: &[String],
+        except: Option<&Path>,
+    ) -> Result<(McpServer, Vec<String>), String> {
+        let except = except.map(|d| std::fs::canonicalize(d).unwrap_or_else(|_| d.to_path_buf()));
         let globs = allow_set(allow)?;
         let tool_root = ToolRoot::new(root);
         let files = crate::analysis::tool_files_under(root).map_err(|(_, e)| format!("{}: {e}", root.display()))?;
@@ -178,6 +192,9 @@ impl McpServer {
         for file in files {
             let Some(tool_path) = tool_root.tool_path_of(&file) else { continue };
             if !allow.is_empty() && !globs.is_match(&tool_path) {
+                continue;
+            }
+            if except.as_ref().is_some_and(|d| std::fs::canonicalize(&file).is_ok_and(|f| f.starts_with(d))) {
                 continue;
             }
             let source = match crate::input::read_text(&file) {
@@ -224,6 +241,7 @@ impl McpServer {
             ),
             plans_only: false,
             compose: None,
+            skills: None,
         };
         Ok((server, skipped))
     }
@@ -258,6 +276,7 @@ impl McpServer {
             run_guards: self.run_guards.clone(),
             plans_only: self.plans_only,
             compose: self.compose.clone(),
+            skills: self.skills.clone(),
         }
     }
 
@@ -284,6 +303,50 @@ impl McpServer {
             .with_tool_env(self.tool_env.clone());
         self.plans = Some(Arc::new(server));
         self
+    }
+
+    /// The same server with skills (`serve --plans --skills DIR`, [`skills`]): the tools
+    /// `save_skill` and `delete_skill`, the skills of `store` served as tools and callable
+    /// from plans, the resource `tdsl://skills`. Needs plans on ([`McpServer::with_plans`]);
+    /// the lines say which skills are not callable, and why.
+    pub fn with_skills(
+        mut self,
+        store: crate::plans::skills::SkillStore,
+        log: Option<Arc<dyn skills::SkillLog>>,
+    ) -> Result<(McpServer, Vec<String>), String> {
+        let Some(plans) = self.plans.clone() else {
+            return Err("--skills needs --plans".to_string());
+        };
+        let mut taken: Vec<String> = self.inner.tools.iter().map(|t| t.name.clone()).collect();
+        taken.push(COMPOSE.to_string());
+        taken.extend(skills::tools().iter().filter_map(|t| t["name"].as_str().map(str::to_string)));
+        let (loaded, problems) = skills::Skills::load(store, plans, taken);
+        let loaded = match log {
+            Some(l) => loaded.with_log(l),
+            None => loaded,
+        };
+        self.skills = Some(Arc::new(loaded));
+        Ok((self, problems))
+    }
+
+    /// The skills side, when `--skills` is on.
+    pub fn skills(&self) -> Option<&skills::Skills> {
+        self.skills.as_deref()
+    }
+
+    /// Whether `name` is `save_skill` or `delete_skill` (with skills on).
+    fn is_skill_tool(&self, name: &str) -> bool {
+        self.skills.is_some()
+            && (name == skills::SAVE_SKILL || name == skills::DELETE_SKILL)
+            && self.served_named(name).is_none()
+    }
+
+    /// The skill a client may call directly as `name` (none with `--plans-only`).
+    fn skill_named(&self, name: &str) -> Option<Arc<skills::Skill>> {
+        if self.plans_only() || self.served_named(name).is_some() {
+            return None;
+        }
+        self.skills.as_ref()?.set().callable(name)
     }
 
     /// The plans side, when `--plans` is on.
@@ -341,7 +404,11 @@ impl McpServer {
 
     /// Whether `name` is a tool this server offers.
     fn offers(&self, name: &str) -> bool {
-        self.served_named(name).is_some() || self.is_plan_tool(name) || self.compose_tool(name).is_some()
+        self.served_named(name).is_some()
+            || self.is_plan_tool(name)
+            || self.compose_tool(name).is_some()
+            || self.is_skill_tool(name)
+            || self.skill_named(name).is_some()
     }
 
     /// The same server giving each run a call starts an observer from `observers` too,
@@ -462,8 +529,13 @@ impl McpServer {
         observer: Option<Arc<dyn Observer>>,
     ) -> Option<Json> {
         let served = self.served_named(name);
+        if self.is_skill_tool(name) {
+            return self.change_skills(name, &arguments, None, None).map(|(answer, _)| answer);
+        }
+        let skill = if served.is_none() && !self.is_plan_tool(name) { self.skill_named(name) } else { None };
         let plan_tool = match (served, &self.plans) {
             (None, Some(p)) if name == plans::CHECK_PLAN => return Some(p.check_plan(&arguments)),
+            (None, Some(_)) if skill.is_some() => None,
             (None, Some(p)) if name == plans::RUN_PLAN => Some(p.clone()),
             (None, _) => return None,
             (Some(_), _) => None,
@@ -478,6 +550,9 @@ impl McpServer {
             }
             None => observer,
         };
+        if let (Some(skills), Some(skill)) = (&self.skills, skill) {
+            return skills.call(&skill.name, arguments, cancel, observer);
+        }
         match (served, plan_tool) {
             (Some(served), _) => Some(call_served(
                 &self.inner.root,
@@ -493,11 +568,34 @@ impl McpServer {
         }
     }
 
+    /// `save_skill` or `delete_skill` by a client (its name and session, for the history):
+    /// the answer, and whether the tools changed.
+    fn change_skills(
+        &self,
+        name: &str,
+        arguments: &Json,
+        client: Option<String>,
+        session: Option<String>,
+    ) -> Option<(Json, bool)> {
+        let skills = self.skills.as_ref()?;
+        Some(if name == skills::SAVE_SKILL {
+            skills.save(arguments, client, session)
+        } else {
+            skills.delete(arguments, client, session)
+        })
+    }
+
     /// How many steps the composite served under `name` has (1 for a primitive tool): the
     /// `total` of its progress notifications.
     fn steps_of(&self, name: &str, arguments: &Json) -> usize {
         if name == plans::RUN_PLAN && self.is_plan_tool(name) {
             return plans::PlanServer::steps_of(arguments);
+        }
+        if let Some(skill) = self.skill_named(name) {
+            return match skill.served.as_ref().map(|t| &t.def.kind) {
+                Some(ToolKind::Composite { instructions, .. }) => instructions.len(),
+                _ => 1,
+            };
         }
         match self.served_named(name).map(|t| &t.def.kind) {
             Some(ToolKind::Composite { instructions, .. }) => instructions.len(),
@@ -778,6 +876,24 @@ impl Observer for StepLog {
     }
 }
 
+/// The session of a request over Streamable HTTP (its `Mcp-Session-Id`); none on stdio.
+fn session_of(context: &RequestContext<RoleServer>) -> Option<String> {
+    #[cfg(feature = "mcp-http")]
+    {
+        context
+            .extensions
+            .get::<::http::request::Parts>()
+            .and_then(|p| p.headers.get("mcp-session-id"))
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    }
+    #[cfg(not(feature = "mcp-http"))]
+    {
+        let _ = context;
+        None
+    }
+}
+
 /// The `--allow` globs, built as `run --allow-tool` builds its own ([`tool_globs`]).
 fn allow_set(allow: &[String]) -> Result<GlobSet, String> {
     tool_globs(allow).map_err(|e| format!("--allow: {e}"))
@@ -787,7 +903,7 @@ impl ServerHandler for McpServer {
     #[allow(deprecated)] // logging: SEP-2577 deprecates it, MCP 2025-11-25 clients use it
     fn get_info(&self) -> ServerConfig {
         if self.plans.is_some() {
-            return plans::server_config();
+            return plans::server_config(self.skills.is_some());
         }
         ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_logging().build())
             .with_server_info(Implementation::new("tdsl", env!("CARGO_PKG_VERSION")))
@@ -799,7 +915,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourcesResult, McpError> {
-        plans::list_resources(self.plans.is_some())
+        plans::list_resources(self.plans.is_some(), self.skills.is_some())
     }
 
     async fn read_resource(
@@ -841,6 +957,18 @@ impl ServerHandler for McpServer {
                     .into_iter()
                     .filter(|t| t["name"].as_str().is_some_and(|n| self.is_plan_tool(n))),
             );
+        }
+        if let Some(skills) = &self.skills {
+            tools.extend(
+                skills::tools().into_iter().filter(|t| t["name"].as_str().is_some_and(|n| self.is_skill_tool(n))),
+            );
+            if !self.plans_only() {
+                for s in skills.set().all() {
+                    if let Some(served) = s.served.as_ref().filter(|_| self.skill_named(&s.name).is_some()) {
+                        tools.push(served.tool.clone());
+                    }
+                }
+            }
         }
         // `compose` only for a client whose model the server can ask (it declared sampling).
         let samples = context.peer.peer_info().is_some_and(|i| i.capabilities.sampling.is_some());
@@ -917,6 +1045,24 @@ impl ServerHandler for McpServer {
             return Err(McpError::invalid_params(format!("no tool named `{name}`{hint}"), None));
         }
         let arguments = Json::Object(request.arguments.unwrap_or_default());
+        if self.is_skill_tool(&name) {
+            // Who saved or deleted it: the client's name from `initialize`, and its session.
+            let client = context.peer.peer_info().map(|i| i.client_info.name.clone());
+            let session = session_of(&context);
+            let server = self.clone();
+            let (answer, changed) = tokio::task::spawn_blocking(move || {
+                server.change_skills(&name, &arguments, client, session).unwrap_or((Json::Null, false))
+            })
+            .await
+            .map_err(|e| McpError::internal_error(format!("the skill change panicked: {e}"), None))?;
+            if changed {
+                // Before the answer: the client lists the tools again, the new one among them.
+                let _ = context.peer.notify_tool_list_changed().await;
+            }
+            let result: CallToolResult =
+                serde_json::from_value(answer).map_err(|e| McpError::internal_error(e.to_string(), None))?;
+            return Ok(result.into());
+        }
         // The upstream listings a plan needs are waited for before the call takes a slot:
         // a hung upstream holds no slot of `--max-calls`.
         if let Some(plans) = self.plans.as_ref().filter(|_| self.is_plan_tool(&name)) {

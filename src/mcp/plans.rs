@@ -44,15 +44,16 @@ pub const GUIDE_LIMIT: usize = 16_000;
 
 /// The condensed guide in `run_plan`'s description, at most [`DESCRIPTION_LIMIT`]
 /// characters: for clients that never read resources.
-pub const RUN_PLAN_DESCRIPTION: &str = r#"Run a tdsl plan: one JSON object that calls several tools and combines their results on the server; only its result comes back. Checked first (as check_plan): with an error nothing runs; each diagnostic has a JSON pointer and a help. Answer: {status, result, steps, failure_summary?}; a status other than SUCCESS is a tool error.
+pub const RUN_PLAN_DESCRIPTION: &str = r#"Run a tdsl plan: one JSON object that calls several tools and combines their results on the server; only its result comes back. Checked first (as check_plan): with an error nothing runs; each diagnostic has a JSON pointer and a help. Answer: {status, result, steps, failure_summary?}; not SUCCESS is a tool error.
 Plan: {"arguments": [{"name": "q", "type_name": "string", "required": true}], "instructions": [STEP, ...], "response_reference_map": {"out": "REF:b.total"}}
 STEP: {"execution_id": "a", "tool_definition_path": "<name from tdsl://tools; SERVER/TOOL upstream>", "arguments": {"x": "REF:arguments.q", "y": 3}}
-- REF: a string that is entirely "REF:arguments.q" or "REF:a.field.0.name" (also .first .last .length) is that value, typed; REFs order the steps, independent ones run concurrently. No other placeholder ($1, #E1, {{a.x}}, ${a.x}, jq). Literals: true false null. SDK tools returning a list give {"result": [...]}: REF:a.result.
+- REF: a string that is entirely "REF:arguments.q" or "REF:a.field.0.name" (also .first .last .length) is that value, typed; REFs order the steps, the independent run at once. No other placeholder ($1, #E1, {{a.x}}, ${a.x}, jq). Literals: true false null. SDK tools returning a list give {"result": [...]}: REF:a.result.
 - Transforms on a step: "transform_responses": {"variables": {"d": "REF:response"}, "transforms": {"total": "sum(array=d, item_path=\"n\")"}} adds "total" to the step's result (REF:a.total); "transform_arguments" computes arguments. Expressions: + - * / % == != < > and or not, a.b, a[0], [..], {k: v}, functions: map(array, template="item.x", as="x"), filter(array, condition_string="item.n > 2"), sort(array, key_path="n", direction="desc"), sum/min/max/avg(array, item_path), count, any, all, find, join(array, separator), group_by, unique, flatten, slice(value, start, end), length, keys, values, contains, upper, lower, split, replace, zip(left, right), default(value, fallback), if(condition, true_value, false_value), merge, pick, omit, to_number, to_string, round.
 - A step with no tool_definition_path is a transform step: its transforms are its result; it joins steps.
-- Conditions: "conditions": [{"param": "REF:a.count", "operator": "greater_than", "value": 0}] (equals, not_equals, less_than, exists, not_exists, contains, in; groups {"logic": "OR", "conditions": [...]}): else the step is SKIPPED, its result null.
+- Conditions: "conditions": [{"param": "REF:a.count", "operator": "greater_than", "value": 0}] (equals, less_than, exists, contains, in; groups {"logic": "OR", "conditions": [...]}): else the step is SKIPPED, its result null.
 - Fan-out: "parallel_execution": {"iterate_over": "REF:a.items", "child_argument_name": "arg"} calls the tool once per element; REF:step.response is the list of results, in order (zip pairs them with the inputs).
 - "continue_on_error": true, "retry": {"max_retries": 2}, "timeout_seconds": 30. Limits: 64 steps, 1,000 children, 120 s.
+- A plan that worked and is needed again: save_skill.
 Read tdsl://guide (worked plans) and tdsl://tools (the tools)."#;
 /// The most characters `run_plan`'s description may have (SPEC §13).
 pub const DESCRIPTION_LIMIT: usize = 2_500;
@@ -77,6 +78,8 @@ pub struct PlanServer {
     upstreams: Arc<Upstreams>,
     /// The environment of the processes plans' tools start.
     tool_env: ToolEnv,
+    /// The skills (`serve --skills`), callable from plans like served tools; empty without.
+    skills: super::skills::SkillSet,
 }
 
 impl PlanServer {
@@ -85,7 +88,15 @@ impl PlanServer {
         let callable =
             served.iter().map(|s| Callable { name: s.name.clone(), tool_path: Some(s.tool_path.clone()) }).collect();
         let served_listing = served.iter().map(served_line).collect::<Vec<_>>().join("");
-        PlanServer { root, served: callable, served_listing, options, upstreams, tool_env: ToolEnv::Inherit }
+        PlanServer {
+            root,
+            served: callable,
+            served_listing,
+            options,
+            upstreams,
+            tool_env: ToolEnv::Inherit,
+            skills: super::skills::SkillSet::default(),
+        }
     }
 
     /// The same plans, their `exec:` tools started with the environment `env` allows
@@ -93,6 +104,23 @@ impl PlanServer {
     pub fn with_tool_env(mut self, env: ToolEnv) -> PlanServer {
         self.tool_env = env;
         self
+    }
+
+    /// The skills plans may call (`serve --skills`): shared with [`super::skills::Skills`].
+    pub fn skill_set(&self) -> &super::skills::SkillSet {
+        &self.skills
+    }
+
+    /// The served tools (name and tool path).
+    pub(super) fn served(&self) -> &[Callable] {
+        &self.served
+    }
+
+    /// The served tools and the skills that check, as plans may call them.
+    fn callable(&self) -> Vec<Callable> {
+        let mut out = self.served.clone();
+        out.extend(super::skills::callable(&self.skills));
+        out
     }
 
     /// The upstream servers (shut them down outside the async runtime when the server ends).
@@ -112,14 +140,15 @@ impl PlanServer {
             }
             None => plan,
         };
-        let mut plans = Plans::with_served(&self.root, self.served.clone()).with_limits(self.options.limits.clone());
+        let callable = self.callable();
+        let mut plans = Plans::with_served(&self.root, callable.clone()).with_limits(self.options.limits.clone());
         if let Some(dir) = &self.options.files {
             if let Ok(store) = crate::files::LocalStore::open(dir) {
                 plans = plans.with_file_store(Arc::new(store));
             }
         }
         let mut problems = Vec::new();
-        let needed = upstreams_needed(plan, &self.upstreams.names(), &self.served);
+        let needed = upstreams_needed(plan, &self.upstreams.names(), &callable);
         if !needed.is_empty() {
             let mut tools = Vec::new();
             for (server, listed) in self.upstreams.tools_of(&needed) {
@@ -154,7 +183,7 @@ impl PlanServer {
         }
         let parsed = self.plan_value(plan);
         let names = self.upstreams.names();
-        let needed = upstreams_needed(parsed.as_ref().unwrap_or(plan), &names, &self.served);
+        let needed = upstreams_needed(parsed.as_ref().unwrap_or(plan), &names, &self.callable());
         if !needed.is_empty() {
             self.upstreams.prepare(&needed).await;
         }
@@ -176,51 +205,79 @@ impl PlanServer {
         structured(out, summary, !check.ok())
     }
 
+    /// The check of a plan (a skill's file as its text), with the upstream servers that
+    /// could not be listed.
+    pub(super) fn check_only(&self, plan: &Json) -> (crate::plans::PlanCheck, Vec<String>) {
+        let text = plan_text(plan, self.options.limits.max_bytes);
+        let (core, problems) = self.core(plan);
+        (core.check(&text), problems)
+    }
+
+    /// The largest plan, in bytes.
+    pub(super) fn max_plan_bytes(&self) -> usize {
+        self.options.limits.max_bytes
+    }
+
     /// `run_plan {plan, arguments}`: checks, then runs with the served tools and the
     /// upstream servers; `{status, result, steps, failure_summary?}`.
     pub fn run_plan(&self, arguments: &Json, cancel: &CancelToken, observer: Option<Arc<dyn Observer>>) -> Json {
-        let plan = match plan_argument(arguments) {
-            Ok(p) => p,
-            Err(e) => return super::tool_error(e),
-        };
+        match self.run_as(arguments, cancel, observer, RUN_PLAN.to_string(), Json::Null) {
+            Ok(run) => {
+                let out = run.to_json();
+                let text = serde_json::to_string_pretty(&out).unwrap_or_default();
+                structured(out, text, !run.succeeded())
+            }
+            Err(answer) => answer,
+        }
+    }
+
+    /// Checks and runs `{plan, arguments}`, the run recorded as the tool `tool` with
+    /// `{plan, arguments}` and, when not null, `recorded` as `skill`: the run, or the tool
+    /// error to answer.
+    pub(super) fn run_as(
+        &self,
+        arguments: &Json,
+        cancel: &CancelToken,
+        observer: Option<Arc<dyn Observer>>,
+        tool: String,
+        recorded: Json,
+    ) -> Result<crate::plans::PlanRun, Json> {
+        let plan = plan_argument(arguments).map_err(super::tool_error)?;
         let args = match arguments.get("arguments") {
             None | Some(Json::Null) => Json::Object(serde_json::Map::new()),
             Some(a @ Json::Object(_)) => a.clone(),
             Some(other) => {
-                return super::tool_error(format!(
+                return Err(super::tool_error(format!(
                     "`arguments` must be an object of the plan's arguments (or left out), not {}",
                     super::framing::kind(other)
-                ))
+                )))
             }
         };
         let text = plan_text(plan, self.options.limits.max_bytes);
         let (core, problems) = self.core(plan);
         let values: Value = match serde_json::from_value(args.clone()) {
             Ok(v) => v,
-            Err(e) => return super::tool_error(format!("`arguments` cannot be read: {e}")),
+            Err(e) => return Err(super::tool_error(format!("`arguments` cannot be read: {e}"))),
         };
         let runner: Arc<dyn Runner> = Arc::new(PlanRunner {
             host: HostRunner::new().with_env(self.tool_env.clone()),
             upstreams: self.upstreams.clone(),
         });
-        let observer =
-            observer.map(|o| Arc::new(PlanRecorded { inner: o, plan: plan.clone(), args }) as Arc<dyn Observer>);
+        let observer = observer.map(|o| {
+            Arc::new(PlanRecorded { inner: o, plan: plan.clone(), args, tool, skill: recorded }) as Arc<dyn Observer>
+        });
         let options = RunPlanOptions { cancel: cancel.clone(), observer, ..RunPlanOptions::default() };
         match core.run(&text, values, runner, &options) {
-            Ok(run) => {
-                let out = run.to_json();
-                let text = serde_json::to_string_pretty(&out).unwrap_or_default();
-                structured(out, text, !run.succeeded())
-            }
+            Ok(run) => Ok(run),
             Err(PlanRefused::Invalid(check)) => {
                 let mut out = check.to_json();
                 add_problems(&mut out, &problems);
                 let text = format!("the plan was not run: {}", summary_text(&check, &problems));
-                structured(out, text, true)
+                Err(structured(out, text, true))
             }
             Err(refused @ PlanRefused::Refused { .. }) => {
                 let out = refused.to_json();
-                structured(out, refused.to_string(), true)
+                Err(structured(out, refused.to_string(), true))
             }
         }
     }
@@ -239,6 +296,7 @@ impl PlanServer {
              Use the name as `tool_definition_path`.\n\n",
         );
         out.push_str(&self.served_listing);
+        out.push_str(&super::skills::listing(&self.skills));
         for (server, listed) in self.upstreams.all_tools() {
             out.push_str(&format!("\n## Upstream server `{server}` (call its tools as `{server}/TOOL`)\n\n"));
             match listed {
@@ -303,6 +361,10 @@ impl PlanServer {
         let text = match uri {
             GUIDE_URI => GUIDE.to_string(),
             TOOLS_URI => self.tools_listing(),
+            super::skills::SKILLS_URI => {
+                let text = super::skills::resource(&self.skills);
+                return Some(json!({"contents": [{"uri": uri, "mimeType": "application/json", "text": text}]}));
+            }
             _ => return None,
         };
         Some(json!({"contents": [{"uri": uri, "mimeType": "text/markdown", "text": text}]}))
@@ -339,7 +401,7 @@ impl PlanServer {
     /// (`tdsl://tools`) and `run_plan`'s runner. Blocking.
     pub(crate) fn compose_parts(&self) -> (Plans, Vec<Callable>, String, Arc<dyn Runner>) {
         let (mut plans, _) = self.core(&Json::Null);
-        let mut callable = self.served.clone();
+        let mut callable = self.callable();
         let mut tools = Vec::new();
         for (server, listed) in self.upstreams.all_tools() {
             // A server that cannot be listed is named in the listing; its tools are unknown.
@@ -360,12 +422,14 @@ impl PlanServer {
 /// The server's capabilities and instructions with plans on: tools, logging, resources and
 /// prompts.
 #[allow(deprecated)] // logging: SEP-2577 deprecates it, MCP 2025-11-25 clients use it
-pub(super) fn server_config() -> ServerConfig {
-    ServerConfig::new(
-        ServerCapabilities::builder().enable_logging().enable_prompts().enable_resources().enable_tools().build(),
-    )
-    .with_server_info(Implementation::new("tdsl", env!("CARGO_PKG_VERSION")))
-    .with_instructions(
+pub(super) fn server_config(skills: bool) -> ServerConfig {
+    let capabilities =
+        ServerCapabilities::builder().enable_logging().enable_prompts().enable_resources().enable_tools();
+    // With skills the tools change while a client is connected (`notifications/tools/list_changed`).
+    let capabilities = if skills { capabilities.enable_tool_list_changed().build() } else { capabilities.build() };
+    ServerConfig::new(capabilities)
+        .with_server_info(Implementation::new("tdsl", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
         "Composite tools defined in .tool files, run by the tdsl engine, and plans: instead of calling tools one at a \
          time, write one tdsl plan that calls them and send it to run_plan (check_plan checks it). Read the resource \
          tdsl://guide for how to write a plan and tdsl://tools for the tools a plan may call.",
@@ -377,8 +441,12 @@ fn from_json<T: serde::de::DeserializeOwned>(v: Json) -> Result<T, McpError> {
 }
 
 /// `resources/list`: the guide and the tools with plans on, none without.
-pub(super) fn list_resources(on: bool) -> Result<ListResourcesResult, McpError> {
-    from_json(if on { PlanServer::resources() } else { json!({"resources": []}) })
+pub(super) fn list_resources(on: bool, skills: bool) -> Result<ListResourcesResult, McpError> {
+    let mut list = if on { PlanServer::resources() } else { json!({"resources": []}) };
+    if let (true, Some(all)) = (skills, list["resources"].as_array_mut()) {
+        all.push(super::skills::resource_entry());
+    }
+    from_json(list)
 }
 
 /// `resources/read`: `tdsl://guide` or `tdsl://tools` (read off the async runtime: the
@@ -457,7 +525,7 @@ fn upstreams_needed<'a>(plan: &Json, names: &[&'a str], served: &[Callable]) -> 
 /// An object schema with no properties that does not forbid others (`{"type": "object",
 /// "properties": {}}`, what a tool declaring nothing exports) accepts any object: it is
 /// handed on without `properties`, which the core reads as "anything".
-fn upstream_tool(server: &str, tool: &Json) -> Option<UpstreamTool> {
+pub(crate) fn upstream_tool(server: &str, tool: &Json) -> Option<UpstreamTool> {
     let open = |schema: Json| -> Json {
         let empty = schema.get("properties").and_then(Json::as_object).is_some_and(serde_json::Map::is_empty);
         let closed = schema.get("additionalProperties") == Some(&Json::Bool(false));
@@ -506,14 +574,14 @@ fn plan_text(plan: &Json, max_bytes: usize) -> String {
     }
 }
 
-fn add_problems(out: &mut Json, problems: &[String]) {
+pub(super) fn add_problems(out: &mut Json, problems: &[String]) {
     if !problems.is_empty() {
         out["upstream_problems"] = json!(problems);
     }
 }
 
 /// A check's text block: a line of counts, each rendered diagnostic, and the levels.
-fn summary_text(check: &crate::plans::PlanCheck, problems: &[String]) -> String {
+pub(super) fn summary_text(check: &crate::plans::PlanCheck, problems: &[String]) -> String {
     let (errors, warnings) = check.counts();
     let mut text = if check.ok() {
         format!("the plan checks: {warnings} warning(s)")
@@ -541,12 +609,12 @@ fn summary_text(check: &crate::plans::PlanCheck, problems: &[String]) -> String 
     text
 }
 
-fn structured(content: Json, text: String, is_error: bool) -> Json {
+pub(super) fn structured(content: Json, text: String, is_error: bool) -> Json {
     json!({"content": [{"type": "text", "text": text}], "structuredContent": content, "isError": is_error})
 }
 
 /// One served tool in `tdsl://tools`.
-fn served_line(s: &Served) -> String {
+pub(super) fn served_line(s: &Served) -> String {
     let def = &s.def;
     let args: Vec<String> = def
         .arguments
@@ -599,14 +667,28 @@ struct PlanRecorded {
     inner: Arc<dyn Observer>,
     plan: Json,
     args: Json,
+    /// The tool the run is recorded as: `run_plan`, or a skill's name.
+    tool: String,
+    /// A skill's name and version, recorded as `skill` (null for `run_plan`).
+    skill: Json,
 }
 
 impl Observer for PlanRecorded {
     fn event(&self, event: &Event<'_>) {
         if let Event::RunStarted { run_id, started_at, .. } = event {
-            let recorded: Value =
-                serde_json::from_value(json!({"plan": self.plan, "arguments": self.args})).unwrap_or(Value::Null);
-            self.inner.event(&Event::RunStarted { run_id, tool: RUN_PLAN, arguments: &recorded, started_at });
+            let mut recorded = json!({"plan": self.plan, "arguments": self.args});
+            if !self.skill.is_null() {
+                recorded["skill"] = self.skill.clone();
+            }
+            let recorded: Value = serde_json::from_value(recorded).unwrap_or(Value::Null);
+            self.inner.event(&Event::RunStarted { run_id, tool: &self.tool, arguments: &recorded, started_at });
+            return;
+        }
+        // A skill's trace names the skill and its version (the history's report draws it so).
+        if let (Event::RunEnded { trace }, false) = (event, self.skill.is_null()) {
+            let mut named = (*trace).clone();
+            named.tool.clone_from(&self.tool);
+            self.inner.event(&Event::RunEnded { trace: &named });
             return;
         }
         self.inner.event(event);

@@ -48,6 +48,7 @@ mod locate;
 mod mistakes;
 #[cfg(feature = "engine")]
 mod run;
+pub mod skills;
 mod upstream;
 
 use std::collections::HashMap;

@@ -1,0 +1,509 @@
+//! Skills (SPEC §16): plans that worked, kept as ordinary composite `.tool` files in a folder
+//! under the tool root (`serve --mcp --plans --skills DIR`), so that a later plan calls them
+//! by name. This is the store, without MCP: the name rules, the file a plan becomes, the
+//! atomic write, the versions and the count limit. The MCP surface is `crate::mcp::skills`.
+//!
+//! A skill file names what it calls as `tdsl check --root ROOT` reads it: a served tool by its
+//! tool path under the root (`/tools/echo.tool`), another skill by its own
+//! (`/skills/other.tool`), and an upstream server's tool as `SERVER/TOOL` (checked and run with
+//! `--upstream SERVER=…`). Every version saved is kept as `DIR/.versions/NAME/vN-MILLIS.json`
+//! (not `.tool`: the versions are not tools under the root).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+use serde_json::Value as Json;
+
+use crate::diagnostic::Code;
+
+/// The most skills a folder holds by default (`serve --max-skills`, [`crate::ranges::SKILLS`]).
+pub const DEFAULT_MAX_SKILLS: usize = 256;
+
+/// The longest skill name (`[a-z][a-z0-9_]{0,63}`).
+pub const MAX_NAME_CHARS: usize = 64;
+
+/// Why a skill was not saved or deleted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkillError {
+    /// Its stable code (`E1401`…`E1406`).
+    pub code: Code,
+    /// What went wrong, and what to do.
+    pub message: String,
+}
+
+impl std::fmt::Display for SkillError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} [{}]", self.message, self.code.as_str())
+    }
+}
+
+fn fail(code: Code, message: impl Into<String>) -> SkillError {
+    SkillError { code, message: message.into() }
+}
+
+/// One saved version of a skill.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkillVersion {
+    /// 1 for the first save, one more for each save after it.
+    pub version: u64,
+    /// When it was saved (RFC 3339, UTC).
+    pub saved_at: String,
+}
+
+/// What writes a file's bytes: the file system, or in tests one that fails like a full disk.
+pub type Writer = fn(&mut std::fs::File, &[u8]) -> std::io::Result<()>;
+
+fn write_all(file: &mut std::fs::File, bytes: &[u8]) -> std::io::Result<()> {
+    file.write_all(bytes)
+}
+
+/// The skills folder.
+#[derive(Debug)]
+pub struct SkillStore {
+    dir: PathBuf,
+    /// The folder's tool path under the root (`/skills`).
+    tool_dir: String,
+    max_skills: usize,
+    /// Saves and deletes of this process, one at a time (the rename keeps other processes'
+    /// files whole).
+    lock: Mutex<()>,
+    writer: Writer,
+}
+
+static TEMP: AtomicU64 = AtomicU64::new(0);
+
+/// Whether `name` follows the rule `[a-z][a-z0-9_]{0,63}`.
+pub fn valid_name(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    matches!(bytes.next(), Some(b'a'..=b'z'))
+        && name.len() <= MAX_NAME_CHARS
+        && bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+}
+
+impl SkillStore {
+    /// The store of `dir`, a folder under `root` (made when missing), holding at most
+    /// `max_skills` skills. The error says why the folder cannot be used.
+    pub fn open(root: &Path, dir: &Path, max_skills: usize) -> Result<SkillStore, String> {
+        std::fs::create_dir_all(dir).map_err(|e| format!("--skills {}: cannot make the folder: {e}", dir.display()))?;
+        let canon = std::fs::canonicalize(dir).map_err(|e| format!("--skills {}: {e}", dir.display()))?;
+        let root = std::fs::canonicalize(root).map_err(|e| format!("--root {}: {e}", root.display()))?;
+        let rel = canon.strip_prefix(&root).map_err(|_| {
+            format!(
+                "--skills {}: the skills folder must be under the tool root {} (skill files name the tools they call by \
+                 their tool paths under it)",
+                dir.display(),
+                root.display()
+            )
+        })?;
+        let parts: Vec<String> = rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+        if parts.is_empty() {
+            return Err(format!(
+                "--skills {}: the skills folder must be a folder under the root, not the root",
+                dir.display()
+            ));
+        }
+        Ok(SkillStore {
+            dir: canon,
+            tool_dir: format!("/{}", parts.join("/")),
+            max_skills,
+            lock: Mutex::new(()),
+            writer: write_all,
+        })
+    }
+
+    /// The same store writing through `writer` (tests: a full disk).
+    pub fn with_writer(mut self, writer: Writer) -> SkillStore {
+        self.writer = writer;
+        self
+    }
+
+    /// The folder (canonical).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The most skills it holds.
+    pub fn max_skills(&self) -> usize {
+        self.max_skills
+    }
+
+    /// A skill's file.
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.dir.join(format!("{name}.tool"))
+    }
+
+    /// A skill's tool path under the root (`/skills/NAME.tool`).
+    pub fn tool_path(&self, name: &str) -> String {
+        format!("{}/{name}.tool", self.tool_dir)
+    }
+
+    fn versions_dir(&self, name: &str) -> PathBuf {
+        self.dir.join(".versions").join(name)
+    }
+
+    /// The names of the skills in the folder (`NAME.tool` files; other names are left out),
+    /// sorted.
+    pub fn names(&self) -> std::io::Result<Vec<String>> {
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(&self.dir)? {
+            let entry = entry?;
+            let file_name = entry.file_name();
+            let Some(stem) = file_name.to_str().and_then(|n| n.strip_suffix(".tool")) else { continue };
+            if valid_name(stem) && entry.file_type().is_ok_and(|t| t.is_file()) {
+                out.push(stem.to_string());
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    /// Every `.tool` file name in the folder, whatever its name: what a new name may not
+    /// clash with, case aside.
+    fn all_stems(&self) -> Vec<String> {
+        std::fs::read_dir(&self.dir)
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .filter_map(|e| e.file_name().to_str().and_then(|n| n.strip_suffix(".tool")).map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Every version saved of `name`, oldest first.
+    pub fn versions(&self, name: &str) -> Vec<SkillVersion> {
+        let mut out: Vec<SkillVersion> = std::fs::read_dir(self.versions_dir(name))
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .filter_map(|e| e.file_name().to_str().and_then(parse_version_file))
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.sort_by_key(|v| v.version);
+        out
+    }
+
+    /// The version a name's file is now (the newest saved), if any was saved.
+    pub fn current(&self, name: &str) -> Option<SkillVersion> {
+        self.versions(name).pop()
+    }
+
+    /// Whether `name` may be saved: the name rule, no clash (ignoring case) with `taken`
+    /// (the other callable tools) or with another file of the folder.
+    pub fn check_name(&self, name: &str, taken: &[String]) -> Result<(), SkillError> {
+        if !valid_name(name) {
+            return Err(fail(
+                Code::SkillBadName,
+                format!(
+                    "`{}` is not a skill name: 1–64 of lower-case ASCII letters, digits and `_`, starting with a letter \
+                     (`[a-z][a-z0-9_]{{0,63}}`), such as `weekly_report`",
+                    crate::plans::escape_controls(name)
+                ),
+            ));
+        }
+        if let Some(t) = taken.iter().find(|t| t.eq_ignore_ascii_case(name) || t.to_lowercase() == name) {
+            return Err(fail(
+                Code::SkillNameTaken,
+                format!("`{name}` is the name of a tool the server already offers (`{t}`); choose another name"),
+            ));
+        }
+        if let Some(other) = self.all_stems().into_iter().find(|s| s != name && s.to_lowercase() == name) {
+            return Err(fail(
+                Code::SkillNameTaken,
+                format!(
+                    "`{name}` differs only by case from `{other}.tool` in the skills folder (one file on a \
+                     case-insensitive file system); choose another name"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Saves `source` (a composite tool's JSON, [`skill_source`]) as the skill `name`, after
+    /// [`SkillStore::check_name`]: atomically (a temporary file in the folder, written,
+    /// synced, renamed over the skill's file), with the version kept under
+    /// `.versions/NAME/`. An existing skill needs `replace`.
+    pub fn save(&self, name: &str, source: &str, replace: bool, taken: &[String]) -> Result<SkillVersion, SkillError> {
+        self.check_name(name, taken)?;
+        let _one = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let file = self.file(name);
+        let exists = file.is_file();
+        if exists && !replace {
+            return Err(fail(
+                Code::SkillExists,
+                format!("a skill named `{name}` exists; send `replace: true` to save a new version of it"),
+            ));
+        }
+        if !exists {
+            let count = self.names().map_err(|e| self.io(&self.dir, &e))?.len();
+            if count >= self.max_skills {
+                return Err(fail(
+                    Code::SkillTooMany,
+                    format!(
+                        "the skills folder holds {count} skills, the most it may (--max-skills {}); delete one first",
+                        self.max_skills
+                    ),
+                ));
+            }
+        }
+        let version = self.current(name).map_or(1, |v| v.version + 1);
+        let now = chrono::Utc::now();
+        let saved_at = now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        let versions = self.versions_dir(name);
+        std::fs::create_dir_all(&versions).map_err(|e| self.io(&versions, &e))?;
+        let kept = versions.join(format!("v{version}-{}.json", now.timestamp_millis()));
+        self.write_atomic(&versions, &kept, source.as_bytes())?;
+        if let Err(e) = self.write_atomic(&self.dir, &file, source.as_bytes()) {
+            let _ = std::fs::remove_file(&kept);
+            return Err(e);
+        }
+        Ok(SkillVersion { version, saved_at })
+    }
+
+    /// Removes the skill `name` (its versions stay): the version it was.
+    pub fn delete(&self, name: &str) -> Result<Option<SkillVersion>, SkillError> {
+        let _one = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let file = self.file(name);
+        if !valid_name(name) || !file.is_file() {
+            return Err(fail(
+                Code::SkillMissing,
+                format!("there is no skill named `{}`", crate::plans::escape_controls(name)),
+            ));
+        }
+        std::fs::remove_file(&file).map_err(|e| self.io(&file, &e))?;
+        sync_dir(&self.dir);
+        Ok(self.current(name))
+    }
+
+    fn io(&self, path: &Path, e: &std::io::Error) -> SkillError {
+        fail(Code::SkillWrite, format!("cannot write the skill at {}: {e}; nothing was changed", path.display()))
+    }
+
+    /// Writes `bytes` to `to` through a temporary file in `dir`: no partial `to` is ever
+    /// visible; a failure removes the temporary file.
+    fn write_atomic(&self, dir: &Path, to: &Path, bytes: &[u8]) -> Result<(), SkillError> {
+        let temp = dir.join(format!(
+            ".tmp-{}-{}-{}",
+            std::process::id(),
+            TEMP.fetch_add(1, Ordering::Relaxed),
+            to.file_name().and_then(|n| n.to_str()).unwrap_or("skill")
+        ));
+        let written = (|| {
+            let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&temp)?;
+            (self.writer)(&mut f, bytes)?;
+            f.sync_all()?;
+            std::fs::rename(&temp, to)
+        })();
+        match written {
+            Ok(()) => {
+                sync_dir(dir);
+                Ok(())
+            }
+            Err(e) => {
+                let _ = std::fs::remove_file(&temp);
+                Err(self.io(to, &e))
+            }
+        }
+    }
+}
+
+/// Syncs a folder so a rename in it survives a crash (best effort: not every platform can).
+fn sync_dir(dir: &Path) {
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+/// `vN-MILLIS.json` → its version and time.
+fn parse_version_file(name: &str) -> Option<SkillVersion> {
+    let (n, millis) = name.strip_prefix('v')?.strip_suffix(".json")?.split_once('-')?;
+    let version = n.parse().ok()?;
+    let millis: i64 = millis.parse().ok()?;
+    let saved_at =
+        chrono::DateTime::from_timestamp_millis(millis)?.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    Some(SkillVersion { version, saved_at })
+}
+
+/// The `.tool` file a plan becomes: the plan with `description`, and each step's
+/// `tool_definition_path` as `resolve` names it (a served name or a skill's name → its tool
+/// path; what `resolve` does not know, such as `SERVER/TOOL`, as written). Pretty JSON.
+pub fn skill_source(
+    plan: &Json,
+    description: &str,
+    resolve: impl Fn(&str) -> Option<String>,
+) -> Result<String, String> {
+    let Json::Object(plan) = plan else { return Err("a skill's plan is a JSON object".to_string()) };
+    let mut out = serde_json::Map::new();
+    out.insert("description".to_string(), Json::String(description.to_string()));
+    for (k, v) in plan {
+        if k != "description" {
+            out.insert(k.clone(), v.clone());
+        }
+    }
+    if let Some(Json::Array(steps)) = out.get_mut("instructions") {
+        for step in steps {
+            if let Some(Json::String(path)) = step.get_mut("tool_definition_path") {
+                if let Some(to) = resolve(path) {
+                    *path = to;
+                }
+            }
+        }
+    }
+    serde_json::to_string_pretty(&Json::Object(out))
+        .map(|mut s| {
+            s.push('\n');
+            s
+        })
+        .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store(max: usize) -> (tempfile::TempDir, SkillStore) {
+        let root = tempfile::tempdir().expect("tempdir");
+        let s = SkillStore::open(root.path(), &root.path().join("skills"), max).expect("opens");
+        (root, s)
+    }
+
+    #[test]
+    fn names_follow_the_rule() {
+        for ok in ["a", "weekly_report", "x9", &"a".repeat(64)] {
+            assert!(valid_name(ok), "{ok}");
+        }
+        for bad in ["", "A", "9a", "_a", "../x", "a/b", "a.b", "a-b", "wееkly", "a\u{0301}", &"a".repeat(65), "a b"] {
+            assert!(!valid_name(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_name_may_not_be_another_tools_or_differ_only_by_case() {
+        let (_root, s) = store(8);
+        let taken = vec!["Echo".to_string(), "run_plan".to_string()];
+        assert_eq!(s.check_name("echo", &taken).map_err(|e| e.code), Err(Code::SkillNameTaken));
+        assert_eq!(s.check_name("run_plan", &taken).map_err(|e| e.code), Err(Code::SkillNameTaken));
+        assert_eq!(s.check_name("../x", &taken).map_err(|e| e.code), Err(Code::SkillBadName));
+        std::fs::write(s.dir().join("Report.tool"), "{}").expect("write");
+        assert_eq!(s.check_name("report", &taken).map_err(|e| e.code), Err(Code::SkillNameTaken));
+        assert!(s.check_name("other", &taken).is_ok());
+    }
+
+    #[test]
+    fn saves_keep_versions_and_need_replace() {
+        let (_root, s) = store(8);
+        assert_eq!(s.save("a", "{\"v\": 1}\n", false, &[]).expect("saved").version, 1);
+        assert_eq!(s.save("a", "{}", false, &[]).map_err(|e| e.code), Err(Code::SkillExists));
+        assert_eq!(s.save("a", "{\"v\": 2}\n", true, &[]).expect("saved").version, 2);
+        assert_eq!(std::fs::read_to_string(s.file("a")).expect("read"), "{\"v\": 2}\n");
+        assert_eq!(s.versions("a").iter().map(|v| v.version).collect::<Vec<_>>(), [1, 2]);
+        assert_eq!(s.delete("a").expect("deleted").map(|v| v.version), Some(2));
+        assert!(!s.file("a").exists());
+        assert_eq!(s.versions("a").len(), 2, "the versions stay");
+        assert_eq!(s.delete("a").map_err(|e| e.code), Err(Code::SkillMissing));
+        assert_eq!(s.save("a", "{}", false, &[]).expect("saved").version, 3);
+        assert_eq!(s.names().expect("names"), ["a"]);
+    }
+
+    #[test]
+    fn the_count_is_limited_even_over_many_saves() {
+        let (_root, s) = store(3);
+        for i in 0..3 {
+            s.save(&format!("s{i}"), "{}", false, &[]).expect("saved");
+        }
+        // 10,000 more saves: each refused, nothing written, replacing still works.
+        for i in 3..10_000 {
+            let e = s.save(&format!("s{i}"), "{}", false, &[]).expect_err("refused");
+            assert_eq!(e.code, Code::SkillTooMany);
+        }
+        assert_eq!(s.names().expect("names").len(), 3);
+        assert!(s.save("s0", "{}", true, &[]).is_ok());
+    }
+
+    #[test]
+    fn a_full_disk_leaves_nothing_behind() {
+        fn full(_: &mut std::fs::File, _: &[u8]) -> std::io::Result<()> {
+            Err(std::io::Error::new(std::io::ErrorKind::StorageFull, "No space left on device"))
+        }
+        let (_root, s) = store(8);
+        s.save("a", "{\"old\": true}\n", false, &[]).expect("saved");
+        let s = s.with_writer(full);
+        let e = s.save("a", "{\"new\": true}\n", true, &[]).expect_err("the disk is full");
+        assert_eq!(e.code, Code::SkillWrite);
+        assert!(e.message.contains("No space left"), "{e}");
+        assert_eq!(std::fs::read_to_string(s.file("a")).expect("read"), "{\"old\": true}\n", "the old file is whole");
+        let litter: Vec<_> = std::fs::read_dir(s.dir())
+            .expect("dir")
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().starts_with(".tmp"))
+            .collect();
+        assert!(litter.is_empty(), "{litter:?}");
+        assert_eq!(s.versions("a").len(), 1);
+        let e = s.save("b", "{}", false, &[]).expect_err("full");
+        assert_eq!(e.code, Code::SkillWrite);
+        assert!(!s.file("b").exists());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_read_only_folder_is_a_write_error() {
+        use std::os::unix::fs::PermissionsExt;
+        let (_root, s) = store(8);
+        std::fs::set_permissions(s.dir(), std::fs::Permissions::from_mode(0o555)).expect("chmod");
+        // root ignores permissions: then there is nothing to observe.
+        let probe = s.dir().join(".probe");
+        if std::fs::write(&probe, "x").is_ok() {
+            let _ = std::fs::remove_file(&probe);
+            std::fs::set_permissions(s.dir(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+            return;
+        }
+        let e = s.save("a", "{}", false, &[]).expect_err("read-only");
+        std::fs::set_permissions(s.dir(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        assert_eq!(e.code, Code::SkillWrite, "{e}");
+        assert!(!s.file("a").exists());
+    }
+
+    #[test]
+    fn concurrent_saves_of_one_name_leave_one_whole_winner() {
+        let (_root, s) = store(8);
+        let s = std::sync::Arc::new(s);
+        let texts: Vec<String> =
+            (0..8).map(|i| format!("{{\"writer\": {i}, \"pad\": \"{}\"}}\n", "x".repeat(100_000))).collect();
+        std::thread::scope(|scope| {
+            for t in &texts {
+                let s = s.clone();
+                scope.spawn(move || s.save("a", t, true, &[]));
+            }
+        });
+        let now = std::fs::read_to_string(s.file("a")).expect("read");
+        assert!(texts.contains(&now), "a whole version won");
+        assert_eq!(s.versions("a").len(), 8);
+    }
+
+    #[test]
+    fn a_plan_becomes_a_tool_file() {
+        let plan = serde_json::json!({"instructions": [
+            {"execution_id": "a", "tool_definition_path": "echo"},
+            {"execution_id": "b", "tool_definition_path": "up/upper"}]});
+        let text =
+            skill_source(&plan, "Echoes", |n| (n == "echo").then(|| "/tools/echo.tool".to_string())).expect("ok");
+        let v: Json = serde_json::from_str(&text).expect("json");
+        assert_eq!(v["description"], "Echoes");
+        assert_eq!(v["instructions"][0]["tool_definition_path"], "/tools/echo.tool");
+        assert_eq!(v["instructions"][1]["tool_definition_path"], "up/upper");
+        assert!(skill_source(&Json::Null, "x", |_| None).is_err());
+    }
+
+    #[test]
+    fn the_folder_must_be_under_the_root() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let other = tempfile::tempdir().expect("tempdir");
+        assert!(SkillStore::open(root.path(), other.path(), 8).expect_err("outside").contains("under the tool root"));
+        assert!(SkillStore::open(root.path(), root.path(), 8).is_err());
+        let s = SkillStore::open(root.path(), &root.path().join("a/skills"), 8).expect("opens");
+        assert_eq!(s.tool_path("x"), "/a/skills/x.tool");
+    }
+}
