@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
-use tdsl_bench_plans::{tasks, Bench, Count, PlanContext, Tokens};
+use tdsl_bench_plans::{tasks, upstream_tasks, Bench, Count, PlanContext, Tokens, Upstream};
 
 fn main() -> ExitCode {
     match run() {
@@ -214,7 +214,126 @@ fn run() -> Result<(), String> {
         md.push_str("Tasks short of a target:\n\n");
         md.push_str(&why_not);
     }
+    let up = upstream(&tokens, &mut md)?;
+    let _ = writeln!(md, "\n## The whole suite with `--plans-only`\n");
+    let (all_direct, all_plan) = (direct.sent_total + up.0.sent_total, compact.sent_total + up.1.sent_total);
+    let _ = writeln!(
+        md,
+        "The {} tasks, the plan way as `--plans-only` offers it (the local tasks' compact column, the upstream tasks'): {} tokens sent directly, {} with plans: **{} fewer** (target ≥ 90 %: {}); round trips {} / {} ({} fewer).",
+        tasks().len() + upstream_tasks().len(),
+        all_direct,
+        all_plan,
+        pct(all_plan, all_direct),
+        met(all_plan * 10 <= all_direct),
+        direct.requests + up.0.requests,
+        compact.requests + up.1.requests,
+        times(direct.requests + up.0.requests, compact.requests + up.1.requests),
+    );
     std::fs::write(&out, &md).map_err(|e| format!("{}: {e}", out.display()))?;
     print!("{md}");
     Ok(())
+}
+
+/// The upstream tasks (issue 39): the shop's pydantic tools directly, or behind
+/// `serve --mcp --plans --plans-only --upstream shop=…`. Returns the direct and plan totals.
+fn upstream(tokens: &Tokens, md: &mut String) -> Result<(Count, Count), String> {
+    let up = Upstream::start()?;
+    let headers = up.headers()?;
+    let size = |pieces: &[String]| pieces.iter().map(|t| tokens.count(t)).sum::<usize>();
+    let (mut direct, mut parallel, mut plan, mut repaired) =
+        (Count::default(), Count::default(), Count::default(), Count::default());
+    let mut rows = String::new();
+    let mut short = String::new();
+    for task in upstream_tasks() {
+        let m = up.measure(&task)?;
+        m.check()?;
+        for w in &m.plan.warnings {
+            eprintln!("{}: {w}", task.id);
+        }
+        let c = m.counts_with(&headers, tokens);
+        eprintln!("{}: {:?}\n  answer: {}", task.id, c, m.answer_text());
+        let z = m.sizes(tokens);
+        let fewer = c.direct.requests as f64 / c.plan_compact.requests as f64;
+        let saved = 1.0 - c.plan_compact.sent_total as f64 / c.direct.sent_total as f64;
+        let _ = writeln!(
+            rows,
+            "| {} | {} | {} | {} / {} / {} | {} | {} / {} / {} | {} | {} ({}) | {} / {} ({}) | {} / {} | {} |",
+            task.id,
+            task.shape,
+            c.direct.calls,
+            c.direct.requests,
+            c.direct_parallel.requests,
+            c.plan_compact.requests,
+            times(c.direct.requests, c.plan_compact.requests),
+            c.direct.sent_total,
+            c.direct_parallel.sent_total,
+            c.plan_compact.sent_total,
+            pct(c.plan_compact.sent_total, c.direct.sent_total),
+            c.plan_compact_repaired.sent_total,
+            pct(c.plan_compact_repaired.sent_total, c.direct.sent_total),
+            c.direct.context_end,
+            c.plan_compact.context_end,
+            pct(c.plan_compact.context_end, c.direct.context_end),
+            z.direct_results,
+            z.plan_call,
+            met(saved >= 0.9 && (c.direct.calls < 3 || fewer >= 3.0)),
+        );
+        if saved < 0.9 || (c.direct.calls >= 3 && fewer < 3.0) {
+            let _ = writeln!(
+                short,
+                "- `{}`: {:.1} % fewer tokens sent, {:.1}× fewer round trips.",
+                task.id,
+                100.0 * saved,
+                fewer
+            );
+        }
+        direct += c.direct;
+        parallel += c.direct_parallel;
+        plan += c.plan_compact;
+        repaired += c.plan_compact_repaired;
+    }
+    let _ = writeln!(md, "\n## Upstream tasks: a pydantic MCP server behind `--upstream`, with `--plans-only`\n");
+    let _ = writeln!(
+        md,
+        "Issue 39. The tools are an upstream MCP server's: `upstream/shop.py`, ordinary pydantic tools over issues and repositories, customers and orders, forecasts, currency rates and e-mail, built with the Python MCP SDK, whose schemas have their models in `$defs` and whose lists and numbers come back wrapped as `{{\"result\": …}}`. **Direct**: the SDK's own client (`upstream/client.py`) talking to it; the model reads its `tools/list` ({} tokens) and each result's text content (a list is one text block per element). **Plan**: `tdsl serve --mcp --plans --plans-only --upstream shop=…` over no served tools; the model reads check_plan and run_plan and the `tdsl://tools` listing ({} tokens together: {} + {}), writes one plan naming `shop/TOOL`, sent to the server's own run_plan, which calls the shop over MCP. The shop records each call it answers: the plan made exactly the direct client's calls.\n",
+        size(&headers.direct),
+        size(&headers.compact),
+        tokens.count(&headers.compact[0]),
+        tokens.count(&headers.compact[1]),
+    );
+    let _ = writeln!(md, "| task | shape | tool calls | round trips (direct / parallel / plan) | fewer | tokens sent (direct / parallel / plan) | saved | plan after one repair | context at end (direct / plan) | direct results / plan written | targets |");
+    let _ = writeln!(md, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+    md.push_str(&rows);
+    let _ = writeln!(
+        md,
+        "| **upstream** | | {} | {} / {} / {} | {} | {} / {} / {} | {} | {} ({}) | {} / {} ({}) | | {} |",
+        direct.calls,
+        direct.requests,
+        parallel.requests,
+        plan.requests,
+        times(direct.requests, plan.requests),
+        direct.sent_total,
+        parallel.sent_total,
+        plan.sent_total,
+        pct(plan.sent_total, direct.sent_total),
+        repaired.sent_total,
+        pct(repaired.sent_total, direct.sent_total),
+        direct.context_end,
+        plan.context_end,
+        pct(plan.context_end, direct.context_end),
+        met(plan.sent_total * 10 <= direct.sent_total),
+    );
+    let _ = writeln!(
+        md,
+        "\nAgainst parallel tool calls: {} fewer tokens sent, {} fewer round trips.\n",
+        pct(plan.sent_total, parallel.sent_total),
+        times(parallel.requests, plan.requests)
+    );
+    if short.is_empty() {
+        md.push_str("Every upstream task meets both targets (≥ 90 % fewer tokens sent; ≥ 3× fewer round trips, all having five or more calls).\n");
+    } else {
+        md.push_str("Upstream tasks short of a target:\n\n");
+        md.push_str(&short);
+    }
+    Ok((direct, plan))
 }

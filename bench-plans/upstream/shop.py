@@ -65,10 +65,13 @@ class Repo(BaseModel):
 class Issue(BaseModel):
     number: int
     title: str
+    body: str
     state: State
     author: User
     labels: list[Label]
     comments: int = Field(ge=0)
+    created_at: str = Field(description="When it was opened, ISO 8601.")
+    url: str
 
 
 class Status(str, enum.Enum):
@@ -92,11 +95,19 @@ class Line(BaseModel):
     unit_price: float
 
 
+class Address(BaseModel):
+    street: str
+    city: str
+    postcode: str
+    country: str
+
+
 class Order(BaseModel):
     """An order; its amounts are in its currency."""
 
     order_id: str = Field(description="The order's id.")
     placed: str = Field(description="The day it was placed, YYYY-MM-DD.")
+    ship_to: Address
     lines: list[Line]
     total: float
     currency: Literal["USD", "EUR", "GBP"]
@@ -109,6 +120,8 @@ class Forecast(BaseModel):
     max_c: float
     min_c: float
     rain_mm: float
+    humidity: int = Field(ge=0, le=100)
+    wind_kph: float
     summary: str
 
 
@@ -146,11 +159,15 @@ REPOS = {
 
 def issues_of(repo: str) -> list[Issue]:
     out = []
-    for n in range(1, 4 + mix(repo) % 6):
+    for n in range(1, 7 + mix(repo) % 7):
         h = mix(repo, n)
+        a, b = WORDS[h % len(WORDS)], WORDS[(h >> 5) % len(WORDS)]
         out.append(Issue(
             number=n,
-            title=f"{WORDS[h % len(WORDS)]} {WORDS[(h >> 5) % len(WORDS)]} in {repo}",
+            title=f"{a} {b} in {repo}",
+            body=f"When the {a} meets a {b}, {repo} stops with an error. Steps: run the example, then {WORDS[(h >> 7) % len(WORDS)]} it again.",
+            created_at=f"2026-{1 + (h >> 3) % 11:02d}-{1 + (h >> 6) % 27:02d}T{(h >> 10) % 24:02d}:{(h >> 14) % 60:02d}:00Z",
+            url=f"https://git.example.com/tdsl-org/{repo}/issues/{n}",
             state=State.open if h % 3 else State.closed,
             author=PEOPLE[(h >> 9) % len(PEOPLE)],
             labels=[LABELS[(h >> k) % len(LABELS)] for k in range(11, 11 + (h >> 20) % 3)],
@@ -172,7 +189,7 @@ CURRENCY = {"GB": "GBP", "DE": "EUR", "FR": "EUR"}
 
 def orders_of(customer: Customer) -> list[Order]:
     out = []
-    for n in range(1, 2 + mix(customer.customer_id) % 4):
+    for n in range(1, 3 + mix(customer.customer_id) % 4):
         h = mix(customer.customer_id, n)
         lines = []
         for k in range(1 + h % 3):
@@ -181,10 +198,13 @@ def orders_of(customer: Customer) -> list[Order]:
         out.append(Order(
             order_id=f"o-{customer.customer_id[2:]}{n:02d}",
             placed=f"2026-{1 + (h >> 12) % 11:02d}-{1 + (h >> 16) % 27:02d}",
+            ship_to=Address(street=f"{1 + h % 200} {['Main', 'Station', 'Market', 'Lake'][(h >> 4) % 4]} Street",
+                            city=customer.name.split()[1] + "ville", postcode=f"{h % 90000 + 10000}",
+                            country=customer.country),
             lines=lines,
             total=round(sum(l.quantity * l.unit_price for l in lines), 2),
             currency=CURRENCY.get(customer.country, "USD"),
-            status=[Status.open, Status.shipped, Status.shipped, Status.cancelled][(h >> 20) % 4],
+            status=[Status.open, Status.shipped, Status.shipped, Status.cancelled][mix(customer.customer_id, n, "status") % 4],
             note="gift" if h % 7 == 0 else None,
         ))
     return out
@@ -242,7 +262,8 @@ def daily_forecast(city: str, days: int = Field(3, ge=1, le=7)) -> list[Forecast
         h = mix(city, d)
         low = -2 + h % 15
         out.append(Forecast(day=d, max_c=float(low + 4 + (h >> 4) % 12), min_c=float(low),
-                            rain_mm=float((h >> 8) % 9), summary=["sunny", "cloudy", "rain", "wind"][(h >> 12) % 4]))
+                            rain_mm=float((h >> 8) % 9), humidity=30 + (h >> 16) % 60, wind_kph=float((h >> 20) % 40),
+                            summary=["sunny", "cloudy", "rain", "wind"][(h >> 12) % 4]))
     return out
 
 
