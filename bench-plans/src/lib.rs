@@ -185,7 +185,8 @@ impl Bench {
         let mut calls = Vec::new();
         for step in &run.trace.steps {
             let name = self.served_name(&step.tool).unwrap_or(&step.tool).to_string();
-            let mut one = |arguments: &Option<tdsl::testing::value::Value>, attempts: &[tdsl::testing::exec::Attempt]| {
+            let mut one = |arguments: &Option<tdsl::testing::value::Value>,
+                           attempts: &[tdsl::testing::exec::Attempt]| {
                 for a in attempts.iter().filter(|a| a.outcome == Outcome::Ok) {
                     let args = arguments.as_ref().map(|v| serde_json::to_value(v).unwrap_or(Json::Null));
                     let response = a.response.as_ref().map(|v| serde_json::to_value(v).unwrap_or(Json::Null));
@@ -455,7 +456,12 @@ impl Measured {
                 self.plan.calls.iter().map(|(n, a, _)| canonical(&json!({"name": n, "arguments": a}))).collect(),
             ),
             None => (
-                self.direct.batches.iter().flatten().map(|c| canonical(&json!([c.name, c.arguments, c.result]))).collect(),
+                self.direct
+                    .batches
+                    .iter()
+                    .flatten()
+                    .map(|c| canonical(&json!([c.name, c.arguments, c.result])))
+                    .collect(),
                 self.plan.calls.iter().map(|(n, a, r)| canonical(&json!([n, a, r]))).collect(),
             ),
         };

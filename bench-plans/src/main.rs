@@ -219,7 +219,7 @@ fn run() -> Result<(), String> {
     let (all_direct, all_plan) = (direct.sent_total + up.0.sent_total, compact.sent_total + up.1.sent_total);
     let _ = writeln!(
         md,
-        "The {} tasks, the plan way as `--plans-only` offers it (the local tasks' compact column, the upstream tasks'): {} tokens sent directly, {} with plans: **{} fewer** (target ≥ 90 %: {}); round trips {} / {} ({} fewer).",
+        "The {} tasks, the plan way as `--plans-only` offers it (the local tasks' compact column, the upstream tasks'): {} tokens sent directly, {} with plans: **{} fewer** (issue 39's target, ≥ 90 % overall: {}); round trips {} / {} ({} fewer; ≥ 3× on every task with three or more calls: see the tables).",
         tasks().len() + upstream_tasks().len(),
         all_direct,
         all_plan,
@@ -257,7 +257,7 @@ fn upstream(tokens: &Tokens, md: &mut String) -> Result<(Count, Count), String> 
         let saved = 1.0 - c.plan_compact.sent_total as f64 / c.direct.sent_total as f64;
         let _ = writeln!(
             rows,
-            "| {} | {} | {} | {} / {} / {} | {} | {} / {} / {} | {} | {} ({}) | {} / {} ({}) | {} / {} | {} |",
+            "| {} | {} | {} | {} / {} / {} | {} | {} / {} / {} | {} | {} ({}) | {} / {} ({}) | {} / {} | {} | {} |",
             task.id,
             task.shape,
             c.direct.calls,
@@ -276,16 +276,11 @@ fn upstream(tokens: &Tokens, md: &mut String) -> Result<(Count, Count), String> 
             pct(c.plan_compact.context_end, c.direct.context_end),
             z.direct_results,
             z.plan_call,
-            met(saved >= 0.9 && (c.direct.calls < 3 || fewer >= 3.0)),
+            if c.direct.calls < 3 { "n/a (under 3 calls)" } else { met(fewer >= 3.0) },
+            if saved >= 0.9 { "yes" } else { "no" },
         );
-        if saved < 0.9 || (c.direct.calls >= 3 && fewer < 3.0) {
-            let _ = writeln!(
-                short,
-                "- `{}`: {:.1} % fewer tokens sent, {:.1}× fewer round trips.",
-                task.id,
-                100.0 * saved,
-                fewer
-            );
+        if c.direct.calls >= 3 && fewer < 3.0 {
+            let _ = writeln!(short, "- `{}`: {:.1}× fewer round trips.", task.id, fewer);
         }
         direct += c.direct;
         parallel += c.direct_parallel;
@@ -301,12 +296,12 @@ fn upstream(tokens: &Tokens, md: &mut String) -> Result<(Count, Count), String> 
         tokens.count(&headers.compact[0]),
         tokens.count(&headers.compact[1]),
     );
-    let _ = writeln!(md, "| task | shape | tool calls | round trips (direct / parallel / plan) | fewer | tokens sent (direct / parallel / plan) | saved | plan after one repair | context at end (direct / plan) | direct results / plan written | targets |");
-    let _ = writeln!(md, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+    let _ = writeln!(md, "| task | shape | tool calls | round trips (direct / parallel / plan) | fewer | tokens sent (direct / parallel / plan) | saved | plan after one repair | context at end (direct / plan) | direct results / plan written | ≥ 3× fewer round trips | ≥ 90 % fewer tokens on its own |");
+    let _ = writeln!(md, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|");
     md.push_str(&rows);
     let _ = writeln!(
         md,
-        "| **upstream** | | {} | {} / {} / {} | {} | {} / {} / {} | {} | {} ({}) | {} / {} ({}) | | {} |",
+        "| **upstream** | | {} | {} / {} / {} | {} | {} / {} / {} | {} | {} ({}) | {} / {} ({}) | | | {} |",
         direct.calls,
         direct.requests,
         parallel.requests,
@@ -321,7 +316,7 @@ fn upstream(tokens: &Tokens, md: &mut String) -> Result<(Count, Count), String> 
         direct.context_end,
         plan.context_end,
         pct(plan.context_end, direct.context_end),
-        met(plan.sent_total * 10 <= direct.sent_total),
+        if plan.sent_total * 10 <= direct.sent_total { "yes" } else { "no" },
     );
     let _ = writeln!(
         md,
@@ -330,10 +325,21 @@ fn upstream(tokens: &Tokens, md: &mut String) -> Result<(Count, Count), String> 
         times(parallel.requests, plan.requests)
     );
     if short.is_empty() {
-        md.push_str("Every upstream task meets both targets (≥ 90 % fewer tokens sent; ≥ 3× fewer round trips, all having five or more calls).\n");
+        md.push_str("Round trips: every upstream task (each has five or more calls) meets ≥ 3× fewer.\n\n");
     } else {
-        md.push_str("Upstream tasks short of a target:\n\n");
+        md.push_str("Upstream tasks short of 3× fewer round trips:\n\n");
         md.push_str(&short);
+        md.push('\n');
     }
+    let plan_header = size(&headers.compact);
+    let _ = writeln!(
+        md,
+        "Tokens: the upstream tasks save {} together, short of 90 % on their own. Why: a plan's floor is its context read twice (run_plan, then the answer), {} tokens of the {} a plan way sends on average, of which check_plan and run_plan's definitions (the condensed guide) are {}; the direct way reads the shop's `tools/list` ({} tokens) once per request, so with five calls (six requests) and results of a few hundred to a thousand tokens it sends 15,000–26,000. A plan saves 90 % once the direct way sends ten times its ~4,000: about nine or more calls of this size, or fewer calls with bigger results (the issue lists of `up_bugs` and `up_digest` reach 83–85 % with five calls).\n",
+        pct(plan.sent_total, direct.sent_total),
+        2 * plan_header,
+        plan.sent_total / plan.calls.max(1),
+        2 * tokens.count(&headers.compact[0]),
+        size(&headers.direct),
+    );
     Ok((direct, plan))
 }

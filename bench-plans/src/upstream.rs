@@ -15,7 +15,7 @@
 //! client's, name and arguments.
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -138,8 +138,7 @@ impl Upstream {
             return Err(format!("{}: a tool root with no tools, not {skipped:?}", dir.display()));
         }
         let options = PlanOptions { limits: PlanLimits::default(), files: None };
-        let plan_server =
-            server.with_plans(options, Arc::new(Upstreams::new(vec![spec]))).with_plans_only(true);
+        let plan_server = server.with_plans(options, Arc::new(Upstreams::new(vec![spec]))).with_plans_only(true);
         Ok(Upstream { log, bridge: Mutex::new(bridge), tools, plan_server })
     }
 
@@ -193,13 +192,14 @@ impl Upstream {
         let call = run_arguments(&plan, &arguments);
         let checked = self.plan_server.call("check_plan", call.clone()).ok_or("no check_plan")?;
         let diagnostics = checked["structuredContent"]["diagnostics"].as_array().cloned().unwrap_or_default();
-        let warnings = diagnostics.iter().map(|d| d["rendered"].as_str().unwrap_or(&d.to_string()).to_string()).collect();
+        let warnings =
+            diagnostics.iter().map(|d| d["rendered"].as_str().unwrap_or(&d.to_string()).to_string()).collect();
         let answer = self.plan_server.call(RUN_PLAN, call).ok_or("no run_plan")?;
         if answer["isError"] != json!(false) {
             return Err(format!("plan {} failed: {}", task.id, answer["content"][0]["text"]));
         }
         let out = answer["structuredContent"].clone();
-        let calls = self.seen()?.iter().map(|c| (text_of(c, "name"), c["arguments"].clone(), Json::Null)).collect();
+        let calls = self.seen()?.iter().map(|c| (text(c, "name"), c["arguments"].clone(), Json::Null)).collect();
         let repair = self.repair(task, &plan, &arguments)?;
         Ok(PlanRun { plan, arguments, result: out["result"].clone(), answer: out, calls, warnings, repair })
     }
@@ -234,20 +234,11 @@ impl Upstream {
     }
 }
 
-fn text_of(v: &Json, key: &str) -> String {
-    text(v, key)
-}
-
 impl Caller for Upstream {
     fn call_tool(&self, name: &str, arguments: Json) -> Result<Json, String> {
         let mut bridge = self.bridge.lock().unwrap_or_else(PoisonError::into_inner);
         bridge.request(&json!({"method": "tools/call", "name": name, "arguments": arguments}))
     }
-}
-
-/// Whether `path` is the upstream directory's shop (for the binary's sanity check).
-pub fn has_shop(root: &Path) -> bool {
-    root.join("upstream/shop.py").is_file()
 }
 
 /// The upstream tasks, in report order.
@@ -390,9 +381,7 @@ fn digest(c: &mut Client) -> Result<Json, String> {
             lines.push(format!("{repo}#{} {} ({} comments)", i["number"], text(i, "title"), i["comments"]));
         }
     }
-    let receipt = c.call(
-        "send_email",
-        json!({"to": "ada@example.com", "subject": "Busy issues", "body": lines.join("\n")}),
-    )?;
+    let receipt =
+        c.call("send_email", json!({"to": "ada@example.com", "subject": "Busy issues", "body": lines.join("\n")}))?;
     Ok(json!({"message_id": receipt["message_id"], "issues": lines.len()}))
 }

@@ -115,6 +115,7 @@ fn every_upstream_task_gives_the_same_answer_both_ways() {
     let all = tdsl_bench_plans::upstream_tasks();
     assert!(all.len() >= 5);
     let mut failures = Vec::new();
+    let mut last = None;
     for task in &all {
         let m = match up.measure(task) {
             Ok(m) => m,
@@ -135,6 +136,12 @@ fn every_upstream_task_gives_the_same_answer_both_ways() {
         let c = m.counts_with(&headers, &tokens);
         assert_eq!(c.direct.requests, c.direct.calls + 1, "{}", task.id);
         assert_eq!(c.plan_compact.requests, 2, "{}", task.id);
+        last = Some(m);
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    // The check holds the plan to the calls the shop recorded for the direct client.
+    let mut m = last.expect("a measured task");
+    m.plan.calls.pop();
+    let e = m.check().expect_err("a missing call is caught");
+    assert!(e.contains("not the direct client's"), "{e}");
 }
