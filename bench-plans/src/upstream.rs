@@ -199,7 +199,11 @@ impl Upstream {
             return Err(format!("plan {} failed: {}", task.id, answer["content"][0]["text"]));
         }
         let out = answer["structuredContent"].clone();
-        let calls = self.seen()?.iter().map(|c| (text(c, "name"), c["arguments"].clone(), Json::Null)).collect();
+        let calls = self
+            .seen()?
+            .iter()
+            .map(|c| (c["name"].as_str().unwrap_or_default().to_string(), c["arguments"].clone(), Json::Null))
+            .collect();
         let repair = self.repair(task, &plan, &arguments)?;
         Ok(PlanRun { plan, arguments, result: out["result"].clone(), answer: out, calls, warnings, repair })
     }
