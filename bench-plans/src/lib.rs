@@ -24,15 +24,17 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{json, Value as Json};
-use tdsl::exec::host::HostRunner;
-use tdsl::exec::Outcome;
-use tdsl::mcp::plans::{PlanOptions, PlanServer, RUN_PLAN, TOOLS_URI};
-use tdsl::mcp::upstream::Upstreams;
-use tdsl::mcp::McpServer;
-use tdsl::plans::{Callable, PlanLimits, Plans, RunPlanOptions};
+use tdsl::testing::exec::host::HostRunner;
+use tdsl::testing::exec::Outcome;
+use tdsl::testing::mcp::plans::{PlanOptions, PlanServer, RUN_PLAN, TOOLS_URI};
+use tdsl::testing::mcp::upstream::Upstreams;
+use tdsl::testing::mcp::McpServer;
+use tdsl::testing::plans::{Callable, PlanLimits, Plans, RunPlanOptions};
 
 mod tasks;
+pub mod upstream;
 pub use tasks::{tasks, Task};
+pub use upstream::{upstream_tasks, Upstream};
 
 /// The crate's directory: the tool root (`/tools/…`), `plans/`, `data/`.
 pub fn crate_dir() -> PathBuf {
@@ -154,9 +156,9 @@ impl Bench {
 
     /// Runs `task` both ways.
     pub fn measure(&self, task: &Task) -> Result<Measured, String> {
-        let mut client = Client { server: &self.server, batches: Vec::new() };
+        let mut client = Client::new(&self.server);
         let answer = (task.direct)(&mut client)?;
-        let direct = Direct { batches: client.batches, answer };
+        let direct = Direct { batches: client.batches, answer, seen: None };
         let plan = self.run_plan(task)?;
         Ok(Measured { task: task.clone(), direct, plan })
     }
@@ -183,7 +185,8 @@ impl Bench {
         let mut calls = Vec::new();
         for step in &run.trace.steps {
             let name = self.served_name(&step.tool).unwrap_or(&step.tool).to_string();
-            let mut one = |arguments: &Option<tdsl::value::Value>, attempts: &[tdsl::exec::Attempt]| {
+            let mut one = |arguments: &Option<tdsl::testing::value::Value>,
+                           attempts: &[tdsl::testing::exec::Attempt]| {
                 for a in attempts.iter().filter(|a| a.outcome == Outcome::Ok) {
                     let args = arguments.as_ref().map(|v| serde_json::to_value(v).unwrap_or(Json::Null));
                     let response = a.response.as_ref().map(|v| serde_json::to_value(v).unwrap_or(Json::Null));
@@ -242,8 +245,28 @@ pub fn run_arguments(plan: &Json, arguments: &Json) -> Json {
 /// (one round trip each when the model makes one call per turn, one round trip together
 /// when it makes parallel tool calls).
 pub struct Client<'a> {
-    server: &'a McpServer,
+    server: &'a dyn Caller,
     batches: Vec<Vec<Call>>,
+}
+
+/// Whatever answers the direct way's `tools/call`: tdsl's MCP server, or an MCP client
+/// connected to an upstream server ([`Upstream`]).
+pub trait Caller {
+    /// The `tools/call` result (`{content, structuredContent?, isError}`).
+    fn call_tool(&self, name: &str, arguments: Json) -> Result<Json, String>;
+}
+
+impl Caller for McpServer {
+    fn call_tool(&self, name: &str, arguments: Json) -> Result<Json, String> {
+        self.call(name, arguments).ok_or_else(|| format!("no tool `{name}`"))
+    }
+}
+
+impl<'a> Client<'a> {
+    /// A client calling through `server`.
+    pub fn new(server: &'a dyn Caller) -> Client<'a> {
+        Client { server, batches: Vec::new() }
+    }
 }
 
 /// One direct tool call: what the model wrote and what came back.
@@ -267,11 +290,11 @@ impl Client<'_> {
     pub fn batch(&mut self, calls: Vec<(&str, Json)>) -> Result<Vec<Json>, String> {
         let mut made = Vec::new();
         for (name, arguments) in calls {
-            let answer = self.server.call(name, arguments.clone()).ok_or_else(|| format!("no tool `{name}`"))?;
+            let answer = self.server.call_tool(name, arguments.clone())?;
             if answer["isError"] == json!(true) {
                 return Err(format!("{name} {arguments}: {}", answer["content"][0]["text"]));
             }
-            let text = answer["content"][0]["text"].as_str().unwrap_or_default().to_string();
+            let text = content_text(&answer);
             let result = answer.get("structuredContent").cloned().unwrap_or(Json::Null);
             made.push(Call { name: name.to_string(), arguments, text, result });
         }
@@ -281,11 +304,21 @@ impl Client<'_> {
     }
 }
 
+/// The text a client puts in the context for a `tools/call` result: every text content
+/// block (the Python SDK gives a returned list as one block per element), one per line.
+pub fn content_text(answer: &Json) -> String {
+    let blocks = answer["content"].as_array().map(Vec::as_slice).unwrap_or_default();
+    blocks.iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("\n")
+}
+
 /// The direct way's transcript: the calls, grouped by independence, and the answer.
 #[derive(Clone, Debug)]
 pub struct Direct {
     pub batches: Vec<Vec<Call>>,
     pub answer: Json,
+    /// The calls as the upstream server itself recorded them (`{name, arguments}`), for the
+    /// upstream tasks; compared with the plan's.
+    pub seen: Option<Vec<Json>>,
 }
 
 /// The plan's run.
@@ -295,7 +328,7 @@ pub struct PlanRun {
     pub plan: Json,
     /// Its arguments.
     pub arguments: Json,
-    /// run_plan's answer: `{status, result, steps, failure_summary?}` ([`tdsl::plans::PlanRun::to_json`]).
+    /// run_plan's answer: `{status, result, steps, failure_summary?}` ([`tdsl::testing::plans::PlanRun::to_json`]).
     pub answer: Json,
     /// The plan's result: the final answer.
     pub result: Json,
@@ -372,6 +405,15 @@ pub fn call_text(name: &str, arguments: &Json) -> String {
     json!({"name": name, "arguments": arguments}).to_string()
 }
 
+/// What the model reads before the task: directly, and in the plan way with the full tool
+/// list and with the compact context (the same for `--plans-only`).
+#[derive(Clone, Debug)]
+pub struct Headers {
+    pub direct: Vec<String>,
+    pub full: Vec<String>,
+    pub compact: Vec<String>,
+}
+
 /// The three ways counted for one task.
 #[derive(Clone, Copy, Debug)]
 pub struct Counts {
@@ -406,9 +448,23 @@ impl Measured {
                 self.task.id, self.direct.answer, self.plan.result
             ));
         }
-        let mut direct: Vec<String> =
-            self.direct.batches.iter().flatten().map(|c| canonical(&json!([c.name, c.arguments, c.result]))).collect();
-        let mut planned: Vec<String> = self.plan.calls.iter().map(|(n, a, r)| canonical(&json!([n, a, r]))).collect();
+        let (mut direct, mut planned): (Vec<String>, Vec<String>) = match &self.direct.seen {
+            // Upstream: what the server recorded both ways (it answers the same arguments
+            // the same way).
+            Some(seen) => (
+                seen.iter().map(canonical).collect(),
+                self.plan.calls.iter().map(|(n, a, _)| canonical(&json!({"name": n, "arguments": a}))).collect(),
+            ),
+            None => (
+                self.direct
+                    .batches
+                    .iter()
+                    .flatten()
+                    .map(|c| canonical(&json!([c.name, c.arguments, c.result])))
+                    .collect(),
+                self.plan.calls.iter().map(|(n, a, r)| canonical(&json!([n, a, r]))).collect(),
+            ),
+        };
         direct.sort();
         planned.sort();
         if direct != planned {
@@ -422,10 +478,21 @@ impl Measured {
 
     /// The tokens and round trips of each way.
     pub fn counts(&self, bench: &Bench, tokens: &Tokens) -> Counts {
+        let headers = Headers {
+            direct: vec![bench.tools_list().to_string()],
+            full: bench.plan_header(PlanContext::FullList),
+            compact: bench.plan_header(PlanContext::Compact),
+        };
+        self.counts_with(&headers, tokens)
+    }
+
+    /// The counts, the model having read `headers` before the task.
+    pub fn counts_with(&self, headers: &Headers, tokens: &Tokens) -> Counts {
         let prompt = self.task.prompt.to_string();
         let answer = self.answer_text();
         let calls = self.direct.batches.iter().map(Vec::len).sum();
-        let header = vec![bench.tools_list().to_string(), prompt.clone()];
+        let mut header = headers.direct.clone();
+        header.push(prompt.clone());
         let one_each: Vec<Turn> = self
             .direct
             .batches
@@ -451,12 +518,12 @@ impl Measured {
             written: vec![call_text(RUN_PLAN, &run_arguments(&self.plan.repair.0, &self.plan.arguments))],
             returned: vec![self.plan.repair.1.clone()],
         };
-        let with = |context: PlanContext| {
-            let mut header = bench.plan_header(context);
+        let with = |pieces: &[String]| {
+            let mut header = pieces.to_vec();
             header.push(prompt.clone());
             header
         };
-        let (full, compact) = (with(PlanContext::FullList), with(PlanContext::Compact));
+        let (full, compact) = (with(&headers.full), with(&headers.compact));
         Counts {
             direct: account(tokens, &header, &one_each, &answer, calls),
             direct_parallel: account(tokens, &header, &together, &answer, calls),

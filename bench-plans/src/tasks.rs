@@ -115,24 +115,24 @@ fn no_arguments() -> Json {
     json!({})
 }
 
-fn list<'a>(v: &'a Json, key: &str) -> Result<&'a Vec<Json>, String> {
+pub(crate) fn list<'a>(v: &'a Json, key: &str) -> Result<&'a Vec<Json>, String> {
     v[key].as_array().ok_or_else(|| format!("no list `{key}` in {v}"))
 }
 
-fn num(v: &Json, key: &str) -> f64 {
+pub(crate) fn num(v: &Json, key: &str) -> f64 {
     v[key].as_f64().unwrap_or(0.0)
 }
 
-fn text(v: &Json, key: &str) -> String {
+pub(crate) fn text(v: &Json, key: &str) -> String {
     v[key].as_str().unwrap_or_default().to_string()
 }
 
-fn round2(x: f64) -> f64 {
+pub(crate) fn round2(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
 }
 
 /// A stable sort, largest first.
-fn sort_desc(items: &mut [Json], key: &str) {
+pub(crate) fn sort_desc(items: &mut [Json], key: &str) {
     items.sort_by(|a, b| num(b, key).total_cmp(&num(a, key)));
 }
 

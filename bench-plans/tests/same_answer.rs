@@ -64,7 +64,7 @@ fn the_plan_tools_are_the_servers() {
     let names: Vec<&str> = full["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
     assert_eq!(names.len(), 13, "{names:?}");
     assert_eq!(&names[11..], &["check_plan", "run_plan"]);
-    assert_eq!(bench.guide(), tdsl::mcp::plans::RUN_PLAN_DESCRIPTION);
+    assert_eq!(bench.guide(), tdsl::testing::mcp::plans::RUN_PLAN_DESCRIPTION);
     let listing = bench.tools_listing().expect("tdsl://tools reads");
     for t in bench.server.tools() {
         assert!(listing.contains(&format!("`{}(", t.name)), "{} in {listing}", t.name);
@@ -98,4 +98,50 @@ fn same_and_canonical() {
     assert!(!same(&json!({"a": 10}), &json!({"a": 10, "b": null})));
     assert!(!same(&json!(["x"]), &json!(["x", "y"])));
     assert_eq!(canonical(&json!({"b": 1, "a": 2.0})), canonical(&json!({"a": 2, "b": 1.0})));
+}
+
+/// The upstream tasks (issue 39): a pydantic MCP server (`upstream/shop.py`, the Python
+/// SDK) reached directly through the SDK's client and behind `serve --mcp --plans
+/// --plans-only --upstream`: the same answer both ways, the same calls as the shop recorded
+/// them, and a misspelt tool refused by the real run_plan with no call made.
+#[test]
+fn every_upstream_task_gives_the_same_answer_both_ways() {
+    let up = tdsl_bench_plans::Upstream::start().expect("the shop starts (scripts/python-env makes the venv)");
+    let tokens = Tokens::o200k().expect("o200k_base");
+    let headers = up.headers().expect("tdsl://tools reads");
+    assert!(headers.direct[0].contains("$defs"), "the shop's schemas as the SDK makes them: {}", headers.direct[0]);
+    assert!(headers.compact[0].contains("\"run_plan\"") && headers.compact[0].contains("\"check_plan\""));
+    assert!(headers.compact[1].contains("`shop/list_orders("), "{}", headers.compact[1]);
+    let all = tdsl_bench_plans::upstream_tasks();
+    assert!(all.len() >= 5);
+    let mut failures = Vec::new();
+    let mut last = None;
+    for task in &all {
+        let m = match up.measure(task) {
+            Ok(m) => m,
+            Err(e) => {
+                failures.push(format!("{}: {e}", task.id));
+                continue;
+            }
+        };
+        if let Err(e) = m.check() {
+            failures.push(e);
+            continue;
+        }
+        assert!(m.plan.warnings.is_empty(), "{}: the plan checks without warnings: {:?}", task.id, m.plan.warnings);
+        assert_eq!(m.plan.answer["status"], json!("SUCCESS"), "{}", task.id);
+        assert!(!m.plan.result.is_null(), "{}", task.id);
+        assert!(m.direct.seen.as_ref().is_some_and(|s| s.len() >= 5), "{}: {:?}", task.id, m.direct.seen);
+        assert!(m.plan.repair.1.starts_with("the plan was not run"), "{}: {}", task.id, m.plan.repair.1);
+        let c = m.counts_with(&headers, &tokens);
+        assert_eq!(c.direct.requests, c.direct.calls + 1, "{}", task.id);
+        assert_eq!(c.plan_compact.requests, 2, "{}", task.id);
+        last = Some(m);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    // The check holds the plan to the calls the shop recorded for the direct client.
+    let mut m = last.expect("a measured task");
+    m.plan.calls.pop();
+    let e = m.check().expect_err("a missing call is caught");
+    assert!(e.contains("not the direct client's"), "{e}");
 }
