@@ -453,7 +453,7 @@ fn the_tools_of_a_composition_never_get_a_key() {
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(stdout.contains("\"status\": \"SUCCESS\""), "{provider} {flags:?}: {stdout}");
         let text = std::fs::read_to_string(&seen).expect("the tool ran");
-        assert!(text.contains("TDSL_TOOL=env"), "{text}");
+        assert!(text.contains("TDSL_TOOL=/tools/env.tool"), "the tool by its one name (issue 38 item 7): {text}");
         assert!(!text.contains(KEY) && !text.contains(OTHER), "{provider} {flags:?}: a tool saw a key:\n{text}");
         assert!(!text.contains("_API_KEY="), "{provider} {flags:?}: {text}");
         if flags.is_empty() {

@@ -657,7 +657,14 @@ fn a_composition_killed_in_any_phase_reads_interrupted_there() {
         let shown = tdsl(&["history", "show", &id, "--history", s(&h), "--format", "json"]);
         let run: serde_json::Value = serde_json::from_str(&shown.stdout).expect(&shown.stderr);
         assert_eq!(run["status"], "INTERRUPTED", "{phase}: {run}");
-        assert_eq!(run["arguments"]["query"], query.as_str(), "{phase}: the query as given");
+        // The 100 KB query is past the history's payload bound (64 KiB): kept as its start,
+        // its size and its hash (issue 38 item 2, docs/history.md).
+        let cut = &run["arguments"]["$tdsl_cut"];
+        let query_json = serde_json::to_string(&query).unwrap();
+        assert!(cut["bytes"].as_u64().is_some_and(|n| n > query_json.len() as u64), "{phase}: the size: {cut}");
+        let prefix = cut["prefix"].as_str().unwrap_or_default();
+        let start = format!(r#"{{"query":{}"#, &query_json[..200]);
+        assert!(prefix.starts_with(&start), "{phase}: the start of the query as given: {prefix}");
         let last = run["steps"].as_array().and_then(|a| a.last()).cloned().unwrap_or_default();
         assert_eq!((last["path"].as_str(), last["status"].as_str()), (Some(phase), Some("INTERRUPTED")), "{run}");
         let o = tdsl(&["report", "--run", &id, "--history", s(&h), "-o", s(&dir.join("r.html"))]);
