@@ -10,7 +10,8 @@
 //! a peer is made from that text, so redacting it where it enters redacts every way out at
 //! once — including what a later feature adds.
 //!
-//! What is covered (`docs/security.md`, "Secrets"): each secret as written, JSON-escaped,
+//! What is covered (`docs/security.md`, "Secrets"): each secret as written, JSON-escaped
+//! (with the escapes of serde_json, of PHP's `\/` and of Go's `\u003c`/`\u003e`/`\u0026`),
 //! percent-encoded (either hex case) and in base64 (standard and URL-safe, at any alignment
 //! inside a longer base64 text); and a text that ends with the start of a secret or begins
 //! with its end, as a cut body or a chunk boundary leaves it (at least
@@ -114,11 +115,18 @@ pub fn redact_json(json: &mut serde_json::Value) {
     }
 }
 
-/// The secret as written, JSON-escaped, percent-encoded and in base64.
+/// The secret as written, JSON-escaped (as serde_json, PHP and Go write it), percent-encoded
+/// and in base64.
 fn forms(secret: &str) -> Vec<String> {
     let mut out = vec![secret.to_string()];
     let escaped = serde_json::to_string(secret).unwrap_or_default();
-    out.push(escaped[1..escaped.len().saturating_sub(1).max(1)].to_string());
+    let escaped = escaped[1..escaped.len().saturating_sub(1).max(1)].to_string();
+    // The escapes other JSON writers add by default, as they would echo a secret in a body:
+    // PHP's `json_encode` writes `/` as `\/`, Go's `encoding/json` writes `<`, `>` and `&`
+    // as `\u003c`, `\u003e`, `\u0026` (a base64 token holds `/`, a URL-borne one `&`).
+    out.push(escaped.replace('/', "\\/"));
+    out.push(escaped.replace('<', "\\u003c").replace('>', "\\u003e").replace('&', "\\u0026"));
+    out.push(escaped);
     for upper in [true, false] {
         out.push(percent_encode(secret, upper));
     }
@@ -315,6 +323,18 @@ mod tests {
                 _ => {}
             }
         }
+    }
+
+    /// Hostile round 4b (issue 38.10): a PHP upstream echoing a base64 token in a JSON error
+    /// body writes its `/` as `\/`; a Go one writes `&` as `\u0026`. Both came through whole.
+    #[test]
+    fn a_secret_echoed_by_php_or_go_json_writers_is_redacted() {
+        register("tok/php+go&x<y>z=");
+        assert_eq!(redact(r#"{"error":"bad token tok\/php+go&x<y>z="}"#), r#"{"error":"bad token [redacted]"}"#);
+        assert_eq!(
+            redact(r#"{"error":"bad token tok/php+go\u0026x\u003cy\u003ez="}"#),
+            r#"{"error":"bad token [redacted]"}"#
+        );
     }
 
     #[test]

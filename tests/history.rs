@@ -1030,3 +1030,37 @@ fn sha256_of(dir: &Path, text: &str) -> String {
     let out = Command::new("sha256sum").arg(&file).output().expect("sha256sum runs");
     String::from_utf8_lossy(&out.stdout).split_whitespace().next().unwrap_or_default().to_string()
 }
+
+/// Hostile round 4b (issue 38.10): cutting a large payload serializes and hashes it whole
+/// (its size and SHA-256), which a value shared many times over makes long (here 2^20
+/// references to one 40-byte string: 44 MB of JSON from a few bytes of memory). That work
+/// was done holding the store's lock, inside its open transaction, so every other run's
+/// writes waited for it; now it is done before. Another run begins, and is recorded, while
+/// the large payload is still being measured.
+#[test]
+fn a_large_payload_being_cut_holds_up_no_other_runs_writes() {
+    let dir = temp("cut-lock");
+    let store = std::sync::Arc::new(SqliteStore::open(&dir.join("h.db")).expect("open"));
+    let mut big = Value::str("0123456789012345678901234567890123456789");
+    for _ in 0..20 {
+        big = Value::List(std::sync::Arc::from(vec![big.clone(), big]));
+    }
+    let context = RunContext::new();
+    let started_at = "2026-01-01T00:00:00Z";
+    let slow = {
+        let store = store.clone();
+        std::thread::spawn(move || {
+            let context = RunContext::new();
+            let run = NewRun { run_id: "run-big", tool: "/big.tool", arguments: &big, started_at, context: &context };
+            store.begin_run(&run).expect("the big run begins");
+        })
+    };
+    // Let the big run start measuring (it takes seconds, far more than this).
+    std::thread::sleep(Duration::from_millis(300));
+    let small = Value::object_from::<&str>([]);
+    let run = NewRun { run_id: "run-small", tool: "/small.tool", arguments: &small, started_at, context: &context };
+    store.begin_run(&run).expect("the small run begins");
+    assert!(!slow.is_finished(), "the small run's write waited for the big payload's cut");
+    slow.join().expect("the big run's thread");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -401,6 +401,39 @@ fn duplicate_keys_and_bad_params_of_known_methods_are_answered_with_their_id() {
     assert!(ok["result"].is_object(), "{ok}");
 }
 
+/// Ids of every JSON type (issue 38.10, hostile round 4b): a string or an integer that fits
+/// an i64 is echoed as sent (`-0` is the integer 0); a fraction or a larger integer, which rmcp
+/// cannot take, is `-32600` naming the rule with the id `null` (it was refused as
+/// "invalid params: unrecognized JSON-RPC message" with the id echoed as a float that is not
+/// the id sent, `1.2345678901234568e+29`); a boolean, a list, an object is `-32600` too.
+#[test]
+fn ids_of_every_json_type_are_echoed_as_sent_or_refused_as_invalid_requests() {
+    let root = example("conditional-branching");
+    let mut s = Server::start(&root, &[]);
+    let mut answer = |raw: &str| {
+        s.send_raw(raw.as_bytes());
+        let m = s.next_message();
+        let ping = s.request("ping", json!({}));
+        assert!(ping["result"].is_object(), "after {raw}: {ping}");
+        m
+    };
+    for id in ["123456789012345678901234567890", "9223372036854775808", "1.5", "1e300", "true", "[1]", r#"{"a": 1}"#] {
+        let m = answer(&format!(r#"{{"jsonrpc": "2.0", "id": {id}, "method": "ping"}}"#));
+        assert_eq!((&m["id"], &m["error"]["code"]), (&Value::Null, &json!(-32600)), "id {id}: {m}");
+    }
+    let m = answer(r#"{"jsonrpc": "2.0", "id": 1.5, "method": "ping"}"#);
+    assert!(m["error"]["message"].as_str().is_some_and(|t| t.contains("must be an integer")), "{m}");
+    for (id, echoed) in [
+        ("9223372036854775807", json!(i64::MAX)),
+        ("-9223372036854775808", json!(i64::MIN)),
+        ("-0", json!(0)),
+        (r#""""#, json!("")),
+    ] {
+        let m = answer(&format!(r#"{{"jsonrpc": "2.0", "id": {id}, "method": "ping"}}"#));
+        assert_eq!((&m["id"], m["result"].is_object()), (&echoed, true), "id {id}: {m}");
+    }
+}
+
 /// The threads of process `pid` now (`Threads:` of `/proc/PID/status`).
 #[cfg(target_os = "linux")]
 fn threads_of(pid: u32) -> usize {

@@ -549,6 +549,9 @@ fn walk<'t>(steps: &'t [StepTrace], prefix: &str, out: &mut Vec<(String, &'t Ste
 
 impl HistoryStore for SqliteStore {
     fn begin_run(&self, run: &NewRun<'_>) -> Result<i64, HistoryError> {
+        // Measured before the lock: cutting a large payload serializes and hashes it whole,
+        // which must not hold up every other run's writes (hostile round 4b).
+        let arguments = self.payload(run.arguments);
         // Committed at once: a run whose later writes fail (a full disk) is still listed.
         self.write(true, |c| {
             c.prepare_cached(
@@ -558,7 +561,7 @@ impl HistoryStore for SqliteStore {
             .execute(params![
                 run.run_id,
                 run.tool,
-                self.payload(run.arguments),
+                arguments,
                 run.started_at,
                 millis(run.started_at),
                 i64::from(std::process::id()),
@@ -589,6 +592,8 @@ impl HistoryStore for SqliteStore {
     }
 
     fn invocation(&self, i: &Invocation) -> Result<(), HistoryError> {
+        // Measured before the lock, as in `begin_run`.
+        let (parameters, result_data) = (self.payload(&i.parameters), i.result_data.as_ref().map(|v| self.payload(v)));
         self.write(false, |c| {
             c.prepare_cached(
                 "INSERT INTO invocations (run, step_path, tool, parameters, attempt, result, result_data, error,
@@ -599,10 +604,10 @@ impl HistoryStore for SqliteStore {
                 i.run,
                 i.step_path,
                 i.tool,
-                self.payload(&i.parameters),
+                parameters,
                 i.attempt,
                 i.result,
-                i.result_data.as_ref().map(|v| self.payload(v)),
+                result_data,
                 i.error,
                 i.invoked_at,
                 i.completed_at,

@@ -12,7 +12,7 @@
 //! | a line over [`MAX_MESSAGE_BYTES`] | `-32600` invalid request (the line is skipped without being held in memory) |
 //! | invalid UTF-8, not JSON, JSON nested deeper than 128 | `-32700` parse error |
 //! | JSON with a key twice in one object (at any depth) | `-32600` invalid request naming the key |
-//! | JSON that is not a JSON-RPC 2.0 message (not an object, a batch, no `method` and no result, a wrong `jsonrpc`) | `-32600` invalid request |
+//! | JSON that is not a JSON-RPC 2.0 message (not an object, a batch, no `method` and no result, a wrong `jsonrpc`, an `id` that is not a string or an integer that fits an `i64`) | `-32600` invalid request, with `id` null when it is a number that does not fit |
 //! | `tools/call` whose `params` is not an object, whose `name` is not a string, or whose `arguments` is not an object | `-32602` invalid params |
 //! | a request rmcp cannot read (params of the wrong shape for its method) | `-32602` invalid params |
 //!
@@ -90,7 +90,8 @@ pub fn judge(line: &[u8], oversized: bool) -> Verdict {
     match check_message(&v) {
         Ok(()) => Verdict::Forward,
         Err((code, message)) => {
-            let id = v.get("id").filter(|id| id.is_string() || id.is_number()).cloned();
+            // An id that is not exactly as sent (a float, an integer past i64) is not echoed.
+            let id = v.get("id").filter(|id| exact_id(id)).cloned();
             let is_request_or_bad = v.get("method").is_none() || id.is_some();
             match id {
                 Some(id) => Verdict::Answer(error(id, code, message)),
@@ -185,6 +186,12 @@ impl<'de> serde::de::Visitor<'de> for UniqueVisitor {
     }
 }
 
+/// Whether an id is one rmcp reads as sent: a string, or an integer that fits an i64 (`-0`,
+/// which the parser reads as a float, is 0).
+fn exact_id(id: &Json) -> bool {
+    id.is_string() || id.is_i64() || id.as_f64() == Some(0.0)
+}
+
 /// Whether a parsed value is a JSON-RPC message rmcp can take.
 fn check_message(v: &Json) -> Result<(), (i64, String)> {
     let obj = match v {
@@ -198,6 +205,14 @@ fn check_message(v: &Json) -> Result<(), (i64, String)> {
     if let Some(id) = obj.get("id") {
         if !(id.is_string() || id.is_number()) {
             return Err((INVALID_REQUEST, "invalid request: `id` must be a string or a number".to_string()));
+        }
+        // rmcp reads a numeric id as an i64: a fraction or a larger integer would be
+        // "unrecognized" (as invalid params), and echoed as a float that is not the id sent.
+        if id.is_number() && !exact_id(id) {
+            return Err((
+                INVALID_REQUEST,
+                format!("invalid request: a numeric `id` must be an integer from {} to {}", i64::MIN, i64::MAX),
+            ));
         }
     }
     match obj.get("method") {
