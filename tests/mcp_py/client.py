@@ -388,8 +388,16 @@ def main(argv: list[str]) -> int:
     if scenario not in scenarios:
         print(__doc__, file=sys.stderr)
         return 2
+    if run_scenario(scenario, scenarios[scenario]) != 0:
+        return 1
+    return 0
+
+
+def run_scenario(scenario: str, run: Callable[[], Awaitable[None]]) -> int:
+    """Runs one scenario of a script: 0 when it passed, 1 (each failed check printed) when a
+    check failed; any other exception propagates."""
     try:
-        anyio.run(scenarios[scenario])
+        anyio.run(run)
     except BaseException as e:
         # The SDK's task groups wrap what a scenario raises in exception groups.
         failed = [f for f in leaves(e) if isinstance(f, Failed)]

@@ -495,14 +495,7 @@ def main(argv: list[str]) -> int:
     else:
         print(__doc__, file=sys.stderr)
         return 2
-    try:
-        anyio.run(run)
-    except BaseException as e:
-        failed = [f for f in client.leaves(e) if isinstance(f, Failed)]
-        if not failed:
-            raise
-        for f in failed:
-            print(f"{scenario}: {f}", file=sys.stderr)
+    if client.run_scenario(scenario, run) != 0:
         return 1
     return 0
 
