@@ -130,3 +130,62 @@ fn the_crate_counts_of_docs_embedding_are_true() {
     }
     assert_eq!(rows, 11, "docs/embedding.md's table has eleven configurations");
 }
+
+/// `cargo test --no-default-features` (CI's lean run) builds no `tdsl` binary, yet compiles
+/// every test target without `required-features`: a test that starts the binary must declare
+/// `cli`, or it fails there with "No such file or directory" (it did, for four of them).
+#[test]
+fn every_test_that_starts_the_binary_requires_the_cli_feature() {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let out = Command::new(cargo)
+        .current_dir(manifest)
+        .args(["metadata", "--offline", "--no-deps", "--format-version", "1"])
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run `cargo metadata`: {e}"));
+    assert!(out.status.success(), "`cargo metadata` failed: {}", String::from_utf8_lossy(&out.stderr));
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).expect("cargo metadata's JSON");
+    let features = &meta["packages"][0]["features"];
+    // Whether `feature` is `cli` or brings it.
+    fn brings_cli(features: &serde_json::Value, feature: &str, depth: usize) -> bool {
+        feature == "cli"
+            || (depth < 16
+                && features[feature]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|f| f.as_str().is_some_and(|f| brings_cli(features, f, depth + 1))))
+    }
+    let mut requires_cli = BTreeSet::new();
+    for target in meta["packages"][0]["targets"].as_array().into_iter().flatten() {
+        let is_test = target["kind"].as_array().is_some_and(|k| k.iter().any(|k| k == "test"));
+        let cli = target["required-features"]
+            .as_array()
+            .is_some_and(|f| f.iter().any(|f| f.as_str().is_some_and(|f| brings_cli(features, f, 0))));
+        if is_test && cli {
+            requires_cli.insert(target["name"].as_str().unwrap_or_default().to_string());
+        }
+    }
+    let mut missing = Vec::new();
+    let mut starting = 0;
+    for entry in std::fs::read_dir(manifest.join("tests")).expect("tests/") {
+        let path = entry.expect("an entry of tests/").path();
+        if path.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        if !(text.contains(concat!("CARGO_BIN_EXE_", "tdsl")) || text.contains(concat!("common::", "tdsl("))) {
+            continue;
+        }
+        starting += 1;
+        let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string();
+        if !requires_cli.contains(&name) {
+            missing.push(name);
+        }
+    }
+    assert!(starting > 20, "found only {starting} tests that start the binary; the scan is wrong");
+    assert!(
+        missing.is_empty(),
+        "tests that start `tdsl` without `required-features = [\"cli\"]` in Cargo.toml: {missing:?}"
+    );
+}
