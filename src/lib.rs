@@ -122,6 +122,9 @@ pub(crate) mod functions;
 pub mod fuzzing;
 #[cfg(feature = "history")]
 pub(crate) mod history;
+// The engine's adapters: processes, HTTP, the MCP client (the engine itself does no I/O).
+#[cfg(feature = "engine")]
+pub(crate) mod host;
 pub(crate) mod input;
 #[cfg(feature = "lsp")]
 pub(crate) mod lsp;
@@ -187,13 +190,13 @@ pub use files::{FileStore, LocalStore, MemoryStore};
 
 // Running composites (the engine): an executor, the runner trait a host implements, the trace.
 #[cfg(feature = "engine")]
-pub use exec::host::{HostRunner, ToolEnv};
-#[cfg(feature = "engine")]
 pub use exec::{
     Attempt, CancelToken, ChildTrace, ErrorKind, Event, Executor, GuardError, Guards, LoadError, ManualTime,
     NonBlocking, Observer, Options, Outcome, Random, Run, RunError, RunStatus, Runner, SeededRandom, StepStatus,
     StepTrace, SystemTime, Time, ToolCall, ToolError, Trace, Workflow,
 };
+#[cfg(feature = "engine")]
+pub use host::{HostRunner, ToolEnv};
 // The policies `Options` (and `ComposeConfig`) carry.
 #[cfg(feature = "engine")]
 pub use exec::{breaker::BreakerPolicy, retry::RetryPolicy};
@@ -251,6 +254,10 @@ pub mod testing {
     }
     pub mod functions {
         pub use crate::functions::*;
+    }
+    #[cfg(feature = "engine")]
+    pub mod host {
+        pub use crate::host::*;
     }
     #[cfg(feature = "history")]
     pub mod history {

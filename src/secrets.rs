@@ -6,7 +6,7 @@
 //! client), and text is passed through [`redact`] (or [`redact_json`]) where it comes back
 //! from the peer a secret is sent to: a model's answer and error bodies
 //! (`crate::compose`), an MCP server's results, errors, handshake failures and listings
-//! (`crate::exec::mcp`). Everything a plan's client, the history, a trace or a log sees of
+//! (`crate::host::mcp_client`). Everything a plan's client, the history, a trace or a log sees of
 //! a peer is made from that text, so redacting it where it enters redacts every way out at
 //! once — including what a later feature adds.
 //!

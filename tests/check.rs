@@ -793,8 +793,8 @@ fn composites_nested_past_the_limit() {
 /// it fails through.
 #[test]
 fn nesting_refused_at_run_time_names_the_chain_once() {
-    use tdsl::testing::exec::host::HostRunner;
     use tdsl::testing::exec::{Executor, Options, Workflow};
+    use tdsl::testing::host::HostRunner;
     let tool = Path::new("tests/data/check/err/composites_nested_too_deep.tool");
     let workflow = Workflow::load_with_nesting(Path::new(ROOT), tool, tdsl::testing::exec::engine(), 9).expect("loads");
     let executor = Executor::new(HostRunner::new()).with_options(Options::default());

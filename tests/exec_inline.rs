@@ -12,11 +12,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use exec_support::*;
-use tdsl::testing::exec::host::HostRunner;
 use tdsl::testing::exec::{
     CancelToken, Executor, Guards, ManualTime, NonBlocking, Options, Outcome, Run, RunStatus, Runner, SeededRandom,
     StepStatus, SystemTime, Time, ToolCall, ToolError,
 };
+use tdsl::testing::host::HostRunner;
 use tdsl::Value;
 
 /// The script as a runner whose calls cannot block.
@@ -77,7 +77,7 @@ fn builtin_calls_run_on_the_worker_and_exec_calls_on_a_call_thread() {
             ("main.tool", main),
         ],
     );
-    let mock = tdsl::testing::exec::host::Mock::from_json(r#"{"/tools/m.tool": {"ok": true}}"#).unwrap();
+    let mock = tdsl::testing::host::Mock::from_json(r#"{"/tools/m.tool": {"ok": true}}"#).unwrap();
     let runner = Arc::new(Where { host: HostRunner::new().with_mock(mock), threads: Mutex::new(Vec::new()) });
     let ex = Executor::with_runner(runner.clone()).with_time(clock());
     let r = ex.run(&load(&dir), json("{}")).unwrap();

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{json, Value as Json};
-use tdsl::testing::exec::host::HostRunner;
 use tdsl::testing::exec::{RunStatus, Runner, ToolCall, ToolError};
+use tdsl::testing::host::HostRunner;
 use tdsl::testing::plans::{upstream_target, PlanCheck, PlanLimits, PlanRefused, Plans, RunPlanOptions, UpstreamTool};
 use tdsl::Code;
 

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{json, Value as Json};
-use tdsl::testing::exec::host::HostRunner;
+use tdsl::testing::host::HostRunner;
 use tdsl::testing::exec::Outcome;
 use tdsl::testing::mcp::plans::{PlanOptions, PlanServer, RUN_PLAN, TOOLS_URI};
 use tdsl::testing::mcp::upstream::Upstreams;

@@ -14,8 +14,8 @@ use clap::{Args, ValueEnum};
 use super::{color_stderr, render, usage_failure, UsageError};
 use crate::analysis::{Analyzer, CheckedTool, ToolRoot};
 use crate::diagnostic::{Code, Diagnostic, Severity};
-use crate::exec::mcp::{McpClients, McpEndpoint};
 use crate::export::compare_with_server;
+use crate::host::mcp_client::{McpClients, McpEndpoint};
 use crate::tool::LineIndex;
 use crate::tool::ToolKind;
 
@@ -321,7 +321,7 @@ fn summary(checked: &[(String, CheckedTool)], errors: usize, warnings: usize) {
 pub(crate) fn check_endpoint(c: &mut CheckedTool) {
     let Some(def) = c.tool.clone() else { return };
     let ToolKind::Primitive { system_event_endpoint } = &def.kind else { return };
-    if let Err(why) = crate::exec::host::check_endpoint(&system_event_endpoint.node) {
+    if let Err(why) = crate::host::check_endpoint(&system_event_endpoint.node) {
         c.diagnostics.push(
             Diagnostic::new(Code::UnknownEndpoint, system_event_endpoint.span, why)
                 .with_label("`tdsl run` cannot call this")

@@ -154,9 +154,9 @@ pub fn run(args: ComposeArgs) -> ExitCode {
     // Before any other thread starts, so that every thread has the signals blocked.
     let interrupts = Interrupts::install();
     // Processes a tool leaves in a session of its own are adopted, and ended below.
-    crate::exec::host::adopt_orphans();
+    crate::host::adopt_orphans();
     let code = compose(&args, &interrupts);
-    crate::exec::host::end_children(crate::exec::host::TERM_GRACE);
+    crate::host::end_children(crate::host::TERM_GRACE);
     interrupts.exit_status().map_or(code, ExitCode::from)
 }
 

@@ -25,12 +25,12 @@ use super::signals::Interrupts;
 use super::worker::{ConnectionArgs, Engine};
 use super::{color_stderr, render, usage_failure, UsageError};
 use crate::exec::breaker::BreakerPolicy;
-use crate::exec::host::{self, HostRunner, Mock};
 use crate::exec::replay::FileRecorder;
 use crate::exec::{
     replay, Executor, Guards, LoadError, Observer, Options, Run, RunStatus, StepStatus, Trace, Workflow,
 };
 use crate::history::{Recorder, RunContext};
+use crate::host::{self, HostRunner, Mock};
 use crate::ranges;
 use crate::value::{Map, SmolStr, Value};
 
@@ -107,7 +107,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "BYTES")]
     max_memory: Option<u64>,
     /// The most bytes an `exec:` tool may print on standard output (default 64 MiB).
-    #[arg(long, value_name = "BYTES", default_value_t = crate::exec::host::DEFAULT_MAX_STDOUT)]
+    #[arg(long, value_name = "BYTES", default_value_t = crate::host::DEFAULT_MAX_STDOUT)]
     max_tool_output: u64,
     /// The environment of `exec:` tools and `mcp:` servers.
     #[command(flatten)]

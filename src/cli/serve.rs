@@ -407,7 +407,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         offering.push_str(" and compose (with the client's model)");
     }
     // A process a tool leaves in a session of its own is adopted, and ended at shutdown.
-    crate::exec::host::adopt_orphans();
+    crate::host::adopt_orphans();
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => return usage_failure(&UsageError(format!("cannot start the async runtime: {e}"))),
@@ -448,7 +448,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         u.shut_down();
     }
     // What tools left behind in sessions of their own (adopted, see below) ends too.
-    crate::exec::host::end_children(crate::exec::host::TERM_GRACE);
+    crate::host::end_children(crate::host::TERM_GRACE);
     match result {
         Ok(()) => ExitCode::SUCCESS,
         // A full disk under standard output: one line, exit 1, like every command.

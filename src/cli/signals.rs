@@ -1,6 +1,6 @@
 //! `tdsl run` and `tdsl compose` end cleanly on `SIGINT`, `SIGTERM` and `SIGHUP` (`tdsl
 //! serve` takes them with tokio: `crate::mcp::terminated`): the run is cancelled (each
-//! tool's process group gets `SIGTERM`, then `SIGKILL`: see [`crate::exec::host`]), the
+//! tool's process group gets `SIGTERM`, then `SIGKILL`: see [`crate::host`]), the
 //! trace so far is written (completed steps kept, the rest `CANCELLED`), and the command
 //! exits 128 + the signal's number (130, 143, 129). A second signal ends the command at
 //! once, with the first one's status, and writes no trace.

@@ -323,20 +323,6 @@ pub(crate) fn post_json(
     }
 }
 
-/// The client for `PROVIDER:MODEL` (`openai:gpt-4o-mini`, `anthropic:claude-sonnet-4-5`)
-/// with an optional base URL and key. The error says what is wrong with the spec.
-pub fn client_for(spec: &str, base_url: Option<&str>, key: Option<String>) -> Result<Box<dyn ModelClient>, String> {
-    let (provider, model) = spec
-        .split_once(':')
-        .filter(|(p, m)| !p.is_empty() && !m.trim().is_empty())
-        .ok_or_else(|| format!("`{spec}` is not PROVIDER:MODEL (openai:MODEL or anthropic:MODEL)"))?;
-    match provider {
-        "openai" => Ok(Box::new(super::openai::OpenAi::new(model, base_url, key))),
-        "anthropic" => Ok(Box::new(super::anthropic::Anthropic::new(model, base_url, key))),
-        other => Err(format!("unknown provider `{other}` in `{spec}`: the providers are `openai` and `anthropic`")),
-    }
-}
-
 /// The `user:pass` of `http://user:pass@host/…`, when there is one.
 fn userinfo(url: &str) -> Option<String> {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
@@ -408,15 +394,5 @@ mod tests {
         .to_string();
         assert!(e.contains("control character") && e.contains("http://127.0.0.1:9/v1/x"), "{e}");
         assert!(!e.contains("sk-abc") && !e.contains("pw"), "{e}");
-    }
-
-    #[test]
-    fn specs() {
-        assert!(client_for("gpt-4o", None, None).is_err());
-        assert!(client_for("mistral:x", None, None).err().unwrap().contains("unknown provider"));
-        assert_eq!(
-            client_for("openai:llama3.2", Some("http://localhost:11434/v1/"), None).unwrap().model(),
-            "openai:llama3.2"
-        );
     }
 }

@@ -23,6 +23,7 @@ mod client;
 mod model;
 pub mod openai;
 mod prompts;
+mod providers;
 mod record;
 pub mod sampling;
 
@@ -34,16 +35,17 @@ use std::time::Duration;
 use indexmap::IndexMap;
 use serde_json::{json, Value as Json};
 
-pub use client::{client_for, Message, ModelClient, ModelError, ModelReply, ModelRequest, Phase, Usage};
+pub use client::{Message, ModelClient, ModelError, ModelReply, ModelRequest, Phase, Usage};
 pub use model::{
     ComposedResponse, CompositionResult, CompositionStatus, DecompositionResult, ExecutionPlan, ExecutionStep, Intent,
     PhaseUsage, SubQuestion, ToolMapping, INTENTS,
 };
+pub use providers::client_for;
 pub use record::COMPOSE_TOOL;
 
-use crate::exec::host::{HostRunner, ToolEnv};
 use crate::exec::retry::RetryPolicy;
 use crate::exec::{CancelToken, Observer, Random, RunStatus, Runner, SeededRandom, StepStatus, SystemTime, Time};
+use crate::host::{HostRunner, ToolEnv};
 use crate::plans::{Callable, PlanLimits, PlanRefused, Plans, RunPlanOptions};
 use crate::ranges::{Range, RangeError};
 use model::{ComposedAnswer, DecompositionAnswer, PlanAnswer};

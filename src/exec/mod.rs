@@ -51,18 +51,9 @@ pub mod breaker;
 // which evaluates steps with the same data flow.
 pub(crate) mod clock;
 pub(crate) mod data;
-pub mod endpoint;
 mod executor;
+pub mod file_reads;
 pub mod guard;
-pub mod host;
-#[cfg(feature = "http")]
-pub mod http;
-#[cfg(feature = "mcp")]
-pub mod mcp;
-#[cfg(feature = "mcp-http")]
-pub mod mcp_http;
-#[cfg(feature = "mcp")]
-mod mcp_stdio;
 pub mod replay;
 pub mod retry;
 mod runner;

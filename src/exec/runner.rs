@@ -176,7 +176,7 @@ pub trait Runner: Send + Sync {
     /// `E0804`, as for a blocking call), and cancelling the run reaches it only through
     /// [`ToolCall::cancel`]. Answer false only for calls that return quickly on their own
     /// (an in-process computation): a call that blocks anyway holds up a worker, and the
-    /// run, until it returns. [`HostRunner`](super::host::HostRunner) answers false for
+    /// run, until it returns. [`HostRunner`](crate::HostRunner) answers false for
     /// `builtin:` endpoints and mocked tools; [`NonBlocking`] wraps an in-process runner.
     fn can_block(&self, call: &ToolCall<'_>) -> bool {
         let _ = call;

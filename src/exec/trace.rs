@@ -456,7 +456,7 @@ pub struct Trace {
     /// its answer, in the order first made: a replay answers them from here, not from disk.
     /// Absent when the run had no file store.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub files: Option<Vec<super::replay::FileRead>>,
+    pub files: Option<Vec<super::file_reads::FileRead>>,
 }
 
 /// The limits a run ran under ([`Trace::limits`]).
@@ -504,6 +504,7 @@ impl Trace {
     /// The same trace with `f` applied to every payload in it: the run's arguments and
     /// result, each step's and child's arguments and result, each attempt's answer, at
     /// every depth (what the history keeps of a trace: `history::payload`).
+    #[cfg(feature = "history")]
     pub(crate) fn map_payloads(&self, f: &dyn Fn(&Value) -> Value) -> Trace {
         fn attempts(a: &mut [Attempt], f: &dyn Fn(&Value) -> Value) {
             for a in a {

@@ -34,9 +34,9 @@ use serde_json::{json, Value as Json};
 
 use crate::analysis::ToolRoot;
 use crate::exec::guard::tool_globs;
-use crate::exec::host::HostRunner;
 use crate::exec::{CancelToken, Event, Executor, Observer, RunStatus, Runner, StepStatus, ToolCall, Workflow};
 use crate::export::{export_names, export_tool, validate_arguments, Format};
+use crate::host::HostRunner;
 use crate::tool::{ToolDef, ToolKind};
 use crate::value::Value;
 
@@ -99,7 +99,7 @@ pub struct McpServer {
     /// set.
     run_observers: Option<Arc<dyn RunObservers>>,
     /// The environment of the processes tools start (`serve --clean-env`).
-    tool_env: crate::exec::host::ToolEnv,
+    tool_env: crate::host::ToolEnv,
     /// `check_plan`, `run_plan`, the guide and the prompt (`serve --plans`), when on.
     plans: Option<Arc<plans::PlanServer>>,
     /// The bounds of each composite run a call makes: its calls and its result's bytes
@@ -233,7 +233,7 @@ impl McpServer {
             calls: None,
             log_level: Arc::new(Mutex::new(None)),
             run_observers: None,
-            tool_env: crate::exec::host::ToolEnv::Inherit,
+            tool_env: crate::host::ToolEnv::Inherit,
             plans: None,
             run_guards: served_run_guards(
                 crate::ranges::SERVE_MAX_CALLS_PER_RUN,
@@ -290,7 +290,7 @@ impl McpServer {
     }
 
     /// The same server starting tools' processes with the environment `env` allows.
-    pub fn with_tool_env(mut self, env: crate::exec::host::ToolEnv) -> McpServer {
+    pub fn with_tool_env(mut self, env: crate::host::ToolEnv) -> McpServer {
         self.tool_env = env;
         self
     }
@@ -616,7 +616,7 @@ fn call_served(
     arguments: Json,
     cancel: &CancelToken,
     observer: Option<Arc<dyn Observer>>,
-    tool_env: &crate::exec::host::ToolEnv,
+    tool_env: &crate::host::ToolEnv,
     guards: &crate::exec::Guards,
 ) -> Json {
     let arguments = with_defaults(&served.def, arguments);

@@ -20,8 +20,8 @@ use serde_json::{json, Value as Json};
 
 use super::upstream::Upstreams;
 use super::Served;
-use crate::exec::host::{HostRunner, ToolEnv};
 use crate::exec::{CancelToken, Event, Observer, Runner, ToolCall, ToolError};
+use crate::host::{HostRunner, ToolEnv};
 use crate::plans::{upstream_target, Callable, PlanLimits, PlanRefused, Plans, RunPlanOptions, UpstreamTool};
 use crate::tool::ToolKind;
 use crate::value::Value;

@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
 
-use crate::exec::mcp::{McpClients, McpTarget};
 use crate::exec::{ToolCall, ToolError};
+use crate::host::mcp_client::{McpClients, McpTarget};
 use crate::value::Value;
 
 /// One `--upstream NAME=COMMAND|URL`.
@@ -46,9 +46,9 @@ impl UpstreamSpec {
             ));
         }
         let rest = rest.trim();
-        let target = if crate::exec::mcp::is_url(rest) {
+        let target = if crate::host::mcp_client::is_url(rest) {
             // The message shows the URL as `check_url` does (no password, escapes shown).
-            crate::exec::mcp::check_url(rest).map_err(|e| format!("--upstream {name}=…: {e}"))?;
+            crate::host::mcp_client::check_url(rest).map_err(|e| format!("--upstream {name}=…: {e}"))?;
             McpTarget::Url { url: rest.to_string(), token: None, ca: None }
         } else {
             let words =
@@ -116,7 +116,7 @@ pub fn parse_upstreams(upstreams: &[String], tokens: &[String], cas: &[String]) 
 /// Whether `path` is a PEM file of CA certificates tdsl can trust.
 #[cfg(feature = "mcp-http")]
 fn check_ca_file(path: &Path) -> Result<(), String> {
-    crate::exec::mcp_http::load_ca_file(path).map(|_| ())
+    crate::host::mcp_client::http::load_ca_file(path).map(|_| ())
 }
 
 #[cfg(not(feature = "mcp-http"))]
@@ -256,7 +256,7 @@ impl Upstreams {
     }
 
     /// The same servers, started with the environment `env` allows (`serve --clean-env`).
-    pub fn with_env(mut self, env: crate::exec::host::ToolEnv) -> Upstreams {
+    pub fn with_env(mut self, env: crate::host::ToolEnv) -> Upstreams {
         self.clients = Arc::new(McpClients::new().with_env(env));
         self
     }

@@ -155,7 +155,7 @@ impl PlanRun {
 
 impl Plans {
     /// Checks the plan and, with no error, runs it with `arguments` (an object; the plan's
-    /// `REF:arguments.…`) and `runner` (the host's: [`crate::exec::host::HostRunner`] for
+    /// `REF:arguments.…`) and `runner` (the host's: [`crate::host::HostRunner`] for
     /// served tools, wrapped by a host that routes upstream calls, [`super::upstream_target`]),
     /// under the plan limits: the deadline, the fan-out width, the expression budgets.
     /// Nothing runs when the plan has an error or the executor refuses it.

@@ -60,6 +60,11 @@ pub struct StrLit {
     pub map: Arc<SourceMap>,
 }
 
+/// The most segments a REF may have after its context: as deep as an expression may nest
+/// (the analysis of a REF is quadratic in its length — 16,000 segments took two minutes and
+/// 4 GB — and no value is that deep).
+pub const MAX_REF_SEGMENTS: usize = 128;
+
 /// A REF path: `REF:context.segment…`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RefPath {

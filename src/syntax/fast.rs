@@ -292,7 +292,7 @@ impl<'s> Parser<'s> {
             b'R' if self.b[self.pos..].starts_with(b"REF:") => {
                 // Too deep a REF: the reference path reports it.
                 self.ref_path()
-                    .filter(|(r, _)| r.segments.len() <= super::parser::MAX_REF_SEGMENTS)
+                    .filter(|(r, _)| r.segments.len() <= super::ast::MAX_REF_SEGMENTS)
                     .map(|(r, span)| (Expr::new(ExprKind::Ref(r), span), 1))
             }
             c if is_ident_start(c) => self.word(),

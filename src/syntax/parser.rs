@@ -78,11 +78,6 @@ fn reference(src: &str, max_nesting: usize) -> Parse {
     }
 }
 
-/// The most segments a REF may have after its context: as deep as an expression may nest
-/// (the analysis of a REF is quadratic in its length — 16,000 segments took two minutes and
-/// 4 GB — and no value is that deep).
-pub const MAX_REF_SEGMENTS: usize = 128;
-
 /// Parses a string that is a REF on its own (`REF:step.items.0`), as found in JSON values.
 /// A REF of more than [`MAX_REF_SEGMENTS`] segments is malformed.
 pub fn parse_ref(src: &str) -> Result<RefPath, Diagnostic> {

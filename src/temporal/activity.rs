@@ -13,8 +13,8 @@ use temporalio_sdk::ApplicationFailure;
 use super::{complete_notes, failure_type, AttemptNote, Breaker, CallInput, CallOutput, FailureKind};
 use crate::analysis::{Resolved, ToolRoot};
 use crate::exec::breaker::{Admission, BreakerPolicy, Breakers, Refusal};
-use crate::exec::host::{HostRunner, Mock};
 use crate::exec::{CancelToken, ErrorKind, Runner, ToolCall, ToolError};
+use crate::host::{HostRunner, Mock};
 use crate::value::Value;
 
 /// How often a running tool call heartbeats (and so how soon a cancelled run stops it).

@@ -1,4 +1,4 @@
-//! The client side of MCP's Streamable HTTP transport for [`super::mcp::McpClients`]: rmcp's
+//! The client side of MCP's Streamable HTTP transport for [`super::McpClients`]: rmcp's
 //! `StreamableHttpClientTransport` over a small HTTP/1.1 client of hyper's (one connection
 //! per request, `http://` or `https://`), so that `tdsl serve --plans --upstream NAME=URL`
 //! and `mcp:URL#tool` endpoints reach an MCP server over HTTP without another HTTP stack.
@@ -28,7 +28,7 @@ use rmcp::transport::streamable_http_client::{
 use sse_stream::{Error as SseError, Sse, SseStream};
 
 /// The largest JSON answer, or event of an SSE answer, read from an MCP server: 16 MiB (as
-/// over stdio, `super::mcp_stdio::MAX_MESSAGE_BYTES`).
+/// over stdio, `super::stdio::MAX_MESSAGE_BYTES`).
 const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 
 /// The largest CA file read (`--upstream-ca`, `SSL_CERT_FILE`): 16 MiB, some 70 times the

@@ -20,6 +20,10 @@
 //! - Cancellation: when the engine cancels the call (timeout, deadline, a cancelled run),
 //!   the client sends `notifications/cancelled` for the request and returns at once.
 
+#[cfg(feature = "mcp-http")]
+pub mod http;
+mod stdio;
+
 use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::path::Path;
@@ -36,7 +40,7 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::Value as Json;
 use tokio::io::AsyncBufReadExt;
 
-use super::runner::{CancelToken, ToolCall, ToolError};
+use crate::exec::{CancelToken, ToolCall, ToolError};
 use crate::value::Value;
 
 /// How long a server has to start and answer `initialize`.
@@ -89,7 +93,7 @@ impl McpEndpoint {
         let mut server = self.server.clone();
         if let McpTarget::Command(command) = &mut server {
             if let Some(program) = command.first_mut() {
-                *program = super::host::program_path(program, tool_file).to_string_lossy().into_owned();
+                *program = crate::host::env::program_path(program, tool_file).to_string_lossy().into_owned();
             }
         }
         server
@@ -180,7 +184,7 @@ impl std::fmt::Debug for McpTarget {
 pub struct McpClients {
     runtime: OnceLock<Result<tokio::runtime::Runtime, String>>,
     servers: Mutex<HashMap<McpTarget, Arc<Slot>>>,
-    env: super::host::ToolEnv,
+    env: crate::host::ToolEnv,
 }
 
 impl std::fmt::Debug for McpClients {
@@ -279,7 +283,7 @@ impl McpClients {
     }
 
     /// Starts servers with the environment `env` allows (default: tdsl's whole one).
-    pub fn with_env(mut self, env: super::host::ToolEnv) -> McpClients {
+    pub fn with_env(mut self, env: crate::host::ToolEnv) -> McpClients {
         self.env = env;
         self
     }
@@ -527,7 +531,7 @@ fn oversized_message() -> String {
     format!(
         "the server sent a message longer than {} MiB (the most tdsl reads as one MCP message), \
          so its connection was closed (a server tdsl started is stopped)",
-        super::mcp_stdio::MAX_MESSAGE_BYTES / (1024 * 1024)
+        stdio::MAX_MESSAGE_BYTES / (1024 * 1024)
     )
 }
 
@@ -553,7 +557,7 @@ impl ConnectError {
     }
 }
 
-async fn start(target: &McpTarget, env: &super::host::ToolEnv, cancel: &CancelToken) -> Result<Live, ConnectError> {
+async fn start(target: &McpTarget, env: &crate::host::ToolEnv, cancel: &CancelToken) -> Result<Live, ConnectError> {
     let command = match target {
         McpTarget::Command(command) => command,
         McpTarget::Url { url, token, ca } => return start_http(url, token.as_deref(), ca.as_deref(), cancel).await,
@@ -574,8 +578,7 @@ async fn start(target: &McpTarget, env: &super::host::ToolEnv, cancel: &CancelTo
         |e: std::io::Error| ConnectError(ToolError::permanent(format!("cannot start the MCP server {program}: {e}")));
     let mut child = cmd.spawn().map_err(cannot_start)?;
     let stderr = child.stderr.take();
-    let (transport, oversized) =
-        super::mcp_stdio::ChildTransport::new(child, super::mcp_stdio::MAX_MESSAGE_BYTES).map_err(cannot_start)?;
+    let (transport, oversized) = stdio::ChildTransport::new(child, stdio::MAX_MESSAGE_BYTES).map_err(cannot_start)?;
     let lines = Arc::new(Mutex::new(VecDeque::new()));
     if let Some(stderr) = stderr {
         let lines = lines.clone();
@@ -630,7 +633,7 @@ async fn start_http(
     cancel: &CancelToken,
 ) -> Result<Live, ConnectError> {
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-    let http = super::mcp_http::TcpHttpClient::for_url(url, ca)
+    let http = http::TcpHttpClient::for_url(url, ca)
         .map_err(|e| ConnectError(ToolError::permanent(format!("cannot reach the MCP server {url}: {e}"))))?;
     use rmcp::transport::StreamableHttpClientTransport;
     let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());

@@ -15,7 +15,7 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
-use super::runner::{ToolCall, ToolError};
+use crate::exec::{ToolCall, ToolError};
 use crate::value::Value;
 
 /// The largest response body read (64 MiB).

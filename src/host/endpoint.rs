@@ -1,11 +1,11 @@
 //! A primitive tool's `system_event_endpoint`, parsed: what the command line's runner
-//! ([`super::host::HostRunner`]) calls and what `tdsl check` judges (`W0902`), from one
+//! ([`super::runner::HostRunner`]) calls and what `tdsl check` judges (`W0902`), from one
 //! parser. The feature gating of endpoints lives here: in a build without the feature an
 //! endpoint needs, it parses to an error naming the feature (its variant is absent, not
 //! stubbed).
 
 #[cfg(feature = "mcp")]
-use super::mcp::McpEndpoint;
+use super::mcp_client::McpEndpoint;
 
 /// The builtins of `builtin:<name>`.
 pub const BUILTINS: &[&str] = &["echo"];
@@ -82,7 +82,7 @@ fn mcp(spec: &str) -> Result<Endpoint, String> {
 #[cfg(all(feature = "mcp", not(feature = "mcp-http")))]
 fn mcp(spec: &str) -> Result<Endpoint, String> {
     match McpEndpoint::parse(spec)? {
-        McpEndpoint { server: super::mcp::McpTarget::Url { .. }, .. } => {
+        McpEndpoint { server: super::mcp_client::McpTarget::Url { .. }, .. } => {
             Err(missing_feature("mcp-http", "mcp:http://"))
         }
         endpoint => Ok(Endpoint::Mcp(endpoint)),

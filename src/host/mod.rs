@@ -1,0 +1,26 @@
+//! The host adapters: how the engine's calls reach the world. The engine ([`crate::exec`])
+//! runs composites and calls primitive tools only through its [`Runner`](crate::Runner)
+//! trait, and does no I/O of its own; what starts processes, speaks HTTP and MCP, and reads
+//! mock files is here, behind that trait.
+//!
+//! - [`runner`]: [`HostRunner`], the command line's runner (`exec:` programs, `builtin:`
+//!   tools, mocks), and the process-group bookkeeping that ends every child on a signal;
+//! - [`env`]: what a tool's process starts with ([`ToolEnv`], the program's path);
+//! - [`endpoint`]: the one parser of `system_event_endpoint`s, which `tdsl check` judges too;
+//! - [`http`]: `http(s)://` endpoints (feature `http`);
+//! - [`mcp_client`]: the MCP *client* for `mcp:` endpoints and `--upstream` servers, over
+//!   stdio and Streamable HTTP (features `mcp`, `mcp-http`). The MCP *server* is
+//!   [`crate::mcp`].
+//!
+//! Nothing here is imported by `exec`; the arrows run from here down to it.
+
+pub mod endpoint;
+pub mod env;
+#[cfg(feature = "http")]
+pub mod http;
+#[cfg(feature = "mcp")]
+pub mod mcp_client;
+pub mod runner;
+
+pub use env::ToolEnv;
+pub use runner::{adopt_orphans, check_endpoint, end_children, HostRunner, Mock, DEFAULT_MAX_STDOUT, TERM_GRACE};
