@@ -28,6 +28,7 @@ mod history;
 mod lsp;
 mod printable;
 mod progress;
+mod recording;
 mod repl;
 mod report;
 mod run;

@@ -358,9 +358,9 @@ pub fn run(args: ServeArgs) -> ExitCode {
     let server = server.with_tool_env(tool_env.clone()).with_run_limits(run_limits.0, run_limits.1);
     let (server, compose, skill_log) = match args.history.open() {
         Ok(Some(store)) => (
-            server.with_history(store.clone()),
+            server.with_run_observers(super::recording::each_run(store.clone())),
             compose.map(|c| c.with_history(store.clone())),
-            Some(crate::history::skill_log(store)),
+            Some(super::recording::skill_changes(store)),
         ),
         Ok(None) => (server, compose, None),
         Err(e) => return usage_failure(&e),

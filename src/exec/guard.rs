@@ -123,7 +123,7 @@ impl fmt::Display for GuardError {
 
 impl std::error::Error for GuardError {}
 
-pub use crate::plans::tool_globs;
+pub use crate::tool::tool_globs;
 
 impl From<crate::ranges::RangeError> for GuardError {
     fn from(e: crate::ranges::RangeError) -> GuardError {

@@ -55,7 +55,6 @@ use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde::Serialize;
 
 pub use locate::{locate, Location};
@@ -152,19 +151,7 @@ pub struct Plans {
     files: bool,
 }
 
-/// The one glob builder for tool paths, shared by `run --allow-tool`, `serve --mcp --allow`
-/// and plans: `*`, `?` and `[…]` stay inside one path segment (they never match `/`), `**`
-/// crosses segments (`/tools/**`, `/tools/safe_*.tool`). An invalid glob is an error naming it.
-pub fn tool_globs<S: AsRef<str>>(globs: &[S]) -> Result<GlobSet, String> {
-    let mut builder = GlobSetBuilder::new();
-    for g in globs {
-        let g = g.as_ref();
-        let glob =
-            GlobBuilder::new(g).literal_separator(true).build().map_err(|e| format!("`{g}` is not a glob: {e}"))?;
-        builder.add(glob);
-    }
-    builder.build().map_err(|e| e.to_string())
-}
+pub use crate::tool::tool_globs;
 
 impl Plans {
     /// The tools under `root` whose tool paths match one of `allow` (every tool when `allow`

@@ -28,6 +28,7 @@
 //! ```
 
 pub mod constraints;
+mod globs;
 pub mod json;
 pub mod keys;
 pub mod model;
@@ -36,6 +37,7 @@ pub mod refs;
 mod schema;
 pub(crate) mod validate;
 
+pub use globs::tool_globs;
 pub use json::{JsonKind, JsonNode, JsonObject, JsonStr};
 pub use model::*;
 pub use position::{LineCol, LineIndex, Position};
