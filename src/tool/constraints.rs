@@ -25,7 +25,7 @@ use crate::value::Value;
 
 use super::json::{JsonKind, JsonNode};
 use super::keys::Level;
-use super::model::TypeName;
+use super::type_name::TypeName;
 
 /// The longest compiled regex a `pattern` may give (bytes of the regex crate's program).
 const PATTERN_SIZE_LIMIT: usize = 1 << 20;

@@ -35,8 +35,10 @@ pub mod model;
 pub mod position;
 pub mod refs;
 mod schema;
+mod type_name;
 pub(crate) mod validate;
 
+pub use constraints::{Constraints, Element, Pattern, Violation};
 pub use globs::tool_globs;
 pub use json::{JsonKind, JsonNode, JsonObject, JsonStr};
 pub use model::*;
