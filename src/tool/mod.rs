@@ -31,21 +31,21 @@ pub mod constraints;
 mod globs;
 pub mod json;
 pub mod keys;
+mod load;
 pub mod model;
 pub mod position;
 pub mod refs;
-mod schema;
 mod type_name;
 pub(crate) mod validate;
 
 pub use constraints::{Constraints, Element, Pattern, Violation};
 pub use globs::tool_globs;
 pub use json::{JsonKind, JsonNode, JsonObject, JsonStr};
+pub use load::{is_identifier, RESERVED_IDS};
+pub(crate) use load::{tool_path_respelled, tool_path_spelling};
 pub use model::*;
 pub use position::{LineCol, LineIndex, Position};
 pub use refs::{parse_ref_string, RefPlace, RefSite, TransformBlock};
-pub use schema::{is_identifier, RESERVED_IDS};
-pub(crate) use schema::{tool_path_respelled, tool_path_spelling};
 
 use crate::diagnostic::Diagnostic;
 
@@ -66,7 +66,7 @@ pub fn load(source: &str) -> (Option<ToolDef>, Vec<Diagnostic>) {
 /// its arguments; `"arguments": []` declares that it takes none).
 pub fn load_with_tree(source: &str) -> (Option<ToolDef>, Option<JsonNode>, Vec<Diagnostic>) {
     let (root, mut diagnostics) = json::parse(source);
-    let tool = root.as_ref().and_then(|root| schema::tool(root, &mut diagnostics));
+    let tool = root.as_ref().and_then(|root| load::tool(root, &mut diagnostics));
     diagnostics.sort_by_key(|d| (d.span.start, d.span.end));
     (tool, root, diagnostics)
 }

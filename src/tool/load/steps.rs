@@ -1,450 +1,21 @@
-//! JSON tree → [`ToolDef`], checking the schema of SPEC §5 as it goes.
-//!
-//! Every problem is reported and reading carries on past it, so one run lists them all:
-//! a key with the wrong JSON type is reported and treated as absent, an instruction without
-//! an `execution_id` or `tool_definition_path` is reported and left out of the model. Only
-//! what the file says on its own is checked here; whether a REF names a real step, whether
-//! expressions compile, whether a callee exists are for the stages after this one.
+//! A composite's steps: each instruction's keys, its transforms, conditions, fan-out,
+//! retry and dependencies, and the REF strings in them; the spelling of a tool path.
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
 use crate::diagnostic::{did_you_mean, Code, Diagnostic};
-use crate::ranges;
 use crate::span::{Span, Spanned};
 
-use super::json::{JsonKind, JsonNode, JsonObject, JsonStr};
-use super::keys::Level;
-use super::model::*;
-use super::refs;
-
-/// Execution ids that would shadow a REF context or an expression name.
-pub const RESERVED_IDS: &[&str] = &["arguments", "response", "item", "current"];
-
-/// Reads a whole tool definition from its root object. Returns `None` only when the kind
-/// of tool cannot be told (both or neither of `system_event_endpoint` and `instructions`).
-pub fn tool(root: &JsonNode, diags: &mut Vec<Diagnostic>) -> Option<ToolDef> {
-    let mut l = Loader { diags };
-    let obj = l.object(root, "the tool definition", Level::Tool, Owner::Root)?;
-    let description = obj.get("description").and_then(|n| l.string(&obj, "description", n));
-    let arguments = obj.get("arguments").map_or_else(Vec::new, |n| l.params(&obj, "arguments", n));
-    let responses = obj.get("responses").map_or_else(Vec::new, |n| l.params(&obj, "responses", n));
-    let output_key = obj.get("output_key").and_then(|n| l.string(&obj, "output_key", n));
-    if let Some(key) = &output_key {
-        l.result_name(key, "output_key");
-    }
-
-    // The composite parts are read even when the kind is in doubt, so that their problems
-    // are reported in the same run as the doubt.
-    let instructions = obj.get("instructions").map(|n| l.instructions(&obj, n));
-    let primitive_only = obj.key("instructions").is_none() && obj.key("system_event_endpoint").is_some();
-    let mut composite_part = |key: &str| {
-        let k = obj.key(key)?;
-        if primitive_only {
-            l.push(
-                Diagnostic::new(
-                    Code::CompositeOnlyKey,
-                    k.span,
-                    format!("`{key}` is only for composite tools"),
-                )
-                .with_label("on a primitive tool")
-                .with_help("a primitive tool returns what the host returns; remove this key, or replace `system_event_endpoint` with `instructions`"),
-            );
-            return None;
-        }
-        obj.get(key)
-    };
-    let map_node = composite_part("response_reference_map");
-    let transform_arguments_node = composite_part("transform_arguments");
-    let transform_responses_node = composite_part("transform_responses");
-    let response_reference_map = map_node.and_then(|n| l.response_map(&obj, n));
-    let transform_arguments = transform_arguments_node.and_then(|n| l.transform(&obj, "transform_arguments", n));
-    let transform_responses = transform_responses_node.and_then(|n| l.transform(&obj, "transform_responses", n));
-    let tool_level = refs::tool_level_strings(
-        response_reference_map.as_ref(),
-        transform_arguments.as_ref(),
-        transform_responses.as_ref(),
-    );
-    for (s, place) in tool_level {
-        l.check_ref_string(s, place);
-    }
-
-    let kind = match (obj.key("system_event_endpoint"), obj.key("instructions")) {
-        (Some(e), Some(i)) => {
-            l.push(
-                Diagnostic::new(
-                    Code::PrimitiveAndComposite,
-                    i.span,
-                    "a tool cannot be both primitive and composite",
-                )
-                .with_label("`instructions` makes it composite")
-                .with_secondary(e.span, "`system_event_endpoint` makes it primitive")
-                .with_help("keep `system_event_endpoint` for a tool the host runs, or `instructions` for a tool made of other tools"),
-            );
-            None
-        }
-        (None, None) => {
-            l.push(
-                Diagnostic::new(
-                    Code::NeitherPrimitiveNorComposite,
-                    open_brace(root.span),
-                    "the tool has neither `system_event_endpoint` nor `instructions`",
-                )
-                .with_label("this tool definition")
-                .with_help("add `system_event_endpoint` for a tool the host runs, or `instructions` for a tool made of other tools"),
-            );
-            None
-        }
-        (Some(_), None) => obj
-            .get("system_event_endpoint")
-            .and_then(|n| l.string(&obj, "system_event_endpoint", n))
-            .map(|system_event_endpoint| ToolKind::Primitive { system_event_endpoint }),
-        (None, Some(_)) => {
-            Some(ToolKind::Composite { instructions: instructions.unwrap_or_default(), response_reference_map })
-        }
-    };
-    let tool = ToolDef {
-        description,
-        arguments,
-        responses,
-        declares_arguments: obj.key("arguments").is_some(),
-        declares_responses: obj.key("responses").is_some(),
-        kind: kind?,
-        transform_arguments,
-        transform_responses,
-        output_key,
-        span: root.span,
-    };
-    Some(tool)
-}
-
-/// An object being read: its entries and what to call it in messages.
-struct Obj<'a> {
-    entries: &'a [(Spanned<String>, JsonNode)],
-    span: Span,
-    what: String,
-}
-
-impl<'a> Obj<'a> {
-    fn get(&self, key: &str) -> Option<&'a JsonNode> {
-        self.entries.iter().find(|(k, _)| k.node == key).map(|(_, v)| v)
-    }
-
-    fn key(&self, key: &str) -> Option<&'a Spanned<String>> {
-        self.entries.iter().find(|(k, _)| k.node == key).map(|(k, _)| k)
-    }
-}
-
-/// The first byte of an object: where "this object lacks a key" points, so that the
-/// underline stays one character wide however large the object is.
-fn open_brace(span: Span) -> Span {
-    Span { start: span.start, end: span.start.saturating_add(1).min(span.end) }
-}
-
-/// A JSON type name with its article, as messages say it: `a string`, `an object`, `null`.
-fn a(type_name: &str) -> String {
-    match type_name {
-        "null" => "null".to_string(),
-        t if t.starts_with(['a', 'e', 'i', 'o', 'u']) => format!("an {t}"),
-        t => format!("a {t}"),
-    }
-}
-
-/// True for `[A-Za-z_][A-Za-z0-9_-]*`, the shape of execution ids and REF segments.
-pub fn is_identifier(s: &str) -> bool {
-    let mut chars = s.chars();
-    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-}
-
-/// What holds an object that is being read.
-#[derive(Clone, Copy)]
-enum Owner<'o, 'a> {
-    /// Nothing: it is the whole file.
-    Root,
-    /// It is the value of a key of another object.
-    Key(&'o Obj<'a>, &'o str),
-    /// It is an element of a list (its `what` says which); the help shows its shape.
-    Element(&'static str),
-    /// It was already checked to be an object.
-    Known,
-}
-
-struct Loader<'d> {
-    diags: &'d mut Vec<Diagnostic>,
-}
+use super::super::json::{JsonKind, JsonNode, JsonStr};
+use super::super::keys::Level;
+use super::super::model::*;
+use super::super::refs;
+use super::{a, is_identifier, list, open_brace, operator_names, Loader, Obj, Owner, RESERVED_IDS};
+use crate::ranges;
 
 impl Loader<'_> {
-    fn push(&mut self, d: Diagnostic) {
-        self.diags.push(d);
-    }
-
-    /// Checks that `node` is an object and that it has only `keys`. `owner` says what holds
-    /// the object, for the message when it is not an object.
-    fn object<'a>(
-        &mut self,
-        node: &'a JsonNode,
-        what: impl Into<String>,
-        level: Level,
-        owner: Owner<'_, '_>,
-    ) -> Option<Obj<'a>> {
-        let what = what.into();
-        let JsonKind::Object(entries) = &node.kind else {
-            if let Owner::Key(parent, key) = owner {
-                self.wrong_type(parent, key, node, "an object");
-                return None;
-            }
-            let mut d = Diagnostic::new(
-                Code::WrongJsonType,
-                node.span,
-                format!("{what} must be a JSON object, found {}", a(node.type_name())),
-            )
-            .with_label("expected an object");
-            match owner {
-                Owner::Root => {
-                    d = d.with_help("a `.tool` file is one JSON object: `{\"description\": \"…\", …}`");
-                }
-                Owner::Element(shape) => d = d.with_help(format!("write it as `{shape}`")),
-                Owner::Key(..) | Owner::Known => {}
-            }
-            self.push(d);
-            return None;
-        };
-        for (k, _) in entries {
-            if !level.has(&k.node) {
-                self.unknown_key(k, &what, level);
-            }
-        }
-        Some(Obj { entries, span: node.span, what })
-    }
-
-    fn unknown_key(&mut self, key: &Spanned<String>, what: &str, level: Level) {
-        let mut d = Diagnostic::new(Code::UnknownKey, key.span, format!("unknown key `{}` in {what}", key.node))
-            .with_label("not a key here");
-        let keys: Vec<&str> = level.names().collect();
-        if let Some(s) = did_you_mean(&key.node, level.names()) {
-            d = d.with_help(format!("did you mean `{s}`?"));
-        } else if let Some(home) = Level::ALL.iter().find(|l| l.has(&key.node)) {
-            d = d.with_help(format!(
-                "`{}` is a key of {}; the keys here are {}",
-                key.node,
-                home.describe(),
-                list(&keys)
-            ));
-        } else {
-            d = d.with_help(format!("the keys here are {}", list(&keys)));
-        }
-        self.push(d);
-    }
-
-    fn missing(&mut self, obj: &Obj<'_>, key: &str, help: &str) {
-        self.push(
-            Diagnostic::new(Code::MissingKey, open_brace(obj.span), format!("{} has no `{key}`", obj.what))
-                .with_label(format!("`{key}` is required here"))
-                .with_help(help.to_string()),
-        );
-    }
-
-    fn wrong_type(&mut self, obj: &Obj<'_>, key: &str, node: &JsonNode, expected: &str) {
-        let mut d = Diagnostic::new(
-            Code::WrongJsonType,
-            node.span,
-            format!("`{key}` in {} must be {expected}, found {}", obj.what, a(node.type_name())),
-        )
-        .with_label(format!("expected {expected}"));
-        if let JsonKind::Str(s) = &node.kind {
-            let text = s.value.trim();
-            let boolean = expected == "a boolean" && (text == "true" || text == "false");
-            let number = (expected.contains("number") || expected.contains("integer")) && text.parse::<f64>().is_ok();
-            if boolean || number {
-                d = d.with_help(format!("write `{text}` without quotes"));
-            }
-        }
-        if d.help.is_none() && expected == "a boolean" {
-            d = d.with_help("write `true` or `false`, without quotes");
-        }
-        self.push(d);
-    }
-
-    fn string(&mut self, obj: &Obj<'_>, key: &str, node: &JsonNode) -> Option<Spanned<String>> {
-        match &node.kind {
-            JsonKind::Str(s) => Some(Spanned::new(s.value.to_string(), node.span)),
-            _ => {
-                self.wrong_type(obj, key, node, "a string");
-                None
-            }
-        }
-    }
-
-    fn boolean(&mut self, obj: &Obj<'_>, key: &str, node: &JsonNode) -> Option<Spanned<bool>> {
-        match node.kind {
-            JsonKind::Bool(b) => Some(Spanned::new(b, node.span)),
-            _ => {
-                self.wrong_type(obj, key, node, "a boolean");
-                None
-            }
-        }
-    }
-
-    /// A number that must satisfy `ok`, described by `range` in the message when it does not.
-    fn number(
-        &mut self,
-        obj: &Obj<'_>,
-        key: &str,
-        node: &JsonNode,
-        ok: impl Fn(f64) -> bool,
-        range: &str,
-    ) -> Option<Spanned<f64>> {
-        let n = match node.kind {
-            JsonKind::Int(i) => i as f64,
-            JsonKind::Float(f) => f,
-            _ => {
-                self.wrong_type(obj, key, node, "a number");
-                return None;
-            }
-        };
-        if !ok(n) {
-            self.out_of_range(obj, key, node, range);
-            return None;
-        }
-        Some(Spanned::new(n, node.span))
-    }
-
-    /// A number that configures execution: in its range (SPEC §6.5), or `E0521`.
-    fn ranged(&mut self, obj: &Obj<'_>, range: &ranges::Range, node: &JsonNode) -> Option<Spanned<f64>> {
-        let integer = matches!(node.kind, JsonKind::Int(_));
-        if range.integer && !integer {
-            self.wrong_type(obj, range.name, node, "an integer");
-            return None;
-        }
-        self.number(obj, range.name, node, |x| range.contains(x), &range.describe())
-    }
-
-    fn out_of_range(&mut self, obj: &Obj<'_>, key: &str, node: &JsonNode, range: &str) {
-        self.push(
-            Diagnostic::new(Code::NumberOutOfRange, node.span, format!("`{key}` in {} must be {range}", obj.what))
-                .with_label("out of range"),
-        );
-    }
-
-    fn list<'a>(&mut self, obj: &Obj<'_>, key: &str, node: &'a JsonNode) -> Option<&'a [JsonNode]> {
-        match &node.kind {
-            JsonKind::List(items) => Some(items),
-            _ => {
-                self.wrong_type(obj, key, node, "a list");
-                None
-            }
-        }
-    }
-
-    fn json_object(&mut self, obj: &Obj<'_>, key: &str, node: &JsonNode) -> Option<JsonObject> {
-        match &node.kind {
-            JsonKind::Object(entries) => Some(JsonObject { entries: entries.clone(), span: node.span }),
-            _ => {
-                self.wrong_type(obj, key, node, "an object");
-                None
-            }
-        }
-    }
-
-    /// `arguments` / `responses` of a tool.
-    fn params(&mut self, tool: &Obj<'_>, key: &str, node: &JsonNode) -> Vec<Param> {
-        let Some(items) = self.list(tool, key, node) else {
-            return Vec::new();
-        };
-        let singular = if key == "arguments" { "argument" } else { "response" };
-        let mut out: Vec<Param> = Vec::with_capacity(items.len());
-        // The first declaration of each name, found by lookup (an upstream schema may declare
-        // 20,000 fields: a scan of those before each was quadratic).
-        let mut first_of: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-        for (i, item) in items.iter().enumerate() {
-            let Some(param) = self.param(singular, i, item) else {
-                continue;
-            };
-            let at = *first_of.entry(param.name.node.clone()).or_insert(out.len());
-            if let Some(first) = out.get(at) {
-                self.push(
-                    Diagnostic::new(
-                        Code::DuplicateParam,
-                        param.name.span,
-                        format!("{singular} `{}` is declared twice", param.name.node),
-                    )
-                    .with_label("declared again here")
-                    .with_secondary(first.name.span, "first declared here")
-                    .with_help(format!("give each {singular} its own name, or remove one")),
-                );
-            }
-            out.push(param);
-        }
-        out
-    }
-
-    fn param(&mut self, singular: &str, i: usize, node: &JsonNode) -> Option<Param> {
-        let name_text = node
-            .as_object()
-            .and_then(|es| es.iter().find(|(k, _)| k.node == "name"))
-            .and_then(|(_, v)| v.as_str())
-            .map(|s| s.value.to_string());
-        let what = match &name_text {
-            Some(n) => format!("{singular} `{n}`"),
-            None => format!("{singular} #{}", i + 1),
-        };
-        let shape = "{\"name\": \"…\", \"type_name\": \"string\", \"required\": true}";
-        let obj = self.object(node, what, Level::Param, Owner::Element(shape))?;
-        let name = match obj.get("name") {
-            Some(n) => self.string(&obj, "name", n),
-            None => {
-                self.missing(&obj, "name", &format!("add `\"name\": \"…\"`: the name the {singular} is known by"));
-                None
-            }
-        };
-        if let Some(name) = &name {
-            if !is_identifier(&name.node) {
-                self.push(
-                    Diagnostic::new(
-                        Code::InvalidIdentifier,
-                        name.span,
-                        format!("{singular} name `{}` is not an identifier", name.node),
-                    )
-                    .with_label("REF paths could not name it")
-                    .with_help("names start with a letter or `_` and go on with letters, digits, `_` and `-`"),
-                );
-            }
-        }
-        let type_name = obj.get("type_name").and_then(|n| self.type_name(&obj, n));
-        let description = obj.get("description").and_then(|n| self.string(&obj, "description", n));
-        let required = obj.get("required").and_then(|n| self.boolean(&obj, "required", n));
-        let (constraints, refined) = super::constraints::read(obj.entries, type_name.as_ref(), &obj.what, self.diags);
-        let type_name = match (refined, type_name) {
-            (Some(t), Some(given)) => Some(Spanned::new(t, given.span)),
-            (Some(t), None) => Some(Spanned::new(t, obj.get("items").map_or(node.span, |n| n.span))),
-            (None, given) => given,
-        };
-        Some(Param { name: name?, type_name, description, required, constraints, span: node.span })
-    }
-
-    fn type_name(&mut self, obj: &Obj<'_>, node: &JsonNode) -> Option<Spanned<TypeName>> {
-        let text = self.string(obj, "type_name", node)?;
-        match TypeName::parse(&text.node) {
-            Some(t) => Some(Spanned::new(t, text.span)),
-            None => {
-                let mut d = Diagnostic::new(
-                    Code::UnknownTypeName,
-                    text.span,
-                    format!("unknown type `{}` in {}", text.node, obj.what),
-                )
-                .with_label("not a type");
-                d = match suggest_type(&text.node) {
-                    Some(s) => d.with_help(format!("did you mean `{s}`?")),
-                    None => d.with_help(format!("the types are {}, and `list<T>`", list(TypeName::SIMPLE))),
-                };
-                self.push(d);
-                None
-            }
-        }
-    }
-
-    fn instructions(&mut self, tool: &Obj<'_>, node: &JsonNode) -> Vec<Instruction> {
+    pub(super) fn instructions(&mut self, tool: &Obj<'_>, node: &JsonNode) -> Vec<Instruction> {
         let Some(items) = self.list(tool, "instructions", node) else {
             return Vec::new();
         };
@@ -487,7 +58,7 @@ impl Loader<'_> {
         out
     }
 
-    fn instruction(&mut self, i: usize, node: &JsonNode) -> Option<Instruction> {
+    pub(super) fn instruction(&mut self, i: usize, node: &JsonNode) -> Option<Instruction> {
         let id_text = node
             .as_object()
             .and_then(|es| es.iter().find(|(k, _)| k.node == "execution_id"))
@@ -595,8 +166,9 @@ impl Loader<'_> {
 
     /// The keys a transform step cannot have (`E0522`): each configures a call, and a
     /// transform step makes none.
-    fn transform_step_keys(&mut self, obj: &Obj<'_>) {
-        for (k, _) in obj.entries.iter().filter(|(k, _)| super::keys::NOT_ON_TRANSFORM_STEPS.contains(&&*k.node)) {
+    pub(super) fn transform_step_keys(&mut self, obj: &Obj<'_>) {
+        for (k, _) in obj.entries.iter().filter(|(k, _)| super::super::keys::NOT_ON_TRANSFORM_STEPS.contains(&&*k.node))
+        {
             let why = match k.node.as_str() {
                 "arguments" | "transform_arguments" => "there is no callee to pass arguments to",
                 "parallel_execution" => "there is no callee to call once per element",
@@ -629,7 +201,7 @@ impl Loader<'_> {
 
     /// Checks an execution id's shape. A bad id is reported but the step is kept, so that
     /// REFs to it do not also show up as REFs to an unknown step.
-    fn execution_id(&mut self, id: &Spanned<String>) {
+    pub(super) fn execution_id(&mut self, id: &Spanned<String>) {
         if RESERVED_IDS.contains(&id.node.as_str()) {
             self.push(
                 Diagnostic::new(Code::ReservedExecutionId, id.span, format!("`{}` cannot be an execution id", id.node))
@@ -665,7 +237,7 @@ impl Loader<'_> {
     }
 
     /// `output_path`: a list of keys (strings) and indices (non-negative integers).
-    fn output_path(&mut self, parent: &Obj<'_>, node: &JsonNode) -> Option<OutputPath> {
+    pub(super) fn output_path(&mut self, parent: &Obj<'_>, node: &JsonNode) -> Option<OutputPath> {
         let items = self.list(parent, "output_path", node)?;
         let mut segments = Vec::with_capacity(items.len());
         let mut ok = true;
@@ -711,33 +283,7 @@ impl Loader<'_> {
         ok.then_some(OutputPath { segments, span: node.span })
     }
 
-    /// `expected_key` (or a tool's `output_key`, its default, `what`) names a step's result
-    /// in REFs: the same shape as an execution id.
-    fn result_name(&mut self, key: &Spanned<String>, what: &str) {
-        if RESERVED_IDS.contains(&key.node.as_str()) {
-            self.push(
-                Diagnostic::new(Code::ReservedExecutionId, key.span, format!("`{}` cannot be an `{what}`", key.node))
-                    .with_label("reserved name")
-                    .with_help(format!(
-                        "{} are reserved for REFs and expressions; choose another key, like `{}_result`",
-                        list(RESERVED_IDS),
-                        key.node
-                    )),
-            );
-        } else if !is_identifier(&key.node) {
-            self.push(
-                Diagnostic::new(
-                    Code::InvalidIdentifier,
-                    key.span,
-                    format!("`{what}` `{}` is not an identifier", key.node),
-                )
-                .with_label("REFs could not name it")
-                .with_help("keys start with a letter or `_` and go on with letters, digits, `_` and `-`"),
-            );
-        }
-    }
-
-    fn transform(&mut self, parent: &Obj<'_>, key: &str, node: &JsonNode) -> Option<Transform> {
+    pub(super) fn transform(&mut self, parent: &Obj<'_>, key: &str, node: &JsonNode) -> Option<Transform> {
         let what = format!("`{key}` of {}", parent.what);
         let obj = self.object(node, what, Level::Transform, Owner::Key(parent, key))?;
         let variables = obj
@@ -771,14 +317,14 @@ impl Loader<'_> {
         Some(Transform { variables, transforms, span: node.span })
     }
 
-    fn conditions(&mut self, parent: &Obj<'_>, key: &str, node: &JsonNode) -> Vec<Condition> {
+    pub(super) fn conditions(&mut self, parent: &Obj<'_>, key: &str, node: &JsonNode) -> Vec<Condition> {
         let Some(items) = self.list(parent, key, node) else {
             return Vec::new();
         };
         items.iter().filter_map(|c| self.condition(parent, key, c)).collect()
     }
 
-    fn condition(&mut self, parent: &Obj<'_>, key: &str, node: &JsonNode) -> Option<Condition> {
+    pub(super) fn condition(&mut self, parent: &Obj<'_>, key: &str, node: &JsonNode) -> Option<Condition> {
         let Some(entries) = node.as_object() else {
             self.wrong_type(parent, key, node, "a list of condition objects");
             return None;
@@ -824,7 +370,7 @@ impl Loader<'_> {
         self.leaf(&obj)
     }
 
-    fn leaf(&mut self, obj: &Obj<'_>) -> Option<Condition> {
+    pub(super) fn leaf(&mut self, obj: &Obj<'_>) -> Option<Condition> {
         let param = obj.get("param").cloned();
         if param.is_none() {
             self.missing(obj, "param", "add `\"param\": \"REF:…\"`: the value the condition tests");
@@ -886,7 +432,7 @@ impl Loader<'_> {
         Some(Condition::Leaf { param: param?, operator: operator?, value, span: obj.span })
     }
 
-    fn group(&mut self, obj: &Obj<'_>) -> Option<Condition> {
+    pub(super) fn group(&mut self, obj: &Obj<'_>) -> Option<Condition> {
         let logic = match obj.get("logic") {
             None => {
                 self.missing(obj, "logic", "add `\"logic\": \"AND\"` (or `\"OR\"`, `\"NOT\"`)");
@@ -935,7 +481,7 @@ impl Loader<'_> {
         Some(Condition::Group { logic, conditions, span: obj.span })
     }
 
-    fn parallel(&mut self, parent: &Obj<'_>, node: &JsonNode) -> Option<ParallelExecution> {
+    pub(super) fn parallel(&mut self, parent: &Obj<'_>, node: &JsonNode) -> Option<ParallelExecution> {
         let what = format!("`parallel_execution` of {}", parent.what);
         let obj = self.object(node, what, Level::Parallel, Owner::Key(parent, "parallel_execution"))?;
         let iterate_over = match obj.get("iterate_over") {
@@ -987,7 +533,7 @@ impl Loader<'_> {
         })
     }
 
-    fn expected_ref(&mut self, node: &JsonNode, s: &JsonStr, what: String) {
+    pub(super) fn expected_ref(&mut self, node: &JsonNode, s: &JsonStr, what: String) {
         let text = s.value.trim();
         let help = if text.len() >= 4 && text.is_char_boundary(4) && text[..4].eq_ignore_ascii_case("ref:") {
             format!("write the prefix exactly as `REF:` with nothing before it: `REF:{}`", &text[4..])
@@ -1001,7 +547,7 @@ impl Loader<'_> {
         );
     }
 
-    fn dependencies(&mut self, parent: &Obj<'_>, node: &JsonNode) -> Vec<Spanned<String>> {
+    pub(super) fn dependencies(&mut self, parent: &Obj<'_>, node: &JsonNode) -> Vec<Spanned<String>> {
         let Some(items) = self.list(parent, "dependencies", node) else {
             return Vec::new();
         };
@@ -1017,7 +563,7 @@ impl Loader<'_> {
             .collect()
     }
 
-    fn retry(&mut self, parent: &Obj<'_>, node: &JsonNode) -> Option<Retry> {
+    pub(super) fn retry(&mut self, parent: &Obj<'_>, node: &JsonNode) -> Option<Retry> {
         let what = format!("`retry` of {}", parent.what);
         let obj = self.object(node, what, Level::Retry, Owner::Key(parent, "retry"))?;
         let max_retries = obj.get("max_retries").and_then(|n| {
@@ -1033,29 +579,8 @@ impl Loader<'_> {
         Some(Retry { max_retries, base_delay_seconds, factor, max_delay_seconds, jitter, span: node.span })
     }
 
-    fn response_map(&mut self, tool: &Obj<'_>, node: &JsonNode) -> Option<JsonObject> {
-        let map = self.json_object(tool, "response_reference_map", node)?;
-        for (k, v) in &map.entries {
-            let what = format!("`response_reference_map` value for `{}`", k.node);
-            match &v.kind {
-                JsonKind::Str(s) if s.value.starts_with("REF:") => {}
-                JsonKind::Str(s) => self.expected_ref(v, s, what),
-                _ => self.push(
-                    Diagnostic::new(
-                        Code::ExpectedRef,
-                        v.span,
-                        format!("{what} must be a REF string, found {}", a(v.type_name())),
-                    )
-                    .with_label("not a REF")
-                    .with_help("map each response to `REF:<step>.<key>` or `REF:arguments.<name>`"),
-                ),
-            }
-        }
-        Some(map)
-    }
-
     /// Reports a malformed REF, or text in a REF position that looks like a mistyped one.
-    fn check_ref_string(&mut self, s: &JsonStr, place: refs::RefPlace) {
+    pub(super) fn check_ref_string(&mut self, s: &JsonStr, place: refs::RefPlace) {
         match refs::parse_ref_string(s) {
             Some(Ok(_)) => {}
             Some(Err(d)) => self.push(d),
@@ -1076,53 +601,6 @@ impl Loader<'_> {
             }
         }
     }
-}
-
-fn operator_names() -> Vec<&'static str> {
-    Operator::ALL.iter().map(|o| o.as_str()).collect()
-}
-
-/// `a`, `b` and `c`, each in backticks.
-fn list(items: &[&str]) -> String {
-    let quoted: Vec<String> = items.iter().map(|s| format!("`{s}`")).collect();
-    match quoted.split_last() {
-        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
-        Some((last, _)) => last.clone(),
-        None => String::new(),
-    }
-}
-
-/// A known type close to `text`: a near miss, a name from another type system
-/// (`int`, `array`, `dict`), or the same inside `list<…>`.
-fn suggest_type(text: &str) -> Option<String> {
-    const ALIASES: &[(&str, &str)] = &[
-        ("int", "integer"),
-        ("float", "number"),
-        ("double", "number"),
-        ("decimal", "number"),
-        ("bool", "boolean"),
-        ("str", "string"),
-        ("text", "string"),
-        ("array", "list"),
-        ("dict", "object"),
-        ("map", "object"),
-        ("path", "file"),
-    ];
-    let t = text.trim();
-    for (open, close) in [("list<", ">"), ("array<", ">"), ("list[", "]"), ("List[", "]"), ("List<", ">")] {
-        if let Some(inner) = t.strip_prefix(open).and_then(|r| r.strip_suffix(close)) {
-            let inner = if TypeName::parse(inner).is_some() { inner.trim().to_string() } else { suggest_type(inner)? };
-            return Some(format!("list<{inner}>"));
-        }
-    }
-    let lower = t.to_ascii_lowercase();
-    if TypeName::parse(&lower).is_some() {
-        return Some(lower);
-    }
-    if let Some((_, to)) = ALIASES.iter().find(|(from, _)| *from == lower) {
-        return Some((*to).to_string());
-    }
-    did_you_mean(&lower, TypeName::SIMPLE.iter().copied()).map(str::to_string)
 }
 
 /// The spelling a `tool_definition_path` should have, when the one written has surrounding
@@ -1160,35 +638,4 @@ pub(crate) fn tool_path_spelling(written: &str, span: Span, canonical: &str) -> 
     )
     .with_label("a second spelling of a tool")
     .with_help(format!("write `{canonical}`: one tool has one name, in the trace, the history and `TDSL_TOOL`"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn identifiers() {
-        for ok in ["a", "_", "step_1", "fetch-data", "A9"] {
-            assert!(is_identifier(ok), "{ok}");
-        }
-        for bad in ["", "1a", "-a", "a b", "a.b", "é"] {
-            assert!(!is_identifier(bad), "{bad}");
-        }
-    }
-
-    #[test]
-    fn type_suggestions() {
-        assert_eq!(suggest_type("strng").as_deref(), Some("string"));
-        assert_eq!(suggest_type("int").as_deref(), Some("integer"));
-        assert_eq!(suggest_type("String").as_deref(), Some("string"));
-        assert_eq!(suggest_type("array<str>").as_deref(), Some("list<string>"));
-        assert_eq!(suggest_type("list<strng>").as_deref(), Some("list<string>"));
-        assert_eq!(suggest_type("zzzzzz"), None);
-    }
-
-    #[test]
-    fn lists_read_well() {
-        assert_eq!(list(&["a"]), "`a`");
-        assert_eq!(list(&["a", "b", "c"]), "`a`, `b` and `c`");
-    }
 }
