@@ -1,0 +1,640 @@
+//! The checker: AST → typed AST, reporting every problem in one pass.
+//!
+//! It resolves names (context names, `item`, `current`), binds call arguments to
+//! parameters, parses template strings (mapping their spans back into the program's
+//! source), infers a type for every node and reports an error only where evaluation cannot
+//! succeed. It also collects the REF paths and free names the program uses.
+
+mod calls;
+mod templates;
+
+use calls::file_forms;
+pub(crate) use templates::relative_path;
+
+use std::sync::Arc;
+
+use super::scope::Scope;
+use super::signature::Signatures;
+use super::typed::{TExpr, TKind};
+use super::{Fit, ObjectType, Type};
+use crate::diagnostic::{did_you_mean, Code, Diagnostic};
+use crate::span::{SourceMap, Span, Spanned};
+use crate::syntax::ast::{BinaryOp, Expr, ExprKind, Name, RefPath, UnaryOp};
+use crate::value::{SmolStr, Value};
+
+/// A REF path used by a program, with where it was written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RefUse {
+    /// The context: `arguments`, `response` or an execution id.
+    pub context: Name,
+    /// The segments after the context.
+    pub segments: Vec<Name>,
+    /// Where the REF was written.
+    pub span: Span,
+}
+
+/// What checking produced.
+#[derive(Clone, Debug)]
+pub struct Checked {
+    /// The typed tree (with [`TKind::Error`] where something did not check).
+    pub expr: TExpr,
+    /// Every error and warning.
+    pub diagnostics: Vec<Diagnostic>,
+    /// The REF paths used, in source order (inside template strings too).
+    pub refs: Vec<RefUse>,
+    /// The free names read from the context, in first-use order, with a span each.
+    pub names: Vec<(Name, Span)>,
+}
+
+/// How deep the type of a `pipeline`'s `current` is tracked; deeper levels are `any`.
+const MAX_PIPELINE_TYPE_DEPTH: usize = 16;
+
+/// A pipeline's operations may nest this many times the nesting limit, summed (a value built
+/// along a pipeline can be that deep).
+const PIPELINE_NESTING_FACTOR: usize = 4;
+
+/// The height of a tree (bounded by the parser's nesting limit, so recursion is safe).
+fn height(e: &Expr) -> usize {
+    1 + match &e.kind {
+        ExprKind::Field(x, _) | ExprKind::Unary(_, x) => height(x),
+        ExprKind::Index(x, k) | ExprKind::Binary(_, x, k) => height(x).max(height(k)),
+        ExprKind::List(items) => items.iter().map(height).max().unwrap_or(0),
+        ExprKind::Object(entries) => entries.iter().map(|(_, v)| height(v)).max().unwrap_or(0),
+        // A pipeline's operations stack up: count them summed, as the check below does.
+        ExprKind::Call(c) if &*c.name.node == "pipeline" => c
+            .args
+            .iter()
+            .map(|a| match &a.value.kind {
+                ExprKind::List(ops) => ops.iter().map(height).sum(),
+                _ => height(&a.value),
+            })
+            .sum(),
+        ExprKind::Call(c) => c.args.iter().map(|a| height(&a.value)).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// Checks `expr` in `scope`.
+pub fn check(expr: &Expr, scope: &Scope, funcs: &dyn Signatures, max_depth: usize) -> Checked {
+    Checker::new(scope, funcs, max_depth).run(expr)
+}
+
+/// Checks a template compiled at run time: `item` is bound in `slot` (with type `any`), and
+/// so is `alias` when the call named its element (`as`, already checked there); the slots
+/// below it belong to the caller and are not visible.
+pub fn check_template(
+    expr: &Expr,
+    scope: &Scope,
+    funcs: &dyn Signatures,
+    max_depth: usize,
+    slot: u32,
+    alias: Option<&Name>,
+) -> Checked {
+    let mut c = Checker::new(scope, funcs, max_depth);
+    for _ in 0..slot {
+        c.locals.push((LocalKind::Hidden, Type::Any));
+    }
+    c.locals.push((LocalKind::Item, Type::Any));
+    if let Some(name) = alias {
+        c.aliases.push(Alias { name: name.clone(), slot, span: Span::new(0, 0) });
+    }
+    c.run(expr)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum LocalKind {
+    Item,
+    Current,
+    /// A slot that belongs to an enclosing evaluation (run-time templates).
+    Hidden,
+}
+
+/// A second name for a template's element, given by `as="NAME"` on the call.
+struct Alias {
+    name: Name,
+    /// The slot of the element it names.
+    slot: u32,
+    /// Where the name was given (in the program's source).
+    span: Span,
+}
+
+struct Checker<'a> {
+    scope: &'a Scope,
+    funcs: &'a dyn Signatures,
+    diags: Vec<Diagnostic>,
+    locals: Vec<(LocalKind, Type)>,
+    /// The `as` names of the templates being checked, outermost first.
+    aliases: Vec<Alias>,
+    /// Source maps of the template strings being checked, outermost first.
+    maps: Vec<Arc<SourceMap>>,
+    refs: Vec<RefUse>,
+    names: Vec<(Name, Span)>,
+    max_depth: usize,
+}
+
+impl<'a> Checker<'a> {
+    pub(super) fn new(scope: &'a Scope, funcs: &'a dyn Signatures, max_depth: usize) -> Checker<'a> {
+        Checker {
+            scope,
+            funcs,
+            diags: Vec::new(),
+            locals: Vec::new(),
+            aliases: Vec::new(),
+            maps: Vec::new(),
+            refs: Vec::new(),
+            names: Vec::new(),
+            max_depth,
+        }
+    }
+
+    /// Checks the whole expression and hands over what was found.
+    pub(super) fn run(mut self, expr: &Expr) -> Checked {
+        let t = self.expr(expr);
+        self.diags.sort_by_key(|d| (d.span.start, d.span.end));
+        Checked { expr: t, diagnostics: self.diags, refs: self.refs, names: self.names }
+    }
+
+    /// Maps a span from the text being checked to the program's source.
+    pub(super) fn sp(&self, span: Span) -> Span {
+        self.maps.iter().rev().fold(span, |s, m| m.map(s))
+    }
+
+    pub(super) fn error(&mut self, d: Diagnostic) {
+        let d = d.map_spans(&|s| self.sp(s));
+        self.diags.push(d);
+    }
+
+    pub(super) fn node(&self, kind: TKind, ty: Type, span: Span) -> TExpr {
+        TExpr::new(kind, ty, self.sp(span))
+    }
+
+    pub(super) fn err_node(&self, span: Span) -> TExpr {
+        self.node(TKind::Error, Type::Never, span)
+    }
+
+    pub(super) fn expr(&mut self, e: &Expr) -> TExpr {
+        match &e.kind {
+            ExprKind::Null => self.node(TKind::Const(Value::Null), Type::Null, e.span),
+            ExprKind::Bool(b) => self.node(TKind::Const(Value::Bool(*b)), Type::Bool, e.span),
+            ExprKind::Int(i) => self.node(TKind::Const(Value::Int(*i)), Type::Int, e.span),
+            ExprKind::Float(f) => self.node(TKind::Const(Value::Float(*f)), Type::Number, e.span),
+            ExprKind::Str(s) => self.node(TKind::Const(Value::Str(SmolStr::new(&s.value))), Type::Str, e.span),
+            ExprKind::Ref(r) => self.reference(r, e.span),
+            ExprKind::Name(n) => self.name(n, e.span),
+            ExprKind::Field(inner, seg) => {
+                let t = self.expr(inner);
+                let ty = self.segment_type(&t.ty, seg, inner.span);
+                self.node(TKind::Field(Box::new(t), seg.node.clone()), ty, e.span)
+            }
+            ExprKind::Index(inner, key) => {
+                let t = self.expr(inner);
+                let k = self.expr(key);
+                let ty = self.index_type(&t.ty, &k, key.span);
+                self.node(TKind::Index(Box::new(t), Box::new(k)), ty, e.span)
+            }
+            ExprKind::List(items) => {
+                let items: Vec<TExpr> = items.iter().map(|x| self.expr(x)).collect();
+                let elem = Type::union_all(items.iter().map(|t| t.ty.clone()));
+                let elem = if elem == Type::Never { Type::Any } else { elem };
+                self.node(TKind::List(items), Type::List(Arc::new(elem)), e.span)
+            }
+            ExprKind::Object(entries) => {
+                let mut out: Vec<(Name, TExpr)> = Vec::with_capacity(entries.len());
+                for (k, v) in entries {
+                    if out.iter().any(|(seen, _)| **seen == *k.node) {
+                        self.error(
+                            Diagnostic::new(
+                                Code::DuplicateArgument,
+                                k.span,
+                                format!("key `{}` appears twice in this object", k.node),
+                            )
+                            .with_label("duplicate key")
+                            .with_help("remove one of the entries; the later one would win"),
+                        );
+                    }
+                    out.push((k.node.clone(), self.expr(v)));
+                }
+                let ty = Type::object(out.iter().map(|(k, v)| (k.clone(), v.ty.clone())), false);
+                self.node(TKind::Object(out), ty, e.span)
+            }
+            ExprKind::Call(call) => self.call(call, e.span),
+            ExprKind::Unary(op, inner) => {
+                let t = self.expr(inner);
+                let ty = match op {
+                    UnaryOp::Not => Type::Bool,
+                    UnaryOp::Neg => {
+                        if t.ty.fits(&Type::Number) == Fit::No {
+                            self.error(
+                                Diagnostic::new(Code::OperandType, inner.span, format!("cannot negate {:#}", t.ty))
+                                    .with_label(format!("this is {}", t.ty))
+                                    .with_help("`-` applies to numbers only"),
+                            );
+                        }
+                        if t.ty == Type::Int {
+                            Type::Int
+                        } else {
+                            Type::Number
+                        }
+                    }
+                };
+                self.node(TKind::Unary(*op, Box::new(t)), ty, e.span)
+            }
+            ExprKind::Binary(op, l, r) => self.binary(*op, l, r, e.span),
+            ExprKind::Error => self.err_node(e.span),
+        }
+    }
+
+    pub(super) fn name(&mut self, n: &Name, span: Span) -> TExpr {
+        let want = match &**n {
+            "item" => Some(LocalKind::Item),
+            "current" => Some(LocalKind::Current),
+            _ => None,
+        };
+        if let Some(kind) = want {
+            if let Some(slot) = self.locals.iter().rposition(|(k, _)| *k == kind) {
+                let ty = self.locals[slot].1.clone();
+                return self.node(TKind::Local(slot as u32), ty, span);
+            }
+        }
+        if let Some(a) = self.aliases.iter().rev().find(|a| a.name == *n) {
+            let slot = a.slot;
+            let ty = self.locals.get(slot as usize).map_or(Type::Any, |l| l.1.clone());
+            return self.node(TKind::Local(slot), ty, span);
+        }
+        match self.scope.name(n) {
+            Some(ty) => {
+                if !self.names.iter().any(|(m, _)| m == n) {
+                    self.names.push((n.clone(), self.sp(span)));
+                }
+                self.node(TKind::Global(n.clone()), ty, span)
+            }
+            None => {
+                let mut d = Diagnostic::new(Code::UnknownName, span, format!("unknown name `{n}`"))
+                    .with_label("not defined here");
+                // Python's spellings of the literals (seed 002 writes `done_check="True"`).
+                let literal = match &**n {
+                    "True" | "TRUE" => Some("true"),
+                    "False" | "FALSE" => Some("false"),
+                    "None" | "NULL" | "Null" | "nil" => Some("null"),
+                    _ => None,
+                };
+                if let Some(lit) = literal {
+                    d = d.with_help(format!("did you mean `{lit}`? literals are written in lower case"));
+                } else if let Some(s) = did_you_mean(n, self.scope.names()) {
+                    d = d.with_help(format!("did you mean `{s}`?"));
+                } else if want == Some(LocalKind::Item) {
+                    d = d.with_help("`item` is only bound inside a template (`map`, `filter`, `sum`, …)");
+                } else if want == Some(LocalKind::Current) {
+                    d = d.with_help("`current` is only bound inside `pipeline` operations");
+                } else if self.funcs.lookup(n).is_some() {
+                    d = d.with_help(format!("`{n}` is a function: call it as `{n}(…)`"));
+                } else {
+                    let known: Vec<&str> = self.scope.names().take(8).collect();
+                    if !known.is_empty() {
+                        d = d.with_help(format!("names in scope: {}", known.join(", ")));
+                    }
+                }
+                self.error(d);
+                self.err_node(span)
+            }
+        }
+    }
+
+    pub(super) fn reference(&mut self, r: &RefPath, span: Span) -> TExpr {
+        self.refs.push(RefUse {
+            context: r.context.node.clone(),
+            segments: r.segments.iter().map(|s| s.node.clone()).collect(),
+            span: self.sp(span),
+        });
+        let ctx = &r.context;
+        let base = match self.scope.ref_context(&ctx.node) {
+            Some(t) => t,
+            None if &*ctx.node == "response" => {
+                self.error(
+                    Diagnostic::new(
+                        Code::ResponseOutsideTransform,
+                        ctx.span,
+                        "`REF:response` is only valid inside `transform_responses`",
+                    )
+                    .with_label("no response here")
+                    .with_help("refer to a step's result as `REF:<execution_id>.field`"),
+                );
+                return self.err_node(span);
+            }
+            None => {
+                let contexts = self.scope.ref_contexts();
+                let mut d =
+                    Diagnostic::new(Code::UnknownRefContext, ctx.span, format!("unknown REF context `{}`", ctx.node))
+                        .with_label("no such step or context");
+                if let Some(s) = did_you_mean(&ctx.node, contexts.iter().copied()) {
+                    d = d.with_help(format!("did you mean `REF:{s}`?"));
+                } else if !contexts.is_empty() {
+                    d = d.with_help(format!("known contexts: {}", contexts.join(", ")));
+                }
+                self.error(d);
+                return self.err_node(span);
+            }
+        };
+        let mut ty = base;
+        let mut prev_span = ctx.span;
+        for (i, seg) in r.segments.iter().enumerate() {
+            // The response alias (SPEC §2): `REF:step.response` is the whole result when it
+            // has no `response` key.
+            if i == 0 && &*seg.node == "response" && &*ctx.node != "response" && !has_response_field(&ty) {
+                prev_span = prev_span.to(seg.span);
+                continue;
+            }
+            ty = self.segment_type(&ty, seg, prev_span);
+            prev_span = prev_span.to(seg.span);
+        }
+        let segs = r.segments.iter().map(|s| s.node.clone()).collect();
+        self.node(TKind::Ref(ctx.node.clone(), segs), ty, span)
+    }
+
+    /// The type of `value.seg` for a value of type `t`; reports what cannot work.
+    pub(super) fn segment_type(&mut self, t: &Type, seg: &Spanned<Name>, base_span: Span) -> Type {
+        let s = &*seg.node;
+        let is_index = !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        let mut results = Vec::new();
+        let mut impossible = Vec::new();
+        let mut missing_field = None;
+        // One alternative whose segment applies, which is most reads: its type, with nothing
+        // to report and nothing to merge.
+        if !matches!(t, Type::Union(_)) {
+            if let Some(x) = alternative_segment(t, s, is_index, &mut missing_field) {
+                if missing_field.is_none() && !matches!(x, Type::Union(_) | Type::Never) {
+                    return x;
+                }
+            }
+            missing_field = None;
+        }
+        for alt in t.alternatives() {
+            let r = alternative_segment(alt, s, is_index, &mut missing_field);
+            match r {
+                Some(x) => results.push(x),
+                None => impossible.push(alt.clone()),
+            }
+        }
+        if results.is_empty() && !impossible.is_empty() {
+            let found = Type::union_all(impossible);
+            let help = match &found {
+                Type::List(_) => "a list takes an index (`.0`), `.first`, `.last` or `.length`; use `map` to read a field of every element".to_string(),
+                Type::Str => "a string has only `.length` (and `.path`, `.file_name`, `.parent_directory` as a file)".to_string(),
+                _ => format!("{found:#} has no fields"),
+            };
+            self.error(
+                Diagnostic::new(Code::SegmentType, seg.span, format!("cannot read `.{s}` of {found:#}"))
+                    .with_label(format!("`.{s}` does not apply to {found}"))
+                    .with_secondary(base_span, format!("this is {found}"))
+                    .with_help(help),
+            );
+            return Type::Never;
+        }
+        if let (Some(o), true) = (missing_field, results.iter().all(|r| *r == Type::Null)) {
+            let keys: Vec<&str> = o.fields.keys().map(|k| &**k).collect();
+            let mut d = Diagnostic::new(
+                Code::UnknownField,
+                seg.span,
+                format!("field `{s}` does not exist here; it is always null"),
+            )
+            .with_label("no such field");
+            // The known fields, a bounded list (an upstream schema may declare many).
+            let shown = if keys.len() > 40 {
+                format!("{}, … ({} in all)", keys[..40].join(", "), keys.len())
+            } else {
+                keys.join(", ")
+            };
+            d = match did_you_mean(s, keys.iter().copied()) {
+                Some(m) => d.with_help(format!("did you mean `{m}`? known fields: {shown}")),
+                None if keys.is_empty() => d.with_help("this object has no fields"),
+                None => d.with_help(format!("known fields: {shown}")),
+            };
+            self.error(d);
+        }
+        Type::union_all(results)
+    }
+
+    pub(super) fn index_type(&mut self, t: &Type, key: &TExpr, key_span: Span) -> Type {
+        let k = &key.ty;
+        let mut out = Vec::new();
+        let mut ok = false;
+        for alt in t.alternatives() {
+            match alt {
+                Type::Any | Type::Null | Type::Never => {
+                    ok = true;
+                    out.push(if *alt == Type::Null { Type::Null } else { Type::Any });
+                }
+                Type::List(e) if k.fits(&Type::Number.union(Type::Str)) != Fit::No => {
+                    ok = true;
+                    out.push(e.as_ref().clone().union(Type::Null));
+                    if k.fits(&Type::Str) != Fit::No {
+                        out.push(Type::Any);
+                    }
+                }
+                Type::Object(o) if k.fits(&Type::Str) != Fit::No => {
+                    ok = true;
+                    match key.as_const().and_then(Value::as_str).and_then(|s| o.fields.get(s)) {
+                        Some(ft) => out.push(ft.clone()),
+                        None => out.push(if o.open {
+                            Type::Any
+                        } else {
+                            Type::union_all(o.fields.values().cloned()).union(Type::Null)
+                        }),
+                    }
+                }
+                Type::Str | Type::File if k.fits(&Type::Str) != Fit::No => {
+                    ok = true;
+                    out.push(Type::Any);
+                }
+                _ => {}
+            }
+        }
+        if !ok {
+            self.error(
+                Diagnostic::new(Code::IndexType, key_span, format!("cannot index {t:#} with {k:#}"))
+                    .with_label(format!("this is {k}"))
+                    .with_help("lists take integer positions, objects take string keys"),
+            );
+            return Type::Never;
+        }
+        Type::union_all(out)
+    }
+
+    pub(super) fn binary(&mut self, op: BinaryOp, l: &Expr, r: &Expr, span: Span) -> TExpr {
+        let lt = self.expr(l);
+        let rt = self.expr(r);
+        use BinaryOp::*;
+        let ty = match op {
+            Or | And | Eq | Ne => Type::Bool,
+            Lt | Le | Gt | Ge => {
+                let possible = pairs(&lt.ty, &rt.ty).any(|(a, b)| {
+                    matches!((a, b), (Type::Null, _) | (_, Type::Null) | (Type::Any, _) | (_, Type::Any))
+                        || (a.fits(&Type::Number) != Fit::No && b.fits(&Type::Number) != Fit::No)
+                        || (a.fits(&Type::Str) != Fit::No && b.fits(&Type::Str) != Fit::No)
+                });
+                if !possible {
+                    self.operand_error(
+                        op,
+                        &lt,
+                        &rt,
+                        l.span,
+                        r.span,
+                        "compare numbers with numbers and strings with strings",
+                    );
+                }
+                Type::Bool
+            }
+            Add => {
+                let mut out = Vec::new();
+                // A `file` is one of its two run-time forms in `+` (`ops::add` sees a string or
+                // an object); comparisons already take it as the string it may be.
+                let (la, ra) = (file_forms(&lt.ty), file_forms(&rt.ty));
+                for (a, b) in pairs(&la, &ra) {
+                    let num = |t: &Type| t.fits(&Type::Number) != Fit::No;
+                    match (a, b) {
+                        (Type::Any, _) | (_, Type::Any) => out.push(Type::Any),
+                        (Type::Int, Type::Int) => out.push(Type::Int),
+                        (x, y) if num(x) && num(y) => out.push(Type::Number),
+                        (Type::Str, Type::Str) => out.push(Type::Str),
+                        (Type::List(x), Type::List(y)) => {
+                            out.push(Type::List(Arc::new(x.as_ref().clone().union(y.as_ref().clone()))))
+                        }
+                        (Type::Object(_), Type::Object(_)) => out.push(Type::any_object()),
+                        _ => {}
+                    }
+                }
+                if out.is_empty() {
+                    self.operand_error(
+                        op,
+                        &lt,
+                        &rt,
+                        l.span,
+                        r.span,
+                        "`+` adds numbers, or joins two strings, two lists or two objects",
+                    );
+                    Type::Never
+                } else {
+                    Type::union_all(out)
+                }
+            }
+            Sub | Mul | Div | Rem => {
+                let bad = |t: &Type| t.fits(&Type::Number) == Fit::No;
+                if bad(&lt.ty) || bad(&rt.ty) {
+                    self.operand_error(
+                        op,
+                        &lt,
+                        &rt,
+                        l.span,
+                        r.span,
+                        &format!("`{}` applies to numbers only", op.symbol()),
+                    );
+                }
+                if op == Div {
+                    Type::Number
+                } else if lt.ty == Type::Int && rt.ty == Type::Int {
+                    Type::Int
+                } else {
+                    Type::Number
+                }
+            }
+        };
+        self.node(TKind::Binary(op, Box::new(lt), Box::new(rt)), ty, span)
+    }
+
+    pub(super) fn operand_error(&mut self, op: BinaryOp, lt: &TExpr, rt: &TExpr, ls: Span, rs: Span, help: &str) {
+        if matches!(lt.kind, TKind::Error) || matches!(rt.kind, TKind::Error) {
+            return;
+        }
+        self.error(
+            Diagnostic::new(
+                Code::OperandType,
+                ls.to(rs),
+                format!("`{}` cannot take {:#} and {:#}", op.symbol(), lt.ty, rt.ty),
+            )
+            .with_label(format!("{} {} {}", lt.ty, op.symbol(), rt.ty))
+            .with_help(help.to_string()),
+        );
+    }
+}
+
+/// Whether a step result type may have its own `response` key.
+fn has_response_field(t: &Type) -> bool {
+    t.alternatives().iter().any(|a| match a {
+        Type::Object(o) => o.fields.contains_key("response"),
+        _ => false,
+    })
+}
+
+fn pairs<'t>(a: &'t Type, b: &'t Type) -> impl Iterator<Item = (&'t Type, &'t Type)> {
+    a.alternatives().iter().flat_map(move |x| b.alternatives().iter().map(move |y| (x, y)))
+}
+
+fn quote_all(xs: &[&str]) -> String {
+    xs.iter().map(|x| format!("{x:?}")).collect::<Vec<_>>().join(", ")
+}
+
+/// "a list", "a string or null", … for messages.
+fn describe(t: &Type) -> String {
+    let parts: Vec<String> = t
+        .alternatives()
+        .iter()
+        .map(|a| match a {
+            Type::List(_) => "a list".to_string(),
+            Type::Object(_) => "an object".to_string(),
+            Type::Int => "an integer".to_string(),
+            Type::Any => "anything".to_string(),
+            Type::Null => "null".to_string(),
+            other => format!("{other:#}"),
+        })
+        .collect();
+    parts.join(" or ")
+}
+
+/// The type of segment `s` of one alternative of a type: `None` when it cannot apply; an
+/// object without the field (and closed) is recorded in `missing_field`.
+fn alternative_segment(
+    alt: &Type,
+    s: &str,
+    is_index: bool,
+    missing_field: &mut Option<Arc<ObjectType>>,
+) -> Option<Type> {
+    match alt {
+        Type::Any => Some(Type::Any),
+        Type::Never => Some(Type::Never),
+        Type::Null => Some(Type::Null),
+        Type::Object(o) => match o.fields.get(s) {
+            Some(ft) => Some(ft.clone()),
+            None if s == "length" => Some(Type::Int),
+            None if o.open => Some(Type::Any),
+            // Derived from a string `path`; null when `path` is anything else.
+            None if (s == "file_name" || s == "parent_directory") && o.fields.contains_key("path") => {
+                match o.fields.get("path") {
+                    Some(Type::Str) => Some(Type::Str),
+                    _ => Some(Type::Str.union(Type::Null)),
+                }
+            }
+            None => {
+                *missing_field = Some(o.clone());
+                Some(Type::Null)
+            }
+        },
+        Type::List(e) => match s {
+            "length" => Some(Type::Int),
+            "first" | "last" => Some(e.as_ref().clone().union(Type::Null)),
+            _ if is_index => Some(e.as_ref().clone().union(Type::Null)),
+            _ => None,
+        },
+        Type::Str => match s {
+            "length" => Some(Type::Int),
+            "path" | "file_name" | "parent_directory" => Some(Type::Str),
+            _ => None,
+        },
+        Type::File => match s {
+            "path" | "file_name" | "parent_directory" => Some(Type::Str),
+            "length" => Some(Type::Int),
+            _ => Some(Type::Any),
+        },
+        Type::Bool | Type::Int | Type::Number => None,
+        Type::Union(_) => Some(Type::Any),
+    }
+}
