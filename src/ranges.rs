@@ -109,7 +109,7 @@ pub const MAX_RESULT_BYTES: Range = range("max_result_bytes", 1024.0, 4_294_967_
 pub const DEFAULT_HISTORY_PAYLOAD_BYTES: usize = 64 << 10;
 /// The most bytes of one payload (arguments, an answer, a step's result, a run's result) the
 /// run history keeps whole (`--history-payload-bytes`): a larger one is kept as its first
-/// bytes, its size and its SHA-256 (`docs/history.md`).
+/// bytes, its size and its hash (`docs/history.md`).
 pub const HISTORY_PAYLOAD_BYTES: Range = range("history_payload_bytes", 1024.0, 1_073_741_824.0, true, "bytes");
 
 /// [`crate::Limits::fuel`]: 2^53 - 1 at most, the largest count an `f64` (and so a range
