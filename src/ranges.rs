@@ -153,6 +153,31 @@ pub const SAMPLING_MAX_TOKENS: Range = range("sampling max tokens", 256.0, 1_000
 /// [`crate::plans::skills::DEFAULT_MAX_SKILLS`], SPEC §16).
 pub const SKILLS: Range = range("skills", 1.0, 100_000.0, true, "");
 
+/// The most units of work (characters looked at, distance-table cells) one "did you mean"
+/// spends ([`crate::suggest::SUGGESTION_BUDGET`]: 8 Mi). **Fixed** (its only value; no flag):
+/// it bounds the CPU of a hint, and past it a hint may be missing, never wrong — nothing a
+/// user would tune; raising it would only let a hostile input cost more.
+pub const SUGGESTION_BUDGET: Range = range("suggestion budget", 8_388_608.0, 8_388_608.0, true, "units");
+/// The most units of work all the suggestions of one plan's check spend together
+/// ([`crate::plans::MAX_SUGGESTION_WORK`]: 16 Mi, two suggestions' budget). **Fixed**, as
+/// [`SUGGESTION_BUDGET`].
+pub const PLAN_SUGGESTION_WORK: Range = range("plan suggestion work", 16_777_216.0, 16_777_216.0, true, "units");
+/// How many times an upstream schema's `$ref` is followed inside itself
+/// ([`crate::export::resolve::RECURSION_DEPTH`]: 2). **Fixed**, as are the three below: past
+/// each, the part of the schema reads as any value (the check is looser, no call fails), and
+/// the bounds keep what a hostile upstream's schema costs small; the SDKs' schemas are far
+/// within them (`docs/plans.md`, "Upstream schemas, whole").
+pub const SCHEMA_RECURSION_DEPTH: Range = range("schema recursion depth", 2.0, 2.0, true, "");
+/// The most schema nodes one resolution of an upstream schema makes
+/// ([`crate::export::resolve::MAX_NODES`]: 20,000). **Fixed**.
+pub const SCHEMA_NODES: Range = range("schema nodes", 20_000.0, 20_000.0, true, "");
+/// The most `$ref`s followed inside one another in an upstream schema
+/// ([`crate::export::resolve::MAX_REF_NESTING`]: 32). **Fixed**.
+pub const SCHEMA_REF_NESTING: Range = range("schema ref nesting", 32.0, 32.0, true, "");
+/// The deepest nesting of an upstream schema followed
+/// ([`crate::export::resolve::MAX_DEPTH`]: 32). **Fixed**.
+pub const SCHEMA_DEPTH: Range = range("schema depth", 32.0, 32.0, true, "");
+
 /// Every range, for documentation and tests.
 pub const ALL: &[Range] = &[
     MAX_RETRIES,
@@ -188,6 +213,12 @@ pub const ALL: &[Range] = &[
     UPSTREAM_TIMEOUT_SECONDS,
     SAMPLING_MAX_TOKENS,
     SKILLS,
+    SUGGESTION_BUDGET,
+    PLAN_SUGGESTION_WORK,
+    SCHEMA_RECURSION_DEPTH,
+    SCHEMA_NODES,
+    SCHEMA_REF_NESTING,
+    SCHEMA_DEPTH,
 ];
 
 impl crate::runtime::Limits {
@@ -286,6 +317,23 @@ mod tests {
         }
         assert!(!CONCURRENCY.contains(1.5));
         assert!(JITTER.contains(0.25));
+    }
+
+    #[test]
+    fn a_fixed_limit_is_a_range_of_its_one_value() {
+        // The limits without a flag: their constants are read from their ranges.
+        for (r, value) in [
+            (SUGGESTION_BUDGET, crate::suggest::SUGGESTION_BUDGET as f64),
+            (PLAN_SUGGESTION_WORK, crate::plans::MAX_SUGGESTION_WORK as f64),
+            (SCHEMA_RECURSION_DEPTH, crate::export::resolve::RECURSION_DEPTH as f64),
+            (SCHEMA_NODES, crate::export::resolve::MAX_NODES as f64),
+            (SCHEMA_REF_NESTING, crate::export::resolve::MAX_REF_NESTING as f64),
+            (SCHEMA_DEPTH, crate::export::resolve::MAX_DEPTH as f64),
+        ] {
+            assert!(r.min == r.max && r.contains(value) && ALL.contains(&r), "{}", r.name);
+        }
+        assert_eq!(PLAN_SUGGESTION_WORK.max, 2.0 * SUGGESTION_BUDGET.max, "a plan's allowance is two suggestions' budget");
+        assert_eq!(SCHEMA_NODES.describe(), "an integer from 20000 to 20000");
     }
 
     #[test]
