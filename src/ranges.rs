@@ -332,7 +332,11 @@ mod tests {
         ] {
             assert!(r.min == r.max && r.contains(value) && ALL.contains(&r), "{}", r.name);
         }
-        assert_eq!(PLAN_SUGGESTION_WORK.max, 2.0 * SUGGESTION_BUDGET.max, "a plan's allowance is two suggestions' budget");
+        assert_eq!(
+            PLAN_SUGGESTION_WORK.max,
+            2.0 * SUGGESTION_BUDGET.max,
+            "a plan's allowance is two suggestions' budget"
+        );
         assert_eq!(SCHEMA_NODES.describe(), "an integer from 20000 to 20000");
     }
 

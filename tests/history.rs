@@ -989,7 +989,8 @@ fn a_payload_past_the_bound_is_kept_as_a_prefix_its_size_and_its_hash() {
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(o.stdout.contains("arguments: (cut: 2000"), "{}", o.stdout);
     assert!(o.stdout.contains("cut payloads (kept as their first bytes, size and hash):"), "{}", o.stdout);
-    let line = format!("fan[0] attempt 1 arguments: (cut: {} bytes of JSON, {tree_hash}; the first 1024 kept)", whole.len());
+    let line =
+        format!("fan[0] attempt 1 arguments: (cut: {} bytes of JSON, {tree_hash}; the first 1024 kept)", whole.len());
     assert!(o.stdout.contains(&line), "{}", o.stdout);
 
     // A bound above the payloads keeps them whole; one out of range is a usage error.
@@ -1100,7 +1101,10 @@ fn a_value_shared_by_many_payloads_is_measured_once() {
             .with_observer(Arc::new(Recorder::new(store.clone())))
             .run(
                 &workflow,
-                Value::object_from([("s", string.clone()), ("items", Value::list((0..children).map(Value::Int).collect()))]),
+                Value::object_from([
+                    ("s", string.clone()),
+                    ("items", Value::list((0..children).map(Value::Int).collect())),
+                ]),
             )
             .unwrap();
         assert_eq!(run.error, None);

@@ -216,8 +216,10 @@ fn compose_ends_at_once_on_a_signal_while_it_sets_up() {
         let dir = tempfile::tempdir().expect("a temp dir");
         let history = dir.path().join("history.db");
         let lock = rusqlite::Connection::open(&history).expect("the database");
-        lock.execute_batch("PRAGMA locking_mode = EXCLUSIVE; CREATE TABLE held (x); BEGIN EXCLUSIVE; INSERT INTO held VALUES (1);")
-            .expect("the database locked");
+        lock.execute_batch(
+            "PRAGMA locking_mode = EXCLUSIVE; CREATE TABLE held (x); BEGIN EXCLUSIVE; INSERT INTO held VALUES (1);",
+        )
+        .expect("the database locked");
         let server = ModelServer::start(&[("decompose", Answer::File("decompose_ok.json"))], None);
         let (root, base, history_arg) =
             (compose_support::root(), server.url("/v1"), format!("--history={}", history.display()));

@@ -500,7 +500,11 @@ impl McpClients {
     pub fn tools_changed(&self, target: &McpTarget) -> bool {
         let slot = self.servers.lock().unwrap_or_else(PoisonError::into_inner).get(target).cloned();
         slot.is_some_and(|slot| {
-            slot.live.lock().unwrap_or_else(PoisonError::into_inner).as_ref().is_some_and(|l| l.tools_changed.load(Ordering::SeqCst))
+            slot.live
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .as_ref()
+                .is_some_and(|l| l.tools_changed.load(Ordering::SeqCst))
         })
     }
 

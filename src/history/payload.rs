@@ -217,7 +217,9 @@ impl Payloads {
                 return Part::Small(serde_json::to_vec(v).unwrap_or_default());
             }
             // At most 6 bytes of JSON a byte (`\u0000`) and the quotes: surely small.
-            Value::Str(s) if s.len() * 6 + 2 <= PART_BYTES => return Part::Small(serde_json::to_vec(v).unwrap_or_default()),
+            Value::Str(s) if s.len() * 6 + 2 <= PART_BYTES => {
+                return Part::Small(serde_json::to_vec(v).unwrap_or_default())
+            }
             Value::Str(s) => (0, s.as_str().as_ptr() as usize, s.len()),
             Value::List(l) if l.is_empty() => return Part::Small(b"[]".to_vec()),
             Value::List(l) => (1, l.as_ptr() as usize, l.len()),
@@ -485,7 +487,13 @@ mod tests {
         let long = "x\u{7f}\t\\\"é😀".repeat(300);
         let values = [
             Value::str(&long),
-            Value::list(vec![Value::Float(1.5), Value::Float(-0.0), Value::Int(i64::MIN), Value::Null, Value::Bool(true)]),
+            Value::list(vec![
+                Value::Float(1.5),
+                Value::Float(-0.0),
+                Value::Int(i64::MIN),
+                Value::Null,
+                Value::Bool(true),
+            ]),
             Value::object_from([(long.as_str(), Value::list(vec![Value::str(&long); 3])), ("", Value::list(vec![]))]),
             Value::list((0..3000).map(|i| Value::Float(f64::from(i) / 7.0)).collect()),
             Value::object_from([("a", Value::object_from::<&str>([])), ("b", Value::str(&long[..40]))]),
@@ -517,7 +525,8 @@ mod tests {
         other.replace_range(4000..4001, "b");
         let different = Value::object_from([("x", Value::str(&s)), ("y", Value::str(&other))]);
         let p = Payloads::new();
-        let (a, b, c) = (p.cut_value(&built, 1024), Payloads::new().cut_value(&apart, 1024), p.cut_value(&different, 1024));
+        let (a, b, c) =
+            (p.cut_value(&built, 1024), Payloads::new().cut_value(&apart, 1024), p.cut_value(&different, 1024));
         let hash = |v: &Value| Cut::of(v).unwrap().hash;
         assert_eq!(hash(&a), hash(&b));
         assert_ne!(hash(&a), hash(&c), "a difference past the prefix changes the hash");

@@ -5,8 +5,8 @@
 //! that several processes can share one file, and the schema version in
 //! `PRAGMA user_version`, brought up to date by [`MIGRATIONS`] on open.
 
-use std::path::Path;
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
