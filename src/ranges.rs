@@ -9,7 +9,8 @@
 //! `--max-fan-out`, `--max-tool-output`, `--max-calls-per-run`, `--max-result-bytes`), the
 //! history's (`--history-payload-bytes`) and the expression [`crate::Limits`] a host sets
 //! ([`crate::Limits::validate`]; the engine refuses to compile with limits out of range,
-//! `E0409`).
+//! `E0409`), and the bounds of checking that are fixed (a range of one value, no flag: the
+//! "did you mean" budgets, the resolution of upstream schemas).
 //!
 //! ```
 //! use tdsl::ranges::{MAX_RETRIES, TIMEOUT_SECONDS};

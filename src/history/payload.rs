@@ -159,7 +159,8 @@ impl Payloads {
         Payloads::default()
     }
 
-    /// The same, counting every byte it hashes into `counter` too.
+    /// Measurements counting every byte they hash into `counter` (which other measurements
+    /// may share: a store's count of its work).
     pub fn counting(counter: Arc<AtomicU64>) -> Payloads {
         Payloads { parts: Mutex::default(), hashed: counter }
     }
@@ -217,7 +218,7 @@ impl Payloads {
                 return Part::Small(serde_json::to_vec(v).unwrap_or_default());
             }
             // At most 6 bytes of JSON a byte (`\u0000`) and the quotes: surely small.
-            Value::Str(s) if s.len() * 6 + 2 <= PART_BYTES => {
+            Value::Str(s) if s.len().saturating_mul(6).saturating_add(2) <= PART_BYTES => {
                 return Part::Small(serde_json::to_vec(v).unwrap_or_default())
             }
             Value::Str(s) => (0, s.as_str().as_ptr() as usize, s.len()),
