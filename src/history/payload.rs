@@ -546,6 +546,93 @@ mod tests {
         assert!(p.hashed_bytes() < (1 << 20) + 100 * 100, "{}", p.hashed_bytes());
     }
 
+    /// The tree hash as `docs/history.md` defines it, from the JSON texts alone (each part
+    /// written whole, its size read from its text): nothing shared with the code above.
+    fn reference_hash(v: &Value) -> [u8; 32] {
+        fn text(v: &Value) -> Vec<u8> {
+            let json = |x: &Value| serde_json::to_vec(x).unwrap();
+            let part = |x: &Value, out: &mut Vec<u8>| {
+                let t = json(x);
+                if t.len() > PART_BYTES {
+                    out.push(0xFF);
+                    out.extend_from_slice(&reference_hash(x));
+                } else {
+                    out.extend_from_slice(&t);
+                }
+            };
+            let mut out = Vec::new();
+            match v {
+                Value::List(l) => {
+                    out.push(b'[');
+                    for (i, x) in l.iter().enumerate() {
+                        if i > 0 {
+                            out.push(b',');
+                        }
+                        part(x, &mut out);
+                    }
+                    out.push(b']');
+                }
+                Value::Object(o) => {
+                    out.push(b'{');
+                    for (i, (k, x)) in o.iter().enumerate() {
+                        if i > 0 {
+                            out.push(b',');
+                        }
+                        part(&Value::Str(k.clone()), &mut out);
+                        out.push(b':');
+                        part(x, &mut out);
+                    }
+                    out.push(b'}');
+                }
+                _ => out = json(v),
+            }
+            out
+        }
+        Sha256::digest(text(v)).into()
+    }
+
+    fn value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let chars = prop::sample::select(vec!["a", "é", "\"", "\\", "\n", "\u{1}", "😀", "\u{7f}", "b"]);
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::Int),
+            (-1e9f64..1e9).prop_map(Value::Float),
+            (0usize..1500, chars.clone()).prop_map(|(n, c)| Value::str(&c.repeat(n))),
+            prop::collection::vec(chars, 0..40).prop_map(|cs| Value::str(&cs.concat())),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::list),
+                prop::collection::vec(("[a-z\"é]{0,4}", inner), 0..6).prop_map(Value::object_from),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        /// Any value: the size and prefix are those of its JSON text, the hash the reference's,
+        /// with the parts measured afresh or remembered.
+        #[test]
+        fn a_cut_says_what_the_json_text_and_the_reference_hash_say(v in value(), max in 1024usize..6000) {
+            let whole = serde_json::to_string(&v).unwrap();
+            let shared = Payloads::new();
+            for p in [&Payloads::new(), &shared, &shared] {
+                let stored = p.stored_json(&v, max);
+                match Cut::of(&serde_json::from_str(&stored).unwrap()) {
+                    Some(c) => {
+                        proptest::prop_assert!(whole.len() > max);
+                        proptest::prop_assert_eq!(c.bytes, whole.len() as u64);
+                        proptest::prop_assert!(whole.starts_with(&c.prefix));
+                        proptest::prop_assert!(c.prefix.len() + 4 > PREFIX_BYTES);
+                        proptest::prop_assert_eq!(c.hash, format!("tree-sha256:{}", hex(reference_hash(&v))));
+                    }
+                    None => proptest::prop_assert_eq!(&stored, &whole),
+                }
+            }
+        }
+    }
+
     #[test]
     fn a_histories_old_cuts_are_read_with_their_text_hash() {
         let old: Value =
