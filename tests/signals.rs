@@ -185,13 +185,14 @@ fn compose_ends_on_each_signal_while_it_asks_the_model() {
         let args = query_args(&root, "openai:test-model", &base, &[&history_arg]);
         let mut cmd = compose_support::command(&args, "openai", "sk-unused-by-the-scripted-server");
         let mut compose = Process::spawn("tdsl compose", &mut cmd);
-        if phase == "plan" {
-            wait_until(Duration::from_secs(30), "the decomposition", || {
-                (!server.of_phase("decompose").is_empty()).then_some(())
-            });
-        }
+        // Set up (the composition begun in the history), and for `plan` decomposed.
+        wait_until(Duration::from_secs(30), "the composition to begin", || {
+            let begun = history.exists() && !runs(&history).is_empty();
+            let decomposed = phase == "decompose" || !server.of_phase("decompose").is_empty();
+            (begun && decomposed).then_some(())
+        });
         // In the slow phase's request (the server answers it 30 s later).
-        std::thread::sleep(Duration::from_millis(1500));
+        std::thread::sleep(Duration::from_millis(500));
         send(compose.pid(), signal);
         let status = compose.exit_within(Duration::from_secs(10));
         let output = compose.output();
@@ -226,8 +227,19 @@ fn compose_ends_at_once_on_a_signal_while_it_sets_up() {
         let args = query_args(&root, "openai:test-model", &base, &[&history_arg]);
         let mut cmd = compose_support::command(&args, "openai", "sk-unused-by-the-scripted-server");
         let mut compose = Process::spawn("tdsl compose", &mut cmd);
-        // Waiting for the lock (the signals are taken from the first instant of `compose`).
-        std::thread::sleep(Duration::from_millis(1500));
+        // Waiting for the lock: it has the database open (on Linux, seen in /proc; elsewhere
+        // after a while). The signals are taken from the first instant of `compose`.
+        let fds = format!("/proc/{}/fd", compose.pid());
+        if Path::new(&fds).is_dir() {
+            wait_until(Duration::from_secs(30), "compose to open the history", || {
+                let open = std::fs::read_dir(&fds)
+                    .ok()?
+                    .flatten()
+                    .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target.ends_with("history.db")));
+                open.then_some(())
+            });
+        }
+        std::thread::sleep(Duration::from_millis(500));
         send(compose.pid(), signal);
         let status = compose.exit_within(Duration::from_secs(5));
         assert_eq!(status.code(), Some(128 + signal as i32), "{signal}: {}", compose.output());
