@@ -9,7 +9,8 @@
 //! `--max-fan-out`, `--max-tool-output`, `--max-calls-per-run`, `--max-result-bytes`), the
 //! history's (`--history-payload-bytes`) and the expression [`crate::Limits`] a host sets
 //! ([`crate::Limits::validate`]; the engine refuses to compile with limits out of range,
-//! `E0409`).
+//! `E0409`), and the bounds of checking that are fixed (a range of one value, no flag: the
+//! "did you mean" budgets, the resolution of upstream schemas).
 //!
 //! ```
 //! use tdsl::ranges::{MAX_RETRIES, TIMEOUT_SECONDS};
@@ -109,7 +110,7 @@ pub const MAX_RESULT_BYTES: Range = range("max_result_bytes", 1024.0, 4_294_967_
 pub const DEFAULT_HISTORY_PAYLOAD_BYTES: usize = 64 << 10;
 /// The most bytes of one payload (arguments, an answer, a step's result, a run's result) the
 /// run history keeps whole (`--history-payload-bytes`): a larger one is kept as its first
-/// bytes, its size and its SHA-256 (`docs/history.md`).
+/// bytes, its size and its hash (`docs/history.md`).
 pub const HISTORY_PAYLOAD_BYTES: Range = range("history_payload_bytes", 1024.0, 1_073_741_824.0, true, "bytes");
 
 /// [`crate::Limits::fuel`]: 2^53 - 1 at most, the largest count an `f64` (and so a range
@@ -153,6 +154,31 @@ pub const SAMPLING_MAX_TOKENS: Range = range("sampling max tokens", 256.0, 1_000
 /// [`crate::plans::skills::DEFAULT_MAX_SKILLS`], SPEC §16).
 pub const SKILLS: Range = range("skills", 1.0, 100_000.0, true, "");
 
+/// The most units of work (characters looked at, distance-table cells) one "did you mean"
+/// spends ([`crate::suggest::SUGGESTION_BUDGET`]: 8 Mi). **Fixed** (its only value; no flag):
+/// it bounds the CPU of a hint, and past it a hint may be missing, never wrong — nothing a
+/// user would tune; raising it would only let a hostile input cost more.
+pub const SUGGESTION_BUDGET: Range = range("suggestion budget", 8_388_608.0, 8_388_608.0, true, "units");
+/// The most units of work all the suggestions of one plan's check spend together
+/// ([`crate::plans::MAX_SUGGESTION_WORK`]: 16 Mi, two suggestions' budget). **Fixed**, as
+/// [`SUGGESTION_BUDGET`].
+pub const PLAN_SUGGESTION_WORK: Range = range("plan suggestion work", 16_777_216.0, 16_777_216.0, true, "units");
+/// How many times an upstream schema's `$ref` is followed inside itself
+/// ([`crate::export::resolve::RECURSION_DEPTH`]: 2). **Fixed**, as are the three below: past
+/// each, the part of the schema reads as any value (the check is looser, no call fails), and
+/// the bounds keep what a hostile upstream's schema costs small; the SDKs' schemas are far
+/// within them (`docs/plans.md`, "Upstream schemas, whole").
+pub const SCHEMA_RECURSION_DEPTH: Range = range("schema recursion depth", 2.0, 2.0, true, "");
+/// The most schema nodes one resolution of an upstream schema makes
+/// ([`crate::export::resolve::MAX_NODES`]: 20,000). **Fixed**.
+pub const SCHEMA_NODES: Range = range("schema nodes", 20_000.0, 20_000.0, true, "");
+/// The most `$ref`s followed inside one another in an upstream schema
+/// ([`crate::export::resolve::MAX_REF_NESTING`]: 32). **Fixed**.
+pub const SCHEMA_REF_NESTING: Range = range("schema ref nesting", 32.0, 32.0, true, "");
+/// The deepest nesting of an upstream schema followed
+/// ([`crate::export::resolve::MAX_DEPTH`]: 32). **Fixed**.
+pub const SCHEMA_DEPTH: Range = range("schema depth", 32.0, 32.0, true, "");
+
 /// Every range, for documentation and tests.
 pub const ALL: &[Range] = &[
     MAX_RETRIES,
@@ -188,41 +214,13 @@ pub const ALL: &[Range] = &[
     UPSTREAM_TIMEOUT_SECONDS,
     SAMPLING_MAX_TOKENS,
     SKILLS,
+    SUGGESTION_BUDGET,
+    PLAN_SUGGESTION_WORK,
+    SCHEMA_RECURSION_DEPTH,
+    SCHEMA_NODES,
+    SCHEMA_REF_NESTING,
+    SCHEMA_DEPTH,
 ];
-
-impl crate::runtime::Limits {
-    /// Every limit in its range (the `Limits` ranges above; `max_fan_out` is
-    /// [`MAX_FAN_OUT`]): the first one out of range, if any. [`crate::Engine`] refuses to
-    /// compile with limits that do not pass (`E0409`), so no setting can overflow the
-    /// evaluator's arithmetic or let a recursion outgrow the stack.
-    ///
-    /// ```
-    /// use tdsl::Limits;
-    /// assert!(Limits::default().validate().is_ok());
-    /// let deep = Limits { max_depth: 100_000, ..Limits::default() };
-    /// assert_eq!(deep.validate().unwrap_err().to_string(),
-    ///     "`max_depth` must be an integer from 1 to 192, and it is 100000");
-    /// ```
-    pub fn validate(&self) -> Result<(), RangeError> {
-        // A u64 or usize past 2^53 is not exact as f64, but it is out of range either way.
-        let checks = [
-            (FUEL, self.fuel as f64),
-            (MAX_DEPTH, self.max_depth as f64),
-            (MAX_STRING_LEN, self.max_string_len as f64),
-            (MAX_LIST_LEN, self.max_list_len as f64),
-            (MAX_OUTPUT_BYTES, self.max_output_bytes as f64),
-            (MAX_ALLOC_BYTES, self.max_alloc_bytes as f64),
-            (MAX_FAN_OUT, self.max_fan_out as f64),
-            (MAX_CACHED_TEMPLATES, self.max_cached_templates as f64),
-            (MAX_FILE_BYTES, self.max_file_bytes as f64),
-            (MAX_LISTING_ENTRIES, self.max_listing_entries as f64),
-        ];
-        for (range, value) in checks {
-            range.check(value)?;
-        }
-        Ok(())
-    }
-}
 
 impl Range {
     /// Whether `x` is accepted (never NaN or an infinity).
@@ -286,6 +284,27 @@ mod tests {
         }
         assert!(!CONCURRENCY.contains(1.5));
         assert!(JITTER.contains(0.25));
+    }
+
+    #[test]
+    fn a_fixed_limit_is_a_range_of_its_one_value() {
+        // The limits without a flag: their constants are read from their ranges.
+        for (r, value) in [
+            (SUGGESTION_BUDGET, crate::suggest::SUGGESTION_BUDGET as f64),
+            (PLAN_SUGGESTION_WORK, crate::plans::MAX_SUGGESTION_WORK as f64),
+            (SCHEMA_RECURSION_DEPTH, crate::export::resolve::RECURSION_DEPTH as f64),
+            (SCHEMA_NODES, crate::export::resolve::MAX_NODES as f64),
+            (SCHEMA_REF_NESTING, crate::export::resolve::MAX_REF_NESTING as f64),
+            (SCHEMA_DEPTH, crate::export::resolve::MAX_DEPTH as f64),
+        ] {
+            assert!(r.min == r.max && r.contains(value) && ALL.contains(&r), "{}", r.name);
+        }
+        assert_eq!(
+            PLAN_SUGGESTION_WORK.max,
+            2.0 * SUGGESTION_BUDGET.max,
+            "a plan's allowance is two suggestions' budget"
+        );
+        assert_eq!(SCHEMA_NODES.describe(), "an integer from 20000 to 20000");
     }
 
     #[test]

@@ -344,3 +344,38 @@ impl fmt::Display for EvalError {
 }
 
 impl std::error::Error for EvalError {}
+
+impl Limits {
+    /// Every limit in its range (the `Limits` ranges above; `max_fan_out` is
+    /// [`crate::ranges::MAX_FAN_OUT`]): the first one out of range, if any. [`crate::Engine`] refuses to
+    /// compile with limits that do not pass (`E0409`), so no setting can overflow the
+    /// evaluator's arithmetic or let a recursion outgrow the stack.
+    ///
+    /// ```
+    /// use tdsl::Limits;
+    /// assert!(Limits::default().validate().is_ok());
+    /// let deep = Limits { max_depth: 100_000, ..Limits::default() };
+    /// assert_eq!(deep.validate().unwrap_err().to_string(),
+    ///     "`max_depth` must be an integer from 1 to 192, and it is 100000");
+    /// ```
+    pub fn validate(&self) -> Result<(), crate::ranges::RangeError> {
+        // A u64 or usize past 2^53 is not exact as f64, but it is out of range either way.
+        use crate::ranges::*;
+        let checks = [
+            (FUEL, self.fuel as f64),
+            (MAX_DEPTH, self.max_depth as f64),
+            (MAX_STRING_LEN, self.max_string_len as f64),
+            (MAX_LIST_LEN, self.max_list_len as f64),
+            (MAX_OUTPUT_BYTES, self.max_output_bytes as f64),
+            (MAX_ALLOC_BYTES, self.max_alloc_bytes as f64),
+            (MAX_FAN_OUT, self.max_fan_out as f64),
+            (MAX_CACHED_TEMPLATES, self.max_cached_templates as f64),
+            (MAX_FILE_BYTES, self.max_file_bytes as f64),
+            (MAX_LISTING_ENTRIES, self.max_listing_entries as f64),
+        ];
+        for (range, value) in checks {
+            range.check(value)?;
+        }
+        Ok(())
+    }
+}

@@ -29,7 +29,8 @@ use std::cell::Cell;
 
 /// The most units of work (characters looked at, distance-table cells) one suggestion
 /// spends: scanning 100,000 tool names of 20 characters and comparing the near ones fits.
-pub const SUGGESTION_BUDGET: u64 = 8 << 20;
+/// Fixed: its range is [`crate::ranges::SUGGESTION_BUDGET`], of one value.
+pub const SUGGESTION_BUDGET: u64 = crate::ranges::SUGGESTION_BUDGET.max as u64;
 
 thread_local! {
     /// Every unit spent on suggestions by this thread (for tests: the work is counted).

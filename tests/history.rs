@@ -929,7 +929,7 @@ fn a_run_context_is_recorded_shown_and_filtered_on() {
 
 /// Issue 38 item 2: 20 children passing 100 KB each (scaled down from 200 × 1 MB, which
 /// wrote 2.5 GB): past `--history-payload-bytes` each payload is kept as its first bytes,
-/// its size and its SHA-256 — in the invocations, the steps, the run and its stored trace —
+/// its size and its hash — in the invocations, the steps, the run and its stored trace —
 /// so the database grows with the calls, not with the bytes; `history show` says so.
 #[test]
 fn a_payload_past_the_bound_is_kept_as_a_prefix_its_size_and_its_hash() {
@@ -961,14 +961,22 @@ fn a_payload_past_the_bound_is_kept_as_a_prefix_its_size_and_its_hash() {
     let run = store.run("1").unwrap().unwrap();
     assert_eq!(run.invocations.len(), 20);
     let whole = format!(r#"{{"text":"00{text}"}}"#);
+    // The tree hash (docs/history.md): the string, a part of more than 1 KiB, stands in the
+    // object's JSON as 0xFF and its own SHA-256 — each computed by `sha256sum` here.
+    let string_hash = sha256_of(&dir, format!(r#""00{text}""#).as_bytes());
+    let mut hash_text = br#"{"text":"#.to_vec();
+    hash_text.push(0xFF);
+    hash_text.extend((0..32).map(|i| u8::from_str_radix(&string_hash[2 * i..2 * i + 2], 16).unwrap()));
+    hash_text.push(b'}');
+    let tree_hash = format!("tree-sha256:{}", sha256_of(&dir, &hash_text));
     let first = run.invocations.iter().find(|i| i.step_path == "fan[0]").unwrap();
     for payload in [&first.parameters, first.result_data.as_ref().unwrap()] {
         let cut = payload.get_direct("$tdsl_cut").unwrap_or_else(|| panic!("not cut: {payload:.100}"));
         assert_eq!(cut.get_direct("bytes").and_then(Value::as_f64), Some(whole.len() as f64));
         let prefix = cut.get_direct("prefix").and_then(Value::as_str).unwrap();
         assert!(whole.starts_with(prefix) && prefix.len() == 1024, "{prefix:.40}");
-        let sha = cut.get_direct("sha256").and_then(Value::as_str).unwrap();
-        assert_eq!(sha, sha256_of(&dir, &whole));
+        let hash = cut.get_direct("hash").and_then(Value::as_str).unwrap();
+        assert_eq!(hash, tree_hash);
     }
     // The run's arguments, the step's result and the stored trace are cut the same way.
     assert!(run.arguments.get_direct("$tdsl_cut").is_some());
@@ -980,9 +988,9 @@ fn a_payload_past_the_bound_is_kept_as_a_prefix_its_size_and_its_hash() {
     let o = tdsl(&["history", "show", "1", "--history", s(&db)]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(o.stdout.contains("arguments: (cut: 2000"), "{}", o.stdout);
-    assert!(o.stdout.contains("cut payloads (kept as their first bytes, size and SHA-256):"), "{}", o.stdout);
+    assert!(o.stdout.contains("cut payloads (kept as their first bytes, size and hash):"), "{}", o.stdout);
     let line =
-        format!("fan[0] attempt 1 arguments: (cut: {} bytes of JSON, sha256 {}", whole.len(), sha256_of(&dir, &whole));
+        format!("fan[0] attempt 1 arguments: (cut: {} bytes of JSON, {tree_hash}; the first 1024 kept)", whole.len());
     assert!(o.stdout.contains(&line), "{}", o.stdout);
 
     // A bound above the payloads keeps them whole; one out of range is a usage error.
@@ -1024,27 +1032,23 @@ fn a_payload_past_the_bound_is_kept_as_a_prefix_its_size_and_its_hash() {
 }
 
 /// The SHA-256 of `text` by `sha256sum`, not by the code under test.
-fn sha256_of(dir: &Path, text: &str) -> String {
+fn sha256_of(dir: &Path, text: &[u8]) -> String {
     let file = dir.join("payload.json");
     std::fs::write(&file, text).unwrap();
     let out = Command::new("sha256sum").arg(&file).output().expect("sha256sum runs");
     String::from_utf8_lossy(&out.stdout).split_whitespace().next().unwrap_or_default().to_string()
 }
 
-/// Hostile round 4b (issue 38.10): cutting a large payload serializes and hashes it whole
-/// (its size and SHA-256), which a value shared many times over makes long (here 2^20
-/// references to one 40-byte string: 44 MB of JSON from a few bytes of memory). That work
-/// was done holding the store's lock, inside its open transaction, so every other run's
-/// writes waited for it; now it is done before. Another run begins, and is recorded, while
-/// the large payload is still being measured.
+/// Hostile round 4b (issue 38.10): measuring a large payload for its cut (its size and
+/// hash) was done holding the store's lock, inside its open transaction, so every other
+/// run's writes waited for it; now it is done before. Another run begins, and is recorded,
+/// while a large payload (two million numbers: seconds to measure in a debug build) is still
+/// being measured.
 #[test]
 fn a_large_payload_being_cut_holds_up_no_other_runs_writes() {
     let dir = temp("cut-lock");
     let store = std::sync::Arc::new(SqliteStore::open(&dir.join("h.db")).expect("open"));
-    let mut big = Value::str("0123456789012345678901234567890123456789");
-    for _ in 0..20 {
-        big = Value::List(std::sync::Arc::from(vec![big.clone(), big]));
-    }
+    let big = Value::List((0..2_000_000).map(|i| Value::Float(f64::from(i) / 3.0)).collect());
     let context = RunContext::new();
     let started_at = "2026-01-01T00:00:00Z";
     let slow = {
@@ -1062,5 +1066,56 @@ fn a_large_payload_being_cut_holds_up_no_other_runs_writes() {
     store.begin_run(&run).expect("the small run begins");
     assert!(!slow.is_finished(), "the small run's write waited for the big payload's cut");
     slow.join().expect("the big run's thread");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 38 (round 4, a): the history's work is linear in the bytes a run makes, not in the
+/// bytes it passes around. One 1 MiB string fanned out to N children is in each child's
+/// arguments and answer, the step's result and the stored trace; each payload was serialized
+/// and hashed whole (a 4 MiB string over 40 children: 75 s with the history, 0.12 s
+/// without). Now a shared part is measured once a run: the bytes hashed are counted, and
+/// grow by less than a kilobyte a child, however large the string.
+#[test]
+fn a_value_shared_by_many_payloads_is_measured_once() {
+    use std::sync::Arc;
+    use tdsl::testing::history::Recorder;
+    use tdsl::{Executor, NonBlocking, ToolCall, ToolError, Workflow};
+    let dir = temp("shared-cut");
+    std::fs::create_dir_all(dir.join("tools")).unwrap();
+    std::fs::write(dir.join("tools/echo.tool"), r#"{"system_event_endpoint": "builtin:echo"}"#).unwrap();
+    std::fs::write(
+        dir.join("main.tool"),
+        r#"{"instructions": [{"execution_id": "fan", "tool_definition_path": "/tools/echo.tool",
+             "arguments": {"text": "REF:arguments.s"},
+             "parallel_execution": {"iterate_over": "REF:arguments.items", "child_argument_name": "i"}}],
+           "response_reference_map": {"out": "REF:fan.response"}}"#,
+    )
+    .unwrap();
+    let workflow = Workflow::load(&dir, &dir.join("main.tool")).unwrap();
+    const MIB: u64 = 1 << 20;
+    let string = Value::str(&"a".repeat(MIB as usize));
+    let hashed = |children: i64| {
+        let store = Arc::new(SqliteStore::open(&dir.join(format!("h{children}.db"))).expect("open"));
+        let echo = NonBlocking(|call: &ToolCall<'_>| -> Result<Value, ToolError> { Ok(call.arguments.clone()) });
+        let run = Executor::new(echo)
+            .with_observer(Arc::new(Recorder::new(store.clone())))
+            .run(
+                &workflow,
+                Value::object_from([
+                    ("s", string.clone()),
+                    ("items", Value::list((0..children).map(Value::Int).collect())),
+                ]),
+            )
+            .unwrap();
+        assert_eq!(run.error, None);
+        let recorded = store.run("1").unwrap().unwrap();
+        assert_eq!(recorded.invocations.len() as i64, children);
+        assert!(recorded.invocations.iter().all(|i| i.parameters.get_direct("$tdsl_cut").is_some()));
+        store.hashed_bytes()
+    };
+    let (few, many) = (hashed(10), hashed(200));
+    // The string's JSON hashed once (not 5 × 200 MiB), the rest a few dozen bytes a payload.
+    assert!(many < MIB + 200 * 1024, "{many} bytes hashed for 200 children");
+    assert!(many - few < 190 * 1024, "{} more bytes hashed for 190 more children", many - few);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -158,3 +158,92 @@ fn compose_ends_the_plans_tools_and_records_the_composition_on_each_signal() {
         assert!(server.of_phase("synthesize").is_empty(), "{signal}: a cancelled composition was synthesized");
     }
 }
+
+/// Issue 38, round 4 (d): a signal before the execute phase — while the model is asked for
+/// the decomposition, or for the plan — ends `compose` as one during it does: the request is
+/// abandoned, the composition recorded `FAILED` (cancelled) and printed, the exit status 128
+/// + the signal's number, and no later phase asked for.
+#[test]
+fn compose_ends_on_each_signal_while_it_asks_the_model() {
+    for (signal, phase) in [
+        (Signal::SIGINT, "decompose"),
+        (Signal::SIGTERM, "plan"),
+        (Signal::SIGHUP, "decompose"),
+        (Signal::SIGINT, "plan"),
+    ] {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let history = dir.path().join("history.db");
+        let slow = |file| Answer::Slow(30_000, Box::new(Answer::File(file)));
+        let script = if phase == "decompose" {
+            vec![("decompose", slow("decompose_ok.json")), ("plan", Answer::File("plan_ok.json"))]
+        } else {
+            vec![("decompose", Answer::File("decompose_ok.json")), ("plan", slow("plan_ok.json"))]
+        };
+        let server = ModelServer::start(&script, None);
+        let (root, base, history_arg) =
+            (compose_support::root(), server.url("/v1"), format!("--history={}", history.display()));
+        let args = query_args(&root, "openai:test-model", &base, &[&history_arg]);
+        let mut cmd = compose_support::command(&args, "openai", "sk-unused-by-the-scripted-server");
+        let mut compose = Process::spawn("tdsl compose", &mut cmd);
+        // Set up (the composition begun in the history), and for `plan` decomposed.
+        wait_until(Duration::from_secs(30), "the composition to begin", || {
+            let begun = history.exists() && !runs(&history).is_empty();
+            let decomposed = phase == "decompose" || !server.of_phase("decompose").is_empty();
+            (begun && decomposed).then_some(())
+        });
+        // In the slow phase's request (the server answers it 30 s later).
+        std::thread::sleep(Duration::from_millis(500));
+        send(compose.pid(), signal);
+        let status = compose.exit_within(Duration::from_secs(10));
+        let output = compose.output();
+        assert_eq!(status.code(), Some(128 + signal as i32), "{signal} in {phase}: {output}");
+        assert!(output.contains("\"status\": \"FAILED\"") && output.contains("cancelled"), "{signal}: {output}");
+        let runs = runs(&history);
+        assert_eq!(runs.len(), 1, "{signal} in {phase}: {runs:?}");
+        assert_eq!(runs[0].1, "FAILED", "{signal} in {phase}: {runs:?}");
+        assert!(server.of_phase("execute").is_empty() && server.of_phase("synthesize").is_empty());
+        if phase == "decompose" {
+            assert!(server.of_phase("plan").is_empty(), "{signal}: planned after the signal");
+        }
+    }
+}
+
+/// Issue 38, round 4 (d): a signal while `compose` sets up — here waiting for a history
+/// database another process holds locked, which it would wait for up to 30 s — ends it at
+/// once with 128 + the signal's number: nothing has started that needs winding down.
+#[test]
+fn compose_ends_at_once_on_a_signal_while_it_sets_up() {
+    for signal in SIGNALS {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let history = dir.path().join("history.db");
+        let lock = rusqlite::Connection::open(&history).expect("the database");
+        lock.execute_batch(
+            "PRAGMA locking_mode = EXCLUSIVE; CREATE TABLE held (x); BEGIN EXCLUSIVE; INSERT INTO held VALUES (1);",
+        )
+        .expect("the database locked");
+        let server = ModelServer::start(&[("decompose", Answer::File("decompose_ok.json"))], None);
+        let (root, base, history_arg) =
+            (compose_support::root(), server.url("/v1"), format!("--history={}", history.display()));
+        let args = query_args(&root, "openai:test-model", &base, &[&history_arg]);
+        let mut cmd = compose_support::command(&args, "openai", "sk-unused-by-the-scripted-server");
+        let mut compose = Process::spawn("tdsl compose", &mut cmd);
+        // Waiting for the lock: it has the database open (on Linux, seen in /proc; elsewhere
+        // after a while). The signals are taken from the first instant of `compose`.
+        let fds = format!("/proc/{}/fd", compose.pid());
+        if Path::new(&fds).is_dir() {
+            wait_until(Duration::from_secs(30), "compose to open the history", || {
+                let open = std::fs::read_dir(&fds)
+                    .ok()?
+                    .flatten()
+                    .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target.ends_with("history.db")));
+                open.then_some(())
+            });
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        send(compose.pid(), signal);
+        let status = compose.exit_within(Duration::from_secs(5));
+        assert_eq!(status.code(), Some(128 + signal as i32), "{signal}: {}", compose.output());
+        assert!(server.requests().is_empty(), "{signal}: the model was asked after the signal");
+        drop(lock);
+    }
+}

@@ -54,6 +54,7 @@ fn attr<'py>(
 
 static TDSL_ERROR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static RUN_ERROR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static OPTION_ERROR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static TRANSIENT_ERROR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static START_CALL: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
@@ -968,7 +969,14 @@ fn option_number(
     if range.integer && v.is_instance_of::<PyFloat>() {
         return Err(PyTypeError::new_err(format!("{function}() option `{name}` must be an int, not float")));
     }
-    range.check(n).map_err(|e| tdsl_error(py, format!("{function}() option `{name}`: {e}"), "E0814", None, None))?;
+    // Out of range: an `OptionError`, both a `TdslError` (`E0814`) and a `ValueError`.
+    range.check(n).map_err(|e| {
+        let message = format!("{function}() option `{name}`: {e}");
+        match class(py, &OPTION_ERROR, "OptionError").and_then(|c| c.call1((message, "E0814"))) {
+            Ok(e) => PyErr::from_value(e),
+            Err(e) => e,
+        }
+    })?;
     Ok(n)
 }
 

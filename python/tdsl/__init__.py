@@ -13,12 +13,13 @@ import os
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Union
 
 from . import _tdsl
-from ._errors import RunError, TdslError, TransientError
+from ._errors import OptionError, RunError, TdslError, TransientError
 from ._tdsl import Data, Program
 
 __all__ = [
     "Data",
     "Diagnostic",
+    "OptionError",
     "Program",
     "RunError",
     "TdslError",

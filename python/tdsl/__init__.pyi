@@ -5,6 +5,7 @@ from typing import Any, Callable, Dict, Iterable, List, Literal, Mapping, Option
 
 from ._tdsl import Data as Data
 from ._tdsl import Program as Program
+from ._errors import OptionError as OptionError
 from ._errors import RunError as RunError
 from ._errors import TdslError as TdslError
 from ._errors import TransientError as TransientError
@@ -12,6 +13,7 @@ from ._errors import TransientError as TransientError
 __all__ = [
     "Data",
     "Diagnostic",
+    "OptionError",
     "Program",
     "RunError",
     "TdslError",

@@ -28,6 +28,21 @@ class TdslError(Exception):
         return f"{self.message} [{self.code}]"
 
 
+class OptionError(TdslError, ValueError):
+    """An option of ``run`` or ``run_plan`` out of its range (``E0814``): a ``TdslError``
+    with the code, and a ``ValueError`` as Python's own functions raise for a value of the
+    right type that is not accepted (a type that is not accepted is a ``TypeError``)."""
+
+    def __init__(
+        self,
+        message: str,
+        code: str = "E0814",
+        span: Optional[Tuple[int, int]] = None,
+        diagnostics: Optional[List[Dict[str, Any]]] = None,
+    ) -> None:
+        super().__init__(message, code, span, diagnostics)
+
+
 class RunError(TdslError):
     """A run that failed or timed out. ``trace`` is the run's trace (a dict: every step,
     attempt and error); the message names the failed step and why it failed."""

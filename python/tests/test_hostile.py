@@ -324,3 +324,33 @@ def test_a_huge_exception_text_is_cut(root):
     assert "ValueError: xxx" in message and "more bytes left out" in message, message[:300]
     assert len(message) < 200_000
     assert len(repr(info.value.trace)) < 1_000_000
+
+
+def _concurrency(function, root, value):
+    if function == "run":
+        return shout(root, concurrency=value)
+    return tdsl.run_plan(PLAN, root=root, tools=TOOLS, concurrency=value)
+
+
+@pytest.mark.parametrize("function", ["run", "run_plan"])
+@pytest.mark.parametrize("value", [-1, 0, 2**70, 1025])
+def test_concurrency_out_of_range_is_a_value_error_in_run_and_run_plan(root, function, value):
+    # Issue 38 item 8: out of range was a `TdslError` only, which `except ValueError` missed.
+    with pytest.raises(ValueError) as info:
+        _concurrency(function, root, value)
+    assert isinstance(info.value, tdsl.OptionError) and isinstance(info.value, tdsl.TdslError)
+    assert info.value.code == "E0814"
+    assert info.value.message.startswith(f"{function}() option `concurrency`: `concurrency` must be an integer from 1 to 1024")
+
+
+@pytest.mark.parametrize("function", ["run", "run_plan"])
+@pytest.mark.parametrize("value,kind", [(True, "bool"), (False, "bool"), ("4", "str"), (1.0, "float")])
+def test_concurrency_of_the_wrong_type_is_a_type_error_in_run_and_run_plan(root, function, value, kind):
+    with pytest.raises(TypeError, match=rf"^{function}\(\) option `concurrency` must be an int, not {kind}$"):
+        _concurrency(function, root, value)
+
+
+def test_other_options_out_of_range_are_value_errors_too(root):
+    for option, value in [("deadline", float("nan")), ("retries", 10**20), ("cancel_grace", -1)]:
+        with pytest.raises(ValueError, match=f"run\\(\\) option `{option}`"):
+            shout(root, **{option: value})

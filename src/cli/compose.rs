@@ -6,7 +6,9 @@
 //! key, an unreadable root). `SIGINT`, `SIGTERM` and `SIGHUP` end it as they end `tdsl run`
 //! ([`super::signals`]): the model request is abandoned or the plan's run cancelled (its
 //! tools' processes ended), the composition is recorded `FAILED` (cancelled) and printed,
-//! and the exit status is 128 + the signal's number.
+//! and the exit status is 128 + the signal's number. One while it sets up (before the
+//! composition starts: reading the root, opening the history) ends it at once, with that
+//! status.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -161,7 +163,12 @@ pub fn run(args: ComposeArgs) -> ExitCode {
 }
 
 fn compose(args: &ComposeArgs, interrupts: &Interrupts) -> ExitCode {
-    let (composer, history) = match setup(args) {
+    // A signal while it sets up (reads the root, opens the history) ends it at once.
+    let set_up = {
+        let _setting_up = interrupts.setting_up();
+        setup(args)
+    };
+    let (composer, history) = match set_up {
         Ok((composer, history)) => (composer.with_cancel(interrupts.token().clone()), history),
         Err(e) => return usage_failure(&e),
     };

@@ -296,7 +296,7 @@ fn show(a: &ShowArgs) -> Result<String, UsageError> {
         }
     }
     if !cuts.is_empty() {
-        out.push_str("\ncut payloads (kept as their first bytes, size and SHA-256):\n");
+        out.push_str("\ncut payloads (kept as their first bytes, size and hash):\n");
         out.push_str(&printable(&cuts));
     }
     Ok(out)

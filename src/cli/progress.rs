@@ -24,7 +24,7 @@ pub struct HistoryArgs {
     #[arg(long, conflicts_with = "history")]
     pub no_history: bool,
     /// The most bytes of JSON of one payload (arguments, an answer, a result) the history
-    /// keeps whole; a larger one is kept as its first 1 KiB, its size and its SHA-256
+    /// keeps whole; a larger one is kept as its first 1 KiB, its size and its hash
     /// (1,024–1,073,741,824; default 65,536).
     #[arg(long = "history-payload-bytes", value_name = "BYTES", conflicts_with = "no_history")]
     pub history_payload_bytes: Option<u64>,

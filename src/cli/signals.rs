@@ -5,12 +5,17 @@
 //! exits 128 + the signal's number (130, 143, 129). A second signal ends the command at
 //! once, with the first one's status, and writes no trace.
 //!
+//! A command may say it is still setting up ([`Interrupts::setting_up`]: opening the
+//! history, reading the root), when nothing has started that needs winding down: a signal
+//! then ends it at once, with the same status, rather than after a setup that may wait
+//! (a history database another process holds locked is waited for up to 30 s).
+//!
 //! The signals are blocked in every thread (the mask is set before any other thread starts,
 //! and threads inherit it) and taken by one thread with `sigwait`, so no handler runs at an
 //! arbitrary point. Programs started for tools get an empty mask back (the standard library
 //! resets it in the child).
 
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Arc;
 
 use crate::exec::CancelToken;
@@ -21,6 +26,18 @@ pub(crate) struct Interrupts {
     /// The first signal's number; 0 while none came.
     received: Arc<AtomicI32>,
     cancel: CancelToken,
+    /// Whether the command is still setting up: a signal then ends it at once.
+    setting_up: Arc<AtomicBool>,
+}
+
+/// While it lives, the command is setting up ([`Interrupts::setting_up`]).
+#[must_use = "the setup ends when this is dropped"]
+pub(crate) struct SettingUp(Arc<AtomicBool>);
+
+impl Drop for SettingUp {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
 }
 
 impl Interrupts {
@@ -39,7 +56,8 @@ impl Interrupts {
             if set.thread_block().is_err() {
                 return interrupts;
             }
-            let (received, cancel) = (interrupts.received.clone(), interrupts.cancel.clone());
+            let (received, cancel, setting_up) =
+                (interrupts.received.clone(), interrupts.cancel.clone(), interrupts.setting_up.clone());
             let waiter = std::thread::Builder::new().name("tdsl-signals".to_string()).spawn(move || {
                 while let Ok(signal) = set.wait() {
                     let first = received.compare_exchange(0, signal as i32, Ordering::SeqCst, Ordering::SeqCst);
@@ -47,6 +65,10 @@ impl Interrupts {
                         // A second signal: the user will not wait for the run to wind down
                         // (an expression that does not poll the cancel, say).
                         std::process::exit(128 + n);
+                    }
+                    if setting_up.load(Ordering::SeqCst) {
+                        // Nothing started yet that needs winding down.
+                        std::process::exit(128 + signal as i32);
                     }
                     cancel.cancel();
                 }
@@ -56,6 +78,13 @@ impl Interrupts {
             }
         }
         interrupts
+    }
+
+    /// Says the command is setting up until the guard is dropped: a signal meanwhile ends
+    /// it at once (exit 128 + the signal's number), nothing having started.
+    pub(crate) fn setting_up(&self) -> SettingUp {
+        self.setting_up.store(true, Ordering::SeqCst);
+        SettingUp(self.setting_up.clone())
     }
 
     /// The run's cancellation token: cancelled when a signal comes.

@@ -22,23 +22,26 @@
 //! `anyOf`/`oneOf` with `null` becomes the other alternative with `"null"` added to its
 //! `type` (`["string", "null"]`); `allOf` of objects is merged into one object; `const` is a
 //! one-value `enum`. Other unions stay `anyOf` (any value to the checker).
+//!
+//! The four bounds are fixed (each a range of one value in [`crate::ranges`], no flag): past
+//! one a part reads as any value, which loosens the check and fails no call.
 
 use serde_json::{json, Map, Value as Json};
 
 /// How many times one `$ref` is followed inside itself: a recursive model's third level
 /// down (`replies.0.replies.0.replies`) is any value.
-pub const RECURSION_DEPTH: usize = 2;
+pub const RECURSION_DEPTH: usize = crate::ranges::SCHEMA_RECURSION_DEPTH.max as usize;
 
 /// The most schema nodes one resolution makes (past it, parts read as any value).
-pub const MAX_NODES: usize = 20_000;
+pub const MAX_NODES: usize = crate::ranges::SCHEMA_NODES.max as usize;
 
 /// The most references followed inside one another (a chain of distinct definitions).
-pub const MAX_REF_NESTING: usize = 32;
+pub const MAX_REF_NESTING: usize = crate::ranges::SCHEMA_REF_NESTING.max as usize;
 
 /// The deepest nesting of schemas (`properties` in `items` in …) followed: a schema deeper
 /// than that (only a hostile server writes one) reads as any value below it, so no walk of
 /// the result recurses without bound.
-pub const MAX_DEPTH: usize = 32;
+pub const MAX_DEPTH: usize = crate::ranges::SCHEMA_DEPTH.max as usize;
 
 /// The key that marks where a recursive reference was cut (its value is the reference).
 pub const CUT: &str = "x-tdsl-cut";

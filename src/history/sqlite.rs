@@ -5,12 +5,15 @@
 //! that several processes can share one file, and the schema version in
 //! `PRAGMA user_version`, brought up to date by [`MIGRATIONS`] on open.
 
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row};
 
+use super::payload::Payloads;
 use super::{HistoryError, HistoryStore, Invocation, NewRun, RunContext, RunDetail, RunFilter, RunRow, StepRow};
 use crate::exec::{StepTrace, Trace};
 use crate::value::Value;
@@ -99,7 +102,16 @@ pub struct SqliteStore {
     read_only: bool,
     /// The most bytes of one payload kept whole (`super::payload`).
     max_payload: usize,
+    /// The measurements of each run being recorded, by history id: a large part a run
+    /// passes around is measured once, not in every payload it is in (`super::payload`).
+    payloads: Mutex<HashMap<i64, Arc<Payloads>>>,
+    /// Every byte the store has hashed to cut payloads (the work counted, for tests).
+    hashed: Arc<AtomicU64>,
 }
+
+/// The most runs whose measurements a store remembers at once: a run that never ends (its
+/// recorder dropped without the run's end) must not keep its measurements for ever.
+const MEASURED_RUNS: usize = 1024;
 
 struct Shared {
     state: Mutex<State>,
@@ -230,7 +242,14 @@ impl SqliteStore {
         if flusher.is_none() {
             shared.state.lock().unwrap_or_else(PoisonError::into_inner).immediate = true;
         }
-        Ok(SqliteStore { shared, flusher, read_only: false, max_payload: crate::ranges::DEFAULT_HISTORY_PAYLOAD_BYTES })
+        Ok(SqliteStore {
+            shared,
+            flusher,
+            read_only: false,
+            max_payload: crate::ranges::DEFAULT_HISTORY_PAYLOAD_BYTES,
+            payloads: Mutex::default(),
+            hashed: Arc::default(),
+        })
     }
 
     /// Opens the database at `path` only to read it (`tdsl history`, `tdsl report --run`):
@@ -289,20 +308,45 @@ impl SqliteStore {
             flusher: None,
             read_only: true,
             max_payload: crate::ranges::DEFAULT_HISTORY_PAYLOAD_BYTES,
+            payloads: Mutex::default(),
+            hashed: Arc::default(),
         }
     }
 
     /// The same store keeping each payload whole up to `max` bytes of JSON, and past it only
-    /// its first bytes, its size and its SHA-256 (`docs/history.md`; 64 KiB by default,
+    /// its first bytes, its size and its hash (`docs/history.md`; 64 KiB by default,
     /// [`crate::ranges::HISTORY_PAYLOAD_BYTES`]).
     pub fn with_max_payload_bytes(mut self, max: usize) -> SqliteStore {
         self.max_payload = max;
         self
     }
 
-    /// A payload's JSON as stored.
-    fn payload(&self, v: &Value) -> String {
-        super::payload::stored_json(v, self.max_payload)
+    /// A payload of run `run` as stored.
+    fn payload(&self, run: i64, v: &Value) -> String {
+        self.measurements(run).stored_json(v, self.max_payload)
+    }
+
+    /// The measurements of run `run` (new ones for a run not being recorded).
+    fn measurements(&self, run: i64) -> Arc<Payloads> {
+        let mut all = self.payloads.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(p) = all.get(&run) {
+            return p.clone();
+        }
+        if all.len() >= MEASURED_RUNS {
+            // The oldest run's (the smallest id): the one least likely to be still running.
+            if let Some(oldest) = all.keys().min().copied() {
+                all.remove(&oldest);
+            }
+        }
+        let p = Arc::new(Payloads::counting(self.hashed.clone()));
+        all.insert(run, p.clone());
+        p
+    }
+
+    /// Every byte hashed so far to cut payloads: the history's work, counted (a test bounds
+    /// it without a clock).
+    pub fn hashed_bytes(&self) -> u64 {
+        self.hashed.load(Ordering::Relaxed)
     }
 
     /// Whether the store was opened only to read.
@@ -549,9 +593,10 @@ fn walk<'t>(steps: &'t [StepTrace], prefix: &str, out: &mut Vec<(String, &'t Ste
 
 impl HistoryStore for SqliteStore {
     fn begin_run(&self, run: &NewRun<'_>) -> Result<i64, HistoryError> {
-        // Measured before the lock: cutting a large payload serializes and hashes it whole,
-        // which must not hold up every other run's writes (hostile round 4b).
-        let arguments = self.payload(run.arguments);
+        // Measured before the lock: measuring a large payload must not hold up every other
+        // run's writes (hostile round 4b). The run's later payloads reuse what was measured.
+        let measurements = Arc::new(Payloads::counting(self.hashed.clone()));
+        let arguments = measurements.stored_json(run.arguments, self.max_payload);
         // Committed at once: a run whose later writes fail (a full disk) is still listed.
         self.write(true, |c| {
             c.prepare_cached(
@@ -568,6 +613,12 @@ impl HistoryStore for SqliteStore {
                 run.context.to_json()
             ])?;
             Ok(c.last_insert_rowid())
+        })
+        .inspect(|id| {
+            let mut all = self.payloads.lock().unwrap_or_else(PoisonError::into_inner);
+            if all.len() < MEASURED_RUNS {
+                all.insert(*id, measurements);
+            }
         })
     }
 
@@ -593,7 +644,8 @@ impl HistoryStore for SqliteStore {
 
     fn invocation(&self, i: &Invocation) -> Result<(), HistoryError> {
         // Measured before the lock, as in `begin_run`.
-        let (parameters, result_data) = (self.payload(&i.parameters), i.result_data.as_ref().map(|v| self.payload(v)));
+        let (parameters, result_data) =
+            (self.payload(i.run, &i.parameters), i.result_data.as_ref().map(|v| self.payload(i.run, v)));
         self.write(false, |c| {
             c.prepare_cached(
                 "INSERT INTO invocations (run, step_path, tool, parameters, attempt, result, result_data, error,
@@ -632,7 +684,9 @@ impl HistoryStore for SqliteStore {
     fn end_run(&self, run: i64, trace: &Trace) -> Result<(), HistoryError> {
         // The trace as kept: every payload in it cut past the bound, like the columns.
         let max = self.max_payload;
-        let trace = &trace.map_payloads(&|v| super::payload::cut_value(v, max));
+        let measurements = self.measurements(run);
+        self.payloads.lock().unwrap_or_else(PoisonError::into_inner).remove(&run);
+        let trace = &trace.map_payloads(&|v| measurements.cut_value(v, max));
         let mut steps = Vec::new();
         walk(&trace.steps, "", &mut steps);
         self.write(true, |c| {

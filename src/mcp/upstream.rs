@@ -153,7 +153,10 @@ pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
 /// share it, and a failed one is remembered with a backoff ([`FIRST_RETRY_AFTER`], doubling
 /// up to [`MAX_RETRY_AFTER`]). Only the first listing of a server is waited for, and at most
 /// the listing timeout; while a server's last listing failed, a check gets that failure at
-/// once, and the server is listed again in the background once the backoff has passed.
+/// once, and the server is listed again in the background once the backoff has passed. A
+/// server that says its tools changed (`notifications/tools/list_changed`), or that was
+/// started again since it was listed, is listed again by the next check that names it,
+/// which waits for that listing as for a first one.
 #[derive(Debug)]
 pub struct Upstreams {
     specs: Vec<UpstreamSpec>,
@@ -311,19 +314,22 @@ impl Upstreams {
         }
     }
 
-    /// Starts listing `name` when it is due (never listed, or its backoff has passed, and no
-    /// listing in progress); the listing a caller should wait for, if any: only a first one,
-    /// never one after a failure.
+    /// Starts listing `name` when it is due (never listed; its backoff has passed; or its
+    /// tools may have changed: the server said so, or was started again — and no listing in
+    /// progress); the listing a caller should wait for, if any: a first one, or one after a
+    /// change (the tools known are no longer the server's), never one after a failure.
     fn start_listing(&self, name: &str) -> Option<Arc<Pending>> {
         let spec = self.spec(name)?;
         let mut listings = self.listings.lock().unwrap_or_else(PoisonError::into_inner);
         let listing = listings.entry(name.to_string()).or_default();
         let first = matches!(listing.known, Known::Nothing);
+        let listed = matches!(listing.known, Known::Tools(_));
         if let Some(p) = &listing.pending {
-            return first.then(|| p.clone());
+            return (first || listed).then(|| p.clone());
         }
+        let changed = listed && self.clients.tools_changed(&spec.target);
         match &listing.known {
-            Known::Tools(_) => return None,
+            Known::Tools(_) if !changed => return None,
             Known::Failed { retry_at, .. } if Instant::now() < *retry_at => return None,
             _ => {}
         }
@@ -362,7 +368,7 @@ impl Upstreams {
             listing.known = failed(&listing.known, format!("the upstream server `{name}`: cannot list its tools: {e}"));
             pending.finish();
         }
-        first.then_some(pending)
+        (first || changed).then_some(pending)
     }
 
     /// What is known of `name`'s tools now: a first listing still in progress past the

@@ -1000,8 +1000,9 @@ pub const MAX_PLAN_DIAGNOSTICS: usize = 50;
 /// The most work (characters looked at, distance-table cells: [`crate::suggest`]) the "did
 /// you mean"s of one plan's check spend together: a plan that misspells a tool in each of
 /// its steps, against 60,000 upstream tools, gets its hints for the first of them and the
-/// list of callable tools for all.
-pub const MAX_SUGGESTION_WORK: u64 = 2 * crate::suggest::SUGGESTION_BUDGET;
+/// list of callable tools for all. Fixed: its range is
+/// [`crate::ranges::PLAN_SUGGESTION_WORK`], of one value.
+pub const MAX_SUGGESTION_WORK: u64 = crate::ranges::PLAN_SUGGESTION_WORK.max as u64;
 
 /// The most characters of one diagnostic's rendered text (a plan written on one long line
 /// would otherwise be echoed whole by every diagnostic in it).

@@ -200,8 +200,42 @@ struct Slot {
     live: Mutex<Option<Arc<Live>>>,
 }
 
+/// tdsl's side of a connection: its info, and a note of a server saying its tools changed
+/// (`notifications/tools/list_changed`), which rmcp's default handler drops.
+#[derive(Clone)]
+struct Client {
+    config: ClientConfig,
+    tools_changed: Arc<AtomicBool>,
+}
+
+impl Client {
+    fn new() -> Client {
+        Client {
+            config: ClientConfig::new(
+                ClientCapabilities::default(),
+                rmcp::model::Implementation::new("tdsl", env!("CARGO_PKG_VERSION")),
+            ),
+            // Not listed on this connection yet: a server started again may list other tools.
+            tools_changed: Arc::new(AtomicBool::new(true)),
+        }
+    }
+}
+
+impl rmcp::ClientHandler for Client {
+    fn get_info(&self) -> ClientConfig {
+        self.config.clone()
+    }
+
+    async fn on_tool_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
+        self.tools_changed.store(true, Ordering::SeqCst);
+    }
+}
+
 struct Live {
-    service: Mutex<Option<RunningService<RoleClient, ClientConfig>>>,
+    service: Mutex<Option<RunningService<RoleClient, Client>>>,
+    /// Set when the server said its tools changed since the last listing on this
+    /// connection began (and before the first one).
+    tools_changed: Arc<AtomicBool>,
     peer: Peer<RoleClient>,
     stderr: Arc<Mutex<VecDeque<String>>>,
     program: String,
@@ -396,6 +430,8 @@ impl McpClients {
         let runtime = self.runtime()?;
         let command = target;
         let live = self.connect(runtime, command, &CancelToken::new()).map_err(|e| e.0.message)?;
+        // A change said from now on is one this listing may not see: it is kept.
+        live.tools_changed.store(false, Ordering::SeqCst);
         let peer = live.peer.clone();
         let listed =
             runtime.block_on(async move { tokio::time::timeout(HANDSHAKE_TIMEOUT, peer.list_all_tools()).await });
@@ -459,6 +495,21 @@ impl McpClients {
         let started = Arc::new(started);
         *live = Some(started.clone());
         Ok(started)
+    }
+
+    /// Whether the server of `target` may list other tools than it last did: it said its
+    /// tools changed (`notifications/tools/list_changed`), or it is connected anew (started
+    /// again) and not listed since. A server not connected now is not: it will be connected,
+    /// and then this says so.
+    pub fn tools_changed(&self, target: &McpTarget) -> bool {
+        let slot = self.servers.lock().unwrap_or_else(PoisonError::into_inner).get(target).cloned();
+        slot.is_some_and(|slot| {
+            slot.live
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .as_ref()
+                .is_some_and(|l| l.tools_changed.load(Ordering::SeqCst))
+        })
     }
 
     /// Drops a connection that failed (unless another call already replaced it).
@@ -584,10 +635,8 @@ async fn start(target: &McpTarget, env: &crate::host::ToolEnv, cancel: &CancelTo
         let lines = lines.clone();
         tokio::spawn(keep_stderr_tail(stderr, lines));
     }
-    let config = ClientConfig::new(
-        ClientCapabilities::default(),
-        rmcp::model::Implementation::new("tdsl", env!("CARGO_PKG_VERSION")),
-    );
+    let config = Client::new();
+    let tools_changed = config.tools_changed.clone();
     let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, config.serve(transport));
     let service = tokio::select! {
         r = handshake => r,
@@ -616,6 +665,7 @@ async fn start(target: &McpTarget, env: &crate::host::ToolEnv, cancel: &CancelTo
     let peer = service.peer().clone();
     Ok(Live {
         service: Mutex::new(Some(service)),
+        tools_changed,
         peer,
         stderr: lines,
         program: program.clone(),
@@ -644,10 +694,8 @@ async fn start_http(
     }
     let oversized = http.oversized();
     let transport = StreamableHttpClientTransport::with_client(http.clone(), config);
-    let client = ClientConfig::new(
-        ClientCapabilities::default(),
-        rmcp::model::Implementation::new("tdsl", env!("CARGO_PKG_VERSION")),
-    );
+    let client = Client::new();
+    let tools_changed = client.tools_changed.clone();
     let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, client.serve(transport));
     let service = tokio::select! {
         r = handshake => r,
@@ -660,6 +708,7 @@ async fn start_http(
             let peer = service.peer().clone();
             Ok(Live {
                 service: Mutex::new(Some(service)),
+                tools_changed,
                 peer,
                 stderr: Arc::new(Mutex::new(VecDeque::new())),
                 program: url.to_string(),

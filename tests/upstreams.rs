@@ -1,0 +1,166 @@
+//! Upstream MCP servers of `tdsl serve --mcp --plans --upstream` that change under it
+//! (issue 38, round 4, d): one slow to list its tools then fast (the remembered failure must
+//! give way to the tools once it answers), and one whose tool list changes between
+//! listings (a plan checked against the old list, then run). Each test starts the real
+//! binary and a scripted upstream (Python's standard library only).
+#![cfg(unix)]
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::mcp_stdio::StdioClient;
+use common::process::script;
+use serde_json::{json, Value};
+
+/// An upstream over stdio: its tools are the names in the file `$UP_TOOLS` (one a line),
+/// read at each `tools/list`; its first `tools/list` is answered `$UP_SLOW_FIRST` seconds
+/// late; with `$UP_NOTIFY` it sends `notifications/tools/list_changed` when the file
+/// changes; a call of a tool not in the file is the error MCP servers answer.
+const UPSTREAM: &str = r#"#!/usr/bin/env python3
+import json, os, sys, threading, time
+lock = threading.Lock()
+def out(m):
+    with lock:
+        sys.stdout.write(json.dumps(m) + "\n")
+        sys.stdout.flush()
+def names():
+    with open(os.environ["UP_TOOLS"]) as f:
+        return [l.strip() for l in f if l.strip()]
+def watch():
+    last = names()
+    while True:
+        time.sleep(0.05)
+        now = names()
+        if now != last:
+            last = now
+            out({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+if os.environ.get("UP_NOTIFY"):
+    threading.Thread(target=watch, daemon=True).start()
+listed = 0
+for line in sys.stdin:
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    method, i = m.get("method"), m.get("id")
+    if method == "initialize":
+        out({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": m["params"]["protocolVersion"],
+             "capabilities": {"tools": {"listChanged": True}}, "serverInfo": {"name": "up", "version": "1"}}})
+    elif method == "tools/list":
+        listed += 1
+        if listed == 1:
+            time.sleep(float(os.environ.get("UP_SLOW_FIRST", "0")))
+        out({"jsonrpc": "2.0", "id": i, "result": {"tools": [
+            {"name": n, "description": "echoes x", "inputSchema": {"type": "object",
+             "properties": {"x": {"type": "integer"}}}} for n in names()]}})
+    elif method == "tools/call":
+        name, args = m["params"]["name"], m["params"].get("arguments") or {}
+        if name in names():
+            out({"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text": json.dumps(args)}],
+                 "structuredContent": args}})
+        else:
+            out({"jsonrpc": "2.0", "id": i, "error": {"code": -32602, "message": "Unknown tool: " + name}})
+    elif i is not None:
+        out({"jsonrpc": "2.0", "id": i, "result": {}})
+"#;
+
+fn plan(tool: &str) -> Value {
+    json!({"plan": {"instructions": [{"execution_id": "a", "tool_definition_path": tool, "arguments": {"x": 1}}],
+        "response_reference_map": {"x": "REF:a.x"}}})
+}
+
+/// `serve --mcp --plans` over stdio with the scripted upstream `up`, its tools in `tools`.
+fn serve(dir: &Path, tools: &str, env: &[(&str, &str)], extra: &[&str]) -> StdioClient {
+    std::fs::create_dir_all(dir.join("root")).expect("the root");
+    let upstream = dir.join("up.py");
+    script(&upstream, UPSTREAM);
+    std::fs::write(dir.join("tools.txt"), tools).expect("the tools file");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tdsl"));
+    cmd.args(["serve", "--mcp", "--plans", "--no-history", "--root"])
+        .arg(dir.join("root"))
+        .arg("--upstream")
+        .arg(format!("up={}", upstream.display()))
+        .args(extra)
+        .env("UP_TOOLS", dir.join("tools.txt"));
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    StdioClient::start(&mut cmd)
+}
+
+/// The first listing outlives `--upstream-timeout` (1 s; the upstream answers it after
+/// 3 s): the plan waiting for it is answered with the failure, and remembered with a
+/// backoff; once the listing answers, plans run — without waiting for the backoff or the
+/// timeout again.
+#[test]
+fn an_upstream_slow_to_list_then_fast_is_used_once_it_answers() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let mut client = serve(dir.path(), "alpha\n", &[("UP_SLOW_FIRST", "3")], &["--upstream-timeout", "1"]);
+    let first = client.call("run_plan", plan("up/alpha"));
+    assert_eq!(first["isError"], true, "{first}");
+    let problems = first["structuredContent"]["upstream_problems"].to_string();
+    assert!(problems.contains("no answer within 1 s"), "{first}");
+    let started = Instant::now();
+    let ran = loop {
+        let r = client.call("run_plan", plan("up/alpha"));
+        if r["structuredContent"]["result"] == json!({"x": 1}) {
+            break started.elapsed();
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "never recovered: {r}");
+        let problems = r["structuredContent"]["upstream_problems"].to_string();
+        assert!(problems.contains("in progress") || problems.contains("listed again"), "{r}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    // The listing answered 3 s after it started (about 2 s after the first answer): the
+    // plans ran from then, not after the 5 s backoff.
+    assert!(ran < Duration::from_secs(5), "recovered only after {ran:?}");
+    for _ in 0..3 {
+        let r = client.call("run_plan", plan("up/alpha"));
+        assert_eq!(r["structuredContent"]["result"], json!({"x": 1}), "{r}");
+    }
+}
+
+/// The upstream's tools change between a plan's check and its run (`alpha` gone, `beta`
+/// new), and it says so (`notifications/tools/list_changed`): the plan naming `alpha` is
+/// refused when checked again, naming `beta` in the help, and a plan naming `beta` runs.
+#[test]
+fn an_upstream_whose_tools_change_is_listed_again() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let mut client = serve(dir.path(), "alpha\n", &[("UP_NOTIFY", "1")], &[]);
+    let checked = client.call("check_plan", plan("up/alpha"));
+    assert_eq!(checked["isError"], false, "{checked}");
+    std::fs::write(dir.path().join("tools.txt"), "beta\n").expect("the tools changed");
+    // The upstream notices within 50 ms and notifies.
+    std::thread::sleep(Duration::from_millis(500));
+    let run = client.call("run_plan", plan("up/alpha"));
+    assert_eq!(run["isError"], true, "{run}");
+    let text = run.to_string();
+    assert!(text.contains("E1306") && text.contains("up/beta"), "the old tool, checked against the new list: {run}");
+    let run = client.call("run_plan", plan("up/beta"));
+    assert_eq!(run["structuredContent"]["result"], json!({"x": 1}), "the new tool: {run}");
+}
+
+/// The same change from an upstream that does not say so (no `list_changed`): tdsl keeps the
+/// list it has (MCP's way to say a list changed is the notification; listing again before
+/// each check would cost every plan a round trip), so the plan naming `alpha` passes the
+/// check and its call is refused by the upstream — the step fails naming the tool and the
+/// upstream's words, at once, and the server goes on.
+#[test]
+fn an_upstream_that_does_not_say_its_tools_changed_refuses_the_old_tool_itself() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let mut client = serve(dir.path(), "alpha\n", &[], &[]);
+    let checked = client.call("check_plan", plan("up/alpha"));
+    assert_eq!(checked["isError"], false, "{checked}");
+    std::fs::write(dir.path().join("tools.txt"), "beta\n").expect("the tools changed");
+    let run = client.call("run_plan", plan("up/alpha"));
+    assert_eq!(run["isError"], true, "{run}");
+    let summary = run["structuredContent"]["failure_summary"].as_str().unwrap_or_default();
+    assert!(summary.contains("`up/alpha`") && summary.contains("Unknown tool: alpha"), "{run}");
+    let checked = client.call("check_plan", plan("up/beta"));
+    assert_eq!(checked["isError"], true, "not listed again unasked: {checked}");
+    let r = client.request("ping", json!({}));
+    assert!(r["result"].is_object(), "{r}");
+}
