@@ -165,3 +165,203 @@ fn check_plan_takes_upstream_servers() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("E1306") && err.contains("up/pause"), "the nearest name: {err}");
 }
+
+/// `--upstream` of `shop`, the pydantic FastMCP server of `tests/mcp_py/shop.py`.
+fn shop() -> String {
+    format!("shop='{}' '{}'", common::python::python().display(), repo().join("tests/mcp_py/shop.py").display())
+}
+
+/// A plan over the upstream `shop`: the ids of a customer's shipped orders.
+fn shipped_orders_plan() -> serde_json::Value {
+    serde_json::json!({
+        "arguments": [{"name": "customer_id", "type_name": "string", "required": true}],
+        "instructions": [{
+            "execution_id": "orders",
+            "tool_definition_path": "shop/list_orders",
+            "arguments": {"customer_id": "REF:arguments.customer_id", "status": "shipped"},
+            "transform_responses": {"variables": {"found": "REF:response.result"},
+                                    "transforms": {"ids": "map(array=found, template=\"item.order_id\")"}}
+        }],
+        "responses": [{"name": "ids", "type_name": "list", "required": true}],
+        "response_reference_map": {"ids": "REF:orders.ids"}
+    })
+}
+
+/// Issue 40, item 3: a skill the server saved that calls an upstream server's tool
+/// (`shop/list_orders` of the pydantic FastMCP `tests/mcp_py/shop.py`) is an ordinary `.tool`
+/// file: `tdsl check --upstream` checks it against the tool's schemas (a misspelt argument, a
+/// misspelt tool are errors), `tdsl run --upstream` runs it; without `--upstream` both say
+/// which flag is missing, and an upstream that cannot be reached is `E0903` with its reason,
+/// soon (never a hang).
+#[test]
+fn a_skill_over_an_upstream_checks_and_runs_outside_the_server() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let root = root_with_tools(work.path());
+    let r = root.to_str().expect("utf-8");
+    let skills = root.join("skills");
+    let shop = shop();
+
+    // Saved through the server, as a client saves it.
+    let mut server = common::mcp_stdio::StdioClient::start(Command::new(tdsl()).args([
+        "serve",
+        "--mcp",
+        "--plans",
+        "--no-history",
+        "--root",
+        r,
+        "--skills",
+        skills.to_str().expect("utf-8"),
+        "--upstream",
+        &shop,
+    ]));
+    let saved = server.call(
+        "save_skill",
+        serde_json::json!({"name": "shipped_orders", "description": "The ids of a customer's shipped orders",
+                           "plan": shipped_orders_plan()}),
+    );
+    assert_eq!(saved["isError"], false, "{saved}");
+    let called = server.call("shipped_orders", serde_json::json!({"customer_id": "c-1"}));
+    assert_eq!(called["structuredContent"]["ids"], serde_json::json!(["o-2"]), "{called}");
+    drop(server);
+    let file = skills.join("shipped_orders.tool");
+    let f = file.to_str().expect("utf-8");
+    let text = std::fs::read_to_string(&file).expect("the skill's file");
+    assert!(text.contains("\"tool_definition_path\": \"shop/list_orders\""), "{text}");
+
+    // `tdsl check --upstream`: against the schemas `shop` lists.
+    let (code, out, err) = tdsl_out(&["check", "--root", r, "--upstream", &shop, f]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(err.contains("checked 1 file: 0 errors, 0 warnings"), "{err}");
+    // Without it, the help names the flag.
+    let (code, _, err) = tdsl_out(&["check", "--root", r, f]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("E0601") && err.contains("pass `--upstream shop=COMMAND|URL`"), "{err}");
+    // A misspelt argument of the upstream tool, a misspelt tool.
+    let misspelt = work.path().join("misspelt.tool");
+    let m = misspelt.to_str().expect("utf-8");
+    std::fs::write(&misspelt, text.replace("\"customer_id\": \"REF:", "\"customr_id\": \"REF:")).expect("write");
+    let (code, _, err) = tdsl_out(&["check", "--root", r, "--upstream", &shop, m]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("E0611") && err.contains("customr_id"), "{err}");
+    assert!(err.contains("E0612") && err.contains("customer_id"), "the required argument: {err}");
+    std::fs::write(&misspelt, text.replace("shop/list_orders", "shop/list_ordrs")).expect("write");
+    let (code, _, err) = tdsl_out(&["check", "--root", r, "--upstream", &shop, m]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("E0901") && err.contains("did you mean `shop/list_orders`?"), "{err}");
+    // A misspelt field of its result, in a template: a warning (`--deny-warnings` fails it).
+    std::fs::write(&misspelt, text.replace("item.order_id", "item.ordr_id")).expect("write");
+    let (code, _, err) = tdsl_out(&["check", "--root", r, "--upstream", &shop, "--deny-warnings", m]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("ordr_id"), "{err}");
+
+    // `tdsl run --upstream`: the skill runs outside the server, with the same result.
+    let (code, out, err) =
+        tdsl_out(&["run", "--no-history", "--root", r, "--upstream", &shop, f, "--arg", "customer_id=\"c-1\""]);
+    assert_eq!(code, 0, "{out}{err}");
+    let result: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(result, serde_json::json!({"ids": ["o-2"]}), "{out}");
+    let (code, _, err) = tdsl_out(&["run", "--no-history", "--root", r, f, "--arg", "customer_id=\"c-1\""]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("`shop/list_orders` does not resolve") && err.contains("--upstream shop="), "{err}");
+
+    // An upstream that cannot be reached: E0903 with its reason, at once or within
+    // `--upstream-timeout`, from `check` and from `run` alike.
+    let closed = format!("shop=http://127.0.0.1:{}/mcp", common::process::free_port());
+    for (upstream, extra) in [
+        ("shop=/nonexistent/upstream-server".to_string(), vec![]),
+        (closed, vec![]),
+        ("shop=sleep 60".to_string(), vec!["--upstream-timeout", "1"]),
+    ] {
+        for command in ["check", "run"] {
+            let started = std::time::Instant::now();
+            let mut args = vec![command, "--root", r, "--upstream", &upstream];
+            args.extend(&extra);
+            if command == "run" {
+                args.extend(["--no-history", "--arg", "customer_id=\"c-1\""]);
+            }
+            args.push(f);
+            let (code, _, err) = tdsl_out(&args);
+            assert_eq!(code, 1, "{command} {upstream}: {err}");
+            assert!(
+                err.contains("E0903")
+                    && err.contains("`shop/list_orders` cannot be checked: the upstream server `shop`"),
+                "{command} {upstream}: {err}"
+            );
+            assert!(err.contains("check `--upstream shop=…`"), "the help: {err}");
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(20),
+                "{command} {upstream} took {:?}",
+                started.elapsed()
+            );
+        }
+    }
+}
+
+/// The effective user id, from `id -u`.
+fn euid() -> u32 {
+    let out = Command::new("id").arg("-u").output().expect("id runs");
+    String::from_utf8_lossy(&out.stdout).trim().parse().expect("a user id")
+}
+
+/// A skills folder the server cannot write: `save_skill` is `E1405` with the system's reason,
+/// nothing is written and no tool appears. Run as root (CI), root would write the folder
+/// whatever its mode: the server then runs as `nobody` (`setpriv`), and the test fails,
+/// saying why, when that cannot be arranged — it never passes without checking.
+#[test]
+fn a_read_only_skills_folder_refuses_saves() {
+    use std::os::unix::fs::PermissionsExt;
+    let work = tempfile::tempdir().expect("tempdir");
+    // Readable by another user: the server may run as `nobody`.
+    std::fs::set_permissions(work.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let root = root_with_tools(work.path());
+    let skills = root.join("skills");
+    std::fs::create_dir(&skills).expect("the skills folder");
+    std::fs::set_permissions(&skills, std::fs::Permissions::from_mode(0o555)).expect("chmod");
+    // As root: as `nobody`, with no supplementary group.
+    let as_nobody = euid() == 0;
+    let command = |program: &Path| -> Command {
+        if as_nobody {
+            let mut c = Command::new("setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(program);
+            c
+        } else {
+            Command::new(program)
+        }
+    };
+    // The folder must be unwritable to the user the server runs as: tried first.
+    let probe = command(Path::new("sh"))
+        .arg("-c")
+        .arg("echo x > \"$1\"/.probe")
+        .arg("sh")
+        .arg(&skills)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run the probe{}: {e}", if as_nobody { " with setpriv" } else { "" }));
+    assert!(
+        !probe.status.success(),
+        "cannot arrange a skills folder the server cannot write: {} wrote into it{}",
+        if as_nobody { "`nobody` (setpriv)" } else { "this user" },
+        if as_nobody { "" } else { " despite mode 0555" }
+    );
+    let stderr = String::from_utf8_lossy(&probe.stderr);
+    assert!(stderr.contains("Permission denied"), "the probe failed for another reason: {stderr}");
+
+    let mut cmd = command(tdsl());
+    cmd.args(["serve", "--mcp", "--plans", "--no-history", "--root"]).arg(&root).arg("--skills").arg(&skills);
+    let mut server = common::mcp_stdio::StdioClient::start(&mut cmd);
+    let plan = serde_json::json!({"instructions": [
+        {"execution_id": "a", "tool_definition_path": "pause", "arguments": {"n": 1}}],
+        "response_reference_map": {"n": "REF:a.n"}});
+    let r = server.call("save_skill", serde_json::json!({"name": "once", "description": "Pauses once", "plan": plan}));
+    assert_eq!(r["isError"], true, "{r}");
+    assert_eq!(r["structuredContent"]["code"], "E1405", "{r}");
+    let message = r["structuredContent"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("Permission denied") && message.contains("nothing was changed"), "{r}");
+    let listed = server.request("tools/list", serde_json::json!({}));
+    let names: Vec<&str> =
+        listed["result"]["tools"].as_array().expect("tools").iter().filter_map(|t| t["name"].as_str()).collect();
+    assert!(!names.contains(&"once"), "{names:?}");
+    drop(server);
+    let left: Vec<_> =
+        std::fs::read_dir(&skills).expect("the folder").filter_map(Result::ok).map(|e| e.file_name()).collect();
+    assert!(left.is_empty(), "nothing is written: {left:?}");
+}

@@ -1,5 +1,5 @@
 //! `tdsl run <TOOL> [--root DIR] [--args FILE.json | --arg NAME=JSON ...] [--trace FILE]
-//! [--mock FILE]` and `tdsl replay TRACE`.
+//! [--mock FILE] [--upstream NAME=COMMAND|URL ...]` and `tdsl replay TRACE`.
 //!
 //! `run` prints the composite's result as JSON on standard output. Exit status: 0 for
 //! SUCCESS and PARTIAL, 1 for FAILED and TIMEOUT (with the failing step and the reason on
@@ -24,6 +24,7 @@ use super::progress::{HistoryArgs, Observers, Progress};
 use super::signals::Interrupts;
 use super::worker::{ConnectionArgs, Engine};
 use super::{color_stderr, render, usage_failure, UsageError};
+use crate::analysis::ToolRoot;
 use crate::exec::breaker::BreakerPolicy;
 use crate::exec::host::{self, HostRunner, Mock};
 use crate::exec::replay::FileRecorder;
@@ -31,6 +32,7 @@ use crate::exec::{
     replay, Executor, Guards, LoadError, Observer, Options, Run, RunStatus, StepStatus, Trace, Workflow,
 };
 use crate::history::{Recorder, RunContext};
+use crate::mcp::upstream::{UpstreamCatalog, UpstreamRunner, Upstreams};
 use crate::ranges;
 use crate::value::{Map, SmolStr, Value};
 
@@ -112,6 +114,9 @@ pub struct RunArgs {
     /// The environment of `exec:` tools and `mcp:` servers.
     #[command(flatten)]
     tool_env: ToolEnvArgs,
+    /// The upstream MCP servers whose tools the composite calls as `NAME/TOOL`.
+    #[command(flatten)]
+    upstream: UpstreamArgs,
     /// Where the run is recorded.
     #[command(flatten)]
     history: HistoryArgs,
@@ -166,6 +171,60 @@ impl ToolEnvArgs {
     }
 }
 
+/// `--upstream NAME=COMMAND|URL` and its options (of `check` and `run`; `serve --plans` has
+/// the same flags): the tools of an MCP server, callable as `NAME/TOOL` as a plan or a skill
+/// (`serve --skills`) calls them, declared from the schemas its `tools/list` gives.
+#[derive(Debug, Args)]
+pub(crate) struct UpstreamArgs {
+    /// Make the tools of an MCP server callable as `NAME/TOOL`, as `serve --mcp --plans
+    /// --upstream` does: a command line started over stdio (split like `exec:`), or an
+    /// http:// or https:// URL (repeatable). A skill saved by `serve --skills`, or any
+    /// composite, that calls `NAME/TOOL` is checked against that tool's schemas and runs it.
+    #[arg(long, value_name = "NAME=COMMAND|URL")]
+    upstream: Vec<String>,
+    /// With --upstream NAME=URL: send `Authorization: Bearer <token>` to that server, the
+    /// token being this file's content (a file only its owner can read; repeatable).
+    #[arg(long = "upstream-token", value_name = "NAME=FILE", requires = "upstream")]
+    upstream_token: Vec<String>,
+    /// With --upstream NAME=https://…: also trust the CA certificates of this PEM file for
+    /// that server's certificate (repeatable, one per upstream).
+    #[arg(long = "upstream-ca", value_name = "NAME=FILE", requires = "upstream")]
+    upstream_ca: Vec<String>,
+    /// With --upstream: how long to wait for an upstream server's `tools/list`, in seconds
+    /// (0.1–300; default 30); a server that does not answer in time is E0903.
+    #[arg(long = "upstream-timeout", value_name = "S", requires = "upstream")]
+    upstream_timeout: Option<f64>,
+}
+
+impl UpstreamArgs {
+    /// Whether any `--upstream` was given.
+    pub(crate) fn given(&self) -> bool {
+        !self.upstream.is_empty()
+    }
+
+    /// The servers, none started yet (`None` without `--upstream`), or the usage error.
+    pub(crate) fn upstreams(&self) -> Result<Option<Upstreams>, UsageError> {
+        if !self.given() {
+            return Ok(None);
+        }
+        Upstreams::from_flags(&self.upstream, &self.upstream_token, &self.upstream_ca, self.upstream_timeout)
+            .map(|u| Some(u.listed_once()))
+            .map_err(UsageError)
+    }
+}
+
+/// `root` knowing the tools of `upstreams` as `NAME/TOOL` (each server listed the first time
+/// a file names one of its tools).
+pub(crate) fn with_upstreams(root: ToolRoot, upstreams: Option<&Arc<Upstreams>>) -> ToolRoot {
+    match upstreams {
+        Some(ups) => {
+            let catalog = UpstreamCatalog::new(ups.clone(), root.dir());
+            root.with_named(Arc::new(catalog))
+        }
+        None => root,
+    }
+}
+
 /// Arguments of `tdsl replay`.
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
@@ -191,13 +250,23 @@ pub fn run(args: RunArgs) -> ExitCode {
     // Processes a tool leaves in a session of its own are adopted, and ended below.
     host::adopt_orphans();
     match prepare(&args) {
-        Ok((workflow, executor, arguments, files)) => {
+        Ok(Prepared { workflow, executor, arguments, files, upstreams }) => {
+            let shut_down = || {
+                if let Some(u) = &upstreams {
+                    u.shut_down();
+                }
+            };
             let (executor, recorder) = match observe(&args, &workflow, executor) {
                 Ok(observed) => observed,
-                Err(e) => return usage_failure(&e),
+                Err(e) => {
+                    shut_down();
+                    return usage_failure(&e);
+                }
             };
             let code = execute(&args, &workflow, &executor, arguments, files.as_deref(), &interrupts);
             drop(executor);
+            // The upstream servers end as `mcp:` servers do (their input closed, 3 s, SIGTERM).
+            shut_down();
             host::end_children(host::TERM_GRACE);
             if let Some(e) = recorder.and_then(|r| r.error()) {
                 eprintln!("warning: the run history is incomplete: {}", printable(&e.to_string()));
@@ -214,14 +283,22 @@ enum Stop {
     Problems,
 }
 
-/// What a run needs: the workflow, the executor, the arguments, and the recorder of the
-/// file reads of `--files` (for the trace).
-type Prepared = (Workflow, Executor, Value, Option<Arc<FileRecorder>>);
+/// What a run needs.
+struct Prepared {
+    workflow: Workflow,
+    executor: Executor,
+    arguments: Value,
+    /// The recorder of the file reads of `--files` (for the trace).
+    files: Option<Arc<FileRecorder>>,
+    /// The upstream servers of `--upstream` (shut down after the run).
+    upstreams: Option<Arc<Upstreams>>,
+}
 
 fn prepare(args: &RunArgs) -> Result<Prepared, Stop> {
     // Out-of-range numbers are usage errors before anything is read.
     execution_options(args, Guards::new()).map_err(usage)?;
     let limits = evaluation_limits(args).map_err(usage)?;
+    let upstreams = args.upstream.upstreams().map_err(Stop::Usage)?;
     let root = tool_root(args.root.as_deref()).map_err(Stop::Usage)?;
     let file = tool_file(&args.tool, &root, args.root.is_some()).map_err(Stop::Usage)?;
     let arguments = load_arguments(args.args.as_deref(), &args.arg).map_err(Stop::Usage)?;
@@ -242,21 +319,43 @@ fn prepare(args: &RunArgs) -> Result<Prepared, Stop> {
         files = Some(recorder);
     }
     let tool_env = args.tool_env.policy().map_err(Stop::Usage)?;
-    let workflow = load(root.dir(), &file, &args.tool, engine, args.max_nesting)?;
-    let mut runner = HostRunner::new().with_max_stdout(args.max_tool_output).with_env(tool_env);
+    // Upstream servers are processes tdsl starts, as `mcp:` servers are.
+    let upstreams = upstreams.map(|u| Arc::new(u.with_env(tool_env.clone())));
+    let tool_root = with_upstreams(ToolRoot::assumed(root.dir()), upstreams.as_ref());
+    let loaded = load_from(tool_root, &file, &args.tool, engine, args.max_nesting);
+    let stop = |e: Stop| {
+        if let Some(u) = &upstreams {
+            u.shut_down();
+        }
+        e
+    };
+    let workflow = loaded.map_err(stop)?;
+    let mut host = HostRunner::new().with_max_stdout(args.max_tool_output).with_env(tool_env);
     if let Some(m) = mock {
-        runner = runner.with_mock(m);
+        host = host.with_mock(m);
     }
-    let unrunnable: Vec<&str> = workflow.missing_tools().into_iter().filter(|t| !runner.mocks(t)).collect();
+    let unrunnable: Vec<&str> = workflow.missing_tools().into_iter().filter(|t| !host.mocks(t)).collect();
     if !unrunnable.is_empty() {
         for t in unrunnable {
+            let hint = match crate::mcp::upstream::split_tool(t) {
+                // A skill's call of an upstream server's tool.
+                Some((server, _)) => {
+                    format!("; `{t}` reads as the tool of an upstream MCP server: pass --upstream {server}=COMMAND|URL")
+                }
+                None => String::new(),
+            };
             eprintln!(
-                "error: `{t}` does not resolve: there is no such file under {} and no mock answers for it",
+                "error: `{}` does not resolve: there is no such file under {} and no mock answers for it{hint}",
+                printable(t),
                 workflow.root().display()
             );
         }
-        return Err(Stop::Problems);
+        return Err(stop(Stop::Problems));
     }
+    let runner: Arc<dyn crate::exec::Runner> = match &upstreams {
+        Some(ups) => Arc::new(UpstreamRunner::new(host, ups.clone())),
+        None => Arc::new(host),
+    };
     let mut guards = Guards::new();
     if !args.allow_tool.is_empty() {
         guards = guards.allow_tools(&args.allow_tool).map_err(|e| usage(format!("--allow-tool: {e}")))?;
@@ -273,12 +372,12 @@ fn prepare(args: &RunArgs) -> Result<Prepared, Stop> {
     if let Some(n) = args.max_result_bytes {
         guards = guards.max_result_bytes(n);
     }
-    let options = execution_options(args, guards).map_err(usage)?;
-    let mut executor = Executor::new(runner).with_options(options);
+    let options = execution_options(args, guards).map_err(usage).map_err(stop)?;
+    let mut executor = Executor::with_runner(runner).with_options(options);
     if let Some(seed) = args.seed {
         executor = executor.with_random(Arc::new(crate::exec::SeededRandom::new(seed)));
     }
-    Ok((workflow, executor, arguments, files))
+    Ok(Prepared { workflow, executor, arguments, files, upstreams })
 }
 
 /// The executor with its observers: the history recorder (unless `--no-history`) and, on
@@ -388,7 +487,18 @@ fn evaluation_limits(args: &RunArgs) -> Result<crate::Limits, String> {
 }
 
 fn load(root: &Path, file: &Path, name: &str, engine: crate::Engine, max_nesting: usize) -> Result<Workflow, Stop> {
-    Workflow::load_with_nesting(root, file, engine, max_nesting).map_err(|e| match e {
+    load_from(ToolRoot::assumed(root), file, name, engine, max_nesting)
+}
+
+/// [`load`] with the callees resolved by `root` (which may know upstream servers' tools).
+fn load_from(
+    root: ToolRoot,
+    file: &Path,
+    name: &str,
+    engine: crate::Engine,
+    max_nesting: usize,
+) -> Result<Workflow, Stop> {
+    Workflow::load_from(root, file, engine, max_nesting).map_err(|e| match e {
         LoadError::Io(m) => usage(m),
         LoadError::Invalid { name: tool, source, diagnostics } => {
             eprint!("{}", render(&diagnostics, &tool, &source, color_stderr()));
@@ -590,7 +700,13 @@ fn run_temporal(args: &RunArgs) -> ExitCode {
             "--clean-env applies to local runs: with --engine temporal, tools run in the environment of each `tdsl worker`; start the workers with the environment they may see (`env -i`)".to_string(),
         ));
     }
-    let (workflow, executor, arguments, _) = match prepare(args) {
+    // The workers call the tools: they know no upstream server of this command line.
+    if args.upstream.given() {
+        return usage_failure(&UsageError(
+            "--upstream applies to local runs: with --engine temporal the workers call the tools, and an upstream server's tools are not theirs to call".to_string(),
+        ));
+    }
+    let Prepared { workflow, executor, arguments, .. } = match prepare(args) {
         Ok(p) => p,
         Err(Stop::Usage(e)) => return usage_failure(&e),
         Err(Stop::Problems) => return ExitCode::from(1),
