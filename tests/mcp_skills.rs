@@ -25,6 +25,11 @@ fn root_with_tools(dir: &Path) -> PathBuf {
     root
 }
 
+/// `text` with every run of white space one space: miette wraps long lines.
+fn flat(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 fn tdsl_out(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(tdsl()).args(args).env("NO_COLOR", "1").output().expect("tdsl runs");
     (
@@ -156,10 +161,11 @@ fn check_plan_takes_upstream_servers() {
     let (code, _, err) = args(false);
     assert_eq!(code, 1, "without --upstream: {err}");
     assert!(err.contains("E1306"), "{err}");
-    // Without `--plan` the option would be ignored (clap waives `requires` beside PATHs): refused.
-    let (code, _, err) = tdsl_out(&["check", "--upstream", upstream.as_str(), plan.to_str().expect("utf-8")]);
-    assert_eq!(code, 2, "{err}");
-    assert!(err.contains("--upstream applies to `--plan FILE.json` only"), "{err}");
+    // Without `--plan` the file is checked as a `.tool` file, against the same upstream.
+    let r = root.to_str().expect("utf-8");
+    let (code, _, err) =
+        tdsl_out(&["check", "--root", r, "--upstream", upstream.as_str(), plan.to_str().expect("utf-8")]);
+    assert_eq!(code, 0, "{err}");
     write("up/pasue");
     let (code, _, err) = args(true);
     assert_eq!(code, 1, "{err}");
@@ -222,6 +228,14 @@ fn a_skill_over_an_upstream_checks_and_runs_outside_the_server() {
     assert_eq!(saved["isError"], false, "{saved}");
     let called = server.call("shipped_orders", serde_json::json!({"customer_id": "c-1"}));
     assert_eq!(called["structuredContent"]["ids"], serde_json::json!(["o-2"]), "{called}");
+    // A later plan that calls the skill: the skill's upstream tool is resolved (and its
+    // server listed) for the plan too.
+    let caller = serde_json::json!({"instructions": [
+        {"execution_id": "s", "tool_definition_path": "shipped_orders", "arguments": {"customer_id": "c-1"}}],
+        "response_reference_map": {"ids": "REF:s.ids"}});
+    let ran = server.call("run_plan", serde_json::json!({"plan": caller}));
+    assert_eq!(ran["isError"], false, "{ran}");
+    assert_eq!(ran["structuredContent"]["result"]["ids"], serde_json::json!(["o-2"]), "{ran}");
     drop(server);
     let file = skills.join("shipped_orders.tool");
     let f = file.to_str().expect("utf-8");
@@ -235,7 +249,7 @@ fn a_skill_over_an_upstream_checks_and_runs_outside_the_server() {
     // Without it, the help names the flag.
     let (code, _, err) = tdsl_out(&["check", "--root", r, f]);
     assert_eq!(code, 1, "{err}");
-    assert!(err.contains("E0601") && err.contains("pass `--upstream shop=COMMAND|URL`"), "{err}");
+    assert!(err.contains("E0601") && flat(&err).contains("pass `--upstream shop=COMMAND|URL`"), "{err}");
     // A misspelt argument of the upstream tool, a misspelt tool.
     let misspelt = work.path().join("misspelt.tool");
     let m = misspelt.to_str().expect("utf-8");
@@ -247,7 +261,7 @@ fn a_skill_over_an_upstream_checks_and_runs_outside_the_server() {
     std::fs::write(&misspelt, text.replace("shop/list_orders", "shop/list_ordrs")).expect("write");
     let (code, _, err) = tdsl_out(&["check", "--root", r, "--upstream", &shop, m]);
     assert_eq!(code, 1, "{err}");
-    assert!(err.contains("E0901") && err.contains("did you mean `shop/list_orders`?"), "{err}");
+    assert!(err.contains("E0901") && flat(&err).contains("did you mean `shop/list_orders`?"), "{err}");
     // A misspelt field of its result, in a template: a warning (`--deny-warnings` fails it).
     std::fs::write(&misspelt, text.replace("item.order_id", "item.ordr_id")).expect("write");
     let (code, _, err) = tdsl_out(&["check", "--root", r, "--upstream", &shop, "--deny-warnings", m]);
@@ -281,6 +295,7 @@ fn a_skill_over_an_upstream_checks_and_runs_outside_the_server() {
             }
             args.push(f);
             let (code, _, err) = tdsl_out(&args);
+            let err = flat(&err);
             assert_eq!(code, 1, "{command} {upstream}: {err}");
             assert!(
                 err.contains("E0903")
@@ -364,4 +379,91 @@ fn a_read_only_skills_folder_refuses_saves() {
     let left: Vec<_> =
         std::fs::read_dir(&skills).expect("the folder").filter_map(Result::ok).map(|e| e.file_name()).collect();
     assert!(left.is_empty(), "nothing is written: {left:?}");
+}
+
+/// Issue 40's hostile round: a skill whose upstream tool's schema changed since it was saved
+/// is not callable after the next start (listed with the error) and fails `tdsl check
+/// --upstream`; a skill whose upstream server is down at start stays callable, unchecked
+/// (`tdsl://skills` says why), and a call checks it first and answers with the reason.
+#[test]
+fn a_skill_whose_upstream_changed_or_is_down_at_start() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let root = root_with_tools(work.path());
+    let r = root.to_str().expect("utf-8");
+    let skills = root.join("skills");
+    std::fs::create_dir(&skills).expect("skills");
+    let plan = shipped_orders_plan();
+    let text = serde_json::to_string_pretty(&serde_json::json!({
+        "description": "The ids of a customer's shipped orders",
+        "arguments": plan["arguments"], "instructions": plan["instructions"],
+        "responses": plan["responses"], "response_reference_map": plan["response_reference_map"]}))
+    .expect("JSON");
+    let file = skills.join("shipped_orders.tool");
+    std::fs::write(&file, text).expect("the skill, as a save writes it");
+
+    // `shop` now: its `list_orders` takes `customer`, not `customer_id` (a tdsl server).
+    let changed = work.path().join("changed");
+    std::fs::create_dir_all(changed.join("tools")).expect("dir");
+    std::fs::write(
+        changed.join("tools/list_orders.tool"),
+        r#"{"description": "Orders", "arguments": [{"name": "customer", "type_name": "string", "required": true},
+            {"name": "status", "type_name": "string"}],
+            "responses": [{"name": "result", "type_name": "list"}], "system_event_endpoint": "builtin:echo"}"#,
+    )
+    .expect("write");
+    let shop_changed = format!("shop='{}' serve --mcp --no-history --root '{}'", tdsl().display(), changed.display());
+    let (code, _, err) = tdsl_out(&["check", "--root", r, "--upstream", &shop_changed, file.to_str().expect("utf-8")]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("E0611") && err.contains("customer_id") && err.contains("E0612"), "{err}");
+    let serve = |upstream: &str| {
+        common::mcp_stdio::StdioClient::start(Command::new(tdsl()).args([
+            "serve",
+            "--mcp",
+            "--plans",
+            "--no-history",
+            "--root",
+            r,
+            "--skills",
+            skills.to_str().expect("utf-8"),
+            "--upstream",
+            upstream,
+            "--upstream-timeout",
+            "5",
+        ]))
+    };
+    let names = |server: &mut common::mcp_stdio::StdioClient| -> Vec<String> {
+        let listed = server.request("tools/list", serde_json::json!({}));
+        listed["result"]["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .filter_map(|t| t["name"].as_str().map(str::to_string))
+            .collect()
+    };
+    let skill_entry = |server: &mut common::mcp_stdio::StdioClient| -> serde_json::Value {
+        let read = server.request("resources/read", serde_json::json!({"uri": "tdsl://skills"}));
+        let text = read["result"]["contents"][0]["text"].as_str().expect("text").to_string();
+        let all: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+        all["skills"][0].clone()
+    };
+
+    let mut server = serve(&shop_changed);
+    assert!(!names(&mut server).contains(&"shipped_orders".to_string()), "a broken skill is not listed");
+    let entry = skill_entry(&mut server);
+    assert_eq!(entry["callable"], false, "{entry}");
+    assert!(entry["error"].as_str().unwrap_or_default().contains("customer_id"), "{entry}");
+    drop(server);
+
+    // Down at start: callable, unchecked; a call checks it and says why it cannot run.
+    let mut server = serve("shop=/nonexistent/upstream-server");
+    assert!(names(&mut server).contains(&"shipped_orders".to_string()), "an unchecked skill stays listed");
+    let entry = skill_entry(&mut server);
+    assert_eq!(entry["callable"], true, "{entry}");
+    assert!(entry["unchecked"].as_str().unwrap_or_default().contains("/nonexistent/upstream-server"), "{entry}");
+    let called = server.call("shipped_orders", serde_json::json!({"customer_id": "c-1"}));
+    assert_eq!(called["isError"], true, "{called}");
+    let said = called["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(said.contains("was not run") && said.contains("/nonexistent/upstream-server"), "{called}");
+    let stderr = server.process.output();
+    assert!(stderr.contains("skill `shipped_orders` is not checked"), "{stderr}");
 }
