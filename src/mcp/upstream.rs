@@ -495,8 +495,11 @@ pub struct UpstreamCatalog {
     upstreams: Arc<Upstreams>,
     root: PathBuf,
     /// Each server's tools by name, converted once, or why they could not be listed.
-    servers: Mutex<HashMap<String, Result<Arc<HashMap<String, UpstreamTool>>, String>>>,
+    servers: Mutex<HashMap<String, Listed>>,
 }
+
+/// One server's tools by name, or why they could not be listed.
+type Listed = Result<Arc<HashMap<String, UpstreamTool>>, String>;
 
 impl UpstreamCatalog {
     /// The tools of `upstreams` for files under the tool root `root`.
@@ -504,7 +507,7 @@ impl UpstreamCatalog {
         UpstreamCatalog { upstreams, root: root.to_path_buf(), servers: Mutex::new(HashMap::new()) }
     }
 
-    fn tools(&self, server: &str) -> Result<Arc<HashMap<String, UpstreamTool>>, String> {
+    fn tools(&self, server: &str) -> Listed {
         if let Some(known) = self.servers.lock().unwrap_or_else(PoisonError::into_inner).get(server) {
             return known.clone();
         }

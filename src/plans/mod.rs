@@ -61,6 +61,7 @@ use serde::Serialize;
 pub use locate::{locate, Location};
 #[cfg(feature = "engine")]
 pub use run::{PlanRefused, PlanRun, PlanStep, RunPlanOptions};
+#[cfg(feature = "mcp")]
 pub(crate) use upstream::untranslatable;
 pub use upstream::{upstream_target, UpstreamTool, UPSTREAM_SCHEME};
 
