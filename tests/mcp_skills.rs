@@ -226,6 +226,17 @@ fn a_skill_over_an_upstream_checks_and_runs_outside_the_server() {
                            "plan": shipped_orders_plan()}),
     );
     assert_eq!(saved["isError"], false, "{saved}");
+    // A skill named as an upstream tool would be called by a plan that names that tool
+    // without its server: refused.
+    let shadow = server.call(
+        "save_skill",
+        serde_json::json!({"name": "list_orders", "description": "Shadows", "plan": shipped_orders_plan()}),
+    );
+    assert_eq!(shadow["structuredContent"]["code"], "E1403", "{shadow}");
+    assert!(
+        shadow["structuredContent"]["message"].as_str().unwrap_or_default().contains("`shop/list_orders`"),
+        "{shadow}"
+    );
     let called = server.call("shipped_orders", serde_json::json!({"customer_id": "c-1"}));
     assert_eq!(called["structuredContent"]["ids"], serde_json::json!(["o-2"]), "{called}");
     // A later plan that calls the skill: the skill's upstream tool is resolved (and its
@@ -266,7 +277,7 @@ fn a_skill_over_an_upstream_checks_and_runs_outside_the_server() {
     std::fs::write(&misspelt, text.replace("item.order_id", "item.ordr_id")).expect("write");
     let (code, _, err) = tdsl_out(&["check", "--root", r, "--upstream", &shop, "--deny-warnings", m]);
     assert_eq!(code, 1, "{err}");
-    assert!(err.contains("ordr_id"), "{err}");
+    assert!(err.contains("W0102") && flat(&err).contains("did you mean `order_id`?"), "{err}");
 
     // `tdsl run --upstream`: the skill runs outside the server, with the same result.
     let (code, out, err) =

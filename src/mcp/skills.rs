@@ -366,6 +366,16 @@ impl Skills {
         if let Err(e) = self.store.check_name(&name, &taken) {
             return (refusal(&e), false);
         }
+        if let Some(upstream) = self.upstream_named(&name) {
+            let e = SkillError {
+                code: crate::diagnostic::Code::SkillNameTaken,
+                message: format!(
+                    "`{name}` is the name of the upstream tool `{upstream}`: a plan that names that tool without its \
+                     server would call the skill instead; choose another name"
+                ),
+            };
+            return (refusal(&e), false);
+        }
         // Checked as `check_plan` checks it: with an error nothing is written.
         let (check, problems) = self.plans.check_only(plan);
         if !check.ok() {
@@ -460,6 +470,16 @@ impl Skills {
             }
             Err(e) => (refusal(&e), false),
         }
+    }
+
+    /// The upstream tool (`SERVER/TOOL`) whose `TOOL` is `name`, case aside, if any: every
+    /// upstream server is listed (started), as a plan's check would.
+    fn upstream_named(&self, name: &str) -> Option<String> {
+        self.plans.upstreams().all_tools().into_iter().find_map(|(server, listed)| {
+            let tools = listed.ok()?;
+            let tool = tools.iter().filter_map(|t| t["name"].as_str()).find(|t| t.eq_ignore_ascii_case(name))?;
+            Some(format!("{server}/{tool}"))
+        })
     }
 
     fn log(&self, change: SkillChange) {
