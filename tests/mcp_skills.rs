@@ -478,3 +478,33 @@ fn a_skill_whose_upstream_changed_or_is_down_at_start() {
     let stderr = server.process.output();
     assert!(stderr.contains("skill `shipped_orders` is not checked"), "{stderr}");
 }
+
+/// An upstream named like a folder of the root (`--upstream tools=…`) does not take over the
+/// root's files: `tools/pause.tool`, which that server does not offer, is still the file,
+/// while `tools/pause` is the server's tool.
+#[test]
+fn an_upstream_named_like_a_folder_leaves_its_files_alone() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let root = root_with_tools(work.path());
+    let r = root.to_str().expect("utf-8");
+    let upstream = format!(
+        "tools='{}' serve --mcp --no-history --root '{}'",
+        tdsl().display(),
+        repo().join("tests/data/mcp").display()
+    );
+    let file = work.path().join("both.tool");
+    std::fs::write(
+        &file,
+        r#"{"description": "both", "instructions": [
+            {"execution_id": "a", "tool_definition_path": "tools/pause.tool", "arguments": {"n": 1}},
+            {"execution_id": "b", "tool_definition_path": "tools/pause", "arguments": {"n": "REF:a.n"}}],
+            "response_reference_map": {"n": "REF:b.n"}}"#,
+    )
+    .expect("write");
+    let f = file.to_str().expect("utf-8");
+    let (code, out, err) = tdsl_out(&["check", "--root", r, "--upstream", &upstream, f]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = tdsl_out(&["run", "--no-history", "--root", r, "--upstream", &upstream, f]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&out).expect("JSON"), serde_json::json!({"n": 3}), "{out}");
+}
