@@ -280,11 +280,31 @@ fn a_skill_over_an_upstream_checks_and_runs_outside_the_server() {
     assert!(err.contains("W0102") && flat(&err).contains("did you mean `order_id`?"), "{err}");
 
     // `tdsl run --upstream`: the skill runs outside the server, with the same result.
-    let (code, out, err) =
-        tdsl_out(&["run", "--no-history", "--root", r, "--upstream", &shop, f, "--arg", "customer_id=\"c-1\""]);
+    let trace = work.path().join("trace.json");
+    let t = trace.to_str().expect("utf-8");
+    let (code, out, err) = tdsl_out(&[
+        "run",
+        "--no-history",
+        "--root",
+        r,
+        "--upstream",
+        &shop,
+        f,
+        "--arg",
+        "customer_id=\"c-1\"",
+        "--trace",
+        t,
+    ]);
     assert_eq!(code, 0, "{out}{err}");
     let result: serde_json::Value = serde_json::from_str(&out).expect("JSON");
     assert_eq!(result, serde_json::json!({"ids": ["o-2"]}), "{out}");
+    // Its replay needs the schema (the run filled in `limit`'s default), not the calls.
+    let (code, _, err) = tdsl_out(&["replay", t, "--root", r, "--upstream", &shop]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("replay matches the recording"), "{err}");
+    let (code, _, err) = tdsl_out(&["replay", t, "--root", r]);
+    assert_eq!(code, 1, "{err}");
+    assert!(flat(&err).contains("replay with the run's --upstream"), "{err}");
     let (code, _, err) = tdsl_out(&["run", "--no-history", "--root", r, f, "--arg", "customer_id=\"c-1\""]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("`shop/list_orders` does not resolve") && err.contains("--upstream shop="), "{err}");

@@ -1,5 +1,5 @@
 //! `tdsl run <TOOL> [--root DIR] [--args FILE.json | --arg NAME=JSON ...] [--trace FILE]
-//! [--mock FILE] [--upstream NAME=COMMAND|URL ...]` and `tdsl replay TRACE`.
+//! [--mock FILE] [--upstream NAME=COMMAND|URL ...]` and `tdsl replay TRACE [--upstream …]`.
 //!
 //! `run` prints the composite's result as JSON on standard output. Exit status: 0 for
 //! SUCCESS and PARTIAL, 1 for FAILED and TIMEOUT (with the failing step and the reason on
@@ -238,6 +238,10 @@ pub struct ReplayArgs {
     /// Writes the replay's own trace to this file.
     #[arg(long = "trace-out", value_name = "FILE")]
     trace_out: Option<PathBuf>,
+    /// The upstream servers the run called (`run --upstream`): listed, never called, for the
+    /// schemas of their tools (the defaults the run filled in).
+    #[command(flatten)]
+    upstream: UpstreamArgs,
 }
 
 /// Runs `tdsl run`.
@@ -644,7 +648,17 @@ pub fn replay_command(args: ReplayArgs) -> ExitCode {
     // nested its composites at most as deep as its `--max-nesting` allowed (the trace says
     // how deep; one without `limits` may have used any depth the command line allows).
     let max_nesting = trace.limits.as_ref().map_or(ranges::MAX_NESTING.max as usize, |l| l.max_nesting);
-    let workflow = match load(&root, &file, &trace.tool, crate::exec::replay::engine(&trace), max_nesting) {
+    let upstreams = match args.upstream.upstreams() {
+        Ok(u) => u.map(Arc::new),
+        Err(e) => return usage_failure(&e),
+    };
+    let tool_root = with_upstreams(ToolRoot::assumed(&root), upstreams.as_ref());
+    let loaded = load_from(tool_root, &file, &trace.tool, crate::exec::replay::engine(&trace), max_nesting);
+    // Only their schemas were needed: the replay calls nothing.
+    if let Some(u) = &upstreams {
+        u.shut_down();
+    }
+    let workflow = match loaded {
         Ok(w) => w,
         Err(Stop::Usage(e)) => return usage_failure(&e),
         Err(Stop::Problems) => return ExitCode::from(1),
@@ -678,6 +692,13 @@ pub fn replay_command(args: ReplayArgs) -> ExitCode {
     eprintln!("the replay diverges from the recording in {} place(s):", replayed.divergences.len());
     for d in &replayed.divergences {
         eprintln!("  {d}");
+    }
+    // An upstream tool unknown here: its schema's defaults, which the run filled in, are not.
+    for t in workflow.missing_tools().into_iter().filter(|t| crate::mcp::upstream::split_tool(t).is_some()) {
+        eprintln!(
+            "note: `{}` reads as an upstream server's tool: replay with the run's --upstream, so that its arguments get the defaults its schema gave the run",
+            printable(t)
+        );
     }
     ExitCode::from(1)
 }
