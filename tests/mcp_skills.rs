@@ -528,3 +528,34 @@ fn an_upstream_named_like_a_folder_leaves_its_files_alone() {
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(serde_json::from_str::<serde_json::Value>(&out).expect("JSON"), serde_json::json!({"n": 3}), "{out}");
 }
+
+/// `--upstream` and its options on `check`, `run` and `replay` are read as `serve` reads them:
+/// a malformed one is a usage error (exit 2) naming the flag, before anything starts.
+#[test]
+fn upstream_flags_are_checked_before_anything_runs() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let file = work.path().join("t.tool");
+    std::fs::write(
+        &file,
+        r#"{"description": "t", "instructions": [{"execution_id": "a", "tool_definition_path": "up/x"}]}"#,
+    )
+    .expect("write");
+    let f = file.to_str().expect("utf-8");
+    for command in ["check", "run", "replay"] {
+        for (flags, said) in [
+            (vec!["--upstream", "up"], "write NAME=COMMAND or NAME=URL"),
+            (vec!["--upstream", "a/b=x"], "must be 1 to 64"),
+            (vec!["--upstream", "up=x", "--upstream", "up=y"], "two upstream servers are named `up`"),
+            (vec!["--upstream", "up=x", "--upstream-timeout", "0"], "--upstream-timeout 0"),
+            (vec!["--upstream", "up=x", "--upstream-timeout", "301"], "--upstream-timeout 301"),
+            (vec!["--upstream", "up=x", "--upstream-token", "other=f"], "no --upstream named `other`"),
+            (vec!["--upstream", "up=x", "--upstream-token", "up=f"], "started as a command"),
+        ] {
+            let mut args = vec![command, f];
+            args.extend(&flags);
+            let (code, _, err) = tdsl_out(&args);
+            assert_eq!(code, 2, "{command} {flags:?}: {err}");
+            assert!(err.contains(said), "{command} {flags:?}: {err}");
+        }
+    }
+}

@@ -632,6 +632,11 @@ fn replay_file(root: Option<&Path>, tool: &str) -> Result<(PathBuf, PathBuf), Us
 
 /// Runs `tdsl replay`.
 pub fn replay_command(args: ReplayArgs) -> ExitCode {
+    // Flags before files: a malformed `--upstream` is a usage error before anything is read.
+    let upstreams = match args.upstream.upstreams() {
+        Ok(u) => u.map(Arc::new),
+        Err(e) => return usage_failure(&e),
+    };
     let text = match crate::input::read_text(&args.trace) {
         Ok(t) => t,
         Err(e) => return usage_failure(&UsageError(format!("cannot read {}: {e}", args.trace.display()))),
@@ -648,10 +653,6 @@ pub fn replay_command(args: ReplayArgs) -> ExitCode {
     // nested its composites at most as deep as its `--max-nesting` allowed (the trace says
     // how deep; one without `limits` may have used any depth the command line allows).
     let max_nesting = trace.limits.as_ref().map_or(ranges::MAX_NESTING.max as usize, |l| l.max_nesting);
-    let upstreams = match args.upstream.upstreams() {
-        Ok(u) => u.map(Arc::new),
-        Err(e) => return usage_failure(&e),
-    };
     let tool_root = with_upstreams(ToolRoot::assumed(&root), upstreams.as_ref());
     let loaded = load_from(tool_root, &file, &trace.tool, crate::exec::replay::engine(&trace), max_nesting);
     // Only their schemas were needed: the replay calls nothing.
