@@ -491,6 +491,9 @@ fn a_skill_whose_upstream_changed_or_is_down_at_start() {
     let entry = skill_entry(&mut server);
     assert_eq!(entry["callable"], true, "{entry}");
     assert!(entry["unchecked"].as_str().unwrap_or_default().contains("/nonexistent/upstream-server"), "{entry}");
+    let tools = server.request("resources/read", serde_json::json!({"uri": "tdsl://tools"}));
+    let listing = tools["result"]["contents"][0]["text"].as_str().unwrap_or_default().to_string();
+    assert!(listing.contains("(not checked now, checked when called: "), "{listing}");
     let called = server.call("shipped_orders", serde_json::json!({"customer_id": "c-1"}));
     assert_eq!(called["isError"], true, "{called}");
     let said = called["content"][0]["text"].as_str().unwrap_or_default();

@@ -117,7 +117,12 @@ pub(super) fn listing(set: &SkillSet) -> String {
     let mut out = String::from("\n## Skills (plans saved with `save_skill`; call them by name)\n\n");
     for s in &all {
         match (&s.served, &s.error) {
-            (Some(served), None) => out.push_str(&super::plans::served_line(served)),
+            (Some(served), None) => {
+                out.push_str(&super::plans::served_line(served));
+                if let Some(why) = &s.unchecked {
+                    out.push_str(&format!("  (not checked now, checked when called: {why})\n"));
+                }
+            }
             (_, error) => out.push_str(&format!(
                 "- `{}`: not callable: {}\n",
                 s.name,
