@@ -356,10 +356,7 @@ fn prepare(args: &RunArgs) -> Result<Prepared, Stop> {
         }
         return Err(stop(Stop::Problems));
     }
-    let runner: Arc<dyn crate::exec::Runner> = match &upstreams {
-        Some(ups) => Arc::new(UpstreamRunner::new(host, ups.clone())),
-        None => Arc::new(host),
-    };
+
     let mut guards = Guards::new();
     if !args.allow_tool.is_empty() {
         guards = guards.allow_tools(&args.allow_tool).map_err(|e| usage(format!("--allow-tool: {e}")))?;
@@ -377,7 +374,12 @@ fn prepare(args: &RunArgs) -> Result<Prepared, Stop> {
         guards = guards.max_result_bytes(n);
     }
     let options = execution_options(args, guards).map_err(usage).map_err(stop)?;
-    let mut executor = Executor::with_runner(runner).with_options(options);
+    // `Executor::new`: its randomness (retry jitter, the run's id) seeded from the clock.
+    let executor = match &upstreams {
+        Some(ups) => Executor::new(UpstreamRunner::new(host, ups.clone())),
+        None => Executor::new(host),
+    };
+    let mut executor = executor.with_options(options);
     if let Some(seed) = args.seed {
         executor = executor.with_random(Arc::new(crate::exec::SeededRandom::new(seed)));
     }
