@@ -474,7 +474,6 @@ fn usage(message: String) -> Stop {
     Stop::Usage(UsageError(message))
 }
 
-/// Loads a workflow; its problems are rendered on standard error.
 /// The evaluation limits `--fuel` and `--max-memory` set, checked against their ranges
 /// (`tdsl::ranges::FUEL`, `MAX_ALLOC_BYTES`): the rest are the defaults.
 fn evaluation_limits(args: &RunArgs) -> Result<crate::Limits, String> {
@@ -492,11 +491,8 @@ fn evaluation_limits(args: &RunArgs) -> Result<crate::Limits, String> {
     Ok(limits)
 }
 
-fn load(root: &Path, file: &Path, name: &str, engine: crate::Engine, max_nesting: usize) -> Result<Workflow, Stop> {
-    load_from(ToolRoot::assumed(root), file, name, engine, max_nesting)
-}
-
-/// [`load`] with the callees resolved by `root` (which may know upstream servers' tools).
+/// Loads a workflow with the callees resolved by `root` (which may know upstream servers'
+/// tools); its problems are rendered on standard error.
 fn load_from(
     root: ToolRoot,
     file: &Path,
