@@ -391,7 +391,21 @@ fn a_read_only_skills_folder_refuses_saves() {
     let stderr = String::from_utf8_lossy(&probe.stderr);
     assert!(stderr.contains("Permission denied"), "the probe failed for another reason: {stderr}");
 
-    let mut cmd = command(tdsl());
+    // The server's binary must be one `nobody` can run: under a private folder (a checkout in
+    // /root) it is not, and a copy in the (readable) work folder is run instead.
+    let runs = |binary: &Path| command(binary).arg("--version").output().is_ok_and(|o| o.status.success());
+    let binary = if runs(tdsl()) {
+        tdsl().to_path_buf()
+    } else {
+        let copy = work.path().join("tdsl");
+        if std::fs::hard_link(tdsl(), &copy).is_err() {
+            std::fs::copy(tdsl(), &copy).expect("a copy of tdsl");
+        }
+        std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        assert!(runs(&copy), "cannot run {} as the server's user, even copied to {}", tdsl().display(), copy.display());
+        copy
+    };
+    let mut cmd = command(&binary);
     cmd.args(["serve", "--mcp", "--plans", "--no-history", "--root"]).arg(&root).arg("--skills").arg(&skills);
     let mut server = common::mcp_stdio::StdioClient::start(&mut cmd);
     let plan = serde_json::json!({"instructions": [
