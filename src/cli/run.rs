@@ -179,7 +179,8 @@ pub(crate) struct UpstreamArgs {
     /// Make the tools of an MCP server callable as `NAME/TOOL`, as `serve --mcp --plans
     /// --upstream` does: a command line started over stdio (split like `exec:`), or an
     /// http:// or https:// URL (repeatable). A skill saved by `serve --skills`, or any
-    /// composite, that calls `NAME/TOOL` is checked against that tool's schemas and runs it.
+    /// composite, that calls `NAME/TOOL` is checked against that tool's schemas (and `run`
+    /// calls it there).
     #[arg(long, value_name = "NAME=COMMAND|URL")]
     upstream: Vec<String>,
     /// With --upstream NAME=URL: send `Authorization: Bearer <token>` to that server, the
