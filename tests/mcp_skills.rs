@@ -25,6 +25,11 @@ fn root_with_tools(dir: &Path) -> PathBuf {
     root
 }
 
+/// `text` with every run of white space one space: miette wraps long lines.
+fn flat(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 fn tdsl_out(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(tdsl()).args(args).env("NO_COLOR", "1").output().expect("tdsl runs");
     (
@@ -156,12 +161,418 @@ fn check_plan_takes_upstream_servers() {
     let (code, _, err) = args(false);
     assert_eq!(code, 1, "without --upstream: {err}");
     assert!(err.contains("E1306"), "{err}");
-    // Without `--plan` the option would be ignored (clap waives `requires` beside PATHs): refused.
-    let (code, _, err) = tdsl_out(&["check", "--upstream", upstream.as_str(), plan.to_str().expect("utf-8")]);
-    assert_eq!(code, 2, "{err}");
-    assert!(err.contains("--upstream applies to `--plan FILE.json` only"), "{err}");
+    // Without `--plan` the file is checked as a `.tool` file, against the same upstream.
+    let r = root.to_str().expect("utf-8");
+    let (code, _, err) =
+        tdsl_out(&["check", "--root", r, "--upstream", upstream.as_str(), plan.to_str().expect("utf-8")]);
+    assert_eq!(code, 0, "{err}");
     write("up/pasue");
     let (code, _, err) = args(true);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("E1306") && err.contains("up/pause"), "the nearest name: {err}");
+}
+
+/// `--upstream` of `shop`, the pydantic FastMCP server of `tests/mcp_py/shop.py`.
+fn shop() -> String {
+    format!("shop='{}' '{}'", common::python::python().display(), repo().join("tests/mcp_py/shop.py").display())
+}
+
+/// A plan over the upstream `shop`: the ids of a customer's shipped orders.
+fn shipped_orders_plan() -> serde_json::Value {
+    serde_json::json!({
+        "arguments": [{"name": "customer_id", "type_name": "string", "required": true}],
+        "instructions": [{
+            "execution_id": "orders",
+            "tool_definition_path": "shop/list_orders",
+            "arguments": {"customer_id": "REF:arguments.customer_id", "status": "shipped"},
+            "transform_responses": {"variables": {"found": "REF:response.result"},
+                                    "transforms": {"ids": "map(array=found, template=\"item.order_id\")"}}
+        }],
+        "responses": [{"name": "ids", "type_name": "list", "required": true}],
+        "response_reference_map": {"ids": "REF:orders.ids"}
+    })
+}
+
+/// Issue 40, item 3: a skill the server saved that calls an upstream server's tool
+/// (`shop/list_orders` of the pydantic FastMCP `tests/mcp_py/shop.py`) is an ordinary `.tool`
+/// file: `tdsl check --upstream` checks it against the tool's schemas (a misspelt argument, a
+/// misspelt tool are errors), `tdsl run --upstream` runs it; without `--upstream` both say
+/// which flag is missing, and an upstream that cannot be reached is `E0903` with its reason,
+/// soon (never a hang).
+#[test]
+fn a_skill_over_an_upstream_checks_and_runs_outside_the_server() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let root = root_with_tools(work.path());
+    let r = root.to_str().expect("utf-8");
+    let skills = root.join("skills");
+    let shop = shop();
+
+    // Saved through the server, as a client saves it.
+    let mut server = common::mcp_stdio::StdioClient::start(Command::new(tdsl()).args([
+        "serve",
+        "--mcp",
+        "--plans",
+        "--no-history",
+        "--root",
+        r,
+        "--skills",
+        skills.to_str().expect("utf-8"),
+        "--upstream",
+        &shop,
+    ]));
+    let saved = server.call(
+        "save_skill",
+        serde_json::json!({"name": "shipped_orders", "description": "The ids of a customer's shipped orders",
+                           "plan": shipped_orders_plan()}),
+    );
+    assert_eq!(saved["isError"], false, "{saved}");
+    // A skill named as an upstream tool would be called by a plan that names that tool
+    // without its server: refused.
+    let shadow = server.call(
+        "save_skill",
+        serde_json::json!({"name": "list_orders", "description": "Shadows", "plan": shipped_orders_plan()}),
+    );
+    assert_eq!(shadow["structuredContent"]["code"], "E1403", "{shadow}");
+    assert!(
+        shadow["structuredContent"]["message"].as_str().unwrap_or_default().contains("`shop/list_orders`"),
+        "{shadow}"
+    );
+    let called = server.call("shipped_orders", serde_json::json!({"customer_id": "c-1"}));
+    assert_eq!(called["structuredContent"]["ids"], serde_json::json!(["o-2"]), "{called}");
+    // A later plan that calls the skill: the skill's upstream tool is resolved (and its
+    // server listed) for the plan too.
+    let caller = serde_json::json!({"instructions": [
+        {"execution_id": "s", "tool_definition_path": "shipped_orders", "arguments": {"customer_id": "c-1"}}],
+        "response_reference_map": {"ids": "REF:s.ids"}});
+    let ran = server.call("run_plan", serde_json::json!({"plan": caller}));
+    assert_eq!(ran["isError"], false, "{ran}");
+    assert_eq!(ran["structuredContent"]["result"]["ids"], serde_json::json!(["o-2"]), "{ran}");
+    drop(server);
+    let file = skills.join("shipped_orders.tool");
+    let f = file.to_str().expect("utf-8");
+    let text = std::fs::read_to_string(&file).expect("the skill's file");
+    assert!(text.contains("\"tool_definition_path\": \"shop/list_orders\""), "{text}");
+
+    // `tdsl check --upstream`: against the schemas `shop` lists.
+    let (code, out, err) = tdsl_out(&["check", "--root", r, "--upstream", &shop, f]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(err.contains("checked 1 file: 0 errors, 0 warnings"), "{err}");
+    // Without it, the help names the flag.
+    let (code, _, err) = tdsl_out(&["check", "--root", r, f]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("E0601") && flat(&err).contains("pass `--upstream shop=COMMAND|URL`"), "{err}");
+    // A misspelt argument of the upstream tool, a misspelt tool.
+    let misspelt = work.path().join("misspelt.tool");
+    let m = misspelt.to_str().expect("utf-8");
+    std::fs::write(&misspelt, text.replace("\"customer_id\": \"REF:", "\"customr_id\": \"REF:")).expect("write");
+    let (code, _, err) = tdsl_out(&["check", "--root", r, "--upstream", &shop, m]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("E0611") && err.contains("customr_id"), "{err}");
+    assert!(err.contains("E0612") && err.contains("customer_id"), "the required argument: {err}");
+    std::fs::write(&misspelt, text.replace("shop/list_orders", "shop/list_ordrs")).expect("write");
+    let (code, _, err) = tdsl_out(&["check", "--root", r, "--upstream", &shop, m]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("E0901") && flat(&err).contains("did you mean `shop/list_orders`?"), "{err}");
+    // A misspelt field of its result, in a template: a warning (`--deny-warnings` fails it).
+    std::fs::write(&misspelt, text.replace("item.order_id", "item.ordr_id")).expect("write");
+    let (code, _, err) = tdsl_out(&["check", "--root", r, "--upstream", &shop, "--deny-warnings", m]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("W0102") && flat(&err).contains("did you mean `order_id`?"), "{err}");
+
+    // `tdsl run --upstream`: the skill runs outside the server, with the same result.
+    let trace = work.path().join("trace.json");
+    let t = trace.to_str().expect("utf-8");
+    let (code, out, err) = tdsl_out(&[
+        "run",
+        "--no-history",
+        "--root",
+        r,
+        "--upstream",
+        &shop,
+        f,
+        "--arg",
+        "customer_id=\"c-1\"",
+        "--trace",
+        t,
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let result: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(result, serde_json::json!({"ids": ["o-2"]}), "{out}");
+    // Its replay needs the schema (the run filled in `limit`'s default), not the calls.
+    let (code, _, err) = tdsl_out(&["replay", t, "--root", r, "--upstream", &shop]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("replay matches the recording"), "{err}");
+    let (code, _, err) = tdsl_out(&["replay", t, "--root", r]);
+    assert_eq!(code, 1, "{err}");
+    assert!(flat(&err).contains("replay with the run's --upstream"), "{err}");
+    let (code, _, err) = tdsl_out(&["run", "--no-history", "--root", r, f, "--arg", "customer_id=\"c-1\""]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("`shop/list_orders` does not resolve") && err.contains("--upstream shop="), "{err}");
+
+    // An upstream that cannot be reached: E0903 with its reason, at once or within
+    // `--upstream-timeout`, from `check` and from `run` alike.
+    let closed = format!("shop=http://127.0.0.1:{}/mcp", common::process::free_port());
+    for (upstream, extra) in [
+        ("shop=/nonexistent/upstream-server".to_string(), vec![]),
+        (closed, vec![]),
+        ("shop=sleep 60".to_string(), vec!["--upstream-timeout", "1"]),
+    ] {
+        for command in ["check", "run"] {
+            let started = std::time::Instant::now();
+            let mut args = vec![command, "--root", r, "--upstream", &upstream];
+            args.extend(&extra);
+            if command == "run" {
+                args.extend(["--no-history", "--arg", "customer_id=\"c-1\""]);
+            }
+            args.push(f);
+            let (code, _, err) = tdsl_out(&args);
+            let err = flat(&err);
+            assert_eq!(code, 1, "{command} {upstream}: {err}");
+            assert!(
+                err.contains("E0903")
+                    && err.contains("`shop/list_orders` cannot be checked: the upstream server `shop`"),
+                "{command} {upstream}: {err}"
+            );
+            assert!(err.contains("check `--upstream shop=…`"), "the help: {err}");
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(20),
+                "{command} {upstream} took {:?}",
+                started.elapsed()
+            );
+        }
+    }
+}
+
+/// The effective user id, from `id -u`.
+fn euid() -> u32 {
+    let out = Command::new("id").arg("-u").output().expect("id runs");
+    String::from_utf8_lossy(&out.stdout).trim().parse().expect("a user id")
+}
+
+/// A skills folder the server cannot write: `save_skill` is `E1405` with the system's reason,
+/// nothing is written and no tool appears. Run as root (CI), root would write the folder
+/// whatever its mode: the server then runs as `nobody` (`setpriv`), and the test fails,
+/// saying why, when that cannot be arranged — it never passes without checking.
+#[test]
+fn a_read_only_skills_folder_refuses_saves() {
+    use std::os::unix::fs::PermissionsExt;
+    let work = tempfile::tempdir().expect("tempdir");
+    // Readable by another user: the server may run as `nobody`.
+    std::fs::set_permissions(work.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let root = root_with_tools(work.path());
+    let skills = root.join("skills");
+    std::fs::create_dir(&skills).expect("the skills folder");
+    std::fs::set_permissions(&skills, std::fs::Permissions::from_mode(0o555)).expect("chmod");
+    // As root: as `nobody`, with no supplementary group.
+    let as_nobody = euid() == 0;
+    let command = |program: &Path| -> Command {
+        if as_nobody {
+            let mut c = Command::new("setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(program);
+            c
+        } else {
+            Command::new(program)
+        }
+    };
+    // The folder must be unwritable to the user the server runs as: tried first.
+    let probe = command(Path::new("sh"))
+        .arg("-c")
+        .arg("echo x > \"$1\"/.probe")
+        .arg("sh")
+        .arg(&skills)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run the probe{}: {e}", if as_nobody { " with setpriv" } else { "" }));
+    assert!(
+        !probe.status.success(),
+        "cannot arrange a skills folder the server cannot write: {} wrote into it{}",
+        if as_nobody { "`nobody` (setpriv)" } else { "this user" },
+        if as_nobody { "" } else { " despite mode 0555" }
+    );
+    let stderr = String::from_utf8_lossy(&probe.stderr);
+    assert!(stderr.contains("Permission denied"), "the probe failed for another reason: {stderr}");
+
+    // The server's binary must be one `nobody` can run: under a private folder (a checkout in
+    // /root) it is not, and a copy in the (readable) work folder is run instead.
+    let runs = |binary: &Path| command(binary).arg("--version").output().is_ok_and(|o| o.status.success());
+    let binary = if runs(tdsl()) {
+        tdsl().to_path_buf()
+    } else {
+        let copy = work.path().join("tdsl");
+        if std::fs::hard_link(tdsl(), &copy).is_err() {
+            std::fs::copy(tdsl(), &copy).expect("a copy of tdsl");
+        }
+        std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        assert!(runs(&copy), "cannot run {} as the server's user, even copied to {}", tdsl().display(), copy.display());
+        copy
+    };
+    let mut cmd = command(&binary);
+    cmd.args(["serve", "--mcp", "--plans", "--no-history", "--root"]).arg(&root).arg("--skills").arg(&skills);
+    let mut server = common::mcp_stdio::StdioClient::start(&mut cmd);
+    let plan = serde_json::json!({"instructions": [
+        {"execution_id": "a", "tool_definition_path": "pause", "arguments": {"n": 1}}],
+        "response_reference_map": {"n": "REF:a.n"}});
+    let r = server.call("save_skill", serde_json::json!({"name": "once", "description": "Pauses once", "plan": plan}));
+    assert_eq!(r["isError"], true, "{r}");
+    assert_eq!(r["structuredContent"]["code"], "E1405", "{r}");
+    let message = r["structuredContent"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("Permission denied") && message.contains("nothing was changed"), "{r}");
+    let listed = server.request("tools/list", serde_json::json!({}));
+    let names: Vec<&str> =
+        listed["result"]["tools"].as_array().expect("tools").iter().filter_map(|t| t["name"].as_str()).collect();
+    assert!(!names.contains(&"once"), "{names:?}");
+    drop(server);
+    let left: Vec<_> =
+        std::fs::read_dir(&skills).expect("the folder").filter_map(Result::ok).map(|e| e.file_name()).collect();
+    assert!(left.is_empty(), "nothing is written: {left:?}");
+}
+
+/// Issue 40's hostile round: a skill whose upstream tool's schema changed since it was saved
+/// is not callable after the next start (listed with the error) and fails `tdsl check
+/// --upstream`; a skill whose upstream server is down at start stays callable, unchecked
+/// (`tdsl://skills` says why), and a call checks it first and answers with the reason.
+#[test]
+fn a_skill_whose_upstream_changed_or_is_down_at_start() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let root = root_with_tools(work.path());
+    let r = root.to_str().expect("utf-8");
+    let skills = root.join("skills");
+    std::fs::create_dir(&skills).expect("skills");
+    let plan = shipped_orders_plan();
+    let text = serde_json::to_string_pretty(&serde_json::json!({
+        "description": "The ids of a customer's shipped orders",
+        "arguments": plan["arguments"], "instructions": plan["instructions"],
+        "responses": plan["responses"], "response_reference_map": plan["response_reference_map"]}))
+    .expect("JSON");
+    let file = skills.join("shipped_orders.tool");
+    std::fs::write(&file, text).expect("the skill, as a save writes it");
+
+    // `shop` now: its `list_orders` takes `customer`, not `customer_id` (a tdsl server).
+    let changed = work.path().join("changed");
+    std::fs::create_dir_all(changed.join("tools")).expect("dir");
+    std::fs::write(
+        changed.join("tools/list_orders.tool"),
+        r#"{"description": "Orders", "arguments": [{"name": "customer", "type_name": "string", "required": true},
+            {"name": "status", "type_name": "string"}],
+            "responses": [{"name": "result", "type_name": "list"}], "system_event_endpoint": "builtin:echo"}"#,
+    )
+    .expect("write");
+    let shop_changed = format!("shop='{}' serve --mcp --no-history --root '{}'", tdsl().display(), changed.display());
+    let (code, _, err) = tdsl_out(&["check", "--root", r, "--upstream", &shop_changed, file.to_str().expect("utf-8")]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("E0611") && err.contains("customer_id") && err.contains("E0612"), "{err}");
+    let serve = |upstream: &str| {
+        common::mcp_stdio::StdioClient::start(Command::new(tdsl()).args([
+            "serve",
+            "--mcp",
+            "--plans",
+            "--no-history",
+            "--root",
+            r,
+            "--skills",
+            skills.to_str().expect("utf-8"),
+            "--upstream",
+            upstream,
+            "--upstream-timeout",
+            "5",
+        ]))
+    };
+    let names = |server: &mut common::mcp_stdio::StdioClient| -> Vec<String> {
+        let listed = server.request("tools/list", serde_json::json!({}));
+        listed["result"]["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .filter_map(|t| t["name"].as_str().map(str::to_string))
+            .collect()
+    };
+    let skill_entry = |server: &mut common::mcp_stdio::StdioClient| -> serde_json::Value {
+        let read = server.request("resources/read", serde_json::json!({"uri": "tdsl://skills"}));
+        let text = read["result"]["contents"][0]["text"].as_str().expect("text").to_string();
+        let all: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+        all["skills"][0].clone()
+    };
+
+    let mut server = serve(&shop_changed);
+    assert!(!names(&mut server).contains(&"shipped_orders".to_string()), "a broken skill is not listed");
+    let entry = skill_entry(&mut server);
+    assert_eq!(entry["callable"], false, "{entry}");
+    assert!(entry["error"].as_str().unwrap_or_default().contains("customer_id"), "{entry}");
+    drop(server);
+
+    // Down at start: callable, unchecked; a call checks it and says why it cannot run.
+    let mut server = serve("shop=/nonexistent/upstream-server");
+    assert!(names(&mut server).contains(&"shipped_orders".to_string()), "an unchecked skill stays listed");
+    let entry = skill_entry(&mut server);
+    assert_eq!(entry["callable"], true, "{entry}");
+    assert!(entry["unchecked"].as_str().unwrap_or_default().contains("/nonexistent/upstream-server"), "{entry}");
+    let tools = server.request("resources/read", serde_json::json!({"uri": "tdsl://tools"}));
+    let listing = tools["result"]["contents"][0]["text"].as_str().unwrap_or_default().to_string();
+    assert!(listing.contains("(not checked now, checked when called: "), "{listing}");
+    let called = server.call("shipped_orders", serde_json::json!({"customer_id": "c-1"}));
+    assert_eq!(called["isError"], true, "{called}");
+    let said = called["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(said.contains("was not run") && said.contains("/nonexistent/upstream-server"), "{called}");
+    let stderr = server.process.output();
+    assert!(stderr.contains("skill `shipped_orders` is not checked"), "{stderr}");
+}
+
+/// An upstream named like a folder of the root (`--upstream tools=…`) does not take over the
+/// root's files: `tools/pause.tool`, which that server does not offer, is still the file,
+/// while `tools/pause` is the server's tool.
+#[test]
+fn an_upstream_named_like_a_folder_leaves_its_files_alone() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let root = root_with_tools(work.path());
+    let r = root.to_str().expect("utf-8");
+    let upstream = format!(
+        "tools='{}' serve --mcp --no-history --root '{}'",
+        tdsl().display(),
+        repo().join("tests/data/mcp").display()
+    );
+    let file = work.path().join("both.tool");
+    std::fs::write(
+        &file,
+        r#"{"description": "both", "instructions": [
+            {"execution_id": "a", "tool_definition_path": "tools/pause.tool", "arguments": {"n": 1}},
+            {"execution_id": "b", "tool_definition_path": "tools/pause", "arguments": {"n": "REF:a.n"}}],
+            "response_reference_map": {"n": "REF:b.n"}}"#,
+    )
+    .expect("write");
+    let f = file.to_str().expect("utf-8");
+    let (code, out, err) = tdsl_out(&["check", "--root", r, "--upstream", &upstream, f]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = tdsl_out(&["run", "--no-history", "--root", r, "--upstream", &upstream, f]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&out).expect("JSON"), serde_json::json!({"n": 3}), "{out}");
+}
+
+/// `--upstream` and its options on `check`, `run` and `replay` are read as `serve` reads them:
+/// a malformed one is a usage error (exit 2) naming the flag, before anything starts.
+#[test]
+fn upstream_flags_are_checked_before_anything_runs() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let file = work.path().join("t.tool");
+    std::fs::write(
+        &file,
+        r#"{"description": "t", "instructions": [{"execution_id": "a", "tool_definition_path": "up/x"}]}"#,
+    )
+    .expect("write");
+    let f = file.to_str().expect("utf-8");
+    for command in ["check", "run", "replay"] {
+        for (flags, said) in [
+            (vec!["--upstream", "up"], "write NAME=COMMAND or NAME=URL"),
+            (vec!["--upstream", "a/b=x"], "must be 1 to 64"),
+            (vec!["--upstream", "up=x", "--upstream", "up=y"], "two upstream servers are named `up`"),
+            (vec!["--upstream", "up=x", "--upstream-timeout", "0"], "--upstream-timeout 0"),
+            (vec!["--upstream", "up=x", "--upstream-timeout", "301"], "--upstream-timeout 301"),
+            (vec!["--upstream", "up=x", "--upstream-token", "other=f"], "no --upstream named `other`"),
+            (vec!["--upstream", "up=x", "--upstream-token", "up=f"], "started as a command"),
+        ] {
+            let mut args = vec![command, f];
+            args.extend(&flags);
+            let (code, _, err) = tdsl_out(&args);
+            assert_eq!(code, 2, "{command} {flags:?}: {err}");
+            assert!(err.contains(said), "{command} {flags:?}: {err}");
+        }
+    }
 }

@@ -158,3 +158,53 @@ fn an_upstream_that_echoes_its_token_shows_it_to_no_one() {
         assert!(!text.contains("ECHOCHECK"), "the token reached a client, the history or a log: {text}");
     }
 }
+
+/// Issue 40: `tdsl run --upstream` and `tdsl check --upstream` (a skill's file that calls an
+/// upstream tool, outside the server) reach the server through the same client: the token an
+/// echoing server sends back is redacted from the result, the errors and the history.
+#[test]
+fn run_and_check_with_an_upstream_show_its_token_to_no_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let token = dir.path().join("token");
+    std::fs::write(&token, format!("{TOKEN}\n")).expect("write");
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let history = dir.path().join("history.db");
+    let (web, down) = (upstream(Upstream::Echoing), upstream(Upstream::Down));
+    let skill = dir.path().join("skill.tool");
+    let write_skill = |tool: &str| {
+        let text = json!({"description": "Calls an upstream", "instructions": [
+            {"execution_id": "u", "tool_definition_path": tool, "arguments": {}, "retry": {"max_retries": 0}}],
+            "response_reference_map": {"out": "REF:u"}});
+        std::fs::write(&skill, text.to_string()).expect("write");
+    };
+    let run = |command: &str, name: &str, url: &str| {
+        let mut args = vec![command.to_string(), "--root".into(), dir.path().display().to_string()];
+        args.extend(["--upstream".into(), format!("{name}={url}")]);
+        args.extend(["--upstream-token".into(), format!("{name}={}", token.display())]);
+        if command == "run" {
+            args.extend(["--history".into(), history.display().to_string()]);
+        }
+        args.push(skill.display().to_string());
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        common::tdsl(&args)
+    };
+    let mut seen = Vec::new();
+    for tool in ["web/leak", "web/fail", "web/refuse"] {
+        write_skill(tool);
+        let out = run("run", "web", &web);
+        let both = format!("{}{}", out.stdout, out.stderr);
+        assert!(both.contains("[redacted]"), "{tool}: the echo did not come back: {both}");
+        seen.push(both);
+    }
+    // A server that answers the handshake 500 with the header in its body: E0903, redacted.
+    write_skill("down/x");
+    for command in ["check", "run"] {
+        let out = run(command, "down", &down);
+        assert!(out.stderr.contains("E0903") && out.stderr.contains("Bearer [redacted]"), "{command}: {}", out.stderr);
+        seen.push(format!("{}{}", out.stdout, out.stderr));
+    }
+    seen.push(String::from_utf8_lossy(&std::fs::read(&history).expect("the history")).into_owned());
+    for text in &seen {
+        assert!(!text.contains("ECHOCHECK"), "the token reached the output or the history: {text}");
+    }
+}

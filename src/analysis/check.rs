@@ -403,6 +403,12 @@ impl<'a> Checker<'a> {
                             .or_insert_with(|| sibling_suggestion(&path.node, &file));
                         if let Some(s) = suggestion {
                             d = d.with_help(format!("did you mean `{s}`?"));
+                        } else if let Some(server) = upstream_server(&path.node) {
+                            // A skill's call of an upstream server's tool (`SERVER/TOOL`).
+                            d = d.with_help(format!(
+                                "`{}` reads as the tool of an upstream MCP server `{server}`: pass `--upstream {server}=COMMAND|URL`",
+                                path.node
+                            ));
                         } else {
                             d = d.with_help(format!(
                                 "tool paths resolve against the tool root, {}; pass `--root` to change it",
@@ -412,15 +418,23 @@ impl<'a> Checker<'a> {
                         self.diags.push(d);
                     }
                 }
-                Resolved::Invalid(why) => self.diags.push(
-                    Diagnostic::new(
-                        Code::UnresolvedToolPath,
-                        path.span,
-                        format!("`{}` does not resolve: {why}", path.node),
-                    )
-                    .with_label("not a tool under the root")
-                    .with_help("write tool paths from the root, like `/tools/scanner.tool`"),
-                ),
+                Resolved::Invalid(why) => match root.refusal(&path.node) {
+                    // A name the tools known by name refused (an upstream server's): their reason.
+                    Some(r) => self.diags.push(
+                        Diagnostic::new(r.code, path.span, r.message.clone())
+                            .with_label(r.label.clone())
+                            .with_help(r.help.clone()),
+                    ),
+                    None => self.diags.push(
+                        Diagnostic::new(
+                            Code::UnresolvedToolPath,
+                            path.span,
+                            format!("`{}` does not resolve: {why}", path.node),
+                        )
+                        .with_label("not a tool under the root")
+                        .with_help("write tool paths from the root, like `/tools/scanner.tool`"),
+                    ),
+                },
             }
             self.steps[i].fields = self.known_fields(i);
         }
@@ -1413,6 +1427,16 @@ fn object_fields(t: &Type) -> Vec<(Arc<str>, Type)> {
         Type::Object(o) => o.fields.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
         _ => Vec::new(),
     }
+}
+
+/// The server of a `tool_definition_path` written as an upstream MCP server's tool,
+/// `SERVER/TOOL` (no leading `/`, no `.tool`, one `/`): what `--upstream SERVER=…` names.
+fn upstream_server(tool_path: &str) -> Option<&str> {
+    let (server, tool) = tool_path.split_once('/')?;
+    let word = |w: &str, dot: bool| {
+        !w.is_empty() && w.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || (dot && b == b'.'))
+    };
+    (word(server, false) && word(tool, true) && !tool.ends_with(".tool")).then_some(server)
 }
 
 /// A tool path next to `wanted` whose file name is close to the one missing.

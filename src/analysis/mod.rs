@@ -54,7 +54,7 @@ pub use plan::{
     ValuePlan,
 };
 pub use root::tool_files_under;
-pub use root::{ExactTypes, LoadedTool, MissingCallees, Resolved, ToolRoot};
+pub use root::{ExactTypes, LoadedTool, MissingCallees, NameRefusal, NamedTools, Resolved, ToolRoot};
 
 use crate::diagnostic::Diagnostic;
 use crate::engine::Engine;

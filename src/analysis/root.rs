@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Code, Diagnostic};
 use crate::tool::{self, JsonNode, ToolDef};
 
 /// What to do with a `tool_definition_path` that names no file.
@@ -38,6 +38,36 @@ pub struct ToolRoot {
     /// deepest chain of calls from that tool goes (itself included), and its next link (the
     /// tool path called and its file).
     nesting: HashMap<PathBuf, (usize, Option<(String, PathBuf)>)>,
+    /// Tools known by name rather than as files (an upstream MCP server's), asked first.
+    named: Option<std::sync::Arc<dyn NamedTools>>,
+    /// Why the names `named` refused were refused, by name.
+    refusals: HashMap<String, NameRefusal>,
+}
+
+/// Tools a host knows by name rather than as files under the root: the tools of the upstream
+/// MCP servers of `tdsl check --upstream` and `tdsl run --upstream`, `SERVER/TOOL`. A
+/// `tool_definition_path` is offered to them before it is looked for under the root (once per
+/// name: the answer is kept).
+pub trait NamedTools: Send + Sync + std::fmt::Debug {
+    /// The tool `tool_path` names, or why that name cannot be called; `None` when it is none
+    /// of these tools' names (it is then looked for under the root).
+    fn resolve(&self, tool_path: &str) -> Option<Result<Arc<LoadedTool>, NameRefusal>>;
+}
+
+/// Why [`NamedTools`] refused a name it owns: an upstream server that offers no such tool
+/// (`E0901`), or that could not be listed (`E0903`). The name resolves to
+/// [`Resolved::Invalid`] with the message, and the analysis reports the rest
+/// ([`ToolRoot::refusal`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NameRefusal {
+    /// The diagnostic's code.
+    pub code: Code,
+    /// What is wrong.
+    pub message: String,
+    /// The label at the `tool_definition_path`.
+    pub label: String,
+    /// What to do.
+    pub help: String,
 }
 
 /// A tool file read from the root.
@@ -161,7 +191,21 @@ impl ToolRoot {
             resolved: HashMap::new(),
             cycles: HashMap::new(),
             nesting: HashMap::new(),
+            named: None,
+            refusals: HashMap::new(),
         }
+    }
+
+    /// The same root, asking `tools` first what a `tool_definition_path` names.
+    pub fn with_named(mut self, tools: Arc<dyn NamedTools>) -> ToolRoot {
+        self.named = Some(tools);
+        self
+    }
+
+    /// Why the tools known by name refused `tool_path`, when they did (it resolved to
+    /// [`Resolved::Invalid`]).
+    pub fn refusal(&self, tool_path: &str) -> Option<&NameRefusal> {
+        self.refusals.get(tool_path)
     }
 
     /// The root directory.
@@ -230,7 +274,15 @@ impl ToolRoot {
         if let Some(r) = self.resolved.get(tool_path) {
             return r.clone();
         }
-        let r = self.resolve_uncached(tool_path);
+        let r = match self.named.as_ref().and_then(|n| n.resolve(tool_path)) {
+            Some(Ok(t)) => Resolved::Found(t),
+            Some(Err(refusal)) => {
+                let r = Resolved::Invalid(refusal.message.clone());
+                self.refusals.insert(tool_path.to_string(), refusal);
+                r
+            }
+            None => self.resolve_uncached(tool_path),
+        };
         self.resolved.insert(tool_path.to_string(), r.clone());
         r
     }

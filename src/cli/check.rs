@@ -1,4 +1,4 @@
-//! `tdsl check <PATH>... [--root DIR] [--format human|json] [--deny-warnings] [--mcp-schemas]
+//! `tdsl check <PATH>... [--root DIR] [--format human|json] [--deny-warnings] [--mcp-schemas] [--upstream NAME=…]
 //! [--explain-types] [--max-nesting N]`
 //!
 //! Every problem of every file in one run. Human output is miette's rendering on standard
@@ -52,17 +52,10 @@ pub struct CheckArgs {
     /// default 1,000).
     #[arg(long = "max-fan-out", value_name = "N", requires = "plan")]
     max_fan_out: Option<f64>,
-    /// With `--plan`: make the tools of an MCP server callable as `NAME/TOOL`, as `serve --mcp
-    /// --plans --upstream` does (a command line over stdio, or an http(s):// URL;
-    /// repeatable): a plan or a skill file (`serve --skills`) that calls them checks here too.
-    #[arg(long, value_name = "NAME=COMMAND|URL", requires = "plan")]
-    upstream: Vec<String>,
-    /// With --upstream NAME=URL: the bearer token's file, as `serve`'s flag.
-    #[arg(long = "upstream-token", value_name = "NAME=FILE", requires = "upstream")]
-    upstream_token: Vec<String>,
-    /// With --upstream NAME=https://…: a PEM file of CA certificates to trust, as `serve`'s flag.
-    #[arg(long = "upstream-ca", value_name = "NAME=FILE", requires = "upstream")]
-    upstream_ca: Vec<String>,
+    /// The upstream MCP servers whose tools a plan or a `.tool` file (a skill, `serve
+    /// --skills`) calls as `NAME/TOOL`: checked against their schemas.
+    #[command(flatten)]
+    upstream: super::upstreams::UpstreamArgs,
     /// The tool root `tool_definition_path`s resolve against. When given, a path that names
     /// no file is an error; by default the current directory is assumed and such callees
     /// are not checked.
@@ -156,7 +149,6 @@ pub fn run(args: CheckArgs) -> ExitCode {
         ("--max-plan-steps", args.max_plan_steps.is_some()),
         ("--max-plan-nesting", args.max_plan_nesting.is_some()),
         ("--max-fan-out", args.max_fan_out.is_some()),
-        ("--upstream", !args.upstream.is_empty()),
     ];
     if let Some((flag, _)) = plan_only.iter().find(|(_, given)| *given) {
         return usage_failure(&UsageError(format!("{flag} applies to `--plan FILE.json` only")));
@@ -172,11 +164,25 @@ pub fn run(args: CheckArgs) -> ExitCode {
     if let Err(e) = crate::ranges::MAX_NESTING.check(args.max_nesting as f64) {
         return usage_failure(&UsageError(format!("--max-nesting: {e}")));
     }
+    // The upstream servers, each listed (started) when a file first names one of its tools.
+    let upstreams = match args.upstream.upstreams() {
+        Ok(u) => u.map(std::sync::Arc::new),
+        Err(e) => return usage_failure(&e),
+    };
+    let code = check_files(&args, &files, super::upstreams::with_upstreams(root, upstreams.as_ref()));
+    if let Some(ups) = upstreams {
+        ups.shut_down();
+    }
+    code
+}
+
+/// [`run`] once the files and the root are known.
+fn check_files(args: &CheckArgs, files: &[PathBuf], root: ToolRoot) -> ExitCode {
     let mut analyzer = Analyzer::new(root);
     analyzer.set_max_nesting(args.max_nesting);
     let mut checked: Vec<(String, CheckedTool)> = Vec::with_capacity(files.len());
     let mut unreadable = false;
-    for f in &files {
+    for f in files {
         match analyzer.check_file(f) {
             Ok(c) => checked.push((f.display().to_string(), c)),
             Err(e) => {
@@ -412,17 +418,15 @@ fn check_plan(path: &Path, args: &CheckArgs) -> ExitCode {
         }
     }
     // The upstream servers' tools, listed now (each started, then shut down).
-    let upstreams = match crate::mcp::upstream::parse_upstreams(&args.upstream, &args.upstream_token, &args.upstream_ca)
-    {
-        Ok(specs) if specs.is_empty() => None,
-        Ok(specs) => Some(crate::mcp::upstream::Upstreams::new(specs)),
-        Err(e) => return usage_failure(&UsageError(e)),
+    let upstreams = match args.upstream.upstreams() {
+        Ok(u) => u,
+        Err(e) => return usage_failure(&e),
     };
     if let Some(ups) = &upstreams {
         let mut tools = Vec::new();
         for (server, listed) in ups.all_tools() {
             match listed {
-                Ok(list) => tools.extend(list.iter().filter_map(|t| crate::mcp::plans::upstream_tool(&server, t))),
+                Ok(list) => tools.extend(list.iter().filter_map(|t| crate::mcp::upstream::upstream_tool(&server, t))),
                 Err(e) => eprintln!("warning: --upstream {server}: {e}"),
             }
         }

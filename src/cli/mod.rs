@@ -35,6 +35,7 @@ mod run;
 mod schema;
 mod serve;
 mod signals;
+mod upstreams;
 mod worker;
 
 use std::io::{IsTerminal, Write};

@@ -1,5 +1,5 @@
 //! `tdsl run <TOOL> [--root DIR] [--args FILE.json | --arg NAME=JSON ...] [--trace FILE]
-//! [--mock FILE]` and `tdsl replay TRACE`.
+//! [--mock FILE] [--upstream NAME=COMMAND|URL ...]` and `tdsl replay TRACE [--upstream …]`.
 //!
 //! `run` prints the composite's result as JSON on standard output. Exit status: 0 for
 //! SUCCESS and PARTIAL, 1 for FAILED and TIMEOUT (with the failing step and the reason on
@@ -22,8 +22,10 @@ use super::check::{tool_file, tool_root};
 use super::printable::printable;
 use super::progress::{HistoryArgs, Observers, Progress};
 use super::signals::Interrupts;
+use super::upstreams::{with_upstreams, UpstreamArgs};
 use super::worker::{ConnectionArgs, Engine};
 use super::{color_stderr, render, usage_failure, UsageError};
+use crate::analysis::ToolRoot;
 use crate::exec::breaker::BreakerPolicy;
 use crate::exec::replay::FileRecorder;
 use crate::exec::{
@@ -31,6 +33,7 @@ use crate::exec::{
 };
 use crate::history::{Recorder, RunContext};
 use crate::host::{self, HostRunner, Mock};
+use crate::mcp::upstream::{UpstreamRunner, Upstreams};
 use crate::ranges;
 use crate::value::{Map, SmolStr, Value};
 
@@ -112,6 +115,9 @@ pub struct RunArgs {
     /// The environment of `exec:` tools and `mcp:` servers.
     #[command(flatten)]
     tool_env: ToolEnvArgs,
+    /// The upstream MCP servers whose tools the composite calls as `NAME/TOOL`.
+    #[command(flatten)]
+    upstream: UpstreamArgs,
     /// Where the run is recorded.
     #[command(flatten)]
     history: HistoryArgs,
@@ -179,6 +185,10 @@ pub struct ReplayArgs {
     /// Writes the replay's own trace to this file.
     #[arg(long = "trace-out", value_name = "FILE")]
     trace_out: Option<PathBuf>,
+    /// The upstream servers the run called (`run --upstream`): listed, never called, for the
+    /// schemas of their tools (the defaults the run filled in).
+    #[command(flatten)]
+    upstream: UpstreamArgs,
 }
 
 /// Runs `tdsl run`.
@@ -191,13 +201,23 @@ pub fn run(args: RunArgs) -> ExitCode {
     // Processes a tool leaves in a session of its own are adopted, and ended below.
     host::adopt_orphans();
     match prepare(&args) {
-        Ok((workflow, executor, arguments, files)) => {
+        Ok(Prepared { workflow, executor, arguments, files, upstreams }) => {
+            let shut_down = || {
+                if let Some(u) = &upstreams {
+                    u.shut_down();
+                }
+            };
             let (executor, recorder) = match observe(&args, &workflow, executor) {
                 Ok(observed) => observed,
-                Err(e) => return usage_failure(&e),
+                Err(e) => {
+                    shut_down();
+                    return usage_failure(&e);
+                }
             };
             let code = execute(&args, &workflow, &executor, arguments, files.as_deref(), &interrupts);
             drop(executor);
+            // The upstream servers end as `mcp:` servers do (their input closed, 3 s, SIGTERM).
+            shut_down();
             host::end_children(host::TERM_GRACE);
             if let Some(e) = recorder.and_then(|r| r.error()) {
                 eprintln!("warning: the run history is incomplete: {}", printable(&e.to_string()));
@@ -214,14 +234,22 @@ enum Stop {
     Problems,
 }
 
-/// What a run needs: the workflow, the executor, the arguments, and the recorder of the
-/// file reads of `--files` (for the trace).
-type Prepared = (Workflow, Executor, Value, Option<Arc<FileRecorder>>);
+/// What a run needs.
+struct Prepared {
+    workflow: Workflow,
+    executor: Executor,
+    arguments: Value,
+    /// The recorder of the file reads of `--files` (for the trace).
+    files: Option<Arc<FileRecorder>>,
+    /// The upstream servers of `--upstream` (shut down after the run).
+    upstreams: Option<Arc<Upstreams>>,
+}
 
 fn prepare(args: &RunArgs) -> Result<Prepared, Stop> {
     // Out-of-range numbers are usage errors before anything is read.
     execution_options(args, Guards::new()).map_err(usage)?;
     let limits = evaluation_limits(args).map_err(usage)?;
+    let upstreams = args.upstream.upstreams().map_err(Stop::Usage)?;
     let root = tool_root(args.root.as_deref()).map_err(Stop::Usage)?;
     let file = tool_file(&args.tool, &root, args.root.is_some()).map_err(Stop::Usage)?;
     let arguments = load_arguments(args.args.as_deref(), &args.arg).map_err(Stop::Usage)?;
@@ -242,21 +270,40 @@ fn prepare(args: &RunArgs) -> Result<Prepared, Stop> {
         files = Some(recorder);
     }
     let tool_env = args.tool_env.policy().map_err(Stop::Usage)?;
-    let workflow = load(root.dir(), &file, &args.tool, engine, args.max_nesting)?;
-    let mut runner = HostRunner::new().with_max_stdout(args.max_tool_output).with_env(tool_env);
+    // Upstream servers are processes tdsl starts, as `mcp:` servers are.
+    let upstreams = upstreams.map(|u| Arc::new(u.with_env(tool_env.clone())));
+    let tool_root = with_upstreams(ToolRoot::assumed(root.dir()), upstreams.as_ref());
+    let loaded = load_from(tool_root, &file, &args.tool, engine, args.max_nesting);
+    let stop = |e: Stop| {
+        if let Some(u) = &upstreams {
+            u.shut_down();
+        }
+        e
+    };
+    let workflow = loaded.map_err(stop)?;
+    let mut host = HostRunner::new().with_max_stdout(args.max_tool_output).with_env(tool_env);
     if let Some(m) = mock {
-        runner = runner.with_mock(m);
+        host = host.with_mock(m);
     }
-    let unrunnable: Vec<&str> = workflow.missing_tools().into_iter().filter(|t| !runner.mocks(t)).collect();
+    let unrunnable: Vec<&str> = workflow.missing_tools().into_iter().filter(|t| !host.mocks(t)).collect();
     if !unrunnable.is_empty() {
         for t in unrunnable {
+            let hint = match crate::mcp::upstream::split_tool(t) {
+                // A skill's call of an upstream server's tool.
+                Some((server, _)) => {
+                    format!("; `{t}` reads as the tool of an upstream MCP server: pass --upstream {server}=COMMAND|URL")
+                }
+                None => String::new(),
+            };
             eprintln!(
-                "error: `{t}` does not resolve: there is no such file under {} and no mock answers for it",
+                "error: `{}` does not resolve: there is no such file under {} and no mock answers for it{hint}",
+                printable(t),
                 workflow.root().display()
             );
         }
-        return Err(Stop::Problems);
+        return Err(stop(Stop::Problems));
     }
+
     let mut guards = Guards::new();
     if !args.allow_tool.is_empty() {
         guards = guards.allow_tools(&args.allow_tool).map_err(|e| usage(format!("--allow-tool: {e}")))?;
@@ -273,12 +320,17 @@ fn prepare(args: &RunArgs) -> Result<Prepared, Stop> {
     if let Some(n) = args.max_result_bytes {
         guards = guards.max_result_bytes(n);
     }
-    let options = execution_options(args, guards).map_err(usage)?;
-    let mut executor = Executor::new(runner).with_options(options);
+    let options = execution_options(args, guards).map_err(usage).map_err(stop)?;
+    // `Executor::new`: its randomness (retry jitter, the run's id) seeded from the clock.
+    let executor = match &upstreams {
+        Some(ups) => Executor::new(UpstreamRunner::new(host, ups.clone())),
+        None => Executor::new(host),
+    };
+    let mut executor = executor.with_options(options);
     if let Some(seed) = args.seed {
         executor = executor.with_random(Arc::new(crate::exec::SeededRandom::new(seed)));
     }
-    Ok((workflow, executor, arguments, files))
+    Ok(Prepared { workflow, executor, arguments, files, upstreams })
 }
 
 /// The executor with its observers: the history recorder (unless `--no-history`) and, on
@@ -369,7 +421,6 @@ fn usage(message: String) -> Stop {
     Stop::Usage(UsageError(message))
 }
 
-/// Loads a workflow; its problems are rendered on standard error.
 /// The evaluation limits `--fuel` and `--max-memory` set, checked against their ranges
 /// (`tdsl::ranges::FUEL`, `MAX_ALLOC_BYTES`): the rest are the defaults.
 fn evaluation_limits(args: &RunArgs) -> Result<crate::Limits, String> {
@@ -387,8 +438,16 @@ fn evaluation_limits(args: &RunArgs) -> Result<crate::Limits, String> {
     Ok(limits)
 }
 
-fn load(root: &Path, file: &Path, name: &str, engine: crate::Engine, max_nesting: usize) -> Result<Workflow, Stop> {
-    Workflow::load_with_nesting(root, file, engine, max_nesting).map_err(|e| match e {
+/// Loads a workflow with the callees resolved by `root` (which may know upstream servers'
+/// tools); its problems are rendered on standard error.
+fn load_from(
+    root: ToolRoot,
+    file: &Path,
+    name: &str,
+    engine: crate::Engine,
+    max_nesting: usize,
+) -> Result<Workflow, Stop> {
+    Workflow::load_from(root, file, engine, max_nesting).map_err(|e| match e {
         LoadError::Io(m) => usage(m),
         LoadError::Invalid { name: tool, source, diagnostics } => {
             eprint!("{}", render(&diagnostics, &tool, &source, color_stderr()));
@@ -518,6 +577,11 @@ fn replay_file(root: Option<&Path>, tool: &str) -> Result<(PathBuf, PathBuf), Us
 
 /// Runs `tdsl replay`.
 pub fn replay_command(args: ReplayArgs) -> ExitCode {
+    // Flags before files: a malformed `--upstream` is a usage error before anything is read.
+    let upstreams = match args.upstream.upstreams() {
+        Ok(u) => u.map(Arc::new),
+        Err(e) => return usage_failure(&e),
+    };
     let text = match crate::input::read_text(&args.trace) {
         Ok(t) => t,
         Err(e) => return usage_failure(&UsageError(format!("cannot read {}: {e}", args.trace.display()))),
@@ -534,7 +598,13 @@ pub fn replay_command(args: ReplayArgs) -> ExitCode {
     // nested its composites at most as deep as its `--max-nesting` allowed (the trace says
     // how deep; one without `limits` may have used any depth the command line allows).
     let max_nesting = trace.limits.as_ref().map_or(ranges::MAX_NESTING.max as usize, |l| l.max_nesting);
-    let workflow = match load(&root, &file, &trace.tool, crate::exec::replay::engine(&trace), max_nesting) {
+    let tool_root = with_upstreams(ToolRoot::assumed(&root), upstreams.as_ref());
+    let loaded = load_from(tool_root, &file, &trace.tool, crate::exec::replay::engine(&trace), max_nesting);
+    // Only their schemas were needed: the replay calls nothing.
+    if let Some(u) = &upstreams {
+        u.shut_down();
+    }
+    let workflow = match loaded {
         Ok(w) => w,
         Err(Stop::Usage(e)) => return usage_failure(&e),
         Err(Stop::Problems) => return ExitCode::from(1),
@@ -569,6 +639,13 @@ pub fn replay_command(args: ReplayArgs) -> ExitCode {
     for d in &replayed.divergences {
         eprintln!("  {d}");
     }
+    // An upstream tool unknown here: its schema's defaults, which the run filled in, are not.
+    for t in workflow.missing_tools().into_iter().filter(|t| crate::mcp::upstream::split_tool(t).is_some()) {
+        eprintln!(
+            "note: `{}` reads as an upstream server's tool: replay with the run's --upstream, so that its arguments get the defaults its schema gave the run",
+            printable(t)
+        );
+    }
     ExitCode::from(1)
 }
 
@@ -590,7 +667,13 @@ fn run_temporal(args: &RunArgs) -> ExitCode {
             "--clean-env applies to local runs: with --engine temporal, tools run in the environment of each `tdsl worker`; start the workers with the environment they may see (`env -i`)".to_string(),
         ));
     }
-    let (workflow, executor, arguments, _) = match prepare(args) {
+    // The workers call the tools: they know no upstream server of this command line.
+    if args.upstream.given() {
+        return usage_failure(&UsageError(
+            "--upstream applies to local runs: with --engine temporal the workers call the tools, and an upstream server's tools are not theirs to call".to_string(),
+        ));
+    }
+    let Prepared { workflow, executor, arguments, .. } = match prepare(args) {
         Ok(p) => p,
         Err(Stop::Usage(e)) => return usage_failure(&e),
         Err(Stop::Problems) => return ExitCode::from(1),

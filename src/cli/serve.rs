@@ -298,13 +298,13 @@ fn plan_setup(
             return Err(format!("--files {}: not a folder", dir.display()));
         }
     }
-    let specs = crate::mcp::upstream::parse_upstreams(&args.upstream, &args.upstream_token, &args.upstream_ca)?;
+    let upstreams = crate::mcp::upstream::Upstreams::from_flags(
+        &args.upstream,
+        &args.upstream_token,
+        &args.upstream_ca,
+        args.upstream_timeout,
+    )?;
     let options = crate::mcp::plans::PlanOptions { limits, files: args.files.clone() };
-    let mut upstreams = crate::mcp::upstream::Upstreams::new(specs);
-    if let Some(s) = args.upstream_timeout {
-        let s = crate::ranges::UPSTREAM_TIMEOUT_SECONDS.check(s).map_err(|e| format!("--upstream-timeout {s}: {e}"))?;
-        upstreams = upstreams.with_list_timeout(std::time::Duration::from_secs_f64(s));
-    }
     Ok((options, upstreams))
 }
 

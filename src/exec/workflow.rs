@@ -120,6 +120,13 @@ impl Workflow {
         engine: Engine,
         max_nesting: usize,
     ) -> Result<Workflow, LoadError> {
+        Workflow::load_from(ToolRoot::assumed(root), file, engine, max_nesting)
+    }
+
+    /// [`Workflow::load_with_nesting`] with the callees resolved by `root`: a
+    /// [`ToolRoot::assumed`] root that knows some tools by name
+    /// ([`ToolRoot::with_named`]: the upstream servers' tools of `tdsl run --upstream`).
+    pub fn load_from(root: ToolRoot, file: &Path, engine: Engine, max_nesting: usize) -> Result<Workflow, LoadError> {
         // Limits out of range would fail every expression with E0409: say it once.
         if let Err(e) = engine.limits().validate() {
             let error = engine.analyze("null", &crate::types::Scope::open()).diagnostics;
@@ -132,7 +139,7 @@ impl Workflow {
         }
         // Callees with no file are kept as `Tool::Missing`: a mock may still answer for them.
         let engine = engine.with_clock(Arc::new(ExecClock));
-        let mut analyzer = Analyzer::with_engine(ToolRoot::assumed(root), engine);
+        let mut analyzer = Analyzer::with_engine(root, engine);
         analyzer.set_max_nesting(max_nesting);
         let checked =
             analyzer.check_file(file).map_err(|e| LoadError::Io(format!("cannot read {}: {e}", file.display())))?;

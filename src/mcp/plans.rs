@@ -18,11 +18,11 @@ use rmcp::model::{
 use rmcp::ErrorData as McpError;
 use serde_json::{json, Value as Json};
 
-use super::upstream::Upstreams;
+use super::upstream::{upstream_tool, UpstreamRunner, Upstreams};
 use super::Served;
-use crate::exec::{CancelToken, Event, Observer, Runner, ToolCall, ToolError};
+use crate::exec::{CancelToken, Event, Observer, Runner};
 use crate::host::{HostRunner, ToolEnv};
-use crate::plans::{upstream_target, Callable, PlanLimits, PlanRefused, Plans, RunPlanOptions, UpstreamTool};
+use crate::plans::{Callable, PlanLimits, PlanRefused, Plans, RunPlanOptions, UpstreamTool};
 use crate::tool::ToolKind;
 use crate::value::Value;
 
@@ -148,7 +148,9 @@ impl PlanServer {
             }
         }
         let mut problems = Vec::new();
-        let needed = upstreams_needed(plan, &self.upstreams.names(), &callable);
+        let names = self.upstreams.names();
+        let mut needed = upstreams_needed(plan, &names, &callable);
+        super::skills::add_upstreams(&self.skills, plan, &names, &mut needed);
         if !needed.is_empty() {
             let mut tools = Vec::new();
             for (server, listed) in self.upstreams.tools_of(&needed) {
@@ -183,7 +185,9 @@ impl PlanServer {
         }
         let parsed = self.plan_value(plan);
         let names = self.upstreams.names();
-        let needed = upstreams_needed(parsed.as_ref().unwrap_or(plan), &names, &self.callable());
+        let plan = parsed.as_ref().unwrap_or(plan);
+        let mut needed = upstreams_needed(plan, &names, &self.callable());
+        super::skills::add_upstreams(&self.skills, plan, &names, &mut needed);
         if !needed.is_empty() {
             self.upstreams.prepare(&needed).await;
         }
@@ -259,10 +263,8 @@ impl PlanServer {
             Ok(v) => v,
             Err(e) => return Err(super::tool_error(format!("`arguments` cannot be read: {e}"))),
         };
-        let runner: Arc<dyn Runner> = Arc::new(PlanRunner {
-            host: HostRunner::new().with_env(self.tool_env.clone()),
-            upstreams: self.upstreams.clone(),
-        });
+        let runner: Arc<dyn Runner> =
+            Arc::new(UpstreamRunner::new(HostRunner::new().with_env(self.tool_env.clone()), self.upstreams.clone()));
         let observer = observer.map(|o| {
             Arc::new(PlanRecorded { inner: o, plan: plan.clone(), args, tool, skill: recorded }) as Arc<dyn Observer>
         });
@@ -411,10 +413,8 @@ impl PlanServer {
         if !tools.is_empty() {
             plans = plans.with_upstream(tools);
         }
-        let runner: Arc<dyn Runner> = Arc::new(PlanRunner {
-            host: HostRunner::new().with_env(self.tool_env.clone()),
-            upstreams: self.upstreams.clone(),
-        });
+        let runner: Arc<dyn Runner> =
+            Arc::new(UpstreamRunner::new(HostRunner::new().with_env(self.tool_env.clone()), self.upstreams.clone()));
         (plans, callable, self.tools_listing(), runner)
     }
 }
@@ -521,39 +521,6 @@ fn upstreams_needed<'a>(plan: &Json, names: &[&'a str], served: &[Callable]) -> 
     needed
 }
 
-/// An upstream tool as the plan core takes it, from its MCP `Tool` object.
-/// An object schema with no properties that does not forbid others (`{"type": "object",
-/// "properties": {}}`, what a tool declaring nothing exports) accepts any object: it is
-/// handed on without `properties`, which the core reads as "anything".
-pub(crate) fn upstream_tool(server: &str, tool: &Json) -> Option<UpstreamTool> {
-    let open = |schema: Json| -> Json {
-        let empty = schema.get("properties").and_then(Json::as_object).is_some_and(serde_json::Map::is_empty);
-        let closed = schema.get("additionalProperties") == Some(&Json::Bool(false));
-        match schema {
-            Json::Object(mut map) if empty && !closed => {
-                map.remove("properties");
-                Json::Object(map)
-            }
-            other => other,
-        }
-    };
-    // A name a plan could not write as `SERVER/TOOL`, or that would carry a terminal's
-    // escapes into the listing, is left out: MCP's tool names are 1–128 of `A-Z a-z 0-9 _ - .`.
-    let name = tool.get("name")?.as_str()?;
-    let valid = (1..=128).contains(&name.len())
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
-    if !valid {
-        return None;
-    }
-    Some(UpstreamTool {
-        server: server.to_string(),
-        name: name.to_string(),
-        description: tool.get("description").and_then(Json::as_str).map(str::to_string),
-        input_schema: open(tool.get("inputSchema").cloned().unwrap_or_else(|| json!({"type": "object"}))),
-        output_schema: tool.get("outputSchema").cloned().map(open),
-    })
-}
-
 /// The `plan` argument. An object is the plan; a string is taken as the plan's JSON text
 /// (diagnostics then point into it as written); any other value goes to the check too, which
 /// says that a plan is an object.
@@ -640,25 +607,6 @@ pub(super) fn served_line(s: &Served) -> String {
 /// ([`UpstreamTool::listing_line`]).
 fn upstream_line(t: &UpstreamTool) -> String {
     t.listing_line()
-}
-
-/// Sends `SERVER/TOOL` calls to their upstream server, every other call to the host runner.
-struct PlanRunner {
-    host: HostRunner,
-    upstreams: Arc<Upstreams>,
-}
-
-impl Runner for PlanRunner {
-    fn call(&self, call: &ToolCall<'_>) -> Result<Value, ToolError> {
-        match call.definition.and_then(upstream_target) {
-            Some((server, tool)) => self.upstreams.call(server, tool, call),
-            None => self.host.call(call),
-        }
-    }
-
-    fn can_block(&self, call: &ToolCall<'_>) -> bool {
-        call.definition.and_then(upstream_target).is_some() || self.host.can_block(call)
-    }
 }
 
 /// The run's observer, with the run recorded as the plan itself: its `RunStarted` names

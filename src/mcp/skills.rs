@@ -43,6 +43,18 @@ pub struct Skill {
     pub versions: Vec<SkillVersion>,
     /// Why it is not callable: it does not load or no longer checks.
     pub error: Option<String>,
+    /// Why it could not be checked (an upstream server it calls could not be listed): it
+    /// stays callable, and each call checks it again first, as every plan is.
+    pub unchecked: Option<String>,
+}
+
+/// What the check of a skill's file found.
+enum Verdict {
+    Checks,
+    /// It does not check: why.
+    Broken(String),
+    /// It does not check while an upstream server it needs cannot be listed: why.
+    Unchecked(String),
 }
 
 impl Skill {
@@ -105,7 +117,12 @@ pub(super) fn listing(set: &SkillSet) -> String {
     let mut out = String::from("\n## Skills (plans saved with `save_skill`; call them by name)\n\n");
     for s in &all {
         match (&s.served, &s.error) {
-            (Some(served), None) => out.push_str(&super::plans::served_line(served)),
+            (Some(served), None) => {
+                out.push_str(&super::plans::served_line(served));
+                if let Some(why) = &s.unchecked {
+                    out.push_str(&format!("  (not checked now, checked when called: {why})\n"));
+                }
+            }
             (_, error) => out.push_str(&format!(
                 "- `{}`: not callable: {}\n",
                 s.name,
@@ -144,6 +161,9 @@ pub(super) fn resource(set: &SkillSet) -> String {
             });
             if let Some(e) = &s.error {
                 out["error"] = json!(e);
+            }
+            if let Some(why) = &s.unchecked {
+                out["unchecked"] = json!(why);
             }
             out
         })
@@ -219,13 +239,16 @@ impl Skills {
         self.set.replace_all(names.iter().map(|n| self.read(n)).collect());
         for _ in 0..=names.len() {
             let mut changed = false;
-            for s in self.set.all().iter().filter(|s| s.callable()) {
-                if let Some(error) = self.check_error(&s.text) {
-                    let mut broken = self.read(&s.name);
-                    broken.error = Some(error);
-                    self.set.put(broken);
-                    changed = true;
-                }
+            for s in self.set.all().iter().filter(|s| s.callable() && s.unchecked.is_none()) {
+                let judged = match self.check_error(&s.text) {
+                    Verdict::Checks => continue,
+                    Verdict::Broken(error) => Skill { error: Some(error), ..self.read(&s.name) },
+                    // An upstream server that is down at start does not break its skills for
+                    // good: they stay callable, and a call checks them again.
+                    Verdict::Unchecked(why) => Skill { unchecked: Some(why), ..self.read(&s.name) },
+                };
+                self.set.put(judged);
+                changed = true;
             }
             if !changed {
                 break;
@@ -234,6 +257,11 @@ impl Skills {
         for s in self.set.all() {
             if let Some(e) = &s.error {
                 problems.push(format!("skill `{}` is not callable: {e}", s.name));
+            } else if let Some(why) = &s.unchecked {
+                problems.push(format!(
+                    "skill `{}` is not checked: {why}; it stays callable, and each call checks it first",
+                    s.name
+                ));
             }
         }
         problems
@@ -262,6 +290,7 @@ impl Skills {
             served: None,
             versions,
             error: None,
+            unchecked: None,
         };
         let text = match crate::input::read_text(&file) {
             Ok(t) => t,
@@ -282,11 +311,11 @@ impl Skills {
         skill
     }
 
-    /// Why `text` (a skill file) does not check as a plan, if it does not.
-    fn check_error(&self, text: &str) -> Option<String> {
+    /// Whether `text` (a skill file) checks as a plan, and why not.
+    fn check_error(&self, text: &str) -> Verdict {
         let (check, problems) = self.plans.check_only(&Json::String(text.to_string()));
         if check.ok() {
-            return None;
+            return Verdict::Checks;
         }
         let first: Vec<String> = check
             .diagnostics
@@ -296,10 +325,14 @@ impl Skills {
             .map(|d| format!("{} {}", d.code, d.message))
             .collect();
         let mut why = first.join("; ");
-        for p in problems {
+        for p in &problems {
             why.push_str(&format!("; {p}"));
         }
-        Some(why)
+        if problems.is_empty() {
+            Verdict::Broken(why)
+        } else {
+            Verdict::Unchecked(why)
+        }
     }
 
     /// `save_skill {name, description, plan, replace?}`: the tool result, and whether the
@@ -336,6 +369,16 @@ impl Skills {
         let mut taken = self.taken.clone();
         taken.extend(super::plans::PlanServer::tools().iter().filter_map(|t| t["name"].as_str().map(str::to_string)));
         if let Err(e) = self.store.check_name(&name, &taken) {
+            return (refusal(&e), false);
+        }
+        if let Some(upstream) = self.upstream_named(&name) {
+            let e = SkillError {
+                code: crate::diagnostic::Code::SkillNameTaken,
+                message: format!(
+                    "`{name}` is the name of the upstream tool `{upstream}`: a plan that names that tool without its \
+                     server would call the skill instead; choose another name"
+                ),
+            };
             return (refusal(&e), false);
         }
         // Checked as `check_plan` checks it: with an error nothing is written.
@@ -434,6 +477,16 @@ impl Skills {
         }
     }
 
+    /// The upstream tool (`SERVER/TOOL`) whose `TOOL` is `name`, case aside, if any: every
+    /// upstream server is listed (started), as a plan's check would.
+    fn upstream_named(&self, name: &str) -> Option<String> {
+        self.plans.upstreams().all_tools().into_iter().find_map(|(server, listed)| {
+            let tools = listed.ok()?;
+            let tool = tools.iter().filter_map(|t| t["name"].as_str()).find(|t| t.eq_ignore_ascii_case(name))?;
+            Some(format!("{server}/{tool}"))
+        })
+    }
+
     fn log(&self, change: SkillChange) {
         if let Some(log) = &self.log {
             log.record(&change);
@@ -516,9 +569,40 @@ fn run_skill(
     }
 }
 
+/// Adds to `needed` the upstream servers (of `names`) that the skills `plan` calls reach,
+/// through the skills they call too: checking or running a plan that calls a skill needs the
+/// tools of the servers the skill's steps name (`SERVER/TOOL`).
+pub(super) fn add_upstreams<'a>(set: &SkillSet, plan: &Json, names: &[&'a str], needed: &mut Vec<&'a str>) {
+    if names.is_empty() {
+        return;
+    }
+    let all = set.all();
+    let find = |path: &str| all.iter().find(|s| s.name == path || s.tool_path == path).cloned();
+    let mut todo: Vec<Arc<Skill>> = step_paths(plan).iter().filter_map(|p| find(p)).collect();
+    let mut seen = std::collections::HashSet::new();
+    while let Some(skill) = todo.pop() {
+        if !seen.insert(skill.name.clone()) {
+            continue;
+        }
+        for path in callees(&skill.text) {
+            if let Some(other) = find(&path) {
+                todo.push(other);
+            } else if let Some(name) = path.split_once('/').and_then(|(n, _)| names.iter().find(|m| **m == n)) {
+                if !needed.contains(name) {
+                    needed.push(name);
+                }
+            }
+        }
+    }
+}
+
 /// The `tool_definition_path`s of a skill file's or plan's steps.
 fn callees(text: &str) -> Vec<String> {
-    let Ok(v) = serde_json::from_str::<Json>(text) else { return Vec::new() };
+    serde_json::from_str::<Json>(text).map_or_else(|_| Vec::new(), |v| step_paths(&v))
+}
+
+/// The `tool_definition_path`s of a plan's steps.
+fn step_paths(v: &Json) -> Vec<String> {
     v.get("instructions")
         .and_then(Json::as_array)
         .map(|steps| {

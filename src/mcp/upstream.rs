@@ -9,14 +9,18 @@
 //! timeout or the plan's deadline), and the next use starts it again.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
 
-use crate::exec::{ToolCall, ToolError};
+use crate::analysis::{LoadedTool, NameRefusal, NamedTools};
+use crate::diagnostic::Code;
+use crate::exec::{Runner, ToolCall, ToolError};
 use crate::host::mcp_client::{McpClients, McpTarget};
+use crate::host::HostRunner;
+use crate::plans::{escape_controls, untranslatable, upstream_target, UpstreamTool};
 use crate::value::Value;
 
 /// One `--upstream NAME=COMMAND|URL`.
@@ -165,6 +169,9 @@ pub struct Upstreams {
     listings: Arc<Mutex<HashMap<String, Listing>>>,
     /// How long a check waits for a server's first listing.
     list_timeout: Duration,
+    /// Whether a failed listing is said to be tried again (a server's; not a command's, which
+    /// lists each server once).
+    relists: bool,
 }
 
 impl Default for Upstreams {
@@ -255,7 +262,34 @@ impl Upstreams {
             clients: Arc::new(McpClients::new()),
             listings: Arc::new(Mutex::new(HashMap::new())),
             list_timeout: DEFAULT_LIST_TIMEOUT,
+            relists: true,
         }
+    }
+
+    /// The servers of `--upstream NAME=COMMAND|URL`, with `--upstream-token NAME=FILE`,
+    /// `--upstream-ca NAME=FILE` ([`parse_upstreams`]) and `--upstream-timeout S` (in
+    /// [`crate::ranges::UPSTREAM_TIMEOUT_SECONDS`]): the one reading of these flags that
+    /// `serve`, `check` and `run` share. The error names the flag.
+    pub fn from_flags(
+        upstreams: &[String],
+        tokens: &[String],
+        cas: &[String],
+        timeout: Option<f64>,
+    ) -> Result<Upstreams, String> {
+        let mut out = Upstreams::new(parse_upstreams(upstreams, tokens, cas)?);
+        if let Some(s) = timeout {
+            let s =
+                crate::ranges::UPSTREAM_TIMEOUT_SECONDS.check(s).map_err(|e| format!("--upstream-timeout {s}: {e}"))?;
+            out = out.with_list_timeout(Duration::from_secs_f64(s));
+        }
+        Ok(out)
+    }
+
+    /// The same servers for one command (`tdsl check`, `tdsl run`): a failed listing is not
+    /// said to be tried again later.
+    pub fn listed_once(mut self) -> Upstreams {
+        self.relists = false;
+        self
     }
 
     /// The same servers, started with the environment `env` allows (`serve --clean-env`).
@@ -379,6 +413,7 @@ impl Upstreams {
         let listing = listings.entry(name.to_string()).or_default();
         match &listing.known {
             Known::Tools(tools) => Ok(tools.as_ref().clone()),
+            Known::Failed { error, .. } if !self.relists => Err(error.clone()),
             Known::Failed { error, retry_at, .. } => {
                 let when = match retry_at.checked_duration_since(Instant::now()) {
                     _ if listing.pending.is_some() => "a listing of it is in progress".to_string(),
@@ -389,7 +424,7 @@ impl Upstreams {
             }
             Known::Nothing => {
                 let error = format!(
-                    "the upstream server `{name}` ({}): `tools/list` got no answer within {} s (serve --upstream-timeout)",
+                    "the upstream server `{name}` ({}): `tools/list` got no answer within {} s (--upstream-timeout)",
                     shown(&spec.target),
                     fmt_secs(self.list_timeout)
                 );
@@ -414,6 +449,132 @@ impl Upstreams {
     /// outside any async runtime.
     pub fn shut_down(&self) {
         self.clients.shut_down();
+    }
+}
+
+/// The runner of plans, skills and `tdsl run --upstream`: a call of an upstream server's
+/// tool (a definition whose endpoint is `upstream:SERVER/TOOL`, [`upstream_target`]) goes to
+/// that server, every other call to the host runner (whose mock, when it answers for the
+/// tool path, wins).
+#[derive(Debug)]
+pub struct UpstreamRunner {
+    host: HostRunner,
+    upstreams: Arc<Upstreams>,
+}
+
+impl UpstreamRunner {
+    /// Routes `SERVER/TOOL` calls to `upstreams`, the others to `host`.
+    pub fn new(host: HostRunner, upstreams: Arc<Upstreams>) -> UpstreamRunner {
+        UpstreamRunner { host, upstreams }
+    }
+
+    /// The upstream server and tool a call goes to, if it goes to one.
+    fn target<'a>(&self, call: &'a ToolCall<'_>) -> Option<(&'a str, &'a str)> {
+        if self.host.mocks(call.tool_path) {
+            return None;
+        }
+        call.definition.and_then(upstream_target)
+    }
+}
+
+impl Runner for UpstreamRunner {
+    fn call(&self, call: &ToolCall<'_>) -> Result<Value, ToolError> {
+        match self.target(call) {
+            Some((server, tool)) => self.upstreams.call(server, tool, call),
+            None => self.host.call(call),
+        }
+    }
+
+    fn can_block(&self, call: &ToolCall<'_>) -> bool {
+        self.target(call).is_some() || self.host.can_block(call)
+    }
+}
+
+/// The upstream servers' tools as the analysis of a `.tool` file resolves them (`tdsl check
+/// --upstream`, `tdsl run --upstream`; [`crate::analysis::ToolRoot::with_named`]): a
+/// `tool_definition_path` `SERVER/TOOL` whose `SERVER` is an upstream is that server's tool,
+/// declared from its schemas as for plans ([`UpstreamTool`]); each server is listed (started)
+/// the first time a file names one of its tools. A tool the server does not offer is `E0901`,
+/// a server that cannot be listed `E0903`, each with its reason.
+#[derive(Debug)]
+pub struct UpstreamCatalog {
+    upstreams: Arc<Upstreams>,
+    root: PathBuf,
+    /// Each server's tools by name, converted once, or why they could not be listed.
+    servers: Mutex<HashMap<String, Listed>>,
+}
+
+/// One server's tools by name, or why they could not be listed.
+type Listed = Result<Arc<HashMap<String, UpstreamTool>>, String>;
+
+impl UpstreamCatalog {
+    /// The tools of `upstreams` for files under the tool root `root`.
+    pub fn new(upstreams: Arc<Upstreams>, root: &Path) -> UpstreamCatalog {
+        UpstreamCatalog { upstreams, root: root.to_path_buf(), servers: Mutex::new(HashMap::new()) }
+    }
+
+    fn tools(&self, server: &str) -> Listed {
+        if let Some(known) = self.servers.lock().unwrap_or_else(PoisonError::into_inner).get(server) {
+            return known.clone();
+        }
+        // Listed outside the lock: a slow server does not hold up the others' cached answers.
+        let listed = self.upstreams.tools(server).map(|tools| {
+            Arc::new(
+                tools
+                    .iter()
+                    .filter_map(|t| upstream_tool(server, t))
+                    .map(|t| (t.name.clone(), t))
+                    .collect::<HashMap<_, _>>(),
+            )
+        });
+        let mut servers = self.servers.lock().unwrap_or_else(PoisonError::into_inner);
+        servers.entry(server.to_string()).or_insert(listed).clone()
+    }
+}
+
+impl NamedTools for UpstreamCatalog {
+    fn resolve(&self, tool_path: &str) -> Option<Result<Arc<LoadedTool>, NameRefusal>> {
+        let (server, tool) = split_tool(tool_path)?;
+        self.upstreams.spec(server)?;
+        let tools = match self.tools(server) {
+            Ok(t) => t,
+            Err(why) => {
+                return Some(Err(NameRefusal {
+                    code: Code::McpServerUnavailable,
+                    message: format!("`{tool_path}` cannot be checked: {why}"),
+                    label: "a tool of an upstream server that could not be listed".into(),
+                    help: format!(
+                        "the server is started (or connected to) to read its tools' schemas: check `--upstream {server}=…`, \
+                         or wait longer with `--upstream-timeout`"
+                    ),
+                }))
+            }
+        };
+        let Some(found) = tools.get(tool) else {
+            // `tools/pause.tool` with an upstream named `tools`: a file under the root wins
+            // over a tool the server does not offer.
+            if self.root.join(tool_path).is_file() {
+                return None;
+            }
+            let mut names: Vec<&str> = tools.keys().map(String::as_str).collect();
+            names.sort_unstable();
+            let help = match crate::suggest::did_you_mean(tool, names.iter().copied()) {
+                Some(near) => format!("did you mean `{server}/{near}`?"),
+                None if names.is_empty() => format!("`{server}` lists no tool"),
+                None => {
+                    let shown: Vec<String> = names.iter().take(20).map(|n| format!("`{server}/{n}`")).collect();
+                    let more = if names.len() > shown.len() { ", …" } else { "" };
+                    format!("its tools: {}{more}", shown.join(", "))
+                }
+            };
+            return Some(Err(NameRefusal {
+                code: Code::McpToolUnknown,
+                message: format!("the upstream server `{server}` offers no tool `{}`", escape_controls(tool)),
+                label: "no such tool on that server".into(),
+                help,
+            }));
+        };
+        Some(found.load_under(&self.root, tool_path).map_err(|first| untranslatable(tool_path, &first)))
     }
 }
 
@@ -447,6 +608,39 @@ fn shown(target: &McpTarget) -> String {
         McpTarget::Command(c) => shell_words::join(c),
         McpTarget::Url { url, .. } => url.clone(),
     }
+}
+
+/// An upstream tool as the plan core takes it, from its MCP `Tool` object.
+/// An object schema with no properties that does not forbid others (`{"type": "object",
+/// "properties": {}}`, what a tool declaring nothing exports) accepts any object: it is
+/// handed on without `properties`, which the core reads as "anything".
+pub(crate) fn upstream_tool(server: &str, tool: &Json) -> Option<UpstreamTool> {
+    let open = |schema: Json| -> Json {
+        let empty = schema.get("properties").and_then(Json::as_object).is_some_and(serde_json::Map::is_empty);
+        let closed = schema.get("additionalProperties") == Some(&Json::Bool(false));
+        match schema {
+            Json::Object(mut map) if empty && !closed => {
+                map.remove("properties");
+                Json::Object(map)
+            }
+            other => other,
+        }
+    };
+    // A name a plan could not write as `SERVER/TOOL`, or that would carry a terminal's
+    // escapes into the listing, is left out: MCP's tool names are 1–128 of `A-Z a-z 0-9 _ - .`.
+    let name = tool.get("name")?.as_str()?;
+    let valid = (1..=128).contains(&name.len())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    if !valid {
+        return None;
+    }
+    Some(UpstreamTool {
+        server: server.to_string(),
+        name: name.to_string(),
+        description: tool.get("description").and_then(Json::as_str).map(str::to_string),
+        input_schema: open(tool.get("inputSchema").cloned().unwrap_or_else(|| serde_json::json!({"type": "object"}))),
+        output_schema: tool.get("outputSchema").cloned().map(open),
+    })
 }
 
 #[cfg(test)]

@@ -60,6 +60,8 @@ use serde::Serialize;
 pub use locate::{locate, Location};
 #[cfg(feature = "engine")]
 pub use run::{PlanRefused, PlanRun, PlanStep, RunPlanOptions};
+#[cfg(feature = "mcp")]
+pub(crate) use upstream::untranslatable;
 pub use upstream::{upstream_target, UpstreamTool, UPSTREAM_SCHEME};
 
 use crate::analysis::{Analyzer, CheckedTool, LoadedTool, MissingCallees, Resolved, ToolRoot, TypeAtKind};
@@ -139,12 +141,11 @@ pub struct Plans {
     root: PathBuf,
     /// Served tools: name and tool path, in the order given.
     served: Vec<Callable>,
-    upstream: Vec<UpstreamTool>,
-    /// Each upstream server's tools as plans call them (`SERVER/TOOL`), and each such name's
-    /// position in `upstream`: a step is resolved by one lookup, not a scan of every tool
-    /// (a server may list tens of thousands).
+    /// The upstream tools, each found by one lookup of its `SERVER/TOOL`, not a scan of
+    /// every tool (a server may list tens of thousands); shared with the checks' tool roots.
+    upstream: Arc<upstream::UpstreamIndex>,
+    /// Each upstream server's tools as plans call them (`SERVER/TOOL`).
     upstream_names: HashMap<String, Vec<String>>,
-    upstream_at: HashMap<String, usize>,
     limits: PlanLimits,
     engine: Engine,
     /// Whether the file functions have a store.
@@ -182,12 +183,12 @@ impl Plans {
     /// The tools a server already chose and named (`serve --mcp --plans` passes its own):
     /// each [`Callable`] with its tool path under `root`.
     pub fn with_served(root: impl Into<PathBuf>, served: Vec<Callable>) -> Plans {
+        let root = root.into();
         Plans {
-            root: root.into(),
+            upstream: Arc::new(upstream::UpstreamIndex::new(root.clone())),
+            root,
             served: served.into_iter().filter(|c| c.tool_path.is_some()).collect(),
-            upstream: Vec::new(),
             upstream_names: HashMap::new(),
-            upstream_at: HashMap::new(),
             limits: PlanLimits::default(),
             engine: Engine::new(),
             files: false,
@@ -196,10 +197,11 @@ impl Plans {
 
     /// Adds the tools of upstream MCP servers (`SERVER/TOOL`).
     pub fn with_upstream(mut self, tools: Vec<UpstreamTool>) -> Plans {
+        let index = Arc::make_mut(&mut self.upstream);
         for t in tools {
-            self.upstream_at.entry(t.plan_name()).or_insert(self.upstream.len());
+            index.at.entry(t.plan_name()).or_insert(index.tools.len());
             self.upstream_names.entry(t.server.clone()).or_default().push(t.plan_name());
-            self.upstream.push(t);
+            index.tools.push(t);
         }
         self
     }
@@ -232,12 +234,12 @@ impl Plans {
 
     /// The upstream tools.
     pub fn upstream(&self) -> &[UpstreamTool] {
-        &self.upstream
+        &self.upstream.tools
     }
 
     /// Every tool a plan may call: the served ones, then the upstream ones.
     pub fn callable(&self) -> Vec<Callable> {
-        let up = self.upstream.iter().map(|u| Callable { name: u.plan_name(), tool_path: None });
+        let up = self.upstream.tools.iter().map(|u| Callable { name: u.plan_name(), tool_path: None });
         self.served.iter().cloned().chain(up).collect()
     }
 
@@ -245,7 +247,7 @@ impl Plans {
     /// shows: its arguments and responses): a served tool's file, an upstream tool's
     /// schemas as declarations. `None` for a name that is not callable or does not load.
     pub fn definition(&self, name: &str) -> Option<crate::tool::ToolDef> {
-        if let Some(u) = self.upstream_at.get(name).map(|i| &self.upstream[*i]) {
+        if let Some(u) = self.upstream.get(name) {
             return crate::tool::load(&u.tool_source()).0;
         }
         let c = self.served.iter().find(|c| c.name == name)?;
@@ -372,6 +374,10 @@ impl Plans {
 
         // Names: resolve every tool_definition_path as the model wrote it.
         let mut root = ToolRoot::with_policy(&self.root, MissingCallees::Skip);
+        // The composites a plan calls (a skill) name upstream tools as the plan does.
+        if !self.upstream.tools.is_empty() {
+            root = root.with_named(self.upstream.clone());
+        }
         // The names an unknown tool is compared with, gathered once for the whole plan.
         let candidates = std::cell::OnceCell::new();
         // Each tool as written, and the one name it has in a run (its tool path, or
@@ -567,26 +573,21 @@ impl Plans {
         }
         let written_trim = written;
         // An upstream tool: `SERVER/TOOL`.
-        if let Some((server, tool)) = written_trim.split_once('/').filter(|(s, _)| !s.is_empty()) {
+        if let Some((server, _)) = written_trim.split_once('/').filter(|(s, _)| !s.is_empty()) {
             if let Some(names) = self.upstream_names.get(server) {
-                let found = self.upstream_at.get(written_trim).map(|i| &self.upstream[*i]);
+                let found = self.upstream.get(written_trim);
                 return match found {
                     Some(u) => {
-                        let file = self.root.join(".upstream").join(server).join(format!("{tool}.tool"));
-                        let loaded = Arc::new(u.loaded(file, written.to_string()));
                         // A schema tdsl cannot declare (a property `@type`, `x.y`): say so, with
                         // the first problem — the model cannot "check the callee on its own".
-                        if let Some(first) = loaded.diagnostics.iter().find(|d| d.is_error()) {
-                            return Err(Unresolved {
-                                code: Code::CalleeInvalid,
-                                message: format!(
-                                    "the upstream tool `{written}` cannot be called from a plan: its schema does not translate ({})",
-                                    first.message
-                                ),
-                                label: "schema tdsl cannot declare".into(),
-                                help: format!("call another tool; the tools a plan may call: {}", self.list(&[])),
-                            });
-                        }
+                        let loaded = u.load_under(&self.root, written).map_err(|first| Unresolved {
+                            code: Code::CalleeInvalid,
+                            message: format!(
+                                "the upstream tool `{written}` cannot be called from a plan: its schema does not translate ({first})"
+                            ),
+                            label: "schema tdsl cannot declare".into(),
+                            help: format!("call another tool; the tools a plan may call: {}", self.list(&[])),
+                        })?;
                         let canonical = u.plan_name();
                         root.alias(written, Resolved::Found(loaded.clone()));
                         root.alias(&canonical, Resolved::Found(loaded.clone()));
@@ -718,7 +719,7 @@ impl Plans {
         for c in self.served.iter().filter(|c| !first.contains(&c.name)) {
             add(&|| c.name.clone());
         }
-        for u in &self.upstream {
+        for u in &self.upstream.tools {
             // `SERVER/TOOL` compared without being built: most are only counted.
             if !first.iter().any(|f| f.split_once('/') == Some((u.server.as_str(), u.name.as_str()))) {
                 add(&|| u.plan_name());

@@ -19,7 +19,7 @@
 
 use serde_json::{json, Map, Value as Json};
 
-use crate::analysis::{ExactTypes, LoadedTool};
+use crate::analysis::{ExactTypes, LoadedTool, NameRefusal, NamedTools};
 use crate::export::compare::type_name_of;
 use crate::export::resolve::{resolve_schema, CUT};
 use crate::tool::TypeName;
@@ -40,6 +40,48 @@ pub struct UpstreamTool {
     /// Its `outputSchema`, when it has one: without one, its results are not checked
     /// statically (any field may be read).
     pub output_schema: Option<Json>,
+}
+
+/// Upstream tools by the name a plan calls them (`SERVER/TOOL`), for a tool root under
+/// `root`: what a plan's check resolves its own steps with, and — as the root's
+/// [`NamedTools`] — the steps of the composites it calls (a skill's file names its upstream
+/// tools the same way).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct UpstreamIndex {
+    root: std::path::PathBuf,
+    /// The tools, in the order given.
+    pub(crate) tools: Vec<UpstreamTool>,
+    /// Each `SERVER/TOOL`'s position in `tools`.
+    pub(crate) at: std::collections::HashMap<String, usize>,
+}
+
+impl UpstreamIndex {
+    /// None yet, for a tool root at `root`.
+    pub(crate) fn new(root: std::path::PathBuf) -> UpstreamIndex {
+        UpstreamIndex { root, ..UpstreamIndex::default() }
+    }
+
+    /// The tool a plan calls as `name`.
+    pub(crate) fn get(&self, name: &str) -> Option<&UpstreamTool> {
+        self.at.get(name).map(|i| &self.tools[*i])
+    }
+}
+
+impl NamedTools for UpstreamIndex {
+    fn resolve(&self, tool_path: &str) -> Option<Result<std::sync::Arc<LoadedTool>, NameRefusal>> {
+        let found = self.get(tool_path)?;
+        Some(found.load_under(&self.root, tool_path).map_err(|first| untranslatable(tool_path, &first)))
+    }
+}
+
+/// The refusal of an upstream tool whose schema does not translate into declarations.
+pub(crate) fn untranslatable(tool_path: &str, first: &str) -> NameRefusal {
+    NameRefusal {
+        code: crate::diagnostic::Code::CalleeInvalid,
+        message: format!("the upstream tool `{tool_path}` cannot be called: its schema does not translate ({first})"),
+        label: "schema tdsl cannot declare".into(),
+        help: "call another tool of that server".into(),
+    }
 }
 
 /// The endpoint scheme of an upstream tool's synthetic definition.
@@ -116,6 +158,23 @@ impl UpstreamTool {
             }
         }
         loaded.with_exact(self.exact_types())
+    }
+
+    /// The tool as the analysis of a plan or a `.tool` file under `root` loads it (at
+    /// `ROOT/.upstream/SERVER/TOOL.tool`, a name for messages: there is no such file), first
+    /// named `written`; or, when its schema does not translate into declarations (a property
+    /// `@type`, `x.y`), the first problem.
+    pub(crate) fn load_under(
+        &self,
+        root: &std::path::Path,
+        written: &str,
+    ) -> Result<std::sync::Arc<LoadedTool>, String> {
+        let file = root.join(".upstream").join(&self.server).join(format!("{}.tool", self.name));
+        let loaded = self.loaded(file, written.to_string());
+        match loaded.diagnostics.iter().find(|d| d.is_error()) {
+            Some(first) => Err(first.message.clone()),
+            None => Ok(std::sync::Arc::new(loaded)),
+        }
     }
 
     /// Its line in `tdsl://tools`: `SERVER/TOOL(argument: type!, …) → {response: type, …}`

@@ -185,6 +185,10 @@ pub struct McpClients {
     runtime: OnceLock<Result<tokio::runtime::Runtime, String>>,
     servers: Mutex<HashMap<McpTarget, Arc<Slot>>>,
     env: crate::host::ToolEnv,
+    /// Cancels the starts of servers that listings are waiting for (a listing has no call to
+    /// cancel it) when the clients shut down: a server that hangs at its handshake does not
+    /// hold the shutdown for the handshake's timeout.
+    closing: Mutex<CancelToken>,
 }
 
 impl std::fmt::Debug for McpClients {
@@ -429,7 +433,8 @@ impl McpClients {
     fn list_target_tools_as_said(&self, target: &McpTarget) -> Result<Vec<Json>, String> {
         let runtime = self.runtime()?;
         let command = target;
-        let live = self.connect(runtime, command, &CancelToken::new()).map_err(|e| e.0.message)?;
+        let closing = self.closing.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let live = self.connect(runtime, command, &closing).map_err(|e| e.0.message)?;
         // A change said from now on is one this listing may not see: it is kept.
         live.tools_changed.store(false, Ordering::SeqCst);
         let peer = live.peer.clone();
@@ -529,6 +534,11 @@ impl McpClients {
     /// later starts anew). Call it outside any async runtime.
     pub fn shut_down(&self) {
         let Some(Ok(runtime)) = self.runtime.get() else { return };
+        // A listing's server still starting gives up now, freeing its slot.
+        let mut closing = self.closing.lock().unwrap_or_else(PoisonError::into_inner);
+        closing.cancel();
+        *closing = CancelToken::new();
+        drop(closing);
         let servers = std::mem::take(&mut *self.servers.lock().unwrap_or_else(PoisonError::into_inner));
         shut_down_servers(runtime, servers);
     }
