@@ -19,8 +19,12 @@
 //!   checked).
 //! - Hover, definition, references, rename, completion and code actions: [`features`].
 
+mod actions;
+mod completion;
 mod features;
 pub mod framing;
+mod hover;
+mod json_context;
 pub mod symbols;
 pub mod text;
 
@@ -214,12 +218,12 @@ impl Server {
         use lsp_types::request::*;
         let id = req.id.clone();
         let result = match req.method.as_str() {
-            HoverRequest::METHOD => parse(req).map(|p| to_json(features::hover(self, &p))),
+            HoverRequest::METHOD => parse(req).map(|p| to_json(hover::hover(self, &p))),
             GotoDefinition::METHOD => parse(req).map(|p| to_json(features::definition(self, &p))),
             References::METHOD => parse(req).map(|p| to_json(features::references(self, &p))),
             Rename::METHOD => parse(req).and_then(|p| features::rename(self, &p).map(to_json)),
-            Completion::METHOD => parse(req).map(|p| to_json(features::completion(self, &p))),
-            CodeActionRequest::METHOD => parse(req).map(|p| to_json(features::code_actions(self, &p))),
+            Completion::METHOD => parse(req).map(|p| to_json(completion::completion(self, &p))),
+            CodeActionRequest::METHOD => parse(req).map(|p| to_json(actions::code_actions(self, &p))),
             _ => Err((ErrorCode::MethodNotFound, format!("`{}` is not supported", req.method))),
         };
         match result {

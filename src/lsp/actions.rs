@@ -1,0 +1,90 @@
+//! Code actions: the "did you mean" suggestions, and declaring an argument a REF names.
+
+use std::collections::HashMap;
+
+use lsp_types::{CodeAction, CodeActionKind, CodeActionOrCommand, CodeActionParams, Range, TextEdit, WorkspaceEdit};
+
+use super::Server;
+use crate::diagnostic::Code;
+use crate::span::Span;
+use crate::tool::{is_identifier, JsonKind};
+
+/// `textDocument/codeAction`: the "did you mean" suggestions, and declaring an argument
+/// a REF names but the tool does not declare.
+pub(super) fn code_actions(s: &Server, p: &CodeActionParams) -> Option<Vec<CodeActionOrCommand>> {
+    let uri = &p.text_document.uri;
+    let doc = s.doc(uri)?;
+    let checked = doc.checked.as_ref()?;
+    let want = doc.text.span(p.range, s.encoding);
+    let src = doc.text.as_str();
+    let mut out = Vec::new();
+    for d in &checked.diagnostics {
+        if d.span.end < want.start || d.span.start > want.end {
+            continue;
+        }
+        let lsp_diag = s.to_lsp(uri, &doc.text, d);
+        let edit = |range: Range, new_text: String| WorkspaceEdit {
+            changes: Some(HashMap::from([(uri.clone(), vec![TextEdit { range, new_text }])])),
+            ..WorkspaceEdit::default()
+        };
+        if let Some(suggestion) = d.help.as_deref().and_then(suggested) {
+            let written = src.get(d.span.range()).unwrap_or("");
+            let new_text = if written.starts_with('"') && written.ends_with('"') && written.len() >= 2 {
+                serde_json::to_string(suggestion).unwrap_or_default()
+            } else if suggestion.starts_with("REF:") && !written.starts_with("REF:") {
+                suggestion.trim_start_matches("REF:").to_string()
+            } else {
+                suggestion.to_string()
+            };
+            out.push(CodeActionOrCommand::CodeAction(CodeAction {
+                title: format!("Replace with `{suggestion}`"),
+                kind: Some(CodeActionKind::QUICKFIX),
+                diagnostics: Some(vec![lsp_diag.clone()]),
+                edit: Some(edit(doc.text.range(d.span, s.encoding), new_text)),
+                is_preferred: Some(true),
+                ..CodeAction::default()
+            }));
+        }
+        if d.code == Code::UndeclaredArgument {
+            let name = src.get(d.span.range()).unwrap_or("");
+            if is_identifier(name) {
+                if let Some((at, text)) = declare_argument(src, name) {
+                    out.push(CodeActionOrCommand::CodeAction(CodeAction {
+                        title: format!("Declare argument `{name}`"),
+                        kind: Some(CodeActionKind::QUICKFIX),
+                        diagnostics: Some(vec![lsp_diag]),
+                        edit: Some(edit(doc.text.range(Span::new(at, at), s.encoding), text)),
+                        ..CodeAction::default()
+                    }));
+                }
+            }
+        }
+    }
+    Some(out)
+}
+
+/// `X` from a help line `did you mean `X`?`.
+pub(super) fn suggested(help: &str) -> Option<&str> {
+    let rest = help.strip_prefix("did you mean `")?;
+    rest.strip_suffix("`?")
+}
+
+/// Where to insert a declaration of argument `name`, and the text: at the end of the
+/// `arguments` list, or a new `arguments` key first in the object.
+pub(super) fn declare_argument(src: &str, name: &str) -> Option<(usize, String)> {
+    let (root, _) = crate::tool::json::parse(src);
+    let root = root?;
+    let entries = root.as_object()?;
+    let decl = format!("{{\"name\": \"{name}\", \"type_name\": \"any\", \"required\": true}}");
+    match entries.iter().find(|(k, _)| k.node == "arguments").map(|(_, v)| v) {
+        Some(list) => {
+            let JsonKind::List(items) = &list.kind else { return None };
+            let at = list.span.end as usize - 1;
+            match items.last() {
+                Some(last) => Some((last.span.end as usize, format!(", {decl}"))),
+                None => Some((at, decl)),
+            }
+        }
+        None => Some((root.span.start as usize + 1, format!("\n  \"arguments\": [{decl}],"))),
+    }
+}
