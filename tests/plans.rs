@@ -867,8 +867,9 @@ fn zod_tools_now() -> Json {
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("scripts/zod-tools printed no JSON ({e}):\n{}", String::from_utf8_lossy(&out.stdout)))
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("scripts/zod-tools printed no JSON ({e}):\n{}", String::from_utf8_lossy(&out.stdout))
+    })
 }
 
 /// Schemas the TypeScript SDK generates from zod (zod 3's API through zod-to-json-schema,

@@ -333,9 +333,8 @@ const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
 
 /// ` (1..100)`, ` (≥1)`, ` (≤7)`, or nothing (a bound at ±[`MAX_SAFE_INTEGER`] is none).
 fn bounds(schema: &Json) -> String {
-    let n = |k: &str| {
-        schema.get(k).filter(|v| v.as_f64().is_some_and(|f| f.abs() < MAX_SAFE_INTEGER)).map(Json::to_string)
-    };
+    let n =
+        |k: &str| schema.get(k).filter(|v| v.as_f64().is_some_and(|f| f.abs() < MAX_SAFE_INTEGER)).map(Json::to_string);
     match (n("minimum"), n("maximum")) {
         (Some(a), Some(b)) => format!(" ({a}..{b})"),
         (Some(a), None) => format!(" (≥{a})"),

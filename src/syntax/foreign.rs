@@ -174,7 +174,10 @@ mod tests {
         assert_eq!(syntax("\"Total: $1\" +"), None);
         assert!(function("len").is_some_and(|h| h.contains("length(value=x)")));
         assert_eq!(function("length"), None);
-        assert_eq!(operator_help(">").as_deref(), Some("tdsl spells `>` as `greater_than`: write \"operator\": \"greater_than\""));
+        assert_eq!(
+            operator_help(">").as_deref(),
+            Some("tdsl spells `>` as `greater_than`: write \"operator\": \"greater_than\"")
+        );
         assert_eq!(operator("greater_than"), None);
     }
 }
