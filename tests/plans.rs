@@ -49,25 +49,6 @@ fn upstream() -> Vec<UpstreamTool> {
             input_schema: json!({"type": "object", "properties": {"region": {"type": "string"}}, "required": ["region"]}),
             output_schema: None,
         },
-        // A pydantic model as an argument, as the Python SDK lists it: the model and the Enum
-        // in `$defs`, a list of models with a bounded field.
-        UpstreamTool {
-            server: "crm".into(),
-            name: "find_customers".into(),
-            description: Some("Customers that match a query".into()),
-            input_schema: json!({"$defs": {
-                "Tier": {"enum": ["bronze", "silver", "gold"], "title": "Tier", "type": "string"},
-                "Region": {"properties": {"code": {"title": "Code", "type": "string"},
-                    "min_orders": {"default": 1, "minimum": 1, "title": "Min Orders", "type": "integer"}},
-                    "required": ["code"], "title": "Region", "type": "object"},
-                "Query": {"properties": {
-                    "tier": {"anyOf": [{"$ref": "#/$defs/Tier"}, {"type": "null"}], "default": null},
-                    "regions": {"items": {"$ref": "#/$defs/Region"}, "title": "Regions", "type": "array"}},
-                    "required": ["regions"], "title": "Query", "type": "object"}},
-                "properties": {"query": {"$ref": "#/$defs/Query"}}, "required": ["query"],
-                "title": "find_customersArguments", "type": "object"}),
-            output_schema: None,
-        },
     ]
     .into_iter()
     .chain(sdk_tools("shop", "pydantic_tools.json"))
