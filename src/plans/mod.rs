@@ -45,7 +45,7 @@
 
 mod literal;
 mod locate;
-mod mistakes;
+pub(crate) mod mistakes;
 #[cfg(feature = "engine")]
 mod run;
 pub mod skills;
@@ -510,6 +510,7 @@ impl Plans {
 
         // The analysis: the same checks as `tdsl check`.
         let mut analyzer = Analyzer::with_engine(root, engine);
+        analyzer.set_foreign_values(false);
         let mut checked = analyzer.check_text(PLAN_TOOL.to_string(), source.clone(), None);
         // A run calls each tool by its one name, however the plan spelt it.
         if let Some(plan) = checked.plan.as_mut() {
