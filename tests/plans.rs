@@ -57,7 +57,7 @@ fn upstream() -> Vec<UpstreamTool> {
 }
 
 /// The tools of `tests/data/plans/upstream/FILE` (a `tools/list` as the official SDKs make
-/// it: `tests/mcp_py/shop.py --list` for pydantic, zod's style by hand) as server `server`.
+/// it: `tests/mcp_py/shop.py --list` for pydantic, `scripts/zod-tools` for zod) as server `server`.
 fn sdk_tools(server: &str, file: &str) -> Vec<UpstreamTool> {
     let text = std::fs::read_to_string(manifest().join("tests/data/plans/upstream").join(file)).expect("the fixture");
     let listed: Json = serde_json::from_str(&text).expect("JSON");
@@ -759,7 +759,7 @@ fn checking_is_linear_in_the_plan_and_bounded_in_the_tools() {
     assert_eq!(first.code, "E1306");
     let help = first.help.as_deref().unwrap_or_default();
     assert!(help.starts_with("did you mean `big/tool_number_099998`?"), "{help}");
-    assert!(help.contains("and 99995 more"), "the list of callable tools is cut: {help}");
+    assert!(help.contains("and 99999 more"), "the list of callable tools is cut: {help}");
     // The hint of a field is found among 20,000 too, while the allowance lasts.
     let field = check.diagnostics.iter().find(|d| d.pointer == "/instructions/3/arguments/query").expect("E1314");
     assert!(field.help.as_deref().is_some_and(|h| h.contains("field_00003")), "{:?}", field.help);
@@ -830,4 +830,99 @@ fn a_tool_has_one_identity() {
     assert_eq!(run.status, RunStatus::Success, "{}", run.to_json());
     let seen = seen.lock().expect("not poisoned").clone();
     assert_eq!(seen, [vec!["/tools/search.tool".to_string(); 5], vec!["weather/forecast".to_string()]].concat());
+}
+
+/// The `tools/list` of a server declared with the official TypeScript SDK and zod, made now:
+/// `scripts/zod-tools` (node; the pinned SDK and zod installed once under target/zod-tools)
+/// runs `tests/data/plans/upstream/zod_server.mjs`. A failure says why (no node, no npm, the
+/// registry unreachable): the test cannot be skipped.
+fn zod_tools_now() -> Json {
+    let out = std::process::Command::new("sh")
+        .arg(manifest().join("scripts/zod-tools"))
+        .current_dir(manifest())
+        .output()
+        .unwrap_or_else(|e| panic!("scripts/zod-tools could not start (sh): {e}"));
+    assert!(
+        out.status.success(),
+        "scripts/zod-tools failed ({}), so the zod schemas could not be made:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("scripts/zod-tools printed no JSON ({e}):\n{}", String::from_utf8_lossy(&out.stdout))
+    })
+}
+
+/// Schemas the TypeScript SDK generates from zod (zod 3's API through zod-to-json-schema,
+/// zod 4's through `toJSONSchema`), made by the real SDK now, are the fixture the corpus
+/// reads as server `ts`, and tdsl reads them whole: the fields of nested objects and of a
+/// list's object elements, `enum` (also behind a `$ref` to a schema's first place), `default`,
+/// `minimum`/`maximum`, the descriptions, and a recursive type cut at its stated depth.
+#[test]
+fn zod_schemas_of_the_typescript_sdk_are_read_whole() {
+    let now = zod_tools_now();
+    let fixture: Json = serde_json::from_str(
+        &std::fs::read_to_string(manifest().join("tests/data/plans/upstream/zod_tools.json")).expect("the fixture"),
+    )
+    .expect("JSON");
+    assert_eq!(
+        now["tools"], fixture["tools"],
+        "tests/data/plans/upstream/zod_tools.json is not what the SDK makes now: run `scripts/zod-tools > tests/data/plans/upstream/zod_tools.json`"
+    );
+    let tools: Vec<UpstreamTool> = now["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .map(|t| UpstreamTool {
+            server: "ts".into(),
+            name: t["name"].as_str().expect("a name").into(),
+            description: t["description"].as_str().map(str::to_string),
+            input_schema: t["inputSchema"].clone(),
+            output_schema: t.get("outputSchema").cloned(),
+        })
+        .collect();
+    let tool = |name: &str| tools.iter().find(|t| t.name == name).unwrap_or_else(|| panic!("no tool {name}"));
+    // The zod-to-json-schema pointer (`#/properties/state`) and zod 4's inlined copy read alike.
+    for prefix in ["", "v4_"] {
+        let search = tool(&format!("{prefix}search_issues")).listing_line();
+        for part in [
+            format!("- `ts/{prefix}search_issues(repo: string!, state: \"open\"|\"closed\", labels: list<string>, "),
+            "filter: {state: \"open\"|\"closed\", author?: string".to_string(),
+            "sort: list<{field: \"created\"|\"updated\", direction: \"asc\"|\"desc\"".to_string(),
+            "limit: integer (1..50) = 20)`".to_string(),
+            "→ `{issues: list<{number: integer".to_string(),
+            "title: string, state: \"open\"|\"closed\", assignee: string | null, labels: list<string>".to_string(),
+            ": Searches a repository's issues.\n  Newest first; at most `limit`.\n".to_string(),
+            "  - argument `repo`: owner/name\n".to_string(),
+            "  - argument `filter`: Only the issues that match\n".to_string(),
+        ] {
+            assert!(search.contains(&part), "{prefix}search_issues: no `{part}` in\n{search}");
+        }
+        // The declarations the analysis holds literals against: enum, bounds and default.
+        let (def, diags) = tdsl::testing::tool::load(&tool(&format!("{prefix}search_issues")).tool_source());
+        assert!(diags.is_empty(), "{diags:?}");
+        let def = def.expect("a tool");
+        let limit = def.arguments.iter().find(|p| p.name.node == "limit").expect("limit");
+        assert_eq!(limit.constraints.minimum.as_ref().map(|m| m.node), Some(1.0));
+        assert_eq!(limit.constraints.maximum.as_ref().map(|m| m.node), Some(50.0));
+        assert_eq!(limit.constraints.default.as_ref().map(|d| d.node.clone()), Some(tdsl::Value::Int(20)));
+        let state = def.arguments.iter().find(|p| p.name.node == "state").expect("state");
+        let values = &state.constraints.enum_values.as_ref().expect("an enum").node;
+        assert_eq!(values, &vec![tdsl::Value::from("open"), tdsl::Value::from("closed")]);
+        // A reused object (`maintainers: z.array(Person)`, a pointer to `owner` in zod 3).
+        let repo = tool(&format!("{prefix}get_repo")).listing_line();
+        assert!(repo.contains("owner: {login: string, email: string | null"), "{repo}");
+        assert!(repo.contains("maintainers: list<{login: string, email: string | null"), "{repo}");
+        assert!(repo.contains("stars: integer (≥0)"), "{repo}");
+        // z.lazy: a recursion followed twice inside itself, then any value (zod 4's `tree` is
+        // itself a `$ref` into `definitions`, zod 3's the schema written out).
+        let tree = tool(&format!("{prefix}file_tree")).listing_line();
+        let cut = if prefix.is_empty() {
+            "tree: {name: string, children: list<{name: string, children: list<{name: string, children: list<…>}>}>}"
+        } else {
+            "tree: {name: string, children: list<{name: string, children: list<…>}>}"
+        };
+        assert!(tree.contains(cut), "{tree}");
+        assert!(tree.contains("depth: integer (1..5)"), "{tree}");
+    }
 }

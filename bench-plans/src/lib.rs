@@ -26,7 +26,7 @@ use std::sync::Arc;
 use serde_json::{json, Value as Json};
 use tdsl::testing::host::HostRunner;
 use tdsl::testing::exec::Outcome;
-use tdsl::testing::mcp::plans::{PlanOptions, PlanServer, RUN_PLAN, TOOLS_URI};
+use tdsl::testing::mcp::plans::{answer_text, PlanOptions, PlanServer, RUN_PLAN, TOOLS_URI};
 use tdsl::testing::mcp::upstream::Upstreams;
 use tdsl::testing::mcp::McpServer;
 use tdsl::testing::plans::{Callable, PlanLimits, Plans, RunPlanOptions};
@@ -512,7 +512,7 @@ impl Measured {
         let run_args = run_arguments(&self.plan.plan, &self.plan.arguments);
         let plan_turn = Turn {
             written: vec![call_text(RUN_PLAN, &run_args)],
-            returned: vec![serde_json::to_string_pretty(&self.plan.answer).unwrap_or_default()],
+            returned: vec![answer_text(&self.plan.answer)],
         };
         let refused = Turn {
             written: vec![call_text(RUN_PLAN, &run_arguments(&self.plan.repair.0, &self.plan.arguments))],
@@ -555,7 +555,7 @@ impl Measured {
         let calls = self.direct.batches.iter().flatten();
         Sizes {
             plan_call: tokens.count(&call_text(RUN_PLAN, &args)),
-            plan_answer: tokens.count(&serde_json::to_string_pretty(&self.plan.answer).unwrap_or_default()),
+            plan_answer: tokens.count(&answer_text(&self.plan.answer)),
             direct_results: calls.clone().map(|c| tokens.count(&c.text)).sum(),
             direct_calls: calls.map(|c| tokens.count(&call_text(&c.name, &c.arguments))).sum(),
         }

@@ -345,12 +345,13 @@ fn upstream(tokens: &Tokens, md: &mut String, rt_short: &mut Vec<String>) -> Res
     let plan_header = size(&headers.compact);
     let _ = writeln!(
         md,
-        "Tokens: the upstream tasks save {} together, short of 90 % on their own. Why: a plan's floor is its context read twice (run_plan, then the answer), {} tokens of the {} a plan way sends on average, of which check_plan and run_plan's definitions (the condensed guide) are {}; the direct way reads the shop's `tools/list` ({} tokens) once per request, so with five calls (six requests) and results of a few hundred to a thousand tokens it sends 15,000–26,000. A plan saves 90 % once the direct way sends ten times its ~4,000: about nine or more calls of this size, or fewer calls with bigger results (the issue lists of `up_bugs` and `up_digest` reach 83–85 % with five calls).\n",
+        "Tokens: the upstream tasks save {} together, short of 90 % on their own. Why: a plan's floor is its context read twice (run_plan, then the answer), {} tokens of the {} a plan way sends on average, of which check_plan and run_plan's definitions (the condensed guide) are {}; the direct way reads the shop's `tools/list` ({} tokens) once per request, so with five calls (six requests) and results of a few hundred to a thousand tokens it sends 15,000–26,000. A plan saves 90 % once the direct way sends ten times its {}: about nine or more calls of this size, or fewer calls with bigger results (the issue lists of `up_bugs` and `up_digest` come closest with five calls, in the table above).\n",
         pct(plan.sent_total, direct.sent_total),
         2 * plan_header,
         plan.sent_total / plan.calls.max(1),
         2 * tokens.count(&headers.compact[0]),
         size(&headers.direct),
+        plan.sent_total / plan.calls.max(1),
     );
     Ok((direct, plan))
 }

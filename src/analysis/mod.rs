@@ -67,6 +67,9 @@ pub struct Analyzer {
     root: ToolRoot,
     types_from_use: bool,
     max_nesting: usize,
+    /// Whether values written in another plan format's syntax (`"$1.total"`, JSONPath) are
+    /// reported ([`crate::tool::mistakes::in_tool_file`]); the plan check reports them itself.
+    foreign_values: bool,
 }
 
 /// Everything checking one tool found.
@@ -106,7 +109,21 @@ impl Analyzer {
 
     /// An analyzer whose expressions compile with `engine` (for host functions).
     pub fn with_engine(root: ToolRoot, engine: Engine) -> Analyzer {
-        Analyzer { engine, root, types_from_use: true, max_nesting: crate::ranges::DEFAULT_MAX_NESTING }
+        Analyzer {
+            engine,
+            root,
+            types_from_use: true,
+            max_nesting: crate::ranges::DEFAULT_MAX_NESTING,
+            foreign_values: true,
+        }
+    }
+
+    /// Whether a value written in another plan format's syntax — a placeholder naming a step
+    /// (`"$1.total"`, `"{{scan.total}}"`, `"#E1"`) or JSONPath (`"$.scan.files[*].name"`) — is
+    /// reported as in a plan (`E1311`, `E1312`, `W1311`, `W1312`, with the same help). On by
+    /// default; the plan check, which finds them itself, turns it off.
+    pub(crate) fn set_foreign_values(&mut self, on: bool) {
+        self.foreign_values = on;
     }
 
     /// Whether the analysis also infers types from how `any` values are used (on by
@@ -206,6 +223,23 @@ impl Analyzer {
         let checker = check::Checker::new(&self.engine, &subject);
         let (found, plan, types) = checker.run(&mut self.root, &subject);
         diagnostics.extend(found);
+        if self.foreign_values {
+            if let (Some(tree), _) = crate::tool::json::parse(&source) {
+                let found = crate::tool::mistakes::in_tool_file(&tree);
+                // What the analysis says of such a value (a string where a number is
+                // declared, not a REF) is an echo of the finding, and a step a placeholder
+                // names is used.
+                diagnostics.retain(|d| {
+                    let inside = found.explained.iter().any(|s| s.start <= d.span.start && d.span.end <= s.end);
+                    let named = d.code == crate::diagnostic::Code::UnusedStepResult
+                        && source
+                            .get(d.span.range())
+                            .is_some_and(|t| found.named.iter().any(|n| t.trim_matches('"') == n));
+                    !inside && !named
+                });
+                diagnostics.extend(found.diagnostics);
+            }
+        }
         diagnostics.sort_by_key(|d| (d.span.start, d.span.end));
         let plan = plan.filter(|_| !diagnostics.iter().any(Diagnostic::is_error));
         CheckedTool { name, file, source: source.clone(), tool: Some(tool), diagnostics, plan, types }

@@ -953,7 +953,7 @@ impl ServerHandler for McpServer {
             // A served tool of the same name keeps it (the plan tool is not offered then),
             // unless only the plan tools are offered.
             tools.extend(
-                plans::PlanServer::tools()
+                plans::PlanServer::tools_for(self.skills.is_some())
                     .into_iter()
                     .filter(|t| t["name"].as_str().is_some_and(|n| self.is_plan_tool(n))),
             );

@@ -44,7 +44,7 @@ pub const GUIDE_LIMIT: usize = 16_000;
 
 /// The condensed guide in `run_plan`'s description, at most [`DESCRIPTION_LIMIT`]
 /// characters: for clients that never read resources.
-pub const RUN_PLAN_DESCRIPTION: &str = r#"Run a tdsl plan: one JSON object that calls several tools and combines their results on the server; only its result comes back. Checked first (as check_plan): with an error nothing runs; each diagnostic has a JSON pointer and a help. Answer: {status, result, steps, failure_summary?}; not SUCCESS is a tool error.
+pub const RUN_PLAN_DESCRIPTION: &str = r#"Run a tdsl plan: one JSON object that calls several tools and combines their results on the server; only its result comes back. Checked first (as check_plan): with an error nothing runs. Answer: {status, result, steps, failure_summary?}; not SUCCESS is a tool error.
 Plan: {"arguments": [{"name": "q", "type_name": "string", "required": true}], "instructions": [STEP, ...], "response_reference_map": {"out": "REF:b.total"}}
 STEP: {"execution_id": "a", "tool_definition_path": "<name from tdsl://tools; SERVER/TOOL upstream>", "arguments": {"x": "REF:arguments.q", "y": 3}}
 - REF: a string that is entirely "REF:arguments.q" or "REF:a.field.0.name" (also .first .last .length) is that value, typed; REFs order the steps, the independent run at once. No other placeholder ($1, #E1, {{a.x}}, ${a.x}, jq). Literals: true false null. SDK tools returning a list give {"result": [...]}: REF:a.result.
@@ -53,8 +53,10 @@ STEP: {"execution_id": "a", "tool_definition_path": "<name from tdsl://tools; SE
 - Conditions: "conditions": [{"param": "REF:a.count", "operator": "greater_than", "value": 0}] (equals, less_than, exists, contains, in; groups {"logic": "OR", "conditions": [...]}): else the step is SKIPPED, its result null.
 - Fan-out: "parallel_execution": {"iterate_over": "REF:a.items", "child_argument_name": "arg"} calls the tool once per element; REF:step.response is the list of results, in order (zip pairs them with the inputs).
 - "continue_on_error": true, "retry": {"max_retries": 2}, "timeout_seconds": 30. Limits: 64 steps, 1,000 children, 120 s.
-- A plan that worked and is needed again: save_skill.
 Read tdsl://guide (worked plans) and tdsl://tools (the tools)."#;
+/// The line `run_plan`'s description has when the server offers skills (`serve --skills`),
+/// before its last: without them there is no `save_skill` to point to.
+pub const SKILLS_LINE: &str = "- A plan that worked and is needed again: save_skill.";
 /// The most characters `run_plan`'s description may have (SPEC §13).
 pub const DESCRIPTION_LIMIT: usize = 2_500;
 
@@ -228,7 +230,7 @@ impl PlanServer {
         match self.run_as(arguments, cancel, observer, RUN_PLAN.to_string(), Json::Null) {
             Ok(run) => {
                 let out = run.to_json();
-                let text = serde_json::to_string_pretty(&out).unwrap_or_default();
+                let text = answer_text(&out);
                 structured(out, text, !run.succeeded())
             }
             Err(answer) => answer,
@@ -313,8 +315,25 @@ impl PlanServer {
         out
     }
 
-    /// The `check_plan` and `run_plan` tools, as MCP `Tool` objects.
+    /// The `check_plan` and `run_plan` tools of a server without skills, as MCP `Tool` objects.
     pub fn tools() -> Vec<Json> {
+        PlanServer::tools_for(false)
+    }
+
+    /// `run_plan`'s description: the condensed guide, with [`SKILLS_LINE`] when the server
+    /// offers skills.
+    pub fn description(skills: bool) -> String {
+        match (skills, RUN_PLAN_DESCRIPTION.rsplit_once('\n')) {
+            (true, Some((head, last))) => format!("{head}\n{SKILLS_LINE}\n{last}"),
+            _ => RUN_PLAN_DESCRIPTION.to_string(),
+        }
+    }
+
+    /// The `check_plan` and `run_plan` tools, as MCP `Tool` objects; `skills`: whether the
+    /// server offers skills (`run_plan`'s description then points to `save_skill`).
+    /// What the two share is said once: the plan's form in `run_plan`'s description,
+    /// a diagnostic's fields in `check_plan`'s output schema.
+    pub fn tools_for(skills: bool) -> Vec<Json> {
         let plan =
             json!({"type": "object", "description": "The plan: a tdsl composite tool object (see tdsl://guide)."});
         let diagnostics = json!({"type": "array", "items": {"type": "object", "properties": {
@@ -324,11 +343,10 @@ impl PlanServer {
         vec![
             json!({
                 "name": CHECK_PLAN,
-                "description": "Check a tdsl plan without running it: every problem with its code, a JSON pointer into the plan \
-                    (`/instructions/1/arguments/doc`), the character range inside a string, a help that shows the tdsl form, and \
-                    its rendered text; when it checks, the steps level by level and the type of its result. A plan with errors \
-                    is a tool error. Read tdsl://guide to write one.",
-                "inputSchema": {"type": "object", "properties": {"plan": plan}, "required": ["plan"]},
+                "description": "Check a plan as run_plan takes it, without running it: each problem with a JSON pointer into \
+                    the plan and a help that shows the tdsl form; when it checks, its steps level by level and its result's \
+                    type. A plan with errors is a tool error.",
+                "inputSchema": {"type": "object", "properties": {"plan": {"type": "object"}}, "required": ["plan"]},
                 "outputSchema": {"type": "object", "properties": {
                     "ok": {"type": "boolean"}, "errors": {"type": "integer"}, "warnings": {"type": "integer"},
                     "diagnostics": diagnostics,
@@ -337,7 +355,7 @@ impl PlanServer {
             }),
             json!({
                 "name": RUN_PLAN,
-                "description": RUN_PLAN_DESCRIPTION,
+                "description": PlanServer::description(skills),
                 "inputSchema": {"type": "object", "properties": {
                     "plan": plan,
                     "arguments": {"type": "object", "description": "The plan's arguments (REF:arguments.NAME)."}},
@@ -576,6 +594,12 @@ pub(super) fn summary_text(check: &crate::plans::PlanCheck, problems: &[String])
     text
 }
 
+/// The text block of `run_plan`'s answer, what a model reads: the answer as compact JSON
+/// (indentation would be a third of its tokens, and says nothing a model needs).
+pub fn answer_text(answer: &Json) -> String {
+    answer.to_string()
+}
+
 pub(super) fn structured(content: Json, text: String, is_error: bool) -> Json {
     json!({"content": [{"type": "text", "text": text}], "structuredContent": content, "isError": is_error})
 }
@@ -650,11 +674,16 @@ mod tests {
     #[test]
     fn the_guide_and_the_description_keep_their_limits() {
         assert!(GUIDE.chars().count() <= GUIDE_LIMIT, "the guide has {} characters", GUIDE.chars().count());
-        assert!(
-            RUN_PLAN_DESCRIPTION.chars().count() <= DESCRIPTION_LIMIT,
-            "run_plan's description has {} characters",
-            RUN_PLAN_DESCRIPTION.chars().count()
-        );
+        for skills in [false, true] {
+            let d = PlanServer::description(skills);
+            assert!(
+                d.chars().count() <= DESCRIPTION_LIMIT,
+                "run_plan's description has {} characters",
+                d.chars().count()
+            );
+            assert_eq!(d.contains("save_skill"), skills, "{d}");
+            assert!(d.ends_with("Read tdsl://guide (worked plans) and tdsl://tools (the tools)."), "{d}");
+        }
     }
 
     #[test]

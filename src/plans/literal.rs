@@ -14,9 +14,9 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-use super::mistakes::{Role, Site};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::span::Span;
+use crate::tool::mistakes::{Role, Site};
 
 /// The plan's form of a `.tool` file's warning that would let a plan run wrong: `W0102`
 /// becomes `E1320`, `W0606` `E1321`; others are returned as they are.
@@ -165,4 +165,139 @@ pub(crate) fn check_site(site: &Site<'_>, out: &mut Vec<Diagnostic>) {
             );
         }
     }
+}
+
+/// One step of the way into an argument's value: a field of an object, an element of a list.
+enum Step<'a> {
+    Field(&'a str),
+    Element(usize),
+}
+
+/// `E0630` for the literals inside an upstream tool's arguments (`"filter": {"state":
+/// "pending"}`, `"labels": [{"kind": "feature"}]`) that break the `enum` or bounds the
+/// (resolved) input schema gives them: in an object's property, in a list's elements, in a
+/// `$ref`'d definition. The analysis holds an argument's own value and the elements of a
+/// list of plain values against the declaration ([`super::upstream`]); what lies deeper only
+/// the schema says. `ins` is the step (its `arguments` and a literal `iterate_over`, whose
+/// elements are the child argument's values), `tool` its callee.
+pub(crate) fn nested_constraints(ins: &crate::tool::JsonNode, tool: &super::UpstreamTool, out: &mut Vec<Diagnostic>) {
+    let Some(entries) = ins.as_object() else { return };
+    let get = |k: &str| entries.iter().find(|(key, _)| key.node == k).map(|(_, v)| v);
+    let input = tool.resolved().0;
+    let Some(props) = input.get("properties").and_then(serde_json::Value::as_object) else { return };
+    let name = tool.plan_name();
+    if let Some(args) = get("arguments").and_then(crate::tool::JsonNode::as_object) {
+        for (k, v) in args {
+            if let Some(schema) = props.get(&k.node) {
+                walk_value(v, schema, &mut Vec::new(), &name, &k.node, out);
+            }
+        }
+    }
+    // A fan-out over a literal list: each element is the value of the child argument.
+    let parallel = get("parallel_execution").and_then(crate::tool::JsonNode::as_object);
+    let field = |k: &str| parallel.and_then(|p| p.iter().find(|(key, _)| key.node == k)).map(|(_, v)| v);
+    if let (Some(items), Some(child)) = (
+        field("iterate_over").and_then(crate::tool::JsonNode::as_list),
+        field("child_argument_name").and_then(crate::tool::JsonNode::as_str),
+    ) {
+        if let Some(schema) = props.get(&*child.value) {
+            for (i, item) in items.iter().enumerate() {
+                walk_value(item, schema, &mut vec![Step::Element(i)], &name, &child.value, out);
+            }
+        }
+    }
+}
+
+/// Holds `node` (at `path` inside argument `arg`) against `schema`, then its fields and
+/// elements against theirs. Only what lies inside an object, or two levels down, is
+/// reported here: the argument itself and a list's plain elements are the analysis'.
+fn walk_value<'a>(
+    node: &'a crate::tool::JsonNode,
+    schema: &serde_json::Value,
+    path: &mut Vec<Step<'a>>,
+    tool: &str,
+    arg: &str,
+    out: &mut Vec<Diagnostic>,
+) {
+    use crate::tool::JsonKind;
+    if schema.get(crate::export::resolve::CUT).is_some() || path.len() > crate::export::resolve::MAX_DEPTH {
+        return;
+    }
+    match &node.kind {
+        JsonKind::Object(entries) => {
+            let Some(props) = schema.get("properties").and_then(serde_json::Value::as_object) else { return };
+            for (k, v) in entries {
+                if let Some(s) = props.get(&k.node) {
+                    path.push(Step::Field(&k.node));
+                    walk_value(v, s, path, tool, arg, out);
+                    path.pop();
+                }
+            }
+        }
+        JsonKind::List(items) => {
+            let Some(s) = schema.get("items") else { return };
+            for (i, item) in items.iter().enumerate() {
+                path.push(Step::Element(i));
+                walk_value(item, s, path, tool, arg, out);
+                path.pop();
+            }
+        }
+        JsonKind::Null => {}
+        JsonKind::Str(s) if s.value.starts_with("REF:") => {}
+        _ => {
+            let inside_object = path.iter().any(|s| matches!(s, Step::Field(_)));
+            if !inside_object && path.len() < 2 {
+                return;
+            }
+            let value = node.to_value();
+            let Some(why) = schema_constraints(schema).violation(&value) else { return };
+            let mut at = String::new();
+            let mut dotted = arg.to_string();
+            for s in path.iter() {
+                match s {
+                    Step::Field(f) => {
+                        at.push_str(&format!("{}field `{f}`", if at.is_empty() { "" } else { ", " }));
+                        dotted.push('.');
+                        dotted.push_str(f);
+                    }
+                    Step::Element(i) => {
+                        at.push_str(&format!("{}element {i}", if at.is_empty() { "" } else { ", " }));
+                        dotted.push_str(&format!("[{i}]"));
+                    }
+                }
+            }
+            out.push(
+                Diagnostic::new(
+                    Code::LiteralBreaksConstraint,
+                    node.span,
+                    format!("argument `{arg}` of `{tool}`, {at}, must {} (`{}`)", why.rule, why.key),
+                )
+                .with_label(format!("refused by `{}`", why.key))
+                .with_help(format!(
+                    "`{tool}` declares the allowed values of `{dotted}` in its input schema (tdsl://tools shows them)"
+                )),
+            );
+        }
+    }
+}
+
+/// The `enum` (or `const`) and bounds a (resolved) schema gives a plain value, as a
+/// declaration's constraints ([`crate::tool::constraints`] words the violation).
+fn schema_constraints(schema: &serde_json::Value) -> crate::tool::constraints::Constraints {
+    use crate::span::Spanned;
+    let mut c = crate::tool::constraints::Constraints::default();
+    let values = schema
+        .get("enum")
+        .and_then(serde_json::Value::as_array)
+        .cloned()
+        .or_else(|| schema.get("const").map(|v| vec![v.clone()]))
+        .filter(|v| !v.is_empty());
+    if let Some(values) = values {
+        let values = values.iter().map(crate::value::Value::from).collect();
+        c.enum_values = Some(Spanned::new(values, Span::default()));
+    }
+    let number = |k: &str| schema.get(k).and_then(serde_json::Value::as_f64).map(|n| Spanned::new(n, Span::default()));
+    c.minimum = number("minimum");
+    c.maximum = number("maximum");
+    c
 }

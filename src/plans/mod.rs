@@ -45,12 +45,12 @@
 
 mod literal;
 mod locate;
-mod mistakes;
 #[cfg(feature = "engine")]
 mod run;
 pub mod skills;
 mod upstream;
 
+use crate::tool::mistakes;
 use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
@@ -405,6 +405,9 @@ impl Plans {
             if let Some(path) = field("tool_definition_path").and_then(JsonNode::as_str) {
                 match self.resolve(&mut root, &path.value, &candidates) {
                     Ok((tool, canonical)) => {
+                        if let Some(u) = self.upstream.get(&canonical) {
+                            literal::nested_constraints(ins, u, &mut diags);
+                        }
                         canonical_of.insert(path.value.to_string(), canonical);
                         fields = tool
                             .def
@@ -500,6 +503,7 @@ impl Plans {
 
         // The analysis: the same checks as `tdsl check`.
         let mut analyzer = Analyzer::with_engine(root, engine);
+        analyzer.set_foreign_values(false);
         let mut checked = analyzer.check_text(PLAN_TOOL.to_string(), source.clone(), None);
         // A run calls each tool by its one name, however the plan spelt it.
         if let Some(plan) = checked.plan.as_mut() {
@@ -534,14 +538,7 @@ impl Plans {
             {
                 continue;
             }
-            // The decoded text of the string the diagnostic is in (an expression).
-            let at = sites.partition_point(|s| s.text.span.start <= d.span.start);
-            let expression = at
-                .checked_sub(1)
-                .and_then(|i| sites.get(i))
-                .filter(|s| d.span.end <= s.text.span.end)
-                .map(|s| &*s.text.value);
-            diags.push(adapt(d, &source, &step_tools, expression));
+            diags.push(adapt(d, &source, &step_tools));
         }
         literal::drop_null_echoes(&mut diags);
         let result_type = if diags.iter().any(Diagnostic::is_error) { None } else { result_type(&checked) };
@@ -739,27 +736,12 @@ impl Plans {
 /// A diagnostic of the analysis, as a plan's: a field the callee does not declare is an
 /// error (`E1314`), a Python literal in an expression `E1313`; a REF to a tool's name gets
 /// the step that calls it, a key of another plan format its tdsl name.
-fn adapt(d: &Diagnostic, source: &str, step_tools: &[(String, String, Span)], expression: Option<&str>) -> Diagnostic {
+fn adapt(d: &Diagnostic, source: &str, step_tools: &[(String, String, Span)]) -> Diagnostic {
     let mut d = d.clone();
     let text = source.get(d.span.range()).unwrap_or_default();
     match d.code {
-        // Other languages' syntax, in the tdsl form.
-        Code::UnknownFunction => {
-            if let Some(help) = foreign_function(text) {
-                d.help = Some(help);
-            }
-        }
-        Code::Syntax => {
-            if let Some(help) = expression.and_then(foreign_syntax) {
-                d.help = Some(help);
-            }
-        }
-        Code::UnknownOperator => {
-            let op = text.trim_matches('"');
-            if let Some(tdsl) = foreign_operator(op) {
-                d.help = Some(format!("tdsl spells `{op}` as `{tdsl}`: write \"operator\": \"{tdsl}\""));
-            }
-        }
+        // Other languages' syntax gets the tdsl form from the analysis itself
+        // (`crate::syntax::foreign`), in a plan as in a `.tool` file.
         Code::UndeclaredResponseField => d.code = Code::PlanUnknownField,
         // Nothing silently wrong (SPEC §13): what a `.tool` file is warned of, a plan is refused.
         Code::UnknownField | Code::OpenArgument => d = literal::plan_error(d),
@@ -808,61 +790,6 @@ fn adapt(d: &Diagnostic, source: &str, step_tools: &[(String, String, Span)], ex
         _ => {}
     }
     d
-}
-
-/// The help for a function of another language that tdsl spells otherwise.
-fn foreign_function(name: &str) -> Option<String> {
-    Some(match name {
-        "str" | "String" | "toString" | "string" => {
-            format!("tdsl writes `{name}(x)` as `to_string(value=x)`")
-        }
-        "len" | "size" | "count_of" => format!("tdsl writes `{name}(x)` as `length(value=x)`, or `x.length`"),
-        "sort_by" | "sorted" | "order_by" => {
-            format!("tdsl writes `{name}` as `sort(array=…, key_path=\"<field>\")`, the key a template over `item`'s fields")
-        }
-        "int" | "float" | "parseInt" | "parseFloat" | "Number" => {
-            format!("tdsl writes `{name}(x)` as `to_number(value=x)`")
-        }
-        _ => return None,
-    })
-}
-
-/// The help for another language's syntax in an expression: a conditional `a ? b : c`, an
-/// arrow function or a lambda.
-fn foreign_syntax(expression: &str) -> Option<String> {
-    let trimmed = expression.trim_start();
-    if trimmed.starts_with("lambda ") || trimmed.starts_with("lambda:") || expression.contains("=>") {
-        return Some(
-            "tdsl has no lambdas or arrow functions: a function over each element takes a template, an expression over `item` given as a string: `map(array=REF:search.results, template=\"item.url\")`, `filter(array=…, template=\"item.score > 2\")`"
-                .to_string(),
-        );
-    }
-    if let Some((cond, rest)) = expression.split_once('?') {
-        if let Some((yes, no)) = rest.split_once(':') {
-            return Some(format!(
-                "tdsl has no `a ? b : c`: write `if(condition={}, true_value={}, false_value={})`",
-                cond.trim(),
-                yes.trim(),
-                no.trim()
-            ));
-        }
-    }
-    None
-}
-
-/// The tdsl condition operator for another language's spelling of it.
-fn foreign_operator(op: &str) -> Option<&'static str> {
-    Some(match op.trim().to_ascii_lowercase().as_str() {
-        ">" | "gt" => "greater_than",
-        "<" | "lt" => "less_than",
-        ">=" | "gte" | "ge" | "=>" => "greater_than_or_equals",
-        "<=" | "lte" | "le" | "=<" => "less_than_or_equals",
-        "==" | "=" | "===" | "eq" | "is" => "equals",
-        "!=" | "<>" | "!==" | "ne" | "neq" | "not" => "not_equals",
-        "in_list" | "one_of" => "in",
-        "includes" | "has" => "contains",
-        _ => return None,
-    })
 }
 
 /// The tdsl key for a key of another plan or tool-call format.

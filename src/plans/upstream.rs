@@ -97,7 +97,7 @@ impl UpstreamTool {
     }
 
     /// Its schemas, read whole ([`resolve_schema`]).
-    fn resolved(&self) -> (Json, Option<Json>) {
+    pub(crate) fn resolved(&self) -> (Json, Option<Json>) {
         (resolve_schema(&self.input_schema), self.output_schema.as_ref().map(resolve_schema))
     }
 
@@ -386,9 +386,14 @@ fn show_object(schema: &Json, depth: usize) -> String {
     format!("{{{}{}}}", fields.join(", "), if open { ", …" } else { "" })
 }
 
-/// ` (1..100)`, ` (≥1)`, ` (≤7)`, or nothing.
+/// The largest integer a JavaScript number holds exactly (`Number.MAX_SAFE_INTEGER`): zod 4
+/// bounds every `.int()` by it and its negation, which says no more than `integer`.
+const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
+
+/// ` (1..100)`, ` (≥1)`, ` (≤7)`, or nothing (a bound at ±[`MAX_SAFE_INTEGER`] is none).
 fn bounds(schema: &Json) -> String {
-    let n = |k: &str| schema.get(k).filter(|v| v.is_number()).map(Json::to_string);
+    let n =
+        |k: &str| schema.get(k).filter(|v| v.as_f64().is_some_and(|f| f.abs() < MAX_SAFE_INTEGER)).map(Json::to_string);
     match (n("minimum"), n("maximum")) {
         (Some(a), Some(b)) => format!(" ({a}..{b})"),
         (Some(a), None) => format!(" (≥{a})"),

@@ -10,6 +10,7 @@ mod parser;
 mod printer;
 
 mod fast;
+pub(crate) mod foreign;
 pub(crate) use fast::intern;
 
 /// The parsers count a tree's height in units: a level of nesting (brackets, calls, prefix

@@ -303,7 +303,7 @@ fn syntax_error(src: &str, e: &pest::error::Error<Rule>) -> Diagnostic {
     let mut d =
         Diagnostic::new(Code::Syntax, Span::new(pos, end), format!("expected {expected_text}, found {found_text}"))
             .with_label(format!("expected {expected_text}"));
-    if let Some(help) = syntax_help(src, pos) {
+    if let Some(help) = super::foreign::syntax(src).or_else(|| syntax_help(src, pos)) {
         d = d.with_help(help);
     }
     d

@@ -32,6 +32,7 @@ mod globs;
 pub mod json;
 pub mod keys;
 mod load;
+pub(crate) mod mistakes;
 pub mod model;
 pub mod position;
 pub mod refs;

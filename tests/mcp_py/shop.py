@@ -1,7 +1,8 @@
 """An upstream MCP server of ordinary pydantic tools, built with the Python MCP SDK
 (`MCPServer`, the SDK 2 name of FastMCP), whose schemas are what the SDK generates: nested
 models as `$ref`s into `$defs`, `Optional` as `anyOf` with `null`, `Enum` and `Literal` as
-`enum`/`const`, `Field(ge=…, le=…)` as `minimum`/`maximum`, a recursive model, and a list
+`enum`/`const`, `Field(ge=…, le=…)` as `minimum`/`maximum`, a recursive model, a model as an
+argument (`find_orders`: its `$defs` hold an Enum and a list of models), and a list
 or a number returned wrapped as `{"result": …}`.
 
     target/py-venv/bin/python tests/mcp_py/shop.py          # serve on stdio
@@ -59,6 +60,18 @@ class Order(BaseModel):
     note: Optional[str] = None
 
 
+class LineFilter(BaseModel):
+    sku: str
+    min_quantity: int = Field(1, ge=1)
+
+
+class OrderQuery(BaseModel):
+    """Which orders: all of `lines` must be in an order, and its status, when given."""
+
+    status: Optional[Status] = None
+    lines: list[LineFilter]
+
+
 class Forecast(BaseModel):
     city: str
     day: int
@@ -113,6 +126,18 @@ def get_order(order_id: str) -> Order:
         if o.order_id == order_id:
             return o
     raise ValueError(f"no order {order_id}")
+
+
+@server.tool()
+def find_orders(query: OrderQuery) -> list[Order]:
+    """The orders a query matches (a model as the argument: `$defs` with an Enum inside)."""
+    CALLS.append("find_orders")
+
+    def matches(o: Order) -> bool:
+        has = all(any(l.sku == f.sku and l.quantity >= f.min_quantity for l in o.lines) for f in query.lines)
+        return has and (query.status is None or o.status == query.status)
+
+    return [o for o in ORDERS if matches(o)]
 
 
 @server.tool()

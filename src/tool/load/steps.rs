@@ -384,9 +384,12 @@ impl Loader<'_> {
                 Some(o) => Some(Spanned::new(o, op.span)),
                 None => {
                     let names = operator_names();
-                    let help = match did_you_mean(&op.node, names.iter().copied()) {
-                        Some(s) => format!("did you mean `{s}`?"),
-                        None => format!("the operators are {}", list(&names)),
+                    let help = match crate::syntax::foreign::operator_help(&op.node) {
+                        Some(h) => h,
+                        None => match did_you_mean(&op.node, names.iter().copied()) {
+                            Some(s) => format!("did you mean `{s}`?"),
+                            None => format!("the operators are {}", list(&names)),
+                        },
                     };
                     self.push(
                         Diagnostic::new(

@@ -63,7 +63,9 @@ impl Checker<'_> {
         let name = &call.name;
         let mut d = Diagnostic::new(Code::UnknownFunction, name.span, format!("unknown function `{}`", name.node))
             .with_label("no such function");
-        if let Some(s) = did_you_mean(&name.node, self.funcs.names()) {
+        if let Some(help) = crate::syntax::foreign::function(&name.node) {
+            d = d.with_help(help);
+        } else if let Some(s) = did_you_mean(&name.node, self.funcs.names()) {
             d = d.with_help(format!("did you mean `{s}`?"));
         }
         self.error(d);

@@ -319,6 +319,54 @@ pub(crate) fn check_site(
     }
 }
 
+/// The placeholders and paths of other plan formats among a `.tool` file's values and REFs
+/// (`"$1.total"`, `"{{scan.total}}"`, `"#E2"`, `"$.scan.files[*].name"`): the findings a plan
+/// gets for them, with the same help (an error when one names a step or an argument of the
+/// tool, a warning otherwise). An expression is
+/// left to the parser, whose syntax error there has the same help
+/// ([`crate::syntax::foreign`]).
+pub(crate) fn in_tool_file(tree: &JsonNode) -> InToolFile {
+    let entries = tree.as_object().unwrap_or_default();
+    let get = |k: &str| entries.iter().find(|(key, _)| key.node == k).map(|(_, v)| v);
+    let names_of = |list: Option<&JsonNode>, key: &str| -> Vec<String> {
+        list.and_then(JsonNode::as_list)
+            .unwrap_or_default()
+            .iter()
+            .map(|n| {
+                n.as_object()
+                    .and_then(|e| e.iter().find(|(k, _)| k.node == key))
+                    .and_then(|(_, v)| v.as_str())
+                    .map_or(String::new(), |s| s.value.to_string())
+            })
+            .collect()
+    };
+    let steps = names_of(get("instructions"), "execution_id");
+    let args = names_of(get("arguments"), "name");
+    let fields = vec![None; steps.len()];
+    let names = Names { steps: &steps, fields: &fields, args: &args };
+    let (mut out, mut explained, mut named) = (Vec::new(), Vec::new(), Vec::new());
+    for site in sites(tree).iter().filter(|s| s.role != Role::Expression) {
+        let before = out.len();
+        placeholders(site, &names, &mut out, &mut named);
+        if out.len() == before {
+            paths(site, &names, &mut out, &mut named);
+        }
+        if out[before..].iter().any(Diagnostic::is_error) {
+            explained.push(site.text.span);
+        }
+    }
+    InToolFile { diagnostics: out, explained, named }
+}
+
+/// What [`in_tool_file`] finds.
+pub(crate) struct InToolFile {
+    pub diagnostics: Vec<Diagnostic>,
+    /// The strings an error explains: the analysis' diagnostics inside them are echoes.
+    pub explained: Vec<Span>,
+    /// The execution ids the placeholders name (those steps' results are used).
+    pub named: Vec<String>,
+}
+
 /// A REF tdsl does not read as one — `ref:page.text`, `Ref:page.text`, `" REF:page.text"` —
 /// that names a step or the arguments: an error, since the tool would get the text.
 fn loose_ref(site: &Site<'_>, names: &Names<'_>, out: &mut Vec<Diagnostic>, named: &mut Vec<String>) {

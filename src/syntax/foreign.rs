@@ -1,0 +1,183 @@
+//! Other languages' syntax met where tdsl expects its own, and the tdsl form of each: the
+//! helps of the diagnostics that meet it, wherever the mistake is — a transform of a `.tool`
+//! file (`tdsl check`, the language server), a plan (`check_plan`, `run_plan`), the REPL.
+//! One source: the parser ([`super::parse`]) asks [`syntax`] for a syntax error's help, the
+//! type checker [`function`] for an unknown function's, the `.tool` loader [`operator`] for
+//! an unknown condition operator's.
+//!
+//! - a conditional `a ? b : c` → `if(condition=a, true_value=b, false_value=c)`;
+//! - an arrow function or a lambda → a template over `item`;
+//! - JSONPath (`$.items[*].name`) and the placeholders of other plan formats met in an
+//!   expression (`$1.count`, `#E2.title`) → a REF;
+//! - `str(x)`, `len(x)`, `sort_by`, `int(x)` → `to_string`, `length`, `sort`, `to_number`;
+//! - `>`, `gt`, `==` as a condition's `operator` → `greater_than`, `equals`.
+
+/// The help for a function of another language that tdsl spells otherwise (`str`, `len`,
+/// `sort_by`, `int`…), or `None`.
+pub fn function(name: &str) -> Option<String> {
+    Some(match name {
+        "str" | "String" | "toString" | "string" => {
+            format!("tdsl writes `{name}(x)` as `to_string(value=x)`")
+        }
+        "len" | "size" | "count_of" => format!("tdsl writes `{name}(x)` as `length(value=x)`, or `x.length`"),
+        "sort_by" | "sorted" | "order_by" => {
+            format!("tdsl writes `{name}` as `sort(array=…, key_path=\"<field>\")`, the key a template over `item`'s fields")
+        }
+        "int" | "float" | "parseInt" | "parseFloat" | "Number" => {
+            format!("tdsl writes `{name}(x)` as `to_number(value=x)`")
+        }
+        _ => return None,
+    })
+}
+
+/// The help for another language's syntax in an expression that does not parse: a
+/// conditional `a ? b : c`, an arrow function or a lambda, JSONPath, a `$1` or `#E1`
+/// placeholder. `None` when the expression has none of them.
+pub fn syntax(expression: &str) -> Option<String> {
+    let lambda = expression.match_indices("lambda").any(|(i, _)| {
+        let before = expression[..i].chars().next_back();
+        let after = expression[i + "lambda".len()..].chars().next();
+        !before.is_some_and(|c| c.is_alphanumeric() || c == '_') && matches!(after, Some(' ' | ':'))
+    });
+    if lambda || expression.contains("=>") {
+        return Some(
+            "tdsl has no lambdas or arrow functions: a function over each element takes a template, an expression over `item` given as a string: `map(array=REF:search.results, template=\"item.url\")`, `filter(array=…, condition_string=\"item.score > 2\")`"
+                .to_string(),
+        );
+    }
+    if let Some(help) = placeholder(expression) {
+        return Some(help);
+    }
+    if let Some((cond, rest)) = expression.split_once('?') {
+        if let Some((yes, no)) = rest.split_once(':') {
+            return Some(format!(
+                "tdsl has no `a ? b : c`: write `if(condition={}, true_value={}, false_value={})`",
+                cond.trim(),
+                yes.trim(),
+                no.trim()
+            ));
+        }
+    }
+    None
+}
+
+/// JSONPath (`$.items[*].name`), an LLMCompiler `$1.count` or a ReWOO `#E2.title` in an
+/// expression: the REF that reads it.
+fn placeholder(expression: &str) -> Option<String> {
+    let bytes = expression.as_bytes();
+    let at = outside_strings(expression)?;
+    let rest = &expression[at + 1..];
+    let path_end = |s: &str| {
+        s.find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '[' | ']' | '*' | '"' | '\'')))
+            .unwrap_or(s.len())
+    };
+    match (bytes[at], rest.as_bytes().first()) {
+        (b'$', Some(b'.' | b'[')) => {
+            let path = &rest[..path_end(rest)];
+            let written = format!("${path}");
+            let (head, each) = match path.split_once("[*]").or_else(|| path.split_once("[]")) {
+                Some((head, tail)) => (head, Some(tail.trim_start_matches('.'))),
+                None => (path, None),
+            };
+            let head = head.replace('[', ".").replace(['"', '\'', ']'], "");
+            let head = head.trim_matches('.');
+            let reference = if head.is_empty() { "REF:<execution_id>".to_string() } else { format!("REF:{head}") };
+            Some(match each {
+                Some(tail) if !tail.is_empty() => format!(
+                    "`{written}` is JSONPath, which tdsl does not read: a field of every element is `map(array={reference}, template=\"item.{tail}\")`, a REF naming the step by its `execution_id`"
+                ),
+                _ => format!(
+                    "`{written}` is JSONPath, which tdsl does not read: write `{reference}`, a REF naming the step by its `execution_id`"
+                ),
+            })
+        }
+        (b'$', Some(c)) if c.is_ascii_digit() => {
+            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+            let tail = &rest[digits..][..path_end(&rest[digits..])];
+            Some(format!(
+                "`${}{tail}` is an LLMCompiler placeholder, which tdsl does not replace: inside an expression a REF is an atom: write `REF:<execution_id of step {}>{tail}`",
+                &rest[..digits],
+                &rest[..digits]
+            ))
+        }
+        (b'#', Some(b'E')) if rest.as_bytes().get(1).is_some_and(u8::is_ascii_digit) => {
+            let digits = rest[1..].bytes().take_while(u8::is_ascii_digit).count();
+            let n = &rest[1..1 + digits];
+            let after = &rest[1 + digits..];
+            let tail = &after[..path_end(after)];
+            Some(format!(
+                "`#E{n}{tail}` is a ReWOO placeholder, which tdsl does not replace: inside an expression a REF is an atom: write `REF:<execution_id of step {n}>{tail}`"
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// The first `$` or `#` outside the expression's string literals.
+fn outside_strings(expression: &str) -> Option<usize> {
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for (i, c) in expression.char_indices() {
+        match (quote, c) {
+            (Some(_), _) if escaped => escaped = false,
+            (Some(_), '\\') => escaped = true,
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '$' | '#') => return Some(i),
+            (None, _) => {}
+        }
+    }
+    None
+}
+
+/// The tdsl condition operator for another language's spelling of it (`>` and `gt` are
+/// `greater_than`), or `None`.
+pub fn operator(op: &str) -> Option<&'static str> {
+    Some(match op.trim().to_ascii_lowercase().as_str() {
+        ">" | "gt" => "greater_than",
+        "<" | "lt" => "less_than",
+        ">=" | "gte" | "ge" | "=>" => "greater_than_or_equals",
+        "<=" | "lte" | "le" | "=<" => "less_than_or_equals",
+        "==" | "=" | "===" | "eq" | "is" => "equals",
+        "!=" | "<>" | "!==" | "ne" | "neq" | "not" => "not_equals",
+        "in_list" | "one_of" => "in",
+        "includes" | "has" => "contains",
+        _ => return None,
+    })
+}
+
+/// The help for a condition operator of another language: `tdsl spells \`>\` as …`.
+pub fn operator_help(op: &str) -> Option<String> {
+    operator(op).map(|tdsl| format!("tdsl spells `{op}` as `{tdsl}`: write \"operator\": \"{tdsl}\""))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_form_gets_the_tdsl_one() {
+        let help = |e: &str| syntax(e).unwrap_or_default();
+        assert!(help("total > 2 ? \"many\" : \"few\"")
+            .contains("if(condition=total > 2, true_value=\"many\", false_value=\"few\")"));
+        assert!(help("items.map(x => x.url)").contains("no lambdas or arrow functions"));
+        assert!(help("lambda x: x.url").contains("condition_string="));
+        assert!(help("filter(files, lambda f: length(f) > 3)").contains("no lambdas"));
+        assert_eq!(syntax("lambdas +"), None);
+        assert!(help("$.search.results[*].url").contains("map(array=REF:search.results, template=\"item.url\")"));
+        assert!(help("$.search.total + 1").contains("write `REF:search.total`"));
+        assert!(help("$1.count * 2").contains("REF:<execution_id of step 1>.count"));
+        assert!(help("#E2.title").contains("REF:<execution_id of step 2>.title"));
+        assert_eq!(syntax("a +"), None);
+        assert_eq!(syntax("$"), None);
+        assert_eq!(syntax("\"Total: $1\" +"), None);
+        assert!(function("len").is_some_and(|h| h.contains("length(value=x)")));
+        assert_eq!(function("length"), None);
+        assert_eq!(
+            operator_help(">").as_deref(),
+            Some("tdsl spells `>` as `greater_than`: write \"operator\": \"greater_than\"")
+        );
+        assert_eq!(operator("greater_than"), None);
+    }
+}
