@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 use super::{color_stderr, open_files, render, usage_failure, UsageError};
 use crate::engine::Engine;
 use crate::types::Scope;
-use crate::value::{Map, SmolStr, Value};
+use crate::value::Value;
 
 /// Arguments of `tdsl eval`.
 #[derive(Debug, Args)]
@@ -49,31 +49,7 @@ enum Emit {
 
 /// Loads the variables from `--vars` and `--var`.
 pub(crate) fn load_vars(file: Option<&std::path::Path>, vars: &[String]) -> Result<Value, UsageError> {
-    let mut map = Map::default();
-    if let Some(path) = file {
-        let text =
-            crate::input::read_text(path).map_err(|e| UsageError(format!("cannot read {}: {e}", path.display())))?;
-        let v: Value = serde_json::from_str(&text)
-            .map_err(|e| UsageError(format!("{} is not valid JSON: {e}", path.display())))?;
-        match &v {
-            Value::Object(o) => map = (**o).clone(),
-            other => {
-                return Err(UsageError(format!("{} must hold a JSON object, found {:#}", path.display(), other.kind())))
-            }
-        }
-    }
-    for spec in vars {
-        let Some((name, json)) = spec.split_once('=') else {
-            return Err(UsageError(format!("--var {spec:?} must be NAME=JSON")));
-        };
-        let v: Value = serde_json::from_str(json).map_err(|e| {
-            UsageError(format!(
-                "--var {name}: {json:?} is not JSON ({e}); to pass a string, quote it: --var '{name}=\"{json}\"'"
-            ))
-        })?;
-        map.insert(SmolStr::new(name), v);
-    }
-    Ok(Value::object(map))
+    super::named_values::named_values(file, vars, "--var")
 }
 
 /// Runs `tdsl eval`.

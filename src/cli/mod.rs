@@ -26,6 +26,7 @@ mod export;
 mod graph;
 mod history;
 mod lsp;
+mod named_values;
 mod printable;
 mod progress;
 mod recording;

@@ -35,7 +35,7 @@ use crate::history::{Recorder, RunContext};
 use crate::host::{self, HostRunner, Mock};
 use crate::mcp::upstream::{UpstreamRunner, Upstreams};
 use crate::ranges;
-use crate::value::{Map, SmolStr, Value};
+use crate::value::Value;
 
 /// Arguments of `tdsl run`.
 #[derive(Debug, Args)]
@@ -252,7 +252,7 @@ fn prepare(args: &RunArgs) -> Result<Prepared, Stop> {
     let upstreams = args.upstream.upstreams().map_err(Stop::Usage)?;
     let root = tool_root(args.root.as_deref()).map_err(Stop::Usage)?;
     let file = tool_file(&args.tool, &root, args.root.is_some()).map_err(Stop::Usage)?;
-    let arguments = load_arguments(args.args.as_deref(), &args.arg).map_err(Stop::Usage)?;
+    let arguments = super::named_values::named_values(args.args.as_deref(), &args.arg, "--arg").map_err(Stop::Usage)?;
     let mock = match &args.mock {
         Some(path) => {
             let text =
@@ -514,34 +514,6 @@ fn report(run: &Run) -> ExitCode {
             ExitCode::from(1)
         }
     }
-}
-
-/// The arguments from `--args` and `--arg`.
-fn load_arguments(file: Option<&Path>, args: &[String]) -> Result<Value, UsageError> {
-    let mut map = Map::default();
-    if let Some(path) = file {
-        let text =
-            crate::input::read_text(path).map_err(|e| UsageError(format!("cannot read {}: {e}", path.display())))?;
-        match serde_json::from_str::<Value>(&text).as_ref() {
-            Ok(Value::Object(o)) => map = (**o).clone(),
-            Ok(other) => {
-                return Err(UsageError(format!("{} must hold a JSON object, found {:#}", path.display(), other.kind())))
-            }
-            Err(e) => return Err(UsageError(format!("{} is not valid JSON: {e}", path.display()))),
-        }
-    }
-    for spec in args {
-        let Some((name, json)) = spec.split_once('=') else {
-            return Err(UsageError(format!("--arg {spec:?} must be NAME=JSON")));
-        };
-        let v: Value = serde_json::from_str(json).map_err(|e| {
-            UsageError(format!(
-                "--arg {name}: {json:?} is not JSON ({e}); to pass a string, quote it: --arg '{name}=\"{json}\"'"
-            ))
-        })?;
-        map.insert(SmolStr::new(name), v);
-    }
-    Ok(Value::object(map))
 }
 
 /// The root and the composite a replay reads: the trace's tool path under `--root` (or the
