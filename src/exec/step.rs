@@ -132,6 +132,7 @@ impl CallBudget {
     }
 
     /// The calls still to be had (none once exhausted).
+    #[cfg_attr(not(feature = "temporal"), allow(dead_code))]
     pub(crate) fn left(&self) -> usize {
         if self.exhausted() {
             return 0;
@@ -141,6 +142,7 @@ impl CallBudget {
 
     /// Takes `n` calls at once, for someone else to make (the Temporal engine lends them to
     /// a fan-out chunk's child workflow); at most [`CallBudget::left`].
+    #[cfg_attr(not(feature = "temporal"), allow(dead_code))]
     pub(crate) fn lend(&self, n: usize) -> usize {
         let n = n.min(self.left());
         self.taken.fetch_add(n, Ordering::SeqCst);
@@ -148,16 +150,19 @@ impl CallBudget {
     }
 
     /// Gives back `n` calls lent and not made.
+    #[cfg_attr(not(feature = "temporal"), allow(dead_code))]
     pub(crate) fn give_back(&self, n: usize) {
         let _ = self.taken.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |t| Some(t.saturating_sub(n)));
     }
 
     /// The calls were used up elsewhere (by a chunk the calls were lent to): the run stops.
+    #[cfg_attr(not(feature = "temporal"), allow(dead_code))]
     pub(crate) fn exhaust(&self) {
         self.exhausted.store(true, Ordering::SeqCst);
     }
 
     /// The calls taken so far, at most `max`.
+    #[cfg_attr(not(feature = "temporal"), allow(dead_code))]
     pub(crate) fn taken(&self) -> usize {
         self.taken.load(Ordering::SeqCst).min(self.max)
     }
