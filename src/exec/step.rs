@@ -158,6 +158,8 @@ impl CallBudget {
     /// The calls were used up elsewhere (by a chunk the calls were lent to): the run stops.
     #[cfg_attr(not(feature = "temporal"), allow(dead_code))]
     pub(crate) fn exhaust(&self) {
+        // All taken: a later `take` is refused as past the limit.
+        self.taken.fetch_max(self.max, Ordering::SeqCst);
         self.exhausted.store(true, Ordering::SeqCst);
     }
 
@@ -737,5 +739,35 @@ impl ChildRun {
         });
         let (out, failed) = data::settle_child(ct, checked);
         ChildEnd { trace: self.trace, out, failed, partial: call.partial }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CallBudget;
+
+    #[test]
+    fn calls_lent_are_taken_until_given_back_and_a_share_names_the_runs_limit() {
+        let share = CallBudget::share(10, 100);
+        assert_eq!((share.limit, share.left()), (100, 10));
+        assert_eq!(share.lend(4), 4);
+        assert_eq!(share.left(), 6);
+        // At most what is left.
+        assert_eq!(share.lend(50), 6);
+        assert_eq!(share.left(), 0);
+        share.give_back(7);
+        assert_eq!((share.left(), share.taken()), (7, 3));
+        for _ in 0..7 {
+            assert!(share.take());
+        }
+        assert!(!share.exhausted());
+        assert!(!share.take(), "the 11th call of a share of 10");
+        assert!(share.exhausted());
+        assert_eq!((share.left(), share.taken()), (0, 10));
+        // Used up elsewhere (a chunk it lent to): nothing more is taken.
+        let run = CallBudget::new(5);
+        run.exhaust();
+        assert_eq!(run.left(), 0);
+        assert!(!run.take());
     }
 }
