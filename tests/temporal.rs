@@ -1357,3 +1357,166 @@ fn payloads_over_the_limit_are_errors_naming_it() {
     assert!(o.stderr.contains("payload limit"), "{}", o.stderr);
     assert!(!o.stderr.contains("run id"), "{}", o.stderr);
 }
+
+/// The lines of a run's standard error that say why it failed, as both engines print them.
+fn error_lines(stderr: &str) -> Vec<&str> {
+    stderr.lines().filter(|l| l.starts_with("error")).collect()
+}
+
+/// [`same_as_local`], and the same diagnostic: the trace's error and the `error:` lines.
+fn same_failure_as_local(args: &[&str], q: &str) -> Out {
+    let (local, remote) = same_as_local(args, q);
+    assert_eq!(remote.trace["error"], local.trace["error"], "temporal stderr: {}", remote.stderr);
+    assert_eq!(error_lines(&remote.stderr), error_lines(&local.stderr));
+    remote
+}
+
+/// A composite fanning `echo` out over its list: as a fan-out's callee, each child runs in
+/// a fan-out chunk's child workflow of its own (docs/distributed.md).
+const GROUP: &str = r#"{
+  "arguments": [{"name": "ns", "type_name": "list<integer>", "required": true}],
+  "instructions": [
+    {"execution_id": "each", "tool_definition_path": "/tools/echo.tool",
+     "parallel_execution": {"iterate_over": "REF:arguments.ns", "child_argument_name": "n"},
+     "transform_responses": {"transforms": {"sum": "sum(array=map(array=REF:response, template=\"item.n\"))"}}}
+  ],
+  "response_reference_map": {"sum": "REF:each.sum"}
+}"#;
+
+/// Issue 38 item 2 on Temporal: `--max-calls-per-run` is one budget for the whole run, its
+/// fan-out chunks' child workflows included (each used to count its own), checked before
+/// each call: the run stops at the same call, with the same diagnostic and step statuses,
+/// as a local run; with side-by-side chunks too; its history replays.
+#[test]
+fn the_calls_of_a_run_are_one_budget_across_its_child_workflows_as_locally() {
+    let main = r#"{
+      "arguments": [{"name": "groups", "type_name": "list<list<integer>>", "required": true}],
+      "instructions": [
+        {"execution_id": "each", "tool_definition_path": "/group.tool",
+         "parallel_execution": {"iterate_over": "REF:arguments.groups", "child_argument_name": "ns"}}
+      ],
+      "response_reference_map": {"groups": "REF:each.response"}
+    }"#;
+    let (root, q, _w) =
+        started("call-budget", &[("main.tool", main), ("group.tool", GROUP), ("tools/echo.tool", ECHO)]);
+    // Three children, each a child workflow making three calls (the composite's, and its
+    // fan-out's two): nine calls in all.
+    std::fs::write(root.join("args.json"), json!({"groups": [[1, 2], [3, 4], [5, 6]]}).to_string()).expect("args");
+    let (main_s, root_s) = paths(&root);
+    let (args_s, history) = (root.join("args.json").to_string_lossy().into_owned(), root.join("run.history.json"));
+    let history_s = history.to_string_lossy().into_owned();
+    let with = |max: &'static str, concurrency: &'static str| {
+        vec![
+            main_s.clone(),
+            "--root".into(),
+            root_s.clone(),
+            "--args".into(),
+            args_s.clone(),
+            "--max-calls-per-run".into(),
+            max.into(),
+            "--concurrency".into(),
+            concurrency.into(),
+            "--temporal-history".into(),
+            history_s.clone(),
+        ]
+    };
+    // Seven calls: the eighth (the third child's first nested call) is not made.
+    let args = with("7", "1");
+    let args_s: Vec<&str> = args.iter().map(String::as_str).collect();
+    let remote = same_failure_as_local(&args_s, &q);
+    assert_eq!(remote.code, 1, "{}", remote.stderr);
+    assert_eq!(remote.trace["error"]["code"], "E0816", "{}", remote.stderr);
+    assert_eq!(remote.trace["error"]["step"], "each[2]/each[0]", "{}", remote.trace["error"]);
+    assert!(
+        remote.stderr.contains("the run reached its limit of 7 calls (`--max-calls-per-run`)"),
+        "{}",
+        remote.stderr
+    );
+    replays(&history);
+    let stopped_at_seven = statuses(&remote.trace);
+    // Under --concurrency 4 the three child workflows could run side by side: the calls
+    // lent to the first are all that is left, so the others wait for what it gives back,
+    // and the run stops at the same call.
+    let args = with("7", "4");
+    let o = run(&args.iter().map(String::as_str).collect::<Vec<_>>(), Some(&q));
+    assert_eq!(o.code, 1, "{} ({args:?})", o.stderr);
+    assert_eq!(o.trace["error"], remote.trace["error"]);
+    assert_eq!(statuses(&o.trace), stopped_at_seven);
+    replays(&history);
+    // Nine calls are the run's: it completes, as locally, side by side.
+    let args = with("9", "4");
+    let args_s: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (_, remote) = same_as_local(&args_s, &q);
+    assert_eq!(remote.code, 0, "{}", remote.stderr);
+    assert_eq!(serde_json::from_str::<Value>(&remote.stdout).expect("JSON")["groups"][2]["sum"], 11);
+    replays(&history);
+}
+
+/// The calls of a primitive fan-out past one chunk (500 children) count against one
+/// budget: 600 children under a limit of 550 stop at the 551st call, as locally. On
+/// Temporal a call is charged once it has its slot, children in input order, so the run
+/// stops at the same child under `--concurrency 16` as a local run under `--concurrency 1`
+/// (a local run's workers race for the last calls).
+#[test]
+fn a_fan_out_past_one_child_workflow_stops_at_the_runs_limit_of_calls_as_locally() {
+    let main = r#"{
+      "arguments": [{"name": "items", "type_name": "list<integer>", "required": true}],
+      "instructions": [
+        {"execution_id": "each", "tool_definition_path": "/tools/echo.tool",
+         "parallel_execution": {"iterate_over": "REF:arguments.items", "child_argument_name": "n"}}
+      ]
+    }"#;
+    let (root, q, _w) = started("call-budget-chunks", &[("main.tool", main), ("tools/echo.tool", ECHO)]);
+    std::fs::write(root.join("args.json"), json!({"items": (0..600).collect::<Vec<i64>>()}).to_string()).expect("args");
+    let (main_s, root_s) = paths(&root);
+    let args_s = root.join("args.json").to_string_lossy().into_owned();
+    let local =
+        run(&[&main_s, "--root", &root_s, "--args", &args_s, "--max-calls-per-run", "550", "--concurrency", "1"], None);
+    let remote = run(
+        &[&main_s, "--root", &root_s, "--args", &args_s, "--max-calls-per-run", "550", "--concurrency", "16"],
+        Some(&q),
+    );
+    assert_eq!(remote.code, 1, "{}", remote.stderr);
+    assert_eq!(local.code, 1, "{}", local.stderr);
+    assert_eq!(remote.trace["error"], local.trace["error"], "{}", remote.stderr);
+    assert_eq!(remote.trace["error"]["code"], "E0816", "{}", remote.stderr);
+    assert_eq!(remote.trace["error"]["step"], "each[550]", "{}", remote.trace["error"]);
+    assert_eq!(error_lines(&remote.stderr), error_lines(&local.stderr));
+    assert_eq!(statuses(&remote.trace), statuses(&local.trace));
+    let done = statuses(&remote.trace).iter().filter(|(_, s)| s == "COMPLETED").count();
+    assert_eq!(done, 550);
+}
+
+/// Issue 38 item 2 on Temporal: `--max-result-bytes` refuses a run's result past the
+/// limit (`E0817`, exit 1, nothing on standard output) with the local run's diagnostic; the
+/// result is counted as it is serialized, never written out (the trace carries none).
+#[test]
+fn a_result_past_max_result_bytes_is_refused_as_locally() {
+    let main = r#"{
+      "arguments": [{"name": "items", "type_name": "list", "required": true}],
+      "instructions": [{"execution_id": "fan", "tool_definition_path": "/tools/echo.tool",
+        "parallel_execution": {"iterate_over": "REF:arguments.items", "child_argument_name": "text"}}],
+      "response_reference_map": {"echoes": "REF:fan.response"}
+    }"#;
+    let echo = r#"{"system_event_endpoint": "builtin:echo"}"#;
+    let (root, q, _w) = started("result-bytes", &[("main.tool", main), ("tools/echo.tool", echo)]);
+    let (main_s, root_s) = paths(&root);
+    let items = format!(r#"items=["{}", "{}"]"#, "x".repeat(800), "y".repeat(800));
+    let o = same_failure_as_local(&[&main_s, "--root", &root_s, "--arg", &items, "--max-result-bytes", "1024"], &q);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert_eq!(o.trace["error"]["code"], "E0817", "{}", o.stderr);
+    assert!(
+        o.stderr.contains("error: FAILED: the run's result is larger than the limit of 1024 bytes"),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(o.stdout, "");
+    assert_eq!(o.trace["result"], Value::Null, "{}", o.trace);
+    // Within the limit, the same run's result, as locally.
+    let (_, o) = same_as_local(&[&main_s, "--root", &root_s, "--arg", &items, "--max-result-bytes", "4096"], &q);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(
+        serde_json::from_str::<Value>(&o.stdout).expect("JSON")["echoes"][1]["text"].as_str().map(str::len),
+        Some(800)
+    );
+}

@@ -395,6 +395,24 @@ pub(crate) struct RunEnd {
     pub(crate) clock_reads: Vec<i64>,
 }
 
+impl RunEnd {
+    /// A result past `max_bytes` of compact JSON is no result: the run fails saying so
+    /// (`E0817`), before anything (a trace, an MCP answer, standard output) writes it out.
+    /// Both engines end a run through this.
+    pub(crate) fn bound_result(mut self, max_bytes: usize) -> RunEnd {
+        if let Some(Err(too_large)) = self.result.as_ref().map(|r| super::guard::check_result(r, max_bytes)) {
+            self.status = RunStatus::Failed;
+            self.result = None;
+            self.error = Some(RunError {
+                code: Code::ResultTooLarge.as_str().to_string(),
+                step: None,
+                message: too_large.to_string(),
+            });
+        }
+        self
+    }
+}
+
 /// The run's own arguments against what its composite declares (checked like a callee's).
 pub(crate) fn refuse_run_arguments(wf: &super::Workflow, arguments: &Value) -> Option<Failure> {
     let declared = &wf.plan().tool.arguments;

@@ -187,11 +187,7 @@ impl Guards {
     /// the bytes are counted as they are serialized, into no buffer, and the count stops at
     /// the bound, so a result of gigabytes costs no more than the bound to refuse.
     pub fn check_result(&self, result: &crate::value::Value) -> Result<(), ResultTooLarge> {
-        let mut sink = Bounded { left: self.max_result_bytes };
-        match serde_json::to_writer(&mut sink, result) {
-            Ok(()) => Ok(()),
-            Err(_) => Err(ResultTooLarge { max: self.max_result_bytes }),
-        }
+        check_result(result, self.max_result_bytes)
     }
 
     /// Whether a tool path is allowed.
@@ -244,6 +240,16 @@ impl Guards {
             }
         }
         Ok(())
+    }
+}
+
+/// [`Guards::check_result`] with the bound `max` (both engines: a Temporal run carries the
+/// bound in its options, not a `Guards`).
+pub(crate) fn check_result(result: &crate::value::Value, max: usize) -> Result<(), ResultTooLarge> {
+    let mut sink = Bounded { left: max };
+    match serde_json::to_writer(&mut sink, result) {
+        Ok(()) => Ok(()),
+        Err(_) => Err(ResultTooLarge { max }),
     }
 }
 

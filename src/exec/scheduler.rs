@@ -283,18 +283,8 @@ pub(crate) fn run(ex: &Executor, wf: &Workflow, arguments: Value, source: &dyn S
     });
     let refused = data::refuse_run_arguments(wf, &arguments);
     let outcome = ctx.frame(wf.plan(), arguments, String::new(), 0, refused);
-    let RunEnd { mut status, mut result, mut error, steps, clock_reads } = outcome.into_run();
-    // A result past its bound is no result: the run fails saying so, before anything (a
-    // trace, an MCP answer, standard output) writes it out.
-    if let Some(Err(too_large)) = result.as_ref().map(|r| ex.options.guards.check_result(r)) {
-        status = RunStatus::Failed;
-        result = None;
-        error = Some(RunError {
-            code: Code::ResultTooLarge.as_str().to_string(),
-            step: None,
-            message: too_large.to_string(),
-        });
-    }
+    let RunEnd { status, result, error, steps, clock_reads } =
+        outcome.into_run().bound_result(ex.options.guards.max_result_bytes);
     trace.status = status;
     trace.result = result.clone();
     trace.error = error.clone();

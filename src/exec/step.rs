@@ -83,7 +83,7 @@ pub(crate) trait Driver {
             return Failure::run_cancelled(key);
         }
         if self.calls().exhausted() {
-            return Failure::too_many_calls(key, self.calls().max);
+            return Failure::too_many_calls(key, self.calls().limit);
         }
         Failure::run_deadline(key, self.deadline_seconds())
     }
@@ -95,7 +95,10 @@ pub(crate) trait Driver {
 /// fails with `E0816` (a driver's `deadline_passed` says so).
 #[derive(Debug)]
 pub(crate) struct CallBudget {
-    pub(crate) max: usize,
+    /// The calls this budget may take.
+    max: usize,
+    /// The run's limit, as an error names it (`max`, but for a share of a run's budget).
+    pub(crate) limit: usize,
     taken: AtomicUsize,
     exhausted: AtomicBool,
 }
@@ -103,7 +106,13 @@ pub(crate) struct CallBudget {
 impl CallBudget {
     /// A run of at most `max` calls.
     pub(crate) fn new(max: usize) -> CallBudget {
-        CallBudget { max, taken: AtomicUsize::new(0), exhausted: AtomicBool::new(false) }
+        CallBudget::share(max, max)
+    }
+
+    /// `max` calls of a run whose limit is `limit` (on Temporal, what a fan-out chunk's
+    /// child workflow was lent of its run's budget).
+    pub(crate) fn share(max: usize, limit: usize) -> CallBudget {
+        CallBudget { max, limit, taken: AtomicUsize::new(0), exhausted: AtomicBool::new(false) }
     }
 
     /// One more call, or `false` when the run has made `max` (it is then exhausted).
@@ -120,6 +129,44 @@ impl CallBudget {
     /// Whether a call was refused: the run must stop.
     pub(crate) fn exhausted(&self) -> bool {
         self.exhausted.load(Ordering::SeqCst)
+    }
+
+    /// The calls still to be had (none once exhausted).
+    #[cfg_attr(not(feature = "temporal"), allow(dead_code))]
+    pub(crate) fn left(&self) -> usize {
+        if self.exhausted() {
+            return 0;
+        }
+        self.max.saturating_sub(self.taken.load(Ordering::SeqCst))
+    }
+
+    /// Takes `n` calls at once, for someone else to make (the Temporal engine lends them to
+    /// a fan-out chunk's child workflow); at most [`CallBudget::left`].
+    #[cfg_attr(not(feature = "temporal"), allow(dead_code))]
+    pub(crate) fn lend(&self, n: usize) -> usize {
+        let n = n.min(self.left());
+        self.taken.fetch_add(n, Ordering::SeqCst);
+        n
+    }
+
+    /// Gives back `n` calls lent and not made.
+    #[cfg_attr(not(feature = "temporal"), allow(dead_code))]
+    pub(crate) fn give_back(&self, n: usize) {
+        let _ = self.taken.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |t| Some(t.saturating_sub(n)));
+    }
+
+    /// The calls were used up elsewhere (by a chunk the calls were lent to): the run stops.
+    #[cfg_attr(not(feature = "temporal"), allow(dead_code))]
+    pub(crate) fn exhaust(&self) {
+        // All taken: a later `take` is refused as past the limit.
+        self.taken.fetch_max(self.max, Ordering::SeqCst);
+        self.exhausted.store(true, Ordering::SeqCst);
+    }
+
+    /// The calls taken so far, at most `max`.
+    #[cfg_attr(not(feature = "temporal"), allow(dead_code))]
+    pub(crate) fn taken(&self) -> usize {
+        self.taken.load(Ordering::SeqCst).min(self.max)
     }
 }
 
@@ -559,7 +606,7 @@ impl<'c> Site<'c> {
     pub(crate) fn callee(&self, d: &impl Driver, args: &Value, max_depth: usize) -> Callee<'c> {
         let (key, tool_path) = (self.key, self.tool_path);
         if !d.calls().take() {
-            return Callee::Refused(CallOutcome::failed(Failure::too_many_calls(key, d.calls().max)));
+            return Callee::Refused(CallOutcome::failed(Failure::too_many_calls(key, d.calls().limit)));
         }
         let (def, file) = match self.tool {
             None => {
@@ -692,5 +739,35 @@ impl ChildRun {
         });
         let (out, failed) = data::settle_child(ct, checked);
         ChildEnd { trace: self.trace, out, failed, partial: call.partial }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CallBudget;
+
+    #[test]
+    fn calls_lent_are_taken_until_given_back_and_a_share_names_the_runs_limit() {
+        let share = CallBudget::share(10, 100);
+        assert_eq!((share.limit, share.left()), (100, 10));
+        assert_eq!(share.lend(4), 4);
+        assert_eq!(share.left(), 6);
+        // At most what is left.
+        assert_eq!(share.lend(50), 6);
+        assert_eq!(share.left(), 0);
+        share.give_back(7);
+        assert_eq!((share.left(), share.taken()), (7, 3));
+        for _ in 0..7 {
+            assert!(share.take());
+        }
+        assert!(!share.exhausted());
+        assert!(!share.take(), "the 11th call of a share of 10");
+        assert!(share.exhausted());
+        assert_eq!((share.left(), share.taken()), (0, 10));
+        // Used up elsewhere (a chunk it lent to): nothing more is taken.
+        let run = CallBudget::new(5);
+        run.exhaust();
+        assert_eq!(run.left(), 0);
+        assert!(!run.take());
     }
 }

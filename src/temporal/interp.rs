@@ -35,7 +35,7 @@ use super::{
     AttemptNote, CallInput, Chunk, ChunkChild, ChunkFailure, ChunkOutput, FailureKind, RunInput, RunOutput,
     INTERPRETER_VERSION,
 };
-use crate::analysis::{Plan, StepId, StepPlan};
+use crate::analysis::{Plan, StepId, StepPlan, ValuePlan};
 use crate::diagnostic::Code;
 use crate::exec::clock::ClockScope;
 use crate::exec::data::{self, CallOutcome, Failure, FrameOutcome, RunEnd};
@@ -127,6 +127,38 @@ fn calls_per_child(wf: &Workflow, tool: Option<&Tool>, depth: usize) -> usize {
     }
 }
 
+/// The most calls one call of `tool` takes from the run's `--max-calls-per-run`, as far as
+/// the plan bounds them: 1 for a primitive tool; for a composite, 1 and its steps' added up,
+/// a fan-out's children being at most its literal list's length or `max_fan_out` (a wider
+/// one fails its step). Saturates at `usize::MAX` (no bound: nested past 64).
+fn calls_bound(wf: &Workflow, tool: Option<&Tool>, max_fan_out: usize, depth: usize) -> usize {
+    match tool {
+        Some(Tool::Composite { plan }) if depth < 64 => plan
+            .steps
+            .iter()
+            .map(|s| {
+                // A transform step calls nothing.
+                let Some(path) = &s.tool_path else { return 0 };
+                let each = calls_bound(wf, wf.tool(path), max_fan_out, depth + 1);
+                let width = match s.parallel.as_ref().map(|p| &p.iterate_over) {
+                    None => 1,
+                    Some(ValuePlan::Literal(v)) => v.as_list().map_or(0, <[_]>::len).min(max_fan_out),
+                    Some(_) => max_fan_out,
+                };
+                width.saturating_mul(each)
+            })
+            .fold(1usize, usize::saturating_add),
+        Some(Tool::Composite { .. }) => usize::MAX,
+        _ => 1,
+    }
+}
+
+/// The patch (`ctx.patched`) of interpreter v3's one budget of calls for the whole run: a
+/// workflow that has it lends its fan-out chunks their share of its calls and waits for
+/// what they give back; the history of a v2 run, which has not, replays as v2 ran (each
+/// chunk counted its own calls).
+const ONE_CALL_BUDGET: &str = "tdsl-one-call-budget";
+
 /// The wall clock of expressions: the workflow task's time, fixed while one step
 /// evaluates (deterministic on replay).
 struct TaskTime(i64);
@@ -162,9 +194,14 @@ pub(crate) struct Interp<'a> {
     deadline_ms: Option<i64>,
     deadline_hit: Cell<bool>,
     retries: Cell<u32>,
-    /// The calls this workflow may still make (`--max-calls-per-run`; a fan-out chunk's
-    /// child workflow counts its own).
+    /// The calls this workflow may still make: the run's `--max-calls-per-run`, or what
+    /// the parent lent a fan-out chunk's child workflow ([`Chunk::calls`]). Derived from
+    /// the history alone (the calls started, the chunks' outputs), so the same on replay.
     calls: CallBudget,
+    /// Whether the run keeps one budget of calls across its chunks ([`ONE_CALL_BUDGET`]).
+    one_budget: bool,
+    /// The chunks running with calls lent from `calls`.
+    lent: Cell<usize>,
     /// Attempts made so far at each mocked tool: where its mock answers continue.
     mock_calls: RefCell<HashMap<String, usize>>,
     mock: Option<Map>,
@@ -201,7 +238,14 @@ impl<'a> Interp<'a> {
             deadline_ms,
             deadline_hit: Cell::new(false),
             retries: Cell::new(0),
-            calls: CallBudget::new(input.options.max_calls_per_run),
+            calls: CallBudget::share(
+                input.chunk.as_ref().and_then(|c| c.calls).unwrap_or(input.options.max_calls_per_run),
+                input.options.max_calls_per_run,
+            ),
+            // Asked first, before any command: a new run records the patch's marker, the
+            // replay of a v2 history (no marker) keeps its v2 path.
+            one_budget: ctx.patched(ONE_CALL_BUDGET),
+            lent: Cell::new(0),
             mock_calls: RefCell::new(HashMap::new()),
             mock: input.mock.as_ref().and_then(Value::as_object).cloned(),
         }
@@ -252,6 +296,47 @@ impl<'a> Interp<'a> {
         self.in_flight.set(self.in_flight.get().saturating_sub(n));
     }
 
+    /// Waits, while fewer than `need` of the run's calls are left and some are lent to
+    /// chunks still running, until enough are given back or none is lent: so the run stops
+    /// at its `--max-calls-per-run` only when its calls are spent, not while a chunk holds
+    /// them. `false` when the wait ended because the workflow was cancelled.
+    async fn await_calls(&self, need: usize) -> bool {
+        let enough = || self.calls.left() >= need || self.lent.get() == 0;
+        if !self.one_budget || enough() {
+            return true;
+        }
+        self.ctx.wait_condition(|_| enough()).await.is_ok()
+    }
+
+    /// Lends a chunk `need` of the run's calls, or what is left (`None`: the run keeps no
+    /// one budget, [`ONE_CALL_BUDGET`]). Nothing left is the run's limit reached: it stops.
+    fn lend_calls(&self, need: usize) -> Option<usize> {
+        if !self.one_budget {
+            return None;
+        }
+        let lent = self.calls.lend(need);
+        if lent == 0 {
+            self.calls.exhaust();
+        } else {
+            self.lent.set(self.lent.get() + 1);
+        }
+        Some(lent)
+    }
+
+    /// A chunk lent `lent` calls ended having made `used` (`None`: unknown, all are kept),
+    /// with its calls exhausted or not: the rest come back, and waiters look again.
+    fn calls_back(&self, lent: Option<usize>, used: Option<(usize, bool)>) {
+        let Some(lent) = lent.filter(|n| *n > 0) else { return };
+        self.lent.set(self.lent.get().saturating_sub(1));
+        let (used, exhausted) = used.unwrap_or((lent, false));
+        self.calls.give_back(lent.saturating_sub(used));
+        if exhausted {
+            self.calls.exhaust();
+        }
+        // Wakes the waits on the budget (`await_calls`).
+        self.ctx.state_mut(|_| ());
+    }
+
     /// Why no more calls can start in this workflow: its history reached the run's
     /// `history_limit`. The length is the history's at the current workflow task, the same
     /// on every replay.
@@ -287,7 +372,10 @@ impl<'a> Interp<'a> {
         let steps = wf.plan().steps.len();
         self.progress(|p| p.counts().steps = steps);
         let outcome = self.frame(wf.plan(), arguments, String::new(), 0, refused).await;
-        let RunEnd { status, result, error, steps, clock_reads } = outcome.into_run();
+        // As a local run: a result past --max-result-bytes is no result (E0817), refused
+        // before the trace carries it.
+        let RunEnd { status, result, error, steps, clock_reads } =
+            outcome.into_run().bound_result(self.input.options.max_result_bytes);
         trace.status = status;
         trace.result = result;
         trace.error = error;
@@ -387,12 +475,23 @@ impl<'a> Interp<'a> {
                 if self.mock.is_some() { 1 } else { (limit / size.min(limit)).clamp(1, chunks.len().max(1)) };
             let share = (limit / side_by_side).max(1);
             let child_args = &child_args;
+            // The most calls one child takes from the run's budget: a chunk is lent that many
+            // per child (all that is left when the plan does not bound them).
+            let per_child = calls_bound(self.wf, tool, self.input.options.max_fan_out, 0);
             let runs = chunks.into_iter().enumerate().map(|(c, chunk)| {
                 async move {
                     let first = c * size;
-                    let acquired = self.acquire(share).await.is_ok();
+                    let need = per_child.saturating_mul(chunk.len());
+                    let got_slots = self.acquire(share).await.is_ok();
+                    let acquired = got_slots && self.await_calls(need).await;
+                    let lent = if acquired && !frame.failed() && !self.deadline_passed() {
+                        self.lend_calls(need)
+                    } else {
+                        None
+                    };
                     if !acquired || frame.failed() || self.deadline_passed() {
-                        if acquired {
+                        self.calls_back(lent, Some((0, false)));
+                        if got_slots {
                             self.release(share);
                         }
                         return (first..first + chunk.len())
@@ -419,8 +518,10 @@ impl<'a> Interp<'a> {
                         continue_on_error,
                         mock_base: self.mock_calls.borrow().get(site.tool_path).copied().unwrap_or(0),
                         mock_bases: self.mock_calls.borrow().iter().map(|(k, v)| (k.clone(), *v)).collect(),
+                        calls: lent,
                     };
-                    let got = self.run_chunk_child(key, c, spec, share).await;
+                    let (got, used) = self.run_chunk_child(key, c, spec, share).await;
+                    self.calls_back(lent, used);
                     let ended = got.len();
                     self.progress(|p| p.counts().children_done += ended);
                     self.chunk_slots.set(self.chunk_slots.get().saturating_sub(share));
@@ -493,14 +594,16 @@ impl<'a> Interp<'a> {
         (end.trace, end.out, end.partial)
     }
 
-    /// Runs one chunk of a fan-out as a child workflow and reads its children back.
+    /// Runs one chunk of a fan-out as a child workflow and reads its children back, with
+    /// the calls it made and whether it used up those it was lent (`None` when it did not
+    /// say: a chunk that failed as a whole).
     async fn run_chunk_child(
         &self,
         key: &str,
         c: usize,
         spec: Chunk,
         concurrency: usize,
-    ) -> Vec<(ChildTrace, Result<Value, Failure>, bool)> {
+    ) -> (Vec<(ChildTrace, Result<Value, Failure>, bool)>, Option<(usize, bool)>) {
         let (first, n, tool_path) = (spec.first_index, spec.arguments.len(), spec.tool_path.clone());
         let mut input = self.input.clone();
         input.chunk = Some(spec);
@@ -516,12 +619,14 @@ impl<'a> Interp<'a> {
                 })
                 .collect::<Vec<_>>()
         };
+        // Refused before it starts: it made no call.
+        let none = Some((0, false));
         let bytes = serde_json::to_vec(&input).map_or(0, |b| b.len());
         if let Some(e) = super::over_payload_limit("a fan-out chunk's input", bytes) {
-            return fail_all(Code::EngineLimit, e);
+            return (fail_all(Code::EngineLimit, e), none);
         }
         if let Some(e) = self.over_history_limit() {
-            return fail_all(Code::EngineLimit, e);
+            return (fail_all(Code::EngineLimit, e), none);
         }
         let options =
             ChildWorkflowOptions::builder().workflow_id(format!("{}/{key}/chunk-{c}", self.ctx.workflow_id())).build();
@@ -531,10 +636,12 @@ impl<'a> Interp<'a> {
         };
         let chunk = match out.map(|o| o.chunk) {
             Ok(Some(chunk)) => chunk,
-            Ok(None) => return fail_all(Code::ToolFailed, "the fan-out chunk returned no children".to_string()),
+            Ok(None) => {
+                return (fail_all(Code::ToolFailed, "the fan-out chunk returned no children".to_string()), None)
+            }
             // The run was cancelled while the chunk ran: its children were cancelled with it.
             Err(_) if self.cancelled() => {
-                return (first..first + n)
+                let children = (first..first + n)
                     .map(|i| {
                         let f = self.stop_failure(&format!("{key}[{i}]"));
                         let mut ct = ChildTrace::new(i);
@@ -542,14 +649,16 @@ impl<'a> Interp<'a> {
                         (ct, Err(f), false)
                     })
                     .collect();
+                return (children, None);
             }
-            Err(e) => return fail_all(Code::ToolFailed, format!("the fan-out chunk {c} failed: {e}")),
+            Err(e) => return (fail_all(Code::ToolFailed, format!("the fan-out chunk {c} failed: {e}")), None),
         };
+        let used = Some((chunk.calls, chunk.calls_exhausted));
         *self.mock_calls.borrow_mut().entry(tool_path).or_insert(0) = chunk.mock_calls;
         self.mock_calls.borrow_mut().extend(chunk.mock_counts);
         self.retries.set(self.retries.get() + chunk.retries);
         self.peak.set(self.peak.get().max(chunk.max_in_flight));
-        chunk
+        let children = chunk
             .children
             .into_iter()
             .map(|c| {
@@ -565,7 +674,8 @@ impl<'a> Interp<'a> {
                 };
                 (c.trace, out, c.partial)
             })
-            .collect()
+            .collect();
+        (children, used)
     }
 
     /// A chunk's own run (the child workflow): every child of it, as the parent would.
@@ -608,7 +718,27 @@ impl<'a> Interp<'a> {
             mock_counts: self.mock_calls.borrow().iter().map(|(k, v)| (k.clone(), *v)).collect(),
             retries: self.retries.get(),
             max_in_flight: self.peak.get(),
+            calls: self.calls.taken(),
+            calls_exhausted: self.calls.exhausted(),
         }
+    }
+
+    /// A slot for the call at `key` (FIFO); the call's outcome when it may not start after
+    /// the wait: the run began failing (`stopped`), or stopped (its deadline, its calls, a
+    /// cancellation).
+    async fn take_slot(&self, key: &str, stopped: &dyn Fn() -> bool) -> Result<(), CallOutcome> {
+        if self.acquire(1).await.is_err() {
+            return Err(CallOutcome::failed(Failure::waited_for_slot(key)));
+        }
+        if stopped() {
+            self.release(1);
+            return Err(CallOutcome::failed(Failure::waited_for_slot(key)));
+        }
+        if self.deadline_passed() {
+            self.release(1);
+            return Err(CallOutcome::failed(self.stop_failure(key)));
+        }
+        Ok(())
     }
 
     /// One call with its retries: a composite callee as a nested frame, a primitive one as
@@ -616,24 +746,38 @@ impl<'a> Interp<'a> {
     /// still waiting for a slot then does not start.
     async fn call(&self, site: Site<'_>, args: &Value, stopped: &dyn Fn() -> bool) -> CallOutcome {
         let Site { tool_path, key, policy, timeout_seconds, .. } = site;
+        // With one budget for the run, a primitive call takes its slot first and then one of
+        // the run's calls, as a local run charges a call when a worker picks it up: children
+        // waiting for a slot have taken none. (Before, v2, the call was charged first.)
+        let slot_first = self.one_budget && !matches!(site.tool, Some(Tool::Composite { .. }));
+        if slot_first {
+            if let Err(out) = self.take_slot(key, stopped).await {
+                return out;
+            }
+        }
+        // While chunks hold the run's last calls, the call waits for what they give back.
+        if !self.await_calls(1).await {
+            if slot_first {
+                self.release(1);
+            }
+            return CallOutcome::failed(self.stop_failure(key));
+        }
         match site.callee(self, args, self.input.options.max_depth) {
-            Callee::Refused(out) => return out,
+            Callee::Refused(out) => {
+                if slot_first {
+                    self.release(1);
+                }
+                return out;
+            }
             Callee::Composite { plan, prefix, depth } => {
                 return CallOutcome::of_composite(tool_path, self.frame(plan, args.clone(), prefix, depth, None).await)
             }
             Callee::Primitive { .. } => {}
         }
-        // A slot first (FIFO): a call that waited while the run began failing does not start.
-        if self.acquire(1).await.is_err() {
-            return CallOutcome::failed(Failure::waited_for_slot(key));
-        }
-        if stopped() {
-            self.release(1);
-            return CallOutcome::failed(Failure::waited_for_slot(key));
-        }
-        if self.deadline_passed() {
-            self.release(1);
-            return CallOutcome::failed(self.stop_failure(key));
+        if !slot_first {
+            if let Err(out) = self.take_slot(key, stopped).await {
+                return out;
+            }
         }
         self.peak.set(self.peak.get().max(self.in_flight.get() - self.chunk_slots.get()));
         let mock = self.mock.as_ref().and_then(|m| m.get(tool_path)).cloned();

@@ -33,7 +33,7 @@ use crate::exec::{Tool, Workflow};
 use crate::value::Value;
 
 /// The version of the interpreter's behaviour; carried in every run's input.
-pub const INTERPRETER_VERSION: u32 = 2;
+pub const INTERPRETER_VERSION: u32 = 3;
 
 /// Temporal's limit on one payload (a workflow's or an activity's input or result): 2 MiB
 /// by default on the server (`limit.blobSize.error`). A larger one is an error naming it.
@@ -253,6 +253,11 @@ pub struct Chunk {
     /// several).
     #[serde(default)]
     pub mock_bases: BTreeMap<String, usize>,
+    /// The calls the parent lent the chunk from the run's `--max-calls-per-run`: the most
+    /// its child workflow (and its own chunks) may make. `None` in a chunk of interpreter
+    /// v2, which counted its own calls against the whole limit.
+    #[serde(default)]
+    pub calls: Option<usize>,
 }
 
 /// What a chunk's child workflow returns.
@@ -269,6 +274,13 @@ pub struct ChunkOutput {
     pub retries: u32,
     /// The most calls the chunk had in flight.
     pub max_in_flight: usize,
+    /// The calls the chunk made, of those it was lent ([`Chunk::calls`]).
+    #[serde(default)]
+    pub calls: usize,
+    /// A call of the chunk would have passed what it was lent: it was not made, and the
+    /// run stops (`E0816`).
+    #[serde(default)]
+    pub calls_exhausted: bool,
 }
 
 /// One child of a chunk: its trace and, when it failed, why.
@@ -369,10 +381,14 @@ pub struct RunOptions {
     pub max_depth: usize,
     /// The most children one parallel step may have (`--max-fan-out`).
     pub max_fan_out: usize,
-    /// The most calls of the run (`--max-calls-per-run`); each fan-out chunk's child
-    /// workflow counts its own.
+    /// The most calls of the run (`--max-calls-per-run`), its fan-out chunks' child
+    /// workflows included: each is lent its share ([`Chunk::calls`]).
     #[serde(default = "default_max_calls")]
     pub max_calls_per_run: usize,
+    /// The most bytes of the run's result as compact JSON (`--max-result-bytes`; `E0817`
+    /// past it).
+    #[serde(default = "default_max_result_bytes")]
+    pub max_result_bytes: usize,
     /// The default retry policy: retries after the first attempt.
     pub max_retries: u32,
     /// The default first back-off, in seconds.
@@ -404,6 +420,10 @@ pub struct RunOptions {
 
 fn default_max_calls() -> usize {
     crate::ranges::DEFAULT_MAX_CALLS_PER_RUN
+}
+
+fn default_max_result_bytes() -> usize {
+    crate::ranges::DEFAULT_MAX_RESULT_BYTES
 }
 
 /// A breaker policy, as it travels (`exec::breaker::BreakerPolicy`).
@@ -455,6 +475,7 @@ impl RunOptions {
             max_depth: o.max_depth,
             max_fan_out: o.guards.max_fan_out,
             max_calls_per_run: o.guards.max_calls_per_run,
+            max_result_bytes: o.guards.max_result_bytes,
             max_retries: o.retry.max_retries,
             base_delay_seconds: o.retry.base_delay_seconds,
             factor: o.retry.factor,
