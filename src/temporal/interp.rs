@@ -18,8 +18,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use std::task::Poll;
-
 use futures::future::LocalBoxFuture;
 use futures::FutureExt;
 use temporalio_common::protos::temporal::api::failure::v1::{failure::FailureInfo, Failure as ProtoFailure};
@@ -31,11 +29,14 @@ use temporalio_sdk::{
 };
 
 use super::activity::TdslActivities;
+pub(crate) use super::bounds::CHUNK;
+use super::bounds::{calls_bound, calls_per_child};
+use super::ordered::{first_ready, join_in_order};
 use super::{
     AttemptNote, CallInput, Chunk, ChunkChild, ChunkFailure, ChunkOutput, FailureKind, RunInput, RunOutput,
     INTERPRETER_VERSION,
 };
-use crate::analysis::{Plan, StepId, StepPlan, ValuePlan};
+use crate::analysis::{Plan, StepId, StepPlan};
 use crate::diagnostic::Code;
 use crate::exec::clock::ClockScope;
 use crate::exec::data::{self, CallOutcome, Failure, FrameOutcome, RunEnd};
@@ -97,59 +98,6 @@ impl TdslWorkflow {
 
     pub(crate) fn progress_mut(&mut self) -> &mut super::Progress {
         &mut self.progress
-    }
-}
-
-/// The most tool calls one fan-out makes in the run's own workflow; a larger fan-out runs in
-/// child workflows of at most this many calls each (about 6 history events per call: 3,000
-/// events a chunk, far from Temporal's 51,200). A composite callee counts as the calls its
-/// steps make ([`calls_per_child`]).
-pub(crate) const CHUNK: usize = 500;
-
-/// The tool calls one call of `tool` makes, at most, as far as the plan tells: 1 for a
-/// primitive tool; a composite's steps added up (a nested fan-out counts as [`CHUNK`]: its
-/// width is known only when it runs, and a wider one is chunked in turn).
-fn calls_per_child(wf: &Workflow, tool: Option<&Tool>, depth: usize) -> usize {
-    match tool {
-        Some(Tool::Composite { plan }) if depth < 64 => plan
-            .steps
-            .iter()
-            .map(|s| match (&s.parallel, &s.tool_path) {
-                // A transform step calls nothing.
-                (_, None) => 0,
-                (Some(_), Some(_)) => CHUNK,
-                (None, Some(path)) => calls_per_child(wf, wf.tool(path), depth + 1),
-            })
-            .fold(0usize, usize::saturating_add)
-            .max(1),
-        Some(Tool::Composite { .. }) => CHUNK,
-        _ => 1,
-    }
-}
-
-/// The most calls one call of `tool` takes from the run's `--max-calls-per-run`, as far as
-/// the plan bounds them: 1 for a primitive tool; for a composite, 1 and its steps' added up,
-/// a fan-out's children being at most its literal list's length or `max_fan_out` (a wider
-/// one fails its step). Saturates at `usize::MAX` (no bound: nested past 64).
-fn calls_bound(wf: &Workflow, tool: Option<&Tool>, max_fan_out: usize, depth: usize) -> usize {
-    match tool {
-        Some(Tool::Composite { plan }) if depth < 64 => plan
-            .steps
-            .iter()
-            .map(|s| {
-                // A transform step calls nothing.
-                let Some(path) = &s.tool_path else { return 0 };
-                let each = calls_bound(wf, wf.tool(path), max_fan_out, depth + 1);
-                let width = match s.parallel.as_ref().map(|p| &p.iterate_over) {
-                    None => 1,
-                    Some(ValuePlan::Literal(v)) => v.as_list().map_or(0, <[_]>::len).min(max_fan_out),
-                    Some(_) => max_fan_out,
-                };
-                width.saturating_mul(each)
-            })
-            .fold(1usize, usize::saturating_add),
-        Some(Tool::Composite { .. }) => usize::MAX,
-        _ => 1,
     }
 }
 
@@ -1011,46 +959,4 @@ impl Driver for Interp<'_> {
 /// The attempt notes in a failure's payloads (JSON, as the SDK's converter writes them).
 fn decode_notes(payloads: Option<&temporalio_common::protos::temporal::api::common::v1::Payloads>) -> Vec<AttemptNote> {
     payloads.and_then(|p| p.payloads.first()).and_then(|p| serde_json::from_slice(&p.data).ok()).unwrap_or_default()
-}
-
-/// Polls every future in order and yields the first (in order) that is ready, with its
-/// position. Only the SDK wakes the workflow: no combinator here wakes anything itself
-/// (`FuturesUnordered` does, which Temporal's Rust SDK rejects as nondeterministic).
-async fn first_ready<K, T>(running: &mut [(K, LocalBoxFuture<'_, T>)]) -> (usize, T) {
-    std::future::poll_fn(|cx| {
-        for (i, (_, f)) in running.iter_mut().enumerate() {
-            if let Poll::Ready(v) = f.as_mut().poll(cx) {
-                return Poll::Ready((i, v));
-            }
-        }
-        Poll::Pending
-    })
-    .await
-}
-
-/// Every future's output, in order; each is polled in order until it ends.
-async fn join_in_order<T>(futures: Vec<LocalBoxFuture<'_, T>>) -> Vec<T> {
-    let mut slots: Vec<(Option<LocalBoxFuture<'_, T>>, Option<T>)> =
-        futures.into_iter().map(|f| (Some(f), None)).collect();
-    std::future::poll_fn(|cx| {
-        let mut pending = false;
-        for (f, out) in slots.iter_mut() {
-            if let Some(fut) = f {
-                match fut.as_mut().poll(cx) {
-                    Poll::Ready(v) => {
-                        *out = Some(v);
-                        *f = None;
-                    }
-                    Poll::Pending => pending = true,
-                }
-            }
-        }
-        if pending {
-            Poll::Pending
-        } else {
-            Poll::Ready(())
-        }
-    })
-    .await;
-    slots.into_iter().filter_map(|(_, out)| out).collect()
 }

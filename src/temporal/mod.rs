@@ -17,9 +17,11 @@
 // The SDK's macros generate undocumented associated items (activity and run markers).
 #[allow(missing_docs)]
 mod activity;
+mod bounds;
 pub mod client;
 #[allow(missing_docs)]
 mod interp;
+mod ordered;
 pub mod worker;
 
 use std::collections::{BTreeMap, HashMap};
