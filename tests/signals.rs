@@ -247,3 +247,41 @@ fn compose_ends_at_once_on_a_signal_while_it_sets_up() {
         drop(lock);
     }
 }
+
+/// Issue 38 round 4c, for `run` as for `compose`: a signal while `run` sets up — its history
+/// database held locked by another process, which it waits for — ends it at once with 128 +
+/// the signal, the tool never started.
+#[test]
+fn run_ends_at_once_on_a_signal_while_it_sets_up() {
+    for signal in SIGNALS {
+        let (dir, pid_file) = sleeping_root();
+        let history = dir.path().join("history.db");
+        let lock = rusqlite::Connection::open(&history).expect("the database");
+        lock.execute_batch(
+            "PRAGMA locking_mode = EXCLUSIVE; CREATE TABLE held (x); BEGIN EXCLUSIVE; INSERT INTO held VALUES (1);",
+        )
+        .expect("the database locked");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tdsl"));
+        cmd.args(["run", "main.tool", "--root"])
+            .arg(dir.path())
+            .arg(format!("--history={}", history.display()))
+            .env("NO_COLOR", "1");
+        let mut run = Process::spawn("tdsl run", &mut cmd);
+        let fds = format!("/proc/{}/fd", run.pid());
+        if Path::new(&fds).is_dir() {
+            wait_until(Duration::from_secs(30), "run to open the history", || {
+                let open = std::fs::read_dir(&fds)
+                    .ok()?
+                    .flatten()
+                    .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target.ends_with("history.db")));
+                open.then_some(())
+            });
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        send(run.pid(), signal);
+        let status = run.exit_within(Duration::from_secs(5));
+        assert_eq!(status.code(), Some(128 + signal as i32), "{signal}: {}", run.output());
+        assert!(!pid_file.exists(), "{signal}: the tool started after the signal");
+        drop(lock);
+    }
+}

@@ -200,6 +200,9 @@ pub fn run(args: RunArgs) -> ExitCode {
     let interrupts = Interrupts::install();
     // Processes a tool leaves in a session of its own are adopted, and ended below.
     host::adopt_orphans();
+    // A signal while it sets up (loads the tools, lists upstreams, opens the history, which
+    // may wait for a lock) ends it at once, nothing having started.
+    let setting_up = interrupts.setting_up();
     match prepare(&args) {
         Ok(Prepared { workflow, executor, arguments, files, upstreams }) => {
             let shut_down = || {
@@ -214,6 +217,7 @@ pub fn run(args: RunArgs) -> ExitCode {
                     return usage_failure(&e);
                 }
             };
+            drop(setting_up);
             let code = execute(&args, &workflow, &executor, arguments, files.as_deref(), &interrupts);
             drop(executor);
             // The upstream servers end as `mcp:` servers do (their input closed, 3 s, SIGTERM).
