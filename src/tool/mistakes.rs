@@ -488,7 +488,7 @@ fn placeholders(site: &Site<'_>, names: &Names<'_>, out: &mut Vec<Diagnostic>, n
                 Diagnostic::new(
                     Code::PlanPlaceholderText,
                     span,
-                    format!("`{written}` looks like {format}; it names nothing in this plan and is passed on as text"),
+                    format!("`{written}` looks like {format}; it names nothing in this plan or tool and is passed on as text"),
                 )
                 .with_label("passed as text")
                 .with_help("to use a step's result write \"REF:<execution_id>.<field>\"; keep it if the text is meant"),
