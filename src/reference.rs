@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use crate::diagnostic::Code;
 use crate::files::FileStore;
-use crate::functions::{Args, Failure, FunctionTable, Implementation, Runner};
+use crate::functions::{Args, Caller, Failure, FunctionTable, Implementation};
 use crate::runtime::{Clock, EvalError, Limits};
 use crate::syntax::ast::{BinaryOp, UnaryOp};
 use crate::types::typed::{TArg, TCall, TExpr, TKind};
@@ -259,7 +259,7 @@ struct RefFrame<'e, 'a> {
     templates: Vec<Option<(Arc<TExpr>, u32)>>,
 }
 
-impl Runner for RefFrame<'_, '_> {
+impl Caller for RefFrame<'_, '_> {
     fn apply(&mut self, param: usize, item: &Value, _index: usize) -> Result<Value, EvalError> {
         let Some(Some((body, slot))) = self.templates.get(param) else { return Ok(item.clone()) };
         let (body, slot) = (body.clone(), *slot);

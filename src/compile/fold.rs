@@ -6,7 +6,7 @@
 //! (`if(false, 1 / 0, 2)` must succeed). Impure functions (the clock, files, host
 //! functions) are never folded.
 
-use crate::functions::{Args, FunctionTable, Implementation, Runner};
+use crate::functions::{Args, Caller, FunctionTable, Implementation};
 use crate::runtime::{Clock, EvalError, Limits, SystemClock};
 use crate::syntax::ast::{BinaryOp, UnaryOp};
 use crate::types::type_of;
@@ -182,7 +182,7 @@ struct FoldRunner<'a> {
     fuel: usize,
 }
 
-impl Runner for FoldRunner<'_> {
+impl Caller for FoldRunner<'_> {
     fn apply(&mut self, _: usize, _: &Value, _: usize) -> Result<Value, EvalError> {
         Err(EvalError::new(crate::diagnostic::Code::RuntimeArgument, Default::default(), "not foldable"))
     }

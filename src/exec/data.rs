@@ -38,7 +38,7 @@ impl StepError {
 
 /// A step before its call: skipped (by its conditions or its `done_check`), or the arguments
 /// to call its tool with. The local scheduler and the Temporal interpreter both start a step
-/// with [`Env::prelude`] and end it with [`Env::respond`].
+/// with [`StepEnv::prelude`] and end it with [`StepEnv::respond`].
 pub(crate) enum Prelude {
     /// No call: why (`conditions` or `done`) and the step's result.
     Skipped { reason: &'static str, result: Value },
@@ -52,7 +52,7 @@ fn within(what: &str) -> impl Fn(StepError) -> StepError + '_ {
 }
 
 /// What REFs and expressions in one place of a composite can see.
-pub(crate) struct Env<'a> {
+pub(crate) struct StepEnv<'a> {
     pub plan: &'a Plan,
     /// `REF:arguments`: the composite's arguments after its own `transform_arguments`.
     pub arguments: &'a Value,
@@ -67,7 +67,7 @@ pub(crate) struct Env<'a> {
     refs: OnceCell<Value>,
 }
 
-/// Which step results an [`Env`] exposes to programs.
+/// Which step results an [`StepEnv`] exposes to programs.
 #[derive(Clone, Copy)]
 pub(crate) enum Visible<'a> {
     /// These steps.
@@ -76,19 +76,19 @@ pub(crate) enum Visible<'a> {
     All,
 }
 
-impl<'a> Env<'a> {
+impl<'a> StepEnv<'a> {
     pub(crate) fn new(
         plan: &'a Plan,
         arguments: &'a Value,
         results: &'a [OnceLock<Value>],
         visible: Visible<'a>,
     ) -> Self {
-        Env { plan, arguments, results, visible, response: None, refs: OnceCell::new() }
+        StepEnv { plan, arguments, results, visible, response: None, refs: OnceCell::new() }
     }
 
     /// The same view with `REF:response` bound.
-    pub(crate) fn with_response(&self, response: &'a Value) -> Env<'a> {
-        Env { response: Some(response), refs: OnceCell::new(), ..*self }
+    pub(crate) fn with_response(&self, response: &'a Value) -> StepEnv<'a> {
+        StepEnv { response: Some(response), refs: OnceCell::new(), ..*self }
     }
 
     fn result(&self, id: StepId) -> Value {
@@ -662,7 +662,7 @@ pub(crate) fn gather_children(
 pub(crate) fn frame_arguments(plan: &Plan, arguments: Value, clock: &Arc<ClockScope>) -> Result<Value, StepError> {
     let Some(t) = &plan.transform_arguments else { return Ok(arguments) };
     let mut map = arguments.as_object().cloned().unwrap_or_default();
-    let env = Env::new(plan, &arguments, &[], Visible::Steps(&[]));
+    let env = StepEnv::new(plan, &arguments, &[], Visible::Steps(&[]));
     clock.enter(|| env.transform(t, &mut map, "transform_arguments"))?;
     Ok(Value::object(map))
 }
@@ -674,7 +674,7 @@ pub(crate) fn check_response(tool: Option<&Tool>, tool_path: &str, result: &Valu
     validate::check(&def.responses, result, Side::Responses, tool_path)
 }
 
-impl<'a> Env<'a> {
+impl<'a> StepEnv<'a> {
     /// A step up to its call (SPEC §6.2, §6.3): its conditions, its arguments, its
     /// `done_check` (and `done_value`), its `transform_arguments`. Expressions run inside
     /// `clock`.
@@ -730,7 +730,7 @@ impl<'a> Env<'a> {
         }
         if let Some(t) = &plan.transform_responses {
             let raw = Value::object(out.clone());
-            let env = Env { response: Some(&raw), refs: OnceCell::new(), ..*self };
+            let env = StepEnv { response: Some(&raw), refs: OnceCell::new(), ..*self };
             clock.enter(|| env.transform(t, &mut out, "transform_responses"))?;
         }
         Ok(Value::object(out))

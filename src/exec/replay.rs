@@ -20,7 +20,7 @@ use super::file_reads::{FileAnswer, FileOp, FileRead, VersionRecord};
 use super::guard::GuardError;
 use super::retry::RetryPolicy;
 use super::runner::{CancelToken, ToolCall, ToolError};
-use super::scheduler::{self, AttemptCall, Ctx, Source};
+use super::scheduler::{self, AttemptCall, RunCtx, Source};
 use super::time::ManualTime;
 use super::trace::{Attempt, CallView, ChildTrace, Outcome, StepTrace, Trace};
 use super::workflow::Workflow;
@@ -137,17 +137,17 @@ impl Source for Recording {
         Some(self.clocks.get(key).cloned().unwrap_or_default())
     }
 
-    fn delay_ms(&self, _ctx: &Ctx<'_>, key: &str, n: u32, _policy: &RetryPolicy) -> u64 {
+    fn delay_ms(&self, _ctx: &RunCtx<'_>, key: &str, n: u32, _policy: &RetryPolicy) -> u64 {
         self.recorded(key, n).map_or(0, |a| a.delay_ms)
     }
 
-    fn refused_at_once(&self, _ctx: &Ctx<'_>, call: &AttemptCall<'_>, _delay_ms: u64) -> Option<String> {
+    fn refused_at_once(&self, _ctx: &RunCtx<'_>, call: &AttemptCall<'_>, _delay_ms: u64) -> Option<String> {
         self.recorded(call.key, call.n)
             .filter(|a| a.outcome == Outcome::Refused)
             .map(|a| a.error.clone().unwrap_or_default())
     }
 
-    fn attempt(&self, ctx: &Ctx<'_>, call: &AttemptCall<'_>) -> Option<(Outcome, Result<Value, ToolError>)> {
+    fn attempt(&self, ctx: &RunCtx<'_>, call: &AttemptCall<'_>) -> Option<(Outcome, Result<Value, ToolError>)> {
         let (key, n) = (call.key, call.n);
         let recorded = self.recorded(key, n);
         if recorded.is_none_or(|a| a.outcome != Outcome::Refused) {

@@ -52,13 +52,13 @@ pub(crate) trait Source: Send + Sync {
     /// run's time is read).
     fn clock_reads(&self, key: &str) -> Option<Vec<i64>>;
     /// The back-off before attempt `n` (1 for the first retry) of the call at `key`.
-    fn delay_ms(&self, ctx: &Ctx<'_>, key: &str, n: u32, policy: &RetryPolicy) -> u64;
+    fn delay_ms(&self, ctx: &RunCtx<'_>, key: &str, n: u32, policy: &RetryPolicy) -> u64;
     /// When the tool's breaker refuses the attempt at once (after its back-off of
     /// `delay_ms`): the refusal's message.
-    fn refused_at_once(&self, ctx: &Ctx<'_>, call: &AttemptCall<'_>, delay_ms: u64) -> Option<String>;
+    fn refused_at_once(&self, ctx: &RunCtx<'_>, call: &AttemptCall<'_>, delay_ms: u64) -> Option<String>;
     /// One attempt and how it ended; `None` when it never started (the run began failing
     /// while it waited for a slot).
-    fn attempt(&self, ctx: &Ctx<'_>, call: &AttemptCall<'_>) -> Option<(Outcome, Result<Value, ToolError>)>;
+    fn attempt(&self, ctx: &RunCtx<'_>, call: &AttemptCall<'_>) -> Option<(Outcome, Result<Value, ToolError>)>;
 }
 
 /// The live run: the executor's runner, breakers, retry policy and time.
@@ -69,11 +69,11 @@ impl Source for Live {
         None
     }
 
-    fn delay_ms(&self, ctx: &Ctx<'_>, _key: &str, n: u32, policy: &RetryPolicy) -> u64 {
+    fn delay_ms(&self, ctx: &RunCtx<'_>, _key: &str, n: u32, policy: &RetryPolicy) -> u64 {
         ms(policy.delay(n - 1, &*ctx.ex.random))
     }
 
-    fn refused_at_once(&self, ctx: &Ctx<'_>, call: &AttemptCall<'_>, delay_ms: u64) -> Option<String> {
+    fn refused_at_once(&self, ctx: &RunCtx<'_>, call: &AttemptCall<'_>, delay_ms: u64) -> Option<String> {
         let now = ctx.ex.time.monotonic_ms();
         ctx.ex
             .breakers
@@ -81,7 +81,7 @@ impl Source for Live {
             .map(|r| ctx.refusal_message(call.tool_path, r))
     }
 
-    fn attempt(&self, ctx: &Ctx<'_>, call: &AttemptCall<'_>) -> Option<(Outcome, Result<Value, ToolError>)> {
+    fn attempt(&self, ctx: &RunCtx<'_>, call: &AttemptCall<'_>) -> Option<(Outcome, Result<Value, ToolError>)> {
         ctx.live_attempt(call)
     }
 }
@@ -164,7 +164,7 @@ impl Drop for Permit {
 }
 
 /// Everything shared by one run.
-pub(crate) struct Ctx<'a> {
+pub(crate) struct RunCtx<'a> {
     ex: &'a Executor,
     wf: &'a Workflow,
     source: &'a dyn Source,
@@ -258,7 +258,7 @@ pub(crate) fn run(ex: &Executor, wf: &Workflow, arguments: Value, source: &dyn S
             }
         })
     };
-    let ctx = Ctx {
+    let ctx = RunCtx {
         ex,
         wf,
         source,
@@ -304,7 +304,7 @@ fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-impl Driver for Ctx<'_> {
+impl Driver for RunCtx<'_> {
     const TIMEOUT_BOUNDS_EXPRESSIONS: bool = true;
 
     fn default_timeout_seconds(&self) -> f64 {
@@ -365,7 +365,7 @@ impl Driver for Ctx<'_> {
     }
 }
 
-impl<'a> Ctx<'a> {
+impl<'a> RunCtx<'a> {
     /// Records that the run's deadline has passed: no step or retry starts any more.
     pub(crate) fn mark_deadline_hit(&self) {
         self.deadline_hit.store(true, Ordering::SeqCst);

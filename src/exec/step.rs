@@ -28,7 +28,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use super::clock::ClockScope;
-use super::data::{self, declared_arguments, wrap, CallOutcome, Env, Failure, FrameOutcome, Prelude, Settled, Visible};
+use super::data::{
+    self, declared_arguments, wrap, CallOutcome, Failure, FrameOutcome, Prelude, Settled, StepEnv, Visible,
+};
 use super::retry::RetryPolicy;
 use super::trace::{ChildTrace, Outcome, StepStatus, StepTrace};
 use super::workflow::{Tool, Workflow};
@@ -299,7 +301,7 @@ impl<'p> Frame<'p> {
     }
 
     fn result(&self, root_name: &str, clock: &Arc<ClockScope>) -> Result<Value, Failure> {
-        let env = Env::new(self.plan, &self.arguments, &self.results, Visible::All);
+        let env = StepEnv::new(self.plan, &self.arguments, &self.results, Visible::All);
         let out = env.composite_result(clock).map_err(|e| Failure { step: None, ..Failure::at("", e) })?;
         let name = if self.depth == 0 {
             root_name.to_string()
@@ -420,8 +422,8 @@ pub(crate) struct Ended {
     pub(crate) calls: usize,
 }
 
-fn env<'f>(frame: &'f Frame<'f>, step: &'f StepPlan) -> Env<'f> {
-    Env::new(frame.plan, &frame.arguments, &frame.results, Visible::Steps(&step.depends_on))
+fn env<'f>(frame: &'f Frame<'f>, step: &'f StepPlan) -> StepEnv<'f> {
+    StepEnv::new(frame.plan, &frame.arguments, &frame.results, Visible::Steps(&step.depends_on))
 }
 
 impl<'f> StepRun<'f> {

@@ -2,7 +2,7 @@
 //! their implementations (what the VM and the reference evaluator call).
 //!
 //! A built-in never sees the AST or bytecode: it receives its arguments as values in
-//! parameter order, and calls back through [`Runner`] to apply a template (deferred
+//! parameter order, and calls back through [`Caller`] to apply a template (deferred
 //! parameter) to an element. That is what lets the VM and the reference evaluator share
 //! one implementation of every built-in, and lets the differential test focus on the
 //! compiler and the VM.
@@ -25,7 +25,7 @@ use crate::types::Type;
 use crate::value::Value;
 
 /// What a built-in can ask of the evaluator that called it.
-pub trait Runner {
+pub trait Caller {
     /// Applies the deferred argument for parameter `param` to `item`, element `index` of
     /// the list being processed (the index goes into error locations).
     fn apply(&mut self, param: usize, item: &Value, index: usize) -> Result<Value, EvalError>;
@@ -35,7 +35,7 @@ pub trait Runner {
         Ok(self.apply(param, item, index)?.truthy())
     }
     /// Tests every element of `xs` with the condition `param`, in order, and pushes those
-    /// that pass onto `out`: what one [`Runner::test`] per element does, which evaluators
+    /// that pass onto `out`: what one [`Caller::test`] per element does, which evaluators
     /// with a faster way to run a whole list (no call per element) override.
     fn select<'a>(&mut self, param: usize, xs: &'a [Value], out: &mut Vec<&'a Value>) -> Result<(), EvalError> {
         for (i, x) in xs.iter().enumerate() {
@@ -80,14 +80,14 @@ pub trait Runner {
 /// * Visiting: a unit of fuel per 8 top-level elements or entries, or 64 string bytes, of
 ///   every argument, charged before the body runs (a body that reads its arguments once
 ///   is paid for; one that walks deeper uses the metered walks of [`Value`] and charges
-///   what they visit through [`Runner::charge`]).
+///   what they visit through [`Caller::charge`]).
 /// * Building: the result's top level by the operators' convention
 ///   ([`crate::ops::build_cost`], [`crate::ops::build_bytes`]) less what the body charged
 ///   itself while it ran, unless the result is one of the arguments.
 ///
-/// Bodies that build large values charge before they build ([`Runner::alloc`]), so memory
+/// Bodies that build large values charge before they build ([`Caller::alloc`]), so memory
 /// stays bounded even inside one call.
-pub fn invoke(body: BuiltinFn, r: &mut dyn Runner, args: &Args<'_>) -> Result<Value, Failure> {
+pub fn invoke(body: BuiltinFn, r: &mut dyn Caller, args: &Args<'_>) -> Result<Value, Failure> {
     charge_visit(r, args.values.iter().map(crate::ops::build_cost).sum())?;
     let (fuel, alloc) = (r.fuel_left(), r.alloc_left());
     let v = body(r, args)?;
@@ -98,7 +98,7 @@ pub fn invoke(body: BuiltinFn, r: &mut dyn Runner, args: &Args<'_>) -> Result<Va
 }
 
 /// What [`invoke`] charges before a body runs: `visit` units for reading the arguments.
-fn charge_visit(r: &mut dyn Runner, visit: u64) -> Result<(), Failure> {
+fn charge_visit(r: &mut dyn Caller, visit: u64) -> Result<(), Failure> {
     if visit > 0 {
         r.charge(usize::try_from(visit).unwrap_or(usize::MAX))?;
     }
@@ -107,7 +107,7 @@ fn charge_visit(r: &mut dyn Runner, visit: u64) -> Result<(), Failure> {
 
 /// What [`invoke`] charges after a body built a value of `cost` units and `bytes` bytes:
 /// what the body did not charge itself since `before` (fuel and memory left then).
-fn charge_built(r: &mut dyn Runner, before: (u64, u64), cost: u64, bytes: u64) -> Result<(), Failure> {
+fn charge_built(r: &mut dyn Caller, before: (u64, u64), cost: u64, bytes: u64) -> Result<(), Failure> {
     let (fuel, alloc) = before;
     let cost = cost.saturating_sub(fuel.saturating_sub(r.fuel_left()));
     if cost > 0 {
@@ -142,7 +142,7 @@ pub enum Consumer {
 /// Runs a [`Producer`] as [`invoke`] would run its built-in, charging the same fuel and
 /// memory (the list it stands for included), but hands back its elements borrowed from
 /// its `array` argument instead of a list of clones.
-pub fn produce<'a>(p: Producer, r: &mut dyn Runner, args: &Args<'a>) -> Result<Vec<&'a Value>, Failure> {
+pub fn produce<'a>(p: Producer, r: &mut dyn Caller, args: &Args<'a>) -> Result<Vec<&'a Value>, Failure> {
     charge_visit(r, args.values.iter().map(crate::ops::build_cost).sum())?;
     let before = (r.fuel_left(), r.alloc_left());
     let xs = match p {
@@ -156,7 +156,7 @@ pub fn produce<'a>(p: Producer, r: &mut dyn Runner, args: &Args<'a>) -> Result<V
 
 /// Runs a [`Consumer`] on the elements a [`produce`] handed over, as [`invoke`] would run
 /// its built-in on the list of them: `args` holds its arguments with a placeholder first.
-pub fn consume(c: Consumer, r: &mut dyn Runner, xs: &[&Value], args: &Args<'_>) -> Result<Value, Failure> {
+pub fn consume(c: Consumer, r: &mut dyn Caller, xs: &[&Value], args: &Args<'_>) -> Result<Value, Failure> {
     let rest: u64 = args.values.iter().skip(1).map(crate::ops::build_cost).sum();
     charge_visit(r, (xs.len() / 8) as u64 + rest)?;
     let before = (r.fuel_left(), r.alloc_left());
@@ -171,7 +171,7 @@ pub fn consume(c: Consumer, r: &mut dyn Runner, xs: &[&Value], args: &Args<'_>) 
 }
 
 /// The arguments of one call, in parameter order. Deferred parameters hold `null` here and
-/// are applied through the [`Runner`]; `given` says which optional parameters were passed.
+/// are applied through the [`Caller`]; `given` says which optional parameters were passed.
 pub struct Args<'a> {
     /// Argument values in parameter order (defaults filled in).
     pub values: &'a [Value],
@@ -245,7 +245,7 @@ impl From<EvalError> for Failure {
 }
 
 /// A built-in's body.
-pub type BuiltinFn = fn(&mut dyn Runner, &Args<'_>) -> Result<Value, Failure>;
+pub type BuiltinFn = fn(&mut dyn Caller, &Args<'_>) -> Result<Value, Failure>;
 
 /// A host function's body: argument values in parameter order.
 pub type HostFn = Arc<dyn Fn(&[Value]) -> Result<Value, String> + Send + Sync>;
@@ -259,7 +259,7 @@ pub enum Implementation {
     Inline,
     /// A host-registered function.
     Host(HostFn),
-    /// A file function: a built-in body that reads through [`Runner::files`]. Never folded,
+    /// A file function: a built-in body that reads through [`Caller::files`]. Never folded,
     /// since files change between runs.
     File(BuiltinFn),
 }

@@ -1,6 +1,6 @@
 //! The stack VM that runs compiled chunks.
 //!
-//! Owns the interpreter loop, fuel and depth accounting, and the [`Runner`] that built-ins
+//! Owns the interpreter loop, fuel and depth accounting, and the [`Caller`] that built-ins
 //! use to apply templates. Values are read in place wherever possible: field paths are
 //! walked by reference and only their result is cloned (a reference-count increment), and
 //! a `filter` condition like `item.score > 50` compares without cloning at all. The VM
@@ -14,7 +14,7 @@ use std::sync::Arc;
 use crate::compile::{CallInfo, CallParam, Chunk, Fast, Op, Origin, Pred, Root};
 use crate::diagnostic::Code;
 use crate::files::FileStore;
-use crate::functions::{Args, BuiltinFn, Failure, FunctionTable, Implementation, Runner};
+use crate::functions::{Args, BuiltinFn, Caller, Failure, FunctionTable, Implementation};
 use crate::ops;
 use crate::runtime::{Clock, EvalError, Interrupt, Limits, INTERRUPT_POLL_UNITS};
 use crate::span::Span;
@@ -785,7 +785,7 @@ fn same(field: &Value, konst: &Value) -> bool {
     }
 }
 
-impl Runner for Frame<'_, '_> {
+impl Caller for Frame<'_, '_> {
     fn select<'x>(&mut self, param: usize, xs: &'x [Value], out: &mut Vec<&'x Value>) -> Result<(), EvalError> {
         let info = self.info;
         let Some(CallParam::Template(_, _, Some(fast))) = info.params.get(param) else {

@@ -53,6 +53,6 @@ pub(super) fn default() -> Function {
     )
 }
 
-fn default_body(_: &mut dyn Runner, args: &Args<'_>) -> R {
+fn default_body(_: &mut dyn Caller, args: &Args<'_>) -> R {
     Ok(if args.get(0).is_null() { args.get(1).clone() } else { args.get(0).clone() })
 }

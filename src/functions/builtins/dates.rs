@@ -80,7 +80,7 @@ pub(super) fn datetime_now() -> Function {
     )
 }
 
-fn datetime_now_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+fn datetime_now_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     let millis = r.clock().now_millis();
     format_millis(millis, args, 0, r.limits().max_string_len)
 }
@@ -98,7 +98,7 @@ pub(super) fn format_datetime() -> Function {
     )
 }
 
-fn format_datetime_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+fn format_datetime_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     let millis = match args.get(0) {
         Value::Int(s) => s.checked_mul(1000),
         Value::Float(s) => {

@@ -24,7 +24,7 @@ fn version_type() -> Type {
 const FILE_OP_FUEL: usize = 1000;
 
 /// The runner's file store, or the error every file function gives without one.
-fn store(r: &dyn Runner) -> Result<&dyn FileStore, Failure> {
+fn store(r: &dyn Caller) -> Result<&dyn FileStore, Failure> {
     r.files().ok_or_else(|| FnError::new(Code::NoFileStore, "no file store configured; pass --files DIR").into())
 }
 
@@ -57,7 +57,7 @@ fn opt_str_param<'a>(args: &'a Args<'_>, i: usize, name: &str) -> Result<Option<
 }
 
 /// The largest file a read may return: the file limit, and never more than a string may hold.
-fn max_file_bytes(r: &dyn Runner) -> u64 {
+fn max_file_bytes(r: &dyn Caller) -> u64 {
     r.limits().max_file_bytes.min(r.limits().max_string_len) as u64
 }
 
@@ -89,7 +89,7 @@ pub(super) fn list_files() -> Function {
     )
 }
 
-fn list_files_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+fn list_files_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     r.charge(FILE_OP_FUEL)?;
     let dir = path_param(args, 0, "directory_path")?;
     let pattern = opt_str_param(args, 1, "pattern")?;
@@ -115,7 +115,7 @@ pub(super) fn read_file() -> Function {
     )
 }
 
-fn read_file_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+fn read_file_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     r.charge(FILE_OP_FUEL)?;
     let path = path_param(args, 0, "file_path")?;
     let version = opt_str_param(args, 1, "version_id")?;
@@ -141,7 +141,7 @@ pub(super) fn read_files() -> Function {
     )
 }
 
-fn read_files_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+fn read_files_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     r.charge(FILE_OP_FUEL)?;
     let paths = list_arg(args, 0, "file_paths")?;
     if paths.len() > MAX_READ_FILES {
@@ -180,7 +180,7 @@ pub(super) fn list_file_versions() -> Function {
     )
 }
 
-fn list_file_versions_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+fn list_file_versions_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     r.charge(FILE_OP_FUEL)?;
     let path = path_param(args, 0, "file_path")?;
     let versions = ops::versions(store(r)?, path).map_err(|e| file_err(e, 0, None))?;
@@ -202,7 +202,7 @@ pub(super) fn describe_version() -> Function {
     )
 }
 
-fn describe_version_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+fn describe_version_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     r.charge(FILE_OP_FUEL)?;
     let path = path_param(args, 0, "file_path")?;
     let version = opt_str_param(args, 1, "version_id")?;

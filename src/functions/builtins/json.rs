@@ -19,7 +19,7 @@ pub(super) fn json_parse() -> Function {
     )
 }
 
-fn json_parse_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+fn json_parse_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     let s = match args.get(0) {
         Value::Str(s) => s,
         other => return Ok(other.clone()),
@@ -60,7 +60,7 @@ pub(super) fn json_stringify() -> Function {
     )
 }
 
-fn json_stringify_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+fn json_stringify_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     let text = args.get(0).json_within(r.limits().max_string_len).ok_or_else(|| text_too_long(&*r))?;
     r.charge(text.len() / 64)?;
     r.alloc(text.len())?;

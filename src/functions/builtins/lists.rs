@@ -15,12 +15,12 @@ pub(super) fn map() -> Function {
     )
 }
 
-fn map_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+fn map_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     map_core(r, list_arg(args, 0, "array")?.iter())
 }
 
 /// `map`'s loop, over the elements of its list or of a fused producer's.
-pub(in crate::functions) fn map_core<'x>(r: &mut dyn Runner, xs: impl ExactSizeIterator<Item = &'x Value>) -> R {
+pub(in crate::functions) fn map_core<'x>(r: &mut dyn Caller, xs: impl ExactSizeIterator<Item = &'x Value>) -> R {
     let mut out = Vec::with_capacity(xs.len());
     for (i, x) in xs.enumerate() {
         out.push(r.apply(1, x, i)?);
@@ -41,13 +41,13 @@ pub(super) fn filter() -> Function {
     )
 }
 
-fn filter_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+fn filter_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     Ok(Value::list(filter_refs(r, args)?.into_iter().cloned().collect()))
 }
 
 /// `filter`'s elements, borrowed (what `filter` clones into its list, and what a fused
 /// consumer reads).
-pub(in crate::functions) fn filter_refs<'a>(r: &mut dyn Runner, args: &Args<'a>) -> Result<Vec<&'a Value>, Failure> {
+pub(in crate::functions) fn filter_refs<'a>(r: &mut dyn Caller, args: &Args<'a>) -> Result<Vec<&'a Value>, Failure> {
     let xs = list_arg(args, 0, "array")?;
     let mut out = Vec::new();
     r.select(1, xs, &mut out)?;
@@ -67,7 +67,7 @@ pub(super) fn group_by() -> Function {
     )
 }
 
-fn group_by_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+fn group_by_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     group_by_core(r, args, true)
 }
 
@@ -75,11 +75,11 @@ fn group_by_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
 /// group sizes, fuel, memory and errors, for a caller that only counts the groups'
 /// elements ([`crate::functions::FunctionTable::counted_groups`]). No reference count of a
 /// grouped element is taken, or released when the groups are dropped.
-pub(in crate::functions) fn group_by_counted_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+pub(in crate::functions) fn group_by_counted_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     group_by_core(r, args, false)
 }
 
-fn group_by_core(r: &mut dyn Runner, args: &Args<'_>, keep: bool) -> R {
+fn group_by_core(r: &mut dyn Caller, args: &Args<'_>, keep: bool) -> R {
     let xs = list_arg(args, 0, "array")?;
     let mut groups: indexmap::IndexMap<SmolStr, Vec<Value>, crate::value::FxBuild> = Default::default();
     for (i, x) in xs.iter().enumerate() {
@@ -119,13 +119,13 @@ pub(super) fn sort() -> Function {
     )
 }
 
-fn sort_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+fn sort_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     Ok(Value::list(sort_refs(r, args)?.into_iter().cloned().collect()))
 }
 
 /// `sort`'s elements in order, borrowed (what `sort` clones into its list, and what a
 /// fused consumer reads).
-pub(in crate::functions) fn sort_refs<'a>(r: &mut dyn Runner, args: &Args<'a>) -> Result<Vec<&'a Value>, Failure> {
+pub(in crate::functions) fn sort_refs<'a>(r: &mut dyn Caller, args: &Args<'a>) -> Result<Vec<&'a Value>, Failure> {
     let xs = list_arg(args, 0, "array")?;
     let desc = match str_param(args, 2, "direction")? {
         "asc" => false,
@@ -197,7 +197,7 @@ pub(super) fn unique() -> Function {
     )
 }
 
-fn unique_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+fn unique_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     let xs = list_arg(args, 0, "array")?;
     r.charge(xs.len() / 4)?;
     // Hashing and comparing elements walks them: charged as a walk of each.
@@ -236,7 +236,7 @@ pub(super) fn flatten() -> Function {
     )
 }
 
-fn flatten_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+fn flatten_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     let xs = list_arg(args, 0, "array")?;
     let mut out = Vec::with_capacity(xs.len());
     for x in xs {
@@ -264,7 +264,7 @@ pub(super) fn length() -> Function {
     )
 }
 
-fn length_body(_: &mut dyn Runner, args: &Args<'_>) -> R {
+fn length_body(_: &mut dyn Caller, args: &Args<'_>) -> R {
     Ok(Value::Int(match args.get(0) {
         Value::Null => 0,
         Value::List(l) => l.len() as i64,
@@ -287,7 +287,7 @@ pub(super) fn contains() -> Function {
     )
 }
 
-fn contains_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+fn contains_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     let needle = args.get(1);
     Ok(Value::Bool(match args.get(0) {
         Value::Null => false,
@@ -327,7 +327,7 @@ pub(super) fn count() -> Function {
     )
 }
 
-fn count_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+fn count_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     let xs = list_arg(args, 0, "array")?;
     if !args.has(1) {
         return Ok(Value::Int(xs.len() as i64));
@@ -354,7 +354,7 @@ pub(super) fn zip() -> Function {
     )
 }
 
-fn zip_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+fn zip_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     let a = list_arg(args, 0, "left")?;
     let b = list_arg(args, 1, "right")?;
     // Each pair is a list of its own.
@@ -380,7 +380,7 @@ pub(super) fn range() -> Function {
     )
 }
 
-fn range_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+fn range_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     let first = int_param(args, 0, "start")?;
     let (start, stop) = match args.get(1) {
         Value::Null => (0, first),
@@ -420,7 +420,7 @@ pub(super) fn slice() -> Function {
     )
 }
 
-fn slice_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+fn slice_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     let start = int_param(args, 1, "start")?;
     let end = match args.get(2) {
         Value::Null => None,
@@ -468,7 +468,7 @@ pub(super) fn any() -> Function {
     )
 }
 
-fn any_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+fn any_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     let xs = list_arg(args, 0, "array")?;
     for (i, x) in xs.iter().enumerate() {
         if test(r, args, 1, x, i)? {
@@ -491,7 +491,7 @@ pub(super) fn all() -> Function {
     )
 }
 
-fn all_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+fn all_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     let xs = list_arg(args, 0, "array")?;
     for (i, x) in xs.iter().enumerate() {
         if !test(r, args, 1, x, i)? {
@@ -514,7 +514,7 @@ pub(super) fn find() -> Function {
     )
 }
 
-fn find_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+fn find_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     let xs = list_arg(args, 0, "array")?;
     for (i, x) in xs.iter().enumerate() {
         if r.test(1, x, i)? {

@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashSet;
 
-use super::{list_arg, list_or_null, Args, Failure, FnError, Function, Implementation, Runner};
+use super::{list_arg, list_or_null, Args, Caller, Failure, FnError, Function, Implementation};
 use crate::diagnostic::Code;
 use crate::files::{ops, FileError, FileStore, Version, MAX_READ_FILES};
 use crate::types::signature::{Param, ParamKind, ReturnRule, Signature};
@@ -84,7 +84,7 @@ fn int_param(args: &Args<'_>, i: usize, name: &str) -> Result<i64, Failure> {
     }
 }
 
-fn check_list_len(r: &dyn Runner, len: usize) -> Result<(), Failure> {
+fn check_list_len(r: &dyn Caller, len: usize) -> Result<(), Failure> {
     if len > r.limits().max_list_len {
         return Err(FnError::new(
             Code::ListLimit,
@@ -95,7 +95,7 @@ fn check_list_len(r: &dyn Runner, len: usize) -> Result<(), Failure> {
     Ok(())
 }
 
-fn check_str_len(r: &dyn Runner, len: usize) -> Result<(), Failure> {
+fn check_str_len(r: &dyn Caller, len: usize) -> Result<(), Failure> {
     if len > r.limits().max_string_len {
         return Err(FnError::new(
             Code::StringLimit,
@@ -108,7 +108,7 @@ fn check_str_len(r: &dyn Runner, len: usize) -> Result<(), Failure> {
 
 /// Runs a metered walk ([`Value::eq_within`] and its kin) with the fuel left as its
 /// budget, and charges the nodes it visited; out of fuel when the walk did not finish.
-fn metered<T>(r: &mut dyn Runner, walk: impl FnOnce(&mut u64) -> Option<T>) -> Result<T, Failure> {
+fn metered<T>(r: &mut dyn Caller, walk: impl FnOnce(&mut u64) -> Option<T>) -> Result<T, Failure> {
     let left = r.fuel_left();
     let mut budget = left;
     let out = walk(&mut budget);
@@ -128,13 +128,13 @@ fn metered<T>(r: &mut dyn Runner, walk: impl FnOnce(&mut u64) -> Option<T>) -> R
 }
 
 /// The error for text that would pass the string limit.
-fn text_too_long(r: &dyn Runner) -> Failure {
+fn text_too_long(r: &dyn Caller) -> Failure {
     FnError::new(Code::StringLimit, format!("the text exceeds the string limit of {} bytes", r.limits().max_string_len))
         .into()
 }
 
 /// `v` as text by [`Value::key_text`], within the string limit, charged per 64 bytes.
-fn key_text(r: &mut dyn Runner, v: &Value) -> Result<SmolStr, Failure> {
+fn key_text(r: &mut dyn Caller, v: &Value) -> Result<SmolStr, Failure> {
     let text = v.key_text_within(r.limits().max_string_len).ok_or_else(|| text_too_long(&*r))?;
     r.charge(text.len() / 64)?;
     Ok(text)
@@ -143,7 +143,7 @@ fn key_text(r: &mut dyn Runner, v: &Value) -> Result<SmolStr, Failure> {
 /// Applies an optional template for reading, or passes the element through when it is
 /// absent; borrows from the element where the evaluator can.
 fn project<'v>(
-    r: &mut dyn Runner,
+    r: &mut dyn Caller,
     args: &Args<'_>,
     param: usize,
     item: &'v Value,
@@ -157,7 +157,7 @@ fn project<'v>(
 }
 
 /// Tests an optional condition template, or the element's own truthiness when absent.
-fn test(r: &mut dyn Runner, args: &Args<'_>, param: usize, item: &Value, index: usize) -> Result<bool, Failure> {
+fn test(r: &mut dyn Caller, args: &Args<'_>, param: usize, item: &Value, index: usize) -> Result<bool, Failure> {
     if args.has(param) {
         Ok(r.test(param, item, index)?)
     } else {

@@ -55,7 +55,7 @@ pub(crate) fn round_integer(i: i64, digits: i64) -> Value {
     i64::try_from(rounded).map_or(Value::Float(rounded as f64), Value::Int)
 }
 
-fn extreme(r: &mut dyn Runner, args: &Args<'_>, want: Ordering) -> R {
+fn extreme(r: &mut dyn Caller, args: &Args<'_>, want: Ordering) -> R {
     let xs = list_arg(args, 0, "array")?;
     let mut best: Option<Cow<'_, Value>> = None;
     for (i, x) in xs.iter().enumerate() {
@@ -91,13 +91,13 @@ pub(super) fn sum() -> Function {
     )
 }
 
-fn sum_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+fn sum_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     sum_core(r, args, list_arg(args, 0, "array")?.iter())
 }
 
 /// `sum`'s loop, over the elements of its list or of a fused producer's.
 pub(in crate::functions) fn sum_core<'x>(
-    r: &mut dyn Runner,
+    r: &mut dyn Caller,
     args: &Args<'_>,
     xs: impl Iterator<Item = &'x Value>,
 ) -> R {
@@ -124,7 +124,7 @@ pub(super) fn to_number() -> Function {
     )
 }
 
-fn to_number_body(_: &mut dyn Runner, args: &Args<'_>) -> R {
+fn to_number_body(_: &mut dyn Caller, args: &Args<'_>) -> R {
     match args.get(0) {
         Value::Null => Ok(Value::Null),
         v @ (Value::Int(_) | Value::Float(_)) => Ok(v.clone()),
@@ -164,7 +164,7 @@ pub(super) fn round() -> Function {
     )
 }
 
-fn round_body(_: &mut dyn Runner, args: &Args<'_>) -> R {
+fn round_body(_: &mut dyn Caller, args: &Args<'_>) -> R {
     let digits = int_param(args, 1, "digits")?.clamp(-15, 15);
     match args.get(0) {
         Value::Null => Ok(Value::Null),
@@ -197,7 +197,7 @@ pub(super) fn min() -> Function {
     )
 }
 
-fn min_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+fn min_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     extreme(r, args, Ordering::Less)
 }
 
@@ -214,7 +214,7 @@ pub(super) fn max() -> Function {
     )
 }
 
-fn max_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+fn max_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     extreme(r, args, Ordering::Greater)
 }
 
@@ -231,7 +231,7 @@ pub(super) fn avg() -> Function {
     )
 }
 
-fn avg_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+fn avg_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     let xs = list_arg(args, 0, "array")?;
     let (mut total, mut n) = (0f64, 0usize);
     for (i, x) in xs.iter().enumerate() {

@@ -48,7 +48,7 @@ pub(super) fn get_object_property() -> Function {
     )
 }
 
-fn get_object_property_body(_: &mut dyn Runner, args: &Args<'_>) -> R {
+fn get_object_property_body(_: &mut dyn Caller, args: &Args<'_>) -> R {
     let path = str_param(args, 1, "property_path")?;
     let mut cur = args.get(0).clone();
     if path.is_empty() {
@@ -77,7 +77,7 @@ pub(super) fn keys() -> Function {
     )
 }
 
-fn keys_body(_: &mut dyn Runner, args: &Args<'_>) -> R {
+fn keys_body(_: &mut dyn Caller, args: &Args<'_>) -> R {
     match args.get(0) {
         Value::Null => Ok(Value::list(Vec::new())),
         Value::Object(o) => Ok(Value::list(o.keys().map(|k| Value::Str(SmolStr::new(k))).collect())),
@@ -98,7 +98,7 @@ pub(super) fn values() -> Function {
     )
 }
 
-fn values_body(_: &mut dyn Runner, args: &Args<'_>) -> R {
+fn values_body(_: &mut dyn Caller, args: &Args<'_>) -> R {
     match args.get(0) {
         Value::Null => Ok(Value::list(Vec::new())),
         Value::Object(o) => Ok(Value::list(o.values().cloned().collect())),
@@ -150,7 +150,7 @@ fn merged_type(args: &[Type]) -> Type {
     Type::object(fields, open)
 }
 
-fn merge_body(_: &mut dyn Runner, args: &Args<'_>) -> R {
+fn merge_body(_: &mut dyn Caller, args: &Args<'_>) -> R {
     let mut out: Option<Map> = None;
     for i in 0..args.values.len() {
         let name = if i == 0 { "left" } else { "right" };
@@ -180,7 +180,7 @@ pub(super) fn from_entries() -> Function {
     )
 }
 
-fn from_entries_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+fn from_entries_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     const NULL: &Value = &Value::Null;
     let entries = list_arg(args, 0, "entries")?;
     let bad = |j: usize, what: String| -> Failure { FnError::element(Code::RuntimeType, 0, j, what).into() };
@@ -234,7 +234,7 @@ pub(super) fn to_entries() -> Function {
     )
 }
 
-fn to_entries_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+fn to_entries_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     let Some(o) = obj_param(args, 0, "obj")? else { return Ok(Value::list(Vec::new())) };
     // Each entry is an object of two entries of its own.
     r.alloc(o.len().saturating_mul(crate::ops::LIST_ELEMENT_BYTES + 2 * crate::ops::OBJECT_ENTRY_BYTES))?;
@@ -264,7 +264,7 @@ pub(super) fn pick() -> Function {
     )
 }
 
-fn pick_body(_: &mut dyn Runner, args: &Args<'_>) -> R {
+fn pick_body(_: &mut dyn Caller, args: &Args<'_>) -> R {
     let obj = obj_param(args, 0, "obj")?;
     let keys = key_set(args, 1)?;
     let mut out = Map::default();
@@ -291,7 +291,7 @@ pub(super) fn omit() -> Function {
     )
 }
 
-fn omit_body(_: &mut dyn Runner, args: &Args<'_>) -> R {
+fn omit_body(_: &mut dyn Caller, args: &Args<'_>) -> R {
     let obj = obj_param(args, 0, "obj")?;
     let keys: FxHashSet<&str> = key_set(args, 1)?.into_iter().collect();
     let out: Map = obj

@@ -28,7 +28,7 @@ pub(super) fn join() -> Function {
     )
 }
 
-fn join_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+fn join_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     let xs = list_arg(args, 0, "array")?;
     let sep = str_param(args, 1, "separator")?;
     let mut out = String::new();
@@ -58,7 +58,7 @@ pub(super) fn starts_with() -> Function {
     )
 }
 
-fn starts_with_body(_: &mut dyn Runner, args: &Args<'_>) -> R {
+fn starts_with_body(_: &mut dyn Caller, args: &Args<'_>) -> R {
     let p = str_param(args, 1, "prefix")?;
     match args.get(0) {
         Value::Null => Ok(Value::Bool(false)),
@@ -79,7 +79,7 @@ pub(super) fn ends_with() -> Function {
     )
 }
 
-fn ends_with_body(_: &mut dyn Runner, args: &Args<'_>) -> R {
+fn ends_with_body(_: &mut dyn Caller, args: &Args<'_>) -> R {
     let p = str_param(args, 1, "suffix")?;
     match args.get(0) {
         Value::Null => Ok(Value::Bool(false)),
@@ -92,7 +92,7 @@ pub(super) fn lower() -> Function {
     f(Signature::new("lower", vec![Param::required("string", str_or_null())], str_rule(), "lower case"), lower_body)
 }
 
-fn lower_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+fn lower_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     on_str(args, |s| {
         r.alloc(s.len())?;
         Ok(Value::str(&s.to_lowercase()))
@@ -104,7 +104,7 @@ pub(super) fn upper() -> Function {
     f(Signature::new("upper", vec![Param::required("string", str_or_null())], str_rule(), "upper case"), upper_body)
 }
 
-fn upper_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+fn upper_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     on_str(args, |s| {
         r.alloc(s.len())?;
         Ok(Value::str(&s.to_uppercase()))
@@ -124,7 +124,7 @@ pub(super) fn trim() -> Function {
     )
 }
 
-fn trim_body(_: &mut dyn Runner, args: &Args<'_>) -> R {
+fn trim_body(_: &mut dyn Caller, args: &Args<'_>) -> R {
     on_str(args, |s| Ok(Value::str(s.trim())))
 }
 
@@ -141,7 +141,7 @@ pub(super) fn split() -> Function {
     )
 }
 
-fn split_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+fn split_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     let sep = str_param(args, 1, "separator")?;
     let max = r.limits().max_list_len;
     match args.get(0) {
@@ -177,7 +177,7 @@ pub(super) fn replace() -> Function {
     )
 }
 
-fn replace_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+fn replace_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     let old = str_param(args, 1, "old")?;
     let new = str_param(args, 2, "new")?;
     on_str(args, |s| {
@@ -203,7 +203,7 @@ pub(super) fn to_string() -> Function {
     )
 }
 
-fn to_string_body(r: &mut dyn Runner, args: &Args<'_>) -> R {
+fn to_string_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     let text = key_text(r, args.get(0))?;
     r.alloc(text.len())?;
     Ok(Value::Str(text))
