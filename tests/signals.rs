@@ -26,6 +26,33 @@ fn send(pid: u32, signal: Signal) {
     kill(Pid::from_raw(i32::try_from(pid).expect("a pid")), signal).expect("the signal is sent");
 }
 
+/// A history database at `path` held locked by this process until the connection is dropped:
+/// a command that opens it waits for the lock (up to SQLite's 30 s busy timeout).
+fn locked(path: &Path) -> rusqlite::Connection {
+    let lock = rusqlite::Connection::open(path).expect("the database");
+    lock.execute_batch(
+        "PRAGMA locking_mode = EXCLUSIVE; CREATE TABLE held (x); BEGIN EXCLUSIVE; INSERT INTO held VALUES (1);",
+    )
+    .expect("the database locked");
+    lock
+}
+
+/// Waits until process `pid` (`what`) has the history open and is waiting for its lock (on
+/// Linux, seen in /proc; elsewhere after a while).
+fn waiting_for_the_history(pid: u32, what: &str) {
+    let fds = format!("/proc/{pid}/fd");
+    if Path::new(&fds).is_dir() {
+        wait_until(Duration::from_secs(30), &format!("{what} to open the history"), || {
+            let open = std::fs::read_dir(&fds)
+                .ok()?
+                .flatten()
+                .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target.ends_with("history.db")));
+            open.then_some(())
+        });
+    }
+    std::thread::sleep(Duration::from_millis(500));
+}
+
 /// The runs of the history at `path`: (tool, status) each.
 fn runs(path: &Path) -> Vec<(String, String)> {
     let out = common::tdsl(&["history", "list", "--history", path.to_str().expect("a path"), "--format", "json"]);
@@ -216,11 +243,7 @@ fn compose_ends_at_once_on_a_signal_while_it_sets_up() {
     for signal in SIGNALS {
         let dir = tempfile::tempdir().expect("a temp dir");
         let history = dir.path().join("history.db");
-        let lock = rusqlite::Connection::open(&history).expect("the database");
-        lock.execute_batch(
-            "PRAGMA locking_mode = EXCLUSIVE; CREATE TABLE held (x); BEGIN EXCLUSIVE; INSERT INTO held VALUES (1);",
-        )
-        .expect("the database locked");
+        let lock = locked(&history);
         let server = ModelServer::start(&[("decompose", Answer::File("decompose_ok.json"))], None);
         let (root, base, history_arg) =
             (compose_support::root(), server.url("/v1"), format!("--history={}", history.display()));
@@ -229,17 +252,7 @@ fn compose_ends_at_once_on_a_signal_while_it_sets_up() {
         let mut compose = Process::spawn("tdsl compose", &mut cmd);
         // Waiting for the lock: it has the database open (on Linux, seen in /proc; elsewhere
         // after a while). The signals are taken from the first instant of `compose`.
-        let fds = format!("/proc/{}/fd", compose.pid());
-        if Path::new(&fds).is_dir() {
-            wait_until(Duration::from_secs(30), "compose to open the history", || {
-                let open = std::fs::read_dir(&fds)
-                    .ok()?
-                    .flatten()
-                    .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target.ends_with("history.db")));
-                open.then_some(())
-            });
-        }
-        std::thread::sleep(Duration::from_millis(500));
+        waiting_for_the_history(compose.pid(), "compose");
         send(compose.pid(), signal);
         let status = compose.exit_within(Duration::from_secs(5));
         assert_eq!(status.code(), Some(128 + signal as i32), "{signal}: {}", compose.output());
@@ -256,28 +269,14 @@ fn run_ends_at_once_on_a_signal_while_it_sets_up() {
     for signal in SIGNALS {
         let (dir, pid_file) = sleeping_root();
         let history = dir.path().join("history.db");
-        let lock = rusqlite::Connection::open(&history).expect("the database");
-        lock.execute_batch(
-            "PRAGMA locking_mode = EXCLUSIVE; CREATE TABLE held (x); BEGIN EXCLUSIVE; INSERT INTO held VALUES (1);",
-        )
-        .expect("the database locked");
+        let lock = locked(&history);
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_tdsl"));
         cmd.args(["run", "main.tool", "--root"])
             .arg(dir.path())
             .arg(format!("--history={}", history.display()))
             .env("NO_COLOR", "1");
         let mut run = Process::spawn("tdsl run", &mut cmd);
-        let fds = format!("/proc/{}/fd", run.pid());
-        if Path::new(&fds).is_dir() {
-            wait_until(Duration::from_secs(30), "run to open the history", || {
-                let open = std::fs::read_dir(&fds)
-                    .ok()?
-                    .flatten()
-                    .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target.ends_with("history.db")));
-                open.then_some(())
-            });
-        }
-        std::thread::sleep(Duration::from_millis(500));
+        waiting_for_the_history(run.pid(), "run");
         send(run.pid(), signal);
         let status = run.exit_within(Duration::from_secs(5));
         assert_eq!(status.code(), Some(128 + signal as i32), "{signal}: {}", run.output());
