@@ -15,11 +15,34 @@ use tdsl::Value;
 
 const ROOT: &str = "tests/data/history";
 
-fn temp(name: &str) -> PathBuf {
+/// A test's own folder under the system's temporary folder, removed when the test ends
+/// (a 20,000-step history is 22 MB: left behind, each run of the suite kept one).
+struct Temp(PathBuf);
+
+impl std::ops::Deref for Temp {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Temp {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Temp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn temp(name: &str) -> Temp {
     let dir = std::env::temp_dir().join(format!("tdsl-history-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
+    Temp(dir)
 }
 
 fn json(s: &str) -> serde_json::Value {
@@ -627,7 +650,7 @@ fn serve_records_the_runs_of_its_calls() {
 
 /// A root with `main.tool`, a chain of `n` `builtin:echo` steps, each passing on the last
 /// one's answer.
-fn echo_chain(name: &str, n: usize) -> PathBuf {
+fn echo_chain(name: &str, n: usize) -> Temp {
     let dir = temp(name);
     std::fs::create_dir_all(dir.join("tools")).unwrap();
     std::fs::write(dir.join("tools/t.tool"), r#"{"system_event_endpoint": "builtin:echo"}"#).unwrap();
@@ -694,7 +717,9 @@ fn sigterm_ends_a_long_recorded_run_within_seconds() {
     });
     let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
-    let status = common::exit_or_kill(&mut child, Duration::from_secs(5), "the run after SIGTERM", String::new);
+    // A bound on liveness, not a timing: it used to take minutes; 20 s leaves room for a
+    // debug build on a loaded machine (5 s failed at a load average of 12 on 2 cores).
+    let status = common::exit_or_kill(&mut child, Duration::from_secs(20), "the run after SIGTERM", String::new);
     assert_eq!(status.code(), Some(143));
     let store = SqliteStore::open_read_only(&db).unwrap();
     let run = store.run("1").unwrap().unwrap();
