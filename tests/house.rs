@@ -292,7 +292,7 @@ fn the_engine_reaches_none_of_its_adapters_and_starts_nothing() {
 }
 
 /// Files past the bound, each waiting for its split; the list may only shrink.
-const OVER_LONG: &[&str] = &["mcp/mod.rs", "plans/mod.rs"];
+const OVER_LONG: &[&str] = &["plans/mod.rs"];
 
 #[test]
 fn no_source_file_is_over_a_thousand_lines() {

@@ -18,8 +18,8 @@ use rmcp::model::{
 use rmcp::ErrorData as McpError;
 use serde_json::{json, Value as Json};
 
+use super::served::Served;
 use super::upstream::{upstream_tool, UpstreamRunner, Upstreams};
-use super::Served;
 use crate::exec::{CancelToken, Event, Observer, Runner};
 use crate::host::{HostRunner, ToolEnv};
 use crate::plans::{Callable, PlanLimits, PlanRefused, Plans, RunPlanOptions, UpstreamTool};
@@ -200,7 +200,7 @@ impl PlanServer {
     pub fn check_plan(&self, arguments: &Json) -> Json {
         let plan = match plan_argument(arguments) {
             Ok(p) => p,
-            Err(e) => return super::tool_error(e),
+            Err(e) => return super::served::tool_error(e),
         };
         let text = plan_text(plan, self.options.limits.max_bytes);
         let (core, problems) = self.core(plan);
@@ -248,12 +248,12 @@ impl PlanServer {
         tool: String,
         recorded: Json,
     ) -> Result<crate::plans::PlanRun, Json> {
-        let plan = plan_argument(arguments).map_err(super::tool_error)?;
+        let plan = plan_argument(arguments).map_err(super::served::tool_error)?;
         let args = match arguments.get("arguments") {
             None | Some(Json::Null) => Json::Object(serde_json::Map::new()),
             Some(a @ Json::Object(_)) => a.clone(),
             Some(other) => {
-                return Err(super::tool_error(format!(
+                return Err(super::served::tool_error(format!(
                     "`arguments` must be an object of the plan's arguments (or left out), not {}",
                     super::framing::kind(other)
                 )))
@@ -263,7 +263,7 @@ impl PlanServer {
         let (core, problems) = self.core(plan);
         let values: Value = match serde_json::from_value(args.clone()) {
             Ok(v) => v,
-            Err(e) => return Err(super::tool_error(format!("`arguments` cannot be read: {e}"))),
+            Err(e) => return Err(super::served::tool_error(format!("`arguments` cannot be read: {e}"))),
         };
         let runner: Arc<dyn Runner> =
             Arc::new(UpstreamRunner::new(HostRunner::new().with_env(self.tool_env.clone()), self.upstreams.clone()));
