@@ -5,7 +5,7 @@
 //!    dependencies, no cycle, each question at least 10 characters).
 //! 2. **Plan**: the model writes a tdsl plan (SPEC §13) from the sub-questions, the guide and
 //!    the tools listing (`tdsl://guide`, `tdsl://tools`), with a [`ToolMapping`] per
-//!    sub-question; the plan is checked by the plan checker ([`crate::plans::Plans`]) and by
+//!    sub-question; the plan is checked by the plan checker ([`crate::plans::PlanDesk`]) and by
 //!    the seed's planning rules, and every problem goes back to the model, up to
 //!    [`ComposeConfig::repair_rounds`] times.
 //! 3. **Execute**: the plan runs with the engine (retries, breaker, timeouts, trace) under
@@ -48,7 +48,7 @@ pub use record::COMPOSE_TOOL;
 use crate::exec::retry::RetryPolicy;
 use crate::exec::{CancelToken, Observer, Random, RunStatus, Runner, SeededRandom, StepStatus, SystemTime, Time};
 use crate::host::{HostRunner, ToolEnv};
-use crate::plans::{Callable, PlanLimits, PlanRefused, Plans, RunPlanOptions};
+use crate::plans::{Callable, PlanDesk, PlanLimits, PlanRefused, RunPlanOptions};
 use crate::ranges::{Range, RangeError};
 use conversation::PhaseError;
 use phases::steps_of;
@@ -133,7 +133,7 @@ type Journal<'a> = &'a mut dyn FnMut(&CompositionResult);
 /// Runs compositions over one tool root with one model.
 pub struct Composer {
     client: Arc<dyn ModelClient>,
-    plans: Plans,
+    plans: PlanDesk,
     callable: Vec<Callable>,
     listing: String,
     runner: Arc<dyn Runner>,
@@ -171,7 +171,7 @@ impl Composer {
             Arc::new(crate::mcp::upstream::Upstreams::new(Vec::new())),
         );
         let listing = server.plans().map(|p| p.tools_listing()).unwrap_or_default();
-        let plans = Plans::with_served(root, callable.clone()).with_limits(limits);
+        let plans = PlanDesk::with_served(root, callable.clone()).with_limits(limits);
         let runner = Arc::new(HostRunner::new().with_env(ToolEnv::Inherit.withholding(KEY_VARIABLES)));
         Ok(Composer::from_parts(client, plans, callable, listing, runner))
     }
@@ -181,7 +181,7 @@ impl Composer {
     /// --compose` builds one from its plans side: [`crate::mcp::plans::PlanServer`]).
     pub(crate) fn from_parts(
         client: Arc<dyn ModelClient>,
-        plans: Plans,
+        plans: PlanDesk,
         callable: Vec<Callable>,
         listing: String,
         runner: Arc<dyn Runner>,

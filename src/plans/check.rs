@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::plan_check::{PlanCheck, PLAN_TOOL};
-use super::{literal, Plans};
+use super::{literal, PlanDesk};
 use crate::analysis::{Analyzer, CheckedTool, MissingCallees, Resolved, ToolRoot, TypeAtKind};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::engine::Engine;
@@ -21,7 +21,7 @@ use crate::types::Type;
 /// [`crate::ranges::PLAN_SUGGESTION_WORK`], of one value.
 pub const MAX_SUGGESTION_WORK: u64 = crate::ranges::PLAN_SUGGESTION_WORK.max as u64;
 
-impl Plans {
+impl PlanDesk {
     /// Checks a plan given as JSON text.
     pub fn check(&self, plan: &str) -> PlanCheck {
         self.check_with(plan, self.engine.clone()).0

@@ -9,7 +9,7 @@
 //! `serve --mcp` naming, [`crate::export::export_names`]) or the tool path under the root
 //! (`/tools/summarize.tool`); `SERVER/TOOL` for a tool of an upstream MCP server, given as
 //! data ([`UpstreamTool`]: its input and output schemas). It cannot define a primitive tool,
-//! and may call only the callable tools: those of [`Plans`] (after its allow globs) and the
+//! and may call only the callable tools: those of [`PlanDesk`] (after its allow globs) and the
 //! upstream ones. The checking is the analysis of `tdsl check` ([`Analyzer`]) over the plan's
 //! text, with the names resolved first ([`ToolRoot::alias`]), plus the plan's own checks:
 //! limits ([`PlanLimits`]), callable tools, and the mistakes models make (`E13xx`/`W13xx`,
@@ -17,9 +17,9 @@
 //! string, the character range of the offending text ([`PlanDiagnostic`]).
 //!
 //! ```
-//! use tdsl::Plans;
+//! use tdsl::PlanDesk;
 //!
-//! let plans = Plans::for_root("examples/document-analysis", &["/tools/**"]).unwrap();
+//! let plans = PlanDesk::for_root("examples/document-analysis", &["/tools/**"]).unwrap();
 //! // A model wrote a placeholder of another plan format.
 //! let plan = r#"{
 //!   "instructions": [
@@ -136,9 +136,12 @@ pub struct Callable {
     pub tool_path: Option<String>,
 }
 
-/// The tools plans may call and the limits they run under: check and run plans with it.
+/// The desk plans are handed to: the tools they may call and the limits they run under;
+/// it checks plans ([`PlanDesk::check`]) and runs them (`PlanDesk::run`, feature `engine`).
+/// Not a plan itself: the checked run plan of a composite is [`crate::analysis::Plan`], and
+/// the MCP surface in front of a desk (`check_plan`, `run_plan`) is `mcp::plans::PlanServer`.
 #[derive(Clone, Debug)]
-pub struct Plans {
+pub struct PlanDesk {
     root: PathBuf,
     /// Served tools: name and tool path, in the order given.
     served: Vec<Callable>,
@@ -155,11 +158,11 @@ pub struct Plans {
 
 pub use crate::tool::tool_globs;
 
-impl Plans {
+impl PlanDesk {
     /// The tools under `root` whose tool paths match one of `allow` (every tool when `allow`
     /// is empty) and that load without errors, named as `serve --mcp` names them. The
     /// error names an invalid glob or a root that cannot be read.
-    pub fn for_root<S: AsRef<str>>(root: impl Into<PathBuf>, allow: &[S]) -> Result<Plans, String> {
+    pub fn for_root<S: AsRef<str>>(root: impl Into<PathBuf>, allow: &[S]) -> Result<PlanDesk, String> {
         let root = root.into();
         let globs = tool_globs(allow)?;
         let tool_root = ToolRoot::new(&root);
@@ -178,14 +181,14 @@ impl Plans {
         }
         let names = crate::export::export_names(&paths);
         let served = names.into_iter().zip(paths).map(|(name, p)| Callable { name, tool_path: Some(p) }).collect();
-        Ok(Plans::with_served(root, served))
+        Ok(PlanDesk::with_served(root, served))
     }
 
     /// The tools a server already chose and named (`serve --mcp --plans` passes its own):
     /// each [`Callable`] with its tool path under `root`.
-    pub fn with_served(root: impl Into<PathBuf>, served: Vec<Callable>) -> Plans {
+    pub fn with_served(root: impl Into<PathBuf>, served: Vec<Callable>) -> PlanDesk {
         let root = root.into();
-        Plans {
+        PlanDesk {
             upstream: Arc::new(upstream::UpstreamIndex::new(root.clone())),
             root,
             served: served.into_iter().filter(|c| c.tool_path.is_some()).collect(),
@@ -197,7 +200,7 @@ impl Plans {
     }
 
     /// Adds the tools of upstream MCP servers (`SERVER/TOOL`).
-    pub fn with_upstream(mut self, tools: Vec<UpstreamTool>) -> Plans {
+    pub fn with_upstream(mut self, tools: Vec<UpstreamTool>) -> PlanDesk {
         let index = Arc::make_mut(&mut self.upstream);
         for t in tools {
             index.at.entry(t.plan_name()).or_insert(index.tools.len());
@@ -209,7 +212,7 @@ impl Plans {
 
     /// Replaces the limits (check them with [`PlanLimits::validate`] first: a plan is
     /// checked and run with whatever is given).
-    pub fn with_limits(mut self, limits: PlanLimits) -> Plans {
+    pub fn with_limits(mut self, limits: PlanLimits) -> PlanDesk {
         self.engine = self.engine.with_limits(limits.expression.clone());
         self.limits = limits;
         self
@@ -217,7 +220,7 @@ impl Plans {
 
     /// Gives plans' expressions a file store (`serve --files DIR`): without one, a plan that
     /// uses a file function is refused (`E1310`).
-    pub fn with_file_store(mut self, store: Arc<dyn crate::files::FileStore>) -> Plans {
+    pub fn with_file_store(mut self, store: Arc<dyn crate::files::FileStore>) -> PlanDesk {
         self.engine = self.engine.with_file_store(store);
         self.files = true;
         self

@@ -4,12 +4,12 @@
 use std::path::{Component, Path};
 use std::sync::Arc;
 
-use super::{Callable, Plans};
+use super::{Callable, PlanDesk};
 use crate::analysis::{LoadedTool, Resolved, ToolRoot};
 use crate::diagnostic::{did_you_mean, Code, Diagnostic};
 use crate::span::Span;
 
-impl Plans {
+impl PlanDesk {
     /// What a `tool_definition_path` names: a callable tool, loaded (and aliased in `root`
     /// under the name written), or why not.
     pub(super) fn resolve(
