@@ -144,9 +144,9 @@ fn plan(n: usize, mistake: bool) -> String {
 }
 
 fn bench_plans(c: &mut Criterion) {
-    use tdsl::testing::plans::Plans;
+    use tdsl::testing::plans::PlanDesk;
     let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let plans = Plans::for_root(manifest.join("tests/data/plans/root"), &["/tools/*.tool"]).expect("the root loads");
+    let plans = PlanDesk::for_root(manifest.join("tests/data/plans/root"), &["/tools/*.tool"]).expect("the root loads");
     let mut group = c.benchmark_group("plans");
     let typical = std::fs::read_to_string(manifest.join("tests/data/plans/cli/clean.json")).expect("the plan");
     assert!(plans.check(&typical).ok());

@@ -91,7 +91,7 @@
 //! Everything above is re-exported at the crate's root: the expression engine ([`Engine`],
 //! [`Program`], [`Value`], [`Limits`]), diagnostics ([`Diagnostic`], [`Code`]), checking
 //! ([`Analyzer`], [`ToolRoot`], [`CheckedTool`], [`Plan`]), running ([`Executor`], the
-//! [`Runner`] a host implements, [`Trace`]), plans written by models ([`Plans`]) and, with the
+//! [`Runner`] a host implements, [`Trace`]), plans written by models ([`PlanDesk`]) and, with the
 //! feature `compose`, the Tool Composer ([`Composer`]). The stages behind them, data flowing one
 //! way — source → AST → typed AST → bytecode → VM, and `.tool` → model → analysis → plan →
 //! execution — are the crate's own modules; `docs/architecture.md` describes them.
@@ -209,7 +209,7 @@ pub use exec::{replay, Divergence, Replay};
 pub use history::{HistoryStore, Recorder, RunContext, RunFilter, SqliteStore};
 
 // Plans written by models (SPEC section 13): check a plan given as JSON, run it.
-pub use plans::{upstream_target, Location, PlanCheck, PlanDiagnostic, PlanLimits, Plans, UpstreamTool};
+pub use plans::{upstream_target, Location, PlanCheck, PlanDesk, PlanDiagnostic, PlanLimits, UpstreamTool};
 #[cfg(feature = "engine")]
 pub use plans::{PlanRefused, PlanRun, PlanStep, RunPlanOptions};
 

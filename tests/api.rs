@@ -189,7 +189,7 @@ fn the_public_api_is_the_crate_root() {
     use tdsl::{
         render_plain, Analyzer, CheckedTool, Clock, Code, Diagnostic, Engine, EvalError, FileStore, FixedClock,
         FunctionTable, HostFn, Limits, LineIndex, LocalStore, Location, Map, MemoryStore, Param, Plan, PlanCheck,
-        PlanDiagnostic, PlanLimits, Plans, Program, ReturnRule, Scope, Severity, Signature, SystemClock, ToolRoot,
+        PlanDesk, PlanDiagnostic, PlanLimits, Program, ReturnRule, Scope, Severity, Signature, SystemClock, ToolRoot,
         Type, TypeAt, UpstreamTool, Value,
     };
     #[cfg(feature = "engine")]

@@ -13,7 +13,9 @@ use std::sync::Arc;
 use serde_json::{json, Value as Json};
 use tdsl::testing::exec::{RunStatus, Runner, ToolCall, ToolError};
 use tdsl::testing::host::HostRunner;
-use tdsl::testing::plans::{upstream_target, PlanCheck, PlanLimits, PlanRefused, Plans, RunPlanOptions, UpstreamTool};
+use tdsl::testing::plans::{
+    upstream_target, PlanCheck, PlanDesk, PlanLimits, PlanRefused, RunPlanOptions, UpstreamTool,
+};
 use tdsl::Code;
 
 use common::tdsl;
@@ -100,8 +102,8 @@ fn runner() -> Arc<dyn Runner> {
     })
 }
 
-/// The `Plans` a case is checked with.
-fn plans_for(case: &Json) -> Plans {
+/// The `PlanDesk` a case is checked with.
+fn plans_for(case: &Json) -> PlanDesk {
     let root_name = case["root"].as_str().unwrap_or("root");
     let allow: Vec<String> = case["allow"].as_array().map_or_else(
         || vec!["/tools/*.tool".to_string()],
@@ -119,7 +121,7 @@ fn plans_for(case: &Json) -> Plans {
     set("max_bytes", &mut limits.max_bytes);
     set("max_nesting", &mut limits.max_nesting);
     assert!(limits.validate().is_ok(), "{case}: limits out of range");
-    Plans::for_root(root(root_name), &allow).expect("the root loads").with_upstream(upstream()).with_limits(limits)
+    PlanDesk::for_root(root(root_name), &allow).expect("the root loads").with_upstream(upstream()).with_limits(limits)
 }
 
 /// The plan of a case as text: `plan` (pretty JSON) or `plan_text` (as written).
@@ -266,8 +268,8 @@ fn every_plan_code_has_a_case_and_docs() {
     assert!(missing.is_empty(), "{}", missing.join("\n"));
 }
 
-fn test_plans() -> Plans {
-    Plans::for_root(root("root"), &["/tools/*.tool"]).expect("the root loads").with_upstream(upstream())
+fn test_plans() -> PlanDesk {
+    PlanDesk::for_root(root("root"), &["/tools/*.tool"]).expect("the root loads").with_upstream(upstream())
 }
 
 /// A JSON pointer and a range do not depend on how the plan's JSON is laid out.
@@ -413,7 +415,7 @@ fn runs_answer_status_result_steps_and_failure_summary() {
     assert!(run.failure_summary.as_deref().is_some_and(|s| s.contains("E0809")), "{:?}", run.failure_summary);
 
     // The deadline.
-    let slow = Plans::for_root(root("slow"), &[] as &[&str])
+    let slow = PlanDesk::for_root(root("slow"), &[] as &[&str])
         .expect("root")
         .with_limits(PlanLimits { deadline_seconds: 0.5, ..PlanLimits::default() });
     let plan = r#"{"instructions": [{"execution_id": "nap", "tool_definition_path": "sleep"}]}"#;
@@ -555,7 +557,7 @@ fn well_written_composites_get_no_plan_codes() {
         if !main.is_file() {
             continue;
         }
-        let plans = Plans::for_root(&dir, &[] as &[&str]).expect("the root loads");
+        let plans = PlanDesk::for_root(&dir, &[] as &[&str]).expect("the root loads");
         let check = plans.check(&std::fs::read_to_string(&main).expect("readable"));
         let plan_codes: Vec<&str> =
             check.diagnostics.iter().map(|d| d.code).filter(|c| c[1..].starts_with("13")).collect();
@@ -565,7 +567,7 @@ fn well_written_composites_get_no_plan_codes() {
     assert!(checked >= 2, "only {checked} examples");
     // Nor on the analysis' clean cases (the seed's examples among them), but for what a
     // plan may not do: use the file functions without a store (E1310), be primitive (E1304).
-    let plans = Plans::for_root(manifest().join("tests/data/check/root"), &[] as &[&str]).expect("root");
+    let plans = PlanDesk::for_root(manifest().join("tests/data/check/root"), &[] as &[&str]).expect("root");
     for entry in std::fs::read_dir(manifest().join("tests/data/check/ok")).expect("ok cases") {
         let path = entry.expect("entry").path();
         let check = plans.check(&std::fs::read_to_string(&path).expect("readable"));

@@ -14,7 +14,7 @@
 //! the guide come from the library's server ([`McpServer::with_plans`], [`PlanServer`]). The
 //! direct transcript is made by a scripted client that calls the tools through tdsl's own MCP
 //! server ([`McpServer::call`], the `tools/call` result a real client gets). The plan runs
-//! with the plan core ([`Plans::run`], what `run_plan` does; its `to_json()` is run_plan's
+//! with the plan core ([`PlanDesk::run`], what `run_plan` does; its `to_json()` is run_plan's
 //! answer), and its trace's calls must be the direct client's calls, with the same responses
 //! ([`Measured::check`]). Both must give the same final answer.
 //!
@@ -29,7 +29,7 @@ use tdsl::testing::exec::Outcome;
 use tdsl::testing::mcp::plans::{answer_text, PlanOptions, PlanServer, RUN_PLAN, TOOLS_URI};
 use tdsl::testing::mcp::upstream::Upstreams;
 use tdsl::testing::mcp::McpServer;
-use tdsl::testing::plans::{Callable, PlanLimits, Plans, RunPlanOptions};
+use tdsl::testing::plans::{Callable, PlanLimits, PlanDesk, RunPlanOptions};
 
 mod tasks;
 pub mod upstream;
@@ -74,7 +74,7 @@ pub struct Bench {
     /// `tdsl serve --mcp --plans` over the same tools.
     pub plan_server: McpServer,
     /// The plan core as `serve --mcp --plans` makes it: the served tools by their names.
-    pub plans: Plans,
+    pub plans: PlanDesk,
 }
 
 impl Bench {
@@ -96,7 +96,7 @@ impl Bench {
             .iter()
             .map(|s| Callable { name: s.name.clone(), tool_path: Some(s.tool_path.clone()) })
             .collect();
-        let plans = Plans::with_served(&root, served);
+        let plans = PlanDesk::with_served(&root, served);
         Ok(Bench { root, server, plan_server, plans })
     }
 
@@ -164,7 +164,7 @@ impl Bench {
     }
 
     /// Runs the task's plan (`plans/<id>.json`) with its arguments as `run_plan` does:
-    /// [`Plans::run`] (checked, then run with the host runner); the answer is its
+    /// [`PlanDesk::run`] (checked, then run with the host runner); the answer is its
     /// `to_json()`.
     pub fn run_plan(&self, task: &Task) -> Result<PlanRun, String> {
         let file = self.root.join("plans").join(format!("{}.json", task.id));

@@ -26,7 +26,7 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyT
 use rustc_hash::FxHashMap;
 use smol_str::SmolStr;
 use tdsl::{
-    Analyzer, CancelToken, Diagnostic, Engine, Executor, HostRunner, LineIndex, LoadError, Map, Options, Plans, Run,
+    Analyzer, CancelToken, Diagnostic, Engine, Executor, HostRunner, LineIndex, LoadError, Map, Options, PlanDesk, Run,
     RunPlanOptions, RunStatus, Runner, Scope, ToolCall, ToolError, ToolRoot, Value, Workflow,
 };
 
@@ -698,9 +698,9 @@ fn check_files<'py>(py: Python<'py>, paths: Vec<PathBuf>, root: Option<PathBuf>)
     Ok(out)
 }
 
-fn plans_for(root: &Path, allow: Option<Vec<String>>) -> Result<Plans, String> {
+fn plans_for(root: &Path, allow: Option<Vec<String>>) -> Result<PlanDesk, String> {
     let allow = allow.unwrap_or_else(|| vec!["**/*.tool".to_string()]);
-    Plans::for_root(root, &allow)
+    PlanDesk::for_root(root, &allow)
 }
 
 /// The plan check's JSON (`{ok, errors, warnings, diagnostics, levels?, result_type?}`).

@@ -25,7 +25,8 @@ use std::collections::HashMap;
 
 use indexmap::IndexMap;
 
-use super::check::{accepted_type, Checker};
+use super::check::Checker;
+use super::declared_types::accepted_type;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::functions::{FunctionTable, ParamKind};
 use crate::span::{SourceMap, Span};

@@ -37,6 +37,7 @@
 
 mod check;
 mod dag;
+mod declared_types;
 pub mod infer;
 mod lints;
 pub mod plan;

@@ -407,7 +407,7 @@ fn check_plan(path: &Path, args: &CheckArgs) -> ExitCode {
         Ok(l) => l,
         Err(e) => return usage_failure(&UsageError(e)),
     };
-    let mut plans = match crate::plans::Plans::for_root(&root, &args.allow) {
+    let mut plans = match crate::plans::PlanDesk::for_root(&root, &args.allow) {
         Ok(p) => p.with_limits(limits),
         Err(e) => return usage_failure(&UsageError(format!("--allow: {e}"))),
     };
@@ -440,7 +440,7 @@ fn check_plan(path: &Path, args: &CheckArgs) -> ExitCode {
 }
 
 /// [`check_plan`] once the callable tools are known.
-fn check_plan_with(path: &Path, args: &CheckArgs, plans: &crate::plans::Plans) -> ExitCode {
+fn check_plan_with(path: &Path, args: &CheckArgs, plans: &crate::plans::PlanDesk) -> ExitCode {
     let name = path.display().to_string();
     // The size first: a plan over the limit is not read.
     let len = match std::fs::metadata(path) {

@@ -121,7 +121,7 @@ pub fn occurrences(engine: &Engine, file: &Path, tool: &ToolDef, resolver: &Reso
         }
     }
     let step_callee = |id: &str| -> Option<PathBuf> { by_name.get(id).and_then(|&n| callees[n].clone()) };
-    let ctx = Ctx { file: &this, engine, step_callee: &step_callee };
+    let scan = FileScan { file: &this, engine, step_callee: &step_callee };
     for (n, i) in ins.iter().enumerate() {
         out.push(Occurrence {
             sym: Sym::Step { file: this.clone(), id: i.execution_id.node.clone() },
@@ -168,24 +168,24 @@ pub fn occurrences(engine: &Engine, file: &Path, tool: &ToolDef, resolver: &Reso
         }
         let own = callees[n].clone();
         for site in i.ref_sites() {
-            ctx.ref_path(&site.path, own.as_ref(), &mut out);
+            scan.ref_path(&site.path, own.as_ref(), &mut out);
         }
         for (t, block) in
             [(&i.transform_arguments, TransformBlock::Arguments), (&i.transform_responses, TransformBlock::Responses)]
         {
             if let Some(t) = t {
-                ctx.transform(t, block, own.as_ref(), &mut out);
+                scan.transform(t, block, own.as_ref(), &mut out);
             }
         }
         if let Some(DoneCheck::Expression(e)) = &i.done_check {
-            ctx.expression(e, None, own.as_ref(), &mut out);
+            scan.expression(e, None, own.as_ref(), &mut out);
         }
     }
     for site in tool.ref_sites() {
-        ctx.ref_path(&site.path, None, &mut out);
+        scan.ref_path(&site.path, None, &mut out);
     }
     for t in [&tool.transform_arguments, &tool.transform_responses].into_iter().flatten() {
-        ctx.transform(t, TransformBlock::Arguments, None, &mut out);
+        scan.transform(t, TransformBlock::Arguments, None, &mut out);
     }
     if let ToolKind::Composite { response_reference_map: Some(map), .. } = &tool.kind {
         for (k, _) in &map.entries {
@@ -209,13 +209,15 @@ pub fn at(occurrences: &[Occurrence], offset: usize) -> Option<&Occurrence> {
         .min_by_key(|o| o.span.end - o.span.start)
 }
 
-struct Ctx<'a> {
+/// What finding the occurrences of one file reads: the file, the engine (to parse its
+/// expressions), and the callee of each step by the names REFs use for it.
+struct FileScan<'a> {
     file: &'a PathBuf,
     engine: &'a Engine,
     step_callee: &'a dyn Fn(&str) -> Option<PathBuf>,
 }
 
-impl Ctx<'_> {
+impl FileScan<'_> {
     /// A REF path whose spans are already in the file. `own` is the callee of the step
     /// the REF is in (what `REF:response` reads).
     fn ref_path(&self, path: &crate::syntax::ast::RefPath, own: Option<&PathBuf>, out: &mut Vec<Occurrence>) {

@@ -1,7 +1,7 @@
 //! Plans over MCP (`tdsl serve --mcp --plans`, SPEC §13): the tools `check_plan` and
 //! `run_plan`, the resources `tdsl://guide` and `tdsl://tools`, and the prompt `plan`.
 //!
-//! The checking and running are the plan core's ([`crate::plans::Plans`]); this module is its
+//! The checking and running are the plan core's ([`crate::plans::PlanDesk`]); this module is its
 //! MCP surface: it hands the core the served tools and the upstream servers' schemas
 //! ([`super::upstream`]), runs plans with a runner that sends `SERVER/TOOL` calls to their
 //! upstream server and every other call to the host runner, and says what a model reads.
@@ -18,11 +18,11 @@ use rmcp::model::{
 use rmcp::ErrorData as McpError;
 use serde_json::{json, Value as Json};
 
+use super::served::Served;
 use super::upstream::{upstream_tool, UpstreamRunner, Upstreams};
-use super::Served;
 use crate::exec::{CancelToken, Event, Observer, Runner};
 use crate::host::{HostRunner, ToolEnv};
-use crate::plans::{Callable, PlanLimits, PlanRefused, Plans, RunPlanOptions, UpstreamTool};
+use crate::plans::{Callable, PlanDesk, PlanLimits, PlanRefused, RunPlanOptions, UpstreamTool};
 use crate::tool::ToolKind;
 use crate::value::Value;
 
@@ -133,7 +133,7 @@ impl PlanServer {
     /// The plan core for one check or run: the served tools, the tools of the upstream
     /// servers the plan may name (each started on first use), the limits and the files.
     /// A server that cannot be listed is named in the second value.
-    fn core(&self, plan: &Json) -> (Plans, Vec<String>) {
+    fn core(&self, plan: &Json) -> (PlanDesk, Vec<String>) {
         let parsed;
         let plan = match self.plan_value(plan) {
             Some(p) => {
@@ -143,7 +143,7 @@ impl PlanServer {
             None => plan,
         };
         let callable = self.callable();
-        let mut plans = Plans::with_served(&self.root, callable.clone()).with_limits(self.options.limits.clone());
+        let mut plans = PlanDesk::with_served(&self.root, callable.clone()).with_limits(self.options.limits.clone());
         if let Some(dir) = &self.options.files {
             if let Ok(store) = crate::files::LocalStore::open(dir) {
                 plans = plans.with_file_store(Arc::new(store));
@@ -200,7 +200,7 @@ impl PlanServer {
     pub fn check_plan(&self, arguments: &Json) -> Json {
         let plan = match plan_argument(arguments) {
             Ok(p) => p,
-            Err(e) => return super::tool_error(e),
+            Err(e) => return super::served::tool_error(e),
         };
         let text = plan_text(plan, self.options.limits.max_bytes);
         let (core, problems) = self.core(plan);
@@ -248,12 +248,12 @@ impl PlanServer {
         tool: String,
         recorded: Json,
     ) -> Result<crate::plans::PlanRun, Json> {
-        let plan = plan_argument(arguments).map_err(super::tool_error)?;
+        let plan = plan_argument(arguments).map_err(super::served::tool_error)?;
         let args = match arguments.get("arguments") {
             None | Some(Json::Null) => Json::Object(serde_json::Map::new()),
             Some(a @ Json::Object(_)) => a.clone(),
             Some(other) => {
-                return Err(super::tool_error(format!(
+                return Err(super::served::tool_error(format!(
                     "`arguments` must be an object of the plan's arguments (or left out), not {}",
                     super::framing::kind(other)
                 )))
@@ -263,7 +263,7 @@ impl PlanServer {
         let (core, problems) = self.core(plan);
         let values: Value = match serde_json::from_value(args.clone()) {
             Ok(v) => v,
-            Err(e) => return Err(super::tool_error(format!("`arguments` cannot be read: {e}"))),
+            Err(e) => return Err(super::served::tool_error(format!("`arguments` cannot be read: {e}"))),
         };
         let runner: Arc<dyn Runner> =
             Arc::new(UpstreamRunner::new(HostRunner::new().with_env(self.tool_env.clone()), self.upstreams.clone()));
@@ -419,7 +419,7 @@ impl PlanServer {
     /// core over the served tools and every upstream server's tools (each listed, so started,
     /// now), the names a tool mapping may use, the tools listing the model reads
     /// (`tdsl://tools`) and `run_plan`'s runner. Blocking.
-    pub(crate) fn compose_parts(&self) -> (Plans, Vec<Callable>, String, Arc<dyn Runner>) {
+    pub(crate) fn compose_parts(&self) -> (PlanDesk, Vec<Callable>, String, Arc<dyn Runner>) {
         let (mut plans, _) = self.core(&Json::Null);
         let mut callable = self.callable();
         let mut tools = Vec::new();

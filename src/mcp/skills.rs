@@ -15,7 +15,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use serde_json::{json, Value as Json};
 
 use super::plans::PlanServer;
-use super::Served;
+use super::served::Served;
 use crate::exec::{CancelToken, Observer};
 use crate::export::{export_tool, Format};
 use crate::plans::skills::{skill_source, SkillError, SkillStore, SkillVersion};
@@ -342,7 +342,9 @@ impl Skills {
             Some(Json::String(n)) => n.clone(),
             _ => {
                 return (
-                    super::tool_error("the argument `name` is missing: a skill name such as `weekly_report`".into()),
+                    super::served::tool_error(
+                        "the argument `name` is missing: a skill name such as `weekly_report`".into(),
+                    ),
                     false,
                 )
             }
@@ -351,7 +353,7 @@ impl Skills {
             Some(Json::String(d)) if !d.trim().is_empty() => d.trim().to_string(),
             _ => {
                 return (
-                    super::tool_error(
+                    super::served::tool_error(
                         "the argument `description` is missing: say what the skill does and when to call it".into(),
                     ),
                     false,
@@ -361,10 +363,10 @@ impl Skills {
         let replace = match arguments.get("replace") {
             None | Some(Json::Null) => false,
             Some(Json::Bool(b)) => *b,
-            Some(_) => return (super::tool_error("`replace` must be true or false".into()), false),
+            Some(_) => return (super::served::tool_error("`replace` must be true or false".into()), false),
         };
         let Some(plan) = arguments.get("plan") else {
-            return (super::tool_error("the argument `plan` is missing: the plan that worked".into()), false);
+            return (super::served::tool_error("the argument `plan` is missing: the plan that worked".into()), false);
         };
         let mut taken = self.taken.clone();
         taken.extend(super::plans::PlanServer::tools().iter().filter_map(|t| t["name"].as_str().map(str::to_string)));
@@ -405,11 +407,11 @@ impl Skills {
         };
         let source = match skill_source(plan, &description, resolve) {
             Ok(s) => s,
-            Err(e) => return (super::tool_error(e), false),
+            Err(e) => return (super::served::tool_error(e), false),
         };
         if source.len() > self.plans.max_plan_bytes() {
             return (
-                super::tool_error(format!(
+                super::served::tool_error(format!(
                     "the skill's file would be {} bytes, more than the plan size limit ({}) [{}]",
                     source.len(),
                     self.plans.max_plan_bytes(),
@@ -420,7 +422,7 @@ impl Skills {
         }
         if let Some(cycle) = self.cycle(&name, &source) {
             return (
-                super::tool_error(format!(
+                super::served::tool_error(format!(
                     "the skill `{name}` would call itself: {} [{}]",
                     cycle.join(" → "),
                     crate::diagnostic::Code::ToolRecursion.as_str()
@@ -454,7 +456,7 @@ impl Skills {
     /// `delete_skill {name}`: the tool result, and whether the tools changed.
     pub fn delete(&self, arguments: &Json, client: Option<String>, session: Option<String>) -> (Json, bool) {
         let Some(name) = arguments.get("name").and_then(Json::as_str) else {
-            return (super::tool_error("the argument `name` is missing: the skill to delete".into()), false);
+            return (super::served::tool_error("the argument `name` is missing: the skill to delete".into()), false);
         };
         match self.store.delete(name) {
             Ok(version) => {
@@ -542,12 +544,12 @@ fn run_skill(
     observer: Option<Arc<dyn Observer>>,
 ) -> Json {
     let arguments = match &skill.served {
-        Some(served) => super::with_defaults(&served.def, arguments),
+        Some(served) => super::served::with_defaults(&served.def, arguments),
         None => arguments,
     };
     if let Some(served) = &skill.served {
         if let Err(why) = crate::export::validate_arguments(&served.def, &arguments) {
-            return super::tool_error(format!("invalid arguments for `{}`: {why}", skill.name));
+            return super::served::tool_error(format!("invalid arguments for `{}`: {why}", skill.name));
         }
     }
     let version = skill.version().map(|v| v.version);
@@ -559,10 +561,10 @@ fn run_skill(
     let call = json!({"plan": skill.text, "arguments": arguments});
     match plans.run_as(&call, cancel, observer, tool, recorded) {
         Ok(run) => match (run.succeeded(), run.result) {
-            (true, Some(result)) => super::success(result),
+            (true, Some(result)) => super::served::success(result),
             _ => {
                 let why = run.failure_summary.unwrap_or_else(|| "no reason recorded".to_string());
-                super::tool_error(format!("{}: {why}", run.status.as_str()))
+                super::served::tool_error(format!("{}: {why}", run.status.as_str()))
             }
         },
         Err(answer) => answer,

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::{PlanCheck, Plans};
+use super::{PlanCheck, PlanDesk};
 use crate::exec::{
     CancelToken, ExecClock, Executor, Guards, Observer, Options, RunStatus, Runner, StepStatus, Time, Trace, Workflow,
 };
@@ -153,7 +153,7 @@ impl PlanRun {
     }
 }
 
-impl Plans {
+impl PlanDesk {
     /// Checks the plan and, with no error, runs it with `arguments` (an object; the plan's
     /// `REF:arguments.…`) and `runner` (the host's: [`crate::host::HostRunner`] for
     /// served tools, wrapped by a host that routes upstream calls, [`super::upstream_target`]),

@@ -1,0 +1,164 @@
+//! A step's call against its callee's declared arguments: undeclared, missing, mistyped, and
+//! literals that break a declared constraint.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use super::{a_type, plural, Checker};
+use crate::analysis::declared_types::{accepted_type_as, exact_type};
+use crate::analysis::refs::quoted;
+use crate::analysis::root::LoadedTool;
+use crate::diagnostic::{did_you_mean, Code, Diagnostic};
+use crate::span::Span;
+use crate::tool::{Instruction, Param};
+use crate::types::{Fit, Type};
+
+impl<'a> Checker<'a> {
+    /// The call against the callee's declared arguments: undeclared, missing, mistyped.
+    pub(super) fn call(&mut self, ins: &Instruction, callee: &LoadedTool, supplied: &[Supplied]) {
+        let Some(def) = &callee.def else { return };
+        let path = ins.tool_path().unwrap_or_default();
+        let by_name: HashMap<&str, &Param> = def.arguments.iter().map(|p| (p.name.node.as_str(), p)).collect();
+        let given: HashSet<&str> = supplied.iter().map(|s| &*s.name).collect();
+        if callee.declares_arguments {
+            let declared: Vec<&str> = def.arguments.iter().map(|p| p.name.node.as_str()).collect();
+            for s in supplied.iter().filter(|s| !by_name.contains_key(&*s.name)) {
+                let mut d = Diagnostic::new(
+                    Code::UndeclaredCalleeArgument,
+                    s.key_span,
+                    format!("`{path}` has no argument `{}`", s.name),
+                )
+                .with_label(format!("this {} is not an argument of the callee", s.what));
+                d = match did_you_mean(&s.name, declared.iter().copied()) {
+                    Some(m) => d.with_help(format!("did you mean `{m}`?")),
+                    None if declared.is_empty() => d.with_help(format!("`{path}` declares no arguments")),
+                    None => d.with_help(format!("`{path}` declares {}", quoted(&declared))),
+                };
+                self.diags.push(d);
+            }
+        }
+        let missing: Vec<&str> = def
+            .arguments
+            .iter()
+            .filter(|p| {
+                p.is_required()
+                    && crate::tool::validate::default_of(p).is_none()
+                    && !given.contains(p.name.node.as_str())
+            })
+            .map(|p| p.name.node.as_str())
+            .collect();
+        if !missing.is_empty() {
+            let list = quoted(&missing);
+            let n = missing.len();
+            self.diags.push(
+                Diagnostic::new(
+                    Code::MissingCalleeArgument,
+                    ins.tool_definition_path.as_ref().map_or(ins.span, |p| p.span),
+                    format!(
+                        "step `{}` does not supply the required argument{} {list} of `{path}`",
+                        ins.execution_id.node,
+                        plural(n)
+                    ),
+                )
+                .with_label(format!("called without {list}"))
+                .with_help("add it to `arguments` (or produce it with a `transform_arguments` output)"),
+            );
+        }
+        self.literal_constraints(ins, &by_name);
+        for s in supplied {
+            let Some(p) = by_name.get(&*s.name) else { continue };
+            let expected = accepted_type_as(p, exact_type(callee.exact.as_deref(), p, false));
+            if s.ty.fits(&expected) == Fit::No {
+                let declared = p.type_or_any();
+                self.diags.push(
+                    Diagnostic::new(
+                        Code::CalleeArgumentType,
+                        s.value_span,
+                        format!(
+                            "argument `{}` of `{path}` must be {}, and this is {:#}",
+                            s.name,
+                            a_type(&declared),
+                            s.ty
+                        ),
+                    )
+                    .with_label(format!("this is {}", s.ty))
+                    .with_secondary(s.key_span, format!("{} `{}`", s.what, s.name))
+                    .with_help(format!(
+                        "`{path}` declares `{}` with \"type_name\": \"{declared}\"{}",
+                        s.name,
+                        if p.is_required() && crate::tool::validate::default_of(p).is_none() {
+                            ""
+                        } else {
+                            " (or null)"
+                        }
+                    )),
+                );
+            }
+        }
+    }
+
+    /// Literal arguments against the callee's declared constraints (`enum`, `minimum`,
+    /// `pattern`, …): a literal that breaks one can never be called (E0630). Arguments with
+    /// a REF inside are left to the run, and so are those of the wrong type (E0613).
+    pub(super) fn literal_constraints(&mut self, ins: &Instruction, by_name: &HashMap<&str, &Param>) {
+        let Some(args) = &ins.arguments else { return };
+        for (k, v) in &args.entries {
+            let Some(p) = by_name.get(k.node.as_str()).filter(|p| !p.constraints.is_empty()) else { continue };
+            let Some(value) = crate::tool::constraints::literal(v) else { continue };
+            if value.is_null() || !crate::tool::validate::fits(&value, &p.type_or_any()) {
+                continue;
+            }
+            if let Some(why) = p.constraints.violation(&value) {
+                let path = ins.tool_path().unwrap_or_default();
+                self.diags.push(constraint_diagnostic(
+                    v.span,
+                    format!("argument `{}` of `{path}` {why}", k.node),
+                    p,
+                    why.key,
+                    format!("`{path}` declares the allowed values of `{}`", k.node),
+                    false,
+                ));
+            }
+        }
+    }
+}
+
+/// E0630: a literal that breaks a declared constraint. `declared_here` when the
+/// declaration is in the same file (a response), so that a secondary label can show it.
+pub(super) fn constraint_diagnostic(
+    span: Span,
+    message: String,
+    p: &Param,
+    key: &str,
+    help: String,
+    declared_here: bool,
+) -> Diagnostic {
+    let c = &p.constraints;
+    let at = match key {
+        "enum" => c.enum_values.as_ref().map(|x| x.span),
+        "minimum" => c.minimum.as_ref().map(|x| x.span),
+        "maximum" => c.maximum.as_ref().map(|x| x.span),
+        "min_length" => c.min_length.as_ref().map(|x| x.span),
+        "max_length" => c.max_length.as_ref().map(|x| x.span),
+        "pattern" => c.pattern.as_ref().map(|x| x.span),
+        "items" => c.items.as_ref().map(|x| x.span),
+        _ => None,
+    };
+    let d = Diagnostic::new(Code::LiteralBreaksConstraint, span, message)
+        .with_label(format!("refused by `{key}`"))
+        .with_help(help);
+    match at.filter(|_| declared_here) {
+        Some(s) => d.with_secondary(s, "declared here"),
+        None => d,
+    }
+}
+
+/// An argument the step passes to its callee, from wherever it comes.
+pub(super) struct Supplied {
+    pub(super) name: Arc<str>,
+    pub(super) key_span: Span,
+    pub(super) ty: Type,
+    pub(super) value_span: Span,
+    /// `argument`, `transform output` or `element` (of a parallel step), for labels.
+    pub(super) what: &'static str,
+}

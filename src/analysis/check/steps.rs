@@ -1,0 +1,405 @@
+//! Passes 2 and 3, the steps: the order types are worked out in, then each step's REFs,
+//! `arguments`, transforms, conditions, `parallel_execution` and `done_check`, checked and typed.
+
+use std::sync::Arc;
+
+use indexmap::IndexMap;
+
+use super::calls::Supplied;
+use super::{Checker, Owner, Parts, Shapes};
+use crate::analysis::declared_types::{
+    exact_type, failed_step_type, failure_type, object_fields, param_type_as, plain_result_type, response_type,
+};
+use crate::analysis::plan::*;
+use crate::analysis::refs::{Fields, RefEnv, RefInfo};
+use crate::analysis::root::LoadedTool;
+use crate::analysis::transform::{BlockSpec, ListLiterals, Names};
+use crate::diagnostic::{Code, Diagnostic};
+use crate::tool::{
+    Condition, DoneCheck, Instruction, Operator, ParallelExecution, Param, RefPlace, RefSite, Transform, TransformBlock,
+};
+use crate::types::{Fit, Type};
+
+impl<'a> Checker<'a> {
+    /// Step `i` mentions step `j` (in a REF string, or after `REF:` in an expression): the
+    /// order in which types are worked out.
+    pub(super) fn type_order(&self, sites: &[Vec<RefSite>]) -> Vec<Vec<usize>> {
+        let mut deps = Vec::with_capacity(self.steps.len());
+        for (i, step) in self.steps.iter().enumerate() {
+            let mut d: Vec<usize> =
+                sites[i].iter().filter_map(|s| self.ids.get(&*s.path.context.node).copied()).collect();
+            let ins = step.ins;
+            let mut texts: Vec<&str> = Vec::new();
+            for t in [&ins.transform_arguments, &ins.transform_responses].into_iter().flatten() {
+                texts.extend(t.transforms.iter().map(|(_, e)| &*e.value));
+                for (_, v) in &t.variables {
+                    v.walk(&mut |n| texts.extend(n.as_str().map(|s| &*s.value)));
+                }
+            }
+            if let Some(DoneCheck::Expression(e)) = &ins.done_check {
+                texts.push(&e.value);
+            }
+            for t in texts {
+                d.extend(crate::analysis::refs::mentioned_contexts(t).iter().filter_map(|c| self.ids.get(*c).copied()));
+            }
+            d.sort_unstable();
+            d.dedup();
+            deps.push(d);
+        }
+        deps
+    }
+
+    /// Checks and types the REF strings of `sites` whose place passes `keep`.
+    pub(super) fn site_info(
+        &mut self,
+        sites: &[RefSite],
+        keep: impl Fn(RefPlace) -> bool,
+        env: &RefEnv<'_>,
+    ) -> RefInfo {
+        let mut info = RefInfo::new();
+        for site in sites.iter().filter(|s| keep(s.place)) {
+            let r = self.json_ref(site, env);
+            info.insert(site.span.start, r);
+        }
+        info
+    }
+
+    /// Checks step `i` and works out its result type.
+    pub(super) fn step(&mut self, i: usize, sites: &[RefSite]) {
+        let ins = self.steps[i].ins;
+        let callee = self.steps[i].callee.clone();
+        let def = callee.as_ref().and_then(|c| c.def.as_ref());
+        let declared_responses = callee.as_ref().filter(|c| c.declares_responses).and(def).map(|d| &d.responses[..]);
+        let shapes = self.callee_shapes(callee.as_ref(), declared_responses);
+        let parallel = ins.parallel_execution.as_ref();
+        let continues = ins.continue_on_error.as_ref().is_some_and(|c| c.node);
+        let mut element = parallel_element(declared_responses, &shapes);
+        if continues {
+            // A child that failed leaves `{"status": "failed", …}` in the list (`exec::data::gather_children`).
+            element = element.union(failure_type());
+        }
+        let raw = if parallel.is_some() { Type::List(Arc::new(element.clone())) } else { shapes.response.clone() };
+        let raw_fields: Option<&Fields> = if parallel.is_some() { None } else { shapes.fields.as_ref() };
+        let owner = Owner::Step(i);
+        // A transform step (SPEC §6.4 ext) has no response: `REF:response` is an error there.
+        let transform_step = ins.is_transform_step();
+        let callee_path = ins.tool_path().unwrap_or_default().to_string();
+        let response_env = RefEnv {
+            owner,
+            response: (!transform_step).then_some(&raw),
+            response_fields: raw_fields,
+            response_source: &callee_path,
+            transformed: None,
+        };
+
+        let info = self.step_refs(ins, owner, sites, response_env);
+        let mut supplied: IndexMap<Arc<str>, Supplied> = IndexMap::new();
+        let (arguments, argument_names) = self.step_arguments(ins, &info, &mut supplied);
+        let transform_arguments = ins
+            .transform_arguments
+            .as_ref()
+            .map(|t| self.step_transform_arguments(t, owner, &argument_names, &info, &mut supplied));
+        let conditions = ins.conditions.iter().map(|c| self.condition(c, &info)).collect();
+        let done_check = ins.done_check.as_ref().and_then(|d| self.step_done_check(d, owner, &argument_names, &info));
+        let done_value = ins.done_value.as_ref().map(|v| self.value(v, &info, None));
+        let parallel_plan = parallel.map(|p| self.step_parallel(p, &info, &mut supplied));
+
+        if let Some(c) = &callee {
+            let supplied: Vec<Supplied> = supplied.into_values().collect();
+            self.call(ins, c, &supplied);
+        }
+
+        let transform_responses = ins.transform_responses.as_ref().map(|t| {
+            let names = match (parallel, declared_responses) {
+                _ if transform_step => Names::default(),
+                (Some(_), _) => Names::default(),
+                (None, Some(rs)) => Names {
+                    list: rs
+                        .iter()
+                        .map(|p| {
+                            let exact = callee.as_ref().and_then(|c| c.exact.as_deref());
+                            (Arc::from(p.name.node.as_str()), param_type_as(p, exact_type(exact, p, true)))
+                        })
+                        .collect(),
+                    open: false,
+                },
+                (None, None) => Names { list: IndexMap::new(), open: true },
+            };
+            self.transform(t, BlockSpec { names, env: response_env, warn_pass_through: false }, &info)
+        });
+
+        if transform_step {
+            self.no_response_in_transform_step(ins);
+        }
+
+        // The result, as REFs to this step see it (SPEC §6.4): a transform step's is exactly
+        // the object of its transforms.
+        let mut fields: crate::types::Fields = match parallel {
+            _ if transform_step => crate::types::Fields::default(),
+            Some(_) => [(Arc::from("response"), Type::List(Arc::new(element.clone())))].into_iter().collect(),
+            None => object_fields(&shapes.result).into_iter().collect(),
+        };
+        for (k, ty) in transform_responses.iter().flat_map(|r| &r.outputs) {
+            fields.insert(k.clone(), ty.clone());
+        }
+        let mut result = Type::object(fields, !transform_step);
+        if let Some(path) = &ins.output_path {
+            result = self.output_path_type(ins, path, result);
+        }
+        self.retries_past_breaker(ins);
+        if continues {
+            // A failure leaves `{"status": "failed", "error_message": …}` for REFs
+            // (`exec::data::failed_result`), whatever the callee declares.
+            result = result.union(failed_step_type());
+        }
+        if !ins.conditions.is_empty() {
+            result = result.union(Type::Null);
+        }
+        if ins.done_check.is_some() {
+            result = result.union(done_value.as_ref().map_or(Type::Null, |(_, t)| t.clone()));
+        }
+        self.steps[i].result = Some(result);
+        self.steps[i].parts = Some(Parts {
+            arguments,
+            transform_arguments,
+            conditions,
+            parallel: parallel_plan,
+            done_check,
+            done_value: done_value.map(|(p, _)| p),
+            transform_responses: transform_responses.map(|r| r.plan),
+        });
+    }
+
+    /// `REF:response` in a transform step (E0109 from the REF or the expression checker,
+    /// whose message says "only inside `transform_responses`", where it is): say instead
+    /// that a transform step has no response, and what to read.
+    pub(super) fn no_response_in_transform_step(&mut self, ins: &Instruction) {
+        for d in self.diags.iter_mut().filter(|d| {
+            d.code == Code::ResponseOutsideTransform && ins.span.start <= d.span.start && d.span.end <= ins.span.end
+        }) {
+            d.message = format!(
+                "`REF:response` has no value in transform step `{}`: it calls nothing, so it has no response",
+                ins.execution_id.node
+            );
+            d.help = Some(
+                "read the results it joins as `REF:<execution_id>.field`, in `variables` or inside its transforms"
+                    .to_string(),
+            );
+        }
+    }
+
+    /// Every REF string of a step, checked and typed: those in `transform_responses` see
+    /// the raw response (`response_env`), `iterate_over` sees the names the step's own
+    /// `transform_arguments` produce (to report them), the others see neither.
+    pub(super) fn step_refs(
+        &mut self,
+        ins: &Instruction,
+        owner: Owner,
+        sites: &[RefSite],
+        response_env: RefEnv<'_>,
+    ) -> RefInfo {
+        let transformed: Vec<Arc<str>> = ins
+            .transform_arguments
+            .iter()
+            .flat_map(|t| t.transforms.iter().map(|(k, _)| Arc::from(k.node.as_str())))
+            .collect();
+        let mut info = RefInfo::new();
+        for site in sites {
+            let env = match site.place {
+                RefPlace::Variable(TransformBlock::Responses) => response_env,
+                RefPlace::IterateOver => RefEnv { transformed: Some(&transformed), ..RefEnv::plain(owner) },
+                _ => RefEnv::plain(owner),
+            };
+            let r = self.json_ref(site, &env);
+            info.insert(site.span.start, r);
+        }
+        info
+    }
+
+    /// A step's `arguments`, as written: their plans, and their names with their types
+    /// (the scope of the step's expressions). Each is recorded in `supplied`.
+    pub(super) fn step_arguments(
+        &mut self,
+        ins: &Instruction,
+        info: &RefInfo,
+        supplied: &mut IndexMap<Arc<str>, Supplied>,
+    ) -> (Vec<(Arc<str>, ValuePlan)>, Names) {
+        let mut names = Names::default();
+        let mut arguments = Vec::new();
+        for (k, v) in ins.arguments.iter().flat_map(|a| &a.entries) {
+            let (plan, ty) = self.value(v, info, None);
+            let key: Arc<str> = Arc::from(k.node.as_str());
+            names.set(&key, ty.clone());
+            supplied.insert(
+                key.clone(),
+                Supplied { name: key.clone(), key_span: k.span, ty, value_span: v.span, what: "argument" },
+            );
+            arguments.push((key, plan));
+        }
+        (arguments, names)
+    }
+
+    /// A step's `transform_arguments`: each output replaces what `supplied` held under its
+    /// name.
+    pub(super) fn step_transform_arguments(
+        &mut self,
+        t: &Transform,
+        owner: Owner,
+        names: &Names,
+        info: &RefInfo,
+        supplied: &mut IndexMap<Arc<str>, Supplied>,
+    ) -> TransformPlan {
+        let spec = BlockSpec { names: names.clone(), env: RefEnv::plain(owner), warn_pass_through: true };
+        let r = self.transform(t, spec, info);
+        // The last transform written to a key decides its value and where it is reported.
+        for (tk, e) in &t.transforms {
+            let name: Arc<str> = Arc::from(tk.node.as_str());
+            let Some(ty) = r.outputs.get(&name) else { continue };
+            let s = Supplied {
+                name: name.clone(),
+                key_span: tk.span,
+                ty: ty.clone(),
+                value_span: e.span,
+                what: "transform output",
+            };
+            supplied.shift_remove(&name);
+            supplied.insert(name, s);
+        }
+        r.plan
+    }
+
+    /// A step's `done_check`: conditions, or an expression over the step's arguments.
+    pub(super) fn step_done_check(
+        &mut self,
+        d: &DoneCheck,
+        owner: Owner,
+        names: &Names,
+        info: &RefInfo,
+    ) -> Option<DoneCheckPlan> {
+        match d {
+            DoneCheck::Conditions(cs) => {
+                Some(DoneCheckPlan::Conditions(cs.iter().map(|c| self.condition(c, info)).collect()))
+            }
+            DoneCheck::Expression(e) => {
+                let compiled = self.compile(e, names, &RefEnv::plain(owner), &ListLiterals::new());
+                compiled.program.map(DoneCheckPlan::Expression)
+            }
+        }
+    }
+
+    /// A step's `parallel_execution`: `iterate_over` must be a list; its element is supplied
+    /// to each child under `child_argument_name`.
+    pub(super) fn step_parallel(
+        &mut self,
+        p: &ParallelExecution,
+        info: &RefInfo,
+        supplied: &mut IndexMap<Arc<str>, Supplied>,
+    ) -> ParallelPlan {
+        let (plan, ty) = self.value(&p.iterate_over, info, None);
+        let list_or_null = Type::any_list().union(Type::Null);
+        if ty.fits(&list_or_null) == Fit::No {
+            self.diags.push(
+                Diagnostic::new(
+                    Code::IterateOverNotList,
+                    p.iterate_over.span,
+                    format!("`iterate_over` must be a list, and this is {ty:#}"),
+                )
+                .with_label(format!("this is {ty}"))
+                .with_help("iterate over a list: a REF to a list field, or a literal list"),
+            );
+        }
+        let elem = ty.element();
+        let elem = if elem == Type::Never { Type::Any } else { elem };
+        let name: Arc<str> = Arc::from(p.child_argument_name.node.as_str());
+        supplied.shift_remove(&name);
+        supplied.insert(
+            name.clone(),
+            Supplied {
+                name: name.clone(),
+                key_span: p.child_argument_name.span,
+                ty: elem,
+                value_span: p.iterate_over.span,
+                what: "element",
+            },
+        );
+        ParallelPlan { iterate_over: plan, child_argument_name: name }
+    }
+
+    pub(super) fn callee_shapes(
+        &mut self,
+        callee: Option<&Arc<LoadedTool>>,
+        declared: Option<&[Param]>,
+    ) -> Arc<Shapes> {
+        let exact = callee.and_then(|c| c.exact.as_deref());
+        let make = || {
+            Arc::new(Shapes {
+                response: response_type(declared, exact),
+                result: plain_result_type(declared, exact),
+                fields: declared.map(|rs| rs.iter().map(|p| Arc::from(p.name.node.as_str())).collect()),
+            })
+        };
+        match callee {
+            Some(c) => self.shapes.entry(c.file.clone()).or_insert_with(make).clone(),
+            None => make(),
+        }
+    }
+
+    /// A condition as a plan, reporting comparisons that cannot succeed.
+    pub(super) fn condition(&mut self, c: &Condition, info: &RefInfo) -> ConditionPlan {
+        match c {
+            Condition::Leaf { param, operator, value, span } => {
+                let (param_plan, param_ty) = self.value(param, info, None);
+                let value = value.as_ref().map(|v| (v, self.value(v, info, None)));
+                if is_numeric(operator.node) {
+                    let number = Type::Number.union(Type::Null);
+                    let operands = std::iter::once((param, &param_ty)).chain(value.as_ref().map(|(v, (_, t))| (*v, t)));
+                    for (node, ty) in operands {
+                        if ty.fits(&number) == Fit::No {
+                            self.diags.push(
+                                Diagnostic::new(
+                                    Code::ConditionType,
+                                    node.span,
+                                    format!("`{}` compares numbers, and this is {ty:#}", operator.node),
+                                )
+                                .with_label(format!("this is {ty}"))
+                                .with_secondary(operator.span, "a numeric comparison")
+                                .with_help("compare numbers, or use `equals` / `contains` for other values"),
+                            );
+                        }
+                    }
+                }
+                ConditionPlan::Leaf {
+                    param: param_plan,
+                    operator: operator.node,
+                    value: value.map(|(_, (p, _))| p),
+                    span: *span,
+                }
+            }
+            Condition::Group { logic, conditions, span } => ConditionPlan::Group {
+                logic: logic.node,
+                conditions: conditions.iter().map(|c| self.condition(c, info)).collect(),
+                span: *span,
+            },
+        }
+    }
+}
+
+pub(super) fn is_numeric(op: Operator) -> bool {
+    matches!(
+        op,
+        Operator::GreaterThan | Operator::LessThan | Operator::GreaterThanOrEquals | Operator::LessThanOrEquals
+    )
+}
+
+/// A parallel child's element is its callee's response as returned (SPEC §6.3): the
+/// declared response object, or the value of a declared `response` when the tool returns a
+/// non-object; anything when it declares no responses.
+pub(super) fn parallel_element(declared_responses: Option<&[Param]>, shapes: &Shapes) -> Type {
+    match declared_responses {
+        None => Type::Any,
+        Some(_) => match object_fields(&shapes.response).into_iter().find(|(k, _)| &**k == "response") {
+            Some((_, alias)) => shapes.response.clone().union(alias),
+            None => shapes.response.clone(),
+        },
+    }
+}

@@ -1,0 +1,140 @@
+//! One served tool and a call of it: its arguments (defaults filled in, checked against its
+//! input schema), its run (a composite through the engine, a primitive through the host
+//! runner, its answer checked against its declared `responses`), and the `tools/call`
+//! result or tool error. The plan and skill tools answer in the same shapes.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{json, Value as Json};
+
+use crate::exec::{CancelToken, Executor, Observer, RunStatus, Runner, ToolCall, Workflow};
+use crate::export::validate_arguments;
+use crate::host::HostRunner;
+use crate::tool::{ToolDef, ToolKind};
+use crate::value::Value;
+
+/// One tool the server offers.
+#[derive(Debug)]
+pub struct Served {
+    /// Its MCP name.
+    pub name: String,
+    /// Its tool path under the root (`/tools/main.tool`).
+    pub tool_path: String,
+    /// Its file.
+    pub file: PathBuf,
+    /// Its definition.
+    pub def: ToolDef,
+    /// Its MCP `Tool` object.
+    pub tool: Json,
+}
+
+/// The guards of a served composite's run.
+pub(super) fn served_run_guards(max_calls_per_run: usize, max_result_bytes: usize) -> crate::exec::Guards {
+    crate::exec::Guards::new().max_calls_per_run(max_calls_per_run).max_result_bytes(max_result_bytes)
+}
+
+/// The result of a call, in the `tools/call` result shape.
+pub(super) fn call_served(
+    root: &Path,
+    served: &Served,
+    arguments: Json,
+    cancel: &CancelToken,
+    observer: Option<Arc<dyn Observer>>,
+    tool_env: &crate::host::ToolEnv,
+    guards: &crate::exec::Guards,
+) -> Json {
+    let arguments = with_defaults(&served.def, arguments);
+    if let Err(why) = validate_arguments(&served.def, &arguments) {
+        return tool_error(format!("invalid arguments for `{}`: {why}", served.name));
+    }
+    let args: Value = match serde_json::from_value(arguments) {
+        Ok(v) => v,
+        Err(e) => return tool_error(format!("invalid arguments for `{}`: {e}", served.name)),
+    };
+    match &served.def.kind {
+        ToolKind::Composite { .. } => {
+            let workflow = match Workflow::load(root, &served.file) {
+                Ok(w) => w,
+                Err(e) => return tool_error(format!("`{}` cannot run: {e}", served.tool_path)),
+            };
+            let options = crate::exec::Options { guards: guards.clone(), ..crate::exec::Options::default() };
+            let mut executor = Executor::new(HostRunner::new().with_env(tool_env.clone())).with_options(options);
+            if let Some(o) = observer {
+                executor = executor.with_observer(o);
+            }
+            let run = match executor.run_cancellable(&workflow, args, cancel) {
+                Ok(r) => r,
+                Err(refused) => return tool_error(format!("refused before the run: {refused} [{}]", refused.code())),
+            };
+            match (run.status, run.result) {
+                (RunStatus::Success | RunStatus::Partial, Some(result)) => success(result),
+                (status, _) => {
+                    let why = run.error.map_or_else(|| "no reason recorded".to_string(), |e| e.to_string());
+                    tool_error(format!("{}: {why}", status.as_str()))
+                }
+            }
+        }
+        ToolKind::Primitive { .. } => {
+            let call = ToolCall {
+                tool_path: &served.tool_path,
+                definition: Some(&served.def),
+                file: Some(&served.file),
+                arguments: &args,
+                cancel,
+                timeout: None,
+                attempt: 1,
+            };
+            match HostRunner::new().with_env(tool_env.clone()).call(&call) {
+                Ok(_) | Err(_) if cancel.is_cancelled() => tool_error(format!("`{}` was cancelled", served.tool_path)),
+                // Checked against its declared `responses` as a run checks a step's answer.
+                Ok(v) => match check_primitive_response(served, &v) {
+                    Ok(()) => success(v),
+                    Err(why) => {
+                        tool_error(format!("FAILED: {why} [{}]", crate::diagnostic::Code::ResponseInvalid.as_str()))
+                    }
+                },
+                // The runner's message already names the tool path.
+                Err(e) => tool_error(format!("FAILED: {e}")),
+            }
+        }
+    }
+}
+
+/// A primitive tool's answer against its declared `responses`, by the check a run makes of
+/// a step's answer (`E0802`): the message when it does not match.
+fn check_primitive_response(served: &Served, result: &Value) -> Result<(), String> {
+    let tool = crate::exec::Tool::Primitive { def: Arc::new(served.def.clone()), file: served.file.clone() };
+    crate::exec::data::check_response(Some(&tool), &served.tool_path, result)
+}
+
+/// The arguments with each declared `default` put in where the key is absent or `null`, as a
+/// run does (`docs/tool-format.md`), so that a primitive tool receives them too.
+pub(super) fn with_defaults(def: &ToolDef, arguments: Json) -> Json {
+    let Json::Object(mut map) = arguments else { return arguments };
+    for p in &def.arguments {
+        let Some(d) = crate::tool::validate::default_of(p) else { continue };
+        let name = p.name.node.as_str();
+        if map.get(name).is_none_or(Json::is_null) {
+            if let Ok(v) = serde_json::to_value(d) {
+                map.insert(name.to_string(), v);
+            }
+        }
+    }
+    Json::Object(map)
+}
+
+pub(super) fn success(result: Value) -> Json {
+    let result = serde_json::to_value(&result).unwrap_or(Json::Null);
+    let text = serde_json::to_string_pretty(&result).unwrap_or_default();
+    let mut out = json!({"content": [{"type": "text", "text": text}], "isError": false});
+    // structuredContent must be an object (MCP): other values are left to the text.
+    if result.is_object() {
+        out["structuredContent"] = result;
+    }
+    out
+}
+
+pub(super) fn tool_error(message: String) -> Json {
+    json!({"content": [{"type": "text", "text": message}], "isError": true})
+}

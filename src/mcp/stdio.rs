@@ -1,0 +1,120 @@
+//! Serving on standard input and output: until the client closes its end or the process
+//! gets SIGTERM, SIGINT or SIGHUP, then the calls in flight cancelled within
+//! [`SHUTDOWN_GRACE`]. Input goes through [`framing`] first.
+
+use std::time::Duration;
+
+use super::{framing, McpServer, DEFAULT_MAX_CALLS, OUTPUT_FAILED, SHUTDOWN_GRACE};
+
+impl McpServer {
+    /// Serves on standard input and output until the client closes its end or the process
+    /// gets SIGTERM, SIGINT or SIGHUP ([`terminated`]); then cancels the calls in flight (killing their programs) and returns
+    /// within [`SHUTDOWN_GRACE`]. Input goes through [`framing`], which answers what rmcp
+    /// could not (oversized, unparsable or invalid messages).
+    pub async fn serve_stdio(self) -> Result<(), String> {
+        self.serve_io(tokio::io::stdin(), tokio::io::stdout(), terminated()).await
+    }
+
+    /// [`McpServer::serve_stdio`] over any byte streams, shutting down when `stop`
+    /// completes too.
+    pub async fn serve_io<R, W>(
+        mut self,
+        input: R,
+        output: W,
+        stop: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Result<(), String>
+    where
+        R: tokio::io::AsyncRead + Unpin + Send + 'static,
+        W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        use rmcp::ServiceExt;
+        // Calls in flight are bounded on stdio too: each holds a thread while it runs.
+        if self.calls.is_none() {
+            self = self.with_queued_call_limit(DEFAULT_MAX_CALLS);
+        }
+        let (lines_tx, lines_rx) = tokio::sync::mpsc::channel::<Vec<u8>>(64);
+        let shutdown = self.inner.shutdown.clone();
+        // An output that cannot be written (closed, full) shuts the server down too.
+        let writer = tokio::spawn(framing::write_output(output, lines_rx, shutdown.clone()));
+        let (to_rmcp, rmcp_in) = tokio::io::duplex(64 * 1024);
+        let (rmcp_out, from_rmcp) = tokio::io::duplex(64 * 1024);
+        let input_done = {
+            let (lines, down) = (lines_tx.clone(), shutdown.subscribe());
+            tokio::spawn(framing::pump_input(input, to_rmcp, lines, down))
+        };
+        let output_done = tokio::spawn(framing::pump_output(from_rmcp, lines_tx));
+        // The end of input or a signal starts the shutdown.
+        let starter = {
+            let shutdown = shutdown.clone();
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = input_done => {}
+                    () = stop => {}
+                }
+                shutdown.send_replace(true);
+            })
+        };
+        let result = match self.serve((rmcp_in, rmcp_out)).await {
+            Ok(running) => {
+                let mut down = shutdown.subscribe();
+                tokio::select! {
+                    r = running.waiting() => r.map(|_| ()).map_err(|e| format!("MCP server: {e}")),
+                    _ = async {
+                        let _ = down.wait_for(|d| *d).await;
+                        tokio::time::sleep(SHUTDOWN_GRACE).await;
+                    } => Ok(()),
+                }
+            }
+            // A client that leaves before the handshake ends is not an error of ours.
+            Err(_) if *shutdown.borrow() => Ok(()),
+            Err(e) => Err(format!("MCP initialization: {e}")),
+        };
+        shutdown.send_replace(true);
+        starter.abort();
+        // What rmcp wrote before it stopped goes out; a stuck output does not hold the exit.
+        let failed_write = tokio::time::timeout(Duration::from_millis(300), async {
+            let _ = output_done.await;
+            writer.await.ok().flatten()
+        })
+        .await
+        .ok()
+        .flatten();
+        match failed_write {
+            // The client closed its end of our output: it left, like the end of input.
+            Some(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+            Some(e) => Err(format!("{OUTPUT_FAILED}: {e}")),
+            None => result,
+        }
+    }
+}
+
+/// Completes on SIGTERM, SIGINT or SIGHUP (a service manager, Ctrl-C, a closed terminal):
+/// each ends the server as the end of its input does, its calls cancelled and their
+/// programs ended, its runs recorded. Never completes on platforms without signals; a
+/// signal whose handler cannot be set keeps its default action.
+pub async fn terminated() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, Signal, SignalKind};
+        async fn recv(s: &mut Option<Signal>) {
+            match s {
+                Some(s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        }
+        let mut term = signal(SignalKind::terminate()).ok();
+        let mut int = signal(SignalKind::interrupt()).ok();
+        let mut hup = signal(SignalKind::hangup()).ok();
+        if term.is_some() || int.is_some() || hup.is_some() {
+            tokio::select! {
+                () = recv(&mut term) => {}
+                () = recv(&mut int) => {}
+                () = recv(&mut hup) => {}
+            }
+            return;
+        }
+    }
+    std::future::pending::<()>().await;
+}

@@ -1,0 +1,535 @@
+//! Checking a plan: its size and depth before it is parsed, the names of its tools resolved, the
+//! analysis of `tdsl check` over it, each diagnostic adapted to what a model wrote, and the levels
+//! and result type of a plan without errors.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::plan_check::{PlanCheck, PLAN_TOOL};
+use super::{literal, PlanDesk};
+use crate::analysis::{Analyzer, CheckedTool, MissingCallees, Resolved, ToolRoot, TypeAtKind};
+use crate::diagnostic::{Code, Diagnostic};
+use crate::engine::Engine;
+use crate::span::Span;
+use crate::tool::{mistakes, JsonNode};
+use crate::types::Type;
+
+/// The most work (characters looked at, distance-table cells: [`crate::suggest`]) the "did
+/// you mean"s of one plan's check spend together: a plan that misspells a tool in each of
+/// its steps, against 60,000 upstream tools, gets its hints for the first of them and the
+/// list of callable tools for all. Fixed: its range is
+/// [`crate::ranges::PLAN_SUGGESTION_WORK`], of one value.
+pub const MAX_SUGGESTION_WORK: u64 = crate::ranges::PLAN_SUGGESTION_WORK.max as u64;
+
+impl PlanDesk {
+    /// Checks a plan given as JSON text.
+    pub fn check(&self, plan: &str) -> PlanCheck {
+        self.check_with(plan, self.engine.clone()).0
+    }
+
+    /// Checks a plan given as a JSON value (an MCP argument): its compact JSON text is what
+    /// the diagnostics point into.
+    pub fn check_value(&self, plan: &serde_json::Value) -> PlanCheck {
+        self.check(&plan_text(plan, self.limits.max_bytes))
+    }
+
+    /// The steps a checked plan's steps wait for (through REFs or `dependencies`): each
+    /// execution id with the ids it depends on, in plan order; `None` when the plan has an
+    /// error. The composer (`tdsl compose`) reports them as seed 000's `depends_on_steps`.
+    pub fn dependencies(&self, plan: &str) -> Option<Vec<(String, Vec<String>)>> {
+        let (check, ready) = self.check_with(plan, self.engine.clone());
+        let (_, checked) = ready.filter(|_| check.ok())?;
+        let plan = checked.plan.as_ref()?;
+        Some(
+            plan.steps
+                .iter()
+                .map(|s| {
+                    let deps = s.depends_on.iter().map(|d| plan.steps[d.0].execution_id.to_string()).collect();
+                    (s.execution_id.to_string(), deps)
+                })
+                .collect(),
+        )
+    }
+
+    /// The check of a plan of `len` bytes that is too large to be read (`E1301`), or `None`
+    /// when it is within the limit: for a caller that has not read it yet (a file).
+    pub fn refuse_size(&self, len: u64) -> Option<PlanCheck> {
+        (len > self.limits.max_bytes as u64).then(|| self.too_large(Some(len)))
+    }
+
+    /// The refusal of a plan found larger than the limit while it was read (a file that grew
+    /// after its size was taken, or that reports no size): its exact size is not known.
+    pub fn refuse_read_past_limit(&self) -> PlanCheck {
+        self.too_large(None)
+    }
+
+    pub(super) fn too_large(&self, len: Option<u64>) -> PlanCheck {
+        let max = self.limits.max_bytes;
+        let message = match len {
+            Some(len) => format!("the plan is {len} bytes, more than the limit of {max} bytes"),
+            None => format!("the plan is more than the limit of {max} bytes"),
+        };
+        let d = Diagnostic::new(Code::PlanTooLarge, Span::new(0, 0), message)
+        .with_label("not read")
+        .with_help("a plan is a short program: fan out over a list with `parallel_execution` instead of writing steps out, and pass data as arguments");
+        PlanCheck::finish(Arc::from(""), None, vec![d], None)
+    }
+
+    /// The check, and what a run needs.
+    pub(super) fn check_with(&self, text: &str, engine: Engine) -> (PlanCheck, Option<(Analyzer, CheckedTool)>) {
+        // However many names the plan misspells, its "did you mean"s share one allowance.
+        let _allowance = crate::suggest::limit_suggestions(MAX_SUGGESTION_WORK);
+        if let Some(refused) = self.refuse_size(text.len() as u64) {
+            return (refused, None);
+        }
+        let source: Arc<str> = Arc::from(text);
+        if let Some(d) = too_deep(text, self.limits.max_nesting) {
+            return (PlanCheck::finish(source, None, vec![d], None), None);
+        }
+        let (tree, json_diags) = crate::tool::json::parse(text);
+        let Some(tree) = tree else {
+            let diags = json_diags.into_iter().map(|d| python_in_json(d, text)).collect();
+            return (PlanCheck::finish(source, None, diags, None), None);
+        };
+        let Some(entries) = tree.as_object() else {
+            let mut d = Diagnostic::new(
+                Code::PlanNotObject,
+                tree.span,
+                format!("a plan is a JSON object, and this is {}", article(tree.type_name())),
+            )
+            .with_label("not an object")
+            .with_help("send {\"instructions\": [{\"execution_id\": \"…\", \"tool_definition_path\": \"<tool>\", \"arguments\": {…}}, …]}");
+            if let Some(inner) = tree.as_str() {
+                d = plan_sent_as_a_string(d, inner);
+            }
+            return (PlanCheck::finish(source, Some(tree), vec![d], None), None);
+        };
+        let mut diags = json_diags;
+        if let Some((key, _)) = entries.iter().find(|(k, _)| k.node == "system_event_endpoint") {
+            diags.push(
+                Diagnostic::new(
+                    Code::PlanDefinesPrimitive,
+                    key.span,
+                    "a plan cannot define a primitive tool: it calls the tools it is given",
+                )
+                .with_label("a primitive tool's endpoint")
+                .with_help("remove `system_event_endpoint` and call a callable tool from `instructions`"),
+            );
+            return (PlanCheck::finish(source, Some(tree), diags, None), None);
+        }
+        let instructions: &[JsonNode] =
+            entries.iter().find(|(k, _)| k.node == "instructions").and_then(|(_, v)| v.as_list()).unwrap_or_default();
+        if instructions.len() > self.limits.max_steps {
+            let extra = &instructions[self.limits.max_steps];
+            diags.push(
+                Diagnostic::new(
+                    Code::PlanTooManySteps,
+                    extra.span,
+                    format!(
+                        "the plan has {} steps, more than the limit of {}",
+                        instructions.len(),
+                        self.limits.max_steps
+                    ),
+                )
+                .with_label(format!("step {} of at most {}", self.limits.max_steps + 1, self.limits.max_steps))
+                .with_help("fan out over a list with `parallel_execution` instead of writing one step per element"),
+            );
+            return (PlanCheck::finish(source, Some(tree), diags, None), None);
+        }
+
+        // Names: resolve every tool_definition_path as the model wrote it.
+        let mut root = ToolRoot::with_policy(&self.root, MissingCallees::Skip);
+        // The composites a plan calls (a skill) name upstream tools as the plan does.
+        if !self.upstream.tools.is_empty() {
+            root = root.with_named(self.upstream.clone());
+        }
+        // The names an unknown tool is compared with, gathered once for the whole plan.
+        let candidates = std::cell::OnceCell::new();
+        // Each tool as written, and the one name it has in a run (its tool path, or
+        // `SERVER/TOOL`): what `TDSL_TOOL`, `X-Tdsl-Tool` and the history see.
+        let mut canonical_of: HashMap<String, String> = HashMap::new();
+        // The tool paths already refused here: the load's own `E0530` about one is an echo.
+        let mut unresolved: Vec<Span> = Vec::new();
+        let mut step_ids: Vec<String> = Vec::new();
+        let mut step_fields: Vec<Option<Vec<String>>> = Vec::new();
+        // (the tool as written, the step's id, the span of its id) of each step.
+        let mut step_tools: Vec<(String, String, Span)> = Vec::new();
+        for ins in instructions {
+            let field = |k: &str| ins.as_object().and_then(|e| e.iter().find(|(key, _)| key.node == k)).map(|(_, v)| v);
+            step_ids
+                .push(field("execution_id").and_then(JsonNode::as_str).map_or(String::new(), |s| s.value.to_string()));
+            let mut fields = None;
+            if let (Some(path), Some(id)) =
+                (field("tool_definition_path").and_then(JsonNode::as_str), field("execution_id"))
+            {
+                let written = path.value.trim().trim_end_matches(".tool");
+                let written = written.rsplit('/').next().unwrap_or(written).to_string();
+                let id_text = id.as_str().map_or(String::new(), |s| s.value.to_string());
+                step_tools.push((written, id_text, id.span));
+            }
+            if let Some(path) = field("tool_definition_path").and_then(JsonNode::as_str) {
+                match self.resolve(&mut root, &path.value, &candidates) {
+                    Ok((tool, canonical)) => {
+                        if let Some(u) = self.upstream.get(&canonical) {
+                            literal::nested_constraints(ins, u, &mut diags);
+                        }
+                        canonical_of.insert(path.value.to_string(), canonical);
+                        fields = tool
+                            .def
+                            .as_ref()
+                            .filter(|_| tool.declares_responses)
+                            .map(|d| d.responses.iter().map(|p| p.name.node.clone()).collect::<Vec<String>>());
+                    }
+                    Err(d) => {
+                        unresolved.push(path.span);
+                        diags.push(d.at(path.span));
+                        root.alias(&path.value, Resolved::Missing(self.root.join(".plan-unresolved")));
+                    }
+                }
+            }
+            if let Some(items) = field("parallel_execution")
+                .and_then(JsonNode::as_object)
+                .and_then(|e| e.iter().find(|(k, _)| k.node == "iterate_over"))
+                .and_then(|(_, v)| v.as_list())
+            {
+                if items.len() > self.limits.max_fan_out {
+                    let over = &items[self.limits.max_fan_out];
+                    diags.push(
+                        Diagnostic::new(
+                            Code::PlanFanOutTooWide,
+                            over.span,
+                            format!(
+                                "this step fans out over {} elements, more than the limit of {} children",
+                                items.len(),
+                                self.limits.max_fan_out
+                            ),
+                        )
+                        .with_label(format!("element {}", self.limits.max_fan_out + 1))
+                        .with_help(
+                            "split the list into several plans, or narrow it with a transform before fanning out",
+                        ),
+                    );
+                }
+            }
+            step_fields.push(fields);
+        }
+
+        // The mistakes models make, in the plan's strings.
+        // The plan's declared arguments: `{{url}}` and `$url` name one as much as `{{page.text}}`
+        // names a step.
+        let arg_names: Vec<String> = entries
+            .iter()
+            .find(|(k, _)| k.node == "arguments")
+            .and_then(|(_, v)| v.as_list())
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|a| {
+                a.as_object()?.iter().find(|(k, _)| k.node == "name")?.1.as_str().map(|n| n.value.to_string())
+            })
+            .collect();
+        let names = mistakes::Names { steps: &step_ids, fields: &step_fields, args: &arg_names };
+        let mut found = Vec::new();
+        let mut named = Vec::new();
+        // Strings a finding explains: the analysis' complaints about them are its echoes.
+        // Each string's own findings decide (the strings are disjoint, in the order of the
+        // text, so this stays sorted for the binary search below).
+        let mut explained: Vec<Span> = Vec::new();
+        let sites = mistakes::sites(&tree);
+        for site in &sites {
+            let before = found.len();
+            mistakes::check_site(site, &names, self.files, &mut found, &mut named);
+            if found.len() == before {
+                literal::check_site(site, &mut found);
+            } else if found[before..].iter().any(|d| matches!(d.code, Code::PlanPlaceholder | Code::PlanPathSyntax)) {
+                explained.push(site.text.span);
+            }
+        }
+        let named: std::collections::HashSet<String> = named.into_iter().collect();
+        // A step a placeholder means is used: "never used" would be an echo.
+        let used: Vec<Span> = instructions
+            .iter()
+            .zip(&step_ids)
+            .filter(|(_, id)| named.contains(*id))
+            .filter_map(|(ins, _)| ins.as_object()?.iter().find(|(k, _)| k.node == "execution_id").map(|(_, v)| v.span))
+            .collect();
+        // A fan-out whose `iterate_over` is explained binds no child argument for the
+        // analysis: its "missing argument" is an echo too.
+        let echo_missing: Vec<Span> = instructions
+            .iter()
+            .filter_map(|ins| {
+                let entries = ins.as_object()?;
+                let get = |k: &str| entries.iter().find(|(key, _)| key.node == k).map(|(_, v)| v);
+                let over =
+                    get("parallel_execution")?.as_object()?.iter().find(|(k, _)| k.node == "iterate_over")?.1.span;
+                explained.binary_search(&over).is_ok().then(|| get("tool_definition_path").map(|p| p.span))?
+            })
+            .collect();
+        diags.extend(found);
+
+        // The analysis: the same checks as `tdsl check`.
+        let mut analyzer = Analyzer::with_engine(root, engine);
+        analyzer.set_foreign_values(false);
+        let mut checked = analyzer.check_text(PLAN_TOOL.to_string(), source.clone(), None);
+        // A run calls each tool by its one name, however the plan spelt it.
+        if let Some(plan) = checked.plan.as_mut() {
+            for step in &mut plan.steps {
+                // A transform step calls nothing: it has no name to make one.
+                if let Some(canonical) = step.tool_path.as_deref().and_then(|t| canonical_of.get(t)) {
+                    step.tool_path = Some(Arc::from(canonical.as_str()));
+                }
+            }
+        }
+        // A REF to a tool's name where the step that calls it was meant: that step is used.
+        let mut used = used;
+        for d in checked.diagnostics.iter().filter(|d| d.code == Code::UnknownRefContext) {
+            let ctx = source.get(d.span.range()).unwrap_or_default();
+            used.extend(step_tools.iter().filter(|(tool, _, _)| tool == ctx).map(|(_, _, span)| *span));
+        }
+        for d in &checked.diagnostics {
+            let inside = {
+                let i = explained.partition_point(|s| s.start <= d.span.start);
+                i > 0 && d.span.end <= explained[i - 1].end
+            };
+            let echo = matches!(d.code.as_str().get(..3), Some("E00" | "E01" | "E02"))
+                || matches!(
+                    d.code,
+                    // The type of a placeholder's text is not the type of what it means.
+                    Code::ExpectedRef | Code::LooksLikeRef | Code::UndeclaredResponseField | Code::CalleeArgumentType
+                );
+            if (inside && echo)
+                || (d.code == Code::MissingCalleeArgument && echo_missing.contains(&d.span))
+                || (d.code == Code::UnusedStepResult && used.contains(&d.span))
+                || (d.code == Code::ToolPathSpelling && unresolved.contains(&d.span))
+            {
+                continue;
+            }
+            diags.push(adapt(d, &source, &step_tools));
+        }
+        literal::drop_null_echoes(&mut diags);
+        let result_type = if diags.iter().any(Diagnostic::is_error) { None } else { result_type(&checked) };
+        let check = PlanCheck::finish(source, Some(tree), diags, checked.plan.as_ref().map(levels).zip(result_type));
+        let ok = check.ok();
+        (check, ok.then_some((analyzer, checked)))
+    }
+}
+
+/// A diagnostic of the analysis, as a plan's: a field the callee does not declare is an
+/// error (`E1314`), a Python literal in an expression `E1313`; a REF to a tool's name gets
+/// the step that calls it, a key of another plan format its tdsl name.
+pub(super) fn adapt(d: &Diagnostic, source: &str, step_tools: &[(String, String, Span)]) -> Diagnostic {
+    let mut d = d.clone();
+    let text = source.get(d.span.range()).unwrap_or_default();
+    match d.code {
+        // Other languages' syntax gets the tdsl form from the analysis itself
+        // (`crate::syntax::foreign`), in a plan as in a `.tool` file.
+        Code::UndeclaredResponseField => d.code = Code::PlanUnknownField,
+        // Nothing silently wrong (SPEC §13): what a `.tool` file is warned of, a plan is refused.
+        Code::UnknownField | Code::OpenArgument => d = literal::plan_error(d),
+        // A plan cannot be primitive: the help of a `.tool` file would send the model to
+        // `system_event_endpoint`, which a plan may not have (`E1304`).
+        Code::NeitherPrimitiveNorComposite | Code::EmptyInstructions => {
+            d.help = Some(
+                "a plan's steps are its `instructions`: [{\"execution_id\": \"a\", \"tool_definition_path\": \"<a tool of tdsl://tools>\", \"arguments\": {…}}, …]; it cannot have `system_event_endpoint`"
+                    .to_string(),
+            );
+        }
+        Code::UnknownName => {
+            if let Some((tdsl, lang)) = mistakes::expression_literal(text) {
+                d = Diagnostic::new(
+                    Code::PlanLiteral,
+                    d.span,
+                    format!("`{text}` is {lang}; tdsl expressions write `{tdsl}`"),
+                )
+                .with_label(format!("write `{tdsl}`"))
+                .with_help(format!(
+                    "tdsl's literals are JSON's: `true`, `false`, `null`; replace `{text}` with `{tdsl}`"
+                ));
+            }
+        }
+        Code::UnknownRefContext => {
+            let steps: Vec<&str> =
+                step_tools.iter().filter(|(tool, _, _)| tool == text).map(|(_, id, _)| id.as_str()).collect();
+            if let [step] = steps.as_slice() {
+                let rest: String = source
+                    .get(d.span.end as usize..)
+                    .unwrap_or_default()
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+                    .collect();
+                d.help = Some(format!(
+                    "`{text}` is a tool; a REF names the step that calls it by its `execution_id`: write `REF:{step}{rest}`"
+                ));
+            }
+        }
+        Code::UnknownKey => {
+            let key = text.trim_matches('"');
+            if let Some(tdsl) = key_alias(key) {
+                d.help = Some(format!("tdsl calls it `{tdsl}`: rename `{key}` to `{tdsl}`"));
+            }
+        }
+        _ => {}
+    }
+    d
+}
+
+/// The tdsl key for a key of another plan or tool-call format.
+pub(super) fn key_alias(key: &str) -> Option<&'static str> {
+    Some(match key {
+        "depends_on" | "dependsOn" | "depends" | "after" | "needs" | "requires" | "wait_for" => "dependencies",
+        "tool" | "tool_name" | "toolName" | "function" | "function_name" | "action" | "tool_path" | "call" => {
+            "tool_definition_path"
+        }
+        "id" | "step_id" | "stepId" | "step" | "name" | "step_name" => "execution_id",
+        "args" | "parameters" | "params" | "input" | "inputs" | "action_input" | "tool_input" => "arguments",
+        "foreach" | "for_each" | "forEach" | "loop" | "map" | "parallel" | "iterate" => "parallel_execution",
+        "condition" | "if" | "when" | "only_if" => "conditions",
+        "steps" | "plan" | "tasks" | "nodes" | "calls" => "instructions",
+        "outputs" | "output" | "returns" | "return" | "result" | "results" => "response_reference_map",
+        _ => return None,
+    })
+}
+
+/// `E1303` for a plan sent as a JSON string (`{"plan": "{\"instructions\": …}"}`): the
+/// text it holds, checked as JSON, says where the fix is — send the object itself, and, if
+/// the text is not JSON either, where and why (Python's `True`/`None`, single quotes).
+pub(super) fn plan_sent_as_a_string(d: Diagnostic, inner: &crate::tool::JsonStr) -> Diagnostic {
+    let held = inner.value.trim_start();
+    if !held.starts_with('{') {
+        return d;
+    }
+    let (tree, errors) = crate::tool::json::parse(&inner.value);
+    let what = "the plan was sent as a JSON string holding its text: send the object itself — `\"plan\": {\"instructions\": […]}`, not `\"plan\": \"{\\\"instructions\\\": …}\"`";
+    let d = d.with_label("a string holding a plan");
+    match (tree, errors.iter().find(|e| e.is_error())) {
+        (Some(t), None) if t.as_object().is_some() => d.with_help(what),
+        (_, Some(e)) => {
+            let e = python_in_json(e.clone(), &inner.value);
+            let at = inner.value[..(e.span.start as usize).min(inner.value.len())].chars().count();
+            let inner_d = Diagnostic::new(e.code, inner.map_span(e.span), e.message.clone()).with_label("here");
+            let fix = e.help.as_deref().map_or(String::new(), |h| format!(": {h}"));
+            Diagnostic::new(d.code, d.span, d.message.clone())
+                .with_label("a string holding a plan")
+                .with_secondary(inner_d.span, format!("not JSON at character {at}"))
+                .with_help(format!("{what}; and its text is not JSON at character {at} ({}){fix}", e.message))
+        }
+        _ => d.with_help(what),
+    }
+}
+
+/// A JSON syntax error at a Python literal (`True`, `False`, `None`) or a JavaScript one
+/// (`undefined`, `NaN`): the help names the JSON spelling.
+pub(super) fn python_in_json(mut d: Diagnostic, text: &str) -> Diagnostic {
+    if d.code != Code::JsonSyntax {
+        return d;
+    }
+    let rest = text.get(d.span.start as usize..).unwrap_or_default();
+    let word: String = rest.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
+    let json = match word.as_str() {
+        "True" => "true",
+        "False" => "false",
+        "None" | "undefined" | "NaN" | "Infinity" => "null",
+        _ => return d,
+    };
+    let lang = if matches!(word.as_str(), "True" | "False" | "None") { "Python" } else { "JavaScript" };
+    d.help = Some(format!("`{word}` is {lang}: JSON writes `{json}` — replace `{word}` with `{json}`"));
+    d
+}
+
+pub(super) fn article(kind: &str) -> String {
+    match kind {
+        "object" => "an object".into(),
+        "null" => "null".into(),
+        k => format!("a {k}"),
+    }
+}
+
+/// `E1302` when the JSON nests deeper than `max` (brackets outside strings), before the
+/// parser (which recurses) sees it.
+pub(super) fn too_deep(text: &str, max: usize) -> Option<Diagnostic> {
+    let at = crate::tool::json::nesting_past(text, max)?;
+    Some(
+        Diagnostic::new(Code::PlanTooDeep, Span::new(at, at + 1), format!("the plan nests deeper than {max} levels"))
+            .with_label(format!("level {}", max + 1))
+            .with_help("a plan's values are shallow: pass deep data as an argument of the run instead"),
+    )
+}
+
+/// The text of a plan given as a JSON value: pretty JSON when that stays within `max_bytes`,
+/// else the compact JSON — never a pretty text past the limit: pretty-printing a deeply
+/// nested value multiplies its size (2 spaces a level on every line), so a few MiB sent
+/// would become a GiB before the size check refused it. A compact text over the limit is
+/// refused by its size (`E1301`) as sent.
+pub fn plan_text(plan: &serde_json::Value, max_bytes: usize) -> String {
+    /// A writer that fails once it holds more than `max` bytes.
+    struct Bounded {
+        buf: Vec<u8>,
+        max: usize,
+    }
+    impl std::io::Write for Bounded {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            if self.buf.len() + b.len() > self.max {
+                return Err(std::io::Error::other("over the limit"));
+            }
+            self.buf.extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut pretty = Bounded { buf: Vec::new(), max: max_bytes };
+    if serde_json::to_writer_pretty(&mut pretty, plan).is_ok() {
+        if let Ok(text) = String::from_utf8(pretty.buf) {
+            return text;
+        }
+    }
+    serde_json::to_string(plan).unwrap_or_default()
+}
+
+/// The execution ids of each level.
+pub(super) fn levels(plan: &crate::analysis::Plan) -> Vec<Vec<String>> {
+    plan.levels.iter().map(|l| l.iter().map(|id| plan.steps[id.0].execution_id.to_string()).collect()).collect()
+}
+
+/// The type of the plan's result: its mapped responses, or every step's result by id.
+pub(super) fn result_type(checked: &CheckedTool) -> Option<String> {
+    let plan = checked.plan.as_ref()?;
+    let ty = match &plan.response_map {
+        Some(map) => {
+            let declared: HashMap<&str, Type> = plan
+                .tool
+                .responses
+                .iter()
+                .filter_map(|p| Some((p.name.node.as_str(), Type::from_type_name(&p.type_or_any().to_string())?)))
+                .filter(|(_, t)| *t != Type::Any)
+                .collect();
+            Type::object(
+                map.iter().map(|(name, r)| {
+                    let ty = declared.get(&**name).cloned().or_else(|| {
+                        checked
+                            .types
+                            .iter()
+                            .find(|t| t.kind == TypeAtKind::Ref && t.span == r.span)
+                            .map(|t| t.ty.clone())
+                    });
+                    (name.clone(), ty.unwrap_or(Type::Any))
+                }),
+                false,
+            )
+        }
+        None => Type::object(plan.steps.iter().map(|s| (s.execution_id.clone(), s.result_type.clone())), false),
+    };
+    Some(ty.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn depth_is_counted_outside_strings() {
+        assert!(too_deep(r#"{"a": "[[[[[[[[[["}"#, 3).is_none());
+        assert!(too_deep(r#"{"a": [[[1]]]}"#, 3).is_some());
+        assert!(too_deep(r#"{"a": "\"[[[["}"#, 2).is_none());
+    }
+}
