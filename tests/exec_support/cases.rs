@@ -127,21 +127,23 @@ impl Spec {
         flags
     }
 
-    /// The keys an engine leaves out of the comparison, with the case's reason.
+    /// The keys an engine leaves out of the comparison: the engine's own
+    /// ([`ENGINE_IGNORES`]) and the case's, which says why.
     pub fn ignored_on(&self, engine: &str) -> Vec<String> {
-        let Some(e) = self.engines.get(engine) else { return Vec::new() };
+        let mut keys: Vec<String> = ENGINE_IGNORES
+            .iter()
+            .filter(|(e, _, _)| *e == engine)
+            .flat_map(|(_, keys, _)| keys.iter().map(|k| k.to_string()))
+            .collect();
+        let Some(e) = self.engines.get(engine) else { return keys };
         assert!(
             e.get("why").and_then(Json::as_str).is_some_and(|w| !w.is_empty()),
             "{}: `engines.{engine}` must say `why`",
             self.name
         );
-        e.get("ignore")
-            .and_then(Json::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Json::as_str)
-            .map(String::from)
-            .collect()
+        let listed = e.get("ignore").and_then(Json::as_array).into_iter().flatten().filter_map(Json::as_str);
+        keys.extend(listed.map(String::from));
+        keys
     }
 
     /// Why an engine does not run this case at all, if it does not.
@@ -151,12 +153,20 @@ impl Spec {
         Some(e.get("why").and_then(Json::as_str).unwrap_or_default().to_string())
     }
 
-    fn expectation(&self) -> Result<Json, String> {
+    /// The expected outcome, as written.
+    pub fn expectation(&self) -> Result<Json, String> {
         let text = std::fs::read_to_string(&self.expected)
             .map_err(|e| format!("{}: no expectation ({e}); bless it with TDSL_BLESS=1", self.expected.display()))?;
         serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", self.expected.display()))
     }
 }
+
+/// What an engine leaves out of every case's comparison, and why (documented differences).
+pub const ENGINE_IGNORES: [(&str, &[&str], &str); 1] = [(
+    "temporal",
+    &["circuit_state", "circuit_breaker_trips"],
+    "the circuit breakers are the workers' on Temporal: a run's trace has no circuit state (docs/distributed.md)",
+)];
 
 /// Every run of every case, sorted.
 pub fn all() -> Vec<Spec> {

@@ -196,3 +196,5 @@ pub fn one_step(name: &str, extra: &str) -> std::path::PathBuf {
 }
 
 pub mod cases;
+#[cfg(feature = "temporal")]
+pub mod temporal;
