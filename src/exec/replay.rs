@@ -169,6 +169,7 @@ impl Source for Recording {
                     }
                     Outcome::Transient | Outcome::Timeout | Outcome::Refused => Err(ToolError::transient(message)),
                 };
+                ctx.breaker_saw(call.tool_path, a.outcome);
                 (a.outcome, answer)
             }
             None => {

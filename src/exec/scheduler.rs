@@ -708,17 +708,25 @@ impl<'a> RunCtx<'a> {
                 (Outcome::Deadline, Err(ToolError::transient(format!("the run's deadline of {secs} s passed"))))
             }
         };
+        self.breaker_saw(tool_path, outcome);
+        Some((outcome, answer))
+    }
+
+    /// Tells the tool's breaker how an attempt that reached the tool ended (a live one, or a
+    /// replayed one: a replay's breakers go through the recorded attempts as the run's did),
+    /// counting the trips.
+    pub(crate) fn breaker_saw(&self, tool_path: &str, outcome: Outcome) {
         match outcome {
             Outcome::Ok | Outcome::Permanent => self.ex.breakers.success(tool_path),
-            // The host stopped the call: says nothing about the tool's health.
-            Outcome::Cancelled => {}
+            // The host stopped the call: says nothing about the tool's health. A refused
+            // call never reached it.
+            Outcome::Cancelled | Outcome::Refused => {}
             _ => {
-                if self.ex.breakers.failure(tool_path, time.monotonic_ms()) {
+                if self.ex.breakers.failure(tool_path, self.ex.time.monotonic_ms()) {
                     self.trips.fetch_add(1, Ordering::SeqCst);
                 }
             }
         }
-        Some((outcome, answer))
     }
 
     /// Runs the call on a call thread (reused, `threads.rs`) and waits for it until `deadline`; `None` when

@@ -194,3 +194,7 @@ pub fn one_step(name: &str, extra: &str) -> std::path::PathBuf {
     );
     root(name, &[("/tools/t.tool", ANY_TOOL), ("main.tool", &main)])
 }
+
+pub mod cases;
+#[cfg(feature = "temporal")]
+pub mod temporal;
