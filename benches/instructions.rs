@@ -183,6 +183,8 @@ mod hand {
         Value::Object(m.into_iter().map(|(k, v)| (k.to_owned(), Value::from(v))).collect::<Map<String, Value>>())
     }
 
+    // As the reference benchmark writes it (its `sort_by`, not `sort_by_key`).
+    #[allow(clippy::unnecessary_sort_by)]
     pub fn w4(arr: &Value) -> String {
         let mut v: Vec<(i64, &str)> = arr
             .as_array()

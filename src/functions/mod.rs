@@ -53,10 +53,10 @@ pub trait Caller {
     /// Applies template `param` to each element `xs` yields, in order, pushing the results
     /// onto `out`: what one [`Caller::apply`] per element does (`map`'s loop), which
     /// evaluators with a faster way to run a whole list (no call per element) override.
-    fn apply_each<'x>(
+    fn apply_each(
         &mut self,
         param: usize,
-        xs: &mut dyn Iterator<Item = &'x Value>,
+        xs: &mut dyn Iterator<Item = &Value>,
         out: &mut Vec<Value>,
     ) -> Result<(), EvalError> {
         for (i, x) in xs.enumerate() {

@@ -872,10 +872,10 @@ impl Caller for Frame<'_, '_> {
         }
     }
 
-    fn apply_each<'x>(
+    fn apply_each(
         &mut self,
         param: usize,
-        xs: &mut dyn Iterator<Item = &'x Value>,
+        xs: &mut dyn Iterator<Item = &Value>,
         out: &mut Vec<Value>,
     ) -> Result<(), EvalError> {
         // A template that is a path on the element, found once, not per element; an
