@@ -7,7 +7,9 @@
 //! callgrind_annotate cg.out
 //! ```
 //!
-//! Workloads: `w1` (evaluate `profile.email`), `w1-ref` (the same with `eval_ref`), `w5` (compile the W5 expression of
+//! Workloads: `w1` (evaluate `profile.email`), `w1-ref` (the same with `eval_ref`), `w2`, `w3`,
+//! `w4` (`../shared/peerbench`'s programs on its 1,000 records) and `w2-hand`, `w3-hand`,
+//! `w4-hand` (its hand loops over `serde_json::Value`, the same records), `w5` (compile the W5 expression of
 //! `benches/eval.rs`) and its stages `w5-parse`, `w5-parse-template` (its condition string),
 //! `w5-check`, `w5-codegen` (fold and generate
 //! code), each run `N` times after one
@@ -99,6 +101,110 @@ fn main() {
                 black_box(tdsl::testing::compile::compile(&folded));
             }
         }
-        other => eprintln!("unknown workload `{other}`: w1, w5, w5-parse, w5-parse-template, w5-check, w5-codegen"),
+        "w2" | "w3" | "w4" => {
+            // `../shared/peerbench`'s W2–W4 on its 1,000 records (`n` evaluations).
+            let records = Value::from(&reference_records(1000));
+            let vars = Value::object_from([("records", records)]);
+            let program = engine.compile(peer_program(workload)).expect("compiles");
+            for _ in 0..=n {
+                black_box(program.eval(black_box(&vars)).expect("evaluates"));
+            }
+        }
+        "w2-hand" | "w3-hand" | "w4-hand" => {
+            // The reference benchmark's hand loops over `serde_json::Value`, the same records.
+            let records = reference_records(1000);
+            for _ in 0..=n {
+                match workload {
+                    "w2-hand" => drop(black_box(hand::w2(black_box(&records)))),
+                    "w3-hand" => drop(black_box(hand::w3(black_box(&records)))),
+                    _ => drop(black_box(hand::w4(black_box(&records)))),
+                }
+            }
+        }
+        other => eprintln!(
+            "unknown workload `{other}`: w1, w1-ref, w0, w0-clone, w2, w3, w4, w2-hand, w3-hand, w4-hand, w5, w5-parse, w5-parse-template, w5-check, w5-codegen"
+        ),
+    }
+}
+
+/// The tdsl programs of `../shared/peerbench/src/tdsl_peer.rs`.
+fn peer_program(workload: &str) -> &'static str {
+    match workload {
+        "w2" => "sum(array=filter(array=records, condition_string=\"item.status == 'active' and item.score > 50\"), item_path=\"item.score\")",
+        "w3" => "pipeline(group_by(array=records, key_path=\"item.category\"), [zip(keys(current), map(array=values(current), template=length(item)))])",
+        _ => "join(array=map(array=sort(array=records, key_path=\"item.score\", direction=\"desc\"), template=\"item.name\"), separator=\", \")",
+    }
+}
+
+/// `../shared/peerbench/src/data.rs`'s records, field for field.
+fn reference_records(n: u64) -> serde_json::Value {
+    const CATEGORIES: [&str; 4] = ["a", "b", "c", "d"];
+    const TAG_POOL: [&str; 7] = ["red", "green", "blue", "new", "vip", "beta", "eu"];
+    (0..n)
+        .map(|i| {
+            let status = if i % 3 == 0 { "inactive" } else { "active" };
+            let tags: Vec<&str> =
+                (0..2 + (i % 2) as usize).map(|k| TAG_POOL[(i as usize + 3 * k) % TAG_POOL.len()]).collect();
+            serde_json::json!({
+                "id": i, "name": format!("user{i}"), "status": status, "score": (i * 37) % 100,
+                "category": CATEGORIES[(i % 4) as usize], "tags": tags,
+                "profile": {"email": format!("u{i}@x.org"), "age": 20 + (i % 50)},
+            })
+        })
+        .collect()
+}
+
+/// `../shared/peerbench/src/baseline.rs`'s hand loops.
+mod hand {
+    use serde_json::{Map, Value};
+    use std::collections::HashMap;
+
+    pub fn w2(arr: &Value) -> i64 {
+        let mut sum = 0i64;
+        for r in arr.as_array().into_iter().flatten() {
+            if r.get("status").and_then(Value::as_str) == Some("active") {
+                if let Some(s) = r.get("score").and_then(Value::as_i64) {
+                    if s > 50 {
+                        sum += s;
+                    }
+                }
+            }
+        }
+        sum
+    }
+
+    pub fn w3(arr: &Value) -> Value {
+        let mut m: HashMap<&str, i64> = HashMap::new();
+        for r in arr.as_array().into_iter().flatten() {
+            if let Some(c) = r.get("category").and_then(Value::as_str) {
+                *m.entry(c).or_insert(0) += 1;
+            }
+        }
+        Value::Object(m.into_iter().map(|(k, v)| (k.to_owned(), Value::from(v))).collect::<Map<String, Value>>())
+    }
+
+    // As the reference benchmark writes it (its `sort_by`, not `sort_by_key`).
+    #[allow(clippy::unnecessary_sort_by)]
+    pub fn w4(arr: &Value) -> String {
+        let mut v: Vec<(i64, &str)> = arr
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|r| {
+                (
+                    r.get("score").and_then(Value::as_i64).unwrap_or(0),
+                    r.get("name").and_then(Value::as_str).unwrap_or(""),
+                )
+            })
+            .collect();
+        v.sort_by(|a, b| b.0.cmp(&a.0));
+        let mut out = String::with_capacity(v.len() * 11);
+        for (i, (_, name)) in v.iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            out.push_str(name);
+        }
+        out
     }
 }

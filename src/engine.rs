@@ -670,6 +670,49 @@ mod tests {
         }
     }
 
+    /// `sort`'s integer keys and `map`'s path templates run over the whole list at once in
+    /// the VM (`Caller::int_keys`, `Caller::apply_each`); the reference evaluator reads them
+    /// element by element. Where the keys stop being integers part-way, where an element is
+    /// not an object, where a key is missing, and where the template fails on one element,
+    /// both give the same value or the same error (code, message, span, data location).
+    #[test]
+    fn whole_list_keys_and_paths_match_element_by_element() {
+        let vars = Value::from(&serde_json::json!({
+            "xs": [{"a": 3, "b": "x"}, {"a": 1, "b": "y"}, {"a": 2}, {"a": 5, "b": 7}],
+            "late": [{"a": 3}, {"a": 1}, {"a": "z"}, {"a": 2}, {"a": null}],
+            "odd": [{"a": 3}, 4, {"a": 1}, "s", null],
+            "deep": [{"p": {"q": 2}}, {"p": 3}, {"p": {"q": 1}}]
+        }));
+        for src in [
+            "sort(xs, 'item.a', 'desc')",
+            "sort(late, 'item.a')",
+            "sort(odd, 'item.a')",
+            "sort(deep, 'item.p.q', 'desc')",
+            "map(xs, 'item.b')",
+            "map(odd, 'item.a')",
+            "map(deep, 'item.p.q')",
+            "map(sort(late, 'item.a'), 'item.a')",
+            "map(sort(odd, 'item.a', 'desc'), item.a)",
+            "join(map(sort(xs, 'item.a', 'desc'), 'item.b'), ', ')",
+        ] {
+            let p = Engine::new().compile(src).unwrap_or_else(|d| panic!("`{src}`: {d:?}"));
+            let (vm, reference) = (p.eval(&vars), p.eval_reference(&vars, &vars));
+            match (&vm, &reference) {
+                (Ok(x), Ok(y)) => assert_eq!(x.to_string(), y.to_string(), "`{src}`"),
+                // The reference evaluator names no data location; the VM's is checked below.
+                (Err(x), Err(y)) => assert_eq!((x.code, &x.message, x.span), (y.code, &y.message, y.span), "`{src}`"),
+                _ => panic!("`{src}`: the VM gives {vm:?}, the reference evaluator {reference:?}"),
+            }
+        }
+        // An element the key path cannot be walked on, read in the run of keys: the error
+        // names that element, as one `project` per element does.
+        for (src, at) in [("sort(odd, 'item.a')", "$.odd[1]"), ("map(odd, 'item.a')", "$.odd[1]")] {
+            let p = Engine::new().compile(src).unwrap_or_else(|d| panic!("`{src}`: {d:?}"));
+            let Err(e) = p.eval(&vars) else { panic!("`{src}` does not fail") };
+            assert_eq!(e.location.as_deref(), Some(at), "`{src}`: {e:?}");
+        }
+    }
+
     /// The same engine with `group_by` re-registered as itself: every
     /// `CALL_GROUPS_COUNTED` then runs as the plain call, elements kept.
     fn groups_kept(limits: Limits) -> Engine {

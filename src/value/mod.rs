@@ -34,6 +34,7 @@ pub use smol_str::SmolStr;
 
 pub use json::MAX_SERIALIZE_DEPTH;
 pub use order::cmp_numbers;
+pub(crate) use path::same_key;
 pub use path::{lookup, Path};
 
 /// The hasher used for object keys: short keys, hashed often, never attacker-chosen in a way

@@ -185,7 +185,7 @@ impl Value {
 /// Key equality without a call into `memcmp` for short keys (most keys are): overlapping
 /// fixed-size loads compare any length from 4 to 16 bytes in two steps.
 #[inline]
-pub(super) fn same_key(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn same_key(a: &[u8], b: &[u8]) -> bool {
     let n = a.len();
     if n != b.len() {
         return false;

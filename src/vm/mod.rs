@@ -745,9 +745,14 @@ fn pred(p: &Pred, item: &Value) -> Option<bool> {
         Pred::Const(b) => *b,
         Pred::Truthy(path) => item.walk_path(path).ok()?.truthy(),
         Pred::Not(x) => !pred(x, item)?,
+        // A chain's comparisons (most of its parts) tested here, not in a call each.
         Pred::And(ps) => {
             for p in ps.iter() {
-                if !pred(p, item)? {
+                let pass = match p {
+                    Pred::Cmp(op, path, konst) => cmp(*op, path, konst, item)?,
+                    other => pred(other, item)?,
+                };
+                if !pass {
                     return Some(false);
                 }
             }
@@ -755,21 +760,55 @@ fn pred(p: &Pred, item: &Value) -> Option<bool> {
         }
         Pred::Or(ps) => {
             for p in ps.iter() {
-                if pred(p, item)? {
+                let pass = match p {
+                    Pred::Cmp(op, path, konst) => cmp(*op, path, konst, item)?,
+                    other => pred(other, item)?,
+                };
+                if pass {
                     return Some(true);
                 }
             }
             false
         }
-        Pred::Cmp(op, path, konst) => {
-            let field = item.walk_path(path).ok()?;
-            match op {
-                BinaryOp::Eq => same(&field, konst),
-                BinaryOp::Ne => !same(&field, konst),
-                _ => ops::compare(*op, &field, konst).ok()?.truthy(),
-            }
-        }
+        Pred::Cmp(op, path, konst) => cmp(*op, path, konst, item)?,
     })
+}
+
+/// `item.path <op> konst`, as the chunk computes it; `None` on a type mismatch.
+#[inline(always)]
+fn cmp(op: BinaryOp, path: &crate::value::Path, konst: &Value, item: &Value) -> Option<bool> {
+    let field = item.walk_path(path).ok()?;
+    Some(match (op, &*field, konst) {
+        (BinaryOp::Eq, f, k) => same(f, k),
+        (BinaryOp::Ne, f, k) => !same(f, k),
+        // Integers (scores, ages, counts) compared at once, as `ops::compare` would.
+        (_, Value::Int(a), Value::Int(b)) => ordered(op, a.cmp(b)),
+        _ => ops::compare(op, &field, konst).ok()?.truthy(),
+    })
+}
+
+/// The fast form of call parameter `param` when it is a path on the element.
+fn fast_path(info: &CallInfo, param: usize) -> Option<&crate::value::Path> {
+    match info.params.get(param) {
+        Some(CallParam::Template(_, _, Some(fast))) => match &**fast {
+            Fast::Path(p) => Some(p),
+            Fast::Pred(_) => None,
+        },
+        _ => None,
+    }
+}
+
+/// Whether `ord` satisfies the ordering operator `op` (`<`, `<=`, `>`, `>=`), as
+/// `ops::compare` decides it.
+#[inline]
+fn ordered(op: BinaryOp, ord: std::cmp::Ordering) -> bool {
+    use std::cmp::Ordering::*;
+    match op {
+        BinaryOp::Lt => ord == Less,
+        BinaryOp::Le => ord != Greater,
+        BinaryOp::Gt => ord == Greater,
+        _ => ord != Less,
+    }
 }
 
 /// `field == konst` for a condition's constant: a string or an integer compared directly
@@ -778,7 +817,7 @@ fn pred(p: &Pred, item: &Value) -> Option<bool> {
 #[inline]
 fn same(field: &Value, konst: &Value) -> bool {
     match (field, konst) {
-        (Value::Str(a), Value::Str(b)) => a.as_str() == b.as_str(),
+        (Value::Str(a), Value::Str(b)) => crate::value::same_key(a.as_bytes(), b.as_bytes()),
         (_, Value::Str(_)) => false,
         (Value::Int(a), Value::Int(b)) => a == b,
         _ => field == konst,
@@ -831,6 +870,52 @@ impl Caller for Frame<'_, '_> {
             Some(b) => self.spend().map(|()| b),
             None => Ok(self.apply(param, item, index)?.truthy()),
         }
+    }
+
+    fn apply_each(
+        &mut self,
+        param: usize,
+        xs: &mut dyn Iterator<Item = &Value>,
+        out: &mut Vec<Value>,
+    ) -> Result<(), EvalError> {
+        // A template that is a path on the element, found once, not per element; an
+        // element it cannot be walked on goes through `apply`, which runs the chunk.
+        let path = fast_path(self.info, param);
+        for (i, x) in xs.enumerate() {
+            match path.map(|p| x.walk_path(p)) {
+                Some(Ok(v)) => {
+                    self.spend()?;
+                    out.push(v.into_owned());
+                }
+                _ => out.push(self.apply(param, x, i)?),
+            }
+        }
+        Ok(())
+    }
+
+    fn int_keys<'x>(
+        &mut self,
+        param: usize,
+        xs: &'x [Value],
+        out: &mut Vec<(i64, &'x Value)>,
+    ) -> Result<Option<(usize, Cow<'x, Value>)>, EvalError> {
+        // The key path found once, not per element; an element it cannot be walked on goes
+        // through `project`, which runs the chunk and reports as it would.
+        let path = fast_path(self.info, param);
+        for (i, x) in xs.iter().enumerate() {
+            let k = match path.map(|p| x.walk_path(p)) {
+                Some(Ok(v)) => {
+                    self.spend()?;
+                    v
+                }
+                _ => self.project(param, x, i)?,
+            };
+            match &*k {
+                Value::Int(n) => out.push((*n, x)),
+                _ => return Ok(Some((i, k))),
+            }
+        }
+        Ok(None)
     }
 
     fn project<'v>(&mut self, param: usize, item: &'v Value, index: usize) -> Result<Cow<'v, Value>, EvalError> {

@@ -20,11 +20,9 @@ fn map_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
 }
 
 /// `map`'s loop, over the elements of its list or of a fused producer's.
-pub(in crate::functions) fn map_core<'x>(r: &mut dyn Caller, xs: impl ExactSizeIterator<Item = &'x Value>) -> R {
+pub(in crate::functions) fn map_core<'x>(r: &mut dyn Caller, mut xs: impl ExactSizeIterator<Item = &'x Value>) -> R {
     let mut out = Vec::with_capacity(xs.len());
-    for (i, x) in xs.enumerate() {
-        out.push(r.apply(1, x, i)?);
-    }
+    r.apply_each(1, &mut xs, &mut out)?;
     Ok(Value::list(out))
 }
 
@@ -49,7 +47,9 @@ fn filter_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
 /// consumer reads).
 pub(in crate::functions) fn filter_refs<'a>(r: &mut dyn Caller, args: &Args<'a>) -> Result<Vec<&'a Value>, Failure> {
     let xs = list_arg(args, 0, "array")?;
-    let mut out = Vec::new();
+    // Room for every element: one allocation of a pointer each, instead of doubling
+    // through a dozen as the matches come in.
+    let mut out = Vec::with_capacity(xs.len());
     r.select(1, xs, &mut out)?;
     Ok(out)
 }
@@ -145,8 +145,24 @@ pub(in crate::functions) fn sort_refs<'a>(r: &mut dyn Caller, args: &Args<'a>) -
     // where both apply.
     let mut ints: Vec<(i64, &'a Value)> = Vec::with_capacity(xs.len());
     let mut keyed: Vec<(Cow<'a, Value>, &'a Value)> = Vec::new();
-    for (i, x) in xs.iter().enumerate() {
-        let k = project(r, args, 1, x, i)?;
+    // The integer keys in one run through the evaluator; the first other key, already
+    // read, starts the general loop below.
+    let (rest, first) = if args.has(1) {
+        match r.int_keys(1, xs, &mut ints)? {
+            None => (&xs[xs.len()..], None),
+            Some((i, k)) => (&xs[i..], Some(k)),
+        }
+    } else {
+        (xs, None)
+    };
+    let start = xs.len() - rest.len();
+    let mut first = first;
+    for (i, x) in rest.iter().enumerate() {
+        let i = start + i;
+        let k = match first.take() {
+            Some(k) => k,
+            None => project(r, args, 1, x, i)?,
+        };
         match (&*k, keyed.is_empty()) {
             (Value::Int(n), true) => ints.push((*n, x)),
             _ => {
