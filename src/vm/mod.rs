@@ -11,7 +11,9 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use crate::compile::{CallInfo, CallParam, Chunk, Fast, Op, Origin, Pred, Root};
+mod fast;
+
+use crate::compile::{CallInfo, CallParam, Chunk, Fast, Op, Origin, Root};
 use crate::diagnostic::Code;
 use crate::files::FileStore;
 use crate::functions::{Args, BuiltinFn, Caller, Failure, FunctionTable, Implementation};
@@ -20,6 +22,7 @@ use crate::runtime::{Clock, EvalError, Interrupt, Limits, INTERRUPT_POLL_UNITS};
 use crate::span::Span;
 use crate::syntax::ast::{BinaryOp, Name};
 use crate::value::{SegmentError, Value};
+use fast::{fast_path, pred};
 
 /// Compiles template text met at run time (a template held in a variable).
 pub trait TemplateSource {
@@ -736,92 +739,6 @@ impl Frame<'_, '_> {
 /// The text of a run-time template, for messages (its spans cover its whole text).
 fn chunk_source(chunk: &Chunk) -> String {
     chunk.source.as_deref().unwrap_or("").to_string()
-}
-
-/// Evaluates a condition on an element in place; `None` when it cannot (a type mismatch),
-/// for the chunk to report.
-fn pred(p: &Pred, item: &Value) -> Option<bool> {
-    Some(match p {
-        Pred::Const(b) => *b,
-        Pred::Truthy(path) => item.walk_path(path).ok()?.truthy(),
-        Pred::Not(x) => !pred(x, item)?,
-        // A chain's comparisons (most of its parts) tested here, not in a call each.
-        Pred::And(ps) => {
-            for p in ps.iter() {
-                let pass = match p {
-                    Pred::Cmp(op, path, konst) => cmp(*op, path, konst, item)?,
-                    other => pred(other, item)?,
-                };
-                if !pass {
-                    return Some(false);
-                }
-            }
-            true
-        }
-        Pred::Or(ps) => {
-            for p in ps.iter() {
-                let pass = match p {
-                    Pred::Cmp(op, path, konst) => cmp(*op, path, konst, item)?,
-                    other => pred(other, item)?,
-                };
-                if pass {
-                    return Some(true);
-                }
-            }
-            false
-        }
-        Pred::Cmp(op, path, konst) => cmp(*op, path, konst, item)?,
-    })
-}
-
-/// `item.path <op> konst`, as the chunk computes it; `None` on a type mismatch.
-#[inline(always)]
-fn cmp(op: BinaryOp, path: &crate::value::Path, konst: &Value, item: &Value) -> Option<bool> {
-    let field = item.walk_path(path).ok()?;
-    Some(match (op, &*field, konst) {
-        (BinaryOp::Eq, f, k) => same(f, k),
-        (BinaryOp::Ne, f, k) => !same(f, k),
-        // Integers (scores, ages, counts) compared at once, as `ops::compare` would.
-        (_, Value::Int(a), Value::Int(b)) => ordered(op, a.cmp(b)),
-        _ => ops::compare(op, &field, konst).ok()?.truthy(),
-    })
-}
-
-/// The fast form of call parameter `param` when it is a path on the element.
-fn fast_path(info: &CallInfo, param: usize) -> Option<&crate::value::Path> {
-    match info.params.get(param) {
-        Some(CallParam::Template(_, _, Some(fast))) => match &**fast {
-            Fast::Path(p) => Some(p),
-            Fast::Pred(_) => None,
-        },
-        _ => None,
-    }
-}
-
-/// Whether `ord` satisfies the ordering operator `op` (`<`, `<=`, `>`, `>=`), as
-/// `ops::compare` decides it.
-#[inline]
-fn ordered(op: BinaryOp, ord: std::cmp::Ordering) -> bool {
-    use std::cmp::Ordering::*;
-    match op {
-        BinaryOp::Lt => ord == Less,
-        BinaryOp::Le => ord != Greater,
-        BinaryOp::Gt => ord == Greater,
-        _ => ord != Less,
-    }
-}
-
-/// `field == konst` for a condition's constant: a string or an integer compared directly
-/// (a string equals only a string, an integer an integer or a float), anything else by
-/// deep equality.
-#[inline]
-fn same(field: &Value, konst: &Value) -> bool {
-    match (field, konst) {
-        (Value::Str(a), Value::Str(b)) => crate::value::same_key(a.as_bytes(), b.as_bytes()),
-        (_, Value::Str(_)) => false,
-        (Value::Int(a), Value::Int(b)) => a == b,
-        _ => field == konst,
-    }
 }
 
 impl Caller for Frame<'_, '_> {
