@@ -131,6 +131,30 @@ pub struct Attempt {
     pub duration_ms: u64,
 }
 
+impl Attempt {
+    /// Attempt `attempt` (1 for the first) that ended with `outcome`: the tool's answer, or
+    /// the error's message. Both drivers make their attempts with it (and [`Attempt::after`],
+    /// [`Attempt::at`]), so a field added to `Attempt` is set here: it started at 0 after
+    /// no back-off and took no time until those say otherwise.
+    pub(crate) fn new(attempt: u32, outcome: Outcome, answer: Result<Value, String>) -> Attempt {
+        let (response, error) = match answer {
+            Ok(v) => (Some(v), None),
+            Err(e) => (None, Some(e)),
+        };
+        Attempt { attempt, outcome, response, error, delay_ms: 0, started_ms: 0, duration_ms: 0 }
+    }
+
+    /// The back-off waited before it, in milliseconds.
+    pub(crate) fn after(self, delay_ms: u64) -> Attempt {
+        Attempt { delay_ms, ..self }
+    }
+
+    /// It started `started_ms` into the run and took `duration_ms`.
+    pub(crate) fn at(self, started_ms: u64, duration_ms: u64) -> Attempt {
+        Attempt { started_ms, duration_ms, ..self }
+    }
+}
+
 /// What one step did, as written: seed 000's `StepResult` fields first, then tdsl's own.
 /// The field order here is the JSON's (format 2), and the serde attributes are its names:
 /// a field is added by adding it here, in its place, with its attributes.
@@ -295,6 +319,10 @@ pub struct ChildTrace {
     /// What went wrong, when it failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Why it never started, when it did not (`CANCELLED`): the words a step gets
+    /// (``step `fan[2]` failed``, `the run's deadline passed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     /// The calls made, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attempts: Vec<Attempt>,
@@ -323,6 +351,7 @@ impl ChildTrace {
             arguments: None,
             result: None,
             error: None,
+            reason: None,
             attempts: Vec::new(),
             started_ms: None,
             ended_ms: None,
@@ -786,15 +815,7 @@ mod tests {
     }
 
     fn attempt() -> Attempt {
-        Attempt {
-            attempt: 1,
-            outcome: Outcome::Ok,
-            response: Some(Value::Int(1)),
-            error: None,
-            delay_ms: 0,
-            started_ms: 2,
-            duration_ms: 3,
-        }
+        Attempt::new(1, Outcome::Ok, Ok(Value::Int(1))).at(2, 3)
     }
 
     fn full_step() -> StepTrace {
@@ -806,6 +827,7 @@ mod tests {
             arguments: Some(Value::object_from([("x", Value::Int(1))])),
             result: Some(Value::Int(2)),
             error: Some("boom".to_string()),
+            reason: Some("why".to_string()),
             attempts: vec![attempt()],
             started_ms: Some(1),
             ended_ms: Some(5),
@@ -881,6 +903,7 @@ mod tests {
                 "arguments",
                 "result",
                 "error",
+                "reason",
                 "attempts",
                 "started_ms",
                 "ended_ms",
