@@ -551,7 +551,7 @@ impl<'a> RunCtx<'a> {
                 self.retries.fetch_add(1, Ordering::SeqCst);
             }
             let duration_ms = self.now_rel().saturating_sub(started);
-            let said = answer.as_ref().map(Value::clone).map_err(|e| e.message.clone());
+            let said = answer.clone().map_err(|e| e.message);
             attempts.push(Attempt::new(n + 1, outcome, said).after(delay_ms).at(started, duration_ms));
             self.attempt_ended(key, tool_path, args, def.is_some(), attempts.last());
             match answer {

@@ -946,7 +946,7 @@ mod tests {
         let waited = waiting.end(&d, &fail_fast, &site, CallOutcome::failed(Failure::waited_for_slot("fan[2]")));
         for (i, end) in [(3, refused), (2, waited)] {
             assert_eq!(end.trace, never_started(i, "step `fan[1]` failed"));
-            let f = end.out.err().expect("a failure");
+            let f = end.out.expect_err("a failure");
             assert_eq!((f.code, f.cancelled, f.message.as_str()), (Code::RunCancelled, true, "step `fan[1]` failed"));
         }
         // The run's stop, when it stopped, is what a child that never started says.
