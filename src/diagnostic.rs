@@ -38,6 +38,12 @@ macro_rules! codes {
                 match self { $(Code::$name => $code,)* }
             }
 
+            /// The code whose string is `s` (`E0101`), if this build has it.
+            #[cfg_attr(not(feature = "engine"), allow(dead_code))]
+            pub(crate) fn parse(s: &str) -> Option<Code> {
+                Code::ALL.iter().copied().find(|c| c.as_str() == s)
+            }
+
             /// The severity diagnostics with this code have.
             pub fn severity(self) -> Severity {
                 match self { $(Code::$name => Severity::$sev,)* }

@@ -1152,3 +1152,44 @@ proptest::proptest! {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// Issue 42 item 3: a fan-out child that never starts because a sibling failed is
+/// `CANCELLED` with no arguments or times, its `reason` naming the child that failed (the
+/// words a step gets), as on Temporal (`tests/temporal.rs`); a step after it says the same.
+#[test]
+fn a_child_that_never_starts_says_which_child_failed() {
+    let dir = root(
+        "never-started",
+        &[
+            ("/tools/t.tool", ANY_TOOL),
+            (
+                "main.tool",
+                r#"{"instructions": [
+                  {"execution_id": "fan", "tool_definition_path": "/tools/t.tool",
+                   "parallel_execution": {"iterate_over": [0, 1, 2, 3, 4], "child_argument_name": "i"}},
+                  {"execution_id": "after", "tool_definition_path": "/tools/t.tool", "arguments": {"n": "REF:fan.response"}}
+                ]}"#,
+            ),
+        ],
+    );
+    let script = Script::new().on("/tools/t.tool", |call, _| match call.arguments.get_direct("i") {
+        Some(i) if i.as_f64() == Some(2.0) => Err(ToolError::permanent("child says no")),
+        _ => Ok(call.arguments.clone()),
+    });
+    let r = run_with(&dir, "{}", &script, Options { max_concurrency: 1, ..Options::default() });
+    assert_eq!(r.status, RunStatus::Failed);
+    let trace: serde_json::Value = serde_json::from_str(&r.trace.to_json()).unwrap();
+    let fan = &trace["step_results"][0];
+    for i in [3, 4] {
+        assert_eq!(
+            fan["children"][i],
+            serde_json::json!({"index": i, "status": "CANCELLED", "reason": "step `fan[2]` failed", "duration_ms": 0})
+        );
+    }
+    let after = &trace["step_results"][1];
+    assert_eq!(
+        (&after["status"], &after["reason"]),
+        (&serde_json::json!("CANCELLED"), &serde_json::json!("step `fan[2]` failed"))
+    );
+    assert_eq!(script.calls.lock().unwrap().len(), 3);
+}

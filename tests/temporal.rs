@@ -1001,3 +1001,73 @@ fn a_fan_out_past_one_child_workflow_stops_at_the_runs_limit_of_calls_as_locally
     let done = statuses(&remote.trace).iter().filter(|(_, s)| s == "COMPLETED").count();
     assert_eq!(done, 550);
 }
+
+/// A tool whose program answers `{"n": n}`, and fails (permanently) for `n` = 1.
+const PICK: &str = r#"{
+  "arguments": [{"name": "n", "type_name": "integer", "required": true}],
+  "responses": [{"name": "n", "type_name": "integer", "required": true}],
+  "system_event_endpoint": "exec:./bin/pick.sh"
+}"#;
+
+const PICK_SH: &str = r#"#!/bin/sh
+n=$(cat | tr -d ' \n' | sed -n 's/.*"n":\([0-9]*\).*/\1/p')
+if [ "$n" = "1" ]; then echo "child one refuses" >&2; exit 1; fi
+printf '{"n": %s}\n' "$n"
+"#;
+
+/// What a step's children say, without what says when they ran (`started_ms`, `ended_ms`,
+/// `duration_ms`, the attempts).
+fn children_said(trace: &Value, step: &str) -> Vec<Value> {
+    let steps = trace["step_results"].as_array().cloned().unwrap_or_default();
+    let s = steps.iter().find(|s| s["step_id"] == step).cloned().unwrap_or(Value::Null);
+    let mut out = Vec::new();
+    for c in s["children"].as_array().into_iter().flatten() {
+        let mut c = c.clone();
+        if let Some(m) = c.as_object_mut() {
+            for k in ["started_ms", "ended_ms", "duration_ms", "attempts"] {
+                m.remove(k);
+            }
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Issue 42 item 3: a fan-out child that never starts because a sibling failed is written
+/// alike on both engines — `CANCELLED`, no arguments, its reason naming the child that
+/// failed — whether it was never taken up (locally, one child at a time) or stopped while
+/// it waited for its slot (on Temporal every child waits for a slot in input order), in one
+/// workflow and across fan-out chunks' child workflows; a step after it says the same.
+#[test]
+fn a_child_that_never_starts_says_the_same_on_both_engines() {
+    let main = r#"{
+      "arguments": [{"name": "items", "type_name": "list<integer>", "required": true}],
+      "instructions": [
+        {"execution_id": "each", "tool_definition_path": "/tools/pick.tool",
+         "parallel_execution": {"iterate_over": "REF:arguments.items", "child_argument_name": "n"}},
+        {"execution_id": "after", "tool_definition_path": "/tools/pick.tool", "arguments": {"n": 0},
+         "dependencies": ["each"]}
+      ]
+    }"#;
+    let (root, q, _w) = started("never-started", &[("main.tool", main), ("tools/pick.tool", PICK)]);
+    script(&root.join("tools/bin/pick.sh"), PICK_SH);
+    let (main_s, root_s) = paths(&root);
+    // Six children in one workflow; then 520 (a chunk of 500 whose children wait for their
+    // slot in its child workflow, and a chunk that never starts).
+    for width in [6, 520] {
+        let args = root.join("args.json");
+        std::fs::write(&args, json!({"items": (0..width).collect::<Vec<i64>>()}).to_string()).expect("args");
+        let args_s = args.to_string_lossy().into_owned();
+        let (local, remote) = same_as_local(&[&main_s, "--root", &root_s, "--args", &args_s, "--concurrency", "1"], &q);
+        assert_eq!(remote.code, 1, "{}", remote.stderr);
+        assert_eq!(remote.trace["error"], local.trace["error"], "{}", remote.stderr);
+        let (here, there) = (children_said(&local.trace, "each"), children_said(&remote.trace, "each"));
+        assert_eq!(here.len(), width as usize);
+        assert_eq!(there, here, "width {width}");
+        let never = json!({"index": 2, "status": "CANCELLED", "reason": "step `each[1]` failed"});
+        assert_eq!(there[2], never, "{}", there[2]);
+        assert!(there[2..].iter().all(|c| c["status"] == "CANCELLED" && c["reason"] == never["reason"]));
+        let after = &remote.trace["step_results"][1];
+        assert_eq!((&after["status"], &after["reason"]), (&json!("CANCELLED"), &json!("step `each[1]` failed")));
+    }
+}

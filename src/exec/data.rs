@@ -7,6 +7,8 @@
 use std::cell::OnceCell;
 use std::sync::{Arc, OnceLock};
 
+use serde::{Deserialize, Serialize};
+
 use super::clock::ClockScope;
 use super::{ChildTrace, RunError, RunStatus, StepStatus, StepTrace, Tool};
 use crate::analysis::{
@@ -294,9 +296,12 @@ fn member(needle: &Value, haystack: &Value, op: Operator) -> Result<bool, String
 }
 
 /// Why a step, a call or a composite failed: what its trace and the run's error say. The
-/// local scheduler and the Temporal interpreter both fail with it.
-#[derive(Clone, Debug)]
+/// local scheduler and the Temporal interpreter both fail with it, and a fan-out chunk's
+/// child workflow hands its children's failures back as it is serialized (its code as its
+/// string, `E0803`), so a field added here travels with no other change.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct Failure {
+    #[serde(with = "code_text")]
     pub(crate) code: Code,
     /// The step path where it happened (a child's or a nested step's, when deeper).
     pub(crate) step: Option<String>,
@@ -306,6 +311,23 @@ pub(crate) struct Failure {
     /// Not a failure of its own: the call never started because another step had failed
     /// while it waited for a slot (its step is CANCELLED, fail-fast).
     pub(crate) cancelled: bool,
+}
+
+/// A [`Failure`]'s code as it travels: its string; one this build does not know reads as
+/// `E0803` (the tool failed).
+mod code_text {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use crate::diagnostic::Code;
+
+    pub(super) fn serialize<S: Serializer>(code: &Code, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(code.as_str())
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Code, D::Error> {
+        let text = String::deserialize(d)?;
+        Ok(Code::parse(&text).unwrap_or(Code::ToolFailed))
+    }
 }
 
 impl Failure {
@@ -586,26 +608,26 @@ pub(crate) fn settle(
 }
 
 /// A fan-out child's checked answer written into its trace (a child keeps its callee's
-/// answer as returned: a list stays a list, SPEC §6.3). The bool says the child failed on
-/// its own, which under fail-fast stops its siblings; a child that never started, or that
-/// the run's cancellation stopped, did not.
-pub(crate) fn settle_child(ct: &mut ChildTrace, checked: Result<Value, Failure>) -> (Result<Value, Failure>, bool) {
+/// answer as returned: a list stays a list, SPEC §6.3). A child that failed on its own is
+/// `FAILED` or `TIMEOUT` (what fail-fast reads, `step::FailFast`); one that never started
+/// stays `CANCELLED`, and so does one the run's cancellation stopped, with its message.
+pub(crate) fn settle_child(ct: &mut ChildTrace, checked: Result<Value, Failure>) -> Result<Value, Failure> {
     match checked {
         Ok(raw) => {
             ct.status = StepStatus::Completed;
             ct.result = Some(raw.clone());
-            (Ok(raw), false)
+            Ok(raw)
         }
-        Err(f) if f.cancelled => (Err(f), false),
+        Err(f) if f.cancelled => Err(f),
         // The host (or Temporal) cancelled the run while the child ran: cancelled, not failed.
         Err(f) if f.code == Code::RunCancelled => {
             ct.error = Some(f.message.clone());
-            (Err(f), false)
+            Err(f)
         }
         Err(f) => {
             ct.status = if f.timeout { StepStatus::Timeout } else { StepStatus::Failed };
             ct.error = Some(f.message.clone());
-            (Err(f), true)
+            Err(f)
         }
     }
 }

@@ -402,7 +402,7 @@ impl ReplayFiles {
 fn recorded_error(a: &FileAnswer, path: &StorePath) -> FileError {
     match a {
         FileAnswer::Error { code, message } => {
-            let code = Code::ALL.iter().copied().find(|c| c.as_str() == code).unwrap_or(Code::FileStoreIo);
+            let code = Code::parse(code).unwrap_or(Code::FileStoreIo);
             FileError::new(code, message.clone())
         }
         _ => FileError::io(path.as_str(), "the recorded answer does not fit this operation"),

@@ -33,7 +33,7 @@ use super::executor::{Event, Executor, Run};
 use super::guard::GuardError;
 use super::retry::RetryPolicy;
 use super::runner::{CancelToken, ErrorKind, ToolCall, ToolError};
-use super::step::{CallBudget, Callee, ChildRun, Driver, Ended, FanOut, Frame, Next, Site, Start};
+use super::step::{CallBudget, Callee, ChildRun, Driver, Ended, FailFast, FanOut, Frame, Next, Site, Start};
 use super::time::Signal;
 use super::trace::{rfc3339, Attempt, ChildTrace, Outcome, RunError, RunStatus, StepTrace, Trace};
 use super::workflow::Workflow;
@@ -472,7 +472,7 @@ impl<'a> RunCtx<'a> {
         let n = fan.items.len();
         self.emit(Event::FanOut { step: key, children: n });
         let slots: Vec<OnceLock<(ChildTrace, Result<Value, Failure>)>> = (0..n).map(|_| OnceLock::new()).collect();
-        let stop = AtomicBool::new(false);
+        let fail_fast = FailFast::new(Some(frame), fan.continue_on_error);
         let ended = AtomicUsize::new(0);
         // One job per worker, each taking the next child in input order until none is left:
         // the children start in the order one job per child would start them, without a
@@ -484,32 +484,23 @@ impl<'a> RunCtx<'a> {
         let jobs = if composite { n } else { n.min(self.pool.current_num_threads()) };
         self.pool.in_place_scope_fifo(|s| {
             for _ in 0..jobs {
-                let (slots, stop, ended, next) = (&slots, &stop, &ended, &next);
+                let (slots, fail_fast, ended, next) = (&slots, &fail_fast, &ended, &next);
                 s.spawn_fifo(move |_| loop {
                     let i = next.fetch_add(1, Ordering::SeqCst);
                     let Some(item) = fan.items.get(i) else { break };
-                    let stopped = || stop.load(Ordering::SeqCst) || frame.failed();
                     let arguments = || fan.child_arguments(&site, item);
-                    let out = match ChildRun::start(self, key, i, stopped(), |k| frame.not_started(k), arguments) {
-                        Err((ct, f)) => (ct, Err(f)),
+                    let end = match ChildRun::start(self, fail_fast, key, i, arguments) {
+                        Err(end) => end,
                         Ok(child) => {
-                            let call = self.call(Site { key: &child.key, ..site }, &child.arguments, &stopped);
-                            let end = child.end(self, &site, call);
-                            if end.partial {
-                                frame.mark_partial();
-                            }
-                            if let (true, false, Err(f)) = (end.failed, fan.continue_on_error, &end.out) {
-                                stop.store(true, Ordering::SeqCst);
-                                // Independent steps waiting for a slot must not start either: the
-                                // step will fail once its children end.
-                                frame.stop(f);
-                            }
-                            (end.trace, end.out)
+                            let call =
+                                self.call(Site { key: &child.key, ..site }, &child.arguments, &|| fail_fast.stopped());
+                            child.end(self, fail_fast, &site, call)
                         }
                     };
+                    fail_fast.ended(&end);
                     let done = ended.fetch_add(1, Ordering::SeqCst) + 1;
                     self.emit(Event::ChildEnded { step: key, ended: done, children: n });
-                    let _ = slots[i].set(out);
+                    let _ = slots[i].set((end.trace, end.out));
                 });
             }
         });
@@ -538,15 +529,7 @@ impl<'a> RunCtx<'a> {
             // A call the open breaker will refuse fails at once: no back-off wait, no further
             // attempt (SPEC §6.5).
             if let Some(message) = self.source.refused_at_once(self, &call, delay_ms) {
-                attempts.push(Attempt {
-                    attempt: n + 1,
-                    outcome: Outcome::Refused,
-                    response: None,
-                    error: Some(message.clone()),
-                    delay_ms: 0,
-                    started_ms: self.now_rel(),
-                    duration_ms: 0,
-                });
+                attempts.push(Attempt::new(n + 1, Outcome::Refused, Err(message.clone())).at(self.now_rel(), 0));
                 self.attempt_ended(key, tool_path, args, def.is_some(), attempts.last());
                 break Err(Failure::of_call(key, Outcome::Refused, n + 1, message));
             }
@@ -568,19 +551,8 @@ impl<'a> RunCtx<'a> {
                 self.retries.fetch_add(1, Ordering::SeqCst);
             }
             let duration_ms = self.now_rel().saturating_sub(started);
-            let (response, error) = match &answer {
-                Ok(v) => (Some(v.clone()), None),
-                Err(e) => (None, Some(e.message.clone())),
-            };
-            attempts.push(Attempt {
-                attempt: n + 1,
-                outcome,
-                response,
-                error,
-                delay_ms,
-                started_ms: started,
-                duration_ms,
-            });
+            let said = answer.clone().map_err(|e| e.message);
+            attempts.push(Attempt::new(n + 1, outcome, said).after(delay_ms).at(started, duration_ms));
             self.attempt_ended(key, tool_path, args, def.is_some(), attempts.last());
             match answer {
                 // Checked against the declared responses by the caller, after the step's

@@ -273,13 +273,19 @@ impl<'p> Frame<'p> {
         self.partial.store(true, Ordering::SeqCst);
     }
 
+    /// Why a step at `key` that has not started does not, as [`Frame::start`] says it: what
+    /// failed first, else the run's stop.
+    fn cancel_reason(&self, d: &impl Driver, key: &str) -> String {
+        match self.failure.get() {
+            Some(f) => f.cancel_reason(),
+            None if d.deadline_passed() => Failure { step: None, ..d.stop_failure(key) }.cancel_reason(),
+            None => "the run failed before this step".to_string(),
+        }
+    }
+
     /// Why a call at `key` that was about to start does not: another step (or child) failed.
     pub(crate) fn not_started(&self, key: &str) -> Failure {
-        let message = match self.failure.get().and_then(|f| f.step.clone()) {
-            Some(s) => format!("step `{s}` failed"),
-            None => "the run failed before this call".to_string(),
-        };
-        Failure::not_started(key, message)
+        Failure::stopped_by(key, self.failure.get().and_then(|f| f.step.as_deref()))
     }
 
     /// The composite ended (every step has): its steps' traces, and its result —
@@ -542,6 +548,20 @@ impl<'f> StepRun<'f> {
             }
         });
         let frame = self.frame;
+        if let Err(f) = &outcome {
+            let no_call =
+                self.trace.attempts.is_empty() && self.trace.children.iter().flatten().all(|c| c.started_ms.is_none());
+            if f.cancelled && no_call {
+                // None of its calls started (each waited for its slot, or no child started)
+                // while the run began failing: it is written as a step that never started,
+                // as the drivers reach it — a local run mostly before it starts, Temporal,
+                // which starts every ready step at once, while it waits for its slot.
+                let mut trace = StepTrace::new(&self.step.execution_id, self.step.tool());
+                trace.status = StepStatus::Cancelled;
+                trace.reason = Some(frame.cancel_reason(d, key));
+                return Ended { key: self.key, value: Value::Null, trace, calls: 0 };
+            }
+        }
         let settled =
             data::settle(self.step, key, outcome, &mut self.trace, d.deadline_hit(), || frame.not_started(key).message);
         let value = match settled {
@@ -662,6 +682,16 @@ impl Failure {
         }
     }
 
+    /// The call at `key` does not start: the step at path `failed` failed (fail-fast), or
+    /// (`None`) the run did.
+    fn stopped_by(key: &str, failed: Option<&str>) -> Failure {
+        let message = match failed {
+            Some(s) => format!("step `{s}` failed"),
+            None => "the run failed before this call".to_string(),
+        };
+        Failure::not_started(key, message)
+    }
+
     /// The call at `key` waited for a slot while another step failed: it never started.
     pub(crate) fn waited_for_slot(key: &str) -> Failure {
         Failure::not_started(key, "not started: another step failed while it waited for a slot".to_string())
@@ -677,6 +707,61 @@ impl Failure {
     }
 }
 
+/// The fail-fast rule between the children of one fan-out (SPEC §6.5), the one both drivers
+/// follow: a child that failed on its own (`FAILED` or `TIMEOUT`; not one that never started,
+/// nor one the run's cancellation stopped) when its step has no `continue_on_error` stops its
+/// siblings — no further child starts, a call still waiting for its slot does not — and its
+/// frame, so that no other step or call of the composite starts either. A fan-out chunk's
+/// child workflow (Temporal) keeps the rule among its own children with no frame; its parent
+/// stops the frame when the chunk's children come back ([`FailFast::ended`] again).
+pub(crate) struct FailFast<'f> {
+    frame: Option<&'f Frame<'f>>,
+    continue_on_error: bool,
+    /// The first child that failed on its own: its step path (`fan[2]`).
+    failed: OnceLock<String>,
+}
+
+impl<'f> FailFast<'f> {
+    /// The rule for the children of a step of `frame` (`None`: a chunk's child workflow)
+    /// with the step's `continue_on_error`.
+    pub(crate) fn new(frame: Option<&'f Frame<'f>>, continue_on_error: bool) -> FailFast<'f> {
+        FailFast { frame, continue_on_error, failed: OnceLock::new() }
+    }
+
+    /// Whether a child, or a child's call waiting for its slot, must not start: a sibling
+    /// failed, or the frame did.
+    pub(crate) fn stopped(&self) -> bool {
+        self.failed.get().is_some() || self.frame.is_some_and(Frame::failed)
+    }
+
+    /// A child ended (or never started): a composite callee's PARTIAL run makes the frame
+    /// PARTIAL; a child that failed on its own stops the rest, unless `continue_on_error`.
+    pub(crate) fn ended(&self, end: &ChildEnd) {
+        if let (true, Some(frame)) = (end.partial, self.frame) {
+            frame.mark_partial();
+        }
+        let Err(f) = &end.out else { return };
+        if self.continue_on_error || !matches!(end.trace.status, StepStatus::Failed | StepStatus::Timeout) {
+            return;
+        }
+        let _ = self.failed.set(f.step.clone().unwrap_or_default());
+        if let Some(frame) = self.frame {
+            // The step fails once its children end; steps and calls still waiting must not
+            // start meanwhile.
+            frame.stop(f);
+        }
+    }
+
+    /// Why the call of the child at `key` does not start: the failure that stopped it (the
+    /// frame's first, else the sibling's). The same words as a step's (`step `…` failed`).
+    pub(crate) fn not_started(&self, key: &str) -> Failure {
+        match self.frame {
+            Some(frame) if frame.failed() => frame.not_started(key),
+            _ => Failure::stopped_by(key, self.failed.get().map(String::as_str)),
+        }
+    }
+}
+
 /// A fan-out child that started, until its call ends.
 pub(crate) struct ChildRun {
     /// Its step path (`extract[3]`).
@@ -687,37 +772,45 @@ pub(crate) struct ChildRun {
     started: u64,
 }
 
-/// How a fan-out child ended.
+/// How a fan-out child ended (or that it never started), whichever driver ran it; what
+/// [`FailFast::ended`] and the step's gathering of its children read.
 pub(crate) struct ChildEnd {
     pub(crate) trace: ChildTrace,
     /// Its answer as returned, or its failure.
     pub(crate) out: Result<Value, Failure>,
-    /// It failed on its own: under fail-fast its siblings stop.
-    pub(crate) failed: bool,
     /// A composite callee's run was PARTIAL.
     pub(crate) partial: bool,
 }
 
+impl ChildEnd {
+    /// Child `i` ended with `f` without a call of its own (on Temporal, its chunk's child
+    /// workflow was refused or lost as a whole): its trace says so as a call's would.
+    #[cfg_attr(not(feature = "temporal"), allow(dead_code))]
+    pub(crate) fn failed(i: usize, f: Failure) -> ChildEnd {
+        let mut trace = ChildTrace::new(i);
+        let out = data::settle_child(&mut trace, Err(f));
+        ChildEnd { trace, out, partial: false }
+    }
+}
+
 impl ChildRun {
     /// Child `i` of the fan-out at `step_key` starts with `arguments`, or does not: when
-    /// `stopped` (the driver's fail-fast) or the run stopped, its trace and why.
+    /// `fail_fast` stopped it or the run stopped, it ended already ([`ChildRun::not_run`]).
     // Both sides hold a `ChildTrace`, so boxing the error would only add an allocation per
     // child that never starts without making the `Result` smaller than its `Ok`.
     #[allow(clippy::result_large_err)]
     pub(crate) fn start(
         d: &impl Driver,
+        fail_fast: &FailFast<'_>,
         step_key: &str,
         i: usize,
-        stopped: bool,
-        not_started: impl FnOnce(&str) -> Failure,
         arguments: impl FnOnce() -> Value,
-    ) -> Result<ChildRun, (ChildTrace, Failure)> {
+    ) -> Result<ChildRun, ChildEnd> {
+        if fail_fast.stopped() || d.deadline_passed() {
+            return Err(ChildRun::not_run(d, fail_fast, step_key, i));
+        }
         let key = format!("{step_key}[{i}]");
         let mut trace = ChildTrace::new(i);
-        if stopped || d.deadline_passed() {
-            let f = if d.deadline_hit() { d.stop_failure(&key) } else { not_started(&key) };
-            return Err((trace, f));
-        }
         let started = d.now_rel();
         trace.started_ms = Some(started);
         let arguments = arguments();
@@ -725,9 +818,43 @@ impl ChildRun {
         Ok(ChildRun { key, arguments, trace, started })
     }
 
+    /// Child `i` of the fan-out at `step_key` that does not start (`CANCELLED`): why is the
+    /// run's stop when the run stopped (its deadline, its calls, a cancellation), else the
+    /// failure that stopped it under `fail_fast`.
+    pub(crate) fn not_run(d: &impl Driver, fail_fast: &FailFast<'_>, step_key: &str, i: usize) -> ChildEnd {
+        ChildRun::never_ran(d, fail_fast, format!("{step_key}[{i}]"), i)
+    }
+
+    /// [`ChildRun::not_run`] of the child at `key`.
+    fn never_ran(d: &impl Driver, fail_fast: &FailFast<'_>, key: String, i: usize) -> ChildEnd {
+        let (f, reason) = if d.deadline_passed() {
+            let f = d.stop_failure(&key);
+            let reason = Failure { step: None, ..f.clone() }.cancel_reason();
+            (f, reason)
+        } else {
+            let f = fail_fast.not_started(&key);
+            let reason = f.message.clone();
+            (f, reason)
+        };
+        let mut trace = ChildTrace::new(i);
+        trace.reason = Some(reason);
+        ChildEnd { trace, out: Err(f), partial: false }
+    }
+
     /// Its call ended: the answer checked as it is, then kept as returned (a list stays a
-    /// list, a number a number: SPEC §6.3).
-    pub(crate) fn end(mut self, d: &impl Driver, site: &Site<'_>, call: CallOutcome) -> ChildEnd {
+    /// list, a number a number: SPEC §6.3). A call that never started (it waited for its
+    /// slot while the run began failing) leaves the child as one that never started,
+    /// written as [`ChildRun::not_run`] writes it, whichever driver let it wait.
+    pub(crate) fn end(
+        mut self,
+        d: &impl Driver,
+        fail_fast: &FailFast<'_>,
+        site: &Site<'_>,
+        call: CallOutcome,
+    ) -> ChildEnd {
+        if matches!(&call.result, Err(f) if f.cancelled) {
+            return ChildRun::never_ran(d, fail_fast, self.key, self.trace.index);
+        }
         let ct = &mut self.trace;
         ct.attempts = call.attempts;
         ct.steps = call.nested;
@@ -739,14 +866,99 @@ impl ChildRun {
         let checked = call.result.and_then(|raw| {
             check_response(d, site.tool, site.tool_path, &Value::object(wrap(&raw)), key).map(|()| raw)
         });
-        let (out, failed) = data::settle_child(ct, checked);
-        ChildEnd { trace: self.trace, out, failed, partial: call.partial }
+        let out = data::settle_child(ct, checked);
+        ChildEnd { trace: self.trace, out, partial: call.partial }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::CallBudget;
+    use std::sync::Arc;
+
+    use super::{CallBudget, ChildEnd, ChildRun, Driver, FailFast, Site};
+    use crate::analysis::StepPlan;
+    use crate::diagnostic::Code;
+    use crate::exec::clock::ClockScope;
+    use crate::exec::data::{CallOutcome, Failure};
+    use crate::exec::retry::RetryPolicy;
+    use crate::exec::{ChildTrace, StepStatus};
+    use crate::value::Value;
+
+    /// A driver whose run has stopped (its deadline passed) or not; nothing here evaluates.
+    struct Still(bool, CallBudget);
+
+    impl Driver for Still {
+        const TIMEOUT_BOUNDS_EXPRESSIONS: bool = true;
+        fn default_timeout_seconds(&self) -> f64 {
+            60.0
+        }
+        fn retry_policy(&self, _step: &StepPlan) -> RetryPolicy {
+            RetryPolicy::default()
+        }
+        fn max_fan_out(&self) -> usize {
+            10
+        }
+        fn now_rel(&self) -> u64 {
+            7
+        }
+        fn wall_at(&self, _rel_ms: u64) -> String {
+            String::new()
+        }
+        fn deadline_passed(&self) -> bool {
+            self.0
+        }
+        fn deadline_hit(&self) -> bool {
+            self.0
+        }
+        fn cancelled(&self) -> bool {
+            false
+        }
+        fn deadline_seconds(&self) -> f64 {
+            2.0
+        }
+        fn clock(&self, _key: &str, _eval_timeout: Option<f64>) -> Arc<ClockScope> {
+            unreachable!("no expression is evaluated here")
+        }
+        fn calls(&self) -> &CallBudget {
+            &self.1
+        }
+    }
+
+    fn never_started(i: usize, reason: &str) -> ChildTrace {
+        ChildTrace { reason: Some(reason.to_string()), ..ChildTrace::new(i) }
+    }
+
+    /// The one fail-fast rule: a child that failed on its own stops the rest (not one that
+    /// was cancelled, nor under `continue_on_error`), and a child stopped before it started
+    /// or while its call waited for a slot is written alike, naming the child that failed.
+    #[test]
+    fn a_failed_child_stops_the_rest_and_what_never_started_says_so_alike() {
+        let (d, policy) = (Still(false, CallBudget::new(10)), RetryPolicy::default());
+        let site =
+            Site { tool_path: "/t.tool", tool: None, key: "fan", depth: 0, policy: &policy, timeout_seconds: 1.0 };
+        let fail_fast = FailFast::new(None, false);
+        let Ok(waiting) = ChildRun::start(&d, &fail_fast, "fan", 2, || Value::Int(2)) else { panic!("starts") };
+        fail_fast.ended(&ChildEnd::failed(0, Failure::run_cancelled("fan[0]")));
+        assert!(!fail_fast.stopped(), "a cancelled child did not fail on its own");
+        fail_fast.ended(&ChildEnd::failed(1, Failure::new("fan[1]", Code::ToolFailed, "no".to_string())));
+        assert!(fail_fast.stopped());
+        let Err(refused) = ChildRun::start(&d, &fail_fast, "fan", 3, || Value::Int(3)) else { panic!("stopped") };
+        let waited = waiting.end(&d, &fail_fast, &site, CallOutcome::failed(Failure::waited_for_slot("fan[2]")));
+        for (i, end) in [(3, refused), (2, waited)] {
+            assert_eq!(end.trace, never_started(i, "step `fan[1]` failed"));
+            let f = end.out.expect_err("a failure");
+            assert_eq!((f.code, f.cancelled, f.message.as_str()), (Code::RunCancelled, true, "step `fan[1]` failed"));
+        }
+        // The run's stop, when it stopped, is what a child that never started says.
+        let end = ChildRun::not_run(&Still(true, CallBudget::new(10)), &fail_fast, "fan", 4);
+        assert_eq!(end.trace, never_started(4, "the run's deadline passed"));
+        assert_eq!(end.out.err().map(|f| f.code), Some(Code::RunDeadline));
+        // Under `continue_on_error` nothing stops.
+        let lenient = FailFast::new(None, true);
+        lenient.ended(&ChildEnd::failed(1, Failure::new("fan[1]", Code::ToolFailed, "no".to_string())));
+        assert!(!lenient.stopped());
+        assert_eq!(ChildEnd::failed(1, Failure::run_deadline("fan[1]", 2.0)).trace.status, StepStatus::Timeout);
+    }
 
     #[test]
     fn calls_lent_are_taken_until_given_back_and_a_share_names_the_runs_limit() {

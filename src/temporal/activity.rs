@@ -10,7 +10,7 @@ use temporalio_macros::activities;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 use temporalio_sdk::ApplicationFailure;
 
-use super::{complete_notes, failure_type, AttemptNote, Breaker, CallInput, CallOutput, FailureKind};
+use super::{complete_notes, failure_type, AttemptNote, CallInput, CallOutput, FailureKind};
 use crate::analysis::{Resolved, ToolRoot};
 use crate::exec::breaker::{Admission, BreakerPolicy, Breakers, Refusal};
 use crate::exec::{CancelToken, ErrorKind, Runner, ToolCall, ToolError};
@@ -24,7 +24,7 @@ pub(crate) const HEARTBEAT_EVERY: Duration = Duration::from_secs(1);
 /// breakers (one set per breaker policy that runs asked for; SPEC §10: per worker).
 pub struct TdslActivities {
     root: PathBuf,
-    breakers: Mutex<Vec<(Breaker, Arc<Breakers>)>>,
+    breakers: Mutex<Vec<(BreakerPolicy, Arc<Breakers>)>>,
     started: Instant,
 }
 
@@ -34,17 +34,13 @@ impl TdslActivities {
         TdslActivities { root, breakers: Mutex::new(Vec::new()), started: Instant::now() }
     }
 
-    fn breakers(&self, policy: Breaker) -> Arc<Breakers> {
+    fn breakers(&self, policy: &BreakerPolicy) -> Arc<Breakers> {
         let mut all = self.breakers.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((_, b)) = all.iter().find(|(p, _)| *p == policy) {
+        if let Some((_, b)) = all.iter().find(|(p, _)| p == policy) {
             return b.clone();
         }
-        let b = Arc::new(Breakers::new(BreakerPolicy {
-            failure_threshold: policy.failure_threshold,
-            reset_timeout_seconds: policy.reset_timeout_seconds,
-            half_open_calls: policy.half_open_calls,
-        }));
-        all.push((policy, b.clone()));
+        let b = Arc::new(Breakers::new(policy.clone()));
+        all.push((policy.clone(), b.clone()));
         b
     }
 
@@ -68,7 +64,7 @@ impl TdslActivities {
         let left = ctx.info().deadline.and_then(|d| d.duration_since(std::time::SystemTime::now()).ok());
         let earlier: Vec<AttemptNote> = ctx.heartbeat_details().deserialize().ok().flatten().unwrap_or_default();
         let earlier = complete_notes(earlier, attempt);
-        let breakers = self.breakers(input.breaker);
+        let breakers = self.breakers(&input.breaker);
         let tool_path = input.tool_path.clone();
         if let Admission::Refused = breakers.admit(&tool_path, self.now_ms()) {
             let message = match breakers.refusal(&tool_path, self.now_ms()) {

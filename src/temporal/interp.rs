@@ -33,15 +33,16 @@ pub(crate) use super::bounds::CHUNK;
 use super::bounds::{calls_bound, calls_per_child};
 use super::ordered::{first_ready, join_in_order};
 use super::{
-    AttemptNote, CallInput, Chunk, ChunkChild, ChunkFailure, ChunkOutput, FailureKind, RunInput, RunOutput,
-    INTERPRETER_VERSION,
+    AttemptNote, CallInput, Chunk, ChunkChild, ChunkOutput, FailureKind, RunInput, RunOutput, INTERPRETER_VERSION,
 };
 use crate::analysis::{Plan, StepId, StepPlan};
 use crate::diagnostic::Code;
 use crate::exec::clock::ClockScope;
 use crate::exec::data::{self, CallOutcome, Failure, FrameOutcome, RunEnd};
 use crate::exec::retry::RetryPolicy;
-use crate::exec::step::{CallBudget, Callee, ChildRun, Driver, Ended, FanOut, Frame, Next, Site, Start};
+use crate::exec::step::{
+    CallBudget, Callee, ChildEnd, ChildRun, Driver, Ended, FailFast, FanOut, Frame, Next, Site, Start,
+};
 use crate::exec::trace::rfc3339;
 use crate::exec::{Attempt, ChildTrace, Outcome, Signal, StepStatus, StepTrace, Time, Tool, Trace, Workflow};
 use crate::tool::validate;
@@ -412,6 +413,7 @@ impl<'a> Interp<'a> {
         self.progress(|p| p.counts().children += width);
         let size = (CHUNK / calls_per_child(self.wf, tool, 0)).max(1);
         let chunked = items.len() > size;
+        let fail_fast = FailFast::new(Some(frame), continue_on_error);
         if chunked {
             // Chunks share the run's --concurrency: each takes `share` slots for its calls
             // while it runs. When a chunk has fewer children than the run's limit (a composite
@@ -422,7 +424,7 @@ impl<'a> Interp<'a> {
             let side_by_side =
                 if self.mock.is_some() { 1 } else { (limit / size.min(limit)).clamp(1, chunks.len().max(1)) };
             let share = (limit / side_by_side).max(1);
-            let child_args = &child_args;
+            let (child_args, fail_fast) = (&child_args, &fail_fast);
             // The most calls one child takes from the run's budget: a chunk is lent that many
             // per child (all that is left when the plan does not bound them).
             let per_child = calls_bound(self.wf, tool, self.input.options.max_fan_out, 0);
@@ -432,25 +434,20 @@ impl<'a> Interp<'a> {
                     let need = per_child.saturating_mul(chunk.len());
                     let got_slots = self.acquire(share).await.is_ok();
                     let acquired = got_slots && self.await_calls(need).await;
-                    let lent = if acquired && !frame.failed() && !self.deadline_passed() {
+                    let lent = if acquired && !fail_fast.stopped() && !self.deadline_passed() {
                         self.lend_calls(need)
                     } else {
                         None
                     };
-                    if !acquired || frame.failed() || self.deadline_passed() {
+                    if !acquired || fail_fast.stopped() || self.deadline_passed() {
                         self.calls_back(lent, Some((0, false)));
                         if got_slots {
                             self.release(share);
                         }
                         return (first..first + chunk.len())
                             .map(|i| {
-                                let ckey = format!("{key}[{i}]");
-                                let f = if self.deadline_passed() {
-                                    self.stop_failure(&ckey)
-                                } else {
-                                    frame.not_started(&ckey)
-                                };
-                                (ChildTrace::new(i), Err(f))
+                                let end = ChildRun::not_run(self, fail_fast, key, i);
+                                (end.trace, end.out)
                             })
                             .collect::<Vec<_>>();
                     }
@@ -475,16 +472,9 @@ impl<'a> Interp<'a> {
                     self.chunk_slots.set(self.chunk_slots.get().saturating_sub(share));
                     self.release(share);
                     let mut outs = Vec::with_capacity(got.len());
-                    for (ct, out, partial) in got {
-                        if partial {
-                            frame.mark_partial();
-                        }
-                        if let Err(f) = &out {
-                            if !f.cancelled && !continue_on_error {
-                                frame.stop(f);
-                            }
-                        }
-                        outs.push((ct, out));
+                    for end in got {
+                        fail_fast.ended(&end);
+                        outs.push((end.trace, end.out));
                     }
                     outs
                 }
@@ -492,23 +482,14 @@ impl<'a> Interp<'a> {
             });
             join_in_order(runs.collect()).await.into_iter().flatten().collect()
         } else {
-            let stop = Cell::new(false);
+            let fail_fast = &fail_fast;
             let children = items.iter().enumerate().map(|(i, item)| {
-                let (stop, a) = (&stop, child_args(item));
+                let a = child_args(item);
                 async move {
-                    let stopped = || stop.get() || frame.failed();
-                    let (ct, out, partial) = self.child(site, i, a, continue_on_error, stop, &stopped).await;
+                    let end = self.child(site, fail_fast, i, a).await;
                     self.progress(|p| p.counts().children_done += 1);
-                    if partial {
-                        frame.mark_partial();
-                    }
-                    if let Err(f) = &out {
-                        if !f.cancelled && !continue_on_error {
-                            // Independent steps waiting for a slot must not start either.
-                            frame.stop(f);
-                        }
-                    }
-                    (ct, out)
+                    fail_fast.ended(&end);
+                    (end.trace, end.out)
                 }
                 .boxed_local()
             });
@@ -518,28 +499,14 @@ impl<'a> Interp<'a> {
         }
     }
 
-    /// One fan-out child: its call, its trace, whether it left the run partial.
-    async fn child(
-        &self,
-        site: Site<'_>,
-        i: usize,
-        arguments: Value,
-        continue_on_error: bool,
-        stop: &Cell<bool>,
-        stopped: &dyn Fn() -> bool,
-    ) -> (ChildTrace, Result<Value, Failure>, bool) {
-        // Why a child that did not start did not (a cancelled child shows no error).
-        let not_started = |key: &str| Failure::not_started(key, "the run failed before this call".to_string());
-        let child = match ChildRun::start(self, site.key, i, stopped(), not_started, move || arguments) {
-            Err((ct, f)) => return (ct, Err(f), false),
+    /// One fan-out child: its call and how it ended (the caller applies `fail_fast`'s rule).
+    async fn child(&self, site: Site<'_>, fail_fast: &FailFast<'_>, i: usize, arguments: Value) -> ChildEnd {
+        let child = match ChildRun::start(self, fail_fast, site.key, i, move || arguments) {
+            Err(end) => return end,
             Ok(child) => child,
         };
-        let call = self.call(Site { key: &child.key, ..site }, &child.arguments, stopped).await;
-        let end = child.end(self, &site, call);
-        if end.failed && !continue_on_error {
-            stop.set(true);
-        }
-        (end.trace, end.out, end.partial)
+        let call = self.call(Site { key: &child.key, ..site }, &child.arguments, &|| fail_fast.stopped()).await;
+        child.end(self, fail_fast, &site, call)
     }
 
     /// Runs one chunk of a fan-out as a child workflow and reads its children back, with
@@ -551,20 +518,14 @@ impl<'a> Interp<'a> {
         c: usize,
         spec: Chunk,
         concurrency: usize,
-    ) -> (Vec<(ChildTrace, Result<Value, Failure>, bool)>, Option<(usize, bool)>) {
+    ) -> (Vec<ChildEnd>, Option<(usize, bool)>) {
         let (first, n, tool_path) = (spec.first_index, spec.arguments.len(), spec.tool_path.clone());
         let mut input = self.input.clone();
         input.chunk = Some(spec);
         input.options.concurrency = concurrency;
         let fail_all = |code: Code, message: String| {
             (first..first + n)
-                .map(|i| {
-                    let ckey = format!("{key}[{i}]");
-                    let mut ct = ChildTrace::new(i);
-                    ct.status = StepStatus::Failed;
-                    ct.error = Some(message.clone());
-                    (ct, Err(Failure::new(&ckey, code, message.clone())), false)
-                })
+                .map(|i| ChildEnd::failed(i, Failure::new(&format!("{key}[{i}]"), code, message.clone())))
                 .collect::<Vec<_>>()
         };
         // Refused before it starts: it made no call.
@@ -590,12 +551,7 @@ impl<'a> Interp<'a> {
             // The run was cancelled while the chunk ran: its children were cancelled with it.
             Err(_) if self.cancelled() => {
                 let children = (first..first + n)
-                    .map(|i| {
-                        let f = self.stop_failure(&format!("{key}[{i}]"));
-                        let mut ct = ChildTrace::new(i);
-                        ct.error = Some(f.message.clone());
-                        (ct, Err(f), false)
-                    })
+                    .map(|i| ChildEnd::failed(i, self.stop_failure(&format!("{key}[{i}]"))))
                     .collect();
                 return (children, None);
             }
@@ -612,15 +568,9 @@ impl<'a> Interp<'a> {
             .map(|c| {
                 let out = match c.error {
                     None => Ok(c.trace.result.clone().unwrap_or_default()),
-                    Some(e) => Err(Failure {
-                        code: Code::ALL.iter().copied().find(|k| k.as_str() == e.code).unwrap_or(Code::ToolFailed),
-                        step: e.step,
-                        message: e.message,
-                        timeout: e.timeout,
-                        cancelled: e.cancelled,
-                    }),
+                    Some(f) => Err(f),
                 };
-                (c.trace, out, c.partial)
+                ChildEnd { trace: c.trace, out, partial: c.partial }
             })
             .collect();
         (children, used)
@@ -638,24 +588,15 @@ impl<'a> Interp<'a> {
         };
         self.mock_calls.borrow_mut().extend(spec.mock_bases.iter().map(|(k, v)| (k.clone(), *v)));
         self.mock_calls.borrow_mut().insert(spec.tool_path.clone(), spec.mock_base);
-        let stop = Cell::new(false);
+        // The rule among the chunk's own children; the parent stops its frame when they
+        // come back.
+        let fail_fast = FailFast::new(None, spec.continue_on_error);
         let children = spec.arguments.iter().enumerate().map(|(j, a)| {
-            let stop = &stop;
+            let fail_fast = &fail_fast;
             async move {
-                let stopped = || stop.get();
-                let (ct, out, partial) =
-                    self.child(site, spec.first_index + j, a.clone(), spec.continue_on_error, stop, &stopped).await;
-                ChunkChild {
-                    trace: ct,
-                    partial,
-                    error: out.err().map(|f| ChunkFailure {
-                        code: f.code.as_str().to_string(),
-                        step: f.step,
-                        message: f.message,
-                        timeout: f.timeout,
-                        cancelled: f.cancelled,
-                    }),
-                }
+                let end = self.child(site, fail_fast, spec.first_index + j, a.clone()).await;
+                fail_fast.ended(&end);
+                ChunkChild { trace: end.trace, partial: end.partial, error: end.out.err() }
             }
             .boxed_local()
         });
@@ -738,7 +679,7 @@ impl<'a> Interp<'a> {
             mock: mock.clone(),
             mock_base,
             max_tool_output: self.input.options.max_tool_output,
-            breaker: self.input.options.breaker,
+            breaker: self.input.options.breaker.clone(),
             retry: Some(policy.clone()),
             seed: self.input.options.seed,
         };
@@ -814,31 +755,19 @@ impl<'a> Interp<'a> {
                 let duration_ms = if lost { timeout_ms } else { note.duration_ms };
                 let started_ms = at.saturating_add(delay_of(note.attempt));
                 at = started_ms.saturating_add(duration_ms);
-                Attempt {
-                    attempt: note.attempt,
-                    outcome: match note.outcome.as_str() {
-                        "transient" => Outcome::Transient,
-                        "permanent" => Outcome::Permanent,
-                        _ => Outcome::Timeout,
-                    },
-                    response: None,
-                    error: Some(note.error),
-                    delay_ms: delay_of(note.attempt),
-                    started_ms,
-                    duration_ms,
-                }
+                let outcome = match note.outcome.as_str() {
+                    "transient" => Outcome::Transient,
+                    "permanent" => Outcome::Permanent,
+                    _ => Outcome::Timeout,
+                };
+                Attempt::new(note.attempt, outcome, Err(note.error))
+                    .after(delay_of(note.attempt))
+                    .at(started_ms, duration_ms)
             })
             .collect();
         let last_start = at.saturating_add(delay_of(n)).min(started.saturating_add(duration_ms));
-        attempts.push(Attempt {
-            attempt: n,
-            outcome,
-            response: result.as_ref().ok().cloned(),
-            error: result.as_ref().err().cloned(),
-            delay_ms: delay_of(n),
-            started_ms: last_start,
-            duration_ms: started.saturating_add(duration_ms).saturating_sub(last_start),
-        });
+        let last_duration = started.saturating_add(duration_ms).saturating_sub(last_start);
+        attempts.push(Attempt::new(n, outcome, result.clone()).after(delay_of(n)).at(last_start, last_duration));
         // A cancelled call's message never counted its attempts here (a local run's does).
         let counted = if outcome == Outcome::Cancelled { 1 } else { n };
         let result = result.map_err(|message| Failure::of_call(key, outcome, counted, message));

@@ -31,6 +31,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::exec::breaker::BreakerPolicy;
 use crate::exec::{Tool, Workflow};
 use crate::value::Value;
 
@@ -293,23 +294,8 @@ pub struct ChunkChild {
     /// A composite callee ended PARTIAL (a step failed under `continue_on_error`).
     #[serde(default)]
     pub partial: bool,
-    /// Why it failed.
-    pub error: Option<ChunkFailure>,
-}
-
-/// A failure carried back from a chunk.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct ChunkFailure {
-    /// The diagnostic code (`E0803`).
-    pub code: String,
-    /// The step path.
-    pub step: Option<String>,
-    /// The message.
-    pub message: String,
-    /// A timeout rather than an error.
-    pub timeout: bool,
-    /// Never started.
-    pub cancelled: bool,
+    /// Why it failed: the step core's own failure, as it serializes.
+    pub(crate) error: Option<crate::exec::data::Failure>,
 }
 
 /// What the workflow's `progress` query answers (`tdsl run --engine temporal` draws it on a
@@ -411,9 +397,10 @@ pub struct RunOptions {
     pub max_memory: Option<u64>,
     /// Bytes an `exec:` tool may print (`--max-tool-output`).
     pub max_tool_output: u64,
-    /// The circuit breakers' policy (`--breaker-*`); each worker keeps its own breakers.
+    /// The circuit breakers' policy (`--breaker-*`), as it serializes; each worker keeps
+    /// its own breakers.
     #[serde(default)]
-    pub breaker: Breaker,
+    pub breaker: BreakerPolicy,
     /// The events one workflow's history may reach before a call or a child workflow would
     /// start (`--temporal-history-limit`; `E0815` past it).
     #[serde(default = "default_history_limit")]
@@ -426,33 +413,6 @@ fn default_max_calls() -> usize {
 
 fn default_max_result_bytes() -> usize {
     crate::ranges::DEFAULT_MAX_RESULT_BYTES
-}
-
-/// A breaker policy, as it travels (`exec::breaker::BreakerPolicy`).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Breaker {
-    /// Consecutive failed attempts that open a tool's breaker.
-    pub failure_threshold: u32,
-    /// How long it stays open, in seconds.
-    pub reset_timeout_seconds: f64,
-    /// Trial calls a half-open breaker lets through.
-    pub half_open_calls: u32,
-}
-
-impl Default for Breaker {
-    fn default() -> Breaker {
-        Breaker::from(&crate::exec::breaker::BreakerPolicy::default())
-    }
-}
-
-impl From<&crate::exec::breaker::BreakerPolicy> for Breaker {
-    fn from(p: &crate::exec::breaker::BreakerPolicy) -> Breaker {
-        Breaker {
-            failure_threshold: p.failure_threshold,
-            reset_timeout_seconds: p.reset_timeout_seconds,
-            half_open_calls: p.half_open_calls,
-        }
-    }
 }
 
 impl RunOptions {
@@ -487,7 +447,7 @@ impl RunOptions {
             fuel: (limits.fuel != defaults.fuel).then_some(limits.fuel),
             max_memory: (limits.max_alloc_bytes != defaults.max_alloc_bytes).then_some(limits.max_alloc_bytes as u64),
             max_tool_output,
-            breaker: Breaker::from(&o.breaker),
+            breaker: o.breaker.clone(),
             history_limit: HISTORY_LIMIT,
         }
     }
@@ -527,7 +487,7 @@ pub struct CallInput {
     pub max_tool_output: u64,
     /// The run's breaker policy: the worker's breakers for it decide whether the call goes.
     #[serde(default)]
-    pub breaker: Breaker,
+    pub breaker: BreakerPolicy,
     /// The step's retry policy: the activity sets the back-off after a transient failure
     /// from it, with jitter ([`retry_delay`]); `None` leaves it to the activity's retry
     /// policy (no jitter).
