@@ -49,10 +49,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use infer::{TypeAt, TypeAtKind};
-pub use plan::{
-    ConditionPlan, DoneCheckPlan, ParallelPlan, Plan, RefContext, RefPlan, StepId, StepInput, StepPlan, TransformPlan,
-    ValuePlan,
-};
+pub use plan::{Plan, RefContext, RefPlan, StepId, StepPlan, ValuePlan};
+// What the engine runs of a plan.
+#[cfg(feature = "engine")]
+pub use plan::{ConditionPlan, DoneCheckPlan, ParallelPlan, TransformPlan};
 pub use root::tool_files_under;
 pub use root::{ExactTypes, LoadedTool, MissingCallees, NameRefusal, NamedTools, Resolved, ToolRoot};
 
@@ -82,8 +82,10 @@ pub struct CheckedTool {
     pub file: Option<PathBuf>,
     /// The text checked (diagnostic spans point into it).
     pub source: Arc<str>,
-    /// The model, when the file could be read as one (partial when there are errors).
-    pub tool: Option<Arc<ToolDef>>,
+    /// The model, when the file could be read as one (partial when there are errors): the
+    /// crate's own `.tool` model (the engine and the language server read it).
+    #[cfg_attr(not(any(feature = "engine", feature = "lsp")), allow(dead_code))]
+    pub(crate) tool: Option<Arc<ToolDef>>,
     /// Every problem, errors and warnings, in source order.
     pub diagnostics: Vec<Diagnostic>,
     /// The plan: for a composite tool with no error.

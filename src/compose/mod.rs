@@ -38,10 +38,9 @@ use serde_json::{json, Value as Json};
 pub use client::{Message, ModelClient, ModelError, ModelReply, ModelRequest, Phase, Usage};
 pub use model::{
     ComposedResponse, CompositionResult, CompositionStatus, DecompositionResult, ExecutionPlan, ExecutionStep, Intent,
-    PhaseUsage, SubQuestion, ToolMapping, INTENTS,
+    PhaseUsage, SubQuestion, ToolMapping,
 };
 pub use providers::client_for;
-pub use record::COMPOSE_TOOL;
 
 use crate::exec::retry::RetryPolicy;
 use crate::exec::{CancelToken, Observer, Random, RunStatus, Runner, SeededRandom, StepStatus, SystemTime, Time};

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
 use super::client::Usage;
+use crate::exec::Trace;
 
 /// `SubQuestion.intent`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -302,7 +303,7 @@ pub struct CompositionResult {
     pub usage: IndexMap<String, PhaseUsage>,
     /// The run's trace, for `--trace` and the history (it is `execution` as JSON).
     #[serde(skip)]
-    pub trace: Option<crate::exec::Trace>,
+    pub trace: Option<Trace>,
 }
 
 impl CompositionResult {

@@ -18,6 +18,8 @@
 //!
 //! `docs/mcp.md` documents the mapping and the naming rule.
 
+// `tdsl check --mcp-schemas`.
+#[cfg(feature = "cli")]
 pub mod compare;
 pub mod lossy;
 pub mod names;
@@ -26,10 +28,13 @@ pub mod schema;
 
 use serde_json::{json, Map, Value as Json};
 
+#[cfg(feature = "cli")]
 pub use compare::compare_with_server;
-pub use lossy::{lossy_features, ExportWarning};
-pub use names::{export_names, stem_name, tool_name, MAX_NAME_LEN};
-pub use schema::{input_schema, output_schema, type_schema, validate_arguments};
+pub use lossy::lossy_features;
+#[cfg(feature = "cli")]
+pub use lossy::ExportWarning;
+pub use names::{export_names, tool_name};
+pub use schema::{input_schema, output_schema, validate_arguments};
 
 use crate::tool::ToolDef;
 
@@ -71,6 +76,7 @@ fn input_schema_for(format: Format, def: &ToolDef) -> Json {
 }
 
 /// The tool in `format` with what the format lost ([`lossy_features`]).
+#[cfg(feature = "cli")]
 pub fn export_tool_with_warnings(format: Format, name: &str, def: &ToolDef) -> (Json, Vec<ExportWarning>) {
     (export_tool(format, name, def), lossy_features(format, name, def))
 }

@@ -70,11 +70,6 @@ pub fn export_names<S: AsRef<str>>(tool_paths: &[S]) -> Vec<String> {
         .collect()
 }
 
-/// Whether a name is valid for every provider.
-pub fn is_valid_name(name: &str) -> bool {
-    (1..=MAX_NAME_LEN).contains(&name.len()) && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-}
-
 fn fnv1a(bytes: &[u8]) -> u32 {
     let mut h: u32 = 0x811c_9dc5;
     for b in bytes {
@@ -87,6 +82,12 @@ fn fnv1a(bytes: &[u8]) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whether a name is valid for every provider.
+    fn is_valid_name(name: &str) -> bool {
+        (1..=MAX_NAME_LEN).contains(&name.len())
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    }
 
     #[test]
     fn names() {

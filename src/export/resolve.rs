@@ -275,6 +275,31 @@ fn merge_all_of(base: Json, part: Json) -> Json {
     Json::Object(b)
 }
 
+/// The JSON types a schema allows (without `null`); `None` when it does not say.
+pub(crate) fn types(schema: &Json) -> Option<Vec<&str>> {
+    match schema.get("type")? {
+        Json::String(t) => Some(vec![t.as_str()]),
+        Json::Array(ts) => Some(ts.iter().filter_map(Json::as_str).filter(|t| *t != "null").collect()),
+        _ => None,
+    }
+}
+
+/// The `type_name` that matches a schema best.
+pub(crate) fn type_name_of(schema: &Json) -> String {
+    match types(schema).as_deref() {
+        Some(["string"]) => "string".to_string(),
+        Some(["integer"]) => "integer".to_string(),
+        Some(["number"]) => "number".to_string(),
+        Some(["boolean"]) => "boolean".to_string(),
+        Some(["object"]) => "object".to_string(),
+        Some(["array"]) => match schema.get("items").map(type_name_of) {
+            Some(item) if item != "any" => format!("list<{item}>"),
+            _ => "list".to_string(),
+        },
+        _ => "any".to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

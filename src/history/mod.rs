@@ -53,7 +53,7 @@ use serde::Serialize;
 use crate::exec::{Event, Observer, Outcome, StepStatus, Trace};
 use crate::value::Value;
 
-pub use sqlite::{schema_version, SqliteStore, COMMIT_INTERVAL, MIGRATIONS, SCHEMA_VERSION};
+pub use sqlite::{schema_version, SqliteStore, MIGRATIONS, SCHEMA_VERSION};
 
 /// Why the history could not be read or written.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -83,10 +83,6 @@ pub enum ResultKind {
 }
 
 impl ResultKind {
-    /// Every kind, as stored.
-    pub const ALL: [&'static str; 7] =
-        ["success", "validation_error", "not_found", "conflict", "internal_error", "timeout", "cancelled"];
-
     /// The kind of an attempt that ended with `outcome`; `resolved` says whether the tool
     /// path resolved to a definition.
     pub fn of(outcome: Outcome, resolved: bool) -> ResultKind {
@@ -239,7 +235,7 @@ pub struct Invocation {
     pub parameters: Value,
     /// 1 for the first attempt.
     pub attempt: u32,
-    /// One of [`ResultKind::ALL`].
+    /// A [`ResultKind`], as stored ([`ResultKind::as_str`]).
     pub result: String,
     /// The tool's answer, when it answered.
     pub result_data: Option<Value>,
@@ -460,6 +456,7 @@ impl Observer for Recorder {
 /// An attempt that answered, in a step the run's error says broke its declared responses
 /// (`E0802`), is recorded as `validation_error`, as a local run records it. Returns the
 /// run's history id.
+#[cfg(feature = "temporal")]
 pub fn record_trace(store: &dyn HistoryStore, trace: &Trace) -> Result<i64, HistoryError> {
     let run = store.begin_run(&NewRun {
         run_id: &trace.run_id,

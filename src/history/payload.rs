@@ -107,17 +107,6 @@ impl Cut {
     }
 }
 
-/// A payload's JSON as stored: whole when it has at most `max` bytes, else its cut's JSON.
-pub fn stored_json(v: &Value, max: usize) -> String {
-    Payloads::new().stored_json(v, max)
-}
-
-/// A payload as a value kept in a stored trace: itself when its JSON has at most `max`
-/// bytes, else its cut.
-pub fn cut_value(v: &Value, max: usize) -> Value {
-    Payloads::new().cut_value(v, max)
-}
-
 /// The measurements of one run's payloads: each large shared part (a long string, a list, an
 /// object) is measured once and remembered by its identity while the run lasts. A part is
 /// remembered with a reference to it, so that its memory cannot be reused by another value
@@ -154,18 +143,15 @@ impl Part {
 }
 
 impl Payloads {
-    /// Measurements with nothing remembered yet.
-    pub fn new() -> Payloads {
-        Payloads::default()
-    }
-
     /// Measurements counting every byte they hash into `counter` (which other measurements
     /// may share: a store's count of its work).
     pub fn counting(counter: Arc<AtomicU64>) -> Payloads {
         Payloads { parts: Mutex::default(), hashed: counter }
     }
 
-    /// The bytes hashed so far (the work of measuring, counted rather than timed).
+    /// The bytes hashed so far (the work of measuring, counted rather than timed; the store
+    /// reads its shared counter instead).
+    #[cfg(test)]
     pub fn hashed_bytes(&self) -> u64 {
         self.hashed.load(Ordering::Relaxed)
     }
@@ -450,6 +436,16 @@ fn write_str(s: &str, out: &mut Bounded) -> std::io::Result<()> {
 mod tests {
     use super::*;
 
+    /// A payload's JSON as stored, measured alone.
+    fn stored_json(v: &Value, max: usize) -> String {
+        Payloads::default().stored_json(v, max)
+    }
+
+    /// A payload as kept in a stored trace, measured alone.
+    fn cut_value(v: &Value, max: usize) -> Value {
+        Payloads::default().cut_value(v, max)
+    }
+
     fn hex(d: impl AsRef<[u8]>) -> String {
         d.as_ref().iter().map(|b| format!("{b:02x}")).collect()
     }
@@ -525,9 +521,9 @@ mod tests {
         let mut other = s.clone();
         other.replace_range(4000..4001, "b");
         let different = Value::object_from([("x", Value::str(&s)), ("y", Value::str(&other))]);
-        let p = Payloads::new();
+        let p = Payloads::default();
         let (a, b, c) =
-            (p.cut_value(&built, 1024), Payloads::new().cut_value(&apart, 1024), p.cut_value(&different, 1024));
+            (p.cut_value(&built, 1024), Payloads::default().cut_value(&apart, 1024), p.cut_value(&different, 1024));
         let hash = |v: &Value| Cut::of(v).unwrap().hash;
         assert_eq!(hash(&a), hash(&b));
         assert_ne!(hash(&a), hash(&c), "a difference past the prefix changes the hash");
@@ -537,7 +533,7 @@ mod tests {
     #[test]
     fn a_shared_part_is_measured_once() {
         let s = Value::str(&"a".repeat(1 << 20));
-        let p = Payloads::new();
+        let p = Payloads::default();
         for i in 0..100 {
             let payload = Value::object_from([("text", s.clone()), ("i", Value::Int(i))]);
             assert!(Cut::of(&p.cut_value(&payload, 4096)).is_some());
@@ -616,8 +612,8 @@ mod tests {
         #[test]
         fn a_cut_says_what_the_json_text_and_the_reference_hash_say(v in value(), max in 1024usize..6000) {
             let whole = serde_json::to_string(&v).unwrap();
-            let shared = Payloads::new();
-            for p in [&Payloads::new(), &shared, &shared] {
+            let shared = Payloads::default();
+            for p in [&Payloads::default(), &shared, &shared] {
                 let stored = p.stored_json(&v, max);
                 match Cut::of(&serde_json::from_str(&stored).unwrap()) {
                     Some(c) => {

@@ -31,10 +31,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-pub use super::endpoint::BUILTINS;
 use super::endpoint::{no_builtin, Endpoint};
 use super::env::program_path;
-pub use super::env::{ToolEnv, CLEAN_PATH};
+pub use super::env::ToolEnv;
 #[cfg(feature = "mcp")]
 use super::mcp_client::McpClients;
 use crate::exec::{Runner, ToolCall, ToolError};

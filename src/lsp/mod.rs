@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lsp_server::{Connection, ErrorCode, Message, Notification, Request, RequestId, Response};
+use lsp_server::{Connection, ErrorCode, Message, Notification, Request, Response};
 use lsp_types::notification::Notification as _;
 use lsp_types::{
     CodeActionProviderCapability, CompletionOptions, DiagnosticRelatedInformation, DiagnosticSeverity,
@@ -426,9 +426,4 @@ fn parse<P: serde::de::DeserializeOwned>(req: Request) -> Result<P, Failure> {
 
 fn to_json<T: serde::Serialize>(v: T) -> serde_json::Value {
     serde_json::to_value(v).unwrap_or(serde_json::Value::Null)
-}
-
-/// A request id, for tests that drive a [`Server`] directly.
-pub fn request_id(n: i32) -> RequestId {
-    RequestId::from(n)
 }

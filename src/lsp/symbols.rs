@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::engine::Engine;
 use crate::span::Span;
 use crate::syntax::ast::{Expr, ExprKind};
-use crate::tool::{DoneCheck, JsonKind, JsonNode, JsonStr, ToolDef, ToolKind, Transform, TransformBlock};
+use crate::tool::{DoneCheck, JsonStr, ToolDef, ToolKind, Transform, TransformBlock};
 use crate::types::Scope;
 
 /// Something a file names.
@@ -367,17 +367,4 @@ pub fn inner(span: Span) -> Span {
     } else {
         span
     }
-}
-
-/// The JSON string node holding `offset`, if any.
-pub fn string_at(root: &JsonNode, offset: usize) -> Option<&JsonStr> {
-    let mut found = None;
-    root.walk(&mut |n| {
-        if let JsonKind::Str(s) = &n.kind {
-            if s.span.range().contains(&offset) {
-                found = Some(s);
-            }
-        }
-    });
-    found
 }

@@ -37,13 +37,14 @@ pub const TOOLS_URI: &str = "tdsl://tools";
 /// The prompt that asks for a plan.
 pub const PLAN_PROMPT: &str = "plan";
 
-/// The guide (`tdsl://guide`), at most [`GUIDE_LIMIT`] characters.
+/// The guide (`tdsl://guide`), at most 16,000 characters (`GUIDE_LIMIT`, a test checks it).
 pub const GUIDE: &str = include_str!("guide.md");
 /// The most characters the guide may have (SPEC §13).
-pub const GUIDE_LIMIT: usize = 16_000;
+#[cfg(test)]
+const GUIDE_LIMIT: usize = 16_000;
 
-/// The condensed guide in `run_plan`'s description, at most [`DESCRIPTION_LIMIT`]
-/// characters: for clients that never read resources.
+/// The condensed guide in `run_plan`'s description, at most 2,500 characters
+/// (`DESCRIPTION_LIMIT`, a test checks it): for clients that never read resources.
 pub const RUN_PLAN_DESCRIPTION: &str = r#"Run a tdsl plan: one JSON object that calls several tools and combines their results on the server; only its result comes back. Checked first (as check_plan): with an error nothing runs. Answer: {status, result, steps, failure_summary?}; not SUCCESS is a tool error.
 Plan: {"arguments": [{"name": "q", "type_name": "string", "required": true}], "instructions": [STEP, ...], "response_reference_map": {"out": "REF:b.total"}}
 STEP: {"execution_id": "a", "tool_definition_path": "<name from tdsl://tools; SERVER/TOOL upstream>", "arguments": {"x": "REF:arguments.q", "y": 3}}
@@ -58,7 +59,8 @@ Read tdsl://guide (worked plans) and tdsl://tools (the tools)."#;
 /// before its last: without them there is no `save_skill` to point to.
 pub const SKILLS_LINE: &str = "- A plan that worked and is needed again: save_skill.";
 /// The most characters `run_plan`'s description may have (SPEC §13).
-pub const DESCRIPTION_LIMIT: usize = 2_500;
+#[cfg(test)]
+const DESCRIPTION_LIMIT: usize = 2_500;
 
 /// What `--plans` adds to a server.
 #[derive(Debug)]

@@ -473,7 +473,7 @@ impl UpstreamRunner {
         if self.host.mocks(call.tool_path) {
             return None;
         }
-        call.definition.and_then(upstream_target)
+        call.endpoint().and_then(upstream_target)
     }
 }
 

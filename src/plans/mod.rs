@@ -47,6 +47,8 @@ mod literal;
 mod locate;
 #[cfg(feature = "engine")]
 mod run;
+// Saved plans (`serve --skills`): only the MCP server keeps them.
+#[cfg(feature = "mcp")]
 pub mod skills;
 mod upstream;
 
@@ -62,7 +64,7 @@ pub use locate::{locate, Location};
 pub use run::{PlanRefused, PlanRun, PlanStep, RunPlanOptions};
 #[cfg(feature = "mcp")]
 pub(crate) use upstream::untranslatable;
-pub use upstream::{upstream_target, UpstreamTool, UPSTREAM_SCHEME};
+pub use upstream::{upstream_target, UpstreamTool};
 
 use crate::analysis::{Analyzer, CheckedTool, LoadedTool, MissingCallees, Resolved, ToolRoot, TypeAtKind};
 use crate::diagnostic::{did_you_mean, Code, Diagnostic, Severity};

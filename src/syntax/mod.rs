@@ -21,7 +21,7 @@ pub(crate) use fast::intern;
 /// bounded (at most `max_depth × 2` nodes).
 pub(crate) const CHAIN_LEVEL: usize = 2;
 
-pub use parser::{fast_path_agrees, parse, parse_ref, parse_with_limit, Parse, DEFAULT_MAX_NESTING};
+pub use parser::{fast_path_agrees, parse, parse_ref, parse_with_limit};
 pub use printer::{dump, print};
 
 /// The words that cannot be names (SPEC §4.1).

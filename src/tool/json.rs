@@ -437,6 +437,7 @@ fn walk_nesting(text: &str, mut opened: impl FnMut(usize, usize) -> bool) {
 }
 
 /// How deep `text`'s JSON nests (lists and objects, outside strings); 0 for a scalar.
+#[cfg(feature = "engine")]
 pub fn nesting_depth(text: &str) -> usize {
     let mut max = 0;
     walk_nesting(text, |_, depth| {

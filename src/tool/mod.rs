@@ -39,13 +39,15 @@ pub mod refs;
 mod type_name;
 pub(crate) mod validate;
 
-pub use constraints::{Constraints, Element, Pattern, Violation};
+pub use constraints::Constraints;
 pub use globs::tool_globs;
-pub use json::{JsonKind, JsonNode, JsonObject, JsonStr};
+pub use json::{JsonKind, JsonNode, JsonStr};
+// For the language server's renames and `tdsl schema`.
+#[cfg(feature = "lsp")]
 pub use load::{is_identifier, RESERVED_IDS};
 pub(crate) use load::{tool_path_respelled, tool_path_spelling};
 pub use model::*;
-pub use position::{LineCol, LineIndex, Position};
+pub use position::LineIndex;
 pub use refs::{parse_ref_string, RefPlace, RefSite, TransformBlock};
 
 use crate::diagnostic::Diagnostic;

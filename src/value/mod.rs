@@ -34,7 +34,7 @@ pub use smol_str::SmolStr;
 
 pub use json::MAX_SERIALIZE_DEPTH;
 pub use order::cmp_numbers;
-pub use path::{lookup, Path};
+pub use path::Path;
 
 /// The hasher used for object keys: short keys, hashed often, never attacker-chosen in a way
 /// that matters more than evaluation limits already bound.
