@@ -91,8 +91,9 @@
 //! Everything above is re-exported at the crate's root: the expression engine ([`Engine`],
 //! [`Program`], [`Value`], [`Limits`]), diagnostics ([`Diagnostic`], [`Code`]), checking
 //! ([`Analyzer`], [`ToolRoot`], [`CheckedTool`], [`Plan`]), running ([`Executor`], the
-//! [`Runner`] a host implements, [`Trace`]), plans written by models ([`Plans`]) and, with the
-//! feature `compose`, the Tool Composer ([`Composer`]). The stages behind them, data flowing one
+//! [`Runner`] a host implements, [`Trace`] with every type it holds), plans written by models
+//! ([`Plans`]) and, with the feature `compose`, the Tool Composer ([`Composer`]). No public
+//! field names a type that is not at the root. The stages behind them, data flowing one
 //! way — source → AST → typed AST → bytecode → VM, and `.tool` → model → analysis → plan →
 //! execution — are the crate's own modules; `docs/architecture.md` describes them.
 #![forbid(unsafe_code)]

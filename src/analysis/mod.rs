@@ -20,8 +20,7 @@
 //! let checked = analyzer.check_source("main.tool", source);
 //! assert!(checked.diagnostics.is_empty(), "{:?}", checked.diagnostics);
 //! let plan = checked.plan.unwrap();
-//! let order: Vec<(&str, usize)> = plan.steps.iter().map(|s| (&*s.execution_id, s.level)).collect();
-//! assert_eq!(order, [("scan", 0), ("count", 1), ("report", 2)]);
+//! assert_eq!(plan.levels(), [vec!["scan"], vec!["count"], vec!["report"]]);
 //!
 //! // A REF to a step that does not exist is found before anything runs.
 //! let broken = source.replace("REF:count.n", "REF:cuont.n");

@@ -149,13 +149,6 @@ impl Payloads {
         Payloads { parts: Mutex::default(), hashed: counter }
     }
 
-    /// The bytes hashed so far (the work of measuring, counted rather than timed; the store
-    /// reads its shared counter instead).
-    #[cfg(test)]
-    pub fn hashed_bytes(&self) -> u64 {
-        self.hashed.load(Ordering::Relaxed)
-    }
-
     /// A payload's JSON as stored: whole when it has at most `max` bytes, else its cut's JSON.
     pub fn stored_json(&self, v: &Value, max: usize) -> String {
         match self.measure(v, max) {
@@ -435,6 +428,13 @@ fn write_str(s: &str, out: &mut Bounded) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl Payloads {
+        /// The bytes hashed so far (the store reads its shared counter instead).
+        fn hashed_bytes(&self) -> u64 {
+            self.hashed.load(Ordering::Relaxed)
+        }
+    }
 
     /// A payload's JSON as stored, measured alone.
     fn stored_json(v: &Value, max: usize) -> String {

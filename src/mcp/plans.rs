@@ -39,9 +39,6 @@ pub const PLAN_PROMPT: &str = "plan";
 
 /// The guide (`tdsl://guide`), at most 16,000 characters (`GUIDE_LIMIT`, a test checks it).
 pub const GUIDE: &str = include_str!("guide.md");
-/// The most characters the guide may have (SPEC §13).
-#[cfg(test)]
-const GUIDE_LIMIT: usize = 16_000;
 
 /// The condensed guide in `run_plan`'s description, at most 2,500 characters
 /// (`DESCRIPTION_LIMIT`, a test checks it): for clients that never read resources.
@@ -58,9 +55,6 @@ Read tdsl://guide (worked plans) and tdsl://tools (the tools)."#;
 /// The line `run_plan`'s description has when the server offers skills (`serve --skills`),
 /// before its last: without them there is no `save_skill` to point to.
 pub const SKILLS_LINE: &str = "- A plan that worked and is needed again: save_skill.";
-/// The most characters `run_plan`'s description may have (SPEC §13).
-#[cfg(test)]
-const DESCRIPTION_LIMIT: usize = 2_500;
 
 /// What `--plans` adds to a server.
 #[derive(Debug)]
@@ -672,6 +666,11 @@ impl Observer for PlanRecorded {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The most characters the guide may have (SPEC §13).
+    const GUIDE_LIMIT: usize = 16_000;
+    /// The most characters `run_plan`'s description may have (SPEC §13).
+    const DESCRIPTION_LIMIT: usize = 2_500;
 
     #[test]
     fn the_guide_and_the_description_keep_their_limits() {
