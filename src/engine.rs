@@ -448,7 +448,7 @@ impl Program {
 /// The deepest result a JSON reader reads back: `serde_json` refuses a 128th level of
 /// brackets, and so do `json_parse`, `--vars` and every file tdsl reads. A result nests at
 /// most this deep (and at most the depth limit), so what is printed can be read back.
-pub const MAX_RESULT_DEPTH: usize = 127;
+pub(crate) const MAX_RESULT_DEPTH: usize = 127;
 
 fn check_output(v: &Value, limits: &Limits, span: Span) -> Result<(), EvalError> {
     let max_depth = limits.max_depth.min(MAX_RESULT_DEPTH);

@@ -36,12 +36,12 @@
 
 mod check;
 mod dag;
-pub mod infer;
+pub(crate) mod infer;
 mod lints;
-pub mod plan;
+pub(crate) mod plan;
 mod refs;
 mod render;
-pub mod root;
+pub(crate) mod root;
 mod transform;
 
 use std::path::{Path, PathBuf};
@@ -52,7 +52,7 @@ pub use plan::{Plan, RefContext, RefPlan, StepId, StepPlan, ValuePlan};
 // What the engine runs of a plan.
 #[cfg(feature = "engine")]
 pub use plan::{ConditionPlan, DoneCheckPlan, ParallelPlan, TransformPlan};
-pub use root::tool_files_under;
+pub(crate) use root::tool_files_under;
 pub use root::{ExactTypes, LoadedTool, MissingCallees, NameRefusal, NamedTools, Resolved, ToolRoot};
 
 use crate::diagnostic::Diagnostic;
@@ -82,8 +82,8 @@ pub struct CheckedTool {
     /// The text checked (diagnostic spans point into it).
     pub source: Arc<str>,
     /// The model, when the file could be read as one (partial when there are errors): the
-    /// crate's own `.tool` model (the engine and the language server read it).
-    #[cfg_attr(not(any(feature = "engine", feature = "lsp")), allow(dead_code))]
+    /// crate's own `.tool` model (the language server reads it).
+    #[cfg_attr(not(feature = "lsp"), allow(dead_code))]
     pub(crate) tool: Option<Arc<ToolDef>>,
     /// Every problem, errors and warnings, in source order.
     pub diagnostics: Vec<Diagnostic>,

@@ -281,7 +281,7 @@ pub enum DoneCheckPlan {
 /// past the end gives `null`, as does any segment of `null`. A segment that cannot apply (a
 /// key of a number, an index of an object) is an error naming the path up to it.
 #[cfg(feature = "engine")]
-pub fn value_at(value: &Value, path: &[PathSegment]) -> Result<Value, String> {
+pub(crate) fn value_at(value: &Value, path: &[PathSegment]) -> Result<Value, String> {
     let mut current = value.clone();
     for (n, segment) in path.iter().enumerate() {
         let key = match segment {

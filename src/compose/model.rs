@@ -25,7 +25,7 @@ pub enum Intent {
 }
 
 /// The intent words, as the model is told them.
-pub const INTENTS: &[&str] = &["CAUSAL", "COMPARATIVE", "PREDICTIVE", "DESCRIPTIVE", "EXPERIMENTAL"];
+pub(crate) const INTENTS: &[&str] = &["CAUSAL", "COMPARATIVE", "PREDICTIVE", "DESCRIPTIVE", "EXPERIMENTAL"];
 
 fn one() -> i64 {
     1

@@ -23,7 +23,12 @@ use crate::tool::{Param, ToolDef, TypeName};
 
 /// The diagnostics of comparing `def` (read from `source`), whose endpoint names the tool
 /// `tool`, with the tools the server lists (`tools/list` entries).
-pub fn compare_with_server(def: &ToolDef, source: &str, endpoint: (&str, Span), tools: &[Json]) -> Vec<Diagnostic> {
+pub(crate) fn compare_with_server(
+    def: &ToolDef,
+    source: &str,
+    endpoint: (&str, Span),
+    tools: &[Json],
+) -> Vec<Diagnostic> {
     let (tool, endpoint_span) = endpoint;
     let Some(server) = tools.iter().find(|t| t.get("name").and_then(Json::as_str) == Some(tool)) else {
         let names: Vec<&str> = tools.iter().filter_map(|t| t.get("name").and_then(Json::as_str)).collect();

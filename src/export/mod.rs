@@ -20,21 +20,22 @@
 
 // `tdsl check --mcp-schemas`.
 #[cfg(feature = "cli")]
-pub mod compare;
-pub mod lossy;
-pub mod names;
+pub(crate) mod compare;
+pub(crate) mod lossy;
+pub(crate) mod names;
 pub(crate) mod resolve;
-pub mod schema;
+pub(crate) mod schema;
 
 use serde_json::{json, Map, Value as Json};
 
 #[cfg(feature = "cli")]
-pub use compare::compare_with_server;
+pub(crate) use compare::compare_with_server;
 pub use lossy::lossy_features;
 #[cfg(feature = "cli")]
 pub use lossy::ExportWarning;
 pub use names::{export_names, tool_name};
-pub use schema::{input_schema, output_schema, validate_arguments};
+pub use schema::validate_arguments;
+pub(crate) use schema::{input_schema, output_schema};
 
 use crate::tool::ToolDef;
 
@@ -77,7 +78,7 @@ fn input_schema_for(format: Format, def: &ToolDef) -> Json {
 
 /// The tool in `format` with what the format lost ([`lossy_features`]).
 #[cfg(feature = "cli")]
-pub fn export_tool_with_warnings(format: Format, name: &str, def: &ToolDef) -> (Json, Vec<ExportWarning>) {
+pub(crate) fn export_tool_with_warnings(format: Format, name: &str, def: &ToolDef) -> (Json, Vec<ExportWarning>) {
     (export_tool(format, name, def), lossy_features(format, name, def))
 }
 

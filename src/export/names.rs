@@ -12,7 +12,7 @@
 //! same name (`a b.tool` and `a_b.tool`), which callers report as a collision.
 
 /// The longest name every provider accepts.
-pub const MAX_NAME_LEN: usize = 64;
+pub(crate) const MAX_NAME_LEN: usize = 64;
 
 /// The name of the tool at `tool_path` (`/tools/summarizer.tool` → `tools__summarizer`).
 pub fn tool_name(tool_path: &str) -> String {
@@ -38,7 +38,7 @@ pub fn tool_name(tool_path: &str) -> String {
 
 /// The name made of the file stem alone (`/tools/add_objective.tool` → `add_objective`),
 /// with the same character rule and length bound as [`tool_name`].
-pub fn stem_name(tool_path: &str) -> String {
+pub(crate) fn stem_name(tool_path: &str) -> String {
     let stem = tool_path.rsplit(['/', '\\']).next().unwrap_or(tool_path);
     let stem = stem.strip_suffix(".tool").unwrap_or(stem);
     if stem.is_empty() {

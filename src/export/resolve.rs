@@ -30,24 +30,24 @@ use serde_json::{json, Map, Value as Json};
 
 /// How many times one `$ref` is followed inside itself: a recursive model's third level
 /// down (`replies.0.replies.0.replies`) is any value.
-pub const RECURSION_DEPTH: usize = crate::ranges::SCHEMA_RECURSION_DEPTH.max as usize;
+pub(crate) const RECURSION_DEPTH: usize = crate::ranges::SCHEMA_RECURSION_DEPTH.max as usize;
 
 /// The most schema nodes one resolution makes (past it, parts read as any value).
-pub const MAX_NODES: usize = crate::ranges::SCHEMA_NODES.max as usize;
+pub(crate) const MAX_NODES: usize = crate::ranges::SCHEMA_NODES.max as usize;
 
 /// The most references followed inside one another (a chain of distinct definitions).
-pub const MAX_REF_NESTING: usize = crate::ranges::SCHEMA_REF_NESTING.max as usize;
+pub(crate) const MAX_REF_NESTING: usize = crate::ranges::SCHEMA_REF_NESTING.max as usize;
 
 /// The deepest nesting of schemas (`properties` in `items` in …) followed: a schema deeper
 /// than that (only a hostile server writes one) reads as any value below it, so no walk of
 /// the result recurses without bound.
-pub const MAX_DEPTH: usize = crate::ranges::SCHEMA_DEPTH.max as usize;
+pub(crate) const MAX_DEPTH: usize = crate::ranges::SCHEMA_DEPTH.max as usize;
 
 /// The key that marks where a recursive reference was cut (its value is the reference).
-pub const CUT: &str = "x-tdsl-cut";
+pub(crate) const CUT: &str = "x-tdsl-cut";
 
 /// `schema` with its local references resolved and its combinators flattened.
-pub fn resolve_schema(schema: &Json) -> Json {
+pub(crate) fn resolve_schema(schema: &Json) -> Json {
     let mut r = Resolver { root: schema, stack: Vec::new(), nodes: 0, depth: 0 };
     r.node(schema)
 }

@@ -45,24 +45,24 @@ use sha2::{Digest, Sha256};
 use crate::value::{Map, SmolStr, Value};
 
 /// The one key of a cut payload's object.
-pub const CUT_KEY: &str = "$tdsl_cut";
+pub(crate) const CUT_KEY: &str = "$tdsl_cut";
 
 /// The most bytes of a cut payload's `prefix` (cut back to a character boundary).
-pub const PREFIX_BYTES: usize = 1024;
+pub(crate) const PREFIX_BYTES: usize = 1024;
 
 /// The most bytes of compact JSON a part of a payload has and still stands as its text in
 /// its parent's hash text; a larger part stands as its own tree hash.
-pub const PART_BYTES: usize = 1024;
+pub(crate) const PART_BYTES: usize = 1024;
 
 /// How a cut's `hash` is written: `tree-sha256:` and 64 lowercase hex digits.
-pub const TREE_HASH: &str = "tree-sha256";
+pub(crate) const TREE_HASH: &str = "tree-sha256";
 
 /// The byte that stands before a part's tree hash in its parent's hash text.
 const PART_MARK: u8 = 0xFF;
 
 /// What a cut payload says of the payload it stands for.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Cut {
+pub(crate) struct Cut {
     /// The payload's size, as compact JSON.
     pub bytes: u64,
     /// Its hash, `tree-sha256:<hex>` (or, in a history written before the tree hash,
@@ -74,7 +74,7 @@ pub struct Cut {
 
 impl Cut {
     /// The cut a stored value stands for, when it is one.
-    pub fn of(stored: &Value) -> Option<Cut> {
+    pub(crate) fn of(stored: &Value) -> Option<Cut> {
         let o = stored.as_object()?;
         if o.len() != 1 {
             return None;
@@ -94,7 +94,7 @@ impl Cut {
 
     /// `(cut: 1048578 bytes of JSON, tree-sha256:9f2c…; the first 1024 kept)`: one line for
     /// people.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!("(cut: {} bytes of JSON, {}; the first {} kept)", self.bytes, self.hash, self.prefix.len())
     }
 
@@ -112,7 +112,7 @@ impl Cut {
 /// remembered with a reference to it, so that its memory cannot be reused by another value
 /// while it is remembered; the run's trace holds every payload until the run ends anyway.
 #[derive(Default)]
-pub struct Payloads {
+pub(crate) struct Payloads {
     parts: Mutex<HashMap<PartKey, (Value, Big)>>,
     hashed: Arc<AtomicU64>,
 }
@@ -145,12 +145,12 @@ impl Part {
 impl Payloads {
     /// Measurements counting every byte they hash into `counter` (which other measurements
     /// may share: a store's count of its work).
-    pub fn counting(counter: Arc<AtomicU64>) -> Payloads {
+    pub(crate) fn counting(counter: Arc<AtomicU64>) -> Payloads {
         Payloads { parts: Mutex::default(), hashed: counter }
     }
 
     /// A payload's JSON as stored: whole when it has at most `max` bytes, else its cut's JSON.
-    pub fn stored_json(&self, v: &Value, max: usize) -> String {
+    pub(crate) fn stored_json(&self, v: &Value, max: usize) -> String {
         match self.measure(v, max) {
             Measured::Whole(text) => text,
             Measured::Cut(c) => serde_json::to_string(&c.to_value()).unwrap_or_default(),
@@ -159,7 +159,7 @@ impl Payloads {
 
     /// A payload as a value kept in a stored trace: itself when its JSON has at most `max`
     /// bytes, else its cut.
-    pub fn cut_value(&self, v: &Value, max: usize) -> Value {
+    pub(crate) fn cut_value(&self, v: &Value, max: usize) -> Value {
         match v {
             // Scalars are never worth measuring.
             Value::Null | Value::Bool(_) | Value::Int(_) | Value::Float(_) => v.clone(),

@@ -201,7 +201,7 @@ pub fn occurrences(engine: &Engine, file: &Path, tool: &ToolDef, resolver: &Reso
 }
 
 /// The occurrence whose span holds `offset` (the narrowest).
-pub fn at(occurrences: &[Occurrence], offset: usize) -> Option<&Occurrence> {
+pub(crate) fn at(occurrences: &[Occurrence], offset: usize) -> Option<&Occurrence> {
     let offset = u32::try_from(offset).unwrap_or(u32::MAX);
     occurrences
         .iter()
@@ -361,7 +361,7 @@ fn walk(e: &Expr, out: &mut Vec<(String, Span)>, names: &mut Vec<(crate::syntax:
 }
 
 /// A JSON string's span without its quotes.
-pub fn inner(span: Span) -> Span {
+pub(crate) fn inner(span: Span) -> Span {
     if span.end >= span.start + 2 {
         Span { start: span.start + 1, end: span.end - 1 }
     } else {

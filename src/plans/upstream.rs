@@ -84,7 +84,7 @@ pub(crate) fn untranslatable(tool_path: &str, first: &str) -> NameRefusal {
 }
 
 /// The endpoint scheme of an upstream tool's synthetic definition.
-pub const UPSTREAM_SCHEME: &str = "upstream:";
+pub(crate) const UPSTREAM_SCHEME: &str = "upstream:";
 
 /// The most `enum` values a listing line shows of one schema.
 const SHOWN_VALUES: usize = 12;
