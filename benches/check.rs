@@ -94,7 +94,7 @@ fn bench(c: &mut Criterion) {
         let checked = analyzer.check_source("independent.tool", &source);
         assert!(checked.diagnostics.is_empty(), "{:?}", &checked.diagnostics[..checked.diagnostics.len().min(3)]);
         let plan = checked.plan.as_ref().expect("a plan");
-        assert_eq!((plan.steps.len(), plan.levels.len()), (n, 1));
+        assert_eq!((plan.execution_ids().len(), plan.levels().len()), (n, 1));
         group.bench_with_input(BenchmarkId::new("independent", n), &source, |b, source| {
             b.iter(|| analyzer.check_source("independent.tool", source))
         });
@@ -106,7 +106,7 @@ fn bench(c: &mut Criterion) {
         let mut analyzer = Analyzer::new(ToolRoot::new(&dir));
         let checked = analyzer.check_source("bench.tool", &source);
         assert!(checked.diagnostics.is_empty(), "{:?}", &checked.diagnostics[..checked.diagnostics.len().min(3)]);
-        assert_eq!(checked.plan.as_ref().map(|p| p.steps.len()), Some(n));
+        assert_eq!(checked.plan.as_ref().map(|p| p.execution_ids().len()), Some(n));
         group.bench_with_input(BenchmarkId::new(format!("steps/{refs} refs"), n), &source, |b, source| {
             b.iter(|| analyzer.check_source("bench.tool", source))
         });

@@ -668,7 +668,7 @@ pub(crate) fn printable_source(source: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
-pub use crate::suggest::did_you_mean;
+pub(crate) use crate::suggest::did_you_mean;
 
 #[cfg(test)]
 mod tests {

@@ -183,8 +183,8 @@ pub struct Analysis {
     pub program: Option<Program>,
     /// Errors and warnings, in source order.
     pub diagnostics: Vec<Diagnostic>,
-    /// The parsed tree.
-    pub ast: syntax::ast::Expr,
+    /// The parsed tree (the crate's own: its shape changes with the language).
+    pub(crate) ast: syntax::ast::Expr,
     /// The inferred type of the whole expression.
     pub ty: Type,
     /// The REF paths and free names used.
@@ -197,7 +197,7 @@ pub struct References {
     /// REF paths, in source order, with their spans (inside template strings too).
     pub refs: Vec<RefUse>,
     /// Free names read from the variables, in first-use order, with a span each.
-    pub names: Vec<(Name, Span)>,
+    pub names: Vec<(Arc<str>, Span)>,
 }
 
 /// A compiled expression: immutable, shareable across threads, evaluated many times.
@@ -448,7 +448,7 @@ impl Program {
 /// The deepest result a JSON reader reads back: `serde_json` refuses a 128th level of
 /// brackets, and so do `json_parse`, `--vars` and every file tdsl reads. A result nests at
 /// most this deep (and at most the depth limit), so what is printed can be read back.
-pub const MAX_RESULT_DEPTH: usize = 127;
+pub(crate) const MAX_RESULT_DEPTH: usize = 127;
 
 fn check_output(v: &Value, limits: &Limits, span: Span) -> Result<(), EvalError> {
     let max_depth = limits.max_depth.min(MAX_RESULT_DEPTH);

@@ -14,7 +14,7 @@ use std::io::Read;
 use std::path::Path;
 
 /// The largest input file read: 256 MiB. A larger file is an [`InputError::TooLarge`].
-pub const MAX_INPUT_BYTES: u64 = 256 << 20;
+pub(crate) const MAX_INPUT_BYTES: u64 = 256 << 20;
 
 /// Why an input file could not be read.
 #[derive(Debug)]
@@ -100,13 +100,13 @@ fn describe(kind: std::fs::FileType) -> &'static str {
 }
 
 /// The bytes of a regular file of at most [`MAX_INPUT_BYTES`].
-pub fn read_bytes(path: &Path) -> Result<Vec<u8>, InputError> {
+pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>, InputError> {
     read_bytes_capped(path, MAX_INPUT_BYTES)
 }
 
 /// The bytes of a regular file of at most `limit` bytes (a smaller cap than
 /// [`MAX_INPUT_BYTES`], for files that are small by nature, such as a token file).
-pub fn read_bytes_capped(path: &Path, limit: u64) -> Result<Vec<u8>, InputError> {
+pub(crate) fn read_bytes_capped(path: &Path, limit: u64) -> Result<Vec<u8>, InputError> {
     let file = open_regular(path)?;
     let mut bytes = Vec::new();
     // One byte past the limit tells a file of exactly the limit from a larger one, and a
@@ -119,7 +119,7 @@ pub fn read_bytes_capped(path: &Path, limit: u64) -> Result<Vec<u8>, InputError>
 }
 
 /// The text of a regular UTF-8 file of at most [`MAX_INPUT_BYTES`].
-pub fn read_text(path: &Path) -> Result<String, InputError> {
+pub(crate) fn read_text(path: &Path) -> Result<String, InputError> {
     String::from_utf8(read_bytes(path)?).map_err(|e| InputError::NotUtf8 { at: e.utf8_error().valid_up_to() })
 }
 

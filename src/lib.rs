@@ -69,7 +69,7 @@
 //! assert!(checked.diagnostics.is_empty(), "{:?}", checked.diagnostics);
 //! // The plan: the steps by level of the dependency graph derived from the REFs.
 //! let plan = checked.plan.as_ref().unwrap();
-//! assert_eq!(plan.levels.len(), 1);
+//! assert_eq!(plan.levels(), [vec!["temps"]]);
 //!
 //! // Run: the host supplies the primitive tools (here a closure instead of `exec:`).
 //! let workflow = Workflow::load(&root, &root.join("main.tool")).unwrap();
@@ -91,8 +91,9 @@
 //! Everything above is re-exported at the crate's root: the expression engine ([`Engine`],
 //! [`Program`], [`Value`], [`Limits`]), diagnostics ([`Diagnostic`], [`Code`]), checking
 //! ([`Analyzer`], [`ToolRoot`], [`CheckedTool`], [`Plan`]), running ([`Executor`], the
-//! [`Runner`] a host implements, [`Trace`]), plans written by models ([`PlanDesk`]) and, with the
-//! feature `compose`, the Tool Composer ([`Composer`]). The stages behind them, data flowing one
+//! [`Runner`] a host implements, [`Trace`] with every type it holds), plans written by models
+//! ([`PlanDesk`]) and, with the feature `compose`, the Tool Composer ([`Composer`]). No public
+//! field names a type that is not at the root. The stages behind them, data flowing one
 //! way — source → AST → typed AST → bytecode → VM, and `.tool` → model → analysis → plan →
 //! execution — are the crate's own modules; `docs/architecture.md` describes them.
 #![forbid(unsafe_code)]
@@ -179,7 +180,7 @@ pub use functions::{FunctionTable, HostFn, Param, ParamKind, ReturnRule, Signatu
 pub use span::Span;
 
 // Diagnostics: a stable code, a message, a span and a help.
-pub use diagnostic::{render_plain, Code, Diagnostic, Severity};
+pub use diagnostic::{render_plain, Code, Diagnostic, Label, Severity};
 pub use tool::LineIndex;
 
 // `.tool` files: load a root, check, plan.
@@ -197,9 +198,14 @@ pub use exec::{
 };
 #[cfg(feature = "engine")]
 pub use host::{HostRunner, ToolEnv};
-// The policies `Options` (and `ComposeConfig`) carry.
+// The policies `Options` (and `ComposeConfig`) carry, and a breaker's state in a trace.
 #[cfg(feature = "engine")]
-pub use exec::{breaker::BreakerPolicy, retry::RetryPolicy};
+pub use exec::{breaker::BreakerPolicy, breaker::BreakerState, retry::RetryPolicy};
+// What a trace records besides its steps: the limits in force, the file reads a replay answers.
+#[cfg(feature = "engine")]
+pub use exec::file_reads::{FileAnswer, FileOp, FileRead, VersionRecord};
+#[cfg(feature = "engine")]
+pub use exec::RunLimits;
 // Replaying a trace: `replay(..)`, and the module's `engine`, `FileRecorder`.
 #[cfg(feature = "engine")]
 pub use exec::{replay, Divergence, Replay};
@@ -217,103 +223,152 @@ pub use plans::{PlanRefused, PlanRun, PlanStep, RunPlanOptions};
 #[cfg(feature = "compose")]
 pub use compose::{
     client_for, ComposeConfig, ComposedResponse, Composer, CompositionResult, CompositionStatus, DecompositionResult,
-    Message, ModelClient, ModelError, ModelReply, ModelRequest, Phase, Usage,
+    ExecutionPlan, ExecutionStep, Intent, Message, ModelClient, ModelError, ModelReply, ModelRequest, Phase,
+    PhaseUsage, SubQuestion, ToolMapping, Usage,
 };
 
-/// The crate's internals, for its own tests, benchmarks and fuzz targets. Not part of the
-/// public API: anything here may change in any release. Embedders use the items at the
-/// crate's root.
+/// The crate's internals that its own tests, benchmarks (`benches/`, `bench-plans/`) and
+/// doctests reach, named one by one. Not part of the public API: anything here may change in
+/// any release. Embedders use the items at the crate's root.
+///
+/// Each name is here because something outside `src/` uses it (tests/public_api.rs checks
+/// that every one is used): a name no test needs stays the crate's own, so that rustc's
+/// dead-code check sees the internals (a `*` here would make every `pub` item reachable).
 #[doc(hidden)]
 pub mod testing {
     #![allow(missing_docs)]
     pub mod analysis {
-        pub use crate::analysis::*;
+        pub use crate::analysis::{
+            explain_types, Analyzer, CheckedTool, RefContext, Resolved, ToolRoot, TypeAtKind, ValuePlan,
+        };
+        use crate::analysis::{Plan, RefPlan, StepId, StepPlan};
+        use std::sync::Arc;
+
+        /// The plan's steps, in execution order (`Plan::steps`, the crate's own field).
+        pub fn steps(plan: &Plan) -> &[StepPlan] {
+            &plan.steps
+        }
+
+        /// The plan's levels, as positions in [`steps`].
+        pub fn levels(plan: &Plan) -> &[Vec<StepId>] {
+            &plan.levels
+        }
+
+        /// The step with this `execution_id`.
+        pub fn step<'p>(plan: &'p Plan, execution_id: &str) -> Option<&'p StepPlan> {
+            plan.step(execution_id)
+        }
+
+        /// The plan's `response_reference_map`, resolved.
+        pub fn response_map(plan: &Plan) -> Option<&[(Arc<str>, RefPlan)]> {
+            plan.response_map.as_deref()
+        }
     }
     pub mod compile {
-        pub use crate::compile::*;
-    }
-    #[cfg(feature = "compose")]
-    pub mod compose {
-        pub use crate::compose::*;
+        pub use crate::compile::{compile, fold};
     }
     pub mod diagnostic {
-        pub use crate::diagnostic::*;
+        pub use crate::diagnostic::{render_plain, Code, Diagnostic};
     }
     pub mod suggest {
-        pub use crate::suggest::*;
+        pub use crate::suggest::{work_spent, SUGGESTION_BUDGET};
     }
     #[cfg(feature = "engine")]
     pub mod exec {
-        pub use crate::exec::*;
+        pub use crate::exec::{
+            engine, replay, Attempt, CancelToken, Event, Executor, GuardError, Guards, LoadError, ManualTime,
+            NonBlocking, Observer, Options, Outcome, Run, RunStatus, Runner, SeededRandom, Signal, StepStatus,
+            StepTrace, SystemTime, Time, ToolCall, ToolError, Trace, Workflow,
+        };
+        pub mod breaker {
+            pub use crate::exec::breaker::{BreakerPolicy, BreakerState, DEFAULT_FAILURE_THRESHOLD};
+        }
+        pub mod retry {
+            pub use crate::exec::retry::RetryPolicy;
+        }
     }
     pub mod export {
-        pub use crate::export::*;
+        pub use crate::export::{export_names, export_tool, lossy_features, tool_name, validate_arguments, Format};
     }
     pub mod files {
-        pub use crate::files::*;
+        pub use crate::files::{Entry, FileError, FileStore, LocalStore, MemoryStore, StorePath, Version};
     }
     pub mod functions {
-        pub use crate::functions::*;
+        pub use crate::functions::{Param, ReturnRule, Signature};
     }
     #[cfg(feature = "engine")]
     pub mod host {
-        pub use crate::host::*;
+        pub use crate::host::{HostRunner, Mock};
     }
     #[cfg(feature = "history")]
     pub mod history {
-        pub use crate::history::*;
-    }
-    pub mod input {
-        pub use crate::input::*;
+        pub use crate::history::{
+            schema_version, HistoryStore, Invocation, NewRun, Recorder, RunContext, RunFilter, SqliteStore, MIGRATIONS,
+            SCHEMA_VERSION,
+        };
     }
     #[cfg(feature = "lsp")]
     pub mod lsp {
-        pub use crate::lsp::*;
+        pub use crate::lsp::serve;
+        pub mod symbols {
+            pub use crate::lsp::symbols::{occurrences, Resolver, Sym};
+        }
     }
     #[cfg(feature = "mcp")]
     pub mod mcp {
-        pub use crate::mcp::*;
-    }
-    pub mod ops {
-        pub use crate::ops::*;
+        pub use crate::mcp::McpServer;
+        pub mod plans {
+            pub use crate::mcp::plans::{
+                answer_text, PlanOptions, PlanServer, RUN_PLAN, RUN_PLAN_DESCRIPTION, TOOLS_URI,
+            };
+        }
+        pub mod upstream {
+            pub use crate::mcp::upstream::{UpstreamSpec, Upstreams};
+        }
     }
     pub mod plans {
-        pub use crate::plans::*;
+        pub use crate::plans::{
+            upstream_target, Callable, PlanCheck, PlanDesk, PlanLimits, UpstreamTool, MAX_SUGGESTION_WORK, PLAN_TOOL,
+        };
+        #[cfg(feature = "engine")]
+        pub use crate::plans::{PlanRefused, PlanRun, RunPlanOptions};
     }
     pub mod reference {
-        pub use crate::reference::*;
+        pub use crate::reference::evaluate;
     }
     #[cfg(feature = "engine")]
     pub mod report {
-        pub use crate::report::*;
-    }
-    pub mod runtime {
-        pub use crate::runtime::*;
-    }
-    #[cfg(feature = "mcp")]
-    pub mod secrets {
-        pub use crate::secrets::*;
+        pub use crate::report::{html, is_composition};
     }
     pub mod span {
-        pub use crate::span::*;
+        pub use crate::span::Span;
     }
     pub mod syntax {
-        pub use crate::syntax::*;
+        pub use crate::syntax::{fast_path_agrees, parse, parse_ref, parse_with_limit, print};
     }
     #[cfg(feature = "temporal")]
     pub mod temporal {
-        pub use crate::temporal::*;
+        pub use crate::temporal::retry_delay;
+        pub mod worker {
+            pub use crate::temporal::worker::replay;
+        }
     }
     pub mod tool {
-        pub use crate::tool::*;
+        pub use crate::tool::{
+            load, Condition, Constraints, DoneCheck, JsonKind, JsonStr, LineIndex, Logic, PathSegment, RefSite,
+            ToolDef, TypeName,
+        };
+        pub mod json {
+            pub use crate::tool::json::parse;
+        }
+        pub mod keys {
+            pub use crate::tool::keys::{Level, NOT_ON_TRANSFORM_STEPS};
+        }
     }
     pub mod types {
-        pub use crate::types::*;
+        pub use crate::types::check;
     }
     pub mod value {
-        pub use crate::value::*;
-    }
-    pub mod vm {
-        pub use crate::vm::*;
+        pub use crate::value::Value;
     }
 }

@@ -8,7 +8,7 @@ use crate::value::{cmp_numbers, SmolStr, Value};
 
 /// Why an operator failed.
 #[derive(Clone, Debug, PartialEq)]
-pub struct OpError {
+pub(crate) struct OpError {
     /// The stable code.
     pub code: Code,
     /// What went wrong.
@@ -23,7 +23,7 @@ fn err(code: Code, message: String, operand: Option<u8>) -> OpError {
 
 /// Applies a non-short-circuit binary operator; `limits` bound the strings and lists `+`
 /// builds.
-pub fn binary(op: BinaryOp, a: &Value, b: &Value, limits: &Limits) -> Result<Value, OpError> {
+pub(crate) fn binary(op: BinaryOp, a: &Value, b: &Value, limits: &Limits) -> Result<Value, OpError> {
     use BinaryOp::*;
     match op {
         Eq => Ok(Value::Bool(a == b)),
@@ -42,7 +42,7 @@ pub fn binary(op: BinaryOp, a: &Value, b: &Value, limits: &Limits) -> Result<Val
 /// allocate (`range`, `join`, `flatten`, `json_parse`): a unit per 8 list elements or object
 /// entries, a unit per 64 string bytes. Without it one `+` could build a million-element list
 /// for one unit, and a `map` of such additions could fill memory long before the fuel ran out.
-pub fn build_cost(v: &Value) -> u64 {
+pub(crate) fn build_cost(v: &Value) -> u64 {
     let units = match v {
         Value::Str(s) => s.len() / 64,
         Value::List(l) => l.len() / 8,
@@ -53,13 +53,13 @@ pub fn build_cost(v: &Value) -> u64 {
 }
 
 /// Bytes charged against [`crate::Limits::max_alloc_bytes`] for one list element.
-pub const LIST_ELEMENT_BYTES: usize = 16;
+pub(crate) const LIST_ELEMENT_BYTES: usize = 16;
 /// Bytes charged for one object entry (its key, value and index slot).
-pub const OBJECT_ENTRY_BYTES: usize = 48;
+pub(crate) const OBJECT_ENTRY_BYTES: usize = 48;
 
 /// Bytes a value built by an operator or a built-in is charged for (its top level: what
 /// it holds was charged when it was built, or is shared).
-pub fn build_bytes(v: &Value) -> usize {
+pub(crate) fn build_bytes(v: &Value) -> usize {
     match v {
         Value::Str(s) => s.len(),
         Value::List(l) => l.len().saturating_mul(LIST_ELEMENT_BYTES),
@@ -69,13 +69,13 @@ pub fn build_bytes(v: &Value) -> usize {
 }
 
 /// The error for a spent memory budget.
-pub fn memory_error(limits: &crate::Limits) -> String {
+pub(crate) fn memory_error(limits: &crate::Limits) -> String {
     format!("evaluation built more values than the memory limit allows ({} bytes)", limits.max_alloc_bytes)
 }
 
 /// `<`, `<=`, `>`, `>=`: numbers with numbers, strings with strings; `null` on either side
 /// is `false`.
-pub fn compare(op: BinaryOp, a: &Value, b: &Value) -> Result<Value, OpError> {
+pub(crate) fn compare(op: BinaryOp, a: &Value, b: &Value) -> Result<Value, OpError> {
     let ord = match (a, b) {
         (Value::Null, _) | (_, Value::Null) => return Ok(Value::Bool(false)),
         (Value::Int(x), Value::Int(y)) => x.cmp(y),
@@ -186,7 +186,7 @@ fn arith(op: BinaryOp, a: &Value, b: &Value) -> Result<Value, OpError> {
 }
 
 /// `-x`
-pub fn neg(v: &Value) -> Result<Value, OpError> {
+pub(crate) fn neg(v: &Value) -> Result<Value, OpError> {
     match v {
         Value::Int(i) => Ok(i.checked_neg().map_or_else(|| Value::Float(-(*i as f64)), Value::Int)),
         Value::Float(f) => Ok(Value::Float(-f)),

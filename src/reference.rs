@@ -29,7 +29,7 @@ pub fn evaluate(
 }
 
 /// Evaluates `e` as [`evaluate`] does, with file functions reading `files`.
-pub fn evaluate_with_files(
+pub(crate) fn evaluate_with_files(
     e: &TExpr,
     vars: &Value,
     refs: &Value,

@@ -92,7 +92,7 @@ pub enum InterruptReason {
 
 /// A probe the host supplies: asked now and then while an evaluation runs, it answers
 /// whether (and why) the evaluation must stop.
-pub type InterruptProbe = Arc<dyn Fn() -> Option<InterruptReason> + Send + Sync>;
+pub(crate) type InterruptProbe = Arc<dyn Fn() -> Option<InterruptReason> + Send + Sync>;
 
 /// A handle that stops a running evaluation from outside: cancelled from another thread,
 /// or past a deadline. The evaluator polls it with its fuel (every
@@ -122,7 +122,7 @@ pub struct Interrupt {
 }
 
 /// Fuel units between two polls of an [`Interrupt`].
-pub const INTERRUPT_POLL_UNITS: u64 = 1 << 14;
+pub(crate) const INTERRUPT_POLL_UNITS: u64 = 1 << 14;
 
 impl fmt::Debug for Interrupt {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -23,19 +23,23 @@
 //! The set is process-wide: a secret belongs to the process, whichever run it was given
 //! for, and redacting it from a run that never used it costs nothing but a scan.
 
+// Secrets are registered by the HTTP clients (`mcp-http`, `compose`); with `mcp` alone only
+// the redaction runs.
+#![cfg_attr(not(any(feature = "mcp-http", feature = "compose")), allow(dead_code))]
+
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{PoisonError, RwLock};
 
 /// What a secret is replaced with.
-pub const REDACTED: &str = "[redacted]";
+pub(crate) const REDACTED: &str = "[redacted]";
 
 /// The shortest secret that is registered: a shorter one would be found in ordinary text.
-pub const MIN_SECRET_BYTES: usize = 4;
+pub(crate) const MIN_SECRET_BYTES: usize = 4;
 
 /// The fewest bytes of a secret's start (or end) that are redacted at the end (or start) of a
 /// text, and the shortest encoded form registered (a base64 fragment of a short secret).
-pub const MIN_PARTIAL_BYTES: usize = 8;
+pub(crate) const MIN_PARTIAL_BYTES: usize = 8;
 
 /// Whether any secret is registered: the fast path of [`redact`] when none is.
 static ANY: AtomicBool = AtomicBool::new(false);
@@ -46,7 +50,7 @@ static FORMS: RwLock<Vec<String>> = RwLock::new(Vec::new());
 
 /// Adds `secret` (and its encoded forms) to the secrets redacted from now on. A secret shorter
 /// than [`MIN_SECRET_BYTES`] (after trimming) is not registered.
-pub fn register(secret: &str) {
+pub(crate) fn register(secret: &str) {
     let secret = secret.trim();
     if secret.len() < MIN_SECRET_BYTES {
         return;
@@ -66,7 +70,7 @@ pub fn register(secret: &str) {
 
 /// `text` with every registered secret replaced by [`REDACTED`]; borrowed when there is none
 /// in it.
-pub fn redact(text: &str) -> Cow<'_, str> {
+pub(crate) fn redact(text: &str) -> Cow<'_, str> {
     if !ANY.load(Ordering::Acquire) || text.is_empty() {
         return Cow::Borrowed(text);
     }
@@ -87,7 +91,7 @@ pub fn redact(text: &str) -> Cow<'_, str> {
 
 /// Redacts every string and every object key of `json` in place (iteratively: a value nested
 /// deeper than the stack allows is fine).
-pub fn redact_json(json: &mut serde_json::Value) {
+pub(crate) fn redact_json(json: &mut serde_json::Value) {
     use serde_json::Value as Json;
     if !ANY.load(Ordering::Acquire) {
         return;

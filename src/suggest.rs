@@ -48,7 +48,7 @@ pub fn work_spent() -> u64 {
 /// An allowance for every suggestion this thread makes until it is dropped (then the
 /// allowance before it is back).
 #[must_use = "the allowance ends when this is dropped"]
-pub struct Allowance {
+pub(crate) struct Allowance {
     previous: Option<u64>,
 }
 
@@ -61,7 +61,7 @@ impl Drop for Allowance {
 /// Gives the suggestions this thread makes, until the guard is dropped, `units` of work in
 /// all (a check of one plan: however many names it misspells, its suggestions cost at most
 /// this). An allowance already in force is kept if smaller.
-pub fn limit_suggestions(units: u64) -> Allowance {
+pub(crate) fn limit_suggestions(units: u64) -> Allowance {
     let previous = ALLOWANCE.with(Cell::get);
     ALLOWANCE.with(|a| a.set(Some(previous.map_or(units, |p| p.min(units)))));
     Allowance { previous }
@@ -84,7 +84,7 @@ fn record(units: u64) {
 
 /// For a search of its own beside [`did_you_mean`] (a name found inside another): spends
 /// `units` if the allowance in force has them, else spends nothing and says no.
-pub fn spend(units: u64) -> bool {
+pub(crate) fn spend(units: u64) -> bool {
     if units > available() {
         return false;
     }
@@ -94,7 +94,7 @@ pub fn spend(units: u64) -> bool {
 
 /// The closest candidate to `name` by edit distance, when close enough to suggest (see the
 /// module's documentation for the rule and the budget).
-pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub(crate) fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let mut search = Search { budget: available(), spent: 0 };
     let found = search.run(name, candidates);
     record(search.spent);

@@ -187,17 +187,25 @@ fn eval_ref_gives_what_eval_gives_borrowing_only_path_reads() {
 fn the_public_api_is_the_crate_root() {
     #[allow(unused_imports)]
     use tdsl::{
-        render_plain, Analyzer, CheckedTool, Clock, Code, Diagnostic, Engine, EvalError, FileStore, FixedClock,
-        FunctionTable, HostFn, Limits, LineIndex, LocalStore, Location, Map, MemoryStore, Param, Plan, PlanCheck,
-        PlanDesk, PlanDiagnostic, PlanLimits, Program, ReturnRule, Scope, Severity, Signature, SystemClock, ToolRoot,
-        Type, TypeAt, UpstreamTool, Value,
+        render_plain, upstream_target, Analyzer, CheckedTool, Clock, Code, Diagnostic, Engine, EvalError, FileStore,
+        FixedClock, FunctionTable, HostFn, Label, Limits, LineIndex, LocalStore, Location, Map, MemoryStore, Param,
+        Plan, PlanCheck, PlanDesk, PlanDiagnostic, PlanLimits, Program, ReturnRule, Scope, Severity, Signature,
+        SystemClock, ToolRoot, Type, TypeAt, UpstreamTool, Value,
     };
     #[cfg(feature = "engine")]
     #[allow(unused_imports)]
     use tdsl::{
-        replay, BreakerPolicy, CancelToken, ErrorKind, Event, Executor, Guards, HostRunner, ManualTime, Observer,
-        Options, PlanRun, RetryPolicy, RunPlanOptions, RunStatus, Runner, SeededRandom, StepStatus, SystemTime, Time,
-        ToolCall, ToolEnv, ToolError, Trace, Workflow,
+        replay, Attempt, BreakerPolicy, BreakerState, CancelToken, ErrorKind, Event, Executor, FileAnswer, FileOp,
+        FileRead, Guards, HostRunner, ManualTime, Observer, Options, PlanRun, RetryPolicy, RunLimits, RunPlanOptions,
+        RunStatus, Runner, SeededRandom, StepStatus, StepTrace, SystemTime, Time, ToolCall, ToolEnv, ToolError, Trace,
+        VersionRecord, Workflow,
+    };
+    // The composer's records, with every type their fields hold.
+    #[cfg(feature = "compose")]
+    #[allow(unused_imports)]
+    use tdsl::{
+        CompositionResult, DecompositionResult, ExecutionPlan, ExecutionStep, Intent, PhaseUsage, SubQuestion,
+        ToolMapping,
     };
     let lib = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/src/lib.rs")).expect("src/lib.rs");
     let public: Vec<&str> =

@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use proptest::prelude::Strategy as _;
-use tdsl::testing::analysis::{Analyzer, CheckedTool, Resolved, ToolRoot};
+use tdsl::testing::analysis::{levels, response_map, step, steps, Analyzer, CheckedTool, Resolved, ToolRoot};
 use tdsl::testing::diagnostic::{Code, Diagnostic};
 use tdsl::testing::span::Span;
 use tdsl::testing::tool::LineIndex;
@@ -77,13 +77,13 @@ fn err_files() {
 fn describe_plan(checked: &CheckedTool) -> String {
     let mut out = String::new();
     let Some(plan) = &checked.plan else { return "(no plan: a primitive tool)\n".to_string() };
-    for (level, ids) in plan.levels.iter().enumerate() {
+    for (level, ids) in levels(plan).iter().enumerate() {
         let _ = writeln!(out, "level {level}");
         for id in ids {
-            let s = &plan.steps[id.0];
+            let s = &steps(plan)[id.0];
             let _ = writeln!(out, "  {} {}", s.execution_id, s.tool_path.as_deref().unwrap_or("(transform step)"));
             for input in &s.inputs {
-                let from = &plan.steps[input.from.0].execution_id;
+                let from = &steps(plan)[input.from.0].execution_id;
                 let carries: Vec<&str> = input.carries.iter().map(|c| &**c).collect();
                 let manual = if input.manual { " (dependency)" } else { "" };
                 let _ = writeln!(out, "    <- {from} [{}]{manual}", carries.join(", "));
@@ -292,13 +292,13 @@ fn plan_of_a_flow() {
     let checked = check(&format!("{ROOT}/flows/scan_and_count.tool"));
     assert!(checked.diagnostics.is_empty(), "{}", describe(&checked.diagnostics, &checked.source));
     let plan = checked.plan.expect("a plan");
-    let order: Vec<(&str, usize)> = plan.steps.iter().map(|s| (&*s.execution_id, s.level)).collect();
+    let order: Vec<(&str, usize)> = steps(&plan).iter().map(|s| (&*s.execution_id, s.level)).collect();
     assert_eq!(order, [("each", 0), ("scan", 0), ("lengths", 1), ("report", 2)]);
-    assert_eq!(plan.levels.len(), 3);
+    assert_eq!(plan.levels(), [vec!["each", "scan"], vec!["lengths"], vec!["report"]]);
 
-    let scan = plan.step("scan").expect("scan");
-    let lengths = plan.step("lengths").expect("lengths");
-    let report = plan.step("report").expect("report");
+    let scan = step(&plan, "scan").expect("scan");
+    let lengths = step(&plan, "lengths").expect("lengths");
+    let report = step(&plan, "report").expect("report");
     assert_eq!(lengths.depends_on, [scan.id]);
     assert_eq!(report.depends_on.len(), 3);
     let from_scan = report.inputs.iter().find(|i| i.from == scan.id).expect("an input from scan");
@@ -321,11 +321,11 @@ fn plan_of_a_flow() {
     let context: Value = serde_json::from_str(r#"{"files": ["a.md", "b.md"]}"#).expect("JSON");
     assert_eq!(program.eval(&context).expect("evaluates"), Value::Int(2));
 
-    let each = plan.step("each").expect("each");
+    let each = step(&plan, "each").expect("each");
     let parallel = each.parallel.as_ref().expect("parallel");
     assert_eq!(&*parallel.child_argument_name, "count");
     assert!(matches!(&parallel.iterate_over, ValuePlan::Literal(v) if v.as_list().map(<[Value]>::len) == Some(3)));
-    let map = plan.response_map.as_ref().expect("a response map");
+    let map = response_map(&plan).expect("a response map");
     assert_eq!(map[1].1.context, RefContext::Step(each.id));
 }
 
@@ -405,14 +405,14 @@ proptest::proptest! {
         prop_assert!(errors.iter().all(|d| d.code == Code::DependencyCycle), "{errors:?}");
         match (expected, &checked.plan) {
             (Some(levels), Some(plan)) => {
-                for s in &plan.steps {
+                for s in steps(plan) {
                     let i: usize = s.execution_id[1..].parse().expect("s<i>");
                     prop_assert_eq!(s.level, levels[i]);
                     for d in &s.depends_on {
-                        prop_assert!(plan.steps[d.0].level < s.level);
+                        prop_assert!(steps(plan)[d.0].level < s.level);
                     }
                 }
-                let keys: Vec<(usize, &str)> = plan.steps.iter().map(|s| (s.level, &*s.execution_id)).collect();
+                let keys: Vec<(usize, &str)> = steps(plan).iter().map(|s| (s.level, &*s.execution_id)).collect();
                 let mut sorted = keys.clone();
                 sorted.sort();
                 prop_assert_eq!(keys, sorted);
@@ -836,10 +836,7 @@ fn output_key_names_the_callers_result() {
     // The plan names the step by its key, which is what the executor resolves.
     let checked = check("tests/data/check/ok/output_key_default.tool");
     let plan = checked.plan.expect("plan");
-    assert_eq!(
-        plan.steps.iter().find(|s| &*s.execution_id == "fetch").and_then(|s| s.expected_key.as_deref()),
-        Some("revenue_data")
-    );
+    assert_eq!(step(&plan, "fetch").and_then(|s| s.expected_key.as_deref()), Some("revenue_data"));
 }
 
 /// A chain deeper than any run allows says so instead of suggesting a limit out of range; the

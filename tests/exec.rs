@@ -237,9 +237,7 @@ fn a_transform_step_joins_two_fan_outs_that_run_at_the_same_time() {
     let dir = cases::spec("transform-join").dir;
     // Both fan-outs are level 0 and the join level 1: nothing hangs one fan-out on the other.
     let wf = load(&dir);
-    let levels: Vec<Vec<&str>> =
-        wf.plan().levels.iter().map(|l| l.iter().map(|id| &*wf.plan().steps[id.0].execution_id).collect()).collect();
-    assert_eq!(levels, [vec!["a", "b"], vec!["join"], vec!["after"]]);
+    assert_eq!(wf.plan().levels(), [vec!["a", "b"], vec!["join"], vec!["after"]]);
     // Every child of `a` waits until a child of `b` has started: the run ends only if the
     // two fan-outs overlap.
     let b_started = Arc::new(std::sync::atomic::AtomicBool::new(false));

@@ -88,7 +88,7 @@ fn sdk_answer(server: &str, tool: &str) -> Option<tdsl::Value> {
 fn runner() -> Arc<dyn Runner> {
     let host = HostRunner::new();
     Arc::new(move |call: &ToolCall<'_>| -> Result<tdsl::Value, ToolError> {
-        match call.definition.and_then(upstream_target) {
+        match call.endpoint().and_then(upstream_target) {
             Some(("weather", "forecast")) => {
                 let city =
                     call.arguments.get_direct("city").and_then(tdsl::Value::as_str).unwrap_or_default().to_string();

@@ -20,8 +20,7 @@
 //! let checked = analyzer.check_source("main.tool", source);
 //! assert!(checked.diagnostics.is_empty(), "{:?}", checked.diagnostics);
 //! let plan = checked.plan.unwrap();
-//! let order: Vec<(&str, usize)> = plan.steps.iter().map(|s| (&*s.execution_id, s.level)).collect();
-//! assert_eq!(order, [("scan", 0), ("count", 1), ("report", 2)]);
+//! assert_eq!(plan.levels(), [vec!["scan"], vec!["count"], vec!["report"]]);
 //!
 //! // A REF to a step that does not exist is found before anything runs.
 //! let broken = source.replace("REF:count.n", "REF:cuont.n");
@@ -38,23 +37,23 @@
 mod check;
 mod dag;
 mod declared_types;
-pub mod infer;
+pub(crate) mod infer;
 mod lints;
-pub mod plan;
+pub(crate) mod plan;
 mod refs;
 mod render;
-pub mod root;
+pub(crate) mod root;
 mod transform;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use infer::{TypeAt, TypeAtKind};
-pub use plan::{
-    ConditionPlan, DoneCheckPlan, ParallelPlan, Plan, RefContext, RefPlan, StepId, StepInput, StepPlan, TransformPlan,
-    ValuePlan,
-};
-pub use root::tool_files_under;
+pub use plan::{Plan, RefContext, RefPlan, StepId, StepPlan, ValuePlan};
+// What the engine runs of a plan.
+#[cfg(feature = "engine")]
+pub use plan::{ConditionPlan, DoneCheckPlan, ParallelPlan, TransformPlan};
+pub(crate) use root::tool_files_under;
 pub use root::{ExactTypes, LoadedTool, MissingCallees, NameRefusal, NamedTools, Resolved, ToolRoot};
 
 use crate::diagnostic::Diagnostic;
@@ -83,8 +82,10 @@ pub struct CheckedTool {
     pub file: Option<PathBuf>,
     /// The text checked (diagnostic spans point into it).
     pub source: Arc<str>,
-    /// The model, when the file could be read as one (partial when there are errors).
-    pub tool: Option<Arc<ToolDef>>,
+    /// The model, when the file could be read as one (partial when there are errors): the
+    /// crate's own `.tool` model (the language server reads it).
+    #[cfg_attr(not(feature = "lsp"), allow(dead_code))]
+    pub(crate) tool: Option<Arc<ToolDef>>,
     /// Every problem, errors and warnings, in source order.
     pub diagnostics: Vec<Diagnostic>,
     /// The plan: for a composite tool with no error.

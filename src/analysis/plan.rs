@@ -24,25 +24,51 @@ use crate::value::Value;
 pub struct StepId(pub usize);
 
 /// A checked composite tool, ready to run.
+///
+/// What an embedder sees of it is its shape: the steps' execution ids by level
+/// ([`Plan::levels`]) and the file. The compiled steps themselves are the engine's own
+/// working form (their fields change with the engine), so they are not part of the API.
+///
+/// ```
+/// use tdsl::{Analyzer, ToolRoot};
+///
+/// let source = r#"{
+///   "instructions": [
+///     {"execution_id": "a", "tool_definition_path": "/tools/t.tool"},
+///     {"execution_id": "b", "tool_definition_path": "/tools/t.tool"},
+///     {"execution_id": "c", "tool_definition_path": "/tools/t.tool",
+///      "arguments": {"x": "REF:a", "y": "REF:b"}}
+///   ]
+/// }"#;
+/// let root = std::env::temp_dir().join(format!("tdsl-plan-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(root.join("tools")).unwrap();
+/// std::fs::write(root.join("tools/t.tool"), r#"{"system_event_endpoint": "builtin:echo"}"#).unwrap();
+/// let mut analyzer = Analyzer::new(ToolRoot::new(&root));
+/// let checked = analyzer.check_source("main.tool", source);
+/// let plan = checked.plan.expect("a plan");
+/// assert_eq!(plan.levels(), [vec!["a", "b"], vec!["c"]]);
+/// assert_eq!(plan.execution_ids().collect::<Vec<_>>(), ["a", "b", "c"]);
+/// std::fs::remove_dir_all(&root).ok();
+/// ```
 #[derive(Clone, Debug)]
 pub struct Plan {
     /// The definition the plan was made from (descriptions, declared arguments and
     /// responses, for validation at run time).
-    pub tool: Arc<ToolDef>,
+    pub(crate) tool: Arc<ToolDef>,
     /// The file, when the tool was read from one.
     pub file: Option<PathBuf>,
     /// The tool-level `transform_arguments`, run on the tool's arguments before any step.
-    pub transform_arguments: Option<TransformPlan>,
+    pub(crate) transform_arguments: Option<TransformPlan>,
     /// The steps in execution order: level by level, by `execution_id` within a level.
-    pub steps: Vec<StepPlan>,
+    pub(crate) steps: Vec<StepPlan>,
     /// The levels: `levels[n]` lists the steps of level `n`, in order. Steps of one level do
     /// not depend on each other and may run concurrently.
-    pub levels: Vec<Vec<StepId>>,
+    pub(crate) levels: Vec<Vec<StepId>>,
     /// `response_reference_map`, in the order written; `None` when the tool has none (its
     /// result is then every step's result by execution id).
-    pub response_map: Option<Vec<(Arc<str>, RefPlan)>>,
+    pub(crate) response_map: Option<Vec<(Arc<str>, RefPlan)>>,
     /// The tool-level `transform_responses`, run on the tool's result.
-    pub transform_responses: Option<TransformPlan>,
+    pub(crate) transform_responses: Option<TransformPlan>,
 }
 
 impl StepPlan {
@@ -53,15 +79,28 @@ impl StepPlan {
 }
 
 impl Plan {
+    /// The levels of the dependency graph, each as its steps' execution ids in order: the
+    /// steps of a level do not depend on each other and may run concurrently; each waits
+    /// only for steps of lower levels.
+    pub fn levels(&self) -> Vec<Vec<&str>> {
+        self.levels.iter().map(|level| level.iter().map(|id| &*self.steps[id.0].execution_id).collect()).collect()
+    }
+
+    /// The steps' execution ids in execution order (level by level, by id within a level).
+    pub fn execution_ids(&self) -> impl ExactSizeIterator<Item = &str> {
+        self.steps.iter().map(|s| &*s.execution_id)
+    }
+
     /// The step with this `execution_id`.
-    pub fn step(&self, execution_id: &str) -> Option<&StepPlan> {
+    pub(crate) fn step(&self, execution_id: &str) -> Option<&StepPlan> {
         self.steps.iter().find(|s| &*s.execution_id == execution_id)
     }
 
     /// Who waits for whom: for each step, the steps that depend on it (in plan order), and
     /// how many distinct steps it waits for. A scheduler starts the steps with no wait and,
     /// as each ends, counts its dependents down.
-    pub fn dependents(&self) -> (Vec<Vec<StepId>>, Vec<usize>) {
+    #[cfg(feature = "engine")]
+    pub(crate) fn dependents(&self) -> (Vec<Vec<StepId>>, Vec<usize>) {
         let mut dependents: Vec<Vec<StepId>> = vec![Vec::new(); self.steps.len()];
         let mut pending = Vec::with_capacity(self.steps.len());
         for s in &self.steps {
@@ -241,7 +280,8 @@ pub enum DoneCheckPlan {
 /// REF segment such as `length`), an index reads a list's element; an absent key or an index
 /// past the end gives `null`, as does any segment of `null`. A segment that cannot apply (a
 /// key of a number, an index of an object) is an error naming the path up to it.
-pub fn value_at(value: &Value, path: &[PathSegment]) -> Result<Value, String> {
+#[cfg(feature = "engine")]
+pub(crate) fn value_at(value: &Value, path: &[PathSegment]) -> Result<Value, String> {
     let mut current = value.clone();
     for (n, segment) in path.iter().enumerate() {
         let key = match segment {
@@ -272,7 +312,7 @@ pub fn value_at(value: &Value, path: &[PathSegment]) -> Result<Value, String> {
     Ok(current)
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "engine"))]
 mod tests {
     use super::*;
 

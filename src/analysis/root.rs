@@ -145,7 +145,7 @@ pub enum Resolved {
 /// Every `.tool` file under `dir`, sorted by path. Symbolic links to folders are not
 /// followed, so the walk always ends; it iterates (a heap stack of folders), so any depth
 /// is fine. The error names the folder that could not be read.
-pub fn tool_files_under(dir: &Path) -> Result<Vec<PathBuf>, (PathBuf, std::io::Error)> {
+pub(crate) fn tool_files_under(dir: &Path) -> Result<Vec<PathBuf>, (PathBuf, std::io::Error)> {
     let mut found = Vec::new();
     let mut dirs = vec![dir.to_path_buf()];
     while let Some(dir) = dirs.pop() {

@@ -21,7 +21,7 @@ use crate::tool::ToolKind;
 
 /// Arguments of `tdsl check`.
 #[derive(Debug, Args)]
-pub struct CheckArgs {
+pub(crate) struct CheckArgs {
     /// `.tool` files, and folders to search for them (recursively).
     #[arg(required_unless_present = "plan", conflicts_with = "plan", value_name = "PATH")]
     paths: Vec<PathBuf>,
@@ -136,7 +136,7 @@ pub(crate) fn tool_file(tool: &str, root: &ToolRoot, root_given: bool) -> Result
 }
 
 /// Runs `tdsl check`.
-pub fn run(args: CheckArgs) -> ExitCode {
+pub(crate) fn run(args: CheckArgs) -> ExitCode {
     if let Some(plan) = &args.plan {
         return check_plan(plan, &args);
     }

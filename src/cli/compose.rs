@@ -27,7 +27,7 @@ use crate::ranges::Range;
 
 /// Arguments of `tdsl compose`.
 #[derive(Debug, Args)]
-pub struct ComposeArgs {
+pub(crate) struct ComposeArgs {
     /// The question to answer.
     query: String,
     /// The tool root: every `.tool` file under it is a tool the plan may call.
@@ -152,7 +152,7 @@ fn setup(args: &ComposeArgs) -> Result<(Composer, Option<Arc<dyn HistoryStore>>)
 }
 
 /// Runs `tdsl compose`.
-pub fn run(args: ComposeArgs) -> ExitCode {
+pub(crate) fn run(args: ComposeArgs) -> ExitCode {
     // Before any other thread starts, so that every thread has the signals blocked.
     let interrupts = Interrupts::install();
     // Processes a tool leaves in a session of its own are adopted, and ended below.

@@ -11,7 +11,7 @@ use crate::value::Value;
 
 /// Arguments of `tdsl eval`.
 #[derive(Debug, Args)]
-pub struct EvalArgs {
+pub(crate) struct EvalArgs {
     /// The expression.
     expr: String,
     /// A JSON object whose keys become variables (and REF contexts).
@@ -53,7 +53,7 @@ pub(crate) fn load_vars(file: Option<&std::path::Path>, vars: &[String]) -> Resu
 }
 
 /// Runs `tdsl eval`.
-pub fn run(args: EvalArgs) -> ExitCode {
+pub(crate) fn run(args: EvalArgs) -> ExitCode {
     let vars = match load_vars(args.vars.as_deref(), &args.var) {
         Ok(v) => v,
         Err(e) => return usage_failure(&e),

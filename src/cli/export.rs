@@ -23,7 +23,7 @@ use crate::tool::ToolDef;
 
 /// Arguments of `tdsl export`.
 #[derive(Debug, Args)]
-pub struct ExportArgs {
+pub(crate) struct ExportArgs {
     /// `.tool` files, and folders to walk for them (default: every tool under the root).
     #[arg(value_name = "TOOL|DIR")]
     paths: Vec<PathBuf>,
@@ -75,7 +75,7 @@ pub(crate) enum NameError {
 }
 
 /// Runs `tdsl export`.
-pub fn run(args: ExportArgs) -> ExitCode {
+pub(crate) fn run(args: ExportArgs) -> ExitCode {
     let root = match tool_root(args.root.as_deref()) {
         Ok(r) => r,
         Err(e) => return usage_failure(&e),

@@ -12,7 +12,7 @@ use crate::analysis::Analyzer;
 
 /// Arguments of `tdsl graph`.
 #[derive(Debug, Args)]
-pub struct GraphArgs {
+pub(crate) struct GraphArgs {
     /// The tool: a file path or, when no such file exists and `--root` is given, a tool
     /// path under the root (`/tools/main.tool`).
     #[arg(value_name = "TOOL")]
@@ -38,7 +38,7 @@ enum Format {
 }
 
 /// Runs `tdsl graph`.
-pub fn run(args: GraphArgs) -> ExitCode {
+pub(crate) fn run(args: GraphArgs) -> ExitCode {
     let root = match tool_root(args.root.as_deref()) {
         Ok(r) => r,
         Err(e) => return usage_failure(&e),

@@ -16,7 +16,7 @@ use crate::value::Value;
 
 /// Arguments of `tdsl history`.
 #[derive(Debug, Args)]
-pub struct HistoryArgs {
+pub(crate) struct HistoryArgs {
     #[command(subcommand)]
     command: HistoryCommand,
 }
@@ -117,7 +117,7 @@ struct StatsArgs {
 }
 
 /// Runs `tdsl history`.
-pub fn run(args: HistoryArgs) -> ExitCode {
+pub(crate) fn run(args: HistoryArgs) -> ExitCode {
     let outcome = match args.command {
         HistoryCommand::List(a) => list(&a),
         HistoryCommand::Show(a) => show(&a),

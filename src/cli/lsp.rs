@@ -6,7 +6,7 @@ use clap::Args;
 
 /// Arguments of `tdsl lsp`.
 #[derive(Debug, Args)]
-pub struct LspArgs {
+pub(crate) struct LspArgs {
     /// Accepted for editors that pass it (the server only speaks over stdio).
     #[arg(long)]
     stdio: bool,
@@ -18,7 +18,7 @@ pub struct LspArgs {
 }
 
 /// Runs the server until the client shuts it down.
-pub fn run(args: LspArgs) -> ExitCode {
+pub(crate) fn run(args: LspArgs) -> ExitCode {
     let max = usize::try_from(args.max_message_bytes).unwrap_or(usize::MAX);
     let (connection, io) = crate::lsp::framing::stdio(max);
     let served = crate::lsp::serve(&connection, Some(super::check::check_endpoint));

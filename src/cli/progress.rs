@@ -15,7 +15,7 @@ use crate::history::{self, HistoryStore, SqliteStore};
 
 /// `--history FILE` / `--no-history`, for `run` and `serve --mcp`.
 #[derive(Clone, Debug, Default, Args)]
-pub struct HistoryArgs {
+pub(crate) struct HistoryArgs {
     /// Records the run in this SQLite database (default: $XDG_DATA_HOME/tdsl/history.db,
     /// or ~/.local/share/tdsl/history.db).
     #[arg(long, value_name = "FILE")]
@@ -34,7 +34,7 @@ impl HistoryArgs {
     /// The store to record into: `None` with `--no-history`, or (after a warning on
     /// standard error) when the default database cannot be opened; a usage error when
     /// the file `--history` names cannot.
-    pub fn open(&self) -> Result<Option<Arc<dyn HistoryStore>>, UsageError> {
+    pub(crate) fn open(&self) -> Result<Option<Arc<dyn HistoryStore>>, UsageError> {
         if self.no_history {
             return Ok(None);
         }
@@ -69,7 +69,7 @@ impl HistoryArgs {
 
 /// The history database a `tdsl history` or `tdsl report` command reads: `--history
 /// FILE` or the default.
-pub fn history_file(given: Option<&PathBuf>) -> Result<PathBuf, UsageError> {
+pub(crate) fn history_file(given: Option<&PathBuf>) -> Result<PathBuf, UsageError> {
     match given {
         Some(p) => Ok(p.clone()),
         None => history::default_path()
@@ -78,7 +78,7 @@ pub fn history_file(given: Option<&PathBuf>) -> Result<PathBuf, UsageError> {
 }
 
 /// Several observers as one.
-pub struct Observers(pub Vec<Arc<dyn Observer>>);
+pub(crate) struct Observers(pub Vec<Arc<dyn Observer>>);
 
 impl Observer for Observers {
     fn event(&self, event: &Event<'_>) {
@@ -100,14 +100,14 @@ struct Counts {
 /// A progress bar on standard error: steps done of the composite's, fan-out children
 /// ended, tool calls in flight, retries, elapsed time; and a line per step as it starts
 /// and ends.
-pub struct Progress {
+pub(crate) struct Progress {
     bar: ProgressBar,
     counts: Mutex<Counts>,
 }
 
 impl Progress {
     /// A bar over `steps` top-level steps, drawn on standard error.
-    pub fn new(steps: usize) -> Progress {
+    pub(crate) fn new(steps: usize) -> Progress {
         let bar = ProgressBar::with_draw_target(Some(steps as u64), ProgressDrawTarget::stderr());
         let style = ProgressStyle::with_template("{spinner} {elapsed_precise} steps {pos}/{len}{msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar());

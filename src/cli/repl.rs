@@ -46,7 +46,7 @@ const HISTORY_SIZE: usize = 10_000;
 
 /// Arguments of `tdsl repl`.
 #[derive(Debug, Args)]
-pub struct ReplArgs {
+pub(crate) struct ReplArgs {
     /// A JSON object whose keys become variables (and REF contexts).
     #[arg(long, value_name = "FILE.json")]
     vars: Option<PathBuf>,
@@ -63,7 +63,7 @@ pub struct ReplArgs {
 }
 
 /// Runs `tdsl repl`.
-pub fn run(args: ReplArgs) -> ExitCode {
+pub(crate) fn run(args: ReplArgs) -> ExitCode {
     let vars = match load_vars(args.vars.as_deref(), &args.var) {
         Ok(v) => v,
         Err(e) => return usage_failure(&e),

@@ -17,7 +17,7 @@ use crate::report::{html, Graph};
 /// Arguments of `tdsl report`.
 #[derive(Debug, Args)]
 #[command(group = clap::ArgGroup::new("source").required(true).args(["trace", "run"]))]
-pub struct ReportArgs {
+pub(crate) struct ReportArgs {
     /// A trace written by `tdsl run --trace`.
     #[arg(value_name = "TRACE")]
     trace: Option<PathBuf>,
@@ -33,7 +33,7 @@ pub struct ReportArgs {
 }
 
 /// Runs `tdsl report`.
-pub fn run(args: ReportArgs) -> ExitCode {
+pub(crate) fn run(args: ReportArgs) -> ExitCode {
     let trace = match load(&args) {
         Ok(t) => t,
         Err(e) => return usage_failure(&e),

@@ -39,7 +39,7 @@ use crate::value::Value;
 
 /// Arguments of `tdsl run`.
 #[derive(Debug, Args)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// The composite tool: a file path or, when no such file exists and `--root` is given, a
     /// tool path under the root (`/tools/main.tool`).
     #[arg(value_name = "TOOL")]
@@ -174,7 +174,7 @@ impl ToolEnvArgs {
 
 /// Arguments of `tdsl replay`.
 #[derive(Debug, Args)]
-pub struct ReplayArgs {
+pub(crate) struct ReplayArgs {
     /// A trace written by `tdsl run --trace`.
     #[arg(value_name = "TRACE")]
     trace: PathBuf,
@@ -192,7 +192,7 @@ pub struct ReplayArgs {
 }
 
 /// Runs `tdsl run`.
-pub fn run(args: RunArgs) -> ExitCode {
+pub(crate) fn run(args: RunArgs) -> ExitCode {
     if args.engine == Engine::Temporal {
         return run_temporal(&args);
     }
@@ -552,7 +552,7 @@ fn replay_file(root: Option<&Path>, tool: &str) -> Result<(PathBuf, PathBuf), Us
 }
 
 /// Runs `tdsl replay`.
-pub fn replay_command(args: ReplayArgs) -> ExitCode {
+pub(crate) fn replay_command(args: ReplayArgs) -> ExitCode {
     // Flags before files: a malformed `--upstream` is a usage error before anything is read.
     let upstreams = match args.upstream.upstreams() {
         Ok(u) => u.map(Arc::new),

@@ -13,10 +13,10 @@ use crate::tool::{Logic, Operator, TypeName, RESERVED_IDS};
 
 /// Arguments of `tdsl schema`.
 #[derive(Debug, Args)]
-pub struct SchemaArgs {}
+pub(crate) struct SchemaArgs {}
 
 /// Prints the schema.
-pub fn run(_args: SchemaArgs) -> ExitCode {
+pub(crate) fn run(_args: SchemaArgs) -> ExitCode {
     match serde_json::to_string_pretty(&tool_schema()) {
         Ok(text) => match super::print_stdout(&(text + "\n")) {
             Ok(()) => ExitCode::SUCCESS,
@@ -28,7 +28,7 @@ pub fn run(_args: SchemaArgs) -> ExitCode {
 
 /// The JSON Schema (draft 2020-12) of a `.tool` file, rendered from the table of keys
 /// ([`crate::tool::keys`]): every object refuses keys the table does not declare.
-pub fn tool_schema() -> Value {
+pub(crate) fn tool_schema() -> Value {
     let simple = TypeName::SIMPLE.join("|");
     let type_pattern = format!("^\\s*(({simple})|list<\\s*({simple}|list<.*>)\\s*>)\\s*$");
     let mut root = object(Level::Tool);

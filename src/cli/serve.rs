@@ -51,7 +51,7 @@ fn http_setup(args: &ServeArgs, listen: &str) -> Result<(std::net::SocketAddr, H
 
 /// Arguments of `tdsl serve`.
 #[derive(Debug, Args)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// Speak the Model Context Protocol (on standard input and output, or over HTTP with
     /// --listen).
     #[arg(long, required = true)]
@@ -126,7 +126,7 @@ pub struct ServeArgs {
 
 /// The options of `serve --compose`.
 #[derive(Debug, Args)]
-pub struct SamplingArgs {
+pub(crate) struct SamplingArgs {
     /// With --plans: offer the tool `compose {query}`, which runs the composer's four phases
     /// with the client's own model through MCP sampling (listed only to clients that declare
     /// the `sampling` capability; SPEC §17).
@@ -196,7 +196,7 @@ fn compose_setup(
 
 /// The options of `serve --plans`.
 #[derive(Debug, Args)]
-pub struct PlanArgs {
+pub(crate) struct PlanArgs {
     /// Offer plans: the tools `check_plan` and `run_plan`, the resources `tdsl://guide` and
     /// `tdsl://tools`, and the prompt `plan` (SPEC §13).
     #[arg(long)]
@@ -309,7 +309,7 @@ fn plan_setup(
 }
 
 /// Runs `tdsl serve`.
-pub fn run(args: ServeArgs) -> ExitCode {
+pub(crate) fn run(args: ServeArgs) -> ExitCode {
     let _ = args.mcp;
     // The address and the token are checked before anything loads.
     let http = match &args.listen {

@@ -47,7 +47,7 @@ impl ConnectionArgs {
 
 /// Arguments of `tdsl worker`.
 #[derive(Debug, Args)]
-pub struct WorkerArgs {
+pub(crate) struct WorkerArgs {
     /// The engine to work for: `temporal`.
     #[arg(long, value_enum)]
     engine: Engine,
@@ -71,7 +71,7 @@ pub(crate) fn feature_missing() -> UsageError {
 }
 
 /// Runs `tdsl worker`.
-pub fn run(args: WorkerArgs) -> ExitCode {
+pub(crate) fn run(args: WorkerArgs) -> ExitCode {
     if args.engine != Engine::Temporal {
         return usage_failure(&UsageError("--engine: a worker runs for `temporal`".to_string()));
     }

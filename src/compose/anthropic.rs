@@ -13,14 +13,14 @@ use super::client::{
 };
 
 /// The default base URL.
-pub const DEFAULT_BASE: &str = "https://api.anthropic.com";
+pub(crate) const DEFAULT_BASE: &str = "https://api.anthropic.com";
 /// The API version sent in `anthropic-version`.
-pub const API_VERSION: &str = "2023-06-01";
+pub(crate) const API_VERSION: &str = "2023-06-01";
 /// `max_tokens` of every request.
-pub const MAX_TOKENS: u32 = 8192;
+pub(crate) const MAX_TOKENS: u32 = 8192;
 
 /// A Messages API client.
-pub struct Anthropic {
+pub(crate) struct Anthropic {
     model: String,
     base: String,
     key: Option<String>,
@@ -38,19 +38,19 @@ impl std::fmt::Debug for Anthropic {
 
 impl Anthropic {
     /// A client of `model` at `base` (the default without one), with the key.
-    pub fn new(model: &str, base: Option<&str>, key: Option<String>) -> Anthropic {
+    pub(crate) fn new(model: &str, base: Option<&str>, key: Option<String>) -> Anthropic {
         let base = trim_base(base.unwrap_or(DEFAULT_BASE));
         register_secrets(key.as_deref(), &base);
         Anthropic { model: model.trim().to_string(), base, key }
     }
 
     /// The URL requests go to.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("{}/v1/messages", self.base)
     }
 
     /// The request body.
-    pub fn body(&self, request: &ModelRequest) -> Json {
+    pub(crate) fn body(&self, request: &ModelRequest) -> Json {
         let messages: Vec<Json> =
             request.messages.iter().map(|m| json!({"role": m.role, "content": m.content})).collect();
         json!({
@@ -71,7 +71,7 @@ impl Anthropic {
 
 /// The answer's text and usage from a `message` object: the forced tool call's `input` as
 /// JSON text, else the text blocks.
-pub fn read_answer(url: &str, answer: &Json, tool: &str) -> Result<ModelReply, ModelError> {
+pub(crate) fn read_answer(url: &str, answer: &Json, tool: &str) -> Result<ModelReply, ModelError> {
     let blocks = answer.get("content").and_then(Json::as_array).ok_or_else(|| ModelError::Permanent {
         url: url.to_string(),
         status: 0,

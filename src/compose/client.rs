@@ -190,7 +190,7 @@ pub trait ModelClient: Send + Sync {
 }
 
 /// The most bytes of a provider's answer that are read.
-pub const MAX_ANSWER_BYTES: u64 = 8 * 1024 * 1024;
+pub(crate) const MAX_ANSWER_BYTES: u64 = 8 * 1024 * 1024;
 
 /// Registers what a client sends as credentials — its key, and the `user:pass` of its base
 /// URL — with [`crate::secrets`], so that nothing its endpoint or a tool says shows them.

@@ -39,11 +39,9 @@ use serde_json::json;
 pub use client::{Message, ModelClient, ModelError, ModelReply, ModelRequest, Phase, Usage};
 pub use model::{
     ComposedResponse, CompositionResult, CompositionStatus, DecompositionResult, ExecutionPlan, ExecutionStep, Intent,
-    PhaseUsage, SubQuestion, ToolMapping, INTENTS,
+    PhaseUsage, SubQuestion, ToolMapping,
 };
-pub use phases::validate_decomposition;
 pub use providers::client_for;
-pub use record::COMPOSE_TOOL;
 
 use crate::exec::retry::RetryPolicy;
 use crate::exec::{CancelToken, Observer, Random, RunStatus, Runner, SeededRandom, StepStatus, SystemTime, Time};
@@ -489,6 +487,7 @@ fn seed() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::conversation::{parse_answer, Problem};
+    use super::phases::validate_decomposition;
     use super::*;
     use serde_json::Value as Json;
 

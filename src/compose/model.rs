@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
 use super::client::Usage;
+use crate::exec::Trace;
 
 /// `SubQuestion.intent`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -24,7 +25,7 @@ pub enum Intent {
 }
 
 /// The intent words, as the model is told them.
-pub const INTENTS: &[&str] = &["CAUSAL", "COMPARATIVE", "PREDICTIVE", "DESCRIPTIVE", "EXPERIMENTAL"];
+pub(crate) const INTENTS: &[&str] = &["CAUSAL", "COMPARATIVE", "PREDICTIVE", "DESCRIPTIVE", "EXPERIMENTAL"];
 
 fn one() -> i64 {
     1
@@ -302,7 +303,7 @@ pub struct CompositionResult {
     pub usage: IndexMap<String, PhaseUsage>,
     /// The run's trace, for `--trace` and the history (it is `execution` as JSON).
     #[serde(skip)]
-    pub trace: Option<crate::exec::Trace>,
+    pub trace: Option<Trace>,
 }
 
 impl CompositionResult {

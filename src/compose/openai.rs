@@ -13,10 +13,10 @@ use super::client::{
 };
 
 /// The default base URL.
-pub const DEFAULT_BASE: &str = "https://api.openai.com/v1";
+pub(crate) const DEFAULT_BASE: &str = "https://api.openai.com/v1";
 
 /// A chat-completions client.
-pub struct OpenAi {
+pub(crate) struct OpenAi {
     model: String,
     base: String,
     key: Option<String>,
@@ -35,19 +35,19 @@ impl std::fmt::Debug for OpenAi {
 impl OpenAi {
     /// A client of `model` at `base` (the default without one), with the key (none for a
     /// local server).
-    pub fn new(model: &str, base: Option<&str>, key: Option<String>) -> OpenAi {
+    pub(crate) fn new(model: &str, base: Option<&str>, key: Option<String>) -> OpenAi {
         let base = trim_base(base.unwrap_or(DEFAULT_BASE));
         register_secrets(key.as_deref(), &base);
         OpenAi { model: model.trim().to_string(), base, key }
     }
 
     /// The URL requests go to.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("{}/chat/completions", self.base)
     }
 
     /// The request body.
-    pub fn body(&self, request: &ModelRequest) -> Json {
+    pub(crate) fn body(&self, request: &ModelRequest) -> Json {
         let mut messages = vec![json!({"role": "system", "content": request.system})];
         messages.extend(request.messages.iter().map(|m| json!({"role": m.role, "content": m.content})));
         json!({
@@ -68,7 +68,7 @@ impl OpenAi {
 }
 
 /// The answer's text and usage from a `chat.completion` object.
-pub fn read_answer(url: &str, answer: &Json) -> Result<ModelReply, ModelError> {
+pub(crate) fn read_answer(url: &str, answer: &Json) -> Result<ModelReply, ModelError> {
     let message = answer.pointer("/choices/0/message").ok_or_else(|| ModelError::Permanent {
         url: url.to_string(),
         status: 0,

@@ -12,7 +12,7 @@ use super::Composer;
 use crate::exec::Trace;
 
 /// The tool name a composition's run is recorded under.
-pub const COMPOSE_TOOL: &str = "compose";
+pub(crate) const COMPOSE_TOOL: &str = "compose";
 
 impl CompositionResult {
     /// What a phase's step records as its arguments: the model requests it made and the

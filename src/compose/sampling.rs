@@ -17,6 +17,9 @@
 //! as each phase starts, and answers with the `CompositionResult`, recorded in the history
 //! as `tdsl compose` records it.
 
+// Served by `tdsl serve --compose` (the `cli` feature); with `compose` alone it is unused.
+#![cfg_attr(not(feature = "cli"), allow(dead_code))]
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -32,15 +35,15 @@ use crate::exec::CancelToken;
 use crate::mcp::plans::PlanServer;
 
 /// What [`ModelError`]s of a sampling request name as their endpoint.
-pub const SAMPLING_METHOD: &str = "sampling/createMessage";
+pub(crate) const SAMPLING_METHOD: &str = "sampling/createMessage";
 
 /// The default `maxTokens` of a sampling request (`--sampling-max-tokens`,
 /// [`crate::ranges::SAMPLING_MAX_TOKENS`]).
-pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+pub(crate) const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 /// What every sampling request of a server asks for besides the conversation.
 #[derive(Clone, Debug, PartialEq)]
-pub struct SamplingOptions {
+pub(crate) struct SamplingOptions {
     /// `maxTokens` (4,096).
     pub max_tokens: u32,
     /// `modelPreferences.hints`, in order (`--sampling-hint NAME`): the client picks its
@@ -55,7 +58,7 @@ impl Default for SamplingOptions {
 }
 
 /// The model of an MCP client, asked through `sampling/createMessage` from a blocking thread.
-pub struct Sampling {
+pub(crate) struct Sampling {
     peer: Peer<RoleServer>,
     runtime: tokio::runtime::Handle,
     options: SamplingOptions,
@@ -80,7 +83,7 @@ type Outcome = Result<Json, ModelError>;
 
 impl Sampling {
     /// The model of the client behind `peer`, asked from tasks on `runtime` (the server's).
-    pub fn new(
+    pub(crate) fn new(
         peer: Peer<RoleServer>,
         runtime: tokio::runtime::Handle,
         options: SamplingOptions,
@@ -92,7 +95,7 @@ impl Sampling {
     }
 
     /// The `sampling/createMessage` params of a request.
-    pub fn params(&self, request: &ModelRequest) -> Json {
+    pub(crate) fn params(&self, request: &ModelRequest) -> Json {
         let messages: Vec<Json> = request
             .messages
             .iter()
@@ -225,7 +228,7 @@ impl ModelClient for Sampling {
 
 /// The tool `compose` of `serve --mcp --plans --compose`.
 #[derive(Clone)]
-pub struct SamplingCompose {
+pub(crate) struct SamplingCompose {
     options: SamplingOptions,
     config: ComposeConfig,
     #[cfg(feature = "history")]
@@ -244,7 +247,7 @@ impl std::fmt::Debug for SamplingCompose {
 impl SamplingCompose {
     /// The tool, asking with `options` and composing with `config` (check it with
     /// [`ComposeConfig::validate`] first).
-    pub fn new(options: SamplingOptions, config: ComposeConfig) -> SamplingCompose {
+    pub(crate) fn new(options: SamplingOptions, config: ComposeConfig) -> SamplingCompose {
         SamplingCompose {
             options,
             config,
@@ -256,7 +259,7 @@ impl SamplingCompose {
     /// The same tool recording each composition in `store` as `tdsl compose` does
     /// ([`Composer::compose_recorded`]).
     #[cfg(feature = "history")]
-    pub fn with_history(mut self, store: Arc<dyn crate::history::HistoryStore>) -> SamplingCompose {
+    pub(crate) fn with_history(mut self, store: Arc<dyn crate::history::HistoryStore>) -> SamplingCompose {
         self.history = Some(store);
         self
     }

@@ -15,7 +15,7 @@ use crate::runtime::{Clock, Interrupt, InterruptProbe, InterruptReason, SystemCl
 
 /// The clock of programs compiled for execution ([`super::workflow::engine`]).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct ExecClock;
+pub(crate) struct ExecClock;
 
 thread_local! {
     static SCOPES: RefCell<Vec<Arc<ClockScope>>> = const { RefCell::new(Vec::new()) };

@@ -57,7 +57,7 @@ impl Default for Options {
 }
 
 /// The default bound on one attempt, in seconds.
-pub const DEFAULT_TIMEOUT_SECONDS: f64 = 60.0;
+pub(crate) const DEFAULT_TIMEOUT_SECONDS: f64 = 60.0;
 
 impl Options {
     /// Every number that configures execution in its range (SPEC §6.5, [`crate::ranges`]):

@@ -20,7 +20,17 @@ pub enum FileOp {
     Tag,
 }
 
-/// One file operation a run made through its file store, and its answer ([`Trace::files`]).
+/// One file operation a run made through its file store, and its answer ([`Trace::files`](super::Trace::files)).
+///
+/// ```
+/// use tdsl::{FileAnswer, FileOp, FileRead};
+///
+/// // As a trace's `files` holds it.
+/// let read: FileRead =
+///     serde_json::from_str(r#"{"op": "read", "path": "notes/a.md", "answer": {"text": "hi"}}"#).unwrap();
+/// assert_eq!((read.op, read.path.as_str()), (FileOp::Read, "notes/a.md"));
+/// assert_eq!(read.answer, FileAnswer::Text("hi".to_string()));
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FileRead {
     /// What was asked.

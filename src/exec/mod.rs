@@ -46,25 +46,25 @@
 //! never parses or checks a `.tool` file itself, and nothing upstream knows it exists.
 //! `docs/execution.md` has the semantics for users, the trace format and the mock format.
 
-pub mod breaker;
+pub(crate) mod breaker;
 // `clock` and `data` are crate-visible for the Temporal interpreter (feature `temporal`),
 // which evaluates steps with the same data flow.
 pub(crate) mod clock;
 pub(crate) mod data;
 mod executor;
-pub mod file_reads;
-pub mod guard;
+pub(crate) mod file_reads;
+pub(crate) mod guard;
 pub mod replay;
-pub mod retry;
+pub(crate) mod retry;
 mod runner;
 mod scheduler;
 pub(crate) mod step;
 mod threads;
-pub mod time;
-pub mod trace;
+pub(crate) mod time;
+pub(crate) mod trace;
 mod workflow;
 
-pub use clock::ExecClock;
+pub(crate) use clock::ExecClock;
 pub use executor::{Event, Executor, Observer, Options, Run};
 pub use guard::{GuardError, Guards};
 pub use replay::{replay, Divergence, Replay};

@@ -134,8 +134,10 @@ impl CancelToken {
 pub struct ToolCall<'a> {
     /// The callee as the step names it (`/tools/scanner.tool`).
     pub tool_path: &'a str,
-    /// Its definition, when the tool path resolved to a file (a mocked tool may have none).
-    pub definition: Option<&'a ToolDef>,
+    /// Its definition, when the tool path resolved to a file (a mocked tool may have none):
+    /// the crate's own `.tool` model; a runner reads what it needs through methods
+    /// ([`ToolCall::endpoint`]).
+    pub(crate) definition: Option<&'a ToolDef>,
     /// The `.tool` file, when there is one: `exec:` programs resolve against its folder.
     pub file: Option<&'a Path>,
     /// The resolved arguments, already checked against the declared `arguments`.

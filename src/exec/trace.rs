@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::breaker::BreakerState;
+use super::file_reads::FileRead;
 use crate::value::Value;
 
 /// The trace format written by this version.
@@ -485,7 +486,7 @@ pub struct Trace {
     /// its answer, in the order first made: a replay answers them from here, not from disk.
     /// Absent when the run had no file store.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub files: Option<Vec<super::file_reads::FileRead>>,
+    pub files: Option<Vec<FileRead>>,
 }
 
 /// The limits a run ran under ([`Trace::limits`]).

@@ -16,13 +16,19 @@
 
 use serde_json::Value as Json;
 
+use super::resolve::{type_name_of, types};
 use crate::diagnostic::{did_you_mean, Code, Diagnostic};
 use crate::span::Span;
 use crate::tool::{Param, ToolDef, TypeName};
 
 /// The diagnostics of comparing `def` (read from `source`), whose endpoint names the tool
 /// `tool`, with the tools the server lists (`tools/list` entries).
-pub fn compare_with_server(def: &ToolDef, source: &str, endpoint: (&str, Span), tools: &[Json]) -> Vec<Diagnostic> {
+pub(crate) fn compare_with_server(
+    def: &ToolDef,
+    source: &str,
+    endpoint: (&str, Span),
+    tools: &[Json],
+) -> Vec<Diagnostic> {
     let (tool, endpoint_span) = endpoint;
     let Some(server) = tools.iter().find(|t| t.get("name").and_then(Json::as_str) == Some(tool)) else {
         let names: Vec<&str> = tools.iter().filter_map(|t| t.get("name").and_then(Json::as_str)).collect();
@@ -165,15 +171,6 @@ impl ObjectSchema {
     }
 }
 
-/// The JSON types a schema allows (without `null`); `None` when it does not say.
-fn types(schema: &Json) -> Option<Vec<&str>> {
-    match schema.get("type")? {
-        Json::String(t) => Some(vec![t.as_str()]),
-        Json::Array(ts) => Some(ts.iter().filter_map(Json::as_str).filter(|t| *t != "null").collect()),
-        _ => None,
-    }
-}
-
 /// The JSON types a value of a declared type can have.
 fn json_types(t: &TypeName) -> &'static [&'static str] {
     match t {
@@ -226,22 +223,6 @@ fn describe(schema: &Json) -> String {
             _ => "an array".to_string(),
         },
         Some(ts) => ts.join(" or "),
-    }
-}
-
-/// The `type_name` that matches a schema best.
-pub(crate) fn type_name_of(schema: &Json) -> String {
-    match types(schema).as_deref() {
-        Some(["string"]) => "string".to_string(),
-        Some(["integer"]) => "integer".to_string(),
-        Some(["number"]) => "number".to_string(),
-        Some(["boolean"]) => "boolean".to_string(),
-        Some(["object"]) => "object".to_string(),
-        Some(["array"]) => match schema.get("items").map(type_name_of) {
-            Some(item) if item != "any" => format!("list<{item}>"),
-            _ => "list".to_string(),
-        },
-        _ => "any".to_string(),
     }
 }
 

@@ -18,18 +18,24 @@
 //!
 //! `docs/mcp.md` documents the mapping and the naming rule.
 
-pub mod compare;
-pub mod lossy;
-pub mod names;
+// `tdsl check --mcp-schemas`.
+#[cfg(feature = "cli")]
+pub(crate) mod compare;
+pub(crate) mod lossy;
+pub(crate) mod names;
 pub(crate) mod resolve;
-pub mod schema;
+pub(crate) mod schema;
 
 use serde_json::{json, Map, Value as Json};
 
-pub use compare::compare_with_server;
-pub use lossy::{lossy_features, ExportWarning};
-pub use names::{export_names, stem_name, tool_name, MAX_NAME_LEN};
-pub use schema::{input_schema, output_schema, type_schema, validate_arguments};
+#[cfg(feature = "cli")]
+pub(crate) use compare::compare_with_server;
+pub use lossy::lossy_features;
+#[cfg(feature = "cli")]
+pub use lossy::ExportWarning;
+pub use names::{export_names, tool_name};
+pub use schema::validate_arguments;
+pub(crate) use schema::{input_schema, output_schema};
 
 use crate::tool::ToolDef;
 
@@ -71,7 +77,8 @@ fn input_schema_for(format: Format, def: &ToolDef) -> Json {
 }
 
 /// The tool in `format` with what the format lost ([`lossy_features`]).
-pub fn export_tool_with_warnings(format: Format, name: &str, def: &ToolDef) -> (Json, Vec<ExportWarning>) {
+#[cfg(feature = "cli")]
+pub(crate) fn export_tool_with_warnings(format: Format, name: &str, def: &ToolDef) -> (Json, Vec<ExportWarning>) {
     (export_tool(format, name, def), lossy_features(format, name, def))
 }
 

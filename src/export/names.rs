@@ -12,7 +12,7 @@
 //! same name (`a b.tool` and `a_b.tool`), which callers report as a collision.
 
 /// The longest name every provider accepts.
-pub const MAX_NAME_LEN: usize = 64;
+pub(crate) const MAX_NAME_LEN: usize = 64;
 
 /// The name of the tool at `tool_path` (`/tools/summarizer.tool` → `tools__summarizer`).
 pub fn tool_name(tool_path: &str) -> String {
@@ -38,7 +38,7 @@ pub fn tool_name(tool_path: &str) -> String {
 
 /// The name made of the file stem alone (`/tools/add_objective.tool` → `add_objective`),
 /// with the same character rule and length bound as [`tool_name`].
-pub fn stem_name(tool_path: &str) -> String {
+pub(crate) fn stem_name(tool_path: &str) -> String {
     let stem = tool_path.rsplit(['/', '\\']).next().unwrap_or(tool_path);
     let stem = stem.strip_suffix(".tool").unwrap_or(stem);
     if stem.is_empty() {
@@ -70,11 +70,6 @@ pub fn export_names<S: AsRef<str>>(tool_paths: &[S]) -> Vec<String> {
         .collect()
 }
 
-/// Whether a name is valid for every provider.
-pub fn is_valid_name(name: &str) -> bool {
-    (1..=MAX_NAME_LEN).contains(&name.len()) && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-}
-
 fn fnv1a(bytes: &[u8]) -> u32 {
     let mut h: u32 = 0x811c_9dc5;
     for b in bytes {
@@ -87,6 +82,12 @@ fn fnv1a(bytes: &[u8]) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whether a name is valid for every provider.
+    fn is_valid_name(name: &str) -> bool {
+        (1..=MAX_NAME_LEN).contains(&name.len())
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    }
 
     #[test]
     fn names() {

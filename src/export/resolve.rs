@@ -30,24 +30,24 @@ use serde_json::{json, Map, Value as Json};
 
 /// How many times one `$ref` is followed inside itself: a recursive model's third level
 /// down (`replies.0.replies.0.replies`) is any value.
-pub const RECURSION_DEPTH: usize = crate::ranges::SCHEMA_RECURSION_DEPTH.max as usize;
+pub(crate) const RECURSION_DEPTH: usize = crate::ranges::SCHEMA_RECURSION_DEPTH.max as usize;
 
 /// The most schema nodes one resolution makes (past it, parts read as any value).
-pub const MAX_NODES: usize = crate::ranges::SCHEMA_NODES.max as usize;
+pub(crate) const MAX_NODES: usize = crate::ranges::SCHEMA_NODES.max as usize;
 
 /// The most references followed inside one another (a chain of distinct definitions).
-pub const MAX_REF_NESTING: usize = crate::ranges::SCHEMA_REF_NESTING.max as usize;
+pub(crate) const MAX_REF_NESTING: usize = crate::ranges::SCHEMA_REF_NESTING.max as usize;
 
 /// The deepest nesting of schemas (`properties` in `items` in …) followed: a schema deeper
 /// than that (only a hostile server writes one) reads as any value below it, so no walk of
 /// the result recurses without bound.
-pub const MAX_DEPTH: usize = crate::ranges::SCHEMA_DEPTH.max as usize;
+pub(crate) const MAX_DEPTH: usize = crate::ranges::SCHEMA_DEPTH.max as usize;
 
 /// The key that marks where a recursive reference was cut (its value is the reference).
-pub const CUT: &str = "x-tdsl-cut";
+pub(crate) const CUT: &str = "x-tdsl-cut";
 
 /// `schema` with its local references resolved and its combinators flattened.
-pub fn resolve_schema(schema: &Json) -> Json {
+pub(crate) fn resolve_schema(schema: &Json) -> Json {
     let mut r = Resolver { root: schema, stack: Vec::new(), nodes: 0, depth: 0 };
     r.node(schema)
 }
@@ -273,6 +273,31 @@ fn merge_all_of(base: Json, part: Json) -> Json {
         }
     }
     Json::Object(b)
+}
+
+/// The JSON types a schema allows (without `null`); `None` when it does not say.
+pub(crate) fn types(schema: &Json) -> Option<Vec<&str>> {
+    match schema.get("type")? {
+        Json::String(t) => Some(vec![t.as_str()]),
+        Json::Array(ts) => Some(ts.iter().filter_map(Json::as_str).filter(|t| *t != "null").collect()),
+        _ => None,
+    }
+}
+
+/// The `type_name` that matches a schema best.
+pub(crate) fn type_name_of(schema: &Json) -> String {
+    match types(schema).as_deref() {
+        Some(["string"]) => "string".to_string(),
+        Some(["integer"]) => "integer".to_string(),
+        Some(["number"]) => "number".to_string(),
+        Some(["boolean"]) => "boolean".to_string(),
+        Some(["object"]) => "object".to_string(),
+        Some(["array"]) => match schema.get("items").map(type_name_of) {
+            Some(item) if item != "any" => format!("list<{item}>"),
+            _ => "list".to_string(),
+        },
+        _ => "any".to_string(),
+    }
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ use serde_json::{json, Map, Value as Json};
 use crate::tool::{Constraints, Param, ToolDef, ToolKind, TypeName};
 
 /// The JSON Schema of a declared type.
-pub fn type_schema(t: &TypeName) -> Json {
+pub(crate) fn type_schema(t: &TypeName) -> Json {
     match t {
         TypeName::String => json!({"type": "string"}),
         TypeName::Number => json!({"type": "number"}),
@@ -45,7 +45,7 @@ pub fn type_schema(t: &TypeName) -> Json {
 /// declaration of `items` in place of the plain element type, then the constraint
 /// keywords (`enum`, `minimum`, `maximum`, `minLength`/`minItems`,
 /// `maxLength`/`maxItems`, `pattern`, `default`).
-pub fn declaration_schema(t: &TypeName, constraints: &Constraints) -> Map<String, Json> {
+pub(crate) fn declaration_schema(t: &TypeName, constraints: &Constraints) -> Map<String, Json> {
     let mut schema = match type_schema(t) {
         Json::Object(m) => m,
         _ => Map::new(),
@@ -65,7 +65,7 @@ pub fn declaration_schema(t: &TypeName, constraints: &Constraints) -> Map<String
 }
 
 /// The object schema of a list of declared parameters.
-pub fn params_schema(params: &[Param]) -> Json {
+pub(crate) fn params_schema(params: &[Param]) -> Json {
     let mut properties = Map::new();
     let mut required = Vec::new();
     for p in params {
@@ -92,13 +92,13 @@ pub fn params_schema(params: &[Param]) -> Json {
 }
 
 /// The input schema: the tool's `arguments`.
-pub fn input_schema(def: &ToolDef) -> Json {
+pub(crate) fn input_schema(def: &ToolDef) -> Json {
     params_schema(&def.arguments)
 }
 
 /// The output schema: the tool's `responses` (see the module documentation for composites
 /// that declare none).
-pub fn output_schema(def: &ToolDef) -> Json {
+pub(crate) fn output_schema(def: &ToolDef) -> Json {
     if !def.responses.is_empty() {
         return params_schema(&def.responses);
     }

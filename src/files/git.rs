@@ -39,7 +39,7 @@ pub(super) struct Commit {
 
 impl Repo {
     /// The work tree containing `dir`, when there is one and `git` runs.
-    pub fn discover(dir: &Path) -> Option<Repo> {
+    pub(crate) fn discover(dir: &Path) -> Option<Repo> {
         let out = git(dir).args(["rev-parse", "--is-inside-work-tree", "--show-toplevel"]).output().ok()?;
         if !out.status.success() {
             return None;
@@ -55,7 +55,7 @@ impl Repo {
 
     /// The path git knows the file at `real` (a canonical path) by: relative to the top of
     /// the work tree, `/`-separated.
-    pub fn git_path(&self, real: &Path) -> Option<String> {
+    pub(crate) fn git_path(&self, real: &Path) -> Option<String> {
         let rest = real.strip_prefix(&self.toplevel).ok()?;
         let segs: Option<Vec<&str>> = rest.components().map(|c| c.as_os_str().to_str()).collect();
         let path = segs?.join("/");
@@ -66,7 +66,7 @@ impl Repo {
     /// The commits that changed `path`, newest first, each with the file's blob: those
     /// reachable from `HEAD`, or from commit `start` (a full object id) when given, the
     /// first `max` of them when given.
-    pub fn history(&self, path: &str, start: Option<&str>, max: Option<usize>) -> Result<Vec<Commit>, String> {
+    pub(crate) fn history(&self, path: &str, start: Option<&str>, max: Option<usize>) -> Result<Vec<Commit>, String> {
         let mut cmd = self.command();
         cmd.args(["log", "-z", "--format=%H%x00%at%x00%an%x00%B"]);
         if let Some(n) = max {
@@ -110,7 +110,7 @@ impl Repo {
     /// The commit tag `name` points at (peeled through one annotated tag): `Ok(None)` when
     /// no tag is named exactly `name`, `Err` when it names something other than a commit.
     /// Every tag is listed and compared here, so `name` never reaches git.
-    pub fn tag_commit(&self, name: &str) -> Result<Option<String>, String> {
+    pub(crate) fn tag_commit(&self, name: &str) -> Result<Option<String>, String> {
         let format = "--format=%(refname)%00%(objecttype)%00%(objectname)%00%(*objecttype)%00%(*objectname)";
         let out = run(self.command().args(["for-each-ref", format, "refs/tags/"]), None)?;
         let text = String::from_utf8_lossy(&out);
@@ -130,13 +130,13 @@ impl Repo {
     }
 
     /// The blob id the file at `real` would have, read as it is on disk (no filters).
-    pub fn hash_file(&self, real: &Path) -> Result<String, String> {
+    pub(crate) fn hash_file(&self, real: &Path) -> Result<String, String> {
         let out = run(self.command().args(["hash-object", "--no-filters", "--"]).arg(real), None)?;
         Ok(String::from_utf8_lossy(&out).trim().to_string())
     }
 
     /// The content of `path` at commit `id`.
-    pub fn read_blob(&self, id: &str, path: &str) -> Result<Vec<u8>, String> {
+    pub(crate) fn read_blob(&self, id: &str, path: &str) -> Result<Vec<u8>, String> {
         run(self.command().args(["cat-file", "blob"]).arg(format!("{id}:{path}")), None)
     }
 

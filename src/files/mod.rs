@@ -22,7 +22,7 @@
 mod git;
 mod local;
 mod memory;
-pub mod ops;
+pub(crate) mod ops;
 mod path;
 
 pub use local::LocalStore;
@@ -35,14 +35,14 @@ use std::path::Path;
 use crate::diagnostic::Code;
 
 /// The most paths `list_files` returns; past it, the first 50 in sorted order.
-pub const MAX_LISTED_FILES: usize = 50;
+pub(crate) const MAX_LISTED_FILES: usize = 50;
 
 /// The most paths one `read_files` call reads; more is an error.
-pub const MAX_READ_FILES: usize = 5;
+pub(crate) const MAX_READ_FILES: usize = 5;
 
 /// The version id of a file's content on disk when it has no history, or when it differs
 /// from the newest commit.
-pub const CURRENT_VERSION: &str = "current";
+pub(crate) const CURRENT_VERSION: &str = "current";
 
 /// A place files come from. Implementations answer for paths relative to their root; the
 /// paths they receive are already normalized and confined lexically (see [`StorePath`]).

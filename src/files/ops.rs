@@ -12,14 +12,14 @@ use super::{EntryKind, FileError, FileStore, StorePath, Version, CURRENT_VERSION
 use crate::diagnostic::Code;
 
 /// The pattern `list_files` uses when none is given: the files directly in the directory.
-pub const DEFAULT_PATTERN: &str = "*";
+pub(crate) const DEFAULT_PATTERN: &str = "*";
 
 /// A UTF-8 byte-order mark; `read_file` drops one at the start of a file.
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// What `list_files` found.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Listing {
+pub(crate) struct Listing {
     /// Matching file paths, sorted, at most [`MAX_LISTED_FILES`]: relative to the root, or
     /// with a leading `/` when the directory was given with one (`/config/a.json`).
     pub paths: Vec<String>,
@@ -30,7 +30,7 @@ pub struct Listing {
 }
 
 /// Parses a path a program gave. A leading `/` names the store's root, never the host's.
-pub fn parse(text: &str) -> Result<StorePath, FileError> {
+pub(crate) fn parse(text: &str) -> Result<StorePath, FileError> {
     StorePath::parse(text)
 }
 
@@ -63,7 +63,12 @@ fn parse_file(store: &dyn FileStore, text: &str) -> Result<StorePath, FileError>
 /// `*` and `?` do not match `/`; `**` matches any number of directories. Directories are
 /// not listed, only walked; linked directories are not walked into. Visiting more than
 /// `max_entries` directory entries is an error.
-pub fn list(store: &dyn FileStore, dir: &str, pattern: Option<&str>, max_entries: usize) -> Result<Listing, FileError> {
+pub(crate) fn list(
+    store: &dyn FileStore,
+    dir: &str,
+    pattern: Option<&str>,
+    max_entries: usize,
+) -> Result<Listing, FileError> {
     let root = parse(dir)?;
     let pattern = pattern.filter(|p| !p.is_empty()).unwrap_or(DEFAULT_PATTERN);
     let matcher = glob(pattern)?;
@@ -120,7 +125,7 @@ fn glob(pattern: &str) -> Result<GlobMatcher, FileError> {
 /// `read_file(file_path, version_id)`: the file's content (at a version) as text, at most
 /// `max_bytes` long. A leading byte-order mark is dropped; content that is not UTF-8, or
 /// that holds a NUL byte, is binary and an error.
-pub fn read_text(
+pub(crate) fn read_text(
     store: &dyn FileStore,
     path: &str,
     version_id: Option<&str>,
@@ -160,12 +165,12 @@ fn binary(path: &str, at: usize, what: &str) -> FileError {
 }
 
 /// `list_file_versions(file_path)`: the versions, newest first.
-pub fn versions(store: &dyn FileStore, path: &str) -> Result<Vec<Version>, FileError> {
+pub(crate) fn versions(store: &dyn FileStore, path: &str) -> Result<Vec<Version>, FileError> {
     store.versions(&parse_file(store, path)?)
 }
 
 /// `describe_version(file_path, version_id)`: one version, the newest when no id is given.
-pub fn describe(store: &dyn FileStore, path: &str, version_id: Option<&str>) -> Result<Version, FileError> {
+pub(crate) fn describe(store: &dyn FileStore, path: &str, version_id: Option<&str>) -> Result<Version, FileError> {
     match version_id {
         Some(id) => find_version(store, &parse_file(store, path)?, path, id),
         None => versions(store, path)?.into_iter().next().ok_or_else(|| FileError::not_found(path)),

@@ -114,13 +114,13 @@ fn check_segment(text: &str, seg: &str) -> Result<(), FileError> {
 
 /// Whether the caller wrote `text` from the root (`/config`): results derived from it (the
 /// paths `list_files` returns) are written the same way, so they read back unchanged.
-pub fn is_rooted(text: &str) -> bool {
+pub(crate) fn is_rooted(text: &str) -> bool {
     text.starts_with('/')
 }
 
 /// Whether `text` ends in a way that names a directory (`a/`, `a/.`): such a path is never
 /// read as a file, even when the file exists (`notes.txt/` is not `notes.txt`).
-pub fn names_directory(text: &str) -> bool {
+pub(crate) fn names_directory(text: &str) -> bool {
     text.ends_with('/') || text.ends_with("/.")
 }
 

@@ -124,7 +124,7 @@ pub trait Caller {
 ///
 /// Bodies that build large values charge before they build ([`Caller::alloc`]), so memory
 /// stays bounded even inside one call.
-pub fn invoke(body: BuiltinFn, r: &mut dyn Caller, args: &Args<'_>) -> Result<Value, Failure> {
+pub(crate) fn invoke(body: BuiltinFn, r: &mut dyn Caller, args: &Args<'_>) -> Result<Value, Failure> {
     charge_visit(r, args.values.iter().map(crate::ops::build_cost).sum())?;
     let (fuel, alloc) = (r.fuel_left(), r.alloc_left());
     let v = body(r, args)?;
@@ -179,7 +179,7 @@ pub enum Consumer {
 /// Runs a [`Producer`] as [`invoke`] would run its built-in, charging the same fuel and
 /// memory (the list it stands for included), but hands back its elements borrowed from
 /// its `array` argument instead of a list of clones.
-pub fn produce<'a>(p: Producer, r: &mut dyn Caller, args: &Args<'a>) -> Result<Vec<&'a Value>, Failure> {
+pub(crate) fn produce<'a>(p: Producer, r: &mut dyn Caller, args: &Args<'a>) -> Result<Vec<&'a Value>, Failure> {
     charge_visit(r, args.values.iter().map(crate::ops::build_cost).sum())?;
     let before = (r.fuel_left(), r.alloc_left());
     let xs = match p {
@@ -193,7 +193,7 @@ pub fn produce<'a>(p: Producer, r: &mut dyn Caller, args: &Args<'a>) -> Result<V
 
 /// Runs a [`Consumer`] on the elements a [`produce`] handed over, as [`invoke`] would run
 /// its built-in on the list of them: `args` holds its arguments with a placeholder first.
-pub fn consume(c: Consumer, r: &mut dyn Caller, xs: &[&Value], args: &Args<'_>) -> Result<Value, Failure> {
+pub(crate) fn consume(c: Consumer, r: &mut dyn Caller, xs: &[&Value], args: &Args<'_>) -> Result<Value, Failure> {
     let rest: u64 = args.values.iter().skip(1).map(crate::ops::build_cost).sum();
     charge_visit(r, (xs.len() / 8) as u64 + rest)?;
     let before = (r.fuel_left(), r.alloc_left());
@@ -282,7 +282,7 @@ impl From<EvalError> for Failure {
 }
 
 /// A built-in's body.
-pub type BuiltinFn = fn(&mut dyn Caller, &Args<'_>) -> Result<Value, Failure>;
+pub(crate) type BuiltinFn = fn(&mut dyn Caller, &Args<'_>) -> Result<Value, Failure>;
 
 /// A host function's body: argument values in parameter order.
 pub type HostFn = Arc<dyn Fn(&[Value]) -> Result<Value, String> + Send + Sync>;

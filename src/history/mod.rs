@@ -42,7 +42,11 @@
 //! # std::fs::remove_dir_all(&dir).ok();
 //! ```
 
-pub mod payload;
+// The statistics, `--since` and recording a trace that ran elsewhere serve the `tdsl`
+// command (the `cli` feature); with `history` alone they are compiled, unused.
+#![cfg_attr(not(feature = "cli"), allow(dead_code))]
+
+pub(crate) mod payload;
 mod sqlite;
 
 use std::fmt;
@@ -53,7 +57,7 @@ use serde::Serialize;
 use crate::exec::{Event, Observer, Outcome, StepStatus, Trace};
 use crate::value::Value;
 
-pub use sqlite::{schema_version, SqliteStore, COMMIT_INTERVAL, MIGRATIONS, SCHEMA_VERSION};
+pub use sqlite::{schema_version, SqliteStore, MIGRATIONS, SCHEMA_VERSION};
 
 /// Why the history could not be read or written.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -64,7 +68,7 @@ pub struct HistoryError(pub String);
 /// `cancelled`. [`ResultKind::of`] maps tdsl's attempt outcomes onto them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ResultKind {
+pub(crate) enum ResultKind {
     /// The tool answered.
     Success,
     /// The tool answered, but its answer broke its declared `responses` (the step failed
@@ -83,13 +87,9 @@ pub enum ResultKind {
 }
 
 impl ResultKind {
-    /// Every kind, as stored.
-    pub const ALL: [&'static str; 7] =
-        ["success", "validation_error", "not_found", "conflict", "internal_error", "timeout", "cancelled"];
-
     /// The kind of an attempt that ended with `outcome`; `resolved` says whether the tool
     /// path resolved to a definition.
-    pub fn of(outcome: Outcome, resolved: bool) -> ResultKind {
+    pub(crate) fn of(outcome: Outcome, resolved: bool) -> ResultKind {
         match outcome {
             Outcome::Ok => ResultKind::Success,
             Outcome::Refused => ResultKind::Conflict,
@@ -101,7 +101,7 @@ impl ResultKind {
     }
 
     /// As stored (`internal_error`).
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ResultKind::Success => "success",
             ResultKind::ValidationError => "validation_error",
@@ -239,7 +239,7 @@ pub struct Invocation {
     pub parameters: Value,
     /// 1 for the first attempt.
     pub attempt: u32,
-    /// One of [`ResultKind::ALL`].
+    /// A [`ResultKind`], as stored ([`ResultKind::as_str`]).
     pub result: String,
     /// The tool's answer, when it answered.
     pub result_data: Option<Value>,
@@ -460,6 +460,7 @@ impl Observer for Recorder {
 /// An attempt that answered, in a step the run's error says broke its declared responses
 /// (`E0802`), is recorded as `validation_error`, as a local run records it. Returns the
 /// run's history id.
+#[cfg(feature = "temporal")]
 pub fn record_trace(store: &dyn HistoryStore, trace: &Trace) -> Result<i64, HistoryError> {
     let run = store.begin_run(&NewRun {
         run_id: &trace.run_id,
@@ -474,7 +475,7 @@ pub fn record_trace(store: &dyn HistoryStore, trace: &Trace) -> Result<i64, Hist
 
 /// Ends run `run`, begun earlier (a composition records itself as it starts), from its
 /// trace as [`record_trace`] does: an invocation per attempt of every call, then its end.
-pub fn end_run_from_trace(store: &dyn HistoryStore, run: i64, trace: &Trace) -> Result<(), HistoryError> {
+pub(crate) fn end_run_from_trace(store: &dyn HistoryStore, run: i64, trace: &Trace) -> Result<(), HistoryError> {
     let started_wall = chrono::DateTime::parse_from_rfc3339(&trace.started_at).map_or(0, |t| t.timestamp_millis());
     let rejected = trace
         .error
@@ -537,7 +538,7 @@ fn trace_calls<'t>(steps: &'t [crate::exec::StepTrace], prefix: &str, out: &mut 
 
 /// What `history stats` shows for one tool.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct ToolStats {
+pub(crate) struct ToolStats {
     /// The tool path.
     pub tool: String,
     /// Invocations (attempts).
@@ -553,7 +554,7 @@ pub struct ToolStats {
 }
 
 /// Per tool, sorted by tool path: calls, failures and duration percentiles.
-pub fn stats(invocations: &[Invocation]) -> Vec<ToolStats> {
+pub(crate) fn stats(invocations: &[Invocation]) -> Vec<ToolStats> {
     let mut by_tool: std::collections::BTreeMap<&str, (usize, Vec<u64>)> = std::collections::BTreeMap::new();
     for i in invocations {
         let e = by_tool.entry(&i.tool).or_default();
@@ -581,7 +582,7 @@ pub fn stats(invocations: &[Invocation]) -> Vec<ToolStats> {
 
 /// The `p`th percentile of sorted values by the nearest-rank method: the smallest value
 /// with at least `p`% of the values at or below it (0 for none).
-pub fn percentile(sorted: &[u64], p: u32) -> u64 {
+pub(crate) fn percentile(sorted: &[u64], p: u32) -> u64 {
     if sorted.is_empty() {
         return 0;
     }
@@ -591,7 +592,7 @@ pub fn percentile(sorted: &[u64], p: u32) -> u64 {
 
 /// `--since`: an RFC 3339 time, or a duration back from `now_ms` (`24h`, `7d`, `90m`),
 /// as milliseconds since the Unix epoch.
-pub fn parse_since(text: &str, now_ms: i64) -> Result<i64, String> {
+pub(crate) fn parse_since(text: &str, now_ms: i64) -> Result<i64, String> {
     if let Ok(t) = chrono::DateTime::parse_from_rfc3339(text) {
         return Ok(t.timestamp_millis());
     }
@@ -606,7 +607,7 @@ pub fn parse_since(text: &str, now_ms: i64) -> Result<i64, String> {
 /// The default database: `$XDG_DATA_HOME/tdsl/history.db`, or
 /// `~/.local/share/tdsl/history.db` when `XDG_DATA_HOME` is unset or empty (`None` when
 /// neither is known).
-pub fn default_path() -> Option<std::path::PathBuf> {
+pub(crate) fn default_path() -> Option<std::path::PathBuf> {
     let base = match std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
         Some(d) => std::path::PathBuf::from(d),
         None => std::path::PathBuf::from(std::env::var_os("HOME").filter(|v| !v.is_empty())?).join(".local/share"),

@@ -45,24 +45,24 @@ use sha2::{Digest, Sha256};
 use crate::value::{Map, SmolStr, Value};
 
 /// The one key of a cut payload's object.
-pub const CUT_KEY: &str = "$tdsl_cut";
+pub(crate) const CUT_KEY: &str = "$tdsl_cut";
 
 /// The most bytes of a cut payload's `prefix` (cut back to a character boundary).
-pub const PREFIX_BYTES: usize = 1024;
+pub(crate) const PREFIX_BYTES: usize = 1024;
 
 /// The most bytes of compact JSON a part of a payload has and still stands as its text in
 /// its parent's hash text; a larger part stands as its own tree hash.
-pub const PART_BYTES: usize = 1024;
+pub(crate) const PART_BYTES: usize = 1024;
 
 /// How a cut's `hash` is written: `tree-sha256:` and 64 lowercase hex digits.
-pub const TREE_HASH: &str = "tree-sha256";
+pub(crate) const TREE_HASH: &str = "tree-sha256";
 
 /// The byte that stands before a part's tree hash in its parent's hash text.
 const PART_MARK: u8 = 0xFF;
 
 /// What a cut payload says of the payload it stands for.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Cut {
+pub(crate) struct Cut {
     /// The payload's size, as compact JSON.
     pub bytes: u64,
     /// Its hash, `tree-sha256:<hex>` (or, in a history written before the tree hash,
@@ -74,7 +74,7 @@ pub struct Cut {
 
 impl Cut {
     /// The cut a stored value stands for, when it is one.
-    pub fn of(stored: &Value) -> Option<Cut> {
+    pub(crate) fn of(stored: &Value) -> Option<Cut> {
         let o = stored.as_object()?;
         if o.len() != 1 {
             return None;
@@ -94,7 +94,7 @@ impl Cut {
 
     /// `(cut: 1048578 bytes of JSON, tree-sha256:9f2c…; the first 1024 kept)`: one line for
     /// people.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!("(cut: {} bytes of JSON, {}; the first {} kept)", self.bytes, self.hash, self.prefix.len())
     }
 
@@ -107,23 +107,12 @@ impl Cut {
     }
 }
 
-/// A payload's JSON as stored: whole when it has at most `max` bytes, else its cut's JSON.
-pub fn stored_json(v: &Value, max: usize) -> String {
-    Payloads::new().stored_json(v, max)
-}
-
-/// A payload as a value kept in a stored trace: itself when its JSON has at most `max`
-/// bytes, else its cut.
-pub fn cut_value(v: &Value, max: usize) -> Value {
-    Payloads::new().cut_value(v, max)
-}
-
 /// The measurements of one run's payloads: each large shared part (a long string, a list, an
 /// object) is measured once and remembered by its identity while the run lasts. A part is
 /// remembered with a reference to it, so that its memory cannot be reused by another value
 /// while it is remembered; the run's trace holds every payload until the run ends anyway.
 #[derive(Default)]
-pub struct Payloads {
+pub(crate) struct Payloads {
     parts: Mutex<HashMap<PartKey, (Value, Big)>>,
     hashed: Arc<AtomicU64>,
 }
@@ -154,24 +143,14 @@ impl Part {
 }
 
 impl Payloads {
-    /// Measurements with nothing remembered yet.
-    pub fn new() -> Payloads {
-        Payloads::default()
-    }
-
     /// Measurements counting every byte they hash into `counter` (which other measurements
     /// may share: a store's count of its work).
-    pub fn counting(counter: Arc<AtomicU64>) -> Payloads {
+    pub(crate) fn counting(counter: Arc<AtomicU64>) -> Payloads {
         Payloads { parts: Mutex::default(), hashed: counter }
     }
 
-    /// The bytes hashed so far (the work of measuring, counted rather than timed).
-    pub fn hashed_bytes(&self) -> u64 {
-        self.hashed.load(Ordering::Relaxed)
-    }
-
     /// A payload's JSON as stored: whole when it has at most `max` bytes, else its cut's JSON.
-    pub fn stored_json(&self, v: &Value, max: usize) -> String {
+    pub(crate) fn stored_json(&self, v: &Value, max: usize) -> String {
         match self.measure(v, max) {
             Measured::Whole(text) => text,
             Measured::Cut(c) => serde_json::to_string(&c.to_value()).unwrap_or_default(),
@@ -180,7 +159,7 @@ impl Payloads {
 
     /// A payload as a value kept in a stored trace: itself when its JSON has at most `max`
     /// bytes, else its cut.
-    pub fn cut_value(&self, v: &Value, max: usize) -> Value {
+    pub(crate) fn cut_value(&self, v: &Value, max: usize) -> Value {
         match v {
             // Scalars are never worth measuring.
             Value::Null | Value::Bool(_) | Value::Int(_) | Value::Float(_) => v.clone(),
@@ -450,6 +429,23 @@ fn write_str(s: &str, out: &mut Bounded) -> std::io::Result<()> {
 mod tests {
     use super::*;
 
+    impl Payloads {
+        /// The bytes hashed so far (the store reads its shared counter instead).
+        fn hashed_bytes(&self) -> u64 {
+            self.hashed.load(Ordering::Relaxed)
+        }
+    }
+
+    /// A payload's JSON as stored, measured alone.
+    fn stored_json(v: &Value, max: usize) -> String {
+        Payloads::default().stored_json(v, max)
+    }
+
+    /// A payload as kept in a stored trace, measured alone.
+    fn cut_value(v: &Value, max: usize) -> Value {
+        Payloads::default().cut_value(v, max)
+    }
+
     fn hex(d: impl AsRef<[u8]>) -> String {
         d.as_ref().iter().map(|b| format!("{b:02x}")).collect()
     }
@@ -525,9 +521,9 @@ mod tests {
         let mut other = s.clone();
         other.replace_range(4000..4001, "b");
         let different = Value::object_from([("x", Value::str(&s)), ("y", Value::str(&other))]);
-        let p = Payloads::new();
+        let p = Payloads::default();
         let (a, b, c) =
-            (p.cut_value(&built, 1024), Payloads::new().cut_value(&apart, 1024), p.cut_value(&different, 1024));
+            (p.cut_value(&built, 1024), Payloads::default().cut_value(&apart, 1024), p.cut_value(&different, 1024));
         let hash = |v: &Value| Cut::of(v).unwrap().hash;
         assert_eq!(hash(&a), hash(&b));
         assert_ne!(hash(&a), hash(&c), "a difference past the prefix changes the hash");
@@ -537,7 +533,7 @@ mod tests {
     #[test]
     fn a_shared_part_is_measured_once() {
         let s = Value::str(&"a".repeat(1 << 20));
-        let p = Payloads::new();
+        let p = Payloads::default();
         for i in 0..100 {
             let payload = Value::object_from([("text", s.clone()), ("i", Value::Int(i))]);
             assert!(Cut::of(&p.cut_value(&payload, 4096)).is_some());
@@ -616,8 +612,8 @@ mod tests {
         #[test]
         fn a_cut_says_what_the_json_text_and_the_reference_hash_say(v in value(), max in 1024usize..6000) {
             let whole = serde_json::to_string(&v).unwrap();
-            let shared = Payloads::new();
-            for p in [&Payloads::new(), &shared, &shared] {
+            let shared = Payloads::default();
+            for p in [&Payloads::default(), &shared, &shared] {
                 let stored = p.stored_json(&v, max);
                 match Cut::of(&serde_json::from_str(&stored).unwrap()) {
                     Some(c) => {

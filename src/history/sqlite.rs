@@ -87,7 +87,7 @@ pub const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [
 /// How long written rows may wait for their commit: writes are grouped into one
 /// transaction, committed this long after its first write (by a background thread when no
 /// write follows), when the run ends, and when the store is dropped.
-pub const COMMIT_INTERVAL: Duration = Duration::from_millis(50);
+pub(crate) const COMMIT_INTERVAL: Duration = Duration::from_millis(50);
 
 /// A history in one SQLite file.
 ///

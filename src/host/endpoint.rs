@@ -8,11 +8,11 @@
 use super::mcp_client::McpEndpoint;
 
 /// The builtins of `builtin:<name>`.
-pub const BUILTINS: &[&str] = &["echo"];
+pub(crate) const BUILTINS: &[&str] = &["echo"];
 
 /// An endpoint the command line's runner can call.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Endpoint {
+pub(crate) enum Endpoint {
     /// `exec:<command line>`: the program and its arguments, split like a POSIX shell.
     Exec(Vec<String>),
     /// `builtin:<name>`: one of [`BUILTINS`].
@@ -28,7 +28,7 @@ pub enum Endpoint {
 
 impl Endpoint {
     /// Parses an endpoint, or says why this build's runner cannot call it.
-    pub fn parse(endpoint: &str) -> Result<Endpoint, String> {
+    pub(crate) fn parse(endpoint: &str) -> Result<Endpoint, String> {
         let endpoint = endpoint.trim();
         if let Some(command) = endpoint.strip_prefix("exec:") {
             match shell_words::split(command) {

@@ -8,7 +8,7 @@ use std::process::Command;
 /// The `PATH` a tool gets under [`ToolEnv::Clean`] unless `PATH` is passed: the standard
 /// system search path (the one systemd gives services), so that `exec:python3` finds the
 /// system's programs without tdsl's own `PATH` (which may name a user's folders) leaking.
-pub const CLEAN_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+pub(crate) const CLEAN_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 /// The environment the processes of `exec:` tools and `mcp:` servers start with.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -19,7 +19,7 @@ use crate::exec::{ToolCall, ToolError};
 use crate::value::Value;
 
 /// The largest response body read (64 MiB).
-pub const MAX_BODY_BYTES: u64 = 64 * 1024 * 1024;
+pub(crate) const MAX_BODY_BYTES: u64 = 64 * 1024 * 1024;
 
 /// The time a request has when the call has no timeout.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
@@ -28,7 +28,7 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 const BODY_IN_MESSAGE: usize = 300;
 
 /// POSTs the call's arguments to `url`.
-pub fn call(url: &str, call: &ToolCall<'_>) -> Result<Value, ToolError> {
+pub(crate) fn call(url: &str, call: &ToolCall<'_>) -> Result<Value, ToolError> {
     let tool = call.tool_path;
     let body = serde_json::to_vec(call.arguments)
         .map_err(|e| ToolError::permanent(format!("`{tool}`: the arguments are not JSON: {e}")))?;

@@ -14,13 +14,16 @@
 //!
 //! Nothing here is imported by `exec`; the arrows run from here down to it.
 
-pub mod endpoint;
-pub mod env;
+pub(crate) mod endpoint;
+pub(crate) mod env;
 #[cfg(feature = "http")]
-pub mod http;
+pub(crate) mod http;
 #[cfg(feature = "mcp")]
-pub mod mcp_client;
-pub mod runner;
+pub(crate) mod mcp_client;
+pub(crate) mod runner;
 
 pub use env::ToolEnv;
-pub use runner::{adopt_orphans, check_endpoint, end_children, HostRunner, Mock, DEFAULT_MAX_STDOUT, TERM_GRACE};
+// For the `tdsl` command: `check`'s endpoint warning, `run --max-tool-output`, the cleanup.
+#[cfg(feature = "cli")]
+pub(crate) use runner::{adopt_orphans, check_endpoint, end_children, DEFAULT_MAX_STDOUT, TERM_GRACE};
+pub use runner::{HostRunner, Mock};

@@ -31,17 +31,16 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-pub use super::endpoint::BUILTINS;
 use super::endpoint::{no_builtin, Endpoint};
 use super::env::program_path;
-pub use super::env::{ToolEnv, CLEAN_PATH};
+pub use super::env::ToolEnv;
 #[cfg(feature = "mcp")]
 use super::mcp_client::McpClients;
 use crate::exec::{Runner, ToolCall, ToolError};
 use crate::value::Value;
 
 /// The exit status that means "try again later" (`EX_TEMPFAIL` from `sysexits.h`).
-pub const EXIT_TRANSIENT: i32 = 75;
+pub(crate) const EXIT_TRANSIENT: i32 = 75;
 
 /// The command line's runner.
 #[derive(Debug)]
@@ -145,7 +144,8 @@ impl Runner for HostRunner {
 
 /// Whether this runner can run an endpoint, judged from its text alone (no program is
 /// started, no file looked at): `Err` says why not. `tdsl check` reports it as `W0902`.
-pub fn check_endpoint(endpoint: &str) -> Result<(), String> {
+#[cfg(feature = "cli")]
+pub(crate) fn check_endpoint(endpoint: &str) -> Result<(), String> {
     Endpoint::parse(endpoint).map(|_| ())
 }
 
@@ -160,18 +160,18 @@ fn builtin(name: &str, call: &ToolCall<'_>) -> Result<Value, ToolError> {
 /// much as the `http` runner reads of an HTTP body);
 /// [`HostRunner::with_max_stdout`] (`tdsl run --max-tool-output`) changes it. Past it, the
 /// program's process group is killed and the call fails (permanent).
-pub const DEFAULT_MAX_STDOUT: u64 = 64 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_STDOUT: u64 = 64 * 1024 * 1024;
 
 /// How much of a program's standard error is kept for messages and traces: its last
 /// 64 KiB. What came before is counted, not kept.
-pub const STDERR_TAIL: usize = 64 * 1024;
+pub(crate) const STDERR_TAIL: usize = 64 * 1024;
 
 /// How long a program's standard output and error may stay open after the program itself
 /// exited (a process it started holds them) before its process group is killed.
-pub const PIPE_GRACE: Duration = Duration::from_millis(500);
+pub(crate) const PIPE_GRACE: Duration = Duration::from_millis(500);
 
 /// How long a process group has between `SIGTERM` and `SIGKILL`.
-pub const TERM_GRACE: Duration = Duration::from_millis(200);
+pub(crate) const TERM_GRACE: Duration = Duration::from_millis(200);
 
 /// What a reader thread has taken from a pipe so far, shared with the caller so that a
 /// pipe held open forever by a stray process loses nothing already read.
@@ -479,7 +479,8 @@ fn reap_group(group: i32) {
 /// leaves behind in a session or process group of its own (`setsid`), out of reach of the
 /// process-group kills, is re-parented to this process when its parent exits (instead of to
 /// init), so that [`end_children`] finds it. Whether it took effect (never elsewhere).
-pub fn adopt_orphans() -> bool {
+#[cfg(feature = "cli")]
+pub(crate) fn adopt_orphans() -> bool {
     #[cfg(target_os = "linux")]
     return nix::sys::prctl::set_child_subreaper(true).is_ok();
     #[cfg(not(target_os = "linux"))]
@@ -492,7 +493,8 @@ pub fn adopt_orphans() -> bool {
 /// leads one), then `SIGKILL` after `grace`; ending them can orphan their own children,
 /// which are adopted in turn, so this repeats while any is left, at most ten rounds.
 /// Linux only (it reads `/proc`); elsewhere it does nothing.
-pub fn end_children(grace: Duration) {
+#[cfg(feature = "cli")]
+pub(crate) fn end_children(grace: Duration) {
     #[cfg(target_os = "linux")]
     {
         use nix::sys::signal::{kill, killpg, Signal};
@@ -524,7 +526,7 @@ pub fn end_children(grace: Duration) {
 
 /// The children of this process that have not ended (zombies excluded), with their process
 /// groups, from `/proc`.
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", feature = "cli"))]
 fn live_children() -> Vec<(i32, i32)> {
     let me = std::process::id().to_string();
     let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };

@@ -22,6 +22,9 @@
 //!
 //! Each problem is also said on standard error. Docs: `docs/editors.md`.
 
+// The framing serves `tdsl lsp` (the `cli` feature); with `lsp` alone it is compiled, unused.
+#![cfg_attr(not(feature = "cli"), allow(dead_code))]
+
 use std::io::{self, BufRead, Write};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -31,7 +34,7 @@ use serde_json::{json, Value as Json};
 
 /// The longest message the server holds by default: 64 MiB (a 40,000-step composite is
 /// about 8 MB, and `didOpen` sends it whole, escaped).
-pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
 
 /// How much of a message over the limit is kept to find its `id`.
 const ID_PREFIX_BYTES: usize = 64 * 1024;
@@ -46,7 +49,7 @@ const INVALID_REQUEST: i64 = -32600;
 
 /// One thing read from the input.
 #[derive(Debug)]
-pub enum Read {
+pub(crate) enum Read {
     /// A message for the server.
     Message(Message),
     /// An error response to write as it is (its `id` may be `null`).
@@ -56,7 +59,7 @@ pub enum Read {
 }
 
 /// Reads frames from `input` with a cap of `max` bytes per message.
-pub struct Reader<R> {
+pub(crate) struct Reader<R> {
     input: R,
     max: usize,
     /// A header line already read while skipping (the value of a `Content-Length:` found
@@ -89,12 +92,12 @@ fn error(id: Json, code: i64, message: String) -> Json {
 
 impl<R: BufRead> Reader<R> {
     /// A reader of `input`.
-    pub fn new(input: R, max: usize) -> Reader<R> {
+    pub(crate) fn new(input: R, max: usize) -> Reader<R> {
         Reader { input, max: max.max(1), found_length: None }
     }
 
     /// The next thing read; `None` at the end of the input.
-    pub fn read_next(&mut self) -> io::Result<Option<Read>> {
+    pub(crate) fn read_next(&mut self) -> io::Result<Option<Read>> {
         let first = self.found_length.take();
         let length: Option<Result<u64, String>> = match first {
             Some(value) => match self.headers(Some(value))? {
@@ -529,7 +532,7 @@ impl Scan {
 /// The `id` of a message that may be cut short or broken, read from the top level of the
 /// object without building it: a string or a number, `null` when there is none to read.
 /// Iterative, so that deep nesting costs no stack.
-pub fn recover_id(bytes: &[u8]) -> Json {
+pub(crate) fn recover_id(bytes: &[u8]) -> Json {
     let mut i = 0;
     let ws = |i: &mut usize| {
         while *i < bytes.len() && bytes[*i].is_ascii_whitespace() {
@@ -605,21 +608,21 @@ pub fn recover_id(bytes: &[u8]) -> Json {
 }
 
 /// Writes one message with its `Content-Length` header.
-pub fn write_frame(out: &mut dyn Write, body: &[u8]) -> io::Result<()> {
+pub(crate) fn write_frame(out: &mut dyn Write, body: &[u8]) -> io::Result<()> {
     write!(out, "Content-Length: {}\r\n\r\n", body.len())?;
     out.write_all(body)?;
     out.flush()
 }
 
 /// The reader and writer threads of [`stdio`].
-pub struct IoThreads {
+pub(crate) struct IoThreads {
     reader: JoinHandle<io::Result<()>>,
     writer: JoinHandle<io::Result<()>>,
 }
 
 impl IoThreads {
     /// Waits for both threads (the reader ends after `exit` or at the end of the input).
-    pub fn join(self) -> io::Result<()> {
+    pub(crate) fn join(self) -> io::Result<()> {
         let r = self.reader.join().map_err(|_| io::Error::other("the reader thread panicked"))?;
         let w = self.writer.join().map_err(|_| io::Error::other("the writer thread panicked"))?;
         r.and(w)
@@ -627,7 +630,7 @@ impl IoThreads {
 }
 
 /// A connection on standard input and output through this framing.
-pub fn stdio(max: usize) -> (Connection, IoThreads) {
+pub(crate) fn stdio(max: usize) -> (Connection, IoThreads) {
     let (server, io) = Connection::memory();
     let out: Arc<Mutex<io::Stdout>> = Arc::new(Mutex::new(io::stdout()));
     let to_client = io.receiver;

@@ -22,11 +22,11 @@
 mod actions;
 mod completion;
 mod features;
-pub mod framing;
+pub(crate) mod framing;
 mod hover;
 mod json_context;
-pub mod symbols;
-pub mod text;
+pub(crate) mod symbols;
+pub(crate) mod text;
 
 use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lsp_server::{Connection, ErrorCode, Message, Notification, Request, RequestId, Response};
+use lsp_server::{Connection, ErrorCode, Message, Notification, Request, Response};
 use lsp_types::notification::Notification as _;
 use lsp_types::{
     CodeActionProviderCapability, CompletionOptions, DiagnosticRelatedInformation, DiagnosticSeverity,
@@ -46,14 +46,14 @@ use crate::analysis::{Analyzer, CheckedTool, ToolRoot};
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::engine::Engine;
 use crate::tool::ToolDef;
-pub use text::{Encoding, Text};
+pub(crate) use text::{Encoding, Text};
 
 /// The file whose folder is the tool root of every `.tool` file below it.
-pub const ROOT_MARKER: &str = ".tdsl-root";
+pub(crate) const ROOT_MARKER: &str = ".tdsl-root";
 
 /// A check the host adds to every file's diagnostics (the command line's: whether `tdsl
 /// run` can call a primitive tool's endpoint, W0902).
-pub type ExtraCheck = fn(&mut CheckedTool);
+pub(crate) type ExtraCheck = fn(&mut CheckedTool);
 
 /// Serves one client on `connection` until it asks to shut down and exits (or the
 /// connection closes). Errors are protocol failures (a malformed handshake).
@@ -120,7 +120,7 @@ fn send(connection: &Connection, msg: Message) -> Result<(), String> {
 
 /// The longest the server waits for more messages after an edit before analysing the file
 /// (it waits as long as the last analysis took, up to this).
-pub const DEBOUNCE: Duration = Duration::from_millis(30);
+pub(crate) const DEBOUNCE: Duration = Duration::from_millis(30);
 
 /// An open document.
 pub(crate) struct Doc {
@@ -139,7 +139,7 @@ pub(crate) struct Doc {
 }
 
 /// The server's state: the open documents and what the client negotiated.
-pub struct Server {
+pub(crate) struct Server {
     pub(crate) encoding: Encoding,
     workspace: Vec<PathBuf>,
     /// `initializationOptions.root`.
@@ -157,7 +157,7 @@ pub struct Server {
 
 impl Server {
     /// A server for a client that sent `params`.
-    pub fn new(params: &InitializeParams, extra: Option<ExtraCheck>) -> Server {
+    pub(crate) fn new(params: &InitializeParams, extra: Option<ExtraCheck>) -> Server {
         let offered = params.capabilities.general.as_ref().and_then(|g| g.position_encodings.as_ref());
         let encoding = if offered.is_some_and(|e| e.contains(&PositionEncodingKind::UTF8)) {
             Encoding::Utf8
@@ -193,7 +193,7 @@ impl Server {
     }
 
     /// What the server can do.
-    pub fn capabilities(&self) -> ServerCapabilities {
+    pub(crate) fn capabilities(&self) -> ServerCapabilities {
         ServerCapabilities {
             position_encoding: Some(match self.encoding {
                 Encoding::Utf8 => PositionEncodingKind::UTF8,
@@ -214,7 +214,7 @@ impl Server {
     }
 
     /// Answers a request.
-    pub fn request(&mut self, req: Request) -> Response {
+    pub(crate) fn request(&mut self, req: Request) -> Response {
         use lsp_types::request::*;
         let id = req.id.clone();
         let result = match req.method.as_str() {
@@ -234,7 +234,7 @@ impl Server {
 
     /// Handles a notification; returns the notifications to send now. An opened or
     /// changed file is analysed by [`Server::flush`].
-    pub fn notification(&mut self, n: Notification) -> Vec<Notification> {
+    pub(crate) fn notification(&mut self, n: Notification) -> Vec<Notification> {
         use lsp_types::notification::*;
         match n.method.as_str() {
             DidOpenTextDocument::METHOD => {
@@ -289,7 +289,7 @@ impl Server {
 
     /// Analyses the latest text of every file changed since its last check, then the open
     /// files that call them; returns their diagnostics to publish.
-    pub fn flush(&mut self) -> Vec<Notification> {
+    pub(crate) fn flush(&mut self) -> Vec<Notification> {
         let dirty = std::mem::take(&mut self.dirty);
         if dirty.is_empty() {
             return Vec::new();
@@ -329,7 +329,7 @@ impl Server {
     /// The tool root for a file: `initializationOptions.root`, the nearest folder with
     /// [`ROOT_MARKER`], else the
     /// workspace folder holding it (found: true), else its own folder (assumed: false).
-    pub fn root_for(&self, path: &Path) -> (PathBuf, bool) {
+    pub(crate) fn root_for(&self, path: &Path) -> (PathBuf, bool) {
         if let Some(r) = &self.root {
             return (r.clone(), true);
         }
@@ -426,9 +426,4 @@ fn parse<P: serde::de::DeserializeOwned>(req: Request) -> Result<P, Failure> {
 
 fn to_json<T: serde::Serialize>(v: T) -> serde_json::Value {
     serde_json::to_value(v).unwrap_or(serde_json::Value::Null)
-}
-
-/// A request id, for tests that drive a [`Server`] directly.
-pub fn request_id(n: i32) -> RequestId {
-    RequestId::from(n)
 }

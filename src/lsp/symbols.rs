@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::engine::Engine;
 use crate::span::Span;
 use crate::syntax::ast::{Expr, ExprKind};
-use crate::tool::{DoneCheck, JsonKind, JsonNode, JsonStr, ToolDef, ToolKind, Transform, TransformBlock};
+use crate::tool::{DoneCheck, JsonStr, ToolDef, ToolKind, Transform, TransformBlock};
 use crate::types::Scope;
 
 /// Something a file names.
@@ -201,7 +201,7 @@ pub fn occurrences(engine: &Engine, file: &Path, tool: &ToolDef, resolver: &Reso
 }
 
 /// The occurrence whose span holds `offset` (the narrowest).
-pub fn at(occurrences: &[Occurrence], offset: usize) -> Option<&Occurrence> {
+pub(crate) fn at(occurrences: &[Occurrence], offset: usize) -> Option<&Occurrence> {
     let offset = u32::try_from(offset).unwrap_or(u32::MAX);
     occurrences
         .iter()
@@ -363,23 +363,10 @@ fn walk(e: &Expr, out: &mut Vec<(String, Span)>, names: &mut Vec<(crate::syntax:
 }
 
 /// A JSON string's span without its quotes.
-pub fn inner(span: Span) -> Span {
+pub(crate) fn inner(span: Span) -> Span {
     if span.end >= span.start + 2 {
         Span { start: span.start + 1, end: span.end - 1 }
     } else {
         span
     }
-}
-
-/// The JSON string node holding `offset`, if any.
-pub fn string_at(root: &JsonNode, offset: usize) -> Option<&JsonStr> {
-    let mut found = None;
-    root.walk(&mut |n| {
-        if let JsonKind::Str(s) = &n.kind {
-            if s.span.range().contains(&offset) {
-                found = Some(s);
-            }
-        }
-    });
-    found
 }

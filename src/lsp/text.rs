@@ -8,7 +8,7 @@ use crate::span::Span;
 
 /// How an LSP position counts columns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Encoding {
+pub(crate) enum Encoding {
     /// UTF-16 code units (the protocol's default).
     Utf16,
     /// UTF-8 bytes (negotiated through `general.positionEncodings`).
@@ -17,7 +17,7 @@ pub enum Encoding {
 
 /// A document's text with its line starts.
 #[derive(Clone, Debug)]
-pub struct Text {
+pub(crate) struct Text {
     text: String,
     /// Byte offset where each line starts; the first is 0.
     starts: Vec<usize>,
@@ -25,19 +25,19 @@ pub struct Text {
 
 impl Text {
     /// Indexes `text`.
-    pub fn new(text: String) -> Text {
+    pub(crate) fn new(text: String) -> Text {
         let starts = line_starts(&text);
         Text { text, starts }
     }
 
     /// The text.
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         &self.text
     }
 
     /// The LSP position of byte `offset` (clamped to the text, moved back to a character
     /// boundary).
-    pub fn position(&self, offset: u32, enc: Encoding) -> Position {
+    pub(crate) fn position(&self, offset: u32, enc: Encoding) -> Position {
         let mut offset = (offset as usize).min(self.text.len());
         while !self.text.is_char_boundary(offset) {
             offset -= 1;
@@ -53,14 +53,14 @@ impl Text {
     }
 
     /// The LSP range of a span.
-    pub fn range(&self, span: Span, enc: Encoding) -> Range {
+    pub(crate) fn range(&self, span: Span, enc: Encoding) -> Range {
         Range { start: self.position(span.start, enc), end: self.position(span.end.max(span.start), enc) }
     }
 
     /// The byte offset of an LSP position. A line past the end is the end of the text; a
     /// column past the end of its line is the end of the line (the protocol asks servers
     /// to be lenient); a column inside a character is that character's start.
-    pub fn offset(&self, pos: Position, enc: Encoding) -> usize {
+    pub(crate) fn offset(&self, pos: Position, enc: Encoding) -> usize {
         let Some(&start) = self.starts.get(pos.line as usize) else { return self.text.len() };
         let end = self.starts.get(pos.line as usize + 1).map_or(self.text.len(), |&e| e);
         // The line without its end (`\n`, `\r\n` or `\r`): a column past the end is
@@ -86,7 +86,7 @@ impl Text {
     }
 
     /// The span between two LSP positions.
-    pub fn span(&self, range: Range, enc: Encoding) -> Span {
+    pub(crate) fn span(&self, range: Range, enc: Encoding) -> Span {
         let a = self.offset(range.start, enc);
         let b = self.offset(range.end, enc);
         Span::new(a.min(b), a.max(b))
@@ -94,7 +94,7 @@ impl Text {
 
     /// Applies one change of `textDocument/didChange`: a range replaced, or the whole text
     /// when there is no range.
-    pub fn apply(&mut self, change: &TextDocumentContentChangeEvent, enc: Encoding) {
+    pub(crate) fn apply(&mut self, change: &TextDocumentContentChangeEvent, enc: Encoding) {
         match change.range {
             Some(range) => {
                 let span = self.span(range, enc);

@@ -29,7 +29,7 @@ use tokio::sync::{mpsc, watch};
 
 /// The longest message the server reads: 8 MiB, below rmcp's own limit (16 MiB), so that
 /// rmcp never sees a line it would drop.
-pub const MAX_MESSAGE_BYTES: usize = 8 * 1024 * 1024;
+pub(crate) const MAX_MESSAGE_BYTES: usize = 8 * 1024 * 1024;
 
 /// How much of an oversized line is kept to look for its `id`.
 const ID_PREFIX_BYTES: usize = 64 * 1024;
@@ -41,7 +41,7 @@ const INVALID_PARAMS: i64 = -32602;
 
 /// What to do with one line of input.
 #[derive(Debug, PartialEq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Hand it to rmcp.
     Forward,
     /// Answer this, and do not hand it on.
@@ -56,7 +56,7 @@ fn error(id: Json, code: i64, message: String) -> Json {
 
 /// Judges one line (without its newline). `oversized` when the line was longer than
 /// [`MAX_MESSAGE_BYTES`]; `line` then holds its first bytes only.
-pub fn judge(line: &[u8], oversized: bool) -> Verdict {
+pub(crate) fn judge(line: &[u8], oversized: bool) -> Verdict {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
     if oversized {
@@ -107,7 +107,7 @@ pub fn judge(line: &[u8], oversized: bool) -> Verdict {
 /// Parses a message as `serde_json` does, but refuses an object with a key twice (at any
 /// depth) with a data error naming the key and its place: JSON readers differ on which of the
 /// two they keep, so the server keeps neither.
-pub fn parse_unique(bytes: &[u8]) -> Result<Json, serde_json::Error> {
+pub(crate) fn parse_unique(bytes: &[u8]) -> Result<Json, serde_json::Error> {
     serde_json::from_slice::<Unique>(bytes).map(|u| u.0)
 }
 
@@ -269,7 +269,7 @@ fn check_message(v: &Json) -> Result<(), (i64, String)> {
 /// method's own request type (`logging/setLevel`: "unknown variant …, expected one of
 /// `debug`, …").
 #[allow(deprecated)] // logging and subscriptions: deprecated by newer MCP versions, still served
-pub fn unreadable_params(message: &Json) -> Option<String> {
+pub(crate) fn unreadable_params(message: &Json) -> Option<String> {
     use rmcp::model::{
         CallToolRequest, CancelTaskRequest, CompleteRequest, ConstString, GetPromptRequest, GetTaskRequest,
         InitializeRequest, ListPromptsRequest, ListResourceTemplatesRequest, ListResourcesRequest, ListToolsRequest,
@@ -317,7 +317,7 @@ pub(super) fn kind(v: &Json) -> &'static str {
 /// The `id` of a message that may be cut short or broken, read from the top level of the
 /// object without building it: a string or a number, `null` when there is none to be read.
 /// Iterative, so that deep nesting costs no stack.
-pub fn recover_id(bytes: &[u8]) -> Json {
+pub(crate) fn recover_id(bytes: &[u8]) -> Json {
     let mut s = Scanner { b: bytes, i: 0 };
     s.ws();
     if !s.eat(b'{') {
@@ -434,8 +434,12 @@ impl<'a> Scanner<'a> {
 /// Reads `input` line by line: forwards the lines rmcp can take to `to_rmcp`, sends the
 /// answers of the others to `out`. Returns at the end of `input`, on a read error, or when
 /// `shutdown` turns true; `to_rmcp` is dropped then, which rmcp reads as the end of input.
-pub async fn pump_input<R, W>(input: R, mut to_rmcp: W, out: mpsc::Sender<Vec<u8>>, mut shutdown: watch::Receiver<bool>)
-where
+pub(crate) async fn pump_input<R, W>(
+    input: R,
+    mut to_rmcp: W,
+    out: mpsc::Sender<Vec<u8>>,
+    mut shutdown: watch::Receiver<bool>,
+) where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
@@ -511,7 +515,7 @@ async fn read_line<R: AsyncRead + Unpin>(reader: &mut BufReader<R>) -> Option<(V
 }
 
 /// Copies rmcp's output, whole lines, to `out`.
-pub async fn pump_output<R: AsyncRead + Unpin>(from_rmcp: R, out: mpsc::Sender<Vec<u8>>) {
+pub(crate) async fn pump_output<R: AsyncRead + Unpin>(from_rmcp: R, out: mpsc::Sender<Vec<u8>>) {
     let mut reader = BufReader::new(from_rmcp);
     loop {
         let mut line = Vec::new();
@@ -532,7 +536,7 @@ pub async fn pump_output<R: AsyncRead + Unpin>(from_rmcp: R, out: mpsc::Sender<V
 /// Writes every line it receives to `stdout`, flushing after each, until every sender is
 /// gone (`None`) or a write fails: then `failed` is raised (the server shuts down: nobody can
 /// hear it any more) and the error is returned.
-pub async fn write_output<W: AsyncWrite + Unpin>(
+pub(crate) async fn write_output<W: AsyncWrite + Unpin>(
     mut stdout: W,
     mut lines: mpsc::Receiver<Vec<u8>>,
     failed: tokio::sync::watch::Sender<bool>,

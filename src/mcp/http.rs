@@ -51,22 +51,23 @@ use tokio_util::sync::CancellationToken;
 use super::{McpServer, SHUTDOWN_GRACE};
 
 /// The default limit on a request's body: 4 MiB.
-pub const DEFAULT_MAX_REQUEST_BYTES: usize = 4 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_REQUEST_BYTES: usize = 4 * 1024 * 1024;
 /// The default limit on open sessions.
-pub const DEFAULT_MAX_SESSIONS: usize = 64;
+pub(crate) const DEFAULT_MAX_SESSIONS: usize = 64;
 /// The default limit on `tools/call` requests in flight, all sessions together (the same
 /// as over stdio).
-pub const DEFAULT_MAX_CALLS: usize = super::DEFAULT_MAX_CALLS;
+pub(crate) const DEFAULT_MAX_CALLS: usize = super::DEFAULT_MAX_CALLS;
 /// The default time a connection has to send a complete request: 30 s.
-pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// The most connections open at once by default: half the descriptor limit, at most this.
-pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+pub(crate) const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 /// Descriptors kept free of connections: the listener, the history, the programs of calls
 /// in flight and what the runtime needs. `--max-connections` may go up to the descriptor
 /// limit less this.
-pub const RESERVED_DESCRIPTORS: u64 = 64;
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
+pub(crate) const RESERVED_DESCRIPTORS: u64 = 64;
 /// The largest token file read: 64 KiB.
-pub const MAX_TOKEN_FILE_BYTES: u64 = 64 * 1024;
+pub(crate) const MAX_TOKEN_FILE_BYTES: u64 = 64 * 1024;
 
 /// How the HTTP server is set up.
 #[derive(Clone, Debug)]
@@ -103,7 +104,7 @@ impl Default for HttpOptions {
 }
 
 /// The process's limit on open file descriptors (its soft `RLIMIT_NOFILE`), when known.
-pub fn descriptor_limit() -> Option<u64> {
+pub(crate) fn descriptor_limit() -> Option<u64> {
     #[cfg(unix)]
     {
         use nix::sys::resource::{getrlimit, Resource};
@@ -115,7 +116,7 @@ pub fn descriptor_limit() -> Option<u64> {
 
 /// The default cap on open connections: half the descriptor limit, at most
 /// [`DEFAULT_MAX_CONNECTIONS`] (512 under the common limit of 1,024 descriptors).
-pub fn default_max_connections() -> usize {
+pub(crate) fn default_max_connections() -> usize {
     match descriptor_limit() {
         Some(n) => usize::try_from(n / 2).unwrap_or(usize::MAX).clamp(1, DEFAULT_MAX_CONNECTIONS),
         None => DEFAULT_MAX_CONNECTIONS,
@@ -124,7 +125,8 @@ pub fn default_max_connections() -> usize {
 
 /// Checks that `max` connections fit under the descriptor limit, less
 /// [`RESERVED_DESCRIPTORS`].
-pub fn check_max_connections(max: u64) -> Result<(), String> {
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
+pub(crate) fn check_max_connections(max: u64) -> Result<(), String> {
     let Some(limit) = descriptor_limit() else { return Ok(()) };
     let room = limit.saturating_sub(RESERVED_DESCRIPTORS);
     if max > room {
@@ -137,7 +139,8 @@ pub fn check_max_connections(max: u64) -> Result<(), String> {
 }
 
 /// Checks that `addr` may be bound: a non-loopback address needs a token.
-pub fn check_bind(addr: &SocketAddr, has_token: bool) -> Result<(), String> {
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
+pub(crate) fn check_bind(addr: &SocketAddr, has_token: bool) -> Result<(), String> {
     if addr.ip().is_loopback() || has_token {
         return Ok(());
     }
@@ -152,7 +155,7 @@ pub fn check_bind(addr: &SocketAddr, has_token: bool) -> Result<(), String> {
 ///
 /// Only a regular file of at most [`MAX_TOKEN_FILE_BYTES`] is read: a FIFO, a device or a
 /// folder is refused at once (never waited on), and so is a larger file.
-pub fn read_token(path: &Path) -> Result<String, String> {
+pub(crate) fn read_token(path: &Path) -> Result<String, String> {
     use crate::input::{read_bytes_capped, InputError};
     let shown = path.display();
     let bytes = read_bytes_capped(path, MAX_TOKEN_FILE_BYTES).map_err(|e| match e {
@@ -192,7 +195,7 @@ pub fn read_token(path: &Path) -> Result<String, String> {
 /// loopback or unspecified address, `localhost`, `127.0.0.1` and `[::1]` with the bound
 /// port; for another address, that address with the bound port; and each of `extra` (any
 /// port, `http` or `https`).
-pub fn allowed_authorities(addr: &SocketAddr, extra: &[String]) -> (Vec<String>, Vec<String>) {
+pub(crate) fn allowed_authorities(addr: &SocketAddr, extra: &[String]) -> (Vec<String>, Vec<String>) {
     let port = addr.port();
     let mut hosts: Vec<String> = if addr.ip().is_loopback() || addr.ip().is_unspecified() {
         vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()]

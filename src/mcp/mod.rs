@@ -20,7 +20,6 @@ pub mod skills;
 mod stdio;
 pub mod upstream;
 
-pub use notifications::log_message;
 pub use served::Served;
 pub use stdio::terminated;
 

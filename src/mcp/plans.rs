@@ -27,23 +27,21 @@ use crate::tool::ToolKind;
 use crate::value::Value;
 
 /// The tool that checks a plan.
-pub const CHECK_PLAN: &str = "check_plan";
+pub(crate) const CHECK_PLAN: &str = "check_plan";
 /// The tool that checks and runs a plan.
 pub const RUN_PLAN: &str = "run_plan";
 /// The guide a model reads before it writes a plan.
-pub const GUIDE_URI: &str = "tdsl://guide";
+pub(crate) const GUIDE_URI: &str = "tdsl://guide";
 /// Every tool a plan may call, compactly.
 pub const TOOLS_URI: &str = "tdsl://tools";
 /// The prompt that asks for a plan.
-pub const PLAN_PROMPT: &str = "plan";
+pub(crate) const PLAN_PROMPT: &str = "plan";
 
-/// The guide (`tdsl://guide`), at most [`GUIDE_LIMIT`] characters.
-pub const GUIDE: &str = include_str!("guide.md");
-/// The most characters the guide may have (SPEC §13).
-pub const GUIDE_LIMIT: usize = 16_000;
+/// The guide (`tdsl://guide`), at most 16,000 characters (`GUIDE_LIMIT`, a test checks it).
+pub(crate) const GUIDE: &str = include_str!("guide.md");
 
-/// The condensed guide in `run_plan`'s description, at most [`DESCRIPTION_LIMIT`]
-/// characters: for clients that never read resources.
+/// The condensed guide in `run_plan`'s description, at most 2,500 characters
+/// (`DESCRIPTION_LIMIT`, a test checks it): for clients that never read resources.
 pub const RUN_PLAN_DESCRIPTION: &str = r#"Run a tdsl plan: one JSON object that calls several tools and combines their results on the server; only its result comes back. Checked first (as check_plan): with an error nothing runs. Answer: {status, result, steps, failure_summary?}; not SUCCESS is a tool error.
 Plan: {"arguments": [{"name": "q", "type_name": "string", "required": true}], "instructions": [STEP, ...], "response_reference_map": {"out": "REF:b.total"}}
 STEP: {"execution_id": "a", "tool_definition_path": "<name from tdsl://tools; SERVER/TOOL upstream>", "arguments": {"x": "REF:arguments.q", "y": 3}}
@@ -56,9 +54,7 @@ STEP: {"execution_id": "a", "tool_definition_path": "<name from tdsl://tools; SE
 Read tdsl://guide (worked plans) and tdsl://tools (the tools)."#;
 /// The line `run_plan`'s description has when the server offers skills (`serve --skills`),
 /// before its last: without them there is no `save_skill` to point to.
-pub const SKILLS_LINE: &str = "- A plan that worked and is needed again: save_skill.";
-/// The most characters `run_plan`'s description may have (SPEC §13).
-pub const DESCRIPTION_LIMIT: usize = 2_500;
+pub(crate) const SKILLS_LINE: &str = "- A plan that worked and is needed again: save_skill.";
 
 /// What `--plans` adds to a server.
 #[derive(Debug)]
@@ -419,6 +415,7 @@ impl PlanServer {
     /// core over the served tools and every upstream server's tools (each listed, so started,
     /// now), the names a tool mapping may use, the tools listing the model reads
     /// (`tdsl://tools`) and `run_plan`'s runner. Blocking.
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     pub(crate) fn compose_parts(&self) -> (PlanDesk, Vec<Callable>, String, Arc<dyn Runner>) {
         let (mut plans, _) = self.core(&Json::Null);
         let mut callable = self.callable();
@@ -670,6 +667,11 @@ impl Observer for PlanRecorded {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The most characters the guide may have (SPEC §13).
+    const GUIDE_LIMIT: usize = 16_000;
+    /// The most characters `run_plan`'s description may have (SPEC §13).
+    const DESCRIPTION_LIMIT: usize = 2_500;
 
     #[test]
     fn the_guide_and_the_description_keep_their_limits() {

@@ -22,11 +22,11 @@ use crate::plans::skills::{skill_source, SkillError, SkillStore, SkillVersion};
 use crate::plans::Callable;
 
 /// The tool that saves a plan as a skill.
-pub const SAVE_SKILL: &str = "save_skill";
+pub(crate) const SAVE_SKILL: &str = "save_skill";
 /// The tool that deletes a skill.
-pub const DELETE_SKILL: &str = "delete_skill";
+pub(crate) const DELETE_SKILL: &str = "delete_skill";
 /// The skills, as JSON.
-pub const SKILLS_URI: &str = "tdsl://skills";
+pub(crate) const SKILLS_URI: &str = "tdsl://skills";
 
 /// One skill of the folder, as the server loaded it.
 #[derive(Debug)]
@@ -622,7 +622,7 @@ fn refusal(e: &SkillError) -> Json {
 }
 
 /// The `save_skill` and `delete_skill` tools, as MCP `Tool` objects.
-pub fn tools() -> Vec<Json> {
+pub(crate) fn tools() -> Vec<Json> {
     vec![
         json!({
             "name": SAVE_SKILL,

@@ -69,7 +69,11 @@ impl UpstreamSpec {
 /// Parses every `--upstream`, gives each `--upstream-token NAME=FILE` to its URL upstream
 /// (the file must be private, as `--token-file`'s) and each `--upstream-ca NAME=FILE` to its
 /// `https://` upstream (a PEM file of CA certificates, read now to refuse a bad one at start).
-pub fn parse_upstreams(upstreams: &[String], tokens: &[String], cas: &[String]) -> Result<Vec<UpstreamSpec>, String> {
+pub(crate) fn parse_upstreams(
+    upstreams: &[String],
+    tokens: &[String],
+    cas: &[String],
+) -> Result<Vec<UpstreamSpec>, String> {
     let mut specs: Vec<UpstreamSpec> = Vec::new();
     for arg in upstreams {
         let spec = UpstreamSpec::parse(arg)?;
@@ -141,14 +145,14 @@ fn read_token(_path: &Path) -> Result<String, String> {
 
 /// How long a check waits by default for an upstream server's first `tools/list`
 /// (`serve --upstream-timeout`, [`crate::ranges::UPSTREAM_TIMEOUT_SECONDS`]).
-pub const DEFAULT_LIST_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_LIST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How long a failed listing is remembered before the server is listed again: this after
 /// the first failure, doubled after each next one up to [`MAX_RETRY_AFTER`].
-pub const FIRST_RETRY_AFTER: Duration = Duration::from_secs(5);
+pub(crate) const FIRST_RETRY_AFTER: Duration = Duration::from_secs(5);
 
 /// The longest a failed listing is remembered before the server is listed again.
-pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
+pub(crate) const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
 
 /// The upstream servers of a plans server.
 ///
@@ -457,14 +461,14 @@ impl Upstreams {
 /// that server, every other call to the host runner (whose mock, when it answers for the
 /// tool path, wins).
 #[derive(Debug)]
-pub struct UpstreamRunner {
+pub(crate) struct UpstreamRunner {
     host: HostRunner,
     upstreams: Arc<Upstreams>,
 }
 
 impl UpstreamRunner {
     /// Routes `SERVER/TOOL` calls to `upstreams`, the others to `host`.
-    pub fn new(host: HostRunner, upstreams: Arc<Upstreams>) -> UpstreamRunner {
+    pub(crate) fn new(host: HostRunner, upstreams: Arc<Upstreams>) -> UpstreamRunner {
         UpstreamRunner { host, upstreams }
     }
 
@@ -473,7 +477,7 @@ impl UpstreamRunner {
         if self.host.mocks(call.tool_path) {
             return None;
         }
-        call.definition.and_then(upstream_target)
+        call.endpoint().and_then(upstream_target)
     }
 }
 
@@ -496,8 +500,9 @@ impl Runner for UpstreamRunner {
 /// declared from its schemas as for plans ([`UpstreamTool`]); each server is listed (started)
 /// the first time a file names one of its tools. A tool the server does not offer is `E0901`,
 /// a server that cannot be listed `E0903`, each with its reason.
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
 #[derive(Debug)]
-pub struct UpstreamCatalog {
+pub(crate) struct UpstreamCatalog {
     upstreams: Arc<Upstreams>,
     root: PathBuf,
     /// Each server's tools by name, converted once, or why they could not be listed.
@@ -505,11 +510,13 @@ pub struct UpstreamCatalog {
 }
 
 /// One server's tools by name, or why they could not be listed.
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
 type Listed = Result<Arc<HashMap<String, UpstreamTool>>, String>;
 
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
 impl UpstreamCatalog {
     /// The tools of `upstreams` for files under the tool root `root`.
-    pub fn new(upstreams: Arc<Upstreams>, root: &Path) -> UpstreamCatalog {
+    pub(crate) fn new(upstreams: Arc<Upstreams>, root: &Path) -> UpstreamCatalog {
         UpstreamCatalog { upstreams, root: root.to_path_buf(), servers: Mutex::new(HashMap::new()) }
     }
 
@@ -598,7 +605,8 @@ fn fmt_secs(d: Duration) -> String {
 }
 
 /// `NAME/TOOL` → (`NAME`, `TOOL`), for a name that could be an upstream's.
-pub fn split_tool(tool_path: &str) -> Option<(&str, &str)> {
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
+pub(crate) fn split_tool(tool_path: &str) -> Option<(&str, &str)> {
     let (name, tool) = tool_path.split_once('/')?;
     (valid_name(name) && !tool.is_empty() && !tool.contains('/')).then_some((name, tool))
 }

@@ -50,6 +50,8 @@ mod plan_check;
 mod resolve;
 #[cfg(feature = "engine")]
 mod run;
+// Saved plans (`serve --skills`): only the MCP server keeps them.
+#[cfg(feature = "mcp")]
 pub mod skills;
 mod upstream;
 
@@ -57,16 +59,16 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use check::{plan_text, MAX_SUGGESTION_WORK};
-pub use locate::{locate, Location};
-pub use plan_check::{
-    escape_controls, PlanCheck, PlanDiagnostic, MAX_PLAN_DIAGNOSTICS, MAX_RENDERED_CHARS, PLAN_NAME, PLAN_TOOL,
-};
+#[cfg(feature = "mcp")]
+pub(crate) use check::plan_text;
+pub use check::MAX_SUGGESTION_WORK;
+pub use locate::Location;
+pub use plan_check::{escape_controls, PlanCheck, PlanDiagnostic, PLAN_TOOL};
 #[cfg(feature = "engine")]
 pub use run::{PlanRefused, PlanRun, PlanStep, RunPlanOptions};
 #[cfg(feature = "mcp")]
 pub(crate) use upstream::untranslatable;
-pub use upstream::{upstream_target, UpstreamTool, UPSTREAM_SCHEME};
+pub use upstream::{upstream_target, UpstreamTool};
 
 use crate::analysis::{Resolved, ToolRoot};
 use crate::diagnostic::Diagnostic;

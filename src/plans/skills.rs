@@ -19,10 +19,11 @@ use serde_json::Value as Json;
 use crate::diagnostic::Code;
 
 /// The most skills a folder holds by default (`serve --max-skills`, [`crate::ranges::SKILLS`]).
-pub const DEFAULT_MAX_SKILLS: usize = 256;
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
+pub(crate) const DEFAULT_MAX_SKILLS: usize = 256;
 
 /// The longest skill name (`[a-z][a-z0-9_]{0,63}`).
-pub const MAX_NAME_CHARS: usize = 64;
+pub(crate) const MAX_NAME_CHARS: usize = 64;
 
 /// Why a skill was not saved or deleted.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,7 +54,7 @@ pub struct SkillVersion {
 }
 
 /// What writes a file's bytes: the file system, or in tests one that fails like a full disk.
-pub type Writer = fn(&mut std::fs::File, &[u8]) -> std::io::Result<()>;
+pub(crate) type Writer = fn(&mut std::fs::File, &[u8]) -> std::io::Result<()>;
 
 fn write_all(file: &mut std::fs::File, bytes: &[u8]) -> std::io::Result<()> {
     file.write_all(bytes)
@@ -75,7 +76,7 @@ pub struct SkillStore {
 static TEMP: AtomicU64 = AtomicU64::new(0);
 
 /// Whether `name` follows the rule `[a-z][a-z0-9_]{0,63}`.
-pub fn valid_name(name: &str) -> bool {
+pub(crate) fn valid_name(name: &str) -> bool {
     let mut bytes = name.bytes();
     matches!(bytes.next(), Some(b'a'..=b'z'))
         && name.len() <= MAX_NAME_CHARS
@@ -330,7 +331,7 @@ fn parse_version_file(name: &str) -> Option<SkillVersion> {
 /// The `.tool` file a plan becomes: the plan with `description`, and each step's
 /// `tool_definition_path` as `resolve` names it (a served name or a skill's name → its tool
 /// path; what `resolve` does not know, such as `SERVER/TOOL`, as written). Pretty JSON.
-pub fn skill_source(
+pub(crate) fn skill_source(
     plan: &Json,
     description: &str,
     resolve: impl Fn(&str) -> Option<String>,

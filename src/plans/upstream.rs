@@ -20,8 +20,7 @@
 use serde_json::{json, Map, Value as Json};
 
 use crate::analysis::{ExactTypes, LoadedTool, NameRefusal, NamedTools};
-use crate::export::compare::type_name_of;
-use crate::export::resolve::{resolve_schema, CUT};
+use crate::export::resolve::{resolve_schema, type_name_of, CUT};
 use crate::tool::TypeName;
 use crate::types::Type;
 use crate::value::Value;
@@ -85,7 +84,7 @@ pub(crate) fn untranslatable(tool_path: &str, first: &str) -> NameRefusal {
 }
 
 /// The endpoint scheme of an upstream tool's synthetic definition.
-pub const UPSTREAM_SCHEME: &str = "upstream:";
+pub(crate) const UPSTREAM_SCHEME: &str = "upstream:";
 
 /// The most `enum` values a listing line shows of one schema.
 const SHOWN_VALUES: usize = 12;
@@ -475,11 +474,19 @@ fn add_constraints(d: &mut Map<String, Json>, prop: &Json, ty: &TypeName, with_d
     }
 }
 
-/// The server and tool an upstream tool's definition calls (`upstream:SERVER/TOOL`), for a
-/// host runner that routes those calls: `None` for any other endpoint.
-pub fn upstream_target(def: &crate::tool::ToolDef) -> Option<(&str, &str)> {
-    let crate::tool::ToolKind::Primitive { system_event_endpoint } = &def.kind else { return None };
-    system_event_endpoint.node.strip_prefix(UPSTREAM_SCHEME)?.split_once('/')
+/// The server and tool an upstream tool's endpoint calls (`upstream:SERVER/TOOL`), for a
+/// host runner that routes those calls: `None` for any other endpoint. A runner reads the
+/// endpoint of its call with `ToolCall::endpoint`:
+///
+/// ```
+/// use tdsl::upstream_target;
+///
+/// assert_eq!(upstream_target("upstream:weather/forecast"), Some(("weather", "forecast")));
+/// assert_eq!(upstream_target("exec:./forecast"), None);
+/// // In a runner: `call.endpoint().and_then(upstream_target)`.
+/// ```
+pub fn upstream_target(endpoint: &str) -> Option<(&str, &str)> {
+    endpoint.strip_prefix(UPSTREAM_SCHEME)?.split_once('/')
 }
 
 #[cfg(test)]
@@ -501,7 +508,8 @@ mod tests {
         assert_eq!(def.arguments.len(), 2);
         assert!(def.arguments[0].is_required());
         assert_eq!(def.responses[0].name.node, "text");
-        assert_eq!(upstream_target(&def), Some(("web", "fetch")));
+        let crate::tool::ToolKind::Primitive { system_event_endpoint } = &def.kind else { panic!("a primitive") };
+        assert_eq!(upstream_target(&system_event_endpoint.node), Some(("web", "fetch")));
     }
 
     /// The tools of `tests/mcp_py/shop.py` as the Python SDK lists them (pydantic models).

@@ -54,10 +54,10 @@ impl Graph {
 }
 
 /// The tool a composition's run is recorded under (`tdsl compose`, SPEC §14).
-pub const COMPOSITION_TOOL: &str = "compose";
+pub(crate) const COMPOSITION_TOOL: &str = "compose";
 
 /// A composition's phases, in the order they run.
-pub const PHASES: [&str; 4] = ["decompose", "plan", "execute", "synthesize"];
+pub(crate) const PHASES: [&str; 4] = ["decompose", "plan", "execute", "synthesize"];
 
 /// Whether `trace` is a composition's (as `CompositionResult::phases_trace` makes it): tool
 /// `compose`, a `query` among its arguments, and steps that are phases (the plan's steps
@@ -243,15 +243,15 @@ fn collect<'t>(
 
 /// The most bytes of one string the page embeds; a longer one is cut (at a character
 /// boundary) and ends with a note giving its full size.
-pub const EMBED_STRING_BYTES: usize = 8 << 10;
+pub(crate) const EMBED_STRING_BYTES: usize = 8 << 10;
 
 /// The most bytes of one value (a step's arguments, result, an attempt's response) the page
 /// embeds, over all its strings, keys and numbers; past it, the rest of a list or object is
 /// one note saying how many items were left out.
-pub const EMBED_VALUE_BYTES: usize = 64 << 10;
+pub(crate) const EMBED_VALUE_BYTES: usize = 64 << 10;
 
 /// The deepest a value embedded in the page nests; a list or object deeper is a note.
-pub const EMBED_DEPTH: usize = 32;
+pub(crate) const EMBED_DEPTH: usize = 32;
 
 /// `text` as the page embeds it: whole, or its first [`EMBED_STRING_BYTES`] and a note.
 fn embed_text(text: &str) -> String {

@@ -21,8 +21,10 @@ pub(crate) use fast::intern;
 /// bounded (at most `max_depth × 2` nodes).
 pub(crate) const CHAIN_LEVEL: usize = 2;
 
-pub use parser::{fast_path_agrees, parse, parse_ref, parse_with_limit, Parse, DEFAULT_MAX_NESTING};
-pub use printer::{dump, print};
+pub use parser::{fast_path_agrees, parse, parse_ref, parse_with_limit};
+#[cfg(any(feature = "cli", feature = "fuzzing"))]
+pub use printer::dump;
+pub use printer::print;
 
 /// The words that cannot be names (SPEC §4.1).
 pub const KEYWORDS: [&str; 6] = ["and", "or", "not", "true", "false", "null"];

@@ -148,12 +148,14 @@ fn write_expr(out: &mut String, e: &Expr, min_prec: u8) {
 }
 
 /// Dumps the tree, one node per line with its span, for `tdsl eval --emit ast`.
+#[cfg(any(feature = "cli", feature = "fuzzing"))]
 pub fn dump(e: &Expr) -> String {
     let mut out = String::new();
     dump_into(&mut out, e, 0, "");
     out
 }
 
+#[cfg(any(feature = "cli", feature = "fuzzing"))]
 fn dump_into(out: &mut String, e: &Expr, indent: usize, prefix: &str) {
     let pad = "  ".repeat(indent);
     let _ = write!(out, "{pad}{prefix}");

@@ -13,13 +13,10 @@ use crate::exec::Trace;
 /// How long `tdsl run --engine temporal` keeps asking a server that went away.
 const RECONNECT_FOR: std::time::Duration = std::time::Duration::from_secs(300);
 
-/// A run started on the server: its workflow id and run id, and its trace once it ended.
+/// A run that ended on the server (its workflow id and run id went to `started` when it
+/// started).
 #[derive(Debug)]
 pub struct Finished {
-    /// The workflow id (`tdsl-…`).
-    pub workflow_id: String,
-    /// The run id Temporal's UI and CLI show.
-    pub run_id: String,
     /// The run's trace.
     pub trace: Trace,
 }
@@ -138,5 +135,5 @@ pub async fn run(
         eprintln!("warning: the worker's interpreter is v{}, this client's v{INTERPRETER_VERSION}", out.interpreter);
     }
     let trace = super::unpack_trace(&out.trace)?;
-    Ok(Finished { workflow_id, run_id, trace })
+    Ok(Finished { trace })
 }

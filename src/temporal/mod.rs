@@ -62,9 +62,6 @@ fn default_history_limit() -> u32 {
     HISTORY_LIMIT
 }
 
-/// The workflow type's name on the server.
-pub const WORKFLOW_TYPE: &str = "TdslWorkflow";
-
 /// Where a worker and a client find the server: `--temporal-address`, `--namespace`,
 /// `--task-queue`.
 #[derive(Clone, Debug)]

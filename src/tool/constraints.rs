@@ -237,7 +237,7 @@ fn list_values(vs: &[Value]) -> String {
 
 /// The value of a literal JSON node, or `None` when a REF string is inside it (then only
 /// the run can tell its value).
-pub fn literal(node: &JsonNode) -> Option<Value> {
+pub(crate) fn literal(node: &JsonNode) -> Option<Value> {
     let mut has_ref = false;
     node.walk(&mut |n| {
         if let JsonKind::Str(s) = &n.kind {

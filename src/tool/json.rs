@@ -437,7 +437,8 @@ fn walk_nesting(text: &str, mut opened: impl FnMut(usize, usize) -> bool) {
 }
 
 /// How deep `text`'s JSON nests (lists and objects, outside strings); 0 for a scalar.
-pub fn nesting_depth(text: &str) -> usize {
+#[cfg(feature = "engine")]
+pub(crate) fn nesting_depth(text: &str) -> usize {
     let mut max = 0;
     walk_nesting(text, |_, depth| {
         max = max.max(depth);
@@ -447,7 +448,7 @@ pub fn nesting_depth(text: &str) -> usize {
 }
 
 /// The byte offset of the first bracket that opens a level deeper than `max`, if any.
-pub fn nesting_past(text: &str, max: usize) -> Option<usize> {
+pub(crate) fn nesting_past(text: &str, max: usize) -> Option<usize> {
     let mut past = None;
     walk_nesting(text, |at, depth| {
         if depth > max {

@@ -383,7 +383,8 @@ impl Shape {
 
 /// A key's documentation as hover and completion show it: its shape, whether it is
 /// required or ext, and its line of documentation.
-pub fn describe(level: Level, key: &Key) -> String {
+#[cfg(feature = "lsp")]
+pub(crate) fn describe(level: Level, key: &Key) -> String {
     let mut marks = Vec::new();
     if key.required {
         marks.push("required");

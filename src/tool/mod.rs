@@ -27,26 +27,29 @@
 //! assert_eq!(&source[refs[0].1.range()], "REF:arguments.who");
 //! ```
 
-pub mod constraints;
+pub(crate) mod constraints;
 mod globs;
-pub mod json;
-pub mod keys;
+pub(crate) mod json;
+pub(crate) mod keys;
 mod load;
 pub(crate) mod mistakes;
-pub mod model;
-pub mod position;
-pub mod refs;
+pub(crate) mod model;
+pub(crate) mod position;
+pub(crate) mod refs;
 mod type_name;
 pub(crate) mod validate;
 
-pub use constraints::{Constraints, Element, Pattern, Violation};
+pub use constraints::Constraints;
 pub use globs::tool_globs;
-pub use json::{JsonKind, JsonNode, JsonObject, JsonStr};
-pub use load::{is_identifier, RESERVED_IDS};
+pub use json::{JsonKind, JsonNode, JsonStr};
+// For the language server's renames and `tdsl schema`.
+#[cfg(feature = "lsp")]
+pub(crate) use load::{is_identifier, RESERVED_IDS};
 pub(crate) use load::{tool_path_respelled, tool_path_spelling};
 pub use model::*;
-pub use position::{LineCol, LineIndex, Position};
-pub use refs::{parse_ref_string, RefPlace, RefSite, TransformBlock};
+pub use position::LineIndex;
+pub(crate) use refs::parse_ref_string;
+pub use refs::{RefPlace, RefSite, TransformBlock};
 
 use crate::diagnostic::Diagnostic;
 
@@ -65,7 +68,7 @@ pub fn load(source: &str) -> (Option<ToolDef>, Vec<Diagnostic>) {
 /// Like [`load`], and also the JSON tree the model was read from, for checks that must tell
 /// an absent key from an empty one (a callee with no `arguments` key declares nothing about
 /// its arguments; `"arguments": []` declares that it takes none).
-pub fn load_with_tree(source: &str) -> (Option<ToolDef>, Option<JsonNode>, Vec<Diagnostic>) {
+pub(crate) fn load_with_tree(source: &str) -> (Option<ToolDef>, Option<JsonNode>, Vec<Diagnostic>) {
     let (root, mut diagnostics) = json::parse(source);
     let tool = root.as_ref().and_then(|root| load::tool(root, &mut diagnostics));
     diagnostics.sort_by_key(|d| (d.span.start, d.span.end));

@@ -10,7 +10,7 @@ use std::fmt;
 use crate::span::{Span, Spanned};
 
 use super::constraints::Constraints;
-pub use super::json::{JsonKind, JsonNode, JsonObject, JsonStr};
+pub use super::json::{JsonNode, JsonObject, JsonStr};
 pub use super::type_name::TypeName;
 
 /// A parsed `.tool` file.

@@ -74,7 +74,7 @@ pub struct RefSite {
 
 /// Parses a JSON string as a REF: `None` when it does not start with `REF:` (plain text),
 /// otherwise the path or the reason it is malformed, with spans in the file.
-pub fn parse_ref_string(s: &JsonStr) -> Option<Result<RefPath, Diagnostic>> {
+pub(crate) fn parse_ref_string(s: &JsonStr) -> Option<Result<RefPath, Diagnostic>> {
     if !s.value.starts_with("REF:") {
         return None;
     }

@@ -11,7 +11,7 @@ use super::{Map, SmolStr, Value};
 /// How deep serde may serialize a value: serde's serializers recurse, so a value a host
 /// nested deeper is an error rather than a stack overflow (`Display` has no such bound: it
 /// writes with a stack on the heap).
-pub const MAX_SERIALIZE_DEPTH: usize = 512;
+pub(crate) const MAX_SERIALIZE_DEPTH: usize = 512;
 
 thread_local! {
     /// Lists and objects being serialized on this thread, one inside the other.

@@ -32,21 +32,22 @@ use indexmap::IndexMap;
 use rustc_hash::FxHasher;
 pub use smol_str::SmolStr;
 
-pub use json::MAX_SERIALIZE_DEPTH;
-pub use order::cmp_numbers;
+#[cfg(any(feature = "engine", feature = "fuzzing"))]
+pub(crate) use json::MAX_SERIALIZE_DEPTH;
+pub(crate) use order::cmp_numbers;
 pub(crate) use path::same_key;
-pub use path::{lookup, Path};
+pub use path::Path;
 
 /// The hasher used for object keys: short keys, hashed often, never attacker-chosen in a way
 /// that matters more than evaluation limits already bound.
-pub type FxBuild = BuildHasherDefault<FxHasher>;
+pub(crate) type FxBuild = BuildHasherDefault<FxHasher>;
 
 /// The map behind an object value: insertion-ordered.
 pub type Map = IndexMap<SmolStr, Value, FxBuild>;
 
 /// The deepest nesting that recursive walks over a value ([`Value::measure`]) descend
 /// into; beyond it a value counts as too deep.
-pub const MAX_WALK_DEPTH: usize = 4096;
+pub(crate) const MAX_WALK_DEPTH: usize = 4096;
 
 /// A tdsl value: JSON with cheap clones.
 ///

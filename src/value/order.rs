@@ -142,7 +142,7 @@ fn rank(v: &Value) -> u8 {
 }
 
 /// Compares two numbers exactly, even an `i64` beyond `f64`'s integer range with a float.
-pub fn cmp_numbers(a: &Value, b: &Value) -> Ordering {
+pub(crate) fn cmp_numbers(a: &Value, b: &Value) -> Ordering {
     match (a, b) {
         (Value::Int(x), Value::Int(y)) => x.cmp(y),
         (Value::Int(x), Value::Float(y)) => cmp_int_float(*x, *y),

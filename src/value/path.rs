@@ -279,7 +279,7 @@ impl PartialEq for Path {
 /// scan that compares lengths first beats hashing the key (measured: W1 in
 /// `docs/performance.md`).
 #[inline]
-pub fn lookup<'m>(map: &'m Map, key: &str) -> Option<&'m Value> {
+pub(crate) fn lookup<'m>(map: &'m Map, key: &str) -> Option<&'m Value> {
     if map.len() <= 8 {
         let kb = key.as_bytes();
         map.iter().find(|(k, _)| same_key(k.as_bytes(), kb)).map(|(_, v)| v)

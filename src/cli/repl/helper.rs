@@ -30,14 +30,14 @@ pub(crate) struct ReplHelper {
 
 impl ReplHelper {
     /// A helper that knows these functions and variables.
-    pub fn new(mut functions: Vec<Signature>, vars: Value) -> ReplHelper {
+    pub(crate) fn new(mut functions: Vec<Signature>, vars: Value) -> ReplHelper {
         // Sorted, so a list of candidates reads alphabetically.
         functions.sort_by(|a, b| a.name.cmp(&b.name));
         ReplHelper { functions, vars, files: FilenameCompleter::new(), brackets: MatchingBracketHighlighter::new() }
     }
 
     /// Takes the variables as they are after an input.
-    pub fn set_vars(&mut self, vars: Value) {
+    pub(crate) fn set_vars(&mut self, vars: Value) {
         self.vars = vars;
     }
 
@@ -50,7 +50,7 @@ impl ReplHelper {
     }
 
     /// The completions at `pos`: where the replaced text starts, and the candidates.
-    pub fn completions(&self, line: &str, pos: usize) -> (usize, Vec<Pair>) {
+    pub(crate) fn completions(&self, line: &str, pos: usize) -> (usize, Vec<Pair>) {
         if let Some((word, args)) = command::split_command(line) {
             let word_end = args.offset - (line[..args.offset].len() - line[..args.offset].trim_end().len());
             if pos <= word_end {
@@ -134,7 +134,7 @@ impl ReplHelper {
 
     /// The hint at the end of `line`: the rest of the only completion, or else the rest of
     /// the signature of the call the cursor is in.
-    pub fn hint_at(&self, line: &str, pos: usize) -> Option<CommandHint> {
+    pub(crate) fn hint_at(&self, line: &str, pos: usize) -> Option<CommandHint> {
         if pos < line.len() {
             return None;
         }

@@ -38,12 +38,12 @@ pub(crate) struct Frame {
 
 impl Open {
     /// Whether the text stops inside a string or a bracket, so Enter should continue it.
-    pub fn is_incomplete(&self) -> bool {
+    pub(crate) fn is_incomplete(&self) -> bool {
         !self.mismatched && (self.string.is_some() || !self.frames.is_empty())
     }
 
     /// The innermost unclosed bracket when it is a call's argument list.
-    pub fn call(&self) -> Option<&Frame> {
+    pub(crate) fn call(&self) -> Option<&Frame> {
         self.frames.last().filter(|f| f.callee.is_some())
     }
 }

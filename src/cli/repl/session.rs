@@ -100,22 +100,22 @@ pub(crate) struct Session {
 
 impl Session {
     /// A session starting with `vars` (an object).
-    pub fn new(engine: Engine, vars: Value) -> Session {
+    pub(crate) fn new(engine: Engine, vars: Value) -> Session {
         Session { engine, initial: vars.clone(), vars }
     }
 
     /// The variables, an object.
-    pub fn vars(&self) -> &Value {
+    pub(crate) fn vars(&self) -> &Value {
         &self.vars
     }
 
     /// The engine (for its functions).
-    pub fn engine(&self) -> &Engine {
+    pub(crate) fn engine(&self) -> &Engine {
         &self.engine
     }
 
     /// Runs one input and prints what it produces.
-    pub fn run(&mut self, line: &str, out: &mut Output<'_>) -> Step {
+    pub(crate) fn run(&mut self, line: &str, out: &mut Output<'_>) -> Step {
         let step = match command::parse(line) {
             Ok(input) => self.input(line, input, out),
             Err(message) => {

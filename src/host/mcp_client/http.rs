@@ -40,7 +40,7 @@ const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Why an HTTP request to an upstream failed.
 #[derive(Debug, thiserror::Error)]
-pub enum HttpClientError {
+pub(crate) enum HttpClientError {
     /// The URL is not one this client can reach.
     #[error("{0}")]
     Url(String),
@@ -60,7 +60,7 @@ pub enum HttpClientError {
 
 /// An HTTP/1.1 client over TCP, or TLS over TCP, for rmcp's Streamable HTTP transport.
 #[derive(Clone, Debug, Default)]
-pub struct TcpHttpClient {
+pub(crate) struct TcpHttpClient {
     /// How `https://` servers are checked (`None`: `https://` is refused).
     tls: Option<Arc<rustls::ClientConfig>>,
     /// The last TLS handshake that failed: why, and whether trying again could help.
@@ -71,7 +71,7 @@ pub struct TcpHttpClient {
 
 /// Why a TLS handshake failed, in words that say what to do.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TlsFailure {
+pub(crate) struct TlsFailure {
     /// The message.
     pub message: String,
     /// Whether the next try would fail the same way (a certificate refused, no TLS on the
@@ -82,7 +82,7 @@ pub struct TlsFailure {
 impl TcpHttpClient {
     /// The client for the server at `url`: for `https://`, trusting the default roots and
     /// the CA certificates of `extra_ca`.
-    pub fn for_url(url: &str, extra_ca: Option<&Path>) -> Result<TcpHttpClient, String> {
+    pub(crate) fn for_url(url: &str, extra_ca: Option<&Path>) -> Result<TcpHttpClient, String> {
         if !url.starts_with("https://") {
             return Ok(TcpHttpClient::default());
         }
@@ -90,12 +90,12 @@ impl TcpHttpClient {
     }
 
     /// The flag set when the server sent an answer (or an event) over 16 MiB.
-    pub fn oversized(&self) -> Arc<AtomicBool> {
+    pub(crate) fn oversized(&self) -> Arc<AtomicBool> {
         self.oversized.clone()
     }
 
     /// The last TLS handshake failure, taken (rmcp's error for it names its own types).
-    pub fn take_tls_failure(&self) -> Option<TlsFailure> {
+    pub(crate) fn take_tls_failure(&self) -> Option<TlsFailure> {
         self.tls_failure.lock().unwrap_or_else(PoisonError::into_inner).take()
     }
 }
@@ -131,7 +131,7 @@ fn default_roots() -> Result<rustls::RootCertStore, String> {
 
 /// The certificates of a PEM file of CA certificates (`--upstream-ca NAME=FILE`), or why
 /// it cannot be used.
-pub fn load_ca_file(path: &Path) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>, String> {
+pub(crate) fn load_ca_file(path: &Path) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>, String> {
     use rustls::pki_types::pem::PemObject;
     // Only a regular file, and no more of it than a CA bundle can need: a FIFO hung `serve`
     // at its start, `/dev/zero` or a 1 GB file was read whole.
@@ -153,7 +153,7 @@ pub fn load_ca_file(path: &Path) -> Result<Vec<rustls::pki_types::CertificateDer
 }
 
 /// The TLS settings of an `https://` server: the default roots and `extra_ca`'s.
-pub fn tls_config(extra_ca: Option<&Path>) -> Result<Arc<rustls::ClientConfig>, String> {
+pub(crate) fn tls_config(extra_ca: Option<&Path>) -> Result<Arc<rustls::ClientConfig>, String> {
     let mut roots = default_roots()?;
     if let Some(path) = extra_ca {
         for cert in load_ca_file(path)? {

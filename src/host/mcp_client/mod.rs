@@ -21,7 +21,7 @@
 //!   the client sends `notifications/cancelled` for the request and returns at once.
 
 #[cfg(feature = "mcp-http")]
-pub mod http;
+pub(crate) mod http;
 mod stdio;
 
 use std::borrow::Cow;
@@ -58,7 +58,7 @@ const STDERR_LINE_BYTES: usize = 1000;
 
 /// An `mcp:` endpoint, parsed.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct McpEndpoint {
+pub(crate) struct McpEndpoint {
     /// The server: a command line (its program not yet resolved) or a URL.
     pub server: McpTarget,
     /// The tool to call.
@@ -67,7 +67,7 @@ pub struct McpEndpoint {
 
 impl McpEndpoint {
     /// Parses what follows `mcp:`: `<command line>#<tool>` or `<http(s) URL>#<tool>`.
-    pub fn parse(spec: &str) -> Result<McpEndpoint, String> {
+    pub(crate) fn parse(spec: &str) -> Result<McpEndpoint, String> {
         let Some((server, tool)) = spec.rsplit_once('#') else {
             return Err(format!("`mcp:{spec}` names no tool: write `mcp:<command line>#<tool>` or `mcp:<URL>#<tool>`"));
         };
@@ -101,14 +101,14 @@ impl McpEndpoint {
 }
 
 /// Whether an MCP server is written as a URL (`http://…` or `https://…`), not a command.
-pub fn is_url(server: &str) -> bool {
+pub(crate) fn is_url(server: &str) -> bool {
     server.starts_with("http://") || server.starts_with("https://")
 }
 
 /// Whether `url` (`http://…` or `https://…`) has a host, a port (when written) of 1–65535,
 /// no user name or password, and no spaces, control or non-ASCII characters. Messages show
 /// the URL with its control characters escaped and without its password.
-pub fn check_url(url: &str) -> Result<(), String> {
+pub(crate) fn check_url(url: &str) -> Result<(), String> {
     let after = url.strip_prefix("http://").or_else(|| url.strip_prefix("https://")).unwrap_or(url);
     let authority = after.split(['/', '?', '#']).next().unwrap_or("");
     if let Some((userinfo, host)) = authority.rsplit_once('@') {
@@ -181,7 +181,7 @@ impl std::fmt::Debug for McpTarget {
 
 /// The MCP servers of one run, started on demand.
 #[derive(Default)]
-pub struct McpClients {
+pub(crate) struct McpClients {
     runtime: OnceLock<Result<tokio::runtime::Runtime, String>>,
     servers: Mutex<HashMap<McpTarget, Arc<Slot>>>,
     env: crate::host::ToolEnv,
@@ -316,18 +316,18 @@ fn stderr_tail(lines: &Mutex<VecDeque<String>>) -> String {
 
 impl McpClients {
     /// No servers yet.
-    pub fn new() -> McpClients {
+    pub(crate) fn new() -> McpClients {
         McpClients::default()
     }
 
     /// Starts servers with the environment `env` allows (default: tdsl's whole one).
-    pub fn with_env(mut self, env: crate::host::ToolEnv) -> McpClients {
+    pub(crate) fn with_env(mut self, env: crate::host::ToolEnv) -> McpClients {
         self.env = env;
         self
     }
 
     /// Calls the endpoint's tool with the call's arguments.
-    pub fn call(&self, endpoint: &McpEndpoint, call: &ToolCall<'_>) -> Result<Value, ToolError> {
+    pub(crate) fn call(&self, endpoint: &McpEndpoint, call: &ToolCall<'_>) -> Result<Value, ToolError> {
         self.call_target(&endpoint.resolved(call.file), &endpoint.tool, call)
     }
 
@@ -336,7 +336,7 @@ impl McpClients {
     /// the server says — its result, its errors, a failed handshake's body — comes back
     /// with the process's secrets redacted ([`crate::secrets`]): a server that echoes its
     /// bearer token shows it to no one.
-    pub fn call_target(&self, target: &McpTarget, tool: &str, call: &ToolCall<'_>) -> Result<Value, ToolError> {
+    pub(crate) fn call_target(&self, target: &McpTarget, tool: &str, call: &ToolCall<'_>) -> Result<Value, ToolError> {
         self.call_target_as_said(target, tool, call).map_err(|mut e| {
             if let Cow::Owned(r) = crate::secrets::redact(&e.message) {
                 e.message = r;
@@ -413,14 +413,15 @@ impl McpClients {
 
     /// The tools the endpoint's server lists (`tools/list`, every page), as JSON `Tool`
     /// objects: what `tdsl check --mcp-schemas` compares declarations with.
-    pub fn list_tools(&self, endpoint: &McpEndpoint, tool_file: Option<&Path>) -> Result<Vec<Json>, String> {
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub(crate) fn list_tools(&self, endpoint: &McpEndpoint, tool_file: Option<&Path>) -> Result<Vec<Json>, String> {
         self.list_target_tools(&endpoint.resolved(tool_file))
     }
 
     /// The tools the server at `target` lists (`tools/list`, every page), as JSON `Tool`
     /// objects, starting or connecting to it if needed; the process's secrets redacted from
     /// the listing and the error, as from a call's.
-    pub fn list_target_tools(&self, target: &McpTarget) -> Result<Vec<Json>, String> {
+    pub(crate) fn list_target_tools(&self, target: &McpTarget) -> Result<Vec<Json>, String> {
         match self.list_target_tools_as_said(target) {
             Ok(mut tools) => {
                 tools.iter_mut().for_each(crate::secrets::redact_json);
@@ -506,7 +507,7 @@ impl McpClients {
     /// tools changed (`notifications/tools/list_changed`), or it is connected anew (started
     /// again) and not listed since. A server not connected now is not: it will be connected,
     /// and then this says so.
-    pub fn tools_changed(&self, target: &McpTarget) -> bool {
+    pub(crate) fn tools_changed(&self, target: &McpTarget) -> bool {
         let slot = self.servers.lock().unwrap_or_else(PoisonError::into_inner).get(target).cloned();
         slot.is_some_and(|slot| {
             slot.live
@@ -532,7 +533,7 @@ impl McpClients {
 impl McpClients {
     /// Shuts every server down now, as dropping the clients does (a server used again
     /// later starts anew). Call it outside any async runtime.
-    pub fn shut_down(&self) {
+    pub(crate) fn shut_down(&self) {
         let Some(Ok(runtime)) = self.runtime.get() else { return };
         // A listing's server still starting gives up now, freeing its slot.
         let mut closing = self.closing.lock().unwrap_or_else(PoisonError::into_inner);

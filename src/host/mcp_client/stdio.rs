@@ -21,7 +21,7 @@ use tokio::io::{AsyncRead, ReadBuf};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 
 /// The longest message a server may send on one line: 16 MiB (rmcp's own limit).
-pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+pub(crate) const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 
 /// How long a server has to exit once its input is closed, then once it got SIGTERM.
 const EXIT_GRACE: Duration = Duration::from_secs(3);
@@ -70,7 +70,7 @@ impl<R: AsyncRead + Unpin> AsyncRead for Capped<R> {
 }
 
 /// The client side of one `mcp:` server over its standard input and output.
-pub struct ChildTransport {
+pub(crate) struct ChildTransport {
     child: Option<Child>,
     rw: AsyncRwTransport<RoleClient, Capped<ChildStdout>, ChildStdin>,
 }
@@ -78,7 +78,7 @@ pub struct ChildTransport {
 impl ChildTransport {
     /// The transport over `child`'s piped standard input and output, and the flag set when
     /// the server sent a message longer than `limit` bytes.
-    pub fn new(mut child: Child, limit: usize) -> std::io::Result<(ChildTransport, Arc<AtomicBool>)> {
+    pub(crate) fn new(mut child: Child, limit: usize) -> std::io::Result<(ChildTransport, Arc<AtomicBool>)> {
         let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
             return Err(std::io::Error::other("the server's standard input and output are not piped"));
         };

@@ -21,11 +21,11 @@ use super::model::*;
 use super::refs;
 
 /// Execution ids that would shadow a REF context or an expression name.
-pub const RESERVED_IDS: &[&str] = &["arguments", "response", "item", "current"];
+pub(crate) const RESERVED_IDS: &[&str] = &["arguments", "response", "item", "current"];
 
 /// Reads a whole tool definition from its root object. Returns `None` only when the kind
 /// of tool cannot be told (both or neither of `system_event_endpoint` and `instructions`).
-pub fn tool(root: &JsonNode, diags: &mut Vec<Diagnostic>) -> Option<ToolDef> {
+pub(crate) fn tool(root: &JsonNode, diags: &mut Vec<Diagnostic>) -> Option<ToolDef> {
     let mut l = Loader { diags };
     let obj = l.object(root, "the tool definition", Level::Tool, Owner::Root)?;
     let description = obj.get("description").and_then(|n| l.string(&obj, "description", n));
@@ -153,7 +153,7 @@ fn a(type_name: &str) -> String {
 }
 
 /// True for `[A-Za-z_][A-Za-z0-9_-]*`, the shape of execution ids and REF segments.
-pub fn is_identifier(s: &str) -> bool {
+pub(crate) fn is_identifier(s: &str) -> bool {
     let mut chars = s.chars();
     chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')

@@ -26,9 +26,9 @@ use crate::value::{SmolStr, Value};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RefUse {
     /// The context: `arguments`, `response` or an execution id.
-    pub context: Name,
+    pub context: Arc<str>,
     /// The segments after the context.
-    pub segments: Vec<Name>,
+    pub segments: Vec<Arc<str>>,
     /// Where the REF was written.
     pub span: Span,
 }
