@@ -9,8 +9,17 @@ before. The column `tdsl + Data` is tdsl with the records converted once, before
 what that conversion takes. Each cell is the median of repeated calls (at least 5, about
 0.3 s per cell).
 
+The records come from one of two generators, as in bench-peers (`PEERS_DATA`):
+`reference` (the default) is `../shared/peerbench`'s (its src/data.rs; bench-peers'
+`reference`): record i is `inactive` when i % 3 == 0, scores (i * 37) % 100, 4 categories in
+turn, 2 or 3 tags, age 20 + i % 50; `splitmix` is the port of bench-peers' first data set
+(issue 32's tables). Before timing, every engine's answer to every workload is checked
+against a plain-Python computation on the same records; a wrong answer is printed as
+`WRONG` in its cell, on stderr, and makes the exit status 1.
+
     python python/bench/peers.py            # N = 1000 and 100000; prints a Markdown table
     NS=1000 python python/bench/peers.py
+    PEERS_DATA=splitmix python python/bench/peers.py
 
 Needs the tdsl package built in release (TDSL_PY_PROFILE=release scripts/python-package)
 and python/bench/requirements.txt.
@@ -18,6 +27,7 @@ and python/bench/requirements.txt.
 
 import os
 import statistics
+import sys
 import time
 
 import tdsl
@@ -45,7 +55,9 @@ class SplitMix:
         return self.next() % n
 
 
-def records(n):
+def splitmix_records(n):
+    """bench-peers' `splitmix` data set: random fields from a fixed seed (10 categories, one
+    record in six passing W2's filter)."""
     rng = SplitMix(0x7D512024)
     out = []
     for i in range(n):
@@ -60,6 +72,34 @@ def records(n):
             "tags": tags, "profile": {"email": f"user{i}@example.com", "age": age},
         })
     return out
+
+
+REFERENCE_CATEGORIES = ["a", "b", "c", "d"]
+REFERENCE_TAGS = ["red", "green", "blue", "new", "vip", "beta", "eu"]
+
+
+def reference_records(n):
+    """`../shared/peerbench`'s records, field for field (its src/data.rs): two in three
+    `active`, about a third passing W2's filter, 4 categories."""
+    return [
+        {
+            "id": i, "name": f"user{i}", "status": "inactive" if i % 3 == 0 else "active",
+            "score": (i * 37) % 100, "category": REFERENCE_CATEGORIES[i % 4],
+            "tags": [REFERENCE_TAGS[(i + 3 * k) % len(REFERENCE_TAGS)] for k in range(2 + i % 2)],
+            "profile": {"email": f"u{i}@x.org", "age": 20 + i % 50},
+        }
+        for i in range(n)
+    ]
+
+
+DATA_SETS = {"reference": reference_records, "splitmix": splitmix_records}
+
+
+def records(n):
+    name = os.environ.get("PEERS_DATA", "reference")
+    if name not in DATA_SETS:
+        sys.exit(f"PEERS_DATA={name!r}: the data sets are `reference` (the default) and `splitmix`")
+    return DATA_SETS[name](n)
 
 
 TDSL = {
@@ -138,9 +178,26 @@ def engines(rs):
 
 
 def expected(rs):
+    """The answers, computed in plain Python. W3's counts in first-seen order; W4's ties in
+    score keep the input order (a stable descending sort)."""
     active = [r["score"] for r in rs if r["status"] == "active" and r["score"] > 50]
+    counts = {}
+    for r in rs:
+        counts[r["category"]] = counts.get(r["category"], 0) + 1
     order = sorted(rs, key=lambda r: -r["score"])
-    return {"W1": rs[0]["profile"]["email"], "W2": sum(active), "W4": ", ".join(r["name"] for r in order)}
+    return {"W1": rs[0]["profile"]["email"], "W2": sum(active), "W3": counts, "W4": ", ".join(r["name"] for r in order)}
+
+
+def correct(w, got, want):
+    """Whether an engine's answer is the expected one. W3: tdsl gives the counts as a list in
+    first-seen order, jsonata an object category -> count."""
+    if w == "W3":
+        if isinstance(got, dict):
+            return dict(got) == want
+        return list(got) == list(want.values())
+    if w == "W2":
+        return not isinstance(got, bool) and isinstance(got, (int, float)) and got == want
+    return got == want
 
 
 def measure(f, budget=0.3):
@@ -170,12 +227,13 @@ def fmt(s):
 
 def main():
     ns = [int(n) for n in os.environ.get("NS", "1000 100000").split()]
+    wrong = 0
     for n in ns:
         rs = records(n)
         want = expected(rs)
         table = engines(rs)
         names = list(table)
-        print(f"\nN = {n}\n")
+        print(f"\nN = {n}, data set {os.environ.get('PEERS_DATA', 'reference')}\n")
         print("| workload | " + " | ".join(names) + " |")
         print("|---|" + "---|" * len(names))
         for w in ["W1", "W2", "W3", "W4"]:
@@ -187,8 +245,10 @@ def main():
                     cells.append("n/a")
                     continue
                 got = f()
-                if w in want and got != want[w] and not (isinstance(got, float) and got == want[w]):
+                if not correct(w, got, want[w]):
                     cells.append(f"WRONG ({str(got)[:20]})")
+                    print(f"N = {n}, {w}, {name}: got {str(got)[:200]}, want {str(want[w])[:200]}", file=sys.stderr)
+                    wrong += 1
                     continue
                 t = measure(f)
                 base = base or t
@@ -196,6 +256,8 @@ def main():
             print(f"| {w} | " + " | ".join(cells) + " |")
         if hasattr(tdsl, "Data"):
             print(f"\n`tdsl.Data(records)`, once: {fmt(measure(lambda: tdsl.Data({'records': rs})))}")
+    if wrong:
+        sys.exit(f"{wrong} wrong answer(s), see above")
 
 
 if __name__ == "__main__":
