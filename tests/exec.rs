@@ -9,6 +9,9 @@
 //! timing and concurrency, cancellation, the virtual clock, the breaker across runs, answers
 //! that depend on the arguments, API shapes, property tests.
 
+// exec_support's Temporal harness (feature `temporal`) uses common's free ports.
+#[cfg(feature = "temporal")]
+mod common;
 mod exec_support;
 
 use std::sync::atomic::Ordering;

@@ -5,6 +5,9 @@
 //! the concurrency limit, nesting and wide fan-outs on the inline path, and traces identical
 //! to those of the threaded path.
 
+// exec_support's Temporal harness (feature `temporal`) uses common's free ports.
+#[cfg(feature = "temporal")]
+mod common;
 mod exec_support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
