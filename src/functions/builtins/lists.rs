@@ -147,7 +147,7 @@ pub(in crate::functions) fn sort_refs<'a>(r: &mut dyn Caller, args: &Args<'a>) -
     let mut keyed: Vec<(Cow<'a, Value>, &'a Value)> = Vec::new();
     // The integer keys in one run through the evaluator; the first other key, already
     // read, starts the general loop below.
-    let (rest, first) = if args.has(1) {
+    let (rest, mut first) = if args.has(1) {
         match r.int_keys(1, xs, &mut ints)? {
             None => (&xs[xs.len()..], None),
             Some((i, k)) => (&xs[i..], Some(k)),
@@ -156,7 +156,6 @@ pub(in crate::functions) fn sort_refs<'a>(r: &mut dyn Caller, args: &Args<'a>) -
         (xs, None)
     };
     let start = xs.len() - rest.len();
-    let mut first = first;
     for (i, x) in rest.iter().enumerate() {
         let i = start + i;
         let k = match first.take() {
