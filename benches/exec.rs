@@ -13,7 +13,7 @@
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod common;
-use common::chain;
+use common::{chain, items, wide, FAN_OUT};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -30,32 +30,12 @@ fn root(name: &str, main: &str) -> PathBuf {
     common::tool_root(&format!("exec-{name}"), &[("tools/t.tool", callee), ("main.tool", main)])
 }
 
-fn wide(n: usize) -> String {
-    let steps: Vec<String> = (0..n)
-        .map(|i| {
-            format!(r#"{{"execution_id": "s{i}", "tool_definition_path": "/tools/t.tool", "arguments": {{"v": {i}}}}}"#)
-        })
-        .collect();
-    format!(r#"{{"instructions": [{}], "response_reference_map": {{"v": "REF:s0.v"}}}}"#, steps.join(","))
-}
-
-const FAN_OUT: &str = r#"{
-  "arguments": [{"name": "items", "type_name": "list", "required": true}],
-  "instructions": [{"execution_id": "fan", "tool_definition_path": "/tools/t.tool",
-    "parallel_execution": {"iterate_over": "REF:arguments.items", "child_argument_name": "x"}}],
-  "response_reference_map": {"n": "REF:fan.response.length"}
-}"#;
-
 fn load(dir: &Path) -> Workflow {
     Workflow::load(dir, &dir.join("main.tool")).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn noop(call: &ToolCall<'_>) -> Result<Value, ToolError> {
     Ok(call.arguments.clone())
-}
-
-fn items(n: usize) -> Value {
-    Value::object_from([("items", Value::list((0..n as i64).map(Value::Int).collect()))])
 }
 
 fn executor(limit: usize, runner: impl tdsl::testing::exec::Runner + 'static) -> Executor {

@@ -29,3 +29,30 @@ pub fn chain(n: usize) -> String {
         .collect();
     format!(r#"{{"instructions": [{}], "response_reference_map": {{"v": "REF:s{}.v"}}}}"#, steps.join(","), n - 1)
 }
+
+/// A composite of `n` steps calling `/tools/t.tool` side by side (one level), its result the
+/// first step's.
+#[allow(dead_code)] // not every bench runs it
+pub fn wide(n: usize) -> String {
+    let steps: Vec<String> = (0..n)
+        .map(|i| {
+            format!(r#"{{"execution_id": "s{i}", "tool_definition_path": "/tools/t.tool", "arguments": {{"v": {i}}}}}"#)
+        })
+        .collect();
+    format!(r#"{{"instructions": [{}], "response_reference_map": {{"v": "REF:s0.v"}}}}"#, steps.join(","))
+}
+
+/// A composite fanning `/tools/t.tool` out over its argument `items` ([`items`]).
+#[allow(dead_code)] // not every bench runs it
+pub const FAN_OUT: &str = r#"{
+  "arguments": [{"name": "items", "type_name": "list", "required": true}],
+  "instructions": [{"execution_id": "fan", "tool_definition_path": "/tools/t.tool",
+    "parallel_execution": {"iterate_over": "REF:arguments.items", "child_argument_name": "x"}}],
+  "response_reference_map": {"n": "REF:fan.response.length"}
+}"#;
+
+/// The arguments of [`FAN_OUT`]: `items`, the integers `0..n`.
+#[allow(dead_code)] // not every bench runs it
+pub fn items(n: usize) -> tdsl::Value {
+    tdsl::Value::object_from([("items", tdsl::Value::list((0..n as i64).map(tdsl::Value::Int).collect()))])
+}

@@ -11,7 +11,7 @@
 //! step's `depends_on` only names steps of lower levels.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::engine::Program;
 use crate::span::Span;
@@ -69,6 +69,16 @@ pub struct Plan {
     pub(crate) response_map: Option<Vec<(Arc<str>, RefPlan)>>,
     /// The tool-level `transform_responses`, run on the tool's result.
     pub(crate) transform_responses: Option<TransformPlan>,
+    /// [`Plan::dependents`], made when a run first needs it and kept for the next runs.
+    pub(crate) graph: OnceLock<Graph>,
+}
+
+/// Who waits for whom: for each step, the steps that depend on it (in plan order), and how
+/// many distinct steps it waits for.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Graph {
+    pub(crate) dependents: Vec<Vec<StepId>>,
+    pub(crate) waits_for: Vec<usize>,
 }
 
 impl StepPlan {
@@ -100,7 +110,12 @@ impl Plan {
     /// how many distinct steps it waits for. A scheduler starts the steps with no wait and,
     /// as each ends, counts its dependents down.
     #[cfg(feature = "engine")]
-    pub(crate) fn dependents(&self) -> (Vec<Vec<StepId>>, Vec<usize>) {
+    pub(crate) fn dependents(&self) -> &Graph {
+        self.graph.get_or_init(|| self.graph_now())
+    }
+
+    #[cfg(feature = "engine")]
+    fn graph_now(&self) -> Graph {
         let mut dependents: Vec<Vec<StepId>> = vec![Vec::new(); self.steps.len()];
         let mut pending = Vec::with_capacity(self.steps.len());
         for s in &self.steps {
@@ -112,7 +127,7 @@ impl Plan {
             }
             pending.push(deps.len());
         }
-        (dependents, pending)
+        Graph { dependents, waits_for: pending }
     }
 }
 

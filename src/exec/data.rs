@@ -517,13 +517,14 @@ impl CallOutcome {
 
 /// A plain step's (or child's) result: the response when it is an object, else
 /// `{"response": value}` (SPEC §6.4).
-pub(crate) fn wrap(raw: &Value) -> Map {
+pub(crate) fn wrap(raw: &Value) -> Arc<Map> {
     match raw {
-        Value::Object(m) => (**m).clone(),
+        // Shared, not copied: a step with no `transform_responses` keeps the answer's map.
+        Value::Object(m) => Arc::clone(m),
         other => {
             let mut m = Map::default();
             m.insert(SmolStr::new("response"), other.clone());
-            m
+            Arc::new(m)
         }
     }
 }
@@ -643,8 +644,12 @@ pub(crate) fn gather_children(
     deadline_passed: bool,
 ) -> (Vec<ChildTrace>, Result<Vec<Value>, Failure>, bool) {
     let outs = outs.into_iter();
-    // Sized up front: a wide fan-out's traces are large, and growing copies them.
-    let n = outs.size_hint().0;
+    // Sized up front: a wide fan-out's traces are large, and growing copies them. The
+    // upper bound: the children's slots, of which only a missing one would be filtered out.
+    let n = match outs.size_hint() {
+        (_, Some(most)) => most,
+        (least, None) => least,
+    };
     let (mut traces, mut values, mut partial) = (Vec::with_capacity(n), Vec::with_capacity(n), false);
     let mut first_failure: Option<Failure> = None;
     let mut cancelled: Option<Failure> = None;
@@ -786,12 +791,12 @@ impl<'a> StepEnv<'a> {
         step: &StepPlan,
         clock: &Arc<ClockScope>,
         raw: &'a Value,
-        mut result: Map,
+        result: Arc<Map>,
     ) -> Result<Value, StepError> {
-        if let Some(t) = &step.transform_responses {
-            let env = self.with_response(raw);
-            clock.enter(|| env.transform(t, &mut result, "transform_responses"))?;
-        }
+        let Some(t) = &step.transform_responses else { return Ok(Value::Object(result)) };
+        let mut result = Arc::unwrap_or_clone(result);
+        let env = self.with_response(raw);
+        clock.enter(|| env.transform(t, &mut result, "transform_responses"))?;
         Ok(Value::object(result))
     }
 }

@@ -451,7 +451,7 @@ impl<'a> RunCtx<'a> {
             }
             Next::FanOut(fan) => {
                 let outs = self.fan_out(frame, run.site(), &fan);
-                run.fanned_out(self, outs)
+                run.fanned_out(self, outs.into_iter().filter_map(OnceLock::into_inner))
             }
         };
         let Ended { key, value, mut trace, calls } = run.end(self, outcome);
@@ -466,8 +466,14 @@ impl<'a> RunCtx<'a> {
         (value, trace)
     }
 
-    /// A parallel step's children, concurrently; their outcomes in input order.
-    fn fan_out(&self, frame: &Frame<'_>, site: Site<'_>, fan: &FanOut) -> Vec<(ChildTrace, Result<Value, Failure>)> {
+    /// A parallel step's children, concurrently; their outcomes in input order (each slot
+    /// set once its child ended; read in place, not moved into a list of its own).
+    fn fan_out(
+        &self,
+        frame: &Frame<'_>,
+        site: Site<'_>,
+        fan: &FanOut,
+    ) -> Vec<OnceLock<(ChildTrace, Result<Value, Failure>)>> {
         let key = site.key;
         let n = fan.items.len();
         self.emit(Event::FanOut { step: key, children: n });
@@ -504,9 +510,7 @@ impl<'a> RunCtx<'a> {
                 });
             }
         });
-        let mut outs = Vec::with_capacity(n);
-        outs.extend(slots.into_iter().filter_map(OnceLock::into_inner));
-        outs
+        slots
     }
 
     /// One call of a callee with its retries: a composite callee runs as a nested frame, a
@@ -521,7 +525,8 @@ impl<'a> RunCtx<'a> {
             }
             Callee::Primitive { def, file } => (def, file),
         };
-        let mut attempts = Vec::new();
+        // Most calls take one attempt.
+        let mut attempts = Vec::with_capacity(1);
         let mut n: u32 = 0;
         let result = loop {
             let call = AttemptCall { tool_path, def, file, args, key, n, timeout_seconds, stopped };

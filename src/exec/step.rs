@@ -185,7 +185,7 @@ pub(crate) struct Frame<'p> {
     traces: Vec<OnceLock<StepTrace>>,
     /// Of each step, how many of its dependencies have not ended.
     pending: Vec<AtomicUsize>,
-    dependents: Vec<Vec<StepId>>,
+    dependents: &'p [Vec<StepId>],
     /// The first failure seen: once set, no step or call starts (fail-fast).
     failure: OnceLock<Failure>,
     /// Every failure, by the failing step's position: the run reports the earliest in plan
@@ -213,7 +213,7 @@ impl<'p> Frame<'p> {
                 Err(e) => (arguments, Some(Failure { step: None, ..Failure::at("", e) })),
             },
         };
-        let (dependents, pending) = plan.dependents();
+        let graph = plan.dependents();
         let frame = Frame {
             plan,
             prefix,
@@ -221,8 +221,8 @@ impl<'p> Frame<'p> {
             arguments,
             results: (0..n).map(|_| OnceLock::new()).collect(),
             traces: (0..n).map(|_| OnceLock::new()).collect(),
-            pending: pending.into_iter().map(AtomicUsize::new).collect(),
-            dependents,
+            pending: graph.waits_for.iter().map(|&n| AtomicUsize::new(n)).collect(),
+            dependents: &graph.dependents,
             failure: OnceLock::new(),
             failures: Mutex::new(Vec::new()),
             partial: AtomicBool::new(false),
@@ -327,7 +327,9 @@ impl<'p> Frame<'p> {
     /// CANCELLED at once (a stop is then the frame's failure, not the step's).
     pub(crate) fn start<D: Driver>(&'p self, id: StepId, wf: &'p Workflow, d: &D) -> Start<'p> {
         let step = &self.plan.steps[id.0];
-        let key = format!("{}{}", self.prefix, step.execution_id);
+        let mut key = String::with_capacity(self.prefix.len() + step.execution_id.len());
+        key.push_str(&self.prefix);
+        key.push_str(&step.execution_id);
         let mut trace = StepTrace::new(&step.execution_id, step.tool());
         let cancel_reason = if let Some(f) = self.failure.get() {
             Some(f.cancel_reason())
@@ -390,7 +392,7 @@ pub(crate) struct FanOut {
     /// The items, one child each.
     pub(crate) items: Arc<[Value]>,
     /// The name each child gets its item under (`child_argument_name`).
-    name: Arc<str>,
+    name: SmolStr,
     /// Whether a child that fails lets its siblings go on (else they stop: fail-fast).
     pub(crate) continue_on_error: bool,
 }
@@ -399,8 +401,10 @@ impl FanOut {
     /// A child's arguments: the step's with `item` under the child argument's name, and the
     /// callee's defaults.
     pub(crate) fn child_arguments(&self, site: &Site<'_>, item: &Value) -> Value {
-        let mut a = self.args.clone();
-        a.insert(SmolStr::new(&*self.name), item.clone());
+        // Sized once: the step's arguments and the item.
+        let mut a = Map::with_capacity_and_hasher(self.args.len() + 1, Default::default());
+        a.extend(self.args.iter().map(|(k, v)| (k.clone(), v.clone())));
+        a.insert(self.name.clone(), item.clone());
         validate::with_defaults(declared_arguments(site.tool), Value::object(a))
     }
 }
@@ -450,7 +454,7 @@ impl<'f> StepRun<'f> {
         if step.tool_path.is_none() {
             // A transform step (SPEC §6.4 ext): no call, no attempt, no breaker, no retry;
             // its result is the object of its `transform_responses`.
-            let out = env.respond(step, &self.clock, &Value::Null, Map::default());
+            let out = env.respond(step, &self.clock, &Value::Null, Arc::default());
             return Next::Done(out.map_err(|e| Failure::at(&self.key, e)));
         }
         self.tool = self.wf.tool(step.tool());
@@ -466,7 +470,7 @@ impl<'f> StepRun<'f> {
                     Next::FanOut(FanOut {
                         args,
                         items,
-                        name: par.child_argument_name.clone(),
+                        name: SmolStr::new(&*par.child_argument_name),
                         continue_on_error: step.continue_on_error,
                     })
                 }
@@ -521,6 +525,7 @@ impl<'f> StepRun<'f> {
         let raw = Value::list(list?);
         let mut result = Map::default();
         result.insert(SmolStr::new("response"), raw.clone());
+        let result = Arc::new(result);
         env(self.frame, self.step).respond(self.step, &self.clock, &raw, result).map_err(|e| Failure::at(&self.key, e))
     }
 
@@ -762,6 +767,18 @@ impl<'f> FailFast<'f> {
     }
 }
 
+/// The step path of child `i` of the fan-out at `step_key`: `fan[12]`.
+fn child_key(step_key: &str, i: usize) -> String {
+    let mut digits = itoa::Buffer::new();
+    let digits = digits.format(i);
+    let mut key = String::with_capacity(step_key.len() + digits.len() + 2);
+    key.push_str(step_key);
+    key.push('[');
+    key.push_str(digits);
+    key.push(']');
+    key
+}
+
 /// A fan-out child that started, until its call ends.
 pub(crate) struct ChildRun {
     /// Its step path (`extract[3]`).
@@ -809,7 +826,7 @@ impl ChildRun {
         if fail_fast.stopped() || d.deadline_passed() {
             return Err(ChildRun::not_run(d, fail_fast, step_key, i));
         }
-        let key = format!("{step_key}[{i}]");
+        let key = child_key(step_key, i);
         let mut trace = ChildTrace::new(i);
         let started = d.now_rel();
         trace.started_ms = Some(started);
@@ -822,7 +839,7 @@ impl ChildRun {
     /// run's stop when the run stopped (its deadline, its calls, a cancellation), else the
     /// failure that stopped it under `fail_fast`.
     pub(crate) fn not_run(d: &impl Driver, fail_fast: &FailFast<'_>, step_key: &str, i: usize) -> ChildEnd {
-        ChildRun::never_ran(d, fail_fast, format!("{step_key}[{i}]"), i)
+        ChildRun::never_ran(d, fail_fast, child_key(step_key, i), i)
     }
 
     /// [`ChildRun::not_run`] of the child at `key`.
@@ -864,7 +881,7 @@ impl ChildRun {
         ct.duration_ms = ended.saturating_sub(self.started);
         let key = &self.key;
         let checked = call.result.and_then(|raw| {
-            check_response(d, site.tool, site.tool_path, &Value::object(wrap(&raw)), key).map(|()| raw)
+            check_response(d, site.tool, site.tool_path, &Value::Object(wrap(&raw)), key).map(|()| raw)
         });
         let out = data::settle_child(ct, checked);
         ChildEnd { trace: self.trace, out, partial: call.partial }

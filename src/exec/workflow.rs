@@ -8,7 +8,6 @@
 //! Expressions are compiled with an engine whose clock is the run's ([`ExecClock`]), so
 //! `datetime_now` reads the executor's time and the trace records every read.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -47,7 +46,8 @@ pub struct Workflow {
     name: String,
     plan: Arc<Plan>,
     root: PathBuf,
-    tools: HashMap<String, Tool>,
+    /// Fx-hashed: looked up at every step and call, by the paths the workflow's own files name.
+    tools: rustc_hash::FxHashMap<String, Tool>,
     /// The evaluation limits its expressions were compiled with (recorded in traces).
     limits: crate::Limits,
 }
@@ -161,7 +161,7 @@ impl Workflow {
         let plan = Arc::new(plan);
         let dir = analyzer.root().dir();
         let root = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-        let mut tools: HashMap<String, Tool> = HashMap::new();
+        let mut tools: rustc_hash::FxHashMap<String, Tool> = rustc_hash::FxHashMap::default();
         let mut queue: Vec<Arc<Plan>> = vec![plan.clone()];
         while let Some(p) = queue.pop() {
             // A transform step calls nothing: there is no tool to load for it.

@@ -106,6 +106,7 @@ impl<'a> Checker<'a> {
             levels: by_level,
             response_map,
             transform_responses,
+            graph: Default::default(),
         };
         if let Some(map) = &mut plan.response_map {
             for (_, r) in map {

@@ -28,6 +28,16 @@ fn rfc3339_is_the_patterns_rendering_to_the_byte() {
     assert_eq!(rfc3339(253_402_300_800_000), chrono_rfc3339(253_402_300_800_000));
 }
 
+#[test]
+fn rfc3339_kept_from_the_last_call_is_the_same_text() {
+    // The thread's cache: the same instant twice, another between, and back; `i64::MIN`
+    // (no date: its digits) never meets a stale entry.
+    for ms in [5, 5, 86_400_000, 5, i64::MIN, i64::MIN, 0, 0] {
+        let want = chrono::DateTime::from_timestamp_millis(ms).map_or(ms.to_string(), |_| chrono_rfc3339(ms));
+        assert_eq!(rfc3339(ms), want, "{ms}");
+    }
+}
+
 fn attempt() -> Attempt {
     Attempt::new(1, Outcome::Ok, Ok(Value::Int(1))).at(2, 3)
 }
