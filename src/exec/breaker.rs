@@ -2,6 +2,7 @@
 //! consecutive failures; open refuses calls for `reset_timeout`; then half-open lets
 //! `half_open_calls` trial calls through; a success closes it, a failure opens it again.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
@@ -73,6 +74,10 @@ pub struct Breakers {
     policy: BreakerPolicy,
     /// Fx-hashed: four lookups a call, by tool paths the workflow's own files name.
     by_tool: Mutex<rustc_hash::FxHashMap<String, Breaker>>,
+    /// Whether any call has failed yet. Until one has, every breaker is closed with no
+    /// failures counted: a call is admitted, a success changes nothing, and no lookup is
+    /// made (a call that races the first failure is ordered before it).
+    failed: AtomicBool,
 }
 
 /// Why a call would be refused.
@@ -96,7 +101,12 @@ pub enum Admission {
 impl Breakers {
     /// Breakers with a policy.
     pub fn new(policy: BreakerPolicy) -> Breakers {
-        Breakers { policy, by_tool: Mutex::new(rustc_hash::FxHashMap::default()) }
+        Breakers { policy, by_tool: Mutex::new(rustc_hash::FxHashMap::default()), failed: AtomicBool::new(false) }
+    }
+
+    /// Whether every breaker is still closed with nothing counted ([`Breakers::failed`]).
+    fn untouched(&self) -> bool {
+        !self.failed.load(Ordering::Acquire)
     }
 
     fn with<T>(&self, tool: &str, f: impl FnOnce(&mut Breaker, &BreakerPolicy) -> T) -> T {
@@ -111,6 +121,9 @@ impl Breakers {
 
     /// Asks to make a call at time `now_ms`.
     pub fn admit(&self, tool: &str, now_ms: u64) -> Admission {
+        if self.untouched() {
+            return Admission::Allowed;
+        }
         self.with(tool, |b, p| {
             if b.state == BreakerState::Open {
                 if now_ms.saturating_sub(b.opened_at_ms) >= p.reset_ms() {
@@ -134,6 +147,9 @@ impl Breakers {
     /// breaker: a call the breaker will refuse fails at once, without waiting for its
     /// back-off (SPEC §6.5).
     pub fn refusal(&self, tool: &str, at_ms: u64) -> Option<Refusal> {
+        if self.untouched() {
+            return None;
+        }
         self.with(tool, |b, p| match b.state {
             BreakerState::Open => {
                 let until = b.opened_at_ms.saturating_add(p.reset_ms());
@@ -146,6 +162,9 @@ impl Breakers {
 
     /// Records a successful call.
     pub fn success(&self, tool: &str) {
+        if self.untouched() {
+            return;
+        }
         self.with(tool, |b, _| {
             b.state = BreakerState::Closed;
             b.failures = 0;
@@ -156,6 +175,7 @@ impl Breakers {
     /// Records a failed call at `now_ms`; returns true when this failure opened (tripped)
     /// the breaker.
     pub fn failure(&self, tool: &str, now_ms: u64) -> bool {
+        self.failed.store(true, Ordering::Release);
         self.with(tool, |b, p| {
             b.failures += 1;
             let trip = b.state == BreakerState::HalfOpen || b.failures >= p.failure_threshold.max(1);
@@ -171,6 +191,9 @@ impl Breakers {
 
     /// The state of a tool's breaker.
     pub fn state(&self, tool: &str) -> BreakerState {
+        if self.untouched() {
+            return BreakerState::Closed;
+        }
         self.with(tool, |b, _| b.state)
     }
 }
@@ -192,6 +215,28 @@ mod tests {
         assert_eq!(b.admit("t", 60_011), Admission::Refused, "one trial at a time");
         b.success("t");
         assert_eq!(b.state("t"), BreakerState::Closed);
+    }
+
+    #[test]
+    fn before_any_failure_every_breaker_is_closed_and_successes_then_reset_the_count() {
+        let b = Breakers::new(BreakerPolicy::default());
+        // No failure yet: admitted, closed, not refused, and a success changes nothing.
+        b.success("t");
+        assert_eq!(
+            (b.admit("t", 0), b.state("t"), b.refusal("t", 0)),
+            (Admission::Allowed, BreakerState::Closed, None)
+        );
+        // From the first failure on, the breaker counts: a success resets it.
+        assert!(!b.failure("t", 0));
+        assert!(!b.failure("t", 0));
+        b.success("t");
+        assert!(!b.failure("t", 0));
+        assert!(!b.failure("t", 0));
+        assert_eq!(b.state("t"), BreakerState::Closed, "two failures since the success");
+        assert!(b.failure("t", 0), "the third in a row trips");
+        assert_eq!(b.refusal("t", 1), Some(Refusal::OpenUntil(60_000)));
+        // Another tool's breaker is untouched by this one's failures.
+        assert_eq!((b.admit("u", 1), b.state("u")), (Admission::Allowed, BreakerState::Closed));
     }
 
     #[test]
