@@ -6,7 +6,7 @@ use super::op::Op;
 use crate::functions::FuncId;
 use crate::span::Span;
 use crate::syntax::ast::Name;
-use crate::value::{Path, SmolStr, Value};
+use crate::value::{Path, Segments, SmolStr, Value};
 
 /// Compiled code for one expression or template.
 #[derive(Clone, Debug, Default)]
@@ -108,8 +108,9 @@ pub enum Pred {
 pub struct Origin {
     /// Where the path starts.
     pub root: Root,
-    /// The field segments after it.
-    pub segments: Box<[Name]>,
+    /// The field segments after it (shared with the chunk's path that reads them, when
+    /// there is one).
+    pub segments: Segments,
 }
 
 /// The start of an [`Origin`].
@@ -156,11 +157,11 @@ impl Chunk {
     }
 
     /// Interns a path.
-    pub fn path(&mut self, segs: Vec<Name>) -> u32 {
+    pub fn path(&mut self, segs: Segments) -> u32 {
         if let Some(i) = self.paths.iter().position(|p| **p == *segs) {
             return i as u32;
         }
-        self.paths.push(Path::new(segs));
+        self.paths.push(Path::shared(segs));
         (self.paths.len() - 1) as u32
     }
 

@@ -10,6 +10,7 @@ use crate::functions::{Args, Caller, FunctionTable, Implementation};
 use crate::runtime::{Clock, EvalError, Limits, SystemClock};
 use crate::syntax::ast::{BinaryOp, UnaryOp};
 use crate::types::type_of;
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use crate::types::typed::{TArg, TCall, TExpr, TKind};
@@ -18,62 +19,83 @@ use crate::value::Value;
 /// Results larger than this stay as code: folding must not bloat a program.
 const MAX_FOLDED_SIZE: usize = 4096;
 
-/// Folds constant subexpressions of `e` into a new tree. `e` itself is left as it is (the
-/// engine keeps it for the reference evaluator), and template bodies in which nothing
-/// folds are shared with it rather than copied.
-pub fn fold(e: &TExpr, funcs: &FunctionTable, limits: &Limits) -> TExpr {
+/// Folds constant subexpressions of `e`. `e` itself is left as it is (the engine keeps it
+/// for the reference evaluator); where nothing folds (most programs: `filter(…)` over a
+/// variable) the answer is `e` itself, borrowed, and where something does, only the nodes
+/// above a folded one are rebuilt, the rest copied (template bodies shared).
+pub fn fold<'e>(e: &'e TExpr, funcs: &FunctionTable, limits: &Limits) -> Cow<'e, TExpr> {
+    match folded(e, funcs, limits) {
+        Some(t) => Cow::Owned(t),
+        None => Cow::Borrowed(e),
+    }
+}
+
+/// `e` with its constant subexpressions folded, or `None` when nothing in it folds (no node
+/// is built then).
+fn folded(e: &TExpr, funcs: &FunctionTable, limits: &Limits) -> Option<TExpr> {
     let span = e.span;
+    // A child's new form when it changed, else the child itself.
+    fn or<'a>(new: &'a Option<TExpr>, old: &'a TExpr) -> &'a TExpr {
+        new.as_ref().unwrap_or(old)
+    }
+    // A child's new form when it changed, else a copy of it.
+    fn take(new: Option<TExpr>, old: &TExpr) -> Box<TExpr> {
+        Box::new(new.unwrap_or_else(|| old.clone()))
+    }
     let kind = match &e.kind {
         TKind::Field(inner, seg) => {
-            let inner = fold(inner, funcs, limits);
-            if let Some(Ok(v)) = inner.as_const().map(|c| c.segment(seg)) {
-                return constant(v, span);
+            let new = folded(inner, funcs, limits);
+            if let Some(Ok(v)) = or(&new, inner).as_const().map(|c| c.segment(seg)) {
+                return Some(constant(v, span));
             }
-            TKind::Field(Box::new(inner), seg.clone())
+            TKind::Field(Box::new(new?), seg.clone())
         }
         TKind::Index(v, k) => {
-            let v = fold(v, funcs, limits);
-            let k = fold(k, funcs, limits);
-            if let (Some(a), Some(b)) = (v.as_const(), k.as_const()) {
+            let (nv, nk) = (folded(v, funcs, limits), folded(k, funcs, limits));
+            if let (Some(a), Some(b)) = (or(&nv, v).as_const(), or(&nk, k).as_const()) {
                 if let Ok(x) = a.index(b) {
-                    return constant(x, span);
+                    return Some(constant(x, span));
                 }
             }
-            TKind::Index(Box::new(v), Box::new(k))
+            if nv.is_none() && nk.is_none() {
+                return None;
+            }
+            TKind::Index(take(nv, v), take(nk, k))
         }
         TKind::List(items) => {
-            let items: Vec<TExpr> = items.iter().map(|x| fold(x, funcs, limits)).collect();
-            if items.iter().all(|x| x.as_const().is_some()) && items.len() <= MAX_FOLDED_SIZE {
-                let v = Value::list(items.iter().filter_map(|x| x.as_const().cloned()).collect());
-                return constant(v, span);
+            let new = folded_all(items, |x| folded(x, funcs, limits));
+            let cur = new.as_deref().unwrap_or(items);
+            if cur.iter().all(|x| x.as_const().is_some()) && items.len() <= MAX_FOLDED_SIZE {
+                let v = Value::list(cur.iter().filter_map(|x| x.as_const().cloned()).collect());
+                return Some(constant(v, span));
             }
-            TKind::List(items)
+            TKind::List(new?)
         }
         TKind::Object(entries) => {
-            let entries: Vec<_> = entries.iter().map(|(k, x)| (k.clone(), fold(x, funcs, limits))).collect();
-            if entries.iter().all(|(_, x)| x.as_const().is_some()) && entries.len() <= MAX_FOLDED_SIZE {
-                let v = Value::object_from(entries.iter().filter_map(|(k, x)| x.as_const().map(|c| (&**k, c.clone()))));
-                return constant(v, span);
+            let new = folded_all(entries, |(k, x)| folded(x, funcs, limits).map(|x| (k.clone(), x)));
+            let cur = new.as_deref().unwrap_or(entries);
+            if cur.iter().all(|(_, x)| x.as_const().is_some()) && entries.len() <= MAX_FOLDED_SIZE {
+                let v = Value::object_from(cur.iter().filter_map(|(k, x)| x.as_const().map(|c| (&**k, c.clone()))));
+                return Some(constant(v, span));
             }
-            TKind::Object(entries)
+            TKind::Object(new?)
         }
         TKind::Unary(op, x) => {
-            let x = fold(x, funcs, limits);
-            if let Some(c) = x.as_const() {
+            let new = folded(x, funcs, limits);
+            if let Some(c) = or(&new, x).as_const() {
                 let r = match op {
                     UnaryOp::Not => Ok(Value::Bool(!c.truthy())),
                     UnaryOp::Neg => crate::ops::neg(c),
                 };
                 if let Ok(v) = r {
-                    return constant(v, span);
+                    return Some(constant(v, span));
                 }
             }
-            TKind::Unary(*op, Box::new(x))
+            TKind::Unary(*op, Box::new(new?))
         }
         TKind::Binary(op, l, r) => {
-            let l = fold(l, funcs, limits);
-            let r = fold(r, funcs, limits);
-            if let (Some(a), Some(b)) = (l.as_const(), r.as_const()) {
+            let (nl, nr) = (folded(l, funcs, limits), folded(r, funcs, limits));
+            if let (Some(a), Some(b)) = (or(&nl, l).as_const(), or(&nr, r).as_const()) {
                 let v = match op {
                     BinaryOp::And => Ok(Value::Bool(a.truthy() && b.truthy())),
                     BinaryOp::Or => Ok(Value::Bool(a.truthy() || b.truthy())),
@@ -81,74 +103,83 @@ pub fn fold(e: &TExpr, funcs: &FunctionTable, limits: &Limits) -> TExpr {
                 };
                 if let Ok(v) = v {
                     if v.size_at_most(MAX_FOLDED_SIZE) <= MAX_FOLDED_SIZE {
-                        return constant(v, span);
+                        return Some(constant(v, span));
                     }
                 }
             }
-            TKind::Binary(*op, Box::new(l), Box::new(r))
+            if nl.is_none() && nr.is_none() {
+                return None;
+            }
+            TKind::Binary(*op, take(nl, l), take(nr, r))
         }
         TKind::If(c, t, f) => {
-            let c = fold(c, funcs, limits);
-            let t = fold(t, funcs, limits);
-            let f = fold(f, funcs, limits);
-            if let Some(cv) = c.as_const() {
-                return if cv.truthy() { t } else { f };
+            let (nc, nt, nf) = (folded(c, funcs, limits), folded(t, funcs, limits), folded(f, funcs, limits));
+            if let Some(cv) = or(&nc, c).as_const() {
+                let (new, old) = if cv.truthy() { (nt, t) } else { (nf, f) };
+                return Some(new.unwrap_or_else(|| (**old).clone()));
             }
-            TKind::If(Box::new(c), Box::new(t), Box::new(f))
+            if nc.is_none() && nt.is_none() && nf.is_none() {
+                return None;
+            }
+            TKind::If(take(nc, c), take(nt, t), take(nf, f))
         }
-        TKind::Pipeline { init, slot, ops } => TKind::Pipeline {
-            init: Box::new(fold(init, funcs, limits)),
-            slot: *slot,
-            ops: ops.iter().map(|x| fold(x, funcs, limits)).collect(),
-        },
+        TKind::Pipeline { init, slot, ops } => {
+            let ni = folded(init, funcs, limits);
+            let new = folded_all(ops, |x| folded(x, funcs, limits));
+            if ni.is_none() && new.is_none() {
+                return None;
+            }
+            TKind::Pipeline { init: take(ni, init), slot: *slot, ops: new.unwrap_or_else(|| ops.clone()) }
+        }
         TKind::Call(call) => {
-            let args = call
-                .args
-                .iter()
-                .map(|a| match a {
-                    TArg::Value(x) => TArg::Value(fold(x, funcs, limits)),
-                    TArg::Template { body, slot } => {
-                        let body = if has_foldable(body) { Arc::new(fold(body, funcs, limits)) } else { body.clone() };
-                        TArg::Template { body, slot: *slot }
-                    }
-                    TArg::Dynamic { source, relative, slot, alias } => TArg::Dynamic {
-                        source: fold(source, funcs, limits),
+            let new = folded_all(&call.args, |a| match a {
+                TArg::Value(x) => folded(x, funcs, limits).map(TArg::Value),
+                TArg::Template { body, slot } => {
+                    folded(body, funcs, limits).map(|b| TArg::Template { body: Arc::new(b), slot: *slot })
+                }
+                TArg::Dynamic { source, relative, slot, alias } => {
+                    folded(source, funcs, limits).map(|source| TArg::Dynamic {
+                        source,
                         relative: *relative,
                         slot: *slot,
                         alias: alias.clone(),
-                    },
-                    TArg::Absent => TArg::Absent,
-                })
-                .collect();
+                    })
+                }
+                TArg::Absent => None,
+            });
+            let Some(args) = new else {
+                // Nothing below changed; the call itself may still fold (`upper("a")`).
+                return fold_call(call, funcs, limits).map(|v| constant(v, span));
+            };
             let call = TCall { args, name: call.name.clone(), ..*call };
             if let Some(v) = fold_call(&call, funcs, limits) {
-                return constant(v, span);
+                return Some(constant(v, span));
             }
             TKind::Call(call)
         }
-        other => other.clone(),
+        TKind::Const(_) | TKind::Global(_) | TKind::Local(_) | TKind::Ref(..) | TKind::Error => return None,
     };
-    TExpr { kind, ty: e.ty.clone(), span }
+    Some(TExpr { kind, ty: e.ty.clone(), span })
 }
 
-/// Whether folding could change anything in `e`: a node with a constant operand, or a
-/// call (which may fold), anywhere in it. A conservative test, so that template bodies
-/// with nothing to fold (most of them: `item.score > 50`) are shared, not rebuilt.
-fn has_foldable(e: &TExpr) -> bool {
-    let operand = |x: &TExpr| x.as_const().is_some() || has_foldable(x);
-    match &e.kind {
-        TKind::Const(_) | TKind::Global(_) | TKind::Local(_) | TKind::Ref(..) | TKind::Error => false,
-        TKind::Field(x, _) | TKind::Unary(_, x) => operand(x),
-        TKind::Index(a, b) => operand(a) || operand(b),
-        // A binary node folds only when both sides end up constant.
-        TKind::Binary(_, l, r) => {
-            (l.as_const().is_some() && r.as_const().is_some()) || has_foldable(l) || has_foldable(r)
+/// The items of a list with `f`'s new form of each that changed, or `None` (and no list
+/// built) when none did.
+fn folded_all<T: Clone>(items: &[T], mut f: impl FnMut(&T) -> Option<T>) -> Option<Vec<T>> {
+    let mut out: Option<Vec<T>> = None;
+    for (i, x) in items.iter().enumerate() {
+        match (f(x), &mut out) {
+            (Some(new), Some(out)) => out.push(new),
+            (Some(new), None) => {
+                let mut v = Vec::with_capacity(items.len());
+                v.extend_from_slice(&items[..i]);
+                v.push(new);
+                out = Some(v);
+            }
+            (None, Some(out)) => out.push(x.clone()),
+            (None, None) => {}
         }
-        // An empty list or object is a constant.
-        TKind::List(items) => items.is_empty() || items.iter().any(operand),
-        TKind::Object(entries) => entries.is_empty() || entries.iter().any(|(_, x)| operand(x)),
-        TKind::If(..) | TKind::Pipeline { .. } | TKind::Call(_) => true,
     }
+    out
 }
 
 fn constant(v: Value, span: crate::span::Span) -> TExpr {
@@ -161,6 +192,10 @@ fn fold_call(call: &crate::types::typed::TCall, funcs: &FunctionTable, limits: &
     let f = funcs.get(call.func);
     let Implementation::Builtin(body) = f.implementation else { return None };
     if &*f.signature.name == "datetime_now" {
+        return None;
+    }
+    // Only calls whose arguments are all constants fold: no list of values otherwise.
+    if !call.args.iter().all(|a| matches!(a, TArg::Absent) || matches!(a, TArg::Value(x) if x.as_const().is_some())) {
         return None;
     }
     let mut values = Vec::with_capacity(call.args.len());

@@ -19,7 +19,7 @@ use super::op::Op;
 use crate::span::Span;
 use crate::syntax::ast::BinaryOp;
 use crate::types::typed::{TExpr, TKind};
-use crate::value::Value;
+use crate::value::{no_segments, Value};
 
 /// Compiles a checked, error-free typed expression into a chunk.
 pub fn compile(e: &TExpr) -> Chunk {
@@ -68,7 +68,7 @@ impl Compiler {
             }
             TKind::Ref(ctx, segs) => {
                 let n = self.chunk.name(ctx);
-                let p = self.chunk.path(segs.clone());
+                let p = self.chunk.path(if segs.is_empty() { no_segments() } else { segs[..].into() });
                 self.emit(Op::Ref(n, p), span);
             }
             TKind::Field(..) => self.field(e, span),
