@@ -42,6 +42,10 @@ fn folded(e: &TExpr, funcs: &FunctionTable, limits: &Limits) -> Option<TExpr> {
     fn take(new: Option<TExpr>, old: &TExpr) -> Box<TExpr> {
         Box::new(new.unwrap_or_else(|| old.clone()))
     }
+    // Two operands, each its new form or a copy.
+    fn pair(na: Option<TExpr>, a: &TExpr, nb: Option<TExpr>, b: &TExpr) -> Box<[TExpr; 2]> {
+        Box::new([na.unwrap_or_else(|| a.clone()), nb.unwrap_or_else(|| b.clone())])
+    }
     let kind = match &e.kind {
         TKind::Field(inner, seg) => {
             let new = folded(inner, funcs, limits);
@@ -50,7 +54,8 @@ fn folded(e: &TExpr, funcs: &FunctionTable, limits: &Limits) -> Option<TExpr> {
             }
             TKind::Field(Box::new(new?), seg.clone())
         }
-        TKind::Index(v, k) => {
+        TKind::Index(vk) => {
+            let [v, k] = &**vk;
             let (nv, nk) = (folded(v, funcs, limits), folded(k, funcs, limits));
             if let (Some(a), Some(b)) = (or(&nv, v).as_const(), or(&nk, k).as_const()) {
                 if let Ok(x) = a.index(b) {
@@ -60,7 +65,7 @@ fn folded(e: &TExpr, funcs: &FunctionTable, limits: &Limits) -> Option<TExpr> {
             if nv.is_none() && nk.is_none() {
                 return None;
             }
-            TKind::Index(take(nv, v), take(nk, k))
+            TKind::Index(pair(nv, v, nk, k))
         }
         TKind::List(items) => {
             let new = folded_all(items, |x| folded(x, funcs, limits));
@@ -93,7 +98,8 @@ fn folded(e: &TExpr, funcs: &FunctionTable, limits: &Limits) -> Option<TExpr> {
             }
             TKind::Unary(*op, Box::new(new?))
         }
-        TKind::Binary(op, l, r) => {
+        TKind::Binary(op, lr) => {
+            let [l, r] = &**lr;
             let (nl, nr) = (folded(l, funcs, limits), folded(r, funcs, limits));
             if let (Some(a), Some(b)) = (or(&nl, l).as_const(), or(&nr, r).as_const()) {
                 let v = match op {
@@ -110,18 +116,20 @@ fn folded(e: &TExpr, funcs: &FunctionTable, limits: &Limits) -> Option<TExpr> {
             if nl.is_none() && nr.is_none() {
                 return None;
             }
-            TKind::Binary(*op, take(nl, l), take(nr, r))
+            TKind::Binary(*op, pair(nl, l, nr, r))
         }
-        TKind::If(c, t, f) => {
+        TKind::If(ctf) => {
+            let [c, t, f] = &**ctf;
             let (nc, nt, nf) = (folded(c, funcs, limits), folded(t, funcs, limits), folded(f, funcs, limits));
             if let Some(cv) = or(&nc, c).as_const() {
                 let (new, old) = if cv.truthy() { (nt, t) } else { (nf, f) };
-                return Some(new.unwrap_or_else(|| (**old).clone()));
+                return Some(new.unwrap_or_else(|| old.clone()));
             }
             if nc.is_none() && nt.is_none() && nf.is_none() {
                 return None;
             }
-            TKind::If(take(nc, c), take(nt, t), take(nf, f))
+            let keep = |n: Option<TExpr>, o: &TExpr| n.unwrap_or_else(|| o.clone());
+            TKind::If(Box::new([keep(nc, c), keep(nt, t), keep(nf, f)]))
         }
         TKind::Pipeline { init, slot, ops } => {
             let ni = folded(init, funcs, limits);

@@ -446,7 +446,7 @@ impl Builder {
             }
             lhs_is_comparison = op.is_comparison();
             (lhs, height) = self.node(
-                ExprKind::Binary(op, Box::new(lhs), Box::new(rhs)),
+                ExprKind::Binary(op, Box::new([lhs, rhs])),
                 span,
                 (height + 1).max(rh + super::CHAIN_LEVEL),
             );
@@ -480,7 +480,7 @@ impl Builder {
                     } else {
                         let (key, kh) = self.expr(x);
                         self.node(
-                            ExprKind::Index(Box::new(acc), Box::new(key)),
+                            ExprKind::Index(Box::new([acc, key])),
                             span,
                             super::CHAIN_LEVEL + height.max(kh),
                         )

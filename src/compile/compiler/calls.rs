@@ -41,7 +41,9 @@ fn predicate(e: &TExpr, slot: u32, paths: &[Path]) -> Option<Pred> {
                 Pred::Or(parts)
             }
         }
-        TKind::Binary(op, l, r) if op.is_comparison() => Pred::Cmp(*op, item_path(l, slot, paths)?, r.as_const()?.clone()),
+        TKind::Binary(op, lr) if op.is_comparison() => {
+            Pred::Cmp(*op, item_path(&lr[0], slot, paths)?, lr[1].as_const()?.clone())
+        }
         _ => Pred::Truthy(item_path(e, slot, paths)?),
     })
 }
@@ -50,7 +52,7 @@ fn predicate(e: &TExpr, slot: u32, paths: &[Path]) -> Option<Pred> {
 /// is grouped).
 fn chain_len(e: &TExpr, op: BinaryOp) -> usize {
     match &e.kind {
-        TKind::Binary(o, l, r) if *o == op => chain_len(l, op) + chain_len(r, op),
+        TKind::Binary(o, lr) if *o == op => lr.iter().map(|x| chain_len(x, op)).sum(),
         _ => 1,
     }
 }
@@ -59,9 +61,9 @@ fn chain_len(e: &TExpr, op: BinaryOp) -> usize {
 /// Recursion is bounded by the tree's height (the parser's nesting limit).
 fn chain(e: &TExpr, op: BinaryOp, slot: u32, paths: &[Path], out: &mut Vec<Pred>) -> Option<()> {
     match &e.kind {
-        TKind::Binary(o, l, r) if *o == op => {
-            chain(l, op, slot, paths, out)?;
-            chain(r, op, slot, paths, out)
+        TKind::Binary(o, lr) if *o == op => {
+            chain(&lr[0], op, slot, paths, out)?;
+            chain(&lr[1], op, slot, paths, out)
         }
         _ => {
             out.push(predicate(e, slot, paths)?);

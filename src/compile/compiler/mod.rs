@@ -72,13 +72,13 @@ impl Compiler {
                 self.emit(Op::Ref(n, p), span);
             }
             TKind::Field(..) => self.field(e, span),
-            TKind::Index(v, k) => self.index(v, k, span),
+            TKind::Index(vk) => self.index(&vk[0], &vk[1], span),
             TKind::List(items) => self.list(items, span),
             TKind::Object(entries) => self.object(entries, span),
             TKind::Unary(op, x) => self.unary(*op, x, span),
-            TKind::Binary(op @ (BinaryOp::And | BinaryOp::Or), l, r) => self.short_circuit(*op, l, r, span),
-            TKind::Binary(op, l, r) => self.binary(*op, l, r, span),
-            TKind::If(c, t, f) => self.if_(c, t, f, span),
+            TKind::Binary(op @ (BinaryOp::And | BinaryOp::Or), lr) => self.short_circuit(*op, &lr[0], &lr[1], span),
+            TKind::Binary(op, lr) => self.binary(*op, &lr[0], &lr[1], span),
+            TKind::If(ctf) => self.if_(&ctf[0], &ctf[1], &ctf[2], span),
             TKind::Pipeline { init, slot, ops } => self.pipeline(init, *slot, ops),
             TKind::Call(call) => self.call(call, span),
             TKind::Error => {

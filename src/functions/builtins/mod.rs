@@ -57,6 +57,15 @@ fn list_of(t: Type) -> Type {
     Type::List(Arc::new(t))
 }
 
+/// A list of the elements of `t` (the type of `filter`, `sort` and `unique`): `t` itself,
+/// shared, when it is a list type already.
+fn list_like(t: &Type) -> Type {
+    match t {
+        Type::List(_) => t.clone(),
+        _ => list_of(t.element()),
+    }
+}
+
 fn str_or_null() -> Type {
     Type::Str.union(Type::Null)
 }
