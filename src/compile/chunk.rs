@@ -27,7 +27,7 @@ pub struct Chunk {
     /// Call sites.
     pub calls: Vec<CallInfo>,
     /// Where operands of an instruction came from, for error locations.
-    pub origins: Vec<(u32, [Option<Arc<Origin>>; 2])>,
+    pub origins: Vec<(u32, [Option<Origin>; 2])>,
     /// Local slots this chunk and its templates use.
     pub locals: u32,
     /// The source text, for chunks compiled from a run-time template.
@@ -47,7 +47,7 @@ pub struct CallInfo {
     pub given: u64,
     /// Where each parameter's value came from (for error locations), up to the last one
     /// that has an origin: a parameter past the end has none (most calls: an empty list).
-    pub origins: Box<[Option<Arc<Origin>>]>,
+    pub origins: Box<[Option<Origin>]>,
     /// The span of each argument (the call's span when defaulted).
     pub arg_spans: Box<[Span]>,
 }
@@ -166,7 +166,7 @@ impl Chunk {
     }
 
     /// The operand origins recorded for instruction `pc`.
-    pub fn origins_at(&self, pc: usize) -> Option<&[Option<Arc<Origin>>; 2]> {
+    pub fn origins_at(&self, pc: usize) -> Option<&[Option<Origin>; 2]> {
         self.origins.iter().find(|(at, _)| *at as usize == pc).map(|(_, o)| o)
     }
 }

@@ -110,7 +110,7 @@ impl Compiler {
         // Up to the last argument with an origin (usually none, so no allocation); a missing
         // entry reads as "no origin", as `None` does.
         let mut origins = Vec::new();
-        let note = |origins: &mut Vec<Option<Arc<Origin>>>, n: usize, o: Option<Arc<Origin>>| {
+        let note = |origins: &mut Vec<Option<Origin>>, n: usize, o: Option<Origin>| {
             if o.is_some() {
                 origins.resize(n, None);
                 origins.push(o);

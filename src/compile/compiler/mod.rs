@@ -12,7 +12,6 @@ mod literals;
 mod operators;
 mod places;
 
-use std::sync::Arc;
 
 use super::chunk::{Chunk, Origin};
 use super::op::Op;
@@ -89,7 +88,7 @@ impl Compiler {
         }
     }
 
-    fn record(&mut self, at: usize, origins: [Option<Arc<Origin>>; 2]) {
+    fn record(&mut self, at: usize, origins: [Option<Origin>; 2]) {
         if origins.iter().any(Option::is_some) {
             self.chunk.origins.push((at as u32, origins));
         }

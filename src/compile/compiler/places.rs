@@ -1,7 +1,6 @@
 //! Places in the data: field chains (`item.a.b`, `REF:step.x`) and indexing, and where a
 //! value comes from (`Compiler::origin`) for run-time error locations.
 
-use std::sync::Arc;
 
 use super::Compiler;
 use crate::compile::chunk::{Origin, Root};
@@ -95,7 +94,7 @@ pub(super) fn shared_segments(e: &TExpr, n: usize, paths: &[Path]) -> Segments {
 
 /// Where the value of `e` comes from, when that is a fixed place in the data; its segments
 /// shared with an equal path of `paths` when there is one.
-fn origin_in(e: &TExpr, paths: &[Path]) -> Option<Arc<Origin>> {
+fn origin_in(e: &TExpr, paths: &[Path]) -> Option<Origin> {
     let (root, n) = field_root(e);
     let root = match &root.kind {
         TKind::Global(n) => Root::Global(n.clone()),
@@ -106,11 +105,11 @@ fn origin_in(e: &TExpr, paths: &[Path]) -> Option<Arc<Origin>> {
             } else {
                 rsegs.iter().cloned().chain(chain_segments(e, n)).collect()
             };
-            return Some(Arc::new(Origin { root: Root::Ref(ctx.clone()), segments: all }));
+            return Some(Origin { root: Root::Ref(ctx.clone()), segments: all });
         }
         _ => return None,
     };
-    Some(Arc::new(Origin { root, segments: shared_segments(e, n, paths) }))
+    Some(Origin { root, segments: shared_segments(e, n, paths) })
 }
 
 impl Compiler {
@@ -159,7 +158,7 @@ impl Compiler {
 
     /// Where the value of `e` comes from, when that is a fixed place in the data
     /// ([`origin_in`]), its segments shared with the chunk's path that reads them.
-    pub(super) fn origin(&self, e: &TExpr) -> Option<Arc<Origin>> {
+    pub(super) fn origin(&self, e: &TExpr) -> Option<Origin> {
         origin_in(e, &self.chunk.paths)
     }
 

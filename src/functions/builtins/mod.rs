@@ -54,6 +54,9 @@ fn fixed(t: Type) -> ReturnRule {
 }
 
 fn list_of(t: Type) -> Type {
+    if t == Type::Any {
+        return Type::any_list();
+    }
     Type::List(Arc::new(t))
 }
 
