@@ -122,6 +122,12 @@ fn is_ident_char(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_'
 }
 
+/// The length of the run of name characters (`[A-Za-z0-9_]`) that `b` starts with: one
+/// slice scan, where a cursor moved a character at a time checked its bounds per step.
+fn ident_run(b: &[u8]) -> usize {
+    b.iter().position(|&c| !is_ident_char(c)).unwrap_or(b.len())
+}
+
 fn is_ident_start(c: u8) -> bool {
     c.is_ascii_alphabetic() || c == b'_'
 }
@@ -177,10 +183,7 @@ impl<'s> Parser<'s> {
         if !self.peek().is_some_and(is_ident_start) {
             return None;
         }
-        self.pos += 1;
-        while self.peek().is_some_and(is_ident_char) {
-            self.pos += 1;
-        }
+        self.pos += 1 + ident_run(&self.b[self.pos + 1..]);
         Some(self.name(start))
     }
 
@@ -418,10 +421,7 @@ impl<'s> Parser<'s> {
             return None;
         }
         let start = self.pos;
-        let mut end = start + 1;
-        while self.b.get(end).copied().is_some_and(is_ident_char) {
-            end += 1;
-        }
+        let end = start + 1 + ident_run(&self.b[start + 1..]);
         let mut i = end;
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.b.get(i) {
             i += 1;
