@@ -141,8 +141,12 @@ impl Evaluator<'_> {
                 let v = self.eval(x)?;
                 crate::ops::neg(&v).map_err(|o| EvalError::new(o.code, e.span, o.message))
             }
-            TKind::Binary(BinaryOp::And, lr) => Ok(Value::Bool(self.eval(&lr[0])?.truthy() && self.eval(&lr[1])?.truthy())),
-            TKind::Binary(BinaryOp::Or, lr) => Ok(Value::Bool(self.eval(&lr[0])?.truthy() || self.eval(&lr[1])?.truthy())),
+            TKind::Binary(BinaryOp::And, lr) => {
+                Ok(Value::Bool(self.eval(&lr[0])?.truthy() && self.eval(&lr[1])?.truthy()))
+            }
+            TKind::Binary(BinaryOp::Or, lr) => {
+                Ok(Value::Bool(self.eval(&lr[0])?.truthy() || self.eval(&lr[1])?.truthy()))
+            }
             TKind::Binary(op, lr) => {
                 let [l, r] = &**lr;
                 let a = self.eval(l)?;

@@ -8,7 +8,7 @@
 
 use crate::functions::{Args, Caller, FunctionTable, Implementation};
 use crate::runtime::{Clock, EvalError, Limits, SystemClock};
-use crate::syntax::ast::{BinaryOp, UnaryOp};
+use crate::syntax::ast::{BinaryOp, Name, UnaryOp};
 use crate::types::type_of;
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -31,143 +31,181 @@ pub fn fold<'e>(e: &'e TExpr, funcs: &FunctionTable, limits: &Limits) -> Cow<'e,
 }
 
 /// `e` with its constant subexpressions folded, or `None` when nothing in it folds (no node
-/// is built then).
+/// is built then). Each kind is folded by a function of its own, so that the frame this
+/// recursion stacks per level (the height of the tree: 256 for a flat chain of additions)
+/// holds one kind's locals, not every kind's (unoptimised builds give each its own slot).
 fn folded(e: &TExpr, funcs: &FunctionTable, limits: &Limits) -> Option<TExpr> {
-    let span = e.span;
-    // A child's new form when it changed, else the child itself.
-    fn or<'a>(new: &'a Option<TExpr>, old: &'a TExpr) -> &'a TExpr {
-        new.as_ref().unwrap_or(old)
+    let f = Folder { funcs, limits };
+    match &e.kind {
+        TKind::Field(inner, seg) => f.field(e, inner, seg),
+        TKind::Index(vk) => f.index(e, vk),
+        TKind::List(items) => f.list(e, items),
+        TKind::Object(entries) => f.object(e, entries),
+        TKind::Unary(op, x) => f.unary(e, *op, x),
+        TKind::Binary(op, lr) => f.binary(e, *op, lr),
+        TKind::If(ctf) => f.if_(e, ctf),
+        TKind::Pipeline { init, slot, ops } => f.pipeline(e, init, *slot, ops),
+        TKind::Call(call) => f.call(e, call),
+        TKind::Const(_) | TKind::Global(_) | TKind::Local(_) | TKind::Ref(..) | TKind::Error => None,
     }
-    // A child's new form when it changed, else a copy of it.
-    fn take(new: Option<TExpr>, old: &TExpr) -> Box<TExpr> {
-        Box::new(new.unwrap_or_else(|| old.clone()))
+}
+
+/// What folding reads.
+#[derive(Clone, Copy)]
+struct Folder<'a> {
+    funcs: &'a FunctionTable,
+    limits: &'a Limits,
+}
+
+/// A child's new form when it changed, else the child itself.
+fn or<'a>(new: &'a Option<TExpr>, old: &'a TExpr) -> &'a TExpr {
+    new.as_ref().unwrap_or(old)
+}
+
+/// A child's new form when it changed, else a copy of it.
+fn keep(new: Option<TExpr>, old: &TExpr) -> TExpr {
+    new.unwrap_or_else(|| old.clone())
+}
+
+/// `e` rebuilt with a new kind (its type and span kept).
+fn rebuilt(e: &TExpr, kind: TKind) -> Option<TExpr> {
+    Some(TExpr { kind, ty: e.ty.clone(), span: e.span })
+}
+
+impl Folder<'_> {
+    fn fold(self, e: &TExpr) -> Option<TExpr> {
+        folded(e, self.funcs, self.limits)
     }
-    // Two operands, each its new form or a copy.
-    fn pair(na: Option<TExpr>, a: &TExpr, nb: Option<TExpr>, b: &TExpr) -> Box<[TExpr; 2]> {
-        Box::new([na.unwrap_or_else(|| a.clone()), nb.unwrap_or_else(|| b.clone())])
+
+    #[inline(never)]
+    fn field(self, e: &TExpr, inner: &TExpr, seg: &Name) -> Option<TExpr> {
+        let new = self.fold(inner);
+        if let Some(Ok(v)) = or(&new, inner).as_const().map(|c| c.segment(seg)) {
+            return Some(constant(v, e.span));
+        }
+        rebuilt(e, TKind::Field(Box::new(new?), seg.clone()))
     }
-    let kind = match &e.kind {
-        TKind::Field(inner, seg) => {
-            let new = folded(inner, funcs, limits);
-            if let Some(Ok(v)) = or(&new, inner).as_const().map(|c| c.segment(seg)) {
-                return Some(constant(v, span));
+
+    #[inline(never)]
+    fn index(self, e: &TExpr, vk: &[TExpr; 2]) -> Option<TExpr> {
+        let [v, k] = vk;
+        let (nv, nk) = (self.fold(v), self.fold(k));
+        if let (Some(a), Some(b)) = (or(&nv, v).as_const(), or(&nk, k).as_const()) {
+            if let Ok(x) = a.index(b) {
+                return Some(constant(x, e.span));
             }
-            TKind::Field(Box::new(new?), seg.clone())
         }
-        TKind::Index(vk) => {
-            let [v, k] = &**vk;
-            let (nv, nk) = (folded(v, funcs, limits), folded(k, funcs, limits));
-            if let (Some(a), Some(b)) = (or(&nv, v).as_const(), or(&nk, k).as_const()) {
-                if let Ok(x) = a.index(b) {
-                    return Some(constant(x, span));
-                }
-            }
-            if nv.is_none() && nk.is_none() {
-                return None;
-            }
-            TKind::Index(pair(nv, v, nk, k))
+        if nv.is_none() && nk.is_none() {
+            return None;
         }
-        TKind::List(items) => {
-            let new = folded_all(items, |x| folded(x, funcs, limits));
-            let cur = new.as_deref().unwrap_or(items);
-            if cur.iter().all(|x| x.as_const().is_some()) && items.len() <= MAX_FOLDED_SIZE {
-                let v = Value::list(cur.iter().filter_map(|x| x.as_const().cloned()).collect());
-                return Some(constant(v, span));
-            }
-            TKind::List(new?)
+        rebuilt(e, TKind::Index(Box::new([keep(nv, v), keep(nk, k)])))
+    }
+
+    #[inline(never)]
+    fn list(self, e: &TExpr, items: &[TExpr]) -> Option<TExpr> {
+        let new = folded_all(items, |x| self.fold(x));
+        let cur = new.as_deref().unwrap_or(items);
+        if cur.iter().all(|x| x.as_const().is_some()) && items.len() <= MAX_FOLDED_SIZE {
+            let v = Value::list(cur.iter().filter_map(|x| x.as_const().cloned()).collect());
+            return Some(constant(v, e.span));
         }
-        TKind::Object(entries) => {
-            let new = folded_all(entries, |(k, x)| folded(x, funcs, limits).map(|x| (k.clone(), x)));
-            let cur = new.as_deref().unwrap_or(entries);
-            if cur.iter().all(|(_, x)| x.as_const().is_some()) && entries.len() <= MAX_FOLDED_SIZE {
-                let v = Value::object_from(cur.iter().filter_map(|(k, x)| x.as_const().map(|c| (&**k, c.clone()))));
-                return Some(constant(v, span));
-            }
-            TKind::Object(new?)
+        rebuilt(e, TKind::List(new?))
+    }
+
+    #[inline(never)]
+    fn object(self, e: &TExpr, entries: &[(Name, TExpr)]) -> Option<TExpr> {
+        let new = folded_all(entries, |(k, x)| self.fold(x).map(|x| (k.clone(), x)));
+        let cur = new.as_deref().unwrap_or(entries);
+        if cur.iter().all(|(_, x)| x.as_const().is_some()) && entries.len() <= MAX_FOLDED_SIZE {
+            let v = Value::object_from(cur.iter().filter_map(|(k, x)| x.as_const().map(|c| (&**k, c.clone()))));
+            return Some(constant(v, e.span));
         }
-        TKind::Unary(op, x) => {
-            let new = folded(x, funcs, limits);
-            if let Some(c) = or(&new, x).as_const() {
-                let r = match op {
-                    UnaryOp::Not => Ok(Value::Bool(!c.truthy())),
-                    UnaryOp::Neg => crate::ops::neg(c),
-                };
-                if let Ok(v) = r {
-                    return Some(constant(v, span));
-                }
-            }
-            TKind::Unary(*op, Box::new(new?))
-        }
-        TKind::Binary(op, lr) => {
-            let [l, r] = &**lr;
-            let (nl, nr) = (folded(l, funcs, limits), folded(r, funcs, limits));
-            if let (Some(a), Some(b)) = (or(&nl, l).as_const(), or(&nr, r).as_const()) {
-                let v = match op {
-                    BinaryOp::And => Ok(Value::Bool(a.truthy() && b.truthy())),
-                    BinaryOp::Or => Ok(Value::Bool(a.truthy() || b.truthy())),
-                    _ => crate::ops::binary(*op, a, b, limits),
-                };
-                if let Ok(v) = v {
-                    if v.size_at_most(MAX_FOLDED_SIZE) <= MAX_FOLDED_SIZE {
-                        return Some(constant(v, span));
-                    }
-                }
-            }
-            if nl.is_none() && nr.is_none() {
-                return None;
-            }
-            TKind::Binary(*op, pair(nl, l, nr, r))
-        }
-        TKind::If(ctf) => {
-            let [c, t, f] = &**ctf;
-            let (nc, nt, nf) = (folded(c, funcs, limits), folded(t, funcs, limits), folded(f, funcs, limits));
-            if let Some(cv) = or(&nc, c).as_const() {
-                let (new, old) = if cv.truthy() { (nt, t) } else { (nf, f) };
-                return Some(new.unwrap_or_else(|| old.clone()));
-            }
-            if nc.is_none() && nt.is_none() && nf.is_none() {
-                return None;
-            }
-            let keep = |n: Option<TExpr>, o: &TExpr| n.unwrap_or_else(|| o.clone());
-            TKind::If(Box::new([keep(nc, c), keep(nt, t), keep(nf, f)]))
-        }
-        TKind::Pipeline { init, slot, ops } => {
-            let ni = folded(init, funcs, limits);
-            let new = folded_all(ops, |x| folded(x, funcs, limits));
-            if ni.is_none() && new.is_none() {
-                return None;
-            }
-            TKind::Pipeline { init: take(ni, init), slot: *slot, ops: new.unwrap_or_else(|| ops.clone()) }
-        }
-        TKind::Call(call) => {
-            let new = folded_all(&call.args, |a| match a {
-                TArg::Value(x) => folded(x, funcs, limits).map(TArg::Value),
-                TArg::Template { body, slot } => {
-                    folded(body, funcs, limits).map(|b| TArg::Template { body: Arc::new(b), slot: *slot })
-                }
-                TArg::Dynamic { source, relative, slot, alias } => {
-                    folded(source, funcs, limits).map(|source| TArg::Dynamic {
-                        source,
-                        relative: *relative,
-                        slot: *slot,
-                        alias: alias.clone(),
-                    })
-                }
-                TArg::Absent => None,
-            });
-            let Some(args) = new else {
-                // Nothing below changed; the call itself may still fold (`upper("a")`).
-                return fold_call(call, funcs, limits).map(|v| constant(v, span));
+        rebuilt(e, TKind::Object(new?))
+    }
+
+    #[inline(never)]
+    fn unary(self, e: &TExpr, op: UnaryOp, x: &TExpr) -> Option<TExpr> {
+        let new = self.fold(x);
+        if let Some(c) = or(&new, x).as_const() {
+            let r = match op {
+                UnaryOp::Not => Ok(Value::Bool(!c.truthy())),
+                UnaryOp::Neg => crate::ops::neg(c),
             };
-            let call = TCall { args, name: call.name.clone(), ..*call };
-            if let Some(v) = fold_call(&call, funcs, limits) {
-                return Some(constant(v, span));
+            if let Ok(v) = r {
+                return Some(constant(v, e.span));
             }
-            TKind::Call(call)
         }
-        TKind::Const(_) | TKind::Global(_) | TKind::Local(_) | TKind::Ref(..) | TKind::Error => return None,
-    };
-    Some(TExpr { kind, ty: e.ty.clone(), span })
+        rebuilt(e, TKind::Unary(op, Box::new(new?)))
+    }
+
+    #[inline(never)]
+    fn binary(self, e: &TExpr, op: BinaryOp, lr: &[TExpr; 2]) -> Option<TExpr> {
+        let [l, r] = lr;
+        let (nl, nr) = (self.fold(l), self.fold(r));
+        if let (Some(a), Some(b)) = (or(&nl, l).as_const(), or(&nr, r).as_const()) {
+            let v = match op {
+                BinaryOp::And => Ok(Value::Bool(a.truthy() && b.truthy())),
+                BinaryOp::Or => Ok(Value::Bool(a.truthy() || b.truthy())),
+                _ => crate::ops::binary(op, a, b, self.limits),
+            };
+            if let Ok(v) = v {
+                if v.size_at_most(MAX_FOLDED_SIZE) <= MAX_FOLDED_SIZE {
+                    return Some(constant(v, e.span));
+                }
+            }
+        }
+        if nl.is_none() && nr.is_none() {
+            return None;
+        }
+        rebuilt(e, TKind::Binary(op, Box::new([keep(nl, l), keep(nr, r)])))
+    }
+
+    #[inline(never)]
+    fn if_(self, e: &TExpr, ctf: &[TExpr; 3]) -> Option<TExpr> {
+        let [c, t, f] = ctf;
+        let (nc, nt, nf) = (self.fold(c), self.fold(t), self.fold(f));
+        if let Some(cv) = or(&nc, c).as_const() {
+            return Some(if cv.truthy() { keep(nt, t) } else { keep(nf, f) });
+        }
+        if nc.is_none() && nt.is_none() && nf.is_none() {
+            return None;
+        }
+        rebuilt(e, TKind::If(Box::new([keep(nc, c), keep(nt, t), keep(nf, f)])))
+    }
+
+    #[inline(never)]
+    fn pipeline(self, e: &TExpr, init: &TExpr, slot: u32, ops: &[TExpr]) -> Option<TExpr> {
+        let ni = self.fold(init);
+        let new = folded_all(ops, |x| self.fold(x));
+        if ni.is_none() && new.is_none() {
+            return None;
+        }
+        rebuilt(e, TKind::Pipeline { init: Box::new(keep(ni, init)), slot, ops: new.unwrap_or_else(|| ops.to_vec()) })
+    }
+
+    #[inline(never)]
+    fn call(self, e: &TExpr, call: &TCall) -> Option<TExpr> {
+        let new = folded_all(&call.args, |a| match a {
+            TArg::Value(x) => self.fold(x).map(TArg::Value),
+            TArg::Template { body, slot } => self.fold(body).map(|b| TArg::Template { body: Arc::new(b), slot: *slot }),
+            TArg::Dynamic { source, relative, slot, alias } => self.fold(source).map(|source| TArg::Dynamic {
+                source,
+                relative: *relative,
+                slot: *slot,
+                alias: alias.clone(),
+            }),
+            TArg::Absent => None,
+        });
+        let Some(args) = new else {
+            // Nothing below changed; the call itself may still fold (`upper("a")`).
+            return fold_call(call, self.funcs, self.limits).map(|v| constant(v, e.span));
+        };
+        let call = TCall { args, name: call.name.clone(), ..*call };
+        if let Some(v) = fold_call(&call, self.funcs, self.limits) {
+            return Some(constant(v, e.span));
+        }
+        rebuilt(e, TKind::Call(call))
+    }
 }
 
 /// The items of a list with `f`'s new form of each that changed, or `None` (and no list

@@ -29,7 +29,8 @@ pub(super) fn parse(src: &str, max_depth: usize) -> Option<Expr> {
     // The thread's name table, borrowed once for the whole parse rather than per name.
     NAMES.with(|table| {
         let mut table = table.try_borrow_mut();
-        let mut p = Parser { src, b: src.as_bytes(), pos: 0, max_depth, names: table.as_deref_mut().ok().map(|t| &mut **t) };
+        let mut p =
+            Parser { src, b: src.as_bytes(), pos: 0, max_depth, names: table.as_deref_mut().ok().map(|t| &mut **t) };
         p.ws();
         let (e, _) = p.climb(0)?;
         (p.pos == p.b.len()).then_some(e)
@@ -205,11 +206,8 @@ impl<'s> Parser<'s> {
             }
             lhs_is_comparison = op.is_comparison();
             let span = lhs.span.to(rhs.span);
-            (lhs, height) = self.node(
-                ExprKind::Binary(op, Box::new([lhs, rhs])),
-                span,
-                (height + 1).max(rh + super::CHAIN_LEVEL),
-            )?;
+            (lhs, height) =
+                self.node(ExprKind::Binary(op, Box::new([lhs, rhs])), span, (height + 1).max(rh + super::CHAIN_LEVEL))?;
         }
         Some((lhs, height))
     }
@@ -275,11 +273,8 @@ impl<'s> Parser<'s> {
                     }
                     self.pos += 1;
                     let span = Span::new(acc.span.start as usize, self.pos);
-                    (acc, height) = self.node(
-                        ExprKind::Index(Box::new([acc, key])),
-                        span,
-                        super::CHAIN_LEVEL + height.max(kh),
-                    )?;
+                    (acc, height) =
+                        self.node(ExprKind::Index(Box::new([acc, key])), span, super::CHAIN_LEVEL + height.max(kh))?;
                 }
                 _ => return Some((acc, height)),
             }

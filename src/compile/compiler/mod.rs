@@ -12,7 +12,6 @@ mod literals;
 mod operators;
 mod places;
 
-
 use super::chunk::{Chunk, Origin};
 use super::op::Op;
 use crate::span::Span;

@@ -1,7 +1,6 @@
 //! Places in the data: field chains (`item.a.b`, `REF:step.x`) and indexing, and where a
 //! value comes from (`Compiler::origin`) for run-time error locations.
 
-
 use super::Compiler;
 use crate::compile::chunk::{Origin, Root};
 use crate::compile::op::Op;
