@@ -10,7 +10,7 @@
 //! Workloads: `w1` (evaluate `profile.email`), `w1-ref` (the same with `eval_ref`), `w2`, `w3`,
 //! `w4` (`../shared/peerbench`'s programs on its 1,000 records) and `w2-hand`, `w3-hand`,
 //! `w4-hand` (its hand loops over `serde_json::Value`, the same records), `w5` (compile the W5 expression of
-//! `benches/eval.rs`) and its stages `w5-parse`, `w5-parse-template` (its condition string),
+//! `benches/eval.rs`), `w5-peer` (`../shared/peerbench`'s W5: `Engine::compile`, with `tag`) and its stages `w5-parse`, `w5-parse-template` (its condition string),
 //! `w5-check`, `w5-codegen` (fold and generate
 //! code), each run `N` times after one
 //! warm-up run; divide the total by `N` (the setup is a few thousand instructions).
@@ -20,6 +20,9 @@ use std::hint::black_box;
 use tdsl::{Engine, Scope, Value};
 
 const W5: &str = r#"map(array=filter(array=records, condition_string="item.status == 'active' and item.score > 50 and item.profile.age < 40"), template={id: item.id, email: item.profile.email})"#;
+
+/// `../shared/peerbench/src/tdsl_peer.rs`'s W5 (compiled there with `Engine::compile`).
+const W5_PEER: &str = r#"map(array=filter(array=records, condition_string="item.status == 'active' and item.score > 50 and item.profile.age < 40"), template={id: item.id, email: item.profile.email, tag: item.tags[0]})"#;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
@@ -75,6 +78,12 @@ fn main() {
                 black_box(engine.compile_in(black_box(W5), &scope).expect("compiles"));
             }
         }
+        "w5-peer" => {
+            // `../shared/peerbench`'s W5 exactly: an open scope, and `tag: item.tags[0]`.
+            for _ in 0..=n {
+                black_box(engine.compile(black_box(W5_PEER)).ok());
+            }
+        }
         "w5-parse" => {
             for _ in 0..=n {
                 black_box(tdsl::testing::syntax::parse(black_box(W5)));
@@ -122,7 +131,7 @@ fn main() {
             }
         }
         other => eprintln!(
-            "unknown workload `{other}`: w1, w1-ref, w0, w0-clone, w2, w3, w4, w2-hand, w3-hand, w4-hand, w5, w5-parse, w5-parse-template, w5-check, w5-codegen"
+            "unknown workload `{other}`: w1, w1-ref, w0, w0-clone, w2, w3, w4, w2-hand, w3-hand, w4-hand, w5, w5-peer, w5-parse, w5-parse-template, w5-check, w5-codegen"
         ),
     }
 }

@@ -332,7 +332,7 @@ pub fn strip_spans(e: &Expr) -> Expr {
             ExprKind::Ref(RefPath { context: name(&r.context), segments: r.segments.iter().map(name).collect() })
         }
         ExprKind::Field(x, seg) => ExprKind::Field(b(x), name(seg)),
-        ExprKind::Index(x, k) => ExprKind::Index(b(x), b(k)),
+        ExprKind::Index(xk) => ExprKind::Index(Box::new([strip_spans(&xk[0]), strip_spans(&xk[1])])),
         ExprKind::List(items) => ExprKind::List(items.iter().map(strip_spans).collect()),
         ExprKind::Object(entries) => ExprKind::Object(entries.iter().map(|(k, v)| (name(k), strip_spans(v))).collect()),
         ExprKind::Call(c) => ExprKind::Call(Call {
@@ -344,7 +344,7 @@ pub fn strip_spans(e: &Expr) -> Expr {
                 .collect(),
         }),
         ExprKind::Unary(op, x) => ExprKind::Unary(*op, b(x)),
-        ExprKind::Binary(op, l, r) => ExprKind::Binary(*op, b(l), b(r)),
+        ExprKind::Binary(op, lr) => ExprKind::Binary(*op, Box::new([strip_spans(&lr[0]), strip_spans(&lr[1])])),
         other => other.clone(),
     };
     Expr::new(kind, Span::default())
@@ -572,7 +572,7 @@ impl Gen {
         Ok(match u.int_in_range(0..=13)? {
             0..=2 => return self.leaf(u, scope),
             3 => node(ExprKind::Field(Box::new(self.expr(u, scope, d)?), spanned(u.choose(&SEGMENTS)?))),
-            4 => node(ExprKind::Index(Box::new(self.expr(u, scope, d)?), Box::new(self.expr(u, scope, d)?))),
+            4 => node(ExprKind::Index(Box::new([self.expr(u, scope, d)?, self.expr(u, scope, d)?]))),
             5 => {
                 let n = u.int_in_range(0..=3)?;
                 node(ExprKind::List((0..n).map(|_| self.expr(u, scope, d)).collect::<Result<_>>()?))
@@ -591,7 +591,7 @@ impl Gen {
             }
             8 | 9 => {
                 let op = *u.choose(&BINARY_OPS)?;
-                node(ExprKind::Binary(op, Box::new(self.expr(u, scope, d)?), Box::new(self.expr(u, scope, d)?)))
+                node(ExprKind::Binary(op, Box::new([self.expr(u, scope, d)?, self.expr(u, scope, d)?])))
             }
             _ => self.call(u, scope, d)?,
         })

@@ -108,7 +108,8 @@ impl Evaluator<'_> {
                 let v = self.eval(inner)?;
                 v.segment(seg).map_err(|err| seg_err(e, seg, err.found))
             }
-            TKind::Index(v, k) => {
+            TKind::Index(vk) => {
+                let [v, k] = &**vk;
                 let v = self.eval(v)?;
                 let k = self.eval(k)?;
                 v.index(&k).map_err(|err| {
@@ -140,9 +141,14 @@ impl Evaluator<'_> {
                 let v = self.eval(x)?;
                 crate::ops::neg(&v).map_err(|o| EvalError::new(o.code, e.span, o.message))
             }
-            TKind::Binary(BinaryOp::And, l, r) => Ok(Value::Bool(self.eval(l)?.truthy() && self.eval(r)?.truthy())),
-            TKind::Binary(BinaryOp::Or, l, r) => Ok(Value::Bool(self.eval(l)?.truthy() || self.eval(r)?.truthy())),
-            TKind::Binary(op, l, r) => {
+            TKind::Binary(BinaryOp::And, lr) => {
+                Ok(Value::Bool(self.eval(&lr[0])?.truthy() && self.eval(&lr[1])?.truthy()))
+            }
+            TKind::Binary(BinaryOp::Or, lr) => {
+                Ok(Value::Bool(self.eval(&lr[0])?.truthy() || self.eval(&lr[1])?.truthy()))
+            }
+            TKind::Binary(op, lr) => {
+                let [l, r] = &**lr;
                 let a = self.eval(l)?;
                 let b = self.eval(r)?;
                 if matches!(op, BinaryOp::Eq | BinaryOp::Ne) && a.is_container() && b.is_container() {
@@ -169,7 +175,8 @@ impl Evaluator<'_> {
                 self.alloc(crate::ops::build_bytes(&v), e.span)?;
                 Ok(v)
             }
-            TKind::If(c, t, f) => {
+            TKind::If(ctf) => {
+                let [c, t, f] = &**ctf;
                 if self.eval(c)?.truthy() {
                     self.eval(t)
                 } else {

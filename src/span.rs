@@ -87,15 +87,44 @@ impl<T> Spanned<T> {
 pub struct SourceMap {
     /// `(decoded offset, source offset)` of each decoded character that does not simply
     /// continue the verbatim run before it, in order.
-    points: Vec<(u32, u32)>,
+    points: Points,
     /// Decoded length and the source offset just past the last character.
     end: (u32, u32),
+}
+
+/// A source map's points: most strings have no escapes, so one point (held inline, no
+/// allocation) maps them all.
+#[derive(Clone, Debug, Default, PartialEq)]
+enum Points {
+    #[default]
+    None,
+    One((u32, u32)),
+    /// Two or more (never fewer: equal maps are built equal).
+    Many(Vec<(u32, u32)>),
+}
+
+impl Points {
+    fn as_slice(&self) -> &[(u32, u32)] {
+        match self {
+            Points::None => &[],
+            Points::One(p) => std::slice::from_ref(p),
+            Points::Many(v) => v,
+        }
+    }
+
+    fn push(&mut self, p: (u32, u32)) {
+        match self {
+            Points::None => *self = Points::One(p),
+            Points::One(q) => *self = Points::Many(vec![*q, p]),
+            Points::Many(v) => v.push(p),
+        }
+    }
 }
 
 impl SourceMap {
     /// A map for text that was copied verbatim from `source_start`.
     pub fn identity(source_start: u32, len: u32) -> SourceMap {
-        SourceMap { points: vec![(0, source_start)], end: (len, source_start.saturating_add(len)) }
+        SourceMap { points: Points::One((0, source_start)), end: (len, source_start.saturating_add(len)) }
     }
 
     /// Records that the decoded character at offset `decoded` starts at `source` in the
@@ -104,7 +133,7 @@ impl SourceMap {
         let c = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
         let (d, s) = (c(decoded), c(source));
         // Skip points that a verbatim run already implies.
-        if let Some(&(pd, ps)) = self.points.last() {
+        if let Some(&(pd, ps)) = self.points.as_slice().last() {
             if d.wrapping_sub(pd) == s.wrapping_sub(ps) {
                 return;
             }
@@ -123,11 +152,12 @@ impl SourceMap {
         if at >= self.end.0 {
             return self.end.1;
         }
-        let idx = self.points.partition_point(|p| p.0 <= at);
-        match idx.checked_sub(1).and_then(|i| self.points.get(i)) {
+        let points = self.points.as_slice();
+        let idx = points.partition_point(|p| p.0 <= at);
+        match idx.checked_sub(1).and_then(|i| points.get(i)) {
             Some(&(d, s)) => {
                 // Within a verbatim run, but never past the next point's source offset.
-                let limit = self.points.get(idx).map_or(self.end.1, |p| p.1);
+                let limit = points.get(idx).map_or(self.end.1, |p| p.1);
                 (s + (at - d)).min(limit)
             }
             None => self.end.1,
@@ -145,14 +175,15 @@ impl SourceMap {
     /// escape's every byte maps to the character it decodes to); `None` outside the source.
     pub fn decoded(&self, at: usize) -> Option<usize> {
         let at = u32::try_from(at).ok()?;
-        let first = self.points.first()?;
+        let points = self.points.as_slice();
+        let first = points.first()?;
         if at < first.1 || at >= self.end.1 {
             return None;
         }
-        let idx = self.points.partition_point(|p| p.1 <= at);
-        let &(d, s) = self.points.get(idx.checked_sub(1)?)?;
+        let idx = points.partition_point(|p| p.1 <= at);
+        let &(d, s) = points.get(idx.checked_sub(1)?)?;
         // Within a verbatim run, but never onto the next point's character.
-        let next = self.points.get(idx).map_or(self.end.0, |p| p.0);
+        let next = points.get(idx).map_or(self.end.0, |p| p.0);
         let last = next.saturating_sub(1).max(d);
         Some(d.saturating_add(at - s).min(last) as usize)
     }

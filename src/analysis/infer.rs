@@ -578,7 +578,8 @@ impl Infer<'_, '_> {
                 }
                 self.walk(inner, cx, certain);
             }
-            TKind::Index(a, b) => {
+            TKind::Index(ab) => {
+                let [a, b] = &**ab;
                 self.walk(a, cx, certain);
                 self.walk(b, cx, certain);
             }
@@ -590,7 +591,8 @@ impl Infer<'_, '_> {
                 }
                 self.walk(x, cx, certain);
             }
-            TKind::Binary(op, l, r) => {
+            TKind::Binary(op, lr) => {
+                let [l, r] = &**lr;
                 use BinaryOp::*;
                 let kinds = match op {
                     Or | And | Eq | Ne => Kinds::ALL,
@@ -615,7 +617,8 @@ impl Infer<'_, '_> {
                 self.demand(r, cx, other(l), what, right);
                 self.walk(r, cx, right);
             }
-            TKind::If(c, a, b) => {
+            TKind::If(cab) => {
+                let [c, a, b] = &**cab;
                 self.walk(c, cx, certain);
                 self.walk(a, cx, false);
                 self.walk(b, cx, false);

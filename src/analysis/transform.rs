@@ -306,7 +306,7 @@ impl Checker<'_> {
                     stack.extend(call.args.iter().map(|a| &a.value));
                 }
                 ExprKind::Field(inner, _) | ExprKind::Unary(_, inner) => stack.push(inner),
-                ExprKind::Index(a, b) | ExprKind::Binary(_, a, b) => stack.extend([&**a, &**b]),
+                ExprKind::Index(ab) | ExprKind::Binary(_, ab) => stack.extend(ab.iter()),
                 ExprKind::List(items) => stack.extend(items),
                 ExprKind::Object(entries) => stack.extend(entries.iter().map(|(_, v)| v)),
                 _ => {}

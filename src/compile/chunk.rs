@@ -6,7 +6,7 @@ use super::op::Op;
 use crate::functions::FuncId;
 use crate::span::Span;
 use crate::syntax::ast::Name;
-use crate::value::{Path, SmolStr, Value};
+use crate::value::{Path, Segments, SmolStr, Value};
 
 /// Compiled code for one expression or template.
 #[derive(Clone, Debug, Default)]
@@ -27,7 +27,7 @@ pub struct Chunk {
     /// Call sites.
     pub calls: Vec<CallInfo>,
     /// Where operands of an instruction came from, for error locations.
-    pub origins: Vec<(u32, [Option<Arc<Origin>>; 2])>,
+    pub origins: Vec<(u32, [Option<Origin>; 2])>,
     /// Local slots this chunk and its templates use.
     pub locals: u32,
     /// The source text, for chunks compiled from a run-time template.
@@ -47,7 +47,7 @@ pub struct CallInfo {
     pub given: u64,
     /// Where each parameter's value came from (for error locations), up to the last one
     /// that has an origin: a parameter past the end has none (most calls: an empty list).
-    pub origins: Box<[Option<Arc<Origin>>]>,
+    pub origins: Box<[Option<Origin>]>,
     /// The span of each argument (the call's span when defaulted).
     pub arg_spans: Box<[Span]>,
 }
@@ -108,8 +108,9 @@ pub enum Pred {
 pub struct Origin {
     /// Where the path starts.
     pub root: Root,
-    /// The field segments after it.
-    pub segments: Box<[Name]>,
+    /// The field segments after it (shared with the chunk's path that reads them, when
+    /// there is one).
+    pub segments: Segments,
 }
 
 /// The start of an [`Origin`].
@@ -156,16 +157,16 @@ impl Chunk {
     }
 
     /// Interns a path.
-    pub fn path(&mut self, segs: Vec<Name>) -> u32 {
+    pub fn path(&mut self, segs: Segments) -> u32 {
         if let Some(i) = self.paths.iter().position(|p| **p == *segs) {
             return i as u32;
         }
-        self.paths.push(Path::new(segs));
+        self.paths.push(Path::shared(segs));
         (self.paths.len() - 1) as u32
     }
 
     /// The operand origins recorded for instruction `pc`.
-    pub fn origins_at(&self, pc: usize) -> Option<&[Option<Arc<Origin>>; 2]> {
+    pub fn origins_at(&self, pc: usize) -> Option<&[Option<Origin>; 2]> {
         self.origins.iter().find(|(at, _)| *at as usize == pc).map(|(_, o)| o)
     }
 }

@@ -16,3 +16,6 @@ pub use compiler::compile;
 pub use disasm::disassemble;
 pub use fold::fold;
 pub use op::Op;
+
+#[cfg(test)]
+mod tests;

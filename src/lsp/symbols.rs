@@ -352,10 +352,7 @@ fn walk(e: &Expr, out: &mut Vec<(String, Span)>, names: &mut Vec<(crate::syntax:
         }
         ExprKind::Name(n) => names.push((n.clone(), e.span)),
         ExprKind::Field(x, _) | ExprKind::Unary(_, x) => walk(x, out, names),
-        ExprKind::Index(a, b) | ExprKind::Binary(_, a, b) => {
-            walk(a, out, names);
-            walk(b, out, names);
-        }
+        ExprKind::Index(ab) | ExprKind::Binary(_, ab) => ab.iter().for_each(|x| walk(x, out, names)),
         ExprKind::List(items) => items.iter().for_each(|x| walk(x, out, names)),
         ExprKind::Object(entries) => entries.iter().for_each(|(_, x)| walk(x, out, names)),
         _ => {}

@@ -35,8 +35,8 @@ pub enum ExprKind {
     Name(Name),
     /// `expr.segment`
     Field(Box<Expr>, Spanned<Name>),
-    /// `expr[expr]`
-    Index(Box<Expr>, Box<Expr>),
+    /// `expr[expr]`: the value and the key (one allocation for both).
+    Index(Box<[Expr; 2]>),
     /// `[a, b]`
     List(Vec<Expr>),
     /// `{k: v}`
@@ -45,8 +45,8 @@ pub enum ExprKind {
     Call(Call),
     /// `-x`, `not x`
     Unary(UnaryOp, Box<Expr>),
-    /// `a + b`, `a and b`, …
-    Binary(BinaryOp, Box<Expr>, Box<Expr>),
+    /// `a + b`, `a and b`, …: the left and right operands (one allocation for both).
+    Binary(BinaryOp, Box<[Expr; 2]>),
     /// Stands in for a part that did not parse, so later stages can still run.
     Error,
 }

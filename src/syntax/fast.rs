@@ -26,16 +26,21 @@ use crate::span::{SourceMap, Span, Spanned};
 /// Parses a whole expression, or `None` when the reference path must (see the module
 /// docs). `max_depth` is the builder's limit on tree height.
 pub(super) fn parse(src: &str, max_depth: usize) -> Option<Expr> {
-    let mut p = Parser { src, b: src.as_bytes(), pos: 0, max_depth };
-    p.ws();
-    let (e, _) = p.climb(0)?;
-    (p.pos == p.b.len()).then_some(e)
+    // The thread's name table, borrowed once for the whole parse rather than per name.
+    NAMES.with(|table| {
+        let mut table = table.try_borrow_mut();
+        let mut p =
+            Parser { src, b: src.as_bytes(), pos: 0, max_depth, names: table.as_deref_mut().ok().map(|t| &mut **t) };
+        p.ws();
+        let (e, _) = p.climb(0)?;
+        (p.pos == p.b.len()).then_some(e)
+    })
 }
 
 /// Parses a string that is a REF on its own (`ref_program`: whitespace around it is
 /// allowed, as pest's implicit whitespace allows it), or `None` for the reference path.
 pub(super) fn parse_ref(src: &str) -> Option<RefPath> {
-    let mut p = Parser { src, b: src.as_bytes(), pos: 0, max_depth: 0 };
+    let mut p = Parser { src, b: src.as_bytes(), pos: 0, max_depth: 0, names: None };
     p.ws();
     let (r, _) = p.ref_path()?;
     p.ws();
@@ -47,6 +52,8 @@ struct Parser<'s> {
     b: &'s [u8],
     pos: usize,
     max_depth: usize,
+    /// The thread's table of names ([`intern`]), when it could be borrowed.
+    names: Option<&'s mut [Option<Name>]>,
 }
 
 /// A node and the height of its tree, as the builder counts it.
@@ -80,6 +87,14 @@ thread_local! {
 /// short names per thread, two-way set-associative (a name is equal to its text whichever allocation holds it,
 /// so sharing changes nothing but the allocation count).
 pub(crate) fn intern(text: &str) -> Name {
+    NAMES.with(|names| match names.try_borrow_mut() {
+        Ok(mut names) => intern_in(&mut names, text),
+        Err(_) => Arc::from(text),
+    })
+}
+
+/// [`intern`] with the thread's table at hand.
+fn intern_in(names: &mut [Option<Name>], text: &str) -> Name {
     let b = text.as_bytes();
     if b.is_empty() || b.len() > NAME_KEPT_LEN {
         return Arc::from(text);
@@ -91,24 +106,27 @@ pub(crate) fn intern(text: &str) -> Name {
         .wrapping_mul(0x9e37_79b9_7f4a_7c15);
     // Two ways per set: a name and the one it would have evicted are both kept.
     let set = (h >> 58) as usize % (NAME_SLOTS / 2) * 2;
-    NAMES.with(|names| {
-        let Ok(mut names) = names.try_borrow_mut() else { return Arc::from(text) };
-        for way in set..set + 2 {
-            if let Some(n) = names.get(way).and_then(Option::as_ref).filter(|n| ***n == *text) {
-                return n.clone();
-            }
+    for way in set..set + 2 {
+        if let Some(n) = names.get(way).and_then(Option::as_ref).filter(|n| ***n == *text) {
+            return n.clone();
         }
-        let n: Name = Arc::from(text);
-        if let Some(pair) = names.get_mut(set..set + 2) {
-            pair.swap(0, 1);
-            pair[0] = Some(n.clone());
-        }
-        n
-    })
+    }
+    let n: Name = Arc::from(text);
+    if let Some(pair) = names.get_mut(set..set + 2) {
+        pair.swap(0, 1);
+        pair[0] = Some(n.clone());
+    }
+    n
 }
 
 fn is_ident_char(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_'
+}
+
+/// The length of the run of name characters (`[A-Za-z0-9_]`) that `b` starts with: one
+/// slice scan, where a cursor moved a character at a time checked its bounds per step.
+fn ident_run(b: &[u8]) -> usize {
+    b.iter().position(|&c| !is_ident_char(c)).unwrap_or(b.len())
 }
 
 fn is_ident_start(c: u8) -> bool {
@@ -135,7 +153,11 @@ impl<'s> Parser<'s> {
     fn name(&mut self, start: usize) -> Spanned<Name> {
         let text = &self.src[start..self.pos];
         let span = Span::new(start, self.pos);
-        Spanned::new(intern(text), span)
+        let name = match self.names.as_deref_mut() {
+            Some(table) => intern_in(table, text),
+            None => intern(text),
+        };
+        Spanned::new(name, span)
     }
 
     /// Consumes `c` and the whitespace after it, or fails.
@@ -162,10 +184,7 @@ impl<'s> Parser<'s> {
         if !self.peek().is_some_and(is_ident_start) {
             return None;
         }
-        self.pos += 1;
-        while self.peek().is_some_and(is_ident_char) {
-            self.pos += 1;
-        }
+        self.pos += 1 + ident_run(&self.b[self.pos + 1..]);
         Some(self.name(start))
     }
 
@@ -187,11 +206,8 @@ impl<'s> Parser<'s> {
             }
             lhs_is_comparison = op.is_comparison();
             let span = lhs.span.to(rhs.span);
-            (lhs, height) = self.node(
-                ExprKind::Binary(op, Box::new(lhs), Box::new(rhs)),
-                span,
-                (height + 1).max(rh + super::CHAIN_LEVEL),
-            )?;
+            (lhs, height) =
+                self.node(ExprKind::Binary(op, Box::new([lhs, rhs])), span, (height + 1).max(rh + super::CHAIN_LEVEL))?;
         }
         Some((lhs, height))
     }
@@ -257,11 +273,8 @@ impl<'s> Parser<'s> {
                     }
                     self.pos += 1;
                     let span = Span::new(acc.span.start as usize, self.pos);
-                    (acc, height) = self.node(
-                        ExprKind::Index(Box::new(acc), Box::new(key)),
-                        span,
-                        super::CHAIN_LEVEL + height.max(kh),
-                    )?;
+                    (acc, height) =
+                        self.node(ExprKind::Index(Box::new([acc, key])), span, super::CHAIN_LEVEL + height.max(kh))?;
                 }
                 _ => return Some((acc, height)),
             }
@@ -403,10 +416,7 @@ impl<'s> Parser<'s> {
             return None;
         }
         let start = self.pos;
-        let mut end = start + 1;
-        while self.b.get(end).copied().is_some_and(is_ident_char) {
-            end += 1;
-        }
+        let end = start + 1 + ident_run(&self.b[start + 1..]);
         let mut i = end;
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.b.get(i) {
             i += 1;
@@ -459,10 +469,15 @@ impl<'s> Parser<'s> {
         }
         let text = &self.src[start..self.pos];
         let span = Span::new(start, self.pos);
-        let integral = !text.contains(['.', 'e', 'E']);
-        match (integral, text.parse::<i64>(), text.parse::<f64>()) {
-            (true, Ok(i), _) => Some((Expr::new(ExprKind::Int(i), span), 1)),
-            (_, _, Ok(f)) if f.is_finite() => Some((Expr::new(ExprKind::Float(f), span), 1)),
+        // An integer when it is written as one and fits; else a float (read only then:
+        // reading a float costs several times what reading an integer does).
+        if !text.contains(['.', 'e', 'E']) {
+            if let Ok(i) = text.parse::<i64>() {
+                return Some((Expr::new(ExprKind::Int(i), span), 1));
+            }
+        }
+        match text.parse::<f64>() {
+            Ok(f) if f.is_finite() => Some((Expr::new(ExprKind::Float(f), span), 1)),
             _ => None, // out of range: the builder reports it
         }
     }

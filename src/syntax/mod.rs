@@ -44,11 +44,11 @@ mod tests {
         fn go(e: &super::ast::Expr) -> String {
             use super::ast::ExprKind::*;
             match &e.kind {
-                Binary(op, l, r) => format!("({} {} {})", go(l), op.symbol(), go(r)),
+                Binary(op, lr) => format!("({} {} {})", go(&lr[0]), op.symbol(), go(&lr[1])),
                 Unary(super::ast::UnaryOp::Not, x) => format!("(not {})", go(x)),
                 Unary(super::ast::UnaryOp::Neg, x) => format!("(-{})", go(x)),
                 Field(x, seg) => format!("{}.{}", go(x), seg.node),
-                Index(x, k) => format!("{}[{}]", go(x), go(k)),
+                Index(xk) => format!("{}[{}]", go(&xk[0]), go(&xk[1])),
                 _ => super::print(e),
             }
         }
@@ -104,10 +104,7 @@ mod tests {
                         go(x, out);
                         out.push(seg.node.clone());
                     }
-                    Binary(_, a, b) => {
-                        go(a, out);
-                        go(b, out);
-                    }
+                    Binary(_, ab) => ab.iter().for_each(|x| go(x, out)),
                     List(items) => items.iter().for_each(|x| go(x, out)),
                     Call(c) => {
                         out.push(c.name.node.clone());

@@ -445,11 +445,8 @@ impl Builder {
                 continue;
             }
             lhs_is_comparison = op.is_comparison();
-            (lhs, height) = self.node(
-                ExprKind::Binary(op, Box::new(lhs), Box::new(rhs)),
-                span,
-                (height + 1).max(rh + super::CHAIN_LEVEL),
-            );
+            (lhs, height) =
+                self.node(ExprKind::Binary(op, Box::new([lhs, rhs])), span, (height + 1).max(rh + super::CHAIN_LEVEL));
         }
         (lhs, height)
     }
@@ -479,11 +476,7 @@ impl Builder {
                         self.node(ExprKind::Field(Box::new(acc), name_of(&x)), span, height + super::CHAIN_LEVEL)
                     } else {
                         let (key, kh) = self.expr(x);
-                        self.node(
-                            ExprKind::Index(Box::new(acc), Box::new(key)),
-                            span,
-                            super::CHAIN_LEVEL + height.max(kh),
-                        )
+                        self.node(ExprKind::Index(Box::new([acc, key])), span, super::CHAIN_LEVEL + height.max(kh))
                     };
                 }
                 (acc, height)

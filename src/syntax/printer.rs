@@ -62,7 +62,8 @@ fn write_expr(out: &mut String, e: &Expr, min_prec: u8) {
             out.push('.');
             out.push_str(&seg.node);
         }
-        ExprKind::Index(inner, key) => {
+        ExprKind::Index(ik) => {
+            let [inner, key] = &**ik;
             write_expr(out, inner, 9);
             out.push('[');
             write_expr(out, key, 0);
@@ -127,7 +128,8 @@ fn write_expr(out: &mut String, e: &Expr, min_prec: u8) {
                 out.push(')');
             }
         }
-        ExprKind::Binary(op, l, r) => {
+        ExprKind::Binary(op, lr) => {
+            let [l, r] = &**lr;
             let prec = op.precedence();
             let paren = prec < min_prec;
             if paren {
@@ -186,7 +188,8 @@ fn dump_into(out: &mut String, e: &Expr, indent: usize, prefix: &str) {
             let _ = writeln!(out, "Field .{} @{sp}", seg.node);
             dump_into(out, inner, indent + 1, "");
         }
-        ExprKind::Index(inner, key) => {
+        ExprKind::Index(ik) => {
+            let [inner, key] = &**ik;
             let _ = writeln!(out, "Index @{sp}");
             dump_into(out, inner, indent + 1, "");
             dump_into(out, key, indent + 1, "key: ");
@@ -214,7 +217,8 @@ fn dump_into(out: &mut String, e: &Expr, indent: usize, prefix: &str) {
             let _ = writeln!(out, "Unary {op:?} @{sp}");
             dump_into(out, inner, indent + 1, "");
         }
-        ExprKind::Binary(op, l, r) => {
+        ExprKind::Binary(op, lr) => {
+            let [l, r] = &**lr;
             let _ = writeln!(out, "Binary {} @{sp}", op.symbol());
             dump_into(out, l, indent + 1, "");
             dump_into(out, r, indent + 1, "");

@@ -73,9 +73,10 @@ pub enum Fit {
 }
 
 impl Type {
-    /// `list<any>`
+    /// `list<any>` (one shared allocation: the type of every list nothing is known of).
     pub fn any_list() -> Type {
-        Type::List(Arc::new(Type::Any))
+        static ANY_LIST: std::sync::LazyLock<Type> = std::sync::LazyLock::new(|| Type::List(Arc::new(Type::Any)));
+        ANY_LIST.clone()
     }
 
     /// An open object with no known fields.

@@ -34,18 +34,19 @@ pub enum TKind {
     Ref(Name, Vec<Name>),
     /// `expr.segment`
     Field(Box<TExpr>, Name),
-    /// `expr[expr]`
-    Index(Box<TExpr>, Box<TExpr>),
+    /// `expr[expr]`: the value and the key (one allocation for both).
+    Index(Box<[TExpr; 2]>),
     /// `[…]`
     List(Vec<TExpr>),
     /// `{…}` and `create_object(…)`
     Object(Vec<(Name, TExpr)>),
     /// `-x`, `not x`
     Unary(UnaryOp, Box<TExpr>),
-    /// Operators, `and`/`or` short-circuiting.
-    Binary(BinaryOp, Box<TExpr>, Box<TExpr>),
+    /// Operators, `and`/`or` short-circuiting: the left and right operands (one
+    /// allocation for both).
+    Binary(BinaryOp, Box<[TExpr; 2]>),
     /// `if(c, a, b)`: only the chosen branch runs.
-    If(Box<TExpr>, Box<TExpr>, Box<TExpr>),
+    If(Box<[TExpr; 3]>),
     /// `pipeline(init, [ops])`: each op runs with `current` in `slot`.
     Pipeline {
         /// The initial value.
@@ -120,10 +121,10 @@ impl TExpr {
             match &node.kind {
                 TKind::Const(_) | TKind::Global(_) | TKind::Local(_) | TKind::Ref(..) | TKind::Error => {}
                 TKind::Field(e, _) | TKind::Unary(_, e) => children.push(e),
-                TKind::Index(a, b) | TKind::Binary(_, a, b) => children.extend([&**a, &**b]),
+                TKind::Index(ab) | TKind::Binary(_, ab) => children.extend(ab.iter()),
                 TKind::List(items) => children.extend(items),
                 TKind::Object(entries) => children.extend(entries.iter().map(|(_, e)| e)),
-                TKind::If(c, a, b) => children.extend([&**c, &**a, &**b]),
+                TKind::If(cab) => children.extend(cab.iter()),
                 TKind::Pipeline { init, ops, .. } => {
                     children.push(init);
                     children.extend(ops);

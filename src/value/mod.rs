@@ -37,6 +37,7 @@ pub(crate) use json::MAX_SERIALIZE_DEPTH;
 pub(crate) use order::cmp_numbers;
 pub(crate) use path::same_key;
 pub use path::Path;
+pub(crate) use path::{no_segments, Segments};
 
 /// The hasher used for object keys: short keys, hashed often, never attacker-chosen in a way
 /// that matters more than evaluation limits already bound.

@@ -214,7 +214,7 @@ pub(crate) fn same_key(a: &[u8], b: &[u8]) -> bool {
 /// path itself, so building one allocates only its segment list (W5's compile builds eight).
 #[derive(Debug, Default)]
 pub struct Path {
-    segs: Box<[Arc<str>]>,
+    segs: Segments,
     hints: Hints,
 }
 
@@ -235,15 +235,35 @@ impl Default for Hints {
     }
 }
 
+/// A path's segments, shared: a chunk's path, the fast form of its template and the origin
+/// of a value read there (`compile::Origin`) hold one list, allocated once.
+pub type Segments = Arc<[Arc<str>]>;
+
+/// No segments, shared (an `Arc` of nothing still allocates its counts).
+pub(crate) fn no_segments() -> Segments {
+    static NONE: std::sync::LazyLock<Segments> = std::sync::LazyLock::new(|| Arc::from([]));
+    NONE.clone()
+}
+
 impl Path {
     /// A path over these segments.
     pub fn new(segs: Vec<Arc<str>>) -> Path {
+        Path::shared(segs.into())
+    }
+
+    /// A path over segments shared with whatever else holds them.
+    pub(crate) fn shared(segs: Segments) -> Path {
         let hints = if segs.len() <= INLINE_HINTS {
             Hints::Inline(Default::default())
         } else {
             Hints::Heap(segs.iter().map(|_| AtomicU32::new(0)).collect())
         };
-        Path { segs: segs.into_boxed_slice(), hints }
+        Path { segs, hints }
+    }
+
+    /// Its segments, to share.
+    pub(crate) fn segments(&self) -> &Segments {
+        &self.segs
     }
 
     /// One hint per segment.
@@ -265,7 +285,7 @@ impl std::ops::Deref for Path {
 
 impl Clone for Path {
     fn clone(&self) -> Path {
-        Path::new(self.segs.to_vec())
+        Path::shared(self.segs.clone())
     }
 }
 

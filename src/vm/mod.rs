@@ -145,7 +145,7 @@ fn global_path(vars: &Value, path: &crate::value::Path) -> Result<Value, (usize,
 /// Where a local's value came from: element `index` of the list at `origin`.
 #[derive(Clone)]
 struct LocalLoc {
-    origin: Option<Arc<Origin>>,
+    origin: Option<Origin>,
     index: usize,
     serial: u64,
 }

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::places::{field_root, field_segments, origin_of};
+use super::places::{field_root, shared_segments};
 use super::{compile, Compiler};
 use crate::compile::chunk::{CallInfo, CallParam, Fast, Origin, Pred};
 use crate::compile::op::Op;
@@ -13,26 +13,27 @@ use crate::types::typed::{TArg, TCall, TExpr, TKind};
 use crate::value::{Path, Value};
 
 /// The fast form of a template body with `item` in `slot`, when it has one.
-fn fast_template(body: &TExpr, slot: u32) -> Option<Fast> {
-    if let Some(path) = item_path(body, slot) {
+/// Its paths share their segments with equal ones of `paths` (the template's chunk's).
+fn fast_template(body: &TExpr, slot: u32, paths: &[Path]) -> Option<Fast> {
+    if let Some(path) = item_path(body, slot, paths) {
         return Some(Fast::Path(path));
     }
-    predicate(body, slot).map(Fast::Pred)
+    predicate(body, slot, paths).map(Fast::Pred)
 }
 
 /// `item.a.b` → `[a, b]`; `item` → `[]`.
-fn item_path(e: &TExpr, slot: u32) -> Option<Path> {
+fn item_path(e: &TExpr, slot: u32, paths: &[Path]) -> Option<Path> {
     let (root, n) = field_root(e);
-    matches!(root.kind, TKind::Local(s) if s == slot).then(|| Path::new(field_segments(e, n, None)))
+    matches!(root.kind, TKind::Local(s) if s == slot).then(|| Path::shared(shared_segments(e, n, paths)))
 }
 
-fn predicate(e: &TExpr, slot: u32) -> Option<Pred> {
+fn predicate(e: &TExpr, slot: u32, paths: &[Path]) -> Option<Pred> {
     Some(match &e.kind {
         TKind::Const(v) => Pred::Const(v.truthy()),
-        TKind::Unary(UnaryOp::Not, x) => Pred::Not(Box::new(predicate(x, slot)?)),
+        TKind::Unary(UnaryOp::Not, x) => Pred::Not(Box::new(predicate(x, slot, paths)?)),
         TKind::Binary(op @ (BinaryOp::And | BinaryOp::Or), ..) => {
             let mut parts = Vec::with_capacity(chain_len(e, *op));
-            chain(e, *op, slot, &mut parts)?;
+            chain(e, *op, slot, paths, &mut parts)?;
             let parts = parts.into_boxed_slice();
             if *op == BinaryOp::And {
                 Pred::And(parts)
@@ -40,8 +41,10 @@ fn predicate(e: &TExpr, slot: u32) -> Option<Pred> {
                 Pred::Or(parts)
             }
         }
-        TKind::Binary(op, l, r) if op.is_comparison() => Pred::Cmp(*op, item_path(l, slot)?, r.as_const()?.clone()),
-        _ => Pred::Truthy(item_path(e, slot)?),
+        TKind::Binary(op, lr) if op.is_comparison() => {
+            Pred::Cmp(*op, item_path(&lr[0], slot, paths)?, lr[1].as_const()?.clone())
+        }
+        _ => Pred::Truthy(item_path(e, slot, paths)?),
     })
 }
 
@@ -49,21 +52,21 @@ fn predicate(e: &TExpr, slot: u32) -> Option<Pred> {
 /// is grouped).
 fn chain_len(e: &TExpr, op: BinaryOp) -> usize {
     match &e.kind {
-        TKind::Binary(o, l, r) if *o == op => chain_len(l, op) + chain_len(r, op),
+        TKind::Binary(o, lr) if *o == op => lr.iter().map(|x| chain_len(x, op)).sum(),
         _ => 1,
     }
 }
 
 /// The conditions of the operands of the chain of `op`s at `e`, left to right, into `out`.
 /// Recursion is bounded by the tree's height (the parser's nesting limit).
-fn chain(e: &TExpr, op: BinaryOp, slot: u32, out: &mut Vec<Pred>) -> Option<()> {
+fn chain(e: &TExpr, op: BinaryOp, slot: u32, paths: &[Path], out: &mut Vec<Pred>) -> Option<()> {
     match &e.kind {
-        TKind::Binary(o, l, r) if *o == op => {
-            chain(l, op, slot, out)?;
-            chain(r, op, slot, out)
+        TKind::Binary(o, lr) if *o == op => {
+            chain(&lr[0], op, slot, paths, out)?;
+            chain(&lr[1], op, slot, paths, out)
         }
         _ => {
-            out.push(predicate(e, slot)?);
+            out.push(predicate(e, slot, paths)?);
             Some(())
         }
     }
@@ -107,7 +110,7 @@ impl Compiler {
         // Up to the last argument with an origin (usually none, so no allocation); a missing
         // entry reads as "no origin", as `None` does.
         let mut origins = Vec::new();
-        let note = |origins: &mut Vec<Option<Arc<Origin>>>, n: usize, o: Option<Arc<Origin>>| {
+        let note = |origins: &mut Vec<Option<Origin>>, n: usize, o: Option<Origin>| {
             if o.is_some() {
                 origins.resize(n, None);
                 origins.push(o);
@@ -117,7 +120,7 @@ impl Compiler {
         for (n, a) in call.args.iter().enumerate() {
             if let (true, 0, TArg::Value(x)) = (skip_first, n, a) {
                 params.push(CallParam::Value);
-                note(&mut origins, n, origin_of(x));
+                note(&mut origins, n, self.origin(x));
                 spans.push(x.span);
                 continue;
             }
@@ -125,7 +128,7 @@ impl Compiler {
                 TArg::Value(x) => {
                     self.expr(x);
                     params.push(CallParam::Value);
-                    note(&mut origins, n, origin_of(x));
+                    note(&mut origins, n, self.origin(x));
                     spans.push(x.span);
                 }
                 TArg::Template { body, slot } => {
@@ -135,7 +138,7 @@ impl Compiler {
                     self.chunk.locals = self.chunk.locals.max(sub.locals);
                     let i = self.chunk.constant(Value::Null);
                     self.emit(Op::Const(i), body.span);
-                    let fast = fast_template(body, *slot).map(Arc::new);
+                    let fast = fast_template(body, *slot, &sub.paths).map(Arc::new);
                     params.push(CallParam::Template(Arc::new(sub), *slot, fast));
                     spans.push(body.span);
                 }

@@ -56,10 +56,10 @@ fn only_counted(e: &TExpr, slot: u32) -> bool {
         TKind::Local(s) => *s != slot,
         TKind::Const(_) | TKind::Global(_) | TKind::Ref(..) | TKind::Error => true,
         TKind::Field(x, _) | TKind::Unary(_, x) => only_counted(x, slot),
-        TKind::Index(a, b) | TKind::Binary(_, a, b) => only_counted(a, slot) && only_counted(b, slot),
+        TKind::Index(ab) | TKind::Binary(_, ab) => ab.iter().all(|x| only_counted(x, slot)),
         TKind::List(items) => items.iter().all(|x| only_counted(x, slot)),
         TKind::Object(entries) => entries.iter().all(|(_, x)| only_counted(x, slot)),
-        TKind::If(c, a, b) => only_counted(c, slot) && only_counted(a, slot) && only_counted(b, slot),
+        TKind::If(cab) => cab.iter().all(|x| only_counted(x, slot)),
         TKind::Pipeline { init, ops, .. } => only_counted(init, slot) && ops.iter().all(|x| only_counted(x, slot)),
         TKind::Call(c) if &*c.name == "keys" && c.args.len() == 1 && is_slot(c.args.first()) => true,
         TKind::Call(c) if &*c.name == "map" && c.args.len() == 2 => {

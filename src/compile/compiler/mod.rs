@@ -12,14 +12,12 @@ mod literals;
 mod operators;
 mod places;
 
-use std::sync::Arc;
-
 use super::chunk::{Chunk, Origin};
 use super::op::Op;
 use crate::span::Span;
 use crate::syntax::ast::BinaryOp;
 use crate::types::typed::{TExpr, TKind};
-use crate::value::Value;
+use crate::value::{no_segments, Value};
 
 /// Compiles a checked, error-free typed expression into a chunk.
 pub fn compile(e: &TExpr) -> Chunk {
@@ -68,17 +66,17 @@ impl Compiler {
             }
             TKind::Ref(ctx, segs) => {
                 let n = self.chunk.name(ctx);
-                let p = self.chunk.path(segs.clone());
+                let p = self.chunk.path(if segs.is_empty() { no_segments() } else { segs[..].into() });
                 self.emit(Op::Ref(n, p), span);
             }
             TKind::Field(..) => self.field(e, span),
-            TKind::Index(v, k) => self.index(v, k, span),
+            TKind::Index(vk) => self.index(&vk[0], &vk[1], span),
             TKind::List(items) => self.list(items, span),
             TKind::Object(entries) => self.object(entries, span),
             TKind::Unary(op, x) => self.unary(*op, x, span),
-            TKind::Binary(op @ (BinaryOp::And | BinaryOp::Or), l, r) => self.short_circuit(*op, l, r, span),
-            TKind::Binary(op, l, r) => self.binary(*op, l, r, span),
-            TKind::If(c, t, f) => self.if_(c, t, f, span),
+            TKind::Binary(op @ (BinaryOp::And | BinaryOp::Or), lr) => self.short_circuit(*op, &lr[0], &lr[1], span),
+            TKind::Binary(op, lr) => self.binary(*op, &lr[0], &lr[1], span),
+            TKind::If(ctf) => self.if_(&ctf[0], &ctf[1], &ctf[2], span),
             TKind::Pipeline { init, slot, ops } => self.pipeline(init, *slot, ops),
             TKind::Call(call) => self.call(call, span),
             TKind::Error => {
@@ -89,7 +87,7 @@ impl Compiler {
         }
     }
 
-    fn record(&mut self, at: usize, origins: [Option<Arc<Origin>>; 2]) {
+    fn record(&mut self, at: usize, origins: [Option<Origin>; 2]) {
         if origins.iter().any(Option::is_some) {
             self.chunk.origins.push((at as u32, origins));
         }

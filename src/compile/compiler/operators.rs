@@ -1,6 +1,6 @@
 //! Operators: unary, binary, and `and`/`or`, which short-circuit with a jump.
 
-use super::places::{field_root, field_segments, origin_of};
+use super::places::field_root;
 use super::Compiler;
 use crate::compile::op::Op;
 use crate::span::Span;
@@ -12,7 +12,7 @@ impl Compiler {
     pub(super) fn unary(&mut self, op: UnaryOp, x: &TExpr, span: Span) {
         self.expr(x);
         let at = self.emit(if op == UnaryOp::Not { Op::Not } else { Op::Neg }, span);
-        self.record(at, [origin_of(x), None]);
+        self.record(at, [self.origin(x), None]);
     }
 
     /// `l and r`, `l or r`: the right operand runs only when the left does not decide.
@@ -32,16 +32,16 @@ impl Compiler {
             let (root, len) = field_root(l);
             if let TKind::Local(slot) = root.kind {
                 self.use_slot(slot);
-                let p = self.chunk.path(field_segments(l, len, None));
+                let p = self.field_path(l, len, None);
                 let c = self.chunk.constant(c.clone());
                 let at = self.emit(Op::CmpLocalPathConst(op, slot, p, c), span);
-                self.record(at, [origin_of(l), None]);
+                self.record(at, [self.origin(l), None]);
                 return;
             }
         }
         self.expr(l);
         self.expr(r);
         let at = self.emit(Op::Binary(op), span);
-        self.record(at, [origin_of(l), origin_of(r)]);
+        self.record(at, [self.origin(l), self.origin(r)]);
     }
 }

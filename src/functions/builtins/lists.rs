@@ -32,7 +32,7 @@ pub(super) fn filter() -> Function {
         Signature::new(
             "filter",
             vec![array(), Param::deferred("condition_string", ParamKind::Template)],
-            ReturnRule::Computed(|a| list_of(a[0].element())),
+            ReturnRule::Computed(|a| list_like(&a[0])),
             "the elements whose condition is truthy, in order",
         ),
         filter_body,
@@ -112,7 +112,7 @@ pub(super) fn sort() -> Function {
                 Param::deferred("key_path", ParamKind::PathTemplate).or_null(),
                 Param::optional("direction", Type::Str, Value::str("asc")).one_of(&["asc", "desc"]),
             ],
-            ReturnRule::Computed(|a| list_of(a[0].element())),
+            ReturnRule::Computed(|a| list_like(&a[0])),
             "a stable sort by the total order of values",
         ),
         sort_body,
@@ -205,7 +205,7 @@ pub(super) fn unique() -> Function {
         Signature::new(
             "unique",
             vec![array()],
-            ReturnRule::Computed(|a| list_of(a[0].element())),
+            ReturnRule::Computed(|a| list_like(&a[0])),
             "the first occurrence of every distinct element",
         ),
         unique_body,

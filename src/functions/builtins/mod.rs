@@ -54,7 +54,19 @@ fn fixed(t: Type) -> ReturnRule {
 }
 
 fn list_of(t: Type) -> Type {
+    if t == Type::Any {
+        return Type::any_list();
+    }
     Type::List(Arc::new(t))
+}
+
+/// A list of the elements of `t` (the type of `filter`, `sort` and `unique`): `t` itself,
+/// shared, when it is a list type already.
+fn list_like(t: &Type) -> Type {
+    match t {
+        Type::List(_) => t.clone(),
+        _ => list_of(t.element()),
+    }
 }
 
 fn str_or_null() -> Type {

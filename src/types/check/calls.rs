@@ -320,7 +320,7 @@ impl Checker<'_> {
             _ => return self.err_node(span),
         };
         let ty = t.ty.clone().union(f.ty.clone());
-        self.node(TKind::If(Box::new(c), Box::new(t), Box::new(f)), ty, span)
+        self.node(TKind::If(Box::new([c, t, f])), ty, span)
     }
 
     /// `pipeline(init, [op, …])`, compiled inline: each operation is checked with `current`

@@ -57,7 +57,7 @@ const PIPELINE_NESTING_FACTOR: usize = 4;
 fn height(e: &Expr) -> usize {
     1 + match &e.kind {
         ExprKind::Field(x, _) | ExprKind::Unary(_, x) => height(x),
-        ExprKind::Index(x, k) | ExprKind::Binary(_, x, k) => height(x).max(height(k)),
+        ExprKind::Index(xk) | ExprKind::Binary(_, xk) => height(&xk[0]).max(height(&xk[1])),
         ExprKind::List(items) => items.iter().map(height).max().unwrap_or(0),
         ExprKind::Object(entries) => entries.iter().map(|(_, v)| height(v)).max().unwrap_or(0),
         // A pipeline's operations stack up: count them summed, as the check below does.
@@ -186,11 +186,12 @@ impl<'a> Checker<'a> {
                 let ty = self.segment_type(&t.ty, seg, inner.span);
                 self.node(TKind::Field(Box::new(t), seg.node.clone()), ty, e.span)
             }
-            ExprKind::Index(inner, key) => {
+            ExprKind::Index(ik) => {
+                let [inner, key] = &**ik;
                 let t = self.expr(inner);
                 let k = self.expr(key);
                 let ty = self.index_type(&t.ty, &k, key.span);
-                self.node(TKind::Index(Box::new(t), Box::new(k)), ty, e.span)
+                self.node(TKind::Index(Box::new([t, k])), ty, e.span)
             }
             ExprKind::List(items) => {
                 let items: Vec<TExpr> = items.iter().map(|x| self.expr(x)).collect();
@@ -239,7 +240,7 @@ impl<'a> Checker<'a> {
                 };
                 self.node(TKind::Unary(*op, Box::new(t)), ty, e.span)
             }
-            ExprKind::Binary(op, l, r) => self.binary(*op, l, r, e.span),
+            ExprKind::Binary(op, lr) => self.binary(*op, &lr[0], &lr[1], e.span),
             ExprKind::Error => self.err_node(e.span),
         }
     }
@@ -538,7 +539,7 @@ impl<'a> Checker<'a> {
                 }
             }
         };
-        self.node(TKind::Binary(op, Box::new(lt), Box::new(rt)), ty, span)
+        self.node(TKind::Binary(op, Box::new([lt, rt])), ty, span)
     }
 
     pub(super) fn operand_error(&mut self, op: BinaryOp, lt: &TExpr, rt: &TExpr, ls: Span, rs: Span, help: &str) {
