@@ -10,6 +10,7 @@ use temporalio_macros::activities;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 use temporalio_sdk::ApplicationFailure;
 
+use super::batch::{BatchInput, BatchOutput};
 use super::{complete_notes, failure_type, AttemptNote, CallInput, CallOutput, FailureKind};
 use crate::analysis::{Resolved, ToolRoot};
 use crate::exec::breaker::{Admission, BreakerPolicy, Breakers, Refusal};
@@ -34,7 +35,7 @@ impl TdslActivities {
         TdslActivities { root, breakers: Mutex::new(Vec::new()), started: Instant::now() }
     }
 
-    fn breakers(&self, policy: &BreakerPolicy) -> Arc<Breakers> {
+    pub(crate) fn breakers(&self, policy: &BreakerPolicy) -> Arc<Breakers> {
         let mut all = self.breakers.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some((_, b)) = all.iter().find(|(p, _)| p == policy) {
             return b.clone();
@@ -44,13 +45,44 @@ impl TdslActivities {
         b
     }
 
-    fn now_ms(&self) -> u64 {
+    pub(crate) fn now_ms(&self) -> u64 {
         u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Why the worker's breaker of `tool_path` refuses a call now, or `None`: it may go.
+    pub(crate) fn refused(&self, breakers: &Breakers, tool_path: &str) -> Option<String> {
+        if let Admission::Allowed = breakers.admit(tool_path, self.now_ms()) {
+            return None;
+        }
+        Some(match breakers.refusal(tool_path, self.now_ms()) {
+            Some(Refusal::OpenUntil(at)) => format!(
+                "the circuit breaker of `{tool_path}` on this worker is open: the call was refused; it half-opens in {} s",
+                at.saturating_sub(self.now_ms()) as f64 / 1000.0
+            ),
+            _ => format!("the circuit breaker of `{tool_path}` on this worker is half-open and its trial calls are in flight: the call was refused"),
+        })
+    }
+
+    /// The worker's tool root.
+    pub(crate) fn root(&self) -> &std::path::Path {
+        &self.root
     }
 }
 
 #[activities]
 impl TdslActivities {
+    /// Calls the children of one batch of a fan-out (interpreter v4, `batch.rs`): each with
+    /// its own attempts, timeout and breaker, at most the batch's share of the run's
+    /// concurrency at once; every child's outcome comes back.
+    #[activity(name = "tdsl.call_batch")]
+    pub async fn call_batch(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: BatchInput,
+    ) -> Result<BatchOutput, ActivityError> {
+        Ok(super::batch::run(&self, &ctx, input).await)
+    }
+
     /// Calls one primitive tool through the host runner (or answers from the run's mock).
     #[activity(name = "tdsl.call_tool")]
     pub async fn call_tool(
@@ -66,14 +98,7 @@ impl TdslActivities {
         let earlier = complete_notes(earlier, attempt);
         let breakers = self.breakers(&input.breaker);
         let tool_path = input.tool_path.clone();
-        if let Admission::Refused = breakers.admit(&tool_path, self.now_ms()) {
-            let message = match breakers.refusal(&tool_path, self.now_ms()) {
-                Some(Refusal::OpenUntil(at)) => format!(
-                    "the circuit breaker of `{tool_path}` on this worker is open: the call was refused; it half-opens in {} s",
-                    at.saturating_sub(self.now_ms()) as f64 / 1000.0
-                ),
-                _ => format!("the circuit breaker of `{tool_path}` on this worker is half-open and its trial calls are in flight: the call was refused"),
-            };
+        if let Some(message) = self.refused(&breakers, &tool_path) {
             let failure = ApplicationFailure::builder(message)
                 .type_name(failure_type(FailureKind::Refused, attempt))
                 .non_retryable(true)
@@ -162,60 +187,109 @@ fn call_blocking(
     left: Option<Duration>,
     cancel: &CancelToken,
 ) -> Result<Value, ToolError> {
-    if let Some(spec) = &input.mock {
-        let mut m = crate::value::Map::default();
-        m.insert(crate::value::SmolStr::new(&input.tool_path), spec.clone());
-        let text = serde_json::to_string(&Value::object(m)).map_err(|e| ToolError::permanent(e.to_string()))?;
-        let mock = Mock::from_json(&text).map_err(ToolError::permanent)?;
-        let n = input.mock_base.saturating_add(attempt as usize).saturating_sub(1);
-        if let Some(answer) = mock.answer_at(&input.tool_path, n) {
-            return answer;
-        }
+    let tool = Prepared::new(root, &input.tool_path, input.mock.as_ref(), input.max_tool_output);
+    let n = input.mock_base.saturating_add(attempt as usize).saturating_sub(1);
+    tool.call(&input.arguments, input.timeout_seconds, attempt, n, left, cancel)
+}
+
+/// A primitive tool as a worker calls it: its definition and file resolved under the
+/// worker's root (or why not), and the run's mock answers for it. Made once per call, or
+/// once for a whole batch of fan-out children (`batch.rs`).
+pub(crate) struct Prepared {
+    tool_path: String,
+    mock: Option<Mock>,
+    resolved: Result<(crate::tool::ToolDef, PathBuf), ToolError>,
+    max_tool_output: u64,
+}
+
+impl Prepared {
+    /// `tool_path` under `root`, with the run's `mock` entry for it, if any.
+    pub(crate) fn new(root: &std::path::Path, tool_path: &str, mock: Option<&Value>, max_tool_output: u64) -> Prepared {
+        let mock = mock.map(|spec| {
+            let mut m = crate::value::Map::default();
+            m.insert(crate::value::SmolStr::new(tool_path), spec.clone());
+            let text = serde_json::to_string(&Value::object(m)).map_err(|e| e.to_string())?;
+            Mock::from_json(&text)
+        });
+        let (mock, mock_error) = match mock {
+            Some(Ok(m)) => (Some(m), None),
+            Some(Err(e)) => (None, Some(ToolError::permanent(e))),
+            None => (None, None),
+        };
+        let resolved = match mock_error {
+            Some(e) => Err(e),
+            None => resolve(root, tool_path),
+        };
+        Prepared { tool_path: tool_path.to_string(), mock, resolved, max_tool_output }
     }
+
+    /// Whether the run's mock answers for the tool.
+    pub(crate) fn mocked(&self) -> bool {
+        self.mock.is_some()
+    }
+
+    /// One attempt (`attempt`, from 1) with `arguments`: the mock's answer `mock_index`
+    /// (from 0) when the run has one, else the tool through the host runner, bounded by its
+    /// timeout and what is `left` of the activity.
+    pub(crate) fn call(
+        &self,
+        arguments: &Value,
+        timeout_seconds: f64,
+        attempt: u32,
+        mock_index: usize,
+        left: Option<Duration>,
+        cancel: &CancelToken,
+    ) -> Result<Value, ToolError> {
+        if let Some(mock) = &self.mock {
+            if let Some(answer) = mock.answer_at(&self.tool_path, mock_index) {
+                return answer;
+            }
+        }
+        let (def, file) = match &self.resolved {
+            Ok(r) => r,
+            Err(e) => return Err(e.clone()),
+        };
+        let runner = HostRunner::new().with_max_stdout(self.max_tool_output);
+        // A second past Temporal's own timeout, so that Temporal's (a timeout, in the trace)
+        // always comes first; this one only ends the program.
+        let timeout = match (Duration::try_from_secs_f64(timeout_seconds).ok(), left) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+        .map(|t| t + Duration::from_secs(1));
+        let call = ToolCall {
+            tool_path: &self.tool_path,
+            definition: Some(def),
+            file: Some(file),
+            arguments,
+            cancel,
+            timeout,
+            attempt,
+        };
+        runner.call(&call)
+    }
+}
+
+/// The definition and file of the primitive tool at `tool_path` under `root`, or why the
+/// worker cannot call it.
+fn resolve(root: &std::path::Path, tool_path: &str) -> Result<(crate::tool::ToolDef, PathBuf), ToolError> {
     let mut tool_root = ToolRoot::new(root);
-    let (def, file) = match tool_root.resolve(&input.tool_path) {
+    match tool_root.resolve(tool_path) {
         Resolved::Found(t) => match &t.def {
-            Some(d) if !d.is_composite() => (d.clone(), t.file.clone()),
-            Some(_) => {
-                return Err(ToolError::permanent(format!(
-                    "`{}` is a composite on this worker's root ({}), not a primitive tool",
-                    input.tool_path,
-                    root.display()
-                )))
-            }
-            None => {
-                return Err(ToolError::permanent(format!(
-                    "`{}` does not load on this worker's root ({})",
-                    input.tool_path,
-                    root.display()
-                )))
-            }
+            Some(d) if !d.is_composite() => Ok((d.clone(), t.file.clone())),
+            Some(_) => Err(ToolError::permanent(format!(
+                "`{tool_path}` is a composite on this worker's root ({}), not a primitive tool",
+                root.display()
+            ))),
+            None => Err(ToolError::permanent(format!(
+                "`{tool_path}` does not load on this worker's root ({})",
+                root.display()
+            ))),
         },
-        Resolved::Missing(p) => {
-            return Err(ToolError::permanent(format!(
-                "`{}` has no file on this worker (looked for {}; start the worker with --root on the tool root)",
-                input.tool_path,
-                p.display()
-            )))
-        }
-        Resolved::Invalid(why) => return Err(ToolError::permanent(why)),
-    };
-    let runner = HostRunner::new().with_max_stdout(input.max_tool_output);
-    // A second past Temporal's own timeout, so that Temporal's (a timeout, in the trace)
-    // always comes first; this one only ends the program.
-    let timeout = match (Duration::try_from_secs_f64(input.timeout_seconds).ok(), left) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
+        Resolved::Missing(p) => Err(ToolError::permanent(format!(
+            "`{tool_path}` has no file on this worker (looked for {}; start the worker with --root on the tool root)",
+            p.display()
+        ))),
+        Resolved::Invalid(why) => Err(ToolError::permanent(why)),
     }
-    .map(|t| t + Duration::from_secs(1));
-    let call = ToolCall {
-        tool_path: &input.tool_path,
-        definition: Some(&def),
-        file: Some(&file),
-        arguments: &input.arguments,
-        cancel,
-        timeout,
-        attempt,
-    };
-    runner.call(&call)
 }

@@ -17,6 +17,7 @@
 // The SDK's macros generate undocumented associated items (activity and run markers).
 #[allow(missing_docs)]
 mod activity;
+mod batch;
 mod bounds;
 pub mod client;
 #[allow(missing_docs)]
@@ -36,7 +37,7 @@ use crate::exec::{Tool, Workflow};
 use crate::value::Value;
 
 /// The version of the interpreter's behaviour; carried in every run's input.
-pub const INTERPRETER_VERSION: u32 = 3;
+pub const INTERPRETER_VERSION: u32 = 4;
 
 /// Temporal's limit on one payload (a workflow's or an activity's input or result): 2 MiB
 /// by default on the server (`limit.blobSize.error`). A larger one is an error naming it.
