@@ -857,8 +857,12 @@ fn a_run_cancelled_mid_batch_stops_the_child_in_flight_and_starts_no_other() {
     assert_eq!(code, 1, "{stderr}");
     assert_eq!(trace["error"]["code"], "E0813", "{trace}");
     assert!(described.contains("WORKFLOW_EXECUTION_STATUS_CANCELED"), "{described}");
-    let steps = statuses(&trace);
-    assert_eq!(steps, [("each".to_string(), "CANCELLED".to_string()), ("after".to_string(), "CANCELLED".to_string())]);
+    let steps: Vec<(String, String)> = statuses(&trace);
+    let want: Vec<(String, String)> = ["each", "each[0]", "each[1]", "each[2]", "after"]
+        .iter()
+        .map(|s| (s.to_string(), "CANCELLED".to_string()))
+        .collect();
+    assert_eq!(steps, want);
     let children = trace["step_results"][0]["children"].as_array().expect("children").clone();
     assert_eq!(children.len(), 3, "{trace}");
     // The first was in flight: its one attempt was cancelled.
