@@ -448,6 +448,45 @@ fn a_history_that_does_not_match_the_interpreter_does_not_replay() {
     assert!(e.contains("does not replay"), "{e}");
 }
 
+/// Interpreter v4's batches are behind `ctx.patched("tdsl-batched-children")`: the committed
+/// history of a v4 run (twenty children in two batches) replays, and with the patch's marker
+/// renamed — a history this patch never saw, as a worker without it would have written — it
+/// does not: the interpreter then takes the v3 path, one activity per child, and issues
+/// other commands than the batches recorded.
+#[test]
+fn a_batched_history_replays_and_does_not_without_its_patch() {
+    use base64::Engine as _;
+    let path = repo().join("tests/data/temporal/fan-out-batched-v4.history.json");
+    replays(&path);
+    let text = std::fs::read_to_string(&path).expect("the committed history");
+    assert_eq!(text.matches("tdsl.call_batch").count(), 2, "two batches' activities");
+    let mut history: Value = serde_json::from_str(&text).expect("JSON");
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let mut renamed = 0;
+    for event in history["events"].as_array_mut().expect("events") {
+        let Some(marker) = event["attributes"].get_mut("MarkerRecordedEventAttributes") else { continue };
+        for payload in marker["details"]["patch-data"]["payloads"].as_array_mut().into_iter().flatten() {
+            let data = b64.decode(payload["data"].as_str().expect("data")).expect("base64");
+            let data = String::from_utf8(data).expect("UTF-8");
+            if data.contains("tdsl-batched-children") {
+                // Deprecated, so that the replayer may skip it: what remains is the
+                // interpreter's own commands.
+                let other = data
+                    .replace("tdsl-batched-children", "tdsl-another-change")
+                    .replace("\"deprecated\":false", "\"deprecated\":true");
+                payload["data"] = json!(b64.encode(other));
+                renamed += 1;
+            }
+        }
+    }
+    assert_eq!(renamed, 1, "the history has the patch's marker");
+    let e = tdsl::testing::temporal::worker::replay(history.to_string().as_bytes())
+        .expect_err("without its patch, a batched history does not replay");
+    assert!(e.contains("does not replay"), "{e}");
+    // It took the v3 path: one `tdsl.call_tool` activity where the history has a batch.
+    assert!(e.contains("'tdsl.call_batch'") && e.contains("'tdsl.call_tool'"), "{e}");
+}
+
 /// A fan-out of 1,000 children (two batches of 500 children, two activities) gives the local
 /// run's result and statuses, and its children in input order.
 #[test]
