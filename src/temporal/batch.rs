@@ -219,9 +219,7 @@ async fn cancelled(rx: &mut tokio::sync::watch::Receiver<bool>) {
 pub(crate) async fn run(acts: &Arc<TdslActivities>, ctx: &ActivityContext, input: BatchInput) -> BatchOutput {
     let (tx, rx) = tokio::sync::watch::channel(false);
     let tool = Prepared::new(acts.root(), &input.tool_path, input.mock.as_ref(), input.max_tool_output);
-    let deadline = input
-        .deadline_unix_ms
-        .map(|d| UNIX_EPOCH + Duration::from_millis(u64::try_from(d).unwrap_or(0)));
+    let deadline = input.deadline_unix_ms.map(|d| UNIX_EPOCH + Duration::from_millis(u64::try_from(d).unwrap_or(0)));
     let n = input.children.len();
     let limit = input.concurrency.max(1);
     let shared = Arc::new(Shared {
@@ -403,9 +401,8 @@ async fn attempt_once(
     let timeout_seconds = shared.input.timeout_seconds;
     // The blocking thread needs its own copies: the call may outlive this future's borrow.
     let (tool, arguments) = (shared.tool.clone(), arguments.clone());
-    let mut call = tokio::task::spawn_blocking(move || {
-        tool.call(&arguments, timeout_seconds, attempt, mock_index, left, &token)
-    });
+    let mut call =
+        tokio::task::spawn_blocking(move || tool.call(&arguments, timeout_seconds, attempt, mock_index, left, &token));
     let mut rx = shared.cancelled.clone();
     let joined = tokio::select! {
         joined = &mut call => joined,
@@ -428,6 +425,8 @@ async fn attempt_once(
         Ok(Ok(v)) => (BatchStatus::Ok, Ok(v)),
         Ok(Err(e)) if e.kind == ErrorKind::Transient => (BatchStatus::Transient, Err(e)),
         Ok(Err(e)) => (BatchStatus::Permanent, Err(e)),
-        Err(e) => (BatchStatus::Transient, Err(ToolError::transient(format!("the call's thread ended abnormally: {e}")))),
+        Err(e) => {
+            (BatchStatus::Transient, Err(ToolError::transient(format!("the call's thread ended abnormally: {e}"))))
+        }
     }
 }

@@ -12,9 +12,7 @@ use futures::FutureExt;
 use temporalio_common::RetryPolicy as TemporalRetry;
 use temporalio_sdk::{ActivityCancellationType, ActivityCloseTimeouts, ActivityOptions};
 
-use super::super::batch::{
-    batch_size, BatchChild, BatchChildOutput, BatchInput, BatchStatus, BATCH_ARGUMENT_BYTES,
-};
+use super::super::batch::{batch_size, BatchChild, BatchChildOutput, BatchInput, BatchStatus, BATCH_ARGUMENT_BYTES};
 use super::{secs, CallEnd, Interp, TdslActivities};
 use crate::diagnostic::Code;
 use crate::exec::data::{CallOutcome, Failure};
@@ -150,9 +148,9 @@ impl Interp<'_> {
                     ended.push(end);
                 }
                 Slot::Called(child) => {
-                    let (out, at) = answers.remove(&j).unwrap_or_else(|| {
-                        (CallOutcome::failed(Failure::waited_for_slot(&child.key)), None)
-                    });
+                    let (out, at) = answers
+                        .remove(&j)
+                        .unwrap_or_else(|| (CallOutcome::failed(Failure::waited_for_slot(&child.key)), None));
                     let mut end = child.end(self, fail_fast, &Site { key: site.key, ..site }, out);
                     if let (Some((started, duration)), false) = (at, end.trace.started_ms.is_none()) {
                         end.trace.started_ms = Some(started);
@@ -233,11 +231,21 @@ impl Interp<'_> {
                 other => {
                     let (outcome, attempts, message, _) = match &other {
                         Err(e) => self.classify(e, site.policy, site.timeout_seconds),
-                        Ok(_) => (Outcome::Permanent, 1, "the batch's activity answered for other children".to_string(), Vec::new()),
+                        Ok(_) => (
+                            Outcome::Permanent,
+                            1,
+                            "the batch's activity answered for other children".to_string(),
+                            Vec::new(),
+                        ),
                     };
                     for (s, k) in pending.iter().zip(&keys) {
                         let here = Site { key: k, ..site };
-                        let call = self.settle_call(here, started, duration, (outcome, attempts, Err(message.clone()), Vec::new()));
+                        let call = self.settle_call(
+                            here,
+                            started,
+                            duration,
+                            (outcome, attempts, Err(message.clone()), Vec::new()),
+                        );
                         answers.insert(*s, (call, Some((started, duration))));
                     }
                     break;
@@ -251,12 +259,15 @@ impl Interp<'_> {
             let mut again = Vec::new();
             for ((s, k), child) in pending.iter().zip(&keys).zip(out.children) {
                 // Handed back, or stopped by its worker's shutdown while the run goes on.
-                if child.status == BatchStatus::Deferred || (child.status == BatchStatus::Cancelled && !self.cancelled()) {
+                if child.status == BatchStatus::Deferred
+                    || (child.status == BatchStatus::Cancelled && !self.cancelled())
+                {
                     self.progress(|p| p.counts().in_flight = p.counts().in_flight.saturating_sub(1));
                     again.push(*s);
                     continue;
                 }
-                let at = (started.saturating_add(child.started_ms).min(started + duration), child.duration_ms.min(duration));
+                let at =
+                    (started.saturating_add(child.started_ms).min(started + duration), child.duration_ms.min(duration));
                 let call = self.settle_child(Site { key: k, ..site }, at, child);
                 answers.insert(*s, (call, Some(at)));
             }
