@@ -1,6 +1,6 @@
 //! Batches of fan-out children (interpreter v4, `docs/distributed.md`, "Batches"): the
 //! children of a fan-out of a primitive tool run as activities of up to [`batch_size`]
-//! children each, [`TdslActivities::call_batch`](super::activity::TdslActivities), instead of
+//! children each, `TdslActivities::call_batch` (`activity.rs`), instead of
 //! one activity per child. Inside its activity each child is called as a local run calls it
 //! (`exec::scheduler`): its own attempts under the step's retry policy with the run's jitter,
 //! each attempt under the step's timeout and the run's deadline, the worker's breaker asked
@@ -22,7 +22,7 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use serde::{Deserialize, Serialize};
 use temporalio_sdk::activities::ActivityContext;
 
-use super::activity::{Prepared, TdslActivities, HEARTBEAT_EVERY};
+use super::tool_call::{Prepared, WorkerTools, HEARTBEAT_EVERY};
 use super::AttemptNote;
 use crate::exec::breaker::BreakerPolicy;
 use crate::exec::retry::RetryPolicy;
@@ -185,7 +185,7 @@ fn ms(d: Duration) -> u64 {
 
 /// What every child of a batch shares.
 struct Shared {
-    acts: Arc<TdslActivities>,
+    acts: Arc<WorkerTools>,
     tool: Arc<Prepared>,
     breakers: Arc<crate::exec::breaker::Breakers>,
     input: BatchInput,
@@ -216,7 +216,7 @@ async fn cancelled(rx: &mut tokio::sync::watch::Receiver<bool>) {
 }
 
 /// Runs a batch: every child, at most `concurrency` at once, in input order.
-pub(crate) async fn run(acts: &Arc<TdslActivities>, ctx: &ActivityContext, input: BatchInput) -> BatchOutput {
+pub(crate) async fn run(acts: &Arc<WorkerTools>, ctx: &ActivityContext, input: BatchInput) -> BatchOutput {
     let (tx, rx) = tokio::sync::watch::channel(false);
     let tool = Prepared::new(acts.root(), &input.tool_path, input.mock.as_ref(), input.max_tool_output);
     let deadline = input.deadline_unix_ms.map(|d| UNIX_EPOCH + Duration::from_millis(u64::try_from(d).unwrap_or(0)));

@@ -23,6 +23,7 @@ pub mod client;
 #[allow(missing_docs)]
 mod interp;
 mod ordered;
+mod tool_call;
 pub mod worker;
 
 use std::collections::{BTreeMap, HashMap};
