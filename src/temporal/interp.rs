@@ -1,6 +1,7 @@
 //! The workflow (`TdslWorkflow`) and its interpreter: one checked composite, step by step,
 //! as `exec::scheduler` runs it locally (SPEC §6), with every primitive call an activity
-//! (`activity.rs`). The worker (`worker.rs`) registers both and depends on this module,
+//! (`activity.rs`), and a fan-out of a primitive tool's children in batches, an activity
+//! each (`interp/batched.rs`, `batch.rs`). The worker (`worker.rs`) registers both and depends on this module,
 //! never the reverse.
 //!
 //! It is deterministic, as Temporal requires of workflow code: time comes from the workflow

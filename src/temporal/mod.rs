@@ -5,8 +5,11 @@
 //! every `.tool` file it reaches. The workflow interprets the checked plan ([`interp`]) with
 //! the same data flow as a local run (`exec::data`): every primitive call is one activity,
 //! [`worker::TdslActivities::call_tool`], which a `tdsl worker` runs through the host
-//! runner (`exec:`, `builtin:`, `mcp:`, HTTP, or the run's `--mock` answers). Retries are
-//! Temporal retry policies; the workflow's result is the run's trace.
+//! runner (`exec:`, `builtin:`, `mcp:`, HTTP, or the run's `--mock` answers), but for the
+//! children of a fan-out of a primitive tool, which run in batches, one activity
+//! ([`worker::TdslActivities::call_batch`], `batch.rs`) per batch (interpreter v4). Retries
+//! are Temporal retry policies (a batch's children retry inside it); the workflow's result
+//! is the run's trace.
 //!
 //! The interpreter is deterministic: it reads time only from the workflow context, draws no
 //! random numbers, and starts calls in plan order (children in input order), so a replay of
