@@ -238,6 +238,10 @@ pub(crate) async fn run(acts: &Arc<WorkerTools>, ctx: &ActivityContext, input: B
     // Why no further child starts: a child failed (fail-fast), or the answers are near the
     // payload limit (the rest are deferred).
     let (mut failed, mut full, mut was_cancelled) = (false, false, false);
+    // Every second whatever else happens: children ending more often than that must not
+    // keep the batch from heartbeating (Temporal would count its worker lost).
+    let mut beat = tokio::time::interval(HEARTBEAT_EVERY);
+    beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         while next < n && running.len() < limit && !failed && !full && !was_cancelled {
             if shared.left().is_some_and(|l| l.is_zero()) {
@@ -263,7 +267,7 @@ pub(crate) async fn run(acts: &Arc<WorkerTools>, ctx: &ActivityContext, input: B
                 }
                 outs[i] = Some(out);
             }
-            () = tokio::time::sleep(HEARTBEAT_EVERY) => {
+            _ = beat.tick() => {
                 let done = outs.iter().filter(|o| o.is_some()).count();
                 let _ = ctx.record_heartbeat(done).await;
             }
