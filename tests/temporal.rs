@@ -448,10 +448,49 @@ fn a_history_that_does_not_match_the_interpreter_does_not_replay() {
     assert!(e.contains("does not replay"), "{e}");
 }
 
-/// A fan-out of 1,000 children (two child workflows of 500) gives the local run's result
-/// and statuses, and its children in input order.
+/// Interpreter v4's batches are behind `ctx.patched("tdsl-batched-children")`: the committed
+/// history of a v4 run (twenty children in two batches) replays, and with the patch's marker
+/// renamed — a history this patch never saw, as a worker without it would have written — it
+/// does not: the interpreter then takes the v3 path, one activity per child, and issues
+/// other commands than the batches recorded.
 #[test]
-fn a_fan_out_of_a_thousand_children_runs_in_child_workflows_as_locally() {
+fn a_batched_history_replays_and_does_not_without_its_patch() {
+    use base64::Engine as _;
+    let path = repo().join("tests/data/temporal/fan-out-batched-v4.history.json");
+    replays(&path);
+    let text = std::fs::read_to_string(&path).expect("the committed history");
+    assert_eq!(text.matches("tdsl.call_batch").count(), 2, "two batches' activities");
+    let mut history: Value = serde_json::from_str(&text).expect("JSON");
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let mut renamed = 0;
+    for event in history["events"].as_array_mut().expect("events") {
+        let Some(marker) = event["attributes"].get_mut("MarkerRecordedEventAttributes") else { continue };
+        for payload in marker["details"]["patch-data"]["payloads"].as_array_mut().into_iter().flatten() {
+            let data = b64.decode(payload["data"].as_str().expect("data")).expect("base64");
+            let data = String::from_utf8(data).expect("UTF-8");
+            if data.contains("tdsl-batched-children") {
+                // Deprecated, so that the replayer may skip it: what remains is the
+                // interpreter's own commands.
+                let other = data
+                    .replace("tdsl-batched-children", "tdsl-another-change")
+                    .replace("\"deprecated\":false", "\"deprecated\":true");
+                payload["data"] = json!(b64.encode(other));
+                renamed += 1;
+            }
+        }
+    }
+    assert_eq!(renamed, 1, "the history has the patch's marker");
+    let e = tdsl::testing::temporal::worker::replay(history.to_string().as_bytes())
+        .expect_err("without its patch, a batched history does not replay");
+    assert!(e.contains("does not replay"), "{e}");
+    // It took the v3 path: one `tdsl.call_tool` activity where the history has a batch.
+    assert!(e.contains("'tdsl.call_batch'") && e.contains("'tdsl.call_tool'"), "{e}");
+}
+
+/// A fan-out of 1,000 children (two batches of 500 children, two activities) gives the local
+/// run's result and statuses, and its children in input order.
+#[test]
+fn a_fan_out_of_a_thousand_children_runs_in_batches_as_locally() {
     let main = r#"{
       "arguments": [{"name": "items", "type_name": "list<integer>", "required": true}],
       "instructions": [
@@ -471,9 +510,12 @@ fn a_fan_out_of_a_thousand_children_runs_in_child_workflows_as_locally() {
     assert!(children.iter().enumerate().all(|(i, c)| c["index"] == json!(i) && c["status"] == "COMPLETED"));
     let peak = remote.trace["max_in_flight"].as_u64().expect("max_in_flight");
     assert!((1..=64).contains(&peak), "{peak}");
-    // The run's own history holds two child workflows, not 1,000 activities.
+    // The run's own history holds two batches' activities, not 1,000 activities.
     let events = history_events(&history);
     assert!(events.len() < 100, "{} events in the run's own history", events.len());
+    let batches = events.iter().filter(|e| e.to_string().contains("tdsl.call_batch")).count();
+    assert_eq!(batches, 2, "two batches' activities scheduled");
+    assert!(!events.iter().any(|e| e.to_string().contains("tdsl.call_tool")), "no activity of one child");
     replays(&history);
 }
 
@@ -520,8 +562,9 @@ fn a_fan_out_of_a_composite_is_split_into_child_workflows_by_the_calls_it_makes(
 
 #[test]
 fn a_run_that_would_outgrow_its_workflow_history_stops_with_an_error_naming_the_limit() {
-    // 200 calls in the run's own workflow (under the 500 that would chunk them), with a
-    // history limit of 150 events: the calls stop at the limit, the run fails E0815.
+    // 400 calls in the run's own workflow, in batches of 8 (eight times `--concurrency 1`,
+    // about 6 events each), with a history limit of 150 events: the batches stop at the
+    // limit, the run fails E0815.
     let main = r#"{
       "arguments": [{"name": "items", "type_name": "list<integer>", "required": true}],
       "instructions": [
@@ -531,9 +574,9 @@ fn a_run_that_would_outgrow_its_workflow_history_stops_with_an_error_naming_the_
     }"#;
     let (root, q, _w) = started("history-limit", &[("main.tool", main), ("tools/echo.tool", ECHO)]);
     let (main_s, root_s) = paths(&root);
-    let items = format!("items={}", serde_json::to_string(&(0..200).collect::<Vec<i64>>()).expect("JSON"));
+    let items = format!("items={}", serde_json::to_string(&(0..400).collect::<Vec<i64>>()).expect("JSON"));
     let o = run(
-        &[&main_s, "--root", &root_s, "--arg", &items, "--concurrency", "8", "--temporal-history-limit", "150"],
+        &[&main_s, "--root", &root_s, "--arg", &items, "--concurrency", "1", "--temporal-history-limit", "150"],
         Some(&q),
     );
     assert_eq!(o.code, 1, "{}", o.stderr);
@@ -541,7 +584,9 @@ fn a_run_that_would_outgrow_its_workflow_history_stops_with_an_error_naming_the_
     assert!(o.stderr.contains("at the run's limit of 150 (--temporal-history-limit"), "{}", o.stderr);
     let children = o.trace["step_results"][0]["children"].as_array().expect("children").clone();
     let done = children.iter().filter(|c| c["status"] == "COMPLETED").count();
-    assert!((10..200).contains(&done), "{done} children completed before the limit");
+    assert!((10..400).contains(&done), "{done} children completed before the limit");
+    // Whole batches ran: the children that completed are a multiple of the batch's 8.
+    assert_eq!(done % 8, 0, "{done} children completed before the limit");
     // The default leaves the same run alone; out of range is a usage error.
     let o = run(&[&main_s, "--root", &root_s, "--arg", &items, "--concurrency", "8"], Some(&q));
     assert_eq!(o.code, 0, "{}", o.stderr);
@@ -706,6 +751,16 @@ const HANGING_MAIN: &str = r#"{
 /// `cancel(workflow id, client pid)` once the tool runs: the client's exit code, its
 /// stderr, the trace, and the workflow's status.
 fn cancelled_run(name: &str, files: &[(&str, &str)], cancel: impl Fn(&str, u32)) -> (i32, String, Value, String) {
+    cancelled_run_with(name, files, &[], cancel)
+}
+
+/// [`cancelled_run`] with more options for `tdsl run`.
+fn cancelled_run_with(
+    name: &str,
+    files: &[(&str, &str)],
+    options: &[&str],
+    cancel: impl Fn(&str, u32),
+) -> (i32, String, Value, String) {
     let mut files = files.to_vec();
     files.push(("tools/hang.tool", HANG));
     let root = root_with(name, &files);
@@ -718,6 +773,7 @@ fn cancelled_run(name: &str, files: &[(&str, &str)], cancel: impl Fn(&str, u32))
         .args(["run", &main_s, "--root", &root_s, "--no-history", "--trace"])
         .arg(&trace)
         .args(["--engine", "temporal", "--temporal-address", &server().address(), "--task-queue", &q])
+        .args(options)
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&stderr).expect("a log"))
         .spawn()
@@ -813,6 +869,49 @@ fn a_run_cancelled_during_a_chunked_fan_out_cancels_its_child_workflows() {
     let steps = statuses(&trace);
     assert_eq!(steps[0], ("each".to_string(), "CANCELLED".to_string()), "{steps:?}");
     assert!(steps.iter().all(|(_, s)| s == "CANCELLED"), "{steps:?}");
+}
+
+/// A run cancelled while a batch of fan-out children runs: the batch's activity hears of it
+/// by its heartbeat, stops the child in flight (its tool's process ends) and says what ran;
+/// the child in flight is cancelled, those the batch had not started never start, and the
+/// run ends CANCELED, E0813.
+#[test]
+fn a_run_cancelled_mid_batch_stops_the_child_in_flight_and_starts_no_other() {
+    let main = r#"{
+      "instructions": [
+        {"execution_id": "each", "tool_definition_path": "/tools/hang.tool", "timeout_seconds": 120,
+         "parallel_execution": {"iterate_over": [1, 2, 3], "child_argument_name": "n"}},
+        {"execution_id": "after", "tool_definition_path": "/tools/hang.tool", "arguments": {"n": 4},
+         "dependencies": ["each"]}
+      ]
+    }"#;
+    let (code, stderr, trace, described) =
+        cancelled_run_with("cancel-batch", &[("main.tool", main)], &["--concurrency", "1"], |workflow_id, _| {
+            let out = Command::new(temporal_program())
+                .args(["workflow", "cancel", "--workflow-id", workflow_id, "--address", &server().address()])
+                .output()
+                .expect("temporal runs");
+            assert!(out.status.success(), "temporal workflow cancel: {}", String::from_utf8_lossy(&out.stderr));
+        });
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(trace["error"]["code"], "E0813", "{trace}");
+    assert!(described.contains("WORKFLOW_EXECUTION_STATUS_CANCELED"), "{described}");
+    let steps: Vec<(String, String)> = statuses(&trace);
+    let want: Vec<(String, String)> = ["each", "each[0]", "each[1]", "each[2]", "after"]
+        .iter()
+        .map(|s| (s.to_string(), "CANCELLED".to_string()))
+        .collect();
+    assert_eq!(steps, want);
+    let children = trace["step_results"][0]["children"].as_array().expect("children").clone();
+    assert_eq!(children.len(), 3, "{trace}");
+    // The first was in flight: its one attempt was cancelled.
+    assert_eq!(children[0]["attempts"][0]["outcome"], "cancelled", "{trace}");
+    assert_eq!(children[0]["attempts"].as_array().map(Vec::len), Some(1), "{trace}");
+    // The others never started: no attempt.
+    for c in &children[1..] {
+        assert_eq!(c["status"], "CANCELLED", "{c}");
+        assert!(c["attempts"].as_array().is_none_or(Vec::is_empty), "{c}");
+    }
 }
 
 /// On a terminal, `tdsl run --engine temporal` draws the bar a local run draws, from the

@@ -3,54 +3,48 @@
 //! (`interp.rs`) schedules it; the worker (`worker.rs`) registers it.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use temporalio_macros::activities;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 use temporalio_sdk::ApplicationFailure;
 
+use super::batch::{BatchInput, BatchOutput};
 use super::{complete_notes, failure_type, AttemptNote, CallInput, CallOutput, FailureKind};
-use crate::analysis::{Resolved, ToolRoot};
-use crate::exec::breaker::{Admission, BreakerPolicy, Breakers, Refusal};
-use crate::exec::{CancelToken, ErrorKind, Runner, ToolCall, ToolError};
-use crate::host::{HostRunner, Mock};
+use crate::exec::{CancelToken, ErrorKind, ToolError};
 use crate::value::Value;
 
-/// How often a running tool call heartbeats (and so how soon a cancelled run stops it).
-pub(crate) const HEARTBEAT_EVERY: Duration = Duration::from_secs(1);
+pub(crate) use super::tool_call::HEARTBEAT_EVERY;
+use super::tool_call::{Prepared, WorkerTools};
 
-/// The activities: one primitive tool call, with the worker's tool root and its circuit
-/// breakers (one set per breaker policy that runs asked for; SPEC §10: per worker).
+/// The activities: one primitive tool call, or a batch of fan-out children's, with the
+/// worker's tool root and its circuit breakers ([`WorkerTools`]).
 pub struct TdslActivities {
-    root: PathBuf,
-    breakers: Mutex<Vec<(BreakerPolicy, Arc<Breakers>)>>,
-    started: Instant,
+    tools: Arc<WorkerTools>,
 }
 
 impl TdslActivities {
     /// The activities of a worker whose tool root is `root`.
     pub(crate) fn new(root: PathBuf) -> TdslActivities {
-        TdslActivities { root, breakers: Mutex::new(Vec::new()), started: Instant::now() }
-    }
-
-    fn breakers(&self, policy: &BreakerPolicy) -> Arc<Breakers> {
-        let mut all = self.breakers.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((_, b)) = all.iter().find(|(p, _)| p == policy) {
-            return b.clone();
-        }
-        let b = Arc::new(Breakers::new(policy.clone()));
-        all.push((policy.clone(), b.clone()));
-        b
-    }
-
-    fn now_ms(&self) -> u64 {
-        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+        TdslActivities { tools: Arc::new(WorkerTools::new(root)) }
     }
 }
 
 #[activities]
 impl TdslActivities {
+    /// Calls the children of one batch of a fan-out (interpreter v4, `batch.rs`): each with
+    /// its own attempts, timeout and breaker, at most the batch's share of the run's
+    /// concurrency at once; every child's outcome comes back.
+    #[activity(name = "tdsl.call_batch")]
+    pub async fn call_batch(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: BatchInput,
+    ) -> Result<BatchOutput, ActivityError> {
+        Ok(super::batch::run(&self.tools, &ctx, input).await)
+    }
+
     /// Calls one primitive tool through the host runner (or answers from the run's mock).
     #[activity(name = "tdsl.call_tool")]
     pub async fn call_tool(
@@ -64,16 +58,9 @@ impl TdslActivities {
         let left = ctx.info().deadline.and_then(|d| d.duration_since(std::time::SystemTime::now()).ok());
         let earlier: Vec<AttemptNote> = ctx.heartbeat_details().deserialize().ok().flatten().unwrap_or_default();
         let earlier = complete_notes(earlier, attempt);
-        let breakers = self.breakers(&input.breaker);
+        let breakers = self.tools.breakers(&input.breaker);
         let tool_path = input.tool_path.clone();
-        if let Admission::Refused = breakers.admit(&tool_path, self.now_ms()) {
-            let message = match breakers.refusal(&tool_path, self.now_ms()) {
-                Some(Refusal::OpenUntil(at)) => format!(
-                    "the circuit breaker of `{tool_path}` on this worker is open: the call was refused; it half-opens in {} s",
-                    at.saturating_sub(self.now_ms()) as f64 / 1000.0
-                ),
-                _ => format!("the circuit breaker of `{tool_path}` on this worker is half-open and its trial calls are in flight: the call was refused"),
-            };
+        if let Some(message) = self.tools.refused(&breakers, &tool_path) {
             let failure = ApplicationFailure::builder(message)
                 .type_name(failure_type(FailureKind::Refused, attempt))
                 .non_retryable(true)
@@ -82,7 +69,7 @@ impl TdslActivities {
             return Err(ActivityError::application(failure));
         }
         let started = Instant::now();
-        let root = self.root.clone();
+        let root = self.tools.root().to_path_buf();
         let (input_retry, seed, key) = (input.retry.clone(), input.seed, input.key.clone());
         let cancel = CancelToken::new();
         let token = cancel.clone();
@@ -109,7 +96,7 @@ impl TdslActivities {
             Ok(_) => breakers.success(&tool_path),
             Err(e) if e.kind == ErrorKind::Permanent => breakers.success(&tool_path),
             Err(_) => {
-                breakers.failure(&tool_path, self.now_ms());
+                breakers.failure(&tool_path, self.tools.now_ms());
             }
         }
         let answer = answer.and_then(|response| {
@@ -162,60 +149,7 @@ fn call_blocking(
     left: Option<Duration>,
     cancel: &CancelToken,
 ) -> Result<Value, ToolError> {
-    if let Some(spec) = &input.mock {
-        let mut m = crate::value::Map::default();
-        m.insert(crate::value::SmolStr::new(&input.tool_path), spec.clone());
-        let text = serde_json::to_string(&Value::object(m)).map_err(|e| ToolError::permanent(e.to_string()))?;
-        let mock = Mock::from_json(&text).map_err(ToolError::permanent)?;
-        let n = input.mock_base.saturating_add(attempt as usize).saturating_sub(1);
-        if let Some(answer) = mock.answer_at(&input.tool_path, n) {
-            return answer;
-        }
-    }
-    let mut tool_root = ToolRoot::new(root);
-    let (def, file) = match tool_root.resolve(&input.tool_path) {
-        Resolved::Found(t) => match &t.def {
-            Some(d) if !d.is_composite() => (d.clone(), t.file.clone()),
-            Some(_) => {
-                return Err(ToolError::permanent(format!(
-                    "`{}` is a composite on this worker's root ({}), not a primitive tool",
-                    input.tool_path,
-                    root.display()
-                )))
-            }
-            None => {
-                return Err(ToolError::permanent(format!(
-                    "`{}` does not load on this worker's root ({})",
-                    input.tool_path,
-                    root.display()
-                )))
-            }
-        },
-        Resolved::Missing(p) => {
-            return Err(ToolError::permanent(format!(
-                "`{}` has no file on this worker (looked for {}; start the worker with --root on the tool root)",
-                input.tool_path,
-                p.display()
-            )))
-        }
-        Resolved::Invalid(why) => return Err(ToolError::permanent(why)),
-    };
-    let runner = HostRunner::new().with_max_stdout(input.max_tool_output);
-    // A second past Temporal's own timeout, so that Temporal's (a timeout, in the trace)
-    // always comes first; this one only ends the program.
-    let timeout = match (Duration::try_from_secs_f64(input.timeout_seconds).ok(), left) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
-    .map(|t| t + Duration::from_secs(1));
-    let call = ToolCall {
-        tool_path: &input.tool_path,
-        definition: Some(&def),
-        file: Some(&file),
-        arguments: &input.arguments,
-        cancel,
-        timeout,
-        attempt,
-    };
-    runner.call(&call)
+    let tool = Prepared::new(root, &input.tool_path, input.mock.as_ref(), input.max_tool_output);
+    let n = input.mock_base.saturating_add(attempt as usize).saturating_sub(1);
+    tool.call(&input.arguments, input.timeout_seconds, attempt, n, left, cancel)
 }

@@ -1,6 +1,7 @@
 //! The workflow (`TdslWorkflow`) and its interpreter: one checked composite, step by step,
 //! as `exec::scheduler` runs it locally (SPEC §6), with every primitive call an activity
-//! (`activity.rs`). The worker (`worker.rs`) registers both and depends on this module,
+//! (`activity.rs`), and a fan-out of a primitive tool's children in batches, an activity
+//! each (`interp/batched.rs`, `batch.rs`). The worker (`worker.rs`) registers both and depends on this module,
 //! never the reverse.
 //!
 //! It is deterministic, as Temporal requires of workflow code: time comes from the workflow
@@ -32,6 +33,8 @@ use super::activity::TdslActivities;
 pub(crate) use super::bounds::CHUNK;
 use super::bounds::{calls_bound, calls_per_child};
 use super::ordered::{first_ready, join_in_order};
+
+mod batched;
 use super::{
     AttemptNote, CallInput, Chunk, ChunkChild, ChunkOutput, FailureKind, RunInput, RunOutput, INTERPRETER_VERSION,
 };
@@ -108,6 +111,15 @@ impl TdslWorkflow {
 /// chunk counted its own calls).
 const ONE_CALL_BUDGET: &str = "tdsl-one-call-budget";
 
+/// The patch (`ctx.patched`) of interpreter v4's batches: a workflow that has it runs the
+/// children of a fan-out of a primitive tool as activities of many children each
+/// (`batch.rs`); the history of a v3 run, which has not, replays with one activity per child.
+const BATCHED_CHILDREN: &str = "tdsl-batched-children";
+
+/// How a primitive call ended ([`Interp::settle_call`]): its last attempt's outcome, the
+/// attempts made, its answer or error, the notes of the failed attempts before the last.
+type CallEnd = (Outcome, u32, Result<Value, String>, Vec<AttemptNote>);
+
 /// The wall clock of expressions: the workflow task's time, fixed while one step
 /// evaluates (deterministic on replay).
 struct TaskTime(i64);
@@ -149,6 +161,8 @@ pub(crate) struct Interp<'a> {
     calls: CallBudget,
     /// Whether the run keeps one budget of calls across its chunks ([`ONE_CALL_BUDGET`]).
     one_budget: bool,
+    /// Whether fan-outs of primitive tools run in batches ([`BATCHED_CHILDREN`]).
+    batched: bool,
     /// The chunks running with calls lent from `calls`.
     lent: Cell<usize>,
     /// Attempts made so far at each mocked tool: where its mock answers continue.
@@ -194,6 +208,7 @@ impl<'a> Interp<'a> {
             // Asked first, before any command: a new run records the patch's marker, the
             // replay of a v2 history (no marker) keeps its v2 path.
             one_budget: ctx.patched(ONE_CALL_BUDGET),
+            batched: ctx.patched(BATCHED_CHILDREN),
             lent: Cell::new(0),
             mock_calls: RefCell::new(HashMap::new()),
             mock: input.mock.as_ref().and_then(Value::as_object).cloned(),
@@ -410,6 +425,9 @@ impl<'a> Interp<'a> {
         let (key, tool, items, continue_on_error) = (site.key, site.tool, &fan.items, fan.continue_on_error);
         let child_args = |item: &Value| fan.child_arguments(&site, item);
         let width = items.len();
+        if self.batched && self.one_budget && matches!(tool, Some(Tool::Primitive { .. })) {
+            return self.fan_out_batched(frame, site, fan).await;
+        }
         self.progress(|p| p.counts().children += width);
         let size = (CHUNK / calls_per_child(self.wf, tool, 0)).max(1);
         let chunked = items.len() > size;
@@ -714,17 +732,26 @@ impl<'a> Interp<'a> {
         let answer = self.ctx.execute_activity(TdslActivities::call_tool, input, opts).await;
         self.release(1);
         let duration_ms = self.now_rel().saturating_sub(started);
-        let (outcome, n, result, notes) = match answer {
+        let ended = match answer {
             Ok(out) => (Outcome::Ok, out.attempt.max(1), Ok(out.response), out.earlier),
             Err(e) => {
                 let (outcome, n, message, notes) = self.classify(&e, policy, timeout_seconds);
                 (outcome, n, Err(message), notes)
             }
         };
-        let notes = super::complete_notes(notes, n);
         if mock.is_some() {
-            *self.mock_calls.borrow_mut().entry(tool_path.to_string()).or_insert(0) += n as usize;
+            *self.mock_calls.borrow_mut().entry(tool_path.to_string()).or_insert(0) += ended.1 as usize;
         }
+        self.settle_call(site, started, duration_ms, ended)
+    }
+
+    /// A primitive call that ran from `started` for `duration_ms` ended: its last attempt's
+    /// outcome, the attempts it made, its answer or error, and the notes of its failed
+    /// attempts before the last. Its attempts as the trace lists them, and the run's counts.
+    fn settle_call(&self, site: Site<'_>, started: u64, duration_ms: u64, ended: CallEnd) -> CallOutcome {
+        let Site { key, policy, timeout_seconds, .. } = site;
+        let (outcome, n, result, notes) = ended;
+        let notes = super::complete_notes(notes, n);
         self.retries.set(self.retries.get() + n.saturating_sub(1));
         self.progress(|p| {
             let c = p.counts();

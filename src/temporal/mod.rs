@@ -5,8 +5,11 @@
 //! every `.tool` file it reaches. The workflow interprets the checked plan ([`interp`]) with
 //! the same data flow as a local run (`exec::data`): every primitive call is one activity,
 //! [`worker::TdslActivities::call_tool`], which a `tdsl worker` runs through the host
-//! runner (`exec:`, `builtin:`, `mcp:`, HTTP, or the run's `--mock` answers). Retries are
-//! Temporal retry policies; the workflow's result is the run's trace.
+//! runner (`exec:`, `builtin:`, `mcp:`, HTTP, or the run's `--mock` answers), but for the
+//! children of a fan-out of a primitive tool, which run in batches, one activity
+//! ([`worker::TdslActivities::call_batch`], `batch.rs`) per batch (interpreter v4). Retries
+//! are Temporal retry policies (a batch's children retry inside it); the workflow's result
+//! is the run's trace.
 //!
 //! The interpreter is deterministic: it reads time only from the workflow context, draws no
 //! random numbers, and starts calls in plan order (children in input order), so a replay of
@@ -17,11 +20,13 @@
 // The SDK's macros generate undocumented associated items (activity and run markers).
 #[allow(missing_docs)]
 mod activity;
+mod batch;
 mod bounds;
 pub mod client;
 #[allow(missing_docs)]
 mod interp;
 mod ordered;
+mod tool_call;
 pub mod worker;
 
 use std::collections::{BTreeMap, HashMap};
@@ -36,7 +41,7 @@ use crate::exec::{Tool, Workflow};
 use crate::value::Value;
 
 /// The version of the interpreter's behaviour; carried in every run's input.
-pub const INTERPRETER_VERSION: u32 = 3;
+pub const INTERPRETER_VERSION: u32 = 4;
 
 /// Temporal's limit on one payload (a workflow's or an activity's input or result): 2 MiB
 /// by default on the server (`limit.blobSize.error`). A larger one is an error naming it.

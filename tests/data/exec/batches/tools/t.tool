@@ -1,0 +1,1 @@
+{"system_event_endpoint": "builtin:echo"}
