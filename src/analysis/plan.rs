@@ -70,12 +70,14 @@ pub struct Plan {
     /// The tool-level `transform_responses`, run on the tool's result.
     pub(crate) transform_responses: Option<TransformPlan>,
     /// [`Plan::dependents`], made when a run first needs it and kept for the next runs.
+    #[cfg_attr(not(feature = "engine"), allow(dead_code))]
     pub(crate) graph: OnceLock<Graph>,
 }
 
 /// Who waits for whom: for each step, the steps that depend on it (in plan order), and how
 /// many distinct steps it waits for.
 #[derive(Clone, Debug, Default)]
+#[cfg_attr(not(feature = "engine"), allow(dead_code))]
 pub(crate) struct Graph {
     pub(crate) dependents: Vec<Vec<StepId>>,
     pub(crate) waits_for: Vec<usize>,
