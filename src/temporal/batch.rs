@@ -281,24 +281,44 @@ pub(crate) async fn run(acts: &Arc<WorkerTools>, ctx: &ActivityContext, input: B
     let unstarted = if full && !failed { BatchStatus::Deferred } else { BatchStatus::NotStarted };
     let mut children: Vec<BatchChildOutput> =
         outs.into_iter().map(|o| o.unwrap_or_else(|| BatchChildOutput::without_run(unstarted.clone()))).collect();
-    // Answers that would not fit in the result run again in the next batch (never the first
-    // child's: a batch always makes progress).
-    let mut total: usize = children.iter().map(size_of_output).sum();
-    for c in children.iter_mut().skip(1).rev() {
-        if total <= ANSWER_BYTES_HARD {
-            break;
-        }
-        if c.response.is_some() {
-            total = total.saturating_sub(size_of_output(c));
-            *c = BatchChildOutput::without_run(BatchStatus::Deferred);
-        }
-    }
+    defer_to_fit(&mut children);
     let mock_calls = if shared.tool.mocked() {
         shared.mock_next.load(Ordering::SeqCst).saturating_sub(shared.input.mock_base)
     } else {
         0
     };
     BatchOutput { children, mock_calls, max_in_flight: peak }
+}
+
+/// Answers that would not fit in the batch's result run again in the next batch: the
+/// largest first, so that one large answer does not send its small siblings back with it
+/// (they would run again, and again in the batch after, while it leads); never the first
+/// child's, so that a batch always makes progress.
+fn defer_to_fit(children: &mut [BatchChildOutput]) {
+    let sizes: Vec<usize> = children.iter().map(size_of_output).collect();
+    let mut total: usize = sizes.iter().sum();
+    let mut largest: Vec<usize> = (1..children.len()).filter(|&i| children[i].response.is_some()).collect();
+    largest.sort_by(|&a, &b| sizes[b].cmp(&sizes[a]).then(b.cmp(&a)));
+    for i in largest {
+        if total <= ANSWER_BYTES_HARD {
+            break;
+        }
+        total = total.saturating_sub(sizes[i]);
+        children[i] = BatchChildOutput::without_run(BatchStatus::Deferred);
+    }
+}
+
+/// The error for a child's answer over what one batch's result can carry
+/// ([`ANSWER_BYTES_HARD`], below Temporal's payload limit: the batch's own fields and its
+/// other children's need room), whichever batch it ran in.
+fn over_batch_limit(bytes: usize) -> Option<String> {
+    (bytes > ANSWER_BYTES_HARD).then(|| {
+        format!(
+            "the tool's response is {bytes} bytes, over the {ANSWER_BYTES_HARD} bytes one batch of fan-out children \
+             can carry under Temporal's payload limit of {} bytes (2 MiB); keep large data in files and pass their paths",
+            super::PAYLOAD_LIMIT_BYTES
+        )
+    })
 }
 
 fn size_of_output(c: &BatchChildOutput) -> usize {
@@ -351,7 +371,7 @@ async fn child(shared: &Shared, i: usize) -> BatchChildOutput {
         }
         let answer = answer.and_then(|response| {
             let bytes = serde_json::to_vec(&response).map_or(0, |b| b.len());
-            match super::over_payload_limit("the tool's response", bytes) {
+            match over_batch_limit(bytes) {
                 Some(e) => Err(ToolError::permanent(e)),
                 None => Ok(response),
             }
@@ -432,5 +452,44 @@ async fn attempt_once(
         Err(e) => {
             (BatchStatus::Transient, Err(ToolError::transient(format!("the call's thread ended abnormally: {e}"))))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answered(bytes: usize) -> BatchChildOutput {
+        BatchChildOutput {
+            response: Some(Value::str(&"a".repeat(bytes))),
+            attempts: 1,
+            ..BatchChildOutput::without_run(BatchStatus::Ok)
+        }
+    }
+
+    /// A hostile round found one answer near the limit sending its six small siblings back
+    /// twice (they ran three times): only the large one goes back now.
+    #[test]
+    fn one_large_answer_goes_back_alone_and_the_first_child_always_stays() {
+        let mut children: Vec<BatchChildOutput> = (0..10).map(|_| answered(10)).collect();
+        children[3] = answered(ANSWER_BYTES_HARD - 100);
+        children[5] = answered(300_000);
+        defer_to_fit(&mut children);
+        let deferred: Vec<usize> = (0..10).filter(|&i| children[i].status == BatchStatus::Deferred).collect();
+        assert_eq!(deferred, vec![3], "the largest answer goes back, its siblings stay");
+        assert!(children.iter().map(size_of_output).sum::<usize>() <= ANSWER_BYTES_HARD);
+
+        let mut first_large: Vec<BatchChildOutput> = vec![answered(ANSWER_BYTES_HARD - 100), answered(300_000)];
+        defer_to_fit(&mut first_large);
+        assert_eq!(first_large[0].status, BatchStatus::Ok, "the first child is never sent back");
+        assert_eq!(first_large[1].status, BatchStatus::Deferred);
+    }
+
+    #[test]
+    fn an_answer_one_batch_cannot_carry_names_the_limit() {
+        assert_eq!(over_batch_limit(ANSWER_BYTES_HARD), None);
+        let e = over_batch_limit(2_097_069).unwrap_or_default();
+        assert!(e.starts_with("the tool's response is 2097069 bytes, over the 1835008 bytes one batch"), "{e}");
+        assert!(e.contains("2097152 bytes (2 MiB)"), "{e}");
     }
 }
