@@ -828,11 +828,7 @@ fn a_run_cancelled_from_temporal_ends_cancelled_and_stops_its_tools() {
         for want in [r#""steps": 2"#, r#""steps_done": 0"#, r#""in_flight": 1"#, "▶ slow (/tools/hang.tool)"] {
             assert!(text.contains(want), "{want} not in the progress: {text}");
         }
-        let out = Command::new(temporal_program())
-            .args(["workflow", "cancel", "--workflow-id", workflow_id, "--address", &server().address()])
-            .output()
-            .expect("temporal runs");
-        assert!(out.status.success(), "temporal workflow cancel: {}", String::from_utf8_lossy(&out.stderr));
+        cancel_from_temporal(workflow_id);
     });
     assert_eq!(code, 1, "{stderr}");
     assert_cancelled(&stderr, &trace, &described);
@@ -857,11 +853,7 @@ fn a_run_cancelled_during_a_chunked_fan_out_cancels_its_child_workflows() {
     }"#;
     let (code, stderr, trace, described) =
         cancelled_run("cancel-chunks", &[("main.tool", main), ("group.tool", group)], |workflow_id, _| {
-            let out = Command::new(temporal_program())
-                .args(["workflow", "cancel", "--workflow-id", workflow_id, "--address", &server().address()])
-                .output()
-                .expect("temporal runs");
-            assert!(out.status.success(), "temporal workflow cancel: {}", String::from_utf8_lossy(&out.stderr));
+            cancel_from_temporal(workflow_id)
         });
     assert_eq!(code, 1, "{stderr}");
     assert_eq!(trace["error"]["code"], "E0813", "{trace}");
@@ -869,6 +861,15 @@ fn a_run_cancelled_during_a_chunked_fan_out_cancels_its_child_workflows() {
     let steps = statuses(&trace);
     assert_eq!(steps[0], ("each".to_string(), "CANCELLED".to_string()), "{steps:?}");
     assert!(steps.iter().all(|(_, s)| s == "CANCELLED"), "{steps:?}");
+}
+
+/// Cancels the workflow from Temporal's side (its CLI), as an operator would.
+fn cancel_from_temporal(workflow_id: &str) {
+    let out = Command::new(temporal_program())
+        .args(["workflow", "cancel", "--workflow-id", workflow_id, "--address", &server().address()])
+        .output()
+        .expect("temporal runs");
+    assert!(out.status.success(), "temporal workflow cancel: {}", String::from_utf8_lossy(&out.stderr));
 }
 
 /// A run cancelled while a batch of fan-out children runs: the batch's activity hears of it
@@ -887,11 +888,7 @@ fn a_run_cancelled_mid_batch_stops_the_child_in_flight_and_starts_no_other() {
     }"#;
     let (code, stderr, trace, described) =
         cancelled_run_with("cancel-batch", &[("main.tool", main)], &["--concurrency", "1"], |workflow_id, _| {
-            let out = Command::new(temporal_program())
-                .args(["workflow", "cancel", "--workflow-id", workflow_id, "--address", &server().address()])
-                .output()
-                .expect("temporal runs");
-            assert!(out.status.success(), "temporal workflow cancel: {}", String::from_utf8_lossy(&out.stderr));
+            cancel_from_temporal(workflow_id)
         });
     assert_eq!(code, 1, "{stderr}");
     assert_eq!(trace["error"]["code"], "E0813", "{trace}");
