@@ -341,3 +341,56 @@ fn inline_and_threaded_runs_leave_the_same_trace() {
     };
     assert_eq!(trace(true), trace(false));
 }
+
+/// An executor keeps its worker pool between runs (building eight threads cost more than a
+/// short run's steps), and runs at the same time never share workers: two runs of
+/// `max_concurrency: 1` whose calls wait for each other both get through.
+#[test]
+fn runs_one_after_another_reuse_their_workers_and_runs_at_once_do_not_share() {
+    let main = r#"{"instructions": [{"execution_id": "s", "tool_definition_path": "/tools/t.tool"}],
+       "response_reference_map": {"met": "REF:s.met"}}"#;
+    let wf = load(&root("pool-reuse", &[("/tools/t.tool", ANY_TOOL), ("main.tool", main)]));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let arrived = Arc::new(AtomicUsize::new(0));
+    let (s, a) = (seen.clone(), arrived.clone());
+    let meet = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let m = meet.clone();
+    let runner = NonBlocking(move |_: &ToolCall<'_>| -> Result<Value, ToolError> {
+        s.lock().unwrap().push(std::thread::current().id());
+        if !m.load(Ordering::SeqCst) {
+            return Ok(json(r#"{"met": false}"#));
+        }
+        // Wait (up to 10 s) until the other run's call is in flight too.
+        a.fetch_add(1, Ordering::SeqCst);
+        let until = std::time::Instant::now() + Duration::from_secs(10);
+        while a.load(Ordering::SeqCst) < 2 && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        Ok(Value::object_from([("met", Value::Bool(a.load(Ordering::SeqCst) >= 2))]))
+    });
+    let options = Options { max_concurrency: 1, ..Options::default() };
+    let ex = Arc::new(Executor::new(runner).with_time(clock()).with_options(options));
+    for _ in 0..3 {
+        let r = ex.run(&wf, json("{}")).unwrap();
+        assert_eq!(r.status, RunStatus::Success, "{:?}", r.error);
+    }
+    let ids = seen.lock().unwrap().clone();
+    assert_eq!(ids.len(), 3);
+    assert!(ids.iter().all(|id| *id == ids[0]), "three runs one after another on one worker: {ids:?}");
+
+    meet.store(true, Ordering::SeqCst);
+    let wf = Arc::new(wf);
+    let both: Vec<_> = (0..2)
+        .map(|_| {
+            let (ex, wf) = (ex.clone(), wf.clone());
+            std::thread::spawn(move || ex.run(&wf, json("{}")).unwrap())
+        })
+        .collect();
+    for run in both {
+        let r = run.join().unwrap();
+        assert_eq!(r.status, RunStatus::Success, "{:?}", r.error);
+        assert_eq!(show(&r.result), r#"{"met":true}"#, "the two runs' calls were in flight at once");
+    }
+    let ids = seen.lock().unwrap().clone();
+    assert_ne!(ids[3], ids[4], "two runs at once on two workers");
+}

@@ -203,6 +203,8 @@ pub struct Executor {
     pub(crate) observer: Option<Arc<dyn Observer>>,
     /// The threads calls with a deadline run on, kept between calls and runs.
     pub(crate) call_threads: Arc<super::threads::CallThreads>,
+    /// The worker pools of its runs, kept between runs.
+    pub(crate) worker_pools: Arc<super::threads::WorkerPools>,
 }
 
 impl std::fmt::Debug for Executor {
@@ -244,6 +246,7 @@ impl Executor {
             options,
             observer: None,
             call_threads: Arc::default(),
+            worker_pools: Arc::default(),
         }
     }
 
@@ -262,6 +265,7 @@ impl Executor {
     /// Replaces the options (and resets the circuit breakers to the new policy).
     pub fn with_options(mut self, options: Options) -> Executor {
         self.breakers = Arc::new(Breakers::new(options.breaker.clone()));
+        self.worker_pools = Arc::default();
         self.options = options;
         self
     }

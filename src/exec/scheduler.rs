@@ -3,7 +3,8 @@
 //! what a step, a call and a fan-out child are is decided there, for both engines; this
 //! file runs them on threads, makes the attempts and tells the observer.
 //!
-//! A run has one rayon pool of `max_concurrency` threads and one [`Limiter`] of as many
+//! A run has one rayon pool of `max_concurrency` threads (its own while it runs; kept by the
+//! executor for its next run: [`super::threads::WorkerPools`]) and one [`Limiter`] of as many
 //! permits; a tool call holds a permit for as long as it runs, so the limit holds across
 //! steps, fan-out children and composite callees, even for a call left behind after a
 //! timeout. Steps are rayon jobs: when a step ends, each dependent whose last dependency
@@ -225,7 +226,7 @@ pub(crate) fn run(ex: &Executor, wf: &Workflow, arguments: Value, source: &dyn S
     let id_bits = (ex.random.next_f64() * (1u64 << 52) as f64) as u64;
     let run_id = format!("run-{id_bits:013x}");
     let trace_id = format!("trace_{:012x}", id_bits & 0xffff_ffff_ffff);
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).thread_name(|i| format!("tdsl-worker-{i}")).build();
+    let pool = ex.worker_pools.take(threads);
     let mut trace = Trace::starting(trace_id, run_id, wf.name(), arguments.clone(), started_at);
     trace.file = wf.plan().file.clone();
     trace.root = Some(wf.root().to_path_buf());
@@ -297,6 +298,8 @@ pub(crate) fn run(ex: &Executor, wf: &Workflow, arguments: Value, source: &dyn S
     trace.steps = steps;
     trace.aggregate();
     ctx.emit(Event::RunEnded { trace: &trace });
+    // Every job of the run has returned (its scopes ended): the next run may use the workers.
+    ex.worker_pools.give_back(ctx.pool);
     Run { status, result, error, trace }
 }
 

@@ -94,6 +94,47 @@ fn serve(pool: &Weak<CallThreads>, mut back: Sender<Message>, rx: &Receiver<Mess
     }
 }
 
+/// How many idle worker pools an executor keeps for its next runs.
+const IDLE_POOLS: usize = 4;
+
+/// The worker pools of an executor's runs, kept between runs: a run takes an idle pool (or
+/// builds one) and gives it back when it ends. Runs at the same time never share a pool —
+/// each has its own `max_concurrency` workers, as if it had built them — but a run after
+/// another does not start and stop its workers again (eight thread starts cost more than a
+/// chain of a hundred steps; docs/performance.md). Idle workers sleep; at most
+/// [`IDLE_POOLS`] pools are kept, and dropping the executor ends their threads.
+#[derive(Default)]
+pub(crate) struct WorkerPools {
+    idle: Mutex<Vec<rayon::ThreadPool>>,
+}
+
+impl std::fmt::Debug for WorkerPools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner).len();
+        f.debug_struct("WorkerPools").field("idle", &idle).finish()
+    }
+}
+
+impl WorkerPools {
+    /// An idle pool of `threads` workers, or a new one.
+    pub(crate) fn take(&self, threads: usize) -> Result<rayon::ThreadPool, rayon::ThreadPoolBuildError> {
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(i) = idle.iter().position(|p| p.current_num_threads() == threads) {
+            return Ok(idle.swap_remove(i));
+        }
+        drop(idle);
+        rayon::ThreadPoolBuilder::new().num_threads(threads).thread_name(|i| format!("tdsl-worker-{i}")).build()
+    }
+
+    /// `pool` is idle again (its run ended: every job it ran has returned).
+    pub(crate) fn give_back(&self, pool: rayon::ThreadPool) {
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        if idle.len() < IDLE_POOLS {
+            idle.push(pool);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
