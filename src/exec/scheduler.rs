@@ -638,13 +638,15 @@ impl<'a> RunCtx<'a> {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        let cancel = self.cancel.child();
+        // A call that cannot block sees the run's token: it is cancelled exactly when the
+        // run is (its timeout is judged when it returns, after which nobody looks at its
+        // token). A call on a call thread gets a token of its own, which its timeout cancels.
         let here = ToolCall {
             tool_path,
             definition: def.map(|d| &**d),
             file: file.map(|f| f.as_path()),
             arguments: args,
-            cancel: &cancel,
+            cancel: self.cancel,
             timeout: deadline.map(|d| Duration::from_millis(d.saturating_sub(started))),
             attempt: n + 1,
         };
@@ -653,17 +655,14 @@ impl<'a> RunCtx<'a> {
             // thread. Its timeout is judged when it returns, by the rule of
             // `call_with_deadline`: an answer that came after the deadline is a timeout.
             Some(deadline) if self.ex.runner.can_block(&here) => {
-                self.call_with_deadline(call, &cancel, deadline, permit)
+                self.call_with_deadline(call, &self.cancel.child(), deadline, permit)
             }
             _ => {
                 let r = call_runner(&*self.ex.runner, &here);
                 let at = time.monotonic_ms();
                 drop(permit);
                 match deadline {
-                    Some(d) if at > d => {
-                        cancel.cancel();
-                        None
-                    }
+                    Some(d) if at > d => None,
                     _ => Some(r),
                 }
             }

@@ -23,6 +23,7 @@
 //! recording). The one deliberate difference between the engines is a constant of that
 //! trait: [`Driver::TIMEOUT_BOUNDS_EXPRESSIONS`].
 
+use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -327,9 +328,15 @@ impl<'p> Frame<'p> {
     /// CANCELLED at once (a stop is then the frame's failure, not the step's).
     pub(crate) fn start<D: Driver>(&'p self, id: StepId, wf: &'p Workflow, d: &D) -> Start<'p> {
         let step = &self.plan.steps[id.0];
-        let mut key = String::with_capacity(self.prefix.len() + step.execution_id.len());
-        key.push_str(&self.prefix);
-        key.push_str(&step.execution_id);
+        // A step of the run's own composite is named by its id: no copy of it.
+        let key: Cow<'p, str> = if self.prefix.is_empty() {
+            Cow::Borrowed(&step.execution_id)
+        } else {
+            let mut key = String::with_capacity(self.prefix.len() + step.execution_id.len());
+            key.push_str(&self.prefix);
+            key.push_str(&step.execution_id);
+            Cow::Owned(key)
+        };
         let mut trace = StepTrace::new(&step.execution_id, step.tool());
         let cancel_reason = if let Some(f) = self.failure.get() {
             Some(f.cancel_reason())
@@ -370,7 +377,7 @@ impl<'p> Frame<'p> {
 /// How a step begins.
 pub(crate) enum Start<'f> {
     /// It does not run: its trace says why (`reason`).
-    Cancelled { key: String, trace: StepTrace },
+    Cancelled { key: Cow<'f, str>, trace: StepTrace },
     /// It runs.
     Run(StepRun<'f>),
 }
@@ -416,7 +423,7 @@ pub(crate) struct StepRun<'f> {
     /// Its plan.
     pub(crate) step: &'f StepPlan,
     /// Its step path (`extract`, `outer/inner`).
-    pub(crate) key: String,
+    pub(crate) key: Cow<'f, str>,
     trace: StepTrace,
     clock: Arc<ClockScope>,
     tool: Option<&'f Tool>,
@@ -425,8 +432,8 @@ pub(crate) struct StepRun<'f> {
 }
 
 /// How a step ended: what its dependents' REFs see, its trace, and the calls it made.
-pub(crate) struct Ended {
-    pub(crate) key: String,
+pub(crate) struct Ended<'f> {
+    pub(crate) key: Cow<'f, str>,
     pub(crate) value: Value,
     pub(crate) trace: StepTrace,
     pub(crate) calls: usize,
@@ -531,7 +538,7 @@ impl<'f> StepRun<'f> {
 
     /// The step ended with `outcome` (from [`Next::Done`], [`Self::called`] or
     /// [`Self::fanned_out`]): its trace settled, its failure the frame's.
-    pub(crate) fn end<D: Driver>(mut self, d: &D, outcome: Result<Value, Failure>) -> Ended {
+    pub(crate) fn end<D: Driver>(mut self, d: &D, outcome: Result<Value, Failure>) -> Ended<'f> {
         self.trace.clock_reads = self.clock.reads();
         let key = &self.key;
         let timeout_seconds = self.timeout_seconds;
