@@ -696,7 +696,8 @@ fn a_run_that_would_outgrow_its_history_bytes_stops_with_an_error_naming_the_lim
         .and_then(|r| r.split(' ').next())
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no count in {}", o.stderr));
-    assert!(said.abs_diff(held) < 2_000, "counted {said} bytes, the history holds {held}");
+    eprintln!("{done} children; counted {said} bytes, the history holds {held}, a batch's input {batch_input}");
+    assert!(said.abs_diff(held) < 1_000, "counted {said} bytes, the history holds {held}");
     assert!(payload_bytes(std::slice::from_ref(ended)) > 0, "the run's trace is its result");
     replays(&history);
     // The default leaves the same run alone; out of range is a usage error.
@@ -1090,6 +1091,10 @@ fn an_interrupted_batch_starts_no_child_a_heartbeat_after_the_cancel() {
     let starts = starts();
     let latest = starts.iter().max().copied().unwrap_or(0);
     let after_ms = latest.saturating_sub(cancelled_at) / 1_000_000;
+    eprintln!(
+        "{} children started, the last {after_ms} ms after the cancel; the client ended in {took:?}",
+        starts.len()
+    );
     assert!(after_ms < 2_500, "a child started {after_ms} ms after the cancel ({} children started)", starts.len());
     assert!(starts.len() < 32, "{} children started: the whole batch ran", starts.len());
     assert!(took < Duration::from_secs(6), "the client took {took:?} to end after the cancel");
