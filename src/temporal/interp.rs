@@ -35,6 +35,7 @@ use super::bounds::{calls_bound, calls_per_child};
 use super::ordered::{first_ready, join_in_order};
 
 mod batched;
+mod history;
 use super::{
     AttemptNote, CallInput, Chunk, ChunkChild, ChunkOutput, FailureKind, RunInput, RunOutput, INTERPRETER_VERSION,
 };
@@ -50,6 +51,7 @@ use crate::exec::trace::rfc3339;
 use crate::exec::{Attempt, ChildTrace, Outcome, Signal, StepStatus, StepTrace, Time, Tool, Trace, Workflow};
 use crate::tool::validate;
 use crate::value::{Map, Value};
+use history::{activity_error_bytes, json_bytes, HistoryBytes, PATCH_MARKER_BYTES};
 
 /// The workflow: one composite run, and its progress for the `progress` query.
 #[workflow]
@@ -116,10 +118,6 @@ const ONE_CALL_BUDGET: &str = "tdsl-one-call-budget";
 /// (`batch.rs`); the history of a v3 run, which has not, replays with one activity per child.
 const BATCHED_CHILDREN: &str = "tdsl-batched-children";
 
-/// The bytes of a patch's marker besides its name (the marker's name and the patch's
-/// `deprecated` flag, as the SDK writes them).
-const PATCH_MARKER_BYTES: usize = 48;
-
 /// How a primitive call ended ([`Interp::settle_call`]): its last attempt's outcome, the
 /// attempts made, its answer or error, the notes of the failed attempts before the last.
 type CallEnd = (Outcome, u32, Result<Value, String>, Vec<AttemptNote>);
@@ -176,70 +174,6 @@ pub(crate) struct Interp<'a> {
     /// ([`HistoryBytes`]): checked against `--temporal-history-bytes` before each call,
     /// batch and child workflow.
     history_bytes: HistoryBytes,
-}
-
-/// The bytes of payloads a workflow's history holds, as the workflow code itself sees them:
-/// its own input, the patch markers it records, and the input and the answer (or failure)
-/// of every activity and child workflow it starts, each as the JSON the SDK's converter
-/// writes. Derived from the history alone (what the workflow was given and sent, never the
-/// wall clock or the server's own account), so a replay counts the same bytes at the same
-/// points. Temporal's own count (`limit.historySize.error`, 50 MiB) adds each event's few
-/// hundred bytes of framing, which the room under it covers.
-///
-/// Counting adds no command: it can only make a call, a batch or a child workflow fail
-/// `E0815` where it would otherwise have started. No history recorded before it existed
-/// replays differently: their runs' inputs carry no `history_bytes` and read the default of
-/// 40 MiB, which none of them comes near (the committed ones hold a few KiB; a run that had
-/// passed 40 MiB of payloads was some 10 MiB from being terminated by Temporal).
-#[derive(Default)]
-struct HistoryBytes(Cell<usize>);
-
-impl HistoryBytes {
-    fn get(&self) -> usize {
-        self.0.get()
-    }
-
-    fn add(&self, bytes: usize) {
-        self.0.set(self.0.get().saturating_add(bytes));
-    }
-}
-
-/// The bytes of `value` as the SDK's JSON converter writes it (0 for what does not
-/// serialize: it would not reach the history either).
-fn json_bytes<T: serde::Serialize>(value: &T) -> usize {
-    serde_json::to_vec(value).map_or(0, |b| b.len())
-}
-
-/// The bytes a failure brings into the history: its messages, stack traces and details
-/// along its chain of causes.
-fn failure_bytes(failure: &ProtoFailure) -> usize {
-    use temporalio_common::protos::temporal::api::common::v1::Payloads;
-    let payloads = |p: Option<&Payloads>| {
-        p.map_or(0, |p| {
-            p.payloads
-                .iter()
-                .map(|x| x.data.len() + x.metadata.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>())
-                .sum()
-        })
-    };
-    let mut bytes = 0usize;
-    let mut next = Some(failure);
-    while let Some(f) = next {
-        let details = match &f.failure_info {
-            Some(FailureInfo::ApplicationFailureInfo(i)) => payloads(i.details.as_ref()),
-            Some(FailureInfo::CanceledFailureInfo(i)) => payloads(i.details.as_ref()),
-            Some(FailureInfo::TimeoutFailureInfo(i)) => payloads(i.last_heartbeat_details.as_ref()),
-            _ => 0,
-        };
-        bytes = bytes.saturating_add(f.message.len() + f.stack_trace.len() + details);
-        next = f.cause.as_deref();
-    }
-    bytes
-}
-
-/// The bytes a failed activity brings into the history.
-fn activity_error_bytes(e: &ActivityExecutionError) -> usize {
-    e.failure().map_or_else(|| e.to_string().len(), failure_bytes)
 }
 
 fn now_of(ctx: &WorkflowContext<TdslWorkflow>) -> i64 {
@@ -381,31 +315,6 @@ impl<'a> Interp<'a> {
         }
         // Wakes the waits on the budget (`await_calls`).
         self.ctx.state_mut(|_| ());
-    }
-
-    /// Why no more calls can start in this workflow: its history reached the run's
-    /// `history_limit`, or the `next` bytes of the input of the call, batch or child
-    /// workflow about to start would take its payloads past `history_bytes`
-    /// ([`HistoryBytes`]). The length is the history's at the current workflow task, the
-    /// bytes those counted from the history: the same on every replay.
-    fn over_history_limit(&self, next: usize) -> Option<String> {
-        let (events, limit) = (self.ctx.history_length(), self.input.options.history_limit);
-        if events >= limit {
-            return Some(format!(
-                "the workflow's history has {events} events, at the run's limit of {limit} (--temporal-history-limit; \
-                 Temporal stops a workflow at 51,200): about 3 events a call, so a run makes at most some 12,000 calls \
-                 outside fan-outs, whose calls run in child workflows"
-            ));
-        }
-        let (held, limit) = (self.history_bytes.get(), self.input.options.history_bytes);
-        (held.saturating_add(next) > limit).then(|| {
-            format!(
-                "the workflow's history holds {held} bytes of payloads, and the next call's {next} bytes of input would \
-                 pass the run's limit of {limit} bytes (--temporal-history-bytes; Temporal stops a workflow at 50 MiB): \
-                 every call's arguments and answer stay in the history, so keep large data in files and pass their \
-                 paths, or split the run"
-            )
-        })
     }
 
     /// Whether the run was cancelled from Temporal (its UI, CLI or API).
