@@ -7,10 +7,11 @@
 //! concerned. The ranges are those of `seeds/000_7c8da07936e01cd9.txt`, plus the command
 //! line's own (`--deadline`, `--concurrency`), the guards' (`--max-steps`,
 //! `--max-fan-out`, `--max-tool-output`, `--max-calls-per-run`, `--max-result-bytes`), the
-//! history's (`--history-payload-bytes`) and the expression [`crate::Limits`] a host sets
-//! ([`crate::Limits::validate`]; the engine refuses to compile with limits out of range,
-//! `E0409`), and the bounds of checking that are fixed (a range of one value, no flag: the
-//! "did you mean" budgets, the resolution of upstream schemas).
+//! history's (`--history-payload-bytes`), Temporal's (`--temporal-history-bytes`) and the
+//! expression [`crate::Limits`] a host sets ([`crate::Limits::validate`]; the engine refuses
+//! to compile with limits out of range, `E0409`), and the bounds of checking that are fixed
+//! (a range of one value, no flag: the "did you mean" budgets, the resolution of upstream
+//! schemas).
 //!
 //! ```
 //! use tdsl::ranges::{MAX_RETRIES, TIMEOUT_SECONDS};
@@ -112,6 +113,13 @@ pub const DEFAULT_HISTORY_PAYLOAD_BYTES: usize = 64 << 10;
 /// run history keeps whole (`--history-payload-bytes`): a larger one is kept as its first
 /// bytes, its size and its hash (`docs/history.md`).
 pub const HISTORY_PAYLOAD_BYTES: Range = range("history_payload_bytes", 1024.0, 1_073_741_824.0, true, "bytes");
+/// The default of [`TEMPORAL_HISTORY_BYTES`]: 40 MiB, under Temporal's 50 MiB.
+pub const DEFAULT_TEMPORAL_HISTORY_BYTES: usize = 40 << 20;
+/// The most bytes of payloads one workflow's history may hold on Temporal before a call, a
+/// batch or a child workflow would pass them (`tdsl run --engine temporal
+/// --temporal-history-bytes`; `E0815`, `docs/distributed.md`): at most Temporal's own limit
+/// of 50 MiB (`limit.historySize.error`), at which it terminates the workflow with no trace.
+pub const TEMPORAL_HISTORY_BYTES: Range = range("temporal history bytes", 65_536.0, 52_428_800.0, true, "bytes");
 
 /// [`crate::Limits::fuel`]: 2^53 - 1 at most, the largest count an `f64` (and so a range
 /// check, a JSON number) holds with its successor; at a few nanoseconds a unit that is
@@ -199,6 +207,7 @@ pub const ALL: &[Range] = &[
     MAX_CALLS_PER_RUN,
     MAX_RESULT_BYTES,
     HISTORY_PAYLOAD_BYTES,
+    TEMPORAL_HISTORY_BYTES,
     FUEL,
     MAX_DEPTH,
     MAX_STRING_LEN,

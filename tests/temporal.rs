@@ -594,6 +594,164 @@ fn a_run_that_would_outgrow_its_workflow_history_stops_with_an_error_naming_the_
     assert_eq!(o.code, 2, "{}", o.stderr);
 }
 
+/// A fan-out of `builtin:echo` whose children each carry a kilobyte (a padding argument of
+/// the step): every child's kilobyte goes into the history twice, in its batch's input and
+/// in its answer.
+const PADDED_MAIN: &str = r#"{
+  "arguments": [{"name": "items", "type_name": "list<integer>", "required": true}],
+  "instructions": [
+    {"execution_id": "each", "tool_definition_path": "/tools/echo.tool", "arguments": {"pad": "PAD"},
+     "parallel_execution": {"iterate_over": "REF:arguments.items", "child_argument_name": "n"}}
+  ]
+}"#;
+
+/// A root of [`PADDED_MAIN`] and its echo tool.
+fn padded_files() -> [(&'static str, String); 2] {
+    [
+        ("main.tool", PADDED_MAIN.replace("PAD", &"x".repeat(1000))),
+        ("tools/echo.tool", r#"{"system_event_endpoint": "builtin:echo"}"#.to_string()),
+    ]
+}
+
+/// The bytes of every payload in `events` (their `data`, decoded).
+fn payload_bytes(events: &[Value]) -> usize {
+    use base64::Engine as _;
+    fn walk(v: &Value) -> usize {
+        match v {
+            Value::Object(m) => match (m.get("data"), m.contains_key("metadata")) {
+                (Some(Value::String(d)), true) => {
+                    base64::engine::general_purpose::STANDARD.decode(d).map_or(0, |b| b.len())
+                }
+                _ => m.values().map(walk).sum(),
+            },
+            Value::Array(a) => a.iter().map(walk).sum(),
+            _ => 0,
+        }
+    }
+    events.iter().map(walk).sum()
+}
+
+/// Issue 43's hostile round: 3,000 children of 10 KB each took the history past Temporal's
+/// 50 MiB, and Temporal terminated the run with no trace. The interpreter counts the bytes of
+/// payloads its history holds and stops, E0815, before a batch would pass
+/// `--temporal-history-bytes`: here 400 children of a kilobyte in batches of 8 under a limit
+/// of 100,000 bytes. The run stops at the last batch that fits, with the trace an E0815 of
+/// the events' limit has; its history holds no more than the limit, and one more batch
+/// would have passed it.
+#[test]
+fn a_run_that_would_outgrow_its_history_bytes_stops_with_an_error_naming_the_limit() {
+    let files = padded_files();
+    let files: Vec<(&str, &str)> = files.iter().map(|(p, t)| (*p, t.as_str())).collect();
+    let (root, q, _w) = started("history-bytes", &files);
+    let (main_s, root_s) = paths(&root);
+    let items = format!("items={}", serde_json::to_string(&(0..400).collect::<Vec<i64>>()).expect("JSON"));
+    let history = root.join("run.history.json");
+    let history_s = history.to_string_lossy().into_owned();
+    let limit = 100_000;
+    let limit_s = limit.to_string();
+    let o = run(
+        &[
+            &main_s,
+            "--root",
+            &root_s,
+            "--arg",
+            &items,
+            "--concurrency",
+            "1",
+            "--temporal-history-bytes",
+            &limit_s,
+            "--temporal-history",
+            &history_s,
+        ],
+        Some(&q),
+    );
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert_eq!(o.trace["overall_status"], "FAILED", "{}", o.stderr);
+    assert_eq!(o.trace["error"]["code"], "E0815", "{}", o.stderr);
+    assert!(o.stderr.contains("would pass the run's limit of 100000 bytes (--temporal-history-bytes"), "{}", o.stderr);
+    let children = o.trace["step_results"][0]["children"].as_array().expect("children").clone();
+    assert_eq!(children.len(), 400);
+    let done = children.iter().filter(|c| c["status"] == "COMPLETED").count();
+    // Whole batches ran, each of 8 children, about 17 KB each with its answers.
+    assert!((16..=64).contains(&done) && done % 8 == 0, "{done} children completed before the limit");
+    // The first child past the limit failed E0815, as with the events' limit.
+    assert_eq!(children[done]["status"], "FAILED", "{}", children[done]);
+    // What the history holds (the run's result aside, which comes after the stop) is under
+    // the limit, and one more batch's input would have passed it.
+    let events = history_events(&history);
+    let (ended, rest) = events.split_last().expect("events");
+    let held = payload_bytes(rest);
+    let batch_input = events
+        .iter()
+        .find(|e| e["event_type"] == 10)
+        .map(|e| payload_bytes(std::slice::from_ref(e)))
+        .expect("a batch was scheduled");
+    assert!(held <= limit, "the history holds {held} bytes, past the limit of {limit}");
+    assert!(held + batch_input > limit, "{held} + {batch_input} bytes: another batch fitted");
+    // The count the error names is the history's own, give or take the events' framing.
+    let said: usize = o
+        .stderr
+        .split("history holds ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count in {}", o.stderr));
+    eprintln!("{done} children; counted {said} bytes, the history holds {held}, a batch's input {batch_input}");
+    assert!(said.abs_diff(held) < 1_000, "counted {said} bytes, the history holds {held}");
+    assert!(payload_bytes(std::slice::from_ref(ended)) > 0, "the run's trace is its result");
+    replays(&history);
+    // The default leaves the same run alone; out of range is a usage error.
+    let o = run(&[&main_s, "--root", &root_s, "--arg", &items, "--concurrency", "8"], Some(&q));
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let o = run(&[&main_s, "--root", &root_s, "--arg", &items, "--temporal-history-bytes", "1000"], Some(&q));
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("--temporal-history-bytes: `temporal history bytes` must be"), "{}", o.stderr);
+}
+
+/// When Temporal terminates a run anyway (a server whose limit is below the run's
+/// `--temporal-history-bytes`: here 300,000 bytes, and the run's limit the most it takes),
+/// `tdsl run` says why, from the history's last event, names the limits, and fails E0815.
+#[test]
+fn a_run_terminated_by_temporal_at_its_history_limit_says_so() {
+    let files = padded_files();
+    let files: Vec<(&str, &str)> = files.iter().map(|(p, t)| (*p, t.as_str())).collect();
+    let root = root_with("terminated-by-limit", &files);
+    // A server of its own, with a small history size limit.
+    let dir = server().dir.join("small-history-server");
+    std::fs::create_dir_all(&dir).expect("a folder");
+    let port = free_port();
+    let address = format!("127.0.0.1:{port}");
+    let _server = start_server_with(
+        port,
+        &dir,
+        &[
+            "--dynamic-config-value",
+            "limit.historySize.error=300000",
+            "--dynamic-config-value",
+            "limit.historySize.warn=100000",
+        ],
+    );
+    let root_s = root.to_string_lossy().into_owned();
+    let args =
+        ["worker", "--engine", "temporal", "--root", &root_s, "--temporal-address", &address, "--task-queue", "small"];
+    let _w = start_guarded(Path::new(env!("CARGO_BIN_EXE_tdsl")), &args, &dir.join("worker.log"), repo());
+    let main_s = root.join("main.tool").to_string_lossy().into_owned();
+    let items = format!("items={}", serde_json::to_string(&(0..400).collect::<Vec<i64>>()).expect("JSON"));
+    let out = Command::new(env!("CARGO_BIN_EXE_tdsl"))
+        .args(["run", &main_s, "--root", &root_s, "--arg", &items, "--concurrency", "1", "--no-history"])
+        .args(["--temporal-history-bytes", &tdsl::ranges::TEMPORAL_HISTORY_BYTES.max.to_string()])
+        .args(["--engine", "temporal", "--temporal-address", &address, "--task-queue", "small"])
+        .output()
+        .expect("tdsl runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("was terminated on Temporal and left no trace: \"Workflow history size exceeds limit."),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--temporal-history-bytes") && stderr.contains("[E0815]"), "{stderr}");
+}
+
 fn git(dir: &Path, args: &[&str]) {
     let out = Command::new("git")
         .args(["-c", "user.name=Ada", "-c", "user.email=ada@example.com", "-c", "commit.gpgsign=false"])
@@ -761,6 +919,17 @@ fn cancelled_run_with(
     options: &[&str],
     cancel: impl Fn(&str, u32),
 ) -> (i32, String, Value, String) {
+    let (code, stderr, trace, described, _) = cancelled_run_timed(name, files, options, cancel);
+    (code, stderr, trace, described)
+}
+
+/// [`cancelled_run_with`], and how long the client took to end after the cancel.
+fn cancelled_run_timed(
+    name: &str,
+    files: &[(&str, &str)],
+    options: &[&str],
+    cancel: impl Fn(&str, u32),
+) -> (i32, String, Value, String, Duration) {
     let mut files = files.to_vec();
     files.push(("tools/hang.tool", HANG));
     let root = root_with(name, &files);
@@ -788,10 +957,12 @@ fn cancelled_run_with(
         .and_then(|r| r.split(',').next())
         .unwrap_or_else(|| panic!("no workflow id on stderr: {log}"))
         .to_string();
+    let cancelled_at = Instant::now();
     cancel(&workflow_id, client.id());
     let code = wait_until(Duration::from_secs(60), "the client to end after the cancel", || {
         client.try_wait().expect("wait").map(|status| status.code().unwrap_or(-1))
     });
+    let took = cancelled_at.elapsed();
     // The tool's process was stopped, not left to sleep out its minute.
     wait_until(Duration::from_secs(10), "the cancelled tool to end", || (!alive(&tool_pid)).then_some(()));
     let described = Command::new(temporal_program())
@@ -800,7 +971,7 @@ fn cancelled_run_with(
         .expect("temporal runs");
     let described = String::from_utf8_lossy(&described.stdout).into_owned();
     let trace = std::fs::read_to_string(&trace).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or(Value::Null);
-    (code, std::fs::read_to_string(&stderr).unwrap_or_default(), trace, described)
+    (code, std::fs::read_to_string(&stderr).unwrap_or_default(), trace, described, took)
 }
 
 fn assert_cancelled(stderr: &str, trace: &Value, described: &str) {
@@ -872,6 +1043,87 @@ fn cancel_from_temporal(workflow_id: &str) {
     assert!(out.status.success(), "temporal workflow cancel: {}", String::from_utf8_lossy(&out.stderr));
 }
 
+/// Each child records when it started (nanoseconds since the epoch), then works a second.
+const STARTS_SH: &str =
+    "#!/bin/sh\ncat >/dev/null\necho \"$(date +%s%N)\" >> \"$(dirname \"$0\")/started.log\"\nsleep 1\necho '{}'\n";
+
+/// Issue 43's hostile round: `tdsl run` interrupted mid-batch, the batch went on starting
+/// children for 4.3 s (all 32 of it ran), as the SDK sent its heartbeats, and so heard of the
+/// cancel, only every 16 s. 64 children of a second each under `--concurrency 4` (batches of
+/// 32): after SIGINT no child starts more than about a heartbeat later, and the client ends
+/// within a few seconds.
+#[test]
+fn an_interrupted_batch_starts_no_child_a_heartbeat_after_the_cancel() {
+    let items: Vec<i64> = (0..64).collect();
+    let main = json!({"instructions": [{"execution_id": "each", "tool_definition_path": "/tools/slow.tool",
+        "timeout_seconds": 60, "parallel_execution": {"iterate_over": items, "child_argument_name": "n"}}]})
+    .to_string();
+    let slow = r#"{"system_event_endpoint": "exec:./bin/slow.sh"}"#;
+    let (root, q, _w) = started("interrupt-batch", &[("main.tool", &main), ("tools/slow.tool", slow)]);
+    script(&root.join("tools/bin/slow.sh"), STARTS_SH);
+    let (main_s, root_s) = paths(&root);
+    let (trace, stderr) = (root.join("trace.json"), root.join("stderr.log"));
+    let mut client = Command::new(env!("CARGO_BIN_EXE_tdsl"))
+        .args(["run", &main_s, "--root", &root_s, "--no-history", "--concurrency", "4", "--trace"])
+        .arg(&trace)
+        .args(["--engine", "temporal", "--temporal-address", &server().address(), "--task-queue", &q])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&stderr).expect("a log"))
+        .spawn()
+        .expect("tdsl runs");
+    let log = root.join("tools/bin/started.log");
+    let starts = || -> Vec<u128> {
+        std::fs::read_to_string(&log).unwrap_or_default().lines().filter_map(|l| l.trim().parse().ok()).collect()
+    };
+    // Mid-batch: the second wave of four has started.
+    wait_until(Duration::from_secs(60), "the batch's children to start", || (starts().len() >= 5).then_some(()));
+    let now = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("after 1970").as_nanos();
+    let (cancelled_at, cancelled) = (now(), Instant::now());
+    assert!(Command::new("kill").args(["-INT", &client.id().to_string()]).status().expect("kill").success());
+    let code = wait_until(Duration::from_secs(60), "the client to end after the cancel", || {
+        client.try_wait().expect("wait").map(|status| status.code().unwrap_or(-1))
+    });
+    let took = cancelled.elapsed();
+    let stderr = std::fs::read_to_string(&stderr).unwrap_or_default();
+    assert_eq!(code, 130, "{stderr}");
+    let trace: Value = serde_json::from_str(&std::fs::read_to_string(&trace).expect("a trace")).expect("JSON");
+    assert_eq!(trace["error"]["code"], "E0813", "{stderr}");
+    let starts = starts();
+    let latest = starts.iter().max().copied().unwrap_or(0);
+    let after_ms = latest.saturating_sub(cancelled_at) / 1_000_000;
+    eprintln!(
+        "{} children started, the last {after_ms} ms after the cancel; the client ended in {took:?}",
+        starts.len()
+    );
+    assert!(after_ms < 2_500, "a child started {after_ms} ms after the cancel ({} children started)", starts.len());
+    assert!(starts.len() < 32, "{} children started: the whole batch ran", starts.len());
+    assert!(took < Duration::from_secs(6), "the client took {took:?} to end after the cancel");
+    // Those that never started say so.
+    let children = trace["step_results"][0]["children"].as_array().expect("children").clone();
+    let unstarted = children.iter().filter(|c| c["attempts"].as_array().is_none_or(Vec::is_empty)).count();
+    assert!(unstarted >= 64 - starts.len(), "{unstarted} children without an attempt, {} started", starts.len());
+}
+
+/// A run terminated from Temporal's side (`temporal workflow terminate --reason`): `tdsl
+/// run` names the reason and who terminated it, and fails.
+#[test]
+fn a_run_terminated_by_an_operator_names_the_reason() {
+    let (code, stderr, trace, described) =
+        cancelled_run("terminate", &[("main.tool", HANGING_MAIN)], |workflow_id, _| {
+            let out = Command::new(temporal_program())
+                .args(["workflow", "terminate", "--workflow-id", workflow_id, "--reason", "maintenance window"])
+                .args(["--address", &server().address()])
+                .output()
+                .expect("temporal runs");
+            assert!(out.status.success(), "temporal workflow terminate: {}", String::from_utf8_lossy(&out.stderr));
+        });
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("was terminated on Temporal and left no trace: \"maintenance window\" (by "), "{stderr}");
+    assert!(!stderr.contains("E0815"), "{stderr}");
+    assert_eq!(trace, Value::Null, "no trace");
+    assert!(described.contains("WORKFLOW_EXECUTION_STATUS_TERMINATED"), "{described}");
+}
+
 /// A run cancelled while a batch of fan-out children runs: the batch's activity hears of it
 /// by its heartbeat, stops the child in flight (its tool's process ends) and says what ran;
 /// the child in flight is cancelled, those the batch had not started never start, and the
@@ -886,11 +1138,14 @@ fn a_run_cancelled_mid_batch_stops_the_child_in_flight_and_starts_no_other() {
          "dependencies": ["each"]}
       ]
     }"#;
-    let (code, stderr, trace, described) =
-        cancelled_run_with("cancel-batch", &[("main.tool", main)], &["--concurrency", "1"], |workflow_id, _| {
+    let (code, stderr, trace, described, took) =
+        cancelled_run_timed("cancel-batch", &[("main.tool", main)], &["--concurrency", "1"], |workflow_id, _| {
             cancel_from_temporal(workflow_id)
         });
     assert_eq!(code, 1, "{stderr}");
+    // The batch heard of the cancel within a heartbeat or two (it took 14 s when the SDK
+    // held a batch's heartbeats back to 16 s, 0.8 of its heartbeat timeout).
+    assert!(took < Duration::from_secs(6), "the client took {took:?} to end after the cancel");
     assert_eq!(trace["error"]["code"], "E0813", "{trace}");
     assert!(described.contains("WORKFLOW_EXECUTION_STATUS_CANCELED"), "{described}");
     let steps: Vec<(String, String)> = statuses(&trace);

@@ -145,6 +145,13 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "EVENTS", default_value_t = 40_000, value_parser = clap::value_parser!(u32).range(100..=51_200))]
     #[cfg_attr(not(feature = "temporal"), allow(dead_code))]
     temporal_history_limit: u32,
+    /// With `--engine temporal`: the bytes of payloads (inputs and answers of calls, batches
+    /// and child workflows) one workflow's history may hold before the run stops with E0815
+    /// (Temporal stops a workflow at 50 MiB; lower it for a server with a lower
+    /// `limit.historySize.error`).
+    #[arg(long, value_name = "BYTES", default_value_t = ranges::DEFAULT_TEMPORAL_HISTORY_BYTES)]
+    #[cfg_attr(not(feature = "temporal"), allow(dead_code))]
+    temporal_history_bytes: usize,
 }
 
 /// `--clean-env` and `--pass-env NAME` (of `run` and `serve`): the environment of the
@@ -691,6 +698,10 @@ fn run_temporal(args: &RunArgs) -> ExitCode {
     let mut options = crate::temporal::RunOptions::from_exec(executor.options(), &limits, args.max_tool_output);
     // Jitter comes from the seed on the workers: one drawn here when none is given.
     options.history_limit = args.temporal_history_limit;
+    options.history_bytes = match ranges::TEMPORAL_HISTORY_BYTES.check(args.temporal_history_bytes as f64) {
+        Ok(n) => n as usize,
+        Err(e) => return usage_failure(&UsageError(format!("--temporal-history-bytes: {e}"))),
+    };
     options.seed = args.seed.unwrap_or_else(|| {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
     });

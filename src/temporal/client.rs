@@ -2,9 +2,10 @@
 
 use temporalio_client::errors::WorkflowGetResultError;
 use temporalio_client::{
-    WorkflowCancelOptions, WorkflowFetchHistoryOptions, WorkflowGetResultOptions, WorkflowQueryOptions,
-    WorkflowStartOptions,
+    Client, HistoryEventFilterType, WorkflowCancelOptions, WorkflowFetchHistoryOptions, WorkflowGetResultOptions,
+    WorkflowHandle, WorkflowQueryOptions, WorkflowStartOptions,
 };
+use temporalio_common::protos::temporal::api::history::v1::history_event::Attributes;
 
 use super::worker::{connect, TdslWorkflow};
 use super::{Connection, ProgressReport, RunInput, RunOutput, INTERPRETER_VERSION};
@@ -100,6 +101,15 @@ pub async fn run(
                     ))
                 }
             },
+            // Terminated (by Temporal at one of its limits, or by an operator): the reason is
+            // in the history's last event.
+            Err(WorkflowGetResultError::Terminated { .. }) => {
+                let why = match termination(&handle).await {
+                    Ok(why) => why,
+                    Err(e) => format!("its reason cannot be read: {e}"),
+                };
+                return Err(terminated(&workflow_id, &run_id, &why));
+            }
             Err(e) if !e.is_workflow_outcome() => {
                 let since = *lost_since.get_or_insert_with(|| {
                     eprintln!(
@@ -136,4 +146,62 @@ pub async fn run(
     }
     let trace = super::unpack_trace(&out.trace)?;
     Ok(Finished { trace })
+}
+
+/// The most characters of a termination's reason (and of who terminated the run) printed.
+const REASON_CHARS: usize = 1_000;
+
+/// Why a terminated run was terminated, from its history's close event: the reason, and who
+/// terminated it (`history-service` for Temporal's own limits).
+async fn termination<W: temporalio_common::HasWorkflowDefinition>(
+    handle: &WorkflowHandle<Client, W>,
+) -> Result<String, String> {
+    let close = WorkflowFetchHistoryOptions::builder().event_filter_type(HistoryEventFilterType::CloseEvent).build();
+    let events = handle.fetch_history(close).into_events().await.map_err(|e| e.to_string())?;
+    events
+        .iter()
+        .rev()
+        .find_map(|e| match &e.attributes {
+            Some(Attributes::WorkflowExecutionTerminatedEventAttributes(a)) => {
+                // Quoted and escaped, and cut short: it is anyone's text.
+                let reason = format!("{:?}", a.reason.chars().take(REASON_CHARS).collect::<String>());
+                Some(match a.identity.as_str() {
+                    "" => reason,
+                    who => format!("{reason} (by {:?})", who.chars().take(REASON_CHARS).collect::<String>()),
+                })
+            }
+            _ => None,
+        })
+        .ok_or_else(|| "its history has no termination event".to_string())
+}
+
+/// The error of a run terminated on Temporal, `why` being [`termination`]'s answer. When
+/// Temporal terminated it at one of its own limits, it is the limit's error (`E0815`) with
+/// the flags that stop a run before them.
+fn terminated(workflow_id: &str, run_id: &str, why: &str) -> String {
+    let what = format!("the run {workflow_id} (run id {run_id}) was terminated on Temporal and left no trace: {why}");
+    if why.contains("exceeds limit") {
+        format!(
+            "{what}; Temporal terminates a workflow whose history passes its limits (51,200 events, 50 MiB by \
+             default): a run stops before them with a trace at --temporal-history-limit and --temporal-history-bytes, \
+             which must be under the server's limits (limit.historyCount.error, limit.historySize.error) [{}]",
+            crate::diagnostic::Code::EngineLimit.as_str()
+        )
+    } else {
+        what
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::terminated;
+
+    #[test]
+    fn a_run_terminated_at_temporals_limit_is_e0815_and_otherwise_says_why() {
+        let limit = terminated("w", "r", "\"Workflow history size exceeds limit.\" (by \"history-service\")");
+        assert!(limit.starts_with("the run w (run id r) was terminated on Temporal and left no trace: \"Workflow"));
+        assert!(limit.contains("--temporal-history-bytes") && limit.ends_with("[E0815]"), "{limit}");
+        let operator = terminated("w", "r", "\"maintenance\" (by \"ada\")");
+        assert!(operator.ends_with("left no trace: \"maintenance\" (by \"ada\")"), "{operator}");
+    }
 }

@@ -35,6 +35,7 @@ use super::bounds::{calls_bound, calls_per_child};
 use super::ordered::{first_ready, join_in_order};
 
 mod batched;
+mod history;
 use super::{
     AttemptNote, CallInput, Chunk, ChunkChild, ChunkOutput, FailureKind, RunInput, RunOutput, INTERPRETER_VERSION,
 };
@@ -50,6 +51,7 @@ use crate::exec::trace::rfc3339;
 use crate::exec::{Attempt, ChildTrace, Outcome, Signal, StepStatus, StepTrace, Time, Tool, Trace, Workflow};
 use crate::tool::validate;
 use crate::value::{Map, Value};
+use history::{activity_error_bytes, json_bytes, HistoryBytes, PATCH_MARKER_BYTES};
 
 /// The workflow: one composite run, and its progress for the `progress` query.
 #[workflow]
@@ -168,6 +170,10 @@ pub(crate) struct Interp<'a> {
     /// Attempts made so far at each mocked tool: where its mock answers continue.
     mock_calls: RefCell<HashMap<String, usize>>,
     mock: Option<Map>,
+    /// The bytes of payloads this workflow has put into its history and got from it so far
+    /// ([`HistoryBytes`]): checked against `--temporal-history-bytes` before each call,
+    /// batch and child workflow.
+    history_bytes: HistoryBytes,
 }
 
 fn now_of(ctx: &WorkflowContext<TdslWorkflow>) -> i64 {
@@ -187,7 +193,7 @@ impl<'a> Interp<'a> {
             .options
             .deadline_seconds
             .map(|d| start_ms.saturating_add(i64::try_from(secs(d).as_millis()).unwrap_or(i64::MAX)));
-        Interp {
+        let interp = Interp {
             ctx,
             wf,
             input,
@@ -212,7 +218,17 @@ impl<'a> Interp<'a> {
             lent: Cell::new(0),
             mock_calls: RefCell::new(HashMap::new()),
             mock: input.mock.as_ref().and_then(Value::as_object).cloned(),
+            history_bytes: HistoryBytes::default(),
+        };
+        // The run's input is in its history's first event; each patch this run has, a
+        // marker.
+        interp.history_bytes.add(json_bytes(input));
+        for (patch, has) in [(ONE_CALL_BUDGET, interp.one_budget), (BATCHED_CHILDREN, interp.batched)] {
+            if has {
+                interp.history_bytes.add(patch.len() + PATCH_MARKER_BYTES);
+            }
         }
+        interp
     }
 
     fn now(&self) -> i64 {
@@ -299,20 +315,6 @@ impl<'a> Interp<'a> {
         }
         // Wakes the waits on the budget (`await_calls`).
         self.ctx.state_mut(|_| ());
-    }
-
-    /// Why no more calls can start in this workflow: its history reached the run's
-    /// `history_limit`. The length is the history's at the current workflow task, the same
-    /// on every replay.
-    fn over_history_limit(&self) -> Option<String> {
-        let (events, limit) = (self.ctx.history_length(), self.input.options.history_limit);
-        (events >= limit).then(|| {
-            format!(
-                "the workflow's history has {events} events, at the run's limit of {limit} (--temporal-history-limit; \
-                 Temporal stops a workflow at 51,200): about 3 events a call, so a run makes at most some 12,000 calls \
-                 outside fan-outs, whose calls run in child workflows"
-            )
-        })
     }
 
     /// Whether the run was cancelled from Temporal (its UI, CLI or API).
@@ -548,19 +550,22 @@ impl<'a> Interp<'a> {
         };
         // Refused before it starts: it made no call.
         let none = Some((0, false));
-        let bytes = serde_json::to_vec(&input).map_or(0, |b| b.len());
+        let bytes = json_bytes(&input);
         if let Some(e) = super::over_payload_limit("a fan-out chunk's input", bytes) {
             return (fail_all(Code::EngineLimit, e), none);
         }
-        if let Some(e) = self.over_history_limit() {
+        let workflow_id = format!("{}/{key}/chunk-{c}", self.ctx.workflow_id());
+        let bytes = bytes.saturating_add(workflow_id.len());
+        if let Some(e) = self.over_history_limit(bytes) {
             return (fail_all(Code::EngineLimit, e), none);
         }
-        let options =
-            ChildWorkflowOptions::builder().workflow_id(format!("{}/{key}/chunk-{c}", self.ctx.workflow_id())).build();
+        self.history_bytes.add(bytes);
+        let options = ChildWorkflowOptions::builder().workflow_id(workflow_id).build();
         let out = match self.ctx.start_child_workflow(TdslWorkflow::run, input, options).await {
             Ok(started) => started.result().await.map_err(|e| e.to_string()),
             Err(e) => Err(e.to_string()),
         };
+        self.history_bytes.add(out.as_ref().map_or_else(String::len, json_bytes));
         let chunk = match out.map(|o| o.chunk) {
             Ok(Some(chunk)) => chunk,
             Ok(None) => {
@@ -701,15 +706,18 @@ impl<'a> Interp<'a> {
             retry: Some(policy.clone()),
             seed: self.input.options.seed,
         };
-        let bytes = serde_json::to_vec(&input).map_or(0, |b| b.len());
+        let bytes = json_bytes(&input);
         if let Some(e) = super::over_payload_limit("the call's arguments", bytes) {
             self.release(1);
             return CallOutcome::failed(Failure::new(key, Code::EngineLimit, e));
         }
-        if let Some(e) = self.over_history_limit() {
+        // The activity's summary (its key) goes into the history with its input.
+        let bytes = bytes.saturating_add(key.len());
+        if let Some(e) = self.over_history_limit(bytes) {
             self.release(1);
             return CallOutcome::failed(Failure::new(key, Code::EngineLimit, e));
         }
+        self.history_bytes.add(bytes);
         let retry = TemporalRetry::builder()
             .initial_interval(secs(policy.base_delay_seconds))
             .backoff_coefficient(policy.factor)
@@ -731,6 +739,7 @@ impl<'a> Interp<'a> {
         self.progress(|p| p.counts().in_flight += 1);
         let answer = self.ctx.execute_activity(TdslActivities::call_tool, input, opts).await;
         self.release(1);
+        self.history_bytes.add(answer.as_ref().map_or_else(activity_error_bytes, json_bytes));
         let duration_ms = self.now_rel().saturating_sub(started);
         let ended = match answer {
             Ok(out) => (Outcome::Ok, out.attempt.max(1), Ok(out.response), out.earlier),

@@ -67,6 +67,16 @@ fn default_history_limit() -> u32 {
     HISTORY_LIMIT
 }
 
+/// The bytes of payloads one workflow's history may hold by default before the run stops
+/// with `E0815` ([`crate::ranges::TEMPORAL_HISTORY_BYTES`], `--temporal-history-bytes`): 40
+/// MiB, under Temporal's own 50 MiB (`limit.historySize.error`), with room for the answers
+/// of the calls still in flight (each at most [`PAYLOAD_LIMIT_BYTES`]) and the run's trace.
+pub const HISTORY_BYTES: usize = crate::ranges::DEFAULT_TEMPORAL_HISTORY_BYTES;
+
+fn default_history_bytes() -> usize {
+    HISTORY_BYTES
+}
+
 /// Where a worker and a client find the server: `--temporal-address`, `--namespace`,
 /// `--task-queue`.
 #[derive(Clone, Debug)]
@@ -407,6 +417,11 @@ pub struct RunOptions {
     /// start (`--temporal-history-limit`; `E0815` past it).
     #[serde(default = "default_history_limit")]
     pub history_limit: u32,
+    /// The bytes of payloads one workflow's history may hold before a call, a batch or a
+    /// child workflow would pass them (`--temporal-history-bytes`; `E0815` past it). A run
+    /// started before the limit existed reads the default.
+    #[serde(default = "default_history_bytes")]
+    pub history_bytes: usize,
 }
 
 fn default_max_calls() -> usize {
@@ -451,6 +466,7 @@ impl RunOptions {
             max_tool_output,
             breaker: o.breaker.clone(),
             history_limit: HISTORY_LIMIT,
+            history_bytes: HISTORY_BYTES,
         }
     }
 }

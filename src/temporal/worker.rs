@@ -83,7 +83,12 @@ pub async fn run_worker(conn: &Connection, root: PathBuf, concurrency: usize) ->
         .map_err(|e| format!("cannot register the workflow: {e}"))?
         .register_activities(TdslActivities::new(root))
         .tuner(tuner)
+        // The SDK sends an activity's heartbeats at most every 0.8 × its heartbeat timeout
+        // (16 s for a batch's 20 s), and a cancelled run reaches an activity only in the
+        // answer to a heartbeat: at most every HEARTBEAT_EVERY, whatever the timeout, so that
+        // a batch hears of a cancel within a second or two (docs/distributed.md).
         .default_heartbeat_throttle_interval(HEARTBEAT_EVERY)
+        .max_heartbeat_throttle_interval(HEARTBEAT_EVERY)
         .build();
     let mut worker = Worker::new(&runtime, client, options).map_err(|e| format!("cannot start the worker: {e}"))?;
     eprintln!(

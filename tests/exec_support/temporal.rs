@@ -119,10 +119,17 @@ pub fn temporal_program() -> PathBuf {
 
 /// Starts the dev server on `port` with its database in `dir`; waits until it listens.
 pub fn start_server(port: u16, dir: &Path) -> Guarded {
+    start_server_with(port, dir, &[])
+}
+
+/// [`start_server`] with more options of `temporal server start-dev` (`--dynamic-config-value`).
+pub fn start_server_with(port: u16, dir: &Path, extra: &[&str]) -> Guarded {
     let temporal = temporal_program();
     let db = dir.join("temporal.db");
     let (port_s, db_s) = (port.to_string(), db.to_string_lossy().into_owned());
-    let args = ["server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", &port_s, "--db-filename", &db_s];
+    let mut args =
+        vec!["server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", &port_s, "--db-filename", &db_s];
+    args.extend_from_slice(extra);
     let g = start_guarded(&temporal, &args, &dir.join(format!("server-{port}.log")), dir);
     let start = Instant::now();
     while TcpStream::connect(("127.0.0.1", port)).is_err() {

@@ -13,7 +13,7 @@ use temporalio_common::RetryPolicy as TemporalRetry;
 use temporalio_sdk::{ActivityCancellationType, ActivityCloseTimeouts, ActivityOptions};
 
 use super::super::batch::{batch_size, BatchChild, BatchChildOutput, BatchInput, BatchStatus, BATCH_ARGUMENT_BYTES};
-use super::{secs, CallEnd, Interp, TdslActivities};
+use super::{activity_error_bytes, json_bytes, secs, CallEnd, Interp, TdslActivities};
 use crate::diagnostic::Code;
 use crate::exec::data::{CallOutcome, Failure};
 use crate::exec::step::{Callee, ChildEnd, ChildRun, Driver, FailFast, FanOut, Frame, Site};
@@ -209,20 +209,24 @@ impl Interp<'_> {
                 max_tool_output: self.input.options.max_tool_output,
                 breaker: self.input.options.breaker.clone(),
             };
-            let bytes = serde_json::to_vec(&input).map_or(0, |b| b.len());
+            let bytes = json_bytes(&input);
             if let Some(e) = super::super::over_payload_limit("the call's arguments", bytes) {
                 fail_all(&mut answers, &|k| Failure::new(k, Code::EngineLimit, e.clone()));
                 break;
             }
-            if let Some(e) = self.over_history_limit() {
+            let n = pending.len();
+            let opts = self.batch_options(site, share, n, &keys);
+            // The activity's summary goes into the history with its input.
+            let bytes = bytes.saturating_add(opts.summary.as_ref().map_or(0, String::len));
+            if let Some(e) = self.over_history_limit(bytes) {
                 fail_all(&mut answers, &|k| Failure::new(k, Code::EngineLimit, e.clone()));
                 break;
             }
-            let n = pending.len();
+            self.history_bytes.add(bytes);
             self.progress(|p| p.counts().in_flight += n);
-            let opts = self.batch_options(site, share, n, &keys);
             let started = self.now_rel();
             let answer = self.ctx.execute_activity(TdslActivities::call_batch, input, opts).await;
+            self.history_bytes.add(answer.as_ref().map_or_else(activity_error_bytes, json_bytes));
             let duration = self.now_rel().saturating_sub(started);
             let out = match answer {
                 Ok(out) if out.children.len() == n => out,
