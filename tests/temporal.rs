@@ -1095,9 +1095,12 @@ fn an_interrupted_batch_starts_no_child_a_heartbeat_after_the_cancel() {
         "{} children started, the last {after_ms} ms after the cancel; the client ended in {took:?}",
         starts.len()
     );
-    assert!(after_ms < 2_500, "a child started {after_ms} ms after the cancel ({} children started)", starts.len());
+    // Bounds with room for a loaded machine: before the fix a child started 6.1 s after the
+    // cancel, the whole batch of 32 ran and the client took 16 s (the cancel reached the batch
+    // in a heartbeat throttled to 16 s).
+    assert!(after_ms < 4_000, "a child started {after_ms} ms after the cancel ({} children started)", starts.len());
     assert!(starts.len() < 32, "{} children started: the whole batch ran", starts.len());
-    assert!(took < Duration::from_secs(6), "the client took {took:?} to end after the cancel");
+    assert!(took < Duration::from_secs(10), "the client took {took:?} to end after the cancel");
     // Those that never started say so.
     let children = trace["step_results"][0]["children"].as_array().expect("children").clone();
     let unstarted = children.iter().filter(|c| c["attempts"].as_array().is_none_or(Vec::is_empty)).count();
@@ -1145,7 +1148,7 @@ fn a_run_cancelled_mid_batch_stops_the_child_in_flight_and_starts_no_other() {
     assert_eq!(code, 1, "{stderr}");
     // The batch heard of the cancel within a heartbeat or two (it took 14 s when the SDK
     // held a batch's heartbeats back to 16 s, 0.8 of its heartbeat timeout).
-    assert!(took < Duration::from_secs(6), "the client took {took:?} to end after the cancel");
+    assert!(took < Duration::from_secs(10), "the client took {took:?} to end after the cancel");
     assert_eq!(trace["error"]["code"], "E0813", "{trace}");
     assert!(described.contains("WORKFLOW_EXECUTION_STATUS_CANCELED"), "{described}");
     let steps: Vec<(String, String)> = statuses(&trace);
