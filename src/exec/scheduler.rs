@@ -437,7 +437,7 @@ impl<'a> RunCtx<'a> {
 
     /// One step, from its conditions to its result (`step.rs` decides; this does the calls
     /// and tells the observer); never fails: a failure is in the trace and in the frame.
-    fn step(&self, frame: &Frame<'_>, id: StepId) -> (Value, StepTrace) {
+    fn step(&self, frame: &Frame<'_>, id: StepId) -> (Value, Box<StepTrace>) {
         let mut run = match frame.start(id, self.wf, self) {
             Start::Cancelled { key, trace } => {
                 self.emit(Event::StepEnded { step: &key, status: trace.status, reason: trace.reason.as_deref() });

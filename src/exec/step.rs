@@ -183,7 +183,8 @@ pub(crate) struct Frame<'p> {
     depth: usize,
     arguments: Value,
     results: Vec<OnceLock<Value>>,
-    traces: Vec<OnceLock<StepTrace>>,
+    /// Boxed: a step's trace is large, and moves from where the step starts to here.
+    traces: Vec<OnceLock<Box<StepTrace>>>,
     /// Of each step, how many of its dependencies have not ended.
     pending: Vec<AtomicUsize>,
     dependents: &'p [Vec<StepId>],
@@ -242,7 +243,7 @@ impl<'p> Frame<'p> {
 
     /// Step `id` ended with `value` (what REFs see) and `trace`; `ready` is handed each
     /// dependent whose last dependency it was, in plan order.
-    pub(crate) fn step_ended(&self, id: StepId, value: Value, trace: StepTrace, mut ready: impl FnMut(StepId)) {
+    pub(crate) fn step_ended(&self, id: StepId, value: Value, trace: Box<StepTrace>, mut ready: impl FnMut(StepId)) {
         let _ = self.results[id.0].set(value);
         let _ = self.traces[id.0].set(trace);
         for &d in &self.dependents[id.0] {
@@ -303,7 +304,7 @@ impl<'p> Frame<'p> {
             None => self.result(root_name, clock),
         };
         let partial = self.partial.load(Ordering::SeqCst);
-        let steps = self.traces.into_iter().filter_map(OnceLock::into_inner).collect();
+        let steps = self.traces.into_iter().filter_map(OnceLock::into_inner).map(|t| *t).collect();
         FrameOutcome { result, partial, steps, clock_reads: clock.reads() }
     }
 
@@ -337,7 +338,7 @@ impl<'p> Frame<'p> {
             key.push_str(&step.execution_id);
             Cow::Owned(key)
         };
-        let mut trace = StepTrace::new(&step.execution_id, step.tool());
+        let mut trace = Box::new(StepTrace::new(&step.execution_id, step.tool()));
         let cancel_reason = if let Some(f) = self.failure.get() {
             Some(f.cancel_reason())
         } else if d.deadline_passed() {
@@ -377,7 +378,7 @@ impl<'p> Frame<'p> {
 /// How a step begins.
 pub(crate) enum Start<'f> {
     /// It does not run: its trace says why (`reason`).
-    Cancelled { key: Cow<'f, str>, trace: StepTrace },
+    Cancelled { key: Cow<'f, str>, trace: Box<StepTrace> },
     /// It runs.
     Run(StepRun<'f>),
 }
@@ -424,7 +425,8 @@ pub(crate) struct StepRun<'f> {
     pub(crate) step: &'f StepPlan,
     /// Its step path (`extract`, `outer/inner`).
     pub(crate) key: Cow<'f, str>,
-    trace: StepTrace,
+    /// Boxed: it moves from the start to the frame, through every stage of the step.
+    trace: Box<StepTrace>,
     clock: Arc<ClockScope>,
     tool: Option<&'f Tool>,
     policy: RetryPolicy,
@@ -435,7 +437,7 @@ pub(crate) struct StepRun<'f> {
 pub(crate) struct Ended<'f> {
     pub(crate) key: Cow<'f, str>,
     pub(crate) value: Value,
-    pub(crate) trace: StepTrace,
+    pub(crate) trace: Box<StepTrace>,
     pub(crate) calls: usize,
 }
 
@@ -568,7 +570,7 @@ impl<'f> StepRun<'f> {
                 // while the run began failing: it is written as a step that never started,
                 // as the drivers reach it — a local run mostly before it starts, Temporal,
                 // which starts every ready step at once, while it waits for its slot.
-                let mut trace = StepTrace::new(&self.step.execution_id, self.step.tool());
+                let mut trace = Box::new(StepTrace::new(&self.step.execution_id, self.step.tool()));
                 trace.status = StepStatus::Cancelled;
                 trace.reason = Some(frame.cancel_reason(d, key));
                 return Ended { key: self.key, value: Value::Null, trace, calls: 0 };

@@ -370,7 +370,7 @@ impl<'a> Interp<'a> {
             let frame = Frame::open(plan, arguments, prefix, depth, refused, &clock);
             {
                 let frame = &frame;
-                let mut running: Vec<(StepId, LocalBoxFuture<'_, (Value, StepTrace)>)> =
+                let mut running: Vec<(StepId, LocalBoxFuture<'_, (Value, Box<StepTrace>)>)> =
                     frame.roots().into_iter().map(|id| (id, self.step(frame, id).boxed_local())).collect();
                 while !running.is_empty() {
                     let (i, (value, trace)) = first_ready(&mut running).await;
@@ -385,7 +385,7 @@ impl<'a> Interp<'a> {
 
     /// One step, from its conditions to its result (`exec/step.rs` decides; this makes the
     /// activities and child workflows and keeps the progress).
-    async fn step(&self, frame: &Frame<'_>, id: StepId) -> (Value, StepTrace) {
+    async fn step(&self, frame: &Frame<'_>, id: StepId) -> (Value, Box<StepTrace>) {
         let mut run = match frame.start(id, self.wf, self) {
             Start::Cancelled { key, trace } => {
                 self.step_ended(&key, &trace);
