@@ -31,6 +31,13 @@ thread_local! {
 /// scalar or a string stays a few instructions.
 #[inline(never)]
 fn drop_container(v: &mut Value) {
+    // Only the last owner of a container that holds containers has anything to do here (a
+    // shared one only loses a reference; scalars and strings need no care): one load of the
+    // reference count and a scan of the children decide, without the uniqueness check's two
+    // atomic read-modify-writes or the thread-local count.
+    if !holds_containers(v) {
+        return;
+    }
     let depth = DROPS_IN_PROGRESS.try_with(|d| d.get()).unwrap_or(RECURSIVE_DROPS);
     if depth >= RECURSIVE_DROPS {
         return drop_iteratively(v);
