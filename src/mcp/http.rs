@@ -336,7 +336,7 @@ impl Front {
         if let Some(body) = &body {
             if let Err(e) = super::framing::parse_unique(body) {
                 if e.classify() == serde_json::error::Category::Data {
-                    if let super::framing::Verdict::Answer(error) = super::framing::judge(body, false) {
+                    if let super::framing::Verdict::Answer(error) = super::framing::judge_message(body, false) {
                         return json_response(StatusCode::BAD_REQUEST, &error);
                     }
                 }
@@ -349,7 +349,7 @@ impl Front {
         // rmcp answers 415 to a body it cannot read (after its checks of Host, Origin, Accept
         // and Content-Type): the body gets the JSON-RPC error the stdio framing gives it.
         if let Some(body) = body.filter(|_| response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE) {
-            if let super::framing::Verdict::Answer(error) = super::framing::judge(&body, false) {
+            if let super::framing::Verdict::Answer(error) = super::framing::judge_message(&body, false) {
                 return json_response(StatusCode::BAD_REQUEST, &error);
             }
         }
