@@ -202,10 +202,13 @@ fn the_compose_flags_are_checked() {
 /// A sampling reply of 20 MB (over stdio's message limit of 8 MiB) fails its request at once,
 /// naming the limit, instead of leaving it to the phase's timeout (30 s there); the server
 /// answers on. Before: the framing answered the client's *response* with an error of its own
-/// and the request waited out the phase.
+/// and the request waited out the phase. Over HTTP a 5 MB reply (over `--max-request-bytes`,
+/// 4 MiB) is answered 413 and fails its request at once the same way (before: 30 s).
 #[test]
 fn a_reply_over_the_message_limit_fails_its_phase_at_once() {
     let (result, _work) = scenario("huge-reply");
+    assert_eq!(result["status"], "FAILED", "{result}");
+    let (result, _work) = scenario_over(&["--http"], "huge-reply");
     assert_eq!(result["status"], "FAILED", "{result}");
 }
 

@@ -70,23 +70,31 @@ fn error(id: Json, code: i64, message: String) -> Json {
 /// [`MAX_MESSAGE_BYTES`]; `line` then holds its first bytes only.
 pub(crate) fn judge(line: &[u8], oversized: bool) -> Verdict {
     match judge_message(line, oversized) {
-        Verdict::Answer(error) => match response_id(line) {
-            Some(id) => {
-                let message = error["error"]["message"].as_str().unwrap_or("unreadable");
-                Verdict::Unreadable(json!({
-                    "jsonrpc": "2.0",
-                    "id": id,
-                    "error": {
-                        "code": error["error"]["code"],
-                        "message": format!("the client's answer could not be read: {message}"),
-                        "data": {"reason": UNREADABLE_ANSWER},
-                    },
-                }))
+        Verdict::Answer(error) => {
+            let why = error["error"]["message"].as_str().unwrap_or("unreadable");
+            match unreadable_answer(line, error["error"]["code"].as_i64().unwrap_or(INVALID_REQUEST), why) {
+                Some(stand_in) => Verdict::Unreadable(stand_in),
+                None => Verdict::Answer(error),
             }
-            None => Verdict::Answer(error),
-        },
+        }
         other => other,
     }
+}
+
+/// When `line` (all of it, or its first bytes) is a response of the client, the error
+/// response that stands for it ([`Verdict::Unreadable`]): its `id`, `code`, a message saying
+/// `why` it could not be read, and [`UNREADABLE_ANSWER`]. `None` for anything else.
+pub(crate) fn unreadable_answer(line: &[u8], code: i64, why: &str) -> Option<Json> {
+    let id = response_id(line)?;
+    Some(json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {
+            "code": code,
+            "message": format!("the client's answer could not be read: {why}"),
+            "data": {"reason": UNREADABLE_ANSWER},
+        },
+    }))
 }
 
 /// The `id` of a line that is a JSON-RPC response — a top-level `result` or `error`, no

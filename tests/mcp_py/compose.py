@@ -584,73 +584,126 @@ async def secret(session: ClientSession, model: Model, work: Path) -> None:
     expect("unset" in phase4 and "Bearer [redacted]" in phase4, f"phase 4 was not shown the answers: {phase4[-3000:]}")
 
 
+class RawHttp:
+    """A client of `serve --listen` without the SDK (which sends `notifications/cancelled`
+    when a call is dropped, and gives up on a 413): `tdsl` started with `--listen
+    127.0.0.1:0`, one session, raw JSON-RPC over POST and the SSE streams of the answers."""
+
+    def __init__(self, params: StdioServerParameters) -> None:
+        import subprocess
+
+        import httpx2 as httpx
+
+        self.process = subprocess.Popen([params.command, *params.args, "--listen", "127.0.0.1:0"],
+                                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                        text=True)
+        assert self.process.stderr is not None
+        line = self.process.stderr.readline()
+        expect("over MCP at " in line, f"no address: {line!r}")
+        self.url = line.split("over MCP at ", 1)[1].split()[0]
+        self.http = httpx.Client(timeout=60)
+        self.headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        with self.stream({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {"sampling": {}},
+                "clientInfo": {"name": "raw-client", "version": "1"}}}) as r:
+            session_id = r.headers["mcp-session-id"]
+            expect(any(m.get("id") == "init" for m in self.messages(r)), "no initialize answer")
+        self.headers |= {"mcp-session-id": session_id, "mcp-protocol-version": "2025-11-25"}
+        self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def stream(self, message: dict[str, Any]) -> Any:
+        return self.http.stream("POST", self.url, headers=self.headers, json=message)
+
+    def post(self, message: Any) -> Any:
+        body = message if isinstance(message, bytes) else json.dumps(message).encode()
+        return self.http.post(self.url, headers=self.headers, content=body)
+
+    @staticmethod
+    def messages(response: Any) -> Any:
+        for text in response.iter_lines():
+            if text.startswith("data:") and text[5:].strip():
+                yield json.loads(text[5:])
+
+    def compose(self) -> Any:
+        return self.stream({"jsonrpc": "2.0", "id": "call", "method": "tools/call",
+                            "params": {"name": "compose", "arguments": {"query": QUERY}}})
+
+    def close(self) -> None:
+        import subprocess
+
+        self.http.close()
+        self.process.terminate()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+def answer_body(request_id: Any, text: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "result": {
+        "role": "assistant", "content": {"type": "text", "text": text}, "model": MODEL}}
+
+
+def huge_reply_http(params: StdioServerParameters, work: Path) -> None:
+    """Over HTTP: a reply of 5 MB (over the 4 MiB body limit) is answered 413, and the
+    sampling request it answers fails at once rather than at its phase's timeout."""
+    raw = RawHttp(params)
+    try:
+        with raw.compose() as call:
+            started = time.monotonic()
+            for message in raw.messages(call):
+                if message.get("method") == "sampling/createMessage":
+                    refused = raw.post(answer_body(message["id"], "x" * 5_000_000))
+                    expect(refused.status_code == 413, f"a 5 MB answer: {refused.status_code}")
+                elif message.get("id") == "call":
+                    r = message["result"]["structuredContent"]
+                    save(work, r)
+                    expect(r["status"] == "FAILED" and "its body is larger than the server's limit of 4194304 bytes"
+                           in r["error"], f"error: {r['error']!r}")
+                    took = time.monotonic() - started
+                    expect(took < 15, f"the failure took {took:.1f} s (the phase's timeout is 30 s)")
+                    return
+        raise Failed("the call's stream ended without its result")
+    finally:
+        raw.close()
+
+
 def disconnect_http(params: StdioServerParameters, work: Path, repo: Path) -> None:
     """Over HTTP, without the SDK (which would send `notifications/cancelled` first): a raw
     client answers the sampling requests on the `compose` call's stream, then, while the
     plan's program runs, drops the stream and ends its session (`DELETE`). The server stays
     up; the program is killed."""
-    import subprocess
-
-    import httpx2 as httpx
-
-    process = subprocess.Popen([params.command, *params.args, "--listen", "127.0.0.1:0"],
-                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    assert process.stderr is not None
+    raw = RawHttp(params)
     try:
-        line = process.stderr.readline()
-        expect("over MCP at " in line, f"no address: {line!r}")
-        url = line.split("over MCP at ", 1)[1].split()[0]
-        headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-
-        def messages(response: Any) -> Any:
-            for text in response.iter_lines():
-                if text.startswith("data:") and text[5:].strip():
-                    yield json.loads(text[5:])
-
-        with httpx.Client(timeout=30) as http:
-            with http.stream("POST", url, headers=headers, json={
-                    "jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
-                        "protocolVersion": "2025-11-25", "capabilities": {"sampling": {}},
-                        "clientInfo": {"name": "raw-client", "version": "1"}}}) as r:
-                session_id = r.headers["mcp-session-id"]
-                expect(any(m.get("id") == "init" for m in messages(r)), "no initialize answer")
-            headers |= {"mcp-session-id": session_id, "mcp-protocol-version": "2025-11-25"}
-            http.post(url, headers=headers, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
-            answers = {"Phase 1, DECOMPOSE": answer_file(repo, "decompose_ok.json"),
-                       "Phase 2, PLAN": plan_of({"tool_definition_path": "slow", "arguments": {}},
-                                                {"tool_definition_path": "echo", "arguments": {"text": "REF:check.done"}})}
-            with http.stream("POST", url, headers=headers, json={
-                    "jsonrpc": "2.0", "id": "call", "method": "tools/call",
-                    "params": {"name": "compose", "arguments": {"query": QUERY}}}) as call:
-                asked = 0
-                for message in messages(call):
-                    if message.get("method") != "sampling/createMessage":
-                        continue
-                    text = next(v for k, v in answers.items() if k in message["params"]["systemPrompt"])
-                    http.post(url, headers=headers, json={"jsonrpc": "2.0", "id": message["id"], "result": {
-                        "role": "assistant", "content": {"type": "text", "text": text}, "model": MODEL}})
-                    asked += 1
-                    if asked == 2:
-                        break
-                started = time.monotonic()
-                while not (work / "slow.pid").exists() or not (work / "slow.pid").read_text().strip():
-                    expect(time.monotonic() - started < 30, "the plan's program never started")
-                    time.sleep(0.05)
-            # The call's stream is dropped (the MCP spec: not a cancellation); the session ends.
-            gone = http.delete(url, headers=headers)
-            expect(gone.status_code < 300, f"DELETE: {gone.status_code} {gone.text}")
-            expect_killed_now(work)
-            # The server answers on.
-            alive_check = http.post(url, headers={k: v for k, v in headers.items() if k != "mcp-session-id"}, json={
-                "jsonrpc": "2.0", "id": "again", "method": "initialize", "params": {
-                    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}})
-            expect(alive_check.status_code == 200, f"the server after the DELETE: {alive_check.status_code}")
+        answers = {"Phase 1, DECOMPOSE": answer_file(repo, "decompose_ok.json"),
+                   "Phase 2, PLAN": plan_of({"tool_definition_path": "slow", "arguments": {}},
+                                            {"tool_definition_path": "echo", "arguments": {"text": "REF:check.done"}})}
+        with raw.compose() as call:
+            asked = 0
+            for message in raw.messages(call):
+                if message.get("method") != "sampling/createMessage":
+                    continue
+                text = next(v for k, v in answers.items() if k in message["params"]["systemPrompt"])
+                raw.post(answer_body(message["id"], text))
+                asked += 1
+                if asked == 2:
+                    break
+            started = time.monotonic()
+            while not (work / "slow.pid").exists() or not (work / "slow.pid").read_text().strip():
+                expect(time.monotonic() - started < 30, "the plan's program never started")
+                time.sleep(0.05)
+        # The call's stream is dropped (the MCP spec: not a cancellation); the session ends.
+        gone = raw.http.delete(raw.url, headers=raw.headers)
+        expect(gone.status_code < 300, f"DELETE: {gone.status_code} {gone.text}")
+        expect_killed_now(work)
+        # The server answers on: a new session opens.
+        again = raw.http.post(raw.url, headers={k: v for k, v in raw.headers.items() if k != "mcp-session-id"},
+                              json={"jsonrpc": "2.0", "id": "again", "method": "initialize", "params": {
+                                  "protocolVersion": "2025-11-25", "capabilities": {},
+                                  "clientInfo": {"name": "x", "version": "1"}}})
+        expect(again.status_code == 200, f"the server after the DELETE: {again.status_code}")
     finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        raw.close()
 
 
 def expect_killed_now(work: Path) -> None:
@@ -755,6 +808,8 @@ def hostile(scenario: str, tdsl: str, repo: Path, work: Path) -> tuple[Any, Mode
     if scenario == "huge-reply":
         model = Model({"decompose": ["x" * 20_000_000]})
         params = server(tdsl, repo, work, "--decompose-timeout", "30")
+        if client.HTTP:
+            return (lambda: anyio.to_thread.run_sync(huge_reply_http, params, work)), model
         body = huge_reply
     elif scenario == "deep-reply":
         model = Model({"decompose": ["[" * 100_000, "[" * 100_000]})
