@@ -300,12 +300,13 @@ fn a_server_secret_reaches_neither_the_client_nor_the_history() {
     }
 }
 
-/// The client goes away while the plan runs — over stdio it closes the pipes (no
-/// `notifications/cancelled`), over HTTP it ends its session: the plan's program is killed,
-/// and the history has the composition ended, not running.
+/// The client goes away — over stdio it closes the pipes (no `notifications/cancelled`), once
+/// while phase 1's request waits for it and once while the plan runs; over HTTP it drops the
+/// call's stream and ends its session while the plan runs: the plan's program is killed, and
+/// the history has each composition `FAILED`, cancelled in its phase, not running.
 #[test]
-fn a_client_that_goes_away_mid_execute_ends_the_plan() {
-    for options in [&[][..], &["--http"][..]] {
+fn a_client_that_goes_away_ends_the_composition_and_its_plan() {
+    for (options, phases) in [(&[][..], &["decompose", "execute"][..]), (&["--http"][..], &["execute"][..])] {
         let (_, work) = scenario_over(options, "disconnect");
         let h = work.path().join("history.db");
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
@@ -313,14 +314,25 @@ fn a_client_that_goes_away_mid_execute_ends_the_plan() {
             let listed = common::tdsl(&["history", "list", "--history", h.to_str().unwrap(), "--format", "json"]);
             assert_eq!(listed.code, 0, "{}", listed.stderr);
             let runs: Json = serde_json::from_str(&listed.stdout).expect("history list's JSON");
-            let ended = runs.as_array().is_some_and(|r| r.len() == 1 && r[0]["status"] != "RUNNING");
+            let ended =
+                runs.as_array().is_some_and(|r| r.len() == phases.len() && r.iter().all(|r| r["status"] != "RUNNING"));
             if ended || std::time::Instant::now() > deadline {
                 break runs;
             }
             std::thread::sleep(std::time::Duration::from_millis(100));
         };
-        assert_eq!(runs[0]["tool"], "compose", "{options:?}: {runs}");
-        assert_ne!(runs[0]["status"], "RUNNING", "{options:?}: {runs}");
-        assert_ne!(runs[0]["status"], "SUCCESS", "{options:?}: {runs}");
+        let runs = runs.as_array().cloned().unwrap_or_default();
+        assert_eq!(runs.len(), phases.len(), "{options:?}: {runs:?}");
+        for phase in phases {
+            let shown: Vec<String> = runs
+                .iter()
+                .map(|r| history_run(work.path(), r["run_id"].as_str().expect("a run id")).to_string())
+                .collect();
+            let cancelled = format!("{phase}: cancelled (the composition was interrupted)");
+            assert!(shown.iter().any(|r| r.contains(&cancelled)), "{options:?}: no run {cancelled:?}: {shown:?}");
+        }
+        assert!(runs.iter().all(|r| r["status"] == "FAILED"), "{options:?}: {runs:?}");
+        let last = history_run(work.path(), runs[runs.len() - 1]["run_id"].as_str().expect("a run id")).to_string();
+        assert!(last.contains("was cancelled and was killed"), "{options:?}: {last}");
     }
 }

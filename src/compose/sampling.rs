@@ -465,13 +465,14 @@ mod tests {
             json!({"content": [{"type": "text", "text": "a"}, {"type": "image"}, {"type": "text", "text": "b"}]});
         assert_eq!(reply_text(&many).as_deref(), Ok("a\nb"));
         assert_eq!(
-            reply_text(&json!({"content": {"type": "image", "data": "…"}})).as_deref(),
-            Err("the reply holds no text (its content: `image`): the composer reads the model's text")
+            reply_text(&json!({"content": {"type": "image", "data": "…"}})),
+            Err("the reply holds no text (its content: `image`): the composer reads the model's text".to_string())
         );
         let odd = json!({"content": [{"type": "audio"}, {"type": "\u{1b}[2J"}]});
         assert_eq!(
-            reply_text(&odd).as_deref(),
-            Err("the reply holds no text (its content: `audio`, `\\u001b[2J`): the composer reads the model's text")
+            reply_text(&odd),
+            Err("the reply holds no text (its content: `audio`, `\\u001b[2J`): the composer reads the model's text"
+                .to_string())
         );
         assert!(reply_text(&json!({"content": []})).is_err_and(|e| e.contains("an empty list")));
         assert!(reply_text(&json!({})).is_err_and(|e| e.contains("no `content`")));

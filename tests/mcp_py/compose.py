@@ -726,13 +726,32 @@ def alive(pid: int) -> bool:
 
 
 def disconnect_stdio(params: StdioServerParameters, work: Path, repo: Path) -> None:
-    """Over stdio, without the SDK: a raw client that answers the sampling requests, then
-    closes its end of the pipes while the plan's program runs (no `notifications/cancelled`)."""
+    """Over stdio, without the SDK: a raw client closes its end of the pipes (no
+    `notifications/cancelled`), first while phase 1's request waits for it, then, in a second
+    server on the same history, while the plan's program runs."""
+    answers = {"Phase 1, DECOMPOSE": answer_file(repo, "decompose_ok.json"),
+               "Phase 2, PLAN": plan_of({"tool_definition_path": "slow", "arguments": {}},
+                                        {"tool_definition_path": "echo", "arguments": {"text": "REF:check.done"}})}
+    leave_stdio(params, answers, 0, lambda: None)
+
+    def program_started() -> None:
+        started = time.monotonic()
+        while not (work / "slow.pid").exists() or not (work / "slow.pid").read_text().strip():
+            expect(time.monotonic() - started < 30, "the plan's program never started")
+            time.sleep(0.05)
+
+    leave_stdio(params, answers, 2, program_started)
+    expect_killed_now(work)
+
+
+def leave_stdio(params: StdioServerParameters, answers: dict[str, str], asked: int, then: Any) -> None:
+    """Starts the server, calls `compose`, answers `asked` sampling requests from `answers`,
+    waits for the next (or for `then`), and closes the pipes: the server must exit 0."""
     import subprocess
 
     process = subprocess.Popen([params.command, *params.args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE)
-    assert process.stdin is not None and process.stdout is not None
+    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
 
     def send(message: dict[str, Any]) -> None:
         process.stdin.write((json.dumps(message) + "\n").encode())
@@ -745,30 +764,25 @@ def disconnect_stdio(params: StdioServerParameters, work: Path, repo: Path) -> N
     send({"jsonrpc": "2.0", "method": "notifications/initialized"})
     send({"jsonrpc": "2.0", "id": "call", "method": "tools/call",
           "params": {"name": "compose", "arguments": {"query": QUERY}}})
-    answers = {"Phase 1, DECOMPOSE": answer_file(repo, "decompose_ok.json"),
-               "Phase 2, PLAN": plan_of({"tool_definition_path": "slow", "arguments": {}},
-                                        {"tool_definition_path": "echo", "arguments": {"text": "REF:check.done"}})}
-    asked = 0
-    while asked < 2:
+    seen = 0
+    while seen <= asked:
         line = process.stdout.readline()
-        expect(line, f"the server closed its output: {process.stderr.read().decode()[-2000:] if process.poll() is not None else ''}")
+        expect(line, "the server closed its output")
         message = json.loads(line)
         if message.get("method") != "sampling/createMessage":
             continue
-        system = message["params"]["systemPrompt"]
-        text = next(v for k, v in answers.items() if k in system)
-        send({"jsonrpc": "2.0", "id": message["id"], "result": {
-            "role": "assistant", "content": {"type": "text", "text": text}, "model": MODEL}})
-        asked += 1
-    started = time.monotonic()
-    while not (work / "slow.pid").exists() or not (work / "slow.pid").read_text().strip():
-        expect(time.monotonic() - started < 30, "the plan's program never started")
-        time.sleep(0.05)
+        seen += 1
+        if seen <= asked:
+            text = next(v for k, v in answers.items() if k in message["params"]["systemPrompt"])
+            send({"jsonrpc": "2.0", "id": message["id"], "result": {
+                "role": "assistant", "content": {"type": "text", "text": text}, "model": MODEL}})
+        if seen == asked:
+            then()
+            break
     process.stdin.close()
     process.stdout.close()
     code = process.wait(15)
     expect(code == 0, f"the server exited with {code}: {process.stderr.read().decode()[-2000:]}")
-    expect_killed_now(work)
 
 
 def transcript(model: Model, work: Path) -> None:
