@@ -721,7 +721,11 @@ mod tests {
         assert_eq!((&cut["id"], &cut["error"]["data"]["reason"]), (&json!(4), &json!(UNREADABLE_ANSWER)));
         let message = cut["error"]["message"].as_str().unwrap_or_default();
         assert!(message.starts_with("the client's answer could not be read: the message is longer"), "{message}");
-        let deep = format!(r#"{{"jsonrpc": "2.0", "result": {{"x": {}}}, "id": "s-1"}}"#, "[".repeat(100_000));
+        let deep = format!(
+            r#"{{"jsonrpc": "2.0", "result": {{"x": {}{}}}, "id": "s-1"}}"#,
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
         assert_eq!(unreadable(deep.as_bytes(), false)["id"], "s-1");
         let twice = br#"{"jsonrpc": "2.0", "id": 2, "error": {"code": 1, "message": "a", "message": "b"}}"#;
         assert_eq!(unreadable(twice, false)["id"], 2);
