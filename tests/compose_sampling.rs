@@ -212,6 +212,14 @@ fn a_reply_over_the_message_limit_fails_its_phase_at_once() {
     assert_eq!(result["status"], "FAILED", "{result}");
 }
 
+/// A refused reply of 3 MB goes back to the model in the repair round cut (at twice the plan
+/// limit), not whole: before, each later request of the phase carried every refused reply.
+#[test]
+fn a_long_refused_reply_is_handed_back_cut() {
+    let (result, _work) = scenario("long-reply");
+    assert_eq!(result["status"], "SUCCESS", "{result}");
+}
+
 /// A reply that is no usable text fails the phase saying why: an image (before: an empty
 /// answer and a repair round that could only bring another image), a reply cut at
 /// `maxTokens` (before: repair rounds cut the same way), JSON nested 100,000 deep (serde's

@@ -16,6 +16,7 @@ The hostile round (docs/compose.md, "Hostile round (sampling)"): the client and 
 as an attacker.
 
     python compose.py huge-reply TDSL REPO WORK   # a 20 MB reply (over the 8 MiB message limit)
+    python compose.py long-reply TDSL REPO WORK   # a 3 MB reply of prose, refused, handed back cut
     python compose.py deep-reply TDSL REPO WORK   # a reply of `[` nested 100,000 deep
     python compose.py image-reply TDSL REPO WORK  # an image where the text should be
     python compose.py blocks-reply TDSL REPO WORK # an array of blocks: prose, an image, the JSON
@@ -408,6 +409,17 @@ async def deep_reply(session: ClientSession, model: Model, work: Path) -> None:
     expect(result.is_error and r["status"] == "FAILED", f"the composition: {text_of(result)[:2000]}")
     expect([q["phase"] for q in model.requests] == ["decompose", "decompose"], f"requests: {model.requests}")
     expect("recursion limit exceeded" in r["errors"][0], f"errors: {r['errors']}")
+
+
+async def long_reply(session: ClientSession, model: Model, work: Path) -> None:
+    # A 3 MB reply of prose, refused: the repair round hands it back cut (at twice the plan
+    # limit, 512 KiB), not whole; the second reply is read.
+    result, r, _ = await composed(session)
+    save(work, r)
+    expect(not result.is_error and r["status"] == "SUCCESS", f"the composition: {text_of(result)[:2000]}")
+    echoed = model.requests[1]["messages"][1][1]
+    expect(len(echoed) < 600_000 and echoed.endswith("(cut here: the reply was 3000013 bytes, more than any valid "
+                                                      "answer)"), f"the echo: {len(echoed)} characters, {echoed[-200:]!r}")
 
 
 async def image_reply(session: ClientSession, model: Model, work: Path) -> None:
@@ -808,7 +820,7 @@ def transcript(model: Model, work: Path) -> None:
 
 
 SECRET = "tdsl-hostile-s3cr3t-7f2a9c"
-HOSTILE = ("huge-reply", "deep-reply", "image-reply", "blocks-reply", "cut-reply", "model-name", "recursion",
+HOSTILE = ("huge-reply", "long-reply", "deep-reply", "image-reply", "blocks-reply", "cut-reply", "model-name", "recursion",
            "fan-out", "stray-answers", "busy", "big-query", "secret", "disconnect")
 
 
@@ -828,6 +840,10 @@ def hostile(scenario: str, tdsl: str, repo: Path, work: Path) -> tuple[Any, Mode
     elif scenario == "deep-reply":
         model = Model({"decompose": ["[" * 100_000, "[" * 100_000]})
         body = deep_reply
+    elif scenario == "long-reply":
+        model = Model({"decompose": ["Here you go: " + "x" * 3_000_000, good["decompose"]], "plan": [good["plan"]],
+                       "synthesize": [good["synthesize"]]})
+        body = long_reply
     elif scenario == "image-reply":
         model = Model({"decompose": [types.CreateMessageResult(role="assistant", content=image, model=MODEL)]})
         body = image_reply
