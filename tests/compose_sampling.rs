@@ -144,7 +144,8 @@ fn an_unanswered_sampling_request_times_out_and_is_withdrawn() {
 }
 
 /// Over Streamable HTTP (`serve --listen`): the sampling requests go out on the `compose`
-/// call's stream, the run succeeds, and a cancellation withdraws the request in flight.
+/// call's stream, the run succeeds, and a cancellation withdraws the request in flight, as
+/// the phase's timeout does.
 #[test]
 fn compose_over_http_succeeds_and_cancels() {
     let (result, _work) = scenario_over(&["--http"], "good");
