@@ -876,7 +876,7 @@ def hostile(scenario: str, tdsl: str, repo: Path, work: Path) -> tuple[Any, Mode
         body = fan_out
     elif scenario == "stray-answers":
         model = stray_model(repo)
-        params = server(tdsl, repo, work, "--decompose-timeout", "1")
+        params = server(tdsl, repo, work, "--decompose-timeout", "3")
         return (lambda: session_raw(params, model, lambda s: stray_answers(s, model, work))), model
     elif scenario == "busy":
         model = Model({"decompose": ["hang"]})
