@@ -159,7 +159,7 @@ impl Composer {
                     request.messages.push(Message::assistant(if reply.text.trim().is_empty() {
                         "(no answer)".to_string()
                     } else {
-                        reply.text
+                        echo(reply.text, self.plans.limits().max_bytes.saturating_mul(2))
                     }));
                     request.messages.push(Message::user(prompts::repair(phase, &problem.feedback)));
                 }
@@ -177,10 +177,37 @@ impl Composer {
     }
 }
 
+/// A refused reply as the next round hands it back to the model: whole up to `max` bytes
+/// (twice the largest plan the server takes: a longer reply is no valid answer of any phase),
+/// else its start and how long it was — an 8 MiB reply, echoed whole in each round, made
+/// every later request of the phase carry all of them (to a sampling client, or to a paid API).
+fn echo(text: String, max: usize) -> String {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… (cut here: the reply was {} bytes, more than any valid answer)", &text[..end], text.len())
+}
+
 /// The answer's JSON as the phase's type, read by [`prompts::reply_json`] (a JSON object
 /// alone, in a fenced block, or after prose; every required field named when some are
 /// missing).
 pub(super) fn parse_answer<T: serde::de::DeserializeOwned>(text: &str, name: &str) -> Result<T, Problem> {
     let json = prompts::reply_json(text, name).map_err(Problem::one)?;
     serde_json::from_value(json).map_err(|e| Problem::one(format!("the answer is not a valid {name}: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::echo;
+
+    #[test]
+    fn a_long_refused_reply_is_handed_back_cut() {
+        assert_eq!(echo("short".to_string(), 10), "short");
+        let long = echo("é".repeat(10), 5);
+        assert_eq!(long, "éé… (cut here: the reply was 20 bytes, more than any valid answer)");
+    }
 }

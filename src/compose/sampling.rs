@@ -68,7 +68,8 @@ pub(crate) struct Sampling {
     /// Cancelled with the `compose` call: the request in flight is withdrawn
     /// (`notifications/cancelled`) and no other is sent.
     cancel: CancelToken,
-    /// The client's name, then the model it last said it used.
+    /// The client's name, then the model it last said it used (each escaped and cut:
+    /// [`model_name`]).
     model: Mutex<String>,
 }
 
@@ -90,7 +91,7 @@ impl Sampling {
         origin: Option<RequestId>,
         cancel: CancelToken,
     ) -> Sampling {
-        let client = peer.peer_info().map(|i| i.client_info.name.clone()).unwrap_or_else(|| "client".to_string());
+        let client = peer.peer_info().map_or_else(|| "client".to_string(), |i| model_name(&i.client_info.name));
         Sampling { peer, runtime, options, origin, cancel, model: Mutex::new(client) }
     }
 
@@ -118,8 +119,14 @@ impl Sampling {
     }
 }
 
-/// The text of a `CreateMessageResult`: its text block, or the text blocks of a list.
-fn reply_text(result: &Json) -> Option<String> {
+/// The most characters of the `model` a client names that are kept (`model_used`, the
+/// history, the report): a longer name is cut, its hidden characters escaped.
+pub(crate) const MAX_MODEL_CHARS: usize = 200;
+
+/// The text of a `CreateMessageResult`: its text block, or the text blocks of a list. The
+/// error names what the reply holds instead (an image, audio, nothing): the composer reads
+/// text, and asking again would bring the same kind of answer.
+fn reply_text(result: &Json) -> Result<String, String> {
     fn text(b: &Json) -> Option<&str> {
         if b.get("type").and_then(Json::as_str) == Some("text") {
             b.get("text")?.as_str()
@@ -127,14 +134,52 @@ fn reply_text(result: &Json) -> Option<String> {
             None
         }
     }
-    match result.get("content")? {
-        Json::Array(blocks) => Some(blocks.iter().filter_map(text).collect::<Vec<_>>().join("\n")),
-        block => Some(text(block).unwrap_or_default().to_string()),
+    let content = result.get("content").ok_or("the answer is not a CreateMessageResult (no `content`)")?;
+    let blocks: Vec<&Json> = match content {
+        Json::Array(blocks) => blocks.iter().collect(),
+        block => vec![block],
+    };
+    let texts: Vec<&str> = blocks.iter().filter_map(|b| text(b)).collect();
+    if texts.is_empty() {
+        let kinds: Vec<String> = blocks
+            .iter()
+            .map(|b| {
+                let kind = b.get("type").and_then(Json::as_str).unwrap_or("?");
+                format!("`{}`", model_name(kind))
+            })
+            .collect();
+        return Err(format!(
+            "the reply holds no text ({}): the composer reads the model's text",
+            if kinds.is_empty() {
+                "its content is an empty list".to_string()
+            } else {
+                format!("its content: {}", kinds.join(", "))
+            }
+        ));
+    }
+    Ok(texts.join("\n"))
+}
+
+/// A name the client gave (its model's), as results and the history keep it: hidden
+/// characters (terminal escapes) escaped, at most [`MAX_MODEL_CHARS`] characters.
+fn model_name(name: &str) -> String {
+    let shown = crate::diagnostic::escape_hidden(name, &[]);
+    match shown.char_indices().nth(MAX_MODEL_CHARS) {
+        Some((end, _)) => format!("{}…", &shown[..end]),
+        None => shown,
     }
 }
 
 fn service_error(e: rmcp::ServiceError) -> ModelError {
     match e {
+        // An answer the server could not read (over its size limit, not JSON, …): the stdio
+        // framing failed the request in its place (`crate::mcp::framing`).
+        rmcp::ServiceError::McpError(data)
+            if data.data.as_ref().and_then(|d| d.get("reason")).and_then(Json::as_str)
+                == Some(crate::mcp::framing::UNREADABLE_ANSWER) =>
+        {
+            Sampling::failed(data.message.to_string())
+        }
         rmcp::ServiceError::McpError(data) => {
             ModelError::Declined { message: format!("{} (code {})", data.message, data.code.0) }
         }
@@ -216,10 +261,19 @@ impl ModelClient for Sampling {
                 return Err(ModelError::Timeout { url: SAMPLING_METHOD.to_string(), after: request.timeout });
             }
         };
-        let text = reply_text(&result)
-            .ok_or_else(|| Sampling::failed("the answer is not a CreateMessageResult (no `content`)".to_string()))?;
         if let Some(model) = result.get("model").and_then(Json::as_str).filter(|m| !m.trim().is_empty()) {
-            *self.model.lock().unwrap_or_else(PoisonError::into_inner) = model.to_string();
+            *self.model.lock().unwrap_or_else(PoisonError::into_inner) = model_name(model);
+        }
+        let text = reply_text(&result).map_err(Sampling::failed)?;
+        // Cut at `maxTokens` before the answer was whole: asking again with the same limit
+        // would be cut again, so the phase fails saying which flag to raise.
+        let cut = result.get("stopReason").and_then(Json::as_str) == Some("maxTokens");
+        if cut && super::prompts::reply_json(&text, request.schema_name).is_err() {
+            return Err(Sampling::failed(format!(
+                "the reply was cut at maxTokens ({} tokens, stopReason `maxTokens`) before it held a whole {}: \
+                 raise --sampling-max-tokens",
+                self.options.max_tokens, request.schema_name
+            )));
         }
         // Sampling reports no tokens.
         Ok(ModelReply { text, usage: Usage::default() })
@@ -406,11 +460,30 @@ mod tests {
     #[test]
     fn the_text_of_a_reply_one_block_or_several() {
         let one = json!({"model": "m", "role": "assistant", "content": {"type": "text", "text": "{}"}});
-        assert_eq!(reply_text(&one).as_deref(), Some("{}"));
+        assert_eq!(reply_text(&one).as_deref(), Ok("{}"));
         let many =
             json!({"content": [{"type": "text", "text": "a"}, {"type": "image"}, {"type": "text", "text": "b"}]});
-        assert_eq!(reply_text(&many).as_deref(), Some("a\nb"));
-        assert_eq!(reply_text(&json!({"content": {"type": "image", "data": "…"}})).as_deref(), Some(""));
-        assert_eq!(reply_text(&json!({})), None);
+        assert_eq!(reply_text(&many).as_deref(), Ok("a\nb"));
+        assert_eq!(
+            reply_text(&json!({"content": {"type": "image", "data": "…"}})),
+            Err("the reply holds no text (its content: `image`): the composer reads the model's text".to_string())
+        );
+        let odd = json!({"content": [{"type": "audio"}, {"type": "\u{1b}[2J"}]});
+        assert_eq!(
+            reply_text(&odd),
+            Err("the reply holds no text (its content: `audio`, `\\u001b[2J`): the composer reads the model's text"
+                .to_string())
+        );
+        assert!(reply_text(&json!({"content": []})).is_err_and(|e| e.contains("an empty list")));
+        assert!(reply_text(&json!({})).is_err_and(|e| e.contains("no `content`")));
+    }
+
+    #[test]
+    fn a_model_name_is_cut_and_its_escapes_shown() {
+        assert_eq!(model_name("claude-sonnet"), "claude-sonnet");
+        assert_eq!(model_name("\u{1b}]0;owned\u{7}m"), "\\u001b]0;owned\\u0007m");
+        let long = model_name(&"é".repeat(1_000_000));
+        assert_eq!(long.chars().count(), MAX_MODEL_CHARS + 1);
+        assert!(long.ends_with("é…"));
     }
 }

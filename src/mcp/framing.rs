@@ -18,7 +18,11 @@
 //!
 //! Each error carries the request's `id` when it can be read from the message — for a
 //! message that is not JSON or is too long, from the top level of its first bytes — and
-//! `null` otherwise. A notification (no `id`) that is refused gets no answer, as JSON-RPC
+//! `null` otherwise. A *response* (the client's answer to a request of the server, such as
+//! `sampling/createMessage`) that is refused is not answered (JSON-RPC answers no response):
+//! rmcp gets an error response with its `id` in its place ([`Verdict::Unreadable`],
+//! [`UNREADABLE_ANSWER`]), so that the request it answers fails at once, saying why, instead
+//! of waiting for an answer that will not come. A notification (no `id`) that is refused gets no answer, as JSON-RPC
 //! says, except when it cannot be parsed at all. Then the server reads the next line.
 //! Output from rmcp and these answers go to standard output through one writer, a whole
 //! line at a time.
@@ -48,7 +52,15 @@ pub(crate) enum Verdict {
     Answer(Json),
     /// Drop it silently (an empty line, a refused notification).
     Ignore,
+    /// A response the server cannot read: hand rmcp this error response in its place (the
+    /// same `id`), so that the request it answers fails now. Nothing goes to the client.
+    Unreadable(Json),
 }
+
+/// The `data.reason` of the error response that stands for an answer of the client the
+/// server could not read ([`Verdict::Unreadable`]): the request it answered fails with
+/// the error's message, which says why.
+pub(crate) const UNREADABLE_ANSWER: &str = "tdsl: the answer could not be read";
 
 fn error(id: Json, code: i64, message: String) -> Json {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
@@ -57,6 +69,81 @@ fn error(id: Json, code: i64, message: String) -> Json {
 /// Judges one line (without its newline). `oversized` when the line was longer than
 /// [`MAX_MESSAGE_BYTES`]; `line` then holds its first bytes only.
 pub(crate) fn judge(line: &[u8], oversized: bool) -> Verdict {
+    match judge_message(line, oversized) {
+        Verdict::Answer(error) => {
+            let why = error["error"]["message"].as_str().unwrap_or("unreadable");
+            match unreadable_answer(line, error["error"]["code"].as_i64().unwrap_or(INVALID_REQUEST), why) {
+                Some(stand_in) => Verdict::Unreadable(stand_in),
+                None => Verdict::Answer(error),
+            }
+        }
+        other => other,
+    }
+}
+
+/// When `line` (all of it, or its first bytes) is a response of the client, the error
+/// response that stands for it ([`Verdict::Unreadable`]): its `id`, `code`, a message saying
+/// `why` it could not be read, and [`UNREADABLE_ANSWER`]. `None` for anything else.
+pub(crate) fn unreadable_answer(line: &[u8], code: i64, why: &str) -> Option<Json> {
+    let id = response_id(line)?;
+    Some(json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {
+            "code": code,
+            "message": format!("the client's answer could not be read: {why}"),
+            "data": {"reason": UNREADABLE_ANSWER},
+        },
+    }))
+}
+
+/// The `id` of a line that is a JSON-RPC response — a top-level `result` or `error`, no
+/// `method` — read from its top level as far as the bytes go (a line cut at the limit, a
+/// value that is not JSON further in); `None` for anything else, or an id rmcp would not
+/// read as sent.
+fn response_id(line: &[u8]) -> Option<Json> {
+    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+    let mut s = Scanner { b: line, i: 0 };
+    s.ws();
+    if !s.eat(b'{') {
+        return None;
+    }
+    let (mut id, mut answers) = (None, false);
+    loop {
+        s.ws();
+        let Some(key) = s.string() else { break };
+        s.ws();
+        if !s.eat(b':') {
+            break;
+        }
+        s.ws();
+        match key {
+            b"\"method\"" => return None,
+            b"\"result\"" | b"\"error\"" => answers = true,
+            b"\"id\"" => {
+                id = s.scalar();
+                s.ws();
+                if s.eat(b',') {
+                    continue;
+                }
+                break;
+            }
+            _ => {}
+        }
+        if !s.skip_value() {
+            break;
+        }
+        s.ws();
+        if !s.eat(b',') {
+            break;
+        }
+    }
+    id.filter(|id| answers && exact_id(id))
+}
+
+/// [`judge`] before a refused response is turned into [`Verdict::Unreadable`]: what the
+/// HTTP transport answers a body it refuses with (a 400, whatever the body was).
+pub(crate) fn judge_message(line: &[u8], oversized: bool) -> Verdict {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
     if oversized {
@@ -472,6 +559,21 @@ pub(crate) async fn pump_input<R, W>(
                     return;
                 }
             }
+            Verdict::Unreadable(v) => {
+                let mut bytes = serde_json::to_vec(&v).unwrap_or_default();
+                bytes.push(b'\n');
+                let sent = async {
+                    to_rmcp.write_all(&bytes).await?;
+                    to_rmcp.flush().await
+                };
+                let ok = tokio::select! {
+                    r = sent => r.is_ok(),
+                    _ = shutdown.wait_for(|down| *down) => false,
+                };
+                if !ok {
+                    return;
+                }
+            }
             Verdict::Ignore => {}
         }
     }
@@ -604,6 +706,39 @@ mod tests {
             Verdict::Answer(a) => assert_eq!((a["error"]["code"].as_i64(), &a["id"]), (Some(-32600), &json!("big"))),
             other => panic!("{other:?}"),
         }
+    }
+
+    /// A refused response (the client's answer to a sampling request) is never answered:
+    /// rmcp gets an error response with its id, so the request fails now.
+    #[test]
+    fn a_refused_response_fails_its_request_instead_of_being_answered() {
+        let unreadable = |line: &[u8], oversized: bool| match judge(line, oversized) {
+            Verdict::Unreadable(v) => v,
+            other => panic!("not unreadable: {other:?}"),
+        };
+        let cut =
+            unreadable(br#"{"jsonrpc": "2.0", "id": 4, "result": {"content": {"type": "text", "text": "aaa"#, true);
+        assert_eq!((&cut["id"], &cut["error"]["data"]["reason"]), (&json!(4), &json!(UNREADABLE_ANSWER)));
+        let message = cut["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.starts_with("the client's answer could not be read: the message is longer"), "{message}");
+        let deep = format!(
+            r#"{{"jsonrpc": "2.0", "result": {{"x": {}{}}}, "id": "s-1"}}"#,
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        assert_eq!(unreadable(deep.as_bytes(), false)["id"], "s-1");
+        let twice = br#"{"jsonrpc": "2.0", "id": 2, "error": {"code": 1, "message": "a", "message": "b"}}"#;
+        assert_eq!(unreadable(twice, false)["id"], 2);
+        // A request, a response without a usable id, garbage: answered as before.
+        for line in [
+            &br#"{"jsonrpc": "2.0", "id": 5, "method": "ping", "result": {"#[..],
+            br#"{"jsonrpc": "2.0", "id": 2.5, "result": {}}"#,
+            br#"{"jsonrpc": "2.0", "result": {"#,
+            b"garbage",
+        ] {
+            assert!(matches!(judge(line, true), Verdict::Answer(_)), "{}", String::from_utf8_lossy(line));
+        }
+        assert_eq!(judge(br#"{"jsonrpc": "2.0", "id": 1, "result": {}}"#, false), Verdict::Forward);
     }
 
     #[test]

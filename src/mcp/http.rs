@@ -8,7 +8,7 @@
 //! | with `--token-file`: no `Authorization: Bearer <token>`, or another token | 401 with `WWW-Authenticate: Bearer` |
 //! | two `Host` headers (RFC 9112) or two `Origin` headers | 400 |
 //! | a `Host` or `Origin` that is not the bound address (DNS rebinding) | 403 |
-//! | a body over the request limit | 413 |
+//! | a body over the request limit | 413 (when it is the client's answer to a request of the server, that request fails at once: [`framing::unreadable_answer`](super::framing::unreadable_answer)) |
 //! | a new session over the session limit | 503 with a JSON-RPC error |
 //! | a body that is not a JSON-RPC message (not JSON, a key twice in one object, a batch, …) | 400 with the JSON-RPC error [`framing::judge`](super::framing::judge) gives it on stdio (`-32700` parse error for a body that is not JSON) |
 //! | `DELETE /mcp` of a session that is not open | 404 |
@@ -330,13 +330,28 @@ impl Front {
                 None => false,
             }
         };
+        // The client's answer to a request of the server (a `sampling/createMessage`) over the
+        // body limit: rmcp answers it 413, and the request it answers would wait for an answer
+        // that will not come; rmcp gets an error response with its id in its place as well, so
+        // that the request fails now, saying why (the stdio framing does the same).
+        if request.method() == http::Method::POST && request.body().len() > self.max_request_bytes {
+            let why = format!("its body is larger than the server's limit of {} bytes", self.max_request_bytes);
+            if let Some(stand_in) = super::framing::unreadable_answer(request.body(), -32600, &why) {
+                let mut instead = Request::new(Full::new(Bytes::from(stand_in.to_string())));
+                *instead.method_mut() = http::Method::POST;
+                *instead.uri_mut() = request.uri().clone();
+                *instead.headers_mut() = request.headers().clone();
+                instead.headers_mut().remove(header::CONTENT_LENGTH);
+                let _ = self.mcp.handle(instead).await;
+            }
+        }
         let body = (request.method() == http::Method::POST).then(|| request.body().clone());
         // A key twice in one object: rmcp's reader would keep one of them silently, or answer
         // without the request's `id`; the stdio framing's answer, with the `id`, instead.
         if let Some(body) = &body {
             if let Err(e) = super::framing::parse_unique(body) {
                 if e.classify() == serde_json::error::Category::Data {
-                    if let super::framing::Verdict::Answer(error) = super::framing::judge(body, false) {
+                    if let super::framing::Verdict::Answer(error) = super::framing::judge_message(body, false) {
                         return json_response(StatusCode::BAD_REQUEST, &error);
                     }
                 }
@@ -349,7 +364,7 @@ impl Front {
         // rmcp answers 415 to a body it cannot read (after its checks of Host, Origin, Accept
         // and Content-Type): the body gets the JSON-RPC error the stdio framing gives it.
         if let Some(body) = body.filter(|_| response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE) {
-            if let super::framing::Verdict::Answer(error) = super::framing::judge(&body, false) {
+            if let super::framing::Verdict::Answer(error) = super::framing::judge_message(&body, false) {
                 return json_response(StatusCode::BAD_REQUEST, &error);
             }
         }
