@@ -234,7 +234,7 @@ fn the_public_api_is_the_one_listed_in_docs_public_api_txt() {
 /// The types outside the crate that a public field may name.
 const EXTERNAL: &[&str] = &[
     "Vec", "Option", "String", "Arc", "Box", "HashMap", "BTreeMap", "IndexMap", "Json", "Duration", "PathBuf",
-    "Instant", "Result", "Cow", "HashSet", "BTreeSet", "Mutex", "RwLock", "Path", "Rc", "Url",
+    "Instant", "Result", "Cow", "HashSet", "BTreeSet", "Mutex", "RwLock", "Path", "Rc", "Url", "SmolStr",
 ];
 
 /// The public fields of a listing whose type names one of the crate's own types that the

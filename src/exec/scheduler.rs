@@ -326,8 +326,8 @@ impl Driver for RunCtx<'_> {
         self.ex.time.monotonic_ms().saturating_sub(self.start_ms)
     }
 
-    fn wall_at(&self, rel_ms: u64) -> String {
-        rfc3339(self.started_wall.saturating_add(i64::try_from(rel_ms).unwrap_or(i64::MAX)))
+    fn wall_at(&self, rel_ms: u64) -> smol_str::SmolStr {
+        super::trace::rfc3339_shared(self.started_wall.saturating_add(i64::try_from(rel_ms).unwrap_or(i64::MAX)))
     }
 
     fn deadline_passed(&self) -> bool {

@@ -61,7 +61,7 @@ pub(crate) trait Driver {
     /// Milliseconds since the run started.
     fn now_rel(&self) -> u64;
     /// The wall-clock time `rel_ms` into the run, as RFC 3339.
-    fn wall_at(&self, rel_ms: u64) -> String;
+    fn wall_at(&self, rel_ms: u64) -> SmolStr;
     /// Whether the run must stop: its deadline passed or it was cancelled. Once true, it
     /// stays true.
     fn deadline_passed(&self) -> bool;
@@ -338,7 +338,7 @@ impl<'p> Frame<'p> {
             key.push_str(&step.execution_id);
             Cow::Owned(key)
         };
-        let mut trace = Box::new(StepTrace::new(&step.execution_id, step.tool()));
+        let mut trace = Box::new(StepTrace::of_step(&step.execution_id, step.tool_path.as_ref()));
         let cancel_reason = if let Some(f) = self.failure.get() {
             Some(f.cancel_reason())
         } else if d.deadline_passed() {
@@ -570,7 +570,7 @@ impl<'f> StepRun<'f> {
                 // while the run began failing: it is written as a step that never started,
                 // as the drivers reach it — a local run mostly before it starts, Temporal,
                 // which starts every ready step at once, while it waits for its slot.
-                let mut trace = Box::new(StepTrace::new(&self.step.execution_id, self.step.tool()));
+                let mut trace = Box::new(StepTrace::of_step(&self.step.execution_id, self.step.tool_path.as_ref()));
                 trace.status = StepStatus::Cancelled;
                 trace.reason = Some(frame.cancel_reason(d, key));
                 return Ended { key: self.key, value: Value::Null, trace, calls: 0 };

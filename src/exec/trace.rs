@@ -15,6 +15,7 @@ use std::cell::RefCell;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
+use smol_str::SmolStr;
 
 use super::breaker::BreakerState;
 use super::file_reads::FileRead;
@@ -164,11 +165,11 @@ impl Attempt {
 pub struct StepTrace {
     /// `execution_id` (written `step_id`, the seed's name).
     #[serde(rename = "step_id", alias = "execution_id")]
-    pub execution_id: String,
+    pub execution_id: SmolStr,
     /// The callee's name: the file stem of `tool` (`summarizer` for
     /// `/tools/summarizer.tool`).
     #[serde(default)]
-    pub tool_name: String,
+    pub tool_name: SmolStr,
     /// How it ended.
     pub status: StepStatus,
     /// Whether it completed (`COMPLETED`); false for every other status.
@@ -200,14 +201,14 @@ pub struct StepTrace {
     pub circuit_state: Option<BreakerState>,
     /// Wall-clock start, RFC 3339 UTC with milliseconds (absent when it never started).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub started_at: Option<String>,
+    pub started_at: Option<SmolStr>,
     /// Wall-clock end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub completed_at: Option<String>,
+    pub completed_at: Option<SmolStr>,
     /// `tool_definition_path`; empty (and not written) for a transform step, which calls
     /// nothing and so has no attempts (SPEC §6.4 ext).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub tool: String,
+    #[serde(default, skip_serializing_if = "SmolStr::is_empty")]
+    pub tool: SmolStr,
     /// Why it was skipped or cancelled (`conditions`, `done`, …), when it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -243,7 +244,7 @@ impl StepTrace {
     /// The step ended at `ended_ms` (`completed_at` on the wall clock): its duration, its
     /// success, and its retries counted from its attempts and its children's (a call the
     /// breaker refused is not a retry). Returns how many calls it made.
-    pub fn end(&mut self, ended_ms: u64, completed_at: String) -> usize {
+    pub fn end(&mut self, ended_ms: u64, completed_at: SmolStr) -> usize {
         self.ended_ms = Some(ended_ms);
         self.completed_at = Some(completed_at);
         self.duration_ms = ended_ms.saturating_sub(self.started_ms.unwrap_or(ended_ms));
@@ -263,7 +264,7 @@ impl StepTrace {
     /// A step of `tool_path` that has not started (`PENDING`); `""` for a transform step.
     pub fn new(execution_id: &str, tool_path: &str) -> StepTrace {
         StepTrace {
-            execution_id: execution_id.to_string(),
+            execution_id: SmolStr::new(execution_id),
             tool_name: tool_name(tool_path),
             status: StepStatus::Pending,
             success: false,
@@ -274,7 +275,7 @@ impl StepTrace {
             circuit_state: None,
             started_at: None,
             completed_at: None,
-            tool: tool_path.to_string(),
+            tool: SmolStr::new(tool_path),
             reason: None,
             arguments: None,
             attempts: Vec::new(),
@@ -285,6 +286,18 @@ impl StepTrace {
             steps: None,
             callee_clock_reads: Vec::new(),
         }
+    }
+
+    /// [`StepTrace::new`] for a step of a plan: its id and tool path shared with the plan
+    /// (copied only when short enough to be kept inline).
+    pub(crate) fn of_step(execution_id: &std::sync::Arc<str>, tool_path: Option<&std::sync::Arc<str>>) -> StepTrace {
+        let mut trace = StepTrace::new("", "");
+        trace.execution_id = shared(execution_id);
+        if let Some(path) = tool_path {
+            trace.tool_name = tool_name(path);
+            trace.tool = shared(path);
+        }
+        trace
     }
 
     /// Whether it is a transform step's: one that calls nothing (it has no `tool`).
@@ -767,25 +780,39 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::E
     Value::deserialize(d).map(Some)
 }
 
+/// `s` as a [`SmolStr`]: inline when short, else sharing `s` (no copy either way).
+fn shared(s: &std::sync::Arc<str>) -> SmolStr {
+    if s.len() <= 23 {
+        SmolStr::new(&**s)
+    } else {
+        SmolStr::from(s.clone())
+    }
+}
+
 /// A tool path's file stem: `summarizer` for `/tools/summarizer.tool`.
-pub(crate) fn tool_name(path: &str) -> String {
+pub(crate) fn tool_name(path: &str) -> SmolStr {
     let file = path.rsplit('/').next().unwrap_or(path);
-    file.strip_suffix(".tool").unwrap_or(file).to_string()
+    SmolStr::new(file.strip_suffix(".tool").unwrap_or(file))
 }
 
 /// RFC 3339 UTC with milliseconds, as `datetime_now` writes it.
 pub(crate) fn rfc3339(ms: i64) -> String {
-    // Steps that start and end within the same millisecond (most, with a fast tool) write
-    // the same text: the thread's last one is kept and copied, not formatted again.
+    rfc3339_shared(ms).to_string()
+}
+
+/// [`rfc3339`] as a shared string: steps that start and end within the same millisecond
+/// (most, with a fast tool) write the same text, so the thread's last one is kept and
+/// shared (a reference count), not formatted or copied again.
+pub(crate) fn rfc3339_shared(ms: i64) -> SmolStr {
     thread_local! {
-        static LAST: RefCell<Option<(i64, String)>> = const { RefCell::new(None) };
+        static LAST: RefCell<Option<(i64, SmolStr)>> = const { RefCell::new(None) };
     }
     LAST.with(|last| match last.try_borrow_mut() {
         Ok(mut last) => match &*last {
             Some((at, text)) if *at == ms => text.clone(),
-            _ => last.insert((ms, format_rfc3339(ms))).1.clone(),
+            _ => last.insert((ms, SmolStr::from(format_rfc3339(ms)))).1.clone(),
         },
-        Err(_) => format_rfc3339(ms),
+        Err(_) => SmolStr::from(format_rfc3339(ms)),
     })
 }
 

@@ -717,11 +717,11 @@ impl HistoryStore for SqliteStore {
                 .execute(params![
                     run,
                     path,
-                    s.tool,
+                    s.tool.as_str(),
                     s.status.as_str(),
                     s.reason.as_deref().or(s.error.as_deref()),
-                    s.started_at,
-                    s.completed_at,
+                    s.started_at.as_deref(),
+                    s.completed_at.as_deref(),
                     s.started_ms.map(|_| i64_of(s.duration_ms)),
                     s.arguments.as_ref().map(json),
                     s.result.as_ref().map(json)

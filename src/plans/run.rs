@@ -113,7 +113,7 @@ impl PlanRun {
             .steps
             .iter()
             .map(|s| PlanStep {
-                execution_id: s.execution_id.clone(),
+                execution_id: s.execution_id.to_string(),
                 status: s.status.as_str(),
                 duration_ms: s.duration_ms,
                 error: match s.status {

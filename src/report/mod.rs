@@ -360,7 +360,7 @@ fn graph_svg(steps: &[StepTrace], prefix: &str, graph: Option<&Graph>) -> String
         None => {
             let mut order: Vec<&StepTrace> = steps.iter().collect();
             order.sort_by_key(|s| s.started_ms.unwrap_or(u64::MAX));
-            order.iter().enumerate().map(|(i, s)| (s.execution_id.clone(), i, Vec::new())).collect()
+            order.iter().enumerate().map(|(i, s)| (s.execution_id.to_string(), i, Vec::new())).collect()
         }
     };
     let mut pos: std::collections::HashMap<&str, (u64, u64)> = std::collections::HashMap::new();

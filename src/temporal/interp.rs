@@ -881,8 +881,8 @@ impl Driver for Interp<'_> {
         u64::try_from(self.now().saturating_sub(self.start_ms)).unwrap_or(0)
     }
 
-    fn wall_at(&self, rel_ms: u64) -> String {
-        rfc3339(self.start_ms.saturating_add(i64::try_from(rel_ms).unwrap_or(i64::MAX)))
+    fn wall_at(&self, rel_ms: u64) -> smol_str::SmolStr {
+        crate::exec::trace::rfc3339_shared(self.start_ms.saturating_add(i64::try_from(rel_ms).unwrap_or(i64::MAX)))
     }
 
     /// As a local run treats the host's cancellation, a cancellation from Temporal stops

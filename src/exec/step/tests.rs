@@ -28,8 +28,8 @@ impl Driver for Still {
     fn now_rel(&self) -> u64 {
         7
     }
-    fn wall_at(&self, _rel_ms: u64) -> String {
-        String::new()
+    fn wall_at(&self, _rel_ms: u64) -> smol_str::SmolStr {
+        smol_str::SmolStr::default()
     }
     fn deadline_passed(&self) -> bool {
         self.0

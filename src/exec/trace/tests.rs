@@ -60,8 +60,8 @@ fn full_step() -> StepTrace {
         callee_clock_reads: vec![7],
     };
     StepTrace {
-        execution_id: "s".to_string(),
-        tool_name: "t".to_string(),
+        execution_id: "s".into(),
+        tool_name: "t".into(),
         status: StepStatus::Failed,
         success: true,
         result: Some(Value::Null),
@@ -69,9 +69,9 @@ fn full_step() -> StepTrace {
         duration_ms: 4,
         retry_count: 2,
         circuit_state: Some(BreakerState::Closed),
-        started_at: Some("a".to_string()),
-        completed_at: Some("b".to_string()),
-        tool: "/tools/t.tool".to_string(),
+        started_at: Some("a".into()),
+        completed_at: Some("b".into()),
+        tool: "/tools/t.tool".into(),
         reason: Some("r".to_string()),
         arguments: Some(Value::object_from([("x", Value::Int(1))])),
         attempts: vec![attempt()],
