@@ -7,6 +7,7 @@
 //! innermost open scope. Outside any scope (a program evaluated by hand) it is the system
 //! clock.
 
+use std::cell::OnceCell;
 use std::cell::RefCell;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -42,6 +43,21 @@ pub(crate) struct ClockScope {
     /// How long one evaluation inside the scope may run (a step's `timeout_seconds`, on the
     /// run's monotonic clock): past it, the evaluation stops with `E0408`.
     eval_timeout_ms: Option<u64>,
+}
+
+/// A step's clock scope, made the first time one of its expressions runs: most steps run
+/// none (their arguments are REFs and literals), and a scope is an allocation, two shared
+/// handles and a lock a step.
+pub(crate) struct LazyScope<'a> {
+    pub(crate) cell: &'a OnceCell<Arc<ClockScope>>,
+    pub(crate) make: &'a dyn Fn() -> Arc<ClockScope>,
+}
+
+impl LazyScope<'_> {
+    /// [`ClockScope::enter`] of the scope, made now if it was not yet.
+    pub(crate) fn enter<T>(&self, f: impl FnOnce() -> T) -> T {
+        self.cell.get_or_init(self.make).enter(f)
+    }
 }
 
 impl ClockScope {

@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
-use super::clock::ClockScope;
+use super::clock::{ClockScope, LazyScope};
 use super::{ChildTrace, RunError, RunStatus, StepStatus, StepTrace, Tool};
 use crate::analysis::{
     ConditionPlan, DoneCheckPlan, ParallelPlan, Plan, RefContext, RefPlan, StepId, StepPlan, TransformPlan, ValuePlan,
@@ -705,7 +705,7 @@ impl<'a> StepEnv<'a> {
     /// A step up to its call (SPEC §6.2, §6.3): its conditions, its arguments, its
     /// `done_check` (and `done_value`), its `transform_arguments`. Expressions run inside
     /// `clock`.
-    pub(crate) fn prelude(&self, step: &StepPlan, clock: &Arc<ClockScope>) -> Result<Prelude, StepError> {
+    pub(crate) fn prelude(&self, step: &StepPlan, clock: &LazyScope<'_>) -> Result<Prelude, StepError> {
         // No conditions hold at once: no scope to open (most steps have none).
         if !step.conditions.is_empty()
             && !clock.enter(|| self.all_hold(&step.conditions)).map_err(within("conditions"))?
@@ -789,7 +789,7 @@ impl<'a> StepEnv<'a> {
     pub(crate) fn respond(
         &self,
         step: &StepPlan,
-        clock: &Arc<ClockScope>,
+        clock: &LazyScope<'_>,
         raw: &'a Value,
         result: Arc<Map>,
     ) -> Result<Value, StepError> {

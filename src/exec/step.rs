@@ -24,11 +24,12 @@
 //! trait: [`Driver::TIMEOUT_BOUNDS_EXPRESSIONS`].
 
 use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use super::clock::ClockScope;
+use super::clock::{ClockScope, LazyScope};
 use super::data::{
     self, declared_arguments, wrap, CallOutcome, Failure, FrameOutcome, Prelude, Settled, StepEnv, Visible,
 };
@@ -51,6 +52,12 @@ pub(crate) trait Driver {
     /// bounds expressions (`Limits::fuel`) and the timeout bounds each activity. This is
     /// the one place that difference is decided.
     const TIMEOUT_BOUNDS_EXPRESSIONS: bool;
+
+    /// Whether a step's clock scope is made when the step starts. On Temporal it is: its
+    /// time is the workflow task's when the step starts, fixed for the step. Locally the
+    /// scope reads the run's clock whenever an expression asks, so it is made the first
+    /// time one runs (most steps run none).
+    const CLOCK_AT_START: bool = false;
 
     /// A step's timeout when it sets none.
     fn default_timeout_seconds(&self) -> f64;
@@ -360,7 +367,8 @@ impl<'p> Frame<'p> {
         trace.started_at = Some(d.wall_at(started));
         trace.status = StepStatus::Running;
         let timeout_seconds = step.timeout_seconds.unwrap_or(d.default_timeout_seconds());
-        let clock = d.clock(&key, D::TIMEOUT_BOUNDS_EXPRESSIONS.then_some(timeout_seconds));
+        let eval_timeout = D::TIMEOUT_BOUNDS_EXPRESSIONS.then_some(timeout_seconds);
+        let clock = if D::CLOCK_AT_START { OnceCell::from(d.clock(&key, eval_timeout)) } else { OnceCell::new() };
         Start::Run(StepRun {
             frame: self,
             wf,
@@ -368,6 +376,7 @@ impl<'p> Frame<'p> {
             key,
             trace,
             clock,
+            eval_timeout,
             tool: None,
             policy: d.retry_policy(step),
             timeout_seconds,
@@ -427,7 +436,10 @@ pub(crate) struct StepRun<'f> {
     pub(crate) key: Cow<'f, str>,
     /// Boxed: it moves from the start to the frame, through every stage of the step.
     trace: Box<StepTrace>,
-    clock: Arc<ClockScope>,
+    /// Its clock scope, once made ([`Driver::CLOCK_AT_START`]).
+    clock: OnceCell<Arc<ClockScope>>,
+    /// What bounds each of its evaluations, when its timeout does.
+    eval_timeout: Option<f64>,
     tool: Option<&'f Tool>,
     policy: RetryPolicy,
     timeout_seconds: f64,
@@ -451,7 +463,9 @@ impl<'f> StepRun<'f> {
     pub(crate) fn next(&mut self, d: &impl Driver) -> Next {
         let (frame, step) = (self.frame, self.step);
         let env = env(frame, step);
-        let args = match env.prelude(step, &self.clock) {
+        let make = || d.clock(&self.key, self.eval_timeout);
+        let clock = LazyScope { cell: &self.clock, make: &make };
+        let args = match env.prelude(step, &clock) {
             Ok(Prelude::Call(args)) => args,
             Ok(Prelude::Skipped { reason, result }) => {
                 self.trace.status = StepStatus::Skipped;
@@ -463,7 +477,7 @@ impl<'f> StepRun<'f> {
         if step.tool_path.is_none() {
             // A transform step (SPEC §6.4 ext): no call, no attempt, no breaker, no retry;
             // its result is the object of its `transform_responses`.
-            let out = env.respond(step, &self.clock, &Value::Null, Arc::default());
+            let out = env.respond(step, &clock, &Value::Null, Arc::default());
             return Next::Done(out.map_err(|e| Failure::at(&self.key, e)));
         }
         self.tool = self.wf.tool(step.tool());
@@ -511,8 +525,10 @@ impl<'f> StepRun<'f> {
             self.frame.mark_partial();
         }
         let raw = call.result?;
+        let make = || d.clock(&self.key, self.eval_timeout);
+        let clock = LazyScope { cell: &self.clock, make: &make };
         let result = env(self.frame, self.step)
-            .respond(self.step, &self.clock, &raw, wrap(&raw))
+            .respond(self.step, &clock, &raw, wrap(&raw))
             .map_err(|e| Failure::at(&self.key, e))?;
         check_response(d, self.tool, self.step.tool(), &result, &self.key)?;
         Ok(result)
@@ -535,13 +551,15 @@ impl<'f> StepRun<'f> {
         let mut result = Map::default();
         result.insert(SmolStr::new("response"), raw.clone());
         let result = Arc::new(result);
-        env(self.frame, self.step).respond(self.step, &self.clock, &raw, result).map_err(|e| Failure::at(&self.key, e))
+        let make = || d.clock(&self.key, self.eval_timeout);
+        let clock = LazyScope { cell: &self.clock, make: &make };
+        env(self.frame, self.step).respond(self.step, &clock, &raw, result).map_err(|e| Failure::at(&self.key, e))
     }
 
     /// The step ended with `outcome` (from [`Next::Done`], [`Self::called`] or
     /// [`Self::fanned_out`]): its trace settled, its failure the frame's.
     pub(crate) fn end<D: Driver>(mut self, d: &D, outcome: Result<Value, Failure>) -> Ended<'f> {
-        self.trace.clock_reads = self.clock.reads();
+        self.trace.clock_reads = self.clock.get().map(|c| c.reads()).unwrap_or_default();
         let key = &self.key;
         let timeout_seconds = self.timeout_seconds;
         let outcome = outcome.map_err(|f| {

@@ -864,6 +864,7 @@ impl Driver for Interp<'_> {
     /// Workflow code may not stop on a clock of its own (what it does must follow from
     /// the history): on Temporal the fuel bounds expressions, the timeout each activity.
     const TIMEOUT_BOUNDS_EXPRESSIONS: bool = false;
+    const CLOCK_AT_START: bool = true;
 
     fn default_timeout_seconds(&self) -> f64 {
         self.input.options.timeout_seconds
