@@ -142,7 +142,9 @@ pub struct ToolCall<'a> {
     pub file: Option<&'a Path>,
     /// The resolved arguments, already checked against the declared `arguments`.
     pub arguments: &'a Value,
-    /// Set when the engine gives up on this call.
+    /// Set when the engine gives up on this call: its timeout passed, or the run was
+    /// cancelled or stopped. A runner checks or waits on it; it does not cancel it (a call
+    /// that cannot block, [`Runner::can_block`], is handed the run's own token).
     pub cancel: &'a CancelToken,
     /// The time this attempt has: the step's `timeout_seconds` or what is left before the
     /// run's deadline, whichever is less. `None`: no bound.
