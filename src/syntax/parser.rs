@@ -615,7 +615,7 @@ impl Builder {
         let (raw, offset) = inner.map_or(("", span.start as usize + 1), |i| (i.as_str(), i.as_span().start()));
         let (text, map, errors) = unescape(raw, offset, Dialect::Expression);
         self.diagnostics.extend(errors);
-        Expr::new(ExprKind::Str(StrLit { value: Arc::from(text), map: Arc::new(map) }), span)
+        Expr::new(ExprKind::Str(StrLit { value: Arc::from(text), map }), span)
     }
 }
 

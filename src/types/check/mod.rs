@@ -126,7 +126,7 @@ struct Checker<'a> {
     /// The `as` names of the templates being checked, outermost first.
     aliases: Vec<Alias>,
     /// Source maps of the template strings being checked, outermost first.
-    maps: Vec<Arc<SourceMap>>,
+    maps: Vec<SourceMap>,
     refs: Vec<RefUse>,
     names: Vec<(Name, Span)>,
     max_depth: usize,
