@@ -39,7 +39,17 @@ impl Checker<'_> {
         let mut ok = self.bind_arguments(sig, call, bound, &mut kwargs, &mut element_name);
         ok &= self.report_missing(sig, bound, span);
         let alias = element_name.and_then(|a| self.element_name(a));
-        let (args, types, given) = self.check_arguments(sig, bound, span, alias.as_ref());
+        // The arguments' types, on the stack as `bound` is.
+        let mut types_on_stack: [Type; 8] = std::array::from_fn(|_| Type::Never);
+        let mut types_on_heap;
+        let types: &mut [Type] = if slots <= types_on_stack.len() {
+            &mut types_on_stack[..slots]
+        } else {
+            types_on_heap = vec![Type::Never; slots];
+            &mut types_on_heap
+        };
+        let (args, n, given) = self.check_arguments(sig, bound, span, alias.as_ref(), types);
+        let types = &types[..n];
 
         // Calls compiled inline.
         match &*sig.name {
@@ -54,7 +64,7 @@ impl Checker<'_> {
         if &*sig.name == "json_parse" {
             self.warn_json_parse_of_non_string(&args);
         }
-        let ty = sig.return_type(&types);
+        let ty = sig.return_type(types);
         self.node(TKind::Call(TCall { func: id, name: sig.name.clone(), args, given }), ty, span)
     }
 
@@ -225,8 +235,9 @@ impl Checker<'_> {
         false
     }
 
-    /// Checks every bound argument by its parameter's kind: the typed arguments, their types
-    /// and the bit set of parameters given.
+    /// Checks every bound argument by its parameter's kind: the typed arguments, how many
+    /// of `types` (one per parameter, the caller's, so no list is allocated) it filled with
+    /// their types, and the bit set of parameters given.
     /// `alias` is the name `as` gave the element of the call's templates.
     pub(super) fn check_arguments(
         &mut self,
@@ -234,12 +245,17 @@ impl Checker<'_> {
         bound: &[Option<&Arg>],
         span: Span,
         alias: Option<&(Name, Span)>,
-    ) -> (Vec<TArg>, Vec<Type>, u64) {
+        types: &mut [Type],
+    ) -> (Vec<TArg>, usize, u64) {
         let mut args = Vec::with_capacity(bound.len());
-        let mut types = Vec::with_capacity(bound.len());
+        let mut n = 0;
         let mut given = 0u64;
         for (i, arg) in bound.iter().enumerate() {
             let Some(param) = sig.param_at(i) else { break };
+            if i >= types.len() {
+                break;
+            }
+            n = i + 1;
             if arg.is_some() && i < 64 {
                 given |= 1 << i;
             }
@@ -248,44 +264,44 @@ impl Checker<'_> {
                     let t = self.expr(&a.value);
                     self.check_param_type(&sig.name, param, &t, a.value.span);
                     self.check_one_of(sig, param, &t, a.value.span);
-                    types.push(t.ty.clone());
+                    types[i] = t.ty.clone();
                     args.push(TArg::Value(t));
                 }
                 (ParamKind::Value, None) => {
                     let v = param.default.clone().unwrap_or_default();
                     let ty = super::super::type_of(&v);
-                    types.push(ty.clone());
+                    types[i] = ty.clone();
                     args.push(TArg::Value(TExpr::new(TKind::Const(v), ty, self.sp(span))));
                 }
                 (ParamKind::Lazy, Some(a)) => {
                     let t = self.expr(&a.value);
-                    types.push(t.ty.clone());
+                    types[i] = t.ty.clone();
                     args.push(TArg::Value(t));
                 }
                 (ParamKind::Lazy, None) => {
-                    types.push(Type::Null);
+                    types[i] = Type::Null;
                     args.push(TArg::Value(TExpr::new(TKind::Const(Value::Null), Type::Null, self.sp(span))));
                 }
                 (ParamKind::Template | ParamKind::PathTemplate, Some(a)) => {
-                    let elem = types.first().map_or(Type::Any, Type::element);
+                    let elem = types[..i].first().map_or(Type::Any, Type::element);
                     let elem = if elem == Type::Never { Type::Any } else { elem };
                     let (arg, ty) = self.template(&a.value, elem, param.kind == ParamKind::PathTemplate, alias);
-                    types.push(ty);
+                    types[i] = ty;
                     args.push(arg);
                 }
                 (ParamKind::Template | ParamKind::PathTemplate, None) => {
-                    types.push(Type::Never);
+                    types[i] = Type::Never;
                     args.push(TArg::Absent);
                 }
                 // `operations` is checked by `inline_pipeline`, once the initial value's
                 // type is known.
                 (ParamKind::Operations, _) => {
-                    types.push(Type::Any);
+                    types[i] = Type::Any;
                     args.push(TArg::Absent);
                 }
             }
         }
-        (args, types, given)
+        (args, n, given)
     }
 
     /// Reports a constant string argument outside its parameter's accepted values.
