@@ -519,9 +519,12 @@ mod tests {
         use crate::compile::CallParam;
         fn compiled(program: &Program) -> Vec<bool> {
             let params = program.inner.chunk.calls.iter().flat_map(|c| c.params.iter());
-            params.filter_map(|p| if let CallParam::Template(c, ..) = p { Some(c.is_compiled()) } else { None }).collect()
+            params
+                .filter_map(|p| if let CallParam::Template(c, ..) = p { Some(c.is_compiled()) } else { None })
+                .collect()
         }
-        let src = "map(array=filter(array=xs, condition_string=\"item.a > 1 and item.b == 'x'\"), template={a: item.a})";
+        let src =
+            "map(array=filter(array=xs, condition_string=\"item.a > 1 and item.b == 'x'\"), template={a: item.a})";
         let engine = Engine::new();
         let (Ok(lazy), Ok(eager)) = (engine.compile(src), engine.compile(src)) else { panic!("`{src}` compiles") };
         assert_eq!(compiled(&lazy), [false, true], "the condition's chunk waits; the object template's does not");
