@@ -86,10 +86,13 @@ pub enum CallParam {
 #[derive(Clone, Debug)]
 pub struct TemplateChunk {
     chunk: OnceLock<Chunk>,
-    /// The body, its `item` slot and the compiler, for a chunk compiled on first use (the
-    /// compiler is handed in: this file does not import it).
-    deferred: Option<(Arc<TExpr>, u32, fn(&TExpr, u32) -> Chunk)>,
+    /// The body, its `item` slot and the compiler, for a chunk compiled on first use.
+    deferred: Option<(Arc<TExpr>, u32, CompileTemplate)>,
 }
+
+/// Compiles a template's body with `item` in a slot (handed in by the compiler: this file
+/// does not import it).
+pub type CompileTemplate = fn(&TExpr, u32) -> Chunk;
 
 impl TemplateChunk {
     /// A chunk compiled already.
@@ -98,7 +101,7 @@ impl TemplateChunk {
     }
 
     /// The chunk `compile(body, slot)` gives, compiled on first use.
-    pub fn deferred(body: Arc<TExpr>, slot: u32, compile: fn(&TExpr, u32) -> Chunk) -> TemplateChunk {
+    pub fn deferred(body: Arc<TExpr>, slot: u32, compile: CompileTemplate) -> TemplateChunk {
         TemplateChunk { chunk: OnceLock::new(), deferred: Some((body, slot, compile)) }
     }
 
