@@ -510,6 +510,39 @@ mod tests {
         assert_send_sync::<Engine>();
     }
 
+    /// A condition with a fast form is compiled into a chunk only when the fast form cannot
+    /// answer (an element of the wrong type): not by the compile, not while every element
+    /// fits, and then it answers as a chunk compiled at once does (code, message, span,
+    /// data location).
+    #[test]
+    fn a_conditions_chunk_is_compiled_when_first_needed() {
+        use crate::compile::CallParam;
+        fn compiled(program: &Program) -> Vec<bool> {
+            let params = program.inner.chunk.calls.iter().flat_map(|c| c.params.iter());
+            params
+                .filter_map(|p| if let CallParam::Template(c, ..) = p { Some(c.is_compiled()) } else { None })
+                .collect()
+        }
+        let src =
+            "map(array=filter(array=xs, condition_string=\"item.a > 1 and item.b == 'x'\"), template={a: item.a})";
+        let engine = Engine::new();
+        let (Ok(lazy), Ok(eager)) = (engine.compile(src), engine.compile(src)) else { panic!("`{src}` compiles") };
+        assert_eq!(compiled(&lazy), [false, true], "the condition's chunk waits; the object template's does not");
+        let fits = Value::from(&serde_json::json!({"xs": [{"a": 3, "b": "x"}, {"a": 0, "b": "y"}]}));
+        assert_eq!(lazy.eval(&fits).map(|v| v.to_string()), Ok("[{\"a\":3}]".to_string()));
+        assert_eq!(compiled(&lazy), [false, true], "the fast form answered every element");
+        let listing = eager.disassemble();
+        assert_eq!(compiled(&eager), [true, true]);
+        let mismatch = Value::from(&serde_json::json!({"xs": [{"a": 3, "b": "x"}, {"a": "s", "b": "y"}]}));
+        let (Err(got), Err(want)) = (lazy.eval(&mismatch), eager.eval(&mismatch)) else {
+            panic!("comparing a string with 1 fails")
+        };
+        assert_eq!(got, want);
+        assert_eq!(got.location.as_deref(), Some("$.xs[1].a"), "{got:?}");
+        assert_eq!(compiled(&lazy), [true, true], "the chunk ran, so it was compiled");
+        assert_eq!(lazy.disassemble(), listing);
+    }
+
     /// The same engine with `filter`, `sort`, `map` and `sum` re-registered as themselves:
     /// the VM then runs every fused pair as its two calls.
     fn unfused(limits: Limits) -> Engine {

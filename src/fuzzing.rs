@@ -327,7 +327,7 @@ pub fn strip_spans(e: &Expr) -> Expr {
     let name = |n: &Spanned<Arc<str>>| Spanned::new(n.node.clone(), Span::default());
     let b = |e: &Expr| Box::new(strip_spans(e));
     let kind = match &e.kind {
-        ExprKind::Str(s) => ExprKind::Str(StrLit { value: s.value.clone(), map: Arc::new(SourceMap::default()) }),
+        ExprKind::Str(s) => ExprKind::Str(StrLit { value: s.value.clone(), map: SourceMap::default() }),
         ExprKind::Ref(r) => {
             ExprKind::Ref(RefPath { context: name(&r.context), segments: r.segments.iter().map(name).collect() })
         }
@@ -554,7 +554,7 @@ fn spanned(s: &str) -> Spanned<Arc<str>> {
 }
 
 fn str_lit(s: &str) -> Expr {
-    node(ExprKind::Str(StrLit { value: Arc::from(s), map: Arc::new(SourceMap::default()) }))
+    node(ExprKind::Str(StrLit { value: Arc::from(s), map: SourceMap::default() }))
 }
 
 impl Gen {

@@ -1,11 +1,13 @@
 //! A compiled unit: instructions with a span each, and the tables they index.
 
-use std::sync::Arc;
+use std::ops::Deref;
+use std::sync::{Arc, OnceLock};
 
 use super::op::Op;
 use crate::functions::FuncId;
 use crate::span::Span;
 use crate::syntax::ast::Name;
+use crate::types::typed::TExpr;
 use crate::value::{Path, Segments, SmolStr, Value};
 
 /// Compiled code for one expression or template.
@@ -57,9 +59,9 @@ pub struct CallInfo {
 pub enum CallParam {
     /// Its value is on the stack.
     Value,
-    /// A template compiled ahead of time, with `item` in `slot`, and its fast form when it
-    /// has one.
-    Template(Arc<Chunk>, u32, Option<Arc<Fast>>),
+    /// A template compiled ahead of time (or, when it has a fast form, on first use), with
+    /// `item` in `slot`, and its fast form when it has one.
+    Template(Arc<TemplateChunk>, u32, Option<Arc<Fast>>),
     /// The stack holds the template's text, compiled at run time (and cached).
     Dynamic {
         /// Bare dotted paths are relative to `item`.
@@ -71,6 +73,54 @@ pub enum CallParam {
     },
     /// An optional template not given.
     Absent,
+}
+
+/// A template's chunk, read as a [`Chunk`] (it dereferences to one).
+///
+/// A template with a fast form runs its chunk only when the fast form cannot answer (an
+/// element of the wrong type, to report the error as the chunk does), so its chunk is
+/// compiled on the first read, not with the program: most programs never compile it. The
+/// chunk is the same either way (the same body and compiler), so listings and answers do
+/// not change; a chunk compiled on first use has paths of its own rather than the fast
+/// form's.
+#[derive(Clone, Debug)]
+pub struct TemplateChunk {
+    chunk: OnceLock<Chunk>,
+    /// The body, its `item` slot and the compiler, for a chunk compiled on first use.
+    deferred: Option<(Arc<TExpr>, u32, CompileTemplate)>,
+}
+
+/// Compiles a template's body with `item` in a slot (handed in by the compiler: this file
+/// does not import it).
+pub type CompileTemplate = fn(&TExpr, u32) -> Chunk;
+
+impl TemplateChunk {
+    /// A chunk compiled already.
+    pub fn ready(chunk: Chunk) -> TemplateChunk {
+        TemplateChunk { chunk: OnceLock::from(chunk), deferred: None }
+    }
+
+    /// The chunk `compile(body, slot)` gives, compiled on first use.
+    pub fn deferred(body: Arc<TExpr>, slot: u32, compile: CompileTemplate) -> TemplateChunk {
+        TemplateChunk { chunk: OnceLock::new(), deferred: Some((body, slot, compile)) }
+    }
+
+    /// Whether the chunk has been compiled (always, for one made [`ready`](Self::ready)).
+    pub fn is_compiled(&self) -> bool {
+        self.chunk.get().is_some()
+    }
+}
+
+impl Deref for TemplateChunk {
+    type Target = Chunk;
+
+    fn deref(&self) -> &Chunk {
+        self.chunk.get_or_init(|| match &self.deferred {
+            Some((body, slot, compile)) => compile(body, *slot),
+            // Never: a chunk without a deferred body is made compiled.
+            None => Chunk::default(),
+        })
+    }
 }
 
 /// A template simple enough to evaluate on the element in place, without running its

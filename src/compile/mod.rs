@@ -1,8 +1,9 @@
 //! Typed AST → bytecode: the instruction set, chunks with a span per instruction,
 //! constant folding, the compiler and the disassembler.
 //!
-//! Templates are compiled once, into chunks of their own that the call site refers to;
-//! nothing is parsed or compiled per element. This module never evaluates user data: it
+//! Templates are compiled once, into chunks of their own that the call site refers to (a
+//! template with a fast form on its first use: `TemplateChunk`); nothing is parsed
+//! or compiled per element. This module never evaluates user data: it
 //! only folds constants.
 
 mod chunk;

@@ -48,23 +48,74 @@ fn folding_copies_nothing_when_nothing_folds() {
 }
 
 /// The chunk of a condition template reads `item.a.b` through a path whose segments are the
-/// ones its fast form and the comparison's error origin hold (one allocation, three users).
+/// ones the comparison's error origin holds (one allocation, two users); the fast form, made
+/// with the call site, holds equal paths of its own. The chunk is compiled on first use.
 #[test]
 fn a_templates_paths_fast_form_and_origins_share_segments() {
     let chunk = compile(&typed("filter(xs, \"item.a.b > 1 and item.c == 'x'\")"));
     let Some(CallParam::Template(sub, _, Some(fast))) = chunk.calls.first().and_then(|c| c.params.get(1)) else {
         panic!("a template with a fast form: {:?}", chunk.calls)
     };
+    assert!(!sub.is_compiled(), "a template with a fast form is compiled on first use");
     let sub: &Chunk = sub;
     assert_eq!(sub.paths.len(), 2);
     let Fast::Pred(Pred::And(parts)) = &**fast else { panic!("{fast:?}") };
     for (part, path) in parts.iter().zip(&sub.paths) {
         let Pred::Cmp(_, p, _) = part else { panic!("{part:?}") };
-        assert!(Arc::ptr_eq(p.segments(), path.segments()), "fast form and chunk: {p:?}");
+        assert_eq!(p.segments(), path.segments(), "fast form and chunk: {p:?}");
     }
     let origins: Vec<_> = sub.origins.iter().filter_map(|(_, [o, _])| o.clone()).collect();
     assert_eq!(origins.len(), 2, "{:?}", sub.origins);
     for (o, path) in origins.iter().zip(&sub.paths) {
         assert!(Arc::ptr_eq(&o.segments, path.segments()), "origin and chunk: {o:?}");
     }
+}
+
+/// A template's chunk compiled on first use is the chunk compiling it with the call site
+/// gave: the same listing (instructions, spans, locals), for templates with and without a
+/// fast form, and the calling chunk's locals count the template's slot either way.
+#[test]
+fn a_chunk_compiled_on_first_use_is_the_one_compiled_at_once() {
+    for (src, deferred) in [
+        ("filter(xs, \"item.a.b > 1 and item.c == 'x'\")", true),
+        ("map(filter(xs, 'item.a or not item.b'), 'item.c.d')", true),
+        ("map(xs, map(item.ys, item.z + 1))", false),
+        ("filter(xs, 'length(item.a) > 1')", false),
+    ] {
+        let t = typed(src);
+        let chunk = compile(&t);
+        let mut listed = 0;
+        for call in &chunk.calls {
+            for (p, span) in call.params.iter().zip(call.arg_spans.iter()) {
+                let CallParam::Template(sub, slot, fast) = p else { continue };
+                assert_eq!(!sub.is_compiled(), deferred && fast.is_some(), "{src}");
+                let Some(body) = template_body(&t, *span) else { panic!("{src}: no template at {span}") };
+                let at_once = super::disassemble(&compile_at_once(body, *slot));
+                assert_eq!(super::disassemble(sub), at_once, "{src}");
+                assert!(sub.is_compiled());
+                assert!(chunk.locals > *slot, "{src}: {} locals", chunk.locals);
+                listed += 1;
+            }
+        }
+        assert!(listed > 0, "{src}");
+    }
+}
+
+/// `compile` of a template's body as the call site compiles it at once.
+fn compile_at_once(body: &TExpr, slot: u32) -> Chunk {
+    let mut c = compile(body);
+    c.locals = c.locals.max(slot + 1);
+    c
+}
+
+/// The body of the template written at `span` in `e`.
+fn template_body(e: &TExpr, span: crate::span::Span) -> Option<&TExpr> {
+    use crate::types::typed::{TArg, TKind};
+    let TKind::Call(call) = &e.kind else { return None };
+    call.args.iter().find_map(|a| match a {
+        TArg::Template { body, .. } if body.span == span => Some(&**body),
+        TArg::Template { body, .. } => template_body(body, span),
+        TArg::Value(x) => template_body(x, span),
+        _ => None,
+    })
 }

@@ -56,8 +56,9 @@ pub enum ExprKind {
 pub struct StrLit {
     /// The decoded text.
     pub value: Arc<str>,
-    /// Maps offsets in `value` to offsets in the expression source.
-    pub map: Arc<SourceMap>,
+    /// Maps offsets in `value` to offsets in the expression source (held in place: a
+    /// string without escapes maps with one point, no allocation).
+    pub map: SourceMap,
 }
 
 /// The most segments a REF may have after its context: as deep as an expression may nest

@@ -517,7 +517,7 @@ impl<'s> Parser<'s> {
             (Arc::from(raw), map)
         };
         let span = Span::new(start, self.pos);
-        Some(Expr::new(ExprKind::Str(StrLit { value, map: Arc::new(map) }), span))
+        Some(Expr::new(ExprKind::Str(StrLit { value, map }), span))
     }
 
     /// `REF:context.segment…`, without the whitespace after it; the REF and its span.

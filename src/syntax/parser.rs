@@ -121,8 +121,9 @@ fn check_nesting(src: &str, max: usize) -> Option<Diagnostic> {
     let bytes = src.as_bytes();
     // Every level counted below is one of these bytes, so fewer of them than `max` cannot
     // nest too deeply; counting them is a vectorised pass, several times cheaper than the
-    // scan (measured: docs/performance.md, W5).
-    if count_nesting_bytes(bytes) <= max {
+    // scan (measured: docs/performance.md, W5); a text no longer than `max` has no more of
+    // them than that, so it is not even counted (a template string usually).
+    if bytes.len() <= max || count_nesting_bytes(bytes) <= max {
         return None;
     }
     let mut depth = 0usize;
@@ -615,7 +616,7 @@ impl Builder {
         let (raw, offset) = inner.map_or(("", span.start as usize + 1), |i| (i.as_str(), i.as_span().start()));
         let (text, map, errors) = unescape(raw, offset, Dialect::Expression);
         self.diagnostics.extend(errors);
-        Expr::new(ExprKind::Str(StrLit { value: Arc::from(text), map: Arc::new(map) }), span)
+        Expr::new(ExprKind::Str(StrLit { value: Arc::from(text), map }), span)
     }
 }
 

@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use super::places::{field_root, shared_segments};
+use super::places::{field_root, field_segments};
 use super::{compile, Compiler};
-use crate::compile::chunk::{CallInfo, CallParam, Fast, Origin, Pred};
+use crate::compile::chunk::{CallInfo, CallParam, Chunk, Fast, Origin, Pred, TemplateChunk};
 use crate::compile::op::Op;
 use crate::span::Span;
 use crate::syntax::ast::{BinaryOp, UnaryOp};
@@ -13,27 +13,26 @@ use crate::types::typed::{TArg, TCall, TExpr, TKind};
 use crate::value::{Path, Value};
 
 /// The fast form of a template body with `item` in `slot`, when it has one.
-/// Its paths share their segments with equal ones of `paths` (the template's chunk's).
-fn fast_template(body: &TExpr, slot: u32, paths: &[Path]) -> Option<Fast> {
-    if let Some(path) = item_path(body, slot, paths) {
+fn fast_template(body: &TExpr, slot: u32) -> Option<Fast> {
+    if let Some(path) = item_path(body, slot) {
         return Some(Fast::Path(path));
     }
-    predicate(body, slot, paths).map(Fast::Pred)
+    predicate(body, slot).map(Fast::Pred)
 }
 
 /// `item.a.b` → `[a, b]`; `item` → `[]`.
-fn item_path(e: &TExpr, slot: u32, paths: &[Path]) -> Option<Path> {
+fn item_path(e: &TExpr, slot: u32) -> Option<Path> {
     let (root, n) = field_root(e);
-    matches!(root.kind, TKind::Local(s) if s == slot).then(|| Path::shared(shared_segments(e, n, paths)))
+    matches!(root.kind, TKind::Local(s) if s == slot).then(|| Path::shared(field_segments(e, n, None)))
 }
 
-fn predicate(e: &TExpr, slot: u32, paths: &[Path]) -> Option<Pred> {
+fn predicate(e: &TExpr, slot: u32) -> Option<Pred> {
     Some(match &e.kind {
         TKind::Const(v) => Pred::Const(v.truthy()),
-        TKind::Unary(UnaryOp::Not, x) => Pred::Not(Box::new(predicate(x, slot, paths)?)),
+        TKind::Unary(UnaryOp::Not, x) => Pred::Not(Box::new(predicate(x, slot)?)),
         TKind::Binary(op @ (BinaryOp::And | BinaryOp::Or), ..) => {
             let mut parts = Vec::with_capacity(chain_len(e, *op));
-            chain(e, *op, slot, paths, &mut parts)?;
+            chain(e, *op, slot, &mut parts)?;
             let parts = parts.into_boxed_slice();
             if *op == BinaryOp::And {
                 Pred::And(parts)
@@ -42,9 +41,9 @@ fn predicate(e: &TExpr, slot: u32, paths: &[Path]) -> Option<Pred> {
             }
         }
         TKind::Binary(op, lr) if op.is_comparison() => {
-            Pred::Cmp(*op, item_path(&lr[0], slot, paths)?, lr[1].as_const()?.clone())
+            Pred::Cmp(*op, item_path(&lr[0], slot)?, lr[1].as_const()?.clone())
         }
-        _ => Pred::Truthy(item_path(e, slot, paths)?),
+        _ => Pred::Truthy(item_path(e, slot)?),
     })
 }
 
@@ -59,14 +58,14 @@ fn chain_len(e: &TExpr, op: BinaryOp) -> usize {
 
 /// The conditions of the operands of the chain of `op`s at `e`, left to right, into `out`.
 /// Recursion is bounded by the tree's height (the parser's nesting limit).
-fn chain(e: &TExpr, op: BinaryOp, slot: u32, paths: &[Path], out: &mut Vec<Pred>) -> Option<()> {
+fn chain(e: &TExpr, op: BinaryOp, slot: u32, out: &mut Vec<Pred>) -> Option<()> {
     match &e.kind {
         TKind::Binary(o, lr) if *o == op => {
-            chain(&lr[0], op, slot, paths, out)?;
-            chain(&lr[1], op, slot, paths, out)
+            chain(&lr[0], op, slot, out)?;
+            chain(&lr[1], op, slot, out)
         }
         _ => {
-            out.push(predicate(e, slot, paths)?);
+            out.push(predicate(e, slot)?);
             Some(())
         }
     }
@@ -88,6 +87,13 @@ fn fusable(call: &TCall) -> Option<(&TCall, Span)> {
         && rest.iter().all(plain)
         && !inner.args.iter().any(|a| matches!(a, TArg::Dynamic { .. }));
     simple.then_some((inner, x.span))
+}
+
+/// A template's chunk: its body compiled with `item` in `slot`.
+fn compile_template(body: &TExpr, slot: u32) -> Chunk {
+    let mut sub = compile(body);
+    sub.locals = sub.locals.max(slot + 1);
+    sub
 }
 
 impl Compiler {
@@ -133,12 +139,23 @@ impl Compiler {
                 }
                 TArg::Template { body, slot } => {
                     self.use_slot(*slot);
-                    let mut sub = compile(body);
-                    sub.locals = sub.locals.max(slot + 1);
-                    self.chunk.locals = self.chunk.locals.max(sub.locals);
                     let i = self.chunk.constant(Value::Null);
                     self.emit(Op::Const(i), body.span);
-                    let fast = fast_template(body, *slot, &sub.paths).map(Arc::new);
+                    // A template with a fast form has no call in it (only `item`'s paths
+                    // and constants), so its chunk uses `item`'s slot and none above it:
+                    // compiled on first use (`TemplateChunk`), it is needed only when the
+                    // fast form cannot answer.
+                    let (sub, fast) = match fast_template(body, *slot) {
+                        Some(fast) => {
+                            let sub = TemplateChunk::deferred(body.clone(), *slot, compile_template);
+                            (sub, Some(Arc::new(fast)))
+                        }
+                        None => {
+                            let sub = compile_template(body, *slot);
+                            self.chunk.locals = self.chunk.locals.max(sub.locals);
+                            (TemplateChunk::ready(sub), None)
+                        }
+                    };
                     params.push(CallParam::Template(Arc::new(sub), *slot, fast));
                     spans.push(body.span);
                 }

@@ -81,7 +81,7 @@ fn chain_is(segs: &[Name], e: &TExpr, n: usize, lead: Option<&Name>) -> bool {
 
 /// The `n` segments of the field chain `e`: those of an equal path in `paths` (shared, no
 /// allocation), else new ones.
-pub(super) fn shared_segments(e: &TExpr, n: usize, paths: &[Path]) -> Segments {
+fn shared_segments(e: &TExpr, n: usize, paths: &[Path]) -> Segments {
     if n == 0 {
         return no_segments();
     }

@@ -39,7 +39,13 @@ impl Checker<'_> {
         let mut ok = self.bind_arguments(sig, call, bound, &mut kwargs, &mut element_name);
         ok &= self.report_missing(sig, bound, span);
         let alias = element_name.and_then(|a| self.element_name(a));
-        let (args, types, given) = self.check_arguments(sig, bound, span, alias.as_ref());
+        // The arguments' types go on the checker's one list (`arg_types`), from `base` on,
+        // and come off again once the return type is known.
+        let base = self.arg_types.len();
+        let (args, given) = self.check_arguments(sig, bound, span, alias.as_ref());
+        let inline = matches!(&*sig.name, "if" | "pipeline" | "create_object");
+        let ty = (ok && !inline).then(|| sig.return_type(self.arg_types.get(base..).unwrap_or_default()));
+        self.arg_types.truncate(base);
 
         // Calls compiled inline.
         match &*sig.name {
@@ -54,7 +60,7 @@ impl Checker<'_> {
         if &*sig.name == "json_parse" {
             self.warn_json_parse_of_non_string(&args);
         }
-        let ty = sig.return_type(&types);
+        let ty = ty.unwrap_or(Type::Any);
         self.node(TKind::Call(TCall { func: id, name: sig.name.clone(), args, given }), ty, span)
     }
 
@@ -225,8 +231,9 @@ impl Checker<'_> {
         false
     }
 
-    /// Checks every bound argument by its parameter's kind: the typed arguments, their types
-    /// and the bit set of parameters given.
+    /// Checks every bound argument by its parameter's kind: the typed arguments and the bit
+    /// set of parameters given; their types are pushed on `arg_types`, one per argument (a
+    /// list kept for the whole check, so none is allocated per call).
     /// `alias` is the name `as` gave the element of the call's templates.
     pub(super) fn check_arguments(
         &mut self,
@@ -234,9 +241,9 @@ impl Checker<'_> {
         bound: &[Option<&Arg>],
         span: Span,
         alias: Option<&(Name, Span)>,
-    ) -> (Vec<TArg>, Vec<Type>, u64) {
+    ) -> (Vec<TArg>, u64) {
         let mut args = Vec::with_capacity(bound.len());
-        let mut types = Vec::with_capacity(bound.len());
+        let base = self.arg_types.len();
         let mut given = 0u64;
         for (i, arg) in bound.iter().enumerate() {
             let Some(param) = sig.param_at(i) else { break };
@@ -248,44 +255,45 @@ impl Checker<'_> {
                     let t = self.expr(&a.value);
                     self.check_param_type(&sig.name, param, &t, a.value.span);
                     self.check_one_of(sig, param, &t, a.value.span);
-                    types.push(t.ty.clone());
+                    self.arg_types.push(t.ty.clone());
                     args.push(TArg::Value(t));
                 }
                 (ParamKind::Value, None) => {
                     let v = param.default.clone().unwrap_or_default();
                     let ty = super::super::type_of(&v);
-                    types.push(ty.clone());
+                    self.arg_types.push(ty.clone());
                     args.push(TArg::Value(TExpr::new(TKind::Const(v), ty, self.sp(span))));
                 }
                 (ParamKind::Lazy, Some(a)) => {
                     let t = self.expr(&a.value);
-                    types.push(t.ty.clone());
+                    self.arg_types.push(t.ty.clone());
                     args.push(TArg::Value(t));
                 }
                 (ParamKind::Lazy, None) => {
-                    types.push(Type::Null);
+                    self.arg_types.push(Type::Null);
                     args.push(TArg::Value(TExpr::new(TKind::Const(Value::Null), Type::Null, self.sp(span))));
                 }
                 (ParamKind::Template | ParamKind::PathTemplate, Some(a)) => {
-                    let elem = types.first().map_or(Type::Any, Type::element);
+                    let first = if i == 0 { None } else { self.arg_types.get(base) };
+                    let elem = first.map_or(Type::Any, Type::element);
                     let elem = if elem == Type::Never { Type::Any } else { elem };
                     let (arg, ty) = self.template(&a.value, elem, param.kind == ParamKind::PathTemplate, alias);
-                    types.push(ty);
+                    self.arg_types.push(ty);
                     args.push(arg);
                 }
                 (ParamKind::Template | ParamKind::PathTemplate, None) => {
-                    types.push(Type::Never);
+                    self.arg_types.push(Type::Never);
                     args.push(TArg::Absent);
                 }
                 // `operations` is checked by `inline_pipeline`, once the initial value's
                 // type is known.
                 (ParamKind::Operations, _) => {
-                    types.push(Type::Any);
+                    self.arg_types.push(Type::Any);
                     args.push(TArg::Absent);
                 }
             }
         }
-        (args, types, given)
+        (args, given)
     }
 
     /// Reports a constant string argument outside its parameter's accepted values.

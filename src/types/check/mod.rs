@@ -126,9 +126,12 @@ struct Checker<'a> {
     /// The `as` names of the templates being checked, outermost first.
     aliases: Vec<Alias>,
     /// Source maps of the template strings being checked, outermost first.
-    maps: Vec<Arc<SourceMap>>,
+    maps: Vec<SourceMap>,
     refs: Vec<RefUse>,
     names: Vec<(Name, Span)>,
+    /// The argument types of the calls being checked, outermost first (see
+    /// `check_arguments`).
+    arg_types: Vec<Type>,
     max_depth: usize,
 }
 
@@ -143,6 +146,7 @@ impl<'a> Checker<'a> {
             maps: Vec::new(),
             refs: Vec::new(),
             names: Vec::new(),
+            arg_types: Vec::new(),
             max_depth,
         }
     }
