@@ -356,7 +356,7 @@ const ROW_H: u64 = 68;
 fn graph_svg(steps: &[StepTrace], prefix: &str, graph: Option<&Graph>) -> String {
     // (id, level, depends_on) for every step the trace has.
     let nodes: Vec<(String, usize, Vec<String>)> = match graph {
-        Some(g) => g.nodes.iter().filter(|(id, ..)| steps.iter().any(|s| &s.execution_id == id)).cloned().collect(),
+        Some(g) => g.nodes.iter().filter(|(id, ..)| steps.iter().any(|s| s.execution_id == id)).cloned().collect(),
         None => {
             let mut order: Vec<&StepTrace> = steps.iter().collect();
             order.sort_by_key(|s| s.started_ms.unwrap_or(u64::MAX));
@@ -390,7 +390,7 @@ fn graph_svg(steps: &[StepTrace], prefix: &str, graph: Option<&Graph>) -> String
         }
     }
     for (id, _, _) in &nodes {
-        let (Some(&(x, y)), Some(step)) = (pos.get(id.as_str()), steps.iter().find(|s| &s.execution_id == id)) else {
+        let (Some(&(x, y)), Some(step)) = (pos.get(id.as_str()), steps.iter().find(|s| s.execution_id == id)) else {
             continue;
         };
         let status = step.status.as_str();
@@ -621,7 +621,7 @@ pub fn html(trace: &Trace, graph: Option<&Graph>) -> String {
     let own = if composition && graph.is_none() { Graph::of_composition(trace) } else { None };
     // A definition changed since the run may not have its steps: the start order then.
     let graph =
-        graph.or(own.as_ref()).filter(|g| graphed.iter().all(|s| g.nodes.iter().any(|(id, ..)| id == &s.execution_id)));
+        graph.or(own.as_ref()).filter(|g| graphed.iter().all(|s| g.nodes.iter().any(|(id, ..)| id == s.execution_id)));
     let mut rows = Vec::new();
     let mut details = serde_json::Map::new();
     collect(&trace.steps, "", 0, &mut rows, &mut details);
