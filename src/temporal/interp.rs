@@ -53,6 +53,9 @@ use crate::tool::validate;
 use crate::value::{Map, Value};
 use history::{activity_error_bytes, json_bytes, HistoryBytes, PATCH_MARKER_BYTES};
 
+/// A step's end: what its dependents' REFs see, and its trace.
+type StepEnd = (Value, Box<StepTrace>);
+
 /// The workflow: one composite run, and its progress for the `progress` query.
 #[workflow]
 #[derive(Default)]
@@ -370,7 +373,7 @@ impl<'a> Interp<'a> {
             let frame = Frame::open(plan, arguments, prefix, depth, refused, &clock);
             {
                 let frame = &frame;
-                let mut running: Vec<(StepId, LocalBoxFuture<'_, (Value, Box<StepTrace>)>)> =
+                let mut running: Vec<(StepId, LocalBoxFuture<'_, StepEnd>)> =
                     frame.roots().into_iter().map(|id| (id, self.step(frame, id).boxed_local())).collect();
                 while !running.is_empty() {
                     let (i, (value, trace)) = first_ready(&mut running).await;
