@@ -537,44 +537,32 @@ pub(crate) async fn pump_input<R, W>(
             _ = shutdown.wait_for(|down| *down) => return,
         };
         let Some((line, oversized)) = line else { return };
-        match judge(&line, oversized) {
-            Verdict::Forward => {
-                let sent = async {
-                    to_rmcp.write_all(&line).await?;
-                    to_rmcp.write_all(b"\n").await?;
-                    to_rmcp.flush().await
-                };
-                let ok = tokio::select! {
-                    r = sent => r.is_ok(),
-                    _ = shutdown.wait_for(|down| *down) => false,
-                };
-                if !ok {
-                    return;
-                }
-            }
+        // What goes on to rmcp: the line as read, or a stand-in error for an answer that
+        // cannot be read (its request fails at once); the framing's own answers go out.
+        let mut bytes = match judge(&line, oversized) {
+            Verdict::Forward => line,
+            Verdict::Unreadable(v) => serde_json::to_vec(&v).unwrap_or_default(),
             Verdict::Answer(v) => {
                 let mut bytes = serde_json::to_vec(&v).unwrap_or_default();
                 bytes.push(b'\n');
                 if out.send(bytes).await.is_err() {
                     return;
                 }
+                continue;
             }
-            Verdict::Unreadable(v) => {
-                let mut bytes = serde_json::to_vec(&v).unwrap_or_default();
-                bytes.push(b'\n');
-                let sent = async {
-                    to_rmcp.write_all(&bytes).await?;
-                    to_rmcp.flush().await
-                };
-                let ok = tokio::select! {
-                    r = sent => r.is_ok(),
-                    _ = shutdown.wait_for(|down| *down) => false,
-                };
-                if !ok {
-                    return;
-                }
-            }
-            Verdict::Ignore => {}
+            Verdict::Ignore => continue,
+        };
+        bytes.push(b'\n');
+        let sent = async {
+            to_rmcp.write_all(&bytes).await?;
+            to_rmcp.flush().await
+        };
+        let ok = tokio::select! {
+            r = sent => r.is_ok(),
+            _ = shutdown.wait_for(|down| *down) => false,
+        };
+        if !ok {
+            return;
         }
     }
 }
