@@ -43,6 +43,24 @@ fn scenario_over(options: &[&str], name: &str) -> (Json, tempfile::TempDir) {
     (result, work)
 }
 
+/// The history's runs once `n` of them are there and none is `RUNNING` (a run is written as
+/// its blocking thread ends, just after a cancel), or what is there after ten seconds.
+fn ended_runs(work: &Path, n: usize) -> Vec<Json> {
+    let h = work.join("history.db");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let listed = common::tdsl(&["history", "list", "--history", h.to_str().unwrap(), "--format", "json"]);
+        assert_eq!(listed.code, 0, "{}", listed.stderr);
+        let runs: Json = serde_json::from_str(&listed.stdout).expect("history list's JSON");
+        let runs = runs.as_array().cloned().unwrap_or_default();
+        let ended = runs.len() == n && runs.iter().all(|r| r["status"] != "RUNNING");
+        if ended || std::time::Instant::now() > deadline {
+            return runs;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
 /// The run of the history with `id`, as `tdsl history show` gives it.
 fn history_run(work: &Path, id: &str) -> Json {
     let h = work.join("history.db");
@@ -116,21 +134,10 @@ fn a_refused_sampling_request_fails_the_composition_in_its_phase() {
 #[test]
 fn cancelling_compose_withdraws_the_sampling_request_and_ends_the_run() {
     let (_, work) = scenario("cancel");
-    let h = work.path().join("history.db");
-    // The run is written as the blocking thread ends, just after the cancel.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let runs = loop {
-        let listed = common::tdsl(&["history", "list", "--history", h.to_str().unwrap(), "--format", "json"]);
-        assert_eq!(listed.code, 0, "{}", listed.stderr);
-        let runs: Json = serde_json::from_str(&listed.stdout).expect("history list's JSON");
-        let ended = runs.as_array().is_some_and(|r| r.len() == 1 && r[0]["status"] != "RUNNING");
-        if ended || std::time::Instant::now() > deadline {
-            break runs;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    };
-    assert_eq!(runs[0]["tool"], "compose", "{runs}");
-    assert_eq!(runs[0]["status"], "FAILED", "{runs}");
+    let runs = ended_runs(work.path(), 1);
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["tool"], "compose", "{runs:?}");
+    assert_eq!(runs[0]["status"], "FAILED", "{runs:?}");
     let run = history_run(work.path(), runs[0]["run_id"].as_str().expect("a run id"));
     assert!(run.to_string().contains("plan: the composition was cancelled"), "{run}");
 }
@@ -317,20 +324,7 @@ fn a_server_secret_reaches_neither_the_client_nor_the_history() {
 fn a_client_that_goes_away_ends_the_composition_and_its_plan() {
     for (options, phases) in [(&[][..], &["decompose", "execute"][..]), (&["--http"][..], &["execute"][..])] {
         let (_, work) = scenario_over(options, "disconnect");
-        let h = work.path().join("history.db");
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        let runs = loop {
-            let listed = common::tdsl(&["history", "list", "--history", h.to_str().unwrap(), "--format", "json"]);
-            assert_eq!(listed.code, 0, "{}", listed.stderr);
-            let runs: Json = serde_json::from_str(&listed.stdout).expect("history list's JSON");
-            let ended =
-                runs.as_array().is_some_and(|r| r.len() == phases.len() && r.iter().all(|r| r["status"] != "RUNNING"));
-            if ended || std::time::Instant::now() > deadline {
-                break runs;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        };
-        let runs = runs.as_array().cloned().unwrap_or_default();
+        let runs = ended_runs(work.path(), phases.len());
         assert_eq!(runs.len(), phases.len(), "{options:?}: {runs:?}");
         let shown: Vec<String> = runs
             .iter()
