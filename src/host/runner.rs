@@ -170,6 +170,55 @@ pub(crate) const STDERR_TAIL: usize = 64 * 1024;
 /// exited (a process it started holds them) before its process group is killed.
 pub(crate) const PIPE_GRACE: Duration = Duration::from_millis(500);
 
+/// How long the readers of a program's pipes may take, after the program exited, to read
+/// what is left in them when no process holds them any more: only a machine too loaded to
+/// schedule the reader threads comes near it.
+const READ_GRACE: Duration = Duration::from_secs(30);
+
+/// Copies of a program's standard output and error (read ends), to ask whether any process
+/// still holds their write ends (`POLLHUP`) without taking them from their readers.
+struct PipeWatch {
+    #[cfg(unix)]
+    fds: Vec<std::os::fd::OwnedFd>,
+}
+
+impl PipeWatch {
+    fn of(out: Option<&std::process::ChildStdout>, err: Option<&std::process::ChildStderr>) -> PipeWatch {
+        #[cfg(unix)]
+        {
+            use std::os::fd::AsFd;
+            let fds = [out.map(|o| o.as_fd().try_clone_to_owned()), err.map(|e| e.as_fd().try_clone_to_owned())];
+            PipeWatch { fds: fds.into_iter().flatten().filter_map(Result::ok).collect() }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = (out, err);
+            PipeWatch {}
+        }
+    }
+
+    /// Whether every write end of both pipes is closed (the readers will reach their end
+    /// with what is buffered). False when that cannot be told.
+    fn writers_gone(&self) -> bool {
+        #[cfg(unix)]
+        {
+            use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+            use std::os::fd::AsFd;
+            if self.fds.len() < 2 {
+                return false;
+            }
+            let mut polled: Vec<PollFd<'_>> =
+                self.fds.iter().map(|f| PollFd::new(f.as_fd(), PollFlags::empty())).collect();
+            match poll(&mut polled, PollTimeout::ZERO) {
+                Ok(_) => polled.iter().all(|p| p.revents().is_some_and(|r| r.contains(PollFlags::POLLHUP))),
+                Err(_) => false,
+            }
+        }
+        #[cfg(not(unix))]
+        false
+    }
+}
+
 /// How long a process group has between `SIGTERM` and `SIGKILL`.
 pub(crate) const TERM_GRACE: Duration = Duration::from_millis(200);
 
@@ -289,11 +338,12 @@ fn run_program(words: &[String], call: &ToolCall<'_>, max_stdout: u64, env: &Too
                 let _ = s.write_all(&input);
             }
         })?;
+        let watch = PipeWatch::of(child.stdout.as_ref(), child.stderr.as_ref());
         let out = spawn_reader(child.stdout.take(), Keep::Head(max_stdout))?;
         let err = spawn_reader(child.stderr.take(), Keep::Tail(STDERR_TAIL))?;
-        Ok((out, err))
+        Ok((out, err, watch))
     })();
-    let (out, err) = match started {
+    let (out, err, watch) = match started {
         Ok(pipes) => pipes,
         Err(e) => {
             kill_group(&mut child);
@@ -329,7 +379,10 @@ fn run_program(words: &[String], call: &ToolCall<'_>, max_stdout: u64, env: &Too
     let exited = Instant::now();
     let mut held = false;
     while !(lock(&out).done && lock(&err).done) {
-        if exited.elapsed() >= PIPE_GRACE || call.cancel.is_cancelled() {
+        // Past the grace, a pipe whose every writer has closed is not held: its reader has
+        // not been scheduled yet (a loaded machine), and it is waited for, not killed for.
+        let grace_over = exited.elapsed() >= PIPE_GRACE && !(watch.writers_gone() && exited.elapsed() < READ_GRACE);
+        if grace_over || call.cancel.is_cancelled() {
             held = true;
             kill_group_of(child.id());
             // What the group held is closed now, unless a process left the group: then
@@ -677,6 +730,37 @@ mod tests {
         assert_eq!(mcp, Ok(()));
         #[cfg(not(feature = "mcp"))]
         assert!(mcp.unwrap_err().starts_with("`mcp:` endpoints need the `mcp` feature"));
+    }
+
+    /// A pipe is held while any process has its write end, and only then: a program that
+    /// exited with nothing left behind is told apart from one whose child keeps the pipe.
+    #[cfg(unix)]
+    #[test]
+    fn a_pipe_is_held_only_while_a_process_has_its_write_end() {
+        let watched = |script: &str| {
+            let mut child = Command::new("sh")
+                .args(["-c", script])
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .process_group(0)
+                .spawn()
+                .expect("sh starts");
+            let watch = PipeWatch::of(child.stdout.as_ref(), child.stderr.as_ref());
+            child.wait().expect("sh ends");
+            (child, watch)
+        };
+        use std::os::unix::process::CommandExt;
+        let (_child, watch) = watched("echo done");
+        assert!(watch.writers_gone(), "nothing holds the pipes of a program that exited");
+        let (child, watch) = watched("sleep 30 & echo started");
+        assert!(!watch.writers_gone(), "the background sleep holds both pipes");
+        kill_group_of(child.id());
+        let gone = Instant::now();
+        while !watch.writers_gone() {
+            assert!(gone.elapsed() < Duration::from_secs(10), "the pipes are still held after the group was killed");
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 
     fn answers(mock: &Mock, tool: &str, n: usize) -> Vec<Result<String, String>> {
