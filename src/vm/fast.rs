@@ -46,13 +46,21 @@ pub(super) fn pred(p: &Pred, item: &Value) -> Option<bool> {
 /// `item.path <op> konst`, as the chunk computes it; `None` on a type mismatch.
 #[inline(always)]
 fn cmp(op: BinaryOp, path: &crate::value::Path, konst: &Value, item: &Value) -> Option<bool> {
-    let field = item.walk_path(path).ok()?;
-    Some(match (op, &*field, konst) {
+    match item.probe_path(path) {
+        Some(field) => cmp_field(op, field, konst),
+        None => cmp_field(op, &*item.walk_path(path).ok()?, konst),
+    }
+}
+
+/// `field <op> konst`, as `ops::compare` computes it; `None` on a type mismatch.
+#[inline(always)]
+fn cmp_field(op: BinaryOp, field: &Value, konst: &Value) -> Option<bool> {
+    Some(match (op, field, konst) {
         (BinaryOp::Eq, f, k) => same(f, k),
         (BinaryOp::Ne, f, k) => !same(f, k),
         // Integers (scores, ages, counts) compared at once, as `ops::compare` would.
         (_, Value::Int(a), Value::Int(b)) => ordered(op, a.cmp(b)),
-        _ => ops::compare(op, &field, konst).ok()?.truthy(),
+        _ => ops::compare(op, field, konst).ok()?.truthy(),
     })
 }
 
@@ -86,7 +94,8 @@ fn ordered(op: BinaryOp, ord: std::cmp::Ordering) -> bool {
 #[inline]
 fn same(field: &Value, konst: &Value) -> bool {
     match (field, konst) {
-        (Value::Str(a), Value::Str(b)) => crate::value::same_key(a.as_bytes(), b.as_bytes()),
+        // Two inline strings (most constants and most fields) compare as two short arrays.
+        (Value::Str(a), Value::Str(b)) => a == b,
         (_, Value::Str(_)) => false,
         (Value::Int(a), Value::Int(b)) => a == b,
         _ => field == konst,
