@@ -24,6 +24,41 @@ use crate::types::signature::Signatures;
 use crate::types::Type;
 use crate::value::Value;
 
+/// The elements a list function runs over: a list's own, or the ones a fused producer
+/// handed over borrowed. A slice either way, so that an evaluator's loop over them is a
+/// plain loop (no call per element to get the next one).
+#[derive(Clone, Copy)]
+pub enum Elems<'a> {
+    /// A list's elements.
+    Values(&'a [Value]),
+    /// Elements borrowed from a list.
+    Refs(&'a [&'a Value]),
+}
+
+impl<'a> Elems<'a> {
+    /// How many.
+    pub fn len(&self) -> usize {
+        match self {
+            Elems::Values(xs) => xs.len(),
+            Elems::Refs(xs) => xs.len(),
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The elements in order.
+    pub fn iter(&self) -> impl Iterator<Item = &'a Value> + 'a {
+        let (values, refs): (&'a [Value], &'a [&'a Value]) = match *self {
+            Elems::Values(xs) => (xs, &[]),
+            Elems::Refs(xs) => (&[], xs),
+        };
+        values.iter().chain(refs.iter().copied())
+    }
+}
+
 /// What a built-in can ask of the evaluator that called it.
 pub trait Caller {
     /// Applies the deferred argument for parameter `param` to `item`, element `index` of
@@ -53,13 +88,8 @@ pub trait Caller {
     /// Applies template `param` to each element `xs` yields, in order, pushing the results
     /// onto `out`: what one [`Caller::apply`] per element does (`map`'s loop), which
     /// evaluators with a faster way to run a whole list (no call per element) override.
-    fn apply_each(
-        &mut self,
-        param: usize,
-        xs: &mut dyn Iterator<Item = &Value>,
-        out: &mut Vec<Value>,
-    ) -> Result<(), EvalError> {
-        for (i, x) in xs.enumerate() {
+    fn apply_each(&mut self, param: usize, xs: Elems<'_>, out: &mut Vec<Value>) -> Result<(), EvalError> {
+        for (i, x) in xs.iter().enumerate() {
             out.push(self.apply(param, x, i)?);
         }
         Ok(())
@@ -198,7 +228,7 @@ pub(crate) fn consume(c: Consumer, r: &mut dyn Caller, xs: &[&Value], args: &Arg
     charge_visit(r, (xs.len() / 8) as u64 + rest)?;
     let before = (r.fuel_left(), r.alloc_left());
     let v = match c {
-        Consumer::Map => builtins::map_core(r, xs.iter().copied())?,
+        Consumer::Map => builtins::map_core(r, Elems::Refs(xs))?,
         Consumer::Sum => builtins::sum_core(r, args, xs.iter().copied())?,
     };
     if matches!(v, Value::Str(_) | Value::List(_) | Value::Object(_)) && !args.values.iter().any(|a| a.same_as(&v)) {

@@ -16,7 +16,7 @@ mod fast;
 use crate::compile::{CallInfo, CallParam, Chunk, Fast, Op, Origin, Root};
 use crate::diagnostic::Code;
 use crate::files::FileStore;
-use crate::functions::{Args, BuiltinFn, Caller, Failure, FunctionTable, Implementation};
+use crate::functions::{Args, BuiltinFn, Caller, Elems, Failure, FunctionTable, Implementation};
 use crate::ops;
 use crate::runtime::{Clock, EvalError, Interrupt, Limits, INTERRUPT_POLL_UNITS};
 use crate::span::Span;
@@ -726,6 +726,29 @@ impl Frame<'_, '_> {
         }
     }
 
+    /// `apply_each`'s loop, for either kind of element slice: a template that is a path on
+    /// the element found once, not per element; an element it cannot be walked on goes
+    /// through `apply`, which runs the chunk.
+    #[inline(always)]
+    fn apply_all<'x>(
+        &mut self,
+        param: usize,
+        xs: impl Iterator<Item = &'x Value>,
+        out: &mut Vec<Value>,
+    ) -> Result<(), EvalError> {
+        let path = fast_path(self.info, param);
+        for (i, x) in xs.enumerate() {
+            match path.map(|p| x.walk_path(p)) {
+                Some(Ok(v)) => {
+                    self.spend()?;
+                    out.push(v.into_owned());
+                }
+                _ => out.push(self.apply(param, x, i)?),
+            }
+        }
+        Ok(())
+    }
+
     /// Spends one unit of fuel for a fast application.
     fn spend(&mut self) -> Result<(), EvalError> {
         if self.vm.fuel == 0 {
@@ -789,27 +812,12 @@ impl Caller for Frame<'_, '_> {
         }
     }
 
-    fn apply_each(
-        &mut self,
-        param: usize,
-        xs: &mut dyn Iterator<Item = &Value>,
-        out: &mut Vec<Value>,
-    ) -> Result<(), EvalError> {
-        // A template that is a path on the element, found once, not per element; an
-        // element it cannot be walked on goes through `apply`, which runs the chunk.
-        let path = fast_path(self.info, param);
-        for (i, x) in xs.enumerate() {
-            match path.map(|p| x.walk_path(p)) {
-                Some(Ok(v)) => {
-                    self.spend()?;
-                    out.push(v.into_owned());
-                }
-                _ => out.push(self.apply(param, x, i)?),
-            }
+    fn apply_each(&mut self, param: usize, xs: Elems<'_>, out: &mut Vec<Value>) -> Result<(), EvalError> {
+        match xs {
+            Elems::Values(xs) => self.apply_all(param, xs.iter(), out),
+            Elems::Refs(xs) => self.apply_all(param, xs.iter().copied(), out),
         }
-        Ok(())
     }
-
     fn int_keys<'x>(
         &mut self,
         param: usize,

@@ -16,13 +16,13 @@ pub(super) fn map() -> Function {
 }
 
 fn map_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
-    map_core(r, list_arg(args, 0, "array")?.iter())
+    map_core(r, Elems::Values(list_arg(args, 0, "array")?))
 }
 
 /// `map`'s loop, over the elements of its list or of a fused producer's.
-pub(in crate::functions) fn map_core<'x>(r: &mut dyn Caller, mut xs: impl ExactSizeIterator<Item = &'x Value>) -> R {
+pub(in crate::functions) fn map_core(r: &mut dyn Caller, xs: Elems<'_>) -> R {
     let mut out = Vec::with_capacity(xs.len());
-    r.apply_each(1, &mut xs, &mut out)?;
+    r.apply_each(1, xs, &mut out)?;
     Ok(Value::list(out))
 }
 

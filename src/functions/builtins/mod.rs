@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashSet;
 
-use super::{list_arg, list_or_null, Args, Caller, Failure, FnError, Function, Implementation};
+use super::{list_arg, list_or_null, Args, Caller, Elems, Failure, FnError, Function, Implementation};
 use crate::diagnostic::Code;
 use crate::files::{ops, FileError, FileStore, Version, MAX_READ_FILES};
 use crate::types::signature::{Param, ParamKind, ReturnRule, Signature};

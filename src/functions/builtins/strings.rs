@@ -31,12 +31,15 @@ pub(super) fn join() -> Function {
 fn join_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     let xs = list_arg(args, 0, "array")?;
     let sep = str_param(args, 1, "separator")?;
-    let mut out = String::new();
+    let max = r.limits().max_string_len;
+    // Room for short texts up front (names, ids: a few doublings saved); never more than the
+    // limit, and at most a few bytes for each element the list already holds.
+    let mut out = String::with_capacity(xs.len().saturating_mul(sep.len() + 8).min(max));
     for (i, x) in xs.iter().enumerate() {
         if i > 0 {
             out.push_str(sep);
         }
-        if !x.join_text_within(&mut out, r.limits().max_string_len) {
+        if !x.join_text_within(&mut out, max) {
             return Err(text_too_long(&*r));
         }
     }
