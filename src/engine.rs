@@ -703,6 +703,52 @@ mod tests {
         }
     }
 
+    /// A `map` over a `sort` of 64 elements or more reads its path template ahead, in list
+    /// order, before the sort: the same values and errors as the two calls, and the same
+    /// fuel and memory at every budget, around the budget from which it reads ahead too;
+    /// with keys out of their usual order, a key missing, a value that is a list, an element
+    /// that is not an object.
+    #[test]
+    fn a_map_over_a_sort_that_reads_ahead_matches_the_two_calls() {
+        let record = |i: i64| serde_json::json!({"a": (i * 37) % 100, "b": format!("n{i}"), "c": {"d": i}});
+        let big: Vec<serde_json::Value> = (0..150).map(record).collect();
+        let mut mixed = big.clone();
+        mixed[70] = serde_json::json!({"b": "moved", "c": {"d": 0}, "a": 7});
+        mixed[90] = serde_json::json!({"a": 9, "c": {"d": 1}});
+        mixed[120] = serde_json::json!({"a": 12, "b": [1, 2], "c": {"d": 2}});
+        let mut odd = big.clone();
+        odd[100] = serde_json::json!(5);
+        let vars = Value::from(&serde_json::json!({"big": big, "mixed": mixed, "odd": odd}));
+        let programs = [
+            "map(sort(big, 'item.a', 'desc'), 'item.b')",
+            "map(sort(big, 'item.a'), item.c.d)",
+            "map(sort(mixed, 'item.a', 'desc'), 'item.b')",
+            "map(sort(mixed, 'item.a'), item.c.d)",
+            "map(sort(big, 'item.a'), 'item.zz')",
+            "map(sort(odd, 'item.a', 'desc'), 'item.b')",
+            "map(sort(mixed, 'item.c.d'), 'item.b')",
+        ];
+        let mut budgets = vec![Limits::default()];
+        for n in (0..=700u64).step_by(7).chain([299, 300, 301, 449, 450, 451]) {
+            budgets.push(Limits { fuel: n, ..Limits::default() });
+        }
+        for n in [0usize, 800, 2_400, 2_600, 4_000] {
+            budgets.push(Limits { max_alloc_bytes: n, ..Limits::default() });
+        }
+        for src in programs {
+            for limits in &budgets {
+                let a = Engine::new().with_limits(limits.clone()).compile(src).map(|p| p.eval(&vars));
+                let b = unfused(limits.clone()).compile(src).map(|p| p.eval(&vars));
+                let (Ok(a), Ok(b)) = (a, b) else { panic!("`{src}` does not compile") };
+                match (&a, &b) {
+                    (Ok(x), Ok(y)) => assert_eq!(x.to_string(), y.to_string(), "`{src}` at {limits:?}"),
+                    (Err(x), Err(y)) => assert_eq!(**x, **y, "`{src}` at {limits:?}"),
+                    _ => panic!("`{src}` at {limits:?}: fused {a:?}, two calls {b:?}"),
+                }
+            }
+        }
+    }
+
     /// `sort`'s integer keys and `map`'s path templates run over the whole list at once in
     /// the VM (`Caller::int_keys`, `Caller::apply_each`); the reference evaluator reads them
     /// element by element. Where the keys stop being integers part-way, where an element is

@@ -16,13 +16,13 @@ mod fast;
 use crate::compile::{CallInfo, CallParam, Chunk, Fast, Op, Origin, Root};
 use crate::diagnostic::Code;
 use crate::files::FileStore;
-use crate::functions::{Args, BuiltinFn, Caller, Elems, Failure, FunctionTable, Implementation};
+use crate::functions::{Args, BuiltinFn, Caller, Consumer, Elems, Failure, FunctionTable, Implementation, Producer};
 use crate::ops;
 use crate::runtime::{Clock, EvalError, Interrupt, Limits, INTERRUPT_POLL_UNITS};
 use crate::span::Span;
 use crate::syntax::ast::{BinaryOp, Name};
 use crate::value::{SegmentError, Value};
-use fast::{fast_path, pred};
+use fast::{fast_path, pred, ReadAhead};
 
 /// Compiles template text met at run time (a template held in a variable).
 pub trait TemplateSource {
@@ -555,7 +555,7 @@ impl<'a> Vm<'a> {
                     Ok(dynamic) => {
                         self.serial += 1;
                         let serial = self.serial;
-                        let mut frame = Frame { vm: self, info, dynamic, serial, span };
+                        let mut frame = Frame { vm: self, info, dynamic, serial, span, ahead: None };
                         match crate::functions::invoke(body, &mut frame, &Args { values: &args, given: info.given }) {
                             Ok(v) => Ok(v),
                             Err(f) => Err(self.failure(info, span, f)),
@@ -599,16 +599,20 @@ impl<'a> Vm<'a> {
         let mut args = self.arg_pool.pop().unwrap_or_default();
         let at = self.stack.len() - inner.params.len();
         args.extend(self.stack.drain(at..));
+        let ahead = match (producer, consumer, args.first()) {
+            (Producer::Sort, Consumer::Map, Some(list)) => ReadAhead::of(list, outer, self.fuel),
+            _ => None,
+        };
         self.serial += 1;
         let serial = self.serial;
-        let mut frame = Frame { vm: self, info: inner, dynamic: Vec::new(), serial, span: inner_span };
+        let mut frame = Frame { vm: self, info: inner, dynamic: Vec::new(), serial, span: inner_span, ahead: None };
         let result = match crate::functions::produce(producer, &mut frame, &Args { values: &args, given: inner.given })
         {
             Err(f) => Err(self.failure(inner, inner_span, f)),
             Ok(xs) => {
                 self.serial += 1;
                 let serial = self.serial;
-                let mut frame = Frame { vm: self, info: outer, dynamic: Vec::new(), serial, span };
+                let mut frame = Frame { vm: self, info: outer, dynamic: Vec::new(), serial, span, ahead };
                 let out = Args { values: &rest, given: outer.given };
                 crate::functions::consume(consumer, &mut frame, &xs, &out).map_err(|f| self.failure(outer, span, f))
             }
@@ -715,6 +719,8 @@ struct Frame<'v, 'a> {
     serial: u64,
     /// The call's span, for errors the built-in raises through the runner.
     span: Span,
+    /// `map`'s template read ahead over the list a fused `sort` reorders.
+    ahead: Option<ReadAhead<'v>>,
 }
 
 impl Frame<'_, '_> {
@@ -813,9 +819,21 @@ impl Caller for Frame<'_, '_> {
     }
 
     fn apply_each(&mut self, param: usize, xs: Elems<'_>, out: &mut Vec<Value>) -> Result<(), EvalError> {
-        match xs {
-            Elems::Values(xs) => self.apply_all(param, xs.iter(), out),
-            Elems::Refs(xs) => self.apply_all(param, xs.iter().copied(), out),
+        match (xs, self.ahead.take()) {
+            (Elems::Values(xs), _) => self.apply_all(param, xs.iter(), out),
+            (Elems::Refs(xs), None) => self.apply_all(param, xs.iter().copied(), out),
+            (Elems::Refs(xs), Some(ahead)) => {
+                for (i, x) in xs.iter().enumerate() {
+                    match ahead.get(x) {
+                        Some(v) => {
+                            self.spend()?;
+                            out.push(v.clone());
+                        }
+                        None => out.push(self.apply(param, x, i)?),
+                    }
+                }
+                Ok(())
+            }
         }
     }
     fn int_keys<'x>(

@@ -39,6 +39,15 @@ fn join_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
         if i > 0 {
             out.push_str(sep);
         }
+        // Strings (names, ids: most of what is joined) appended in place; the rest as
+        // `join_text_within` writes them.
+        if let Value::Str(s) = x {
+            let s = s.as_str();
+            if s.len() <= max.saturating_sub(out.len()) {
+                out.push_str(s);
+                continue;
+            }
+        }
         if !x.join_text_within(&mut out, max) {
             return Err(text_too_long(&*r));
         }
