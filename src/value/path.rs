@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::sync::Arc;
 
-use super::{Kind, Map, SegmentError, SmolStr, Value};
+use super::{Kind, Map, SegmentError, Value};
 
 impl Value {
     /// Applies one path segment (SPEC §2) without cloning anything but the result.
@@ -108,11 +108,10 @@ impl Value {
     #[inline]
     pub fn follow_hints<'v>(&'v self, path: &Path) -> Result<&'v Value, (usize, &'v Value)> {
         let mut cur = self;
-        for (i, probe) in path.probes().iter().enumerate() {
+        for (i, (s, hint)) in path.segs.iter().zip(path.hints().iter()).enumerate() {
             let Value::Object(m) = cur else { return Err((i, cur)) };
-            match m.get_index(probe.hint.load(Relaxed) as usize) {
-                // Two inline keys (nearly all keys) compare as two short arrays.
-                Some((k, v)) if *k == probe.key => cur = v,
+            match m.get_index(hint.load(Relaxed) as usize) {
+                Some((k, v)) if same_key(k.as_bytes(), s.as_bytes()) => cur = v,
                 _ => return Err((i, cur)),
             }
         }
@@ -125,10 +124,10 @@ impl Value {
     #[inline(always)]
     pub(crate) fn probe_path<'v>(&'v self, path: &Path) -> Option<&'v Value> {
         let mut cur = self;
-        for probe in path.probes() {
+        for (s, hint) in path.segs.iter().zip(path.hints()) {
             let Value::Object(m) = cur else { return None };
-            let (k, v) = m.get_index(probe.hint.load(Relaxed) as usize)?;
-            if *k != probe.key {
+            let (k, v) = m.get_index(hint.load(Relaxed) as usize)?;
+            if !same_key(k.as_bytes(), s.as_bytes()) {
                 return None;
             }
             cur = v;
@@ -141,7 +140,7 @@ impl Value {
     fn walk_path_from<'v>(&'v self, path: &Path, from: usize) -> Result<Cow<'v, Value>, (usize, SegmentError)> {
         let mut cur = self;
         for (i, s) in path.segs.iter().enumerate().skip(from) {
-            if let (Value::Object(m), Some(Probe { hint, .. })) = (cur, path.probes().get(i)) {
+            if let (Value::Object(m), Some(hint)) = (cur, path.hints().get(i)) {
                 if let Some((k, v)) = m.get_index(hint.load(Relaxed) as usize) {
                     if same_key(k.as_bytes(), s.as_bytes()) {
                         cur = v;
@@ -235,38 +234,28 @@ pub(crate) fn same_key(a: &[u8], b: &[u8]) -> bool {
 /// hints (relaxed atomics, so a shared program stays `Sync`): a wrong one costs a search,
 /// never a wrong answer.
 ///
-/// Each segment's key is held beside its hint as a [`SmolStr`] (inline up to 23 bytes), so
-/// the check compares it with the object's key (inline too) without reaching the segment's
-/// text through two pointers. The probes of a path of up to [`INLINE_HINTS`] segments
-/// (nearly all of them) live in the path itself, so building one allocates only its segment
-/// list (W5's compile builds eight).
+/// The hints of a path of up to [`INLINE_HINTS`] segments (nearly all of them) live in the
+/// path itself, so building one allocates only its segment list (W5's compile builds eight).
 #[derive(Debug, Default)]
 pub struct Path {
     segs: Segments,
-    probes: Probes,
+    hints: Hints,
 }
 
-/// How many segments' probes a [`Path`] holds without an allocation of their own.
+/// How many segments' hints a [`Path`] holds without an allocation of their own.
 const INLINE_HINTS: usize = 4;
 
-/// One segment's key and where it was found last.
-#[derive(Debug, Default)]
-struct Probe {
-    key: SmolStr,
-    hint: AtomicU32,
-}
-
 #[derive(Debug)]
-enum Probes {
+enum Hints {
     /// For paths of up to `INLINE_HINTS` segments (the first `segs.len()` are used).
-    Inline([Probe; INLINE_HINTS]),
+    Inline([AtomicU32; INLINE_HINTS]),
     /// For longer ones, one per segment.
-    Heap(Box<[Probe]>),
+    Heap(Box<[AtomicU32]>),
 }
 
-impl Default for Probes {
-    fn default() -> Probes {
-        Probes::Inline(Default::default())
+impl Default for Hints {
+    fn default() -> Hints {
+        Hints::Inline(Default::default())
     }
 }
 
@@ -288,17 +277,12 @@ impl Path {
 
     /// A path over segments shared with whatever else holds them.
     pub(crate) fn shared(segs: Segments) -> Path {
-        let probe = |s: &Arc<str>| Probe { key: SmolStr::new(&**s), hint: AtomicU32::new(0) };
-        let probes = if segs.len() <= INLINE_HINTS {
-            let mut inline: [Probe; INLINE_HINTS] = Default::default();
-            for (p, s) in inline.iter_mut().zip(segs.iter()) {
-                *p = probe(s);
-            }
-            Probes::Inline(inline)
+        let hints = if segs.len() <= INLINE_HINTS {
+            Hints::Inline(Default::default())
         } else {
-            Probes::Heap(segs.iter().map(probe).collect())
+            Hints::Heap(segs.iter().map(|_| AtomicU32::new(0)).collect())
         };
-        Path { segs, probes }
+        Path { segs, hints }
     }
 
     /// Its segments, to share.
@@ -306,19 +290,13 @@ impl Path {
         &self.segs
     }
 
-    /// One probe per segment.
-    #[inline]
-    fn probes(&self) -> &[Probe] {
-        match &self.probes {
-            Probes::Inline(p) => p.get(..self.segs.len()).unwrap_or(&[]),
-            Probes::Heap(p) => p,
-        }
-    }
-
     /// One hint per segment.
-    #[cfg(test)]
-    fn hints(&self) -> Vec<u32> {
-        self.probes().iter().map(|p| p.hint.load(Relaxed)).collect()
+    #[inline]
+    fn hints(&self) -> &[AtomicU32] {
+        match &self.hints {
+            Hints::Inline(h) => h.get(..self.segs.len()).unwrap_or(&[]),
+            Hints::Heap(h) => h,
+        }
     }
 }
 
@@ -388,9 +366,9 @@ mod tests {
     #[test]
     fn short_paths_keep_their_hints_inline_and_long_ones_on_the_heap() {
         let segs = |n: usize| (0..n).map(|i| Arc::from(format!("k{i}"))).collect::<Vec<Arc<str>>>();
-        assert!(matches!(Path::new(segs(1)).probes, Probes::Inline(_)));
-        assert!(matches!(Path::new(segs(INLINE_HINTS)).probes, Probes::Inline(_)));
-        assert!(matches!(Path::new(segs(INLINE_HINTS + 1)).probes, Probes::Heap(_)));
+        assert!(matches!(Path::new(segs(1)).hints, Hints::Inline(_)));
+        assert!(matches!(Path::new(segs(INLINE_HINTS)).hints, Hints::Inline(_)));
+        assert!(matches!(Path::new(segs(INLINE_HINTS + 1)).hints, Hints::Heap(_)));
         for n in [0, 1, INLINE_HINTS, INLINE_HINTS + 1, 9] {
             let p = Path::new(segs(n));
             assert_eq!(p.hints().len(), n);
@@ -407,7 +385,7 @@ mod tests {
             // Every hint starts at 0 (`x`), so the first walk searches and learns position 1.
             assert!(v.follow_hints(&path).is_err(), "{n}");
             assert_eq!(v.walk_path(&path).ok().as_deref(), Some(&Value::from("end")), "{n}");
-            assert!(path.hints().iter().all(|h| *h == 1), "{n}");
+            assert!(path.hints().iter().all(|h| h.load(Relaxed) == 1), "{n}");
             assert_eq!(v.follow_hints(&path).ok(), Some(&Value::from("end")), "{n}");
             assert_eq!(path.clone().hints().len(), n);
         }
