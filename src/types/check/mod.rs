@@ -685,3 +685,40 @@ fn alternative_segment(
         Type::Union(_) => Some(Type::Any),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::functions::FunctionTable;
+
+    /// A check leaves its working lists, emptied, for the next check on the thread (which
+    /// then allocates none of them), and checks the same whatever a check before it left.
+    #[test]
+    fn working_lists_are_kept_between_checks() {
+        let funcs = FunctionTable::builtins();
+        let src = "map(array=filter(array=xs, condition_string=\"item.a > 1 and item.b == 'x'\"), template={a: item.a, t: item.c[0]})";
+        let ast = crate::syntax::parse(src).expr;
+        let first = check(&ast, &Scope::open(), &funcs, 128);
+        let kept = SCRATCH.with(|s| {
+            let s = s.take();
+            let caps = s.as_ref().map(|s| (s.locals.capacity(), s.maps.capacity(), s.arg_types.capacity()));
+            let empty = s.as_ref().is_some_and(|s| s.locals.is_empty() && s.maps.is_empty() && s.arg_types.is_empty());
+            SCRATCH.with(|t| t.set(s));
+            (caps, empty)
+        });
+        assert!(kept.1, "kept lists are empty");
+        assert!(matches!(kept.0, Some((l, m, a)) if l > 0 && m > 0 && a > 0), "{kept:?}");
+        let second = check(&ast, &Scope::open(), &funcs, 128);
+        assert_eq!(format!("{:?}", first.expr), format!("{:?}", second.expr));
+        assert_eq!(first.diagnostics, second.diagnostics);
+        // Indexing: one type or a union of several, the same types as before.
+        let scope = Scope::from_vars(&crate::value::Value::object_from([(
+            "xs",
+            crate::value::Value::from(vec![crate::value::Value::from(1), crate::value::Value::from("a")]),
+        )]));
+        for (src, want) in [("xs[0]", "integer | string | null"), ("xs[\"k\"]", "any"), ("{a: 1}[\"a\"]", "integer")] {
+            let ast = crate::syntax::parse(src).expr;
+            assert_eq!(check(&ast, &scope, &funcs, 128).expr.ty.to_string(), want, "{src}");
+        }
+    }
+}
