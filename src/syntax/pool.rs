@@ -21,8 +21,10 @@ const KEPT: usize = 64;
 /// A list longer than this is freed, not kept (a kept list holds its capacity).
 const KEPT_CAPACITY: usize = 16;
 
-/// The allocations kept, by kind.
+/// The allocations kept, by kind (the boxes themselves are what is kept, hence lists of
+/// boxes).
 #[derive(Default)]
+#[allow(clippy::vec_box)]
 pub(super) struct Pool {
     exprs: Vec<Box<Expr>>,
     pairs: Vec<Box<[Expr; 2]>>,
@@ -129,16 +131,8 @@ fn give(pool: &mut Pool, kind: &mut ExprKind) {
     }
     // Its children are `null` now: keeping its box or list keeps nothing else.
     match std::mem::replace(kind, ExprKind::Null) {
-        ExprKind::Field(b, _) | ExprKind::Unary(_, b) => {
-            if pool.exprs.len() < KEPT {
-                pool.exprs.push(b);
-            }
-        }
-        ExprKind::Index(b) | ExprKind::Binary(_, b) => {
-            if pool.pairs.len() < KEPT {
-                pool.pairs.push(b);
-            }
-        }
+        ExprKind::Field(b, _) | ExprKind::Unary(_, b) if pool.exprs.len() < KEPT => pool.exprs.push(b),
+        ExprKind::Index(b) | ExprKind::Binary(_, b) if pool.pairs.len() < KEPT => pool.pairs.push(b),
         ExprKind::List(items) => keep(&mut pool.items, items),
         ExprKind::Object(entries) => keep(&mut pool.entries, entries),
         ExprKind::Call(call) => keep(&mut pool.args, call.args),
