@@ -34,16 +34,17 @@ pub(super) struct Pool {
 }
 
 thread_local! {
-    static POOL: RefCell<Pool> = const {
-        RefCell::new(Pool { exprs: Vec::new(), pairs: Vec::new(), args: Vec::new(), items: Vec::new(), entries: Vec::new() })
-    };
+    /// On the heap, made at the thread's first use: held in the thread-local block itself,
+    /// it would take static TLS, of which a library loaded with `dlopen` (the Python
+    /// extension module) has little (see `fast::NAMES`).
+    static POOL: RefCell<Option<Box<Pool>>> = const { RefCell::new(None) };
 }
 
 /// Runs `f` with this thread's kept allocations (`None` while they are in use: a parse
 /// inside a parse, which then allocates as usual). A parse borrows them once, not per node.
 pub(super) fn with<R>(f: impl FnOnce(Option<&mut Pool>) -> R) -> R {
     POOL.with(|p| match p.try_borrow_mut() {
-        Ok(mut p) => f(Some(&mut p)),
+        Ok(mut p) => f(Some(p.get_or_insert_with(Box::default))),
         Err(_) => f(None),
     })
 }
@@ -146,8 +147,8 @@ mod tests {
 
     /// How many allocations this thread keeps, by kind.
     fn kept() -> [usize; 5] {
-        super::POOL.with(|p| {
-            let p = p.borrow();
+        super::with(|p| {
+            let p = p.expect("the pool is free");
             [p.exprs.len(), p.pairs.len(), p.args.len(), p.items.len(), p.entries.len()]
         })
     }

@@ -150,15 +150,17 @@ const SCRATCH_KEPT: usize = 64;
 
 thread_local! {
     /// The working lists of the last check on this thread, kept (empty) for the next one:
-    /// each check would otherwise allocate and free the same three lists.
-    static SCRATCH: std::cell::Cell<Option<Scratch>> = const { std::cell::Cell::new(None) };
+    /// each check would otherwise allocate and free the same three lists. In a box made at
+    /// the thread's first check, not in the thread-local block (static TLS is scarce in a
+    /// library loaded with `dlopen`, as the Python extension module is).
+    static SCRATCH: std::cell::Cell<Option<Box<Scratch>>> = const { std::cell::Cell::new(None) };
 }
 
 impl<'a> Checker<'a> {
     pub(super) fn new(scope: &'a Scope, funcs: &'a dyn Signatures, max_depth: usize) -> Checker<'a> {
         // A check inside a check (none today) finds no kept lists and makes its own.
         let mut scratch = SCRATCH.with(std::cell::Cell::take).unwrap_or_default();
-        Checker {
+        let checker = Checker {
             scope,
             funcs,
             diags: Vec::new(),
@@ -169,7 +171,10 @@ impl<'a> Checker<'a> {
             names: Vec::new(),
             arg_types: std::mem::take(&mut scratch.arg_types),
             max_depth,
-        }
+        };
+        // The box goes back empty, to hold the lists again when the check ends.
+        SCRATCH.with(|s| s.set(Some(scratch)));
+        checker
     }
 
     /// Checks the whole expression and hands over what was found.
@@ -183,7 +188,11 @@ impl<'a> Checker<'a> {
         maps.clear();
         arg_types.clear();
         if locals.capacity().max(maps.capacity()).max(arg_types.capacity()) <= SCRATCH_KEPT {
-            SCRATCH.with(|s| s.set(Some(Scratch { locals, maps, arg_types })));
+            SCRATCH.with(|s| {
+                let mut kept = s.take().unwrap_or_default();
+                *kept = Scratch { locals, maps, arg_types };
+                s.set(Some(kept));
+            });
         }
         Checked { expr: t, diagnostics: diags, refs, names }
     }
