@@ -106,6 +106,8 @@ impl Engine {
     /// scope's declarations.
     pub fn compile_in(&self, source: &str, scope: &Scope) -> Result<Program, Vec<Diagnostic>> {
         let analysis = self.run_stages(source, scope, false);
+        // The tree is not handed out: its nodes are kept for the next parse on this thread.
+        syntax::recycle(analysis.ast);
         match analysis.program {
             Some(p) => Ok(p),
             None => Err(analysis.diagnostics),

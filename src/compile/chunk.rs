@@ -47,8 +47,9 @@ pub struct CallInfo {
     pub params: Box<[CallParam]>,
     /// Bit `i` set when parameter `i` was given.
     pub given: u64,
-    /// Where each parameter's value came from (for error locations), up to the last one
-    /// that has an origin: a parameter past the end has none (most calls: an empty list).
+    /// Where each parameter's value came from (for error locations): empty when none has
+    /// an origin (most calls), else one entry per parameter; a parameter past the end has
+    /// none.
     pub origins: Box<[Option<Origin>]>,
     /// The span of each argument (the call's span when defaulted).
     pub arg_spans: Box<[Span]>,

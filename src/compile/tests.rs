@@ -119,3 +119,23 @@ fn template_body(e: &TExpr, span: crate::span::Span) -> Option<&TExpr> {
         _ => None,
     })
 }
+
+/// A call site's origins are none at all or one per parameter (allocated once at that
+/// size; a list cut after the last origin was shrunk, a second allocation), and read the
+/// same: the value of `xs` comes from `$.xs`, the other parameters from nowhere known.
+#[test]
+fn a_call_sites_origins_are_none_or_one_per_parameter() {
+    for (src, with_origins) in
+        [("sort(array=xs, key_path=\"item.a\")", true), ("filter(xs, \"item.a > 1\")", true), ("length([1, 2])", false)]
+    {
+        let chunk = compile(&typed(src));
+        let call = chunk.calls.first().expect("a call site");
+        if with_origins {
+            assert_eq!(call.origins.len(), call.params.len(), "{src}: {:?}", call.origins);
+            assert!(matches!(&call.origins[0], Some(o) if matches!(&o.root, super::Root::Global(n) if &**n == "xs")));
+            assert!(call.origins[1..].iter().all(Option::is_none), "{src}");
+        } else {
+            assert!(call.origins.is_empty(), "{src}");
+        }
+    }
+}

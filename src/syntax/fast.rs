@@ -21,26 +21,30 @@ use std::sync::Arc;
 
 use super::ast::*;
 use super::escape::{unescape, Dialect};
+use super::pool::{self, Pool};
 use crate::span::{SourceMap, Span, Spanned};
 
 /// Parses a whole expression, or `None` when the reference path must (see the module
 /// docs). `max_depth` is the builder's limit on tree height.
 pub(super) fn parse(src: &str, max_depth: usize) -> Option<Expr> {
     // The thread's name table, borrowed once for the whole parse rather than per name.
+    // And the allocations of dropped trees, to build in (`pool`).
     NAMES.with(|table| {
         let mut table = table.try_borrow_mut();
-        let mut p =
-            Parser { src, b: src.as_bytes(), pos: 0, max_depth, names: table.as_deref_mut().ok().map(|t| &mut **t) };
-        p.ws();
-        let (e, _) = p.climb(0)?;
-        (p.pos == p.b.len()).then_some(e)
+        pool::with(|pool| {
+            let names = table.as_deref_mut().ok().map(|t| &mut **t);
+            let mut p = Parser { src, b: src.as_bytes(), pos: 0, max_depth, names, pool };
+            p.ws();
+            let (e, _) = p.climb(0)?;
+            (p.pos == p.b.len()).then_some(e)
+        })
     })
 }
 
 /// Parses a string that is a REF on its own (`ref_program`: whitespace around it is
 /// allowed, as pest's implicit whitespace allows it), or `None` for the reference path.
 pub(super) fn parse_ref(src: &str) -> Option<RefPath> {
-    let mut p = Parser { src, b: src.as_bytes(), pos: 0, max_depth: 0, names: None };
+    let mut p = Parser { src, b: src.as_bytes(), pos: 0, max_depth: 0, names: None, pool: None };
     p.ws();
     let (r, _) = p.ref_path()?;
     p.ws();
@@ -54,6 +58,8 @@ struct Parser<'s> {
     max_depth: usize,
     /// The thread's table of names ([`intern`]), when it could be borrowed.
     names: Option<&'s mut [Option<Name>]>,
+    /// The thread's kept allocations ([`pool`]), when they could be borrowed.
+    pool: Option<&'s mut Pool>,
 }
 
 /// A node and the height of its tree, as the builder counts it.
@@ -142,6 +148,22 @@ impl<'s> Parser<'s> {
         self.b.get(self.pos + i).copied()
     }
 
+    /// `Box::new(e)`, in a kept box when there is one.
+    fn boxed(&mut self, e: Expr) -> Box<Expr> {
+        match self.pool.as_deref_mut() {
+            Some(pool) => pool.boxed(e),
+            None => Box::new(e),
+        }
+    }
+
+    /// `Box::new([a, b])`, in a kept box when there is one.
+    fn pair(&mut self, a: Expr, b: Expr) -> Box<[Expr; 2]> {
+        match self.pool.as_deref_mut() {
+            Some(pool) => pool.pair(a, b),
+            None => Box::new([a, b]),
+        }
+    }
+
     /// Skips `WHITESPACE*`: space, tab, line feed, carriage return.
     fn ws(&mut self) {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
@@ -206,8 +228,8 @@ impl<'s> Parser<'s> {
             }
             lhs_is_comparison = op.is_comparison();
             let span = lhs.span.to(rhs.span);
-            (lhs, height) =
-                self.node(ExprKind::Binary(op, Box::new([lhs, rhs])), span, (height + 1).max(rh + super::CHAIN_LEVEL))?;
+            let kind = ExprKind::Binary(op, self.pair(lhs, rhs));
+            (lhs, height) = self.node(kind, span, (height + 1).max(rh + super::CHAIN_LEVEL))?;
         }
         Some((lhs, height))
     }
@@ -250,7 +272,8 @@ impl<'s> Parser<'s> {
             self.ws();
             let (operand, h) = self.climb(prec)?;
             let span = Span::new(start, operand.span.end as usize);
-            return self.node(ExprKind::Unary(op, Box::new(operand)), span, super::CHAIN_LEVEL + h);
+            let kind = ExprKind::Unary(op, self.boxed(operand));
+            return self.node(kind, span, super::CHAIN_LEVEL + h);
         }
         let (mut acc, mut height) = self.primary()?;
         self.ws();
@@ -261,8 +284,8 @@ impl<'s> Parser<'s> {
                     self.ws();
                     let seg = self.segment()?;
                     let span = acc.span.to(seg.span);
-                    (acc, height) =
-                        self.node(ExprKind::Field(Box::new(acc), seg), span, height + super::CHAIN_LEVEL)?;
+                    let kind = ExprKind::Field(self.boxed(acc), seg);
+                    (acc, height) = self.node(kind, span, height + super::CHAIN_LEVEL)?;
                 }
                 Some(b'[') => {
                     self.pos += 1;
@@ -273,8 +296,8 @@ impl<'s> Parser<'s> {
                     }
                     self.pos += 1;
                     let span = Span::new(acc.span.start as usize, self.pos);
-                    (acc, height) =
-                        self.node(ExprKind::Index(Box::new([acc, key])), span, super::CHAIN_LEVEL + height.max(kh))?;
+                    let kind = ExprKind::Index(self.pair(acc, key));
+                    (acc, height) = self.node(kind, span, super::CHAIN_LEVEL + height.max(kh))?;
                 }
                 _ => return Some((acc, height)),
             }
@@ -312,7 +335,7 @@ impl<'s> Parser<'s> {
             b'[' => {
                 self.pos += 1;
                 self.ws();
-                let mut items = Vec::new();
+                let mut items = self.pool.as_deref_mut().map(Pool::items).unwrap_or_default();
                 let height = self.sequence(b']', |p| {
                     let (e, h) = p.climb(0)?;
                     items.push(e);
@@ -323,7 +346,7 @@ impl<'s> Parser<'s> {
             b'{' => {
                 self.pos += 1;
                 self.ws();
-                let mut entries = Vec::new();
+                let mut entries = self.pool.as_deref_mut().map(Pool::entries).unwrap_or_default();
                 let height = self.sequence(b'}', |p| {
                     let key = match p.peek()? {
                         b'"' | b'\'' => {
@@ -389,7 +412,7 @@ impl<'s> Parser<'s> {
         if self.peek() == Some(b'(') {
             self.pos += 1;
             self.ws();
-            let mut args = Vec::new();
+            let mut args = self.pool.as_deref_mut().map(Pool::args).unwrap_or_default();
             let height = self.sequence(b')', |p| {
                 let keyword = p.kwarg();
                 let (value, h) = p.climb(0)?;

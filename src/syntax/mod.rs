@@ -11,6 +11,7 @@ mod printer;
 
 mod fast;
 pub(crate) mod foreign;
+mod pool;
 pub(crate) use fast::intern;
 
 /// The parsers count a tree's height in units: a level of nesting (brackets, calls, prefix
@@ -22,6 +23,7 @@ pub(crate) use fast::intern;
 pub(crate) const CHAIN_LEVEL: usize = 2;
 
 pub use parser::{fast_path_agrees, parse, parse_ref, parse_with_limit};
+pub(crate) use pool::{boxed, recycle};
 #[cfg(any(feature = "cli", feature = "fuzzing"))]
 pub use printer::dump;
 pub use printer::print;

@@ -113,11 +113,15 @@ impl Compiler {
     /// argument is the fused inner call's list, which is never on the stack.
     pub(super) fn call_site(&mut self, call: &TCall, span: Span, skip_first: bool) -> u32 {
         let mut params = Vec::with_capacity(call.args.len());
-        // Up to the last argument with an origin (usually none, so no allocation); a missing
-        // entry reads as "no origin", as `None` does.
+        // Empty when no argument has an origin (most calls: no allocation), else one entry
+        // per argument, allocated at its final size on the first origin (a list cut after
+        // the last origin was shrunk, a second allocation).
         let mut origins = Vec::new();
         let note = |origins: &mut Vec<Option<Origin>>, n: usize, o: Option<Origin>| {
             if o.is_some() {
+                if origins.is_empty() {
+                    origins.reserve_exact(call.args.len());
+                }
                 origins.resize(n, None);
                 origins.push(o);
             }
@@ -178,7 +182,12 @@ impl Compiler {
             name: call.name.clone(),
             params: params.into_boxed_slice(),
             given: call.given,
-            origins: origins.into_boxed_slice(),
+            origins: if origins.is_empty() {
+                Box::default()
+            } else {
+                origins.resize(call.args.len(), None);
+                origins.into_boxed_slice()
+            },
             arg_spans: spans.into_boxed_slice(),
         });
         (self.chunk.calls.len() - 1) as u32

@@ -135,27 +135,66 @@ struct Checker<'a> {
     max_depth: usize,
 }
 
+/// The checker's working lists (bound elements, template strings' source maps, argument
+/// types), empty between checks: none of them outlives a check.
+#[derive(Default)]
+struct Scratch {
+    locals: Vec<(LocalKind, Type)>,
+    maps: Vec<SourceMap>,
+    arg_types: Vec<Type>,
+}
+
+/// A scratch list longer than this is not kept for the next check (a program with that
+/// many nested templates or arguments is rare; its lists are freed with it).
+const SCRATCH_KEPT: usize = 64;
+
+thread_local! {
+    /// The working lists of the last check on this thread, kept (empty) for the next one:
+    /// each check would otherwise allocate and free the same three lists. In a box made at
+    /// the thread's first check, not in the thread-local block (static TLS is scarce in a
+    /// library loaded with `dlopen`, as the Python extension module is).
+    static SCRATCH: std::cell::Cell<Option<Box<Scratch>>> = const { std::cell::Cell::new(None) };
+}
+
 impl<'a> Checker<'a> {
     pub(super) fn new(scope: &'a Scope, funcs: &'a dyn Signatures, max_depth: usize) -> Checker<'a> {
-        Checker {
+        // A check inside a check (none today) finds no kept lists and makes its own.
+        let mut scratch = SCRATCH.with(std::cell::Cell::take).unwrap_or_default();
+        let checker = Checker {
             scope,
             funcs,
             diags: Vec::new(),
-            locals: Vec::new(),
+            locals: std::mem::take(&mut scratch.locals),
             aliases: Vec::new(),
-            maps: Vec::new(),
+            maps: std::mem::take(&mut scratch.maps),
             refs: Vec::new(),
             names: Vec::new(),
-            arg_types: Vec::new(),
+            arg_types: std::mem::take(&mut scratch.arg_types),
             max_depth,
-        }
+        };
+        // The box goes back empty, to hold the lists again when the check ends.
+        SCRATCH.with(|s| s.set(Some(scratch)));
+        checker
     }
 
     /// Checks the whole expression and hands over what was found.
     pub(super) fn run(mut self, expr: &Expr) -> Checked {
         let t = self.expr(expr);
         self.diags.sort_by_key(|d| (d.span.start, d.span.end));
-        Checked { expr: t, diagnostics: self.diags, refs: self.refs, names: self.names }
+        let Checker { mut locals, mut maps, mut arg_types, diags, refs, names, .. } = self;
+        // Emptied (a template's slots below `item` stay pushed after a run-time template's
+        // check) and kept for the next check on this thread, unless grown large.
+        locals.clear();
+        maps.clear();
+        arg_types.clear();
+        if locals.capacity().max(maps.capacity()).max(arg_types.capacity()) <= SCRATCH_KEPT {
+            SCRATCH.with(|s| {
+                let mut kept = s.take().unwrap_or_default();
+                *kept = Scratch { locals, maps, arg_types };
+                s.set(Some(kept));
+            });
+        }
+        Checked { expr: t, diagnostics: diags, refs, names }
     }
 
     /// Maps a span from the text being checked to the program's source.
@@ -421,48 +460,37 @@ impl<'a> Checker<'a> {
 
     pub(super) fn index_type(&mut self, t: &Type, key: &TExpr, key_span: Span) -> Type {
         let k = &key.ty;
-        let mut out = Vec::new();
-        let mut ok = false;
-        for alt in t.alternatives() {
-            match alt {
-                Type::Any | Type::Null | Type::Never => {
-                    ok = true;
-                    out.push(if *alt == Type::Null { Type::Null } else { Type::Any });
-                }
-                Type::List(e) if k.fits(&Type::Number.union(Type::Str)) != Fit::No => {
-                    ok = true;
-                    out.push(e.as_ref().clone().union(Type::Null));
-                    if k.fits(&Type::Str) != Fit::No {
-                        out.push(Type::Any);
+        // One alternative (most indexing): its one or two types, with no list to gather
+        // them in; a union's alternatives gathered as before, in the same order.
+        let found = match t {
+            Type::Union(alts) => {
+                let mut out = Vec::new();
+                let mut ok = false;
+                for alt in alts {
+                    if let Some((a, b)) = index_alternative(alt, key) {
+                        ok = true;
+                        out.push(a);
+                        out.extend(b);
                     }
                 }
-                Type::Object(o) if k.fits(&Type::Str) != Fit::No => {
-                    ok = true;
-                    match key.as_const().and_then(Value::as_str).and_then(|s| o.fields.get(s)) {
-                        Some(ft) => out.push(ft.clone()),
-                        None => out.push(if o.open {
-                            Type::Any
-                        } else {
-                            Type::union_all(o.fields.values().cloned()).union(Type::Null)
-                        }),
-                    }
-                }
-                Type::Str | Type::File if k.fits(&Type::Str) != Fit::No => {
-                    ok = true;
-                    out.push(Type::Any);
-                }
-                _ => {}
+                ok.then(|| Type::union_all(out))
             }
-        }
-        if !ok {
+            alt => index_alternative(alt, key).map(|(a, b)| match b {
+                Some(b) => Type::union_all([a, b]),
+                // What `union_all` would make of one type that is not a union.
+                None if !matches!(a, Type::Union(_)) => a,
+                None => Type::union_all([a]),
+            }),
+        };
+        let Some(ty) = found else {
             self.error(
                 Diagnostic::new(Code::IndexType, key_span, format!("cannot index {t:#} with {k:#}"))
                     .with_label(format!("this is {k}"))
                     .with_help("lists take integer positions, objects take string keys"),
             );
             return Type::Never;
-        }
-        Type::union_all(out)
+        };
+        ty
     }
 
     pub(super) fn binary(&mut self, op: BinaryOp, l: &Expr, r: &Expr, span: Span) -> TExpr {
@@ -595,6 +623,29 @@ fn describe(t: &Type) -> String {
     parts.join(" or ")
 }
 
+/// The type of `value[key]` for one alternative (not a union) of the value's type, as one
+/// or two types to unite; `None` when no key of `key`'s type can index it.
+fn index_alternative(alt: &Type, key: &TExpr) -> Option<(Type, Option<Type>)> {
+    let k = &key.ty;
+    match alt {
+        Type::Any | Type::Null | Type::Never => Some((if *alt == Type::Null { Type::Null } else { Type::Any }, None)),
+        Type::List(e) if k.fits(&Type::Number.union(Type::Str)) != Fit::No => {
+            let elem = e.as_ref().clone().union(Type::Null);
+            Some((elem, (k.fits(&Type::Str) != Fit::No).then_some(Type::Any)))
+        }
+        Type::Object(o) if k.fits(&Type::Str) != Fit::No => {
+            let ty = match key.as_const().and_then(Value::as_str).and_then(|s| o.fields.get(s)) {
+                Some(ft) => ft.clone(),
+                None if o.open => Type::Any,
+                None => Type::union_all(o.fields.values().cloned()).union(Type::Null),
+            };
+            Some((ty, None))
+        }
+        Type::Str | Type::File if k.fits(&Type::Str) != Fit::No => Some((Type::Any, None)),
+        _ => None,
+    }
+}
+
 /// The type of segment `s` of one alternative of a type: `None` when it cannot apply; an
 /// object without the field (and closed) is recorded in `missing_field`.
 fn alternative_segment(
@@ -641,5 +692,42 @@ fn alternative_segment(
         },
         Type::Bool | Type::Int | Type::Number => None,
         Type::Union(_) => Some(Type::Any),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::functions::FunctionTable;
+
+    /// A check leaves its working lists, emptied, for the next check on the thread (which
+    /// then allocates none of them), and checks the same whatever a check before it left.
+    #[test]
+    fn working_lists_are_kept_between_checks() {
+        let funcs = FunctionTable::builtins();
+        let src = "map(array=filter(array=xs, condition_string=\"item.a > 1 and item.b == 'x'\"), template={a: item.a, t: item.c[0]})";
+        let ast = crate::syntax::parse(src).expr;
+        let first = check(&ast, &Scope::open(), &funcs, 128);
+        let kept = SCRATCH.with(|s| {
+            let s = s.take();
+            let caps = s.as_ref().map(|s| (s.locals.capacity(), s.maps.capacity(), s.arg_types.capacity()));
+            let empty = s.as_ref().is_some_and(|s| s.locals.is_empty() && s.maps.is_empty() && s.arg_types.is_empty());
+            SCRATCH.with(|t| t.set(s));
+            (caps, empty)
+        });
+        assert!(kept.1, "kept lists are empty");
+        assert!(matches!(kept.0, Some((l, m, a)) if l > 0 && m > 0 && a > 0), "{kept:?}");
+        let second = check(&ast, &Scope::open(), &funcs, 128);
+        assert_eq!(format!("{:?}", first.expr), format!("{:?}", second.expr));
+        assert_eq!(first.diagnostics, second.diagnostics);
+        // Indexing: one type or a union of several, the same types as before.
+        let scope = Scope::from_vars(&crate::value::Value::object_from([(
+            "xs",
+            crate::value::Value::from(vec![crate::value::Value::from(1), crate::value::Value::from("a")]),
+        )]));
+        for (src, want) in [("xs[0]", "integer | string | null"), ("xs[\"k\"]", "any"), ("{a: 1}[\"a\"]", "integer")] {
+            let ast = crate::syntax::parse(src).expr;
+            assert_eq!(check(&ast, &scope, &funcs, 128).expr.ty.to_string(), want, "{src}");
+        }
     }
 }

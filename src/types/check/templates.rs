@@ -47,6 +47,8 @@ impl Checker<'_> {
                 self.maps.push(lit.map.clone());
                 let body = self.element_bound(elem, alias, |c| c.expr(&parsed));
                 self.maps.pop();
+                // Checked: its nodes are kept for the next parse on this thread.
+                crate::syntax::recycle(parsed);
                 let ty = body.ty.clone();
                 (TArg::Template { body: Arc::new(body), slot }, ty)
             }
@@ -224,7 +226,7 @@ pub(crate) fn relative_path(s: &str, alias: Option<&str>) -> Option<Expr> {
     for g in segs {
         let span = Span::new(at, at + g.len());
         e = Expr::new(
-            ExprKind::Field(Box::new(e), Spanned::new(crate::syntax::intern(g), span)),
+            ExprKind::Field(crate::syntax::boxed(e), Spanned::new(crate::syntax::intern(g), span)),
             Span::new(0, at + g.len()),
         );
         at += g.len() + 1;
