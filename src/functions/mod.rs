@@ -14,7 +14,6 @@ mod builtins;
 pub use crate::types::signature::{FuncId, Param, ParamKind, ReturnRule, Signature};
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::diagnostic::Code;
@@ -355,7 +354,7 @@ pub struct Function {
 #[derive(Clone, Debug)]
 pub struct FunctionTable {
     funcs: Vec<Function>,
-    by_name: HashMap<Arc<str>, FuncId>,
+    by_name: rustc_hash::FxHashMap<Arc<str>, FuncId>,
     /// The built-ins `filter`, `sort`, `map` and `sum`, while no host function replaced
     /// them: the pairs of them the VM may run fused ([`FunctionTable::fusion`]).
     fusable: [Option<FuncId>; 4],
@@ -373,8 +372,12 @@ impl Default for FunctionTable {
 impl FunctionTable {
     /// The built-in functions of SPEC §4.5.
     pub fn builtins() -> FunctionTable {
-        let mut t =
-            FunctionTable { funcs: Vec::new(), by_name: HashMap::new(), fusable: [None; 4], counting: [None; 5] };
+        let mut t = FunctionTable {
+            funcs: Vec::new(),
+            by_name: rustc_hash::FxHashMap::default(),
+            fusable: [None; 4],
+            counting: [None; 5],
+        };
         for f in builtins::table() {
             t.insert(f);
         }

@@ -86,7 +86,13 @@ impl Value {
 
     /// [`Value::walk`] with a position hint per segment (see [`Path`]): when an object has
     /// the key where the last object on this path had it, no search is needed.
-    #[inline(always)]
+    ///
+    /// Inlined wherever it is called in optimized builds (the loops over records); in
+    /// unoptimized ones, a call: inlined there, every call site in the VM's recursive
+    /// `exec` would keep its own copy of the locals, and templates nested to the depth limit
+    /// would overflow a test thread's stack.
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[cfg_attr(debug_assertions, inline)]
     pub fn walk_path<'v>(&'v self, path: &Path) -> Result<Cow<'v, Value>, (usize, SegmentError)> {
         match self.probe_path(path) {
             Some(v) => Ok(Cow::Borrowed(v)),

@@ -735,7 +735,8 @@ impl Frame<'_, '_> {
     /// `apply_each`'s loop, for either kind of element slice: a template that is a path on
     /// the element found once, not per element; an element it cannot be walked on goes
     /// through `apply`, which runs the chunk.
-    #[inline(always)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[cfg_attr(debug_assertions, inline)]
     fn apply_all<'x>(
         &mut self,
         param: usize,

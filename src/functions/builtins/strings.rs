@@ -28,13 +28,18 @@ pub(super) fn join() -> Function {
     )
 }
 
+/// The most `join` reserves for its text before writing it.
+const JOIN_ROOM_MAX: usize = 1 << 20;
+
 fn join_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     let xs = list_arg(args, 0, "array")?;
     let sep = str_param(args, 1, "separator")?;
     let max = r.limits().max_string_len;
-    // Room for short texts up front (names, ids: a few doublings saved); never more than the
-    // limit, and at most a few bytes for each element the list already holds.
-    let mut out = String::with_capacity(xs.len().saturating_mul(sep.len() + 8).min(max));
+    // Room for short texts up front (names, ids: a few doublings saved): a few bytes for
+    // each element the list already holds, never more than the limit or 1 MiB (a list of
+    // a million nulls joins to nothing; a text longer than that grows as it is written).
+    let room = xs.len().saturating_mul(sep.len().saturating_add(8));
+    let mut out = String::with_capacity(room.min(max).min(JOIN_ROOM_MAX));
     for (i, x) in xs.iter().enumerate() {
         if i > 0 {
             out.push_str(sep);
