@@ -547,6 +547,19 @@ mod tests {
 
     /// The same engine with `filter`, `sort`, `map` and `sum` re-registered as themselves:
     /// the VM then runs every fused pair as its two calls.
+    /// `src` compiled as usual and with `map`, `sum`, `filter` and `sort` unfused gives the
+    /// same value, or the same error, at `limits`.
+    fn fused_matches_two_calls(src: &str, vars: &Value, limits: &Limits) {
+        let a = Engine::new().with_limits(limits.clone()).compile(src).map(|p| p.eval(vars));
+        let b = unfused(limits.clone()).compile(src).map(|p| p.eval(vars));
+        let (Ok(a), Ok(b)) = (a, b) else { panic!("`{src}` does not compile") };
+        match (&a, &b) {
+            (Ok(x), Ok(y)) => assert_eq!(x.to_string(), y.to_string(), "`{src}` at {limits:?}"),
+            (Err(x), Err(y)) => assert_eq!(**x, **y, "`{src}` at {limits:?}"),
+            _ => panic!("`{src}` at {limits:?}: fused {a:?}, two calls {b:?}"),
+        }
+    }
+
     fn unfused(limits: Limits) -> Engine {
         let mut funcs = FunctionTable::builtins();
         for name in ["filter", "sort", "map", "sum"] {
@@ -676,14 +689,7 @@ mod tests {
                 Limits { max_alloc_bytes: 40, ..Limits::default() },
             ];
             for limits in limits {
-                let a = Engine::new().with_limits(limits.clone()).compile(src).map(|p| p.eval(&vars));
-                let b = unfused(limits.clone()).compile(src).map(|p| p.eval(&vars));
-                let (Ok(a), Ok(b)) = (a, b) else { panic!("`{src}` does not compile") };
-                match (&a, &b) {
-                    (Ok(x), Ok(y)) => assert_eq!(x.to_string(), y.to_string(), "`{src}` at {limits:?}"),
-                    (Err(x), Err(y)) => assert_eq!(**x, **y, "`{src}` at {limits:?}"),
-                    _ => panic!("`{src}` at {limits:?}: fused {a:?}, two calls {b:?}"),
-                }
+                fused_matches_two_calls(src, &vars, &limits);
             }
             // Every budget from nothing to enough: the fused pair runs out at exactly the
             // fuel and memory the two calls run out at (no off-by-one either way).
@@ -692,14 +698,7 @@ mod tests {
                     Limits { fuel: n, ..Limits::default() },
                     Limits { max_alloc_bytes: n as usize * 8, ..Limits::default() },
                 ] {
-                    let a = Engine::new().with_limits(limits.clone()).compile(src).map(|p| p.eval(&vars));
-                    let b = unfused(limits.clone()).compile(src).map(|p| p.eval(&vars));
-                    let (Ok(a), Ok(b)) = (a, b) else { panic!("`{src}` does not compile") };
-                    match (&a, &b) {
-                        (Ok(x), Ok(y)) => assert_eq!(x.to_string(), y.to_string(), "`{src}` at {limits:?}"),
-                        (Err(x), Err(y)) => assert_eq!(**x, **y, "`{src}` at {limits:?}"),
-                        _ => panic!("`{src}` at {limits:?}: fused {a:?}, two calls {b:?}"),
-                    }
+                    fused_matches_two_calls(src, &vars, &limits);
                 }
             }
         }
@@ -739,14 +738,7 @@ mod tests {
         }
         for src in programs {
             for limits in &budgets {
-                let a = Engine::new().with_limits(limits.clone()).compile(src).map(|p| p.eval(&vars));
-                let b = unfused(limits.clone()).compile(src).map(|p| p.eval(&vars));
-                let (Ok(a), Ok(b)) = (a, b) else { panic!("`{src}` does not compile") };
-                match (&a, &b) {
-                    (Ok(x), Ok(y)) => assert_eq!(x.to_string(), y.to_string(), "`{src}` at {limits:?}"),
-                    (Err(x), Err(y)) => assert_eq!(**x, **y, "`{src}` at {limits:?}"),
-                    _ => panic!("`{src}` at {limits:?}: fused {a:?}, two calls {b:?}"),
-                }
+                fused_matches_two_calls(src, &vars, limits);
             }
         }
     }
