@@ -600,7 +600,7 @@ impl<'a> Vm<'a> {
         let at = self.stack.len() - inner.params.len();
         args.extend(self.stack.drain(at..));
         let ahead = match (producer, consumer, args.first()) {
-            (Producer::Sort, Consumer::Map, Some(list)) => ReadAhead::of(list, outer, self.fuel),
+            (Producer::Sort, Consumer::Map, Some(list)) => ReadAhead::of(list, outer, self.fuel_left()),
             _ => None,
         };
         self.serial += 1;
@@ -837,6 +837,7 @@ impl Caller for Frame<'_, '_> {
             }
         }
     }
+
     fn int_keys<'x>(
         &mut self,
         param: usize,
