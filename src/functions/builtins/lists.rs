@@ -79,26 +79,54 @@ pub(in crate::functions) fn group_by_counted_body(r: &mut dyn Caller, args: &Arg
     group_by_core(r, args, false)
 }
 
+/// The index of the group with key `key`: among a few groups (the usual case: statuses,
+/// categories) a scan comparing lengths first, which beats hashing the key (as
+/// `value::path`'s lookup does for small objects); among more, by hash.
+fn group_of<V>(groups: &indexmap::IndexMap<SmolStr, V, crate::value::FxBuild>, key: &str) -> Option<usize> {
+    if groups.len() <= 8 {
+        groups.keys().position(|k| crate::value::same_key(k.as_bytes(), key.as_bytes()))
+    } else {
+        groups.get_index_of(key)
+    }
+}
+
 fn group_by_core(r: &mut dyn Caller, args: &Args<'_>, keep: bool) -> R {
     let xs = list_arg(args, 0, "array")?;
-    let mut groups: indexmap::IndexMap<SmolStr, Vec<Value>, crate::value::FxBuild> = Default::default();
+    // Each group's elements (`keep`), or only how many there are: counted groups hold as
+    // many `null`s, made at once at the end.
+    let mut groups: indexmap::IndexMap<SmolStr, (Vec<Value>, usize), crate::value::FxBuild> = Default::default();
     for (i, x) in xs.iter().enumerate() {
         let key = r.project(1, x, i)?;
-        let key = match &*key {
-            Value::Str(s) => s.clone(),
+        let at = match &*key {
+            // A key seen before (most are) is found by its text: no key is built for it.
+            Value::Str(s) => match group_of(&groups, s.as_str()) {
+                Some(at) => at,
+                None => groups.insert_full(s.clone(), Default::default()).0,
+            },
             other => {
                 let mut t = String::new();
                 if !other.join_text_within(&mut t, r.limits().max_string_len) {
                     return Err(text_too_long(&*r));
                 }
                 r.charge(t.len() / 64)?;
-                SmolStr::from(t)
+                let entry = groups.entry(SmolStr::from(t));
+                let at = entry.index();
+                entry.or_default();
+                at
             }
         };
-        groups.entry(key).or_default().push(if keep { x.clone() } else { Value::Null });
+        if let Some((_, (elements, count))) = groups.get_index_mut(at) {
+            if keep {
+                elements.push(x.clone());
+            }
+            *count += 1;
+        }
     }
     r.alloc(xs.len().saturating_mul(crate::ops::LIST_ELEMENT_BYTES))?;
-    let map: Map = groups.into_iter().map(|(k, v)| (k, Value::list(v))).collect();
+    let map: Map = groups
+        .into_iter()
+        .map(|(k, (elements, count))| (k, Value::list(if keep { elements } else { vec![Value::Null; count] })))
+        .collect();
     Ok(Value::object(map))
 }
 
