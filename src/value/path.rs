@@ -100,14 +100,6 @@ impl Value {
         }
     }
 
-    /// [`Value::walk_path`] when a key is not where its hint says (or the path meets a
-    /// list, a derived segment or an absent key): out of line, so that the check above
-    /// stays small at every place that reads a field.
-    #[inline(never)]
-    fn walk_path_searched<'v>(&'v self, path: &Path) -> Result<Cow<'v, Value>, (usize, SegmentError)> {
-        self.walk_path_from(path, 0)
-    }
-
     /// Follows `path` through objects as long as every key is where its hint says: the
     /// value reached, or the index of the first segment that needs more and the value it
     /// applies to. The hot path of every field read, kept small enough to inline.
@@ -141,11 +133,14 @@ impl Value {
         Some(cur)
     }
 
-    /// [`Value::walk_path`] from segment `from` on, `self` being the value reached before
-    /// it: searches for keys that are not where their hints say, and updates the hints.
-    fn walk_path_from<'v>(&'v self, path: &Path, from: usize) -> Result<Cow<'v, Value>, (usize, SegmentError)> {
+    /// [`Value::walk_path`] when a key is not where its hint says (or the path meets a
+    /// list, a derived segment or an absent key): searches for keys that are not where
+    /// their hints say, and updates the hints. Out of line, so that the check before it
+    /// stays small at every place that reads a field.
+    #[inline(never)]
+    fn walk_path_searched<'v>(&'v self, path: &Path) -> Result<Cow<'v, Value>, (usize, SegmentError)> {
         let mut cur = self;
-        for (i, s) in path.segs.iter().enumerate().skip(from) {
+        for (i, s) in path.segs.iter().enumerate() {
             if let (Value::Object(m), Some(hint)) = (cur, path.hints().get(i)) {
                 if let Some((k, v)) = m.get_index(hint.load(Relaxed) as usize) {
                     if same_key(k.as_bytes(), s.as_bytes()) {
