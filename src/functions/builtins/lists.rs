@@ -79,11 +79,12 @@ pub(in crate::functions) fn group_by_counted_body(r: &mut dyn Caller, args: &Arg
     group_by_core(r, args, false)
 }
 
-/// The index of the group with key `key`: among a few groups (the usual case: statuses,
-/// categories) a scan comparing lengths first, which beats hashing the key (as
-/// `value::path`'s lookup does for small objects); among more, by hash.
+/// The index of the group with key `key`: a short key among a few groups (the usual case:
+/// statuses, categories) by a scan comparing lengths first, which beats hashing the key (as
+/// `value::path`'s lookup does for small objects); a long key, or among more groups, by
+/// hash (eight long keys sharing a prefix would be compared whole eight times).
 fn group_of<V>(groups: &indexmap::IndexMap<SmolStr, V, crate::value::FxBuild>, key: &str) -> Option<usize> {
-    if groups.len() <= 8 {
+    if groups.len() <= 8 && key.len() <= 16 {
         groups.keys().position(|k| crate::value::same_key(k.as_bytes(), key.as_bytes()))
     } else {
         groups.get_index_of(key)
