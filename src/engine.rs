@@ -26,6 +26,8 @@ use crate::vm::{self, Env, TemplateSource};
 pub struct Engine {
     funcs: Arc<FunctionTable>,
     limits: Limits,
+    /// Whether `limits` are within their ranges (checked when they are set, not per compile).
+    limits_valid: bool,
     clock: Arc<dyn Clock>,
     files: Option<Arc<dyn FileStore>>,
 }
@@ -51,6 +53,7 @@ impl Engine {
         Engine {
             funcs: Arc::new(FunctionTable::builtins()),
             limits: Limits::default(),
+            limits_valid: Limits::default().validate().is_ok(),
             clock: Arc::new(SystemClock),
             files: None,
         }
@@ -58,6 +61,7 @@ impl Engine {
 
     /// Replaces the limits.
     pub fn with_limits(mut self, limits: Limits) -> Engine {
+        self.limits_valid = limits.validate().is_ok();
         self.limits = limits;
         self
     }
@@ -123,8 +127,10 @@ impl Engine {
     /// [`Engine::analyze`]; without `references`, the analysis's `references` are left
     /// empty when there is a program (which holds them), sparing a copy.
     fn run_stages(&self, source: &str, scope: &Scope, references: bool) -> Analysis {
-        if let Err(e) = self.limits.validate() {
-            return limits_out_of_range(&e);
+        if !self.limits_valid {
+            if let Err(e) = self.limits.validate() {
+                return limits_out_of_range(&e);
+            }
         }
         let parsed = syntax::parse_with_limit(source, self.limits.max_depth);
         let mut diagnostics = parsed.diagnostics;
@@ -139,7 +145,13 @@ impl Engine {
             return Analysis { program: None, diagnostics, ast: parsed.expr, ty: checked.expr.ty, references: refs };
         }
         let ty = checked.expr.ty.clone();
-        let folded = compile::fold(&checked.expr, &self.funcs, &self.limits);
+        // A tree without a node whose operands are all constants folds to itself: no walk.
+        let folded = if checked.constant_operands {
+            compile::fold(&checked.expr, &self.funcs, &self.limits)
+        } else {
+            debug_assert!(matches!(compile::fold(&checked.expr, &self.funcs, &self.limits), Cow::Borrowed(_)));
+            Cow::Borrowed(&checked.expr)
+        };
         let chunk = compile::compile(&folded);
         let warnings: Vec<Diagnostic> = diagnostics.clone();
         let program = Program {

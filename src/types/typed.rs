@@ -102,6 +102,33 @@ pub enum TArg {
     Absent,
 }
 
+impl TKind {
+    /// Whether this is an operation on operands that are all constants: a field or an
+    /// index of constants, a list or an object of them (empty ones too), an operator on
+    /// them, an `if` whose condition is one, a call whose value arguments all are (or are
+    /// absent). Only such a node can become a constant when its tree is folded, and a node
+    /// whose operands are not constants becomes one only after one of its operands did: so
+    /// when no node of a tree is one of these, folding changes nothing in it.
+    pub fn operands_constant(&self) -> bool {
+        let c = |e: &TExpr| matches!(e.kind, TKind::Const(_));
+        match self {
+            TKind::Field(e, _) | TKind::Unary(_, e) => c(e),
+            TKind::Index(ab) | TKind::Binary(_, ab) => ab.iter().all(c),
+            TKind::List(items) => items.iter().all(c),
+            TKind::Object(entries) => entries.iter().all(|(_, e)| c(e)),
+            TKind::If(ctf) => c(&ctf[0]),
+            TKind::Call(call) => call.args.iter().all(|a| match a {
+                TArg::Value(e) => c(e),
+                TArg::Absent => true,
+                TArg::Template { .. } | TArg::Dynamic { .. } => false,
+            }),
+            TKind::Const(_) | TKind::Global(_) | TKind::Local(_) | TKind::Ref(..) | TKind::Pipeline { .. } | TKind::Error => {
+                false
+            }
+        }
+    }
+}
+
 impl TExpr {
     /// A node.
     pub fn new(kind: TKind, ty: Type, span: Span) -> TExpr {

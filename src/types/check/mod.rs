@@ -44,6 +44,9 @@ pub struct Checked {
     pub refs: Vec<RefUse>,
     /// The free names read from the context, in first-use order, with a span each.
     pub names: Vec<(Name, Span)>,
+    /// Whether some node of the tree has operands that are all constants
+    /// ([`TKind::operands_constant`]): when none has, folding the tree changes nothing.
+    pub constant_operands: bool,
 }
 
 /// How deep the type of a `pipeline`'s `current` is tracked; deeper levels are `any`.
@@ -133,6 +136,8 @@ struct Checker<'a> {
     /// `check_arguments`).
     arg_types: Vec<Type>,
     max_depth: usize,
+    /// Set once a node whose operands are all constants is built (`Checked::constant_operands`).
+    constant_operands: std::cell::Cell<bool>,
 }
 
 /// The checker's working lists (bound elements, template strings' source maps, argument
@@ -171,6 +176,7 @@ impl<'a> Checker<'a> {
             names: Vec::new(),
             arg_types: std::mem::take(&mut scratch.arg_types),
             max_depth,
+            constant_operands: std::cell::Cell::new(false),
         };
         // The box goes back empty, to hold the lists again when the check ends.
         SCRATCH.with(|s| s.set(Some(scratch)));
@@ -181,7 +187,7 @@ impl<'a> Checker<'a> {
     pub(super) fn run(mut self, expr: &Expr) -> Checked {
         let t = self.expr(expr);
         self.diags.sort_by_key(|d| (d.span.start, d.span.end));
-        let Checker { mut locals, mut maps, mut arg_types, diags, refs, names, .. } = self;
+        let Checker { mut locals, mut maps, mut arg_types, diags, refs, names, constant_operands, .. } = self;
         // Emptied (a template's slots below `item` stay pushed after a run-time template's
         // check) and kept for the next check on this thread, unless grown large.
         locals.clear();
@@ -194,7 +200,7 @@ impl<'a> Checker<'a> {
                 s.set(Some(kept));
             });
         }
-        Checked { expr: t, diagnostics: diags, refs, names }
+        Checked { expr: t, diagnostics: diags, refs, names, constant_operands: constant_operands.get() }
     }
 
     /// Maps a span from the text being checked to the program's source.
@@ -207,7 +213,11 @@ impl<'a> Checker<'a> {
         self.diags.push(d);
     }
 
+    /// A node (every node but a constant default argument is built here).
     pub(super) fn node(&self, kind: TKind, ty: Type, span: Span) -> TExpr {
+        if !self.constant_operands.get() && kind.operands_constant() {
+            self.constant_operands.set(true);
+        }
         TExpr::new(kind, ty, self.sp(span))
     }
 
