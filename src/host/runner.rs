@@ -532,12 +532,85 @@ fn reap_group(group: i32) {
 /// leaves behind in a session or process group of its own (`setsid`), out of reach of the
 /// process-group kills, is re-parented to this process when its parent exits (instead of to
 /// init), so that [`end_children`] finds it. Whether it took effect (never elsewhere).
+///
+/// What it adopts from a session of its own is reaped when it ends ([`reap_orphans`]): a
+/// long-running `serve --mcp` would otherwise keep a zombie of every such process until it
+/// exits.
 #[cfg(feature = "cli")]
 pub(crate) fn adopt_orphans() -> bool {
     #[cfg(target_os = "linux")]
-    return nix::sys::prctl::set_child_subreaper(true).is_ok();
+    {
+        let adopted = nix::sys::prctl::set_child_subreaper(true).is_ok();
+        if adopted {
+            reap_orphans();
+        }
+        adopted
+    }
     #[cfg(not(target_os = "linux"))]
     false
+}
+
+/// How often the orphan reaper looks again after a child ended (or while there is none).
+#[cfg(all(target_os = "linux", feature = "cli"))]
+const ORPHAN_POLL: Duration = Duration::from_millis(250);
+
+/// Starts a thread that, for as long as this process runs, reaps the ended processes it
+/// adopted from another session: a process a tool left in a session of its own (`setsid`)
+/// and what that process started. A child of this process in another session is never one
+/// it started itself (every program it starts stays in its session: an `exec:` tool leads
+/// a process group and so cannot leave it), so reaping it takes no `Child`'s status. The
+/// thread blocks until some child has ended without reaping it (`waitid` with `WNOWAIT`:
+/// it may be a tool's, which its `Child` reaps), then reaps those of other sessions.
+#[cfg(all(target_os = "linux", feature = "cli"))]
+fn reap_orphans() {
+    use nix::errno::Errno;
+    use nix::sys::wait::{waitid, waitpid, Id, WaitPidFlag};
+    use nix::unistd::Pid;
+    let Some(mine) = session_of("self") else { return };
+    let spawned = std::thread::Builder::new().name("tdsl-orphans".into()).spawn(move || loop {
+        match waitid(Id::All, WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT) {
+            Ok(_) => {
+                for pid in ended_children_of_other_sessions(&mine) {
+                    let _ = waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG));
+                }
+            }
+            Err(Errno::EINTR) => continue,
+            // No child at all for now (ECHILD).
+            Err(_) => {}
+        }
+        std::thread::sleep(ORPHAN_POLL);
+    });
+    drop(spawned);
+}
+
+/// The session of process `pid` (`"self"` for this one), from `/proc`.
+#[cfg(all(target_os = "linux", feature = "cli"))]
+fn session_of(pid: &str) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid pgrp session …`, read after the command's last `)`.
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(3).map(str::to_string)
+}
+
+/// The children of this process that have ended (zombies) and are in a session other than
+/// `mine`.
+#[cfg(all(target_os = "linux", feature = "cli"))]
+fn ended_children_of_other_sessions(mine: &str) -> Vec<i32> {
+    let me = std::process::id().to_string();
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let mut out = Vec::new();
+    for entry in entries.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        let Some((_, rest)) = stat.rsplit_once(')') else { continue };
+        let fields: Vec<&str> = rest.split_whitespace().take(4).collect();
+        if let [state, ppid, _, session] = fields[..] {
+            if state == "Z" && ppid == me && session != mine {
+                out.push(pid);
+            }
+        }
+    }
+    out
 }
 
 /// Ends every process that is still a child of this one, for the end of a command: the
