@@ -938,30 +938,39 @@ fn zombie_children(pid: u32) -> Vec<u32> {
 }
 
 /// `serve --mcp` (a long-running process, the subreaper of what its tools leave) calling
-/// a tool that leaves a short-lived process in a session of its own: once that process
-/// ends, the server reaps it. A zombie per such call would pile up for as long as the
-/// server runs.
+/// a tool that leaves a short-lived process in a session of its own (`setsid`), or in a
+/// process group of its own in the server's session (`setpgid`: out of reach of the kill of
+/// the tool's group too): once that process ends, the server reaps it. A
+/// zombie per such call would pile up for as long as the server runs.
 #[test]
-fn serve_reaps_what_a_tool_left_in_its_own_session() {
-    let script = "setsid sh -c 'echo $$ > \"$D/left\"; exec sleep 0.3' </dev/null >/dev/null 2>&1 &\nwhile [ ! -s \"$D/left\" ]; do sleep 0.01; done\necho '{\"ok\": true}'";
-    let root = script_root("serve-zombie", script, 30);
-    let mut s = Mcp::start(&root);
-    let pid = s.child.id();
-    s.send(&serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                               "params": {"name": "main", "arguments": {}}}));
-    let answer = s.answer(1);
-    assert_eq!(answer["result"]["isError"], serde_json::json!(false), "{answer}");
-    let left = pids_in(&root.join("left"));
-    assert_eq!(left.len(), 1);
-    // The process ends after 0.3 s; within the watchdog it is reaped, not left a zombie.
-    let started = Instant::now();
-    loop {
-        let zombies = zombie_children(pid);
-        let alive = !gone(left[0]);
-        if zombies.is_empty() && !alive {
-            break;
+fn serve_reaps_what_a_tool_left_in_its_own_session_or_group() {
+    // perl-base is part of every Debian system; `sh` has no `setpgid`.
+    let own_group = "exec perl -e \"setpgrp(0, 0); exec q(sleep), q(0.3)\"";
+    for (name, leave, end) in
+        [("serve-zombie-session", "setsid sh -c", "exec sleep 0.3"), ("serve-zombie-group", "sh -c", own_group)]
+    {
+        let script = format!(
+            "{leave} 'echo $$ > \"$D/left\"; {end}' </dev/null >/dev/null 2>&1 &\n\
+             while [ ! -s \"$D/left\" ]; do sleep 0.01; done\necho '{{\"ok\": true}}'"
+        );
+        let root = script_root(name, &script, 30);
+        let mut s = Mcp::start(&root);
+        let pid = s.child.id();
+        s.send(&serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                   "params": {"name": "main", "arguments": {}}}));
+        let answer = s.answer(1);
+        assert_eq!(answer["result"]["isError"], serde_json::json!(false), "{name}: {answer}");
+        let left = pids_in(&root.join("left"));
+        assert_eq!(left.len(), 1, "{name}");
+        // The process ends after 0.3 s; within the watchdog it is reaped, not left a zombie.
+        let started = Instant::now();
+        loop {
+            let zombies = zombie_children(pid);
+            if zombies.is_empty() && gone(left[0]) {
+                break;
+            }
+            assert!(started.elapsed() < Duration::from_secs(10), "{name}: zombies of the server: {zombies:?}");
+            std::thread::sleep(Duration::from_millis(50));
         }
-        assert!(started.elapsed() < Duration::from_secs(10), "zombies of the server: {zombies:?}");
-        std::thread::sleep(Duration::from_millis(50));
     }
 }

@@ -326,7 +326,7 @@ fn run_program(words: &[String], call: &ToolCall<'_>, max_stdout: u64, env: &Too
             ToolError::permanent(message)
         }
     };
-    let mut child = cmd.spawn().map_err(cannot_start)?;
+    let (mut child, _registered) = spawn_registered(&mut cmd).map_err(cannot_start)?;
     let started = (|| {
         let input = serde_json::to_vec(call.arguments).unwrap_or_default();
         let stdin = child.stdin.take();
@@ -555,23 +555,29 @@ pub(crate) fn adopt_orphans() -> bool {
 const ORPHAN_POLL: Duration = Duration::from_millis(250);
 
 /// Starts a thread that, for as long as this process runs, reaps the ended processes it
-/// adopted from another session: a process a tool left in a session of its own (`setsid`)
-/// and what that process started. A child of this process in another session is never one
-/// it started itself (every program it starts stays in its session: an `exec:` tool leads
-/// a process group and so cannot leave it), so reaping it takes no `Child`'s status. The
-/// thread blocks until some child has ended without reaping it (`waitid` with `WNOWAIT`:
-/// it may be a tool's, which its `Child` reaps), then reaps those of other sessions.
+/// adopted: a process a tool left in a session or a process group of its own (`setsid`,
+/// `setpgid`: out of reach of the kill of the tool's group) and what that process started.
+/// A child of this process is one it started itself when it is in this process's own group
+/// (an MCP server, `git`) or is an `exec:` program running now ([`RUNNING`]); any other
+/// child was adopted, and reaping it takes no `Child`'s status. The thread blocks until some
+/// child has ended without reaping it (`waitid` with `WNOWAIT`: it may be one this process
+/// started, whose `Child` reaps it), then reaps the adopted ones.
 #[cfg(all(target_os = "linux", feature = "cli"))]
 fn reap_orphans() {
     use nix::errno::Errno;
     use nix::sys::wait::{waitid, waitpid, Id, WaitPidFlag};
     use nix::unistd::Pid;
-    let Some(mine) = session_of("self") else { return };
+    let Some(me) = proc_stat("self") else { return };
     let spawned = std::thread::Builder::new().name("tdsl-orphans".into()).spawn(move || loop {
         match waitid(Id::All, WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT) {
             Ok(_) => {
-                for pid in ended_children_of_other_sessions(&mine) {
-                    let _ = waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG));
+                // Held while looking: an `exec:` program is registered before it can end.
+                let running = lock_running();
+                for c in children() {
+                    let adopted = c.session != me.session || (c.group != me.group && !running.contains(&c.pid));
+                    if c.state == "Z" && adopted {
+                        let _ = waitpid(Pid::from_raw(c.pid), Some(WaitPidFlag::WNOHANG));
+                    }
                 }
             }
             Err(Errno::EINTR) => continue,
@@ -583,34 +589,71 @@ fn reap_orphans() {
     drop(spawned);
 }
 
-/// The session of process `pid` (`"self"` for this one), from `/proc`.
-#[cfg(all(target_os = "linux", feature = "cli"))]
-fn session_of(pid: &str) -> Option<String> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // `pid (comm) state ppid pgrp session …`, read after the command's last `)`.
-    let (_, rest) = stat.rsplit_once(')')?;
-    rest.split_whitespace().nth(3).map(str::to_string)
+/// The `exec:` programs running now, by process id: registered as they are started (under
+/// the lock, so that none can end unregistered) and left out once their `Child` reaped them.
+static RUNNING: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+fn lock_running() -> std::sync::MutexGuard<'static, Vec<i32>> {
+    RUNNING.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// The children of this process that have ended (zombies) and are in a session other than
-/// `mine`.
+/// Starts `cmd`, registered in [`RUNNING`] until the returned guard is dropped (after the
+/// child was reaped).
+fn spawn_registered(cmd: &mut Command) -> std::io::Result<(Child, Registered)> {
+    let mut running = lock_running();
+    let child = cmd.spawn()?;
+    let pid = i32::try_from(child.id()).unwrap_or(-1);
+    running.push(pid);
+    Ok((child, Registered(pid)))
+}
+
+/// An `exec:` program's place in [`RUNNING`].
+struct Registered(i32);
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        lock_running().retain(|&p| p != self.0);
+    }
+}
+
+/// What `/proc/PID/stat` says of a process.
 #[cfg(all(target_os = "linux", feature = "cli"))]
-fn ended_children_of_other_sessions(mine: &str) -> Vec<i32> {
+struct ProcStat {
+    pid: i32,
+    state: String,
+    parent: String,
+    group: String,
+    session: String,
+}
+
+/// `/proc/{pid}/stat` (`"self"` for this process).
+#[cfg(all(target_os = "linux", feature = "cli"))]
+fn proc_stat(pid: &str) -> Option<ProcStat> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid pgrp session …`: the command name may hold anything, so the
+    // fields are read after its last `)`.
+    let (head, rest) = stat.rsplit_once(')')?;
+    let pid = head.split_whitespace().next()?.parse().ok()?;
+    let mut fields = rest.split_whitespace().map(str::to_string);
+    Some(ProcStat {
+        pid,
+        state: fields.next()?,
+        parent: fields.next()?,
+        group: fields.next()?,
+        session: fields.next()?,
+    })
+}
+
+/// The children of this process, ended or not, from `/proc`.
+#[cfg(all(target_os = "linux", feature = "cli"))]
+fn children() -> Vec<ProcStat> {
     let me = std::process::id().to_string();
     let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
-    let mut out = Vec::new();
-    for entry in entries.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
-        let Some((_, rest)) = stat.rsplit_once(')') else { continue };
-        let fields: Vec<&str> = rest.split_whitespace().take(4).collect();
-        if let [state, ppid, _, session] = fields[..] {
-            if state == "Z" && ppid == me && session != mine {
-                out.push(pid);
-            }
-        }
-    }
-    out
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().filter(|n| n.bytes().all(|b| b.is_ascii_digit())).and_then(proc_stat))
+        .filter(|c| c.parent == me)
+        .collect()
 }
 
 /// Ends every process that is still a child of this one, for the end of a command: the
@@ -654,23 +697,11 @@ pub(crate) fn end_children(grace: Duration) {
 /// groups, from `/proc`.
 #[cfg(all(target_os = "linux", feature = "cli"))]
 fn live_children() -> Vec<(i32, i32)> {
-    let me = std::process::id().to_string();
-    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
-    let mut out = Vec::new();
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
-        // `pid (comm) state ppid pgrp …`: the command name may hold anything, so the fields
-        // are read after its last `)`.
-        let Some((_, rest)) = stat.rsplit_once(')') else { continue };
-        let mut fields = rest.split_whitespace();
-        let (Some(state), Some(ppid), Some(group)) = (fields.next(), fields.next(), fields.next()) else { continue };
-        if ppid == me && state != "Z" && state != "X" {
-            out.push((pid, group.parse().unwrap_or(pid)));
-        }
-    }
-    out
+    children()
+        .into_iter()
+        .filter(|c| c.state != "Z" && c.state != "X")
+        .map(|c| (c.pid, c.group.parse().unwrap_or(c.pid)))
+        .collect()
 }
 
 /// Canned answers for `--mock FILE` (format in `docs/execution.md`).
