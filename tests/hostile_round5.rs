@@ -524,3 +524,36 @@ fn the_pool_leaks_nothing_from_one_compile_into_the_next() {
         t.join().expect("no thread fails");
     }
 }
+
+/// A separator counts against the string limit as any text does: between elements that add
+/// nothing (`null`s, empty strings) it passed every check, and a million of them made a
+/// text as long as the separator a million times (a gigabyte from a kilobyte's separator)
+/// before the memory limit was asked, past the string limit. Now the string limit's error,
+/// and, under a memory budget smaller than the text, the memory limit's, at once.
+#[test]
+fn a_separator_between_empty_elements_is_counted() {
+    let small = Limits { max_string_len: 12, ..Limits::default() };
+    for src in [
+        "join(['', '', '', ''], 'abcdefghij')",
+        "join([null, null, null], 'abcdefghij')",
+        "join([null, '', 1], 'abcdefg')",
+    ] {
+        let o = outcome(&small, src, &Value::Null);
+        assert_eq!(kind(&o), Err(Code::StringLimit), "`{src}`: {o:?}");
+    }
+    // Up to the limit exactly: the text.
+    let o = outcome(&small, "join([null, '', 'a'], 'abcde')", &Value::Null);
+    assert_eq!(o, Ok("\"abcdeabcdea\"".to_string()));
+    // A kilobyte's separator between a million nulls: the string limit (16 MiB), at once.
+    let sep = format!("'{}'", "x".repeat(1024));
+    let src = format!("length(join(map(range(1000000), null), {sep}))");
+    let started = std::time::Instant::now();
+    let o = outcome(&Limits::default(), &src, &Value::Null);
+    assert_eq!(kind(&o), Err(Code::StringLimit), "{o:?}");
+    // Shorter than the string limit, longer than the memory left: the memory limit.
+    let src = format!("length(join(map(range(10000), null), {sep}))");
+    let o = outcome(&Limits { max_alloc_bytes: 1 << 20, ..Limits::default() }, &src, &Value::Null);
+    assert_eq!(kind(&o), Err(Code::MemoryLimit), "{o:?}");
+    assert_eq!(outcome(&Limits::default(), &src, &Value::Null), Ok("10238976".to_string()));
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "took {:?}", started.elapsed());
+}
