@@ -974,3 +974,57 @@ fn serve_reaps_what_a_tool_left_in_its_own_session_or_group() {
         }
     }
 }
+
+/// The threads of process `pid`.
+fn threads_of(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task")).map(|d| d.count()).unwrap_or(0)
+}
+
+/// `serve --mcp` calling, again and again, a tool that answers and leaves a daemon (a
+/// session of its own) keeping its three pipes, never reading its input (100 KB of
+/// arguments: more than a pipe holds) nor writing: each call answers after the grace
+/// period, and leaves no thread behind reading or writing a pipe the daemon keeps (three
+/// a call, for as long as the daemon lived: the server's life).
+#[test]
+fn serve_leaves_no_thread_on_the_pipes_a_daemon_keeps() {
+    // Each daemon's pid in a file named after the tool's.
+    let script = "setsid sh -c 'echo $$ > \"$D/left.$0\"; exec sleep 60' $$ &\n\
+                  while [ ! -s \"$D/left.$$\" ]; do sleep 0.01; done\necho '{\"ok\": true}'";
+    let root = script_root("serve-daemon-threads", script, 30);
+    std::fs::write(
+        root.join("main.tool"),
+        r#"{"arguments": [{"name": "pad", "type_name": "string", "required": true}],
+            "instructions": [{"execution_id": "call", "tool_definition_path": "/tools/t.tool",
+                              "arguments": {"pad": "REF:arguments.pad"}, "retry": {"max_retries": 0}}]}"#,
+    )
+    .expect("write");
+    let pad = "x".repeat(100_000);
+    let mut s = Mcp::start(&root);
+    let pid = s.child.id();
+    let mut call = |id: u64| {
+        s.send(&serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                                   "params": {"name": "main", "arguments": {"pad": pad}}}));
+        let answer = s.answer(id);
+        assert_eq!(answer["result"]["isError"], serde_json::json!(false), "{answer}");
+        // The threads that were to end have ended (a fifth of a second is plenty).
+        std::thread::sleep(Duration::from_millis(600));
+        threads_of(pid)
+    };
+    // The first call starts what a server starts once (its pools' threads).
+    let first = call(1);
+    let last = (2..=4).map(&mut call).last().unwrap_or(first);
+    // The daemons live as long as the server; it is killed here, so they are ended here.
+    let daemons: Vec<u32> = std::fs::read_dir(&root)
+        .expect("root")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("left."))
+        .flat_map(|e| pids_in(&e.path()))
+        .collect();
+    for &d in &daemons {
+        if let Ok(d) = i32::try_from(d) {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(d), nix::sys::signal::Signal::SIGKILL);
+        }
+    }
+    assert_eq!(daemons.len(), 4, "a daemon a call");
+    assert!(last <= first + 1, "the server had {first} threads after one call, {last} after four");
+}
