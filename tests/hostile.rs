@@ -799,3 +799,232 @@ fn diagnostics_echo_escape_sequences_escaped_never_raw() {
     }
     assert!(evaluated.stderr.contains("foo(?]0;pwned?)"), "{}", evaluated.stderr);
 }
+
+// ---- hostile tool programs and the runner's pipes (hostile round, 2026-11-29) -----------
+
+/// A root whose `main.tool` calls `tools/t.tool`, an `exec:` of `script` (POSIX sh) with a
+/// timeout of `timeout` seconds and no retry; the script finds a folder for its notes in
+/// `$D` (each process it leaves writes its pid to a file there).
+fn script_root(name: &str, script: &str, timeout: u32) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = temp(name);
+    std::fs::create_dir_all(dir.join("tools/bin")).expect("mkdir");
+    let main = format!(
+        r#"{{"instructions": [{{"execution_id": "call", "tool_definition_path": "/tools/t.tool",
+             "timeout_seconds": {timeout}, "retry": {{"max_retries": 0}}}}]}}"#
+    );
+    std::fs::write(dir.join("main.tool"), main).expect("write");
+    std::fs::write(dir.join("tools/t.tool"), r#"{"system_event_endpoint": "exec:./bin/t.sh"}"#).expect("write");
+    let bin = dir.join("tools/bin/t.sh");
+    std::fs::write(&bin, format!("#!/bin/sh\nexport D='{}'\n{script}\n", dir.display())).expect("write");
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    dir
+}
+
+/// Waits until the script's process `what` wrote its pid to `$D/what`.
+const WAIT_FOR: &str = "while [ ! -s \"$D/$1\" ]; do sleep 0.01; done";
+
+/// `tdsl run` of a `script_root`, timed; the pids its processes left in `$D/left`.
+fn run_script(name: &str, script: &str, timeout: u32, extra: &[&str]) -> (Ended, Duration, Vec<u32>) {
+    let dir = script_root(name, &format!("wait_for() {{ {WAIT_FOR}; }}\n{script}"), timeout);
+    let mut args = vec!["run", "main.tool", "--root", dir.to_str().expect("utf-8 path"), "--no-history"];
+    args.extend_from_slice(extra);
+    let started = Instant::now();
+    let o = run(&args);
+    let took = started.elapsed();
+    (o, took, pids_in(&dir.join("left")))
+}
+
+/// A tool that answers and leaves a process holding only one of its two pipes (standard
+/// error, then standard output): the answer comes after the grace period, not at the
+/// process's end, and the process is killed.
+#[test]
+fn a_process_left_holding_one_pipe_does_not_hold_the_attempt() {
+    for (name, held) in [("held-stderr", ">/dev/null"), ("held-stdout", "2>/dev/null")] {
+        let script =
+            format!("sh -c 'echo $$ > \"$D/left\"; exec sleep 60' {held} &\nwait_for left\necho '{{\"ok\": true}}'");
+        let (o, took, left) = run_script(name, &script, 30, &[]);
+        assert_eq!(o.code, 0, "{name}: {}", o.stderr);
+        assert_eq!(json(&o.stdout), json(r#"{"call": {"ok": true}}"#), "{name}");
+        assert!(took < Duration::from_secs(15), "{name}: took {took:?}");
+        assert_eq!(left.len(), 1, "{name}");
+        assert_eq!(left_alive(&left), Vec::<u32>::new(), "{name}: the process holding a pipe was killed");
+    }
+}
+
+/// A tool that closes its standard output (or error) and then never exits, or never writes
+/// and never exits: killed at its timeout (1 s), whatever it closed.
+#[test]
+fn a_tool_that_closes_a_pipe_and_never_exits_is_killed_at_its_timeout() {
+    for (name, close) in [("close-stdout", "exec 1>&-"), ("close-stderr", "exec 2>&-"), ("close-none", ":")] {
+        let script = format!("{close}\necho $$ > \"$D/left\"\nexec sleep 60");
+        let (o, took, left) = run_script(name, &script, 1, &[]);
+        assert_eq!(o.code, 1, "{name}: {}", o.stderr);
+        assert!(o.stderr.contains("[E0804]"), "{name}: {}", o.stderr);
+        assert!(took < Duration::from_secs(15), "{name}: took {took:?}");
+        assert_eq!(left.len(), 1, "{name}");
+        assert_eq!(left_alive(&left), Vec::<u32>::new(), "{name}: the tool was killed");
+    }
+}
+
+/// A tool that answers and daemonizes (a process in a session of its own that keeps both
+/// pipes): the attempt ends after the grace period with the answer, and the run ends the
+/// daemon before it exits.
+#[test]
+fn a_tool_that_daemonizes_with_its_pipes_answers_and_the_daemon_is_ended() {
+    let script = "setsid sh -c 'echo $$ > \"$D/left\"; exec sleep 60' &\nwait_for left\necho '{\"ok\": true}'";
+    let (o, took, left) = run_script("daemon-pipes", script, 30, &[]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(json(&o.stdout), json(r#"{"call": {"ok": true}}"#));
+    assert!(took < Duration::from_secs(15), "took {took:?}");
+    assert_eq!(left.len(), 1);
+    assert_eq!(left_alive(&left), Vec::<u32>::new(), "the daemon was ended with the run");
+}
+
+/// A tool that exits while a process it started keeps writing slowly: on standard error,
+/// the answer stands; on standard output, what it wrote after the answer makes the output
+/// no JSON value (an error, not a hang); the writer is killed either way.
+#[test]
+fn a_tool_that_exits_while_a_child_writes_slowly() {
+    for (name, to, ok) in [("slow-stderr", ">&2", true), ("slow-stdout", "", false)] {
+        let script = format!(
+            "sh -c 'echo $$ > \"$D/left\"; while :; do echo x {to}; sleep 0.1; done' &\nwait_for left\necho '{{\"ok\": true}}'"
+        );
+        let (o, took, left) = run_script(name, &script, 30, &[]);
+        assert!(took < Duration::from_secs(15), "{name}: took {took:?}");
+        if ok {
+            assert_eq!(o.code, 0, "{name}: {}", o.stderr);
+            assert_eq!(json(&o.stdout), json(r#"{"call": {"ok": true}}"#), "{name}");
+        } else {
+            assert_eq!(o.code, 1, "{name}: {}", o.stderr);
+            assert!(o.stderr.contains("printed invalid JSON"), "{name}: {}", o.stderr);
+        }
+        assert_eq!(left.len(), 1, "{name}");
+        assert_eq!(left_alive(&left), Vec::<u32>::new(), "{name}: the writer was killed");
+    }
+}
+
+/// A process a tool leaves behind floods standard output after the tool exited, in the
+/// tool's process group or in a session of its own: the output limit still holds (the
+/// call fails with E0803 naming it), the run ends, and the flooder is gone.
+#[test]
+fn a_flood_after_the_tool_exited_is_cut_off_at_the_cap() {
+    for (name, how) in [("flood-after", "sh"), ("flood-daemon", "setsid sh")] {
+        let script =
+            format!("{how} -c 'echo $$ > \"$D/left\"; sleep 0.2; exec yes' &\nwait_for left\necho '{{\"ok\": true}}'");
+        let (o, took, left) = run_script(name, &script, 30, &["--max-tool-output", "100000"]);
+        assert_eq!(o.code, 1, "{name}: {}", o.stderr);
+        assert!(o.stderr.contains("printed more than 100000 bytes on standard output"), "{name}: {}", o.stderr);
+        assert!(o.stderr.contains("[E0803]"), "{name}: {}", o.stderr);
+        assert!(took < Duration::from_secs(15), "{name}: took {took:?}");
+        assert_eq!(left.len(), 1, "{name}");
+        assert_eq!(left_alive(&left), Vec::<u32>::new(), "{name}: the flooder was ended");
+    }
+}
+
+/// The children of `pid` that are zombies (ended, never waited for).
+fn zombie_children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Some(child) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        let Some((_, rest)) = stat.rsplit_once(')') else { continue };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.first() == Some(&"Z") && fields.get(1) == Some(&pid.to_string().as_str()) {
+            out.push(child);
+        }
+    }
+    out
+}
+
+/// `serve --mcp` (a long-running process, the subreaper of what its tools leave) calling
+/// a tool that leaves a short-lived process in a session of its own (`setsid`), or in a
+/// process group of its own in the server's session (`setpgid`: out of reach of the kill of
+/// the tool's group too): once that process ends, the server reaps it. A
+/// zombie per such call would pile up for as long as the server runs.
+#[test]
+fn serve_reaps_what_a_tool_left_in_its_own_session_or_group() {
+    // perl-base is part of every Debian system; `sh` has no `setpgid`.
+    let own_group = "exec perl -e \"setpgrp(0, 0); exec q(sleep), q(0.3)\"";
+    for (name, leave, end) in
+        [("serve-zombie-session", "setsid sh -c", "exec sleep 0.3"), ("serve-zombie-group", "sh -c", own_group)]
+    {
+        let script = format!(
+            "{leave} 'echo $$ > \"$D/left\"; {end}' </dev/null >/dev/null 2>&1 &\n\
+             while [ ! -s \"$D/left\" ]; do sleep 0.01; done\necho '{{\"ok\": true}}'"
+        );
+        let root = script_root(name, &script, 30);
+        let mut s = Mcp::start(&root);
+        let pid = s.child.id();
+        s.send(&serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                   "params": {"name": "main", "arguments": {}}}));
+        let answer = s.answer(1);
+        assert_eq!(answer["result"]["isError"], serde_json::json!(false), "{name}: {answer}");
+        let left = pids_in(&root.join("left"));
+        assert_eq!(left.len(), 1, "{name}");
+        // The process ends after 0.3 s; within the watchdog it is reaped, not left a zombie.
+        let started = Instant::now();
+        loop {
+            let zombies = zombie_children(pid);
+            if zombies.is_empty() && gone(left[0]) {
+                break;
+            }
+            assert!(started.elapsed() < Duration::from_secs(10), "{name}: zombies of the server: {zombies:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// The threads of process `pid`.
+fn threads_of(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task")).map(|d| d.count()).unwrap_or(0)
+}
+
+/// `serve --mcp` calling, again and again, a tool that answers and leaves a daemon (a
+/// session of its own) keeping its three pipes, never reading its input (100 KB of
+/// arguments: more than a pipe holds) nor writing: each call answers after the grace
+/// period, and leaves no thread behind reading or writing a pipe the daemon keeps (three
+/// a call, for as long as the daemon lived: the server's life).
+#[test]
+fn serve_leaves_no_thread_on_the_pipes_a_daemon_keeps() {
+    // Each daemon's pid in a file named after the tool's.
+    let script = "setsid sh -c 'echo $$ > \"$D/left.$0\"; exec sleep 60' $$ &\n\
+                  while [ ! -s \"$D/left.$$\" ]; do sleep 0.01; done\necho '{\"ok\": true}'";
+    let root = script_root("serve-daemon-threads", script, 30);
+    std::fs::write(
+        root.join("main.tool"),
+        r#"{"arguments": [{"name": "pad", "type_name": "string", "required": true}],
+            "instructions": [{"execution_id": "call", "tool_definition_path": "/tools/t.tool",
+                              "arguments": {"pad": "REF:arguments.pad"}, "retry": {"max_retries": 0}}]}"#,
+    )
+    .expect("write");
+    let pad = "x".repeat(100_000);
+    let mut s = Mcp::start(&root);
+    let pid = s.child.id();
+    let mut call = |id: u64| {
+        s.send(&serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                                   "params": {"name": "main", "arguments": {"pad": pad}}}));
+        let answer = s.answer(id);
+        assert_eq!(answer["result"]["isError"], serde_json::json!(false), "{answer}");
+        // The threads that were to end have ended (a fifth of a second is plenty).
+        std::thread::sleep(Duration::from_millis(600));
+        threads_of(pid)
+    };
+    // The first call starts what a server starts once (its pools' threads).
+    let first = call(1);
+    let last = (2..=4).map(&mut call).last().unwrap_or(first);
+    // The daemons live as long as the server; it is killed here, so they are ended here.
+    let daemons: Vec<u32> = std::fs::read_dir(&root)
+        .expect("root")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("left."))
+        .flat_map(|e| pids_in(&e.path()))
+        .collect();
+    for &d in &daemons {
+        if let Ok(d) = i32::try_from(d) {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(d), nix::sys::signal::Signal::SIGKILL);
+        }
+    }
+    assert_eq!(daemons.len(), 4, "a daemon a call");
+    assert!(last <= first + 1, "the server had {first} threads after one call, {last} after four");
+}

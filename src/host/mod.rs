@@ -20,10 +20,13 @@ pub(crate) mod env;
 pub(crate) mod http;
 #[cfg(feature = "mcp")]
 pub(crate) mod mcp_client;
+mod orphans;
 pub(crate) mod runner;
 
 pub use env::ToolEnv;
 // For the `tdsl` command: `check`'s endpoint warning, `run --max-tool-output`, the cleanup.
 #[cfg(feature = "cli")]
-pub(crate) use runner::{adopt_orphans, check_endpoint, end_children, DEFAULT_MAX_STDOUT, TERM_GRACE};
+pub(crate) use orphans::{adopt_orphans, end_children};
+#[cfg(feature = "cli")]
+pub(crate) use runner::{check_endpoint, DEFAULT_MAX_STDOUT, TERM_GRACE};
 pub use runner::{HostRunner, Mock};

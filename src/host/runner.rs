@@ -250,7 +250,81 @@ enum Keep {
     Tail(usize),
 }
 
-fn spawn_reader<R: Read + Send + 'static>(pipe: Option<R>, keep: Keep) -> std::io::Result<Shared> {
+/// Set when a call stops waiting for its program's pipes (it returns): the threads reading
+/// and writing them end at their next look, at most [`PIPE_POLL`] later, instead of lasting
+/// as long as a process the program left keeps the pipes (a daemon: a server's life).
+type Abandoned = std::sync::Arc<std::sync::atomic::AtomicBool>;
+
+/// Sets the call's [`Abandoned`] flag when the call returns, whichever way.
+struct Abandon(Abandoned);
+
+impl Drop for Abandon {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// How long a pipe's thread waits for its pipe before it looks whether it was abandoned.
+const PIPE_POLL: u16 = 100;
+
+/// A program's end of a pipe, waited on with its call's [`Abandoned`] flag.
+trait PipeEnd {
+    /// Waits until the pipe can be read (`write` false) or written without blocking, or
+    /// has no other end any more (the read or write then says so); false once abandoned.
+    fn ready(&self, write: bool, abandoned: &std::sync::atomic::AtomicBool) -> bool;
+}
+
+#[cfg(unix)]
+impl<T: std::os::fd::AsFd> PipeEnd for T {
+    fn ready(&self, write: bool, abandoned: &std::sync::atomic::AtomicBool) -> bool {
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+        let flags = if write { PollFlags::POLLOUT } else { PollFlags::POLLIN };
+        loop {
+            if abandoned.load(std::sync::atomic::Ordering::Relaxed) {
+                return false;
+            }
+            let mut fds = [PollFd::new(self.as_fd(), flags)];
+            match poll(&mut fds, PollTimeout::from(PIPE_POLL)) {
+                Ok(0) | Err(nix::errno::Errno::EINTR) => continue,
+                _ => return true,
+            }
+        }
+    }
+}
+
+#[cfg(not(unix))]
+impl<T> PipeEnd for T {
+    fn ready(&self, _: bool, abandoned: &std::sync::atomic::AtomicBool) -> bool {
+        !abandoned.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// Writes a program's input on a thread of its own, a page at a time, each when the pipe has
+/// room for it (a page is written whole or not at all), until the call is abandoned. A
+/// program that does not read its input closes the pipe: not an error. The thread is not
+/// waited for: a process that keeps the pipe open without reading must not hold the call.
+fn spawn_writer<W: Write + PipeEnd + Send + 'static>(
+    pipe: Option<W>,
+    input: Vec<u8>,
+    abandoned: Abandoned,
+) -> std::io::Result<()> {
+    std::thread::Builder::new().name("tdsl-exec-stdin".to_string()).spawn(move || {
+        if let Some(mut pipe) = pipe {
+            for page in input.chunks(4096) {
+                if !pipe.ready(true, &abandoned) || pipe.write_all(page).is_err() {
+                    break;
+                }
+            }
+        }
+    })?;
+    Ok(())
+}
+
+fn spawn_reader<R: Read + PipeEnd + Send + 'static>(
+    pipe: Option<R>,
+    keep: Keep,
+    abandoned: Abandoned,
+) -> std::io::Result<Shared> {
     let shared: Shared = Shared::default();
     let Some(mut pipe) = pipe else {
         lock(&shared).done = true;
@@ -260,6 +334,9 @@ fn spawn_reader<R: Read + Send + 'static>(pipe: Option<R>, keep: Keep) -> std::i
     std::thread::Builder::new().name("tdsl-exec-pipe".to_string()).spawn(move || {
         let mut buf = vec![0u8; 64 * 1024];
         loop {
+            if !pipe.ready(false, &abandoned) {
+                break;
+            }
             let n = match pipe.read(&mut buf) {
                 Ok(0) | Err(_) => break,
                 Ok(n) => n,
@@ -326,21 +403,15 @@ fn run_program(words: &[String], call: &ToolCall<'_>, max_stdout: u64, env: &Too
             ToolError::permanent(message)
         }
     };
-    let mut child = cmd.spawn().map_err(cannot_start)?;
+    let (mut child, _registered) = super::orphans::spawn_registered(&mut cmd).map_err(cannot_start)?;
+    // The pipes' threads end when the call returns, whatever holds the pipes then.
+    let abandon = Abandon(Abandoned::default());
     let started = (|| {
         let input = serde_json::to_vec(call.arguments).unwrap_or_default();
-        let stdin = child.stdin.take();
-        // A program that does not read its input closes the pipe: not an error. The thread
-        // is not waited for: a process that keeps the pipe open without reading must not
-        // hold the call.
-        std::thread::Builder::new().name("tdsl-exec-stdin".to_string()).spawn(move || {
-            if let Some(mut s) = stdin {
-                let _ = s.write_all(&input);
-            }
-        })?;
+        spawn_writer(child.stdin.take(), input, abandon.0.clone())?;
         let watch = PipeWatch::of(child.stdout.as_ref(), child.stderr.as_ref());
-        let out = spawn_reader(child.stdout.take(), Keep::Head(max_stdout))?;
-        let err = spawn_reader(child.stderr.take(), Keep::Tail(STDERR_TAIL))?;
+        let out = spawn_reader(child.stdout.take(), Keep::Head(max_stdout), abandon.0.clone())?;
+        let err = spawn_reader(child.stderr.take(), Keep::Tail(STDERR_TAIL), abandon.0.clone())?;
         Ok((out, err, watch))
     })();
     let (out, err, watch) = match started {
@@ -526,78 +597,6 @@ fn reap_group(group: i32) {
         }
     });
     drop(spawned);
-}
-
-/// Makes this process the *subreaper* of everything it starts (Linux): a process a tool
-/// leaves behind in a session or process group of its own (`setsid`), out of reach of the
-/// process-group kills, is re-parented to this process when its parent exits (instead of to
-/// init), so that [`end_children`] finds it. Whether it took effect (never elsewhere).
-#[cfg(feature = "cli")]
-pub(crate) fn adopt_orphans() -> bool {
-    #[cfg(target_os = "linux")]
-    return nix::sys::prctl::set_child_subreaper(true).is_ok();
-    #[cfg(not(target_os = "linux"))]
-    false
-}
-
-/// Ends every process that is still a child of this one, for the end of a command: the
-/// tools' own processes ended with their attempts, so what is left are processes tools left
-/// behind (adopted through [`adopt_orphans`]). Each gets `SIGTERM` (its group too, when it
-/// leads one), then `SIGKILL` after `grace`; ending them can orphan their own children,
-/// which are adopted in turn, so this repeats while any is left, at most ten rounds.
-/// Linux only (it reads `/proc`); elsewhere it does nothing.
-#[cfg(feature = "cli")]
-pub(crate) fn end_children(grace: Duration) {
-    #[cfg(target_os = "linux")]
-    {
-        use nix::sys::signal::{kill, killpg, Signal};
-        use nix::unistd::Pid;
-        let signal_all = |children: &[(i32, i32)], signal: Signal| {
-            for &(pid, group) in children {
-                if group == pid {
-                    let _ = killpg(Pid::from_raw(pid), signal);
-                }
-                let _ = kill(Pid::from_raw(pid), signal);
-            }
-        };
-        for _ in 0..10 {
-            let children = live_children();
-            if children.is_empty() {
-                return;
-            }
-            signal_all(&children, Signal::SIGTERM);
-            let asked = Instant::now();
-            while asked.elapsed() < grace && !live_children().is_empty() {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            signal_all(&live_children(), Signal::SIGKILL);
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = grace;
-}
-
-/// The children of this process that have not ended (zombies excluded), with their process
-/// groups, from `/proc`.
-#[cfg(all(target_os = "linux", feature = "cli"))]
-fn live_children() -> Vec<(i32, i32)> {
-    let me = std::process::id().to_string();
-    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
-    let mut out = Vec::new();
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
-        // `pid (comm) state ppid pgrp …`: the command name may hold anything, so the fields
-        // are read after its last `)`.
-        let Some((_, rest)) = stat.rsplit_once(')') else { continue };
-        let mut fields = rest.split_whitespace();
-        let (Some(state), Some(ppid), Some(group)) = (fields.next(), fields.next(), fields.next()) else { continue };
-        if ppid == me && state != "Z" && state != "X" {
-            out.push((pid, group.parse().unwrap_or(pid)));
-        }
-    }
-    out
 }
 
 /// Canned answers for `--mock FILE` (format in `docs/execution.md`).

@@ -35,31 +35,78 @@ fn join_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     let xs = list_arg(args, 0, "array")?;
     let sep = str_param(args, 1, "separator")?;
     let max = r.limits().max_string_len;
+    // Written up to the string limit or the memory left, whichever is less: a text that
+    // would pass the memory left fails before it is written (`past_cap`), not once it is.
+    let cap = max.min(usize::try_from(r.alloc_left()).unwrap_or(usize::MAX));
     // Room for short texts up front (names, ids: a few doublings saved): a few bytes for
-    // each element the list already holds, never more than the limit or 1 MiB (a list of
-    // a million nulls joins to nothing; a text longer than that grows as it is written).
+    // each element the list already holds, never more than may be written or 1 MiB (a list
+    // of a million nulls joins to nothing; a text longer than that grows as it is written).
     let room = xs.len().saturating_mul(sep.len().saturating_add(8));
-    let mut out = String::with_capacity(room.min(max).min(JOIN_ROOM_MAX));
+    let mut out = String::with_capacity(room.min(cap).min(JOIN_ROOM_MAX));
     for (i, x) in xs.iter().enumerate() {
+        let at = out.len();
         if i > 0 {
+            // A separator counts as any text does: between elements that add nothing
+            // (`null`s, empty strings) a million of them would otherwise pass every check.
+            if sep.len() > cap.saturating_sub(out.len()) {
+                return Err(past_cap(r, xs, sep, i, at));
+            }
             out.push_str(sep);
         }
         // Strings (names, ids: most of what is joined) appended in place; the rest as
         // `join_text_within` writes them.
         if let Value::Str(s) = x {
             let s = s.as_str();
-            if s.len() <= max.saturating_sub(out.len()) {
+            if s.len() <= cap.saturating_sub(out.len()) {
                 out.push_str(s);
                 continue;
             }
         }
-        if !x.join_text_within(&mut out, max) {
-            return Err(text_too_long(&*r));
+        if !x.join_text_within(&mut out, cap) {
+            return Err(past_cap(r, xs, sep, i, at));
         }
     }
     r.charge(out.len() / 64)?;
     r.alloc(out.len())?;
     Ok(Value::Str(SmolStr::from(out)))
+}
+
+/// `join`'s error once element `i` (and the separator before it) would take its text, `at`
+/// bytes long before them, past what it may write: the string limit's when the whole text is
+/// longer than that limit (counted, not written), else the memory limit's, charged as the
+/// written text would have been. The error a text written whole would have met.
+fn past_cap(r: &mut dyn Caller, xs: &[Value], sep: &str, i: usize, at: usize) -> Failure {
+    let max = r.limits().max_string_len;
+    let mut len = at;
+    let mut text = String::new();
+    for (j, x) in xs.iter().enumerate().skip(i) {
+        if j > 0 {
+            len = len.saturating_add(sep.len());
+        }
+        let room = match max.checked_sub(len) {
+            Some(room) => room,
+            None => return text_too_long(&*r),
+        };
+        let more = match x {
+            Value::Str(s) => s.len(),
+            other => {
+                text.clear();
+                if !other.join_text_within(&mut text, room) {
+                    return text_too_long(&*r);
+                }
+                text.len()
+            }
+        };
+        if more > room {
+            return text_too_long(&*r);
+        }
+        len += more;
+    }
+    match r.charge(len / 64).and_then(|()| r.alloc(len)) {
+        Err(e) => e.into(),
+        // Not reached: the text passes the memory left.
+        Ok(()) => text_too_long(&*r),
+    }
 }
 
 /// `starts_with`: the signature; the body follows.

@@ -1,0 +1,188 @@
+//! What the `exec:` programs leave behind: the processes they start that outlive them.
+//! On Linux the command is their *subreaper* ([`adopt_orphans`]): it reaps those that end
+//! while it runs ([`RUNNING`] tells them from its own children) and ends the rest when it
+//! ends ([`end_children`]). What a program leaves in its own process group is killed with
+//! the call (`runner`).
+
+use std::process::{Child, Command};
+use std::sync::{Mutex, PoisonError};
+#[cfg(feature = "cli")]
+use std::time::Duration;
+#[cfg(all(target_os = "linux", feature = "cli"))]
+use std::time::Instant;
+
+/// Makes this process the *subreaper* of everything it starts (Linux): a process a tool
+/// leaves behind in a session or process group of its own (`setsid`), out of reach of the
+/// process-group kills, is re-parented to this process when its parent exits (instead of to
+/// init), so that [`end_children`] finds it. Whether it took effect (never elsewhere).
+///
+/// What it adopts is reaped when it ends ([`reap_orphans`]): a
+/// long-running `serve --mcp` would otherwise keep a zombie of every such process until it
+/// exits.
+#[cfg(feature = "cli")]
+pub(crate) fn adopt_orphans() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        let adopted = nix::sys::prctl::set_child_subreaper(true).is_ok();
+        if adopted {
+            reap_orphans();
+        }
+        adopted
+    }
+    #[cfg(not(target_os = "linux"))]
+    false
+}
+
+/// How often the orphan reaper looks again after a child ended (or while there is none).
+#[cfg(all(target_os = "linux", feature = "cli"))]
+const ORPHAN_POLL: Duration = Duration::from_millis(250);
+
+/// Starts a thread that, for as long as this process runs, reaps the ended processes it
+/// adopted: a process a tool left in a session or a process group of its own (`setsid`,
+/// `setpgid`: out of reach of the kill of the tool's group) and what that process started.
+/// A child of this process is one it started itself when it is in this process's own group
+/// (an MCP server, `git`) or is an `exec:` program running now ([`RUNNING`]); any other
+/// child was adopted, and reaping it takes no `Child`'s status. The thread blocks until some
+/// child has ended without reaping it (`waitid` with `WNOWAIT`: it may be one this process
+/// started, whose `Child` reaps it), then reaps the adopted ones.
+#[cfg(all(target_os = "linux", feature = "cli"))]
+fn reap_orphans() {
+    use nix::errno::Errno;
+    use nix::sys::wait::{waitid, waitpid, Id, WaitPidFlag};
+    use nix::unistd::Pid;
+    let Some(me) = proc_stat("self") else { return };
+    let spawned = std::thread::Builder::new().name("tdsl-orphans".into()).spawn(move || loop {
+        match waitid(Id::All, WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT) {
+            Ok(_) => {
+                // Held while looking: an `exec:` program is registered before it can end.
+                let running = lock_running();
+                for c in children() {
+                    let adopted = c.session != me.session || (c.group != me.group && !running.contains(&c.pid));
+                    if c.state == "Z" && adopted {
+                        let _ = waitpid(Pid::from_raw(c.pid), Some(WaitPidFlag::WNOHANG));
+                    }
+                }
+            }
+            Err(Errno::EINTR) => continue,
+            // No child at all for now (ECHILD).
+            Err(_) => {}
+        }
+        std::thread::sleep(ORPHAN_POLL);
+    });
+    drop(spawned);
+}
+
+/// The `exec:` programs running now, by process id: registered as they are started (under
+/// the lock, so that none can end unregistered) and left out once their `Child` reaped them.
+static RUNNING: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+fn lock_running() -> std::sync::MutexGuard<'static, Vec<i32>> {
+    RUNNING.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Starts `cmd`, registered in [`RUNNING`] until the returned guard is dropped (after the
+/// child was reaped).
+pub(super) fn spawn_registered(cmd: &mut Command) -> std::io::Result<(Child, Registered)> {
+    let mut running = lock_running();
+    let child = cmd.spawn()?;
+    let pid = i32::try_from(child.id()).unwrap_or(-1);
+    running.push(pid);
+    Ok((child, Registered(pid)))
+}
+
+/// An `exec:` program's place in [`RUNNING`].
+pub(super) struct Registered(i32);
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        lock_running().retain(|&p| p != self.0);
+    }
+}
+
+/// What `/proc/PID/stat` says of a process.
+#[cfg(all(target_os = "linux", feature = "cli"))]
+struct ProcStat {
+    pid: i32,
+    state: String,
+    parent: String,
+    group: String,
+    session: String,
+}
+
+/// `/proc/{pid}/stat` (`"self"` for this process).
+#[cfg(all(target_os = "linux", feature = "cli"))]
+fn proc_stat(pid: &str) -> Option<ProcStat> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid pgrp session …`: the command name may hold anything, so the
+    // fields are read after its last `)`.
+    let (head, rest) = stat.rsplit_once(')')?;
+    let pid = head.split_whitespace().next()?.parse().ok()?;
+    let mut fields = rest.split_whitespace().map(str::to_string);
+    Some(ProcStat {
+        pid,
+        state: fields.next()?,
+        parent: fields.next()?,
+        group: fields.next()?,
+        session: fields.next()?,
+    })
+}
+
+/// The children of this process, ended or not, from `/proc`.
+#[cfg(all(target_os = "linux", feature = "cli"))]
+fn children() -> Vec<ProcStat> {
+    let me = std::process::id().to_string();
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().filter(|n| n.bytes().all(|b| b.is_ascii_digit())).and_then(proc_stat))
+        .filter(|c| c.parent == me)
+        .collect()
+}
+
+/// Ends every process that is still a child of this one, for the end of a command: the
+/// tools' own processes ended with their attempts, so what is left are processes tools left
+/// behind (adopted through [`adopt_orphans`]). Each gets `SIGTERM` (its group too, when it
+/// leads one), then `SIGKILL` after `grace`; ending them can orphan their own children,
+/// which are adopted in turn, so this repeats while any is left, at most ten rounds.
+/// Linux only (it reads `/proc`); elsewhere it does nothing.
+#[cfg(feature = "cli")]
+pub(crate) fn end_children(grace: Duration) {
+    #[cfg(target_os = "linux")]
+    {
+        use nix::sys::signal::{kill, killpg, Signal};
+        use nix::unistd::Pid;
+        let signal_all = |children: &[(i32, i32)], signal: Signal| {
+            for &(pid, group) in children {
+                if group == pid {
+                    let _ = killpg(Pid::from_raw(pid), signal);
+                }
+                let _ = kill(Pid::from_raw(pid), signal);
+            }
+        };
+        for _ in 0..10 {
+            let children = live_children();
+            if children.is_empty() {
+                return;
+            }
+            signal_all(&children, Signal::SIGTERM);
+            let asked = Instant::now();
+            while asked.elapsed() < grace && !live_children().is_empty() {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            signal_all(&live_children(), Signal::SIGKILL);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = grace;
+}
+
+/// The children of this process that have not ended (zombies excluded), with their process
+/// groups, from `/proc`.
+#[cfg(all(target_os = "linux", feature = "cli"))]
+fn live_children() -> Vec<(i32, i32)> {
+    children()
+        .into_iter()
+        .filter(|c| c.state != "Z" && c.state != "X")
+        .map(|c| (c.pid, c.group.parse().unwrap_or(c.pid)))
+        .collect()
+}
