@@ -122,9 +122,12 @@ impl TKind {
                 TArg::Absent => true,
                 TArg::Template { .. } | TArg::Dynamic { .. } => false,
             }),
-            TKind::Const(_) | TKind::Global(_) | TKind::Local(_) | TKind::Ref(..) | TKind::Pipeline { .. } | TKind::Error => {
-                false
-            }
+            TKind::Const(_)
+            | TKind::Global(_)
+            | TKind::Local(_)
+            | TKind::Ref(..)
+            | TKind::Pipeline { .. }
+            | TKind::Error => false,
         }
     }
 }
