@@ -125,8 +125,21 @@ fn intern_in(names: &mut [Option<Name>], text: &str) -> Name {
     n
 }
 
+/// `[A-Za-z0-9_]`, by byte: one load where the ranges take several comparisons (names are
+/// most of an expression's text).
+static IDENT: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = b.is_ascii_alphanumeric() || b == b'_';
+        c += 1;
+    }
+    t
+};
+
 fn is_ident_char(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || c == b'_'
+    IDENT[usize::from(c)]
 }
 
 /// The length of the run of name characters (`[A-Za-z0-9_]`) that `b` starts with: one
@@ -513,7 +526,8 @@ impl<'s> Parser<'s> {
         let inner = self.pos;
         loop {
             let rest = &self.b[self.pos..];
-            let n = rest.iter().position(|&c| c == quote || c == b'\\')?;
+            // A condition string is most of a call's text: found by the vectorised search.
+            let n = memchr::memchr2(quote, b'\\', rest)?;
             self.pos += n;
             if self.b[self.pos] == quote {
                 break;
