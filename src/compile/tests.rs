@@ -11,15 +11,22 @@ use crate::types::typed::TExpr;
 use crate::types::Scope;
 
 fn typed(src: &str) -> TExpr {
+    checked(src).expr
+}
+
+fn checked(src: &str) -> crate::types::Checked {
     let parsed = crate::syntax::parse(src);
     assert!(parsed.diagnostics.is_empty(), "{src}: {:?}", parsed.diagnostics);
     let checked = crate::types::check(&parsed.expr, &Scope::open(), &FunctionTable::builtins(), 128);
     assert!(checked.diagnostics.is_empty(), "{src}: {:?}", checked.diagnostics);
-    checked.expr
+    checked
 }
 
 /// A program in which nothing folds is compiled from the checked tree itself, borrowed;
-/// one in which something does gets the folded tree, constants computed as before.
+/// one in which something does gets the folded tree, constants computed as before. The
+/// checker says which is which ahead of folding (`constant_operands`: the engine does not
+/// walk a tree to fold it when no node has operands that are all constants), and never
+/// says "nothing" of a tree in which something folds.
 #[test]
 fn folding_copies_nothing_when_nothing_folds() {
     let (funcs, limits) = (FunctionTable::builtins(), Limits::default());
@@ -28,8 +35,9 @@ fn folding_copies_nothing_when_nothing_folds() {
         "pipeline(xs, [length(current), current + 1])",
         "if(a, [b, c.d], {e: -f})",
     ] {
-        let t = typed(src);
-        assert!(matches!(fold(&t, &funcs, &limits), Cow::Borrowed(_)), "{src}");
+        let c = checked(src);
+        assert!(!c.constant_operands, "{src}: no node has constant operands");
+        assert!(matches!(fold(&c.expr, &funcs, &limits), Cow::Borrowed(_)), "{src}");
     }
     for (src, want) in [
         ("1 + 2", "3"),
@@ -38,8 +46,15 @@ fn folding_copies_nothing_when_nothing_folds() {
         ("map(xs, item.a + (2 * 3))", "6"),
         ("if(true, x, y)", "x"),
         ("{a: x, b: length([1, 2])}", "2"),
+        ("{a: 7}.a", "7"),
+        ("[5, 6][1]", "6"),
+        ("not true", "false"),
+        ("[x, []]", "[]"),
+        ("filter(xs, \"item.a > 2 + 3\")", "5"),
     ] {
-        let t = typed(src);
+        let c = checked(src);
+        assert!(c.constant_operands, "{src}: a node has constant operands");
+        let t = c.expr;
         let folded = fold(&t, &funcs, &limits);
         assert!(matches!(folded, Cow::Owned(_)), "{src}");
         let listing = super::disassemble(&compile(&folded));

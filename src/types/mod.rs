@@ -11,7 +11,7 @@ pub mod signature;
 pub mod typed;
 
 pub(crate) use check::relative_path;
-pub use check::{check, check_template, RefUse};
+pub use check::{check, check_template, Checked, RefUse};
 pub use scope::Scope;
 
 use std::fmt;
