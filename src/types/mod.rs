@@ -11,7 +11,9 @@ pub mod signature;
 pub mod typed;
 
 pub(crate) use check::relative_path;
-pub use check::{check, check_template, Checked, RefUse};
+#[cfg(test)]
+pub(crate) use check::Checked;
+pub use check::{check, check_template, RefUse};
 pub use scope::Scope;
 
 use std::fmt;
