@@ -1028,3 +1028,51 @@ fn serve_leaves_no_thread_on_the_pipes_a_daemon_keeps() {
     assert_eq!(daemons.len(), 4, "a daemon a call");
     assert!(last <= first + 1, "the server had {first} threads after one call, {last} after four");
 }
+
+/// `serve --mcp` calling an `mcp:` server (started in the server's own process group, as
+/// every MCP server is) that leaves a short-lived process behind and exits: that process is
+/// re-parented to the server (its subreaper) in the server's own group and session, where
+/// the reaper took every child for one the server started itself and left it to a `Child`
+/// that does not exist. A zombie a call stayed for the server's life, and the reaper, woken
+/// by it, looked through /proc four times a second. Now a zombie in the server's group that
+/// nothing reaps within a second is reaped.
+#[test]
+fn serve_reaps_what_an_mcp_server_left_in_the_servers_own_group() {
+    let root = temp("serve-zombie-mcp-group");
+    std::fs::create_dir_all(root.join("tools")).expect("mkdir");
+    // Not an MCP server at all: it leaves `sleep` and exits, so the handshake fails.
+    std::fs::write(
+        root.join("tools/t.tool"),
+        r#"{"system_event_endpoint": "mcp:sh -c 'sleep 0.3 & echo $! > \"$0\"; exit 0' LEFT#t"}"#
+            .replace("LEFT", &root.join("left").display().to_string()),
+    )
+    .expect("write");
+    std::fs::write(
+        root.join("main.tool"),
+        r#"{"instructions": [{"execution_id": "call", "tool_definition_path": "/tools/t.tool",
+                              "arguments": {}, "retry": {"max_retries": 0}}]}"#,
+    )
+    .expect("write");
+    let mut s = Mcp::start(&root);
+    let pid = s.child.id();
+    s.send(&serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                               "params": {"name": "main", "arguments": {}}}));
+    let answer = s.answer(1);
+    assert_eq!(answer["result"]["isError"], serde_json::json!(true), "{answer}");
+    let left = pids_in(&root.join("left"));
+    assert_eq!(left.len(), 1);
+    let started = Instant::now();
+    loop {
+        let zombies = zombie_children(pid);
+        if zombies.is_empty() && gone(left[0]) {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(5), "zombies of the server: {zombies:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // And the server, with nothing left to reap, is idle.
+    let before = ticks_when_idle(pid);
+    std::thread::sleep(Duration::from_secs(1));
+    let after = cpu_ticks(pid).expect("alive");
+    assert!(after - before <= 2, "{} ticks in a second of idleness", after - before);
+}

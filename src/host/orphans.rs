@@ -45,23 +45,39 @@ const ORPHAN_POLL: Duration = Duration::from_millis(250);
 /// child was adopted, and reaping it takes no `Child`'s status. The thread blocks until some
 /// child has ended without reaping it (`waitid` with `WNOWAIT`: it may be one this process
 /// started, whose `Child` reaps it), then reaps the adopted ones.
+///
+/// A process left behind by one this process started in its own group (an MCP server's
+/// helper, double-forked without `setsid`) is adopted into that group too, and looks like
+/// one of its own: it is reaped once it has stayed a zombie for [`LINGER`] (a `Child` is
+/// waited for as soon as its process ends), so that it neither stays for the command's life
+/// nor keeps waking this thread.
 #[cfg(all(target_os = "linux", feature = "cli"))]
 fn reap_orphans() {
     use nix::errno::Errno;
     use nix::sys::wait::{waitid, waitpid, Id, WaitPidFlag};
     use nix::unistd::Pid;
     let Some(me) = proc_stat("self") else { return };
+    // The zombies of this process's own group, by process id and start time (the id alone
+    // may be another process's by the next look), and when each was first seen.
+    let mut lingering: Vec<((i32, String), Instant)> = Vec::new();
     let spawned = std::thread::Builder::new().name("tdsl-orphans".into()).spawn(move || loop {
         match waitid(Id::All, WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT) {
             Ok(_) => {
+                let now = Instant::now();
+                let mut seen = Vec::new();
                 // Held while looking: an `exec:` program is registered before it can end.
                 let running = lock_running();
-                for c in children() {
+                for c in children().into_iter().filter(|c| c.state == "Z") {
                     let adopted = c.session != me.session || (c.group != me.group && !running.contains(&c.pid));
-                    if c.state == "Z" && adopted {
+                    let key = (c.pid, c.start);
+                    let first = lingering.iter().find(|(k, _)| *k == key).map_or(now, |&(_, t)| t);
+                    if adopted || (!running.contains(&c.pid) && now.duration_since(first) >= LINGER) {
                         let _ = waitpid(Pid::from_raw(c.pid), Some(WaitPidFlag::WNOHANG));
+                    } else {
+                        seen.push((key, first));
                     }
                 }
+                lingering = seen;
             }
             Err(Errno::EINTR) => continue,
             // No child at all for now (ECHILD).
@@ -71,6 +87,11 @@ fn reap_orphans() {
     });
     drop(spawned);
 }
+
+/// How long a zombie of this process's own group that no `Child` reaps is left before the
+/// orphan reaper reaps it ([`reap_orphans`]).
+#[cfg(all(target_os = "linux", feature = "cli"))]
+const LINGER: Duration = Duration::from_secs(2);
 
 /// The `exec:` programs running now, by process id: registered as they are started (under
 /// the lock, so that none can end unregistered) and left out once their `Child` reaped them.
@@ -107,6 +128,8 @@ struct ProcStat {
     parent: String,
     group: String,
     session: String,
+    /// When it started, in clock ticks after boot.
+    start: String,
 }
 
 /// `/proc/{pid}/stat` (`"self"` for this process).
@@ -118,13 +141,10 @@ fn proc_stat(pid: &str) -> Option<ProcStat> {
     let (head, rest) = stat.rsplit_once(')')?;
     let pid = head.split_whitespace().next()?.parse().ok()?;
     let mut fields = rest.split_whitespace().map(str::to_string);
-    Some(ProcStat {
-        pid,
-        state: fields.next()?,
-        parent: fields.next()?,
-        group: fields.next()?,
-        session: fields.next()?,
-    })
+    let (state, parent, group, session) = (fields.next()?, fields.next()?, fields.next()?, fields.next()?);
+    // `starttime` is the 22nd field; `session` was the 6th.
+    let start = fields.nth(15)?;
+    Some(ProcStat { pid, state, parent, group, session, start })
 }
 
 /// The children of this process, ended or not, from `/proc`.
