@@ -1076,3 +1076,67 @@ fn serve_reaps_what_an_mcp_server_left_in_the_servers_own_group() {
     let after = cpu_ticks(pid).expect("alive");
     assert!(after - before <= 2, "{} ticks in a second of idleness", after - before);
 }
+
+/// The input's writer, which now waits for room in the pipe a page at a time: a tool that
+/// reads its 2 MB of arguments only after half a second, then in pieces with pauses, still
+/// gets them whole; and twenty calls of a tool that answers at once without reading its
+/// 200 KB of arguments (more than a pipe holds) each return at once, not a poll interval
+/// (100 ms) or a grace period later.
+#[test]
+fn a_late_or_slow_reader_gets_its_input_whole_and_a_non_reader_returns_at_once() {
+    let dir = temp("pipes-late-reader");
+    std::fs::create_dir_all(dir.join("tools")).expect("mkdir");
+    let script = |name: &str, body: &str| {
+        use std::os::unix::fs::PermissionsExt;
+        let bin = dir.join(format!("tools/{name}.sh"));
+        std::fs::write(&bin, format!("#!/bin/sh\n{body}\n")).expect("write");
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        std::fs::write(
+            dir.join(format!("tools/{name}.tool")),
+            format!(
+                r#"{{"arguments": [{{"name": "pad", "type_name": "string", "required": true}}],
+                    "responses": [{{"name": "n", "type_name": "integer"}}], "system_event_endpoint": "exec:./{name}.sh"}}"#
+            ),
+        )
+        .expect("write");
+    };
+    script(
+        "late",
+        "sleep 0.5\nn=$( (dd bs=4096 count=100 2>/dev/null; sleep 0.2; cat) | wc -c)\necho \"{\\\"n\\\": $n}\"",
+    );
+    script("never", "echo '{\"n\": 0}'");
+    let step = |tool: &str, i: usize| {
+        format!(
+            r#"{{"execution_id": "s{i}", "tool_definition_path": "/tools/{tool}.tool", "arguments": {{"pad": "REF:arguments.pad"}}, "retry": {{"max_retries": 0}}}}"#
+        )
+    };
+    let main = |tool: &str, n: usize| {
+        let steps: Vec<String> = (0..n).map(|i| step(tool, i)).collect();
+        format!(
+            r#"{{"arguments": [{{"name": "pad", "type_name": "string", "required": true}}], "instructions": [{}],
+                "response_reference_map": {{"n": "REF:s{}.n"}}}}"#,
+            steps.join(", "),
+            n - 1
+        )
+    };
+    std::fs::write(dir.join("late.tool"), main("late", 1)).expect("write");
+    std::fs::write(dir.join("never.tool"), main("never", 20)).expect("write");
+    let d = dir.to_str().expect("utf-8 path");
+    let args = |len: usize| {
+        let file = dir.join(format!("args-{len}.json"));
+        std::fs::write(&file, serde_json::json!({"pad": "x".repeat(len)}).to_string()).expect("write");
+        file
+    };
+    let big = args(2_000_000);
+    let o = run(&["run", "late.tool", "--root", d, "--no-history", "--args", big.to_str().expect("utf-8")]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    // `{"pad":"…"}`: the 2 MB and ten bytes.
+    assert_eq!(json(&o.stdout), serde_json::json!({"n": 2_000_010}), "{}", o.stderr);
+    let mid = args(200_000);
+    let started = Instant::now();
+    let o = run(&["run", "never.tool", "--root", d, "--no-history", "--args", mid.to_str().expect("utf-8")]);
+    let took = started.elapsed();
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(json(&o.stdout), serde_json::json!({"n": 0}));
+    assert!(took < Duration::from_secs(2), "twenty calls took {took:?}");
+}
