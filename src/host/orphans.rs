@@ -67,7 +67,14 @@ fn reap_orphans() {
                 let mut seen = Vec::new();
                 // Held while looking: an `exec:` program is registered before it can end.
                 let running = lock_running();
-                for c in children().into_iter().filter(|c| c.state == "Z") {
+                let children = children();
+                let mut owned = lock_owned();
+                // Those reaped by their `Child` are forgotten (their id may come back).
+                owned.retain(|(pid, start)| children.iter().any(|c| c.pid == *pid && Some(&c.start) == start.as_ref()));
+                for c in children.into_iter().filter(|c| c.state == "Z") {
+                    if owned.iter().any(|(pid, start)| *pid == c.pid && Some(&c.start) == start.as_ref()) {
+                        continue;
+                    }
                     let adopted = c.session != me.session || (c.group != me.group && !running.contains(&c.pid));
                     let key = (c.pid, c.start);
                     let first = lingering.iter().find(|(k, _)| *k == key).map_or(now, |&(_, t)| t);
@@ -99,6 +106,39 @@ static RUNNING: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 
 fn lock_running() -> std::sync::MutexGuard<'static, Vec<i32>> {
     RUNNING.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Processes started here whose `Child` may be waited for long after they end (an `mcp:`
+/// server: when its session closes), by id and start time: the reaper leaves them to their
+/// `Child` whatever their group or session (a server may call `setsid`: reaped here, its
+/// `Child` would signal an id another process may have by then), and forgets them once they
+/// are no longer this process's children.
+#[cfg(any(feature = "mcp", feature = "cli"))]
+static OWNED: Mutex<Vec<(i32, Option<String>)>> = Mutex::new(Vec::new());
+
+#[cfg(any(feature = "mcp", feature = "cli"))]
+fn lock_owned() -> std::sync::MutexGuard<'static, Vec<(i32, Option<String>)>> {
+    OWNED.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Starts a process with `spawn` (`id` gives its id), registered in [`OWNED`]: the orphan
+/// reaper never takes its status from its `Child`.
+#[cfg(feature = "mcp")]
+pub(super) fn spawn_owned<C>(
+    spawn: impl FnOnce() -> std::io::Result<C>,
+    id: impl Fn(&C) -> Option<u32>,
+) -> std::io::Result<C> {
+    // The reaper's lock first, as the reaper takes them: it cannot look in between.
+    let _running = lock_running();
+    let child = spawn()?;
+    if let Some(pid) = id(&child).and_then(|p| i32::try_from(p).ok()) {
+        #[cfg(all(target_os = "linux", feature = "cli"))]
+        let start = proc_stat(&pid.to_string()).map(|s| s.start);
+        #[cfg(not(all(target_os = "linux", feature = "cli")))]
+        let start = None;
+        lock_owned().push((pid, start));
+    }
+    Ok(child)
 }
 
 /// Starts `cmd`, registered in [`RUNNING`] until the returned guard is dropped (after the
