@@ -1028,3 +1028,115 @@ fn serve_leaves_no_thread_on_the_pipes_a_daemon_keeps() {
     assert_eq!(daemons.len(), 4, "a daemon a call");
     assert!(last <= first + 1, "the server had {first} threads after one call, {last} after four");
 }
+
+/// `serve --mcp` calling an `mcp:` server (started in the server's own process group, as
+/// every MCP server is) that leaves a short-lived process behind and exits: that process is
+/// re-parented to the server (its subreaper) in the server's own group and session, where
+/// the reaper took every child for one the server started itself and left it to a `Child`
+/// that does not exist. A zombie a call stayed for the server's life, and the reaper, woken
+/// by it, looked through /proc four times a second. Now a zombie in the server's group that
+/// nothing reaps within a second is reaped.
+#[test]
+fn serve_reaps_what_an_mcp_server_left_in_the_servers_own_group() {
+    let root = temp("serve-zombie-mcp-group");
+    std::fs::create_dir_all(root.join("tools")).expect("mkdir");
+    // Not an MCP server at all: it leaves `sleep` and exits, so the handshake fails.
+    std::fs::write(
+        root.join("tools/t.tool"),
+        r#"{"system_event_endpoint": "mcp:sh -c 'sleep 0.3 & echo $! > \"$0\"; exit 0' LEFT#t"}"#
+            .replace("LEFT", &root.join("left").display().to_string()),
+    )
+    .expect("write");
+    std::fs::write(
+        root.join("main.tool"),
+        r#"{"instructions": [{"execution_id": "call", "tool_definition_path": "/tools/t.tool",
+                              "arguments": {}, "retry": {"max_retries": 0}}]}"#,
+    )
+    .expect("write");
+    let mut s = Mcp::start(&root);
+    let pid = s.child.id();
+    s.send(&serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                               "params": {"name": "main", "arguments": {}}}));
+    let answer = s.answer(1);
+    assert_eq!(answer["result"]["isError"], serde_json::json!(true), "{answer}");
+    let left = pids_in(&root.join("left"));
+    assert_eq!(left.len(), 1);
+    let started = Instant::now();
+    loop {
+        let zombies = zombie_children(pid);
+        if zombies.is_empty() && gone(left[0]) {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(5), "zombies of the server: {zombies:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // And the server, with nothing left to reap, is idle.
+    let before = ticks_when_idle(pid);
+    std::thread::sleep(Duration::from_secs(1));
+    let after = cpu_ticks(pid).expect("alive");
+    assert!(after - before <= 2, "{} ticks in a second of idleness", after - before);
+}
+
+/// The input's writer, which now waits for room in the pipe a page at a time: a tool that
+/// reads its 2 MB of arguments only after half a second, then in pieces with pauses, still
+/// gets them whole; and twenty calls of a tool that answers at once without reading its
+/// 200 KB of arguments (more than a pipe holds) each return at once, not a poll interval
+/// (100 ms) or a grace period later.
+#[test]
+fn a_late_or_slow_reader_gets_its_input_whole_and_a_non_reader_returns_at_once() {
+    let dir = temp("pipes-late-reader");
+    std::fs::create_dir_all(dir.join("tools")).expect("mkdir");
+    let script = |name: &str, body: &str| {
+        use std::os::unix::fs::PermissionsExt;
+        let bin = dir.join(format!("tools/{name}.sh"));
+        std::fs::write(&bin, format!("#!/bin/sh\n{body}\n")).expect("write");
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        std::fs::write(
+            dir.join(format!("tools/{name}.tool")),
+            format!(
+                r#"{{"arguments": [{{"name": "pad", "type_name": "string", "required": true}}],
+                    "responses": [{{"name": "n", "type_name": "integer"}}], "system_event_endpoint": "exec:./{name}.sh"}}"#
+            ),
+        )
+        .expect("write");
+    };
+    script(
+        "late",
+        "sleep 0.5\nn=$( (dd bs=4096 count=100 2>/dev/null; sleep 0.2; cat) | wc -c)\necho \"{\\\"n\\\": $n}\"",
+    );
+    script("never", "echo '{\"n\": 0}'");
+    let step = |tool: &str, i: usize| {
+        format!(
+            r#"{{"execution_id": "s{i}", "tool_definition_path": "/tools/{tool}.tool", "arguments": {{"pad": "REF:arguments.pad"}}, "retry": {{"max_retries": 0}}}}"#
+        )
+    };
+    let main = |tool: &str, n: usize| {
+        let steps: Vec<String> = (0..n).map(|i| step(tool, i)).collect();
+        format!(
+            r#"{{"arguments": [{{"name": "pad", "type_name": "string", "required": true}}], "instructions": [{}],
+                "response_reference_map": {{"n": "REF:s{}.n"}}}}"#,
+            steps.join(", "),
+            n - 1
+        )
+    };
+    std::fs::write(dir.join("late.tool"), main("late", 1)).expect("write");
+    std::fs::write(dir.join("never.tool"), main("never", 20)).expect("write");
+    let d = dir.to_str().expect("utf-8 path");
+    let args = |len: usize| {
+        let file = dir.join(format!("args-{len}.json"));
+        std::fs::write(&file, serde_json::json!({"pad": "x".repeat(len)}).to_string()).expect("write");
+        file
+    };
+    let big = args(2_000_000);
+    let o = run(&["run", "late.tool", "--root", d, "--no-history", "--args", big.to_str().expect("utf-8")]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    // `{"pad":"…"}`: the 2 MB and ten bytes.
+    assert_eq!(json(&o.stdout), serde_json::json!({"n": 2_000_010}), "{}", o.stderr);
+    let mid = args(200_000);
+    let started = Instant::now();
+    let o = run(&["run", "never.tool", "--root", d, "--no-history", "--args", mid.to_str().expect("utf-8")]);
+    let took = started.elapsed();
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(json(&o.stdout), serde_json::json!({"n": 0}));
+    assert!(took < Duration::from_secs(2), "twenty calls took {took:?}");
+}

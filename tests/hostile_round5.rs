@@ -565,3 +565,67 @@ fn a_separator_between_empty_elements_is_counted() {
     assert_eq!(outcome(&Limits::default(), &src, &Value::Null), Ok("10238976".to_string()));
     assert!(started.elapsed() < std::time::Duration::from_secs(10), "took {:?}", started.elapsed());
 }
+
+// ---- second look, same day ----------------------------------------------------------------
+
+/// `join`'s error past its cap for elements that are not strings (numbers, nested lists and
+/// objects), at the boundary: the string limit's error when the whole text is one byte
+/// longer than that limit, the text when it is exactly as long, and under a memory budget
+/// one byte short of the least that runs, the memory limit's, unless the text is also past
+/// the string limit (then the string limit's, as if the text had been written whole).
+#[test]
+fn join_past_its_cap_at_the_boundary_for_elements_that_are_not_strings() {
+    let many: Vec<serde_json::Value> = (0..300).map(|i| json!([i, {"k": i}])).collect();
+    let many_text = many.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(";");
+    for (xs, sep, text) in [
+        (json!([12345, 678, -1.5]), ",", "12345,678,-1.5".to_string()),
+        (json!([[1, 2], {"a": [3]}, true]), "|", "[1,2]|{\"a\":[3]}|true".to_string()),
+        (json!([null, [[[]]], {"b": {"c": null}}]), "", "[[[]]]{\"b\":{\"c\":null}}".to_string()),
+        (json!(many), ";", many_text),
+    ] {
+        // From a variable: a literal list would be joined when compiled.
+        let src = format!("join(xs, '{sep}')");
+        let src = src.as_str();
+        let vars = Value::from(json!({ "xs": xs }));
+        let whole = serde_json::to_string(&text).expect("JSON");
+        assert_eq!(outcome(&Limits::default(), src, &vars), Ok(whole.clone()), "{xs}");
+        let len = text.len();
+        let at = Limits { max_string_len: len, ..Limits::default() };
+        assert_eq!(outcome(&at, src, &vars), Ok(whole.clone()), "{xs} exactly at the limit");
+        let over = Limits { max_string_len: len - 1, ..Limits::default() };
+        let o = outcome(&over, src, &vars);
+        assert_eq!(kind(&o), Err(Code::StringLimit), "{xs} one byte over: {o:?}");
+        // (A budget of 0 is no budget: the least is looked for from 1.)
+        let least = 1 + least(1 << 24, src, &vars, |n| memory(usize::try_from(n + 1).expect("fits")));
+        assert!(least > 1, "{xs} joins in a byte of memory");
+        let short = usize::try_from(least - 1).expect("fits");
+        let o = outcome(&memory(short), src, &vars);
+        assert_eq!(kind(&o), Err(Code::MemoryLimit), "{xs} a byte short of memory: {o:?}");
+        let both = Limits { max_string_len: len - 1, max_alloc_bytes: short, ..Limits::default() };
+        let o = outcome(&both, src, &vars);
+        assert_eq!(kind(&o), Err(Code::StringLimit), "{xs} past both: {o:?}");
+        let exact = Limits { max_string_len: len, max_alloc_bytes: short, ..Limits::default() };
+        let o = outcome(&exact, src, &vars);
+        assert_eq!(kind(&o), Err(Code::MemoryLimit), "{xs} at the string limit, short of memory: {o:?}");
+    }
+}
+
+/// What `join` walks once past its cap is bounded by the string limit: 100,000 objects of
+/// 500 bytes each under a memory budget that stops the text at the first ones are rendered
+/// up to the string limit (1 MiB, then the default 16 MiB), not all 50 MB.
+#[test]
+fn join_past_its_cap_over_many_large_objects_is_bounded() {
+    let big = "x".repeat(500);
+    let xs: Vec<serde_json::Value> = (0..100_000).map(|i| json!({"i": i, "pad": big})).collect();
+    let vars = Value::from(json!({ "xs": xs }));
+    let started = std::time::Instant::now();
+    let limits = Limits { max_string_len: 1 << 20, max_alloc_bytes: 64 << 10, ..Limits::default() };
+    let o = outcome(&limits, "length(join(xs, ','))", &vars);
+    assert_eq!(kind(&o), Err(Code::StringLimit), "{o:?}");
+    let o = outcome(&limits, "length(join(xs, ''))", &vars);
+    assert_eq!(kind(&o), Err(Code::StringLimit), "{o:?}");
+    // The string limit of 16 MiB, a memory budget of 64 KiB: 16 MiB rendered at most.
+    let o = outcome(&memory(64 << 10), "length(join(xs, ','))", &vars);
+    assert_eq!(kind(&o), Err(Code::StringLimit), "{o:?}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "took {:?}", started.elapsed());
+}

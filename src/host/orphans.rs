@@ -45,23 +45,46 @@ const ORPHAN_POLL: Duration = Duration::from_millis(250);
 /// child was adopted, and reaping it takes no `Child`'s status. The thread blocks until some
 /// child has ended without reaping it (`waitid` with `WNOWAIT`: it may be one this process
 /// started, whose `Child` reaps it), then reaps the adopted ones.
+///
+/// A process left behind by one this process started in its own group (an MCP server's
+/// helper, double-forked without `setsid`) is adopted into that group too, and looks like
+/// one of its own: it is reaped once it has stayed a zombie for [`LINGER`] (a `Child` is
+/// waited for as soon as its process ends), so that it neither stays for the command's life
+/// nor keeps waking this thread.
 #[cfg(all(target_os = "linux", feature = "cli"))]
 fn reap_orphans() {
     use nix::errno::Errno;
     use nix::sys::wait::{waitid, waitpid, Id, WaitPidFlag};
     use nix::unistd::Pid;
     let Some(me) = proc_stat("self") else { return };
+    // The zombies of this process's own group, by process id and start time (the id alone
+    // may be another process's by the next look), and when each was first seen.
+    let mut lingering: Vec<((i32, String), Instant)> = Vec::new();
     let spawned = std::thread::Builder::new().name("tdsl-orphans".into()).spawn(move || loop {
         match waitid(Id::All, WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT) {
             Ok(_) => {
+                let now = Instant::now();
+                let mut seen = Vec::new();
                 // Held while looking: an `exec:` program is registered before it can end.
                 let running = lock_running();
-                for c in children() {
+                let children = children();
+                let mut owned = lock_owned();
+                // Those reaped by their `Child` are forgotten (their id may come back).
+                owned.retain(|(pid, start)| children.iter().any(|c| c.pid == *pid && Some(&c.start) == start.as_ref()));
+                for c in children.into_iter().filter(|c| c.state == "Z") {
+                    if owned.iter().any(|(pid, start)| *pid == c.pid && Some(&c.start) == start.as_ref()) {
+                        continue;
+                    }
                     let adopted = c.session != me.session || (c.group != me.group && !running.contains(&c.pid));
-                    if c.state == "Z" && adopted {
+                    let key = (c.pid, c.start);
+                    let first = lingering.iter().find(|(k, _)| *k == key).map_or(now, |&(_, t)| t);
+                    if adopted || (!running.contains(&c.pid) && now.duration_since(first) >= LINGER) {
                         let _ = waitpid(Pid::from_raw(c.pid), Some(WaitPidFlag::WNOHANG));
+                    } else {
+                        seen.push((key, first));
                     }
                 }
+                lingering = seen;
             }
             Err(Errno::EINTR) => continue,
             // No child at all for now (ECHILD).
@@ -72,12 +95,50 @@ fn reap_orphans() {
     drop(spawned);
 }
 
+/// How long a zombie of this process's own group that no `Child` reaps is left before the
+/// orphan reaper reaps it ([`reap_orphans`]).
+#[cfg(all(target_os = "linux", feature = "cli"))]
+const LINGER: Duration = Duration::from_secs(2);
+
 /// The `exec:` programs running now, by process id: registered as they are started (under
 /// the lock, so that none can end unregistered) and left out once their `Child` reaped them.
 static RUNNING: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 
 fn lock_running() -> std::sync::MutexGuard<'static, Vec<i32>> {
     RUNNING.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Processes started here whose `Child` may be waited for long after they end (an `mcp:`
+/// server: when its session closes), by id and start time: the reaper leaves them to their
+/// `Child` whatever their group or session (a server may call `setsid`: reaped here, its
+/// `Child` would signal an id another process may have by then), and forgets them once they
+/// are no longer this process's children.
+#[cfg(any(feature = "mcp", feature = "cli"))]
+static OWNED: Mutex<Vec<(i32, Option<String>)>> = Mutex::new(Vec::new());
+
+#[cfg(any(feature = "mcp", feature = "cli"))]
+fn lock_owned() -> std::sync::MutexGuard<'static, Vec<(i32, Option<String>)>> {
+    OWNED.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Starts a process with `spawn` (`id` gives its id), registered in [`OWNED`]: the orphan
+/// reaper never takes its status from its `Child`.
+#[cfg(feature = "mcp")]
+pub(super) fn spawn_owned<C>(
+    spawn: impl FnOnce() -> std::io::Result<C>,
+    id: impl Fn(&C) -> Option<u32>,
+) -> std::io::Result<C> {
+    // The reaper's lock first, as the reaper takes them: it cannot look in between.
+    let _running = lock_running();
+    let child = spawn()?;
+    if let Some(pid) = id(&child).and_then(|p| i32::try_from(p).ok()) {
+        #[cfg(all(target_os = "linux", feature = "cli"))]
+        let start = proc_stat(&pid.to_string()).map(|s| s.start);
+        #[cfg(not(all(target_os = "linux", feature = "cli")))]
+        let start = None;
+        lock_owned().push((pid, start));
+    }
+    Ok(child)
 }
 
 /// Starts `cmd`, registered in [`RUNNING`] until the returned guard is dropped (after the
@@ -107,6 +168,8 @@ struct ProcStat {
     parent: String,
     group: String,
     session: String,
+    /// When it started, in clock ticks after boot.
+    start: String,
 }
 
 /// `/proc/{pid}/stat` (`"self"` for this process).
@@ -118,13 +181,10 @@ fn proc_stat(pid: &str) -> Option<ProcStat> {
     let (head, rest) = stat.rsplit_once(')')?;
     let pid = head.split_whitespace().next()?.parse().ok()?;
     let mut fields = rest.split_whitespace().map(str::to_string);
-    Some(ProcStat {
-        pid,
-        state: fields.next()?,
-        parent: fields.next()?,
-        group: fields.next()?,
-        session: fields.next()?,
-    })
+    let (state, parent, group, session) = (fields.next()?, fields.next()?, fields.next()?, fields.next()?);
+    // `starttime` is the 22nd field; `session` was the 6th.
+    let start = fields.nth(15)?;
+    Some(ProcStat { pid, state, parent, group, session, start })
 }
 
 /// The children of this process, ended or not, from `/proc`.

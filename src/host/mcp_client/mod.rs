@@ -638,7 +638,8 @@ async fn start(target: &McpTarget, env: &crate::host::ToolEnv, cancel: &CancelTo
         .stderr(std::process::Stdio::piped());
     let cannot_start =
         |e: std::io::Error| ConnectError(ToolError::permanent(format!("cannot start the MCP server {program}: {e}")));
-    let mut child = cmd.spawn().map_err(cannot_start)?;
+    // Left to its `Child` by the orphan reaper, whatever session it moves to.
+    let mut child = super::orphans::spawn_owned(|| cmd.spawn(), tokio::process::Child::id).map_err(cannot_start)?;
     let stderr = child.stderr.take();
     let (transport, oversized) = stdio::ChildTransport::new(child, stdio::MAX_MESSAGE_BYTES).map_err(cannot_start)?;
     let lines = Arc::new(Mutex::new(VecDeque::new()));
