@@ -60,6 +60,7 @@ fn reap_orphans() {
     // The zombies of this process's own group, by process id and start time (the id alone
     // may be another process's by the next look), and when each was first seen.
     let mut lingering: Vec<((i32, String), Instant)> = Vec::new();
+    REAPING.store(true, std::sync::atomic::Ordering::Relaxed);
     let spawned = std::thread::Builder::new().name("tdsl-orphans".into()).spawn(move || loop {
         match waitid(Id::All, WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT) {
             Ok(_) => {
@@ -116,6 +117,12 @@ fn lock_running() -> std::sync::MutexGuard<'static, Vec<i32>> {
 #[cfg(any(feature = "mcp", feature = "cli"))]
 static OWNED: Mutex<Vec<(i32, Option<String>)>> = Mutex::new(Vec::new());
 
+/// Whether the orphan reaper runs in this process: only then is a process registered in
+/// [`OWNED`] (the reaper forgets what ended; without it, a library that starts MCP servers
+/// would keep an entry for each one it ever started).
+#[cfg(any(feature = "mcp", feature = "cli"))]
+static REAPING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 #[cfg(any(feature = "mcp", feature = "cli"))]
 fn lock_owned() -> std::sync::MutexGuard<'static, Vec<(i32, Option<String>)>> {
     OWNED.lock().unwrap_or_else(PoisonError::into_inner)
@@ -131,7 +138,8 @@ pub(super) fn spawn_owned<C>(
     // The reaper's lock first, as the reaper takes them: it cannot look in between.
     let _running = lock_running();
     let child = spawn()?;
-    if let Some(pid) = id(&child).and_then(|p| i32::try_from(p).ok()) {
+    let reaping = REAPING.load(std::sync::atomic::Ordering::Relaxed);
+    if let Some(pid) = id(&child).and_then(|p| i32::try_from(p).ok()).filter(|_| reaping) {
         #[cfg(all(target_os = "linux", feature = "cli"))]
         let start = proc_stat(&pid.to_string()).map(|s| s.start);
         #[cfg(not(all(target_os = "linux", feature = "cli")))]

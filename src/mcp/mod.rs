@@ -11,7 +11,7 @@
 
 pub mod framing;
 mod handler;
-#[cfg(feature = "mcp-http")]
+#[cfg(feature = "cli")]
 pub mod http;
 mod notifications;
 pub mod plans;
@@ -21,6 +21,7 @@ mod stdio;
 pub mod upstream;
 
 pub use served::Served;
+#[cfg(feature = "cli")]
 pub use stdio::terminated;
 
 use std::path::{Path, PathBuf};
