@@ -1,6 +1,7 @@
 import _thread
 import asyncio
 import datetime
+import signal
 import threading
 import time
 
@@ -160,6 +161,16 @@ def test_deadline_ends_the_run(root, tools):
 
 
 def test_keyboard_interrupt_cancels_the_run(root, tools):
+    # Python's own Ctrl-C handler, whatever this process inherited: started in the background
+    # by a shell (`scripts/test &`), it ignores SIGINT, and `interrupt_main` then does nothing.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        keyboard_interrupt_cancels_the_run(root, tools)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def keyboard_interrupt_cancels_the_run(root, tools):
     release = threading.Event()
 
     def up(a):
