@@ -11,15 +11,16 @@ use crate::types::typed::TExpr;
 use crate::types::Scope;
 
 fn typed(src: &str) -> TExpr {
-    checked(src).expr
+    checked(src).0
 }
 
-fn checked(src: &str) -> crate::types::Checked {
+/// The checked tree, and whether the checker found a node with constant operands.
+fn checked(src: &str) -> (TExpr, bool) {
     let parsed = crate::syntax::parse(src);
     assert!(parsed.diagnostics.is_empty(), "{src}: {:?}", parsed.diagnostics);
     let checked = crate::types::check(&parsed.expr, &Scope::open(), &FunctionTable::builtins(), 128);
     assert!(checked.diagnostics.is_empty(), "{src}: {:?}", checked.diagnostics);
-    checked
+    (checked.expr, checked.constant_operands)
 }
 
 /// A program in which nothing folds is compiled from the checked tree itself, borrowed;
@@ -35,9 +36,9 @@ fn folding_copies_nothing_when_nothing_folds() {
         "pipeline(xs, [length(current), current + 1])",
         "if(a, [b, c.d], {e: -f})",
     ] {
-        let c = checked(src);
-        assert!(!c.constant_operands, "{src}: no node has constant operands");
-        assert!(matches!(fold(&c.expr, &funcs, &limits), Cow::Borrowed(_)), "{src}");
+        let (t, constant_operands) = checked(src);
+        assert!(!constant_operands, "{src}: no node has constant operands");
+        assert!(matches!(fold(&t, &funcs, &limits), Cow::Borrowed(_)), "{src}");
     }
     for (src, want) in [
         ("1 + 2", "3"),
@@ -52,9 +53,8 @@ fn folding_copies_nothing_when_nothing_folds() {
         ("[x, []]", "[]"),
         ("filter(xs, \"item.a > 2 + 3\")", "5"),
     ] {
-        let c = checked(src);
-        assert!(c.constant_operands, "{src}: a node has constant operands");
-        let t = c.expr;
+        let (t, constant_operands) = checked(src);
+        assert!(constant_operands, "{src}: a node has constant operands");
         let folded = fold(&t, &funcs, &limits);
         assert!(matches!(folded, Cow::Owned(_)), "{src}");
         let listing = super::disassemble(&compile(&folded));

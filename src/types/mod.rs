@@ -11,8 +11,6 @@ pub mod signature;
 pub mod typed;
 
 pub(crate) use check::relative_path;
-#[cfg(test)]
-pub(crate) use check::Checked;
 pub use check::{check, check_template, RefUse};
 pub use scope::Scope;
 
