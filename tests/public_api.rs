@@ -29,13 +29,19 @@ fn sources() -> Vec<PathBuf> {
     out
 }
 
-/// The code of a file up to its `#[cfg(test)]` module.
+/// The code of a file up to its `#[cfg(test)]` module (a `#[cfg(test)]` on anything else,
+/// a `use` or a method, does not end it).
 fn code(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let mut out = String::new();
-    for line in text.lines() {
+    let mut lines = text.lines().peekable();
+    while let Some(line) = lines.next() {
         if line.trim_start().starts_with("#[cfg(test)]") {
-            break;
+            let next = lines.peek().map_or("", |l| l.trim_start());
+            let next = next.strip_prefix("pub(crate) ").or_else(|| next.strip_prefix("pub(super) ")).unwrap_or(next);
+            if next.starts_with("mod ") {
+                break;
+            }
         }
         out.push_str(line);
         out.push('\n');
