@@ -954,24 +954,31 @@ fn serve_reaps_what_a_tool_left_in_its_own_session_or_group() {
              while [ ! -s \"$D/left\" ]; do sleep 0.01; done\necho '{{\"ok\": true}}'"
         );
         let root = script_root(name, &script, 30);
-        let mut s = Mcp::start(&root);
-        let pid = s.child.id();
-        s.send(&serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                                   "params": {"name": "main", "arguments": {}}}));
-        let answer = s.answer(1);
-        assert_eq!(answer["result"]["isError"], serde_json::json!(false), "{name}: {answer}");
-        let left = pids_in(&root.join("left"));
-        assert_eq!(left.len(), 1, "{name}");
         // The process ends after 0.3 s; within the watchdog it is reaped, not left a zombie.
-        let started = Instant::now();
-        loop {
-            let zombies = zombie_children(pid);
-            if zombies.is_empty() && gone(left[0]) {
-                break;
-            }
-            assert!(started.elapsed() < Duration::from_secs(10), "{name}: zombies of the server: {zombies:?}");
-            std::thread::sleep(Duration::from_millis(50));
+        call_main_and_await_reaping(&root, false, Duration::from_secs(10), name);
+    }
+}
+
+/// `serve --mcp` in `root` calling `main` (its answer an error or not, as `is_error` says),
+/// which leaves one process behind (its id in `root/left`); waits until that process is gone
+/// and the server has no zombie child, failing past `within`. The server, still running.
+fn call_main_and_await_reaping(root: &Path, is_error: bool, within: Duration, what: &str) -> (Mcp, u32) {
+    let mut s = Mcp::start(root);
+    let pid = s.child.id();
+    s.send(&serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                               "params": {"name": "main", "arguments": {}}}));
+    let answer = s.answer(1);
+    assert_eq!(answer["result"]["isError"], serde_json::json!(is_error), "{what}: {answer}");
+    let left = pids_in(&root.join("left"));
+    assert_eq!(left.len(), 1, "{what}");
+    let started = Instant::now();
+    loop {
+        let zombies = zombie_children(pid);
+        if zombies.is_empty() && gone(left[0]) {
+            return (s, pid);
         }
+        assert!(started.elapsed() < within, "{what}: zombies of the server: {zombies:?}");
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
@@ -1035,7 +1042,7 @@ fn serve_leaves_no_thread_on_the_pipes_a_daemon_keeps() {
 /// the reaper took every child for one the server started itself and left it to a `Child`
 /// that does not exist. A zombie a call stayed for the server's life, and the reaper, woken
 /// by it, looked through /proc four times a second. Now a zombie in the server's group that
-/// nothing reaps within a second is reaped.
+/// nothing reaps within 2 s is reaped.
 #[test]
 fn serve_reaps_what_an_mcp_server_left_in_the_servers_own_group() {
     let root = temp("serve-zombie-mcp-group");
@@ -1053,23 +1060,7 @@ fn serve_reaps_what_an_mcp_server_left_in_the_servers_own_group() {
                               "arguments": {}, "retry": {"max_retries": 0}}]}"#,
     )
     .expect("write");
-    let mut s = Mcp::start(&root);
-    let pid = s.child.id();
-    s.send(&serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                               "params": {"name": "main", "arguments": {}}}));
-    let answer = s.answer(1);
-    assert_eq!(answer["result"]["isError"], serde_json::json!(true), "{answer}");
-    let left = pids_in(&root.join("left"));
-    assert_eq!(left.len(), 1);
-    let started = Instant::now();
-    loop {
-        let zombies = zombie_children(pid);
-        if zombies.is_empty() && gone(left[0]) {
-            break;
-        }
-        assert!(started.elapsed() < Duration::from_secs(5), "zombies of the server: {zombies:?}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let (_server, pid) = call_main_and_await_reaping(&root, true, Duration::from_secs(5), "mcp: server's leftover");
     // And the server, with nothing left to reap, is idle.
     let before = ticks_when_idle(pid);
     std::thread::sleep(Duration::from_secs(1));
