@@ -11,7 +11,7 @@
 
 pub mod framing;
 mod handler;
-#[cfg(feature = "cli")]
+#[cfg(feature = "mcp-http")]
 pub mod http;
 mod notifications;
 pub mod plans;
