@@ -534,7 +534,7 @@ mod tests {
         fn compiled(program: &Program) -> Vec<bool> {
             let params = program.inner.chunk.calls.iter().flat_map(|c| c.params.iter());
             params
-                .filter_map(|p| if let CallParam::Template(c, ..) = p { Some(c.is_compiled()) } else { None })
+                .filter_map(|p| if let CallParam::Template(c, ..) = &p.pass { Some(c.is_compiled()) } else { None })
                 .collect()
         }
         let src =
@@ -592,10 +592,10 @@ mod tests {
     fn condition_chains_are_flat_and_answer_as_the_chunk_does() {
         use crate::compile::{CallParam, Fast, Pred};
         fn fast_of(program: &Program) -> Option<Pred> {
-            program.inner.chunk.calls.iter().flat_map(|c| c.params.iter()).find_map(|p| match p {
-                CallParam::Template(_, _, Some(f)) => match &**f {
-                    Fast::Pred(p) => Some(p.clone()),
-                    Fast::Path(_) => None,
+            program.inner.chunk.calls.iter().flat_map(|c| c.params.iter()).find_map(|p| match &p.pass {
+                CallParam::Template(t, _) => match t.fast() {
+                    Some(Fast::Pred(p)) => Some(p.clone()),
+                    _ => None,
                 },
                 _ => None,
             })

@@ -43,16 +43,47 @@ pub struct CallInfo {
     pub func: FuncId,
     /// Its name, for errors.
     pub name: Name,
-    /// One entry per parameter.
-    pub params: Box<[CallParam]>,
+    /// One entry per parameter (one allocation for the call site's whole table).
+    pub params: Box<[ParamSite]>,
     /// Bit `i` set when parameter `i` was given.
     pub given: u64,
-    /// Where each parameter's value came from (for error locations): empty when none has
-    /// an origin (most calls), else one entry per parameter; a parameter past the end has
-    /// none.
-    pub origins: Box<[Option<Origin>]>,
-    /// The span of each argument (the call's span when defaulted).
-    pub arg_spans: Box<[Span]>,
+}
+
+/// One parameter of a call site.
+#[derive(Clone, Debug)]
+pub struct ParamSite {
+    /// How it is passed.
+    pub pass: CallParam,
+    /// The span of its argument (the call's span when defaulted).
+    pub span: Span,
+    /// Where its value came from, when that is a fixed place in the data (for error
+    /// locations).
+    pub origin: Option<Origin>,
+}
+
+impl CallInfo {
+    /// How parameter `i` is passed.
+    pub fn param(&self, i: usize) -> Option<&CallParam> {
+        self.params.get(i).map(|p| &p.pass)
+    }
+
+    /// The span of parameter `i`'s argument.
+    pub fn arg_span(&self, i: usize) -> Option<Span> {
+        self.params.get(i).map(|p| p.span)
+    }
+
+    /// Where parameter `i`'s value came from.
+    pub fn origin(&self, i: usize) -> Option<&Origin> {
+        self.params.get(i).and_then(|p| p.origin.as_ref())
+    }
+
+    /// The fast form of parameter `i`'s template, when it has one.
+    pub fn fast(&self, i: usize) -> Option<&Fast> {
+        match self.param(i) {
+            Some(CallParam::Template(t, _)) => t.fast(),
+            _ => None,
+        }
+    }
 }
 
 /// How one parameter is passed at a call site.
@@ -61,8 +92,8 @@ pub enum CallParam {
     /// Its value is on the stack.
     Value,
     /// A template compiled ahead of time (or, when it has a fast form, on first use), with
-    /// `item` in `slot`, and its fast form when it has one.
-    Template(Arc<TemplateChunk>, u32, Option<Arc<Fast>>),
+    /// `item` in `slot` (its fast form, when it has one, is held with its chunk).
+    Template(Arc<TemplateChunk>, u32),
     /// The stack holds the template's text, compiled at run time (and cached).
     Dynamic {
         /// Bare dotted paths are relative to `item`.
@@ -89,6 +120,9 @@ pub struct TemplateChunk {
     chunk: OnceLock<Chunk>,
     /// The body, its `item` slot and the compiler, for a chunk compiled on first use.
     deferred: Option<(Arc<TExpr>, u32, CompileTemplate)>,
+    /// The fast form (a template compiled on first use has one; held here, not in an
+    /// allocation of its own).
+    fast: Option<Fast>,
 }
 
 /// Compiles a template's body with `item` in a slot (handed in by the compiler: this file
@@ -98,12 +132,18 @@ pub type CompileTemplate = fn(&TExpr, u32) -> Chunk;
 impl TemplateChunk {
     /// A chunk compiled already.
     pub fn ready(chunk: Chunk) -> TemplateChunk {
-        TemplateChunk { chunk: OnceLock::from(chunk), deferred: None }
+        TemplateChunk { chunk: OnceLock::from(chunk), deferred: None, fast: None }
     }
 
-    /// The chunk `compile(body, slot)` gives, compiled on first use.
-    pub fn deferred(body: Arc<TExpr>, slot: u32, compile: CompileTemplate) -> TemplateChunk {
-        TemplateChunk { chunk: OnceLock::new(), deferred: Some((body, slot, compile)) }
+    /// The chunk `compile(body, slot)` gives, compiled on first use, for a template whose
+    /// fast form is `fast`.
+    pub fn deferred(body: Arc<TExpr>, slot: u32, compile: CompileTemplate, fast: Fast) -> TemplateChunk {
+        TemplateChunk { chunk: OnceLock::new(), deferred: Some((body, slot, compile)), fast: Some(fast) }
+    }
+
+    /// The fast form, when the template has one.
+    pub fn fast(&self) -> Option<&Fast> {
+        self.fast.as_ref()
     }
 
     /// Whether the chunk has been compiled (always, for one made [`ready`](Self::ready)).

@@ -24,8 +24,8 @@ fn write_chunk(out: &mut String, chunk: &Chunk, title: &str, indent: usize) {
     let mut n = 0;
     for call in &chunk.calls {
         for (i, p) in call.params.iter().enumerate() {
-            if let CallParam::Template(sub, slot, fast) = p {
-                let how = if fast.is_some() { ", fast form" } else { "" };
+            if let CallParam::Template(sub, slot) = &p.pass {
+                let how = if sub.fast().is_some() { ", fast form" } else { "" };
                 let title = format!("template #{n}: {}(…{}) item in slot {slot}{how}", call.name, i);
                 write_chunk(out, sub, &title, indent + 1);
                 n += 1;

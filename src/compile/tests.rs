@@ -68,13 +68,14 @@ fn folding_copies_nothing_when_nothing_folds() {
 #[test]
 fn a_templates_paths_fast_form_and_origins_share_segments() {
     let chunk = compile(&typed("filter(xs, \"item.a.b > 1 and item.c == 'x'\")"));
-    let Some(CallParam::Template(sub, _, Some(fast))) = chunk.calls.first().and_then(|c| c.params.get(1)) else {
-        panic!("a template with a fast form: {:?}", chunk.calls)
+    let Some(CallParam::Template(sub, _)) = chunk.calls.first().and_then(|c| c.param(1)) else {
+        panic!("a template: {:?}", chunk.calls)
     };
+    let Some(fast) = sub.fast() else { panic!("a template with a fast form: {sub:?}") };
     assert!(!sub.is_compiled(), "a template with a fast form is compiled on first use");
     let sub: &Chunk = sub;
     assert_eq!(sub.paths.len(), 2);
-    let Fast::Pred(Pred::And(parts)) = &**fast else { panic!("{fast:?}") };
+    let Fast::Pred(Pred::And(parts)) = fast else { panic!("{fast:?}") };
     for (part, path) in parts.iter().zip(&sub.paths) {
         let Pred::Cmp(_, p, _) = part else { panic!("{part:?}") };
         assert_eq!(p.segments(), path.segments(), "fast form and chunk: {p:?}");
@@ -101,9 +102,9 @@ fn a_chunk_compiled_on_first_use_is_the_one_compiled_at_once() {
         let chunk = compile(&t);
         let mut listed = 0;
         for call in &chunk.calls {
-            for (p, span) in call.params.iter().zip(call.arg_spans.iter()) {
-                let CallParam::Template(sub, slot, fast) = p else { continue };
-                assert_eq!(!sub.is_compiled(), deferred && fast.is_some(), "{src}");
+            for p in call.params.iter() {
+                let (CallParam::Template(sub, slot), span) = (&p.pass, &p.span) else { continue };
+                assert_eq!(!sub.is_compiled(), deferred && sub.fast().is_some(), "{src}");
                 let Some(body) = template_body(&t, *span) else { panic!("{src}: no template at {span}") };
                 let at_once = super::disassemble(&compile_at_once(body, *slot));
                 assert_eq!(super::disassemble(sub), at_once, "{src}");
@@ -135,22 +136,25 @@ fn template_body(e: &TExpr, span: crate::span::Span) -> Option<&TExpr> {
     })
 }
 
-/// A call site's origins are none at all or one per parameter (allocated once at that
-/// size; a list cut after the last origin was shrunk, a second allocation), and read the
-/// same: the value of `xs` comes from `$.xs`, the other parameters from nowhere known.
+/// A call site's table has one entry per parameter, each with its argument's span and its
+/// value's origin: the value of `xs` comes from `$.xs`, the other parameters' from nowhere
+/// known, and a literal's from nowhere.
 #[test]
-fn a_call_sites_origins_are_none_or_one_per_parameter() {
+fn a_call_sites_parameters_carry_their_spans_and_origins() {
     for (src, with_origins) in
         [("sort(array=xs, key_path=\"item.a\")", true), ("filter(xs, \"item.a > 1\")", true), ("length([1, 2])", false)]
     {
         let chunk = compile(&typed(src));
         let call = chunk.calls.first().expect("a call site");
+        assert!(call.params.len() >= 1, "{src}");
         if with_origins {
-            assert_eq!(call.origins.len(), call.params.len(), "{src}: {:?}", call.origins);
-            assert!(matches!(&call.origins[0], Some(o) if matches!(&o.root, super::Root::Global(n) if &**n == "xs")));
-            assert!(call.origins[1..].iter().all(Option::is_none), "{src}");
+            assert!(matches!(call.origin(0), Some(o) if matches!(&o.root, super::Root::Global(n) if &**n == "xs")));
+            assert_eq!(call.arg_span(0).map(|s| &src[s.range()]), Some("xs"), "{src}");
         } else {
-            assert!(call.origins.is_empty(), "{src}");
+            assert!(call.origin(0).is_none(), "{src}");
+            assert_eq!(call.arg_span(0).map(|s| &src[s.range()]), Some("[1, 2]"), "{src}");
         }
+        assert!((1..call.params.len()).all(|i| call.origin(i).is_none()), "{src}");
+        assert!(call.origin(call.params.len()).is_none() && call.arg_span(call.params.len()).is_none());
     }
 }

@@ -2,7 +2,7 @@
 //! condition built from comparisons of fields with constants, and a path on the element.
 //! Each answers as the chunk would, or `None` for the chunk to run and report.
 
-use crate::compile::{CallInfo, CallParam, Fast, Pred};
+use crate::compile::{CallInfo, Fast, Pred};
 use crate::ops;
 use crate::syntax::ast::BinaryOp;
 use crate::value::Value;
@@ -66,11 +66,8 @@ fn cmp_field(op: BinaryOp, field: &Value, konst: &Value) -> Option<bool> {
 
 /// The fast form of call parameter `param` when it is a path on the element.
 pub(super) fn fast_path(info: &CallInfo, param: usize) -> Option<&crate::value::Path> {
-    match info.params.get(param) {
-        Some(CallParam::Template(_, _, Some(fast))) => match &**fast {
-            Fast::Path(p) => Some(p),
-            Fast::Pred(_) => None,
-        },
+    match info.fast(param) {
+        Some(Fast::Path(p)) => Some(p),
         _ => None,
     }
 }

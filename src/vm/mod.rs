@@ -579,7 +579,7 @@ impl<'a> Vm<'a> {
     /// outer one borrowed, or, when the table's functions are not the built-ins, the two
     /// calls one after the other.
     fn fused(&mut self, chunk: &Chunk, inner: &CallInfo, outer: &CallInfo, span: Span) -> Result<Value, EvalError> {
-        let inner_span = outer.arg_spans.first().copied().unwrap_or(span);
+        let inner_span = outer.arg_span(0).unwrap_or(span);
         // The outer call's arguments after the first, a placeholder for the list first.
         let mut rest = self.arg_pool.pop().unwrap_or_default();
         rest.push(Value::Null);
@@ -625,16 +625,16 @@ impl<'a> Vm<'a> {
     }
 
     fn resolve_dynamic(&self, info: &CallInfo, args: &[Value], span: Span) -> Result<Vec<Resolved>, EvalError> {
-        if !info.params.iter().any(|p| matches!(p, CallParam::Dynamic { .. })) {
+        if !info.params.iter().any(|p| matches!(p.pass, CallParam::Dynamic { .. })) {
             return Ok(Vec::new());
         }
         let mut out = Vec::with_capacity(info.params.len());
         for (i, p) in info.params.iter().enumerate() {
-            let CallParam::Dynamic { relative, slot, alias } = p else {
+            let CallParam::Dynamic { relative, slot, alias } = &p.pass else {
                 out.push(None);
                 continue;
             };
-            let at = info.arg_spans.get(i).copied().unwrap_or(span);
+            let at = info.arg_span(i).unwrap_or(span);
             let src = match &args[i] {
                 Value::Str(s) => s,
                 other => {
@@ -669,11 +669,11 @@ impl<'a> Vm<'a> {
                 e
             }
             Failure::Fn(fe) => {
-                let at = fe.param.and_then(|p| info.arg_spans.get(p).copied()).unwrap_or(span);
+                let at = fe.param.and_then(|p| info.arg_span(p)).unwrap_or(span);
                 let mut e = EvalError::new(fe.code, at, fe.message);
                 e.function = Some(info.name.clone());
                 if let Some(p) = fe.param {
-                    let base = info.origins.get(p).and_then(Option::as_ref).map(|o| self.render_origin(o, usize::MAX));
+                    let base = info.origin(p).map(|o| self.render_origin(o, usize::MAX));
                     // When the element was read through a path template (`item_path="score"`),
                     // the place is that field of the element.
                     let suffix = fe.index.and_then(|_| path_template_suffix(info)).unwrap_or_default();
@@ -696,8 +696,8 @@ type Resolved = Option<(Arc<Chunk>, u32)>;
 
 /// `.a.b` when the call's template is just a path on `item` (`item.a.b`).
 fn path_template_suffix(info: &CallInfo) -> Option<String> {
-    info.params.iter().find_map(|p| match p {
-        CallParam::Template(chunk, slot, _) => match chunk.code.as_slice() {
+    info.params.iter().find_map(|p| match &p.pass {
+        CallParam::Template(chunk, slot) => match chunk.code.as_slice() {
             [Op::LocalPath(s, p)] if s == slot => {
                 let mut out = String::new();
                 for seg in chunk.paths.get(*p as usize)?.iter() {
@@ -726,10 +726,7 @@ struct Frame<'v, 'a> {
 impl Frame<'_, '_> {
     /// The fast form of parameter `param`'s template, if it has one.
     fn fast(&self, param: usize) -> Option<&Fast> {
-        match self.info.params.get(param) {
-            Some(CallParam::Template(_, _, Some(f))) => Some(f),
-            _ => None,
-        }
+        self.info.fast(param)
     }
 
     /// `apply_each`'s loop, for either kind of element slice: a template that is a path on
@@ -774,7 +771,7 @@ fn chunk_source(chunk: &Chunk) -> String {
 impl Caller for Frame<'_, '_> {
     fn select<'x>(&mut self, param: usize, xs: &'x [Value], out: &mut Vec<&'x Value>) -> Result<(), EvalError> {
         let info = self.info;
-        let Some(CallParam::Template(_, _, Some(fast))) = info.params.get(param) else {
+        let Some(fast) = info.fast(param) else {
             for (i, x) in xs.iter().enumerate() {
                 if self.test(param, x, i)? {
                     out.push(x);
@@ -782,7 +779,7 @@ impl Caller for Frame<'_, '_> {
             }
             return Ok(());
         };
-        let Fast::Pred(p) = &**fast else {
+        let Fast::Pred(p) = fast else {
             for (i, x) in xs.iter().enumerate() {
                 if self.test(param, x, i)? {
                     out.push(x);
@@ -882,10 +879,10 @@ impl Caller for Frame<'_, '_> {
         }
         // A run-time template's spans are offsets in its own text: errors from it point at
         // the argument that named it.
-        let (chunk, slot, named_at): (&Chunk, u32, Option<Span>) = match self.info.params.get(param) {
-            Some(CallParam::Template(c, s, _)) => (c, *s, None),
+        let (chunk, slot, named_at): (&Chunk, u32, Option<Span>) = match self.info.param(param) {
+            Some(CallParam::Template(c, s)) => (c, *s, None),
             Some(CallParam::Dynamic { .. }) => match self.dynamic.get(param).and_then(Option::as_ref) {
-                Some((c, s)) => (c, *s, self.info.arg_spans.get(param).copied()),
+                Some((c, s)) => (c, *s, self.info.arg_span(param)),
                 None => return Ok(item.clone()),
             },
             _ => return Ok(item.clone()),
@@ -916,7 +913,7 @@ impl Caller for Frame<'_, '_> {
             Some(l) if l.serial == self.serial => l.index = index,
             other => {
                 *other =
-                    Some(LocalLoc { origin: self.info.origins.first().cloned().flatten(), index, serial: self.serial })
+                    Some(LocalLoc { origin: self.info.origin(0).cloned(), index, serial: self.serial })
             }
         }
         vm.locals[s] = item.clone();

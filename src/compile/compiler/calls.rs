@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::places::{field_root, field_segments};
 use super::{compile, Compiler};
-use crate::compile::chunk::{CallInfo, CallParam, Chunk, Fast, Origin, Pred, TemplateChunk};
+use crate::compile::chunk::{CallInfo, CallParam, Chunk, Fast, Origin, ParamSite, Pred, TemplateChunk};
 use crate::compile::op::Op;
 use crate::span::Span;
 use crate::syntax::ast::{BinaryOp, UnaryOp};
@@ -112,34 +112,19 @@ impl Compiler {
     /// Compiles the arguments of `call` and adds its call site; with `skip_first`, the first
     /// argument is the fused inner call's list, which is never on the stack.
     pub(super) fn call_site(&mut self, call: &TCall, span: Span, skip_first: bool) -> u32 {
+        // How each parameter is passed, its argument's span and its value's origin: one list,
+        // allocated once at its final size.
         let mut params = Vec::with_capacity(call.args.len());
-        // Empty when no argument has an origin (most calls: no allocation), else one entry
-        // per argument, allocated at its final size on the first origin (a list cut after
-        // the last origin was shrunk, a second allocation).
-        let mut origins = Vec::new();
-        let note = |origins: &mut Vec<Option<Origin>>, n: usize, o: Option<Origin>| {
-            if o.is_some() {
-                if origins.is_empty() {
-                    origins.reserve_exact(call.args.len());
-                }
-                origins.resize(n, None);
-                origins.push(o);
-            }
-        };
-        let mut spans = Vec::with_capacity(call.args.len());
+        let site = |pass: CallParam, span: Span, origin: Option<Origin>| ParamSite { pass, span, origin };
         for (n, a) in call.args.iter().enumerate() {
             if let (true, 0, TArg::Value(x)) = (skip_first, n, a) {
-                params.push(CallParam::Value);
-                note(&mut origins, n, self.origin(x));
-                spans.push(x.span);
+                params.push(site(CallParam::Value, x.span, self.origin(x)));
                 continue;
             }
             match a {
                 TArg::Value(x) => {
                     self.expr(x);
-                    params.push(CallParam::Value);
-                    note(&mut origins, n, self.origin(x));
-                    spans.push(x.span);
+                    params.push(site(CallParam::Value, x.span, self.origin(x)));
                 }
                 TArg::Template { body, slot } => {
                     self.use_slot(*slot);
@@ -149,31 +134,26 @@ impl Compiler {
                     // and constants), so its chunk uses `item`'s slot and none above it:
                     // compiled on first use (`TemplateChunk`), it is needed only when the
                     // fast form cannot answer.
-                    let (sub, fast) = match fast_template(body, *slot) {
-                        Some(fast) => {
-                            let sub = TemplateChunk::deferred(body.clone(), *slot, compile_template);
-                            (sub, Some(Arc::new(fast)))
-                        }
+                    let sub = match fast_template(body, *slot) {
+                        Some(fast) => TemplateChunk::deferred(body.clone(), *slot, compile_template, fast),
                         None => {
                             let sub = compile_template(body, *slot);
                             self.chunk.locals = self.chunk.locals.max(sub.locals);
-                            (TemplateChunk::ready(sub), None)
+                            TemplateChunk::ready(sub)
                         }
                     };
-                    params.push(CallParam::Template(Arc::new(sub), *slot, fast));
-                    spans.push(body.span);
+                    params.push(site(CallParam::Template(Arc::new(sub), *slot), body.span, None));
                 }
                 TArg::Dynamic { source, relative, slot, alias } => {
                     self.use_slot(*slot);
                     self.expr(source);
-                    params.push(CallParam::Dynamic { relative: *relative, slot: *slot, alias: alias.clone() });
-                    spans.push(source.span);
+                    let pass = CallParam::Dynamic { relative: *relative, slot: *slot, alias: alias.clone() };
+                    params.push(site(pass, source.span, None));
                 }
                 TArg::Absent => {
                     let i = self.chunk.constant(Value::Null);
                     self.emit(Op::Const(i), span);
-                    params.push(CallParam::Absent);
-                    spans.push(span);
+                    params.push(site(CallParam::Absent, span, None));
                 }
             }
         }
@@ -182,13 +162,6 @@ impl Compiler {
             name: call.name.clone(),
             params: params.into_boxed_slice(),
             given: call.given,
-            origins: if origins.is_empty() {
-                Box::default()
-            } else {
-                origins.resize(call.args.len(), None);
-                origins.into_boxed_slice()
-            },
-            arg_spans: spans.into_boxed_slice(),
         });
         (self.chunk.calls.len() - 1) as u32
     }
