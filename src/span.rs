@@ -152,6 +152,15 @@ impl SourceMap {
         if at >= self.end.0 {
             return self.end.1;
         }
+        // A string without escapes (most): one verbatim run, no search.
+        if let Points::One((d, s)) = self.points {
+            return if d <= at { (s + (at - d)).min(self.end.1) } else { self.end.1 };
+        }
+        self.search(at)
+    }
+
+    /// [`SourceMap::offset`] by searching the points (any number of them), below the end.
+    fn search(&self, at: u32) -> u32 {
         let points = self.points.as_slice();
         let idx = points.partition_point(|p| p.0 <= at);
         match idx.checked_sub(1).and_then(|i| points.get(i)) {
@@ -212,6 +221,23 @@ mod tests {
         assert_eq!([0, 1, 2, 3].map(|o| m.decoded(o)), [Some(0), Some(1), Some(1), Some(2)]);
         for d in 0..3 {
             assert_eq!(m.decoded(m.map(Span::new(d, d + 1)).start as usize), Some(d));
+        }
+    }
+
+    proptest::proptest! {
+        /// A map of one verbatim run (a string without escapes) answers without a search
+        /// exactly what the search answers, at every offset, the end and past it included.
+        #[test]
+        fn one_run_maps_as_the_search_does(d in 0u32..40, s in 0u32..1000, len in 0u32..80, extra in 0u32..50) {
+            let mut m = SourceMap::default();
+            m.push(d as usize, s as usize);
+            let end = d + len;
+            m.finish(end as usize, (s + len + extra) as usize);
+            proptest::prop_assert!(matches!(m.points, Points::One(_)));
+            for at in 0..end + 5 {
+                let want = if at >= m.end.0 { m.end.1 } else { m.search(at) };
+                proptest::prop_assert_eq!(m.offset(at), want, "at {}", at);
+            }
         }
     }
 
