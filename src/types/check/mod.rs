@@ -407,6 +407,10 @@ impl<'a> Checker<'a> {
 
     /// The type of `value.seg` for a value of type `t`; reports what cannot work.
     pub(super) fn segment_type(&mut self, t: &Type, seg: &Spanned<Name>, base_span: Span) -> Type {
+        // Any segment of `any` is `any` (every read in an open scope).
+        if matches!(t, Type::Any) {
+            return Type::Any;
+        }
         let s = &*seg.node;
         let is_index = !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
         let mut results = Vec::new();
