@@ -23,6 +23,7 @@ use super::ast::*;
 use super::escape::{unescape, Dialect};
 use super::pool::{self, Pool};
 use crate::span::{SourceMap, Span, Spanned};
+use crate::value::same_key;
 
 /// Parses a whole expression, or `None` when the reference path must (see the module
 /// docs). `max_depth` is the builder's limit on tree height.
@@ -113,7 +114,8 @@ fn intern_in(names: &mut [Option<Name>], text: &str) -> Name {
     // Two ways per set: a name and the one it would have evicted are both kept.
     let set = (h >> 58) as usize % (NAME_SLOTS / 2) * 2;
     for way in set..set + 2 {
-        if let Some(n) = names.get(way).and_then(Option::as_ref).filter(|n| ***n == *text) {
+        // Compared without a call into `memcmp` (names are short).
+        if let Some(n) = names.get(way).and_then(Option::as_ref).filter(|n| same_key(n.as_bytes(), b)) {
             return n.clone();
         }
     }
