@@ -146,7 +146,7 @@ fn a_call_sites_parameters_carry_their_spans_and_origins() {
     {
         let chunk = compile(&typed(src));
         let call = chunk.calls.first().expect("a call site");
-        assert!(call.params.len() >= 1, "{src}");
+        assert!(!call.params.is_empty(), "{src}");
         if with_origins {
             assert!(matches!(call.origin(0), Some(o) if matches!(&o.root, super::Root::Global(n) if &**n == "xs")));
             assert_eq!(call.arg_span(0).map(|s| &src[s.range()]), Some("xs"), "{src}");

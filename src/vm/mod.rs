@@ -911,10 +911,7 @@ impl Caller for Frame<'_, '_> {
         // The element's origin is set once per call; per element only the index changes.
         match &mut vm.loc[s] {
             Some(l) if l.serial == self.serial => l.index = index,
-            other => {
-                *other =
-                    Some(LocalLoc { origin: self.info.origin(0).cloned(), index, serial: self.serial })
-            }
+            other => *other = Some(LocalLoc { origin: self.info.origin(0).cloned(), index, serial: self.serial }),
         }
         vm.locals[s] = item.clone();
         vm.depth += 1;
