@@ -133,6 +133,7 @@ pub(crate) mod lsp;
 pub(crate) mod mcp;
 pub(crate) mod ops;
 pub(crate) mod plans;
+pub(crate) mod processes;
 pub mod ranges;
 pub(crate) mod reference;
 #[cfg(feature = "engine")]

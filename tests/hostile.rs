@@ -1131,3 +1131,66 @@ fn a_late_or_slow_reader_gets_its_input_whole_and_a_non_reader_returns_at_once()
     assert_eq!(json(&o.stdout), serde_json::json!({"n": 0}));
     assert!(took < Duration::from_secs(2), "twenty calls took {took:?}");
 }
+
+/// A `git` that leaves a process holding its output for three seconds after it exits, under
+/// `tdsl run` (the command is the orphan reaper of what it starts, on Linux): `git`'s own
+/// status stays its `Child`'s. Before `git` was registered with the reaper as a process
+/// the command waits for, its zombie, in the command's own group, was taken for a
+/// leftover after two seconds and reaped, and the wait for it then failed ("git failed: No
+/// child processes"), and the file store, taking the root for one outside git, listed the
+/// current version alone.
+#[test]
+fn git_leaving_a_process_on_its_output_keeps_its_status() {
+    let root = temp("git-leftover");
+    let real_git = std::env::var_os("PATH")
+        .and_then(|p| std::env::split_paths(&p).map(|d| d.join("git")).find(|g| g.is_file()))
+        .expect("the tests need git on PATH");
+    let git = |args: &[&str]| {
+        let o = Command::new(&real_git)
+            .arg("-C")
+            .arg(&root)
+            .args(["-c", "user.name=Ada", "-c", "user.email=ada@example.com"])
+            .args(args)
+            .output()
+            .expect("git runs");
+        assert!(o.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    };
+    git(&["init", "-q"]);
+    std::fs::write(root.join("notes.txt"), "one\n").expect("write");
+    git(&["add", "notes.txt"]);
+    git(&["commit", "-q", "-m", "Add notes"]);
+    // The wrapper, first on PATH: git itself, with a `sleep` it started keeping the output.
+    let bin = temp("git-leftover-bin");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let wrapper = bin.join("git");
+        std::fs::write(&wrapper, format!("#!/bin/sh\nsleep 3 &\nexec '{}' \"$@\"\n", real_git.display()))
+            .expect("write");
+        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    std::fs::write(
+        root.join("main.tool"),
+        r#"{"instructions": [{"execution_id": "versions",
+                              "transform_responses": {"transforms": {"m": "map(list_file_versions(\"notes.txt\"), template=\"item.message\")"}}}],
+            "response_reference_map": {"m": "REF:versions.m"}}"#,
+    )
+    .expect("write");
+    let path = std::env::join_paths(
+        std::iter::once(bin.clone())
+            .chain(std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect::<Vec<_>>()).unwrap_or_default()),
+    )
+    .expect("PATH");
+    let r = root.to_str().expect("utf-8 path");
+    let child = tdsl()
+        .args(["run", "main.tool", "--root", r, "--files", r, "--no-history"])
+        .env("PATH", path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tdsl starts");
+    let o = finish(child, "run with a git that leaves a process");
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    // The commit's message: the versions came from git (a file store outside git has the
+    // current version alone, without one).
+    assert_eq!(json(&o.stdout), serde_json::json!({"m": ["Add notes"]}), "{}", o.stderr);
+}

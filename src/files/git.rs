@@ -40,11 +40,8 @@ pub(super) struct Commit {
 impl Repo {
     /// The work tree containing `dir`, when there is one and `git` runs.
     pub(crate) fn discover(dir: &Path) -> Option<Repo> {
-        let out = git(dir).args(["rev-parse", "--is-inside-work-tree", "--show-toplevel"]).output().ok()?;
-        if !out.status.success() {
-            return None;
-        }
-        let text = String::from_utf8(out.stdout).ok()?;
+        let out = run(git(dir).args(["rev-parse", "--is-inside-work-tree", "--show-toplevel"]), None).ok()?;
+        let text = String::from_utf8(out).ok()?;
         let mut lines = text.lines();
         if lines.next() != Some("true") {
             return None;
@@ -172,7 +169,10 @@ fn run(cmd: &mut Command, input: Option<&[u8]>) -> Result<Vec<u8>, String> {
     if input.is_some() {
         cmd.stdin(Stdio::piped());
     }
-    let mut child = cmd.spawn().map_err(|e| format!("cannot run git: {e}"))?;
+    // Registered while it runs: the command's orphan reaper leaves its status to `child`
+    // however long a process it left keeps its output open.
+    let (mut child, _registered) =
+        crate::processes::spawn_registered(cmd).map_err(|e| format!("cannot run git: {e}"))?;
     let out = std::thread::scope(|s| {
         // Written from another thread: git answers while it reads, and a full output pipe
         // would otherwise stop both sides.

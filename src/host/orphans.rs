@@ -1,11 +1,12 @@
 //! What the `exec:` programs leave behind: the processes they start that outlive them.
 //! On Linux the command is their *subreaper* ([`adopt_orphans`]): it reaps those that end
-//! while it runs ([`RUNNING`] tells them from its own children) and ends the rest when it
+//! while it runs (`processes::RUNNING` tells them from its own children) and ends the rest when it
 //! ends ([`end_children`]). What a program leaves in its own process group is killed with
 //! the call (`runner`).
 
-use std::process::{Child, Command};
 use std::sync::{Mutex, PoisonError};
+
+use crate::processes::lock_running;
 #[cfg(feature = "cli")]
 use std::time::Duration;
 #[cfg(all(target_os = "linux", feature = "cli"))]
@@ -41,7 +42,7 @@ const ORPHAN_POLL: Duration = Duration::from_millis(250);
 /// adopted: a process a tool left in a session or a process group of its own (`setsid`,
 /// `setpgid`: out of reach of the kill of the tool's group) and what that process started.
 /// A child of this process is one it started itself when it is in this process's own group
-/// (an MCP server, `git`) or is an `exec:` program running now ([`RUNNING`]); any other
+/// (an MCP server) or is an `exec:` program or a `git` running now (`processes::RUNNING`); any other
 /// child was adopted, and reaping it takes no `Child`'s status. The thread blocks until some
 /// child has ended without reaping it (`waitid` with `WNOWAIT`: it may be one this process
 /// started, whose `Child` reaps it), then reaps the adopted ones.
@@ -101,14 +102,6 @@ fn reap_orphans() {
 #[cfg(all(target_os = "linux", feature = "cli"))]
 const LINGER: Duration = Duration::from_secs(2);
 
-/// The `exec:` programs running now, by process id: registered as they are started (under
-/// the lock, so that none can end unregistered) and left out once their `Child` reaped them.
-static RUNNING: Mutex<Vec<i32>> = Mutex::new(Vec::new());
-
-fn lock_running() -> std::sync::MutexGuard<'static, Vec<i32>> {
-    RUNNING.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 /// Processes started here whose `Child` may be waited for long after they end (an `mcp:`
 /// server: when its session closes), by id and start time: the reaper leaves them to their
 /// `Child` whatever their group or session (a server may call `setsid`: reaped here, its
@@ -147,25 +140,6 @@ pub(super) fn spawn_owned<C>(
         lock_owned().push((pid, start));
     }
     Ok(child)
-}
-
-/// Starts `cmd`, registered in [`RUNNING`] until the returned guard is dropped (after the
-/// child was reaped).
-pub(super) fn spawn_registered(cmd: &mut Command) -> std::io::Result<(Child, Registered)> {
-    let mut running = lock_running();
-    let child = cmd.spawn()?;
-    let pid = i32::try_from(child.id()).unwrap_or(-1);
-    running.push(pid);
-    Ok((child, Registered(pid)))
-}
-
-/// An `exec:` program's place in [`RUNNING`].
-pub(super) struct Registered(i32);
-
-impl Drop for Registered {
-    fn drop(&mut self) {
-        lock_running().retain(|&p| p != self.0);
-    }
 }
 
 /// What `/proc/PID/stat` says of a process.

@@ -403,7 +403,7 @@ fn run_program(words: &[String], call: &ToolCall<'_>, max_stdout: u64, env: &Too
             ToolError::permanent(message)
         }
     };
-    let (mut child, _registered) = super::orphans::spawn_registered(&mut cmd).map_err(cannot_start)?;
+    let (mut child, _registered) = crate::processes::spawn_registered(&mut cmd).map_err(cannot_start)?;
     // The pipes' threads end when the call returns, whatever holds the pipes then.
     let abandon = Abandon(Abandoned::default());
     let started = (|| {
