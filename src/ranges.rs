@@ -187,6 +187,12 @@ pub const SCHEMA_REF_NESTING: Range = range("schema ref nesting", 32.0, 32.0, tr
 /// ([`crate::export::resolve::MAX_DEPTH`]: 32). **Fixed**.
 pub const SCHEMA_DEPTH: Range = range("schema depth", 32.0, 32.0, true, "");
 
+/// The deepest nesting of `list<…>` in a declared `type_name` (`list<list<string>>` is 2).
+/// **Fixed**: a deeper name is refused (`E0004`) before anything walks the type it would
+/// make, so a type name nested thousands deep in a 100 KB plan cannot run a thread out of
+/// stack (it once crashed `serve --mcp`).
+pub(crate) const MAX_TYPE_NAME_NESTING: usize = 32;
+
 /// Every range, for documentation and tests.
 pub const ALL: &[Range] = &[
     MAX_RETRIES,

@@ -768,3 +768,33 @@ fn a_plans_result_and_calls_are_bounded_and_the_server_stays_small() {
     assert!(r.to_string().contains("the run reached its limit of 100 calls"), "{:.300}", r.to_string());
     assert!(r.to_string().contains("E0816"), "{:.300}", r.to_string());
 }
+
+/// A plan whose argument is declared `list<list<…<string>…>>` 20,000 deep (120 KB, within the
+/// plan size limit; the depth is inside one string, so the JSON nesting limit does not see
+/// it) once ran a worker thread out of stack, aborting the server and every session with
+/// it. It is `E0004` now, naming the depth and the limit, for `check_plan` and `run_plan`
+/// alike; 32 levels is a type, 33 is refused; and the server goes on.
+#[test]
+fn a_type_name_nested_thousands_deep_is_refused_and_the_server_goes_on() {
+    let mut s = Server::start(&plans_root(), &["--allow", "/tools/*.tool"]);
+    let deep = |n: usize| format!("{}string{}", "list<".repeat(n), ">".repeat(n));
+    let plan = |type_name: &str| {
+        json!({"arguments": [{"name": "xs", "type_name": type_name}],
+               "instructions": [{"execution_id": "s", "tool_definition_path": "search", "arguments": {"query": "x"}}],
+               "response_reference_map": {"total": "REF:s.total"}})
+    };
+    for tool in ["check_plan", "run_plan"] {
+        let r = s.call(tool, json!({"plan": plan(&deep(20_000))}));
+        assert_eq!(codes(&r), ["E0004"], "{tool}: {r}");
+        let message = r["structuredContent"]["diagnostics"][0]["message"].as_str().expect("message");
+        assert!(message.contains("20000 deep, past the limit of 32"), "{message}");
+    }
+    let r = s.call("check_plan", json!({"plan": plan(&deep(32))}));
+    assert_eq!(codes(&r), Vec::<String>::new(), "{r}");
+    let r = s.call("check_plan", json!({"plan": plan(&deep(33))}));
+    assert_eq!(codes(&r), ["E0004"], "{r}");
+    // A misspelt name nested as deep gets no suggestion walked through it either.
+    let r = s.call("check_plan", json!({"plan": plan(&format!("{}strng{}", "array<".repeat(20_000), ">".repeat(20_000)))}));
+    assert_eq!(codes(&r), ["E0518"], "{r}");
+    s.still_serves();
+}

@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use crate::ranges::MAX_TYPE_NAME_NESTING;
+
 /// A declared `type_name`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum TypeName {
@@ -30,12 +32,39 @@ impl TypeName {
         &["string", "number", "integer", "boolean", "list", "object", "file", "any"];
 
     /// Parses a `type_name`: one of [`TypeName::SIMPLE`] or `list<T>` (spaces inside the
-    /// angle brackets are allowed).
+    /// angle brackets are allowed), with `list<…>` nested at most
+    /// [`MAX_TYPE_NAME_NESTING`] deep: a deeper name is not a type (its declaration says
+    /// why: [`TypeName::list_depth`]), so no walk of a declared type runs out of stack.
     pub fn parse(s: &str) -> Option<TypeName> {
-        let s = s.trim();
-        if let Some(inner) = s.strip_prefix("list<").and_then(|r| r.strip_suffix('>')) {
-            return TypeName::parse(inner).map(|t| TypeName::List(Some(Box::new(t))));
+        let (depth, inner) = TypeName::lists(s);
+        if depth > MAX_TYPE_NAME_NESTING {
+            return None;
         }
+        let mut t = TypeName::simple(inner)?;
+        for _ in 0..depth {
+            t = TypeName::List(Some(Box::new(t)));
+        }
+        Some(t)
+    }
+
+    /// How many `list<…>` a type name opens around its innermost part (counted without
+    /// recursion, however deep).
+    pub fn list_depth(s: &str) -> usize {
+        TypeName::lists(s).0
+    }
+
+    /// The `list<…>` around a type name's innermost part: how many, and that part.
+    fn lists(s: &str) -> (usize, &str) {
+        let mut s = s.trim();
+        let mut depth = 0;
+        while let Some(inner) = s.strip_prefix("list<").and_then(|r| r.strip_suffix('>')) {
+            depth += 1;
+            s = inner.trim();
+        }
+        (depth, s)
+    }
+
+    fn simple(s: &str) -> Option<TypeName> {
         Some(match s {
             "string" => TypeName::String,
             "number" => TypeName::Number,

@@ -258,8 +258,17 @@ impl Type {
     /// Parses a declared `type_name`: `string`, `number`, `integer`, `boolean`, `list`,
     /// `object`, `file`, `any`, `null`, and `list<T>`.
     pub fn from_type_name(name: &str) -> Option<Type> {
-        let name = name.trim();
-        Some(match name {
+        // `list<…>` unwrapped without recursion, at most as deep as a declaration allows.
+        let mut name = name.trim();
+        let mut depth = 0;
+        while let Some(inner) = name.strip_prefix("list<").and_then(|r| r.strip_suffix('>')) {
+            depth += 1;
+            if depth > crate::ranges::MAX_TYPE_NAME_NESTING {
+                return None;
+            }
+            name = inner.trim();
+        }
+        let mut t = match name {
             "string" | "str" => Type::Str,
             "number" | "float" => Type::Number,
             "integer" | "int" => Type::Int,
@@ -269,11 +278,12 @@ impl Type {
             "file" => Type::File,
             "any" => Type::Any,
             "null" => Type::Null,
-            _ => {
-                let inner = name.strip_prefix("list<")?.strip_suffix('>')?;
-                Type::List(Arc::new(Type::from_type_name(inner)?))
-            }
-        })
+            _ => return None,
+        };
+        for _ in 0..depth {
+            t = Type::List(Arc::new(t));
+        }
+        Some(t)
     }
 }
 
@@ -413,5 +423,14 @@ mod tests {
     fn type_names() {
         assert_eq!(Type::from_type_name("list<string>"), Some(Type::List(Arc::new(Type::Str))));
         assert_eq!(Type::from_type_name("lst"), None);
+        // `list<…>` at most 32 deep, unwrapped without recursion.
+        let deep = |n: usize| format!("{}int{}", "list< ".repeat(n), " >".repeat(n));
+        let mut t = Type::Int;
+        for _ in 0..32 {
+            t = Type::List(Arc::new(t));
+        }
+        assert_eq!(Type::from_type_name(&deep(32)), Some(t));
+        assert_eq!(Type::from_type_name(&deep(33)), None);
+        assert_eq!(Type::from_type_name(&deep(100_000)), None);
     }
 }

@@ -2,6 +2,7 @@
 //! and its `response_reference_map`.
 
 use crate::diagnostic::{did_you_mean, Code, Diagnostic};
+use crate::ranges::MAX_TYPE_NAME_NESTING;
 use crate::span::Spanned;
 
 use super::super::json::{JsonKind, JsonNode, JsonObject};
@@ -89,6 +90,19 @@ impl Loader<'_> {
 
     pub(super) fn type_name(&mut self, obj: &Obj<'_>, node: &JsonNode) -> Option<Spanned<TypeName>> {
         let text = self.string(obj, "type_name", node)?;
+        let depth = TypeName::list_depth(&text.node);
+        if depth > MAX_TYPE_NAME_NESTING {
+            self.push(
+                Diagnostic::new(
+                    Code::NestingTooDeep,
+                    text.span,
+                    format!("the `type_name` in {} nests `list<…>` {depth} deep, past the limit of {MAX_TYPE_NAME_NESTING}", obj.what),
+                )
+                .with_label("nested too deeply")
+                .with_help("declare `list` with the elements' type as `items`, or `any`, for data this deep"),
+            );
+            return None;
+        }
         match TypeName::parse(&text.node) {
             Some(t) => Some(Spanned::new(t, text.span)),
             None => {
@@ -159,6 +173,11 @@ impl Loader<'_> {
 /// A known type close to `text`: a near miss, a name from another type system
 /// (`int`, `array`, `dict`), or the same inside `list<…>`.
 fn suggest_type(text: &str) -> Option<String> {
+    suggest_type_within(text, MAX_TYPE_NAME_NESTING)
+}
+
+/// [`suggest_type`], looking inside at most `depth` more brackets.
+fn suggest_type_within(text: &str, depth: usize) -> Option<String> {
     const ALIASES: &[(&str, &str)] = &[
         ("int", "integer"),
         ("float", "number"),
@@ -175,7 +194,11 @@ fn suggest_type(text: &str) -> Option<String> {
     let t = text.trim();
     for (open, close) in [("list<", ">"), ("array<", ">"), ("list[", "]"), ("List[", "]"), ("List<", ">")] {
         if let Some(inner) = t.strip_prefix(open).and_then(|r| r.strip_suffix(close)) {
-            let inner = if TypeName::parse(inner).is_some() { inner.trim().to_string() } else { suggest_type(inner)? };
+            let inner = if TypeName::parse(inner).is_some() {
+                inner.trim().to_string()
+            } else {
+                suggest_type_within(inner, depth.checked_sub(1)?)?
+            };
             return Some(format!("list<{inner}>"));
         }
     }
