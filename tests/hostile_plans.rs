@@ -794,7 +794,8 @@ fn a_type_name_nested_thousands_deep_is_refused_and_the_server_goes_on() {
     let r = s.call("check_plan", json!({"plan": plan(&deep(33))}));
     assert_eq!(codes(&r), ["E0004"], "{r}");
     // A misspelt name nested as deep gets no suggestion walked through it either.
-    let r = s.call("check_plan", json!({"plan": plan(&format!("{}strng{}", "array<".repeat(20_000), ">".repeat(20_000)))}));
+    let r =
+        s.call("check_plan", json!({"plan": plan(&format!("{}strng{}", "array<".repeat(20_000), ">".repeat(20_000)))}));
     assert_eq!(codes(&r), ["E0518"], "{r}");
     s.still_serves();
 }

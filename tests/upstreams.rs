@@ -164,3 +164,43 @@ fn an_upstream_that_does_not_say_its_tools_changed_refuses_the_old_tool_itself()
     let r = client.request("ping", json!({}));
     assert!(r["result"].is_object(), "{r}");
 }
+
+/// Upstreams whose configuration carries a key, as real MCP set-ups do: an option of the
+/// command line, a variable set with `env`, a URL's query, a URL's path. Each fails (the
+/// program exits, nothing listens), and what the plan's client reads of it — the check's
+/// note and `upstream_problems`, `tdsl://tools`, the `plan` prompt — names the upstream
+/// and its program or origin, never the key (they once carried the whole command line or
+/// URL). The client's own view is what a model reads; the operator has the flags.
+#[test]
+fn an_upstreams_command_line_or_url_never_reaches_the_client() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    std::fs::create_dir_all(dir.path().join("root")).expect("the root");
+    // A port nothing listens on: bound, then let go.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("a port").local_addr().expect("addr").port();
+    let cases = [
+        ("/bin/false --api-key=sk-live-KEY1111111111", "false …"),
+        ("env -u HOME API_KEY=sk-live-KEY2222222222 /bin/false", "false …"),
+        (
+            &*format!("http://127.0.0.1:{port}/mcp?api_key=sk-live-KEY3333333333"),
+            &*format!("http://127.0.0.1:{port}/…"),
+        ),
+        (&*format!("http://127.0.0.1:{port}/mcp/sk-live-KEY4444444444/sse"), &*format!("http://127.0.0.1:{port}/…")),
+    ];
+    for (upstream, named) in cases {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tdsl"));
+        cmd.args(["serve", "--mcp", "--plans", "--no-history", "--upstream-timeout", "5", "--root"])
+            .arg(dir.path().join("root"))
+            .arg("--upstream")
+            .arg(format!("up={upstream}"));
+        let mut client = StdioClient::start(&mut cmd);
+        let checked = client.call("check_plan", plan("up/x"));
+        let tools = client.request("resources/read", json!({"uri": "tdsl://tools"}));
+        let prompt = client.request("prompts/get", json!({"name": "plan", "arguments": {"task": "anything"}}));
+        for (what, answer) in [("check_plan", &checked), ("tdsl://tools", &tools), ("the plan prompt", &prompt)] {
+            let text = answer.to_string();
+            assert!(!text.contains("sk-live-KEY"), "{upstream}: {what} shows the key: {text}");
+        }
+        let note = checked.to_string();
+        assert!(note.contains(&format!("the upstream server `up` ({named})")), "{upstream}: {note}");
+    }
+}

@@ -384,7 +384,7 @@ impl Upstreams {
         let spawned = std::thread::Builder::new().name("tdsl-upstream-list".to_string()).spawn(move || {
             let listed = clients
                 .list_target_tools(&target)
-                .map_err(|e| format!("the upstream server `{server}` ({}): {e}", shown(&target)));
+                .map_err(|e| format!("the upstream server `{server}` ({}): {e}", target.shown()));
             let mut listings = listings.lock().unwrap_or_else(PoisonError::into_inner);
             let listing = listings.entry(server).or_default();
             listing.known = match (listed, &listing.known) {
@@ -429,7 +429,7 @@ impl Upstreams {
             Known::Nothing => {
                 let error = format!(
                     "the upstream server `{name}` ({}): `tools/list` got no answer within {} s (--upstream-timeout)",
-                    shown(&spec.target),
+                    spec.target.shown(),
                     fmt_secs(self.list_timeout)
                 );
                 listing.known = failed(&Known::Nothing, error.clone());
@@ -609,13 +609,6 @@ fn fmt_secs(d: Duration) -> String {
 pub(crate) fn split_tool(tool_path: &str) -> Option<(&str, &str)> {
     let (name, tool) = tool_path.split_once('/')?;
     (valid_name(name) && !tool.is_empty() && !tool.contains('/')).then_some((name, tool))
-}
-
-fn shown(target: &McpTarget) -> String {
-    match target {
-        McpTarget::Command(c) => shell_words::join(c),
-        McpTarget::Url { url, .. } => url.clone(),
-    }
 }
 
 /// An upstream tool as the plan core takes it, from its MCP `Tool` object.

@@ -261,21 +261,25 @@ impl TcpHttpClient {
     /// connection.
     async fn send(&self, request: Request<Full<Bytes>>) -> Sent {
         let uri = request.uri().clone();
+        // Named by its origin in errors: the path and query may hold a key.
+        let shown = super::url_origin(&uri.to_string());
         let tls = match (uri.scheme_str(), &self.tls) {
             (Some("http"), _) => None,
             (Some("https"), Some(tls)) => Some(tls.clone()),
             _ => {
                 return Err(client_error(HttpClientError::Url(format!(
-                    "{uri}: only http:// and https:// URLs reach MCP servers"
+                    "{shown}: only http:// and https:// URLs reach MCP servers"
                 ))))
             }
         };
-        let host = uri.host().ok_or_else(|| client_error(HttpClientError::Url(format!("{uri}: no host"))))?;
+        let host = uri.host().ok_or_else(|| client_error(HttpClientError::Url(format!("{shown}: no host"))))?;
         let host = host.trim_start_matches('[').trim_end_matches(']');
         // A port that is not a u16 (`:65536`) is not the scheme's default.
         let port = match (uri.port(), uri.port_u16()) {
             (Some(p), None) => {
-                return Err(client_error(HttpClientError::Url(format!("{uri}: the port `{p}` is not one of 1–65535"))))
+                return Err(client_error(HttpClientError::Url(format!(
+                    "{shown}: the port `{p}` is not one of 1–65535"
+                ))))
             }
             (_, Some(p)) => p,
             (None, None) => {
@@ -297,7 +301,7 @@ impl TcpHttpClient {
         };
         let Some(tls) = tls else { return exchange(stream, request).await };
         let name = rustls::pki_types::ServerName::try_from(host.to_string())
-            .map_err(|e| client_error(HttpClientError::Url(format!("{uri}: `{host}` is not a host name: {e}"))))?;
+            .map_err(|e| client_error(HttpClientError::Url(format!("{shown}: `{host}` is not a host name: {e}"))))?;
         let handshake =
             tokio::time::timeout(CONNECT_TIMEOUT, tokio_rustls::TlsConnector::from(tls).connect(name, stream));
         let stream = match handshake.await {

@@ -165,6 +165,48 @@ pub enum McpTarget {
     },
 }
 
+impl McpTarget {
+    /// How the server is named in a message a plan's client may read (a check's note,
+    /// `tdsl://tools`, the `plan` prompt, a call's error): its program's file name, or its
+    /// URL's scheme, host and port. Never the rest of its command line nor the URL's path
+    /// and query, where keys are often passed (`--api-key=…`, `env KEY=… server`,
+    /// `?api_key=…`, `/mcp/<key>/sse`): the operator wrote them, and the client is not to
+    /// read them (`docs/security.md`, "Secrets in what peers say").
+    pub(crate) fn shown(&self) -> String {
+        match self {
+            McpTarget::Command(words) => {
+                // `env [-i] [-u NAME] [NAME=value]… program`: the program.
+                let mut rest = words.iter().map(String::as_str);
+                let first = rest.next().unwrap_or_default();
+                let program = if Path::new(first).file_name().is_some_and(|n| n == "env") {
+                    let mut unset = false;
+                    rest.find(|w| {
+                        let skip = unset || w.starts_with('-') || w.contains('=');
+                        unset = !unset && matches!(*w, "-u" | "--unset");
+                        !skip
+                    })
+                    .unwrap_or(first)
+                } else {
+                    first
+                };
+                let name = Path::new(program).file_name().map_or_else(|| program.into(), |n| n.to_string_lossy());
+                let more = if words.len() > 1 { " …" } else { "" };
+                crate::diagnostic::escape_hidden(&format!("{name}{more}"), &[])
+            }
+            McpTarget::Url { url, .. } => url_origin(url),
+        }
+    }
+}
+
+/// A URL's scheme, host and port, with `/…` when a path or a query followed: how a server
+/// reached by URL is named in messages ([`McpTarget::shown`]).
+pub(crate) fn url_origin(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let more = if end < rest.len() { "/…" } else { "" };
+    crate::diagnostic::escape_hidden(&format!("{scheme}://{}{more}", &rest[..end]), &[])
+}
+
 impl std::fmt::Debug for McpTarget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -695,8 +737,10 @@ async fn start_http(
     cancel: &CancelToken,
 ) -> Result<Live, ConnectError> {
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    // Named by its origin in every message: its path and query may hold a key.
+    let shown = url_origin(url);
     let http = http::TcpHttpClient::for_url(url, ca)
-        .map_err(|e| ConnectError(ToolError::permanent(format!("cannot reach the MCP server {url}: {e}"))))?;
+        .map_err(|e| ConnectError(ToolError::permanent(format!("cannot reach the MCP server {shown}: {e}"))))?;
     use rmcp::transport::StreamableHttpClientTransport;
     let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
     if let Some(token) = token {
@@ -712,7 +756,7 @@ async fn start_http(
     let service = tokio::select! {
         r = handshake => r,
         () = cancelled(cancel) => {
-            return Err(ConnectError(ToolError::transient(format!("connecting to the MCP server {url} was cancelled"))))
+            return Err(ConnectError(ToolError::transient(format!("connecting to the MCP server {shown} was cancelled"))))
         }
     };
     match service {
@@ -723,14 +767,14 @@ async fn start_http(
                 tools_changed,
                 peer,
                 stderr: Arc::new(Mutex::new(VecDeque::new())),
-                program: url.to_string(),
+                program: shown.clone(),
                 oversized,
                 suspect: AtomicBool::new(false),
             })
         }
         Ok(Err(e)) => {
             if let Some(tls) = http.take_tls_failure() {
-                let message = format!("cannot reach the MCP server {url}: {}", tls.message);
+                let message = format!("cannot reach the MCP server {shown}: {}", tls.message);
                 let error = if tls.permanent { ToolError::permanent(message) } else { ToolError::transient(message) };
                 return Err(ConnectError(error));
             }
@@ -741,10 +785,10 @@ async fn start_http(
             } else {
                 e.rsplit_once("] error: ").map_or(e.clone(), |(_, w)| w.to_string())
             };
-            Err(ConnectError(ToolError::transient(format!("the MCP server {url} failed the handshake: {why}"))))
+            Err(ConnectError(ToolError::transient(format!("the MCP server {shown} failed the handshake: {why}"))))
         }
         Err(_) => Err(ConnectError(ToolError::transient(format!(
-            "the MCP server {url} did not answer `initialize` within {} s",
+            "the MCP server {shown} did not answer `initialize` within {} s",
             HANDSHAKE_TIMEOUT.as_secs()
         )))),
     }
@@ -758,7 +802,8 @@ async fn start_http(
     _cancel: &CancelToken,
 ) -> Result<Live, ConnectError> {
     Err(ConnectError(ToolError::permanent(format!(
-        "cannot reach the MCP server {url}: this tdsl was built without the `mcp-http` feature"
+        "cannot reach the MCP server {}: this tdsl was built without the `mcp-http` feature",
+        url_origin(url)
     ))))
 }
 

@@ -96,7 +96,10 @@ impl Loader<'_> {
                 Diagnostic::new(
                     Code::NestingTooDeep,
                     text.span,
-                    format!("the `type_name` in {} nests `list<…>` {depth} deep, past the limit of {MAX_TYPE_NAME_NESTING}", obj.what),
+                    format!(
+                        "the `type_name` in {} nests `list<…>` {depth} deep, past the limit of {MAX_TYPE_NAME_NESTING}",
+                        obj.what
+                    ),
                 )
                 .with_label("nested too deeply")
                 .with_help("declare `list` with the elements' type as `items`, or `any`, for data this deep"),
