@@ -113,6 +113,13 @@ pub const DEFAULT_HISTORY_PAYLOAD_BYTES: usize = 64 << 10;
 /// run history keeps whole (`--history-payload-bytes`): a larger one is kept as its first
 /// bytes, its size and its hash (`docs/history.md`).
 pub const HISTORY_PAYLOAD_BYTES: Range = range("history_payload_bytes", 1024.0, 1_073_741_824.0, true, "bytes");
+/// The default of [`HISTORY_RUN_BYTES`]: 64 MiB.
+pub const DEFAULT_HISTORY_RUN_BYTES: u64 = 64 << 20;
+/// The most bytes of payload text the run history keeps of one run (`--history-run-bytes`):
+/// payloads kept whole and the prefixes of cut ones count, in the order they are stored;
+/// past it, a payload larger than a cut is kept as its size and hash alone
+/// (`docs/history.md`).
+pub const HISTORY_RUN_BYTES: Range = range("history_run_bytes", 65_536.0, 17_179_869_184.0, true, "bytes");
 /// The default of [`TEMPORAL_HISTORY_BYTES`]: 40 MiB, under Temporal's 50 MiB.
 pub const DEFAULT_TEMPORAL_HISTORY_BYTES: usize = 40 << 20;
 /// The most bytes of payloads one workflow's history may hold on Temporal before a call, a
@@ -213,6 +220,7 @@ pub const ALL: &[Range] = &[
     MAX_CALLS_PER_RUN,
     MAX_RESULT_BYTES,
     HISTORY_PAYLOAD_BYTES,
+    HISTORY_RUN_BYTES,
     TEMPORAL_HISTORY_BYTES,
     FUEL,
     MAX_DEPTH,

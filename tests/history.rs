@@ -1056,6 +1056,106 @@ fn a_payload_past_the_bound_is_kept_as_a_prefix_its_size_and_its_hash() {
     );
 }
 
+/// Hostile round 7: a plan of 454 bytes fanning one 59 KB string (just under
+/// `--history-payload-bytes`) out to 1,000 calls wrote 297 MB of history and held 857 MB
+/// while storing its trace — every payload was under the bound, so each was kept whole, in
+/// each call's arguments and answer and again in the trace. A run's payloads now draw on a
+/// budget (`--history-run-bytes`): kept whole while it lasts, in the order they are
+/// stored, then cut with a prefix while some is left, then cut to their size and hash.
+/// Scaled down: 40 children passing 60 KB each under a budget of 1 MiB.
+#[test]
+fn a_runs_payloads_are_kept_whole_only_within_its_budget() {
+    let dir = temp("run-budget");
+    std::fs::create_dir_all(dir.join("tools")).unwrap();
+    std::fs::write(dir.join("tools/echo.tool"), r#"{"system_event_endpoint": "builtin:echo"}"#).unwrap();
+    std::fs::write(
+        dir.join("main.tool"),
+        r#"{"instructions": [{"execution_id": "fan", "tool_definition_path": "/tools/echo.tool",
+             "parallel_execution": {"iterate_over": "REF:arguments.items", "child_argument_name": "text"}}],
+           "response_reference_map": {"n": "REF:fan.response.length"}}"#,
+    )
+    .unwrap();
+    let text = "ab".repeat(30_000);
+    let items: Vec<String> = (0..40).map(|i| format!("\"{i:02}{text}\"")).collect();
+    std::fs::write(dir.join("args.json"), format!(r#"{{"items": [{}]}}"#, items.join(","))).unwrap();
+    let args = s(&dir.join("args.json")).to_string();
+    let db = dir.join("h.db");
+    let budget: u64 = 1 << 20;
+    let o = tdsl(&[
+        "run",
+        "main.tool",
+        "--root",
+        s(&dir),
+        "--args",
+        &args,
+        "--history",
+        s(&db),
+        "--history-run-bytes",
+        &budget.to_string(),
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(json(&o.stdout), json(r#"{"n": 40}"#));
+    let run = SqliteStore::open_read_only(&db).unwrap().run("1").unwrap().unwrap();
+    // The run's arguments (2.4 MB, past the payload bound) came first: a cut, its 1 KiB
+    // prefix taken from the budget.
+    let cut = |v: &Value| {
+        v.get_direct("$tdsl_cut").map(|c| c.get_direct("prefix").and_then(Value::as_str).map_or(0, str::len))
+    };
+    assert_eq!(cut(&run.arguments), Some(1024));
+    let one = format!(r#"{{"text":"00{text}"}}"#).len() as u64;
+    let payloads: Vec<&Value> =
+        run.invocations.iter().flat_map(|i| [&i.parameters, i.result_data.as_ref().expect("an answer")]).collect();
+    assert_eq!(payloads.len(), 80);
+    let whole = payloads.iter().filter(|p| cut(p).is_none()).count() as u64;
+    let left = budget - 1024 - whole * one;
+    assert_eq!(whole, (budget - 1024) / one, "as many whole as the budget holds");
+    // Then cuts with a full prefix while the budget lasts, one with what was left, and the
+    // rest with none: each still with its size and hash.
+    let mut prefixes: Vec<usize> = payloads.iter().filter_map(|p| cut(p)).collect();
+    prefixes.sort_unstable();
+    let full = (left / 1024) as usize;
+    let expected: Vec<usize> = std::iter::repeat_n(0, prefixes.len() - full - 1)
+        .chain([(left % 1024) as usize])
+        .chain(std::iter::repeat_n(1024, full))
+        .collect();
+    let mut expected = expected;
+    expected.sort_unstable();
+    // The partial prefix is cut back to a character boundary (ASCII here: exact).
+    assert_eq!(prefixes, expected);
+    for p in payloads.iter().filter(|p| cut(p).is_some()) {
+        let c = p.get_direct("$tdsl_cut").unwrap();
+        assert_eq!(c.get_direct("bytes").and_then(Value::as_f64), Some(one as f64));
+        assert!(c.get_direct("hash").and_then(Value::as_str).is_some_and(|h| h.starts_with("tree-sha256:")));
+    }
+    // A payload no larger than a cut is whole whatever is left: the run's result.
+    assert_eq!(run.trace.as_ref().unwrap().result.as_ref().unwrap().to_string(), r#"{"n":40}"#);
+    let size: u64 = ["", "-wal"]
+        .iter()
+        .filter_map(|x| std::fs::metadata(format!("{}{x}", db.display())).ok())
+        .map(|m| m.len())
+        .sum();
+    assert!(size < 3 * budget, "the history holds {size} bytes for a budget of {budget} (7.2 MB without it)");
+    // Out of range: a usage error naming the range.
+    let o = tdsl(&[
+        "run",
+        "main.tool",
+        "--root",
+        s(&dir),
+        "--args",
+        &args,
+        "--history",
+        s(&db),
+        "--history-run-bytes",
+        "10",
+    ]);
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr.contains("--history-run-bytes: `history_run_bytes` must be an integer from 65536"),
+        "{}",
+        o.stderr
+    );
+}
+
 /// The SHA-256 of `text` by `sha256sum`, not by the code under test.
 fn sha256_of(dir: &Path, text: &[u8]) -> String {
     let file = dir.join("payload.json");

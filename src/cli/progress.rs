@@ -28,6 +28,11 @@ pub(crate) struct HistoryArgs {
     /// (1,024–1,073,741,824; default 65,536).
     #[arg(long = "history-payload-bytes", value_name = "BYTES", conflicts_with = "no_history")]
     pub history_payload_bytes: Option<u64>,
+    /// The most bytes of payload text the history keeps of one run: payloads whole, then
+    /// the prefixes of cut ones, in the order they are stored; past it, a payload is kept
+    /// as its size and hash alone (65,536–17,179,869,184; default 67,108,864).
+    #[arg(long = "history-run-bytes", value_name = "BYTES", conflicts_with = "no_history")]
+    pub history_run_bytes: Option<u64>,
 }
 
 impl HistoryArgs {
@@ -45,7 +50,16 @@ impl HistoryArgs {
                 .map_err(|e| UsageError(format!("--history-payload-bytes: {e}")))?,
             None => crate::ranges::DEFAULT_HISTORY_PAYLOAD_BYTES,
         };
-        let bounded = |s: SqliteStore| Arc::new(s.with_max_payload_bytes(max_payload)) as Arc<dyn HistoryStore>;
+        let max_run = match self.history_run_bytes {
+            Some(n) => crate::ranges::HISTORY_RUN_BYTES
+                .check(n as f64)
+                .map(|n| n as u64)
+                .map_err(|e| UsageError(format!("--history-run-bytes: {e}")))?,
+            None => crate::ranges::DEFAULT_HISTORY_RUN_BYTES,
+        };
+        let bounded = |s: SqliteStore| {
+            Arc::new(s.with_max_payload_bytes(max_payload).with_max_run_bytes(max_run)) as Arc<dyn HistoryStore>
+        };
         if let Some(path) = &self.history {
             return SqliteStore::open(path)
                 .map(|s| Some(bounded(s)))

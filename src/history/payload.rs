@@ -111,11 +111,25 @@ impl Cut {
 /// object) is measured once and remembered by its identity while the run lasts. A part is
 /// remembered with a reference to it, so that its memory cannot be reused by another value
 /// while it is remembered; the run's trace holds every payload until the run ends anyway.
-#[derive(Default)]
 pub(crate) struct Payloads {
     parts: Mutex<HashMap<PartKey, (Value, Big)>>,
     hashed: Arc<AtomicU64>,
+    /// What is left of the run's budget of stored payload text (payloads kept whole and the
+    /// prefixes of cuts; `--history-run-bytes`): past it, a payload is kept as its size and
+    /// hash alone.
+    left: AtomicU64,
 }
+
+impl Default for Payloads {
+    /// Measurements with no budget of the run's (every payload within the bound is whole).
+    fn default() -> Payloads {
+        Payloads { parts: Mutex::default(), hashed: Arc::default(), left: AtomicU64::new(u64::MAX) }
+    }
+}
+
+/// A payload of at most this many bytes of JSON is kept whole whatever is left of the run's
+/// budget: its cut would be no smaller.
+pub(crate) const ALWAYS_WHOLE: u64 = 128;
 
 /// A part's identity: its kind, its address and its length.
 type PartKey = (u8, usize, usize);
@@ -145,8 +159,22 @@ impl Part {
 impl Payloads {
     /// Measurements counting every byte they hash into `counter` (which other measurements
     /// may share: a store's count of its work).
-    pub(crate) fn counting(counter: Arc<AtomicU64>) -> Payloads {
-        Payloads { parts: Mutex::default(), hashed: counter }
+    /// The run keeps at most `budget` bytes of payload text: payloads whole, in the order
+    /// they are stored, then cuts' prefixes; past it, cuts without a prefix.
+    pub(crate) fn counting(counter: Arc<AtomicU64>, budget: u64) -> Payloads {
+        Payloads { parts: Mutex::default(), hashed: counter, left: AtomicU64::new(budget) }
+    }
+
+    /// Takes `n` bytes of the run's budget when that many are left.
+    fn take(&self, n: u64) -> bool {
+        self.left.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| left.checked_sub(n)).is_ok()
+    }
+
+    /// Takes up to `n` bytes of the run's budget: how many it took.
+    fn take_up_to(&self, n: u64) -> u64 {
+        match self.left.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| Some(left.saturating_sub(n))) {
+            Ok(before) | Err(before) => before.min(n),
+        }
     }
 
     /// A payload's JSON as stored: whole when it has at most `max` bytes, else its cut's JSON.
@@ -172,7 +200,8 @@ impl Payloads {
 
     fn measure(&self, v: &Value, max: usize) -> Measured {
         let part = self.part(v, 0);
-        if part.bytes() <= max as u64 {
+        let bytes = part.bytes();
+        if bytes <= max as u64 && (bytes <= ALWAYS_WHOLE || self.take(bytes)) {
             return Measured::Whole(match part {
                 Part::Small(text) => String::from_utf8(text).unwrap_or_default(),
                 Part::Big(_) => serde_json::to_string(v).unwrap_or_default(),
@@ -186,7 +215,8 @@ impl Payloads {
             }
         };
         let hash = format!("{TREE_HASH}:{}", digest.iter().map(|b| format!("{b:02x}")).collect::<String>());
-        Measured::Cut(Cut { bytes, hash, prefix: prefix(v, PREFIX_BYTES) })
+        let room = usize::try_from(self.take_up_to(PREFIX_BYTES as u64)).unwrap_or(PREFIX_BYTES);
+        Measured::Cut(Cut { bytes, hash, prefix: prefix(v, room) })
     }
 
     /// `v` measured: its text when small, its size and tree hash when large (remembered

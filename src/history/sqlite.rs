@@ -102,6 +102,8 @@ pub struct SqliteStore {
     read_only: bool,
     /// The most bytes of one payload kept whole (`super::payload`).
     max_payload: usize,
+    /// The most bytes of payload text kept of one run (`super::payload`).
+    max_run: u64,
     /// The measurements of each run being recorded, by history id: a large part a run
     /// passes around is measured once, not in every payload it is in (`super::payload`).
     payloads: Mutex<HashMap<i64, Arc<Payloads>>>,
@@ -247,6 +249,7 @@ impl SqliteStore {
             flusher,
             read_only: false,
             max_payload: crate::ranges::DEFAULT_HISTORY_PAYLOAD_BYTES,
+            max_run: crate::ranges::DEFAULT_HISTORY_RUN_BYTES,
             payloads: Mutex::default(),
             hashed: Arc::default(),
         })
@@ -308,6 +311,7 @@ impl SqliteStore {
             flusher: None,
             read_only: true,
             max_payload: crate::ranges::DEFAULT_HISTORY_PAYLOAD_BYTES,
+            max_run: crate::ranges::DEFAULT_HISTORY_RUN_BYTES,
             payloads: Mutex::default(),
             hashed: Arc::default(),
         }
@@ -318,6 +322,17 @@ impl SqliteStore {
     /// [`crate::ranges::HISTORY_PAYLOAD_BYTES`]).
     pub fn with_max_payload_bytes(mut self, max: usize) -> SqliteStore {
         self.max_payload = max;
+        self
+    }
+
+    /// The same store keeping at most `max` bytes of payload text of one run: its payloads
+    /// are kept whole (each up to the bound above) in the order they are stored while the
+    /// run's budget lasts, then cut; and once it is spent, a cut keeps its size and hash
+    /// but no prefix. So a run of a hundred thousand calls passing 60 KiB each around costs
+    /// the history `max` bytes and a few hundred a call, not gigabytes (`docs/history.md`;
+    /// 64 MiB by default, [`crate::ranges::HISTORY_RUN_BYTES`]).
+    pub fn with_max_run_bytes(mut self, max: u64) -> SqliteStore {
+        self.max_run = max;
         self
     }
 
@@ -338,7 +353,7 @@ impl SqliteStore {
                 all.remove(&oldest);
             }
         }
-        let p = Arc::new(Payloads::counting(self.hashed.clone()));
+        let p = Arc::new(Payloads::counting(self.hashed.clone(), self.max_run));
         all.insert(run, p.clone());
         p
     }
@@ -595,7 +610,7 @@ impl HistoryStore for SqliteStore {
     fn begin_run(&self, run: &NewRun<'_>) -> Result<i64, HistoryError> {
         // Measured before the lock: measuring a large payload must not hold up every other
         // run's writes (hostile round 4b). The run's later payloads reuse what was measured.
-        let measurements = Arc::new(Payloads::counting(self.hashed.clone()));
+        let measurements = Arc::new(Payloads::counting(self.hashed.clone(), self.max_run));
         let arguments = measurements.stored_json(run.arguments, self.max_payload);
         // Committed at once: a run whose later writes fail (a full disk) is still listed.
         self.write(true, |c| {
