@@ -204,3 +204,72 @@ fn an_upstreams_command_line_or_url_never_reaches_the_client() {
         assert!(note.contains(&format!("the upstream server `up` ({named})")), "{upstream}: {note}");
     }
 }
+
+/// An upstream over stdio that pages its `tools/list`: `$UP_PAGES` pages of `$UP_PER_PAGE`
+/// tools (`t0`, `t1`, …) with descriptions of `$UP_DESC` bytes, each page but the last
+/// naming the next with `nextCursor` (`$UP_PAGES` of 0: for ever).
+const PAGING: &str = r#"#!/usr/bin/env python3
+import json, os, sys
+pages, per, desc = int(os.environ["UP_PAGES"]), int(os.environ["UP_PER_PAGE"]), int(os.environ["UP_DESC"])
+def out(m):
+    sys.stdout.write(json.dumps(m) + "\n")
+    sys.stdout.flush()
+for line in sys.stdin:
+    m = json.loads(line)
+    method, i = m.get("method"), m.get("id")
+    if method == "initialize":
+        out({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": m["params"]["protocolVersion"],
+             "capabilities": {"tools": {}}, "serverInfo": {"name": "up", "version": "1"}}})
+    elif method == "tools/list":
+        page = int((m.get("params") or {}).get("cursor") or 0)
+        result = {"tools": [{"name": "t%d" % (page * per + k), "description": "d" * desc,
+                             "inputSchema": {"type": "object", "properties": {"x": {"type": "integer"}}}}
+                            for k in range(per)]}
+        if pages == 0 or page + 1 < pages:
+            result["nextCursor"] = str(page + 1)
+        out({"jsonrpc": "2.0", "id": i, "result": result})
+    elif method == "tools/call":
+        out({"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text": "{}"}],
+             "structuredContent": m["params"].get("arguments") or {}}})
+    elif i is not None:
+        out({"jsonrpc": "2.0", "id": i, "result": {}})
+"#;
+
+/// A listing follows `nextCursor` within bounds: three pages are read whole (a tool of the
+/// last page is callable); a server that pages for ever is abandoned after 1,000 pages, and
+/// one whose pages add up to more than 16 MiB (the bound of one message, which paging would
+/// get around) once it passes that — each failing the listing with a message that says
+/// which, where it once grew the server for as long as the listing's 30 s timeout allowed
+/// (2.75 GB).
+#[test]
+fn a_paged_listing_is_read_within_its_bounds() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    std::fs::create_dir_all(dir.path().join("root")).expect("the root");
+    let upstream = dir.path().join("paging.py");
+    script(&upstream, PAGING);
+    let serve = |pages: &str, per: &str, desc: &str| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tdsl"));
+        cmd.args(["serve", "--mcp", "--plans", "--no-history", "--upstream-timeout", "25", "--root"])
+            .arg(dir.path().join("root"))
+            .arg("--upstream")
+            .arg(format!("up={}", upstream.display()))
+            .env("UP_PAGES", pages)
+            .env("UP_PER_PAGE", per)
+            .env("UP_DESC", desc);
+        StdioClient::start(&mut cmd)
+    };
+    let mut client = serve("3", "2", "10");
+    let r = client.call("run_plan", plan("up/t5"));
+    assert_eq!(r["structuredContent"]["result"], json!({"x": 1}), "{r}");
+    drop(client);
+    for (pages, per, desc, says) in
+        [("0", "1", "10", "went on past 1000 pages"), ("0", "500", "1000", "listed more than 16 MiB of tools")]
+    {
+        let mut client = serve(pages, per, desc);
+        let started = Instant::now();
+        let r = client.call("check_plan", plan("up/t0"));
+        let problems = r["structuredContent"]["upstream_problems"].to_string();
+        assert!(problems.contains(says), "{pages} pages of {per}: {r}");
+        assert!(started.elapsed() < Duration::from_secs(20), "took {:?}", started.elapsed());
+    }
+}

@@ -481,10 +481,13 @@ impl McpClients {
         // A change said from now on is one this listing may not see: it is kept.
         live.tools_changed.store(false, Ordering::SeqCst);
         let peer = live.peer.clone();
-        let listed =
-            runtime.block_on(async move { tokio::time::timeout(HANDSHAKE_TIMEOUT, peer.list_all_tools()).await });
+        let listed = runtime.block_on(async move { tokio::time::timeout(HANDSHAKE_TIMEOUT, list_all(&peer)).await });
         match listed {
-            Ok(Ok(tools)) => Ok(tools.iter().map(|t| serde_json::to_value(t).unwrap_or(Json::Null)).collect()),
+            Ok(Ok(Ok(tools))) => Ok(tools),
+            Ok(Ok(Err(too_large))) => {
+                self.forget(command, &live);
+                Err(format!("`tools/list` failed: {too_large}"))
+            }
             Ok(Err(e)) => {
                 self.forget(command, &live);
                 if live.oversized.load(Ordering::Relaxed) {
@@ -631,6 +634,62 @@ fn answers_ping(runtime: &tokio::runtime::Runtime, live: &Live, cancel: &CancelT
 }
 
 /// Why a call failed when the server's message was over the cap.
+/// The most bytes of tools (as JSON) one listing of a server takes in, over all its pages:
+/// the bound of one message ([`stdio::MAX_MESSAGE_BYTES`]), which paging would otherwise
+/// get around.
+const MAX_LISTING_BYTES: usize = stdio::MAX_MESSAGE_BYTES;
+
+/// The most pages one listing follows (`nextCursor`): a server that pages forever, each
+/// page small or empty, is stopped there.
+const MAX_LISTING_PAGES: usize = 1_000;
+
+/// Every page of the server's `tools/list`, as JSON `Tool` objects, within
+/// [`MAX_LISTING_BYTES`] and [`MAX_LISTING_PAGES`]: past either the listing fails (`Ok(Err)`
+/// says why), so that a server answering each page with another `nextCursor` cannot grow
+/// this process for as long as the listing's timeout allows (it once took 2.75 GB in 30 s).
+/// A writer that only counts the bytes written to it.
+struct Counted(usize);
+
+impl std::io::Write for Counted {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 = self.0.saturating_add(buf.len());
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+async fn list_all(peer: &Peer<RoleClient>) -> Result<Result<Vec<Json>, String>, ServiceError> {
+    let (mut tools, mut bytes, mut cursor) = (Vec::new(), 0usize, None);
+    for _ in 0..MAX_LISTING_PAGES {
+        let page = peer.list_tools(Some(rmcp::model::PaginatedRequestParams::default().with_cursor(cursor))).await?;
+        for tool in &page.tools {
+            let json = serde_json::to_value(tool).unwrap_or(Json::Null);
+            let mut size = Counted(0);
+            let _ = serde_json::to_writer(&mut size, &json);
+            bytes = bytes.saturating_add(size.0);
+            if bytes > MAX_LISTING_BYTES {
+                return Ok(Err(format!(
+                    "the server listed more than {} MiB of tools (the most tdsl takes in from one listing, \
+                     all pages together), so the listing was abandoned",
+                    MAX_LISTING_BYTES / (1024 * 1024)
+                )));
+            }
+            tools.push(json);
+        }
+        cursor = page.next_cursor;
+        if cursor.is_none() {
+            return Ok(Ok(tools));
+        }
+    }
+    Ok(Err(format!(
+        "the server's listing went on past {MAX_LISTING_PAGES} pages (each with another `nextCursor`), \
+         so it was abandoned"
+    )))
+}
+
 fn oversized_message() -> String {
     format!(
         "the server sent a message longer than {} MiB (the most tdsl reads as one MCP message), \
