@@ -22,6 +22,15 @@ use crate::diagnostic::Code;
 #[cfg_attr(not(feature = "cli"), allow(dead_code))]
 pub(crate) const DEFAULT_MAX_SKILLS: usize = 256;
 
+/// The most versions kept of one skill: the newest; an older one is removed when a save
+/// passes it. With [`KEPT_DELETED`], what the versions can take is bounded by the limits
+/// the operator chose: at most (`--max-skills` + 32) × 8 files of the plan size limit each.
+pub(crate) const KEPT_VERSIONS: usize = 8;
+
+/// The most deleted skills whose versions are kept: those last saved (by their newest
+/// version's time, then by name); the others' versions are removed when a delete passes it.
+pub(crate) const KEPT_DELETED: usize = 32;
+
 /// The longest skill name (`[a-z][a-z0-9_]{0,63}`).
 pub(crate) const MAX_NAME_CHARS: usize = 64;
 
@@ -173,18 +182,54 @@ impl SkillStore {
             .unwrap_or_default()
     }
 
-    /// Every version saved of `name`, oldest first.
+    /// Every version kept of `name` (the newest [`KEPT_VERSIONS`]), oldest first.
     pub fn versions(&self, name: &str) -> Vec<SkillVersion> {
-        let mut out: Vec<SkillVersion> = std::fs::read_dir(self.versions_dir(name))
+        self.version_files(name).into_iter().map(|(v, _)| v).collect()
+    }
+
+    /// The versions kept of `name` with their files, oldest first.
+    fn version_files(&self, name: &str) -> Vec<(SkillVersion, PathBuf)> {
+        let mut out: Vec<(SkillVersion, PathBuf)> = std::fs::read_dir(self.versions_dir(name))
             .map(|entries| {
                 entries
                     .filter_map(Result::ok)
-                    .filter_map(|e| e.file_name().to_str().and_then(parse_version_file))
+                    .filter_map(|e| e.file_name().to_str().and_then(parse_version_file).map(|v| (v, e.path())))
                     .collect()
             })
             .unwrap_or_default();
-        out.sort_by_key(|v| v.version);
+        out.sort_by_key(|(v, _)| v.version);
         out
+    }
+
+    /// Removes the versions of `name` older than the newest [`KEPT_VERSIONS`] (best effort:
+    /// a file that cannot be removed is left, and tried again at the next save).
+    fn prune_versions(&self, name: &str) {
+        let files = self.version_files(name);
+        for (_, old) in &files[..files.len().saturating_sub(KEPT_VERSIONS)] {
+            let _ = std::fs::remove_file(old);
+        }
+    }
+
+    /// Removes the versions of the deleted skills past the [`KEPT_DELETED`] last saved
+    /// (best effort, as [`SkillStore::prune_versions`]).
+    fn prune_deleted(&self) {
+        let Ok(entries) = std::fs::read_dir(self.dir.join(".versions")) else { return };
+        let mut deleted: Vec<(String, i64)> = entries
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .filter_map(|e| e.file_name().to_str().map(str::to_string))
+            .filter(|n| valid_name(n) && !self.file(n).exists())
+            .map(|n| {
+                let newest = self.version_files(&n).last().map_or(0, |(_, f)| millis_of(f));
+                (n, newest)
+            })
+            .collect();
+        // Saved last first; at the same millisecond by name, so that the order is
+        // deterministic.
+        deleted.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        for (name, _) in deleted.iter().skip(KEPT_DELETED) {
+            let _ = std::fs::remove_dir_all(self.versions_dir(name));
+        }
     }
 
     /// The version a name's file is now (the newest saved), if any was saved.
@@ -261,10 +306,12 @@ impl SkillStore {
             let _ = std::fs::remove_file(&kept);
             return Err(e);
         }
+        self.prune_versions(name);
         Ok(SkillVersion { version, saved_at })
     }
 
-    /// Removes the skill `name` (its versions stay): the version it was.
+    /// Removes the skill `name` (its versions stay, for the [`KEPT_DELETED`] last saved):
+    /// the version it was.
     pub fn delete(&self, name: &str) -> Result<Option<SkillVersion>, SkillError> {
         let _one = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
         let file = self.file(name);
@@ -276,7 +323,9 @@ impl SkillStore {
         }
         std::fs::remove_file(&file).map_err(|e| self.io(&file, &e))?;
         sync_dir(&self.dir);
-        Ok(self.current(name))
+        let was = self.current(name);
+        self.prune_deleted();
+        Ok(was)
     }
 
     fn io(&self, path: &Path, e: &std::io::Error) -> SkillError {
@@ -316,6 +365,16 @@ fn sync_dir(dir: &Path) {
     if let Ok(d) = std::fs::File::open(dir) {
         let _ = d.sync_all();
     }
+}
+
+/// The time in a version file's name (`vN-MILLIS.json`), 0 when it has none.
+fn millis_of(file: &Path) -> i64 {
+    file.file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_suffix(".json"))
+        .and_then(|n| n.split_once('-'))
+        .and_then(|(_, m)| m.parse().ok())
+        .unwrap_or(0)
 }
 
 /// `vN-MILLIS.json` → its version and time.
@@ -407,6 +466,39 @@ mod tests {
         assert_eq!(s.delete("a").map_err(|e| e.code), Err(Code::SkillMissing));
         assert_eq!(s.save("a", "{}", false, &[]).expect("saved").version, 3);
         assert_eq!(s.names().expect("names"), ["a"]);
+    }
+
+    /// Hostile round 7: 200 saves of one name with `replace` kept 200 versions (40 MB at
+    /// 200 KB each), and deleted names kept theirs for ever: versions were the one part of
+    /// the folder no limit bounded.
+    #[test]
+    fn versions_are_bounded_per_skill_and_for_deleted_skills() {
+        let (_root, s) = store(2);
+        for i in 1..=200 {
+            assert_eq!(s.save("a", &format!("{{\"v\": {i}}}\n"), true, &[]).expect("saved").version, i);
+        }
+        let kept: Vec<u64> = s.versions("a").iter().map(|v| v.version).collect();
+        assert_eq!(kept, (193..=200).collect::<Vec<_>>(), "the newest eight");
+        assert_eq!(std::fs::read_dir(s.dir().join(".versions/a")).expect("dir").count(), KEPT_VERSIONS);
+        // Names saved and deleted one after another (the count limit is 2): the versions of
+        // the 32 saved last stay, the others go; the live skill's stay. (A version's time is
+        // in milliseconds: each save here is a few apart.)
+        for i in 0..100 {
+            let name = format!("d{i:03}");
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            s.save(&name, "{}", false, &[]).expect("saved");
+            s.delete(&name).expect("deleted");
+        }
+        let mut with_versions: Vec<String> = std::fs::read_dir(s.dir().join(".versions"))
+            .expect("dir")
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        with_versions.sort();
+        assert_eq!(with_versions.len(), 1 + KEPT_DELETED, "{with_versions:?}");
+        assert!(with_versions.contains(&"a".to_string()) && with_versions.contains(&"d099".to_string()));
+        assert!(!with_versions.contains(&"d000".to_string()));
+        assert_eq!(s.versions("a").len(), KEPT_VERSIONS);
     }
 
     #[test]
