@@ -273,3 +273,78 @@ fn a_paged_listing_is_read_within_its_bounds() {
         assert!(started.elapsed() < Duration::from_secs(20), "took {:?}", started.elapsed());
     }
 }
+
+/// An upstream over stdio listing `$UP_TOOLS` tools whose input and output schemas are a
+/// `$defs` bomb: 15 levels, each object's `a` and `b` the next level (3 KB; resolved, 2^15
+/// nodes cut at the bound of one resolution, 20,000). With `$UP_DISTINCT` each tool's
+/// schema differs (a description naming it), so that no two resolve alike.
+const BOMB: &str = r##"#!/usr/bin/env python3
+import json, os, sys
+count, distinct = int(os.environ["UP_TOOLS"]), bool(os.environ.get("UP_DISTINCT"))
+def schema(i):
+    defs = {"d%d" % l: {"type": "object", "properties": {"a": {"$ref": "#/$defs/d%d" % (l + 1)},
+            "b": {"$ref": "#/$defs/d%d" % (l + 1)}}} for l in range(15)}
+    defs["d15"] = {"type": "string", "description": "tool %d" % i if distinct else "leaf"}
+    return {"type": "object", "properties": {"x": {"$ref": "#/$defs/d0"}}, "$defs": defs}
+tools = [{"name": "b%d" % i, "description": "bomb", "inputSchema": schema(i), "outputSchema": schema(i)}
+         for i in range(count)]
+def out(m):
+    sys.stdout.write(json.dumps(m) + "\n")
+    sys.stdout.flush()
+for line in sys.stdin:
+    m = json.loads(line)
+    method, i = m.get("method"), m.get("id")
+    if method == "initialize":
+        out({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": m["params"]["protocolVersion"],
+             "capabilities": {"tools": {}}, "serverInfo": {"name": "up", "version": "1"}}})
+    elif method == "tools/list":
+        out({"jsonrpc": "2.0", "id": i, "result": {"tools": tools}})
+    elif i is not None:
+        out({"jsonrpc": "2.0", "id": i, "result": {}})
+"##;
+
+/// Hostile round 7: an upstream tool whose schemas are a `$defs` bomb (within the documented
+/// bounds of one resolution). A check of 64 steps calling it answered 33 MB — each step's
+/// result type shown whole, 520 KB — after 23 s of work in a release build, from a 4.8 KB
+/// plan; and the schemas were resolved again three times a step. Now the result type is
+/// shown cut (at most 4,000 characters, then `…`), the schemas are resolved once, and
+/// `tdsl://tools` is made once a listing: 20 tools with schemas that all differ, read three
+/// times, the same text each time.
+#[test]
+fn an_upstream_schema_bomb_costs_a_check_little_and_its_answer_is_small() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    std::fs::create_dir_all(dir.path().join("root")).expect("the root");
+    let upstream = dir.path().join("bomb.py");
+    script(&upstream, BOMB);
+    let serve = |tools: &str, distinct: bool| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tdsl"));
+        cmd.args(["serve", "--mcp", "--plans", "--no-history", "--root"])
+            .arg(dir.path().join("root"))
+            .arg("--upstream")
+            .arg(format!("up={}", upstream.display()))
+            .env("UP_TOOLS", tools);
+        if distinct {
+            cmd.env("UP_DISTINCT", "1");
+        }
+        StdioClient::start(&mut cmd)
+    };
+    let mut client = serve("1", false);
+    let steps: Vec<Value> = (0..64)
+        .map(|k| json!({"execution_id": format!("a{k}"), "tool_definition_path": "up/b0", "arguments": {}}))
+        .collect();
+    let r = client.call("check_plan", json!({"plan": {"instructions": steps}}));
+    let answer = r.to_string();
+    assert!(answer.len() < 64 * 1024, "an answer of {} bytes", answer.len());
+    let shown = r["structuredContent"]["result_type"].as_str().unwrap_or_else(|| panic!("a result type: {r}"));
+    assert!(shown.starts_with("object{a0: object{x: object{a: ") && shown.ends_with('…'), "{shown:.200}");
+    assert_eq!(shown.chars().count(), 4_001);
+    drop(client);
+    let mut client = serve("20", true);
+    let mut first = None;
+    for _ in 0..3 {
+        let r = client.request("resources/read", json!({"uri": "tdsl://tools"}));
+        let text = r["result"]["contents"][0]["text"].as_str().unwrap_or_else(|| panic!("a text: {r}")).to_string();
+        assert!(text.contains("`up/b19("), "{text:.300}");
+        assert_eq!(first.get_or_insert_with(|| text.clone()), &text, "the same listing each time");
+    }
+}

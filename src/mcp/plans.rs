@@ -8,8 +8,9 @@
 //! `run_plan` goes through the same served-call path as any composite ([`super::McpServer`]):
 //! cancellation, progress, logging and the history work the same.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::model::{
     GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult, ListResourcesResult,
@@ -72,6 +73,10 @@ pub struct PlanServer {
     served: Vec<Callable>,
     /// The served tools' descriptions for `tdsl://tools`, made once.
     served_listing: String,
+    /// Each upstream server's part of `tdsl://tools`, made once a listing: a part is
+    /// worked out from the tools' schemas read whole, which a hostile server can make cost
+    /// milliseconds a tool, and any client may read the resource again and again.
+    upstream_listings: Mutex<HashMap<String, (Arc<Vec<Json>>, Arc<str>)>>,
     options: PlanOptions,
     upstreams: Arc<Upstreams>,
     /// The environment of the processes plans' tools start.
@@ -90,6 +95,7 @@ impl PlanServer {
             root,
             served: callable,
             served_listing,
+            upstream_listings: Mutex::default(),
             options,
             upstreams,
             tool_env: ToolEnv::Inherit,
@@ -300,15 +306,29 @@ impl PlanServer {
         for (server, listed) in self.upstreams.all_tools() {
             out.push_str(&format!("\n## Upstream server `{server}` (call its tools as `{server}/TOOL`)\n\n"));
             match listed {
-                Ok(tools) => {
-                    for t in tools.iter().filter_map(|t| upstream_tool(&server, t)) {
-                        out.push_str(&upstream_line(&t));
-                    }
-                }
+                Ok(tools) => out.push_str(&self.upstream_listing(&server, &tools)),
                 Err(e) => out.push_str(&format!("(not available now: {e})\n")),
             }
         }
         out
+    }
+
+    /// `server`'s part of `tdsl://tools` for its listing `tools`: made again only when the
+    /// server was listed again.
+    fn upstream_listing(&self, server: &str, tools: &Arc<Vec<Json>>) -> Arc<str> {
+        if let Some((listed, text)) = self.upstream_listings.lock().unwrap_or_else(PoisonError::into_inner).get(server)
+        {
+            if Arc::ptr_eq(listed, tools) {
+                return text.clone();
+            }
+        }
+        let text: Arc<str> =
+            tools.iter().filter_map(|t| upstream_tool(server, t)).map(|t| upstream_line(&t)).collect::<String>().into();
+        self.upstream_listings
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(server.to_string(), (tools.clone(), text.clone()));
+        text
     }
 
     /// The `check_plan` and `run_plan` tools of a server without skills, as MCP `Tool` objects.

@@ -325,12 +325,12 @@ impl Upstreams {
 
     /// The tools the server `name` lists (MCP `Tool` objects), starting it on first use.
     /// Blocking: call it off the async runtime. See [`Upstreams`] for how long it waits.
-    pub fn tools(&self, name: &str) -> Result<Vec<Json>, String> {
+    pub fn tools(&self, name: &str) -> Result<Arc<Vec<Json>>, String> {
         self.tools_of(&[name]).pop().map_or_else(|| Err(format!("there is no upstream server `{name}`")), |(_, r)| r)
     }
 
     /// The tools of each of the servers `names`, listed concurrently. Blocking.
-    pub fn tools_of(&self, names: &[&str]) -> Vec<(String, Result<Vec<Json>, String>)> {
+    pub fn tools_of(&self, names: &[&str]) -> Vec<(String, Result<Arc<Vec<Json>>, String>)> {
         for pending in names.iter().filter_map(|n| self.start_listing(n)) {
             pending.wait();
         }
@@ -338,7 +338,7 @@ impl Upstreams {
     }
 
     /// Every server's tools, or why they could not be listed. Blocking.
-    pub fn all_tools(&self) -> Vec<(String, Result<Vec<Json>, String>)> {
+    pub fn all_tools(&self) -> Vec<(String, Result<Arc<Vec<Json>>, String>)> {
         self.tools_of(&self.names())
     }
 
@@ -411,12 +411,13 @@ impl Upstreams {
 
     /// What is known of `name`'s tools now: a first listing still in progress past the
     /// timeout is recorded as failed (and waited for no more).
-    fn known(&self, name: &str) -> Result<Vec<Json>, String> {
+    fn known(&self, name: &str) -> Result<Arc<Vec<Json>>, String> {
         let Some(spec) = self.spec(name) else { return Err(format!("there is no upstream server `{name}`")) };
         let mut listings = self.listings.lock().unwrap_or_else(PoisonError::into_inner);
         let listing = listings.entry(name.to_string()).or_default();
         match &listing.known {
-            Known::Tools(tools) => Ok(tools.as_ref().clone()),
+            // Shared, not copied: the same listing until the server is listed again.
+            Known::Tools(tools) => Ok(tools.clone()),
             Known::Failed { error, .. } if !self.relists => Err(error.clone()),
             Known::Failed { error, retry_at, .. } => {
                 let when = match retry_at.checked_duration_since(Instant::now()) {

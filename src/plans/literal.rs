@@ -183,7 +183,8 @@ enum Step<'a> {
 pub(crate) fn nested_constraints(ins: &crate::tool::JsonNode, tool: &super::UpstreamTool, out: &mut Vec<Diagnostic>) {
     let Some(entries) = ins.as_object() else { return };
     let get = |k: &str| entries.iter().find(|(key, _)| key.node == k).map(|(_, v)| v);
-    let input = tool.resolved().0;
+    let schemas = tool.resolved();
+    let input = &schemas.input;
     let Some(props) = input.get("properties").and_then(serde_json::Value::as_object) else { return };
     let name = tool.plan_name();
     if let Some(args) = get("arguments").and_then(crate::tool::JsonNode::as_object) {

@@ -17,6 +17,8 @@
 //! it), so a REF or a template that reads a field the schema does not declare is found
 //! before the run (`W0102`, an error in a plan: `E1315`).
 
+use std::sync::{Arc, Mutex, PoisonError};
+
 use serde_json::{json, Map, Value as Json};
 
 use crate::analysis::{ExactTypes, LoadedTool, NameRefusal, NamedTools};
@@ -83,6 +85,21 @@ pub(crate) fn untranslatable(tool_path: &str, first: &str) -> NameRefusal {
     }
 }
 
+/// How many tools' resolved schemas are kept ([`UpstreamTool::resolved`]), the last used.
+const RESOLVED_KEPT: usize = 32;
+
+/// The resolved schemas kept, by their schemas' text, the last used last.
+static RESOLVED: Mutex<Vec<(String, Arc<Resolved>)>> = Mutex::new(Vec::new());
+
+/// An upstream tool's schemas read whole, and the static types they give (worked out once).
+pub(crate) struct Resolved {
+    /// The input schema, resolved.
+    pub(crate) input: Json,
+    /// The output schema, resolved, when there is one.
+    pub(crate) output: Option<Json>,
+    exact: std::sync::OnceLock<ExactTypes>,
+}
+
 /// The endpoint scheme of an upstream tool's synthetic definition.
 pub(crate) const UPSTREAM_SCHEME: &str = "upstream:";
 
@@ -95,9 +112,35 @@ impl UpstreamTool {
         format!("{}/{}", self.server, self.name)
     }
 
-    /// Its schemas, read whole ([`resolve_schema`]).
-    pub(crate) fn resolved(&self) -> (Json, Option<Json>) {
-        (resolve_schema(&self.input_schema), self.output_schema.as_ref().map(resolve_schema))
+    /// Its schemas, read whole ([`resolve_schema`]); the same schemas are resolved once
+    /// while they are among the last [`RESOLVED_KEPT`] resolved (a check asks for them
+    /// several times a step — the declarations, the exact types, the literals held against
+    /// them — and a schema of 20,000 nodes, within the bounds of one resolution, cost a
+    /// tenth of a second each time: a 64-step plan took seconds).
+    pub(crate) fn resolved(&self) -> Arc<Resolved> {
+        // Keyed by the schemas' text: a tool listed again with other schemas is another key.
+        let key = serde_json::to_string(&(&self.input_schema, &self.output_schema)).unwrap_or_default();
+        {
+            let mut kept = RESOLVED.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(i) = kept.iter().position(|(k, _)| *k == key) {
+                let hit = kept.remove(i);
+                let schemas = hit.1.clone();
+                kept.push(hit);
+                return schemas;
+            }
+        }
+        // Resolved without the lock: another check's resolution does not wait for this one.
+        let schemas = Arc::new(Resolved {
+            input: resolve_schema(&self.input_schema),
+            output: self.output_schema.as_ref().map(resolve_schema),
+            exact: std::sync::OnceLock::new(),
+        });
+        let mut kept = RESOLVED.lock().unwrap_or_else(PoisonError::into_inner);
+        if kept.len() >= RESOLVED_KEPT {
+            kept.remove(0);
+        }
+        kept.push((key, schemas.clone()));
+        schemas
     }
 
     /// Its description, whole, with a docstring's indentation taken off.
@@ -109,8 +152,8 @@ impl UpstreamTool {
     /// schemas' properties as declarations (with their constraints) and the endpoint
     /// `upstream:SERVER/TOOL`.
     pub fn tool_source(&self) -> String {
-        let (input, output) = self.resolved();
-        self.source_of(&input, output.as_ref(), true)
+        let schemas = self.resolved();
+        self.source_of(&schemas.input, schemas.output.as_ref(), true)
     }
 
     fn source_of(&self, input: &Json, output: Option<&Json>, constraints: bool) -> String {
@@ -131,7 +174,7 @@ impl UpstreamTool {
 
     /// The static types of its arguments and responses as the schemas give them.
     pub(crate) fn exact_types(&self) -> ExactTypes {
-        let (input, output) = self.resolved();
+        let schemas = self.resolved();
         let of = |schema: &Json| {
             schema
                 .get("properties")
@@ -139,18 +182,25 @@ impl UpstreamTool {
                 .map(|p| p.iter().map(|(k, s)| (k.clone(), schema_type(s))).collect())
                 .unwrap_or_default()
         };
-        ExactTypes { arguments: of(&input), responses: output.as_ref().map(of).unwrap_or_default() }
+        schemas
+            .exact
+            .get_or_init(|| ExactTypes {
+                arguments: of(&schemas.input),
+                responses: schemas.output.as_ref().map(of).unwrap_or_default(),
+            })
+            .clone()
     }
 
     /// The tool as the analysis loads it (at `file`, first named `written`): its `.tool`
     /// text and its exact types. A constraint the loader refuses (a schema's `default` its
     /// own bounds refuse) is dropped with the others rather than make the tool uncallable.
     pub(crate) fn loaded(&self, file: std::path::PathBuf, written: String) -> LoadedTool {
-        let (input, output) = self.resolved();
-        let text = self.source_of(&input, output.as_ref(), true);
+        let schemas = self.resolved();
+        let (input, output) = (&schemas.input, &schemas.output);
+        let text = self.source_of(input, output.as_ref(), true);
         let mut loaded = LoadedTool::from_source(file.clone(), written.clone(), std::sync::Arc::from(text));
         if loaded.has_errors() {
-            let plain = self.source_of(&input, output.as_ref(), false);
+            let plain = self.source_of(input, output.as_ref(), false);
             let again = LoadedTool::from_source(file, written, std::sync::Arc::from(plain));
             if !again.has_errors() {
                 loaded = again;
@@ -180,7 +230,8 @@ impl UpstreamTool {
     /// with nested objects' fields, `enum` values, bounds and defaults, then its whole
     /// description and its arguments' and responses' descriptions, indented.
     pub fn listing_line(&self) -> String {
-        let (input, output) = self.resolved();
+        let schemas = self.resolved();
+        let (input, output) = (&schemas.input, &schemas.output);
         let esc = super::escape_controls;
         let args: Vec<String> = properties(&input)
             .map(|(n, s, required)| {
