@@ -20,7 +20,7 @@ use rmcp::ErrorData as McpError;
 use serde_json::{json, Value as Json};
 
 use super::served::Served;
-use super::upstream::{upstream_tool, UpstreamRunner, Upstreams};
+use super::upstream::{upstream_tool, ToolList, UpstreamRunner, Upstreams};
 use crate::exec::{CancelToken, Event, Observer, Runner};
 use crate::host::{HostRunner, ToolEnv};
 use crate::plans::{Callable, PlanDesk, PlanLimits, PlanRefused, RunPlanOptions, UpstreamTool};
@@ -76,7 +76,7 @@ pub struct PlanServer {
     /// Each upstream server's part of `tdsl://tools`, made once a listing: a part is
     /// worked out from the tools' schemas read whole, which a hostile server can make cost
     /// milliseconds a tool, and any client may read the resource again and again.
-    upstream_listings: Mutex<HashMap<String, (Arc<Vec<Json>>, Arc<str>)>>,
+    upstream_listings: Mutex<HashMap<String, (ToolList, Arc<str>)>>,
     options: PlanOptions,
     upstreams: Arc<Upstreams>,
     /// The environment of the processes plans' tools start.
@@ -315,7 +315,7 @@ impl PlanServer {
 
     /// `server`'s part of `tdsl://tools` for its listing `tools`: made again only when the
     /// server was listed again.
-    fn upstream_listing(&self, server: &str, tools: &Arc<Vec<Json>>) -> Arc<str> {
+    fn upstream_listing(&self, server: &str, tools: &ToolList) -> Arc<str> {
         if let Some((listed, text)) = self.upstream_listings.lock().unwrap_or_else(PoisonError::into_inner).get(server)
         {
             if Arc::ptr_eq(listed, tools) {

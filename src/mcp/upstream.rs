@@ -325,12 +325,12 @@ impl Upstreams {
 
     /// The tools the server `name` lists (MCP `Tool` objects), starting it on first use.
     /// Blocking: call it off the async runtime. See [`Upstreams`] for how long it waits.
-    pub fn tools(&self, name: &str) -> Result<Arc<Vec<Json>>, String> {
+    pub fn tools(&self, name: &str) -> Result<ToolList, String> {
         self.tools_of(&[name]).pop().map_or_else(|| Err(format!("there is no upstream server `{name}`")), |(_, r)| r)
     }
 
     /// The tools of each of the servers `names`, listed concurrently. Blocking.
-    pub fn tools_of(&self, names: &[&str]) -> Vec<(String, Result<Arc<Vec<Json>>, String>)> {
+    pub fn tools_of(&self, names: &[&str]) -> Vec<(String, Result<ToolList, String>)> {
         for pending in names.iter().filter_map(|n| self.start_listing(n)) {
             pending.wait();
         }
@@ -338,7 +338,7 @@ impl Upstreams {
     }
 
     /// Every server's tools, or why they could not be listed. Blocking.
-    pub fn all_tools(&self) -> Vec<(String, Result<Arc<Vec<Json>>, String>)> {
+    pub fn all_tools(&self) -> Vec<(String, Result<ToolList, String>)> {
         self.tools_of(&self.names())
     }
 
@@ -411,7 +411,7 @@ impl Upstreams {
 
     /// What is known of `name`'s tools now: a first listing still in progress past the
     /// timeout is recorded as failed (and waited for no more).
-    fn known(&self, name: &str) -> Result<Arc<Vec<Json>>, String> {
+    fn known(&self, name: &str) -> Result<ToolList, String> {
         let Some(spec) = self.spec(name) else { return Err(format!("there is no upstream server `{name}`")) };
         let mut listings = self.listings.lock().unwrap_or_else(PoisonError::into_inner);
         let listing = listings.entry(name.to_string()).or_default();
@@ -585,6 +585,9 @@ impl NamedTools for UpstreamCatalog {
         Some(found.load_under(&self.root, tool_path).map_err(|first| untranslatable(tool_path, &first)))
     }
 }
+
+/// A server's tools as it listed them, shared until it is listed again.
+pub type ToolList = Arc<Vec<Json>>;
 
 /// The outcome of one more failed listing after `before`.
 fn failed(before: &Known, error: String) -> Known {

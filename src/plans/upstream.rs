@@ -233,7 +233,7 @@ impl UpstreamTool {
         let schemas = self.resolved();
         let (input, output) = (&schemas.input, &schemas.output);
         let esc = super::escape_controls;
-        let args: Vec<String> = properties(&input)
+        let args: Vec<String> = properties(input)
             .map(|(n, s, required)| {
                 let mut a = format!("{}: {}", esc(n), show(s, 0));
                 if required {
@@ -261,7 +261,7 @@ impl UpstreamTool {
             }
         }
         line.push('\n');
-        let described = properties(&input)
+        let described = properties(input)
             .map(|p| (p, "argument"))
             .chain(output.iter().flat_map(properties).map(|p| (p, "response")));
         for ((name, schema, _), what) in described {
