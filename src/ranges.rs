@@ -120,6 +120,11 @@ pub const DEFAULT_HISTORY_RUN_BYTES: u64 = 64 << 20;
 /// past it, a payload larger than a cut is kept as its size and hash alone
 /// (`docs/history.md`).
 pub const HISTORY_RUN_BYTES: Range = range("history_run_bytes", 65_536.0, 17_179_869_184.0, true, "bytes");
+/// The default of [`HISTORY_MAX_BYTES`]: 1 GiB.
+pub const DEFAULT_HISTORY_MAX_BYTES: u64 = 1 << 30;
+/// The most bytes of a history database's pages in use (`--history-max-bytes`): past it
+/// when a run ends, the oldest ended runs are deleted (`docs/history.md`).
+pub const HISTORY_MAX_BYTES: Range = range("history_max_bytes", 1_048_576.0, 1_099_511_627_776.0, true, "bytes");
 /// The default of [`TEMPORAL_HISTORY_BYTES`]: 40 MiB, under Temporal's 50 MiB.
 pub const DEFAULT_TEMPORAL_HISTORY_BYTES: usize = 40 << 20;
 /// The most bytes of payloads one workflow's history may hold on Temporal before a call, a
@@ -221,6 +226,7 @@ pub const ALL: &[Range] = &[
     MAX_RESULT_BYTES,
     HISTORY_PAYLOAD_BYTES,
     HISTORY_RUN_BYTES,
+    HISTORY_MAX_BYTES,
     TEMPORAL_HISTORY_BYTES,
     FUEL,
     MAX_DEPTH,

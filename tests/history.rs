@@ -1156,6 +1156,62 @@ fn a_runs_payloads_are_kept_whole_only_within_its_budget() {
     );
 }
 
+/// A history has a size (`--history-max-bytes`): a server taking plan after plan, each
+/// within its own bounds, once grew its database for as long as it ran. Past the bound when
+/// a run ends, the oldest ended runs are deleted, and the file stops growing. Twenty runs
+/// of about 90 KB each (a 10 KB argument kept whole in the run, the call, the step and the
+/// trace: nine copies) under the least bound, 1 MiB: the last runs stay, the first are
+/// gone, the file stays near the bound.
+#[test]
+fn the_oldest_runs_go_when_the_history_passes_its_size() {
+    let dir = temp("max-bytes");
+    std::fs::create_dir_all(dir.join("tools")).unwrap();
+    std::fs::write(dir.join("tools/echo.tool"), r#"{"system_event_endpoint": "builtin:echo"}"#).unwrap();
+    std::fs::write(
+        dir.join("main.tool"),
+        r#"{"arguments": [{"name": "text", "type_name": "string", "required": true}],
+            "instructions": [{"execution_id": "e", "tool_definition_path": "/tools/echo.tool",
+                              "arguments": {"text": "REF:arguments.text"}}],
+            "response_reference_map": {"n": "REF:e.text.length"}}"#,
+    )
+    .unwrap();
+    let db = dir.join("h.db");
+    for i in 0..20 {
+        let args = dir.join("args.json");
+        std::fs::write(&args, format!(r#"{{"text": "{i:02}{}"}}"#, "x".repeat(10_000))).unwrap();
+        let o = tdsl(&[
+            "run",
+            "main.tool",
+            "--root",
+            s(&dir),
+            "--args",
+            s(&args),
+            "--history",
+            s(&db),
+            "--history-max-bytes",
+            "1048576",
+        ]);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+    }
+    let store = SqliteStore::open_read_only(&db).unwrap();
+    let runs = store.runs(&RunFilter::default()).unwrap();
+    let kept: Vec<i64> = runs.iter().map(|r| r.id).collect();
+    assert!(kept.contains(&20) && !kept.contains(&1), "kept {kept:?}");
+    assert!(kept.len() >= 4 && kept.len() < 20, "kept {kept:?}");
+    // The runs kept are whole: the newest one's call is there.
+    assert_eq!(store.run("20").unwrap().unwrap().invocations.len(), 1);
+    let size = std::fs::metadata(&db).unwrap().len();
+    assert!(size < 3 << 20, "the database file is {size} bytes for a bound of 1 MiB");
+    // Out of range: a usage error naming the range.
+    let o = tdsl(&["run", "main.tool", "--root", s(&dir), "--history", s(&db), "--history-max-bytes", "1000"]);
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr.contains("--history-max-bytes: `history_max_bytes` must be an integer from 1048576"),
+        "{}",
+        o.stderr
+    );
+}
+
 /// The SHA-256 of `text` by `sha256sum`, not by the code under test.
 fn sha256_of(dir: &Path, text: &[u8]) -> String {
     let file = dir.join("payload.json");

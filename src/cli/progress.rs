@@ -33,6 +33,10 @@ pub(crate) struct HistoryArgs {
     /// as its size and hash alone (65,536–17,179,869,184; default 67,108,864).
     #[arg(long = "history-run-bytes", value_name = "BYTES", conflicts_with = "no_history")]
     pub history_run_bytes: Option<u64>,
+    /// The most bytes the history database holds: when a run ends past it, the oldest
+    /// ended runs are deleted (1,048,576–1,099,511,627,776; default 1,073,741,824).
+    #[arg(long = "history-max-bytes", value_name = "BYTES", conflicts_with = "no_history")]
+    pub history_max_bytes: Option<u64>,
 }
 
 impl HistoryArgs {
@@ -57,8 +61,16 @@ impl HistoryArgs {
                 .map_err(|e| UsageError(format!("--history-run-bytes: {e}")))?,
             None => crate::ranges::DEFAULT_HISTORY_RUN_BYTES,
         };
+        let max_bytes = match self.history_max_bytes {
+            Some(n) => crate::ranges::HISTORY_MAX_BYTES
+                .check(n as f64)
+                .map(|n| n as u64)
+                .map_err(|e| UsageError(format!("--history-max-bytes: {e}")))?,
+            None => crate::ranges::DEFAULT_HISTORY_MAX_BYTES,
+        };
         let bounded = |s: SqliteStore| {
-            Arc::new(s.with_max_payload_bytes(max_payload).with_max_run_bytes(max_run)) as Arc<dyn HistoryStore>
+            Arc::new(s.with_max_payload_bytes(max_payload).with_max_run_bytes(max_run).with_max_bytes(max_bytes))
+                as Arc<dyn HistoryStore>
         };
         if let Some(path) = &self.history {
             return SqliteStore::open(path)

@@ -104,6 +104,9 @@ pub struct SqliteStore {
     max_payload: usize,
     /// The most bytes of payload text kept of one run (`super::payload`).
     max_run: u64,
+    /// The most bytes of the database's pages in use: past it when a run ends, the oldest
+    /// ended runs are deleted ([`SqliteStore::with_max_bytes`]).
+    max_bytes: u64,
     /// The measurements of each run being recorded, by history id: a large part a run
     /// passes around is measured once, not in every payload it is in (`super::payload`).
     payloads: Mutex<HashMap<i64, Arc<Payloads>>>,
@@ -250,6 +253,7 @@ impl SqliteStore {
             read_only: false,
             max_payload: crate::ranges::DEFAULT_HISTORY_PAYLOAD_BYTES,
             max_run: crate::ranges::DEFAULT_HISTORY_RUN_BYTES,
+            max_bytes: crate::ranges::DEFAULT_HISTORY_MAX_BYTES,
             payloads: Mutex::default(),
             hashed: Arc::default(),
         })
@@ -312,6 +316,7 @@ impl SqliteStore {
             read_only: true,
             max_payload: crate::ranges::DEFAULT_HISTORY_PAYLOAD_BYTES,
             max_run: crate::ranges::DEFAULT_HISTORY_RUN_BYTES,
+            max_bytes: crate::ranges::DEFAULT_HISTORY_MAX_BYTES,
             payloads: Mutex::default(),
             hashed: Arc::default(),
         }
@@ -334,6 +339,44 @@ impl SqliteStore {
     pub fn with_max_run_bytes(mut self, max: u64) -> SqliteStore {
         self.max_run = max;
         self
+    }
+
+    /// The same store keeping the database at about `max` bytes: when a run ends and the
+    /// pages in use pass `max`, the oldest ended runs (with their calls and steps) are
+    /// deleted until they are back under it — never a run still running, nor the one that
+    /// just ended. SQLite reuses the pages freed, so the file stops growing there (it does
+    /// not shrink: `VACUUM` does that). 1 GiB by default, [`crate::ranges::HISTORY_MAX_BYTES`];
+    /// `docs/history.md`, "How large it grows".
+    pub fn with_max_bytes(mut self, max: u64) -> SqliteStore {
+        self.max_bytes = max;
+        self
+    }
+
+    /// Deletes the oldest ended runs but `keep` while the database's pages in use pass
+    /// [`SqliteStore::with_max_bytes`]'s bound: how many it deleted.
+    fn trim(&self, keep: i64) -> Result<usize, HistoryError> {
+        let max = i64::try_from(self.max_bytes).unwrap_or(i64::MAX);
+        self.write(true, |c| {
+            let used = |c: &Connection| -> rusqlite::Result<i64> {
+                let pragma = |name: &str| c.query_row(&format!("PRAGMA {name}"), [], |r| r.get::<_, i64>(0));
+                Ok((pragma("page_count")? - pragma("freelist_count")?).saturating_mul(pragma("page_size")?))
+            };
+            let mut deleted = 0;
+            while used(c)? > max {
+                // One at a time, the oldest first: a run may hold megabytes or a few bytes.
+                let n = c
+                    .prepare_cached(
+                        "DELETE FROM runs WHERE id = (SELECT id FROM runs WHERE status != 'RUNNING' AND id != ?1
+                         ORDER BY id LIMIT 1)",
+                    )?
+                    .execute([keep])?;
+                if n == 0 {
+                    break;
+                }
+                deleted += n;
+            }
+            Ok(deleted)
+        })
     }
 
     /// A payload of run `run` as stored.
@@ -743,7 +786,8 @@ impl HistoryStore for SqliteStore {
                 ])?;
             }
             Ok(())
-        })
+        })?;
+        self.trim(run).map(drop)
     }
 
     fn runs(&self, filter: &RunFilter) -> Result<Vec<RunRow>, HistoryError> {
