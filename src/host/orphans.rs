@@ -4,8 +4,10 @@
 //! ends ([`end_children`]). What a program leaves in its own process group is killed with
 //! the call (`runner`).
 
+#[cfg(any(feature = "mcp", feature = "cli"))]
 use std::sync::{Mutex, PoisonError};
 
+#[cfg(any(feature = "mcp", feature = "cli"))]
 use crate::processes::lock_running;
 #[cfg(feature = "cli")]
 use std::time::Duration;
