@@ -179,7 +179,11 @@ fn an_upstreams_command_line_or_url_never_reaches_the_client() {
     let port = std::net::TcpListener::bind("127.0.0.1:0").expect("a port").local_addr().expect("addr").port();
     let cases = [
         ("/bin/false --api-key=sk-live-KEY1111111111", "false …"),
-        ("env -u HOME API_KEY=sk-live-KEY2222222222 /bin/false", "false …"),
+        ("env -i API_KEY=sk-live-KEY2222222222 /bin/false", "false …"),
+        // Past an option of `env` that takes a value, the rest may be anything: `env …`.
+        ("env -S '/bin/false --token sk-live-KEY5555555555'", "env …"),
+        ("env -C /srv/sk-live-KEY6666666666 /bin/false", "env …"),
+        ("/opt/sk-live-KEY7777777777/bin/false", "false"),
         (
             &*format!("http://127.0.0.1:{port}/mcp?api_key=sk-live-KEY3333333333"),
             &*format!("http://127.0.0.1:{port}/…"),

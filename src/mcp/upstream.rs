@@ -382,9 +382,15 @@ impl Upstreams {
         let (clients, listings, target) = (self.clients.clone(), self.listings.clone(), spec.target.clone());
         let (server, lister) = (name.to_string(), pending.clone());
         let spawned = std::thread::Builder::new().name("tdsl-upstream-list".to_string()).spawn(move || {
-            let listed = clients
-                .list_target_tools(&target)
-                .map_err(|e| format!("the upstream server `{server}` ({}): {e}", target.shown()));
+            let listed = clients.list_target_tools(&target).map_err(|e| {
+                let error = format!("the upstream server `{server}` ({}): {e}", target.shown());
+                let (told, tail) = without_stderr_tail(&error);
+                if tail {
+                    // The operator reads it on the server's standard error.
+                    eprintln!("tdsl: {error}");
+                }
+                told
+            });
             let mut listings = listings.lock().unwrap_or_else(PoisonError::into_inner);
             let listing = listings.entry(server).or_default();
             listing.known = match (listed, &listing.known) {
@@ -583,6 +589,16 @@ impl NamedTools for UpstreamCatalog {
             }));
         };
         Some(found.load_under(&self.root, tool_path).map_err(|first| untranslatable(tool_path, &first)))
+    }
+}
+
+/// A listing's error as the plan's client reads it: without what the upstream last wrote on
+/// its standard error (` (its standard error ends: …)`, at the end), which may say anything
+/// of how the operator started it — a folder, a key it echoes — and whether there was one.
+fn without_stderr_tail(error: &str) -> (String, bool) {
+    match error.find(" (its standard error ends: ") {
+        Some(at) => (format!("{} (what it wrote on its standard error is in the server's)", &error[..at]), true),
+        None => (error.to_string(), false),
     }
 }
 

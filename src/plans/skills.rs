@@ -153,6 +153,14 @@ impl SkillStore {
         self.dir.join(".versions").join(name)
     }
 
+    /// Whether `.versions` and `.versions/NAME` are folders of their own where they exist
+    /// — not links, which would make a save write, and pruning delete, elsewhere.
+    fn versions_are_folders(&self, name: &str) -> bool {
+        [self.dir.join(".versions"), self.versions_dir(name)]
+            .iter()
+            .all(|p| std::fs::symlink_metadata(p).map_or(true, |m| m.file_type().is_dir()))
+    }
+
     /// The names of the skills in the folder (`NAME.tool` files; other names are left out),
     /// sorted.
     pub fn names(&self) -> std::io::Result<Vec<String>> {
@@ -189,6 +197,9 @@ impl SkillStore {
 
     /// The versions kept of `name` with their files, oldest first.
     fn version_files(&self, name: &str) -> Vec<(SkillVersion, PathBuf)> {
+        if !self.versions_are_folders(name) {
+            return Vec::new();
+        }
         let mut out: Vec<(SkillVersion, PathBuf)> = std::fs::read_dir(self.versions_dir(name))
             .map(|entries| {
                 entries
@@ -213,7 +224,11 @@ impl SkillStore {
     /// Removes the versions of the deleted skills past the [`KEPT_DELETED`] last saved
     /// (best effort, as [`SkillStore::prune_versions`]).
     fn prune_deleted(&self) {
-        let Ok(entries) = std::fs::read_dir(self.dir.join(".versions")) else { return };
+        let versions = self.dir.join(".versions");
+        if !std::fs::symlink_metadata(&versions).is_ok_and(|m| m.file_type().is_dir()) {
+            return;
+        }
+        let Ok(entries) = std::fs::read_dir(versions) else { return };
         let mut deleted: Vec<(String, i64)> = entries
             .filter_map(Result::ok)
             .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
@@ -295,7 +310,22 @@ impl SkillStore {
                 ));
             }
         }
-        let version = self.current(name).map_or(1, |v| v.version + 1);
+        if !self.versions_are_folders(name) {
+            return Err(fail(
+                Code::SkillWrite,
+                format!(
+                    "cannot write the skill's version under {}: it is not a folder of the skills folder's own (a \
+                     link, or a file); nothing was changed",
+                    self.versions_dir(name).display()
+                ),
+            ));
+        }
+        let Some(version) = self.current(name).map_or(Some(1), |v| v.version.checked_add(1)) else {
+            return Err(fail(
+                Code::SkillWrite,
+                format!("the versions of `{name}` are numbered as high as they go; nothing was changed"),
+            ));
+        };
         let now = chrono::Utc::now();
         let saved_at = now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
         let versions = self.versions_dir(name);
@@ -499,6 +529,32 @@ mod tests {
         assert!(with_versions.contains(&"a".to_string()) && with_versions.contains(&"d099".to_string()));
         assert!(!with_versions.contains(&"d000".to_string()));
         assert_eq!(s.versions("a").len(), KEPT_VERSIONS);
+    }
+
+    /// Hostile round 7b: `.versions/NAME` a link to a folder outside — a save wrote its
+    /// version there and pruning deleted the files it found there; a version file numbered
+    /// `u64::MAX` made the next save overflow. Both are refused now, changing nothing.
+    #[cfg(unix)]
+    #[test]
+    fn versions_behind_a_link_or_at_the_last_number_are_refused() {
+        let (root, s) = store(8);
+        let outside = root.path().join("outside");
+        std::fs::create_dir_all(&outside).expect("mkdir");
+        for i in 1..=12 {
+            std::fs::write(outside.join(format!("v{i}-1000.json")), "{}").expect("write");
+        }
+        std::fs::create_dir_all(s.dir().join(".versions")).expect("mkdir");
+        std::os::unix::fs::symlink(&outside, s.dir().join(".versions/k")).expect("link");
+        let e = s.save("k", "{}", false, &[]).expect_err("refused");
+        assert_eq!(e.code, Code::SkillWrite, "{e}");
+        assert!(!s.file("k").exists());
+        assert_eq!(std::fs::read_dir(&outside).expect("dir").count(), 12, "nothing written or deleted outside");
+        assert!(s.versions("k").is_empty());
+        std::fs::create_dir_all(s.dir().join(".versions/m")).expect("mkdir");
+        std::fs::write(s.dir().join(format!(".versions/m/v{}-1000.json", u64::MAX)), "{}").expect("write");
+        let e = s.save("m", "{}", false, &[]).expect_err("refused");
+        assert_eq!(e.code, Code::SkillWrite, "{e}");
+        assert!(e.message.contains("as high as they go"), "{e}");
     }
 
     #[test]

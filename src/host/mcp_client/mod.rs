@@ -175,17 +175,18 @@ impl McpTarget {
     pub(crate) fn shown(&self) -> String {
         match self {
             McpTarget::Command(words) => {
-                // `env [-i] [-u NAME] [NAME=value]… program`: the program.
+                // `env [-i] [NAME=value]… program`: the program. Any other option of `env`
+                // (`-S` splits a string into the command, `-C` names a folder, `-u` a
+                // variable) leaves it at `env …`: what follows may be anything.
                 let mut rest = words.iter().map(String::as_str);
                 let first = rest.next().unwrap_or_default();
                 let program = if Path::new(first).file_name().is_some_and(|n| n == "env") {
-                    let mut unset = false;
-                    rest.find(|w| {
-                        let skip = unset || w.starts_with('-') || w.contains('=');
-                        unset = !unset && matches!(*w, "-u" | "--unset");
-                        !skip
-                    })
-                    .unwrap_or(first)
+                    match rest
+                        .find(|w| !w.contains('=') && !matches!(*w, "-i" | "--ignore-environment" | "-0" | "--null"))
+                    {
+                        Some(w) if !w.starts_with('-') => w,
+                        _ => first,
+                    }
                 } else {
                     first
                 };
@@ -728,6 +729,8 @@ async fn start(target: &McpTarget, env: &crate::host::ToolEnv, cancel: &CancelTo
     let Some((program, args)) = command.split_first() else {
         return Err(ConnectError(ToolError::permanent("`mcp:` names no program")));
     };
+    // Named in messages as a client may read them ([`McpTarget::shown`]).
+    let shown = target.shown();
     let mut cmd = tokio::process::Command::new(program);
     if let Some(vars) = env.variables() {
         cmd.env_clear().envs(vars);
@@ -738,7 +741,7 @@ async fn start(target: &McpTarget, env: &crate::host::ToolEnv, cancel: &CancelTo
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     let cannot_start =
-        |e: std::io::Error| ConnectError(ToolError::permanent(format!("cannot start the MCP server {program}: {e}")));
+        |e: std::io::Error| ConnectError(ToolError::permanent(format!("cannot start the MCP server {shown}: {e}")));
     // Left to its `Child` by the orphan reaper, whatever session it moves to.
     let mut child = super::orphans::spawn_owned(|| cmd.spawn(), tokio::process::Child::id).map_err(cannot_start)?;
     let stderr = child.stderr.take();
@@ -754,7 +757,7 @@ async fn start(target: &McpTarget, env: &crate::host::ToolEnv, cancel: &CancelTo
     let service = tokio::select! {
         r = handshake => r,
         () = cancelled(cancel) => {
-            return Err(ConnectError(ToolError::transient(format!("starting the MCP server {program} was cancelled"))))
+            return Err(ConnectError(ToolError::transient(format!("starting the MCP server {shown} was cancelled"))))
         }
     };
     let service = match service {
@@ -763,13 +766,13 @@ async fn start(target: &McpTarget, env: &crate::host::ToolEnv, cancel: &CancelTo
             // Let the reader catch what the server said before it went away.
             tokio::time::sleep(Duration::from_millis(50)).await;
             return Err(ConnectError(ToolError::transient(format!(
-                "the MCP server {program} failed the handshake: {e}{}",
+                "the MCP server {shown} failed the handshake: {e}{}",
                 stderr_tail(&lines)
             ))));
         }
         Err(_) => {
             return Err(ConnectError(ToolError::transient(format!(
-                "the MCP server {program} did not answer `initialize` within {} s{}",
+                "the MCP server {shown} did not answer `initialize` within {} s{}",
                 HANDSHAKE_TIMEOUT.as_secs(),
                 stderr_tail(&lines)
             ))))
@@ -781,7 +784,7 @@ async fn start(target: &McpTarget, env: &crate::host::ToolEnv, cancel: &CancelTo
         tools_changed,
         peer,
         stderr: lines,
-        program: program.clone(),
+        program: shown.clone(),
         oversized,
         suspect: AtomicBool::new(false),
     })
