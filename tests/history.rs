@@ -1212,6 +1212,61 @@ fn the_oldest_runs_go_when_the_history_passes_its_size() {
     );
 }
 
+/// Hostile round 7b: error texts were not counted in a run's budget. A fan-out of 200
+/// failing calls, each with 64 KiB of standard error, wrote 52.8 MB under a budget of
+/// 64 KiB — each error whole in its call and about three times in the trace. They draw on
+/// the budget now, as payloads do: whole while it lasts, then their first bytes and their
+/// size, then their size alone. Scaled down: 20 calls, 20 KB each.
+#[cfg(unix)]
+#[test]
+fn error_texts_draw_on_the_runs_budget() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = temp("error-budget");
+    std::fs::create_dir_all(dir.join("tools")).unwrap();
+    let bin = dir.join("tools/fail.sh");
+    std::fs::write(&bin, "#!/bin/sh\ncat >/dev/null\nhead -c 20000 /dev/zero | tr '\\0' e >&2\nexit 3\n").unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(dir.join("tools/fail.tool"), r#"{"system_event_endpoint": "exec:./fail.sh"}"#).unwrap();
+    std::fs::write(
+        dir.join("main.tool"),
+        r#"{"instructions": [{"execution_id": "fan", "tool_definition_path": "/tools/fail.tool", "continue_on_error": true,
+             "retry": {"max_retries": 0},
+             "parallel_execution": {"iterate_over": "REF:arguments.items", "child_argument_name": "i"}}]}"#,
+    )
+    .unwrap();
+    let items: Vec<String> = (0..20).map(|i| i.to_string()).collect();
+    std::fs::write(dir.join("args.json"), format!(r#"{{"items": [{}]}}"#, items.join(","))).unwrap();
+    let db = dir.join("h.db");
+    let budget: usize = 65_536;
+    let o = tdsl(&[
+        "run",
+        "main.tool",
+        "--root",
+        s(&dir),
+        "--args",
+        s(&dir.join("args.json")),
+        "--history",
+        s(&db),
+        "--history-run-bytes",
+        &budget.to_string(),
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let run = SqliteStore::open_read_only(&db).unwrap().run("1").unwrap().unwrap();
+    let errors: Vec<&str> = run.invocations.iter().filter_map(|i| i.error.as_deref()).collect();
+    assert_eq!(errors.len(), 20);
+    let whole = errors.iter().filter(|e| !e.ends_with(" bytes)")).count();
+    let cut: Vec<&&str> = errors.iter().filter(|e| e.contains("… (cut: ")).collect();
+    assert!(whole >= 1 && whole < 5, "{whole} errors whole under a budget of 64 KiB");
+    assert_eq!(whole + cut.len(), 20);
+    // Once the budget is spent, a cut keeps only the size.
+    assert!(cut.iter().any(|e| e.starts_with("… (cut: ")), "{cut:?}");
+    let kept: usize = errors.iter().map(|e| e.len()).sum();
+    assert!(kept < budget + 20 * 1100, "{kept} bytes of errors kept");
+    // The stored trace's errors too: the whole trace is a few times the budget at most.
+    let trace = serde_json::to_string(run.trace.as_ref().unwrap()).unwrap();
+    assert!(trace.len() < 4 * budget, "a stored trace of {} bytes", trace.len());
+}
+
 /// The SHA-256 of `text` by `sha256sum`, not by the code under test.
 fn sha256_of(dir: &Path, text: &[u8]) -> String {
     let file = dir.join("payload.json");

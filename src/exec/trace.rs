@@ -545,34 +545,43 @@ impl RunLimits {
 }
 
 impl Trace {
-    /// The same trace with `f` applied to every payload in it: the run's arguments and
-    /// result, each step's and child's arguments and result, each attempt's answer, at
-    /// every depth (what the history keeps of a trace: `history::payload`).
+    /// The same trace with `f` applied to every payload in it — the run's arguments and
+    /// result, each step's and child's arguments and result, each attempt's answer, at every
+    /// depth — and `text` to every error text: an attempt's, a step's, a fan-out child's,
+    /// the run's error and failure summary (what the history keeps of a trace:
+    /// `history::payload`).
     #[cfg(feature = "history")]
-    pub(crate) fn map_payloads(&self, f: &dyn Fn(&Value) -> Value) -> Trace {
-        fn attempts(a: &mut [Attempt], f: &dyn Fn(&Value) -> Value) {
+    pub(crate) fn map_payloads_and_errors(&self, f: &dyn Fn(&Value) -> Value, text: &dyn Fn(&str) -> String) -> Trace {
+        fn attempts(a: &mut [Attempt], f: &dyn Fn(&Value) -> Value, text: &dyn Fn(&str) -> String) {
             for a in a {
                 a.response = a.response.as_ref().map(f);
+                a.error = a.error.as_deref().map(text);
             }
         }
-        fn steps(s: &mut [StepTrace], f: &dyn Fn(&Value) -> Value) {
+        fn steps(s: &mut [StepTrace], f: &dyn Fn(&Value) -> Value, text: &dyn Fn(&str) -> String) {
             for s in s {
                 s.arguments = s.arguments.as_ref().map(f);
                 s.result = s.result.as_ref().map(f);
-                attempts(&mut s.attempts, f);
+                s.error = s.error.as_deref().map(text);
+                attempts(&mut s.attempts, f, text);
                 for c in s.children.iter_mut().flatten() {
                     c.arguments = c.arguments.as_ref().map(f);
                     c.result = c.result.as_ref().map(f);
-                    attempts(&mut c.attempts, f);
-                    steps(c.steps.as_deref_mut().unwrap_or_default(), f);
+                    c.error = c.error.as_deref().map(text);
+                    attempts(&mut c.attempts, f, text);
+                    steps(c.steps.as_deref_mut().unwrap_or_default(), f, text);
                 }
-                steps(s.steps.as_deref_mut().unwrap_or_default(), f);
+                steps(s.steps.as_deref_mut().unwrap_or_default(), f, text);
             }
         }
         let mut t = self.clone();
         t.arguments = f(&t.arguments);
         t.result = t.result.as_ref().map(f);
-        steps(&mut t.steps, f);
+        if let Some(e) = t.error.as_mut() {
+            e.message = text(&e.message);
+        }
+        t.failure_summary = t.failure_summary.as_deref().map(text);
+        steps(&mut t.steps, f, text);
         t
     }
 

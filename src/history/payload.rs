@@ -185,6 +185,22 @@ impl Payloads {
         }
     }
 
+    /// An error text as stored: whole while the run's budget lasts (when it has at most
+    /// `max` bytes), else its first bytes (up to [`PREFIX_BYTES`], while some of the budget
+    /// is left) and its size. A tool's error can be as long as its answer (an upstream's up
+    /// to 16 MiB), and a fan-out of failing calls once wrote 50 MB of them past the budget.
+    pub(crate) fn stored_text(&self, text: &str, max: usize) -> String {
+        let len = text.len() as u64;
+        if len <= ALWAYS_WHOLE || (len <= max as u64 && self.take(len)) {
+            return text.to_string();
+        }
+        let mut end = usize::try_from(self.take_up_to(PREFIX_BYTES as u64)).unwrap_or(PREFIX_BYTES).min(text.len());
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}… (cut: {len} bytes)", &text[..end])
+    }
+
     /// A payload as a value kept in a stored trace: itself when its JSON has at most `max`
     /// bytes, else its cut.
     pub(crate) fn cut_value(&self, v: &Value, max: usize) -> Value {

@@ -704,6 +704,7 @@ impl HistoryStore for SqliteStore {
         // Measured before the lock, as in `begin_run`.
         let (parameters, result_data) =
             (self.payload(i.run, &i.parameters), i.result_data.as_ref().map(|v| self.payload(i.run, v)));
+        let error = i.error.as_deref().map(|e| self.measurements(i.run).stored_text(e, self.max_payload));
         self.write(false, |c| {
             c.prepare_cached(
                 "INSERT INTO invocations (run, step_path, tool, parameters, attempt, result, result_data, error,
@@ -718,7 +719,7 @@ impl HistoryStore for SqliteStore {
                 i.attempt,
                 i.result,
                 result_data,
-                i.error,
+                error,
                 i.invoked_at,
                 i.completed_at,
                 i64_of(i.duration_ms),
@@ -744,7 +745,8 @@ impl HistoryStore for SqliteStore {
         let max = self.max_payload;
         let measurements = self.measurements(run);
         self.payloads.lock().unwrap_or_else(PoisonError::into_inner).remove(&run);
-        let trace = &trace.map_payloads(&|v| measurements.cut_value(v, max));
+        let trace =
+            &trace.map_payloads_and_errors(&|v| measurements.cut_value(v, max), &|e| measurements.stored_text(e, max));
         let mut steps = Vec::new();
         walk(&trace.steps, "", &mut steps);
         self.write(true, |c| {
