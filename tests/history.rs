@@ -1256,7 +1256,7 @@ fn error_texts_draw_on_the_runs_budget() {
     assert_eq!(errors.len(), 20);
     let whole = errors.iter().filter(|e| !e.ends_with(" bytes)")).count();
     let cut: Vec<&&str> = errors.iter().filter(|e| e.contains("… (cut: ")).collect();
-    assert!(whole >= 1 && whole < 5, "{whole} errors whole under a budget of 64 KiB");
+    assert!((1..5).contains(&whole), "{whole} errors whole under a budget of 64 KiB");
     assert_eq!(whole + cut.len(), 20);
     // Once the budget is spent, a cut keeps only the size.
     assert!(cut.iter().any(|e| e.starts_with("… (cut: ")), "{cut:?}");
