@@ -120,6 +120,14 @@ pub const DEFAULT_HISTORY_RUN_BYTES: u64 = 64 << 20;
 /// past it, a payload larger than a cut is kept as its size and hash alone
 /// (`docs/history.md`).
 pub const HISTORY_RUN_BYTES: Range = range("history_run_bytes", 65_536.0, 17_179_869_184.0, true, "bytes");
+/// The most values of an upstream schema's `enum` held against
+/// ([`crate::export::resolve::MAX_ENUM_VALUES`]: 1,000). **Fixed**: a longer one is left
+/// out, and the value reads as its type alone.
+pub const SCHEMA_ENUM_VALUES: Range = range("schema enum values", 1_000.0, 1_000.0, true, "");
+/// The most bytes of values (descriptions, `enum`s, defaults) one resolution of an upstream
+/// schema copies ([`crate::export::resolve::MAX_COPIED_BYTES`]: 4 MiB). **Fixed**: past it
+/// they are left out.
+pub const SCHEMA_COPIED_BYTES: Range = range("schema copied bytes", 4_194_304.0, 4_194_304.0, true, "bytes");
 /// The default of [`HISTORY_MAX_BYTES`]: 1 GiB.
 pub const DEFAULT_HISTORY_MAX_BYTES: u64 = 1 << 30;
 /// The most bytes of a history database's pages in use (`--history-max-bytes`): past it
@@ -249,6 +257,8 @@ pub const ALL: &[Range] = &[
     SCHEMA_NODES,
     SCHEMA_REF_NESTING,
     SCHEMA_DEPTH,
+    SCHEMA_ENUM_VALUES,
+    SCHEMA_COPIED_BYTES,
 ];
 
 impl Range {

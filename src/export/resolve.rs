@@ -23,8 +23,10 @@
 //! `type` (`["string", "null"]`); `allOf` of objects is merged into one object; `const` is a
 //! one-value `enum`. Other unions stay `anyOf` (any value to the checker).
 //!
-//! The four bounds are fixed (each a range of one value in [`crate::ranges`], no flag): past
-//! one a part reads as any value, which loosens the check and fails no call.
+//! The bounds are fixed (each a range of one value in [`crate::ranges`], no flag): past one a
+//! part reads as any value, which loosens the check and fails no call. So are two on what
+//! is copied: an `enum` of more than [`MAX_ENUM_VALUES`] is left out, and past
+//! [`MAX_COPIED_BYTES`] of copied values (descriptions, `enum`s, defaults) the rest are.
 
 use serde_json::{json, Map, Value as Json};
 
@@ -38,6 +40,16 @@ pub(crate) const MAX_NODES: usize = crate::ranges::SCHEMA_NODES.max as usize;
 /// The most references followed inside one another (a chain of distinct definitions).
 pub(crate) const MAX_REF_NESTING: usize = crate::ranges::SCHEMA_REF_NESTING.max as usize;
 
+/// The most values of an `enum` kept: a longer one is left out (the value reads as its
+/// type alone). An upstream's `enum` of seven million zeros (14 MB, within the bound of one
+/// listing) once cost every check 17 s and 2.5 GB.
+pub(crate) const MAX_ENUM_VALUES: usize = crate::ranges::SCHEMA_ENUM_VALUES.max as usize;
+
+/// The most bytes of values (descriptions, `enum`s, defaults, patterns) one resolution
+/// copies into its result: past it they are left out. A `$defs` entry with a long
+/// description referenced from 20,000 places would otherwise copy it 20,000 times.
+pub(crate) const MAX_COPIED_BYTES: usize = crate::ranges::SCHEMA_COPIED_BYTES.max as usize;
+
 /// The deepest nesting of schemas (`properties` in `items` in …) followed: a schema deeper
 /// than that (only a hostile server writes one) reads as any value below it, so no walk of
 /// the result recurses without bound.
@@ -48,7 +60,7 @@ pub(crate) const CUT: &str = "x-tdsl-cut";
 
 /// `schema` with its local references resolved and its combinators flattened.
 pub(crate) fn resolve_schema(schema: &Json) -> Json {
-    let mut r = Resolver { root: schema, stack: Vec::new(), nodes: 0, depth: 0 };
+    let mut r = Resolver { root: schema, stack: Vec::new(), nodes: 0, depth: 0, copy_left: MAX_COPIED_BYTES };
     r.node(schema)
 }
 
@@ -59,6 +71,33 @@ struct Resolver<'a> {
     nodes: usize,
     /// How deep the schema being resolved is.
     depth: usize,
+    /// What is left of [`MAX_COPIED_BYTES`].
+    copy_left: usize,
+}
+
+/// About how many bytes `v` takes as JSON, when at most `limit` (counted without writing it,
+/// and no further than `limit`).
+fn size_within(v: &Json, limit: usize) -> Option<usize> {
+    let mut total = 0usize;
+    let mut stack = vec![v];
+    while let Some(v) = stack.pop() {
+        total += match v {
+            Json::Null | Json::Bool(_) | Json::Number(_) => 8,
+            Json::String(t) => t.len() + 2,
+            Json::Array(items) => {
+                stack.extend(items);
+                2 + items.len()
+            }
+            Json::Object(m) => {
+                stack.extend(m.values());
+                2 + m.keys().map(|k| k.len() + 4).sum::<usize>()
+            }
+        };
+        if total > limit {
+            return None;
+        }
+    }
+    Some(total)
 }
 
 impl Resolver<'_> {
@@ -71,6 +110,22 @@ impl Resolver<'_> {
         let out = self.node_inner(s);
         self.depth -= 1;
         out
+    }
+
+    /// Whether `v` may be copied into the result: it fits in what is left of
+    /// [`MAX_COPIED_BYTES`] (taken from it), or it is small (a `type`, a bound).
+    fn copy(&mut self, v: &Json) -> bool {
+        match size_within(v, self.copy_left) {
+            Some(n) => {
+                self.copy_left -= n;
+                true
+            }
+            None => {
+                // Nothing larger than a few bytes is copied any more.
+                self.copy_left = 0;
+                size_within(v, 64).is_some()
+            }
+        }
     }
 
     fn node_inner(&mut self, s: &Json) -> Json {
@@ -98,9 +153,12 @@ impl Resolver<'_> {
                 "additionalProperties" if v.is_object() => {
                     out.insert(k.clone(), self.node(v));
                 }
-                "const" => {
+                "const" if self.copy(v) => {
                     out.insert("enum".into(), Json::Array(vec![v.clone()]));
                 }
+                "const" => {}
+                // Too many values to hold against: the value is read as its type alone.
+                "enum" if v.as_array().is_some_and(|a| a.len() > MAX_ENUM_VALUES) => {}
                 // What tdsl reads of a schema; the rest (`title`, `examples`, `x-…`) is left out.
                 "type"
                 | "enum"
@@ -116,7 +174,9 @@ impl Resolver<'_> {
                 | "pattern"
                 | "format"
                 | "additionalProperties"
-                | CUT => {
+                | CUT
+                    if self.copy(v) =>
+                {
                     out.insert(k.clone(), v.clone());
                 }
                 _ => {}
@@ -303,6 +363,30 @@ pub(crate) fn type_name_of(schema: &Json) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_enums_and_copies_past_the_budget_are_left_out() {
+        // An `enum` of more than 1,000 values reads as its type alone; 1,000 are kept.
+        let many: Vec<u32> = (0..1_001).collect();
+        let s = json!({"type": "object", "properties": {
+            "many": {"type": "integer", "enum": many},
+            "some": {"type": "integer", "enum": many[..1_000]}
+        }});
+        let r = resolve_schema(&s);
+        assert_eq!(r["properties"]["many"], json!({"type": "integer"}));
+        assert_eq!(r["properties"]["some"]["enum"].as_array().map(Vec::len), Some(1_000));
+        // A definition with a 100 KB description referenced from 100 places: the copies
+        // stop at 4 MiB (40 of them), the types stay.
+        let text = "d".repeat(100_000);
+        let props: serde_json::Map<String, Json> =
+            (0..100).map(|i| (format!("p{i}"), json!({"$ref": "#/$defs/D"}))).collect();
+        let s = json!({"type": "object", "properties": props,
+                       "$defs": {"D": {"type": "string", "description": text}}});
+        let r = resolve_schema(&s);
+        let described = (0..100).filter(|i| r["properties"][format!("p{i}")].get("description").is_some()).count();
+        assert_eq!(described, MAX_COPIED_BYTES / 100_002);
+        assert!((0..100).all(|i| r["properties"][format!("p{i}")]["type"] == "string"));
+    }
 
     #[test]
     fn references_into_defs_and_definitions_are_inlined() {

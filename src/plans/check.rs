@@ -170,8 +170,8 @@ impl PlanDesk {
             if let Some(path) = field("tool_definition_path").and_then(JsonNode::as_str) {
                 match self.resolve(&mut root, &path.value, &candidates) {
                     Ok((tool, canonical)) => {
-                        if let Some(u) = self.upstream.get(&canonical) {
-                            literal::nested_constraints(ins, u, &mut diags);
+                        if let Some(schemas) = self.upstream.resolved(&canonical) {
+                            literal::nested_constraints(ins, &canonical, &schemas.input, &mut diags);
                         }
                         canonical_of.insert(path.value.to_string(), canonical);
                         fields = tool

@@ -180,17 +180,19 @@ enum Step<'a> {
 /// list of plain values against the declaration ([`super::upstream`]); what lies deeper only
 /// the schema says. `ins` is the step (its `arguments` and a literal `iterate_over`, whose
 /// elements are the child argument's values), `tool` its callee.
-pub(crate) fn nested_constraints(ins: &crate::tool::JsonNode, tool: &super::UpstreamTool, out: &mut Vec<Diagnostic>) {
+pub(crate) fn nested_constraints(
+    ins: &crate::tool::JsonNode,
+    name: &str,
+    input: &serde_json::Value,
+    out: &mut Vec<Diagnostic>,
+) {
     let Some(entries) = ins.as_object() else { return };
     let get = |k: &str| entries.iter().find(|(key, _)| key.node == k).map(|(_, v)| v);
-    let schemas = tool.resolved();
-    let input = &schemas.input;
     let Some(props) = input.get("properties").and_then(serde_json::Value::as_object) else { return };
-    let name = tool.plan_name();
     if let Some(args) = get("arguments").and_then(crate::tool::JsonNode::as_object) {
         for (k, v) in args {
             if let Some(schema) = props.get(&k.node) {
-                walk_value(v, schema, &mut Vec::new(), &name, &k.node, out);
+                walk_value(v, schema, &mut Vec::new(), name, &k.node, out);
             }
         }
     }
@@ -203,7 +205,7 @@ pub(crate) fn nested_constraints(ins: &crate::tool::JsonNode, tool: &super::Upst
     ) {
         if let Some(schema) = props.get(&*child.value) {
             for (i, item) in items.iter().enumerate() {
-                walk_value(item, schema, &mut vec![Step::Element(i)], &name, &child.value, out);
+                walk_value(item, schema, &mut vec![Step::Element(i)], name, &child.value, out);
             }
         }
     }

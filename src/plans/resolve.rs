@@ -40,7 +40,11 @@ impl PlanDesk {
                     Some(u) => {
                         // A schema tdsl cannot declare (a property `@type`, `x.y`): say so, with
                         // the first problem — the model cannot "check the callee on its own".
-                        let loaded = u.load_under(&self.root, written).map_err(|first| Unresolved {
+                        let loaded = match self.upstream.load(written_trim, written) {
+                            Some(loaded) => loaded,
+                            None => u.load_under(&self.root, written),
+                        };
+                        let loaded = loaded.map_err(|first| Unresolved {
                             code: Code::CalleeInvalid,
                             message: format!(
                                 "the upstream tool `{written}` cannot be called from a plan: its schema does not translate ({first})"

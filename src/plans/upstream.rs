@@ -47,13 +47,30 @@ pub struct UpstreamTool {
 /// `root`: what a plan's check resolves its own steps with, and — as the root's
 /// [`NamedTools`] — the steps of the composites it calls (a skill's file names its upstream
 /// tools the same way).
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub(crate) struct UpstreamIndex {
     root: std::path::PathBuf,
     /// The tools, in the order given.
     pub(crate) tools: Vec<UpstreamTool>,
     /// Each `SERVER/TOOL`'s position in `tools`.
     pub(crate) at: std::collections::HashMap<String, usize>,
+    /// The tools' schemas once resolved, by position: a check asks for a tool's several
+    /// times a step (its declarations, its exact types, the literals held against it), and
+    /// a schema of 20,000 nodes (within the bounds of one resolution) cost a tenth of a
+    /// second each time — a 64-step plan took seconds. Kept for the index's life, which is
+    /// one check's (a copy starts empty).
+    resolved: Mutex<std::collections::HashMap<usize, Arc<Resolved>>>,
+}
+
+impl Clone for UpstreamIndex {
+    fn clone(&self) -> UpstreamIndex {
+        UpstreamIndex {
+            root: self.root.clone(),
+            tools: self.tools.clone(),
+            at: self.at.clone(),
+            resolved: Mutex::default(),
+        }
+    }
 }
 
 impl UpstreamIndex {
@@ -66,12 +83,30 @@ impl UpstreamIndex {
     pub(crate) fn get(&self, name: &str) -> Option<&UpstreamTool> {
         self.at.get(name).map(|i| &self.tools[*i])
     }
+
+    /// The schemas of the tool a plan calls as `name`, resolved once for the index.
+    pub(crate) fn resolved(&self, name: &str) -> Option<Arc<Resolved>> {
+        let at = *self.at.get(name)?;
+        if let Some(r) = self.resolved.lock().unwrap_or_else(PoisonError::into_inner).get(&at) {
+            return Some(r.clone());
+        }
+        // Resolved without the lock: another step's lookup does not wait for this one.
+        let r = Arc::new(self.tools[at].resolve());
+        self.resolved.lock().unwrap_or_else(PoisonError::into_inner).insert(at, r.clone());
+        Some(r)
+    }
+
+    /// The tool a plan calls as `name`, as the analysis loads it when first named `written`
+    /// ([`UpstreamTool::load_under`]), from its schemas resolved once.
+    pub(crate) fn load(&self, name: &str, written: &str) -> Option<Result<Arc<LoadedTool>, String>> {
+        let schemas = self.resolved(name)?;
+        Some(self.get(name)?.load_with(&self.root, written, &schemas))
+    }
 }
 
 impl NamedTools for UpstreamIndex {
     fn resolve(&self, tool_path: &str) -> Option<Result<std::sync::Arc<LoadedTool>, NameRefusal>> {
-        let found = self.get(tool_path)?;
-        Some(found.load_under(&self.root, tool_path).map_err(|first| untranslatable(tool_path, &first)))
+        Some(self.load(tool_path, tool_path)?.map_err(|first| untranslatable(tool_path, &first)))
     }
 }
 
@@ -85,19 +120,33 @@ pub(crate) fn untranslatable(tool_path: &str, first: &str) -> NameRefusal {
     }
 }
 
-/// How many tools' resolved schemas are kept ([`UpstreamTool::resolved`]), the last used.
-const RESOLVED_KEPT: usize = 32;
-
-/// The resolved schemas kept, by their schemas' text, the last used last.
-static RESOLVED: Mutex<Vec<(String, Arc<Resolved>)>> = Mutex::new(Vec::new());
-
 /// An upstream tool's schemas read whole, and the static types they give (worked out once).
+#[derive(Debug)]
 pub(crate) struct Resolved {
     /// The input schema, resolved.
     pub(crate) input: Json,
     /// The output schema, resolved, when there is one.
     pub(crate) output: Option<Json>,
     exact: std::sync::OnceLock<ExactTypes>,
+}
+
+impl Resolved {
+    /// The static types of the tool's arguments and responses as the schemas give them.
+    pub(crate) fn exact_types(&self) -> ExactTypes {
+        let of = |schema: &Json| {
+            schema
+                .get("properties")
+                .and_then(Json::as_object)
+                .map(|p| p.iter().map(|(k, s)| (k.clone(), schema_type(s))).collect())
+                .unwrap_or_default()
+        };
+        self.exact
+            .get_or_init(|| ExactTypes {
+                arguments: of(&self.input),
+                responses: self.output.as_ref().map(of).unwrap_or_default(),
+            })
+            .clone()
+    }
 }
 
 /// The endpoint scheme of an upstream tool's synthetic definition.
@@ -112,35 +161,17 @@ impl UpstreamTool {
         format!("{}/{}", self.server, self.name)
     }
 
-    /// Its schemas, read whole ([`resolve_schema`]); the same schemas are resolved once
-    /// while they are among the last [`RESOLVED_KEPT`] resolved (a check asks for them
-    /// several times a step — the declarations, the exact types, the literals held against
-    /// them — and a schema of 20,000 nodes, within the bounds of one resolution, cost a
-    /// tenth of a second each time: a 64-step plan took seconds).
+    /// Its schemas, read whole ([`resolve_schema`]).
     pub(crate) fn resolved(&self) -> Arc<Resolved> {
-        // Keyed by the schemas' text: a tool listed again with other schemas is another key.
-        let key = serde_json::to_string(&(&self.input_schema, &self.output_schema)).unwrap_or_default();
-        {
-            let mut kept = RESOLVED.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some(i) = kept.iter().position(|(k, _)| *k == key) {
-                let hit = kept.remove(i);
-                let schemas = hit.1.clone();
-                kept.push(hit);
-                return schemas;
-            }
-        }
-        // Resolved without the lock: another check's resolution does not wait for this one.
-        let schemas = Arc::new(Resolved {
+        Arc::new(self.resolve())
+    }
+
+    fn resolve(&self) -> Resolved {
+        Resolved {
             input: resolve_schema(&self.input_schema),
             output: self.output_schema.as_ref().map(resolve_schema),
             exact: std::sync::OnceLock::new(),
-        });
-        let mut kept = RESOLVED.lock().unwrap_or_else(PoisonError::into_inner);
-        if kept.len() >= RESOLVED_KEPT {
-            kept.remove(0);
         }
-        kept.push((key, schemas.clone()));
-        schemas
     }
 
     /// Its description, whole, with a docstring's indentation taken off.
@@ -173,29 +204,15 @@ impl UpstreamTool {
     }
 
     /// The static types of its arguments and responses as the schemas give them.
+    #[cfg(test)]
     pub(crate) fn exact_types(&self) -> ExactTypes {
-        let schemas = self.resolved();
-        let of = |schema: &Json| {
-            schema
-                .get("properties")
-                .and_then(Json::as_object)
-                .map(|p| p.iter().map(|(k, s)| (k.clone(), schema_type(s))).collect())
-                .unwrap_or_default()
-        };
-        schemas
-            .exact
-            .get_or_init(|| ExactTypes {
-                arguments: of(&schemas.input),
-                responses: schemas.output.as_ref().map(of).unwrap_or_default(),
-            })
-            .clone()
+        self.resolved().exact_types()
     }
 
     /// The tool as the analysis loads it (at `file`, first named `written`): its `.tool`
     /// text and its exact types. A constraint the loader refuses (a schema's `default` its
     /// own bounds refuse) is dropped with the others rather than make the tool uncallable.
-    pub(crate) fn loaded(&self, file: std::path::PathBuf, written: String) -> LoadedTool {
-        let schemas = self.resolved();
+    fn loaded_from(&self, schemas: &Resolved, file: std::path::PathBuf, written: String) -> LoadedTool {
         let (input, output) = (&schemas.input, &schemas.output);
         let text = self.source_of(input, output.as_ref(), true);
         let mut loaded = LoadedTool::from_source(file.clone(), written.clone(), std::sync::Arc::from(text));
@@ -206,7 +223,7 @@ impl UpstreamTool {
                 loaded = again;
             }
         }
-        loaded.with_exact(self.exact_types())
+        loaded.with_exact(schemas.exact_types())
     }
 
     /// The tool as the analysis of a plan or a `.tool` file under `root` loads it (at
@@ -218,8 +235,18 @@ impl UpstreamTool {
         root: &std::path::Path,
         written: &str,
     ) -> Result<std::sync::Arc<LoadedTool>, String> {
+        self.load_with(root, written, &self.resolved())
+    }
+
+    /// [`UpstreamTool::load_under`] from its schemas resolved already.
+    pub(crate) fn load_with(
+        &self,
+        root: &std::path::Path,
+        written: &str,
+        schemas: &Resolved,
+    ) -> Result<std::sync::Arc<LoadedTool>, String> {
         let file = root.join(".upstream").join(&self.server).join(format!("{}.tool", self.name));
-        let loaded = self.loaded(file, written.to_string());
+        let loaded = self.loaded_from(schemas, file, written.to_string());
         match loaded.diagnostics.iter().find(|d| d.is_error()) {
             Some(first) => Err(first.message.clone()),
             None => Ok(std::sync::Arc::new(loaded)),

@@ -648,6 +648,28 @@ const MAX_LISTING_PAGES: usize = 1_000;
 /// [`MAX_LISTING_BYTES`] and [`MAX_LISTING_PAGES`]: past either the listing fails (`Ok(Err)`
 /// says why), so that a server answering each page with another `nextCursor` cannot grow
 /// this process for as long as the listing's timeout allows (it once took 2.75 GB in 30 s).
+/// The most values of an `enum` a listing keeps (as `export::resolve::MAX_ENUM_VALUES`,
+/// which the check holds values against): a longer one is dropped as the tool is listed, so
+/// that it is not kept in memory for the server's life (seven million of them took 1 GB).
+const MAX_LISTED_ENUM: usize = crate::ranges::SCHEMA_ENUM_VALUES.max as usize;
+
+/// `json` without its `enum`s of more than [`MAX_LISTED_ENUM`] values, at any depth.
+fn drop_long_enums(json: &mut Json) {
+    let mut stack = vec![json];
+    while let Some(v) = stack.pop() {
+        match v {
+            Json::Object(map) => {
+                if map.get("enum").and_then(Json::as_array).is_some_and(|a| a.len() > MAX_LISTED_ENUM) {
+                    map.remove("enum");
+                }
+                stack.extend(map.values_mut());
+            }
+            Json::Array(items) => stack.extend(items.iter_mut()),
+            _ => {}
+        }
+    }
+}
+
 /// A writer that only counts the bytes written to it.
 struct Counted(usize);
 
@@ -667,7 +689,8 @@ async fn list_all(peer: &Peer<RoleClient>) -> Result<Result<Vec<Json>, String>, 
     for _ in 0..MAX_LISTING_PAGES {
         let page = peer.list_tools(Some(rmcp::model::PaginatedRequestParams::default().with_cursor(cursor))).await?;
         for tool in &page.tools {
-            let json = serde_json::to_value(tool).unwrap_or(Json::Null);
+            let mut json = serde_json::to_value(tool).unwrap_or(Json::Null);
+            drop_long_enums(&mut json);
             let mut size = Counted(0);
             let _ = serde_json::to_writer(&mut size, &json);
             bytes = bytes.saturating_add(size.0);
@@ -906,6 +929,21 @@ fn block_value(block: &Json) -> Json {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_listing_drops_enums_longer_than_it_keeps() {
+        let long: Vec<u32> = (0..1_001).collect();
+        let mut tool = serde_json::json!({"name": "t", "inputSchema": {"type": "object", "properties": {
+            "a": {"type": "integer", "enum": long},
+            "b": {"type": "array", "items": {"enum": ["x", "y"]}},
+            "c": {"anyOf": [{"enum": (0..2_000).collect::<Vec<u32>>()}, {"type": "null"}]}
+        }}});
+        drop_long_enums(&mut tool);
+        let props = &tool["inputSchema"]["properties"];
+        assert_eq!(props["a"], serde_json::json!({"type": "integer"}));
+        assert_eq!(props["b"]["items"]["enum"], serde_json::json!(["x", "y"]));
+        assert_eq!(props["c"]["anyOf"][0], serde_json::json!({}));
+    }
 
     fn program_of(endpoint: &McpEndpoint, tool_file: Option<&Path>) -> std::path::PathBuf {
         match endpoint.resolved(tool_file) {
