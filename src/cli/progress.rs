@@ -47,27 +47,30 @@ impl HistoryArgs {
         if self.no_history {
             return Ok(None);
         }
-        let max_payload = match self.history_payload_bytes {
-            Some(n) => crate::ranges::HISTORY_PAYLOAD_BYTES
-                .check(n as f64)
-                .map(|n| n as usize)
-                .map_err(|e| UsageError(format!("--history-payload-bytes: {e}")))?,
-            None => crate::ranges::DEFAULT_HISTORY_PAYLOAD_BYTES,
+        // A flag's value within its range, or its default.
+        let within = |given: Option<u64>, range: crate::ranges::Range, default: u64, flag: &str| match given {
+            Some(n) => range.check(n as f64).map(|n| n as u64).map_err(|e| UsageError(format!("{flag}: {e}"))),
+            None => Ok(default),
         };
-        let max_run = match self.history_run_bytes {
-            Some(n) => crate::ranges::HISTORY_RUN_BYTES
-                .check(n as f64)
-                .map(|n| n as u64)
-                .map_err(|e| UsageError(format!("--history-run-bytes: {e}")))?,
-            None => crate::ranges::DEFAULT_HISTORY_RUN_BYTES,
-        };
-        let max_bytes = match self.history_max_bytes {
-            Some(n) => crate::ranges::HISTORY_MAX_BYTES
-                .check(n as f64)
-                .map(|n| n as u64)
-                .map_err(|e| UsageError(format!("--history-max-bytes: {e}")))?,
-            None => crate::ranges::DEFAULT_HISTORY_MAX_BYTES,
-        };
+        let max_payload = within(
+            self.history_payload_bytes,
+            crate::ranges::HISTORY_PAYLOAD_BYTES,
+            crate::ranges::DEFAULT_HISTORY_PAYLOAD_BYTES as u64,
+            "--history-payload-bytes",
+        )?;
+        let max_payload = usize::try_from(max_payload).unwrap_or(usize::MAX);
+        let max_run = within(
+            self.history_run_bytes,
+            crate::ranges::HISTORY_RUN_BYTES,
+            crate::ranges::DEFAULT_HISTORY_RUN_BYTES,
+            "--history-run-bytes",
+        )?;
+        let max_bytes = within(
+            self.history_max_bytes,
+            crate::ranges::HISTORY_MAX_BYTES,
+            crate::ranges::DEFAULT_HISTORY_MAX_BYTES,
+            "--history-max-bytes",
+        )?;
         let bounded = |s: SqliteStore| {
             Arc::new(s.with_max_payload_bytes(max_payload).with_max_run_bytes(max_run).with_max_bytes(max_bytes))
                 as Arc<dyn HistoryStore>
