@@ -91,7 +91,7 @@ impl UpstreamIndex {
             return Some(r.clone());
         }
         // Resolved without the lock: another step's lookup does not wait for this one.
-        let r = Arc::new(self.tools[at].resolve());
+        let r = Arc::new(self.tools[at].resolved());
         self.resolved.lock().unwrap_or_else(PoisonError::into_inner).insert(at, r.clone());
         Some(r)
     }
@@ -162,11 +162,7 @@ impl UpstreamTool {
     }
 
     /// Its schemas, read whole ([`resolve_schema`]).
-    pub(crate) fn resolved(&self) -> Arc<Resolved> {
-        Arc::new(self.resolve())
-    }
-
-    fn resolve(&self) -> Resolved {
+    pub(crate) fn resolved(&self) -> Resolved {
         Resolved {
             input: resolve_schema(&self.input_schema),
             output: self.output_schema.as_ref().map(resolve_schema),
