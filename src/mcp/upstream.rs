@@ -597,7 +597,9 @@ impl NamedTools for UpstreamCatalog {
 /// of how the operator started it — a folder, a key it echoes — and whether there was one.
 fn without_stderr_tail(error: &str) -> (String, bool) {
     match error.find(" (its standard error ends: ") {
-        Some(at) => (format!("{} (what it wrote on its standard error is in the server's)", &error[..at]), true),
+        Some(at) => {
+            (format!("{} (what it wrote on standard error is on the server's standard error)", &error[..at]), true)
+        }
         None => (error.to_string(), false),
     }
 }
