@@ -1160,8 +1160,8 @@ fn a_runs_payloads_are_kept_whole_only_within_its_budget() {
 /// within its own bounds, once grew its database for as long as it ran. Past the bound when
 /// a run ends, the oldest ended runs are deleted, and the file stops growing. Twenty runs
 /// of about 90 KB each (a 10 KB argument kept whole in the run, the call, the step and the
-/// trace: nine copies) under the least bound, 1 MiB: the last runs stay, the first are
-/// gone, the file stays near the bound.
+/// trace: nine copies), the last ten under the least bound, 1 MiB: the last runs stay, the
+/// first are gone, the file stays near the bound.
 #[test]
 fn the_oldest_runs_go_when_the_history_passes_its_size() {
     let dir = temp("max-bytes");
@@ -1179,19 +1179,20 @@ fn the_oldest_runs_go_when_the_history_passes_its_size() {
     for i in 0..20 {
         let args = dir.join("args.json");
         std::fs::write(&args, format!(r#"{{"text": "{i:02}{}"}}"#, "x".repeat(10_000))).unwrap();
-        let o = tdsl(&[
-            "run",
-            "main.tool",
-            "--root",
-            s(&dir),
-            "--args",
-            s(&args),
-            "--history",
-            s(&db),
-            "--history-max-bytes",
-            "1048576",
-        ]);
+        // The first ten without a bound (the default, 1 GiB, far off), then under 1 MiB:
+        // the eleventh run's end deletes several at once.
+        let bound: &[&str] = if i < 10 { &[] } else { &["--history-max-bytes", "1048576"] };
+        let o =
+            tdsl(&[&["run", "main.tool", "--root", s(&dir), "--args", s(&args), "--history", s(&db)], bound].concat());
         assert_eq!(o.code, 0, "{}", o.stderr);
+        if i == 10 {
+            let runs = SqliteStore::open_read_only(&db).unwrap().runs(&RunFilter::default()).unwrap();
+            assert!(
+                runs.len() < 11 && runs.iter().any(|r| r.id == 11),
+                "{:?}",
+                runs.iter().map(|r| r.id).collect::<Vec<_>>()
+            );
+        }
     }
     let store = SqliteStore::open_read_only(&db).unwrap();
     let runs = store.runs(&RunFilter::default()).unwrap();

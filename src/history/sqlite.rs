@@ -362,14 +362,22 @@ impl SqliteStore {
                 Ok((pragma("page_count")? - pragma("freelist_count")?).saturating_mul(pragma("page_size")?))
             };
             let mut deleted = 0;
-            while used(c)? > max {
-                // One at a time, the oldest first: a run may hold megabytes or a few bytes.
+            loop {
+                let now = used(c)?;
+                if now <= max {
+                    break;
+                }
+                // The oldest first, as many as the share of the pages over the bound is of the
+                // runs (at least one): a bound lowered under a large history is reached in a
+                // few rounds, and a run past it costs one or two deletes.
+                let runs: i64 = c.query_row("SELECT count(*) FROM runs", [], |r| r.get(0))?;
+                let share = (i128::from(runs) * i128::from(now - max) + i128::from(now) - 1) / i128::from(now.max(1));
                 let n = c
                     .prepare_cached(
-                        "DELETE FROM runs WHERE id = (SELECT id FROM runs WHERE status != 'RUNNING' AND id != ?1
-                         ORDER BY id LIMIT 1)",
+                        "DELETE FROM runs WHERE id IN (SELECT id FROM runs WHERE status != 'RUNNING' AND id != ?1
+                         ORDER BY id LIMIT ?2)",
                     )?
-                    .execute([keep])?;
+                    .execute(params![keep, i64::try_from(share).unwrap_or(i64::MAX).max(1)])?;
                 if n == 0 {
                     break;
                 }
