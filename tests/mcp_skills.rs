@@ -504,14 +504,23 @@ fn a_skill_whose_upstream_changed_or_is_down_at_start() {
     assert!(names(&mut server).contains(&"shipped_orders".to_string()), "an unchecked skill stays listed");
     let entry = skill_entry(&mut server);
     assert_eq!(entry["callable"], true, "{entry}");
-    assert!(entry["unchecked"].as_str().unwrap_or_default().contains("/nonexistent/upstream-server"), "{entry}");
+    // The upstream named by its program's file name: its path is the operator's, not the
+    // client's (docs/security.md, "How an upstream is named to a client").
+    let unchecked = entry["unchecked"].as_str().unwrap_or_default();
+    assert!(unchecked.contains("the upstream server `shop` (upstream-server)"), "{entry}");
+    assert!(!unchecked.contains("/nonexistent"), "{entry}");
     let tools = server.request("resources/read", serde_json::json!({"uri": "tdsl://tools"}));
     let listing = tools["result"]["contents"][0]["text"].as_str().unwrap_or_default().to_string();
     assert!(listing.contains("(not checked now, checked when called: "), "{listing}");
     let called = server.call("shipped_orders", serde_json::json!({"customer_id": "c-1"}));
     assert_eq!(called["isError"], true, "{called}");
     let said = called["content"][0]["text"].as_str().unwrap_or_default();
-    assert!(said.contains("was not run") && said.contains("/nonexistent/upstream-server"), "{called}");
+    assert!(
+        said.contains("was not run")
+            && said.contains("cannot start the MCP server upstream-server")
+            && !said.contains("/nonexistent"),
+        "{called}"
+    );
     let stderr = server.process.output();
     assert!(stderr.contains("skill `shipped_orders` is not checked"), "{stderr}");
 }
