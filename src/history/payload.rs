@@ -158,9 +158,9 @@ impl Part {
 
 impl Payloads {
     /// Measurements counting every byte they hash into `counter` (which other measurements
-    /// may share: a store's count of its work).
-    /// The run keeps at most `budget` bytes of payload text: payloads whole, in the order
-    /// they are stored, then cuts' prefixes; past it, cuts without a prefix.
+    /// may share: a store's count of its work), for a run that keeps at most `budget` bytes
+    /// of payload and error text: whole, in the order they are stored, then cuts' prefixes;
+    /// past it, cuts without a prefix.
     pub(crate) fn counting(counter: Arc<AtomicU64>, budget: u64) -> Payloads {
         Payloads { parts: Mutex::default(), hashed: counter, left: AtomicU64::new(budget) }
     }

@@ -387,11 +387,6 @@ impl SqliteStore {
         })
     }
 
-    /// A payload of run `run` as stored.
-    fn payload(&self, run: i64, v: &Value) -> String {
-        self.measurements(run).stored_json(v, self.max_payload)
-    }
-
     /// The measurements of run `run` (new ones for a run not being recorded).
     fn measurements(&self, run: i64) -> Arc<Payloads> {
         let mut all = self.payloads.lock().unwrap_or_else(PoisonError::into_inner);
@@ -710,9 +705,10 @@ impl HistoryStore for SqliteStore {
 
     fn invocation(&self, i: &Invocation) -> Result<(), HistoryError> {
         // Measured before the lock, as in `begin_run`.
-        let (parameters, result_data) =
-            (self.payload(i.run, &i.parameters), i.result_data.as_ref().map(|v| self.payload(i.run, v)));
-        let error = i.error.as_deref().map(|e| self.measurements(i.run).stored_text(e, self.max_payload));
+        let (run, max) = (self.measurements(i.run), self.max_payload);
+        let parameters = run.stored_json(&i.parameters, max);
+        let result_data = i.result_data.as_ref().map(|v| run.stored_json(v, max));
+        let error = i.error.as_deref().map(|e| run.stored_text(e, max));
         self.write(false, |c| {
             c.prepare_cached(
                 "INSERT INTO invocations (run, step_path, tool, parameters, attempt, result, result_data, error,
