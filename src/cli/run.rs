@@ -292,7 +292,11 @@ fn prepare(args: &RunArgs) -> Result<Prepared, Stop> {
         e
     };
     let workflow = loaded.map_err(stop)?;
-    let mut host = HostRunner::new().with_max_stdout(args.max_tool_output).with_env(tool_env);
+    // The operator reads the run: a failed server's last words are in its messages.
+    let mut host = HostRunner::new()
+        .with_max_stdout(args.max_tool_output)
+        .with_env(tool_env)
+        .with_stderr_tails(host::StderrTails::InMessage);
     if let Some(m) = mock {
         host = host.with_mock(m);
     }

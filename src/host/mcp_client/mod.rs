@@ -12,8 +12,9 @@
 //! - Errors: a result with `isError: true` and a JSON-RPC error from the server (an unknown
 //!   tool, invalid arguments) are permanent; a server that cannot be started is permanent;
 //!   a server that dies, closes the connection or fails the handshake is transient, and the
-//!   next call starts it again. The last lines the server wrote to standard error are added
-//!   to the message.
+//!   next call starts it again. The last lines the server wrote to standard error come with
+//!   the error as its [`ToolError::stderr_tail`], apart from the message: they are for the
+//!   operator, and the front end chooses where they go ([`crate::host::StderrTails`]).
 //! - Result: `structuredContent` when the server sends it; otherwise the text of a single
 //!   text block, parsed as JSON when it is JSON and kept as a string when not; several
 //!   blocks give a list (text blocks as above, other blocks as their JSON).
@@ -348,14 +349,11 @@ fn push_stderr_line(lines: &Mutex<VecDeque<String>>, line: &mut Vec<u8>, cut: &m
     l.push_back(text);
 }
 
-/// ` (its standard error ends: …)` with the lines a server last wrote, or nothing.
+/// The lines a server last wrote on its standard error, joined with ` | ` (empty when it
+/// wrote none): an error's [`ToolError::stderr_tail`].
 fn stderr_tail(lines: &Mutex<VecDeque<String>>) -> String {
     let lines = lines.lock().unwrap_or_else(PoisonError::into_inner);
-    if lines.is_empty() {
-        String::new()
-    } else {
-        format!(" (its standard error ends: {})", lines.iter().cloned().collect::<Vec<_>>().join(" | "))
-    }
+    lines.iter().map(String::as_str).collect::<Vec<_>>().join(" | ")
 }
 
 impl McpClients {
@@ -379,14 +377,10 @@ impl McpClients {
     /// server is started or connected to on first use, as for [`McpClients::call`]). What
     /// the server says — its result, its errors, a failed handshake's body — comes back
     /// with the process's secrets redacted ([`crate::secrets`]): a server that echoes its
-    /// bearer token shows it to no one.
+    /// bearer token shows it to no one. What the server last wrote on its standard error is
+    /// the error's [`ToolError::stderr_tail`], not part of its message.
     pub(crate) fn call_target(&self, target: &McpTarget, tool: &str, call: &ToolCall<'_>) -> Result<Value, ToolError> {
-        self.call_target_as_said(target, tool, call).map_err(|mut e| {
-            if let Cow::Owned(r) = crate::secrets::redact(&e.message) {
-                e.message = r;
-            }
-            e
-        })
+        self.call_target_as_said(target, tool, call).map_err(redacted)
     }
 
     fn call_target_as_said(&self, target: &McpTarget, tool: &str, call: &ToolCall<'_>) -> Result<Value, ToolError> {
@@ -450,7 +444,8 @@ impl McpClients {
                 if live.oversized.load(Ordering::Relaxed) {
                     return Err(ToolError::permanent(format!("{who} failed: {}", oversized_message())));
                 }
-                Err(ToolError::transient(format!("{who} failed: {}{}", transport_error(&e), live.stderr_tail())))
+                Err(ToolError::transient(format!("{who} failed: {}", transport_error(&e)))
+                    .with_stderr_tail(live.stderr_tail()))
             }
         }
     }
@@ -458,28 +453,29 @@ impl McpClients {
     /// The tools the endpoint's server lists (`tools/list`, every page), as JSON `Tool`
     /// objects: what `tdsl check --mcp-schemas` compares declarations with.
     #[cfg_attr(not(feature = "cli"), allow(dead_code))]
-    pub(crate) fn list_tools(&self, endpoint: &McpEndpoint, tool_file: Option<&Path>) -> Result<Vec<Json>, String> {
+    pub(crate) fn list_tools(&self, endpoint: &McpEndpoint, tool_file: Option<&Path>) -> Result<Vec<Json>, ToolError> {
         self.list_target_tools(&endpoint.resolved(tool_file))
     }
 
     /// The tools the server at `target` lists (`tools/list`, every page), as JSON `Tool`
     /// objects, starting or connecting to it if needed; the process's secrets redacted from
-    /// the listing and the error, as from a call's.
-    pub(crate) fn list_target_tools(&self, target: &McpTarget) -> Result<Vec<Json>, String> {
+    /// the listing and the error, and the server's standard error kept apart from the
+    /// error's message, as for a call's.
+    pub(crate) fn list_target_tools(&self, target: &McpTarget) -> Result<Vec<Json>, ToolError> {
         match self.list_target_tools_as_said(target) {
             Ok(mut tools) => {
                 tools.iter_mut().for_each(crate::secrets::redact_json);
                 Ok(tools)
             }
-            Err(e) => Err(crate::secrets::redact(&e).into_owned()),
+            Err(e) => Err(redacted(e)),
         }
     }
 
-    fn list_target_tools_as_said(&self, target: &McpTarget) -> Result<Vec<Json>, String> {
-        let runtime = self.runtime()?;
+    fn list_target_tools_as_said(&self, target: &McpTarget) -> Result<Vec<Json>, ToolError> {
+        let runtime = self.runtime().map_err(ToolError::permanent)?;
         let command = target;
         let closing = self.closing.lock().unwrap_or_else(PoisonError::into_inner).clone();
-        let live = self.connect(runtime, command, &closing).map_err(|e| e.0.message)?;
+        let live = self.connect(runtime, command, &closing).map_err(|e| e.0)?;
         // A change said from now on is one this listing may not see: it is kept.
         live.tools_changed.store(false, Ordering::SeqCst);
         let peer = live.peer.clone();
@@ -489,18 +485,21 @@ impl McpClients {
             Ok(Ok(Ok(tools))) => Ok(tools),
             Ok(Ok(Err(too_large))) => {
                 self.forget(command, &live);
-                Err(format!("`tools/list` failed: {too_large}"))
+                Err(ToolError::permanent(format!("`tools/list` failed: {too_large}")))
             }
             Ok(Err(e)) => {
                 self.forget(command, &live);
                 if live.oversized.load(Ordering::Relaxed) {
-                    return Err(format!("`tools/list` failed: {}", oversized_message()));
+                    return Err(ToolError::permanent(format!("`tools/list` failed: {}", oversized_message())));
                 }
-                Err(format!("`tools/list` failed: {e}{}", live.stderr_tail()))
+                Err(ToolError::transient(format!("`tools/list` failed: {e}")).with_stderr_tail(live.stderr_tail()))
             }
             Err(_) => {
                 self.forget(command, &live);
-                Err(format!("`tools/list` got no answer within {} s", HANDSHAKE_TIMEOUT.as_secs()))
+                Err(ToolError::transient(format!(
+                    "`tools/list` got no answer within {} s",
+                    HANDSHAKE_TIMEOUT.as_secs()
+                )))
             }
         }
     }
@@ -658,12 +657,24 @@ fn transport_error(e: &ServiceError) -> String {
     }
 }
 
+/// An error with the process's secrets redacted from its message and its standard error's
+/// tail ([`crate::secrets`]).
+fn redacted(mut e: ToolError) -> ToolError {
+    if let Cow::Owned(r) = crate::secrets::redact(&e.message) {
+        e.message = r;
+    }
+    if let Some(Cow::Owned(r)) = e.stderr_tail.as_deref().map(crate::secrets::redact) {
+        e.stderr_tail = Some(r);
+    }
+    e
+}
+
 /// Why a server could not be used.
 struct ConnectError(ToolError);
 
 impl ConnectError {
     fn prefixed(self, tool_path: &str) -> ToolError {
-        ToolError { kind: self.0.kind, message: format!("`{tool_path}`: {}", self.0.message) }
+        ToolError { message: format!("`{tool_path}`: {}", self.0.message), ..self.0 }
     }
 }
 
@@ -711,17 +722,19 @@ async fn start(target: &McpTarget, env: &crate::host::ToolEnv, cancel: &CancelTo
         Ok(Err(e)) => {
             // Let the reader catch what the server said before it went away.
             tokio::time::sleep(Duration::from_millis(50)).await;
-            return Err(ConnectError(ToolError::transient(format!(
-                "the MCP server {shown} failed the handshake: {e}{}",
-                stderr_tail(&lines)
-            ))));
+            return Err(ConnectError(
+                ToolError::transient(format!("the MCP server {shown} failed the handshake: {e}"))
+                    .with_stderr_tail(stderr_tail(&lines)),
+            ));
         }
         Err(_) => {
-            return Err(ConnectError(ToolError::transient(format!(
-                "the MCP server {shown} did not answer `initialize` within {} s{}",
-                HANDSHAKE_TIMEOUT.as_secs(),
-                stderr_tail(&lines)
-            ))))
+            return Err(ConnectError(
+                ToolError::transient(format!(
+                    "the MCP server {shown} did not answer `initialize` within {} s",
+                    HANDSHAKE_TIMEOUT.as_secs()
+                ))
+                .with_stderr_tail(stderr_tail(&lines)),
+            ))
         }
     };
     let peer = service.peer().clone();
