@@ -24,10 +24,11 @@
 #[cfg(feature = "mcp-http")]
 pub(crate) mod http;
 mod listing;
+mod stderr;
 mod stdio;
 
 use std::borrow::Cow;
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -40,7 +41,6 @@ use rmcp::model::{
 use rmcp::service::{Peer, PeerRequestOptions, RunningService, ServiceError};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::Value as Json;
-use tokio::io::AsyncBufReadExt;
 
 use crate::exec::{CancelToken, ToolCall, ToolError};
 use crate::value::Value;
@@ -51,12 +51,6 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a server whose call was cancelled has to answer a ping before its next use;
 /// without an answer it is taken as hung, stopped and started anew.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
-
-/// How many lines of a server's standard error are kept for error messages.
-const STDERR_LINES: usize = 20;
-
-/// How much of one line of a server's standard error is kept.
-const STDERR_LINE_BYTES: usize = 1000;
 
 /// An `mcp:` endpoint, parsed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -286,74 +280,13 @@ struct Live {
     /// connection began (and before the first one).
     tools_changed: Arc<AtomicBool>,
     peer: Peer<RoleClient>,
-    stderr: Arc<Mutex<VecDeque<String>>>,
+    stderr: Arc<stderr::StderrTail>,
     program: String,
     /// Set when the server sent a message longer than the cap, which ended the connection.
     oversized: Arc<AtomicBool>,
     /// Set when a call to it was cancelled (a timeout, a deadline, a cancelled run): it may
     /// be hung, so the next use pings it first.
     suspect: AtomicBool,
-}
-
-impl Live {
-    fn stderr_tail(&self) -> String {
-        stderr_tail(&self.stderr)
-    }
-}
-
-/// Reads a server's standard error to its end, keeping its last [`STDERR_LINES`] lines, each
-/// cut at [`STDERR_LINE_BYTES`] (invalid UTF-8 shown as `�`). It never stops reading before
-/// the end: a server blocked on a full pipe would hang (or die of `EPIPE`, as when a line
-/// that is not UTF-8 ended `lines()`), and a line without end is not held whole.
-async fn keep_stderr_tail<R: tokio::io::AsyncRead + Unpin>(stderr: R, lines: Arc<Mutex<VecDeque<String>>>) {
-    let mut reader = tokio::io::BufReader::with_capacity(16 * 1024, stderr);
-    let mut line = Vec::new();
-    let mut cut = false;
-    loop {
-        let (used, done) = match reader.fill_buf().await {
-            Ok([]) | Err(_) => (0, true),
-            Ok(buf) => {
-                let (chunk, used, end) = match buf.iter().position(|&b| b == b'\n') {
-                    Some(i) => (&buf[..i], i + 1, true),
-                    None => (buf, buf.len(), false),
-                };
-                let room = STDERR_LINE_BYTES.saturating_sub(line.len());
-                cut |= chunk.len() > room;
-                line.extend_from_slice(&chunk[..room.min(chunk.len())]);
-                if end {
-                    push_stderr_line(&lines, &mut line, &mut cut);
-                }
-                (used, false)
-            }
-        };
-        if done {
-            if !line.is_empty() {
-                push_stderr_line(&lines, &mut line, &mut cut);
-            }
-            return;
-        }
-        reader.consume(used);
-    }
-}
-
-fn push_stderr_line(lines: &Mutex<VecDeque<String>>, line: &mut Vec<u8>, cut: &mut bool) {
-    let mut text = String::from_utf8_lossy(line.strip_suffix(b"\r").unwrap_or(line)).into_owned();
-    if std::mem::take(cut) {
-        text.push('…');
-    }
-    line.clear();
-    let mut l = lines.lock().unwrap_or_else(PoisonError::into_inner);
-    if l.len() == STDERR_LINES {
-        l.pop_front();
-    }
-    l.push_back(text);
-}
-
-/// The lines a server last wrote on its standard error, joined with ` | ` (empty when it
-/// wrote none): an error's [`ToolError::stderr_tail`].
-fn stderr_tail(lines: &Mutex<VecDeque<String>>) -> String {
-    let lines = lines.lock().unwrap_or_else(PoisonError::into_inner);
-    lines.iter().map(String::as_str).collect::<Vec<_>>().join(" | ")
 }
 
 impl McpClients {
@@ -444,8 +377,8 @@ impl McpClients {
                 if live.oversized.load(Ordering::Relaxed) {
                     return Err(ToolError::permanent(format!("{who} failed: {}", oversized_message())));
                 }
-                Err(ToolError::transient(format!("{who} failed: {}", transport_error(&e)))
-                    .with_stderr_tail(live.stderr_tail()))
+                let last_words = runtime.block_on(live.stderr.last_words());
+                Err(ToolError::transient(format!("{who} failed: {}", transport_error(&e))).with_stderr_tail(last_words))
             }
         }
     }
@@ -492,7 +425,8 @@ impl McpClients {
                 if live.oversized.load(Ordering::Relaxed) {
                     return Err(ToolError::permanent(format!("`tools/list` failed: {}", oversized_message())));
                 }
-                Err(ToolError::transient(format!("`tools/list` failed: {e}")).with_stderr_tail(live.stderr_tail()))
+                let last_words = runtime.block_on(live.stderr.last_words());
+                Err(ToolError::transient(format!("`tools/list` failed: {e}")).with_stderr_tail(last_words))
             }
             Err(_) => {
                 self.forget(command, &live);
@@ -703,11 +637,15 @@ async fn start(target: &McpTarget, env: &crate::host::ToolEnv, cancel: &CancelTo
     let mut child = super::orphans::spawn_owned(|| cmd.spawn(), tokio::process::Child::id).map_err(cannot_start)?;
     let stderr = child.stderr.take();
     let (transport, oversized) = stdio::ChildTransport::new(child, stdio::MAX_MESSAGE_BYTES).map_err(cannot_start)?;
-    let lines = Arc::new(Mutex::new(VecDeque::new()));
-    if let Some(stderr) = stderr {
-        let lines = lines.clone();
-        tokio::spawn(keep_stderr_tail(stderr, lines));
-    }
+    let lines = match stderr {
+        Some(stderr) => {
+            let lines = Arc::new(stderr::StderrTail::default());
+            let reader = lines.clone();
+            tokio::spawn(async move { reader.read(stderr).await });
+            lines
+        }
+        None => Arc::new(stderr::StderrTail::none()),
+    };
     let config = Client::new();
     let tools_changed = config.tools_changed.clone();
     let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, config.serve(transport));
@@ -720,11 +658,9 @@ async fn start(target: &McpTarget, env: &crate::host::ToolEnv, cancel: &CancelTo
     let service = match service {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
-            // Let the reader catch what the server said before it went away.
-            tokio::time::sleep(Duration::from_millis(50)).await;
             return Err(ConnectError(
                 ToolError::transient(format!("the MCP server {shown} failed the handshake: {e}"))
-                    .with_stderr_tail(stderr_tail(&lines)),
+                    .with_stderr_tail(lines.last_words().await),
             ));
         }
         Err(_) => {
@@ -733,7 +669,7 @@ async fn start(target: &McpTarget, env: &crate::host::ToolEnv, cancel: &CancelTo
                     "the MCP server {shown} did not answer `initialize` within {} s",
                     HANDSHAKE_TIMEOUT.as_secs()
                 ))
-                .with_stderr_tail(stderr_tail(&lines)),
+                .with_stderr_tail(lines.text()),
             ))
         }
     };
@@ -787,7 +723,7 @@ async fn start_http(
                 service: Mutex::new(Some(service)),
                 tools_changed,
                 peer,
-                stderr: Arc::new(Mutex::new(VecDeque::new())),
+                stderr: Arc::new(stderr::StderrTail::none()),
                 program: shown.clone(),
                 oversized,
                 suspect: AtomicBool::new(false),
