@@ -230,8 +230,8 @@ pub(crate) fn run(args: RunArgs) -> ExitCode {
             // The upstream servers end as `mcp:` servers do (their input closed, 3 s, SIGTERM).
             shut_down();
             host::end_children(host::TERM_GRACE);
-            if let Some(e) = recorder.and_then(|r| r.error()) {
-                eprintln!("warning: the run history is incomplete: {}", printable(&e.to_string()));
+            if let Some(why) = recorder.and_then(|r| r.shortfall()) {
+                eprintln!("warning: {}", printable(&why));
             }
             interrupts.exit_status().map_or(code, ExitCode::from)
         }
