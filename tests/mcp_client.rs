@@ -505,9 +505,10 @@ fn an_http_mcp_answer_over_the_cap_fails_at_once() {
 
 /// A stdio server that logs on standard error: a line that is not UTF-8, 300 KB of lines
 /// (more than a pipe holds), then answers; its `die` tool writes a 2 MB line without end,
-/// then `last words`, and exits.
+/// then `last words`, and exits; its `late` tool exits leaving a process that says `late
+/// words` on its standard error 300 ms later.
 const NOISY_SERVER: &str = r#"
-import json, os, sys
+import json, os, subprocess, sys
 def send(m):
     sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
 for line in sys.stdin:
@@ -518,6 +519,10 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {}}, "serverInfo": {"name": "noisy", "version": "1"}}})
     elif m["method"] == "tools/call" and m["params"]["name"] == "die":
         sys.stderr.write("z" * (2 * 1024 * 1024) + "\nlast words\n"); sys.stderr.flush()
+        os._exit(3)
+    elif m["method"] == "tools/call" and m["params"]["name"] == "late":
+        subprocess.Popen(["sh", "-c", "sleep 0.3; echo late words >&2"], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL)
         os._exit(3)
     elif m["method"] == "tools/call":
         sys.stderr.buffer.write(b"latin-1 caf\xe9\n"); sys.stderr.flush()
@@ -533,14 +538,15 @@ for line in sys.stdin:
 /// UTF-8 stopped the reading, so the server died of a broken pipe at its next lines (the
 /// call failed "Transport closed"); a line without end was held whole and put whole in
 /// the message. Now the call succeeds, and a dying server's last lines are in the message,
-/// each cut at 1000 bytes.
+/// each cut at 1000 bytes — also those written after the connection ended, which the error
+/// was once made without (the `die` case failed so on a loaded machine; `late` always did).
 #[test]
 fn a_server_that_floods_its_stderr_with_anything_keeps_running() {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path();
     write(&root.join("noisy.py"), NOISY_SERVER);
     let python = common::python::python();
-    for tool in ["t", "die"] {
+    for tool in ["t", "die", "late"] {
         write(
             &root.join(format!("remote-{tool}.tool")),
             &format!(
@@ -578,4 +584,7 @@ fn a_server_that_floods_its_stderr_with_anything_keeps_running() {
         &out.stderr[..out.stderr.len().min(3000)]
     );
     assert!(out.stderr.len() < 30_000, "the endless line was kept whole: {} bytes", out.stderr.len());
+    let out = run("late");
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(out.stderr.contains("failed: Transport closed (its standard error ends: late words)"), "{}", out.stderr);
 }

@@ -352,3 +352,110 @@ fn an_upstream_schema_bomb_costs_a_check_little_and_its_answer_is_small() {
         assert_eq!(first.get_or_insert_with(|| text.clone()), &text, "the same listing each time");
     }
 }
+
+/// An upstream over stdio whose tool `boom` writes `sk-secret-<its first argument>` on its
+/// standard error and dies; started with `deaf`, it writes `sk-secret-deaf` and dies before
+/// the handshake (its listing fails).
+const SECRETIVE: &str = r#"#!/usr/bin/env python3
+import json, os, sys, time
+tag = sys.argv[1] if len(sys.argv) > 1 else "none"
+def out(m):
+    sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+def die():
+    sys.stderr.write("starting with API_KEY=sk-secret-%s\n" % tag); sys.stderr.flush()
+    time.sleep(0.3)
+    os._exit(3)
+if tag == "deaf":
+    die()
+for line in sys.stdin:
+    m = json.loads(line)
+    method, i = m.get("method"), m.get("id")
+    if method == "initialize":
+        out({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": m["params"]["protocolVersion"],
+             "capabilities": {"tools": {}}, "serverInfo": {"name": "up", "version": "1"}}})
+    elif method == "tools/list":
+        out({"jsonrpc": "2.0", "id": i, "result": {"tools": [{"name": "boom", "inputSchema": {"type": "object"}}]}})
+    elif method == "tools/call":
+        die()
+    elif i is not None:
+        out({"jsonrpc": "2.0", "id": i, "result": {}})
+"#;
+
+/// What an upstream (or an `mcp:` server) last wrote on its standard error may hold anything
+/// of how the operator started it — here a key. It once ended the message of every failed
+/// call, so a plan's client read it in `run_plan`'s answer, the step's retry notification
+/// and the history; and a served tool's client in its error. Now it is the error's own
+/// field: `serve` writes it on its standard error, and no answer, notification, listing or
+/// history row holds it — while each still says what failed.
+#[test]
+fn an_upstreams_standard_error_reaches_serves_log_but_no_client_nor_the_history() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(&root).expect("the root");
+    let up = dir.path().join("secretive.py");
+    script(&up, SECRETIVE);
+    let up = up.display();
+    std::fs::write(
+        root.join("boom.tool"),
+        json!({"arguments": [], "system_event_endpoint": format!("mcp:'{up}' served#boom")}).to_string(),
+    )
+    .expect("the served tool");
+    let history = dir.path().join("history.db");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tdsl"));
+    cmd.args(["serve", "--mcp", "--plans", "--upstream-timeout", "10", "--root"])
+        .arg(&root)
+        .arg("--history")
+        .arg(&history)
+        .args(["--upstream", &format!("up='{up}' upstream"), "--upstream", &format!("deaf='{up}' deaf")]);
+    let mut client = StdioClient::start(&mut cmd);
+    client.request("logging/setLevel", json!({"level": "debug"}));
+    let plan = |tool: &str| {
+        json!({"plan": {"instructions": [{"execution_id": "a", "tool_definition_path": tool, "arguments": {},
+            "retry": {"max_retries": 1, "base_delay_seconds": 0.1}}], "response_reference_map": {"a": "REF:a"}}})
+    };
+    let mut seen = Vec::new();
+    // An upstream's call, an `mcp:` tool's from a plan and called directly: each fails
+    // saying so, without the server's last words.
+    for (answer, says) in [
+        (client.call("run_plan", plan("up/boom")), "the MCP tool `boom` of secretive.py … failed"),
+        (client.call("run_plan", plan("boom")), "the MCP tool `boom` of secretive.py … failed"),
+        (client.call("boom", json!({})), "the MCP tool `boom` of secretive.py … failed"),
+        (client.call("check_plan", plan("deaf/boom")), "the upstream server `deaf` (secretive.py …)"),
+    ] {
+        assert_eq!(answer["isError"], true, "{answer}");
+        assert!(answer.to_string().contains(says), "{answer}");
+        seen.push(answer.to_string());
+    }
+    seen.push(client.request("resources/read", json!({"uri": "tdsl://tools"})).to_string());
+    let retried = client.notes.iter().map(Value::to_string).filter(|n| n.contains("\"retried\"")).count();
+    assert!(retried > 0, "no retry was told: {:?}", client.notes);
+    seen.extend(client.notes.iter().map(Value::to_string));
+    let leaked = |seen: &[String]| {
+        for text in seen {
+            assert!(
+                !text.contains("sk-secret-"),
+                "an upstream's standard error reached a client or the history: {text}"
+            );
+        }
+    };
+    leaked(&seen);
+    // The operator reads each one on `serve`'s standard error.
+    for tag in ["upstream", "served", "deaf"] {
+        client.process.wait_for_line(&format!("sk-secret-{tag}"), Duration::from_secs(20), |l| {
+            (l.starts_with("tdsl: ")
+                && l.contains(&format!("its standard error ends: starting with API_KEY=sk-secret-{tag}")))
+            .then_some(())
+        });
+    }
+    drop(client);
+    for entry in std::fs::read_dir(dir.path()).expect("the folder").flatten() {
+        if entry.path().to_string_lossy().contains("history.db") {
+            seen.push(String::from_utf8_lossy(&std::fs::read(entry.path()).expect("read")).into_owned());
+        }
+    }
+    let history = history.to_str().expect("path");
+    let listed = common::tdsl(&["history", "list", "--history", history, "--format", "json"]);
+    assert!(listed.stdout.contains("run_plan") && listed.stdout.contains("FAILED"), "{}", listed.stdout);
+    seen.push(listed.stdout);
+    leaked(&seen);
+}

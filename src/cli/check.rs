@@ -360,7 +360,10 @@ fn check_mcp_schemas(clients: &McpClients, c: &mut CheckedTool) {
         Ok(tools) => {
             c.diagnostics.extend(compare_with_server(&def, &c.source, (&endpoint.tool, span), &tools));
         }
-        Err(e) => c.diagnostics.push(unavailable(format!("cannot ask the MCP server for its tools: {e}"))),
+        // The operator's command: what the server last wrote on standard error is shown.
+        Err(e) => {
+            c.diagnostics.push(unavailable(format!("cannot ask the MCP server for its tools: {}", e.for_operator())))
+        }
     }
     c.diagnostics.sort_by_key(|d| (d.span.start, d.span.end));
 }

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use crate::exec::{Observer, Trace};
+use crate::exec::{Event, Observer, Trace};
 use crate::history::{HistoryStore, NewRun, Recorder, RunContext};
 
 /// Records each run a call of `serve --mcp` starts, with a [`Recorder`] of its own.
@@ -14,7 +14,24 @@ struct RecordEachRun(Arc<dyn HistoryStore>);
 
 impl crate::mcp::RunObservers for RecordEachRun {
     fn for_run(&self) -> Arc<dyn Observer> {
-        Arc::new(Recorder::new(self.0.clone()))
+        Arc::new(SaysWhatIsMissing(Recorder::new(self.0.clone())))
+    }
+}
+
+/// A run's recorder that says on `serve`'s standard error, when the run ends, that the run
+/// is not recorded whole (a full disk, a history made read-only under the server): the
+/// operator's to know; the run and the server go on.
+struct SaysWhatIsMissing(Recorder);
+
+impl Observer for SaysWhatIsMissing {
+    fn event(&self, event: &Event<'_>) {
+        self.0.event(event);
+        if let Event::RunEnded { trace } = event {
+            if let Some(why) = self.0.shortfall() {
+                let run = format!("run {} of `{}`", trace.run_id, trace.tool);
+                eprintln!("tdsl: warning: {}: {}", crate::diagnostic::escape_hidden(&run, &[]), why);
+            }
+        }
     }
 }
 

@@ -230,8 +230,8 @@ pub(crate) fn run(args: RunArgs) -> ExitCode {
             // The upstream servers end as `mcp:` servers do (their input closed, 3 s, SIGTERM).
             shut_down();
             host::end_children(host::TERM_GRACE);
-            if let Some(e) = recorder.and_then(|r| r.error()) {
-                eprintln!("warning: the run history is incomplete: {}", printable(&e.to_string()));
+            if let Some(why) = recorder.and_then(|r| r.shortfall()) {
+                eprintln!("warning: {}", printable(&why));
             }
             interrupts.exit_status().map_or(code, ExitCode::from)
         }
@@ -292,7 +292,11 @@ fn prepare(args: &RunArgs) -> Result<Prepared, Stop> {
         e
     };
     let workflow = loaded.map_err(stop)?;
-    let mut host = HostRunner::new().with_max_stdout(args.max_tool_output).with_env(tool_env);
+    // The operator reads the run: a failed server's last words are in its messages.
+    let mut host = HostRunner::new()
+        .with_max_stdout(args.max_tool_output)
+        .with_env(tool_env)
+        .with_stderr_tails(host::StderrTails::InMessage);
     if let Some(m) = mock {
         host = host.with_mock(m);
     }

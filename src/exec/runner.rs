@@ -29,26 +29,55 @@ pub enum ErrorKind {
 }
 
 /// A failed tool call.
+///
+/// What a program wrote on its standard error before it failed (an `mcp:` or upstream
+/// server that died) is kept apart from the message, in [`ToolError::stderr_tail`]: it may
+/// say anything of how the operator started the program (a folder, a key it echoes), so it
+/// is for the operator only. [`Display`](fmt::Display) and the engine — traces, run errors,
+/// progress events, the history — use the message alone; a front end that talks to the
+/// operator adds the tail with [`ToolError::for_operator`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ToolError {
     /// Transient or permanent.
     pub kind: ErrorKind,
     /// What went wrong, for people.
     pub message: String,
+    /// The last lines the program wrote on its standard error (joined with ` | `), when
+    /// the error comes with them: for the operator's eyes only.
+    pub stderr_tail: Option<String>,
 }
 
 impl ToolError {
     /// A failure worth retrying.
     pub fn transient(message: impl Into<String>) -> ToolError {
-        ToolError { kind: ErrorKind::Transient, message: message.into() }
+        ToolError { kind: ErrorKind::Transient, message: message.into(), stderr_tail: None }
     }
 
     /// A failure not worth retrying.
     pub fn permanent(message: impl Into<String>) -> ToolError {
-        ToolError { kind: ErrorKind::Permanent, message: message.into() }
+        ToolError { kind: ErrorKind::Permanent, message: message.into(), stderr_tail: None }
+    }
+
+    /// The same error with the program's last lines of standard error (none when `tail`
+    /// is empty).
+    pub fn with_stderr_tail(mut self, tail: impl Into<String>) -> ToolError {
+        let tail = tail.into();
+        self.stderr_tail = (!tail.is_empty()).then_some(tail);
+        self
+    }
+
+    /// The message with the standard error's tail after it (`… (its standard error ends:
+    /// cannot bind the GPU)`): the whole text, for the operator (`tdsl run`, `serve`'s own
+    /// standard error), never for a client.
+    pub fn for_operator(&self) -> String {
+        match &self.stderr_tail {
+            Some(tail) => format!("{} (its standard error ends: {tail})", self.message),
+            None => self.message.clone(),
+        }
     }
 }
 
+/// The message alone: never the standard error's tail ([`ToolError::for_operator`]).
 impl fmt::Display for ToolError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)

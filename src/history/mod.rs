@@ -397,6 +397,18 @@ impl Recorder {
         self.state.lock().unwrap_or_else(PoisonError::into_inner).error.clone()
     }
 
+    /// What the operator is told when the run was not recorded whole (`None` when it was):
+    /// whether it is in the history at all, and the first write that failed. `tdsl run`
+    /// says it at the end, `serve` on its standard error.
+    pub(crate) fn shortfall(&self) -> Option<String> {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let e = state.error.as_ref()?;
+        Some(match state.run {
+            Some(_) => format!("the run history is incomplete: {e}"),
+            None => format!("the run is not in the history: {e}"),
+        })
+    }
+
     fn write(&self, event: &Event<'_>) -> Result<(), HistoryError> {
         // One lock over the write keeps a run's rows in event order.
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);

@@ -13,6 +13,11 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row};
 
+mod opening;
+mod trim;
+
+use opening::{immutable_uri, opening, regular_file, retry_busy, unwritable};
+
 use super::payload::Payloads;
 use super::{HistoryError, HistoryStore, Invocation, NewRun, RunContext, RunDetail, RunFilter, RunRow, StepRow};
 use crate::exec::{StepTrace, Trace};
@@ -127,8 +132,13 @@ struct State {
     conn: Connection,
     /// When the open write transaction began.
     open_since: Option<Instant>,
-    /// A commit the background thread could not make: the next write reports it.
-    failed: Option<HistoryError>,
+    /// The runs with rows in the open transaction (several at once in a server): each is
+    /// told when the transaction is lost.
+    batch: Vec<i64>,
+    /// The runs whose rows a lost transaction took with it — a commit that failed, or a
+    /// write after which SQLite rolled the whole transaction back (a full disk) — and why:
+    /// each run's next write reports it, whichever run's write met the failure.
+    lost: HashMap<i64, HistoryError>,
     /// The store is being dropped.
     stop: bool,
     /// No background thread: every write commits at once.
@@ -136,14 +146,35 @@ struct State {
 }
 
 impl State {
+    fn new(conn: Connection, immediate: bool) -> State {
+        State { conn, open_since: None, batch: Vec::new(), lost: HashMap::new(), stop: false, immediate }
+    }
+
+    /// Commits the open transaction; when that fails, every run with rows in it is told.
     fn commit(&mut self) -> Result<(), HistoryError> {
         if self.open_since.take().is_none() {
             return Ok(());
         }
+        let batch = std::mem::take(&mut self.batch);
         self.conn.execute_batch("COMMIT").map_err(|e| {
             let _ = self.conn.execute_batch("ROLLBACK");
-            HistoryError(format!("history: {e}"))
+            let e = HistoryError(format!("history: {e}"));
+            self.lose(batch, &e);
+            e
         })
+    }
+
+    /// Notes that the rows of `runs` were lost, for `e`.
+    fn lose(&mut self, runs: Vec<i64>, e: &HistoryError) {
+        for run in runs {
+            if self.lost.len() >= MEASURED_RUNS && !self.lost.contains_key(&run) {
+                // A run that never writes again (its recorder dropped) is not told for ever.
+                if let Some(oldest) = self.lost.keys().min().copied() {
+                    self.lost.remove(&oldest);
+                }
+            }
+            self.lost.entry(run).or_insert_with(|| e.clone());
+        }
     }
 }
 
@@ -170,9 +201,8 @@ fn flush(shared: &Shared) {
             Some(since) => {
                 let left = COMMIT_INTERVAL.saturating_sub(since.elapsed());
                 if left.is_zero() {
-                    if let Err(e) = s.commit() {
-                        s.failed.get_or_insert(e);
-                    }
+                    // A failure is noted for each run that lost rows (`State::lost`).
+                    let _ = s.commit();
                     s
                 } else {
                     shared.wake.wait_timeout(s, left).unwrap_or_else(PoisonError::into_inner).0
@@ -221,25 +251,39 @@ impl SqliteStore {
             std::fs::create_dir_all(dir).map_err(|e| HistoryError(format!("cannot create {}: {e}", dir.display())))?;
         }
         let what = format!("{}", path.display());
+        regular_file(path, &what)?;
         let conn = Connection::open(path).map_err(err(&what))?;
+        // A file this user may not write is opened read-only without a word: every write of
+        // every run would then fail (and the `-wal` and `-shm` files a reader leaves beside
+        // it, which its owner could not write either).
+        if conn.is_readonly("main").unwrap_or(false) {
+            return Err(unwritable(&what, "the file is read-only to this user"));
+        }
         conn.busy_timeout(Duration::from_secs(30)).map_err(err(&what))?;
         let mode: String =
-            retry_busy(|| conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))).map_err(err(&what))?;
+            retry_busy(|| conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))).map_err(opening(&what))?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(HistoryError(format!("{what}: cannot use the WAL journal (the file system gave `{mode}`)")));
         }
         retry_busy(|| {
             conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA cache_size = -16384;")
         })
-        .map_err(err(&what))?;
+        .map_err(opening(&what))?;
         migrate(&conn).map_err(|e| HistoryError(format!("{what}: {}", e.0)))?;
+        // A folder or mount this user may not write lets SQLite open the file but not write
+        // its WAL: taking the write lock once says so now, not at every run's first write. A
+        // lock held elsewhere is no refusal (the writes will wait for it), nor is a full disk,
+        // which needs no room for the lock (a run then records what fits, and says so).
+        match conn.execute_batch("BEGIN IMMEDIATE; ROLLBACK") {
+            Err(rusqlite::Error::SqliteFailure(f, _))
+                if matches!(f.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {}
+            Err(e) => return Err(unwritable(&what, &e.to_string())),
+            Ok(()) => {}
+        }
         // Best effort: on a full disk the history can still be read (and a run still tries
         // to record, saying once that it could not).
         let _ = mark_interrupted(&conn);
-        let shared = Arc::new(Shared {
-            state: Mutex::new(State { conn, open_since: None, failed: None, stop: false, immediate: false }),
-            wake: Condvar::new(),
-        });
+        let shared = Arc::new(Shared { state: Mutex::new(State::new(conn, false)), wake: Condvar::new() });
         let flusher = {
             let shared = shared.clone();
             std::thread::Builder::new().name("tdsl-history".to_string()).spawn(move || flush(&shared)).ok()
@@ -267,7 +311,7 @@ impl SqliteStore {
     /// the store fail.
     pub fn open_read_only(path: &Path) -> Result<SqliteStore, HistoryError> {
         let what = format!("{}", path.display());
-        if !path.exists() {
+        if !regular_file(path, &what)? {
             // No run was recorded yet: an empty history, and nothing is created.
             let conn = Connection::open_in_memory().map_err(err(&what))?;
             migrate(&conn).map_err(|e| HistoryError(format!("{what}: {}", e.0)))?;
@@ -309,9 +353,8 @@ impl SqliteStore {
     }
 
     fn reading(conn: Connection) -> SqliteStore {
-        let state = State { conn, open_since: None, failed: None, stop: false, immediate: true };
         SqliteStore {
-            shared: Arc::new(Shared { state: Mutex::new(state), wake: Condvar::new() }),
+            shared: Arc::new(Shared { state: Mutex::new(State::new(conn, true)), wake: Condvar::new() }),
             flusher: None,
             read_only: true,
             max_payload: crate::ranges::DEFAULT_HISTORY_PAYLOAD_BYTES,
@@ -353,38 +396,30 @@ impl SqliteStore {
     }
 
     /// Deletes the oldest ended runs but `keep` while the database's pages in use pass
-    /// [`SqliteStore::with_max_bytes`]'s bound: how many it deleted.
+    /// [`SqliteStore::with_max_bytes`]'s bound: how many it deleted. What other runs wrote
+    /// is committed first, and each round of deletes is a transaction of its own: a trim
+    /// that fails (a full disk, a lock held elsewhere past the busy timeout) takes back only
+    /// its own deletes, never another run's rows, and another process's writers wait for
+    /// one round at most, not for the whole trim.
     fn trim(&self, keep: i64) -> Result<usize, HistoryError> {
         let max = i64::try_from(self.max_bytes).unwrap_or(i64::MAX);
-        self.write(true, |c| {
-            let used = |c: &Connection| -> rusqlite::Result<i64> {
-                let pragma = |name: &str| c.query_row(&format!("PRAGMA {name}"), [], |r| r.get::<_, i64>(0));
-                Ok((pragma("page_count")? - pragma("freelist_count")?).saturating_mul(pragma("page_size")?))
-            };
-            let mut deleted = 0;
-            loop {
-                let now = used(c)?;
-                if now <= max {
-                    break;
+        let mut deleted = 0;
+        loop {
+            let mut s = self.shared.state.lock().unwrap_or_else(PoisonError::into_inner);
+            s.commit()?;
+            let e = |e: rusqlite::Error| HistoryError(format!("history: trimming: {e}"));
+            s.conn.execute_batch("BEGIN IMMEDIATE").map_err(e)?;
+            match trim::round(&s.conn, keep, max).and_then(|n| s.conn.execute_batch("COMMIT").map(|()| n)) {
+                Ok(0) => return Ok(deleted),
+                Ok(n) => deleted += n,
+                Err(error) => {
+                    if !s.conn.is_autocommit() {
+                        let _ = s.conn.execute_batch("ROLLBACK");
+                    }
+                    return Err(e(error));
                 }
-                // The oldest first, as many as the share of the pages over the bound is of the
-                // runs (at least one): a bound lowered under a large history is reached in a
-                // few rounds, and a run past it costs one or two deletes.
-                let runs: i64 = c.query_row("SELECT count(*) FROM runs", [], |r| r.get(0))?;
-                let share = (i128::from(runs) * i128::from(now - max) + i128::from(now) - 1) / i128::from(now.max(1));
-                let n = c
-                    .prepare_cached(
-                        "DELETE FROM runs WHERE id IN (SELECT id FROM runs WHERE status != 'RUNNING' AND id != ?1
-                         ORDER BY id LIMIT ?2)",
-                    )?
-                    .execute(params![keep, i64::try_from(share).unwrap_or(i64::MAX).max(1)])?;
-                if n == 0 {
-                    break;
-                }
-                deleted += n;
             }
-            Ok(deleted)
-        })
+        }
     }
 
     /// The measurements of run `run` (new ones for a run not being recorded).
@@ -427,11 +462,14 @@ impl SqliteStore {
         f(&mut s.conn).map_err(|e| HistoryError(format!("history: {e}")))
     }
 
-    /// Writes inside the open transaction (opening one if none is), committed when it is
-    /// [`COMMIT_INTERVAL`] old, or at once with `commit`. A write that fails rolls the
-    /// transaction back.
+    /// Writes run `run`'s rows (`None`: a run not yet numbered) inside the open transaction
+    /// (opening one if none is), committed when it is [`COMMIT_INTERVAL`] old, or at once
+    /// with `commit`. A write that fails takes back its own rows only: the transaction holds
+    /// other runs' too (a server records several at once). When it cannot — SQLite rolled the
+    /// whole transaction back — each run that lost rows is told at its next write.
     fn write<T>(
         &self,
+        run: Option<i64>,
         commit: bool,
         f: impl FnOnce(&mut Connection) -> rusqlite::Result<T>,
     ) -> Result<T, HistoryError> {
@@ -439,7 +477,7 @@ impl SqliteStore {
             return Err(HistoryError("history: the database was opened read-only".to_string()));
         }
         let mut s = self.shared.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(e) = s.failed.take() {
+        if let Some(e) = run.and_then(|r| s.lost.remove(&r)) {
             return Err(e);
         }
         if s.open_since.is_none() {
@@ -447,60 +485,43 @@ impl SqliteStore {
             s.open_since = Some(Instant::now());
             self.shared.wake.notify_all();
         }
-        match f(&mut s.conn) {
+        let written = s.conn.execute_batch("SAVEPOINT tdsl_write").and_then(|()| {
+            let v = f(&mut s.conn)?;
+            s.conn.execute_batch("RELEASE tdsl_write").map(|()| v)
+        });
+        match written {
             Ok(v) => {
+                if let Some(r) = run.filter(|r| !s.batch.contains(r)) {
+                    s.batch.push(r);
+                }
                 if commit || s.immediate || s.open_since.is_some_and(|t| t.elapsed() >= COMMIT_INTERVAL) {
-                    s.commit()?;
+                    if let Err(e) = s.commit() {
+                        // This run hears of it here, not again at its next write.
+                        if let Some(r) = run {
+                            s.lost.remove(&r);
+                        }
+                        return Err(e);
+                    }
                 }
                 Ok(v)
             }
             Err(e) => {
-                s.open_since = None;
-                let _ = s.conn.execute_batch("ROLLBACK");
-                Err(HistoryError(format!("history: {e}")))
+                let e = HistoryError(format!("history: {e}"));
+                if s.conn.is_autocommit() {
+                    s.open_since = None;
+                    let batch = std::mem::take(&mut s.batch);
+                    s.lose(batch, &e);
+                    if let Some(r) = run {
+                        s.lost.remove(&r);
+                    }
+                } else {
+                    let _ = s.conn.execute_batch("ROLLBACK TO tdsl_write; RELEASE tdsl_write");
+                }
+                Err(e)
             }
         }
     }
 }
-
-/// `file:PATH?immutable=1`, the path percent-encoded where a URI needs it.
-fn immutable_uri(path: &Path) -> String {
-    let text = path.to_string_lossy();
-    let mut uri = String::from("file:");
-    for b in text.bytes() {
-        match b {
-            b'%' | b'?' | b'#' | 0x80.. => uri.push_str(&format!("%{b:02X}")),
-            _ => uri.push(char::from(b)),
-        }
-    }
-    uri.push_str("?immutable=1");
-    uri
-}
-
-/// Runs `f` again while SQLite answers "database is locked" or "busy", for up to
-/// [`BUSY_RETRY`]. The busy timeout covers most waits for a lock, but not all: two processes
-/// creating the same new database at once (one switching it to WAL while the other opens
-/// it) can be told "locked" without the busy handler being called, and then simply trying
-/// again succeeds.
-fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
-    let started = Instant::now();
-    let mut pause = Duration::from_millis(5);
-    loop {
-        match f() {
-            Err(rusqlite::Error::SqliteFailure(e, _))
-                if matches!(e.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
-                    && started.elapsed() < BUSY_RETRY =>
-            {
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_millis(200));
-            }
-            other => return other,
-        }
-    }
-}
-
-/// How long opening a history keeps trying when SQLite says it is locked ([`retry_busy`]).
-const BUSY_RETRY: Duration = Duration::from_secs(10);
 
 /// The database's schema version.
 pub fn schema_version(conn: &Connection) -> rusqlite::Result<u32> {
@@ -659,7 +680,7 @@ impl HistoryStore for SqliteStore {
         let measurements = Arc::new(Payloads::counting(self.hashed.clone(), self.max_run));
         let arguments = measurements.stored_json(run.arguments, self.max_payload);
         // Committed at once: a run whose later writes fail (a full disk) is still listed.
-        self.write(true, |c| {
+        self.write(None, true, |c| {
             c.prepare_cached(
                 "INSERT INTO runs (run_id, tool, arguments, status, started_at, started_ms, pid, context)
                  VALUES (?1, ?2, ?3, 'RUNNING', ?4, ?5, ?6, ?7)",
@@ -691,7 +712,7 @@ impl HistoryStore for SqliteStore {
         status: &str,
         reason: Option<&str>,
     ) -> Result<(), HistoryError> {
-        self.write(false, |c| {
+        self.write(Some(run), false, |c| {
             c.prepare_cached(
                 "INSERT INTO steps (run, path, seq, tool, status, reason)
                  VALUES (?1, ?2, (SELECT coalesce(max(seq), 0) + 1 FROM steps WHERE run = ?1), ?3, ?4, ?5)
@@ -709,7 +730,7 @@ impl HistoryStore for SqliteStore {
         let parameters = run.stored_json(&i.parameters, max);
         let result_data = i.result_data.as_ref().map(|v| run.stored_json(v, max));
         let error = i.error.as_deref().map(|e| run.stored_text(e, max));
-        self.write(false, |c| {
+        self.write(Some(i.run), false, |c| {
             c.prepare_cached(
                 "INSERT INTO invocations (run, step_path, tool, parameters, attempt, result, result_data, error,
                    invoked_at, completed_at, duration_ms, context)
@@ -734,7 +755,7 @@ impl HistoryStore for SqliteStore {
     }
 
     fn reject_response(&self, run: i64, path: &str, error: &str) -> Result<(), HistoryError> {
-        self.write(false, |c| {
+        self.write(Some(run), false, |c| {
             c.prepare_cached(
                 "UPDATE invocations SET result = 'validation_error', error = ?3
                  WHERE id = (SELECT max(id) FROM invocations WHERE run = ?1 AND step_path = ?2 AND result = 'success')",
@@ -753,7 +774,7 @@ impl HistoryStore for SqliteStore {
             &trace.map_payloads_and_errors(&|v| measurements.cut_value(v, max), &|e| measurements.stored_text(e, max));
         let mut steps = Vec::new();
         walk(&trace.steps, "", &mut steps);
-        self.write(true, |c| {
+        self.write(Some(run), true, |c| {
             c.prepare_cached(
                 "UPDATE runs SET status = ?2, completed_at = ?3, duration_ms = ?4, result = ?5, error = ?6, trace = ?7
                  WHERE id = ?1",

@@ -44,7 +44,7 @@ pub(crate) fn call(url: &str, call: &ToolCall<'_>) -> Result<Value, ToolError> {
     }
     loop {
         match rx.recv_timeout(Duration::from_millis(5)) {
-            Ok(answer) => return answer.map_err(|e| ToolError { kind: e.kind, message: format!("`{tool}`: {e}") }),
+            Ok(answer) => return answer.map_err(|e| ToolError { message: format!("`{tool}`: {e}"), ..e }),
             Err(mpsc::RecvTimeoutError::Timeout) if call.cancel.is_cancelled() => {
                 return Err(ToolError::transient(format!("`{tool}`: the request to {url} was cancelled")));
             }

@@ -6,6 +6,8 @@
 //! - [`runner`]: [`HostRunner`], the command line's runner (`exec:` programs, `builtin:`
 //!   tools, mocks), and the process-group bookkeeping that ends every child on a signal;
 //! - [`env`]: what a tool's process starts with ([`ToolEnv`], the program's path);
+//! - [`tails`]: where the end of a failed program's standard error goes ([`StderrTails`]):
+//!   to the operator, never to a client;
 //! - [`endpoint`]: the one parser of `system_event_endpoint`s, which `tdsl check` judges too;
 //! - [`http`]: `http(s)://` endpoints (feature `http`);
 //! - [`mcp_client`]: the MCP *client* for `mcp:` endpoints and `--upstream` servers, over
@@ -22,6 +24,7 @@ pub(crate) mod http;
 pub(crate) mod mcp_client;
 mod orphans;
 pub(crate) mod runner;
+mod tails;
 
 pub use env::ToolEnv;
 // For the `tdsl` command: `check`'s endpoint warning, `run --max-tool-output`, the cleanup.
@@ -30,3 +33,6 @@ pub(crate) use orphans::{adopt_orphans, end_children};
 #[cfg(feature = "cli")]
 pub(crate) use runner::{check_endpoint, DEFAULT_MAX_STDOUT, TERM_GRACE};
 pub use runner::{HostRunner, Mock};
+#[cfg(feature = "mcp")]
+pub(crate) use tails::log as log_stderr;
+pub(crate) use tails::StderrTails;

@@ -50,6 +50,7 @@ pub struct HostRunner {
     mcp: McpClients,
     max_stdout: u64,
     env: ToolEnv,
+    stderr_tails: super::StderrTails,
 }
 
 impl Default for HostRunner {
@@ -60,6 +61,7 @@ impl Default for HostRunner {
             mcp: McpClients::default(),
             max_stdout: DEFAULT_MAX_STDOUT,
             env: ToolEnv::Inherit,
+            stderr_tails: super::StderrTails::default(),
         }
     }
 }
@@ -90,6 +92,21 @@ impl HostRunner {
         self.mcp_with_env()
     }
 
+    /// Sends what a failed program last wrote on its standard error where `to` says (by
+    /// default it stays on the error, out of the message the engine records).
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn with_stderr_tails(mut self, to: super::StderrTails) -> HostRunner {
+        self.stderr_tails = to;
+        self
+    }
+
+    /// Where this runner sends a failed program's standard error: for the calls it routes
+    /// elsewhere (an upstream's, [`crate::mcp::upstream`]).
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn stderr_tails(&self) -> super::StderrTails {
+        self.stderr_tails
+    }
+
     /// The `mcp:` servers started with the runner's environment.
     #[cfg(feature = "mcp")]
     fn mcp_with_env(mut self) -> HostRunner {
@@ -110,6 +127,23 @@ impl HostRunner {
 
 impl Runner for HostRunner {
     fn call(&self, call: &ToolCall<'_>) -> Result<Value, ToolError> {
+        self.call_endpoint(call).map_err(|e| self.stderr_tails.deliver(e))
+    }
+
+    /// A mocked tool's answer and a `builtin:` are computed in process and cannot block:
+    /// they run on the engine's worker. `exec:`, `http:` and `mcp:` calls wait on a process
+    /// or the network, and run on a call thread that the engine can give up on.
+    fn can_block(&self, call: &ToolCall<'_>) -> bool {
+        if self.mocks(call.tool_path) {
+            return false;
+        }
+        !call.endpoint().is_some_and(|e| e.trim().starts_with("builtin:"))
+    }
+}
+
+impl HostRunner {
+    /// The call's answer, its error's standard error not yet sent anywhere.
+    fn call_endpoint(&self, call: &ToolCall<'_>) -> Result<Value, ToolError> {
         if let Some(answer) = self.mock.as_ref().and_then(|m| m.answer(call.tool_path)) {
             return answer;
         }
@@ -129,16 +163,6 @@ impl Runner for HostRunner {
             #[cfg(feature = "mcp")]
             Endpoint::Mcp(endpoint) => self.mcp.call(&endpoint, call),
         }
-    }
-
-    /// A mocked tool's answer and a `builtin:` are computed in process and cannot block:
-    /// they run on the engine's worker. `exec:`, `http:` and `mcp:` calls wait on a process
-    /// or the network, and run on a call thread that the engine can give up on.
-    fn can_block(&self, call: &ToolCall<'_>) -> bool {
-        if self.mocks(call.tool_path) {
-            return false;
-        }
-        !call.endpoint().is_some_and(|e| e.trim().starts_with("builtin:"))
     }
 }
 

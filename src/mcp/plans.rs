@@ -22,7 +22,7 @@ use serde_json::{json, Value as Json};
 use super::served::Served;
 use super::upstream::{upstream_tool, ToolList, UpstreamRunner, Upstreams};
 use crate::exec::{CancelToken, Event, Observer, Runner};
-use crate::host::{HostRunner, ToolEnv};
+use crate::host::ToolEnv;
 use crate::plans::{Callable, PlanDesk, PlanLimits, PlanRefused, RunPlanOptions, UpstreamTool};
 use crate::tool::ToolKind;
 use crate::value::Value;
@@ -268,7 +268,7 @@ impl PlanServer {
             Err(e) => return Err(super::served::tool_error(format!("`arguments` cannot be read: {e}"))),
         };
         let runner: Arc<dyn Runner> =
-            Arc::new(UpstreamRunner::new(HostRunner::new().with_env(self.tool_env.clone()), self.upstreams.clone()));
+            Arc::new(UpstreamRunner::new(super::served::host_runner(&self.tool_env), self.upstreams.clone()));
         let observer = observer.map(|o| {
             Arc::new(PlanRecorded { inner: o, plan: plan.clone(), args, tool, skill: recorded }) as Arc<dyn Observer>
         });
@@ -449,7 +449,7 @@ impl PlanServer {
             plans = plans.with_upstream(tools);
         }
         let runner: Arc<dyn Runner> =
-            Arc::new(UpstreamRunner::new(HostRunner::new().with_env(self.tool_env.clone()), self.upstreams.clone()));
+            Arc::new(UpstreamRunner::new(super::served::host_runner(&self.tool_env), self.upstreams.clone()));
         (plans, callable, self.tools_listing(), runner)
     }
 }

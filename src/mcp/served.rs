@@ -29,6 +29,13 @@ pub struct Served {
     pub tool: Json,
 }
 
+/// The runner of what `serve` runs for a client: tools started with `env`, and what a
+/// failed `mcp:` or upstream server last wrote on its standard error written on `serve`'s
+/// own (the operator's log), never put in what the client reads.
+pub(super) fn host_runner(env: &crate::host::ToolEnv) -> HostRunner {
+    HostRunner::new().with_env(env.clone()).with_stderr_tails(crate::host::StderrTails::Logged)
+}
+
 /// The guards of a served composite's run.
 pub(super) fn served_run_guards(max_calls_per_run: usize, max_result_bytes: usize) -> crate::exec::Guards {
     crate::exec::Guards::new().max_calls_per_run(max_calls_per_run).max_result_bytes(max_result_bytes)
@@ -59,7 +66,7 @@ pub(super) fn call_served(
                 Err(e) => return tool_error(format!("`{}` cannot run: {e}", served.tool_path)),
             };
             let options = crate::exec::Options { guards: guards.clone(), ..crate::exec::Options::default() };
-            let mut executor = Executor::new(HostRunner::new().with_env(tool_env.clone())).with_options(options);
+            let mut executor = Executor::new(host_runner(tool_env)).with_options(options);
             if let Some(o) = observer {
                 executor = executor.with_observer(o);
             }
@@ -85,7 +92,7 @@ pub(super) fn call_served(
                 timeout: None,
                 attempt: 1,
             };
-            match HostRunner::new().with_env(tool_env.clone()).call(&call) {
+            match host_runner(tool_env).call(&call) {
                 Ok(_) | Err(_) if cancel.is_cancelled() => tool_error(format!("`{}` was cancelled", served.tool_path)),
                 // Checked against its declared `responses` as a run checks a step's answer.
                 Ok(v) => match check_primitive_response(served, &v) {

@@ -383,13 +383,15 @@ impl Upstreams {
         let (server, lister) = (name.to_string(), pending.clone());
         let spawned = std::thread::Builder::new().name("tdsl-upstream-list".to_string()).spawn(move || {
             let listed = clients.list_target_tools(&target).map_err(|e| {
-                let error = format!("the upstream server `{server}` ({}): {e}", target.shown());
-                let (told, tail) = without_stderr_tail(&error);
-                if tail {
-                    // The operator reads it on the server's standard error.
-                    eprintln!("tdsl: {error}");
+                let message = format!("the upstream server `{server}` ({}): {}", target.shown(), e.message);
+                let e = ToolError { message, ..e };
+                if e.stderr_tail.is_none() {
+                    return e.message;
                 }
-                told
+                // The listing's error reaches a plan's client: what the server wrote on its
+                // standard error goes to the operator, on this process's.
+                crate::host::log_stderr(&e.for_operator());
+                format!("{} (what it wrote on standard error is on the server's standard error)", e.message)
             });
             let mut listings = listings.lock().unwrap_or_else(PoisonError::into_inner);
             let listing = listings.entry(server).or_default();
@@ -491,7 +493,11 @@ impl UpstreamRunner {
 impl Runner for UpstreamRunner {
     fn call(&self, call: &ToolCall<'_>) -> Result<Value, ToolError> {
         match self.target(call) {
-            Some((server, tool)) => self.upstreams.call(server, tool, call),
+            // The host's choice of where a failed server's standard error goes holds for
+            // the upstreams too.
+            Some((server, tool)) => {
+                self.upstreams.call(server, tool, call).map_err(|e| self.host.stderr_tails().deliver(e))
+            }
             None => self.host.call(call),
         }
     }
@@ -589,18 +595,6 @@ impl NamedTools for UpstreamCatalog {
             }));
         };
         Some(found.load_under(&self.root, tool_path).map_err(|first| untranslatable(tool_path, &first)))
-    }
-}
-
-/// A listing's error as the plan's client reads it: without what the upstream last wrote on
-/// its standard error (` (its standard error ends: …)`, at the end), which may say anything
-/// of how the operator started it — a folder, a key it echoes — and whether there was one.
-fn without_stderr_tail(error: &str) -> (String, bool) {
-    match error.find(" (its standard error ends: ") {
-        Some(at) => {
-            (format!("{} (what it wrote on standard error is on the server's standard error)", &error[..at]), true)
-        }
-        None => (error.to_string(), false),
     }
 }
 

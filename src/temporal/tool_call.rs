@@ -121,7 +121,11 @@ impl Prepared {
             Ok(r) => r,
             Err(e) => return Err(e.clone()),
         };
-        let runner = HostRunner::new().with_max_stdout(self.max_tool_output);
+        // The worker's operator reads the run (its Temporal history, `tdsl run`'s output):
+        // a failed server's last words are in its messages, as for `tdsl run`.
+        let runner = HostRunner::new()
+            .with_max_stdout(self.max_tool_output)
+            .with_stderr_tails(crate::host::StderrTails::InMessage);
         // A second past Temporal's own timeout, so that Temporal's (a timeout, in the trace)
         // always comes first; this one only ends the program.
         let timeout = match (Duration::try_from_secs_f64(timeout_seconds).ok(), left) {

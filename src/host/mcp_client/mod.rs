@@ -12,8 +12,9 @@
 //! - Errors: a result with `isError: true` and a JSON-RPC error from the server (an unknown
 //!   tool, invalid arguments) are permanent; a server that cannot be started is permanent;
 //!   a server that dies, closes the connection or fails the handshake is transient, and the
-//!   next call starts it again. The last lines the server wrote to standard error are added
-//!   to the message.
+//!   next call starts it again. The last lines the server wrote to standard error come with
+//!   the error as its [`ToolError::stderr_tail`], apart from the message: they are for the
+//!   operator, and the front end chooses where they go ([`crate::host::StderrTails`]).
 //! - Result: `structuredContent` when the server sends it; otherwise the text of a single
 //!   text block, parsed as JSON when it is JSON and kept as a string when not; several
 //!   blocks give a list (text blocks as above, other blocks as their JSON).
@@ -23,10 +24,11 @@
 #[cfg(feature = "mcp-http")]
 pub(crate) mod http;
 mod listing;
+mod stderr;
 mod stdio;
 
 use std::borrow::Cow;
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -39,7 +41,6 @@ use rmcp::model::{
 use rmcp::service::{Peer, PeerRequestOptions, RunningService, ServiceError};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::Value as Json;
-use tokio::io::AsyncBufReadExt;
 
 use crate::exec::{CancelToken, ToolCall, ToolError};
 use crate::value::Value;
@@ -50,12 +51,6 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a server whose call was cancelled has to answer a ping before its next use;
 /// without an answer it is taken as hung, stopped and started anew.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
-
-/// How many lines of a server's standard error are kept for error messages.
-const STDERR_LINES: usize = 20;
-
-/// How much of one line of a server's standard error is kept.
-const STDERR_LINE_BYTES: usize = 1000;
 
 /// An `mcp:` endpoint, parsed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -285,77 +280,13 @@ struct Live {
     /// connection began (and before the first one).
     tools_changed: Arc<AtomicBool>,
     peer: Peer<RoleClient>,
-    stderr: Arc<Mutex<VecDeque<String>>>,
+    stderr: Arc<stderr::StderrTail>,
     program: String,
     /// Set when the server sent a message longer than the cap, which ended the connection.
     oversized: Arc<AtomicBool>,
     /// Set when a call to it was cancelled (a timeout, a deadline, a cancelled run): it may
     /// be hung, so the next use pings it first.
     suspect: AtomicBool,
-}
-
-impl Live {
-    fn stderr_tail(&self) -> String {
-        stderr_tail(&self.stderr)
-    }
-}
-
-/// Reads a server's standard error to its end, keeping its last [`STDERR_LINES`] lines, each
-/// cut at [`STDERR_LINE_BYTES`] (invalid UTF-8 shown as `�`). It never stops reading before
-/// the end: a server blocked on a full pipe would hang (or die of `EPIPE`, as when a line
-/// that is not UTF-8 ended `lines()`), and a line without end is not held whole.
-async fn keep_stderr_tail<R: tokio::io::AsyncRead + Unpin>(stderr: R, lines: Arc<Mutex<VecDeque<String>>>) {
-    let mut reader = tokio::io::BufReader::with_capacity(16 * 1024, stderr);
-    let mut line = Vec::new();
-    let mut cut = false;
-    loop {
-        let (used, done) = match reader.fill_buf().await {
-            Ok([]) | Err(_) => (0, true),
-            Ok(buf) => {
-                let (chunk, used, end) = match buf.iter().position(|&b| b == b'\n') {
-                    Some(i) => (&buf[..i], i + 1, true),
-                    None => (buf, buf.len(), false),
-                };
-                let room = STDERR_LINE_BYTES.saturating_sub(line.len());
-                cut |= chunk.len() > room;
-                line.extend_from_slice(&chunk[..room.min(chunk.len())]);
-                if end {
-                    push_stderr_line(&lines, &mut line, &mut cut);
-                }
-                (used, false)
-            }
-        };
-        if done {
-            if !line.is_empty() {
-                push_stderr_line(&lines, &mut line, &mut cut);
-            }
-            return;
-        }
-        reader.consume(used);
-    }
-}
-
-fn push_stderr_line(lines: &Mutex<VecDeque<String>>, line: &mut Vec<u8>, cut: &mut bool) {
-    let mut text = String::from_utf8_lossy(line.strip_suffix(b"\r").unwrap_or(line)).into_owned();
-    if std::mem::take(cut) {
-        text.push('…');
-    }
-    line.clear();
-    let mut l = lines.lock().unwrap_or_else(PoisonError::into_inner);
-    if l.len() == STDERR_LINES {
-        l.pop_front();
-    }
-    l.push_back(text);
-}
-
-/// ` (its standard error ends: …)` with the lines a server last wrote, or nothing.
-fn stderr_tail(lines: &Mutex<VecDeque<String>>) -> String {
-    let lines = lines.lock().unwrap_or_else(PoisonError::into_inner);
-    if lines.is_empty() {
-        String::new()
-    } else {
-        format!(" (its standard error ends: {})", lines.iter().cloned().collect::<Vec<_>>().join(" | "))
-    }
 }
 
 impl McpClients {
@@ -379,14 +310,10 @@ impl McpClients {
     /// server is started or connected to on first use, as for [`McpClients::call`]). What
     /// the server says — its result, its errors, a failed handshake's body — comes back
     /// with the process's secrets redacted ([`crate::secrets`]): a server that echoes its
-    /// bearer token shows it to no one.
+    /// bearer token shows it to no one. What the server last wrote on its standard error is
+    /// the error's [`ToolError::stderr_tail`], not part of its message.
     pub(crate) fn call_target(&self, target: &McpTarget, tool: &str, call: &ToolCall<'_>) -> Result<Value, ToolError> {
-        self.call_target_as_said(target, tool, call).map_err(|mut e| {
-            if let Cow::Owned(r) = crate::secrets::redact(&e.message) {
-                e.message = r;
-            }
-            e
-        })
+        self.call_target_as_said(target, tool, call).map_err(redacted)
     }
 
     fn call_target_as_said(&self, target: &McpTarget, tool: &str, call: &ToolCall<'_>) -> Result<Value, ToolError> {
@@ -450,7 +377,8 @@ impl McpClients {
                 if live.oversized.load(Ordering::Relaxed) {
                     return Err(ToolError::permanent(format!("{who} failed: {}", oversized_message())));
                 }
-                Err(ToolError::transient(format!("{who} failed: {}{}", transport_error(&e), live.stderr_tail())))
+                let last_words = runtime.block_on(live.stderr.last_words());
+                Err(ToolError::transient(format!("{who} failed: {}", transport_error(&e))).with_stderr_tail(last_words))
             }
         }
     }
@@ -458,28 +386,29 @@ impl McpClients {
     /// The tools the endpoint's server lists (`tools/list`, every page), as JSON `Tool`
     /// objects: what `tdsl check --mcp-schemas` compares declarations with.
     #[cfg_attr(not(feature = "cli"), allow(dead_code))]
-    pub(crate) fn list_tools(&self, endpoint: &McpEndpoint, tool_file: Option<&Path>) -> Result<Vec<Json>, String> {
+    pub(crate) fn list_tools(&self, endpoint: &McpEndpoint, tool_file: Option<&Path>) -> Result<Vec<Json>, ToolError> {
         self.list_target_tools(&endpoint.resolved(tool_file))
     }
 
     /// The tools the server at `target` lists (`tools/list`, every page), as JSON `Tool`
     /// objects, starting or connecting to it if needed; the process's secrets redacted from
-    /// the listing and the error, as from a call's.
-    pub(crate) fn list_target_tools(&self, target: &McpTarget) -> Result<Vec<Json>, String> {
+    /// the listing and the error, and the server's standard error kept apart from the
+    /// error's message, as for a call's.
+    pub(crate) fn list_target_tools(&self, target: &McpTarget) -> Result<Vec<Json>, ToolError> {
         match self.list_target_tools_as_said(target) {
             Ok(mut tools) => {
                 tools.iter_mut().for_each(crate::secrets::redact_json);
                 Ok(tools)
             }
-            Err(e) => Err(crate::secrets::redact(&e).into_owned()),
+            Err(e) => Err(redacted(e)),
         }
     }
 
-    fn list_target_tools_as_said(&self, target: &McpTarget) -> Result<Vec<Json>, String> {
-        let runtime = self.runtime()?;
+    fn list_target_tools_as_said(&self, target: &McpTarget) -> Result<Vec<Json>, ToolError> {
+        let runtime = self.runtime().map_err(ToolError::permanent)?;
         let command = target;
         let closing = self.closing.lock().unwrap_or_else(PoisonError::into_inner).clone();
-        let live = self.connect(runtime, command, &closing).map_err(|e| e.0.message)?;
+        let live = self.connect(runtime, command, &closing).map_err(|e| e.0)?;
         // A change said from now on is one this listing may not see: it is kept.
         live.tools_changed.store(false, Ordering::SeqCst);
         let peer = live.peer.clone();
@@ -489,18 +418,22 @@ impl McpClients {
             Ok(Ok(Ok(tools))) => Ok(tools),
             Ok(Ok(Err(too_large))) => {
                 self.forget(command, &live);
-                Err(format!("`tools/list` failed: {too_large}"))
+                Err(ToolError::permanent(format!("`tools/list` failed: {too_large}")))
             }
             Ok(Err(e)) => {
                 self.forget(command, &live);
                 if live.oversized.load(Ordering::Relaxed) {
-                    return Err(format!("`tools/list` failed: {}", oversized_message()));
+                    return Err(ToolError::permanent(format!("`tools/list` failed: {}", oversized_message())));
                 }
-                Err(format!("`tools/list` failed: {e}{}", live.stderr_tail()))
+                let last_words = runtime.block_on(live.stderr.last_words());
+                Err(ToolError::transient(format!("`tools/list` failed: {e}")).with_stderr_tail(last_words))
             }
             Err(_) => {
                 self.forget(command, &live);
-                Err(format!("`tools/list` got no answer within {} s", HANDSHAKE_TIMEOUT.as_secs()))
+                Err(ToolError::transient(format!(
+                    "`tools/list` got no answer within {} s",
+                    HANDSHAKE_TIMEOUT.as_secs()
+                )))
             }
         }
     }
@@ -658,12 +591,24 @@ fn transport_error(e: &ServiceError) -> String {
     }
 }
 
+/// An error with the process's secrets redacted from its message and its standard error's
+/// tail ([`crate::secrets`]).
+fn redacted(mut e: ToolError) -> ToolError {
+    if let Cow::Owned(r) = crate::secrets::redact(&e.message) {
+        e.message = r;
+    }
+    if let Some(Cow::Owned(r)) = e.stderr_tail.as_deref().map(crate::secrets::redact) {
+        e.stderr_tail = Some(r);
+    }
+    e
+}
+
 /// Why a server could not be used.
 struct ConnectError(ToolError);
 
 impl ConnectError {
     fn prefixed(self, tool_path: &str) -> ToolError {
-        ToolError { kind: self.0.kind, message: format!("`{tool_path}`: {}", self.0.message) }
+        ToolError { message: format!("`{tool_path}`: {}", self.0.message), ..self.0 }
     }
 }
 
@@ -692,11 +637,15 @@ async fn start(target: &McpTarget, env: &crate::host::ToolEnv, cancel: &CancelTo
     let mut child = super::orphans::spawn_owned(|| cmd.spawn(), tokio::process::Child::id).map_err(cannot_start)?;
     let stderr = child.stderr.take();
     let (transport, oversized) = stdio::ChildTransport::new(child, stdio::MAX_MESSAGE_BYTES).map_err(cannot_start)?;
-    let lines = Arc::new(Mutex::new(VecDeque::new()));
-    if let Some(stderr) = stderr {
-        let lines = lines.clone();
-        tokio::spawn(keep_stderr_tail(stderr, lines));
-    }
+    let lines = match stderr {
+        Some(stderr) => {
+            let lines = Arc::new(stderr::StderrTail::default());
+            let reader = lines.clone();
+            tokio::spawn(async move { reader.read(stderr).await });
+            lines
+        }
+        None => Arc::new(stderr::StderrTail::none()),
+    };
     let config = Client::new();
     let tools_changed = config.tools_changed.clone();
     let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, config.serve(transport));
@@ -709,19 +658,19 @@ async fn start(target: &McpTarget, env: &crate::host::ToolEnv, cancel: &CancelTo
     let service = match service {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
-            // Let the reader catch what the server said before it went away.
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            return Err(ConnectError(ToolError::transient(format!(
-                "the MCP server {shown} failed the handshake: {e}{}",
-                stderr_tail(&lines)
-            ))));
+            return Err(ConnectError(
+                ToolError::transient(format!("the MCP server {shown} failed the handshake: {e}"))
+                    .with_stderr_tail(lines.last_words().await),
+            ));
         }
         Err(_) => {
-            return Err(ConnectError(ToolError::transient(format!(
-                "the MCP server {shown} did not answer `initialize` within {} s{}",
-                HANDSHAKE_TIMEOUT.as_secs(),
-                stderr_tail(&lines)
-            ))))
+            return Err(ConnectError(
+                ToolError::transient(format!(
+                    "the MCP server {shown} did not answer `initialize` within {} s",
+                    HANDSHAKE_TIMEOUT.as_secs()
+                ))
+                .with_stderr_tail(lines.text()),
+            ))
         }
     };
     let peer = service.peer().clone();
@@ -774,7 +723,7 @@ async fn start_http(
                 service: Mutex::new(Some(service)),
                 tools_changed,
                 peer,
-                stderr: Arc::new(Mutex::new(VecDeque::new())),
+                stderr: Arc::new(stderr::StderrTail::none()),
                 program: shown.clone(),
                 oversized,
                 suspect: AtomicBool::new(false),
