@@ -19,7 +19,7 @@
 
 use std::fmt;
 
-use crate::diagnostic::{did_you_mean, Code, Diagnostic};
+use crate::diagnostic::{Code, Diagnostic};
 use crate::span::{Span, Spanned};
 use crate::value::Value;
 
@@ -489,13 +489,7 @@ impl Reader<'_, '_> {
                         format!("unknown key `{}` in `items` of {}", k.node, self.what),
                     )
                     .with_label("not a key here");
-                    d = match did_you_mean(&k.node, Level::Element.names()) {
-                        Some(s) => d.with_help(format!("did you mean `{s}`?")),
-                        None => d.with_help(format!(
-                            "an element declaration has {}",
-                            Level::Element.names().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
-                        )),
-                    };
+                    d = d.with_help(Level::Element.unknown_key_help(&k.node));
                     self.push(d);
                 }
                 (es.iter().find(|(k, _)| k.node == "type_name").map(|(_, v)| v), es.as_slice())

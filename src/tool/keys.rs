@@ -16,6 +16,8 @@
 //! assert!(key.ext && !key.required);
 //! ```
 
+use crate::diagnostic::did_you_mean;
+
 /// A kind of object in a `.tool` file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Level {
@@ -343,6 +345,151 @@ impl Level {
     }
 }
 
+/// Keys that other tool, plan and tool-call formats use — MCP's and OpenAI's tool
+/// declarations, workflow engines', agent frameworks' — with the key a `.tool` file writes for
+/// the same thing, per kind of object. The loader's unknown-key error names the rename, and a
+/// key's absence is not reported again when an alias of it is there (`"steps"` is one error,
+/// not also "the tool has neither `system_event_endpoint` nor `instructions`").
+const ALIASES: &[(Level, &[&str], &str)] = &[
+    (Level::Tool, &["steps", "plan", "tasks", "nodes", "calls", "workflow", "actions"], "instructions"),
+    (Level::Tool, &["input_schema", "inputSchema", "parameters", "params", "inputs", "input", "args"], "arguments"),
+    (Level::Tool, &["output_schema", "outputSchema", "returns"], "responses"),
+    (Level::Tool, &["outputs", "output", "result", "results", "return"], "response_reference_map"),
+    (Level::Tool, &["endpoint", "command", "exec", "url", "entrypoint"], "system_event_endpoint"),
+    (Level::Tool, &["summary", "desc", "about"], "description"),
+    (
+        Level::Instruction,
+        &["depends_on", "dependsOn", "depends", "after", "needs", "requires", "wait_for"],
+        "dependencies",
+    ),
+    (
+        Level::Instruction,
+        &["tool", "tool_name", "toolName", "function", "function_name", "action", "tool_path", "call", "uses"],
+        "tool_definition_path",
+    ),
+    (Level::Instruction, &["id", "step_id", "stepId", "step", "name", "step_name"], "execution_id"),
+    (
+        Level::Instruction,
+        &["args", "parameters", "params", "input", "inputs", "action_input", "tool_input", "with"],
+        "arguments",
+    ),
+    (
+        Level::Instruction,
+        &["foreach", "for_each", "forEach", "loop", "map", "parallel", "iterate"],
+        "parallel_execution",
+    ),
+    (Level::Instruction, &["condition", "if", "when", "only_if"], "conditions"),
+    (Level::Instruction, &["timeout", "timeout_secs", "timeout_s", "timeoutSeconds"], "timeout_seconds"),
+    (
+        Level::Instruction,
+        &["on_error", "continue_on_failure", "ignore_errors", "ignore_error", "allow_failure"],
+        "continue_on_error",
+    ),
+    (Level::Instruction, &["retries", "retry_policy", "retryPolicy"], "retry"),
+    (Level::Instruction, &["summary", "desc"], "description"),
+    (Level::Param, &["type", "datatype", "data_type", "typeName"], "type_name"),
+    (Level::Param, &["desc", "summary"], "description"),
+    (Level::Param, &["is_required", "mandatory"], "required"),
+    (Level::Param, &["values", "choices", "options", "allowed", "allowed_values"], "enum"),
+    (Level::Param, &["min", "minValue"], "minimum"),
+    (Level::Param, &["max", "maxValue"], "maximum"),
+    (Level::Param, &["minLength", "minItems", "min_items"], "min_length"),
+    (Level::Param, &["maxLength", "maxItems", "max_items"], "max_length"),
+    (Level::Param, &["regex"], "pattern"),
+    (Level::Param, &["default_value", "defaultValue"], "default"),
+    (Level::Param, &["element", "elements", "item", "element_type"], "items"),
+    (Level::Transform, &["expressions", "fields", "compute", "outputs", "mappings"], "transforms"),
+    (Level::Transform, &["vars", "inputs", "bindings"], "variables"),
+    (Level::ConditionLeaf, &["op", "operation", "comparator", "compare"], "operator"),
+    (Level::ConditionLeaf, &["left", "lhs", "field", "path", "subject"], "param"),
+    (Level::ConditionLeaf, &["right", "rhs", "expected", "target"], "value"),
+    (Level::ConditionGroup, &["rules", "clauses", "children", "items", "all", "any"], "conditions"),
+    (Level::ConditionGroup, &["combinator", "mode"], "logic"),
+    (Level::Parallel, &["over", "items", "list", "array", "foreach", "for_each", "iterate"], "iterate_over"),
+    (
+        Level::Parallel,
+        &["as", "item_name", "argument", "argument_name", "child_argument", "item_argument", "arg_name"],
+        "child_argument_name",
+    ),
+    (Level::Retry, &["retries", "maxRetries"], "max_retries"),
+    (Level::Retry, &["delay", "initial_delay", "base_delay", "backoff", "delay_seconds"], "base_delay_seconds"),
+    (Level::Retry, &["multiplier", "backoff_factor", "backoff_multiplier"], "factor"),
+    (Level::Retry, &["max_delay", "maxDelay"], "max_delay_seconds"),
+];
+
+impl Level {
+    /// The key of this kind of object that `key`, a key of another format, stands for
+    /// (`steps` → `instructions` on a tool, `id` → `execution_id` on an instruction), when
+    /// `key` is not a key here itself.
+    ///
+    /// ```
+    /// use tdsl::testing::tool::keys::Level;
+    ///
+    /// assert_eq!(Level::Tool.alias("inputSchema"), Some("arguments"));
+    /// assert_eq!(Level::Instruction.alias("depends_on"), Some("dependencies"));
+    /// assert_eq!(Level::Param.alias("type"), Some("type_name"));
+    /// // An element declaration has no `default`, so `defaultValue` stands for nothing there.
+    /// assert_eq!(Level::Element.alias("defaultValue"), None);
+    /// assert_eq!(Level::Instruction.alias("arguments"), None);
+    /// ```
+    pub fn alias(self, key: &str) -> Option<&'static str> {
+        if self.has(key) {
+            return None;
+        }
+        let table = if self == Level::Element { Level::Param } else { self };
+        ALIASES
+            .iter()
+            .find(|(level, keys, _)| *level == table && keys.contains(&key))
+            .map(|(_, _, ours)| *ours)
+            .filter(|ours| self.has(ours))
+    }
+}
+
+impl Level {
+    /// The help of the error for `key`, which is not a key of this kind of object: the rename
+    /// when it is another format's word for one ([`Level::alias`]), else the nearest key,
+    /// else where `key` belongs, else the keys there are.
+    pub(crate) fn unknown_key_help(self, key: &str) -> String {
+        if let Some(ours) = self.alias(key) {
+            return match self.key(ours).map(|k| k.shape) {
+                // `input_schema` holds a JSON Schema object; a `.tool` file's declarations
+                // are a list.
+                Some(Shape::ListOf(Level::Param)) => format!(
+                    "tdsl calls it `{ours}`: rename `{key}` to `{ours}`, a list of declarations like \
+                     `{{\"name\": \"url\", \"type_name\": \"string\", \"required\": true}}` (not a JSON Schema object)"
+                ),
+                _ => format!("tdsl calls it `{ours}`: rename `{key}` to `{ours}`"),
+            };
+        }
+        if self == Level::Tool && matches!(key, "name" | "title" | "id") {
+            return format!(
+                "a tool's name is not a key: a `.tool` file is named by its path from the tool root \
+                 (`/tools/search.tool`), and a plan needs none; remove `{key}`"
+            );
+        }
+        if let Some(s) = did_you_mean(key, self.names()) {
+            return format!("did you mean `{s}`?");
+        }
+        let keys: Vec<&str> = self.names().collect();
+        match Level::ALL.iter().find(|l| l.has(key)) {
+            Some(home) => {
+                format!("`{key}` is a key of {}; the keys here are {}", home.describe(), quoted_list(&keys))
+            }
+            None => format!("the keys here are {}", quoted_list(&keys)),
+        }
+    }
+}
+
+/// `a`, `b` and `c`, each in backticks.
+pub(crate) fn quoted_list(items: &[&str]) -> String {
+    let quoted: Vec<String> = items.iter().map(|s| format!("`{s}`")).collect();
+    match quoted.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        Some((last, _)) => last.clone(),
+        None => String::new(),
+    }
+}
+
 impl Shape {
     /// How the documentation says it.
     pub fn describe(self) -> &'static str {
@@ -422,6 +569,30 @@ mod tests {
         for level in [Level::Instruction, Level::Param, Level::Element, Level::Transform, Level::Parallel, Level::Retry]
         {
             assert!(nested.contains(&level), "{level:?} is no key's value");
+        }
+    }
+
+    #[test]
+    fn every_alias_stands_for_a_key_of_its_level_and_is_none_itself() {
+        for (level, keys, ours) in ALIASES {
+            assert!(level.has(ours), "{level:?}: `{ours}` is no key here");
+            for key in *keys {
+                assert!(!level.has(key), "{level:?}: `{key}` is a key here, not an alias");
+                assert_eq!(level.alias(key), Some(*ours), "{level:?}: `{key}`");
+            }
+            let mut sorted: Vec<&str> = keys.to_vec();
+            sorted.sort_unstable();
+            sorted.dedup();
+            assert_eq!(sorted.len(), keys.len(), "{level:?}: an alias listed twice");
+        }
+        // One alias stands for one key per level.
+        for level in Level::ALL {
+            let mut all: Vec<&str> =
+                ALIASES.iter().filter(|(l, _, _)| *l == level).flat_map(|(_, keys, _)| keys.iter().copied()).collect();
+            let n = all.len();
+            all.sort_unstable();
+            all.dedup();
+            assert_eq!(all.len(), n, "{level:?}: an alias stands for two keys");
         }
     }
 

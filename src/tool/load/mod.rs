@@ -11,12 +11,12 @@ mod steps;
 
 pub(crate) use steps::{tool_path_respelled, tool_path_spelling};
 
-use crate::diagnostic::{did_you_mean, Code, Diagnostic};
+use crate::diagnostic::{Code, Diagnostic};
 use crate::ranges;
 use crate::span::{Span, Spanned};
 
 use super::json::{JsonKind, JsonNode, JsonObject};
-use super::keys::Level;
+use super::keys::{quoted_list as list, Level};
 use super::model::*;
 use super::refs;
 
@@ -85,6 +85,8 @@ pub(crate) fn tool(root: &JsonNode, diags: &mut Vec<Diagnostic>) -> Option<ToolD
             );
             None
         }
+        // A key of another format standing for one of them was reported as such.
+        (None, None) if obj.has_alias_of("instructions") || obj.has_alias_of("system_event_endpoint") => None,
         (None, None) => {
             l.push(
                 Diagnostic::new(
@@ -125,6 +127,7 @@ struct Obj<'a> {
     entries: &'a [(Spanned<String>, JsonNode)],
     span: Span,
     what: String,
+    level: Level,
 }
 
 impl<'a> Obj<'a> {
@@ -134,6 +137,12 @@ impl<'a> Obj<'a> {
 
     fn key(&self, key: &str) -> Option<&'a Spanned<String>> {
         self.entries.iter().find(|(k, _)| k.node == key).map(|(k, _)| k)
+    }
+
+    /// Whether a key of another format that stands for `key` is here ([`Level::alias`]):
+    /// its unknown-key error names the rename, so `key`'s absence is not reported again.
+    fn has_alias_of(&self, key: &str) -> bool {
+        self.entries.iter().any(|(k, _)| self.level.alias(&k.node) == Some(key))
     }
 }
 
@@ -217,29 +226,20 @@ impl Loader<'_> {
                 self.unknown_key(k, &what, level);
             }
         }
-        Some(Obj { entries, span: node.span, what })
+        Some(Obj { entries, span: node.span, what, level })
     }
 
     fn unknown_key(&mut self, key: &Spanned<String>, what: &str, level: Level) {
         let mut d = Diagnostic::new(Code::UnknownKey, key.span, format!("unknown key `{}` in {what}", key.node))
             .with_label("not a key here");
-        let keys: Vec<&str> = level.names().collect();
-        if let Some(s) = did_you_mean(&key.node, level.names()) {
-            d = d.with_help(format!("did you mean `{s}`?"));
-        } else if let Some(home) = Level::ALL.iter().find(|l| l.has(&key.node)) {
-            d = d.with_help(format!(
-                "`{}` is a key of {}; the keys here are {}",
-                key.node,
-                home.describe(),
-                list(&keys)
-            ));
-        } else {
-            d = d.with_help(format!("the keys here are {}", list(&keys)));
-        }
+        d = d.with_help(level.unknown_key_help(&key.node));
         self.push(d);
     }
 
     fn missing(&mut self, obj: &Obj<'_>, key: &str, help: &str) {
+        if obj.has_alias_of(key) {
+            return;
+        }
         self.push(
             Diagnostic::new(Code::MissingKey, open_brace(obj.span), format!("{} has no `{key}`", obj.what))
                 .with_label(format!("`{key}` is required here"))
@@ -352,16 +352,6 @@ impl Loader<'_> {
 
 fn operator_names() -> Vec<&'static str> {
     Operator::ALL.iter().map(|o| o.as_str()).collect()
-}
-
-/// `a`, `b` and `c`, each in backticks.
-fn list(items: &[&str]) -> String {
-    let quoted: Vec<String> = items.iter().map(|s| format!("`{s}`")).collect();
-    match quoted.split_last() {
-        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
-        Some((last, _)) => last.clone(),
-        None => String::new(),
-    }
 }
 
 #[cfg(test)]

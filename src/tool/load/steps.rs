@@ -354,11 +354,16 @@ impl Loader<'_> {
             for (k, _) in unknown {
                 self.unknown_key(k, &what, Level::ConditionGroup);
             }
-            let obj = Obj { entries, span: node.span, what };
+            let obj = Obj { entries, span: node.span, what, level: Level::ConditionGroup };
             return self.group(&obj);
         }
         let what = format!("a condition in `{key}` of {}", parent.what);
         let obj = self.object(node, what, Level::ConditionLeaf, Owner::Known)?;
+        // A leaf written with another format's words (`op`, `left`) was reported key by key.
+        let aliased = entries.iter().any(|(k, _)| Level::ConditionLeaf.alias(&k.node).is_some());
+        if !is_leaf && aliased {
+            return None;
+        }
         if !is_leaf {
             self.push(
                 Diagnostic::new(Code::MalformedCondition, open_brace(node.span), "a condition needs `param` and `operator`, or `logic` and `conditions`")
