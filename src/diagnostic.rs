@@ -433,6 +433,10 @@ codes! {
     /// A plan argument that is read but not declared: `"REF:arguments.city"` in a plan
     /// without `arguments` (the warning `W0606` in a `.tool` file)
     PlanUndeclaredArgument = "E1321", Error;
+    /// A field of an object written inside an argument that the upstream tool's input schema
+    /// does not declare there, which the tool would drop or refuse: `"query": {"state":
+    /// "open"}` when the model's field is `status`
+    PlanUnknownArgumentField = "E1322", Error;
     /// A string value that is sent as literal text though it reads as something computed:
     /// `"Rate is REF:fx.rate"`, `"upper(name)"`, `"f\"{x}\""`, `"{x}"`
     PlanLiteralText = "W1320", Warning;

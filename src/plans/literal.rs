@@ -234,6 +234,8 @@ fn walk_value<'a>(
                     path.push(Step::Field(&k.node));
                     walk_value(v, s, path, tool, arg, out);
                     path.pop();
+                } else if closed(schema) {
+                    out.push(unknown_field(k, props, path, tool, arg));
                 }
             }
         }
@@ -254,21 +256,10 @@ fn walk_value<'a>(
             }
             let value = node.to_value();
             let Some(why) = schema_constraints(schema).violation(&value) else { return };
-            let mut at = String::new();
-            let mut dotted = arg.to_string();
-            for s in path.iter() {
-                match s {
-                    Step::Field(f) => {
-                        at.push_str(&format!("{}field `{f}`", if at.is_empty() { "" } else { ", " }));
-                        dotted.push('.');
-                        dotted.push_str(f);
-                    }
-                    Step::Element(i) => {
-                        at.push_str(&format!("{}element {i}", if at.is_empty() { "" } else { ", " }));
-                        dotted.push_str(&format!("[{i}]"));
-                    }
-                }
-            }
+            let (at, dotted) = place(path, arg);
+            let help = format!(
+                "`{tool}` declares the allowed values of `{dotted}` in its input schema (tdsl://tools shows them)"
+            );
             out.push(
                 Diagnostic::new(
                     Code::LiteralBreaksConstraint,
@@ -276,12 +267,70 @@ fn walk_value<'a>(
                     format!("argument `{arg}` of `{tool}`, {at}, must {} (`{}`)", why.rule, why.key),
                 )
                 .with_label(format!("refused by `{}`", why.key))
-                .with_help(format!(
-                    "`{tool}` declares the allowed values of `{dotted}` in its input schema (tdsl://tools shows them)"
-                )),
+                .with_help(help),
             );
         }
     }
+}
+
+/// Where a value lies inside argument `arg`, in words (`element 0, field \`sku\``) and
+/// dotted (`query.lines[0].sku`).
+fn place(path: &[Step<'_>], arg: &str) -> (String, String) {
+    let mut at = String::new();
+    let mut dotted = arg.to_string();
+    for s in path {
+        let sep = if at.is_empty() { "" } else { ", " };
+        match s {
+            Step::Field(f) => {
+                at.push_str(&format!("{sep}field `{f}`"));
+                dotted.push('.');
+                dotted.push_str(f);
+            }
+            Step::Element(i) => {
+                at.push_str(&format!("{sep}element {i}"));
+                dotted.push_str(&format!("[{i}]"));
+            }
+        }
+    }
+    (at, dotted)
+}
+
+/// Whether an object schema says what its fields are: `properties` with no
+/// `additionalProperties` (other than `false`) or `patternProperties`. A field it does not
+/// declare is refused by the server (`additionalProperties: false`, zod's `.strict()`) or,
+/// more often, dropped without a word (pydantic's default, zod's default strip): either way
+/// the tool never sees it.
+fn closed(schema: &serde_json::Value) -> bool {
+    let open = |k: &str| schema.get(k).is_some_and(|v| *v != serde_json::Value::Bool(false));
+    !open("additionalProperties") && !open("patternProperties")
+}
+
+/// `E1322`: a field of an object literal inside an argument that the input schema does not
+/// declare there (`"query": {"state": "open"}` when the model has `status`).
+fn unknown_field(
+    key: &crate::span::Spanned<String>,
+    props: &serde_json::Map<String, serde_json::Value>,
+    path: &[Step<'_>],
+    tool: &str,
+    arg: &str,
+) -> Diagnostic {
+    let (_, dotted) = place(path, arg);
+    let names: Vec<&str> = props.keys().map(String::as_str).collect();
+    let fields = names.join(", ");
+    let help = match crate::suggest::did_you_mean(&key.node, names.iter().copied()) {
+        Some(s) => format!("did you mean `{s}`? known fields of `{dotted}`: {fields}"),
+        None => format!("known fields of `{dotted}`: {fields} (tdsl://tools shows them)"),
+    };
+    Diagnostic::new(
+        Code::PlanUnknownArgumentField,
+        key.span,
+        format!(
+            "`{tool}` takes no field `{}` in `{dotted}`: the tool would never see it (its input schema drops or refuses it)",
+            key.node
+        ),
+    )
+    .with_label("not in the input schema")
+    .with_help(help)
 }
 
 /// The `enum` (or `const`) and bounds a (resolved) schema gives a plain value, as a
