@@ -257,9 +257,13 @@ fn walk_value<'a>(
             let value = node.to_value();
             let Some(why) = schema_constraints(schema).violation(&value) else { return };
             let (at, dotted) = place(path, arg);
-            let help = format!(
+            let declares = format!(
                 "`{tool}` declares the allowed values of `{dotted}` in its input schema (tdsl://tools shows them)"
             );
+            let help = match nearest_allowed(&value, schema) {
+                Some(meant) => format!("did you mean {meant}? {declares}"),
+                None => declares,
+            };
             out.push(
                 Diagnostic::new(
                     Code::LiteralBreaksConstraint,
@@ -331,6 +335,27 @@ fn unknown_field(
     )
     .with_label("not in the input schema")
     .with_help(help)
+}
+
+/// The allowed value a string outside a schema's `enum` was most likely meant to be: the
+/// same but for case (`"OPEN"`), one a prefix of the other (`"descending"` for `"desc"`), or
+/// the nearest by edit distance. Quoted as JSON.
+fn nearest_allowed(value: &crate::value::Value, schema: &serde_json::Value) -> Option<String> {
+    let written = value.as_str()?;
+    let allowed: Vec<&str> = schema.get("enum")?.as_array()?.iter().filter_map(serde_json::Value::as_str).collect();
+    let lower = written.to_lowercase();
+    let meant = allowed
+        .iter()
+        .copied()
+        .find(|a| a.to_lowercase() == lower)
+        .or_else(|| {
+            allowed.iter().copied().find(|a| {
+                let a = a.to_lowercase();
+                !a.is_empty() && (lower.starts_with(&a) || a.starts_with(&lower))
+            })
+        })
+        .or_else(|| crate::suggest::did_you_mean(written, allowed.iter().copied()))?;
+    Some(serde_json::Value::from(meant).to_string())
 }
 
 /// The `enum` (or `const`) and bounds a (resolved) schema gives a plain value, as a
