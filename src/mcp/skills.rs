@@ -405,7 +405,7 @@ impl Skills {
         let resolve = |written: &str| -> Option<String> {
             served.iter().chain(skills.iter()).find(|c| c.name == written).and_then(|c| c.tool_path.clone())
         };
-        let source = match skill_source(plan, &description, resolve) {
+        let source = match skill_source(plan, &description, check.result(), resolve) {
             Ok(s) => s,
             Err(e) => return (super::served::tool_error(e), false),
         };

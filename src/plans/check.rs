@@ -492,7 +492,7 @@ pub(super) fn levels(plan: &crate::analysis::Plan) -> Vec<Vec<String>> {
 }
 
 /// The type of the plan's result: its mapped responses, or every step's result by id.
-pub(super) fn result_type(checked: &CheckedTool) -> Option<String> {
+pub(super) fn result_type(checked: &CheckedTool) -> Option<Type> {
     let plan = checked.plan.as_ref()?;
     let ty = match &plan.response_map {
         Some(map) => {
@@ -519,7 +519,7 @@ pub(super) fn result_type(checked: &CheckedTool) -> Option<String> {
         }
         None => Type::object(plan.steps.iter().map(|s| (s.execution_id.clone(), s.result_type.clone())), false),
     };
-    Some(ty.to_string())
+    Some(ty)
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ use super::locate::{locate, Location};
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::span::Span;
 use crate::tool::{JsonNode, LineIndex};
+use crate::types::Type;
 
 /// The most diagnostics a plan's check reports (errors first): a plan of thousands of
 /// mistakes gets the first of them, and a count of the rest, instead of an answer of
@@ -82,6 +83,9 @@ pub struct PlanCheck {
     pub levels: Option<Vec<Vec<String>>>,
     /// The type of the plan's result, when it has no error (`{total: integer}`).
     pub result_type: Option<String>,
+    /// The same type, as the checker has it (what a skill saved without `responses`
+    /// declares); boxed, as a refused run carries the check.
+    result: Option<Box<Type>>,
     /// The errors and the warnings left out of `diagnostics` (past
     /// [`MAX_PLAN_DIAGNOSTICS`]).
     omitted: [usize; 2],
@@ -98,7 +102,7 @@ impl PlanCheck {
         source: Arc<str>,
         tree: Option<JsonNode>,
         mut diags: Vec<Diagnostic>,
-        clean: Option<(Vec<Vec<String>>, String)>,
+        clean: Option<(Vec<Vec<String>>, Type)>,
     ) -> PlanCheck {
         diags.sort_by_key(|d| (d.span.start, d.span.end));
         diags.dedup_by(|a, b| a.code == b.code && a.span == b.span);
@@ -147,11 +151,17 @@ impl PlanCheck {
             })
             .collect::<Vec<_>>();
         let has_errors = diagnostics.iter().any(|d| d.severity == Severity::Error);
-        let (levels, result_type) = match clean.filter(|_| !has_errors) {
+        let (levels, result) = match clean.filter(|_| !has_errors) {
             Some((l, t)) => (Some(l), Some(t)),
             None => (None, None),
         };
-        PlanCheck { source, diagnostics, levels, result_type, omitted }
+        let result_type = result.as_ref().map(Type::to_string);
+        PlanCheck { source, diagnostics, levels, result_type, result: result.map(Box::new), omitted }
+    }
+
+    /// The type of the plan's result as the checker has it, when the plan has no error.
+    pub(crate) fn result(&self) -> Option<&Type> {
+        self.result.as_deref()
     }
 
     /// Whether the plan may run: no error (warnings allowed).

@@ -17,6 +17,7 @@ use std::sync::{Mutex, PoisonError};
 use serde_json::Value as Json;
 
 use crate::diagnostic::Code;
+use crate::types::{Fit, Type};
 
 /// The most skills a folder holds by default (`serve --max-skills`, [`crate::ranges::SKILLS`]).
 #[cfg_attr(not(feature = "cli"), allow(dead_code))]
@@ -419,19 +420,31 @@ fn parse_version_file(name: &str) -> Option<SkillVersion> {
 
 /// The `.tool` file a plan becomes: the plan with `description`, and each step's
 /// `tool_definition_path` as `resolve` names it (a served name or a skill's name → its tool
-/// path; what `resolve` does not know, such as `SERVER/TOOL`, as written). Pretty JSON.
+/// path; what `resolve` does not know, such as `SERVER/TOOL`, as written). A plan without
+/// `responses` gets those of `result`, its result's type as the check has it
+/// ([`inferred_responses`]). Pretty JSON.
 pub(crate) fn skill_source(
     plan: &Json,
     description: &str,
+    result: Option<&Type>,
     resolve: impl Fn(&str) -> Option<String>,
 ) -> Result<String, String> {
     let Json::Object(plan) = plan else { return Err("a skill's plan is a JSON object".to_string()) };
+    let mut inferred = result.filter(|_| !plan.contains_key("responses")).map(inferred_responses);
     let mut out = serde_json::Map::new();
     out.insert("description".to_string(), Json::String(description.to_string()));
     for (k, v) in plan {
+        if k == "response_reference_map" {
+            if let Some(responses) = inferred.take() {
+                out.insert("responses".to_string(), responses);
+            }
+        }
         if k != "description" {
             out.insert(k.clone(), v.clone());
         }
+    }
+    if let Some(responses) = inferred {
+        out.insert("responses".to_string(), responses);
     }
     if let Some(Json::Array(steps)) = out.get_mut("instructions") {
         for step in steps {
@@ -448,6 +461,47 @@ pub(crate) fn skill_source(
             s
         })
         .map_err(|e| e.to_string())
+}
+
+/// The `responses` of a skill saved without them: one declaration per field of its
+/// result's type, as `check_plan` shows it (`{total: integer, names: list<string>}`), so that
+/// `tdsl://tools` lists what the skill returns and a later plan reading a field it does not
+/// have is refused (`E1314`) instead of reading `null` (model round 2026-11-29: a skill
+/// saved without them was listed `→ object`, and `REF:stats.total_word` checked). A field
+/// is `required` when the checker knows it is never null.
+pub(crate) fn inferred_responses(result: &Type) -> Json {
+    let Type::Object(o) = result else { return Json::Array(Vec::new()) };
+    Json::Array(
+        o.fields
+            .iter()
+            .map(|(name, t)| {
+                serde_json::json!({
+                    "name": &**name,
+                    "type_name": type_name_of(t, crate::ranges::MAX_TYPE_NAME_NESTING),
+                    "required": t.fits(&Type::Null) == Fit::No,
+                })
+            })
+            .collect(),
+    )
+}
+
+/// The `type_name` that holds every non-null value of `t`: `any` for a union of kinds, a
+/// list's element type only when it is one kind, at most `depth` lists deep.
+fn type_name_of(t: &Type, depth: usize) -> String {
+    match t.non_null() {
+        Type::Int => "integer".to_string(),
+        Type::Number => "number".to_string(),
+        Type::Str => "string".to_string(),
+        Type::Bool => "boolean".to_string(),
+        Type::File => "file".to_string(),
+        Type::Object(_) => "object".to_string(),
+        Type::List(e) if depth > 0 => match type_name_of(&e, depth - 1).as_str() {
+            "any" => "list".to_string(),
+            inner => format!("list<{inner}>"),
+        },
+        Type::List(_) => "list".to_string(),
+        Type::Any | Type::Never | Type::Null | Type::Union(_) => "any".to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -622,12 +676,66 @@ mod tests {
             {"execution_id": "a", "tool_definition_path": "echo"},
             {"execution_id": "b", "tool_definition_path": "up/upper"}]});
         let text =
-            skill_source(&plan, "Echoes", |n| (n == "echo").then(|| "/tools/echo.tool".to_string())).expect("ok");
+            skill_source(&plan, "Echoes", None, |n| (n == "echo").then(|| "/tools/echo.tool".to_string())).expect("ok");
         let v: Json = serde_json::from_str(&text).expect("json");
         assert_eq!(v["description"], "Echoes");
         assert_eq!(v["instructions"][0]["tool_definition_path"], "/tools/echo.tool");
         assert_eq!(v["instructions"][1]["tool_definition_path"], "up/upper");
-        assert!(skill_source(&Json::Null, "x", |_| None).is_err());
+        assert!(skill_source(&Json::Null, "x", None, |_| None).is_err());
+    }
+
+    /// A plan saved without `responses` declares its result's type (model round
+    /// 2026-11-29), before its `response_reference_map`; one with `responses` keeps its own.
+    #[test]
+    fn a_plan_without_responses_declares_its_result_type() {
+        use std::sync::Arc;
+        let list = |t: Type| Type::List(Arc::new(t));
+        let result = Type::object(
+            [
+                (Arc::from("total"), Type::Int),
+                (Arc::from("title"), Type::Str.union(Type::Null)),
+                (Arc::from("names"), list(Type::Str.union(Type::Null))),
+                (Arc::from("rows"), list(Type::any_object())),
+                (Arc::from("mixed"), Type::Str.union(Type::Int)),
+                (Arc::from("deep"), list(list(Type::Number))),
+                (Arc::from("raw"), Type::Any),
+            ],
+            false,
+        );
+        let plan = serde_json::json!({"instructions": [], "response_reference_map": {"total": "REF:a.n"}});
+        let text = skill_source(&plan, "d", Some(&result), |_| None).expect("ok");
+        let v: Json = serde_json::from_str(&text).expect("json");
+        let keys: Vec<&String> = v.as_object().expect("an object").keys().collect();
+        assert_eq!(keys, ["description", "instructions", "responses", "response_reference_map"]);
+        let declared: Vec<(String, String, bool)> = v["responses"]
+            .as_array()
+            .expect("a list")
+            .iter()
+            .map(|r| {
+                let text = |k: &str| r[k].as_str().unwrap_or_default().to_string();
+                (text("name"), text("type_name"), r["required"] == true)
+            })
+            .collect();
+        let want = [
+            ("total", "integer", true),
+            ("title", "string", false),
+            ("names", "list<string>", true),
+            ("rows", "list<object>", true),
+            ("mixed", "any", true),
+            ("deep", "list<list<number>>", true),
+            ("raw", "any", false),
+        ];
+        let want: Vec<(String, String, bool)> =
+            want.iter().map(|(n, t, r)| (n.to_string(), t.to_string(), *r)).collect();
+        assert_eq!(declared, want);
+        // Every inferred type name is one a declaration takes.
+        for (_, t, _) in &declared {
+            assert!(Type::from_type_name(t).is_some(), "{t}");
+        }
+        let own = serde_json::json!({"instructions": [], "responses": [{"name": "x", "type_name": "string"}]});
+        let text = skill_source(&own, "d", Some(&result), |_| None).expect("ok");
+        let v: Json = serde_json::from_str(&text).expect("json");
+        assert_eq!(v["responses"], serde_json::json!([{"name": "x", "type_name": "string"}]));
     }
 
     #[test]
