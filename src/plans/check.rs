@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::plan_check::{PlanCheck, PLAN_TOOL};
 use super::{literal, PlanDesk};
-use crate::analysis::{Analyzer, CheckedTool, MissingCallees, Resolved, ToolRoot, TypeAtKind};
+use crate::analysis::{Analyzer, CheckedTool, MissingCallees, Resolved, ToolRoot, TypeAt, TypeAtKind};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::engine::Engine;
 use crate::span::Span;
@@ -303,7 +303,11 @@ impl PlanDesk {
             {
                 continue;
             }
-            diags.push(adapt(d, &source, &step_tools));
+            let mut d = adapt(d, &source, &step_tools);
+            if d.code == Code::CalleeArgumentType {
+                fan_out_over_objects(&mut d, instructions, &step_ids, &checked.types);
+            }
+            diags.push(d);
         }
         literal::drop_null_echoes(&mut diags);
         let result_type = if diags.iter().any(Diagnostic::is_error) { None } else { result_type(&checked) };
@@ -370,6 +374,53 @@ pub(super) fn adapt(d: &Diagnostic, source: &str, step_tools: &[(String, String,
         _ => {}
     }
     d
+}
+
+/// `E0613` at a fan-out's `iterate_over` whose elements are objects that hold what the child
+/// argument wants (`"iterate_over": "REF:orders.result"` with `"child_argument_name":
+/// "order_id"`, the elements `{order_id, customer, …}`): the help shows the list to fan out
+/// over instead, made by a transform step, rather than the argument's declared type alone
+/// (model round 2026-11-29: the most common fan-out, "list, then one call per element").
+fn fan_out_over_objects(d: &mut Diagnostic, instructions: &[JsonNode], step_ids: &[String], types: &[TypeAt]) {
+    let field = |node: &'_ JsonNode, k: &str| -> Option<JsonNode> {
+        node.as_object()?.iter().find(|(key, _)| key.node == k).map(|(_, v)| v.clone())
+    };
+    let Some((over, child)) = instructions.iter().find_map(|ins| {
+        let parallel = field(ins, "parallel_execution")?;
+        let over = field(&parallel, "iterate_over").filter(|o| o.span == d.span)?;
+        let child = field(&parallel, "child_argument_name")?.as_str()?.value.to_string();
+        Some((over, child))
+    }) else {
+        return;
+    };
+    let Some(written) = over.as_str().map(|s| s.value.to_string()).filter(|s| s.starts_with("REF:")) else { return };
+    let Some(list) = types
+        .iter()
+        .find(|t| t.kind == TypeAtKind::Ref && over.span.start <= t.span.start && t.span.end <= over.span.end)
+    else {
+        return;
+    };
+    let Type::Object(element) = list.ty.element().non_null() else { return };
+    // The element's field the argument means: its own name, else one that ends or starts
+    // with it (`id` for `order_id`, `user_id` for `user`).
+    let names: Vec<&str> = element.fields.keys().map(|k| &**k).collect();
+    let Some(meant) = names.iter().copied().find(|n| *n == child).or_else(|| {
+        let mut near =
+            names.iter().copied().filter(|n| n.ends_with(&*child) || child.ends_with(n) || n.starts_with(&*child));
+        near.next().filter(|_| near.next().is_none())
+    }) else {
+        return;
+    };
+    let plural = format!("{meant}s");
+    let id = if step_ids.contains(&plural) { format!("{meant}_list") } else { plural };
+    let step = serde_json::json!({
+        "execution_id": id,
+        "transform_responses": {"variables": {"xs": written},
+                                "transforms": {"list": format!("map(array=xs, template=\"item.{meant}\")")}}
+    });
+    d.help = Some(format!(
+        "the elements of `{written}` are objects; to fan out over their `{meant}`, make the list of those in a transform step, {step}, and write \"iterate_over\": \"REF:{id}.list\""
+    ));
 }
 
 /// The tdsl key for a key of another plan or tool-call format.
