@@ -310,6 +310,7 @@ impl PlanDesk {
             diags.push(d);
         }
         literal::drop_null_echoes(&mut diags);
+        literal::drop_keyword_echoes(&mut diags);
         let result_type = if diags.iter().any(Diagnostic::is_error) { None } else { result_type(&checked) };
         let check = PlanCheck::finish(source, Some(tree), diags, checked.plan.as_ref().map(levels).zip(result_type));
         let ok = check.ok();

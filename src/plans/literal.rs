@@ -57,6 +57,33 @@ pub(crate) fn drop_null_echoes(diags: &mut Vec<Diagnostic>) {
     }
 }
 
+/// A required parameter reported missing (`E0106`) at a call where a misspelt keyword
+/// (`E0104`, "did you mean `condition_string`?") is that parameter: one mistake, one
+/// diagnostic (`filter(array=xs, condition="…")` got both).
+pub(crate) fn drop_keyword_echoes(diags: &mut Vec<Diagnostic>) {
+    let meant: Vec<(Span, String)> = diags
+        .iter()
+        .filter(|d| d.code == Code::UnknownKeyword)
+        .filter_map(|d| {
+            let help = d.help.as_deref()?;
+            let (_, rest) = help.split_once("did you mean `")?;
+            let (name, _) = rest.split_once('`')?;
+            Some((d.span, name.to_string()))
+        })
+        .collect();
+    if meant.is_empty() {
+        return;
+    }
+    diags.retain(|d| {
+        d.code != Code::MissingArgument
+            || !meant.iter().any(|(at, name)| {
+                d.span.start <= at.start
+                    && at.end <= d.span.end
+                    && d.message.ends_with(&format!("is missing argument `{name}`"))
+            })
+    });
+}
+
 fn regex(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
     cell.get_or_init(|| Regex::new(pattern).unwrap_or_else(|e| panic!("the pattern {pattern} is valid: {e}")))
 }
