@@ -366,6 +366,11 @@ pub(super) fn adapt(d: &Diagnostic, source: &str, step_tools: &[(String, String,
                 ));
             }
         }
+        Code::InvalidRef => {
+            if let Some(help) = literal::dotted_ref(&d.message) {
+                d.help = Some(help);
+            }
+        }
         Code::UnknownKey => {
             let key = text.trim_matches('"');
             if let Some(tdsl) = key_alias(key) {

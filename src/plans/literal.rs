@@ -84,6 +84,26 @@ pub(crate) fn drop_keyword_echoes(diags: &mut Vec<Diagnostic>) {
     });
 }
 
+/// The help of a malformed REF (`E0006`) written with brackets, `"REF:bugs.issues[0].number"`:
+/// the same REF dotted, which is how a REF indexes (`REF:bugs.issues.0.number`). `None` when
+/// the REF has no brackets or is still malformed without them.
+pub(crate) fn dotted_ref(message: &str) -> Option<String> {
+    let (_, rest) = message.split_once("malformed REF `")?;
+    let (written, _) = rest.split_once("`:")?;
+    if !written.contains('[') {
+        return None;
+    }
+    static INDEX: OnceLock<Regex> = OnceLock::new();
+    let dotted = regex(&INDEX, r#"\[\s*(?:(\d+)|"([A-Za-z_][A-Za-z0-9_-]*)"|'([A-Za-z_][A-Za-z0-9_-]*)')\s*\]"#)
+        .replace_all(written, |c: &regex::Captures<'_>| {
+            let segment = c.get(1).or_else(|| c.get(2)).or_else(|| c.get(3)).map_or("", |m| m.as_str());
+            format!(".{segment}")
+        })
+        .into_owned();
+    crate::syntax::parse_ref(&dotted).ok()?;
+    Some(format!("a REF's path is dotted, indices too: write \"{dotted}\""))
+}
+
 fn regex(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
     cell.get_or_init(|| Regex::new(pattern).unwrap_or_else(|e| panic!("the pattern {pattern} is valid: {e}")))
 }
