@@ -366,6 +366,15 @@ pub(super) fn adapt(d: &Diagnostic, source: &str, step_tools: &[(String, String,
                 ));
             }
         }
+        Code::LiteralBreaksConstraint | Code::InvalidArgumentValue => {
+            if let Some(hint) = literal::enum_hint(&d.message, text) {
+                d.help = Some(match d.help.take() {
+                    Some(h) if !h.starts_with("did you mean") => format!("{hint} {h}"),
+                    Some(h) => h,
+                    None => hint,
+                });
+            }
+        }
         Code::InvalidRef => {
             if let Some(help) = literal::dotted_ref(&d.message) {
                 d.help = Some(help);

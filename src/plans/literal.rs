@@ -384,12 +384,17 @@ fn unknown_field(
     .with_help(help)
 }
 
-/// The allowed value a string outside a schema's `enum` was most likely meant to be: the
-/// same but for case (`"OPEN"`), one a prefix of the other (`"descending"` for `"desc"`), or
-/// the nearest by edit distance. Quoted as JSON.
+/// The allowed value a string outside a schema's `enum` was most likely meant to be
+/// ([`meant_value`]), quoted as JSON.
 fn nearest_allowed(value: &crate::value::Value, schema: &serde_json::Value) -> Option<String> {
-    let written = value.as_str()?;
     let allowed: Vec<&str> = schema.get("enum")?.as_array()?.iter().filter_map(serde_json::Value::as_str).collect();
+    meant_value(&allowed, value.as_str()?)
+}
+
+/// Of the `allowed` values, the one `written` was most likely meant to be: the same but for
+/// case (`"OPEN"` for `"open"`), one a prefix of the other (`"descending"` for `"desc"`), or
+/// the nearest by edit distance. Quoted as JSON.
+fn meant_value(allowed: &[&str], written: &str) -> Option<String> {
     let lower = written.to_lowercase();
     let meant = allowed
         .iter()
@@ -403,6 +408,22 @@ fn nearest_allowed(value: &crate::value::Value, schema: &serde_json::Value) -> O
         })
         .or_else(|| crate::suggest::did_you_mean(written, allowed.iter().copied()))?;
     Some(serde_json::Value::from(meant).to_string())
+}
+
+/// "did you mean …?" for a value outside an enum that the analysis reports with its allowed
+/// values in the message: `E0630` (`argument \`state\` of \`gh/search_issues\` must be one
+/// of "open", "closed" (\`enum\`)`, the value being `literal`, the JSON text at the span)
+/// and `E0204` (`\`direction\` of \`sort\` must be one of "asc", "desc", found
+/// "descending"`). `None` when nothing allowed is near, or the message has no such list.
+pub(crate) fn enum_hint(message: &str, literal: &str) -> Option<String> {
+    let (_, rest) = message.split_once(" must be one of ")?;
+    let (list, written) = match rest.split_once(", found ") {
+        Some((list, found)) => (list, serde_json::from_str::<String>(found.trim()).ok()?),
+        None => (rest.strip_suffix(" (`enum`)")?, serde_json::from_str::<String>(literal).ok()?),
+    };
+    let allowed: Vec<serde_json::Value> = serde_json::from_str(&format!("[{list}]")).ok()?;
+    let allowed: Vec<&str> = allowed.iter().filter_map(serde_json::Value::as_str).collect();
+    meant_value(&allowed, &written).map(|m| format!("did you mean {m}?"))
 }
 
 /// The `enum` (or `const`) and bounds a (resolved) schema gives a plain value, as a
