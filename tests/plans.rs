@@ -890,7 +890,8 @@ fn zod_schemas_of_the_typescript_sdk_are_read_whole() {
         for part in [
             format!("- `ts/{prefix}search_issues(repo: string!, state: \"open\"|\"closed\", labels: list<string>, "),
             "filter: {state: \"open\"|\"closed\", author?: string".to_string(),
-            "sort: list<{field: \"created\"|\"updated\", direction: \"asc\"|\"desc\"".to_string(),
+            // A nested field the server fills in shows its default (it read as required).
+            "sort: list<{field: \"created\"|\"updated\", direction: \"asc\"|\"desc\" = \"desc\"}>".to_string(),
             "limit: integer (1..50) = 20)`".to_string(),
             "→ `{issues: list<{number: integer".to_string(),
             "title: string, state: \"open\"|\"closed\", assignee: string | null, labels: list<string>".to_string(),

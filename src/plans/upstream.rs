@@ -258,12 +258,12 @@ impl UpstreamTool {
         let esc = super::escape_controls;
         let args: Vec<String> = properties(input)
             .map(|(n, s, required)| {
-                let mut a = format!("{}: {}", esc(n), show(s, 0));
+                let mut a = format!("{}: {}", esc(n), show(s, 0, Side::Input));
                 if required {
                     a.push('!');
                 }
                 if let Some(d) = s.get("default").filter(|d| !d.is_null()) {
-                    a.push_str(&format!(" = {d}"));
+                    a.push_str(&shown_default(d));
                 }
                 a
             })
@@ -271,7 +271,7 @@ impl UpstreamTool {
         let mut line = format!("- `{}({})`", self.plan_name(), args.join(", "));
         match &output {
             Some(out) if out.get("properties").is_some() => {
-                line.push_str(&format!(" → `{}`", show(out, 0)));
+                line.push_str(&format!(" → `{}`", show(out, 0, Side::Output)));
             }
             Some(_) => line.push_str(" → `object`"),
             None => line.push_str(" → `{response: any}` (no output schema: read `REF:step.response`)"),
@@ -401,9 +401,17 @@ fn object_type(schema: &Json) -> Type {
     Type::object(fields, open)
 }
 
+/// Which way a schema's values go: what a tool takes shows the defaults the server fills
+/// in; what it returns has every field with a default filled in already.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Input,
+    Output,
+}
+
 /// How a (resolved) schema reads in `tdsl://tools`: `string`, `"a"|"b"`, `integer (1..100)`,
 /// `list<{id: string, tags: list<string>}>`, `{…}` where recursion was cut.
-fn show(schema: &Json, depth: usize) -> String {
+fn show(schema: &Json, depth: usize, side: Side) -> String {
     if schema.get(CUT).is_some() {
         return "…".to_string();
     }
@@ -411,7 +419,7 @@ fn show(schema: &Json, depth: usize) -> String {
         return "…".to_string();
     }
     if let Some(alts) = schema.get("anyOf").and_then(Json::as_array) {
-        return alts.iter().map(|a| show(a, depth + 1)).collect::<Vec<_>>().join(" | ");
+        return alts.iter().map(|a| show(a, depth + 1, side)).collect::<Vec<_>>().join(" | ");
     }
     let (types, nullable) = json_types(schema);
     let enumerated = schema.get("enum").and_then(Json::as_array).map(|values| {
@@ -426,15 +434,15 @@ fn show(schema: &Json, depth: usize) -> String {
     if let Some(e) = enumerated {
         parts.push(e);
     } else if types.is_empty() {
-        parts.push(if schema.get("properties").is_some() { show_object(schema, depth) } else { "any".into() });
+        parts.push(if schema.get("properties").is_some() { show_object(schema, depth, side) } else { "any".into() });
     } else {
         for t in &types {
             parts.push(match *t {
                 "array" => match schema.get("items") {
-                    Some(items) => format!("list<{}>", show(items, depth + 1)),
+                    Some(items) => format!("list<{}>", show(items, depth + 1, side)),
                     None => "list".to_string(),
                 },
-                "object" => show_object(schema, depth),
+                "object" => show_object(schema, depth, side),
                 t => format!("{t}{}", bounds(schema)),
             });
         }
@@ -445,11 +453,24 @@ fn show(schema: &Json, depth: usize) -> String {
     parts.join(" | ")
 }
 
-fn show_object(schema: &Json, depth: usize) -> String {
+fn show_object(schema: &Json, depth: usize, side: Side) -> String {
     let fields: Vec<String> = properties(schema)
         .map(|(n, s, required)| {
-            let optional = !required && s.get("default").is_none_or(Json::is_null);
-            format!("{}{}: {}", super::escape_controls(n), if optional { "?" } else { "" }, show(s, depth + 1))
+            let default = s.get("default").filter(|d| !d.is_null());
+            let optional = !required && default.is_none();
+            // A field the server fills in when it is left out shows its value, as an
+            // argument's does (`direction: "asc"|"desc" = "desc"`): without it the field
+            // read as required.
+            let filled = match default.filter(|_| !required && side == Side::Input) {
+                Some(d) => shown_default(d),
+                None => String::new(),
+            };
+            format!(
+                "{}{}: {}{filled}",
+                super::escape_controls(n),
+                if optional { "?" } else { "" },
+                show(s, depth + 1, side)
+            )
         })
         .collect();
     if fields.is_empty() {
@@ -457,6 +478,17 @@ fn show_object(schema: &Json, depth: usize) -> String {
     }
     let open = !matches!(schema.get("additionalProperties"), None | Some(Json::Bool(false)));
     format!("{{{}{}}}", fields.join(", "), if open { ", …" } else { "" })
+}
+
+/// ` = 10`, ` = "desc"`: a default as `tdsl://tools` shows it, its JSON cut at 60
+/// characters and its control characters escaped.
+fn shown_default(d: &Json) -> String {
+    let text = d.to_string();
+    let shown = match text.char_indices().nth(60) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text,
+    };
+    format!(" = {}", super::escape_controls(&shown))
 }
 
 /// The largest integer a JavaScript number holds exactly (`Number.MAX_SAFE_INTEGER`): zod 4
