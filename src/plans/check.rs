@@ -380,12 +380,6 @@ pub(super) fn adapt(d: &Diagnostic, source: &str, step_tools: &[(String, String,
                 d.help = Some(help);
             }
         }
-        Code::UnknownKey => {
-            let key = text.trim_matches('"');
-            if let Some(tdsl) = key_alias(key) {
-                d.help = Some(format!("tdsl calls it `{tdsl}`: rename `{key}` to `{tdsl}`"));
-            }
-        }
         _ => {}
     }
     d
@@ -436,23 +430,6 @@ fn fan_out_over_objects(d: &mut Diagnostic, instructions: &[JsonNode], step_ids:
     d.help = Some(format!(
         "the elements of `{written}` are objects; to fan out over their `{meant}`, make the list of those in a transform step, {step}, and write \"iterate_over\": \"REF:{id}.list\""
     ));
-}
-
-/// The tdsl key for a key of another plan or tool-call format.
-pub(super) fn key_alias(key: &str) -> Option<&'static str> {
-    Some(match key {
-        "depends_on" | "dependsOn" | "depends" | "after" | "needs" | "requires" | "wait_for" => "dependencies",
-        "tool" | "tool_name" | "toolName" | "function" | "function_name" | "action" | "tool_path" | "call" => {
-            "tool_definition_path"
-        }
-        "id" | "step_id" | "stepId" | "step" | "name" | "step_name" => "execution_id",
-        "args" | "parameters" | "params" | "input" | "inputs" | "action_input" | "tool_input" => "arguments",
-        "foreach" | "for_each" | "forEach" | "loop" | "map" | "parallel" | "iterate" => "parallel_execution",
-        "condition" | "if" | "when" | "only_if" => "conditions",
-        "steps" | "plan" | "tasks" | "nodes" | "calls" => "instructions",
-        "outputs" | "output" | "returns" | "return" | "result" | "results" => "response_reference_map",
-        _ => return None,
-    })
 }
 
 /// `E1303` for a plan sent as a JSON string (`{"plan": "{\"instructions\": …}"}`): the
