@@ -71,6 +71,14 @@ impl Client {
         Client { send, recv: rx, next: 1, pending: Vec::new(), child: None, server: Some(handle) }
     }
 
+    /// The peak resident set of the binary so far, in bytes (`VmHWM`; `None` in process).
+    pub fn peak_bytes(&self) -> Option<u64> {
+        let pid = self.child.as_ref()?.id();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let kb = status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?.trim().trim_end_matches("kB").trim();
+        kb.parse::<u64>().ok().map(|k| k * 1024)
+    }
+
     /// Sends `initialize` (workspace folder `root`, extra capabilities and options) and
     /// `initialized`; returns the server's capabilities.
     pub fn initialize(&mut self, root: &Path, capabilities: Value, options: Value) -> Value {
