@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use lsp_support::{at, find, Client};
-use serde_json::json;
+use serde_json::{json, Value};
 
 /// A root with a callee `/tools/callee.tool` (argument `x`, response `out`).
 fn root() -> tempfile::TempDir {
@@ -94,5 +94,66 @@ fn a_minified_file_is_checked_as_fast_as_the_same_over_lines() {
         assert_eq!(last, &json!({"line": line, "character": col}));
     }
     assert!(took[1] < took[0] * 3 + Duration::from_secs(1), "over lines {:?}, on one line {:?}", took[0], took[1]);
+    assert_eq!(c.shutdown(), 0);
+}
+
+/// A document grown by edits, each within the message limit, past it: the text grew
+/// without bound (320 MB of memory after forty 8 MB inserts, 1.4 GB at the peak). Past the
+/// limit (`--max-message-bytes`, which a `didOpen` of the whole text must fit in) the server
+/// stops following it, says so, and takes it back when the whole text is sent again.
+#[test]
+fn a_document_grown_past_the_message_limit_is_no_longer_followed() {
+    let ws = root();
+    let mut c = Client::binary_with(&["--max-message-bytes", "1048576"]);
+    c.initialize(ws.path(), json!({}), json!(null));
+    let u = c.open_text(&ws.path().join("grow.tool"), r#"{"description": ""}"#);
+    c.diagnostics(&u);
+    let chunk = "x".repeat(300_000);
+    for v in 2..6 {
+        let insert = json!({"range": {"start": {"line": 0, "character": 17}, "end": {"line": 0, "character": 17}}, "text": chunk});
+        c.notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": u, "version": v}, "contentChanges": [insert]}),
+        );
+    }
+    // (Diagnostics of the text on the way may come first.)
+    let d = loop {
+        let d = c.diagnostics(&u);
+        if d.iter().any(|d| d["message"].as_str().unwrap_or_default().contains("follows")) {
+            break d;
+        }
+    };
+    assert_eq!(d.len(), 1, "{d:?}");
+    let message = d[0]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("more than the 1048576 bytes"), "{message}");
+    // Ranged edits are ignored now; hover and completion answer nothing.
+    assert_eq!(c.request("textDocument/hover", at(&u, 0, 3)), Ok(Value::Null));
+    // The whole text again: followed and checked.
+    let whole = json!({"text": r#"{"description": "d", "instructions": []}"#});
+    c.notify("textDocument/didChange", json!({"textDocument": {"uri": u, "version": 9}, "contentChanges": [whole]}));
+    let d = c.diagnostics(&u);
+    assert!(d.iter().all(|d| !d["message"].as_str().unwrap_or_default().contains("follows")), "{d:?}");
+    assert!(c.request("textDocument/hover", at(&u, 0, 3)).expect("hover").is_object());
+    assert_eq!(c.shutdown(), 0);
+}
+
+/// One `didChange` of 20,000 changes at the start of a 1 MB document (a 2 MB message):
+/// each moved the whole text, 20 GB in all; 100,000 changes at the end of a 1 MB line read
+/// the line to its end each, for minutes (release build). The work of one message has a
+/// budget (1 GiB); past it the document is no longer followed, and the server says so.
+#[test]
+fn one_change_message_costs_at_most_its_budget() {
+    let ws = root();
+    let mut c = binary(ws.path());
+    let text = format!(r#"{{"description": "{}"}}"#, "a".repeat(1_000_000));
+    let u = c.open_text(&ws.path().join("line.tool"), &text);
+    c.diagnostics(&u);
+    let change =
+        json!({"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}, "text": " "});
+    let changes: Vec<Value> = (0..20_000).map(|_| change.clone()).collect();
+    c.notify("textDocument/didChange", json!({"textDocument": {"uri": u, "version": 2}, "contentChanges": changes}));
+    let d = c.diagnostics(&u);
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert!(d[0]["message"].as_str().unwrap_or_default().contains("stopped following"), "{d:?}");
     assert_eq!(c.shutdown(), 0);
 }

@@ -58,10 +58,22 @@ pub(crate) type ExtraCheck = fn(&mut CheckedTool);
 /// Serves one client on `connection` until it asks to shut down and exits (or the
 /// connection closes). Errors are protocol failures (a malformed handshake).
 pub fn serve(connection: &Connection, extra: Option<ExtraCheck>) -> Result<(), String> {
+    serve_with(connection, extra, framing::DEFAULT_MAX_MESSAGE_BYTES)
+}
+
+/// [`serve`], following documents of at most `max_document` bytes (the message limit: a
+/// longer document could not be sent whole). Edits that would make one longer stop the
+/// server following it ([`Doc::lost`]), so that no client grows one without bound.
+pub(crate) fn serve_with(
+    connection: &Connection,
+    extra: Option<ExtraCheck>,
+    max_document: usize,
+) -> Result<(), String> {
     let (id, params) = connection.initialize_start().map_err(|e| e.to_string())?;
     let params: InitializeParams =
         serde_json::from_value(params).map_err(|e| format!("the initialize request is malformed: {e}"))?;
     let mut server = Server::new(&params, extra);
+    server.max_document = max_document;
     let result = serde_json::json!({
         "capabilities": server.capabilities(),
         "serverInfo": ServerInfo { name: "tdsl".into(), version: Some(env!("CARGO_PKG_VERSION").into()) },
@@ -122,6 +134,13 @@ fn send(connection: &Connection, msg: Message) -> Result<(), String> {
 /// (it waits as long as the last analysis took, up to this).
 pub(crate) const DEBOUNCE: Duration = Duration::from_millis(30);
 
+/// About how many bytes the changes of one `didChange` may move and read (the text after
+/// each change, the line before it): 1 GiB, a fraction of a second. Each change of a
+/// message costs up to the document's length, so a 7 MB message of 100,000 changes of a
+/// 1 MB document ran for minutes; past this budget the server stops following the
+/// document. One change of the longest document (64 MiB) is a sixteenth of it.
+pub(crate) const CHANGE_BUDGET_BYTES: u64 = 1 << 30;
+
 /// An open document.
 pub(crate) struct Doc {
     pub text: Text,
@@ -136,6 +155,26 @@ pub(crate) struct Doc {
     pub last_tool: Option<Arc<ToolDef>>,
     /// The symbols of the last check's model, found on first use.
     pub occurrences: OnceCell<Vec<symbols::Occurrence>>,
+    /// Why the server no longer follows the document's text (it is too long, or an edit
+    /// cost too much): its text is dropped, ranged edits are ignored, and its one
+    /// diagnostic says so, until the client sends the whole text again (a `didChange`
+    /// without a range, or `didOpen` after `didClose`).
+    pub lost: Option<String>,
+}
+
+impl Doc {
+    /// Stops following the text: frees it and says why.
+    fn lose(&mut self, why: String) {
+        self.text = Text::new(String::new());
+        self.lost = Some(why);
+    }
+}
+
+fn too_long(len: usize, max: usize) -> String {
+    format!(
+        "the document would be {len} bytes, more than the {max} bytes the language server follows (a message's \
+         limit, `tdsl lsp --max-message-bytes`): it is not checked; close it, or send its whole text again"
+    )
 }
 
 /// The server's state: the open documents and what the client negotiated.
@@ -153,6 +192,8 @@ pub(crate) struct Server {
     last_flush: Duration,
     /// The analyses and symbols that newer ones replaced, to free when the server is idle.
     retired: Vec<(Option<CheckedTool>, OnceCell<Vec<symbols::Occurrence>>)>,
+    /// The longest document followed (see [`serve_with`]).
+    max_document: usize,
 }
 
 impl Server {
@@ -189,6 +230,7 @@ impl Server {
             dirty: BTreeSet::new(),
             last_flush: Duration::ZERO,
             retired: Vec::new(),
+            max_document: framing::DEFAULT_MAX_MESSAGE_BYTES,
         }
     }
 
@@ -245,7 +287,8 @@ impl Server {
                 let path = uri.to_file_path().unwrap_or_else(|()| PathBuf::from(uri.path()));
                 let path = std::fs::canonicalize(&path).unwrap_or(path);
                 let root = self.root_for(&path);
-                let doc = Doc {
+                let len = p.text_document.text.len();
+                let mut doc = Doc {
                     text: Text::new(p.text_document.text),
                     version: p.text_document.version,
                     path,
@@ -253,7 +296,11 @@ impl Server {
                     checked: None,
                     last_tool: None,
                     occurrences: OnceCell::new(),
+                    lost: None,
                 };
+                if len > self.max_document {
+                    doc.lose(too_long(len, self.max_document));
+                }
                 self.docs.insert(uri.clone(), doc);
                 self.dirty.insert(uri);
                 Vec::new()
@@ -263,10 +310,31 @@ impl Server {
                     return Vec::new();
                 };
                 let uri = p.text_document.uri;
-                let enc = self.encoding;
+                let (enc, max) = (self.encoding, self.max_document);
                 let Some(doc) = self.docs.get_mut(&uri) else { return Vec::new() };
+                let mut spent = 0u64;
                 for c in &p.content_changes {
-                    doc.text.apply(c, enc);
+                    if doc.lost.is_some() && c.range.is_some() {
+                        continue;
+                    }
+                    if spent > CHANGE_BUDGET_BYTES {
+                        doc.lose(format!(
+                            "one `didChange` of {} changes cost more than {CHANGE_BUDGET_BYTES} bytes of work to \
+                             apply: the language server stopped following the document; close it, or send its \
+                             whole text again",
+                            p.content_changes.len()
+                        ));
+                        continue;
+                    }
+                    match doc.text.apply(c, enc, max) {
+                        Ok(cost) => {
+                            spent = spent.saturating_add(cost);
+                            if c.range.is_none() {
+                                doc.lost = None;
+                            }
+                        }
+                        Err(len) => doc.lose(too_long(len, max)),
+                    }
                 }
                 doc.version = p.text_document.version;
                 self.dirty.insert(uri);
@@ -348,6 +416,21 @@ impl Server {
     /// and returns its diagnostics to publish.
     fn check(&mut self, uri: &Url) -> Notification {
         let Some(doc) = self.docs.get(uri) else { return publish(uri.clone(), Vec::new(), None) };
+        if let Some(why) = &doc.lost {
+            let lost = lsp_types::Diagnostic {
+                severity: Some(DiagnosticSeverity::ERROR),
+                source: Some("tdsl".to_string()),
+                message: why.clone(),
+                ..lsp_types::Diagnostic::default()
+            };
+            let version = doc.version;
+            if let Some(doc) = self.docs.get_mut(uri) {
+                let old = (doc.checked.take(), std::mem::take(&mut doc.occurrences));
+                doc.last_tool = None;
+                self.retired.push(old);
+            }
+            return publish(uri.clone(), vec![lost], Some(version));
+        }
         let (dir, given) = &doc.root;
         let mut root = if *given { ToolRoot::new(dir) } else { ToolRoot::assumed(dir) };
         for (u, other) in &self.docs {

@@ -198,15 +198,29 @@ impl Text {
     }
 
     /// Applies one change of `textDocument/didChange`: a range replaced, or the whole text
-    /// when there is no range.
-    pub(crate) fn apply(&mut self, change: &TextDocumentContentChangeEvent, enc: Encoding) {
+    /// when there is no range. Returns about how many bytes the change moved and read (the
+    /// text after the range, the line before it, the line starts after it), or the length
+    /// the text would have when that is over `max` (then nothing changed).
+    pub(crate) fn apply(
+        &mut self,
+        change: &TextDocumentContentChangeEvent,
+        enc: Encoding,
+        max: usize,
+    ) -> Result<u64, usize> {
         match change.range {
             Some(range) => {
                 // Marks are found again only when a position is next asked for, not for
                 // each of the changes of one message.
                 let span = self.span_from_marks(range, enc, false);
-                self.marks.take();
                 let (a, b) = (span.start as usize, span.end as usize);
+                let len = self.text.len() - (b - a) + change.text.len();
+                if len > max {
+                    return Err(len);
+                }
+                self.marks.take();
+                let line_start = self.starts[self.starts.partition_point(|&s| s <= a).saturating_sub(1)];
+                let cost =
+                    (a - line_start) + (len - a) + 8 * (self.starts.len() - self.starts.partition_point(|&s| s <= b));
                 self.text.replace_range(a..b, &change.text);
                 // The line starts before `a` stay, those from `a` to `b` are found again in
                 // the new text from `a` to the end of the inserted text (whether a line
@@ -222,11 +236,16 @@ impl Text {
                 let bytes = self.text.as_bytes();
                 self.starts.extend((a.max(1)..=end).filter(|&p| starts_line(bytes, p)));
                 self.starts.extend(tail);
+                Ok(cost as u64)
             }
             None => {
+                if change.text.len() > max {
+                    return Err(change.text.len());
+                }
                 self.text.clone_from(&change.text);
                 self.starts = line_starts(&self.text);
                 self.marks.take();
+                Ok(change.text.len() as u64)
             }
         }
     }
@@ -313,7 +332,12 @@ mod tests {
             let mut t = Text::new(text);
             // An edit in the middle, then the marks are those of the new text.
             let at = t.position(t.as_str().len() as u32 / 2, Encoding::Utf16);
-            t.apply(&ranged((at.line, at.character, at.line, at.character + 3), "𝄞x\u{e9}"), Encoding::Utf16);
+            t.apply(
+                &ranged((at.line, at.character, at.line, at.character + 3), "𝄞x\u{e9}"),
+                Encoding::Utf16,
+                usize::MAX,
+            )
+            .expect("applied");
             let text = t.as_str().to_string();
             let starts = line_starts(&text);
             for enc in [Encoding::Utf16, Encoding::Utf8] {
@@ -394,12 +418,12 @@ mod tests {
             range_length: None,
             text: "bé".to_string(),
         };
-        t.apply(&change, Encoding::Utf16);
+        t.apply(&change, Encoding::Utf16, usize::MAX).expect("applied");
         assert_eq!(t.as_str(), "{\n  \"bé\": 1\n}");
         assert_eq!(t.starts, line_starts(t.as_str()));
         // Lines joined, lines inserted: the line starts are those of the new text.
         for (range, text) in [((0, 1, 1, 2), "x"), ((0, 0, 0, 0), "a\nb\n\n"), ((1, 0, 3, 0), "é\n𝄞")] {
-            t.apply(&ranged(range, text), Encoding::Utf16);
+            t.apply(&ranged(range, text), Encoding::Utf16, usize::MAX).expect("applied");
             assert_eq!(t.starts, line_starts(t.as_str()), "after {range:?} → {text:?}: {:?}", t.as_str());
         }
         // `\r` ends a line too: a `\n` typed after it joins them into one line end, text
@@ -414,11 +438,11 @@ mod tests {
             ((2, 0, 2, 1), "\n"),
             ((0, 0, 9, 0), "\r\r\n\n\r"),
         ] {
-            t.apply(&ranged(range, text), Encoding::Utf16);
+            t.apply(&ranged(range, text), Encoding::Utf16, usize::MAX).expect("applied");
             assert_eq!(t.starts, line_starts(t.as_str()), "after {range:?} → {text:?}: {:?}", t.as_str());
         }
         let full = TextDocumentContentChangeEvent { range: None, range_length: None, text: "{}\n".to_string() };
-        t.apply(&full, Encoding::Utf16);
+        t.apply(&full, Encoding::Utf16, usize::MAX).expect("applied");
         assert_eq!(t.as_str(), "{}\n");
         assert_eq!(t.position(3, Encoding::Utf16), Position { line: 1, character: 0 });
     }

@@ -27,8 +27,14 @@ pub struct Client {
 impl Client {
     /// `tdsl lsp` as a process.
     pub fn binary() -> Client {
+        Client::binary_with(&[])
+    }
+
+    /// `tdsl lsp ARGS…` as a process.
+    pub fn binary_with(args: &[&str]) -> Client {
         let mut child = Command::new(env!("CARGO_BIN_EXE_tdsl"))
             .arg("lsp")
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
