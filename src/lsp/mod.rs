@@ -25,6 +25,7 @@ mod features;
 pub(crate) mod framing;
 mod hover;
 mod json_context;
+mod open_docs;
 pub(crate) mod symbols;
 pub(crate) mod text;
 
@@ -155,6 +156,10 @@ pub(crate) struct Doc {
     pub last_tool: Option<Arc<ToolDef>>,
     /// The symbols of the last check's model, found on first use.
     pub occurrences: OnceCell<Vec<symbols::Occurrence>>,
+    /// The current text as the analysis reads it (made once per version, at its check).
+    pub source: Option<Arc<open_docs::Source>>,
+    /// The files the steps of the last check call (for [`Server::callers`]).
+    pub callees: Vec<PathBuf>,
     /// Why the server no longer follows the document's text (it is too long, or an edit
     /// cost too much): its text is dropped, ranged edits are ignored, and its one
     /// diagnostic says so, until the client sends the whole text again (a `didChange`
@@ -166,6 +171,7 @@ impl Doc {
     /// Stops following the text: frees it and says why.
     fn lose(&mut self, why: String) {
         self.text = Text::new(String::new());
+        self.source = None;
         self.lost = Some(why);
     }
 }
@@ -296,6 +302,8 @@ impl Server {
                     checked: None,
                     last_tool: None,
                     occurrences: OnceCell::new(),
+                    source: None,
+                    callees: Vec::new(),
                     lost: None,
                 };
                 if len > self.max_document {
@@ -326,6 +334,7 @@ impl Server {
                         ));
                         continue;
                     }
+                    doc.source = None;
                     match doc.text.apply(c, enc, max) {
                         Ok(cost) => {
                             spent = spent.saturating_add(cost);
@@ -344,10 +353,11 @@ impl Server {
                 let Ok(p) = serde_json::from_value::<lsp_types::DidCloseTextDocumentParams>(n.params) else {
                     return Vec::new();
                 };
+                // Its diagnostics go with it; its callers now read the file from disk.
+                let callers = self.callers(&p.text_document.uri);
                 self.docs.remove(&p.text_document.uri);
                 self.dirty.remove(&p.text_document.uri);
-                // Its diagnostics go with it; callers now read the file from disk.
-                self.dirty.extend(self.docs.keys().cloned());
+                self.dirty.extend(callers);
                 vec![publish(p.text_document.uri.clone(), Vec::new(), None)]
             }
             DidSaveTextDocument::METHOD => Vec::new(),
@@ -364,12 +374,17 @@ impl Server {
         }
         let started = std::time::Instant::now();
         let mut todo: Vec<Url> = dirty.iter().filter(|u| self.docs.contains_key(*u)).cloned().collect();
+        let mut queued: BTreeSet<Url> = todo.iter().cloned().collect();
         for uri in &dirty {
             for c in self.callers(uri) {
-                if !todo.contains(&c) {
+                if queued.insert(c.clone()) {
                     todo.push(c);
                 }
             }
+        }
+        // Each text is made into the analysis's source once a version.
+        for d in self.docs.values_mut().filter(|d| d.source.is_none() && d.lost.is_none()) {
+            d.source = Some(open_docs::Source::new(d.text.as_str()));
         }
         let out = todo.iter().map(|u| self.check(u)).collect();
         self.last_flush = started.elapsed();
@@ -379,19 +394,7 @@ impl Server {
     /// The open files that call `uri`.
     fn callers(&self, uri: &Url) -> Vec<Url> {
         let Some(changed) = self.docs.get(uri).map(|d| d.path.clone()) else { return Vec::new() };
-        self.docs
-            .iter()
-            .filter(|(u, _)| *u != uri)
-            .filter(|(_, d)| {
-                let resolver = symbols::Resolver { root: &d.root.0 };
-                d.checked.as_ref().and_then(|c| c.tool.as_ref()).is_some_and(|t| {
-                    t.instructions()
-                        .iter()
-                        .any(|i| i.tool_path().and_then(|p| resolver.file(p)).as_ref() == Some(&changed))
-                })
-            })
-            .map(|(u, _)| u.clone())
-            .collect()
+        self.docs.iter().filter(|(u, d)| *u != uri && d.callees.contains(&changed)).map(|(u, _)| u.clone()).collect()
     }
 
     /// The tool root for a file: `initializationOptions.root`, the nearest folder with
@@ -432,17 +435,23 @@ impl Server {
             return publish(uri.clone(), vec![lost], Some(version));
         }
         let (dir, given) = &doc.root;
-        let mut root = if *given { ToolRoot::new(dir) } else { ToolRoot::assumed(dir) };
-        for (u, other) in &self.docs {
-            if u == uri {
-                continue;
-            }
-            if let Some(tp) = root.tool_path_of(&other.path) {
-                root.preload(other.path.clone(), tp, Arc::from(other.text.as_str()));
-            }
-        }
+        let root = if *given { ToolRoot::new(dir) } else { ToolRoot::assumed(dir) };
+        // The other open documents stand for their files, read when a step reaches them.
+        let open = open_docs::OpenDocs {
+            dir: dir.clone(),
+            docs: self
+                .docs
+                .iter()
+                .filter(|(u, _)| *u != uri)
+                .filter_map(|(_, d)| Some((d.path.clone(), d.source.clone()?)))
+                .collect(),
+        };
+        let root = root.with_named(Arc::new(open));
         let name = root.tool_path_of(&doc.path).unwrap_or_else(|| doc.path.display().to_string());
-        let source: Arc<str> = Arc::from(doc.text.as_str());
+        let source: Arc<str> = match &doc.source {
+            Some(s) => s.text.clone(),
+            None => Arc::from(doc.text.as_str()),
+        };
         let mut analyzer = Analyzer::with_engine(root, self.engine.clone());
         let mut checked = analyzer.check_text(name, source, Some(doc.path.clone()));
         if let Some(extra) = self.extra {
@@ -454,6 +463,18 @@ impl Server {
         if let Some(t) = &checked.tool {
             doc.last_tool = Some(t.clone());
         }
+        let resolver = symbols::Resolver { root: &doc.root.0 };
+        let mut callees: Vec<PathBuf> = checked
+            .tool
+            .iter()
+            .flat_map(|t| t.instructions().iter().filter_map(|i| i.tool_path()))
+            .collect::<BTreeSet<&str>>()
+            .into_iter()
+            .filter_map(|p| resolver.file(p))
+            .collect();
+        callees.sort();
+        callees.dedup();
+        doc.callees = callees;
         let old = (doc.checked.replace(checked), std::mem::take(&mut doc.occurrences));
         self.retired.push(old);
         publish(uri.clone(), diagnostics, Some(version))
