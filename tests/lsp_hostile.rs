@@ -193,3 +193,27 @@ fn many_open_documents_cost_each_check_only_what_it_calls() {
     assert!(opened < Duration::from_secs(20) && closed < Duration::from_secs(2), "{opened:?}, {closed:?}");
     assert_eq!(c.shutdown(), 0);
 }
+
+/// A transform expression listing 15,000 names (`[x0, x1, …]`, 100 KB): the symbols of a
+/// file (found on the first hover after each check) looked each use up in the list of
+/// uses so far, quadratic in the names (20,000: 2 s a hover, release build).
+#[test]
+fn an_expression_of_thousands_of_names_is_hovered_at_once() {
+    let ws = root();
+    let mut c = binary(ws.path());
+    let list: Vec<String> = (0..15_000).map(|i| format!("x{i}")).collect();
+    let text = format!(
+        r#"{{"instructions": [{{"execution_id": "s", "tool_definition_path": "/tools/callee.tool",
+             "transform_arguments": {{"transforms": {{"x": "[{}]"}}}}}}]}}"#,
+        list.join(",")
+    );
+    let u = c.open_text(&ws.path().join("names.tool"), &text);
+    assert!(c.diagnostics(&u).len() >= 15_000);
+    let (line, col) = find(&text, "x14999]", 1);
+    let started = Instant::now();
+    let hover = c.request("textDocument/hover", at(&u, line, col)).expect("hover");
+    let took = started.elapsed();
+    assert!(hover.is_object() || hover.is_null());
+    assert!(took < Duration::from_secs(6), "{took:?}");
+    assert_eq!(c.shutdown(), 0);
+}
