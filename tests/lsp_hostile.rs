@@ -217,3 +217,24 @@ fn an_expression_of_thousands_of_names_is_hovered_at_once() {
     assert!(took < Duration::from_secs(6), "{took:?}");
     assert_eq!(c.shutdown(), 0);
 }
+
+/// A request after `shutdown` (a hover the editor sent as it closed): it was never
+/// answered, and the server ended with status 2 ("unexpected message during shutdown")
+/// instead of waiting for `exit`. It is answered with an error now, as LSP says, and `exit`
+/// ends the server cleanly.
+#[test]
+fn requests_after_shutdown_are_answered_with_an_error() {
+    let ws = root();
+    let mut c = binary(ws.path());
+    let u = c.open_text(&ws.path().join("a.tool"), &composite(2, "\n"));
+    assert_eq!(c.request("shutdown", Value::Null), Ok(Value::Null));
+    let e = c.request("textDocument/hover", at(&u, 0, 3)).expect_err("an error");
+    assert!(e.contains("shutting down"), "{e}");
+    // A second `shutdown` is a request after the first.
+    assert!(c.request("shutdown", Value::Null).is_err());
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": u, "version": 2}, "contentChanges": [{"text": "{"}]}),
+    );
+    assert_eq!(c.exit(), 0);
+}

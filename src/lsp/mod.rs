@@ -37,6 +37,7 @@ use std::time::Duration;
 
 use lsp_server::{Connection, ErrorCode, Message, Notification, Request, Response};
 use lsp_types::notification::Notification as _;
+use lsp_types::request::Request as _;
 use lsp_types::{
     CodeActionProviderCapability, CompletionOptions, DiagnosticRelatedInformation, DiagnosticSeverity,
     HoverProviderCapability, InitializeParams, Location, NumberOrString, OneOf, PositionEncodingKind,
@@ -105,10 +106,22 @@ pub(crate) fn serve_with(
             }
         };
         match msg {
+            // After `shutdown`, requests are answered with an error, as LSP says, and the
+            // server waits for `exit` (or the end of its input). `lsp-server`'s own handling
+            // ended the server with status 2 on a request that came after it, leaving the
+            // request unanswered.
+            Message::Request(req) if server.shut_down => {
+                let why = format!("`{}`: the server is shutting down (`shutdown` was received)", req.method);
+                send(connection, Message::Response(Response::new_err(req.id, ErrorCode::InvalidRequest as i32, why)))?;
+            }
+            Message::Request(req) if req.method == lsp_types::request::Shutdown::METHOD => {
+                server.shut_down = true;
+                server.dirty.clear();
+                send(connection, Message::Response(Response::new_ok(req.id, ())))?;
+            }
+            Message::Notification(n) if n.method == lsp_types::notification::Exit::METHOD => return Ok(()),
+            Message::Notification(_) if server.shut_down => {}
             Message::Request(req) => {
-                if connection.handle_shutdown(&req).map_err(|e| e.to_string())? {
-                    return Ok(());
-                }
                 // A request sees every edit sent before it.
                 for out in server.flush() {
                     send(connection, Message::Notification(out))?;
@@ -200,6 +213,8 @@ pub(crate) struct Server {
     retired: Vec<(Option<CheckedTool>, OnceCell<Vec<symbols::Occurrence>>)>,
     /// The longest document followed (see [`serve_with`]).
     max_document: usize,
+    /// Whether `shutdown` was received.
+    shut_down: bool,
 }
 
 impl Server {
@@ -237,6 +252,7 @@ impl Server {
             last_flush: Duration::ZERO,
             retired: Vec::new(),
             max_document: framing::DEFAULT_MAX_MESSAGE_BYTES,
+            shut_down: false,
         }
     }
 

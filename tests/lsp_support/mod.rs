@@ -179,6 +179,11 @@ impl Client {
     /// `shutdown` then `exit`; the exit status of the binary (0 for in-process).
     pub fn shutdown(mut self) -> i32 {
         self.request("shutdown", Value::Null).expect("shutdown succeeds");
+        self.exit()
+    }
+
+    /// `exit`; the exit status of the binary (0 for in-process).
+    pub fn exit(mut self) -> i32 {
         self.notify("exit", Value::Null);
         if let Some(h) = self.server.take() {
             h.join().expect("the server thread ends").expect("the server ends cleanly");
