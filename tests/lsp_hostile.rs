@@ -238,3 +238,33 @@ fn requests_after_shutdown_are_answered_with_an_error() {
     );
     assert_eq!(c.exit(), 0);
 }
+
+/// A hostile repository's links: callees that are `/dev/zero`, a FIFO, a folder. The
+/// analysis never read them (they "do not resolve"), but go to definition on their
+/// `tool_definition_path` handed the editor `file:///dev/zero`, the FIFO or the folder to
+/// open. Only a regular file is a callee's definition now.
+#[cfg(unix)]
+#[test]
+fn go_to_definition_never_hands_the_editor_a_device_a_fifo_or_a_folder() {
+    let ws = root();
+    let evil = ws.path().join("evil");
+    std::fs::create_dir(&evil).expect("evil");
+    std::os::unix::fs::symlink("/dev/zero", evil.join("zero.tool")).expect("link");
+    std::os::unix::fs::symlink("/tmp", evil.join("dir.tool")).expect("link");
+    let fifo = std::process::Command::new("mkfifo").arg(evil.join("fifo.tool")).status().expect("mkfifo");
+    assert!(fifo.success());
+    let mut c = binary(ws.path());
+    let steps: Vec<String> = ["zero", "dir", "fifo", "../tools/callee"]
+        .iter()
+        .enumerate()
+        .map(|(i, n)| format!(r#"{{"execution_id": "s{i}", "tool_definition_path": "/evil/{n}.tool"}}"#))
+        .collect();
+    let text = format!("{{\"instructions\": [\n{}\n]}}", steps.join(",\n"));
+    let u = c.open_text(&ws.path().join("caller.tool"), &text);
+    c.diagnostics(&u);
+    for line in 1..4 {
+        let def = c.request("textDocument/definition", at(&u, line, 60)).expect("definition");
+        assert_eq!(def, Value::Null, "line {line}");
+    }
+    assert_eq!(c.shutdown(), 0);
+}

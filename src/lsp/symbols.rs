@@ -70,13 +70,16 @@ pub struct Resolver<'a> {
 }
 
 impl Resolver<'_> {
-    /// The file a tool path names, when it exists (canonical).
+    /// The file a tool path names, when it is a regular file (canonical). Not a device, a
+    /// FIFO or a folder, which the analysis does not read either: go to definition handed
+    /// the editor `/dev/zero` or a FIFO (which it then opened and read without end, or
+    /// waited on) through a link in a hostile repository.
     pub fn file(&self, tool_path: &str) -> Option<PathBuf> {
         let rel = tool_path.trim_start_matches('/');
         if rel.is_empty() || rel.split('/').any(|p| p == "..") {
             return None;
         }
-        std::fs::canonicalize(self.root.join(rel)).ok()
+        std::fs::canonicalize(self.root.join(rel)).ok().filter(|f| f.is_file())
     }
 }
 
