@@ -268,3 +268,38 @@ fn go_to_definition_never_hands_the_editor_a_device_a_fifo_or_a_folder() {
     }
     assert_eq!(c.shutdown(), 0);
 }
+
+/// A tool root of 50,001 files (a workspace folder of `/`, or a home folder): references
+/// and rename walked all of it for each request (6 s over `/` of a small machine, release
+/// build). The walk stops after 50,000 entries: references answer what it found, and
+/// rename, which must see every caller, is refused saying why.
+#[test]
+fn a_huge_root_is_walked_only_so_far() {
+    let ws = root();
+    let junk = ws.path().join("junk");
+    std::fs::create_dir(&junk).expect("junk");
+    for i in 0..50_001 {
+        std::fs::File::create(junk.join(i.to_string())).expect("file");
+    }
+    let mut c = binary(ws.path());
+    let text = r#"{"arguments": [{"name": "a", "type_name": "string"}], "instructions": [
+        {"execution_id": "s", "tool_definition_path": "/tools/callee.tool", "arguments": {"x": "REF:arguments.a"}}]}"#;
+    let u = c.open_text(&ws.path().join("main.tool"), text);
+    c.diagnostics(&u);
+    let on_a = at(&u, 0, 25);
+    let refs = c
+        .request(
+            "textDocument/references",
+            json!({"textDocument": on_a["textDocument"], "position": on_a["position"], "context": {"includeDeclaration": true}}),
+        )
+        .expect("references");
+    assert_eq!(refs.as_array().map(Vec::len), Some(2), "{refs}");
+    let e = c
+        .request(
+            "textDocument/rename",
+            json!({"textDocument": on_a["textDocument"], "position": on_a["position"], "newName": "b"}),
+        )
+        .expect_err("refused");
+    assert!(e.contains("more than 50000 files and folders"), "{e}");
+    assert_eq!(c.shutdown(), 0);
+}

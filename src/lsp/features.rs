@@ -15,6 +15,12 @@ use super::symbols::{self, Occurrence, Resolver, Sym};
 use super::{Doc, Failure, Server, Text};
 use crate::tool::{is_identifier, ToolDef, RESERVED_IDS};
 
+/// The most files and folders one walk of a root reads for references and rename: a
+/// workspace folder of `/` or a home folder is walked again for each request (6 s for `/`
+/// of a small machine; minutes for a home folder), so the walk stops here, and rename,
+/// which must see every caller, is then refused.
+pub(super) const MAX_WALKED_ENTRIES: usize = 50_000;
+
 /// What [`Server::file_occurrences`] calls for a file: its URI, text, model and occurrences.
 type EachFile<'a> = dyn FnMut(&Url, &Text, &ToolDef, &[Occurrence]) + 'a;
 
@@ -62,13 +68,21 @@ impl Server {
         Some(FileView { uri: Url::from_file_path(path).ok()?, text: Text::new(text), tool: tool.map(Arc::new) })
     }
 
-    /// Every `.tool` file under `root` (open documents included), sorted.
-    pub(super) fn workspace_files(&self, root: &Path) -> Vec<PathBuf> {
+    /// Every `.tool` file under `root` (open documents included), sorted, and whether the
+    /// walk saw the whole root: it stops after [`MAX_WALKED_ENTRIES`].
+    pub(super) fn workspace_files(&self, root: &Path) -> (Vec<PathBuf>, bool) {
         let mut found = Vec::new();
         let mut dirs = vec![root.to_path_buf()];
-        while let Some(dir) = dirs.pop() {
+        let mut walked = 0usize;
+        let mut whole = true;
+        'walk: while let Some(dir) = dirs.pop() {
             let Ok(entries) = std::fs::read_dir(&dir) else { continue };
             for e in entries.flatten() {
+                walked += 1;
+                if walked > MAX_WALKED_ENTRIES {
+                    whole = false;
+                    break 'walk;
+                }
                 let path = e.path();
                 let hidden = e.file_name().to_string_lossy().starts_with('.');
                 if e.file_type().is_ok_and(|t| t.is_dir()) {
@@ -86,13 +100,14 @@ impl Server {
             }
         }
         found.sort();
-        found
+        (found, whole)
     }
 
     /// Every occurrence of `sym` in the workspace of `doc`.
     pub(super) fn all_occurrences(&self, doc: &Doc, sym: &Sym) -> Vec<Found> {
         let local = matches!(sym, Sym::Step { .. } | Sym::Variable { .. });
-        let files = if local { vec![doc.path.clone()] } else { self.workspace_files(&doc.root.0) };
+        // A walk cut short finds fewer places: references say what they found.
+        let files = if local { vec![doc.path.clone()] } else { self.workspace_files(&doc.root.0).0 };
         let mut out = Vec::new();
         for f in files {
             self.file_occurrences(&f, &mut |uri, text, _, occs| {
@@ -133,7 +148,15 @@ impl Server {
     ) -> Result<Vec<Found>, String> {
         let mut out = Vec::new();
         let mut refused = None;
-        for f in self.workspace_files(&doc.root.0) {
+        let (files, whole) = self.workspace_files(&doc.root.0);
+        if !whole {
+            return Err(format!(
+                "cannot rename `{name}`: the tool root {} holds more than {MAX_WALKED_ENTRIES} files and folders, so \
+                 its callers cannot all be found; mark a narrower root with a `.tdsl-root` file",
+                doc.root.0.display()
+            ));
+        }
+        for f in files {
             let resolver_root = self.root_for(&f).0;
             let resolver = Resolver { root: &resolver_root };
             self.file_occurrences(&f, &mut |uri, text, tool, occs| {
