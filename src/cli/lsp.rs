@@ -11,7 +11,8 @@ pub(crate) struct LspArgs {
     #[arg(long)]
     stdio: bool,
     /// The longest message the server reads, in bytes (1 KiB to 4 GiB; default 64 MiB).
-    /// A longer one is skipped and answered with an error.
+    /// A longer one is skipped and answered with an error. It is also the longest
+    /// document followed: edits past it stop the server checking that document.
     #[arg(long, value_name = "BYTES", default_value_t = crate::lsp::framing::DEFAULT_MAX_MESSAGE_BYTES as u64,
           value_parser = clap::value_parser!(u64).range(1024..=4 * 1024 * 1024 * 1024))]
     max_message_bytes: u64,
@@ -21,7 +22,7 @@ pub(crate) struct LspArgs {
 pub(crate) fn run(args: LspArgs) -> ExitCode {
     let max = usize::try_from(args.max_message_bytes).unwrap_or(usize::MAX);
     let (connection, io) = crate::lsp::framing::stdio(max);
-    let served = crate::lsp::serve(&connection, Some(super::check::check_endpoint));
+    let served = crate::lsp::serve_with(&connection, Some(super::check::check_endpoint), max);
     drop(connection);
     let joined = io.join();
     match (served, joined) {

@@ -140,7 +140,7 @@ pub(super) fn step_callee_at(s: &Server, doc: &Doc, tool: Option<&ToolDef>, offs
 
 pub(super) fn callee_def(s: &Server, doc: &Doc, tool_path: &str) -> Option<Arc<ToolDef>> {
     let file = Resolver { root: &doc.root.0 }.file(tool_path)?;
-    s.view(&file)?.tool
+    s.tool_at(&file)
 }
 
 pub(super) fn ref_completion(

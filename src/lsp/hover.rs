@@ -61,24 +61,24 @@ pub(super) fn symbol_hover(s: &Server, doc: &Doc, tool: &ToolDef, o: &Occurrence
                 t.push_str(&format!("\n\nresult: {}", code(&step.result_type.to_string())));
             }
             if let Some(callee) = ins.tool_path().and_then(|p| (Resolver { root: &doc.root.0 }).file(p)) {
-                if let Some(def) = s.view(&callee).and_then(|v| v.tool) {
+                if let Some(def) = s.tool_at(&callee) {
                     t.push_str(&format!("\n\n{}", describe_tool(&def)));
                 }
             }
             t
         }
         Sym::Argument { file, name } => {
-            let def = s.view(file)?.tool?;
+            let def = s.tool_at(file)?;
             let param = def.arguments.iter().find(|a| &a.name.node == name)?;
             format!("**argument** {}", describe_param(param))
         }
         Sym::Response { file, name } => {
-            let def = s.view(file)?.tool?;
+            let def = s.tool_at(file)?;
             let param = def.responses.iter().find(|a| &a.name.node == name)?;
             format!("**response** {}", describe_param(param))
         }
         Sym::ToolPath { path, file } => {
-            let def = s.view(file.as_ref()?)?.tool?;
+            let def = s.tool_at(file.as_ref()?)?;
             format!("**{}**\n\n{}", code(path), describe_tool(&def))
         }
         Sym::Function(name) => {

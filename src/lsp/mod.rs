@@ -25,6 +25,7 @@ mod features;
 pub(crate) mod framing;
 mod hover;
 mod json_context;
+mod open_docs;
 pub(crate) mod symbols;
 pub(crate) mod text;
 
@@ -36,6 +37,7 @@ use std::time::Duration;
 
 use lsp_server::{Connection, ErrorCode, Message, Notification, Request, Response};
 use lsp_types::notification::Notification as _;
+use lsp_types::request::Request as _;
 use lsp_types::{
     CodeActionProviderCapability, CompletionOptions, DiagnosticRelatedInformation, DiagnosticSeverity,
     HoverProviderCapability, InitializeParams, Location, NumberOrString, OneOf, PositionEncodingKind,
@@ -58,10 +60,22 @@ pub(crate) type ExtraCheck = fn(&mut CheckedTool);
 /// Serves one client on `connection` until it asks to shut down and exits (or the
 /// connection closes). Errors are protocol failures (a malformed handshake).
 pub fn serve(connection: &Connection, extra: Option<ExtraCheck>) -> Result<(), String> {
+    serve_with(connection, extra, framing::DEFAULT_MAX_MESSAGE_BYTES)
+}
+
+/// [`serve`], following documents of at most `max_document` bytes (the message limit: a
+/// longer document could not be sent whole). Edits that would make one longer stop the
+/// server following it ([`Doc::lost`]), so that no client grows one without bound.
+pub(crate) fn serve_with(
+    connection: &Connection,
+    extra: Option<ExtraCheck>,
+    max_document: usize,
+) -> Result<(), String> {
     let (id, params) = connection.initialize_start().map_err(|e| e.to_string())?;
     let params: InitializeParams =
         serde_json::from_value(params).map_err(|e| format!("the initialize request is malformed: {e}"))?;
     let mut server = Server::new(&params, extra);
+    server.max_document = max_document;
     let result = serde_json::json!({
         "capabilities": server.capabilities(),
         "serverInfo": ServerInfo { name: "tdsl".into(), version: Some(env!("CARGO_PKG_VERSION").into()) },
@@ -92,10 +106,22 @@ pub fn serve(connection: &Connection, extra: Option<ExtraCheck>) -> Result<(), S
             }
         };
         match msg {
+            // After `shutdown`, requests are answered with an error, as LSP says, and the
+            // server waits for `exit` (or the end of its input). `lsp-server`'s own handling
+            // ended the server with status 2 on a request that came after it, leaving the
+            // request unanswered.
+            Message::Request(req) if server.shut_down => {
+                let why = format!("`{}`: the server is shutting down (`shutdown` was received)", req.method);
+                send(connection, Message::Response(Response::new_err(req.id, ErrorCode::InvalidRequest as i32, why)))?;
+            }
+            Message::Request(req) if req.method == lsp_types::request::Shutdown::METHOD => {
+                server.shut_down = true;
+                server.dirty.clear();
+                send(connection, Message::Response(Response::new_ok(req.id, ())))?;
+            }
+            Message::Notification(n) if n.method == lsp_types::notification::Exit::METHOD => return Ok(()),
+            Message::Notification(_) if server.shut_down => {}
             Message::Request(req) => {
-                if connection.handle_shutdown(&req).map_err(|e| e.to_string())? {
-                    return Ok(());
-                }
                 // A request sees every edit sent before it.
                 for out in server.flush() {
                     send(connection, Message::Notification(out))?;
@@ -122,6 +148,13 @@ fn send(connection: &Connection, msg: Message) -> Result<(), String> {
 /// (it waits as long as the last analysis took, up to this).
 pub(crate) const DEBOUNCE: Duration = Duration::from_millis(30);
 
+/// About how many bytes the changes of one `didChange` may move and read (the text after
+/// each change, the line before it): 1 GiB, a fraction of a second. Each change of a
+/// message costs up to the document's length, so a 7 MB message of 100,000 changes of a
+/// 1 MB document ran for minutes; past this budget the server stops following the
+/// document. One change of the longest document (64 MiB) is a sixteenth of it.
+pub(crate) const CHANGE_BUDGET_BYTES: u64 = 1 << 30;
+
 /// An open document.
 pub(crate) struct Doc {
     pub text: Text,
@@ -136,6 +169,31 @@ pub(crate) struct Doc {
     pub last_tool: Option<Arc<ToolDef>>,
     /// The symbols of the last check's model, found on first use.
     pub occurrences: OnceCell<Vec<symbols::Occurrence>>,
+    /// The current text as the analysis reads it (made once per version, at its check).
+    pub source: Option<Arc<open_docs::Source>>,
+    /// The files the steps of the last check call (for [`Server::callers`]).
+    pub callees: Vec<PathBuf>,
+    /// Why the server no longer follows the document's text (it is too long, or an edit
+    /// cost too much): its text is dropped, ranged edits are ignored, and its one
+    /// diagnostic says so, until the client sends the whole text again (a `didChange`
+    /// without a range, or `didOpen` after `didClose`).
+    pub lost: Option<String>,
+}
+
+impl Doc {
+    /// Stops following the text: frees it and says why.
+    fn lose(&mut self, why: String) {
+        self.text = Text::new(String::new());
+        self.source = None;
+        self.lost = Some(why);
+    }
+}
+
+fn too_long(len: usize, max: usize) -> String {
+    format!(
+        "the document would be {len} bytes, more than the {max} bytes the language server follows (a message's \
+         limit, `tdsl lsp --max-message-bytes`): it is not checked; close it, or send its whole text again"
+    )
 }
 
 /// The server's state: the open documents and what the client negotiated.
@@ -153,6 +211,10 @@ pub(crate) struct Server {
     last_flush: Duration,
     /// The analyses and symbols that newer ones replaced, to free when the server is idle.
     retired: Vec<(Option<CheckedTool>, OnceCell<Vec<symbols::Occurrence>>)>,
+    /// The longest document followed (see [`serve_with`]).
+    max_document: usize,
+    /// Whether `shutdown` was received.
+    shut_down: bool,
 }
 
 impl Server {
@@ -189,6 +251,8 @@ impl Server {
             dirty: BTreeSet::new(),
             last_flush: Duration::ZERO,
             retired: Vec::new(),
+            max_document: framing::DEFAULT_MAX_MESSAGE_BYTES,
+            shut_down: false,
         }
     }
 
@@ -245,7 +309,8 @@ impl Server {
                 let path = uri.to_file_path().unwrap_or_else(|()| PathBuf::from(uri.path()));
                 let path = std::fs::canonicalize(&path).unwrap_or(path);
                 let root = self.root_for(&path);
-                let doc = Doc {
+                let len = p.text_document.text.len();
+                let mut doc = Doc {
                     text: Text::new(p.text_document.text),
                     version: p.text_document.version,
                     path,
@@ -253,7 +318,13 @@ impl Server {
                     checked: None,
                     last_tool: None,
                     occurrences: OnceCell::new(),
+                    source: None,
+                    callees: Vec::new(),
+                    lost: None,
                 };
+                if len > self.max_document {
+                    doc.lose(too_long(len, self.max_document));
+                }
                 self.docs.insert(uri.clone(), doc);
                 self.dirty.insert(uri);
                 Vec::new()
@@ -263,10 +334,32 @@ impl Server {
                     return Vec::new();
                 };
                 let uri = p.text_document.uri;
-                let enc = self.encoding;
+                let (enc, max) = (self.encoding, self.max_document);
                 let Some(doc) = self.docs.get_mut(&uri) else { return Vec::new() };
+                let mut spent = 0u64;
                 for c in &p.content_changes {
-                    doc.text.apply(c, enc);
+                    if doc.lost.is_some() && c.range.is_some() {
+                        continue;
+                    }
+                    if spent > CHANGE_BUDGET_BYTES {
+                        doc.lose(format!(
+                            "one `didChange` of {} changes cost more than {CHANGE_BUDGET_BYTES} bytes of work to \
+                             apply: the language server stopped following the document; close it, or send its \
+                             whole text again",
+                            p.content_changes.len()
+                        ));
+                        continue;
+                    }
+                    doc.source = None;
+                    match doc.text.apply(c, enc, max) {
+                        Ok(cost) => {
+                            spent = spent.saturating_add(cost);
+                            if c.range.is_none() {
+                                doc.lost = None;
+                            }
+                        }
+                        Err(len) => doc.lose(too_long(len, max)),
+                    }
                 }
                 doc.version = p.text_document.version;
                 self.dirty.insert(uri);
@@ -276,10 +369,11 @@ impl Server {
                 let Ok(p) = serde_json::from_value::<lsp_types::DidCloseTextDocumentParams>(n.params) else {
                     return Vec::new();
                 };
+                // Its diagnostics go with it; its callers now read the file from disk.
+                let callers = self.callers(&p.text_document.uri);
                 self.docs.remove(&p.text_document.uri);
                 self.dirty.remove(&p.text_document.uri);
-                // Its diagnostics go with it; callers now read the file from disk.
-                self.dirty.extend(self.docs.keys().cloned());
+                self.dirty.extend(callers);
                 vec![publish(p.text_document.uri.clone(), Vec::new(), None)]
             }
             DidSaveTextDocument::METHOD => Vec::new(),
@@ -296,12 +390,17 @@ impl Server {
         }
         let started = std::time::Instant::now();
         let mut todo: Vec<Url> = dirty.iter().filter(|u| self.docs.contains_key(*u)).cloned().collect();
+        let mut queued: BTreeSet<Url> = todo.iter().cloned().collect();
         for uri in &dirty {
             for c in self.callers(uri) {
-                if !todo.contains(&c) {
+                if queued.insert(c.clone()) {
                     todo.push(c);
                 }
             }
+        }
+        // Each text is made into the analysis's source once a version.
+        for d in self.docs.values_mut().filter(|d| d.source.is_none() && d.lost.is_none()) {
+            d.source = Some(open_docs::Source::new(d.text.as_str()));
         }
         let out = todo.iter().map(|u| self.check(u)).collect();
         self.last_flush = started.elapsed();
@@ -311,19 +410,7 @@ impl Server {
     /// The open files that call `uri`.
     fn callers(&self, uri: &Url) -> Vec<Url> {
         let Some(changed) = self.docs.get(uri).map(|d| d.path.clone()) else { return Vec::new() };
-        self.docs
-            .iter()
-            .filter(|(u, _)| *u != uri)
-            .filter(|(_, d)| {
-                let resolver = symbols::Resolver { root: &d.root.0 };
-                d.checked.as_ref().and_then(|c| c.tool.as_ref()).is_some_and(|t| {
-                    t.instructions()
-                        .iter()
-                        .any(|i| i.tool_path().and_then(|p| resolver.file(p)).as_ref() == Some(&changed))
-                })
-            })
-            .map(|(u, _)| u.clone())
-            .collect()
+        self.docs.iter().filter(|(u, d)| *u != uri && d.callees.contains(&changed)).map(|(u, _)| u.clone()).collect()
     }
 
     /// The tool root for a file: `initializationOptions.root`, the nearest folder with
@@ -348,18 +435,39 @@ impl Server {
     /// and returns its diagnostics to publish.
     fn check(&mut self, uri: &Url) -> Notification {
         let Some(doc) = self.docs.get(uri) else { return publish(uri.clone(), Vec::new(), None) };
-        let (dir, given) = &doc.root;
-        let mut root = if *given { ToolRoot::new(dir) } else { ToolRoot::assumed(dir) };
-        for (u, other) in &self.docs {
-            if u == uri {
-                continue;
+        if let Some(why) = &doc.lost {
+            let lost = lsp_types::Diagnostic {
+                severity: Some(DiagnosticSeverity::ERROR),
+                source: Some("tdsl".to_string()),
+                message: why.clone(),
+                ..lsp_types::Diagnostic::default()
+            };
+            let version = doc.version;
+            if let Some(doc) = self.docs.get_mut(uri) {
+                let old = (doc.checked.take(), std::mem::take(&mut doc.occurrences));
+                doc.last_tool = None;
+                self.retired.push(old);
             }
-            if let Some(tp) = root.tool_path_of(&other.path) {
-                root.preload(other.path.clone(), tp, Arc::from(other.text.as_str()));
-            }
+            return publish(uri.clone(), vec![lost], Some(version));
         }
+        let (dir, given) = &doc.root;
+        let root = if *given { ToolRoot::new(dir) } else { ToolRoot::assumed(dir) };
+        // The other open documents stand for their files, read when a step reaches them.
+        let open = open_docs::OpenDocs {
+            dir: dir.clone(),
+            docs: self
+                .docs
+                .iter()
+                .filter(|(u, _)| *u != uri)
+                .filter_map(|(_, d)| Some((d.path.clone(), d.source.clone()?)))
+                .collect(),
+        };
+        let root = root.with_named(Arc::new(open));
         let name = root.tool_path_of(&doc.path).unwrap_or_else(|| doc.path.display().to_string());
-        let source: Arc<str> = Arc::from(doc.text.as_str());
+        let source: Arc<str> = match &doc.source {
+            Some(s) => s.text.clone(),
+            None => Arc::from(doc.text.as_str()),
+        };
         let mut analyzer = Analyzer::with_engine(root, self.engine.clone());
         let mut checked = analyzer.check_text(name, source, Some(doc.path.clone()));
         if let Some(extra) = self.extra {
@@ -371,6 +479,18 @@ impl Server {
         if let Some(t) = &checked.tool {
             doc.last_tool = Some(t.clone());
         }
+        let resolver = symbols::Resolver { root: &doc.root.0 };
+        let mut callees: Vec<PathBuf> = checked
+            .tool
+            .iter()
+            .flat_map(|t| t.instructions().iter().filter_map(|i| i.tool_path()))
+            .collect::<BTreeSet<&str>>()
+            .into_iter()
+            .filter_map(|p| resolver.file(p))
+            .collect();
+        callees.sort();
+        callees.dedup();
+        doc.callees = callees;
         let old = (doc.checked.replace(checked), std::mem::take(&mut doc.occurrences));
         self.retired.push(old);
         publish(uri.clone(), diagnostics, Some(version))

@@ -27,8 +27,14 @@ pub struct Client {
 impl Client {
     /// `tdsl lsp` as a process.
     pub fn binary() -> Client {
+        Client::binary_with(&[])
+    }
+
+    /// `tdsl lsp ARGS…` as a process.
+    pub fn binary_with(args: &[&str]) -> Client {
         let mut child = Command::new(env!("CARGO_BIN_EXE_tdsl"))
             .arg("lsp")
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -69,6 +75,14 @@ impl Client {
             let _ = sender.send(m);
         });
         Client { send, recv: rx, next: 1, pending: Vec::new(), child: None, server: Some(handle) }
+    }
+
+    /// The peak resident set of the binary so far, in bytes (`VmHWM`; `None` in process).
+    pub fn peak_bytes(&self) -> Option<u64> {
+        let pid = self.child.as_ref()?.id();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let kb = status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?.trim().trim_end_matches("kB").trim();
+        kb.parse::<u64>().ok().map(|k| k * 1024)
     }
 
     /// Sends `initialize` (workspace folder `root`, extra capabilities and options) and
@@ -165,6 +179,11 @@ impl Client {
     /// `shutdown` then `exit`; the exit status of the binary (0 for in-process).
     pub fn shutdown(mut self) -> i32 {
         self.request("shutdown", Value::Null).expect("shutdown succeeds");
+        self.exit()
+    }
+
+    /// `exit`; the exit status of the binary (0 for in-process).
+    pub fn exit(mut self) -> i32 {
         self.notify("exit", Value::Null);
         if let Some(h) = self.server.take() {
             h.join().expect("the server thread ends").expect("the server ends cleanly");
