@@ -84,7 +84,9 @@ pub struct PlanCheck {
     /// The type of the plan's result, when it has no error (`{total: integer}`).
     pub result_type: Option<String>,
     /// The same type, as the checker has it (what a skill saved without `responses`
-    /// declares); boxed, as a refused run carries the check.
+    /// declares); boxed, as a refused run carries the check. Read by the MCP server's
+    /// skills.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     result: Option<Box<Type>>,
     /// The errors and the warnings left out of `diagnostics` (past
     /// [`MAX_PLAN_DIAGNOSTICS`]).
@@ -160,6 +162,7 @@ impl PlanCheck {
     }
 
     /// The type of the plan's result as the checker has it, when the plan has no error.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     pub(crate) fn result(&self) -> Option<&Type> {
         self.result.as_deref()
     }
