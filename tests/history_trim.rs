@@ -206,20 +206,7 @@ fn three_processes_trimming_one_history_at_once_lose_nothing() {
             let (root, db, args) = (root.clone(), db.clone(), args.clone());
             std::thread::spawn(move || {
                 (0..8)
-                    .map(|_| {
-                        common::tdsl(&[
-                            "run",
-                            "main.tool",
-                            "--root",
-                            s(&root),
-                            "--args",
-                            s(&args),
-                            "--history",
-                            s(&db),
-                            "--history-max-bytes",
-                            "1048576",
-                        ])
-                    })
+                    .map(|_| run_bounded_to_a_mebibyte(&root, &args, &db))
                     .filter(|o| o.code != 0 || !o.stderr.is_empty())
                     .map(|o| format!("exit {}: {}", o.code, o.stderr))
                     .collect::<Vec<_>>()
@@ -261,18 +248,7 @@ fn a_run_going_on_in_another_process_is_never_trimmed() {
         SqliteStore::open_read_only(&db).ok()?.run("1").ok()?.filter(|r| !r.steps.is_empty())
     });
     for _ in 0..8 {
-        let o = common::tdsl(&[
-            "run",
-            "main.tool",
-            "--root",
-            s(&root),
-            "--args",
-            s(&args),
-            "--history",
-            s(&db),
-            "--history-max-bytes",
-            "1048576",
-        ]);
+        let o = run_bounded_to_a_mebibyte(&root, &args, &db);
         assert_eq!((o.code, o.stderr.as_str()), (0, ""));
     }
     let store = SqliteStore::open_read_only(&db).expect("readable");
@@ -366,4 +342,20 @@ fn a_history_that_is_no_file_is_refused_without_waiting() {
             assert!(stderr.contains(&format!("{} is {is}, not a file", s(path))), "{args:?}: {stderr}");
         }
     }
+}
+
+/// `tdsl run main.tool` recording into `db`, whose size is bounded at 1 MiB.
+fn run_bounded_to_a_mebibyte(root: &Path, args: &Path, db: &Path) -> common::Out {
+    common::tdsl(&[
+        "run",
+        "main.tool",
+        "--root",
+        s(root),
+        "--args",
+        s(args),
+        "--history",
+        s(db),
+        "--history-max-bytes",
+        "1048576",
+    ])
 }
