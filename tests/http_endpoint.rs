@@ -23,8 +23,10 @@ struct Seen {
 }
 
 /// Serves on loopback: each request gets the next of `answers` (the last one repeats), as
-/// `(status, body, delay)`. Returns the base URL and what was seen.
-fn server(answers: Vec<(u16, &'static str, Duration)>) -> (String, Arc<Mutex<Vec<Seen>>>) {
+/// `(status, body, delay)`; a `3xx`'s body is also its `Location`. Returns the base URL
+/// and what was seen.
+fn server(answers: Vec<(u16, &str, Duration)>) -> (String, Arc<Mutex<Vec<Seen>>>) {
+    let answers: Vec<(u16, String, Duration)> = answers.into_iter().map(|(s, t, d)| (s, t.to_string(), d)).collect();
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let url = format!("http://{}", listener.local_addr().expect("addr"));
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -58,11 +60,12 @@ fn server(answers: Vec<(u16, &'static str, Duration)>) -> (String, Arc<Mutex<Vec
                 content_type,
                 body: serde_json::from_slice(&body).unwrap_or(Value::Null),
             });
-            let (status, text, delay) = answers[n.min(answers.len() - 1)];
-            std::thread::sleep(delay);
+            let (status, text, delay) = &answers[n.min(answers.len() - 1)];
+            std::thread::sleep(*delay);
+            let location = if (300..400).contains(status) { format!("Location: {text}\r\n") } else { String::new() };
             let _ = write!(
                 stream,
-                "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+                "HTTP/1.1 {status} X\r\n{location}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
                 text.len()
             );
         }
@@ -194,4 +197,44 @@ fn a_slow_answer_times_out() {
     assert_eq!(outcomes, ["timeout"]);
     assert!(stderr.contains("TIMEOUT"), "{stderr}");
     assert!(started.elapsed() < Duration::from_secs(4), "the run did not wait for the answer");
+}
+
+/// Hostile round 9b (`docs/security.md`): the endpoint answers a redirect to another
+/// server (here a loopback port standing for a private address or a cloud's metadata
+/// service). A `301`, `302` or `303` was followed as a GET, and the other server's answer
+/// became the tool's result; redirects are not followed now: the call fails (permanent,
+/// not retried) naming where it pointed, and the other server sees nothing.
+#[test]
+fn a_redirect_is_not_followed_to_where_the_peer_points() {
+    let (internal, reached) = server(vec![(200, r#"{"secret": "internal-only"}"#, Duration::ZERO)]);
+    let target = format!("{internal}/latest/meta-data");
+    for status in [301, 302, 303, 307, 308] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (url, seen) = server(vec![(status, &target, Duration::ZERO)]);
+        root(dir.path(), &url, r#", "retry": {"max_retries": 2, "base_delay_seconds": 0.1}"#);
+        let (code, stdout, stderr, outcomes) = run(dir.path());
+        assert_eq!(code, 1, "{status}: {stdout}{stderr}");
+        assert_eq!(outcomes, ["permanent"], "{status}: not retried");
+        assert!(stderr.contains(&format!("answered {status}: a redirect to {target} is not followed")), "{stderr}");
+        assert!(!stdout.contains("internal-only") && !stderr.contains("internal-only"), "{stdout}{stderr}");
+        assert_eq!(seen.lock().expect("log").len(), 1);
+    }
+    assert!(reached.lock().expect("log").is_empty(), "the redirect was followed");
+}
+
+/// A redirect without a `Location`, and one whose `Location` is 4,000 bytes: the same
+/// failure, saying there was none, or naming the start of it.
+#[test]
+fn a_redirect_without_or_with_a_huge_location_is_said_briefly() {
+    let long = format!("http://127.0.0.1:9/{}", "a".repeat(4_000));
+    for (location, says) in [("", "answered 302: a redirect (no `Location`) is not followed"), (&*long, "aaa… is not")]
+    {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (url, _) = server(vec![(302, location, Duration::ZERO)]);
+        root(dir.path(), &url, "");
+        let (code, _, stderr, outcomes) = run(dir.path());
+        assert_eq!(code, 1);
+        assert_eq!(outcomes, ["permanent"]);
+        assert!(stderr.contains(says) && stderr.len() < 2_000, "{stderr}");
+    }
 }

@@ -4,8 +4,13 @@
 //! - `2xx` with a JSON body: the response (an empty body is `null`).
 //! - `429` and `5xx`: transient (retried per the step's `retry`); connection failures, an
 //!   unknown host and timeouts too.
-//! - Any other status (`4xx`, or a redirect that was not followed): permanent. A body that is
-//!   not JSON is permanent. Messages carry the status and the start of the body.
+//! - Any other status (`4xx`, a redirect): permanent. A body that is not JSON is permanent.
+//!   Messages carry the status and the start of the body.
+//! - Redirects are not followed (a `3xx` is a permanent failure naming where it pointed):
+//!   the peer chose neither the URL nor what it may reach. Followed, a `301`, `302` or `303`
+//!   turned the POST into a GET of any URL the peer named — a private address, a cloud's
+//!   metadata service — and that answer became the tool's result (hostile round 9b,
+//!   `docs/security.md`).
 //! - The request has the attempt's time ([`ToolCall::timeout`]); a cancelled call returns at
 //!   once (the request in flight is abandoned and ends with its own timeout). Bodies are
 //!   read up to [`MAX_BODY_BYTES`].
@@ -59,6 +64,7 @@ pub(crate) fn call(url: &str, call: &ToolCall<'_>) -> Result<Value, ToolError> {
 fn post(url: &str, tool: &str, body: &[u8], timeout: Duration) -> Result<Value, ToolError> {
     let agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
+        .max_redirects(0)
         .timeout_global(Some(timeout))
         .user_agent(format!("tdsl/{}", env!("CARGO_PKG_VERSION")))
         .build()
@@ -71,6 +77,12 @@ fn post(url: &str, tool: &str, body: &[u8], timeout: Duration) -> Result<Value, 
         .send(body)
         .map_err(|e| request_error(url, e))?;
     let status = response.status().as_u16();
+    if (300..=399).contains(&status) {
+        let to = response.headers().get("location").map(|l| String::from_utf8_lossy(l.as_bytes()).trim().to_string());
+        let to = to.filter(|l| !l.is_empty());
+        let to = to.map_or_else(|| " (no `Location`)".to_string(), |l| format!(" to {}", cut(&l)));
+        return Err(ToolError::permanent(format!("{url} answered {status}: a redirect{to} is not followed")));
+    }
     let text =
         response.into_body().with_config().limit(MAX_BODY_BYTES).read_to_string().map_err(|e| request_error(url, e))?;
     match status {
@@ -101,10 +113,15 @@ fn excerpt(body: &str) -> String {
     if body.is_empty() {
         return String::new();
     }
-    let mut end = body.len().min(BODY_IN_MESSAGE);
-    while !body.is_char_boundary(end) {
+    format!(": {}", cut(body))
+}
+
+/// The start of `text` for a message: at most [`BODY_IN_MESSAGE`] bytes, then `…`.
+fn cut(text: &str) -> String {
+    let mut end = text.len().min(BODY_IN_MESSAGE);
+    while !text.is_char_boundary(end) {
         end -= 1;
     }
-    let more = if end < body.len() { "…" } else { "" };
-    format!(": {}{more}", &body[..end])
+    let more = if end < text.len() { "…" } else { "" };
+    format!("{}{more}", &text[..end])
 }
