@@ -238,3 +238,58 @@ fn a_redirect_without_or_with_a_huge_location_is_said_briefly() {
         assert!(stderr.contains(says) && stderr.len() < 2_000, "{stderr}");
     }
 }
+
+/// Serves `answer` (raw bytes: status line, headers and body) to every request; the base
+/// URL and how many requests came.
+fn raw_server(answer: &'static [u8]) -> (String, Arc<Mutex<usize>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let count = Arc::new(Mutex::new(0));
+    let counted = count.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            *counted.lock().expect("count") += 1;
+            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+            let mut length = 0usize;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let _ = reader.read_exact(&mut vec![0; length]);
+            let _ = stream.write_all(answer);
+        }
+    });
+    (url, count)
+}
+
+/// Hostile round 9b: a body that is not UTF-8 (Latin-1 `café`). It was read as text, and
+/// the I/O error that made was taken for a transient failure: a `404` was retried, its
+/// status lost ("stream did not contain valid UTF-8"); a `200` too. Now the status
+/// decides: a `404` is permanent and shows its body (invalid bytes replaced), a `200` is a
+/// body that is not JSON (permanent), a `503` is transient as before.
+#[test]
+fn a_body_that_is_not_utf8_keeps_its_status() {
+    const NOT_FOUND: &[u8] = b"HTTP/1.1 404 X\r\nContent-Length: 4\r\nConnection: close\r\n\r\ncaf\xe9";
+    const OK: &[u8] = b"HTTP/1.1 200 X\r\nContent-Length: 13\r\nConnection: close\r\n\r\n{\"x\": \"caf\xe9\"}";
+    const UNAVAILABLE: &[u8] = b"HTTP/1.1 503 X\r\nContent-Length: 4\r\nConnection: close\r\n\r\ncaf\xe9";
+    for (answer, outcomes, says) in [
+        (NOT_FOUND, &["permanent"][..], "answered 404: caf\u{fffd}"),
+        (OK, &["permanent"][..], "answered 200 with a body that is not JSON (not UTF-8: an invalid byte at offset 10)"),
+        (UNAVAILABLE, &["transient", "transient"][..], "answered 503 (try again): caf\u{fffd}"),
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (url, count) = raw_server(answer);
+        root(dir.path(), &url, r#", "retry": {"max_retries": 1, "base_delay_seconds": 0.1}"#);
+        let (code, _, stderr, seen) = run(dir.path());
+        assert_eq!(code, 1);
+        assert_eq!(seen, outcomes, "{stderr}");
+        assert!(stderr.contains(says), "{stderr}");
+        assert_eq!(*count.lock().expect("count"), outcomes.len());
+    }
+}

@@ -4,8 +4,8 @@
 //! - `2xx` with a JSON body: the response (an empty body is `null`).
 //! - `429` and `5xx`: transient (retried per the step's `retry`); connection failures, an
 //!   unknown host and timeouts too.
-//! - Any other status (`4xx`, a redirect): permanent. A body that is not JSON is permanent.
-//!   Messages carry the status and the start of the body.
+//! - Any other status (`4xx`, a redirect): permanent. A body that is not JSON (or not
+//!   UTF-8) is permanent. Messages carry the status and the start of the body.
 //! - Redirects are not followed (a `3xx` is a permanent failure naming where it pointed):
 //!   the peer chose neither the URL nor what it may reach. Followed, a `301`, `302` or `303`
 //!   turned the POST into a GET of any URL the peer named — a private address, a cloud's
@@ -83,8 +83,20 @@ fn post(url: &str, tool: &str, body: &[u8], timeout: Duration) -> Result<Value, 
         let to = to.map_or_else(|| " (no `Location`)".to_string(), |l| format!(" to {}", cut(&l)));
         return Err(ToolError::permanent(format!("{url} answered {status}: a redirect{to} is not followed")));
     }
-    let text =
-        response.into_body().with_config().limit(MAX_BODY_BYTES).read_to_string().map_err(|e| request_error(url, e))?;
+    let bytes =
+        response.into_body().with_config().limit(MAX_BODY_BYTES).read_to_vec().map_err(|e| request_error(url, e))?;
+    // A body that is not UTF-8 keeps its status: it was read as text, and the I/O error
+    // that made was taken for a transient failure (a `404` retried, its status lost).
+    let text = match String::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) if (200..=299).contains(&status) => {
+            let at = e.utf8_error().valid_up_to();
+            return Err(ToolError::permanent(format!(
+                "{url} answered {status} with a body that is not JSON (not UTF-8: an invalid byte at offset {at})"
+            )));
+        }
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    };
     match status {
         200..=299 if text.trim().is_empty() => Ok(Value::Null),
         200..=299 => serde_json::from_str(&text)
