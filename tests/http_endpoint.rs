@@ -203,7 +203,8 @@ fn a_slow_answer_times_out() {
 /// server (here a loopback port standing for a private address or a cloud's metadata
 /// service). A `301`, `302` or `303` was followed as a GET, and the other server's answer
 /// became the tool's result; redirects are not followed now: the call fails (permanent,
-/// not retried) naming where it pointed, and the other server sees nothing.
+/// not retried) naming where it pointed (its origin: the rest may hold keys), and the
+/// other server sees nothing.
 #[test]
 fn a_redirect_is_not_followed_to_where_the_peer_points() {
     let (internal, reached) = server(vec![(200, r#"{"secret": "internal-only"}"#, Duration::ZERO)]);
@@ -215,7 +216,7 @@ fn a_redirect_is_not_followed_to_where_the_peer_points() {
         let (code, stdout, stderr, outcomes) = run(dir.path());
         assert_eq!(code, 1, "{status}: {stdout}{stderr}");
         assert_eq!(outcomes, ["permanent"], "{status}: not retried");
-        assert!(stderr.contains(&format!("answered {status}: a redirect to {target} is not followed")), "{stderr}");
+        assert!(stderr.contains(&format!("answered {status}: a redirect to {internal}/… is not followed")), "{stderr}");
         assert!(!stdout.contains("internal-only") && !stderr.contains("internal-only"), "{stdout}{stderr}");
         assert_eq!(seen.lock().expect("log").len(), 1);
     }
@@ -223,12 +224,14 @@ fn a_redirect_is_not_followed_to_where_the_peer_points() {
 }
 
 /// A redirect without a `Location`, and one whose `Location` is 4,000 bytes: the same
-/// failure, saying there was none, or naming the start of it.
+/// failure, saying there was none, or naming its origin.
 #[test]
 fn a_redirect_without_or_with_a_huge_location_is_said_briefly() {
     let long = format!("http://127.0.0.1:9/{}", "a".repeat(4_000));
-    for (location, says) in [("", "answered 302: a redirect (no `Location`) is not followed"), (&*long, "aaa… is not")]
-    {
+    for (location, says) in [
+        ("", "answered 302: a redirect (no `Location`) is not followed"),
+        (&*long, "a redirect to http://127.0.0.1:9/… is not followed"),
+    ] {
         let dir = tempfile::tempdir().expect("tempdir");
         let (url, _) = server(vec![(302, location, Duration::ZERO)]);
         root(dir.path(), &url, "");
@@ -291,5 +294,33 @@ fn a_body_that_is_not_utf8_keeps_its_status() {
         assert_eq!(seen, outcomes, "{stderr}");
         assert!(stderr.contains(says), "{stderr}");
         assert_eq!(*count.lock().expect("count"), outcomes.len());
+    }
+}
+
+/// Hostile round 9b: an endpoint URL holding keys, as APIs take them — a `user:pass@`, a
+/// key in the path and in the query. Every failed call's message named the whole URL, so
+/// the keys reached the client of `serve` (the error of the call, `run_plan`'s answer),
+/// the history and the trace. Messages name the URL by its origin now: a `500`, a
+/// connection refused and a redirect, on standard error and in the trace.
+#[test]
+fn an_endpoints_keys_are_in_no_message() {
+    let refused = {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+        format!("http://{}", l.local_addr().expect("addr"))
+    };
+    let (failing, _) = server(vec![(500, "down", Duration::ZERO)]);
+    let (redirecting, _) = server(vec![(302, "http://127.0.0.1:9/next?api_key=sk-live-KEY3", Duration::ZERO)]);
+    for base in [&failing, &refused, &redirecting] {
+        let (scheme, host) = base.split_once("://").expect("a URL");
+        let url = format!("{scheme}://user:pa55word-KEY0@{host}/k/sk-live-KEY1?api_key=sk-live-KEY2&then=");
+        let dir = tempfile::tempdir().expect("tempdir");
+        root(dir.path(), &url, "");
+        let (code, stdout, stderr, _) = run(dir.path());
+        assert_eq!(code, 1);
+        let trace = std::fs::read_to_string(dir.path().join("trace.json")).expect("trace");
+        for text in [&stdout, &stderr, &trace] {
+            assert!(!text.contains("KEY"), "a key of the URL is shown: {text}");
+        }
+        assert!(stderr.contains(&format!("{base}/…")), "{stderr}");
     }
 }

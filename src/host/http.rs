@@ -14,6 +14,9 @@
 //! - The request has the attempt's time ([`ToolCall::timeout`]); a cancelled call returns at
 //!   once (the request in flight is abandoned and ends with its own timeout). Bodies are
 //!   read up to [`MAX_BODY_BYTES`].
+//! - Messages name the URL by its scheme, host and port, `/…` for the rest ([`shown`]): its
+//!   `user:pass@`, path and query (`?api_key=…`) reached every client of a failed call,
+//!   the history and the trace (hostile round 9b). Where a redirect pointed is named so too.
 //! - Requests carry `Content-Type: application/json`, `Accept: application/json`,
 //!   `User-Agent: tdsl/<version>` and `X-Tdsl-Tool: <tool path>`.
 
@@ -39,6 +42,7 @@ pub(crate) fn call(url: &str, call: &ToolCall<'_>) -> Result<Value, ToolError> {
         .map_err(|e| ToolError::permanent(format!("`{tool}`: the arguments are not JSON: {e}")))?;
     let timeout = call.timeout.unwrap_or(DEFAULT_TIMEOUT);
     let (url_owned, tool_owned) = (url.to_string(), tool.to_string());
+    let url = shown(url);
     let (tx, rx) = mpsc::channel();
     // On a thread of its own, so that a cancelled call can return at once.
     let spawned = std::thread::Builder::new().name("tdsl-http".to_string()).spawn(move || {
@@ -61,7 +65,8 @@ pub(crate) fn call(url: &str, call: &ToolCall<'_>) -> Result<Value, ToolError> {
     }
 }
 
-fn post(url: &str, tool: &str, body: &[u8], timeout: Duration) -> Result<Value, ToolError> {
+fn post(target: &str, tool: &str, body: &[u8], timeout: Duration) -> Result<Value, ToolError> {
+    let url = &shown(target);
     let agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .max_redirects(0)
@@ -70,21 +75,21 @@ fn post(url: &str, tool: &str, body: &[u8], timeout: Duration) -> Result<Value, 
         .build()
         .new_agent();
     let response = agent
-        .post(url)
+        .post(target)
         .header("Content-Type", "application/json")
         .header("Accept", "application/json")
         .header("X-Tdsl-Tool", tool)
         .send(body)
-        .map_err(|e| request_error(url, e))?;
+        .map_err(|e| request_error(target, e))?;
     let status = response.status().as_u16();
     if (300..=399).contains(&status) {
         let to = response.headers().get("location").map(|l| String::from_utf8_lossy(l.as_bytes()).trim().to_string());
         let to = to.filter(|l| !l.is_empty());
-        let to = to.map_or_else(|| " (no `Location`)".to_string(), |l| format!(" to {}", cut(&l)));
+        let to = to.map_or_else(|| " (no `Location`)".to_string(), |l| format!(" to {}", shown(&l)));
         return Err(ToolError::permanent(format!("{url} answered {status}: a redirect{to} is not followed")));
     }
     let bytes =
-        response.into_body().with_config().limit(MAX_BODY_BYTES).read_to_vec().map_err(|e| request_error(url, e))?;
+        response.into_body().with_config().limit(MAX_BODY_BYTES).read_to_vec().map_err(|e| request_error(target, e))?;
     // A body that is not UTF-8 keeps its status: it was read as text, and the I/O error
     // that made was taken for a transient failure (a `404` retried, its status lost).
     let text = match String::from_utf8(bytes) {
@@ -106,17 +111,32 @@ fn post(url: &str, tool: &str, body: &[u8], timeout: Duration) -> Result<Value, 
     }
 }
 
-fn request_error(url: &str, e: ureq::Error) -> ToolError {
+/// `target` (the URL as written) failed; the message names it as [`shown`] does, also
+/// where ureq's own text repeats it.
+fn request_error(target: &str, e: ureq::Error) -> ToolError {
     use ureq::Error as E;
+    let url = shown(target);
+    let said = e.to_string().replace(target, &url);
     match e {
         E::Io(_) | E::Timeout(_) | E::HostNotFound | E::ConnectionFailed => {
-            ToolError::transient(format!("the request to {url} failed: {e}"))
+            ToolError::transient(format!("the request to {url} failed: {said}"))
         }
         E::BodyExceedsLimit(_) => {
             ToolError::permanent(format!("the answer of {url} is larger than {MAX_BODY_BYTES} bytes"))
         }
-        other => ToolError::permanent(format!("the request to {url} failed: {other}")),
+        _ => ToolError::permanent(format!("the request to {url} failed: {said}")),
     }
+}
+
+/// A URL as messages name it: its scheme, host and port, with `/…` when a path or a query
+/// followed; without the `user:pass@` of its authority; control characters escaped.
+fn shown(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let host = rest[..end].rsplit_once('@').map_or(&rest[..end], |(_, h)| h);
+    let more = if end < rest.len() { "/…" } else { "" };
+    let shown = if scheme.is_empty() { format!("{host}{more}") } else { format!("{scheme}://{host}{more}") };
+    crate::diagnostic::escape_hidden(&cut(&shown), &[])
 }
 
 /// `: <the start of the body>`, or nothing for an empty body.
