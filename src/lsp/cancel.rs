@@ -1,7 +1,8 @@
 //! `$/cancelRequest`, as rust-analyzer does it: a cancelled request is still answered, with
 //! error `-32800` (RequestCancelled), and long work (the analysis of the files changed
-//! before it, the walk of a root and the files read for references and rename) asks
-//! [`Inbox::cancelled`] as it goes and stops early.
+//! before it, the walk of a root and the files read for references, definition and
+//! rename, code actions over many diagnostics) asks [`Inbox::cancelled`] as it goes and
+//! stops early.
 //!
 //! One thread handles the messages in order, so a cancellation sent after a request is
 //! still in the channel while the request is handled. The [`Inbox`] takes what has arrived
