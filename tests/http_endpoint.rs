@@ -324,3 +324,70 @@ fn an_endpoints_keys_are_in_no_message() {
         assert!(stderr.contains(&format!("{base}/…")), "{stderr}");
     }
 }
+
+/// Hostile round 9b: a client of `serve` calls a tool whose peer never answers, and
+/// cancels each call. A cancelled call returns at once, but its request goes on in a
+/// thread of its own until its time ends (300 s without `timeout_seconds`): 257 such
+/// calls held 257 threads and sockets, and a client repeating it grew them without bound.
+/// At most 256 such requests are in flight now: past it a call fails at once saying so
+/// (here a call to another, fast tool), and calls go through again once they end.
+#[test]
+fn requests_of_cancelled_calls_are_bounded() {
+    use common::mcp_stdio::StdioClient;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    const HANG: Duration = Duration::from_secs(60);
+    // The slow peer: reads each request and answers only once released.
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let slow = format!("http://{}", listener.local_addr().expect("addr"));
+    let (arrived, release) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicBool::new(false)));
+    let (count, go) = (arrived.clone(), release.clone());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let (count, go) = (count.clone(), go.clone());
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                let _ = std::io::Read::read(&mut stream, &mut buf);
+                count.fetch_add(1, Ordering::SeqCst);
+                while !go.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                let _ = stream.write_all(b"HTTP/1.1 200 X\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}");
+            });
+        }
+    });
+    let (fast, _) = server(vec![(200, "{}", Duration::ZERO)]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (name, url) in [("slow", &slow), ("fast", &fast)] {
+        write(
+            &dir.path().join(format!("{name}.tool")),
+            &format!(r#"{{"arguments": [], "system_event_endpoint": "{url}/run"}}"#),
+        );
+    }
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_tdsl"));
+    // Calls run 16 at a time by default; a client cancelling them round after round gets
+    // there too, more slowly.
+    cmd.args(["serve", "--mcp", "--no-history", "--max-calls", "300", "--root"]).arg(dir.path());
+    let mut client = StdioClient::start(&mut cmd);
+    let calls = 257;
+    let ids: Vec<u64> =
+        (0..calls).map(|_| client.start_request("tools/call", json!({"name": "slow", "arguments": {}}))).collect();
+    common::process::wait_until(HANG, "the slow peer to get every request", || {
+        (arrived.load(Ordering::SeqCst) >= calls).then_some(())
+    });
+    for id in ids {
+        client.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": id, "reason": "enough"}}));
+    }
+    let refused = common::process::wait_until(HANG, "a call refused for the requests left behind", || {
+        let r = client.call("fast", json!({}));
+        let text = r.to_string();
+        text.contains("requests of calls cancelled earlier are still waiting").then_some(text)
+    });
+    assert!(refused.contains("at most 256"), "{refused}");
+    release.store(true, Ordering::SeqCst);
+    common::process::wait_until(HANG, "calls to go through again", || {
+        let r = client.call("fast", json!({}));
+        (r["isError"] != true).then_some(())
+    });
+}

@@ -12,15 +12,19 @@
 //!   metadata service — and that answer became the tool's result (hostile round 9b,
 //!   `docs/security.md`).
 //! - The request has the attempt's time ([`ToolCall::timeout`]); a cancelled call returns at
-//!   once (the request in flight is abandoned and ends with its own timeout). Bodies are
-//!   read up to [`MAX_BODY_BYTES`].
+//!   once (the request in flight is abandoned and ends with its own timeout). At most
+//!   [`MAX_ABANDONED`] abandoned requests are in flight in a process: past it a call fails
+//!   at once (transient) until some end — each holds a thread and a socket, and a client
+//!   cancelling calls to a slow peer grew them without bound (hostile round 9b). Bodies
+//!   are read up to [`MAX_BODY_BYTES`].
 //! - Messages name the URL by its scheme, host and port, `/…` for the rest ([`shown`]): its
 //!   `user:pass@`, path and query (`?api_key=…`) reached every client of a failed call,
 //!   the history and the trace (hostile round 9b). Where a redirect pointed is named so too.
 //! - Requests carry `Content-Type: application/json`, `Accept: application/json`,
 //!   `User-Agent: tdsl/<version>` and `X-Tdsl-Tool: <tool path>`.
 
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 use crate::exec::{ToolCall, ToolError};
@@ -31,6 +35,17 @@ pub(crate) const MAX_BODY_BYTES: u64 = 64 * 1024 * 1024;
 
 /// The time a request has when the call has no timeout.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The most requests of cancelled calls still in flight (see the module's docs).
+pub(crate) const MAX_ABANDONED: usize = 256;
+
+/// The requests of cancelled calls still in flight.
+static ABANDONED: AtomicUsize = AtomicUsize::new(0);
+
+/// A request's state, shared by its call and its thread.
+const RUNNING: u8 = 0;
+const ABANDONED_BY_CALL: u8 = 1;
+const ENDED: u8 = 2;
 
 /// How much of an error body goes into a message.
 const BODY_IN_MESSAGE: usize = 300;
@@ -43,10 +58,22 @@ pub(crate) fn call(url: &str, call: &ToolCall<'_>) -> Result<Value, ToolError> {
     let timeout = call.timeout.unwrap_or(DEFAULT_TIMEOUT);
     let (url_owned, tool_owned) = (url.to_string(), tool.to_string());
     let url = shown(url);
+    let abandoned = ABANDONED.load(Ordering::SeqCst);
+    if abandoned >= MAX_ABANDONED {
+        return Err(ToolError::transient(format!(
+            "`{tool}`: {abandoned} requests of calls cancelled earlier are still waiting for their answers (at \
+             most {MAX_ABANDONED}); no request is sent until some end"
+        )));
+    }
     let (tx, rx) = mpsc::channel();
+    let state = Arc::new(AtomicU8::new(RUNNING));
+    let ended = state.clone();
     // On a thread of its own, so that a cancelled call can return at once.
     let spawned = std::thread::Builder::new().name("tdsl-http".to_string()).spawn(move || {
         let _ = tx.send(post(&url_owned, &tool_owned, &body, timeout));
+        if ended.swap(ENDED, Ordering::SeqCst) == ABANDONED_BY_CALL {
+            ABANDONED.fetch_sub(1, Ordering::SeqCst);
+        }
     });
     if let Err(e) = spawned {
         return Err(ToolError::transient(format!("`{tool}`: cannot start a thread for the request: {e}")));
@@ -55,6 +82,12 @@ pub(crate) fn call(url: &str, call: &ToolCall<'_>) -> Result<Value, ToolError> {
         match rx.recv_timeout(Duration::from_millis(5)) {
             Ok(answer) => return answer.map_err(|e| ToolError { message: format!("`{tool}`: {e}"), ..e }),
             Err(mpsc::RecvTimeoutError::Timeout) if call.cancel.is_cancelled() => {
+                // Counted while its thread goes on (counted first, so that the thread's
+                // end never takes away what is not yet added; not, if it has just ended).
+                ABANDONED.fetch_add(1, Ordering::SeqCst);
+                if state.compare_exchange(RUNNING, ABANDONED_BY_CALL, Ordering::SeqCst, Ordering::SeqCst).is_err() {
+                    ABANDONED.fetch_sub(1, Ordering::SeqCst);
+                }
                 return Err(ToolError::transient(format!("`{tool}`: the request to {url} was cancelled")));
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
