@@ -1,6 +1,8 @@
 //! `http://` endpoints (SPEC §7, ext) against a small HTTP server on loopback, run by the
 //! real binary: success, transient statuses retried, permanent ones not, bodies that are
-//! not JSON, connection failures and timeouts.
+//! not JSON, connection failures and timeouts; and a hostile peer (`docs/security.md`,
+//! "Hostile round 9b"): redirects, bodies that are not UTF-8, keys in the URL, requests
+//! of cancelled calls left behind.
 
 mod common;
 
