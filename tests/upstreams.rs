@@ -7,11 +7,10 @@
 
 mod common;
 
-use std::path::Path;
-use std::process::Command;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::mcp_stdio::StdioClient;
+use common::mcp_stdio::{serve_upstreams, StdioClient};
 use common::process::script;
 use serde_json::{json, Value};
 
@@ -72,23 +71,29 @@ fn plan(tool: &str) -> Value {
         "response_reference_map": {"x": "REF:a.x"}}})
 }
 
+/// In `dir`: an empty tool root `root` and the scripted upstream `file` (`body`,
+/// executable); their paths.
+fn scripted(dir: &Path, file: &str, body: &str) -> (PathBuf, PathBuf) {
+    let root = dir.join("root");
+    std::fs::create_dir_all(&root).expect("the root");
+    let upstream = dir.join(file);
+    script(&upstream, body);
+    (root, upstream)
+}
+
+/// `up=PATH`: the scripted upstream at `path` as `serve --upstream` names it.
+fn up(path: &Path) -> String {
+    format!("up={}", path.display())
+}
+
 /// `serve --mcp --plans` over stdio with the scripted upstream `up`, its tools in `tools`.
 fn serve(dir: &Path, tools: &str, env: &[(&str, &str)], extra: &[&str]) -> StdioClient {
-    std::fs::create_dir_all(dir.join("root")).expect("the root");
-    let upstream = dir.join("up.py");
-    script(&upstream, UPSTREAM);
-    std::fs::write(dir.join("tools.txt"), tools).expect("the tools file");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tdsl"));
-    cmd.args(["serve", "--mcp", "--plans", "--no-history", "--root"])
-        .arg(dir.join("root"))
-        .arg("--upstream")
-        .arg(format!("up={}", upstream.display()))
-        .args(extra)
-        .env("UP_TOOLS", dir.join("tools.txt"));
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    StdioClient::start(&mut cmd)
+    let (root, upstream) = scripted(dir, "up.py", UPSTREAM);
+    let listed = dir.join("tools.txt");
+    std::fs::write(&listed, tools).expect("the tools file");
+    let listed = listed.to_str().expect("a UTF-8 path");
+    let env: Vec<(&str, &str)> = env.iter().copied().chain([("UP_TOOLS", listed)]).collect();
+    serve_upstreams(&root, &[up(&upstream)], None, extra, &env)
 }
 
 /// The first listing outlives `--upstream-timeout` (1 s; the upstream answers it after
@@ -174,7 +179,8 @@ fn an_upstream_that_does_not_say_its_tools_changed_refuses_the_old_tool_itself()
 #[test]
 fn an_upstreams_command_line_or_url_never_reaches_the_client() {
     let dir = tempfile::tempdir().expect("a temp dir");
-    std::fs::create_dir_all(dir.path().join("root")).expect("the root");
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(&root).expect("the root");
     // A port nothing listens on: bound, then let go.
     let port = std::net::TcpListener::bind("127.0.0.1:0").expect("a port").local_addr().expect("addr").port();
     let cases = [
@@ -191,12 +197,7 @@ fn an_upstreams_command_line_or_url_never_reaches_the_client() {
         (&*format!("http://127.0.0.1:{port}/mcp/sk-live-KEY4444444444/sse"), &*format!("http://127.0.0.1:{port}/…")),
     ];
     for (upstream, named) in cases {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tdsl"));
-        cmd.args(["serve", "--mcp", "--plans", "--no-history", "--upstream-timeout", "5", "--root"])
-            .arg(dir.path().join("root"))
-            .arg("--upstream")
-            .arg(format!("up={upstream}"));
-        let mut client = StdioClient::start(&mut cmd);
+        let mut client = serve_upstreams(&root, &[format!("up={upstream}")], None, &["--upstream-timeout", "5"], &[]);
         let checked = client.call("check_plan", plan("up/x"));
         let tools = client.request("resources/read", json!({"uri": "tdsl://tools"}));
         let prompt = client.request("prompts/get", json!({"name": "plan", "arguments": {"task": "anything"}}));
@@ -248,19 +249,10 @@ for line in sys.stdin:
 #[test]
 fn a_paged_listing_is_read_within_its_bounds() {
     let dir = tempfile::tempdir().expect("a temp dir");
-    std::fs::create_dir_all(dir.path().join("root")).expect("the root");
-    let upstream = dir.path().join("paging.py");
-    script(&upstream, PAGING);
+    let (root, upstream) = scripted(dir.path(), "paging.py", PAGING);
     let serve = |pages: &str, per: &str, desc: &str| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tdsl"));
-        cmd.args(["serve", "--mcp", "--plans", "--no-history", "--upstream-timeout", "25", "--root"])
-            .arg(dir.path().join("root"))
-            .arg("--upstream")
-            .arg(format!("up={}", upstream.display()))
-            .env("UP_PAGES", pages)
-            .env("UP_PER_PAGE", per)
-            .env("UP_DESC", desc);
-        StdioClient::start(&mut cmd)
+        let env = [("UP_PAGES", pages), ("UP_PER_PAGE", per), ("UP_DESC", desc)];
+        serve_upstreams(&root, &[up(&upstream)], None, &["--upstream-timeout", "25"], &env)
     };
     let mut client = serve("3", "2", "10");
     let r = client.call("run_plan", plan("up/t5"));
@@ -317,20 +309,11 @@ for line in sys.stdin:
 #[test]
 fn an_upstream_schema_bomb_costs_a_check_little_and_its_answer_is_small() {
     let dir = tempfile::tempdir().expect("a temp dir");
-    std::fs::create_dir_all(dir.path().join("root")).expect("the root");
-    let upstream = dir.path().join("bomb.py");
-    script(&upstream, BOMB);
+    let (root, upstream) = scripted(dir.path(), "bomb.py", BOMB);
     let serve = |tools: &str, distinct: bool| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tdsl"));
-        cmd.args(["serve", "--mcp", "--plans", "--no-history", "--root"])
-            .arg(dir.path().join("root"))
-            .arg("--upstream")
-            .arg(format!("up={}", upstream.display()))
-            .env("UP_TOOLS", tools);
-        if distinct {
-            cmd.env("UP_DISTINCT", "1");
-        }
-        StdioClient::start(&mut cmd)
+        // The script reads an empty `UP_DISTINCT` as unset.
+        let env = [("UP_TOOLS", tools), ("UP_DISTINCT", if distinct { "1" } else { "" })];
+        serve_upstreams(&root, &[up(&upstream)], None, &[], &env)
     };
     let mut client = serve("1", false);
     let steps: Vec<Value> = (0..64)
@@ -390,10 +373,7 @@ for line in sys.stdin:
 #[test]
 fn an_upstreams_standard_error_reaches_serves_log_but_no_client_nor_the_history() {
     let dir = tempfile::tempdir().expect("a temp dir");
-    let root = dir.path().join("root");
-    std::fs::create_dir_all(&root).expect("the root");
-    let up = dir.path().join("secretive.py");
-    script(&up, SECRETIVE);
+    let (root, up) = scripted(dir.path(), "secretive.py", SECRETIVE);
     let up = up.display();
     std::fs::write(
         root.join("boom.tool"),
@@ -401,13 +381,8 @@ fn an_upstreams_standard_error_reaches_serves_log_but_no_client_nor_the_history(
     )
     .expect("the served tool");
     let history = dir.path().join("history.db");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tdsl"));
-    cmd.args(["serve", "--mcp", "--plans", "--upstream-timeout", "10", "--root"])
-        .arg(&root)
-        .arg("--history")
-        .arg(&history)
-        .args(["--upstream", &format!("up='{up}' upstream"), "--upstream", &format!("deaf='{up}' deaf")]);
-    let mut client = StdioClient::start(&mut cmd);
+    let upstreams = [format!("up='{up}' upstream"), format!("deaf='{up}' deaf")];
+    let mut client = serve_upstreams(&root, &upstreams, Some(&history), &["--upstream-timeout", "10"], &[]);
     client.request("logging/setLevel", json!({"level": "debug"}));
     let plan = |tool: &str| {
         json!({"plan": {"instructions": [{"execution_id": "a", "tool_definition_path": tool, "arguments": {},

@@ -4,6 +4,8 @@ use std::process::ExitCode;
 
 use clap::Args;
 
+use crate::lsp::Ended;
+
 /// Arguments of `tdsl lsp`.
 #[derive(Debug, Args)]
 pub(crate) struct LspArgs {
@@ -18,7 +20,9 @@ pub(crate) struct LspArgs {
     max_message_bytes: u64,
 }
 
-/// Runs the server until the client shuts it down.
+/// Runs the server until the client shuts it down: exit status 0 after `shutdown` and
+/// `exit` (or at the end of the input), 1 for `exit` without `shutdown`, 2 when the
+/// handshake or standard output fails.
 pub(crate) fn run(args: LspArgs) -> ExitCode {
     let max = usize::try_from(args.max_message_bytes).unwrap_or(usize::MAX);
     let (connection, io) = crate::lsp::framing::stdio(max);
@@ -26,12 +30,17 @@ pub(crate) fn run(args: LspArgs) -> ExitCode {
     drop(connection);
     let joined = io.join();
     match (served, joined) {
-        (Ok(()), Ok(())) => ExitCode::SUCCESS,
+        // LSP: `exit` without `shutdown` first is exit status 1.
+        (Ok(Ended::Exit { after_shutdown: false }), Ok(())) => {
+            eprintln!("tdsl lsp: `exit` came without `shutdown` first");
+            ExitCode::from(1)
+        }
+        (Ok(_), Ok(())) => ExitCode::SUCCESS,
         (Err(e), _) => {
             eprintln!("error: tdsl lsp: {e}");
             ExitCode::from(2)
         }
-        (Ok(()), Err(e)) => {
+        (Ok(_), Err(e)) => {
             eprintln!("error: tdsl lsp: {e}");
             ExitCode::from(2)
         }

@@ -79,7 +79,8 @@ impl Server {
             let Ok(entries) = std::fs::read_dir(&dir) else { continue };
             for e in entries.flatten() {
                 walked += 1;
-                if walked > MAX_WALKED_ENTRIES {
+                // A cancelled request stops here too (its answer is `-32800`).
+                if walked > MAX_WALKED_ENTRIES || (walked.is_multiple_of(256) && self.cancelled()) {
                     whole = false;
                     break 'walk;
                 }
@@ -110,6 +111,9 @@ impl Server {
         let files = if local { vec![doc.path.clone()] } else { self.workspace_files(&doc.root.0).0 };
         let mut out = Vec::new();
         for f in files {
+            if self.cancelled() {
+                break;
+            }
             self.file_occurrences(&f, &mut |uri, text, _, occs| {
                 out.extend(occs.iter().filter(|o| &o.sym == sym).map(|o| found(uri, text, o, self.encoding)))
             });
@@ -157,6 +161,9 @@ impl Server {
             ));
         }
         for f in files {
+            if self.cancelled() {
+                break;
+            }
             let resolver_root = self.root_for(&f).0;
             let resolver = Resolver { root: &resolver_root };
             self.file_occurrences(&f, &mut |uri, text, tool, occs| {

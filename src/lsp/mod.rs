@@ -6,7 +6,10 @@
 //! text; a file is analysed again once no message has come for a moment (as long as its
 //! last analysis took, at most [`DEBOUNCE`]), or before a request is answered, and then only its latest text — so a burst of edits costs one
 //! analysis, not one each. Requests are answered from that analysis (the symbols of a file
-//! are found once per analysis, on the first request that needs them).
+//! are found once per analysis, on the first request that needs them). A request the
+//! client cancels (`$/cancelRequest`) is answered `-32800` and its work stopped early
+//! ([`cancel`]); `exit` without `shutdown` ends the server with [`Ended::Exit`] `{
+//! after_shutdown: false }` (`tdsl lsp` exits 1).
 //!
 //! - **Diagnostics** are those of `tdsl check`, published when a file is opened or changed
 //!   (text synchronised incrementally), and for the open files that call it when a callee
@@ -20,6 +23,7 @@
 //! - Hover, definition, references, rename, completion and code actions: [`features`].
 
 mod actions;
+mod cancel;
 mod completion;
 mod features;
 pub(crate) mod framing;
@@ -29,13 +33,13 @@ mod open_docs;
 pub(crate) mod symbols;
 pub(crate) mod text;
 
-use std::cell::OnceCell;
+use std::cell::{OnceCell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lsp_server::{Connection, ErrorCode, Message, Notification, Request, Response};
+use lsp_server::{Connection, ErrorCode, Message, Notification, Request, RequestId, Response};
 use lsp_types::notification::Notification as _;
 use lsp_types::request::Request as _;
 use lsp_types::{
@@ -58,9 +62,19 @@ pub(crate) const ROOT_MARKER: &str = ".tdsl-root";
 pub(crate) type ExtraCheck = fn(&mut CheckedTool);
 
 /// Serves one client on `connection` until it asks to shut down and exits (or the
-/// connection closes). Errors are protocol failures (a malformed handshake).
+/// connection closes). Errors are protocol failures (a malformed handshake). An `exit`
+/// without `shutdown` ends it too (`tdsl lsp` then exits with status 1).
 pub fn serve(connection: &Connection, extra: Option<ExtraCheck>) -> Result<(), String> {
-    serve_with(connection, extra, framing::DEFAULT_MAX_MESSAGE_BYTES)
+    serve_with(connection, extra, framing::DEFAULT_MAX_MESSAGE_BYTES).map(|_| ())
+}
+
+/// How the server ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ended {
+    /// `exit`, after `shutdown` (true) or without it (false: LSP's exit status 1).
+    Exit { after_shutdown: bool },
+    /// The connection closed (the end of the input).
+    Closed,
 }
 
 /// [`serve`], following documents of at most `max_document` bytes (the message limit: a
@@ -70,7 +84,7 @@ pub(crate) fn serve_with(
     connection: &Connection,
     extra: Option<ExtraCheck>,
     max_document: usize,
-) -> Result<(), String> {
+) -> Result<Ended, String> {
     let (id, params) = connection.initialize_start().map_err(|e| e.to_string())?;
     let params: InitializeParams =
         serde_json::from_value(params).map_err(|e| format!("the initialize request is malformed: {e}"))?;
@@ -81,31 +95,43 @@ pub(crate) fn serve_with(
         "serverInfo": ServerInfo { name: "tdsl".into(), version: Some(env!("CARGO_PKG_VERSION").into()) },
     });
     connection.initialize_finish(id, result).map_err(|e| e.to_string())?;
+    let receiver = connection.receiver.clone();
+    server.inbox = RefCell::new(cancel::Inbox::new(Box::new(move || receiver.try_recv().ok())));
     loop {
         // What the last analyses replaced is freed while nothing waits to be answered (or
         // when it piles up), not between an edit and the answer to the request after it.
-        if !server.retired.is_empty() && (connection.receiver.is_empty() || server.retired.len() > 2) {
+        let idle = server.inbox.get_mut().is_empty() && connection.receiver.is_empty();
+        if !server.retired.is_empty() && (idle || server.retired.len() > 2) {
             server.retired.clear();
         }
+        // The messages taken ahead of their turn (looking for cancellations) come first.
         // While edits wait to be analysed, a short pause in the messages analyses them.
-        let msg = if server.dirty.is_empty() {
-            match connection.receiver.recv() {
-                Ok(m) => m,
-                Err(_) => break,
-            }
+        let msg = if let Some(m) = server.inbox.get_mut().pop() {
+            m
         } else {
-            match connection.receiver.recv_timeout(server.last_flush.min(DEBOUNCE)) {
-                Ok(m) => m,
-                Err(e) if e.is_timeout() => {
-                    for out in server.flush() {
-                        send(connection, Message::Notification(out))?;
-                    }
-                    continue;
+            let m = if server.dirty.is_empty() {
+                match connection.receiver.recv() {
+                    Ok(m) => m,
+                    Err(_) => break,
                 }
-                Err(_) => break,
-            }
+            } else {
+                match connection.receiver.recv_timeout(server.last_flush.min(DEBOUNCE)) {
+                    Ok(m) => m,
+                    Err(e) if e.is_timeout() => {
+                        for out in server.flush() {
+                            send(connection, Message::Notification(out))?;
+                        }
+                        continue;
+                    }
+                    Err(_) => break,
+                }
+            };
+            server.inbox.get_mut().note(&m);
+            m
         };
         match msg {
+            // A cancellation in its turn: the request it names was answered before it.
+            Message::Notification(n) if cancel::is_cancel(&n) => server.inbox.get_mut().handled(&n),
             // After `shutdown`, requests are answered with an error, as LSP says, and the
             // server waits for `exit` (or the end of its input). `lsp-server`'s own handling
             // ended the server with status 2 on a request that came after it, leaving the
@@ -119,14 +145,26 @@ pub(crate) fn serve_with(
                 server.dirty.clear();
                 send(connection, Message::Response(Response::new_ok(req.id, ())))?;
             }
-            Message::Notification(n) if n.method == lsp_types::notification::Exit::METHOD => return Ok(()),
+            Message::Notification(n) if n.method == lsp_types::notification::Exit::METHOD => {
+                return Ok(Ended::Exit { after_shutdown: server.shut_down });
+            }
             Message::Notification(_) if server.shut_down => {}
             Message::Request(req) => {
-                // A request sees every edit sent before it.
-                for out in server.flush() {
-                    send(connection, Message::Notification(out))?;
+                // A request sees every edit sent before it. A cancelled one is answered
+                // `-32800`, at once or as soon as the work it started sees it.
+                let id = req.id.clone();
+                server.current = Some(id.clone());
+                if !server.cancelled() {
+                    for out in server.flush() {
+                        send(connection, Message::Notification(out))?;
+                    }
                 }
-                let resp = server.request(req);
+                let resp = if server.cancelled() { None } else { Some(server.request(req)) };
+                let resp = match resp {
+                    Some(r) if !server.cancelled() => r,
+                    _ => cancelled(id),
+                };
+                server.current = None;
                 send(connection, Message::Response(resp))?;
             }
             Message::Notification(n) => {
@@ -137,7 +175,12 @@ pub(crate) fn serve_with(
             Message::Response(_) => {}
         }
     }
-    Ok(())
+    Ok(Ended::Closed)
+}
+
+/// The answer to a request the client cancelled.
+fn cancelled(id: RequestId) -> Response {
+    Response::new_err(id, ErrorCode::RequestCanceled as i32, "the request was cancelled".to_string())
 }
 
 fn send(connection: &Connection, msg: Message) -> Result<(), String> {
@@ -215,6 +258,10 @@ pub(crate) struct Server {
     max_document: usize,
     /// Whether `shutdown` was received.
     shut_down: bool,
+    /// The messages read ahead of their turn, and the requests they cancel.
+    inbox: RefCell<cancel::Inbox>,
+    /// The request being handled.
+    current: Option<RequestId>,
 }
 
 impl Server {
@@ -253,7 +300,16 @@ impl Server {
             retired: Vec::new(),
             max_document: framing::DEFAULT_MAX_MESSAGE_BYTES,
             shut_down: false,
+            inbox: RefCell::new(cancel::Inbox::default()),
+            current: None,
         }
+    }
+
+    /// Whether the client cancelled the request being handled: long work asks as it goes,
+    /// and stops early when it is (its answer is then `-32800`, whatever it found).
+    pub(crate) fn cancelled(&self) -> bool {
+        let Some(id) = &self.current else { return false };
+        self.inbox.try_borrow_mut().is_ok_and(|mut inbox| inbox.cancelled(id))
     }
 
     /// What the server can do.
@@ -402,7 +458,15 @@ impl Server {
         for d in self.docs.values_mut().filter(|d| d.source.is_none() && d.lost.is_none()) {
             d.source = Some(open_docs::Source::new(d.text.as_str()));
         }
-        let out = todo.iter().map(|u| self.check(u)).collect();
+        // A cancelled request needs no analysis: the files left are analysed later.
+        let mut out = Vec::new();
+        for (n, u) in todo.iter().enumerate() {
+            if self.cancelled() {
+                self.dirty.extend(todo[n..].iter().cloned());
+                break;
+            }
+            out.push(self.check(u));
+        }
         self.last_flush = started.elapsed();
         out
     }

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
 use std::process::{ChildStdin, ChildStdout, Command};
 
 use serde_json::{json, Value};
@@ -68,4 +69,28 @@ impl StdioClient {
     pub fn call(&mut self, name: &str, arguments: Value) -> Value {
         self.request("tools/call", json!({"name": name, "arguments": arguments}))["result"].clone()
     }
+}
+
+/// `tdsl serve --mcp --plans --root ROOT` over stdio with these upstream servers (each
+/// `NAME=COMMAND`), writing its run history to `history` (`None`: `--no-history`), with
+/// `extra` arguments and `env` variables; initialized, its standard error captured
+/// (`process`, for the lines the operator reads).
+pub fn serve_upstreams(
+    root: &Path,
+    upstreams: &[String],
+    history: Option<&Path>,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> StdioClient {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tdsl"));
+    cmd.args(["serve", "--mcp", "--plans", "--root"]).arg(root);
+    match history {
+        Some(h) => cmd.arg("--history").arg(h),
+        None => cmd.arg("--no-history"),
+    };
+    for u in upstreams {
+        cmd.arg("--upstream").arg(u);
+    }
+    cmd.args(extra).envs(env.iter().copied());
+    StdioClient::start(&mut cmd)
 }

@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::Duration;
 
-use lsp_server::{Message, Notification, Request, RequestId};
+use lsp_server::{Message, Notification, Request, RequestId, Response};
 use serde_json::{json, Value};
 
 /// How long any one answer may take before the test fails (a watchdog, not a timing).
@@ -20,6 +20,8 @@ pub struct Client {
     recv: Receiver<Message>,
     next: i32,
     pending: Vec<Notification>,
+    /// Answers to requests sent with [`Client::send_request`], not yet taken.
+    answers: Vec<Response>,
     child: Option<Child>,
     server: Option<std::thread::JoinHandle<Result<(), String>>>,
 }
@@ -54,7 +56,7 @@ impl Client {
         let send = Box::new(move |m: Message| {
             let _ = m.write(&mut stdin);
         });
-        Client { send, recv: rx, next: 1, pending: Vec::new(), child: Some(child), server: None }
+        Client { send, recv: rx, next: 1, pending: Vec::new(), answers: Vec::new(), child: Some(child), server: None }
     }
 
     /// The server in this process, on a memory connection.
@@ -74,7 +76,7 @@ impl Client {
         let send = Box::new(move |m: Message| {
             let _ = sender.send(m);
         });
-        Client { send, recv: rx, next: 1, pending: Vec::new(), child: None, server: Some(handle) }
+        Client { send, recv: rx, next: 1, pending: Vec::new(), answers: Vec::new(), child: None, server: Some(handle) }
     }
 
     /// The peak resident set of the binary so far, in bytes (`VmHWM`; `None` in process).
@@ -120,10 +122,46 @@ impl Client {
                         None => Ok(r.result.unwrap_or(Value::Null)),
                     };
                 }
+                Message::Response(r) => self.answers.push(r),
                 Message::Notification(n) => self.pending.push(n),
-                _ => {}
+                Message::Request(_) => {}
             }
         }
+    }
+
+    /// Sends a request without waiting for its answer ([`Client::answer`]); its id.
+    pub fn send_request(&mut self, method: &str, params: Value) -> RequestId {
+        let id = RequestId::from(self.next);
+        self.next += 1;
+        self.send_request_with(id.clone(), method, params);
+        id
+    }
+
+    /// Sends a request with the id given (a string, or one used before).
+    pub fn send_request_with(&mut self, id: RequestId, method: &str, params: Value) {
+        (self.send)(Message::Request(Request::new(id, method.to_string(), params)));
+    }
+
+    /// The answer to request `id`, waiting at most `wait` (`None` when none came); the
+    /// notifications received meanwhile are kept.
+    pub fn answer(&mut self, id: &RequestId, wait: Duration) -> Option<Response> {
+        let deadline = std::time::Instant::now() + wait;
+        loop {
+            if let Some(i) = self.answers.iter().position(|r| &r.id == id) {
+                return Some(self.answers.remove(i));
+            }
+            let left = deadline.checked_duration_since(std::time::Instant::now())?;
+            match self.recv.recv_timeout(left).ok()? {
+                Message::Response(r) => self.answers.push(r),
+                Message::Notification(n) => self.pending.push(n),
+                Message::Request(_) => {}
+            }
+        }
+    }
+
+    /// The answers received so far to requests not waited for (taken).
+    pub fn take_answers(&mut self) -> Vec<Response> {
+        std::mem::take(&mut self.answers)
     }
 
     /// Opens a file with its text from disk; returns its URI.
