@@ -345,10 +345,13 @@ impl McpClients {
             Some(n) => format!("the upstream server `{n}` ({program})"),
             None => program.to_string(),
         };
-        let live = self.connect(runtime, command, call.cancel).map_err(|e| {
-            let shown = target.shown();
-            let message = e.0.message.replace(&format!("the MCP server {shown}"), &named(&shown));
-            ConnectError(ToolError { message, ..e.0 }).prefixed(tool_path)
+        let live = self.connect(runtime, command, call.cancel).map_err(|e| match &escaped {
+            Some(_) => {
+                let shown = target.shown();
+                let message = e.0.message.replace(&format!("the MCP server {shown}"), &named(&shown));
+                ConnectError(ToolError { message, ..e.0 }).prefixed(tool_path)
+            }
+            None => e.prefixed(tool_path),
         })?;
         let arguments = match serde_json::to_value(call.arguments) {
             Ok(Json::Object(map)) => map,
