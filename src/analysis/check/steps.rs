@@ -341,8 +341,12 @@ impl<'a> Checker<'a> {
         // schema that allows more (`Analyzer::set_closed_results`).
         let closed = match callee {
             Some(c) if self.closed_results && declared.is_some() && !exact.is_some_and(|e| e.responses_open) => {
-                // As the first step that calls it writes it (`fetch_page`, `shop/list_orders`).
-                Some(Arc::<str>::from(if written.is_empty() { c.tool_path.as_str() } else { written }))
+                // As the first step that calls it writes it (`fetch_page`, `shop/list_orders`),
+                // but not as a spelling padded to any length that names it too (then its
+                // tool path): every message naming it would carry the padding.
+                let written = written.trim();
+                let shown = if written.is_empty() || written.len() > 200 { c.tool_path.as_str() } else { written };
+                Some(Arc::<str>::from(shown))
             }
             _ => None,
         };
