@@ -220,8 +220,11 @@ fn hostile_closed_results_stay_bounded() {
     for i in 1..64 {
         steps.push(json!({"execution_id": format!("t{i}"), "transform_responses": {"variables": {"r": "REF:s"}, "transforms": reads}}));
     }
+    // 28 s of a debug build when each read copied the 20,000 names; 9 s now, most of it the
+    // plan's suggestion allowance (`MAX_SUGGESTION_WORK`): the bound guards a hang, not
+    // that defect alone (`docs/security.md`, "Hostile round 9").
     let check =
-        bounded("6,300 misspelt reads", Duration::from_secs(60), || plans.check_value(&json!({"instructions": steps})));
+        bounded("6,300 misspelt reads", Duration::from_secs(45), || plans.check_value(&json!({"instructions": steps})));
     let (errors, _) = check.counts();
     assert!(errors >= 6_300, "every misspelt read is an error: {errors}");
     assert!(check.render().len() < 50 * 4_100, "the rendering is bounded");
@@ -241,6 +244,9 @@ fn hostile_nested_arguments_stay_bounded() {
     let call = |tool: &str, q: Json| json!({"instructions": [{"execution_id": "s", "tool_definition_path": format!("x/{tool}"), "arguments": {"q": q}}]});
     // As many unknown fields as 256 KB holds.
     let unknown: serde_json::Map<String, Json> = (0..20_000).map(|i| (format!("u{i}"), json!(0))).collect();
+    // 34 s of a debug build with the JSON loader's quadratic duplicate-key search (now
+    // its unit test's, at a bound an order of magnitude under it); 6 s now, most of it
+    // rendering the shown diagnostics against one 256 KB line.
     let check = bounded("20,000 unknown fields", Duration::from_secs(30), || {
         plans.check_value(&call("wide_in", Json::Object(unknown)))
     });
