@@ -577,6 +577,14 @@ fn well_written_composites_get_no_plan_codes() {
             .map(|d| d.code)
             .filter(|c| c[1..].starts_with("13") && !["E1310", "E1304"].contains(c))
             .collect();
+        // The seed's `REF:api_call.response.name` and `.profile.email` read fields the
+        // stub `api_call.tool` does not declare (`response_body`, `status_code`, `error`): a
+        // plan, which reads a callee's declared result only, is refused for it (`E1320`).
+        if path.ends_with("seed_04_object_references.tool") {
+            assert_eq!(plan_codes, ["E1320", "E1320"], "{}", check.render());
+            checked += 1;
+            continue;
+        }
         assert!(plan_codes.is_empty(), "{}: {plan_codes:?}\n{}", path.display(), check.render());
         checked += 1;
     }

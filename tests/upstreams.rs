@@ -392,7 +392,11 @@ fn an_upstreams_standard_error_reaches_serves_log_but_no_client_nor_the_history(
     // An upstream's call, an `mcp:` tool's from a plan and called directly: each fails
     // saying so, without the server's last words.
     for (answer, says) in [
-        (client.call("run_plan", plan("up/boom")), "the MCP tool `boom` of secretive.py … failed"),
+        // An upstream's tool is named by the upstream's name, as the plan names it.
+        (
+            client.call("run_plan", plan("up/boom")),
+            "the MCP tool `boom` of the upstream server `up` (secretive.py …) failed",
+        ),
         (client.call("run_plan", plan("boom")), "the MCP tool `boom` of secretive.py … failed"),
         (client.call("boom", json!({})), "the MCP tool `boom` of secretive.py … failed"),
         (client.call("check_plan", plan("deaf/boom")), "the upstream server `deaf` (secretive.py …)"),

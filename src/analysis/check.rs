@@ -124,6 +124,8 @@ pub(crate) struct Checker<'a> {
     /// `output_key`s that name no step because several steps call their tool (by key: those
     /// steps), for the help of a REF that uses one.
     pub ambiguous_keys: HashMap<Arc<str>, Vec<usize>>,
+    /// Whether callees' declared results are closed (`Analyzer::set_closed_results`).
+    closed_results: bool,
 }
 
 /// What a callee's declared responses say about the steps that call it.
@@ -134,6 +136,8 @@ struct Shapes {
     result: Type,
     /// The declared response names, when it declares them.
     fields: Option<Fields>,
+    /// The callee's name, when its result is closed: the declared responses exactly.
+    closed: Option<Arc<str>>,
 }
 
 /// What the caller knows about the tool being checked.
@@ -149,6 +153,8 @@ pub(crate) struct Subject<'a> {
     pub types_from_use: bool,
     /// How deep composite callees may nest (E0619).
     pub max_nesting: usize,
+    /// Whether callees' declared results are closed (`Analyzer::set_closed_results`).
+    pub closed_results: bool,
 }
 
 impl<'a> Checker<'a> {
@@ -190,6 +196,7 @@ impl<'a> Checker<'a> {
             shapes: HashMap::new(),
             explained: Vec::new(),
             ambiguous_keys: HashMap::new(),
+            closed_results: subject.closed_results,
         }
     }
 

@@ -91,28 +91,48 @@ pub(crate) fn failed_step_type() -> Type {
     )
 }
 
-/// A callee's raw response: an object of its declared responses (open: a tool may return
-/// more than it declares), or any object when it declares none.
-pub(crate) fn response_type(declared: Option<&[Param]>, exact: Option<&ExactTypes>) -> Type {
+/// A callee's raw response: an object of its declared responses, or any object when it
+/// declares none. Open (a tool may return more than it declares) unless `closed` names the
+/// callee: then exactly the declared responses, a field outside them reported as that
+/// tool's ([`Type::result_of`]; `Analyzer::set_closed_results` says when).
+pub(crate) fn response_type(declared: Option<&[Param]>, exact: Option<&ExactTypes>, closed: Option<&Arc<str>>) -> Type {
     match declared {
-        Some(rs) => Type::object(
-            rs.iter().map(|p| (Arc::from(p.name.node.as_str()), param_type_as(p, exact_type(exact, p, true)))),
-            true,
-        ),
+        Some(rs) => {
+            let fields =
+                rs.iter().map(|p| (Arc::from(p.name.node.as_str()), param_type_as(p, exact_type(exact, p, true))));
+            match closed {
+                Some(tool) => Type::result_of(fields, tool.clone()),
+                None => Type::object(fields, true),
+            }
+        }
         None => Type::any_object(),
     }
 }
 
 /// A plain step's result before its transforms: the response with the `response` alias
-/// (SPEC §2: the key `response` when declared, else the whole result).
-pub(crate) fn plain_result_type(declared: Option<&[Param]>, exact: Option<&ExactTypes>) -> Type {
-    let raw = response_type(declared, exact);
+/// (SPEC §2: the key `response` when declared, else the whole result); closed as
+/// [`response_type`] is.
+pub(crate) fn plain_result_type(
+    declared: Option<&[Param]>,
+    exact: Option<&ExactTypes>,
+    closed: Option<&Arc<str>>,
+) -> Type {
+    let raw = response_type(declared, exact, closed);
     let mut fields = object_fields(&raw);
     if !fields.iter().any(|(k, _)| &**k == "response") {
         let alias = if declared.is_some() { raw.clone() } else { Type::Any };
         fields.push((Arc::from("response"), alias));
     }
-    Type::object(fields, true)
+    step_result(fields, closed)
+}
+
+/// A step's result as REFs to it see it, of these fields: closed and named after the
+/// callee when `closed` names it, else open.
+pub(crate) fn step_result(fields: impl IntoIterator<Item = (Arc<str>, Type)>, closed: Option<&Arc<str>>) -> Type {
+    match closed {
+        Some(tool) => Type::result_of(fields, tool.clone()),
+        None => Type::object(fields, true),
+    }
 }
 
 pub(crate) fn object_fields(t: &Type) -> Vec<(Arc<str>, Type)> {

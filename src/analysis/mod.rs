@@ -70,6 +70,8 @@ pub struct Analyzer {
     /// Whether values written in another plan format's syntax (`"$1.total"`, JSONPath) are
     /// reported ([`crate::tool::mistakes::in_tool_file`]); the plan check reports them itself.
     foreign_values: bool,
+    /// Whether a callee's declared result is a closed object ([`Analyzer::set_closed_results`]).
+    closed_results: bool,
 }
 
 /// Everything checking one tool found.
@@ -117,6 +119,7 @@ impl Analyzer {
             types_from_use: true,
             max_nesting: crate::ranges::DEFAULT_MAX_NESTING,
             foreign_values: true,
+            closed_results: false,
         }
     }
 
@@ -126,6 +129,21 @@ impl Analyzer {
     /// default; the plan check, which finds them itself, turns it off.
     pub(crate) fn set_foreign_values(&mut self, on: bool) {
         self.foreign_values = on;
+    }
+
+    /// Whether the result of a callee that declares its responses is exactly those
+    /// responses (a closed object named after the callee, [`crate::types::Type::result_of`]),
+    /// so that a field read on it that the callee does not declare — through a REF, on a
+    /// fan-out's results, on a step's result held in a variable, through `zip` — is
+    /// `W0102` ("`shop/list_orders`'s declared result has no field `x`"). Off by default: a
+    /// `.tool` file's primitive callee may return more than it declares, and its author can
+    /// read the callee's file. The plan check turns it on, where `W0102` is the error
+    /// `E1320`: a model sees only the declared responses (`tdsl://tools`), so a field
+    /// outside them is a guess that would run as `null`. An upstream tool's output schema
+    /// that allows other fields (`additionalProperties` other than `false`,
+    /// `patternProperties`) keeps its result open ([`ExactTypes::responses_open`]).
+    pub(crate) fn set_closed_results(&mut self, on: bool) {
+        self.closed_results = on;
     }
 
     /// Whether the analysis also infers types from how `any` values are used (on by
@@ -221,6 +239,7 @@ impl Analyzer {
             declares_responses,
             types_from_use: self.types_from_use,
             max_nesting: self.max_nesting,
+            closed_results: self.closed_results,
         };
         let checker = check::Checker::new(&self.engine, &subject);
         let (found, plan, types) = checker.run(&mut self.root, &subject);

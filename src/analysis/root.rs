@@ -104,6 +104,10 @@ pub struct ExactTypes {
     pub arguments: HashMap<String, crate::types::Type>,
     /// By response name.
     pub responses: HashMap<String, crate::types::Type>,
+    /// Whether the result may hold fields besides the declared responses (an output
+    /// schema with `additionalProperties` other than `false`, or `patternProperties`): it
+    /// then stays an open object even where declared results are closed.
+    pub responses_open: bool,
 }
 
 impl LoadedTool {

@@ -150,6 +150,11 @@ impl Resolver<'_> {
                 }
                 // A tuple (`prefixItems`, old-style `items: [...]`): its elements are not typed.
                 "items" | "prefixItems" => {}
+                // Fields named by a pattern: kept as a mark that the object is open
+                // (`plans::upstream::closed_schema`), not as schemas (nothing reads them).
+                "patternProperties" if v.as_object().is_some_and(|m| !m.is_empty()) => {
+                    out.insert(k.clone(), Json::Bool(true));
+                }
                 "additionalProperties" if v.is_object() => {
                     out.insert(k.clone(), self.node(v));
                 }

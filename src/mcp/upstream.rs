@@ -455,7 +455,7 @@ impl Upstreams {
         let Some(spec) = self.spec(server) else {
             return Err(ToolError::permanent(format!("`{}`: there is no upstream server `{server}`", call.tool_path)));
         };
-        self.clients.call_target(&spec.target, tool, call)
+        self.clients.call_upstream(server, &spec.target, tool, call)
     }
 
     /// Shuts every server down (their inputs closed, or their HTTP sessions ended). Call it

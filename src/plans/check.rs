@@ -269,6 +269,7 @@ impl PlanDesk {
         // The analysis: the same checks as `tdsl check`.
         let mut analyzer = Analyzer::with_engine(root, engine);
         analyzer.set_foreign_values(false);
+        analyzer.set_closed_results(true);
         let mut checked = analyzer.check_text(PLAN_TOOL.to_string(), source.clone(), None);
         // A run calls each tool by its one name, however the plan spelt it.
         if let Some(plan) = checked.plan.as_mut() {
@@ -285,7 +286,14 @@ impl PlanDesk {
             let ctx = source.get(d.span.range()).unwrap_or_default();
             used.extend(step_tools.iter().filter(|(tool, _, _)| tool == ctx).map(|(_, _, span)| *span));
         }
+        // A REF's first field that the callee does not declare is `E1314`; that it reads as
+        // `null` on a closed result (`W0102`) is its echo.
+        let undeclared: Vec<Span> =
+            checked.diagnostics.iter().filter(|d| d.code == Code::UndeclaredResponseField).map(|d| d.span).collect();
         for d in &checked.diagnostics {
+            if d.code == Code::UnknownField && undeclared.contains(&d.span) {
+                continue;
+            }
             let inside = {
                 let i = explained.partition_point(|s| s.start <= d.span.start);
                 i > 0 && d.span.end <= explained[i - 1].end

@@ -49,12 +49,21 @@ pub(crate) fn plan_error(mut d: Diagnostic) -> Diagnostic {
 }
 
 /// An argument found to be `null` where the callee wants a value (`E0613`, "and this is
-/// null") when the plan reads a field that is always null (`E1320`): the value is null
-/// *because* of that read, so the model gets the one cause, not its echo at every use.
+/// null") when the plan reads a field that is always null (`E1320`), or when the REF that
+/// is the argument's value reads a field its step does not declare (`E1314`: on a closed
+/// result that field is null too): the value is null *because* of that read, so the model
+/// gets the one cause, not its echo at every use.
 pub(crate) fn drop_null_echoes(diags: &mut Vec<Diagnostic>) {
-    if diags.iter().any(|d| d.code == Code::PlanAlwaysNull) {
-        diags.retain(|d| !(d.code == Code::CalleeArgumentType && d.message.ends_with(", and this is null")));
+    let always_null = diags.iter().any(|d| d.code == Code::PlanAlwaysNull);
+    let undeclared: Vec<Span> = diags.iter().filter(|d| d.code == Code::PlanUnknownField).map(|d| d.span).collect();
+    if !always_null && undeclared.is_empty() {
+        return;
     }
+    diags.retain(|d| {
+        let null_echo = d.code == Code::CalleeArgumentType && d.message.ends_with(", and this is null");
+        let caused = always_null || undeclared.iter().any(|u| d.span.start <= u.start && u.end <= d.span.end);
+        !(null_echo && caused)
+    });
 }
 
 /// A required parameter reported missing (`E0106`) at a call where a misspelt keyword
@@ -276,13 +285,17 @@ fn walk_value<'a>(
     match &node.kind {
         JsonKind::Object(entries) => {
             let Some(props) = schema.get("properties").and_then(serde_json::Value::as_object) else { return };
+            // The object's field names and their listing, made once for all its unknown
+            // fields (20,000 of them against 5,000 names made 100 million copies).
+            let mut known: Option<Known<'_>> = None;
             for (k, v) in entries {
                 if let Some(s) = props.get(&k.node) {
                     path.push(Step::Field(&k.node));
                     walk_value(v, s, path, tool, arg, out);
                     path.pop();
-                } else if closed(schema) {
-                    out.push(unknown_field(k, props, path, tool, arg));
+                } else if super::upstream::closed_schema(schema) {
+                    let known = known.get_or_insert_with(|| Known::of(props));
+                    out.push(unknown_field(k, known, path, tool, arg));
                 }
             }
         }
@@ -346,29 +359,40 @@ fn place(path: &[Step<'_>], arg: &str) -> (String, String) {
     (at, dotted)
 }
 
-/// Whether an object schema says what its fields are: `properties` with no
-/// `additionalProperties` (other than `false`) or `patternProperties`. A field it does not
-/// declare is refused by the server (`additionalProperties: false`, zod's `.strict()`) or,
-/// more often, dropped without a word (pydantic's default, zod's default strip): either way
-/// the tool never sees it.
-fn closed(schema: &serde_json::Value) -> bool {
-    let open = |k: &str| schema.get(k).is_some_and(|v| *v != serde_json::Value::Bool(false));
-    !open("additionalProperties") && !open("patternProperties")
-}
-
 /// `E1322`: a field of an object literal inside an argument that the input schema does not
 /// declare there (`"query": {"state": "open"}` when the model has `status`).
+/// The fields an object schema declares: their names, and how a help lists them (the
+/// first [`SHOWN_FIELDS`], then how many in all).
+struct Known<'a> {
+    names: Vec<&'a str>,
+    listed: String,
+}
+
+/// The most field names the help of `E1322` lists.
+const SHOWN_FIELDS: usize = 40;
+
+impl<'a> Known<'a> {
+    fn of(props: &'a serde_json::Map<String, serde_json::Value>) -> Known<'a> {
+        let names: Vec<&str> = props.keys().map(String::as_str).collect();
+        let listed = if names.len() > SHOWN_FIELDS {
+            format!("{}, … ({} in all)", names[..SHOWN_FIELDS].join(", "), names.len())
+        } else {
+            names.join(", ")
+        };
+        Known { names, listed }
+    }
+}
+
 fn unknown_field(
     key: &crate::span::Spanned<String>,
-    props: &serde_json::Map<String, serde_json::Value>,
+    known: &Known<'_>,
     path: &[Step<'_>],
     tool: &str,
     arg: &str,
 ) -> Diagnostic {
     let (_, dotted) = place(path, arg);
-    let names: Vec<&str> = props.keys().map(String::as_str).collect();
-    let fields = names.join(", ");
-    let help = match crate::suggest::did_you_mean(&key.node, names.iter().copied()) {
+    let fields = &known.listed;
+    let help = match crate::suggest::did_you_mean(&key.node, known.names.iter().copied()) {
         Some(s) => format!("did you mean `{s}`? known fields of `{dotted}`: {fields}"),
         None => format!("known fields of `{dotted}`: {fields} (tdsl://tools shows them)"),
     };

@@ -144,6 +144,7 @@ impl Resolved {
             .get_or_init(|| ExactTypes {
                 arguments: of(&self.input),
                 responses: self.output.as_ref().map(of).unwrap_or_default(),
+                responses_open: self.output.as_ref().is_some_and(|o| !closed_schema(o)),
             })
             .clone()
     }
@@ -387,9 +388,13 @@ pub(crate) fn schema_type(schema: &Json) -> Type {
 
 fn object_type(schema: &Json) -> Type {
     let Some(props) = schema.get("properties").and_then(Json::as_object).filter(|p| !p.is_empty()) else {
-        return Type::any_object();
+        // `{"type": "object", "additionalProperties": false}`: the empty object.
+        return match schema.get("additionalProperties") {
+            Some(Json::Bool(false)) if closed_schema(schema) => Type::object([], false),
+            _ => Type::any_object(),
+        };
     };
-    let open = !matches!(schema.get("additionalProperties"), None | Some(Json::Bool(false)));
+    let open = !closed_schema(schema);
     let fields: Vec<(std::sync::Arc<str>, Type)> = properties(schema)
         .map(|(name, s, required)| {
             let t = schema_type(s);
@@ -399,6 +404,19 @@ fn object_type(schema: &Json) -> Type {
         .collect();
     debug_assert_eq!(fields.len(), props.len());
     Type::object(fields, open)
+}
+
+/// Whether an object schema says what its fields are: no `additionalProperties` other
+/// than `false` and no `patternProperties`. A field it does not declare is refused by the
+/// server (`additionalProperties: false`, zod's `.strict()`) or, more often, dropped without
+/// a word (pydantic's default, zod's default strip): either way the tool never sees it, nor
+/// returns it. An absent `additionalProperties` counts as closed, though JSON Schema allows
+/// other fields then: the SDKs write their models' schemas so (pydantic's default), and
+/// their models take and return exactly their fields. `additionalProperties: true` or a
+/// schema, and any `patternProperties` (fields named by a pattern), are open.
+pub(crate) fn closed_schema(schema: &Json) -> bool {
+    let open = |k: &str| schema.get(k).is_some_and(|v| *v != Json::Bool(false));
+    !open("additionalProperties") && !open("patternProperties")
 }
 
 /// Which way a schema's values go: what a tool takes shows the defaults the server fills
@@ -476,7 +494,7 @@ fn show_object(schema: &Json, depth: usize, side: Side) -> String {
     if fields.is_empty() {
         return "object".to_string();
     }
-    let open = !matches!(schema.get("additionalProperties"), None | Some(Json::Bool(false)));
+    let open = !closed_schema(schema);
     format!("{{{}{}}}", fields.join(", "), if open { ", …" } else { "" })
 }
 

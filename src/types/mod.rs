@@ -52,13 +52,24 @@ pub enum Type {
 pub type Fields = IndexMap<Arc<str>, Type, FxBuild>;
 
 /// The fields of an object type.
-#[derive(Clone, Debug, PartialEq, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct ObjectType {
     /// Known fields and their types, in order (hashed with [`FxBuild`]: short names, looked
     /// up for every field read the checker sees).
     pub fields: Fields,
     /// Whether other fields may exist.
     pub open: bool,
+    /// Whose declared result this object is, when it is one a plan's check closed (a
+    /// callee's name as the plan writes it: `shop/list_orders`, `/tools/extract.tool`): a
+    /// field it lacks is reported as that tool's (`W0102`, `E1320` in a plan). Not part of
+    /// the type: two objects that differ only here are equal.
+    pub origin: Option<Arc<str>>,
+}
+
+impl PartialEq for ObjectType {
+    fn eq(&self, other: &ObjectType) -> bool {
+        self.open == other.open && self.fields == other.fields
+    }
 }
 
 /// Whether a value of one type can be used where another is expected.
@@ -81,12 +92,18 @@ impl Type {
 
     /// An open object with no known fields.
     pub fn any_object() -> Type {
-        Type::Object(Arc::new(ObjectType { fields: Fields::default(), open: true }))
+        Type::Object(Arc::new(ObjectType { fields: Fields::default(), open: true, origin: None }))
     }
 
-    /// A closed object with these fields.
+    /// An object with these fields, open (other fields may exist) or closed.
     pub fn object(fields: impl IntoIterator<Item = (Arc<str>, Type)>, open: bool) -> Type {
-        Type::Object(Arc::new(ObjectType { fields: fields.into_iter().collect(), open }))
+        Type::Object(Arc::new(ObjectType { fields: fields.into_iter().collect(), open, origin: None }))
+    }
+
+    /// A closed object with these fields: the declared result of the tool `origin`, which a
+    /// field it lacks is reported against ([`ObjectType::origin`]).
+    pub fn result_of(fields: impl IntoIterator<Item = (Arc<str>, Type)>, origin: Arc<str>) -> Type {
+        Type::Object(Arc::new(ObjectType { fields: fields.into_iter().collect(), open: false, origin: Some(origin) }))
     }
 
     /// This type with whatever nests deeper than `depth` levels of lists and objects
@@ -300,7 +317,8 @@ fn merge_objects(a: &Type, b: &Type) -> Type {
             fields.insert(k.clone(), t.clone().union(other));
         }
     }
-    Type::Object(Arc::new(ObjectType { fields, open: a.open || b.open }))
+    let origin = if a.origin == b.origin { a.origin.clone() } else { None };
+    Type::Object(Arc::new(ObjectType { fields, open: a.open || b.open, origin }))
 }
 
 /// The most characters a type is shown with ([`Type`]'s `Display`): past them it ends with

@@ -9,6 +9,7 @@ use super::calls::Supplied;
 use super::{Checker, Owner, Parts, Shapes};
 use crate::analysis::declared_types::{
     exact_type, failed_step_type, failure_type, object_fields, param_type_as, plain_result_type, response_type,
+    step_result,
 };
 use crate::analysis::plan::*;
 use crate::analysis::refs::{Fields, RefEnv, RefInfo};
@@ -70,7 +71,7 @@ impl<'a> Checker<'a> {
         let callee = self.steps[i].callee.clone();
         let def = callee.as_ref().and_then(|c| c.def.as_ref());
         let declared_responses = callee.as_ref().filter(|c| c.declares_responses).and(def).map(|d| &d.responses[..]);
-        let shapes = self.callee_shapes(callee.as_ref(), declared_responses);
+        let shapes = self.callee_shapes(callee.as_ref(), declared_responses, ins.tool_path().unwrap_or_default());
         let parallel = ins.parallel_execution.as_ref();
         let continues = ins.continue_on_error.as_ref().is_some_and(|c| c.node);
         let mut element = parallel_element(declared_responses, &shapes);
@@ -142,7 +143,11 @@ impl<'a> Checker<'a> {
         for (k, ty) in transform_responses.iter().flat_map(|r| &r.outputs) {
             fields.insert(k.clone(), ty.clone());
         }
-        let mut result = Type::object(fields, !transform_step);
+        // A fan-out's result is `{"response": [...]}` and its transforms' outputs, exactly.
+        let mut result = match &shapes.closed {
+            _ if transform_step => Type::object(fields, false),
+            closed => step_result(fields, closed.as_ref()),
+        };
         if let Some(path) = &ins.output_path {
             result = self.output_path_type(ins, path, result);
         }
@@ -329,13 +334,28 @@ impl<'a> Checker<'a> {
         &mut self,
         callee: Option<&Arc<LoadedTool>>,
         declared: Option<&[Param]>,
+        written: &str,
     ) -> Arc<Shapes> {
         let exact = callee.and_then(|c| c.exact.as_deref());
+        // Closed when the callee says what it returns: declared responses, and no output
+        // schema that allows more (`Analyzer::set_closed_results`).
+        let closed = match callee {
+            Some(c) if self.closed_results && declared.is_some() && !exact.is_some_and(|e| e.responses_open) => {
+                // As the first step that calls it writes it (`fetch_page`, `shop/list_orders`),
+                // but not as a spelling padded to any length that names it too (then its
+                // tool path): every message naming it would carry the padding.
+                let written = written.trim();
+                let shown = if written.is_empty() || written.len() > 200 { c.tool_path.as_str() } else { written };
+                Some(Arc::<str>::from(shown))
+            }
+            _ => None,
+        };
         let make = || {
             Arc::new(Shapes {
-                response: response_type(declared, exact),
-                result: plain_result_type(declared, exact),
+                response: response_type(declared, exact, closed.as_ref()),
+                result: plain_result_type(declared, exact, closed.as_ref()),
                 fields: declared.map(|rs| rs.iter().map(|p| Arc::from(p.name.node.as_str())).collect()),
+                closed: closed.clone(),
             })
         };
         match callee {

@@ -313,14 +313,46 @@ impl McpClients {
     /// bearer token shows it to no one. What the server last wrote on its standard error is
     /// the error's [`ToolError::stderr_tail`], not part of its message.
     pub(crate) fn call_target(&self, target: &McpTarget, tool: &str, call: &ToolCall<'_>) -> Result<Value, ToolError> {
-        self.call_target_as_said(target, tool, call).map_err(redacted)
+        self.call_target_as_said(target, tool, call, None).map_err(redacted)
     }
 
-    fn call_target_as_said(&self, target: &McpTarget, tool: &str, call: &ToolCall<'_>) -> Result<Value, ToolError> {
+    /// [`McpClients::call_target`] for the upstream server `server` (`--upstream
+    /// NAME=…`): its errors name the server as plans do, `the upstream server \`shop\`
+    /// (python3 …)`, not by its program alone — several upstreams may run one program.
+    pub(crate) fn call_upstream(
+        &self,
+        server: &str,
+        target: &McpTarget,
+        tool: &str,
+        call: &ToolCall<'_>,
+    ) -> Result<Value, ToolError> {
+        self.call_target_as_said(target, tool, call, Some(server)).map_err(redacted)
+    }
+
+    fn call_target_as_said(
+        &self,
+        target: &McpTarget,
+        tool: &str,
+        call: &ToolCall<'_>,
+        server: Option<&str>,
+    ) -> Result<Value, ToolError> {
         let tool_path = call.tool_path;
         let runtime = self.runtime().map_err(|e| ToolError::permanent(format!("`{tool_path}`: {e}")))?;
         let command = target;
-        let live = self.connect(runtime, command, call.cancel).map_err(|e| e.prefixed(tool_path))?;
+        // How the server is named: by the plan's name for it, when it is an upstream.
+        let escaped = server.map(|n| crate::diagnostic::escape_hidden(n, &[]));
+        let named = |program: &str| match &escaped {
+            Some(n) => format!("the upstream server `{n}` ({program})"),
+            None => program.to_string(),
+        };
+        let live = self.connect(runtime, command, call.cancel).map_err(|e| match &escaped {
+            Some(_) => {
+                let shown = target.shown();
+                let message = e.0.message.replace(&format!("the MCP server {shown}"), &named(&shown));
+                ConnectError(ToolError { message, ..e.0 }).prefixed(tool_path)
+            }
+            None => e.prefixed(tool_path),
+        })?;
         let arguments = match serde_json::to_value(call.arguments) {
             Ok(Json::Object(map)) => map,
             Ok(Json::Null) => serde_json::Map::new(),
@@ -357,7 +389,7 @@ impl McpClients {
                 }
             }
         });
-        let who = format!("`{tool_path}`: the MCP tool `{tool}` of {}", live.program);
+        let who = format!("`{tool_path}`: the MCP tool `{tool}` of {}", named(&live.program));
         match answer {
             None => {
                 live.suspect.store(true, Ordering::Relaxed);
