@@ -438,3 +438,58 @@ fn an_upstreams_standard_error_reaches_serves_log_but_no_client_nor_the_history(
     seen.push(listed.stdout);
     leaked(&seen);
 }
+
+/// An MCP server that serves once: started a second time (its marker file, `argv[1]`,
+/// there), it ends before the handshake; its one tool `crash` ends it mid-call.
+const ONCE: &str = r#"#!/usr/bin/env python3
+import json, os, sys
+marker = sys.argv[1]
+if os.path.exists(marker):
+    os._exit(3)
+open(marker, "w").close()
+def out(m):
+    sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+for line in sys.stdin:
+    m = json.loads(line)
+    method, i = m.get("method"), m.get("id")
+    if method == "initialize":
+        out({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": m["params"]["protocolVersion"],
+             "capabilities": {"tools": {}}, "serverInfo": {"name": "once", "version": "1"}}})
+    elif method == "tools/list":
+        out({"jsonrpc": "2.0", "id": i, "result": {"tools": [{"name": "crash", "inputSchema": {"type": "object"}}]}})
+    elif method == "tools/call":
+        os._exit(4)
+    elif i is not None:
+        out({"jsonrpc": "2.0", "id": i, "result": {}})
+"#;
+
+/// A server that cannot be started again, after its call ended it: the retry's failed
+/// start names an upstream as plans do (`the upstream server \`up\` (once.py …)`) — several
+/// upstreams may run one program — and an `mcp:` tool's server by its program, as before.
+#[test]
+fn a_failed_start_names_an_upstream_by_its_name() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let (root, once) = scripted(dir.path(), "once.py", ONCE);
+    let once = once.display();
+    let marker = |name: &str| dir.path().join(name).display().to_string();
+    std::fs::write(
+        root.join("crash.tool"),
+        json!({"arguments": [], "system_event_endpoint": format!("mcp:'{once}' '{}'#crash", marker("served"))})
+            .to_string(),
+    )
+    .expect("the served tool");
+    let upstreams = [format!("up='{once}' '{}'", marker("upstream"))];
+    let mut client = serve_upstreams(&root, &upstreams, None, &["--upstream-timeout", "10"], &[]);
+    let plan = |tool: &str| {
+        json!({"plan": {"instructions": [{"execution_id": "a", "tool_definition_path": tool, "arguments": {},
+            "retry": {"max_retries": 1, "base_delay_seconds": 0.1}}], "response_reference_map": {"a": "REF:a"}}})
+    };
+    for (tool, says) in [
+        ("up/crash", "the upstream server `up` (once.py …) failed the handshake"),
+        ("crash", "the MCP server once.py … failed the handshake"),
+    ] {
+        let answer = client.call("run_plan", plan(tool));
+        assert_eq!(answer["isError"], true, "{answer}");
+        assert!(answer.to_string().contains(says), "{tool}: {answer}");
+    }
+}

@@ -339,20 +339,7 @@ impl McpClients {
         let tool_path = call.tool_path;
         let runtime = self.runtime().map_err(|e| ToolError::permanent(format!("`{tool_path}`: {e}")))?;
         let command = target;
-        // How the server is named: by the plan's name for it, when it is an upstream.
-        let escaped = server.map(|n| crate::diagnostic::escape_hidden(n, &[]));
-        let named = |program: &str| match &escaped {
-            Some(n) => format!("the upstream server `{n}` ({program})"),
-            None => program.to_string(),
-        };
-        let live = self.connect(runtime, command, call.cancel).map_err(|e| match &escaped {
-            Some(_) => {
-                let shown = target.shown();
-                let message = e.0.message.replace(&format!("the MCP server {shown}"), &named(&shown));
-                ConnectError(ToolError { message, ..e.0 }).prefixed(tool_path)
-            }
-            None => e.prefixed(tool_path),
-        })?;
+        let live = self.connect(runtime, command, server, call.cancel).map_err(|e| e.prefixed(tool_path))?;
         let arguments = match serde_json::to_value(call.arguments) {
             Ok(Json::Object(map)) => map,
             Ok(Json::Null) => serde_json::Map::new(),
@@ -389,7 +376,11 @@ impl McpClients {
                 }
             }
         });
-        let who = format!("`{tool_path}`: the MCP tool `{tool}` of {}", named(&live.program));
+        let of = match server {
+            Some(_) => server_named(server, &live.program),
+            None => live.program.clone(),
+        };
+        let who = format!("`{tool_path}`: the MCP tool `{tool}` of {of}");
         match answer {
             None => {
                 live.suspect.store(true, Ordering::Relaxed);
@@ -440,7 +431,7 @@ impl McpClients {
         let runtime = self.runtime().map_err(ToolError::permanent)?;
         let command = target;
         let closing = self.closing.lock().unwrap_or_else(PoisonError::into_inner).clone();
-        let live = self.connect(runtime, command, &closing).map_err(|e| e.0)?;
+        let live = self.connect(runtime, command, None, &closing).map_err(|e| e.0)?;
         // A change said from now on is one this listing may not see: it is kept.
         live.tools_changed.store(false, Ordering::SeqCst);
         let peer = live.peer.clone();
@@ -485,11 +476,13 @@ impl McpClients {
     }
 
     /// The live connection to `command`'s server, starting it if needed. Callers of the same
-    /// command line wait for one start.
+    /// command line wait for one start. `server` is the upstream's name, when it is one: a
+    /// failed start names it ([`server_named`]).
     fn connect(
         &self,
         runtime: &tokio::runtime::Runtime,
         command: &McpTarget,
+        server: Option<&str>,
         cancel: &CancelToken,
     ) -> Result<Arc<Live>, ConnectError> {
         let slot = {
@@ -510,7 +503,7 @@ impl McpClients {
             }
             *live = None;
         }
-        let started = runtime.block_on(start(command, &self.env, cancel))?;
+        let started = runtime.block_on(start(command, &self.env, server, cancel))?;
         let started = Arc::new(started);
         *live = Some(started.clone());
         Ok(started)
@@ -644,16 +637,34 @@ impl ConnectError {
     }
 }
 
-async fn start(target: &McpTarget, env: &crate::host::ToolEnv, cancel: &CancelToken) -> Result<Live, ConnectError> {
+/// How messages name a server: `the MCP server PROG`, or, for an upstream (`--upstream
+/// NAME=…`), by the name plans call it by, `the upstream server \`shop\` (PROG)` — several
+/// upstreams may run one program. `shown` is [`McpTarget::shown`].
+fn server_named(server: Option<&str>, shown: &str) -> String {
+    match server {
+        Some(name) => format!("the upstream server `{}` ({shown})", crate::diagnostic::escape_hidden(name, &[])),
+        None => format!("the MCP server {shown}"),
+    }
+}
+
+async fn start(
+    target: &McpTarget,
+    env: &crate::host::ToolEnv,
+    server: Option<&str>,
+    cancel: &CancelToken,
+) -> Result<Live, ConnectError> {
     let command = match target {
         McpTarget::Command(command) => command,
-        McpTarget::Url { url, token, ca } => return start_http(url, token.as_deref(), ca.as_deref(), cancel).await,
+        McpTarget::Url { url, token, ca } => {
+            return start_http(url, token.as_deref(), ca.as_deref(), server, cancel).await
+        }
     };
     let Some((program, args)) = command.split_first() else {
         return Err(ConnectError(ToolError::permanent("`mcp:` names no program")));
     };
     // Named in messages as a client may read them ([`McpTarget::shown`]).
     let shown = target.shown();
+    let named = server_named(server, &shown);
     let mut cmd = tokio::process::Command::new(program);
     if let Some(vars) = env.variables() {
         cmd.env_clear().envs(vars);
@@ -663,8 +674,7 @@ async fn start(target: &McpTarget, env: &crate::host::ToolEnv, cancel: &CancelTo
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
-    let cannot_start =
-        |e: std::io::Error| ConnectError(ToolError::permanent(format!("cannot start the MCP server {shown}: {e}")));
+    let cannot_start = |e: std::io::Error| ConnectError(ToolError::permanent(format!("cannot start {named}: {e}")));
     // Left to its `Child` by the orphan reaper, whatever session it moves to.
     let mut child = super::orphans::spawn_owned(|| cmd.spawn(), tokio::process::Child::id).map_err(cannot_start)?;
     let stderr = child.stderr.take();
@@ -684,21 +694,21 @@ async fn start(target: &McpTarget, env: &crate::host::ToolEnv, cancel: &CancelTo
     let service = tokio::select! {
         r = handshake => r,
         () = cancelled(cancel) => {
-            return Err(ConnectError(ToolError::transient(format!("starting the MCP server {shown} was cancelled"))))
+            return Err(ConnectError(ToolError::transient(format!("starting {named} was cancelled"))))
         }
     };
     let service = match service {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
             return Err(ConnectError(
-                ToolError::transient(format!("the MCP server {shown} failed the handshake: {e}"))
+                ToolError::transient(format!("{named} failed the handshake: {e}"))
                     .with_stderr_tail(lines.last_words().await),
             ));
         }
         Err(_) => {
             return Err(ConnectError(
                 ToolError::transient(format!(
-                    "the MCP server {shown} did not answer `initialize` within {} s",
+                    "{named} did not answer `initialize` within {} s",
                     HANDSHAKE_TIMEOUT.as_secs()
                 ))
                 .with_stderr_tail(lines.text()),
@@ -723,13 +733,15 @@ async fn start_http(
     url: &str,
     token: Option<&str>,
     ca: Option<&Path>,
+    server: Option<&str>,
     cancel: &CancelToken,
 ) -> Result<Live, ConnectError> {
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
     // Named by its origin in every message: its path and query may hold a key.
     let shown = url_origin(url);
+    let named = server_named(server, &shown);
     let http = http::TcpHttpClient::for_url(url, ca)
-        .map_err(|e| ConnectError(ToolError::permanent(format!("cannot reach the MCP server {shown}: {e}"))))?;
+        .map_err(|e| ConnectError(ToolError::permanent(format!("cannot reach {named}: {e}"))))?;
     use rmcp::transport::StreamableHttpClientTransport;
     let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
     if let Some(token) = token {
@@ -745,7 +757,7 @@ async fn start_http(
     let service = tokio::select! {
         r = handshake => r,
         () = cancelled(cancel) => {
-            return Err(ConnectError(ToolError::transient(format!("connecting to the MCP server {shown} was cancelled"))))
+            return Err(ConnectError(ToolError::transient(format!("connecting to {named} was cancelled"))))
         }
     };
     match service {
@@ -763,7 +775,7 @@ async fn start_http(
         }
         Ok(Err(e)) => {
             if let Some(tls) = http.take_tls_failure() {
-                let message = format!("cannot reach the MCP server {shown}: {}", tls.message);
+                let message = format!("cannot reach {named}: {}", tls.message);
                 let error = if tls.permanent { ToolError::permanent(message) } else { ToolError::transient(message) };
                 return Err(ConnectError(error));
             }
@@ -774,10 +786,10 @@ async fn start_http(
             } else {
                 e.rsplit_once("] error: ").map_or(e.clone(), |(_, w)| w.to_string())
             };
-            Err(ConnectError(ToolError::transient(format!("the MCP server {shown} failed the handshake: {why}"))))
+            Err(ConnectError(ToolError::transient(format!("{named} failed the handshake: {why}"))))
         }
         Err(_) => Err(ConnectError(ToolError::transient(format!(
-            "the MCP server {shown} did not answer `initialize` within {} s",
+            "{named} did not answer `initialize` within {} s",
             HANDSHAKE_TIMEOUT.as_secs()
         )))),
     }
@@ -788,11 +800,12 @@ async fn start_http(
     url: &str,
     _token: Option<&str>,
     _ca: Option<&Path>,
+    server: Option<&str>,
     _cancel: &CancelToken,
 ) -> Result<Live, ConnectError> {
     Err(ConnectError(ToolError::permanent(format!(
-        "cannot reach the MCP server {}: this tdsl was built without the `mcp-http` feature",
-        url_origin(url)
+        "cannot reach {}: this tdsl was built without the `mcp-http` feature",
+        server_named(server, &url_origin(url))
     ))))
 }
 
