@@ -87,18 +87,13 @@ impl CallInfo {
 }
 
 /// How one parameter is passed at a call site.
-///
-/// A template's chunk is held here, in the call site's one table of parameters: boxing it
-/// to keep the variants of one size would be an allocation per template again.
 #[derive(Clone, Debug)]
-#[allow(clippy::large_enum_variant)]
 pub enum CallParam {
     /// Its value is on the stack.
     Value,
     /// A template compiled ahead of time (or, when it has a fast form, on first use), with
-    /// `item` in `slot` (its fast form, when it has one, is held with its chunk). Held in
-    /// the call site's table itself, not in an allocation of its own.
-    Template(TemplateChunk, u32),
+    /// `item` in `slot` (its fast form, when it has one, is held with its chunk).
+    Template(Arc<TemplateChunk>, u32),
     /// The stack holds the template's text, compiled at run time (and cached).
     Dynamic {
         /// Bare dotted paths are relative to `item`.

@@ -1,6 +1,8 @@
 //! Calls: arguments in parameter order; templates compiled into chunks of their own (with
 //! a fast form when the body is a path or a simple condition); the call's table entry.
 
+use std::sync::Arc;
+
 use super::places::{field_root, field_segments};
 use super::{compile, Compiler};
 use crate::compile::chunk::{CallInfo, CallParam, Chunk, Fast, Origin, ParamSite, Pred, TemplateChunk};
@@ -140,7 +142,7 @@ impl Compiler {
                             TemplateChunk::ready(sub)
                         }
                     };
-                    params.push(site(CallParam::Template(sub, *slot), body.span, None));
+                    params.push(site(CallParam::Template(Arc::new(sub), *slot), body.span, None));
                 }
                 TArg::Dynamic { source, relative, slot, alias } => {
                     self.use_slot(*slot);
