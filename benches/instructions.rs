@@ -13,7 +13,9 @@
 //! `benches/eval.rs`), `w5-peer` (`../shared/peerbench`'s W5: `Engine::compile`, with `tag`) and its stages `w5-parse`, `w5-parse-template` (its condition string),
 //! `w5-check`, `w5-codegen` (fold and generate
 //! code), each run `N` times after one
-//! warm-up run, and `names` (one analysis of a list of `N` distinct names); divide the total by `N` (the setup is a few thousand instructions).
+//! warm-up run (divide the total by `N`; the setup is a few thousand instructions), and
+//! `names` (one analysis of a list of `N` distinct names, run once: its work grows linearly
+//! with `N`, which timing two sizes shows).
 
 use std::hint::black_box;
 
