@@ -13,7 +13,9 @@
 //! `benches/eval.rs`), `w5-peer` (`../shared/peerbench`'s W5: `Engine::compile`, with `tag`) and its stages `w5-parse`, `w5-parse-template` (its condition string),
 //! `w5-check`, `w5-codegen` (fold and generate
 //! code), each run `N` times after one
-//! warm-up run; divide the total by `N` (the setup is a few thousand instructions).
+//! warm-up run (divide the total by `N`; the setup is a few thousand instructions), and
+//! `names` (one analysis of a list of `N` distinct names, run once: its work grows linearly
+//! with `N`, which timing two sizes shows).
 
 use std::hint::black_box;
 
@@ -110,6 +112,14 @@ fn main() {
                 black_box(tdsl::testing::compile::compile(&folded));
             }
         }
+        "names" => {
+            // One analysis of a list of `n` distinct names (`[n0, n1, …]`, an open scope):
+            // work linear in `n`, not quadratic (the checker's free names, the chunk's names).
+            let list: Vec<String> = (0..n).map(|i| format!("n{i}")).collect();
+            let source = format!("[{}]", list.join(", "));
+            let analysis = engine.analyze(black_box(&source), &Scope::open());
+            assert_eq!(analysis.references.names.len(), n);
+        }
         "w2" | "w3" | "w4" => {
             // `../shared/peerbench`'s W2–W4 on its 1,000 records (`n` evaluations).
             let records = Value::from(&reference_records(1000));
@@ -131,7 +141,7 @@ fn main() {
             }
         }
         other => eprintln!(
-            "unknown workload `{other}`: w1, w1-ref, w0, w0-clone, w2, w3, w4, w2-hand, w3-hand, w4-hand, w5, w5-peer, w5-parse, w5-parse-template, w5-check, w5-codegen"
+            "unknown workload `{other}`: w1, w1-ref, w0, w0-clone, w2, w3, w4, w2-hand, w3-hand, w4-hand, w5, w5-peer, w5-parse, w5-parse-template, w5-check, w5-codegen, names"
         ),
     }
 }

@@ -158,3 +158,28 @@ fn a_call_sites_parameters_carry_their_spans_and_origins() {
         assert!(call.origin(call.params.len()).is_none() && call.arg_span(call.params.len()).is_none());
     }
 }
+
+/// A chunk's names past the few it scans are found through the compiler's index: each name
+/// once, in first-use order, and every read of it by the same index (a scan per name made
+/// compiling thousands of distinct names quadratic).
+#[test]
+fn many_names_are_interned_once_in_first_use_order() {
+    let names: Vec<String> = (0..100).map(|i| format!("n{i}")).collect();
+    let reversed: Vec<&str> = names.iter().rev().map(String::as_str).collect();
+    let src = format!("[{}, {}, a.b]", names.join(", "), reversed.join(", "));
+    let chunk = compile(&typed(&src));
+    let got: Vec<&str> = chunk.names.iter().map(|n| &**n).collect();
+    let mut want: Vec<&str> = names.iter().map(String::as_str).collect();
+    want.push("a");
+    assert_eq!(got, want);
+    let reads: Vec<u32> = chunk
+        .code
+        .iter()
+        .filter_map(|op| match op {
+            super::Op::Global(i) | super::Op::GlobalPath(i, _) => Some(*i),
+            _ => None,
+        })
+        .collect();
+    let want: Vec<u32> = (0..100).chain((0..100).rev()).chain([100]).collect();
+    assert_eq!(reads, want);
+}

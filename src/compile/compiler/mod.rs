@@ -12,10 +12,12 @@ mod literals;
 mod operators;
 mod places;
 
+use rustc_hash::FxHashMap;
+
 use super::chunk::{Chunk, Origin};
 use super::op::Op;
 use crate::span::Span;
-use crate::syntax::ast::BinaryOp;
+use crate::syntax::ast::{BinaryOp, Name};
 use crate::types::typed::{TExpr, TKind};
 use crate::value::{no_segments, Value};
 
@@ -23,18 +25,42 @@ use crate::value::{no_segments, Value};
 pub fn compile(e: &TExpr) -> Chunk {
     // Room for a typical template or filter condition, so the two lists grow rarely.
     let chunk = Chunk { code: Vec::with_capacity(16), spans: Vec::with_capacity(16), ..Chunk::default() };
-    let mut c = Compiler { chunk };
+    let mut c = Compiler { chunk, names: FxHashMap::default() };
     c.expr(e);
     c.chunk
 }
 
 struct Compiler {
     chunk: Chunk,
+    /// The chunk's names by name, once it has more than [`SCANNED_NAMES`] (empty before): a
+    /// scan finds one of a few sooner than a hash does, but a scan per name of thousands is
+    /// quadratic work.
+    names: FxHashMap<Name, u32>,
 }
+
+/// Up to this many names, [`Compiler::name`] scans the chunk's list ([`Chunk::name`]).
+const SCANNED_NAMES: usize = 16;
 
 impl Compiler {
     fn emit(&mut self, op: Op, span: Span) -> usize {
         self.chunk.emit(op, span)
+    }
+
+    /// Interns a name in the chunk ([`Chunk::name`]; indexed once the chunk has many).
+    fn name(&mut self, n: &Name) -> u32 {
+        if self.chunk.names.len() <= SCANNED_NAMES {
+            return self.chunk.name(n);
+        }
+        if self.names.is_empty() {
+            self.names.extend(self.chunk.names.iter().cloned().zip(0..));
+        }
+        if let Some(&i) = self.names.get(n) {
+            return i;
+        }
+        let i = self.chunk.names.len() as u32;
+        self.chunk.names.push(n.clone());
+        self.names.insert(n.clone(), i);
+        i
     }
 
     fn use_slot(&mut self, slot: u32) {
@@ -57,7 +83,7 @@ impl Compiler {
                 self.emit(Op::Const(i), span);
             }
             TKind::Global(n) => {
-                let i = self.chunk.name(n);
+                let i = self.name(n);
                 self.emit(Op::Global(i), span);
             }
             TKind::Local(s) => {
@@ -65,7 +91,7 @@ impl Compiler {
                 self.emit(Op::Local(*s), span);
             }
             TKind::Ref(ctx, segs) => {
-                let n = self.chunk.name(ctx);
+                let n = self.name(ctx);
                 let p = self.chunk.path(if segs.is_empty() { no_segments() } else { segs[..].into() });
                 self.emit(Op::Ref(n, p), span);
             }

@@ -119,7 +119,7 @@ impl Compiler {
             // The variable's name leads the path, so its lookup is inline-cached like
             // the fields after it.
             let p = self.field_path(e, len, Some(n));
-            let n = self.chunk.name(n);
+            let n = self.name(n);
             self.emit(Op::GlobalPath(n, p), span);
             return;
         }
@@ -132,7 +132,7 @@ impl Compiler {
             // `(REF:step).response` is a field access, not the response alias of
             // `REF:step.response`: merge only when the alias cannot change meaning.
             TKind::Ref(ctx, rsegs) if !rsegs.is_empty() || len == 0 || &*segment_at(e, len - 1) != "response" => {
-                let n = self.chunk.name(ctx);
+                let n = self.name(ctx);
                 let p = self.chunk.path(rsegs.iter().cloned().chain(chain_segments(e, len)).collect());
                 self.emit(Op::Ref(n, p), span);
             }

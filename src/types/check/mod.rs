@@ -6,9 +6,11 @@
 //! succeed. It also collects the REF paths and free names the program uses.
 
 mod calls;
+mod names;
 mod templates;
 
 use calls::file_forms;
+use names::FreeNames;
 pub(crate) use templates::relative_path;
 
 use std::sync::Arc;
@@ -131,7 +133,8 @@ struct Checker<'a> {
     /// Source maps of the template strings being checked, outermost first.
     maps: Vec<SourceMap>,
     refs: Vec<RefUse>,
-    names: Vec<(Name, Span)>,
+    /// The free names read, in first-use order.
+    names: FreeNames,
     /// The argument types of the calls being checked, outermost first (see
     /// `check_arguments`).
     arg_types: Vec<Type>,
@@ -173,7 +176,7 @@ impl<'a> Checker<'a> {
             aliases: Vec::new(),
             maps: std::mem::take(&mut scratch.maps),
             refs: Vec::new(),
-            names: Vec::new(),
+            names: FreeNames::default(),
             arg_types: std::mem::take(&mut scratch.arg_types),
             max_depth,
             constant_operands: std::cell::Cell::new(false),
@@ -200,7 +203,13 @@ impl<'a> Checker<'a> {
                 s.set(Some(kept));
             });
         }
-        Checked { expr: t, diagnostics: diags, refs, names, constant_operands: constant_operands.get() }
+        Checked {
+            expr: t,
+            diagnostics: diags,
+            refs,
+            names: names.into_list(),
+            constant_operands: constant_operands.get(),
+        }
     }
 
     /// Maps a span from the text being checked to the program's source.
@@ -317,8 +326,9 @@ impl<'a> Checker<'a> {
         }
         match self.scope.name(n) {
             Some(ty) => {
-                if !self.names.iter().any(|(m, _)| m == n) {
-                    self.names.push((n.clone(), self.sp(span)));
+                if !self.names.contains(n) {
+                    let at = self.sp(span);
+                    self.names.push(n.clone(), at);
                 }
                 self.node(TKind::Global(n.clone()), ty, span)
             }
