@@ -128,7 +128,7 @@ impl Compiler {
                 }
                 TArg::Template { body, slot } => {
                     self.use_slot(*slot);
-                    let i = self.chunk.constant(Value::Null);
+                    let i = self.constant(Value::Null);
                     self.emit(Op::Const(i), body.span);
                     // A template with a fast form has no call in it (only `item`'s paths
                     // and constants), so its chunk uses `item`'s slot and none above it:
@@ -151,7 +151,7 @@ impl Compiler {
                     params.push(site(pass, source.span, None));
                 }
                 TArg::Absent => {
-                    let i = self.chunk.constant(Value::Null);
+                    let i = self.constant(Value::Null);
                     self.emit(Op::Const(i), span);
                     params.push(site(CallParam::Absent, span, None));
                 }

@@ -33,7 +33,7 @@ impl Compiler {
             if let TKind::Local(slot) = root.kind {
                 self.use_slot(slot);
                 let p = self.field_path(l, len, None);
-                let c = self.chunk.constant(c.clone());
+                let c = self.constant(c.clone());
                 let at = self.emit(Op::CmpLocalPathConst(op, slot, p, c), span);
                 self.record(at, [self.origin(l), None]);
                 return;

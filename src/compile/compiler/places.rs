@@ -1,7 +1,7 @@
 //! Places in the data: field chains (`item.a.b`, `REF:step.x`) and indexing, and where a
 //! value comes from (`Compiler::origin`) for run-time error locations.
 
-use super::Compiler;
+use super::{Compiler, SCANNED};
 use crate::compile::chunk::{Origin, Root};
 use crate::compile::op::Op;
 use crate::span::Span;
@@ -85,6 +85,11 @@ fn shared_segments(e: &TExpr, n: usize, paths: &[Path]) -> Segments {
     if n == 0 {
         return no_segments();
     }
+    // Not searched in a chunk of many paths: the sharing saves an allocation, the search
+    // would make the compile quadratic in them.
+    if paths.len() > SCANNED {
+        return field_segments(e, n, None);
+    }
     match paths.iter().find(|p| chain_is(p, e, n, None)) {
         Some(p) => p.segments().clone(),
         None => field_segments(e, n, None),
@@ -133,7 +138,7 @@ impl Compiler {
             // `REF:step.response`: merge only when the alias cannot change meaning.
             TKind::Ref(ctx, rsegs) if !rsegs.is_empty() || len == 0 || &*segment_at(e, len - 1) != "response" => {
                 let n = self.name(ctx);
-                let p = self.chunk.path(rsegs.iter().cloned().chain(chain_segments(e, len)).collect());
+                let p = self.path(rsegs.iter().cloned().chain(chain_segments(e, len)).collect());
                 self.emit(Op::Ref(n, p), span);
             }
             _ => {
@@ -148,6 +153,10 @@ impl Compiler {
     /// The chunk's path for the field chain `e` (its `n` segments, after `lead` when
     /// given): an equal one already there, else a new one.
     pub(super) fn field_path(&mut self, e: &TExpr, n: usize, lead: Option<&Name>) -> u32 {
+        // Past a few paths, through the chunk's index ([`Compiler::path`]), not a scan.
+        if self.chunk.paths.len() > SCANNED {
+            return self.path(field_segments(e, n, lead));
+        }
         if let Some(i) = self.chunk.paths.iter().position(|p| chain_is(p, e, n, lead)) {
             return i as u32;
         }
