@@ -71,6 +71,12 @@ fn plan(tool: &str) -> Value {
         "response_reference_map": {"x": "REF:a.x"}}})
 }
 
+/// A plan of one call of `tool`, without arguments, retried once (0.1 s later).
+fn retried_plan(tool: &str) -> Value {
+    json!({"plan": {"instructions": [{"execution_id": "a", "tool_definition_path": tool, "arguments": {},
+        "retry": {"max_retries": 1, "base_delay_seconds": 0.1}}], "response_reference_map": {"a": "REF:a"}}})
+}
+
 /// In `dir`: an empty tool root `root` and the scripted upstream `file` (`body`,
 /// executable); their paths.
 fn scripted(dir: &Path, file: &str, body: &str) -> (PathBuf, PathBuf) {
@@ -384,22 +390,18 @@ fn an_upstreams_standard_error_reaches_serves_log_but_no_client_nor_the_history(
     let upstreams = [format!("up='{up}' upstream"), format!("deaf='{up}' deaf")];
     let mut client = serve_upstreams(&root, &upstreams, Some(&history), &["--upstream-timeout", "10"], &[]);
     client.request("logging/setLevel", json!({"level": "debug"}));
-    let plan = |tool: &str| {
-        json!({"plan": {"instructions": [{"execution_id": "a", "tool_definition_path": tool, "arguments": {},
-            "retry": {"max_retries": 1, "base_delay_seconds": 0.1}}], "response_reference_map": {"a": "REF:a"}}})
-    };
     let mut seen = Vec::new();
     // An upstream's call, an `mcp:` tool's from a plan and called directly: each fails
     // saying so, without the server's last words.
     for (answer, says) in [
         // An upstream's tool is named by the upstream's name, as the plan names it.
         (
-            client.call("run_plan", plan("up/boom")),
+            client.call("run_plan", retried_plan("up/boom")),
             "the MCP tool `boom` of the upstream server `up` (secretive.py …) failed",
         ),
-        (client.call("run_plan", plan("boom")), "the MCP tool `boom` of secretive.py … failed"),
+        (client.call("run_plan", retried_plan("boom")), "the MCP tool `boom` of secretive.py … failed"),
         (client.call("boom", json!({})), "the MCP tool `boom` of secretive.py … failed"),
-        (client.call("check_plan", plan("deaf/boom")), "the upstream server `deaf` (secretive.py …)"),
+        (client.call("check_plan", retried_plan("deaf/boom")), "the upstream server `deaf` (secretive.py …)"),
     ] {
         assert_eq!(answer["isError"], true, "{answer}");
         assert!(answer.to_string().contains(says), "{answer}");
@@ -480,15 +482,11 @@ fn a_failed_start_names_an_upstream_by_its_name() {
     .expect("the served tool");
     let upstreams = [format!("up='{once}' '{}'", marker("upstream"))];
     let mut client = serve_upstreams(&root, &upstreams, None, &["--upstream-timeout", "10"], &[]);
-    let plan = |tool: &str| {
-        json!({"plan": {"instructions": [{"execution_id": "a", "tool_definition_path": tool, "arguments": {},
-            "retry": {"max_retries": 1, "base_delay_seconds": 0.1}}], "response_reference_map": {"a": "REF:a"}}})
-    };
     for (tool, says) in [
         ("up/crash", "the upstream server `up` (once.py …) failed the handshake"),
         ("crash", "the MCP server once.py … failed the handshake"),
     ] {
-        let answer = client.call("run_plan", plan(tool));
+        let answer = client.call("run_plan", retried_plan(tool));
         assert_eq!(answer["isError"], true, "{answer}");
         assert!(answer.to_string().contains(says), "{tool}: {answer}");
     }
