@@ -258,7 +258,9 @@ fn a_paged_listing_is_read_within_its_bounds() {
     let (root, upstream) = scripted(dir.path(), "paging.py", PAGING);
     let serve = |pages: &str, per: &str, desc: &str| {
         let env = [("UP_PAGES", pages), ("UP_PER_PAGE", per), ("UP_DESC", desc)];
-        serve_upstreams(&root, &[up(&upstream)], None, &["--upstream-timeout", "25"], &env)
+        // Room for a loaded 2-core machine (a whole suite and a build beside it took this
+        // test past 20 s once); the message says which bound ended the listing, not the timeout.
+        serve_upstreams(&root, &[up(&upstream)], None, &["--upstream-timeout", "60"], &env)
     };
     let mut client = serve("3", "2", "10");
     let r = client.call("run_plan", plan("up/t5"));
@@ -272,7 +274,7 @@ fn a_paged_listing_is_read_within_its_bounds() {
         let r = client.call("check_plan", plan("up/t0"));
         let problems = r["structuredContent"]["upstream_problems"].to_string();
         assert!(problems.contains(says), "{pages} pages of {per}: {r}");
-        assert!(started.elapsed() < Duration::from_secs(20), "took {:?}", started.elapsed());
+        assert!(started.elapsed() < Duration::from_secs(50), "took {:?}", started.elapsed());
     }
 }
 
