@@ -346,18 +346,22 @@ fn an_upstream_schema_bomb_costs_a_check_little_and_its_answer_is_small() {
 
 /// An upstream over stdio whose tool `boom` writes `sk-secret-<its first argument>` on its
 /// standard error and dies; started with `deaf`, it writes `sk-secret-deaf` and dies before
-/// the handshake (its listing fails).
+/// the handshake (its listing fails). Given a second argument, a marker file, it serves
+/// once: started again (the marker there), it dies before the handshake too.
 const SECRETIVE: &str = r#"#!/usr/bin/env python3
 import json, os, sys, time
 tag = sys.argv[1] if len(sys.argv) > 1 else "none"
+marker = sys.argv[2] if len(sys.argv) > 2 else None
 def out(m):
     sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
 def die():
     sys.stderr.write("starting with API_KEY=sk-secret-%s\n" % tag); sys.stderr.flush()
     time.sleep(0.3)
     os._exit(3)
-if tag == "deaf":
+if tag == "deaf" or (marker and os.path.exists(marker)):
     die()
+if marker:
+    open(marker, "w").close()
 for line in sys.stdin:
     m = json.loads(line)
     method, i = m.get("method"), m.get("id")
@@ -443,50 +447,26 @@ fn an_upstreams_standard_error_reaches_serves_log_but_no_client_nor_the_history(
     leaked(&seen);
 }
 
-/// An MCP server that serves once: started a second time (its marker file, `argv[1]`,
-/// there), it ends before the handshake; its one tool `crash` ends it mid-call.
-const ONCE: &str = r#"#!/usr/bin/env python3
-import json, os, sys
-marker = sys.argv[1]
-if os.path.exists(marker):
-    os._exit(3)
-open(marker, "w").close()
-def out(m):
-    sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
-for line in sys.stdin:
-    m = json.loads(line)
-    method, i = m.get("method"), m.get("id")
-    if method == "initialize":
-        out({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": m["params"]["protocolVersion"],
-             "capabilities": {"tools": {}}, "serverInfo": {"name": "once", "version": "1"}}})
-    elif method == "tools/list":
-        out({"jsonrpc": "2.0", "id": i, "result": {"tools": [{"name": "crash", "inputSchema": {"type": "object"}}]}})
-    elif method == "tools/call":
-        os._exit(4)
-    elif i is not None:
-        out({"jsonrpc": "2.0", "id": i, "result": {}})
-"#;
-
 /// A server that cannot be started again, after its call ended it: the retry's failed
 /// start names an upstream as plans do (`the upstream server \`up\` (once.py …)`) — several
 /// upstreams may run one program — and an `mcp:` tool's server by its program, as before.
 #[test]
 fn a_failed_start_names_an_upstream_by_its_name() {
     let dir = tempfile::tempdir().expect("a temp dir");
-    let (root, once) = scripted(dir.path(), "once.py", ONCE);
+    let (root, once) = scripted(dir.path(), "once.py", SECRETIVE);
     let once = once.display();
     let marker = |name: &str| dir.path().join(name).display().to_string();
     std::fs::write(
-        root.join("crash.tool"),
-        json!({"arguments": [], "system_event_endpoint": format!("mcp:'{once}' '{}'#crash", marker("served"))})
+        root.join("boom.tool"),
+        json!({"arguments": [], "system_event_endpoint": format!("mcp:'{once}' served '{}'#boom", marker("served"))})
             .to_string(),
     )
     .expect("the served tool");
-    let upstreams = [format!("up='{once}' '{}'", marker("upstream"))];
+    let upstreams = [format!("up='{once}' upstream '{}'", marker("upstream"))];
     let mut client = serve_upstreams(&root, &upstreams, None, &["--upstream-timeout", "10"], &[]);
     for (tool, says) in [
-        ("up/crash", "the upstream server `up` (once.py …) failed the handshake"),
-        ("crash", "the MCP server once.py … failed the handshake"),
+        ("up/boom", "the upstream server `up` (once.py …) failed the handshake"),
+        ("boom", "the MCP server once.py … failed the handshake"),
     ] {
         let answer = client.call("run_plan", retried_plan(tool));
         assert_eq!(answer["isError"], true, "{answer}");
