@@ -546,9 +546,13 @@ impl Diagnostic {
         self
     }
 
-    /// This diagnostic with its source attached, ready for miette to render.
+    /// This diagnostic with its source attached, ready for miette to render. On a long
+    /// line (a plan a client sent on one line) it shows a window of the line around its
+    /// labels ([`Window`]).
     pub fn with_source(&self, name: &str, source: &str) -> Report {
-        Report { diagnostic: self.clone(), source: miette::NamedSource::new(name, source.to_string()) }
+        let mut diagnostic = self.clone();
+        let window = Window::around(&mut diagnostic, source);
+        Report { diagnostic, source: Windowed { name: name.to_string(), text: source.to_string(), window } }
     }
 }
 
@@ -564,7 +568,107 @@ impl std::error::Error for Diagnostic {}
 #[derive(Debug)]
 pub struct Report {
     diagnostic: Diagnostic,
-    source: miette::NamedSource<String>,
+    source: Windowed,
+}
+
+/// The part of a long line a rendering shows: miette lays out every line it shows whole, so
+/// the 50 diagnostics of a 256 KB plan sent on one line were each laid out over 256 KB
+/// (0.6 s of a check in a release build, 5 s in a debug one), and the rendering, cut to its
+/// first 4,000 characters for a client, showed the line's start rather than the place.
+#[derive(Clone, Copy, Debug)]
+struct Window {
+    start: usize,
+    end: usize,
+}
+
+impl Window {
+    /// A line longer than this is shown as a window.
+    const LONG_LINE: usize = 1_000;
+    /// What a window shows on each side of the labels.
+    const MARGIN: usize = 120;
+    /// The longest a label is underlined in a window (longer ones are cut).
+    const LABEL: usize = 200;
+
+    /// The window of `source` around `d`'s labels when they are on one line longer than
+    /// [`Window::LONG_LINE`], their spans cut to [`Window::LABEL`]; `None` otherwise (shown
+    /// as it is).
+    fn around(d: &mut Diagnostic, source: &str) -> Option<Window> {
+        let spans =
+            |d: &Diagnostic| std::iter::once(d.span).chain(d.secondary.iter().map(|l| l.span)).collect::<Vec<_>>();
+        let first = spans(d).iter().map(|s| s.start as usize).min()?;
+        let last = spans(d).iter().map(|s| s.end as usize).max()?;
+        if last > source.len() || !source.is_char_boundary(first) {
+            return None;
+        }
+        let line_start = source[..first].rfind('\n').map_or(0, |i| i + 1);
+        let line_end = source[first..].find('\n').map_or(source.len(), |i| first + i);
+        if last > line_end || line_end - line_start <= Window::LONG_LINE {
+            return None;
+        }
+        let cut = |span: &mut Span| {
+            let end = boundary(source, (span.start as usize).saturating_add(Window::LABEL), false);
+            if (span.end as usize) > end {
+                *span = Span::new(span.start as usize, end);
+            }
+        };
+        cut(&mut d.span);
+        d.secondary.iter_mut().for_each(|l| cut(&mut l.span));
+        let last = spans(d).iter().map(|s| s.end as usize).max()?;
+        let start = boundary(source, first.saturating_sub(Window::MARGIN).max(line_start), true);
+        let end = boundary(source, last.saturating_add(Window::MARGIN).min(line_end), false);
+        Some(Window { start, end })
+    }
+}
+
+/// The char boundary at or before (`down`) or after `at` in `text` (clamped to its length).
+fn boundary(text: &str, at: usize, down: bool) -> usize {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at = if down { at - 1 } else { at + 1 };
+    }
+    at
+}
+
+/// A report's named source, read through its [`Window`] when it has one.
+#[derive(Debug)]
+struct Windowed {
+    name: String,
+    text: String,
+    window: Option<Window>,
+}
+
+impl miette::SourceCode for Windowed {
+    fn read_span<'a>(
+        &'a self,
+        span: &miette::SourceSpan,
+        before: usize,
+        after: usize,
+    ) -> Result<Box<dyn miette::SpanContents<'a> + 'a>, miette::MietteError> {
+        let full = <str as miette::SourceCode>::read_span(&self.text, span, before, after)?;
+        let (from, data) = (full.span().offset(), full.data());
+        // What of the contents lies in the window: the line, line count and column (in
+        // bytes, as miette counts them) of where it starts.
+        let (start, end) = match self.window {
+            Some(w) if w.start.max(from) < w.end.min(from + data.len()) => {
+                (w.start.max(from) - from, w.end.min(from + data.len()) - from)
+            }
+            _ => (0, data.len()),
+        };
+        let head = &data[..start];
+        let line = full.line() + head.iter().filter(|&&b| b == b'\n').count();
+        let column = match head.iter().rposition(|&b| b == b'\n') {
+            Some(i) => head.len() - i - 1,
+            None => full.column() + head.len(),
+        };
+        Ok(Box::new(miette::MietteSpanContents::new_named(
+            self.name.clone(),
+            &data[start..end],
+            miette::SourceSpan::new((from + start).into(), end - start),
+            line,
+            column,
+            full.line_count(),
+        )))
+    }
 }
 
 impl fmt::Display for Report {
@@ -677,6 +781,31 @@ pub(crate) use crate::suggest::did_you_mean;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A diagnostic far into a long line (a plan sent on one line) is shown in a window of
+    /// the line around its labels, at its true line and column, its long label cut; short
+    /// lines are shown whole.
+    #[test]
+    fn a_long_line_is_shown_around_the_labels() {
+        let mut source = format!("{{\"pad\": \"{}\", ", "p".repeat(5_000));
+        let at = source.len();
+        source.push_str(&format!("\"bad\": \"{}\"}}", "é".repeat(1_000)));
+        let d = Diagnostic::new(Code::UnknownName, Span::new(at, source.len()), "unknown key").with_label("here");
+        let shown = render_plain(std::slice::from_ref(&d), "plan.json", &source);
+        assert!(shown.contains(&format!("[plan.json:1:{}]", at + 1)), "{shown}");
+        assert!(shown.contains("here") && shown.contains("\"bad\""), "{shown}");
+        assert!(!shown.contains("{\"pad\""), "the line's start is not shown: {shown}");
+        assert!(shown.len() < 2_000, "{} bytes: {shown}", shown.len());
+        // A secondary label at the line's start widens the window to it.
+        let both = d.clone().with_secondary(Span::new(2, 5), "and here");
+        let shown = render_plain(std::slice::from_ref(&both), "plan.json", &source);
+        assert!(shown.contains("{\"pad\"") && shown.contains("and here") && shown.contains("here"), "{shown}");
+        // Lines of ordinary length: shown whole, as miette shows them.
+        let short = "{\n  \"a\": 1,\n  \"bad\": 2\n}";
+        let d = Diagnostic::new(Code::UnknownName, Span::new(16, 21), "unknown key").with_label("here");
+        let shown = render_plain(std::slice::from_ref(&d), "plan.json", short);
+        assert!(shown.contains("[plan.json:3:5]") && shown.contains("  \"a\": 1,"), "{shown}");
+    }
 
     #[test]
     fn codes_are_unique() {
