@@ -104,8 +104,8 @@ pub const DEFAULT_MAX_RESULT_BYTES: usize = 1 << 30;
 /// The default of [`MAX_RESULT_BYTES`] for each run `tdsl serve` makes: 64 MiB.
 pub const SERVE_MAX_RESULT_BYTES: usize = 64 << 20;
 /// The most bytes of a run's result as compact JSON (`--max-result-bytes`,
-/// [`crate::exec::Guards::max_result_bytes`]): counted while it is serialized, which stops
-/// at the bound, so that a result is never written out whole to learn that it is too large.
+/// [`crate::exec::Guards::max_result_bytes`]): measured without writing it, stopping at
+/// the bound, so that a result is never written out whole to learn that it is too large.
 pub const MAX_RESULT_BYTES: Range = range("max_result_bytes", 1024.0, 4_294_967_296.0, true, "bytes");
 /// The default of [`HISTORY_PAYLOAD_BYTES`]: 64 KiB.
 pub const DEFAULT_HISTORY_PAYLOAD_BYTES: usize = 64 << 10;

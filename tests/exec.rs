@@ -1103,7 +1103,8 @@ fn a_run_stops_at_its_limit_of_calls_fan_outs_and_composite_callees_counted() {
 #[test]
 fn a_result_of_gigabytes_is_refused_without_being_written_out() {
     // One 4 MiB string shared 1,000 times: 4 GiB of JSON, past the default bound of 1 GiB.
-    // Counting stops at the bound and keeps no byte, so this takes no 4 GiB (nor 1 GiB).
+    // Measuring keeps no byte and measures the shared string once, so this takes no 4 GiB
+    // (nor 1 GiB), nor the time of counting 1 GiB.
     let s = Value::str(&"a".repeat(4 << 20));
     let result = Value::object_from([("echoes", Value::list((0..1000).map(|_| s.clone()).collect::<Vec<_>>()))]);
     let guards = Guards::new();

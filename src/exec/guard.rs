@@ -246,10 +246,11 @@ impl Guards {
 /// [`Guards::check_result`] with the bound `max` (both engines: a Temporal run carries the
 /// bound in its options, not a `Guards`).
 pub(crate) fn check_result(result: &crate::value::Value, max: usize) -> Result<(), ResultTooLarge> {
-    let mut sink = Bounded { left: max };
-    match serde_json::to_writer(&mut sink, result) {
-        Ok(()) => Ok(()),
-        Err(_) => Err(ResultTooLarge { max }),
+    // Measured, not written: a result that holds one long string a thousand times is
+    // measured once (`json_len_at_most`), where writing it out counted every copy.
+    match crate::value::json_len_at_most(result, max) {
+        Some(_) => Ok(()),
+        None => Err(ResultTooLarge { max }),
     }
 }
 
@@ -268,21 +269,5 @@ impl fmt::Display for ResultTooLarge {
              or a summary of it",
             self.max
         )
-    }
-}
-
-/// A writer that keeps nothing and fails once more than `left` bytes come.
-struct Bounded {
-    left: usize,
-}
-
-impl std::io::Write for Bounded {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.left = self.left.checked_sub(buf.len()).ok_or_else(|| std::io::Error::other("past the bound"))?;
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
     }
 }

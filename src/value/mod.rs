@@ -34,6 +34,7 @@ pub use smol_str::SmolStr;
 
 #[cfg(any(feature = "engine", feature = "fuzzing"))]
 pub(crate) use json::MAX_SERIALIZE_DEPTH;
+pub(crate) use measure::json_len_at_most;
 pub(crate) use order::cmp_numbers;
 pub(crate) use path::same_key;
 pub use path::Path;

@@ -231,3 +231,77 @@ fn deserialize_direct() {
     let x: Value = serde_json::from_str(r#"{"a": [1, 2.5, "s", null, true]}"#).unwrap();
     assert_eq!(x.to_string(), r#"{"a":[1,2.5,"s",null,true]}"#);
 }
+
+/// Values with every kind of scalar — floats, escapes, control characters, non-ASCII,
+/// strings long enough to be shared — and parts held twice by reference.
+fn arb_value() -> impl proptest::strategy::Strategy<Value = Value> {
+    use proptest::prelude::*;
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::Int),
+        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::Float),
+        "[a-z\"\\\\\u{0}-\u{1f}\u{7f}é😀]{0,40}".prop_map(|s| Value::str(&s)),
+    ];
+    leaf.prop_recursive(4, 64, 6, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::list),
+            // The same part twice: measured once, counted twice.
+            inner.clone().prop_map(|x| Value::list(vec![x.clone(), x])),
+            proptest::collection::vec(("[a-z\"\u{1}é]{0,30}", inner), 0..6)
+                .prop_map(|kv| Value::object_from(kv.iter().map(|(k, v)| (k.as_str(), v.clone())))),
+        ]
+    })
+}
+
+proptest::proptest! {
+    /// The measured length is the length serde_json writes, and a limit below it is
+    /// reported as passed.
+    #[test]
+    fn json_length_is_what_serde_json_writes(v in arb_value()) {
+        let written = serde_json::to_vec(&v).map(|b| b.len()).map_err(|e| proptest::test_runner::TestCaseError::fail(e.to_string()))?;
+        proptest::prop_assert_eq!(json_len_at_most(&v, usize::MAX), Some(written));
+        proptest::prop_assert_eq!(json_len_at_most(&v, written), Some(written));
+        proptest::prop_assert_eq!(json_len_at_most(&v, written - 1), None);
+    }
+}
+
+#[test]
+fn json_length_of_shared_parts_is_measured_once() {
+    // 2^40 copies of one 4 MiB string: 4.4 TB of JSON, measured exactly by walking 41 parts
+    // (writing it out to count it would never end).
+    let s = Value::str(&"a".repeat(4 << 20));
+    let mut v = s.clone();
+    for _ in 0..40 {
+        v = Value::list(vec![v.clone(), v]);
+    }
+    let mut expected = (4usize << 20) + 2;
+    for _ in 0..40 {
+        expected = 2 * expected + 3;
+    }
+    assert_eq!(json_len_at_most(&v, usize::MAX), Some(expected));
+    assert_eq!(json_len_at_most(&v, 1 << 30), None);
+    // Objects too.
+    let mut o = Value::Int(-12);
+    for _ in 0..40 {
+        o = Value::object_from([("a", o.clone()), ("b\n", o)]);
+    }
+    let mut expected = 3usize;
+    for _ in 0..40 {
+        expected = 13 + 2 * expected;
+    }
+    assert_eq!(json_len_at_most(&o, usize::MAX), Some(expected));
+}
+
+#[test]
+fn json_length_refuses_what_cannot_be_written() {
+    let mut v = Value::Null;
+    for _ in 0..MAX_SERIALIZE_DEPTH {
+        v = Value::list(vec![v]);
+    }
+    assert!(serde_json::to_vec(&v).is_ok());
+    assert_eq!(json_len_at_most(&v, usize::MAX), serde_json::to_vec(&v).ok().map(|b| b.len()));
+    let deeper = Value::list(vec![v]);
+    assert!(serde_json::to_vec(&deeper).is_err());
+    assert_eq!(json_len_at_most(&deeper, usize::MAX), None);
+}
