@@ -96,6 +96,12 @@ pub(crate) fn json_len_at_most(value: &Value, limit: usize) -> Option<usize> {
     (n <= limit).then_some(n)
 }
 
+/// The least length [`JsonLen`] remembers: a smaller part is measured again where it
+/// recurs, which costs no more than the bytes it adds to the count (bounded by the limit),
+/// and the table stays small beside the value (at most one entry per KiB of distinct JSON
+/// on each level of nesting).
+const MEMO_FROM: usize = 1024;
+
 struct JsonLen {
     limit: usize,
     /// Lengths of shared strings and containers, by address (each is alive, unchanged, for
@@ -114,7 +120,7 @@ impl JsonLen {
                 serde_json::to_writer(&mut count, f).ok()?;
                 Some(count.0)
             }
-            Value::Str(s) if s.is_heap_allocated() => {
+            Value::Str(s) if s.len() >= MEMO_FROM && s.is_heap_allocated() => {
                 let key = (s.as_ptr() as usize, s.len());
                 self.remembered(key, |_| Some(str_len(s)))
             }
@@ -168,7 +174,9 @@ impl JsonLen {
             return Some(*n);
         }
         let n = measure(self)?;
-        self.seen.insert(key, n);
+        if n >= MEMO_FROM {
+            self.seen.insert(key, n);
+        }
         Some(n)
     }
 }
