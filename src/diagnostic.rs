@@ -551,8 +551,8 @@ impl Diagnostic {
     /// labels ([`Window`]).
     pub fn with_source(&self, name: &str, source: &str) -> Report {
         let mut diagnostic = self.clone();
-        let window = Window::around(&mut diagnostic, source);
-        Report { diagnostic, source: Windowed { name: name.to_string(), text: source.to_string(), window } }
+        let windows = Window::around(&mut diagnostic, source);
+        Report { diagnostic, source: Windowed { name: name.to_string(), text: source.to_string(), windows } }
     }
 }
 
@@ -571,39 +571,44 @@ pub struct Report {
     source: Windowed,
 }
 
-/// The part of a long line a rendering shows: miette lays out every line it shows whole, so
+/// A part of a long line a rendering shows: miette lays out every line it shows whole, so
 /// the 50 diagnostics of a 256 KB plan sent on one line were each laid out over 256 KB
 /// (0.6 s of a check in a release build, 5 s in a debug one), and the rendering, cut to its
 /// first 4,000 characters for a client, showed the line's start rather than the place.
-#[derive(Clone, Copy, Debug)]
+/// Labels close together share a window; labels far apart on the line each have their own,
+/// shown as snippets of their own, so what is laid out never spans the distance between them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Window {
     start: usize,
     end: usize,
 }
 
 impl Window {
-    /// A line longer than this is shown as a window.
+    /// A line longer than this is shown as windows.
     const LONG_LINE: usize = 1_000;
-    /// What a window shows on each side of the labels.
+    /// What a window shows on each side of its labels.
     const MARGIN: usize = 120;
     /// The longest a label is underlined in a window (longer ones are cut).
     const LABEL: usize = 200;
 
-    /// The window of `source` around `d`'s labels when they are on one line longer than
-    /// [`Window::LONG_LINE`], their spans cut to [`Window::LABEL`]; `None` otherwise (shown
-    /// as it is).
-    fn around(d: &mut Diagnostic, source: &str) -> Option<Window> {
+    /// The windows of `source` around `d`'s labels when they are on one line longer than
+    /// [`Window::LONG_LINE`], in order, their spans cut to [`Window::LABEL`]: labels less
+    /// than two margins apart share one; empty otherwise (the source shown as it is).
+    fn around(d: &mut Diagnostic, source: &str) -> Vec<Window> {
         let spans =
             |d: &Diagnostic| std::iter::once(d.span).chain(d.secondary.iter().map(|l| l.span)).collect::<Vec<_>>();
-        let first = spans(d).iter().map(|s| s.start as usize).min()?;
-        let last = spans(d).iter().map(|s| s.end as usize).max()?;
+        let (Some(first), Some(last)) =
+            (spans(d).iter().map(|s| s.start as usize).min(), spans(d).iter().map(|s| s.end as usize).max())
+        else {
+            return Vec::new();
+        };
         if last > source.len() || !source.is_char_boundary(first) {
-            return None;
+            return Vec::new();
         }
         let line_start = source[..first].rfind('\n').map_or(0, |i| i + 1);
         let line_end = source[first..].find('\n').map_or(source.len(), |i| first + i);
         if last > line_end || line_end - line_start <= Window::LONG_LINE {
-            return None;
+            return Vec::new();
         }
         let cut = |span: &mut Span| {
             let end = boundary(source, (span.start as usize).saturating_add(Window::LABEL), false);
@@ -613,10 +618,18 @@ impl Window {
         };
         cut(&mut d.span);
         d.secondary.iter_mut().for_each(|l| cut(&mut l.span));
-        let last = spans(d).iter().map(|s| s.end as usize).max()?;
-        let start = boundary(source, first.saturating_sub(Window::MARGIN).max(line_start), true);
-        let end = boundary(source, last.saturating_add(Window::MARGIN).min(line_end), false);
-        Some(Window { start, end })
+        let mut spans = spans(d);
+        spans.sort_by_key(|s| (s.start, s.end));
+        let mut windows: Vec<Window> = Vec::new();
+        for s in spans {
+            let start = boundary(source, (s.start as usize).saturating_sub(Window::MARGIN).max(line_start), true);
+            let end = boundary(source, (s.end as usize).saturating_add(Window::MARGIN).min(line_end), false);
+            match windows.last_mut() {
+                Some(w) if start <= w.end => w.end = w.end.max(end),
+                _ => windows.push(Window { start, end }),
+            }
+        }
+        windows
     }
 }
 
@@ -629,12 +642,12 @@ fn boundary(text: &str, at: usize, down: bool) -> usize {
     at
 }
 
-/// A report's named source, read through its [`Window`] when it has one.
+/// A report's named source, read through its [`Window`]s when it has them.
 #[derive(Debug)]
 struct Windowed {
     name: String,
     text: String,
-    window: Option<Window>,
+    windows: Vec<Window>,
 }
 
 impl miette::SourceCode for Windowed {
@@ -644,11 +657,18 @@ impl miette::SourceCode for Windowed {
         before: usize,
         after: usize,
     ) -> Result<Box<dyn miette::SpanContents<'a> + 'a>, miette::MietteError> {
+        let window = self.windows.iter().find(|w| w.start <= span.offset() && span.offset() <= w.end);
+        // A span reaching past its window's end is two labels' (miette joins the labels of
+        // one line into one span before reading it): refused, so that miette shows each
+        // label in a snippet of its own, from its own window.
+        if window.is_some_and(|w| span.offset() + span.len() > w.end) {
+            return Err(miette::MietteError::OutOfBounds);
+        }
         let full = <str as miette::SourceCode>::read_span(&self.text, span, before, after)?;
         let (from, data) = (full.span().offset(), full.data());
-        // What of the contents lies in the window: the line, line count and column (in
-        // bytes, as miette counts them) of where it starts.
-        let (start, end) = match self.window {
+        // What of the contents lies in the window of the span: the line, line count and
+        // column (in bytes, as miette counts them) of where it starts.
+        let (start, end) = match window {
             Some(w) if w.start.max(from) < w.end.min(from + data.len()) => {
                 (w.start.max(from) - from, w.end.min(from + data.len()) - from)
             }
@@ -796,10 +816,18 @@ mod tests {
         assert!(shown.contains("here") && shown.contains("\"bad\""), "{shown}");
         assert!(!shown.contains("{\"pad\""), "the line's start is not shown: {shown}");
         assert!(shown.len() < 2_000, "{} bytes: {shown}", shown.len());
-        // A secondary label at the line's start widens the window to it.
+        // A secondary label near the first widens its window to it.
+        let near = d.clone().with_secondary(Span::new(at - 60, at - 50), "and here");
+        let shown = render_plain(std::slice::from_ref(&near), "plan.json", &source);
+        assert!(shown.contains("and here") && shown.contains("here"), "{shown}");
+        assert_eq!(shown.matches("[plan.json:1:").count(), 1, "one snippet: {shown}");
+        // One at the line's start, 5,000 bytes away, is shown in a window of its own: what
+        // is laid out does not span the distance between them.
         let both = d.clone().with_secondary(Span::new(2, 5), "and here");
         let shown = render_plain(std::slice::from_ref(&both), "plan.json", &source);
         assert!(shown.contains("{\"pad\"") && shown.contains("and here") && shown.contains("here"), "{shown}");
+        assert!(shown.contains("[plan.json:1:3]") && shown.contains(&format!("[plan.json:1:{}]", at + 1)), "{shown}");
+        assert!(shown.len() < 3_000, "{} bytes: {shown}", shown.len());
         // Lines of ordinary length: shown whole, as miette shows them.
         let short = "{\n  \"a\": 1,\n  \"bad\": 2\n}";
         let d = Diagnostic::new(Code::UnknownName, Span::new(16, 21), "unknown key").with_label("here");
