@@ -521,6 +521,44 @@ fn references_across_the_workspace() {
     c.shutdown();
 }
 
+/// References read the files on disk once and reuse what they found while a file's text and
+/// the files its steps call stay the same: an edit made outside the editor, and a callee
+/// created after the first request, are each seen by the next request.
+#[test]
+fn references_see_files_changed_on_disk_between_requests() {
+    let ws = sample();
+    let mut c = start(ws.path());
+    let lister = c.open(&ws.path().join("tools/lister.tool"));
+    c.diagnostics(&lister);
+    let (l, ch) = find(LISTER, "\"directory\"", 2);
+    let mut p = at(&lister, l, ch);
+    p["context"] = json!({"includeDeclaration": false});
+    let count =
+        |c: &mut Client, p: &Value| c.request("textDocument/references", p.clone()).unwrap().as_array().unwrap().len();
+    assert_eq!(count(&mut c, &p), 2);
+    // main.tool edited on disk: one call less.
+    let one_call = MAIN.replace(
+        r#",
+    {"execution_id": "rescan", "tool_definition_path": "/tools/lister.tool", "arguments": {"directory": "REF:arguments.folder"}}"#,
+        "",
+    );
+    assert_ne!(one_call, MAIN);
+    std::fs::write(ws.path().join("main.tool"), &one_call).unwrap();
+    assert_eq!(count(&mut c, &p), 1);
+    // A caller of a tool that did not exist yet: its key names nothing...
+    let later = r#"{"instructions": [{"execution_id": "x", "tool_definition_path": "/tools/later.tool", "arguments": {"directory": "d"}}]}"#;
+    std::fs::write(ws.path().join("caller.tool"), later).unwrap();
+    assert_eq!(count(&mut c, &p), 1);
+    // ...until the tool is made (the caller's text unchanged): a link to the lister.
+    std::fs::write(ws.path().join("tools/later.tool"), LISTER).unwrap();
+    let later_tool = c.open(&ws.path().join("tools/later.tool"));
+    c.diagnostics(&later_tool);
+    let mut q = at(&later_tool, l, ch);
+    q["context"] = json!({"includeDeclaration": false});
+    assert_eq!(count(&mut c, &q), 1, "the caller's key is found once its callee exists");
+    c.shutdown();
+}
+
 #[test]
 fn rename_a_step_updates_every_ref() {
     let ws = sample();

@@ -262,6 +262,8 @@ pub(crate) struct Server {
     inbox: RefCell<cancel::Inbox>,
     /// The request being handled.
     current: Option<RequestId>,
+    /// The files on disk requests read, loaded.
+    disk: RefCell<features::DiskFiles>,
 }
 
 impl Server {
@@ -302,6 +304,7 @@ impl Server {
             shut_down: false,
             inbox: RefCell::new(cancel::Inbox::default()),
             current: None,
+            disk: RefCell::default(),
         }
     }
 

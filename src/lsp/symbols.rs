@@ -85,6 +85,31 @@ impl Resolver<'_> {
 
 /// Every occurrence in one file.
 pub fn occurrences(engine: &Engine, file: &Path, tool: &ToolDef, resolver: &Resolver<'_>) -> Vec<Occurrence> {
+    occurrences_with(engine, file, tool, callees(tool, resolver))
+}
+
+/// The file each step of `tool` calls, in step order (`None` for a transform step or a
+/// path that names no file): all [`occurrences`] reads of other files.
+pub(crate) fn callees(tool: &ToolDef, resolver: &Resolver<'_>) -> Vec<Option<PathBuf>> {
+    // Each tool path resolved once (a file system call each).
+    let mut resolved: std::collections::HashMap<&str, Option<PathBuf>> = std::collections::HashMap::new();
+    tool.instructions()
+        .iter()
+        .map(|i| {
+            // A transform step calls nothing.
+            let path = i.tool_path()?;
+            resolved.entry(path).or_insert_with(|| resolver.file(path)).clone()
+        })
+        .collect()
+}
+
+/// [`occurrences`] with the files the steps call ([`callees`]).
+pub(crate) fn occurrences_with(
+    engine: &Engine,
+    file: &Path,
+    tool: &ToolDef,
+    callees: Vec<Option<PathBuf>>,
+) -> Vec<Occurrence> {
     let mut out = Vec::new();
     let this = file.to_path_buf();
     for p in &tool.arguments {
@@ -102,16 +127,6 @@ pub fn occurrences(engine: &Engine, file: &Path, tool: &ToolDef, resolver: &Reso
         });
     }
     let ins = tool.instructions();
-    // Each tool path resolved once (a file system call each).
-    let mut resolved: std::collections::HashMap<&str, Option<PathBuf>> = std::collections::HashMap::new();
-    let callees: Vec<Option<PathBuf>> = ins
-        .iter()
-        .map(|i| {
-            // A transform step calls nothing.
-            let path = i.tool_path()?;
-            resolved.entry(path).or_insert_with(|| resolver.file(path)).clone()
-        })
-        .collect();
     // The step a REF context names (its `execution_id` or `expected_key`), by name: a scan
     // of the steps for every REF made hover quadratic in the file (issue 28).
     let mut by_name: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();

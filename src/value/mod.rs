@@ -16,6 +16,7 @@
 mod convert;
 mod drop;
 mod json;
+mod json_len;
 mod measure;
 mod metered;
 mod order;
@@ -34,7 +35,8 @@ pub use smol_str::SmolStr;
 
 #[cfg(any(feature = "engine", feature = "fuzzing"))]
 pub(crate) use json::MAX_SERIALIZE_DEPTH;
-pub(crate) use measure::json_len_at_most;
+#[cfg_attr(not(feature = "engine"), allow(unused_imports))]
+pub(crate) use json_len::json_len_at_most;
 pub(crate) use order::cmp_numbers;
 pub(crate) use path::same_key;
 pub use path::Path;
