@@ -112,6 +112,11 @@ pub(crate) struct RunArgs {
     /// The most bytes an `exec:` tool may print on standard output (default 64 MiB).
     #[arg(long, value_name = "BYTES", default_value_t = crate::host::DEFAULT_MAX_STDOUT)]
     max_tool_output: u64,
+    /// The most values (numbers, strings, lists, objects) one tool output may hold — an
+    /// `exec:` tool's standard output, an HTTP body, an MCP result (1,024–1,073,741,824,
+    /// default 4,194,304). Counted while it is read, which stops past it: the call fails.
+    #[arg(long, value_name = "N", default_value_t = crate::ranges::DEFAULT_MAX_TOOL_VALUES)]
+    max_tool_values: usize,
     /// The environment of `exec:` tools and `mcp:` servers.
     #[command(flatten)]
     tool_env: ToolEnvArgs,
@@ -282,7 +287,7 @@ fn prepare(args: &RunArgs) -> Result<Prepared, Stop> {
     }
     let tool_env = args.tool_env.policy().map_err(Stop::Usage)?;
     // Upstream servers are processes tdsl starts, as `mcp:` servers are.
-    let upstreams = upstreams.map(|u| Arc::new(u.with_env(tool_env.clone())));
+    let upstreams = upstreams.map(|u| Arc::new(u.with_env(tool_env.clone()).with_max_values(args.max_tool_values)));
     let tool_root = with_upstreams(ToolRoot::assumed(root.dir()), upstreams.as_ref());
     let loaded = load_from(tool_root, &file, &args.tool, engine, args.max_nesting);
     let stop = |e: Stop| {
@@ -295,6 +300,7 @@ fn prepare(args: &RunArgs) -> Result<Prepared, Stop> {
     // The operator reads the run: a failed server's last words are in its messages.
     let mut host = HostRunner::new()
         .with_max_stdout(args.max_tool_output)
+        .with_max_values(args.max_tool_values)
         .with_env(tool_env)
         .with_stderr_tails(host::StderrTails::InMessage);
     if let Some(m) = mock {
@@ -405,6 +411,7 @@ fn execution_options(args: &RunArgs, guards: Guards) -> Result<Options, String> 
         ranges::MAX_RESULT_BYTES.check(n as f64).map_err(|e| flag("max-result-bytes", e))?;
     }
     ranges::MAX_TOOL_OUTPUT.check(args.max_tool_output as f64).map_err(|e| flag("max-tool-output", e))?;
+    ranges::MAX_TOOL_VALUES.check(args.max_tool_values as f64).map_err(|e| flag("max-tool-values", e))?;
     ranges::MAX_NESTING.check(args.max_nesting as f64).map_err(|e| flag("max-nesting", e))?;
     let mut breaker = BreakerPolicy::default();
     if let Some(n) = args.breaker_threshold {

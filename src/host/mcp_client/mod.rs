@@ -228,6 +228,8 @@ pub(crate) struct McpClients {
     /// cancel it) when the clients shut down: a server that hangs at its handshake does not
     /// hold the shutdown for the handshake's timeout.
     closing: Mutex<CancelToken>,
+    /// The most values a result may hold (`None`: [`crate::ranges::DEFAULT_MAX_TOOL_VALUES`]).
+    max_values: Option<usize>,
 }
 
 impl std::fmt::Debug for McpClients {
@@ -298,6 +300,12 @@ impl McpClients {
     /// Starts servers with the environment `env` allows (default: tdsl's whole one).
     pub(crate) fn with_env(mut self, env: crate::host::ToolEnv) -> McpClients {
         self.env = env;
+        self
+    }
+
+    /// Reads each result as at most `values` values ([`crate::HostRunner::with_max_values`]).
+    pub(crate) fn with_max_values(mut self, values: usize) -> McpClients {
+        self.max_values = Some(values);
         self
     }
 
@@ -386,7 +394,9 @@ impl McpClients {
                 live.suspect.store(true, Ordering::Relaxed);
                 Err(ToolError::transient(format!("{who} was cancelled")))
             }
-            Some(Ok(CallToolResponse::Complete(result))) => result_value(result, &who),
+            Some(Ok(CallToolResponse::Complete(result))) => {
+                result_value(result, &who, self.max_values.unwrap_or(crate::ranges::DEFAULT_MAX_TOOL_VALUES))
+            }
             Some(Ok(_)) => Err(ToolError::permanent(format!(
                 "{who} asked for more input or started a task, which tdsl does not support"
             ))),
@@ -816,8 +826,11 @@ async fn cancelled(cancel: &CancelToken) {
     }
 }
 
-/// The value of a tool result, or its error.
-fn result_value(result: CallToolResult, who: &str) -> Result<Value, ToolError> {
+/// The value of a tool result, or its error; at most `max_values` values, counted before
+/// each part is built again as a value (rmcp has read the message itself, at most
+/// [`stdio::MAX_MESSAGE_BYTES`]), and a text block's JSON counted before it is parsed.
+fn result_value(result: CallToolResult, who: &str, max_values: usize) -> Result<Value, ToolError> {
+    let too_many = |e: crate::value::DecodeError| ToolError::permanent(format!("{who} answered with {e}"));
     let blocks: Vec<Json> =
         result.content.iter().map(|c| serde_json::to_value(c).unwrap_or(Json::Null)).collect::<Vec<_>>();
     if result.is_error == Some(true) {
@@ -827,20 +840,29 @@ fn result_value(result: CallToolResult, who: &str) -> Result<Value, ToolError> {
     }
     let mut json = match (result.structured_content, blocks.as_slice()) {
         (Some(v), _) => v,
-        (None, [one]) => block_value(one),
-        (None, many) => Json::Array(many.iter().map(block_value).collect()),
+        (None, [one]) => block_value(one, max_values).map_err(too_many)?,
+        (None, many) => {
+            let values: Result<Vec<Json>, _> = many.iter().map(|b| block_value(b, max_values)).collect();
+            Json::Array(values.map_err(too_many)?)
+        }
     };
+    // Counted whole: the blocks' values together, or `structuredContent` as rmcp read it.
+    crate::value::json_value_within(&json, max_values).map_err(too_many)?;
     crate::secrets::redact_json(&mut json);
     serde_json::from_value::<Value>(json)
         .map_err(|e| ToolError::permanent(format!("{who} answered with a value tdsl cannot hold: {e}")))
 }
 
-/// A text block's text (parsed when it is JSON); any other block as its JSON.
-fn block_value(block: &Json) -> Json {
-    match (block.get("type").and_then(Json::as_str), block.get("text").and_then(Json::as_str)) {
-        (Some("text"), Some(text)) => serde_json::from_str(text).unwrap_or_else(|_| Json::String(text.to_string())),
+/// A text block's text (parsed when it is JSON, of at most `max_values` values); any other
+/// block as its JSON.
+fn block_value(block: &Json, max_values: usize) -> Result<Json, crate::value::DecodeError> {
+    Ok(match (block.get("type").and_then(Json::as_str), block.get("text").and_then(Json::as_str)) {
+        (Some("text"), Some(text)) if crate::value::json_within(text.as_bytes(), max_values)? => {
+            serde_json::from_str(text).unwrap_or_else(|_| Json::String(text.to_string()))
+        }
+        (Some("text"), Some(text)) => Json::String(text.to_string()),
         _ => block.clone(),
-    }
+    })
 }
 
 #[cfg(test)]
@@ -911,7 +933,7 @@ mod tests {
     fn results_map_to_values() {
         let r = |j: Json| -> Result<String, String> {
             let result: CallToolResult = serde_json::from_value(j).expect("a result");
-            result_value(result, "t").map(|v| v.to_string()).map_err(|e| e.message)
+            result_value(result, "t", 1_000).map(|v| v.to_string()).map_err(|e| e.message)
         };
         assert_eq!(
             r(serde_json::json!({"content": [{"type": "text", "text": "{\"a\":1}"}], "structuredContent": {"a": 1}})),
