@@ -108,6 +108,73 @@ pub(crate) fn json_value_within(json: &serde_json::Value, max_values: usize) -> 
     Ok(())
 }
 
+/// Counts the values of JSON text as its bytes arrive, without reading it: for a transport
+/// that hands whole messages to a reader of its own (rmcp reads an MCP message into
+/// `serde_json` values before tdsl sees it), so that a message of too many values is cut
+/// before anything is built of it. Of valid JSON it counts as [`from_json_within`] does —
+/// one, plus a value a comma, plus one a list or object with something in it — keeping a
+/// few counters, whatever the text's size; of anything else it counts something, and the
+/// reader after refuses the text.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ValueStream {
+    max_values: usize,
+    values: usize,
+    depth: usize,
+    in_string: bool,
+    escaped: bool,
+    /// Just after `[` or `{`: the next value, if any, shows it is not empty.
+    opened: bool,
+}
+
+impl ValueStream {
+    /// A count of one text, bounded by `max_values` values nested [`MAX_OUTPUT_DEPTH`] deep.
+    pub(crate) fn new(max_values: usize) -> ValueStream {
+        ValueStream { max_values, values: 0, depth: 0, in_string: false, escaped: false, opened: false }
+    }
+
+    /// The next text begins (a new line, a new event).
+    pub(crate) fn reset(&mut self) {
+        *self = ValueStream::new(self.max_values);
+    }
+
+    /// One more byte of the text; an error once its values pass a bound (and at every byte
+    /// after).
+    pub(crate) fn byte(&mut self, b: u8) -> Result<(), DecodeError> {
+        if self.in_string {
+            match b {
+                _ if self.escaped => self.escaped = false,
+                b'\\' => self.escaped = true,
+                b'"' => self.in_string = false,
+                _ => {}
+            }
+            return Ok(());
+        }
+        let value_starts = !matches!(b, b' ' | b'\t' | b'\r' | b'\n' | b',' | b':' | b']' | b'}');
+        if value_starts && (self.opened || self.values == 0) {
+            // The first value of the text, or of a list or object.
+            self.values += 1;
+        }
+        self.opened = false;
+        match b {
+            b'"' => self.in_string = true,
+            b',' => self.values += 1,
+            b'[' | b'{' => {
+                self.depth += 1;
+                self.opened = true;
+                if self.depth > MAX_OUTPUT_DEPTH {
+                    return Err(DecodeError::TooDeep(MAX_OUTPUT_DEPTH));
+                }
+            }
+            b']' | b'}' => self.depth = self.depth.saturating_sub(1),
+            _ => {}
+        }
+        if self.values > self.max_values {
+            return Err(DecodeError::TooManyValues(self.max_values));
+        }
+        Ok(())
+    }
+}
+
 /// What a read may still build.
 pub(super) struct Budget {
     /// Values left to build.
@@ -391,6 +458,32 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The count of a stream of bytes agrees with the read's, wherever the text is cut.
+    #[test]
+    fn a_stream_of_bytes_is_counted_as_the_read_counts() {
+        let texts = [
+            r#"{"a": null, "b": ["x", {"c": 1.5, "d": "],\\\",[{"}], "e": {}, "f": [[], [1]]}"#,
+            "[]",
+            " 0 ",
+            "[0,0,0]",
+            r#"["a\\", "b"]"#,
+            "true",
+        ];
+        for text in texts {
+            let values = (0..64).find(|&max| from_json_within(text.as_bytes(), max).is_ok()).expect("a small value");
+            for (max, fits) in [(values, true), (values.saturating_sub(1), values == 0)] {
+                let mut stream = ValueStream::new(max);
+                let counted = text.bytes().try_for_each(|b| stream.byte(b));
+                assert_eq!(counted.is_ok(), fits, "{text}: {values} values, within {max}");
+            }
+        }
+        let deep = "[".repeat(MAX_OUTPUT_DEPTH + 1);
+        let mut stream = ValueStream::new(usize::MAX);
+        assert!(matches!(deep.bytes().try_for_each(|b| stream.byte(b)), Err(DecodeError::TooDeep(128))));
+        stream.reset();
+        assert!(stream.byte(b'1').is_ok(), "a reset starts a new text");
     }
 
     /// `Deserialize` for a value has no budget, and serde_json's own depth bound.

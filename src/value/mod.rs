@@ -36,7 +36,7 @@ pub use smol_str::SmolStr;
 
 #[cfg(test)]
 pub(crate) use decode::MAX_OUTPUT_DEPTH;
-pub(crate) use decode::{from_json_within, json_value_within, json_within, DecodeError};
+pub(crate) use decode::{from_json_within, json_value_within, json_within, DecodeError, ValueStream};
 #[cfg(any(feature = "engine", feature = "fuzzing"))]
 pub(crate) use json::MAX_SERIALIZE_DEPTH;
 pub(crate) use order::cmp_numbers;

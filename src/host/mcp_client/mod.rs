@@ -218,6 +218,21 @@ impl std::fmt::Debug for McpTarget {
     }
 }
 
+/// Why tdsl ended a connection: flags its transport sets at a message past a bound, before
+/// rmcp reads any of it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Cut {
+    /// A message longer than [`stdio::MAX_MESSAGE_BYTES`].
+    pub(crate) oversized: Arc<AtomicBool>,
+    /// A message of more values than the runner's budget and [`ENVELOPE_VALUES`].
+    pub(crate) too_many_values: Arc<AtomicBool>,
+}
+
+/// The values of a message around a result (`jsonrpc`, `id`, `result`, `content`, …), which
+/// a transport's count allows besides the budget: the result itself is counted exactly when
+/// it is built again as a value ([`result_value`]).
+const ENVELOPE_VALUES: usize = 64;
+
 /// The MCP servers of one run, started on demand.
 #[derive(Default)]
 pub(crate) struct McpClients {
@@ -284,8 +299,8 @@ struct Live {
     peer: Peer<RoleClient>,
     stderr: Arc<stderr::StderrTail>,
     program: String,
-    /// Set when the server sent a message longer than the cap, which ended the connection.
-    oversized: Arc<AtomicBool>,
+    /// Set when the server sent a message past a bound, which ended the connection.
+    cut: Cut,
     /// Set when a call to it was cancelled (a timeout, a deadline, a cancelled run): it may
     /// be hung, so the next use pings it first.
     suspect: AtomicBool,
@@ -394,9 +409,7 @@ impl McpClients {
                 live.suspect.store(true, Ordering::Relaxed);
                 Err(ToolError::transient(format!("{who} was cancelled")))
             }
-            Some(Ok(CallToolResponse::Complete(result))) => {
-                result_value(result, &who, self.max_values.unwrap_or(crate::ranges::DEFAULT_MAX_TOOL_VALUES))
-            }
+            Some(Ok(CallToolResponse::Complete(result))) => result_value(result, &who, self.max_values()),
             Some(Ok(_)) => Err(ToolError::permanent(format!(
                 "{who} asked for more input or started a task, which tdsl does not support"
             ))),
@@ -407,8 +420,8 @@ impl McpClients {
             Some(Err(e)) => {
                 // The connection is gone or unusable: the next call starts the server again.
                 self.forget(command, &live);
-                if live.oversized.load(Ordering::Relaxed) {
-                    return Err(ToolError::permanent(format!("{who} failed: {}", oversized_message())));
+                if let Some(why) = self.cut_message(&live) {
+                    return Err(ToolError::permanent(format!("{who} failed: {why}")));
                 }
                 let last_words = runtime.block_on(live.stderr.last_words());
                 Err(ToolError::transient(format!("{who} failed: {}", transport_error(&e))).with_stderr_tail(last_words))
@@ -455,8 +468,8 @@ impl McpClients {
             }
             Ok(Err(e)) => {
                 self.forget(command, &live);
-                if live.oversized.load(Ordering::Relaxed) {
-                    return Err(ToolError::permanent(format!("`tools/list` failed: {}", oversized_message())));
+                if let Some(why) = self.cut_message(&live) {
+                    return Err(ToolError::permanent(format!("`tools/list` failed: {why}")));
                 }
                 let last_words = runtime.block_on(live.stderr.last_words());
                 Err(ToolError::transient(format!("`tools/list` failed: {e}")).with_stderr_tail(last_words))
@@ -483,6 +496,24 @@ impl McpClients {
             })
             .as_ref()
             .map_err(Clone::clone)
+    }
+
+    /// The most values of a result ([`McpClients::with_max_values`]).
+    fn max_values(&self) -> usize {
+        self.max_values.unwrap_or(crate::ranges::DEFAULT_MAX_TOOL_VALUES)
+    }
+
+    /// Why the connection was ended by tdsl, when it was ([`Cut`]).
+    fn cut_message(&self, live: &Live) -> Option<String> {
+        if live.cut.oversized.load(Ordering::Relaxed) {
+            return Some(oversized_message());
+        }
+        live.cut.too_many_values.load(Ordering::Relaxed).then(|| {
+            let budget = crate::value::DecodeError::TooManyValues(self.max_values());
+            format!(
+                "the server sent a message of {budget}; its connection was closed (a server tdsl started is stopped)"
+            )
+        })
     }
 
     /// The live connection to `command`'s server, starting it if needed. Callers of the same
@@ -513,7 +544,8 @@ impl McpClients {
             }
             *live = None;
         }
-        let started = runtime.block_on(start(command, &self.env, server, cancel))?;
+        let max_values = self.max_values().saturating_add(ENVELOPE_VALUES);
+        let started = runtime.block_on(start(command, &self.env, server, max_values, cancel))?;
         let started = Arc::new(started);
         *live = Some(started.clone());
         Ok(started)
@@ -657,16 +689,19 @@ fn server_named(server: Option<&str>, shown: &str) -> String {
     }
 }
 
+/// Starts or connects to the server of `target`; a message of more than `max_values`
+/// values ends the connection ([`Cut`]).
 async fn start(
     target: &McpTarget,
     env: &crate::host::ToolEnv,
     server: Option<&str>,
+    max_values: usize,
     cancel: &CancelToken,
 ) -> Result<Live, ConnectError> {
     let command = match target {
         McpTarget::Command(command) => command,
         McpTarget::Url { url, token, ca } => {
-            return start_http(url, token.as_deref(), ca.as_deref(), server, cancel).await
+            return start_http(url, (token.as_deref(), ca.as_deref()), server, max_values, cancel).await
         }
     };
     let Some((program, args)) = command.split_first() else {
@@ -688,7 +723,8 @@ async fn start(
     // Left to its `Child` by the orphan reaper, whatever session it moves to.
     let mut child = super::orphans::spawn_owned(|| cmd.spawn(), tokio::process::Child::id).map_err(cannot_start)?;
     let stderr = child.stderr.take();
-    let (transport, oversized) = stdio::ChildTransport::new(child, stdio::MAX_MESSAGE_BYTES).map_err(cannot_start)?;
+    let (transport, cut) =
+        stdio::ChildTransport::new(child, stdio::MAX_MESSAGE_BYTES, max_values).map_err(cannot_start)?;
     let lines = match stderr {
         Some(stderr) => {
             let lines = Arc::new(stderr::StderrTail::default());
@@ -732,7 +768,7 @@ async fn start(
         peer,
         stderr: lines,
         program: shown.clone(),
-        oversized,
+        cut,
         suspect: AtomicBool::new(false),
     })
 }
@@ -741,16 +777,16 @@ async fn start(
 #[cfg(feature = "mcp-http")]
 async fn start_http(
     url: &str,
-    token: Option<&str>,
-    ca: Option<&Path>,
+    (token, ca): (Option<&str>, Option<&Path>),
     server: Option<&str>,
+    max_values: usize,
     cancel: &CancelToken,
 ) -> Result<Live, ConnectError> {
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
     // Named by its origin in every message: its path and query may hold a key.
     let shown = url_origin(url);
     let named = server_named(server, &shown);
-    let http = http::TcpHttpClient::for_url(url, ca)
+    let http = http::TcpHttpClient::for_url(url, ca, max_values)
         .map_err(|e| ConnectError(ToolError::permanent(format!("cannot reach {named}: {e}"))))?;
     use rmcp::transport::StreamableHttpClientTransport;
     let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
@@ -759,7 +795,7 @@ async fn start_http(
         crate::secrets::register(token);
         config = config.auth_header(token.to_string());
     }
-    let oversized = http.oversized();
+    let cut = http.cut();
     let transport = StreamableHttpClientTransport::with_client(http.clone(), config);
     let client = Client::new();
     let tools_changed = client.tools_changed.clone();
@@ -779,7 +815,7 @@ async fn start_http(
                 peer,
                 stderr: Arc::new(stderr::StderrTail::none()),
                 program: shown.clone(),
-                oversized,
+                cut,
                 suspect: AtomicBool::new(false),
             })
         }
@@ -808,9 +844,9 @@ async fn start_http(
 #[cfg(not(feature = "mcp-http"))]
 async fn start_http(
     url: &str,
-    _token: Option<&str>,
-    _ca: Option<&Path>,
+    _: (Option<&str>, Option<&Path>),
     server: Option<&str>,
+    _max_values: usize,
     _cancel: &CancelToken,
 ) -> Result<Live, ConnectError> {
     Err(ConnectError(ToolError::permanent(format!(
