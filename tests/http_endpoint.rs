@@ -430,7 +430,7 @@ fn a_body_of_more_values_than_the_budget_is_refused_naming_the_flag() {
         let (code, stdout, stderr, outcomes) = run_with(dir.path(), extra);
         assert_eq!((code, outcomes), (0, vec!["ok".to_string()]), "{extra:?}: {stderr}");
         let result: Value = serde_json::from_str(&stdout).expect("JSON");
-        assert_eq!(result["call"].as_array().map(Vec::len), Some(3_000));
+        assert_eq!(result["call"]["response"].as_array().map(Vec::len), Some(3_000));
     }
     let (code, _, stderr, _) = run_with(dir.path(), &["--max-tool-values", "3000"]);
     assert_eq!(code, 1, "one value past the bound: {stderr}");

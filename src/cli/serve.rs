@@ -329,6 +329,9 @@ pub(crate) fn run(args: ServeArgs) -> ExitCode {
         Ok(l) => l,
         Err(e) => return usage_failure(&UsageError(e)),
     };
+    if let Err(e) = crate::ranges::MAX_TOOL_VALUES.check(args.max_tool_values as f64) {
+        return usage_failure(&UsageError(format!("--max-tool-values: {e}")));
+    }
     let plan_setup = match args.plans.plans.then(|| plan_setup(&args.plans, run_limits)).transpose() {
         Ok(p) => p,
         Err(e) => return usage_failure(&UsageError(e)),
@@ -361,9 +364,6 @@ pub(crate) fn run(args: ServeArgs) -> ExitCode {
         Ok(env) => env,
         Err(e) => return usage_failure(&e),
     };
-    if let Err(e) = crate::ranges::MAX_TOOL_VALUES.check(args.max_tool_values as f64) {
-        return usage_failure(&UsageError(format!("--max-tool-values: {e}")));
-    }
     let server = server
         .with_tool_env(tool_env.clone())
         .with_max_tool_values(args.max_tool_values)
