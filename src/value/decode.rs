@@ -25,6 +25,7 @@ pub(crate) const MAX_OUTPUT_DEPTH: usize = 128;
 
 /// Why a budgeted read failed.
 #[derive(Debug)]
+#[cfg_attr(not(feature = "engine"), allow(dead_code))]
 pub(crate) enum DecodeError {
     /// More values than the budget's `max_values` (the bound).
     TooManyValues(usize),
@@ -54,6 +55,7 @@ impl fmt::Display for DecodeError {
 
 /// Reads one JSON value from `text` (surrounding whitespace allowed, nothing after it),
 /// building at most `max_values` values nested at most [`MAX_OUTPUT_DEPTH`] deep.
+#[cfg_attr(not(feature = "engine"), allow(dead_code))]
 pub(crate) fn from_json_within(text: &[u8], max_values: usize) -> Result<Value, DecodeError> {
     let budget = Budget::new(max_values, MAX_OUTPUT_DEPTH);
     let mut de = serde_json::Deserializer::from_slice(text);
@@ -70,6 +72,7 @@ pub(crate) fn from_json_within(text: &[u8], max_values: usize) -> Result<Value, 
 /// [`MAX_OUTPUT_DEPTH`] deep, read without building anything: for text that is read into
 /// another form after (an MCP text block, read as a `serde_json::Value` so that secrets are
 /// redacted in its strings before it becomes a value). `Ok(false)` when it is not JSON.
+#[cfg(feature = "mcp")]
 pub(crate) fn json_within(text: &[u8], max_values: usize) -> Result<bool, DecodeError> {
     let budget = Budget::new(max_values, MAX_OUTPUT_DEPTH);
     let mut de = serde_json::Deserializer::from_slice(text);
@@ -84,6 +87,7 @@ pub(crate) fn json_within(text: &[u8], max_values: usize) -> Result<bool, Decode
 /// `structuredContent`) holds at most `max_values` values nested at most
 /// [`MAX_OUTPUT_DEPTH`] deep, counted as [`from_json_within`] counts them; walked without
 /// recursion, stopping at the first value past a bound.
+#[cfg(feature = "mcp")]
 pub(crate) fn json_value_within(json: &serde_json::Value, max_values: usize) -> Result<(), DecodeError> {
     use serde_json::Value as Json;
     let mut left = max_values;
@@ -116,6 +120,7 @@ pub(crate) fn json_value_within(json: &serde_json::Value, max_values: usize) -> 
 /// few counters, whatever the text's size; of anything else it counts something, and the
 /// reader after refuses the text.
 #[derive(Clone, Copy, Debug)]
+#[cfg(feature = "mcp")]
 pub(crate) struct ValueStream {
     max_values: usize,
     values: usize,
@@ -126,6 +131,7 @@ pub(crate) struct ValueStream {
     opened: bool,
 }
 
+#[cfg(feature = "mcp")]
 impl ValueStream {
     /// A count of one text, bounded by `max_values` values nested [`MAX_OUTPUT_DEPTH`] deep.
     pub(crate) fn new(max_values: usize) -> ValueStream {
@@ -306,8 +312,10 @@ impl<'de> Visitor<'de> for Seed<'_> {
 
 /// Counts one value and everything in it, building nothing ([`json_within`]).
 #[derive(Clone, Copy)]
+#[cfg(feature = "mcp")]
 struct Tally<'b>(&'b Budget);
 
+#[cfg(feature = "mcp")]
 impl<'de> DeserializeSeed<'de> for Tally<'_> {
     type Value = ();
 
@@ -316,6 +324,7 @@ impl<'de> DeserializeSeed<'de> for Tally<'_> {
     }
 }
 
+#[cfg(feature = "mcp")]
 impl<'de> Visitor<'de> for Tally<'_> {
     type Value = ();
 
@@ -453,6 +462,7 @@ mod tests {
     }
 
     /// The forms that build nothing count as the read does.
+    #[cfg(feature = "mcp")]
     #[test]
     fn counting_without_building_agrees_with_the_read() {
         let deep = format!("{}{}", "[".repeat(MAX_OUTPUT_DEPTH + 1), "]".repeat(MAX_OUTPUT_DEPTH + 1));
@@ -474,6 +484,7 @@ mod tests {
     }
 
     /// The count of a stream of bytes agrees with the read's, wherever the text is cut.
+    #[cfg(feature = "mcp")]
     #[test]
     fn a_stream_of_bytes_is_counted_as_the_read_counts() {
         let texts = [

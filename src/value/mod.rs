@@ -34,9 +34,14 @@ use indexmap::IndexMap;
 use rustc_hash::FxHasher;
 pub use smol_str::SmolStr;
 
+#[cfg(feature = "engine")]
+pub(crate) use decode::from_json_within;
+#[cfg(any(feature = "http", feature = "mcp"))]
+pub(crate) use decode::DecodeError;
 #[cfg(test)]
 pub(crate) use decode::MAX_OUTPUT_DEPTH;
-pub(crate) use decode::{from_json_within, json_value_within, json_within, DecodeError, ValueStream};
+#[cfg(feature = "mcp")]
+pub(crate) use decode::{json_value_within, json_within, ValueStream};
 #[cfg(any(feature = "engine", feature = "fuzzing"))]
 pub(crate) use json::MAX_SERIALIZE_DEPTH;
 pub(crate) use order::cmp_numbers;
