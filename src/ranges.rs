@@ -86,9 +86,14 @@ pub const MAX_NESTING: Range = range("max_nesting", 1.0, 32.0, true, "");
 /// The most bytes an `exec:` tool may print on standard output (`--max-tool-output`): at
 /// least 1 KiB, so that a JSON answer always fits, at most 1 GiB.
 pub const MAX_TOOL_OUTPUT: Range = range("max_tool_output", 1024.0, 1_073_741_824.0, true, "bytes");
-/// The default of [`MAX_TOOL_VALUES`]: 4 Mi values (4,194,304), far more than the answers
-/// of real APIs hold, and at most about 400 MB built by one read (`docs/security.md`).
+/// The default of [`MAX_TOOL_VALUES`] for `tdsl run` and the library: 4 Mi values
+/// (4,194,304), more than the answers of real APIs hold; one read builds at most about 600 MB
+/// of them (about 140 bytes a value at worst, `docs/security.md`).
 pub const DEFAULT_MAX_TOOL_VALUES: usize = 4 << 20;
+/// The default of [`MAX_TOOL_VALUES`] for what `tdsl serve` runs: 1 Mi values (1,048,576),
+/// at most about 150 MB a read, so that a few hostile peers answering at once leave the
+/// server room for its other clients.
+pub const SERVE_MAX_TOOL_VALUES: usize = 1 << 20;
 /// The most values (numbers, strings, lists, objects; an object's member counts as its
 /// value) one tool output may hold (`--max-tool-values`,
 /// [`crate::HostRunner::with_max_values`]): an `exec:` program's standard output, an HTTP

@@ -225,7 +225,7 @@ impl McpServer {
             log_level: Arc::new(Mutex::new(None)),
             run_observers: None,
             tool_env: crate::host::ToolEnv::Inherit,
-            max_tool_values: crate::ranges::DEFAULT_MAX_TOOL_VALUES,
+            max_tool_values: crate::ranges::SERVE_MAX_TOOL_VALUES,
             plans: None,
             run_guards: served_run_guards(
                 crate::ranges::SERVE_MAX_CALLS_PER_RUN,
@@ -289,8 +289,9 @@ impl McpServer {
     }
 
     /// The same server reading each output of the tools it runs — served tools, plans'
-    /// steps — as at most `values` values ([`crate::HostRunner::with_max_values`]). Set it
-    /// before [`McpServer::with_plans`], which hands it on.
+    /// steps — as at most `values` values ([`crate::HostRunner::with_max_values`]; 1 Mi by
+    /// default, [`crate::ranges::SERVE_MAX_TOOL_VALUES`]). Set it before
+    /// [`McpServer::with_plans`], which hands it on.
     pub fn with_max_tool_values(mut self, values: usize) -> McpServer {
         self.max_tool_values = values;
         self

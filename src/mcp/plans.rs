@@ -101,7 +101,7 @@ impl PlanServer {
             options,
             upstreams,
             tool_env: ToolEnv::Inherit,
-            max_tool_values: crate::ranges::DEFAULT_MAX_TOOL_VALUES,
+            max_tool_values: crate::ranges::SERVE_MAX_TOOL_VALUES,
             skills: super::skills::SkillSet::default(),
         }
     }
