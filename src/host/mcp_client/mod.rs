@@ -415,7 +415,8 @@ impl McpClients {
             ))),
             Some(Err(ServiceError::McpError(e))) => Err(ToolError::permanent(format!(
                 "{who} refused the call: {} (JSON-RPC error {})",
-                e.message, e.code.0
+                said(&e.message),
+                e.code.0
             ))),
             Some(Err(e)) => {
                 // The connection is gone or unusable: the next call starts the server again.
@@ -871,7 +872,7 @@ fn result_value(result: CallToolResult, who: &str, max_values: usize) -> Result<
         result.content.iter().map(|c| serde_json::to_value(c).unwrap_or(Json::Null)).collect::<Vec<_>>();
     if result.is_error == Some(true) {
         let text: Vec<&str> = blocks.iter().filter_map(|b| b.get("text").and_then(Json::as_str)).collect();
-        let why = if text.is_empty() { "no message".to_string() } else { text.join("\n") };
+        let why = if text.is_empty() { "no message".to_string() } else { said(&text.join("\n")) };
         return Err(ToolError::permanent(format!("{who} reported an error: {why}")));
     }
     let mut json = match (result.structured_content, blocks.as_slice()) {
@@ -887,6 +888,26 @@ fn result_value(result: CallToolResult, who: &str, max_values: usize) -> Result<
     crate::secrets::redact_json(&mut json);
     serde_json::from_value::<Value>(json)
         .map_err(|e| ToolError::permanent(format!("{who} answered with a value tdsl cannot hold: {e}")))
+}
+
+/// The most bytes of what a server says in an error (an `isError` result's text, a
+/// JSON-RPC error's message) that the call's error keeps: an error is in the run's trace,
+/// kept in memory until the run ends, in the history and in what a client reads, and a
+/// fan-out of 1,000 children each refused with a 16 MiB message could hold 16 GB (hostile
+/// round 10b).
+const SAID_IN_ERROR: usize = 4096;
+
+/// `text` as an error keeps it: its first [`SAID_IN_ERROR`] bytes, and how long it was when
+/// it was longer.
+fn said(text: &str) -> String {
+    if text.len() <= SAID_IN_ERROR {
+        return text.to_string();
+    }
+    let mut end = SAID_IN_ERROR;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes in all)", &text[..end], text.len())
 }
 
 /// A text block's text (parsed when it is JSON, of at most `max_values` values); any other
@@ -989,5 +1010,9 @@ mod tests {
             r(serde_json::json!({"content": [{"type": "text", "text": "no such file"}], "isError": true})),
             Err("t reported an error: no such file".to_string())
         );
+        // A long error is kept as its start and its length.
+        let long = format!("é{}", "x".repeat(10_000));
+        let e = r(serde_json::json!({"content": [{"type": "text", "text": long}], "isError": true})).unwrap_err();
+        assert_eq!(e, format!("t reported an error: é{}… (10002 bytes in all)", "x".repeat(SAID_IN_ERROR - 2)));
     }
 }
