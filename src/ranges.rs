@@ -100,6 +100,13 @@ pub const SERVE_MAX_TOOL_VALUES: usize = 1 << 20;
 /// body, an MCP tool's result. Counted while the output is read, which stops at the bound:
 /// the call then fails (permanent).
 pub const MAX_TOOL_VALUES: Range = range("max_tool_values", 1024.0, 1_073_741_824.0, true, "");
+/// How many times its bound on one output ([`crate::HostRunner::with_max_values`]) the outputs one
+/// runner reads may hold in all — one run's, under `tdsl run` and for each run `tdsl serve`
+/// makes, which give each run a runner of its own. The run keeps every output it read
+/// until it ends (a fan-out's children's in its result, all of them in its trace): 50
+/// children each answering 1 MiB of `[0,0,…]` held 740 MB, and 1,000 children each at the
+/// bound would hold 1,000 times it (hostile round 10b).
+pub const RUN_VALUES_FACTOR: usize = 8;
 /// The deepest nesting of lists and objects in one tool output (128 levels). **Fixed**:
 /// serde_json's own bound, kept when the budget of values came.
 pub const TOOL_OUTPUT_DEPTH: Range = range("tool output depth", 128.0, 128.0, true, "levels");

@@ -207,3 +207,33 @@ fn serve_and_run_take_the_flag_in_its_range() {
     assert_eq!(ran.code, 2, "{}", ran.stderr);
     assert!(ran.stderr.contains(&format!("--max-tool-values: {range}")), "{}", ran.stderr);
 }
+
+/// A run keeps every output it read until it ends (a fan-out's in its result, all in its
+/// trace), so the outputs of one run hold at most 8 times `--max-tool-values` in all: 40
+/// children each printing 301 values pass 8 × 1,024, 20 do not.
+#[test]
+fn the_outputs_of_one_run_hold_at_most_eight_times_the_bound_in_all() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("zeros.json");
+    std::fs::write(&data, format!("[{}0]", "0,".repeat(299))).expect("data");
+    let tool = json!({"arguments": [{"name": "i", "type_name": "any"}],
+        "system_event_endpoint": format!("exec:cat '{}'", data.display())});
+    write(&dir.path().join("tools/big.tool"), &tool.to_string());
+    for (children, fails) in [(40, true), (20, false)] {
+        let main = json!({"instructions": [{"execution_id": "fan", "tool_definition_path": "/tools/big.tool",
+            "arguments": {}, "parallel_execution": {"iterate_over": (0..children).collect::<Vec<_>>(),
+            "child_argument_name": "i"}}], "response_reference_map": {"n": "REF:fan.response.length"}});
+        write(&dir.path().join("main.tool"), &main.to_string());
+        let root = dir.path().to_str().expect("utf-8");
+        let out = tdsl(&["run", "main.tool", "--root", root, "--no-history", "--max-tool-values", "1024"]);
+        if fails {
+            assert_eq!(out.code, 1, "{}", out.stderr);
+            let says = "`/tools/big.tool`: its output brings the values of the run's tool outputs past 8192, the most \
+                        they may hold in all (8 times `--max-tool-values`, which raises it)";
+            assert!(out.stderr.contains(says), "{}", out.stderr);
+        } else {
+            assert_eq!(out.code, 0, "{}", out.stderr);
+            assert!(out.stdout.contains("\"n\": 20"), "{}", out.stdout);
+        }
+    }
+}

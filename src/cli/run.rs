@@ -301,6 +301,7 @@ fn prepare(args: &RunArgs) -> Result<Prepared, Stop> {
     let mut host = HostRunner::new()
         .with_max_stdout(args.max_tool_output)
         .with_max_values(args.max_tool_values)
+        .for_one_run()
         .with_env(tool_env)
         .with_stderr_tails(host::StderrTails::InMessage);
     if let Some(m) = mock {

@@ -50,6 +50,9 @@ pub struct HostRunner {
     mcp: McpClients,
     max_stdout: u64,
     max_values: usize,
+    /// The values of the outputs this runner has read so far, when it runs one run
+    /// ([`HostRunner::for_one_run`]).
+    read: Option<std::sync::Arc<std::sync::atomic::AtomicUsize>>,
     env: ToolEnv,
     stderr_tails: super::StderrTails,
 }
@@ -62,6 +65,7 @@ impl Default for HostRunner {
             mcp: McpClients::default(),
             max_stdout: DEFAULT_MAX_STDOUT,
             max_values: crate::ranges::DEFAULT_MAX_TOOL_VALUES,
+            read: None,
             env: ToolEnv::Inherit,
             stderr_tails: super::StderrTails::default(),
         }
@@ -97,6 +101,15 @@ impl HostRunner {
     pub fn with_max_values(mut self, values: usize) -> HostRunner {
         self.max_values = values;
         self.mcp_with_env()
+    }
+
+    /// A runner of one run (`tdsl run`'s, each of `tdsl serve`'s): the outputs it reads hold
+    /// at most [`crate::ranges::RUN_VALUES_FACTOR`] times its bound on one output in all,
+    /// past which a call fails (permanent). Not for a runner that serves many runs (a
+    /// composition's, a library host's), whose count would only grow.
+    pub(crate) fn for_one_run(mut self) -> HostRunner {
+        self.read = Some(std::sync::Arc::default());
+        self
     }
 
     /// Starts `exec:` programs and `mcp:` servers with the environment `env` allows
@@ -170,14 +183,34 @@ impl HostRunner {
         };
         let endpoint =
             Endpoint::parse(endpoint).map_err(|e| ToolError::permanent(format!("`{}`: {e}", call.tool_path)))?;
-        match endpoint {
+        let read = match endpoint {
             Endpoint::Exec(words) => run_program(&words, call, (self.max_stdout, self.max_values), &self.env),
-            Endpoint::Builtin(name) => builtin(&name, call),
+            Endpoint::Builtin(name) => return builtin(&name, call),
             #[cfg(feature = "http")]
             Endpoint::Http(url) => super::http::call(&url, call, self.max_values),
             #[cfg(feature = "mcp")]
             Endpoint::Mcp(endpoint) => self.mcp.call(&endpoint, call),
+        }?;
+        self.charge(call.tool_path, &read)?;
+        Ok(read)
+    }
+
+    /// Counts an output read for `tool` (a peer's: not a mock's, not a builtin's) against
+    /// the run's values in all, when the runner is one run's ([`HostRunner::for_one_run`]).
+    pub(crate) fn charge(&self, tool: &str, output: &Value) -> Result<(), ToolError> {
+        use std::sync::atomic::Ordering;
+        let Some(read) = &self.read else { return Ok(()) };
+        let max = self.max_values.saturating_mul(crate::ranges::RUN_VALUES_FACTOR);
+        let n = crate::value::values_in(output, max.saturating_add(1));
+        let total = read.fetch_add(n, Ordering::Relaxed).saturating_add(n);
+        if total > max {
+            return Err(ToolError::permanent(format!(
+                "`{tool}`: its output brings the values of the run's tool outputs past {max}, the most they may \
+                 hold in all ({} times `--max-tool-values`, which raises it)",
+                crate::ranges::RUN_VALUES_FACTOR
+            )));
         }
+        Ok(())
     }
 }
 

@@ -32,11 +32,13 @@ pub struct Served {
 /// The runner of what `serve` runs for a client: tools started with `env`, and what a
 /// failed `mcp:` or upstream server last wrote on its standard error written on `serve`'s
 /// own (the operator's log), never put in what the client reads; each tool output read as
-/// at most `max_values` values (`serve --max-tool-values`).
+/// at most `max_values` values (`serve --max-tool-values`), the outputs of the run it is made
+/// for at most `ranges::RUN_VALUES_FACTOR` times that in all.
 pub(super) fn host_runner(env: &crate::host::ToolEnv, max_values: usize) -> HostRunner {
     HostRunner::new()
         .with_env(env.clone())
         .with_max_values(max_values)
+        .for_one_run()
         .with_stderr_tails(crate::host::StderrTails::Logged)
 }
 

@@ -513,7 +513,9 @@ impl Runner for UpstreamRunner {
             // The host's choice of where a failed server's standard error goes holds for
             // the upstreams too.
             Some((server, tool)) => {
-                self.upstreams.call(server, tool, call).map_err(|e| self.host.stderr_tails().deliver(e))
+                let read = self.upstreams.call(server, tool, call).map_err(|e| self.host.stderr_tails().deliver(e))?;
+                self.host.charge(call.tool_path, &read)?;
+                Ok(read)
             }
             None => self.host.call(call),
         }

@@ -181,6 +181,26 @@ impl ValueStream {
     }
 }
 
+/// The values of `v` as a read counts them (an object's member is its value), counted up to
+/// `limit` and no further; without recursion.
+#[cfg_attr(not(feature = "engine"), allow(dead_code))]
+pub(crate) fn values_in(v: &Value, limit: usize) -> usize {
+    let mut count = 0;
+    let mut stack: Vec<&Value> = vec![v];
+    while let Some(v) = stack.pop() {
+        count += 1;
+        if count >= limit {
+            break;
+        }
+        match v {
+            Value::List(items) => stack.extend(items.iter()),
+            Value::Object(map) => stack.extend(map.values()),
+            _ => {}
+        }
+    }
+    count
+}
+
 /// What a read may still build.
 pub(super) struct Budget {
     /// Values left to build.
@@ -539,6 +559,15 @@ mod tests {
         assert!(items[0].same_as(&items[1]), "one map for every `{{}}`");
         assert_eq!(items[2].as_object().map(Map::capacity), Some(1), "no room past its one member");
         assert_eq!(v.to_string(), r#"[{},{},{"a":1}]"#);
+    }
+
+    #[test]
+    fn values_are_counted_as_read() {
+        let text = r#"{"a": null, "b": ["x", {"c": 1.5}], "d": {}}"#;
+        let v = from_json_within(text.as_bytes(), 100).expect("read");
+        assert_eq!(values_in(&v, 100), 7);
+        assert!(from_json_within(text.as_bytes(), 6).is_err(), "the read counts 7 too");
+        assert_eq!(values_in(&v, 3), 3, "counted up to the limit");
     }
 
     #[test]
