@@ -501,8 +501,7 @@ fn execute(
     };
     run.trace.files = files.map(FileRecorder::reads);
     if let Some(path) = &args.trace {
-        let written = run.trace.try_to_json().and_then(|t| std::fs::write(path, t + "\n").map_err(|e| e.to_string()));
-        if let Err(e) = written {
+        if let Err(e) = run.trace.write_json_to(path) {
             eprintln!("error: cannot write the trace to {}: {e}", path.display());
             return ExitCode::from(2);
         }
