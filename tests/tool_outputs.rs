@@ -237,3 +237,19 @@ fn the_outputs_of_one_run_hold_at_most_eight_times_the_bound_in_all() {
         }
     }
 }
+
+/// `--trace` streams the trace to its file (every run above reads one back); a trace that
+/// cannot be written is said, and leaves no file.
+#[test]
+fn a_trace_that_cannot_be_written_is_said() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("zeros.json");
+    std::fs::write(&data, "[0]").expect("data");
+    root(dir.path(), &format!("exec:cat '{}'", data.display()));
+    let trace = dir.path().join("no-such-folder/trace.json");
+    let root = dir.path().to_str().expect("utf-8");
+    let out = tdsl(&["run", "main.tool", "--root", root, "--no-history", "--trace", trace.to_str().expect("utf-8")]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("error: cannot write the trace to"), "{}", out.stderr);
+    assert!(!trace.exists());
+}
