@@ -107,6 +107,7 @@ impl HostRunner {
     /// at most [`crate::ranges::RUN_VALUES_FACTOR`] times its bound on one output in all,
     /// past which a call fails (permanent). Not for a runner that serves many runs (a
     /// composition's, a library host's), whose count would only grow.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     pub(crate) fn for_one_run(mut self) -> HostRunner {
         self.read = Some(std::sync::Arc::default());
         self
