@@ -501,12 +501,29 @@ fn execute(
     };
     run.trace.files = files.map(FileRecorder::reads);
     if let Some(path) = &args.trace {
-        if let Err(e) = run.trace.write_json_to(path) {
+        if let Err(e) = write_trace(&run.trace, path) {
             eprintln!("error: cannot write the trace to {}: {e}", path.display());
             return ExitCode::from(2);
         }
     }
     report(&run)
+}
+
+/// Writes `trace` to `path` as [`crate::exec::Trace::try_to_json`] makes it, streamed to the
+/// file rather than made whole in memory first (a run's trace holds every output it read: 50
+/// outputs of 1 MiB of `[0,0,…]` made 1.28 GB of pretty text, hostile round 10b). On
+/// failure the file is removed: a trace is written whole or not at all.
+fn write_trace(trace: &crate::exec::Trace, path: &std::path::Path) -> Result<(), String> {
+    use std::io::Write;
+    let written = (|| {
+        let mut out = std::io::BufWriter::new(std::fs::File::create(path).map_err(|e| e.to_string())?);
+        serde_json::to_writer_pretty(&mut out, trace).map_err(|e| e.to_string())?;
+        out.write_all(b"\n").and_then(|()| out.flush()).map_err(|e| e.to_string())
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(path);
+    }
+    written
 }
 
 /// Prints a run's result (or its error) and maps its status to the exit code.

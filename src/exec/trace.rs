@@ -635,23 +635,6 @@ impl Trace {
         serde_json::to_string_pretty(self).map_err(|e| e.to_string())
     }
 
-    /// Writes the trace to `path` as [`Trace::try_to_json`] makes it, streamed to the file
-    /// rather than made whole in memory first (a run's trace holds every output it read: 50
-    /// outputs of 1 MiB of `[0,0,…]` made 1.28 GB of pretty text, hostile round 10b). On
-    /// failure the file is removed: a trace is written whole or not at all.
-    pub fn write_json_to(&self, path: &std::path::Path) -> Result<(), String> {
-        use std::io::Write;
-        let written = (|| {
-            let mut out = std::io::BufWriter::new(std::fs::File::create(path).map_err(|e| e.to_string())?);
-            serde_json::to_writer_pretty(&mut out, self).map_err(|e| e.to_string())?;
-            out.write_all(b"\n").and_then(|()| out.flush()).map_err(|e| e.to_string())
-        })();
-        if written.is_err() {
-            let _ = std::fs::remove_file(path);
-        }
-        written
-    }
-
     /// Reads a trace written by [`Trace::to_json`], of any format in
     /// [`TRACE_FORMATS_READ`] (a format-1 trace gets its aggregates computed).
     ///
