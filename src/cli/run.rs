@@ -115,6 +115,7 @@ pub(crate) struct RunArgs {
     /// The most values (numbers, strings, lists, objects) one tool output may hold — an
     /// `exec:` tool's standard output, an HTTP body, an MCP result (1,024–1,073,741,824,
     /// default 4,194,304). Counted while it is read, which stops past it: the call fails.
+    /// The outputs of the run hold at most 8 times as many in all.
     #[arg(long, value_name = "N", default_value_t = crate::ranges::DEFAULT_MAX_TOOL_VALUES)]
     max_tool_values: usize,
     /// The environment of `exec:` tools and `mcp:` servers.

@@ -112,7 +112,8 @@ pub(crate) struct ServeArgs {
     /// The most values (numbers, strings, lists, objects) one tool output may hold — an
     /// `exec:` tool's standard output, an HTTP body, an MCP result, of a served tool, a
     /// plan's step or an upstream server (1,024–1,073,741,824, default 1,048,576). Counted
-    /// while it is read, which stops past it: the call fails.
+    /// while it is read, which stops past it: the call fails. The outputs of one run (a
+    /// served composite's, a plan's) hold at most 8 times as many in all.
     #[arg(long = "max-tool-values", value_name = "N", default_value_t = crate::ranges::SERVE_MAX_TOOL_VALUES)]
     max_tool_values: usize,
     /// Where the composite runs of calls are recorded (`--history FILE`, `--no-history`).
