@@ -6,7 +6,7 @@
 //! ([`crate::exec::Options::validate`], checked before every run). Data literals are not
 //! concerned. The ranges are those of `seeds/000_7c8da07936e01cd9.txt`, plus the command
 //! line's own (`--deadline`, `--concurrency`), the guards' (`--max-steps`,
-//! `--max-fan-out`, `--max-tool-output`, `--max-calls-per-run`, `--max-result-bytes`), the
+//! `--max-fan-out`, `--max-tool-output`, `--max-tool-values`, `--max-calls-per-run`, `--max-result-bytes`), the
 //! history's (`--history-payload-bytes`), Temporal's (`--temporal-history-bytes`) and the
 //! expression [`crate::Limits`] a host sets ([`crate::Limits::validate`]; the engine refuses
 //! to compile with limits out of range, `E0409`), and the bounds of checking that are fixed
@@ -86,6 +86,30 @@ pub const MAX_NESTING: Range = range("max_nesting", 1.0, 32.0, true, "");
 /// The most bytes an `exec:` tool may print on standard output (`--max-tool-output`): at
 /// least 1 KiB, so that a JSON answer always fits, at most 1 GiB.
 pub const MAX_TOOL_OUTPUT: Range = range("max_tool_output", 1024.0, 1_073_741_824.0, true, "bytes");
+/// The default of [`MAX_TOOL_VALUES`] for `tdsl run` and the library: 4 Mi values
+/// (4,194,304), more than the answers of real APIs hold; one read builds at most about 600 MB
+/// of them (about 140 bytes a value at worst, `docs/security.md`).
+pub const DEFAULT_MAX_TOOL_VALUES: usize = 4 << 20;
+/// The default of [`MAX_TOOL_VALUES`] for what `tdsl serve` runs: 1 Mi values (1,048,576),
+/// at most about 150 MB a read, so that a few hostile peers answering at once leave the
+/// server room for its other clients.
+pub const SERVE_MAX_TOOL_VALUES: usize = 1 << 20;
+/// The most values (numbers, strings, lists, objects; an object's member counts as its
+/// value) one tool output may hold (`--max-tool-values`,
+/// [`crate::HostRunner::with_max_values`]): an `exec:` program's standard output, an HTTP
+/// body, an MCP tool's result. Counted while the output is read, which stops at the bound:
+/// the call then fails (permanent).
+pub const MAX_TOOL_VALUES: Range = range("max_tool_values", 1024.0, 1_073_741_824.0, true, "");
+/// How many times its bound on one output ([`crate::HostRunner::with_max_values`]) the outputs one
+/// runner reads may hold in all — one run's, under `tdsl run` and for each run `tdsl serve`
+/// makes, which give each run a runner of its own. The run keeps every output it read
+/// until it ends (a fan-out's children's in its result, all of them in its trace): 50
+/// children each answering 1 MiB of `[0,0,…]` held 740 MB, and 1,000 children each at the
+/// bound would hold 1,000 times it (hostile round 10b).
+pub const RUN_VALUES_FACTOR: usize = 8;
+/// The deepest nesting of lists and objects in one tool output (128 levels). **Fixed**:
+/// serde_json's own bound, kept when the budget of values came.
+pub const TOOL_OUTPUT_DEPTH: Range = range("tool output depth", 128.0, 128.0, true, "levels");
 
 /// The default of [`MAX_CALLS_PER_RUN`] for `tdsl run` and the library
 /// ([`crate::exec::Guards::max_calls_per_run`]): a million calls, each at most a few hundred
@@ -230,6 +254,8 @@ pub const ALL: &[Range] = &[
     MAX_FAN_OUT,
     MAX_NESTING,
     MAX_TOOL_OUTPUT,
+    MAX_TOOL_VALUES,
+    TOOL_OUTPUT_DEPTH,
     MAX_CALLS_PER_RUN,
     MAX_RESULT_BYTES,
     HISTORY_PAYLOAD_BYTES,
@@ -335,6 +361,7 @@ mod tests {
             (SCHEMA_NODES, crate::export::resolve::MAX_NODES as f64),
             (SCHEMA_REF_NESTING, crate::export::resolve::MAX_REF_NESTING as f64),
             (SCHEMA_DEPTH, crate::export::resolve::MAX_DEPTH as f64),
+            (TOOL_OUTPUT_DEPTH, crate::value::MAX_OUTPUT_DEPTH as f64),
         ] {
             assert!(r.min == r.max && r.contains(value) && ALL.contains(&r), "{}", r.name);
         }

@@ -2,7 +2,7 @@
 //! real binary: success, transient statuses retried, permanent ones not, bodies that are
 //! not JSON, connection failures and timeouts; and a hostile peer (`docs/security.md`,
 //! "Hostile round 9b"): redirects, bodies that are not UTF-8, keys in the URL, requests
-//! of cancelled calls left behind.
+//! of cancelled calls left behind; a body of more values than the budget (round 10b).
 
 mod common;
 
@@ -101,15 +101,23 @@ fn root(dir: &Path, url: &str, step: &str) -> PathBuf {
 
 /// Runs `main.tool`; the exit status, standard error and the step's attempt outcomes.
 fn run(dir: &Path) -> (i32, String, String, Vec<String>) {
+    run_with(dir, &[])
+}
+
+/// [`run`] with `extra` arguments.
+fn run_with(dir: &Path, extra: &[&str]) -> (i32, String, String, Vec<String>) {
     let trace = dir.join("trace.json");
-    let out = tdsl(&[
+    let main = dir.join("main.tool");
+    let mut args = vec![
         "run",
-        dir.join("main.tool").to_str().expect("utf-8"),
+        main.to_str().expect("utf-8"),
         "--root",
         dir.to_str().expect("utf-8"),
         "--trace",
         trace.to_str().expect("utf-8"),
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    let out = tdsl(&args);
     let t: Value = serde_json::from_str(&std::fs::read_to_string(&trace).expect("trace")).expect("JSON");
     let outcomes = t["step_results"][0]["attempts"]
         .as_array()
@@ -392,4 +400,38 @@ fn requests_of_cancelled_calls_are_bounded() {
         let r = client.call("fast", json!({}));
         (r["isError"] != true).then_some(())
     });
+}
+
+/// A `200` whose body holds more values than `--max-tool-values` fails the call at once,
+/// permanent (not retried), naming the bound and the flag; the flag raised, the same body
+/// is the response. The read stops at the bound: what it builds is counted, not timed
+/// (`value::decode::tests::a_read_stops_at_the_bound`).
+#[test]
+fn a_body_of_more_values_than_the_budget_is_refused_naming_the_flag() {
+    let body = format!("[{}0]", "0,".repeat(2_999));
+    let (url, seen) = server(vec![(200, &body, Duration::ZERO)]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    root(dir.path(), &url, r#", "retry": {"max_retries": 3, "base_delay_seconds": 0.1}"#);
+    let (code, _, stderr, outcomes) = run_with(dir.path(), &["--max-tool-values", "2000"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(outcomes, ["permanent"], "not retried");
+    let host = url.trim_start_matches("http://");
+    assert!(
+        stderr.contains(&format!(
+            "`/tools/remote.tool`: http://{host}/… answered 200 with more than 2000 values (numbers, strings, lists, \
+             objects…), the most one tool output may hold (`--max-tool-values` of `tdsl run` and `tdsl serve` raises it)"
+        )),
+        "{stderr}"
+    );
+    assert_eq!(seen.lock().expect("seen").len(), 1);
+
+    // 1 list and 3,000 numbers: within 3,001, and within the default.
+    for extra in [&["--max-tool-values", "3001"][..], &[]] {
+        let (code, stdout, stderr, outcomes) = run_with(dir.path(), extra);
+        assert_eq!((code, outcomes), (0, vec!["ok".to_string()]), "{extra:?}: {stderr}");
+        let result: Value = serde_json::from_str(&stdout).expect("JSON");
+        assert_eq!(result["call"]["response"].as_array().map(Vec::len), Some(3_000));
+    }
+    let (code, _, stderr, _) = run_with(dir.path(), &["--max-tool-values", "3000"]);
+    assert_eq!(code, 1, "one value past the bound: {stderr}");
 }

@@ -112,6 +112,12 @@ pub(crate) struct RunArgs {
     /// The most bytes an `exec:` tool may print on standard output (default 64 MiB).
     #[arg(long, value_name = "BYTES", default_value_t = crate::host::DEFAULT_MAX_STDOUT)]
     max_tool_output: u64,
+    /// The most values (numbers, strings, lists, objects) one tool output may hold — an
+    /// `exec:` tool's standard output, an HTTP body, an MCP result (1,024–1,073,741,824,
+    /// default 4,194,304). Counted while it is read, which stops past it: the call fails.
+    /// The outputs of the run hold at most 8 times as many in all.
+    #[arg(long, value_name = "N", default_value_t = crate::ranges::DEFAULT_MAX_TOOL_VALUES)]
+    max_tool_values: usize,
     /// The environment of `exec:` tools and `mcp:` servers.
     #[command(flatten)]
     tool_env: ToolEnvArgs,
@@ -282,7 +288,7 @@ fn prepare(args: &RunArgs) -> Result<Prepared, Stop> {
     }
     let tool_env = args.tool_env.policy().map_err(Stop::Usage)?;
     // Upstream servers are processes tdsl starts, as `mcp:` servers are.
-    let upstreams = upstreams.map(|u| Arc::new(u.with_env(tool_env.clone())));
+    let upstreams = upstreams.map(|u| Arc::new(u.with_env(tool_env.clone()).with_max_values(args.max_tool_values)));
     let tool_root = with_upstreams(ToolRoot::assumed(root.dir()), upstreams.as_ref());
     let loaded = load_from(tool_root, &file, &args.tool, engine, args.max_nesting);
     let stop = |e: Stop| {
@@ -295,6 +301,8 @@ fn prepare(args: &RunArgs) -> Result<Prepared, Stop> {
     // The operator reads the run: a failed server's last words are in its messages.
     let mut host = HostRunner::new()
         .with_max_stdout(args.max_tool_output)
+        .with_max_values(args.max_tool_values)
+        .for_one_run()
         .with_env(tool_env)
         .with_stderr_tails(host::StderrTails::InMessage);
     if let Some(m) = mock {
@@ -405,6 +413,7 @@ fn execution_options(args: &RunArgs, guards: Guards) -> Result<Options, String> 
         ranges::MAX_RESULT_BYTES.check(n as f64).map_err(|e| flag("max-result-bytes", e))?;
     }
     ranges::MAX_TOOL_OUTPUT.check(args.max_tool_output as f64).map_err(|e| flag("max-tool-output", e))?;
+    ranges::MAX_TOOL_VALUES.check(args.max_tool_values as f64).map_err(|e| flag("max-tool-values", e))?;
     ranges::MAX_NESTING.check(args.max_nesting as f64).map_err(|e| flag("max-nesting", e))?;
     let mut breaker = BreakerPolicy::default();
     if let Some(n) = args.breaker_threshold {
@@ -493,13 +502,29 @@ fn execute(
     };
     run.trace.files = files.map(FileRecorder::reads);
     if let Some(path) = &args.trace {
-        let written = run.trace.try_to_json().and_then(|t| std::fs::write(path, t + "\n").map_err(|e| e.to_string()));
-        if let Err(e) = written {
+        if let Err(e) = write_trace(&run.trace, path) {
             eprintln!("error: cannot write the trace to {}: {e}", path.display());
             return ExitCode::from(2);
         }
     }
     report(&run)
+}
+
+/// Writes `trace` to `path` as [`crate::exec::Trace::try_to_json`] makes it, streamed to the
+/// file rather than made whole in memory first (a run's trace holds every output it read: 50
+/// outputs of 1 MiB of `[0,0,…]` made 1.28 GB of pretty text, hostile round 10b). On
+/// failure the file is removed: a trace is written whole or not at all.
+fn write_trace(trace: &crate::exec::Trace, path: &std::path::Path) -> Result<(), String> {
+    use std::io::Write;
+    let written = (|| {
+        let mut out = std::io::BufWriter::new(std::fs::File::create(path).map_err(|e| e.to_string())?);
+        serde_json::to_writer_pretty(&mut out, trace).map_err(|e| e.to_string())?;
+        out.write_all(b"\n").and_then(|()| out.flush()).map_err(|e| e.to_string())
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(path);
+    }
+    written
 }
 
 /// Prints a run's result (or its error) and maps its status to the exit code.

@@ -109,6 +109,13 @@ pub(crate) struct ServeArgs {
     /// MiB): a larger result fails the call with E0817 and is never written out.
     #[arg(long = "max-result-bytes", value_name = "BYTES")]
     max_result_bytes: Option<u64>,
+    /// The most values (numbers, strings, lists, objects) one tool output may hold — an
+    /// `exec:` tool's standard output, an HTTP body, an MCP result, of a served tool, a
+    /// plan's step or an upstream server (1,024–1,073,741,824, default 1,048,576). Counted
+    /// while it is read, which stops past it: the call fails. The outputs of one run (a
+    /// served composite's, a plan's) hold at most 8 times as many in all.
+    #[arg(long = "max-tool-values", value_name = "N", default_value_t = crate::ranges::SERVE_MAX_TOOL_VALUES)]
+    max_tool_values: usize,
     /// Where the composite runs of calls are recorded (`--history FILE`, `--no-history`).
     #[command(flatten)]
     history: super::progress::HistoryArgs,
@@ -323,6 +330,9 @@ pub(crate) fn run(args: ServeArgs) -> ExitCode {
         Ok(l) => l,
         Err(e) => return usage_failure(&UsageError(e)),
     };
+    if let Err(e) = crate::ranges::MAX_TOOL_VALUES.check(args.max_tool_values as f64) {
+        return usage_failure(&UsageError(format!("--max-tool-values: {e}")));
+    }
     let plan_setup = match args.plans.plans.then(|| plan_setup(&args.plans, run_limits)).transpose() {
         Ok(p) => p,
         Err(e) => return usage_failure(&UsageError(e)),
@@ -355,7 +365,10 @@ pub(crate) fn run(args: ServeArgs) -> ExitCode {
         Ok(env) => env,
         Err(e) => return usage_failure(&e),
     };
-    let server = server.with_tool_env(tool_env.clone()).with_run_limits(run_limits.0, run_limits.1);
+    let server = server
+        .with_tool_env(tool_env.clone())
+        .with_max_tool_values(args.max_tool_values)
+        .with_run_limits(run_limits.0, run_limits.1);
     let (server, compose, skill_log) = match args.history.open() {
         Ok(Some(store)) => (
             server.with_run_observers(super::recording::each_run(store.clone())),
@@ -370,7 +383,7 @@ pub(crate) fn run(args: ServeArgs) -> ExitCode {
     let server = match plan_setup {
         Some((options, ups)) => {
             // Upstream servers are processes tdsl starts, as `mcp:` servers are.
-            let ups = std::sync::Arc::new(ups.with_env(tool_env));
+            let ups = std::sync::Arc::new(ups.with_env(tool_env).with_max_values(args.max_tool_values));
             upstreams = Some(ups.clone());
             server.with_plans(options, ups).with_plans_only(args.plans.plans_only)
         }

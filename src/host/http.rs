@@ -16,7 +16,10 @@
 //!   [`MAX_ABANDONED`] abandoned requests are in flight in a process: past it a call fails
 //!   at once (transient) until some end — each holds a thread and a socket, and a client
 //!   cancelling calls to a slow peer grew them without bound (hostile round 9b). Bodies
-//!   are read up to [`MAX_BODY_BYTES`].
+//!   are read up to [`MAX_BODY_BYTES`], and a `2xx` body's JSON up to the runner's budget of
+//!   values ([`crate::HostRunner::with_max_values`]): 64 MiB of `[0,0,…]` once made 33
+//!   million values, 1.7 GB (hostile round 9b); past the budget the read stops and the call
+//!   fails (permanent).
 //! - Messages name the URL by its scheme, host and port, `/…` for the rest ([`shown`]): its
 //!   `user:pass@`, path and query (`?api_key=…`) reached every client of a failed call,
 //!   the history and the trace (hostile round 9b). Where a redirect pointed is named so too.
@@ -50,8 +53,8 @@ const ENDED: u8 = 2;
 /// How much of an error body goes into a message.
 const BODY_IN_MESSAGE: usize = 300;
 
-/// POSTs the call's arguments to `url`.
-pub(crate) fn call(url: &str, call: &ToolCall<'_>) -> Result<Value, ToolError> {
+/// POSTs the call's arguments to `url`; the answer is read as at most `max_values` values.
+pub(crate) fn call(url: &str, call: &ToolCall<'_>, max_values: usize) -> Result<Value, ToolError> {
     let tool = call.tool_path;
     let body = serde_json::to_vec(call.arguments)
         .map_err(|e| ToolError::permanent(format!("`{tool}`: the arguments are not JSON: {e}")))?;
@@ -70,7 +73,7 @@ pub(crate) fn call(url: &str, call: &ToolCall<'_>) -> Result<Value, ToolError> {
     let ended = state.clone();
     // On a thread of its own, so that a cancelled call can return at once.
     let spawned = std::thread::Builder::new().name("tdsl-http".to_string()).spawn(move || {
-        let _ = tx.send(post(&url_owned, &tool_owned, &body, timeout));
+        let _ = tx.send(post(&url_owned, &tool_owned, &body, timeout, max_values));
         if ended.swap(ENDED, Ordering::SeqCst) == ABANDONED_BY_CALL {
             ABANDONED.fetch_sub(1, Ordering::SeqCst);
         }
@@ -98,7 +101,7 @@ pub(crate) fn call(url: &str, call: &ToolCall<'_>) -> Result<Value, ToolError> {
     }
 }
 
-fn post(target: &str, tool: &str, body: &[u8], timeout: Duration) -> Result<Value, ToolError> {
+fn post(target: &str, tool: &str, body: &[u8], timeout: Duration, max_values: usize) -> Result<Value, ToolError> {
     let url = &shown(target);
     let agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
@@ -137,8 +140,12 @@ fn post(target: &str, tool: &str, body: &[u8], timeout: Duration) -> Result<Valu
     };
     match status {
         200..=299 if text.trim().is_empty() => Ok(Value::Null),
-        200..=299 => serde_json::from_str(&text)
-            .map_err(|e| ToolError::permanent(format!("{url} answered {status} with a body that is not JSON ({e})"))),
+        200..=299 => crate::value::from_json_within(text.as_bytes(), max_values).map_err(|e| match e {
+            crate::value::DecodeError::Json(e) => {
+                ToolError::permanent(format!("{url} answered {status} with a body that is not JSON ({e})"))
+            }
+            beyond => ToolError::permanent(format!("{url} answered {status} with {beyond}")),
+        }),
         429 | 500..=599 => Err(ToolError::transient(format!("{url} answered {status} (try again){}", excerpt(&text)))),
         _ => Err(ToolError::permanent(format!("{url} answered {status}{}", excerpt(&text)))),
     }

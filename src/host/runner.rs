@@ -49,6 +49,10 @@ pub struct HostRunner {
     #[cfg(feature = "mcp")]
     mcp: McpClients,
     max_stdout: u64,
+    max_values: usize,
+    /// The values of the outputs this runner has read so far, when it runs one run
+    /// ([`HostRunner::for_one_run`]).
+    read: Option<std::sync::Arc<std::sync::atomic::AtomicUsize>>,
     env: ToolEnv,
     stderr_tails: super::StderrTails,
 }
@@ -60,6 +64,8 @@ impl Default for HostRunner {
             #[cfg(feature = "mcp")]
             mcp: McpClients::default(),
             max_stdout: DEFAULT_MAX_STDOUT,
+            max_values: crate::ranges::DEFAULT_MAX_TOOL_VALUES,
+            read: None,
             env: ToolEnv::Inherit,
             stderr_tails: super::StderrTails::default(),
         }
@@ -85,6 +91,28 @@ impl HostRunner {
         self
     }
 
+    /// Lets one tool output — an `exec:` program's standard output, an HTTP body, an MCP
+    /// tool's result — hold at most `values` values (default
+    /// [`crate::ranges::DEFAULT_MAX_TOOL_VALUES`]; `tdsl run --max-tool-values`). They are
+    /// counted while the output is read, which stops at the bound: the call then fails
+    /// (permanent), having built at most that many. Each value read costs memory, 24 bytes
+    /// and more (`docs/security.md`), so the bound is what one call's output can cost,
+    /// whatever its bytes.
+    pub fn with_max_values(mut self, values: usize) -> HostRunner {
+        self.max_values = values;
+        self.mcp_with_env()
+    }
+
+    /// A runner of one run (`tdsl run`'s, each of `tdsl serve`'s): the outputs it reads hold
+    /// at most [`crate::ranges::RUN_VALUES_FACTOR`] times its bound on one output in all,
+    /// past which a call fails (permanent). Not for a runner that serves many runs (a
+    /// composition's, a library host's), whose count would only grow.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn for_one_run(mut self) -> HostRunner {
+        self.read = Some(std::sync::Arc::default());
+        self
+    }
+
     /// Starts `exec:` programs and `mcp:` servers with the environment `env` allows
     /// (default: tdsl's whole environment).
     pub fn with_env(mut self, env: ToolEnv) -> HostRunner {
@@ -107,10 +135,11 @@ impl HostRunner {
         self.stderr_tails
     }
 
-    /// The `mcp:` servers started with the runner's environment.
+    /// The `mcp:` servers started with the runner's environment, their results read within
+    /// its budget of values.
     #[cfg(feature = "mcp")]
     fn mcp_with_env(mut self) -> HostRunner {
-        self.mcp = McpClients::new().with_env(self.env.clone());
+        self.mcp = McpClients::new().with_env(self.env.clone()).with_max_values(self.max_values);
         self
     }
 
@@ -155,14 +184,34 @@ impl HostRunner {
         };
         let endpoint =
             Endpoint::parse(endpoint).map_err(|e| ToolError::permanent(format!("`{}`: {e}", call.tool_path)))?;
-        match endpoint {
-            Endpoint::Exec(words) => run_program(&words, call, self.max_stdout, &self.env),
-            Endpoint::Builtin(name) => builtin(&name, call),
+        let read = match endpoint {
+            Endpoint::Exec(words) => run_program(&words, call, (self.max_stdout, self.max_values), &self.env),
+            Endpoint::Builtin(name) => return builtin(&name, call),
             #[cfg(feature = "http")]
-            Endpoint::Http(url) => super::http::call(&url, call),
+            Endpoint::Http(url) => super::http::call(&url, call, self.max_values),
             #[cfg(feature = "mcp")]
             Endpoint::Mcp(endpoint) => self.mcp.call(&endpoint, call),
+        }?;
+        self.charge(call.tool_path, &read)?;
+        Ok(read)
+    }
+
+    /// Counts an output read for `tool` (a peer's: not a mock's, not a builtin's) against
+    /// the run's values in all, when the runner is one run's ([`HostRunner::for_one_run`]).
+    pub(crate) fn charge(&self, tool: &str, output: &Value) -> Result<(), ToolError> {
+        use std::sync::atomic::Ordering;
+        let Some(read) = &self.read else { return Ok(()) };
+        let max = self.max_values.saturating_mul(crate::ranges::RUN_VALUES_FACTOR);
+        let n = crate::value::values_in(output, max.saturating_add(1));
+        let total = read.fetch_add(n, Ordering::Relaxed).saturating_add(n);
+        if total > max {
+            return Err(ToolError::permanent(format!(
+                "`{tool}`: its output brings the values of the run's tool outputs past {max}, the most they may \
+                 hold in all ({} times `--max-tool-values`, which raises it)",
+                crate::ranges::RUN_VALUES_FACTOR
+            )));
         }
+        Ok(())
     }
 }
 
@@ -404,7 +453,14 @@ fn spawn_error_is_transient(e: &std::io::Error) -> bool {
     }
 }
 
-fn run_program(words: &[String], call: &ToolCall<'_>, max_stdout: u64, env: &ToolEnv) -> Result<Value, ToolError> {
+/// Runs the program `words` name; what it prints is read as at most `max_stdout` bytes and
+/// `max_values` values.
+fn run_program(
+    words: &[String],
+    call: &ToolCall<'_>,
+    (max_stdout, max_values): (u64, usize),
+    env: &ToolEnv,
+) -> Result<Value, ToolError> {
     let tool = call.tool_path;
     let Some((program, args)) = words.split_first() else {
         return Err(ToolError::permanent(format!("`{tool}`: `exec:` names no program")));
@@ -528,8 +584,8 @@ fn run_program(words: &[String], call: &ToolCall<'_>, max_stdout: u64, env: &Too
                     "`{tool}`: {name} printed nothing; a tool prints one JSON value{also}"
                 )));
             }
-            serde_json::from_str::<Value>(text)
-                .map_err(|e| ToolError::permanent(format!("`{tool}`: {name} printed invalid JSON ({e})")))
+            crate::value::from_json_within(text.as_bytes(), max_values)
+                .map_err(|e| ToolError::permanent(format!("`{tool}`: {name} printed {e}")))
         }
         Some(EXIT_TRANSIENT) => Err(ToolError::transient(with_stderr(format!(
             "`{tool}`: {name} exited with status {EXIT_TRANSIENT} (try again)"

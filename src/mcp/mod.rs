@@ -89,6 +89,8 @@ pub struct McpServer {
     run_observers: Option<Arc<dyn RunObservers>>,
     /// The environment of the processes tools start (`serve --clean-env`).
     tool_env: crate::host::ToolEnv,
+    /// The most values one tool output may hold (`serve --max-tool-values`).
+    max_tool_values: usize,
     /// `check_plan`, `run_plan`, the guide and the prompt (`serve --plans`), when on.
     plans: Option<Arc<plans::PlanServer>>,
     /// The bounds of each composite run a call makes: its calls and its result's bytes
@@ -223,6 +225,7 @@ impl McpServer {
             log_level: Arc::new(Mutex::new(None)),
             run_observers: None,
             tool_env: crate::host::ToolEnv::Inherit,
+            max_tool_values: crate::ranges::SERVE_MAX_TOOL_VALUES,
             plans: None,
             run_guards: served_run_guards(
                 crate::ranges::SERVE_MAX_CALLS_PER_RUN,
@@ -261,6 +264,7 @@ impl McpServer {
             log_level: Arc::new(Mutex::new(None)),
             run_observers: self.run_observers.clone(),
             tool_env: self.tool_env.clone(),
+            max_tool_values: self.max_tool_values,
             plans: self.plans.clone(),
             run_guards: self.run_guards.clone(),
             plans_only: self.plans_only,
@@ -284,12 +288,22 @@ impl McpServer {
         self
     }
 
+    /// The same server reading each output of the tools it runs — served tools, plans'
+    /// steps — as at most `values` values ([`crate::HostRunner::with_max_values`]; 1 Mi by
+    /// default, [`crate::ranges::SERVE_MAX_TOOL_VALUES`]). Set it before
+    /// [`McpServer::with_plans`], which hands it on.
+    pub fn with_max_tool_values(mut self, values: usize) -> McpServer {
+        self.max_tool_values = values;
+        self
+    }
+
     /// The same server offering plans too (`serve --plans`, [`plans`]): the tools
     /// `check_plan` and `run_plan`, the resources `tdsl://guide` and `tdsl://tools`, and the
     /// prompt `plan`, with the upstream servers' tools callable from plans.
     pub fn with_plans(mut self, options: plans::PlanOptions, upstreams: Arc<upstream::Upstreams>) -> McpServer {
         let server = plans::PlanServer::new(self.inner.root.clone(), &self.inner.tools, options, upstreams)
-            .with_tool_env(self.tool_env.clone());
+            .with_tool_env(self.tool_env.clone())
+            .with_max_tool_values(self.max_tool_values);
         self.plans = Some(Arc::new(server));
         self
     }
@@ -469,7 +483,7 @@ impl McpServer {
                 arguments,
                 cancel,
                 observer,
-                &self.tool_env,
+                served::host_runner(&self.tool_env, self.max_tool_values),
                 &self.run_guards,
             )),
             (None, Some(p)) => Some(p.run_plan(&arguments, cancel, observer)),

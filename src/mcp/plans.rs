@@ -81,6 +81,8 @@ pub struct PlanServer {
     upstreams: Arc<Upstreams>,
     /// The environment of the processes plans' tools start.
     tool_env: ToolEnv,
+    /// The most values one output of a plan's tool may hold.
+    max_tool_values: usize,
     /// The skills (`serve --skills`), callable from plans like served tools; empty without.
     skills: super::skills::SkillSet,
 }
@@ -99,6 +101,7 @@ impl PlanServer {
             options,
             upstreams,
             tool_env: ToolEnv::Inherit,
+            max_tool_values: crate::ranges::SERVE_MAX_TOOL_VALUES,
             skills: super::skills::SkillSet::default(),
         }
     }
@@ -107,6 +110,14 @@ impl PlanServer {
     /// (`serve --clean-env`).
     pub fn with_tool_env(mut self, env: ToolEnv) -> PlanServer {
         self.tool_env = env;
+        self
+    }
+
+    /// The same plans, each output of their tools read as at most `values` values
+    /// (`serve --max-tool-values`; upstream servers have theirs,
+    /// [`Upstreams::with_max_values`]).
+    pub fn with_max_tool_values(mut self, values: usize) -> PlanServer {
+        self.max_tool_values = values;
         self
     }
 
@@ -267,8 +278,10 @@ impl PlanServer {
             Ok(v) => v,
             Err(e) => return Err(super::served::tool_error(format!("`arguments` cannot be read: {e}"))),
         };
-        let runner: Arc<dyn Runner> =
-            Arc::new(UpstreamRunner::new(super::served::host_runner(&self.tool_env), self.upstreams.clone()));
+        let runner: Arc<dyn Runner> = Arc::new(UpstreamRunner::new(
+            super::served::host_runner(&self.tool_env, self.max_tool_values),
+            self.upstreams.clone(),
+        ));
         let observer = observer.map(|o| {
             Arc::new(PlanRecorded { inner: o, plan: plan.clone(), args, tool, skill: recorded }) as Arc<dyn Observer>
         });
@@ -448,8 +461,10 @@ impl PlanServer {
         if !tools.is_empty() {
             plans = plans.with_upstream(tools);
         }
-        let runner: Arc<dyn Runner> =
-            Arc::new(UpstreamRunner::new(super::served::host_runner(&self.tool_env), self.upstreams.clone()));
+        let runner: Arc<dyn Runner> = Arc::new(UpstreamRunner::new(
+            super::served::host_runner(&self.tool_env, self.max_tool_values),
+            self.upstreams.clone(),
+        ));
         (plans, callable, self.tools_listing(), runner)
     }
 }

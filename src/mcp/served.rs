@@ -31,9 +31,15 @@ pub struct Served {
 
 /// The runner of what `serve` runs for a client: tools started with `env`, and what a
 /// failed `mcp:` or upstream server last wrote on its standard error written on `serve`'s
-/// own (the operator's log), never put in what the client reads.
-pub(super) fn host_runner(env: &crate::host::ToolEnv) -> HostRunner {
-    HostRunner::new().with_env(env.clone()).with_stderr_tails(crate::host::StderrTails::Logged)
+/// own (the operator's log), never put in what the client reads; each tool output read as
+/// at most `max_values` values (`serve --max-tool-values`), the outputs of the run it is made
+/// for at most `ranges::RUN_VALUES_FACTOR` times that in all.
+pub(super) fn host_runner(env: &crate::host::ToolEnv, max_values: usize) -> HostRunner {
+    HostRunner::new()
+        .with_env(env.clone())
+        .with_max_values(max_values)
+        .for_one_run()
+        .with_stderr_tails(crate::host::StderrTails::Logged)
 }
 
 /// The guards of a served composite's run.
@@ -48,7 +54,7 @@ pub(super) fn call_served(
     arguments: Json,
     cancel: &CancelToken,
     observer: Option<Arc<dyn Observer>>,
-    tool_env: &crate::host::ToolEnv,
+    host: HostRunner,
     guards: &crate::exec::Guards,
 ) -> Json {
     let arguments = with_defaults(&served.def, arguments);
@@ -66,7 +72,7 @@ pub(super) fn call_served(
                 Err(e) => return tool_error(format!("`{}` cannot run: {e}", served.tool_path)),
             };
             let options = crate::exec::Options { guards: guards.clone(), ..crate::exec::Options::default() };
-            let mut executor = Executor::new(host_runner(tool_env)).with_options(options);
+            let mut executor = Executor::new(host).with_options(options);
             if let Some(o) = observer {
                 executor = executor.with_observer(o);
             }
@@ -92,7 +98,7 @@ pub(super) fn call_served(
                 timeout: None,
                 attempt: 1,
             };
-            match host_runner(tool_env).call(&call) {
+            match host.call(&call) {
                 Ok(_) | Err(_) if cancel.is_cancelled() => tool_error(format!("`{}` was cancelled", served.tool_path)),
                 // Checked against its declared `responses` as a run checks a step's answer.
                 Ok(v) => match check_primitive_response(served, &v) {

@@ -169,6 +169,9 @@ pub(crate) const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
 pub struct Upstreams {
     specs: Vec<UpstreamSpec>,
     clients: Arc<McpClients>,
+    /// What the clients were made with ([`Upstreams::with_env`], [`Upstreams::with_max_values`]).
+    env: crate::host::ToolEnv,
+    max_values: usize,
     /// What is known of each server's tools, by name.
     listings: Arc<Mutex<HashMap<String, Listing>>>,
     /// How long a check waits for a server's first listing.
@@ -264,6 +267,8 @@ impl Upstreams {
         Upstreams {
             specs,
             clients: Arc::new(McpClients::new()),
+            env: crate::host::ToolEnv::Inherit,
+            max_values: crate::ranges::DEFAULT_MAX_TOOL_VALUES,
             listings: Arc::new(Mutex::new(HashMap::new())),
             list_timeout: DEFAULT_LIST_TIMEOUT,
             relists: true,
@@ -298,7 +303,19 @@ impl Upstreams {
 
     /// The same servers, started with the environment `env` allows (`serve --clean-env`).
     pub fn with_env(mut self, env: crate::host::ToolEnv) -> Upstreams {
-        self.clients = Arc::new(McpClients::new().with_env(env));
+        self.env = env;
+        self.new_clients()
+    }
+
+    /// The same servers, each result read as at most `values` values (`--max-tool-values`,
+    /// as [`crate::HostRunner::with_max_values`]).
+    pub fn with_max_values(mut self, values: usize) -> Upstreams {
+        self.max_values = values;
+        self.new_clients()
+    }
+
+    fn new_clients(mut self) -> Upstreams {
+        self.clients = Arc::new(McpClients::new().with_env(self.env.clone()).with_max_values(self.max_values));
         self
     }
 
@@ -496,7 +513,9 @@ impl Runner for UpstreamRunner {
             // The host's choice of where a failed server's standard error goes holds for
             // the upstreams too.
             Some((server, tool)) => {
-                self.upstreams.call(server, tool, call).map_err(|e| self.host.stderr_tails().deliver(e))
+                let read = self.upstreams.call(server, tool, call).map_err(|e| self.host.stderr_tails().deliver(e))?;
+                self.host.charge(call.tool_path, &read)?;
+                Ok(read)
             }
             None => self.host.call(call),
         }

@@ -4,9 +4,7 @@
 //! overflow (there is no infallible `From` conversion: `serde_json::Value` itself recurses
 //! when dropped, so an unbounded conversion could not be safe).
 
-use std::fmt;
-
-use super::{Map, SmolStr, Value};
+use super::Value;
 
 /// How deep serde may serialize a value: serde's serializers recurse, so a value a host
 /// nested deeper is an error rather than a stack overflow (`Display` has no such bound: it
@@ -76,67 +74,11 @@ impl serde::Serialize for Value {
 }
 
 impl<'de> serde::Deserialize<'de> for Value {
-    /// Reads JSON straight into a value, with no intermediate `serde_json::Value`.
+    /// Reads JSON straight into a value, with no intermediate `serde_json::Value` and no
+    /// budget (the deserializer's own depth bound applies): the visitor of a budgeted read
+    /// ([`super::decode`]) with none.
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
-        struct V;
-        impl<'de> serde::de::Visitor<'de> for V {
-            type Value = Value;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a JSON value")
-            }
-            fn visit_unit<E>(self) -> Result<Value, E> {
-                Ok(Value::Null)
-            }
-            fn visit_none<E>(self) -> Result<Value, E> {
-                Ok(Value::Null)
-            }
-            fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
-                Ok(Value::Bool(b))
-            }
-            fn visit_i64<E>(self, i: i64) -> Result<Value, E> {
-                Ok(Value::Int(i))
-            }
-            fn visit_u64<E>(self, u: u64) -> Result<Value, E> {
-                Ok(i64::try_from(u).map_or(Value::Float(u as f64), Value::Int))
-            }
-            fn visit_f64<E: serde::de::Error>(self, f: f64) -> Result<Value, E> {
-                Value::float(f).ok_or_else(|| E::custom("number out of range"))
-            }
-            fn visit_str<E>(self, s: &str) -> Result<Value, E> {
-                Ok(Value::str(s))
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<Value, A::Error> {
-                let mut items = Vec::with_capacity(a.size_hint().unwrap_or(0).min(4096));
-                while let Some(v) = a.next_element()? {
-                    items.push(v);
-                }
-                Ok(Value::list(items))
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<Value, A::Error> {
-                let mut map = Map::default();
-                while let Some(k) = a.next_key::<Key>()? {
-                    map.insert(k.0, a.next_value()?);
-                }
-                Ok(Value::object(map))
-            }
-        }
-        /// An object key read without an intermediate `String` when it has no escapes.
-        struct Key(SmolStr);
-        impl<'de> serde::Deserialize<'de> for Key {
-            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Key, D::Error> {
-                struct K;
-                impl serde::de::Visitor<'_> for K {
-                    type Value = Key;
-                    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                        f.write_str("an object key")
-                    }
-                    fn visit_str<E>(self, s: &str) -> Result<Key, E> {
-                        Ok(Key(SmolStr::new(s)))
-                    }
-                }
-                d.deserialize_str(K)
-            }
-        }
-        d.deserialize_any(V)
+        use serde::de::DeserializeSeed;
+        super::decode::Seed(&super::decode::Budget::unbounded()).deserialize(d)
     }
 }

@@ -11,9 +11,11 @@
 //! (iterative drop of deep values), `path` (segments, walks, [`Path`] and its inline
 //! cache), `order` (equality, the total order, hashing), `measure` (size and depth),
 //! `metered` (budgeted walks), `render` (`Display` and the text forms of `join`),
-//! `json` (serde) and `convert` (the fast `serde_json::Value` converter).
+//! `json` (serde), `decode` (reading JSON against a budget: every read of text builds
+//! values there) and `convert` (the fast `serde_json::Value` converter).
 
 mod convert;
+mod decode;
 mod drop;
 mod json;
 mod json_len;
@@ -33,6 +35,14 @@ use indexmap::IndexMap;
 use rustc_hash::FxHasher;
 pub use smol_str::SmolStr;
 
+#[cfg(any(feature = "http", feature = "mcp"))]
+pub(crate) use decode::DecodeError;
+#[cfg(test)]
+pub(crate) use decode::MAX_OUTPUT_DEPTH;
+#[cfg(feature = "engine")]
+pub(crate) use decode::{from_json_within, values_in};
+#[cfg(feature = "mcp")]
+pub(crate) use decode::{json_value_within, json_within, ValueStream};
 #[cfg(any(feature = "engine", feature = "fuzzing"))]
 pub(crate) use json::MAX_SERIALIZE_DEPTH;
 #[cfg_attr(not(feature = "engine"), allow(unused_imports))]

@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::task::{Context, Poll};
 
@@ -26,6 +26,8 @@ use rmcp::transport::streamable_http_client::{
     AuthRequiredError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
 };
 use sse_stream::{Error as SseError, Sse, SseStream};
+
+use crate::value::ValueStream;
 
 /// The largest JSON answer, or event of an SSE answer, read from an MCP server: 16 MiB (as
 /// over stdio, `super::stdio::MAX_MESSAGE_BYTES`).
@@ -65,8 +67,11 @@ pub(crate) struct TcpHttpClient {
     tls: Option<Arc<rustls::ClientConfig>>,
     /// The last TLS handshake that failed: why, and whether trying again could help.
     tls_failure: Arc<Mutex<Option<TlsFailure>>>,
-    /// Set when an answer was over [`MAX_MESSAGE_BYTES`].
-    oversized: Arc<AtomicBool>,
+    /// Set when an answer was over [`MAX_MESSAGE_BYTES`], or held more values than
+    /// `max_values`.
+    cut: super::Cut,
+    /// The most values of one message (`None`: not counted).
+    max_values: Option<usize>,
 }
 
 /// Why a TLS handshake failed, in words that say what to do.
@@ -81,17 +86,20 @@ pub(crate) struct TlsFailure {
 
 impl TcpHttpClient {
     /// The client for the server at `url`: for `https://`, trusting the default roots and
-    /// the CA certificates of `extra_ca`.
-    pub(crate) fn for_url(url: &str, extra_ca: Option<&Path>) -> Result<TcpHttpClient, String> {
+    /// the CA certificates of `extra_ca`; an answer (or an event) of more than `max_values`
+    /// values is refused before rmcp reads it.
+    pub(crate) fn for_url(url: &str, extra_ca: Option<&Path>, max_values: usize) -> Result<TcpHttpClient, String> {
+        let max_values = Some(max_values);
         if !url.starts_with("https://") {
-            return Ok(TcpHttpClient::default());
+            return Ok(TcpHttpClient { max_values, ..TcpHttpClient::default() });
         }
-        Ok(TcpHttpClient { tls: Some(tls_config(extra_ca)?), ..TcpHttpClient::default() })
+        Ok(TcpHttpClient { tls: Some(tls_config(extra_ca)?), max_values, ..TcpHttpClient::default() })
     }
 
-    /// The flag set when the server sent an answer (or an event) over 16 MiB.
-    pub(crate) fn oversized(&self) -> Arc<AtomicBool> {
-        self.oversized.clone()
+    /// The flags set when the server sent an answer (or an event) over 16 MiB, or of more
+    /// values than the bound.
+    pub(crate) fn cut(&self) -> super::Cut {
+        self.cut.clone()
     }
 
     /// The last TLS handshake failure, taken (rmcp's error for it names its own types).
@@ -388,7 +396,9 @@ async fn body_bytes(
 }
 
 /// An SSE answer's body that fails at the first event longer than `limit` bytes (an event
-/// ends at a blank line), setting `oversized`: `SseStream` would buffer it whole.
+/// ends at a blank line), setting `oversized`: `SseStream` would buffer it whole; or at the
+/// first event whose data holds more values than `values` counts, setting `too_many`
+/// (rmcp would read them all into `serde_json` values).
 struct CappedEvents {
     inner: Incoming,
     limit: usize,
@@ -396,12 +406,34 @@ struct CappedEvents {
     event: usize,
     /// Whether the last byte (`\r` aside) ended a line.
     at_line_start: bool,
-    oversized: Arc<AtomicBool>,
+    /// Bytes of the current line so far, and whether it begins `data:` as far as it goes.
+    column: usize,
+    data: bool,
+    cut: super::Cut,
+    /// The values of the current event's data so far (`None`: not counted).
+    values: Option<ValueStream>,
 }
 
 impl CappedEvents {
-    fn new(inner: Incoming, limit: usize, oversized: Arc<AtomicBool>) -> CappedEvents {
-        CappedEvents { inner, limit, event: 0, at_line_start: true, oversized }
+    fn new(inner: Incoming, limit: usize, cut: super::Cut, max_values: Option<usize>) -> CappedEvents {
+        let values = max_values.map(ValueStream::new);
+        CappedEvents { inner, limit, event: 0, at_line_start: true, column: 0, data: true, cut, values }
+    }
+
+    /// Counts a byte of a line (not its end): a byte of a `data:` field's value (after the
+    /// one space the field may have) is a byte of the event's JSON. False past the bound.
+    fn count(&mut self, byte: u8) -> bool {
+        const DATA: &[u8] = b"data:";
+        let column = self.column;
+        self.column += 1;
+        if let Some(expected) = DATA.get(column) {
+            self.data &= byte == *expected;
+            return true;
+        }
+        if !self.data || (column == DATA.len() && byte == b' ') {
+            return true;
+        }
+        self.values.as_mut().is_none_or(|v| v.byte(byte).is_ok())
     }
 }
 
@@ -414,7 +446,9 @@ impl hyper::body::Body for CappedEvents {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, std::io::Error>>> {
         let this = &mut *self;
-        if this.oversized.load(Ordering::Relaxed) && this.event > this.limit {
+        if this.cut.too_many_values.load(Ordering::Relaxed)
+            || (this.cut.oversized.load(Ordering::Relaxed) && this.event > this.limit)
+        {
             return Poll::Ready(None);
         }
         let frame = match std::pin::Pin::new(&mut this.inner).poll_frame(cx) {
@@ -427,15 +461,28 @@ impl hyper::body::Body for CappedEvents {
             for byte in data.iter() {
                 match byte {
                     b'\r' => {}
-                    b'\n' if this.at_line_start => this.event = 0,
-                    b'\n' => this.at_line_start = true,
+                    b'\n' if this.at_line_start => {
+                        this.event = 0;
+                        if let Some(v) = this.values.as_mut() {
+                            v.reset();
+                        }
+                    }
+                    b'\n' => {
+                        (this.at_line_start, this.column, this.data) = (true, 0, true);
+                    }
                     _ => {
                         this.at_line_start = false;
                         this.event += 1;
+                        if !this.count(*byte) {
+                            this.cut.too_many_values.store(true, Ordering::Relaxed);
+                            return Poll::Ready(Some(Err(std::io::Error::other(
+                                "an event of the answer holds more values than tdsl reads",
+                            ))));
+                        }
                     }
                 }
                 if this.event > this.limit {
-                    this.oversized.store(true, Ordering::Relaxed);
+                    this.cut.oversized.store(true, Ordering::Relaxed);
                     return Poll::Ready(Some(Err(std::io::Error::other(format!(
                         "an event of the answer is longer than {} MiB",
                         this.limit / (1024 * 1024)
@@ -495,15 +542,25 @@ impl StreamableHttpClient for TcpHttpClient {
             response.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_string);
         match content_type.as_deref() {
             Some(ct) if ct.starts_with("text/event-stream") => {
-                let body = CappedEvents::new(response.into_body(), MAX_MESSAGE_BYTES, self.oversized.clone());
+                let body =
+                    CappedEvents::new(response.into_body(), MAX_MESSAGE_BYTES, self.cut.clone(), self.max_values);
                 Ok(StreamableHttpPostResponse::Sse(SseStream::new(body).boxed(), session))
             }
             Some(ct) if ct.starts_with("application/json") => {
                 let body = body_bytes(response, MAX_MESSAGE_BYTES).await.inspect_err(|e| {
                     if matches!(e, StreamableHttpError::ResponseBodyTooLarge { .. }) {
-                        self.oversized.store(true, Ordering::Relaxed);
+                        self.cut.oversized.store(true, Ordering::Relaxed);
                     }
                 })?;
+                if let Some(max) = self.max_values {
+                    // Counted before rmcp reads it, as a stdio line is.
+                    if crate::value::json_within(&body, max).is_err() {
+                        self.cut.too_many_values.store(true, Ordering::Relaxed);
+                        return Err(StreamableHttpError::UnexpectedServerResponse(
+                            "the answer holds more values than tdsl reads".into(),
+                        ));
+                    }
+                }
                 match serde_json::from_slice::<ServerJsonRpcMessage>(&body) {
                     Ok(parsed) => Ok(StreamableHttpPostResponse::Json(parsed, session)),
                     Err(_) if is_notification_or_reply(&message) => Ok(StreamableHttpPostResponse::Accepted),
@@ -562,7 +619,7 @@ impl StreamableHttpClient for TcpHttpClient {
                 format!("GET of the event stream answered {}", response.status()).into(),
             ));
         }
-        let body = CappedEvents::new(response.into_body(), MAX_MESSAGE_BYTES, self.oversized.clone());
+        let body = CappedEvents::new(response.into_body(), MAX_MESSAGE_BYTES, self.cut.clone(), self.max_values);
         Ok(SseStream::new(body).boxed())
     }
 }

@@ -24,6 +24,7 @@
 #[cfg(feature = "mcp-http")]
 pub(crate) mod http;
 mod listing;
+mod result;
 mod stderr;
 mod stdio;
 
@@ -35,8 +36,8 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientConfig,
-    ClientRequest, ServerResult,
+    CallToolRequest, CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, ClientRequest,
+    ServerResult,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RunningService, ServiceError};
 use rmcp::{RoleClient, ServiceExt};
@@ -44,6 +45,7 @@ use serde_json::Value as Json;
 
 use crate::exec::{CancelToken, ToolCall, ToolError};
 use crate::value::Value;
+use result::{result_value, said};
 
 /// How long a server has to start and answer `initialize`.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -218,6 +220,21 @@ impl std::fmt::Debug for McpTarget {
     }
 }
 
+/// Why tdsl ended a connection: flags its transport sets at a message past a bound, before
+/// rmcp reads any of it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Cut {
+    /// A message longer than [`stdio::MAX_MESSAGE_BYTES`].
+    pub(crate) oversized: Arc<AtomicBool>,
+    /// A message of more values than the runner's budget and [`ENVELOPE_VALUES`].
+    pub(crate) too_many_values: Arc<AtomicBool>,
+}
+
+/// The values of a message around a result (`jsonrpc`, `id`, `result`, `content`, …), which
+/// a transport's count allows besides the budget: the result itself is counted exactly when
+/// it is built again as a value ([`result::result_value`]).
+const ENVELOPE_VALUES: usize = 64;
+
 /// The MCP servers of one run, started on demand.
 #[derive(Default)]
 pub(crate) struct McpClients {
@@ -228,6 +245,8 @@ pub(crate) struct McpClients {
     /// cancel it) when the clients shut down: a server that hangs at its handshake does not
     /// hold the shutdown for the handshake's timeout.
     closing: Mutex<CancelToken>,
+    /// The most values a result may hold (`None`: [`crate::ranges::DEFAULT_MAX_TOOL_VALUES`]).
+    max_values: Option<usize>,
 }
 
 impl std::fmt::Debug for McpClients {
@@ -282,8 +301,8 @@ struct Live {
     peer: Peer<RoleClient>,
     stderr: Arc<stderr::StderrTail>,
     program: String,
-    /// Set when the server sent a message longer than the cap, which ended the connection.
-    oversized: Arc<AtomicBool>,
+    /// Set when the server sent a message past a bound, which ended the connection.
+    cut: Cut,
     /// Set when a call to it was cancelled (a timeout, a deadline, a cancelled run): it may
     /// be hung, so the next use pings it first.
     suspect: AtomicBool,
@@ -298,6 +317,12 @@ impl McpClients {
     /// Starts servers with the environment `env` allows (default: tdsl's whole one).
     pub(crate) fn with_env(mut self, env: crate::host::ToolEnv) -> McpClients {
         self.env = env;
+        self
+    }
+
+    /// Reads each result as at most `values` values ([`crate::HostRunner::with_max_values`]).
+    pub(crate) fn with_max_values(mut self, values: usize) -> McpClients {
+        self.max_values = Some(values);
         self
     }
 
@@ -386,19 +411,20 @@ impl McpClients {
                 live.suspect.store(true, Ordering::Relaxed);
                 Err(ToolError::transient(format!("{who} was cancelled")))
             }
-            Some(Ok(CallToolResponse::Complete(result))) => result_value(result, &who),
+            Some(Ok(CallToolResponse::Complete(result))) => result_value(result, &who, self.max_values()),
             Some(Ok(_)) => Err(ToolError::permanent(format!(
                 "{who} asked for more input or started a task, which tdsl does not support"
             ))),
             Some(Err(ServiceError::McpError(e))) => Err(ToolError::permanent(format!(
                 "{who} refused the call: {} (JSON-RPC error {})",
-                e.message, e.code.0
+                said(&e.message),
+                e.code.0
             ))),
             Some(Err(e)) => {
                 // The connection is gone or unusable: the next call starts the server again.
                 self.forget(command, &live);
-                if live.oversized.load(Ordering::Relaxed) {
-                    return Err(ToolError::permanent(format!("{who} failed: {}", oversized_message())));
+                if let Some(why) = self.cut_message(&live) {
+                    return Err(ToolError::permanent(format!("{who} failed: {why}")));
                 }
                 let last_words = runtime.block_on(live.stderr.last_words());
                 Err(ToolError::transient(format!("{who} failed: {}", transport_error(&e))).with_stderr_tail(last_words))
@@ -445,8 +471,8 @@ impl McpClients {
             }
             Ok(Err(e)) => {
                 self.forget(command, &live);
-                if live.oversized.load(Ordering::Relaxed) {
-                    return Err(ToolError::permanent(format!("`tools/list` failed: {}", oversized_message())));
+                if let Some(why) = self.cut_message(&live) {
+                    return Err(ToolError::permanent(format!("`tools/list` failed: {why}")));
                 }
                 let last_words = runtime.block_on(live.stderr.last_words());
                 Err(ToolError::transient(format!("`tools/list` failed: {e}")).with_stderr_tail(last_words))
@@ -473,6 +499,24 @@ impl McpClients {
             })
             .as_ref()
             .map_err(Clone::clone)
+    }
+
+    /// The most values of a result ([`McpClients::with_max_values`]).
+    fn max_values(&self) -> usize {
+        self.max_values.unwrap_or(crate::ranges::DEFAULT_MAX_TOOL_VALUES)
+    }
+
+    /// Why the connection was ended by tdsl, when it was ([`Cut`]).
+    fn cut_message(&self, live: &Live) -> Option<String> {
+        if live.cut.oversized.load(Ordering::Relaxed) {
+            return Some(oversized_message());
+        }
+        live.cut.too_many_values.load(Ordering::Relaxed).then(|| {
+            let budget = crate::value::DecodeError::TooManyValues(self.max_values());
+            format!(
+                "the server sent a message of {budget}; its connection was closed (a server tdsl started is stopped)"
+            )
+        })
     }
 
     /// The live connection to `command`'s server, starting it if needed. Callers of the same
@@ -503,7 +547,8 @@ impl McpClients {
             }
             *live = None;
         }
-        let started = runtime.block_on(start(command, &self.env, server, cancel))?;
+        let max_values = self.max_values().saturating_add(ENVELOPE_VALUES);
+        let started = runtime.block_on(start(command, &self.env, server, max_values, cancel))?;
         let started = Arc::new(started);
         *live = Some(started.clone());
         Ok(started)
@@ -647,16 +692,19 @@ fn server_named(server: Option<&str>, shown: &str) -> String {
     }
 }
 
+/// Starts or connects to the server of `target`; a message of more than `max_values`
+/// values ends the connection ([`Cut`]).
 async fn start(
     target: &McpTarget,
     env: &crate::host::ToolEnv,
     server: Option<&str>,
+    max_values: usize,
     cancel: &CancelToken,
 ) -> Result<Live, ConnectError> {
     let command = match target {
         McpTarget::Command(command) => command,
         McpTarget::Url { url, token, ca } => {
-            return start_http(url, token.as_deref(), ca.as_deref(), server, cancel).await
+            return start_http(url, (token.as_deref(), ca.as_deref()), server, max_values, cancel).await
         }
     };
     let Some((program, args)) = command.split_first() else {
@@ -678,7 +726,8 @@ async fn start(
     // Left to its `Child` by the orphan reaper, whatever session it moves to.
     let mut child = super::orphans::spawn_owned(|| cmd.spawn(), tokio::process::Child::id).map_err(cannot_start)?;
     let stderr = child.stderr.take();
-    let (transport, oversized) = stdio::ChildTransport::new(child, stdio::MAX_MESSAGE_BYTES).map_err(cannot_start)?;
+    let (transport, cut) =
+        stdio::ChildTransport::new(child, stdio::MAX_MESSAGE_BYTES, max_values).map_err(cannot_start)?;
     let lines = match stderr {
         Some(stderr) => {
             let lines = Arc::new(stderr::StderrTail::default());
@@ -722,7 +771,7 @@ async fn start(
         peer,
         stderr: lines,
         program: shown.clone(),
-        oversized,
+        cut,
         suspect: AtomicBool::new(false),
     })
 }
@@ -731,16 +780,16 @@ async fn start(
 #[cfg(feature = "mcp-http")]
 async fn start_http(
     url: &str,
-    token: Option<&str>,
-    ca: Option<&Path>,
+    (token, ca): (Option<&str>, Option<&Path>),
     server: Option<&str>,
+    max_values: usize,
     cancel: &CancelToken,
 ) -> Result<Live, ConnectError> {
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
     // Named by its origin in every message: its path and query may hold a key.
     let shown = url_origin(url);
     let named = server_named(server, &shown);
-    let http = http::TcpHttpClient::for_url(url, ca)
+    let http = http::TcpHttpClient::for_url(url, ca, max_values)
         .map_err(|e| ConnectError(ToolError::permanent(format!("cannot reach {named}: {e}"))))?;
     use rmcp::transport::StreamableHttpClientTransport;
     let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
@@ -749,7 +798,7 @@ async fn start_http(
         crate::secrets::register(token);
         config = config.auth_header(token.to_string());
     }
-    let oversized = http.oversized();
+    let cut = http.cut();
     let transport = StreamableHttpClientTransport::with_client(http.clone(), config);
     let client = Client::new();
     let tools_changed = client.tools_changed.clone();
@@ -769,7 +818,7 @@ async fn start_http(
                 peer,
                 stderr: Arc::new(stderr::StderrTail::none()),
                 program: shown.clone(),
-                oversized,
+                cut,
                 suspect: AtomicBool::new(false),
             })
         }
@@ -798,9 +847,9 @@ async fn start_http(
 #[cfg(not(feature = "mcp-http"))]
 async fn start_http(
     url: &str,
-    _token: Option<&str>,
-    _ca: Option<&Path>,
+    _: (Option<&str>, Option<&Path>),
     server: Option<&str>,
+    _max_values: usize,
     _cancel: &CancelToken,
 ) -> Result<Live, ConnectError> {
     Err(ConnectError(ToolError::permanent(format!(
@@ -813,33 +862,6 @@ async fn start_http(
 async fn cancelled(cancel: &CancelToken) {
     while !cancel.is_cancelled() {
         tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
-/// The value of a tool result, or its error.
-fn result_value(result: CallToolResult, who: &str) -> Result<Value, ToolError> {
-    let blocks: Vec<Json> =
-        result.content.iter().map(|c| serde_json::to_value(c).unwrap_or(Json::Null)).collect::<Vec<_>>();
-    if result.is_error == Some(true) {
-        let text: Vec<&str> = blocks.iter().filter_map(|b| b.get("text").and_then(Json::as_str)).collect();
-        let why = if text.is_empty() { "no message".to_string() } else { text.join("\n") };
-        return Err(ToolError::permanent(format!("{who} reported an error: {why}")));
-    }
-    let mut json = match (result.structured_content, blocks.as_slice()) {
-        (Some(v), _) => v,
-        (None, [one]) => block_value(one),
-        (None, many) => Json::Array(many.iter().map(block_value).collect()),
-    };
-    crate::secrets::redact_json(&mut json);
-    serde_json::from_value::<Value>(json)
-        .map_err(|e| ToolError::permanent(format!("{who} answered with a value tdsl cannot hold: {e}")))
-}
-
-/// A text block's text (parsed when it is JSON); any other block as its JSON.
-fn block_value(block: &Json) -> Json {
-    match (block.get("type").and_then(Json::as_str), block.get("text").and_then(Json::as_str)) {
-        (Some("text"), Some(text)) => serde_json::from_str(text).unwrap_or_else(|_| Json::String(text.to_string())),
-        _ => block.clone(),
     }
 }
 
@@ -905,31 +927,5 @@ mod tests {
         {
             assert_eq!(check_url(url), Ok(()), "{url}");
         }
-    }
-
-    #[test]
-    fn results_map_to_values() {
-        let r = |j: Json| -> Result<String, String> {
-            let result: CallToolResult = serde_json::from_value(j).expect("a result");
-            result_value(result, "t").map(|v| v.to_string()).map_err(|e| e.message)
-        };
-        assert_eq!(
-            r(serde_json::json!({"content": [{"type": "text", "text": "{\"a\":1}"}], "structuredContent": {"a": 1}})),
-            Ok(r#"{"a":1}"#.to_string())
-        );
-        assert_eq!(r(serde_json::json!({"content": [{"type": "text", "text": "[1, 2]"}]})), Ok("[1,2]".to_string()));
-        assert_eq!(
-            r(serde_json::json!({"content": [{"type": "text", "text": "hello"}]})),
-            Ok(r#""hello""#.to_string())
-        );
-        assert_eq!(
-            r(serde_json::json!({"content": [{"type": "text", "text": "1"}, {"type": "text", "text": "x"}]})),
-            Ok(r#"[1,"x"]"#.to_string())
-        );
-        assert_eq!(r(serde_json::json!({"content": []})), Ok("[]".to_string()));
-        assert_eq!(
-            r(serde_json::json!({"content": [{"type": "text", "text": "no such file"}], "isError": true})),
-            Err("t reported an error: no such file".to_string())
-        );
     }
 }

@@ -5,6 +5,11 @@
 //!   request answered that way waits until its timeout. Here a message longer than
 //!   [`MAX_MESSAGE_BYTES`] ends the connection instead (the reader reports the end of the
 //!   stream and notes why), so that the call fails at once saying so.
+//! - **A bound on the values of one message**, counted as its bytes pass
+//!   ([`crate::value::ValueStream`]): rmcp reads a message into `serde_json` values before
+//!   tdsl sees it — 16 MiB of `[0,0,…]` once made 1.7 GB there (hostile round 10b). A
+//!   message of more values than the runner's budget (and its envelope's few) ends the
+//!   connection as an oversized one does, before rmcp builds anything of it.
 //! - The MCP stdio shutdown as rmcp's does it: the server's input is closed and it has 3 s
 //!   to exit, then SIGTERM and 3 s more, then it is killed.
 
@@ -20,6 +25,9 @@ use rmcp::RoleClient;
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 
+use super::Cut;
+use crate::value::ValueStream;
+
 /// The longest message a server may send on one line: 16 MiB (rmcp's own limit).
 pub(crate) const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 
@@ -27,13 +35,17 @@ pub(crate) const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 const EXIT_GRACE: Duration = Duration::from_secs(3);
 
 /// A server's standard output that ends (as if the server had closed it) at the first line
-/// longer than `limit`, setting `oversized`.
+/// longer than `limit`, setting `oversized`, or of more values than `values` counts, setting
+/// `too_many`.
 struct Capped<R> {
     inner: R,
     limit: usize,
     /// Bytes of the current line read so far.
     line: usize,
     oversized: Arc<AtomicBool>,
+    /// The values of the current line so far.
+    values: ValueStream,
+    too_many: Arc<AtomicBool>,
 }
 
 impl<R: AsyncRead + Unpin> AsyncRead for Capped<R> {
@@ -42,7 +54,7 @@ impl<R: AsyncRead + Unpin> AsyncRead for Capped<R> {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
-        if self.oversized.load(Ordering::Relaxed) {
+        if self.oversized.load(Ordering::Relaxed) || self.too_many.load(Ordering::Relaxed) {
             return Poll::Ready(Ok(()));
         }
         let before = buf.filled().len();
@@ -53,11 +65,17 @@ impl<R: AsyncRead + Unpin> AsyncRead for Capped<R> {
             for (i, byte) in buf.filled()[before..].iter().enumerate() {
                 if *byte == b'\n' {
                     line = 0;
+                    this.values.reset();
                 } else {
                     line += 1;
-                    if line > this.limit {
-                        // Nothing of the oversized line reaches rmcp: the stream ends here.
-                        this.oversized.store(true, Ordering::Relaxed);
+                    // Nothing of the line past a bound reaches rmcp: the stream ends here.
+                    let cut = if line > this.limit {
+                        Some(&this.oversized)
+                    } else {
+                        this.values.byte(*byte).is_err().then_some(&this.too_many)
+                    };
+                    if let Some(flag) = cut {
+                        flag.store(true, Ordering::Relaxed);
                         buf.set_filled(before + i);
                         break;
                     }
@@ -76,17 +94,25 @@ pub(crate) struct ChildTransport {
 }
 
 impl ChildTransport {
-    /// The transport over `child`'s piped standard input and output, and the flag set when
-    /// the server sent a message longer than `limit` bytes.
-    pub(crate) fn new(mut child: Child, limit: usize) -> std::io::Result<(ChildTransport, Arc<AtomicBool>)> {
+    /// The transport over `child`'s piped standard input and output, and the flags set when
+    /// the server sent a message longer than `limit` bytes, or of more than `max_values`
+    /// values.
+    pub(crate) fn new(mut child: Child, limit: usize, max_values: usize) -> std::io::Result<(ChildTransport, Cut)> {
         let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
             return Err(std::io::Error::other("the server's standard input and output are not piped"));
         };
-        let oversized = Arc::new(AtomicBool::new(false));
-        let capped = Capped { inner: stdout, limit, line: 0, oversized: oversized.clone() };
+        let cut = Cut::default();
+        let capped = Capped {
+            inner: stdout,
+            limit,
+            line: 0,
+            oversized: cut.oversized.clone(),
+            values: ValueStream::new(max_values),
+            too_many: cut.too_many_values.clone(),
+        };
         // The cap is ours (it ends the connection); rmcp's would only drop the line.
         let rw = AsyncRwTransport::new(capped, stdin).with_max_line_length(usize::MAX);
-        Ok((ChildTransport { child: Some(child), rw }, oversized))
+        Ok((ChildTransport { child: Some(child), rw }, cut))
     }
 }
 
@@ -129,17 +155,27 @@ mod tests {
     #[test]
     fn a_line_past_the_cap_ends_the_stream() {
         let runtime = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
-        let read = |text: &'static [u8], limit: usize| {
+        let read = |text: &'static [u8], limit: usize, max_values: usize| {
             runtime.block_on(async move {
-                let flag = Arc::new(AtomicBool::new(false));
-                let mut capped = Capped { inner: text, limit, line: 0, oversized: flag.clone() };
+                let cut = Cut::default();
+                let mut capped = Capped {
+                    inner: text,
+                    limit,
+                    line: 0,
+                    oversized: cut.oversized.clone(),
+                    values: ValueStream::new(max_values),
+                    too_many: cut.too_many_values.clone(),
+                };
                 let mut out = Vec::new();
                 capped.read_to_end(&mut out).await.expect("read");
-                (String::from_utf8(out).expect("utf-8"), flag.load(Ordering::Relaxed))
+                let flags = (cut.oversized.load(Ordering::Relaxed), cut.too_many_values.load(Ordering::Relaxed));
+                (String::from_utf8(out).expect("utf-8"), flags)
             })
         };
-        assert_eq!(read(b"abc\ndef\n", 3), ("abc\ndef\n".to_string(), false));
-        assert_eq!(read(b"abc\ndefg\nhi\n", 3), ("abc\ndef".to_string(), true));
-        assert_eq!(read(b"abcd", 3), ("abc".to_string(), true));
+        assert_eq!(read(b"abc\ndef\n", 3, 9), ("abc\ndef\n".to_string(), (false, false)));
+        assert_eq!(read(b"abc\ndefg\nhi\n", 3, 9), ("abc\ndef".to_string(), (true, false)));
+        assert_eq!(read(b"abcd", 3, 9), ("abc".to_string(), (true, false)));
+        // Each line has its own count: 4 values, then 5, of which the fifth is cut.
+        assert_eq!(read(b"[1,2,3]\n[1,2,3,4]\n", 100, 4), ("[1,2,3]\n[1,2,3".to_string(), (false, true)));
     }
 }
