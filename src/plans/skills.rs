@@ -491,7 +491,7 @@ fn type_name_of(t: &Type, depth: usize) -> String {
     match t.non_null() {
         Type::Int => "integer".to_string(),
         Type::Number => "number".to_string(),
-        Type::Str => "string".to_string(),
+        Type::Str | Type::Enum(_) => "string".to_string(),
         Type::Bool => "boolean".to_string(),
         Type::File => "file".to_string(),
         Type::Object(_) => "object".to_string(),
