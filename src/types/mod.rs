@@ -11,6 +11,7 @@ mod scope;
 pub mod signature;
 pub mod typed;
 
+pub(crate) use check::compare::{enum_mismatch, outside_enum, quoted};
 pub(crate) use check::relative_path;
 pub use check::{check, check_template, RefUse};
 pub(crate) use enums::show_quoted;

@@ -26,11 +26,12 @@ impl Checker<'_> {
                 continue;
             }
             let d = match constant {
-                Value::Str(s) => match enum_values(&v.ty) {
-                    Some(enums) if !enums.iter().any(|e| e.contains(s)) => {
-                        enum_mismatch(op, always, s, &enums, &v.ty, literal.1, v_span)
+                Value::Str(s) => match outside_enum(&v.ty, s) {
+                    Some(values) => {
+                        let message = format!("`{}` is always {always}: the value is never {}", op.symbol(), quoted(s));
+                        enum_mismatch(message, "not one of its values", s, &values, &v.ty, literal.1, v_span)
                     }
-                    _ => continue,
+                    None => continue,
                 },
                 Value::Null if v.ty.fits(&Type::Null) == Fit::No => {
                     let help = if op == BinaryOp::Eq {
@@ -55,6 +56,16 @@ impl Checker<'_> {
     }
 }
 
+/// The values of the enums a value of type `t` is of, when `s` is none of them (and `t` is
+/// of nothing but enums and `null`): what `E0207` lists.
+pub(crate) fn outside_enum<'t>(t: &'t Type, s: &str) -> Option<Vec<&'t str>> {
+    let enums = enum_values(t)?;
+    if enums.iter().any(|e| e.contains(s)) {
+        return None;
+    }
+    Some(enums.iter().flat_map(|e| e.values()).collect())
+}
+
 /// The enums a type's values are all of (`null` aside): `None` when some alternative may be
 /// another string or not a string (`string`, `any`, `file`, a number).
 fn enum_values(t: &Type) -> Option<Vec<&StrEnum>> {
@@ -69,43 +80,38 @@ fn enum_values(t: &Type) -> Option<Vec<&StrEnum>> {
     (!out.is_empty()).then_some(out)
 }
 
-/// `E0207` for the string `s` compared with a value of one of `enums`.
-fn enum_mismatch(
-    op: BinaryOp,
-    always: &str,
+/// A string as JSON, cut as a type shows an enum's value.
+pub(crate) fn quoted(s: &str) -> String {
+    let mut q = String::new();
+    let _ = show_quoted(&mut q, s);
+    q
+}
+
+/// `E0207` with `message` (what the comparison always gives) for the string `s` compared
+/// with a value of type `ty`, which is one of `all` ([`outside_enum`]).
+pub(crate) fn enum_mismatch(
+    message: String,
+    label: &str,
     s: &str,
-    enums: &[&StrEnum],
+    all: &[&str],
     ty: &Type,
     literal: Span,
     value: Span,
 ) -> Diagnostic {
-    let mut quoted = String::new();
-    let _ = show_quoted(&mut quoted, s);
-    let all: Vec<&str> = enums.iter().flat_map(|e| e.values()).collect();
     let mut listed = Vec::with_capacity(all.len().min(LISTED_VALUES));
     for v in all.iter().take(LISTED_VALUES) {
-        let mut q = String::new();
-        let _ = show_quoted(&mut q, v);
-        listed.push(q);
+        listed.push(quoted(v));
     }
     let mut values = listed.join(", ");
     if all.len() > LISTED_VALUES {
         values.push_str(&format!(", … ({} in all)", all.len()));
     }
-    let help = match crate::suggest::meant_value(&all, s) {
-        Some(m) => {
-            let mut q = String::new();
-            let _ = show_quoted(&mut q, m);
-            format!("did you mean {q}? the values it can be: {values}")
-        }
+    let help = match crate::suggest::meant_value(all, s) {
+        Some(m) => format!("did you mean {}? the values it can be: {values}", quoted(m)),
         None => format!("the values it can be: {values}"),
     };
-    Diagnostic::new(
-        Code::EnumComparison,
-        literal,
-        format!("`{}` is always {always}: the value is never {quoted}", op.symbol()),
-    )
-    .with_label("not one of its values")
-    .with_secondary(value, format!("this is {ty}"))
-    .with_help(help)
+    Diagnostic::new(Code::EnumComparison, literal, message)
+        .with_label(label)
+        .with_secondary(value, format!("this is {ty}"))
+        .with_help(help)
 }

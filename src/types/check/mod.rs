@@ -6,7 +6,7 @@
 //! succeed. It also collects the REF paths and free names the program uses.
 
 mod calls;
-mod compare;
+pub(crate) mod compare;
 mod names;
 mod templates;
 
