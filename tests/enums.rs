@@ -188,6 +188,27 @@ fn arguments_outside_an_enum_are_one_diagnostic() {
     assert!(d.message.contains(r#""open" | "closed""#), "{}", d.message);
 }
 
+/// What a step that failed under `continue_on_error` leaves has `status: "failed"`, which is
+/// no value of the callee's declared `status` enum: the step's `status` is then any string,
+/// and a test for the failure is not judged; without `continue_on_error` it is.
+#[test]
+fn a_failure_left_by_continue_on_error_is_not_outside_the_enum() {
+    let output = json!({"type": "object", "required": ["status"], "properties": {
+        "status": {"type": "string", "enum": ["ok", "degraded"]}
+    }});
+    let plans = desk(vec![issues_tool(output)]);
+    let with = |continue_on_error: bool| {
+        json!({"instructions": [
+            {"execution_id": "s", "tool_definition_path": "x/issues", "arguments": {}, "continue_on_error": continue_on_error},
+            {"execution_id": "t", "transform_responses": {"variables": {"st": "REF:s.status"}, "transforms": {"v": "st == 'failed'"}}}
+        ], "response_reference_map": {"v": "REF:t.v"}})
+    };
+    let check = plans.check_value(&with(true));
+    assert_eq!(codes(&check), Vec::<&str>::new(), "{}", check.render());
+    let check = plans.check_value(&with(false));
+    assert_eq!(codes(&check), ["E0207"], "{}", check.render());
+}
+
 #[test]
 fn the_diagnostics_render() {
     let plans = desk(vec![issues_tool(issue_list())]);
@@ -213,7 +234,7 @@ fn tdsl_check_reports_them() {
     let out = tdsl(&["check", "--root", &root, &file.to_string_lossy()]);
     let text = format!("{}{}", out.stdout, out.stderr);
     assert_eq!(out.code, 0, "{text}");
-    assert_eq!(text.matches("W0103").count(), 1, "{text}");
+    assert_eq!(text.matches("W0103").count(), 2, "an expression and a condition: {text}");
     // A plan: a literal argument outside the callee's enum, and a comparison with one.
     let dir = tempfile::tempdir().expect("a temporary folder");
     let plan_file = dir.path().join("plan.json");
