@@ -51,7 +51,8 @@ pub enum Type {
     List(Arc<Type>),
     /// `object{…}`
     Object(Arc<ObjectType>),
-    /// One of several types (never nested, never containing `any`).
+    /// One of several types (never nested, never containing `any`; at most one enum, and
+    /// none beside `string`, which holds it).
     Union(Vec<Type>),
 }
 
