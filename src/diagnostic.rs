@@ -112,6 +112,10 @@ codes! {
     TemplateNotString = "E0205", Error;
     /// Indexing with a key of the wrong type: `xs[true]`
     IndexType = "E0206", Error;
+    /// A value of a string enum compared with a string that is not one of its values, which
+    /// is always false (`==`) or always true (`!=`): `item.status == 'OPEN'` where `status` is
+    /// `"open" | "closed"`
+    EnumComparison = "E0207", Error;
 
     // ---- evaluation (E03xx) ----
     /// A value of the wrong type met at run time: `sum(array=["a"])`
@@ -158,6 +162,9 @@ codes! {
     JsonParseNonString = "W0101", Warning;
     /// A field the declared type says cannot exist: `user.nmae` on `{name, email}`
     UnknownField = "W0102", Warning;
+    /// A value that cannot be null compared with `null`, which is always false (`==`) or
+    /// always true (`!=`): `name == null` where `name` is a `string`
+    NullComparison = "W0103", Warning;
 
     // ---- .tool files (E05xx) ----
     /// A `.tool` file that is not strict JSON: `{"description": "x",}` or a `// comment`

@@ -101,6 +101,29 @@ pub(crate) fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = 
     found
 }
 
+/// Of the `allowed` values (an `enum`), the one `written` was most likely meant to be: the
+/// same but for case (`"OPEN"` for `"open"`), one a prefix of the other (`"descending"` for
+/// `"desc"`), else the nearest by [`did_you_mean`]. Every character compared counts against
+/// the budget, as [`did_you_mean`]'s do: past it, no hint.
+pub(crate) fn meant_value<'a>(allowed: &[&'a str], written: &str) -> Option<&'a str> {
+    let lower = written.to_lowercase();
+    let cost = |a: &str| (a.len() + lower.len()) as u64;
+    let mut prefixed = None;
+    for a in allowed.iter().copied() {
+        if !spend(cost(a)) {
+            return None;
+        }
+        let a_lower = a.to_lowercase();
+        if a_lower == lower {
+            return Some(a);
+        }
+        if prefixed.is_none() && !a_lower.is_empty() && (lower.starts_with(&a_lower) || a_lower.starts_with(&lower)) {
+            prefixed = Some(a);
+        }
+    }
+    prefixed.or_else(|| did_you_mean(written, allowed.iter().copied()))
+}
+
 /// Buckets of the character count: collisions only lower the bound.
 const BUCKETS: usize = 64;
 

@@ -188,9 +188,9 @@ fn the_public_api_is_the_crate_root() {
     #[allow(unused_imports)]
     use tdsl::{
         render_plain, upstream_target, Analyzer, CheckedTool, Clock, Code, Diagnostic, Engine, EvalError, FileStore,
-        FixedClock, FunctionTable, HostFn, Label, Limits, LineIndex, LocalStore, Location, Map, MemoryStore, Param,
-        Plan, PlanCheck, PlanDesk, PlanDiagnostic, PlanLimits, Program, ReturnRule, Scope, Severity, Signature,
-        SystemClock, ToolRoot, Type, TypeAt, UpstreamTool, Value,
+        Fit, FixedClock, FunctionTable, HostFn, Label, Limits, LineIndex, LocalStore, Location, Map, MemoryStore,
+        Param, Plan, PlanCheck, PlanDesk, PlanDiagnostic, PlanLimits, Program, ReturnRule, Scope, Severity, Signature,
+        StrEnum, SystemClock, ToolRoot, Type, TypeAt, UpstreamTool, Value,
     };
     #[cfg(feature = "engine")]
     #[allow(unused_imports)]

@@ -6,7 +6,9 @@
 //!   `# error: E0301` (the code it fails with, at compile time or at run time). Every
 //!   function the engine knows must be called in at least one example. Examples of the
 //!   file functions add `# files: tests/data/files/tree` (a directory, from the crate root,
-//!   served without git) and may set a limit with `# limit: max_file_bytes=64`.
+//!   served without git) and may set a limit with `# limit: max_file_bytes=64`. A
+//!   `# enum: NAME=["a", "b"]` line types the variable `NAME` as that string enum (the type
+//!   a declared `enum` gives; a variable's value alone is only a `string`).
 //! - Every diagnostic code below `E0500`/`W0500`, and every file code (`E07xx`), has a section `## <code> …` in
 //!   `docs/diagnostics.md` with its severity, a ```` ```diag <code> [mode] ```` block whose
 //!   input produces that code, and a ```` ```text ```` block holding the rendered
@@ -108,6 +110,8 @@ struct Example {
     files: Option<PathBuf>,
     /// `# limit: NAME=N` lines.
     limits: Vec<(String, usize)>,
+    /// `# enum: NAME=[…]` lines: variables typed as string enums.
+    enums: Vec<(String, Vec<String>)>,
 }
 
 /// Reads a block body: expression lines, then `# directive: …` lines.
@@ -118,6 +122,7 @@ fn parse_example(body: &str) -> Result<Example, String> {
     let mut warnings = Vec::new();
     let mut files = None;
     let mut limits = Vec::new();
+    let mut enums = Vec::new();
     for line in body.lines() {
         let Some(directive) = line.strip_prefix('#') else {
             source.push(line);
@@ -144,6 +149,11 @@ fn parse_example(body: &str) -> Result<Example, String> {
             let (name, n) = limit.trim().split_once('=').ok_or("`# limit:` must be NAME=N")?;
             let n = n.parse().map_err(|e| format!("`# limit: {name}` is not a number: {e}"))?;
             limits.push((name.to_string(), n));
+        } else if let Some(declared) = directive.strip_prefix("enum:") {
+            let (name, values) = declared.trim().split_once('=').ok_or("`# enum:` must be NAME=[…]")?;
+            let values: Vec<String> =
+                serde_json::from_str(values).map_err(|e| format!("`# enum: {name}` is not a list of strings: {e}"))?;
+            enums.push((name.trim().to_string(), values));
         } else {
             return Err(format!("unknown directive `#{directive}`"));
         }
@@ -152,7 +162,7 @@ fn parse_example(body: &str) -> Result<Example, String> {
     if source.is_empty() {
         return Err("the example has no expression".into());
     }
-    Ok(Example { source, vars, expect, warnings, files, limits })
+    Ok(Example { source, vars, expect, warnings, files, limits, enums })
 }
 
 /// `engine` with the example's file store and limits.
@@ -183,8 +193,13 @@ struct Outcome {
     rendered: String,
 }
 
-fn run(engine: &Engine, source: &str, vars: &Value) -> Outcome {
-    let analysis = engine.analyze(source, &Scope::from_vars(vars));
+fn run(engine: &Engine, ex: &Example) -> Outcome {
+    let (source, vars) = (ex.source.as_str(), &ex.vars);
+    let mut scope = Scope::from_vars(vars);
+    for (name, values) in &ex.enums {
+        scope = scope.with_name(name, Type::string_enum(values));
+    }
+    let analysis = engine.analyze(source, &scope);
     let mut rendered = render_plain(&analysis.diagnostics, SOURCE_NAME, source);
     let result = match &analysis.program {
         None => {
@@ -201,7 +216,7 @@ fn run(engine: &Engine, source: &str, vars: &Value) -> Outcome {
 
 /// Checks one example; `Err` says how it disagrees with the code.
 fn check_example(engine: &Engine, ex: &Example) -> Result<(), String> {
-    let out = run(&setup(engine, ex)?, &ex.source, &ex.vars);
+    let out = run(&setup(engine, ex)?, ex);
     let actual = match &out.result {
         Ok(v) => format!("# => {v}"),
         Err(code) => format!("# error: {code}"),
@@ -335,7 +350,7 @@ fn run_diag(mode: &str, ex: &Example) -> Result<(Vec<Code>, String), String> {
                 "failing-store" => engine().with_file_store(Arc::new(FailingStore)),
                 _ => setup(&engine(), ex)?,
             };
-            let out = run(&engine, &ex.source, &ex.vars);
+            let out = run(&engine, ex);
             let mut codes: Vec<Code> = out.diagnostics.iter().map(|d| d.code).collect();
             if let Err(code) = out.result {
                 codes.push(code);
@@ -351,7 +366,7 @@ fn run_diag(mode: &str, ex: &Example) -> Result<(Vec<Code>, String), String> {
             } else {
                 interrupt.with_deadline(std::time::Instant::now())
             };
-            let out = interrupt.enter(|| run(&engine(), &ex.source, &ex.vars));
+            let out = interrupt.enter(|| run(&engine(), ex));
             let mut codes: Vec<Code> = out.diagnostics.iter().map(|d| d.code).collect();
             if let Err(code) = out.result {
                 codes.push(code);

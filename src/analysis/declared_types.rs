@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use super::root::ExactTypes;
+use crate::tool::constraints::Constraints;
 use crate::tool::{Param, TypeName};
 use crate::types::Type;
 
@@ -24,9 +25,30 @@ pub(crate) fn declared_type(t: &TypeName) -> Type {
     }
 }
 
-/// A declared argument's or response's type: its `type_name`, or null when not required.
+/// The type of a declared argument's or response's value: its `type_name` narrowed by its
+/// constraints, an `enum` of strings to a string enum (`"enum": ["asc", "desc"]` is
+/// `"asc" | "desc"`) and a list's `items` to its element type.
+pub(crate) fn value_type(p: &Param) -> Type {
+    constrained_type(&p.type_or_any(), &p.constraints)
+}
+
+fn constrained_type(t: &TypeName, c: &Constraints) -> Type {
+    let base = match (t, &c.items) {
+        (TypeName::List(_), Some(e)) | (TypeName::Any, Some(e)) => {
+            Type::List(Arc::new(constrained_type(&e.type_name, &e.constraints)))
+        }
+        _ => declared_type(t),
+    };
+    match &c.enum_values {
+        Some(values) => base.narrowed_to(&values.node),
+        None => base,
+    }
+}
+
+/// A declared argument's or response's type: its value's ([`value_type`]), or null when not
+/// required.
 pub(crate) fn param_type(p: &Param) -> Type {
-    param_type_as(p, declared_type(&p.type_or_any()))
+    param_type_as(p, value_type(p))
 }
 
 /// [`param_type`] with the declared value's type `t` (an exact type, [`ExactTypes`]).
@@ -42,14 +64,14 @@ pub(crate) fn param_type_as(p: &Param, t: Type) -> Type {
 /// tool's schema), else its `type_name`'s.
 pub(crate) fn exact_type(exact: Option<&ExactTypes>, p: &Param, response: bool) -> Type {
     let known = exact.and_then(|e| if response { &e.responses } else { &e.arguments }.get(p.name.node.as_str()));
-    known.cloned().unwrap_or_else(|| declared_type(&p.type_or_any()))
+    known.cloned().unwrap_or_else(|| value_type(p))
 }
 
 /// A composite's own argument as `REF:arguments.X` sees it: a declaration with a `default`
 /// is never null inside, since the run fills the default in for an absent or null value.
 pub(crate) fn argument_type(p: &Param) -> Type {
     if crate::tool::validate::default_of(p).is_some() {
-        declared_type(&p.type_or_any())
+        value_type(p)
     } else {
         param_type(p)
     }
@@ -58,7 +80,7 @@ pub(crate) fn argument_type(p: &Param) -> Type {
 /// What a caller may pass for a callee's argument: its type, or null when it is optional or
 /// has a `default` (which the run then fills in).
 pub(crate) fn accepted_type(p: &Param) -> Type {
-    accepted_type_as(p, declared_type(&p.type_or_any()))
+    accepted_type_as(p, value_type(p))
 }
 
 /// [`accepted_type`] with the declared value's type `t`.

@@ -121,7 +121,7 @@ impl Kinds {
             Type::Null => Kinds::NULL,
             Type::Bool => Kinds::BOOL,
             Type::Int | Type::Number => Kinds::NUM,
-            Type::Str => Kinds::STR,
+            Type::Str | Type::Enum(_) => Kinds::STR,
             Type::File => Kinds::STR.or(Kinds::OBJ),
             Type::List(_) => Kinds::LIST,
             Type::Object(_) => Kinds::OBJ,

@@ -415,23 +415,10 @@ fn nearest_allowed(value: &crate::value::Value, schema: &serde_json::Value) -> O
     meant_value(&allowed, value.as_str()?)
 }
 
-/// Of the `allowed` values, the one `written` was most likely meant to be: the same but for
-/// case (`"OPEN"` for `"open"`), one a prefix of the other (`"descending"` for `"desc"`), or
-/// the nearest by edit distance. Quoted as JSON.
+/// Of the `allowed` values, the one `written` was most likely meant to be
+/// ([`crate::suggest::meant_value`]), quoted as JSON.
 fn meant_value(allowed: &[&str], written: &str) -> Option<String> {
-    let lower = written.to_lowercase();
-    let meant = allowed
-        .iter()
-        .copied()
-        .find(|a| a.to_lowercase() == lower)
-        .or_else(|| {
-            allowed.iter().copied().find(|a| {
-                let a = a.to_lowercase();
-                !a.is_empty() && (lower.starts_with(&a) || a.starts_with(&lower))
-            })
-        })
-        .or_else(|| crate::suggest::did_you_mean(written, allowed.iter().copied()))?;
-    Some(serde_json::Value::from(meant).to_string())
+    crate::suggest::meant_value(allowed, written).map(|m| serde_json::Value::from(m).to_string())
 }
 
 /// "did you mean …?" for a value outside an enum that the analysis reports with its allowed

@@ -475,11 +475,17 @@ pub(crate) fn inferred_responses(result: &Type) -> Json {
         o.fields
             .iter()
             .map(|(name, t)| {
-                serde_json::json!({
+                let mut declared = serde_json::json!({
                     "name": &**name,
                     "type_name": type_name_of(t, crate::ranges::MAX_TYPE_NAME_NESTING),
                     "required": t.fits(&Type::Null) == Fit::No,
-                })
+                });
+                // A string enum keeps its values, so that the skill's callers are checked
+                // against them as the plan's own steps were (`E0207`, `E0630`).
+                if let Type::Enum(e) = t.non_null() {
+                    declared["enum"] = Json::Array(e.values().map(Json::from).collect());
+                }
+                declared
             })
             .collect(),
     )
@@ -491,7 +497,7 @@ fn type_name_of(t: &Type, depth: usize) -> String {
     match t.non_null() {
         Type::Int => "integer".to_string(),
         Type::Number => "number".to_string(),
-        Type::Str => "string".to_string(),
+        Type::Str | Type::Enum(_) => "string".to_string(),
         Type::Bool => "boolean".to_string(),
         Type::File => "file".to_string(),
         Type::Object(_) => "object".to_string(),
@@ -699,6 +705,7 @@ mod tests {
                 (Arc::from("mixed"), Type::Str.union(Type::Int)),
                 (Arc::from("deep"), list(list(Type::Number))),
                 (Arc::from("raw"), Type::Any),
+                (Arc::from("state"), Type::string_enum(["open", "closed"]).union(Type::Null)),
             ],
             false,
         );
@@ -724,10 +731,14 @@ mod tests {
             ("mixed", "any", true),
             ("deep", "list<list<number>>", true),
             ("raw", "any", false),
+            ("state", "string", false),
         ];
         let want: Vec<(String, String, bool)> =
             want.iter().map(|(n, t, r)| (n.to_string(), t.to_string(), *r)).collect();
         assert_eq!(declared, want);
+        // A string enum keeps its values (only there).
+        let enums: Vec<&Json> = v["responses"].as_array().into_iter().flatten().filter_map(|r| r.get("enum")).collect();
+        assert_eq!(enums, [&serde_json::json!(["open", "closed"])]);
         // Every inferred type name is one a declaration takes.
         for (_, t, _) in &declared {
             assert!(Type::from_type_name(t).is_some(), "{t}");

@@ -358,10 +358,17 @@ pub(crate) fn schema_type(schema: &Json) -> Type {
         return Type::union_all(alts.iter().map(schema_type));
     }
     let (types, nullable) = json_types(schema);
+    // `enum` (or `const`, a one-value enum): strings make a string enum, other values their
+    // own types (`Type::of_values`); beside a `type`, only the values of that type count.
+    let values: Option<Vec<Value>> = match (schema.get("enum").and_then(Json::as_array), schema.get("const")) {
+        (Some(values), _) => Some(values.iter().map(Value::from).collect()),
+        (None, Some(one)) => Some(vec![Value::from(one)]),
+        (None, None) => None,
+    };
     let t = if types.is_empty() {
-        match (schema.get("properties"), schema.get("enum").and_then(Json::as_array)) {
+        match (schema.get("properties"), &values) {
             (Some(_), _) => object_type(schema),
-            (None, Some(values)) => Type::union_all(values.iter().map(|v| crate::types::type_of(&Value::from(v)))),
+            (None, Some(values)) if !values.is_empty() => Type::of_values(values),
             _ if nullable => Type::Null,
             _ => Type::Any,
         }
@@ -378,6 +385,10 @@ pub(crate) fn schema_type(schema: &Json) -> Type {
             "object" => object_type(schema),
             _ => Type::Any,
         }))
+    };
+    let t = match &values {
+        Some(values) if !types.is_empty() => t.narrowed_to(values),
+        _ => t,
     };
     if nullable {
         t.union(Type::Null)
@@ -666,7 +677,9 @@ mod tests {
         assert!(result.starts_with("list<object{order_id: string, customer: object{customer_id: string"), "{result}");
         assert!(result.contains("lines: list<object{sku: string, quantity: integer, price: number}>"), "{result}");
         assert!(result.contains("note: string | null"), "{result}");
-        assert_eq!(exact.arguments.get("status").map(Type::to_string).as_deref(), Some("string | null"));
+        // An enum in `$defs`, through `$ref` and `anyOf` with null: its values, nullable.
+        let status = exact.arguments.get("status").map(Type::to_string);
+        assert_eq!(status.as_deref(), Some(r#""open" | "shipped" | "cancelled" | null"#));
         // A recursive model: followed twice, then any value.
         let thread = tool("thread").exact_types();
         let replies = thread.responses.get("replies").expect("replies").to_string();

@@ -6,12 +6,16 @@
 //! to run time when some could ([`Fit::Maybe`]).
 
 mod check;
+mod enums;
 mod scope;
 pub mod signature;
 pub mod typed;
 
+pub(crate) use check::compare::{enum_mismatch, outside_enum, quoted};
 pub(crate) use check::relative_path;
 pub use check::{check, check_template, RefUse};
+pub(crate) use enums::show_quoted;
+pub use enums::StrEnum;
 pub use scope::Scope;
 
 use std::fmt;
@@ -38,13 +42,17 @@ pub enum Type {
     Number,
     /// `string`
     Str,
+    /// A string that is one of a known set of values: a JSON Schema `enum` (or `const`) of
+    /// strings, shown `"open" | "closed"` ([`StrEnum`]). A subtype of `string`.
+    Enum(Arc<StrEnum>),
     /// `file`: a path string, or an object with a string `path`.
     File,
     /// `list<T>`
     List(Arc<Type>),
     /// `object{…}`
     Object(Arc<ObjectType>),
-    /// One of several types (never nested, never containing `any`).
+    /// One of several types (never nested, never containing `any`; at most one enum, and
+    /// none beside `string`, which holds it).
     Union(Vec<Type>),
 }
 
@@ -175,6 +183,25 @@ impl Type {
                 return false;
             }
         }
+        if let Type::Enum(e) = &t {
+            if parts.contains(&Type::Str) {
+                return false;
+            }
+            if let Some(at) = parts.iter().position(|p| matches!(p, Type::Enum(_))) {
+                if let Type::Enum(prev) = &mut parts[at] {
+                    if !e.is_subset(prev) {
+                        let merged = Arc::make_mut(prev);
+                        if !merged.extend(e) {
+                            parts[at] = Type::Str;
+                        }
+                    }
+                }
+                return false;
+            }
+        }
+        if t == Type::Str {
+            parts.retain(|p| !matches!(p, Type::Enum(_)));
+        }
         if t == Type::Int && parts.contains(&Type::Number) {
             return false;
         }
@@ -234,6 +261,11 @@ impl Type {
             (Type::Int, Type::Number) => Fit::Yes,
             (Type::Number, Type::Int) => Fit::Maybe,
             (Type::Str, Type::File) => Fit::Yes,
+            (Type::Enum(_), Type::Str | Type::File) => Fit::Yes,
+            (Type::Str | Type::File, Type::Enum(_)) => Fit::Maybe,
+            (Type::Enum(a), Type::Enum(b)) if a.is_subset(b) => Fit::Yes,
+            (Type::Enum(a), Type::Enum(b)) if a.is_disjoint(b) => Fit::No,
+            (Type::Enum(_), Type::Enum(_)) => Fit::Maybe,
             (Type::File, Type::Str) | (Type::File, Type::Object(_)) => Fit::Maybe,
             (Type::Object(o), Type::File) => match o.fields.get("path") {
                 Some(t) => t.fits(&Type::Str),
@@ -335,7 +367,7 @@ impl fmt::Display for Type {
         if f.alternate() {
             let article = match self {
                 Type::Int | Type::Object(_) | Type::Any => "an ",
-                Type::Null | Type::Never | Type::Union(_) => "",
+                Type::Null | Type::Never | Type::Union(_) | Type::Enum(_) => "",
                 _ => "a ",
             };
             f.write_str(article)?;
@@ -347,6 +379,9 @@ impl fmt::Display for Type {
         }
     }
 }
+
+/// How many of an enum's values its type shows (`Display`); the rest are counted.
+const SHOWN_ENUM_VALUES: usize = 16;
 
 /// Where a type is shown: at most `left` more bytes, then `cut`, and every write fails so
 /// that the walk stops.
@@ -386,6 +421,19 @@ impl Type {
             Type::Number => out.write_str("number"),
             Type::Str => out.write_str("string"),
             Type::File => out.write_str("file"),
+            Type::Enum(e) => {
+                for (i, v) in e.values().take(SHOWN_ENUM_VALUES).enumerate() {
+                    if i > 0 {
+                        out.write_str(" | ")?;
+                    }
+                    // JSON-quoted, each value cut first: one value may be long.
+                    show_quoted(out, v)?;
+                }
+                if e.len() > SHOWN_ENUM_VALUES {
+                    out.write_fmt(format_args!(" | … ({} values)", e.len()))?;
+                }
+                Ok(())
+            }
             Type::List(e) if **e == Type::Any => out.write_str("list"),
             Type::List(e) => {
                 out.write_str("list<")?;

@@ -370,6 +370,14 @@ impl<'a> Checker<'a> {
             Condition::Leaf { param, operator, value, span } => {
                 let (param_plan, param_ty) = self.value(param, info, None);
                 let value = value.as_ref().map(|v| (v, self.value(v, info, None)));
+                if let Some((node, (ValuePlan::Literal(v), _))) = &value {
+                    self.condition_outside_enum(operator.node, &param_ty, v, node.span, param.span);
+                }
+                let literal = value.as_ref().and_then(|(_, (p, _))| match p {
+                    ValuePlan::Literal(v) => Some(v),
+                    _ => None,
+                });
+                self.condition_never_null(operator.node, &param_ty, literal, param.span);
                 if is_numeric(operator.node) {
                     let number = Type::Number.union(Type::Null);
                     let operands = std::iter::once((param, &param_ty)).chain(value.as_ref().map(|(v, (_, t))| (*v, t)));
@@ -401,6 +409,77 @@ impl<'a> Checker<'a> {
                 span: *span,
             },
         }
+    }
+}
+
+impl Checker<'_> {
+    /// `E0207` for a condition that compares a value of a string enum with a literal that is
+    /// not one of its values (`equals`, `not_equals`), or with a list of literals none of
+    /// which is (`in`): it always gives the same answer.
+    fn condition_outside_enum(
+        &mut self,
+        op: Operator,
+        param_ty: &Type,
+        value: &crate::Value,
+        at: crate::Span,
+        param: crate::Span,
+    ) {
+        let written: Vec<&str> = match (op, value) {
+            (Operator::Equals | Operator::NotEquals, crate::Value::Str(s)) => vec![&**s],
+            (Operator::In, crate::Value::List(items)) => {
+                match items.iter().map(crate::Value::as_str).collect::<Option<Vec<_>>>() {
+                    Some(strings) if !strings.is_empty() => strings,
+                    _ => return,
+                }
+            }
+            _ => return,
+        };
+        let mut outside = None;
+        for s in &written {
+            match crate::types::outside_enum(param_ty, s) {
+                Some(values) => outside = Some(values),
+                None => return,
+            }
+        }
+        let Some(values) = outside else { return };
+        let shown = crate::types::quoted(written[0]);
+        let message = match op {
+            Operator::Equals => format!("`equals` never holds: the value is never {shown}"),
+            Operator::NotEquals => format!("`not_equals` always holds: the value is never {shown}"),
+            _ if written.len() == 1 => format!("`in` never holds: the value is never {shown}"),
+            _ => format!("`in` never holds: the value is none of these {} strings", written.len()),
+        };
+        let label = if written.len() == 1 { "not one of its values" } else { "none of them is one of its values" };
+        let d = crate::types::enum_mismatch(message, label, written[0], &values, param_ty, at, param);
+        self.diags.push(d);
+    }
+}
+
+impl Checker<'_> {
+    /// `W0103` for a condition that tests a value that cannot be null for null (`exists`,
+    /// `not_exists`, `equals` / `not_equals` null): it always gives the same answer.
+    fn condition_never_null(
+        &mut self,
+        op: Operator,
+        param_ty: &Type,
+        value: Option<&crate::Value>,
+        param: crate::Span,
+    ) {
+        let verdict = match (op, value) {
+            (Operator::Exists, None) => "`exists` always holds",
+            (Operator::NotExists, None) => "`not_exists` never holds",
+            (Operator::Equals, Some(crate::Value::Null)) => "`equals` null never holds",
+            (Operator::NotEquals, Some(crate::Value::Null)) => "`not_equals` null always holds",
+            _ => return,
+        };
+        if param_ty.fits(&Type::Null) != Fit::No {
+            return;
+        }
+        self.diags.push(
+            Diagnostic::new(Code::NullComparison, param, format!("{verdict}: {param_ty:#} is never null"))
+                .with_label(format!("this is {param_ty}, never null"))
+                .with_help("the value always exists (its declared type is not nullable): drop the condition, or declare the value optional if it can be missing"),
+        );
     }
 }
 

@@ -12,7 +12,13 @@ pub(super) fn json_parse() -> Function {
         Signature::new(
             "json_parse",
             vec![Param::required("json_string", Type::Any)],
-            ReturnRule::Computed(|a| if a[0] == Type::Str || a[0] == Type::Any { Type::Any } else { a[0].clone() }),
+            ReturnRule::Computed(|a| {
+                if matches!(a[0], Type::Str | Type::Enum(_) | Type::Any) {
+                    Type::Any
+                } else {
+                    a[0].clone()
+                }
+            }),
             "parses a JSON string; a non-string is returned unchanged",
         ),
         json_parse_body,

@@ -472,7 +472,7 @@ pub(super) fn slice() -> Function {
                 Param::required("start", Type::Int),
                 Param::optional("end", Type::Int.union(Type::Null), Value::Null),
             ],
-            ReturnRule::Computed(|a| a[0].clone()),
+            ReturnRule::Computed(|a| a[0].widen_enums()),
             "part of a list or string; negative positions count from the end",
         ),
         slice_body,

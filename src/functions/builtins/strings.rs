@@ -3,7 +3,7 @@
 use super::*;
 
 fn str_rule() -> ReturnRule {
-    ReturnRule::Computed(|a| if a[0] == Type::Str { Type::Str } else { str_or_null() })
+    ReturnRule::Computed(|a| if matches!(a[0], Type::Str | Type::Enum(_)) { Type::Str } else { str_or_null() })
 }
 
 /// Runs a string function with `null` passing through.

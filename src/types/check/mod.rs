@@ -6,6 +6,7 @@
 //! succeed. It also collects the REF paths and free names the program uses.
 
 mod calls;
+pub(crate) mod compare;
 mod names;
 mod templates;
 
@@ -507,7 +508,11 @@ impl<'a> Checker<'a> {
         let rt = self.expr(r);
         use BinaryOp::*;
         let ty = match op {
-            Or | And | Eq | Ne => Type::Bool,
+            Eq | Ne => {
+                self.comparison(op, (&lt, l.span), (&rt, r.span));
+                Type::Bool
+            }
+            Or | And => Type::Bool,
             Lt | Le | Gt | Ge => {
                 let possible = pairs(&lt.ty, &rt.ty).any(|(a, b)| {
                     matches!((a, b), (Type::Null, _) | (_, Type::Null) | (Type::Any, _) | (_, Type::Any))
@@ -530,7 +535,8 @@ impl<'a> Checker<'a> {
                 let mut out = Vec::new();
                 // A `file` is one of its two run-time forms in `+` (`ops::add` sees a string or
                 // an object); comparisons already take it as the string it may be.
-                let (la, ra) = (file_forms(&lt.ty), file_forms(&rt.ty));
+                // Joining strings makes a string, not a value of an enum.
+                let (la, ra) = (file_forms(&lt.ty.widen_enums()), file_forms(&rt.ty.widen_enums()));
                 for (a, b) in pairs(&la, &ra) {
                     let num = |t: &Type| t.fits(&Type::Number) != Fit::No;
                     match (a, b) {
@@ -650,7 +656,7 @@ fn index_alternative(alt: &Type, key: &TExpr) -> Option<(Type, Option<Type>)> {
             };
             Some((ty, None))
         }
-        Type::Str | Type::File if k.fits(&Type::Str) != Fit::No => Some((Type::Any, None)),
+        Type::Str | Type::Enum(_) | Type::File if k.fits(&Type::Str) != Fit::No => Some((Type::Any, None)),
         _ => None,
     }
 }
@@ -728,7 +734,7 @@ fn alternative_segment(
             _ if is_index => Some(e.as_ref().clone().union(Type::Null)),
             _ => None,
         },
-        Type::Str => match s {
+        Type::Str | Type::Enum(_) => match s {
             "length" => Some(Type::Int),
             "path" | "file_name" | "parent_directory" => Some(Type::Str),
             _ => None,
