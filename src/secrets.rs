@@ -13,9 +13,13 @@
 //! What is covered (`docs/security.md`, "Secrets"): each secret as written, JSON-escaped
 //! (with the escapes of serde_json, of PHP's `\/` and of Go's `\u003c`/`\u003e`/`\u0026`),
 //! percent-encoded (either hex case) and in base64 (standard and URL-safe, at any alignment
-//! inside a longer base64 text); and a text that ends with the start of a secret or begins
-//! with its end, as a cut body or a chunk boundary leaves it (at least
-//! [`MIN_PARTIAL_BYTES`] of it). Not covered, by design: a secret split across two separate
+//! inside a longer base64 text); and a secret cut short, as a cut body or a chunk boundary
+//! leaves it: a text holding a secret's first [`MIN_PARTIAL_BYTES`] is redacted from there to
+//! its end, one holding its last ones from its start to there ([`cut_around`]). Only those
+//! bytes decide, never how much more of the secret follows: a rule that redacted "a text
+//! ending with the secret's start" told whoever chose the text how far their guess matched,
+//! and a plan sending 65 guesses through an upstream tool that echoes its input read another
+//! upstream's token a byte a step (hostile round 10). Not covered, by design: a secret split across two separate
 //! strings, or transformed in any other way (reversed, hashed, another encoding) — a peer
 //! that holds a secret and means to hand it over can always do that, and redaction is
 //! against echoes, not against a peer's intent.
@@ -75,14 +79,19 @@ pub(crate) fn redact(text: &str) -> Cow<'_, str> {
         return Cow::Borrowed(text);
     }
     let forms = FORMS.read().unwrap_or_else(PoisonError::into_inner);
+    redact_forms(text, &forms)
+}
+
+/// [`redact`] with the forms `forms` (longest first).
+fn redact_forms<'t>(text: &'t str, forms: &[String]) -> Cow<'t, str> {
     let mut out = Cow::Borrowed(text);
-    for form in forms.iter() {
+    for form in forms {
         if out.contains(form.as_str()) {
             out = Cow::Owned(out.replace(form.as_str(), REDACTED));
         }
     }
-    for form in forms.iter() {
-        if let Some(cut) = cut_edges(&out, form) {
+    for form in forms {
+        if let Some(cut) = cut_around(&out, form) {
             out = Cow::Owned(cut);
         }
     }
@@ -150,50 +159,31 @@ fn forms(secret: &str) -> Vec<String> {
     forms
 }
 
-/// `text` with a prefix that is the end of `form`, or a suffix that is the start of `form`
-/// (at least [`MIN_PARTIAL_BYTES`] of it), replaced; `None` when it has neither.
-fn cut_edges(text: &str, form: &str) -> Option<String> {
+/// `text` with what may be a cut piece of `form` replaced: from the first place it holds the
+/// form's first [`MIN_PARTIAL_BYTES`] to its end, and from its start to the end of the last
+/// place it holds the form's last ones; `None` when it holds neither.
+///
+/// Only those bytes decide what is replaced — not whether more of the form follows them —
+/// so the answer tells whoever wrote the text nothing they did not put in it: whoever knows
+/// a token's first bytes (`sk-proj-`) learns nothing more by sending guesses that begin with
+/// them through a tool that echoes its input, since every guess comes back cut at the same
+/// place. A text that names those bytes for another reason is cut too: redaction errs on
+/// the side of the secret.
+fn cut_around(text: &str, form: &str) -> Option<String> {
     if form.len() <= MIN_PARTIAL_BYTES {
         return None;
     }
-    let mut start = 0;
-    let mut end = text.len();
-    // The text ends with the form's start: look for the first MIN_PARTIAL_BYTES of the form
-    // in the text's last form.len() - 1 bytes, and check that the rest of the text follows it.
     let head = &form[..floor_char_boundary(form, MIN_PARTIAL_BYTES)];
-    let from = floor_char_boundary(text, text.len().saturating_sub(form.len() - 1));
-    let mut at = from;
-    while let Some(i) = text[at..].find(head) {
-        let p = at + i;
-        if form.starts_with(&text[p..]) {
-            end = p;
-            break;
-        }
-        at = p + head.len().max(1);
-        at = ceil_char_boundary(text, at);
-    }
-    // The text begins with the form's end: look for the text's first MIN_PARTIAL_BYTES in the
-    // form after its first byte (the earliest place is the longest end), and check that the
-    // rest of the form follows.
-    if text.len() >= MIN_PARTIAL_BYTES && text.is_char_boundary(MIN_PARTIAL_BYTES) {
-        let lead = &text[..MIN_PARTIAL_BYTES];
-        let mut at = ceil_char_boundary(form, 1);
-        while let Some(i) = form[at..].find(lead) {
-            let p = at + i;
-            if text.starts_with(&form[p..]) {
-                start = form.len() - p;
-                break;
-            }
-            at = ceil_char_boundary(form, p + 1);
-        }
-    }
+    let tail = &form[ceil_char_boundary(form, form.len() - MIN_PARTIAL_BYTES)..];
+    let end = text.find(head).unwrap_or(text.len());
+    let start = text.rfind(tail).map_or(0, |p| p + tail.len());
     if start == 0 && end == text.len() {
         return None;
     }
     if start >= end {
         return Some(REDACTED.to_string());
     }
-    let mut out = String::with_capacity(text.len());
+    let mut out = String::with_capacity(end - start + 2 * REDACTED.len());
     if start > 0 {
         out.push_str(REDACTED);
     }
@@ -297,7 +287,62 @@ mod tests {
         // Fewer than MIN_PARTIAL_BYTES of it: ordinary text.
         assert_eq!(redact("see sk-cut"), "see sk-cut");
         // Multi-byte text around it does not panic on a char boundary.
-        assert_eq!(redact("é sk-cut-01234é"), "é sk-cut-01234é");
+        assert_eq!(redact("é sk-cut-01234é"), "é [redacted]");
+        assert_eq!(redact("éé"), "éé");
+    }
+
+    /// Hostile round 10: a plan sent `P+"a"`, `P+"b"`, … through an upstream tool echoing its
+    /// input, `P` a token's known first bytes, and the one guess that was a longer start of the
+    /// token came back redacted — a byte a step, the whole token in one plan. Every guess now
+    /// comes back the same whatever the token's further bytes.
+    #[test]
+    fn redaction_answers_no_guess_about_a_secret() {
+        let token = "sk-SECRETTOKEN-0123456789abcdef";
+        let mut f = forms(token);
+        f.sort_by_key(|x| std::cmp::Reverse(x.len()));
+        let known = "sk-SECRE";
+        let answers: std::collections::BTreeSet<String> =
+            (b' '..=b'~').map(|c| redact_forms(&format!("{known}{}", char::from(c)), &f).into_owned()).collect();
+        assert_eq!(answers.into_iter().collect::<Vec<_>>(), [REDACTED], "every guess looks alike");
+        // Neither does a guess of the token's end.
+        let answers: std::collections::BTreeSet<String> =
+            (b' '..=b'~').map(|c| redact_forms(&format!("{}89abcdef", char::from(c)), &f).into_owned()).collect();
+        assert_eq!(answers.into_iter().collect::<Vec<_>>(), [REDACTED]);
+    }
+
+    proptest::proptest! {
+        /// What a text is redacted to depends on the secret's first and last
+        /// MIN_PARTIAL_BYTES only (and on whether the whole secret is in it): two secrets of
+        /// the same length sharing those bytes redact every text that holds neither whole
+        /// alike — so no text a client chooses tells the secrets apart.
+        #[test]
+        fn redaction_depends_on_a_secrets_edges_only(
+            middle1 in "[A-Za-z0-9]{4,24}",
+            seed in proptest::collection::vec(0usize..64, 0..6),
+            junk in "[ a-z=]{0,12}",
+        ) {
+            let head = "sk-test-";
+            let tail = "-end0000";
+            let middle2: String = middle1.chars().rev().map(|c| if c == 'Z' { 'Y' } else { 'Z' }).collect();
+            let s1 = format!("{head}{middle1}{tail}");
+            let s2 = format!("{head}{middle2}{tail}");
+            // A text made of pieces of the first secret and junk: what a client would send.
+            let mut text = junk.clone();
+            for n in &seed {
+                let n = n % s1.len();
+                text.push_str(if n % 2 == 0 { &s1[..n] } else { &s1[n..] });
+                text.push_str(&junk);
+            }
+            proptest::prop_assume!(!text.contains(&s1) && !text.contains(&s2));
+            let longest_first = |mut f: Vec<String>| {
+                f.sort_by_key(|x| std::cmp::Reverse(x.len()));
+                f
+            };
+            let f1 = longest_first(forms(&s1));
+            let f2 = longest_first(forms(&s2));
+            proptest::prop_assume!(f1.iter().chain(&f2).all(|f| !text.contains(f.as_str())));
+            proptest::prop_assert_eq!(redact_forms(&text, &f1), redact_forms(&text, &f2));
+        }
     }
 
     #[test]
