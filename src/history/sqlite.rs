@@ -16,7 +16,7 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row};
 mod opening;
 mod trim;
 
-use opening::{immutable_uri, opening, regular_file, retry_busy, unwritable};
+use opening::{immutable_uri, make_private, opening, regular_file, retry_busy, unwritable};
 
 use super::payload::Payloads;
 use super::{HistoryError, HistoryStore, Invocation, NewRun, RunContext, RunDetail, RunFilter, RunRow, StepRow};
@@ -247,10 +247,8 @@ impl SqliteStore {
     /// [`SCHEMA_VERSION`], and marks `INTERRUPTED` every run still `RUNNING` whose process
     /// is gone (when the file can be written: reading shows such a run `INTERRUPTED` anyway).
     pub fn open(path: &Path) -> Result<SqliteStore, HistoryError> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| HistoryError(format!("cannot create {}: {e}", dir.display())))?;
-        }
         let what = format!("{}", path.display());
+        make_private(path, &what)?;
         regular_file(path, &what)?;
         let conn = Connection::open(path).map_err(err(&what))?;
         // A file this user may not write is opened read-only without a word: every write of
@@ -933,5 +931,38 @@ mod tests {
         Connection::open(&path).unwrap().execute_batch("PRAGMA user_version = 99").unwrap();
         let e = SqliteStore::open(&path).unwrap_err();
         assert!(e.0.contains("schema version 99, newer than this tdsl knows (4)"), "{e}");
+    }
+
+    /// Hostile round 10 (outside): the history keeps every payload, and was readable by
+    /// every local user.
+    #[cfg(unix)]
+    #[test]
+    fn the_history_is_private_to_its_user() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("new/tdsl/history.db");
+        drop(SqliteStore::open(&path).unwrap());
+        assert_eq!(mode(&dir.path().join("new")), 0o700);
+        assert_eq!(mode(&dir.path().join("new/tdsl")), 0o700);
+        assert_eq!(mode(&path), 0o600);
+        // One made readable by others (by an older tdsl), with its WAL: made private.
+        let old = dir.path().join("old.db");
+        drop(SqliteStore::open(&old).unwrap());
+        let wal = dir.path().join("old.db-wal");
+        std::fs::write(&wal, b"").unwrap();
+        for p in [&old, &wal] {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        }
+        make_private(&old, "old.db").unwrap();
+        assert_eq!((mode(&old), mode(&wal)), (0o600, 0o600));
+        std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o644)).unwrap();
+        drop(SqliteStore::open(&old).unwrap());
+        assert_eq!(mode(&old), 0o600);
+        // A folder that exists is the user's choice: left as it is.
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        drop(SqliteStore::open(&dir.path().join("third.db")).unwrap());
+        assert_eq!(mode(dir.path()), 0o755);
+        assert_eq!(mode(&dir.path().join("third.db")), 0o600);
     }
 }

@@ -79,3 +79,52 @@ pub(super) fn regular_file(path: &Path, what: &str) -> Result<bool, HistoryError
         Err(e) => Err(HistoryError(format!("{what}: {e}"))),
     }
 }
+
+/// Makes the history private to this user before it is opened: it keeps every payload of
+/// every run (arguments, tools' answers), and was created readable by every local user
+/// (0644 in a 0755 folder; hostile round 10, outside). A folder it creates is 0700; the
+/// database is created 0600, and one that others may read or write is made 0600 (SQLite
+/// gives its `-wal` and `-shm` files the database's mode; ones left from before are made
+/// 0600 too). Best effort on what this user does not own: opening then says what fails.
+pub(super) fn make_private(path: &Path, what: &str) -> Result<(), HistoryError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty() && !d.is_dir()) {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(|e| HistoryError(format!("cannot create {}: {e}", dir.display())))?;
+        }
+        if !regular_file(path, what)? {
+            match std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path) {
+                Ok(_) => {}
+                // Made by another process meanwhile: tightened below like any other.
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(HistoryError(format!("{what}: {e}"))),
+            }
+        }
+        let mut all = vec![path.to_path_buf()];
+        for suffix in ["-wal", "-shm"] {
+            let mut p = path.as_os_str().to_owned();
+            p.push(suffix);
+            all.push(p.into());
+        }
+        for p in all {
+            if let Ok(m) = std::fs::symlink_metadata(&p) {
+                if m.is_file() && m.permissions().mode() & 0o077 != 0 {
+                    let _ = std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600));
+                }
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| HistoryError(format!("cannot create {}: {e}", dir.display())))?;
+        }
+        let _ = what;
+    }
+    Ok(())
+}
