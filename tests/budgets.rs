@@ -417,6 +417,16 @@ fn hashing_and_comparing_are_charged_what_they_read() {
     ] {
         assert_eq!(run_case_with(src, &vars, table_limits()), Ok(want), "{src}");
     }
+    // A condition comparing fields with a long constant (the fast form of a condition
+    // compared it uncharged) or a list constant.
+    let long = "x".repeat(100_000);
+    for src in [
+        format!("count(strs, condition_string=item < '{long}')"),
+        format!("count(strs, condition_string=item.length > 0 and item == '{long}y')"),
+        "count(range(1000000), condition_string=[item, deep] == [item, deep_f])".to_string(),
+    ] {
+        assert_eq!(run_case_with(&src, &vars, table_limits()), Ok(Code::FuelExhausted), "{}", &src[..60]);
+    }
     // The work is the fuel's: `unique` of 10,000 elements of 67 nodes each (every one
     // under the same truncated hash before the fix) costs a walk of each, and comparing
     // equal ones a walk of each pair compared — not 50,000,000 comparisons.

@@ -465,6 +465,13 @@ impl<'a> Vm<'a> {
                     };
                     // Long strings compared: charged (a unit per 64 bytes), the field held
                     // by its own reference meanwhile.
+                    if matches!(op, BinaryOp::Eq | BinaryOp::Ne) && field.is_container() && konst.is_container() {
+                        // Comparing nested values walks them: charged per node visited.
+                        let field = field.into_owned();
+                        let same = self.equal(&field, konst, chunk.spans[pc - 1])?;
+                        self.stack.push(Value::Bool(same == (op == BinaryOp::Eq)));
+                        continue;
+                    }
                     let cmp = ops::compare_cost(&field, konst);
                     let field = if cmp > 0 {
                         let owned = field.into_owned();
