@@ -52,6 +52,18 @@ pub(crate) fn build_cost(v: &Value) -> u64 {
     units as u64
 }
 
+/// Fuel for comparing `a` with `b` (`==`, `!=`, `<`…) beyond the operator's own unit: two
+/// strings compare byte by byte, a unit per 64 bytes of the shorter, so comparing a long
+/// string shared a million times costs what reading it does (docs/security.md, round 10d).
+/// Lists and objects are compared by the metered walk instead.
+#[inline]
+pub(crate) fn compare_cost(a: &Value, b: &Value) -> u64 {
+    match (a, b) {
+        (Value::Str(x), Value::Str(y)) => (x.len().min(y.len()) / 64) as u64,
+        _ => 0,
+    }
+}
+
 /// Bytes charged against [`crate::Limits::max_alloc_bytes`] for one list element.
 pub(crate) const LIST_ELEMENT_BYTES: usize = 16;
 /// Bytes charged for one object entry (its key, value and index slot).

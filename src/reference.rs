@@ -164,6 +164,12 @@ impl Evaluator<'_> {
                         }
                     };
                 }
+                let cmp = if matches!(op, BinaryOp::Add) { 0 } else { crate::ops::compare_cost(&a, &b) };
+                if cmp > self.fuel {
+                    self.fuel = 0;
+                    return Err(EvalError::new(Code::FuelExhausted, e.span, "evaluation ran out of fuel"));
+                }
+                self.fuel -= cmp;
                 let v = crate::ops::binary(*op, &a, &b, self.limits)
                     .map_err(|o| EvalError::new(o.code, e.span, o.message))?;
                 let cost = crate::ops::build_cost(&v);

@@ -69,7 +69,29 @@ fn vars() -> Value {
         ("deep_o", shared_object()),
         ("deep2", Value::list(vec![shared_list(), Value::Int(2)])),
         ("deep_f", shared_floats()),
+        ("nested", nested_list(10_000, |i| i)),
+        ("strs", Value::list(vec![Value::str(&"x".repeat(1 << 20)); 200_000])),
     ])
+}
+
+/// Nesting below which `Hash` for values looks at a list's length only (round 10d).
+const PAST_HASH_LEVELS: usize = 66;
+
+/// `n` values `leaf(i)` each inside [`PAST_HASH_LEVELS`] lists, built apart (nothing
+/// shared, so comparing two walks them whole). Red team 10, finding 2: `unique` of such a
+/// list put every element under one hash and compared them pairwise, unmetered.
+fn nested_list(n: i64, leaf: impl Fn(i64) -> i64) -> Value {
+    Value::list(
+        (0..n)
+            .map(|i| {
+                let mut v = Value::Int(leaf(i));
+                for _ in 0..PAST_HASH_LEVELS {
+                    v = Value::list(vec![v]);
+                }
+                v
+            })
+            .collect(),
+    )
 }
 
 /// The cases of each function: expressions that must end with a limit error at the
@@ -91,9 +113,18 @@ fn cases() -> Vec<(&'static str, Vec<String>)> {
             // Groups only counted (the VM's `CALL_GROUPS_COUNTED`): the same budgets.
             s("length(map(range(100000), \"pipeline(group_by(recs, 'k'), [map(values(current), length(item))])\"))"),
             s("pipeline(group_by(deep, 'item'), [keys(current)])"),
+            s("length(group_by(strs, 'item'))"),
         ]),
-        ("sort", vec![s("length(map(range(100000), \"sort(xs)\"))"), s("sort([deep_f, deep])"), pipeline("sort(current)")]),
-        ("unique", vec![s("length(map(range(100000), \"unique(xs)\"))"), s("unique([deep_f, deep])"), pipeline("unique(current)")]),
+        ("sort", vec![s("length(map(range(100000), \"sort(xs)\"))"), s("sort([deep_f, deep])"), pipeline("sort(current)"), s("length(sort(strs))")]),
+        ("unique", vec![
+            s("length(map(range(100000), \"unique(xs)\"))"),
+            s("unique([deep_f, deep])"),
+            pipeline("unique(current)"),
+            // Red team 10, finding 2: elements alike down to 64 levels, and a long string
+            // shared by every element.
+            s("length(map(range(1000), \"length(unique(nested))\"))"),
+            s("length(unique(strs))"),
+        ]),
         ("flatten", vec![s("length(map(range(100000), \"flatten([xs, xs])\"))"), s("json_stringify(flatten(deep))")]),
         ("datetime_now", vec![s("count(range(1000000), condition_string=count(range(1000), condition_string=datetime_now() != null) > 0)")]),
         ("create_object", vec![s("length(map(range(1000000), \"create_object(a=range(1000))\"))"), s("json_stringify(create_object(a=deep))")]),
@@ -105,7 +136,7 @@ fn cases() -> Vec<(&'static str, Vec<String>)> {
         ("length", vec![s("sum(map(range(1000000), \"length(xs)\"))"), s("sum(map(range(1000000), \"length(s)\"))")]),
         ("keys", vec![s("length(map(range(100000), \"keys(o)\"))")]),
         ("values", vec![s("length(map(range(100000), \"values(o)\"))"), s("json_stringify(values(deep_o))")]),
-        ("contains", vec![s("length(filter(xs, \"contains(xs, item)\"))"), s("contains([deep], deep_f)")]),
+        ("contains", vec![s("length(filter(xs, \"contains(xs, item)\"))"), s("contains([deep], deep_f)"), s("contains(strs, s + 'y')")]),
         ("starts_with", vec![s("count(range(1000000), condition_string=starts_with(s, 'y'))")]),
         ("ends_with", vec![s("count(range(1000000), condition_string=ends_with(s, 'y'))")]),
         ("lower", vec![s("length(map(range(100000), \"lower(s)\"))")]),
@@ -122,10 +153,10 @@ fn cases() -> Vec<(&'static str, Vec<String>)> {
         ("count", vec![s("sum(map(range(100000), \"count(xs)\"))"), s("count([deep], condition_string=item == deep_f)")]),
         ("default", vec![s("length(map(range(1000000), \"default(null, range(1000))\"))"), s("json_stringify(default(null, deep))")]),
         ("merge", vec![s("length(map(range(1000), \"merge(o, {})\"))"), s("json_stringify(merge(deep_o, {}))"), s("length(map(range(1000), \"merge({}, o, o, o)\"))")]),
-        ("from_entries", vec![s("length(map(range(1000), \"from_entries(zip(keys(o), xs))\"))"), s("json_stringify(from_entries([['a', deep]]))"), s("length(map(range(1000), \"from_entries(map(xs, '[item, item]'))\"))")]),
+        ("from_entries", vec![s("length(map(range(1000), \"from_entries(zip(keys(o), xs))\"))"), s("json_stringify(from_entries([['a', deep]]))"), s("length(map(range(1000), \"from_entries(map(xs, '[item, item]'))\"))"), s("length(from_entries(map(strs, '[item, 1]')))")]),
         ("to_entries", vec![s("length(map(range(1000), \"to_entries(o)\"))"), s("json_stringify(to_entries(deep_o))")]),
-        ("pick", vec![s("length(map(range(100000), \"pick(o, keys(o))\"))"), s("json_stringify(pick(deep_o, ['a']))")]),
-        ("omit", vec![s("length(map(range(100000), \"omit(o, keys(o))\"))"), s("json_stringify(omit(deep_o, ['a']))")]),
+        ("pick", vec![s("length(map(range(100000), \"pick(o, keys(o))\"))"), s("json_stringify(pick(deep_o, ['a']))"), s("length(pick(o, strs))")]),
+        ("omit", vec![s("length(map(range(100000), \"omit(o, keys(o))\"))"), s("json_stringify(omit(deep_o, ['a']))"), s("length(omit(o, strs))")]),
         ("zip", vec![s("length(map(range(100000), \"zip(xs, xs)\"))"), s("json_stringify(zip(deep, deep))")]),
         ("range", vec![s("length(map(range(1000000), \"range(1000)\"))"), s("range(1000000000)")]),
         ("slice", vec![s("length(map(range(1000), \"slice(xs, 1)\"))"), s("length(map(range(100000), \"slice(s, 1)\"))"), s("json_stringify(slice(deep, 1))")]),
@@ -367,6 +398,106 @@ fn an_interrupt_stops_a_running_expression() {
     let quiet = Interrupt::new();
     let p = Engine::new().compile("sum(map(range(100000), \"item * 2\"))").unwrap_or_else(|d| panic!("{d:?}"));
     assert_eq!(p.eval_interruptible(&Value::Null, &Value::Null, &quiet), p.eval(&Value::Null));
+}
+
+/// Red team 10, finding 2: `unique` of values alike down to 64 levels, or of long strings,
+/// comparing long strings (`==`, `<`), and keys hashed whole: each is charged what it reads,
+/// so it ends with a limit error at the fuel it was given, however the elements are made.
+#[test]
+fn hashing_and_comparing_are_charged_what_they_read() {
+    let vars = vars();
+    for (src, want) in [
+        ("length(map(range(1000), \"length(unique(nested))\"))", Code::FuelExhausted),
+        ("length(unique(strs))", Code::FuelExhausted),
+        ("length(sort(strs))", Code::FuelExhausted),
+        ("length(group_by(strs, 'item'))", Code::FuelExhausted),
+        ("count(range(1000000), condition_string=s == s)", Code::FuelExhausted),
+        ("count(range(1000000), condition_string=s < s)", Code::FuelExhausted),
+        ("count(strs, condition_string=item != s)", Code::FuelExhausted),
+    ] {
+        assert_eq!(run_case_with(src, &vars, table_limits()), Ok(want), "{src}");
+    }
+    // A condition comparing fields with a long constant (the fast form of a condition
+    // compared it uncharged) or a list constant.
+    let long = "x".repeat(100_000);
+    for src in [
+        format!("count(strs, condition_string=item < '{long}')"),
+        format!("count(strs, condition_string=item.length > 0 and item == '{long}y')"),
+        "count(range(1000000), condition_string=[item, deep] == [item, deep_f])".to_string(),
+    ] {
+        assert_eq!(run_case_with(&src, &vars, table_limits()), Ok(Code::FuelExhausted), "{}", &src[..60]);
+    }
+    // The work is the fuel's: `unique` of 10,000 elements of 67 nodes each (every one
+    // under the same truncated hash before the fix) costs a walk of each, and comparing
+    // equal ones a walk of each pair compared — not 50,000,000 comparisons.
+    let src = "length(unique(nested))";
+    let scope = |v: Value| Value::object_from([("nested", v)]);
+    let eval = |v: &Value, fuel: u64| {
+        let e = Engine::new().with_limits(Limits { fuel, ..Limits::default() });
+        let vars = scope(v.clone());
+        e.compile_in(src, &Scope::from_vars(&vars)).unwrap_or_else(|d| panic!("{d:?}")).eval(&vars)
+    };
+    let fuel_for = |v: Value| -> Option<u64> { (1..=20).map(|k| k * 100_000).find(|&fuel| eval(&v, fuel).is_ok()) };
+    let distinct = nested_list(10_000, |i| i);
+    assert_eq!(eval(&distinct, Limits::default().fuel), Ok(Value::Int(10_000)));
+    let fuel = fuel_for(distinct).unwrap_or(u64::MAX);
+    assert!(fuel <= 800_000, "10,000 distinct elements of 67 nodes took up to {fuel} fuel");
+    let alike = nested_list(10_000, |i| i % 7);
+    assert_eq!(eval(&alike, Limits::default().fuel), Ok(Value::Int(7)));
+    let fuel = fuel_for(alike).unwrap_or(u64::MAX);
+    assert!(fuel <= 1_500_000, "10,000 elements of 7 values took up to {fuel} fuel");
+}
+
+/// `unique` keeps every first occurrence in order, whatever the depth at which elements
+/// differ; equal values (`1` and `1.0`, objects in another key order) are one.
+#[test]
+fn unique_keeps_first_occurrences_in_order() {
+    let engine = Engine::new();
+    for (src, want) in [
+        ("unique([3, 1, 3, 2, 1])", "[3, 1, 2]"),
+        ("unique([1, 1.0, [1], [1.0], {a: 1, b: 2}, {b: 2, a: 1}, 'x', 'x'])", "[1, [1], {a: 1, b: 2}, 'x']"),
+        ("unique([0.5, 2, 0.5, 2.0, null, false, null])", "[0.5, 2, null, false]"),
+    ] {
+        let got = engine.compile(src).unwrap_or_else(|d| panic!("{src}: {d:?}")).eval(&Value::Null);
+        let want = engine.compile(want).unwrap_or_else(|d| panic!("{want}: {d:?}")).eval(&Value::Null);
+        assert_eq!(got, want, "{src}");
+    }
+    let vars = Value::object_from([("nested", nested_list(3_000, |i| (i * 7) % 1_000))]);
+    let p = engine.compile_in("unique(nested)", &Scope::from_vars(&vars)).unwrap_or_else(|d| panic!("{d:?}"));
+    let want = match vars.get_direct("nested") {
+        Some(Value::List(l)) => Value::list(l[..1_000].to_vec()),
+        _ => Value::Null,
+    };
+    assert_eq!(p.eval(&vars), Ok(want));
+}
+
+/// An interrupt stops a long built-in while it runs: `unique` comparing elements alike
+/// below 64 levels, `sort` comparing long strings. The probe cancels at its `n`th poll,
+/// which the fuel spent before the comparisons start puts inside them; before round 10d
+/// neither polled there (`unique` ran to its end, `sort` compared 200 GB of text).
+#[test]
+fn an_interrupt_stops_a_long_builtin() {
+    let vars = vars();
+    let alike = nested_list(20_000, |_| 0);
+    let scope = Value::object_from([("alike", alike), ("strs", vars.get_direct("strs").cloned().unwrap_or_default())]);
+    for (src, nth) in [("length(unique(alike))", 120), ("length(sort(strs))", 10)] {
+        let polls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let seen = polls.clone();
+        let interrupt = Interrupt::new().with_probe(std::sync::Arc::new(move || {
+            let n = seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            (n >= nth).then_some(tdsl::InterruptReason::Cancelled)
+        }));
+        let (tx, rx) = mpsc::channel();
+        let (text, scope2) = (src.to_string(), scope.clone());
+        std::thread::spawn(move || {
+            let p = Engine::new().compile_in(&text, &Scope::from_vars(&scope2)).map_err(|d| format!("{d:?}"));
+            let _ = tx.send(p.map(|p| p.eval_interruptible(&scope2, &Value::Null, &interrupt).map_err(|e| e.code)));
+        });
+        let got = rx.recv_timeout(WATCHDOG).unwrap_or_else(|_| panic!("{src} did not end within {WATCHDOG:?}"));
+        assert_eq!(got, Ok(Err(Code::Interrupted)), "{src}");
+        let n = polls.load(std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(n, nth, "{src}: polled {n} times");
+    }
 }
 
 // ---------------------------------------------------------------------------------------

@@ -126,6 +126,63 @@ impl Value {
         go(self, other, budget, 0)
     }
 
+    /// A hash of the whole value, consistent with [`PartialEq`] (integral floats hash as
+    /// integers, objects independently of key order), visiting at most `*budget` nodes
+    /// (spent from it, strings a unit per 64 bytes as [`Value::nodes_within`] counts them);
+    /// `None` when the budget runs out (or the value nests deeper than [`MAX_WALK_DEPTH`]).
+    ///
+    /// Unlike [`std::hash::Hash`] for values, which stops descending below a few dozen
+    /// levels (it cannot be metered), this hash sees every node: two values that differ
+    /// anywhere hash apart, save for real collisions, so a hash set probing by it compares
+    /// elements only when their whole hashes agree (SPEC §4.8, docs/security.md round 10d).
+    pub fn hash_within(&self, budget: &mut u64) -> Option<u64> {
+        use std::hash::{Hash, Hasher};
+        fn go(v: &Value, h: &mut rustc_hash::FxHasher, budget: &mut u64, depth: usize) -> Option<()> {
+            if *budget == 0 || depth > MAX_WALK_DEPTH {
+                return None;
+            }
+            *budget -= 1;
+            match v {
+                Value::Str(s) => {
+                    let units = (s.len() / 64) as u64;
+                    if units > *budget {
+                        return None;
+                    }
+                    *budget -= units;
+                    (4u8, s).hash(h);
+                }
+                Value::List(l) => {
+                    (5u8, l.len()).hash(h);
+                    for x in l.iter() {
+                        go(x, h, budget, depth + 1)?;
+                    }
+                }
+                Value::Object(o) => {
+                    (6u8, o.len()).hash(h);
+                    let mut acc: u64 = 0;
+                    for (k, x) in o.iter() {
+                        let units = (k.len() / 64) as u64;
+                        if units > *budget {
+                            return None;
+                        }
+                        *budget -= units;
+                        let mut e = rustc_hash::FxHasher::default();
+                        k.hash(&mut e);
+                        go(x, &mut e, budget, depth + 1)?;
+                        acc = acc.wrapping_add(e.finish());
+                    }
+                    acc.hash(h);
+                }
+                // Scalars as `Hash` for values hashes them (integral floats as integers).
+                scalar => scalar.hash(h),
+            }
+            Some(())
+        }
+        let mut h = rustc_hash::FxHasher::default();
+        go(self, &mut h, budget, 0)?;
+        Some(h.finish())
+    }
+
     /// The nodes a full walk of this value visits (shared parts counted each time they are
     /// reached, strings a unit per 64 bytes), if at most `budget`; `None` beyond it.
     pub fn nodes_within(&self, budget: u64) -> Option<u64> {

@@ -438,6 +438,10 @@ impl<'a> Vm<'a> {
                         self.stack.push(Value::Bool(same == (op == BinaryOp::Eq)));
                         continue;
                     }
+                    let cmp = ops::compare_cost(&a, &b);
+                    if cmp > 0 && !matches!(op, BinaryOp::Add) {
+                        self.burn(cmp, chunk.spans[pc - 1])?;
+                    }
                     match ops::binary(op, &a, &b, self.env.limits) {
                         Ok(x) => {
                             let cost = ops::build_cost(&x);
@@ -458,6 +462,23 @@ impl<'a> Vm<'a> {
                         Err((at, e)) => {
                             return Err(self.segment_error(chunk.spans[pc - 1], Root::Local(s), segs, at, e))
                         }
+                    };
+                    // Long strings compared: charged (a unit per 64 bytes), the field held
+                    // by its own reference meanwhile.
+                    if matches!(op, BinaryOp::Eq | BinaryOp::Ne) && field.is_container() && konst.is_container() {
+                        // Comparing nested values walks them: charged per node visited.
+                        let field = field.into_owned();
+                        let same = self.equal(&field, konst, chunk.spans[pc - 1])?;
+                        self.stack.push(Value::Bool(same == (op == BinaryOp::Eq)));
+                        continue;
+                    }
+                    let cmp = ops::compare_cost(&field, konst);
+                    let field = if cmp > 0 {
+                        let owned = field.into_owned();
+                        self.burn(cmp, chunk.spans[pc - 1])?;
+                        std::borrow::Cow::Owned(owned)
+                    } else {
+                        field
                     };
                     let r = match op {
                         BinaryOp::Eq => Ok(Value::Bool(*field == *konst)),

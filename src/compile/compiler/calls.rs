@@ -41,7 +41,18 @@ fn predicate(e: &TExpr, slot: u32) -> Option<Pred> {
             }
         }
         TKind::Binary(op, lr) if op.is_comparison() => {
-            Pred::Cmp(*op, item_path(&lr[0], slot)?, lr[1].as_const()?.clone())
+            let konst = lr[1].as_const()?;
+            // Comparing with a long string or a list or object reads it: left to the
+            // chunk, which charges what a comparison reads (docs/security.md, round 10d).
+            if match konst {
+                Value::Str(s) => s.len() >= 64,
+                Value::List(l) => !l.is_empty(),
+                Value::Object(o) => !o.is_empty(),
+                _ => false,
+            } {
+                return None;
+            }
+            Pred::Cmp(*op, item_path(&lr[0], slot)?, konst.clone())
         }
         _ => Pred::Truthy(item_path(e, slot)?),
     })

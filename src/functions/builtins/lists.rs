@@ -100,10 +100,16 @@ fn group_by_core(r: &mut dyn Caller, args: &Args<'_>, keep: bool) -> R {
         let key = r.project(1, x, i)?;
         let at = match &*key {
             // A key seen before (most are) is found by its text: no key is built for it.
-            Value::Str(s) => match group_of(&groups, s.as_str()) {
-                Some(at) => at,
-                None => groups.insert_full(s.clone(), Default::default()).0,
-            },
+            // Hashing a long key reads it whole: a unit per 64 bytes, as for any text.
+            Value::Str(s) => {
+                if s.len() >= 64 {
+                    r.charge(s.len() / 64)?;
+                }
+                match group_of(&groups, s.as_str()) {
+                    Some(at) => at,
+                    None => groups.insert_full(s.clone(), Default::default()).0,
+                }
+            }
             other => {
                 let mut t = String::new();
                 if !other.join_text_within(&mut t, r.limits().max_string_len) {
@@ -214,10 +220,41 @@ pub(in crate::functions) fn sort_refs<'a>(r: &mut dyn Caller, args: &Args<'a>) -
         sort_int_keys(&mut ints, desc);
         ints.into_iter().map(|(_, x)| x).collect()
     } else {
-        if desc {
-            keyed.sort_by(|a, b| b.0.total_cmp(&a.0));
-        } else {
-            keyed.sort_by(|a, b| a.0.total_cmp(&b.0));
+        // Each comparison metered: what it visits beyond the unit the `n log n` charge
+        // above paid for, so keys sharing long strings or deep parts (walked once each
+        // above, compared `log n` times each here) run out of fuel instead of time. The
+        // first failure stops the charging; the sort then ends on equal answers.
+        let mut failed: Option<Failure> = None;
+        keyed.sort_by(|a, b| {
+            if failed.is_some() {
+                return Ordering::Equal;
+            }
+            let (a, b) = if desc { (&b.0, &a.0) } else { (&a.0, &b.0) };
+            let left = r.fuel_left();
+            let mut budget = left;
+            let ord = a.cmp_within(b, &mut budget);
+            let extra = (left - budget).saturating_sub(1);
+            let charged = if ord.is_none() {
+                Err(Failure::from(FnError::new(Code::FuelExhausted, "evaluation ran out of fuel")))
+            } else if extra > 0 {
+                r.charge(usize::try_from(extra).unwrap_or(usize::MAX)).map_err(Failure::from)
+            } else {
+                Ok(())
+            };
+            match (charged, ord) {
+                (Ok(()), Some(ord)) => ord,
+                (Err(e), _) => {
+                    failed = Some(e);
+                    Ordering::Equal
+                }
+                (Ok(()), None) => Ordering::Equal,
+            }
+        });
+        if let Some(e) = failed {
+            if matches!(&e, Failure::Fn(f) if f.code == Code::FuelExhausted) {
+                r.charge(usize::MAX)?;
+            }
+            return Err(e);
         }
         keyed.into_iter().map(|(_, x)| x).collect()
     };
@@ -259,20 +296,61 @@ pub(super) fn unique() -> Function {
 fn unique_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     let xs = list_arg(args, 0, "array")?;
     r.charge(xs.len() / 4)?;
-    // Hashing and comparing elements walks them: charged as a walk of each.
-    for x in xs {
-        if matches!(x, Value::List(_) | Value::Object(_)) {
-            metered(r, |b| x.nodes_within(*b))?;
+    let keep = distinct(r, xs)?;
+    Ok(Value::list(xs.iter().zip(keep).filter(|(_, k)| *k).map(|(x, _)| x.clone()).collect()))
+}
+
+/// Which elements of `xs` are the first occurrence of their value, with a worst case
+/// bounded by fuel whatever the elements (docs/security.md, round 10d):
+///
+/// * each element is hashed whole ([`Value::hash_within`]: every node, however deep),
+///   charged as a walk of it — a list or object a node a unit, a string a unit per 64 bytes;
+/// * the `(hash, index)` pairs are radix-sorted by hash (stable: indices stay in order), so
+///   no hash table is probed and no probe sequence can grow;
+/// * within a run of equal hashes each element is compared with the distinct values seen
+///   so far in the run, each comparison charged what it visits and at least a unit, so
+///   values crafted to share a hash run out of fuel instead of time.
+///
+/// Every charge goes through [`Caller::charge`], which polls the evaluation's interrupt.
+fn distinct(r: &mut dyn Caller, xs: &[Value]) -> Result<Vec<bool>, Failure> {
+    let mut hashed: Vec<(u64, usize)> = Vec::with_capacity(xs.len());
+    for (i, x) in xs.iter().enumerate() {
+        let h = match x {
+            Value::List(_) | Value::Object(_) => metered(r, |b| x.hash_within(b))?,
+            _ => {
+                if let Value::Str(s) = x {
+                    r.charge(s.len() / 64)?;
+                }
+                let mut budget = u64::MAX;
+                x.hash_within(&mut budget).unwrap_or_default()
+            }
+        };
+        hashed.push((h, i));
+    }
+    radsort::sort_by_key(&mut hashed, |p| p.0);
+    let mut keep = vec![false; xs.len()];
+    let mut reps: Vec<usize> = Vec::new();
+    for run in hashed.chunk_by(|a, b| a.0 == b.0) {
+        if let [(_, i)] = run {
+            keep[*i] = true;
+            continue;
+        }
+        reps.clear();
+        for &(_, i) in run {
+            let mut seen = false;
+            for &j in &reps {
+                if metered(r, |b| xs[i].eq_within(&xs[j], b))? {
+                    seen = true;
+                    break;
+                }
+            }
+            if !seen {
+                reps.push(i);
+                keep[i] = true;
+            }
         }
     }
-    let mut seen: FxHashSet<&Value> = FxHashSet::default();
-    let mut out = Vec::new();
-    for x in xs {
-        if seen.insert(x) {
-            out.push(x.clone());
-        }
-    }
-    Ok(Value::list(out))
+    Ok(keep)
 }
 
 /// `flatten`: the signature; the body follows.
@@ -355,15 +433,16 @@ fn contains_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
             _ => false,
         },
         Value::List(l) => {
-            // A unit per element compared, and what comparing nested values visits.
-            metered(r, |b| {
-                for x in l.iter() {
-                    if x.eq_within(needle, b)? {
-                        return Some(true);
-                    }
+            // A unit per element compared, and what comparing nested values visits:
+            // charged element by element, so a long search polls the interrupt.
+            let mut found = false;
+            for x in l.iter() {
+                if metered(r, |b| x.eq_within(needle, b))? {
+                    found = true;
+                    break;
                 }
-                Some(false)
-            })?
+            }
+            found
         }
         Value::Object(o) => match needle {
             Value::Str(n) => o.contains_key(&**n),

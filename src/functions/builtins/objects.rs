@@ -23,16 +23,21 @@ fn obj_param<'a>(args: &'a Args<'_>, i: usize, name: &str) -> Result<Option<&'a 
     }
 }
 
-fn key_set<'a>(args: &'a Args<'_>, i: usize) -> Result<Vec<&'a str>, Failure> {
+/// The keys of parameter `i`, charged a unit per 64 bytes of them: each is hashed whole,
+/// and a list of one long string shared a million times is cheap to build.
+fn key_set<'a>(r: &mut dyn Caller, args: &'a Args<'_>, i: usize) -> Result<Vec<&'a str>, Failure> {
     let keys = list_arg(args, i, "keys")?;
-    keys.iter()
-        .enumerate()
-        .map(|(j, k)| {
-            k.as_str().ok_or_else(|| {
-                FnError::element(Code::RuntimeType, i, j, format!("keys must be strings, found {:#}", k.kind())).into()
-            })
-        })
-        .collect()
+    let mut out = Vec::with_capacity(keys.len());
+    for (j, k) in keys.iter().enumerate() {
+        let k = k.as_str().ok_or_else(|| {
+            FnError::element(Code::RuntimeType, i, j, format!("keys must be strings, found {:#}", k.kind()))
+        })?;
+        if k.len() >= 64 {
+            r.charge(k.len() / 64)?;
+        }
+        out.push(k);
+    }
+    Ok(out)
 }
 
 /// `get_object_property`: the signature; the body follows.
@@ -208,7 +213,11 @@ fn from_entries_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
             }
         };
         let key = match k {
-            Value::Str(s) => s.clone(),
+            Value::Str(s) => {
+                // Hashing the key reads it whole: a unit per 64 bytes, as for any text.
+                r.charge(s.len() / 64)?;
+                s.clone()
+            }
             Value::Int(_) | Value::Float(_) | Value::Bool(_) => key_text(r, k)?,
             other => {
                 return Err(bad(j, format!("a key must be a string, number or boolean, found {:#}", other.kind())))
@@ -264,9 +273,9 @@ pub(super) fn pick() -> Function {
     )
 }
 
-fn pick_body(_: &mut dyn Caller, args: &Args<'_>) -> R {
+fn pick_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     let obj = obj_param(args, 0, "obj")?;
-    let keys = key_set(args, 1)?;
+    let keys = key_set(r, args, 1)?;
     let mut out = Map::default();
     if let Some(o) = obj {
         for k in keys {
@@ -291,9 +300,9 @@ pub(super) fn omit() -> Function {
     )
 }
 
-fn omit_body(_: &mut dyn Caller, args: &Args<'_>) -> R {
+fn omit_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     let obj = obj_param(args, 0, "obj")?;
-    let keys: FxHashSet<&str> = key_set(args, 1)?.into_iter().collect();
+    let keys: FxHashSet<&str> = key_set(r, args, 1)?.into_iter().collect();
     let out: Map = obj
         .map(|o| o.iter().filter(|(k, _)| !keys.contains(&***k)).map(|(k, v)| (k.clone(), v.clone())).collect())
         .unwrap_or_default();
