@@ -79,3 +79,23 @@ fn a_field_read_by_its_odd_name_has_its_schemas_type() {
         assert!(check.diagnostics.iter().any(|d| d.code == code), "{arguments}: {}", check.render());
     }
 }
+
+/// A REF path cannot name such a field: the diagnostic says to read it in a transform.
+#[test]
+fn a_ref_to_a_field_that_is_no_identifier_says_how_to_read_it() {
+    let plans = desk();
+    for (written, code, says) in [
+        ("REF:s.2fa", "E0006", "read it in a transform, `\"variables\": {\"r\": \"REF:s\"}` and `r['2fa']`"),
+        ("REF:s.host.name", "E1314", "declares the field `host.name`, which a REF path cannot name"),
+    ] {
+        let plan = json!({"instructions": [{"execution_id": "s", "tool_definition_path": "t/get_user",
+            "arguments": {"first name": "Ada"}}], "response_reference_map": {"v": written}});
+        let check = plans.check_value(&plan);
+        let d = check
+            .diagnostics
+            .iter()
+            .find(|d| d.code == code)
+            .unwrap_or_else(|| panic!("{written}: {}", check.render()));
+        assert!(d.help.as_deref().unwrap_or_default().contains(says), "{written}: {}", check.render());
+    }
+}
