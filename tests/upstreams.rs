@@ -575,6 +575,9 @@ fn a_timed_out_call_is_sent_again_only_to_a_tool_safe_to_repeat_or_when_the_step
     // before the call is sent, which is retried, and the third start takes the call.
     let crash = client.call("run_plan", slow_plan("up/crash", 0.0, None));
     assert_eq!(crash["isError"], true, "{crash}");
+    // Let the client see the server's end (its output closed) before the next call: a
+    // call sent to a server it still takes for alive fails as one that may have reached it.
+    std::thread::sleep(std::time::Duration::from_millis(500));
     let again = client.call("run_plan", slow_plan("up/refund", 0.0, None));
     assert_eq!(again["structuredContent"]["status"], "SUCCESS", "{again}");
     assert_eq!(reached(&mut client, "crash"), 1);
