@@ -473,3 +473,115 @@ fn a_failed_start_names_an_upstream_by_its_name() {
         assert!(answer.to_string().contains(says), "{tool}: {answer}");
     }
 }
+
+/// An upstream whose tools say whether they are safe to call twice (MCP annotations), and
+/// that writes each call it reads to `$UP_LOG` (one tool name a line) before it answers:
+/// `refund` (destructive) and `lookup` (read-only) sleep `seconds` — `lookup` on its first
+/// call only —, `crash` ends the server, `fence` answers at once. Its `$UP_DEAF_START`-th
+/// start (counted in `$UP_LOG.starts`) exits before the handshake.
+const HINTED: &str = r#"#!/usr/bin/env python3
+import json, os, sys, time
+log_path = os.environ["UP_LOG"]
+with open(log_path + ".starts", "a") as f:
+    f.write("start\n")
+with open(log_path + ".starts") as f:
+    if len(f.readlines()) == int(os.environ.get("UP_DEAF_START", "0")):
+        sys.exit(3)
+def out(m):
+    sys.stdout.write(json.dumps(m) + "\n")
+    sys.stdout.flush()
+def calls(name):
+    with open(log_path) as f:
+        return [l.strip() for l in f].count(name)
+arg = {"type": "object", "properties": {"seconds": {"type": "number"}}}
+tools = [
+    {"name": "refund", "inputSchema": arg,
+     "annotations": {"readOnlyHint": False, "idempotentHint": False, "destructiveHint": True}},
+    {"name": "lookup", "inputSchema": arg, "annotations": {"readOnlyHint": True}},
+    {"name": "crash", "inputSchema": arg, "annotations": {"destructiveHint": True}},
+    {"name": "fence", "inputSchema": arg},
+]
+for line in sys.stdin:
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    method, i = m.get("method"), m.get("id")
+    if method == "initialize":
+        out({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": m["params"]["protocolVersion"],
+             "capabilities": {"tools": {}}, "serverInfo": {"name": "hinted", "version": "1"}}})
+    elif method == "tools/list":
+        out({"jsonrpc": "2.0", "id": i, "result": {"tools": tools}})
+    elif method == "tools/call":
+        name, args = m["params"]["name"], m["params"].get("arguments") or {}
+        with open(log_path, "a") as f:
+            f.write(name + "\n")
+        if name == "crash":
+            os._exit(1)
+        if name == "refund" or (name == "lookup" and calls("lookup") == 1):
+            time.sleep(float(args.get("seconds", 0)))
+        out({"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text": "{}"}],
+             "structuredContent": {"done": name}}})
+    elif i is not None:
+        out({"jsonrpc": "2.0", "id": i, "result": {}})
+"#;
+
+/// A plan of one call of `tool` sleeping `seconds`, its attempts bounded to 1 s, with the
+/// step's own `retry` when given.
+fn slow_plan(tool: &str, seconds: f64, retry: Option<Value>) -> Value {
+    let mut step = json!({"execution_id": "a", "tool_definition_path": tool, "arguments": {"seconds": seconds},
+        "timeout_seconds": 1});
+    if let Some(r) = retry {
+        step["retry"] = r;
+    }
+    json!({"plan": {"instructions": [step], "response_reference_map": {"a": "REF:a"}}})
+}
+
+/// Finding 8 of round 10: a timed-out call of a tool that is not known to be safe to call
+/// twice is not sent again unless the step asks (`retry`); a read-only one is retried as
+/// before; a failure before the call was sent (the server's start failed) is retried
+/// whatever the tool. Counted by the calls the upstream read, not by timing.
+#[test]
+fn a_timed_out_call_is_sent_again_only_to_a_tool_safe_to_repeat_or_when_the_step_asks() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let (root, upstream) = scripted(dir.path(), "hinted.py", HINTED);
+    let log = dir.path().join("calls.log");
+    std::fs::write(&log, "").expect("the log");
+    let log_env = log.to_str().expect("a UTF-8 path");
+    let env = [("UP_LOG", log_env), ("UP_DEAF_START", "2")];
+    let mut client = serve_upstreams(&root, &[up(&upstream)], None, &[], &env);
+    // The calls the upstream read so far, by tool, once it has read every call sent before.
+    let reached = |client: &mut StdioClient, tool: &str| {
+        let fenced = client.call("run_plan", slow_plan("up/fence", 0.0, None));
+        assert_eq!(fenced["structuredContent"]["status"], "SUCCESS", "{fenced}");
+        std::fs::read_to_string(&log).expect("the log").lines().filter(|l| *l == tool).count()
+    };
+
+    let refund = client.call("run_plan", slow_plan("up/refund", 1.5, None));
+    assert_eq!(refund["structuredContent"]["status"], "TIMEOUT", "{refund}");
+    assert!(refund.to_string().contains("not retried: `up/refund` is not marked read-only or idempotent"), "{refund}");
+    assert_eq!(reached(&mut client, "refund"), 1, "a destructive tool timing out is called once");
+
+    let asked = client
+        .call("run_plan", slow_plan("up/refund", 1.5, Some(json!({"max_retries": 1, "base_delay_seconds": 0.1}))));
+    assert_eq!(asked["structuredContent"]["status"], "TIMEOUT", "{asked}");
+    assert_eq!(reached(&mut client, "refund"), 3, "the step's own `retry` is honoured: two more calls");
+
+    let lookup = client.call("run_plan", slow_plan("up/lookup", 1.5, None));
+    assert_eq!(lookup["structuredContent"]["status"], "SUCCESS", "{lookup}");
+    assert_eq!(reached(&mut client, "lookup"), 2, "a read-only tool is retried by default");
+
+    // The server dies in a call (not retried: it may have acted); its next start fails
+    // before the call is sent, which is retried, and the third start takes the call.
+    let crash = client.call("run_plan", slow_plan("up/crash", 0.0, None));
+    assert_eq!(crash["isError"], true, "{crash}");
+    // Let the client see the server's end (its output closed) before the next call: a
+    // call sent to a server it still takes for alive fails as one that may have reached it.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let again = client.call("run_plan", slow_plan("up/refund", 0.0, None));
+    assert_eq!(again["structuredContent"]["status"], "SUCCESS", "{again}");
+    assert_eq!(reached(&mut client, "crash"), 1);
+    assert_eq!(reached(&mut client, "refund"), 4, "{again}");
+    let starts = std::fs::read_to_string(dir.path().join("calls.log.starts")).expect("the starts");
+    assert_eq!(starts.lines().count(), 3, "{again}");
+}

@@ -413,6 +413,13 @@ fn is_builtin_segment(s: &str) -> bool {
 
 fn with_field_help(d: Diagnostic, field: &str, fields: &Fields, source: &str) -> Diagnostic {
     let names: Vec<&str> = fields.iter().map(|f| &**f).filter(|f| *f != "response").collect();
+    // `REF:s.host.name` for the field `host.name`: a REF path cannot name it, an expression can.
+    let odd = names.iter().find(|n| n.len() > field.len() && n.starts_with(field) && !crate::tool::is_identifier(n));
+    if let Some(name) = odd {
+        return d.with_help(format!(
+            "`{source}` declares the field `{name}`, which a REF path cannot name: bind the result in a transform's `variables` (`\"r\": \"REF:…\"`) and read `r['{name}']`"
+        ));
+    }
     match did_you_mean(field, names.iter().copied()) {
         Some(s) => d.with_help(format!("did you mean `{s}`?")),
         None if names.is_empty() => d.with_help(format!("`{source}` declares no responses")),

@@ -147,6 +147,11 @@ impl Source for Recording {
             .map(|a| a.error.clone().unwrap_or_default())
     }
 
+    /// The replay retries where the run did: when the recording has a next attempt.
+    fn repeatable(&self, _ctx: &RunCtx<'_>, call: &AttemptCall<'_>) -> bool {
+        self.recorded(call.key, call.n.saturating_add(1)).is_some()
+    }
+
     fn attempt(&self, ctx: &RunCtx<'_>, call: &AttemptCall<'_>) -> Option<(Outcome, Result<Value, ToolError>)> {
         let (key, n) = (call.key, call.n);
         let recorded = self.recorded(key, n);

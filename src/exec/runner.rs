@@ -45,17 +45,28 @@ pub struct ToolError {
     /// The last lines the program wrote on its standard error (joined with ` | `), when
     /// the error comes with them: for the operator's eyes only.
     pub stderr_tail: Option<String>,
+    /// True when the call provably never reached the tool (its server could not be started
+    /// or connected to, so the request was never sent): a transient failure retried even
+    /// for a tool that is not safe to call twice ([`Runner::repeatable`]).
+    pub unsent: bool,
 }
 
 impl ToolError {
     /// A failure worth retrying.
     pub fn transient(message: impl Into<String>) -> ToolError {
-        ToolError { kind: ErrorKind::Transient, message: message.into(), stderr_tail: None }
+        ToolError { kind: ErrorKind::Transient, message: message.into(), stderr_tail: None, unsent: false }
     }
 
     /// A failure not worth retrying.
     pub fn permanent(message: impl Into<String>) -> ToolError {
-        ToolError { kind: ErrorKind::Permanent, message: message.into(), stderr_tail: None }
+        ToolError { kind: ErrorKind::Permanent, message: message.into(), stderr_tail: None, unsent: false }
+    }
+
+    /// The same error, known to have happened before the call was sent
+    /// ([`ToolError::unsent`]).
+    pub fn before_sending(mut self) -> ToolError {
+        self.unsent = true;
+        self
     }
 
     /// The same error with the program's last lines of standard error (none when `tail`
@@ -215,6 +226,18 @@ pub trait Runner: Send + Sync {
         let _ = call;
         true
     }
+
+    /// Whether the tool `call` goes to is known to be safe to call again with the same
+    /// arguments (it only reads, or a second call changes nothing more). A step without a
+    /// `retry` of its own retries a failed attempt that may have reached the tool (a
+    /// timeout, a transient error not marked [`ToolError::unsent`]) only when it is; a step
+    /// with `retry` retries per its policy whatever this says. True unless the runner says
+    /// otherwise: the upstream servers' runner of `serve --plans` answers from the MCP
+    /// tool's annotations (`readOnlyHint` or `idempotentHint` true).
+    fn repeatable(&self, call: &ToolCall<'_>) -> bool {
+        let _ = call;
+        true
+    }
 }
 
 impl<F> Runner for F
@@ -263,5 +286,9 @@ impl<R: Runner> Runner for NonBlocking<R> {
 
     fn can_block(&self, _call: &ToolCall<'_>) -> bool {
         false
+    }
+
+    fn repeatable(&self, call: &ToolCall<'_>) -> bool {
+        self.0.repeatable(call)
     }
 }

@@ -60,6 +60,9 @@ pub(crate) trait Source: Send + Sync {
     /// One attempt and how it ended; `None` when it never started (the run began failing
     /// while it waited for a slot).
     fn attempt(&self, ctx: &RunCtx<'_>, call: &AttemptCall<'_>) -> Option<(Outcome, Result<Value, ToolError>)>;
+    /// Whether a failed attempt that may have reached the tool is retried when the step has
+    /// no `retry` of its own: the runner's word ([`super::Runner::repeatable`]).
+    fn repeatable(&self, ctx: &RunCtx<'_>, call: &AttemptCall<'_>) -> bool;
 }
 
 /// The live run: the executor's runner, breakers, retry policy and time.
@@ -84,6 +87,19 @@ impl Source for Live {
 
     fn attempt(&self, ctx: &RunCtx<'_>, call: &AttemptCall<'_>) -> Option<(Outcome, Result<Value, ToolError>)> {
         ctx.live_attempt(call)
+    }
+
+    fn repeatable(&self, ctx: &RunCtx<'_>, call: &AttemptCall<'_>) -> bool {
+        let here = ToolCall {
+            tool_path: call.tool_path,
+            definition: call.def.map(|d| &**d),
+            file: call.file.map(|f| f.as_path()),
+            arguments: call.args,
+            cancel: ctx.cancel,
+            timeout: None,
+            attempt: call.n + 1,
+        };
+        ctx.ex.runner.repeatable(&here)
     }
 }
 
@@ -573,9 +589,20 @@ impl<'a> RunCtx<'a> {
                     let deadline = matches!(outcome, Outcome::Deadline | Outcome::Cancelled);
                     let retryable = !deadline && e.kind == ErrorKind::Transient;
                     if retryable && n < policy.max_retries && !self.deadline_passed() {
-                        self.emit(Event::StepRetried { step: key, attempt: n + 1, reason: &e.message });
-                        n += 1;
-                        continue;
+                        // A step without `retry` of its own repeats a call that may have
+                        // reached the tool only when the tool is safe to call twice
+                        // (docs/plans.md, "Retries"): a timed-out `refund` is not re-sent.
+                        if site.retry_asked || e.unsent || self.source.repeatable(self, &call) {
+                            self.emit(Event::StepRetried { step: key, attempt: n + 1, reason: &e.message });
+                            n += 1;
+                            continue;
+                        }
+                        let message = format!(
+                            "{} (not retried: `{tool_path}` is not marked read-only or idempotent and the call may have \
+                             reached it; a `retry` on the step retries it anyway)",
+                            e.message
+                        );
+                        break Err(Failure::of_call(key, outcome, n + 1, message));
                     }
                     break Err(Failure::of_call(key, outcome, n + 1, e.message));
                 }

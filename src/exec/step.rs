@@ -510,6 +510,7 @@ impl<'f> StepRun<'f> {
             key: &self.key,
             depth: self.frame.depth,
             policy: &self.policy,
+            retry_asked: self.step.retry.is_some(),
             timeout_seconds: self.timeout_seconds,
         }
     }
@@ -639,6 +640,9 @@ pub(crate) struct Site<'c> {
     /// The depth of the composite the step belongs to.
     pub(crate) depth: usize,
     pub(crate) policy: &'c RetryPolicy,
+    /// Whether the step has a `retry` of its own: then its policy holds for every transient
+    /// failure, even of a tool not safe to call twice ([`crate::exec::Runner::repeatable`]).
+    pub(crate) retry_asked: bool,
     /// Each attempt's timeout.
     pub(crate) timeout_seconds: f64,
 }

@@ -51,7 +51,7 @@ STEP: {"execution_id": "a", "tool_definition_path": "<name from tdsl://tools; SE
 - A step with no tool_definition_path is a transform step: its transforms are its result; it joins steps.
 - Conditions: "conditions": [{"param": "REF:a.count", "operator": "greater_than", "value": 0}] (equals, less_than, exists, contains, in; groups {"logic": "OR", "conditions": [...]}): else the step is SKIPPED, its result null.
 - Fan-out: "parallel_execution": {"iterate_over": "REF:a.items", "child_argument_name": "arg"} calls the tool once per element; REF:step.response is the list of results, in order (zip pairs them with the inputs).
-- "continue_on_error": true, "retry": {"max_retries": 2}, "timeout_seconds": 30. Limits: 64 steps, 1,000 children, 120 s.
+- "continue_on_error": true, "timeout_seconds": 30, "retry": {"max_retries": 2} (else only read-only/idempotent tools retry). Limits: 64 steps, 1,000 children, 120 s.
 Read tdsl://guide (worked plans) and tdsl://tools (the tools)."#;
 /// The line `run_plan`'s description has when the server offers skills (`serve --skills`),
 /// before its last: without them there is no `save_skill` to point to.
@@ -335,8 +335,11 @@ impl PlanServer {
                 return text.clone();
             }
         }
-        let text: Arc<str> =
-            tools.iter().filter_map(|t| upstream_tool(server, t)).map(|t| upstream_line(&t)).collect::<String>().into();
+        let text: Arc<str> = tools
+            .iter()
+            .filter_map(|t| upstream_tool(server, t).map(|u| upstream_line(&u, t)))
+            .collect::<String>()
+            .into();
         self.upstream_listings
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -660,9 +663,25 @@ pub(super) fn served_line(s: &Served) -> String {
 }
 
 /// One upstream tool in `tdsl://tools`, from its schemas read whole
-/// ([`UpstreamTool::listing_line`]).
-fn upstream_line(t: &UpstreamTool) -> String {
-    t.listing_line()
+/// ([`UpstreamTool::listing_line`]), its first line ending with what its MCP annotations
+/// (`listed`, its `Tool` object) say of calling it twice: `[read-only]` or `[idempotent]`
+/// (retried by default), `[destructive]` (docs/plans.md, "Retries").
+fn upstream_line(t: &UpstreamTool, listed: &Json) -> String {
+    let line = t.listing_line();
+    let hint = |key: &str| listed.get("annotations").and_then(|a| a.get(key)) == Some(&Json::Bool(true));
+    let mark = if hint("readOnlyHint") {
+        " [read-only]"
+    } else if hint("idempotentHint") {
+        " [idempotent]"
+    } else if hint("destructiveHint") {
+        " [destructive]"
+    } else {
+        return line;
+    };
+    match line.split_once('\n') {
+        Some((first, rest)) => format!("{first}{mark}\n{rest}"),
+        None => format!("{line}{mark}"),
+    }
 }
 
 /// The run's observer, with the run recorded as the plan itself: its `RunStarted` names
@@ -746,17 +765,29 @@ mod tests {
 
     #[test]
     fn upstream_tools_are_listed_with_their_types() {
-        let t = upstream_tool(
-            "docs",
-            &json!({"name": "upper", "description": "Upper-cases\nmore", "inputSchema": {"type": "object",
-                "properties": {"text": {"type": "string"}, "n": {"type": "integer"}}, "required": ["text"]},
-                "outputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}),
-        )
-        .expect("a tool");
+        let mut listed = json!({"name": "upper", "description": "Upper-cases\nmore", "inputSchema": {"type": "object",
+            "properties": {"text": {"type": "string"}, "n": {"type": "integer"}}, "required": ["text"]},
+            "outputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}});
+        let t = upstream_tool("docs", &listed).expect("a tool");
         // The whole description; a response the schema does not require may be absent (`?`).
         assert_eq!(
-            upstream_line(&t),
+            upstream_line(&t, &listed),
             "- `docs/upper(text: string!, n: integer)` → `{text?: string}`: Upper-cases\n  more\n"
         );
+        // What its annotations say of calling it twice ends its first line.
+        for (annotations, mark) in [
+            (json!({"readOnlyHint": true, "destructiveHint": true}), "[read-only]"),
+            (json!({"idempotentHint": true}), "[idempotent]"),
+            (json!({"readOnlyHint": false, "destructiveHint": true}), "[destructive]"),
+        ] {
+            listed["annotations"] = annotations;
+            let line = upstream_line(&t, &listed);
+            assert!(
+                line.starts_with(&format!(
+                    "- `docs/upper(text: string!, n: integer)` → `{{text?: string}}`: Upper-cases {mark}\n"
+                )),
+                "{line}"
+            );
+        }
     }
 }

@@ -467,6 +467,16 @@ impl Upstreams {
         }
     }
 
+    /// Whether the tool `tool` of the server `server` is known to be safe to call twice:
+    /// its last listing gives it the MCP annotation `readOnlyHint: true` or
+    /// `idempotentHint: true` ([`repeatable`]). A tool without annotations, or not listed,
+    /// is not (MCP's defaults: not read-only, not idempotent).
+    pub fn repeatable(&self, server: &str, tool: &str) -> bool {
+        let listings = self.listings.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(Listing { known: Known::Tools(tools), .. }) = listings.get(server) else { return false };
+        tools.iter().find(|t| t.get("name").and_then(Json::as_str) == Some(tool)).is_some_and(repeatable)
+    }
+
     /// Calls the tool `tool` of the server `server` with the call's arguments.
     pub fn call(&self, server: &str, tool: &str, call: &ToolCall<'_>) -> Result<Value, ToolError> {
         let Some(spec) = self.spec(server) else {
@@ -523,6 +533,15 @@ impl Runner for UpstreamRunner {
 
     fn can_block(&self, call: &ToolCall<'_>) -> bool {
         self.target(call).is_some() || self.host.can_block(call)
+    }
+
+    /// An upstream tool is safe to call again when its listing's annotations say it only
+    /// reads or is idempotent ([`Upstreams::repeatable`]); the host's tools as the host says.
+    fn repeatable(&self, call: &ToolCall<'_>) -> bool {
+        match self.target(call) {
+            Some((server, tool)) => self.upstreams.repeatable(server, tool),
+            None => self.host.repeatable(call),
+        }
     }
 }
 
@@ -615,6 +634,14 @@ impl NamedTools for UpstreamCatalog {
         };
         Some(found.load_under(&self.root, tool_path).map_err(|first| untranslatable(tool_path, &first)))
     }
+}
+
+/// Whether an MCP `Tool` object's annotations say it is safe to call twice with the same
+/// arguments: `readOnlyHint: true` (it changes nothing) or `idempotentHint: true` (a second
+/// call changes nothing more). MCP's defaults are false for both.
+pub(crate) fn repeatable(tool: &Json) -> bool {
+    let hint = |key: &str| tool.get("annotations").and_then(|a| a.get(key)) == Some(&Json::Bool(true));
+    hint("readOnlyHint") || hint("idempotentHint")
 }
 
 /// A server's tools as it listed them, shared until it is listed again.
@@ -719,6 +746,16 @@ mod tests {
             (fmt_secs(Duration::from_secs(30)), fmt_secs(Duration::from_millis(500))),
             ("30".into(), "0.5".into())
         );
+    }
+
+    #[test]
+    fn only_tools_annotated_read_only_or_idempotent_are_repeatable() {
+        let with = |a: Json| serde_json::json!({"name": "t", "annotations": a});
+        assert!(repeatable(&with(serde_json::json!({"readOnlyHint": true}))));
+        assert!(repeatable(&with(serde_json::json!({"idempotentHint": true, "destructiveHint": true}))));
+        assert!(!repeatable(&with(serde_json::json!({"readOnlyHint": false, "destructiveHint": true}))));
+        assert!(!repeatable(&with(serde_json::json!({"idempotentHint": "true"}))));
+        assert!(!repeatable(&serde_json::json!({"name": "t"})));
     }
 
     #[test]

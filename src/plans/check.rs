@@ -384,7 +384,7 @@ pub(super) fn adapt(d: &Diagnostic, source: &str, step_tools: &[(String, String,
             }
         }
         Code::InvalidRef => {
-            if let Some(help) = literal::dotted_ref(&d.message) {
+            if let Some(help) = literal::dotted_ref(&d.message).or_else(|| literal::odd_field_ref(&d.message)) {
                 d.help = Some(help);
             }
         }

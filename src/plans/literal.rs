@@ -113,6 +113,23 @@ pub(crate) fn dotted_ref(message: &str) -> Option<String> {
     Some(format!("a REF's path is dotted, indices too: write \"{dotted}\""))
 }
 
+/// The help of a malformed REF (`E0006`) whose path names a field that is no identifier,
+/// `"REF:user.2fa"`: a REF path cannot name it, an expression can (`r['2fa']`). `None` when
+/// no segment is such a name.
+pub(crate) fn odd_field_ref(message: &str) -> Option<String> {
+    let (_, rest) = message.split_once("malformed REF `")?;
+    let (written, _) = rest.split_once("`:")?;
+    let (context, path) = written.strip_prefix("REF:")?.split_once('.')?;
+    let odd = path
+        .split('.')
+        .find(|s| !s.is_empty() && !s.bytes().all(|b| b.is_ascii_digit()) && !crate::tool::is_identifier(s))?;
+    let before = path.split_once(&format!(".{odd}")).map_or(String::new(), |(b, _)| format!(".{b}"));
+    let before = if path.starts_with(odd) { String::new() } else { before };
+    Some(format!(
+        "a REF path cannot name the field `{odd}`: read it in a transform, `\"variables\": {{\"r\": \"REF:{context}{before}\"}}` and `r['{odd}']`"
+    ))
+}
+
 fn regex(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
     cell.get_or_init(|| Regex::new(pattern).unwrap_or_else(|e| panic!("the pattern {pattern} is valid: {e}")))
 }

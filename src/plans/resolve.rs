@@ -4,7 +4,7 @@
 use std::path::{Component, Path};
 use std::sync::Arc;
 
-use super::{Callable, PlanDesk};
+use super::{Callable, PlanDesk, UpstreamTool};
 use crate::analysis::{LoadedTool, Resolved, ToolRoot};
 use crate::diagnostic::{did_you_mean, Code, Diagnostic};
 use crate::span::Span;
@@ -50,7 +50,10 @@ impl PlanDesk {
                                 "the upstream tool `{written}` cannot be called from a plan: its schema does not translate ({first})"
                             ),
                             label: "schema tdsl cannot declare".into(),
-                            help: format!("call another tool; the tools a plan may call: {}", self.list(&[])),
+                            help: format!(
+                                "call another tool; the tools a plan may call: {}",
+                                self.list_but(&[], Some(u))
+                            ),
                         })?;
                         let canonical = u.plan_name();
                         root.alias(written, Resolved::Found(loaded.clone()));
@@ -170,6 +173,11 @@ impl PlanDesk {
     /// The callable names, for a help line: `first`, then the others, at most 20 named and
     /// a count of the rest (one pass: a server may have 60,000 upstream tools).
     pub(super) fn list(&self, first: &[String]) -> String {
+        self.list_but(first, None)
+    }
+
+    /// [`Self::list`] without the upstream tool `but` (one that cannot be called).
+    pub(super) fn list_but(&self, first: &[String], but: Option<&UpstreamTool>) -> String {
         const SHOWN: usize = 20;
         let mut names: Vec<String> = first.iter().take(SHOWN).cloned().collect();
         let mut more = first.len().saturating_sub(SHOWN);
@@ -183,7 +191,7 @@ impl PlanDesk {
         for c in self.served.iter().filter(|c| !first.contains(&c.name)) {
             add(&|| c.name.clone());
         }
-        for u in &self.upstream.tools {
+        for u in self.upstream.tools.iter().filter(|u| but.is_none_or(|b| b.server != u.server || b.name != u.name)) {
             // `SERVER/TOOL` compared without being built: most are only counted.
             if !first.iter().any(|f| f.split_once('/') == Some((u.server.as_str(), u.name.as_str()))) {
                 add(&|| u.plan_name());

@@ -211,11 +211,17 @@ impl UpstreamTool {
     /// own bounds refuse) is dropped with the others rather than make the tool uncallable.
     fn loaded_from(&self, schemas: &Resolved, file: std::path::PathBuf, written: String) -> LoadedTool {
         let (input, output) = (&schemas.input, &schemas.output);
-        let text = self.source_of(input, output.as_ref(), true);
-        let mut loaded = LoadedTool::from_source(file.clone(), written.clone(), std::sync::Arc::from(text));
+        let load = |text: String| {
+            let mut loaded = LoadedTool::from_source(file.clone(), written.clone(), std::sync::Arc::from(text));
+            // A field whose name is no identifier (`2fa`, `host.name`, `first name`) is still
+            // a field: a plan passes it as an argument's key and reads it with `r['2fa']`;
+            // only a REF path cannot name it (`E1314` says to read it so).
+            loaded.diagnostics.retain(|d| d.code != crate::diagnostic::Code::InvalidIdentifier);
+            loaded
+        };
+        let mut loaded = load(self.source_of(input, output.as_ref(), true));
         if loaded.has_errors() {
-            let plain = self.source_of(input, output.as_ref(), false);
-            let again = LoadedTool::from_source(file, written, std::sync::Arc::from(plain));
+            let again = load(self.source_of(input, output.as_ref(), false));
             if !again.has_errors() {
                 loaded = again;
             }

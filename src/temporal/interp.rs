@@ -610,6 +610,8 @@ impl<'a> Interp<'a> {
             key: &spec.step_key,
             depth: spec.depth,
             policy: &spec.retry,
+            // Not read here: Temporal's retry policy retries the activity.
+            retry_asked: false,
             timeout_seconds: spec.timeout_seconds,
         };
         self.mock_calls.borrow_mut().extend(spec.mock_bases.iter().map(|(k, v)| (k.clone(), *v)));

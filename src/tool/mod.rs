@@ -44,7 +44,9 @@ pub use globs::tool_globs;
 pub use json::{JsonKind, JsonNode, JsonStr};
 // For the language server's renames and `tdsl schema`.
 #[cfg(feature = "lsp")]
-pub(crate) use load::{is_identifier, RESERVED_IDS};
+pub(crate) use load::RESERVED_IDS;
+// For those, and the help of a REF naming a field that is no identifier.
+pub(crate) use load::is_identifier;
 pub(crate) use load::{tool_path_respelled, tool_path_spelling};
 pub use model::*;
 pub use position::LineIndex;

@@ -61,7 +61,15 @@ fn never_started(i: usize, reason: &str) -> ChildTrace {
 #[test]
 fn a_failed_child_stops_the_rest_and_what_never_started_says_so_alike() {
     let (d, policy) = (Still(false, CallBudget::new(10)), RetryPolicy::default());
-    let site = Site { tool_path: "/t.tool", tool: None, key: "fan", depth: 0, policy: &policy, timeout_seconds: 1.0 };
+    let site = Site {
+        tool_path: "/t.tool",
+        tool: None,
+        key: "fan",
+        depth: 0,
+        policy: &policy,
+        retry_asked: false,
+        timeout_seconds: 1.0,
+    };
     let fail_fast = FailFast::new(None, false);
     let Ok(waiting) = ChildRun::start(&d, &fail_fast, "fan", 2, || Value::Int(2)) else { panic!("starts") };
     fail_fast.ended(&ChildEnd::failed(0, Failure::run_cancelled("fan[0]")));

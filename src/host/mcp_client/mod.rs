@@ -678,7 +678,8 @@ struct ConnectError(ToolError);
 
 impl ConnectError {
     fn prefixed(self, tool_path: &str) -> ToolError {
-        ToolError { message: format!("`{tool_path}`: {}", self.0.message), ..self.0 }
+        // The server could not be used: the call was never sent.
+        ToolError { message: format!("`{tool_path}`: {}", self.0.message), unsent: true, ..self.0 }
     }
 }
 
