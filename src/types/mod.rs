@@ -14,7 +14,7 @@ mod scope;
 pub mod signature;
 pub mod typed;
 
-pub(crate) use check::compare::{enum_mismatch, outside_enum, quoted};
+pub(crate) use check::compare::{disjoint_help, enum_mismatch, never_equal, outside_enum, quoted, Spelling};
 pub(crate) use check::relative_path;
 pub use check::{check, check_template, RefUse};
 pub(crate) use enums::show_quoted;
