@@ -724,8 +724,7 @@ fn file_operators_agree_with_evaluation() {
                 // `E0208` (values that are never equal) judges what a comparison is worth, not
                 // whether it runs: `x == y` runs, always false. Shown, and taken as accepted.
                 let never_equal = analysis.diagnostics.iter().any(|d| d.code.as_str() == "E0208");
-                let accepted =
-                    !analysis.diagnostics.iter().any(|d| d.is_error() && d.code.as_str() != "E0208");
+                let accepted = !analysis.diagnostics.iter().any(|d| d.is_error() && d.code.as_str() != "E0208");
                 // Evaluated whatever the checker says: compiled without types.
                 let program = engine.compile(form).expect("compiles untyped");
                 let mut ran = false;
