@@ -620,4 +620,19 @@ mod tests {
             assert!(took[1] <= took[0] + 40 * 20 && took[1] < 100_000, "{result}: {took:?} steps");
         }
     }
+
+    /// The same plan saved as a skill is a `.tool` file that every server start checks
+    /// (hostile round 10, finding 4): as a tool, its check is linear in `n` too.
+    #[test]
+    fn a_skill_joining_types_that_share_their_parts_checks_in_linear_work() {
+        let mut took = Vec::new();
+        for n in [40, 60] {
+            let mut analyzer = crate::analysis::Analyzer::new(crate::analysis::ToolRoot::assumed("/nonexistent"));
+            let before = crate::types::TYPE_STEPS.with(|s| s.get());
+            let checked = analyzer.check_source("/skills/bomb.tool", &type_bomb(n, "length([xN, yN])"));
+            assert!(!checked.has_errors(), "{:?}", checked.diagnostics);
+            took.push(crate::types::TYPE_STEPS.with(|s| s.get()) - before);
+        }
+        assert!(took[1] <= took[0] + 40 * 20 && took[1] < 100_000, "{took:?} steps");
+    }
 }
