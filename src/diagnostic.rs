@@ -116,6 +116,11 @@ codes! {
     /// is always false (`==`) or always true (`!=`): `item.status == 'OPEN'` where `status` is
     /// `"open" | "closed"`
     EnumComparison = "E0207", Error;
+    /// Two values compared with `==` or `!=` whose types hold no value in common (a number
+    /// and a string, a boolean and a string, a list or an object and a scalar), which is
+    /// always false (`==`) or always true (`!=`): `item.priority == '1'` where `priority` is
+    /// an `integer`
+    DisjointComparison = "E0208", Error;
 
     // ---- evaluation (E03xx) ----
     /// A value of the wrong type met at run time: `sum(array=["a"])`

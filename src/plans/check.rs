@@ -583,4 +583,56 @@ mod tests {
         assert!(too_deep(r#"{"a": [[[1]]]}"#, 3).is_some());
         assert!(too_deep(r#"{"a": "\"[[[["}"#, 2).is_none());
     }
+
+    /// The plan of hostile round 10c: one transform step with `x0 = 1, y0 = 2,
+    /// x_k = {a: x_{k-1}, b: y_{k-1}}, y_k = {a: y_{k-1}, b: x_{k-1}}` and a result that
+    /// joins `x_n` and `y_n`.
+    pub(crate) fn type_bomb(n: usize, result: &str) -> String {
+        let mut transforms = serde_json::Map::new();
+        transforms.insert("x0".into(), "1".into());
+        transforms.insert("y0".into(), "2".into());
+        for k in 1..=n {
+            transforms.insert(format!("x{k}"), format!("{{a: x{}, b: y{}}}", k - 1, k - 1).into());
+            transforms.insert(format!("y{k}"), format!("{{a: y{}, b: x{}}}", k - 1, k - 1).into());
+        }
+        transforms.insert("r".into(), result.replace('N', &n.to_string()).into());
+        serde_json::json!({
+            "instructions": [{"execution_id": "s", "transform_responses": {"variables": {}, "transforms": transforms}}],
+            "response_reference_map": {"r": "REF:s.r"}
+        })
+        .to_string()
+    }
+
+    /// Its check takes work linear in `n` (it took 2^n steps: 16 s at n = 28).
+    #[test]
+    fn a_plan_joining_types_that_share_their_parts_checks_in_linear_work() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let desk = PlanDesk::for_root(root.path(), &["/tools/*.tool"]).expect("the root");
+        for result in ["[xN, yN]", "if(true, xN, yN)", "default(xN, yN)", "length([xN, yN]) + length([yN, xN])"] {
+            let mut took = Vec::new();
+            for n in [40, 60] {
+                let before = crate::types::TYPE_STEPS.with(|s| s.get());
+                let check = desk.check(&type_bomb(n, result));
+                assert!(check.ok(), "{result}: {}", check.render());
+                took.push(crate::types::TYPE_STEPS.with(|s| s.get()) - before);
+            }
+            // 20 levels more: at most a step per new node and pair, not 2^20 times more.
+            assert!(took[1] <= took[0] + 40 * 20 && took[1] < 100_000, "{result}: {took:?} steps");
+        }
+    }
+
+    /// The same plan saved as a skill is a `.tool` file that every server start checks
+    /// (hostile round 10, finding 4): as a tool, its check is linear in `n` too.
+    #[test]
+    fn a_skill_joining_types_that_share_their_parts_checks_in_linear_work() {
+        let mut took = Vec::new();
+        for n in [40, 60] {
+            let mut analyzer = crate::analysis::Analyzer::new(crate::analysis::ToolRoot::assumed("/nonexistent"));
+            let before = crate::types::TYPE_STEPS.with(|s| s.get());
+            let checked = analyzer.check_source("/skills/bomb.tool", &type_bomb(n, "length([xN, yN])"));
+            assert!(!checked.has_errors(), "{:?}", checked.diagnostics);
+            took.push(crate::types::TYPE_STEPS.with(|s| s.get()) - before);
+        }
+        assert!(took[1] <= took[0] + 40 * 20 && took[1] < 100_000, "{took:?} steps");
+    }
 }

@@ -7,11 +7,14 @@
 
 mod check;
 mod enums;
+mod join;
+#[cfg(test)]
+pub(crate) use join::STEPS as TYPE_STEPS;
 mod scope;
 pub mod signature;
 pub mod typed;
 
-pub(crate) use check::compare::{enum_mismatch, outside_enum, quoted};
+pub(crate) use check::compare::{disjoint_help, enum_mismatch, never_equal, outside_enum, quoted, Spelling};
 pub(crate) use check::relative_path;
 pub use check::{check, check_template, RefUse};
 pub(crate) use enums::show_quoted;
@@ -26,7 +29,10 @@ use indexmap::IndexMap;
 use crate::value::FxBuild;
 
 /// A static type.
-#[derive(Clone, Debug, PartialEq)]
+///
+/// Equality is structural (an object's `origin` aside), and takes a step per pair of
+/// distinct nodes however much the two types share (`src/types/join.rs`).
+#[derive(Clone, Debug)]
 pub enum Type {
     /// Unknown: any JSON value.
     Any,
@@ -76,7 +82,22 @@ pub struct ObjectType {
 
 impl PartialEq for ObjectType {
     fn eq(&self, other: &ObjectType) -> bool {
-        self.open == other.open && self.fields == other.fields
+        join::Work::default().same_objects(self, other)
+    }
+}
+
+impl PartialEq for Type {
+    fn eq(&self, other: &Type) -> bool {
+        join::Work::default().same(self, other)
+    }
+}
+
+/// The origin of the join of two objects: theirs when they have the same.
+fn merge_origin(a: &ObjectType, b: &ObjectType) -> Option<Arc<str>> {
+    if a.origin == b.origin {
+        a.origin.clone()
+    } else {
+        None
     }
 }
 
@@ -118,100 +139,18 @@ impl Type {
     /// replaced by `any`. Keeps types inferred along a long `pipeline` (each operation
     /// wrapping `current` once more) from growing with the number of operations.
     pub fn truncated(&self, depth: usize) -> Type {
-        match self {
-            Type::List(_) | Type::Object(_) if depth == 0 => Type::Any,
-            Type::List(t) => Type::List(Arc::new(t.truncated(depth - 1))),
-            Type::Object(o) => Type::object(o.fields.iter().map(|(k, t)| (k.clone(), t.truncated(depth - 1))), o.open),
-            Type::Union(parts) => Type::union_all(parts.iter().map(|t| t.truncated(depth))),
-            other => other.clone(),
-        }
+        join::Work::default().truncated(self, depth)
     }
 
     /// The union of two types, simplified.
     pub fn union(self, other: Type) -> Type {
-        // The common cases, without building a list of parts.
-        match (&self, &other) {
-            (Type::Any, _) | (_, Type::Any) => Type::Any,
-            (_, Type::Never) => self,
-            (Type::Never, _) => other,
-            _ if self == other => self,
-            _ => Type::union_all([self, other]),
-        }
+        join::Work::default().union(self, other)
     }
 
     /// The union of many types, simplified: `any` absorbs everything, `integer` merges
-    /// into `number`, lists merge their element types, duplicates go.
+    /// into `number`, lists merge their element types, objects their fields, duplicates go.
     pub fn union_all(types: impl IntoIterator<Item = Type>) -> Type {
-        let mut parts: Vec<Type> = Vec::new();
-        for t in types {
-            let any = match t {
-                Type::Union(v) => v.into_iter().any(|t| Type::add_part(&mut parts, t)),
-                Type::Never => false,
-                other => Type::add_part(&mut parts, other),
-            };
-            if any {
-                return Type::Any;
-            }
-        }
-        match parts.len() {
-            0 => Type::Never,
-            1 => parts.pop().unwrap_or(Type::Never),
-            _ => Type::Union(parts),
-        }
-    }
-
-    /// Adds one alternative (not a union, not `never`) to the parts of a union; true when it
-    /// is `any`, which absorbs the union.
-    fn add_part(parts: &mut Vec<Type>, t: Type) -> bool {
-        if t == Type::Any {
-            return true;
-        }
-        if let Type::List(e) = &t {
-            if let Some(Type::List(prev)) = parts.iter_mut().find(|p| matches!(p, Type::List(_))) {
-                if **prev != **e {
-                    let merged = (**prev).clone().union((**e).clone());
-                    *prev = Arc::new(merged);
-                }
-                return false;
-            }
-        }
-        if let Type::Object(_) = &t {
-            if let Some(prev) = parts.iter_mut().find(|p| matches!(p, Type::Object(_))) {
-                if *prev != t {
-                    *prev = merge_objects(prev, &t);
-                }
-                return false;
-            }
-        }
-        if let Type::Enum(e) = &t {
-            if parts.contains(&Type::Str) {
-                return false;
-            }
-            if let Some(at) = parts.iter().position(|p| matches!(p, Type::Enum(_))) {
-                if let Type::Enum(prev) = &mut parts[at] {
-                    if !e.is_subset(prev) {
-                        let merged = Arc::make_mut(prev);
-                        if !merged.extend(e) {
-                            parts[at] = Type::Str;
-                        }
-                    }
-                }
-                return false;
-            }
-        }
-        if t == Type::Str {
-            parts.retain(|p| !matches!(p, Type::Enum(_)));
-        }
-        if t == Type::Int && parts.contains(&Type::Number) {
-            return false;
-        }
-        if t == Type::Number {
-            parts.retain(|p| *p != Type::Int);
-        }
-        if !parts.contains(&t) {
-            parts.push(t);
-        }
-        false
+        join::Work::default().union_all(types)
     }
 
     /// The alternatives of a union, or the type itself.
@@ -257,6 +196,9 @@ impl Type {
             return best;
         }
         match (self, expected) {
+            // Element types never make a list unusable: the list may be empty.
+            (Type::List(_), Type::List(_)) => Fit::Yes,
+            (Type::Object(_), Type::Object(_)) => Fit::Yes,
             (a, b) if a == b => Fit::Yes,
             (Type::Int, Type::Number) => Fit::Yes,
             (Type::Number, Type::Int) => Fit::Maybe,
@@ -272,9 +214,6 @@ impl Type {
                 None if o.open => Fit::Maybe,
                 None => Fit::No,
             },
-            // Element types never make a list unusable: the list may be empty.
-            (Type::List(_), Type::List(_)) => Fit::Yes,
-            (Type::Object(_), Type::Object(_)) => Fit::Yes,
             _ => Fit::No,
         }
     }
@@ -334,23 +273,6 @@ impl Type {
         }
         Some(t)
     }
-}
-
-fn merge_objects(a: &Type, b: &Type) -> Type {
-    let (Type::Object(a), Type::Object(b)) = (a, b) else { return Type::any_object() };
-    let mut fields = Fields::default();
-    for (k, t) in a.fields.iter() {
-        let other = b.fields.get(k).cloned().unwrap_or(if b.open { Type::Any } else { Type::Null });
-        fields.insert(k.clone(), t.clone().union(other));
-    }
-    for (k, t) in b.fields.iter() {
-        if !fields.contains_key(k) {
-            let other = if a.open { Type::Any } else { Type::Null };
-            fields.insert(k.clone(), t.clone().union(other));
-        }
-    }
-    let origin = if a.origin == b.origin { a.origin.clone() } else { None };
-    Type::Object(Arc::new(ObjectType { fields, open: a.open || b.open, origin }))
 }
 
 /// The most characters a type is shown with ([`Type`]'s `Display`): past them it ends with

@@ -373,6 +373,13 @@ impl<'a> Checker<'a> {
                 if let Some((node, (ValuePlan::Literal(v), _))) = &value {
                     self.condition_outside_enum(operator.node, &param_ty, v, node.span, param.span);
                 }
+                if let Some((node, (plan, ty))) = &value {
+                    let literal = match plan {
+                        ValuePlan::Literal(v) => Some(v),
+                        _ => None,
+                    };
+                    self.condition_never_equal(operator.node, &param_ty, ty, literal, node.span, param.span);
+                }
                 let literal = value.as_ref().and_then(|(_, (p, _))| match p {
                     ValuePlan::Literal(v) => Some(v),
                     _ => None,
@@ -456,6 +463,40 @@ impl Checker<'_> {
 }
 
 impl Checker<'_> {
+    /// `E0208` for a condition `equals` / `not_equals` (or `in`) whose value (or every value
+    /// of whose list) is of a type the param's values never equal: `"value": "1"` for an
+    /// integer param is always false.
+    fn condition_never_equal(
+        &mut self,
+        op: Operator,
+        param_ty: &Type,
+        value_ty: &Type,
+        literal: Option<&crate::Value>,
+        at: crate::Span,
+        param: crate::Span,
+    ) {
+        let (compared, verdict) = match op {
+            Operator::Equals => (value_ty.clone(), "`equals` never holds"),
+            Operator::NotEquals => (value_ty.clone(), "`not_equals` always holds"),
+            Operator::In if matches!(value_ty, Type::List(_)) => (value_ty.element(), "`in` never holds"),
+            _ => return,
+        };
+        if !crate::types::never_equal(param_ty, &compared) {
+            return;
+        }
+        let spelling = crate::types::Spelling::Condition;
+        self.diags.push(
+            Diagnostic::new(
+                Code::DisjointComparison,
+                at,
+                format!("{verdict}: {param_ty:#} is never equal to {compared:#}"),
+            )
+            .with_label(format!("this is {compared}"))
+            .with_secondary(param, format!("this is {param_ty}"))
+            .with_help(crate::types::disjoint_help(param_ty, literal, spelling)),
+        );
+    }
+
     /// `W0103` for a condition that tests a value that cannot be null for null (`exists`,
     /// `not_exists`, `equals` / `not_equals` null): it always gives the same answer.
     fn condition_never_null(

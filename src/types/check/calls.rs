@@ -45,6 +45,9 @@ impl Checker<'_> {
         let (args, given) = self.check_arguments(sig, bound, span, alias.as_ref());
         let inline = matches!(&*sig.name, "if" | "pipeline" | "create_object");
         let ty = (ok && !inline).then(|| sig.return_type(self.arg_types.get(base..).unwrap_or_default()));
+        if ok && matches!(&*sig.name, "sum" | "avg") {
+            self.check_summed(&sig.name, base, bound);
+        }
         self.arg_types.truncate(base);
 
         // Calls compiled inline.
@@ -405,6 +408,49 @@ impl Checker<'_> {
                 .with_help("drop the `json_parse` call; the value is already parsed"),
             );
         }
+    }
+
+    /// `E0201` for a `sum` or `avg` whose elements (or what its `item_path` reads of them)
+    /// are never numbers: `sum(array=orders, item_path="currency")` of a string field fails
+    /// at its first element (hostile round 10, finding 14). Booleans count (1 and 0) and
+    /// `null` is skipped, as the bodies do; a type that may be a number is left to run time.
+    fn check_summed(&mut self, func: &str, base: usize, bound: &[Option<&Arg>]) {
+        let (Some(array), path) = (self.arg_types.get(base), self.arg_types.get(base + 1)) else { return };
+        let (summed, at) = match (path, bound.get(1).copied().flatten()) {
+            (Some(t), Some(a)) if *t != Type::Never => (t.clone(), a),
+            _ => match bound.first().copied().flatten() {
+                Some(a) => (array.element(), a),
+                None => return,
+            },
+        };
+        let numbers = Type::Number.union(Type::Bool).union(Type::Null);
+        if matches!(summed, Type::Never | Type::Any) || summed.fits(&numbers) != Fit::No {
+            return;
+        }
+        // A bare dotted path (`currency`, `item.total`) as `to_number` of the same field.
+        let field = match &at.value.kind {
+            ExprKind::Str(p) if bound.get(1).copied().flatten().is_some() => {
+                let p = p.value.trim();
+                let bare = !p.is_empty() && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.');
+                bare.then(|| if p.starts_with("item.") { p.to_string() } else { format!("item.{p}") })
+            }
+            _ => None,
+        };
+        let help = match field {
+            Some(field) if summed.fits(&Type::Str) != Fit::No => format!(
+                "`{func}` adds numbers; convert text that holds numbers (`item_path=\"to_number(value={field})\"`), {func} another field, or count with `count`"
+            ),
+            _ => format!("`{func}` adds numbers: give it numbers, or an `item_path` that reads a number of each element"),
+        };
+        self.error(
+            Diagnostic::new(
+                Code::ArgumentType,
+                at.value.span,
+                format!("`{func}` adds numbers, and each element gives {summed:#}"),
+            )
+            .with_label(format!("this is {summed}"))
+            .with_help(help),
+        );
     }
 
     pub(super) fn check_param_type(&mut self, func: &str, param: &Param, t: &TExpr, span: Span) {
