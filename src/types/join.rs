@@ -64,40 +64,38 @@ impl Work {
     /// bound on work.
     pub(super) fn same(&mut self, a: &Type, b: &Type) -> bool {
         match (a, b) {
-            (Type::List(x), Type::List(y)) => {
-                if Arc::ptr_eq(x, y) {
-                    return true;
-                }
-                let key = (addr(x), addr(y));
-                if let Some(&same) = self.equal.get(&key) {
-                    return same;
-                }
-                if !self.step() {
-                    return false;
-                }
-                let same = self.same(x, y);
-                self.remember_equal(same, key, a, b);
-                same
-            }
-            (Type::Object(x), Type::Object(y)) => {
-                if Arc::ptr_eq(x, y) {
-                    return true;
-                }
-                let key = (addr(x), addr(y));
-                if let Some(&same) = self.equal.get(&key) {
-                    return same;
-                }
-                if !self.step() {
-                    return false;
-                }
-                let same = self.same_objects(x, y);
-                self.remember_equal(same, key, a, b);
-                same
-            }
+            (Type::List(x), Type::List(y)) => self.same_nodes(x, y, a, b, |w: &mut Work| w.same(x, y)),
+            (Type::Object(x), Type::Object(y)) => self.same_nodes(x, y, a, b, |w: &mut Work| w.same_objects(x, y)),
             (Type::Enum(x), Type::Enum(y)) => Arc::ptr_eq(x, y) || x == y,
             (Type::Union(x), Type::Union(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| self.same(p, q)),
             _ => std::mem::discriminant(a) == std::mem::discriminant(b),
         }
+    }
+
+    /// Whether the nodes `x` and `y` (of types `a` and `b`) are equal by `compare`: at once
+    /// when they are one node, remembered when they were compared before, false past the
+    /// bound on work.
+    fn same_nodes<T>(
+        &mut self,
+        x: &Arc<T>,
+        y: &Arc<T>,
+        a: &Type,
+        b: &Type,
+        compare: impl FnOnce(&mut Work) -> bool,
+    ) -> bool {
+        if Arc::ptr_eq(x, y) {
+            return true;
+        }
+        let key = (addr(x), addr(y));
+        if let Some(&same) = self.equal.get(&key) {
+            return same;
+        }
+        if !self.step() {
+            return false;
+        }
+        let same = compare(self);
+        self.remember_equal(same, key, a, b);
+        same
     }
 
     fn remember_equal(&mut self, same: bool, key: (usize, usize), a: &Type, b: &Type) {

@@ -45,31 +45,24 @@ impl JsonLen {
             }
             Value::Str(s) if s.len() >= MEMO_FROM && s.is_heap_allocated() => {
                 let key = (s.as_ptr() as usize, s.len());
-                self.remembered(key, |_| Some(str_len(s)))
+                self.remembered(key, true, |_| Some(str_len(s)))
             }
             Value::Str(s) => Some(str_len(s)),
             Value::List(_) | Value::Object(_) if depth >= super::json::MAX_SERIALIZE_DEPTH => None,
             Value::List(l) => {
                 let key = (l.as_ptr() as usize, usize::MAX);
-                let shared = std::sync::Arc::strong_count(l) > 1;
-                let walk = |m: &mut Self| {
+                self.remembered(key, std::sync::Arc::strong_count(l) > 1, |m| {
                     let mut n = 2 + l.len().saturating_sub(1);
                     for x in l.iter() {
                         let x = m.value(x, depth + 1)?;
                         n = m.add(n, x)?;
                     }
                     Some(n)
-                };
-                if shared {
-                    self.remembered(key, walk)
-                } else {
-                    walk(self)
-                }
+                })
             }
             Value::Object(o) => {
                 let key = (std::sync::Arc::as_ptr(o) as usize, usize::MAX - 1);
-                let shared = std::sync::Arc::strong_count(o) > 1;
-                let walk = |m: &mut Self| {
+                self.remembered(key, std::sync::Arc::strong_count(o) > 1, |m| {
                     let mut n = 2 + o.len().saturating_sub(1);
                     for (k, x) in o.iter() {
                         n = m.add(n, str_len(k) + 1)?;
@@ -77,12 +70,7 @@ impl JsonLen {
                         n = m.add(n, x)?;
                     }
                     Some(n)
-                };
-                if shared {
-                    self.remembered(key, walk)
-                } else {
-                    walk(self)
-                }
+                })
             }
         }
     }
@@ -92,7 +80,17 @@ impl JsonLen {
         a.checked_add(b).filter(|n| *n <= self.limit)
     }
 
-    fn remembered(&mut self, key: (usize, usize), measure: impl FnOnce(&mut Self) -> Option<usize>) -> Option<usize> {
+    /// `measure`'s length of the part at `key`, measured once when the part is `shared`
+    /// (held in more than one place) and long enough to be worth remembering.
+    fn remembered(
+        &mut self,
+        key: (usize, usize),
+        shared: bool,
+        measure: impl FnOnce(&mut Self) -> Option<usize>,
+    ) -> Option<usize> {
+        if !shared {
+            return measure(self);
+        }
         if let Some(n) = self.seen.get(&key) {
             return Some(*n);
         }
