@@ -6,6 +6,11 @@
 //!   asserting a limit error that names the limit, with a generous watchdog proving that it
 //!   ended (a hang would otherwise run for hours).
 //! - The cases through the real binary are in `tests/budgets_cli.rs`.
+//! - The table and the issue's examples run in an optimised build only (`cargo test
+//!   --release --no-default-features --features engine --test budgets`, a step of
+//!   `.ci/run`): in a debug build they took three of CI's minutes, to run again what that
+//!   step runs at the defaults. `cargo test --test budgets -- --ignored` runs them here, the
+//!   table at a tenth of the limits ([`tenth`]).
 //! - A proptest: random programs under small limits end with a value or a limit error.
 //! - Interrupts: a cancelled or expired [`Interrupt`] stops a running expression.
 
@@ -264,6 +269,7 @@ fn every_function_has_a_case() {
 }
 
 #[test]
+#[cfg_attr(debug_assertions, ignore = "the optimised build runs it (.ci/run); `--ignored` here")]
 fn every_function_ends_with_a_limit_error() {
     let vars = vars();
     let mut failures = Vec::new();
@@ -284,6 +290,7 @@ fn every_function_ends_with_a_limit_error() {
 
 /// The examples of the issue, one by one, with the limit each must name.
 #[test]
+#[cfg_attr(debug_assertions, ignore = "the optimised build runs it (.ci/run); `--ignored` here")]
 fn the_issues_examples_name_their_limit() {
     let vars = vars();
     for (src, want) in [
