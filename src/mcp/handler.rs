@@ -16,6 +16,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{json, Value as Json};
 
+use super::abandon::{cancelled_answer, RunEnding, ABANDON_AFTER};
 use super::notifications::{Observers, Progress, StepLog};
 use super::{framing, plans, skills, InFlight, McpServer, COMPOSE, SERVER_BUSY};
 use crate::exec::{CancelToken, Observer};
@@ -276,9 +277,31 @@ impl ServerHandler for McpServer {
             _ => Some(Arc::new(Observers(observers)) as Arc<dyn Observer>),
         };
         let server = self.clone();
-        let result = tokio::task::spawn_blocking(move || server.call_with(&name, arguments, &cancel, observer))
-            .await
-            .map_err(|e| McpError::internal_error(format!("the run panicked: {e}"), None));
+        let ending = RunEnding::default();
+        let mut run = {
+            let (ending, name) = (ending.clone(), name.clone());
+            tokio::task::spawn_blocking(move || server.call_ending(&name, arguments, &cancel, observer, &ending))
+        };
+        // Once the server shuts down, the run has [`ABANDON_AFTER`] to end (it was cancelled):
+        // past that the call answers and records it in its place (`abandon`).
+        let mut down = self.inner.shutdown.subscribe();
+        let result = tokio::select! {
+            r = &mut run => r.map_err(|e| McpError::internal_error(format!("the run panicked: {e}"), None)),
+            _ = async {
+                let _ = down.wait_for(|d| *d).await;
+                tokio::time::sleep(ABANDON_AFTER).await;
+            } => {
+                ending.abandon();
+                watcher.abort();
+                // The run's thread still holds its observers: their notifications stop here.
+                for forwarder in forwarders {
+                    forwarder.abort();
+                }
+                let result: CallToolResult = serde_json::from_value(cancelled_answer(&name))
+                    .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+                return Ok(result.into());
+            }
+        };
         watcher.abort();
         // The run is over and its observer dropped, which ends the progress channel: every
         // notification goes out before the result (the protocol has no progress after it).

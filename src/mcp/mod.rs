@@ -9,6 +9,7 @@
 //! failed run are tool errors (`isError: true`) whose text names the failing step and the
 //! reason. Only an unknown tool name is a protocol error.
 
+mod abandon;
 pub mod framing;
 mod handler;
 #[cfg(feature = "mcp-http")]
@@ -451,6 +452,19 @@ impl McpServer {
         cancel: &CancelToken,
         observer: Option<Arc<dyn Observer>>,
     ) -> Option<Json> {
+        self.call_ending(name, arguments, cancel, observer, &abandon::RunEnding::default())
+    }
+
+    /// [`McpServer::call_with`], the run's recorder (`with_run_observers`) wrapped by
+    /// `ending`, so that the call can end the run in its place ([`abandon`]).
+    fn call_ending(
+        &self,
+        name: &str,
+        arguments: Json,
+        cancel: &CancelToken,
+        observer: Option<Arc<dyn Observer>>,
+        ending: &abandon::RunEnding,
+    ) -> Option<Json> {
         let served = self.served_named(name);
         if self.is_skill_tool(name) {
             return self.change_skills(name, &arguments, None, None).map(|(answer, _)| answer);
@@ -465,7 +479,7 @@ impl McpServer {
         };
         let observer = match &self.run_observers {
             Some(make) => {
-                let extra = make.for_run();
+                let extra = ending.wrap(make.for_run());
                 Some(match observer {
                     Some(o) => Arc::new(Observers(vec![o, extra])) as Arc<dyn Observer>,
                     None => extra,
