@@ -97,3 +97,37 @@ fn sigterm_while_an_upstream_answer_is_read_answers_the_call_and_records_it_fail
     assert!(status.success(), "{status:?}: {output}");
     assert_eq!(runs(&history), [("run_plan".to_string(), "FAILED".to_string())], "{output}");
 }
+
+/// A history database at `path` held locked by this process until the connection is
+/// dropped: a run's first write into it waits (up to SQLite's 30 s busy timeout), deaf to
+/// its cancel.
+fn locked(path: &Path) -> rusqlite::Connection {
+    let lock = rusqlite::Connection::open(path).expect("the database");
+    lock.execute_batch("BEGIN EXCLUSIVE; CREATE TABLE held (x);").expect("the database locked");
+    lock
+}
+
+/// Hostile round 11b (finding 3): `notifications/cancelled` for a call whose thread does not
+/// come back at once (here: its run waits to write its start into a locked history; a
+/// plan's static check is the same) gives its `--max-calls` slot back at once: the next call
+/// runs, rather than waiting for the cancelled one's thread (30 s here).
+#[test]
+fn a_cancelled_call_whose_thread_does_not_come_back_frees_its_slot() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(&root).expect("the root");
+    let history = dir.path().join("history.db");
+    let mut client = serve_upstreams(&root, &[], Some(&history), &["--max-calls", "1"], &[]);
+    let lock = locked(&history);
+    let plan = json!({"instructions": [{"execution_id": "s",
+        "transform_responses": {"variables": {}, "transforms": {"x": "1"}}}], "response_reference_map": {"x": "REF:s.x"}});
+    let id = client.start_request("tools/call", json!({"name": "run_plan", "arguments": {"plan": plan}}));
+    std::thread::sleep(Duration::from_millis(500));
+    client.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id}}));
+    let started = std::time::Instant::now();
+    let checked = client.call("check_plan", json!({"plan": plan}));
+    let waited = started.elapsed();
+    assert_eq!(checked["structuredContent"]["ok"], true, "{checked}");
+    assert!(waited < Duration::from_secs(10), "the next call waited {waited:?} for the cancelled one's slot");
+    drop(lock);
+}

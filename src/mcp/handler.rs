@@ -278,6 +278,7 @@ impl ServerHandler for McpServer {
         };
         let server = self.clone();
         let ending = RunEnding::default();
+        let run_cancel = cancel.clone();
         let mut run = {
             let (ending, name) = (ending.clone(), name.clone());
             tokio::task::spawn_blocking(move || server.call_ending(&name, arguments, &cancel, observer, &ending))
@@ -285,21 +286,47 @@ impl ServerHandler for McpServer {
         // Once the server shuts down, the run has [`ABANDON_AFTER`] to end (it was cancelled):
         // past that the call answers and records it in its place (`abandon`).
         let mut down = self.inner.shutdown.subscribe();
-        let result = tokio::select! {
-            r = &mut run => r.map_err(|e| McpError::internal_error(format!("the run panicked: {e}"), None)),
-            _ = async {
-                let _ = down.wait_for(|d| *d).await;
-                tokio::time::sleep(ABANDON_AFTER).await;
-            } => {
+        // A cancelled call gives its slot back at once, even when its thread has not come
+        // back (a plan's static check does not stop at a cancel): its thread holds a place
+        // of `leftover` instead until it does. With every such place taken, it keeps its slot.
+        let mut cancel_heard = false;
+        let result = loop {
+            tokio::select! {
+                r = &mut run => break r.map_err(|e| McpError::internal_error(format!("the run panicked: {e}"), None)),
+                () = context.ct.cancelled(), if !cancel_heard => {
+                    cancel_heard = true;
+                    let leftover = self.calls.as_ref().map(|l| l.leftover.clone().try_acquire_owned());
+                    let held = match leftover {
+                        Some(Ok(place)) => Some(place),
+                        Some(Err(_)) => continue,
+                        None => None,
+                    };
+                    tokio::spawn(async move {
+                        let _ = run.await;
+                        drop(held);
+                    });
+                    run_cancel.cancel();
+                    watcher.abort();
+                    for forwarder in forwarders {
+                        forwarder.abort();
+                    }
+                    // rmcp drops the answer to a cancelled request, as the protocol asks.
+                    return Err(McpError::internal_error("cancelled", None));
+                }
+                _ = async {
+                    let _ = down.wait_for(|d| *d).await;
+                    tokio::time::sleep(ABANDON_AFTER).await;
+                } => {
                 ending.abandon();
                 watcher.abort();
                 // The run's thread still holds its observers: their notifications stop here.
                 for forwarder in forwarders {
                     forwarder.abort();
                 }
-                let result: CallToolResult = serde_json::from_value(cancelled_answer(&name))
-                    .map_err(|e| McpError::internal_error(e.to_string(), None))?;
-                return Ok(result.into());
+                    let result: CallToolResult = serde_json::from_value(cancelled_answer(&name))
+                        .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+                    return Ok(result.into());
+                }
             }
         };
         watcher.abort();

@@ -149,6 +149,18 @@ struct CallLimit {
     /// answer to every request) rather than being refused with [`SERVER_BUSY`] (HTTP: many
     /// clients, each told to try again).
     queue: bool,
+    /// As many places as `slots`, for cancelled calls whose thread has not come back yet (a
+    /// plan's static check does not stop at a cancel): a cancelled call gives its slot back
+    /// at once when it takes one of these, so that a client cannot make the server hold more
+    /// than twice the limit of threads by cancelling.
+    leftover: Arc<tokio::sync::Semaphore>,
+}
+
+impl CallLimit {
+    fn new(max: usize, queue: bool) -> CallLimit {
+        let semaphore = || Arc::new(tokio::sync::Semaphore::new(max));
+        CallLimit { slots: semaphore(), queue, leftover: semaphore() }
+    }
 }
 
 /// How long the server waits, once it shuts down, for the calls it cancelled to answer
@@ -243,7 +255,7 @@ impl McpServer {
     /// refused with the JSON-RPC error [`SERVER_BUSY`] (what [`McpServer::serve_http`] sets
     /// up with `--max-calls`).
     pub fn with_call_limit(mut self, max: usize) -> McpServer {
-        self.calls = Some(CallLimit { slots: Arc::new(tokio::sync::Semaphore::new(max)), queue: false });
+        self.calls = Some(CallLimit::new(max, false));
         self
     }
 
@@ -252,7 +264,7 @@ impl McpServer {
     /// the server shuts down). [`McpServer::serve_stdio`] sets this up with
     /// [`DEFAULT_MAX_CALLS`] when no limit was set (`serve --max-calls`).
     pub fn with_queued_call_limit(mut self, max: usize) -> McpServer {
-        self.calls = Some(CallLimit { slots: Arc::new(tokio::sync::Semaphore::new(max)), queue: true });
+        self.calls = Some(CallLimit::new(max, true));
         self
     }
 
