@@ -399,6 +399,9 @@ pub(crate) fn run(args: ServeArgs) -> ExitCode {
                 for p in problems {
                     eprintln!("warning: {p}");
                 }
+                if let Some(note) = server.skills().and_then(crate::mcp::skills::Skills::checked_note) {
+                    eprintln!("tdsl: {note}");
+                }
                 server
             }
             Err(e) => return usage_failure(&UsageError(e)),
