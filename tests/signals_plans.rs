@@ -131,3 +131,44 @@ fn a_cancelled_call_whose_thread_does_not_come_back_frees_its_slot() {
     assert!(waited < Duration::from_secs(10), "the next call waited {waited:?} for the cancelled one's slot");
     drop(lock);
 }
+
+/// `tdsl run` of the same plan (a composite calling the upstream with `--upstream`) ends the
+/// same way on SIGTERM: the run recorded `FAILED` (cancelled), exit 143.
+#[test]
+fn run_ends_on_sigterm_while_an_upstream_answer_is_read() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(&root).expect("the root");
+    let upstream = dir.path().join("up.py");
+    script(&upstream, UPSTREAM);
+    let writing = dir.path().join("writing");
+    let history = dir.path().join("history.db");
+    let plan = json!({"arguments": [{"name": "k", "type_name": "list<string>", "required": true}],
+        "instructions": [{"execution_id": "b", "tool_definition_path": "up/big",
+            "parallel_execution": {"iterate_over": "REF:arguments.k", "child_argument_name": "s"}}],
+        "response_reference_map": {"n": "REF:b.response.length"}});
+    std::fs::write(root.join("main.tool"), plan.to_string()).expect("the plan");
+    let args = dir.path().join("args.json");
+    std::fs::write(&args, json!({"k": vec!["y".repeat(100_000); 8]}).to_string()).expect("the arguments");
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_tdsl"));
+    cmd.arg("run")
+        .arg(root.join("main.tool"))
+        .arg("--root")
+        .arg(&root)
+        .arg("--args")
+        .arg(&args)
+        .arg("--upstream")
+        .arg(format!("up={}", upstream.display()))
+        .arg("--history")
+        .arg(&history)
+        .env("UP_WRITING", &writing);
+    let mut run = common::process::Process::spawn("tdsl run", &mut cmd);
+    wait_until(Duration::from_secs(30), "the upstream to start its answer", || writing.exists().then_some(()));
+    std::thread::sleep(Duration::from_millis(300));
+    run.sigterm();
+    let status = run.exit_within(Duration::from_secs(20));
+    let output = run.output();
+    assert_eq!(status.code(), Some(143), "{output}");
+    assert!(output.contains("cancelled"), "{output}");
+    assert_eq!(runs(&history), [("/main.tool".to_string(), "FAILED".to_string())], "{output}");
+}
