@@ -32,6 +32,12 @@ pub(super) const SHUTDOWN_MESSAGE: &str =
 #[derive(Clone, Default)]
 pub(super) struct RunEnding(Arc<Mutex<Option<Arc<Ended>>>>);
 
+impl std::fmt::Debug for RunEnding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RunEnding")
+    }
+}
+
 impl RunEnding {
     /// `inner` (the run's recorder), wrapped so that it can be ended in the run's place.
     pub(super) fn wrap(&self, inner: Arc<dyn Observer>) -> Arc<dyn Observer> {
@@ -246,10 +252,10 @@ mod tests {
         }
     }
 
-    /// At shutdown a run that does not stop is answered cancelled and ended in its
-    /// recorder (`FAILED`, `E0813`, its running step `CANCELLED`), within the grace.
-    #[test]
-    fn a_run_that_does_not_stop_is_answered_and_ended_at_shutdown() {
+    /// A server whose runs do not come back once they started a step, serving one call of
+    /// `main` (cancelled by its client first when `cancel`), then shut down: the answer to
+    /// the call (none when it was cancelled), and what the run's recorder was told.
+    fn stuck_call(cancel: bool) -> (Option<Json>, Vec<String>) {
         use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
         let dir = tempfile::tempdir().expect("a temp dir");
         let main = r#"{"instructions": [{"execution_id": "a", "transform_responses": {"variables": {},
@@ -286,6 +292,11 @@ mod tests {
                 }
             });
             waited.await.expect("the run to start its step");
+            if cancel {
+                let m = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}});
+                to_server.write_all(format!("{m}\n").as_bytes()).await.expect("write");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
             let _ = stop_tx.send(());
             let mut lines = tokio::io::BufReader::new(from_server).lines();
             let read = tokio::time::timeout(Duration::from_secs(30), async {
@@ -302,11 +313,28 @@ mod tests {
             answer
         });
         drop(release);
+        let seen = log.0.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        (answer, seen)
+    }
+
+    /// At shutdown a run that does not stop is answered cancelled and ended in its
+    /// recorder (`FAILED`, `E0813`, its running step `CANCELLED`), within the grace.
+    #[test]
+    fn a_run_that_does_not_stop_is_answered_and_ended_at_shutdown() {
+        let (answer, seen) = stuck_call(false);
         let answer = answer.expect("the call is answered");
         let text = answer["result"]["content"][0]["text"].as_str().unwrap_or("");
         assert_eq!(answer["result"]["isError"], true, "{answer}");
         assert!(text.contains("cancelled") && text.ends_with("[E0813]"), "{answer}");
-        let seen = log.0.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        assert_eq!(seen, ["start /main.tool", "step a", "end a CANCELLED", "run FAILED E0813"]);
+    }
+
+    /// A call its client cancelled gives its slot back before its run's thread comes back;
+    /// when the server stops first, the run is ended in its place all the same.
+    #[test]
+    fn a_cancelled_run_that_does_not_stop_is_ended_at_shutdown() {
+        let (answer, seen) = stuck_call(true);
+        assert_eq!(answer, None, "a cancelled request is not answered");
         assert_eq!(seen, ["start /main.tool", "step a", "end a CANCELLED", "run FAILED E0813"]);
     }
 

@@ -301,8 +301,11 @@ impl ServerHandler for McpServer {
                         Some(Err(_)) => continue,
                         None => None,
                     };
+                    // Ended in its place if the server stops before its thread comes back.
+                    let (inner, kept) = (self.inner.clone(), self.inner.keep_leftover(ending.clone()));
                     tokio::spawn(async move {
                         let _ = run.await;
+                        inner.forget_leftover(kept);
                         drop(held);
                     });
                     run_cancel.cancel();

@@ -622,6 +622,7 @@ impl McpServer {
             }
         })
         .await;
+        server.end_leftover_runs();
         connections.abort_all();
         Ok(())
     }

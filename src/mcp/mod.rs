@@ -115,6 +115,25 @@ struct Inner {
     shutdown: tokio::sync::watch::Sender<bool>,
     /// `tools/call` requests running now.
     in_flight: AtomicUsize,
+    /// The runs of calls answered as cancelled whose threads have not come back yet, by a
+    /// number of their own: ended in their place when the server stops
+    /// ([`McpServer::end_leftover_runs`]).
+    leftovers: Mutex<Vec<(u64, abandon::RunEnding)>>,
+    /// The number of the next leftover run.
+    next_leftover: std::sync::atomic::AtomicU64,
+}
+
+impl Inner {
+    /// Keeps `ending` until [`Inner::forget_leftover`] is called with the number returned.
+    fn keep_leftover(&self, ending: abandon::RunEnding) -> u64 {
+        let n = self.next_leftover.fetch_add(1, Ordering::SeqCst);
+        self.leftovers.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push((n, ending));
+        n
+    }
+
+    fn forget_leftover(&self, n: u64) {
+        self.leftovers.lock().unwrap_or_else(std::sync::PoisonError::into_inner).retain(|(m, _)| *m != n);
+    }
 }
 
 /// Counts a call in flight while it lives.
@@ -231,7 +250,14 @@ impl McpServer {
         }
         let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
         let (shutdown, _) = tokio::sync::watch::channel(false);
-        let inner = Arc::new(Inner { root, tools, shutdown, in_flight: AtomicUsize::new(0) });
+        let inner = Arc::new(Inner {
+            root,
+            tools,
+            shutdown,
+            in_flight: AtomicUsize::new(0),
+            leftovers: Mutex::default(),
+            next_leftover: std::sync::atomic::AtomicU64::new(0),
+        });
         let server = McpServer {
             inner,
             calls: None,
@@ -438,6 +464,16 @@ impl McpServer {
     /// Cancels every call in flight (their programs are killed) and ends the stdio server.
     pub fn shut_down(&self) {
         self.inner.shutdown.send_replace(true);
+    }
+
+    /// Ends in the history, in their place, the runs of calls answered as cancelled whose
+    /// threads have not come back ([`abandon`]): the server stops, and nothing else would.
+    pub(crate) fn end_leftover_runs(&self) {
+        let leftovers =
+            std::mem::take(&mut *self.inner.leftovers.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+        for (_, ending) in leftovers {
+            ending.abandon();
+        }
     }
 
     /// How many `tools/call` requests are running now.
