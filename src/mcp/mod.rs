@@ -476,6 +476,12 @@ impl McpServer {
         }
     }
 
+    /// Whether some call answered as cancelled still has its run's thread out.
+    #[cfg_attr(not(feature = "mcp-http"), allow(dead_code))]
+    pub(crate) fn has_leftover_runs(&self) -> bool {
+        !self.inner.leftovers.lock().unwrap_or_else(std::sync::PoisonError::into_inner).is_empty()
+    }
+
     /// How many `tools/call` requests are running now.
     pub fn calls_in_flight(&self) -> usize {
         self.inner.in_flight.load(Ordering::SeqCst)
