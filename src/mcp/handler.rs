@@ -298,6 +298,8 @@ impl ServerHandler for McpServer {
                     let leftover = self.calls.as_ref().map(|l| l.leftover.clone().try_acquire_owned());
                     let held = match leftover {
                         Some(Ok(place)) => Some(place),
+                        // Every leftover place taken: it keeps its slot (the watcher
+                        // cancels its run).
                         Some(Err(_)) => continue,
                         None => None,
                     };
@@ -320,12 +322,12 @@ impl ServerHandler for McpServer {
                     let _ = down.wait_for(|d| *d).await;
                     tokio::time::sleep(ABANDON_AFTER).await;
                 } => {
-                ending.abandon();
-                watcher.abort();
-                // The run's thread still holds its observers: their notifications stop here.
-                for forwarder in forwarders {
-                    forwarder.abort();
-                }
+                    ending.abandon();
+                    watcher.abort();
+                    // The run's thread still holds its observers: their notifications stop here.
+                    for forwarder in forwarders {
+                        forwarder.abort();
+                    }
                     let result: CallToolResult = serde_json::from_value(cancelled_answer(&name))
                         .map_err(|e| McpError::internal_error(e.to_string(), None))?;
                     return Ok(result.into());
