@@ -585,3 +585,56 @@ fn upstream_flags_are_checked_before_anything_runs() {
         }
     }
 }
+
+/// Hostile round 11b (finding 4): a skill is checked when it is saved, and at a later start
+/// only when its file, or a file its check reads (a tool it calls), changed since: a skill
+/// whose check is slow does not hold every start's `initialize`. Changed, it is checked
+/// again; the tool it calls gone, it is not callable, its file unchanged.
+#[test]
+fn an_unchanged_skill_is_not_checked_again_at_start() {
+    use common::mcp_stdio::{serve_upstreams, StdioClient};
+    use serde_json::json;
+    let work = tempfile::tempdir().expect("tempdir");
+    let root = root_with_tools(work.path());
+    let skills = root.join("skills");
+    let extra = ["--skills", skills.to_str().expect("utf-8")];
+    let start = || serve_upstreams(&root, &[], None, &extra, &[]);
+    let note = |client: &StdioClient| {
+        client.process.wait_for_line("the note on the skills", std::time::Duration::from_secs(30), |l| {
+            l.strip_prefix("tdsl: skills: ").map(str::to_string)
+        })
+    };
+    let plan = json!({"arguments": [{"name": "text", "type_name": "string", "required": true}],
+        "instructions": [{"execution_id": "a", "tool_definition_path": "echo", "arguments": {"text": "REF:arguments.text"}}],
+        "response_reference_map": {"text": "REF:a.text"}});
+    let mut client = start();
+    let saved = client.call("save_skill", json!({"name": "say", "description": "Says it", "plan": plan}));
+    assert_eq!(saved["structuredContent"]["saved"], true, "{saved}");
+    drop(client);
+
+    let mut client = start();
+    assert_eq!(note(&client), "0 checked, 1 unchanged since their last check");
+    let said = client.call("say", json!({"text": "hi"}));
+    assert_eq!(said["structuredContent"]["text"], "hi", "{said}");
+    drop(client);
+
+    // Its file changed (by hand): checked again, and recorded again.
+    let file = skills.join("say.tool");
+    let text = std::fs::read_to_string(&file).expect("the skill");
+    std::fs::write(&file, format!("{text}\n")).expect("the skill");
+    let client = start();
+    assert_eq!(note(&client), "1 checked, 0 unchanged since their last check");
+    drop(client);
+    let client = start();
+    assert_eq!(note(&client), "0 checked, 1 unchanged since their last check");
+    drop(client);
+
+    // The tool it calls is gone: checked, and not callable.
+    std::fs::remove_file(root.join("tools/echo.tool")).expect("remove");
+    let mut client = start();
+    assert_eq!(note(&client), "1 checked, 0 unchanged since their last check");
+    let said = client.request("tools/call", json!({"name": "say", "arguments": {"text": "hi"}}));
+    assert!(said["error"]["message"].as_str().is_some_and(|m| m.contains("no tool named `say`")), "{said}");
+    let output = client.process.output();
+    assert!(output.contains("warning: skill `say` is not callable"), "{output}");
+}

@@ -552,7 +552,10 @@ fn a_timed_out_call_is_sent_again_only_to_a_tool_safe_to_repeat_or_when_the_step
     let mut client = serve_upstreams(&root, &[up(&upstream)], None, &[], &env);
     // The calls the upstream read so far, by tool, once it has read every call sent before.
     let reached = |client: &mut StdioClient, tool: &str| {
-        let fenced = client.call("run_plan", slow_plan("up/fence", 0.0, None));
+        // With a generous bound: the fence may start the server, slow on a loaded machine.
+        let mut fence = slow_plan("up/fence", 0.0, None);
+        fence["plan"]["instructions"][0]["timeout_seconds"] = json!(30);
+        let fenced = client.call("run_plan", fence);
         assert_eq!(fenced["structuredContent"]["status"], "SUCCESS", "{fenced}");
         std::fs::read_to_string(&log).expect("the log").lines().filter(|l| *l == tool).count()
     };
@@ -575,10 +578,13 @@ fn a_timed_out_call_is_sent_again_only_to_a_tool_safe_to_repeat_or_when_the_step
     // before the call is sent, which is retried, and the third start takes the call.
     let crash = client.call("run_plan", slow_plan("up/crash", 0.0, None));
     assert_eq!(crash["isError"], true, "{crash}");
-    // Let the client see the server's end (its output closed) before the next call: a
-    // call sent to a server it still takes for alive fails as one that may have reached it.
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    let again = client.call("run_plan", slow_plan("up/refund", 0.0, None));
+    // No wait for the client to see the server's end: the failed call dropped (or marked
+    // for a ping) the connection it failed on. The attempt's bound is generous here: it
+    // covers two starts of the server (the failed one and the one that takes the call),
+    // slow on a loaded machine.
+    let mut plan = slow_plan("up/refund", 0.0, None);
+    plan["plan"]["instructions"][0]["timeout_seconds"] = json!(30);
+    let again = client.call("run_plan", plan);
     assert_eq!(again["structuredContent"]["status"], "SUCCESS", "{again}");
     assert_eq!(reached(&mut client, "crash"), 1);
     assert_eq!(reached(&mut client, "refund"), 4, "{again}");

@@ -218,10 +218,11 @@ pub(crate) fn run(args: RunArgs) -> ExitCode {
     let setting_up = interrupts.setting_up();
     match prepare(&args) {
         Ok(Prepared { workflow, executor, arguments, files, upstreams }) => {
-            let shut_down = || {
-                if let Some(u) = &upstreams {
-                    u.shut_down();
-                }
+            let shut_down = || match &upstreams {
+                // Ended by a signal: SIGTERM and 0.5 s each, as `serve` does.
+                Some(u) if interrupts.exit_status().is_some() => u.shut_down_quickly(),
+                Some(u) => u.shut_down(),
+                None => {}
             };
             let (executor, recorder) = match observe(&args, &workflow, executor) {
                 Ok(observed) => observed,

@@ -399,6 +399,9 @@ pub(crate) fn run(args: ServeArgs) -> ExitCode {
                 for p in problems {
                     eprintln!("warning: {p}");
                 }
+                if let Some(note) = server.skills().and_then(crate::mcp::skills::Skills::checked_note) {
+                    eprintln!("tdsl: {note}");
+                }
                 server
             }
             Err(e) => return usage_failure(&UsageError(e)),
@@ -456,9 +459,10 @@ pub(crate) fn run(args: ServeArgs) -> ExitCode {
     // Calls cancelled at shutdown may still be winding down on blocking threads: their
     // programs are already killed, so the process does not wait for them.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
-    // The upstream servers end as `mcp:` servers do (their input closed, 3 s, SIGTERM).
+    // The upstream servers get SIGTERM and 0.5 s, then they are killed: one busy writing an
+    // answer reads no more input, so closing it would not end it.
     if let Some(u) = upstreams {
-        u.shut_down();
+        u.shut_down_quickly();
     }
     // What tools left behind in sessions of their own (adopted, see below) ends too.
     crate::host::end_children(crate::host::TERM_GRACE);

@@ -16,6 +16,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{json, Value as Json};
 
+use super::abandon::{cancelled_answer, RunEnding, ABANDON_AFTER};
 use super::notifications::{Observers, Progress, StepLog};
 use super::{framing, plans, skills, InFlight, McpServer, COMPOSE, SERVER_BUSY};
 use crate::exec::{CancelToken, Observer};
@@ -276,9 +277,63 @@ impl ServerHandler for McpServer {
             _ => Some(Arc::new(Observers(observers)) as Arc<dyn Observer>),
         };
         let server = self.clone();
-        let result = tokio::task::spawn_blocking(move || server.call_with(&name, arguments, &cancel, observer))
-            .await
-            .map_err(|e| McpError::internal_error(format!("the run panicked: {e}"), None));
+        let ending = RunEnding::default();
+        let run_cancel = cancel.clone();
+        let mut run = {
+            let (ending, name) = (ending.clone(), name.clone());
+            tokio::task::spawn_blocking(move || server.call_ending(&name, arguments, &cancel, observer, &ending))
+        };
+        // Once the server shuts down, the run has [`ABANDON_AFTER`] to end (it was cancelled):
+        // past that the call answers and records it in its place (`abandon`).
+        let mut down = self.inner.shutdown.subscribe();
+        // A cancelled call gives its slot back at once, even when its thread has not come
+        // back (a plan's static check does not stop at a cancel): its thread holds a place
+        // of `leftover` instead until it does. With every such place taken, it keeps its slot.
+        let mut cancel_heard = false;
+        let result = loop {
+            tokio::select! {
+                r = &mut run => break r.map_err(|e| McpError::internal_error(format!("the run panicked: {e}"), None)),
+                () = context.ct.cancelled(), if !cancel_heard => {
+                    cancel_heard = true;
+                    let leftover = self.calls.as_ref().map(|l| l.leftover.clone().try_acquire_owned());
+                    let held = match leftover {
+                        Some(Ok(place)) => Some(place),
+                        // Every leftover place taken: it keeps its slot (the watcher
+                        // cancels its run).
+                        Some(Err(_)) => continue,
+                        None => None,
+                    };
+                    // Ended in its place if the server stops before its thread comes back.
+                    let (inner, kept) = (self.inner.clone(), self.inner.keep_leftover(ending.clone()));
+                    tokio::spawn(async move {
+                        let _ = run.await;
+                        inner.forget_leftover(kept);
+                        drop(held);
+                    });
+                    run_cancel.cancel();
+                    watcher.abort();
+                    for forwarder in forwarders {
+                        forwarder.abort();
+                    }
+                    // rmcp drops the answer to a cancelled request, as the protocol asks.
+                    return Err(McpError::internal_error("cancelled", None));
+                }
+                _ = async {
+                    let _ = down.wait_for(|d| *d).await;
+                    tokio::time::sleep(ABANDON_AFTER).await;
+                } => {
+                    ending.abandon();
+                    watcher.abort();
+                    // The run's thread still holds its observers: their notifications stop here.
+                    for forwarder in forwarders {
+                        forwarder.abort();
+                    }
+                    let result: CallToolResult = serde_json::from_value(cancelled_answer(&name))
+                        .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+                    return Ok(result.into());
+                }
+            }
+        };
         watcher.abort();
         // The run is over and its observer dropped, which ends the progress channel: every
         // notification goes out before the result (the protocol has no progress after it).

@@ -617,11 +617,14 @@ impl McpServer {
         server.shut_down();
         ct.cancel();
         let _ = tokio::time::timeout(SHUTDOWN_GRACE, async {
-            while server.calls_in_flight() > 0 {
+            // Calls answered as cancelled (their sessions ended) whose runs are winding down
+            // are waited for too, so that they record their own ends.
+            while server.calls_in_flight() > 0 || server.has_leftover_runs() {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         })
         .await;
+        server.end_leftover_runs();
         connections.abort_all();
         Ok(())
     }

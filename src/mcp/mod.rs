@@ -9,6 +9,7 @@
 //! failed run are tool errors (`isError: true`) whose text names the failing step and the
 //! reason. Only an unknown tool name is a protocol error.
 
+mod abandon;
 pub mod framing;
 mod handler;
 #[cfg(feature = "mcp-http")]
@@ -114,6 +115,25 @@ struct Inner {
     shutdown: tokio::sync::watch::Sender<bool>,
     /// `tools/call` requests running now.
     in_flight: AtomicUsize,
+    /// The runs of calls answered as cancelled whose threads have not come back yet, by a
+    /// number of their own: ended in their place when the server stops
+    /// ([`McpServer::end_leftover_runs`]).
+    leftovers: Mutex<Vec<(u64, abandon::RunEnding)>>,
+    /// The number of the next leftover run.
+    next_leftover: std::sync::atomic::AtomicU64,
+}
+
+impl Inner {
+    /// Keeps `ending` until [`Inner::forget_leftover`] is called with the number returned.
+    fn keep_leftover(&self, ending: abandon::RunEnding) -> u64 {
+        let n = self.next_leftover.fetch_add(1, Ordering::SeqCst);
+        self.leftovers.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push((n, ending));
+        n
+    }
+
+    fn forget_leftover(&self, n: u64) {
+        self.leftovers.lock().unwrap_or_else(std::sync::PoisonError::into_inner).retain(|(m, _)| *m != n);
+    }
 }
 
 /// Counts a call in flight while it lives.
@@ -148,6 +168,18 @@ struct CallLimit {
     /// answer to every request) rather than being refused with [`SERVER_BUSY`] (HTTP: many
     /// clients, each told to try again).
     queue: bool,
+    /// As many places as `slots`, for cancelled calls whose thread has not come back yet (a
+    /// plan's static check does not stop at a cancel): a cancelled call gives its slot back
+    /// at once when it takes one of these, so that a client cannot make the server hold more
+    /// than twice the limit of threads by cancelling.
+    leftover: Arc<tokio::sync::Semaphore>,
+}
+
+impl CallLimit {
+    fn new(max: usize, queue: bool) -> CallLimit {
+        let semaphore = || Arc::new(tokio::sync::Semaphore::new(max));
+        CallLimit { slots: semaphore(), queue, leftover: semaphore() }
+    }
 }
 
 /// How long the server waits, once it shuts down, for the calls it cancelled to answer
@@ -218,7 +250,14 @@ impl McpServer {
         }
         let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
         let (shutdown, _) = tokio::sync::watch::channel(false);
-        let inner = Arc::new(Inner { root, tools, shutdown, in_flight: AtomicUsize::new(0) });
+        let inner = Arc::new(Inner {
+            root,
+            tools,
+            shutdown,
+            in_flight: AtomicUsize::new(0),
+            leftovers: Mutex::default(),
+            next_leftover: std::sync::atomic::AtomicU64::new(0),
+        });
         let server = McpServer {
             inner,
             calls: None,
@@ -242,7 +281,7 @@ impl McpServer {
     /// refused with the JSON-RPC error [`SERVER_BUSY`] (what [`McpServer::serve_http`] sets
     /// up with `--max-calls`).
     pub fn with_call_limit(mut self, max: usize) -> McpServer {
-        self.calls = Some(CallLimit { slots: Arc::new(tokio::sync::Semaphore::new(max)), queue: false });
+        self.calls = Some(CallLimit::new(max, false));
         self
     }
 
@@ -251,7 +290,7 @@ impl McpServer {
     /// the server shuts down). [`McpServer::serve_stdio`] sets this up with
     /// [`DEFAULT_MAX_CALLS`] when no limit was set (`serve --max-calls`).
     pub fn with_queued_call_limit(mut self, max: usize) -> McpServer {
-        self.calls = Some(CallLimit { slots: Arc::new(tokio::sync::Semaphore::new(max)), queue: true });
+        self.calls = Some(CallLimit::new(max, true));
         self
     }
 
@@ -427,6 +466,22 @@ impl McpServer {
         self.inner.shutdown.send_replace(true);
     }
 
+    /// Ends in the history, in their place, the runs of calls answered as cancelled whose
+    /// threads have not come back ([`abandon`]): the server stops, and nothing else would.
+    pub(crate) fn end_leftover_runs(&self) {
+        let leftovers =
+            std::mem::take(&mut *self.inner.leftovers.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+        for (_, ending) in leftovers {
+            ending.abandon();
+        }
+    }
+
+    /// Whether some call answered as cancelled still has its run's thread out.
+    #[cfg_attr(not(feature = "mcp-http"), allow(dead_code))]
+    pub(crate) fn has_leftover_runs(&self) -> bool {
+        !self.inner.leftovers.lock().unwrap_or_else(std::sync::PoisonError::into_inner).is_empty()
+    }
+
     /// How many `tools/call` requests are running now.
     pub fn calls_in_flight(&self) -> usize {
         self.inner.in_flight.load(Ordering::SeqCst)
@@ -451,6 +506,19 @@ impl McpServer {
         cancel: &CancelToken,
         observer: Option<Arc<dyn Observer>>,
     ) -> Option<Json> {
+        self.call_ending(name, arguments, cancel, observer, &abandon::RunEnding::default())
+    }
+
+    /// [`McpServer::call_with`], the run's recorder (`with_run_observers`) wrapped by
+    /// `ending`, so that the call can end the run in its place ([`abandon`]).
+    fn call_ending(
+        &self,
+        name: &str,
+        arguments: Json,
+        cancel: &CancelToken,
+        observer: Option<Arc<dyn Observer>>,
+        ending: &abandon::RunEnding,
+    ) -> Option<Json> {
         let served = self.served_named(name);
         if self.is_skill_tool(name) {
             return self.change_skills(name, &arguments, None, None).map(|(answer, _)| answer);
@@ -465,7 +533,7 @@ impl McpServer {
         };
         let observer = match &self.run_observers {
             Some(make) => {
-                let extra = make.for_run();
+                let extra = ending.wrap(make.for_run());
                 Some(match observer {
                     Some(o) => Arc::new(Observers(vec![o, extra])) as Arc<dyn Observer>,
                     None => extra,

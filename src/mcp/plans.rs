@@ -73,6 +73,9 @@ pub struct PlanServer {
     served: Vec<Callable>,
     /// The served tools' descriptions for `tdsl://tools`, made once.
     served_listing: String,
+    /// The served tools' files, by name and by tool path: what a skill's record of its
+    /// check covers ([`PlanServer::served_text`]).
+    served_files: HashMap<String, PathBuf>,
     /// Each upstream server's part of `tdsl://tools`, made once a listing: a part is
     /// worked out from the tools' schemas read whole, which a hostile server can make cost
     /// milliseconds a tool, and any client may read the resource again and again.
@@ -93,10 +96,15 @@ impl PlanServer {
         let callable =
             served.iter().map(|s| Callable { name: s.name.clone(), tool_path: Some(s.tool_path.clone()) }).collect();
         let served_listing = served.iter().map(served_line).collect::<Vec<_>>().join("");
+        let served_files = served
+            .iter()
+            .flat_map(|s| [(s.name.clone(), s.file.clone()), (s.tool_path.clone(), s.file.clone())])
+            .collect();
         PlanServer {
             root,
             served: callable,
             served_listing,
+            served_files,
             upstream_listings: Mutex::default(),
             options,
             upstreams,
@@ -230,6 +238,18 @@ impl PlanServer {
         let text = plan_text(plan, self.options.limits.max_bytes);
         let (core, problems) = self.core(plan);
         (core.check(&text), problems)
+    }
+
+    /// The text of the served tool a plan names `path` (its name or tool path), read now;
+    /// `None` when no served tool has that name or its file cannot be read.
+    pub(super) fn served_text(&self, path: &str) -> Option<String> {
+        crate::input::read_text(self.served_files.get(path)?).ok()
+    }
+
+    /// What a check depends on besides the plan and the tools it names: the limits and the
+    /// file folder, as text.
+    pub(super) fn options_key(&self) -> String {
+        format!("{:?}", self.options)
     }
 
     /// The largest plan, in bytes.

@@ -210,6 +210,9 @@ pub struct Skills {
     /// The names of the other tools the server offers: a skill may not take one.
     taken: Vec<String>,
     log: Option<Arc<dyn SkillLog>>,
+    /// Of the last [`Skills::refresh`]: the skills checked, and those left unchecked because
+    /// their record says they checked as they are.
+    counts: std::sync::Mutex<(usize, usize)>,
 }
 
 impl Skills {
@@ -218,7 +221,7 @@ impl Skills {
     /// `taken` are the other tools' names.
     pub fn load(store: SkillStore, plans: Arc<PlanServer>, taken: Vec<String>) -> (Skills, Vec<String>) {
         let set = plans.skill_set().clone();
-        let skills = Skills { store, set, plans, taken, log: None };
+        let skills = Skills { store, set, plans, taken, log: None, counts: std::sync::Mutex::default() };
         let problems = skills.refresh();
         (skills, problems)
     }
@@ -237,15 +240,35 @@ impl Skills {
             }
         };
         self.set.replace_all(names.iter().map(|n| self.read(n)).collect());
+        let (mut checked, mut kept) = (std::collections::BTreeSet::new(), std::collections::BTreeSet::new());
         for _ in 0..=names.len() {
             let mut changed = false;
             for s in self.set.all().iter().filter(|s| s.callable() && s.unchecked.is_none()) {
+                // Unchanged since a check that passed (its file, and what its check reads):
+                // not checked again (a skill whose check is slow does not hold every start).
+                let print = self.fingerprint(s);
+                if print.is_some() && print == self.store.checked_record(&s.name) {
+                    kept.insert(s.name.clone());
+                    continue;
+                }
+                checked.insert(s.name.clone());
                 let judged = match self.check_error(&s.text) {
-                    Verdict::Checks => continue,
-                    Verdict::Broken(error) => Skill { error: Some(error), ..self.read(&s.name) },
+                    Verdict::Checks => {
+                        if let Some(print) = &print {
+                            self.store.record_checked(&s.name, print);
+                        }
+                        continue;
+                    }
+                    Verdict::Broken(error) => {
+                        self.store.forget_checked(&s.name);
+                        Skill { error: Some(error), ..self.read(&s.name) }
+                    }
                     // An upstream server that is down at start does not break its skills for
                     // good: they stay callable, and a call checks them again.
-                    Verdict::Unchecked(why) => Skill { unchecked: Some(why), ..self.read(&s.name) },
+                    Verdict::Unchecked(why) => {
+                        self.store.forget_checked(&s.name);
+                        Skill { unchecked: Some(why), ..self.read(&s.name) }
+                    }
                 };
                 self.set.put(judged);
                 changed = true;
@@ -254,6 +277,8 @@ impl Skills {
                 break;
             }
         }
+        let kept = kept.difference(&checked).count();
+        *self.counts.lock().unwrap_or_else(PoisonError::into_inner) = (checked.len(), kept);
         for s in self.set.all() {
             if let Some(e) = &s.error {
                 problems.push(format!("skill `{}` is not callable: {e}", s.name));
@@ -265,6 +290,50 @@ impl Skills {
             }
         }
         problems
+    }
+
+    /// What the last loading of the skills (at start, or after a save or delete) checked:
+    /// `skills: N checked, M unchanged since their last check`, or `None` without skills.
+    pub fn checked_note(&self) -> Option<String> {
+        let (checked, kept) = *self.counts.lock().unwrap_or_else(PoisonError::into_inner);
+        (checked + kept > 0).then(|| format!("skills: {checked} checked, {kept} unchanged since their last check"))
+    }
+
+    /// The fingerprint of what `skill`'s check reads: tdsl's version, the plan limits, its
+    /// file, and the file of each served tool and skill it calls. `None` when its check
+    /// reads what a record cannot cover — an upstream server's tools (listed only when the
+    /// server runs), a callee that is missing or not callable — so it is checked.
+    fn fingerprint(&self, skill: &Skill) -> Option<String> {
+        use std::hash::{Hash, Hasher};
+        let mut parts: Vec<String> = vec![env!("CARGO_PKG_VERSION").to_string(), self.plans.options_key()];
+        parts.push(skill.text.clone());
+        let mut paths = callees(&skill.text);
+        paths.sort();
+        paths.dedup();
+        let all = self.set.all();
+        for path in paths {
+            let text = match self.plans.served_text(&path) {
+                Some(text) => text,
+                None => {
+                    let other = all.iter().find(|s| s.name == path || s.tool_path == path)?;
+                    if !other.callable() || other.unchecked.is_some() {
+                        return None;
+                    }
+                    other.text.clone()
+                }
+            };
+            parts.push(path);
+            parts.push(text);
+        }
+        // Two 64-bit hashes of the parts (lengths included): a record is only ever compared
+        // with a fingerprint made the same way, by the same build.
+        let hash = |seed: u8| {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            seed.hash(&mut h);
+            parts.hash(&mut h);
+            h.finish()
+        };
+        Some(format!("v1 {:016x}{:016x}", hash(0), hash(1)))
     }
 
     /// The same skills recording every save and delete in `log`.

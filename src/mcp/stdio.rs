@@ -34,6 +34,7 @@ impl McpServer {
         }
         let (lines_tx, lines_rx) = tokio::sync::mpsc::channel::<Vec<u8>>(64);
         let shutdown = self.inner.shutdown.clone();
+        let leftovers = self.for_session();
         // An output that cannot be written (closed, full) shuts the server down too.
         let writer = tokio::spawn(framing::write_output(output, lines_rx, shutdown.clone()));
         let (to_rmcp, rmcp_in) = tokio::io::duplex(64 * 1024);
@@ -71,6 +72,7 @@ impl McpServer {
         };
         shutdown.send_replace(true);
         starter.abort();
+        leftovers.end_leftover_runs();
         // What rmcp wrote before it stopped goes out; a stuck output does not hold the exit.
         let failed_write = tokio::time::timeout(Duration::from_millis(300), async {
             let _ = output_done.await;

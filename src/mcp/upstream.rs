@@ -20,6 +20,10 @@ use crate::diagnostic::Code;
 use crate::exec::{Runner, ToolCall, ToolError};
 use crate::host::mcp_client::{McpClients, McpTarget};
 use crate::host::HostRunner;
+
+/// How long the upstream servers have to exit when `serve` ends, after SIGTERM, before
+/// they are killed ([`Upstreams::shut_down_quickly`]).
+pub const UPSTREAM_EXIT_GRACE: Duration = Duration::from_millis(500);
 use crate::plans::{escape_controls, untranslatable, upstream_target, UpstreamTool};
 use crate::value::Value;
 
@@ -489,6 +493,13 @@ impl Upstreams {
     /// outside any async runtime.
     pub fn shut_down(&self) {
         self.clients.shut_down();
+    }
+
+    /// [`Upstreams::shut_down`] when the server ends (a signal, the end of its input): each
+    /// stdio server gets SIGTERM and [`UPSTREAM_EXIT_GRACE`] to exit, then it is killed; an
+    /// HTTP session is ended within as long.
+    pub fn shut_down_quickly(&self) {
+        self.clients.shut_down_within(UPSTREAM_EXIT_GRACE);
     }
 }
 

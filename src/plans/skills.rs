@@ -32,6 +32,9 @@ pub(crate) const KEPT_VERSIONS: usize = 8;
 /// version's time, then by name); the others' versions are removed when a delete passes it.
 pub(crate) const KEPT_DELETED: usize = 32;
 
+/// The longest record of a skill's check ([`SkillStore::checked_record`]).
+const MAX_RECORD_BYTES: usize = 256;
+
 /// The longest skill name (`[a-z][a-z0-9_]{0,63}`).
 pub(crate) const MAX_NAME_CHARS: usize = 64;
 
@@ -160,6 +163,59 @@ impl SkillStore {
         [self.dir.join(".versions"), self.versions_dir(name)]
             .iter()
             .all(|p| std::fs::symlink_metadata(p).map_or(true, |m| m.file_type().is_dir()))
+    }
+
+    /// Where the record of `name`'s last check is kept: `DIR/.checked/NAME` (not `.tool`).
+    fn checked_file(&self, name: &str) -> PathBuf {
+        self.dir.join(".checked").join(name)
+    }
+
+    /// Whether `.checked` and its record of `name` are a folder and a file of their own where
+    /// they exist — not links, which would make a record be read or written elsewhere.
+    fn records_are_own(&self, name: &str) -> bool {
+        let own = |p: &Path, dir: bool| {
+            std::fs::symlink_metadata(p).map_or(true, |m| {
+                if dir {
+                    m.file_type().is_dir()
+                } else {
+                    m.file_type().is_file()
+                }
+            })
+        };
+        own(&self.dir.join(".checked"), true) && own(&self.checked_file(name), false)
+    }
+
+    /// The record of `name`'s last check that passed ([`SkillStore::record_checked`]): what
+    /// the server compares with the skill's fingerprint now, so that a skill unchanged since
+    /// (its file and what its check reads) is not checked again at every start. `None`
+    /// without one (or one that is not a short line).
+    pub fn checked_record(&self, name: &str) -> Option<String> {
+        if !valid_name(name) || !self.records_are_own(name) {
+            return None;
+        }
+        let text = std::fs::read_to_string(self.checked_file(name)).ok()?;
+        let line = text.trim();
+        (line.len() <= MAX_RECORD_BYTES && !line.contains('\n')).then(|| line.to_string())
+    }
+
+    /// Records that `name`'s check passed with the fingerprint `print` (best effort: a
+    /// folder that cannot be written just has its skills checked at every start).
+    pub fn record_checked(&self, name: &str, print: &str) {
+        if !valid_name(name) || !self.records_are_own(name) || print.len() > MAX_RECORD_BYTES {
+            return;
+        }
+        let dir = self.dir.join(".checked");
+        if std::fs::create_dir_all(&dir).is_err() {
+            return;
+        }
+        let _ = self.write_atomic(&dir, &self.checked_file(name), format!("{print}\n").as_bytes());
+    }
+
+    /// Removes the record of `name`'s last check (it no longer checks, or it was deleted).
+    pub fn forget_checked(&self, name: &str) {
+        if valid_name(name) && self.records_are_own(name) {
+            let _ = std::fs::remove_file(self.checked_file(name));
+        }
     }
 
     /// The names of the skills in the folder (`NAME.tool` files; other names are left out),
@@ -354,6 +410,7 @@ impl SkillStore {
         }
         std::fs::remove_file(&file).map_err(|e| self.io(&file, &e))?;
         sync_dir(&self.dir);
+        self.forget_checked(name);
         let was = self.current(name);
         self.prune_deleted();
         Ok(was)
@@ -615,6 +672,30 @@ mod tests {
         let e = s.save("m", "{}", false, &[]).expect_err("refused");
         assert_eq!(e.code, Code::SkillWrite, "{e}");
         assert!(e.message.contains("as high as they go"), "{e}");
+    }
+
+    #[test]
+    fn the_record_of_a_check_is_kept_beside_the_skill_and_goes_with_it() {
+        let (root, s) = store(8);
+        s.save("a", "{}", false, &[]).expect("saved");
+        assert_eq!(s.checked_record("a"), None);
+        s.record_checked("a", "v1 0123");
+        assert_eq!(s.checked_record("a").as_deref(), Some("v1 0123"));
+        assert!(s.names().expect("names") == ["a"], "a record is not a skill");
+        s.record_checked("a", &"x".repeat(MAX_RECORD_BYTES + 1));
+        assert_eq!(s.checked_record("a").as_deref(), Some("v1 0123"), "an overlong record is not written");
+        s.delete("a").expect("deleted");
+        assert_eq!(s.checked_record("a"), None, "deleted with its skill");
+        // A record behind a link is neither read nor written.
+        #[cfg(unix)]
+        {
+            let outside = root.path().join("outside");
+            std::fs::write(&outside, "v1 0123\n").expect("write");
+            std::os::unix::fs::symlink(&outside, s.dir().join(".checked/b")).expect("link");
+            assert_eq!(s.checked_record("b"), None);
+            s.record_checked("b", "v1 4567");
+            assert_eq!(std::fs::read_to_string(&outside).expect("read"), "v1 0123\n");
+        }
     }
 
     #[test]

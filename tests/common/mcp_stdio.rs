@@ -65,6 +65,22 @@ impl StdioClient {
         }
     }
 
+    /// Reads until the answer to request `id`, or until the server closes its output
+    /// (`None`).
+    pub fn answer_or_end(&mut self, id: u64) -> Option<Value> {
+        loop {
+            let mut line = String::new();
+            if self.stdout.read_line(&mut line).unwrap_or(0) == 0 {
+                return None;
+            }
+            let v: Value = serde_json::from_str(&line).expect("JSON");
+            if v["id"] == json!(id) {
+                return Some(v);
+            }
+            self.notes.push(v);
+        }
+    }
+
     /// `tools/call`: the result.
     pub fn call(&mut self, name: &str, arguments: Value) -> Value {
         self.request("tools/call", json!({"name": name, "arguments": arguments}))["result"].clone()

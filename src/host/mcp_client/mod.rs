@@ -247,6 +247,9 @@ pub(crate) struct McpClients {
     closing: Mutex<CancelToken>,
     /// The most values a result may hold (`None`: [`crate::ranges::DEFAULT_MAX_TOOL_VALUES`]).
     max_values: Option<usize>,
+    /// How long a stdio server has, once its input is closed, to exit (and again after
+    /// SIGTERM): [`stdio::ExitGrace`], shortened by [`McpClients::shut_down_within`].
+    exit_grace: stdio::ExitGrace,
 }
 
 impl std::fmt::Debug for McpClients {
@@ -380,7 +383,13 @@ impl McpClients {
         let cancel = call.cancel.clone();
         let answer = runtime.block_on(async move {
             let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-            let mut handle = match peer.send_cancellable_request(request, PeerRequestOptions::no_options()).await {
+            // Sending waits while the server does not read its input (a full pipe): a cancel
+            // ends that wait too.
+            let sent = tokio::select! {
+                sent = peer.send_cancellable_request(request, PeerRequestOptions::no_options()) => sent,
+                () = cancelled(&cancel) => return None,
+            };
+            let mut handle = match sent {
                 Ok(h) => h,
                 Err(e) => return Some(Err(e)),
             };
@@ -396,7 +405,9 @@ impl McpClients {
                 None => {
                     // Sent before the call returns, so that it reaches the server before
                     // the connection is closed at the end of the run.
-                    let _ = handle.cancel(Some("the tdsl run cancelled the call".to_string())).await;
+                    // A server that does not read its input does not hold the cancel up.
+                    let notice = handle.cancel(Some("the tdsl run cancelled the call".to_string()));
+                    let _ = tokio::time::timeout(CANCEL_NOTICE_WAIT, notice).await;
                     None
                 }
             }
@@ -548,7 +559,7 @@ impl McpClients {
             *live = None;
         }
         let max_values = self.max_values().saturating_add(ENVELOPE_VALUES);
-        let started = runtime.block_on(start(command, &self.env, server, max_values, cancel))?;
+        let started = runtime.block_on(start(command, &self.env, server, (max_values, &self.exit_grace), cancel))?;
         let started = Arc::new(started);
         *live = Some(started.clone());
         Ok(started)
@@ -585,6 +596,10 @@ impl McpClients {
     /// Shuts every server down now, as dropping the clients does (a server used again
     /// later starts anew). Call it outside any async runtime.
     pub(crate) fn shut_down(&self) {
+        self.shut_down_bounded(SHUT_DOWN_BOUND);
+    }
+
+    fn shut_down_bounded(&self, bound: Duration) {
         let Some(Ok(runtime)) = self.runtime.get() else { return };
         // A listing's server still starting gives up now, freeing its slot.
         let mut closing = self.closing.lock().unwrap_or_else(PoisonError::into_inner);
@@ -592,12 +607,25 @@ impl McpClients {
         *closing = CancelToken::new();
         drop(closing);
         let servers = std::mem::take(&mut *self.servers.lock().unwrap_or_else(PoisonError::into_inner));
-        shut_down_servers(runtime, servers);
+        shut_down_servers(runtime, servers, bound);
+        // A server whose connection did not even begin to close in time (rmcp first waits
+        // up to 2 s for answers in flight) is killed.
+        self.exit_grace.kill_all();
+    }
+
+    /// [`McpClients::shut_down`] for a process that is ending: each stdio server gets
+    /// SIGTERM at once and `grace` to exit, then it is killed; an HTTP session is ended
+    /// within `grace`. A server busy writing an answer (which reads no more input) does not
+    /// hold the exit, nor does rmcp's wait for the answers in flight on a connection.
+    pub(crate) fn shut_down_within(&self, grace: Duration) {
+        self.exit_grace.set(grace);
+        self.exit_grace.terminate_all();
+        self.shut_down_bounded(grace);
     }
 }
 
 /// Ends each server's connection: see [`McpClients`]'s `Drop`.
-fn shut_down_servers(runtime: &tokio::runtime::Runtime, servers: HashMap<McpTarget, Arc<Slot>>) {
+fn shut_down_servers(runtime: &tokio::runtime::Runtime, servers: HashMap<McpTarget, Arc<Slot>>, bound: Duration) {
     let services: Vec<_> = servers
         .into_values()
         .filter_map(|slot| slot.live.lock().unwrap_or_else(PoisonError::into_inner).take())
@@ -607,12 +635,16 @@ fn shut_down_servers(runtime: &tokio::runtime::Runtime, servers: HashMap<McpTarg
         return;
     }
     runtime.block_on(async move {
+        // All at once: the MCP stdio shutdown (the server's input is closed and it gets 3 s
+        // to exit, then SIGTERM and 3 s more, then it is killed; `mcp_stdio`), an HTTP
+        // session ended with `DELETE`.
+        let mut ending = tokio::task::JoinSet::new();
         for service in services {
-            // The MCP stdio shutdown: the server's input is closed and it gets 3 s to
-            // exit, then SIGTERM and 3 s more, then it is killed (`mcp_stdio`).
-            // An HTTP session is ended with `DELETE`.
-            let _ = tokio::time::timeout(Duration::from_secs(8), service.cancel()).await;
+            ending.spawn(async move {
+                let _ = service.cancel().await;
+            });
         }
+        let _ = tokio::time::timeout(bound, async { while ending.join_next().await.is_some() {} }).await;
     });
 }
 
@@ -620,9 +652,12 @@ impl Drop for McpClients {
     fn drop(&mut self) {
         let Some(Ok(runtime)) = self.runtime.get() else { return };
         let servers = std::mem::take(&mut *self.servers.lock().unwrap_or_else(PoisonError::into_inner));
-        shut_down_servers(runtime, servers);
+        shut_down_servers(runtime, servers, SHUT_DOWN_BOUND);
     }
 }
+
+/// The longest [`McpClients::shut_down`] waits for its servers' connections to close.
+const SHUT_DOWN_BOUND: Duration = Duration::from_secs(8);
 
 /// Whether the server answers a ping within [`PROBE_TIMEOUT`] (any answer, an error too,
 /// is a server that still reads its input). A cancelled wait does not judge it hung.
@@ -699,7 +734,7 @@ async fn start(
     target: &McpTarget,
     env: &crate::host::ToolEnv,
     server: Option<&str>,
-    max_values: usize,
+    (max_values, exit_grace): (usize, &stdio::ExitGrace),
     cancel: &CancelToken,
 ) -> Result<Live, ConnectError> {
     let command = match target {
@@ -727,8 +762,8 @@ async fn start(
     // Left to its `Child` by the orphan reaper, whatever session it moves to.
     let mut child = super::orphans::spawn_owned(|| cmd.spawn(), tokio::process::Child::id).map_err(cannot_start)?;
     let stderr = child.stderr.take();
-    let (transport, cut) =
-        stdio::ChildTransport::new(child, stdio::MAX_MESSAGE_BYTES, max_values).map_err(cannot_start)?;
+    let (transport, cut) = stdio::ChildTransport::new(child, stdio::MAX_MESSAGE_BYTES, max_values, exit_grace.clone())
+        .map_err(cannot_start)?;
     let lines = match stderr {
         Some(stderr) => {
             let lines = Arc::new(stderr::StderrTail::default());
@@ -858,6 +893,10 @@ async fn start_http(
         server_named(server, &url_origin(url))
     ))))
 }
+
+/// How long a cancelled call waits to hand the server its `notifications/cancelled`
+/// before it returns anyway (a server that does not read its input fills the pipe).
+const CANCEL_NOTICE_WAIT: Duration = Duration::from_millis(200);
 
 /// Resolves when the token is cancelled.
 async fn cancelled(cancel: &CancelToken) {

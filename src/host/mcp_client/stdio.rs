@@ -13,8 +13,8 @@
 //! - The MCP stdio shutdown as rmcp's does it: the server's input is closed and it has 3 s
 //!   to exit, then SIGTERM and 3 s more, then it is killed.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -33,6 +33,66 @@ pub(crate) const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 
 /// How long a server has to exit once its input is closed, then once it got SIGTERM.
 const EXIT_GRACE: Duration = Duration::from_secs(3);
+
+/// How long the servers of one set of clients have to exit, once their input is closed and
+/// again after SIGTERM: [`EXIT_GRACE`] until [`ExitGrace::set`] shortens it (a shutdown on a
+/// signal), shared by their transports.
+/// It also keeps the process ids of their servers not yet reaped, for
+/// [`ExitGrace::kill_all`].
+#[derive(Clone, Debug)]
+pub(crate) struct ExitGrace {
+    millis: Arc<AtomicU64>,
+    running: Arc<Mutex<Vec<u32>>>,
+}
+
+impl Default for ExitGrace {
+    fn default() -> ExitGrace {
+        ExitGrace { millis: Arc::new(AtomicU64::new(millis(EXIT_GRACE))), running: Arc::default() }
+    }
+}
+
+impl ExitGrace {
+    /// From now on, `grace`.
+    pub(crate) fn set(&self, grace: Duration) {
+        self.millis.store(millis(grace), Ordering::SeqCst);
+    }
+
+    fn get(&self) -> Duration {
+        Duration::from_millis(self.millis.load(Ordering::SeqCst))
+    }
+
+    fn running(&self) -> std::sync::MutexGuard<'_, Vec<u32>> {
+        self.running.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Kills every server still running (not reaped: its process id is not anyone else's),
+    /// when its shutdown did not end it in time.
+    pub(crate) fn kill_all(&self) {
+        #[cfg(unix)]
+        for pid in self.running().drain(..) {
+            signal(pid, nix::sys::signal::Signal::SIGKILL);
+        }
+    }
+
+    /// Sends SIGTERM to every server still running whose connection has not begun to close.
+    pub(crate) fn terminate_all(&self) {
+        #[cfg(unix)]
+        for pid in self.running().iter() {
+            signal(*pid, nix::sys::signal::Signal::SIGTERM);
+        }
+    }
+}
+
+#[cfg(unix)]
+fn signal(pid: u32, signal: nix::sys::signal::Signal) {
+    if let Ok(pid) = i32::try_from(pid) {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal);
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
 
 /// A server's standard output that ends (as if the server had closed it) at the first line
 /// longer than `limit`, setting `oversized`, or of more values than `values` counts, setting
@@ -90,6 +150,9 @@ impl<R: AsyncRead + Unpin> AsyncRead for Capped<R> {
 /// The client side of one `mcp:` server over its standard input and output.
 pub(crate) struct ChildTransport {
     child: Option<Child>,
+    /// Its process id, in `grace`'s list until the child is reaped or dropped.
+    pid: Option<u32>,
+    grace: ExitGrace,
     rw: AsyncRwTransport<RoleClient, Capped<ChildStdout>, ChildStdin>,
 }
 
@@ -97,7 +160,12 @@ impl ChildTransport {
     /// The transport over `child`'s piped standard input and output, and the flags set when
     /// the server sent a message longer than `limit` bytes, or of more than `max_values`
     /// values.
-    pub(crate) fn new(mut child: Child, limit: usize, max_values: usize) -> std::io::Result<(ChildTransport, Cut)> {
+    pub(crate) fn new(
+        mut child: Child,
+        limit: usize,
+        max_values: usize,
+        grace: ExitGrace,
+    ) -> std::io::Result<(ChildTransport, Cut)> {
         let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
             return Err(std::io::Error::other("the server's standard input and output are not piped"));
         };
@@ -112,7 +180,25 @@ impl ChildTransport {
         };
         // The cap is ours (it ends the connection); rmcp's would only drop the line.
         let rw = AsyncRwTransport::new(capped, stdin).with_max_line_length(usize::MAX);
-        Ok((ChildTransport { child: Some(child), rw }, cut))
+        let pid = child.id();
+        grace.running().extend(pid);
+        Ok((ChildTransport { child: Some(child), pid, grace, rw }, cut))
+    }
+}
+
+impl ChildTransport {
+    /// Takes the server out of the list of those [`ExitGrace::kill_all`] kills: before it
+    /// is reaped (after that its id may be another process's).
+    fn unlist(&mut self) {
+        if let Some(pid) = self.pid.take() {
+            self.grace.running().retain(|p| *p != pid);
+        }
+    }
+}
+
+impl Drop for ChildTransport {
+    fn drop(&mut self) {
+        self.unlist();
     }
 }
 
@@ -131,15 +217,19 @@ impl Transport<RoleClient> for ChildTransport {
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
-        self.rw.close().await?;
+        // From here on the server is ended here, within three times the grace.
+        self.unlist();
+        let grace = self.grace.get();
+        // A server that reads no more input does not hold its input's closing either.
+        let _ = tokio::time::timeout(grace, self.rw.close()).await;
         let Some(mut child) = self.child.take() else { return Ok(()) };
-        if tokio::time::timeout(EXIT_GRACE, child.wait()).await.is_ok() {
+        if tokio::time::timeout(grace, child.wait()).await.is_ok() {
             return Ok(());
         }
         #[cfg(unix)]
         if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) {
             let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGTERM);
-            if tokio::time::timeout(EXIT_GRACE, child.wait()).await.is_ok() {
+            if tokio::time::timeout(grace, child.wait()).await.is_ok() {
                 return Ok(());
             }
         }
