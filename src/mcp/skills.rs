@@ -299,13 +299,14 @@ impl Skills {
         (checked + kept > 0).then(|| format!("skills: {checked} checked, {kept} unchanged since their last check"))
     }
 
-    /// The fingerprint of what `skill`'s check reads: tdsl's version, the plan limits, its
+    /// The fingerprint of what `skill`'s check reads: tdsl's version and build, the plan limits, its
     /// file, and the file of each served tool and skill it calls. `None` when its check
     /// reads what a record cannot cover — an upstream server's tools (listed only when the
     /// server runs), a callee that is missing or not callable — so it is checked.
     fn fingerprint(&self, skill: &Skill) -> Option<String> {
         use std::hash::{Hash, Hasher};
-        let mut parts: Vec<String> = vec![env!("CARGO_PKG_VERSION").to_string(), self.plans.options_key()];
+        let mut parts: Vec<String> =
+            vec![env!("CARGO_PKG_VERSION").to_string(), build_identity()?, self.plans.options_key()];
         parts.push(skill.text.clone());
         let mut paths = callees(&skill.text);
         paths.sort();
@@ -713,4 +714,25 @@ pub(crate) fn tools() -> Vec<Json> {
                 "name": {"type": "string", "description": "The skill's name."}}, "required": ["name"]},
         }),
     ]
+}
+
+/// The build that checks: the running program's size and time of change. The version alone
+/// would keep a record across two builds of one version whose checks differ (a development
+/// build that learned a new error), so a skill checked by another build is checked again;
+/// `None` (every skill checked) when the program cannot be read.
+fn build_identity() -> Option<String> {
+    let m = std::env::current_exe().and_then(std::fs::metadata).ok()?;
+    let changed = m.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
+    Some(format!("{} {}.{:09}", m.len(), changed.as_secs(), changed.subsec_nanos()))
+}
+
+#[cfg(test)]
+mod build_tests {
+    /// The build is read from the running program, the same on every call.
+    #[test]
+    fn the_build_is_named_by_the_program() {
+        let first = super::build_identity();
+        assert!(first.as_deref().is_some_and(|b| b.split(' ').count() == 2), "{first:?}");
+        assert_eq!(first, super::build_identity());
+    }
 }
