@@ -216,6 +216,43 @@ impl Value {
         go(self, &mut left, 0).then_some(budget - left)
     }
 
+    /// The bytes this value takes by the cost of values built ([`crate::ops::build_bytes`],
+    /// each list, object, key and string reached), at most `max`: the walk stops there, so
+    /// its cost is bounded by `max` whatever the value (each node reached below the top
+    /// costs at least a list element's bytes). A value nested deeper than
+    /// [`MAX_WALK_DEPTH`] is `max`. What a run holds of an evaluation's result, or of a
+    /// tool's answer, is charged by this measure ([`crate::RunBudget`]).
+    pub fn alloc_bytes_within(&self, max: u64) -> u64 {
+        fn go(v: &Value, left: &mut u64, depth: usize) -> bool {
+            if depth > MAX_WALK_DEPTH {
+                return false;
+            }
+            let here = crate::ops::build_bytes(v) as u64;
+            if here > *left {
+                return false;
+            }
+            *left -= here;
+            match v {
+                Value::List(l) => l.iter().all(|x| go(x, left, depth + 1)),
+                Value::Object(o) => o.iter().all(|(k, x)| {
+                    let key = crate::ops::string_bytes(k.len()) as u64;
+                    if key > *left {
+                        return false;
+                    }
+                    *left -= key;
+                    go(x, left, depth + 1)
+                }),
+                _ => true,
+            }
+        }
+        let mut left = max;
+        if go(self, &mut left, 0) {
+            max - left
+        } else {
+            max
+        }
+    }
+
     /// Compact JSON, if it takes at most `max` bytes; `None` beyond (the rendering stops
     /// there, so its cost is bounded by `max` whatever the value's size).
     pub fn json_within(&self, max: usize) -> Option<String> {

@@ -18,7 +18,7 @@ use crate::diagnostic::Code;
 use crate::files::FileStore;
 use crate::functions::{Args, BuiltinFn, Caller, Consumer, Elems, Failure, FunctionTable, Implementation, Producer};
 use crate::ops;
-use crate::runtime::{Clock, EvalError, Interrupt, Limits, INTERRUPT_POLL_UNITS};
+use crate::runtime::{Clock, EvalError, Interrupt, Limits, RunBudget, INTERRUPT_POLL_UNITS};
 use crate::span::Span;
 use crate::syntax::ast::{BinaryOp, Name};
 use crate::value::{SegmentError, Value};
@@ -81,20 +81,31 @@ fn interpret(chunk: &Chunk, env: &Env<'_>) -> Result<Value, EvalError> {
         fuel: env.limits.fuel,
         reserve: 0,
         alloc: env.limits.max_alloc_bytes as u64,
+        budget: env.interrupt.and_then(Interrupt::budget).map(|b| &**b),
+        drawn: 0,
+        taken: 0,
         depth: 0,
         serial: 0,
         arg_pool: Vec::new(),
     };
     if env.interrupt.is_some() {
         // Fuel is handed out a tick at a time: when a tick runs out, the interrupt is
-        // polled and the next tick taken from the reserve.
+        // polled and the next tick taken from the reserve (and from the run's budget).
         vm.reserve = vm.fuel.saturating_sub(INTERRUPT_POLL_UNITS);
         vm.fuel -= vm.reserve;
+        if let Some(b) = vm.budget {
+            let got = b.take_fuel(0, vm.fuel).unwrap_or(0);
+            vm.reserve += vm.fuel - got;
+            vm.fuel = got;
+        }
     }
     if vm.locals.len() < chunk.locals as usize {
         vm.locals.resize(chunk.locals as usize, Value::Null);
     }
     let result = vm.exec(chunk);
+    if let Some(b) = vm.budget {
+        settle(b, &vm, &result);
+    }
     let Vm { mut stack, mut locals, .. } = vm;
     stack.clear();
     locals.clear();
@@ -106,6 +117,25 @@ fn interpret(chunk: &Chunk, env: &Env<'_>) -> Result<Value, EvalError> {
     });
     result
 }
+
+/// Settles an evaluation with the run's budget: the fuel of its tick not spent goes back,
+/// and so do the bytes it took, but for those of its result, which the run holds (at most
+/// what the evaluation took: a result that is a value it was given was charged where that
+/// value was made).
+#[cold]
+#[inline(never)]
+fn settle(b: &RunBudget, vm: &Vm<'_>, result: &Result<Value, EvalError>) {
+    b.give_back_fuel(vm.fuel);
+    let kept = match result {
+        Ok(v) => v.alloc_bytes_within(vm.taken),
+        Err(_) => 0,
+    };
+    b.give_back_memory(vm.taken - kept);
+}
+
+/// Bytes an evaluation takes from its run's memory beyond what it needs at once, so that
+/// it asks the shared budget once per this many bytes built, not once per value.
+const MEMORY_CHUNK: u64 = 256 * 1024;
 
 /// Evaluates a one-instruction program that only reads, or `None` for other instructions
 /// (and for reads that fail: the general path builds the located error).
@@ -161,6 +191,12 @@ struct Vm<'a> {
     reserve: u64,
     /// Bytes of values this evaluation may still build ([`Limits::max_alloc_bytes`]).
     alloc: u64,
+    /// The run's budget, when the evaluation is part of a run ([`Interrupt::budget`]).
+    budget: Option<&'a RunBudget>,
+    /// Bytes taken from the run's budget and not yet built.
+    drawn: u64,
+    /// Bytes taken from the run's budget in all.
+    taken: u64,
     depth: usize,
     serial: u64,
     arg_pool: Vec<Vec<Value>>,
@@ -250,20 +286,45 @@ impl<'a> Vm<'a> {
     #[inline(never)]
     fn refuel(&mut self, units: u64, span: Span) -> Result<(), EvalError> {
         if let Some(reason) = self.env.interrupt.and_then(Interrupt::check) {
+            self.give_back_tick();
             self.fuel = 0;
             self.reserve = 0;
             return Err(Interrupt::error(reason, span));
         }
         let total = self.fuel + self.reserve;
         if units > total {
+            self.give_back_tick();
             self.fuel = 0;
             self.reserve = 0;
             return Err(self.out_of_fuel(span));
         }
         let left = total - units;
-        self.fuel = left.min(INTERRUPT_POLL_UNITS);
-        self.reserve = left - self.fuel;
+        let mut tick = left.min(INTERRUPT_POLL_UNITS);
+        if let Some(b) = self.budget {
+            // What the current tick does not cover is taken from the run now, with as much
+            // of the next tick as the run has left.
+            let need = units.saturating_sub(self.fuel);
+            match b.take_fuel(need, need.saturating_add(tick)) {
+                Some(got) => tick = got - need,
+                None => {
+                    self.give_back_tick();
+                    self.fuel = 0;
+                    self.reserve = 0;
+                    return Err(EvalError::new(Code::FuelExhausted, span, b.fuel_error()));
+                }
+            }
+        }
+        self.fuel = tick;
+        self.reserve = left - tick;
         Ok(())
+    }
+
+    /// Gives the current tick back to the run's budget (the evaluation stops).
+    fn give_back_tick(&mut self) {
+        if let Some(b) = self.budget {
+            b.give_back_fuel(self.fuel);
+        }
+        self.fuel = 0;
     }
 
     /// Spends `units` of fuel.
@@ -302,7 +363,32 @@ impl<'a> Vm<'a> {
             return Err(EvalError::new(Code::MemoryLimit, span, ops::memory_error(self.env.limits)));
         }
         self.alloc -= bytes;
+        if self.budget.is_some() {
+            if bytes > self.drawn {
+                return self.draw(bytes, span);
+            }
+            self.drawn -= bytes;
+        }
         Ok(())
+    }
+
+    /// Takes `bytes` (and a chunk more, when the run has it) from the run's memory.
+    #[cold]
+    #[inline(never)]
+    fn draw(&mut self, bytes: u64, span: Span) -> Result<(), EvalError> {
+        let Some(b) = self.budget else { return Ok(()) };
+        let need = bytes - self.drawn;
+        match b.take_memory(need, need.saturating_add(MEMORY_CHUNK.min(self.alloc))) {
+            Ok(got) => {
+                self.taken += got;
+                self.drawn = got - need;
+                Ok(())
+            }
+            Err(message) => {
+                self.alloc = 0;
+                Err(EvalError::new(Code::MemoryLimit, span, message))
+            }
+        }
     }
 
     fn exec(&mut self, chunk: &Chunk) -> Result<Value, EvalError> {
@@ -403,14 +489,14 @@ impl<'a> Vm<'a> {
                     }
                 }
                 Op::List(n) => {
-                    self.alloc(n as usize * ops::LIST_ELEMENT_BYTES, chunk.spans[pc - 1])?;
+                    self.alloc(ops::list_bytes(n as usize), chunk.spans[pc - 1])?;
                     let at = self.stack.len() - n as usize;
                     let items: Vec<Value> = self.stack.drain(at..).collect();
                     self.stack.push(Value::list(items));
                 }
                 Op::Object(k) => {
                     let keys = &chunk.keys[k as usize];
-                    self.alloc(keys.len() * ops::OBJECT_ENTRY_BYTES, chunk.spans[pc - 1])?;
+                    self.alloc(ops::object_bytes(keys.len()), chunk.spans[pc - 1])?;
                     let at = self.stack.len() - keys.len();
                     let mut map = crate::value::Map::with_capacity_and_hasher(keys.len(), Default::default());
                     for (key, v) in keys.iter().zip(self.stack.drain(at..)) {

@@ -129,7 +129,9 @@ fn group_by_core(r: &mut dyn Caller, args: &Args<'_>, keep: bool) -> R {
             *count += 1;
         }
     }
-    r.alloc(xs.len().saturating_mul(crate::ops::LIST_ELEMENT_BYTES))?;
+    // The elements, and for each group its list and its entry in the working map (the
+    // result's entries are charged as it is returned).
+    r.alloc(crate::ops::list_bytes(xs.len()).saturating_add(groups.len().saturating_mul(crate::ops::LIST_BYTES + crate::ops::OBJECT_ENTRY_BYTES)))?;
     let map: Map = groups
         .into_iter()
         .map(|(k, (elements, count))| (k, Value::list(if keep { elements } else { vec![Value::Null; count] })))
