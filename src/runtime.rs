@@ -384,14 +384,18 @@ impl RunBudget {
     fn memory_error(&self) -> String {
         format!(
             "the run holds more values than its memory budget allows ({} bytes, shared by all its expressions \
-             and the tool answers it keeps)",
+             and the tool answers it keeps; `--max-run-memory` raises it)",
             self.memory
         )
     }
 
     /// The message of `E0401` when the run's fuel is spent.
     pub(crate) fn fuel_error(&self) -> String {
-        format!("the run ran out of fuel (its budget is {} instructions, shared by all its expressions)", self.fuel)
+        format!(
+            "the run ran out of fuel (its budget is {} instructions, shared by all its expressions; \
+             `--max-run-fuel` raises it)",
+            self.fuel
+        )
     }
 }
 
