@@ -52,7 +52,7 @@ fn big_runner() -> Arc<dyn Runner> {
     Arc::new(|call: &ToolCall<'_>| -> Result<Value, ToolError> {
         match call.endpoint().and_then(upstream_target) {
             Some(("t", "big")) => {
-                let n = call.arguments.get_direct("n").and_then(Value::as_i64).unwrap_or(0);
+                let n = call.arguments.get_direct("n").and_then(Value::as_f64).unwrap_or(0.0) as i64;
                 let items = (0..n).map(|i| Value::str(&format!("item number {i:>16}"))).collect();
                 Ok(Value::object_from([("items", Value::list(items))]))
             }
