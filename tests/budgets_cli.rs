@@ -159,9 +159,23 @@ fn the_runs_budgets_from_the_command_line() {
         let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
         (out.status.code(), text)
     };
-    let (code, text) = run(&["--max-run-fuel", "50000"]);
+    let trace = dir.join("trace.json");
+    let trace_arg = trace.to_string_lossy().to_string();
+    let (code, text) = run(&["--max-run-fuel", "50000", "--trace", &trace_arg]);
     assert_eq!(code, Some(1), "{text}");
     assert!(text.contains("E0401") && text.contains("the run ran out of fuel"), "{text}");
+    // The trace records the budget, and the replay runs out where the run did.
+    let recorded = std::fs::read_to_string(&trace).expect("the trace");
+    assert!(recorded.contains("\"max_run_fuel\": 50000"), "{recorded}");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tdsl"))
+        .arg("replay")
+        .arg(&trace)
+        .arg("--root")
+        .arg(&dir)
+        .output()
+        .expect("tdsl replay runs");
+    let replayed = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "the replay diverged: {replayed}");
     let (code, text) = run(&["--max-run-fuel", "10000000"]);
     assert_eq!(code, Some(0), "{text}");
     // Each transform builds a list of 20,000 numbers (about 480 KB by the cost of values).

@@ -44,7 +44,9 @@ fn big_tool() -> Vec<UpstreamTool> {
         name: "big".into(),
         description: Some("n items".into()),
         input_schema: json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}),
-        output_schema: Some(json!({"type": "object", "properties": {"items": {"type": "array", "items": {"type": "string"}}}})),
+        output_schema: Some(
+            json!({"type": "object", "properties": {"items": {"type": "array", "items": {"type": "string"}}}}),
+        ),
     }]
 }
 
@@ -80,7 +82,9 @@ fn error(run: &PlanRun) -> (String, String) {
 fn fuel_of(src: &str) -> u64 {
     let budget = Arc::new(RunBudget::new(u64::MAX / 2, 1 << 40));
     let program = Engine::new().compile(src).expect("it compiles");
-    program.eval_interruptible(&Value::Null, &Value::Null, &Interrupt::new().with_budget(budget.clone())).expect("it runs");
+    program
+        .eval_interruptible(&Value::Null, &Value::Null, &Interrupt::new().with_budget(budget.clone()))
+        .expect("it runs");
     budget.fuel_spent()
 }
 
@@ -204,6 +208,9 @@ fn fuel_is_summed_over_the_runs_steps() {
         let exact = PlanLimits { max_run_fuel: each * k as u64, ..PlanLimits::default() };
         let r = run(exact, &plan, Value::Null);
         assert_eq!(r.status, RunStatus::Success, "{expr} x{k}: {}", r.to_json());
+        // The trace records the run's budgets (for a replay).
+        let limits = r.trace.limits.as_ref().expect("recorded");
+        assert_eq!((limits.max_run_fuel, limits.max_run_memory), (each * k as u64, 512 << 20));
         let short = PlanLimits { max_run_fuel: each * k as u64 - 1, ..PlanLimits::default() };
         let r = run(short, &plan, Value::Null);
         let (code, message) = error(&r);
@@ -268,7 +275,9 @@ fn peak_beyond_range(src: &str, n: usize) -> u64 {
     let peak = |src: &str| {
         let budget = Arc::new(RunBudget::new(u64::MAX / 2, 1 << 40));
         let program = Engine::new().compile(src).expect("it compiles");
-        program.eval_interruptible(&Value::Null, &Value::Null, &Interrupt::new().with_budget(budget.clone())).expect("it runs");
+        program
+            .eval_interruptible(&Value::Null, &Value::Null, &Interrupt::new().with_budget(budget.clone()))
+            .expect("it runs");
         budget.memory_peak()
     };
     peak(src) - peak(&format!("length(range(0,{n}))"))
