@@ -24,6 +24,7 @@ use globset::GlobSet;
 use super::workflow::{Tool, Workflow};
 use crate::analysis::{Plan, ValuePlan};
 use crate::diagnostic::Code;
+use crate::runtime::MemoryPool;
 
 /// The guards of an executor.
 #[derive(Clone, Debug)]
@@ -50,7 +51,7 @@ pub struct Guards {
     pub max_run_memory: u64,
     /// A budget of memory shared with other runs (`tdsl serve`'s runs in flight), which
     /// every byte the run holds also takes from: `None` by default.
-    pub shared_memory: Option<crate::runtime::MemoryPool>,
+    pub shared_memory: Option<MemoryPool>,
 }
 
 impl Default for Guards {
@@ -201,7 +202,7 @@ impl Guards {
 
     /// Takes every byte the run holds from `pool` too, a budget shared with other runs:
     /// past it the expression or the call that would take more fails with `E0406`.
-    pub fn shared_memory(mut self, pool: crate::runtime::MemoryPool) -> Guards {
+    pub fn shared_memory(mut self, pool: MemoryPool) -> Guards {
         self.shared_memory = Some(pool);
         self
     }

@@ -74,7 +74,7 @@ use crate::analysis::{Resolved, ToolRoot};
 use crate::diagnostic::Diagnostic;
 use crate::engine::Engine;
 use crate::ranges::{self, RangeError};
-use crate::runtime::Limits;
+use crate::runtime::{Limits, MemoryPool};
 
 /// The limits a plan is checked and run under (SPEC §13), each with its range
 /// ([`crate::ranges`]).
@@ -101,7 +101,7 @@ pub struct PlanLimits {
     /// The most bytes of values the run holds at once (512 MiB; `E0406` past it).
     pub max_run_memory: u64,
     /// Memory shared with the other runs in flight (`serve --max-memory-in-flight`).
-    pub memory_in_flight: Option<crate::runtime::MemoryPool>,
+    pub memory_in_flight: Option<MemoryPool>,
     /// The expression budgets (fuel, depth, sizes; SPEC §4.8).
     pub expression: Limits,
 }
