@@ -64,55 +64,11 @@ pub(crate) fn compare_cost(a: &Value, b: &Value) -> u64 {
     }
 }
 
-/// Bytes charged against [`crate::Limits::max_alloc_bytes`] for one list element: a value
-/// (24 bytes) and the allocator's share.
-pub(crate) const LIST_ELEMENT_BYTES: usize = 24;
-/// Bytes charged for a list beyond its elements: its shared allocation's header and the
-/// allocator's own.
-pub(crate) const LIST_BYTES: usize = 32;
-/// Bytes charged for one object entry: its key and value (56 bytes with the key's hash),
-/// its slot in the index, and room the entries' vector grows into.
-pub(crate) const OBJECT_ENTRY_BYTES: usize = 80;
-/// Bytes charged for an object beyond its entries: the shared map, its two allocations and
-/// the smallest index table (measured: a million one-entry objects take about 230 MB).
-pub(crate) const OBJECT_BYTES: usize = 160;
-/// Strings up to this many bytes are stored inside the value; a longer one is an
-/// allocation of its own.
-pub(crate) const INLINE_STRING_BYTES: usize = 23;
-/// Bytes charged for a string stored in an allocation of its own, beyond its text.
-pub(crate) const STRING_BYTES: usize = 32;
-
-/// Bytes charged for a list of `n` elements.
-pub(crate) fn list_bytes(n: usize) -> usize {
-    n.saturating_mul(LIST_ELEMENT_BYTES).saturating_add(LIST_BYTES)
-}
-
-/// Bytes charged for an object of `n` entries.
-pub(crate) fn object_bytes(n: usize) -> usize {
-    n.saturating_mul(OBJECT_ENTRY_BYTES).saturating_add(OBJECT_BYTES)
-}
-
-/// Bytes charged for a string of `len` bytes: its text, and an allocation's overhead when
-/// it is too long to be stored inside the value.
-pub(crate) fn string_bytes(len: usize) -> usize {
-    if len > INLINE_STRING_BYTES {
-        len.saturating_add(STRING_BYTES)
-    } else {
-        len
-    }
-}
-
-/// Bytes a value built by an operator or a built-in is charged for (its top level: what
-/// it holds was charged when it was built, or is shared). Close to what the allocator
-/// takes for it (docs/security.md, round 11a).
-pub(crate) fn build_bytes(v: &Value) -> usize {
-    match v {
-        Value::Str(s) => string_bytes(s.len()),
-        Value::List(l) => list_bytes(l.len()),
-        Value::Object(o) => object_bytes(o.len()),
-        _ => 0,
-    }
-}
+// The cost of values built, in bytes (the memory limit's and a run's budget's): defined
+// beside the values, whose measure of what a run holds uses it too.
+pub(crate) use crate::value::{
+    build_bytes, list_bytes, object_bytes, LIST_BYTES, LIST_ELEMENT_BYTES, OBJECT_ENTRY_BYTES,
+};
 
 /// The error for a spent memory budget.
 pub(crate) fn memory_error(limits: &crate::Limits) -> String {

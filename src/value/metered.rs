@@ -5,6 +5,56 @@ use std::sync::Arc;
 
 use super::{SmolStr, Value, MAX_WALK_DEPTH};
 
+/// Bytes charged against [`crate::Limits::max_alloc_bytes`] for one list element: a value
+/// (24 bytes) and the allocator's share.
+pub(crate) const LIST_ELEMENT_BYTES: usize = 24;
+/// Bytes charged for a list beyond its elements: its shared allocation's header and the
+/// allocator's own.
+pub(crate) const LIST_BYTES: usize = 32;
+/// Bytes charged for one object entry: its key and value (56 bytes with the key's hash),
+/// its slot in the index, and room the entries' vector grows into.
+pub(crate) const OBJECT_ENTRY_BYTES: usize = 80;
+/// Bytes charged for an object beyond its entries: the shared map, its two allocations and
+/// the smallest index table (measured: a million one-entry objects take about 230 MB).
+pub(crate) const OBJECT_BYTES: usize = 160;
+/// Strings up to this many bytes are stored inside the value; a longer one is an
+/// allocation of its own.
+pub(crate) const INLINE_STRING_BYTES: usize = 23;
+/// Bytes charged for a string stored in an allocation of its own, beyond its text.
+pub(crate) const STRING_BYTES: usize = 32;
+
+/// Bytes charged for a list of `n` elements.
+pub(crate) fn list_bytes(n: usize) -> usize {
+    n.saturating_mul(LIST_ELEMENT_BYTES).saturating_add(LIST_BYTES)
+}
+
+/// Bytes charged for an object of `n` entries.
+pub(crate) fn object_bytes(n: usize) -> usize {
+    n.saturating_mul(OBJECT_ENTRY_BYTES).saturating_add(OBJECT_BYTES)
+}
+
+/// Bytes charged for a string of `len` bytes: its text, and an allocation's overhead when
+/// it is too long to be stored inside the value.
+pub(crate) fn string_bytes(len: usize) -> usize {
+    if len > INLINE_STRING_BYTES {
+        len.saturating_add(STRING_BYTES)
+    } else {
+        len
+    }
+}
+
+/// Bytes a value built by an operator or a built-in is charged for (its top level: what
+/// it holds was charged when it was built, or is shared). Close to what the allocator
+/// takes for it (docs/security.md, round 11a).
+pub(crate) fn build_bytes(v: &Value) -> usize {
+    match v {
+        Value::Str(s) => string_bytes(s.len()),
+        Value::List(l) => list_bytes(l.len()),
+        Value::Object(o) => object_bytes(o.len()),
+        _ => 0,
+    }
+}
+
 /// Metered walks: the forms of equality, order, counting and rendering that evaluation
 /// uses on values it did not build itself. Each visits at most a budget of nodes (a shared
 /// value counts once per time it is reached, which is the work the walk does) and reports
@@ -216,7 +266,7 @@ impl Value {
         go(self, &mut left, 0).then_some(budget - left)
     }
 
-    /// The bytes this value takes by the cost of values built ([`crate::ops::build_bytes`],
+    /// The bytes this value takes by the cost of values built ([`build_bytes`],
     /// each list, object, key and string reached), at most `max`: the walk stops there, so
     /// its cost is bounded by `max` whatever the value (each node reached below the top
     /// costs at least a list element's bytes). A value nested deeper than
@@ -227,7 +277,7 @@ impl Value {
             if depth > MAX_WALK_DEPTH {
                 return false;
             }
-            let here = crate::ops::build_bytes(v) as u64;
+            let here = build_bytes(v) as u64;
             if here > *left {
                 return false;
             }
@@ -235,7 +285,7 @@ impl Value {
             match v {
                 Value::List(l) => l.iter().all(|x| go(x, left, depth + 1)),
                 Value::Object(o) => o.iter().all(|(k, x)| {
-                    let key = crate::ops::string_bytes(k.len()) as u64;
+                    let key = string_bytes(k.len()) as u64;
                     if key > *left {
                         return false;
                     }
