@@ -381,7 +381,7 @@ impl RunBudget {
     }
 
     /// The message of `E0406` when the run's memory is spent.
-    fn memory_error(&self) -> String {
+    pub(crate) fn memory_error(&self) -> String {
         format!(
             "the run holds more values than its memory budget allows ({} bytes, shared by all its expressions \
              and the tool answers it keeps; `--max-run-memory` raises it)",

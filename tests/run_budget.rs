@@ -304,3 +304,30 @@ fn the_charge_is_close_to_what_the_allocator_takes() {
     let each = peak_beyond_range(&src, n) / n as u64;
     assert!((406..=676).contains(&each), "group_by: {each} bytes for 451");
 }
+
+/// An answer that shares its string with the answers held before (an upstream that echoes
+/// what it was given, a thousand times) holds it once: the run charges it once.
+#[test]
+fn an_answer_shared_between_children_is_charged_once() {
+    let echo = UpstreamTool {
+        server: "t".into(),
+        name: "echo".into(),
+        description: None,
+        input_schema: json!({"type": "object", "properties": {"text": {"type": "string"}, "i": {"type": "integer"}}}),
+        output_schema: None,
+    };
+    let runner: Arc<dyn Runner> = Arc::new(|call: &ToolCall<'_>| -> Result<Value, ToolError> {
+        Ok(Value::object_from([("text", call.arguments.get_direct("text").cloned().unwrap_or_default())]))
+    });
+    let plan = json!({"arguments": [{"name": "s", "type_name": "string", "required": true}],
+        "instructions": [{"execution_id": "f", "tool_definition_path": "t/echo", "arguments": {"text": "REF:arguments.s"},
+            "parallel_execution": {"iterate_over": (0..200).collect::<Vec<u32>>(), "child_argument_name": "i"}}],
+        "response_reference_map": {"n": "REF:f.response.length"}})
+    .to_string();
+    // 200 answers of a 1 MiB string: 200 MiB if each were counted, 1 MiB shared.
+    let arguments = Value::object_from([("s", Value::str(&"a".repeat(1 << 20)))]);
+    let limits = PlanLimits { max_run_memory: 8 << 20, ..PlanLimits::default() };
+    let desk = desk(limits).with_upstream(vec![echo]);
+    let r = desk.run(&plan, arguments, runner, &RunPlanOptions::default()).expect("it runs");
+    assert_eq!(r.status, RunStatus::Success, "{:.400}", r.to_json().to_string());
+}

@@ -205,6 +205,9 @@ pub(crate) struct RunCtx<'a> {
     /// (`Guards::max_run_fuel`, `Guards::max_run_memory`): the interrupt carries it to
     /// every evaluation.
     budget: Arc<crate::runtime::RunBudget>,
+    /// The addresses of the lists, objects and long strings of the answers the run holds,
+    /// each charged once (an answer that shares one with another costs it once).
+    held: Mutex<rustc_hash::FxHashSet<usize>>,
 }
 
 /// How an [`Executor`] runs a workflow: here, beside the scheduler it runs, so that
@@ -286,6 +289,7 @@ pub(crate) fn run(ex: &Executor, wf: &Workflow, arguments: Value, source: &dyn S
         source,
         interrupt: crate::runtime::Interrupt::new().with_probe(probe).with_budget(budget.clone()),
         budget,
+        held: Mutex::new(rustc_hash::FxHashSet::default()),
         pool,
         limiter: Arc::new(Limiter::new(threads)),
         start_ms,
@@ -621,10 +625,19 @@ impl<'a> RunCtx<'a> {
         CallOutcome { result, attempts, nested: None, nested_clock_reads: Vec::new(), partial: false }
     }
 
-    /// Charges a tool's answer to the run's memory, which holds it until the run ends.
+    /// Charges a tool's answer to the run's memory, which holds it until the run ends: what
+    /// it does not share with the answers held before (`Value::alloc_bytes_unseen_within`).
     fn hold(&self, answer: &Value) -> Result<(), String> {
         let left = self.budget.memory() - self.budget.memory_held();
-        self.budget.hold(answer.alloc_bytes_within(left.saturating_add(1)))
+        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some((bytes, added)) = answer.alloc_bytes_unseen_within(left, &mut held) else {
+            return Err(self.budget.memory_error());
+        };
+        self.budget.hold(bytes).inspect_err(|_| {
+            for at in added {
+                held.remove(&at);
+            }
+        })
     }
 
     /// Tells the observer that an attempt at a primitive call ended.

@@ -303,6 +303,75 @@ impl Value {
         }
     }
 
+    /// [`Value::alloc_bytes_within`], each allocation a run may share between the values it
+    /// holds — a list, an object, a string past 23 bytes — counted once: those whose
+    /// address is in `seen` cost nothing (a list or object seen is not walked again), those
+    /// counted are added to it. A tool that answers with a string it was given, a thousand
+    /// times over, holds that string once. The bytes and the addresses added, or `None`
+    /// (and `seen` as it was) past `max`.
+    #[cfg_attr(not(feature = "engine"), allow(dead_code))]
+    pub(crate) fn alloc_bytes_unseen_within(
+        &self,
+        max: u64,
+        seen: &mut rustc_hash::FxHashSet<usize>,
+    ) -> Option<(u64, Vec<usize>)> {
+        fn first(seen: &mut rustc_hash::FxHashSet<usize>, added: &mut Vec<usize>, at: usize) -> bool {
+            let new = seen.insert(at);
+            if new {
+                added.push(at);
+            }
+            new
+        }
+        fn go(
+            v: &Value,
+            left: &mut u64,
+            depth: usize,
+            seen: &mut rustc_hash::FxHashSet<usize>,
+            added: &mut Vec<usize>,
+        ) -> bool {
+            if depth > MAX_WALK_DEPTH {
+                return false;
+            }
+            let shared = match v {
+                Value::Str(s) if s.len() > INLINE_STRING_BYTES => Some(s.as_str().as_ptr() as usize),
+                Value::List(l) => Some(l.as_ptr() as usize),
+                Value::Object(o) => Some(Arc::as_ptr(o) as usize),
+                _ => None,
+            };
+            if let Some(at) = shared {
+                if !first(seen, added, at) {
+                    return true;
+                }
+            }
+            let here = build_bytes(v) as u64;
+            if here > *left {
+                return false;
+            }
+            *left -= here;
+            match v {
+                Value::List(l) => l.iter().all(|x| go(x, left, depth + 1, seen, added)),
+                Value::Object(o) => o.iter().all(|(k, x)| {
+                    let key = string_bytes(k.len()) as u64;
+                    if key > *left {
+                        return false;
+                    }
+                    *left -= key;
+                    go(x, left, depth + 1, seen, added)
+                }),
+                _ => true,
+            }
+        }
+        let (mut left, mut added) = (max, Vec::new());
+        if go(self, &mut left, 0, seen, &mut added) {
+            Some((max - left, added))
+        } else {
+            for at in added {
+                seen.remove(&at);
+            }
+            None
+        }
+    }
+
     /// Compact JSON, if it takes at most `max` bytes; `None` beyond (the rendering stops
     /// there, so its cost is bounded by `max` whatever the value's size).
     pub fn json_within(&self, max: usize) -> Option<String> {
