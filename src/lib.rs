@@ -173,7 +173,9 @@ pub struct ComposeDoc;
 
 // Expressions: compile once, evaluate many times.
 pub use engine::{Analysis, Engine, Program, References};
-pub use runtime::{Clock, ErrorDetails, EvalError, FixedClock, Interrupt, InterruptReason, Limits, SystemClock};
+pub use runtime::{
+    Clock, ErrorDetails, EvalError, FixedClock, Interrupt, InterruptReason, Limits, MemoryPool, RunBudget, SystemClock,
+};
 pub use types::{Fit, RefUse, Scope, StrEnum, Type};
 pub use value::{Map, Value};
 // Host functions: `Engine::register_function(signature, body)`.

@@ -64,21 +64,11 @@ pub(crate) fn compare_cost(a: &Value, b: &Value) -> u64 {
     }
 }
 
-/// Bytes charged against [`crate::Limits::max_alloc_bytes`] for one list element.
-pub(crate) const LIST_ELEMENT_BYTES: usize = 16;
-/// Bytes charged for one object entry (its key, value and index slot).
-pub(crate) const OBJECT_ENTRY_BYTES: usize = 48;
-
-/// Bytes a value built by an operator or a built-in is charged for (its top level: what
-/// it holds was charged when it was built, or is shared).
-pub(crate) fn build_bytes(v: &Value) -> usize {
-    match v {
-        Value::Str(s) => s.len(),
-        Value::List(l) => l.len().saturating_mul(LIST_ELEMENT_BYTES),
-        Value::Object(o) => o.len().saturating_mul(OBJECT_ENTRY_BYTES),
-        _ => 0,
-    }
-}
+// The cost of values built, in bytes (the memory limit's and a run's budget's): defined
+// beside the values, whose measure of what a run holds uses it too.
+pub(crate) use crate::value::{
+    build_bytes, list_bytes, object_bytes, LIST_BYTES, LIST_ELEMENT_BYTES, OBJECT_ENTRY_BYTES,
+};
 
 /// The error for a spent memory budget.
 pub(crate) fn memory_error(limits: &crate::Limits) -> String {

@@ -131,6 +131,29 @@ pub const SERVE_MAX_RESULT_BYTES: usize = 64 << 20;
 /// [`crate::exec::Guards::max_result_bytes`]): measured without writing it, stopping at
 /// the bound, so that a result is never written out whole to learn that it is too large.
 pub const MAX_RESULT_BYTES: Range = range("max_result_bytes", 1024.0, 4_294_967_296.0, true, "bytes");
+/// The default of [`RUN_FUEL`] for `tdsl run` and the library: a billion units, twenty
+/// expressions at their own limit ([`crate::Limits::fuel`]), tens of seconds of work.
+pub const DEFAULT_RUN_FUEL: u64 = 1_000_000_000;
+/// The default of [`RUN_FUEL`] for each run `tdsl serve` makes: 500 million units, ten
+/// expressions at their own limit.
+pub const SERVE_RUN_FUEL: u64 = 500_000_000;
+/// The fuel of all the expressions of one run together (`--max-run-fuel`,
+/// [`crate::exec::Guards::max_run_fuel`]): each also has its own ([`FUEL`]).
+pub const RUN_FUEL: Range = range("max_run_fuel", 1.0, 9_007_199_254_740_991.0, true, "");
+/// The default of [`RUN_MEMORY`] for `tdsl run` and the library: 2 GiB.
+pub const DEFAULT_RUN_MEMORY: u64 = 2 << 30;
+/// The default of [`RUN_MEMORY`] for each run `tdsl serve` makes: 512 MiB.
+pub const SERVE_RUN_MEMORY: u64 = 512 << 20;
+/// The bytes of values one run holds at once (`--max-run-memory`,
+/// [`crate::exec::Guards::max_run_memory`]): what its expressions running at that moment
+/// build, their results and the tool answers it keeps, as
+/// [`crate::Limits::max_alloc_bytes`] counts values.
+pub const RUN_MEMORY: Range = range("max_run_memory", 1024.0, 1_099_511_627_776.0, true, "bytes");
+/// The default of [`MEMORY_IN_FLIGHT`] for `tdsl serve`: 2 GiB.
+pub const SERVE_MEMORY_IN_FLIGHT: u64 = 2 << 30;
+/// The bytes of values all the runs `tdsl serve` has in flight hold together
+/// (`--max-memory-in-flight`): each run's share counted as [`RUN_MEMORY`] counts it.
+pub const MEMORY_IN_FLIGHT: Range = range("max_memory_in_flight", 1024.0, 1_099_511_627_776.0, true, "bytes");
 /// The default of [`HISTORY_PAYLOAD_BYTES`]: 64 KiB.
 pub const DEFAULT_HISTORY_PAYLOAD_BYTES: usize = 64 << 10;
 /// The most bytes of one payload (arguments, an answer, a step's result, a run's result) the
@@ -258,6 +281,9 @@ pub const ALL: &[Range] = &[
     TOOL_OUTPUT_DEPTH,
     MAX_CALLS_PER_RUN,
     MAX_RESULT_BYTES,
+    RUN_FUEL,
+    RUN_MEMORY,
+    MEMORY_IN_FLIGHT,
     HISTORY_PAYLOAD_BYTES,
     HISTORY_RUN_BYTES,
     HISTORY_MAX_BYTES,

@@ -121,7 +121,7 @@ impl Evaluator<'_> {
                 })
             }
             TKind::List(items) => {
-                self.alloc(items.len() * crate::ops::LIST_ELEMENT_BYTES, e.span)?;
+                self.alloc(crate::ops::list_bytes(items.len()), e.span)?;
                 let mut out = Vec::with_capacity(items.len());
                 for x in items {
                     out.push(self.eval(x)?);
@@ -129,7 +129,7 @@ impl Evaluator<'_> {
                 Ok(Value::list(out))
             }
             TKind::Object(entries) => {
-                self.alloc(entries.len() * crate::ops::OBJECT_ENTRY_BYTES, e.span)?;
+                self.alloc(crate::ops::object_bytes(entries.len()), e.span)?;
                 let mut pairs = Vec::with_capacity(entries.len());
                 for (k, x) in entries {
                     pairs.push((SmolStr::new(&**k), self.eval(x)?));

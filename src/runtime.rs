@@ -119,6 +119,7 @@ pub struct Interrupt {
     cancelled: Arc<std::sync::atomic::AtomicBool>,
     deadline: Option<std::time::Instant>,
     probe: Option<InterruptProbe>,
+    budget: Option<Arc<RunBudget>>,
 }
 
 /// Fuel units between two polls of an [`Interrupt`].
@@ -130,6 +131,7 @@ impl fmt::Debug for Interrupt {
             .field("cancelled", &self.is_cancelled())
             .field("deadline", &self.deadline)
             .field("probe", &self.probe.is_some())
+            .field("budget", &self.budget)
             .finish()
     }
 }
@@ -154,6 +156,18 @@ impl Interrupt {
     pub fn with_probe(mut self, probe: InterruptProbe) -> Interrupt {
         self.probe = Some(probe);
         self
+    }
+
+    /// The same handle, also charging every evaluation polling it to `budget`: the fuel
+    /// and memory of one run, shared by all its evaluations (see [`RunBudget`]).
+    pub fn with_budget(mut self, budget: Arc<RunBudget>) -> Interrupt {
+        self.budget = Some(budget);
+        self
+    }
+
+    /// The run budget evaluations polling this handle are charged to, if any.
+    pub fn budget(&self) -> Option<&Arc<RunBudget>> {
+        self.budget.as_ref()
     }
 
     /// Stops every evaluation polling this handle (or a clone of it).
@@ -212,6 +226,227 @@ impl Interrupt {
             InterruptReason::Deadline => EvalError::new(Code::EvalDeadline, span, "evaluation ran past its deadline"),
         }
     }
+}
+
+/// The fuel and memory of one run, shared by every evaluation it makes (SPEC §4.8): its
+/// steps' transforms, running in parallel or one after another, its fan-out children's
+/// `transform_arguments` and `transform_responses`, its composite callees'. Each
+/// evaluation still has its own [`Limits`]; the run's budget bounds their sum.
+///
+/// * **Fuel** is spent for good: an evaluation takes it from the run a tick at a time
+///   (with the polls of its [`Interrupt`]) and gives back what it did not use when it
+///   ends. Once the run's fuel is spent every evaluation of the run fails with `E0401`.
+/// * **Memory** is held: an evaluation takes the bytes it builds (as
+///   [`Limits::max_alloc_bytes`] counts them) while it runs and gives them back when it
+///   ends, keeping only the bytes of its result, which the run holds; the host charges the
+///   tool answers it holds too ([`RunBudget::hold`]). Past the budget the evaluation (or
+///   the call) fails with `E0406`.
+///
+/// ```
+/// use std::sync::Arc;
+/// use tdsl::{Code, Engine, Interrupt, RunBudget, Value};
+///
+/// let budget = Arc::new(RunBudget::new(100_000, 1 << 30));
+/// let run = Interrupt::new().with_budget(budget.clone());
+/// let program = Engine::new().compile("count(range(0, 40000), condition_string='item > 0')").unwrap();
+/// assert!(program.eval_interruptible(&Value::Null, &Value::Null, &run).is_ok());
+/// // The second evaluation finds the run's fuel spent by the first and the third.
+/// let err = program.eval_interruptible(&Value::Null, &Value::Null, &run)
+///     .and_then(|_| program.eval_interruptible(&Value::Null, &Value::Null, &run))
+///     .unwrap_err();
+/// assert_eq!(err.code, Code::FuelExhausted);
+/// assert!(budget.fuel_spent() <= 100_000);
+/// ```
+#[derive(Debug)]
+pub struct RunBudget {
+    fuel: u64,
+    fuel_left: std::sync::atomic::AtomicU64,
+    memory: u64,
+    memory_left: std::sync::atomic::AtomicU64,
+    memory_peak: std::sync::atomic::AtomicU64,
+    /// A budget shared with other runs, which every byte held here is taken from too.
+    pool: Option<Arc<RunBudget>>,
+}
+
+impl Drop for RunBudget {
+    fn drop(&mut self) {
+        // What the run still held goes back to the pool it shares with other runs.
+        if let Some(pool) = &self.pool {
+            pool.give_back_memory(self.memory_held());
+        }
+    }
+}
+
+impl RunBudget {
+    /// A run of at most `fuel` units of fuel and `memory` bytes held at once.
+    pub fn new(fuel: u64, memory: u64) -> RunBudget {
+        use std::sync::atomic::AtomicU64;
+        RunBudget {
+            fuel,
+            fuel_left: AtomicU64::new(fuel),
+            memory,
+            memory_left: AtomicU64::new(memory),
+            memory_peak: AtomicU64::new(0),
+            pool: None,
+        }
+    }
+
+    /// This budget, every byte it holds taken from `pool` too (and given back to it when the
+    /// budget is dropped, at the run's end).
+    pub fn within(mut self, pool: &MemoryPool) -> RunBudget {
+        self.pool = Some(pool.0.clone());
+        self
+    }
+
+    /// The run's fuel in all.
+    pub fn fuel(&self) -> u64 {
+        self.fuel
+    }
+
+    /// The run's memory in all, in bytes.
+    pub fn memory(&self) -> u64 {
+        self.memory
+    }
+
+    /// The fuel spent so far (taken by evaluations and not given back).
+    pub fn fuel_spent(&self) -> u64 {
+        self.fuel - self.fuel_left()
+    }
+
+    /// The fuel still to be had.
+    pub fn fuel_left(&self) -> u64 {
+        self.fuel_left.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The bytes held now.
+    pub fn memory_held(&self) -> u64 {
+        self.memory - self.memory_left.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The most bytes held at once so far.
+    pub fn memory_peak(&self) -> u64 {
+        self.memory_peak.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Takes at least `need` and at most `want` (no less than `need`) units of fuel: how
+    /// many were taken, or `None` (and nothing taken) when fewer than `need` are left.
+    pub(crate) fn take_fuel(&self, need: u64, want: u64) -> Option<u64> {
+        take(&self.fuel_left, need, want.max(need))
+    }
+
+    /// Gives back `units` of fuel taken and not spent.
+    pub(crate) fn give_back_fuel(&self, units: u64) {
+        self.fuel_left.fetch_add(units, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Takes at least `need` and at most `want` bytes, as [`RunBudget::take_fuel`] (from
+    /// the pool too, when the run shares one); the message of `E0406` when they are not to
+    /// be had.
+    pub(crate) fn take_memory(&self, need: u64, want: u64) -> Result<u64, String> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let mut got = take(&self.memory_left, need, want.max(need)).ok_or_else(|| self.memory_error())?;
+        if let Some(pool) = &self.pool {
+            match take(&pool.memory_left, need, got) {
+                Some(shared) => {
+                    self.memory_left.fetch_add(got - shared, Relaxed);
+                    got = shared;
+                    pool.memory_peak.fetch_max(pool.memory_held(), Relaxed);
+                }
+                None => {
+                    self.memory_left.fetch_add(got, Relaxed);
+                    return Err(format!(
+                        "the server's runs in flight hold more values than it allows ({} bytes for all of them, \
+                         `--max-memory-in-flight`)",
+                        pool.memory
+                    ));
+                }
+            }
+        }
+        self.memory_peak.fetch_max(self.memory_held(), Relaxed);
+        Ok(got)
+    }
+
+    /// Gives back `bytes` taken.
+    pub(crate) fn give_back_memory(&self, bytes: u64) {
+        self.memory_left.fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
+        if let Some(pool) = &self.pool {
+            pool.give_back_memory(bytes);
+        }
+    }
+
+    /// Holds `bytes` for the rest of the run (a tool answer the run keeps), or `Err` with
+    /// the message of `E0406` when they do not fit (nothing is held then).
+    pub fn hold(&self, bytes: u64) -> Result<(), String> {
+        self.take_memory(bytes, bytes).map(|_| ())
+    }
+
+    /// The message of `E0406` when the run's memory is spent.
+    pub(crate) fn memory_error(&self) -> String {
+        format!(
+            "the run holds more values than its memory budget allows ({} bytes, shared by all its expressions \
+             and the tool answers it keeps; `--max-run-memory` raises it)",
+            self.memory
+        )
+    }
+
+    /// The message of `E0401` when the run's fuel is spent.
+    pub(crate) fn fuel_error(&self) -> String {
+        format!(
+            "the run ran out of fuel (its budget is {} instructions, shared by all its expressions; \
+             `--max-run-fuel` raises it)",
+            self.fuel
+        )
+    }
+}
+
+/// Memory that several runs share — a server's runs in flight — on top of each run's own
+/// budget: a run [`RunBudget::within`] it takes every byte it holds from the pool too, and
+/// gives them back as it does to its own budget (the rest when it ends). Clones share the
+/// pool; two pools are equal when they are the same pool.
+#[derive(Clone, Debug)]
+pub struct MemoryPool(Arc<RunBudget>);
+
+impl MemoryPool {
+    /// A pool of `bytes`.
+    pub fn new(bytes: u64) -> MemoryPool {
+        MemoryPool(Arc::new(RunBudget::new(u64::MAX, bytes)))
+    }
+
+    /// The pool's bytes in all.
+    pub fn memory(&self) -> u64 {
+        self.0.memory()
+    }
+
+    /// The bytes the runs in it hold now.
+    pub fn memory_held(&self) -> u64 {
+        self.0.memory_held()
+    }
+
+    /// The most bytes they held at once so far.
+    pub fn memory_peak(&self) -> u64 {
+        self.0.memory_peak()
+    }
+}
+
+impl PartialEq for MemoryPool {
+    fn eq(&self, other: &MemoryPool) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+/// Takes between `need` and `want` from `left`: what was taken, or `None` below `need`.
+fn take(left: &std::sync::atomic::AtomicU64, need: u64, want: u64) -> Option<u64> {
+    use std::sync::atomic::Ordering::Relaxed;
+    let mut got = 0;
+    left.fetch_update(Relaxed, Relaxed, |l| {
+        if l < need {
+            return None;
+        }
+        got = l.min(want);
+        Some(l - got)
+    })
+    .ok()?;
+    Some(got)
 }
 
 thread_local! {

@@ -124,3 +124,82 @@ fn a_steps_timeout_stops_its_running_transform_from_the_command_line() {
     assert_eq!(t["step_results"][0]["status"], "TIMEOUT", "{t}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// ---------------------------------------------------------------------------------------
+// hostile round 11a: the budgets of a run, from the command line
+
+/// `tdsl run --max-run-fuel`: two transforms, each well within the fuel of one evaluation,
+/// over the run's together — exit 1 with E0401 naming the run's budget; with room for both
+/// the run succeeds. `--max-run-memory` bounds what the run holds the same way. Out of
+/// their ranges, the flags are usage errors (exit 2) for `run` and `serve`.
+#[test]
+fn the_runs_budgets_from_the_command_line() {
+    let dir = std::env::temp_dir().join(format!("tdsl-run-budgets-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let tool = r#"{
+  "instructions": [
+    {"execution_id": "a", "tool_definition_path": "/tools/answer.tool", "arguments": {"q": 1},
+     "transform_responses": {"transforms": {"n": "count(range(20000), condition_string='item > 0')",
+                                            "m": "count(range(20000), condition_string='item > 1')"}}}
+  ],
+  "response_reference_map": {"n": "REF:a.n", "m": "REF:a.m"}
+}"#;
+    std::fs::write(dir.join("two.tool"), tool).expect("writes the tool");
+    std::fs::write(dir.join("mock.json"), r#"{"/tools/answer.tool": {"answer": 42}}"#).expect("writes the mock");
+    let run = |flags: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_tdsl"))
+            .args(["run", "/two.tool", "--no-history", "--root"])
+            .arg(&dir)
+            .arg("--mock")
+            .arg(dir.join("mock.json"))
+            .args(flags)
+            .output()
+            .expect("tdsl runs");
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        (out.status.code(), text)
+    };
+    let trace = dir.join("trace.json");
+    let trace_arg = trace.to_string_lossy().to_string();
+    let (code, text) = run(&["--max-run-fuel", "50000", "--trace", &trace_arg]);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("E0401") && text.contains("the run ran out of fuel"), "{text}");
+    // The trace records the budget, and the replay runs out where the run did.
+    let recorded = std::fs::read_to_string(&trace).expect("the trace");
+    assert!(recorded.contains("\"max_run_fuel\": 50000"), "{recorded}");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tdsl"))
+        .arg("replay")
+        .arg(&trace)
+        .arg("--root")
+        .arg(&dir)
+        .output()
+        .expect("tdsl replay runs");
+    let replayed = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "the replay diverged: {replayed}");
+    let (code, text) = run(&["--max-run-fuel", "10000000"]);
+    assert_eq!(code, Some(0), "{text}");
+    // Each transform builds a list of 20,000 numbers (about 480 KB by the cost of values).
+    let (code, text) = run(&["--max-run-memory", "102400"]);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("E0406") && text.contains("the run holds more values"), "{text}");
+    let (code, text) = run(&["--max-run-memory", "2000000"]);
+    assert_eq!(code, Some(0), "{text}");
+    for (flag, value) in [("--max-run-fuel", "0"), ("--max-run-memory", "10"), ("--max-memory-in-flight", "10")] {
+        if flag != "--max-memory-in-flight" {
+            let (code, text) = run(&[flag, value]);
+            assert_eq!(code, Some(2), "{flag} {value}: {text}");
+            assert!(text.contains(flag), "{flag} {value}: {text}");
+        }
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_tdsl"))
+            .args(["serve", "--mcp", "--plans", "--no-history", "--root"])
+            .arg(&dir)
+            .args([flag, value])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("tdsl serve runs");
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "serve {flag} {value}: {text}");
+        assert!(text.contains(flag), "serve {flag} {value}: {text}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -109,6 +109,16 @@ pub(crate) struct RunArgs {
     /// The most bytes one evaluation may build (default 256 MiB).
     #[arg(long, value_name = "BYTES")]
     max_memory: Option<u64>,
+    /// The fuel of all the run's transforms, conditions and templates together (1–2^53,
+    /// default 1,000,000,000); each still has its own (`--fuel`). Past it the expression
+    /// that runs out fails with E0401.
+    #[arg(long = "max-run-fuel", value_name = "N")]
+    max_run_fuel: Option<u64>,
+    /// The most bytes of values the run holds at once: what its expressions running at
+    /// that moment build, their results and the tool answers it keeps (1 KiB–1 TiB,
+    /// default 2 GiB). Past it the expression or the call fails with E0406.
+    #[arg(long = "max-run-memory", value_name = "BYTES")]
+    max_run_memory: Option<u64>,
     /// The most bytes an `exec:` tool may print on standard output (default 64 MiB).
     #[arg(long, value_name = "BYTES", default_value_t = crate::host::DEFAULT_MAX_STDOUT)]
     max_tool_output: u64,
@@ -344,6 +354,12 @@ fn prepare(args: &RunArgs) -> Result<Prepared, Stop> {
     if let Some(n) = args.max_result_bytes {
         guards = guards.max_result_bytes(n);
     }
+    if let Some(n) = args.max_run_fuel {
+        guards = guards.max_run_fuel(n);
+    }
+    if let Some(n) = args.max_run_memory {
+        guards = guards.max_run_memory(n);
+    }
     let options = execution_options(args, guards).map_err(usage).map_err(stop)?;
     // `Executor::new`: its randomness (retry jitter, the run's id) seeded from the clock.
     let executor = match &upstreams {
@@ -412,6 +428,12 @@ fn execution_options(args: &RunArgs, guards: Guards) -> Result<Options, String> 
     }
     if let Some(n) = args.max_result_bytes {
         ranges::MAX_RESULT_BYTES.check(n as f64).map_err(|e| flag("max-result-bytes", e))?;
+    }
+    if let Some(n) = args.max_run_fuel {
+        ranges::RUN_FUEL.check(n as f64).map_err(|e| flag("max-run-fuel", e))?;
+    }
+    if let Some(n) = args.max_run_memory {
+        ranges::RUN_MEMORY.check(n as f64).map_err(|e| flag("max-run-memory", e))?;
     }
     ranges::MAX_TOOL_OUTPUT.check(args.max_tool_output as f64).map_err(|e| flag("max-tool-output", e))?;
     ranges::MAX_TOOL_VALUES.check(args.max_tool_values as f64).map_err(|e| flag("max-tool-values", e))?;
@@ -624,8 +646,12 @@ pub(crate) fn replay_command(args: ReplayArgs) -> ExitCode {
     };
     // A run stopped at its limit of calls stops at the same call in the replay.
     let max_calls = trace.limits.as_ref().map_or(ranges::DEFAULT_MAX_CALLS_PER_RUN, |l| l.max_calls_per_run);
-    let options =
-        Options { max_depth: max_nesting, guards: Guards::new().max_calls_per_run(max_calls), ..Options::default() };
+    let mut guards = Guards::new().max_calls_per_run(max_calls);
+    // And runs out of fuel or memory where it did, when its budgets were not the defaults.
+    if let Some(l) = &trace.limits {
+        guards = guards.max_run_fuel(l.max_run_fuel).max_run_memory(l.max_run_memory);
+    }
+    let options = Options { max_depth: max_nesting, guards, ..Options::default() };
     let replayed = match replay(&workflow, &trace, options) {
         Ok(r) => r,
         Err(refused) => {

@@ -245,6 +245,22 @@ pub(crate) struct PlanArgs {
     /// With --plans: the deadline of a plan's whole run, in seconds (0.1–86,400; default 120).
     #[arg(long = "plan-deadline", value_name = "S", requires = "plans")]
     plan_deadline: Option<f64>,
+    /// With --plans: the fuel of all the expressions of one plan's run together (1–2^53;
+    /// default 500,000,000, ten expressions at their own limit). Past it the expression
+    /// that runs out fails with E0401.
+    #[arg(long = "max-run-fuel", value_name = "N", requires = "plans")]
+    max_run_fuel: Option<u64>,
+    /// With --plans: the most bytes of values one plan's run holds at once — what its
+    /// expressions running at that moment build, their results, the upstream answers it
+    /// keeps (1 KiB–1 TiB; default 512 MiB). Past it the expression or the call fails
+    /// with E0406.
+    #[arg(long = "max-run-memory", value_name = "BYTES", requires = "plans")]
+    max_run_memory: Option<u64>,
+    /// With --plans: the most bytes of values all the plans' runs in flight hold together,
+    /// each counted as for --max-run-memory (1 KiB–1 TiB; default 2 GiB). Past it the
+    /// expression or the call that would take more fails with E0406.
+    #[arg(long = "max-memory-in-flight", value_name = "BYTES", requires = "plans")]
+    max_memory_in_flight: Option<u64>,
     /// With --upstream: how long a check waits for an upstream server's first `tools/list`,
     /// in seconds (0.1–300; default 30); a failed listing is remembered, and listed again
     /// in the background after 5 s, doubling up to 5 min.
@@ -284,6 +300,24 @@ fn run_limits(args: &ServeArgs) -> Result<(usize, usize), String> {
     Ok((calls, bytes))
 }
 
+/// `--max-run-fuel`, `--max-run-memory` and `--max-memory-in-flight`, each in its range (or
+/// its `serve` default), into `limits`: one pool of memory for all the plans' runs.
+fn run_budgets(args: &PlanArgs, limits: &mut crate::plans::PlanLimits) -> Result<(), String> {
+    use crate::ranges::{MEMORY_IN_FLIGHT, RUN_FUEL, RUN_MEMORY, SERVE_MEMORY_IN_FLIGHT};
+    if let Some(n) = args.max_run_fuel {
+        limits.max_run_fuel = RUN_FUEL.check(n as f64).map_err(|e| format!("--max-run-fuel: {e}"))? as u64;
+    }
+    if let Some(n) = args.max_run_memory {
+        limits.max_run_memory = RUN_MEMORY.check(n as f64).map_err(|e| format!("--max-run-memory: {e}"))? as u64;
+    }
+    let in_flight = match args.max_memory_in_flight {
+        Some(n) => MEMORY_IN_FLIGHT.check(n as f64).map_err(|e| format!("--max-memory-in-flight: {e}"))? as u64,
+        None => SERVE_MEMORY_IN_FLIGHT,
+    };
+    limits.memory_in_flight = Some(crate::runtime::MemoryPool::new(in_flight));
+    Ok(())
+}
+
 /// The plan options and the upstream servers of `--plans`, or why they are refused.
 fn plan_setup(
     args: &PlanArgs,
@@ -300,6 +334,7 @@ fn plan_setup(
     )?;
     limits.max_calls_per_run = max_calls_per_run;
     limits.max_result_bytes = max_result_bytes;
+    run_budgets(args, &mut limits)?;
     if let Some(dir) = &args.files {
         if !dir.is_dir() {
             return Err(format!("--files {}: not a folder", dir.display()));

@@ -109,7 +109,13 @@ impl ClockScope {
                         .and_then(Interrupt::check)
                         .or_else(|| (time.monotonic_ms() >= until).then_some(InterruptReason::Deadline))
                 });
-                Interrupt::new().with_probe(probe).enter(f)
+                let timed = Interrupt::new().with_probe(probe);
+                // The run's budget goes on with the step's timeout.
+                let timed = match self.interrupt.as_ref().and_then(Interrupt::budget) {
+                    Some(b) => timed.with_budget(b.clone()),
+                    None => timed,
+                };
+                timed.enter(f)
             }
             (Some(i), None) => i.enter(f),
             (None, None) => f(),

@@ -24,6 +24,7 @@ use globset::GlobSet;
 use super::workflow::{Tool, Workflow};
 use crate::analysis::{Plan, ValuePlan};
 use crate::diagnostic::Code;
+use crate::runtime::MemoryPool;
 
 /// The guards of an executor.
 #[derive(Clone, Debug)]
@@ -39,6 +40,18 @@ pub struct Guards {
     /// The most bytes of a run's result as compact JSON ([`crate::ranges::MAX_RESULT_BYTES`];
     /// 1 GiB by default).
     pub max_result_bytes: usize,
+    /// The fuel of all the run's expressions together ([`crate::ranges::RUN_FUEL`]; a
+    /// billion units by default): each expression still has its own
+    /// ([`crate::Limits::fuel`]). Past it the expression that runs out fails with `E0401`.
+    pub max_run_fuel: u64,
+    /// The bytes of values the run holds at once ([`crate::ranges::RUN_MEMORY`]; 2 GiB by
+    /// default): what its expressions running at that moment have built, their results,
+    /// and the tool answers it keeps, each counted as [`crate::Limits::max_alloc_bytes`]
+    /// counts values. Past it the expression or the call fails with `E0406`.
+    pub max_run_memory: u64,
+    /// A budget of memory shared with other runs (`tdsl serve`'s runs in flight), which
+    /// every byte the run holds also takes from: `None` by default.
+    pub shared_memory: Option<MemoryPool>,
 }
 
 impl Default for Guards {
@@ -49,6 +62,9 @@ impl Default for Guards {
             max_fan_out: crate::runtime::Limits::default().max_fan_out,
             max_calls_per_run: crate::ranges::DEFAULT_MAX_CALLS_PER_RUN,
             max_result_bytes: crate::ranges::DEFAULT_MAX_RESULT_BYTES,
+            max_run_fuel: crate::ranges::DEFAULT_RUN_FUEL,
+            max_run_memory: crate::ranges::DEFAULT_RUN_MEMORY,
+            shared_memory: None,
         }
     }
 }
@@ -171,6 +187,35 @@ impl Guards {
         self
     }
 
+    /// Bounds the fuel of all the run's expressions together.
+    pub fn max_run_fuel(mut self, max: u64) -> Guards {
+        self.max_run_fuel = max;
+        self
+    }
+
+    /// Bounds the bytes of values the run holds at once (its expressions' and the tool
+    /// answers it keeps).
+    pub fn max_run_memory(mut self, max: u64) -> Guards {
+        self.max_run_memory = max;
+        self
+    }
+
+    /// Takes every byte the run holds from `pool` too, a budget shared with other runs:
+    /// past it the expression or the call that would take more fails with `E0406`.
+    pub fn shared_memory(mut self, pool: MemoryPool) -> Guards {
+        self.shared_memory = Some(pool);
+        self
+    }
+
+    /// The budget of one run under these guards.
+    pub(crate) fn run_budget(&self) -> crate::runtime::RunBudget {
+        let b = crate::runtime::RunBudget::new(self.max_run_fuel, self.max_run_memory);
+        match &self.shared_memory {
+            Some(pool) => b.within(pool),
+            None => b,
+        }
+    }
+
     /// Every bound in its range ([`crate::ranges`]): the executor checks this before a run.
     pub fn validate(&self) -> Result<(), crate::ranges::RangeError> {
         // Past 2^53 a usize is not exact as f64, but it is out of range either way.
@@ -180,6 +225,8 @@ impl Guards {
         crate::ranges::MAX_FAN_OUT.check(self.max_fan_out as f64)?;
         crate::ranges::MAX_CALLS_PER_RUN.check(self.max_calls_per_run as f64)?;
         crate::ranges::MAX_RESULT_BYTES.check(self.max_result_bytes as f64)?;
+        crate::ranges::RUN_FUEL.check(self.max_run_fuel as f64)?;
+        crate::ranges::RUN_MEMORY.check(self.max_run_memory as f64)?;
         Ok(())
     }
 

@@ -201,6 +201,13 @@ pub(crate) struct RunCtx<'a> {
     trips: AtomicU32,
     /// The calls the run may still make (`Guards::max_calls_per_run`).
     calls: CallBudget,
+    /// The fuel and memory of the run's expressions and the tool answers it holds
+    /// (`Guards::max_run_fuel`, `Guards::max_run_memory`): the interrupt carries it to
+    /// every evaluation.
+    budget: Arc<crate::runtime::RunBudget>,
+    /// The addresses of the lists, objects and long strings of the answers the run holds,
+    /// each charged once (an answer that shares one with another costs it once).
+    held: Mutex<rustc_hash::FxHashSet<usize>>,
 }
 
 /// How an [`Executor`] runs a workflow: here, beside the scheduler it runs, so that
@@ -275,11 +282,14 @@ pub(crate) fn run(ex: &Executor, wf: &Workflow, arguments: Value, source: &dyn S
             }
         })
     };
+    let budget = Arc::new(ex.options.guards.run_budget());
     let ctx = RunCtx {
         ex,
         wf,
         source,
-        interrupt: crate::runtime::Interrupt::new().with_probe(probe),
+        interrupt: crate::runtime::Interrupt::new().with_probe(probe).with_budget(budget.clone()),
+        budget,
+        held: Mutex::new(rustc_hash::FxHashSet::default()),
         pool,
         limiter: Arc::new(Limiter::new(threads)),
         start_ms,
@@ -580,8 +590,12 @@ impl<'a> RunCtx<'a> {
             self.attempt_ended(key, tool_path, args, def.is_some(), attempts.last());
             match answer {
                 // Checked against the declared responses by the caller, after the step's
-                // `transform_responses` (SPEC §6.4).
-                Ok(v) => break Ok(v),
+                // `transform_responses` (SPEC §6.4). The run holds the answer until it ends:
+                // charged to its memory.
+                Ok(v) => match self.hold(&v) {
+                    Ok(()) => break Ok(v),
+                    Err(message) => break Err(Failure::new(key, Code::MemoryLimit, message)),
+                },
                 Err(e) if outcome == Outcome::Refused => {
                     break Err(Failure::of_call(key, Outcome::Refused, n + 1, e.message))
                 }
@@ -609,6 +623,21 @@ impl<'a> RunCtx<'a> {
             }
         };
         CallOutcome { result, attempts, nested: None, nested_clock_reads: Vec::new(), partial: false }
+    }
+
+    /// Charges a tool's answer to the run's memory, which holds it until the run ends: what
+    /// it does not share with the answers held before (`Value::alloc_bytes_unseen_within`).
+    fn hold(&self, answer: &Value) -> Result<(), String> {
+        let left = self.budget.memory() - self.budget.memory_held();
+        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some((bytes, added)) = answer.alloc_bytes_unseen_within(left, &mut held) else {
+            return Err(self.budget.memory_error());
+        };
+        self.budget.hold(bytes).inspect_err(|_| {
+            for at in added {
+                held.remove(&at);
+            }
+        })
     }
 
     /// Tells the observer that an attempt at a primitive call ended.

@@ -520,6 +520,28 @@ pub struct RunLimits {
     /// The most calls the run could make (written only when not the default, a million).
     #[serde(default = "default_max_calls", skip_serializing_if = "is_default_max_calls")]
     pub max_calls_per_run: usize,
+    /// The fuel of all the run's expressions together (written only when not the default).
+    #[serde(default = "default_run_fuel", skip_serializing_if = "is_default_run_fuel")]
+    pub max_run_fuel: u64,
+    /// The most bytes the run could hold at once (written only when not the default).
+    #[serde(default = "default_run_memory", skip_serializing_if = "is_default_run_memory")]
+    pub max_run_memory: u64,
+}
+
+fn default_run_fuel() -> u64 {
+    crate::ranges::DEFAULT_RUN_FUEL
+}
+
+fn is_default_run_fuel(n: &u64) -> bool {
+    *n == crate::ranges::DEFAULT_RUN_FUEL
+}
+
+fn default_run_memory() -> u64 {
+    crate::ranges::DEFAULT_RUN_MEMORY
+}
+
+fn is_default_run_memory(n: &u64) -> bool {
+    *n == crate::ranges::DEFAULT_RUN_MEMORY
 }
 
 fn default_max_calls() -> usize {
@@ -540,6 +562,8 @@ impl RunLimits {
             fuel: wf.limits().fuel,
             max_memory: wf.limits().max_alloc_bytes,
             max_calls_per_run: options.guards.max_calls_per_run,
+            max_run_fuel: options.guards.max_run_fuel,
+            max_run_memory: options.guards.max_run_memory,
         }
     }
 }

@@ -216,7 +216,7 @@ pub(crate) fn produce<'a>(p: Producer, r: &mut dyn Caller, args: &Args<'a>) -> R
         Producer::Sort => builtins::sort_refs(r, args)?,
     };
     let n = xs.len();
-    charge_built(r, before, (n / 8) as u64, n.saturating_mul(crate::ops::LIST_ELEMENT_BYTES) as u64)?;
+    charge_built(r, before, (n / 8) as u64, crate::ops::list_bytes(n) as u64)?;
     Ok(xs)
 }
 

@@ -74,7 +74,7 @@ use crate::analysis::{Resolved, ToolRoot};
 use crate::diagnostic::Diagnostic;
 use crate::engine::Engine;
 use crate::ranges::{self, RangeError};
-use crate::runtime::Limits;
+use crate::runtime::{Limits, MemoryPool};
 
 /// The limits a plan is checked and run under (SPEC §13), each with its range
 /// ([`crate::ranges`]).
@@ -96,6 +96,12 @@ pub struct PlanLimits {
     pub max_calls_per_run: usize,
     /// The most bytes of a run's result as compact JSON (64 MiB; `E0817` past it).
     pub max_result_bytes: usize,
+    /// The fuel of all the run's expressions together (500,000,000; `E0401` past it).
+    pub max_run_fuel: u64,
+    /// The most bytes of values the run holds at once (512 MiB; `E0406` past it).
+    pub max_run_memory: u64,
+    /// Memory shared with the other runs in flight (`serve --max-memory-in-flight`).
+    pub memory_in_flight: Option<MemoryPool>,
     /// The expression budgets (fuel, depth, sizes; SPEC §4.8).
     pub expression: Limits,
 }
@@ -110,6 +116,9 @@ impl Default for PlanLimits {
             deadline_seconds: 120.0,
             max_calls_per_run: ranges::SERVE_MAX_CALLS_PER_RUN,
             max_result_bytes: ranges::SERVE_MAX_RESULT_BYTES,
+            max_run_fuel: ranges::SERVE_RUN_FUEL,
+            max_run_memory: ranges::SERVE_RUN_MEMORY,
+            memory_in_flight: None,
             expression: Limits::default(),
         }
     }
@@ -125,6 +134,8 @@ impl PlanLimits {
         ranges::DEADLINE_SECONDS.check(self.deadline_seconds)?;
         ranges::MAX_CALLS_PER_RUN.check(self.max_calls_per_run as f64)?;
         ranges::MAX_RESULT_BYTES.check(self.max_result_bytes as f64)?;
+        ranges::RUN_FUEL.check(self.max_run_fuel as f64)?;
+        ranges::RUN_MEMORY.check(self.max_run_memory as f64)?;
         self.expression.validate()
     }
 }

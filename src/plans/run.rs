@@ -177,9 +177,14 @@ impl PlanDesk {
             guards: Guards::new()
                 .max_fan_out(self.limits.max_fan_out)
                 .max_calls_per_run(self.limits.max_calls_per_run)
-                .max_result_bytes(self.limits.max_result_bytes),
+                .max_result_bytes(self.limits.max_result_bytes)
+                .max_run_fuel(self.limits.max_run_fuel)
+                .max_run_memory(self.limits.max_run_memory),
             ..Options::default()
         };
+        if let Some(pool) = &self.limits.memory_in_flight {
+            opts.guards = opts.guards.shared_memory(pool.clone());
+        }
         if let Some(n) = options.max_concurrency {
             opts.max_concurrency = n;
         }

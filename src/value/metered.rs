@@ -5,6 +5,56 @@ use std::sync::Arc;
 
 use super::{SmolStr, Value, MAX_WALK_DEPTH};
 
+/// Bytes charged against [`crate::Limits::max_alloc_bytes`] for one list element: a value
+/// (24 bytes) and the allocator's share.
+pub(crate) const LIST_ELEMENT_BYTES: usize = 24;
+/// Bytes charged for a list beyond its elements: its shared allocation's header and the
+/// allocator's own.
+pub(crate) const LIST_BYTES: usize = 32;
+/// Bytes charged for one object entry: its key and value (56 bytes with the key's hash),
+/// its slot in the index, and room the entries' vector grows into.
+pub(crate) const OBJECT_ENTRY_BYTES: usize = 80;
+/// Bytes charged for an object beyond its entries: the shared map, its two allocations and
+/// the smallest index table (measured: a million one-entry objects take about 230 MB).
+pub(crate) const OBJECT_BYTES: usize = 160;
+/// Strings up to this many bytes are stored inside the value; a longer one is an
+/// allocation of its own.
+pub(crate) const INLINE_STRING_BYTES: usize = 23;
+/// Bytes charged for a string stored in an allocation of its own, beyond its text.
+pub(crate) const STRING_BYTES: usize = 32;
+
+/// Bytes charged for a list of `n` elements.
+pub(crate) fn list_bytes(n: usize) -> usize {
+    n.saturating_mul(LIST_ELEMENT_BYTES).saturating_add(LIST_BYTES)
+}
+
+/// Bytes charged for an object of `n` entries.
+pub(crate) fn object_bytes(n: usize) -> usize {
+    n.saturating_mul(OBJECT_ENTRY_BYTES).saturating_add(OBJECT_BYTES)
+}
+
+/// Bytes charged for a string of `len` bytes: its text, and an allocation's overhead when
+/// it is too long to be stored inside the value.
+pub(crate) fn string_bytes(len: usize) -> usize {
+    if len > INLINE_STRING_BYTES {
+        len.saturating_add(STRING_BYTES)
+    } else {
+        len
+    }
+}
+
+/// Bytes a value built by an operator or a built-in is charged for (its top level: what
+/// it holds was charged when it was built, or is shared). Close to what the allocator
+/// takes for it (docs/security.md, round 11a).
+pub(crate) fn build_bytes(v: &Value) -> usize {
+    match v {
+        Value::Str(s) => string_bytes(s.len()),
+        Value::List(l) => list_bytes(l.len()),
+        Value::Object(o) => object_bytes(o.len()),
+        _ => 0,
+    }
+}
+
 /// Metered walks: the forms of equality, order, counting and rendering that evaluation
 /// uses on values it did not build itself. Each visits at most a budget of nodes (a shared
 /// value counts once per time it is reached, which is the work the walk does) and reports
@@ -214,6 +264,112 @@ impl Value {
         }
         let mut left = budget;
         go(self, &mut left, 0).then_some(budget - left)
+    }
+
+    /// The bytes this value takes by the cost of values built ([`build_bytes`],
+    /// each list, object, key and string reached), at most `max`: the walk stops there, so
+    /// its cost is bounded by `max` whatever the value (each node reached below the top
+    /// costs at least a list element's bytes). A value nested deeper than
+    /// [`MAX_WALK_DEPTH`] is `max`. What a run holds of an evaluation's result, or of a
+    /// tool's answer, is charged by this measure ([`crate::RunBudget`]).
+    pub fn alloc_bytes_within(&self, max: u64) -> u64 {
+        fn go(v: &Value, left: &mut u64, depth: usize) -> bool {
+            if depth > MAX_WALK_DEPTH {
+                return false;
+            }
+            let here = build_bytes(v) as u64;
+            if here > *left {
+                return false;
+            }
+            *left -= here;
+            match v {
+                Value::List(l) => l.iter().all(|x| go(x, left, depth + 1)),
+                Value::Object(o) => o.iter().all(|(k, x)| {
+                    let key = string_bytes(k.len()) as u64;
+                    if key > *left {
+                        return false;
+                    }
+                    *left -= key;
+                    go(x, left, depth + 1)
+                }),
+                _ => true,
+            }
+        }
+        let mut left = max;
+        if go(self, &mut left, 0) {
+            max - left
+        } else {
+            max
+        }
+    }
+
+    /// [`Value::alloc_bytes_within`], each allocation a run may share between the values it
+    /// holds — a list, an object, a string past 23 bytes — counted once: those whose
+    /// address is in `seen` cost nothing (a list or object seen is not walked again), those
+    /// counted are added to it. A tool that answers with a string it was given, a thousand
+    /// times over, holds that string once. The bytes and the addresses added, or `None`
+    /// (and `seen` as it was) past `max`.
+    #[cfg_attr(not(feature = "engine"), allow(dead_code))]
+    pub(crate) fn alloc_bytes_unseen_within(
+        &self,
+        max: u64,
+        seen: &mut rustc_hash::FxHashSet<usize>,
+    ) -> Option<(u64, Vec<usize>)> {
+        fn first(seen: &mut rustc_hash::FxHashSet<usize>, added: &mut Vec<usize>, at: usize) -> bool {
+            let new = seen.insert(at);
+            if new {
+                added.push(at);
+            }
+            new
+        }
+        fn go(
+            v: &Value,
+            left: &mut u64,
+            depth: usize,
+            seen: &mut rustc_hash::FxHashSet<usize>,
+            added: &mut Vec<usize>,
+        ) -> bool {
+            if depth > MAX_WALK_DEPTH {
+                return false;
+            }
+            let shared = match v {
+                Value::Str(s) if s.len() > INLINE_STRING_BYTES => Some(s.as_str().as_ptr() as usize),
+                Value::List(l) => Some(l.as_ptr() as usize),
+                Value::Object(o) => Some(Arc::as_ptr(o) as usize),
+                _ => None,
+            };
+            if let Some(at) = shared {
+                if !first(seen, added, at) {
+                    return true;
+                }
+            }
+            let here = build_bytes(v) as u64;
+            if here > *left {
+                return false;
+            }
+            *left -= here;
+            match v {
+                Value::List(l) => l.iter().all(|x| go(x, left, depth + 1, seen, added)),
+                Value::Object(o) => o.iter().all(|(k, x)| {
+                    let key = string_bytes(k.len()) as u64;
+                    if key > *left {
+                        return false;
+                    }
+                    *left -= key;
+                    go(x, left, depth + 1, seen, added)
+                }),
+                _ => true,
+            }
+        }
+        let (mut left, mut added) = (max, Vec::new());
+        if go(self, &mut left, 0, seen, &mut added) {
+            Some((max - left, added))
+        } else {
+            for at in added {
+                seen.remove(&at);
+            }
+            None
+        }
     }
 
     /// Compact JSON, if it takes at most `max` bytes; `None` beyond (the rendering stops

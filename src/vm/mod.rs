@@ -11,6 +11,7 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 use std::sync::Arc;
 
+mod budget;
 mod fast;
 
 use crate::compile::{CallInfo, CallParam, Chunk, Fast, Op, Origin, Root};
@@ -18,10 +19,11 @@ use crate::diagnostic::Code;
 use crate::files::FileStore;
 use crate::functions::{Args, BuiltinFn, Caller, Consumer, Elems, Failure, FunctionTable, Implementation, Producer};
 use crate::ops;
-use crate::runtime::{Clock, EvalError, Interrupt, Limits, INTERRUPT_POLL_UNITS};
+use crate::runtime::{Clock, EvalError, Interrupt, Limits, RunBudget, INTERRUPT_POLL_UNITS};
 use crate::span::Span;
 use crate::syntax::ast::{BinaryOp, Name};
 use crate::value::{SegmentError, Value};
+use budget::settle;
 use fast::{fast_path, pred, ReadAhead};
 
 /// Compiles template text met at run time (a template held in a variable).
@@ -81,20 +83,31 @@ fn interpret(chunk: &Chunk, env: &Env<'_>) -> Result<Value, EvalError> {
         fuel: env.limits.fuel,
         reserve: 0,
         alloc: env.limits.max_alloc_bytes as u64,
+        budget: env.interrupt.and_then(Interrupt::budget).map(|b| &**b),
+        drawn: 0,
+        taken: 0,
         depth: 0,
         serial: 0,
         arg_pool: Vec::new(),
     };
     if env.interrupt.is_some() {
         // Fuel is handed out a tick at a time: when a tick runs out, the interrupt is
-        // polled and the next tick taken from the reserve.
+        // polled and the next tick taken from the reserve (and from the run's budget).
         vm.reserve = vm.fuel.saturating_sub(INTERRUPT_POLL_UNITS);
         vm.fuel -= vm.reserve;
+        if let Some(b) = vm.budget {
+            let got = b.take_fuel(0, vm.fuel).unwrap_or(0);
+            vm.reserve += vm.fuel - got;
+            vm.fuel = got;
+        }
     }
     if vm.locals.len() < chunk.locals as usize {
         vm.locals.resize(chunk.locals as usize, Value::Null);
     }
     let result = vm.exec(chunk);
+    if let Some(b) = vm.budget {
+        settle(b, &vm, &result);
+    }
     let Vm { mut stack, mut locals, .. } = vm;
     stack.clear();
     locals.clear();
@@ -161,6 +174,12 @@ struct Vm<'a> {
     reserve: u64,
     /// Bytes of values this evaluation may still build ([`Limits::max_alloc_bytes`]).
     alloc: u64,
+    /// The run's budget, when the evaluation is part of a run ([`Interrupt::budget`]).
+    budget: Option<&'a RunBudget>,
+    /// Bytes taken from the run's budget and not yet built.
+    drawn: u64,
+    /// Bytes taken from the run's budget in all.
+    taken: u64,
     depth: usize,
     serial: u64,
     arg_pool: Vec<Vec<Value>>,
@@ -233,76 +252,6 @@ impl<'a> Vm<'a> {
             }
         }
         err
-    }
-
-    fn out_of_fuel(&self, span: Span) -> EvalError {
-        EvalError::new(
-            Code::FuelExhausted,
-            span,
-            format!("evaluation ran out of fuel (the limit is {} instructions)", self.env.limits.fuel),
-        )
-    }
-
-    /// Spends `units` of fuel when the current tick does not cover them: polls the
-    /// interrupt and takes the next tick from the reserve. Out of line: the hot paths only
-    /// compare against the tick.
-    #[cold]
-    #[inline(never)]
-    fn refuel(&mut self, units: u64, span: Span) -> Result<(), EvalError> {
-        if let Some(reason) = self.env.interrupt.and_then(Interrupt::check) {
-            self.fuel = 0;
-            self.reserve = 0;
-            return Err(Interrupt::error(reason, span));
-        }
-        let total = self.fuel + self.reserve;
-        if units > total {
-            self.fuel = 0;
-            self.reserve = 0;
-            return Err(self.out_of_fuel(span));
-        }
-        let left = total - units;
-        self.fuel = left.min(INTERRUPT_POLL_UNITS);
-        self.reserve = left - self.fuel;
-        Ok(())
-    }
-
-    /// Spends `units` of fuel.
-    #[inline]
-    fn burn(&mut self, units: u64, span: Span) -> Result<(), EvalError> {
-        if units >= self.fuel {
-            return self.refuel(units, span);
-        }
-        self.fuel -= units;
-        Ok(())
-    }
-
-    /// Deep equality, charged a unit of fuel per node compared.
-    fn equal(&mut self, a: &Value, b: &Value, span: Span) -> Result<bool, EvalError> {
-        let left = self.fuel_left();
-        let mut budget = left;
-        match a.eq_within(b, &mut budget) {
-            Some(same) => {
-                self.burn(left - budget, span)?;
-                Ok(same)
-            }
-            None => self.refuel(u64::MAX, span).map(|()| false),
-        }
-    }
-
-    /// Fuel left in all.
-    fn fuel_left(&self) -> u64 {
-        self.fuel + self.reserve
-    }
-
-    /// Charges `bytes` of values built against the memory limit.
-    fn alloc(&mut self, bytes: usize, span: Span) -> Result<(), EvalError> {
-        let bytes = bytes as u64;
-        if bytes > self.alloc {
-            self.alloc = 0;
-            return Err(EvalError::new(Code::MemoryLimit, span, ops::memory_error(self.env.limits)));
-        }
-        self.alloc -= bytes;
-        Ok(())
     }
 
     fn exec(&mut self, chunk: &Chunk) -> Result<Value, EvalError> {
@@ -403,14 +352,14 @@ impl<'a> Vm<'a> {
                     }
                 }
                 Op::List(n) => {
-                    self.alloc(n as usize * ops::LIST_ELEMENT_BYTES, chunk.spans[pc - 1])?;
+                    self.alloc(ops::list_bytes(n as usize), chunk.spans[pc - 1])?;
                     let at = self.stack.len() - n as usize;
                     let items: Vec<Value> = self.stack.drain(at..).collect();
                     self.stack.push(Value::list(items));
                 }
                 Op::Object(k) => {
                     let keys = &chunk.keys[k as usize];
-                    self.alloc(keys.len() * ops::OBJECT_ENTRY_BYTES, chunk.spans[pc - 1])?;
+                    self.alloc(ops::object_bytes(keys.len()), chunk.spans[pc - 1])?;
                     let at = self.stack.len() - keys.len();
                     let mut map = crate::value::Map::with_capacity_and_hasher(keys.len(), Default::default());
                     for (key, v) in keys.iter().zip(self.stack.drain(at..)) {

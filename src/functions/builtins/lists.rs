@@ -21,6 +21,9 @@ fn map_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
 
 /// `map`'s loop, over the elements of its list or of a fused producer's.
 pub(in crate::functions) fn map_core(r: &mut dyn Caller, xs: Elems<'_>) -> R {
+    // The list itself, before the elements the template builds (which `invoke` would
+    // otherwise count in its place).
+    r.alloc(crate::ops::list_bytes(xs.len()))?;
     let mut out = Vec::with_capacity(xs.len());
     r.apply_each(1, xs, &mut out)?;
     Ok(Value::list(out))
@@ -129,7 +132,13 @@ fn group_by_core(r: &mut dyn Caller, args: &Args<'_>, keep: bool) -> R {
             *count += 1;
         }
     }
-    r.alloc(xs.len().saturating_mul(crate::ops::LIST_ELEMENT_BYTES))?;
+    // The elements, each group's list and its entry in the working map, and the result.
+    let groups_bytes = groups.len().saturating_mul(crate::ops::LIST_BYTES + crate::ops::OBJECT_ENTRY_BYTES);
+    r.alloc(
+        crate::ops::list_bytes(xs.len())
+            .saturating_add(groups_bytes)
+            .saturating_add(crate::ops::object_bytes(groups.len())),
+    )?;
     let map: Map = groups
         .into_iter()
         .map(|(k, (elements, count))| (k, Value::list(if keep { elements } else { vec![Value::Null; count] })))
