@@ -385,6 +385,9 @@ impl<'a> Checker<'a> {
                     _ => None,
                 });
                 self.condition_never_null(operator.node, &param_ty, literal, param.span);
+                if let Some((node, (_, ty))) = &value {
+                    self.condition_contains_in_objects(operator.node, param, &param_ty, ty, literal, node.span);
+                }
                 if is_numeric(operator.node) {
                     let number = Type::Number.union(Type::Null);
                     let operands = std::iter::once((param, &param_ty)).chain(value.as_ref().map(|(v, (_, t))| (*v, t)));
@@ -520,6 +523,70 @@ impl Checker<'_> {
             Diagnostic::new(Code::NullComparison, param, format!("{verdict}: {param_ty:#} is never null"))
                 .with_label(format!("this is {param_ty}, never null"))
                 .with_help("the value always exists (its declared type is not nullable): drop the condition, or declare the value optional if it can be missing"),
+        );
+    }
+}
+
+impl Checker<'_> {
+    /// `E0616` for a condition `contains` whose param is a list of objects and whose value
+    /// a string (`{"param": "REF:a.labels", "operator": "contains", "value": "bug"}` with
+    /// `labels` a `list<{name, color}>`): `contains` compares whole elements, and no object
+    /// equals a string, so it never holds (hostile round 10, finding 12). The help computes
+    /// what was meant, whether an element's field has that value, in a transform step.
+    fn condition_contains_in_objects(
+        &mut self,
+        op: Operator,
+        param: &crate::tool::JsonNode,
+        param_ty: &Type,
+        value_ty: &Type,
+        literal: Option<&crate::Value>,
+        at: crate::Span,
+    ) {
+        if op != Operator::Contains || value_ty.fits(&Type::Str) != Fit::Yes || *value_ty == Type::Never {
+            return;
+        }
+        let element = param_ty.non_null().element().non_null();
+        let objects: Vec<&crate::types::ObjectType> = element
+            .alternatives()
+            .iter()
+            .filter_map(|t| match t {
+                Type::Object(o) => Some(&**o),
+                _ => None,
+            })
+            .collect();
+        if objects.is_empty() || objects.len() != element.alternatives().len() {
+            return;
+        }
+        // The field meant: `name` when it is a string, else the first string field.
+        let strings: Vec<&str> = objects[0]
+            .fields
+            .iter()
+            .filter(|(_, t)| t.non_null().fits(&Type::Str) == Fit::Yes && t.non_null() != Type::Never)
+            .map(|(k, _)| &**k)
+            .filter(|k| crate::syntax::is_identifier(k))
+            .collect();
+        let field = strings.iter().copied().find(|k| *k == "name").or(strings.first().copied()).unwrap_or("name");
+        let written = param.as_str().map_or_else(|| "REF:…".to_string(), |s| s.value.to_string());
+        let shown = match literal {
+            Some(crate::Value::Str(s)) => format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'")),
+            _ => "…".to_string(),
+        };
+        let step = serde_json::json!({
+            "execution_id": "has_it",
+            "transform_responses": {"variables": {"xs": written},
+                                    "transforms": {"yes": format!("any(array=xs, condition_string=\"item.{field} == {shown}\")")}}
+        });
+        self.diags.push(
+            Diagnostic::new(
+                Code::ConditionType,
+                at,
+                format!("`contains` never holds: the elements of {param_ty:#} are objects, never equal to {value_ty:#}"),
+            )
+            .with_label(format!("this is {value_ty}"))
+            .with_secondary(param.span, "a list of objects")
+            .with_help(format!(
+                "`contains` compares whole elements; to ask whether an element's `{field}` is {shown}, compute it in a transform step, {step}, and make the condition {{\"param\": \"REF:has_it.yes\", \"operator\": \"equals\", \"value\": true}}"
+            )),
         );
     }
 }
