@@ -452,6 +452,11 @@ codes! {
     /// A string value that is sent as literal text though it reads as something computed:
     /// `"Rate is REF:fx.rate"`, `"upper(name)"`, `"f\"{x}\""`, `"{x}"`
     PlanLiteralText = "W1320", Warning;
+    /// A value that may be null (`string | null`: an optional field, a step with
+    /// `conditions`) passed to a required argument or mapped to a required response, where
+    /// null fails the call (`E0801`) or the run (`E0802`): `"body": "REF:c.email"` with
+    /// `email` optional and `body` required
+    PlanMaybeNull = "W1330", Warning;
     // ---- skills (E14xx: `crate::plans::skills`, SPEC §16) ----
     /// `save_skill` when the skills folder holds as many skills as its limit (256 by default,
     /// `serve --max-skills`)

@@ -65,9 +65,35 @@ impl<'a> Checker<'a> {
             );
         }
         self.literal_constraints(ins, &by_name);
+        let tested = tested_for_null(ins);
         for s in supplied {
             let Some(p) = by_name.get(&*s.name) else { continue };
             let expected = accepted_type_as(p, exact_type(callee.exact.as_deref(), p, false));
+            let required = p.is_required() && crate::tool::validate::default_of(p).is_none();
+            // W1330 in a plan (whose callees' results are closed, so an optional field is
+            // known to be optional), not in a `.tool` file.
+            if self.closed_results
+                && required
+                && s.what != "element"
+                && may_be_null(&s.ty)
+                && s.ty.fits(&expected) != Fit::No
+            {
+                let written = self.written(s.value_span);
+                if !tested.contains(&written) {
+                    let d = Diagnostic::new(
+                        Code::PlanMaybeNull,
+                        s.value_span,
+                        format!(
+                            "argument `{}` of `{path}` is required, and this may be null ({:#}): the call then fails",
+                            s.name, s.ty
+                        ),
+                    )
+                    .with_label(format!("this is {}", s.ty))
+                    .with_secondary(s.key_span, format!("{} `{}`", s.what, s.name))
+                    .with_help(maybe_null_help(&written, Some(&s.name)));
+                    self.diags.push(d);
+                }
+            }
             if s.ty.fits(&expected) == Fit::No {
                 let declared = p.type_or_any();
                 self.diags.push(
@@ -120,6 +146,57 @@ impl<'a> Checker<'a> {
                 ));
             }
         }
+    }
+}
+
+impl Checker<'_> {
+    /// The text a value was written as: a JSON string's value (`REF:c.email`), or the JSON.
+    pub(super) fn written(&self, span: Span) -> String {
+        let raw = self.source.get(span.range()).unwrap_or_default();
+        serde_json::from_str::<String>(raw).unwrap_or_else(|_| raw.to_string())
+    }
+}
+
+/// Whether a value of type `t` may be null and may be something else (`string | null`, an
+/// optional field): `null` alone, `any` and types without `null` are not.
+pub(super) fn may_be_null(t: &Type) -> bool {
+    t.alternatives().len() > 1 && t.alternatives().iter().any(|a| matches!(a, Type::Null))
+}
+
+/// The REFs a step's conditions test for null at its top level (`exists`, `not_equals`
+/// null): an argument written as one of them is not null when the step runs.
+fn tested_for_null(ins: &Instruction) -> Vec<String> {
+    use crate::tool::{Condition, Operator};
+    ins.conditions
+        .iter()
+        .filter_map(|c| match c {
+            Condition::Leaf { param, operator, value, .. } => {
+                let tests = match operator.node {
+                    Operator::Exists => true,
+                    Operator::NotEquals => value.as_ref().is_some_and(|v| v.kind == crate::tool::JsonKind::Null),
+                    _ => false,
+                };
+                tests.then(|| param.as_str().map(|s| s.value.to_string())).flatten()
+            }
+            Condition::Group { .. } => None,
+        })
+        .collect()
+}
+
+/// The help of `W1330` for the value written `written`, going to the argument `argument`
+/// (else to a response): a `default` for when it is null, or a condition that it exists.
+pub(super) fn maybe_null_help(written: &str, argument: Option<&str>) -> String {
+    let is_ref = written.starts_with("REF:");
+    let value = if is_ref { written.to_string() } else { "…".to_string() };
+    match (argument, is_ref) {
+        (Some(name), true) => format!(
+            "give it a value for when it is null, with `default` in the step's `transform_arguments` (in place of the argument): \"transform_arguments\": {{\"transforms\": {{\"{name}\": \"default({value}, …)\"}}}}; or run the step only when it is there: \"conditions\": [{{\"param\": \"{value}\", \"operator\": \"exists\"}}]"
+        ),
+        (Some(_), false) => "give it a value for when it is null: `default(…, …)`, or run the step only when it is there (a condition `exists`)".to_string(),
+        (None, true) => format!(
+            "map a value that is there: compute it in a transform step with `default({value}, …)` and map `REF:<step>.<name>`, or declare the response with \"required\": false"
+        ),
+        (None, false) => "map a value that is there (`default(…, …)` in a transform step), or declare the response with \"required\": false".to_string(),
     }
 }
 
