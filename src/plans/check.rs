@@ -312,6 +312,12 @@ impl PlanDesk {
                 continue;
             }
             let mut d = adapt(d, &source, &step_tools);
+            if d.code == Code::InvalidRef {
+                let at = super::locate::locate(&tree, d.span);
+                if let Some(help) = literal::computed_ref(&d.message, &at.pointer) {
+                    d.help = Some(help);
+                }
+            }
             if d.code == Code::CalleeArgumentType {
                 fan_out_over_objects(&mut d, instructions, &step_ids, &checked.types);
             }
