@@ -457,6 +457,11 @@ codes! {
     /// null fails the call (`E0801`) or the run (`E0802`): `"body": "REF:c.email"` with
     /// `email` optional and `body` required
     PlanMaybeNull = "W1330", Warning;
+    /// A step with `continue_on_error` whose callee declares a `status` of its own: a failed
+    /// call leaves `{"status": "failed", "error_message": …}` (SPEC §6.5), which a result
+    /// whose `status` may be `"failed"` (a CI job's) cannot be told from by `status`:
+    /// `"continue_on_error": true` on a fan-out over `ci/get_job`
+    PlanFailureStatus = "W1331", Warning;
     // ---- skills (E14xx: `crate::plans::skills`, SPEC §16) ----
     /// `save_skill` when the skills folder holds as many skills as its limit (256 by default,
     /// `serve --max-skills`)

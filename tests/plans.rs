@@ -587,6 +587,13 @@ fn well_written_composites_get_no_plan_codes() {
             checked += 1;
             continue;
         }
+        // `continue_on_error` over a tool that declares a `status` of its own: a failure is
+        // told from a result by `error_message` only (`W1331`).
+        if path.ends_with("continue_on_error_failure_shape.tool") {
+            assert_eq!(plan_codes, ["W1331", "W1331"], "{}", check.render());
+            checked += 1;
+            continue;
+        }
         if path.ends_with("seed_04_object_references.tool") {
             assert_eq!(plan_codes, ["E1320", "E1320"], "{}", check.render());
             checked += 1;

@@ -24,11 +24,29 @@ pub(crate) fn plan_error(mut d: Diagnostic) -> Diagnostic {
     match d.code {
         Code::UnknownField => {
             d.code = Code::PlanAlwaysNull;
-            d.message = format!("{} (a plan does not run with it)", d.message);
-            d.help = Some(match d.help.take() {
-                Some(h) => format!("{h}; read a declared field (the schema's fields are listed in tdsl://tools)"),
-                None => "read a declared field (tdsl://tools lists them)".to_string(),
-            });
+            // A field a tool's declared result lacks (closed results, `docs/plans.md`): the
+            // message says so as it is, not that the field is null — the tool may return it
+            // (an output schema without `additionalProperties` is read as closed).
+            let field = d.message.split_once(" declares no field `").and_then(|(_, r)| r.split_once('`'));
+            match field {
+                Some((field, _)) => {
+                    let field = field.to_string();
+                    d.message = format!("{}: a plan reads the fields a tool declares", d.message);
+                    d.help = Some(format!(
+                        "{}; a field the tool returns though it does not declare it is read by key, `r['{field}']` (`r` a transform variable holding the result): `.{field}` and REF paths read declared fields only",
+                        d.help.take().unwrap_or_else(|| "read a declared field (tdsl://tools lists them)".to_string())
+                    ));
+                }
+                None => {
+                    d.message = format!("{} (a plan does not run with it)", d.message);
+                    d.help = Some(match d.help.take() {
+                        Some(h) => {
+                            format!("{h}; read a declared field (the schema's fields are listed in tdsl://tools)")
+                        }
+                        None => "read a declared field (tdsl://tools lists them)".to_string(),
+                    });
+                }
+            }
         }
         Code::OpenArgument => {
             let name = d

@@ -78,6 +78,7 @@ impl<'a> Checker<'a> {
         if continues {
             // A child that failed leaves `{"status": "failed", …}` in the list (`exec::data::gather_children`).
             element = element.union(failure_type());
+            self.failure_status_collides(ins, declared_responses);
         }
         let raw = if parallel.is_some() { Type::List(Arc::new(element.clone())) } else { shapes.response.clone() };
         let raw_fields: Option<&Fields> = if parallel.is_some() { None } else { shapes.fields.as_ref() };
@@ -588,6 +589,43 @@ impl Checker<'_> {
                 "`contains` compares whole elements; to ask whether an element's `{field}` is {shown}, compute it in a transform step, {step}, and make the condition {{\"param\": \"REF:has_it.yes\", \"operator\": \"equals\", \"value\": true}}"
             )),
         );
+    }
+}
+
+impl Checker<'_> {
+    /// `W1331`, in a plan: a step with `continue_on_error` whose callee declares a `status`
+    /// response of its own, which the failure marker `{"status": "failed", …}` (SPEC §6.5,
+    /// fixed) shares: `item.status == 'failed'` counts failed calls and the tool's own
+    /// failed results together (hostile round 10, finding 19).
+    fn failure_status_collides(&mut self, ins: &Instruction, declared: Option<&[Param]>) {
+        let (Some(flag), Some(responses)) = (&ins.continue_on_error, declared) else { return };
+        if !flag.node || !self.closed_results || !responses.iter().any(|p| p.name.node == "status") {
+            return;
+        }
+        let tool = ins.tool_path().unwrap_or_default();
+        let id = ins.execution_id.node.as_str();
+        let (what, tell) = match ins.parallel_execution {
+            Some(_) => (
+                "a child that fails",
+                format!("`filter(array=REF:{id}.response, condition_string=\"item.error_message == null\")` keeps the results"),
+            ),
+            None => ("a failed call", format!("`REF:{id}.error_message` is null unless the call failed")),
+        };
+        let mut d = Diagnostic::new(
+            Code::PlanFailureStatus,
+            flag.span,
+            format!(
+                "with `continue_on_error`, {what} leaves {{\"status\": \"failed\", \"error_message\": …}}, and `{tool}` declares a `status` of its own"
+            ),
+        )
+        .with_label("failures are marked by `status`")
+        .with_help(format!(
+            "tell a failure from a result by `error_message`, which only a failure has: {tell}; a `status` of \"failed\" may be either"
+        ));
+        if let Some(path) = &ins.tool_definition_path {
+            d = d.with_secondary(path.span, format!("`{tool}` declares `status`"));
+        }
+        self.diags.push(d);
     }
 }
 

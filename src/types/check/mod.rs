@@ -697,11 +697,9 @@ fn unknown_field(s: &str, span: Span, lacking: &[Arc<crate::types::ObjectType>])
     }
     let named = tools.iter().map(|t| format!("`{t}`")).collect::<Vec<_>>();
     let (message, label) = match (named.as_slice(), lacking.iter().all(|o| o.origin.is_some())) {
-        ([one], true) => {
-            (format!("{one}'s declared result has no field `{s}`; it is always null"), format!("not declared by {one}"))
-        }
+        ([one], true) => (format!("{one} declares no field `{s}` in its result"), format!("not declared by {one}")),
         ([_, ..], true) => (
-            format!("the declared results of {} have no field `{s}`; it is always null", named.join(" and ")),
+            format!("neither of {} declares a field `{s}` in its result", named.join(" and ")),
             "declared by none of them".to_string(),
         ),
         _ => (format!("field `{s}` does not exist here; it is always null"), "no such field".to_string()),
