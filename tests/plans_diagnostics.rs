@@ -125,3 +125,101 @@ fn a_value_that_may_be_null_into_a_required_place_is_warned_of() {
     let check = desk(shop()).check_value(&tested);
     assert!(check.diagnostics.is_empty(), "{}", check.render());
 }
+
+/// Tools for the renderings below: a repository with maintainers (objects), a job with a
+/// `status` of its own.
+fn others() -> Vec<UpstreamTool> {
+    let repo = json!({"type": "object", "properties": {"repo": {"type": "string"}}, "required": ["repo"]});
+    vec![
+        tool(
+            "get_repo",
+            repo.clone(),
+            Some(json!({"type": "object", "properties": {
+                "maintainers": {"type": "array", "items": {"type": "object", "properties": {
+                    "login": {"type": "string"}, "email": {"type": "string"}}, "required": ["login"]}}
+            }, "required": ["maintainers"]})),
+        ),
+        tool(
+            "get_job",
+            json!({"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}),
+            Some(json!({"type": "object", "properties": {
+                "id": {"type": "integer"}, "status": {"type": "string"}}, "required": ["id", "status"]})),
+        ),
+    ]
+    .into_iter()
+    .chain(shop())
+    .collect()
+}
+
+/// The one diagnostic of `plan` with `code` (the plan has no other error), rendered.
+fn rendered(plan: &Json, code: &str) -> String {
+    let check = desk(others()).check_value(plan);
+    let errors: Vec<&str> = check.diagnostics.iter().filter(|d| d.code.starts_with('E')).map(|d| d.code).collect();
+    assert!(errors.iter().all(|c| *c == code) && errors.len() <= 1, "{}", check.render());
+    let found: Vec<_> = check.diagnostics.iter().filter(|d| d.code == code).collect();
+    assert_eq!(found.len(), 1, "{}", check.render());
+    found[0].rendered.clone()
+}
+
+/// Finding 12: `contains` with a string on a list of objects is `E0616`, its help the
+/// `any(…)` over the objects' string field.
+#[test]
+fn contains_a_string_in_objects_renders() {
+    let plan = json!({"instructions": [
+        {"execution_id": "r", "tool_definition_path": "x/get_repo", "arguments": {"repo": "o/r"}},
+        {"execution_id": "j", "tool_definition_path": "x/get_job", "arguments": {"id": 1},
+         "conditions": [{"param": "REF:r.maintainers", "operator": "contains", "value": "bob"}]}
+    ], "response_reference_map": {"status": "REF:j.status"}});
+    insta::assert_snapshot!("contains_a_string_in_objects", rendered(&plan, "E0616"));
+    // A list of strings: `contains` means what it says.
+    let strings = json!({"instructions": [
+        {"execution_id": "j", "tool_definition_path": "x/get_job", "arguments": {"id": 1},
+         "conditions": [{"param": ["bob", "ada"], "operator": "contains", "value": "bob"}]}
+    ], "response_reference_map": {"status": "REF:j.status"}});
+    let check = desk(others()).check_value(&strings);
+    assert!(check.diagnostics.is_empty(), "{}", check.render());
+}
+
+/// Finding 16: a field the tool's schema does not list is `E1320` saying the tool does not
+/// declare it (not that it is null), with the by-key read in the help; that read checks.
+#[test]
+fn a_field_the_schema_does_not_list_renders_with_the_read_by_key() {
+    let plan = json!({"instructions": [
+        {"execution_id": "c", "tool_definition_path": "x/get_customer", "arguments": {"id": "c1"}},
+        {"execution_id": "t", "transform_responses": {"variables": {"r": "REF:c"}, "transforms": {"p": "r.phone"}}}
+    ], "response_reference_map": {"p": "REF:t.p"}});
+    let shown = rendered(&plan, "E1320");
+    assert!(shown.contains("`x/get_customer` declares no field `phone` in its result"), "{shown}");
+    insta::assert_snapshot!("field_not_declared", shown);
+    let mut by_key = plan.clone();
+    by_key["instructions"][1]["transform_responses"]["transforms"]["p"] = json!("r['phone']");
+    let check = desk(others()).check_value(&by_key);
+    assert!(check.ok() && check.diagnostics.is_empty(), "{}", check.render());
+}
+
+/// Finding 18: text joined with a number is one `E0202` (the `+`s after it are not
+/// reported again), naming `to_string`.
+#[test]
+fn string_plus_number_is_one_error() {
+    let plan = json!({"instructions": [
+        {"execution_id": "j", "tool_definition_path": "x/get_job", "arguments": {"id": 1},
+         "transform_responses": {"variables": {"r": "REF:response"},
+                                 "transforms": {"line": "'Job #' + r.id + ': ' + r.status"}}}
+    ], "response_reference_map": {"line": "REF:j.line"}});
+    insta::assert_snapshot!("string_plus_number", rendered(&plan, "E0202"));
+}
+
+/// Finding 19: `continue_on_error` over a tool with a `status` of its own is `W1331`; over
+/// one without, nothing.
+#[test]
+fn continue_on_error_over_a_status_renders() {
+    let plan = |tool: &str, arg: &str, over: Json| {
+        json!({"instructions": [
+            {"execution_id": "jobs", "tool_definition_path": tool, "continue_on_error": true,
+             "parallel_execution": {"iterate_over": over, "child_argument_name": arg}, "arguments": {}}
+        ], "response_reference_map": {"all": "REF:jobs.response"}})
+    };
+    insta::assert_snapshot!("failure_status", rendered(&plan("x/get_job", "id", json!([1, 2])), "W1331"));
+    let check = desk(others()).check_value(&plan("x/get_customer", "id", json!(["c1"])));
+    assert!(check.diagnostics.is_empty(), "{}", check.render());
+}
