@@ -57,7 +57,7 @@ fn recording(calls: Arc<Mutex<Vec<(String, Json)>>>) -> Arc<dyn Runner> {
     Arc::new(move |call: &ToolCall<'_>| -> Result<tdsl::Value, ToolError> {
         let (_, tool) =
             call.endpoint().and_then(upstream_target).ok_or_else(|| ToolError::permanent("not upstream"))?;
-        let args = serde_json::to_value(&call.arguments).expect("JSON");
+        let args = serde_json::to_value(call.arguments).expect("JSON");
         calls.lock().expect("lock").push((tool.to_string(), args));
         let answer = match tool {
             "get_customer" => json!({"id": "c2"}),
