@@ -124,6 +124,19 @@ fn a_value_that_may_be_null_into_a_required_place_is_warned_of() {
     tested["responses"][0]["required"] = json!(false);
     let check = desk(shop()).check_value(&tested);
     assert!(check.diagnostics.is_empty(), "{}", check.render());
+    // A list's first element, the step run only when the list has one: no warning.
+    let first = json!({"instructions": [
+        {"execution_id": "c", "tool_definition_path": "x/get_customer", "arguments": {"id": "c2"}},
+        {"execution_id": "t", "transform_responses": {"transforms": {"ids": "[REF:c.id]"}}},
+        {"execution_id": "o", "tool_definition_path": "x/list_orders",
+         "conditions": [{"param": "REF:t.ids.length", "operator": "greater_than", "value": 0}],
+         "arguments": {"id": "REF:t.ids.first"}}
+    ], "response_reference_map": {"n": "REF:o.n"}});
+    let check = desk(shop()).check_value(&first);
+    assert!(check.diagnostics.is_empty(), "{}", check.render());
+    let mut unguarded = first.clone();
+    unguarded["instructions"][2]["conditions"] = json!([{"param": "REF:c.city", "operator": "exists"}]);
+    assert_eq!(codes(&desk(shop()).check_value(&unguarded)), ["W1330"]);
 }
 
 /// Tools for the renderings below: a repository with maintainers (objects), a job with a

@@ -65,7 +65,7 @@ impl<'a> Checker<'a> {
             );
         }
         self.literal_constraints(ins, &by_name);
-        let tested = tested_for_null(ins);
+        let tested = tested_by_conditions(ins);
         for s in supplied {
             let Some(p) = by_name.get(&*s.name) else { continue };
             let expected = accepted_type_as(p, exact_type(callee.exact.as_deref(), p, false));
@@ -79,7 +79,7 @@ impl<'a> Checker<'a> {
                 && s.ty.fits(&expected) != Fit::No
             {
                 let written = self.written(s.value_span);
-                if !tested.contains(&written) {
+                if !is_tested(&written, &tested) {
                     let d = Diagnostic::new(
                         Code::PlanMaybeNull,
                         s.value_span,
@@ -163,24 +163,35 @@ pub(super) fn may_be_null(t: &Type) -> bool {
     t.alternatives().len() > 1 && t.alternatives().iter().any(|a| matches!(a, Type::Null))
 }
 
-/// The REFs a step's conditions test for null at its top level (`exists`, `not_equals`
-/// null): an argument written as one of them is not null when the step runs.
-fn tested_for_null(ins: &Instruction) -> Vec<String> {
+/// The values a step's conditions look at (their params, `.length` taken off): an argument
+/// that is one of them, or inside one (`REF:check.docs.first` when a condition tests
+/// `REF:check.docs.length`), is taken as the conditions' concern — the checker does not
+/// follow what they prove (`exists`, `length > 0`), so it does not warn of it (`W1330`).
+fn tested_by_conditions(ins: &Instruction) -> Vec<String> {
     use crate::tool::{Condition, Operator};
-    ins.conditions
-        .iter()
-        .filter_map(|c| match c {
+    fn walk(c: &Condition, out: &mut Vec<String>) {
+        match c {
             Condition::Leaf { param, operator, value, .. } => {
-                let tests = match operator.node {
-                    Operator::Exists => true,
-                    Operator::NotEquals => value.as_ref().is_some_and(|v| v.kind == crate::tool::JsonKind::Null),
-                    _ => false,
-                };
-                tests.then(|| param.as_str().map(|s| s.value.to_string())).flatten()
+                let null_test = matches!(operator.node, Operator::NotExists)
+                    || (operator.node == Operator::Equals
+                        && value.as_ref().is_some_and(|v| v.kind == crate::tool::JsonKind::Null));
+                if let Some(p) = param.as_str().filter(|_| !null_test) {
+                    let text = p.value.to_string();
+                    out.push(text.strip_suffix(".length").map_or(text.clone(), str::to_string));
+                }
             }
-            Condition::Group { .. } => None,
-        })
-        .collect()
+            Condition::Group { conditions, .. } => conditions.iter().for_each(|c| walk(c, out)),
+        }
+    }
+    let mut out = Vec::new();
+    ins.conditions.iter().for_each(|c| walk(c, &mut out));
+    out
+}
+
+/// Whether the value written `written` is one a step's conditions look at
+/// ([`tested_by_conditions`]).
+fn is_tested(written: &str, tested: &[String]) -> bool {
+    tested.iter().any(|t| written == t || written.strip_prefix(t.as_str()).is_some_and(|r| r.starts_with('.')))
 }
 
 /// The help of `W1330` for the value written `written`, going to the argument `argument`
