@@ -495,6 +495,29 @@ pub struct Label {
     pub message: String,
 }
 
+/// How sure a [`Suggestion`] is, as rustc's `Applicability`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Applicability {
+    /// The replacement is what was meant: a tool may apply it without asking.
+    MachineApplicable,
+    /// The replacement is a guess (the nearest name): shown, applied when chosen.
+    MaybeIncorrect,
+}
+
+/// A fix a diagnostic knows: the text at `span` replaced by `replacement` (exactly as it is
+/// to be written there: a JSON key with its quotes, a name without them). What a help line
+/// says in words ("did you mean `count`?"), for a tool (the language server's quick fix,
+/// the plan layer) to read without parsing the words.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Suggestion {
+    /// What to replace.
+    pub span: Span,
+    /// The text to write there.
+    pub replacement: String,
+    /// How sure it is.
+    pub applicability: Applicability,
+}
+
 /// A problem found in some source text.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Diagnostic {
@@ -510,6 +533,8 @@ pub struct Diagnostic {
     pub secondary: Vec<Label>,
     /// How to fix it, when known.
     pub help: Option<String>,
+    /// The fixes it knows as edits (the help says them in words).
+    pub suggestions: Vec<Suggestion>,
 }
 
 impl Diagnostic {
@@ -527,7 +552,32 @@ impl Diagnostic {
 
     /// A diagnostic with a code, message and primary span.
     pub fn new(code: Code, span: Span, message: impl Into<String>) -> Diagnostic {
-        Diagnostic { code, message: message.into(), span, label: String::new(), secondary: Vec::new(), help: None }
+        Diagnostic {
+            code,
+            message: message.into(),
+            span,
+            label: String::new(),
+            secondary: Vec::new(),
+            help: None,
+            suggestions: Vec::new(),
+        }
+    }
+
+    /// Adds a suggestion: `span` replaced by `text`, `how` sure.
+    pub fn with_suggestion(mut self, span: Span, text: impl Into<String>, how: Applicability) -> Diagnostic {
+        self.suggestions.push(Suggestion { span, replacement: text.into(), applicability: how });
+        self
+    }
+
+    /// "did you mean `name`?" at the primary span: the help line and the suggestion that
+    /// replaces the span (a name as written there, `replacement`) by the nearest name.
+    pub(crate) fn with_did_you_mean(self, name: &str, replacement: impl Into<String>) -> Diagnostic {
+        let span = self.span;
+        self.with_help(format!("did you mean `{name}`?")).with_suggestion(
+            span,
+            replacement,
+            Applicability::MaybeIncorrect,
+        )
     }
 
     /// Sets the primary label's text.
@@ -564,6 +614,9 @@ impl Diagnostic {
         self.span = f(self.span);
         for l in &mut self.secondary {
             l.span = f(l.span);
+        }
+        for x in &mut self.suggestions {
+            x.span = f(x.span);
         }
         self
     }

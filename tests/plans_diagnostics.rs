@@ -236,3 +236,24 @@ fn continue_on_error_over_a_status_renders() {
     let check = desk(others()).check_value(&plan("x/get_customer", "id", json!(["c1"])));
     assert!(check.diagnostics.is_empty(), "{}", check.render());
 }
+
+/// Structured suggestions: a "did you mean" comes with the edit it means, the span and the
+/// text as written there — a JSON key with its quotes, a name inside an expression without
+/// — so that a tool applies it without reading the help's words.
+#[test]
+fn did_you_mean_comes_with_its_edit() {
+    let plan = json!({"instructions": [
+        {"execution_id": "s", "tool_definition_path": "search", "arguments": {"qury": "tdsl"},
+         "transform_responses": {"transforms": {"n": "lenght(results)"}}}
+    ], "response_reference_map": {"n": "REF:s.n"}});
+    let check = desk(shop()).check_value(&plan);
+    let edit = |code: &str| {
+        let d = check.diagnostics.iter().find(|d| d.code == code).unwrap_or_else(|| panic!("{}", check.render()));
+        assert_eq!(d.diagnostic.suggestions.len(), 1, "{code}");
+        let x = &d.diagnostic.suggestions[0];
+        assert_eq!(x.applicability, tdsl::Applicability::MaybeIncorrect);
+        (check.source[x.span.range()].to_string(), x.replacement.clone())
+    };
+    assert_eq!(edit("E0611"), ("\"qury\"".to_string(), "\"query\"".to_string()));
+    assert_eq!(edit("E0102"), ("lenght".to_string(), "length".to_string()));
+}

@@ -30,7 +30,11 @@ impl<'a> Checker<'a> {
                 )
                 .with_label(format!("this {} is not an argument of the callee", s.what));
                 d = match did_you_mean(&s.name, declared.iter().copied()) {
-                    Some(m) => d.with_help(format!("did you mean `{m}`?")),
+                    // The key as written there: with its quotes in JSON.
+                    Some(m) if self.source.get(s.key_span.range()).is_some_and(|t| t.starts_with('"')) => {
+                        d.with_did_you_mean(m, serde_json::to_string(m).unwrap_or_default())
+                    }
+                    Some(m) => d.with_did_you_mean(m, m),
                     None if declared.is_empty() => d.with_help(format!("`{path}` declares no arguments")),
                     None => d.with_help(format!("`{path}` declares {}", quoted(&declared))),
                 };

@@ -346,7 +346,7 @@ impl<'a> Checker<'a> {
                 if let Some(lit) = literal {
                     d = d.with_help(format!("did you mean `{lit}`? literals are written in lower case"));
                 } else if let Some(s) = did_you_mean(n, self.scope.names()) {
-                    d = d.with_help(format!("did you mean `{s}`?"));
+                    d = d.with_did_you_mean(s, s);
                 } else if want == Some(LocalKind::Item) {
                     d = d.with_help("`item` is only bound inside a template (`map`, `filter`, `sum`, …)");
                 } else if want == Some(LocalKind::Current) {
@@ -392,7 +392,7 @@ impl<'a> Checker<'a> {
                     Diagnostic::new(Code::UnknownRefContext, ctx.span, format!("unknown REF context `{}`", ctx.node))
                         .with_label("no such step or context");
                 if let Some(s) = did_you_mean(&ctx.node, contexts.iter().copied()) {
-                    d = d.with_help(format!("did you mean `REF:{s}`?"));
+                    d = d.with_did_you_mean(&format!("REF:{s}"), s);
                 } else if !contexts.is_empty() {
                     d = d.with_help(format!("known contexts: {}", contexts.join(", ")));
                 }
