@@ -533,8 +533,9 @@ pub struct Diagnostic {
     pub secondary: Vec<Label>,
     /// How to fix it, when known.
     pub help: Option<String>,
-    /// The fixes it knows as edits (the help says them in words).
-    pub suggestions: Vec<Suggestion>,
+    /// The fix it knows as an edit, when it knows one (the help says it in words). Boxed:
+    /// a diagnostic is the error of many `Result`s, kept small.
+    pub suggestion: Option<Box<Suggestion>>,
 }
 
 impl Diagnostic {
@@ -559,13 +560,13 @@ impl Diagnostic {
             label: String::new(),
             secondary: Vec::new(),
             help: None,
-            suggestions: Vec::new(),
+            suggestion: None,
         }
     }
 
-    /// Adds a suggestion: `span` replaced by `text`, `how` sure.
+    /// Sets the suggestion: `span` replaced by `text`, `how` sure.
     pub fn with_suggestion(mut self, span: Span, text: impl Into<String>, how: Applicability) -> Diagnostic {
-        self.suggestions.push(Suggestion { span, replacement: text.into(), applicability: how });
+        self.suggestion = Some(Box::new(Suggestion { span, replacement: text.into(), applicability: how }));
         self
     }
 
@@ -615,7 +616,7 @@ impl Diagnostic {
         for l in &mut self.secondary {
             l.span = f(l.span);
         }
-        for x in &mut self.suggestions {
+        if let Some(x) = &mut self.suggestion {
             x.span = f(x.span);
         }
         self

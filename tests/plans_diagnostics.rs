@@ -249,8 +249,7 @@ fn did_you_mean_comes_with_its_edit() {
     let check = desk(shop()).check_value(&plan);
     let edit = |code: &str| {
         let d = check.diagnostics.iter().find(|d| d.code == code).unwrap_or_else(|| panic!("{}", check.render()));
-        assert_eq!(d.diagnostic.suggestions.len(), 1, "{code}");
-        let x = &d.diagnostic.suggestions[0];
+        let x = d.diagnostic.suggestion.as_ref().unwrap_or_else(|| panic!("{code}: no suggestion"));
         assert_eq!(x.applicability, tdsl::Applicability::MaybeIncorrect);
         (check.source[x.span.range()].to_string(), x.replacement.clone())
     };

@@ -37,7 +37,7 @@ pub(super) fn code_actions(s: &Server, p: &CodeActionParams) -> Option<Vec<CodeA
             ..WorkspaceEdit::default()
         };
         // The diagnostic's own edits first: the span and the text as they are to be written.
-        for x in &d.suggestions {
+        if let Some(x) = &d.suggestion {
             let shown = d.help.as_deref().and_then(suggested).unwrap_or(&x.replacement);
             out.push(CodeActionOrCommand::CodeAction(CodeAction {
                 title: format!("Replace with `{shown}`"),
@@ -49,7 +49,7 @@ pub(super) fn code_actions(s: &Server, p: &CodeActionParams) -> Option<Vec<CodeA
             }));
         }
         // Else a "did you mean" in the help's words (the diagnostics that give no edit yet).
-        if let Some(suggestion) = d.help.as_deref().and_then(suggested).filter(|_| d.suggestions.is_empty()) {
+        if let Some(suggestion) = d.help.as_deref().and_then(suggested).filter(|_| d.suggestion.is_none()) {
             let written = src.get(d.span.range()).unwrap_or("");
             let new_text = if written.starts_with('"') && written.ends_with('"') && written.len() >= 2 {
                 serde_json::to_string(suggestion).unwrap_or_default()

@@ -345,7 +345,7 @@ pub(super) fn adapt(d: &Diagnostic, source: &str, step_tools: &[(String, String,
             d.code = Code::PlanUnknownField;
             // No near name: perhaps a field the tool returns without declaring it (an open
             // schema read as closed): say how a plan reads one.
-            if d.message.contains("has no declared field `") && d.suggestions.is_empty() {
+            if d.message.contains("has no declared field `") && d.suggestion.is_none() {
                 let field = text.trim_start_matches('.');
                 let step = d.message.split_once("step `").and_then(|(_, r)| r.split_once('`')).map(|(s, _)| s);
                 if let Some(step) = step.filter(|_| crate::syntax::is_identifier(field)) {
