@@ -452,6 +452,16 @@ codes! {
     /// A string value that is sent as literal text though it reads as something computed:
     /// `"Rate is REF:fx.rate"`, `"upper(name)"`, `"f\"{x}\""`, `"{x}"`
     PlanLiteralText = "W1320", Warning;
+    /// A value that may be null (`string | null`: an optional field, a step with
+    /// `conditions`) passed to a required argument or mapped to a required response, where
+    /// null fails the call (`E0801`) or the run (`E0802`): `"body": "REF:c.email"` with
+    /// `email` optional and `body` required
+    PlanMaybeNull = "W1330", Warning;
+    /// A step with `continue_on_error` whose callee declares a `status` of its own: a failed
+    /// call leaves `{"status": "failed", "error_message": …}` (SPEC §6.5), which a result
+    /// whose `status` may be `"failed"` (a CI job's) cannot be told from by `status`:
+    /// `"continue_on_error": true` on a fan-out over `ci/get_job`
+    PlanFailureStatus = "W1331", Warning;
     // ---- skills (E14xx: `crate::plans::skills`, SPEC §16) ----
     /// `save_skill` when the skills folder holds as many skills as its limit (256 by default,
     /// `serve --max-skills`)
@@ -485,6 +495,29 @@ pub struct Label {
     pub message: String,
 }
 
+/// How sure a [`Suggestion`] is, as rustc's `Applicability`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Applicability {
+    /// The replacement is what was meant: a tool may apply it without asking.
+    MachineApplicable,
+    /// The replacement is a guess (the nearest name): shown, applied when chosen.
+    MaybeIncorrect,
+}
+
+/// A fix a diagnostic knows: the text at `span` replaced by `replacement` (exactly as it is
+/// to be written there: a JSON key with its quotes, a name without them). What a help line
+/// says in words ("did you mean `count`?"), for a tool (the language server's quick fix,
+/// the plan layer) to read without parsing the words.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Suggestion {
+    /// What to replace.
+    pub span: Span,
+    /// The text to write there.
+    pub replacement: String,
+    /// How sure it is.
+    pub applicability: Applicability,
+}
+
 /// A problem found in some source text.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Diagnostic {
@@ -500,6 +533,9 @@ pub struct Diagnostic {
     pub secondary: Vec<Label>,
     /// How to fix it, when known.
     pub help: Option<String>,
+    /// The fix it knows as an edit, when it knows one (the help says it in words). Boxed:
+    /// a diagnostic is the error of many `Result`s, kept small.
+    pub suggestion: Option<Box<Suggestion>>,
 }
 
 impl Diagnostic {
@@ -517,7 +553,32 @@ impl Diagnostic {
 
     /// A diagnostic with a code, message and primary span.
     pub fn new(code: Code, span: Span, message: impl Into<String>) -> Diagnostic {
-        Diagnostic { code, message: message.into(), span, label: String::new(), secondary: Vec::new(), help: None }
+        Diagnostic {
+            code,
+            message: message.into(),
+            span,
+            label: String::new(),
+            secondary: Vec::new(),
+            help: None,
+            suggestion: None,
+        }
+    }
+
+    /// Sets the suggestion: `span` replaced by `text`, `how` sure.
+    pub fn with_suggestion(mut self, span: Span, text: impl Into<String>, how: Applicability) -> Diagnostic {
+        self.suggestion = Some(Box::new(Suggestion { span, replacement: text.into(), applicability: how }));
+        self
+    }
+
+    /// "did you mean `name`?" at the primary span: the help line and the suggestion that
+    /// replaces the span (a name as written there, `replacement`) by the nearest name.
+    pub(crate) fn with_did_you_mean(self, name: &str, replacement: impl Into<String>) -> Diagnostic {
+        let span = self.span;
+        self.with_help(format!("did you mean `{name}`?")).with_suggestion(
+            span,
+            replacement,
+            Applicability::MaybeIncorrect,
+        )
     }
 
     /// Sets the primary label's text.
@@ -554,6 +615,9 @@ impl Diagnostic {
         self.span = f(self.span);
         for l in &mut self.secondary {
             l.span = f(l.span);
+        }
+        if let Some(x) = &mut self.suggestion {
+            x.span = f(x.span);
         }
         self
     }

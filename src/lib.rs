@@ -183,7 +183,7 @@ pub use functions::{FunctionTable, HostFn, Param, ParamKind, ReturnRule, Signatu
 pub use span::Span;
 
 // Diagnostics: a stable code, a message, a span and a help.
-pub use diagnostic::{render_plain, Code, Diagnostic, Label, Severity};
+pub use diagnostic::{render_plain, Applicability, Code, Diagnostic, Label, Severity, Suggestion};
 pub use tool::LineIndex;
 
 // `.tool` files: load a root, check, plan.

@@ -114,7 +114,7 @@ fn what_json_schema_leaves_open_stays_open() {
     // The top-level error names the tool as the plan writes it, with the declared fields.
     let check = plans.check_value(&reading("closed", "r.b"));
     let d = &check.diagnostics[0];
-    assert!(d.message.starts_with("`x/closed`'s declared result has no field `b`"), "{}", d.message);
+    assert!(d.message.starts_with("`x/closed` declares no field `b` in its result"), "{}", d.message);
     assert!(d.help.as_deref().is_some_and(|h| h.contains("known fields: a")), "{:?}", d.help);
 }
 
@@ -161,7 +161,7 @@ fn a_tool_file_keeps_results_open_and_a_plan_does_not() {
     let check = desk(Vec::new()).check_value(&main);
     assert_eq!(codes(&check), ["E1320"], "{}", check.render());
     let d = &check.diagnostics[0];
-    assert!(d.message.starts_with("`/tools/search.tool`'s declared result has no field `totl`"), "{}", d.message);
+    assert!(d.message.starts_with("`/tools/search.tool` declares no field `totl` in its result"), "{}", d.message);
     assert!(d.help.as_deref().is_some_and(|h| h.starts_with("did you mean `total`?")), "{:?}", d.help);
 }
 

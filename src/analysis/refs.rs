@@ -272,7 +272,7 @@ impl Checker<'_> {
         )
         .with_label("no such argument");
         d = match did_you_mean(name, declared.iter().copied()) {
-            Some(s) => d.with_help(format!("did you mean `{s}`?")),
+            Some(s) => d.with_did_you_mean(s, s),
             None if declared.is_empty() => d.with_help(format!(
                 "this tool declares no arguments; add {{\"name\": \"{name}\", \"type_name\": \"…\"}} to its `arguments`"
             )),
@@ -315,7 +315,7 @@ impl Checker<'_> {
             )
             .with_label("not one of its transforms");
             match did_you_mean(field, outputs.iter().copied()) {
-                Some(s) => d.with_help(format!("did you mean `{s}`?")),
+                Some(s) => d.with_did_you_mean(s, s),
                 None => d.with_help(format!(
                     "a transform step's result is the object of its transforms: {}",
                     quoted(&outputs)
@@ -330,7 +330,7 @@ impl Checker<'_> {
             )
             .with_label("not in the result");
             d = match did_you_mean(field, fields.iter().map(|f| &**f)) {
-                Some(s) => d.with_help(format!("did you mean `{s}`?")),
+                Some(s) => d.with_did_you_mean(s, s),
                 None if outputs.is_empty() => d.with_help(format!(
                     "a parallel step's result is {{\"response\": [the children's results]}}: use `REF:{id}.response`"
                 )),
@@ -396,7 +396,7 @@ impl Checker<'_> {
                 "the tool's own `transform_arguments` runs before any step: only `REF:arguments` is available there",
             );
         } else if let Some(s) = did_you_mean(r.context, contexts.iter().copied()) {
-            d = d.with_help(format!("did you mean `REF:{s}`?"));
+            d = d.with_did_you_mean(&format!("REF:{s}"), s);
         } else {
             let shown: Vec<&str> = contexts.iter().copied().take(8).collect();
             let more = if contexts.len() > shown.len() { ", …" } else { "" };
@@ -421,7 +421,7 @@ fn with_field_help(d: Diagnostic, field: &str, fields: &Fields, source: &str) ->
         ));
     }
     match did_you_mean(field, names.iter().copied()) {
-        Some(s) => d.with_help(format!("did you mean `{s}`?")),
+        Some(s) => d.with_did_you_mean(s, s),
         None if names.is_empty() => d.with_help(format!("`{source}` declares no responses")),
         None => d.with_help(format!("`{source}` declares {}", quoted(&names))),
     }

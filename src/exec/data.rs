@@ -732,6 +732,8 @@ impl<'a> StepEnv<'a> {
         if let Some(t) = &step.transform_arguments {
             clock.enter(|| self.transform(t, &mut args, "transform_arguments"))?;
         }
+        // An optional argument whose schema does not allow null is left out when null.
+        args.retain(|k, v| !(v.is_null() && step.omit_when_null.iter().any(|n| **n == **k)));
         Ok(Prelude::Call(args))
     }
 

@@ -1,4 +1,5 @@
-//! Code actions: the "did you mean" suggestions, and declaring an argument a REF names.
+//! Code actions: the diagnostics' suggestions ([`crate::diagnostic::Suggestion`], else a
+//! "did you mean" read from the help), and declaring an argument a REF names.
 
 use std::collections::HashMap;
 
@@ -35,7 +36,20 @@ pub(super) fn code_actions(s: &Server, p: &CodeActionParams) -> Option<Vec<CodeA
             changes: Some(HashMap::from([(uri.clone(), vec![TextEdit { range, new_text }])])),
             ..WorkspaceEdit::default()
         };
-        if let Some(suggestion) = d.help.as_deref().and_then(suggested) {
+        // The diagnostic's own edits first: the span and the text as they are to be written.
+        if let Some(x) = &d.suggestion {
+            let shown = d.help.as_deref().and_then(suggested).unwrap_or(&x.replacement);
+            out.push(CodeActionOrCommand::CodeAction(CodeAction {
+                title: format!("Replace with `{shown}`"),
+                kind: Some(CodeActionKind::QUICKFIX),
+                diagnostics: Some(vec![lsp_diag.clone()]),
+                edit: Some(edit(doc.text.range(x.span, s.encoding), x.replacement.clone())),
+                is_preferred: Some(true),
+                ..CodeAction::default()
+            }));
+        }
+        // Else a "did you mean" in the help's words (the diagnostics that give no edit yet).
+        if let Some(suggestion) = d.help.as_deref().and_then(suggested).filter(|_| d.suggestion.is_none()) {
             let written = src.get(d.span.range()).unwrap_or("");
             let new_text = if written.starts_with('"') && written.ends_with('"') && written.len() >= 2 {
                 serde_json::to_string(suggestion).unwrap_or_default()

@@ -312,6 +312,12 @@ impl PlanDesk {
                 continue;
             }
             let mut d = adapt(d, &source, &step_tools);
+            if d.code == Code::InvalidRef {
+                let at = super::locate::locate(&tree, d.span);
+                if let Some(help) = literal::computed_ref(&d.message, &at.pointer) {
+                    d.help = Some(help);
+                }
+            }
             if d.code == Code::CalleeArgumentType {
                 fan_out_over_objects(&mut d, instructions, &step_ids, &checked.types);
             }
@@ -335,7 +341,21 @@ pub(super) fn adapt(d: &Diagnostic, source: &str, step_tools: &[(String, String,
     match d.code {
         // Other languages' syntax gets the tdsl form from the analysis itself
         // (`crate::syntax::foreign`), in a plan as in a `.tool` file.
-        Code::UndeclaredResponseField => d.code = Code::PlanUnknownField,
+        Code::UndeclaredResponseField => {
+            d.code = Code::PlanUnknownField;
+            // No near name: perhaps a field the tool returns without declaring it (an open
+            // schema read as closed): say how a plan reads one.
+            if d.message.contains("has no declared field `") && d.suggestion.is_none() {
+                let field = text.trim_start_matches('.');
+                let step = d.message.split_once("step `").and_then(|(_, r)| r.split_once('`')).map(|(s, _)| s);
+                if let Some(step) = step.filter(|_| crate::syntax::is_identifier(field)) {
+                    d.help = Some(format!(
+                        "{}; a field the tool returns though it does not declare it is read by key in a transform: \"variables\": {{\"r\": \"REF:{step}\"}} and `r['{field}']` (`.{field}` and REF paths read declared fields only)",
+                        d.help.take().unwrap_or_default()
+                    ));
+                }
+            }
+        }
         // Nothing silently wrong (SPEC §13): what a `.tool` file is warned of, a plan is refused.
         Code::UnknownField | Code::OpenArgument => d = literal::plan_error(d),
         // A plan cannot be primitive: the help of a `.tool` file would send the model to

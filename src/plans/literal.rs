@@ -24,11 +24,29 @@ pub(crate) fn plan_error(mut d: Diagnostic) -> Diagnostic {
     match d.code {
         Code::UnknownField => {
             d.code = Code::PlanAlwaysNull;
-            d.message = format!("{} (a plan does not run with it)", d.message);
-            d.help = Some(match d.help.take() {
-                Some(h) => format!("{h}; read a declared field (the schema's fields are listed in tdsl://tools)"),
-                None => "read a declared field (tdsl://tools lists them)".to_string(),
-            });
+            // A field a tool's declared result lacks (closed results, `docs/plans.md`): the
+            // message says so as it is, not that the field is null — the tool may return it
+            // (an output schema without `additionalProperties` is read as closed).
+            let field = d.message.split_once(" declares no field `").and_then(|(_, r)| r.split_once('`'));
+            match field {
+                Some((field, _)) => {
+                    let field = field.to_string();
+                    d.message = format!("{}: a plan reads the fields a tool declares", d.message);
+                    d.help = Some(format!(
+                        "{}; a field the tool returns though it does not declare it is read by key, `r['{field}']` (`r` a transform variable holding the result): `.{field}` and REF paths read declared fields only",
+                        d.help.take().unwrap_or_else(|| "read a declared field (tdsl://tools lists them)".to_string())
+                    ));
+                }
+                None => {
+                    d.message = format!("{} (a plan does not run with it)", d.message);
+                    d.help = Some(match d.help.take() {
+                        Some(h) => {
+                            format!("{h}; read a declared field (the schema's fields are listed in tdsl://tools)")
+                        }
+                        None => "read a declared field (tdsl://tools lists them)".to_string(),
+                    });
+                }
+            }
         }
         Code::OpenArgument => {
             let name = d
@@ -111,6 +129,33 @@ pub(crate) fn dotted_ref(message: &str) -> Option<String> {
         .into_owned();
     crate::syntax::parse_ref(&dotted).ok()?;
     Some(format!("a REF's path is dotted, indices too: write \"{dotted}\""))
+}
+
+/// The help of a malformed REF (`E0006`) that is an expression, `"REF:a.issues.0.id + 1"`:
+/// a REF reads a value and computes nothing, so the value is computed in the step's
+/// `transform_arguments` (the REF at `pointer` is an argument's) or in a transform step
+/// (hostile round 10, finding 18). `None` when the REF holds no operator, call or space.
+pub(crate) fn computed_ref(message: &str, pointer: &str) -> Option<String> {
+    let (_, rest) = message.split_once("malformed REF `")?;
+    let (written, _) = rest.rsplit_once("`:")?;
+    let path_end = written.find(|c: char| c.is_whitespace() || "+-*/%<>=!(),&|".contains(c))?;
+    // A hyphen inside a name (`get-user`) is a name's.
+    if written[path_end..].starts_with('-') && !written[..path_end].ends_with(' ') {
+        let after = &written[path_end + 1..];
+        if after.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_') {
+            return None;
+        }
+    }
+    let segments: Vec<&str> = pointer.split('/').collect();
+    let quoted = serde_json::to_string(written).ok()?;
+    Some(match segments.as_slice() {
+        ["", "instructions", _, "arguments", name] => format!(
+            "a REF reads a value and computes nothing: compute it in the step's `transform_arguments` (in place of the argument): \"transform_arguments\": {{\"transforms\": {{\"{name}\": {quoted}}}}}"
+        ),
+        _ => format!(
+            "a REF reads a value and computes nothing: compute it in a transform step, {{\"execution_id\": \"calc\", \"transform_responses\": {{\"transforms\": {{\"value\": {quoted}}}}}}}, and write \"REF:calc.value\""
+        ),
+    })
 }
 
 /// The help of a malformed REF (`E0006`) whose path names a field that is no identifier,

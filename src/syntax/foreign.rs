@@ -48,6 +48,9 @@ pub fn syntax(expression: &str) -> Option<String> {
     if let Some(help) = placeholder(expression) {
         return Some(help);
     }
+    if let Some(help) = membership(expression) {
+        return Some(help);
+    }
     if let Some((cond, rest)) = expression.split_once('?') {
         if let Some((yes, no)) = rest.split_once(':') {
             return Some(format!(
@@ -113,6 +116,37 @@ fn placeholder(expression: &str) -> Option<String> {
     }
 }
 
+/// Python's and SQL's `x in xs` (`'bug' in item.labels`): tdsl's `contains(xs, x)`. The
+/// operands are shown when each is plain (no call, comma or comparison around it).
+fn membership(expression: &str) -> Option<String> {
+    let at = outside_strings_find(expression, " in ")?;
+    let (left, right) = (expression[..at].trim(), expression[at + " in ".len()..].trim());
+    let plain = |s: &str| !s.is_empty() && !s.contains(['(', ')', ',', '=', '<', '>', '!']) && !s.contains(" and ");
+    Some(if plain(left) && plain(right) {
+        format!("tdsl has no `in` operator: write `contains({right}, {left})` (a list holds an element, a string a substring, an object a key)")
+    } else {
+        "tdsl has no `in` operator: write `contains(<list, string or object>, <value>)`".to_string()
+    })
+}
+
+/// Where `needle` first occurs outside the expression's string literals.
+fn outside_strings_find(expression: &str, needle: &str) -> Option<usize> {
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for (i, c) in expression.char_indices() {
+        match (quote, c) {
+            (Some(_), _) if escaped => escaped = false,
+            (Some(_), '\\') => escaped = true,
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(c),
+            (None, _) if expression[i..].starts_with(needle) => return Some(i),
+            (None, _) => {}
+        }
+    }
+    None
+}
+
 /// The first `$` or `#` outside the expression's string literals.
 fn outside_strings(expression: &str) -> Option<usize> {
     let mut quote: Option<char> = None;
@@ -170,6 +204,9 @@ mod tests {
         assert!(help("$1.count * 2").contains("REF:<execution_id of step 1>.count"));
         assert!(help("#E2.title").contains("REF:<execution_id of step 2>.title"));
         assert_eq!(syntax("a +"), None);
+        assert!(help("'bug' in item.labels").contains("write `contains(item.labels, 'bug')`"));
+        assert!(help("count(xs, 'a' in item.tags)").contains("`contains(<list, string or object>, <value>)`"));
+        assert_eq!(syntax("\"log in \" +"), None);
         assert_eq!(syntax("$"), None);
         assert_eq!(syntax("\"Total: $1\" +"), None);
         assert!(function("len").is_some_and(|h| h.contains("length(value=x)")));

@@ -79,6 +79,7 @@ impl<'a> Checker<'a> {
                 inputs,
                 arguments: parts.arguments,
                 transform_arguments: parts.transform_arguments,
+                omit_when_null: step.callee.as_deref().map(omit_when_null).unwrap_or_default(),
                 conditions: parts.conditions,
                 parallel: parts.parallel,
                 done_check: parts.done_check,
@@ -172,4 +173,21 @@ pub(super) fn renumber_step(s: &mut StepPlan, new_id: &[StepId]) {
     if let Some(v) = &mut s.done_value {
         renumber_value(v, new_id);
     }
+}
+
+/// The optional arguments of `callee` whose exact type (an upstream tool's schema) holds no
+/// `null` ([`StepPlan::omit_when_null`]).
+fn omit_when_null(callee: &crate::analysis::root::LoadedTool) -> Vec<Arc<str>> {
+    let (Some(def), Some(exact)) = (&callee.def, callee.exact.as_deref()) else { return Vec::new() };
+    def.arguments
+        .iter()
+        .filter(|p| !p.is_required() && crate::tool::validate::default_of(p).is_none())
+        .filter(|p| {
+            exact
+                .arguments
+                .get(p.name.node.as_str())
+                .is_some_and(|t| t.fits(&crate::types::Type::Null) == crate::types::Fit::No)
+        })
+        .map(|p| Arc::from(p.name.node.as_str()))
+        .collect()
 }

@@ -30,7 +30,11 @@ impl<'a> Checker<'a> {
                 )
                 .with_label(format!("this {} is not an argument of the callee", s.what));
                 d = match did_you_mean(&s.name, declared.iter().copied()) {
-                    Some(m) => d.with_help(format!("did you mean `{m}`?")),
+                    // The key as written there: with its quotes in JSON.
+                    Some(m) if self.source.get(s.key_span.range()).is_some_and(|t| t.starts_with('"')) => {
+                        d.with_did_you_mean(m, serde_json::to_string(m).unwrap_or_default())
+                    }
+                    Some(m) => d.with_did_you_mean(m, m),
                     None if declared.is_empty() => d.with_help(format!("`{path}` declares no arguments")),
                     None => d.with_help(format!("`{path}` declares {}", quoted(&declared))),
                 };
@@ -65,9 +69,35 @@ impl<'a> Checker<'a> {
             );
         }
         self.literal_constraints(ins, &by_name);
+        let tested = tested_by_conditions(ins);
         for s in supplied {
             let Some(p) = by_name.get(&*s.name) else { continue };
             let expected = accepted_type_as(p, exact_type(callee.exact.as_deref(), p, false));
+            let required = p.is_required() && crate::tool::validate::default_of(p).is_none();
+            // W1330 in a plan (whose callees' results are closed, so an optional field is
+            // known to be optional), not in a `.tool` file.
+            if self.closed_results
+                && required
+                && s.what != "element"
+                && may_be_null(&s.ty)
+                && s.ty.fits(&expected) != Fit::No
+            {
+                let written = self.written(s.value_span);
+                if !is_tested(&written, &tested) {
+                    let d = Diagnostic::new(
+                        Code::PlanMaybeNull,
+                        s.value_span,
+                        format!(
+                            "argument `{}` of `{path}` is required, and this may be null ({:#}): the call then fails",
+                            s.name, s.ty
+                        ),
+                    )
+                    .with_label(format!("this is {}", s.ty))
+                    .with_secondary(s.key_span, format!("{} `{}`", s.what, s.name))
+                    .with_help(maybe_null_help(&written, Some(&s.name)));
+                    self.diags.push(d);
+                }
+            }
             if s.ty.fits(&expected) == Fit::No {
                 let declared = p.type_or_any();
                 self.diags.push(
@@ -120,6 +150,68 @@ impl<'a> Checker<'a> {
                 ));
             }
         }
+    }
+}
+
+impl Checker<'_> {
+    /// The text a value was written as: a JSON string's value (`REF:c.email`), or the JSON.
+    pub(super) fn written(&self, span: Span) -> String {
+        let raw = self.source.get(span.range()).unwrap_or_default();
+        serde_json::from_str::<String>(raw).unwrap_or_else(|_| raw.to_string())
+    }
+}
+
+/// Whether a value of type `t` may be null and may be something else (`string | null`, an
+/// optional field): `null` alone, `any` and types without `null` are not.
+pub(super) fn may_be_null(t: &Type) -> bool {
+    t.alternatives().len() > 1 && t.alternatives().iter().any(|a| matches!(a, Type::Null))
+}
+
+/// The values a step's conditions look at (their params, `.length` taken off): an argument
+/// that is one of them, or inside one (`REF:check.docs.first` when a condition tests
+/// `REF:check.docs.length`), is taken as the conditions' concern — the checker does not
+/// follow what they prove (`exists`, `length > 0`), so it does not warn of it (`W1330`).
+fn tested_by_conditions(ins: &Instruction) -> Vec<String> {
+    use crate::tool::{Condition, Operator};
+    fn walk(c: &Condition, out: &mut Vec<String>) {
+        match c {
+            Condition::Leaf { param, operator, value, .. } => {
+                let null_test = matches!(operator.node, Operator::NotExists)
+                    || (operator.node == Operator::Equals
+                        && value.as_ref().is_some_and(|v| v.kind == crate::tool::JsonKind::Null));
+                if let Some(p) = param.as_str().filter(|_| !null_test) {
+                    let text = p.value.to_string();
+                    out.push(text.strip_suffix(".length").map_or(text.clone(), str::to_string));
+                }
+            }
+            Condition::Group { conditions, .. } => conditions.iter().for_each(|c| walk(c, out)),
+        }
+    }
+    let mut out = Vec::new();
+    ins.conditions.iter().for_each(|c| walk(c, &mut out));
+    out
+}
+
+/// Whether the value written `written` is one a step's conditions look at
+/// ([`tested_by_conditions`]).
+fn is_tested(written: &str, tested: &[String]) -> bool {
+    tested.iter().any(|t| written == t || written.strip_prefix(t.as_str()).is_some_and(|r| r.starts_with('.')))
+}
+
+/// The help of `W1330` for the value written `written`, going to the argument `argument`
+/// (else to a response): a `default` for when it is null, or a condition that it exists.
+pub(super) fn maybe_null_help(written: &str, argument: Option<&str>) -> String {
+    let is_ref = written.starts_with("REF:");
+    let value = if is_ref { written.to_string() } else { "…".to_string() };
+    match (argument, is_ref) {
+        (Some(name), true) => format!(
+            "give it a value for when it is null, with `default` in the step's `transform_arguments` (in place of the argument): \"transform_arguments\": {{\"transforms\": {{\"{name}\": \"default({value}, …)\"}}}}; or run the step only when it is there: \"conditions\": [{{\"param\": \"{value}\", \"operator\": \"exists\"}}]"
+        ),
+        (Some(_), false) => "give it a value for when it is null: `default(…, …)`, or run the step only when it is there (a condition `exists`)".to_string(),
+        (None, true) => format!(
+            "map a value that is there: compute it in a transform step with `default({value}, …)` and map `REF:<step>.<name>`, or declare the response with \"required\": false"
+        ),
+        (None, false) => "map a value that is there (`default(…, …)` in a transform step), or declare the response with \"required\": false".to_string(),
     }
 }
 

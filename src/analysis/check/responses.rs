@@ -57,6 +57,29 @@ impl<'a> Checker<'a> {
                         }
                         let ty = result_fields.get(k.node.as_str()).cloned().unwrap_or(Type::Any);
                         let expected = param_type(p);
+                        // In a plan (whose callees' results are closed, so an optional
+                        // field is known to be optional), not in a `.tool` file.
+                        if self.closed_results
+                            && p.is_required()
+                            && !outputs.contains(k.node.as_str())
+                            && super::calls::may_be_null(&ty)
+                            && ty.fits(&expected) != Fit::No
+                        {
+                            let written = self.written(v.span);
+                            self.diags.push(
+                                Diagnostic::new(
+                                    Code::PlanMaybeNull,
+                                    v.span,
+                                    format!(
+                                        "response `{}` is required, and this may be null ({ty:#}): the run then fails",
+                                        k.node
+                                    ),
+                                )
+                                .with_label(format!("this is {ty}"))
+                                .with_secondary(p.name.span, "declared required here")
+                                .with_help(super::calls::maybe_null_help(&written, None)),
+                            );
+                        }
                         if ty.fits(&expected) == Fit::No {
                             let declared = p.type_or_any();
                             self.diags.push(

@@ -78,6 +78,7 @@ impl<'a> Checker<'a> {
         if continues {
             // A child that failed leaves `{"status": "failed", …}` in the list (`exec::data::gather_children`).
             element = element.union(failure_type());
+            self.failure_status_collides(ins, declared_responses);
         }
         let raw = if parallel.is_some() { Type::List(Arc::new(element.clone())) } else { shapes.response.clone() };
         let raw_fields: Option<&Fields> = if parallel.is_some() { None } else { shapes.fields.as_ref() };
@@ -385,6 +386,9 @@ impl<'a> Checker<'a> {
                     _ => None,
                 });
                 self.condition_never_null(operator.node, &param_ty, literal, param.span);
+                if let Some((node, (_, ty))) = &value {
+                    self.condition_contains_in_objects(operator.node, param, &param_ty, ty, literal, node.span);
+                }
                 if is_numeric(operator.node) {
                     let number = Type::Number.union(Type::Null);
                     let operands = std::iter::once((param, &param_ty)).chain(value.as_ref().map(|(v, (_, t))| (*v, t)));
@@ -521,6 +525,107 @@ impl Checker<'_> {
                 .with_label(format!("this is {param_ty}, never null"))
                 .with_help("the value always exists (its declared type is not nullable): drop the condition, or declare the value optional if it can be missing"),
         );
+    }
+}
+
+impl Checker<'_> {
+    /// `E0616` for a condition `contains` whose param is a list of objects and whose value
+    /// a string (`{"param": "REF:a.labels", "operator": "contains", "value": "bug"}` with
+    /// `labels` a `list<{name, color}>`): `contains` compares whole elements, and no object
+    /// equals a string, so it never holds (hostile round 10, finding 12). The help computes
+    /// what was meant, whether an element's field has that value, in a transform step.
+    fn condition_contains_in_objects(
+        &mut self,
+        op: Operator,
+        param: &crate::tool::JsonNode,
+        param_ty: &Type,
+        value_ty: &Type,
+        literal: Option<&crate::Value>,
+        at: crate::Span,
+    ) {
+        if op != Operator::Contains || value_ty.fits(&Type::Str) != Fit::Yes || *value_ty == Type::Never {
+            return;
+        }
+        let element = param_ty.non_null().element().non_null();
+        let objects: Vec<&crate::types::ObjectType> = element
+            .alternatives()
+            .iter()
+            .filter_map(|t| match t {
+                Type::Object(o) => Some(&**o),
+                _ => None,
+            })
+            .collect();
+        if objects.is_empty() || objects.len() != element.alternatives().len() {
+            return;
+        }
+        // The field meant: `name` when it is a string, else the first string field.
+        let strings: Vec<&str> = objects[0]
+            .fields
+            .iter()
+            .filter(|(_, t)| t.non_null().fits(&Type::Str) == Fit::Yes && t.non_null() != Type::Never)
+            .map(|(k, _)| &**k)
+            .filter(|k| crate::syntax::is_identifier(k))
+            .collect();
+        let field = strings.iter().copied().find(|k| *k == "name").or(strings.first().copied()).unwrap_or("name");
+        let written = param.as_str().map_or_else(|| "REF:…".to_string(), |s| s.value.to_string());
+        let shown = match literal {
+            Some(crate::Value::Str(s)) => format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'")),
+            _ => "…".to_string(),
+        };
+        let step = serde_json::json!({
+            "execution_id": "has_it",
+            "transform_responses": {"variables": {"xs": written},
+                                    "transforms": {"yes": format!("any(array=xs, condition_string=\"item.{field} == {shown}\")")}}
+        });
+        self.diags.push(
+            Diagnostic::new(
+                Code::ConditionType,
+                at,
+                format!("`contains` never holds: the elements of {param_ty:#} are objects, never equal to {value_ty:#}"),
+            )
+            .with_label(format!("this is {value_ty}"))
+            .with_secondary(param.span, "a list of objects")
+            .with_help(format!(
+                "`contains` compares whole elements; to ask whether an element's `{field}` is {shown}, compute it in a transform step, {step}, and make the condition {{\"param\": \"REF:has_it.yes\", \"operator\": \"equals\", \"value\": true}}"
+            )),
+        );
+    }
+}
+
+impl Checker<'_> {
+    /// `W1331`, in a plan: a step with `continue_on_error` whose callee declares a `status`
+    /// response of its own, which the failure marker `{"status": "failed", …}` (SPEC §6.5,
+    /// fixed) shares: `item.status == 'failed'` counts failed calls and the tool's own
+    /// failed results together (hostile round 10, finding 19).
+    fn failure_status_collides(&mut self, ins: &Instruction, declared: Option<&[Param]>) {
+        let (Some(flag), Some(responses)) = (&ins.continue_on_error, declared) else { return };
+        if !flag.node || !self.closed_results || !responses.iter().any(|p| p.name.node == "status") {
+            return;
+        }
+        let tool = ins.tool_path().unwrap_or_default();
+        let id = ins.execution_id.node.as_str();
+        let (what, tell) = match ins.parallel_execution {
+            Some(_) => (
+                "a child that fails",
+                format!("`filter(array=REF:{id}.response, condition_string=\"item.error_message == null\")` keeps the results"),
+            ),
+            None => ("a failed call", format!("`REF:{id}.error_message` is null unless the call failed")),
+        };
+        let mut d = Diagnostic::new(
+            Code::PlanFailureStatus,
+            flag.span,
+            format!(
+                "with `continue_on_error`, {what} leaves {{\"status\": \"failed\", \"error_message\": …}}, and `{tool}` declares a `status` of its own"
+            ),
+        )
+        .with_label("failures are marked by `status`")
+        .with_help(format!(
+            "tell a failure from a result by `error_message`, which only a failure has: {tell}; a `status` of \"failed\" may be either"
+        ));
+        if let Some(path) = &ins.tool_definition_path {
+            d = d.with_secondary(path.span, format!("`{tool}` declares `status`"));
+        }
+        self.diags.push(d);
     }
 }
 

@@ -545,6 +545,8 @@ impl Loader<'_> {
         let text = s.value.trim();
         let help = if text.len() >= 4 && text.is_char_boundary(4) && text[..4].eq_ignore_ascii_case("ref:") {
             format!("write the prefix exactly as `REF:` with nothing before it: `REF:{}`", &text[4..])
+        } else if text.contains(|c: char| "()+*/%<>=!'\" ,".contains(c)) {
+            computed_ref_help(text)
         } else {
             format!("did you mean `REF:{text}`?")
         };
@@ -646,4 +648,20 @@ pub(crate) fn tool_path_spelling(written: &str, span: Span, canonical: &str) -> 
     )
     .with_label("a second spelling of a tool")
     .with_help(format!("write `{canonical}`: one tool has one name, in the trace, the history and `TDSL_TOOL`"))
+}
+
+/// The help of `E0520` for an expression where a REF belongs (`"n": "length(REF:a.issues)"`
+/// in `response_reference_map`): a REF reads a value and computes nothing, so the value is
+/// computed in a transform step; `length(REF:x)` is also `REF:x.length` (hostile round 10,
+/// finding 17: the help was `REF:length(REF:a.issues)`, itself an error).
+fn computed_ref_help(text: &str) -> String {
+    let step = serde_json::json!({"execution_id": "calc", "transform_responses": {"transforms": {"value": text}}});
+    let direct = text
+        .strip_prefix("length(")
+        .and_then(|r| r.strip_suffix(')'))
+        .map(|r| r.trim().trim_start_matches("value=").trim())
+        .filter(|r| r.starts_with("REF:") && !r.contains(|c: char| "()+*/%<>=!'\" ,".contains(c)))
+        .map(|r| format!(" (here `{r}.length` reads it directly)"))
+        .unwrap_or_default();
+    format!("a REF reads a value and computes nothing: compute it in a transform step, {step}, and write `REF:calc.value`{direct}")
 }

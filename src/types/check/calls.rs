@@ -75,7 +75,7 @@ impl Checker<'_> {
         if let Some(help) = crate::syntax::foreign::function(&name.node) {
             d = d.with_help(help);
         } else if let Some(s) = did_you_mean(&name.node, self.funcs.names()) {
-            d = d.with_help(format!("did you mean `{s}`?"));
+            d = d.with_did_you_mean(s, s);
         }
         self.error(d);
         // Still check the arguments, to report what is wrong inside them too.

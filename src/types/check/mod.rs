@@ -346,7 +346,7 @@ impl<'a> Checker<'a> {
                 if let Some(lit) = literal {
                     d = d.with_help(format!("did you mean `{lit}`? literals are written in lower case"));
                 } else if let Some(s) = did_you_mean(n, self.scope.names()) {
-                    d = d.with_help(format!("did you mean `{s}`?"));
+                    d = d.with_did_you_mean(s, s);
                 } else if want == Some(LocalKind::Item) {
                     d = d.with_help("`item` is only bound inside a template (`map`, `filter`, `sum`, …)");
                 } else if want == Some(LocalKind::Current) {
@@ -392,7 +392,7 @@ impl<'a> Checker<'a> {
                     Diagnostic::new(Code::UnknownRefContext, ctx.span, format!("unknown REF context `{}`", ctx.node))
                         .with_label("no such step or context");
                 if let Some(s) = did_you_mean(&ctx.node, contexts.iter().copied()) {
-                    d = d.with_help(format!("did you mean `REF:{s}`?"));
+                    d = d.with_did_you_mean(&format!("REF:{s}"), s);
                 } else if !contexts.is_empty() {
                     d = d.with_help(format!("known contexts: {}", contexts.join(", ")));
                 }
@@ -552,14 +552,10 @@ impl<'a> Checker<'a> {
                     }
                 }
                 if out.is_empty() {
-                    self.operand_error(
-                        op,
-                        &lt,
-                        &rt,
-                        l.span,
-                        r.span,
-                        "`+` adds numbers, or joins two strings, two lists or two objects",
-                    );
+                    let help = text_and_number(&lt.ty, &rt.ty, l, r).unwrap_or_else(|| {
+                        "`+` adds numbers, or joins two strings, two lists or two objects".to_string()
+                    });
+                    self.operand_error(op, &lt, &rt, l.span, r.span, &help);
                     Type::Never
                 } else {
                     Type::union_all(out)
@@ -590,7 +586,13 @@ impl<'a> Checker<'a> {
     }
 
     pub(super) fn operand_error(&mut self, op: BinaryOp, lt: &TExpr, rt: &TExpr, ls: Span, rs: Span, help: &str) {
-        if matches!(lt.kind, TKind::Error) || matches!(rt.kind, TKind::Error) {
+        // An operand that always fails (an error reported already: `never`) absorbs the
+        // operator: `'Issue #' + r.id + ': '` is one error, not one per `+` after it.
+        if matches!(lt.kind, TKind::Error)
+            || matches!(rt.kind, TKind::Error)
+            || matches!(lt.ty, Type::Never)
+            || matches!(rt.ty, Type::Never)
+        {
             return;
         }
         self.error(
@@ -603,6 +605,22 @@ impl<'a> Checker<'a> {
             .with_help(help.to_string()),
         );
     }
+}
+
+/// The help of `E0202` for `+` between text and a number (`'Issue #' + r.id`): convert the
+/// number with `to_string`, shown on the operand as written (hostile round 10, finding 18).
+fn text_and_number(lt: &Type, rt: &Type, l: &Expr, r: &Expr) -> Option<String> {
+    let text = |t: &Type| t.non_null().fits(&Type::Str) == Fit::Yes && !matches!(t.non_null(), Type::Never);
+    let number = |t: &Type| t.non_null().fits(&Type::Number) == Fit::Yes && !matches!(t.non_null(), Type::Never);
+    let operand = match () {
+        _ if text(lt) && number(rt) => r,
+        _ if number(lt) && text(rt) => l,
+        _ => return None,
+    };
+    let shown = crate::syntax::print(operand);
+    Some(format!(
+        "`+` joins two strings and adds two numbers, never one of each: convert the number with `to_string({shown})`"
+    ))
 }
 
 /// Whether a step result type may have its own `response` key.
@@ -679,11 +697,9 @@ fn unknown_field(s: &str, span: Span, lacking: &[Arc<crate::types::ObjectType>])
     }
     let named = tools.iter().map(|t| format!("`{t}`")).collect::<Vec<_>>();
     let (message, label) = match (named.as_slice(), lacking.iter().all(|o| o.origin.is_some())) {
-        ([one], true) => {
-            (format!("{one}'s declared result has no field `{s}`; it is always null"), format!("not declared by {one}"))
-        }
+        ([one], true) => (format!("{one} declares no field `{s}` in its result"), format!("not declared by {one}")),
         ([_, ..], true) => (
-            format!("the declared results of {} have no field `{s}`; it is always null", named.join(" and ")),
+            format!("neither of {} declares a field `{s}` in its result", named.join(" and ")),
             "declared by none of them".to_string(),
         ),
         _ => (format!("field `{s}` does not exist here; it is always null"), "no such field".to_string()),
