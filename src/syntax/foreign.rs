@@ -131,24 +131,17 @@ fn membership(expression: &str) -> Option<String> {
 
 /// Where `needle` first occurs outside the expression's string literals.
 fn outside_strings_find(expression: &str, needle: &str) -> Option<usize> {
-    let mut quote: Option<char> = None;
-    let mut escaped = false;
-    for (i, c) in expression.char_indices() {
-        match (quote, c) {
-            (Some(_), _) if escaped => escaped = false,
-            (Some(_), '\\') => escaped = true,
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), _) => {}
-            (None, '"' | '\'') => quote = Some(c),
-            (None, _) if expression[i..].starts_with(needle) => return Some(i),
-            (None, _) => {}
-        }
-    }
-    None
+    first_outside_strings(expression, |i, _| expression[i..].starts_with(needle))
 }
 
 /// The first `$` or `#` outside the expression's string literals.
 fn outside_strings(expression: &str) -> Option<usize> {
+    first_outside_strings(expression, |_, c| matches!(c, '$' | '#'))
+}
+
+/// The first place `(i, c)` outside the expression's string literals (quoted with `"` or
+/// `'`, with `\` escapes) that `hit` accepts.
+fn first_outside_strings(expression: &str, hit: impl Fn(usize, char) -> bool) -> Option<usize> {
     let mut quote: Option<char> = None;
     let mut escaped = false;
     for (i, c) in expression.char_indices() {
@@ -158,7 +151,7 @@ fn outside_strings(expression: &str) -> Option<usize> {
             (Some(q), c) if c == q => quote = None,
             (Some(_), _) => {}
             (None, '"' | '\'') => quote = Some(c),
-            (None, '$' | '#') => return Some(i),
+            (None, c) if hit(i, c) => return Some(i),
             (None, _) => {}
         }
     }
