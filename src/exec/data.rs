@@ -733,7 +733,9 @@ impl<'a> StepEnv<'a> {
             clock.enter(|| self.transform(t, &mut args, "transform_arguments"))?;
         }
         // An optional argument whose schema does not allow null is left out when null.
-        args.retain(|k, v| !(v.is_null() && step.omit_when_null.iter().any(|n| **n == **k)));
+        if !step.omit_when_null.is_empty() {
+            args.retain(|k, v| !(v.is_null() && step.omit_when_null.iter().any(|n| **n == **k)));
+        }
         Ok(Prelude::Call(args))
     }
 
