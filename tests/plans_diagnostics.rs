@@ -71,27 +71,40 @@ fn codes(check: &PlanCheck) -> Vec<&str> {
     check.diagnostics.iter().map(|d| d.code).collect()
 }
 
-/// Finding 13: an optional argument whose schema does not allow null is left out of the
-/// call when its value is null (it was sent as `"since": null`, which a strict server
-/// refuses); one whose schema allows null is sent as null. Neither is warned of at check:
-/// an absent optional argument is what the schema allows.
+/// Finding 13: an optional argument whose schema does not allow null is never sent as
+/// `"since": null` (which a strict server refuses), nor left out of the call (which can widen
+/// it: `list_orders` without its filter lists everyone's orders, a later outside round's
+/// finding): the step fails before the call, `E0801`. One whose schema allows null is sent as
+/// null. Neither is warned of at check: an absent optional argument is what the schema allows.
 #[test]
-fn a_null_optional_argument_the_schema_forbids_is_left_out() {
-    let plan = json!({"instructions": [
-        {"execution_id": "c", "tool_definition_path": "x/get_customer", "arguments": {"id": "c2"}},
-        {"execution_id": "o", "tool_definition_path": "x/list_orders",
-         "arguments": {"id": "REF:c.id", "since": "REF:c.city", "note": "REF:c.city"}}
-    ], "response_reference_map": {"n": "REF:o.n"}});
+fn a_null_optional_argument_the_schema_forbids_fails_before_the_call() {
+    let plan = |since: &str| {
+        json!({"instructions": [
+            {"execution_id": "c", "tool_definition_path": "x/get_customer", "arguments": {"id": "c2"}},
+            {"execution_id": "o", "tool_definition_path": "x/list_orders",
+             "arguments": {"id": "REF:c.id", "since": since, "note": "REF:c.city"}}
+        ], "response_reference_map": {"n": "REF:o.n"}})
+    };
     let desk = desk(shop());
-    let check = desk.check_value(&plan);
+    let check = desk.check_value(&plan("REF:c.city"));
     assert!(check.ok() && check.diagnostics.is_empty(), "{}", check.render());
-    let calls = Arc::new(Mutex::new(Vec::new()));
-    let run = desk
-        .run(&plan.to_string(), tdsl::Value::Null, recording(calls.clone()), &RunPlanOptions::default())
-        .expect("it runs");
-    assert_eq!(run.status, RunStatus::Success, "{}", run.to_json());
-    let calls = calls.lock().expect("lock").clone();
-    assert_eq!(calls[1], ("list_orders".to_string(), json!({"id": "c2", "note": null})));
+    let run = |plan: &Json| {
+        let calls = Arc::new(Mutex::new(Vec::new()));
+        let run = desk
+            .run(&plan.to_string(), tdsl::Value::Null, recording(calls.clone()), &RunPlanOptions::default())
+            .expect("it runs");
+        let calls = calls.lock().expect("lock").clone();
+        (run, calls)
+    };
+    let (failed, calls) = run(&plan("REF:c.city"));
+    assert_eq!(failed.status, RunStatus::Failed, "{}", failed.to_json());
+    let text = failed.to_json().to_string();
+    assert!(text.contains("argument `since` is null") && text.contains("E0801"), "{text}");
+    assert_eq!(calls.len(), 1, "list_orders is not called: {calls:?}");
+    // Given a value, the call is made; the nullable `note` is sent as null.
+    let (ran, calls) = run(&plan("2026-01-01"));
+    assert_eq!(ran.status, RunStatus::Success, "{}", ran.to_json());
+    assert_eq!(calls[1], ("list_orders".to_string(), json!({"id": "c2", "since": "2026-01-01", "note": null})));
 }
 
 /// Finding 13: a value that may be null into a required argument, or mapped to a required

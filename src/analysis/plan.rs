@@ -159,9 +159,10 @@ pub struct StepPlan {
     /// `transform_arguments`: its transforms run against the resolved arguments.
     pub transform_arguments: Option<TransformPlan>,
     /// The optional arguments of the callee whose schema does not allow `null` (an upstream
-    /// tool's `"since": {"type": "string"}`): one whose value is `null` is left out of the
-    /// call rather than sent as `null`, which such a server refuses or takes as a value.
-    pub omit_when_null: Vec<Arc<str>>,
+    /// tool's `"since": {"type": "string"}`): one whose value is `null` fails the step before
+    /// the call (`E0801`). Sent, such a server refuses it or takes it as a value; left out,
+    /// it can widen the call (`list_orders` without its `customer_id`: everyone's orders).
+    pub non_null_optional: Vec<Arc<str>>,
     /// `conditions`: all must hold, or the step is skipped.
     pub conditions: Vec<ConditionPlan>,
     /// `parallel_execution`.

@@ -732,9 +732,17 @@ impl<'a> StepEnv<'a> {
         if let Some(t) = &step.transform_arguments {
             clock.enter(|| self.transform(t, &mut args, "transform_arguments"))?;
         }
-        // An optional argument whose schema does not allow null is left out when null.
-        if !step.omit_when_null.is_empty() {
-            args.retain(|k, v| !(v.is_null() && step.omit_when_null.iter().any(|n| **n == **k)));
+        // An optional argument whose schema does not allow null is neither sent null nor left
+        // out (which can widen the call): the step fails before the call.
+        if let Some(name) = step.non_null_optional.iter().find(|n| args.get(&***n).is_some_and(Value::is_null)) {
+            return Err(StepError::new(
+                Code::ArgumentInvalid,
+                format!(
+                    "argument `{name}` is null, which the tool's schema does not allow; the call was not made \
+                     (left out, it could mean \"any\"): give it a value with `default(…)` in \
+                     `transform_arguments`, or run the step only when it is there (a condition `exists`)"
+                ),
+            ));
         }
         Ok(Prelude::Call(args))
     }

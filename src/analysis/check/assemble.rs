@@ -79,7 +79,7 @@ impl<'a> Checker<'a> {
                 inputs,
                 arguments: parts.arguments,
                 transform_arguments: parts.transform_arguments,
-                omit_when_null: step.callee.as_deref().map(omit_when_null).unwrap_or_default(),
+                non_null_optional: step.callee.as_deref().map(non_null_optional).unwrap_or_default(),
                 conditions: parts.conditions,
                 parallel: parts.parallel,
                 done_check: parts.done_check,
@@ -176,8 +176,8 @@ pub(super) fn renumber_step(s: &mut StepPlan, new_id: &[StepId]) {
 }
 
 /// The optional arguments of `callee` whose exact type (an upstream tool's schema) holds no
-/// `null` ([`StepPlan::omit_when_null`]).
-fn omit_when_null(callee: &crate::analysis::root::LoadedTool) -> Vec<Arc<str>> {
+/// `null` ([`StepPlan::non_null_optional`]).
+fn non_null_optional(callee: &crate::analysis::root::LoadedTool) -> Vec<Arc<str>> {
     let (Some(def), Some(exact)) = (&callee.def, callee.exact.as_deref()) else { return Vec::new() };
     def.arguments
         .iter()
