@@ -331,3 +331,26 @@ fn the_default_memory_limit_stops_what_fuel_alone_did_not() {
     assert_eq!(eval_error(&engine(), r#"length(map(range(1000), template=split(s, "")))"#, &v), Code::MemoryLimit);
     assert_eq!(eval_error(&engine(), "length(map(range(100), template=range(1000000)))", &v), Code::MemoryLimit);
 }
+
+/// `json_parse` charges what it builds as it builds it (outside round 11, finding 1: eight
+/// parses of a million `{"a":1}` held 2.3 GB against a run's 512 MiB, the text charged at
+/// 4 bytes a byte): a million one-key objects (8 MB of text) are past a 64 MiB memory limit,
+/// which 4 bytes a byte of text would have let through; under a larger limit they parse;
+/// a list longer than the list limit is `E0404`; fuel is a unit per 4 bytes of text.
+#[test]
+fn json_parse_is_charged_what_it_builds() {
+    use tdsl::Limits;
+    let objects = format!("[{}]", vec![r#"{"a":1}"#; 1_000_000].join(","));
+    let v = vars(&[("text", Value::str(&objects))]);
+    let at = |limits: Limits| Engine::new().with_limits(limits);
+    let memory = |bytes: usize| at(Limits { max_alloc_bytes: bytes, ..Limits::default() });
+    assert!(objects.len() * 4 < 64 << 20, "the old charge would have let it through");
+    assert_eq!(eval_error(&memory(64 << 20), "json_parse(text)", &v), Code::MemoryLimit);
+    let parsed = memory(512 << 20).compile("length(json_parse(text))").expect("compiles").eval(&v);
+    assert_eq!(parsed.map(|n| n.to_string()), Ok("1000000".to_string()));
+    let lists = at(Limits { max_list_len: 999_999, ..Limits::default() });
+    assert_eq!(eval_error(&lists, "json_parse(text)", &v), Code::ListLimit);
+    // 8 MB of text: two million units of fuel, more than a limit of one million.
+    let fuel = at(Limits { fuel: 1_000_000, ..Limits::default() });
+    assert_eq!(eval_error(&fuel, "json_parse(text)", &v), Code::FuelExhausted);
+}

@@ -25,7 +25,6 @@ pub(crate) const MAX_OUTPUT_DEPTH: usize = 128;
 
 /// Why a budgeted read failed.
 #[derive(Debug)]
-#[cfg_attr(not(feature = "engine"), allow(dead_code))]
 pub(crate) enum DecodeError {
     /// More values than the budget's `max_values` (the bound).
     TooManyValues(usize),
@@ -54,8 +53,8 @@ impl fmt::Display for DecodeError {
 }
 
 /// Reads one JSON value from `text` (surrounding whitespace allowed, nothing after it),
-/// building at most `max_values` values nested at most [`MAX_OUTPUT_DEPTH`] deep.
-#[cfg_attr(not(feature = "engine"), allow(dead_code))]
+/// building at most `max_values` values nested at most [`MAX_OUTPUT_DEPTH`] deep: a tool's
+/// output, and `json_parse`'s text.
 pub(crate) fn from_json_within(text: &[u8], max_values: usize) -> Result<Value, DecodeError> {
     let budget = Budget::new(max_values, MAX_OUTPUT_DEPTH);
     let mut de = serde_json::Deserializer::from_slice(text);

@@ -35,12 +35,12 @@ use indexmap::IndexMap;
 use rustc_hash::FxHasher;
 pub use smol_str::SmolStr;
 
-#[cfg(any(feature = "http", feature = "mcp"))]
+pub(crate) use decode::from_json_within;
+#[cfg(feature = "engine")]
+pub(crate) use decode::values_in;
 pub(crate) use decode::DecodeError;
 #[cfg(test)]
 pub(crate) use decode::MAX_OUTPUT_DEPTH;
-#[cfg(feature = "engine")]
-pub(crate) use decode::{from_json_within, values_in};
 #[cfg(feature = "mcp")]
 pub(crate) use decode::{json_value_within, json_within, ValueStream};
 #[cfg(any(feature = "engine", feature = "fuzzing"))]
