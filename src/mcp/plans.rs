@@ -219,13 +219,23 @@ impl PlanServer {
     /// `check_plan {plan}`: the check as JSON (`ok`, `diagnostics`, and when it checks,
     /// `levels` and `result_type`), a tool error when the plan has errors.
     pub fn check_plan(&self, arguments: &Json) -> Json {
+        self.check_plan_cancellable(arguments, &CancelToken::new())
+    }
+
+    /// [`PlanServer::check_plan`], the check stopped soon after `cancel` is cancelled (its
+    /// answer is then the error `E0407`; a client that cancelled gets none).
+    pub fn check_plan_cancellable(&self, arguments: &Json, cancel: &CancelToken) -> Json {
         let plan = match plan_argument(arguments) {
             Ok(p) => p,
             Err(e) => return super::served::tool_error(e),
         };
         let text = plan_text(plan, self.options.limits.max_bytes);
         let (core, problems) = self.core(plan);
-        let check = core.check(&text);
+        let cancel = cancel.clone();
+        let interrupt = crate::runtime::Interrupt::new().with_probe(Arc::new(move || {
+            cancel.is_cancelled().then_some(crate::runtime::InterruptReason::Cancelled)
+        }));
+        let check = core.check_interruptible(&text, &interrupt);
         let mut out = check.to_json();
         add_problems(&mut out, &problems);
         let summary = summary_text(&check, &problems);

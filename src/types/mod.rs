@@ -11,6 +11,7 @@ mod join;
 #[cfg(test)]
 pub(crate) use join::STEPS as TYPE_STEPS;
 mod scope;
+pub(crate) mod stop;
 pub mod signature;
 pub mod typed;
 
