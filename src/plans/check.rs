@@ -744,27 +744,28 @@ mod tests {
     /// A cancel that comes while the check runs stops it at its next poll: the host's
     /// probe is asked before the start and then every `POLL_UNITS` units of work, and the
     /// check answers cancelled after the first ask that says so, having done a fraction of
-    /// the work of the whole check.
+    /// the work of the whole check (whose scopes grow with the variables before each).
     #[test]
     fn a_check_cancelled_partway_stops_at_its_next_poll() {
+        use crate::types::stop::{POLL_UNITS, WORKED};
         let root = tempfile::tempdir().expect("tempdir");
         let desk = PlanDesk::for_root(root.path(), &["/tools/*.tool"]).expect("the root");
-        let plan = type_bomb(2000, "length([xN, yN])");
-        let before = crate::types::TYPE_STEPS.with(|s| s.get());
+        let plan = type_bomb(150, "length([xN, yN])");
+        let before = WORKED.with(|w| w.get());
         assert!(desk.check(&plan).ok());
-        let whole = crate::types::TYPE_STEPS.with(|s| s.get()) - before;
+        let whole = WORKED.with(|w| w.get()) - before;
         let asks = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let a = asks.clone();
         let interrupt = Interrupt::new().with_probe(Arc::new(move || {
             // Before the start, then once the check has done POLL_UNITS units.
             (a.fetch_add(1, std::sync::atomic::Ordering::SeqCst) >= 1).then_some(InterruptReason::Cancelled)
         }));
-        let before = crate::types::TYPE_STEPS.with(|s| s.get());
+        let before = WORKED.with(|w| w.get());
         let check = desk.check_interruptible(&plan, &interrupt);
-        let part = crate::types::TYPE_STEPS.with(|s| s.get()) - before;
+        let part = WORKED.with(|w| w.get()) - before;
         let codes: Vec<&str> = check.diagnostics.iter().map(|d| d.code).collect();
         assert_eq!(codes, ["E0407"]);
         assert_eq!(asks.load(std::sync::atomic::Ordering::SeqCst), 2);
-        assert!(part * 4 < whole, "{part} of {whole} type steps");
+        assert!(part < u64::from(POLL_UNITS) && whole > 4 * u64::from(POLL_UNITS), "{part} of {whole} units");
     }
 }

@@ -37,10 +37,16 @@ thread_local! {
     static CURRENT: RefCell<Option<Current>> = const { RefCell::new(None) };
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Units of work let through on this thread (polls answered "go on"), for the tests.
+    pub(crate) static WORKED: Cell<u64> = const { Cell::new(0) };
+}
+
 /// Whether the check running on this thread must stop: one unit of work done.
 #[inline]
 pub(crate) fn poll() -> bool {
-    LEFT.with(|left| {
+    let stop = LEFT.with(|left| {
         let n = left.get();
         if n > 1 {
             left.set(n - 1);
@@ -48,7 +54,12 @@ pub(crate) fn poll() -> bool {
         } else {
             ask(left)
         }
-    })
+    });
+    #[cfg(test)]
+    if !stop {
+        WORKED.with(|w| w.set(w.get() + 1));
+    }
+    stop
 }
 
 /// Asks the host's poll (or answers that the scope stopped already).
