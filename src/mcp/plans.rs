@@ -232,9 +232,8 @@ impl PlanServer {
         let text = plan_text(plan, self.options.limits.max_bytes);
         let (core, problems) = self.core(plan);
         let cancel = cancel.clone();
-        let interrupt = crate::runtime::Interrupt::new().with_probe(Arc::new(move || {
-            cancel.is_cancelled().then_some(crate::runtime::InterruptReason::Cancelled)
-        }));
+        let interrupt = crate::runtime::Interrupt::new()
+            .with_probe(Arc::new(move || cancel.is_cancelled().then_some(crate::runtime::InterruptReason::Cancelled)));
         let check = core.check_interruptible(&text, &interrupt);
         let mut out = check.to_json();
         add_problems(&mut out, &problems);

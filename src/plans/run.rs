@@ -171,9 +171,8 @@ impl PlanDesk {
         // The check stops at a cancel and at the plan's deadline, which covers check and run.
         let started = std::time::Instant::now();
         let cancel = options.cancel.clone();
-        let interrupt = crate::runtime::Interrupt::new().with_probe(Arc::new(move || {
-            cancel.is_cancelled().then_some(crate::runtime::InterruptReason::Cancelled)
-        }));
+        let interrupt = crate::runtime::Interrupt::new()
+            .with_probe(Arc::new(move || cancel.is_cancelled().then_some(crate::runtime::InterruptReason::Cancelled)));
         let (check, ready) = self.check_with(plan, engine, &interrupt);
         let Some((analyzer, checked)) = ready else { return Err(PlanRefused::Invalid(check)) };
         let workflow = Workflow::from_checked(analyzer, checked)

@@ -11,8 +11,8 @@ mod join;
 #[cfg(test)]
 pub(crate) use join::STEPS as TYPE_STEPS;
 mod scope;
-pub(crate) mod stop;
 pub mod signature;
+pub(crate) mod stop;
 pub mod typed;
 
 pub(crate) use check::compare::{disjoint_help, enum_mismatch, never_equal, outside_enum, quoted, Spelling};
