@@ -819,4 +819,26 @@ mod tests {
             );
         }
     }
+
+    /// A `check_plan` call cancelled before its check ends (here before it starts) stops
+    /// it and answers the error `E0407`, never the plan's verdict: the call's thread
+    /// comes back at the check's next poll, and the slot or leftover place it holds with it.
+    #[test]
+    fn a_cancelled_check_plan_stops_its_check() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let (server, _) = crate::mcp::McpServer::load(root.path(), &[]).expect("the server");
+        let options = PlanOptions { limits: PlanLimits::default(), files: None };
+        let server = server.with_plans(options, Arc::new(Upstreams::new(Vec::new())));
+        let plan = json!({"instructions": [{"execution_id": "s",
+            "transform_responses": {"variables": {}, "transforms": {"x": "1"}}}],
+            "response_reference_map": {"r": "REF:s.x"}});
+        let checks = server.call_with(CHECK_PLAN, json!({"plan": plan}), &CancelToken::new(), None).expect("answered");
+        assert_eq!(checks["isError"], false, "{checks}");
+        let cancel = CancelToken::new();
+        cancel.cancel();
+        let answer = server.call_with(CHECK_PLAN, json!({"plan": plan}), &cancel, None).expect("answered");
+        assert_eq!(answer["isError"], true, "{answer}");
+        assert_eq!(answer["structuredContent"]["ok"], false, "{answer}");
+        assert!(answer.to_string().contains("E0407"), "{answer}");
+    }
 }
