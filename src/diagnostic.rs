@@ -429,6 +429,9 @@ codes! {
     /// `.tool` file this is the warning `W0604`; a plan's author has the tool listing, and
     /// the field would be `null` at run time): `"REF:fetch.body"` when `fetch` declares `text`
     PlanUnknownField = "E1314", Error;
+    /// A plan whose check did not end within the plan's deadline (`--plan-deadline`, 120 s
+    /// by default): the check stops there, and the plan is neither checked nor run
+    PlanCheckDeadline = "E1316", Error;
     /// Text that looks like a placeholder of another plan format but names nothing in the
     /// plan: `"Total: $5"`, `"{{name}}"` with no step `name`
     PlanPlaceholderText = "W1311", Warning;

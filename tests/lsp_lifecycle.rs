@@ -104,6 +104,41 @@ fn a_cancelled_request_is_answered_request_cancelled() {
     assert_eq!(c.shutdown(), 0);
 }
 
+/// A tool of one step whose `transform_responses` has `2n` variables, each reading the two
+/// before it: every expression's scope holds the variables before it, so its analysis takes
+/// work quadratic in `n` (minutes at n = 8,000 in a debug build).
+fn many_variables(n: usize) -> String {
+    let mut transforms = serde_json::Map::new();
+    transforms.insert("x0".into(), "1".into());
+    transforms.insert("y0".into(), "2".into());
+    for k in 1..=n {
+        transforms.insert(format!("x{k}"), format!("{{a: x{}, b: y{}}}", k - 1, k - 1).into());
+        transforms.insert(format!("y{k}"), format!("{{a: y{}, b: x{}}}", k - 1, k - 1).into());
+    }
+    json!({"instructions": [{"execution_id": "s", "transform_responses": {"variables": {}, "transforms": transforms}}],
+        "response_reference_map": {"r": format!("REF:s.x{n}")}})
+    .to_string()
+}
+
+/// A request cancelled while the server analyses one large file stops that analysis
+/// partway (the analysis polls the cancel: `crate::types::stop`) and is answered `-32800`
+/// (it was answered only once the whole file was analysed, minutes later); the partial
+/// analysis is not published, and the server ends as usual.
+#[test]
+fn a_request_cancelled_within_a_files_analysis_is_answered_soon() {
+    let ws = root();
+    let mut c = binary(ws.path());
+    let u = c.open_text(&ws.path().join("main.tool"), &many_variables(8_000));
+    let started = Instant::now();
+    let first = hover(&mut c, &u);
+    cancel(&mut c, serde_json::to_value(&first).expect("id"));
+    // A hang guard an order of magnitude under the whole analysis.
+    let r = c.answer(&first, HANG).expect("the cancelled request is answered");
+    assert_eq!(error_code(&r), Some(REQUEST_CANCELLED), "{r:?}");
+    eprintln!("cancelled within the file, answered after {:?}", started.elapsed());
+    assert_eq!(c.shutdown(), 0);
+}
+
 /// `references` of a callee's argument reads every `.tool` file of the root: here 5,000
 /// names of one 200-step caller (hard links), about 5 minutes of work in a debug build
 /// (100 of them: 6 s). Cancelled after it started, it stops at the next file and is

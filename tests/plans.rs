@@ -255,7 +255,9 @@ fn every_plan_code_has_a_case_and_docs() {
     let diagnostics_doc = std::fs::read_to_string(manifest().join("docs/diagnostics.md")).expect("docs/diagnostics.md");
     let mut missing = Vec::new();
     for code in Code::ALL.iter().map(|c| c.as_str()).filter(|c| c[1..].starts_with("13")) {
-        if !seen.contains(code) {
+        // A check past the deadline needs a slow check or a past deadline, not a case: it is
+        // tested in src/plans/check.rs (`a_check_past_its_deadline_fails_with_its_own_code`).
+        if !seen.contains(code) && code != "E1316" {
             missing.push(format!("{code}: no case in tests/data/plans/cases"));
         }
         if !plans_doc.contains(&format!("| `{code}` |")) {

@@ -230,6 +230,8 @@ impl<'a> Checker<'a> {
         let sites: Vec<Vec<RefSite>> = self.steps.iter().map(|s| s.ins.ref_sites()).collect();
         for comp in dag::components(&self.type_order(&sites)) {
             for i in comp {
+                // A unit of the check's work: a stopped check runs out (`crate::types::stop`).
+                crate::types::stop::poll();
                 self.step(i, &sites[i]);
             }
         }

@@ -74,10 +74,19 @@ pub(crate) struct BlockResult {
 impl Checker<'_> {
     /// Compiles one expression string in the scope `names` + the contexts it mentions.
     pub(crate) fn compile(&mut self, s: &JsonStr, names: &Names, env: &RefEnv<'_>, lists: &ListLiterals) -> Compiled {
+        // A stopped check compiles nothing more: the rest of it is `any` (`crate::types::stop`).
+        if crate::types::stop::poll() {
+            return Compiled { program: None, ty: Type::Any, names: Vec::new() };
+        }
         let mut contexts: Vec<Arc<str>> = mentioned_contexts(&s.value).into_iter().map(Arc::from).collect();
         let analysis = loop {
             let mut scope = if names.open { Scope::open() } else { Scope::closed() }.with_ref_contexts();
+            // A scope is built per expression from the names before it: work that grows with
+            // the block, a unit of the check's work per name.
             for (n, t) in &names.list {
+                if crate::types::stop::poll() {
+                    break;
+                }
                 scope = scope.with_name(n, t.clone());
             }
             for c in &contexts {

@@ -468,7 +468,14 @@ impl Server {
                 self.dirty.extend(todo[n..].iter().cloned());
                 break;
             }
-            out.push(self.check(u));
+            match self.check(u) {
+                Some(published) => out.push(published),
+                // Cancelled within the file: it and the files left are analysed later.
+                None => {
+                    self.dirty.extend(todo[n..].iter().cloned());
+                    break;
+                }
+            }
         }
         self.last_flush = started.elapsed();
         out
@@ -499,9 +506,11 @@ impl Server {
     }
 
     /// Checks one open document against its root (open documents stand for their files)
-    /// and returns its diagnostics to publish.
-    fn check(&mut self, uri: &Url) -> Notification {
-        let Some(doc) = self.docs.get(uri) else { return publish(uri.clone(), Vec::new(), None) };
+    /// and returns its diagnostics to publish; `None` when the request being handled was
+    /// cancelled during the analysis, which then stopped partway (`crate::types::stop`)
+    /// and is not kept.
+    fn check(&mut self, uri: &Url) -> Option<Notification> {
+        let Some(doc) = self.docs.get(uri) else { return Some(publish(uri.clone(), Vec::new(), None)) };
         if let Some(why) = &doc.lost {
             let lost = lsp_types::Diagnostic {
                 severity: Some(DiagnosticSeverity::ERROR),
@@ -515,7 +524,7 @@ impl Server {
                 doc.last_tool = None;
                 self.retired.push(old);
             }
-            return publish(uri.clone(), vec![lost], Some(version));
+            return Some(publish(uri.clone(), vec![lost], Some(version)));
         }
         let (dir, given) = &doc.root;
         let root = if *given { ToolRoot::new(dir) } else { ToolRoot::assumed(dir) };
@@ -536,13 +545,32 @@ impl Server {
             None => Arc::from(doc.text.as_str()),
         };
         let mut analyzer = Analyzer::with_engine(root, self.engine.clone());
-        let mut checked = analyzer.check_text(name, source, Some(doc.path.clone()));
+        // The analysis asks the inbox whether the request being handled was cancelled.
+        let inbox = std::rc::Rc::new(std::mem::take(&mut self.inbox));
+        let poll: crate::types::stop::Poll = match self.current.clone() {
+            Some(id) => {
+                let inbox = inbox.clone();
+                Box::new(move || {
+                    let cancelled = inbox.try_borrow_mut().is_ok_and(|mut i| i.cancelled(&id));
+                    cancelled.then_some(crate::runtime::InterruptReason::Cancelled)
+                })
+            }
+            None => Box::new(|| None),
+        };
+        let checked = crate::types::stop::scope(poll, || analyzer.check_text(name, source, Some(doc.path.clone())));
+        self.inbox = match std::rc::Rc::try_unwrap(inbox) {
+            Ok(inbox) => inbox,
+            Err(shared) => std::cell::RefCell::new(
+                shared.try_borrow_mut().map(|mut i| std::mem::take(&mut *i)).unwrap_or_default(),
+            ),
+        };
+        let mut checked = checked.ok()?;
         if let Some(extra) = self.extra {
             extra(&mut checked);
         }
         let diagnostics = checked.diagnostics.iter().map(|d| self.to_lsp(uri, &doc.text, d)).collect();
         let version = doc.version;
-        let Some(doc) = self.docs.get_mut(uri) else { return publish(uri.clone(), Vec::new(), None) };
+        let Some(doc) = self.docs.get_mut(uri) else { return Some(publish(uri.clone(), Vec::new(), None)) };
         if let Some(t) = &checked.tool {
             doc.last_tool = Some(t.clone());
         }
@@ -560,7 +588,7 @@ impl Server {
         doc.callees = callees;
         let old = (doc.checked.replace(checked), std::mem::take(&mut doc.occurrences));
         self.retired.push(old);
-        publish(uri.clone(), diagnostics, Some(version))
+        Some(publish(uri.clone(), diagnostics, Some(version)))
     }
 
     /// A diagnostic as LSP says it: secondary labels and the help line as related

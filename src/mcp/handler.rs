@@ -287,7 +287,7 @@ impl ServerHandler for McpServer {
         // past that the call answers and records it in its place (`abandon`).
         let mut down = self.inner.shutdown.subscribe();
         // A cancelled call gives its slot back at once, even when its thread has not come
-        // back (a plan's static check does not stop at a cancel): its thread holds a place
+        // back (a plan's static check stops at its next poll, a tool may not): its thread holds a place
         // of `leftover` instead until it does. With every such place taken, it keeps its slot.
         let mut cancel_heard = false;
         let result = loop {

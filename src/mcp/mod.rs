@@ -169,7 +169,7 @@ struct CallLimit {
     /// clients, each told to try again).
     queue: bool,
     /// As many places as `slots`, for cancelled calls whose thread has not come back yet (a
-    /// plan's static check does not stop at a cancel): a cancelled call gives its slot back
+    /// plan's static check stops at its next poll of the cancel, a tool may not): a cancelled call gives its slot back
     /// at once when it takes one of these, so that a client cannot make the server hold more
     /// than twice the limit of threads by cancelling.
     leftover: Arc<tokio::sync::Semaphore>,
@@ -525,7 +525,7 @@ impl McpServer {
         }
         let skill = if served.is_none() && !self.is_plan_tool(name) { self.skill_named(name) } else { None };
         let plan_tool = match (served, &self.plans) {
-            (None, Some(p)) if name == plans::CHECK_PLAN => return Some(p.check_plan(&arguments)),
+            (None, Some(p)) if name == plans::CHECK_PLAN => return Some(p.check_plan_cancellable(&arguments, cancel)),
             (None, Some(_)) if skill.is_some() => None,
             (None, Some(p)) if name == plans::RUN_PLAN => Some(p.clone()),
             (None, _) => return None,

@@ -219,13 +219,22 @@ impl PlanServer {
     /// `check_plan {plan}`: the check as JSON (`ok`, `diagnostics`, and when it checks,
     /// `levels` and `result_type`), a tool error when the plan has errors.
     pub fn check_plan(&self, arguments: &Json) -> Json {
+        self.check_plan_cancellable(arguments, &CancelToken::new())
+    }
+
+    /// [`PlanServer::check_plan`], the check stopped soon after `cancel` is cancelled (its
+    /// answer is then the error `E0407`; a client that cancelled gets none).
+    pub fn check_plan_cancellable(&self, arguments: &Json, cancel: &CancelToken) -> Json {
         let plan = match plan_argument(arguments) {
             Ok(p) => p,
             Err(e) => return super::served::tool_error(e),
         };
         let text = plan_text(plan, self.options.limits.max_bytes);
         let (core, problems) = self.core(plan);
-        let check = core.check(&text);
+        let cancel = cancel.clone();
+        let interrupt = crate::runtime::Interrupt::new()
+            .with_probe(Arc::new(move || cancel.is_cancelled().then_some(crate::runtime::InterruptReason::Cancelled)));
+        let check = core.check_interruptible(&text, &interrupt);
         let mut out = check.to_json();
         add_problems(&mut out, &problems);
         let summary = summary_text(&check, &problems);
@@ -809,5 +818,27 @@ mod tests {
                 "{line}"
             );
         }
+    }
+
+    /// A `check_plan` call cancelled before its check ends (here before it starts) stops
+    /// it and answers the error `E0407`, never the plan's verdict: the call's thread
+    /// comes back at the check's next poll, and the slot or leftover place it holds with it.
+    #[test]
+    fn a_cancelled_check_plan_stops_its_check() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let (server, _) = crate::mcp::McpServer::load(root.path(), &[]).expect("the server");
+        let options = PlanOptions { limits: PlanLimits::default(), files: None };
+        let server = server.with_plans(options, Arc::new(Upstreams::new(Vec::new())));
+        let plan = json!({"instructions": [{"execution_id": "s",
+            "transform_responses": {"variables": {}, "transforms": {"x": "1"}}}],
+            "response_reference_map": {"r": "REF:s.x"}});
+        let checks = server.call_with(CHECK_PLAN, json!({"plan": plan}), &CancelToken::new(), None).expect("answered");
+        assert_eq!(checks["isError"], false, "{checks}");
+        let cancel = CancelToken::new();
+        cancel.cancel();
+        let answer = server.call_with(CHECK_PLAN, json!({"plan": plan}), &cancel, None).expect("answered");
+        assert_eq!(answer["isError"], true, "{answer}");
+        assert_eq!(answer["structuredContent"]["ok"], false, "{answer}");
+        assert!(answer.to_string().contains("E0407"), "{answer}");
     }
 }

@@ -10,6 +10,7 @@ use super::{literal, PlanDesk};
 use crate::analysis::{Analyzer, CheckedTool, MissingCallees, Resolved, ToolRoot, TypeAt, TypeAtKind};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::engine::Engine;
+use crate::runtime::{Interrupt, InterruptReason};
 use crate::span::Span;
 use crate::tool::{mistakes, JsonNode};
 use crate::types::Type;
@@ -22,9 +23,17 @@ use crate::types::Type;
 pub const MAX_SUGGESTION_WORK: u64 = crate::ranges::PLAN_SUGGESTION_WORK.max as u64;
 
 impl PlanDesk {
-    /// Checks a plan given as JSON text.
+    /// Checks a plan given as JSON text, within the plan's deadline (past it the check
+    /// stops, with `E1316`).
     pub fn check(&self, plan: &str) -> PlanCheck {
-        self.check_with(plan, self.engine.clone()).0
+        self.check_interruptible(plan, &Interrupt::new())
+    }
+
+    /// [`PlanDesk::check`], stopped soon after `interrupt` is cancelled (the check is then
+    /// the error `E0407`) or its deadline or the plan's passes (`E1316`): an interrupted
+    /// check is an error, never a partial verdict.
+    pub fn check_interruptible(&self, plan: &str, interrupt: &Interrupt) -> PlanCheck {
+        self.check_with(plan, self.engine.clone(), interrupt).0
     }
 
     /// Checks a plan given as a JSON value (an MCP argument): its compact JSON text is what
@@ -37,7 +46,7 @@ impl PlanDesk {
     /// execution id with the ids it depends on, in plan order; `None` when the plan has an
     /// error. The composer (`tdsl compose`) reports them as seed 000's `depends_on_steps`.
     pub fn dependencies(&self, plan: &str) -> Option<Vec<(String, Vec<String>)>> {
-        let (check, ready) = self.check_with(plan, self.engine.clone());
+        let (check, ready) = self.check_with(plan, self.engine.clone(), &Interrupt::new());
         let (_, checked) = ready.filter(|_| check.ok())?;
         let plan = checked.plan.as_ref()?;
         Some(
@@ -75,8 +84,53 @@ impl PlanDesk {
         PlanCheck::finish(Arc::from(""), None, vec![d], None)
     }
 
-    /// The check, and what a run needs.
-    pub(super) fn check_with(&self, text: &str, engine: Engine) -> (PlanCheck, Option<(Analyzer, CheckedTool)>) {
+    /// The check, and what a run needs; stopped by `interrupt` or at the plan's deadline
+    /// (`crate::types::stop`), the error that says so and nothing to run.
+    pub(super) fn check_with(
+        &self,
+        text: &str,
+        engine: Engine,
+        interrupt: &Interrupt,
+    ) -> (PlanCheck, Option<(Analyzer, CheckedTool)>) {
+        let deadline = std::time::Duration::try_from_secs_f64(self.limits.deadline_seconds)
+            .ok()
+            .and_then(|d| std::time::Instant::now().checked_add(d));
+        let interrupt = match deadline {
+            Some(d) => interrupt.clone().with_deadline(d),
+            None => interrupt.clone(),
+        };
+        match crate::types::stop::scope(crate::types::stop::interrupt_poll(&interrupt), || {
+            self.check_unstopped(text, engine)
+        }) {
+            Ok(checked) => checked,
+            Err(reason) => (self.stopped(text, reason), None),
+        }
+    }
+
+    /// The error of a check stopped partway: what it found so far is not a verdict.
+    fn stopped(&self, text: &str, reason: InterruptReason) -> PlanCheck {
+        let d = match reason {
+            InterruptReason::Cancelled => {
+                Diagnostic::new(Code::Interrupted, Span::new(0, 0), "the check was cancelled before it ended")
+                    .with_label("not checked")
+                    .with_help("nothing was checked or run: send the plan again to check it")
+            }
+            InterruptReason::Deadline => Diagnostic::new(
+                Code::PlanCheckDeadline,
+                Span::new(0, 0),
+                format!(
+                    "the check did not end within the plan's deadline ({} s): the plan was not checked or run",
+                    self.limits.deadline_seconds
+                ),
+            )
+            .with_label("not checked")
+            .with_help("a plan this costly to check is too large: send a shorter plan (fewer steps, smaller literals), or split it in several"),
+        };
+        PlanCheck::finish(Arc::from(text), None, vec![d], None)
+    }
+
+    /// The check, run to its end.
+    fn check_unstopped(&self, text: &str, engine: Engine) -> (PlanCheck, Option<(Analyzer, CheckedTool)>) {
         // However many names the plan misspells, its "did you mean"s share one allowance.
         let _allowance = crate::suggest::limit_suggestions(MAX_SUGGESTION_WORK);
         if let Some(refused) = self.refuse_size(text.len() as u64) {
@@ -654,5 +708,64 @@ mod tests {
             took.push(crate::types::TYPE_STEPS.with(|s| s.get()) - before);
         }
         assert!(took[1] <= took[0] + 40 * 20 && took[1] < 100_000, "{took:?} steps");
+    }
+
+    /// A check cancelled before it starts is the error `E0407`, never a verdict: the plan
+    /// here would check clean.
+    #[test]
+    fn a_check_cancelled_before_it_starts_is_the_interrupted_error() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let desk = PlanDesk::for_root(root.path(), &["/tools/*.tool"]).expect("the root");
+        let plan = type_bomb(2, "[xN, yN]");
+        assert!(desk.check(&plan).ok());
+        let cancelled = Interrupt::new();
+        cancelled.cancel();
+        let check = desk.check_interruptible(&plan, &cancelled);
+        assert!(!check.ok(), "{}", check.render());
+        let codes: Vec<&str> = check.diagnostics.iter().map(|d| d.code).collect();
+        assert_eq!(codes, ["E0407"]);
+        assert!(check.levels.is_none() && check.result_type.is_none());
+        assert!(desk.dependencies(&plan).is_some());
+    }
+
+    /// A check whose deadline has passed fails with `E1316`.
+    #[test]
+    fn a_check_past_its_deadline_fails_with_its_own_code() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let desk = PlanDesk::for_root(root.path(), &["/tools/*.tool"]).expect("the root");
+        let past = std::time::Instant::now();
+        let check = desk.check_interruptible(&type_bomb(2, "[xN, yN]"), &Interrupt::new().with_deadline(past));
+        let codes: Vec<&str> = check.diagnostics.iter().map(|d| d.code).collect();
+        assert_eq!(codes, ["E1316"]);
+        assert!(check.diagnostics[0].message.contains("the check did not end within the plan's deadline"));
+        assert!(check.diagnostics[0].help.is_some());
+    }
+
+    /// A cancel that comes while the check runs stops it at its next poll: the host's
+    /// probe is asked before the start and then every `POLL_UNITS` units of work, and the
+    /// check answers cancelled after the first ask that says so, having done a fraction of
+    /// the work of the whole check (whose scopes grow with the variables before each).
+    #[test]
+    fn a_check_cancelled_partway_stops_at_its_next_poll() {
+        use crate::types::stop::{POLL_UNITS, WORKED};
+        let root = tempfile::tempdir().expect("tempdir");
+        let desk = PlanDesk::for_root(root.path(), &["/tools/*.tool"]).expect("the root");
+        let plan = type_bomb(150, "length([xN, yN])");
+        let before = WORKED.with(|w| w.get());
+        assert!(desk.check(&plan).ok());
+        let whole = WORKED.with(|w| w.get()) - before;
+        let asks = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let a = asks.clone();
+        let interrupt = Interrupt::new().with_probe(Arc::new(move || {
+            // Before the start, then once the check has done POLL_UNITS units.
+            (a.fetch_add(1, std::sync::atomic::Ordering::SeqCst) >= 1).then_some(InterruptReason::Cancelled)
+        }));
+        let before = WORKED.with(|w| w.get());
+        let check = desk.check_interruptible(&plan, &interrupt);
+        let part = WORKED.with(|w| w.get()) - before;
+        let codes: Vec<&str> = check.diagnostics.iter().map(|d| d.code).collect();
+        assert_eq!(codes, ["E0407"]);
+        assert_eq!(asks.load(std::sync::atomic::Ordering::SeqCst), 2);
+        assert!(part < u64::from(POLL_UNITS) && whole > 4 * u64::from(POLL_UNITS), "{part} of {whole} units");
     }
 }

@@ -168,12 +168,20 @@ impl PlanDesk {
     ) -> Result<PlanRun, PlanRefused> {
         self.limits.validate().map_err(|e| PlanRefused::Refused { code: "E0814".into(), message: e.to_string() })?;
         let engine = self.engine.clone().with_clock(Arc::new(ExecClock));
-        let (check, ready) = self.check_with(plan, engine);
+        // The check stops at a cancel and at the plan's deadline, which covers check and run.
+        let started = std::time::Instant::now();
+        let cancel = options.cancel.clone();
+        let interrupt = crate::runtime::Interrupt::new()
+            .with_probe(Arc::new(move || cancel.is_cancelled().then_some(crate::runtime::InterruptReason::Cancelled)));
+        let (check, ready) = self.check_with(plan, engine, &interrupt);
         let Some((analyzer, checked)) = ready else { return Err(PlanRefused::Invalid(check)) };
         let workflow = Workflow::from_checked(analyzer, checked)
             .map_err(|e| PlanRefused::Refused { code: "E0811".into(), message: e.to_string() })?;
         let mut opts = Options {
-            deadline: Some(Duration::from_secs_f64(self.limits.deadline_seconds)),
+            deadline: Some(match options.time {
+                Some(_) => Duration::from_secs_f64(self.limits.deadline_seconds),
+                None => Duration::from_secs_f64(self.limits.deadline_seconds).saturating_sub(started.elapsed()),
+            }),
             guards: Guards::new()
                 .max_fan_out(self.limits.max_fan_out)
                 .max_calls_per_run(self.limits.max_calls_per_run)

@@ -57,7 +57,8 @@ impl Work {
         self.steps += 1;
         #[cfg(test)]
         STEPS.with(|s| s.set(s.get() + 1));
-        self.steps <= MAX_TYPE_WORK
+        // A check its host stopped gives up here too (`super::stop`).
+        self.steps <= MAX_TYPE_WORK && !super::stop::poll()
     }
 
     /// Whether `a` and `b` are the same type (objects' `origin` aside); false past the

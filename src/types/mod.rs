@@ -12,6 +12,7 @@ mod join;
 pub(crate) use join::STEPS as TYPE_STEPS;
 mod scope;
 pub mod signature;
+pub(crate) mod stop;
 pub mod typed;
 
 pub(crate) use check::compare::{disjoint_help, enum_mismatch, never_equal, outside_enum, quoted, Spelling};
