@@ -354,3 +354,35 @@ fn json_parse_is_charged_what_it_builds() {
     let fuel = at(Limits { fuel: 1_000_000, ..Limits::default() });
     assert_eq!(eval_error(&fuel, "json_parse(text)", &v), Code::FuelExhausted);
 }
+
+/// The hash of object keys, group keys and key sets is seeded once per process from the
+/// operating system's randomness (docs/security.md, "Hostile round 12d"): keys crafted
+/// offline to share a hash — which made each insertion probe every other key, a quadratic
+/// cost no limit counted — cannot be prepared against a seed the attacker does not know.
+/// Asked of two processes (this test binary run again), the same key hashes differently;
+/// within one process, always the same.
+#[test]
+fn object_keys_hash_with_a_seed_of_each_process() {
+    use std::hash::BuildHasher;
+    let hash = |key: &str| tdsl::Map::default().hasher().hash_one(key);
+    if std::env::var_os("TDSL_TEST_PRINT_KEY_HASH").is_some() {
+        println!("key hash {}", hash("customer_id"));
+        return;
+    }
+    assert_eq!(hash("customer_id"), hash("customer_id"));
+    let in_a_process = || {
+        let exe = std::env::current_exe().expect("the test binary's path");
+        let out = std::process::Command::new(exe)
+            .args(["object_keys_hash_with_a_seed_of_each_process", "--exact", "--nocapture", "--test-threads=1"])
+            .env("TDSL_TEST_PRINT_KEY_HASH", "1")
+            .output()
+            .expect("the test binary runs");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        text.lines()
+            .find_map(|l| l.split("key hash ").nth(1))
+            .map(str::to_string)
+            .unwrap_or_else(|| panic!("no hash printed: {text}"))
+    };
+    let (a, b) = (in_a_process(), in_a_process());
+    assert_ne!(a, b, "two processes hashed `customer_id` alike: the key hash is not seeded per process");
+}

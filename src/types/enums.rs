@@ -11,7 +11,7 @@ use std::sync::Arc;
 use indexmap::IndexSet;
 
 use super::{type_of, Fit, Type};
-use crate::value::{FxBuild, Value};
+use crate::value::{KeyHash, Value};
 
 /// The most values a string enum holds ([`Type::string_enum`]): a longer one, or a join of
 /// enums that would grow past it, is plain `string` (a supertype: the check loosens, never
@@ -25,7 +25,7 @@ pub(crate) const MAX_ENUM_VALUES: usize = crate::ranges::SCHEMA_ENUM_VALUES.max 
 /// hold the same values, in whatever order.
 #[derive(Clone, Debug, Default)]
 pub struct StrEnum {
-    values: IndexSet<Arc<str>, FxBuild>,
+    values: IndexSet<Arc<str>, KeyHash>,
 }
 
 impl StrEnum {
@@ -84,7 +84,7 @@ impl Type {
     /// The enum of these string values (duplicates dropped, first place kept): `never` when
     /// there are none, `string` when there are more than [`MAX_ENUM_VALUES`].
     pub fn string_enum<S: AsRef<str>>(values: impl IntoIterator<Item = S>) -> Type {
-        let mut set: IndexSet<Arc<str>, FxBuild> = IndexSet::default();
+        let mut set: IndexSet<Arc<str>, KeyHash> = IndexSet::default();
         for v in values {
             if set.len() == MAX_ENUM_VALUES && !set.contains(v.as_ref()) {
                 return Type::Str;

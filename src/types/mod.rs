@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use indexmap::IndexMap;
 
-use crate::value::FxBuild;
+use crate::value::KeyHash;
 
 /// A static type.
 ///
@@ -64,12 +64,12 @@ pub enum Type {
 }
 
 /// The fields of an object type, by name.
-pub type Fields = IndexMap<Arc<str>, Type, FxBuild>;
+pub type Fields = IndexMap<Arc<str>, Type, KeyHash>;
 
 /// The fields of an object type.
 #[derive(Clone, Debug, Default)]
 pub struct ObjectType {
-    /// Known fields and their types, in order (hashed with [`FxBuild`]: short names, looked
+    /// Known fields and their types, in order (hashed with [`KeyHash`]: short names, looked
     /// up for every field read the checker sees).
     pub fields: Fields,
     /// Whether other fields may exist.

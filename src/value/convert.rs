@@ -2,7 +2,7 @@
 //! built from the shape of the previous one, iterative below a fixed depth.
 
 use super::path::same_key;
-use super::{FxBuild, Map, SmolStr, Value};
+use super::{KeyHash, Map, SmolStr, Value};
 
 impl From<&serde_json::Value> for Value {
     /// Converts, with object keys found by prediction (records repeat their keys in order)
@@ -28,7 +28,7 @@ const RECURSION_DEPTH: usize = 64;
 /// key of a list of records.
 #[derive(Default)]
 struct SharedKeys<'a> {
-    index: rustc_hash::FxHashMap<&'a str, u32>,
+    index: super::KeyHashMap<&'a str, u32>,
     keys: Vec<SharedKey>,
     /// The first key of the last object not under a key (at the top, or in a top list).
     root_first: u32,
@@ -98,7 +98,7 @@ impl<'a> SharedKeys<'a> {
             Some(&n) => n,
             None => {
                 let key = SmolStr::new(k);
-                let hash = std::hash::BuildHasher::hash_one(&FxBuild::default(), &*key);
+                let hash = std::hash::BuildHasher::hash_one(&KeyHash::default(), &*key);
                 if self.keys.len() >= MAX_SHARED_KEYS {
                     return (key, hash, NO_KEY);
                 }
@@ -193,7 +193,7 @@ fn convert_shallow<'a>(v: &'a serde_json::Value, keys: &mut SharedKeys<'a>, dept
                 }
                 return Value::object(map);
             }
-            let mut map = Map::with_capacity_and_hasher(o.len(), FxBuild::default());
+            let mut map = Map::with_capacity_and_hasher(o.len(), KeyHash::default());
             let mut numbers = keys.keeps_shapes(under).then(|| Vec::with_capacity(o.len()));
             let mut hint = Hint::FirstUnder(under);
             for (k, x) in o {
@@ -256,7 +256,7 @@ fn convert<'a>(root: &'a serde_json::Value, keys: &mut SharedKeys<'a>) -> Value 
                 let mut it = o.iter();
                 match it.next() {
                     Some((k, first)) => {
-                        let map = Map::with_capacity_and_hasher(o.len(), FxBuild::default());
+                        let map = Map::with_capacity_and_hasher(o.len(), KeyHash::default());
                         stack.push(Frame::Object(it, map, keys.get(k, Hint::FirstUnder(NO_KEY)).0));
                         cur = first;
                         continue;

@@ -28,11 +28,9 @@ mod render;
 mod tests;
 
 use std::fmt;
-use std::hash::BuildHasherDefault;
 use std::sync::Arc;
 
 use indexmap::IndexMap;
-use rustc_hash::FxHasher;
 pub use smol_str::SmolStr;
 
 pub(crate) use decode::from_json_within;
@@ -53,12 +51,50 @@ pub(crate) use path::same_key;
 pub use path::Path;
 pub(crate) use path::{no_segments, Segments};
 
-/// The hasher used for object keys: short keys, hashed often, never attacker-chosen in a way
-/// that matters more than evaluation limits already bound.
-pub(crate) type FxBuild = BuildHasherDefault<FxHasher>;
+/// The hasher of object keys, group keys and key sets, and of the fields of types: foldhash,
+/// as fast as FxHash on short keys, with a seed drawn once per process from the operating
+/// system's randomness (through `std`'s `RandomState`).
+///
+/// Keys come from plans, upstream answers and schemas, which an attacker can write: with an
+/// unseeded hash (FxHash, before) keys crafted offline to share a hash made each insertion
+/// probe all the others — a quadratic cost that no fuel or memory limit counted
+/// (docs/security.md, "Hostile round 12d"). A seed the attacker cannot know makes such keys
+/// impossible to prepare. Nothing observable depends on the seed: maps keep insertion order,
+/// and no output, fuel or limit depends on a hash's value (the values `unique` sorts by hash
+/// are hashed with a fixed hasher of their own, `order.rs`). Zero-sized: every map shares the
+/// process's seed, so a key hashed once can be inserted into many maps by its hash
+/// (`convert.rs`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KeyHash;
+
+impl std::hash::BuildHasher for KeyHash {
+    type Hasher = foldhash::fast::FoldHasher<'static>;
+
+    #[inline]
+    fn build_hasher(&self) -> Self::Hasher {
+        foldhash::fast::FoldHasher::with_seed(0, process_seed())
+    }
+}
+
+/// The process's seed of [`KeyHash`], drawn on first use.
+#[inline]
+fn process_seed() -> &'static foldhash::SharedSeed {
+    static SEED: std::sync::OnceLock<foldhash::SharedSeed> = std::sync::OnceLock::new();
+    SEED.get_or_init(|| {
+        // `std`'s `RandomState` is keyed from the operating system's randomness; what it makes
+        // of a constant is a random number.
+        let random = std::hash::BuildHasher::hash_one(&std::hash::RandomState::new(), 0x7464_736c_u64);
+        foldhash::SharedSeed::from_u64(random)
+    })
+}
+
+/// A hash map or set keyed by strings an attacker may choose ([`KeyHash`]).
+pub(crate) type KeyHashMap<K, V> = std::collections::HashMap<K, V, KeyHash>;
+/// See [`KeyHashMap`].
+pub(crate) type KeyHashSet<K> = std::collections::HashSet<K, KeyHash>;
 
 /// The map behind an object value: insertion-ordered.
-pub type Map = IndexMap<SmolStr, Value, FxBuild>;
+pub type Map = IndexMap<SmolStr, Value, KeyHash>;
 
 /// The deepest nesting that recursive walks over a value ([`Value::measure`]) descend
 /// into; beyond it a value counts as too deep.

@@ -86,7 +86,7 @@ pub(in crate::functions) fn group_by_counted_body(r: &mut dyn Caller, args: &Arg
 /// statuses, categories) by a scan comparing lengths first, which beats hashing the key (as
 /// `value::path`'s lookup does for small objects); a long key, or among more groups, by
 /// hash (eight long keys sharing a prefix would be compared whole eight times).
-fn group_of<V>(groups: &indexmap::IndexMap<SmolStr, V, crate::value::FxBuild>, key: &str) -> Option<usize> {
+fn group_of<V>(groups: &indexmap::IndexMap<SmolStr, V, crate::value::KeyHash>, key: &str) -> Option<usize> {
     if groups.len() <= 8 && key.len() <= 16 {
         groups.keys().position(|k| crate::value::same_key(k.as_bytes(), key.as_bytes()))
     } else {
@@ -98,7 +98,7 @@ fn group_by_core(r: &mut dyn Caller, args: &Args<'_>, keep: bool) -> R {
     let xs = list_arg(args, 0, "array")?;
     // Each group's elements (`keep`), or only how many there are: counted groups hold as
     // many `null`s, made at once at the end.
-    let mut groups: indexmap::IndexMap<SmolStr, (Vec<Value>, usize), crate::value::FxBuild> = Default::default();
+    let mut groups: indexmap::IndexMap<SmolStr, (Vec<Value>, usize), crate::value::KeyHash> = Default::default();
     for (i, x) in xs.iter().enumerate() {
         let key = r.project(1, x, i)?;
         let at = match &*key {

@@ -26,8 +26,6 @@ use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use rustc_hash::FxHashSet;
-
 use super::{list_arg, list_or_null, Args, Caller, Elems, Failure, FnError, Function, Implementation};
 use crate::diagnostic::Code;
 use crate::files::{ops, FileError, FileStore, Version, MAX_READ_FILES};

@@ -302,7 +302,7 @@ pub(super) fn omit() -> Function {
 
 fn omit_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
     let obj = obj_param(args, 0, "obj")?;
-    let keys: FxHashSet<&str> = key_set(r, args, 1)?.into_iter().collect();
+    let keys: crate::value::KeyHashSet<&str> = key_set(r, args, 1)?.into_iter().collect();
     let out: Map = obj
         .map(|o| o.iter().filter(|(k, _)| !keys.contains(&***k)).map(|(k, v)| (k.clone(), v.clone())).collect())
         .unwrap_or_default();
