@@ -74,8 +74,9 @@ fn codes(check: &PlanCheck) -> Vec<&str> {
 /// Finding 13: an optional argument whose schema does not allow null is never sent as
 /// `"since": null` (which a strict server refuses), nor left out of the call (which can widen
 /// it: `list_orders` without its filter lists everyone's orders, a later outside round's
-/// finding): the step fails before the call, `E0801`. One whose schema allows null is sent as
-/// null. Neither is warned of at check: an absent optional argument is what the schema allows.
+/// finding): the step fails before the call, `E0801`, and a value that may be null there is
+/// `W1330` at check (outside round 11, finding 4). One whose schema allows null is sent as
+/// null, and not warned of.
 #[test]
 fn a_null_optional_argument_the_schema_forbids_fails_before_the_call() {
     let plan = |since: &str| {
@@ -87,7 +88,20 @@ fn a_null_optional_argument_the_schema_forbids_fails_before_the_call() {
     };
     let desk = desk(shop());
     let check = desk.check_value(&plan("REF:c.city"));
-    assert!(check.ok() && check.diagnostics.is_empty(), "{}", check.render());
+    assert!(check.ok(), "{}", check.render());
+    assert_eq!(codes(&check), ["W1330"], "{}", check.render());
+    let warned = &check.diagnostics[0];
+    assert_eq!(warned.pointer, "/instructions/1/arguments/since");
+    assert!(
+        warned.message.contains("may be left out but not null") && warned.message.contains("fails before the call")
+    );
+    assert!(warned.help.as_deref().is_some_and(|h| h.contains("\"since\": \"default(REF:c.city, …)\"")));
+    // A literal null is an error: the model can leave the key out itself.
+    let literal = desk.check_value(&json!({"instructions": [
+        {"execution_id": "o", "tool_definition_path": "x/list_orders", "arguments": {"id": "c1", "since": null}}
+    ], "response_reference_map": {"n": "REF:o.n"}}));
+    assert_eq!(codes(&literal), ["E0613"], "{}", literal.render());
+    assert!(literal.diagnostics[0].message.contains("may be left out, but not null"), "{}", literal.render());
     let run = |plan: &Json| {
         let calls = Arc::new(Mutex::new(Vec::new()));
         let run = desk
@@ -105,6 +119,47 @@ fn a_null_optional_argument_the_schema_forbids_fails_before_the_call() {
     let (ran, calls) = run(&plan("2026-01-01"));
     assert_eq!(ran.status, RunStatus::Success, "{}", ran.to_json());
     assert_eq!(calls[1], ("list_orders".to_string(), json!({"id": "c2", "since": "2026-01-01", "note": null})));
+}
+
+/// Outside round 11, finding 4: a fan-out whose element is null into a child argument whose
+/// schema does not allow null: that child fails before its call (`E0801`), as a step does,
+/// rather than being sent null; at check, elements that may be null are `W1330`.
+#[test]
+fn a_null_element_into_a_non_null_child_argument_fails_that_child() {
+    let plan = json!({"instructions": [
+        {"execution_id": "c", "tool_definition_path": "x/get_customer", "arguments": {"id": "c2"}},
+        {"execution_id": "t", "transform_responses": {"transforms": {"days": "['2026-01-01', REF:c.city]"}}},
+        {"execution_id": "o", "tool_definition_path": "x/list_orders", "arguments": {"id": "c2"}, "continue_on_error": true,
+         "parallel_execution": {"iterate_over": "REF:t.days", "child_argument_name": "since"}}
+    ], "response_reference_map": {"all": "REF:o.response"}});
+    let desk = desk(shop());
+    let check = desk.check_value(&plan);
+    assert!(check.ok(), "{}", check.render());
+    assert_eq!(codes(&check), ["W1330"], "{}", check.render());
+    assert!(
+        check.diagnostics[0].message.contains("a null element's child fails before its call"),
+        "{}",
+        check.render()
+    );
+    let help = check.diagnostics[0].help.clone().unwrap_or_default();
+    assert!(help.contains("filter(array=REF:t.days, condition_string='item != null')"), "{help}");
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let run = desk
+        .run(&plan.to_string(), tdsl::Value::Null, recording(calls.clone()), &RunPlanOptions::default())
+        .expect("it runs");
+    let text = run.to_json().to_string();
+    assert_eq!(run.status, RunStatus::Partial, "{text}");
+    assert!(text.contains("o[1]: argument `since` is null, which the tool's schema does not allow"), "{text}");
+    let calls = calls.lock().expect("lock").clone();
+    assert_eq!(calls.len(), 2, "the null child is not called: {calls:?}");
+    assert_eq!(calls[1], ("list_orders".to_string(), json!({"id": "c2", "since": "2026-01-01"})));
+    // The help applied: no warning, and no child fails.
+    let mut applied = plan.clone();
+    applied["instructions"][1]["transform_responses"]["transforms"]["present"] =
+        json!("filter(array=['2026-01-01', REF:c.city], condition_string='item != null')");
+    applied["instructions"][2]["parallel_execution"]["iterate_over"] = json!("REF:t.present");
+    let check = desk.check_value(&applied);
+    assert!(check.diagnostics.is_empty(), "{}", check.render());
 }
 
 /// Finding 13: a value that may be null into a required argument, or mapped to a required
