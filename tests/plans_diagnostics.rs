@@ -324,3 +324,73 @@ fn did_you_mean_comes_with_its_edit() {
     assert_eq!(edit("E0611"), ("\"qury\"".to_string(), "\"query\"".to_string()));
     assert_eq!(edit("E0102"), ("lenght".to_string(), "length".to_string()));
 }
+
+/// Outside round 11, finding 7: E0616's help, pasted as written, checks clean and runs to
+/// the right answer whatever the value holds — quotes, a backslash, a newline, unicode: the
+/// help computes the field's values and the condition keeps its value as written (the old
+/// help put the value inside an expression inside a JSON string, escaped for one of the two).
+#[test]
+fn contains_in_objects_help_pastes_clean_for_any_value() {
+    let login = |value: &str| {
+        let value = value.to_string();
+        Arc::new(move |call: &ToolCall<'_>| -> Result<tdsl::Value, ToolError> {
+            let (_, tool) =
+                call.endpoint().and_then(upstream_target).ok_or_else(|| ToolError::permanent("not upstream"))?;
+            let answer = match tool {
+                "get_repo" => json!({"maintainers": [{"login": "ada"}, {"login": value.clone()}]}),
+                _ => json!({"id": 1, "status": "done"}),
+            };
+            Ok(serde_json::from_value(answer).expect("a value"))
+        }) as Arc<dyn Runner>
+    };
+    for value in ["b'u\"g", "a\\'); x('", "a\nb", "naïve — ✓ \u{202e}", "\\\\\"\"''"] {
+        let plan = json!({"instructions": [
+            {"execution_id": "r", "tool_definition_path": "x/get_repo", "arguments": {"repo": "o/r"}},
+            {"execution_id": "j", "tool_definition_path": "x/get_job", "arguments": {"id": 1},
+             "conditions": [{"param": "REF:r.maintainers", "operator": "contains", "value": value}]}
+        ], "response_reference_map": {"status": "REF:j.status"}});
+        let desk = desk(others());
+        let check = desk.check_value(&plan);
+        assert_eq!(codes(&check), ["E0616"], "{}", check.render());
+        let help = check.diagnostics[0].help.clone().unwrap_or_default();
+        // The help's step, as written in it, and its param.
+        let step_text =
+            help.split_once("transform step, ").and_then(|(_, r)| r.split_once(", and make")).expect("a step").0;
+        let step: Json = serde_json::from_str(step_text).unwrap_or_else(|e| panic!("{value:?}: {e}: {step_text}"));
+        let param = help.split_once("condition's param \"").and_then(|(_, r)| r.split_once('"')).expect("a param").0;
+        let mut applied = plan.clone();
+        applied["instructions"].as_array_mut().expect("steps").push(step);
+        applied["instructions"][1]["conditions"][0]["param"] = json!(param);
+        let check = desk.check_value(&applied);
+        assert!(check.ok() && check.diagnostics.is_empty(), "{value:?}: {}", check.render());
+        let run =
+            desk.run(&applied.to_string(), tdsl::Value::Null, login(value), &RunPlanOptions::default()).expect("runs");
+        assert_eq!(run.status, RunStatus::Success, "{}", run.to_json());
+        assert_eq!(run.to_json()["result"], json!({"status": "done"}), "{value:?}: the step ran");
+        let other = desk.run(&applied.to_string(), tdsl::Value::Null, login("zed"), &RunPlanOptions::default());
+        assert_eq!(other.expect("runs").to_json()["result"], json!({"status": null}), "{value:?}: skipped");
+    }
+}
+
+/// Outside round 11, finding 10: a check's answer stays about the size of the plan — a long
+/// value is quoted cut in a message or help (`'abc…' (2,000 characters)`), the JSON answer
+/// carries no rendering (the text block does), and the renderings together are bounded.
+#[test]
+fn a_check_answer_of_long_values_stays_near_the_plan_size() {
+    let long = "\"'\\".repeat(800);
+    let conditions: Vec<Json> =
+        (0..50).map(|_| json!({"param": "REF:r.maintainers", "operator": "contains", "value": long})).collect();
+    let plan = json!({"instructions": [
+        {"execution_id": "r", "tool_definition_path": "x/get_repo", "arguments": {"repo": "o/r"}},
+        {"execution_id": "j", "tool_definition_path": "x/get_job", "arguments": {"id": 1}, "conditions": conditions}
+    ], "response_reference_map": {"status": "REF:j.status"}});
+    let text = serde_json::to_string_pretty(&plan).expect("JSON");
+    assert!(text.len() > 200_000, "{}", text.len());
+    let check = desk(others()).check_value(&plan);
+    assert_eq!(check.counts().0, 50, "{}", check.render());
+    let answer = check.to_json().to_string().len() + serde_json::to_string(&check.render()).expect("JSON").len();
+    assert!(answer < 2 * text.len(), "an answer of {answer} bytes for a plan of {}", text.len());
+    let d = &check.diagnostics[0];
+    assert!(d.help.as_deref().is_some_and(|h| h.contains("…' (2,400 characters)")), "{:?}", d.help);
+    assert!(check.to_json()["diagnostics"][0].get("rendered").is_none());
+}
