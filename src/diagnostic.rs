@@ -845,11 +845,11 @@ pub(crate) fn is_hidden(c: char) -> bool {
 /// The most characters of a value a message or a help quotes: past it, [`quoted`] shows
 /// the start and the length (a plan's long value is not echoed whole, let alone three times;
 /// outside round 11, finding 10).
-pub const MAX_QUOTED_CHARS: usize = 80;
+pub(crate) const MAX_QUOTED_CHARS: usize = 80;
 
 /// `text` between single quotes for a message (`'bug'`), cut past [`MAX_QUOTED_CHARS`]:
 /// `'abc…' (6,000 characters)`. Shown, not meant to be pasted: text to paste is whole.
-pub fn quoted(text: &str) -> String {
+pub(crate) fn quoted(text: &str) -> String {
     match text.char_indices().nth(MAX_QUOTED_CHARS) {
         Some((at, _)) => format!("'{}…' ({} characters)", &text[..at], thousands(text.chars().count())),
         None => format!("'{text}'"),
@@ -861,7 +861,7 @@ fn thousands(n: usize) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);

@@ -371,21 +371,6 @@ fn has_call(plan: &ValuePlan) -> bool {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::looks_like_call;
-
-    #[test]
-    fn call_shapes() {
-        assert_eq!(looks_like_call("datetime_now()"), Some("datetime_now"));
-        assert_eq!(looks_like_call(" upper (x) "), Some("upper"));
-        assert_eq!(looks_like_call("data.user.profile"), None);
-        assert_eq!(looks_like_call("Hello (world"), None);
-        assert_eq!(looks_like_call("(a)"), None);
-        assert_eq!(looks_like_call("2(a)"), None);
-    }
-}
-
 /// `E0202`'s `to_string(…)` with its operand as the expression wrote it (the checker prints
 /// the operand, in double quotes), in the help and in the suggestion, which replaces text
 /// inside a JSON string and so is written escaped for it (outside round 11, finding 7).
@@ -402,4 +387,19 @@ fn as_written(mut d: Diagnostic, expression: &str) -> Diagnostic {
     let escaped = serde_json::to_string(&fix).unwrap_or_default();
     x.replacement = escaped.get(1..escaped.len().saturating_sub(1)).unwrap_or_default().to_string();
     d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::looks_like_call;
+
+    #[test]
+    fn call_shapes() {
+        assert_eq!(looks_like_call("datetime_now()"), Some("datetime_now"));
+        assert_eq!(looks_like_call(" upper (x) "), Some("upper"));
+        assert_eq!(looks_like_call("data.user.profile"), None);
+        assert_eq!(looks_like_call("Hello (world"), None);
+        assert_eq!(looks_like_call("(a)"), None);
+        assert_eq!(looks_like_call("2(a)"), None);
+    }
 }

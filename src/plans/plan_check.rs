@@ -25,11 +25,11 @@ pub const MAX_RENDERED_CHARS: usize = 4_000;
 /// answer's text block); a plan larger than twice this gets half its own size: a plan of
 /// many long values gets an answer about its size, each diagnostic past the bound rendered
 /// as its code, message, place and help (outside round 11, finding 10).
-pub const MIN_RENDERED_TOTAL: usize = 32_000;
+pub(crate) const MIN_RENDERED_TOTAL: usize = 32_000;
 
 /// The most characters of a diagnostic's message, and of its help, in a plan's check: a
 /// message quotes a value cut ([`crate::diagnostic::quoted`]), and this bounds the rest.
-pub const MAX_MESSAGE_CHARS: usize = 2_000;
+pub(crate) const MAX_MESSAGE_CHARS: usize = 2_000;
 
 /// `text` with control characters and bidirectional-text controls written as `\u001b`: a
 /// diagnostic echoes what the plan wrote (a step id, a tool name), and a terminal or a
