@@ -394,3 +394,24 @@ fn a_check_answer_of_long_values_stays_near_the_plan_size() {
     assert!(d.help.as_deref().is_some_and(|h| h.contains("…' (2,400 characters)")), "{:?}", d.help);
     assert!(check.to_json()["diagnostics"][0].get("rendered").is_none());
 }
+
+/// Outside round 11, finding 7: a help offers an expression to paste only when it checks;
+/// text that is no tdsl expression (`c.city.upper()` without its REF, an unbalanced call) gets
+/// a help that says so and shows none, where it was copied into the transform as written.
+#[test]
+fn a_help_never_offers_text_that_does_not_check() {
+    let plan = json!({"instructions": [
+        {"execution_id": "c", "tool_definition_path": "x/get_customer", "arguments": {"id": "c1"}}
+    ], "response_reference_map": {"a": "c.city.upper()", "b": "REF:c.city + (", "ok": "upper(REF:c.city)"}});
+    let check = desk(shop()).check_value(&plan);
+    let help = |p: &str| {
+        let d = check.diagnostics.iter().find(|d| d.pointer == p).unwrap_or_else(|| panic!("{}", check.render()));
+        d.help.clone().unwrap_or_default()
+    };
+    for p in ["/response_reference_map/a", "/response_reference_map/b"] {
+        let h = help(p);
+        assert!(h.contains("no tdsl expression either") && h.contains("<a tdsl expression>"), "{p}: {h}");
+        assert!(!h.contains("upper()") && !h.contains("+ ("), "{p}: {h}");
+    }
+    assert!(help("/response_reference_map/ok").contains("{\"value\":\"upper(REF:c.city)\"}"));
+}

@@ -173,7 +173,11 @@ pub(crate) fn computed_ref(message: &str, pointer: &str) -> Option<String> {
     Some(match expression {
         Some(_) => format!("a REF reads a value and computes nothing: compute it {place}: {write}"),
         None => {
-            let also = crate::syntax::foreign::syntax(written).map(|h| format!(" ({h})")).unwrap_or_default();
+            // Another language's form, said in tdsl's, unless that is what did not check.
+            let also = crate::syntax::foreign::syntax(written)
+                .filter(|_| crate::syntax::foreign::method_call(written).is_none())
+                .map(|h| format!(" ({h})"))
+                .unwrap_or_default();
             format!(
                 "a REF reads a value and computes nothing, and this text is no tdsl expression either{also}: compute the value with one {place}: {write}; a function takes the value as its argument, `f(REF:…)`"
             )
@@ -183,7 +187,7 @@ pub(crate) fn computed_ref(message: &str, pointer: &str) -> Option<String> {
 
 /// Whether `expression` parses and checks with its REFs of any type: what a help may offer
 /// to be pasted.
-fn checks(expression: &str) -> bool {
+pub(crate) fn checks(expression: &str) -> bool {
     let contexts = crate::analysis::mentioned_contexts(expression);
     let mut scope = crate::types::Scope::closed().with_ref_contexts();
     for c in &contexts {
