@@ -842,6 +842,33 @@ pub(crate) fn is_hidden(c: char) -> bool {
         || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
 }
 
+/// The most characters of a value a message or a help quotes: past it, [`quoted`] shows
+/// the start and the length (a plan's long value is not echoed whole, let alone three times;
+/// outside round 11, finding 10).
+pub(crate) const MAX_QUOTED_CHARS: usize = 80;
+
+/// `text` between single quotes for a message (`'bug'`), cut past [`MAX_QUOTED_CHARS`]:
+/// `'abc…' (6,000 characters)`. Shown, not meant to be pasted: text to paste is whole.
+pub(crate) fn quoted(text: &str) -> String {
+    match text.char_indices().nth(MAX_QUOTED_CHARS) {
+        Some((at, _)) => format!("'{}…' ({} characters)", &text[..at], thousands(text.chars().count())),
+        None => format!("'{text}'"),
+    }
+}
+
+/// `n` with a comma every three digits (`6,000`).
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// `text` with the characters of [`is_hidden`] but those in `keep` written as JSON writes
 /// them (`\u001b`): seen, not obeyed.
 pub(crate) fn escape_hidden(text: &str, keep: &[char]) -> String {

@@ -53,6 +53,7 @@ pub use plan::{Plan, RefContext, RefPlan, StepId, StepPlan, ValuePlan};
 // What the engine runs of a plan.
 #[cfg(feature = "engine")]
 pub use plan::{ConditionPlan, DoneCheckPlan, ParallelPlan, TransformPlan};
+pub(crate) use refs::mentioned_contexts;
 pub(crate) use root::tool_files_under;
 pub use root::{ExactTypes, LoadedTool, MissingCallees, NameRefusal, NamedTools, Resolved, ToolRoot};
 

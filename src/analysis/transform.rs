@@ -114,6 +114,7 @@ impl Checker<'_> {
         };
         let map = s.string_map();
         for d in analysis.diagnostics {
+            let d = as_written(d, &s.value);
             self.diags.push(d.map_spans(&|span| map.map(span)));
         }
         for r in &analysis.references.refs {
@@ -368,6 +369,24 @@ fn has_call(plan: &ValuePlan) -> bool {
         ValuePlan::Object(entries) => entries.iter().any(|(_, p)| has_call(p)),
         ValuePlan::Literal(_) | ValuePlan::Ref(_) => false,
     }
+}
+
+/// `E0202`'s `to_string(…)` with its operand as the expression wrote it (the checker prints
+/// the operand, in double quotes), in the help and in the suggestion, which replaces text
+/// inside a JSON string and so is written escaped for it (outside round 11, finding 7).
+fn as_written(mut d: Diagnostic, expression: &str) -> Diagnostic {
+    if d.code != Code::OperandType {
+        return d;
+    }
+    let Some(x) = d.suggestion.as_deref_mut() else { return d };
+    let Some(written) = expression.get(x.span.range()) else { return d };
+    let fix = format!("to_string({written})");
+    if let Some(help) = &mut d.help {
+        *help = help.replace(&format!("`{}`", x.replacement), &format!("`{fix}`"));
+    }
+    let escaped = serde_json::to_string(&fix).unwrap_or_default();
+    x.replacement = escaped.get(1..escaped.len().saturating_sub(1)).unwrap_or_default().to_string();
+    d
 }
 
 #[cfg(test)]

@@ -515,6 +515,27 @@ impl CallOutcome {
     }
 }
 
+/// Why a call with the optional argument `name` null is not made (`E0801`): the tool's
+/// schema does not allow null, and left out the argument could mean "any" (outside round
+/// 11, finding 4). `element`: the null is a fan-out's element, its child's argument.
+pub(crate) fn null_refused(name: &str, element: bool) -> String {
+    let fix = if element {
+        "leave the nulls out of the list (`filter(array=…, condition_string=\"item != null\")` in a transform step)"
+    } else {
+        "give it a value with `default(…)` in `transform_arguments`, or run the step only when it is there (a condition `exists`)"
+    };
+    format!(
+        "argument `{name}` is null, which the tool's schema does not allow; the call was not made (left out, it could mean \"any\"): {fix}"
+    )
+}
+
+/// The failure of a fan-out's child whose argument `name` would be `item`, null, when the
+/// tool's schema does not allow null there (`non_null`): it fails before the call, as a step
+/// does, rather than sending null.
+pub(crate) fn refused_child(key: &str, name: &str, non_null: bool, item: &Value) -> Option<CallOutcome> {
+    (non_null && item.is_null()).then(|| CallOutcome::failed_at(key, Code::ArgumentInvalid, null_refused(name, true)))
+}
+
 /// A plain step's (or child's) result: the response when it is an object, else
 /// `{"response": value}` (SPEC §6.4).
 pub(crate) fn wrap(raw: &Value) -> Arc<Map> {
@@ -735,14 +756,7 @@ impl<'a> StepEnv<'a> {
         // An optional argument whose schema does not allow null is neither sent null nor left
         // out (which can widen the call): the step fails before the call.
         if let Some(name) = step.non_null_optional.iter().find(|n| args.get(&***n).is_some_and(Value::is_null)) {
-            return Err(StepError::new(
-                Code::ArgumentInvalid,
-                format!(
-                    "argument `{name}` is null, which the tool's schema does not allow; the call was not made \
-                     (left out, it could mean \"any\"): give it a value with `default(…)` in \
-                     `transform_arguments`, or run the step only when it is there (a condition `exists`)"
-                ),
-            ));
+            return Err(StepError::new(Code::ArgumentInvalid, null_refused(name, false)));
         }
         Ok(Prelude::Call(args))
     }

@@ -527,8 +527,11 @@ impl<'a> RunCtx<'a> {
                     let end = match ChildRun::start(self, fail_fast, key, i, arguments) {
                         Err(end) => end,
                         Ok(child) => {
-                            let call =
-                                self.call(Site { key: &child.key, ..site }, &child.arguments, &|| fail_fast.stopped());
+                            let call = match fan.refused(&child.key, item) {
+                                Some(refused) => refused,
+                                None => self
+                                    .call(Site { key: &child.key, ..site }, &child.arguments, &|| fail_fast.stopped()),
+                            };
                             child.end(self, fail_fast, &site, call)
                         }
                     };

@@ -412,6 +412,8 @@ pub(crate) struct FanOut {
     name: SmolStr,
     /// Whether a child that fails lets its siblings go on (else they stop: fail-fast).
     pub(crate) continue_on_error: bool,
+    /// Whether the child argument is optional and its schema does not allow null.
+    non_null: bool,
 }
 
 impl FanOut {
@@ -423,6 +425,12 @@ impl FanOut {
         a.extend(self.args.iter().map(|(k, v)| (k.clone(), v.clone())));
         a.insert(self.name.clone(), item.clone());
         validate::with_defaults(declared_arguments(site.tool), Value::object(a))
+    }
+
+    /// The failure of the child at `key` over `item` before its call, if it may not be
+    /// called ([`super::data::refused_child`]).
+    pub(crate) fn refused(&self, key: &str, item: &Value) -> Option<CallOutcome> {
+        super::data::refused_child(key, &self.name, self.non_null, item)
     }
 }
 
@@ -495,6 +503,7 @@ impl<'f> StepRun<'f> {
                         items,
                         name: SmolStr::new(&*par.child_argument_name),
                         continue_on_error: step.continue_on_error,
+                        non_null: step.non_null_optional.iter().any(|n| **n == *par.child_argument_name),
                     })
                 }
                 Err(e) => Next::Done(Err(Failure::at(&self.key, e))),

@@ -27,12 +27,15 @@ pub(crate) struct Inbox {
     queue: VecDeque<Message>,
     /// For each request id, how many `$/cancelRequest`s naming it wait in the queue.
     cancelled: HashMap<RequestId, usize>,
+    /// Whether a `shutdown` request or an `exit` waits in the queue: every analysis and
+    /// every request's work then stops, so that `shutdown` is answered at once.
+    ending: bool,
 }
 
 impl Inbox {
     /// An inbox reading its channel with `try_next`.
     pub(crate) fn new(try_next: TryNext) -> Inbox {
-        Inbox { try_next: Some(try_next), queue: VecDeque::new(), cancelled: HashMap::new() }
+        Inbox { try_next: Some(try_next), queue: VecDeque::new(), cancelled: HashMap::new(), ending: false }
     }
 
     /// The next message taken ahead of its turn.
@@ -60,8 +63,16 @@ impl Inbox {
             if let Some(id) = cancelled_id(&m) {
                 *self.cancelled.entry(id).or_default() += 1;
             }
+            self.ending |= is_ending(&m);
             self.queue.push_back(m);
         }
+    }
+
+    /// Whether a `shutdown` or an `exit` has arrived and waits its turn (what has arrived
+    /// is read first): the work under way stops, and the files left are not analysed.
+    pub(crate) fn ending(&mut self) -> bool {
+        self.poll();
+        self.ending
     }
 
     /// Whether the client cancelled request `id`: a `$/cancelRequest` naming it came after
@@ -103,6 +114,15 @@ fn cancel_params(n: &Notification) -> Option<RequestId> {
         lsp_types::NumberOrString::Number(n) => RequestId::from(n),
         lsp_types::NumberOrString::String(s) => RequestId::from(s),
     })
+}
+
+/// Whether `m` ends the server: a `shutdown` request or an `exit`.
+fn is_ending(m: &Message) -> bool {
+    match m {
+        Message::Request(r) => r.method == <lsp_types::request::Shutdown as lsp_types::request::Request>::METHOD,
+        Message::Notification(n) => n.method == lsp_types::notification::Exit::METHOD,
+        Message::Response(_) => false,
+    }
 }
 
 /// Whether `n` is a `$/cancelRequest`.

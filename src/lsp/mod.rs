@@ -308,11 +308,13 @@ impl Server {
         }
     }
 
-    /// Whether the client cancelled the request being handled: long work asks as it goes,
-    /// and stops early when it is (its answer is then `-32800`, whatever it found).
+    /// Whether the client cancelled the request being handled, or a `shutdown` (or `exit`)
+    /// waits behind it: long work asks as it goes, and stops early when it is (a request's
+    /// answer is then `-32800`, whatever it found; the files left are not analysed).
     pub(crate) fn cancelled(&self) -> bool {
-        let Some(id) = &self.current else { return false };
-        self.inbox.try_borrow_mut().is_ok_and(|mut inbox| inbox.cancelled(id))
+        self.inbox
+            .try_borrow_mut()
+            .is_ok_and(|mut inbox| inbox.ending() || self.current.as_ref().is_some_and(|id| inbox.cancelled(id)))
     }
 
     /// What the server can do.
@@ -547,15 +549,15 @@ impl Server {
         let mut analyzer = Analyzer::with_engine(root, self.engine.clone());
         // The analysis asks the inbox whether the request being handled was cancelled.
         let inbox = std::rc::Rc::new(std::mem::take(&mut self.inbox));
-        let poll: crate::types::stop::Poll = match self.current.clone() {
-            Some(id) => {
-                let inbox = inbox.clone();
-                Box::new(move || {
-                    let cancelled = inbox.try_borrow_mut().is_ok_and(|mut i| i.cancelled(&id));
-                    cancelled.then_some(crate::runtime::InterruptReason::Cancelled)
-                })
-            }
-            None => Box::new(|| None),
+        // A `shutdown` stops it too, whether a request or a pause in the edits started it.
+        let poll: crate::types::stop::Poll = {
+            let (inbox, current) = (inbox.clone(), self.current.clone());
+            Box::new(move || {
+                let stop = inbox
+                    .try_borrow_mut()
+                    .is_ok_and(|mut i| i.ending() || current.as_ref().is_some_and(|id| i.cancelled(id)));
+                stop.then_some(crate::runtime::InterruptReason::Cancelled)
+            })
         };
         let checked = crate::types::stop::scope(poll, || analyzer.check_text(name, source, Some(doc.path.clone())));
         self.inbox = match std::rc::Rc::try_unwrap(inbox) {
@@ -641,4 +643,50 @@ fn parse<P: serde::de::DeserializeOwned>(req: Request) -> Result<P, Failure> {
 
 fn to_json<T: serde::Serialize>(v: T) -> serde_json::Value {
     serde_json::to_value(v).unwrap_or(serde_json::Value::Null)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server with one file opened and not yet analysed, whose inbox reads `arrived`.
+    fn opened(arrived: Vec<Message>) -> Server {
+        let mut server = Server::new(&InitializeParams::default(), None);
+        let mut arrived: std::collections::VecDeque<Message> = arrived.into();
+        server.inbox = RefCell::new(cancel::Inbox::new(Box::new(move || arrived.pop_front())));
+        let text =
+            r#"{"instructions": [{"execution_id": "s", "transform_responses": {"transforms": {"x": "1 + 2"}}}]}"#;
+        let open = serde_json::json!({"textDocument": {"uri": "file:///r/main.tool", "languageId": "json", "version": 1, "text": text}});
+        let published = server.notification(Notification::new(
+            <lsp_types::notification::DidOpenTextDocument as lsp_types::notification::Notification>::METHOD.to_string(),
+            open,
+        ));
+        assert!(published.is_empty() && server.dirty.len() == 1);
+        server
+    }
+
+    /// A `shutdown` that has arrived stops the analysis of the files changed (a pause in the
+    /// edits starts it, no request): nothing is published, the file stays to analyse, and the
+    /// main loop reaches the `shutdown` at once (it waited for the whole analysis: minutes
+    /// for a large file). Without it, the file is analysed and published. The order of the
+    /// messages, not the analysis's speed, decides it.
+    #[test]
+    fn a_shutdown_waiting_stops_the_analysis() {
+        let shutdown = || {
+            Message::Request(lsp_server::Request::new(
+                RequestId::from(7),
+                <lsp_types::request::Shutdown as lsp_types::request::Request>::METHOD.to_string(),
+                serde_json::Value::Null,
+            ))
+        };
+        let mut server = opened(vec![shutdown()]);
+        assert!(server.flush().is_empty(), "nothing is published");
+        assert_eq!(server.dirty.len(), 1, "the file is left to analyse");
+        assert!(matches!(server.inbox.get_mut().pop(), Some(Message::Request(r)) if r.method == "shutdown"));
+        let exit = Message::Notification(Notification::new("exit".to_string(), serde_json::Value::Null));
+        assert!(opened(vec![exit]).flush().is_empty());
+        let mut server = opened(Vec::new());
+        assert_eq!(server.flush().len(), 1, "without a shutdown, the file is analysed");
+        assert!(server.dirty.is_empty());
+    }
 }

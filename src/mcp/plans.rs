@@ -400,7 +400,7 @@ impl PlanServer {
         let diagnostics = json!({"type": "array", "items": {"type": "object", "properties": {
             "code": {"type": "string"}, "severity": {"type": "string"}, "message": {"type": "string"},
             "help": {"type": ["string", "null"]}, "pointer": {"type": "string"},
-            "range": {"type": "array", "items": {"type": "integer"}}, "rendered": {"type": "string"}}}});
+            "range": {"type": "array", "items": {"type": "integer"}}}}});
         vec![
             json!({
                 "name": CHECK_PLAN,

@@ -462,6 +462,19 @@ pub(super) fn adapt(d: &Diagnostic, source: &str, step_tools: &[(String, String,
                 d.help = Some(help);
             }
         }
+        // An expression where a REF belongs: its help offers the text in a transform step,
+        // which must then be an expression that checks (else `computed_ref` says so).
+        Code::ExpectedRef
+            if d.help.as_deref().is_some_and(|h| h.starts_with("a REF reads a value and computes nothing")) =>
+        {
+            let written: String = serde_json::from_str(text).unwrap_or_default();
+            if !literal::checks(&written) {
+                let message = format!("malformed REF `{written}`: an expression");
+                if let Some(help) = literal::computed_ref(&message, "") {
+                    d.help = Some(help);
+                }
+            }
+        }
         _ => {}
     }
     d

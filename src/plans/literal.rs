@@ -135,6 +135,9 @@ pub(crate) fn dotted_ref(message: &str) -> Option<String> {
 /// a REF reads a value and computes nothing, so the value is computed in the step's
 /// `transform_arguments` (the REF at `pointer` is an argument's) or in a transform step
 /// (hostile round 10, finding 18). `None` when the REF holds no operator, call or space.
+/// The expression offered is one that checks: the text itself, or another language's method
+/// call as tdsl's (`REF:i.title.upper()` is `upper(REF:i.title)`); when neither checks, the
+/// help says so, and shows no expression (outside round 11, finding 7).
 pub(crate) fn computed_ref(message: &str, pointer: &str) -> Option<String> {
     let (_, rest) = message.split_once("malformed REF `")?;
     let (written, _) = rest.rsplit_once("`:")?;
@@ -147,15 +150,51 @@ pub(crate) fn computed_ref(message: &str, pointer: &str) -> Option<String> {
         }
     }
     let segments: Vec<&str> = pointer.split('/').collect();
-    let quoted = serde_json::to_string(written).ok()?;
-    Some(match segments.as_slice() {
-        ["", "instructions", _, "arguments", name] => format!(
-            "a REF reads a value and computes nothing: compute it in the step's `transform_arguments` (in place of the argument): \"transform_arguments\": {{\"transforms\": {{\"{name}\": {quoted}}}}}"
+    let expression = [Some(written.to_string()), crate::syntax::foreign::method_call(written)]
+        .into_iter()
+        .flatten()
+        .find(|e| checks(e));
+    let value = match &expression {
+        Some(e) => serde_json::to_string(e).ok()?,
+        None => "<a tdsl expression>".to_string(),
+    };
+    let (place, write) = match segments.as_slice() {
+        ["", "instructions", _, "arguments", name] => (
+            "in the step's `transform_arguments` (in place of the argument)".to_string(),
+            format!("\"transform_arguments\": {{\"transforms\": {{\"{name}\": {value}}}}}"),
         ),
-        _ => format!(
-            "a REF reads a value and computes nothing: compute it in a transform step, {{\"execution_id\": \"calc\", \"transform_responses\": {{\"transforms\": {{\"value\": {quoted}}}}}}}, and write \"REF:calc.value\""
+        _ => (
+            "in a transform step".to_string(),
+            format!(
+                "{{\"execution_id\": \"calc\", \"transform_responses\": {{\"transforms\": {{\"value\": {value}}}}}}}, and write \"REF:calc.value\""
+            ),
         ),
+    };
+    Some(match expression {
+        Some(_) => format!("a REF reads a value and computes nothing: compute it {place}: {write}"),
+        None => {
+            // Another language's form, said in tdsl's, unless that is what did not check.
+            let also = crate::syntax::foreign::syntax(written)
+                .filter(|_| crate::syntax::foreign::method_call(written).is_none())
+                .map(|h| format!(" ({h})"))
+                .unwrap_or_default();
+            format!(
+                "a REF reads a value and computes nothing, and this text is no tdsl expression either{also}: compute the value with one {place}: {write}; a function takes the value as its argument, `f(REF:…)`"
+            )
+        }
     })
+}
+
+/// Whether `expression` parses and checks with its REFs of any type: what a help may offer
+/// to be pasted.
+pub(crate) fn checks(expression: &str) -> bool {
+    let contexts = crate::analysis::mentioned_contexts(expression);
+    let mut scope = crate::types::Scope::closed().with_ref_contexts();
+    for c in &contexts {
+        scope = scope.with_ref(c, crate::types::Type::Any);
+    }
+    let analysis = crate::Engine::new().analyze(expression, &scope);
+    !analysis.diagnostics.iter().any(Diagnostic::is_error)
 }
 
 /// The help of a malformed REF (`E0006`) whose path names a field that is no identifier,

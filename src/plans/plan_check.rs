@@ -21,6 +21,16 @@ pub const MAX_PLAN_DIAGNOSTICS: usize = 50;
 /// would otherwise be echoed whole by every diagnostic in it).
 pub const MAX_RENDERED_CHARS: usize = 4_000;
 
+/// The fewest bytes all of a check's renderings may take together, as JSON writes them (the
+/// answer's text block); a plan larger than twice this gets half its own size: a plan of
+/// many long values gets an answer about its size, each diagnostic past the bound rendered
+/// as its code, message, place and help (outside round 11, finding 10).
+pub(crate) const MIN_RENDERED_TOTAL: usize = 32_000;
+
+/// The most characters of a diagnostic's message, and of its help, in a plan's check: a
+/// message quotes a value cut ([`crate::diagnostic::quoted`]), and this bounds the rest.
+pub(crate) const MAX_MESSAGE_CHARS: usize = 2_000;
+
 /// `text` with control characters and bidirectional-text controls written as `\u001b`: a
 /// diagnostic echoes what the plan wrote (a step id, a tool name), and a terminal or a
 /// model reading it must see the escape, not obey it.
@@ -32,6 +42,14 @@ pub fn escape_controls(text: &str) -> String {
 pub(super) fn cut(text: String, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((at, _)) => format!("{}\n  … (cut: the rendered text is longer than {max} characters)\n", &text[..at]),
+        None => text,
+    }
+}
+
+/// A message or a help cut to [`MAX_MESSAGE_CHARS`], saying how long it was.
+fn cut_line(text: String) -> String {
+    match text.char_indices().nth(MAX_MESSAGE_CHARS) {
+        Some((at, _)) => format!("{}… (cut: {} characters)", &text[..at], text.chars().count()),
         None => text,
     }
 }
@@ -61,7 +79,9 @@ pub struct PlanDiagnostic {
     pub end_line: u32,
     /// Column of the span's end.
     pub end_column: u32,
-    /// The diagnostic as `tdsl check` renders it (no colour), with the plan's text.
+    /// The diagnostic as `tdsl check` renders it (no colour), with the plan's text. Not in
+    /// the JSON answer (`check_plan`'s text block carries it: once is enough).
+    #[serde(skip)]
     pub rendered: String,
     /// The span in the plan's text (bytes).
     #[serde(skip)]
@@ -123,9 +143,16 @@ impl PlanCheck {
         }
         let lines = LineIndex::new(&source);
         let shown = crate::diagnostic::printable_source(&source);
+        // What the renderings may still take: past it, a diagnostic is rendered short.
+        let mut room = MIN_RENDERED_TOTAL.max(source.len() / 2);
         let diagnostics = diags
             .into_iter()
             .map(|d| d.escaped(&[]))
+            .map(|mut d| {
+                d.message = cut_line(std::mem::take(&mut d.message));
+                d.help = d.help.take().map(cut_line);
+                d
+            })
             .map(|d| {
                 let loc = match &tree {
                     Some(t) => locate(t, d.span),
@@ -143,10 +170,24 @@ impl PlanCheck {
                     column: p.column,
                     end_line: p.end_line,
                     end_column: p.end_column,
-                    rendered: cut(
-                        crate::diagnostic::render_plain(std::slice::from_ref(&d), PLAN_NAME, &shown),
-                        MAX_RENDERED_CHARS,
-                    ),
+                    rendered: {
+                        let full = cut(
+                            crate::diagnostic::render_plain(std::slice::from_ref(&d), PLAN_NAME, &shown),
+                            MAX_RENDERED_CHARS,
+                        );
+                        let n = serde_json::to_string(&full).map_or(usize::MAX, |j| j.len());
+                        if n <= room {
+                            room -= n;
+                            full
+                        } else {
+                            room = 0;
+                            let help = d.help.as_deref().map(|h| format!("\n  help: {h}")).unwrap_or_default();
+                            format!(
+                                "{}\n  {} (line {}, column {}; not rendered: the check's renderings are past their bound)\n{help}\n",
+                                d.code, d.message, p.line, p.column
+                            )
+                        }
+                    },
                     span: d.span,
                     diagnostic: d,
                 }

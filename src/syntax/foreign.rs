@@ -10,7 +10,9 @@
 //! - JSONPath (`$.items[*].name`) and the placeholders of other plan formats met in an
 //!   expression (`$1.count`, `#E2.title`) → a REF;
 //! - `str(x)`, `len(x)`, `sort_by`, `int(x)` → `to_string`, `length`, `sort`, `to_number`;
-//! - `>`, `gt`, `==` as a condition's `operator` → `greater_than`, `equals`.
+//! - `>`, `gt`, `==` as a condition's `operator` → `greater_than`, `equals`;
+//! - a method call `x.upper()`, `x.toLowerCase()`, `x.split(',')` → `upper(x)`, `lower(x)`,
+//!   `split(x, ',')`.
 
 /// The help for a function of another language that tdsl spells otherwise (`str`, `len`,
 /// `sort_by`, `int`…), or `None`.
@@ -28,6 +30,45 @@ pub fn function(name: &str) -> Option<String> {
         }
         _ => return None,
     })
+}
+
+/// The tdsl function for another language's method of that name (`upper`, `toUpperCase`
+/// and `upcase` are `upper`), or `None`.
+fn method_function(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "upper" | "toUpperCase" | "to_uppercase" | "upcase" | "toUpper" => "upper",
+        "lower" | "toLowerCase" | "to_lowercase" | "downcase" | "toLower" => "lower",
+        "strip" | "trim" => "trim",
+        "len" | "length" | "size" | "count" => "length",
+        "keys" => "keys",
+        "values" => "values",
+        "split" => "split",
+        "replace" | "replaceAll" => "replace",
+        "startswith" | "startsWith" | "starts_with" => "starts_with",
+        "endswith" | "endsWith" | "ends_with" => "ends_with",
+        "round" => "round",
+        "toString" | "to_string" => "to_string",
+        _ => return None,
+    })
+}
+
+/// A method call of another language on a value, the whole of `expression`
+/// (`REF:i.title.upper()`, `name.toLowerCase()`, `REF:a.csv.split(',')`), as the tdsl
+/// call it means (`upper(REF:i.title)`, `split(REF:a.csv, ',')`): `None` when it is no
+/// such call, or the method has no tdsl function. The caller checks that it parses.
+pub fn method_call(expression: &str) -> Option<String> {
+    let e = expression.trim();
+    let body = e.strip_suffix(')')?;
+    let open = body.find('(')?;
+    let (head, args) = (&body[..open], &body[open + 1..]);
+    let (value, method) = head.rsplit_once('.')?;
+    let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '-');
+    if value.is_empty() || !value.chars().all(plain) || !method.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return None;
+    }
+    let f = method_function(method)?;
+    let args = args.trim();
+    Some(if args.is_empty() { format!("{f}({value})") } else { format!("{f}({value}, {args})") })
 }
 
 /// The help for another language's syntax in an expression that does not parse: a
@@ -50,6 +91,9 @@ pub fn syntax(expression: &str) -> Option<String> {
     }
     if let Some(help) = membership(expression) {
         return Some(help);
+    }
+    if let Some(call) = method_call(expression) {
+        return Some(format!("tdsl has no methods: a function takes the value as its first argument: write `{call}`"));
     }
     if let Some((cond, rest)) = expression.split_once('?') {
         if let Some((yes, no)) = rest.split_once(':') {
@@ -203,6 +247,13 @@ mod tests {
         assert_eq!(syntax("$"), None);
         assert_eq!(syntax("\"Total: $1\" +"), None);
         assert!(function("len").is_some_and(|h| h.contains("length(value=x)")));
+        assert_eq!(method_call("REF:i.title.upper()").as_deref(), Some("upper(REF:i.title)"));
+        assert_eq!(method_call(" name.toLowerCase() ").as_deref(), Some("lower(name)"));
+        assert_eq!(method_call("REF:a.csv.split(',')").as_deref(), Some("split(REF:a.csv, ',')"));
+        assert_eq!(method_call("REF:i.title.frobnicate()"), None);
+        assert_eq!(method_call("f(x).upper()"), None);
+        assert_eq!(method_call("upper()"), None);
+        assert!(help("REF:i.title.upper()").contains("write `upper(REF:i.title)`"));
         assert_eq!(function("length"), None);
         assert_eq!(
             operator_help(">").as_deref(),

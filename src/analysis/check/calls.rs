@@ -74,27 +74,59 @@ impl<'a> Checker<'a> {
             let Some(p) = by_name.get(&*s.name) else { continue };
             let expected = accepted_type_as(p, exact_type(callee.exact.as_deref(), p, false));
             let required = p.is_required() && crate::tool::validate::default_of(p).is_none();
+            // Optional, and the tool's schema does not allow null: null fails the step before
+            // the call (`E0801`), as for a required one (`StepPlan::non_null_optional`).
+            let non_null = !required
+                && callee
+                    .exact
+                    .as_deref()
+                    .and_then(|e| e.arguments.get(&*s.name))
+                    .is_some_and(|t| t.fits(&Type::Null) == Fit::No);
+            if self.closed_results && non_null && s.ty == Type::Null && s.what != "element" {
+                self.diags.push(
+                    Diagnostic::new(
+                        Code::CalleeArgumentType,
+                        s.value_span,
+                        format!("argument `{}` of `{path}` may be left out, but not null: its schema does not allow null, and the step would fail before the call", s.name),
+                    )
+                    .with_label("null")
+                    .with_secondary(s.key_span, format!("{} `{}`", s.what, s.name))
+                    .with_help(format!("to call `{path}` without `{}`, leave the key out; else give it a value", s.name)),
+                );
+                continue;
+            }
             // W1330 in a plan (whose callees' results are closed, so an optional field is
             // known to be optional), not in a `.tool` file.
-            if self.closed_results
-                && required
-                && s.what != "element"
-                && may_be_null(&s.ty)
-                && s.ty.fits(&expected) != Fit::No
-            {
+            if self.closed_results && (required || non_null) && may_be_null(&s.ty) && s.ty.fits(&expected) != Fit::No {
                 let written = self.written(s.value_span);
                 if !is_tested(&written, &tested) {
-                    let d = Diagnostic::new(
-                        Code::PlanMaybeNull,
-                        s.value_span,
-                        format!(
-                            "argument `{}` of `{path}` is required, and this may be null ({:#}): the call then fails",
-                            s.name, s.ty
+                    let (message, help) = match (s.what, required) {
+                        ("element", _) => (
+                            format!(
+                                "the elements may be null ({:#}), and argument `{}` of `{path}` cannot be: a null element's child fails before its call",
+                                s.ty, s.name
+                            ),
+                            elements_help(&written),
                         ),
-                    )
-                    .with_label(format!("this is {}", s.ty))
-                    .with_secondary(s.key_span, format!("{} `{}`", s.what, s.name))
-                    .with_help(maybe_null_help(&written, Some(&s.name)));
+                        (_, true) => (
+                            format!(
+                                "argument `{}` of `{path}` is required, and this may be null ({:#}): the call then fails",
+                                s.name, s.ty
+                            ),
+                            maybe_null_help(&written, Some(&s.name)),
+                        ),
+                        (_, false) => (
+                            format!(
+                                "argument `{}` of `{path}` may be left out but not null (its schema does not allow null), and this may be null ({:#}): the step then fails before the call",
+                                s.name, s.ty
+                            ),
+                            maybe_null_help(&written, Some(&s.name)),
+                        ),
+                    };
+                    let d = Diagnostic::new(Code::PlanMaybeNull, s.value_span, message)
+                        .with_label(format!("this is {}", s.ty))
+                        .with_secondary(s.key_span, format!("{} `{}`", s.what, s.name))
+                        .with_help(help);
                     self.diags.push(d);
                 }
             }
@@ -213,6 +245,14 @@ pub(super) fn maybe_null_help(written: &str, argument: Option<&str>) -> String {
         ),
         (None, false) => "map a value that is there (`default(…, …)` in a transform step), or declare the response with \"required\": false".to_string(),
     }
+}
+
+/// The help of `W1330` for a fan-out over `written` whose elements may be null.
+fn elements_help(written: &str) -> String {
+    let over = if written.starts_with("REF:") { written } else { "…" };
+    format!(
+        "leave the nulls out first, in a transform step: {{\"execution_id\": \"present\", \"transform_responses\": {{\"transforms\": {{\"items\": \"filter(array={over}, condition_string='item != null')\"}}}}}}, and iterate over \"REF:present.items\""
+    )
 }
 
 /// E0630: a literal that breaks a declared constraint. `declared_here` when the

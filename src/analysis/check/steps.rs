@@ -569,13 +569,18 @@ impl Checker<'_> {
         let field = strings.iter().copied().find(|k| *k == "name").or(strings.first().copied()).unwrap_or("name");
         let written = param.as_str().map_or_else(|| "REF:…".to_string(), |s| s.value.to_string());
         let shown = match literal {
-            Some(crate::Value::Str(s)) => format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'")),
-            _ => "…".to_string(),
+            Some(crate::Value::Str(s)) => crate::diagnostic::quoted(s),
+            _ => "the value".to_string(),
         };
+        // The names are computed, and the condition keeps its operator and its value as
+        // written: the help never carries the value into an expression (where it would
+        // need escaping twice, for the expression's string and for the JSON around it).
+        let id = (0..).map(|n| if n == 0 { format!("{field}s") } else { format!("{field}s_{n}") });
+        let id = id.take(100).find(|id| !self.ids.contains_key(id.as_str())).unwrap_or_else(|| format!("{field}s"));
         let step = serde_json::json!({
-            "execution_id": "has_it",
+            "execution_id": id,
             "transform_responses": {"variables": {"xs": written},
-                                    "transforms": {"yes": format!("any(array=xs, condition_string=\"item.{field} == {shown}\")")}}
+                                    "transforms": {field: format!("map(array=xs, template=\"item.{field}\")")}}
         });
         self.diags.push(
             Diagnostic::new(
@@ -586,7 +591,7 @@ impl Checker<'_> {
             .with_label(format!("this is {value_ty}"))
             .with_secondary(param.span, "a list of objects")
             .with_help(format!(
-                "`contains` compares whole elements; to ask whether an element's `{field}` is {shown}, compute it in a transform step, {step}, and make the condition {{\"param\": \"REF:has_it.yes\", \"operator\": \"equals\", \"value\": true}}"
+                "`contains` compares whole elements; to ask whether an element's `{field}` is {shown}, compute the `{field}`s in a transform step, {step}, and make the condition's param \"REF:{id}.{field}\" (its operator and value as they are)"
             )),
         );
     }

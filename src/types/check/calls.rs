@@ -45,6 +45,16 @@ impl Checker<'_> {
         let (args, given) = self.check_arguments(sig, bound, span, alias.as_ref());
         let inline = matches!(&*sig.name, "if" | "pipeline" | "create_object");
         let ty = (ok && !inline).then(|| sig.return_type(self.arg_types.get(base..).unwrap_or_default()));
+        // `filter(…, condition_string='item != null')` leaves no null (what W1330's help writes).
+        let drops_nulls = |a: &Arg| matches!(&a.value.kind, ExprKind::Str(c) if c.value.trim() == "item != null");
+        let ty = match ty {
+            Some(Type::List(e))
+                if &*sig.name == "filter" && bound.get(1).copied().flatten().is_some_and(drops_nulls) =>
+            {
+                Some(Type::List(Arc::new(e.non_null())))
+            }
+            ty => ty,
+        };
         if ok && matches!(&*sig.name, "sum" | "avg") {
             self.check_summed(&sig.name, base, bound);
         }

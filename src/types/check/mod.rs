@@ -20,7 +20,7 @@ use super::scope::Scope;
 use super::signature::Signatures;
 use super::typed::{TExpr, TKind};
 use super::{Fit, ObjectType, Type};
-use crate::diagnostic::{did_you_mean, Code, Diagnostic};
+use crate::diagnostic::{did_you_mean, Applicability, Code, Diagnostic};
 use crate::span::{SourceMap, Span, Spanned};
 use crate::syntax::ast::{BinaryOp, Expr, ExprKind, Name, RefPath, UnaryOp};
 use crate::value::{SmolStr, Value};
@@ -556,10 +556,20 @@ impl<'a> Checker<'a> {
                     }
                 }
                 if out.is_empty() {
-                    let help = text_and_number(&lt.ty, &rt.ty, l, r).unwrap_or_else(|| {
-                        "`+` adds numbers, or joins two strings, two lists or two objects".to_string()
-                    });
-                    self.operand_error(op, &lt, &rt, l.span, r.span, &help);
+                    // Text and a number: typed as the `to_string` of the help makes it, a
+                    // string, so each number joined after gets its own error, none derived.
+                    if let Some((help, operand)) = text_and_number(&lt.ty, &rt.ty, l, r) {
+                        if self.operand_error(op, &lt, &rt, l.span, r.span, &help) {
+                            let fix = format!("to_string({})", crate::syntax::print(operand));
+                            let at = self.sp(operand.span);
+                            if let Some(d) = self.diags.pop() {
+                                self.diags.push(d.with_suggestion(at, fix, Applicability::MaybeIncorrect));
+                            }
+                        }
+                        return self.node(TKind::Binary(op, Box::new([lt, rt])), Type::Str, span);
+                    }
+                    let help = "`+` adds numbers, or joins two strings, two lists or two objects";
+                    self.operand_error(op, &lt, &rt, l.span, r.span, help);
                     Type::Never
                 } else {
                     Type::union_all(out)
@@ -589,7 +599,16 @@ impl<'a> Checker<'a> {
         self.node(TKind::Binary(op, Box::new([lt, rt])), ty, span)
     }
 
-    pub(super) fn operand_error(&mut self, op: BinaryOp, lt: &TExpr, rt: &TExpr, ls: Span, rs: Span, help: &str) {
+    /// Reports `op` between these operands (`E0202`); false when an operand already failed.
+    pub(super) fn operand_error(
+        &mut self,
+        op: BinaryOp,
+        lt: &TExpr,
+        rt: &TExpr,
+        ls: Span,
+        rs: Span,
+        help: &str,
+    ) -> bool {
         // An operand that always fails (an error reported already: `never`) absorbs the
         // operator: `'Issue #' + r.id + ': '` is one error, not one per `+` after it.
         if matches!(lt.kind, TKind::Error)
@@ -597,7 +616,7 @@ impl<'a> Checker<'a> {
             || matches!(lt.ty, Type::Never)
             || matches!(rt.ty, Type::Never)
         {
-            return;
+            return false;
         }
         self.error(
             Diagnostic::new(
@@ -608,12 +627,13 @@ impl<'a> Checker<'a> {
             .with_label(format!("{} {} {}", lt.ty, op.symbol(), rt.ty))
             .with_help(help.to_string()),
         );
+        true
     }
 }
 
 /// The help of `E0202` for `+` between text and a number (`'Issue #' + r.id`): convert the
 /// number with `to_string`, shown on the operand as written (hostile round 10, finding 18).
-fn text_and_number(lt: &Type, rt: &Type, l: &Expr, r: &Expr) -> Option<String> {
+fn text_and_number<'e>(lt: &Type, rt: &Type, l: &'e Expr, r: &'e Expr) -> Option<(String, &'e Expr)> {
     let text = |t: &Type| t.non_null().fits(&Type::Str) == Fit::Yes && !matches!(t.non_null(), Type::Never);
     let number = |t: &Type| t.non_null().fits(&Type::Number) == Fit::Yes && !matches!(t.non_null(), Type::Never);
     let operand = match () {
@@ -622,8 +642,11 @@ fn text_and_number(lt: &Type, rt: &Type, l: &Expr, r: &Expr) -> Option<String> {
         _ => return None,
     };
     let shown = crate::syntax::print(operand);
-    Some(format!(
-        "`+` joins two strings and adds two numbers, never one of each: convert the number with `to_string({shown})`"
+    Some((
+        format!(
+            "`+` joins two strings and adds two numbers, never one of each: convert the number with `to_string({shown})`"
+        ),
+        operand,
     ))
 }
 
