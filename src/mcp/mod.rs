@@ -115,24 +115,45 @@ struct Inner {
     shutdown: tokio::sync::watch::Sender<bool>,
     /// `tools/call` requests running now.
     in_flight: AtomicUsize,
-    /// The runs of calls answered as cancelled whose threads have not come back yet, by a
-    /// number of their own: ended in their place when the server stops
-    /// ([`McpServer::end_leftover_runs`]).
-    leftovers: Mutex<Vec<(u64, abandon::RunEnding)>>,
+    /// The runs of the calls whose threads have not come back yet (running, or answered as
+    /// cancelled and not stopped yet), by a number of their own: ended in their place when
+    /// the server stops ([`McpServer::end_leftover_runs`]).
+    leftovers: Mutex<Leftovers>,
     /// The number of the next leftover run.
     next_leftover: std::sync::atomic::AtomicU64,
 }
 
+/// The runs still out, and whether the server stopped (a run kept after that is ended at
+/// once: it never starts recording).
+#[derive(Default)]
+struct Leftovers {
+    runs: Vec<(u64, abandon::RunEnding)>,
+    stopped: bool,
+}
+
+impl std::fmt::Debug for Leftovers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Leftovers").field("runs", &self.runs.len()).field("stopped", &self.stopped).finish()
+    }
+}
+
 impl Inner {
-    /// Keeps `ending` until [`Inner::forget_leftover`] is called with the number returned.
+    /// Keeps `ending` until [`Inner::forget_leftover`] is called with the number returned;
+    /// once the server stopped, ends it at once instead.
     fn keep_leftover(&self, ending: abandon::RunEnding) -> u64 {
         let n = self.next_leftover.fetch_add(1, Ordering::SeqCst);
-        self.leftovers.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push((n, ending));
+        let mut leftovers = self.leftovers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if leftovers.stopped {
+            drop(leftovers);
+            ending.abandon();
+        } else {
+            leftovers.runs.push((n, ending));
+        }
         n
     }
 
     fn forget_leftover(&self, n: u64) {
-        self.leftovers.lock().unwrap_or_else(std::sync::PoisonError::into_inner).retain(|(m, _)| *m != n);
+        self.leftovers.lock().unwrap_or_else(std::sync::PoisonError::into_inner).runs.retain(|(m, _)| *m != n);
     }
 }
 
@@ -466,20 +487,25 @@ impl McpServer {
         self.inner.shutdown.send_replace(true);
     }
 
-    /// Ends in the history, in their place, the runs of calls answered as cancelled whose
-    /// threads have not come back ([`abandon`]): the server stops, and nothing else would.
+    /// Ends in the history, in their place, the runs of calls whose threads have not come
+    /// back ([`abandon`]), and every run a call starts from now on: the server stops, and
+    /// nothing else would. Once it returns, the end of every run is written (its own, or
+    /// the one written in its place), so that the process may exit.
     pub(crate) fn end_leftover_runs(&self) {
-        let leftovers =
-            std::mem::take(&mut *self.inner.leftovers.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+        let leftovers = {
+            let mut l = self.inner.leftovers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            l.stopped = true;
+            std::mem::take(&mut l.runs)
+        };
         for (_, ending) in leftovers {
             ending.abandon();
         }
     }
 
-    /// Whether some call answered as cancelled still has its run's thread out.
+    /// Whether some call still has its run's thread out.
     #[cfg_attr(not(feature = "mcp-http"), allow(dead_code))]
     pub(crate) fn has_leftover_runs(&self) -> bool {
-        !self.inner.leftovers.lock().unwrap_or_else(std::sync::PoisonError::into_inner).is_empty()
+        !self.inner.leftovers.lock().unwrap_or_else(std::sync::PoisonError::into_inner).runs.is_empty()
     }
 
     /// How many `tools/call` requests are running now.
@@ -521,7 +547,7 @@ impl McpServer {
     ) -> Option<Json> {
         let served = self.served_named(name);
         if self.is_skill_tool(name) {
-            return self.change_skills(name, &arguments, None, None).map(|(answer, _)| answer);
+            return self.change_skills(name, &arguments, None, None, cancel).map(|(answer, _)| answer);
         }
         let skill = if served.is_none() && !self.is_plan_tool(name) { self.skill_named(name) } else { None };
         let plan_tool = match (served, &self.plans) {
@@ -559,20 +585,22 @@ impl McpServer {
         }
     }
 
-    /// `save_skill` or `delete_skill` by a client (its name and session, for the history):
-    /// the answer, and whether the tools changed.
+    /// `save_skill` or `delete_skill` by a client (its name and session, for the history),
+    /// stopped by `cancel` before its write ([`skills::Skills::save`]): the answer, and
+    /// whether the tools changed.
     fn change_skills(
         &self,
         name: &str,
         arguments: &Json,
         client: Option<String>,
         session: Option<String>,
+        cancel: &CancelToken,
     ) -> Option<(Json, bool)> {
         let skills = self.skills.as_ref()?;
         Some(if name == skills::SAVE_SKILL {
-            skills.save(arguments, client, session)
+            skills.save(arguments, client, session, cancel)
         } else {
-            skills.delete(arguments, client, session)
+            skills.delete(arguments, client, session, cancel)
         })
     }
 
