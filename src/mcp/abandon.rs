@@ -342,7 +342,8 @@ mod tests {
             }
             if then == Then::EndRuns {
                 same.end_leftover_runs();
-                let ended = || watched.0.lock().unwrap_or_else(PoisonError::into_inner).iter().any(|l| l.starts_with("run "));
+                let ended =
+                    || watched.0.lock().unwrap_or_else(PoisonError::into_inner).iter().any(|l| l.starts_with("run "));
                 assert!(ended(), "the run was not ended when the server stopped");
             }
             let _ = stop_tx.send(());
@@ -421,7 +422,8 @@ mod tests {
         fn event(&self, event: &Event<'_>) {
             if matches!(event, Event::RunEnded { trace } if trace.error.is_none()) {
                 let _ = self.entered.send(());
-                let _ = self.release.lock().unwrap_or_else(PoisonError::into_inner).recv_timeout(Duration::from_secs(60));
+                let _ =
+                    self.release.lock().unwrap_or_else(PoisonError::into_inner).recv_timeout(Duration::from_secs(60));
             }
             self.log.event(event);
         }
