@@ -119,6 +119,11 @@ pub(crate) struct ServeArgs {
     /// Where the composite runs of calls are recorded (`--history FILE`, `--no-history`).
     #[command(flatten)]
     history: super::progress::HistoryArgs,
+    /// Run as the watchdog of a `serve` (Linux; started by `serve` itself, not by hand):
+    /// reads the processes `serve` starts on standard input, and ends those that still run
+    /// once that input ends — when `serve` ended, however it ended (`src/host/watchdog.rs`).
+    #[arg(long = "watchdog", hide = true)]
+    watchdog: bool,
     /// The environment of `exec:` tools and `mcp:` servers (`--clean-env`, `--pass-env`).
     #[command(flatten)]
     tool_env: super::run::ToolEnvArgs,
@@ -353,6 +358,10 @@ fn plan_setup(
 /// Runs `tdsl serve`.
 pub(crate) fn run(args: ServeArgs) -> ExitCode {
     let _ = args.mcp;
+    #[cfg(target_os = "linux")]
+    if args.watchdog {
+        return crate::host::watchdog::run();
+    }
     // The address and the token are checked before anything loads.
     let http = match &args.listen {
         Some(listen) => match http_setup(&args, listen) {
@@ -385,6 +394,10 @@ pub(crate) fn run(args: ServeArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return usage_failure(&UsageError(e)),
     };
+    // Before any process starts (a skill's check may start an upstream server): what ends
+    // them when this process is killed outright.
+    #[cfg(target_os = "linux")]
+    crate::host::watchdog::start();
     let (server, skipped) = match McpServer::load_except(&root, &args.allow, skill_store.as_ref().map(|s| s.dir())) {
         Ok(s) => s,
         Err(e) if e.starts_with("--allow") => return usage_failure(&UsageError(e)),
