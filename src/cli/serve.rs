@@ -19,6 +19,10 @@ use super::{usage_failure, UsageError};
 use crate::mcp::http::{check_bind, check_max_connections, read_token, HttpOptions};
 use crate::mcp::McpServer;
 
+/// How long `serve`, stopping, waits for the ends of the runs still out to be written into
+/// the history ([`McpServer::finish_runs`]).
+const RUN_ENDS_BOUND: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The address to bind and the HTTP options, from `--listen` and the options after it.
 fn http_setup(args: &ServeArgs, listen: &str) -> Result<(std::net::SocketAddr, HttpOptions), String> {
     use std::net::ToSocketAddrs;
@@ -476,6 +480,8 @@ pub(crate) fn run(args: ServeArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return usage_failure(&UsageError(format!("cannot start the async runtime: {e}"))),
     };
+    // The runs of calls, to wait for their ends to be written before the process exits.
+    let runs = server.for_session();
     let result = match http {
         None => {
             let server = match args.max_calls {
@@ -507,6 +513,15 @@ pub(crate) fn run(args: ServeArgs) -> ExitCode {
     // Calls cancelled at shutdown may still be winding down on blocking threads: their
     // programs are already killed, so the process does not wait for them.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    // Every run's end in the history before the exit: a run the process left behind would
+    // stay `RUNNING` (read back `INTERRUPTED`).
+    if !runs.finish_runs(RUN_ENDS_BOUND) {
+        eprintln!(
+            "tdsl: warning: some runs could not be ended in the history within {} s (the history is slow or \
+             locked): they read INTERRUPTED",
+            RUN_ENDS_BOUND.as_secs()
+        );
+    }
     // The upstream servers get SIGTERM and 0.5 s, then they are killed: one busy writing an
     // answer reads no more input, so closing it would not end it.
     if let Some(u) = upstreams {

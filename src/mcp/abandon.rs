@@ -288,9 +288,9 @@ mod tests {
         Stop,
         /// The client cancels the call first.
         Cancel,
-        /// The server's stop ends the runs still out ([`McpServer::end_leftover_runs`], as
-        /// the transports do last) while the call is still waiting for its run: the
-        /// recorder must be told the run's end then.
+        /// The server's stop ends the runs still out ([`McpServer::finish_runs`], as `serve`
+        /// does last) while the call is still waiting for its run: the recorder must be
+        /// told the run's end by the time it returns.
         EndRuns,
     }
 
@@ -341,7 +341,7 @@ mod tests {
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
             if then == Then::EndRuns {
-                same.end_leftover_runs();
+                assert!(same.finish_runs(Duration::from_secs(30)), "the runs' ends written");
                 let ended =
                     || watched.0.lock().unwrap_or_else(PoisonError::into_inner).iter().any(|l| l.starts_with("run "));
                 assert!(ended(), "the run was not ended when the server stopped");

@@ -324,9 +324,13 @@ impl ServerHandler for McpServer {
         let result = match done {
             None => {
                 // Ended in its place (the run's own end, when it is being written, first),
-                // off the runtime's thread: the history's writes may wait.
-                let _ = tokio::task::spawn_blocking(move || ending.abandon()).await;
-                self.inner.forget_leftover(kept);
+                // off the runtime's thread and without holding the answer: the history's
+                // writes may wait. Kept until then, so that the server's stop waits for it.
+                let inner = self.inner.clone();
+                tokio::task::spawn_blocking(move || {
+                    ending.abandon();
+                    inner.forget_leftover(kept);
+                });
                 watcher.abort();
                 // The run's thread still holds its observers: their notifications stop here.
                 for forwarder in forwarders {

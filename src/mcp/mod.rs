@@ -129,11 +129,18 @@ struct Inner {
 struct Leftovers {
     runs: Vec<(u64, abandon::RunEnding)>,
     stopped: bool,
+    /// The thread ending the runs still out when the server stopped
+    /// ([`McpServer::end_leftover_runs`]), until [`McpServer::finish_runs`] joins it.
+    ending: Option<std::thread::JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for Leftovers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Leftovers").field("runs", &self.runs.len()).field("stopped", &self.stopped).finish()
+        f.debug_struct("Leftovers")
+            .field("runs", &self.runs.len())
+            .field("stopped", &self.stopped)
+            .field("ending", &self.ending.is_some())
+            .finish()
     }
 }
 
@@ -489,17 +496,47 @@ impl McpServer {
 
     /// Ends in the history, in their place, the runs of calls whose threads have not come
     /// back ([`abandon`]), and every run a call starts from now on: the server stops, and
-    /// nothing else would. Once it returns, the end of every run is written (its own, or
-    /// the one written in its place), so that the process may exit.
+    /// nothing else would. The writes are made on a thread of their own (a run writing its
+    /// own end is waited for, and the history's writes may wait): it returns at once, and
+    /// [`McpServer::finish_runs`] waits for them, before the process exits.
     pub(crate) fn end_leftover_runs(&self) {
-        let leftovers = {
-            let mut l = self.inner.leftovers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            l.stopped = true;
-            std::mem::take(&mut l.runs)
-        };
-        for (_, ending) in leftovers {
-            ending.abandon();
+        let mut l = self.inner.leftovers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if l.stopped {
+            return;
         }
+        l.stopped = true;
+        let runs: Vec<abandon::RunEnding> = std::mem::take(&mut l.runs).into_iter().map(|(_, e)| e).collect();
+        let kept = runs.clone();
+        let end = move || runs.iter().for_each(abandon::RunEnding::abandon);
+        match std::thread::Builder::new().name("tdsl-run-ends".to_string()).spawn(end) {
+            Ok(thread) => l.ending = Some(thread),
+            // No thread to be had: ended here.
+            Err(_) => {
+                drop(l);
+                kept.iter().for_each(abandon::RunEnding::abandon);
+            }
+        }
+    }
+
+    /// Ends the runs still out ([`McpServer::end_leftover_runs`], when the transport did
+    /// not), then waits until each run's end is written — its own, or the one written in
+    /// its place — for at most `bound`. Blocking: `serve` calls it last, outside the async
+    /// runtime, so that the process exits only once the history holds every run's end.
+    /// Whether they all were written within `bound`.
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub(crate) fn finish_runs(&self, bound: Duration) -> bool {
+        self.end_leftover_runs();
+        let ending = self.inner.leftovers.lock().unwrap_or_else(std::sync::PoisonError::into_inner).ending.take();
+        let Some(thread) = ending else { return true };
+        let asked = std::time::Instant::now();
+        while !thread.is_finished() {
+            if asked.elapsed() >= bound {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let _ = thread.join();
+        true
     }
 
     /// Whether some call still has its run's thread out.
