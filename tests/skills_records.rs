@@ -54,27 +54,33 @@ fn saves_then_shutdown(sigterm: bool) {
     let (mut process, mut stdin, stdout) =
         Process::spawn_piped("tdsl serve --skills", &mut serve(&root, &history, &[]));
     let mut stdout = BufReader::new(stdout);
-    let mut send = |m: Value| {
+    let send = |stdin: &mut std::process::ChildStdin, m: Value| {
         writeln!(stdin, "{m}").expect("write");
         stdin.flush().expect("flush");
     };
-    send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
-        "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}));
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+        "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}),
+    );
     let mut line = String::new();
     stdout.read_line(&mut line).expect("the handshake");
     assert!(line.contains("serverInfo"), "{line}");
-    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(&mut stdin, json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     for i in 0..8u64 {
         let plan = json!({"instructions": [{"execution_id": "s", "transform_responses": {"variables": {},
             "transforms": {"x": format!("{i}")}}}], "response_reference_map": {"x": "REF:s.x"}});
-        send(json!({"jsonrpc": "2.0", "id": 100 + i, "method": "tools/call", "params": {"name": "save_skill",
+        send(
+            &mut stdin,
+            json!({"jsonrpc": "2.0", "id": 100 + i, "method": "tools/call", "params": {"name": "save_skill",
             "arguments": {"name": format!("s{}", i % 3), "description": format!("save {i}"), "plan": plan,
-                "replace": true}}}));
+                "replace": true}}}),
+        );
     }
     if sigterm {
         process.sigterm();
     }
-    drop(send);
+    // The end of its input (the client is done), or after the signal, its input all the same.
     drop(stdin);
     let mut answers = BTreeMap::new();
     for line in stdout.lines() {
