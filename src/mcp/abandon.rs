@@ -310,6 +310,7 @@ mod tests {
         let stuck = Stuck { log: log.clone(), release: Arc::new(Mutex::new(held)) };
         let server = server.with_run_observers(Arc::new(stuck));
         let same = server.for_session();
+        let finisher = server.for_session();
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
         let watched = log.clone();
         let answer = runtime.block_on(async move {
@@ -361,6 +362,8 @@ mod tests {
             let _ = serving.await;
             answer
         });
+        // As `serve` does last: every run's end written before the exit.
+        assert!(finisher.finish_runs(Duration::from_secs(30)), "the runs' ends written");
         drop(release);
         let seen = log.0.lock().unwrap_or_else(PoisonError::into_inner).clone();
         (answer, seen)
