@@ -43,7 +43,7 @@ use crate::exec::{CancelToken, Observer};
 use crate::export::{export_names, export_tool, Format};
 use crate::tool::{ToolDef, ToolKind};
 use notifications::Observers;
-use served::{call_served, served_run_guards};
+use served::{call_served, ServedLimits};
 
 /// Makes the observer of each run a call of the server starts, besides the client's
 /// progress: how a host records runs (`serve --history`: a history recorder per run).
@@ -96,7 +96,7 @@ pub struct McpServer {
     plans: Option<Arc<plans::PlanServer>>,
     /// The bounds of each composite run a call makes: its calls and its result's bytes
     /// (`serve --max-calls-per-run`, `--max-result-bytes`).
-    run_guards: crate::exec::Guards,
+    run_limits: ServedLimits,
     /// With plans on: `tools/list` shows only `check_plan` and `run_plan`, and only they can
     /// be called directly; the served tools stay callable from plans (`serve --plans-only`).
     plans_only: bool,
@@ -294,10 +294,7 @@ impl McpServer {
             tool_env: crate::host::ToolEnv::Inherit,
             max_tool_values: crate::ranges::SERVE_MAX_TOOL_VALUES,
             plans: None,
-            run_guards: served_run_guards(
-                crate::ranges::SERVE_MAX_CALLS_PER_RUN,
-                crate::ranges::SERVE_MAX_RESULT_BYTES,
-            ),
+            run_limits: ServedLimits::default(),
             plans_only: false,
             compose: None,
             skills: None,
@@ -333,7 +330,7 @@ impl McpServer {
             tool_env: self.tool_env.clone(),
             max_tool_values: self.max_tool_values,
             plans: self.plans.clone(),
-            run_guards: self.run_guards.clone(),
+            run_limits: self.run_limits.clone(),
             plans_only: self.plans_only,
             compose: self.compose.clone(),
             skills: self.skills.clone(),
@@ -345,7 +342,27 @@ impl McpServer {
     /// [`crate::ranges::MAX_CALLS_PER_RUN`], [`crate::ranges::MAX_RESULT_BYTES`]). Plans have
     /// theirs in [`crate::plans::PlanLimits`].
     pub fn with_run_limits(mut self, max_calls_per_run: usize, max_result_bytes: usize) -> McpServer {
-        self.run_guards = served_run_guards(max_calls_per_run, max_result_bytes);
+        self.run_limits.max_calls_per_run = max_calls_per_run;
+        self.run_limits.max_result_bytes = max_result_bytes;
+        self
+    }
+
+    /// The same server running each served composite under the plans' per-run budgets: at
+    /// most `max_run_fuel` fuel and `max_run_memory` bytes of values (500,000,000 and 512 MiB
+    /// by default), the bytes taken from `pool` too — the pool the plans' runs share (`serve
+    /// --max-memory-in-flight`, 2 GiB by default) — and stopped at `deadline` (`TIMEOUT`;
+    /// 120 s by default, `serve --deadline`).
+    pub fn with_run_budgets(
+        mut self,
+        max_run_fuel: u64,
+        max_run_memory: u64,
+        pool: crate::runtime::MemoryPool,
+        deadline: std::time::Duration,
+    ) -> McpServer {
+        self.run_limits.max_run_fuel = max_run_fuel;
+        self.run_limits.max_run_memory = max_run_memory;
+        self.run_limits.pool = pool;
+        self.run_limits.deadline = deadline;
         self
     }
 
@@ -615,7 +632,7 @@ impl McpServer {
                 cancel,
                 observer,
                 served::host_runner(&self.tool_env, self.max_tool_values),
-                &self.run_guards,
+                &self.run_limits,
             )),
             (None, Some(p)) => Some(p.run_plan(&arguments, cancel, observer)),
             (None, None) => None,

@@ -280,6 +280,11 @@ impl PlanServer {
         self.options.limits.max_bytes
     }
 
+    /// The largest result of a run, in bytes of compact JSON.
+    pub(super) fn max_result_bytes(&self) -> usize {
+        self.options.limits.max_result_bytes
+    }
+
     /// `run_plan {plan, arguments}`: checks, then runs with the served tools and the
     /// upstream servers; `{status, result, steps, failure_summary?}`.
     pub fn run_plan(&self, arguments: &Json, cancel: &CancelToken, observer: Option<Arc<dyn Observer>>) -> Json {

@@ -675,7 +675,7 @@ fn run_skill(
     let call = json!({"plan": skill.text, "arguments": arguments});
     match plans.run_as(&call, cancel, observer, tool, recorded) {
         Ok(run) => match (run.succeeded(), run.result) {
-            (true, Some(result)) => super::served::success(result),
+            (true, Some(result)) => super::served::success(&result, plans.max_result_bytes()),
             _ => {
                 let why = run.failure_summary.unwrap_or_else(|| "no reason recorded".to_string());
                 super::served::tool_error(format!("{}: {why}", run.status.as_str()))
