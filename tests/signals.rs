@@ -96,6 +96,25 @@ fn serve_over_stdio_ends_its_calls_and_records_them_on_each_signal() {
     }
 }
 
+/// Outside round 11 (finding 9): `serve` killed outright (SIGKILL, as the OOM killer does)
+/// runs no code of its own, and the program of a call in flight (and its child) ran on. Its
+/// watchdog ends them now (Linux).
+#[cfg(target_os = "linux")]
+#[test]
+fn serve_killed_outright_leaves_no_program_running() {
+    let (dir, pid_file) = sleeping_root();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tdsl"));
+    cmd.args(["serve", "--mcp", "--no-history", "--root"]).arg(dir.path());
+    let mut client = StdioClient::start(&mut cmd);
+    client.start_request("tools/call", json!({"name": "main", "arguments": {}}));
+    let pids = sleeping_pids(&pid_file);
+    send(client.process.pid(), Signal::SIGKILL);
+    client.process.exit_within(Duration::from_secs(10));
+    for p in &pids {
+        wait_until(Duration::from_secs(10), &format!("process {p} to end"), || (!alive(p)).then_some(()));
+    }
+}
+
 /// One HTTP request to the server at `port`: the response's head and body.
 fn post(port: u16, session: Option<&str>, body: &Value) -> (String, String) {
     let mut conn = TcpStream::connect(("127.0.0.1", port)).expect("connect");

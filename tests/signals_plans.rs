@@ -9,6 +9,7 @@
 mod common;
 
 use std::path::Path;
+use std::process::Command;
 use std::time::Duration;
 
 use common::mcp_stdio::serve_upstreams;
@@ -96,6 +97,45 @@ fn sigterm_while_an_upstream_answer_is_read_answers_the_call_and_records_it_fail
     assert!(summary.contains("cancelled") && summary.ends_with("[E0813]"), "{answer}");
     assert!(status.success(), "{status:?}: {output}");
     assert_eq!(runs(&history), [("run_plan".to_string(), "FAILED".to_string())], "{output}");
+}
+
+/// Outside round 11 (finding 9): `serve` killed outright (SIGKILL, as the OOM killer does)
+/// left an upstream server busy in a long call running (it reads no input and writes
+/// nothing meanwhile, so neither the end of its input nor a broken pipe ends it). Its
+/// watchdog ends it now (Linux).
+#[cfg(target_os = "linux")]
+#[test]
+fn sigkill_of_serve_ends_an_upstream_busy_in_a_long_call() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(&root).expect("the root");
+    let upstream = dir.path().join("up.py");
+    script(
+        &upstream,
+        &UPSTREAM.replace(
+            "open(os.environ[\"UP_WRITING\"], \"w\").close()",
+            "open(os.environ[\"UP_WRITING\"], \"w\").write(str(os.getpid())); time.sleep(60)",
+        ),
+    );
+    let writing = dir.path().join("writing");
+    let mut client = serve_upstreams(
+        &root,
+        &[format!("up={}", upstream.display())],
+        None,
+        &[],
+        &[("UP_WRITING", writing.to_str().expect("a UTF-8 path"))],
+    );
+    let plan =
+        json!({"instructions": [{"execution_id": "b", "tool_definition_path": "up/big", "arguments": {"s": "x"}}]});
+    client.start_request("tools/call", json!({"name": "run_plan", "arguments": {"plan": plan}}));
+    let pid = wait_until(Duration::from_secs(30), "the upstream to start its answer", || {
+        std::fs::read_to_string(&writing).ok().filter(|p| !p.is_empty())
+    });
+    assert!(common::process::alive(&pid), "the upstream {pid} runs");
+    let status = Command::new("kill").args(["-s", "KILL", &client.process.pid().to_string()]).status();
+    assert!(status.is_ok_and(|s| s.success()), "kill -s KILL");
+    client.process.exit_within(Duration::from_secs(10));
+    wait_until(Duration::from_secs(10), "the upstream to end", || (!common::process::alive(&pid)).then_some(()));
 }
 
 /// A history database at `path` held locked by this process until the connection is

@@ -19,6 +19,10 @@ use super::{usage_failure, UsageError};
 use crate::mcp::http::{check_bind, check_max_connections, read_token, HttpOptions};
 use crate::mcp::McpServer;
 
+/// How long `serve`, stopping, waits for the ends of the runs still out to be written into
+/// the history ([`McpServer::finish_runs`]).
+const RUN_ENDS_BOUND: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The address to bind and the HTTP options, from `--listen` and the options after it.
 fn http_setup(args: &ServeArgs, listen: &str) -> Result<(std::net::SocketAddr, HttpOptions), String> {
     use std::net::ToSocketAddrs;
@@ -119,6 +123,11 @@ pub(crate) struct ServeArgs {
     /// Where the composite runs of calls are recorded (`--history FILE`, `--no-history`).
     #[command(flatten)]
     history: super::progress::HistoryArgs,
+    /// Run as the watchdog of a `serve` (Linux; started by `serve` itself, not by hand):
+    /// reads the processes `serve` starts on standard input, and ends those that still run
+    /// once that input ends — when `serve` ended, however it ended (`src/host/watchdog.rs`).
+    #[arg(long = "watchdog", hide = true)]
+    watchdog: bool,
     /// The environment of `exec:` tools and `mcp:` servers (`--clean-env`, `--pass-env`).
     #[command(flatten)]
     tool_env: super::run::ToolEnvArgs,
@@ -353,6 +362,10 @@ fn plan_setup(
 /// Runs `tdsl serve`.
 pub(crate) fn run(args: ServeArgs) -> ExitCode {
     let _ = args.mcp;
+    #[cfg(target_os = "linux")]
+    if args.watchdog {
+        return crate::host::watchdog::run();
+    }
     // The address and the token are checked before anything loads.
     let http = match &args.listen {
         Some(listen) => match http_setup(&args, listen) {
@@ -385,6 +398,10 @@ pub(crate) fn run(args: ServeArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return usage_failure(&UsageError(e)),
     };
+    // Before any process starts (a skill's check may start an upstream server): what ends
+    // them when this process is killed outright.
+    #[cfg(target_os = "linux")]
+    crate::host::watchdog::start();
     let (server, skipped) = match McpServer::load_except(&root, &args.allow, skill_store.as_ref().map(|s| s.dir())) {
         Ok(s) => s,
         Err(e) if e.starts_with("--allow") => return usage_failure(&UsageError(e)),
@@ -463,6 +480,8 @@ pub(crate) fn run(args: ServeArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return usage_failure(&UsageError(format!("cannot start the async runtime: {e}"))),
     };
+    // The runs of calls, to wait for their ends to be written before the process exits.
+    let runs = server.for_session();
     let result = match http {
         None => {
             let server = match args.max_calls {
@@ -494,6 +513,15 @@ pub(crate) fn run(args: ServeArgs) -> ExitCode {
     // Calls cancelled at shutdown may still be winding down on blocking threads: their
     // programs are already killed, so the process does not wait for them.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    // Every run's end in the history before the exit: a run the process left behind would
+    // stay `RUNNING` (read back `INTERRUPTED`).
+    if !runs.finish_runs(RUN_ENDS_BOUND) {
+        eprintln!(
+            "tdsl: warning: some runs could not be ended in the history within {} s (the history is slow or \
+             locked): they read INTERRUPTED",
+            RUN_ENDS_BOUND.as_secs()
+        );
+    }
     // The upstream servers get SIGTERM and 0.5 s, then they are killed: one busy writing an
     // answer reads no more input, so closing it would not end it.
     if let Some(u) = upstreams {

@@ -25,6 +25,8 @@ pub(crate) mod mcp_client;
 mod orphans;
 pub(crate) mod runner;
 mod tails;
+#[cfg(all(target_os = "linux", feature = "cli"))]
+pub(crate) mod watchdog;
 
 pub use env::ToolEnv;
 // For the `tdsl` command: `check`'s endpoint warning, `run --max-tool-output`, the cleanup.

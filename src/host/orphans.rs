@@ -133,6 +133,9 @@ pub(super) fn spawn_owned<C>(
     // The reaper's lock first, as the reaper takes them: it cannot look in between.
     let _running = lock_running();
     let child = spawn()?;
+    if let Some(pid) = id(&child) {
+        crate::processes::spawned(pid);
+    }
     let reaping = REAPING.load(std::sync::atomic::Ordering::Relaxed);
     if let Some(pid) = id(&child).and_then(|p| i32::try_from(p).ok()).filter(|_| reaping) {
         #[cfg(all(target_os = "linux", feature = "cli"))]
@@ -169,6 +172,19 @@ fn proc_stat(pid: &str) -> Option<ProcStat> {
     // `starttime` is the 22nd field; `session` was the 6th.
     let start = fields.nth(15)?;
     Some(ProcStat { pid, state, parent, group, session, start })
+}
+
+/// When the process `pid` started (clock ticks after boot, from `/proc`), while it runs
+/// (`None` once it ended, a zombie included).
+#[cfg(all(target_os = "linux", feature = "cli"))]
+pub(super) fn start_time(pid: u32) -> Option<String> {
+    proc_stat(&pid.to_string()).filter(|s| s.state != "Z" && s.state != "X").map(|s| s.start)
+}
+
+/// Whether the process `pid` leads its process group (an `exec:` program does).
+#[cfg(all(target_os = "linux", feature = "cli"))]
+pub(super) fn leads_group(pid: u32) -> bool {
+    proc_stat(&pid.to_string()).is_some_and(|s| s.group == pid.to_string())
 }
 
 /// The children of this process, ended or not, from `/proc`.

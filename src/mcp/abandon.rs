@@ -30,7 +30,15 @@ pub(super) const SHUTDOWN_MESSAGE: &str =
 /// The observer of one run, which the call can end in the run's place
 /// ([`RunEnding::abandon`]). Filled in by the call when it makes the run's observers.
 #[derive(Clone, Default)]
-pub(super) struct RunEnding(Arc<Mutex<Option<Arc<Ended>>>>);
+pub(super) struct RunEnding(Arc<Mutex<Slot>>);
+
+/// The run's observer once the call made it, and whether the run was ended already: an
+/// observer made after that hears nothing (the server stopped before the run started).
+#[derive(Default)]
+struct Slot {
+    ended: Option<Arc<Ended>>,
+    stopped: bool,
+}
 
 impl std::fmt::Debug for RunEnding {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -40,17 +48,30 @@ impl std::fmt::Debug for RunEnding {
 
 impl RunEnding {
     /// `inner` (the run's recorder), wrapped so that it can be ended in the run's place.
+    /// Wrapped after [`RunEnding::abandon`], it passes nothing on: a run that starts once
+    /// the server stopped is not recorded (it would stay `RUNNING`).
     pub(super) fn wrap(&self, inner: Arc<dyn Observer>) -> Arc<dyn Observer> {
-        let ended = Arc::new(Ended { inner, state: Mutex::default(), closed: AtomicBool::new(false) });
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(ended.clone());
+        let mut slot = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let ended = Arc::new(Ended {
+            inner,
+            state: Mutex::default(),
+            order: Mutex::default(),
+            closed: AtomicBool::new(slot.stopped),
+        });
+        slot.ended = Some(ended.clone());
         ended
     }
 
     /// Ends the run in its place, when it started and has not ended: its running steps
     /// `CANCELLED`, itself `FAILED` (`E0813`, [`SHUTDOWN_MESSAGE`]). Later events of the run
-    /// are dropped.
+    /// are dropped. When the run is writing its own start or end, that write ends first:
+    /// once this returns, the run's end (its own, or this one) is written.
     pub(super) fn abandon(&self) {
-        let ended = self.0.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let ended = {
+            let mut slot = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+            slot.stopped = true;
+            slot.ended.clone()
+        };
         if let Some(e) = ended {
             e.abandon();
         }
@@ -71,12 +92,18 @@ struct Seen {
 struct Ended {
     inner: Arc<dyn Observer>,
     state: Mutex<Seen>,
+    /// Held while the run's start or end is written, by the run or in its place: an end
+    /// written in its place waits for the run's own start to be written (a run's end before
+    /// its start would not be recorded), and the run's own end, being written, is waited
+    /// for rather than taken for written (the process could exit before it is).
+    order: Mutex<()>,
     /// Set when the run was ended in its place: nothing more is passed on.
     closed: AtomicBool,
 }
 
 impl Ended {
     fn abandon(&self) {
+        let _order = self.order.lock().unwrap_or_else(PoisonError::into_inner);
         let (started, running) = {
             let mut seen = self.state.lock().unwrap_or_else(PoisonError::into_inner);
             if seen.ended || self.closed.swap(true, Ordering::SeqCst) {
@@ -99,6 +126,9 @@ impl Observer for Ended {
         if self.closed.load(Ordering::SeqCst) {
             return;
         }
+        // The run's start and end are written under `order` (see there).
+        let ordered = matches!(event, Event::RunStarted { .. } | Event::RunEnded { .. });
+        let _order = ordered.then(|| self.order.lock().unwrap_or_else(PoisonError::into_inner));
         {
             let mut seen = self.state.lock().unwrap_or_else(PoisonError::into_inner);
             if self.closed.load(Ordering::SeqCst) {
@@ -252,10 +282,22 @@ mod tests {
         }
     }
 
+    /// What a test does once the stuck run started its step, before the server shuts down.
+    #[derive(PartialEq)]
+    enum Then {
+        Stop,
+        /// The client cancels the call first.
+        Cancel,
+        /// The server's stop ends the runs still out ([`McpServer::finish_runs`], as `serve`
+        /// does last) while the call is still waiting for its run: the recorder must be
+        /// told the run's end by the time it returns.
+        EndRuns,
+    }
+
     /// A server whose runs do not come back once they started a step, serving one call of
-    /// `main` (cancelled by its client first when `cancel`), then shut down: the answer to
-    /// the call (none when it was cancelled), and what the run's recorder was told.
-    fn stuck_call(cancel: bool) -> (Option<Json>, Vec<String>) {
+    /// `main` (then as `then` says), then shut down: the answer to the call (none when it
+    /// was cancelled), and what the run's recorder was told.
+    fn stuck_call(then: Then) -> (Option<Json>, Vec<String>) {
         use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
         let dir = tempfile::tempdir().expect("a temp dir");
         let main = r#"{"instructions": [{"execution_id": "a", "transform_responses": {"variables": {},
@@ -267,6 +309,8 @@ mod tests {
         let (release, held) = std::sync::mpsc::channel::<()>();
         let stuck = Stuck { log: log.clone(), release: Arc::new(Mutex::new(held)) };
         let server = server.with_run_observers(Arc::new(stuck));
+        let same = server.for_session();
+        let finisher = server.for_session();
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
         let watched = log.clone();
         let answer = runtime.block_on(async move {
@@ -292,10 +336,16 @@ mod tests {
                 }
             });
             waited.await.expect("the run to start its step");
-            if cancel {
+            if then == Then::Cancel {
                 let m = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}});
                 to_server.write_all(format!("{m}\n").as_bytes()).await.expect("write");
                 tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            if then == Then::EndRuns {
+                assert!(same.finish_runs(Duration::from_secs(30)), "the runs' ends written");
+                let ended =
+                    || watched.0.lock().unwrap_or_else(PoisonError::into_inner).iter().any(|l| l.starts_with("run "));
+                assert!(ended(), "the run was not ended when the server stopped");
             }
             let _ = stop_tx.send(());
             let mut lines = tokio::io::BufReader::new(from_server).lines();
@@ -312,6 +362,8 @@ mod tests {
             let _ = serving.await;
             answer
         });
+        // As `serve` does last: every run's end written before the exit.
+        assert!(finisher.finish_runs(Duration::from_secs(30)), "the runs' ends written");
         drop(release);
         let seen = log.0.lock().unwrap_or_else(PoisonError::into_inner).clone();
         (answer, seen)
@@ -321,7 +373,7 @@ mod tests {
     /// recorder (`FAILED`, `E0813`, its running step `CANCELLED`), within the grace.
     #[test]
     fn a_run_that_does_not_stop_is_answered_and_ended_at_shutdown() {
-        let (answer, seen) = stuck_call(false);
+        let (answer, seen) = stuck_call(Then::Stop);
         let answer = answer.expect("the call is answered");
         let text = answer["result"]["content"][0]["text"].as_str().unwrap_or("");
         assert_eq!(answer["result"]["isError"], true, "{answer}");
@@ -333,9 +385,88 @@ mod tests {
     /// when the server stops first, the run is ended in its place all the same.
     #[test]
     fn a_cancelled_run_that_does_not_stop_is_ended_at_shutdown() {
-        let (answer, seen) = stuck_call(true);
+        let (answer, seen) = stuck_call(Then::Cancel);
         assert_eq!(answer, None, "a cancelled request is not answered");
         assert_eq!(seen, ["start /main.tool", "step a", "end a CANCELLED", "run FAILED E0813"]);
+    }
+
+    /// Outside round 11 (finding 5): the stop ends every run still out — not only those of
+    /// calls their client cancelled — at once, even when its call is still waiting for it
+    /// (a call the transport stopped waiting for is never polled again before the exit).
+    #[test]
+    fn the_stop_ends_every_run_still_out() {
+        let (answer, seen) = stuck_call(Then::EndRuns);
+        let answer = answer.expect("the call is answered");
+        assert_eq!(answer["result"]["isError"], true, "{answer}");
+        assert_eq!(seen, ["start /main.tool", "step a", "end a CANCELLED", "run FAILED E0813"]);
+    }
+
+    /// A run whose observer is made once the server stopped (its call waited for a slot or an
+    /// upstream meanwhile) records nothing: it would stay `RUNNING`.
+    #[test]
+    fn a_run_started_after_the_stop_is_not_recorded() {
+        let log = Arc::new(Log::default());
+        let ending = RunEnding::default();
+        ending.abandon();
+        let observer = ending.wrap(log.clone());
+        started(observer.as_ref());
+        assert!(log.0.lock().unwrap_or_else(PoisonError::into_inner).is_empty());
+    }
+
+    /// The recorder of a run whose own end (or start) takes time to write: `release` lets
+    /// the write finish.
+    struct SlowEnd {
+        log: Arc<Log>,
+        entered: std::sync::mpsc::Sender<()>,
+        release: Mutex<std::sync::mpsc::Receiver<()>>,
+    }
+
+    impl Observer for SlowEnd {
+        fn event(&self, event: &Event<'_>) {
+            if matches!(event, Event::RunEnded { trace } if trace.error.is_none()) {
+                let _ = self.entered.send(());
+                let _ =
+                    self.release.lock().unwrap_or_else(PoisonError::into_inner).recv_timeout(Duration::from_secs(60));
+            }
+            self.log.event(event);
+        }
+    }
+
+    /// Outside round 11 (finding 5): a run writing its own end when the server stops is
+    /// waited for: ending it in its place returns once that end is written (the process
+    /// may exit then), and writes no second end.
+    #[test]
+    fn ending_a_run_in_its_place_waits_for_its_own_end_being_written() {
+        let log = Arc::new(Log::default());
+        let (entered, entering) = std::sync::mpsc::channel();
+        let (release, held) = std::sync::mpsc::channel();
+        let ending = RunEnding::default();
+        let observer = ending.wrap(Arc::new(SlowEnd { log: log.clone(), entered, release: Mutex::new(held) }));
+        started(observer.as_ref());
+        let own: Trace = serde_json::from_value(json!({
+            "format": crate::exec::trace::TRACE_FORMAT, "overall_status": "SUCCESS", "total_duration_ms": 1,
+            "total_retries": 0, "circuit_breaker_trips": 0, "started_at": "2026-11-30T10:00:00.000Z",
+            "completed_at": "2026-11-30T10:00:00.001Z", "run_id": "r1", "tool": "run_plan", "arguments": null,
+            "max_in_flight": 1, "step_results": [],
+        }))
+        .expect("a trace");
+        let run = std::thread::spawn(move || observer.event(&Event::RunEnded { trace: &own }));
+        entering.recv_timeout(Duration::from_secs(30)).expect("the run to write its end");
+        let (done, ended) = std::sync::mpsc::channel();
+        let stopping = std::thread::spawn(move || {
+            ending.abandon();
+            let _ = done.send(());
+        });
+        assert!(
+            ended.recv_timeout(Duration::from_millis(300)).is_err(),
+            "the run was taken for ended before its end was written"
+        );
+        release.send(()).expect("release");
+        ended.recv_timeout(Duration::from_secs(30)).expect("the stop to end");
+        run.join().expect("the run");
+        stopping.join().expect("the stop");
+        let seen = log.0.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        assert_eq!(seen, ["start run_plan", "step a", "step b", "end a COMPLETED", "run SUCCESS "]);
     }
 
     #[test]

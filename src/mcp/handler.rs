@@ -186,22 +186,7 @@ impl ServerHandler for McpServer {
         }
         let arguments = Json::Object(request.arguments.unwrap_or_default());
         if self.is_skill_tool(&name) {
-            // Who saved or deleted it: the client's name from `initialize`, and its session.
-            let client = context.peer.peer_info().map(|i| i.client_info.name.clone());
-            let session = session_of(&context);
-            let server = self.clone();
-            let (answer, changed) = tokio::task::spawn_blocking(move || {
-                server.change_skills(&name, &arguments, client, session).unwrap_or((Json::Null, false))
-            })
-            .await
-            .map_err(|e| McpError::internal_error(format!("the skill change panicked: {e}"), None))?;
-            if changed {
-                // Before the answer: the client lists the tools again, the new one among them.
-                let _ = context.peer.notify_tool_list_changed().await;
-            }
-            let result: CallToolResult =
-                serde_json::from_value(answer).map_err(|e| McpError::internal_error(e.to_string(), None))?;
-            return Ok(result.into());
+            return self.change_skills_answered(name, arguments, context).await;
         }
         // The upstream listings a plan needs are waited for before the call takes a slot:
         // a hung upstream holds no slot of `--max-calls`.
@@ -278,6 +263,8 @@ impl ServerHandler for McpServer {
         };
         let server = self.clone();
         let ending = RunEnding::default();
+        // Kept until its thread comes back: ended in its place if the server stops first.
+        let kept = self.inner.keep_leftover(ending.clone());
         let run_cancel = cancel.clone();
         let mut run = {
             let (ending, name) = (ending.clone(), name.clone());
@@ -290,11 +277,16 @@ impl ServerHandler for McpServer {
         // back (a plan's static check stops at its next poll, a tool may not): its thread holds a place
         // of `leftover` instead until it does. With every such place taken, it keeps its slot.
         let mut cancel_heard = false;
-        let result = loop {
+        let done = loop {
             tokio::select! {
-                r = &mut run => break r.map_err(|e| McpError::internal_error(format!("the run panicked: {e}"), None)),
+                r = &mut run => break Some(r),
                 () = context.ct.cancelled(), if !cancel_heard => {
                     cancel_heard = true;
+                    // The server is stopping (rmcp cancels every request when it stops
+                    // waiting for them): answered and ended as a run that did not stop.
+                    if *self.inner.shutdown.borrow() {
+                        break None;
+                    }
                     let leftover = self.calls.as_ref().map(|l| l.leftover.clone().try_acquire_owned());
                     let held = match leftover {
                         Some(Ok(place)) => Some(place),
@@ -304,7 +296,7 @@ impl ServerHandler for McpServer {
                         None => None,
                     };
                     // Ended in its place if the server stops before its thread comes back.
-                    let (inner, kept) = (self.inner.clone(), self.inner.keep_leftover(ending.clone()));
+                    let inner = self.inner.clone();
                     tokio::spawn(async move {
                         let _ = run.await;
                         inner.forget_leftover(kept);
@@ -321,17 +313,36 @@ impl ServerHandler for McpServer {
                 _ = async {
                     let _ = down.wait_for(|d| *d).await;
                     tokio::time::sleep(ABANDON_AFTER).await;
-                } => {
+                } => break None,
+            }
+        };
+        // A run that came back meanwhile is answered as it ended.
+        let done = match done {
+            None if run.is_finished() => Some((&mut run).await),
+            other => other,
+        };
+        let result = match done {
+            None => {
+                // Ended in its place (the run's own end, when it is being written, first),
+                // off the runtime's thread and without holding the answer: the history's
+                // writes may wait. Kept until then, so that the server's stop waits for it.
+                let inner = self.inner.clone();
+                tokio::task::spawn_blocking(move || {
                     ending.abandon();
-                    watcher.abort();
-                    // The run's thread still holds its observers: their notifications stop here.
-                    for forwarder in forwarders {
-                        forwarder.abort();
-                    }
-                    let result: CallToolResult = serde_json::from_value(cancelled_answer(&name))
-                        .map_err(|e| McpError::internal_error(e.to_string(), None))?;
-                    return Ok(result.into());
+                    inner.forget_leftover(kept);
+                });
+                watcher.abort();
+                // The run's thread still holds its observers: their notifications stop here.
+                for forwarder in forwarders {
+                    forwarder.abort();
                 }
+                let result: CallToolResult = serde_json::from_value(cancelled_answer(&name))
+                    .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+                return Ok(result.into());
+            }
+            Some(r) => {
+                self.inner.forget_leftover(kept);
+                r.map_err(|e| McpError::internal_error(format!("the run panicked: {e}"), None))
             }
         };
         watcher.abort();
@@ -343,6 +354,53 @@ impl ServerHandler for McpServer {
         let result = result?.unwrap_or(Json::Null);
         let result: CallToolResult =
             serde_json::from_value(result).map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        Ok(result.into())
+    }
+}
+
+impl McpServer {
+    /// `save_skill` or `delete_skill`, answered: counted among the calls in flight, and
+    /// cancelled when the server shuts down. A save whose write had not begun then answers
+    /// that it was not saved; one that began its write finishes it and is answered as
+    /// usual. `notifications/tools/list_changed` goes before the answer while the server
+    /// runs; once it stops it is not waited for (the session is ending, and rmcp no longer
+    /// sends what is not an answer: waiting for it held the answer back for good).
+    async fn change_skills_answered(
+        &self,
+        name: String,
+        arguments: Json,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let _in_flight = InFlight::new(&self.inner.in_flight);
+        // Who saved or deleted it: the client's name from `initialize`, and its session.
+        let client = context.peer.peer_info().map(|i| i.client_info.name.clone());
+        let session = session_of(&context);
+        let cancel = CancelToken::new();
+        let watcher = {
+            let (cancel, mut down) = (cancel.clone(), self.inner.shutdown.subscribe());
+            tokio::spawn(async move {
+                let _ = down.wait_for(|d| *d).await;
+                cancel.cancel();
+            })
+        };
+        let server = self.clone();
+        let changed = tokio::task::spawn_blocking(move || {
+            server.change_skills(&name, &arguments, client, session, &cancel).unwrap_or((Json::Null, false))
+        })
+        .await;
+        watcher.abort();
+        let (answer, changed) =
+            changed.map_err(|e| McpError::internal_error(format!("the skill change panicked: {e}"), None))?;
+        if changed {
+            // Before the answer: the client lists the tools again, the new one among them.
+            let mut down = self.inner.shutdown.subscribe();
+            tokio::select! {
+                _ = context.peer.notify_tool_list_changed() => {}
+                _ = down.wait_for(|d| *d) => {}
+            }
+        }
+        let result: CallToolResult =
+            serde_json::from_value(answer).map_err(|e| McpError::internal_error(e.to_string(), None))?;
         Ok(result.into())
     }
 }

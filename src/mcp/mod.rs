@@ -43,7 +43,7 @@ use crate::exec::{CancelToken, Observer};
 use crate::export::{export_names, export_tool, Format};
 use crate::tool::{ToolDef, ToolKind};
 use notifications::Observers;
-use served::{call_served, served_run_guards};
+use served::{call_served, ServedLimits};
 
 /// Makes the observer of each run a call of the server starts, besides the client's
 /// progress: how a host records runs (`serve --history`: a history recorder per run).
@@ -96,7 +96,7 @@ pub struct McpServer {
     plans: Option<Arc<plans::PlanServer>>,
     /// The bounds of each composite run a call makes: its calls and its result's bytes
     /// (`serve --max-calls-per-run`, `--max-result-bytes`).
-    run_guards: crate::exec::Guards,
+    run_limits: ServedLimits,
     /// With plans on: `tools/list` shows only `check_plan` and `run_plan`, and only they can
     /// be called directly; the served tools stay callable from plans (`serve --plans-only`).
     plans_only: bool,
@@ -115,24 +115,52 @@ struct Inner {
     shutdown: tokio::sync::watch::Sender<bool>,
     /// `tools/call` requests running now.
     in_flight: AtomicUsize,
-    /// The runs of calls answered as cancelled whose threads have not come back yet, by a
-    /// number of their own: ended in their place when the server stops
-    /// ([`McpServer::end_leftover_runs`]).
-    leftovers: Mutex<Vec<(u64, abandon::RunEnding)>>,
+    /// The runs of the calls whose threads have not come back yet (running, or answered as
+    /// cancelled and not stopped yet), by a number of their own: ended in their place when
+    /// the server stops ([`McpServer::end_leftover_runs`]).
+    leftovers: Mutex<Leftovers>,
     /// The number of the next leftover run.
     next_leftover: std::sync::atomic::AtomicU64,
 }
 
+/// The runs still out, and whether the server stopped (a run kept after that is ended at
+/// once: it never starts recording).
+#[derive(Default)]
+struct Leftovers {
+    runs: Vec<(u64, abandon::RunEnding)>,
+    stopped: bool,
+    /// The thread ending the runs still out when the server stopped
+    /// ([`McpServer::end_leftover_runs`]), until [`McpServer::finish_runs`] joins it.
+    ending: Option<std::thread::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Leftovers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Leftovers")
+            .field("runs", &self.runs.len())
+            .field("stopped", &self.stopped)
+            .field("ending", &self.ending.is_some())
+            .finish()
+    }
+}
+
 impl Inner {
-    /// Keeps `ending` until [`Inner::forget_leftover`] is called with the number returned.
+    /// Keeps `ending` until [`Inner::forget_leftover`] is called with the number returned;
+    /// once the server stopped, ends it at once instead.
     fn keep_leftover(&self, ending: abandon::RunEnding) -> u64 {
         let n = self.next_leftover.fetch_add(1, Ordering::SeqCst);
-        self.leftovers.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push((n, ending));
+        let mut leftovers = self.leftovers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if leftovers.stopped {
+            drop(leftovers);
+            ending.abandon();
+        } else {
+            leftovers.runs.push((n, ending));
+        }
         n
     }
 
     fn forget_leftover(&self, n: u64) {
-        self.leftovers.lock().unwrap_or_else(std::sync::PoisonError::into_inner).retain(|(m, _)| *m != n);
+        self.leftovers.lock().unwrap_or_else(std::sync::PoisonError::into_inner).runs.retain(|(m, _)| *m != n);
     }
 }
 
@@ -266,10 +294,7 @@ impl McpServer {
             tool_env: crate::host::ToolEnv::Inherit,
             max_tool_values: crate::ranges::SERVE_MAX_TOOL_VALUES,
             plans: None,
-            run_guards: served_run_guards(
-                crate::ranges::SERVE_MAX_CALLS_PER_RUN,
-                crate::ranges::SERVE_MAX_RESULT_BYTES,
-            ),
+            run_limits: ServedLimits::default(),
             plans_only: false,
             compose: None,
             skills: None,
@@ -305,7 +330,7 @@ impl McpServer {
             tool_env: self.tool_env.clone(),
             max_tool_values: self.max_tool_values,
             plans: self.plans.clone(),
-            run_guards: self.run_guards.clone(),
+            run_limits: self.run_limits.clone(),
             plans_only: self.plans_only,
             compose: self.compose.clone(),
             skills: self.skills.clone(),
@@ -317,7 +342,27 @@ impl McpServer {
     /// [`crate::ranges::MAX_CALLS_PER_RUN`], [`crate::ranges::MAX_RESULT_BYTES`]). Plans have
     /// theirs in [`crate::plans::PlanLimits`].
     pub fn with_run_limits(mut self, max_calls_per_run: usize, max_result_bytes: usize) -> McpServer {
-        self.run_guards = served_run_guards(max_calls_per_run, max_result_bytes);
+        self.run_limits.max_calls_per_run = max_calls_per_run;
+        self.run_limits.max_result_bytes = max_result_bytes;
+        self
+    }
+
+    /// The same server running each served composite under the plans' per-run budgets: at
+    /// most `max_run_fuel` fuel and `max_run_memory` bytes of values (500,000,000 and 512 MiB
+    /// by default), the bytes taken from `pool` too — the pool the plans' runs share (`serve
+    /// --max-memory-in-flight`, 2 GiB by default) — and stopped at `deadline` (`TIMEOUT`;
+    /// 120 s by default, `serve --deadline`).
+    pub fn with_run_budgets(
+        mut self,
+        max_run_fuel: u64,
+        max_run_memory: u64,
+        pool: crate::runtime::MemoryPool,
+        deadline: std::time::Duration,
+    ) -> McpServer {
+        self.run_limits.max_run_fuel = max_run_fuel;
+        self.run_limits.max_run_memory = max_run_memory;
+        self.run_limits.pool = pool;
+        self.run_limits.deadline = deadline;
         self
     }
 
@@ -466,20 +511,55 @@ impl McpServer {
         self.inner.shutdown.send_replace(true);
     }
 
-    /// Ends in the history, in their place, the runs of calls answered as cancelled whose
-    /// threads have not come back ([`abandon`]): the server stops, and nothing else would.
+    /// Ends in the history, in their place, the runs of calls whose threads have not come
+    /// back ([`abandon`]), and every run a call starts from now on: the server stops, and
+    /// nothing else would. The writes are made on a thread of their own (a run writing its
+    /// own end is waited for, and the history's writes may wait): it returns at once, and
+    /// [`McpServer::finish_runs`] waits for them, before the process exits.
     pub(crate) fn end_leftover_runs(&self) {
-        let leftovers =
-            std::mem::take(&mut *self.inner.leftovers.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
-        for (_, ending) in leftovers {
-            ending.abandon();
+        let mut l = self.inner.leftovers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if l.stopped {
+            return;
+        }
+        l.stopped = true;
+        let runs: Vec<abandon::RunEnding> = std::mem::take(&mut l.runs).into_iter().map(|(_, e)| e).collect();
+        let kept = runs.clone();
+        let end = move || runs.iter().for_each(abandon::RunEnding::abandon);
+        match std::thread::Builder::new().name("tdsl-run-ends".to_string()).spawn(end) {
+            Ok(thread) => l.ending = Some(thread),
+            // No thread to be had: ended here.
+            Err(_) => {
+                drop(l);
+                kept.iter().for_each(abandon::RunEnding::abandon);
+            }
         }
     }
 
-    /// Whether some call answered as cancelled still has its run's thread out.
+    /// Ends the runs still out ([`McpServer::end_leftover_runs`], when the transport did
+    /// not), then waits until each run's end is written — its own, or the one written in
+    /// its place — for at most `bound`. Blocking: `serve` calls it last, outside the async
+    /// runtime, so that the process exits only once the history holds every run's end.
+    /// Whether they all were written within `bound`.
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub(crate) fn finish_runs(&self, bound: Duration) -> bool {
+        self.end_leftover_runs();
+        let ending = self.inner.leftovers.lock().unwrap_or_else(std::sync::PoisonError::into_inner).ending.take();
+        let Some(thread) = ending else { return true };
+        let asked = std::time::Instant::now();
+        while !thread.is_finished() {
+            if asked.elapsed() >= bound {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let _ = thread.join();
+        true
+    }
+
+    /// Whether some call still has its run's thread out.
     #[cfg_attr(not(feature = "mcp-http"), allow(dead_code))]
     pub(crate) fn has_leftover_runs(&self) -> bool {
-        !self.inner.leftovers.lock().unwrap_or_else(std::sync::PoisonError::into_inner).is_empty()
+        !self.inner.leftovers.lock().unwrap_or_else(std::sync::PoisonError::into_inner).runs.is_empty()
     }
 
     /// How many `tools/call` requests are running now.
@@ -521,7 +601,7 @@ impl McpServer {
     ) -> Option<Json> {
         let served = self.served_named(name);
         if self.is_skill_tool(name) {
-            return self.change_skills(name, &arguments, None, None).map(|(answer, _)| answer);
+            return self.change_skills(name, &arguments, None, None, cancel).map(|(answer, _)| answer);
         }
         let skill = if served.is_none() && !self.is_plan_tool(name) { self.skill_named(name) } else { None };
         let plan_tool = match (served, &self.plans) {
@@ -552,27 +632,29 @@ impl McpServer {
                 cancel,
                 observer,
                 served::host_runner(&self.tool_env, self.max_tool_values),
-                &self.run_guards,
+                &self.run_limits,
             )),
             (None, Some(p)) => Some(p.run_plan(&arguments, cancel, observer)),
             (None, None) => None,
         }
     }
 
-    /// `save_skill` or `delete_skill` by a client (its name and session, for the history):
-    /// the answer, and whether the tools changed.
+    /// `save_skill` or `delete_skill` by a client (its name and session, for the history),
+    /// stopped by `cancel` before its write ([`skills::Skills::save`]): the answer, and
+    /// whether the tools changed.
     fn change_skills(
         &self,
         name: &str,
         arguments: &Json,
         client: Option<String>,
         session: Option<String>,
+        cancel: &CancelToken,
     ) -> Option<(Json, bool)> {
         let skills = self.skills.as_ref()?;
         Some(if name == skills::SAVE_SKILL {
-            skills.save(arguments, client, session)
+            skills.save(arguments, client, session, cancel)
         } else {
-            skills.delete(arguments, client, session)
+            skills.delete(arguments, client, session, cancel)
         })
     }
 

@@ -249,6 +249,20 @@ impl PlanServer {
         (core.check(&text), problems)
     }
 
+    /// [`PlanServer::check_only`], stopped soon after `cancel` is cancelled (`E0407`).
+    pub(super) fn check_only_cancellable(
+        &self,
+        plan: &Json,
+        cancel: &CancelToken,
+    ) -> (crate::plans::PlanCheck, Vec<String>) {
+        let text = plan_text(plan, self.options.limits.max_bytes);
+        let (core, problems) = self.core(plan);
+        let cancel = cancel.clone();
+        let interrupt = crate::runtime::Interrupt::new()
+            .with_probe(Arc::new(move || cancel.is_cancelled().then_some(crate::runtime::InterruptReason::Cancelled)));
+        (core.check_interruptible(&text, &interrupt), problems)
+    }
+
     /// The text of the served tool a plan names `path` (its name or tool path), read now;
     /// `None` when no served tool has that name or its file cannot be read.
     pub(super) fn served_text(&self, path: &str) -> Option<String> {
@@ -264,6 +278,11 @@ impl PlanServer {
     /// The largest plan, in bytes.
     pub(super) fn max_plan_bytes(&self) -> usize {
         self.options.limits.max_bytes
+    }
+
+    /// The largest result of a run, in bytes of compact JSON.
+    pub(super) fn max_result_bytes(&self) -> usize {
+        self.options.limits.max_result_bytes
     }
 
     /// `run_plan {plan, arguments}`: checks, then runs with the served tools and the

@@ -42,9 +42,43 @@ pub(super) fn host_runner(env: &crate::host::ToolEnv, max_values: usize) -> Host
         .with_stderr_tails(crate::host::StderrTails::Logged)
 }
 
-/// The guards of a served composite's run.
-pub(super) fn served_run_guards(max_calls_per_run: usize, max_result_bytes: usize) -> crate::exec::Guards {
-    crate::exec::Guards::new().max_calls_per_run(max_calls_per_run).max_result_bytes(max_result_bytes)
+/// The bounds of every served call: a composite's run has the plans' per-run budgets, takes
+/// its memory from the pool the plans' runs share, and stops at the deadline (`TIMEOUT`); every
+/// answer's text is at most `max_result_bytes` bytes.
+#[derive(Clone, Debug)]
+pub(super) struct ServedLimits {
+    pub(super) max_calls_per_run: usize,
+    pub(super) max_result_bytes: usize,
+    pub(super) max_run_fuel: u64,
+    pub(super) max_run_memory: u64,
+    pub(super) pool: crate::runtime::MemoryPool,
+    pub(super) deadline: std::time::Duration,
+}
+
+impl Default for ServedLimits {
+    fn default() -> ServedLimits {
+        let plans = crate::plans::PlanLimits::default();
+        ServedLimits {
+            max_calls_per_run: plans.max_calls_per_run,
+            max_result_bytes: plans.max_result_bytes,
+            max_run_fuel: plans.max_run_fuel,
+            max_run_memory: plans.max_run_memory,
+            pool: crate::runtime::MemoryPool::new(crate::ranges::SERVE_MEMORY_IN_FLIGHT),
+            deadline: std::time::Duration::from_secs_f64(plans.deadline_seconds),
+        }
+    }
+}
+
+impl ServedLimits {
+    /// The guards of a served composite's run.
+    pub(super) fn guards(&self) -> crate::exec::Guards {
+        crate::exec::Guards::new()
+            .max_calls_per_run(self.max_calls_per_run)
+            .max_result_bytes(self.max_result_bytes)
+            .max_run_fuel(self.max_run_fuel)
+            .max_run_memory(self.max_run_memory)
+            .shared_memory(self.pool.clone())
+    }
 }
 
 /// The result of a call, in the `tools/call` result shape.
@@ -55,7 +89,7 @@ pub(super) fn call_served(
     cancel: &CancelToken,
     observer: Option<Arc<dyn Observer>>,
     host: HostRunner,
-    guards: &crate::exec::Guards,
+    limits: &ServedLimits,
 ) -> Json {
     let arguments = with_defaults(&served.def, arguments);
     if let Err(why) = validate_arguments(&served.def, &arguments) {
@@ -71,7 +105,11 @@ pub(super) fn call_served(
                 Ok(w) => w,
                 Err(e) => return tool_error(format!("`{}` cannot run: {e}", served.tool_path)),
             };
-            let options = crate::exec::Options { guards: guards.clone(), ..crate::exec::Options::default() };
+            let options = crate::exec::Options {
+                guards: limits.guards(),
+                deadline: Some(limits.deadline),
+                ..crate::exec::Options::default()
+            };
             let mut executor = Executor::new(host).with_options(options);
             if let Some(o) = observer {
                 executor = executor.with_observer(o);
@@ -81,7 +119,7 @@ pub(super) fn call_served(
                 Err(refused) => return tool_error(format!("refused before the run: {refused} [{}]", refused.code())),
             };
             match (run.status, run.result) {
-                (RunStatus::Success | RunStatus::Partial, Some(result)) => success(result),
+                (RunStatus::Success | RunStatus::Partial, Some(result)) => success(&result, limits.max_result_bytes),
                 (status, _) => {
                     let why = run.error.map_or_else(|| "no reason recorded".to_string(), |e| e.to_string());
                     tool_error(format!("{}: {why}", status.as_str()))
@@ -102,7 +140,7 @@ pub(super) fn call_served(
                 Ok(_) | Err(_) if cancel.is_cancelled() => tool_error(format!("`{}` was cancelled", served.tool_path)),
                 // Checked against its declared `responses` as a run checks a step's answer.
                 Ok(v) => match check_primitive_response(served, &v) {
-                    Ok(()) => success(v),
+                    Ok(()) => success(&v, limits.max_result_bytes),
                     Err(why) => {
                         tool_error(format!("FAILED: {why} [{}]", crate::diagnostic::Code::ResponseInvalid.as_str()))
                     }
@@ -137,13 +175,23 @@ pub(super) fn with_defaults(def: &ToolDef, arguments: Json) -> Json {
     Json::Object(map)
 }
 
-pub(super) fn success(result: Value) -> Json {
-    let result = serde_json::to_value(&result).unwrap_or(Json::Null);
-    let text = serde_json::to_string_pretty(&result).unwrap_or_default();
+/// The answer of a call that succeeded: the result as compact JSON in the text block,
+/// written straight from the engine's values, and as `structuredContent` when it is an
+/// object; a tool error (`E0817`) when that text is over `max_result_bytes` bytes.
+pub(super) fn success(result: &Value, max_result_bytes: usize) -> Json {
+    let text = match crate::value::to_json_at_most(result, max_result_bytes) {
+        Some(t) => t,
+        None => {
+            return tool_error(format!(
+                "FAILED: the result exceeds the output limit of {max_result_bytes} bytes [{}]",
+                crate::diagnostic::Code::ResultTooLarge.as_str()
+            ))
+        }
+    };
     let mut out = json!({"content": [{"type": "text", "text": text}], "isError": false});
     // structuredContent must be an object (MCP): other values are left to the text.
-    if result.is_object() {
-        out["structuredContent"] = result;
+    if matches!(result, Value::Object(_)) {
+        out["structuredContent"] = serde_json::to_value(result).unwrap_or(Json::Null);
     }
     out
 }

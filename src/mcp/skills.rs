@@ -308,7 +308,8 @@ impl Skills {
         let mut parts: Vec<String> =
             vec![env!("CARGO_PKG_VERSION").to_string(), build_identity()?, self.plans.options_key()];
         parts.push(skill.text.clone());
-        let mut paths = callees(&skill.text);
+        // Callees that cannot be read: unknown, so the record could not cover them.
+        let mut paths = callees(&skill.text)?;
         paths.sort();
         paths.dedup();
         let all = self.set.all();
@@ -407,7 +408,21 @@ impl Skills {
 
     /// `save_skill {name, description, plan, replace?}`: the tool result, and whether the
     /// tools changed.
-    pub fn save(&self, arguments: &Json, client: Option<String>, session: Option<String>) -> (Json, bool) {
+    ///
+    /// `cancel` (the server shutting down) stops it before its write: it answers that the
+    /// skill was not saved (`E0813`), and nothing is written. Once its write began, it
+    /// finishes, is recorded and answers as usual; the skills are then not loaded and
+    /// checked again when `cancel` is cancelled (the server stops: its next start does it).
+    pub fn save(
+        &self,
+        arguments: &Json,
+        client: Option<String>,
+        session: Option<String>,
+        cancel: &CancelToken,
+    ) -> (Json, bool) {
+        if cancel.is_cancelled() {
+            return (not_saved(), false);
+        }
         let name = match arguments.get("name") {
             Some(Json::String(n)) => n.clone(),
             _ => {
@@ -454,7 +469,10 @@ impl Skills {
             return (refusal(&e), false);
         }
         // Checked as `check_plan` checks it: with an error nothing is written.
-        let (check, problems) = self.plans.check_only(plan);
+        let (check, problems) = self.plans.check_only_cancellable(plan, cancel);
+        if cancel.is_cancelled() {
+            return (not_saved(), false);
+        }
         if !check.ok() {
             let mut out = check.to_json();
             super::plans::add_problems(&mut out, &problems);
@@ -490,7 +508,16 @@ impl Skills {
                 false,
             );
         }
-        if let Some(cycle) = self.cycle(&name, &source) {
+        let Some(cycle) = self.cycle(&name, &source) else {
+            return (
+                super::served::tool_error(format!(
+                    "the skill's plan cannot be read back to find the skills it calls [{}]",
+                    crate::diagnostic::Code::PlanTooDeep.as_str()
+                )),
+                false,
+            );
+        };
+        if let Some(cycle) = cycle {
             return (
                 super::served::tool_error(format!(
                     "the skill `{name}` would call itself: {} [{}]",
@@ -500,12 +527,18 @@ impl Skills {
                 false,
             );
         }
+        // The last point where a shutdown stops it: past it, the save is carried out.
+        if cancel.is_cancelled() {
+            return (not_saved(), false);
+        }
         let version = match self.store.save(&name, &source, replace, &taken) {
             Ok(v) => v,
             Err(e) => return (refusal(&e), false),
         };
         let tool_path = self.store.tool_path(&name);
-        self.refresh();
+        if !cancel.is_cancelled() {
+            self.refresh();
+        }
         self.log(SkillChange {
             action: "save",
             name: name.clone(),
@@ -523,14 +556,24 @@ impl Skills {
         (super::plans::structured(out, text, false), true)
     }
 
-    /// `delete_skill {name}`: the tool result, and whether the tools changed.
-    pub fn delete(&self, arguments: &Json, client: Option<String>, session: Option<String>) -> (Json, bool) {
+    /// `delete_skill {name}`: the tool result, and whether the tools changed. When `cancel`
+    /// is cancelled (the server shutting down) the skills are not loaded and checked again
+    /// after the delete.
+    pub fn delete(
+        &self,
+        arguments: &Json,
+        client: Option<String>,
+        session: Option<String>,
+        cancel: &CancelToken,
+    ) -> (Json, bool) {
         let Some(name) = arguments.get("name").and_then(Json::as_str) else {
             return (super::served::tool_error("the argument `name` is missing: the skill to delete".into()), false);
         };
         match self.store.delete(name) {
             Ok(version) => {
-                self.refresh();
+                if !cancel.is_cancelled() {
+                    self.refresh();
+                }
                 self.log(SkillChange {
                     action: "delete",
                     name: name.to_string(),
@@ -566,29 +609,30 @@ impl Skills {
     }
 
     /// The walk of skill calls from `source` (to be saved as `name`) back to `name`, when
-    /// there is one.
-    fn cycle(&self, name: &str, source: &str) -> Option<Vec<String>> {
+    /// there is one; `None` when `source` cannot be read (a skill's file it reaches that
+    /// cannot be read is not callable: its check failed).
+    fn cycle(&self, name: &str, source: &str) -> Option<Option<Vec<String>>> {
         let own = self.store.tool_path(name);
         let all = self.set.all();
         let mut stack: Vec<(String, Vec<String>)> =
-            callees(source).into_iter().map(|c| (c.clone(), vec![name.to_string()])).collect();
+            callees(source)?.into_iter().map(|c| (c.clone(), vec![name.to_string()])).collect();
         let mut seen = std::collections::HashSet::new();
         while let Some((path, walk)) = stack.pop() {
             let Some(skill) = all.iter().find(|s| s.tool_path == path || s.name == path) else {
                 if path == own {
-                    return Some([walk, vec![name.to_string()]].concat());
+                    return Some(Some([walk, vec![name.to_string()]].concat()));
                 }
                 continue;
             };
             let walk = [walk, vec![skill.name.clone()]].concat();
             if skill.name == name || path == own {
-                return Some(walk);
+                return Some(Some(walk));
             }
             if seen.insert(skill.name.clone()) {
-                stack.extend(callees(&skill.text).into_iter().map(|c| (c, walk.clone())));
+                stack.extend(callees(&skill.text).unwrap_or_default().into_iter().map(|c| (c, walk.clone())));
             }
         }
-        None
+        Some(None)
     }
 
     /// Runs the skill `name` with `arguments`: its result as a served composite's, or a tool
@@ -631,7 +675,7 @@ fn run_skill(
     let call = json!({"plan": skill.text, "arguments": arguments});
     match plans.run_as(&call, cancel, observer, tool, recorded) {
         Ok(run) => match (run.succeeded(), run.result) {
-            (true, Some(result)) => super::served::success(result),
+            (true, Some(result)) => super::served::success(&result, plans.max_result_bytes()),
             _ => {
                 let why = run.failure_summary.unwrap_or_else(|| "no reason recorded".to_string());
                 super::served::tool_error(format!("{}: {why}", run.status.as_str()))
@@ -656,7 +700,7 @@ pub(super) fn add_upstreams<'a>(set: &SkillSet, plan: &Json, names: &[&'a str], 
         if !seen.insert(skill.name.clone()) {
             continue;
         }
-        for path in callees(&skill.text) {
+        for path in callees(&skill.text).unwrap_or_default() {
             if let Some(other) = find(&path) {
                 todo.push(other);
             } else if let Some(name) = path.split_once('/').and_then(|(n, _)| names.iter().find(|m| **m == n)) {
@@ -668,9 +712,36 @@ pub(super) fn add_upstreams<'a>(set: &SkillSet, plan: &Json, names: &[&'a str], 
     }
 }
 
-/// The `tool_definition_path`s of a skill file's or plan's steps.
-fn callees(text: &str) -> Vec<String> {
-    serde_json::from_str::<Json>(text).map_or_else(|_| Vec::new(), |v| step_paths(&v))
+/// The `tool_definition_path`s of a skill file's or plan's steps, read as the plan's check
+/// reads it ([`crate::tool::json::parse`], as deep as a plan may nest): `None` when the
+/// text cannot be read (its callees are unknown, so no record covers it).
+fn callees(text: &str) -> Option<Vec<String>> {
+    if crate::tool::json::nesting_past(text, crate::ranges::PLAN_NESTING.max as usize).is_some() {
+        return None;
+    }
+    let (tree, diags) = crate::tool::json::parse(text);
+    let tree = tree.filter(|_| !diags.iter().any(crate::diagnostic::Diagnostic::is_error))?;
+    fn member<'a>(node: &'a crate::tool::json::JsonNode, key: &str) -> Option<&'a crate::tool::json::JsonNode> {
+        node.as_object()?.iter().find(|(k, _)| k.node == key).map(|(_, v)| v)
+    }
+    let steps = member(&tree, "instructions").and_then(|s| s.as_list()).unwrap_or_default();
+    Some(
+        steps
+            .iter()
+            .filter_map(|s| member(s, "tool_definition_path"))
+            .filter_map(|p| p.as_str().map(|p| p.value.to_string()))
+            .collect(),
+    )
+}
+
+/// The answer of a save stopped by the server's shutdown before its write.
+fn not_saved() -> Json {
+    let code = crate::diagnostic::Code::RunCancelled;
+    let e = SkillError {
+        code,
+        message: "the skill was not saved: the server is shutting down (nothing was written)".to_string(),
+    };
+    refusal(&e)
 }
 
 /// The `tool_definition_path`s of a plan's steps.

@@ -19,6 +19,14 @@ pub(crate) fn json_len_at_most(value: &Value, limit: usize) -> Option<usize> {
     (n <= limit).then_some(n)
 }
 
+/// The value's compact JSON, written once straight from the value, when it is at most
+/// `limit` bytes (measured first, without writing: [`json_len_at_most`]); `None` past it.
+pub(crate) fn to_json_at_most(value: &Value, limit: usize) -> Option<String> {
+    let mut out = Vec::with_capacity(json_len_at_most(value, limit)?);
+    serde_json::to_writer(&mut out, value).ok()?;
+    String::from_utf8(out).ok()
+}
+
 /// The least length [`JsonLen`] remembers: a smaller part is measured again where it
 /// recurs, which costs no more than the bytes it adds to the count (bounded by the limit),
 /// and the table stays small beside the value (at most one entry per KiB of distinct JSON
