@@ -9,6 +9,10 @@
 //! Every analysis pass is linear in steps plus edges: the larger cases show the time grows
 //! with the size, not its square. Figures are in `docs/performance.md`.
 //!
+//! - `check/transform block`: one transform block of 2,000 and 20,000 variables and a tenth
+//!   as many transforms, each reading ten variables and the output before it (each
+//!   transform's scope is every name before it: shared, not copied, so linear).
+//!
 //! - `plans`: plans as a language model sends them (`tdsl::testing::plans`, issue 29): a typical
 //!   two-step plan against a root of four tools; the largest plan the default limits let
 //!   through (64 steps) clean, and with a placeholder mistake in every step, each located
@@ -117,6 +121,14 @@ fn bench(c: &mut Criterion) {
             &source,
             |b, source| b.iter(|| analyzer.check_source("bench.tool", source)),
         );
+    }
+    for n in [2_000, 20_000] {
+        let source = common::transform_block(n);
+        let mut analyzer = Analyzer::new(ToolRoot::new(&dir));
+        assert!(analyzer.check_source("block.tool", &source).plan.is_some());
+        group.bench_with_input(BenchmarkId::new("transform block", n), &source, |b, source| {
+            b.iter(|| analyzer.check_source("block.tool", source))
+        });
     }
     group.finish();
     let _ = std::fs::remove_dir_all(dir);

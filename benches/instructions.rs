@@ -15,7 +15,10 @@
 //! code), each run `N` times after one
 //! warm-up run (divide the total by `N`; the setup is a few thousand instructions), and
 //! `names` (one analysis of a list of `N` distinct names, run once: its work grows linearly
-//! with `N`, which timing two sizes shows).
+//! with `N`, which timing two sizes shows), `block` (one check of a transform block of `N`
+//! variables and `N / 10` transforms, run once: linear in `N` too).
+
+mod common;
 
 use std::hint::black_box;
 
@@ -119,6 +122,17 @@ fn main() {
             let source = format!("[{}]", list.join(", "));
             let analysis = engine.analyze(black_box(&source), &Scope::open());
             assert_eq!(analysis.references.names.len(), n);
+        }
+        "block" => {
+            // One check of a `.tool` whose transform block has `n` variables and `n / 10`
+            // transforms (each reading ten variables and the output before it): linear in
+            // `n` (each transform's scope shares the block's names, not a copy of them).
+            let source = common::transform_block(n);
+            let mut analyzer = tdsl::testing::analysis::Analyzer::new(tdsl::testing::analysis::ToolRoot::assumed(
+                "/nonexistent",
+            ));
+            let checked = analyzer.check_source("block.tool", black_box(&source));
+            assert!(checked.plan.is_some(), "{:?}", checked.diagnostics.first());
         }
         "w2" | "w3" | "w4" => {
             // `../shared/peerbench`'s W2–W4 on its 1,000 records (`n` evaluations).

@@ -218,7 +218,7 @@ impl<'a> Checker<'a> {
         let tool_transform_arguments = self.tool.transform_arguments.as_ref().map(|t| {
             let env = RefEnv::plain(Owner::ToolArguments);
             let info = self.site_info(&tool_sites, |p| p == RefPlace::Variable(TransformBlock::Arguments), &env);
-            let names = Names { list: self.args.clone(), open: !self.tool.declares_arguments };
+            let names = Names { list: Arc::new(self.args.clone()), open: !self.tool.declares_arguments };
             let r = self.transform(t, BlockSpec { names, env, warn_pass_through: false }, &info);
             for (k, ty) in &r.outputs {
                 self.args.insert(k.clone(), ty.clone());
@@ -268,7 +268,7 @@ impl<'a> Checker<'a> {
                 transformed: None,
             };
             let info = self.site_info(&tool_sites, |p| p == RefPlace::Variable(TransformBlock::Responses), &env);
-            let names = Names { list: result_fields.clone(), open: false };
+            let names = Names { list: Arc::new(result_fields.clone()), open: false };
             self.transform(t, BlockSpec { names, env, warn_pass_through: false }, &info)
         });
         let outputs: HashSet<Arc<str>> =

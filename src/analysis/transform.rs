@@ -25,13 +25,14 @@ use crate::syntax::{
     ast::{Expr, ExprKind, Name},
 };
 use crate::tool::{JsonKind, JsonNode, JsonStr, Transform};
-use crate::types::{type_of, Scope, Type};
+use crate::types::{type_of, NameTable, Scope, Type};
 use crate::value::Value;
 
 /// The names an expression may use, with their types.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Names {
-    pub list: IndexMap<Arc<str>, Type>,
+    /// Shared with the scope of each expression compiled (`Scope::with_names`), not copied.
+    pub list: Arc<NameTable>,
     /// Whether other names are accepted too (as `any`): the object transformed has keys
     /// nothing declares.
     pub open: bool,
@@ -40,7 +41,7 @@ pub(crate) struct Names {
 impl Names {
     /// Adds a name, or retypes it when present (a later value wins, as in the context).
     pub(crate) fn set(&mut self, name: &Arc<str>, ty: Type) {
-        self.list.insert(name.clone(), ty);
+        Arc::make_mut(&mut self.list).insert(name.clone(), ty);
     }
 }
 
@@ -80,15 +81,11 @@ impl Checker<'_> {
         }
         let mut contexts: Vec<Arc<str>> = mentioned_contexts(&s.value).into_iter().map(Arc::from).collect();
         let analysis = loop {
-            let mut scope = if names.open { Scope::open() } else { Scope::closed() }.with_ref_contexts();
-            // A scope is built per expression from the names before it: work that grows with
-            // the block, a unit of the check's work per name.
-            for (n, t) in &names.list {
-                if crate::types::stop::poll() {
-                    break;
-                }
-                scope = scope.with_name(n, t.clone());
-            }
+            // The names before it, shared and not copied: a block's scopes cost the same
+            // whatever its length.
+            let mut scope = if names.open { Scope::open() } else { Scope::closed() }
+                .with_ref_contexts()
+                .with_names(names.list.clone());
             for c in &contexts {
                 // Unknown contexts are typed `any` here and reported once, by the REF check.
                 scope = scope.with_ref(c, self.context_type(c, env).unwrap_or(Type::Any));

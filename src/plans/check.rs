@@ -757,13 +757,13 @@ mod tests {
     /// A cancel that comes while the check runs stops it at its next poll: the host's
     /// probe is asked before the start and then every `POLL_UNITS` units of work, and the
     /// check answers cancelled after the first ask that says so, having done a fraction of
-    /// the work of the whole check (whose scopes grow with the variables before each).
+    /// the work of the whole check (3,000 transforms, about 8 units each).
     #[test]
     fn a_check_cancelled_partway_stops_at_its_next_poll() {
         use crate::types::stop::{POLL_UNITS, WORKED};
         let root = tempfile::tempdir().expect("tempdir");
         let desk = PlanDesk::for_root(root.path(), &["/tools/*.tool"]).expect("the root");
-        let plan = type_bomb(150, "length([xN, yN])");
+        let plan = type_bomb(1_500, "length([xN, yN])");
         let before = WORKED.with(|w| w.get());
         assert!(desk.check(&plan).ok());
         let whole = WORKED.with(|w| w.get()) - before;

@@ -20,6 +20,7 @@ pub(crate) use check::relative_path;
 pub use check::{check, check_template, RefUse};
 pub(crate) use enums::show_quoted;
 pub use enums::StrEnum;
+pub(crate) use scope::NameTable;
 pub use scope::Scope;
 
 use std::fmt;

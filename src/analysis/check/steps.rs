@@ -122,10 +122,11 @@ impl<'a> Checker<'a> {
                             let exact = callee.as_ref().and_then(|c| c.exact.as_deref());
                             (Arc::from(p.name.node.as_str()), param_type_as(p, exact_type(exact, p, true)))
                         })
-                        .collect(),
+                        .collect::<IndexMap<_, _>>()
+                        .into(),
                     open: false,
                 },
-                (None, None) => Names { list: IndexMap::new(), open: true },
+                (None, None) => Names { list: Default::default(), open: true },
             };
             self.transform(t, BlockSpec { names, env: response_env, warn_pass_through: false }, &info)
         });
