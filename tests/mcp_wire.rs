@@ -187,6 +187,11 @@ fn a_post_without_a_session_that_is_not_an_initialize_is_refused_before_its_body
         assert_eq!((code, &m["id"]), (-32600, &id), "{m}");
         assert!(text.contains("Session ID is required") && text.contains("not decoded"), "{text}");
     }
+    // A request of a later protocol revision that rmcp would serve without a session.
+    let stateless = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let (status, _, reply) = http.post(None, stateless.to_string().as_bytes());
+    assert_eq!((status, &message(&reply)["id"]), (400, &json!(4)), "{reply}");
     // A session that is not open: 404, whatever the body.
     let (status, _, reply) = http.post(Some("no-such-session"), b"not JSON");
     assert_eq!(status, 404, "{reply}");
