@@ -326,7 +326,7 @@ impl Front {
         // session id must name an open session; anything else is refused undecoded.
         let session = request.headers().get("mcp-session-id");
         if is_post {
-            if let Some(refused) = self.session_refusal(session, request.body()).await {
+            if let Some(refused) = self.session_refusal(&request, session, request.body()).await {
                 return refused;
             }
         }
@@ -426,7 +426,28 @@ impl Front {
     /// Why a POST is refused for its session, before its body is decoded: no
     /// `Mcp-Session-Id` and not an `initialize` (400, the JSON-RPC error with the request's
     /// `id` read from the body's top level), or a session that is not open (404).
-    async fn session_refusal(&self, session: Option<&header::HeaderValue>, body: &Bytes) -> Option<Response<Body>> {
+    async fn session_refusal(
+        &self,
+        request: &Request<Bytes>,
+        session: Option<&header::HeaderValue>,
+        body: &Bytes,
+    ) -> Option<Response<Body>> {
+        let refusal = self.session_refusal_of(session, body).await?;
+        // rmcp's checks of Host, Origin, Accept and Content-Type come first: it gets a
+        // small stand-in body, and its answer stands unless it is about the session.
+        let mut instead = Request::new(Full::new(Bytes::from_static(br#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#)));
+        *instead.method_mut() = http::Method::POST;
+        *instead.uri_mut() = request.uri().clone();
+        *instead.headers_mut() = request.headers().clone();
+        instead.headers_mut().remove(header::CONTENT_LENGTH);
+        let theirs = self.mcp.handle(instead).await;
+        match theirs.status() {
+            StatusCode::BAD_REQUEST | StatusCode::NOT_FOUND => Some(refusal),
+            _ => Some(theirs),
+        }
+    }
+
+    async fn session_refusal_of(&self, session: Option<&header::HeaderValue>, body: &Bytes) -> Option<Response<Body>> {
         match session {
             None => {
                 let method = super::framing::top_level_scalar(body, "method");
