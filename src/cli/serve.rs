@@ -33,7 +33,12 @@ fn http_setup(args: &ServeArgs, listen: &str) -> Result<(std::net::SocketAddr, H
         .ok_or_else(|| format!("--listen {listen}: the name has no address"))?;
     let token = args.token_file.as_deref().map(read_token).transpose()?;
     check_bind(&addr, token.is_some())?;
-    let mut options = HttpOptions { token, allowed_hosts: args.allow_host.clone(), ..HttpOptions::default() };
+    let mut options = HttpOptions {
+        token,
+        allowed_hosts: args.allow_host.clone(),
+        max_request_values: args.max_request_values as usize,
+        ..HttpOptions::default()
+    };
     if let Some(n) = args.max_request_bytes {
         options.max_request_bytes = n as usize;
     }
@@ -76,6 +81,13 @@ pub(crate) struct ServeArgs {
     #[arg(long = "max-request-bytes", value_name = "N", requires = "listen",
           value_parser = clap::value_parser!(u64).range(1024..=64 * 1024 * 1024))]
     max_request_bytes: Option<u64>,
+    /// The most values (numbers, strings, lists, objects) one JSON-RPC message may hold
+    /// (1,000–100,000,000; default 100,000): counted before the message is decoded, a
+    /// message past it is refused with its `id` (-32600).
+    #[arg(long = "max-request-values", value_name = "N",
+          default_value_t = crate::mcp::framing::DEFAULT_MAX_REQUEST_VALUES as u64,
+          value_parser = clap::value_parser!(u64).range(crate::mcp::framing::MAX_REQUEST_VALUES_RANGE))]
+    max_request_values: u64,
     /// With --listen: the most sessions open at once (1–10,000; default 64).
     #[arg(long = "max-sessions", value_name = "N", requires = "listen",
           value_parser = clap::value_parser!(u64).range(1..=10_000))]
@@ -493,7 +505,7 @@ pub(crate) fn run(args: ServeArgs) -> ExitCode {
                 server.tools().len(),
                 root.display()
             );
-            runtime.block_on(server.serve_stdio())
+            runtime.block_on(server.serve_stdio(args.max_request_values as usize))
         }
         Some((addr, options)) => {
             let listener = match runtime.block_on(tokio::net::TcpListener::bind(addr)) {

@@ -67,9 +67,17 @@ fn error(id: Json, code: i64, message: String) -> Json {
 }
 
 /// Judges one line (without its newline). `oversized` when the line was longer than
-/// [`MAX_MESSAGE_BYTES`]; `line` then holds its first bytes only.
+/// [`MAX_MESSAGE_BYTES`]; `line` then holds its first bytes only. No bound on its values:
+/// for a message already read whole (the server's own copy of one); input goes through
+/// [`judge_limited`].
 pub(crate) fn judge(line: &[u8], oversized: bool) -> Verdict {
-    match judge_message(line, oversized) {
+    judge_limited(line, oversized, usize::MAX)
+}
+
+/// [`judge`], a message of more than `max_values` values ([`count_values`]) refused first,
+/// before any of them is built.
+pub(crate) fn judge_limited(line: &[u8], oversized: bool, max_values: usize) -> Verdict {
+    match judge_message(line, oversized, max_values) {
         Verdict::Answer(error) => {
             let why = error["error"]["message"].as_str().unwrap_or("unreadable");
             match unreadable_answer(line, error["error"]["code"].as_i64().unwrap_or(INVALID_REQUEST), why) {
@@ -143,7 +151,7 @@ fn response_id(line: &[u8]) -> Option<Json> {
 
 /// [`judge`] before a refused response is turned into [`Verdict::Unreadable`]: what the
 /// HTTP transport answers a body it refuses with (a 400, whatever the body was).
-pub(crate) fn judge_message(line: &[u8], oversized: bool) -> Verdict {
+pub(crate) fn judge_message(line: &[u8], oversized: bool, max_values: usize) -> Verdict {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
     if oversized {
@@ -165,6 +173,9 @@ pub(crate) fn judge_message(line: &[u8], oversized: bool) -> Verdict {
             format!("parse error: the message is not UTF-8 (invalid byte at offset {})", e.valid_up_to()),
         ));
     }
+    if let Err(over) = count_values(line, max_values) {
+        return Verdict::Answer(error(recover_id(line), INVALID_REQUEST, over.message()));
+    }
     let v: Json = match parse_unique(line) {
         Ok(v) => v,
         // Valid JSON with a key twice in one object: not a message anyone can read one way
@@ -174,20 +185,139 @@ pub(crate) fn judge_message(line: &[u8], oversized: bool) -> Verdict {
         }
         Err(e) => return Verdict::Answer(error(recover_id(line), PARSE_ERROR, format!("parse error: {e}"))),
     };
-    match check_message(&v) {
+    // An id that is not exactly as sent (a float, an integer past i64) is not echoed.
+    let id = v.get("id").filter(|id| exact_id(id)).cloned();
+    let is_request_or_bad = v.get("method").is_none() || id.is_some();
+    match check_message(v) {
         Ok(()) => Verdict::Forward,
-        Err((code, message)) => {
-            // An id that is not exactly as sent (a float, an integer past i64) is not echoed.
-            let id = v.get("id").filter(|id| exact_id(id)).cloned();
-            let is_request_or_bad = v.get("method").is_none() || id.is_some();
-            match id {
-                Some(id) => Verdict::Answer(error(id, code, message)),
-                None if is_request_or_bad || code == INVALID_REQUEST => {
-                    Verdict::Answer(error(Json::Null, code, message))
-                }
-                None => Verdict::Ignore,
+        Err((code, message)) => match id {
+            Some(id) => Verdict::Answer(error(id, code, message)),
+            None if is_request_or_bad || code == INVALID_REQUEST => Verdict::Answer(error(Json::Null, code, message)),
+            None => Verdict::Ignore,
+        },
+    }
+}
+
+/// The default of `serve --max-request-values`: the most values one message may hold.
+/// A plan at its size limit (`--max-plan-bytes`, 256 KiB) written as plans are (25–30 bytes
+/// a value in the plans of `tests/`) holds about 10,000; this leaves ten times that for the
+/// plan and its arguments. What reading a message costs a value: `docs/mcp.md`, "The cost
+/// of a message".
+pub const DEFAULT_MAX_REQUEST_VALUES: usize = 100_000;
+
+/// The bounds of `serve --max-request-values`.
+pub const MAX_REQUEST_VALUES_RANGE: std::ops::RangeInclusive<u64> = 1_000..=100_000_000;
+
+/// A message with more values than the server reads ([`count_values`]).
+#[derive(Debug, PartialEq)]
+pub(crate) struct TooManyValues {
+    /// The limit (`serve --max-request-values`).
+    pub limit: usize,
+}
+
+impl TooManyValues {
+    /// The JSON-RPC error message.
+    pub(crate) fn message(&self) -> String {
+        format!(
+            "invalid request: the message holds more than {} values (numbers, strings, lists, objects), \
+             the server's limit (serve --max-request-values); it was not read",
+            self.limit
+        )
+    }
+}
+
+/// Counts the values of the JSON text `bytes` in one pass, building none of them (a string
+/// is looked at where it lies, an escaped one in one reused buffer): an object, a list, a
+/// string, a number, `true`, `false` and `null` are one each, a member's key is not counted
+/// (its value is). Stops at the first value past `max`: [`TooManyValues`]. Text that is not
+/// JSON, or nested deeper than serde_json's limit (128), is counted as far as it goes and
+/// is not an error here: the parse that follows reports it.
+pub(crate) fn count_values(bytes: &[u8], max: usize) -> Result<usize, TooManyValues> {
+    use serde::de::DeserializeSeed;
+    if max == usize::MAX {
+        return Ok(0);
+    }
+    let left = std::cell::Cell::new(max);
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let _ = Counter(&left).deserialize(&mut de);
+    if left.get() == OVER {
+        return Err(TooManyValues { limit: max });
+    }
+    Ok(max - left.get())
+}
+
+/// The count [`Counter`] leaves behind once a value past the limit was seen.
+const OVER: usize = usize::MAX;
+
+/// Counts one value and what it holds down from the number of values left.
+struct Counter<'a>(&'a std::cell::Cell<usize>);
+
+impl Counter<'_> {
+    fn take<E: serde::de::Error>(&self) -> Result<(), E> {
+        match self.0.get() {
+            0 | OVER => {
+                self.0.set(OVER);
+                Err(E::custom("too many values"))
+            }
+            n => {
+                self.0.set(n - 1);
+                Ok(())
             }
         }
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Counter<'_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Counter<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<(), E> {
+        self.take()
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<(), E> {
+        self.take()
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<(), E> {
+        self.take()
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<(), E> {
+        self.take()
+    }
+
+    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<(), E> {
+        self.take()
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
+        self.take()
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        self.take()?;
+        while seq.next_element_seed(Counter(self.0))?.is_some() {}
+        Ok(())
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        self.take()?;
+        while map.next_key::<serde::de::IgnoredAny>()?.is_some() {
+            map.next_value_seed(Counter(self.0))?;
+        }
+        Ok(())
     }
 }
 
@@ -280,8 +410,8 @@ fn exact_id(id: &Json) -> bool {
 }
 
 /// Whether a parsed value is a JSON-RPC message rmcp can take.
-fn check_message(v: &Json) -> Result<(), (i64, String)> {
-    let obj = match v {
+fn check_message(mut v: Json) -> Result<(), (i64, String)> {
+    let obj = match &v {
         Json::Object(o) => o,
         Json::Array(_) => return Err((INVALID_REQUEST, "invalid request: batches are not supported".to_string())),
         _ => return Err((INVALID_REQUEST, "invalid request: a JSON-RPC message is an object".to_string())),
@@ -342,9 +472,16 @@ fn check_message(v: &Json) -> Result<(), (i64, String)> {
             }
         }
     }
-    // The last word is rmcp's: what it cannot read it would drop without an answer.
-    if let Err(e) = serde_json::from_value::<rmcp::model::ClientJsonRpcMessage>(v.clone()) {
-        let code = if obj.contains_key("method") { INVALID_PARAMS } else { INVALID_REQUEST };
+    // The last word is rmcp's: what it cannot read it would drop without an answer. The
+    // arguments of a call (an object, whatever it holds: checked above) are left out, so
+    // that they are not copied again.
+    let code = if obj.contains_key("method") { INVALID_PARAMS } else { INVALID_REQUEST };
+    if obj.get("method").and_then(Json::as_str) == Some("tools/call") {
+        if let Some(Json::Object(p)) = v.get_mut("params") {
+            p.shift_remove("arguments");
+        }
+    }
+    if let Err(e) = serde_json::from_value::<rmcp::model::ClientJsonRpcMessage>(v) {
         return Err((code, format!("invalid {}: {e}", if code == INVALID_PARAMS { "params" } else { "request" })));
     }
     Ok(())
@@ -405,28 +542,36 @@ pub(super) fn kind(v: &Json) -> &'static str {
 /// object without building it: a string or a number, `null` when there is none to be read.
 /// Iterative, so that deep nesting costs no stack.
 pub(crate) fn recover_id(bytes: &[u8]) -> Json {
+    top_level_scalar(bytes, "id").unwrap_or(Json::Null)
+}
+
+/// The value of the member `key` of the object `bytes` holds, read from its top level
+/// without building anything else, when it is a string or a number (a key written with
+/// escapes is not recognised); `None` otherwise. Iterative, so that deep nesting costs no
+/// stack.
+pub(crate) fn top_level_scalar(bytes: &[u8], key: &str) -> Option<Json> {
     let mut s = Scanner { b: bytes, i: 0 };
     s.ws();
     if !s.eat(b'{') {
-        return Json::Null;
+        return None;
     }
     loop {
         s.ws();
-        let Some(key) = s.string() else { return Json::Null };
+        let found = s.string()?;
         s.ws();
         if !s.eat(b':') {
-            return Json::Null;
+            return None;
         }
         s.ws();
-        if key == b"\"id\"" {
-            return s.scalar().unwrap_or(Json::Null);
+        if found.strip_prefix(b"\"").and_then(|k| k.strip_suffix(b"\"")) == Some(key.as_bytes()) {
+            return s.scalar();
         }
         if !s.skip_value() {
-            return Json::Null;
+            return None;
         }
         s.ws();
         if !s.eat(b',') {
-            return Json::Null;
+            return None;
         }
     }
 }
@@ -526,6 +671,7 @@ pub(crate) async fn pump_input<R, W>(
     mut to_rmcp: W,
     out: mpsc::Sender<Vec<u8>>,
     mut shutdown: watch::Receiver<bool>,
+    max_values: usize,
 ) where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
@@ -539,7 +685,7 @@ pub(crate) async fn pump_input<R, W>(
         let Some((line, oversized)) = line else { return };
         // What goes on to rmcp: the line as read, or a stand-in error for an answer that
         // cannot be read (its request fails at once); the framing's own answers go out.
-        let mut bytes = match judge(&line, oversized) {
+        let mut bytes = match judge_limited(&line, oversized, max_values) {
             Verdict::Forward => line,
             Verdict::Unreadable(v) => serde_json::to_vec(&v).unwrap_or_default(),
             Verdict::Answer(v) => {
@@ -740,6 +886,72 @@ mod tests {
             parse_unique(br#"{"a": [1, 2.5, -3, null, true, "s", {"b": {}}]}"#).ok(),
             Some(json!({"a": [1, 2.5, -3, null, true, "s", {"b": {}}]}))
         );
+    }
+
+    #[test]
+    fn values_are_counted_without_being_built_and_the_count_stops_at_the_limit() {
+        let text = br#"{"a": [1, "s", null, true, {"b": 2.5, "c": "\u00e9\n"}], "d": {}}"#;
+        assert_eq!(count_values(text, 1000), Ok(10));
+        assert_eq!(count_values(text, 10), Ok(10));
+        assert_eq!(count_values(text, 9), Err(TooManyValues { limit: 9 }));
+        // One long string, escaped or not, is one value; keys are not counted.
+        let long = format!(r#"{{"k": "{}", "e": "{}"}}"#, "x".repeat(1 << 20), "\\n".repeat(1000));
+        assert_eq!(count_values(long.as_bytes(), 1000), Ok(3));
+        // Past the limit, what follows is not looked at: broken text there is no matter.
+        let cut = format!("[{}, not JSON", "[],".repeat(2000));
+        assert_eq!(count_values(cut.as_bytes(), 1000), Err(TooManyValues { limit: 1000 }));
+        // Text that is not JSON, or too deep, is not refused here: the parse says why.
+        assert_eq!(count_values(b"[1, 2, oops", 1000), Ok(3));
+        let deep = format!("{}{}", "[".repeat(500), "]".repeat(500));
+        assert!(count_values(deep.as_bytes(), 1000).is_ok());
+        assert_eq!(count_values(b"[]", usize::MAX), Ok(0));
+    }
+
+    #[test]
+    fn a_message_over_the_value_limit_is_refused_with_its_id_before_it_is_parsed() {
+        let big = format!(
+            r#"{{"jsonrpc": "2.0", "id": "v", "method": "ping", "params": {{"pad": [{}0]}}}}"#,
+            "0,".repeat(2000)
+        );
+        let a = match judge_limited(big.as_bytes(), false, 1000) {
+            Verdict::Answer(a) => a,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!((a["error"]["code"].as_i64(), &a["id"]), (Some(-32600), &json!("v")));
+        let message = a["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("more than 1000 values") && message.contains("--max-request-values"), "{message}");
+        assert_eq!(judge_limited(big.as_bytes(), false, 3000), Verdict::Forward);
+        // Nesting at serde_json's limit passes; past it, a parse error as before.
+        let at = |depth: usize| {
+            format!(
+                r#"{{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {{"p": {}{}}}}}"#,
+                "[".repeat(depth),
+                "]".repeat(depth)
+            )
+        };
+        assert_eq!(judge_limited(at(120).as_bytes(), false, 1000), Verdict::Forward);
+        assert!(
+            matches!(judge_limited(at(200).as_bytes(), false, 1000), Verdict::Answer(a) if a["error"]["code"] == -32700)
+        );
+        // The client's answer over the limit fails the request it answers, at once.
+        let answer = format!(r#"{{"jsonrpc": "2.0", "id": 3, "result": {{"pad": [{}0]}}}}"#, "0,".repeat(2000));
+        match judge_limited(answer.as_bytes(), false, 1000) {
+            Verdict::Unreadable(v) => {
+                assert_eq!((&v["id"], &v["error"]["data"]["reason"]), (&json!(3), &json!(UNREADABLE_ANSWER)))
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_top_level_member_is_read_without_parsing_the_rest() {
+        let body = br#"{"params": {"method": "initialize"}, "id": 4, "method": "tools/list", "x": [[[[ broken"#;
+        assert_eq!(top_level_scalar(body, "method"), Some(json!("tools/list")));
+        assert_eq!(top_level_scalar(body, "id"), Some(json!(4)));
+        assert_eq!(top_level_scalar(br#"{"method": "initial\u0069ze"}"#, "method"), Some(json!("initialize")));
+        assert_eq!(top_level_scalar(br#"{"params": {"method": "initialize"}}"#, "method"), None);
+        assert_eq!(top_level_scalar(b"garbage", "method"), None);
+        assert_eq!(top_level_scalar(br#"{"method": {"a": 1}}"#, "method"), None);
     }
 
     #[test]

@@ -52,6 +52,10 @@ use super::{McpServer, SHUTDOWN_GRACE};
 
 /// The default limit on a request's body: 4 MiB.
 pub(crate) const DEFAULT_MAX_REQUEST_BYTES: usize = 4 * 1024 * 1024;
+/// A body larger than this waits for one of [`DECODES_AT_ONCE`] permits to be decoded.
+pub(crate) const LARGE_BODY_BYTES: usize = 64 * 1024;
+/// How many large bodies are decoded at once, all connections together.
+pub(crate) const DECODES_AT_ONCE: usize = 4;
 /// The default limit on open sessions.
 pub(crate) const DEFAULT_MAX_SESSIONS: usize = 64;
 /// The default limit on `tools/call` requests in flight, all sessions together (the same
@@ -78,6 +82,8 @@ pub struct HttpOptions {
     pub allowed_hosts: Vec<String>,
     /// The largest request body, in bytes.
     pub max_request_bytes: usize,
+    /// The most values a request's body may hold ([`framing::count_values`](super::framing::count_values)).
+    pub max_request_values: usize,
     /// The most sessions open at once.
     pub max_sessions: usize,
     /// The most `tools/call` requests in flight at once.
@@ -95,6 +101,7 @@ impl Default for HttpOptions {
             token: None,
             allowed_hosts: Vec::new(),
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
+            max_request_values: super::framing::DEFAULT_MAX_REQUEST_VALUES,
             max_sessions: DEFAULT_MAX_SESSIONS,
             max_calls: DEFAULT_MAX_CALLS,
             read_timeout: DEFAULT_READ_TIMEOUT,
@@ -252,6 +259,9 @@ struct Front {
     token: Option<String>,
     max_sessions: usize,
     max_request_bytes: usize,
+    max_request_values: usize,
+    /// Permits to decode a large body ([`LARGE_BODY_BYTES`]), [`DECODES_AT_ONCE`] of them.
+    decoding: tokio::sync::Semaphore,
 }
 
 impl Front {
@@ -310,8 +320,18 @@ impl Front {
 
     /// A request that passed [`Front::gate`], its body read.
     async fn handle(&self, request: Request<Bytes>) -> Response<Body> {
+        let is_post = request.method() == http::Method::POST;
+        // The session before the body: a POST without a session id must be an `initialize`
+        // (found by a scan of the body's top level, which builds nothing), and one with a
+        // session id must name an open session; anything else is refused undecoded.
+        let session = request.headers().get("mcp-session-id");
+        if is_post {
+            if let Some(refused) = self.session_refusal(&request, session, request.body()).await {
+                return refused;
+            }
+        }
         // A POST without a session id opens a session (its `initialize`).
-        let opens_session = request.method() == http::Method::POST && !request.headers().contains_key("mcp-session-id");
+        let opens_session = is_post && session.is_none();
         if opens_session && self.sessions.sessions.read().await.len() >= self.max_sessions {
             return json_rpc_error(
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -337,21 +357,37 @@ impl Front {
         if request.method() == http::Method::POST && request.body().len() > self.max_request_bytes {
             let why = format!("its body is larger than the server's limit of {} bytes", self.max_request_bytes);
             if let Some(stand_in) = super::framing::unreadable_answer(request.body(), -32600, &why) {
-                let mut instead = Request::new(Full::new(Bytes::from(stand_in.to_string())));
-                *instead.method_mut() = http::Method::POST;
-                *instead.uri_mut() = request.uri().clone();
-                *instead.headers_mut() = request.headers().clone();
-                instead.headers_mut().remove(header::CONTENT_LENGTH);
-                let _ = self.mcp.handle(instead).await;
+                self.hand_in_place(&request, &stand_in).await;
             }
         }
-        let body = (request.method() == http::Method::POST).then(|| request.body().clone());
-        // A key twice in one object: rmcp's reader would keep one of them silently, or answer
-        // without the request's `id`; the stdio framing's answer, with the `id`, instead.
-        if let Some(body) = &body {
+        // Decoding a large body costs many times its size (docs/mcp.md, "The cost of a
+        // message"): a few at once, the others wait their turn (their connection busy).
+        let _decoding = match is_post && request.body().len() > LARGE_BODY_BYTES {
+            true => self.decoding.acquire().await.ok(),
+            false => None,
+        };
+        let body = is_post.then(|| request.body().clone());
+        if let Some(body) = body.as_ref().filter(|b| b.len() <= self.max_request_bytes) {
+            // More values than the server reads: refused before any is built, with the
+            // request's `id`; the client's answer to a request of the server fails that
+            // request at once instead (as on stdio).
+            if let Err(over) = super::framing::count_values(body, self.max_request_values) {
+                let why = over.message();
+                if let Some(stand_in) = super::framing::unreadable_answer(body, -32600, &why) {
+                    self.hand_in_place(&request, &stand_in).await;
+                }
+                let error = serde_json::json!({"jsonrpc": "2.0", "id": super::framing::recover_id(body),
+                    "error": {"code": -32600, "message": why}});
+                return json_response(StatusCode::BAD_REQUEST, &error);
+            }
+            // A key twice in one object: rmcp's reader would keep one of them silently, or
+            // answer without the request's `id`; the stdio framing's answer, with the `id`,
+            // instead.
             if let Err(e) = super::framing::parse_unique(body) {
                 if e.classify() == serde_json::error::Category::Data {
-                    if let super::framing::Verdict::Answer(error) = super::framing::judge_message(body, false) {
+                    if let super::framing::Verdict::Answer(error) =
+                        super::framing::judge_message(body, false, self.max_request_values)
+                    {
                         return json_response(StatusCode::BAD_REQUEST, &error);
                     }
                 }
@@ -364,13 +400,78 @@ impl Front {
         // rmcp answers 415 to a body it cannot read (after its checks of Host, Origin, Accept
         // and Content-Type): the body gets the JSON-RPC error the stdio framing gives it.
         if let Some(body) = body.filter(|_| response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE) {
-            if let super::framing::Verdict::Answer(error) = super::framing::judge_message(&body, false) {
+            if let super::framing::Verdict::Answer(error) =
+                super::framing::judge_message(&body, false, self.max_request_values)
+            {
                 return json_response(StatusCode::BAD_REQUEST, &error);
             }
         }
         response
     }
 }
+
+impl Front {
+    /// Hands rmcp `stand_in` (an error response with the id of the client's answer that
+    /// could not be read) in the place of `request`'s body, so that the request of the
+    /// server it answers fails now, saying why.
+    async fn hand_in_place(&self, request: &Request<Bytes>, stand_in: &serde_json::Value) {
+        let mut instead = Request::new(Full::new(Bytes::from(stand_in.to_string())));
+        *instead.method_mut() = http::Method::POST;
+        *instead.uri_mut() = request.uri().clone();
+        *instead.headers_mut() = request.headers().clone();
+        instead.headers_mut().remove(header::CONTENT_LENGTH);
+        let _ = self.mcp.handle(instead).await;
+    }
+
+    /// Why a POST is refused for its session, before its body is decoded: no
+    /// `Mcp-Session-Id` and not an `initialize` (400, the JSON-RPC error with the request's
+    /// `id` read from the body's top level), or a session that is not open (404).
+    async fn session_refusal(
+        &self,
+        request: &Request<Bytes>,
+        session: Option<&header::HeaderValue>,
+        body: &Bytes,
+    ) -> Option<Response<Body>> {
+        let refusal = self.session_refusal_of(session, body).await?;
+        // rmcp's checks of Host, Origin, Accept and Content-Type come first: it gets a
+        // small stand-in body, and its answer stands unless it is about the session.
+        let mut instead = Request::new(Full::new(Bytes::from_static(br#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#)));
+        *instead.method_mut() = http::Method::POST;
+        *instead.uri_mut() = request.uri().clone();
+        *instead.headers_mut() = request.headers().clone();
+        instead.headers_mut().remove(header::CONTENT_LENGTH);
+        let theirs = self.mcp.handle(instead).await;
+        match theirs.status() {
+            StatusCode::BAD_REQUEST | StatusCode::NOT_FOUND => Some(refusal),
+            _ => Some(theirs),
+        }
+    }
+
+    async fn session_refusal_of(&self, session: Option<&header::HeaderValue>, body: &Bytes) -> Option<Response<Body>> {
+        match session {
+            None => {
+                let method = super::framing::top_level_scalar(body, "method");
+                if method.as_ref().and_then(serde_json::Value::as_str) == Some("initialize") {
+                    return None;
+                }
+                let error = serde_json::json!({"jsonrpc": "2.0", "id": super::framing::recover_id(body),
+                    "error": {"code": -32600, "message": SESSION_REQUIRED}});
+                Some(json_response(StatusCode::BAD_REQUEST, &error))
+            }
+            Some(id) => {
+                let open = match id.to_str() {
+                    Ok(id) => self.sessions.sessions.read().await.contains_key(id),
+                    Err(_) => false,
+                };
+                (!open).then(|| plain(StatusCode::NOT_FOUND, "Not Found: Session not found"))
+            }
+        }
+    }
+}
+
+/// The message of the error a POST without a session that is not an `initialize` gets.
+pub(crate) const SESSION_REQUIRED: &str = "Bad Request: Session ID is required: a request without an \
+    `Mcp-Session-Id` header must be an `initialize` (its body was not decoded)";
 
 /// The body of a request, at most `limit` bytes of it and one more (rmcp answers 413 to a
 /// longer one, once it has checked the headers).
@@ -563,6 +664,8 @@ impl McpServer {
             token: options.token,
             max_sessions: options.max_sessions,
             max_request_bytes: options.max_request_bytes,
+            max_request_values: options.max_request_values,
+            decoding: tokio::sync::Semaphore::new(DECODES_AT_ONCE),
         });
         let conns = Arc::new(Conns::default());
         let read_timeout = options.read_timeout;

@@ -11,17 +11,35 @@ impl McpServer {
     /// gets SIGTERM, SIGINT or SIGHUP ([`terminated`]); then cancels the calls in flight (killing their programs) and returns
     /// within [`SHUTDOWN_GRACE`]. Input goes through [`framing`], which answers what rmcp
     /// could not (oversized, unparsable or invalid messages).
-    pub async fn serve_stdio(self) -> Result<(), String> {
-        self.serve_io(tokio::io::stdin(), tokio::io::stdout(), terminated()).await
+    ///
+    /// A message of more than `max_request_values` values (`serve --max-request-values`)
+    /// is refused before any of them is built ([`framing::count_values`]).
+    pub async fn serve_stdio(self, max_request_values: usize) -> Result<(), String> {
+        self.serve_io_limited(tokio::io::stdin(), tokio::io::stdout(), terminated(), max_request_values).await
     }
 
     /// [`McpServer::serve_stdio`] over any byte streams, shutting down when `stop`
-    /// completes too.
+    /// completes too; messages of at most [`framing::DEFAULT_MAX_REQUEST_VALUES`] values.
     pub async fn serve_io<R, W>(
+        self,
+        input: R,
+        output: W,
+        stop: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Result<(), String>
+    where
+        R: tokio::io::AsyncRead + Unpin + Send + 'static,
+        W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        self.serve_io_limited(input, output, stop, framing::DEFAULT_MAX_REQUEST_VALUES).await
+    }
+
+    /// [`McpServer::serve_io`], messages of at most `max_request_values` values.
+    pub async fn serve_io_limited<R, W>(
         mut self,
         input: R,
         output: W,
         stop: impl std::future::Future<Output = ()> + Send + 'static,
+        max_request_values: usize,
     ) -> Result<(), String>
     where
         R: tokio::io::AsyncRead + Unpin + Send + 'static,
@@ -41,7 +59,7 @@ impl McpServer {
         let (rmcp_out, from_rmcp) = tokio::io::duplex(64 * 1024);
         let input_done = {
             let (lines, down) = (lines_tx.clone(), shutdown.subscribe());
-            tokio::spawn(framing::pump_input(input, to_rmcp, lines, down))
+            tokio::spawn(framing::pump_input(input, to_rmcp, lines, down, max_request_values))
         };
         let output_done = tokio::spawn(framing::pump_output(from_rmcp, lines_tx));
         // The end of input or a signal starts the shutdown.
