@@ -139,6 +139,13 @@ impl Engine {
         if diagnostics.iter().all(|d| d.code != crate::diagnostic::Code::Syntax) {
             diagnostics.extend(checked.diagnostics);
         }
+        if !diagnostics.iter().any(Diagnostic::is_error) {
+            // A list or object literal past the list limit (a program's source is bounded
+            // by its host only): refused now, not built when it runs.
+            if let Some((span, n)) = crate::template::literal_past(source, &checked.expr, self.limits.max_list_len) {
+                diagnostics.push(crate::template::literal_error(span, n, self.limits.max_list_len));
+            }
+        }
         diagnostics.sort_by_key(|d| (d.span.start, d.span.end));
         let mut refs = References { refs: checked.refs, names: checked.names };
         if diagnostics.iter().any(Diagnostic::is_error) {
@@ -488,7 +495,13 @@ fn check_output(v: &Value, limits: &Limits, span: Span) -> Result<(), EvalError>
 }
 
 impl TemplateSource for Inner {
-    fn template(&self, source: &str, relative: bool, slot: u32, alias: Option<&Name>) -> Result<Arc<Chunk>, String> {
+    fn template(
+        &self,
+        source: &str,
+        relative: bool,
+        slot: u32,
+        alias: Option<&Name>,
+    ) -> Result<Arc<Chunk>, crate::template::TemplateError> {
         let key = (Arc::from(source), relative, slot, alias.cloned());
         if let Ok(cache) = self.cache.lock() {
             if let Some(c) = cache.get(&key) {
@@ -503,8 +516,12 @@ impl TemplateSource for Inner {
         chunk.source = Some(key.0.clone());
         let chunk = Arc::new(chunk);
         if let Ok(mut cache) = self.cache.lock() {
-            // Bounded: past the limit, templates are compiled per call instead of cached.
-            if cache.len() < self.limits.max_cached_templates {
+            // Bounded, in number and in text: past either limit, templates are compiled per
+            // call instead of cached (each call is charged for it anyway).
+            let held: usize = cache.keys().map(|k| k.0.len()).sum();
+            if cache.len() < self.limits.max_cached_templates
+                && held + source.len() <= crate::template::MAX_CACHED_TEMPLATE_BYTES
+            {
                 cache.insert(key, chunk.clone());
             }
         }

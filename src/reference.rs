@@ -237,12 +237,21 @@ impl Evaluator<'_> {
                 err.function = Some(call.name.clone());
                 return Err(err);
             };
+            let named = |(code, m): crate::template::TemplateError| {
+                let mut err = EvalError::new(code, source.span, m);
+                err.function = Some(call.name.clone());
+                err
+            };
+            // Charged as the VM charges it (the compile's fuel and memory).
+            let (fuel, bytes) = crate::template::cost(text).map_err(named)?;
+            if fuel > self.fuel {
+                self.fuel = 0;
+                return Err(EvalError::new(Code::FuelExhausted, source.span, "evaluation ran out of fuel"));
+            }
+            self.fuel -= fuel;
+            self.alloc(bytes, source.span)?;
             let body = crate::template::check_text(text, *relative, *slot, alias.as_ref(), self.funcs, self.limits)
-                .map_err(|m| {
-                    let mut err = EvalError::new(Code::DynamicTemplate, source.span, m);
-                    err.function = Some(call.name.clone());
-                    err
-                })?;
+                .map_err(named)?;
             templates[i] = Some((Arc::new(body), *slot));
         }
         let with_name = |mut err: EvalError| {

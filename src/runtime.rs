@@ -550,6 +550,11 @@ impl EvalError {
                 "the expression builds too much data; build less (filter first, keep shared lists), \
                  or raise `Limits::max_alloc_bytes` if this is expected",
             ),
+            Code::StringLimit => d.with_help(format!(
+                "build shorter text, or raise `Limits::max_string_len` if this is expected; a template \
+                 held in a variable is at most {} bytes",
+                crate::template::MAX_TEMPLATE_BYTES
+            )),
             Code::DivisionByZero => d.with_help("guard the divisor: `if(d != 0, n / d, 0)`"),
             Code::NoFileStore => d.with_help(
                 "`tdsl eval --files DIR` serves the files under DIR; a host calls `Engine::with_file_store`",

@@ -73,7 +73,11 @@ fn deep_nesting_inside_a_template_string() {
     let template = format!("{}item{}", "(".repeat(DEEP), ")".repeat(DEEP));
     let src = format!("map(xs, template=\"{template}\")");
     assert_eq!(compile_error(&engine(), &src), Code::NestingTooDeep);
-    // The same text as a dynamic template, met at run time.
+    // The same text as a dynamic template, met at run time: past a template's length limit
+    // (64 KiB); within it, too deep.
+    let v = vars(&[("xs", Value::list(vec![Value::Int(1)])), ("t", Value::str(&template))]);
+    assert_eq!(eval_error(&engine(), "map(xs, template=t)", &v), Code::StringLimit);
+    let template = format!("{}item{}", "(".repeat(DEEP / 10), ")".repeat(DEEP / 10));
     let v = vars(&[("xs", Value::list(vec![Value::Int(1)])), ("t", Value::str(&template))]);
     assert_eq!(eval_error(&engine(), "map(xs, template=t)", &v), Code::DynamicTemplate);
 }

@@ -485,3 +485,40 @@ pub(crate) fn list_arg<'a>(args: &Args<'a>, i: usize, name: &str) -> Result<&'a 
 pub(crate) fn list_or_null() -> Type {
     Type::any_list().union(Type::Null)
 }
+
+/// The most bytes of a value or of source text an error quotes: an error is copied into a
+/// step's error, the run's summary, its answer (twice) and the history, so an error that
+/// quoted a 16 MiB string whole made answers of hundreds of megabytes (hostile round 12b).
+pub(crate) const QUOTED_IN_ERROR: usize = 200;
+
+/// The most bytes of a message an error passes on from elsewhere (a template's parse error).
+pub(crate) const MESSAGE_IN_ERROR: usize = 1024;
+
+/// The head of `text` of at most `max` bytes, cut on a character boundary.
+fn head(text: &str, max: usize) -> &str {
+    let mut end = max.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// `text` as an error quotes it: in quotes and escaped, at most its first
+/// [`QUOTED_IN_ERROR`] bytes, then `…` and its length when it was longer.
+pub(crate) fn quoted(text: &str) -> String {
+    let shown = head(text, QUOTED_IN_ERROR);
+    if shown.len() == text.len() {
+        return format!("{text:?}");
+    }
+    format!("{shown:?}… ({} bytes)", text.len())
+}
+
+/// A message passed on in an error: at most its first [`MESSAGE_IN_ERROR`] bytes, then `…`
+/// and its length when it was longer.
+pub(crate) fn cut(message: &str) -> String {
+    let shown = head(message, MESSAGE_IN_ERROR);
+    if shown.len() == message.len() {
+        return message.to_string();
+    }
+    format!("{shown}… ({} bytes)", message.len())
+}

@@ -31,7 +31,13 @@ pub trait TemplateSource {
     /// The chunk for `source`, with `item` in `slot` (and `alias`, the name the call gave
     /// the element with `as`); bare dotted paths are relative to `item` when `relative`.
     /// Implementations cache by their arguments.
-    fn template(&self, source: &str, relative: bool, slot: u32, alias: Option<&Name>) -> Result<Arc<Chunk>, String>;
+    fn template(
+        &self,
+        source: &str,
+        relative: bool,
+        slot: u32,
+        alias: Option<&Name>,
+    ) -> Result<Arc<Chunk>, crate::template::TemplateError>;
 }
 
 /// Everything one evaluation reads.
@@ -594,7 +600,7 @@ impl<'a> Vm<'a> {
         result
     }
 
-    fn resolve_dynamic(&self, info: &CallInfo, args: &[Value], span: Span) -> Result<Vec<Resolved>, EvalError> {
+    fn resolve_dynamic(&mut self, info: &CallInfo, args: &[Value], span: Span) -> Result<Vec<Resolved>, EvalError> {
         if !info.params.iter().any(|p| matches!(p.pass, CallParam::Dynamic { .. })) {
             return Ok(Vec::new());
         }
@@ -617,17 +623,33 @@ impl<'a> Vm<'a> {
                     return Err(e);
                 }
             };
+            let named = |mut e: EvalError| {
+                e.function = Some(info.name.clone());
+                e
+            };
+            self.template_cost(src, at).map_err(named)?;
             match self.env.templates.template(src, *relative, *slot, alias.as_ref()) {
                 Ok(c) => out.push(Some((c, *slot))),
-                Err(msg) => {
-                    let mut e =
-                        EvalError::new(Code::DynamicTemplate, at, format!("template {src:?} does not compile: {msg}"));
-                    e.function = Some(info.name.clone());
-                    return Err(e);
+                Err((code, msg)) => {
+                    let message = format!("template {} does not compile: {msg}", crate::functions::quoted(src));
+                    return Err(named(EvalError::new(code, at, message)));
                 }
             }
         }
         Ok(out)
+    }
+
+    /// Charges the compile of a run-time template's text (refused past its length limit),
+    /// after polling the interrupt: a run of many templates stops at its deadline.
+    fn template_cost(&mut self, src: &str, at: Span) -> Result<(), EvalError> {
+        let (fuel, bytes) = crate::template::cost(src).map_err(|(code, msg)| EvalError::new(code, at, msg))?;
+        if let Some(reason) = self.env.interrupt.and_then(Interrupt::check) {
+            self.give_back_tick();
+            self.reserve = 0;
+            return Err(Interrupt::error(reason, at));
+        }
+        self.burn(fuel, at)?;
+        self.alloc(bytes, at)
     }
 
     fn failure(&self, info: &CallInfo, span: Span, f: Failure) -> EvalError {
@@ -734,8 +756,8 @@ impl Frame<'_, '_> {
 }
 
 /// The text of a run-time template, for messages (its spans cover its whole text).
-fn chunk_source(chunk: &Chunk) -> String {
-    chunk.source.as_deref().unwrap_or("").to_string()
+fn chunk_source(chunk: &Chunk) -> &str {
+    chunk.source.as_deref().unwrap_or("")
 }
 
 impl Caller for Frame<'_, '_> {
@@ -900,7 +922,7 @@ impl Caller for Frame<'_, '_> {
                 // in the program's source.
                 e.span = at;
                 if !e.message.starts_with("in template") {
-                    e.message = format!("in template {:?}: {}", chunk_source(chunk), e.message);
+                    e.message = format!("in template {}: {}", crate::functions::quoted(chunk_source(chunk)), e.message);
                 }
                 Err(e)
             }

@@ -61,7 +61,7 @@ fn format_millis(millis: i64, args: &Args<'_>, fmt_param: usize, max_len: usize)
         other => Err(FnError::arg(
             Code::RuntimeArgument,
             fmt_param,
-            format!("`format` must be \"iso\" or \"unix\", found {other:?}"),
+            format!("`format` must be \"iso\" or \"unix\", found {}", crate::functions::quoted(other)),
         )
         .into()),
     }
@@ -109,7 +109,18 @@ fn format_datetime_body(r: &mut dyn Caller, args: &Args<'_>) -> R {
         other => return Err(type_err(0, "value", "Unix seconds or an RFC 3339 string", other)),
     };
     let Some(millis) = millis else {
-        return Err(FnError::arg(Code::RuntimeArgument, 0, format!("{} is not a timestamp", args.get(0))).into());
+        return Err(FnError::arg(
+            Code::RuntimeArgument,
+            0,
+            format!(
+                "{} is not a timestamp",
+                match args.get(0) {
+                    Value::Str(s) => crate::functions::quoted(s),
+                    other => other.to_string(),
+                }
+            ),
+        )
+        .into());
     };
     format_millis(millis, args, 1, r.limits().max_string_len)
 }

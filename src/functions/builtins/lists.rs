@@ -178,7 +178,7 @@ pub(in crate::functions) fn sort_refs<'a>(r: &mut dyn Caller, args: &Args<'a>) -
             return Err(FnError::arg(
                 Code::RuntimeArgument,
                 2,
-                format!("`direction` must be \"asc\" or \"desc\", found {:?}", other),
+                format!("`direction` must be \"asc\" or \"desc\", found {}", crate::functions::quoted(other)),
             )
             .into())
         }
