@@ -26,6 +26,8 @@ mod orphans;
 pub(crate) mod runner;
 mod tails;
 
+#[cfg(feature = "mcp")]
+pub(crate) use endpoint::refuse_token_in_clear;
 pub use env::ToolEnv;
 // For the `tdsl` command: `check`'s endpoint warning, `run --max-tool-output`, the cleanup.
 #[cfg(feature = "cli")]
