@@ -50,6 +50,26 @@ fn peek_root(dir: &Path) {
     );
     std::fs::write(dir.join("tools/peek.tool"), r#"{"description": "Peeks", "system_event_endpoint": "exec:./peek.sh"}"#)
         .expect("write");
+    composite(dir, "peek");
+}
+
+/// `NAME_main.tool` at the root: one step calling `/tools/NAME.tool`, its output the result.
+fn composite(dir: &Path, name: &str) {
+    let text = json!({"description": "Calls it", "instructions": [{"execution_id": "s",
+        "tool_definition_path": format!("/tools/{name}.tool"), "arguments": {}, "retry": {"max_retries": 0}}],
+        "response_reference_map": {"out": "REF:s"}});
+    std::fs::write(dir.join(format!("{name}_main.tool")), text.to_string()).expect("write");
+}
+
+/// Everything written in `dir` whose name starts with `prefix` (a database and its `-wal`).
+fn files_named(dir: &Path, prefix: &str) -> String {
+    let mut all = String::new();
+    for entry in std::fs::read_dir(dir).expect("the folder").flatten() {
+        if entry.file_name().to_string_lossy().starts_with(prefix) {
+            all.push_str(&String::from_utf8_lossy(&std::fs::read(entry.path()).expect("read")));
+        }
+    }
+    all
 }
 
 /// Finding 1: `serve`, `run` (every command that starts tools or holds tokens) are
@@ -64,9 +84,11 @@ fn a_tool_cannot_read_the_environment_of_the_tdsl_that_started_it() {
     };
     let dir = tempfile::tempdir().expect("tempdir");
     peek_root(dir.path());
-    // The control: a dumpable `sh` starting the same program, which reads its environment.
+    // The control: a dumpable `sh` starting the same program, which reads its environment
+    // (`; true`: the program is not `exec`ed in the shell's place).
     let out = control
-        .arg(dir.path().join("tools/peek.sh"))
+        .arg("-c")
+        .arg(format!("{}; true", dir.path().join("tools/peek.sh").display()))
         .env("LEAK12_CANARY", CANARY)
         .output()
         .expect("sh runs");
@@ -74,7 +96,7 @@ fn a_tool_cannot_read_the_environment_of_the_tdsl_that_started_it() {
 
     let tdsl = env!("CARGO_BIN_EXE_tdsl");
     let root = dir.path().display().to_string();
-    let tool = dir.path().join("tools/peek.tool").display().to_string();
+    let tool = dir.path().join("peek_main.tool").display().to_string();
     let out = unprivileged(tdsl)
         .expect("as above")
         .args(["run", &tool, "--root", &root, "--no-history", "--clean-env"])
@@ -84,7 +106,7 @@ fn a_tool_cannot_read_the_environment_of_the_tdsl_that_started_it() {
         .expect("tdsl runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{out:?}");
-    assert_eq!(serde_json::from_str::<Value>(&stdout).expect("JSON"), json!({"read": false}), "run: {stdout}");
+    assert_eq!(serde_json::from_str::<Value>(&stdout).expect("JSON"), json!({"out": {"read": false}}), "run: {stdout}");
 
     // `serve`: the same tool, served.
     let mut cmd = unprivileged(tdsl).expect("as above");
@@ -114,6 +136,8 @@ fn saying_root(dir: &Path) {
         r#"{"description": "Fails", "system_event_endpoint": "exec:./bin/fail.sh"}"#,
     )
     .expect("write");
+    composite(dir, "say");
+    composite(dir, "fail");
 }
 
 fn token_file(dir: &Path) -> String {
@@ -137,16 +161,16 @@ fn a_registered_token_an_exec_tool_prints_is_redacted() {
     let mut args = vec!["run", "--root", &root, "--history", history.to_str().expect("path")];
     args.extend(["--trace", trace.to_str().expect("path")]);
     args.extend(upstream);
-    let say = dir.path().join("tools/say.tool").display().to_string();
+    let say = dir.path().join("say_main.tool").display().to_string();
     let out = common::tdsl(&[&args[..], &[&say]].concat());
     assert_eq!(out.code, 0, "{}", out.stderr);
     let said: Value = serde_json::from_str(&out.stdout).expect("JSON");
-    assert_eq!(said, json!({"said": "the token is [redacted]", "[redacted]": ["[redacted]"]}), "{}", out.stdout);
+    assert_eq!(said, json!({"out": {"said": "the token is [redacted]", "[redacted]": ["[redacted]"]}}), "{}", out.stdout);
     let mut seen = vec![out.stdout, out.stderr];
     seen.push(std::fs::read_to_string(&trace).expect("the trace"));
 
     // Its standard error: the operator's, on `run`'s, redacted; the program by its file name.
-    let fail = dir.path().join("tools/fail.tool").display().to_string();
+    let fail = dir.path().join("fail_main.tool").display().to_string();
     let out = common::tdsl(&[&args[..], &[&fail]].concat());
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(
@@ -159,7 +183,7 @@ fn a_registered_token_an_exec_tool_prints_is_redacted() {
     );
     assert!(!out.stderr.contains(&root), "the host's folder: {}", out.stderr);
     seen.push(out.stderr);
-    seen.push(String::from_utf8_lossy(&std::fs::read(&history).expect("the history")).into_owned());
+    seen.push(files_named(dir.path(), "history.db"));
     for text in &seen {
         assert!(!text.contains("LEAKCHECK"), "the token reached the output, the trace or the history: {text}");
     }
@@ -192,7 +216,7 @@ fn an_exec_tools_standard_error_reaches_serves_log_and_no_client() {
         client.process.output().contains("backend refused key sk-live-4f9a8b7c6d5e").then_some(())
     });
     drop(client);
-    let stored = String::from_utf8_lossy(&std::fs::read(&history).expect("the history")).into_owned();
+    let stored = files_named(dir.path(), "history.db");
     assert!(stored.contains("fail.sh exited with status 1") && !stored.contains("sk-live"), "the history");
 }
 
@@ -203,7 +227,7 @@ fn an_exec_tools_standard_error_reaches_serves_log_and_no_client() {
 fn a_token_for_a_remote_http_upstream_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
     let token = token_file(dir.path());
-    for url in ["http://192.0.2.2:18790/mcp", "HTTP://example.com/mcp", "http://user@[2001:db8::1]:80/mcp"] {
+    for url in ["http://192.0.2.2:18790/mcp", "http://example.com/mcp", "http://[2001:db8::1]:80/mcp"] {
         let out = common::tdsl(&[
             "serve",
             "--mcp",
