@@ -576,7 +576,7 @@ mod tests {
                 text.push_str(&junk);
             }
             proptest::prop_assume!(!text.contains(&s1) && !text.contains(&s2));
-            let longest_first = |mut f: Vec<String>| {
+            let longest_first = |mut f: Vec<Form>| {
                 f.sort_by_key(|x| std::cmp::Reverse(x.text.len()));
                 f
             };

@@ -48,8 +48,11 @@ fn peek_root(dir: &Path) {
         "#!/bin/sh\nif tr '\\0' '\\n' < /proc/$PPID/environ 2>/dev/null | grep -q LEAK12_CANARY; then r=true; \
          else r=false; fi\necho \"{\\\"read\\\": $r}\"\n",
     );
-    std::fs::write(dir.join("tools/peek.tool"), r#"{"description": "Peeks", "system_event_endpoint": "exec:./peek.sh"}"#)
-        .expect("write");
+    std::fs::write(
+        dir.join("tools/peek.tool"),
+        r#"{"description": "Peeks", "system_event_endpoint": "exec:./peek.sh"}"#,
+    )
+    .expect("write");
     composite(dir, "peek");
 }
 
@@ -129,8 +132,11 @@ fn saying_root(dir: &Path) {
         &dir.join("tools/bin/fail.sh"),
         &format!("#!/bin/sh\necho 'backend refused key sk-live-4f9a8b7c6d5e and {TOKEN}' >&2\nexit 1\n"),
     );
-    std::fs::write(dir.join("tools/say.tool"), r#"{"description": "Says", "system_event_endpoint": "exec:./bin/say.sh"}"#)
-        .expect("write");
+    std::fs::write(
+        dir.join("tools/say.tool"),
+        r#"{"description": "Says", "system_event_endpoint": "exec:./bin/say.sh"}"#,
+    )
+    .expect("write");
     std::fs::write(
         dir.join("tools/fail.tool"),
         r#"{"description": "Fails", "system_event_endpoint": "exec:./bin/fail.sh"}"#,
@@ -165,7 +171,12 @@ fn a_registered_token_an_exec_tool_prints_is_redacted() {
     let out = common::tdsl(&[&args[..], &[&say]].concat());
     assert_eq!(out.code, 0, "{}", out.stderr);
     let said: Value = serde_json::from_str(&out.stdout).expect("JSON");
-    assert_eq!(said, json!({"out": {"said": "the token is [redacted]", "[redacted]": ["[redacted]"]}}), "{}", out.stdout);
+    assert_eq!(
+        said,
+        json!({"out": {"said": "the token is [redacted]", "[redacted]": ["[redacted]"]}}),
+        "{}",
+        out.stdout
+    );
     let mut seen = vec![out.stdout, out.stderr];
     seen.push(std::fs::read_to_string(&trace).expect("the trace"));
 
@@ -242,7 +253,9 @@ fn a_token_for_a_remote_http_upstream_is_refused() {
         ]);
         assert_eq!(out.code, 2, "{url}: {}", out.stderr);
         assert!(
-            out.stderr.contains("--upstream-token") && out.stderr.contains("https://") && out.stderr.contains("in clear"),
+            out.stderr.contains("--upstream-token")
+                && out.stderr.contains("https://")
+                && out.stderr.contains("in clear"),
             "{url}: {}",
             out.stderr
         );
@@ -269,12 +282,19 @@ fn the_file_functions_refuse_the_processs_secret_files() {
         std::fs::write(&main, text.to_string()).expect("write");
         let args = ["run", main.to_str().expect("path"), "--root", &root, "--files", &root];
         let args = [&args[..], &["--history", history.to_str().expect("path")]].concat();
-        common::tdsl(&[&args[..], &["--upstream", "h=http://127.0.0.1:9/mcp", "--upstream-token", &format!("h={token}")]].concat())
+        common::tdsl(
+            &[&args[..], &["--upstream", "h=http://127.0.0.1:9/mcp", "--upstream-token", &format!("h={token}")]]
+                .concat(),
+        )
     };
     for name in ["upstream.tok", "other-name", "history.db", "history.db-wal"] {
         let out = run(&format!("read_file(file_path=\"{name}\")"));
         assert_eq!(out.code, 1, "{name}: {}", out.stdout);
-        assert!(out.stderr.contains("E0702") && out.stderr.contains("holds a secret of this server"), "{name}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("E0702") && out.stderr.contains("holds a secret of this server"),
+            "{name}: {}",
+            out.stderr
+        );
     }
     let out = run("read_file(file_path=\"copy.txt\")");
     assert_eq!(out.code, 0, "{}", out.stderr);

@@ -151,7 +151,11 @@ impl LocalStore {
         } else {
             (ft, false)
         };
-        if ft.is_file() && !link && crate::secrets::holds_secret_files() && entry.metadata().is_ok_and(|m| crate::secrets::is_secret_file(&entry.path(), &m)) {
+        if ft.is_file()
+            && !link
+            && crate::secrets::holds_secret_files()
+            && entry.metadata().is_ok_and(|m| crate::secrets::is_secret_file(&entry.path(), &m))
+        {
             return None;
         }
         if ft.is_file() {

@@ -484,7 +484,8 @@ fn run_program(
     }
     // Named by its file name alone, as an upstream's program is: the folder it lies in is
     // the host's (`docs/security.md`, "How an upstream is named to a client").
-    let name = escape_hidden(&Path::new(program).file_name().map_or_else(|| program.into(), |n| n.to_string_lossy()), &[]);
+    let name =
+        escape_hidden(&Path::new(program).file_name().map_or_else(|| program.into(), |n| n.to_string_lossy()), &[]);
     let cannot_start = |e: std::io::Error| {
         let message = format!("`{tool}`: cannot start {name}: {e}");
         if spawn_error_is_transient(&e) {
