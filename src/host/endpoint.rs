@@ -103,33 +103,6 @@ fn missing_feature(feature: &str, scheme: &str) -> String {
     )
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn endpoints_parse_once_for_the_runner_and_the_checker() {
-        assert_eq!(
-            Endpoint::parse(" exec:./scan.sh 'a b'"),
-            Ok(Endpoint::Exec(vec!["./scan.sh".into(), "a b".into()]))
-        );
-        assert_eq!(Endpoint::parse("builtin: echo"), Ok(Endpoint::Builtin("echo".into())));
-        assert_eq!(Endpoint::parse("exec:").unwrap_err(), "`exec:` names no program");
-        assert!(Endpoint::parse("exec:'x").unwrap_err().starts_with("cannot split `'x` into words"));
-        assert_eq!(
-            Endpoint::parse("builtin:ecoh").unwrap_err(),
-            "there is no builtin `ecoh` (the builtins are `builtin:echo`)"
-        );
-        assert!(Endpoint::parse("exce:x").unwrap_err().contains("is not an endpoint the command line's runner knows"));
-        #[cfg(feature = "http")]
-        assert_eq!(Endpoint::parse("https://a.example/t"), Ok(Endpoint::Http("https://a.example/t".into())));
-        #[cfg(feature = "mcp")]
-        assert!(matches!(Endpoint::parse("mcp:srv --stdio#t"), Ok(Endpoint::Mcp(e)) if e.tool == "t"));
-        #[cfg(feature = "mcp-http")]
-        assert!(matches!(Endpoint::parse("mcp:https://a.example/mcp#t"), Ok(Endpoint::Mcp(e)) if e.tool == "t"));
-    }
-}
-
 /// Refuses to send a bearer token to `url` in clear: an `http://` URL whose host is not a
 /// loopback one (`localhost`, `127.0.0.0/8`, `::1`), where anyone on the path reads it
 /// (hostile round 12, finding 8), as `serve --listen` refuses a non-loopback address without
@@ -155,4 +128,31 @@ pub(crate) fn refuse_token_in_clear(url: &str) -> Result<(), String> {
          reach it over https:// (or drop its --upstream-token)",
         crate::diagnostic::escape_hidden(host, &[])
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_parse_once_for_the_runner_and_the_checker() {
+        assert_eq!(
+            Endpoint::parse(" exec:./scan.sh 'a b'"),
+            Ok(Endpoint::Exec(vec!["./scan.sh".into(), "a b".into()]))
+        );
+        assert_eq!(Endpoint::parse("builtin: echo"), Ok(Endpoint::Builtin("echo".into())));
+        assert_eq!(Endpoint::parse("exec:").unwrap_err(), "`exec:` names no program");
+        assert!(Endpoint::parse("exec:'x").unwrap_err().starts_with("cannot split `'x` into words"));
+        assert_eq!(
+            Endpoint::parse("builtin:ecoh").unwrap_err(),
+            "there is no builtin `ecoh` (the builtins are `builtin:echo`)"
+        );
+        assert!(Endpoint::parse("exce:x").unwrap_err().contains("is not an endpoint the command line's runner knows"));
+        #[cfg(feature = "http")]
+        assert_eq!(Endpoint::parse("https://a.example/t"), Ok(Endpoint::Http("https://a.example/t".into())));
+        #[cfg(feature = "mcp")]
+        assert!(matches!(Endpoint::parse("mcp:srv --stdio#t"), Ok(Endpoint::Mcp(e)) if e.tool == "t"));
+        #[cfg(feature = "mcp-http")]
+        assert!(matches!(Endpoint::parse("mcp:https://a.example/mcp#t"), Ok(Endpoint::Mcp(e)) if e.tool == "t"));
+    }
 }
