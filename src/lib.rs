@@ -139,9 +139,8 @@ pub(crate) mod reference;
 #[cfg(feature = "engine")]
 pub(crate) mod report;
 pub(crate) mod runtime;
-// The secrets the process holds and their redaction: what talks to peers (`mcp`, which
-// `compose` needs too) uses it.
-#[cfg(feature = "mcp")]
+// The secrets the process holds and their redaction: what talks to peers, what reads tool
+// outputs and the file functions use it.
 pub(crate) mod secrets;
 pub(crate) mod span;
 pub(crate) mod suggest;

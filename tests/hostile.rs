@@ -218,7 +218,7 @@ fn a_tool_flooding_stderr_leaves_a_bounded_tail_in_the_error_and_the_trace() {
     assert_eq!(o.code, 1, "{}", o.stderr);
     // 200 MB of standard error: the message keeps its end, with the last line.
     assert!(o.stderr.contains("bytes of standard error are left out]"), "{}", &o.stderr[..200.min(o.stderr.len())]);
-    assert!(o.stderr.trim_end().ends_with("the last words [E0803]"), "the tail is kept");
+    assert!(o.stderr.trim_end().ends_with("the last words) [E0803]"), "the tail is kept");
     assert!(o.stderr.len() < 70 * 1024, "the message is {} bytes", o.stderr.len());
     let t = read_json(&trace);
     let error = t["step_results"][0]["attempts"][0]["error"].as_str().expect("error");

@@ -179,7 +179,9 @@ fn a_failed_run_is_a_tool_error_naming_the_step() {
     let r = s.call("main", json!({"n": 1}));
     assert_eq!(r["isError"], true, "{r}");
     let text = r["content"][0]["text"].as_str().expect("text");
-    assert!(text.contains("step `burn` failed") && text.contains("the disk is on fire"), "{text}");
+    assert!(text.contains("step `burn` failed") && text.contains("fail.sh exited with status 3"), "{text}");
+    // The program's standard error is the operator's, on the server's log (hostile round 12).
+    assert!(text.contains("on the server's log") && !text.contains("the disk is on fire"), "{text}");
     // A tool the allow globs leave out cannot be called.
     let r = s.request("tools/call", json!({"name": "fail", "arguments": {}}));
     assert!(r["error"].is_object(), "{r}");

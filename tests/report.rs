@@ -689,3 +689,25 @@ fn a_huge_model_name_is_cut_in_the_page() {
     assert!(html.len() < 200_000, "the page is {} bytes", html.len());
     assert!(html.contains("query: q · model openai:mmm"), "the model's start is shown");
 }
+
+/// Hostile round 12 (finding 10): a trace and a report hold every payload of a run, so they
+/// are created readable by their owner alone, as the history is — and a file written over
+/// is made so — whatever the umask says.
+#[cfg(unix)]
+#[test]
+fn traces_and_reports_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| std::fs::metadata(p).expect("written").permissions().mode() & 0o777;
+    let dir = out_dir("private");
+    let trace = run_the_composite(&dir);
+    assert_eq!(mode(&trace), 0o600, "the trace");
+    let page = dir.join("report.html");
+    std::fs::write(&page, "old").expect("write");
+    std::fs::set_permissions(&page, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let o = tdsl(&["report", s(&trace), "-o", s(&page)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(mode(&page), 0o600, "the report");
+    let replayed = dir.join("replayed.json");
+    let o = tdsl(&["replay", s(&trace), "--root", ROOT, "--trace-out", s(&replayed)]);
+    assert_eq!(mode(&replayed), 0o600, "the replay's trace: {}", o.stderr);
+}

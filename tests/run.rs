@@ -61,7 +61,10 @@ fn a_tool_that_fails_transiently_is_retried_until_it_answers() {
         attempts.iter().map(|a| a["outcome"].as_str().unwrap()).collect::<Vec<_>>(),
         ["transient", "transient", "ok"]
     );
-    assert!(attempts[0]["error"].as_str().unwrap().ends_with("exited with status 75 (try again): busy, call 1"));
+    assert!(attempts[0]["error"]
+        .as_str()
+        .unwrap()
+        .ends_with("exited with status 75 (try again) (its standard error ends: busy, call 1)"));
 
     // The trace replays with no tool calls: the state file is not touched again.
     let o = tdsl(&["replay", trace.to_str().unwrap(), "--root", ROOT]);
@@ -88,7 +91,11 @@ fn a_permanent_failure_names_the_step_with_the_tools_stderr() {
     let o = tdsl(&["run", "tests/data/run/broken.tool", "--root", ROOT]);
     assert_eq!(o.code, 1);
     assert!(o.stderr.contains("error: FAILED: step `burn` failed: `/tools/broken.tool`: "), "{}", o.stderr);
-    assert!(o.stderr.contains("broken.sh exited with status 3: the disk is on fire [E0803]"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("broken.sh exited with status 3 (its standard error ends: the disk is on fire) [E0803]"),
+        "{}",
+        o.stderr
+    );
 }
 
 #[test]

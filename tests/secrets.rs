@@ -40,12 +40,14 @@ fn upstream(kind: Upstream) -> String {
     url
 }
 
-/// Reads one HTTP request: its method, `Authorization` header and body.
-fn read_request(conn: &mut TcpStream) -> Option<(String, String, Vec<u8>)> {
+/// Reads one HTTP request: its method, request target, `Authorization` header and body.
+fn read_request(conn: &mut TcpStream) -> Option<(String, String, String, Vec<u8>)> {
     let mut reader = BufReader::new(conn.try_clone().ok()?);
     let mut line = String::new();
     reader.read_line(&mut line).ok()?;
-    let method = line.split_whitespace().next()?.to_string();
+    let mut words = line.split_whitespace();
+    let method = words.next()?.to_string();
+    let target = words.next()?.to_string();
     let (mut auth, mut length) = (String::new(), 0usize);
     loop {
         let mut h = String::new();
@@ -62,7 +64,7 @@ fn read_request(conn: &mut TcpStream) -> Option<(String, String, Vec<u8>)> {
     }
     let mut body = vec![0; length];
     reader.read_exact(&mut body).ok()?;
-    Some((method, auth, body))
+    Some((method, target, auth, body))
 }
 
 fn write(conn: &mut TcpStream, status: &str, body: &str) {
@@ -74,7 +76,12 @@ fn write(conn: &mut TcpStream, status: &str, body: &str) {
 }
 
 fn answer(mut conn: TcpStream, kind: Upstream) {
-    let Some((method, auth, body)) = read_request(&mut conn) else { return };
+    let Some((method, target, auth, body)) = read_request(&mut conn) else { return };
+    // An origin server is sent the origin form, `POST /mcp` (hostile round 12): the
+    // absolute form, `POST http://host:port/mcp`, is for proxies.
+    if !target.starts_with('/') {
+        return write(&mut conn, "400 Bad Request", &format!("not origin form: {target}"));
+    }
     if let Upstream::Down = kind {
         return write(&mut conn, "500 Internal Server Error", &format!("upstream rejected `Authorization: {auth}`"));
     }

@@ -92,19 +92,6 @@ fn key(model: &str, base_url: Option<&str>) -> Result<Option<String>, UsageError
     }
 }
 
-/// Makes this process non-dumpable (Linux): its `/proc/PID/environ`, which keeps the key
-/// whatever the tools' environment withholds, and its memory are then readable by no
-/// process of the same user — a tool included — and it cannot be traced by one. (Core dumps
-/// are off too; a tool's own process is dumpable again after its `exec`.)
-fn hide_environment() {
-    #[cfg(target_os = "linux")]
-    if let Err(e) = nix::sys::prctl::set_dumpable(false) {
-        eprintln!(
-            "warning: cannot hide this process's environment from the tools ({e}): they could read the key in /proc"
-        );
-    }
-}
-
 fn setup(args: &ComposeArgs) -> Result<(Composer, Option<Arc<dyn HistoryStore>>), UsageError> {
     let config = ComposeConfig {
         decompose_timeout: in_range(crate::compose::DECOMPOSE_TIMEOUT, "decompose-timeout", args.decompose_timeout)?,
@@ -124,10 +111,8 @@ fn setup(args: &ComposeArgs) -> Result<(Composer, Option<Arc<dyn HistoryStore>>)
             return Err(UsageError(format!("--base-url {b:?} is not an http:// or https:// URL")));
         }
     }
+    // The process is non-dumpable already, key or not (`super::hide_process`).
     let key = key(&args.model, base)?;
-    if key.is_some() {
-        hide_environment();
-    }
     let client: Arc<dyn ModelClient> = Arc::from(client_for(&args.model, base, key).map_err(UsageError)?);
     if !args.root.is_dir() {
         return Err(UsageError(format!("--root {}: not a folder", args.root.display())));

@@ -99,6 +99,9 @@ pub fn main() -> ExitCode {
             return if e.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
         }
     };
+    if cli.command.starts_tools_or_holds_secrets() {
+        hide_process();
+    }
     match cli.command {
         Command::Check(args) => check::run(args),
         Command::Compose(args) => compose::run(*args),
@@ -115,6 +118,68 @@ pub fn main() -> ExitCode {
         Command::Report(args) => report::run(args),
         Command::Worker(args) => worker::run(args),
     }
+}
+
+impl Command {
+    /// Whether the command starts tools or upstream servers, or reads a secret (a model's
+    /// key, an `--upstream-token`, a `--token-file`): then its process is made non-dumpable
+    /// ([`hide_process`]). The others (`eval` and `repl` evaluate expressions, the rest read
+    /// files and print) start no tool and hold nothing a tool must not read, and keep what
+    /// being dumpable gives: core dumps, and a debugger or profiler of the same user. Every
+    /// command is named, so that a new one is decided on (`docs/security.md`, "The
+    /// environment of tools").
+    fn starts_tools_or_holds_secrets(&self) -> bool {
+        match self {
+            Command::Check(_) | Command::Compose(_) | Command::Run(_) | Command::Serve(_) | Command::Worker(_) => true,
+            Command::Eval(_)
+            | Command::Export(_)
+            | Command::Graph(_)
+            | Command::Replay(_)
+            | Command::Repl(_)
+            | Command::Lsp(_)
+            | Command::Schema(_)
+            | Command::History(_)
+            | Command::Report(_) => false,
+        }
+    }
+}
+
+/// Makes this process non-dumpable (Linux): its `/proc/PID/environ` — which keeps every
+/// variable whatever `--clean-env` withholds from the tools — and its memory — which holds
+/// the upstreams' tokens and a model's key — are then readable by no process of the same
+/// user without `CAP_SYS_PTRACE`, a tool or an upstream server included, and it cannot be
+/// traced by one. Core dumps are off too. A tool's own process is dumpable again after its
+/// `exec` (hostile round 12, finding 1; `tdsl compose` did this alone before).
+fn hide_process() {
+    #[cfg(target_os = "linux")]
+    if let Err(e) = nix::sys::prctl::set_dumpable(false) {
+        eprintln!(
+            "warning: cannot hide this process's environment and memory from the tools it starts ({e}): they \
+             could read them in /proc"
+        );
+    }
+}
+
+/// Opens `path` for writing (created, or emptied) readable by its owner alone (`0600` on
+/// Unix, as the history is): a trace and a report hold every payload of a run (hostile
+/// round 12, finding 10). An existing regular file is made private too; a device
+/// (`/dev/stdout`) is left as it is.
+pub(crate) fn create_private(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        options.mode(0o600);
+        let file = options.open(path)?;
+        let meta = file.metadata()?;
+        if meta.is_file() && meta.permissions().mode() & 0o077 != 0 {
+            file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        }
+        Ok(file)
+    }
+    #[cfg(not(unix))]
+    options.open(path)
 }
 
 /// A failure of the command itself (exit 2).

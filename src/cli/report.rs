@@ -41,7 +41,10 @@ pub(crate) fn run(args: ReportArgs) -> ExitCode {
     let graph = graph(&trace);
     let page = html(&trace, graph.as_ref());
     drop(trace);
-    if let Err(e) = std::fs::write(&args.output, page) {
+    // Readable by its owner alone: the page holds the run's payloads (as the history does).
+    let written =
+        super::create_private(&args.output).and_then(|mut f| std::io::Write::write_all(&mut f, page.as_bytes()));
+    if let Err(e) = written {
         return usage_failure(&UsageError(format!("cannot write {}: {e}", args.output.display())));
     }
     ExitCode::SUCCESS

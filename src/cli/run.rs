@@ -535,12 +535,13 @@ fn execute(
 
 /// Writes `trace` to `path` as [`crate::exec::Trace::try_to_json`] makes it, streamed to the
 /// file rather than made whole in memory first (a run's trace holds every output it read: 50
-/// outputs of 1 MiB of `[0,0,…]` made 1.28 GB of pretty text, hostile round 10b). On
-/// failure the file is removed: a trace is written whole or not at all.
+/// outputs of 1 MiB of `[0,0,…]` made 1.28 GB of pretty text, hostile round 10b), readable
+/// by its owner alone ([`super::create_private`]). On failure the file is removed: a trace
+/// is written whole or not at all.
 fn write_trace(trace: &crate::exec::Trace, path: &std::path::Path) -> Result<(), String> {
     use std::io::Write;
     let written = (|| {
-        let mut out = std::io::BufWriter::new(std::fs::File::create(path).map_err(|e| e.to_string())?);
+        let mut out = std::io::BufWriter::new(super::create_private(path).map_err(|e| e.to_string())?);
         serde_json::to_writer_pretty(&mut out, trace).map_err(|e| e.to_string())?;
         out.write_all(b"\n").and_then(|()| out.flush()).map_err(|e| e.to_string())
     })();
@@ -660,7 +661,9 @@ pub(crate) fn replay_command(args: ReplayArgs) -> ExitCode {
         }
     };
     if let Some(path) = &args.trace_out {
-        if let Err(e) = std::fs::write(path, replayed.run.trace.to_json() + "\n") {
+        let written = super::create_private(path)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, (replayed.run.trace.to_json() + "\n").as_bytes()));
+        if let Err(e) = written {
             eprintln!("error: cannot write the trace to {}: {e}", path.display());
             return ExitCode::from(2);
         }

@@ -102,12 +102,21 @@ impl LocalStore {
         Ok(cur)
     }
 
-    /// `path` resolved, when it is a regular file, with its metadata.
+    /// `path` resolved, when it is a regular file, with its metadata. A file that holds one
+    /// of this process's secrets (a token file, the run history: [`crate::secrets`]) is
+    /// refused, by whatever name or link it is reached.
     fn regular_file(&self, path: &StorePath) -> Result<(PathBuf, fs::Metadata), FileError> {
         let real = self.resolve(path)?;
         let meta = fs::metadata(&real).map_err(|e| io_error(path, &e))?;
         if !meta.is_file() {
             return Err(FileError::not_a_file(path.as_str()));
+        }
+        if crate::secrets::is_secret_file(&real, &meta) {
+            return Err(FileError::invalid(
+                path.as_str(),
+                "it holds a secret of this server (a token file or the run history), which the file functions \
+                 never read; keep such files out of the file store's folder",
+            ));
         }
         Ok((real, meta))
     }
@@ -129,15 +138,26 @@ impl LocalStore {
 
     /// What a directory entry is, following a symbolic link only when it stays inside the
     /// root; `None` for entries listings leave out (links outside or to nothing, special
-    /// files).
+    /// files, a file holding one of this process's secrets).
     fn entry_kind(&self, entry: &fs::DirEntry) -> Option<(EntryKind, bool)> {
         let ft = entry.file_type().ok()?;
         let (ft, link) = if ft.is_symlink() {
             let target = fs::canonicalize(entry.path()).ok().filter(|t| t.starts_with(&self.root))?;
-            (fs::metadata(target).ok()?.file_type(), true)
+            let meta = fs::metadata(&target).ok()?;
+            if crate::secrets::is_secret_file(&target, &meta) {
+                return None;
+            }
+            (meta.file_type(), true)
         } else {
             (ft, false)
         };
+        if ft.is_file()
+            && !link
+            && crate::secrets::holds_secret_files()
+            && entry.metadata().is_ok_and(|m| crate::secrets::is_secret_file(&entry.path(), &m))
+        {
+            return None;
+        }
         if ft.is_file() {
             Some((EntryKind::File, link))
         } else if ft.is_dir() {

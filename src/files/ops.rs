@@ -148,7 +148,12 @@ pub(crate) fn read_text(
     match String::from_utf8(bytes) {
         Ok(text) => match text.find('\0') {
             Some(n) => Err(binary(path, skip + n, "a NUL byte")),
-            None => Ok(text),
+            // A registered secret in a file (a copy of a token file, a log that names it) is
+            // redacted as in any tool output.
+            None => Ok(match crate::secrets::redact(&text) {
+                std::borrow::Cow::Owned(r) => r,
+                std::borrow::Cow::Borrowed(_) => text,
+            }),
         },
         Err(e) => {
             let bad = e.utf8_error().valid_up_to();

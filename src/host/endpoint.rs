@@ -103,6 +103,33 @@ fn missing_feature(feature: &str, scheme: &str) -> String {
     )
 }
 
+/// Refuses to send a bearer token to `url` in clear: an `http://` URL whose host is not a
+/// loopback one (`localhost`, `127.0.0.0/8`, `::1`), where anyone on the path reads it
+/// (hostile round 12, finding 8), as `serve --listen` refuses a non-loopback address without
+/// a token. `Err` says why, after the upstream's name.
+#[cfg(feature = "mcp")]
+pub(crate) fn refuse_token_in_clear(url: &str) -> Result<(), String> {
+    let Some(rest) = url.get(..7).filter(|s| s.eq_ignore_ascii_case("http://")).map(|_| &url[7..]) else {
+        return Ok(());
+    };
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = match host_port.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => host_port.split(':').next().unwrap_or_default(),
+    };
+    let loopback =
+        host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    if loopback {
+        return Ok(());
+    }
+    Err(format!(
+        "is reached over http:// at {}, not a loopback address: its token would cross the network in clear; \
+         reach it over https:// (or drop its --upstream-token)",
+        crate::diagnostic::escape_hidden(host, &[])
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -28,6 +28,8 @@ mod tails;
 #[cfg(all(target_os = "linux", feature = "cli"))]
 pub(crate) mod watchdog;
 
+#[cfg(feature = "mcp")]
+pub(crate) use endpoint::refuse_token_in_clear;
 pub use env::ToolEnv;
 // For the `tdsl` command: `check`'s endpoint warning, `run --max-tool-output`, the cleanup.
 #[cfg(feature = "cli")]

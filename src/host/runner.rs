@@ -27,6 +27,7 @@
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -36,6 +37,7 @@ use super::env::program_path;
 pub use super::env::ToolEnv;
 #[cfg(feature = "mcp")]
 use super::mcp_client::McpClients;
+use crate::diagnostic::escape_hidden;
 use crate::exec::{Runner, ToolCall, ToolError};
 use crate::value::Value;
 
@@ -155,8 +157,12 @@ impl HostRunner {
 }
 
 impl Runner for HostRunner {
+    /// What every caller then reads of the call — a plan's client, the history, a trace —
+    /// holds no registered secret: an error's message and standard error are redacted here,
+    /// and an `exec:` program's or an `http:` peer's output where it is read
+    /// ([`crate::secrets`]; an MCP peer's text is redacted where it enters).
     fn call(&self, call: &ToolCall<'_>) -> Result<Value, ToolError> {
-        self.call_endpoint(call).map_err(|e| self.stderr_tails.deliver(e))
+        self.call_endpoint(call).map_err(|e| self.stderr_tails.deliver(crate::secrets::redact_error(e)))
     }
 
     /// A mocked tool's answer and a `builtin:` are computed in process and cannot block:
@@ -185,10 +191,11 @@ impl HostRunner {
         let endpoint =
             Endpoint::parse(endpoint).map_err(|e| ToolError::permanent(format!("`{}`: {e}", call.tool_path)))?;
         let read = match endpoint {
-            Endpoint::Exec(words) => run_program(&words, call, (self.max_stdout, self.max_values), &self.env),
+            Endpoint::Exec(words) => run_program(&words, call, (self.max_stdout, self.max_values), &self.env)
+                .map(crate::secrets::redact_value),
             Endpoint::Builtin(name) => return builtin(&name, call),
             #[cfg(feature = "http")]
-            Endpoint::Http(url) => super::http::call(&url, call, self.max_values),
+            Endpoint::Http(url) => super::http::call(&url, call, self.max_values).map(crate::secrets::redact_value),
             #[cfg(feature = "mcp")]
             Endpoint::Mcp(endpoint) => self.mcp.call(&endpoint, call),
         }?;
@@ -475,8 +482,12 @@ fn run_program(
         use std::os::unix::process::CommandExt;
         cmd.process_group(0);
     }
+    // Named by its file name alone, as an upstream's program is: the folder it lies in is
+    // the host's (`docs/security.md`, "How an upstream is named to a client").
+    let name =
+        escape_hidden(&Path::new(program).file_name().map_or_else(|| program.into(), |n| n.to_string_lossy()), &[]);
     let cannot_start = |e: std::io::Error| {
-        let message = format!("`{tool}`: cannot start {}: {e}", path.display());
+        let message = format!("`{tool}`: cannot start {name}: {e}");
         if spawn_error_is_transient(&e) {
             ToolError::transient(message)
         } else {
@@ -502,7 +513,6 @@ fn run_program(
         }
     };
     let started = Instant::now();
-    let name = path.display();
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break status,
@@ -514,7 +524,7 @@ fn run_program(
         }
         if lock(&out).overflow {
             kill_group(&mut child);
-            return Err(too_much(tool, &name.to_string(), max_stdout));
+            return Err(too_much(tool, &name, max_stdout));
         }
         // The engine cancels a call whose time is up; this bound is a backstop for hosts that
         // call the runner directly, late enough never to win the race with the engine.
@@ -556,7 +566,7 @@ fn run_program(
         (std::mem::take(&mut o.bytes), o.overflow)
     };
     if overflow {
-        return Err(too_much(tool, &name.to_string(), max_stdout));
+        return Err(too_much(tool, &name, max_stdout));
     }
     let stderr = {
         let e = lock(&err);
@@ -568,7 +578,9 @@ fn run_program(
             n => format!("[the first {n} bytes of standard error are left out] …{text}"),
         }
     };
-    let with_stderr = |m: String| if stderr.is_empty() { m } else { format!("{m}: {stderr}") };
+    // What it wrote on standard error is the operator's to read, apart from the message:
+    // the runner's front end says where it goes (`super::StderrTails`).
+    let with_stderr = |e: ToolError| e.with_stderr_tail(stderr.clone());
     match status.code() {
         Some(0) => {
             let text = std::str::from_utf8(&stdout).map_err(|e| {
@@ -587,11 +599,11 @@ fn run_program(
             crate::value::from_json_within(text.as_bytes(), max_values)
                 .map_err(|e| ToolError::permanent(format!("`{tool}`: {name} printed {e}")))
         }
-        Some(EXIT_TRANSIENT) => Err(ToolError::transient(with_stderr(format!(
+        Some(EXIT_TRANSIENT) => Err(with_stderr(ToolError::transient(format!(
             "`{tool}`: {name} exited with status {EXIT_TRANSIENT} (try again)"
         )))),
-        Some(code) => Err(ToolError::permanent(with_stderr(format!("`{tool}`: {name} exited with status {code}")))),
-        None => Err(ToolError::permanent(with_stderr(format!("`{tool}`: {name} was killed by a signal")))),
+        Some(code) => Err(with_stderr(ToolError::permanent(format!("`{tool}`: {name} exited with status {code}")))),
+        None => Err(with_stderr(ToolError::permanent(format!("`{tool}`: {name} was killed by a signal")))),
     }
 }
 
@@ -790,7 +802,6 @@ fn answer(spec: &Value) -> Result<Answer, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
 
     #[test]
     fn endpoints_of_a_feature_left_out_name_the_feature() {

@@ -1,7 +1,9 @@
 //! Where the end of a failed program's standard error goes.
 //!
-//! An `mcp:` or `--upstream` server that dies leaves its last lines of standard error on the
-//! error ([`ToolError::stderr_tail`]), apart from the message. Those lines may say anything
+//! An `mcp:` or `--upstream` server that dies, and an `exec:` program that fails, leave
+//! their last lines of standard error on the error ([`ToolError::stderr_tail`]), apart from
+//! the message (an `exec:` program's were in the message, for every client, until hostile
+//! round 12). Those lines may say anything
 //! of how the operator started the server — a folder, a key it echoes — so they are the
 //! operator's to read, and only the front end knows who reads the run: it chooses with
 //! [`StderrTails`] when it builds its runner ([`super::HostRunner`]), and the engine, which
@@ -26,8 +28,8 @@ pub(crate) enum StderrTails {
     /// Put at the end of the message: the operator reads the run (`tdsl run`, a Temporal
     /// worker), its trace and its history.
     InMessage,
-    /// Written on this process's standard error, the message left without it (`serve`): the
-    /// operator reads the server's log, the client the message.
+    /// Written on this process's standard error, the message left without it but saying
+    /// where it is (`serve`): the operator reads the server's log, the client the message.
     Logged,
 }
 
@@ -42,7 +44,8 @@ impl StderrTails {
             StderrTails::InMessage => ToolError { message: error.for_operator(), stderr_tail: None, ..error },
             StderrTails::Logged => {
                 log(&error.for_operator());
-                ToolError { stderr_tail: None, ..error }
+                let message = format!("{} (what it wrote on standard error is on the server's log)", error.message);
+                ToolError { message, stderr_tail: None, ..error }
             }
         }
     }
@@ -73,7 +76,14 @@ mod tests {
             ("`t`: the MCP tool `t` of srv failed: connection closed (its standard error ends: key=sk-1)", None)
         );
         let logged = StderrTails::Logged.deliver(dying());
-        assert_eq!((logged.message.as_str(), logged.stderr_tail), (dying().message.as_str(), None));
+        assert_eq!(
+            (logged.message.as_str(), logged.stderr_tail),
+            (
+                "`t`: the MCP tool `t` of srv failed: connection closed (what it wrote on standard error is on the \
+                 server's log)",
+                None
+            )
+        );
         // No tail: nothing to send anywhere.
         assert_eq!(StderrTails::InMessage.deliver(ToolError::permanent("x")), ToolError::permanent("x"));
         assert_eq!(ToolError::permanent("x").with_stderr_tail("").stderr_tail, None);

@@ -195,6 +195,9 @@ pub(crate) fn read_token(path: &Path) -> Result<String, String> {
     if token.chars().any(|c| c.is_control() || c == ' ') {
         return Err(format!("--token-file {shown}: the token has spaces or control characters inside it"));
     }
+    // Never read by a plan's file functions, and redacted wherever it is echoed.
+    crate::secrets::register_file(path, &[]);
+    crate::secrets::register(token);
     Ok(token.to_string())
 }
 

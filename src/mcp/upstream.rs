@@ -93,9 +93,10 @@ pub(crate) fn parse_upstreams(
         let Some(spec) = specs.iter_mut().find(|s| s.name == name.trim()) else {
             return Err(format!("--upstream-token {arg}: there is no --upstream named `{}`", name.trim()));
         };
-        let McpTarget::Url { token, .. } = &mut spec.target else {
+        let McpTarget::Url { token, url, .. } = &mut spec.target else {
             return Err(format!("--upstream-token {arg}: `{}` is started as a command, not reached by URL", spec.name));
         };
+        crate::host::refuse_token_in_clear(url).map_err(|e| format!("--upstream-token {arg}: `{}` {e}", spec.name))?;
         *token = Some(read_token(Path::new(file.trim())).map_err(|e| format!("--upstream-token {arg}: {e}"))?);
     }
     for arg in cas {

@@ -37,7 +37,7 @@ pub(crate) use decode::from_json_within;
 #[cfg(feature = "engine")]
 pub(crate) use decode::values_in;
 pub(crate) use decode::DecodeError;
-#[cfg(test)]
+#[cfg(any(test, feature = "engine"))]
 pub(crate) use decode::MAX_OUTPUT_DEPTH;
 #[cfg(feature = "mcp")]
 pub(crate) use decode::{json_value_within, json_within, ValueStream};

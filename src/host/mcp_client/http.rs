@@ -267,8 +267,15 @@ fn client_error(e: impl Into<HttpClientError>) -> StreamableHttpError<HttpClient
 impl TcpHttpClient {
     /// Connects to the URL's host (over TLS for `https://`) and sends `request` on a fresh
     /// connection.
-    async fn send(&self, request: Request<Full<Bytes>>) -> Sent {
+    async fn send(&self, mut request: Request<Full<Bytes>>) -> Sent {
         let uri = request.uri().clone();
+        // On the wire in origin form (`POST /mcp HTTP/1.1`, the `Host` header naming the
+        // server), as HTTP/1.1 clients write to an origin server: the absolute form
+        // (`POST http://host:port/mcp`) is for proxies, which log it whole.
+        let origin_form = uri.path_and_query().map_or("/", http::uri::PathAndQuery::as_str);
+        *request.uri_mut() = origin_form.parse().map_err(|e: http::uri::InvalidUri| {
+            client_error(HttpClientError::Url(format!("{}: {e}", super::url_origin(&uri.to_string()))))
+        })?;
         // Named by its origin in errors: the path and query may hold a key.
         let shown = super::url_origin(&uri.to_string());
         let tls = match (uri.scheme_str(), &self.tls) {
