@@ -720,3 +720,91 @@ fn a_primitive_answer_that_breaks_its_responses_is_a_tool_error_as_in_a_run() {
     let reason = text.trim_start_matches("FAILED: ").trim_end_matches(" [E0802]");
     assert!(run.stderr.contains("E0802") && run.stderr.contains(reason), "{reason}\n{}", run.stderr);
 }
+
+/// A root for the served calls' bounds: `echo` (the `builtin:echo` primitive), `nest` (a
+/// composite answering its argument nested four deep), `grow` (a composite holding a list of
+/// `n` objects) and, on unix, `nap` (a composite whose one step sleeps 30 s).
+fn bounded_root() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tools = dir.path().join("tools");
+    std::fs::create_dir_all(&tools).expect("mkdir");
+    let write = |name: &str, text: &str| std::fs::write(tools.join(name), text).expect("write");
+    write("echo.tool", r#"{"system_event_endpoint": "builtin:echo"}"#);
+    let one_step = |arg: &str, transform: &str| {
+        format!(
+            r#"{{"arguments": [{{"name": "{arg}", "type_name": "integer", "required": true}}],
+                "instructions": [{{"execution_id": "g", "transform_responses": {{"transforms": {{"x": "{transform}"}}}}}}],
+                "response_reference_map": {{"v": "REF:g.x"}}}}"#
+        )
+    };
+    write("nest.tool", &one_step("v", "[[[[REF:arguments.v, REF:arguments.v]]]]"));
+    write("grow.tool", &one_step("n", r#"map(range(0, REF:arguments.n), '{\"k\": item}')"#));
+    #[cfg(unix)]
+    {
+        script(&tools.join("sleep.sh"), "#!/bin/sh\nexec sleep 30\n");
+        write("sleep.tool", r#"{"system_event_endpoint": "exec:./sleep.sh"}"#);
+        write(
+            "nap.tool",
+            r#"{"instructions": [{"execution_id": "s", "tool_definition_path": "/tools/sleep.tool"}],
+                "response_reference_map": {"v": "REF:s.response"}}"#,
+        );
+    }
+    dir
+}
+
+/// A served tool's text block is the result's compact JSON (no indentation: a nested result
+/// is not many times its size), and `--max-result-bytes` bounds that text for every served
+/// tool, a primitive's answer too (`E0817`).
+#[test]
+fn a_served_answer_is_compact_json_within_the_result_limit() {
+    let root = bounded_root();
+    let mut s = Server::start_with(root.path(), &["--allow", "/tools/*", "--max-result-bytes", "1024"]);
+    let r = s.call("nest", json!({"v": 7}));
+    assert_eq!(r["content"][0]["text"], r#"{"v":[[[[7,7]]]]}"#, "{r}");
+    assert_eq!(r["structuredContent"], json!({"v": [[[[7, 7]]]]}), "{r}");
+    let r = s.call("echo", json!({"x": "a".repeat(900)}));
+    assert_eq!(r["isError"], false, "{r}");
+    let r = s.call("echo", json!({"x": "a".repeat(1100)}));
+    assert_eq!(r["isError"], true, "{r}");
+    let text = r["content"][0]["text"].as_str().expect("text");
+    assert!(text.contains("output limit of 1024 bytes") && text.ends_with("[E0817]"), "{text}");
+}
+
+/// A served composite runs under the plans' per-run memory budget (`--max-run-memory`, without
+/// `--plans`): past it the call fails with `E0406`; a smaller call still runs.
+#[test]
+fn a_served_composite_runs_under_the_run_memory_budget() {
+    let root = bounded_root();
+    let mut s = Server::start_with(root.path(), &["--allow", "/tools/*", "--max-run-memory", "65536"]);
+    let r = s.call("grow", json!({"n": 3}));
+    assert_eq!(r["structuredContent"], json!({"v": [{"k": 0}, {"k": 1}, {"k": 2}]}), "{r}");
+    let r = s.call("grow", json!({"n": 100_000}));
+    assert_eq!(r["isError"], true, "{r}");
+    let text = r["content"][0]["text"].as_str().expect("text");
+    assert!(text.contains("E0406"), "{text}");
+}
+
+/// All the runs share one pool (`--max-memory-in-flight`): a pool smaller than a call's
+/// values fails it with `E0406` though its own budget would hold them.
+#[test]
+fn a_served_composite_takes_its_memory_from_the_shared_pool() {
+    let root = bounded_root();
+    let mut s = Server::start_with(root.path(), &["--allow", "/tools/*", "--max-memory-in-flight", "65536"]);
+    let r = s.call("grow", json!({"n": 100_000}));
+    let text = r["content"][0]["text"].as_str().expect("text");
+    assert!(r["isError"] == json!(true) && text.contains("E0406"), "{r}");
+}
+
+/// A served composite's call stops at `--deadline` (also spelled `--plan-deadline`) as a
+/// plan's run does: `TIMEOUT`, its tool's process ended.
+#[cfg(unix)]
+#[test]
+fn a_served_composite_stops_at_the_deadline() {
+    let root = bounded_root();
+    for flag in ["--deadline", "--plan-deadline"] {
+        let mut s = Server::start_with(root.path(), &["--allow", "/tools/*", flag, "0.2"]);
+        let r = s.call("nap", json!({}));
+        let text = r["content"][0]["text"].as_str().expect("text");
+        assert!(r["isError"] == json!(true) && text.starts_with("TIMEOUT"), "{r}");
+    }
+}

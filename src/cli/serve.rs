@@ -263,24 +263,26 @@ pub(crate) struct PlanArgs {
     /// With --plans: the most children of a plan's fan-out step (1–100,000; default 1,000).
     #[arg(long = "max-fan-out", value_name = "N", requires = "plans")]
     max_fan_out: Option<f64>,
-    /// With --plans: the deadline of a plan's whole run, in seconds (0.1–86,400; default 120).
-    #[arg(long = "plan-deadline", value_name = "S", requires = "plans")]
+    /// The deadline of every run serve starts — a plan's whole run, a served composite's
+    /// call — in seconds (0.1–86,400; default 120); past it the run ends with TIMEOUT.
+    /// Also spelled --plan-deadline.
+    #[arg(long = "deadline", alias = "plan-deadline", value_name = "S")]
     plan_deadline: Option<f64>,
-    /// With --plans: the fuel of all the expressions of one plan's run together (1–2^53;
-    /// default 500,000,000, ten expressions at their own limit). Past it the expression
+    /// The fuel of all the expressions of one run together — a plan's, a served composite's
+    /// call (1–2^53; default 500,000,000, ten expressions at their own limit). Past it the expression
     /// that runs out fails with E0401.
-    #[arg(long = "max-run-fuel", value_name = "N", requires = "plans")]
+    #[arg(long = "max-run-fuel", value_name = "N")]
     max_run_fuel: Option<u64>,
-    /// With --plans: the most bytes of values one plan's run holds at once — what its
+    /// The most bytes of values one run (a plan's, a served composite's call) holds at once — what its
     /// expressions running at that moment build, their results, the upstream answers it
     /// keeps (1 KiB–1 TiB; default 512 MiB). Past it the expression or the call fails
     /// with E0406.
-    #[arg(long = "max-run-memory", value_name = "BYTES", requires = "plans")]
+    #[arg(long = "max-run-memory", value_name = "BYTES")]
     max_run_memory: Option<u64>,
-    /// With --plans: the most bytes of values all the plans' runs in flight hold together,
+    /// The most bytes of values all the runs in flight (plans, served composites) hold together,
     /// each counted as for --max-run-memory (1 KiB–1 TiB; default 2 GiB). Past it the
     /// expression or the call that would take more fails with E0406.
-    #[arg(long = "max-memory-in-flight", value_name = "BYTES", requires = "plans")]
+    #[arg(long = "max-memory-in-flight", value_name = "BYTES")]
     max_memory_in_flight: Option<u64>,
     /// With --upstream: how long a check waits for an upstream server's first `tools/list`,
     /// in seconds (0.1–300; default 30); a failed listing is remembered, and listed again
@@ -321,9 +323,14 @@ fn run_limits(args: &ServeArgs) -> Result<(usize, usize), String> {
     Ok((calls, bytes))
 }
 
-/// `--max-run-fuel`, `--max-run-memory` and `--max-memory-in-flight`, each in its range (or
-/// its `serve` default), into `limits`: one pool of memory for all the plans' runs.
-fn run_budgets(args: &PlanArgs, limits: &mut crate::plans::PlanLimits) -> Result<(), String> {
+/// `--max-run-fuel`, `--max-run-memory`, `--max-memory-in-flight` and `--deadline`, each in
+/// its range (or its `serve` default), as plan limits: one pool of memory for all the runs
+/// `serve` starts, plans and served composites alike.
+fn run_budgets(args: &PlanArgs) -> Result<crate::plans::PlanLimits, String> {
+    let mut limits = crate::plans::PlanLimits::default();
+    if let Some(d) = args.plan_deadline {
+        limits.deadline_seconds = crate::ranges::DEADLINE_SECONDS.check(d).map_err(|e| format!("--deadline: {e}"))?;
+    }
     use crate::ranges::{MEMORY_IN_FLIGHT, RUN_FUEL, RUN_MEMORY, SERVE_MEMORY_IN_FLIGHT};
     if let Some(n) = args.max_run_fuel {
         limits.max_run_fuel = RUN_FUEL.check(n as f64).map_err(|e| format!("--max-run-fuel: {e}"))? as u64;
@@ -336,13 +343,14 @@ fn run_budgets(args: &PlanArgs, limits: &mut crate::plans::PlanLimits) -> Result
         None => SERVE_MEMORY_IN_FLIGHT,
     };
     limits.memory_in_flight = Some(crate::runtime::MemoryPool::new(in_flight));
-    Ok(())
+    Ok(limits)
 }
 
 /// The plan options and the upstream servers of `--plans`, or why they are refused.
 fn plan_setup(
     args: &PlanArgs,
     (max_calls_per_run, max_result_bytes): (usize, usize),
+    budgets: &crate::plans::PlanLimits,
 ) -> Result<(crate::mcp::plans::PlanOptions, crate::mcp::upstream::Upstreams), String> {
     let mut limits = super::plan_limits(
         [
@@ -355,7 +363,9 @@ fn plan_setup(
     )?;
     limits.max_calls_per_run = max_calls_per_run;
     limits.max_result_bytes = max_result_bytes;
-    run_budgets(args, &mut limits)?;
+    limits.max_run_fuel = budgets.max_run_fuel;
+    limits.max_run_memory = budgets.max_run_memory;
+    limits.memory_in_flight.clone_from(&budgets.memory_in_flight);
     if let Some(dir) = &args.files {
         if !dir.is_dir() {
             return Err(format!("--files {}: not a folder", dir.display()));
@@ -393,7 +403,11 @@ pub(crate) fn run(args: ServeArgs) -> ExitCode {
     if let Err(e) = crate::ranges::MAX_TOOL_VALUES.check(args.max_tool_values as f64) {
         return usage_failure(&UsageError(format!("--max-tool-values: {e}")));
     }
-    let plan_setup = match args.plans.plans.then(|| plan_setup(&args.plans, run_limits)).transpose() {
+    let budgets = match run_budgets(&args.plans) {
+        Ok(b) => b,
+        Err(e) => return usage_failure(&UsageError(e)),
+    };
+    let plan_setup = match args.plans.plans.then(|| plan_setup(&args.plans, run_limits, &budgets)).transpose() {
         Ok(p) => p,
         Err(e) => return usage_failure(&UsageError(e)),
     };
@@ -432,7 +446,16 @@ pub(crate) fn run(args: ServeArgs) -> ExitCode {
     let server = server
         .with_tool_env(tool_env.clone())
         .with_max_tool_values(args.max_tool_values)
-        .with_run_limits(run_limits.0, run_limits.1);
+        .with_run_limits(run_limits.0, run_limits.1)
+        .with_run_budgets(
+            budgets.max_run_fuel,
+            budgets.max_run_memory,
+            budgets
+                .memory_in_flight
+                .clone()
+                .unwrap_or_else(|| crate::runtime::MemoryPool::new(crate::ranges::SERVE_MEMORY_IN_FLIGHT)),
+            std::time::Duration::from_secs_f64(budgets.deadline_seconds),
+        );
     let (server, compose, skill_log) = match args.history.open() {
         Ok(Some(store)) => (
             server.with_run_observers(super::recording::each_run(store.clone())),

@@ -21,6 +21,7 @@ pub(crate) fn json_len_at_most(value: &Value, limit: usize) -> Option<usize> {
 
 /// The value's compact JSON, written once straight from the value, when it is at most
 /// `limit` bytes (measured first, without writing: [`json_len_at_most`]); `None` past it.
+#[cfg(feature = "mcp")]
 pub(crate) fn to_json_at_most(value: &Value, limit: usize) -> Option<String> {
     let mut out = Vec::with_capacity(json_len_at_most(value, limit)?);
     serde_json::to_writer(&mut out, value).ok()?;

@@ -44,7 +44,9 @@ pub(crate) use decode::{json_value_within, json_within, ValueStream};
 #[cfg(any(feature = "engine", feature = "fuzzing"))]
 pub(crate) use json::MAX_SERIALIZE_DEPTH;
 #[cfg_attr(not(feature = "engine"), allow(unused_imports))]
-pub(crate) use json_len::{json_len_at_most, to_json_at_most};
+pub(crate) use json_len::json_len_at_most;
+#[cfg(feature = "mcp")]
+pub(crate) use json_len::to_json_at_most;
 pub(crate) use metered::{build_bytes, list_bytes, object_bytes, LIST_BYTES, LIST_ELEMENT_BYTES, OBJECT_ENTRY_BYTES};
 pub(crate) use order::cmp_numbers;
 pub(crate) use path::same_key;
