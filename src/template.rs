@@ -7,7 +7,7 @@
 //! Text built at run time can be as long as any string (16 MiB), and a program's source
 //! is bounded by its host, not by the engine: so a template's text is capped
 //! ([`MAX_TEMPLATE_BYTES`]) and its compile is charged to the evaluation, fuel and memory,
-//! per byte of text, before it starts (hostile round 12b).
+//! per byte of text, before it starts (hostile round 12e).
 
 use crate::diagnostic::Code;
 use crate::functions::FunctionTable;

@@ -1,5 +1,5 @@
 //! Templates built at run time (`map(xs, template=t)` with `t` text made by the program or
-//! given to it) cost what they are (hostile round 12b): their text is capped, their compile
+//! given to it) cost what they are (hostile round 12e): their text is capped, their compile
 //! is charged fuel and memory per byte, their literals are held to the list limit, and an
 //! error in one quotes a short head of its text, never the whole of it.
 

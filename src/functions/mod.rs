@@ -488,7 +488,7 @@ pub(crate) fn list_or_null() -> Type {
 
 /// The most bytes of a value or of source text an error quotes: an error is copied into a
 /// step's error, the run's summary, its answer (twice) and the history, so an error that
-/// quoted a 16 MiB string whole made answers of hundreds of megabytes (hostile round 12b).
+/// quoted a 16 MiB string whole made answers of hundreds of megabytes (hostile round 12e).
 pub(crate) const QUOTED_IN_ERROR: usize = 200;
 
 /// The most bytes of a message an error passes on from elsewhere (a template's parse error).
