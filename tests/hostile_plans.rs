@@ -120,7 +120,10 @@ fn codes(result: &Value) -> Vec<String> {
 /// multiplied it to most of a GiB (2 spaces a level on every line) before the size check.
 #[test]
 fn a_large_deep_json_plan_is_refused_by_its_size_without_growing() {
-    let mut s = Server::start(&plans_root(), &["--allow", "/tools/*.tool"]);
+    // The transport's count of a message's values (`--max-request-values`, 100,000 by
+    // default) would refuse these 1,500,000 before the plan's size is looked at: raised here,
+    // so that the size check is what is tested.
+    let mut s = Server::start(&plans_root(), &["--allow", "/tools/*.tool", "--max-request-values", "10000000"]);
     let inner = vec!["1"; 1_500_000].join(",");
     let plan = format!(r#"{{"instructions": {}[{inner}]{}}}"#, "[".repeat(120), "]".repeat(120));
     // The transport's own share first: the same value sent with a `ping` (JSON-RPC parses

@@ -82,7 +82,9 @@ fn files_named(dir: &Path, prefix: &str) -> String {
 #[test]
 fn a_tool_cannot_read_the_environment_of_the_tdsl_that_started_it() {
     let Some(mut control) = unprivileged("/bin/sh") else {
-        panic!("running as root without setpriv (util-linux): the dumpable flag cannot be observed; install util-linux");
+        panic!(
+            "running as root without setpriv (util-linux): the dumpable flag cannot be observed; install util-linux"
+        );
     };
     let dir = tempfile::tempdir().expect("tempdir");
     peek_root(dir.path());

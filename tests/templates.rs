@@ -115,9 +115,10 @@ fn an_error_in_a_long_template_quotes_a_short_head_of_it() {
         (format!("[{long}"), Code::DynamicTemplate),
         (format!("{long}item + nosuch(1)"), Code::DynamicTemplate),
         (format!("{long}item.a.b"), Code::RuntimeType),
-        // Nested: the inner template is the outer one's own text.
-        // (Each level is charged for its compile: the memory runs out first.)
-        (format!("{long}length(map([item], template=t))"), Code::MemoryLimit),
+        // Nested: the inner template is the outer one's own text, applied until the
+        // nesting limit (each level pays fuel for its compile; the memory it needs is checked,
+        // not kept: the same text is one compile in the cache).
+        (format!("{long}length(map([item], template=t))"), Code::DepthLimit),
         // Cut on a character boundary: `é` is the 200th and 201st bytes.
         (format!("[\"{}é{long}\", item / 0]", " ".repeat(197)), Code::DivisionByZero),
     ];

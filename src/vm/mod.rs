@@ -649,7 +649,14 @@ impl<'a> Vm<'a> {
             return Err(Interrupt::error(reason, at));
         }
         self.burn(fuel, at)?;
-        self.alloc(bytes, at)
+        // What the compile builds is held only while it runs (the engine's cache keeps at most
+        // 256 KiB of text): the evaluation must have room for it, but it is not charged for
+        // good — a template applied in a loop would otherwise spend the evaluation's memory
+        // on nothing it keeps.
+        if bytes as u64 > self.alloc {
+            return Err(EvalError::new(Code::MemoryLimit, at, ops::memory_error(self.env.limits)));
+        }
+        Ok(())
     }
 
     fn failure(&self, info: &CallInfo, span: Span, f: Failure) -> EvalError {
