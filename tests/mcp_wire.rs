@@ -164,8 +164,8 @@ fn session_id(head: &str) -> Option<String> {
 /// The JSON-RPC message of a JSON body, or of the last `data:` of an SSE one.
 fn message(body: &str) -> Value {
     serde_json::from_str(body.trim()).unwrap_or_else(|_| {
-        let data = body.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim).filter(|d| !d.is_empty());
-        data.last().and_then(|d| serde_json::from_str(d).ok()).unwrap_or_else(|| panic!("no message in {body:?}"))
+        let mut data = body.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim).filter(|d| !d.is_empty());
+        data.next_back().and_then(|d| serde_json::from_str(d).ok()).unwrap_or_else(|| panic!("no message in {body:?}"))
     })
 }
 

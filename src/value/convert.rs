@@ -98,7 +98,7 @@ impl<'a> SharedKeys<'a> {
             Some(&n) => n,
             None => {
                 let key = SmolStr::new(k);
-                let hash = std::hash::BuildHasher::hash_one(&KeyHash::default(), &*key);
+                let hash = std::hash::BuildHasher::hash_one(&KeyHash, &*key);
                 if self.keys.len() >= MAX_SHARED_KEYS {
                     return (key, hash, NO_KEY);
                 }
@@ -193,7 +193,7 @@ fn convert_shallow<'a>(v: &'a serde_json::Value, keys: &mut SharedKeys<'a>, dept
                 }
                 return Value::object(map);
             }
-            let mut map = Map::with_capacity_and_hasher(o.len(), KeyHash::default());
+            let mut map = Map::with_capacity_and_hasher(o.len(), KeyHash);
             let mut numbers = keys.keeps_shapes(under).then(|| Vec::with_capacity(o.len()));
             let mut hint = Hint::FirstUnder(under);
             for (k, x) in o {
@@ -256,7 +256,7 @@ fn convert<'a>(root: &'a serde_json::Value, keys: &mut SharedKeys<'a>) -> Value 
                 let mut it = o.iter();
                 match it.next() {
                     Some((k, first)) => {
-                        let map = Map::with_capacity_and_hasher(o.len(), KeyHash::default());
+                        let map = Map::with_capacity_and_hasher(o.len(), KeyHash);
                         stack.push(Frame::Object(it, map, keys.get(k, Hint::FirstUnder(NO_KEY)).0));
                         cur = first;
                         continue;
