@@ -9,6 +9,10 @@ use crate::diagnostic::{Code, Diagnostic};
 use crate::span::Span;
 use crate::value::Value;
 
+/// The longest text of a template given at run time (`crate::template`): limits live here,
+/// and the template module takes it from here.
+pub(crate) const MAX_TEMPLATE_TEXT_BYTES: usize = 64 * 1024;
+
 /// Bounds on one evaluation (SPEC §4.8). Exceeding one is an [`EvalError`] naming it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Limits {
@@ -553,7 +557,7 @@ impl EvalError {
             Code::StringLimit => d.with_help(format!(
                 "build shorter text, or raise `Limits::max_string_len` if this is expected; a template \
                  held in a variable is at most {} bytes",
-                crate::template::MAX_TEMPLATE_BYTES
+                MAX_TEMPLATE_TEXT_BYTES
             )),
             Code::DivisionByZero => d.with_help("guard the divisor: `if(d != 0, n / d, 0)`"),
             Code::NoFileStore => d.with_help(

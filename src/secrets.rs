@@ -40,7 +40,6 @@ use std::sync::{PoisonError, RwLock};
 use smol_str::SmolStr;
 
 #[cfg(feature = "engine")]
-use crate::exec::ToolError;
 #[cfg(feature = "engine")]
 use crate::value::Value;
 
@@ -283,21 +282,6 @@ fn redacted_value(value: &Value, depth: usize) -> Option<Value> {
         }
         _ => None,
     }
-}
-
-/// `error` with its message and its standard error's tail redacted.
-#[cfg(feature = "engine")]
-pub(crate) fn redact_error(mut error: ToolError) -> ToolError {
-    if !ANY.load(Ordering::Acquire) {
-        return error;
-    }
-    if let Cow::Owned(m) = redact(&error.message) {
-        error.message = m;
-    }
-    if let Some(Cow::Owned(t)) = error.stderr_tail.as_deref().map(redact) {
-        error.stderr_tail = Some(t);
-    }
-    error
 }
 
 /// The secret as written, JSON-escaped (as serde_json, PHP and Go write it), percent-encoded
@@ -546,10 +530,6 @@ mod tests {
         // What held nothing is the same list, not a copy.
         let same = r.as_object().and_then(|m| m.get("same")).and_then(Value::as_list).map(<[Value]>::as_ptr);
         assert_eq!(same, shared.as_list().map(<[Value]>::as_ptr));
-        let e = redact_error(
-            ToolError::permanent("said value-secret-0042").with_stderr_tail("and value-secret-0042 again"),
-        );
-        assert_eq!((e.message.as_str(), e.stderr_tail.as_deref()), ("said [redacted]", Some("and [redacted] again")));
     }
 
     proptest::proptest! {

@@ -20,7 +20,7 @@ use crate::types::{self, typed::TExpr, Scope};
 
 /// The most bytes of text a template given by name may hold (`E0403` past it): a template
 /// is one expression, and a plan's whole source is at most 256 KiB.
-pub const MAX_TEMPLATE_BYTES: usize = 64 * 1024;
+pub const MAX_TEMPLATE_BYTES: usize = crate::runtime::MAX_TEMPLATE_TEXT_BYTES;
 
 /// The most bytes of template text a program's cache of compiled templates holds, summed
 /// (with at most [`Limits::max_cached_templates`] templates): what is compiled from it is

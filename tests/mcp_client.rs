@@ -162,7 +162,14 @@ fn mcp_tool_errors_are_permanent_and_name_the_tool() {
     let out = run("fails.tool");
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(out.stderr.contains("the MCP tool `boom`"), "{}", out.stderr);
-    assert!(out.stderr.contains("reported an error") && out.stderr.contains("the reactor is down"), "{}", out.stderr);
+    // The serving tdsl names its program and status, and keeps its standard error on its own
+    // log (docs/security.md, "How an upstream is named to a client").
+    assert!(
+        out.stderr.contains("reported an error") && out.stderr.contains("boom.sh exited with status 3"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("the reactor is down"), "{}", out.stderr);
     let t: Value = serde_json::from_str(&std::fs::read_to_string(&trace).expect("trace")).expect("JSON");
     let attempts = t["step_results"][0]["attempts"].as_array().expect("attempts");
     assert_eq!(attempts.len(), 1, "a permanent error is not retried: {attempts:?}");

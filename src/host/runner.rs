@@ -162,7 +162,7 @@ impl Runner for HostRunner {
     /// and an `exec:` program's or an `http:` peer's output where it is read
     /// ([`crate::secrets`]; an MCP peer's text is redacted where it enters).
     fn call(&self, call: &ToolCall<'_>) -> Result<Value, ToolError> {
-        self.call_endpoint(call).map_err(|e| self.stderr_tails.deliver(crate::secrets::redact_error(e)))
+        self.call_endpoint(call).map_err(|e| self.stderr_tails.deliver(redacted(e)))
     }
 
     /// A mocked tool's answer and a `builtin:` are computed in process and cannot block:
@@ -797,6 +797,18 @@ fn answer(spec: &Value) -> Result<Answer, String> {
         }),
         _ => Err("`$error` takes the error message".to_string()),
     }
+}
+
+/// `error` with its message and its standard error's tail redacted of the process's secrets
+/// (`crate::secrets`).
+fn redacted(mut error: ToolError) -> ToolError {
+    if let std::borrow::Cow::Owned(m) = crate::secrets::redact(&error.message) {
+        error.message = m;
+    }
+    if let Some(std::borrow::Cow::Owned(t)) = error.stderr_tail.as_deref().map(crate::secrets::redact) {
+        error.stderr_tail = Some(t);
+    }
+    error
 }
 
 #[cfg(test)]
