@@ -206,6 +206,7 @@ pub(crate) fn judge_message(line: &[u8], oversized: bool, max_values: usize) -> 
 pub const DEFAULT_MAX_REQUEST_VALUES: usize = 100_000;
 
 /// The bounds of `serve --max-request-values`.
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
 pub const MAX_REQUEST_VALUES_RANGE: std::ops::RangeInclusive<u64> = 1_000..=100_000_000;
 
 /// A message with more values than the server reads ([`count_values`]).
