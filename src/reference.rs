@@ -226,6 +226,24 @@ impl Evaluator<'_> {
                 }
             }
         }
+        // The bytes the call's run-time templates hold while it runs (charged, given back
+        // when it ends, as the VM does).
+        let mut held = 0;
+        let result = self.call_with(call, e, values, templates, &mut held);
+        self.alloc = self.alloc.saturating_add(held);
+        result
+    }
+
+    /// [`Evaluator::call`] once the arguments are evaluated: its run-time templates checked
+    /// and charged (`held` counts their memory), then the call.
+    fn call_with(
+        &mut self,
+        call: &TCall,
+        e: &TExpr,
+        values: Vec<Value>,
+        mut templates: Vec<Option<(Arc<TExpr>, u32)>>,
+        held: &mut u64,
+    ) -> Result<Value, EvalError> {
         for (i, a) in call.args.iter().enumerate() {
             let TArg::Dynamic { source, relative, slot, alias } = a else { continue };
             let Value::Str(text) = &values[i] else {
@@ -250,6 +268,7 @@ impl Evaluator<'_> {
             }
             self.fuel -= fuel;
             self.alloc(bytes, source.span)?;
+            *held += bytes as u64;
             let body = crate::template::check_text(text, *relative, *slot, alias.as_ref(), self.funcs, self.limits)
                 .map_err(named)?;
             templates[i] = Some((Arc::new(body), *slot));

@@ -115,10 +115,10 @@ fn an_error_in_a_long_template_quotes_a_short_head_of_it() {
         (format!("[{long}"), Code::DynamicTemplate),
         (format!("{long}item + nosuch(1)"), Code::DynamicTemplate),
         (format!("{long}item.a.b"), Code::RuntimeType),
-        // Nested: the inner template is the outer one's own text, applied until the
-        // nesting limit (each level pays fuel for its compile; the memory it needs is checked,
-        // not kept: the same text is one compile in the cache).
-        (format!("{long}length(map([item], template=t))"), Code::DepthLimit),
+        // Nested: the inner template is the outer one's own text, applied level after
+        // level; each level holds its compile's charge (4 MiB for 64 KiB of text) while the
+        // levels inside it run, so the evaluation's 256 MiB run out before the nesting limit.
+        (format!("{long}length(map([item], template=t))"), Code::MemoryLimit),
         // Cut on a character boundary: `é` is the 200th and 201st bytes.
         (format!("[\"{}é{long}\", item / 0]", " ".repeat(197)), Code::DivisionByZero),
     ];
@@ -154,4 +154,57 @@ fn the_template_cache_holds_a_bounded_amount_of_text() {
     }
     assert!(program.cached_templates() <= 16, "{} cached", program.cached_templates());
     assert!(program.cached_templates() >= 15, "{} cached", program.cached_templates());
+}
+
+/// The variables `xs`, `t` and `u`.
+fn vars2(t: &str, u: &str) -> Value {
+    Value::object_from([
+        ("xs", Value::list(vec![Value::Int(1), Value::Int(2)])),
+        ("t", Value::str(t)),
+        ("u", Value::str(u)),
+    ])
+}
+
+/// The VM's answer and the reference evaluator's, which must agree.
+fn both(engine: &Engine, src: &str, v: &Value) -> Result<Value, EvalError> {
+    let program = engine.compile_in(src, &Scope::from_vars(v)).unwrap_or_else(|d| panic!("{src}: {d:?}"));
+    let (vm, reference) = (program.eval(v), program.eval_reference(v, v));
+    assert_eq!(vm.as_ref().map_err(|e| e.code), reference.as_ref().map_err(|e| e.code), "{src}");
+    vm
+}
+
+#[test]
+fn nested_templates_of_different_texts_are_charged_together_while_they_are_held() {
+    // Each template's compile is charged 64 bytes a byte of its text while the call that
+    // compiled it runs: 20 KB of text each, 1.28 MB each, 2.56 MB together.
+    let pad = " ".repeat(20_000);
+    let (t, u) = (format!("{pad}length(map([item], template=u))"), format!("{pad}item"));
+    let engine = |mib: usize| Engine::new().with_limits(Limits { max_alloc_bytes: mib << 20, ..Limits::default() });
+    let src = "map(array=xs, template=t)";
+    // The inner one alone fits in 2 MiB.
+    assert_eq!(
+        both(&engine(2), "map(array=xs, template=u)", &vars2(&t, &u)),
+        Ok(Value::list(vec![Value::Int(1), Value::Int(2)]))
+    );
+    // Nested, the inner one is compiled while the outer one is held: past 2 MiB.
+    let e = err(both(&engine(2), src, &vars2(&t, &u)));
+    assert_eq!(e.code, Code::MemoryLimit, "{}", e.message);
+    // 4 MiB holds both.
+    assert_eq!(both(&engine(4), src, &vars2(&t, &u)), Ok(Value::list(vec![Value::Int(1), Value::Int(1)])));
+}
+
+#[test]
+fn a_template_applied_in_a_loop_is_charged_while_held_not_for_good() {
+    // The inner call compiles `u` (1.28 MB of charge) once per element of a thousand: its
+    // charge is given back when each call ends, so 2 MiB are enough for all of them.
+    let pad = " ".repeat(20_000);
+    let (t, u) = ("length(map([item], template=u))".to_string(), format!("{pad}item"));
+    let engine = Engine::new().with_limits(Limits { max_alloc_bytes: 2 << 20, ..Limits::default() });
+    let v = Value::object_from([
+        ("xs", Value::list((0..1000).map(Value::Int).collect())),
+        ("t", Value::str(&t)),
+        ("u", Value::str(&u)),
+    ]);
+    let got = both(&engine, "length(map(array=xs, template=t))", &v);
+    assert_eq!(got, Ok(Value::Int(1000)));
 }

@@ -129,6 +129,16 @@ impl Vm<'_> {
         Ok(())
     }
 
+    /// Gives back `bytes` charged with [`Vm::alloc`] for what was held a while and is
+    /// dropped now (the compiles of a call's run-time templates): the evaluation may build
+    /// them again, from the run's memory it took already.
+    pub(super) fn release(&mut self, bytes: u64) {
+        self.alloc = self.alloc.saturating_add(bytes);
+        if self.budget.is_some() {
+            self.drawn = self.drawn.saturating_add(bytes);
+        }
+    }
+
     /// Takes `bytes` (and a chunk more, when the run has it) from the run's memory.
     #[cold]
     #[inline(never)]

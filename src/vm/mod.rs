@@ -525,8 +525,9 @@ impl<'a> Vm<'a> {
         let result = match &func.implementation {
             Implementation::Builtin(own) | Implementation::File(own) => {
                 let body = body.unwrap_or(*own);
-                let dynamic = self.resolve_dynamic(info, &args, span);
-                match dynamic {
+                let mut held = 0;
+                let dynamic = self.resolve_dynamic(info, &args, span, &mut held);
+                let result = match dynamic {
                     Err(e) => Err(e),
                     Ok(dynamic) => {
                         self.serial += 1;
@@ -537,7 +538,11 @@ impl<'a> Vm<'a> {
                             Err(f) => Err(self.failure(info, span, f)),
                         }
                     }
-                }
+                };
+                // The run-time templates' compiles are dropped with the call: what they held
+                // is the evaluation's again.
+                self.release(held);
+                result
             }
             Implementation::Host(f) => f(&args).map_err(|msg| {
                 let mut e = EvalError::new(Code::HostFunction, span, msg);
@@ -600,7 +605,18 @@ impl<'a> Vm<'a> {
         result
     }
 
-    fn resolve_dynamic(&mut self, info: &CallInfo, args: &[Value], span: Span) -> Result<Vec<Resolved>, EvalError> {
+    /// The call's run-time templates, compiled (or taken from the cache), each charged its
+    /// compile's fuel and, for as long as the call holds it, its memory: `held` counts the
+    /// bytes charged, which the caller gives back ([`Vm::release`]) when the call ends — so
+    /// templates of different texts nested in each other are charged together while the
+    /// inner ones run, and a template applied in a loop is not charged for good.
+    fn resolve_dynamic(
+        &mut self,
+        info: &CallInfo,
+        args: &[Value],
+        span: Span,
+        held: &mut u64,
+    ) -> Result<Vec<Resolved>, EvalError> {
         if !info.params.iter().any(|p| matches!(p.pass, CallParam::Dynamic { .. })) {
             return Ok(Vec::new());
         }
@@ -627,7 +643,7 @@ impl<'a> Vm<'a> {
                 e.function = Some(info.name.clone());
                 e
             };
-            self.template_cost(src, at).map_err(named)?;
+            *held += self.template_cost(src, at).map_err(named)?;
             match self.env.templates.template(src, *relative, *slot, alias.as_ref()) {
                 Ok(c) => out.push(Some((c, *slot))),
                 Err((code, msg)) => {
@@ -640,8 +656,10 @@ impl<'a> Vm<'a> {
     }
 
     /// Charges the compile of a run-time template's text (refused past its length limit),
-    /// after polling the interrupt: a run of many templates stops at its deadline.
-    fn template_cost(&mut self, src: &str, at: Span) -> Result<(), EvalError> {
+    /// after polling the interrupt: a run of many templates stops at its deadline. Its fuel
+    /// is spent; its memory is charged and the bytes returned, to be given back when the
+    /// call that holds the compile ends.
+    fn template_cost(&mut self, src: &str, at: Span) -> Result<u64, EvalError> {
         let (fuel, bytes) = crate::template::cost(src).map_err(|(code, msg)| EvalError::new(code, at, msg))?;
         if let Some(reason) = self.env.interrupt.and_then(Interrupt::check) {
             self.give_back_tick();
@@ -649,14 +667,8 @@ impl<'a> Vm<'a> {
             return Err(Interrupt::error(reason, at));
         }
         self.burn(fuel, at)?;
-        // What the compile builds is held only while it runs (the engine's cache keeps at most
-        // 256 KiB of text): the evaluation must have room for it, but it is not charged for
-        // good — a template applied in a loop would otherwise spend the evaluation's memory
-        // on nothing it keeps.
-        if bytes as u64 > self.alloc {
-            return Err(EvalError::new(Code::MemoryLimit, at, ops::memory_error(self.env.limits)));
-        }
-        Ok(())
+        self.alloc(bytes, at)?;
+        Ok(bytes as u64)
     }
 
     fn failure(&self, info: &CallInfo, span: Span, f: Failure) -> EvalError {
