@@ -53,23 +53,12 @@ fn waiting_for_the_history(pid: u32, what: &str) {
     std::thread::sleep(Duration::from_millis(500));
 }
 
-/// The runs of the history at `path`: (tool, status) each.
-fn runs(path: &Path) -> Vec<(String, String)> {
-    let out = common::tdsl(&["history", "list", "--history", path.to_str().expect("a path"), "--format", "json"]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let listed: Value = serde_json::from_str(&out.stdout).expect("JSON");
-    let runs = listed.as_array().cloned().unwrap_or_default();
-    runs.iter()
-        .map(|r| (r["tool"].as_str().unwrap_or("").to_string(), r["status"].as_str().unwrap_or("").to_string()))
-        .collect()
-}
-
 /// After the signal: every program of the call is gone, and every run recorded has ended.
 fn assert_ended(what: &str, pids: &[String], history: &Path) {
     for p in pids {
         wait_until(Duration::from_secs(5), &format!("{what}: process {p} to end"), || (!alive(p)).then_some(()));
     }
-    let runs = runs(history);
+    let runs = common::runs(history);
     assert!(!runs.is_empty(), "{what}: no run recorded");
     for (tool, status) in &runs {
         assert!(
@@ -233,7 +222,7 @@ fn compose_ends_on_each_signal_while_it_asks_the_model() {
         let mut compose = Process::spawn("tdsl compose", &mut cmd);
         // Set up (the composition begun in the history), and for `plan` decomposed.
         wait_until(Duration::from_secs(30), "the composition to begin", || {
-            let begun = history.exists() && !runs(&history).is_empty();
+            let begun = history.exists() && !common::runs(&history).is_empty();
             let decomposed = phase == "decompose" || !server.of_phase("decompose").is_empty();
             (begun && decomposed).then_some(())
         });
@@ -244,7 +233,7 @@ fn compose_ends_on_each_signal_while_it_asks_the_model() {
         let output = compose.output();
         assert_eq!(status.code(), Some(128 + signal as i32), "{signal} in {phase}: {output}");
         assert!(output.contains("\"status\": \"FAILED\"") && output.contains("cancelled"), "{signal}: {output}");
-        let runs = runs(&history);
+        let runs = common::runs(&history);
         assert_eq!(runs.len(), 1, "{signal} in {phase}: {runs:?}");
         assert_eq!(runs[0].1, "FAILED", "{signal} in {phase}: {runs:?}");
         assert!(server.of_phase("execute").is_empty() && server.of_phase("synthesize").is_empty());

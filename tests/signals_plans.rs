@@ -13,50 +13,24 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::mcp_stdio::serve_upstreams;
-use common::process::{script, wait_until};
-use serde_json::{json, Value};
+use common::process::wait_until;
+use common::upstream::script;
+use serde_json::json;
 
 /// An upstream over stdio with one tool, `big`: a call of it makes the server stop reading
 /// its input and write its answer for ever, a little at a time, never ending the line (a
 /// server in the middle of a long answer). It touches `$UP_WRITING` when it starts.
-const UPSTREAM: &str = r#"#!/usr/bin/env python3
-import json, os, sys, time
-def out(m):
-    sys.stdout.write(json.dumps(m) + "\n")
-    sys.stdout.flush()
-for line in sys.stdin:
-    m = json.loads(line)
-    method, i = m.get("method"), m.get("id")
-    if method == "initialize":
-        out({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": m["params"]["protocolVersion"],
-             "capabilities": {"tools": {}}, "serverInfo": {"name": "up", "version": "1"}}})
-    elif method == "tools/list":
-        out({"jsonrpc": "2.0", "id": i, "result": {"tools": [{"name": "big", "description": "a long answer",
-             "inputSchema": {"type": "object", "properties": {"s": {"type": "string"}}}}]}})
-    elif method == "tools/call":
-        open(os.environ["UP_WRITING"], "w").close()
-        sys.stdout.write('{"jsonrpc": "2.0", "id": %d, "result": {"content": [{"type": "text", "text": "' % i)
-        while True:
-            sys.stdout.write("x" * 65536)
-            sys.stdout.flush()
-            time.sleep(0.05)
-    elif i is not None:
-        out({"jsonrpc": "2.0", "id": i, "result": {}})
+const UPSTREAM: &str = r#"
+def call(i, name, args):
+    open(os.environ["UP_WRITING"], "w").close()
+    sys.stdout.write('{"jsonrpc": "2.0", "id": %d, "result": {"content": [{"type": "text", "text": "' % i)
+    while True:
+        sys.stdout.write("x" * 65536)
+        sys.stdout.flush()
+        time.sleep(0.05)
+serve([{"name": "big", "description": "a long answer",
+        "inputSchema": {"type": "object", "properties": {"s": {"type": "string"}}}}], call)
 "#;
-
-/// The runs of the history at `path`: (tool, status) each.
-fn runs(path: &Path) -> Vec<(String, String)> {
-    let out = common::tdsl(&["history", "list", "--history", path.to_str().expect("a path"), "--format", "json"]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let listed: Value = serde_json::from_str(&out.stdout).expect("JSON");
-    listed
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .iter()
-        .map(|r| (r["tool"].as_str().unwrap_or("").to_string(), r["status"].as_str().unwrap_or("").to_string()))
-        .collect()
-}
 
 #[test]
 fn sigterm_while_an_upstream_answer_is_read_answers_the_call_and_records_it_failed() {
@@ -96,7 +70,7 @@ fn sigterm_while_an_upstream_answer_is_read_answers_the_call_and_records_it_fail
     let summary = result["structuredContent"]["failure_summary"].as_str().unwrap_or("");
     assert!(summary.contains("cancelled") && summary.ends_with("[E0813]"), "{answer}");
     assert!(status.success(), "{status:?}: {output}");
-    assert_eq!(runs(&history), [("run_plan".to_string(), "FAILED".to_string())], "{output}");
+    assert_eq!(common::runs(&history), [("run_plan".to_string(), "FAILED".to_string())], "{output}");
 }
 
 /// Outside round 11 (finding 9): `serve` killed outright (SIGKILL, as the OOM killer does)
@@ -210,5 +184,5 @@ fn run_ends_on_sigterm_while_an_upstream_answer_is_read() {
     let output = run.output();
     assert_eq!(status.code(), Some(143), "{output}");
     assert!(output.contains("cancelled"), "{output}");
-    assert_eq!(runs(&history), [("/main.tool".to_string(), "FAILED".to_string())], "{output}");
+    assert_eq!(common::runs(&history), [("/main.tool".to_string(), "FAILED".to_string())], "{output}");
 }

@@ -7,39 +7,16 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
+use common::mcp_stdio::{serve_command, serve_upstreams};
 use common::process::Process;
-use serde_json::{json, Value};
+use serde_json::json;
 
-/// `serve --mcp --plans --skills ROOT/skills --history HISTORY` with `extra` arguments.
-fn serve(root: &Path, history: &Path, extra: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tdsl"));
-    cmd.args(["serve", "--mcp", "--plans", "--root"])
-        .arg(root)
-        .arg("--skills")
-        .arg(root.join("skills"))
-        .arg("--history")
-        .arg(history)
-        .args(extra);
-    cmd
-}
-
-/// The runs of the history at `path`: (tool, status) each.
-fn runs(path: &Path) -> Vec<(String, String)> {
-    let out = common::tdsl(&["history", "list", "--history", path.to_str().expect("a path"), "--format", "json"]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let listed: Value = serde_json::from_str(&out.stdout).expect("JSON");
-    listed
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .iter()
-        .map(|r| (r["tool"].as_str().unwrap_or("").to_string(), r["status"].as_str().unwrap_or("").to_string()))
-        .collect()
+/// The skills folder of `root` (`ROOT/skills`), for `--skills`.
+fn skills(root: &Path) -> String {
+    root.join("skills").to_str().expect("a UTF-8 path").to_string()
 }
 
 /// Eight `save_skill` calls (three names, each saved again with `replace`) sent at once, then
@@ -51,70 +28,43 @@ fn saves_then_shutdown(sigterm: bool) {
     let root = dir.path().join("root");
     std::fs::create_dir_all(root.join("skills")).expect("the root");
     let history = dir.path().join("history.db");
-    let (mut process, mut stdin, stdout) =
-        Process::spawn_piped("tdsl serve --skills", &mut serve(&root, &history, &[]));
-    let mut stdout = BufReader::new(stdout);
-    let send = |stdin: &mut std::process::ChildStdin, m: Value| {
-        writeln!(stdin, "{m}").expect("write");
-        stdin.flush().expect("flush");
-    };
-    send(
-        &mut stdin,
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
-        "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}),
-    );
-    let mut line = String::new();
-    stdout.read_line(&mut line).expect("the handshake");
-    assert!(line.contains("serverInfo"), "{line}");
-    send(&mut stdin, json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    let mut early_answers = Vec::new();
+    let mut client = serve_upstreams(&root, &[], Some(&history), &["--skills", &skills(&root)], &[]);
+    // The request id of each save: which of the eight it is.
+    let mut saves = BTreeMap::new();
     for i in 0..8u64 {
         let plan = json!({"instructions": [{"execution_id": "s", "transform_responses": {"variables": {},
             "transforms": {"x": format!("{i}")}}}], "response_reference_map": {"x": "REF:s.x"}});
-        send(
-            &mut stdin,
-            json!({"jsonrpc": "2.0", "id": 100 + i, "method": "tools/call", "params": {"name": "save_skill",
-            "arguments": {"name": format!("s{}", i % 3), "description": format!("save {i}"), "plan": plan,
-                "replace": true}}}),
+        let id = client.start_request(
+            "tools/call",
+            json!({"name": "save_skill", "arguments": {"name": format!("s{}", i % 3),
+                "description": format!("save {i}"), "plan": plan, "replace": true}}),
         );
+        saves.insert(id, i);
     }
     if sigterm {
         // A request still unread when the signal comes is never seen: a `ping` answered
         // says the saves before it were read (their answers may come before it).
-        send(&mut stdin, json!({"jsonrpc": "2.0", "id": 99, "method": "ping"}));
-        let mut early = Vec::new();
-        loop {
-            let mut line = String::new();
-            assert!(stdout.read_line(&mut line).expect("read") > 0, "the server ended");
-            let m: Value = serde_json::from_str(&line).expect("JSON");
-            if m["id"] == 99 {
-                break;
-            }
-            early.push(m);
-        }
-        process.sigterm();
-        early_answers = early;
+        client.request("ping", json!({}));
+        client.process.sigterm();
     }
     // The end of its input (the client is done), or after the signal, its input all the same.
-    drop(stdin);
+    let ended = client.finish(Duration::from_secs(10));
     let mut answers = BTreeMap::new();
-    let rest = stdout.lines().map(|line| serde_json::from_str::<Value>(&line.expect("a line")).expect("JSON"));
-    for m in early_answers.into_iter().chain(rest) {
-        if let Some(id) = m["id"].as_u64().filter(|id| *id >= 100) {
-            answers.insert(id, m["result"].clone());
+    for m in ended.messages {
+        if let Some(i) = m["id"].as_u64().and_then(|id| saves.get(&id)) {
+            answers.insert(*i, m["result"].clone());
         }
     }
-    let status = process.exit_within(Duration::from_secs(10));
-    let output = process.output();
-    assert!(status.success(), "{status:?}: {output}");
+    let output = ended.output;
+    assert!(ended.status.success(), "{:?}: {output}", ended.status);
     assert_eq!(answers.len(), 8, "every save is answered: {answers:?}\n{output}");
     // What the answers say was saved, by name: the versions.
     let mut saved: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
-    for (id, result) in &answers {
+    for (i, result) in &answers {
         let s = &result["structuredContent"];
         if s["saved"] == true {
             let version = s["version"].as_u64().expect("a version");
-            assert!(saved.entry(format!("s{}", (id - 100) % 3)).or_default().insert(version), "{answers:?}");
+            assert!(saved.entry(format!("s{}", i % 3)).or_default().insert(version), "{answers:?}");
         } else {
             assert_eq!(s["code"], "E0813", "a save not carried out says it was stopped: {result}");
             assert_eq!(result["isError"], true, "{result}");
@@ -131,7 +81,7 @@ fn saves_then_shutdown(sigterm: bool) {
         assert_eq!(root.join("skills").join(format!("{name}.tool")).exists(), count > 0, "{name}");
     }
     assert_eq!(saved, on_disk, "answered saved vs the folder's versions\n{output}");
-    let recorded = runs(&history);
+    let recorded = common::runs(&history);
     let count: usize = saved.values().map(BTreeSet::len).sum();
     assert_eq!(recorded.len(), count, "{recorded:?}");
     assert!(recorded.iter().all(|(tool, status)| tool == "save_skill" && status == "SUCCESS"), "{recorded:?}");
@@ -154,7 +104,8 @@ fn saves_in_flight_at_sigterm_are_answered_as_the_folder_says() {
 /// Starts the server with no client (its input at its end at once): what it said on its
 /// standard error while loading the skills.
 fn start_once(root: &Path, history: &Path) -> String {
-    let mut process = Process::spawn("tdsl serve --skills", &mut serve(root, history, &["--max-plan-nesting", "150"]));
+    let extra = ["--skills", &skills(root), "--max-plan-nesting", "150"];
+    let mut process = Process::spawn("tdsl serve --skills", &mut serve_command(root, Some(history), &extra));
     let status = process.exit_within(Duration::from_secs(20));
     let output = process.output();
     assert!(status.success(), "{status:?}: {output}");

@@ -11,20 +11,14 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::mcp_stdio::{serve_upstreams, StdioClient};
-use common::process::script;
+use common::upstream::script;
 use serde_json::{json, Value};
 
 /// An upstream over stdio: its tools are the names in the file `$UP_TOOLS` (one a line),
 /// read at each `tools/list`; its first `tools/list` is answered `$UP_SLOW_FIRST` seconds
 /// late; with `$UP_NOTIFY` it sends `notifications/tools/list_changed` when the file
 /// changes; a call of a tool not in the file is the error MCP servers answer.
-const UPSTREAM: &str = r#"#!/usr/bin/env python3
-import json, os, sys, threading, time
-lock = threading.Lock()
-def out(m):
-    with lock:
-        sys.stdout.write(json.dumps(m) + "\n")
-        sys.stdout.flush()
+const UPSTREAM: &str = r#"
 def names():
     with open(os.environ["UP_TOOLS"]) as f:
         return [l.strip() for l in f if l.strip()]
@@ -39,31 +33,19 @@ def watch():
 if os.environ.get("UP_NOTIFY"):
     threading.Thread(target=watch, daemon=True).start()
 listed = 0
-for line in sys.stdin:
-    try:
-        m = json.loads(line)
-    except ValueError:
-        continue
-    method, i = m.get("method"), m.get("id")
-    if method == "initialize":
-        out({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": m["params"]["protocolVersion"],
-             "capabilities": {"tools": {"listChanged": True}}, "serverInfo": {"name": "up", "version": "1"}}})
-    elif method == "tools/list":
-        listed += 1
-        if listed == 1:
-            time.sleep(float(os.environ.get("UP_SLOW_FIRST", "0")))
-        out({"jsonrpc": "2.0", "id": i, "result": {"tools": [
-            {"name": n, "description": "echoes x", "inputSchema": {"type": "object",
-             "properties": {"x": {"type": "integer"}}}} for n in names()]}})
-    elif method == "tools/call":
-        name, args = m["params"]["name"], m["params"].get("arguments") or {}
-        if name in names():
-            out({"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text": json.dumps(args)}],
-                 "structuredContent": args}})
-        else:
-            out({"jsonrpc": "2.0", "id": i, "error": {"code": -32602, "message": "Unknown tool: " + name}})
-    elif i is not None:
-        out({"jsonrpc": "2.0", "id": i, "result": {}})
+def listing(params):
+    global listed
+    listed += 1
+    if listed == 1:
+        time.sleep(float(os.environ.get("UP_SLOW_FIRST", "0")))
+    return {"tools": [{"name": n, "description": "echoes x", "inputSchema": {"type": "object",
+            "properties": {"x": {"type": "integer"}}}} for n in names()]}
+def call(i, name, args):
+    if name in names():
+        answer(i, {"content": [{"type": "text", "text": json.dumps(args)}], "structuredContent": args})
+    else:
+        out({"jsonrpc": "2.0", "id": i, "error": {"code": -32602, "message": "Unknown tool: " + name}})
+serve(listing, call, list_changed=True)
 "#;
 
 fn plan(tool: &str) -> Value {
@@ -219,31 +201,19 @@ fn an_upstreams_command_line_or_url_never_reaches_the_client() {
 /// An upstream over stdio that pages its `tools/list`: `$UP_PAGES` pages of `$UP_PER_PAGE`
 /// tools (`t0`, `t1`, …) with descriptions of `$UP_DESC` bytes, each page but the last
 /// naming the next with `nextCursor` (`$UP_PAGES` of 0: for ever).
-const PAGING: &str = r#"#!/usr/bin/env python3
-import json, os, sys
+const PAGING: &str = r#"
 pages, per, desc = int(os.environ["UP_PAGES"]), int(os.environ["UP_PER_PAGE"]), int(os.environ["UP_DESC"])
-def out(m):
-    sys.stdout.write(json.dumps(m) + "\n")
-    sys.stdout.flush()
-for line in sys.stdin:
-    m = json.loads(line)
-    method, i = m.get("method"), m.get("id")
-    if method == "initialize":
-        out({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": m["params"]["protocolVersion"],
-             "capabilities": {"tools": {}}, "serverInfo": {"name": "up", "version": "1"}}})
-    elif method == "tools/list":
-        page = int((m.get("params") or {}).get("cursor") or 0)
-        result = {"tools": [{"name": "t%d" % (page * per + k), "description": "d" * desc,
-                             "inputSchema": {"type": "object", "properties": {"x": {"type": "integer"}}}}
-                            for k in range(per)]}
-        if pages == 0 or page + 1 < pages:
-            result["nextCursor"] = str(page + 1)
-        out({"jsonrpc": "2.0", "id": i, "result": result})
-    elif method == "tools/call":
-        out({"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text": "{}"}],
-             "structuredContent": m["params"].get("arguments") or {}}})
-    elif i is not None:
-        out({"jsonrpc": "2.0", "id": i, "result": {}})
+def listing(params):
+    page = int(params.get("cursor") or 0)
+    result = {"tools": [{"name": "t%d" % (page * per + k), "description": "d" * desc,
+                         "inputSchema": {"type": "object", "properties": {"x": {"type": "integer"}}}}
+                        for k in range(per)]}
+    if pages == 0 or page + 1 < pages:
+        result["nextCursor"] = str(page + 1)
+    return result
+def call(i, name, args):
+    answer(i, {"content": [{"type": "text", "text": "{}"}], "structuredContent": args})
+serve(listing, call)
 "#;
 
 /// A listing follows `nextCursor` within bounds: three pages are read whole (a tool of the
@@ -282,29 +252,15 @@ fn a_paged_listing_is_read_within_its_bounds() {
 /// `$defs` bomb: 15 levels, each object's `a` and `b` the next level (3 KB; resolved, 2^15
 /// nodes cut at the bound of one resolution, 20,000). With `$UP_DISTINCT` each tool's
 /// schema differs (a description naming it), so that no two resolve alike.
-const BOMB: &str = r##"#!/usr/bin/env python3
-import json, os, sys
+const BOMB: &str = r##"
 count, distinct = int(os.environ["UP_TOOLS"]), bool(os.environ.get("UP_DISTINCT"))
 def schema(i):
     defs = {"d%d" % l: {"type": "object", "properties": {"a": {"$ref": "#/$defs/d%d" % (l + 1)},
             "b": {"$ref": "#/$defs/d%d" % (l + 1)}}} for l in range(15)}
     defs["d15"] = {"type": "string", "description": "tool %d" % i if distinct else "leaf"}
     return {"type": "object", "properties": {"x": {"$ref": "#/$defs/d0"}}, "$defs": defs}
-tools = [{"name": "b%d" % i, "description": "bomb", "inputSchema": schema(i), "outputSchema": schema(i)}
-         for i in range(count)]
-def out(m):
-    sys.stdout.write(json.dumps(m) + "\n")
-    sys.stdout.flush()
-for line in sys.stdin:
-    m = json.loads(line)
-    method, i = m.get("method"), m.get("id")
-    if method == "initialize":
-        out({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": m["params"]["protocolVersion"],
-             "capabilities": {"tools": {}}, "serverInfo": {"name": "up", "version": "1"}}})
-    elif method == "tools/list":
-        out({"jsonrpc": "2.0", "id": i, "result": {"tools": tools}})
-    elif i is not None:
-        out({"jsonrpc": "2.0", "id": i, "result": {}})
+serve([{"name": "b%d" % i, "description": "bomb", "inputSchema": schema(i), "outputSchema": schema(i)}
+       for i in range(count)])
 "##;
 
 /// Hostile round 7: an upstream tool whose schemas are a `$defs` bomb (within the documented
@@ -348,12 +304,9 @@ fn an_upstream_schema_bomb_costs_a_check_little_and_its_answer_is_small() {
 /// standard error and dies; started with `deaf`, it writes `sk-secret-deaf` and dies before
 /// the handshake (its listing fails). Given a second argument, a marker file, it serves
 /// once: started again (the marker there), it dies before the handshake too.
-const SECRETIVE: &str = r#"#!/usr/bin/env python3
-import json, os, sys, time
+const SECRETIVE: &str = r#"
 tag = sys.argv[1] if len(sys.argv) > 1 else "none"
 marker = sys.argv[2] if len(sys.argv) > 2 else None
-def out(m):
-    sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
 def die():
     sys.stderr.write("starting with API_KEY=sk-secret-%s\n" % tag); sys.stderr.flush()
     time.sleep(0.3)
@@ -362,18 +315,7 @@ if tag == "deaf" or (marker and os.path.exists(marker)):
     die()
 if marker:
     open(marker, "w").close()
-for line in sys.stdin:
-    m = json.loads(line)
-    method, i = m.get("method"), m.get("id")
-    if method == "initialize":
-        out({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": m["params"]["protocolVersion"],
-             "capabilities": {"tools": {}}, "serverInfo": {"name": "up", "version": "1"}}})
-    elif method == "tools/list":
-        out({"jsonrpc": "2.0", "id": i, "result": {"tools": [{"name": "boom", "inputSchema": {"type": "object"}}]}})
-    elif method == "tools/call":
-        die()
-    elif i is not None:
-        out({"jsonrpc": "2.0", "id": i, "result": {}})
+serve([{"name": "boom", "inputSchema": {"type": "object"}}], lambda i, name, args: die())
 "#;
 
 /// What an upstream (or an `mcp:` server) last wrote on its standard error may hold anything
@@ -479,17 +421,13 @@ fn a_failed_start_names_an_upstream_by_its_name() {
 /// `refund` (destructive) and `lookup` (read-only) sleep `seconds` — `lookup` on its first
 /// call only —, `crash` ends the server, `fence` answers at once. Its `$UP_DEAF_START`-th
 /// start (counted in `$UP_LOG.starts`) exits before the handshake.
-const HINTED: &str = r#"#!/usr/bin/env python3
-import json, os, sys, time
+const HINTED: &str = r#"
 log_path = os.environ["UP_LOG"]
 with open(log_path + ".starts", "a") as f:
     f.write("start\n")
 with open(log_path + ".starts") as f:
     if len(f.readlines()) == int(os.environ.get("UP_DEAF_START", "0")):
         sys.exit(3)
-def out(m):
-    sys.stdout.write(json.dumps(m) + "\n")
-    sys.stdout.flush()
 def calls(name):
     with open(log_path) as f:
         return [l.strip() for l in f].count(name)
@@ -501,29 +439,15 @@ tools = [
     {"name": "crash", "inputSchema": arg, "annotations": {"destructiveHint": True}},
     {"name": "fence", "inputSchema": arg},
 ]
-for line in sys.stdin:
-    try:
-        m = json.loads(line)
-    except ValueError:
-        continue
-    method, i = m.get("method"), m.get("id")
-    if method == "initialize":
-        out({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": m["params"]["protocolVersion"],
-             "capabilities": {"tools": {}}, "serverInfo": {"name": "hinted", "version": "1"}}})
-    elif method == "tools/list":
-        out({"jsonrpc": "2.0", "id": i, "result": {"tools": tools}})
-    elif method == "tools/call":
-        name, args = m["params"]["name"], m["params"].get("arguments") or {}
-        with open(log_path, "a") as f:
-            f.write(name + "\n")
-        if name == "crash":
-            os._exit(1)
-        if name == "refund" or (name == "lookup" and calls("lookup") == 1):
-            time.sleep(float(args.get("seconds", 0)))
-        out({"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text": "{}"}],
-             "structuredContent": {"done": name}}})
-    elif i is not None:
-        out({"jsonrpc": "2.0", "id": i, "result": {}})
+def call(i, name, args):
+    with open(log_path, "a") as f:
+        f.write(name + "\n")
+    if name == "crash":
+        os._exit(1)
+    if name == "refund" or (name == "lookup" and calls("lookup") == 1):
+        time.sleep(float(args.get("seconds", 0)))
+    answer(i, {"content": [{"type": "text", "text": "{}"}], "structuredContent": {"done": name}})
+serve(tools, call, name="hinted")
 "#;
 
 /// A plan of one call of `tool` sleeping `seconds`, its attempts bounded to 1 s, with the

@@ -1,7 +1,11 @@
-//! What the benches share: the tool root they check or run against, and the chain of steps
-//! the engine and history benches run.
+//! What the benches share: the tool root they check or run against, the chain of steps
+//! the engine and history benches run, and the transform block the checker's benches and
+//! its tests check (`tests/common/blocks.rs`).
 
 use std::path::{Path, PathBuf};
+
+// `transform_block`.
+include!("../../tests/common/blocks.rs");
 
 /// A fresh tool root in the temp folder, `tdsl-bench-NAME-PID`, holding `files` (a path
 /// under the root and its text; folders are made as needed). The bench removes it.
@@ -56,26 +60,4 @@ pub const FAN_OUT: &str = r#"{
 #[allow(dead_code)] // not every bench runs it
 pub fn items(n: usize) -> tdsl::Value {
     tdsl::Value::object_from([("items", tdsl::Value::list((0..n as i64).map(tdsl::Value::Int).collect()))])
-}
-
-/// A `.tool` whose one transform block has `n` variables and `n / 10` transforms, each
-/// transform reading ten variables and the output before it (every variable is used).
-#[allow(dead_code)] // not every bench checks it
-pub fn transform_block(n: usize) -> String {
-    let variables: serde_json::Map<String, serde_json::Value> =
-        (0..n).map(|k| (format!("v{k}"), serde_json::json!(k))).collect();
-    let mut transforms = serde_json::Map::new();
-    for k in 0..n / 10 {
-        let mut e: Vec<String> = (10 * k..10 * k + 10).map(|i| format!("v{i}")).collect();
-        if k > 0 {
-            e.push(format!("t{}", k - 1));
-        }
-        transforms.insert(format!("t{k}"), e.join(" + ").into());
-    }
-    serde_json::json!({
-        "instructions": [{"execution_id": "s",
-            "transform_responses": {"variables": variables, "transforms": transforms}}],
-        "response_reference_map": {"r": format!("REF:s.t{}", (n / 10).max(1) - 1)}
-    })
-    .to_string()
 }

@@ -28,6 +28,20 @@ use crate::tool::{JsonKind, JsonNode, JsonStr, Transform};
 use crate::types::{type_of, NameTable, Scope, Type};
 use crate::value::Value;
 
+#[cfg(test)]
+thread_local! {
+    /// Variables looked at by the pass-through check on this thread, for the tests' bound on
+    /// its work.
+    static PROBED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Counts a variable looked at by the pass-through check (tests only).
+#[inline]
+fn probed() {
+    #[cfg(test)]
+    PROBED.with(|p| p.set(p.get() + 1));
+}
+
 /// The names an expression may use, with their types.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Names {
@@ -141,6 +155,9 @@ impl Checker<'_> {
             names.set(&name, ty);
             variables.push((name, plan));
         }
+        // Made once a block, not a scan of the variables for each transform: that was
+        // quadratic in a step's variables.
+        let positions = if warn_pass_through { positions(t) } else { HashMap::new() };
         let mut used: HashSet<Name> = HashSet::new();
         let mut transforms = Vec::with_capacity(t.transforms.len());
         let mut outputs: IndexMap<Arc<str>, Type> = IndexMap::with_capacity(t.transforms.len());
@@ -148,7 +165,7 @@ impl Checker<'_> {
             let compiled = self.compile(expr, &names, &env, &lists);
             let key: Arc<str> = Arc::from(k.node.as_str());
             if warn_pass_through {
-                self.pass_through(k.span, &key, expr, t, &variables);
+                self.pass_through(k.span, &key, expr, t, &variables, &positions);
             }
             used.extend(compiled.names);
             self.explain(k.span, super::infer::TypeAtKind::Output, &key, &compiled.ty);
@@ -180,7 +197,8 @@ impl Checker<'_> {
     }
 
     /// Warns about `"key": "name"` where `name` is a variable holding a REF or a literal:
-    /// the value could be written in `arguments` directly.
+    /// the value could be written in `arguments` directly. `variables` are the plans of
+    /// `t`'s variables, in the same order; `positions` is [`positions`] of `t`.
     fn pass_through(
         &mut self,
         key_span: Span,
@@ -188,10 +206,12 @@ impl Checker<'_> {
         expr: &JsonStr,
         t: &Transform,
         variables: &[(Arc<str>, ValuePlan)],
+        positions: &HashMap<&str, usize>,
     ) {
         let name = expr.value.trim();
-        let Some((var_key, node)) = t.variables.iter().find(|(k, _)| k.node == name) else { return };
-        let Some((_, plan)) = variables.iter().find(|(n, _)| &**n == name) else { return };
+        probed();
+        let Some(&at) = positions.get(name) else { return };
+        let (Some((var_key, node)), Some((_, plan))) = (t.variables.get(at), variables.get(at)) else { return };
         if has_call(plan) {
             return;
         }
@@ -347,6 +367,17 @@ impl Checker<'_> {
     }
 }
 
+/// Each variable of `t` by name: its position in `t.variables` (the first, for a name
+/// written twice, as a scan finds it).
+fn positions(t: &Transform) -> HashMap<&str, usize> {
+    let mut positions = HashMap::with_capacity(t.variables.len());
+    for (at, (k, _)) in t.variables.iter().enumerate() {
+        probed();
+        positions.entry(k.node.as_str()).or_insert(at);
+    }
+    positions
+}
+
 /// Variables holding a list literal: name → (length, span of the variable's key).
 pub(crate) type ListLiterals = HashMap<Arc<str>, (usize, Span)>;
 
@@ -388,7 +419,42 @@ fn as_written(mut d: Diagnostic, expression: &str) -> Diagnostic {
 
 #[cfg(test)]
 mod tests {
-    use super::looks_like_call;
+    use super::{looks_like_call, PROBED};
+    use crate::analysis::Analyzer;
+    use crate::diagnostic::Code;
+    use crate::ToolRoot;
+
+    /// Checks a step whose `transform_arguments` has `n` variables and `n` transforms, each
+    /// passing one variable through: the pass-through warnings, and the variables the check
+    /// looked at for them.
+    fn check_pass_throughs(n: usize) -> (usize, u64) {
+        let variables: serde_json::Map<String, serde_json::Value> =
+            (0..n).map(|k| (format!("v{k}"), serde_json::json!(k))).collect();
+        let transforms: serde_json::Map<String, serde_json::Value> =
+            (0..n).map(|k| (format!("a{k}"), format!("v{k}").into())).collect();
+        let source = serde_json::json!({"instructions": [{"execution_id": "s", "tool_definition_path": "/t.tool",
+            "transform_arguments": {"variables": variables, "transforms": transforms}}]})
+        .to_string();
+        let before = PROBED.with(|p| p.get());
+        let checked = Analyzer::new(ToolRoot::assumed("/nonexistent")).check_source("main.tool", &source);
+        let warned = checked.diagnostics.iter().filter(|d| d.code == Code::PassThroughTransform).count();
+        (warned, PROBED.with(|p| p.get()) - before)
+    }
+
+    /// Each transform of a step's `transform_arguments` that names a variable finds it by an
+    /// index made once a block: the pass-through check's work grows with the block, not its
+    /// square (it scanned the variables for each transform: n² for n of each).
+    #[test]
+    fn the_pass_through_check_looks_at_each_variable_a_bounded_number_of_times() {
+        let n = 4_000;
+        let (warned, probed) = check_pass_throughs(n);
+        assert_eq!(warned, n, "each transform passes a variable through");
+        // The index: each variable once; the lookups: one a transform.
+        assert!(probed <= 4 * n as u64, "{probed} variables looked at for {n} variables and transforms");
+        // Twice the block, about twice the work.
+        let (_, half) = check_pass_throughs(n / 2);
+        assert!(probed < 3 * half, "{probed} looked at for {n}, {half} for {}", n / 2);
+    }
 
     #[test]
     fn call_shapes() {

@@ -192,31 +192,13 @@ mod tests {
     use crate::analysis::Analyzer;
     use crate::ToolRoot;
 
-    /// A transform block of `n` variables and `n / 10` transforms, each transform reading
-    /// ten variables and the output before it (so every variable is used).
-    fn block(n: usize) -> String {
-        let variables: serde_json::Map<String, serde_json::Value> =
-            (0..n).map(|k| (format!("v{k}"), serde_json::json!(k))).collect();
-        let mut transforms = serde_json::Map::new();
-        for k in 0..n / 10 {
-            let mut e: Vec<String> = (10 * k..10 * k + 10).map(|i| format!("v{i}")).collect();
-            if k > 0 {
-                e.push(format!("t{}", k - 1));
-            }
-            transforms.insert(format!("t{k}"), e.join(" + ").into());
-        }
-        serde_json::json!({
-            "instructions": [{"execution_id": "s",
-                "transform_responses": {"variables": variables, "transforms": transforms}}],
-            "response_reference_map": {"r": format!("REF:s.t{}", n / 10 - 1)}
-        })
-        .to_string()
-    }
+    // `transform_block`, which the checker's benches check too.
+    include!("../../tests/common/blocks.rs");
 
-    /// Checks `block(n)`: the names entered into scopes and the check's units of work.
+    /// Checks `transform_block(n)`: the names entered into scopes and the check's units of work.
     fn check_block(n: usize) -> (u64, u64) {
         use crate::types::stop::WORKED;
-        let source = block(n);
+        let source = transform_block(n);
         let mut analyzer = Analyzer::new(ToolRoot::assumed("/nonexistent"));
         let (entered, worked) = (ENTERED.with(|e| e.get()), WORKED.with(|w| w.get()));
         let checked = analyzer.check_source("main.tool", &source);

@@ -1,12 +1,15 @@
-//! What the command-line tests share: running the real `tdsl` binary; starting programs and
-//! waiting for them (`process`); a minimal MCP client over stdio (`mcp_stdio`); the Python
-//! MCP SDK's environment and client (`python`); the source documents the workspace keeps
-//! beside the repository (`seeds`).
+//! What the command-line tests share: running the real `tdsl` binary and reading the runs it
+//! recorded; starting programs and waiting for them (`process`); `tdsl serve --mcp --plans`
+//! with a minimal MCP client over its stdio (`mcp_stdio`); scripted upstream MCP servers
+//! (`upstream`); the Python MCP SDK's environment and client (`python`); the source
+//! documents the workspace keeps beside the repository (`seeds`). `blocks.rs` is no module
+//! of the tests: the checker's unit tests and benches `include!` it.
 
 pub mod mcp_stdio;
 pub mod process;
 pub mod python;
 pub mod seeds;
+pub mod upstream;
 
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus};
@@ -50,6 +53,19 @@ pub fn tdsl(args: &[&str]) -> Out {
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
+}
+
+/// The recent runs of the history at `path` (20 at most), newest first as `tdsl history list`
+/// shows them: (tool, status) each.
+#[allow(dead_code)]
+pub fn runs(path: &std::path::Path) -> Vec<(String, String)> {
+    let out = tdsl(&["history", "list", "--history", path.to_str().expect("a UTF-8 path"), "--format", "json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let listed: serde_json::Value = serde_json::from_str(&out.stdout).expect("JSON");
+    let runs = listed.as_array().cloned().unwrap_or_default();
+    runs.iter()
+        .map(|r| (r["tool"].as_str().unwrap_or("").to_string(), r["status"].as_str().unwrap_or("").to_string()))
+        .collect()
 }
 
 /// Waits for a program the test started; past `watchdog` (a bound, not a timing) it is
