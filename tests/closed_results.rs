@@ -7,12 +7,12 @@
 mod common;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value as Json};
 use tdsl::testing::plans::{PlanCheck, PlanDesk, UpstreamTool};
 
-use common::tdsl;
+use common::{cpu_bounded as bounded, tdsl};
 
 fn manifest() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -165,15 +165,9 @@ fn a_tool_file_keeps_results_open_and_a_plan_does_not() {
     assert!(d.help.as_deref().is_some_and(|h| h.starts_with("did you mean `total`?")), "{:?}", d.help);
 }
 
-/// Runs `f`, failing if it takes longer than `limit` (a hang guard: each bound is an order
-/// of magnitude under the defect it guards, and generous for a loaded 2-core machine).
-fn bounded<T>(what: &str, limit: Duration, f: impl FnOnce() -> T) -> T {
-    let start = Instant::now();
-    let out = f();
-    let took = start.elapsed();
-    assert!(took < limit, "{what} took {took:?}, more than {limit:?}");
-    out
-}
+// `bounded` (`common::cpu_bounded`) runs a check, failing if it spends more than its limit
+// of processor time (a hang guard: each bound is an order of magnitude under the defect it
+// guards).
 
 /// `$defs` that refer to each other two ways a level, 40 levels: 2^40 paths if followed.
 fn defs_bomb() -> Json {
@@ -267,4 +261,20 @@ fn hostile_nested_arguments_stay_bounded() {
     let input = json!({"type": OBJECT, "properties": {"q": {"type": "array", "items": obj(json!({"y": {"type": "integer"}}))}}});
     let plans = desk(vec![tool("list_in", input, None)]);
     bounded("10,000 objects", Duration::from_secs(20), || plans.check_value(&call("list_in", json!(many))));
+}
+
+/// The guard above counts this thread's processor time: work past its limit fails it (were
+/// the time unreadable, every guard here would pass whatever it guards).
+#[test]
+#[should_panic(expected = "of processor time")]
+fn the_guard_counts_processor_time() {
+    let spin = || {
+        let start = common::thread_cpu();
+        let mut x = 0u64;
+        while common::thread_cpu().saturating_sub(start) < Duration::from_millis(300) {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        x
+    };
+    bounded("a spin of 300 ms", Duration::from_millis(100), spin);
 }

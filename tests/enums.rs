@@ -10,14 +10,14 @@
 mod common;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use proptest::prelude::*;
 use serde_json::{json, Value as Json};
 use tdsl::testing::plans::{PlanCheck, PlanDesk, UpstreamTool};
 use tdsl::Type;
 
-use common::tdsl;
+use common::{cpu_bounded as bounded, tdsl};
 
 fn manifest() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -251,14 +251,6 @@ fn tdsl_check_reports_them() {
 }
 
 // ---- the hostile round (`docs/security.md`, "Hostile round 10") ----
-
-fn bounded<T>(what: &str, limit: Duration, f: impl FnOnce() -> T) -> T {
-    let start = Instant::now();
-    let out = f();
-    let took = start.elapsed();
-    assert!(took < limit, "{what} took {took:?}, more than {limit:?}");
-    out
-}
 
 /// An output schema whose `state` is `enum` (held in `$defs`, reached by `$ref` from
 /// every one of `refs` properties).

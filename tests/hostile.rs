@@ -1033,7 +1033,11 @@ fn serve_leaves_no_thread_on_the_pipes_a_daemon_keeps() {
         }
     }
     assert_eq!(daemons.len(), 4, "a daemon a call");
-    assert!(last <= first + 1, "the server had {first} threads after one call, {last} after four");
+    // What was left behind was three threads a call: nine more after the three calls after
+    // the first. The runtime's pool of blocking threads may keep a few more alive for a while
+    // (its threads wait 10 s for work before they end), more of them on a loaded machine:
+    // once, 5 threads became 7.
+    assert!(last <= first + 3, "the server had {first} threads after one call, {last} after four");
 }
 
 /// `serve --mcp` calling an `mcp:` server (started in the server's own process group, as

@@ -94,3 +94,28 @@ pub fn exit_or_kill(child: &mut Child, watchdog: Duration, what: &str, output: i
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// The processor time this thread has spent, user and system (Linux's
+/// `/proc/thread-self/stat`, in its ticks of 1/100 s; zero where it cannot be read).
+#[allow(dead_code)]
+pub fn thread_cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap_or_default();
+    // The fields after the command's name (which may hold spaces), from the third on:
+    // utime and stime are the 14th and 15th.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let ticks: u64 = rest.split_whitespace().skip(11).take(2).filter_map(|f| f.parse::<u64>().ok()).sum();
+    Duration::from_millis(ticks * 10)
+}
+
+/// Runs `f` on this thread and fails when it spent more than `limit` of processor time: a
+/// guard against a hang or a blow-up, not a measure of speed (no timed assertion). Measured
+/// in the thread's own processor time, so a loaded machine does not fail it (wall time
+/// did: 9.75 s of work took over 45 s at a load of 15); the work must stay on this thread.
+#[allow(dead_code)]
+pub fn cpu_bounded<T>(what: &str, limit: Duration, f: impl FnOnce() -> T) -> T {
+    let (start, wall) = (thread_cpu(), Instant::now());
+    let out = f();
+    let took = thread_cpu().saturating_sub(start);
+    assert!(took < limit, "{what} took {took:?} of processor time ({:?} in all), more than {limit:?}", wall.elapsed());
+    out
+}
