@@ -228,3 +228,70 @@ fn the_body_budget_is_at_least_the_largest_body() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("--max-body-bytes-in-flight 100000") && stderr.contains("--max-request-bytes"), "{stderr}");
 }
+
+/// The watchdog of this `serve` (a child with `--watchdog` on its command line), when one
+/// runs.
+#[cfg(target_os = "linux")]
+fn watchdog_of(serve: u32) -> Option<u32> {
+    let children = std::fs::read_to_string(format!("/proc/{serve}/task/{serve}/children")).unwrap_or_default();
+    children.split_whitespace().filter_map(|p| p.parse().ok()).find(|p: &u32| {
+        std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| c.split(|&b| b == 0).any(|a| a == b"--watchdog"))
+    })
+}
+
+/// A program that leaves a process in a session of its own (`setsid`: out of reach of its
+/// group's kill) while `serve` is killed outright: the watchdog, which looks at `serve`'s
+/// tree, ends it too — and so does the watchdog started again after it was killed itself
+/// first. Before, the process ran on in both cases (and with the watchdog killed first,
+/// the program and its group too).
+#[cfg(target_os = "linux")]
+#[test]
+fn what_a_program_leaves_in_a_session_of_its_own_ends_with_a_killed_serve() {
+    use common::process::{alive, wait_until};
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    let signal = |pid: u32, s: Signal| {
+        let _ = kill(Pid::from_raw(i32::try_from(pid).expect("a pid")), s);
+    };
+    for watchdog_first in [false, true] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("tools")).expect("mkdir");
+        let pid_file = root.join("pids");
+        common::process::script(
+            &root.join("tools/away.sh"),
+            &format!("#!/bin/sh\nsetsid sleep 30 &\necho $$ $! > '{}'\nwait\n", pid_file.display()),
+        );
+        std::fs::write(root.join("tools/away.tool"), r#"{"system_event_endpoint": "exec:./away.sh"}"#).expect("write");
+        std::fs::write(
+            root.join("main.tool"),
+            r#"{"instructions": [{"execution_id": "a", "tool_definition_path": "/tools/away.tool"}]}"#,
+        )
+        .expect("write");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tdsl"));
+        cmd.args(["serve", "--mcp", "--no-history", "--root"]).arg(root);
+        let mut client = StdioClient::start(&mut cmd);
+        let serve = client.process.pid();
+        client.start_request("tools/call", json!({"name": "main", "arguments": {}}));
+        let pids = wait_until(Duration::from_secs(20), "the program to write its pids", || {
+            let p = std::fs::read_to_string(&pid_file).ok().filter(|p| p.ends_with('\n'))?;
+            Some(p.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+        });
+        if watchdog_first {
+            let first = wait_until(Duration::from_secs(20), "the watchdog", || watchdog_of(serve));
+            signal(first, Signal::SIGKILL);
+            wait_until(Duration::from_secs(20), "another watchdog", || watchdog_of(serve).filter(|p| *p != first));
+        }
+        // Sequencing only: the watchdog looks at the tree every 0.2 s.
+        std::thread::sleep(Duration::from_millis(600));
+        signal(serve, Signal::SIGKILL);
+        client.process.exit_within(Duration::from_secs(10));
+        for p in &pids {
+            wait_until(
+                Duration::from_secs(10),
+                &format!("process {p} to end (watchdog killed first: {watchdog_first})"),
+                || (!alive(p)).then_some(()),
+            );
+        }
+    }
+}

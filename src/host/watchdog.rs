@@ -18,12 +18,22 @@
 //! a healthy server with them. The watchdog watches the process, needs no `unsafe`, and
 //! covers programs that ignore the end of their input.
 //!
+//! Besides the lines, the watchdog looks at `serve`'s process tree every [`SCAN_EVERY`] and
+//! remembers each process in it: what a program started in a session of its own (`setsid`,
+//! a double fork) is out of reach of its group's kill, but it stays in `serve`'s tree while
+//! `serve` runs (`serve` is the subreaper of what it starts, [`super::orphans`]), so it is
+//! found there and ended with the rest (hostile round 13: 8 of 24 such processes outlived a
+//! SIGKILL of `serve` before). A watchdog that ends while `serve` runs (killed) is started
+//! again, at most [`RESTARTS`] times, and finds the tree by its first look.
+//!
 //! What it cannot end: a process started in the instant between its start and its line to
-//! the watchdog, and what those processes left in sessions of their own (the graceful end
-//! adopts and ends those, [`super::orphans`]).
+//! the watchdog that leaves `serve`'s tree (or `serve` ends) before the next look — the
+//! instant is a `spawn`'s own time, about a millisecond.
 
+use std::collections::HashSet;
 use std::io::{BufRead, Write};
-use std::process::{ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -37,27 +47,66 @@ pub(crate) const WATCHDOG_FLAG: &str = "--watchdog";
 /// every process started from now on told to it. Whether it runs: a program that cannot be
 /// found or started leaves processes as before (said on standard error).
 pub(crate) fn start() -> bool {
-    use std::os::unix::process::CommandExt;
-    let started = std::env::current_exe().and_then(|exe| {
-        Command::new(exe)
-            .args(["serve", "--mcp", WATCHDOG_FLAG])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .spawn()
-    });
-    let mut child = match started {
+    let child = match spawn() {
         Ok(c) => c,
         Err(e) => {
             eprintln!("tdsl: warning: no watchdog (the processes started would outlive a killed server): {e}");
             return false;
         }
     };
-    // Not waited for: it exits when this process has ended.
-    *PIPE.lock().unwrap_or_else(PoisonError::into_inner) = child.stdin.take();
+    keep(child);
     crate::processes::on_spawn(tell);
     true
+}
+
+/// How many times a watchdog that ended while this process runs is started again.
+const RESTARTS: usize = 5;
+
+/// How many times it was started again.
+static RESTARTED: AtomicUsize = AtomicUsize::new(0);
+
+/// Set when this process ends its children itself ([`ending`]): a watchdog ended then is not
+/// started again.
+static ENDING: AtomicBool = AtomicBool::new(false);
+
+/// This process is ending its children itself (the graceful end): the watchdog, one of
+/// them, is left to end.
+pub(crate) fn ending() {
+    ENDING.store(true, Ordering::SeqCst);
+}
+
+fn spawn() -> std::io::Result<Child> {
+    use std::os::unix::process::CommandExt;
+    let exe = std::env::current_exe()?;
+    Command::new(exe)
+        .args(["serve", "--mcp", WATCHDOG_FLAG])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+}
+
+/// Makes `child` the watchdog: its input the pipe [`tell`] writes to, and a thread that
+/// starts another when it ends while this process runs (it finds the processes to watch
+/// by its first look at the tree).
+fn keep(mut child: Child) {
+    *PIPE.lock().unwrap_or_else(PoisonError::into_inner) = child.stdin.take();
+    let watching = std::thread::Builder::new().name("tdsl-watchdog".into()).spawn(move || {
+        // Its status, or an error when the orphan reaper took it first: it ended either way.
+        let _ = child.wait();
+        if ENDING.load(Ordering::SeqCst) || RESTARTED.fetch_add(1, Ordering::SeqCst) >= RESTARTS {
+            return;
+        }
+        match spawn() {
+            Ok(next) => {
+                eprintln!("tdsl: warning: the watchdog ended; another one was started");
+                keep(next);
+            }
+            Err(e) => eprintln!("tdsl: warning: the watchdog ended and no other could be started: {e}"),
+        }
+    });
+    drop(watching);
 }
 
 /// Tells the watchdog of process `pid`, just started: its id and start time (so that the
@@ -73,23 +122,84 @@ fn tell(pid: u32) {
     }
 }
 
-/// The most processes the watchdog remembers before it forgets those that ended.
+/// How often the watchdog looks at `serve`'s process tree.
+const SCAN_EVERY: Duration = Duration::from_millis(200);
+
+/// The processes the watchdog will end, by id and start time.
+#[derive(Default)]
+struct Watched {
+    all: Vec<(u32, String)>,
+    known: HashSet<(u32, String)>,
+    /// Past this many, those that ended are forgotten (then it is twice what is left: the
+    /// forgetting costs a look at each once per doubling, not once per line).
+    forget_from: usize,
+}
+
+/// The least [`Watched::forget_from`].
 const REMEMBERED: usize = 1024;
 
-/// The watchdog (`tdsl serve --mcp --watchdog`): reads `PID START` lines until its input
-/// ends, then ends each of those processes that still runs. Exit status 0.
-pub(crate) fn run() -> std::process::ExitCode {
-    let mut watched: Vec<(u32, String)> = Vec::new();
-    for line in std::io::stdin().lock().lines() {
-        let Ok(line) = line else { break };
-        let Some((pid, start)) = line.split_once(' ') else { continue };
-        let Ok(pid) = pid.parse::<u32>() else { continue };
-        if watched.len() >= REMEMBERED {
-            watched.retain(|(p, s)| same_process(*p, s));
+impl Watched {
+    fn add(&mut self, pid: u32, start: String) {
+        if self.known.contains(&(pid, start.clone())) {
+            return;
         }
-        watched.push((pid, start.to_string()));
+        if self.all.len() >= self.forget_from.max(REMEMBERED) {
+            self.all.retain(|(p, s)| same_process(*p, s));
+            self.known = self.all.iter().cloned().collect();
+            self.forget_from = 2 * self.all.len();
+        }
+        self.known.insert((pid, start.clone()));
+        self.all.push((pid, start));
     }
-    end(&watched, super::TERM_GRACE);
+
+    /// Remembers every process under `serve` (but `me`).
+    fn look(&mut self, serve: u32, me: u32) {
+        for (pid, start) in super::orphans::descendants(serve) {
+            if pid != me {
+                self.add(pid, start);
+            }
+        }
+    }
+}
+
+/// The watchdog (`tdsl serve --mcp --watchdog`): reads `PID START` lines, and looks at the
+/// tree of its parent (`serve`) every [`SCAN_EVERY`], until its input ends; then ends each
+/// of those processes that still runs. Exit status 0.
+pub(crate) fn run() -> std::process::ExitCode {
+    let serve = std::os::unix::process::parent_id();
+    let me = std::process::id();
+    let (lines, told) = std::sync::mpsc::channel::<String>();
+    // The input is read on a thread of its own, so that the looks go on while it is quiet;
+    // its end (the sender dropped) is `serve`'s.
+    let reader = std::thread::Builder::new().name("tdsl-watchdog-input".into()).spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            let Ok(line) = line else { break };
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut watched = Watched::default();
+    if reader.is_ok() {
+        watched.look(serve, me);
+        let mut looked = Instant::now();
+        loop {
+            match told.recv_timeout(SCAN_EVERY.saturating_sub(looked.elapsed())) {
+                Ok(line) => {
+                    let Some((pid, start)) = line.split_once(' ') else { continue };
+                    let Ok(pid) = pid.parse::<u32>() else { continue };
+                    watched.add(pid, start.to_string());
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+            if looked.elapsed() >= SCAN_EVERY {
+                watched.look(serve, me);
+                looked = Instant::now();
+            }
+        }
+    }
+    end(&watched.all, super::TERM_GRACE);
     std::process::ExitCode::SUCCESS
 }
 
