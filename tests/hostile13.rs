@@ -295,3 +295,31 @@ fn what_a_program_leaves_in_a_session_of_its_own_ends_with_a_killed_serve() {
         }
     }
 }
+
+/// A watchdog looks only at the tree of the `serve` that started it and said so on its first
+/// line: one whose `serve` ended before it started (its parent is then another process) or
+/// that is told another process looks at nothing, and ends nothing but what it was told of.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_watchdog_looks_only_at_the_tree_of_its_own_serve() {
+    use std::process::Stdio;
+    let mut sibling = Command::new("sleep").arg("30").spawn().expect("sleep starts");
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", sibling.id())).expect("its stat");
+    let start = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(19)).expect("its start time");
+    let mut watchdog = Command::new(env!("CARGO_BIN_EXE_tdsl"))
+        .args(["serve", "--mcp", "--watchdog"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("the watchdog starts");
+    let mut input = watchdog.stdin.take().expect("its input");
+    writeln!(input, "serve {} {start}", sibling.id()).expect("written");
+    // Sequencing only: the watchdog would look at a tree every 0.2 s.
+    std::thread::sleep(Duration::from_millis(600));
+    drop(input);
+    let status = watchdog.wait().expect("it ends");
+    assert!(status.success(), "{status:?}");
+    let running = sibling.try_wait().expect("a status").is_none();
+    let _ = sibling.kill();
+    let _ = sibling.wait();
+    assert!(running, "the watchdog ended a process of its parent's tree it was not told of");
+}

@@ -91,7 +91,16 @@ fn spawn() -> std::io::Result<Child> {
 /// starts another when it ends while this process runs (it finds the processes to watch
 /// by its first look at the tree).
 fn keep(mut child: Child) {
-    *PIPE.lock().unwrap_or_else(PoisonError::into_inner) = child.stdin.take();
+    let mut pipe = child.stdin.take();
+    // First, who it watches: this process, by id and start time (only then does it look at
+    // a tree — a watchdog whose `serve` ended before it started looks at none).
+    let me = std::process::id();
+    if let (Some(p), Some(start)) = (pipe.as_mut(), super::orphans::start_time(me)) {
+        if writeln!(p, "{SERVE} {me} {start}").and_then(|()| p.flush()).is_err() {
+            pipe = None;
+        }
+    }
+    *PIPE.lock().unwrap_or_else(PoisonError::into_inner) = pipe;
     let watching = std::thread::Builder::new().name("tdsl-watchdog".into()).spawn(move || {
         // Its status, or an error when the orphan reaper took it first: it ended either way.
         let _ = child.wait();
@@ -121,6 +130,9 @@ fn tell(pid: u32) {
         }
     }
 }
+
+/// The word of the first line `serve` writes to its watchdog: `serve PID START`.
+const SERVE: &str = "serve";
 
 /// How often the watchdog looks at `serve`'s process tree.
 const SCAN_EVERY: Duration = Duration::from_millis(200);
@@ -152,9 +164,13 @@ impl Watched {
         self.all.push((pid, start));
     }
 
-    /// Remembers every process under `serve` (but `me`).
-    fn look(&mut self, serve: u32, me: u32) {
-        for (pid, start) in super::orphans::descendants(serve) {
+    /// Remembers every process under `serve` (but `me`), while `serve` runs: once it has
+    /// ended its children belong to another (init, a subreaper), whose tree is not ours.
+    fn look(&mut self, serve: &(u32, String), me: u32) {
+        if !same_process(serve.0, &serve.1) {
+            return;
+        }
+        for (pid, start) in super::orphans::descendants(serve.0) {
             if pid != me {
                 self.add(pid, start);
             }
@@ -166,7 +182,9 @@ impl Watched {
 /// tree of its parent (`serve`) every [`SCAN_EVERY`], until its input ends; then ends each
 /// of those processes that still runs. Exit status 0.
 pub(crate) fn run() -> std::process::ExitCode {
-    let serve = std::os::unix::process::parent_id();
+    let parent = std::os::unix::process::parent_id();
+    // `serve`, once its first line said so and it is this process's parent.
+    let mut serve: Option<(u32, String)> = None;
     let me = std::process::id();
     let (lines, told) = std::sync::mpsc::channel::<String>();
     // The input is read on a thread of its own, so that the looks go on while it is quiet;
@@ -181,20 +199,29 @@ pub(crate) fn run() -> std::process::ExitCode {
     });
     let mut watched = Watched::default();
     if reader.is_ok() {
-        watched.look(serve, me);
         let mut looked = Instant::now();
         loop {
             match told.recv_timeout(SCAN_EVERY.saturating_sub(looked.elapsed())) {
                 Ok(line) => {
                     let Some((pid, start)) = line.split_once(' ') else { continue };
+                    if pid == SERVE {
+                        let told =
+                            start.split_once(' ').and_then(|(p, s)| Some((p.parse::<u32>().ok()?, s.to_string())));
+                        serve = told.filter(|(p, s)| *p == parent && same_process(*p, s));
+                        if let Some(s) = &serve {
+                            watched.look(s, me);
+                            looked = Instant::now();
+                        }
+                        continue;
+                    }
                     let Ok(pid) = pid.parse::<u32>() else { continue };
                     watched.add(pid, start.to_string());
                 }
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
                 Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
             }
-            if looked.elapsed() >= SCAN_EVERY {
-                watched.look(serve, me);
+            if let Some(s) = serve.as_ref().filter(|_| looked.elapsed() >= SCAN_EVERY) {
+                watched.look(s, me);
                 looked = Instant::now();
             }
         }
@@ -216,7 +243,8 @@ fn end(watched: &[(u32, String)], grace: Duration) {
     let signal = |signal: Signal| {
         let mut left = 0;
         for (pid, start) in watched {
-            if !same_process(*pid, start) {
+            // Never init, nor the watchdog itself (nor a group id of 0: its own).
+            if *pid <= 1 || *pid == std::process::id() || !same_process(*pid, start) {
                 continue;
             }
             left += 1;

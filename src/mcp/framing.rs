@@ -25,7 +25,8 @@
 //! of waiting for an answer that will not come. A notification (no `id`) that is refused gets no answer, as JSON-RPC
 //! says, except when it cannot be parsed at all. Then the server reads the next line.
 //! Output from rmcp and these answers go to standard output through one writer, a whole
-//! line at a time.
+//! line at a time. This module judges; the tasks that read, hand over and write are
+//! [`super::pumps`].
 
 use serde_json::{json, Value as Json};
 

@@ -56,6 +56,9 @@ pub(crate) const DEFAULT_MAX_REQUEST_BYTES: usize = 4 * 1024 * 1024;
 pub(crate) const LARGE_BODY_BYTES: usize = 64 * 1024;
 /// How many large bodies are decoded at once, all connections together.
 pub(crate) const DECODES_AT_ONCE: usize = 4;
+/// The most bytes hyper buffers on one connection ahead of what reads them (headers
+/// included: a request's head must fit).
+const READ_BUFFER_BYTES: usize = 64 * 1024;
 /// The default budget of request body bytes held at once, all connections together, past the
 /// first [`LARGE_BODY_BYTES`] of each body ([`HttpOptions::max_body_bytes_in_flight`]).
 pub(crate) const DEFAULT_MAX_BODY_BYTES_IN_FLIGHT: usize = 64 * 1024 * 1024;
@@ -499,14 +502,18 @@ async fn read_body(
     limit: usize,
     budget: &tokio::sync::Semaphore,
 ) -> Result<(Bytes, Option<tokio::sync::SemaphorePermit<'_>>), hyper::Error> {
-    let mut collected = bytes::BytesMut::new();
+    let mut collected: Vec<u8> = Vec::new();
     let mut held: Option<tokio::sync::SemaphorePermit<'_>> = None;
     while let Some(frame) = body.frame().await {
         let Ok(data) = frame?.into_data() else { continue };
         let room = (limit + 1).saturating_sub(collected.len());
         let taken = &data[..room.min(data.len())];
-        let counted = (collected.len() + taken.len()).saturating_sub(LARGE_BODY_BYTES)
-            - collected.len().saturating_sub(LARGE_BODY_BYTES);
+        // What is held is the buffer's capacity: it grows by doubling, within the limit, and
+        // each growth is paid for before it is made.
+        let needed = collected.len() + taken.len();
+        let capacity = collected.capacity();
+        let grown = if needed > capacity { needed.max(2 * capacity).min(limit + 1) } else { capacity };
+        let counted = grown.saturating_sub(LARGE_BODY_BYTES) - capacity.saturating_sub(LARGE_BODY_BYTES);
         if counted > 0 {
             // A frame is at most hyper's read buffer (far below `u32::MAX`); the semaphore is
             // never closed.
@@ -517,12 +524,15 @@ async fn read_body(
                 }
             }
         }
+        if grown > capacity {
+            collected.reserve_exact(grown - collected.len());
+        }
         collected.extend_from_slice(taken);
         if collected.len() > limit {
             break;
         }
     }
-    Ok((collected.freeze(), held))
+    Ok((Bytes::from(collected), held))
 }
 
 /// A JSON answer (one message, its length known) with a large answer's text spliced in
@@ -762,6 +772,9 @@ impl McpServer {
                         let served = hyper::server::conn::http1::Builder::new()
                             .timer(hyper_util::rt::TokioTimer::new())
                             .header_read_timeout(read_timeout)
+                            // What hyper reads ahead of the body's reader, per connection
+                            // (its default is 408 KiB: 200 MiB over 512 connections).
+                            .max_buf_size(READ_BUFFER_BYTES)
                             .serve_connection(io, service);
                         tokio::select! {
                             _ = served => {}
