@@ -270,6 +270,24 @@ fn end(watched: &[(u32, String)], grace: Duration) {
 mod tests {
     use super::*;
 
+    /// A process is remembered once, however often it is told or seen; those that ended are
+    /// forgotten as the list grows, those that run are kept.
+    #[test]
+    fn ended_processes_are_forgotten_and_each_is_remembered_once() {
+        let me = std::process::id();
+        let start = super::super::orphans::start_time(me).expect("its start time");
+        let mut w = Watched::default();
+        w.add(me, start.clone());
+        w.add(me, start.clone());
+        assert_eq!(w.all.len(), 1);
+        // No process started at "x": each stands for one that ended.
+        for pid in 0..3 * REMEMBERED {
+            w.add(u32::try_from(pid).expect("small") + 2, "x".to_string());
+        }
+        assert!(w.all.len() <= REMEMBERED + 1, "{}", w.all.len());
+        assert!(w.all.contains(&(me, start)));
+    }
+
     /// A process the watchdog was told of is ended; one whose id now names another process
     /// (another start time) is left alone.
     #[test]
