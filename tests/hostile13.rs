@@ -323,3 +323,24 @@ fn a_watchdog_looks_only_at_the_tree_of_its_own_serve() {
     let _ = sibling.wait();
     assert!(running, "the watchdog ended a process of its parent's tree it was not told of");
 }
+
+/// At a graceful end `serve` ends its children itself, the watchdog among them: that one is
+/// not started again (nor said to have ended).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_graceful_end_starts_no_other_watchdog() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tdsl"));
+    cmd.args(["serve", "--mcp", "--no-history", "--root"]).arg(root.path());
+    let client = StdioClient::start(&mut cmd);
+    let serve = client.process.pid();
+    common::process::wait_until(Duration::from_secs(20), "the watchdog", || watchdog_of(serve));
+    // Sequencing only: the watchdog's thread is waiting on it.
+    std::thread::sleep(Duration::from_millis(200));
+    let mut client = client;
+    client.process.sigterm();
+    let status = client.process.exit_within(Duration::from_secs(20));
+    assert!(status.success(), "{status:?}");
+    let output = client.process.output();
+    assert!(!output.contains("watchdog"), "{output}");
+}

@@ -225,6 +225,17 @@ pub(super) fn descendants(root: u32) -> Vec<(u32, String)> {
     found
 }
 
+/// Set once [`end_children`] began: this process is ending its children itself.
+#[cfg(all(target_os = "linux", feature = "cli"))]
+static ENDING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether this process is ending its children itself (the graceful end): the watchdog, one
+/// of them, is not started again when it ends.
+#[cfg(all(target_os = "linux", feature = "cli"))]
+pub(super) fn ending_children() -> bool {
+    ENDING.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// Ends every process that is still a child of this one, for the end of a command: the
 /// tools' own processes ended with their attempts, so what is left are processes tools left
 /// behind (adopted through [`adopt_orphans`]). Each gets `SIGTERM` (its group too, when it
@@ -236,7 +247,7 @@ pub(crate) fn end_children(grace: Duration) {
     #[cfg(target_os = "linux")]
     {
         // The watchdog is one of them: it is not started again.
-        super::watchdog::ending();
+        ENDING.store(true, std::sync::atomic::Ordering::SeqCst);
         use nix::sys::signal::{kill, killpg, Signal};
         use nix::unistd::Pid;
         let signal_all = |children: &[(i32, i32)], signal: Signal| {

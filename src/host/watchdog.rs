@@ -33,7 +33,7 @@
 use std::collections::HashSet;
 use std::io::{BufRead, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -65,16 +65,6 @@ const RESTARTS: usize = 5;
 /// How many times it was started again.
 static RESTARTED: AtomicUsize = AtomicUsize::new(0);
 
-/// Set when this process ends its children itself ([`ending`]): a watchdog ended then is not
-/// started again.
-static ENDING: AtomicBool = AtomicBool::new(false);
-
-/// This process is ending its children itself (the graceful end): the watchdog, one of
-/// them, is left to end.
-pub(crate) fn ending() {
-    ENDING.store(true, Ordering::SeqCst);
-}
-
 fn spawn() -> std::io::Result<Child> {
     use std::os::unix::process::CommandExt;
     let exe = std::env::current_exe()?;
@@ -104,7 +94,8 @@ fn keep(mut child: Child) {
     let watching = std::thread::Builder::new().name("tdsl-watchdog".into()).spawn(move || {
         // Its status, or an error when the orphan reaper took it first: it ended either way.
         let _ = child.wait();
-        if ENDING.load(Ordering::SeqCst) || RESTARTED.fetch_add(1, Ordering::SeqCst) >= RESTARTS {
+        // Ended with the other children at the graceful end: not started again.
+        if super::orphans::ending_children() || RESTARTED.fetch_add(1, Ordering::SeqCst) >= RESTARTS {
             return;
         }
         match spawn() {
