@@ -12,8 +12,9 @@
 //!
 //! A mark carries a random key of this process (the text cannot be forged by a client, whose
 //! values are written escaped but may hold anything), and each answer's text is taken when
-//! its last mark was spliced. A text whose answer is never written (rmcp dropped it: its
-//! request was cancelled as it was answered) is forgotten [`KEPT_FOR`] after it was made. A
+//! its last mark was spliced. An answer its call lets go (cancelled, or answered in its
+//! place, before its run came back) is forgotten then ([`forget`]); one rmcp drops (its
+//! request cancelled as it was answered) is forgotten [`KEPT_FOR`] after it was made. A
 //! mark found with no text (an HTTP event replayed after its answer went out) is written as
 //! `null` or as a sentence saying so, so that the message stays JSON.
 //!
@@ -175,6 +176,21 @@ pub(crate) fn splice(bytes: Vec<u8>) -> Vec<u8> {
     out
 }
 
+/// Forgets the texts `answer`'s marks stand for: an answer that will not be sent (its call
+/// was answered otherwise, or cancelled, before its run came back).
+pub(crate) fn forget(answer: &Json) {
+    let r = registry();
+    let numbers = [answer.get("structuredContent"), answer.pointer("/content/0/text")]
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str()?.strip_prefix(&r.prefix).and_then(|m| read_mark(format!("{m}\"").as_bytes())))
+        .map(|(n, _, _)| n);
+    let mut texts = r.texts.lock().unwrap_or_else(PoisonError::into_inner);
+    for n in numbers {
+        texts.1.remove(&n);
+    }
+}
+
 /// `answer` as the JSON it stands for, its marks replaced (their texts taken): for a caller
 /// of the library, which gets values, not a message to send.
 pub(crate) fn expand(answer: Json) -> Json {
@@ -227,6 +243,20 @@ mod tests {
         let mut ours = format!("[\"{}", registry().prefix).into_bytes();
         ours.extend_from_slice(b"x-v\"]");
         assert_eq!(splice(ours.clone()), ours);
+    }
+
+    #[test]
+    fn an_answer_not_sent_is_forgotten() {
+        let marked = answer(big(SPLICED_FROM), true, false);
+        let mark = marked["structuredContent"].as_str().expect("a mark").to_string();
+        let n = read_mark(format!("{}\"", &mark[registry().prefix.len()..]).as_bytes()).expect("ours").0;
+        let held = |n| registry().texts.lock().unwrap_or_else(PoisonError::into_inner).1.contains_key(&n);
+        assert!(held(n));
+        forget(&marked);
+        assert!(!held(n));
+        // Its marks, written after all, say the answer is gone.
+        let sent: Json = serde_json::from_slice(&splice(marked.to_string().into_bytes())).expect("JSON");
+        assert_eq!(sent["structuredContent"], Json::Null);
     }
 
     #[test]
