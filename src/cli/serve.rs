@@ -42,6 +42,16 @@ fn http_setup(args: &ServeArgs, listen: &str) -> Result<(std::net::SocketAddr, H
     if let Some(n) = args.max_request_bytes {
         options.max_request_bytes = n as usize;
     }
+    if let Some(n) = args.max_body_bytes_in_flight {
+        let n = n as usize;
+        if n < options.max_request_bytes {
+            return Err(format!(
+                "--max-body-bytes-in-flight {n} is less than the largest request body ({} bytes, --max-request-bytes): such a body could never be read",
+                options.max_request_bytes
+            ));
+        }
+        options.max_body_bytes_in_flight = n;
+    }
     if let Some(n) = args.max_sessions {
         options.max_sessions = n as usize;
     }
@@ -81,6 +91,13 @@ pub(crate) struct ServeArgs {
     #[arg(long = "max-request-bytes", value_name = "N", requires = "listen",
           value_parser = clap::value_parser!(u64).range(1024..=64 * 1024 * 1024))]
     max_request_bytes: Option<u64>,
+    /// With --listen: the most bytes of request bodies held at once, all connections
+    /// together, past the first 64 KiB of each (64 KiB–4 GiB, at least --max-request-bytes;
+    /// default 64 MiB). A body that would pass it waits as it arrives (its connection's
+    /// read timeout running) until bytes are given back; small requests never wait.
+    #[arg(long = "max-body-bytes-in-flight", value_name = "N", requires = "listen",
+          value_parser = clap::value_parser!(u64).range(64 * 1024..=4 * 1024 * 1024 * 1024))]
+    max_body_bytes_in_flight: Option<u64>,
     /// The most values (numbers, strings, lists, objects) one JSON-RPC message may hold
     /// (1,000–100,000,000; default 100,000): counted before the message is decoded, a
     /// message past it is refused with its `id` (-32600).

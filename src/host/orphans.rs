@@ -187,16 +187,53 @@ pub(super) fn leads_group(pid: u32) -> bool {
     proc_stat(&pid.to_string()).is_some_and(|s| s.group == pid.to_string())
 }
 
+/// Every process, from `/proc`.
+#[cfg(all(target_os = "linux", feature = "cli"))]
+fn processes() -> impl Iterator<Item = ProcStat> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().filter(|n| n.bytes().all(|b| b.is_ascii_digit())).and_then(proc_stat))
+}
+
 /// The children of this process, ended or not, from `/proc`.
 #[cfg(all(target_os = "linux", feature = "cli"))]
 fn children() -> Vec<ProcStat> {
     let me = std::process::id().to_string();
-    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str().filter(|n| n.bytes().all(|b| b.is_ascii_digit())).and_then(proc_stat))
-        .filter(|c| c.parent == me)
-        .collect()
+    processes().filter(|c| c.parent == me).collect()
+}
+
+/// The processes under `root` (its children, theirs, …) that have not ended, by id and
+/// start time, from `/proc` (the watchdog's look at `serve`'s tree).
+#[cfg(all(target_os = "linux", feature = "cli"))]
+pub(super) fn descendants(root: u32) -> Vec<(u32, String)> {
+    let mut by_parent: std::collections::HashMap<String, Vec<ProcStat>> = std::collections::HashMap::new();
+    for p in processes().filter(|p| p.state != "Z" && p.state != "X") {
+        by_parent.entry(p.parent.clone()).or_default().push(p);
+    }
+    let mut under = vec![root.to_string()];
+    let mut found = Vec::new();
+    // Down the parent links; each process is taken once (ids are unique).
+    while let Some(parent) = under.pop() {
+        for p in by_parent.remove(&parent).unwrap_or_default() {
+            let Ok(pid) = u32::try_from(p.pid) else { continue };
+            under.push(pid.to_string());
+            found.push((pid, p.start));
+        }
+    }
+    found
+}
+
+/// Set once [`end_children`] began: this process is ending its children itself.
+#[cfg(all(target_os = "linux", feature = "cli"))]
+static ENDING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether this process is ending its children itself (the graceful end): the watchdog, one
+/// of them, is not started again when it ends.
+#[cfg(all(target_os = "linux", feature = "cli"))]
+pub(super) fn ending_children() -> bool {
+    ENDING.load(std::sync::atomic::Ordering::SeqCst)
 }
 
 /// Ends every process that is still a child of this one, for the end of a command: the
@@ -209,6 +246,8 @@ fn children() -> Vec<ProcStat> {
 pub(crate) fn end_children(grace: Duration) {
     #[cfg(target_os = "linux")]
     {
+        // The watchdog is one of them: it is not started again.
+        ENDING.store(true, std::sync::atomic::Ordering::SeqCst);
         use nix::sys::signal::{kill, killpg, Signal};
         use nix::unistd::Pid;
         let signal_all = |children: &[(i32, i32)], signal: Signal| {

@@ -18,12 +18,22 @@
 //! a healthy server with them. The watchdog watches the process, needs no `unsafe`, and
 //! covers programs that ignore the end of their input.
 //!
+//! Besides the lines, the watchdog looks at `serve`'s process tree every [`SCAN_EVERY`] and
+//! remembers each process in it: what a program started in a session of its own (`setsid`,
+//! a double fork) is out of reach of its group's kill, but it stays in `serve`'s tree while
+//! `serve` runs (`serve` is the subreaper of what it starts, [`super::orphans`]), so it is
+//! found there and ended with the rest (hostile round 13: 8 of 24 such processes outlived a
+//! SIGKILL of `serve` before). A watchdog that ends while `serve` runs (killed) is started
+//! again, at most [`RESTARTS`] times, and finds the tree by its first look.
+//!
 //! What it cannot end: a process started in the instant between its start and its line to
-//! the watchdog, and what those processes left in sessions of their own (the graceful end
-//! adopts and ends those, [`super::orphans`]).
+//! the watchdog that leaves `serve`'s tree (or `serve` ends) before the next look — the
+//! instant is a `spawn`'s own time, about a millisecond.
 
+use std::collections::HashSet;
 use std::io::{BufRead, Write};
-use std::process::{ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -37,27 +47,66 @@ pub(crate) const WATCHDOG_FLAG: &str = "--watchdog";
 /// every process started from now on told to it. Whether it runs: a program that cannot be
 /// found or started leaves processes as before (said on standard error).
 pub(crate) fn start() -> bool {
-    use std::os::unix::process::CommandExt;
-    let started = std::env::current_exe().and_then(|exe| {
-        Command::new(exe)
-            .args(["serve", "--mcp", WATCHDOG_FLAG])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .spawn()
-    });
-    let mut child = match started {
+    let child = match spawn() {
         Ok(c) => c,
         Err(e) => {
             eprintln!("tdsl: warning: no watchdog (the processes started would outlive a killed server): {e}");
             return false;
         }
     };
-    // Not waited for: it exits when this process has ended.
-    *PIPE.lock().unwrap_or_else(PoisonError::into_inner) = child.stdin.take();
+    keep(child);
     crate::processes::on_spawn(tell);
     true
+}
+
+/// How many times a watchdog that ended while this process runs is started again.
+const RESTARTS: usize = 5;
+
+/// How many times it was started again.
+static RESTARTED: AtomicUsize = AtomicUsize::new(0);
+
+fn spawn() -> std::io::Result<Child> {
+    use std::os::unix::process::CommandExt;
+    let exe = std::env::current_exe()?;
+    Command::new(exe)
+        .args(["serve", "--mcp", WATCHDOG_FLAG])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+}
+
+/// Makes `child` the watchdog: its input the pipe [`tell`] writes to, and a thread that
+/// starts another when it ends while this process runs (it finds the processes to watch
+/// by its first look at the tree).
+fn keep(mut child: Child) {
+    let mut pipe = child.stdin.take();
+    // First, who it watches: this process, by id and start time (only then does it look at
+    // a tree — a watchdog whose `serve` ended before it started looks at none).
+    let me = std::process::id();
+    if let (Some(p), Some(start)) = (pipe.as_mut(), super::orphans::start_time(me)) {
+        if writeln!(p, "{SERVE} {me} {start}").and_then(|()| p.flush()).is_err() {
+            pipe = None;
+        }
+    }
+    *PIPE.lock().unwrap_or_else(PoisonError::into_inner) = pipe;
+    let watching = std::thread::Builder::new().name("tdsl-watchdog".into()).spawn(move || {
+        // Its status, or an error when the orphan reaper took it first: it ended either way.
+        let _ = child.wait();
+        // Ended with the other children at the graceful end: not started again.
+        if super::orphans::ending_children() || RESTARTED.fetch_add(1, Ordering::SeqCst) >= RESTARTS {
+            return;
+        }
+        match spawn() {
+            Ok(next) => {
+                eprintln!("tdsl: warning: the watchdog ended; another one was started");
+                keep(next);
+            }
+            Err(e) => eprintln!("tdsl: warning: the watchdog ended and no other could be started: {e}"),
+        }
+    });
+    drop(watching);
 }
 
 /// Tells the watchdog of process `pid`, just started: its id and start time (so that the
@@ -73,23 +122,102 @@ fn tell(pid: u32) {
     }
 }
 
-/// The most processes the watchdog remembers before it forgets those that ended.
+/// The word of the first line `serve` writes to its watchdog: `serve PID START`.
+const SERVE: &str = "serve";
+
+/// How often the watchdog looks at `serve`'s process tree.
+const SCAN_EVERY: Duration = Duration::from_millis(200);
+
+/// The processes the watchdog will end, by id and start time.
+#[derive(Default)]
+struct Watched {
+    all: Vec<(u32, String)>,
+    known: HashSet<(u32, String)>,
+    /// Past this many, those that ended are forgotten (then it is twice what is left: the
+    /// forgetting costs a look at each once per doubling, not once per line).
+    forget_from: usize,
+}
+
+/// The least [`Watched::forget_from`].
 const REMEMBERED: usize = 1024;
 
-/// The watchdog (`tdsl serve --mcp --watchdog`): reads `PID START` lines until its input
-/// ends, then ends each of those processes that still runs. Exit status 0.
-pub(crate) fn run() -> std::process::ExitCode {
-    let mut watched: Vec<(u32, String)> = Vec::new();
-    for line in std::io::stdin().lock().lines() {
-        let Ok(line) = line else { break };
-        let Some((pid, start)) = line.split_once(' ') else { continue };
-        let Ok(pid) = pid.parse::<u32>() else { continue };
-        if watched.len() >= REMEMBERED {
-            watched.retain(|(p, s)| same_process(*p, s));
+impl Watched {
+    fn add(&mut self, pid: u32, start: String) {
+        if self.known.contains(&(pid, start.clone())) {
+            return;
         }
-        watched.push((pid, start.to_string()));
+        if self.all.len() >= self.forget_from.max(REMEMBERED) {
+            self.all.retain(|(p, s)| same_process(*p, s));
+            self.known = self.all.iter().cloned().collect();
+            self.forget_from = 2 * self.all.len();
+        }
+        self.known.insert((pid, start.clone()));
+        self.all.push((pid, start));
     }
-    end(&watched, super::TERM_GRACE);
+
+    /// Remembers every process under `serve` (but `me`), while `serve` runs: once it has
+    /// ended its children belong to another (init, a subreaper), whose tree is not ours.
+    fn look(&mut self, serve: &(u32, String), me: u32) {
+        if !same_process(serve.0, &serve.1) {
+            return;
+        }
+        for (pid, start) in super::orphans::descendants(serve.0) {
+            if pid != me {
+                self.add(pid, start);
+            }
+        }
+    }
+}
+
+/// The watchdog (`tdsl serve --mcp --watchdog`): reads `PID START` lines, and looks at the
+/// tree of its parent (`serve`) every [`SCAN_EVERY`], until its input ends; then ends each
+/// of those processes that still runs. Exit status 0.
+pub(crate) fn run() -> std::process::ExitCode {
+    let parent = std::os::unix::process::parent_id();
+    // `serve`, once its first line said so and it is this process's parent.
+    let mut serve: Option<(u32, String)> = None;
+    let me = std::process::id();
+    let (lines, told) = std::sync::mpsc::channel::<String>();
+    // The input is read on a thread of its own, so that the looks go on while it is quiet;
+    // its end (the sender dropped) is `serve`'s.
+    let reader = std::thread::Builder::new().name("tdsl-watchdog-input".into()).spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            let Ok(line) = line else { break };
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut watched = Watched::default();
+    if reader.is_ok() {
+        let mut looked = Instant::now();
+        loop {
+            match told.recv_timeout(SCAN_EVERY.saturating_sub(looked.elapsed())) {
+                Ok(line) => {
+                    let Some((pid, start)) = line.split_once(' ') else { continue };
+                    if pid == SERVE {
+                        let told =
+                            start.split_once(' ').and_then(|(p, s)| Some((p.parse::<u32>().ok()?, s.to_string())));
+                        serve = told.filter(|(p, s)| *p == parent && same_process(*p, s));
+                        if let Some(s) = &serve {
+                            watched.look(s, me);
+                            looked = Instant::now();
+                        }
+                        continue;
+                    }
+                    let Ok(pid) = pid.parse::<u32>() else { continue };
+                    watched.add(pid, start.to_string());
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+            if let Some(s) = serve.as_ref().filter(|_| looked.elapsed() >= SCAN_EVERY) {
+                watched.look(s, me);
+                looked = Instant::now();
+            }
+        }
+    }
+    end(&watched.all, super::TERM_GRACE);
     std::process::ExitCode::SUCCESS
 }
 
@@ -106,7 +234,8 @@ fn end(watched: &[(u32, String)], grace: Duration) {
     let signal = |signal: Signal| {
         let mut left = 0;
         for (pid, start) in watched {
-            if !same_process(*pid, start) {
+            // Never init, nor the watchdog itself (nor a group id of 0: its own).
+            if *pid <= 1 || *pid == std::process::id() || !same_process(*pid, start) {
                 continue;
             }
             left += 1;
@@ -131,6 +260,24 @@ fn end(watched: &[(u32, String)], grace: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A process is remembered once, however often it is told or seen; those that ended are
+    /// forgotten as the list grows, those that run are kept.
+    #[test]
+    fn ended_processes_are_forgotten_and_each_is_remembered_once() {
+        let me = std::process::id();
+        let start = super::super::orphans::start_time(me).expect("its start time");
+        let mut w = Watched::default();
+        w.add(me, start.clone());
+        w.add(me, start.clone());
+        assert_eq!(w.all.len(), 1);
+        // No process started at "x": each stands for one that ended.
+        for pid in 0..3 * REMEMBERED {
+            w.add(u32::try_from(pid).expect("small") + 2, "x".to_string());
+        }
+        assert!(w.all.len() <= REMEMBERED + 1, "{}", w.all.len());
+        assert!(w.all.contains(&(me, start)));
+    }
 
     /// A process the watchdog was told of is ended; one whose id now names another process
     /// (another start time) is left alone.

@@ -25,18 +25,17 @@
 //! of waiting for an answer that will not come. A notification (no `id`) that is refused gets no answer, as JSON-RPC
 //! says, except when it cannot be parsed at all. Then the server reads the next line.
 //! Output from rmcp and these answers go to standard output through one writer, a whole
-//! line at a time.
+//! line at a time. This module judges; the tasks that read, hand over and write are
+//! [`super::pumps`].
 
 use serde_json::{json, Value as Json};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::{mpsc, watch};
 
 /// The longest message the server reads: 8 MiB, below rmcp's own limit (16 MiB), so that
 /// rmcp never sees a line it would drop.
 pub(crate) const MAX_MESSAGE_BYTES: usize = 8 * 1024 * 1024;
 
 /// How much of an oversized line is kept to look for its `id`.
-const ID_PREFIX_BYTES: usize = 64 * 1024;
+pub(super) const ID_PREFIX_BYTES: usize = 64 * 1024;
 
 /// JSON-RPC error codes.
 const PARSE_ERROR: i64 = -32700;
@@ -577,6 +576,63 @@ pub(crate) fn top_level_scalar(bytes: &[u8], key: &str) -> Option<Json> {
     }
 }
 
+/// What the top level of a message says of it, read without building it.
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct Members {
+    /// Its `id`, when it is a string or a number.
+    pub(crate) id: Option<Json>,
+    /// Whether it has a `method` (a request, or a notification without `id`).
+    pub(crate) method: bool,
+    /// Whether it has a `result` or an `error` (a response).
+    pub(crate) response: bool,
+}
+
+/// The [`Members`] of the object `bytes` holds: its top level is scanned until its `id` and
+/// its kind are known (rmcp writes `jsonrpc`, `id`, then `method`, `result` or `error`: the
+/// scan stops before a large result). Keys written with escapes are not recognised.
+pub(crate) fn members(bytes: &[u8]) -> Members {
+    let mut found = Members::default();
+    let mut s = Scanner { b: bytes, i: 0 };
+    s.ws();
+    if !s.eat(b'{') {
+        return found;
+    }
+    loop {
+        s.ws();
+        let Some(key) = s.string() else { return found };
+        s.ws();
+        if !s.eat(b':') {
+            return found;
+        }
+        s.ws();
+        match key {
+            b"\"id\"" => {
+                let at = s.i;
+                found.id = s.scalar();
+                if found.id.is_none() {
+                    s.i = at;
+                    if !s.skip_value() {
+                        return found;
+                    }
+                }
+            }
+            b"\"method\"" => found.method = true,
+            b"\"result\"" | b"\"error\"" => found.response = true,
+            _ => {}
+        }
+        if found.id.is_some() && (found.method || found.response) {
+            return found;
+        }
+        if key != b"\"id\"" && !s.skip_value() {
+            return found;
+        }
+        s.ws();
+        if !s.eat(b',') {
+            return found;
+        }
+    }
+}
+
 struct Scanner<'a> {
     b: &'a [u8],
     i: usize,
@@ -662,133 +718,6 @@ impl<'a> Scanner<'a> {
             }
         }
     }
-}
-
-/// Reads `input` line by line: forwards the lines rmcp can take to `to_rmcp`, sends the
-/// answers of the others to `out`. Returns at the end of `input`, on a read error, or when
-/// `shutdown` turns true; `to_rmcp` is dropped then, which rmcp reads as the end of input.
-pub(crate) async fn pump_input<R, W>(
-    input: R,
-    mut to_rmcp: W,
-    out: mpsc::Sender<Vec<u8>>,
-    mut shutdown: watch::Receiver<bool>,
-    max_values: usize,
-) where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
-    let mut reader = BufReader::with_capacity(64 * 1024, input);
-    loop {
-        let line = tokio::select! {
-            line = read_line(&mut reader) => line,
-            _ = shutdown.wait_for(|down| *down) => return,
-        };
-        let Some((line, oversized)) = line else { return };
-        // What goes on to rmcp: the line as read, or a stand-in error for an answer that
-        // cannot be read (its request fails at once); the framing's own answers go out.
-        let mut bytes = match judge_limited(&line, oversized, max_values) {
-            Verdict::Forward => line,
-            Verdict::Unreadable(v) => serde_json::to_vec(&v).unwrap_or_default(),
-            Verdict::Answer(v) => {
-                let mut bytes = serde_json::to_vec(&v).unwrap_or_default();
-                bytes.push(b'\n');
-                if out.send(bytes).await.is_err() {
-                    return;
-                }
-                continue;
-            }
-            Verdict::Ignore => continue,
-        };
-        bytes.push(b'\n');
-        let sent = async {
-            to_rmcp.write_all(&bytes).await?;
-            to_rmcp.flush().await
-        };
-        let ok = tokio::select! {
-            r = sent => r.is_ok(),
-            _ = shutdown.wait_for(|down| *down) => false,
-        };
-        if !ok {
-            return;
-        }
-    }
-}
-
-/// One line without its newline, and whether it was longer than [`MAX_MESSAGE_BYTES`] (then
-/// only its first [`ID_PREFIX_BYTES`] are kept); `None` at the end of input (a last line
-/// without a newline still counts) or on a read error.
-async fn read_line<R: AsyncRead + Unpin>(reader: &mut BufReader<R>) -> Option<(Vec<u8>, bool)> {
-    let mut line = Vec::new();
-    let mut oversized = false;
-    let mut seen = 0usize;
-    loop {
-        let buf = match reader.fill_buf().await {
-            Ok(b) => b,
-            Err(_) => return None,
-        };
-        if buf.is_empty() {
-            return (seen > 0).then_some((line, oversized));
-        }
-        let (chunk, used, done) = match buf.iter().position(|&b| b == b'\n') {
-            Some(i) => (&buf[..i], i + 1, true),
-            None => (buf, buf.len(), false),
-        };
-        seen += chunk.len() + usize::from(done);
-        if !oversized && line.len() + chunk.len() > MAX_MESSAGE_BYTES {
-            oversized = true;
-            line.truncate(ID_PREFIX_BYTES);
-        }
-        if oversized {
-            let room = ID_PREFIX_BYTES.saturating_sub(line.len());
-            line.extend_from_slice(&chunk[..room.min(chunk.len())]);
-        } else {
-            line.extend_from_slice(chunk);
-        }
-        reader.consume(used);
-        if done {
-            return Some((line, oversized));
-        }
-    }
-}
-
-/// Copies rmcp's output, whole lines, to `out`.
-pub(crate) async fn pump_output<R: AsyncRead + Unpin>(from_rmcp: R, out: mpsc::Sender<Vec<u8>>) {
-    let mut reader = BufReader::new(from_rmcp);
-    loop {
-        let mut line = Vec::new();
-        match reader.read_until(b'\n', &mut line).await {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {
-                if !line.ends_with(b"\n") {
-                    line.push(b'\n');
-                }
-                if out.send(line).await.is_err() {
-                    return;
-                }
-            }
-        }
-    }
-}
-
-/// Writes every line it receives to `stdout`, flushing after each, until every sender is
-/// gone (`None`) or a write fails: then `failed` is raised (the server shuts down: nobody can
-/// hear it any more) and the error is returned.
-pub(crate) async fn write_output<W: AsyncWrite + Unpin>(
-    mut stdout: W,
-    mut lines: mpsc::Receiver<Vec<u8>>,
-    failed: tokio::sync::watch::Sender<bool>,
-) -> Option<std::io::Error> {
-    while let Some(line) = lines.recv().await {
-        let written = match stdout.write_all(&line).await {
-            Ok(()) => stdout.flush().await,
-            Err(e) => Err(e),
-        };
-        if let Err(e) = written {
-            failed.send_replace(true);
-            return Some(e);
-        }
-    }
-    None
 }
 
 #[cfg(test)]

@@ -298,7 +298,10 @@ impl ServerHandler for McpServer {
                     // Ended in its place if the server stops before its thread comes back.
                     let inner = self.inner.clone();
                     tokio::spawn(async move {
-                        let _ = run.await;
+                        // An answer made meanwhile is not sent: its text is let go.
+                        if let Ok(Some(answer)) = run.await {
+                            super::spliced::forget(&answer);
+                        }
                         inner.forget_leftover(kept);
                         drop(held);
                     });
@@ -332,6 +335,12 @@ impl ServerHandler for McpServer {
                     inner.forget_leftover(kept);
                 });
                 watcher.abort();
+                // The answer its thread makes, if it comes back, is not sent: its text is let go.
+                tokio::spawn(async move {
+                    if let Ok(Some(answer)) = run.await {
+                        super::spliced::forget(&answer);
+                    }
+                });
                 // The run's thread still holds its observers: their notifications stop here.
                 for forwarder in forwarders {
                     forwarder.abort();

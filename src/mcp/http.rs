@@ -56,6 +56,12 @@ pub(crate) const DEFAULT_MAX_REQUEST_BYTES: usize = 4 * 1024 * 1024;
 pub(crate) const LARGE_BODY_BYTES: usize = 64 * 1024;
 /// How many large bodies are decoded at once, all connections together.
 pub(crate) const DECODES_AT_ONCE: usize = 4;
+/// The most bytes hyper buffers on one connection ahead of what reads them (headers
+/// included: a request's head must fit).
+const READ_BUFFER_BYTES: usize = 64 * 1024;
+/// The default budget of request body bytes held at once, all connections together, past the
+/// first [`LARGE_BODY_BYTES`] of each body ([`HttpOptions::max_body_bytes_in_flight`]).
+pub(crate) const DEFAULT_MAX_BODY_BYTES_IN_FLIGHT: usize = 64 * 1024 * 1024;
 /// The default limit on open sessions.
 pub(crate) const DEFAULT_MAX_SESSIONS: usize = 64;
 /// The default limit on `tools/call` requests in flight, all sessions together (the same
@@ -82,6 +88,11 @@ pub struct HttpOptions {
     pub allowed_hosts: Vec<String>,
     /// The largest request body, in bytes.
     pub max_request_bytes: usize,
+    /// The most bytes of request bodies held at once, all connections together, not counting
+    /// the first [`LARGE_BODY_BYTES`] of each (so that small requests never wait): a body
+    /// read past it waits, as it arrives, for bytes to be given back (a request answered,
+    /// a connection closed). At least [`HttpOptions::max_request_bytes`].
+    pub max_body_bytes_in_flight: usize,
     /// The most values a request's body may hold ([`framing::count_values`](super::framing::count_values)).
     pub max_request_values: usize,
     /// The most sessions open at once.
@@ -101,6 +112,7 @@ impl Default for HttpOptions {
             token: None,
             allowed_hosts: Vec::new(),
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
+            max_body_bytes_in_flight: DEFAULT_MAX_BODY_BYTES_IN_FLIGHT,
             max_request_values: super::framing::DEFAULT_MAX_REQUEST_VALUES,
             max_sessions: DEFAULT_MAX_SESSIONS,
             max_calls: DEFAULT_MAX_CALLS,
@@ -265,6 +277,9 @@ struct Front {
     max_request_values: usize,
     /// Permits to decode a large body ([`LARGE_BODY_BYTES`]), [`DECODES_AT_ONCE`] of them.
     decoding: tokio::sync::Semaphore,
+    /// The bytes of bodies that may be held past the first [`LARGE_BODY_BYTES`] of each
+    /// ([`HttpOptions::max_body_bytes_in_flight`]), one permit a byte.
+    body_bytes: tokio::sync::Semaphore,
 }
 
 impl Front {
@@ -277,9 +292,10 @@ impl Front {
         if let Some(refused) = self.gate(&parts) {
             return answered(refused, Busy::new(conn));
         }
-        let body = if parts.method == http::Method::POST {
-            match read_body(body, self.max_request_bytes).await {
-                Ok(bytes) => bytes,
+        // The budget's bytes are held until the request is answered (its body decoded).
+        let (body, _held) = if parts.method == http::Method::POST {
+            match read_body(body, self.max_request_bytes, &self.body_bytes).await {
+                Ok(read) => read,
                 Err(e) => {
                     let busy = Busy::new(conn);
                     return answered(
@@ -289,10 +305,11 @@ impl Front {
                 }
             }
         } else {
-            Bytes::new()
+            (Bytes::new(), None)
         };
         let busy = Busy::new(conn);
-        answered(self.handle(Request::from_parts(parts, body)).await, busy)
+        let response = self.handle(Request::from_parts(parts, body)).await;
+        answered(spliced_json(response).await, busy)
     }
 
     /// A path other than `/mcp` (404) or a missing or wrong token (401).
@@ -477,18 +494,63 @@ pub(crate) const SESSION_REQUIRED: &str = "Bad Request: Session ID is required: 
     `Mcp-Session-Id` header must be an `initialize` (its body was not decoded)";
 
 /// The body of a request, at most `limit` bytes of it and one more (rmcp answers 413 to a
-/// longer one, once it has checked the headers).
-async fn read_body(mut body: hyper::body::Incoming, limit: usize) -> Result<Bytes, hyper::Error> {
-    let mut collected = bytes::BytesMut::new();
+/// longer one, once it has checked the headers), and the permits of `budget` it holds: one
+/// for each byte past the first [`LARGE_BODY_BYTES`], taken as the bytes arrive (a body that
+/// would pass the budget waits there, its connection not busy: the read timeout still runs).
+async fn read_body(
+    mut body: hyper::body::Incoming,
+    limit: usize,
+    budget: &tokio::sync::Semaphore,
+) -> Result<(Bytes, Option<tokio::sync::SemaphorePermit<'_>>), hyper::Error> {
+    let mut collected: Vec<u8> = Vec::new();
+    let mut held: Option<tokio::sync::SemaphorePermit<'_>> = None;
     while let Some(frame) = body.frame().await {
         let Ok(data) = frame?.into_data() else { continue };
         let room = (limit + 1).saturating_sub(collected.len());
-        collected.extend_from_slice(&data[..room.min(data.len())]);
+        let taken = &data[..room.min(data.len())];
+        // What is held is the buffer's capacity: it grows by doubling, within the limit, and
+        // each growth is paid for before it is made.
+        let needed = collected.len() + taken.len();
+        let capacity = collected.capacity();
+        let grown = if needed > capacity { needed.max(2 * capacity).min(limit + 1) } else { capacity };
+        let counted = grown.saturating_sub(LARGE_BODY_BYTES) - capacity.saturating_sub(LARGE_BODY_BYTES);
+        if counted > 0 {
+            // A frame is at most hyper's read buffer (far below `u32::MAX`); the semaphore is
+            // never closed.
+            if let Ok(permit) = budget.acquire_many(u32::try_from(counted).unwrap_or(u32::MAX)).await {
+                match held.as_mut() {
+                    Some(h) => h.merge(permit),
+                    None => held = Some(permit),
+                }
+            }
+        }
+        if grown > capacity {
+            collected.reserve_exact(grown - collected.len());
+        }
+        collected.extend_from_slice(taken);
         if collected.len() > limit {
             break;
         }
     }
-    Ok(collected.freeze())
+    Ok((Bytes::from(collected), held))
+}
+
+/// A JSON answer (one message, its length known) with a large answer's text spliced in
+/// ([`super::spliced`]); an event stream is spliced event by event as it goes ([`Answered`]).
+async fn spliced_json(response: Response<Body>) -> Response<Body> {
+    let is_json =
+        response.headers().get(header::CONTENT_TYPE).is_some_and(|t| t.as_bytes().starts_with(b"application/json"));
+    if !is_json {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    // The body is whole already (rmcp writes a JSON answer at once): nothing is waited for.
+    let bytes = match body.collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(never) => match never {},
+    };
+    let bytes = Bytes::from(super::spliced::splice(Vec::from(bytes)));
+    Response::from_parts(parts, Full::new(bytes).boxed())
 }
 
 fn json_response(status: StatusCode, body: &serde_json::Value) -> Response<Body> {
@@ -545,7 +607,10 @@ impl hyper::body::Body for Answered {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, Infallible>>> {
-        Pin::new(&mut self.body).poll_frame(cx)
+        // An event of a stream is one frame: a large answer's text goes in here.
+        Pin::new(&mut self.body).poll_frame(cx).map(|frame| {
+            frame.map(|f| f.map(|f| f.map_data(|data| Bytes::from(super::spliced::splice(Vec::from(data))))))
+        })
     }
 
     fn is_end_stream(&self) -> bool {
@@ -669,6 +734,12 @@ impl McpServer {
             max_request_bytes: options.max_request_bytes,
             max_request_values: options.max_request_values,
             decoding: tokio::sync::Semaphore::new(DECODES_AT_ONCE),
+            body_bytes: tokio::sync::Semaphore::new(
+                options
+                    .max_body_bytes_in_flight
+                    .max(options.max_request_bytes)
+                    .min(tokio::sync::Semaphore::MAX_PERMITS),
+            ),
         });
         let conns = Arc::new(Conns::default());
         let read_timeout = options.read_timeout;
@@ -701,6 +772,9 @@ impl McpServer {
                         let served = hyper::server::conn::http1::Builder::new()
                             .timer(hyper_util::rt::TokioTimer::new())
                             .header_read_timeout(read_timeout)
+                            // What hyper reads ahead of the body's reader, per connection
+                            // (its default is 408 KiB: 200 MiB over 512 connections).
+                            .max_buf_size(READ_BUFFER_BYTES)
                             .serve_connection(io, service);
                         tokio::select! {
                             _ = served => {}

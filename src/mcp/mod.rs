@@ -16,8 +16,10 @@ mod handler;
 pub mod http;
 mod notifications;
 pub mod plans;
+mod pumps;
 mod served;
 pub mod skills;
+mod spliced;
 mod stdio;
 pub mod upstream;
 
@@ -586,11 +588,12 @@ impl McpServer {
         cancel: &CancelToken,
         observer: Option<Arc<dyn Observer>>,
     ) -> Option<Json> {
-        self.call_ending(name, arguments, cancel, observer, &abandon::RunEnding::default())
+        self.call_ending(name, arguments, cancel, observer, &abandon::RunEnding::default()).map(spliced::expand)
     }
 
     /// [`McpServer::call_with`], the run's recorder (`with_run_observers`) wrapped by
-    /// `ending`, so that the call can end the run in its place ([`abandon`]).
+    /// `ending`, so that the call can end the run in its place ([`abandon`]). A large
+    /// answer's text is marked, to be spliced in as it goes out ([`spliced`]).
     fn call_ending(
         &self,
         name: &str,
@@ -622,7 +625,7 @@ impl McpServer {
             None => observer,
         };
         if let (Some(skills), Some(skill)) = (&self.skills, skill) {
-            return skills.call(&skill.name, arguments, cancel, observer);
+            return skills.call_marked(&skill.name, arguments, cancel, observer);
         }
         match (served, plan_tool) {
             (Some(served), _) => Some(call_served(
@@ -634,7 +637,7 @@ impl McpServer {
                 served::host_runner(&self.tool_env, self.max_tool_values),
                 &self.run_limits,
             )),
-            (None, Some(p)) => Some(p.run_plan(&arguments, cancel, observer)),
+            (None, Some(p)) => Some(p.run_plan_marked(&arguments, cancel, observer)),
             (None, None) => None,
         }
     }

@@ -288,12 +288,28 @@ impl PlanServer {
     /// `run_plan {plan, arguments}`: checks, then runs with the served tools and the
     /// upstream servers; `{status, result, steps, failure_summary?}`.
     pub fn run_plan(&self, arguments: &Json, cancel: &CancelToken, observer: Option<Arc<dyn Observer>>) -> Json {
+        super::spliced::expand(self.run_plan_marked(arguments, cancel, observer))
+    }
+
+    /// [`PlanServer::run_plan`], the answer's text written once from the run's values
+    /// (compact, [`PlanServer::max_result_bytes`] measured before it is written) and, when
+    /// large, marked to be spliced in as it goes out ([`super::spliced`]): no tree of JSON
+    /// values is built for it.
+    pub(super) fn run_plan_marked(
+        &self,
+        arguments: &Json,
+        cancel: &CancelToken,
+        observer: Option<Arc<dyn Observer>>,
+    ) -> Json {
         match self.run_as(arguments, cancel, observer, RUN_PLAN.to_string(), Json::Null) {
-            Ok(run) => {
-                let out = run.to_json();
-                let text = answer_text(&out);
-                structured(out, text, !run.succeeded())
-            }
+            Ok(run) => match run_text(&run, self.max_result_bytes()) {
+                Some(text) => super::spliced::answer(text, true, !run.succeeded()),
+                None => super::served::tool_error(format!(
+                    "FAILED: the result exceeds the output limit of {} bytes [{}]",
+                    self.max_result_bytes(),
+                    crate::diagnostic::Code::ResultTooLarge.as_str()
+                )),
+            },
             Err(answer) => answer,
         }
     }
@@ -683,6 +699,31 @@ pub fn answer_text(answer: &Json) -> String {
     answer.to_string()
 }
 
+/// `{status, result, steps, failure_summary?}` of a run as compact JSON, written from its
+/// values (the same text as [`answer_text`] of [`crate::plans::PlanRun::to_json`]); `None`
+/// when the result's JSON is over `max_result_bytes`.
+fn run_text(run: &crate::plans::PlanRun, max_result_bytes: usize) -> Option<String> {
+    let result = match &run.result {
+        Some(r) => crate::value::to_json_at_most(r, max_result_bytes)?,
+        None => "null".to_string(),
+    };
+    let steps = serde_json::to_string(&run.steps).ok()?;
+    let mut text = String::with_capacity(result.len() + steps.len() + 64);
+    text.push_str("{\"status\":");
+    text.push_str(&Json::from(run.status.as_str()).to_string());
+    text.push_str(",\"result\":");
+    text.push_str(&result);
+    drop(result);
+    text.push_str(",\"steps\":");
+    text.push_str(&steps);
+    if let Some(s) = &run.failure_summary {
+        text.push_str(",\"failure_summary\":");
+        text.push_str(&Json::from(s.as_str()).to_string());
+    }
+    text.push('}');
+    Some(text)
+}
+
 pub(super) fn structured(content: Json, text: String, is_error: bool) -> Json {
     json!({"content": [{"type": "text", "text": text}], "structuredContent": content, "isError": is_error})
 }
@@ -837,6 +878,39 @@ mod tests {
                 "{line}"
             );
         }
+    }
+
+    /// A plan's large answer is held as one text, not a tree of JSON values: what the
+    /// server hands rmcp is a few hundred bytes of marks, whatever the result's size, and
+    /// the library's caller gets the values (hostile round 13).
+    #[test]
+    fn a_large_plan_answer_is_one_text_marked_for_the_output() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let (server, _) = crate::mcp::McpServer::load(root.path(), &[]).expect("the server");
+        let options = PlanOptions { limits: PlanLimits::default(), files: None };
+        let server = server.with_plans(options, Arc::new(Upstreams::new(Vec::new())));
+        let mut transforms = serde_json::Map::new();
+        transforms.insert("x0".into(), json!("[1]"));
+        for i in 1..=15 {
+            transforms.insert(format!("x{i}"), json!(format!("[x{}, x{}]", i - 1, i - 1)));
+        }
+        let plan = json!({"instructions": [{"execution_id": "g", "transform_responses": {"transforms": transforms}}],
+            "response_reference_map": {"v": "REF:g.x15"}});
+        let plans = server.plans.clone().expect("plans");
+        let marked = plans.run_plan_marked(&json!({"plan": plan}), &CancelToken::new(), None);
+        assert!(marked.to_string().len() < 400, "{}", &marked.to_string()[..400.min(marked.to_string().len())]);
+        let sent = super::super::spliced::splice(
+            json!({"jsonrpc": "2.0", "id": 1, "result": marked}).to_string().into_bytes(),
+        );
+        let sent: Json = serde_json::from_slice(&sent).expect("JSON");
+        let answer = &sent["result"];
+        assert_eq!(answer["structuredContent"]["status"], "SUCCESS");
+        let text: Json = serde_json::from_str(answer["content"][0]["text"].as_str().expect("text")).expect("JSON");
+        assert_eq!(text, answer["structuredContent"]);
+        assert!(text.to_string().len() > super::super::spliced::SPLICED_FROM);
+        // The library's caller gets the values.
+        let whole = server.call(RUN_PLAN, json!({"plan": plan})).expect("answered");
+        assert_eq!(whole["structuredContent"]["result"], answer["structuredContent"]["result"]);
     }
 
     /// A `check_plan` call cancelled before its check ends (here before it starts) stops

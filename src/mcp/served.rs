@@ -188,12 +188,8 @@ pub(super) fn success(result: &Value, max_result_bytes: usize) -> Json {
             ))
         }
     };
-    let mut out = json!({"content": [{"type": "text", "text": text}], "isError": false});
     // structuredContent must be an object (MCP): other values are left to the text.
-    if matches!(result, Value::Object(_)) {
-        out["structuredContent"] = serde_json::to_value(result).unwrap_or(Json::Null);
-    }
-    out
+    super::spliced::answer(text, matches!(result, Value::Object(_)), false)
 }
 
 pub(super) fn tool_error(message: String) -> Json {

@@ -644,6 +644,17 @@ impl Skills {
         cancel: &CancelToken,
         observer: Option<Arc<dyn Observer>>,
     ) -> Option<Json> {
+        self.call_marked(name, arguments, cancel, observer).map(super::spliced::expand)
+    }
+
+    /// [`Skills::call`], a large answer's text marked, to be spliced in as it goes out.
+    pub(super) fn call_marked(
+        &self,
+        name: &str,
+        arguments: Json,
+        cancel: &CancelToken,
+        observer: Option<Arc<dyn Observer>>,
+    ) -> Option<Json> {
         let skill = self.set.callable(name)?;
         Some(run_skill(&self.plans, &skill, arguments, cancel, observer))
     }

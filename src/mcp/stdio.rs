@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::{framing, McpServer, DEFAULT_MAX_CALLS, OUTPUT_FAILED, SHUTDOWN_GRACE};
+use super::{framing, pumps, McpServer, DEFAULT_MAX_CALLS, OUTPUT_FAILED, SHUTDOWN_GRACE};
 
 impl McpServer {
     /// Serves on standard input and output until the client closes its end or the process
@@ -54,14 +54,16 @@ impl McpServer {
         let shutdown = self.inner.shutdown.clone();
         let leftovers = self.for_session();
         // An output that cannot be written (closed, full) shuts the server down too.
-        let writer = tokio::spawn(framing::write_output(output, lines_rx, shutdown.clone()));
+        let writer = tokio::spawn(pumps::write_output(output, lines_rx, shutdown.clone()));
+        // The requests rmcp was handed: each gets an answer, rmcp's or the stop's.
+        let pending = std::sync::Arc::new(pumps::Pending::default());
         let (to_rmcp, rmcp_in) = tokio::io::duplex(64 * 1024);
         let (rmcp_out, from_rmcp) = tokio::io::duplex(64 * 1024);
         let input_done = {
-            let (lines, down) = (lines_tx.clone(), shutdown.subscribe());
-            tokio::spawn(framing::pump_input(input, to_rmcp, lines, down, max_request_values))
+            let (lines, down, pending) = (lines_tx.clone(), shutdown.subscribe(), pending.clone());
+            tokio::spawn(pumps::pump_input(input, to_rmcp, lines, down, max_request_values, pending))
         };
-        let output_done = tokio::spawn(framing::pump_output(from_rmcp, lines_tx));
+        let output_done = tokio::spawn(pumps::pump_output(from_rmcp, lines_tx.clone(), pending.clone()));
         // The end of input or a signal starts the shutdown.
         let starter = {
             let shutdown = shutdown.clone();
@@ -91,9 +93,16 @@ impl McpServer {
         shutdown.send_replace(true);
         starter.abort();
         leftovers.end_leftover_runs();
-        // What rmcp wrote before it stopped goes out; a stuck output does not hold the exit.
+        // What rmcp wrote before it stopped goes out, then an error answer for each request
+        // it was handed and did not answer; a stuck output does not hold the exit.
         let failed_write = tokio::time::timeout(Duration::from_millis(300), async {
             let _ = output_done.await;
+            for answer in pending.unanswered() {
+                if lines_tx.send(answer).await.is_err() {
+                    break;
+                }
+            }
+            drop(lines_tx);
             writer.await.ok().flatten()
         })
         .await
