@@ -205,9 +205,52 @@ fn children() -> Vec<ProcStat> {
 }
 
 /// The processes under `root` (its children, theirs, …) that have not ended, by id and
-/// start time, from `/proc` (the watchdog's look at `serve`'s tree).
+/// start time, from `/proc` (the watchdog's look at `serve`'s tree, five times a second):
+/// down the tree through each thread's `children` list, so the look costs what the tree
+/// holds, not what the machine runs; where the kernel keeps no such list, by a scan of every
+/// process.
 #[cfg(all(target_os = "linux", feature = "cli"))]
 pub(super) fn descendants(root: u32) -> Vec<(u32, String)> {
+    if children_of(root).is_none() {
+        return descendants_by_scan(root);
+    }
+    let mut under = vec![root];
+    let mut seen = std::collections::HashSet::new();
+    let mut found = Vec::new();
+    while let Some(parent) = under.pop() {
+        for pid in children_of(parent).unwrap_or_default() {
+            // Each once (an id ended and taken again while looking cannot loop).
+            if !seen.insert(pid) {
+                continue;
+            }
+            if let Some(start) = start_time(pid) {
+                under.push(pid);
+                found.push((pid, start));
+            }
+        }
+    }
+    found
+}
+
+/// The children of `pid`, from each of its threads' `/proc/PID/task/TID/children` (a
+/// child's parent is the thread that started it); `None` when the kernel keeps no such
+/// list (or the process is gone).
+#[cfg(all(target_os = "linux", feature = "cli"))]
+fn children_of(pid: u32) -> Option<Vec<u32>> {
+    let mut listed = false;
+    let mut out = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()?.flatten() {
+        if let Ok(text) = std::fs::read_to_string(task.path().join("children")) {
+            listed = true;
+            out.extend(text.split_whitespace().filter_map(|c| c.parse::<u32>().ok()));
+        }
+    }
+    listed.then_some(out)
+}
+
+/// [`descendants`] by a scan of every process's parent.
+#[cfg(all(target_os = "linux", feature = "cli"))]
+fn descendants_by_scan(root: u32) -> Vec<(u32, String)> {
     let mut by_parent: std::collections::HashMap<String, Vec<ProcStat>> = std::collections::HashMap::new();
     for p in processes().filter(|p| p.state != "Z" && p.state != "X") {
         by_parent.entry(p.parent.clone()).or_default().push(p);
@@ -284,4 +327,38 @@ fn live_children() -> Vec<(i32, i32)> {
         .filter(|c| c.state != "Z" && c.state != "X")
         .map(|c| (c.pid, c.group.parse().unwrap_or(c.pid)))
         .collect()
+}
+
+#[cfg(all(test, target_os = "linux", feature = "cli"))]
+mod tests {
+    use super::*;
+
+    /// The look down the threads' lists of children finds what the scan of every process
+    /// finds under a process: here a shell and the two programs it started.
+    #[test]
+    fn the_tree_by_lists_of_children_is_the_tree_by_a_scan() {
+        let mut sh =
+            std::process::Command::new("sh").args(["-c", "sleep 30 & sleep 30 & wait"]).spawn().expect("sh starts");
+        let root = sh.id();
+        let mut by_lists = Vec::new();
+        for _ in 0..200 {
+            by_lists = descendants(root);
+            if by_lists.len() == 2 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let by_scan = descendants_by_scan(root);
+        for p in by_lists.iter().filter_map(|(p, _)| i32::try_from(*p).ok()) {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), nix::sys::signal::Signal::SIGKILL);
+        }
+        let _ = sh.kill();
+        let _ = sh.wait();
+        assert_eq!(by_lists.len(), 2, "the two sleeps: {by_lists:?}");
+        assert!(children_of(std::process::id()).is_some(), "this kernel lists children");
+        let (mut a, mut b) = (by_lists, by_scan);
+        a.sort();
+        b.sort();
+        assert_eq!(a, b);
+    }
 }
