@@ -66,11 +66,13 @@ impl Pending {
         }
     }
 
-    /// The error answers of the requests left unanswered, forgetting them (in no set order).
+    /// The error answers of the requests left unanswered, forgetting them (in the order of
+    /// their ids' JSON text: the same requests give the same output).
     pub(crate) fn unanswered(&self) -> Vec<Vec<u8>> {
-        let mut pending = self.lock();
+        let mut pending: Vec<(String, (Json, usize))> = self.lock().drain().collect();
+        pending.sort_by(|a, b| a.0.cmp(&b.0));
         let mut answers = Vec::new();
-        for (_, (id, n)) in pending.drain() {
+        for (_, (id, n)) in pending {
             for _ in 0..n {
                 answers.push(shutting_down(&id));
             }
