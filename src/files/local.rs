@@ -112,21 +112,26 @@ impl LocalStore {
             return Err(FileError::not_a_file(path.as_str()));
         }
         if crate::secrets::is_secret_file(&real, &meta) {
-            return Err(FileError::invalid(
-                path.as_str(),
-                "it holds a secret of this server (a token file or the run history), which the file functions \
-                 never read; keep such files out of the file store's folder",
-            ));
+            return Err(holds_a_secret(path));
         }
         Ok((real, meta))
     }
 
     fn read_disk(&self, path: &StorePath, max_bytes: u64) -> Result<Vec<u8>, FileError> {
-        let (real, meta) = self.regular_file(path)?;
+        let (real, _) = self.regular_file(path)?;
+        let file = open_without_waiting(&real).map_err(|e| io_error(path, &e))?;
+        // What was opened is judged again by its own identity: its name may have been given
+        // to another file (a token file, a FIFO) between the look above and the open.
+        let meta = file.metadata().map_err(|e| io_error(path, &e))?;
+        if !meta.is_file() {
+            return Err(FileError::not_a_file(path.as_str()));
+        }
+        if crate::secrets::is_secret_file(&real, &meta) {
+            return Err(holds_a_secret(path));
+        }
         if meta.len() > max_bytes {
             return Err(FileError::too_large(path.as_str(), meta.len(), max_bytes));
         }
-        let file = fs::File::open(&real).map_err(|e| io_error(path, &e))?;
         let mut bytes = Vec::with_capacity(meta.len() as usize);
         // Bounded even if the file grows while it is read.
         file.take(max_bytes + 1).read_to_end(&mut bytes).map_err(|e| io_error(path, &e))?;
@@ -166,6 +171,28 @@ impl LocalStore {
             None
         }
     }
+}
+
+/// The refusal of a file that holds one of this process's secrets.
+fn holds_a_secret(path: &StorePath) -> FileError {
+    FileError::invalid(
+        path.as_str(),
+        "it holds a secret of this server (a token file or the run history), which the file functions \
+         never read; keep such files out of the file store's folder",
+    )
+}
+
+/// Opens `real` for reading without waiting for anything: a FIFO put in a file's place after
+/// it was looked at would otherwise hold the open until some writer came.
+fn open_without_waiting(real: &Path) -> io::Result<fs::File> {
+    let mut options = fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits());
+    }
+    options.open(real)
 }
 
 impl FileStore for LocalStore {
@@ -280,5 +307,31 @@ fn io_error(path: &StorePath, e: &io::Error) -> FileError {
     match e.kind() {
         io::ErrorKind::NotFound | io::ErrorKind::NotADirectory => FileError::not_found(path.as_str()),
         _ => FileError::io(path.as_str(), e),
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    /// A FIFO opened to be read does not hold the open until a writer comes, and what was
+    /// opened is seen for what it is: so a FIFO put in a file's place between the look at
+    /// the name and the open is refused (`read_disk`), not waited on.
+    #[test]
+    fn a_fifo_is_opened_without_waiting_and_seen_as_no_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fifo = dir.path().join("f");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("mkfifo");
+        let (done, waited) = std::sync::mpsc::channel();
+        let path = fifo.clone();
+        std::thread::spawn(move || {
+            let opened = open_without_waiting(&path).and_then(|f| f.metadata());
+            let _ = done.send(opened.map(|m| m.is_file()));
+        });
+        let got = waited.recv_timeout(std::time::Duration::from_secs(10));
+        // A thread still waiting in its open is let go by a writer, whatever happened.
+        use std::os::unix::fs::OpenOptionsExt;
+        let _ = fs::OpenOptions::new().write(true).custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits()).open(&fifo);
+        assert!(matches!(got, Ok(Ok(false))), "{got:?}");
     }
 }
