@@ -126,9 +126,10 @@ impl Repo {
         Ok(None)
     }
 
-    /// The blob id the file at `real` would have, read as it is on disk (no filters).
-    pub(crate) fn hash_file(&self, real: &Path) -> Result<String, String> {
-        let out = run(self.command().args(["hash-object", "--no-filters", "--"]).arg(real), None)?;
+    /// The blob id the opened `file` would have, read as it is on disk (no filters): read
+    /// by git from the file opened and judged already, never looked up again by its name.
+    pub(crate) fn hash_file(&self, file: std::fs::File) -> Result<String, String> {
+        let out = run(self.command().args(["hash-object", "--no-filters", "--stdin"]).stdin(Stdio::from(file)), None)?;
         Ok(String::from_utf8_lossy(&out).trim().to_string())
     }
 

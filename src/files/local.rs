@@ -117,11 +117,12 @@ impl LocalStore {
         Ok((real, meta))
     }
 
-    fn read_disk(&self, path: &StorePath, max_bytes: u64) -> Result<Vec<u8>, FileError> {
+    /// [`LocalStore::regular_file`], opened: what was opened is judged again by its own
+    /// identity, as its name may have been given to another file (a token file, a FIFO)
+    /// between the look at the name and the open.
+    fn open_file(&self, path: &StorePath) -> Result<(PathBuf, fs::File, fs::Metadata), FileError> {
         let (real, _) = self.regular_file(path)?;
         let file = open_without_waiting(&real).map_err(|e| io_error(path, &e))?;
-        // What was opened is judged again by its own identity: its name may have been given
-        // to another file (a token file, a FIFO) between the look above and the open.
         let meta = file.metadata().map_err(|e| io_error(path, &e))?;
         if !meta.is_file() {
             return Err(FileError::not_a_file(path.as_str()));
@@ -129,6 +130,11 @@ impl LocalStore {
         if crate::secrets::is_secret_file(&real, &meta) {
             return Err(holds_a_secret(path));
         }
+        Ok((real, file, meta))
+    }
+
+    fn read_disk(&self, path: &StorePath, max_bytes: u64) -> Result<Vec<u8>, FileError> {
+        let (_, file, meta) = self.open_file(path)?;
         if meta.len() > max_bytes {
             return Err(FileError::too_large(path.as_str(), meta.len(), max_bytes));
         }
@@ -228,7 +234,7 @@ impl FileStore for LocalStore {
     }
 
     fn versions(&self, path: &StorePath) -> Result<Vec<Version>, FileError> {
-        let (real, meta) = self.regular_file(path)?;
+        let (real, file, meta) = self.open_file(path)?;
         let current = Version::current(meta.len(), modified_millis(&meta));
         let Some((repo, git_path)) = self.repo().and_then(|r| Some((r, r.git_path(&real)?))) else {
             return Ok(vec![current]);
@@ -250,7 +256,7 @@ impl FileStore for LocalStore {
             .collect();
         // The file as it is on disk is a version of its own when no commit holds it
         // (untracked, or changed since the last commit).
-        let on_disk = repo.hash_file(&real).map_err(|e| FileError::io(path.as_str(), e))?;
+        let on_disk = repo.hash_file(file).map_err(|e| FileError::io(path.as_str(), e))?;
         if newest_blob.as_deref() != Some(on_disk.as_str()) {
             versions.insert(0, current);
         }
