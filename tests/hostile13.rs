@@ -7,12 +7,11 @@ mod common;
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
-use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use common::http_raw::{answer, message, Http};
 use common::mcp_stdio::StdioClient;
-use common::process::Process;
 use serde_json::{json, Value};
 
 /// A plan answering `{v: x_depth}`, `x0 = [1]` and each `x_i = [x_{i-1}, x_{i-1}]`: a
@@ -65,87 +64,6 @@ fn a_large_plan_answer_goes_out_whole_without_a_tree_of_values() {
     let text: Value = serde_json::from_str(answer["content"][0]["text"].as_str().expect("a text")).expect("JSON");
     assert_eq!(&text, structured);
     assert!(grown < 150 * 1024, "the answer's building grew the peak by {grown} KiB");
-}
-
-/// `tdsl serve --mcp --plans --listen 127.0.0.1:0` with `extra` options.
-struct Http {
-    process: Process,
-    port: u16,
-}
-
-impl Http {
-    fn start(root: &Path, extra: &[&str]) -> Http {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tdsl"));
-        cmd.args(["serve", "--mcp", "--plans", "--no-history", "--listen", "127.0.0.1:0", "--root"])
-            .arg(root)
-            .args(extra);
-        let process = Process::spawn("tdsl serve --mcp --listen", &mut cmd);
-        let port = process.wait_for_line("the address it listens on", Duration::from_secs(60), |line| {
-            line.split("over MCP at http://127.0.0.1:")
-                .nth(1)
-                .and_then(|rest| rest.split("/mcp").next())
-                .and_then(|p| p.parse::<u16>().ok())
-        });
-        Http { process, port }
-    }
-
-    /// A connection that has sent the head of a POST of `length` bytes and `body`.
-    fn send(&self, session: Option<&str>, length: usize, body: &[u8]) -> TcpStream {
-        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
-        stream.set_read_timeout(Some(Duration::from_secs(60))).expect("timeout");
-        let mut head = format!(
-            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\nContent-Length: {length}\r\n\
-             Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n",
-            self.port
-        );
-        if let Some(s) = session {
-            head.push_str(&format!("Mcp-Session-Id: {s}\r\n"));
-        }
-        head.push_str("\r\n");
-        stream.write_all(head.as_bytes()).expect("write head");
-        let _ = stream.write_all(body);
-        stream
-    }
-
-    /// One POST on a fresh connection: its status, head and body.
-    fn post(&self, session: Option<&str>, body: &[u8]) -> (u16, String, String) {
-        answer(self.send(session, body.len(), body))
-    }
-
-    /// Opens a session; its id.
-    fn session(&self) -> String {
-        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}});
-        let (status, head, body) = self.post(None, init.to_string().as_bytes());
-        assert_eq!(status, 200, "{body}");
-        let id = head
-            .lines()
-            .filter_map(|l| l.split_once(':'))
-            .find(|(k, _)| k.trim().eq_ignore_ascii_case("mcp-session-id"))
-            .map(|(_, v)| v.trim().to_string())
-            .expect("a session id");
-        let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        assert_eq!(self.post(Some(&id), note.to_string().as_bytes()).0, 202);
-        id
-    }
-}
-
-/// The response read to its end: status, head, body.
-fn answer(mut stream: TcpStream) -> (u16, String, String) {
-    let mut raw = Vec::new();
-    let _ = stream.read_to_end(&mut raw);
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no HTTP response: {text:?}"));
-    let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).expect("status");
-    (status, head.to_string(), body.to_string())
-}
-
-/// The JSON-RPC message of a JSON body, or of the last `data:` of an SSE one.
-fn message(body: &str) -> Value {
-    serde_json::from_str(body.trim()).unwrap_or_else(|_| {
-        let mut data = body.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim).filter(|d| !d.is_empty());
-        data.next_back().and_then(|d| serde_json::from_str(d).ok()).unwrap_or_else(|| panic!("no message in {body:?}"))
-    })
 }
 
 /// Whether the server closed `stream` (it reads its end, or an error), without waiting.

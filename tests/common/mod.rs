@@ -1,10 +1,12 @@
 //! What the command-line tests share: running the real `tdsl` binary and reading the runs it
 //! recorded; starting programs and waiting for them (`process`); `tdsl serve --mcp --plans`
-//! with a minimal MCP client over its stdio (`mcp_stdio`); scripted upstream MCP servers
+//! with a minimal MCP client over its stdio (`mcp_stdio`), or `--listen` with a client of raw
+//! HTTP (`http_raw`); scripted upstream MCP servers
 //! (`upstream`); the Python MCP SDK's environment and client (`python`); the source
 //! documents the workspace keeps beside the repository (`seeds`). `blocks.rs` is no module
 //! of the tests: the checker's unit tests and benches `include!` it.
 
+pub mod http_raw;
 pub mod mcp_stdio;
 pub mod process;
 pub mod python;
