@@ -12,7 +12,7 @@
 //! - Every diagnostic code below `E0500`/`W0500`, and every file code (`E07xx`), has a section `## <code> …` in
 //!   `docs/diagnostics.md` with its severity, a ```` ```diag <code> [mode] ```` block whose
 //!   input produces that code, and a ```` ```text ```` block holding the rendered
-//!   diagnostic. Regenerate the rendered blocks with
+//!   diagnostic (every such pair of the section, not only the first). Regenerate the rendered blocks with
 //!   `UPDATE_DOCS=1 cargo test --test docs`, then review the diff.
 //!
 //! Examples run as `tdsl eval --now 2026-01-01T00:00:00Z` does: the variables are both the
@@ -452,48 +452,52 @@ fn diagnostics_reference() {
             failures.push(format!("{at}: the section must say `**Severity:** {severity}`"));
         }
         let blocks = fenced_blocks(section.text);
-        let Some(k) = blocks.iter().position(|b| b.info.starts_with("diag")) else {
+        // Every ```diag block of the section (the first shows the code; later ones show
+        // what its help says in other cases), each followed by its rendering.
+        let diags: Vec<usize> = (0..blocks.len()).filter(|&k| blocks[k].info.starts_with("diag")).collect();
+        if diags.is_empty() {
             failures.push(format!("{at}: no ```diag block"));
             continue;
-        };
-        let info: Vec<&str> = blocks[k].info.split_whitespace().collect();
-        if info.get(1) != Some(&name) {
-            failures.push(format!("{at}: the diag block must be ```diag {name}, found ```{}", blocks[k].info));
-            continue;
         }
-        let mode = info.get(2).copied().unwrap_or("expr");
-        let ex = match parse_example(&blocks[k].body) {
-            Ok(ex) => ex,
-            Err(e) => {
-                failures.push(format!("{at}: {e}"));
+        for k in diags {
+            let info: Vec<&str> = blocks[k].info.split_whitespace().collect();
+            if info.get(1) != Some(&name) {
+                failures.push(format!("{at}: the diag block must be ```diag {name}, found ```{}", blocks[k].info));
                 continue;
             }
-        };
-        let (codes, rendered) = match run_diag(mode, &ex) {
-            Ok(r) => r,
-            Err(e) => {
-                failures.push(format!("{at}: {e}"));
-                continue;
+            let mode = info.get(2).copied().unwrap_or("expr");
+            let ex = match parse_example(&blocks[k].body) {
+                Ok(ex) => ex,
+                Err(e) => {
+                    failures.push(format!("{at}: {e}"));
+                    continue;
+                }
+            };
+            let (codes, rendered) = match run_diag(mode, &ex) {
+                Ok(r) => r,
+                Err(e) => {
+                    failures.push(format!("{at}: {e}"));
+                    continue;
+                }
+            };
+            if !codes.contains(code) {
+                let got: Vec<&str> = codes.iter().map(|c| c.as_str()).collect();
+                failures.push(format!("{at}: `{}` should produce {name}, but produced {got:?}\n{rendered}", ex.source));
             }
-        };
-        if !codes.contains(code) {
-            let got: Vec<&str> = codes.iter().map(|c| c.as_str()).collect();
-            failures.push(format!("{at}: `{}` should produce {name}, but produced {got:?}\n{rendered}", ex.source));
-        }
-        match blocks.get(k + 1).filter(|b| b.info == "text") {
-            None => {
-                failures.push(format!("{at}: the diag block must be followed by a ```text block with the rendering"))
-            }
-            Some(b) => {
-                let want = normalize(&rendered);
-                if normalize(&b.body) != want {
-                    if update {
-                        let range = section.start + b.body_range.start..section.start + b.body_range.end;
-                        rewrites.push((range, format!("{want}\n")));
-                    } else {
-                        failures.push(format!(
-                            "{at}: the rendering is out of date (regenerate with `UPDATE_DOCS=1 cargo test --test docs`):\n{want}"
-                        ));
+            match blocks.get(k + 1).filter(|b| b.info == "text") {
+                None => failures
+                    .push(format!("{at}: the diag block must be followed by a ```text block with the rendering")),
+                Some(b) => {
+                    let want = normalize(&rendered);
+                    if normalize(&b.body) != want {
+                        if update {
+                            let range = section.start + b.body_range.start..section.start + b.body_range.end;
+                            rewrites.push((range, format!("{want}\n")));
+                        } else {
+                            failures.push(format!(
+                                "{at}: the rendering is out of date (regenerate with `UPDATE_DOCS=1 cargo test --test docs`):\n{want}"
+                            ));
+                        }
                     }
                 }
             }

@@ -100,6 +100,12 @@ impl Loader<'_> {
                 self.transform_step_keys(&obj);
                 None
             }
+            // A transform block under another format's name (`transform`, `compute`, …) on a
+            // step that calls nothing: one error, on that key, naming the rename.
+            None if transform_alias(&obj).is_some() => {
+                self.transform_step_keys(&obj);
+                None
+            }
             None => {
                 self.missing(
                     &obj,
@@ -114,8 +120,11 @@ impl Loader<'_> {
         let arguments = obj.get("arguments").and_then(|n| self.json_object(&obj, "arguments", n));
         let transform_arguments =
             obj.get("transform_arguments").and_then(|n| self.transform(&obj, "transform_arguments", n));
-        let transform_responses =
-            obj.get("transform_responses").and_then(|n| self.transform(&obj, "transform_responses", n));
+        let transform_responses = match (obj.get("transform_responses"), &tool_definition_path) {
+            (Some(n), _) => self.transform(&obj, "transform_responses", n),
+            (None, None) => transform_alias(&obj).and_then(|(k, n)| self.aliased_transform(&obj, k, n)),
+            (None, Some(_)) => None,
+        };
         let conditions = obj.get("conditions").map_or_else(Vec::new, |n| self.conditions(&obj, "conditions", n));
         let parallel_execution = obj.get("parallel_execution").and_then(|n| self.parallel(&obj, n));
         let dependencies = obj.get("dependencies").map_or_else(Vec::new, |n| self.dependencies(&obj, n));
@@ -162,6 +171,54 @@ impl Loader<'_> {
             self.check_ref_string(s, place);
         }
         complete.then_some(ins)
+    }
+
+    /// The transform block a step that calls nothing wrote under `key`, another format's name
+    /// for `transform_responses` ([`TRANSFORM_WORDS`]): its unknown-key error is given the
+    /// rename (and, when the block is a bare object of expressions, the `transforms` level it
+    /// lacks), and the block is read as if it were written so — the plan is refused, but what
+    /// its expressions and REFs say is checked, and the steps that read it are not told that
+    /// it does not exist.
+    fn aliased_transform(&mut self, obj: &Obj<'_>, key: &Spanned<String>, node: &JsonNode) -> Option<Transform> {
+        let block = node.as_object()?;
+        let is_block = block.iter().any(|(k, _)| matches!(k.node.as_str(), "transforms" | "variables"));
+        let all_text = block.iter().all(|(_, v)| v.as_str().is_some());
+        let (help, replacement) = if is_block {
+            (
+                format!(
+                    "a step that calls nothing (a transform step) computes its result in `transform_responses`: rename `{}` to `transform_responses`",
+                    key.node
+                ),
+                Some((key.span, "\"transform_responses\"".to_string())),
+            )
+        } else {
+            let wrapped = super::super::constraints::literal(node)
+                .filter(|_| all_text)
+                .and_then(|v| serde_json::to_string(&v).ok())
+                .map(|text| (key.span.to(node.span), format!("\"transform_responses\": {{\"transforms\": {text}}}")));
+            (
+                format!(
+                    "a step that calls nothing (a transform step) computes its result in `transform_responses`, its expressions under `transforms`: write `\"transform_responses\": {{\"transforms\": {{…}}}}` in place of `\"{}\": {{…}}`",
+                    key.node
+                ),
+                wrapped,
+            )
+        };
+        if let Some(d) = self.diags.iter_mut().rev().find(|d| d.code == Code::UnknownKey && d.span == key.span) {
+            d.help = Some(help);
+            if let Some((span, text)) = replacement {
+                d.suggestion = Some(Box::new(crate::diagnostic::Suggestion {
+                    span,
+                    replacement: text,
+                    applicability: crate::diagnostic::Applicability::MachineApplicable,
+                }));
+            }
+        }
+        if is_block {
+            return self.transform(obj, &key.node, node);
+        }
+        let transforms = block.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.clone()))).collect();
+        Some(Transform { variables: Vec::new(), transforms, span: node.span })
     }
 
     /// The keys a transform step cannot have (`E0522`): each configures a call, and a
@@ -664,4 +721,29 @@ fn computed_ref_help(text: &str) -> String {
         .map(|r| format!(" (here `{r}.length` reads it directly)"))
         .unwrap_or_default();
     format!("a REF reads a value and computes nothing: compute it in a transform step, {step}, and write `REF:calc.value`{direct}")
+}
+
+/// Other formats' names for a step's computed result (`transform`, `compute`, …): on a step
+/// that calls nothing they can only mean `transform_responses`.
+const TRANSFORM_WORDS: &[&str] = &[
+    "transform",
+    "transforms",
+    "transformation",
+    "transformations",
+    "compute",
+    "computed",
+    "computations",
+    "expressions",
+    "outputs",
+    "let",
+    "assign",
+];
+
+/// The key (and its value) of a step that names its transform block with one of
+/// [`TRANSFORM_WORDS`], when the value is an object.
+fn transform_alias<'a>(obj: &Obj<'a>) -> Option<(&'a Spanned<String>, &'a JsonNode)> {
+    obj.entries
+        .iter()
+        .find(|(k, v)| TRANSFORM_WORDS.contains(&k.node.as_str()) && v.as_object().is_some())
+        .map(|(k, v)| (k, v))
 }

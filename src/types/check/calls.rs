@@ -202,6 +202,11 @@ impl Checker<'_> {
         let mut d =
             Diagnostic::new(Code::UnknownKeyword, k.span, format!("`{}` has no parameter `{}`", sig.name, k.node))
                 .with_label("unknown keyword");
+        if let Some(d) = sort_order_habit(sig, k, a, d.clone()) {
+            self.error(d);
+            self.expr(&a.value);
+            return;
+        }
         d = match did_you_mean(&k.node, sig.params.iter().map(|p| &*p.name)) {
             Some(s) => d.with_help(format!("did you mean `{s}`? the signature is `{}`", sig.display())),
             None if &*k.node == ELEMENT_NAME => d.with_help(format!(
@@ -468,15 +473,36 @@ impl Checker<'_> {
             return;
         }
         if t.ty.fits(&param.ty) == Fit::No {
-            self.error(
-                Diagnostic::new(
-                    Code::ArgumentType,
-                    span,
-                    format!("`{}` of `{func}` must be {}, found {:#}", param.name, describe(&param.ty), t.ty),
-                )
-                .with_label(format!("this is {}", t.ty))
-                .with_help(format!("`{func}` cannot succeed with this argument")),
-            );
+            let d = Diagnostic::new(
+                Code::ArgumentType,
+                span,
+                format!("`{}` of `{func}` must be {}, found {:#}", param.name, describe(&param.ty), t.ty),
+            )
+            .with_label(format!("this is {}", t.ty));
+            let d = match list_fields_of(&t.ty, &param.ty) {
+                // An object that holds the list (a fan-out step's `{response: [...]}`, a
+                // tool's `{results: [...], total: 3}`): its field is what was meant.
+                Some(fields) if fields.len() == 1 => {
+                    let read = written_path(t).unwrap_or_else(|| "…".to_string());
+                    let help = format!(
+                        "this object's list is its field `{0}`: read `{read}.{0}`; `{func}` cannot succeed with the object itself",
+                        fields[0]
+                    );
+                    let d = d.with_help(help);
+                    if postfix_safe(t) && is_identifier(&fields[0]) {
+                        d.with_suggestion(Span::new(span.end as usize, span.end as usize), format!(".{}", fields[0]), Applicability::MaybeIncorrect)
+                    } else {
+                        d
+                    }
+                }
+                Some(fields) => d.with_help(format!(
+                    "this object holds lists in its fields {}: read the one you mean (`….{}`); `{func}` cannot succeed with the object itself",
+                    fields.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", "),
+                    fields[0]
+                )),
+                None => d.with_help(format!("`{func}` cannot succeed with this argument")),
+            };
+            self.error(d);
         }
     }
 }
@@ -499,4 +525,82 @@ pub(super) fn file_forms(t: &Type) -> Type {
         Type::File => vec![Type::Str, file_object.clone()],
         other => vec![other.clone()],
     }))
+}
+
+/// The fields of `given`, an object type (or an object or `null`), whose values are lists
+/// that `expected` takes, when `expected` takes a list; `None` when there are none.
+fn list_fields_of(given: &Type, expected: &Type) -> Option<Vec<Arc<str>>> {
+    let any_list = Type::List(Arc::new(Type::Any));
+    if any_list.fits(expected) == Fit::No {
+        return None;
+    }
+    let Type::Object(o) = given.non_null() else { return None };
+    let fields: Vec<Arc<str>> = o
+        .fields
+        .iter()
+        .filter(|(_, t)| matches!(t.non_null(), Type::List(_)) && t.fits(expected) != Fit::No)
+        .map(|(k, _)| k.clone())
+        .collect();
+    (!fields.is_empty()).then_some(fields)
+}
+
+/// `e` as written when it is a variable or a REF followed by fields (`REF:step.a`,
+/// `orders.items`), to name in a help.
+fn written_path(e: &TExpr) -> Option<String> {
+    match &e.kind {
+        TKind::Global(n) => Some(n.to_string()),
+        TKind::Ref(ctx, segs) => Some(
+            std::iter::once(format!("REF:{ctx}"))
+                .chain(segs.iter().map(|s| s.to_string()))
+                .collect::<Vec<_>>()
+                .join("."),
+        ),
+        TKind::Field(inner, seg) => Some(format!("{}.{seg}", written_path(inner)?)),
+        _ => None,
+    }
+}
+
+/// Whether `.field` written right after `e`'s text reads a field of `e`'s value: `e` is a
+/// name, a REF, a field, an index or a call, not an operator whose last operand it would
+/// bind to.
+fn postfix_safe(e: &TExpr) -> bool {
+    matches!(
+        e.kind,
+        TKind::Global(_) | TKind::Local(_) | TKind::Ref(..) | TKind::Field(..) | TKind::Index(_) | TKind::Call(_)
+    )
+}
+
+/// `[A-Za-z_][A-Za-z0-9_]*`: a field name `.name` can read.
+fn is_identifier(s: &str) -> bool {
+    let mut b = s.bytes();
+    b.next().is_some_and(|c| c.is_ascii_alphabetic() || c == b'_') && b.all(|c| c.is_ascii_alphanumeric() || c == b'_')
+}
+
+/// `sort(…, descending=true)` (`reverse=True`, `ascending=false`, `order=…`): other
+/// languages' ways of asking for the order, which `sort` takes as `direction='desc'` or
+/// `'asc'`. `d` with that help, and with the argument rewritten when it is a boolean
+/// literal; `None` for any other unknown keyword.
+fn sort_order_habit(sig: &Signature, k: &Spanned<Name>, a: &Arg, d: Diagnostic) -> Option<Diagnostic> {
+    let has_direction = sig.params.iter().any(|p| &*p.name == "direction");
+    let descending_when_true = match &*k.node {
+        "descending" | "desc" | "reverse" | "reversed" => Some(true),
+        "ascending" | "asc" => Some(false),
+        "order" | "sort_order" | "order_by_direction" => None,
+        _ => return None,
+    };
+    if &*sig.name != "sort" || !has_direction {
+        return None;
+    }
+    let d = d.with_help(format!(
+        "`sort` takes the order as `direction='desc'` (or `'asc'`, the default); the signature is `{}`",
+        sig.display()
+    ));
+    Some(match (descending_when_true, &a.value.kind) {
+        (Some(when_true), ExprKind::Bool(b)) => {
+            let direction = if *b == when_true { "desc" } else { "asc" };
+            let span = Span::new(k.span.start as usize, a.value.span.end as usize);
+            d.with_suggestion(span, format!("direction='{direction}'"), Applicability::MachineApplicable)
+        }
+        _ => d,
+    })
 }
