@@ -12,7 +12,10 @@
 //! - `str(x)`, `len(x)`, `sort_by`, `int(x)` → `to_string`, `length`, `sort`, `to_number`;
 //! - `>`, `gt`, `==` as a condition's `operator` → `greater_than`, `equals`;
 //! - a method call `x.upper()`, `x.toLowerCase()`, `x.split(',')` → `upper(x)`, `lower(x)`,
-//!   `split(x, ',')`.
+//!   `split(x, ',')`;
+//! - a comprehension `[r.url for r in xs if …]` and a projection `xs[*].url` → `map` (of a
+//!   `filter`) over `item`; `a ?? b` → `default`; `xs[1:3]` → `slice`; jq's `xs | length` →
+//!   `length(xs)`; an f-string or a template literal → text joined with `+`.
 
 /// The help for a function of another language that tdsl spells otherwise (`str`, `len`,
 /// `sort_by`, `int`…), or `None`.
@@ -89,7 +92,19 @@ pub fn syntax(expression: &str) -> Option<String> {
     if let Some(help) = placeholder(expression) {
         return Some(help);
     }
+    if let Some(help) = comprehension(expression) {
+        return Some(help);
+    }
+    if let Some(help) = projection(expression) {
+        return Some(help);
+    }
     if let Some(help) = membership(expression) {
+        return Some(help);
+    }
+    if let Some(help) = coalescing(expression).or_else(|| slicing(expression)).or_else(|| piping(expression)) {
+        return Some(help);
+    }
+    if let Some(help) = interpolation(expression) {
         return Some(help);
     }
     if let Some(call) = method_call(expression) {
@@ -160,6 +175,127 @@ fn placeholder(expression: &str) -> Option<String> {
     }
 }
 
+/// Python's list comprehension `[r.url for r in results if r.ok]`: a `map` of the list
+/// (of a `filter` of it, with a condition), the variable read as `item`.
+fn comprehension(expression: &str) -> Option<String> {
+    let inner = expression.trim().strip_prefix('[')?.strip_suffix(']')?;
+    let at = outside_strings_find(inner, " for ")?;
+    let (each, rest) = (inner[..at].trim(), &inner[at + " for ".len()..]);
+    let at = outside_strings_find(rest, " in ")?;
+    let (var, rest) = (rest[..at].trim(), &rest[at + " in ".len()..]);
+    let (list, cond) = match outside_strings_find(rest, " if ") {
+        Some(i) => (rest[..i].trim(), Some(rest[i + " if ".len()..].trim())),
+        None => (rest.trim(), None),
+    };
+    // A name of a usual length: renaming looks for it at every position of the text.
+    let is_name = (1..=64).contains(&var.len()) && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !is_name || each.is_empty() || list.is_empty() {
+        return Some(
+            "tdsl has no comprehensions: `map(array=<list>, template=\"<expression over item>\")` makes a list of one value per element, `filter(array=<list>, condition_string=\"<condition over item>\")` keeps some".to_string(),
+        );
+    }
+    let each = renamed(each, var);
+    let array = match cond {
+        Some(c) => format!("filter(array={list}, condition_string=\"{}\")", renamed(c, var)),
+        None => list.to_string(),
+    };
+    Some(format!(
+        "tdsl has no comprehensions: a value per element is a template over `item`: write `map(array={array}, template=\"{each}\")`"
+    ))
+}
+
+/// `text` with the name `var` (a whole word, outside string literals) read as `item`.
+fn renamed(text: &str, var: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    while let Some(i) = first_outside_strings(&text[at..], |i, _| text[at + i..].starts_with(var)) {
+        let start = at + i;
+        let end = start + var.len();
+        let before = text[..start].chars().next_back();
+        let after = text[end..].chars().next();
+        out.push_str(&text[at..start]);
+        // A whole word, not a field (`x.r`) or part of a longer name.
+        if !before.is_some_and(|c| word(c) || c == '.') && !after.is_some_and(word) {
+            out.push_str("item");
+        } else {
+            out.push_str(var);
+        }
+        at = end;
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+/// A JMESPath or JSONPath projection without `$`: `results[*].url`, `results[].url`.
+fn projection(expression: &str) -> Option<String> {
+    let e = expression.trim();
+    let at = outside_strings_find(e, "[*]").or_else(|| outside_strings_find(e, "[]"))?;
+    let close = e[at..].find(']')? + at + 1;
+    let (list, tail) = (e[..at].trim(), e[close..].trim_start_matches('.'));
+    let plain =
+        |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '-'));
+    Some(if plain(list) && plain(tail) {
+        format!("`{e}` is a JMESPath projection, which tdsl does not read: a field of every element is `map(array={list}, template=\"item.{tail}\")`")
+    } else {
+        "`[*]` is a JMESPath projection, which tdsl does not read: a value of every element is `map(array=<list>, template=\"<expression over item>\")`".to_string()
+    })
+}
+
+/// JavaScript's and C#'s `a ?? b`: `default(value=a, fallback=b)`.
+fn coalescing(expression: &str) -> Option<String> {
+    let at = outside_strings_find(expression, "??")?;
+    let (left, right) = (expression[..at].trim(), expression[at + 2..].trim());
+    Some(if !left.is_empty() && !right.is_empty() && !right.contains("??") {
+        format!("tdsl has no `??`: write `default(value={left}, fallback={right})`")
+    } else {
+        "tdsl has no `??`: write `default(value=<value>, fallback=<value when it is null>)`".to_string()
+    })
+}
+
+/// Python's slice `xs[1:3]`: `slice(value=xs, start=1, end=3)`.
+fn slicing(expression: &str) -> Option<String> {
+    let e = expression.trim();
+    let open = outside_strings_find(e, "[")?;
+    let close = open + e[open..].find(']')?;
+    let (start, end) = e[open + 1..close].split_once(':')?;
+    let value = e[..open].trim();
+    let number = |s: &str| s.trim().is_empty() || s.trim().trim_start_matches('-').chars().all(|c| c.is_ascii_digit());
+    if value.is_empty() || !number(start) || !number(end) {
+        return None;
+    }
+    let start = if start.trim().is_empty() { "0" } else { start.trim() };
+    let end = if end.trim().is_empty() { String::new() } else { format!(", end={}", end.trim()) };
+    Some(format!("tdsl has no `[a:b]` slices: write `slice(value={value}, start={start}{end})`"))
+}
+
+/// jq's pipe `xs | length`: a function takes the value as its argument.
+fn piping(expression: &str) -> Option<String> {
+    let at = first_outside_strings(expression, |i, c| {
+        c == '|' && !expression[i..].starts_with("||") && !expression[..i].ends_with('|')
+    })?;
+    let (left, right) = (expression[..at].trim(), expression[at + 1..].trim());
+    let name = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    Some(if !left.is_empty() && name(right) {
+        format!(
+            "tdsl has no `|` pipe: a function takes the value as its argument: write `{right}({left})`; steps applied in turn are `pipeline(initial_value={left}, operations=[…])`, each over `current`"
+        )
+    } else {
+        "tdsl has no `|` pipe: a function takes the value as its argument (`length(value=xs)`); steps applied in turn are `pipeline(initial_value=…, operations=[…])`, each over `current`".to_string()
+    })
+}
+
+/// Python's f-string `f'{n} pages'` or JavaScript's template literal `` `${n} pages` ``: text
+/// joined with `+`.
+fn interpolation(expression: &str) -> Option<String> {
+    let e = expression.trim_start();
+    let f_string = (e.starts_with("f'") || e.starts_with("f\"")) && e.contains('{');
+    let template_literal = e.starts_with('`') && e.contains("${");
+    (f_string || template_literal).then(|| {
+        "tdsl has no string interpolation: join text with `+`, numbers through `to_string`: `to_string(value=REF:search.total) + ' pages'`".to_string()
+    })
+}
+
 /// Python's and SQL's `x in xs` (`'bug' in item.labels`): tdsl's `contains(xs, x)`. The
 /// operands are shown when each is plain (no call, comma or comparison around it).
 fn membership(expression: &str) -> Option<String> {
@@ -227,12 +363,46 @@ pub fn operator_help(op: &str) -> Option<String> {
 mod tests {
     use super::*;
 
+    proptest::proptest! {
+        /// Any text — the expression of a syntax error is anything a client sends — gets a
+        /// help or none, never a panic (the helps slice the text at the places they find).
+        #[test]
+        fn any_text_gets_a_help_or_none(text in "[\\[\\]\\(\\)a-z0-9 .,:|?'\"`${}=>*é]{0,40}") {
+            let _ = syntax(&text);
+        }
+    }
+
     #[test]
     fn each_form_gets_the_tdsl_one() {
         let help = |e: &str| syntax(e).unwrap_or_default();
         assert!(help("total > 2 ? \"many\" : \"few\"")
             .contains("if(condition=total > 2, true_value=\"many\", false_value=\"few\")"));
         assert!(help("items.map(x => x.url)").contains("no lambdas or arrow functions"));
+        assert!(
+            help("[r.url for r in results]").contains("map(array=results, template=\"item.url\")"),
+            "{}",
+            help("[r.url for r in results]")
+        );
+        assert!(help("[r.title for r in REF:s.results if r.score > 2]").contains(
+            "map(array=filter(array=REF:s.results, condition_string=\"item.score > 2\"), template=\"item.title\")"
+        ));
+        // The variable renamed as a whole word only, not inside other names or strings.
+        assert_eq!(renamed("r.rank + rr + 'r' + x.r", "r"), "item.rank + rr + 'r' + x.r");
+        // A long variable gets the general help, not a search for it at every position.
+        let long = format!("[{0} for {0}b in xs]", "a".repeat(100_000));
+        assert!(help(&long).starts_with("tdsl has no comprehensions: `map(array=<list>"));
+        assert!(help("results[*].url").contains("map(array=results, template=\"item.url\")"));
+        assert!(help("REF:s.items[].name").contains("map(array=REF:s.items, template=\"item.name\")"));
+        assert!(help("results[0].title ?? 'none'").contains("default(value=results[0].title, fallback='none')"));
+        assert!(help("results[1:3]").contains("slice(value=results, start=1, end=3)"));
+        assert!(help("results[:2]").contains("slice(value=results, start=0, end=2)"));
+        assert!(help("results | length").contains("length(results)"));
+        assert!(help("f'{total} pages'").contains("no string interpolation"));
+        assert!(help("`${total} pages`").contains("no string interpolation"));
+        // Not taken for what they are not: `||`, a `|` inside a string, an index.
+        assert_eq!(syntax("a || b"), None);
+        assert_eq!(syntax("'a|b' +"), None);
+        assert_eq!(syntax("xs[0] +"), None);
         assert!(help("lambda x: x.url").contains("condition_string="));
         assert!(help("filter(files, lambda f: length(f) > 3)").contains("no lambdas"));
         assert_eq!(syntax("lambdas +"), None);

@@ -40,6 +40,10 @@ pub struct ToolDef {
     /// `output_key` (seed 002's `ToolSpec`): the default `expected_key` of every step that
     /// calls this tool; a step's own `expected_key` wins (SPEC §5).
     pub output_key: Option<Spanned<String>>,
+    /// The execution ids of instructions left out of `instructions` for their errors
+    /// (reported when loading: no `tool_definition_path`, …): a REF to one of them is not
+    /// reported again as naming no step.
+    pub left_out: Vec<String>,
     /// The whole root object.
     pub span: Span,
 }

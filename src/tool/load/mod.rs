@@ -26,7 +26,7 @@ pub(crate) const RESERVED_IDS: &[&str] = &["arguments", "response", "item", "cur
 /// Reads a whole tool definition from its root object. Returns `None` only when the kind
 /// of tool cannot be told (both or neither of `system_event_endpoint` and `instructions`).
 pub(crate) fn tool(root: &JsonNode, diags: &mut Vec<Diagnostic>) -> Option<ToolDef> {
-    let mut l = Loader { diags };
+    let mut l = Loader { diags, left_out: Vec::new() };
     let obj = l.object(root, "the tool definition", Level::Tool, Owner::Root)?;
     let description = obj.get("description").and_then(|n| l.string(&obj, "description", n));
     let arguments = obj.get("arguments").map_or_else(Vec::new, |n| l.params(&obj, "arguments", n));
@@ -117,6 +117,7 @@ pub(crate) fn tool(root: &JsonNode, diags: &mut Vec<Diagnostic>) -> Option<ToolD
         transform_arguments,
         transform_responses,
         output_key,
+        left_out: std::mem::take(&mut l.left_out),
         span: root.span,
     };
     Some(tool)
@@ -183,6 +184,8 @@ enum Owner<'o, 'a> {
 
 struct Loader<'d> {
     diags: &'d mut Vec<Diagnostic>,
+    /// The execution ids of the instructions left out of the model for their errors.
+    left_out: Vec<String>,
 }
 
 impl Loader<'_> {

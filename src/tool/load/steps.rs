@@ -31,6 +31,10 @@ impl Loader<'_> {
         let mut first_use: HashMap<String, Span> = HashMap::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
             let Some(ins) = self.instruction(i, item) else {
+                // Its REFs are not reported again as naming no step.
+                let id = item.as_object().and_then(|es| es.iter().find(|(k, _)| k.node == "execution_id"));
+                let id = id.and_then(|(_, v)| v.as_str()).map(|s| s.value.to_string());
+                self.left_out.extend(id);
                 continue;
             };
             let id = &ins.execution_id;

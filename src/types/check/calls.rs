@@ -490,16 +490,27 @@ impl Checker<'_> {
                     );
                     let d = d.with_help(help);
                     if postfix_safe(t) && is_identifier(&fields[0]) {
-                        d.with_suggestion(Span::new(span.end as usize, span.end as usize), format!(".{}", fields[0]), Applicability::MaybeIncorrect)
+                        d.with_suggestion(
+                            Span::new(span.end as usize, span.end as usize),
+                            format!(".{}", fields[0]),
+                            Applicability::MaybeIncorrect,
+                        )
                     } else {
                         d
                     }
                 }
-                Some(fields) => d.with_help(format!(
-                    "this object holds lists in its fields {}: read the one you mean (`….{}`); `{func}` cannot succeed with the object itself",
-                    fields.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", "),
-                    fields[0]
-                )),
+                Some(fields) => {
+                    // At most a few named: an object type may have thousands of fields.
+                    let mut named = fields.iter().take(LIST_FIELDS_NAMED).map(|f| format!("`{f}`")).collect::<Vec<_>>();
+                    if fields.len() > LIST_FIELDS_NAMED {
+                        named.push(format!("{} more", fields.len() - LIST_FIELDS_NAMED));
+                    }
+                    d.with_help(format!(
+                        "this object holds lists in its fields {}: read the one you mean (`….{}`); `{func}` cannot succeed with the object itself",
+                        named.join(", "),
+                        fields[0]
+                    ))
+                }
                 None => d.with_help(format!("`{func}` cannot succeed with this argument")),
             };
             self.error(d);
@@ -526,6 +537,9 @@ pub(super) fn file_forms(t: &Type) -> Type {
         other => vec![other.clone()],
     }))
 }
+
+/// How many of an object's list fields a help names.
+const LIST_FIELDS_NAMED: usize = 5;
 
 /// The fields of `given`, an object type (or an object or `null`), whose values are lists
 /// that `expected` takes, when `expected` takes a list; `None` when there are none.
