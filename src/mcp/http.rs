@@ -308,8 +308,17 @@ impl Front {
             (Bytes::new(), None)
         };
         let busy = Busy::new(conn);
+        // The response a call's answer goes out on: the answer's texts are orphaned when it
+        // is dropped first — its client gone, this future dropped with its connection or the
+        // body with it — rather than held for rmcp, which drops the answer.
+        let stream = super::spliced::Stream::default();
+        let watched = Watched(stream.clone());
+        let mut parts = parts;
+        parts.extensions.insert(stream);
         let response = self.handle(Request::from_parts(parts, body)).await;
-        answered(spliced_json(response).await, busy)
+        let mut response = answered(spliced_json(response).await, busy);
+        response.body_mut().watched = Some(watched);
+        response
     }
 
     /// A path other than `/mcp` (404) or a missing or wrong token (401).
@@ -593,10 +602,21 @@ impl Drop for Busy {
 struct Answered {
     body: Body,
     _busy: Busy,
+    /// The answers to go out in it, told when it is dropped.
+    watched: Option<Watched>,
 }
 
 fn answered(response: Response<Body>, busy: Busy) -> Response<Answered> {
-    response.map(|body| Answered { body, _busy: busy })
+    response.map(|body| Answered { body, _busy: busy, watched: None })
+}
+
+/// Tells its [`super::spliced::Stream`] that the response is gone when dropped.
+struct Watched(super::spliced::Stream);
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        self.0.gone();
+    }
 }
 
 impl hyper::body::Body for Answered {
