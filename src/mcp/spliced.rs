@@ -5,18 +5,22 @@
 //! JSON array of one element: a 24 MiB result of nested `[1]`s held 2.7 GB). A large answer
 //! is written instead as compact JSON straight from tdsl's values (the caller does that), and
 //! rmcp is handed *marks* in its place: two short strings, one standing for the text as a
-//! JSON string and one for the text as the JSON value itself. The output — the stdio framing's
-//! writer ([`super::framing::pump_output`]), the HTTP front's body ([`super::http`]) — replaces
-//! each quoted mark by what it stands for as the message goes out ([`splice`]). What is held
-//! is the text once; what is sent is the message as before, byte for byte.
+//! JSON string and one for the text as the JSON value itself. The output — the stdio writer
+//! ([`super::pumps::write_output`], as each line is written), the HTTP front's body
+//! ([`super::http`]) — replaces each quoted mark by what it stands for as the message goes
+//! out ([`splice`]). What is held is the text once; what is sent is the message as before,
+//! byte for byte.
 //!
 //! A mark carries a random key of this process (the text cannot be forged by a client, whose
-//! values are written escaped but may hold anything), and each answer's text is taken when
-//! its last mark was spliced. An answer its call lets go (cancelled, or answered in its
-//! place, before its run came back) is forgotten then ([`forget`]); one rmcp drops (its
-//! request cancelled as it was answered) is forgotten [`KEPT_FOR`] after it was made. A
-//! mark found with no text (an HTTP event replayed after its answer went out) is written as
-//! `null` or as a sentence saying so, so that the message stays JSON.
+//! values are written escaped but may hold anything), and each answer's text is taken out
+//! when a message's first mark of it is spliced (its other mark, in the same message, is
+//! written from that text: both or neither, whatever happens to the texts held meanwhile).
+//! An answer its call lets go (cancelled, or answered in its place, before its run came back;
+//! its request cancelled as it came back) is forgotten then ([`forget`]). One rmcp drops
+//! otherwise is forgotten [`KEPT_FOR`] after it was made, or [`ORPHAN_KEPT_FOR`] after its
+//! HTTP response was found gone ([`Stream`]). A mark found with no text (an HTTP event
+//! replayed after its answer went out) is written as `null` or as a sentence saying so, so
+//! that the message stays JSON.
 //!
 //! Answers of less than [`SPLICED_FROM`] bytes are built as JSON values as before: the marks
 //! are for the answers whose tree costs.
@@ -30,7 +34,7 @@
 //! held the longest are those of answers nobody will write (a request cancelled as it was
 //! answered, an HTTP client gone before its answer — docs/security.md, "Hostile round 14").
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
@@ -74,8 +78,6 @@ pub(crate) fn default_max_held(memory_in_flight: u64, max_result_bytes: usize) -
 
 struct Text {
     text: String,
-    /// Marks of it not yet spliced.
-    marks: u8,
     made: Instant,
     /// When the HTTP response it was to go out on was found gone ([`Stream`]).
     orphaned: Option<Instant>,
@@ -104,10 +106,10 @@ struct TooLarge {
 }
 
 impl Texts {
-    /// Holds `text` with `marks` marks to write: its number. The texts past their time are let
+    /// Holds `text`: its number. The texts past their time are let
     /// go first ([`KEPT_FOR`], [`ORPHAN_KEPT_FOR`]); then, while the bytes held and `text`'s
     /// would pass `max`, the orphaned texts, then the others, each the oldest first.
-    fn hold(&mut self, text: String, marks: u8, now: Instant, max: usize) -> Result<u64, TooLarge> {
+    fn hold(&mut self, text: String, now: Instant, max: usize) -> Result<u64, TooLarge> {
         if text.len() > max {
             return Err(TooLarge { len: text.len(), max });
         }
@@ -129,7 +131,7 @@ impl Texts {
         }
         self.last += 1;
         self.bytes += text.len();
-        self.held.insert(self.last, Text { text, marks, made: now, orphaned: None });
+        self.held.insert(self.last, Text { text, made: now, orphaned: None });
         Ok(self.last)
     }
 
@@ -150,9 +152,14 @@ impl Texts {
 
     /// Forgets text `n`: its length (0 when it was not held).
     fn remove(&mut self, n: u64) -> usize {
-        let len = self.held.remove(&n).map_or(0, |t| t.text.len());
-        self.bytes -= len;
-        len
+        self.take(n).map_or(0, |t| t.len())
+    }
+
+    /// Takes text `n` out, when it is held.
+    fn take(&mut self, n: u64) -> Option<String> {
+        let t = self.held.remove(&n)?;
+        self.bytes -= t.text.len();
+        Some(t.text)
     }
 
     /// What to tell the operator about the texts forgotten to make room, at most once a
@@ -226,7 +233,7 @@ fn answer_within(text: String, structured: bool, is_error: bool, max: usize) -> 
     let mut texts = r.lock();
     // Taken under the lock: the texts' times grow with their numbers.
     let now = Instant::now();
-    let held = texts.hold(text, 1 + u8::from(structured), now, max);
+    let held = texts.hold(text, now, max);
     let warning = texts.warning(now, max);
     drop(texts);
     if let Some(w) = warning {
@@ -277,18 +284,12 @@ fn read_mark(s: &[u8]) -> Option<(u64, Form, usize)> {
     Some((n.parse().ok()?, form, end + 1))
 }
 
-/// Writes mark `n` in `form` to `out`: its text, taken once its last mark is written.
-fn write_mark(out: &mut Vec<u8>, n: u64, form: Form) {
-    let mut texts = registry().lock();
-    let Some(t) = texts.held.get_mut(&n) else {
-        drop(texts);
-        return write(out, None, form);
-    };
-    write(out, Some(&t.text), form);
-    t.marks = t.marks.saturating_sub(1);
-    if t.marks == 0 {
-        texts.remove(n);
-    }
+/// Writes mark `n` in `form` to `out`: its text, taken out of the registry by the message's
+/// first mark of it into `taken` (a text forgotten between a message's two marks would have
+/// left one written and the other not).
+fn write_mark(out: &mut Vec<u8>, n: u64, form: Form, taken: &mut HashMap<u64, Option<String>>) {
+    let text = taken.entry(n).or_insert_with(|| registry().lock().take(n));
+    write(out, text.as_deref(), form);
 }
 
 /// Writes `text` in `form` to `out`.
@@ -311,6 +312,7 @@ pub(crate) fn splice(bytes: Vec<u8>) -> Vec<u8> {
     let finder = memchr::memmem::Finder::new(quoted.as_bytes());
     let Some(first) = finder.find(&bytes) else { return bytes };
     let mut out = Vec::with_capacity(bytes.len());
+    let mut taken = HashMap::new();
     let mut at = 0;
     let mut next = Some(first);
     while let Some(i) = next {
@@ -319,7 +321,7 @@ pub(crate) fn splice(bytes: Vec<u8>) -> Vec<u8> {
         match read_mark(&bytes[after..]) {
             Some((n, form, len)) => {
                 out.extend_from_slice(&bytes[at..start]);
-                write_mark(&mut out, n, form);
+                write_mark(&mut out, n, form, &mut taken);
                 at = after + len;
             }
             None => {
@@ -494,12 +496,12 @@ mod tests {
         let mut texts = Texts::default();
         let t0 = Instant::now();
         let kib = |k: usize| "x".repeat(k << 10);
-        let a = texts.hold(kib(100), 2, t0, 300 << 10).expect("held");
-        let b = texts.hold(kib(100), 2, t0, 300 << 10).expect("held");
-        let c = texts.hold(kib(100), 2, t0, 300 << 10).expect("held");
+        let a = texts.hold(kib(100), t0, 300 << 10).expect("held");
+        let b = texts.hold(kib(100), t0, 300 << 10).expect("held");
+        let c = texts.hold(kib(100), t0, 300 << 10).expect("held");
         assert_eq!(texts.bytes, 300 << 10);
         // 150 KiB more: the oldest two go (one would leave 350 KiB), the third stays.
-        let d = texts.hold(kib(150), 2, t0, 300 << 10).expect("held");
+        let d = texts.hold(kib(150), t0, 300 << 10).expect("held");
         assert_eq!(texts.held.keys().copied().collect::<Vec<_>>(), [c, d]);
         assert_eq!(texts.bytes, 250 << 10);
         assert_eq!(texts.forgotten, (2, 200 << 10));
@@ -508,14 +510,31 @@ mod tests {
         texts.remove(c);
         assert_eq!(texts.bytes, 150 << 10);
         // Alone larger than the bound: not held, and nothing is forgotten for it.
-        assert_eq!(texts.hold(kib(301), 2, t0, 300 << 10), Err(TooLarge { len: 301 << 10, max: 300 << 10 }));
+        assert_eq!(texts.hold(kib(301), t0, 300 << 10), Err(TooLarge { len: 301 << 10, max: 300 << 10 }));
         assert_eq!(texts.held.keys().copied().collect::<Vec<_>>(), [d]);
         // Past KEPT_FOR a text is forgotten at the next one's making, room needed or not, and
         // not counted as forgotten to make room.
-        texts.hold(kib(1), 1, t0 + KEPT_FOR, 300 << 10).expect("held");
+        texts.hold(kib(1), t0 + KEPT_FOR, 300 << 10).expect("held");
         assert_eq!(texts.held.len(), 1);
         assert_eq!(texts.bytes, 1 << 10);
         assert_eq!(texts.forgotten, (2, 200 << 10));
+    }
+
+    /// A text forgotten between a message's two marks (room made for another answer as the
+    /// message goes out) is written at both: the first took it out. Before, the text block
+    /// went out whole and `structuredContent` as `null`.
+    #[test]
+    fn a_text_forgotten_between_a_messages_two_marks_is_written_at_both() {
+        let text = big(SPLICED_FROM);
+        let marked = answer(text.clone(), true, false);
+        let n = numbers(&marked)[0];
+        let mut taken = HashMap::new();
+        let (mut first, mut second) = (Vec::new(), Vec::new());
+        write_mark(&mut first, n, Form::Text, &mut taken);
+        forget(&marked);
+        write_mark(&mut second, n, Form::Value, &mut taken);
+        assert_eq!(serde_json::from_slice::<Json>(&first).expect("JSON"), Json::String(text.clone()));
+        assert_eq!(second, text.into_bytes());
     }
 
     /// Texts whose response is gone go first when room is needed, and are let go
@@ -526,14 +545,14 @@ mod tests {
         let t0 = Instant::now();
         let kib = |k: usize| "x".repeat(k << 10);
         let max = 300 << 10;
-        let a = texts.hold(kib(100), 2, t0, max).expect("held");
-        let b = texts.hold(kib(100), 2, t0, max).expect("held");
-        let c = texts.hold(kib(100), 2, t0, max).expect("held");
+        let a = texts.hold(kib(100), t0, max).expect("held");
+        let b = texts.hold(kib(100), t0, max).expect("held");
+        let c = texts.hold(kib(100), t0, max).expect("held");
         texts.orphan(&[b], t0);
-        let d = texts.hold(kib(100), 2, t0, max).expect("held");
+        let d = texts.hold(kib(100), t0, max).expect("held");
         assert_eq!(texts.held.keys().copied().collect::<Vec<_>>(), [a, c, d]);
         texts.orphan(&[c], t0);
-        let e = texts.hold(kib(1), 1, t0 + ORPHAN_KEPT_FOR, 1 << 30).expect("held");
+        let e = texts.hold(kib(1), t0 + ORPHAN_KEPT_FOR, 1 << 30).expect("held");
         assert_eq!(texts.held.keys().copied().collect::<Vec<_>>(), [a, d, e]);
         assert_eq!(texts.bytes, (200 << 10) + (1 << 10));
     }
@@ -590,8 +609,8 @@ mod tests {
     fn an_answer_larger_than_the_bound_is_refused_with_e0818() {
         let text = big(SPLICED_FROM);
         let mut texts = Texts::default();
-        assert!(texts.hold(text.clone(), 2, Instant::now(), text.len()).is_ok());
-        assert!(texts.hold(text.clone(), 2, Instant::now(), text.len() - 1).is_err());
+        assert!(texts.hold(text.clone(), Instant::now(), text.len()).is_ok());
+        assert!(texts.hold(text.clone(), Instant::now(), text.len() - 1).is_err());
         let refused = answer_within(text.clone(), true, false, text.len() - 1);
         assert_eq!(refused["isError"], true);
         let why = refused["content"][0]["text"].as_str().expect("a text");
