@@ -119,10 +119,12 @@ fn answers_abandoned_over_http_are_held_within_the_bound() {
 #[test]
 fn answers_a_client_does_not_read_over_stdio_are_held_within_the_bound() {
     let root = tempfile::tempdir().expect("tempdir");
+    // One call at a time: no answer is made while another waits to be spliced, so only the
+    // lines waiting to be written can hold texts.
     let mut cmd = common::mcp_stdio::serve_command(
         root.path(),
         None,
-        &["--max-result-bytes", "1000000", "--max-answer-bytes-held", "1000000"],
+        &["--max-calls", "1", "--max-result-bytes", "1000000", "--max-answer-bytes-held", "1000000"],
     );
     let mut s = StdioClient::start(&mut cmd);
     // 786,429 bytes of result each: two texts do not fit in 1,000,000 bytes.
