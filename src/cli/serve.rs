@@ -122,7 +122,8 @@ pub(crate) struct ServeArgs {
           value_parser = clap::value_parser!(u64).range(1..=100_000))]
     max_connections: Option<u64>,
     /// With --listen: a connection that has not sent a complete request (headers and body)
-    /// within SECS seconds of opening, or of its last answer, is closed (1–3,600; default 30).
+    /// within SECS seconds of opening, or of its last answer, is closed, and so is one whose
+    /// client has read nothing of an answer for SECS seconds (1–3,600; default 30).
     #[arg(long = "read-timeout", value_name = "SECS", requires = "listen",
           value_parser = clap::value_parser!(u64).range(1..=3600))]
     read_timeout: Option<u64>,

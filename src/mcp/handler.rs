@@ -379,9 +379,9 @@ impl ServerHandler for McpServer {
         }
         let result = result?.unwrap_or(Json::Null);
         if context.ct.is_cancelled() {
-            // Cancelled as its run came back (while its answer's text was being written, say):
-            // rmcp drops the answer of a cancelled request, so its text is let go now rather
-            // than held until it is forgotten (docs/security.md, "Hostile round 14").
+            // Cancelled as its run came back, before this task saw it: rmcp drops the answer
+            // of a cancelled request, so its text is let go now rather than held until it is
+            // forgotten (docs/security.md, "Hostile round 14").
             super::spliced::forget(&result);
         } else if let Some(stream) = stream_of(&context) {
             // Over HTTP, a large answer's text is let go early if its response is gone.

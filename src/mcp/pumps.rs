@@ -1,9 +1,10 @@
 //! The stdio server's tasks around rmcp: the input read line by line and judged
-//! ([`super::framing`]) before rmcp gets it, rmcp's output written whole lines at a time
-//! (a large answer's text spliced in as its line is written, [`super::spliced`]), and the requests rmcp was handed
-//! but did not answer ([`Pending`]): when the server stops, each request it read gets an
-//! answer — rmcp's, or the error [`SHUTTING_DOWN`] (a request still in the pipe to rmcp,
-//! queued behind others, or read ahead in the input's buffer when the stop came).
+//! ([`super::framing`]) before rmcp gets it, rmcp's output written whole lines at a time (a
+//! large answer's text spliced in as its line is written, [`super::spliced`]), and the
+//! requests rmcp was handed but did not answer ([`Pending`]): when the server stops, each
+//! request it read gets an answer — rmcp's, or the error [`SHUTTING_DOWN`] (a request still
+//! in the pipe to rmcp, queued behind others, or read ahead in the input's buffer when the
+//! stop came).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
