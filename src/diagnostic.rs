@@ -372,6 +372,9 @@ codes! {
     /// A run's result is larger, as JSON, than its limit (`--max-result-bytes`): counted
     /// while serializing, which stops at the limit
     ResultTooLarge = "E0817", Error;
+    /// An answer of `tdsl serve` larger than the bytes it holds for answers waiting to be
+    /// sent (`--max-answer-bytes-held`): the call answers this error instead
+    AnswerTooLarge = "E0818", Error;
 
     // ---- a tool against its endpoint (E09xx/W09xx: `tdsl check`, `--mcp-schemas`) ----
     /// The MCP server of an `mcp:` endpoint offers no tool of that name

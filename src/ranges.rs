@@ -154,6 +154,10 @@ pub const SERVE_MEMORY_IN_FLIGHT: u64 = 2 << 30;
 /// The bytes of values all the runs `tdsl serve` has in flight hold together
 /// (`--max-memory-in-flight`): each run's share counted as [`RUN_MEMORY`] counts it.
 pub const MEMORY_IN_FLIGHT: Range = range("max_memory_in_flight", 1024.0, 1_099_511_627_776.0, true, "bytes");
+/// The bytes of large answers `tdsl serve` holds, all together, from their making to their
+/// writing (`--max-answer-bytes-held`; at least `--max-result-bytes`): past it the oldest are
+/// forgotten, and an answer alone larger is refused (`E0818`).
+pub const ANSWER_BYTES_HELD: Range = range("max_answer_bytes_held", 1024.0, 1_099_511_627_776.0, true, "bytes");
 /// The default of [`HISTORY_PAYLOAD_BYTES`]: 64 KiB.
 pub const DEFAULT_HISTORY_PAYLOAD_BYTES: usize = 64 << 10;
 /// The most bytes of one payload (arguments, an answer, a step's result, a run's result) the
@@ -284,6 +288,7 @@ pub const ALL: &[Range] = &[
     RUN_FUEL,
     RUN_MEMORY,
     MEMORY_IN_FLIGHT,
+    ANSWER_BYTES_HELD,
     HISTORY_PAYLOAD_BYTES,
     HISTORY_RUN_BYTES,
     HISTORY_MAX_BYTES,

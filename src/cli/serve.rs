@@ -122,7 +122,8 @@ pub(crate) struct ServeArgs {
           value_parser = clap::value_parser!(u64).range(1..=100_000))]
     max_connections: Option<u64>,
     /// With --listen: a connection that has not sent a complete request (headers and body)
-    /// within SECS seconds of opening, or of its last answer, is closed (1–3,600; default 30).
+    /// within SECS seconds of opening, or of its last answer, is closed, and so is one whose
+    /// client has read nothing of an answer for SECS seconds (1–3,600; default 30).
     #[arg(long = "read-timeout", value_name = "SECS", requires = "listen",
           value_parser = clap::value_parser!(u64).range(1..=3600))]
     read_timeout: Option<u64>,
@@ -301,6 +302,13 @@ pub(crate) struct PlanArgs {
     /// expression or the call that would take more fails with E0406.
     #[arg(long = "max-memory-in-flight", value_name = "BYTES")]
     max_memory_in_flight: Option<u64>,
+    /// The most bytes of large answers (64 KiB or more) held from their making until they are
+    /// written, all calls together (1 KiB–1 TiB, at least --max-result-bytes; default a
+    /// quarter of --max-memory-in-flight, at least --max-result-bytes: 512 MiB). Past it the
+    /// answers held the longest are forgotten (their clients read that the answer is gone);
+    /// an answer alone larger is refused with E0818.
+    #[arg(long = "max-answer-bytes-held", value_name = "BYTES")]
+    max_answer_bytes_held: Option<u64>,
     /// With --upstream: how long a check waits for an upstream server's first `tools/list`,
     /// in seconds (0.1–300; default 30); a failed listing is remembered, and listed again
     /// in the background after 5 s, doubling up to 5 min.
@@ -361,6 +369,28 @@ fn run_budgets(args: &PlanArgs) -> Result<crate::plans::PlanLimits, String> {
     };
     limits.memory_in_flight = Some(crate::runtime::MemoryPool::new(in_flight));
     Ok(limits)
+}
+
+/// `--max-answer-bytes-held` in its range and at least `--max-result-bytes`, or its default
+/// ([`crate::mcp::spliced::default_max_held`]).
+fn answer_bytes_held(args: &PlanArgs, max_result_bytes: usize) -> Result<usize, String> {
+    use crate::ranges::{ANSWER_BYTES_HELD, MEMORY_IN_FLIGHT, SERVE_MEMORY_IN_FLIGHT};
+    let Some(n) = args.max_answer_bytes_held else {
+        let in_flight = match args.max_memory_in_flight {
+            Some(n) => MEMORY_IN_FLIGHT.check(n as f64).map_err(|e| format!("--max-memory-in-flight: {e}"))? as u64,
+            None => SERVE_MEMORY_IN_FLIGHT,
+        };
+        return Ok(crate::mcp::spliced::default_max_held(in_flight, max_result_bytes));
+    };
+    let n = ANSWER_BYTES_HELD.check(n as f64).map_err(|e| format!("--max-answer-bytes-held: {e}"))? as u64;
+    let n = usize::try_from(n).unwrap_or(usize::MAX);
+    if n < max_result_bytes {
+        return Err(format!(
+            "--max-answer-bytes-held {n} is less than the largest result ({max_result_bytes} bytes, --max-result-bytes): \
+             such an answer could never be sent"
+        ));
+    }
+    Ok(n)
 }
 
 /// The plan options and the upstream servers of `--plans`, or why they are refused.
@@ -424,6 +454,10 @@ pub(crate) fn run(args: ServeArgs) -> ExitCode {
         Ok(b) => b,
         Err(e) => return usage_failure(&UsageError(e)),
     };
+    match answer_bytes_held(&args.plans, run_limits.1) {
+        Ok(n) => crate::mcp::spliced::set_max_held(n),
+        Err(e) => return usage_failure(&UsageError(e)),
+    }
     let plan_setup = match args.plans.plans.then(|| plan_setup(&args.plans, run_limits, &budgets)).transpose() {
         Ok(p) => p,
         Err(e) => return usage_failure(&UsageError(e)),

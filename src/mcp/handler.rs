@@ -39,6 +39,23 @@ fn session_of(context: &RequestContext<RoleServer>) -> Option<String> {
     }
 }
 
+/// The HTTP response a request's answer goes out on (`serve --listen`); none on stdio.
+fn stream_of(context: &RequestContext<RoleServer>) -> Option<super::spliced::Stream> {
+    #[cfg(feature = "mcp-http")]
+    {
+        context
+            .extensions
+            .get::<::http::request::Parts>()
+            .and_then(|p| p.extensions.get::<super::spliced::Stream>())
+            .cloned()
+    }
+    #[cfg(not(feature = "mcp-http"))]
+    {
+        let _ = context;
+        None
+    }
+}
+
 impl ServerHandler for McpServer {
     #[allow(deprecated)] // logging: SEP-2577 deprecates it, MCP 2025-11-25 clients use it
     fn get_info(&self) -> ServerConfig {
@@ -361,6 +378,15 @@ impl ServerHandler for McpServer {
             let _ = forwarder.await;
         }
         let result = result?.unwrap_or(Json::Null);
+        if context.ct.is_cancelled() {
+            // Cancelled as its run came back, before this task saw it: rmcp drops the answer
+            // of a cancelled request, so its text is let go now rather than held until it is
+            // forgotten (docs/security.md, "Hostile round 14").
+            super::spliced::forget(&result);
+        } else if let Some(stream) = stream_of(&context) {
+            // Over HTTP, a large answer's text is let go early if its response is gone.
+            stream.tie(&result);
+        }
         let result: CallToolResult =
             serde_json::from_value(result).map_err(|e| McpError::internal_error(e.to_string(), None))?;
         Ok(result.into())

@@ -21,7 +21,9 @@
 //!
 //! - **read timeout** ([`HttpOptions::read_timeout`], `serve --read-timeout`): a connection
 //!   that has not sent a complete request (headers and body) within the timeout of opening,
-//!   or of the end of its last answer, is closed;
+//!   or of the end of its last answer, is closed; so is one whose client has read nothing of
+//!   an answer for as long (its writes have not gone on: [`Watching`]), which would hold the
+//!   answer in hyper's write buffer as long as it stays open;
 //! - **connection cap** ([`HttpOptions::max_connections`], `serve --max-connections`, below
 //!   the descriptor limit): a connection accepted at the cap closes the open connection that
 //!   has waited longest without a request being answered on it; when every open connection
@@ -100,7 +102,8 @@ pub struct HttpOptions {
     /// The most `tools/call` requests in flight at once.
     pub max_calls: usize,
     /// How long a connection may take to send a complete request (headers and body),
-    /// counted from its opening or from the end of its last answer; then it is closed.
+    /// counted from its opening or from the end of its last answer, and how long its client
+    /// may read nothing of an answer; then it is closed.
     pub read_timeout: Duration,
     /// The most connections open at once (see the module's documentation).
     pub max_connections: usize,
@@ -308,8 +311,17 @@ impl Front {
             (Bytes::new(), None)
         };
         let busy = Busy::new(conn);
+        // The response a call's answer goes out on: the answer's texts are orphaned when it
+        // is dropped first — its client gone, this future dropped with its connection or the
+        // body with it — rather than held for rmcp, which drops the answer.
+        let stream = super::spliced::Stream::default();
+        let watched = Watched(stream.clone());
+        let mut parts = parts;
+        parts.extensions.insert(stream);
         let response = self.handle(Request::from_parts(parts, body)).await;
-        answered(spliced_json(response).await, busy)
+        let mut response = answered(spliced_json(response).await, busy);
+        response.body_mut().watched = Some(watched);
+        response
     }
 
     /// A path other than `/mcp` (404) or a missing or wrong token (401).
@@ -567,6 +579,9 @@ struct Conn {
     /// When it last had no request being answered (its opening, or the end of its last
     /// answer).
     idle_since: Mutex<Instant>,
+    /// Since when a write to it has not gone on (its client reads nothing of an answer),
+    /// while none has ([`Watching`]).
+    stalled_since: Mutex<Option<Instant>>,
     /// Closes it.
     close: CancellationToken,
 }
@@ -593,10 +608,21 @@ impl Drop for Busy {
 struct Answered {
     body: Body,
     _busy: Busy,
+    /// The answers to go out in it, told when it is dropped.
+    watched: Option<Watched>,
 }
 
 fn answered(response: Response<Body>, busy: Busy) -> Response<Answered> {
-    response.map(|body| Answered { body, _busy: busy })
+    response.map(|body| Answered { body, _busy: busy, watched: None })
+}
+
+/// Tells its [`super::spliced::Stream`] that the response is gone when dropped.
+struct Watched(super::spliced::Stream);
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        self.0.gone();
+    }
 }
 
 impl hyper::body::Body for Answered {
@@ -646,7 +672,12 @@ impl Conns {
             }
         }
         let id = self.next.fetch_add(1, Ordering::SeqCst);
-        let conn = Arc::new(Conn { busy: AtomicUsize::new(0), idle_since: Mutex::new(Instant::now()), close });
+        let conn = Arc::new(Conn {
+            busy: AtomicUsize::new(0),
+            idle_since: Mutex::new(Instant::now()),
+            stalled_since: Mutex::new(None),
+            close,
+        });
         open.insert(id, conn.clone());
         Some((id, conn))
     }
@@ -656,22 +687,84 @@ impl Conns {
         self.open.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
     }
 
-    /// Closes every connection that has had no request being answered since `before`.
+    /// Closes every connection that has had no request being answered since `before`, and
+    /// every one whose writes have not gone on since `before` (its client reads nothing of
+    /// its answer: the answer, spliced whole, would be held as long as it stays open).
     fn close_idle_since(&self, before: Instant) {
         let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
         open.retain(|_, c| {
             let idle = c.busy.load(Ordering::SeqCst) == 0
                 && *c.idle_since.lock().unwrap_or_else(PoisonError::into_inner) <= before;
-            if idle {
+            let stalled =
+                c.stalled_since.lock().unwrap_or_else(PoisonError::into_inner).is_some_and(|since| since <= before);
+            if idle || stalled {
                 c.close.cancel();
             }
-            !idle
+            !(idle || stalled)
         });
     }
 
     #[cfg(test)]
     fn len(&self) -> usize {
         self.open.lock().unwrap_or_else(PoisonError::into_inner).len()
+    }
+}
+
+/// A connection's socket, noting on its [`Conn`] since when a write has not gone on (the
+/// socket's buffers full: its client reads nothing) and when one went on again.
+struct Watching {
+    stream: tokio::net::TcpStream,
+    conn: Arc<Conn>,
+}
+
+impl Watching {
+    fn noted<T>(&self, written: Poll<T>) -> Poll<T> {
+        let mut stalled = self.conn.stalled_since.lock().unwrap_or_else(PoisonError::into_inner);
+        match written {
+            Poll::Pending => {
+                stalled.get_or_insert_with(Instant::now);
+            }
+            Poll::Ready(_) => *stalled = None,
+        }
+        written
+    }
+}
+
+impl tokio::io::AsyncRead for Watching {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_read(cx, buf)
+    }
+}
+
+impl tokio::io::AsyncWrite for Watching {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        let written = Pin::new(&mut self.stream).poll_write(cx, buf);
+        self.noted(written)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let written = Pin::new(&mut self.stream).poll_write_vectored(cx, bufs);
+        self.noted(written)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_shutdown(cx)
     }
 }
 
@@ -764,11 +857,11 @@ impl McpServer {
                     connections.spawn(async move {
                         let _registered = registered;
                         let close = conn.close.clone();
+                        let io = hyper_util::rt::TokioIo::new(Watching { stream, conn: conn.clone() });
                         let service = hyper::service::service_fn(move |request| {
                             let (front, conn) = (front.clone(), conn.clone());
                             async move { Ok::<_, Infallible>(front.serve(request, &conn).await) }
                         });
-                        let io = hyper_util::rt::TokioIo::new(stream);
                         let served = hyper::server::conn::http1::Builder::new()
                             .timer(hyper_util::rt::TokioTimer::new())
                             .header_read_timeout(read_timeout)
@@ -783,7 +876,8 @@ impl McpServer {
                     });
                 }
                 // Connections without a complete request for the read timeout are closed
-                // (within it: looked for every `period`).
+                // (within it: looked for every `period`), and those whose client has read
+                // nothing of an answer for as long.
                 _ = sweep.tick() => {
                     if let Some(before) = Instant::now().checked_sub(read_timeout.saturating_sub(period)) {
                         conns.close_idle_since(before);
@@ -855,6 +949,22 @@ mod tests {
         drop(_busy_b);
         conns.close_idle_since(Instant::now());
         assert!(cb.close.is_cancelled() && !cc.close.is_cancelled());
+        assert_eq!(conns.len(), 1);
+    }
+
+    /// A connection whose writes have not gone on since before the sweep's time is closed,
+    /// busy or not; one whose writes went on again is kept.
+    #[test]
+    fn a_connection_whose_writes_stalled_is_closed_busy_or_not() {
+        let conns = Conns::default();
+        let (_, stalled) = conns.admit(4, CancellationToken::new()).expect("room");
+        let (_, going) = conns.admit(4, CancellationToken::new()).expect("room");
+        let (_busy_a, _busy_b) = (Busy::new(&stalled), Busy::new(&going));
+        let before = Instant::now();
+        *stalled.stalled_since.lock().expect("lock") = Some(before);
+        *going.stalled_since.lock().expect("lock") = Some(before + Duration::from_secs(1));
+        conns.close_idle_since(before);
+        assert!(stalled.close.is_cancelled() && !going.close.is_cancelled());
         assert_eq!(conns.len(), 1);
     }
 

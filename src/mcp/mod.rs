@@ -19,7 +19,7 @@ pub mod plans;
 mod pumps;
 mod served;
 pub mod skills;
-mod spliced;
+pub(crate) mod spliced;
 mod stdio;
 pub mod upstream;
 

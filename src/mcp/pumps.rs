@@ -1,9 +1,10 @@
 //! The stdio server's tasks around rmcp: the input read line by line and judged
-//! ([`super::framing`]) before rmcp gets it, rmcp's output written whole lines at a time
-//! (a large answer's text spliced in, [`super::spliced`]), and the requests rmcp was handed
-//! but did not answer ([`Pending`]): when the server stops, each request it read gets an
-//! answer — rmcp's, or the error [`SHUTTING_DOWN`] (a request still in the pipe to rmcp,
-//! queued behind others, or read ahead in the input's buffer when the stop came).
+//! ([`super::framing`]) before rmcp gets it, rmcp's output written whole lines at a time (a
+//! large answer's text spliced in as its line is written, [`super::spliced`]), and the
+//! requests rmcp was handed but did not answer ([`Pending`]): when the server stops, each
+//! request it read gets an answer — rmcp's, or the error [`SHUTTING_DOWN`] (a request still
+//! in the pipe to rmcp, queued behind others, or read ahead in the input's buffer when the
+//! stop came).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -227,8 +228,6 @@ pub(crate) async fn pump_output<R: AsyncRead + Unpin>(from_rmcp: R, out: mpsc::S
             Ok(0) | Err(_) => return,
             Ok(_) => {
                 pending.answered(&line);
-                // A large answer's text goes in here ([`super::spliced`]).
-                let mut line = super::spliced::splice(line);
                 if !line.ends_with(b"\n") {
                     line.push(b'\n');
                 }
@@ -249,6 +248,10 @@ pub(crate) async fn write_output<W: AsyncWrite + Unpin>(
     failed: tokio::sync::watch::Sender<bool>,
 ) -> Option<std::io::Error> {
     while let Some(line) = lines.recv().await {
+        // A large answer's text goes in here, as the line is written ([`super::spliced`]):
+        // until then the queue holds its marks, and the text is held once, within the bound
+        // of the texts held (a client slow to read does not make the queue hold texts).
+        let line = super::spliced::splice(line);
         let written = match stdout.write_all(&line).await {
             Ok(()) => stdout.flush().await,
             Err(e) => Err(e),

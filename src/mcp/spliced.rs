@@ -5,24 +5,38 @@
 //! JSON array of one element: a 24 MiB result of nested `[1]`s held 2.7 GB). A large answer
 //! is written instead as compact JSON straight from tdsl's values (the caller does that), and
 //! rmcp is handed *marks* in its place: two short strings, one standing for the text as a
-//! JSON string and one for the text as the JSON value itself. The output — the stdio framing's
-//! writer ([`super::framing::pump_output`]), the HTTP front's body ([`super::http`]) — replaces
-//! each quoted mark by what it stands for as the message goes out ([`splice`]). What is held
-//! is the text once; what is sent is the message as before, byte for byte.
+//! JSON string and one for the text as the JSON value itself. The output — the stdio writer
+//! ([`super::pumps::write_output`], as each line is written), the HTTP front's body
+//! ([`super::http`]) — replaces each quoted mark by what it stands for as the message goes
+//! out ([`splice`]). What is held is the text once; what is sent is the message as before,
+//! byte for byte.
 //!
 //! A mark carries a random key of this process (the text cannot be forged by a client, whose
-//! values are written escaped but may hold anything), and each answer's text is taken when
-//! its last mark was spliced. An answer its call lets go (cancelled, or answered in its
-//! place, before its run came back) is forgotten then ([`forget`]); one rmcp drops (its
-//! request cancelled as it was answered) is forgotten [`KEPT_FOR`] after it was made. A
-//! mark found with no text (an HTTP event replayed after its answer went out) is written as
-//! `null` or as a sentence saying so, so that the message stays JSON.
+//! values are written escaped but may hold anything), and each answer's text is taken out
+//! when a message's first mark of it is spliced (its other mark, in the same message, is
+//! written from that text: both or neither, whatever happens to the texts held meanwhile).
+//! An answer its call lets go (cancelled, or answered in its place, before its run came back;
+//! its request cancelled as it came back) is forgotten then ([`forget`]). One rmcp drops
+//! otherwise is forgotten [`KEPT_FOR`] after it was made, or [`ORPHAN_KEPT_FOR`] after its
+//! HTTP response was found gone ([`Stream`]). A mark found with no text (an HTTP event
+//! replayed after its answer went out) is written as `null` or as a sentence saying so, so
+//! that the message stays JSON.
 //!
 //! Answers of less than [`SPLICED_FROM`] bytes are built as JSON values as before: the marks
 //! are for the answers whose tree costs.
+//!
+//! The texts held are bounded in bytes, all answers together ([`set_max_held`], `serve
+//! --max-answer-bytes-held`): an answer whose text would pass the bound makes room by
+//! forgetting the texts held the longest (their marks are then written as the sentence
+//! [`GONE`] and `null`, the message still JSON), and one whose text alone is larger than the
+//! bound is not held: its call answers the tool error `E0818` instead. A text is held only
+//! from its answer's making to its writing, a moment for an answer that goes out: the texts
+//! held the longest are those of answers nobody will write (a request cancelled as it was
+//! answered, an HTTP client gone before its answer — docs/security.md, "Hostile round 14").
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -35,19 +49,147 @@ pub(crate) const SPLICED_FROM: usize = 64 * 1024;
 const KEPT_FOR: Duration = Duration::from_secs(600);
 
 /// What a text mark stands for when its text was already taken or forgotten.
-const GONE: &str = "(this answer was sent once and is not kept: call the tool again)";
+const GONE: &str =
+    "(this answer is not kept: it was sent once, or it waited too long to be sent and was let go; call the tool again)";
+
+/// The default of [`set_max_held`] for a library host: 512 MiB, a quarter of `serve`'s
+/// memory of the runs in flight ([`crate::ranges::SERVE_MEMORY_IN_FLIGHT`]). `serve` sets its
+/// own ([`default_max_held`]).
+pub(crate) const DEFAULT_MAX_HELD: usize = 512 << 20;
+
+/// The most bytes of texts held at once, all answers together ([`set_max_held`]).
+static MAX_HELD: AtomicUsize = AtomicUsize::new(DEFAULT_MAX_HELD);
+
+/// Bounds the bytes of the texts held at once, all answers of this process together (`serve
+/// --max-answer-bytes-held`): past it, the texts held the longest are forgotten to make
+/// room; a text alone larger than it is not held (its call answers `E0818`).
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
+pub(crate) fn set_max_held(bytes: usize) {
+    MAX_HELD.store(bytes, Ordering::Relaxed);
+}
+
+/// `serve`'s bound when `--max-answer-bytes-held` is not given: a quarter of the memory of
+/// the runs in flight (`--max-memory-in-flight`), and at least the largest result
+/// (`--max-result-bytes`), so that one answer of every size a run may give can be held.
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
+pub(crate) fn default_max_held(memory_in_flight: u64, max_result_bytes: usize) -> usize {
+    usize::try_from(memory_in_flight / 4).unwrap_or(usize::MAX).max(max_result_bytes)
+}
 
 struct Text {
     text: String,
-    /// Marks of it not yet spliced.
-    marks: u8,
     made: Instant,
+    /// When the HTTP response it was to go out on was found gone ([`Stream`]).
+    orphaned: Option<Instant>,
 }
+
+/// The texts held, by number: the oldest first (numbers grow as they are made).
+#[derive(Default)]
+struct Texts {
+    /// The number of the last text made.
+    last: u64,
+    held: BTreeMap<u64, Text>,
+    /// The bytes of the texts in `held`.
+    bytes: usize,
+    /// Texts forgotten to make room, since the last warning about them: their count and
+    /// bytes ([`Texts::hold`]).
+    forgotten: (u64, usize),
+    /// When the operator was last told that texts were forgotten to make room.
+    warned: Option<Instant>,
+}
+
+/// A text not held: alone, it is larger than the bound.
+#[derive(Debug, PartialEq)]
+struct TooLarge {
+    len: usize,
+    max: usize,
+}
+
+impl Texts {
+    /// Holds `text`: its number. The texts past their time are let
+    /// go first ([`KEPT_FOR`], [`ORPHAN_KEPT_FOR`]); then, while the bytes held and `text`'s
+    /// would pass `max`, the orphaned texts, then the others, each the oldest first.
+    fn hold(&mut self, text: String, now: Instant, max: usize) -> Result<u64, TooLarge> {
+        if text.len() > max {
+            return Err(TooLarge { len: text.len(), max });
+        }
+        self.let_go_expired(now);
+        if self.bytes + text.len() > max {
+            let orphaned = |t: &Text| t.orphaned.is_some();
+            let order: Vec<u64> = (self.held.iter().filter(|(_, t)| orphaned(t)))
+                .chain(self.held.iter().filter(|(_, t)| !orphaned(t)))
+                .map(|(n, _)| *n)
+                .collect();
+            for n in order {
+                if self.bytes + text.len() <= max {
+                    break;
+                }
+                let len = self.remove(n);
+                self.forgotten.0 += 1;
+                self.forgotten.1 += len;
+            }
+        }
+        self.last += 1;
+        self.bytes += text.len();
+        self.held.insert(self.last, Text { text, made: now, orphaned: None });
+        Ok(self.last)
+    }
+
+    /// Lets go the texts past their time: held [`KEPT_FOR`], or orphaned [`ORPHAN_KEPT_FOR`]
+    /// ago.
+    fn let_go_expired(&mut self, now: Instant) {
+        let mut freed = 0;
+        self.held.retain(|_, t| {
+            let kept = now.duration_since(t.made) < KEPT_FOR
+                && t.orphaned.is_none_or(|o| now.duration_since(o) < ORPHAN_KEPT_FOR);
+            if !kept {
+                freed += t.text.len();
+            }
+            kept
+        });
+        self.bytes -= freed;
+    }
+
+    /// Forgets text `n`: its length (0 when it was not held).
+    fn remove(&mut self, n: u64) -> usize {
+        self.take(n).map_or(0, |t| t.len())
+    }
+
+    /// Takes text `n` out, when it is held.
+    fn take(&mut self, n: u64) -> Option<String> {
+        let t = self.held.remove(&n)?;
+        self.bytes -= t.text.len();
+        Some(t.text)
+    }
+
+    /// What to tell the operator about the texts forgotten to make room, at most once a
+    /// minute (an attacker making room again and again must not flood standard error).
+    fn warning(&mut self, now: Instant, max: usize) -> Option<String> {
+        if self.forgotten.0 == 0 || self.warned.is_some_and(|w| now.duration_since(w) < WARN_EVERY) {
+            return None;
+        }
+        let (count, bytes) = std::mem::take(&mut self.forgotten);
+        self.warned = Some(now);
+        Some(format!(
+            "tdsl: warning: {count} answer(s) not yet sent ({bytes} bytes) forgotten to stay within \
+             --max-answer-bytes-held {max}: their clients read that the answer is gone (answers no client \
+             read, or a client slow to read its answers)"
+        ))
+    }
+}
+
+/// How long a text whose HTTP response is gone waits for the client to take up the stream
+/// again (a `GET` with `Last-Event-ID`, which rmcp's priming event invites after 3 s) before
+/// it is let go: ten times that.
+const ORPHAN_KEPT_FOR: Duration = Duration::from_secs(30);
+
+/// How often, at most, the operator is told that texts were forgotten to make room.
+const WARN_EVERY: Duration = Duration::from_secs(60);
 
 struct Registry {
     /// `tdsl-splice-<random>-`: every mark starts with it.
     prefix: String,
-    texts: Mutex<(u64, HashMap<u64, Text>)>,
+    texts: Mutex<Texts>,
 }
 
 fn registry() -> &'static Registry {
@@ -59,17 +201,26 @@ fn registry() -> &'static Registry {
             h.write_u64(n);
             h.finish()
         };
-        Registry {
-            prefix: format!("tdsl-splice-{:016x}{:016x}-", key(1), key(2)),
-            texts: Mutex::new((0, HashMap::new())),
-        }
+        Registry { prefix: format!("tdsl-splice-{:016x}{:016x}-", key(1), key(2)), texts: Mutex::new(Texts::default()) }
     })
+}
+
+impl Registry {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Texts> {
+        self.texts.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// The answer of a tool call whose text block is `text`, `structuredContent` the value that
 /// `text` is the JSON of when `structured`. A long text is held once and marked
-/// ([`SPLICED_FROM`]); a short one is built as values.
+/// ([`SPLICED_FROM`]); a short one is built as values; one longer than the bound of the
+/// texts held ([`set_max_held`]) is the tool error `E0818`.
 pub(crate) fn answer(text: String, structured: bool, is_error: bool) -> Json {
+    answer_within(text, structured, is_error, MAX_HELD.load(Ordering::Relaxed))
+}
+
+/// [`answer`], the texts held bounded by `max` bytes.
+fn answer_within(text: String, structured: bool, is_error: bool, max: usize) -> Json {
     if text.len() < SPLICED_FROM {
         let value = structured.then(|| parse(&text));
         let mut out = json!({"content": [{"type": "text", "text": text}], "isError": is_error});
@@ -79,12 +230,25 @@ pub(crate) fn answer(text: String, structured: bool, is_error: bool) -> Json {
         return out;
     }
     let r = registry();
+    let mut texts = r.lock();
+    // Taken under the lock: the texts' times grow with their numbers.
     let now = Instant::now();
-    let mut texts = r.texts.lock().unwrap_or_else(PoisonError::into_inner);
-    texts.1.retain(|_, t| now.duration_since(t.made) < KEPT_FOR);
-    texts.0 += 1;
-    let n = texts.0;
-    texts.1.insert(n, Text { text, marks: 1 + u8::from(structured), made: now });
+    let held = texts.hold(text, now, max);
+    let warning = texts.warning(now, max);
+    drop(texts);
+    if let Some(w) = warning {
+        eprintln!("{w}");
+    }
+    let n = match held {
+        Ok(n) => n,
+        Err(TooLarge { len, max }) => {
+            return super::served::tool_error(format!(
+                "FAILED: the answer is {len} bytes, more than the server holds for answers waiting to be sent \
+                 ({max} bytes, --max-answer-bytes-held) [{}]",
+                crate::diagnostic::Code::AnswerTooLarge.as_str()
+            ))
+        }
+    };
     let mut out = json!({"content": [{"type": "text", "text": format!("{}{n}-t", r.prefix)}], "isError": is_error});
     if structured {
         out["structuredContent"] = Json::String(format!("{}{n}-v", r.prefix));
@@ -120,18 +284,12 @@ fn read_mark(s: &[u8]) -> Option<(u64, Form, usize)> {
     Some((n.parse().ok()?, form, end + 1))
 }
 
-/// Writes mark `n` in `form` to `out`: its text, taken once its last mark is written.
-fn write_mark(out: &mut Vec<u8>, n: u64, form: Form) {
-    let mut texts = registry().texts.lock().unwrap_or_else(PoisonError::into_inner);
-    let Some(t) = texts.1.get_mut(&n) else {
-        drop(texts);
-        return write(out, None, form);
-    };
-    write(out, Some(&t.text), form);
-    t.marks = t.marks.saturating_sub(1);
-    if t.marks == 0 {
-        texts.1.remove(&n);
-    }
+/// Writes mark `n` in `form` to `out`: its text, taken out of the registry by the message's
+/// first mark of it into `taken` (a text forgotten between a message's two marks would have
+/// left one written and the other not).
+fn write_mark(out: &mut Vec<u8>, n: u64, form: Form, taken: &mut HashMap<u64, Option<String>>) {
+    let text = taken.entry(n).or_insert_with(|| registry().lock().take(n));
+    write(out, text.as_deref(), form);
 }
 
 /// Writes `text` in `form` to `out`.
@@ -154,6 +312,7 @@ pub(crate) fn splice(bytes: Vec<u8>) -> Vec<u8> {
     let finder = memchr::memmem::Finder::new(quoted.as_bytes());
     let Some(first) = finder.find(&bytes) else { return bytes };
     let mut out = Vec::with_capacity(bytes.len());
+    let mut taken = HashMap::new();
     let mut at = 0;
     let mut next = Some(first);
     while let Some(i) = next {
@@ -162,7 +321,7 @@ pub(crate) fn splice(bytes: Vec<u8>) -> Vec<u8> {
         match read_mark(&bytes[after..]) {
             Some((n, form, len)) => {
                 out.extend_from_slice(&bytes[at..start]);
-                write_mark(&mut out, n, form);
+                write_mark(&mut out, n, form, &mut taken);
                 at = after + len;
             }
             None => {
@@ -176,18 +335,89 @@ pub(crate) fn splice(bytes: Vec<u8>) -> Vec<u8> {
     out
 }
 
-/// Forgets the texts `answer`'s marks stand for: an answer that will not be sent (its call
-/// was answered otherwise, or cancelled, before its run came back).
-pub(crate) fn forget(answer: &Json) {
+/// The numbers of the texts `answer`'s marks stand for.
+fn numbers(answer: &Json) -> Vec<u64> {
     let r = registry();
-    let numbers = [answer.get("structuredContent"), answer.pointer("/content/0/text")]
+    [answer.get("structuredContent"), answer.pointer("/content/0/text")]
         .into_iter()
         .flatten()
         .filter_map(|v| v.as_str()?.strip_prefix(&r.prefix).and_then(|m| read_mark(format!("{m}\"").as_bytes())))
-        .map(|(n, _, _)| n);
-    let mut texts = r.texts.lock().unwrap_or_else(PoisonError::into_inner);
+        .map(|(n, _, _)| n)
+        .collect()
+}
+
+/// Forgets the texts `answer`'s marks stand for: an answer that will not be sent (its call
+/// was answered otherwise, or cancelled, before its run came back).
+pub(crate) fn forget(answer: &Json) {
+    let numbers = numbers(answer);
+    let mut texts = registry().lock();
     for n in numbers {
-        texts.1.remove(&n);
+        texts.remove(n);
+    }
+}
+
+/// The HTTP response a call's answer is to go out on (`serve --listen`: the POST's event
+/// stream). rmcp drops an answer whose stream its client closed, marks and all; once the
+/// response is known gone ([`Stream::gone`], when hyper drops its body) the texts of the
+/// answers tied to it ([`Stream::tie`]) are *orphaned*: forgotten first when room is needed,
+/// and let go [`ORPHAN_KEPT_FOR`] after, rather than [`KEPT_FOR`] (the client may take the
+/// stream up again with `Last-Event-ID` meanwhile, and its answer then goes out).
+#[derive(Clone, Default)]
+pub(crate) struct Stream(std::sync::Arc<Mutex<Tied>>);
+
+#[derive(Default)]
+struct Tied {
+    gone: bool,
+    /// The texts of the answers tied to it, while it is not gone.
+    texts: Vec<u64>,
+}
+
+impl Stream {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Tied> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Ties `answer`'s texts to this response: orphaned at once when it is gone already.
+    #[cfg_attr(not(feature = "mcp-http"), allow(dead_code))]
+    pub(crate) fn tie(&self, answer: &Json) {
+        let numbers = numbers(answer);
+        if numbers.is_empty() {
+            return;
+        }
+        // The registry, then the stream: the order `gone` takes them in too.
+        let mut texts = registry().lock();
+        let mut tied = self.lock();
+        if tied.gone {
+            texts.orphan(&numbers, Instant::now());
+        } else {
+            tied.texts.extend(numbers);
+        }
+    }
+
+    /// The response is gone (its body dropped, sent or not): the texts tied to it and not
+    /// written yet are orphaned.
+    #[cfg_attr(not(feature = "mcp-http"), allow(dead_code))]
+    pub(crate) fn gone(&self) {
+        let mut tied = self.lock();
+        tied.gone = true;
+        if tied.texts.is_empty() {
+            return;
+        }
+        drop(tied);
+        let mut texts = registry().lock();
+        let numbers = std::mem::take(&mut self.lock().texts);
+        texts.orphan(&numbers, Instant::now());
+    }
+}
+
+impl Texts {
+    /// Marks texts `numbers` orphaned at `now` (those still held).
+    fn orphan(&mut self, numbers: &[u64], now: Instant) {
+        for n in numbers {
+            if let Some(t) = self.held.get_mut(n) {
+                t.orphaned.get_or_insert(now);
+            }
+        }
     }
 }
 
@@ -250,13 +480,152 @@ mod tests {
         let marked = answer(big(SPLICED_FROM), true, false);
         let mark = marked["structuredContent"].as_str().expect("a mark").to_string();
         let n = read_mark(format!("{}\"", &mark[registry().prefix.len()..]).as_bytes()).expect("ours").0;
-        let held = |n| registry().texts.lock().unwrap_or_else(PoisonError::into_inner).1.contains_key(&n);
+        let held = |n| registry().lock().held.contains_key(&n);
         assert!(held(n));
         forget(&marked);
         assert!(!held(n));
         // Its marks, written after all, say the answer is gone.
         let sent: Json = serde_json::from_slice(&splice(marked.to_string().into_bytes())).expect("JSON");
         assert_eq!(sent["structuredContent"], Json::Null);
+    }
+
+    /// Texts held past the bound make room by forgetting the oldest first, as many as needed
+    /// and no more; the bytes held are counted as texts come and go.
+    #[test]
+    fn the_texts_held_stay_within_the_bound_the_oldest_forgotten_first() {
+        let mut texts = Texts::default();
+        let t0 = Instant::now();
+        let kib = |k: usize| "x".repeat(k << 10);
+        let a = texts.hold(kib(100), t0, 300 << 10).expect("held");
+        let b = texts.hold(kib(100), t0, 300 << 10).expect("held");
+        let c = texts.hold(kib(100), t0, 300 << 10).expect("held");
+        assert_eq!(texts.bytes, 300 << 10);
+        // 150 KiB more: the oldest two go (one would leave 350 KiB), the third stays.
+        let d = texts.hold(kib(150), t0, 300 << 10).expect("held");
+        assert_eq!(texts.held.keys().copied().collect::<Vec<_>>(), [c, d]);
+        assert_eq!(texts.bytes, 250 << 10);
+        assert_eq!(texts.forgotten, (2, 200 << 10));
+        assert!(a < b && b < c);
+        // A text written is let go: its bytes are given back.
+        texts.remove(c);
+        assert_eq!(texts.bytes, 150 << 10);
+        // Alone larger than the bound: not held, and nothing is forgotten for it.
+        assert_eq!(texts.hold(kib(301), t0, 300 << 10), Err(TooLarge { len: 301 << 10, max: 300 << 10 }));
+        assert_eq!(texts.held.keys().copied().collect::<Vec<_>>(), [d]);
+        // Past KEPT_FOR a text is forgotten at the next one's making, room needed or not, and
+        // not counted as forgotten to make room.
+        texts.hold(kib(1), t0 + KEPT_FOR, 300 << 10).expect("held");
+        assert_eq!(texts.held.len(), 1);
+        assert_eq!(texts.bytes, 1 << 10);
+        assert_eq!(texts.forgotten, (2, 200 << 10));
+    }
+
+    /// A text forgotten between a message's two marks (room made for another answer as the
+    /// message goes out) is written at both: the first took it out. Before, the text block
+    /// went out whole and `structuredContent` as `null`.
+    #[test]
+    fn a_text_forgotten_between_a_messages_two_marks_is_written_at_both() {
+        let text = big(SPLICED_FROM);
+        let marked = answer(text.clone(), true, false);
+        let n = numbers(&marked)[0];
+        let mut taken = HashMap::new();
+        let (mut first, mut second) = (Vec::new(), Vec::new());
+        write_mark(&mut first, n, Form::Text, &mut taken);
+        forget(&marked);
+        write_mark(&mut second, n, Form::Value, &mut taken);
+        assert_eq!(serde_json::from_slice::<Json>(&first).expect("JSON"), Json::String(text.clone()));
+        assert_eq!(second, text.into_bytes());
+    }
+
+    /// Texts whose response is gone go first when room is needed, and are let go
+    /// ORPHAN_KEPT_FOR after they were orphaned, while older texts stay.
+    #[test]
+    fn orphaned_texts_are_forgotten_first_and_sooner() {
+        let mut texts = Texts::default();
+        let t0 = Instant::now();
+        let kib = |k: usize| "x".repeat(k << 10);
+        let max = 300 << 10;
+        let a = texts.hold(kib(100), t0, max).expect("held");
+        let b = texts.hold(kib(100), t0, max).expect("held");
+        let c = texts.hold(kib(100), t0, max).expect("held");
+        texts.orphan(&[b], t0);
+        let d = texts.hold(kib(100), t0, max).expect("held");
+        assert_eq!(texts.held.keys().copied().collect::<Vec<_>>(), [a, c, d]);
+        texts.orphan(&[c], t0);
+        let e = texts.hold(kib(1), t0 + ORPHAN_KEPT_FOR, 1 << 30).expect("held");
+        assert_eq!(texts.held.keys().copied().collect::<Vec<_>>(), [a, d, e]);
+        assert_eq!(texts.bytes, (200 << 10) + (1 << 10));
+    }
+
+    /// A response found gone orphans the texts tied to it, whether they were tied before or
+    /// after; an answer written whole is not touched by its response's end.
+    #[test]
+    fn a_response_gone_orphans_the_texts_tied_to_it() {
+        let orphaned = |m: &Json| {
+            let n = numbers(m)[0];
+            registry().lock().held.get(&n).map(|t| t.orphaned.is_some())
+        };
+        let stream = Stream::default();
+        let first = answer(big(SPLICED_FROM), true, false);
+        stream.tie(&first);
+        assert_eq!(orphaned(&first), Some(false));
+        stream.gone();
+        assert_eq!(orphaned(&first), Some(true));
+        let second = answer(big(SPLICED_FROM), true, false);
+        stream.tie(&second);
+        assert_eq!(orphaned(&second), Some(true));
+        forget(&first);
+        forget(&second);
+        let written = Stream::default();
+        let third = answer(big(SPLICED_FROM), false, false);
+        written.tie(&third);
+        let sent = splice(json!({"result": third}).to_string().into_bytes());
+        assert!(sent.len() > SPLICED_FROM);
+        assert_eq!(orphaned(&third), None);
+        written.gone();
+        assert!(written.lock().texts.is_empty());
+    }
+
+    /// The operator is told of the texts forgotten to make room, at most once a minute,
+    /// with what was forgotten since.
+    #[test]
+    fn forgetting_to_make_room_is_told_at_most_once_a_minute() {
+        let mut texts = Texts::default();
+        let t0 = Instant::now();
+        assert_eq!(texts.warning(t0, 10), None);
+        texts.forgotten = (3, 30);
+        let told = texts.warning(t0, 10).expect("told");
+        assert!(told.contains("3 answer(s) not yet sent (30 bytes)") && told.contains("--max-answer-bytes-held 10"));
+        texts.forgotten = (1, 10);
+        assert_eq!(texts.warning(t0 + WARN_EVERY / 2, 10), None);
+        let told = texts.warning(t0 + WARN_EVERY, 10).expect("told again");
+        assert!(told.contains("1 answer(s) not yet sent (10 bytes)"), "{told}");
+    }
+
+    /// An answer whose text alone is larger than the bound is the tool error E0818, and
+    /// holds nothing (nor forgets anything for it, which the process's registry, shared with the
+    /// other tests, relies on).
+    #[test]
+    fn an_answer_larger_than_the_bound_is_refused_with_e0818() {
+        let text = big(SPLICED_FROM);
+        let mut texts = Texts::default();
+        assert!(texts.hold(text.clone(), Instant::now(), text.len()).is_ok());
+        assert!(texts.hold(text.clone(), Instant::now(), text.len() - 1).is_err());
+        let refused = answer_within(text.clone(), true, false, text.len() - 1);
+        assert_eq!(refused["isError"], true);
+        let why = refused["content"][0]["text"].as_str().expect("a text");
+        assert!(why.ends_with("[E0818]") && why.contains("--max-answer-bytes-held"), "{why}");
+        assert!(refused.get("structuredContent").is_none());
+    }
+
+    #[test]
+    fn the_default_bound_is_a_quarter_of_the_runs_memory_and_at_least_the_largest_result() {
+        assert_eq!(
+            default_max_held(crate::ranges::SERVE_MEMORY_IN_FLIGHT, crate::ranges::SERVE_MAX_RESULT_BYTES),
+            DEFAULT_MAX_HELD
+        );
+        assert_eq!(default_max_held(64 << 20, 1 << 20), 16 << 20);
+        assert_eq!(default_max_held(64 << 20, 100 << 20), 100 << 20);
     }
 
     #[test]
