@@ -396,6 +396,8 @@ impl Checker<'_> {
                 s.ins.tool_path().unwrap_or_default(),
                 s.ins.execution_id.node
             ));
+        } else if let Some(help) = self.element_help(r, env) {
+            d = d.with_help(help);
         } else if before_steps && self.ids.contains_key(r.context) {
             d = d.with_help(
                 "the tool's own `transform_arguments` runs before any step: only `REF:arguments` is available there",
@@ -408,6 +410,40 @@ impl Checker<'_> {
             d = d.with_help(format!("known contexts: {}{more}", shown.join(", ")));
         }
         self.diags.push(d);
+    }
+}
+
+impl Checker<'_> {
+    /// The help for `REF:item.url` (`REF:element…`, `REF:each…`) in a step: a fan-out passes
+    /// each element whole as its `child_argument_name`, and a field of each is passed by
+    /// iterating over the list of that field; elsewhere an element is `item` in a template.
+    fn element_help(&self, r: &RefText<'_>, env: &RefEnv<'_>) -> Option<String> {
+        if !matches!(r.context, "item" | "element" | "each" | "current") {
+            return None;
+        }
+        let Owner::Step(i) = env.owner else {
+            return Some(format!(
+                "`{}` is not a REF context: an element of a list is `item` inside a template (`map(array=…, template=\"item.url\")`), not a REF",
+                r.context
+            ));
+        };
+        let step = self.steps.get(i)?;
+        let Some(pe) = &step.ins.parallel_execution else {
+            return Some(format!(
+                "`{}` is not a REF context: an element of a list is `item` inside a template (`map(array=…, template=\"item.url\")`); to call the tool once per element, give the step `parallel_execution`",
+                r.context
+            ));
+        };
+        let arg = &pe.child_argument_name.node;
+        let over = pe.iterate_over.as_str().map(|s| s.value.trim().to_string());
+        Some(match (r.first, over) {
+            (Some((field, _)), Some(over)) => format!(
+                "a fan-out passes each element of `iterate_over` whole, as the argument `{arg}`: to pass the field `{field}` of each, iterate over the list of those fields — `map(array={over}, template=\"item.{field}\")`, computed in a transform step (or the listing step's `transform_responses`) and named by `iterate_over` — and leave `{arg}` out of `arguments`"
+            ),
+            _ => format!(
+                "a fan-out passes each element of `iterate_over` whole, as the argument `{arg}`: leave `{arg}` out of `arguments`"
+            ),
+        })
     }
 }
 
