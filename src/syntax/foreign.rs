@@ -31,6 +31,11 @@ pub fn function(name: &str) -> Option<String> {
         "int" | "float" | "parseInt" | "parseFloat" | "Number" => {
             format!("tdsl writes `{name}(x)` as `to_number(value=x)`")
         }
+        "first" | "head" => format!("tdsl reads a list's first element as `x.first` (or `x[0]`), not `{name}(x)`"),
+        "last" => format!("tdsl reads a list's last element as `x.last` (or `x[-1]`), not `{name}(x)`"),
+        "now" | "today" | "utcnow" | "current_time" | "timestamp" => {
+            format!("tdsl writes `{name}()` as `datetime_now()` (the run's clock, an ISO 8601 string)")
+        }
         _ => return None,
     })
 }
@@ -51,6 +56,20 @@ fn method_function(name: &str) -> Option<&'static str> {
         "endswith" | "endsWith" | "ends_with" => "ends_with",
         "round" => "round",
         "toString" | "to_string" => "to_string",
+        // A list's methods: the list is the first argument, a template the second.
+        "map" => "map",
+        "filter" | "where" | "select" => "filter",
+        "find" => "find",
+        "join" => "join",
+        "includes" | "contains" => "contains",
+        "sort" | "sorted" => "sort",
+        "unique" | "distinct" | "uniq" => "unique",
+        "flatten" | "flat" => "flatten",
+        "sum" => "sum",
+        "min" => "min",
+        "max" => "max",
+        "some" | "any" => "any",
+        "every" | "all" => "all",
         _ => return None,
     })
 }
@@ -388,6 +407,8 @@ mod tests {
         ));
         // The variable renamed as a whole word only, not inside other names or strings.
         assert_eq!(renamed("r.rank + rr + 'r' + x.r", "r"), "item.rank + rr + 'r' + x.r");
+        assert!(help("results.map('item.url')").contains("map(results, 'item.url')"));
+        assert!(help("REF:s.items.filter(\"item.ok\")").contains("filter(REF:s.items, \"item.ok\")"));
         // A long variable gets the general help, not a search for it at every position.
         let long = format!("[{0} for {0}b in xs]", "a".repeat(100_000));
         assert!(help(&long).starts_with("tdsl has no comprehensions: `map(array=<list>"));

@@ -37,7 +37,7 @@ impl Checker<'_> {
         let mut kwargs: Vec<&Arg> = Vec::new();
         let mut element_name = None;
         let mut ok = self.bind_arguments(sig, call, bound, &mut kwargs, &mut element_name);
-        ok &= self.report_missing(sig, bound, span);
+        ok &= self.report_missing(sig, bound, span, call);
         let alias = element_name.and_then(|a| self.element_name(a));
         // The arguments' types go on the checker's one list (`arg_types`), from `base` on,
         // and come off again once the return type is known.
@@ -207,7 +207,7 @@ impl Checker<'_> {
             self.expr(&a.value);
             return;
         }
-        d = match did_you_mean(&k.node, sig.params.iter().map(|p| &*p.name)) {
+        d = match did_you_mean(&k.node, sig.params.iter().map(|p| &*p.name)).or_else(|| path_param(sig, &k.node)) {
             Some(s) => d.with_help(format!("did you mean `{s}`? the signature is `{}`", sig.display())),
             None if &*k.node == ELEMENT_NAME => d.with_help(format!(
                 "`as` names the element of a template, and `{}` takes none; the signature is `{}`",
@@ -221,7 +221,7 @@ impl Checker<'_> {
     }
 
     /// Reports the required parameters no argument was bound to. False when any is missing.
-    pub(super) fn report_missing(&mut self, sig: &Signature, bound: &[Option<&Arg>], span: Span) -> bool {
+    pub(super) fn report_missing(&mut self, sig: &Signature, bound: &[Option<&Arg>], span: Span, call: &Call) -> bool {
         let missing: Vec<&str> = sig
             .params
             .iter()
@@ -231,6 +231,19 @@ impl Checker<'_> {
             .collect();
         if missing.is_empty() {
             return true;
+        }
+        // A parameter that an unknown keyword's help names (`condition=` for
+        // `condition_string`, `key=` for `key_path`) is one mistake, reported there.
+        let misspelt: Vec<&str> = call
+            .args
+            .iter()
+            .filter_map(|a| a.keyword.as_ref())
+            .filter(|k| sig.param_index(&k.node).is_none())
+            .filter_map(|k| did_you_mean(&k.node, sig.params.iter().map(|p| &*p.name)))
+            .collect();
+        let missing: Vec<&str> = missing.into_iter().filter(|m| !misspelt.contains(m)).collect();
+        if missing.is_empty() {
+            return false;
         }
         let list = missing.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ");
         self.error(
@@ -432,7 +445,9 @@ impl Checker<'_> {
     fn check_summed(&mut self, func: &str, base: usize, bound: &[Option<&Arg>]) {
         let (Some(array), path) = (self.arg_types.get(base), self.arg_types.get(base + 1)) else { return };
         let (summed, at) = match (path, bound.get(1).copied().flatten()) {
-            (Some(t), Some(a)) if *t != Type::Never => (t.clone(), a),
+            // An `item_path` in error (reported): what it reads is not known.
+            (Some(Type::Never), Some(_)) => return,
+            (Some(t), Some(a)) => (t.clone(), a),
             _ => match bound.first().copied().flatten() {
                 Some(a) => (array.element(), a),
                 None => return,
@@ -617,4 +632,15 @@ fn sort_order_habit(sig: &Signature, k: &Spanned<Name>, a: &Arg, d: Diagnostic) 
         }
         _ => d,
     })
+}
+
+/// The one parameter of `sig` that reads a path of each element (`key_path`, `item_path`),
+/// for a keyword that names another such path (`max(…, key_path=…)` of a function whose
+/// path is `item_path`) or says the same in other words (`key`, `field`, `by`, `path`).
+fn path_param<'s>(sig: &'s Signature, keyword: &str) -> Option<&'s str> {
+    let asks_for_path = keyword.ends_with("_path")
+        || matches!(keyword, "path" | "key" | "field" | "by" | "attr" | "attribute" | "property");
+    let mut paths = sig.params.iter().map(|p| &*p.name).filter(|n| n.ends_with("_path"));
+    let one = paths.next()?;
+    (asks_for_path && paths.next().is_none()).then_some(one)
 }

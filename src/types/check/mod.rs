@@ -347,8 +347,19 @@ impl<'a> Checker<'a> {
                     "None" | "NULL" | "Null" | "nil" => Some("null"),
                     _ => None,
                 };
+                // A bare field name in a template (`template='url'`): the element is `item`.
+                let item =
+                    self.locals.iter().rposition(|(k, _)| *k == LocalKind::Item).map(|slot| &self.locals[slot].1);
+                let item_field = item.map(|t| match t.non_null() {
+                    Type::Object(o) => o.fields.contains_key(&**n),
+                    _ => false,
+                });
                 if let Some(lit) = literal {
                     d = d.with_help(format!("did you mean `{lit}`? literals are written in lower case"));
+                } else if item_field == Some(true) {
+                    d = d
+                        .with_help(format!("inside a template the element is `item`: did you mean `item.{n}`?"))
+                        .with_suggestion(span, format!("item.{n}"), Applicability::MaybeIncorrect);
                 } else if let Some(s) = did_you_mean(n, self.scope.names()) {
                     d = d.with_did_you_mean(s, s);
                 } else if want == Some(LocalKind::Item) {
@@ -357,6 +368,8 @@ impl<'a> Checker<'a> {
                     d = d.with_help("`current` is only bound inside `pipeline` operations");
                 } else if self.funcs.lookup(n).is_some() {
                     d = d.with_help(format!("`{n}` is a function: call it as `{n}(…)`"));
+                } else if item.is_some_and(|t| matches!(t.non_null(), Type::Any | Type::Object(_))) {
+                    d = d.with_help(format!("inside a template the element is `item`: a field of it is `item.{n}`"));
                 } else {
                     let known: Vec<&str> = self.scope.names().take(8).collect();
                     if !known.is_empty() {
