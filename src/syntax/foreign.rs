@@ -250,6 +250,10 @@ fn renamed(text: &str, var: &str) -> String {
 fn projection(expression: &str) -> Option<String> {
     let e = expression.trim();
     let at = outside_strings_find(e, "[*]").or_else(|| outside_strings_find(e, "[]"))?;
+    // After a value (`xs[]`), not an empty list literal (`length([]) +`).
+    if !e[..at].chars().next_back().is_some_and(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | ']' | ')')) {
+        return None;
+    }
     let close = e[at..].find(']')? + at + 1;
     let (list, tail) = (e[..at].trim(), e[close..].trim_start_matches('.'));
     let plain =
@@ -420,7 +424,9 @@ mod tests {
         assert!(help("results | length").contains("length(results)"));
         assert!(help("f'{total} pages'").contains("no string interpolation"));
         assert!(help("`${total} pages`").contains("no string interpolation"));
-        // Not taken for what they are not: `||`, a `|` inside a string, an index.
+        // Not taken for what they are not: `||`, a `|` inside a string, an index, an empty
+        // list.
+        assert_eq!(syntax("length([]) +"), None);
         assert_eq!(syntax("a || b"), None);
         assert_eq!(syntax("'a|b' +"), None);
         assert_eq!(syntax("xs[0] +"), None);
