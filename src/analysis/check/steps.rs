@@ -15,7 +15,7 @@ use crate::analysis::plan::*;
 use crate::analysis::refs::{Fields, RefEnv, RefInfo};
 use crate::analysis::root::LoadedTool;
 use crate::analysis::transform::{BlockSpec, ListLiterals, Names};
-use crate::diagnostic::{Code, Diagnostic};
+use crate::diagnostic::{Applicability, Code, Diagnostic};
 use crate::tool::{
     Condition, DoneCheck, Instruction, Operator, ParallelExecution, Param, RefPlace, RefSite, Transform, TransformBlock,
 };
@@ -395,16 +395,22 @@ impl<'a> Checker<'a> {
                     let operands = std::iter::once((param, &param_ty)).chain(value.as_ref().map(|(v, (_, t))| (*v, t)));
                     for (node, ty) in operands {
                         if ty.fits(&number) == Fit::No {
-                            self.diags.push(
-                                Diagnostic::new(
-                                    Code::ConditionType,
-                                    node.span,
-                                    format!("`{}` compares numbers, and this is {ty:#}", operator.node),
-                                )
-                                .with_label(format!("this is {ty}"))
-                                .with_secondary(operator.span, "a numeric comparison")
-                                .with_help("compare numbers, or use `equals` / `contains` for other values"),
-                            );
+                            let d = Diagnostic::new(
+                                Code::ConditionType,
+                                node.span,
+                                format!("`{}` compares numbers, and this is {ty:#}", operator.node),
+                            )
+                            .with_label(format!("this is {ty}"))
+                            .with_secondary(operator.span, "a numeric comparison");
+                            // `"value": "0"`: the number in quotes.
+                            let quoted = node.as_str().map(|t| t.value.trim()).filter(|t| is_json_number(t));
+                            let d = match quoted {
+                                Some(t) => d
+                                    .with_help(format!("write `{t}` without quotes: a number, not text"))
+                                    .with_suggestion(node.span, t.to_string(), Applicability::MachineApplicable),
+                                None => d.with_help("compare numbers, or use `equals` / `contains` for other values"),
+                            };
+                            self.diags.push(d);
                         }
                     }
                 }
@@ -653,4 +659,11 @@ pub(super) fn parallel_element(declared_responses: Option<&[Param]>, shapes: &Sh
             None => shapes.response.clone(),
         },
     }
+}
+
+/// Whether `text` is a JSON number as written (`0`, `-2.5`, `1e3`).
+fn is_json_number(text: &str) -> bool {
+    !text.is_empty()
+        && text.starts_with(|c: char| c == '-' || c.is_ascii_digit())
+        && serde_json::from_str::<serde_json::Number>(text).is_ok()
 }

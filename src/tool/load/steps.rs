@@ -380,6 +380,27 @@ impl Loader<'_> {
 
     pub(super) fn conditions(&mut self, parent: &Obj<'_>, key: &str, node: &JsonNode) -> Vec<Condition> {
         let Some(items) = self.list(parent, key, node) else {
+            // An expression where the list belongs (`"conditions": "REF:s.total > 0"`): the
+            // list it means, when it is comparisons of a REF with a literal.
+            if let (Some(text), Some(d)) = (node.as_str(), self.diags.last_mut()) {
+                match conditions_of_expression(&text.value) {
+                    Some(list) => {
+                        d.help = Some(format!(
+                            "`{key}` is a list of conditions, not an expression: write `{list}` (a list is all of them; `{{\"logic\": \"OR\", \"conditions\": [...]}}` for any)"
+                        ));
+                        d.suggestion = Some(Box::new(crate::diagnostic::Suggestion {
+                            span: node.span,
+                            replacement: list,
+                            applicability: crate::diagnostic::Applicability::MachineApplicable,
+                        }));
+                    }
+                    None => {
+                        d.help = Some(format!(
+                            "`{key}` is a list of conditions, not an expression: `[{{\"param\": \"REF:step.field\", \"operator\": \"greater_than\", \"value\": 0}}]` (a list is all of them; `{{\"logic\": \"OR\", \"conditions\": [...]}}` for any)"
+                        ));
+                    }
+                }
+            }
             return Vec::new();
         };
         items.iter().filter_map(|c| self.condition(parent, key, c)).collect()
@@ -750,4 +771,73 @@ fn transform_alias<'a>(obj: &Obj<'a>) -> Option<(&'a Spanned<String>, &'a JsonNo
         .iter()
         .find(|(k, v)| TRANSFORM_WORDS.contains(&k.node.as_str()) && v.as_object().is_some())
         .map(|(k, v)| (k, v))
+}
+
+/// The condition list an expression string means, as JSON text, when it is comparisons of a
+/// REF with a literal joined by `and` (`REF:s.total > 0 and REF:s.kind == 'open'`): one
+/// condition object each (a list is all of them); `None` for anything else.
+fn conditions_of_expression(text: &str) -> Option<String> {
+    let mut out = Vec::new();
+    for part in text.split(" and ").flat_map(|p| p.split("&&")) {
+        let part = part.trim();
+        let (at, op) = ["==", "!=", ">=", "<=", ">", "<"]
+            .iter()
+            .filter_map(|op| part.find(op).map(|i| (i, *op)))
+            // The first operator, the longer of two at one place (`>=`, not `>`).
+            .min_by_key(|(i, op)| (*i, std::cmp::Reverse(op.len())))?;
+        let (param, value) = (part[..at].trim(), part[at + op.len()..].trim());
+        let operator = crate::syntax::foreign::operator(op)?;
+        let bare = |s: &str| {
+            !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '-'))
+        };
+        if !param.starts_with("REF:") || !bare(param) {
+            return None;
+        }
+        let value: serde_json::Value = match value {
+            "true" => true.into(),
+            "false" => false.into(),
+            "null" => serde_json::Value::Null,
+            v if v.len() >= 2
+                && (v.starts_with('\'') && v.ends_with('\'') || v.starts_with('"') && v.ends_with('"')) =>
+            {
+                let inner = &v[1..v.len() - 1];
+                if inner.contains(['\'', '"', '\\']) {
+                    return None;
+                }
+                inner.into()
+            }
+            v => serde_json::from_str::<serde_json::Number>(v).ok()?.into(),
+        };
+        out.push(serde_json::json!({"param": param, "operator": operator, "value": value}));
+    }
+    serde_json::to_string(&out).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::conditions_of_expression as list;
+
+    #[test]
+    fn an_expression_of_comparisons_is_the_list_it_means() {
+        assert_eq!(
+            list("REF:s.total >= 1 && REF:s.kind == 'open' and REF:s.ok != true").as_deref(),
+            Some(
+                r#"[{"param":"REF:s.total","operator":"greater_than_or_equals","value":1},{"param":"REF:s.kind","operator":"equals","value":"open"},{"param":"REF:s.ok","operator":"not_equals","value":true}]"#
+            )
+        );
+        assert_eq!(
+            list("REF:s.n < -2.5").as_deref(),
+            Some(r#"[{"param":"REF:s.n","operator":"less_than","value":-2.5}]"#)
+        );
+        // Not a REF on the left, a call, `or`, an escaped or unclosed string: no list.
+        for text in [
+            "total > 0",
+            "length(REF:s.items) > 0",
+            "REF:s.n > 0 or REF:s.m > 0",
+            "REF:s.k == 'it\\'s'",
+            "REF:s.k == 'x",
+        ] {
+            assert_eq!(list(text), None, "{text}");
+        }
+    }
 }
