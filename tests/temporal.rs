@@ -1425,3 +1425,121 @@ fn a_child_that_never_starts_says_the_same_on_both_engines() {
         assert_eq!((&after["status"], &after["reason"]), (&json!("CANCELLED"), &json!("step `each[1]` failed")));
     }
 }
+
+/// Three steps one after another, each transforming its answer with an expression well
+/// within the fuel of one evaluation (`--fuel`).
+const THREE_BURNS: &str = r#"{
+  "instructions": [
+    {"execution_id": "a", "tool_definition_path": "/tools/echo.tool", "arguments": {"n": 1},
+     "transform_responses": {"transforms": {"c": "count(range(20000), condition_string='item > 0')"}}},
+    {"execution_id": "b", "tool_definition_path": "/tools/echo.tool", "arguments": {"n": 2}, "dependencies": ["a"],
+     "transform_responses": {"transforms": {"c": "count(range(20000), condition_string='item > 1')"}}},
+    {"execution_id": "c", "tool_definition_path": "/tools/echo.tool", "arguments": {"n": 3}, "dependencies": ["b"],
+     "transform_responses": {"transforms": {"c": "count(range(20000), condition_string='item > 2')"}}}
+  ],
+  "response_reference_map": {"a": "REF:a.c", "b": "REF:b.c", "c": "REF:c.c"}
+}"#;
+
+/// Hostile round 11a's "Left: Temporal": `--max-run-fuel` is one budget for the whole run on
+/// Temporal too (interpreter v5), where each expression had only its own fuel. Three steps,
+/// each well within one evaluation's fuel, together past the run's: the third fails with
+/// `E0401` naming the run's budget — the local run's error, `error:` line, statuses and exit
+/// code — and with room for all three both engines succeed. The history replays (the
+/// fuel is counted from what the workflow evaluates, the same on every replay).
+#[test]
+fn a_runs_fuel_is_one_budget_across_its_steps_on_temporal_as_locally() {
+    let (root, q, _w) = started("run-fuel", &[("main.tool", THREE_BURNS), ("tools/echo.tool", ECHO)]);
+    let (main_s, root_s) = paths(&root);
+    let history = root.join("run.history.json");
+    let history_s = history.to_string_lossy().into_owned();
+    // Each transform spends 25,006 units (measured with the local run): two fit in 60,000,
+    // three do not.
+    let (local, remote) =
+        same_as_local(&[&main_s, "--root", &root_s, "--max-run-fuel", "60000", "--temporal-history", &history_s], &q);
+    assert_eq!(remote.code, 1, "{}", remote.stderr);
+    assert_eq!(remote.trace["error"]["code"], "E0401", "{}", remote.stderr);
+    assert_eq!(remote.trace["error"]["step"], "c", "{}", remote.trace["error"]);
+    let message = remote.trace["error"]["message"].as_str().unwrap_or_default().to_string();
+    assert!(message.contains("the run ran out of fuel (its budget is 60000 instructions"), "{message}");
+    assert_eq!(
+        statuses(&remote.trace),
+        [("a".to_string(), "COMPLETED".to_string()), ("b".into(), "COMPLETED".into()), ("c".into(), "FAILED".into())]
+    );
+    assert_eq!(local.trace["error"], remote.trace["error"]);
+    replays(&history);
+    let (_, remote) = same_as_local(&[&main_s, "--root", &root_s, "--max-run-fuel", "10000000"], &q);
+    assert_eq!(remote.code, 0, "{}", remote.stderr);
+    let result: Value = serde_json::from_str(&remote.stdout).expect("JSON");
+    assert_eq!(result, json!({"a": 19999, "b": 19998, "c": 19997}));
+    // `--max-run-memory` too: the first transform builds a list of 20,000 numbers (about
+    // 480 KB by the cost of values), past a run's 102,400 bytes, on both engines.
+    let (_, remote) = same_as_local(&[&main_s, "--root", &root_s, "--max-run-memory", "102400"], &q);
+    assert_eq!(remote.code, 1, "{}", remote.stderr);
+    assert_eq!(remote.trace["error"]["code"], "E0406", "{}", remote.stderr);
+    assert_eq!(remote.trace["error"]["step"], "a", "{}", remote.trace["error"]);
+}
+
+/// A composite child of two calls whose second step transforms its answer.
+const BURNING_PAIR: &str = r#"{
+  "arguments": [{"name": "n", "type_name": "integer", "required": true}],
+  "instructions": [
+    {"execution_id": "a", "tool_definition_path": "/tools/echo.tool", "arguments": {"n": "REF:arguments.n"}},
+    {"execution_id": "b", "tool_definition_path": "/tools/echo.tool", "arguments": {"n": "REF:a.n"},
+     "transform_responses": {"transforms": {"c": "count(range(1000), condition_string='item > 0') + REF:response.n"}}}
+  ],
+  "response_reference_map": {"c": "REF:b.c"}
+}"#;
+
+/// The run's fuel on Temporal is lent to its fan-out chunks' child workflows, as its calls
+/// are, and what a chunk did not spend comes back (its output says what it spent): 300
+/// children of a composite of two calls run in two child workflows of 250, each child's
+/// transform within its own fuel, together past the run's. One chunk at a time, each is lent
+/// all the run has left: the run stops at the child a local run stops at, with its error
+/// and `error:` line, the children before it completed; with room, both engines succeed.
+/// The history replays. (The children after it differ, as they do for any failure: on
+/// Temporal the children of a composite callee start together and their first steps had
+/// run, so their second steps run out of fuel, `FAILED`; a local run, one child at a time
+/// under `--concurrency 1`, never started them, `CANCELLED`.)
+#[test]
+fn a_fan_outs_children_share_the_runs_fuel_across_child_workflows_as_locally() {
+    let main = r#"{
+      "arguments": [{"name": "items", "type_name": "list<integer>", "required": true}],
+      "instructions": [
+        {"execution_id": "each", "tool_definition_path": "/pair.tool",
+         "parallel_execution": {"iterate_over": "REF:arguments.items", "child_argument_name": "n"}}
+      ],
+      "response_reference_map": {"last": "REF:each.response.last.c"}
+    }"#;
+    let (root, q, _w) =
+        started("run-fuel-chunks", &[("main.tool", main), ("pair.tool", BURNING_PAIR), ("tools/echo.tool", ECHO)]);
+    std::fs::write(root.join("args.json"), json!({"items": (0..300).collect::<Vec<i64>>()}).to_string()).expect("args");
+    let (main_s, root_s) = paths(&root);
+    let args_s = root.join("args.json").to_string_lossy().into_owned();
+    let history = root.join("run.history.json");
+    let history_s = history.to_string_lossy().into_owned();
+    // Each child's transform spends 1,258 units (measured with the local run): 340,000 last
+    // for 270 children, past the first chunk of 250; child 270 runs out.
+    let flags = [&main_s[..], "--root", &root_s, "--args", &args_s, "--concurrency", "1", "--max-run-fuel", "340000"];
+    let mut with_history = flags.to_vec();
+    with_history.extend(["--temporal-history", &history_s]);
+    let (local, remote) = (run(&flags, None), run(&with_history, Some(&q)));
+    assert_eq!((remote.code, local.code), (1, 1), "{}", remote.stderr);
+    assert_eq!(remote.trace["error"]["code"], "E0401", "{}", remote.stderr);
+    let message = remote.trace["error"]["message"].as_str().unwrap_or_default().to_string();
+    assert!(message.contains("the run ran out of fuel (its budget is 340000 instructions"), "{message}");
+    assert_eq!(local.trace["error"], remote.trace["error"]);
+    assert_eq!(remote.trace["error"]["step"], "each[270]/b", "{}", remote.trace["error"]);
+    assert_eq!(error_lines(&remote.stderr), error_lines(&local.stderr));
+    // Every child up to the one that ran out, on both engines.
+    let until = |trace: &Value| statuses(trace).into_iter().take_while(|(k, _)| k != "each[270]").collect::<Vec<_>>();
+    assert_eq!(until(&remote.trace), until(&local.trace));
+    let done = statuses(&remote.trace).into_iter().filter(|(k, s)| s == "COMPLETED" && k.ends_with(']')).count();
+    assert_eq!(done, 270, "the second chunk ran out, where the local run did");
+    // Two child workflows, each lent the fuel the run had left.
+    let events = history_events(&history);
+    assert_eq!(events.iter().filter(|e| e["event_type"] == 29).count(), 2, "two child workflows");
+    replays(&history);
+    let roomy = [&main_s[..], "--root", &root_s, "--args", &args_s, "--concurrency", "1", "--max-run-fuel", "10000000"];
+    let (_, remote) = same_as_local(&roomy, &q);
+    assert_eq!(remote.code, 0, "{}", remote.stderr);
+}
