@@ -1543,3 +1543,34 @@ fn a_fan_outs_children_share_the_runs_fuel_across_child_workflows_as_locally() {
     let (_, remote) = same_as_local(&roomy, &q);
     assert_eq!(remote.code, 0, "{}", remote.stderr);
 }
+
+/// A tool answer the run keeps is charged to its `--max-run-memory` on Temporal too, when it
+/// comes back from its activity (as locally when it comes back from the tool): an answer of
+/// 2,000 numbers (about 48 KB by the cost of values) past a run's 16,384 bytes fails its
+/// step with `E0406` naming the run's budget, on both engines alike; with room, both succeed.
+#[test]
+fn a_tool_answer_is_charged_to_the_runs_memory_on_temporal_as_locally() {
+    let main = r#"{
+      "instructions": [
+        {"execution_id": "get", "tool_definition_path": "/tools/any.tool", "arguments": {"n": 1}}
+      ],
+      "response_reference_map": {"items": "REF:get.items"}
+    }"#;
+    let any = r#"{"arguments": [{"name": "n", "type_name": "integer", "required": true}],
+                  "system_event_endpoint": "builtin:echo"}"#;
+    let (root, q, _w) = started("run-memory-answer", &[("main.tool", main), ("tools/any.tool", any)]);
+    let mock = root.join("mock.json");
+    std::fs::write(&mock, json!({"/tools/any.tool": {"items": (0..2000).collect::<Vec<i64>>()}}).to_string())
+        .expect("mock");
+    let (main_s, root_s) = paths(&root);
+    let mock_s = mock.to_string_lossy().into_owned();
+    let (_, remote) = same_as_local(&[&main_s, "--root", &root_s, "--mock", &mock_s, "--max-run-memory", "16384"], &q);
+    assert_eq!(remote.code, 1, "{}", remote.stderr);
+    assert_eq!(remote.trace["error"]["code"], "E0406", "{}", remote.stderr);
+    assert_eq!(remote.trace["error"]["step"], "get", "{}", remote.trace["error"]);
+    let message = remote.trace["error"]["message"].as_str().unwrap_or_default().to_string();
+    assert!(message.contains("its memory budget allows (16384 bytes"), "{message}");
+    let (_, remote) =
+        same_as_local(&[&main_s, "--root", &root_s, "--mock", &mock_s, "--max-run-memory", "1000000"], &q);
+    assert_eq!(remote.code, 0, "{}", remote.stderr);
+}
