@@ -455,11 +455,23 @@ fn a_history_that_does_not_match_the_interpreter_does_not_replay() {
 /// other commands than the batches recorded.
 #[test]
 fn a_batched_history_replays_and_does_not_without_its_patch() {
-    use base64::Engine as _;
     let path = repo().join("tests/data/temporal/fan-out-batched-v4.history.json");
     replays(&path);
     let text = std::fs::read_to_string(&path).expect("the committed history");
     assert_eq!(text.matches("tdsl.call_batch").count(), 2, "two batches' activities");
+    let e = tdsl::testing::temporal::worker::replay(without_patch(&path, "tdsl-batched-children").as_bytes())
+        .expect_err("without its patch, a batched history does not replay");
+    assert!(e.contains("does not replay"), "{e}");
+    // It took the v3 path: one `tdsl.call_tool` activity where the history has a batch.
+    assert!(e.contains("'tdsl.call_batch'") && e.contains("'tdsl.call_tool'"), "{e}");
+}
+
+/// The history at `path` with the marker of `patch` renamed, as a worker without the patch
+/// would have written it: deprecated, so that the replayer may skip it, and what remains is
+/// the interpreter's own commands.
+fn without_patch(path: &Path, patch: &str) -> String {
+    use base64::Engine as _;
+    let text = std::fs::read_to_string(path).expect("the committed history");
     let mut history: Value = serde_json::from_str(&text).expect("JSON");
     let b64 = base64::engine::general_purpose::STANDARD;
     let mut renamed = 0;
@@ -468,23 +480,33 @@ fn a_batched_history_replays_and_does_not_without_its_patch() {
         for payload in marker["details"]["patch-data"]["payloads"].as_array_mut().into_iter().flatten() {
             let data = b64.decode(payload["data"].as_str().expect("data")).expect("base64");
             let data = String::from_utf8(data).expect("UTF-8");
-            if data.contains("tdsl-batched-children") {
-                // Deprecated, so that the replayer may skip it: what remains is the
-                // interpreter's own commands.
-                let other = data
-                    .replace("tdsl-batched-children", "tdsl-another-change")
-                    .replace("\"deprecated\":false", "\"deprecated\":true");
+            if data.contains(patch) {
+                let other =
+                    data.replace(patch, "tdsl-another-change").replace("\"deprecated\":false", "\"deprecated\":true");
                 payload["data"] = json!(b64.encode(other));
                 renamed += 1;
             }
         }
     }
-    assert_eq!(renamed, 1, "the history has the patch's marker");
-    let e = tdsl::testing::temporal::worker::replay(history.to_string().as_bytes())
-        .expect_err("without its patch, a batched history does not replay");
-    assert!(e.contains("does not replay"), "{e}");
-    // It took the v3 path: one `tdsl.call_tool` activity where the history has a batch.
-    assert!(e.contains("'tdsl.call_batch'") && e.contains("'tdsl.call_tool'"), "{e}");
+    assert_eq!(renamed, 1, "the history has the marker of {patch}");
+    history.to_string()
+}
+
+/// Interpreter v5's one budget of fuel per run is behind `ctx.patched("tdsl-run-budget")`:
+/// the committed history of a v5 run stopped by its `--max-run-fuel` (step `c` out of fuel,
+/// step `d` after it never called) replays, and with the patch's marker renamed it does
+/// not: the interpreter then evaluates with each expression's own fuel only, `c` succeeds,
+/// and it schedules `d`'s call, which the history does not have.
+#[test]
+fn a_history_stopped_by_the_runs_fuel_replays_and_does_not_without_its_patch() {
+    let path = repo().join("tests/data/temporal/run-fuel-v5.history.json");
+    replays(&path);
+    let text = std::fs::read_to_string(&path).expect("the committed history");
+    assert_eq!(text.matches("\"activity_type\":{\"name\":\"tdsl.call_tool\"}").count(), 3, "a, b and c were called");
+    let e = tdsl::testing::temporal::worker::replay(without_patch(&path, "tdsl-run-budget").as_bytes())
+        .expect_err("without its patch, the history does not replay");
+    // The call of `d` where the history has the run's end.
+    assert!(e.contains("does not replay") && e.contains("Activity machine"), "{e}");
 }
 
 /// A fan-out of 1,000 children (two batches of 500 children, two activities) gives the local
