@@ -295,6 +295,24 @@ impl RunBudget {
         }
     }
 
+    /// A share of a run's budget lent to a place that evaluates for the run elsewhere (on
+    /// Temporal, a fan-out chunk's child workflow, docs/distributed.md): `fuel_lent` units
+    /// and `memory_lent` bytes to be had, of the run's `fuel` and `memory`, which its errors
+    /// name. What the share spent and holds is what it was lent less what is left
+    /// ([`RunBudget::fuel_left`], [`RunBudget::memory_left`]).
+    #[cfg_attr(not(feature = "temporal"), allow(dead_code))]
+    pub(crate) fn lent(fuel: u64, fuel_lent: u64, memory: u64, memory_lent: u64) -> RunBudget {
+        use std::sync::atomic::AtomicU64;
+        RunBudget {
+            fuel,
+            fuel_left: AtomicU64::new(fuel_lent.min(fuel)),
+            memory,
+            memory_left: AtomicU64::new(memory_lent.min(memory)),
+            memory_peak: AtomicU64::new(0),
+            pool: None,
+        }
+    }
+
     /// This budget, every byte it holds taken from `pool` too (and given back to it when the
     /// budget is dropped, at the run's end).
     pub fn within(mut self, pool: &MemoryPool) -> RunBudget {
@@ -320,6 +338,11 @@ impl RunBudget {
     /// The fuel still to be had.
     pub fn fuel_left(&self) -> u64 {
         self.fuel_left.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The bytes still to be had.
+    pub(crate) fn memory_left(&self) -> u64 {
+        self.memory_left.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The bytes held now.

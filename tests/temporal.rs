@@ -455,11 +455,23 @@ fn a_history_that_does_not_match_the_interpreter_does_not_replay() {
 /// other commands than the batches recorded.
 #[test]
 fn a_batched_history_replays_and_does_not_without_its_patch() {
-    use base64::Engine as _;
     let path = repo().join("tests/data/temporal/fan-out-batched-v4.history.json");
     replays(&path);
     let text = std::fs::read_to_string(&path).expect("the committed history");
     assert_eq!(text.matches("tdsl.call_batch").count(), 2, "two batches' activities");
+    let e = tdsl::testing::temporal::worker::replay(without_patch(&path, "tdsl-batched-children").as_bytes())
+        .expect_err("without its patch, a batched history does not replay");
+    assert!(e.contains("does not replay"), "{e}");
+    // It took the v3 path: one `tdsl.call_tool` activity where the history has a batch.
+    assert!(e.contains("'tdsl.call_batch'") && e.contains("'tdsl.call_tool'"), "{e}");
+}
+
+/// The history at `path` with the marker of `patch` renamed, as a worker without the patch
+/// would have written it: deprecated, so that the replayer may skip it, and what remains is
+/// the interpreter's own commands.
+fn without_patch(path: &Path, patch: &str) -> String {
+    use base64::Engine as _;
+    let text = std::fs::read_to_string(path).expect("the committed history");
     let mut history: Value = serde_json::from_str(&text).expect("JSON");
     let b64 = base64::engine::general_purpose::STANDARD;
     let mut renamed = 0;
@@ -468,23 +480,33 @@ fn a_batched_history_replays_and_does_not_without_its_patch() {
         for payload in marker["details"]["patch-data"]["payloads"].as_array_mut().into_iter().flatten() {
             let data = b64.decode(payload["data"].as_str().expect("data")).expect("base64");
             let data = String::from_utf8(data).expect("UTF-8");
-            if data.contains("tdsl-batched-children") {
-                // Deprecated, so that the replayer may skip it: what remains is the
-                // interpreter's own commands.
-                let other = data
-                    .replace("tdsl-batched-children", "tdsl-another-change")
-                    .replace("\"deprecated\":false", "\"deprecated\":true");
+            if data.contains(patch) {
+                let other =
+                    data.replace(patch, "tdsl-another-change").replace("\"deprecated\":false", "\"deprecated\":true");
                 payload["data"] = json!(b64.encode(other));
                 renamed += 1;
             }
         }
     }
-    assert_eq!(renamed, 1, "the history has the patch's marker");
-    let e = tdsl::testing::temporal::worker::replay(history.to_string().as_bytes())
-        .expect_err("without its patch, a batched history does not replay");
-    assert!(e.contains("does not replay"), "{e}");
-    // It took the v3 path: one `tdsl.call_tool` activity where the history has a batch.
-    assert!(e.contains("'tdsl.call_batch'") && e.contains("'tdsl.call_tool'"), "{e}");
+    assert_eq!(renamed, 1, "the history has the marker of {patch}");
+    history.to_string()
+}
+
+/// Interpreter v5's one budget of fuel per run is behind `ctx.patched("tdsl-run-budget")`:
+/// the committed history of a v5 run stopped by its `--max-run-fuel` (step `c` out of fuel,
+/// step `d` after it never called) replays, and with the patch's marker renamed it does
+/// not: the interpreter then evaluates with each expression's own fuel only, `c` succeeds,
+/// and it schedules `d`'s call, which the history does not have.
+#[test]
+fn a_history_stopped_by_the_runs_fuel_replays_and_does_not_without_its_patch() {
+    let path = repo().join("tests/data/temporal/run-fuel-v5.history.json");
+    replays(&path);
+    let text = std::fs::read_to_string(&path).expect("the committed history");
+    assert_eq!(text.matches("\"activity_type\":{\"name\":\"tdsl.call_tool\"}").count(), 3, "a, b and c were called");
+    let e = tdsl::testing::temporal::worker::replay(without_patch(&path, "tdsl-run-budget").as_bytes())
+        .expect_err("without its patch, the history does not replay");
+    // The call of `d` where the history has the run's end.
+    assert!(e.contains("does not replay") && e.contains("Activity machine"), "{e}");
 }
 
 /// A fan-out of 1,000 children (two batches of 500 children, two activities) gives the local
@@ -1424,4 +1446,153 @@ fn a_child_that_never_starts_says_the_same_on_both_engines() {
         let after = &remote.trace["step_results"][1];
         assert_eq!((&after["status"], &after["reason"]), (&json!("CANCELLED"), &json!("step `each[1]` failed")));
     }
+}
+
+/// Three steps one after another, each transforming its answer with an expression well
+/// within the fuel of one evaluation (`--fuel`).
+const THREE_BURNS: &str = r#"{
+  "instructions": [
+    {"execution_id": "a", "tool_definition_path": "/tools/echo.tool", "arguments": {"n": 1},
+     "transform_responses": {"transforms": {"c": "count(range(20000), condition_string='item > 0')"}}},
+    {"execution_id": "b", "tool_definition_path": "/tools/echo.tool", "arguments": {"n": 2}, "dependencies": ["a"],
+     "transform_responses": {"transforms": {"c": "count(range(20000), condition_string='item > 1')"}}},
+    {"execution_id": "c", "tool_definition_path": "/tools/echo.tool", "arguments": {"n": 3}, "dependencies": ["b"],
+     "transform_responses": {"transforms": {"c": "count(range(20000), condition_string='item > 2')"}}}
+  ],
+  "response_reference_map": {"a": "REF:a.c", "b": "REF:b.c", "c": "REF:c.c"}
+}"#;
+
+/// Hostile round 11a's "Left: Temporal": `--max-run-fuel` is one budget for the whole run on
+/// Temporal too (interpreter v5), where each expression had only its own fuel. Three steps,
+/// each well within one evaluation's fuel, together past the run's: the third fails with
+/// `E0401` naming the run's budget — the local run's error, `error:` line, statuses and exit
+/// code — and with room for all three both engines succeed. The history replays (the
+/// fuel is counted from what the workflow evaluates, the same on every replay).
+#[test]
+fn a_runs_fuel_is_one_budget_across_its_steps_on_temporal_as_locally() {
+    let (root, q, _w) = started("run-fuel", &[("main.tool", THREE_BURNS), ("tools/echo.tool", ECHO)]);
+    let (main_s, root_s) = paths(&root);
+    let history = root.join("run.history.json");
+    let history_s = history.to_string_lossy().into_owned();
+    // Each transform spends 25,006 units (measured with the local run): two fit in 60,000,
+    // three do not.
+    let (local, remote) =
+        same_as_local(&[&main_s, "--root", &root_s, "--max-run-fuel", "60000", "--temporal-history", &history_s], &q);
+    assert_eq!(remote.code, 1, "{}", remote.stderr);
+    assert_eq!(remote.trace["error"]["code"], "E0401", "{}", remote.stderr);
+    assert_eq!(remote.trace["error"]["step"], "c", "{}", remote.trace["error"]);
+    let message = remote.trace["error"]["message"].as_str().unwrap_or_default().to_string();
+    assert!(message.contains("the run ran out of fuel (its budget is 60000 instructions"), "{message}");
+    assert_eq!(
+        statuses(&remote.trace),
+        [("a".to_string(), "COMPLETED".to_string()), ("b".into(), "COMPLETED".into()), ("c".into(), "FAILED".into())]
+    );
+    assert_eq!(local.trace["error"], remote.trace["error"]);
+    replays(&history);
+    let (_, remote) = same_as_local(&[&main_s, "--root", &root_s, "--max-run-fuel", "10000000"], &q);
+    assert_eq!(remote.code, 0, "{}", remote.stderr);
+    let result: Value = serde_json::from_str(&remote.stdout).expect("JSON");
+    assert_eq!(result, json!({"a": 19999, "b": 19998, "c": 19997}));
+    // `--max-run-memory` too: the first transform builds a list of 20,000 numbers (about
+    // 480 KB by the cost of values), past a run's 102,400 bytes, on both engines.
+    let (_, remote) = same_as_local(&[&main_s, "--root", &root_s, "--max-run-memory", "102400"], &q);
+    assert_eq!(remote.code, 1, "{}", remote.stderr);
+    assert_eq!(remote.trace["error"]["code"], "E0406", "{}", remote.stderr);
+    assert_eq!(remote.trace["error"]["step"], "a", "{}", remote.trace["error"]);
+}
+
+/// A composite child of two calls whose second step transforms its answer.
+const BURNING_PAIR: &str = r#"{
+  "arguments": [{"name": "n", "type_name": "integer", "required": true}],
+  "instructions": [
+    {"execution_id": "a", "tool_definition_path": "/tools/echo.tool", "arguments": {"n": "REF:arguments.n"}},
+    {"execution_id": "b", "tool_definition_path": "/tools/echo.tool", "arguments": {"n": "REF:a.n"},
+     "transform_responses": {"transforms": {"c": "count(range(1000), condition_string='item > 0') + REF:response.n"}}}
+  ],
+  "response_reference_map": {"c": "REF:b.c"}
+}"#;
+
+/// The run's fuel on Temporal is lent to its fan-out chunks' child workflows, as its calls
+/// are, and what a chunk did not spend comes back (its output says what it spent): 300
+/// children of a composite of two calls run in two child workflows of 250, each child's
+/// transform within its own fuel, together past the run's. One chunk at a time, each is lent
+/// all the run has left: the run stops at the child a local run stops at, with its error
+/// and `error:` line, the children before it completed; with room, both engines succeed.
+/// The history replays. (The children after it differ, as they do for any failure: on
+/// Temporal the children of a composite callee start together and their first steps had
+/// run, so their second steps run out of fuel, `FAILED`; a local run, one child at a time
+/// under `--concurrency 1`, never started them, `CANCELLED`.)
+#[test]
+fn a_fan_outs_children_share_the_runs_fuel_across_child_workflows_as_locally() {
+    let main = r#"{
+      "arguments": [{"name": "items", "type_name": "list<integer>", "required": true}],
+      "instructions": [
+        {"execution_id": "each", "tool_definition_path": "/pair.tool",
+         "parallel_execution": {"iterate_over": "REF:arguments.items", "child_argument_name": "n"}}
+      ],
+      "response_reference_map": {"last": "REF:each.response.last.c"}
+    }"#;
+    let (root, q, _w) =
+        started("run-fuel-chunks", &[("main.tool", main), ("pair.tool", BURNING_PAIR), ("tools/echo.tool", ECHO)]);
+    std::fs::write(root.join("args.json"), json!({"items": (0..300).collect::<Vec<i64>>()}).to_string()).expect("args");
+    let (main_s, root_s) = paths(&root);
+    let args_s = root.join("args.json").to_string_lossy().into_owned();
+    let history = root.join("run.history.json");
+    let history_s = history.to_string_lossy().into_owned();
+    // Each child's transform spends 1,258 units (measured with the local run): 340,000 last
+    // for 270 children, past the first chunk of 250; child 270 runs out.
+    let flags = [&main_s[..], "--root", &root_s, "--args", &args_s, "--concurrency", "1", "--max-run-fuel", "340000"];
+    let mut with_history = flags.to_vec();
+    with_history.extend(["--temporal-history", &history_s]);
+    let (local, remote) = (run(&flags, None), run(&with_history, Some(&q)));
+    assert_eq!((remote.code, local.code), (1, 1), "{}", remote.stderr);
+    assert_eq!(remote.trace["error"]["code"], "E0401", "{}", remote.stderr);
+    let message = remote.trace["error"]["message"].as_str().unwrap_or_default().to_string();
+    assert!(message.contains("the run ran out of fuel (its budget is 340000 instructions"), "{message}");
+    assert_eq!(local.trace["error"], remote.trace["error"]);
+    assert_eq!(remote.trace["error"]["step"], "each[270]/b", "{}", remote.trace["error"]);
+    assert_eq!(error_lines(&remote.stderr), error_lines(&local.stderr));
+    // Every child up to the one that ran out, on both engines.
+    let until = |trace: &Value| statuses(trace).into_iter().take_while(|(k, _)| k != "each[270]").collect::<Vec<_>>();
+    assert_eq!(until(&remote.trace), until(&local.trace));
+    let done = statuses(&remote.trace).into_iter().filter(|(k, s)| s == "COMPLETED" && k.ends_with(']')).count();
+    assert_eq!(done, 270, "the second chunk ran out, where the local run did");
+    // Two child workflows, each lent the fuel the run had left.
+    let events = history_events(&history);
+    assert_eq!(events.iter().filter(|e| e["event_type"] == 29).count(), 2, "two child workflows");
+    replays(&history);
+    let roomy = [&main_s[..], "--root", &root_s, "--args", &args_s, "--concurrency", "1", "--max-run-fuel", "10000000"];
+    let (_, remote) = same_as_local(&roomy, &q);
+    assert_eq!(remote.code, 0, "{}", remote.stderr);
+}
+
+/// A tool answer the run keeps is charged to its `--max-run-memory` on Temporal too, when it
+/// comes back from its activity (as locally when it comes back from the tool): an answer of
+/// 2,000 numbers (about 48 KB by the cost of values) past a run's 16,384 bytes fails its
+/// step with `E0406` naming the run's budget, on both engines alike; with room, both succeed.
+#[test]
+fn a_tool_answer_is_charged_to_the_runs_memory_on_temporal_as_locally() {
+    let main = r#"{
+      "instructions": [
+        {"execution_id": "get", "tool_definition_path": "/tools/any.tool", "arguments": {"n": 1}}
+      ],
+      "response_reference_map": {"items": "REF:get.items"}
+    }"#;
+    let any = r#"{"arguments": [{"name": "n", "type_name": "integer", "required": true}],
+                  "system_event_endpoint": "builtin:echo"}"#;
+    let (root, q, _w) = started("run-memory-answer", &[("main.tool", main), ("tools/any.tool", any)]);
+    let mock = root.join("mock.json");
+    std::fs::write(&mock, json!({"/tools/any.tool": {"items": (0..2000).collect::<Vec<i64>>()}}).to_string())
+        .expect("mock");
+    let (main_s, root_s) = paths(&root);
+    let mock_s = mock.to_string_lossy().into_owned();
+    let (_, remote) = same_as_local(&[&main_s, "--root", &root_s, "--mock", &mock_s, "--max-run-memory", "16384"], &q);
+    assert_eq!(remote.code, 1, "{}", remote.stderr);
+    assert_eq!(remote.trace["error"]["code"], "E0406", "{}", remote.stderr);
+    assert_eq!(remote.trace["error"]["step"], "get", "{}", remote.trace["error"]);
+    let message = remote.trace["error"]["message"].as_str().unwrap_or_default().to_string();
+    assert!(message.contains("its memory budget allows (16384 bytes"), "{message}");
+    let (_, remote) =
+        same_as_local(&[&main_s, "--root", &root_s, "--mock", &mock_s, "--max-run-memory", "1000000"], &q);
+    assert_eq!(remote.code, 0, "{}", remote.stderr);
 }

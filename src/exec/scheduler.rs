@@ -631,7 +631,7 @@ impl<'a> RunCtx<'a> {
     /// Charges a tool's answer to the run's memory, which holds it until the run ends: what
     /// it does not share with the answers held before (`Value::alloc_bytes_unseen_within`).
     fn hold(&self, answer: &Value) -> Result<(), String> {
-        let left = self.budget.memory() - self.budget.memory_held();
+        let left = self.budget.memory_left();
         let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
         let Some((bytes, added)) = answer.alloc_bytes_unseen_within(left, &mut held) else {
             return Err(self.budget.memory_error());

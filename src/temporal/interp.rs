@@ -49,6 +49,7 @@ use crate::exec::step::{
 };
 use crate::exec::trace::rfc3339;
 use crate::exec::{Attempt, ChildTrace, Outcome, Signal, StepStatus, StepTrace, Time, Tool, Trace, Workflow};
+use crate::runtime::{Interrupt, RunBudget};
 use crate::tool::validate;
 use crate::value::{Map, Value};
 use history::{activity_error_bytes, json_bytes, HistoryBytes, PATCH_MARKER_BYTES};
@@ -121,6 +122,13 @@ const ONE_CALL_BUDGET: &str = "tdsl-one-call-budget";
 /// (`batch.rs`); the history of a v3 run, which has not, replays with one activity per child.
 const BATCHED_CHILDREN: &str = "tdsl-batched-children";
 
+/// The patch (`ctx.patched`) of interpreter v5's one budget of fuel and memory for the whole
+/// run (`--max-run-fuel`, `--max-run-memory`): a workflow that has it charges every
+/// expression it evaluates and every tool answer it keeps to the run's budget, and lends its
+/// fan-out chunks their share; the history of a v4 run, which has not, replays with each
+/// expression's own limits only.
+const RUN_BUDGET: &str = "tdsl-run-budget";
+
 /// How a primitive call ended ([`Interp::settle_call`]): its last attempt's outcome, the
 /// attempts made, its answer or error, the notes of the failed attempts before the last.
 type CallEnd = (Outcome, u32, Result<Value, String>, Vec<AttemptNote>);
@@ -170,6 +178,23 @@ pub(crate) struct Interp<'a> {
     batched: bool,
     /// The chunks running with calls lent from `calls`.
     lent: Cell<usize>,
+    /// Whether the run keeps one budget of fuel and memory ([`RUN_BUDGET`]).
+    run_budget: bool,
+    /// The run's fuel and memory, or what the parent lent a fan-out chunk's child workflow
+    /// ([`Chunk::fuel`], [`Chunk::memory`]): charged by every expression this workflow
+    /// evaluates (through `interrupt`) and every tool answer it keeps. Derived from the
+    /// history alone — expressions count fuel in steps of the VM and bytes by the values
+    /// they build, evaluated one at a time in workflow code; answers and chunks' outputs
+    /// are in the history — so a replay counts the same. `None` without [`RUN_BUDGET`].
+    budget: Option<Arc<RunBudget>>,
+    /// What `budget` started with: the run's whole budget, or a chunk's lent share.
+    budget_lent: (u64, u64),
+    /// The interrupt every expression of this workflow evaluates under: it carries
+    /// `budget` (no deadline, no probe: workflow code may not stop on a clock).
+    interrupt: Option<Interrupt>,
+    /// The addresses of the lists, objects and long strings of the answers this workflow
+    /// keeps, each charged once (as a local run's, `exec::scheduler`).
+    held: RefCell<rustc_hash::FxHashSet<usize>>,
     /// Attempts made so far at each mocked tool: where its mock answers continue.
     mock_calls: RefCell<HashMap<String, usize>>,
     mock: Option<Map>,
@@ -196,7 +221,7 @@ impl<'a> Interp<'a> {
             .options
             .deadline_seconds
             .map(|d| start_ms.saturating_add(i64::try_from(secs(d).as_millis()).unwrap_or(i64::MAX)));
-        let interp = Interp {
+        let mut interp = Interp {
             ctx,
             wf,
             input,
@@ -219,6 +244,11 @@ impl<'a> Interp<'a> {
             one_budget: ctx.patched(ONE_CALL_BUDGET),
             batched: ctx.patched(BATCHED_CHILDREN),
             lent: Cell::new(0),
+            run_budget: ctx.patched(RUN_BUDGET),
+            budget: None,
+            budget_lent: (0, 0),
+            interrupt: None,
+            held: RefCell::new(rustc_hash::FxHashSet::default()),
             mock_calls: RefCell::new(HashMap::new()),
             mock: input.mock.as_ref().and_then(Value::as_object).cloned(),
             history_bytes: HistoryBytes::default(),
@@ -226,10 +256,29 @@ impl<'a> Interp<'a> {
         // The run's input is in its history's first event; each patch this run has, a
         // marker.
         interp.history_bytes.add(json_bytes(input));
-        for (patch, has) in [(ONE_CALL_BUDGET, interp.one_budget), (BATCHED_CHILDREN, interp.batched)] {
+        for (patch, has) in
+            [(ONE_CALL_BUDGET, interp.one_budget), (BATCHED_CHILDREN, interp.batched), (RUN_BUDGET, interp.run_budget)]
+        {
             if has {
                 interp.history_bytes.add(patch.len() + PATCH_MARKER_BYTES);
             }
+        }
+        // The run's budget, or the share its parent lent this chunk. A run (or a chunk) of a
+        // client without it has none: its expressions have their own limits only, as in v4.
+        let options = &input.options;
+        let budget = match (interp.run_budget, options.max_run_fuel, options.max_run_memory, &input.chunk) {
+            (true, Some(fuel), Some(memory), None) => Some((RunBudget::new(fuel, memory), (fuel, memory))),
+            (true, Some(fuel), Some(memory), Some(chunk)) => match (chunk.fuel, chunk.memory) {
+                (Some(f), Some(m)) => Some((RunBudget::lent(fuel, f, memory, m), (f.min(fuel), m.min(memory)))),
+                _ => None,
+            },
+            _ => None,
+        };
+        if let Some((budget, lent)) = budget {
+            let budget = Arc::new(budget);
+            interp.interrupt = Some(Interrupt::new().with_budget(budget.clone()));
+            interp.budget = Some(budget);
+            interp.budget_lent = lent;
         }
         interp
     }
@@ -318,6 +367,45 @@ impl<'a> Interp<'a> {
         }
         // Wakes the waits on the budget (`await_calls`).
         self.ctx.state_mut(|_| ());
+    }
+
+    /// Lends a chunk its share of the fuel and memory the run has left: `1 / n` of each,
+    /// `n` the chunks that may still start beside it (all of it when chunks run one at a
+    /// time). Taken for as long as the chunk runs: the run's own expressions meanwhile have
+    /// what was not lent. `None`: the run keeps no budget ([`RUN_BUDGET`]).
+    fn lend_budget(&self, n: usize) -> Option<(u64, u64)> {
+        let b = self.budget.as_ref()?;
+        let n = n.max(1) as u64;
+        // With nothing needed, a take always succeeds (with what there is, down to 0).
+        let fuel = b.take_fuel(0, b.fuel_left() / n).unwrap_or(0);
+        let memory = b.take_memory(0, b.memory_left() / n).unwrap_or(0);
+        Some((fuel, memory))
+    }
+
+    /// A chunk lent `lent` fuel and memory ended having spent `used.0` and holding `used.1`
+    /// (its children's results, which the run holds from now on; `None`: unknown, all is
+    /// kept): the rest comes back. Fuel is spent for good, as calls are.
+    fn budget_back(&self, lent: Option<(u64, u64)>, used: Option<(u64, u64)>) {
+        let (Some(b), Some((fuel, memory))) = (&self.budget, lent) else { return };
+        let (spent, held) = used.unwrap_or((fuel, memory));
+        b.give_back_fuel(fuel.saturating_sub(spent));
+        b.give_back_memory(memory.saturating_sub(held));
+    }
+
+    /// Charges a tool's answer to the run's memory, which holds it until the run ends: what
+    /// it does not share with the answers held before, as a local run charges it
+    /// (`exec::scheduler`); the message of `E0406` when it does not fit.
+    fn hold_answer(&self, answer: &Value) -> Result<(), String> {
+        let Some(b) = &self.budget else { return Ok(()) };
+        let mut held = self.held.borrow_mut();
+        let Some((bytes, added)) = answer.alloc_bytes_unseen_within(b.memory_left(), &mut held) else {
+            return Err(b.memory_error());
+        };
+        b.hold(bytes).inspect_err(|_| {
+            for at in added {
+                held.remove(&at);
+            }
+        })
     }
 
     /// Whether the run was cancelled from Temporal (its UI, CLI or API).
@@ -451,6 +539,8 @@ impl<'a> Interp<'a> {
             // The most calls one child takes from the run's budget: a chunk is lent that many
             // per child (all that is left when the plan does not bound them).
             let per_child = calls_bound(self.wf, tool, self.input.options.max_fan_out, 0);
+            // This fan-out's chunks running with a share of the run's fuel and memory.
+            let lending = &Cell::new(0usize);
             let runs = chunks.into_iter().enumerate().map(|(c, chunk)| {
                 async move {
                     let first = c * size;
@@ -475,6 +565,10 @@ impl<'a> Interp<'a> {
                             .collect::<Vec<_>>();
                     }
                     self.chunk_slots.set(self.chunk_slots.get() + share);
+                    let budget = self.lend_budget(side_by_side.saturating_sub(lending.get()));
+                    if budget.is_some() {
+                        lending.set(lending.get() + 1);
+                    }
                     let spec = Chunk {
                         step_key: key.to_string(),
                         tool_path: site.tool_path.to_string(),
@@ -487,9 +581,15 @@ impl<'a> Interp<'a> {
                         mock_base: self.mock_calls.borrow().get(site.tool_path).copied().unwrap_or(0),
                         mock_bases: self.mock_calls.borrow().iter().map(|(k, v)| (k.clone(), *v)).collect(),
                         calls: lent,
+                        fuel: budget.map(|b| b.0),
+                        memory: budget.map(|b| b.1),
                     };
-                    let (got, used) = self.run_chunk_child(key, c, spec, share).await;
+                    let (got, used, spent) = self.run_chunk_child(key, c, spec, share).await;
                     self.calls_back(lent, used);
+                    self.budget_back(budget, spent);
+                    if budget.is_some() {
+                        lending.set(lending.get().saturating_sub(1));
+                    }
                     let ended = got.len();
                     self.progress(|p| p.counts().children_done += ended);
                     self.chunk_slots.set(self.chunk_slots.get().saturating_sub(share));
@@ -541,7 +641,7 @@ impl<'a> Interp<'a> {
         c: usize,
         spec: Chunk,
         concurrency: usize,
-    ) -> (Vec<ChildEnd>, Option<(usize, bool)>) {
+    ) -> (Vec<ChildEnd>, Option<(usize, bool)>, Option<(u64, u64)>) {
         let (first, n, tool_path) = (spec.first_index, spec.arguments.len(), spec.tool_path.clone());
         let mut input = self.input.clone();
         input.chunk = Some(spec);
@@ -551,16 +651,16 @@ impl<'a> Interp<'a> {
                 .map(|i| ChildEnd::failed(i, Failure::new(&format!("{key}[{i}]"), code, message.clone())))
                 .collect::<Vec<_>>()
         };
-        // Refused before it starts: it made no call.
-        let none = Some((0, false));
+        // Refused before it starts: it made no call, spent no fuel and holds nothing.
+        let (none, nothing) = (Some((0, false)), Some((0, 0)));
         let bytes = json_bytes(&input);
         if let Some(e) = super::over_payload_limit("a fan-out chunk's input", bytes) {
-            return (fail_all(Code::EngineLimit, e), none);
+            return (fail_all(Code::EngineLimit, e), none, nothing);
         }
         let workflow_id = format!("{}/{key}/chunk-{c}", self.ctx.workflow_id());
         let bytes = bytes.saturating_add(workflow_id.len());
         if let Some(e) = self.over_history_limit(bytes) {
-            return (fail_all(Code::EngineLimit, e), none);
+            return (fail_all(Code::EngineLimit, e), none, nothing);
         }
         self.history_bytes.add(bytes);
         let options = ChildWorkflowOptions::builder().workflow_id(workflow_id).build();
@@ -572,18 +672,19 @@ impl<'a> Interp<'a> {
         let chunk = match out.map(|o| o.chunk) {
             Ok(Some(chunk)) => chunk,
             Ok(None) => {
-                return (fail_all(Code::ToolFailed, "the fan-out chunk returned no children".to_string()), None)
+                return (fail_all(Code::ToolFailed, "the fan-out chunk returned no children".to_string()), None, None)
             }
             // The run was cancelled while the chunk ran: its children were cancelled with it.
             Err(_) if self.cancelled() => {
                 let children = (first..first + n)
                     .map(|i| ChildEnd::failed(i, self.stop_failure(&format!("{key}[{i}]"))))
                     .collect();
-                return (children, None);
+                return (children, None, None);
             }
-            Err(e) => return (fail_all(Code::ToolFailed, format!("the fan-out chunk {c} failed: {e}")), None),
+            Err(e) => return (fail_all(Code::ToolFailed, format!("the fan-out chunk {c} failed: {e}")), None, None),
         };
         let used = Some((chunk.calls, chunk.calls_exhausted));
+        let spent = chunk.fuel_spent.zip(chunk.memory_held);
         *self.mock_calls.borrow_mut().entry(tool_path).or_insert(0) = chunk.mock_calls;
         self.mock_calls.borrow_mut().extend(chunk.mock_counts);
         self.retries.set(self.retries.get() + chunk.retries);
@@ -599,7 +700,7 @@ impl<'a> Interp<'a> {
                 ChildEnd { trace: c.trace, out, partial: c.partial }
             })
             .collect();
-        (children, used)
+        (children, used, spent)
     }
 
     /// A chunk's own run (the child workflow): every child of it, as the parent would.
@@ -637,6 +738,8 @@ impl<'a> Interp<'a> {
             max_in_flight: self.peak.get(),
             calls: self.calls.taken(),
             calls_exhausted: self.calls.exhausted(),
+            fuel_spent: self.budget.as_ref().map(|b| self.budget_lent.0.saturating_sub(b.fuel_left())),
+            memory_held: self.budget.as_ref().map(|b| self.budget_lent.1.saturating_sub(b.memory_left())),
         }
     }
 
@@ -811,7 +914,11 @@ impl<'a> Interp<'a> {
         attempts.push(Attempt::new(n, outcome, result.clone()).after(delay_of(n)).at(last_start, last_duration));
         // A cancelled call's message never counted its attempts here (a local run's does).
         let counted = if outcome == Outcome::Cancelled { 1 } else { n };
-        let result = result.map_err(|message| Failure::of_call(key, outcome, counted, message));
+        let result = match result {
+            // The run holds the answer until it ends: charged to its memory, as locally.
+            Ok(v) => self.hold_answer(&v).map(|()| v).map_err(|m| Failure::new(key, Code::MemoryLimit, m)),
+            Err(message) => Err(Failure::of_call(key, outcome, counted, message)),
+        };
         CallOutcome { result, attempts, nested: None, nested_clock_reads: Vec::new(), partial: false }
     }
 
@@ -920,10 +1027,11 @@ impl Driver for Interp<'_> {
         &self.calls
     }
 
-    /// The workflow task's time, fixed while one step evaluates; no interrupt (see
+    /// The workflow task's time, fixed while one step evaluates; an interrupt that carries
+    /// the run's budget and nothing else (no deadline: see
     /// [`Self::TIMEOUT_BOUNDS_EXPRESSIONS`]).
     fn clock(&self, _key: &str, _eval_timeout: Option<f64>) -> Arc<ClockScope> {
-        ClockScope::new(Arc::new(TaskTime(self.now())), None, None, None)
+        ClockScope::new(Arc::new(TaskTime(self.now())), None, self.interrupt.clone(), None)
     }
 }
 

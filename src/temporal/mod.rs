@@ -41,7 +41,7 @@ use crate::exec::{Tool, Workflow};
 use crate::value::Value;
 
 /// The version of the interpreter's behaviour; carried in every run's input.
-pub const INTERPRETER_VERSION: u32 = 4;
+pub const INTERPRETER_VERSION: u32 = 5;
 
 /// Temporal's limit on one payload (a workflow's or an activity's input or result): 2 MiB
 /// by default on the server (`limit.blobSize.error`). A larger one is an error naming it.
@@ -273,6 +273,15 @@ pub struct Chunk {
     /// v2, which counted its own calls against the whole limit.
     #[serde(default)]
     pub calls: Option<usize>,
+    /// The fuel the parent lent the chunk from the run's `--max-run-fuel`: what its child
+    /// workflow's expressions (and its own chunks') may spend. `None` in a chunk of a run
+    /// without one budget of fuel (interpreter v4 and before).
+    #[serde(default)]
+    pub fuel: Option<u64>,
+    /// The bytes the parent lent the chunk from the run's `--max-run-memory`: what its
+    /// expressions and the answers it keeps may hold. `None` as for [`Chunk::fuel`].
+    #[serde(default)]
+    pub memory: Option<u64>,
 }
 
 /// What a chunk's child workflow returns.
@@ -296,6 +305,15 @@ pub struct ChunkOutput {
     /// run stops (`E0816`).
     #[serde(default)]
     pub calls_exhausted: bool,
+    /// The fuel the chunk spent, of what it was lent ([`Chunk::fuel`]); `None` when it was
+    /// lent none.
+    #[serde(default)]
+    pub fuel_spent: Option<u64>,
+    /// The bytes the chunk still held when it ended (its children's results and the answers
+    /// they keep), of what it was lent ([`Chunk::memory`]): the parent holds them from then
+    /// on. `None` when it was lent none.
+    #[serde(default)]
+    pub memory_held: Option<u64>,
 }
 
 /// One child of a chunk: its trace and, when it failed, why.
@@ -407,6 +425,17 @@ pub struct RunOptions {
     pub fuel: Option<u64>,
     /// Bytes one evaluation may build (`--max-memory`).
     pub max_memory: Option<u64>,
+    /// The fuel of all the run's expressions (`--max-run-fuel`): one budget for the whole
+    /// run, its fan-out chunks' child workflows included (each is lent its share,
+    /// [`Chunk::fuel`]). `None` in a run started before it (interpreter v4), whose
+    /// expressions had only their own limits.
+    #[serde(default)]
+    pub max_run_fuel: Option<u64>,
+    /// The bytes the run's expressions and the tool answers it keeps may hold at once
+    /// (`--max-run-memory`), lent to chunks as fuel is ([`Chunk::memory`]). `None` in a run
+    /// started before it.
+    #[serde(default)]
+    pub max_run_memory: Option<u64>,
     /// Bytes an `exec:` tool may print (`--max-tool-output`).
     pub max_tool_output: u64,
     /// The circuit breakers' policy (`--breaker-*`), as it serializes; each worker keeps
@@ -463,6 +492,8 @@ impl RunOptions {
             seed: 0,
             fuel: (limits.fuel != defaults.fuel).then_some(limits.fuel),
             max_memory: (limits.max_alloc_bytes != defaults.max_alloc_bytes).then_some(limits.max_alloc_bytes as u64),
+            max_run_fuel: Some(o.guards.max_run_fuel),
+            max_run_memory: Some(o.guards.max_run_memory),
             max_tool_output,
             breaker: o.breaker.clone(),
             history_limit: HISTORY_LIMIT,
