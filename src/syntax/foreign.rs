@@ -33,6 +33,11 @@ pub fn function(name: &str) -> Option<String> {
         }
         "first" | "head" => format!("tdsl reads a list's first element as `x.first` (or `x[0]`), not `{name}(x)`"),
         "last" => format!("tdsl reads a list's last element as `x.last` (or `x[-1]`), not `{name}(x)`"),
+        "is_null" | "isnull" | "is_none" | "isNone" | "isNull" | "is_nil" => {
+            format!(
+                "tdsl writes `{name}(x)` as `x == null` (and `default(value=x, fallback=…)` for a value in its place)"
+            )
+        }
         "now" | "today" | "utcnow" | "current_time" | "timestamp" => {
             format!("tdsl writes `{name}()` as `datetime_now()` (the run's clock, an ISO 8601 string)")
         }
@@ -54,7 +59,7 @@ fn method_function(name: &str) -> Option<&'static str> {
         "replace" | "replaceAll" => "replace",
         "startswith" | "startsWith" | "starts_with" => "starts_with",
         "endswith" | "endsWith" | "ends_with" => "ends_with",
-        "round" => "round",
+        "round" | "toFixed" => "round",
         "toString" | "to_string" => "to_string",
         // A list's methods: the list is the first argument, a template the second.
         "map" => "map",
@@ -84,7 +89,7 @@ pub fn method_call(expression: &str) -> Option<String> {
     let open = body.find('(')?;
     let (head, args) = (&body[..open], &body[open + 1..]);
     let (value, method) = head.rsplit_once('.')?;
-    let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '-');
+    let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '-' | '[' | ']');
     if value.is_empty() || !value.chars().all(plain) || !method.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
         return None;
     }
@@ -124,6 +129,9 @@ pub fn syntax(expression: &str) -> Option<String> {
         return Some(help);
     }
     if let Some(help) = interpolation(expression) {
+        return Some(help);
+    }
+    if let Some(help) = operators(expression) {
         return Some(help);
     }
     if let Some(call) = method_call(expression) {
@@ -319,6 +327,30 @@ fn interpolation(expression: &str) -> Option<String> {
     })
 }
 
+/// Other languages' operators and forms tdsl writes otherwise: `if … then … else …`,
+/// `**`, `//`, and spreading an object (`{...x, k: v}`, `{**x, k: v}`).
+fn operators(expression: &str) -> Option<String> {
+    let e = expression.trim();
+    if e.starts_with("if ") && outside_strings_find(e, " then ").is_some() {
+        return Some(
+            "tdsl has no `if … then … else …`: `if` is a function: `if(condition=…, true_value=…, false_value=…)`"
+                .to_string(),
+        );
+    }
+    if outside_strings_find(e, "...").is_some() || outside_strings_find(e, "{**").is_some() {
+        return Some(
+            "tdsl has no spread: `merge(x, {extra: 1})` is `x` with the entries of the second object".to_string(),
+        );
+    }
+    if outside_strings_find(e, "**").is_some() {
+        return Some("tdsl has no `**`: multiply (`x * x`)".to_string());
+    }
+    if outside_strings_find(e, "//").is_some() {
+        return Some("tdsl has no `//`: divide with `/` and `round(value=…, digits=0)` the quotient".to_string());
+    }
+    None
+}
+
 /// Python's and SQL's `x in xs` (`'bug' in item.labels`): tdsl's `contains(xs, x)`. The
 /// operands are shown when each is plain (no call, comma or comparison around it).
 fn membership(expression: &str) -> Option<String> {
@@ -413,6 +445,15 @@ mod tests {
         assert_eq!(renamed("r.rank + rr + 'r' + x.r", "r"), "item.rank + rr + 'r' + x.r");
         assert!(help("results.map('item.url')").contains("map(results, 'item.url')"));
         assert!(help("REF:s.items.filter(\"item.ok\")").contains("filter(REF:s.items, \"item.ok\")"));
+        assert!(help("if total > 0 then 'a' else 'b'").contains("if(condition=…"));
+        assert!(help("{...r, extra: 1}").contains("merge(x, {extra: 1})"));
+        assert!(help("{**r, extra: 1}").contains("merge(x, {extra: 1})"));
+        assert!(help("total ** 2").contains("no `**`"));
+        assert!(help("total // 2").contains("no `//`"));
+        assert!(help("results[0].title.upper()").contains("upper(results[0].title)"));
+        assert!(help("total.toFixed(2)").contains("round(total, 2)"));
+        // A URL in a string is not `//`.
+        assert_eq!(syntax("'https://a' +"), None);
         // A long variable gets the general help, not a search for it at every position.
         let long = format!("[{0} for {0}b in xs]", "a".repeat(100_000));
         assert!(help(&long).starts_with("tdsl has no comprehensions: `map(array=<list>"));

@@ -693,6 +693,21 @@ fn files_hash(files: &BTreeMap<String, String>) -> u64 {
     h
 }
 
+/// Writes `text` to `file` through a file beside it, then renames it into place: two runs
+/// laying out the same files at once (threads of one worker too) never see half of one. The
+/// file aside is named by the process and a count of this process's writes, so two writers
+/// never share it (named by the process alone, one thread's rename took the other's file
+/// away: "cannot write").
+fn write_aside(file: &std::path::Path, text: &str) -> Result<(), String> {
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = file.with_extension(format!("tool.{}.{n}.tmp", std::process::id()));
+    std::fs::write(&tmp, text).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, file).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        format!("cannot write {}: {e}", file.display())
+    })
+}
 /// The checked workflow of a run's input, loaded once per worker process and per set of
 /// files: the files are written under a directory named by their hash (the same input gives
 /// the same directory and the same plans, so replays see what the first run saw).
@@ -719,10 +734,7 @@ pub(crate) fn load_input(input: &RunInput) -> Result<Arc<Workflow>, String> {
         if let Some(parent) = file.parent() {
             std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
         }
-        // Written aside, then renamed: two runs laying out the same files never see half of one.
-        let tmp = file.with_extension(format!("tool.{}.tmp", std::process::id()));
-        std::fs::write(&tmp, text).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-        std::fs::rename(&tmp, &file).map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+        write_aside(&file, text)?;
     }
     let mut limits = crate::Limits::default();
     if let Some(f) = input.options.fuel {
@@ -775,6 +787,24 @@ pub(crate) fn unpack_trace(packed: &str) -> Result<crate::exec::Trace, String> {
 
 #[cfg(test)]
 mod tests {
+
+    /// Eight threads laying out one file a hundred times each all succeed (with the file
+    /// aside named by the process alone, some failed "cannot write").
+    #[test]
+    fn threads_laying_out_one_file_never_fail() {
+        let dir = std::env::temp_dir().join(format!("tdsl-write-aside-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a temporary directory");
+        let file = dir.join("t.tool");
+        let failures: usize = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|_| s.spawn(|| (0..100).filter(|_| super::write_aside(&file, "{}").is_err()).count()))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap_or(100)).sum()
+        });
+        assert_eq!(std::fs::read_to_string(&file).ok().as_deref(), Some("{}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(failures, 0);
+    }
     use super::*;
     use crate::exec::retry::RetryPolicy;
     use proptest::prelude::*;
