@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde_json::{json, Value as Json};
+use serde_json::Value as Json;
 
 use crate::exec::{CancelToken, Executor, Observer, RunStatus, Runner, ToolCall, Workflow};
 use crate::export::validate_arguments;
@@ -192,6 +192,5 @@ pub(super) fn success(result: &Value, max_result_bytes: usize) -> Json {
     super::spliced::answer(text, matches!(result, Value::Object(_)), false)
 }
 
-pub(super) fn tool_error(message: String) -> Json {
-    json!({"content": [{"type": "text", "text": message}], "isError": true})
-}
+/// A tool error answer (`isError`), as every tool of the server gives one.
+pub(super) use super::spliced::tool_error;

@@ -242,7 +242,7 @@ fn answer_within(text: String, structured: bool, is_error: bool, max: usize) -> 
     let n = match held {
         Ok(n) => n,
         Err(TooLarge { len, max }) => {
-            return super::served::tool_error(format!(
+            return tool_error(format!(
                 "FAILED: the answer is {len} bytes, more than the server holds for answers waiting to be sent \
                  ({max} bytes, --max-answer-bytes-held) [{}]",
                 crate::diagnostic::Code::AnswerTooLarge.as_str()
@@ -254,6 +254,11 @@ fn answer_within(text: String, structured: bool, is_error: bool, max: usize) -> 
         out["structuredContent"] = Json::String(format!("{}{n}-v", r.prefix));
     }
     out
+}
+
+/// The answer of a tool call that failed: `message` as its text, `isError` set.
+pub(crate) fn tool_error(message: String) -> Json {
+    json!({"content": [{"type": "text", "text": message}], "isError": true})
 }
 
 /// Our own compact JSON, read back (as deep as the engine's values nest).
