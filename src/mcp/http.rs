@@ -617,8 +617,8 @@ impl Drop for Busy {
 /// client that reads nothing holds a slice or two here, not the message spliced whole; the
 /// texts stay in the registry, within `--max-answer-bytes-held`, until written.
 struct Answered {
-    /// The message being written in slices, while one is (before `body`: the texts it
-    /// claimed are let go when it is dropped unfinished).
+    /// The message being written in slices, while one is. Dropped unfinished (its
+    /// connection closed), it lets go the texts it claimed, before `watched` is told.
     sliced: Option<super::spliced::Sliced>,
     body: Body,
     _busy: Busy,
