@@ -236,3 +236,88 @@ fn the_bound_of_answers_held_is_at_least_the_largest_result() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("--max-answer-bytes-held 1000000") && stderr.contains("--max-result-bytes"), "{stderr}");
 }
+
+/// [`doubling_plan`]'s `v`, as compact JSON.
+fn doubled_text(depth: usize) -> String {
+    let mut x = "[1]".to_string();
+    for _ in 0..depth {
+        x = format!("[{x},{x}]");
+    }
+    x
+}
+
+/// Reads `stream` until `needle` has come: what was read.
+fn read_until(stream: &mut std::net::TcpStream, needle: &[u8]) -> Vec<u8> {
+    let mut got = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while !got.windows(needle.len()).any(|w| w == needle) {
+        match stream.read(&mut chunk) {
+            Ok(0) | Err(_) => panic!("the stream ended before {:?}", String::from_utf8_lossy(needle)),
+            Ok(k) => got.extend_from_slice(&chunk[..k]),
+        }
+    }
+    got
+}
+
+/// Clients that read the first bytes of a large answer, then nothing: each answer was
+/// spliced whole into hyper's write buffer, outside `--max-answer-bytes-held`, for as long
+/// as the connection stayed open (8 connections of 50 MB events: +579 MB on the code before
+/// the fix, for the read timeout). Now a message holding an answer's text is written in
+/// slices taken from the registry as hyper asks for them: the texts stay within the bound
+/// (here 64 MB: two of the 25 MB texts), the newest making room by cutting the oldest
+/// messages being written, and a connection holds a slice or two. The server's resident
+/// memory grows by less than 128 MiB (the bound, and room for the runs' and the
+/// allocator's slack: the fix's point is the hundreds of MB, not a few). The two answers
+/// still held go out whole, byte for byte the message spliced whole; the others are cut
+/// (their connection closed, the message unfinished), never written half.
+#[test]
+fn answers_read_slowly_over_http_are_held_within_the_bound() {
+    use common::http_raw::dechunk;
+    let root = tempfile::tempdir().expect("tempdir");
+    // The read timeout out of the way: what is measured is what the connections hold.
+    let http = Http::start(
+        root.path(),
+        &["--read-timeout", "600", "--max-result-bytes", "30000000", "--max-answer-bytes-held", "64000000"],
+    );
+    let session = http.session();
+    let pid = http.process.pid();
+    let depth = 22;
+    let v = doubled_text(depth);
+    // A first one read whole warms the allocator and the runs' threads.
+    let (status, _, body) = http.post(Some(&session), &run_plan(2, depth));
+    assert_eq!(status, 200);
+    assert_eq!(body.matches(&v).count(), 2, "the text block and structuredContent");
+    let before = resident_kib(pid);
+    // 22 `[`: the value's start, in the text block, the message's first slice.
+    let start = vec![b'['; depth];
+    let mut streams = Vec::new();
+    for id in 0..8u64 {
+        let body = run_plan(100 + id, depth);
+        let mut stream = http.send(Some(&session), body.len(), &body);
+        let got = read_until(&mut stream, &start);
+        streams.push((stream, got));
+    }
+    let grown = resident_kib(pid).saturating_sub(before);
+    eprintln!("8 slow readers of 50 MB answers: the server grew by {grown} KiB");
+    assert!(grown < 128 * 1024, "8 clients reading nothing of 50 MB answers grew the server by {grown} KiB");
+    // Read to their ends, the newest first: the answers held go out whole, the others cut.
+    let mut whole = Vec::new();
+    for (i, (mut stream, mut got)) in streams.into_iter().enumerate().rev() {
+        let _ = stream.read_to_end(&mut got);
+        let end = got.windows(4).position(|w| w == b"\r\n\r\n").expect("a head") + 4;
+        assert!(String::from_utf8_lossy(&got[..end]).to_ascii_lowercase().contains("transfer-encoding: chunked"));
+        let body = String::from_utf8_lossy(&dechunk(&got[end..])).into_owned();
+        if got.ends_with(b"\r\n0\r\n\r\n") {
+            assert_eq!(body.matches(&v).count(), 2, "answer {i}: the text block and structuredContent");
+            let tail = &body[body.len().saturating_sub(300)..];
+            assert!(tail.contains("\"isError\":false}}\n") && tail.ends_with("\n\n"), "answer {i}: {tail}");
+            whole.push(i);
+        } else {
+            assert!(body.matches(&v).count() < 2, "answer {i} was written whole, its end not sent");
+        }
+    }
+    assert_eq!(whole, [7, 6], "the two newest answers are held and go out whole, the others are cut");
+    let (status, _, reply) = http.post(Some(&session), &run_plan(9, 2));
+    assert_eq!(status, 200);
+    assert_eq!(message(&reply)["result"]["structuredContent"]["status"], "SUCCESS", "{reply}");
+}

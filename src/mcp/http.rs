@@ -22,8 +22,9 @@
 //! - **read timeout** ([`HttpOptions::read_timeout`], `serve --read-timeout`): a connection
 //!   that has not sent a complete request (headers and body) within the timeout of opening,
 //!   or of the end of its last answer, is closed; so is one whose client has read nothing of
-//!   an answer for as long (its writes have not gone on: [`Watching`]), which would hold the
-//!   answer in hyper's write buffer as long as it stays open;
+//!   an answer for as long (its writes have not gone on: [`Watching`]), which would hold a
+//!   slice of the answer in hyper's write buffer, and its text in the registry
+//!   ([`super::spliced`]), as long as it stays open;
 //! - **connection cap** ([`HttpOptions::max_connections`], `serve --max-connections`, below
 //!   the descriptor limit): a connection accepted at the cap closes the open connection that
 //!   has waited longest without a request being answered on it; when every open connection
@@ -319,8 +320,10 @@ impl Front {
         let mut parts = parts;
         parts.extensions.insert(stream);
         let response = self.handle(Request::from_parts(parts, body)).await;
-        let mut response = answered(spliced_json(response).await, busy);
+        let (response, sliced) = sliced_json(response).await;
+        let mut response = answered(response, busy);
         response.body_mut().watched = Some(watched);
+        response.body_mut().sliced = sliced;
         response
     }
 
@@ -547,22 +550,25 @@ async fn read_body(
     Ok((Bytes::from(collected), held))
 }
 
-/// A JSON answer (one message, its length known) with a large answer's text spliced in
-/// ([`super::spliced`]); an event stream is spliced event by event as it goes ([`Answered`]).
-async fn spliced_json(response: Response<Body>) -> Response<Body> {
+/// A JSON answer (one message) holding a large answer's marks: its body, read (rmcp writes a
+/// JSON answer at once: nothing is waited for), to be written in slices ([`Answered`]); then
+/// its length is not told (the body goes out chunked). `None` for any other answer: an event
+/// stream is written event by event as it goes, each event holding marks in slices.
+async fn sliced_json(response: Response<Body>) -> (Response<Body>, Option<super::spliced::Sliced>) {
     let is_json =
         response.headers().get(header::CONTENT_TYPE).is_some_and(|t| t.as_bytes().starts_with(b"application/json"));
     if !is_json {
-        return response;
+        return (response, None);
     }
     let (parts, body) = response.into_parts();
-    // The body is whole already (rmcp writes a JSON answer at once): nothing is waited for.
     let bytes = match body.collect().await {
         Ok(collected) => collected.to_bytes(),
         Err(never) => match never {},
     };
-    let bytes = Bytes::from(super::spliced::splice(Vec::from(bytes)));
-    Response::from_parts(parts, Full::new(bytes).boxed())
+    match super::spliced::Sliced::new(Vec::from(bytes)) {
+        Ok(sliced) => (Response::from_parts(parts, Full::new(Bytes::new()).boxed()), Some(sliced)),
+        Err(bytes) => (Response::from_parts(parts, Full::new(Bytes::from(bytes)).boxed()), None),
+    }
 }
 
 fn json_response(status: StatusCode, body: &serde_json::Value) -> Response<Body> {
@@ -604,8 +610,16 @@ impl Drop for Busy {
     }
 }
 
-/// An answer's body, keeping its connection busy until it is sent (or dropped).
+/// An answer's body, keeping its connection busy until it is sent (or dropped). A message
+/// holding a large answer's marks (an event of a stream, or a JSON answer) is written in
+/// slices ([`super::spliced::Sliced`]), one frame each, as hyper asks for frames: hyper asks
+/// for the next when its write buffer (at most [`READ_BUFFER_BYTES`] queued) has room, so a
+/// client that reads nothing holds a slice or two here, not the message spliced whole; the
+/// texts stay in the registry, within `--max-answer-bytes-held`, until written.
 struct Answered {
+    /// The message being written in slices, while one is. Dropped unfinished (its
+    /// connection closed), it lets go the texts it claimed, before `watched` is told.
+    sliced: Option<super::spliced::Sliced>,
     body: Body,
     _busy: Busy,
     /// The answers to go out in it, told when it is dropped.
@@ -613,7 +627,7 @@ struct Answered {
 }
 
 fn answered(response: Response<Body>, busy: Busy) -> Response<Answered> {
-    response.map(|body| Answered { body, _busy: busy, watched: None })
+    response.map(|body| Answered { sliced: None, body, _busy: busy, watched: None })
 }
 
 /// Tells its [`super::spliced::Stream`] that the response is gone when dropped.
@@ -627,24 +641,56 @@ impl Drop for Watched {
 
 impl hyper::body::Body for Answered {
     type Data = Bytes;
-    type Error = Infallible;
+    /// A message cut: an answer's text forgotten to make room while it was being written
+    /// (hyper closes the connection).
+    type Error = super::spliced::Cut;
 
     fn poll_frame(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, Infallible>>> {
-        // An event of a stream is one frame: a large answer's text goes in here.
-        Pin::new(&mut self.body).poll_frame(cx).map(|frame| {
-            frame.map(|f| f.map(|f| f.map_data(|data| Bytes::from(super::spliced::splice(Vec::from(data))))))
-        })
+    ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, super::spliced::Cut>>> {
+        loop {
+            if let Some(sliced) = self.sliced.as_mut() {
+                match sliced.next_slice() {
+                    Some(Ok(slice)) => return Poll::Ready(Some(Ok(hyper::body::Frame::data(Bytes::from(slice))))),
+                    Some(Err(cut)) => {
+                        self.sliced = None;
+                        return Poll::Ready(Some(Err(cut)));
+                    }
+                    None => self.sliced = None,
+                }
+            }
+            // An event of a stream is one frame: a large answer's marks are in one.
+            let frame = match std::task::ready!(Pin::new(&mut self.body).poll_frame(cx)) {
+                Some(Ok(frame)) => frame,
+                Some(Err(never)) => match never {},
+                None => return Poll::Ready(None),
+            };
+            let data = match frame.into_data() {
+                Ok(data) => data,
+                Err(frame) => return Poll::Ready(Some(Ok(frame))),
+            };
+            // Most frames hold no mark (one search): they go as they are.
+            if !super::spliced::holds_mark(&data) {
+                return Poll::Ready(Some(Ok(hyper::body::Frame::data(data))));
+            }
+            match super::spliced::Sliced::new(Vec::from(data)) {
+                Ok(sliced) => self.sliced = Some(sliced),
+                Err(data) => return Poll::Ready(Some(Ok(hyper::body::Frame::data(Bytes::from(data))))),
+            }
+        }
     }
 
     fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
+        self.sliced.is_none() && self.body.is_end_stream()
     }
 
     fn size_hint(&self) -> hyper::body::SizeHint {
-        self.body.size_hint()
+        // A message written in slices: its length is not known before.
+        match self.sliced {
+            Some(_) => hyper::body::SizeHint::default(),
+            None => self.body.size_hint(),
+        }
     }
 }
 
@@ -689,7 +735,7 @@ impl Conns {
 
     /// Closes every connection that has had no request being answered since `before`, and
     /// every one whose writes have not gone on since `before` (its client reads nothing of
-    /// its answer: the answer, spliced whole, would be held as long as it stays open).
+    /// its answer: a slice of it, and its text, would be held as long as it stays open).
     fn close_idle_since(&self, before: Instant) {
         let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
         open.retain(|_, c| {
@@ -966,6 +1012,71 @@ mod tests {
         conns.close_idle_since(before);
         assert!(stalled.close.is_cancelled() && !going.close.is_cancelled());
         assert_eq!(conns.len(), 1);
+    }
+
+    /// The frames of `body` to its end, or the error that ended it.
+    async fn frames(body: &mut Answered) -> (Vec<Bytes>, Option<super::super::spliced::Cut>) {
+        let mut frames = Vec::new();
+        while let Some(frame) = body.frame().await {
+            match frame {
+                Ok(frame) => frames.extend(frame.into_data().ok()),
+                Err(cut) => return (frames, Some(cut)),
+            }
+        }
+        (frames, None)
+    }
+
+    /// An event holding a large answer's marks, and a JSON answer holding them, go out in
+    /// slices (many frames, the length not told), their bytes those of the message spliced
+    /// whole; a text forgotten while its message is being written ends the body with the
+    /// error that closes the connection.
+    #[test]
+    fn a_message_holding_marks_goes_out_in_slices_as_spliced_whole() {
+        use super::super::spliced::{answer, forget, splice, Cut, SLICE};
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+        let conns = Conns::default();
+        let (_, conn) = conns.admit(4, CancellationToken::new()).expect("room");
+        let text = format!("{{\"v\":[{}1]}}", "1,".repeat(3 * SLICE));
+        let message = |id: u64| {
+            let marked = answer(text.clone(), true, false);
+            (serde_json::json!({"jsonrpc": "2.0", "id": id, "result": marked}), marked)
+        };
+        runtime.block_on(async {
+            // An event of a stream.
+            let (event, _) = message(1);
+            let whole = splice(format!("data: {event}\n\n").into_bytes());
+            let (event, _) = message(1);
+            let mut response = Response::new(Full::new(Bytes::from(format!("data: {event}\n\n"))).boxed());
+            response.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static("text/event-stream"));
+            let (response, sliced) = sliced_json(response).await;
+            assert!(sliced.is_none());
+            let mut body = answered(response, Busy::new(&conn)).into_body();
+            let (sent, cut) = frames(&mut body).await;
+            assert!(cut.is_none() && sent.len() >= 6, "{} frames", sent.len());
+            assert_eq!(sent.concat(), whole);
+            // A JSON answer.
+            let (json, _) = message(2);
+            let whole = splice(json.to_string().into_bytes());
+            let (json, _) = message(2);
+            let (response, sliced) = sliced_json(json_response(StatusCode::OK, &json)).await;
+            let mut body = answered(response, Busy::new(&conn)).into_body();
+            body.sliced = sliced;
+            assert!(body.sliced.is_some() && !hyper::body::Body::is_end_stream(&body));
+            assert_eq!(hyper::body::Body::size_hint(&body).exact(), None);
+            let (sent, cut) = frames(&mut body).await;
+            assert!(cut.is_none() && sent.len() >= 6, "{} frames", sent.len());
+            assert_eq!(sent.concat(), whole);
+            // Its text forgotten after the first slice: the body ends with the cut.
+            let (event, marked) = message(3);
+            let response = Response::new(Full::new(Bytes::from(format!("data: {event}\n\n"))).boxed());
+            let mut body = answered(response, Busy::new(&conn)).into_body();
+            let first = body.frame().await.expect("a frame").expect("a slice");
+            assert!(first.data_ref().is_some_and(|d| d.len() >= SLICE));
+            forget(&marked);
+            let (rest, cut) = frames(&mut body).await;
+            assert!(rest.is_empty());
+            assert_eq!(cut, Some(Cut));
+        });
     }
 
     #[test]

@@ -8,13 +8,16 @@
 //! JSON string and one for the text as the JSON value itself. The output — the stdio writer
 //! ([`super::pumps::write_output`], as each line is written), the HTTP front's body
 //! ([`super::http`]) — replaces each quoted mark by what it stands for as the message goes
-//! out ([`splice`]). What is held is the text once; what is sent is the message as before,
+//! out ([`splice`]; over HTTP in slices taken from the text as the connection has room for
+//! them, [`Sliced`]). What is held is the text once; what is sent is the message as before,
 //! byte for byte.
 //!
 //! A mark carries a random key of this process (the text cannot be forged by a client, whose
 //! values are written escaped but may hold anything), and each answer's text is taken out
 //! when a message's first mark of it is spliced (its other mark, in the same message, is
-//! written from that text: both or neither, whatever happens to the texts held meanwhile).
+//! written from that text: both or neither, whatever happens to the texts held meanwhile);
+//! written in slices, it is claimed by the message instead, held and counted until its last
+//! slice is written, and a message whose text is forgotten meanwhile is cut ([`Sliced`]).
 //! An answer its call lets go (cancelled, or answered in its place, before its run came back;
 //! its request cancelled as it came back) is forgotten then ([`forget`]). One rmcp drops
 //! otherwise is forgotten [`KEPT_FOR`] after it was made, or [`ORPHAN_KEPT_FOR`] after its
@@ -81,6 +84,10 @@ struct Text {
     made: Instant,
     /// When the HTTP response it was to go out on was found gone ([`Stream`]).
     orphaned: Option<Instant>,
+    /// A message is being written from it, slice by slice ([`Sliced`]): no other message
+    /// writes it, and it is not let go for its age (only to make room, which cuts that
+    /// message).
+    writing: bool,
 }
 
 /// The texts held, by number: the oldest first (numbers grow as they are made).
@@ -131,17 +138,18 @@ impl Texts {
         }
         self.last += 1;
         self.bytes += text.len();
-        self.held.insert(self.last, Text { text, made: now, orphaned: None });
+        self.held.insert(self.last, Text { text, made: now, orphaned: None, writing: false });
         Ok(self.last)
     }
 
     /// Lets go the texts past their time: held [`KEPT_FOR`], or orphaned [`ORPHAN_KEPT_FOR`]
-    /// ago.
+    /// ago, and not being written.
     fn let_go_expired(&mut self, now: Instant) {
         let mut freed = 0;
         self.held.retain(|_, t| {
-            let kept = now.duration_since(t.made) < KEPT_FOR
-                && t.orphaned.is_none_or(|o| now.duration_since(o) < ORPHAN_KEPT_FOR);
+            let kept = t.writing
+                || now.duration_since(t.made) < KEPT_FOR
+                    && t.orphaned.is_none_or(|o| now.duration_since(o) < ORPHAN_KEPT_FOR);
             if !kept {
                 freed += t.text.len();
             }
@@ -150,16 +158,55 @@ impl Texts {
         self.bytes -= freed;
     }
 
-    /// Forgets text `n`: its length (0 when it was not held).
+    /// Forgets text `n`, being written or not: its length (0 when it was not held).
     fn remove(&mut self, n: u64) -> usize {
-        self.take(n).map_or(0, |t| t.len())
+        let Some(t) = self.held.remove(&n) else { return 0 };
+        self.bytes -= t.text.len();
+        t.text.len()
     }
 
-    /// Takes text `n` out, when it is held.
+    /// Takes text `n` out, when it is held and no message is being written from it.
     fn take(&mut self, n: u64) -> Option<String> {
+        if self.held.get(&n)?.writing {
+            return None;
+        }
         let t = self.held.remove(&n)?;
         self.bytes -= t.text.len();
         Some(t.text)
+    }
+
+    /// Claims text `n` for a message written in slices ([`Sliced`]): its length, when it is
+    /// held and no message is being written from it already. It stays held, and counted,
+    /// until the message lets it go ([`Texts::remove`]).
+    fn claim(&mut self, n: u64) -> Option<usize> {
+        let t = self.held.get_mut(&n).filter(|t| !t.writing)?;
+        t.writing = true;
+        Some(t.text.len())
+    }
+
+    /// Writes to `out` the next slice of text `n` in `form` from byte `from`: at most
+    /// [`SLICE`] bytes of the text, ending on a character's boundary (at least one
+    /// character). Where the slice ends; `None` when the text is no longer held (it was
+    /// forgotten to make room while its message was being written).
+    fn write_slice(&self, n: u64, from: usize, form: Form, out: &mut Vec<u8>) -> Option<usize> {
+        let text = &self.held.get(&n)?.text;
+        let mut end = (from + SLICE).min(text.len());
+        while !text.is_char_boundary(end) {
+            end += 1;
+        }
+        let slice = text.get(from..end)?;
+        match form {
+            Form::Value => out.extend_from_slice(slice.as_bytes()),
+            Form::Text => {
+                // The slice as a JSON string, its quotes left out: serde_json escapes byte by
+                // byte, so the slices' escapes are the whole text's.
+                let at = out.len();
+                let _ = serde_json::to_writer(&mut *out, slice);
+                out.pop();
+                out.remove(at);
+            }
+        }
+        Some(end)
     }
 
     /// What to tell the operator about the texts forgotten to make room, at most once a
@@ -172,8 +219,9 @@ impl Texts {
         self.warned = Some(now);
         Some(format!(
             "tdsl: warning: {count} answer(s) not yet sent ({bytes} bytes) forgotten to stay within \
-             --max-answer-bytes-held {max}: their clients read that the answer is gone (answers no client \
-             read, or a client slow to read its answers)"
+             --max-answer-bytes-held {max}: their clients read that the answer is gone, or, for one being \
+             written, its message cut and its connection closed (answers no client read, or a client slow \
+             to read its answers)"
         ))
     }
 }
@@ -309,15 +357,30 @@ fn write(out: &mut Vec<u8>, text: Option<&str>, form: Form) {
     }
 }
 
-/// `bytes` (one message as it goes out) with each quoted mark replaced by what it stands for;
-/// as it is when it holds none (the common case: one search).
-pub(crate) fn splice(bytes: Vec<u8>) -> Vec<u8> {
+/// Whether `bytes` holds a mark (one search).
+#[cfg_attr(not(feature = "mcp-http"), allow(dead_code))]
+pub(crate) fn holds_mark(bytes: &[u8]) -> bool {
+    let quoted = format!("\"{}", registry().prefix);
+    memchr::memmem::find(bytes, quoted.as_bytes()).is_some()
+}
+
+/// A part of a message as it goes out: bytes of it as they are, or a mark.
+#[derive(Clone, Debug, PartialEq)]
+enum Piece {
+    Bytes(std::ops::Range<usize>),
+    Mark(u64, Form),
+}
+
+/// The pieces of `bytes` (one message), each quoted mark apart; `None` when it holds none
+/// (the common case: one search).
+fn pieces(bytes: &[u8]) -> Option<Vec<Piece>> {
     let r = registry();
     let quoted = format!("\"{}", r.prefix);
     let finder = memchr::memmem::Finder::new(quoted.as_bytes());
-    let Some(first) = finder.find(&bytes) else { return bytes };
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut taken = HashMap::new();
+    let first = finder.find(bytes)?;
+    let mut pieces = Vec::new();
+    // The start of the bytes not yet in a piece.
+    let mut kept = 0;
     let mut at = 0;
     let mut next = Some(first);
     while let Some(i) = next {
@@ -325,19 +388,194 @@ pub(crate) fn splice(bytes: Vec<u8>) -> Vec<u8> {
         let after = start + quoted.len();
         match read_mark(&bytes[after..]) {
             Some((n, form, len)) => {
-                out.extend_from_slice(&bytes[at..start]);
-                write_mark(&mut out, n, form, &mut taken);
+                if kept < start {
+                    pieces.push(Piece::Bytes(kept..start));
+                }
+                pieces.push(Piece::Mark(n, form));
                 at = after + len;
+                kept = at;
             }
-            None => {
-                out.extend_from_slice(&bytes[at..after]);
-                at = after;
-            }
+            None => at = after,
         }
         next = finder.find(&bytes[at..]);
     }
-    out.extend_from_slice(&bytes[at..]);
+    if kept < bytes.len() {
+        pieces.push(Piece::Bytes(kept..bytes.len()));
+    }
+    Some(pieces)
+}
+
+/// `bytes` (one message as it goes out) with each quoted mark replaced by what it stands for;
+/// as it is when it holds none (the common case: one search). The whole message is built at
+/// once: for a writer that holds one message at a time (stdio's); HTTP's writes a large one
+/// in slices ([`Sliced`]).
+pub(crate) fn splice(bytes: Vec<u8>) -> Vec<u8> {
+    let Some(pieces) = pieces(&bytes) else { return bytes };
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut taken = HashMap::new();
+    for piece in pieces {
+        match piece {
+            Piece::Bytes(range) => out.extend_from_slice(&bytes[range]),
+            Piece::Mark(n, form) => write_mark(&mut out, n, form, &mut taken),
+        }
+    }
     out
+}
+
+/// About how many bytes of a text one slice of a message holds ([`Sliced`]): a text of
+/// [`SPLICED_FROM`] bytes goes out in one.
+pub(crate) const SLICE: usize = 64 * 1024;
+
+/// One message written in slices of about [`SLICE`] bytes ([`Sliced::next_slice`]), each
+/// mark's text copied from the registry as the slice is asked for: what the message holds
+/// outside the registry is its marked form (a few hundred bytes beside the rest of the
+/// message) and the slice being written, not the texts spliced in (HTTP: hyper asks for the
+/// body's next frame when its write buffer has room, so a client that reads nothing holds one
+/// slice, not the whole message — docs/security.md, "Hostile round 14b").
+///
+/// A mark's text is claimed by the message's first slice that reaches it ([`Texts::claim`]):
+/// the message's other mark of it is written from the same claim, and no other message
+/// writes it (a replayed event finds it gone, as it did when the first mark took it out). It
+/// stays held, counted within the bound, until the message's last mark of it is written, or
+/// the message is dropped unfinished; then it is let go. A text not held at its first mark
+/// is written as [`GONE`] and `null` at both. A text forgotten to make room while the message
+/// is being written (the oldest go first, being written or not) cuts the message: the next
+/// slice is [`Cut`], and the connection is to be closed (the client reads a message that
+/// does not end, never one with half an answer).
+#[cfg_attr(not(feature = "mcp-http"), allow(dead_code))]
+pub(crate) struct Sliced {
+    message: Vec<u8>,
+    pieces: Vec<Piece>,
+    /// The piece being written, and how far into it (bytes of it, or of the mark's text).
+    at: usize,
+    from: usize,
+    /// The texts of the marks reached: `true` while claimed, `false` when the text was not
+    /// held at its first mark (or has been let go after its last).
+    claimed: HashMap<u64, bool>,
+    /// The last piece of each text's marks: the text is let go once it is written.
+    last: HashMap<u64, usize>,
+}
+
+/// A message cut: a text it was being written from was forgotten to make room.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Cut;
+
+impl std::fmt::Display for Cut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(
+            "an answer being written was forgotten to stay within --max-answer-bytes-held (its client read it too \
+             slowly): the message is cut",
+        )
+    }
+}
+
+impl std::error::Error for Cut {}
+
+#[cfg_attr(not(feature = "mcp-http"), allow(dead_code))]
+impl Sliced {
+    /// `message` to be written in slices; given back when it holds no mark.
+    pub(crate) fn new(message: Vec<u8>) -> Result<Sliced, Vec<u8>> {
+        let Some(pieces) = pieces(&message) else { return Err(message) };
+        let last = pieces
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| match p {
+                Piece::Mark(n, _) => Some((*n, i)),
+                Piece::Bytes(_) => None,
+            })
+            .collect();
+        Ok(Sliced { message, pieces, at: 0, from: 0, claimed: HashMap::new(), last })
+    }
+
+    /// The next slice of the message: `None` once it is all written; [`Cut`] when a text it
+    /// is written from was forgotten meanwhile (nothing more is written then).
+    pub(crate) fn next_slice(&mut self) -> Option<Result<Vec<u8>, Cut>> {
+        if self.at >= self.pieces.len() {
+            return None;
+        }
+        let mut out = Vec::new();
+        while out.len() < SLICE && self.at < self.pieces.len() {
+            match self.pieces[self.at].clone() {
+                Piece::Bytes(range) => {
+                    let start = range.start + self.from;
+                    let end = range.end.min(start + (SLICE - out.len()));
+                    out.extend_from_slice(&self.message[start..end]);
+                    self.advance(end == range.end, end - range.start);
+                }
+                Piece::Mark(n, form) => {
+                    if let Err(cut) = self.write_mark_slice(n, form, &mut out) {
+                        self.at = self.pieces.len();
+                        return Some(Err(cut));
+                    }
+                }
+            }
+        }
+        Some(Ok(out))
+    }
+
+    /// Moves on in the current piece to `from`, or to the next piece when it is `done`.
+    fn advance(&mut self, done: bool, from: usize) {
+        if done {
+            self.at += 1;
+            self.from = 0;
+        } else {
+            self.from = from;
+        }
+    }
+
+    /// Writes the next slice of mark `n` (the current piece) to `out`.
+    fn write_mark_slice(&mut self, n: u64, form: Form, out: &mut Vec<u8>) -> Result<(), Cut> {
+        let mut texts = registry().lock();
+        let len = match self.claimed.get(&n) {
+            Some(true) => texts.held.get(&n).map(|t| t.text.len()),
+            Some(false) => None,
+            None => {
+                let len = texts.claim(n);
+                self.claimed.insert(n, len.is_some());
+                len
+            }
+        };
+        let Some(len) = len else {
+            if self.claimed.get(&n) == Some(&true) {
+                return Err(Cut);
+            }
+            drop(texts);
+            write(out, None, form);
+            self.advance(true, 0);
+            return Ok(());
+        };
+        if self.from == 0 && form == Form::Text {
+            out.push(b'"');
+        }
+        let end = texts.write_slice(n, self.from, form, out).ok_or(Cut)?;
+        if end < len {
+            self.advance(false, end);
+            return Ok(());
+        }
+        if form == Form::Text {
+            out.push(b'"');
+        }
+        if self.last.get(&n) == Some(&self.at) {
+            texts.remove(n);
+            self.claimed.insert(n, false);
+        }
+        self.advance(true, 0);
+        Ok(())
+    }
+}
+
+impl Drop for Sliced {
+    /// A message dropped unfinished (its connection closed) lets go the texts it claimed.
+    fn drop(&mut self) {
+        let claimed: Vec<u64> = self.claimed.iter().filter(|(_, c)| **c).map(|(n, _)| *n).collect();
+        if claimed.is_empty() {
+            return;
+        }
+        let mut texts = registry().lock();
+        for n in claimed {
+            texts.remove(n);
+        }
+    }
 }
 
 /// The numbers of the texts `answer`'s marks stand for.
@@ -631,6 +869,144 @@ mod tests {
         );
         assert_eq!(default_max_held(64 << 20, 1 << 20), 16 << 20);
         assert_eq!(default_max_held(64 << 20, 100 << 20), 100 << 20);
+    }
+
+    /// A text of every kind of character, multi-byte ones and escapes across the slices'
+    /// edges.
+    fn mixed(len: usize) -> String {
+        let parts = ["ab\\\"\n", "é", "€", "𝄞", "\u{1}", "x"];
+        let mut raw = String::new();
+        let mut i = 0;
+        while raw.len() < len {
+            raw.push_str(parts[i % parts.len()]);
+            i += 1;
+        }
+        json!({"v": raw}).to_string()
+    }
+
+    /// Writes `sliced` to its end: the slices, or where it was cut.
+    fn write_all(sliced: &mut Sliced) -> (Vec<Vec<u8>>, Option<Cut>) {
+        let mut slices = Vec::new();
+        while let Some(slice) = sliced.next_slice() {
+            match slice {
+                Ok(s) => slices.push(s),
+                Err(cut) => return (slices, Some(cut)),
+            }
+        }
+        (slices, None)
+    }
+
+    fn held(n: u64) -> Option<bool> {
+        registry().lock().held.get(&n).map(|t| t.writing)
+    }
+
+    /// A message written in slices is the message spliced whole, byte for byte; each slice
+    /// holds about SLICE bytes of the text (SLICE and a little: what ends the piece before);
+    /// the text is held, and counted, until its last mark is written.
+    #[test]
+    fn a_message_written_in_slices_is_the_message_spliced_whole() {
+        let text = mixed(5 * SLICE + 17);
+        let message =
+            |answer: &Json| format!("data: {}\n\n", json!({"jsonrpc": "2.0", "id": 1, "result": answer})).into_bytes();
+        let whole = splice(message(&answer(text.clone(), true, false)));
+        let read: Json = serde_json::from_slice(&whole[6..]).expect("JSON");
+        assert_eq!(read["result"]["content"][0]["text"], Json::String(text.clone()));
+        let marked = answer(text.clone(), true, false);
+        let n = numbers(&marked)[0];
+        let mut sliced = Sliced::new(message(&marked)).map_err(|_| "no mark").expect("marks");
+        let mut sent = Vec::new();
+        let mut count = 0;
+        while let Some(slice) = sliced.next_slice() {
+            let slice = slice.expect("not cut");
+            assert!(slice.len() <= 2 * SLICE, "{}", slice.len());
+            sent.extend_from_slice(&slice);
+            count += 1;
+            // Claimed from the first slice, held until the last mark's end.
+            if sent.len() < whole.len() {
+                assert_eq!(held(n), Some(true));
+            }
+        }
+        assert_eq!(sent, whole);
+        assert!(count >= 10, "{count} slices");
+        assert_eq!(held(n), None);
+        // A message without marks is given back as it is.
+        assert_eq!(Sliced::new(b"data: {}\n\n".to_vec()).err(), Some(b"data: {}\n\n".to_vec()));
+    }
+
+    /// A text forgotten before its message's first slice reaches it is written as the
+    /// sentence and `null`, as a whole splice writes it; one another message is being
+    /// written from (an event replayed) too.
+    #[test]
+    fn a_text_gone_or_being_written_elsewhere_is_written_as_gone() {
+        let marked = answer(big(SPLICED_FROM), true, false);
+        let message = json!({"result": marked}).to_string().into_bytes();
+        let mut first = Sliced::new(message.clone()).map_err(|_| "no mark").expect("marks");
+        let started = first.next_slice().expect("a slice").expect("not cut");
+        assert!(started.len() >= SLICE);
+        let mut replayed = Sliced::new(message.clone()).map_err(|_| "no mark").expect("marks");
+        let (slices, cut) = write_all(&mut replayed);
+        assert_eq!(cut, None);
+        let read: Json = serde_json::from_slice(&slices.concat()).expect("JSON");
+        assert_eq!(read["result"]["content"][0]["text"], GONE);
+        assert_eq!(read["result"]["structuredContent"], Json::Null);
+        // The whole splice does not take a text being written either.
+        let spliced: Json = serde_json::from_slice(&splice(message.clone())).expect("JSON");
+        assert_eq!(spliced["result"]["structuredContent"], Json::Null);
+        let (rest, cut) = write_all(&mut first);
+        assert_eq!(cut, None);
+        let read: Json = serde_json::from_slice(&[started, rest.concat()].concat()).expect("JSON");
+        assert_eq!(read["result"]["content"][0]["text"], Json::String(big(SPLICED_FROM)));
+        forget(&marked);
+        // Forgotten before the first slice: the sentence and null.
+        let gone = answer(big(SPLICED_FROM), true, false);
+        forget(&gone);
+        let mut sliced = Sliced::new(json!({"result": gone}).to_string().into_bytes()).map_err(|_| "").expect("marks");
+        let read: Json = serde_json::from_slice(&write_all(&mut sliced).0.concat()).expect("JSON");
+        assert_eq!(read["result"]["content"][0]["text"], GONE);
+        assert_eq!(read["result"]["structuredContent"], Json::Null);
+    }
+
+    /// A text forgotten while its message is being written cuts the message: nothing more
+    /// is written (a client never reads one mark written and the other not). A message
+    /// dropped unfinished lets its text go.
+    #[test]
+    fn a_text_forgotten_mid_message_cuts_it_and_a_message_dropped_lets_its_text_go() {
+        let marked = answer(big(3 * SLICE), true, false);
+        let n = numbers(&marked)[0];
+        let mut sliced =
+            Sliced::new(json!({"result": marked}).to_string().into_bytes()).map_err(|_| "").expect("marks");
+        assert!(sliced.next_slice().expect("a slice").is_ok());
+        registry().lock().remove(n);
+        assert_eq!(sliced.next_slice().expect("the cut").err(), Some(Cut));
+        assert!(sliced.next_slice().is_none());
+        let marked = answer(big(3 * SLICE), true, false);
+        let n = numbers(&marked)[0];
+        let mut sliced =
+            Sliced::new(json!({"result": marked}).to_string().into_bytes()).map_err(|_| "").expect("marks");
+        assert!(sliced.next_slice().expect("a slice").is_ok());
+        assert_eq!(held(n), Some(true));
+        drop(sliced);
+        assert_eq!(held(n), None);
+    }
+
+    /// A text being written is not let go for its age, only to make room (oldest first,
+    /// being written or not).
+    #[test]
+    fn a_text_being_written_is_let_go_only_to_make_room() {
+        let mut texts = Texts::default();
+        let t0 = Instant::now();
+        let kib = |k: usize| "x".repeat(k << 10);
+        let a = texts.hold(kib(100), t0, 300 << 10).expect("held");
+        let b = texts.hold(kib(100), t0, 300 << 10).expect("held");
+        assert_eq!(texts.claim(a), Some(100 << 10));
+        assert_eq!(texts.claim(a), None);
+        assert_eq!(texts.take(a), None);
+        let c = texts.hold(kib(1), t0 + KEPT_FOR, 300 << 10).expect("held");
+        assert_eq!(texts.held.keys().copied().collect::<Vec<_>>(), [a, c]);
+        assert!(b < c);
+        texts.hold(kib(250), t0 + KEPT_FOR, 300 << 10).expect("held");
+        assert!(!texts.held.contains_key(&a));
+        assert_eq!(texts.bytes, 251 << 10);
     }
 
     #[test]

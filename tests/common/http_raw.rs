@@ -76,14 +76,39 @@ impl Http {
     }
 }
 
-/// The response read to its end: status, head, body.
+/// The response read to its end: status, head, body (its chunks joined when it is sent
+/// chunked: a large answer goes out in slices, its text across many chunks).
 pub fn answer(mut stream: TcpStream) -> (u16, String, String) {
     let mut raw = Vec::new();
     let _ = stream.read_to_end(&mut raw);
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no HTTP response: {text:?}"));
+    let Some(end) = raw.windows(4).position(|w| w == b"\r\n\r\n") else {
+        panic!("no HTTP response: {:?}", String::from_utf8_lossy(&raw))
+    };
+    let head = String::from_utf8_lossy(&raw[..end]).into_owned();
     let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).expect("status");
-    (status, head.to_string(), body.to_string())
+    let chunked = head
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .any(|(k, v)| k.trim().eq_ignore_ascii_case("transfer-encoding") && v.to_ascii_lowercase().contains("chunked"));
+    let rest = &raw[end + 4..];
+    let body = if chunked { dechunk(rest) } else { rest.to_vec() };
+    (status, head, String::from_utf8_lossy(&body).into_owned())
+}
+
+/// A chunked body's chunks joined (as far as they came whole).
+pub fn dechunk(mut s: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(eol) = s.windows(2).position(|w| w == b"\r\n") {
+        let size = String::from_utf8_lossy(&s[..eol]);
+        let Ok(n) = usize::from_str_radix(size.split(';').next().unwrap_or("").trim(), 16) else { break };
+        let rest = &s[eol + 2..];
+        if n == 0 || rest.len() < n {
+            break;
+        }
+        out.extend_from_slice(&rest[..n]);
+        s = rest[n..].strip_prefix(b"\r\n").unwrap_or(&rest[n..]);
+    }
+    out
 }
 
 /// The `Mcp-Session-Id` of a response's head.
