@@ -347,7 +347,7 @@ impl RunBudget {
 
     /// The bytes held now.
     pub fn memory_held(&self) -> u64 {
-        self.memory - self.memory_left.load(std::sync::atomic::Ordering::Relaxed)
+        self.memory - self.memory_left()
     }
 
     /// The most bytes held at once so far.
