@@ -10,22 +10,10 @@ use std::net::TcpStream;
 use std::process::Command;
 use std::time::Duration;
 
+use common::doubling_plan;
 use common::http_raw::{answer, message, Http};
 use common::mcp_stdio::StdioClient;
 use serde_json::{json, Value};
-
-/// A plan answering `{v: x_depth}`, `x0 = [1]` and each `x_i = [x_{i-1}, x_{i-1}]`: a
-/// result of about `3 × 2^depth` bytes of fine-grained JSON (one small array per three
-/// bytes), built in no time from shared parts.
-fn doubling_plan(depth: usize) -> Value {
-    let mut transforms = serde_json::Map::new();
-    transforms.insert("x0".into(), json!("[1]"));
-    for i in 1..=depth {
-        transforms.insert(format!("x{i}"), json!(format!("[x{}, x{}]", i - 1, i - 1)));
-    }
-    json!({"instructions": [{"execution_id": "g", "transform_responses": {"transforms": transforms}}],
-        "response_reference_map": {"v": format!("REF:g.x{depth}")}})
-}
 
 /// The expected `v` of [`doubling_plan`].
 fn doubled(depth: usize) -> Value {

@@ -9,22 +9,10 @@ mod common;
 use std::io::Read;
 use std::time::Duration;
 
+use common::doubling_plan;
 use common::http_raw::{message, Http};
 use common::mcp_stdio::StdioClient;
 use serde_json::{json, Value};
-
-/// A plan answering `{v: x_depth}`, `x0 = [1]` and each `x_i = [x_{i-1}, x_{i-1}]`: a result
-/// of `6 × 2^depth − 3` bytes of compact JSON, built in no time from shared parts (as in
-/// `tests/hostile13.rs`).
-fn doubling_plan(depth: usize) -> Value {
-    let mut transforms = serde_json::Map::new();
-    transforms.insert("x0".into(), json!("[1]"));
-    for i in 1..=depth {
-        transforms.insert(format!("x{i}"), json!(format!("[x{}, x{}]", i - 1, i - 1)));
-    }
-    json!({"instructions": [{"execution_id": "g", "transform_responses": {"transforms": transforms}}],
-        "response_reference_map": {"v": format!("REF:g.x{depth}")}})
-}
 
 fn run_plan(id: u64, depth: usize) -> Vec<u8> {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",

@@ -121,3 +121,17 @@ pub fn cpu_bounded<T>(what: &str, limit: Duration, f: impl FnOnce() -> T) -> T {
     assert!(took < limit, "{what} took {took:?} of processor time ({:?} in all), more than {limit:?}", wall.elapsed());
     out
 }
+
+/// A plan answering `{v: x_depth}`, `x0 = [1]` and each `x_i = [x_{i-1}, x_{i-1}]`: a result
+/// of `6 × 2^depth − 3` bytes of compact JSON (one small array per three bytes), built in no
+/// time from shared parts — the large answer of the hostile rounds on answers' costs.
+#[allow(dead_code)]
+pub fn doubling_plan(depth: usize) -> serde_json::Value {
+    let mut transforms = serde_json::Map::new();
+    transforms.insert("x0".into(), serde_json::json!("[1]"));
+    for i in 1..=depth {
+        transforms.insert(format!("x{i}"), serde_json::json!(format!("[x{}, x{}]", i - 1, i - 1)));
+    }
+    serde_json::json!({"instructions": [{"execution_id": "g", "transform_responses": {"transforms": transforms}}],
+        "response_reference_map": {"v": format!("REF:g.x{depth}")}})
+}
