@@ -443,28 +443,36 @@ mod tests {
         ));
         // The variable renamed as a whole word only, not inside other names or strings.
         assert_eq!(renamed("r.rank + rr + 'r' + x.r", "r"), "item.rank + rr + 'r' + x.r");
-        assert!(help("results.map('item.url')").contains("map(results, 'item.url')"));
-        assert!(help("REF:s.items.filter(\"item.ok\")").contains("filter(REF:s.items, \"item.ok\")"));
-        assert!(help("if total > 0 then 'a' else 'b'").contains("if(condition=…"));
-        assert!(help("{...r, extra: 1}").contains("merge(x, {extra: 1})"));
-        assert!(help("{**r, extra: 1}").contains("merge(x, {extra: 1})"));
-        assert!(help("total ** 2").contains("no `**`"));
-        assert!(help("total // 2").contains("no `//`"));
-        assert!(help("results[0].title.upper()").contains("upper(results[0].title)"));
-        assert!(help("total.toFixed(2)").contains("round(total, 2)"));
+        // Each form and the tdsl form its help writes.
+        let cases: &[(&str, &str)] = &[
+            ("results.map('item.url')", "map(results, 'item.url')"),
+            ("REF:s.items.filter(\"item.ok\")", "filter(REF:s.items, \"item.ok\")"),
+            ("if total > 0 then 'a' else 'b'", "if(condition=…"),
+            ("{...r, extra: 1}", "merge(x, {extra: 1})"),
+            ("{**r, extra: 1}", "merge(x, {extra: 1})"),
+            ("total ** 2", "no `**`"),
+            ("total // 2", "no `//`"),
+            ("results[0].title.upper()", "upper(results[0].title)"),
+            ("total.toFixed(2)", "round(total, 2)"),
+            ("results[*].url", "map(array=results, template=\"item.url\")"),
+            ("REF:s.items[].name", "map(array=REF:s.items, template=\"item.name\")"),
+            ("results[0].title ?? 'none'", "default(value=results[0].title, fallback='none')"),
+            ("results[1:3]", "slice(value=results, start=1, end=3)"),
+            ("results[:2]", "slice(value=results, start=0, end=2)"),
+            ("results | length", "length(results)"),
+            ("f'{total} pages'", "no string interpolation"),
+            ("`${total} pages`", "no string interpolation"),
+            ("$.search.results[*].url", "map(array=REF:search.results, template=\"item.url\")"),
+            ("$.search.total + 1", "write `REF:search.total`"),
+        ];
+        for (written, tdsl) in cases {
+            assert!(help(written).contains(tdsl), "{written}: {}", help(written));
+        }
         // A URL in a string is not `//`.
         assert_eq!(syntax("'https://a' +"), None);
         // A long variable gets the general help, not a search for it at every position.
         let long = format!("[{0} for {0}b in xs]", "a".repeat(100_000));
         assert!(help(&long).starts_with("tdsl has no comprehensions: `map(array=<list>"));
-        assert!(help("results[*].url").contains("map(array=results, template=\"item.url\")"));
-        assert!(help("REF:s.items[].name").contains("map(array=REF:s.items, template=\"item.name\")"));
-        assert!(help("results[0].title ?? 'none'").contains("default(value=results[0].title, fallback='none')"));
-        assert!(help("results[1:3]").contains("slice(value=results, start=1, end=3)"));
-        assert!(help("results[:2]").contains("slice(value=results, start=0, end=2)"));
-        assert!(help("results | length").contains("length(results)"));
-        assert!(help("f'{total} pages'").contains("no string interpolation"));
-        assert!(help("`${total} pages`").contains("no string interpolation"));
         // Not taken for what they are not: `||`, a `|` inside a string, an index, an empty
         // list.
         assert_eq!(syntax("length([]) +"), None);
@@ -474,8 +482,6 @@ mod tests {
         assert!(help("lambda x: x.url").contains("condition_string="));
         assert!(help("filter(files, lambda f: length(f) > 3)").contains("no lambdas"));
         assert_eq!(syntax("lambdas +"), None);
-        assert!(help("$.search.results[*].url").contains("map(array=REF:search.results, template=\"item.url\")"));
-        assert!(help("$.search.total + 1").contains("write `REF:search.total`"));
         assert!(help("$1.count * 2").contains("REF:<execution_id of step 1>.count"));
         assert!(help("#E2.title").contains("REF:<execution_id of step 2>.title"));
         assert_eq!(syntax("a +"), None);
