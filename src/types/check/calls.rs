@@ -207,7 +207,7 @@ impl Checker<'_> {
             self.expr(&a.value);
             return;
         }
-        d = match did_you_mean(&k.node, sig.params.iter().map(|p| &*p.name)).or_else(|| path_param(sig, &k.node)) {
+        d = match meant_param(sig, &k.node) {
             Some(s) => d.with_help(format!("did you mean `{s}`? the signature is `{}`", sig.display())),
             None if &*k.node == ELEMENT_NAME => d.with_help(format!(
                 "`as` names the element of a template, and `{}` takes none; the signature is `{}`",
@@ -239,7 +239,7 @@ impl Checker<'_> {
             .iter()
             .filter_map(|a| a.keyword.as_ref())
             .filter(|k| sig.param_index(&k.node).is_none())
-            .filter_map(|k| did_you_mean(&k.node, sig.params.iter().map(|p| &*p.name)))
+            .filter_map(|k| meant_param(sig, &k.node))
             .collect();
         let missing: Vec<&str> = missing.into_iter().filter(|m| !misspelt.contains(m)).collect();
         if missing.is_empty() {
@@ -632,6 +632,13 @@ fn sort_order_habit(sig: &Signature, k: &Spanned<Name>, a: &Arg, d: Diagnostic) 
         }
         _ => d,
     })
+}
+
+/// The parameter of `sig` an unknown keyword most likely meant: the nearest name, else the
+/// one path parameter ([`path_param`]). The help of `E0104` names it, and a required one
+/// so named is not reported missing too.
+fn meant_param<'s>(sig: &'s Signature, keyword: &str) -> Option<&'s str> {
+    did_you_mean(keyword, sig.params.iter().map(|p| &*p.name)).or_else(|| path_param(sig, keyword))
 }
 
 /// The one parameter of `sig` that reads a path of each element (`key_path`, `item_path`),
