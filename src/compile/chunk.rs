@@ -23,9 +23,10 @@ pub struct Chunk {
     pub names: Vec<Name>,
     /// Field paths (segments after a root), each with its inline cache.
     pub paths: Vec<Path>,
-    /// Key lists of object constructors, in the form object keys take (cloned per object
-    /// built, so never copied or allocated there).
-    pub keys: Vec<Box<[SmolStr]>>,
+    /// The keys of the chunk's object constructors, each object's in a run
+    /// ([`Op::Object`]`(k, n)`: `n` from `k`), in the form object keys take (cloned per object
+    /// built, so never copied or allocated there). One table, not a list per object.
+    pub keys: Vec<SmolStr>,
     /// Call sites.
     pub calls: Vec<CallInfo>,
     /// Where operands of an instruction came from, for error locations.

@@ -363,8 +363,8 @@ impl<'a> Vm<'a> {
                     let items: Vec<Value> = self.stack.drain(at..).collect();
                     self.stack.push(Value::list(items));
                 }
-                Op::Object(k) => {
-                    let keys = &chunk.keys[k as usize];
+                Op::Object(k, n) => {
+                    let keys = &chunk.keys[k as usize..k as usize + n as usize];
                     self.alloc(ops::object_bytes(keys.len()), chunk.spans[pc - 1])?;
                     let at = self.stack.len() - keys.len();
                     let mut map = crate::value::Map::with_capacity_and_hasher(keys.len(), Default::default());
