@@ -13,10 +13,9 @@ use crate::value::{Path, Segments, SmolStr, Value};
 /// Compiled code for one expression or template.
 #[derive(Clone, Debug, Default)]
 pub struct Chunk {
-    /// The instructions; evaluation ends after the last one with the result on the stack.
-    pub code: Vec<Op>,
-    /// The source span of each instruction (same length as `code`).
-    pub spans: Vec<Span>,
+    /// The instructions, each with its source span ([`Chunk::span`]); evaluation ends after
+    /// the last one with the result on the stack.
+    pub code: Code,
     /// Constants.
     pub consts: Vec<Value>,
     /// Variable and REF context names.
@@ -35,6 +34,54 @@ pub struct Chunk {
     pub locals: u32,
     /// The source text, for chunks compiled from a run-time template.
     pub source: Option<Arc<str>>,
+}
+
+/// A chunk's instructions, each held with the source span it was compiled from: one list of
+/// pairs, so that a chunk's code and spans take one allocation, not two. Read as a list of
+/// instructions; [`Chunk::span`] gives an instruction's span.
+#[derive(Clone, Debug, Default)]
+pub struct Code(Vec<(Op, Span)>);
+
+impl Code {
+    /// Room for `n` instructions.
+    pub(crate) fn with_capacity(n: usize) -> Code {
+        Code(Vec::with_capacity(n))
+    }
+
+    /// How many instructions there are.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Instruction `pc`.
+    #[inline]
+    pub fn get(&self, pc: usize) -> Option<Op> {
+        self.0.get(pc).map(|&(op, _)| op)
+    }
+
+    /// The instructions in order.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Op> + ExactSizeIterator + '_ {
+        self.0.iter().map(|(op, _)| op)
+    }
+
+    /// The instruction of a chunk of one instruction.
+    #[inline]
+    pub fn single(&self) -> Option<Op> {
+        match self.0.as_slice() {
+            [(op, _)] => Some(*op),
+            _ => None,
+        }
+    }
+
+    /// Instruction `at`, to patch.
+    pub(crate) fn op_mut(&mut self, at: usize) -> Option<&mut Op> {
+        self.0.get_mut(at).map(|(op, _)| op)
+    }
 }
 
 /// A call site: the function and how each parameter is passed.
@@ -219,9 +266,14 @@ pub enum Root {
 impl Chunk {
     /// Adds an instruction with its span; returns its index.
     pub fn emit(&mut self, op: Op, span: Span) -> usize {
-        self.code.push(op);
-        self.spans.push(span);
-        self.code.len() - 1
+        self.code.0.push((op, span));
+        self.code.0.len() - 1
+    }
+
+    /// The source span of instruction `pc` (an empty span past the last).
+    #[inline]
+    pub fn span(&self, pc: usize) -> Span {
+        self.code.0.get(pc).map(|&(_, span)| span).unwrap_or_default()
     }
 
     /// Interns a constant.

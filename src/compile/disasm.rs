@@ -18,7 +18,7 @@ fn write_chunk(out: &mut String, chunk: &Chunk, title: &str, indent: usize) {
     let _ = writeln!(out, "{pad}== {title} == ({} instructions, {} locals)", chunk.code.len(), chunk.locals);
     for (pc, op) in chunk.code.iter().enumerate() {
         let operand = describe(chunk, op);
-        let span = chunk.spans.get(pc).copied().unwrap_or_default();
+        let span = chunk.span(pc);
         let _ = writeln!(out, "{pad}{pc:04}  {:<22}{:<32}@{span}", op.name(), operand);
     }
     let mut n = 0;
