@@ -91,10 +91,37 @@ pub struct CallInfo {
     pub func: FuncId,
     /// Its name, for errors.
     pub name: Name,
-    /// One entry per parameter (one allocation for the call site's whole table).
-    pub params: Box<[ParamSite]>,
+    /// One entry per parameter, held in the call site itself for one or two ([`Params`]).
+    pub params: Params,
     /// Bit `i` set when parameter `i` was given.
     pub given: u64,
+}
+
+/// A call site's parameters, read as a list (in parameter order): one or two, as nearly
+/// every call has, held in place; none or more than two in one allocation of their own (none
+/// for none). The VM reads a call's list once per call ([`Params`] dereferenced), not once
+/// per element, so the form costs its loops nothing.
+#[derive(Clone, Debug)]
+pub enum Params {
+    /// One parameter.
+    One([ParamSite; 1]),
+    /// Two parameters.
+    Two([ParamSite; 2]),
+    /// Any other number.
+    Many(Box<[ParamSite]>),
+}
+
+impl Deref for Params {
+    type Target = [ParamSite];
+
+    #[inline]
+    fn deref(&self) -> &[ParamSite] {
+        match self {
+            Params::One(p) => p,
+            Params::Two(p) => p,
+            Params::Many(p) => p,
+        }
+    }
 }
 
 /// One parameter of a call site.
@@ -127,10 +154,17 @@ impl CallInfo {
 
     /// The fast form of parameter `i`'s template, when it has one.
     pub fn fast(&self, i: usize) -> Option<&Fast> {
-        match self.param(i) {
-            Some(CallParam::Template(t, _)) => t.fast(),
-            _ => None,
-        }
+        fast_in(&self.params, i)
+    }
+}
+
+/// The fast form of the template of parameter `i` of `params`, when it has one (for a list
+/// already read out of its [`Params`]).
+#[inline]
+pub fn fast_in(params: &[ParamSite], i: usize) -> Option<&Fast> {
+    match params.get(i).map(|p| &p.pass) {
+        Some(CallParam::Template(t, _)) => t.fast(),
+        _ => None,
     }
 }
 

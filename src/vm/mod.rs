@@ -14,7 +14,7 @@ use std::sync::Arc;
 mod budget;
 mod fast;
 
-use crate::compile::{CallInfo, CallParam, Chunk, Fast, Op, Origin, Root};
+use crate::compile::{fast_in, CallInfo, CallParam, Chunk, Fast, Op, Origin, ParamSite, Root};
 use crate::diagnostic::Code;
 use crate::files::FileStore;
 use crate::functions::{Args, BuiltinFn, Caller, Consumer, Elems, Failure, FunctionTable, Implementation, Producer};
@@ -526,7 +526,8 @@ impl<'a> Vm<'a> {
                     Ok(dynamic) => {
                         self.serial += 1;
                         let serial = self.serial;
-                        let mut frame = Frame { vm: self, info, dynamic, serial, span, ahead: None };
+                        let params = &info.params;
+                        let mut frame = Frame { vm: self, info, params, dynamic, serial, span, ahead: None };
                         match crate::functions::invoke(body, &mut frame, &Args { values: &args, given: info.given }) {
                             Ok(v) => Ok(v),
                             Err(f) => Err(self.failure(info, span, f)),
@@ -580,14 +581,17 @@ impl<'a> Vm<'a> {
         };
         self.serial += 1;
         let serial = self.serial;
-        let mut frame = Frame { vm: self, info: inner, dynamic: Vec::new(), serial, span: inner_span, ahead: None };
+        let params = &inner.params;
+        let mut frame =
+            Frame { vm: self, info: inner, params, dynamic: Vec::new(), serial, span: inner_span, ahead: None };
         let result = match crate::functions::produce(producer, &mut frame, &Args { values: &args, given: inner.given })
         {
             Err(f) => Err(self.failure(inner, inner_span, f)),
             Ok(xs) => {
                 self.serial += 1;
                 let serial = self.serial;
-                let mut frame = Frame { vm: self, info: outer, dynamic: Vec::new(), serial, span, ahead };
+                let params = &outer.params;
+                let mut frame = Frame { vm: self, info: outer, params, dynamic: Vec::new(), serial, span, ahead };
                 let out = Args { values: &rest, given: outer.given };
                 crate::functions::consume(consumer, &mut frame, &xs, &out).map_err(|f| self.failure(outer, span, f))
             }
@@ -720,6 +724,9 @@ fn path_template_suffix(info: &CallInfo) -> Option<String> {
 struct Frame<'v, 'a> {
     vm: &'v mut Vm<'a>,
     info: &'v CallInfo,
+    /// `info`'s parameters, read out of their table once per call: per element the
+    /// template's fast form and chunk are found in this list.
+    params: &'v [ParamSite],
     dynamic: Vec<Resolved>,
     serial: u64,
     /// The call's span, for errors the built-in raises through the runner.
@@ -730,8 +737,9 @@ struct Frame<'v, 'a> {
 
 impl Frame<'_, '_> {
     /// The fast form of parameter `param`'s template, if it has one.
+    #[inline]
     fn fast(&self, param: usize) -> Option<&Fast> {
-        self.info.fast(param)
+        fast_in(self.params, param)
     }
 
     /// `apply_each`'s loop, for either kind of element slice: a template that is a path on
@@ -745,7 +753,7 @@ impl Frame<'_, '_> {
         xs: impl Iterator<Item = &'x Value>,
         out: &mut Vec<Value>,
     ) -> Result<(), EvalError> {
-        let path = fast_path(self.info, param);
+        let path = fast_path(self.params, param);
         for (i, x) in xs.enumerate() {
             match path.map(|p| x.walk_path(p)) {
                 Some(Ok(v)) => {
@@ -848,7 +856,7 @@ impl Caller for Frame<'_, '_> {
     ) -> Result<Option<(usize, Cow<'x, Value>)>, EvalError> {
         // The key path found once, not per element; an element it cannot be walked on goes
         // through `project`, which runs the chunk and reports as it would.
-        let path = fast_path(self.info, param);
+        let path = fast_path(self.params, param);
         for (i, x) in xs.iter().enumerate() {
             let k = match path.map(|p| x.walk_path(p)) {
                 Some(Ok(v)) => {
@@ -884,7 +892,7 @@ impl Caller for Frame<'_, '_> {
         }
         // A run-time template's spans are offsets in its own text: errors from it point at
         // the argument that named it.
-        let (chunk, slot, named_at): (&Chunk, u32, Option<Span>) = match self.info.param(param) {
+        let (chunk, slot, named_at): (&Chunk, u32, Option<Span>) = match self.params.get(param).map(|p| &p.pass) {
             Some(CallParam::Template(c, s)) => (c, *s, None),
             Some(CallParam::Dynamic { .. }) => match self.dynamic.get(param).and_then(Option::as_ref) {
                 Some((c, s)) => (c, *s, self.info.arg_span(param)),

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::places::{field_root, field_segments};
 use super::{compile, Compiler};
-use crate::compile::chunk::{CallInfo, CallParam, Chunk, Fast, Origin, ParamSite, Pred, TemplateChunk};
+use crate::compile::chunk::{CallInfo, CallParam, Chunk, Fast, Origin, ParamSite, Params, Pred, TemplateChunk};
 use crate::compile::op::Op;
 use crate::span::Span;
 use crate::syntax::ast::{BinaryOp, UnaryOp};
@@ -123,9 +123,18 @@ impl Compiler {
     /// Compiles the arguments of `call` and adds its call site; with `skip_first`, the first
     /// argument is the fused inner call's list, which is never on the stack.
     pub(super) fn call_site(&mut self, call: &TCall, span: Span, skip_first: bool) -> u32 {
-        // How each parameter is passed, its argument's span and its value's origin: one list,
-        // allocated once at its final size.
-        let params = call.args.iter().enumerate().map(|(n, a)| self.param(a, span, skip_first && n == 0)).collect();
+        // How each parameter is passed, its argument's span and its value's origin: held in
+        // the call site for one or two, else one list allocated once at its final size.
+        let params = match &call.args[..] {
+            [a] => Params::One([self.param(a, span, skip_first)]),
+            [a, b] => {
+                let a = self.param(a, span, skip_first);
+                Params::Two([a, self.param(b, span, false)])
+            }
+            args => {
+                Params::Many(args.iter().enumerate().map(|(n, a)| self.param(a, span, skip_first && n == 0)).collect())
+            }
+        };
         self.chunk.calls.push(CallInfo { func: call.func, name: call.name.clone(), params, given: call.given });
         (self.chunk.calls.len() - 1) as u32
     }
