@@ -282,15 +282,15 @@ impl Program {
     #[inline]
     pub fn eval_ref<'v>(&self, vars: &'v Value) -> Result<Cow<'v, Value>, EvalError> {
         let inner = &*self.inner;
-        let found: Option<&'v Value> = match inner.chunk.code.as_slice() {
+        let found: Option<&'v Value> = match inner.chunk.code.single() {
             // The inline cache first; on a miss, the search that refills it.
-            [Op::GlobalPath(_, p)] => {
-                inner.chunk.paths.get(*p as usize).and_then(|path| match vars.follow_hints(path) {
+            Some(Op::GlobalPath(_, p)) => {
+                inner.chunk.paths.get(p as usize).and_then(|path| match vars.follow_hints(path) {
                     Ok(v) => Some(v),
                     Err(_) => Self::searched(vars, path),
                 })
             }
-            [Op::Global(n)] => inner.chunk.names.get(*n as usize).and_then(|name| vars.get_direct(name)),
+            Some(Op::Global(n)) => inner.chunk.names.get(n as usize).and_then(|name| vars.get_direct(name)),
             _ => None,
         };
         match found {
@@ -330,8 +330,8 @@ impl Program {
     #[inline]
     fn cached_read(&self, vars: &Value) -> Option<Value> {
         let inner = &*self.inner;
-        let [Op::GlobalPath(_, p)] = inner.chunk.code.as_slice() else { return None };
-        match vars.follow_hints(inner.chunk.paths.get(*p as usize)?).ok()? {
+        let Some(Op::GlobalPath(_, p)) = inner.chunk.code.single() else { return None };
+        match vars.follow_hints(inner.chunk.paths.get(p as usize)?).ok()? {
             Value::Str(s) if s.len() + 2 <= inner.limits.max_output_bytes => Some(Value::Str(s.clone())),
             v @ (Value::Null | Value::Bool(_) | Value::Int(_) | Value::Float(_)) => Some(v.clone()),
             _ => None,
@@ -343,8 +343,8 @@ impl Program {
         let inner = &*self.inner;
         // A program that is one read (`profile.email`, a constant, `REF:step.x`) is answered
         // before any evaluation state is set up.
-        if let [op] = inner.chunk.code.as_slice() {
-            if let Some(v) = vm::single_read(&inner.chunk, *op, vars, refs) {
+        if let Some(op) = inner.chunk.code.single() {
+            if let Some(v) = vm::single_read(&inner.chunk, op, vars, refs) {
                 let v = v?;
                 if let Value::Str(s) = &v {
                     if s.len() + 2 <= inner.limits.max_output_bytes {
@@ -367,8 +367,8 @@ impl Program {
         match self.cached_read(vars) {
             Some(v) => Ok(v),
             None => {
-                if let [op] = self.inner.chunk.code.as_slice() {
-                    if vm::single_read(&self.inner.chunk, *op, vars, refs).is_some() {
+                if let Some(op) = self.inner.chunk.code.single() {
+                    if vm::single_read(&self.inner.chunk, op, vars, refs).is_some() {
                         return self.eval_general(vars, refs);
                     }
                 }

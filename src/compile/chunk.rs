@@ -13,19 +13,19 @@ use crate::value::{Path, Segments, SmolStr, Value};
 /// Compiled code for one expression or template.
 #[derive(Clone, Debug, Default)]
 pub struct Chunk {
-    /// The instructions; evaluation ends after the last one with the result on the stack.
-    pub code: Vec<Op>,
-    /// The source span of each instruction (same length as `code`).
-    pub spans: Vec<Span>,
+    /// The instructions, each with its source span ([`Chunk::span`]); evaluation ends after
+    /// the last one with the result on the stack.
+    pub code: Code,
     /// Constants.
     pub consts: Vec<Value>,
     /// Variable and REF context names.
     pub names: Vec<Name>,
     /// Field paths (segments after a root), each with its inline cache.
     pub paths: Vec<Path>,
-    /// Key lists of object constructors, in the form object keys take (cloned per object
-    /// built, so never copied or allocated there).
-    pub keys: Vec<Box<[SmolStr]>>,
+    /// The keys of the chunk's object constructors, each object's in a run
+    /// ([`Op::Object`]`(k, n)`: `n` from `k`), in the form object keys take (cloned per object
+    /// built, so never copied or allocated there). One table, not a list per object.
+    pub keys: Vec<SmolStr>,
     /// Call sites.
     pub calls: Vec<CallInfo>,
     /// Where operands of an instruction came from, for error locations.
@@ -36,6 +36,54 @@ pub struct Chunk {
     pub source: Option<Arc<str>>,
 }
 
+/// A chunk's instructions, each held with the source span it was compiled from: one list of
+/// pairs, so that a chunk's code and spans take one allocation, not two. Read as a list of
+/// instructions; [`Chunk::span`] gives an instruction's span.
+#[derive(Clone, Debug, Default)]
+pub struct Code(Vec<(Op, Span)>);
+
+impl Code {
+    /// Room for `n` instructions.
+    pub(crate) fn with_capacity(n: usize) -> Code {
+        Code(Vec::with_capacity(n))
+    }
+
+    /// How many instructions there are.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Instruction `pc`.
+    #[inline]
+    pub fn get(&self, pc: usize) -> Option<Op> {
+        self.0.get(pc).map(|&(op, _)| op)
+    }
+
+    /// The instructions in order.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Op> + ExactSizeIterator + '_ {
+        self.0.iter().map(|(op, _)| op)
+    }
+
+    /// The instruction of a chunk of one instruction.
+    #[inline]
+    pub fn single(&self) -> Option<Op> {
+        match self.0.as_slice() {
+            [(op, _)] => Some(*op),
+            _ => None,
+        }
+    }
+
+    /// Instruction `at`, to patch.
+    pub(crate) fn op_mut(&mut self, at: usize) -> Option<&mut Op> {
+        self.0.get_mut(at).map(|(op, _)| op)
+    }
+}
+
 /// A call site: the function and how each parameter is passed.
 #[derive(Clone, Debug)]
 pub struct CallInfo {
@@ -43,10 +91,37 @@ pub struct CallInfo {
     pub func: FuncId,
     /// Its name, for errors.
     pub name: Name,
-    /// One entry per parameter (one allocation for the call site's whole table).
-    pub params: Box<[ParamSite]>,
+    /// One entry per parameter, held in the call site itself for one or two ([`Params`]).
+    pub params: Params,
     /// Bit `i` set when parameter `i` was given.
     pub given: u64,
+}
+
+/// A call site's parameters, read as a list (in parameter order): one or two, as nearly
+/// every call has, held in place; none or more than two in one allocation of their own (none
+/// for none). The VM reads a call's list once per call ([`Params`] dereferenced), not once
+/// per element, so the form costs its loops nothing.
+#[derive(Clone, Debug)]
+pub enum Params {
+    /// One parameter.
+    One([ParamSite; 1]),
+    /// Two parameters.
+    Two([ParamSite; 2]),
+    /// Any other number.
+    Many(Box<[ParamSite]>),
+}
+
+impl Deref for Params {
+    type Target = [ParamSite];
+
+    #[inline]
+    fn deref(&self) -> &[ParamSite] {
+        match self {
+            Params::One(p) => p,
+            Params::Two(p) => p,
+            Params::Many(p) => p,
+        }
+    }
 }
 
 /// One parameter of a call site.
@@ -79,10 +154,17 @@ impl CallInfo {
 
     /// The fast form of parameter `i`'s template, when it has one.
     pub fn fast(&self, i: usize) -> Option<&Fast> {
-        match self.param(i) {
-            Some(CallParam::Template(t, _)) => t.fast(),
-            _ => None,
-        }
+        fast_in(&self.params, i)
+    }
+}
+
+/// The fast form of the template of parameter `i` of `params`, when it has one (for a list
+/// already read out of its [`Params`]).
+#[inline]
+pub fn fast_in(params: &[ParamSite], i: usize) -> Option<&Fast> {
+    match params.get(i).map(|p| &p.pass) {
+        Some(CallParam::Template(t, _)) => t.fast(),
+        _ => None,
     }
 }
 
@@ -218,9 +300,14 @@ pub enum Root {
 impl Chunk {
     /// Adds an instruction with its span; returns its index.
     pub fn emit(&mut self, op: Op, span: Span) -> usize {
-        self.code.push(op);
-        self.spans.push(span);
-        self.code.len() - 1
+        self.code.0.push((op, span));
+        self.code.0.len() - 1
+    }
+
+    /// The source span of instruction `pc` (an empty span past the last).
+    #[inline]
+    pub fn span(&self, pc: usize) -> Span {
+        self.code.0.get(pc).map(|&(_, span)| span).unwrap_or_default()
     }
 
     /// Interns a constant.

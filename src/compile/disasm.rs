@@ -18,7 +18,7 @@ fn write_chunk(out: &mut String, chunk: &Chunk, title: &str, indent: usize) {
     let _ = writeln!(out, "{pad}== {title} == ({} instructions, {} locals)", chunk.code.len(), chunk.locals);
     for (pc, op) in chunk.code.iter().enumerate() {
         let operand = describe(chunk, op);
-        let span = chunk.spans.get(pc).copied().unwrap_or_default();
+        let span = chunk.span(pc);
         let _ = writeln!(out, "{pad}{pc:04}  {:<22}{:<32}@{span}", op.name(), operand);
     }
     let mut n = 0;
@@ -52,7 +52,11 @@ fn describe(chunk: &Chunk, op: &Op) -> String {
         Op::Ref(n, p) => format!("REF:{}{}", name(chunk, n), path(chunk, p)),
         Op::Path(p) => path(chunk, p),
         Op::List(n) => format!("{n} items"),
-        Op::Object(k) => chunk.keys.get(k as usize).map(|ks| format!("{{{}}}", ks.join(", "))).unwrap_or_default(),
+        Op::Object(k, n) => chunk
+            .keys
+            .get(k as usize..(k as usize).saturating_add(n as usize))
+            .map(|ks| format!("{{{}}}", ks.join(", ")))
+            .unwrap_or_default(),
         Op::Binary(b) => b.symbol().to_string(),
         Op::CmpLocalPathConst(b, s, p, c) => format!(
             "slot {s}{} {} {}",

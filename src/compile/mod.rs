@@ -12,7 +12,7 @@ mod disasm;
 mod fold;
 mod op;
 
-pub use chunk::{CallInfo, CallParam, Chunk, Fast, Origin, Pred, Root};
+pub use chunk::{fast_in, CallInfo, CallParam, Chunk, Fast, Origin, ParamSite, Pred, Root};
 pub use compiler::compile;
 pub use disasm::disassemble;
 pub use fold::fold;

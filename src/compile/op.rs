@@ -25,8 +25,9 @@ pub enum Op {
     Index,
     /// `[a1 … an] → [[a1, …, an]]`
     List(u32),
-    /// `[v1 … vn] → [{keys[k][0]: v1, …}]`
-    Object(u32),
+    /// `[v1 … vn] → [{keys[k]: v1, …, keys[k + n - 1]: vn}]` (the chunk's keys from `k`, `n` of
+    /// them: one table for all the chunk's objects)
+    Object(u32, u32),
     /// `[v] → [not truthy(v)]`
     Not,
     /// `[v] → [-v]`
@@ -77,7 +78,7 @@ impl Op {
             Op::Path(_) => "PATH",
             Op::Index => "INDEX",
             Op::List(_) => "LIST",
-            Op::Object(_) => "OBJECT",
+            Op::Object(..) => "OBJECT",
             Op::Not => "NOT",
             Op::Neg => "NEG",
             Op::Binary(_) => "BINARY",

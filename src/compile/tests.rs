@@ -248,3 +248,23 @@ fn a_chunk_of_many_distinct_entries_compiles() {
         assert!(started.elapsed() < std::time::Duration::from_secs(20), "{item}: {:?}", started.elapsed());
     }
 }
+
+/// A chunk's objects share one table of keys, each object reading its own run of it
+/// (`Op::Object(k, n)`): nested and side by side, every object gets its own keys, in the
+/// listing and when it is built.
+#[test]
+fn objects_read_their_own_runs_of_the_chunks_keys() {
+    use crate::value::Value;
+    let src = "[{a: {b: x, c: 2}, d: 3}, {e: x}, {}]";
+    let chunk = compile(&typed(src));
+    let keys: Vec<&str> = chunk.keys.iter().map(|k| k.as_str()).collect();
+    assert_eq!(keys, ["b", "c", "a", "d", "e"]);
+    let listing = super::disassemble(&chunk);
+    for want in ["{b, c}", "{a, d}", "{e}", "{}"] {
+        assert!(listing.contains(want), "{want}: {listing}");
+    }
+    let program = crate::Engine::new().compile(src).expect("compiles");
+    let got = program.eval(&Value::object_from([("x", Value::from(1))])).expect("evaluates");
+    let want = Value::from(&serde_json::json!([{"a": {"b": 1, "c": 2}, "d": 3}, {"e": 1}, {}]));
+    assert_eq!(got, want);
+}

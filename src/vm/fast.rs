@@ -2,7 +2,7 @@
 //! condition built from comparisons of fields with constants, and a path on the element.
 //! Each answers as the chunk would, or `None` for the chunk to run and report.
 
-use crate::compile::{CallInfo, Fast, Pred};
+use crate::compile::{fast_in, CallInfo, Fast, ParamSite, Pred};
 use crate::ops;
 use crate::syntax::ast::BinaryOp;
 use crate::value::Value;
@@ -64,9 +64,10 @@ fn cmp_field(op: BinaryOp, field: &Value, konst: &Value) -> Option<bool> {
     })
 }
 
-/// The fast form of call parameter `param` when it is a path on the element.
-pub(super) fn fast_path(info: &CallInfo, param: usize) -> Option<&crate::value::Path> {
-    match info.fast(param) {
+/// The fast form of call parameter `param` (of a call's list of them) when it is a path on
+/// the element.
+pub(super) fn fast_path(params: &[ParamSite], param: usize) -> Option<&crate::value::Path> {
+    match fast_in(params, param) {
         Some(Fast::Path(p)) => Some(p),
         _ => None,
     }
@@ -120,7 +121,7 @@ impl<'v> ReadAhead<'v> {
     /// the pass is bounded by the budget, as the work it saves is).
     pub(super) fn of(list: &'v Value, outer: &CallInfo, fuel: u64) -> Option<ReadAhead<'v>> {
         let Value::List(list) = list else { return None };
-        let path = fast_path(outer, 1)?;
+        let path = fast_path(&outer.params, 1)?;
         if list.len() < Self::MIN || (list.len() as u64).saturating_mul(2) > fuel {
             return None;
         }

@@ -14,7 +14,7 @@ use std::sync::Arc;
 mod budget;
 mod fast;
 
-use crate::compile::{CallInfo, CallParam, Chunk, Fast, Op, Origin, Root};
+use crate::compile::{fast_in, CallInfo, CallParam, Chunk, Fast, Op, Origin, ParamSite, Root};
 use crate::diagnostic::Code;
 use crate::files::FileStore;
 use crate::functions::{Args, BuiltinFn, Caller, Consumer, Elems, Failure, FunctionTable, Implementation, Producer};
@@ -70,8 +70,8 @@ thread_local! {
 pub fn run(chunk: &Chunk, env: &Env<'_>) -> Result<Value, EvalError> {
     // A program that is one read (`profile.email`, a constant, `REF:step.x`) needs no
     // stack: answer it directly, without even setting up the interpreter.
-    if let [op] = chunk.code.as_slice() {
-        if let Some(v) = single_read(chunk, *op, env.vars, env.refs) {
+    if let Some(op) = chunk.code.single() {
+        if let Some(v) = single_read(chunk, op, env.vars, env.refs) {
             return v;
         }
     }
@@ -245,7 +245,7 @@ impl<'a> Vm<'a> {
     }
 
     fn op_error(&self, chunk: &Chunk, pc: usize, e: ops::OpError) -> EvalError {
-        let span = chunk.spans[pc];
+        let span = chunk.span(pc);
         let mut err = EvalError::new(e.code, span, e.message);
         if let Some(origins) = chunk.origins_at(pc) {
             // The blamed operand's place, else whichever operand has one.
@@ -263,9 +263,9 @@ impl<'a> Vm<'a> {
     fn exec(&mut self, chunk: &Chunk) -> Result<Value, EvalError> {
         let code = &chunk.code;
         let mut pc = 0;
-        while let Some(&op) = code.get(pc) {
+        while let Some(op) = code.get(pc) {
             if self.fuel == 0 {
-                self.refuel(1, chunk.spans[pc])?;
+                self.refuel(1, chunk.span(pc))?;
             } else {
                 self.fuel -= 1;
             }
@@ -286,7 +286,7 @@ impl<'a> Vm<'a> {
                         Ok(v) => self.stack.push(v),
                         Err((at, e)) => {
                             let name = chunk.names[n as usize].clone();
-                            return Err(self.segment_error(chunk.spans[pc - 1], Root::Global(name), &path[1..], at, e));
+                            return Err(self.segment_error(chunk.span(pc - 1), Root::Global(name), &path[1..], at, e));
                         }
                     }
                 }
@@ -295,7 +295,7 @@ impl<'a> Vm<'a> {
                     let v = match self.locals[s as usize].walk_path(segs) {
                         Ok(v) => v.into_owned(),
                         Err((at, e)) => {
-                            return Err(self.segment_error(chunk.spans[pc - 1], Root::Local(s), segs, at, e))
+                            return Err(self.segment_error(chunk.span(pc - 1), Root::Local(s), segs, at, e))
                         }
                     };
                     self.stack.push(v);
@@ -307,13 +307,7 @@ impl<'a> Vm<'a> {
                         Some(root) => match root.walk_ref(segs) {
                             Ok(v) => v.into_owned(),
                             Err((at, e)) => {
-                                return Err(self.segment_error(
-                                    chunk.spans[pc - 1],
-                                    Root::Ref(ctx.clone()),
-                                    segs,
-                                    at,
-                                    e,
-                                ))
+                                return Err(self.segment_error(chunk.span(pc - 1), Root::Ref(ctx.clone()), segs, at, e))
                             }
                         },
                         None => Value::Null,
@@ -328,7 +322,7 @@ impl<'a> Vm<'a> {
                         Err((at, e)) => {
                             let mut err = EvalError::new(
                                 Code::RuntimeType,
-                                chunk.spans[pc - 1],
+                                chunk.span(pc - 1),
                                 format!("cannot read `.{}` of {:#}", segs.get(at).map_or("", |s| &**s), e.found),
                             );
                             if let Some(Some(o)) = chunk.origins_at(pc - 1).map(|o| &o[0]) {
@@ -347,7 +341,7 @@ impl<'a> Vm<'a> {
                         Err(e) => {
                             let mut err = EvalError::new(
                                 Code::RuntimeType,
-                                chunk.spans[pc - 1],
+                                chunk.span(pc - 1),
                                 format!("cannot index {:#} with {:#}", e.found, key.kind()),
                             );
                             if let Some(Some(o)) = chunk.origins_at(pc - 1).map(|o| &o[0]) {
@@ -358,14 +352,14 @@ impl<'a> Vm<'a> {
                     }
                 }
                 Op::List(n) => {
-                    self.alloc(ops::list_bytes(n as usize), chunk.spans[pc - 1])?;
+                    self.alloc(ops::list_bytes(n as usize), chunk.span(pc - 1))?;
                     let at = self.stack.len() - n as usize;
                     let items: Vec<Value> = self.stack.drain(at..).collect();
                     self.stack.push(Value::list(items));
                 }
-                Op::Object(k) => {
-                    let keys = &chunk.keys[k as usize];
-                    self.alloc(ops::object_bytes(keys.len()), chunk.spans[pc - 1])?;
+                Op::Object(k, n) => {
+                    let keys = &chunk.keys[k as usize..k as usize + n as usize];
+                    self.alloc(ops::object_bytes(keys.len()), chunk.span(pc - 1))?;
                     let at = self.stack.len() - keys.len();
                     let mut map = crate::value::Map::with_capacity_and_hasher(keys.len(), Default::default());
                     for (key, v) in keys.iter().zip(self.stack.drain(at..)) {
@@ -389,21 +383,21 @@ impl<'a> Vm<'a> {
                     let a = self.pop();
                     if matches!(op, BinaryOp::Eq | BinaryOp::Ne) && a.is_container() && b.is_container() {
                         // Comparing nested values walks them: charged per node visited.
-                        let same = self.equal(&a, &b, chunk.spans[pc - 1])?;
+                        let same = self.equal(&a, &b, chunk.span(pc - 1))?;
                         self.stack.push(Value::Bool(same == (op == BinaryOp::Eq)));
                         continue;
                     }
                     let cmp = ops::compare_cost(&a, &b);
                     if cmp > 0 && !matches!(op, BinaryOp::Add) {
-                        self.burn(cmp, chunk.spans[pc - 1])?;
+                        self.burn(cmp, chunk.span(pc - 1))?;
                     }
                     match ops::binary(op, &a, &b, self.env.limits) {
                         Ok(x) => {
                             let cost = ops::build_cost(&x);
                             if cost > 0 {
-                                self.burn(cost, chunk.spans[pc - 1])?;
+                                self.burn(cost, chunk.span(pc - 1))?;
                             }
-                            self.alloc(ops::build_bytes(&x), chunk.spans[pc - 1])?;
+                            self.alloc(ops::build_bytes(&x), chunk.span(pc - 1))?;
                             self.stack.push(x)
                         }
                         Err(e) => return Err(self.op_error(chunk, pc - 1, e)),
@@ -415,7 +409,7 @@ impl<'a> Vm<'a> {
                     let field = match self.locals[s as usize].walk_path(segs) {
                         Ok(v) => v,
                         Err((at, e)) => {
-                            return Err(self.segment_error(chunk.spans[pc - 1], Root::Local(s), segs, at, e))
+                            return Err(self.segment_error(chunk.span(pc - 1), Root::Local(s), segs, at, e))
                         }
                     };
                     // Long strings compared: charged (a unit per 64 bytes), the field held
@@ -423,14 +417,14 @@ impl<'a> Vm<'a> {
                     if matches!(op, BinaryOp::Eq | BinaryOp::Ne) && field.is_container() && konst.is_container() {
                         // Comparing nested values walks them: charged per node visited.
                         let field = field.into_owned();
-                        let same = self.equal(&field, konst, chunk.spans[pc - 1])?;
+                        let same = self.equal(&field, konst, chunk.span(pc - 1))?;
                         self.stack.push(Value::Bool(same == (op == BinaryOp::Eq)));
                         continue;
                     }
                     let cmp = ops::compare_cost(&field, konst);
                     let field = if cmp > 0 {
                         let owned = field.into_owned();
-                        self.burn(cmp, chunk.spans[pc - 1])?;
+                        self.burn(cmp, chunk.span(pc - 1))?;
                         std::borrow::Cow::Owned(owned)
                     } else {
                         field
@@ -486,19 +480,19 @@ impl<'a> Vm<'a> {
                     }
                 }
                 Op::Call(i) => {
-                    let v = self.call(chunk, &chunk.calls[i as usize], chunk.spans[pc - 1])?;
+                    let v = self.call(chunk, &chunk.calls[i as usize], chunk.span(pc - 1))?;
                     self.stack.push(v);
                 }
                 Op::CallGroupsCounted(i) => {
                     let info = &chunk.calls[i as usize];
-                    let v = self.call_as(info, chunk.spans[pc - 1], self.env.funcs.counted_groups(info.func))?;
+                    let v = self.call_as(info, chunk.span(pc - 1), self.env.funcs.counted_groups(info.func))?;
                     self.stack.push(v);
                 }
                 Op::Fused(i, o) => {
                     // The instruction stands for two calls: the second one's unit of fuel.
-                    self.burn(1, chunk.spans[pc - 1])?;
+                    self.burn(1, chunk.span(pc - 1))?;
                     let v =
-                        self.fused(chunk, &chunk.calls[i as usize], &chunk.calls[o as usize], chunk.spans[pc - 1])?;
+                        self.fused(chunk, &chunk.calls[i as usize], &chunk.calls[o as usize], chunk.span(pc - 1))?;
                     self.stack.push(v);
                 }
             }
@@ -532,7 +526,8 @@ impl<'a> Vm<'a> {
                     Ok(dynamic) => {
                         self.serial += 1;
                         let serial = self.serial;
-                        let mut frame = Frame { vm: self, info, dynamic, serial, span, ahead: None };
+                        let params = &info.params;
+                        let mut frame = Frame { vm: self, info, params, dynamic, serial, span, ahead: None };
                         match crate::functions::invoke(body, &mut frame, &Args { values: &args, given: info.given }) {
                             Ok(v) => Ok(v),
                             Err(f) => Err(self.failure(info, span, f)),
@@ -586,14 +581,17 @@ impl<'a> Vm<'a> {
         };
         self.serial += 1;
         let serial = self.serial;
-        let mut frame = Frame { vm: self, info: inner, dynamic: Vec::new(), serial, span: inner_span, ahead: None };
+        let params = &inner.params;
+        let mut frame =
+            Frame { vm: self, info: inner, params, dynamic: Vec::new(), serial, span: inner_span, ahead: None };
         let result = match crate::functions::produce(producer, &mut frame, &Args { values: &args, given: inner.given })
         {
             Err(f) => Err(self.failure(inner, inner_span, f)),
             Ok(xs) => {
                 self.serial += 1;
                 let serial = self.serial;
-                let mut frame = Frame { vm: self, info: outer, dynamic: Vec::new(), serial, span, ahead };
+                let params = &outer.params;
+                let mut frame = Frame { vm: self, info: outer, params, dynamic: Vec::new(), serial, span, ahead };
                 let out = Args { values: &rest, given: outer.given };
                 crate::functions::consume(consumer, &mut frame, &xs, &out).map_err(|f| self.failure(outer, span, f))
             }
@@ -708,10 +706,10 @@ type Resolved = Option<(Arc<Chunk>, u32)>;
 /// `.a.b` when the call's template is just a path on `item` (`item.a.b`).
 fn path_template_suffix(info: &CallInfo) -> Option<String> {
     info.params.iter().find_map(|p| match &p.pass {
-        CallParam::Template(chunk, slot) => match chunk.code.as_slice() {
-            [Op::LocalPath(s, p)] if s == slot => {
+        CallParam::Template(chunk, slot) => match chunk.code.single() {
+            Some(Op::LocalPath(s, p)) if s == *slot => {
                 let mut out = String::new();
-                for seg in chunk.paths.get(*p as usize)?.iter() {
+                for seg in chunk.paths.get(p as usize)?.iter() {
                     push_segment(&mut out, seg);
                 }
                 Some(out)
@@ -726,6 +724,9 @@ fn path_template_suffix(info: &CallInfo) -> Option<String> {
 struct Frame<'v, 'a> {
     vm: &'v mut Vm<'a>,
     info: &'v CallInfo,
+    /// `info`'s parameters, read out of their table once per call: per element the
+    /// template's fast form and chunk are found in this list.
+    params: &'v [ParamSite],
     dynamic: Vec<Resolved>,
     serial: u64,
     /// The call's span, for errors the built-in raises through the runner.
@@ -736,8 +737,9 @@ struct Frame<'v, 'a> {
 
 impl Frame<'_, '_> {
     /// The fast form of parameter `param`'s template, if it has one.
+    #[inline]
     fn fast(&self, param: usize) -> Option<&Fast> {
-        self.info.fast(param)
+        fast_in(self.params, param)
     }
 
     /// `apply_each`'s loop, for either kind of element slice: a template that is a path on
@@ -751,7 +753,7 @@ impl Frame<'_, '_> {
         xs: impl Iterator<Item = &'x Value>,
         out: &mut Vec<Value>,
     ) -> Result<(), EvalError> {
-        let path = fast_path(self.info, param);
+        let path = fast_path(self.params, param);
         for (i, x) in xs.enumerate() {
             match path.map(|p| x.walk_path(p)) {
                 Some(Ok(v)) => {
@@ -854,7 +856,7 @@ impl Caller for Frame<'_, '_> {
     ) -> Result<Option<(usize, Cow<'x, Value>)>, EvalError> {
         // The key path found once, not per element; an element it cannot be walked on goes
         // through `project`, which runs the chunk and reports as it would.
-        let path = fast_path(self.info, param);
+        let path = fast_path(self.params, param);
         for (i, x) in xs.iter().enumerate() {
             let k = match path.map(|p| x.walk_path(p)) {
                 Some(Ok(v)) => {
@@ -890,7 +892,7 @@ impl Caller for Frame<'_, '_> {
         }
         // A run-time template's spans are offsets in its own text: errors from it point at
         // the argument that named it.
-        let (chunk, slot, named_at): (&Chunk, u32, Option<Span>) = match self.info.param(param) {
+        let (chunk, slot, named_at): (&Chunk, u32, Option<Span>) = match self.params.get(param).map(|p| &p.pass) {
             Some(CallParam::Template(c, s)) => (c, *s, None),
             Some(CallParam::Dynamic { .. }) => match self.dynamic.get(param).and_then(Option::as_ref) {
                 Some((c, s)) => (c, *s, self.info.arg_span(param)),
@@ -900,14 +902,14 @@ impl Caller for Frame<'_, '_> {
         };
         let vm = &mut *self.vm;
         if vm.fuel == 0 {
-            vm.refuel(1, chunk.spans.first().copied().unwrap_or_default())?;
+            vm.refuel(1, chunk.span(0))?;
         } else {
             vm.fuel -= 1;
         }
         if vm.depth >= vm.env.limits.max_depth {
             return Err(EvalError::new(
                 Code::DepthLimit,
-                chunk.spans.first().copied().unwrap_or_default(),
+                chunk.span(0),
                 format!("templates nested deeper than {} levels", vm.env.limits.max_depth),
             ));
         }
@@ -926,14 +928,7 @@ impl Caller for Frame<'_, '_> {
         }
         vm.locals[s] = item.clone();
         vm.depth += 1;
-        let r = vm.exec(chunk).and_then(|v| {
-            crate::runtime::template_result(
-                v,
-                vm.depth,
-                vm.env.limits,
-                chunk.spans.first().copied().unwrap_or_default(),
-            )
-        });
+        let r = vm.exec(chunk).and_then(|v| crate::runtime::template_result(v, vm.depth, vm.env.limits, chunk.span(0)));
         vm.depth -= 1;
         match (r, named_at) {
             (Err(mut e), Some(at)) => {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::places::{field_root, field_segments};
 use super::{compile, Compiler};
-use crate::compile::chunk::{CallInfo, CallParam, Chunk, Fast, Origin, ParamSite, Pred, TemplateChunk};
+use crate::compile::chunk::{CallInfo, CallParam, Chunk, Fast, Origin, ParamSite, Params, Pred, TemplateChunk};
 use crate::compile::op::Op;
 use crate::span::Span;
 use crate::syntax::ast::{BinaryOp, UnaryOp};
@@ -123,57 +123,62 @@ impl Compiler {
     /// Compiles the arguments of `call` and adds its call site; with `skip_first`, the first
     /// argument is the fused inner call's list, which is never on the stack.
     pub(super) fn call_site(&mut self, call: &TCall, span: Span, skip_first: bool) -> u32 {
-        // How each parameter is passed, its argument's span and its value's origin: one list,
-        // allocated once at its final size.
-        let mut params = Vec::with_capacity(call.args.len());
-        let site = |pass: CallParam, span: Span, origin: Option<Origin>| ParamSite { pass, span, origin };
-        for (n, a) in call.args.iter().enumerate() {
-            if let (true, 0, TArg::Value(x)) = (skip_first, n, a) {
-                params.push(site(CallParam::Value, x.span, self.origin(x)));
-                continue;
+        // How each parameter is passed, its argument's span and its value's origin: held in
+        // the call site for one or two, else one list allocated once at its final size.
+        let params = match &call.args[..] {
+            [a] => Params::One([self.param(a, span, skip_first)]),
+            [a, b] => {
+                let a = self.param(a, span, skip_first);
+                Params::Two([a, self.param(b, span, false)])
             }
-            match a {
-                TArg::Value(x) => {
+            args => {
+                Params::Many(args.iter().enumerate().map(|(n, a)| self.param(a, span, skip_first && n == 0)).collect())
+            }
+        };
+        self.chunk.calls.push(CallInfo { func: call.func, name: call.name.clone(), params, given: call.given });
+        (self.chunk.calls.len() - 1) as u32
+    }
+
+    /// Compiles argument `a` of a call at `span` and says how its parameter is passed; with
+    /// `skip`, a value argument is the fused inner call's list, which is never on the stack.
+    fn param(&mut self, a: &TArg, span: Span, skip: bool) -> ParamSite {
+        let site = |pass: CallParam, span: Span, origin: Option<Origin>| ParamSite { pass, span, origin };
+        match a {
+            TArg::Value(x) => {
+                if !skip {
                     self.expr(x);
-                    params.push(site(CallParam::Value, x.span, self.origin(x)));
                 }
-                TArg::Template { body, slot } => {
-                    self.use_slot(*slot);
-                    let i = self.constant(Value::Null);
-                    self.emit(Op::Const(i), body.span);
-                    // A template with a fast form has no call in it (only `item`'s paths
-                    // and constants), so its chunk uses `item`'s slot and none above it:
-                    // compiled on first use (`TemplateChunk`), it is needed only when the
-                    // fast form cannot answer.
-                    let sub = match fast_template(body, *slot) {
-                        Some(fast) => TemplateChunk::deferred(body.clone(), *slot, compile_template, fast),
-                        None => {
-                            let sub = compile_template(body, *slot);
-                            self.chunk.locals = self.chunk.locals.max(sub.locals);
-                            TemplateChunk::ready(sub)
-                        }
-                    };
-                    params.push(site(CallParam::Template(Arc::new(sub), *slot), body.span, None));
-                }
-                TArg::Dynamic { source, relative, slot, alias } => {
-                    self.use_slot(*slot);
-                    self.expr(source);
-                    let pass = CallParam::Dynamic { relative: *relative, slot: *slot, alias: alias.clone() };
-                    params.push(site(pass, source.span, None));
-                }
-                TArg::Absent => {
-                    let i = self.constant(Value::Null);
-                    self.emit(Op::Const(i), span);
-                    params.push(site(CallParam::Absent, span, None));
-                }
+                site(CallParam::Value, x.span, self.origin(x))
+            }
+            TArg::Template { body, slot } => {
+                self.use_slot(*slot);
+                let i = self.constant(Value::Null);
+                self.emit(Op::Const(i), body.span);
+                // A template with a fast form has no call in it (only `item`'s paths and
+                // constants), so its chunk uses `item`'s slot and none above it: compiled on
+                // first use (`TemplateChunk`), it is needed only when the fast form cannot
+                // answer.
+                let sub = match fast_template(body, *slot) {
+                    Some(fast) => TemplateChunk::deferred(body.clone(), *slot, compile_template, fast),
+                    None => {
+                        let sub = compile_template(body, *slot);
+                        self.chunk.locals = self.chunk.locals.max(sub.locals);
+                        TemplateChunk::ready(sub)
+                    }
+                };
+                site(CallParam::Template(Arc::new(sub), *slot), body.span, None)
+            }
+            TArg::Dynamic { source, relative, slot, alias } => {
+                self.use_slot(*slot);
+                self.expr(source);
+                let pass = CallParam::Dynamic { relative: *relative, slot: *slot, alias: alias.clone() };
+                site(pass, source.span, None)
+            }
+            TArg::Absent => {
+                let i = self.constant(Value::Null);
+                self.emit(Op::Const(i), span);
+                site(CallParam::Absent, span, None)
             }
         }
-        self.chunk.calls.push(CallInfo {
-            func: call.func,
-            name: call.name.clone(),
-            params: params.into_boxed_slice(),
-            given: call.given,
-        });
-        (self.chunk.calls.len() - 1) as u32
     }
 }

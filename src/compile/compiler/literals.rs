@@ -22,9 +22,8 @@ impl Compiler {
         for (_, v) in entries {
             self.expr(v);
         }
-        let keys: Box<[SmolStr]> = entries.iter().map(|(k, _)| SmolStr::new(k)).collect();
-        self.chunk.keys.push(keys);
-        let k = (self.chunk.keys.len() - 1) as u32;
-        self.emit(Op::Object(k), span);
+        let k = self.chunk.keys.len() as u32;
+        self.chunk.keys.extend(entries.iter().map(|(k, _)| SmolStr::new(k)));
+        self.emit(Op::Object(k, entries.len() as u32), span);
     }
 }

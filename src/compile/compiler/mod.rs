@@ -16,7 +16,7 @@ use std::hash::Hash;
 
 use rustc_hash::FxHashMap;
 
-use super::chunk::{Chunk, Origin};
+use super::chunk::{Chunk, Code, Origin};
 use super::op::Op;
 use crate::span::Span;
 use crate::syntax::ast::{BinaryOp, Name};
@@ -25,8 +25,8 @@ use crate::value::{no_segments, Segments, Value};
 
 /// Compiles a checked, error-free typed expression into a chunk.
 pub fn compile(e: &TExpr) -> Chunk {
-    // Room for a typical template or filter condition, so the two lists grow rarely.
-    let chunk = Chunk { code: Vec::with_capacity(16), spans: Vec::with_capacity(16), ..Chunk::default() };
+    // Room for a typical template or filter condition, so the list grows rarely.
+    let chunk = Chunk { code: Code::with_capacity(16), ..Chunk::default() };
     let mut c = Compiler { chunk, names: Index::default(), consts: Index::default(), paths: Index::default() };
     c.expr(e);
     c.chunk
@@ -154,9 +154,8 @@ impl Compiler {
 
     fn patch(&mut self, at: usize) {
         let target = self.chunk.code.len() as u32;
-        match &mut self.chunk.code[at] {
-            Op::Jump(t) | Op::JumpIfFalse(t) | Op::AndJump(t) | Op::OrJump(t) => *t = target,
-            _ => {}
+        if let Some(Op::Jump(t) | Op::JumpIfFalse(t) | Op::AndJump(t) | Op::OrJump(t)) = self.chunk.code.op_mut(at) {
+            *t = target;
         }
     }
 
