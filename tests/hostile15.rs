@@ -187,3 +187,84 @@ fn a_long_execution_id_is_refused_before_the_history_records_it_per_call() {
     let bytes = history_bytes(&history);
     assert!(bytes < 16 << 20, "the history holds {bytes} bytes");
 }
+
+/// An upstream listing 20,000 tools of about 420 bytes each: `tdsl://tools` is then an
+/// answer of about 9 MB.
+const MANY_TOOLS: &str = r#"#!/usr/bin/env python3
+import json, sys
+tools = [{"name": "t%d" % k, "description": "d" * 300, "inputSchema": {"type": "object",
+          "properties": {"q": {"type": "string", "description": "q" * 50}}}} for k in range(20000)]
+def out(m):
+    sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+for line in sys.stdin:
+    m = json.loads(line); method, i, p = m.get("method"), m.get("id"), m.get("params") or {}
+    if method == "initialize":
+        out({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": p["protocolVersion"],
+             "capabilities": {"tools": {}}, "serverInfo": {"name": "up", "version": "1"}}})
+    elif method == "tools/list":
+        out({"jsonrpc": "2.0", "id": i, "result": {"tools": tools}})
+    elif i is not None and method:
+        out({"jsonrpc": "2.0", "id": i, "result": {}})
+"#;
+
+/// The CPU time process `pid` has used, in clock ticks.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    let fields: Vec<&str> =
+        stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or_default().split_whitespace().collect();
+    fields.get(11).and_then(|u| u.parse::<u64>().ok()).unwrap_or(0)
+        + fields.get(12).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0)
+}
+
+/// Over stdio, answers rmcp had made waited to be written as tasks of its own, with no
+/// bound, and the queue of lines to write held 64 of them whole: a client that sent reads
+/// of a 14 MB `tdsl://tools` and read none of the answers held 3.3 GB of `serve` for 200
+/// reads (12 KB sent). Now rmcp reads no more requests while more than 16 MiB of its
+/// answers wait, and the queue holds at most 16 MiB of its lines: 40 reads of the 9 MB
+/// listing grow the peak by far less than the 40 answers (360 MB) that were held before;
+/// read later, every one is answered. The bound, 150 MB, is that of a few answers and
+/// their copies being written.
+#[test]
+fn answers_a_stdio_client_does_not_read_do_not_pile_up() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(&root).expect("root");
+    let upstream = dir.path().join("many.py");
+    script(&upstream, MANY_TOOLS);
+    let mut client = serve_upstreams(&root, &[format!("up={}", upstream.display())], None, &[], &[]);
+    let pid = client.process.pid();
+    let read = |client: &mut common::mcp_stdio::StdioClient| {
+        client.start_request("resources/read", json!({"uri": "tdsl://tools"}))
+    };
+    // The listing, once, and the size of its answer.
+    let first = read(&mut client);
+    let answer = client.answer_or_end(first).expect("the first read is answered");
+    let text = answer["result"]["contents"][0]["text"].as_str().unwrap_or_default().len();
+    assert!(text > 8_000_000, "tdsl://tools is {text} bytes:\n{:.2000}", answer.to_string());
+    let before = peak_kib(pid);
+    let ids: Vec<u64> = (0..40).map(|_| read(&mut client)).collect();
+    // Sequencing only: the server works on the reads until it stops (it waits for the
+    // client, or has made every answer); what it holds then is measured.
+    let mut last = (cpu_ticks(pid), 0);
+    for _ in 0..240 {
+        std::thread::sleep(std::time::Duration::from_millis(250));
+        let now = cpu_ticks(pid);
+        last = if now == last.0 { (now, last.1 + 1) } else { (now, 0) };
+        if last.1 >= 12 {
+            break;
+        }
+    }
+    let grown = peak_kib(pid).saturating_sub(before);
+    // Answered in any order: those read while waiting for another are in `notes`.
+    let mut left: std::collections::BTreeSet<u64> = ids.into_iter().collect();
+    while let Some(&id) = left.iter().next() {
+        assert!(client.answer_or_end(id).is_some(), "read {id} is answered:\n{}", client.process.output());
+        left.remove(&id);
+        for note in client.notes.drain(..) {
+            if let Some(other) = note["id"].as_u64() {
+                left.remove(&other);
+            }
+        }
+    }
+    assert!(grown < 150 * 1024, "serve's peak grew by {grown} KiB while its answers were not read");
+}

@@ -20,9 +20,8 @@ use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::service::{RxJsonRpcMessage, ServiceRole, TxJsonRpcMessage};
 use rmcp::transport::Transport;
-use rmcp::RoleClient;
 
 /// The most answers to a server's requests waiting to be written: a server that reads its
 /// input has one or two at a time.
@@ -33,16 +32,41 @@ pub(crate) const MAX_UNWRITTEN_ANSWERS: usize = 64;
 pub(crate) const MAX_UNWRITTEN_ANSWER_BYTES: usize = 4 * 1024 * 1024;
 
 /// The answers being written and their bytes, shared by a transport and its writes.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Waiting {
     answers: AtomicUsize,
     bytes: AtomicUsize,
+    /// The most answers and bytes.
+    bounds: (usize, usize),
+    /// Told when an answer's write ends.
+    written: tokio::sync::Notify,
 }
 
 impl Waiting {
+    fn new(bounds: (usize, usize)) -> Waiting {
+        Waiting {
+            answers: AtomicUsize::new(0),
+            bytes: AtomicUsize::new(0),
+            bounds,
+            written: tokio::sync::Notify::new(),
+        }
+    }
+
     fn past_bounds(&self) -> bool {
-        self.answers.load(Ordering::SeqCst) > MAX_UNWRITTEN_ANSWERS
-            || self.bytes.load(Ordering::SeqCst) > MAX_UNWRITTEN_ANSWER_BYTES
+        self.answers.load(Ordering::SeqCst) > self.bounds.0 || self.bytes.load(Ordering::SeqCst) > self.bounds.1
+    }
+
+    /// Until the answers waiting are within the bounds.
+    async fn within_bounds(&self) {
+        loop {
+            let written = self.written.notified();
+            tokio::pin!(written);
+            written.as_mut().enable();
+            if !self.past_bounds() {
+                return;
+            }
+            written.await;
+        }
     }
 }
 
@@ -56,27 +80,44 @@ impl Drop for Counted {
     fn drop(&mut self) {
         self.waiting.answers.fetch_sub(1, Ordering::SeqCst);
         self.waiting.bytes.fetch_sub(self.bytes, Ordering::SeqCst);
+        self.waiting.written.notify_waiters();
     }
 }
 
-/// A transport whose server may leave at most [`MAX_UNWRITTEN_ANSWERS`] answers (and
-/// [`MAX_UNWRITTEN_ANSWER_BYTES`]) unwritten: past either, receiving ends the stream and
-/// sets `unread`.
+/// What a transport does once its peer leaves more answers unwritten than its bounds.
+pub(crate) enum PastBounds {
+    /// Ends the stream (tdsl's client of an MCP server): the server is cut off, and the
+    /// flag set says why ([`super::Cut`]).
+    Cut(Arc<AtomicBool>),
+    /// Reads nothing more until they are written (`serve` over stdio: a client that reads
+    /// none of its answers is not read either).
+    Wait,
+}
+
+/// A transport that reads its peer's messages one at a time, each handled before the next is
+/// read, and whose peer may leave at most so many answers (and bytes of them) unwritten:
+/// past either, [`PastBounds`] says what receiving does.
 pub(crate) struct Answering<T> {
     inner: T,
     waiting: Arc<Waiting>,
-    unread: Arc<AtomicBool>,
+    past: PastBounds,
 }
 
 impl<T> Answering<T> {
-    /// `inner`, whose server is cut off (setting `unread`) past the bounds.
+    /// `inner`, whose server is cut off (setting `unread`) past [`MAX_UNWRITTEN_ANSWERS`]
+    /// and [`MAX_UNWRITTEN_ANSWER_BYTES`].
     pub(crate) fn new(inner: T, unread: Arc<AtomicBool>) -> Answering<T> {
-        Answering { inner, waiting: Arc::default(), unread }
+        Answering::with_bounds(inner, (MAX_UNWRITTEN_ANSWERS, MAX_UNWRITTEN_ANSWER_BYTES), PastBounds::Cut(unread))
+    }
+
+    /// `inner`, at most `bounds` answers and bytes of answers unwritten, then `past`.
+    pub(crate) fn with_bounds(inner: T, bounds: (usize, usize), past: PastBounds) -> Answering<T> {
+        Answering { inner, waiting: Arc::new(Waiting::new(bounds)), past }
     }
 }
 
 /// The bytes `message` takes as JSON, counted without keeping them.
-fn json_bytes(message: &TxJsonRpcMessage<RoleClient>) -> usize {
+fn json_bytes<R: ServiceRole>(message: &TxJsonRpcMessage<R>) -> usize {
     struct Count(usize);
     impl std::io::Write for Count {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -93,21 +134,17 @@ fn json_bytes(message: &TxJsonRpcMessage<RoleClient>) -> usize {
     count.0
 }
 
-impl<T: Transport<RoleClient>> Transport<RoleClient> for Answering<T> {
+impl<R: ServiceRole, T: Transport<R>> Transport<R> for Answering<T> {
     type Error = T::Error;
 
-    fn send(
-        &mut self,
-        item: TxJsonRpcMessage<RoleClient>,
-    ) -> impl Future<Output = Result<(), T::Error>> + Send + 'static {
-        let counted =
-            matches!(item, TxJsonRpcMessage::<RoleClient>::Response(_) | TxJsonRpcMessage::<RoleClient>::Error(_))
-                .then(|| {
-                    let bytes = json_bytes(&item);
-                    self.waiting.answers.fetch_add(1, Ordering::SeqCst);
-                    self.waiting.bytes.fetch_add(bytes, Ordering::SeqCst);
-                    Counted { waiting: self.waiting.clone(), bytes }
-                });
+    fn send(&mut self, item: TxJsonRpcMessage<R>) -> impl Future<Output = Result<(), T::Error>> + Send + 'static {
+        let counted = matches!(item, rmcp::model::JsonRpcMessage::Response(_) | rmcp::model::JsonRpcMessage::Error(_))
+            .then(|| {
+                let bytes = json_bytes::<R>(&item);
+                self.waiting.answers.fetch_add(1, Ordering::SeqCst);
+                self.waiting.bytes.fetch_add(bytes, Ordering::SeqCst);
+                Counted { waiting: self.waiting.clone(), bytes }
+            });
         let sent = self.inner.send(item);
         async move {
             let result = sent.await;
@@ -116,17 +153,27 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Answering<T> {
         }
     }
 
-    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
+    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<R>>> + Send {
         // rmcp asks for the next message anew each time it has handled one, so the bound is
-        // looked at between any two messages the server sends.
-        let cut = self.unread.load(Ordering::SeqCst) || self.waiting.past_bounds();
-        if cut {
-            self.unread.store(true, Ordering::SeqCst);
-        }
+        // looked at between any two messages the peer sends.
+        let cut = match &self.past {
+            PastBounds::Cut(unread) => {
+                let cut = unread.load(Ordering::SeqCst) || self.waiting.past_bounds();
+                if cut {
+                    unread.store(true, Ordering::SeqCst);
+                }
+                cut
+            }
+            PastBounds::Wait => false,
+        };
+        let waiting = matches!(self.past, PastBounds::Wait).then(|| self.waiting.clone());
         let inner = self.inner.receive();
         async move {
             if cut {
                 return None;
+            }
+            if let Some(waiting) = waiting {
+                waiting.within_bounds().await;
             }
             // The handlers rmcp spawned for the messages before run first (module docs).
             tokio::task::yield_now().await;
@@ -143,6 +190,20 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Answering<T> {
 mod tests {
     use super::*;
     use rmcp::model::{EmptyResult, NumberOrString, ServerJsonRpcMessage};
+    use rmcp::RoleClient;
+
+    /// The next message of `t`, as a client reads it.
+    async fn next<T: Transport<RoleClient>>(t: &mut Answering<T>) -> Option<RxJsonRpcMessage<RoleClient>> {
+        Transport::<RoleClient>::receive(t).await
+    }
+
+    /// `t` sends `item`: the write, not yet awaited.
+    fn write<T: Transport<RoleClient>>(
+        t: &mut Answering<T>,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), T::Error>> + Send + 'static {
+        Transport::<RoleClient>::send(t, item)
+    }
 
     /// A transport whose writes never end (a server that reads nothing) and whose server
     /// sends `ping`s without end.
@@ -184,17 +245,17 @@ mod tests {
             let mut t = Answering::new(Deaf, unread.clone());
             let mut writes = Vec::new();
             for k in 0..=MAX_UNWRITTEN_ANSWERS {
-                assert!(t.receive().await.is_some(), "message {k} read");
-                writes.push(t.send(answer("1")));
+                assert!(next(&mut t).await.is_some(), "message {k} read");
+                writes.push(write(&mut t, answer("1")));
             }
-            assert!(t.receive().await.is_none(), "past the bound the stream ends");
+            assert!(next(&mut t).await.is_none(), "past the bound the stream ends");
             assert!(unread.load(Ordering::SeqCst));
             // Answers whose writes end (or are dropped) are no longer counted.
             drop(writes);
             assert_eq!(t.waiting.answers.load(Ordering::SeqCst), 0);
             assert_eq!(t.waiting.bytes.load(Ordering::SeqCst), 0);
             // A connection once cut stays cut.
-            assert!(t.receive().await.is_none());
+            assert!(next(&mut t).await.is_none());
         });
     }
 
@@ -205,10 +266,10 @@ mod tests {
             let unread = Arc::new(AtomicBool::new(false));
             let mut t = Answering::new(Deaf, unread.clone());
             let long = "i".repeat(MAX_UNWRITTEN_ANSWER_BYTES / 2);
-            let _first = t.send(answer(&long));
-            assert!(t.receive().await.is_some());
-            let _second = t.send(answer(&long));
-            assert!(t.receive().await.is_none(), "two answers of half the bound and more are past it");
+            let _first = write(&mut t, answer(&long));
+            assert!(next(&mut t).await.is_some());
+            let _second = write(&mut t, answer(&long));
+            assert!(next(&mut t).await.is_none(), "two answers of half the bound and more are past it");
             assert!(unread.load(Ordering::SeqCst));
         });
     }
@@ -220,9 +281,24 @@ mod tests {
             let mut t = Answering::new(Deaf, Arc::new(AtomicBool::new(false)));
             let note: TxJsonRpcMessage<RoleClient> =
                 serde_json::from_str(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).expect("a note");
-            let _writes: Vec<_> = (0..1000).map(|_| t.send(note.clone())).collect();
+            let _writes: Vec<_> = (0..1000).map(|_| write(&mut t, note.clone())).collect();
             assert_eq!(t.waiting.answers.load(Ordering::SeqCst), 0);
-            assert!(t.receive().await.is_some());
+            assert!(next(&mut t).await.is_some());
+        });
+    }
+
+    #[test]
+    fn past_the_bounds_a_waiting_transport_reads_again_once_answers_are_written() {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("runtime");
+        runtime.block_on(async {
+            let mut t = Answering::with_bounds(Deaf, (1, usize::MAX), PastBounds::Wait);
+            let first = write(&mut t, answer("1"));
+            let second = write(&mut t, answer("2"));
+            let waited = tokio::time::timeout(std::time::Duration::from_millis(50), next(&mut t)).await;
+            assert!(waited.is_err(), "two answers unwritten, one allowed: nothing is read");
+            drop(first);
+            assert!(next(&mut t).await.is_some(), "one answer unwritten: read");
+            drop(second);
         });
     }
 }

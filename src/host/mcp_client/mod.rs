@@ -21,7 +21,7 @@
 //! - Cancellation: when the engine cancels the call (timeout, deadline, a cancelled run),
 //!   the client sends `notifications/cancelled` for the request and returns at once.
 
-mod answers;
+pub(crate) mod answers;
 #[cfg(feature = "mcp-http")]
 pub(crate) mod http;
 mod listing;
