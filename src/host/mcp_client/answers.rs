@@ -116,6 +116,19 @@ impl<T> Answering<T> {
     }
 }
 
+impl<T> Answering<T> {
+    /// `item` counted among the answers waiting to be written until the guard is dropped,
+    /// when it is an answer (a result or an error); `None` for a request or a notification.
+    fn counted<R: ServiceRole>(&self, item: &TxJsonRpcMessage<R>) -> Option<Counted> {
+        matches!(item, rmcp::model::JsonRpcMessage::Response(_) | rmcp::model::JsonRpcMessage::Error(_)).then(|| {
+            let bytes = json_bytes::<R>(item);
+            self.waiting.answers.fetch_add(1, Ordering::SeqCst);
+            self.waiting.bytes.fetch_add(bytes, Ordering::SeqCst);
+            Counted { waiting: self.waiting.clone(), bytes }
+        })
+    }
+}
+
 /// The bytes `message` takes as JSON, counted without keeping them.
 fn json_bytes<R: ServiceRole>(message: &TxJsonRpcMessage<R>) -> usize {
     struct Count(usize);
@@ -138,13 +151,7 @@ impl<R: ServiceRole, T: Transport<R>> Transport<R> for Answering<T> {
     type Error = T::Error;
 
     fn send(&mut self, item: TxJsonRpcMessage<R>) -> impl Future<Output = Result<(), T::Error>> + Send + 'static {
-        let counted = matches!(item, rmcp::model::JsonRpcMessage::Response(_) | rmcp::model::JsonRpcMessage::Error(_))
-            .then(|| {
-                let bytes = json_bytes::<R>(&item);
-                self.waiting.answers.fetch_add(1, Ordering::SeqCst);
-                self.waiting.bytes.fetch_add(bytes, Ordering::SeqCst);
-                Counted { waiting: self.waiting.clone(), bytes }
-            });
+        let counted = self.counted::<R>(&item);
         let sent = self.inner.send(item);
         async move {
             let result = sent.await;
@@ -197,14 +204,6 @@ mod tests {
         Transport::<RoleClient>::receive(t).await
     }
 
-    /// `t` sends `item`: the write, not yet awaited.
-    fn write<T: Transport<RoleClient>>(
-        t: &mut Answering<T>,
-        item: TxJsonRpcMessage<RoleClient>,
-    ) -> impl Future<Output = Result<(), T::Error>> + Send + 'static {
-        Transport::<RoleClient>::send(t, item)
-    }
-
     /// A transport whose writes never end (a server that reads nothing) and whose server
     /// sends `ping`s without end.
     struct Deaf;
@@ -246,7 +245,7 @@ mod tests {
             let mut writes = Vec::new();
             for k in 0..=MAX_UNWRITTEN_ANSWERS {
                 assert!(next(&mut t).await.is_some(), "message {k} read");
-                writes.push(write(&mut t, answer("1")));
+                writes.push(t.counted::<RoleClient>(&answer("1")));
             }
             assert!(next(&mut t).await.is_none(), "past the bound the stream ends");
             assert!(unread.load(Ordering::SeqCst));
@@ -266,9 +265,9 @@ mod tests {
             let unread = Arc::new(AtomicBool::new(false));
             let mut t = Answering::new(Deaf, unread.clone());
             let long = "i".repeat(MAX_UNWRITTEN_ANSWER_BYTES / 2);
-            let _first = write(&mut t, answer(&long));
+            let _first = t.counted::<RoleClient>(&answer(&long));
             assert!(next(&mut t).await.is_some());
-            let _second = write(&mut t, answer(&long));
+            let _second = t.counted::<RoleClient>(&answer(&long));
             assert!(next(&mut t).await.is_none(), "two answers of half the bound and more are past it");
             assert!(unread.load(Ordering::SeqCst));
         });
@@ -281,7 +280,7 @@ mod tests {
             let mut t = Answering::new(Deaf, Arc::new(AtomicBool::new(false)));
             let note: TxJsonRpcMessage<RoleClient> =
                 serde_json::from_str(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).expect("a note");
-            let _writes: Vec<_> = (0..1000).map(|_| write(&mut t, note.clone())).collect();
+            let _writes: Vec<_> = (0..1000).map(|_| t.counted::<RoleClient>(&note)).collect();
             assert_eq!(t.waiting.answers.load(Ordering::SeqCst), 0);
             assert!(next(&mut t).await.is_some());
         });
@@ -292,8 +291,8 @@ mod tests {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("runtime");
         runtime.block_on(async {
             let mut t = Answering::with_bounds(Deaf, (1, usize::MAX), PastBounds::Wait);
-            let first = write(&mut t, answer("1"));
-            let second = write(&mut t, answer("2"));
+            let first = t.counted::<RoleClient>(&answer("1"));
+            let second = t.counted::<RoleClient>(&answer("2"));
             let waited = tokio::time::timeout(std::time::Duration::from_millis(50), next(&mut t)).await;
             assert!(waited.is_err(), "two answers unwritten, one allowed: nothing is read");
             drop(first);
