@@ -219,8 +219,61 @@ async fn read_line<R: AsyncRead + Unpin>(reader: &mut BufReader<R>) -> Option<(V
     }
 }
 
-/// Copies rmcp's output, whole lines, to `out`.
-pub(crate) async fn pump_output<R: AsyncRead + Unpin>(from_rmcp: R, out: mpsc::Sender<Vec<u8>>, pending: Arc<Pending>) {
+/// The most bytes of rmcp's lines queued to be written: past them, rmcp's output is not
+/// read until the client reads some of its own (rmcp then holds its answers back, and reads
+/// no more requests past a bound of its own: `stdio.rs`). The queue's 64 lines once held
+/// 64 answers whole: 200 reads of a 14 MB `tdsl://tools` sent by a client that read none of
+/// them held 3.3 GB (hostile round 15).
+pub(crate) const OUTPUT_QUEUE_BYTES: usize = 16 * 1024 * 1024;
+
+/// The bytes of rmcp's lines in the output queue, as [`pump_output`] counts them in and
+/// [`write_output`] out.
+#[derive(Debug, Default)]
+pub(crate) struct Queued {
+    bytes: Mutex<usize>,
+    written: tokio::sync::Notify,
+}
+
+impl Queued {
+    fn lock(&self) -> std::sync::MutexGuard<'_, usize> {
+        self.bytes.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Until the queue holds at most [`OUTPUT_QUEUE_BYTES`]; then counts `n` more in.
+    async fn add(&self, n: usize) {
+        loop {
+            let written = self.written.notified();
+            tokio::pin!(written);
+            written.as_mut().enable();
+            {
+                let mut bytes = self.lock();
+                if *bytes <= OUTPUT_QUEUE_BYTES {
+                    *bytes = bytes.saturating_add(n);
+                    return;
+                }
+            }
+            written.await;
+        }
+    }
+
+    /// A line of `n` bytes was written. Every line counts out, the framing's own answers too,
+    /// which were not counted in: the count can only read low by what those lines hold (at
+    /// most the queue's 64 lines), never high.
+    fn written(&self, n: usize) {
+        let mut bytes = self.lock();
+        *bytes = bytes.saturating_sub(n);
+        drop(bytes);
+        self.written.notify_waiters();
+    }
+}
+
+/// Copies rmcp's output, whole lines, to `out`, while `queued` has room.
+pub(crate) async fn pump_output<R: AsyncRead + Unpin>(
+    from_rmcp: R,
+    out: mpsc::Sender<Vec<u8>>,
+    pending: Arc<Pending>,
+    queued: Arc<Queued>,
+) {
     let mut reader = BufReader::new(from_rmcp);
     loop {
         let mut line = Vec::new();
@@ -231,6 +284,7 @@ pub(crate) async fn pump_output<R: AsyncRead + Unpin>(from_rmcp: R, out: mpsc::S
                 if !line.ends_with(b"\n") {
                     line.push(b'\n');
                 }
+                queued.add(line.len()).await;
                 if out.send(line).await.is_err() {
                     return;
                 }
@@ -246,8 +300,10 @@ pub(crate) async fn write_output<W: AsyncWrite + Unpin>(
     mut stdout: W,
     mut lines: mpsc::Receiver<Vec<u8>>,
     failed: tokio::sync::watch::Sender<bool>,
+    queued: Arc<Queued>,
 ) -> Option<std::io::Error> {
     while let Some(line) = lines.recv().await {
+        let queued_bytes = line.len();
         // A large answer's text goes in here, as the line is written ([`super::spliced`]):
         // until then the queue holds its marks, and the text is held once, within the bound
         // of the texts held (a client slow to read does not make the queue hold texts).
@@ -256,6 +312,7 @@ pub(crate) async fn write_output<W: AsyncWrite + Unpin>(
             Ok(()) => stdout.flush().await,
             Err(e) => Err(e),
         };
+        queued.written(queued_bytes);
         if let Err(e) = written {
             failed.send_replace(true);
             return Some(e);

@@ -6,6 +6,13 @@ use std::time::Duration;
 
 use super::{framing, pumps, McpServer, DEFAULT_MAX_CALLS, OUTPUT_FAILED, SHUTDOWN_GRACE};
 
+/// The most answers rmcp may have waiting to be written before it reads the next request.
+const UNWRITTEN_ANSWERS: usize = 64;
+
+/// The most bytes of answers rmcp may have waiting to be written before it reads the next
+/// request (a large answer's text is not in them: [`super::spliced`]).
+const UNWRITTEN_ANSWER_BYTES: usize = 16 * 1024 * 1024;
+
 impl McpServer {
     /// Serves on standard input and output until the client closes its end or the process
     /// gets SIGTERM, SIGINT or SIGHUP ([`terminated`]); then cancels the calls in flight (killing their programs) and returns
@@ -54,7 +61,8 @@ impl McpServer {
         let shutdown = self.inner.shutdown.clone();
         let leftovers = self.for_session();
         // An output that cannot be written (closed, full) shuts the server down too.
-        let writer = tokio::spawn(pumps::write_output(output, lines_rx, shutdown.clone()));
+        let queued = std::sync::Arc::new(pumps::Queued::default());
+        let writer = tokio::spawn(pumps::write_output(output, lines_rx, shutdown.clone(), queued.clone()));
         // The requests rmcp was handed: each gets an answer, rmcp's or the stop's.
         let pending = std::sync::Arc::new(pumps::Pending::default());
         let (to_rmcp, rmcp_in) = tokio::io::duplex(64 * 1024);
@@ -63,7 +71,7 @@ impl McpServer {
             let (lines, down, pending) = (lines_tx.clone(), shutdown.subscribe(), pending.clone());
             tokio::spawn(pumps::pump_input(input, to_rmcp, lines, down, max_request_values, pending))
         };
-        let output_done = tokio::spawn(pumps::pump_output(from_rmcp, lines_tx.clone(), pending.clone()));
+        let output_done = tokio::spawn(pumps::pump_output(from_rmcp, lines_tx.clone(), pending.clone(), queued));
         // The end of input or a signal starts the shutdown.
         let starter = {
             let shutdown = shutdown.clone();
@@ -75,7 +83,16 @@ impl McpServer {
                 shutdown.send_replace(true);
             })
         };
-        let result = match self.serve((rmcp_in, rmcp_out)).await {
+        // A client that reads none of its answers is not read either: past these, rmcp's
+        // answers waiting to be written (each a task holding its whole message) stop it
+        // reading more requests (`answers`; `pumps::OUTPUT_QUEUE_BYTES` bounds the lines
+        // after them).
+        let transport = crate::host::mcp_client::answers::Answering::with_bounds(
+            rmcp::transport::async_rw::AsyncRwTransport::<rmcp::RoleServer, _, _>::new(rmcp_in, rmcp_out),
+            (UNWRITTEN_ANSWERS, UNWRITTEN_ANSWER_BYTES),
+            crate::host::mcp_client::answers::PastBounds::Wait,
+        );
+        let result = match self.serve(transport).await {
             Ok(running) => {
                 let mut down = shutdown.subscribe();
                 tokio::select! {

@@ -21,6 +21,7 @@
 //! - Cancellation: when the engine cancels the call (timeout, deadline, a cancelled run),
 //!   the client sends `notifications/cancelled` for the request and returns at once.
 
+pub(crate) mod answers;
 #[cfg(feature = "mcp-http")]
 pub(crate) mod http;
 mod listing;
@@ -228,6 +229,9 @@ pub(crate) struct Cut {
     pub(crate) oversized: Arc<AtomicBool>,
     /// A message of more values than the runner's budget and [`ENVELOPE_VALUES`].
     pub(crate) too_many_values: Arc<AtomicBool>,
+    /// A server that left more of tdsl's answers to its own requests unread than
+    /// [`answers::Answering`] keeps.
+    pub(crate) unread_answers: Arc<AtomicBool>,
 }
 
 /// The values of a message around a result (`jsonrpc`, `id`, `result`, `content`, …), which
@@ -522,6 +526,9 @@ impl McpClients {
         if live.cut.oversized.load(Ordering::Relaxed) {
             return Some(oversized_message());
         }
+        if live.cut.unread_answers.load(Ordering::Relaxed) {
+            return Some(unread_answers_message());
+        }
         live.cut.too_many_values.load(Ordering::Relaxed).then(|| {
             let budget = crate::value::DecodeError::TooManyValues(self.max_values());
             format!(
@@ -683,6 +690,16 @@ fn oversized_message() -> String {
     )
 }
 
+/// Why a call failed when the server left tdsl's answers to its own requests unread.
+fn unread_answers_message() -> String {
+    format!(
+        "the server sent requests and did not read tdsl's answers to them (more than {} answers or {} MiB \
+         waiting to be written), so its connection was closed (a server tdsl started is stopped)",
+        answers::MAX_UNWRITTEN_ANSWERS,
+        answers::MAX_UNWRITTEN_ANSWER_BYTES / (1024 * 1024)
+    )
+}
+
 /// A call's error without the transport's type names rmcp puts in it (`Transport
 /// [rmcp::transport::worker::WorkerTransport<…>] error: what`).
 fn transport_error(e: &ServiceError) -> String {
@@ -773,6 +790,7 @@ async fn start(
         }
         None => Arc::new(stderr::StderrTail::none()),
     };
+    let transport = answers::Answering::new(transport, cut.unread_answers.clone());
     let config = Client::new();
     let tools_changed = config.tools_changed.clone();
     let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, config.serve(transport));
@@ -836,6 +854,7 @@ async fn start_http(
     }
     let cut = http.cut();
     let transport = StreamableHttpClientTransport::with_client(http.clone(), config);
+    let transport = answers::Answering::new(transport, cut.unread_answers.clone());
     let client = Client::new();
     let tools_changed = client.tools_changed.clone();
     let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, client.serve(transport));

@@ -23,6 +23,12 @@ use super::refs;
 /// Execution ids that would shadow a REF context or an expression name.
 pub(crate) const RESERVED_IDS: &[&str] = &["arguments", "response", "item", "current"];
 
+/// The longest execution id, in bytes (an id is ASCII). Each call a step makes is recorded
+/// under its path of ids (`d[0]/e[159]`) in the run history, which indexes it, once per
+/// fan-out child: a plan's 100,000-character id fanned out 1,000 times once wrote 204 MB of
+/// history from a 205 KB plan (hostile round 15).
+pub(crate) const MAX_EXECUTION_ID_BYTES: usize = 128;
+
 /// Reads a whole tool definition from its root object. Returns `None` only when the kind
 /// of tool cannot be told (both or neither of `system_event_endpoint` and `instructions`).
 pub(crate) fn tool(root: &JsonNode, diags: &mut Vec<Diagnostic>) -> Option<ToolDef> {

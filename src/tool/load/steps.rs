@@ -11,7 +11,9 @@ use super::super::json::{JsonKind, JsonNode, JsonStr};
 use super::super::keys::Level;
 use super::super::model::*;
 use super::super::refs;
-use super::{a, is_identifier, list, open_brace, operator_names, Loader, Obj, Owner, RESERVED_IDS};
+use super::{
+    a, is_identifier, list, open_brace, operator_names, Loader, Obj, Owner, MAX_EXECUTION_ID_BYTES, RESERVED_IDS,
+};
 use crate::ranges;
 
 impl Loader<'_> {
@@ -272,6 +274,24 @@ impl Loader<'_> {
                         list(RESERVED_IDS),
                         id.node
                     )),
+            );
+            return;
+        }
+        if id.node.len() > MAX_EXECUTION_ID_BYTES {
+            let shown: String = id.node.chars().take(40).collect();
+            self.push(
+                Diagnostic::new(
+                    Code::InvalidIdentifier,
+                    id.span,
+                    format!(
+                        "execution id `{shown}…` is {} characters long, more than the limit of {MAX_EXECUTION_ID_BYTES}",
+                        id.node.chars().count()
+                    ),
+                )
+                .with_label("too long")
+                .with_help(format!(
+                    "the run history records every call under its step's id: choose a shorter one, of at most {MAX_EXECUTION_ID_BYTES} characters"
+                )),
             );
             return;
         }
