@@ -15,7 +15,7 @@ use crate::value::{Path, Segments, SmolStr, Value};
 pub struct Chunk {
     /// The instructions, each with its source span ([`Chunk::span`]); evaluation ends after
     /// the last one with the result on the stack.
-    pub code: Code,
+    pub code: Instructions,
     /// Constants.
     pub consts: Vec<Value>,
     /// Variable and REF context names.
@@ -40,12 +40,12 @@ pub struct Chunk {
 /// pairs, so that a chunk's code and spans take one allocation, not two. Read as a list of
 /// instructions; [`Chunk::span`] gives an instruction's span.
 #[derive(Clone, Debug, Default)]
-pub struct Code(Vec<(Op, Span)>);
+pub struct Instructions(Vec<(Op, Span)>);
 
-impl Code {
+impl Instructions {
     /// Room for `n` instructions.
-    pub(crate) fn with_capacity(n: usize) -> Code {
-        Code(Vec::with_capacity(n))
+    pub(crate) fn with_capacity(n: usize) -> Instructions {
+        Instructions(Vec::with_capacity(n))
     }
 
     /// How many instructions there are.

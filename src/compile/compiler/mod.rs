@@ -16,7 +16,7 @@ use std::hash::Hash;
 
 use rustc_hash::FxHashMap;
 
-use super::chunk::{Chunk, Code, Origin};
+use super::chunk::{Chunk, Instructions, Origin};
 use super::op::Op;
 use crate::span::Span;
 use crate::syntax::ast::{BinaryOp, Name};
@@ -26,7 +26,7 @@ use crate::value::{no_segments, Segments, Value};
 /// Compiles a checked, error-free typed expression into a chunk.
 pub fn compile(e: &TExpr) -> Chunk {
     // Room for a typical template or filter condition, so the list grows rarely.
-    let chunk = Chunk { code: Code::with_capacity(16), ..Chunk::default() };
+    let chunk = Chunk { code: Instructions::with_capacity(16), ..Chunk::default() };
     let mut c = Compiler { chunk, names: Index::default(), consts: Index::default(), paths: Index::default() };
     c.expr(e);
     c.chunk
