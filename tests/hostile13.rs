@@ -13,21 +13,12 @@ use std::time::Duration;
 use common::doubling_plan;
 use common::http_raw::{answer, message, Http};
 use common::mcp_stdio::StdioClient;
+use common::process::peak_kib;
 use serde_json::{json, Value};
 
 /// The expected `v` of [`doubling_plan`].
 fn doubled(depth: usize) -> Value {
     (0..depth).fold(json!([1]), |x, _| json!([x.clone(), x]))
-}
-
-/// The peak resident memory of process `pid`, in KiB.
-fn peak_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmHWM")
 }
 
 /// A large answer is the run's compact JSON twice (the text block and `structuredContent`),

@@ -12,6 +12,7 @@ use std::time::Duration;
 use common::doubling_plan;
 use common::http_raw::{message, Http};
 use common::mcp_stdio::StdioClient;
+use common::process::resident_kib;
 use serde_json::{json, Value};
 
 fn run_plan(id: u64, depth: usize) -> Vec<u8> {
@@ -19,16 +20,6 @@ fn run_plan(id: u64, depth: usize) -> Vec<u8> {
         "params": {"name": "run_plan", "arguments": {"plan": doubling_plan(depth)}}})
     .to_string()
     .into_bytes()
-}
-
-/// The resident memory of process `pid`, in KiB.
-fn resident_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmRSS")
 }
 
 /// Sends a `run_plan` of `depth` and closes the connection once the response's head came

@@ -5,18 +5,8 @@
 mod common;
 
 use common::mcp_stdio::serve_upstreams;
-use common::process::script;
+use common::process::{peak_kib, script};
 use serde_json::{json, Value};
-
-/// The resident memory of process `pid` at its peak (`VmHWM`), in KiB.
-fn peak_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmHWM")
-}
 
 /// A plan of one call of `tool`, without arguments.
 fn plan(tool: &str) -> Value {

@@ -47,6 +47,27 @@ pub fn alive(pid: &str) -> bool {
     dir.exists() && !std::fs::read_to_string(dir.join("stat")).is_ok_and(|s| s.contains(") Z "))
 }
 
+/// A memory figure of process `pid` from `/proc/PID/status`, in KiB: `VmHWM` is its peak
+/// resident memory, `VmRSS` its resident memory now.
+pub fn status_kib(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("the process's status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"))
+}
+
+/// The peak resident memory of process `pid` (`VmHWM`), in KiB.
+pub fn peak_kib(pid: u32) -> u64 {
+    status_kib(pid, "VmHWM")
+}
+
+/// The resident memory of process `pid` now (`VmRSS`), in KiB.
+pub fn resident_kib(pid: u32) -> u64 {
+    status_kib(pid, "VmRSS")
+}
+
 /// Writes an executable script (and the folders it lives in).
 #[cfg(unix)]
 pub fn script(path: &Path, body: &str) {
