@@ -722,6 +722,22 @@ pub(crate) fn upstream_tool(server: &str, tool: &Json) -> Option<UpstreamTool> {
 mod tests {
     use super::*;
 
+    /// An upstream tool's name is what a plan writes after `SERVER/` and what the history
+    /// records for each call (hostile round 15): 1–128 of `A-Z a-z 0-9 _ - .`, or the tool
+    /// is left out of the listing (so no plan can name it).
+    #[test]
+    fn upstream_tool_names_are_bounded() {
+        let tool = |name: &str| serde_json::json!({"name": name, "inputSchema": {"type": "object"}});
+        let longest = "a".repeat(128);
+        assert_eq!(upstream_tool("up", &tool(&longest)).map(|t| t.name), Some(longest));
+        assert_eq!(upstream_tool("up", &tool("a.b-c_D9")).map(|t| t.name), Some("a.b-c_D9".to_string()));
+        for refused in
+            ["a".repeat(129), "a".repeat(300_000), String::new(), "a/b".into(), "a\u{1b}[2J".into(), "é".into()]
+        {
+            assert!(upstream_tool("up", &tool(&refused)).is_none(), "{:?}", &refused[..refused.len().min(20)]);
+        }
+    }
+
     #[test]
     fn upstreams_parse() {
         let s = UpstreamSpec::parse("docs=tdsl serve --mcp --root 'my root'").expect("parses");
