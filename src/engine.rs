@@ -8,7 +8,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::compile::{self, Chunk, Op};
 use crate::diagnostic::Diagnostic;
@@ -109,6 +109,14 @@ impl Engine {
     /// Compiles `source` in `scope`: unknown names are errors and types flow from the
     /// scope's declarations.
     pub fn compile_in(&self, source: &str, scope: &Scope) -> Result<Program, Vec<Diagnostic>> {
+        // A program without problems is compiled in one pass from its text, when the
+        // one-pass compiler models all of it; everything else (and every diagnostic) is the
+        // reference pipeline's.
+        if self.limits_valid {
+            if let Some(direct) = compile::compile_direct(source, scope, &*self.funcs, &self.limits) {
+                return Ok(self.direct_program(source, scope, direct));
+            }
+        }
         let analysis = self.run_stages(source, scope, false);
         // The tree is not handed out: its nodes are kept for the next parse on this thread.
         syntax::recycle(analysis.ast);
@@ -165,7 +173,8 @@ impl Engine {
             inner: Arc::new(Inner {
                 source: Arc::from(source),
                 chunk,
-                typed: checked.expr,
+                typed: OnceLock::from(checked.expr),
+                scope: None,
                 ty: ty.clone(),
                 references: if references { refs.clone() } else { std::mem::take(&mut refs) },
                 warnings,
@@ -178,6 +187,64 @@ impl Engine {
         };
         Analysis { program: Some(program), diagnostics, ast: parsed.expr, ty, references: refs }
     }
+}
+
+impl Engine {
+    /// The program the one-pass compiler made: its typed tree is built from the source when
+    /// first asked for ([`Program::typed`]), so the scope is kept for it.
+    fn direct_program(&self, source: &str, scope: &Scope, direct: compile::Direct) -> Program {
+        let compile::Direct { chunk, ty, refs, names } = direct;
+        Program {
+            inner: Arc::new(Inner {
+                source: Arc::from(source),
+                chunk,
+                typed: OnceLock::new(),
+                scope: Some(scope.clone()),
+                ty,
+                references: References { refs, names },
+                warnings: Vec::new(),
+                funcs: self.funcs.clone(),
+                limits: self.limits.clone(),
+                clock: self.clock.clone(),
+                files: self.files.clone(),
+                cache: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+}
+
+/// Compiles `source` in `scope` both ways, in one pass and by the reference pipeline:
+/// `Ok(true)` when the one-pass compiler answered and its program is the reference
+/// pipeline's (chunk, templates and fast forms, type, REFs, free names, no diagnostic);
+/// `Ok(false)` when it declined; `Err` saying what differs. For the differential tests and
+/// the `compile` fuzz target.
+pub fn direct_agrees(engine: &Engine, source: &str, scope: &Scope) -> Result<bool, String> {
+    if engine.limits.validate().is_err() {
+        return Ok(false);
+    }
+    let Some(direct) = compile::compile_direct(source, scope, &*engine.funcs, &engine.limits) else {
+        return Ok(false);
+    };
+    let analysis = engine.run_stages(source, scope, true);
+    syntax::recycle(analysis.ast);
+    if !analysis.diagnostics.is_empty() {
+        let codes: Vec<String> = analysis.diagnostics.iter().map(|d| d.code.to_string()).collect();
+        return Err(format!("answered, but the reference pipeline reports {codes:?}"));
+    }
+    let Some(program) = analysis.program else { return Err("answered, but no reference program".into()) };
+    let reference = &*program.inner;
+    let (a, b) = (compile::fingerprint(&direct.chunk), compile::fingerprint(&reference.chunk));
+    if a != b {
+        return Err(format!("chunks differ:\n--- one pass\n{a}\n--- reference\n{b}"));
+    }
+    if direct.ty != reference.ty || format!("{:?}", direct.ty) != format!("{:?}", reference.ty) {
+        return Err(format!("types differ: {:?} against {:?}", direct.ty, reference.ty));
+    }
+    let refs = References { refs: direct.refs, names: direct.names };
+    if refs != reference.references {
+        return Err(format!("references differ: {refs:?} against {:?}", reference.references));
+    }
+    Ok(true)
 }
 
 /// What `analyze` gives for an engine whose limits are out of range: `E0409`, nothing else.
@@ -231,8 +298,11 @@ struct Inner {
     source: Arc<str>,
     chunk: Chunk,
     /// The checked tree before folding: the reference evaluator's input, so that
-    /// differential tests cover folding too.
-    typed: TExpr,
+    /// differential tests cover folding too. Built with the program by the reference
+    /// pipeline; from the source when first asked for, for a program compiled in one pass.
+    typed: OnceLock<TExpr>,
+    /// The scope a program compiled in one pass was compiled in, to build its typed tree.
+    scope: Option<Scope>,
     ty: Type,
     references: References,
     warnings: Vec<Diagnostic>,
@@ -409,7 +479,7 @@ impl Program {
     pub fn eval_reference(&self, vars: &Value, refs: &Value) -> Result<Value, EvalError> {
         let inner = &*self.inner;
         let v = crate::reference::evaluate_with_files(
-            &inner.typed,
+            self.typed(),
             vars,
             refs,
             &inner.funcs,
@@ -419,6 +489,19 @@ impl Program {
         )?;
         check_output(&v, &inner.limits, Span::new(0, inner.source.len()))?;
         Ok(v)
+    }
+
+    /// The checked tree before folding (built now, the first time, for a program compiled
+    /// in one pass: the program has no problem, so checking it again finds none).
+    fn typed(&self) -> &TExpr {
+        let inner = &*self.inner;
+        inner.typed.get_or_init(|| {
+            let scope = inner.scope.clone().unwrap_or_else(Scope::open);
+            let parsed = syntax::parse_with_limit(&inner.source, inner.limits.max_depth);
+            let checked = types::check(&parsed.expr, &scope, &*inner.funcs, inner.limits.max_depth);
+            syntax::recycle(parsed.expr);
+            checked.expr
+        })
     }
 
     /// The REF paths and free names the program reads.
@@ -440,7 +523,7 @@ impl Program {
     /// assert_eq!((&program.source()[span.range()], ty.to_string().as_str()), ("length([1, 2])", "integer"));
     /// ```
     pub fn type_at(&self, at: usize) -> Option<(crate::span::Span, &Type)> {
-        let node = self.inner.typed.innermost_at(at)?;
+        let node = self.typed().innermost_at(at)?;
         Some((node.span, &node.ty))
     }
 
@@ -541,10 +624,11 @@ mod tests {
         assert_send_sync::<Engine>();
     }
 
-    /// A condition with a fast form is compiled into a chunk only when the fast form cannot
-    /// answer (an element of the wrong type): not by the compile, not while every element
-    /// fits, and then it answers as a chunk compiled at once does (code, message, span,
-    /// data location).
+    /// A condition with a fast form is compiled into a chunk by the reference pipeline only
+    /// when the fast form cannot answer (an element of the wrong type): not by the compile,
+    /// not while every element fits, and then it answers as a chunk compiled at once does
+    /// (code, message, span, data location). (The one-pass compiler emits the chunk as it
+    /// reads the condition: nothing is left to defer.)
     #[test]
     fn a_conditions_chunk_is_compiled_when_first_needed() {
         use crate::compile::CallParam;
@@ -557,7 +641,8 @@ mod tests {
         let src =
             "map(array=filter(array=xs, condition_string=\"item.a > 1 and item.b == 'x'\"), template={a: item.a})";
         let engine = Engine::new();
-        let (Ok(lazy), Ok(eager)) = (engine.compile(src), engine.compile(src)) else { panic!("`{src}` compiles") };
+        let reference = || engine.analyze(src, &Scope::open()).program;
+        let (Some(lazy), Some(eager)) = (reference(), reference()) else { panic!("`{src}` compiles") };
         assert_eq!(compiled(&lazy), [false, true], "the condition's chunk waits; the object template's does not");
         let fits = Value::from(&serde_json::json!({"xs": [{"a": 3, "b": "x"}, {"a": 0, "b": "y"}]}));
         assert_eq!(lazy.eval(&fits).map(|v| v.to_string()), Ok("[{\"a\":3}]".to_string()));

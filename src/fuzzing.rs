@@ -47,6 +47,10 @@ pub fn compile(data: &[u8]) {
     let engine = engine(small_limits(20_000));
     let vars = sample_vars();
     for scope in [Scope::open(), Scope::from_vars(&vars)] {
+        // The one-pass compiler answers only with the reference pipeline's program.
+        if let Err(e) = crate::engine::direct_agrees(&engine, src, &scope) {
+            panic!("`{src}`: the one-pass compiler disagrees: {e}");
+        }
         let analysis = engine.analyze(src, &scope);
         check_diagnostics(&analysis.diagnostics, src);
         if let Some(program) = analysis.program {
@@ -465,6 +469,20 @@ impl EvalCase {
             (counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed) >= after)
                 .then_some(crate::InterruptReason::Cancelled)
         }));
+        // The program `Engine::compile_in` gives (in one pass, when the one-pass compiler
+        // answers) runs as the analysis's does, and so does its typed tree, built later.
+        match crate::engine::direct_agrees(&engine, src, &scope) {
+            Err(e) => panic!("`{src}`: the one-pass compiler disagrees: {e}"),
+            Ok(answered) => {
+                if let Ok(compiled) = engine.compile_in(src, &scope) {
+                    let (a, b) = (compiled.eval(&self.vars), compiled.eval_reference(&self.vars, &self.vars));
+                    assert!(same(&a, &vm), "`{src}` (one pass: {answered}) gave {a:?}, the analysis's {vm:?}");
+                    assert!(same(&b, &reference), "`{src}`: reference evaluation {b:?} against {reference:?}");
+                } else {
+                    panic!("`{src}`: compile_in failed where analyze made a program");
+                }
+            }
+        }
         let stopped = program.eval_interruptible(&self.vars, &self.vars, &interrupt);
         assert!(
             same(&stopped, &vm) || matches!(&stopped, Err(e) if e.code == crate::Code::Interrupted),

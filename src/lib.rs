@@ -267,7 +267,9 @@ pub mod testing {
         }
     }
     pub mod compile {
-        pub use crate::compile::{compile, fold};
+        pub use crate::compile::{compile, fingerprint, fold};
+        #[cfg(feature = "engine")]
+        pub use crate::engine::direct_agrees;
     }
     pub mod diagnostic {
         pub use crate::diagnostic::{render_plain, Code, Diagnostic};

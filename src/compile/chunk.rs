@@ -78,6 +78,35 @@ impl Instructions {
         }
     }
 
+    /// Sets the span of instruction `at` (one emitted before its span was known).
+    pub(crate) fn set_span(&mut self, at: usize, span: Span) {
+        if let Some((_, s)) = self.0.get_mut(at) {
+            *s = span;
+        }
+    }
+
+    /// Gives the instructions from `from` on whose span is `old` the span `new` (a node's
+    /// own instructions, once parentheses around it widen its span).
+    pub(crate) fn respan(&mut self, from: usize, old: Span, new: Span) {
+        for (_, s) in self.0.iter_mut().skip(from) {
+            if *s == old {
+                *s = new;
+            }
+        }
+    }
+
+    /// Keeps the first `len` instructions.
+    pub(crate) fn truncate(&mut self, len: usize) {
+        self.0.truncate(len);
+    }
+
+    /// Removes instruction `at` (the ones after it move up; no jump may cross it).
+    pub(crate) fn remove(&mut self, at: usize) {
+        if at < self.0.len() {
+            self.0.remove(at);
+        }
+    }
+
     /// Instruction `at`, to patch.
     pub(crate) fn op_mut(&mut self, at: usize) -> Option<&mut Op> {
         self.0.get_mut(at).map(|(op, _)| op)
@@ -221,6 +250,12 @@ impl TemplateChunk {
     /// fast form is `fast`.
     pub fn deferred(body: Arc<TExpr>, slot: u32, compile: CompileTemplate, fast: Fast) -> TemplateChunk {
         TemplateChunk { chunk: OnceLock::new(), deferred: Some((body, slot, compile)), fast: Some(fast) }
+    }
+
+    /// A chunk compiled already, for a template whose fast form is `fast` (the one-pass
+    /// compiler emits the chunk as it reads the body, so nothing is left to defer).
+    pub fn with_fast(chunk: Chunk, fast: Fast) -> TemplateChunk {
+        TemplateChunk { chunk: OnceLock::from(chunk), deferred: None, fast: Some(fast) }
     }
 
     /// The fast form, when the template has one.

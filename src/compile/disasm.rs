@@ -83,3 +83,41 @@ fn truncate(s: &str) -> String {
         s.to_string()
     }
 }
+
+/// Everything a chunk holds, its templates' chunks and fast forms included, as text: two
+/// chunks with equal fingerprints run alike and report alike (the one-pass compiler's
+/// differential tests compare them). Not a stable format.
+pub fn fingerprint(chunk: &Chunk) -> String {
+    let mut out = String::new();
+    write_fingerprint(&mut out, chunk);
+    out
+}
+
+fn write_fingerprint(out: &mut String, chunk: &Chunk) {
+    let _ = writeln!(out, "locals {} source {:?}", chunk.locals, chunk.source);
+    for (pc, op) in chunk.code.iter().enumerate() {
+        let _ = writeln!(out, "{pc} {op:?} @{:?}", chunk.span(pc));
+    }
+    let _ = writeln!(out, "consts {:?}", chunk.consts);
+    let _ = writeln!(out, "names {:?}", chunk.names);
+    let paths: Vec<Vec<&str>> = chunk.paths.iter().map(|p| p.iter().map(|s| &**s).collect()).collect();
+    let _ = writeln!(out, "paths {paths:?}");
+    let _ = writeln!(out, "keys {:?}", chunk.keys);
+    let _ = writeln!(out, "origins {:?}", chunk.origins);
+    for call in &chunk.calls {
+        let _ = writeln!(out, "call {:?} {} given {:b}", call.func, call.name, call.given);
+        for p in call.params.iter() {
+            let _ = writeln!(out, "  param @{:?} origin {:?}", p.span, p.origin);
+            match &p.pass {
+                CallParam::Template(sub, slot) => {
+                    let _ = writeln!(out, "  template slot {slot} fast {:?} {{", sub.fast());
+                    write_fingerprint(out, sub);
+                    let _ = writeln!(out, "  }}");
+                }
+                other => {
+                    let _ = writeln!(out, "  {other:?}");
+                }
+            }
+        }
+    }
+}

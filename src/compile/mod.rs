@@ -14,7 +14,8 @@ mod op;
 
 pub use chunk::{fast_in, CallInfo, CallParam, Chunk, Fast, Origin, ParamSite, Pred, Root};
 pub use compiler::compile;
-pub use disasm::disassemble;
+pub(crate) use compiler::{compile_direct, Direct};
+pub use disasm::{disassemble, fingerprint};
 pub use fold::fold;
 pub use op::Op;
 

@@ -42,6 +42,18 @@ pub(super) fn parse(src: &str, max_depth: usize) -> Option<Expr> {
     })
 }
 
+/// Runs `f` with a cursor over `src` at its start (the thread's name table borrowed for
+/// the whole run, as [`parse`] does): the one-pass compiler's lexer
+/// (`compile::compiler::direct`), which reads the same tokens as this parser.
+pub(crate) fn with_cursor<R>(src: &str, f: impl FnOnce(&mut Parser<'_>) -> R) -> R {
+    NAMES.with(|table| {
+        let mut table = table.try_borrow_mut();
+        let names = table.as_deref_mut().ok().map(|t| &mut **t);
+        let mut p = Parser { src, b: src.as_bytes(), pos: 0, max_depth: 0, names, pool: None };
+        f(&mut p)
+    })
+}
+
 /// Parses a string that is a REF on its own (`ref_program`: whitespace around it is
 /// allowed, as pest's implicit whitespace allows it), or `None` for the reference path.
 pub(super) fn parse_ref(src: &str) -> Option<RefPath> {
@@ -52,10 +64,10 @@ pub(super) fn parse_ref(src: &str) -> Option<RefPath> {
     (p.pos == p.b.len()).then_some(r)
 }
 
-struct Parser<'s> {
+pub(crate) struct Parser<'s> {
     src: &'s str,
     b: &'s [u8],
-    pos: usize,
+    pub(crate) pos: usize,
     max_depth: usize,
     /// The thread's table of names ([`intern`]), when it could be borrowed.
     names: Option<&'s mut [Option<Name>]>,
@@ -64,7 +76,7 @@ struct Parser<'s> {
 }
 
 /// A node and the height of its tree, as the builder counts it.
-type Built = Option<(Expr, usize)>;
+pub(crate) type Built = Option<(Expr, usize)>;
 
 /// Precedence of `not` and unary `-` (as in the builder).
 const NOT_PRECEDENCE: usize = 3;
@@ -150,16 +162,16 @@ fn ident_run(b: &[u8]) -> usize {
     b.iter().position(|&c| !is_ident_char(c)).unwrap_or(b.len())
 }
 
-fn is_ident_start(c: u8) -> bool {
+pub(crate) fn is_ident_start(c: u8) -> bool {
     c.is_ascii_alphabetic() || c == b'_'
 }
 
 impl<'s> Parser<'s> {
-    fn peek(&self) -> Option<u8> {
+    pub(crate) fn peek(&self) -> Option<u8> {
         self.b.get(self.pos).copied()
     }
 
-    fn at(&self, i: usize) -> Option<u8> {
+    pub(crate) fn at(&self, i: usize) -> Option<u8> {
         self.b.get(self.pos + i).copied()
     }
 
@@ -180,7 +192,7 @@ impl<'s> Parser<'s> {
     }
 
     /// Skips `WHITESPACE*`: space, tab, line feed, carriage return.
-    fn ws(&mut self) {
+    pub(crate) fn ws(&mut self) {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
             self.pos += 1;
         }
@@ -198,7 +210,7 @@ impl<'s> Parser<'s> {
     }
 
     /// Consumes `c` and the whitespace after it, or fails.
-    fn expect(&mut self, c: u8) -> Option<()> {
+    pub(crate) fn expect(&mut self, c: u8) -> Option<()> {
         (self.peek() == Some(c)).then(|| {
             self.pos += 1;
             self.ws();
@@ -206,7 +218,7 @@ impl<'s> Parser<'s> {
     }
 
     /// Whether the keyword `kw` is at the cursor, not followed by a name character.
-    fn keyword(&self, kw: &[u8]) -> bool {
+    pub(crate) fn keyword(&self, kw: &[u8]) -> bool {
         self.b[self.pos..].starts_with(kw) && !self.at(kw.len()).is_some_and(is_ident_char)
     }
 
@@ -216,7 +228,7 @@ impl<'s> Parser<'s> {
     }
 
     /// `ident`, without the whitespace after it.
-    fn ident(&mut self) -> Option<Spanned<Name>> {
+    pub(crate) fn ident(&mut self) -> Option<Spanned<Name>> {
         let start = self.pos;
         if !self.peek().is_some_and(is_ident_start) {
             return None;
@@ -250,7 +262,7 @@ impl<'s> Parser<'s> {
     }
 
     /// The infix operator at the cursor and its length in bytes.
-    fn infix(&self) -> Option<(BinaryOp, usize)> {
+    pub(crate) fn infix(&self) -> Option<(BinaryOp, usize)> {
         let two = |op| Some((op, 2));
         let one = |op| Some((op, 1));
         match (self.peek()?, self.at(1)) {
@@ -321,7 +333,7 @@ impl<'s> Parser<'s> {
     }
 
     /// A field segment: a name (keywords allowed) or digits.
-    fn segment(&mut self) -> Option<Spanned<Name>> {
+    pub(crate) fn segment(&mut self) -> Option<Spanned<Name>> {
         if self.peek().is_some_and(|c| c.is_ascii_digit()) {
             let start = self.pos;
             while self.peek().is_some_and(|c| c.is_ascii_digit()) {
@@ -449,7 +461,7 @@ impl<'s> Parser<'s> {
 
     /// `name =` (not `==`) at the cursor: consumes it and returns the keyword; otherwise
     /// leaves the cursor where it was.
-    fn kwarg(&mut self) -> Option<Spanned<Name>> {
+    pub(crate) fn kwarg(&mut self) -> Option<Spanned<Name>> {
         if !self.peek().is_some_and(is_ident_start) {
             return None;
         }
@@ -478,7 +490,7 @@ impl<'s> Parser<'s> {
     }
 
     /// A number: an integer when it has no fraction or exponent and fits in `i64`.
-    fn number(&mut self) -> Built {
+    pub(crate) fn number(&mut self) -> Built {
         let start = self.pos;
         let digits = |p: &mut Self| {
             let from = p.pos;
@@ -523,23 +535,8 @@ impl<'s> Parser<'s> {
     /// A string literal, decoded, without the whitespace after it.
     fn string(&mut self) -> Option<Expr> {
         let start = self.pos;
-        let quote = self.peek()?;
-        self.pos += 1;
-        let inner = self.pos;
-        loop {
-            let rest = &self.b[self.pos..];
-            // A condition string is most of a call's text: found by the vectorised search.
-            let n = memchr::memchr2(quote, b'\\', rest)?;
-            self.pos += n;
-            if self.b[self.pos] == quote {
-                break;
-            }
-            // A backslash and the character after it, whatever it is.
-            let escaped = self.src.get(self.pos + 1..)?.chars().next()?;
-            self.pos += 1 + escaped.len_utf8();
-        }
-        let raw = &self.src[inner..self.pos];
-        self.pos += 1;
+        let (inner, end, _) = self.string_raw()?;
+        let raw = &self.src[inner..end];
         let (value, map) = if raw.contains('\\') {
             let (text, map, errors) = unescape(raw, inner, Dialect::Expression);
             if !errors.is_empty() {
@@ -559,8 +556,71 @@ impl<'s> Parser<'s> {
         Some(Expr::new(ExprKind::Str(StrLit { value, map }), span))
     }
 
+    /// A string literal's text as written, without the whitespace after it: where its
+    /// contents start and end (before the closing quote), and whether they hold a `\\`
+    /// (an escape to decode). The cursor ends after the closing quote.
+    pub(crate) fn string_raw(&mut self) -> Option<(usize, usize, bool)> {
+        let quote = self.peek()?;
+        self.pos += 1;
+        let inner = self.pos;
+        let mut escapes = false;
+        loop {
+            let rest = &self.b[self.pos..];
+            // A condition string is most of a call's text: found by the vectorised search.
+            let n = memchr::memchr2(quote, b'\\', rest)?;
+            self.pos += n;
+            if self.b[self.pos] == quote {
+                break;
+            }
+            escapes = true;
+            // A backslash and the character after it, whatever it is.
+            let escaped = self.src.get(self.pos + 1..)?.chars().next()?;
+            self.pos += 1 + escaped.len_utf8();
+        }
+        let end = self.pos;
+        self.pos += 1;
+        Some((inner, end, escapes))
+    }
+
+    /// The text, the cursor at `start`, ending at `end` (a template string's contents, read
+    /// in place: spans stay the program's); what [`Parser::restore`] takes back.
+    pub(crate) fn narrow(&mut self, start: usize, end: usize) -> &'s str {
+        let whole = self.src;
+        self.src = &whole[..end];
+        self.b = self.src.as_bytes();
+        self.pos = start;
+        whole
+    }
+
+    /// The whole text again, after [`Parser::narrow`], the cursor at `pos`.
+    pub(crate) fn restore(&mut self, whole: &'s str, pos: usize) {
+        self.src = whole;
+        self.b = whole.as_bytes();
+        self.pos = pos;
+    }
+
+    /// The text from `start` to `end`.
+    pub(crate) fn text(&self, start: usize, end: usize) -> &'s str {
+        &self.src[start..end]
+    }
+
+    /// The byte at `i`, if the text has one.
+    pub(crate) fn byte(&self, i: usize) -> Option<u8> {
+        self.b.get(i).copied()
+    }
+
+    /// Whether the text at the cursor starts with `prefix`.
+    pub(crate) fn starts_with(&self, prefix: &[u8]) -> bool {
+        self.b.get(self.pos..).is_some_and(|rest| rest.starts_with(prefix))
+    }
+
+    /// Whether the cursor is at the end of the text.
+    pub(crate) fn at_end(&self) -> bool {
+        self.pos == self.b.len()
+    }
+
     /// `REF:context.segment…`, without the whitespace after it; the REF and its span.
-    fn ref_path(&mut self) -> Option<(RefPath, Span)> {
+    pub(crate) fn ref_path(&mut self) -> Option<(RefPath, Span)> {
         let start = self.pos;
         if !self.b[self.pos..].starts_with(b"REF:") {
             return None;

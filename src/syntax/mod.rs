@@ -9,7 +9,7 @@ pub mod escape;
 mod parser;
 mod printer;
 
-mod fast;
+pub(crate) mod fast;
 pub(crate) mod foreign;
 mod pool;
 pub(crate) use fast::intern;

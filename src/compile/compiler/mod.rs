@@ -8,6 +8,7 @@
 
 mod calls;
 mod control;
+mod direct;
 mod literals;
 mod operators;
 mod places;
@@ -25,12 +26,12 @@ use crate::value::{no_segments, Segments, Value};
 
 /// Compiles a checked, error-free typed expression into a chunk.
 pub fn compile(e: &TExpr) -> Chunk {
-    // Room for a typical template or filter condition, so the list grows rarely.
-    let chunk = Chunk { code: Instructions::with_capacity(16), ..Chunk::default() };
-    let mut c = Compiler { chunk, names: Index::default(), consts: Index::default(), paths: Index::default() };
+    let mut c = Compiler::new();
     c.expr(e);
     c.chunk
 }
+
+pub use direct::{compile_direct, Direct};
 
 struct Compiler {
     chunk: Chunk,
@@ -84,6 +85,12 @@ impl<K: Hash + Eq> Index<K> {
 }
 
 impl Compiler {
+    fn new() -> Compiler {
+        // Room for a typical template or filter condition, so the list grows rarely.
+        let chunk = Chunk { code: Instructions::with_capacity(16), ..Chunk::default() };
+        Compiler { chunk, names: Index::default(), consts: Index::default(), paths: Index::default() }
+    }
+
     fn emit(&mut self, op: Op, span: Span) -> usize {
         self.chunk.emit(op, span)
     }

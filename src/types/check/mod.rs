@@ -11,7 +11,7 @@ mod names;
 mod templates;
 
 use calls::file_forms;
-use names::FreeNames;
+pub(crate) use names::FreeNames;
 pub(crate) use templates::relative_path;
 
 use std::sync::Arc;
@@ -446,13 +446,8 @@ impl<'a> Checker<'a> {
         let mut missing_field = None;
         // One alternative whose segment applies, which is most reads: its type, with nothing
         // to report and nothing to merge.
-        if !matches!(t, Type::Union(_)) {
-            if let Some(x) = alternative_segment(t, s, is_index, &mut missing_field) {
-                if missing_field.is_none() && !matches!(x, Type::Union(_) | Type::Never) {
-                    return x;
-                }
-            }
-            missing_field = None;
+        if let Some(x) = plain_field_type(t, s) {
+            return x;
         }
         // Every closed object without the field (a `zip` pair holds two tools' results).
         let mut lacking: Vec<Arc<crate::types::ObjectType>> = Vec::new();
@@ -754,6 +749,19 @@ fn unknown_field(s: &str, span: Span, lacking: &[Arc<crate::types::ObjectType>])
         None if count == 0 => d.with_help("this object has no fields"),
         None => d.with_help(format!("known fields: {shown}")),
     }
+}
+
+/// The type of `.s` of a value of type `t` (not a union) when the read applies plainly:
+/// nothing to report and nothing to merge (`Checker::segment_type`'s first answer, and the
+/// one-pass compiler's only one); `None` otherwise.
+pub(crate) fn plain_field_type(t: &Type, s: &str) -> Option<Type> {
+    if matches!(t, Type::Union(_)) {
+        return None;
+    }
+    let is_index = !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let mut missing_field = None;
+    let x = alternative_segment(t, s, is_index, &mut missing_field)?;
+    (missing_field.is_none() && !matches!(x, Type::Union(_) | Type::Never)).then_some(x)
 }
 
 /// The type of segment `s` of one alternative of a type: `None` when it cannot apply; an

@@ -15,7 +15,7 @@ const SCANNED: usize = 16;
 
 /// The free names read so far.
 #[derive(Default)]
-pub(super) struct FreeNames {
+pub(crate) struct FreeNames {
     list: Vec<(Name, Span)>,
     /// Every name of `list`, once it is longer than [`SCANNED`] (empty before).
     index: FxHashSet<Name>,
@@ -26,7 +26,7 @@ pub(super) struct FreeNames {
 
 impl FreeNames {
     /// Whether `n` was read before.
-    pub(super) fn contains(&self, n: &Name) -> bool {
+    pub(crate) fn contains(&self, n: &Name) -> bool {
         if self.list.len() <= SCANNED {
             #[cfg(test)]
             self.probes.set(self.probes.get() + self.list.len());
@@ -39,7 +39,7 @@ impl FreeNames {
     }
 
     /// Notes `n`, read at `span`, not read before ([`FreeNames::contains`]).
-    pub(super) fn push(&mut self, n: Name, span: Span) {
+    pub(crate) fn push(&mut self, n: Name, span: Span) {
         if self.list.len() == SCANNED {
             self.index.extend(self.list.iter().map(|(m, _)| m.clone()));
         }
@@ -50,7 +50,7 @@ impl FreeNames {
     }
 
     /// The names in first-use order.
-    pub(super) fn into_list(self) -> Vec<(Name, Span)> {
+    pub(crate) fn into_list(self) -> Vec<(Name, Span)> {
         self.list
     }
 }

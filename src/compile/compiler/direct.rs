@@ -1,0 +1,956 @@
+//! One pass from text to bytecode, for programs without problems.
+//!
+//! The reference pipeline builds two trees before it emits an instruction: the parser's
+//! AST and the checker's typed tree, each allocated, walked and freed. Compiling the
+//! reference benchmark's W5 filter that way costs about 41,000 instructions, and parsing,
+//! code generation and dropping the chunks alone already cost as much as jmespath's whole
+//! parse (docs/performance.md, the eleventh round). This module reads the text once and
+//! emits as it reads, as a one-pass compiler does: each sub-expression comes back as a
+//! small summary ([`V`]: its type, span, height and what the code generator's special forms
+//! need to know of it), not as a node.
+//!
+//! It is an accelerator, not a second definition, in the way the fast parser is one
+//! (`syntax::fast`): it answers only for a program it is sure the reference pipeline
+//! compiles without a diagnostic, and then with the chunk, type, REFs and free names that
+//! pipeline gives. On anything else — a syntax error, a type the checker would question, a
+//! node constant folding would change, a function it does not model, a program past a
+//! limit — it returns `None` without a word and the reference pipeline runs and reports.
+//! The typed tree is not built here: [`crate::Program`] builds it from the source when the
+//! reference evaluator or `type_at` first asks. The differential property tests
+//! (`tests/direct.rs`) compare the two pipelines' chunks, types and references on generated
+//! programs, and the `compile` fuzz target does on arbitrary text.
+//!
+//! What it declines, by design (each a short way to the reference pipeline): operators
+//! other than comparisons, `and`, `or` and `not`; constants folding would change (an
+//! operation on constants only); field reads and indexing of a value whose type is not
+//! `any` unless the field is plainly there; calls of functions that take keywords or
+//! repeat their last parameter, of the inlined `if`, `pipeline`, `create_object`, of `sum`,
+//! `avg` and `json_parse` (the checker adds its own checks to those), arguments out of
+//! parameter order, `as`, templates given by name or through escapes, and strings holding
+//! escapes where they name keys.
+
+use std::sync::Arc;
+
+use super::Compiler;
+use crate::compile::chunk::{CallInfo, CallParam, Fast, Origin, ParamSite, Params, Pred, Root, TemplateChunk};
+use crate::compile::op::Op;
+use crate::runtime::Limits;
+use crate::span::{Span, Spanned};
+use crate::syntax::ast::{BinaryOp, ExprKind, Name, MAX_REF_SEGMENTS};
+use crate::syntax::fast::{self, Parser};
+use crate::syntax::CHAIN_LEVEL;
+use crate::types::signature::{ParamKind, Signatures};
+use crate::types::{never_equal, outside_enum, type_of, Fit, FreeNames, RefUse, Scope, Type};
+use crate::value::{no_segments, Path, Segments, SmolStr, Value};
+
+/// What the one pass made: the chunk, the result type, and what the program reads.
+pub struct Direct {
+    /// The program's chunk (templates included).
+    pub chunk: crate::compile::Chunk,
+    /// The result type.
+    pub ty: Type,
+    /// The REF paths read, in source order.
+    pub refs: Vec<RefUse>,
+    /// The free names read, in first-use order.
+    pub names: Vec<(Name, Span)>,
+}
+
+/// Compiles `src` in `scope` in one pass, or `None` when the reference pipeline must (see
+/// the module docs).
+pub fn compile_direct(src: &str, scope: &Scope, funcs: &dyn Signatures, limits: &Limits) -> Option<Direct> {
+    // A check its host stopped is the reference pipeline's to cut short.
+    if crate::types::stop::poll() {
+        return None;
+    }
+    fast::with_cursor(src, |p| {
+        let mut d = D {
+            p,
+            scope,
+            funcs,
+            limit: limits.max_depth.saturating_mul(CHAIN_LEVEL),
+            max_list: limits.max_list_len,
+            c: Compiler::new(),
+            items: Vec::new(),
+            refs: Vec::new(),
+            names: FreeNames::default(),
+            arg_types: Vec::new(),
+            strings: 0,
+            segs: Vec::new(),
+        };
+        d.p.ws();
+        let v = d.climb(0)?;
+        if !d.p.at_end() {
+            return None;
+        }
+        Some(Direct { chunk: d.c.chunk, ty: v.ty, refs: d.refs, names: d.names.into_list() })
+    })
+}
+
+/// The compiler's state: the cursor, what names mean, the chunk being emitted.
+struct D<'s, 'p, 'a> {
+    p: &'p mut Parser<'s>,
+    scope: &'a Scope,
+    funcs: &'a dyn Signatures,
+    /// The parser's limit on a tree's height ([`CHAIN_LEVEL`] units per level).
+    limit: usize,
+    max_list: usize,
+    /// The chunk being emitted: the program's, or a template's while its body is read.
+    c: Compiler,
+    /// The element types of the templates being read, by slot (`item` is the last).
+    items: Vec<Type>,
+    refs: Vec<RefUse>,
+    names: FreeNames,
+    /// The argument types of the calls being read, outermost first.
+    arg_types: Vec<Type>,
+    /// How many template strings are being read, one inside another.
+    strings: usize,
+    /// The segments of the field chains being read (each chain's from where it started).
+    segs: Vec<Name>,
+}
+
+/// A sub-expression once its code is emitted: what its parent needs of it.
+struct V {
+    ty: Type,
+    span: Span,
+    /// The height of its tree, as the parser counts it.
+    h: usize,
+    form: Form,
+    /// Its condition over the innermost template's element, when it is one (computed only
+    /// inside templates, for the template's fast form).
+    pred: Option<Pred>,
+}
+
+/// What kind of code a sub-expression compiled to, for the forms its parent may take.
+enum Form {
+    /// A constant: one `CONST`, the last instruction.
+    Const(Value),
+    /// A variable or element and the fields read from it, `n` of them: one instruction, the
+    /// last (`GLOBAL`, `GLOBAL_PATH` with `path` led by the name, `LOCAL`, `LOCAL_PATH`).
+    /// Pending (`done` false) until the chain ends, its segments on `D::segs`.
+    Chain { root: ChainRoot, path: Option<u32>, n: usize, done: bool },
+    /// `REF:context.segments`: one `REF`.
+    Ref(Name, Segments),
+    /// A call: the last instruction is its `CALL` of call site `site`, at `at`.
+    Call { site: u32, at: usize, name: Name },
+    /// `and` / `or`.
+    Logic(BinaryOp),
+    /// Anything else.
+    Other,
+}
+
+#[derive(Clone, PartialEq)]
+enum ChainRoot {
+    Global(Name),
+    Local(u32),
+    /// A computed value, its code emitted (a call, an index).
+    Value,
+}
+
+impl V {
+    fn new(ty: Type, span: Span, h: usize, form: Form) -> V {
+        V { ty, span, h, form, pred: None }
+    }
+
+    fn is_const(&self) -> bool {
+        matches!(self.form, Form::Const(_))
+    }
+}
+
+impl D<'_, '_, '_> {
+    /// A node of height `h`, or `None` past the parser's limit.
+    fn fits(&self, h: usize) -> Option<usize> {
+        (h <= self.limit).then_some(h)
+    }
+
+    /// The innermost template's slot, inside one.
+    fn item_slot(&self) -> Option<u32> {
+        self.items.len().checked_sub(1).map(|s| s as u32)
+    }
+
+    /// Operands and infix operators binding at least as tightly as `min`.
+    fn climb(&mut self, min: usize) -> Option<V> {
+        let mut lhs = self.operand()?;
+        let mut lhs_is_comparison = false;
+        while let Some((op, len)) = self.p.infix() {
+            let prec = usize::from(op.precedence());
+            if prec < min {
+                break;
+            }
+            self.p.pos += len;
+            self.p.ws();
+            lhs = match op {
+                BinaryOp::And | BinaryOp::Or => self.logic(op, lhs, prec)?,
+                _ if op.is_comparison() => {
+                    if lhs_is_comparison {
+                        return None;
+                    }
+                    let rhs = self.climb(prec + 1)?;
+                    self.comparison(op, lhs, rhs)?
+                }
+                _ => return None,
+            };
+            lhs_is_comparison = op.is_comparison();
+        }
+        Some(lhs)
+    }
+
+    /// `l and r`, `l or r`, `l` compiled: the jump, `r`, `TO_BOOL`.
+    fn logic(&mut self, op: BinaryOp, l: V, prec: usize) -> Option<V> {
+        let j = self.c.emit(if op == BinaryOp::And { Op::AndJump(0) } else { Op::OrJump(0) }, Span::default());
+        let r = self.climb(prec + 1)?;
+        if l.is_const() && r.is_const() {
+            return None; // folded by the reference pipeline
+        }
+        let span = l.span.to(r.span);
+        let h = self.fits((l.h + 1).max(r.h + CHAIN_LEVEL))?;
+        self.c.emit(Op::ToBool, span);
+        self.c.chunk.code.set_span(j, span);
+        self.c.patch(j);
+        let pred = if self.items.is_empty() { None } else { self.logic_pred(op, l, r) };
+        Some(V { pred, ..V::new(Type::Bool, span, h, Form::Logic(op)) })
+    }
+
+    /// The condition of `l op r` (`and`/`or`), flattened as the code generator flattens it.
+    fn logic_pred(&self, op: BinaryOp, l: V, r: V) -> Option<Pred> {
+        let mut parts = Vec::new();
+        for v in [l, r] {
+            let same = matches!(v.form, Form::Logic(o) if o == op);
+            match self.pred(v)? {
+                Pred::And(ps) if same && op == BinaryOp::And => parts.extend(ps.into_vec()),
+                Pred::Or(ps) if same && op == BinaryOp::Or => parts.extend(ps.into_vec()),
+                p => parts.push(p),
+            }
+        }
+        let parts = parts.into_boxed_slice();
+        Some(if op == BinaryOp::And { Pred::And(parts) } else { Pred::Or(parts) })
+    }
+
+    /// `v`'s condition over the innermost template's element (`predicate` of the code
+    /// generator).
+    fn pred(&self, v: V) -> Option<Pred> {
+        match v.form {
+            Form::Const(c) => Some(Pred::Const(c.truthy())),
+            Form::Logic(_) => v.pred,
+            Form::Chain { .. } => Some(Pred::Truthy(self.item_path(&v)?)),
+            _ => v.pred,
+        }
+    }
+
+    /// `item.a.b` of the innermost template → its path; `None` for anything else.
+    fn item_path(&self, v: &V) -> Option<Path> {
+        match &v.form {
+            Form::Chain { root: ChainRoot::Local(s), path, .. } if Some(*s) == self.item_slot() => {
+                Some(Path::shared(self.local_segments(*path)))
+            }
+            _ => None,
+        }
+    }
+
+    /// A local chain's segments: its path's, or none.
+    fn local_segments(&self, path: Option<u32>) -> Segments {
+        match path.and_then(|p| self.c.chunk.paths.get(p as usize)) {
+            Some(p) => p.segments().clone(),
+            None => no_segments(),
+        }
+    }
+
+    /// Where `v`'s value comes from, when that is a fixed place in the data.
+    fn origin(&self, v: &V) -> Option<Origin> {
+        match &v.form {
+            Form::Chain { root: ChainRoot::Local(s), path, .. } => {
+                Some(Origin { root: Root::Local(*s), segments: self.local_segments(*path) })
+            }
+            Form::Chain { root: ChainRoot::Global(name), path, .. } => {
+                let segments = match path.and_then(|p| self.c.chunk.paths.get(p as usize)) {
+                    Some(p) => p.segments().get(1..).unwrap_or_default().into(),
+                    None => no_segments(),
+                };
+                Some(Origin { root: Root::Global(name.clone()), segments })
+            }
+            Form::Ref(ctx, segs) => Some(Origin { root: Root::Ref(ctx.clone()), segments: segs.clone() }),
+            _ => None,
+        }
+    }
+
+    /// A comparison, both operands compiled: `item.f <op> constant` as one instruction.
+    fn comparison(&mut self, op: BinaryOp, l: V, r: V) -> Option<V> {
+        if l.is_const() && r.is_const() {
+            return None; // folded by the reference pipeline
+        }
+        let any = |t: &Type| matches!(t, Type::Any);
+        let num = |t: &Type| matches!(t, Type::Int | Type::Number);
+        let ok = match op {
+            // What the checker reports (`compare::comparison`): `null` against a value
+            // never null, a string outside an enum, types that never hold equal values.
+            BinaryOp::Eq | BinaryOp::Ne => {
+                let constant_fits = |k: &V, v: &V| match &k.form {
+                    Form::Const(Value::Str(s)) => outside_enum(&v.ty, s).is_none(),
+                    Form::Const(Value::Null) => v.ty.fits(&Type::Null) != Fit::No,
+                    _ => true,
+                };
+                constant_fits(&l, &r) && constant_fits(&r, &l) && !never_equal(&l.ty, &r.ty)
+            }
+            _ => {
+                any(&l.ty)
+                    || any(&r.ty)
+                    || matches!(l.ty, Type::Null)
+                    || matches!(r.ty, Type::Null)
+                    || (num(&l.ty) && num(&r.ty))
+                    || (l.ty == Type::Str && r.ty == Type::Str)
+            }
+        };
+        if !ok {
+            return None;
+        }
+        let span = l.span.to(r.span);
+        let h = self.fits((l.h + 1).max(r.h + CHAIN_LEVEL))?;
+        let pred = if self.items.is_empty() { None } else { self.cmp_pred(op, &l, &r) };
+        match (&l.form, &r.form) {
+            (Form::Chain { root: ChainRoot::Local(slot), path: Some(p), .. }, Form::Const(k)) => {
+                // The path's and the constant's instructions give way to one.
+                let (slot, p) = (*slot, *p);
+                let c = self.c.constant(k.clone());
+                let len = self.c.chunk.code.len();
+                self.c.chunk.code.truncate(len.checked_sub(2)?);
+                let at = self.c.emit(Op::CmpLocalPathConst(op, slot, p, c), span);
+                self.c.record(at, [self.origin(&l), None]);
+            }
+            _ => {
+                let at = self.c.emit(Op::Binary(op), span);
+                self.c.record(at, [self.origin(&l), self.origin(&r)]);
+            }
+        }
+        Some(V { pred, ..V::new(Type::Bool, span, h, Form::Other) })
+    }
+
+    /// The condition `item.path <op> constant`, when the comparison is one.
+    fn cmp_pred(&self, op: BinaryOp, l: &V, r: &V) -> Option<Pred> {
+        let Form::Const(k) = &r.form else { return None };
+        // Comparing with a long string or a list or object is left to the chunk.
+        if match k {
+            Value::Str(s) => s.len() >= 64,
+            Value::List(l) => !l.is_empty(),
+            Value::Object(o) => !o.is_empty(),
+            _ => false,
+        } {
+            return None;
+        }
+        Some(Pred::Cmp(op, self.item_path(l)?, k.clone()))
+    }
+
+    /// Prefix operators, a primary, postfix operators; the whitespace after it.
+    fn operand(&mut self) -> Option<V> {
+        let start = self.p.pos;
+        match self.p.peek()? {
+            b'!' if self.p.at(1) != Some(b'=') => return self.not(start, 1),
+            b'n' if self.p.keyword(b"not") => return self.not(start, 3),
+            b'-' => return None, // negation: folded or checked by the reference pipeline
+            _ => {}
+        }
+        let mark = self.segs.len();
+        let mut v = self.primary()?;
+        self.p.ws();
+        loop {
+            match self.p.peek() {
+                Some(b'.') => {
+                    match &mut v.form {
+                        Form::Chain { n, done: false, .. } => *n += 1,
+                        // Fields of a computed value: `PATH` after its code.
+                        Form::Other | Form::Call { .. } => {
+                            v.form = Form::Chain { root: ChainRoot::Value, path: None, n: 1, done: false }
+                        }
+                        // A field of a constant folds; of a REF, the code generator merges
+                        // it by rules of its own: the reference pipeline's.
+                        _ => return None,
+                    }
+                    self.p.pos += 1;
+                    self.p.ws();
+                    let seg = self.p.segment()?;
+                    v.ty = self.field_type(&v.ty, &seg.node)?;
+                    v.span = v.span.to(seg.span);
+                    v.h = self.fits(v.h + CHAIN_LEVEL)?;
+                    self.segs.push(seg.node);
+                }
+                Some(b'[') => {
+                    self.finish_chain(&mut v, mark)?;
+                    self.p.pos += 1;
+                    self.p.ws();
+                    let k = self.climb(0)?;
+                    if self.p.peek() != Some(b']') {
+                        return None;
+                    }
+                    self.p.pos += 1;
+                    if (v.is_const() && k.is_const()) || !matches!(v.ty, Type::Any) {
+                        return None;
+                    }
+                    let span = Span::new(v.span.start as usize, self.p.pos);
+                    let h = self.fits(CHAIN_LEVEL + v.h.max(k.h))?;
+                    let at = self.c.emit(Op::Index, span);
+                    self.c.record(at, [self.origin(&v), self.origin(&k)]);
+                    v = V::new(Type::Any, span, h, Form::Other);
+                }
+                _ => {
+                    self.finish_chain(&mut v, mark)?;
+                    return Some(v);
+                }
+            }
+            self.p.ws();
+        }
+    }
+
+    /// Emits the pending chain `v` (its segments from `mark` on): one instruction.
+    fn finish_chain(&mut self, v: &mut V, mark: usize) -> Option<()> {
+        let (root, n) = match &v.form {
+            Form::Chain { root, n, done: false, .. } => (root.clone(), *n),
+            _ => return Some(()),
+        };
+        // Taken out whole (no allocation) and put back emptied to `mark`.
+        let mut segs = std::mem::take(&mut self.segs);
+        let chain = segs.get(mark..).unwrap_or_default();
+        if chain.len() != n {
+            return None;
+        }
+        let span = v.span;
+        let path = match &root {
+            ChainRoot::Global(name) if chain.is_empty() => {
+                let i = self.c.name(name);
+                self.c.emit(Op::Global(i), span);
+                None
+            }
+            ChainRoot::Global(name) => {
+                let p = self.path_of(Some(name), chain);
+                let i = self.c.name(name);
+                self.c.emit(Op::GlobalPath(i, p), span);
+                Some(p)
+            }
+            ChainRoot::Local(s) if chain.is_empty() => {
+                self.c.use_slot(*s);
+                self.c.emit(Op::Local(*s), span);
+                None
+            }
+            ChainRoot::Local(s) => {
+                self.c.use_slot(*s);
+                let p = self.path_of(None, chain);
+                self.c.emit(Op::LocalPath(*s, p), span);
+                Some(p)
+            }
+            ChainRoot::Value => {
+                // The value's origin is never a fixed place (a call's or an index's result):
+                // nothing to record.
+                let p = self.path_of(None, chain);
+                self.c.emit(Op::Path(p), span);
+                None
+            }
+        };
+        segs.truncate(mark);
+        self.segs = segs;
+        v.form = match root {
+            ChainRoot::Value => Form::Other,
+            root => Form::Chain { root, path, n, done: true },
+        };
+        Some(())
+    }
+
+    /// The chunk's path for `lead` (when given) and `segs`: an equal one already there,
+    /// else a new one.
+    fn path_of(&mut self, lead: Option<&Name>, segs: &[Name]) -> u32 {
+        let paths = &self.c.chunk.paths;
+        let k = usize::from(lead.is_some());
+        let same = |p: &Path| {
+            p.len() == segs.len() + k && lead.is_none_or(|l| p.first() == Some(l)) && p[k..] == *segs
+        };
+        if paths.len() <= super::SCANNED {
+            if let Some(i) = paths.iter().position(same) {
+                return i as u32;
+            }
+        }
+        let all: Segments = lead.into_iter().chain(segs).cloned().collect();
+        self.c.path(all)
+    }
+
+    /// The type of `.seg` of a value of type `t`, when the checker reports nothing.
+    fn field_type(&self, t: &Type, seg: &str) -> Option<Type> {
+        if matches!(t, Type::Any) {
+            return Some(Type::Any);
+        }
+        crate::types::plain_field_type(t, seg)
+    }
+
+    /// `not x`.
+    fn not(&mut self, start: usize, len: usize) -> Option<V> {
+        self.p.pos += len;
+        self.p.ws();
+        let x = self.climb(NOT_PRECEDENCE)?;
+        if x.is_const() {
+            return None;
+        }
+        let span = Span::new(start, x.span.end as usize);
+        let h = self.fits(CHAIN_LEVEL + x.h)?;
+        let at = self.c.emit(Op::Not, span);
+        self.c.record(at, [self.origin(&x), None]);
+        let pred = if self.items.is_empty() { None } else { self.pred(x).map(|p| Pred::Not(Box::new(p))) };
+        Some(V { pred, ..V::new(Type::Bool, span, h, Form::Other) })
+    }
+
+    /// A constant: one `CONST`.
+    fn constant(&mut self, v: Value, ty: Type, span: Span) -> V {
+        let i = self.c.constant(v.clone());
+        self.c.emit(Op::Const(i), span);
+        V::new(ty, span, 1, Form::Const(v))
+    }
+
+    /// A primary, without the whitespace after it.
+    fn primary(&mut self) -> Option<V> {
+        let start = self.p.pos;
+        match self.p.peek()? {
+            b'"' | b'\'' => {
+                let (inner, end, escapes) = self.p.string_raw()?;
+                let text = self.string_value(inner, end, escapes)?;
+                Some(self.constant(Value::Str(text), Type::Str, Span::new(start, self.p.pos)))
+            }
+            b'0'..=b'9' => {
+                let (e, _) = self.p.number()?;
+                Some(match e.kind {
+                    ExprKind::Int(i) => self.constant(Value::Int(i), Type::Int, e.span),
+                    ExprKind::Float(f) => self.constant(Value::Float(f), Type::Number, e.span),
+                    _ => return None,
+                })
+            }
+            b'R' if self.p.starts_with(b"REF:") => self.reference(),
+            b'[' => self.list(start),
+            b'{' => self.object(start),
+            b'(' => {
+                self.p.pos += 1;
+                self.p.ws();
+                let pc = self.c.chunk.code.len();
+                let mut v = self.climb(0)?;
+                if self.p.peek() != Some(b')') {
+                    return None;
+                }
+                self.p.pos += 1;
+                // The parentheses are part of the node's span, and so of its instructions'
+                // (a child's span is always narrower than its parent's).
+                let span = Span::new(start, self.p.pos);
+                self.c.chunk.code.respan(pc, v.span, span);
+                v.span = span;
+                // Its code is emitted: a field after it would have merged into it (`(a).b`
+                // is the chain `a.b` to the code generator).
+                let mut probe = self.p.pos;
+                while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.p.byte(probe) {
+                    probe += 1;
+                }
+                if self.p.byte(probe) == Some(b'.') {
+                    return None;
+                }
+                Some(v)
+            }
+            c if fast::is_ident_start(c) => self.word(),
+            _ => None,
+        }
+    }
+
+    /// A string literal's value, decoded; `None` for a bad escape.
+    fn string_value(&mut self, inner: usize, end: usize, escapes: bool) -> Option<SmolStr> {
+        let raw = self.p.text(inner, end);
+        if !escapes {
+            return Some(SmolStr::new(raw));
+        }
+        let (text, _, errors) =
+            crate::syntax::escape::unescape(raw, inner, crate::syntax::escape::Dialect::Expression);
+        errors.is_empty().then(|| SmolStr::new(&text))
+    }
+
+    /// `REF:context.segments`.
+    fn reference(&mut self) -> Option<V> {
+        let (r, span) = self.p.ref_path()?;
+        if r.segments.len() > MAX_REF_SEGMENTS || !matches!(self.scope.ref_context(&r.context.node), Some(Type::Any)) {
+            return None;
+        }
+        if self.p.peek() == Some(b'.') {
+            return None; // `(REF:x).y`'s merging is the code generator's
+        }
+        let names: Vec<Name> = r.segments.iter().map(|s| s.node.clone()).collect();
+        self.refs.push(RefUse { context: r.context.node.clone(), segments: names.clone(), span });
+        let segs: Segments = if names.is_empty() { no_segments() } else { names.into() };
+        let n = self.c.name(&r.context.node);
+        let p = self.c.path(segs.clone());
+        self.c.emit(Op::Ref(n, p), span);
+        Some(V::new(Type::Any, span, 1, Form::Ref(r.context.node, segs)))
+    }
+
+    /// `[a, b, …]`.
+    fn list(&mut self, start: usize) -> Option<V> {
+        self.p.pos += 1;
+        self.p.ws();
+        let (mut count, mut h, mut all_const) = (0usize, 0usize, true);
+        let mut elem = Type::Never;
+        self.sequence(b']', |d| {
+            let v = d.climb(0)?;
+            count += 1;
+            h = h.max(v.h);
+            all_const &= v.is_const();
+            elem = std::mem::replace(&mut elem, Type::Never).union(v.ty);
+            Some(())
+        })?;
+        if all_const || count > self.max_list {
+            return None;
+        }
+        let span = Span::new(start, self.p.pos);
+        let h = self.fits(h + CHAIN_LEVEL)?;
+        self.c.emit(Op::List(count as u32), span);
+        let elem = if elem == Type::Never { Type::Any } else { elem };
+        Some(V::new(Type::List(Arc::new(elem)), span, h, Form::Other))
+    }
+
+    /// `{k: v, …}`.
+    fn object(&mut self, start: usize) -> Option<V> {
+        self.p.pos += 1;
+        self.p.ws();
+        let mut fields: Vec<(Name, Type)> = Vec::new();
+        let (mut h, mut all_const) = (0usize, true);
+        self.sequence(b'}', |d| {
+            let key = match d.p.peek()? {
+                b'"' | b'\'' => {
+                    let (inner, end, escapes) = d.p.string_raw()?;
+                    if escapes {
+                        return None;
+                    }
+                    crate::syntax::intern(d.p.text(inner, end))
+                }
+                _ => d.p.ident()?.node,
+            };
+            d.p.ws();
+            d.p.expect(b':')?;
+            if fields.iter().any(|(k, _)| *k == key) {
+                return None; // a duplicate key: reported by the checker
+            }
+            let v = d.climb(0)?;
+            h = h.max(v.h);
+            all_const &= v.is_const();
+            fields.push((key, v.ty));
+            Some(())
+        })?;
+        if all_const || fields.len() > self.max_list {
+            return None;
+        }
+        let span = Span::new(start, self.p.pos);
+        let h = self.fits(h + CHAIN_LEVEL)?;
+        let k = self.c.chunk.keys.len() as u32;
+        self.c.chunk.keys.extend(fields.iter().map(|(k, _)| SmolStr::new(k)));
+        self.c.emit(Op::Object(k, fields.len() as u32), span);
+        Some(V::new(Type::object(fields, false), span, h, Form::Other))
+    }
+
+    /// `item ("," item)* ","?` up to `close`, the cursor after the opening bracket; leaves
+    /// the cursor just after `close`.
+    fn sequence(&mut self, close: u8, mut item: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        loop {
+            if self.p.peek() == Some(close) {
+                self.p.pos += 1;
+                return Some(());
+            }
+            item(self)?;
+            match self.p.peek()? {
+                b',' => {
+                    self.p.pos += 1;
+                    self.p.ws();
+                }
+                c if c == close => {
+                    self.p.pos += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// A name, a keyword literal or a call.
+    fn word(&mut self) -> Option<V> {
+        let ident = self.p.ident()?;
+        if self.p.peek() == Some(b'(') {
+            self.p.pos += 1;
+            self.p.ws();
+            return self.call(ident);
+        }
+        let span = ident.span;
+        match &*ident.node {
+            "true" => return Some(self.constant(Value::Bool(true), Type::Bool, span)),
+            "false" => return Some(self.constant(Value::Bool(false), Type::Bool, span)),
+            "null" => return Some(self.constant(Value::Null, Type::Null, span)),
+            "and" | "or" | "not" => return None,
+            "item" => {
+                if let Some(slot) = self.item_slot() {
+                    let ty = self.items.last().cloned().unwrap_or(Type::Any);
+                    return Some(V::new(ty, span, 1, Form::Chain { root: ChainRoot::Local(slot), path: None, n: 0, done: false }));
+                }
+            }
+            _ => {}
+        }
+        let ty = self.scope.name(&ident.node)?;
+        if !self.names.contains(&ident.node) {
+            self.names.push(ident.node.clone(), span);
+        }
+        Some(V::new(ty, span, 1, Form::Chain { root: ChainRoot::Global(ident.node), path: None, n: 0, done: false }))
+    }
+
+    /// A call, the cursor after its `(`: arguments in parameter order, each compiled as its
+    /// parameter takes it; then the call site and its instruction.
+    fn call(&mut self, name: Spanned<Name>) -> Option<V> {
+        let funcs = self.funcs;
+        let id = funcs.lookup(&name.node)?;
+        let sig = funcs.signature(id);
+        if sig.variadic
+            || sig.any_keywords
+            || matches!(&*sig.name, "if" | "pipeline" | "create_object" | "sum" | "avg" | "json_parse")
+        {
+            return None;
+        }
+        let base = self.arg_types.len();
+        let mut sites: Vec<ParamSite> = Vec::with_capacity(sig.params.len());
+        // Defaults take the call's span, known at its `)`.
+        let mut defaults: [usize; 8] = [0; 8];
+        let mut n_defaults = 0usize;
+        let (mut next, mut given, mut h) = (0usize, 0u64, 0usize);
+        let (mut keyworded, mut all_const, mut inner) = (false, true, None);
+        let mut drops_nulls = false;
+        loop {
+            if self.p.peek() == Some(b')') {
+                self.p.pos += 1;
+                break;
+            }
+            let kw = self.p.kwarg();
+            let i = match &kw {
+                Some(k) => {
+                    keyworded = true;
+                    sig.param_index(&k.node)?
+                }
+                None if keyworded => return None,
+                None => next,
+            };
+            if i < next {
+                return None; // out of parameter order, or given twice
+            }
+            for q in next..i {
+                self.absent(sig, q, &mut sites, &mut defaults, &mut n_defaults)?;
+            }
+            let param = sig.params.get(i)?;
+            if i < 64 {
+                given |= 1 << i;
+            }
+            match param.kind {
+                ParamKind::Value | ParamKind::Lazy => {
+                    let v = self.climb(0)?;
+                    if param.kind == ParamKind::Value {
+                        if v.ty.fits(&param.ty) == Fit::No {
+                            return None;
+                        }
+                        if let Form::Const(Value::Str(s)) = &v.form {
+                            if !param.one_of.is_empty() && !param.one_of.contains(&&**s) {
+                                return None;
+                            }
+                        }
+                    }
+                    all_const &= v.is_const();
+                    h = h.max(v.h);
+                    if i == 0 {
+                        if let Form::Call { site, at, name } = &v.form {
+                            inner = Some((*site, *at, name.clone()));
+                        }
+                    }
+                    self.arg_types.push(v.ty.clone());
+                    sites.push(ParamSite { pass: CallParam::Value, span: v.span, origin: self.origin(&v) });
+                }
+                ParamKind::Template | ParamKind::PathTemplate => {
+                    all_const = false;
+                    let elem = match i {
+                        0 => Type::Any,
+                        _ => self.arg_types.get(base).map_or(Type::Any, Type::element),
+                    };
+                    let elem = if elem == Type::Never { Type::Any } else { elem };
+                    let (site, ty, text_drops_nulls) = self.template(elem, param.kind == ParamKind::PathTemplate)?;
+                    drops_nulls |= i == 1 && text_drops_nulls;
+                    h = h.max(1);
+                    self.arg_types.push(ty);
+                    sites.push(site);
+                }
+                ParamKind::Operations => return None,
+            }
+            next = i + 1;
+            match self.p.peek()? {
+                b',' => {
+                    self.p.pos += 1;
+                    self.p.ws();
+                }
+                b')' => {
+                    self.p.pos += 1;
+                    break;
+                }
+                _ => return None,
+            }
+        }
+        for q in next..sig.params.len() {
+            self.absent(sig, q, &mut sites, &mut defaults, &mut n_defaults)?;
+        }
+        if all_const || (drops_nulls && &*sig.name == "filter") {
+            return None; // folded, or typed by the checker's special case
+        }
+        let span = Span::new(name.span.start as usize, self.p.pos);
+        let h = self.fits(h + CHAIN_LEVEL)?;
+        for &at in &defaults[..n_defaults] {
+            self.c.chunk.code.set_span(at, span);
+        }
+        for s in &mut sites {
+            if s.span == Span::default() && matches!(s.pass, CallParam::Value | CallParam::Absent) {
+                s.span = span;
+            }
+        }
+        let ty = sig.return_type(self.arg_types.get(base..).unwrap_or_default());
+        self.arg_types.truncate(base);
+        let params = match sites.len() {
+            1 => Params::One([sites.pop()?]),
+            2 => {
+                let b = sites.pop()?;
+                Params::Two([sites.pop()?, b])
+            }
+            _ => Params::Many(sites.into_boxed_slice()),
+        };
+        let rest_plain = params.iter().skip(1).all(|s| matches!(s.pass, CallParam::Template(..) | CallParam::Absent));
+        let fused = match inner {
+            Some((i, at, inner_name))
+                if &*sig.name == "map" && rest_plain && matches!(&*inner_name, "filter" | "sort") =>
+            {
+                Some((i, at))
+            }
+            _ => None,
+        };
+        self.c.chunk.calls.push(CallInfo { func: id, name: sig.name.clone(), params, given });
+        let o = (self.c.chunk.calls.len() - 1) as u32;
+        match fused {
+            Some((i, at)) => {
+                // The inner call's list is never built: its `CALL` gives way to the pair's.
+                self.c.chunk.code.remove(at);
+                self.c.emit(Op::Fused(i, o), span);
+                Some(V::new(ty, span, h, Form::Other))
+            }
+            None => {
+                let at = self.c.emit(Op::Call(o), span);
+                Some(V::new(ty, span, h, Form::Call { site: o, at, name: sig.name.clone() }))
+            }
+        }
+    }
+
+    /// Parameter `q` of `sig`, not given: its default, `null`, or an absent template (its
+    /// instruction's span is the call's, set at its end).
+    fn absent(
+        &mut self,
+        sig: &crate::types::signature::Signature,
+        q: usize,
+        sites: &mut Vec<ParamSite>,
+        defaults: &mut [usize; 8],
+        n: &mut usize,
+    ) -> Option<()> {
+        let param = sig.params.get(q)?;
+        let (v, ty, pass) = match param.kind {
+            ParamKind::Value => {
+                let v = param.default.clone()?; // a required parameter missing: reported
+                let ty = type_of(&v);
+                (v, ty, CallParam::Value)
+            }
+            ParamKind::Lazy => (Value::Null, Type::Null, CallParam::Value),
+            ParamKind::Template | ParamKind::PathTemplate => (Value::Null, Type::Never, CallParam::Absent),
+            ParamKind::Operations => return None,
+        };
+        let i = self.c.constant(v);
+        let at = self.c.emit(Op::Const(i), Span::default());
+        *defaults.get_mut(*n)? = at;
+        *n += 1;
+        self.arg_types.push(ty);
+        sites.push(ParamSite { pass, span: Span::default(), origin: None });
+        Some(())
+    }
+
+    /// A template argument: a string literal read now, or an expression, compiled into a
+    /// chunk of its own with the element in the next slot. Its parameter's entry, its type,
+    /// and whether its text is `item != null`.
+    fn template(&mut self, elem: Type, relative: bool) -> Option<(ParamSite, Type, bool)> {
+        let slot = self.items.len() as u32;
+        let outer = std::mem::replace(&mut self.c, Compiler::new());
+        self.items.push(elem);
+        let body = self.template_body(relative);
+        self.items.pop();
+        let mut sub = std::mem::replace(&mut self.c, outer);
+        let (body, drops_nulls) = body?;
+        if matches!(body.form, Form::Chain { root: ChainRoot::Global(_), n: 0, .. }) {
+            return None; // a template held in a variable: compiled at run time
+        }
+        sub.chunk.locals = sub.chunk.locals.max(slot + 1);
+        let fast = match self.template_fast(&body, &sub, slot) {
+            Some(fast) => Some(fast),
+            None => {
+                self.c.chunk.locals = self.c.chunk.locals.max(sub.chunk.locals);
+                None
+            }
+        };
+        self.c.use_slot(slot);
+        let i = self.c.constant(Value::Null);
+        self.c.emit(Op::Const(i), body.span);
+        let chunk = match fast {
+            Some(fast) => TemplateChunk::with_fast(sub.chunk, fast),
+            None => TemplateChunk::ready(sub.chunk),
+        };
+        let site = ParamSite { pass: CallParam::Template(Arc::new(chunk), slot), span: body.span, origin: None };
+        Some((site, body.ty, drops_nulls))
+    }
+
+    /// The template's fast form, read from its body's summary (the code generator's
+    /// `fast_template`); the paths are the template chunk's.
+    fn template_fast(&self, body: &V, sub: &Compiler, slot: u32) -> Option<Fast> {
+        // Paths are looked up in the template's chunk, not the caller's.
+        let segs = |path: Option<u32>| match path.and_then(|p| sub.chunk.paths.get(p as usize)) {
+            Some(p) => p.segments().clone(),
+            None => no_segments(),
+        };
+        match &body.form {
+            Form::Chain { root: ChainRoot::Local(s), path, .. } if *s == slot => {
+                Some(Fast::Path(Path::shared(segs(*path))))
+            }
+            Form::Const(c) => Some(Fast::Pred(Pred::Const(c.truthy()))),
+            _ => body.pred.clone().map(Fast::Pred),
+        }
+    }
+
+    /// The body of a template, compiled into the current chunk: a string literal's
+    /// contents, or the argument's expression.
+    fn template_body(&mut self, relative: bool) -> Option<(V, bool)> {
+        if !matches!(self.p.peek()?, b'"' | b'\'') {
+            return self.climb(0).map(|v| (v, false));
+        }
+        let (inner, end, escapes) = self.p.string_raw()?;
+        let after = self.p.pos;
+        self.p.ws();
+        if escapes || !matches!(self.p.peek()?, b',' | b')') || self.strings >= 8 {
+            return None;
+        }
+        let text = self.p.text(inner, end);
+        if relative && crate::types::relative_path(text, None).is_some() {
+            return None;
+        }
+        let drops_nulls = text.trim() == "item != null";
+        let whole = self.p.narrow(inner, end);
+        self.strings += 1;
+        self.p.ws();
+        let mark = self.segs.len();
+        let body = self.climb(0).filter(|_| self.p.at_end());
+        self.segs.truncate(mark);
+        self.strings -= 1;
+        self.p.restore(whole, after);
+        self.p.ws();
+        let body = body?;
+        // The string's tree is the template's: its height was checked against the limit on
+        // its own (as the checker parses it); the argument is one node in the call's.
+        Some((body, drops_nulls))
+    }
+}
+
+/// Precedence of `not` (as in the parser).
+const NOT_PRECEDENCE: usize = 3;
