@@ -462,6 +462,16 @@ impl<'s> Parser<'s> {
     /// `name =` (not `==`) at the cursor: consumes it and returns the keyword; otherwise
     /// leaves the cursor where it was.
     pub(crate) fn kwarg(&mut self) -> Option<Spanned<Name>> {
+        let (start, end) = self.kwarg_span()?;
+        let after = self.pos;
+        self.pos = end;
+        let keyword = self.name(start);
+        self.pos = after;
+        Some(keyword)
+    }
+
+    /// [`Parser::kwarg`] without making the name: where the keyword starts and ends.
+    pub(crate) fn kwarg_span(&mut self) -> Option<(usize, usize)> {
         if !self.peek().is_some_and(is_ident_start) {
             return None;
         }
@@ -481,12 +491,27 @@ impl<'s> Parser<'s> {
         if self.b.get(i) == Some(&b'=') {
             return None;
         }
-        let keyword = {
-            self.pos = end;
-            self.name(start)
-        };
         self.pos = i;
-        Some(keyword)
+        Some((start, end))
+    }
+
+    /// [`Parser::ident`] without making the name: where it starts and ends.
+    pub(crate) fn ident_span(&mut self) -> Option<(usize, usize)> {
+        let start = self.pos;
+        if !self.peek().is_some_and(is_ident_start) {
+            return None;
+        }
+        self.pos += 1 + ident_run(&self.b[self.pos + 1..]);
+        Some((start, self.pos))
+    }
+
+    /// The text from `start` to `end` as a name, shared with an earlier equal one.
+    pub(crate) fn name_at(&mut self, start: usize, end: usize) -> Name {
+        let text = &self.src[start..end];
+        match self.names.as_deref_mut() {
+            Some(table) => intern_in(table, text),
+            None => intern(text),
+        }
     }
 
     /// A number: an integer when it has no fraction or exponent and fits in `i64`.

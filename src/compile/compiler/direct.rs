@@ -35,7 +35,7 @@ use super::Compiler;
 use crate::compile::chunk::{CallInfo, CallParam, Fast, Origin, ParamSite, Params, Pred, Root, TemplateChunk};
 use crate::compile::op::Op;
 use crate::runtime::Limits;
-use crate::span::{Span, Spanned};
+use crate::span::Span;
 use crate::syntax::ast::{BinaryOp, ExprKind, Name, MAX_REF_SEGMENTS};
 use crate::syntax::fast::{self, Parser};
 use crate::syntax::CHAIN_LEVEL;
@@ -62,7 +62,8 @@ pub fn compile_direct(src: &str, scope: &Scope, funcs: &dyn Signatures, limits: 
     if crate::types::stop::poll() {
         return None;
     }
-    fast::with_cursor(src, |p| {
+    let mut scratch = SCRATCH.with(std::cell::Cell::take).unwrap_or_default();
+    let out = fast::with_cursor(src, |p| {
         let mut d = D {
             p,
             scope,
@@ -70,20 +71,60 @@ pub fn compile_direct(src: &str, scope: &Scope, funcs: &dyn Signatures, limits: 
             limit: limits.max_depth.saturating_mul(CHAIN_LEVEL),
             max_list: limits.max_list_len,
             c: Compiler::new(),
-            items: Vec::new(),
+            items: std::mem::take(&mut scratch.items),
             refs: Vec::new(),
             names: FreeNames::default(),
-            arg_types: Vec::new(),
+            arg_types: std::mem::take(&mut scratch.arg_types),
             strings: 0,
-            segs: Vec::new(),
+            segs: std::mem::take(&mut scratch.segs),
+            preds: std::mem::take(&mut scratch.preds),
         };
         d.p.ws();
-        let v = d.climb(0)?;
-        if !d.p.at_end() {
-            return None;
-        }
-        Some(Direct { chunk: d.c.chunk, ty: v.ty, refs: d.refs, names: d.names.into_list() })
-    })
+        let out = d.climb(0).filter(|_| d.p.at_end());
+        let D { c, refs, names, items, arg_types, segs, preds, .. } = d;
+        *scratch = Scratch { items, arg_types, segs, preds };
+        let v = out?;
+        Some(Direct { chunk: c.chunk, ty: v.ty, refs, names: names.into_list() })
+    });
+    // Emptied and kept for the next compile on this thread, unless grown large.
+    scratch.clear();
+    if scratch.small() {
+        SCRATCH.with(|s| s.set(Some(scratch)));
+    }
+    out
+}
+
+/// The working lists of a compile, empty between compiles ([`SCRATCH`]).
+#[derive(Default)]
+struct Scratch {
+    items: Vec<Type>,
+    arg_types: Vec<Type>,
+    segs: Vec<Name>,
+    preds: Vec<Pred>,
+}
+
+impl Scratch {
+    fn clear(&mut self) {
+        self.items.clear();
+        self.arg_types.clear();
+        self.segs.clear();
+        self.preds.clear();
+    }
+
+    /// Whether the lists are small enough to keep (a program with many nested templates,
+    /// arguments or conditions frees its lists with it).
+    fn small(&self) -> bool {
+        let most = self.items.capacity().max(self.arg_types.capacity()).max(self.segs.capacity());
+        most.max(self.preds.capacity()) <= 64
+    }
+}
+
+thread_local! {
+    /// The working lists of the last compile on this thread, kept (empty) for the next one,
+    /// as the checker keeps its own: each compile would otherwise allocate and free them. In
+    /// a box made at the thread's first compile (static TLS is scarce in a library loaded
+    /// with `dlopen`, as the Python extension module is).
+    static SCRATCH: std::cell::Cell<Option<Box<Scratch>>> = const { std::cell::Cell::new(None) };
 }
 
 /// The compiler's state: the cursor, what names mean, the chunk being emitted.
@@ -106,49 +147,66 @@ struct D<'s, 'p, 'a> {
     strings: usize,
     /// The segments of the field chains being read (each chain's from where it started).
     segs: Vec<Name>,
+    /// The conditions of the nodes read inside templates ([`V::pred`]).
+    preds: Vec<Pred>,
 }
 
-/// A sub-expression once its code is emitted: what its parent needs of it.
+/// A sub-expression once its code is emitted: what its parent needs of it. Small (64
+/// bytes), as it is handed back by every step of the descent: tables' entries by index.
 struct V {
     ty: Type,
     span: Span,
     /// The height of its tree, as the parser counts it.
-    h: usize,
+    h: u32,
     form: Form,
-    /// Its condition over the innermost template's element, when it is one (computed only
-    /// inside templates, for the template's fast form).
-    pred: Option<Pred>,
+    /// Its condition over the innermost template's element, when it is one (in
+    /// `D::preds`; [`NO_PRED`] for none; computed only inside templates, for the
+    /// template's fast form).
+    pred: u32,
 }
 
+/// No condition.
+const NO_PRED: u32 = u32::MAX;
+/// A chain's path while the chain is being read.
+const PENDING: u32 = u32::MAX - 1;
+/// A chain of no field: no path.
+const NO_PATH: u32 = u32::MAX;
+/// One level of a tree's height, as the parser counts it.
+const LEVEL: u32 = CHAIN_LEVEL as u32;
+
 /// What kind of code a sub-expression compiled to, for the forms its parent may take.
+#[derive(Clone, Copy)]
 enum Form {
-    /// A constant: one `CONST`, the last instruction.
-    Const(Value),
-    /// A variable or element and the fields read from it, `n` of them: one instruction, the
-    /// last (`GLOBAL`, `GLOBAL_PATH` with `path` led by the name, `LOCAL`, `LOCAL_PATH`).
-    /// Pending (`done` false) until the chain ends, its segments on `D::segs`.
-    Chain { root: ChainRoot, path: Option<u32>, n: usize, done: bool },
-    /// `REF:context.segments`: one `REF`.
-    Ref(Name, Segments),
-    /// A call: the last instruction is its `CALL` of call site `site`, at `at`.
-    Call { site: u32, at: usize, name: Name },
+    /// A constant (the chunk's constant `i`): one `CONST`, the last instruction.
+    Const(u32),
+    /// A variable or element and the `n` fields read from it: one instruction, the last
+    /// (`GLOBAL`, `GLOBAL_PATH` with its path led by the name, `LOCAL`, `LOCAL_PATH`), of
+    /// path `path` ([`NO_PATH`] for none); [`PENDING`] until the chain ends, its segments
+    /// on `D::segs`.
+    Chain { root: ChainRoot, path: u32, n: u32 },
+    /// `REF:context.segments`: one `REF` of the chunk's name and path.
+    Ref { name: u32, path: u32 },
+    /// A call: its `CALL` of call site `site`, at `at`, is the last instruction.
+    Call { site: u32, at: u32 },
     /// `and` / `or`.
     Logic(BinaryOp),
     /// Anything else.
     Other,
 }
 
-#[derive(Clone, PartialEq)]
+#[derive(Clone, Copy, PartialEq)]
 enum ChainRoot {
-    Global(Name),
+    /// A variable: the chunk's name.
+    Global(u32),
+    /// An element, by slot.
     Local(u32),
     /// A computed value, its code emitted (a call, an index).
     Value,
 }
 
 impl V {
-    fn new(ty: Type, span: Span, h: usize, form: Form) -> V {
-        V { ty, span, h, form, pred: None }
+    fn new(ty: Type, span: Span, h: u32, form: Form) -> V {
+        V { ty, span, h, form, pred: NO_PRED }
     }
 
     fn is_const(&self) -> bool {
@@ -158,8 +216,32 @@ impl V {
 
 impl D<'_, '_, '_> {
     /// A node of height `h`, or `None` past the parser's limit.
-    fn fits(&self, h: usize) -> Option<usize> {
-        (h <= self.limit).then_some(h)
+    fn fits(&self, h: u32) -> Option<u32> {
+        (h as usize <= self.limit).then_some(h)
+    }
+
+    /// Keeps a condition, for the node that has it: its index in `preds`.
+    fn keep(&mut self, p: Option<Pred>) -> u32 {
+        match p {
+            Some(p) => {
+                self.preds.push(p);
+                (self.preds.len() - 1) as u32
+            }
+            None => NO_PRED,
+        }
+    }
+
+    /// Takes back the condition kept at `i`.
+    fn take(&mut self, i: u32) -> Option<Pred> {
+        self.preds.get_mut(i as usize).map(|p| std::mem::replace(p, Pred::Const(false)))
+    }
+
+    /// The value of the constant `v` is, in the current chunk.
+    fn konst(&self, v: &V) -> Option<&Value> {
+        match v.form {
+            Form::Const(i) => self.c.chunk.consts.get(i as usize),
+            _ => None,
+        }
     }
 
     /// The innermost template's slot, inside one.
@@ -202,23 +284,28 @@ impl D<'_, '_, '_> {
             return None; // folded by the reference pipeline
         }
         let span = l.span.to(r.span);
-        let h = self.fits((l.h + 1).max(r.h + CHAIN_LEVEL))?;
+        let h = self.fits((l.h + 1).max(r.h + LEVEL))?;
         self.c.emit(Op::ToBool, span);
         self.c.chunk.code.set_span(j, span);
         self.c.patch(j);
-        let pred = if self.items.is_empty() { None } else { self.logic_pred(op, l, r) };
+        let pred = if self.items.is_empty() { None } else { self.logic_pred(op, &l, &r) };
+        let pred = self.keep(pred);
         Some(V { pred, ..V::new(Type::Bool, span, h, Form::Logic(op)) })
     }
 
     /// The condition of `l op r` (`and`/`or`), flattened as the code generator flattens it.
-    fn logic_pred(&self, op: BinaryOp, l: V, r: V) -> Option<Pred> {
-        let mut parts = Vec::new();
-        for v in [l, r] {
-            let same = matches!(v.form, Form::Logic(o) if o == op);
-            match self.pred(v)? {
-                Pred::And(ps) if same && op == BinaryOp::And => parts.extend(ps.into_vec()),
-                Pred::Or(ps) if same && op == BinaryOp::Or => parts.extend(ps.into_vec()),
-                p => parts.push(p),
+    fn logic_pred(&mut self, op: BinaryOp, l: &V, r: &V) -> Option<Pred> {
+        // The left operand's list, when it is a chain of the same operator, grows by the
+        // right one's parts: one list for the whole chain, resized in place.
+        let mut parts = match (l.form, self.pred(l)?) {
+            (Form::Logic(o), Pred::And(ps) | Pred::Or(ps)) if o == op => ps.into_vec(),
+            (_, p) => vec![p],
+        };
+        match (r.form, self.pred(r)?) {
+            (Form::Logic(o), Pred::And(ps) | Pred::Or(ps)) if o == op => parts.extend(ps.into_vec()),
+            (_, p) => {
+                parts.reserve_exact(1);
+                parts.push(p);
             }
         }
         let parts = parts.into_boxed_slice();
@@ -227,12 +314,11 @@ impl D<'_, '_, '_> {
 
     /// `v`'s condition over the innermost template's element (`predicate` of the code
     /// generator).
-    fn pred(&self, v: V) -> Option<Pred> {
+    fn pred(&mut self, v: &V) -> Option<Pred> {
         match v.form {
-            Form::Const(c) => Some(Pred::Const(c.truthy())),
-            Form::Logic(_) => v.pred,
-            Form::Chain { .. } => Some(Pred::Truthy(self.item_path(&v)?)),
-            _ => v.pred,
+            Form::Const(_) => Some(Pred::Const(self.konst(v)?.truthy())),
+            Form::Chain { .. } => Some(Pred::Truthy(self.item_path(v)?)),
+            _ => self.take(v.pred),
         }
     }
 
@@ -240,16 +326,17 @@ impl D<'_, '_, '_> {
     fn item_path(&self, v: &V) -> Option<Path> {
         match &v.form {
             Form::Chain { root: ChainRoot::Local(s), path, .. } if Some(*s) == self.item_slot() => {
-                Some(Path::shared(self.local_segments(*path)))
+                Some(Path::shared(self.segments_of(*path, 0)))
             }
             _ => None,
         }
     }
 
-    /// A local chain's segments: its path's, or none.
-    fn local_segments(&self, path: Option<u32>) -> Segments {
-        match path.and_then(|p| self.c.chunk.paths.get(p as usize)) {
-            Some(p) => p.segments().clone(),
+    /// The segments of the chunk's path `path` from `skip` on (shared when all), or none.
+    fn segments_of(&self, path: u32, skip: usize) -> Segments {
+        match self.c.chunk.paths.get(path as usize) {
+            Some(p) if skip == 0 => p.segments().clone(),
+            Some(p) => p.segments().get(skip..).unwrap_or_default().into(),
             None => no_segments(),
         }
     }
@@ -258,16 +345,16 @@ impl D<'_, '_, '_> {
     fn origin(&self, v: &V) -> Option<Origin> {
         match &v.form {
             Form::Chain { root: ChainRoot::Local(s), path, .. } => {
-                Some(Origin { root: Root::Local(*s), segments: self.local_segments(*path) })
+                Some(Origin { root: Root::Local(*s), segments: self.segments_of(*path, 0) })
             }
             Form::Chain { root: ChainRoot::Global(name), path, .. } => {
-                let segments = match path.and_then(|p| self.c.chunk.paths.get(p as usize)) {
-                    Some(p) => p.segments().get(1..).unwrap_or_default().into(),
-                    None => no_segments(),
-                };
-                Some(Origin { root: Root::Global(name.clone()), segments })
+                let name = self.c.chunk.names.get(*name as usize)?.clone();
+                Some(Origin { root: Root::Global(name), segments: self.segments_of(*path, 1) })
             }
-            Form::Ref(ctx, segs) => Some(Origin { root: Root::Ref(ctx.clone()), segments: segs.clone() }),
+            Form::Ref { name, path } => {
+                let name = self.c.chunk.names.get(*name as usize)?.clone();
+                Some(Origin { root: Root::Ref(name), segments: self.segments_of(*path, 0) })
+            }
             _ => None,
         }
     }
@@ -283,9 +370,9 @@ impl D<'_, '_, '_> {
             // What the checker reports (`compare::comparison`): `null` against a value
             // never null, a string outside an enum, types that never hold equal values.
             BinaryOp::Eq | BinaryOp::Ne => {
-                let constant_fits = |k: &V, v: &V| match &k.form {
-                    Form::Const(Value::Str(s)) => outside_enum(&v.ty, s).is_none(),
-                    Form::Const(Value::Null) => v.ty.fits(&Type::Null) != Fit::No,
+                let constant_fits = |k: &V, v: &V| match self.konst(k) {
+                    Some(Value::Str(s)) => outside_enum(&v.ty, s).is_none(),
+                    Some(Value::Null) => v.ty.fits(&Type::Null) != Fit::No,
                     _ => true,
                 };
                 constant_fits(&l, &r) && constant_fits(&r, &l) && !never_equal(&l.ty, &r.ty)
@@ -303,13 +390,12 @@ impl D<'_, '_, '_> {
             return None;
         }
         let span = l.span.to(r.span);
-        let h = self.fits((l.h + 1).max(r.h + CHAIN_LEVEL))?;
+        let h = self.fits((l.h + 1).max(r.h + LEVEL))?;
         let pred = if self.items.is_empty() { None } else { self.cmp_pred(op, &l, &r) };
-        match (&l.form, &r.form) {
-            (Form::Chain { root: ChainRoot::Local(slot), path: Some(p), .. }, Form::Const(k)) => {
+        let pred = self.keep(pred);
+        match (l.form, r.form) {
+            (Form::Chain { root: ChainRoot::Local(slot), path: p, n }, Form::Const(c)) if n > 0 => {
                 // The path's and the constant's instructions give way to one.
-                let (slot, p) = (*slot, *p);
-                let c = self.c.constant(k.clone());
                 let len = self.c.chunk.code.len();
                 self.c.chunk.code.truncate(len.checked_sub(2)?);
                 let at = self.c.emit(Op::CmpLocalPathConst(op, slot, p, c), span);
@@ -325,7 +411,7 @@ impl D<'_, '_, '_> {
 
     /// The condition `item.path <op> constant`, when the comparison is one.
     fn cmp_pred(&self, op: BinaryOp, l: &V, r: &V) -> Option<Pred> {
-        let Form::Const(k) = &r.form else { return None };
+        let k = self.konst(r)?;
         // Comparing with a long string or a list or object is left to the chunk.
         if match k {
             Value::Str(s) => s.len() >= 64,
@@ -354,10 +440,10 @@ impl D<'_, '_, '_> {
             match self.p.peek() {
                 Some(b'.') => {
                     match &mut v.form {
-                        Form::Chain { n, done: false, .. } => *n += 1,
+                        Form::Chain { n, path: PENDING, .. } => *n += 1,
                         // Fields of a computed value: `PATH` after its code.
                         Form::Other | Form::Call { .. } => {
-                            v.form = Form::Chain { root: ChainRoot::Value, path: None, n: 1, done: false }
+                            v.form = Form::Chain { root: ChainRoot::Value, path: PENDING, n: 1 }
                         }
                         // A field of a constant folds; of a REF, the code generator merges
                         // it by rules of its own: the reference pipeline's.
@@ -368,7 +454,7 @@ impl D<'_, '_, '_> {
                     let seg = self.p.segment()?;
                     v.ty = self.field_type(&v.ty, &seg.node)?;
                     v.span = v.span.to(seg.span);
-                    v.h = self.fits(v.h + CHAIN_LEVEL)?;
+                    v.h = self.fits(v.h + LEVEL)?;
                     self.segs.push(seg.node);
                 }
                 Some(b'[') => {
@@ -384,7 +470,7 @@ impl D<'_, '_, '_> {
                         return None;
                     }
                     let span = Span::new(v.span.start as usize, self.p.pos);
-                    let h = self.fits(CHAIN_LEVEL + v.h.max(k.h))?;
+                    let h = self.fits(LEVEL + v.h.max(k.h))?;
                     let at = self.c.emit(Op::Index, span);
                     self.c.record(at, [self.origin(&v), self.origin(&k)]);
                     v = V::new(Type::Any, span, h, Form::Other);
@@ -400,53 +486,49 @@ impl D<'_, '_, '_> {
 
     /// Emits the pending chain `v` (its segments from `mark` on): one instruction.
     fn finish_chain(&mut self, v: &mut V, mark: usize) -> Option<()> {
-        let (root, n) = match &v.form {
-            Form::Chain { root, n, done: false, .. } => (root.clone(), *n),
-            _ => return Some(()),
-        };
+        let Form::Chain { root, path: PENDING, n } = v.form else { return Some(()) };
         // Taken out whole (no allocation) and put back emptied to `mark`.
         let mut segs = std::mem::take(&mut self.segs);
         let chain = segs.get(mark..).unwrap_or_default();
-        if chain.len() != n {
+        if chain.len() != n as usize {
             return None;
         }
         let span = v.span;
-        let path = match &root {
+        let path = match root {
             ChainRoot::Global(name) if chain.is_empty() => {
-                let i = self.c.name(name);
-                self.c.emit(Op::Global(i), span);
-                None
+                self.c.emit(Op::Global(name), span);
+                NO_PATH
             }
             ChainRoot::Global(name) => {
-                let p = self.path_of(Some(name), chain);
-                let i = self.c.name(name);
-                self.c.emit(Op::GlobalPath(i, p), span);
-                Some(p)
+                let lead = self.c.chunk.names.get(name as usize)?.clone();
+                let p = self.path_of(Some(&lead), chain);
+                self.c.emit(Op::GlobalPath(name, p), span);
+                p
             }
             ChainRoot::Local(s) if chain.is_empty() => {
-                self.c.use_slot(*s);
-                self.c.emit(Op::Local(*s), span);
-                None
+                self.c.use_slot(s);
+                self.c.emit(Op::Local(s), span);
+                NO_PATH
             }
             ChainRoot::Local(s) => {
-                self.c.use_slot(*s);
+                self.c.use_slot(s);
                 let p = self.path_of(None, chain);
-                self.c.emit(Op::LocalPath(*s, p), span);
-                Some(p)
+                self.c.emit(Op::LocalPath(s, p), span);
+                p
             }
             ChainRoot::Value => {
                 // The value's origin is never a fixed place (a call's or an index's result):
                 // nothing to record.
                 let p = self.path_of(None, chain);
                 self.c.emit(Op::Path(p), span);
-                None
+                NO_PATH
             }
         };
         segs.truncate(mark);
         self.segs = segs;
         v.form = match root {
             ChainRoot::Value => Form::Other,
-            root => Form::Chain { root, path, n, done: true },
+            root => Form::Chain { root, path, n },
         };
         Some(())
     }
@@ -485,18 +567,19 @@ impl D<'_, '_, '_> {
             return None;
         }
         let span = Span::new(start, x.span.end as usize);
-        let h = self.fits(CHAIN_LEVEL + x.h)?;
+        let h = self.fits(LEVEL + x.h)?;
         let at = self.c.emit(Op::Not, span);
         self.c.record(at, [self.origin(&x), None]);
-        let pred = if self.items.is_empty() { None } else { self.pred(x).map(|p| Pred::Not(Box::new(p))) };
+        let pred = if self.items.is_empty() { None } else { self.pred(&x).map(|p| Pred::Not(Box::new(p))) };
+        let pred = self.keep(pred);
         Some(V { pred, ..V::new(Type::Bool, span, h, Form::Other) })
     }
 
     /// A constant: one `CONST`.
     fn constant(&mut self, v: Value, ty: Type, span: Span) -> V {
-        let i = self.c.constant(v.clone());
+        let i = self.c.constant(v);
         self.c.emit(Op::Const(i), span);
-        V::new(ty, span, 1, Form::Const(v))
+        V::new(ty, span, 1, Form::Const(i))
     }
 
     /// A primary, without the whitespace after it.
@@ -570,19 +653,19 @@ impl D<'_, '_, '_> {
             return None; // `(REF:x).y`'s merging is the code generator's
         }
         let names: Vec<Name> = r.segments.iter().map(|s| s.node.clone()).collect();
-        self.refs.push(RefUse { context: r.context.node.clone(), segments: names.clone(), span });
-        let segs: Segments = if names.is_empty() { no_segments() } else { names.into() };
-        let n = self.c.name(&r.context.node);
-        let p = self.c.path(segs.clone());
-        self.c.emit(Op::Ref(n, p), span);
-        Some(V::new(Type::Any, span, 1, Form::Ref(r.context.node, segs)))
+        let segs: Segments = if names.is_empty() { no_segments() } else { names[..].into() };
+        self.refs.push(RefUse { context: r.context.node.clone(), segments: names, span });
+        let name = self.c.name(&r.context.node);
+        let path = self.c.path(segs);
+        self.c.emit(Op::Ref(name, path), span);
+        Some(V::new(Type::Any, span, 1, Form::Ref { name, path }))
     }
 
     /// `[a, b, …]`.
     fn list(&mut self, start: usize) -> Option<V> {
         self.p.pos += 1;
         self.p.ws();
-        let (mut count, mut h, mut all_const) = (0usize, 0usize, true);
+        let (mut count, mut h, mut all_const) = (0usize, 0u32, true);
         let mut elem = Type::Never;
         self.sequence(b']', |d| {
             let v = d.climb(0)?;
@@ -596,7 +679,7 @@ impl D<'_, '_, '_> {
             return None;
         }
         let span = Span::new(start, self.p.pos);
-        let h = self.fits(h + CHAIN_LEVEL)?;
+        let h = self.fits(h + LEVEL)?;
         self.c.emit(Op::List(count as u32), span);
         let elem = if elem == Type::Never { Type::Any } else { elem };
         Some(V::new(Type::List(Arc::new(elem)), span, h, Form::Other))
@@ -607,7 +690,7 @@ impl D<'_, '_, '_> {
         self.p.pos += 1;
         self.p.ws();
         let mut fields: Vec<(Name, Type)> = Vec::new();
-        let (mut h, mut all_const) = (0usize, true);
+        let (mut h, mut all_const) = (0u32, true);
         self.sequence(b'}', |d| {
             let key = match d.p.peek()? {
                 b'"' | b'\'' => {
@@ -634,7 +717,7 @@ impl D<'_, '_, '_> {
             return None;
         }
         let span = Span::new(start, self.p.pos);
-        let h = self.fits(h + CHAIN_LEVEL)?;
+        let h = self.fits(h + LEVEL)?;
         let k = self.c.chunk.keys.len() as u32;
         self.c.chunk.keys.extend(fields.iter().map(|(k, _)| SmolStr::new(k)));
         self.c.emit(Op::Object(k, fields.len() as u32), span);
@@ -666,14 +749,14 @@ impl D<'_, '_, '_> {
 
     /// A name, a keyword literal or a call.
     fn word(&mut self) -> Option<V> {
-        let ident = self.p.ident()?;
+        let (start, end) = self.p.ident_span()?;
+        let span = Span::new(start, end);
         if self.p.peek() == Some(b'(') {
             self.p.pos += 1;
             self.p.ws();
-            return self.call(ident);
+            return self.call(start, end);
         }
-        let span = ident.span;
-        match &*ident.node {
+        match self.p.text(start, end) {
             "true" => return Some(self.constant(Value::Bool(true), Type::Bool, span)),
             "false" => return Some(self.constant(Value::Bool(false), Type::Bool, span)),
             "null" => return Some(self.constant(Value::Null, Type::Null, span)),
@@ -681,23 +764,27 @@ impl D<'_, '_, '_> {
             "item" => {
                 if let Some(slot) = self.item_slot() {
                     let ty = self.items.last().cloned().unwrap_or(Type::Any);
-                    return Some(V::new(ty, span, 1, Form::Chain { root: ChainRoot::Local(slot), path: None, n: 0, done: false }));
+                    return Some(V::new(ty, span, 1, Form::Chain { root: ChainRoot::Local(slot), path: PENDING, n: 0 }));
                 }
             }
             _ => {}
         }
-        let ty = self.scope.name(&ident.node)?;
-        if !self.names.contains(&ident.node) {
-            self.names.push(ident.node.clone(), span);
+        let ident = self.p.name_at(start, end);
+        let ty = self.scope.name(&ident)?;
+        if !self.names.contains(&ident) {
+            self.names.push(ident.clone(), span);
         }
-        Some(V::new(ty, span, 1, Form::Chain { root: ChainRoot::Global(ident.node), path: None, n: 0, done: false }))
+        // Interned now, as the code generator interns it when it emits the chain (nothing
+        // between the two adds a name).
+        let name = self.c.name(&ident);
+        Some(V::new(ty, span, 1, Form::Chain { root: ChainRoot::Global(name), path: PENDING, n: 0 }))
     }
 
     /// A call, the cursor after its `(`: arguments in parameter order, each compiled as its
     /// parameter takes it; then the call site and its instruction.
-    fn call(&mut self, name: Spanned<Name>) -> Option<V> {
+    fn call(&mut self, start: usize, end: usize) -> Option<V> {
         let funcs = self.funcs;
-        let id = funcs.lookup(&name.node)?;
+        let id = funcs.lookup(self.p.text(start, end))?;
         let sig = funcs.signature(id);
         if sig.variadic
             || sig.any_keywords
@@ -706,11 +793,11 @@ impl D<'_, '_, '_> {
             return None;
         }
         let base = self.arg_types.len();
-        let mut sites: Vec<ParamSite> = Vec::with_capacity(sig.params.len());
+        let mut sites = Sites::default();
         // Defaults take the call's span, known at its `)`.
         let mut defaults: [usize; 8] = [0; 8];
         let mut n_defaults = 0usize;
-        let (mut next, mut given, mut h) = (0usize, 0u64, 0usize);
+        let (mut next, mut given, mut h) = (0usize, 0u64, 0u32);
         let (mut keyworded, mut all_const, mut inner) = (false, true, None);
         let mut drops_nulls = false;
         loop {
@@ -718,11 +805,10 @@ impl D<'_, '_, '_> {
                 self.p.pos += 1;
                 break;
             }
-            let kw = self.p.kwarg();
-            let i = match &kw {
-                Some(k) => {
+            let i = match self.p.kwarg_span() {
+                Some((ks, ke)) => {
                     keyworded = true;
-                    sig.param_index(&k.node)?
+                    sig.param_index(self.p.text(ks, ke))?
                 }
                 None if keyworded => return None,
                 None => next,
@@ -744,7 +830,7 @@ impl D<'_, '_, '_> {
                         if v.ty.fits(&param.ty) == Fit::No {
                             return None;
                         }
-                        if let Form::Const(Value::Str(s)) = &v.form {
+                        if let Some(Value::Str(s)) = self.konst(&v) {
                             if !param.one_of.is_empty() && !param.one_of.contains(&&**s) {
                                 return None;
                             }
@@ -753,8 +839,8 @@ impl D<'_, '_, '_> {
                     all_const &= v.is_const();
                     h = h.max(v.h);
                     if i == 0 {
-                        if let Form::Call { site, at, name } = &v.form {
-                            inner = Some((*site, *at, name.clone()));
+                        if let Form::Call { site, at } = v.form {
+                            inner = Some((site, at));
                         }
                     }
                     self.arg_types.push(v.ty.clone());
@@ -794,33 +880,21 @@ impl D<'_, '_, '_> {
         if all_const || (drops_nulls && &*sig.name == "filter") {
             return None; // folded, or typed by the checker's special case
         }
-        let span = Span::new(name.span.start as usize, self.p.pos);
-        let h = self.fits(h + CHAIN_LEVEL)?;
+        let span = Span::new(start, self.p.pos);
+        let h = self.fits(h + LEVEL)?;
         for &at in &defaults[..n_defaults] {
             self.c.chunk.code.set_span(at, span);
         }
-        for s in &mut sites {
-            if s.span == Span::default() && matches!(s.pass, CallParam::Value | CallParam::Absent) {
-                s.span = span;
-            }
-        }
+        sites.defaults_at(span);
         let ty = sig.return_type(self.arg_types.get(base..).unwrap_or_default());
         self.arg_types.truncate(base);
-        let params = match sites.len() {
-            1 => Params::One([sites.pop()?]),
-            2 => {
-                let b = sites.pop()?;
-                Params::Two([sites.pop()?, b])
-            }
-            _ => Params::Many(sites.into_boxed_slice()),
-        };
+        let params = sites.into_params();
         let rest_plain = params.iter().skip(1).all(|s| matches!(s.pass, CallParam::Template(..) | CallParam::Absent));
+        let inner_is = |i: u32| {
+            self.c.chunk.calls.get(i as usize).is_some_and(|c| matches!(&*c.name, "filter" | "sort"))
+        };
         let fused = match inner {
-            Some((i, at, inner_name))
-                if &*sig.name == "map" && rest_plain && matches!(&*inner_name, "filter" | "sort") =>
-            {
-                Some((i, at))
-            }
+            Some((i, at)) if &*sig.name == "map" && rest_plain && inner_is(i) => Some((i, at)),
             _ => None,
         };
         self.c.chunk.calls.push(CallInfo { func: id, name: sig.name.clone(), params, given });
@@ -828,13 +902,13 @@ impl D<'_, '_, '_> {
         match fused {
             Some((i, at)) => {
                 // The inner call's list is never built: its `CALL` gives way to the pair's.
-                self.c.chunk.code.remove(at);
+                self.c.chunk.code.remove(at as usize);
                 self.c.emit(Op::Fused(i, o), span);
                 Some(V::new(ty, span, h, Form::Other))
             }
             None => {
-                let at = self.c.emit(Op::Call(o), span);
-                Some(V::new(ty, span, h, Form::Call { site: o, at, name: sig.name.clone() }))
+                let at = self.c.emit(Op::Call(o), span) as u32;
+                Some(V::new(ty, span, h, Form::Call { site: o, at }))
             }
         }
     }
@@ -845,7 +919,7 @@ impl D<'_, '_, '_> {
         &mut self,
         sig: &crate::types::signature::Signature,
         q: usize,
-        sites: &mut Vec<ParamSite>,
+        sites: &mut Sites,
         defaults: &mut [usize; 8],
         n: &mut usize,
     ) -> Option<()> {
@@ -877,20 +951,16 @@ impl D<'_, '_, '_> {
         let outer = std::mem::replace(&mut self.c, Compiler::new());
         self.items.push(elem);
         let body = self.template_body(relative);
+        // A template held in a variable is compiled at run time: the reference pipeline's.
+        let body = body.filter(|(b, _)| !matches!(b.form, Form::Chain { root: ChainRoot::Global(_), n: 0, .. }));
+        let fast = body.as_ref().and_then(|(b, _)| self.template_fast(b, slot));
         self.items.pop();
         let mut sub = std::mem::replace(&mut self.c, outer);
         let (body, drops_nulls) = body?;
-        if matches!(body.form, Form::Chain { root: ChainRoot::Global(_), n: 0, .. }) {
-            return None; // a template held in a variable: compiled at run time
-        }
         sub.chunk.locals = sub.chunk.locals.max(slot + 1);
-        let fast = match self.template_fast(&body, &sub, slot) {
-            Some(fast) => Some(fast),
-            None => {
-                self.c.chunk.locals = self.c.chunk.locals.max(sub.chunk.locals);
-                None
-            }
-        };
+        if fast.is_none() {
+            self.c.chunk.locals = self.c.chunk.locals.max(sub.chunk.locals);
+        }
         self.c.use_slot(slot);
         let i = self.c.constant(Value::Null);
         self.c.emit(Op::Const(i), body.span);
@@ -903,19 +973,13 @@ impl D<'_, '_, '_> {
     }
 
     /// The template's fast form, read from its body's summary (the code generator's
-    /// `fast_template`); the paths are the template chunk's.
-    fn template_fast(&self, body: &V, sub: &Compiler, slot: u32) -> Option<Fast> {
-        // Paths are looked up in the template's chunk, not the caller's.
-        let segs = |path: Option<u32>| match path.and_then(|p| sub.chunk.paths.get(p as usize)) {
-            Some(p) => p.segments().clone(),
-            None => no_segments(),
-        };
-        match &body.form {
-            Form::Chain { root: ChainRoot::Local(s), path, .. } if *s == slot => {
-                Some(Fast::Path(Path::shared(segs(*path))))
+    /// `fast_template`), the template's chunk being the current one.
+    fn template_fast(&mut self, body: &V, slot: u32) -> Option<Fast> {
+        match body.form {
+            Form::Chain { root: ChainRoot::Local(s), path, .. } if s == slot => {
+                Some(Fast::Path(Path::shared(self.segments_of(path, 0))))
             }
-            Form::Const(c) => Some(Fast::Pred(Pred::Const(c.truthy()))),
-            _ => body.pred.clone().map(Fast::Pred),
+            _ => self.pred(body).map(Fast::Pred),
         }
     }
 
@@ -949,6 +1013,47 @@ impl D<'_, '_, '_> {
         // The string's tree is the template's: its height was checked against the limit on
         // its own (as the checker parses it); the argument is one node in the call's.
         Some((body, drops_nulls))
+    }
+}
+
+/// A call site's parameter entries as they are read: one or two (nearly every call) held
+/// here, more in a list, so that no list is allocated for the usual call.
+#[derive(Default)]
+struct Sites {
+    few: [Option<ParamSite>; 2],
+    many: Vec<ParamSite>,
+    n: usize,
+}
+
+impl Sites {
+    fn push(&mut self, site: ParamSite) {
+        if self.n < 2 {
+            self.few[self.n] = Some(site);
+        } else {
+            if self.n == 2 {
+                self.many.extend(self.few.iter_mut().filter_map(Option::take));
+            }
+            self.many.push(site);
+        }
+        self.n += 1;
+    }
+
+    /// Gives the defaults (the entries of parameters not given) the call's span.
+    fn defaults_at(&mut self, span: Span) {
+        let entries = self.few.iter_mut().flatten().chain(self.many.iter_mut());
+        for s in entries {
+            if s.span == Span::default() && matches!(s.pass, CallParam::Value | CallParam::Absent) {
+                s.span = span;
+            }
+        }
+    }
+
+    fn into_params(self) -> Params {
+        match (self.n, self.few) {
+            (1, [Some(a), _]) => Params::One([a]),
+            (2, [Some(a), Some(b)]) => Params::Two([a, b]),
+            _ => Params::Many(self.many.into_boxed_slice()),
+        }
     }
 }
 
