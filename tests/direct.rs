@@ -59,6 +59,7 @@ fn condition() -> impl Strategy<Value = String> {
         1 => item_path().prop_map(|p| format!("{p} + 1 > 2")),
         1 => item_path().prop_map(|p| format!("length({p}) > 0")),
         1 => item_path().prop_map(|p| format!("{p}[0] == 1")),
+        1 => (item_path(), konst2()).prop_map(|(p, k)| format!("({p}) != ({k})")),
     ];
     leaf.prop_recursive(3, 12, 2, |inner| {
         prop_oneof![
@@ -68,6 +69,11 @@ fn condition() -> impl Strategy<Value = String> {
             inner.prop_map(|a| format!("({a})")),
         ]
     })
+}
+
+/// A constant, for comparisons written with parentheses.
+fn konst2() -> impl Strategy<Value = &'static str> {
+    prop::sample::select(vec!["1", "'a'", "null", "true"])
 }
 
 /// A template's body: a field, an object or list of fields.
@@ -95,7 +101,17 @@ fn template() -> impl Strategy<Value = String> {
 
 /// Programs of the reference benchmark's W5 shape and its neighbours.
 fn plan_expression() -> impl Strategy<Value = String> {
-    let list = prop::sample::select(vec!["records", "items", "REF:step.items", "data.rows", "x[0]"]);
+    let list = prop::sample::select(vec![
+        "records",
+        "items",
+        "REF:step.items",
+        "data.rows",
+        "x[0]",
+        "(records)",
+        "((REF:step.items))",
+        "(x)[0]",
+        "(data.rows)",
+    ]);
     prop_oneof![
         (list.clone(), condition()).prop_map(|(l, c)| format!("filter(array={l}, condition_string=\"{c}\")")),
         (list.clone(), condition(), template())
@@ -196,4 +212,46 @@ fn a_program_compiled_in_one_pass_runs_and_hovers_as_the_reference() {
     assert_eq!((&src[span.range()], ty.to_string().as_str()), ("item.score", "any"));
     assert!(program.warnings().is_empty());
     assert_eq!(program.references().names.len(), 1);
+}
+
+/// A program nested as deep as the largest limit a host may set compiles in one pass on a
+/// 2 MiB thread (the one pass recurses once per level, as the parsers do), and one level
+/// deeper is declined, for the reference pipeline to report.
+#[test]
+fn the_deepest_program_allowed_compiles_on_a_small_stack() {
+    let max = tdsl::ranges::MAX_DEPTH.max as usize;
+    let engine = Engine::new().with_limits(tdsl::Limits { max_depth: max, ..tdsl::Limits::default() });
+    let worker = std::thread::Builder::new().stack_size(2 << 20).spawn(move || {
+        let mut answered = Vec::new();
+        for unit in ["(", "[", "{a: ", "not "] {
+            let close: String = unit
+                .chars()
+                .rev()
+                .filter_map(|c| match c {
+                    '(' => Some(')'),
+                    '[' => Some(']'),
+                    '{' => Some('}'),
+                    _ => None,
+                })
+                .collect();
+            for depth in [max / 2, max, max + 1] {
+                let src = format!("{}x{}", unit.repeat(depth), close.repeat(depth));
+                let agrees = direct_agrees(&engine, &src, &Scope::open());
+                assert!(agrees.is_ok(), "{unit} × {depth}: {agrees:?}");
+                answered.push((unit, depth, agrees == Ok(true)));
+            }
+        }
+        answered
+    });
+    let answered = worker.unwrap().join().expect("no stack overflow");
+    // `not` nests one level a word, brackets one level a pair, lists and objects two (the
+    // parser's chain levels): at half the limit each is answered, past it none is.
+    for (unit, depth, yes) in answered {
+        if depth == max / 2 {
+            assert!(yes, "{unit} × {depth} declined");
+        }
+        if depth > max {
+            assert!(!yes, "{unit} × {depth} answered");
+        }
+    }
 }

@@ -117,7 +117,7 @@ fn parse_ref_unbounded(src: &str) -> Result<RefPath, Diagnostic> {
 }
 
 /// Finds the first place where brackets or prefix operators nest deeper than `max`.
-fn check_nesting(src: &str, max: usize) -> Option<Diagnostic> {
+pub(crate) fn check_nesting(src: &str, max: usize) -> Option<Diagnostic> {
     let bytes = src.as_bytes();
     // Every level counted below is one of these bytes, so fewer of them than `max` cannot
     // nest too deeply; counting them is a vectorised pass, several times cheaper than the

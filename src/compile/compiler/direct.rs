@@ -38,7 +38,7 @@ use crate::runtime::Limits;
 use crate::span::Span;
 use crate::syntax::ast::{BinaryOp, ExprKind, Name, MAX_REF_SEGMENTS};
 use crate::syntax::fast::{self, Parser};
-use crate::syntax::CHAIN_LEVEL;
+use crate::syntax::{check_nesting, CHAIN_LEVEL, MAX_NESTING_CAP};
 use crate::types::signature::{ParamKind, Signatures};
 use crate::types::{never_equal, outside_enum, type_of, Fit, FreeNames, RefUse, Scope, Type};
 use crate::value::{no_segments, Path, Segments, SmolStr, Value};
@@ -62,13 +62,20 @@ pub fn compile_direct(src: &str, scope: &Scope, funcs: &dyn Signatures, limits: 
     if crate::types::stop::poll() {
         return None;
     }
+    // Nesting past the limit is the reference pipeline's to report (and this compiler
+    // recurses once per level, as the parsers do: the check bounds its stack too).
+    let max_nesting = limits.max_depth.min(MAX_NESTING_CAP);
+    if check_nesting(src, max_nesting).is_some() {
+        return None;
+    }
     let mut scratch = SCRATCH.with(std::cell::Cell::take).unwrap_or_default();
     let out = fast::with_cursor(src, |p| {
         let mut d = D {
             p,
             scope,
             funcs,
-            limit: limits.max_depth.saturating_mul(CHAIN_LEVEL),
+            max_nesting,
+            limit: max_nesting.saturating_mul(CHAIN_LEVEL),
             max_list: limits.max_list_len,
             c: Compiler::new(),
             items: std::mem::take(&mut scratch.items),
@@ -132,6 +139,8 @@ struct D<'s, 'p, 'a> {
     p: &'p mut Parser<'s>,
     scope: &'a Scope,
     funcs: &'a dyn Signatures,
+    /// The parser's limit on nesting (the engine's, within the parser's cap).
+    max_nesting: usize,
     /// The parser's limit on a tree's height ([`CHAIN_LEVEL`] units per level).
     limit: usize,
     max_list: usize,
@@ -615,6 +624,16 @@ impl D<'_, '_, '_> {
                 // (a child's span is always narrower than its parent's).
                 let span = Span::new(start, self.p.pos);
                 self.c.chunk.code.respan(pc, v.span, span);
+                // So are a name's and a REF's where they are recorded as read.
+                match v.form {
+                    Form::Chain { root: ChainRoot::Global(_), n: 0, .. } => self.names.respan_last(v.span, span),
+                    Form::Ref { .. } => {
+                        if let Some(r) = self.refs.last_mut().filter(|r| r.span == v.span) {
+                            r.span = span;
+                        }
+                    }
+                    _ => {}
+                }
                 v.span = span;
                 // Its code is emitted: a field after it would have merged into it (`(a).b`
                 // is the chain `a.b` to the code generator).
@@ -1000,6 +1019,9 @@ impl D<'_, '_, '_> {
             return None;
         }
         let drops_nulls = text.trim() == "item != null";
+        if check_nesting(text, self.max_nesting).is_some() {
+            return None;
+        }
         let whole = self.p.narrow(inner, end);
         self.strings += 1;
         self.p.ws();

@@ -49,6 +49,14 @@ impl FreeNames {
         self.list.push((n, span));
     }
 
+    /// Gives the last name read the span `new` when it was read at `old` (parentheses
+    /// around a name's first use widen its span, as they widen the node's).
+    pub(crate) fn respan_last(&mut self, old: Span, new: Span) {
+        if let Some((_, s)) = self.list.last_mut().filter(|(_, s)| *s == old) {
+            *s = new;
+        }
+    }
+
     /// The names in first-use order.
     pub(crate) fn into_list(self) -> Vec<(Name, Span)> {
         self.list
