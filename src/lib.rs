@@ -268,7 +268,6 @@ pub mod testing {
     }
     pub mod compile {
         pub use crate::compile::{compile, fingerprint, fold};
-        #[cfg(feature = "engine")]
         pub use crate::engine::direct_agrees;
     }
     pub mod diagnostic {

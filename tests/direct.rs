@@ -175,8 +175,7 @@ proptest! {
 fn most_plan_expressions_are_answered_in_one_pass() {
     use proptest::strategy::ValueTree;
     use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
-    let mut runner =
-        TestRunner::new_with_rng(Config::default(), TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]));
+    let mut runner = TestRunner::new_with_rng(Config::default(), TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]));
     let engine = Engine::new();
     let (mut answered, mut total) = (0, 0);
     for _ in 0..300 {

@@ -525,6 +525,7 @@ impl<'s> Parser<'s> {
             p.pos > from
         };
         digits(self);
+        let whole = self.pos;
         if self.peek() == Some(b'.') && self.at(1).is_some_and(|c| c.is_ascii_digit()) {
             self.pos += 1;
             digits(self);
@@ -546,8 +547,14 @@ impl<'s> Parser<'s> {
         let span = Span::new(start, self.pos);
         // An integer when it is written as one and fits; else a float (read only then:
         // reading a float costs several times what reading an integer does).
-        if !text.contains(['.', 'e', 'E']) {
-            if let Ok(i) = text.parse::<i64>() {
+        if self.pos == whole {
+            // Digits only: up to 18 of them fit in `i64` whatever they are, folded here
+            // without `str::parse`'s checks; more are read by it (and may not fit).
+            let int = match text.len() {
+                ..=18 => Some(text.bytes().fold(0i64, |n, d| n * 10 + i64::from(d - b'0'))),
+                _ => text.parse::<i64>().ok(),
+            };
+            if let Some(i) = int {
                 return Some((Expr::new(ExprKind::Int(i), span), 1));
             }
         }

@@ -22,8 +22,8 @@ pub(crate) use fast::intern;
 /// bounded (at most `max_depth × 2` nodes).
 pub(crate) const CHAIN_LEVEL: usize = 2;
 
-pub use parser::{fast_path_agrees, parse, parse_ref, parse_with_limit};
 pub(crate) use parser::{check_nesting, MAX_NESTING_CAP};
+pub use parser::{fast_path_agrees, parse, parse_ref, parse_with_limit};
 pub(crate) use pool::{boxed, recycle};
 #[cfg(any(feature = "cli", feature = "fuzzing"))]
 pub use printer::dump;

@@ -16,8 +16,8 @@ pub(crate) mod stop;
 pub mod typed;
 
 pub(crate) use check::compare::{disjoint_help, enum_mismatch, never_equal, outside_enum, quoted, Spelling};
-pub(crate) use check::{plain_field_type, relative_path, FreeNames};
 pub use check::{check, check_template, RefUse};
+pub(crate) use check::{plain_field_type, relative_path, FreeNames};
 pub(crate) use enums::show_quoted;
 pub use enums::StrEnum;
 pub(crate) use scope::NameTable;

@@ -85,13 +85,14 @@ pub fn compile_direct(src: &str, scope: &Scope, funcs: &dyn Signatures, limits: 
             strings: 0,
             segs: std::mem::take(&mut scratch.segs),
             preds: std::mem::take(&mut scratch.preds),
+            types: std::mem::take(&mut scratch.types),
         };
         d.p.ws();
-        let out = d.climb(0).filter(|_| d.p.at_end());
-        let D { c, refs, names, items, arg_types, segs, preds, .. } = d;
-        *scratch = Scratch { items, arg_types, segs, preds };
-        let v = out?;
-        Some(Direct { chunk: c.chunk, ty: v.ty, refs, names: names.into_list() })
+        let out = d.climb(0).filter(|_| d.p.at_end()).map(|v| d.ty(v.ty).clone());
+        let D { c, refs, names, items, arg_types, segs, preds, types, .. } = d;
+        *scratch = Scratch { items, arg_types, segs, preds, types };
+        let ty = out?;
+        Some(Direct { chunk: c.chunk, ty, refs, names: names.into_list() })
     });
     // Emptied and kept for the next compile on this thread, unless grown large.
     scratch.clear();
@@ -104,10 +105,11 @@ pub fn compile_direct(src: &str, scope: &Scope, funcs: &dyn Signatures, limits: 
 /// The working lists of a compile, empty between compiles ([`SCRATCH`]).
 #[derive(Default)]
 struct Scratch {
-    items: Vec<Type>,
+    items: Vec<Ty>,
     arg_types: Vec<Type>,
     segs: Vec<Name>,
     preds: Vec<Pred>,
+    types: Vec<Type>,
 }
 
 impl Scratch {
@@ -116,13 +118,14 @@ impl Scratch {
         self.arg_types.clear();
         self.segs.clear();
         self.preds.clear();
+        self.types.clear();
     }
 
     /// Whether the lists are small enough to keep (a program with many nested templates,
     /// arguments or conditions frees its lists with it).
     fn small(&self) -> bool {
         let most = self.items.capacity().max(self.arg_types.capacity()).max(self.segs.capacity());
-        most.max(self.preds.capacity()) <= 64
+        most.max(self.preds.capacity()).max(self.types.capacity()) <= 64
     }
 }
 
@@ -147,7 +150,7 @@ struct D<'s, 'p, 'a> {
     /// The chunk being emitted: the program's, or a template's while its body is read.
     c: Compiler,
     /// The element types of the templates being read, by slot (`item` is the last).
-    items: Vec<Type>,
+    items: Vec<Ty>,
     refs: Vec<RefUse>,
     names: FreeNames,
     /// The argument types of the calls being read, outermost first.
@@ -158,12 +161,14 @@ struct D<'s, 'p, 'a> {
     segs: Vec<Name>,
     /// The conditions of the nodes read inside templates ([`V::pred`]).
     preds: Vec<Pred>,
+    /// The types of the nodes read whose type is not one of [`Ty`]'s own.
+    types: Vec<Type>,
 }
 
 /// A sub-expression once its code is emitted: what its parent needs of it. Small (64
 /// bytes), as it is handed back by every step of the descent: tables' entries by index.
 struct V {
-    ty: Type,
+    ty: Ty,
     span: Span,
     /// The height of its tree, as the parser counts it.
     h: u32,
@@ -173,6 +178,22 @@ struct V {
     /// template's fast form).
     pred: u32,
 }
+
+/// A sub-expression's type: the usual ones by name, any other kept in `D::types` (so that
+/// a summary is a few words, copied freely, with nothing to drop).
+#[derive(Clone, Copy, PartialEq)]
+enum Ty {
+    Any,
+    Bool,
+    Int,
+    Number,
+    Str,
+    Null,
+    Kept(u32),
+}
+
+/// The types [`Ty`] names, in its order.
+static NAMED: [Type; 6] = [Type::Any, Type::Bool, Type::Int, Type::Number, Type::Str, Type::Null];
 
 /// No condition.
 const NO_PRED: u32 = u32::MAX;
@@ -214,7 +235,7 @@ enum ChainRoot {
 }
 
 impl V {
-    fn new(ty: Type, span: Span, h: u32, form: Form) -> V {
+    fn new(ty: Ty, span: Span, h: u32, form: Form) -> V {
         V { ty, span, h, form, pred: NO_PRED }
     }
 
@@ -227,6 +248,35 @@ impl D<'_, '_, '_> {
     /// A node of height `h`, or `None` past the parser's limit.
     fn fits(&self, h: u32) -> Option<u32> {
         (h as usize <= self.limit).then_some(h)
+    }
+
+    /// The type `t` names.
+    fn ty(&self, t: Ty) -> &Type {
+        match t {
+            Ty::Any => &NAMED[0],
+            Ty::Bool => &NAMED[1],
+            Ty::Int => &NAMED[2],
+            Ty::Number => &NAMED[3],
+            Ty::Str => &NAMED[4],
+            Ty::Null => &NAMED[5],
+            Ty::Kept(i) => self.types.get(i as usize).unwrap_or(&NAMED[0]),
+        }
+    }
+
+    /// A name for `t`: its own, or its place in `types`.
+    fn keep_ty(&mut self, t: Type) -> Ty {
+        match t {
+            Type::Any => Ty::Any,
+            Type::Bool => Ty::Bool,
+            Type::Int => Ty::Int,
+            Type::Number => Ty::Number,
+            Type::Str => Ty::Str,
+            Type::Null => Ty::Null,
+            t => {
+                self.types.push(t);
+                Ty::Kept((self.types.len() - 1) as u32)
+            }
+        }
     }
 
     /// Keeps a condition, for the node that has it: its index in `preds`.
@@ -299,7 +349,7 @@ impl D<'_, '_, '_> {
         self.c.patch(j);
         let pred = if self.items.is_empty() { None } else { self.logic_pred(op, &l, &r) };
         let pred = self.keep(pred);
-        Some(V { pred, ..V::new(Type::Bool, span, h, Form::Logic(op)) })
+        Some(V { pred, ..V::new(Ty::Bool, span, h, Form::Logic(op)) })
     }
 
     /// The condition of `l op r` (`and`/`or`), flattened as the code generator flattens it.
@@ -373,26 +423,26 @@ impl D<'_, '_, '_> {
         if l.is_const() && r.is_const() {
             return None; // folded by the reference pipeline
         }
-        let any = |t: &Type| matches!(t, Type::Any);
-        let num = |t: &Type| matches!(t, Type::Int | Type::Number);
+        let any = |t: Ty| t == Ty::Any;
+        let num = |t: Ty| matches!(t, Ty::Int | Ty::Number);
         let ok = match op {
             // What the checker reports (`compare::comparison`): `null` against a value
             // never null, a string outside an enum, types that never hold equal values.
             BinaryOp::Eq | BinaryOp::Ne => {
                 let constant_fits = |k: &V, v: &V| match self.konst(k) {
-                    Some(Value::Str(s)) => outside_enum(&v.ty, s).is_none(),
-                    Some(Value::Null) => v.ty.fits(&Type::Null) != Fit::No,
+                    Some(Value::Str(s)) => outside_enum(self.ty(v.ty), s).is_none(),
+                    Some(Value::Null) => self.ty(v.ty).fits(&Type::Null) != Fit::No,
                     _ => true,
                 };
-                constant_fits(&l, &r) && constant_fits(&r, &l) && !never_equal(&l.ty, &r.ty)
+                constant_fits(&l, &r) && constant_fits(&r, &l) && !never_equal(self.ty(l.ty), self.ty(r.ty))
             }
             _ => {
-                any(&l.ty)
-                    || any(&r.ty)
-                    || matches!(l.ty, Type::Null)
-                    || matches!(r.ty, Type::Null)
-                    || (num(&l.ty) && num(&r.ty))
-                    || (l.ty == Type::Str && r.ty == Type::Str)
+                any(l.ty)
+                    || any(r.ty)
+                    || l.ty == Ty::Null
+                    || r.ty == Ty::Null
+                    || (num(l.ty) && num(r.ty))
+                    || (l.ty == Ty::Str && r.ty == Ty::Str)
             }
         };
         if !ok {
@@ -415,7 +465,7 @@ impl D<'_, '_, '_> {
                 self.c.record(at, [self.origin(&l), self.origin(&r)]);
             }
         }
-        Some(V { pred, ..V::new(Type::Bool, span, h, Form::Other) })
+        Some(V { pred, ..V::new(Ty::Bool, span, h, Form::Other) })
     }
 
     /// The condition `item.path <op> constant`, when the comparison is one.
@@ -461,7 +511,7 @@ impl D<'_, '_, '_> {
                     self.p.pos += 1;
                     self.p.ws();
                     let seg = self.p.segment()?;
-                    v.ty = self.field_type(&v.ty, &seg.node)?;
+                    v.ty = self.field_type(v.ty, &seg.node)?;
                     v.span = v.span.to(seg.span);
                     v.h = self.fits(v.h + LEVEL)?;
                     self.segs.push(seg.node);
@@ -475,14 +525,14 @@ impl D<'_, '_, '_> {
                         return None;
                     }
                     self.p.pos += 1;
-                    if (v.is_const() && k.is_const()) || !matches!(v.ty, Type::Any) {
+                    if (v.is_const() && k.is_const()) || v.ty != Ty::Any {
                         return None;
                     }
                     let span = Span::new(v.span.start as usize, self.p.pos);
                     let h = self.fits(LEVEL + v.h.max(k.h))?;
                     let at = self.c.emit(Op::Index, span);
                     self.c.record(at, [self.origin(&v), self.origin(&k)]);
-                    v = V::new(Type::Any, span, h, Form::Other);
+                    v = V::new(Ty::Any, span, h, Form::Other);
                 }
                 _ => {
                     self.finish_chain(&mut v, mark)?;
@@ -547,9 +597,7 @@ impl D<'_, '_, '_> {
     fn path_of(&mut self, lead: Option<&Name>, segs: &[Name]) -> u32 {
         let paths = &self.c.chunk.paths;
         let k = usize::from(lead.is_some());
-        let same = |p: &Path| {
-            p.len() == segs.len() + k && lead.is_none_or(|l| p.first() == Some(l)) && p[k..] == *segs
-        };
+        let same = |p: &Path| p.len() == segs.len() + k && lead.is_none_or(|l| p.first() == Some(l)) && p[k..] == *segs;
         if paths.len() <= super::SCANNED {
             if let Some(i) = paths.iter().position(same) {
                 return i as u32;
@@ -560,11 +608,12 @@ impl D<'_, '_, '_> {
     }
 
     /// The type of `.seg` of a value of type `t`, when the checker reports nothing.
-    fn field_type(&self, t: &Type, seg: &str) -> Option<Type> {
-        if matches!(t, Type::Any) {
-            return Some(Type::Any);
+    fn field_type(&mut self, t: Ty, seg: &str) -> Option<Ty> {
+        if t == Ty::Any {
+            return Some(Ty::Any);
         }
-        crate::types::plain_field_type(t, seg)
+        let field = crate::types::plain_field_type(self.ty(t), seg)?;
+        Some(self.keep_ty(field))
     }
 
     /// `not x`.
@@ -581,11 +630,11 @@ impl D<'_, '_, '_> {
         self.c.record(at, [self.origin(&x), None]);
         let pred = if self.items.is_empty() { None } else { self.pred(&x).map(|p| Pred::Not(Box::new(p))) };
         let pred = self.keep(pred);
-        Some(V { pred, ..V::new(Type::Bool, span, h, Form::Other) })
+        Some(V { pred, ..V::new(Ty::Bool, span, h, Form::Other) })
     }
 
     /// A constant: one `CONST`.
-    fn constant(&mut self, v: Value, ty: Type, span: Span) -> V {
+    fn constant(&mut self, v: Value, ty: Ty, span: Span) -> V {
         let i = self.c.constant(v);
         self.c.emit(Op::Const(i), span);
         V::new(ty, span, 1, Form::Const(i))
@@ -598,13 +647,13 @@ impl D<'_, '_, '_> {
             b'"' | b'\'' => {
                 let (inner, end, escapes) = self.p.string_raw()?;
                 let text = self.string_value(inner, end, escapes)?;
-                Some(self.constant(Value::Str(text), Type::Str, Span::new(start, self.p.pos)))
+                Some(self.constant(Value::Str(text), Ty::Str, Span::new(start, self.p.pos)))
             }
             b'0'..=b'9' => {
                 let (e, _) = self.p.number()?;
                 Some(match e.kind {
-                    ExprKind::Int(i) => self.constant(Value::Int(i), Type::Int, e.span),
-                    ExprKind::Float(f) => self.constant(Value::Float(f), Type::Number, e.span),
+                    ExprKind::Int(i) => self.constant(Value::Int(i), Ty::Int, e.span),
+                    ExprKind::Float(f) => self.constant(Value::Float(f), Ty::Number, e.span),
                     _ => return None,
                 })
             }
@@ -657,8 +706,7 @@ impl D<'_, '_, '_> {
         if !escapes {
             return Some(SmolStr::new(raw));
         }
-        let (text, _, errors) =
-            crate::syntax::escape::unescape(raw, inner, crate::syntax::escape::Dialect::Expression);
+        let (text, _, errors) = crate::syntax::escape::unescape(raw, inner, crate::syntax::escape::Dialect::Expression);
         errors.is_empty().then(|| SmolStr::new(&text))
     }
 
@@ -677,7 +725,7 @@ impl D<'_, '_, '_> {
         let name = self.c.name(&r.context.node);
         let path = self.c.path(segs);
         self.c.emit(Op::Ref(name, path), span);
-        Some(V::new(Type::Any, span, 1, Form::Ref { name, path }))
+        Some(V::new(Ty::Any, span, 1, Form::Ref { name, path }))
     }
 
     /// `[a, b, …]`.
@@ -691,7 +739,7 @@ impl D<'_, '_, '_> {
             count += 1;
             h = h.max(v.h);
             all_const &= v.is_const();
-            elem = std::mem::replace(&mut elem, Type::Never).union(v.ty);
+            elem = std::mem::replace(&mut elem, Type::Never).union(d.ty(v.ty).clone());
             Some(())
         })?;
         if all_const || count > self.max_list {
@@ -701,7 +749,8 @@ impl D<'_, '_, '_> {
         let h = self.fits(h + LEVEL)?;
         self.c.emit(Op::List(count as u32), span);
         let elem = if elem == Type::Never { Type::Any } else { elem };
-        Some(V::new(Type::List(Arc::new(elem)), span, h, Form::Other))
+        let ty = self.keep_ty(Type::List(Arc::new(elem)));
+        Some(V::new(ty, span, h, Form::Other))
     }
 
     /// `{k: v, …}`.
@@ -729,7 +778,7 @@ impl D<'_, '_, '_> {
             let v = d.climb(0)?;
             h = h.max(v.h);
             all_const &= v.is_const();
-            fields.push((key, v.ty));
+            fields.push((key, d.ty(v.ty).clone()));
             Some(())
         })?;
         if all_const || fields.len() > self.max_list {
@@ -740,7 +789,8 @@ impl D<'_, '_, '_> {
         let k = self.c.chunk.keys.len() as u32;
         self.c.chunk.keys.extend(fields.iter().map(|(k, _)| SmolStr::new(k)));
         self.c.emit(Op::Object(k, fields.len() as u32), span);
-        Some(V::new(Type::object(fields, false), span, h, Form::Other))
+        let ty = self.keep_ty(Type::object(fields, false));
+        Some(V::new(ty, span, h, Form::Other))
     }
 
     /// `item ("," item)* ","?` up to `close`, the cursor after the opening bracket; leaves
@@ -776,20 +826,26 @@ impl D<'_, '_, '_> {
             return self.call(start, end);
         }
         match self.p.text(start, end) {
-            "true" => return Some(self.constant(Value::Bool(true), Type::Bool, span)),
-            "false" => return Some(self.constant(Value::Bool(false), Type::Bool, span)),
-            "null" => return Some(self.constant(Value::Null, Type::Null, span)),
+            "true" => return Some(self.constant(Value::Bool(true), Ty::Bool, span)),
+            "false" => return Some(self.constant(Value::Bool(false), Ty::Bool, span)),
+            "null" => return Some(self.constant(Value::Null, Ty::Null, span)),
             "and" | "or" | "not" => return None,
             "item" => {
                 if let Some(slot) = self.item_slot() {
-                    let ty = self.items.last().cloned().unwrap_or(Type::Any);
-                    return Some(V::new(ty, span, 1, Form::Chain { root: ChainRoot::Local(slot), path: PENDING, n: 0 }));
+                    let ty = self.items.last().copied().unwrap_or(Ty::Any);
+                    return Some(V::new(
+                        ty,
+                        span,
+                        1,
+                        Form::Chain { root: ChainRoot::Local(slot), path: PENDING, n: 0 },
+                    ));
                 }
             }
             _ => {}
         }
         let ident = self.p.name_at(start, end);
         let ty = self.scope.name(&ident)?;
+        let ty = self.keep_ty(ty);
         if !self.names.contains(&ident) {
             self.names.push(ident.clone(), span);
         }
@@ -846,7 +902,7 @@ impl D<'_, '_, '_> {
                 ParamKind::Value | ParamKind::Lazy => {
                     let v = self.climb(0)?;
                     if param.kind == ParamKind::Value {
-                        if v.ty.fits(&param.ty) == Fit::No {
+                        if self.ty(v.ty).fits(&param.ty) == Fit::No {
                             return None;
                         }
                         if let Some(Value::Str(s)) = self.konst(&v) {
@@ -862,7 +918,8 @@ impl D<'_, '_, '_> {
                             inner = Some((site, at));
                         }
                     }
-                    self.arg_types.push(v.ty.clone());
+                    let t = self.ty(v.ty).clone();
+                    self.arg_types.push(t);
                     sites.push(ParamSite { pass: CallParam::Value, span: v.span, origin: self.origin(&v) });
                 }
                 ParamKind::Template | ParamKind::PathTemplate => {
@@ -906,12 +963,12 @@ impl D<'_, '_, '_> {
         }
         sites.defaults_at(span);
         let ty = sig.return_type(self.arg_types.get(base..).unwrap_or_default());
+        let ty = self.keep_ty(ty);
         self.arg_types.truncate(base);
         let params = sites.into_params();
         let rest_plain = params.iter().skip(1).all(|s| matches!(s.pass, CallParam::Template(..) | CallParam::Absent));
-        let inner_is = |i: u32| {
-            self.c.chunk.calls.get(i as usize).is_some_and(|c| matches!(&*c.name, "filter" | "sort"))
-        };
+        let inner_is =
+            |i: u32| self.c.chunk.calls.get(i as usize).is_some_and(|c| matches!(&*c.name, "filter" | "sort"));
         let fused = match inner {
             Some((i, at)) if &*sig.name == "map" && rest_plain && inner_is(i) => Some((i, at)),
             _ => None,
@@ -968,6 +1025,7 @@ impl D<'_, '_, '_> {
     fn template(&mut self, elem: Type, relative: bool) -> Option<(ParamSite, Type, bool)> {
         let slot = self.items.len() as u32;
         let outer = std::mem::replace(&mut self.c, Compiler::new());
+        let elem = self.keep_ty(elem);
         self.items.push(elem);
         let body = self.template_body(relative);
         // A template held in a variable is compiled at run time: the reference pipeline's.
@@ -988,7 +1046,7 @@ impl D<'_, '_, '_> {
             None => TemplateChunk::ready(sub.chunk),
         };
         let site = ParamSite { pass: CallParam::Template(Arc::new(chunk), slot), span: body.span, origin: None };
-        Some((site, body.ty, drops_nulls))
+        Some((site, self.ty(body.ty).clone(), drops_nulls))
     }
 
     /// The template's fast form, read from its body's summary (the code generator's
