@@ -267,7 +267,7 @@ pub mod testing {
         }
     }
     pub mod compile {
-        pub use crate::compile::{compile, fingerprint, fold};
+        pub use crate::compile::{compile, fold};
         pub use crate::engine::direct_agrees;
     }
     pub mod diagnostic {
