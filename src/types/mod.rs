@@ -17,7 +17,7 @@ pub mod typed;
 
 pub(crate) use check::compare::{disjoint_help, enum_mismatch, never_equal, outside_enum, quoted, Spelling};
 pub use check::{check, check_template, RefUse};
-pub(crate) use check::{plain_field_type, relative_path, FreeNames};
+pub(crate) use check::{plain_field_type, relative_path, FreeNames, SeenKeys};
 pub(crate) use enums::show_quoted;
 pub use enums::StrEnum;
 pub(crate) use scope::NameTable;

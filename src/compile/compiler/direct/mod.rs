@@ -42,7 +42,7 @@ use crate::syntax::ast::{BinaryOp, ExprKind, Name, MAX_REF_SEGMENTS};
 use crate::syntax::fast::{self, Parser};
 use crate::syntax::{check_nesting, CHAIN_LEVEL, MAX_NESTING_CAP};
 use crate::types::signature::Signatures;
-use crate::types::{never_equal, outside_enum, Fit, FreeNames, RefUse, Scope, Type};
+use crate::types::{never_equal, outside_enum, Fit, FreeNames, RefUse, Scope, SeenKeys, Type};
 use crate::value::{no_segments, Path, Segments, SmolStr, Value};
 
 /// What the one pass made: the chunk, the result type, and what the program reads.
@@ -760,6 +760,7 @@ impl D<'_, '_, '_> {
         self.p.pos += 1;
         self.p.ws();
         let mut fields: Vec<(Name, Type)> = Vec::new();
+        let mut keys = SeenKeys::default();
         let (mut h, mut all_const) = (0u32, true);
         self.sequence(b'}', |d| {
             let key = match d.p.peek()? {
@@ -774,8 +775,8 @@ impl D<'_, '_, '_> {
             };
             d.p.ws();
             d.p.expect(b':')?;
-            if fields.iter().any(|(k, _)| *k == key) {
-                return None; // a duplicate key: reported by the checker
+            if fields.len() >= d.max_list || !keys.insert(&key, fields.iter().map(|(k, _)| k)) {
+                return None; // past the list limit, or a duplicate key: reported by the checker
             }
             let v = d.climb(0)?;
             h = h.max(v.h);
