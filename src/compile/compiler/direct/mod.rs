@@ -600,13 +600,16 @@ impl D<'_, '_, '_> {
         let paths = &self.c.chunk.paths;
         let k = usize::from(lead.is_some());
         let same = |p: &Path| p.len() == segs.len() + k && lead.is_none_or(|l| p.first() == Some(l)) && p[k..] == *segs;
-        if paths.len() <= super::SCANNED {
-            if let Some(i) = paths.iter().position(same) {
-                return i as u32;
-            }
+        let all = || -> Segments { lead.into_iter().chain(segs).cloned().collect() };
+        if paths.len() > super::SCANNED {
+            return self.c.path(all());
         }
-        let all: Segments = lead.into_iter().chain(segs).cloned().collect();
-        self.c.path(all)
+        if let Some(i) = paths.iter().position(same) {
+            return i as u32;
+        }
+        // Scanned already: a new path.
+        self.c.chunk.paths.push(Path::shared(all()));
+        (self.c.chunk.paths.len() - 1) as u32
     }
 
     /// The type of `.seg` of a value of type `t`, when the checker reports nothing.
