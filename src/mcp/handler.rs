@@ -78,9 +78,11 @@ impl ServerHandler for McpServer {
     async fn read_resource(
         &self,
         request: rmcp::model::ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
-        plans::read_resource(self.plans.clone(), request.uri.to_string()).await
+        let stop = self.stopped(&context);
+        plans::read_resource(self.plans.clone(), request.uri.to_string(), &self.inner.making, stream_of(&context), stop)
+            .await
     }
 
     async fn list_prompts(
@@ -94,9 +96,10 @@ impl ServerHandler for McpServer {
     async fn get_prompt(
         &self,
         request: rmcp::model::GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetPromptResponse, McpError> {
-        plans::get_prompt(self.plans.clone(), request).await
+        let stop = self.stopped(&context);
+        plans::get_prompt(self.plans.clone(), request, &self.inner.making, stream_of(&context), stop).await
     }
 
     async fn list_tools(
@@ -394,6 +397,17 @@ impl ServerHandler for McpServer {
 }
 
 impl McpServer {
+    /// Completes when the request of `context` is cancelled or the server shuts down.
+    fn stopped(&self, context: &RequestContext<RoleServer>) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let (ct, mut down) = (context.ct.clone(), self.inner.shutdown.subscribe());
+        async move {
+            tokio::select! {
+                () = ct.cancelled() => {}
+                _ = down.wait_for(|d| *d) => {}
+            }
+        }
+    }
+
     /// `save_skill` or `delete_skill`, answered: counted among the calls in flight, and
     /// cancelled when the server shuts down. A save whose write had not begun then answers
     /// that it was not saved; one that began its write finishes it and is answered as
