@@ -158,3 +158,68 @@ fn over_http_a_burst_of_large_resource_reads_is_made_a_few_at_a_time() {
     let grown = peak_kib(pid).saturating_sub(before);
     assert!(grown < 150 * 1024, "serve's peak grew by {grown} KiB for 40 reads over HTTP");
 }
+
+/// A skills folder under a root of its own holding `count` skills over `builtin:echo`, each
+/// described in `description` bytes (as `save_skill` writes them).
+fn root_with_skills(count: usize, description: usize) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(root.join("tools")).expect("tools");
+    std::fs::create_dir_all(root.join("skills")).expect("skills");
+    std::fs::write(
+        root.join("tools/echo.tool"),
+        r#"{"description": "echoes", "arguments": [{"name": "i", "type_name": "any"}], "system_event_endpoint": "builtin:echo"}"#,
+    )
+    .expect("echo.tool");
+    for k in 0..count {
+        let skill = json!({"description": "d".repeat(description),
+            "instructions": [{"execution_id": "a", "tool_definition_path": "/tools/echo.tool", "arguments": {"i": 1}}],
+            "responses": [{"name": "n", "type_name": "object", "required": true}],
+            "response_reference_map": {"n": "REF:a"}});
+        std::fs::write(root.join(format!("skills/s{k}.tool")), skill.to_string()).expect("skill");
+    }
+    (dir, root)
+}
+
+/// Each `save_skill` (and `delete_skill`) loads and checks every skill of the folder again,
+/// on a thread of its own, and nothing bounded how many did so at once (they hold no slot
+/// of `--max-calls`): over 256 skills of 250 KB, 40 saves sent at once (10 MB) held 8.9 GB.
+/// One change is carried out at a time now, all sessions together; the others wait their
+/// turn. Here 64 skills of 250 KB and 16 saves at once: the peak grew by about 900 MB
+/// before; now by one loading of the set (the bound, 300 MB, is several of them, a third
+/// of before), and every save is answered saved.
+#[test]
+fn saves_of_skills_sent_at_once_are_carried_out_one_at_a_time() {
+    let (_dir, root) = root_with_skills(64, 250_000);
+    let skills = root.join("skills");
+    let skills = skills.to_str().expect("utf-8");
+    let mut client = serve_upstreams(&root, &[], None, &["--skills", skills], &[]);
+    let pid = client.process.pid();
+    let before = peak_kib(pid);
+    let plan = json!({"instructions": [{"execution_id": "a", "tool_definition_path": "echo", "arguments": {"i": 1}}],
+        "response_reference_map": {"n": "REF:a"}});
+    let ids: Vec<u64> = (0..16)
+        .map(|k| {
+            client.start_request(
+                "tools/call",
+                json!({"name": "save_skill", "arguments": {"name": format!("s{k}"), "description": "e".repeat(250_000),
+                    "plan": plan, "replace": true}}),
+            )
+        })
+        .collect();
+    // Answered in any order: those read while waiting for another are in `notes`.
+    let mut left: std::collections::BTreeSet<u64> = ids.into_iter().collect();
+    while let Some(&id) = left.iter().next() {
+        let answer = client.answer_or_end(id).unwrap_or_else(|| panic!("{}", client.process.output()));
+        let mut answers = vec![answer];
+        answers.extend(client.notes.drain(..).filter(|n| n["id"].as_u64().is_some_and(|o| left.contains(&o))));
+        for a in answers {
+            assert_eq!(a["result"]["structuredContent"]["saved"], true, "{:.600}", a.to_string());
+            left.remove(&a["id"].as_u64().unwrap_or_default());
+        }
+    }
+    let grown = peak_kib(pid).saturating_sub(before);
+    assert!(grown < 300 * 1024, "serve's peak grew by {grown} KiB for 16 saves");
+    let finished = client.finish(std::time::Duration::from_secs(60));
+    assert!(finished.status.success(), "{}", finished.output);
+}

@@ -71,14 +71,7 @@ impl Making {
         stop: impl Future<Output = ()>,
     ) -> Result<Option<(String, T)>, NotMade> {
         tokio::pin!(stop);
-        let slot = tokio::select! {
-            slot = self.slots.clone().acquire_owned() => slot.map_err(|_| NotMade::Stopped)?,
-            () = &mut stop => return Err(NotMade::Stopped),
-        };
-        let made = tokio::select! {
-            made = tokio::task::spawn_blocking(make) => made.map_err(|e| NotMade::Panicked(e.to_string()))?,
-            () = &mut stop => return Err(NotMade::Stopped),
-        };
+        let (made, slot) = self.run_in_slot(make, &mut stop).await?;
         let Some((text, extra)) = made else { return Ok(None) };
         if text.len() < super::spliced::SPLICED_FROM {
             return Ok(Some((text, extra)));
@@ -94,6 +87,35 @@ impl Making {
             // Larger than the texts the server holds (`--max-answer-bytes-held`): as it is.
             Err(text) => Ok(Some((text, extra))),
         }
+    }
+
+    /// What `work` gives, run on a blocking thread once a slot is free (an answer whose
+    /// making costs but that cannot be held as one text: `tools/list`). Gives up when `stop`
+    /// completes first.
+    pub(crate) async fn run<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+        stop: impl Future<Output = ()>,
+    ) -> Result<T, NotMade> {
+        tokio::pin!(stop);
+        self.run_in_slot(work, &mut stop).await.map(|(made, _slot)| made)
+    }
+
+    /// `work` run on a blocking thread once a slot is free, and the slot.
+    async fn run_in_slot<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+        stop: &mut std::pin::Pin<&mut impl Future<Output = ()>>,
+    ) -> Result<(T, OwnedSemaphorePermit), NotMade> {
+        let slot = tokio::select! {
+            slot = self.slots.clone().acquire_owned() => slot.map_err(|_| NotMade::Stopped)?,
+            () = stop.as_mut() => return Err(NotMade::Stopped),
+        };
+        let made = tokio::select! {
+            made = tokio::task::spawn_blocking(work) => made.map_err(|e| NotMade::Panicked(e.to_string()))?,
+            () = stop.as_mut() => return Err(NotMade::Stopped),
+        };
+        Ok((made, slot))
     }
 
     /// The budget's permits for `len` bytes (all of it for a text larger than the budget),
