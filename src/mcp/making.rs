@@ -89,18 +89,6 @@ impl Making {
         }
     }
 
-    /// What `work` gives, run on a blocking thread once a slot is free (an answer whose
-    /// making costs but that cannot be held as one text: `tools/list`). Gives up when `stop`
-    /// completes first.
-    pub(crate) async fn run<T: Send + 'static>(
-        &self,
-        work: impl FnOnce() -> T + Send + 'static,
-        stop: impl Future<Output = ()>,
-    ) -> Result<T, NotMade> {
-        tokio::pin!(stop);
-        self.run_in_slot(work, &mut stop).await.map(|(made, _slot)| made)
-    }
-
     /// `work` run on a blocking thread once a slot is free, and the slot.
     async fn run_in_slot<T: Send + 'static>(
         &self,
