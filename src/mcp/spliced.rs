@@ -323,7 +323,11 @@ fn answer_within(text: String, structured: bool, is_error: bool, max: usize) -> 
 /// string ([`super::making`]). The text is given back when it alone is larger than the
 /// bound of the texts held ([`set_max_held`]).
 pub(crate) fn hold_text(text: String, ticket: tokio::sync::OwnedSemaphorePermit) -> Result<String, String> {
-    let max = MAX_HELD.load(Ordering::Relaxed);
+    hold_text_within(text, ticket, MAX_HELD.load(Ordering::Relaxed))
+}
+
+/// [`hold_text`], the texts held bounded by `max` bytes.
+fn hold_text_within(text: String, ticket: tokio::sync::OwnedSemaphorePermit, max: usize) -> Result<String, String> {
     if text.len() > max {
         return Err(text);
     }
