@@ -223,3 +223,43 @@ fn saves_of_skills_sent_at_once_are_carried_out_one_at_a_time() {
     let finished = client.finish(std::time::Duration::from_secs(60));
     assert!(finished.status.success(), "{}", finished.output);
 }
+
+/// The budget of answers made and not yet written is shared by every session: a client
+/// that leaves its large reads unread holds it until `--read-timeout` closes its
+/// connections, and the reads of others wait behind its own (docs/security.md, "Hostile
+/// round 16", Left: 27 s behind 4 such reads, 87 s behind 10). The guide is the binary's
+/// own 16 KB, with nothing to make: it is answered at once all the same, where it waited
+/// its turn behind them (until the first client's connections were closed, 60 s here).
+/// The bound on its wait, 30 s, is half the read timeout.
+#[test]
+fn the_guide_does_not_wait_behind_a_client_that_reads_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(&root).expect("root");
+    let upstream = dir.path().join("many.py");
+    script(&upstream, MANY_TOOLS);
+    let up = format!("up={}", upstream.display());
+    let http = common::http_raw::Http::start(&root, &["--upstream", &up, "--read-timeout", "60"]);
+    let (hog, other) = (http.session(), http.session());
+    let read =
+        |id: u64, uri: &str| json!({"jsonrpc": "2.0", "id": id, "method": "resources/read", "params": {"uri": uri}});
+    let (status, _, body) = http.post(Some(&hog), read(2, "tdsl://tools").to_string().as_bytes());
+    assert_eq!(status, 200, "{:.600}", body);
+    // Six reads of the 9 MB listing, never read: three fill the budget, the others wait.
+    let _unread: Vec<_> = (0..6u64)
+        .map(|k| {
+            let body = read(10 + k, "tdsl://tools").to_string();
+            http.send(Some(&hog), body.len(), body.as_bytes())
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let body = read(3, "tdsl://guide").to_string();
+    let asked = std::time::Instant::now();
+    let (status, _, text) = common::http_raw::answer(http.send(Some(&other), body.len(), body.as_bytes()));
+    let waited = asked.elapsed();
+    assert_eq!(status, 200, "{:.600}", text);
+    assert!(text.contains("Writing a tdsl plan"), "{:.600}", text);
+    // Not a measure of speed: behind the first client's reads it came after they were
+    // closed (56.9 s); at once, it comes in a second or two.
+    assert!(waited < std::time::Duration::from_secs(30), "the guide was answered after {waited:?}");
+}

@@ -592,7 +592,10 @@ pub(super) async fn read_resource(
     let Some(plans) = plans else {
         return Err(McpError::resource_not_found(format!("no resource `{uri}`: this server offers none"), None));
     };
-    let read = {
+    let read = if uri == GUIDE_URI {
+        // A text of the binary, 16 KB: nothing to make, so it never waits behind the others.
+        plans.read_text(&uri)
+    } else {
         let uri = uri.clone();
         making.make(move || plans.read_text(&uri), stop).await.map_err(|e| not_made(e, "reading the resource"))?
     };
