@@ -14,6 +14,7 @@ pub mod framing;
 mod handler;
 #[cfg(feature = "mcp-http")]
 pub mod http;
+mod making;
 mod notifications;
 pub mod plans;
 mod pumps;
@@ -123,6 +124,9 @@ struct Inner {
     leftovers: Mutex<Leftovers>,
     /// The number of the next leftover run.
     next_leftover: std::sync::atomic::AtomicU64,
+    /// The answers outside `--max-calls` being made and not yet written, all sessions
+    /// together (`resources/read`, `prompts/get`).
+    making: making::Making,
 }
 
 /// The runs still out, and whether the server stopped (a run kept after that is ended at
@@ -287,6 +291,7 @@ impl McpServer {
             in_flight: AtomicUsize::new(0),
             leftovers: Mutex::default(),
             next_leftover: std::sync::atomic::AtomicU64::new(0),
+            making: making::Making::default(),
         });
         let server = McpServer {
             inner,

@@ -474,16 +474,19 @@ impl PlanServer {
 
     /// `resources/read` of `uri`, or `None` for an unknown one. Blocking for `tdsl://tools`.
     pub fn read(&self, uri: &str) -> Option<Json> {
-        let text = match uri {
-            GUIDE_URI => GUIDE.to_string(),
-            TOOLS_URI => self.tools_listing(),
-            super::skills::SKILLS_URI => {
-                let text = super::skills::resource(&self.skills);
-                return Some(json!({"contents": [{"uri": uri, "mimeType": "application/json", "text": text}]}));
-            }
-            _ => return None,
-        };
-        Some(json!({"contents": [{"uri": uri, "mimeType": "text/markdown", "text": text}]}))
+        let (text, mime) = self.read_text(uri)?;
+        Some(json!({"contents": [{"uri": uri, "mimeType": mime, "text": text}]}))
+    }
+
+    /// The text of resource `uri` and its MIME type, or `None` for an unknown one. Blocking
+    /// for `tdsl://tools`.
+    fn read_text(&self, uri: &str) -> Option<(String, &'static str)> {
+        match uri {
+            GUIDE_URI => Some((GUIDE.to_string(), "text/markdown")),
+            TOOLS_URI => Some((self.tools_listing(), "text/markdown")),
+            super::skills::SKILLS_URI => Some((super::skills::resource(&self.skills), "application/json")),
+            _ => None,
+        }
     }
 
     /// `prompts/list`.
@@ -499,16 +502,17 @@ impl PlanServer {
     /// `prompts/get` of `plan` with `task`: a user message with the task, the condensed
     /// guide and the tools. Blocking (lists the upstream servers).
     pub fn prompt(&self, task: &str) -> Json {
-        let text = format!(
+        prompt_message(self.prompt_text(task))
+    }
+
+    /// The text of [`PlanServer::prompt`]'s message. Blocking.
+    fn prompt_text(&self, task: &str) -> String {
+        format!(
             "Write a tdsl plan that does this task, then check it with the `check_plan` tool, fix what it reports, and run it \
              with `run_plan`.\n\nTask: {task}\n\nHow to write a plan (the full guide is the resource {GUIDE_URI}):\n\n\
              {RUN_PLAN_DESCRIPTION}\n\n{}",
             self.tools_listing()
-        );
-        json!({
-            "description": "A tdsl plan for a task",
-            "messages": [{"role": "user", "content": {"type": "text", "text": text}}],
-        })
+        )
     }
 
     /// What `serve --compose`'s composer plans with ([`crate::compose::sampling`]): the plan
@@ -553,6 +557,14 @@ pub(super) fn server_config(skills: bool) -> ServerConfig {
     )
 }
 
+/// The `prompts/get` result of the prompt `plan` whose message is `text`.
+fn prompt_message(text: String) -> Json {
+    json!({
+        "description": "A tdsl plan for a task",
+        "messages": [{"role": "user", "content": {"type": "text", "text": text}}],
+    })
+}
+
 fn from_json<T: serde::de::DeserializeOwned>(v: Json) -> Result<T, McpError> {
     serde_json::from_value(v).map_err(|e| McpError::internal_error(e.to_string(), None))
 }
@@ -566,27 +578,52 @@ pub(super) fn list_resources(on: bool, skills: bool) -> Result<ListResourcesResu
     from_json(list)
 }
 
-/// `resources/read`: `tdsl://guide` or `tdsl://tools` (read off the async runtime: the
-/// listing may start upstream servers); any other URI is the error `-32002`.
+/// `resources/read`: `tdsl://guide`, `tdsl://tools` or `tdsl://skills` (read off the async
+/// runtime: the listing may start upstream servers), made within `making`'s bounds (a large
+/// text held and given as its mark, tied to `stream` over HTTP); any other URI is the error
+/// `-32002`. Gives up when `stop` completes first.
 pub(super) async fn read_resource(
     plans: Option<Arc<PlanServer>>,
     uri: String,
+    making: &super::making::Making,
+    stream: Option<super::spliced::Stream>,
+    stop: impl std::future::Future<Output = ()>,
 ) -> Result<ReadResourceResponse, McpError> {
     let Some(plans) = plans else {
         return Err(McpError::resource_not_found(format!("no resource `{uri}`: this server offers none"), None));
     };
-    let read = {
+    let read = if uri == GUIDE_URI {
+        // A text of the binary, 16 KB: nothing to make, so it never waits behind the others.
+        plans.read_text(&uri)
+    } else {
         let uri = uri.clone();
-        tokio::task::spawn_blocking(move || plans.read(&uri))
-            .await
-            .map_err(|e| McpError::internal_error(format!("reading the resource panicked: {e}"), None))?
+        making.make(move || plans.read_text(&uri), stop).await.map_err(|e| not_made(e, "reading the resource"))?
     };
     match read {
-        Some(contents) => Ok(from_json::<ReadResourceResult>(contents)?.into()),
+        Some((text, mime)) => {
+            tie(stream.as_ref(), &text);
+            Ok(from_json::<ReadResourceResult>(json!({"contents": [{"uri": uri, "mimeType": mime, "text": text}]}))?
+                .into())
+        }
         None => Err(McpError::resource_not_found(
             format!("no resource `{uri}`; the resources are {GUIDE_URI} and {TOOLS_URI}"),
             Some(json!({"uri": uri})),
         )),
+    }
+}
+
+/// Ties `text`, when it is a mark, to the HTTP response its answer goes out on.
+fn tie(stream: Option<&super::spliced::Stream>, text: &str) {
+    if let Some(stream) = stream {
+        stream.tie_mark(text);
+    }
+}
+
+/// The error of an answer `what` that was not made.
+fn not_made(why: super::making::NotMade, what: &str) -> McpError {
+    match why {
+        super::making::NotMade::Stopped => McpError::internal_error("cancelled", None),
+        super::making::NotMade::Panicked(e) => McpError::internal_error(format!("{what} panicked: {e}"), None),
     }
 }
 
@@ -595,10 +632,13 @@ pub(super) fn list_prompts(on: bool) -> Result<ListPromptsResult, McpError> {
     from_json(if on { PlanServer::prompts() } else { json!({"prompts": []}) })
 }
 
-/// `prompts/get` of `plan` with its `task`.
+/// `prompts/get` of `plan` with its `task`, made as [`read_resource`] makes its answer.
 pub(super) async fn get_prompt(
     plans: Option<Arc<PlanServer>>,
     request: GetPromptRequestParams,
+    making: &super::making::Making,
+    stream: Option<super::spliced::Stream>,
+    stop: impl std::future::Future<Output = ()>,
 ) -> Result<GetPromptResponse, McpError> {
     let plans = plans.filter(|_| request.name == PLAN_PROMPT).ok_or_else(|| {
         McpError::invalid_params(format!("no prompt named `{}`; the prompt is `{PLAN_PROMPT}`", request.name), None)
@@ -612,10 +652,11 @@ pub(super) async fn get_prompt(
             ))
         }
     };
-    let prompt = tokio::task::spawn_blocking(move || plans.prompt(&task))
-        .await
-        .map_err(|e| McpError::internal_error(format!("the prompt panicked: {e}"), None))?;
-    Ok(from_json::<GetPromptResult>(prompt)?.into())
+    let made =
+        making.make(move || Some((plans.prompt_text(&task), ())), stop).await.map_err(|e| not_made(e, "the prompt"))?;
+    let text = made.map(|(t, ())| t).unwrap_or_default();
+    tie(stream.as_ref(), &text);
+    Ok(from_json::<GetPromptResult>(prompt_message(text))?.into())
 }
 
 /// The upstream servers whose tools checking a plan needs: for each step that names a tool

@@ -213,6 +213,10 @@ pub struct Skills {
     /// Of the last [`Skills::refresh`]: the skills checked, and those left unchecked because
     /// their record says they checked as they are.
     counts: std::sync::Mutex<(usize, usize)>,
+    /// Held by the `save_skill` or `delete_skill` being carried out, all sessions together:
+    /// each loads and checks every skill again ([`Skills::refresh`]), so that two at once
+    /// cost twice the memory of the whole set (docs/security.md, "Hostile round 16").
+    changing: tokio::sync::Mutex<()>,
 }
 
 impl Skills {
@@ -221,7 +225,15 @@ impl Skills {
     /// `taken` are the other tools' names.
     pub fn load(store: SkillStore, plans: Arc<PlanServer>, taken: Vec<String>) -> (Skills, Vec<String>) {
         let set = plans.skill_set().clone();
-        let skills = Skills { store, set, plans, taken, log: None, counts: std::sync::Mutex::default() };
+        let skills = Skills {
+            store,
+            set,
+            plans,
+            taken,
+            log: None,
+            counts: std::sync::Mutex::default(),
+            changing: tokio::sync::Mutex::new(()),
+        };
         let problems = skills.refresh();
         (skills, problems)
     }
@@ -342,6 +354,12 @@ impl Skills {
     pub fn with_log(mut self, log: Arc<dyn SkillLog>) -> Skills {
         self.log = Some(log);
         self
+    }
+
+    /// Waits for the change being carried out, if any: the guard is the turn of the caller
+    /// (one `save_skill` or `delete_skill` at a time).
+    pub(crate) async fn turn(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.changing.lock().await
     }
 
     /// The set served.

@@ -88,6 +88,9 @@ struct Text {
     /// writes it, and it is not let go for its age (only to make room, which cuts that
     /// message).
     writing: bool,
+    /// The bytes of [`super::making`]'s budget it holds until it is let go (written,
+    /// forgotten or past its time): for the answers outside `--max-calls`.
+    _ticket: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 /// The texts held, by number: the oldest first (numbers grow as they are made).
@@ -117,6 +120,17 @@ impl Texts {
     /// go first ([`KEPT_FOR`], [`ORPHAN_KEPT_FOR`]); then, while the bytes held and `text`'s
     /// would pass `max`, the orphaned texts, then the others, each the oldest first.
     fn hold(&mut self, text: String, now: Instant, max: usize) -> Result<u64, TooLarge> {
+        self.hold_with(text, None, now, max)
+    }
+
+    /// [`Texts::hold`], the text holding `ticket` until it is let go.
+    fn hold_with(
+        &mut self,
+        text: String,
+        ticket: Option<tokio::sync::OwnedSemaphorePermit>,
+        now: Instant,
+        max: usize,
+    ) -> Result<u64, TooLarge> {
         if text.len() > max {
             return Err(TooLarge { len: text.len(), max });
         }
@@ -138,7 +152,7 @@ impl Texts {
         }
         self.last += 1;
         self.bytes += text.len();
-        self.held.insert(self.last, Text { text, made: now, orphaned: None, writing: false });
+        self.held.insert(self.last, Text { text, made: now, orphaned: None, writing: false, _ticket: ticket });
         Ok(self.last)
     }
 
@@ -302,6 +316,39 @@ fn answer_within(text: String, structured: bool, is_error: bool, max: usize) -> 
         out["structuredContent"] = Json::String(format!("{}{n}-v", r.prefix));
     }
     out
+}
+
+/// `text` held, holding `ticket` until it is let go (written, forgotten or past its time):
+/// the mark to write in its place as a JSON string, which stands for the text as a JSON
+/// string ([`super::making`]). The text is given back when it alone is larger than the
+/// bound of the texts held ([`set_max_held`]).
+pub(crate) fn hold_text(text: String, ticket: tokio::sync::OwnedSemaphorePermit) -> Result<String, String> {
+    hold_text_within(text, ticket, MAX_HELD.load(Ordering::Relaxed))
+}
+
+/// [`hold_text`], the texts held bounded by `max` bytes.
+fn hold_text_within(text: String, ticket: tokio::sync::OwnedSemaphorePermit, max: usize) -> Result<String, String> {
+    if text.len() > max {
+        return Err(text);
+    }
+    let r = registry();
+    let mut texts = r.lock();
+    let now = Instant::now();
+    let held = texts.hold_with(text, Some(ticket), now, max);
+    let warning = texts.warning(now, max);
+    drop(texts);
+    if let Some(w) = warning {
+        eprintln!("{w}");
+    }
+    // Not larger than the bound (above): held.
+    let n = held.map_err(|_| String::new())?;
+    Ok(format!("{}{n}-t", r.prefix))
+}
+
+/// Lets go the texts past their time ([`KEPT_FOR`], [`ORPHAN_KEPT_FOR`]), which is otherwise
+/// done only as a text is held: for an answer waiting for room ([`super::making`]).
+pub(crate) fn let_go_expired() {
+    registry().lock().let_go_expired(Instant::now());
 }
 
 /// The answer of a tool call that failed: `message` as its text, `isError` set.
@@ -634,6 +681,22 @@ impl Stream {
             texts.orphan(&numbers, Instant::now());
         } else {
             tied.texts.extend(numbers);
+        }
+    }
+
+    /// Ties the text `mark` stands for ([`hold_text`]) to this response, as [`Stream::tie`].
+    #[cfg_attr(not(feature = "mcp-http"), allow(dead_code))]
+    pub(crate) fn tie_mark(&self, mark: &str) {
+        let r = registry();
+        let Some((n, _, _)) = mark.strip_prefix(&r.prefix).and_then(|m| read_mark(format!("{m}\"").as_bytes())) else {
+            return;
+        };
+        let mut texts = r.lock();
+        let mut tied = self.lock();
+        if tied.gone {
+            texts.orphan(&[n], Instant::now());
+        } else {
+            tied.texts.push(n);
         }
     }
 

@@ -334,3 +334,52 @@ fn expand_gives_the_values_of_a_marked_answer() {
     assert_eq!(out["content"][0]["text"], Json::String(text));
     assert!(out.get("structuredContent").is_none());
 }
+
+/// A text held with a ticket of a budget ([`hold_text`]) gives its bytes back however it is
+/// let go: written, or, tied to an HTTP response found gone, past [`ORPHAN_KEPT_FOR`]. A
+/// text alone larger than the bound is given back, not held.
+#[test]
+fn a_held_texts_ticket_is_given_back_when_it_is_let_go() {
+    let runtime = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
+    let budget = std::sync::Arc::new(tokio::sync::Semaphore::new(1 << 20));
+    let ticket = || runtime.block_on(budget.clone().acquire_many_owned(1000)).expect("permits");
+    let number = |mark: &str| read_mark(format!("{}\"", &mark[registry().prefix.len()..]).as_bytes()).expect("ours").0;
+    // Written: taken out of the registry, its permits given back.
+    let written = hold_text(big(SPLICED_FROM), ticket()).expect("held");
+    assert_eq!(budget.available_permits(), (1 << 20) - 1000);
+    let sent: Json = serde_json::from_slice(&splice(json!([written]).to_string().into_bytes())).expect("JSON");
+    assert_eq!(sent[0], Json::String(big(SPLICED_FROM)));
+    assert_eq!(budget.available_permits(), 1 << 20);
+    // Tied to a response that is gone: orphaned, and let go once past its time.
+    let stream = Stream::default();
+    let orphan = hold_text(big(SPLICED_FROM), ticket()).expect("held");
+    stream.tie_mark(&orphan);
+    stream.tie_mark("not a mark");
+    stream.gone();
+    let n = number(&orphan);
+    assert_eq!(registry().lock().held.get(&n).map(|t| t.orphaned.is_some()), Some(true));
+    assert_eq!(budget.available_permits(), (1 << 20) - 1000);
+    // Let go as its time passes (`let_go_expired`, not called here on the registry other
+    // tests share: it would let go their orphans too) or to make room: removed.
+    registry().lock().remove(n);
+    assert_eq!(budget.available_permits(), 1 << 20);
+    // Larger than the bound: given back whole, its ticket with it.
+    let text = big(SPLICED_FROM);
+    assert_eq!(hold_text_within(text.clone(), ticket(), text.len() - 1), Err(text));
+    assert_eq!(budget.available_permits(), 1 << 20);
+}
+
+/// Texts orphaned past [`ORPHAN_KEPT_FOR`] are let go, and their tickets with them.
+#[test]
+fn a_ticket_is_given_back_when_its_text_is_let_go_for_its_age() {
+    let runtime = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
+    let budget = std::sync::Arc::new(tokio::sync::Semaphore::new(10));
+    let ticket = runtime.block_on(budget.clone().acquire_many_owned(10)).expect("permits");
+    let mut texts = Texts::default();
+    let t0 = Instant::now();
+    let n = texts.hold_with("x".into(), Some(ticket), t0, 1 << 20).expect("held");
+    texts.orphan(&[n], t0);
+    texts.let_go_expired(t0 + ORPHAN_KEPT_FOR);
+    assert!(texts.held.is_empty());
+    assert_eq!(budget.available_permits(), 10);
+}
