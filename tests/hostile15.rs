@@ -242,9 +242,10 @@ fn answers_a_stdio_client_does_not_read_do_not_pile_up() {
         }
     };
     // One read after another, each once the server has made the answer before it: the
-    // client this bounds, one that reads nothing. (Reads sent all at once are made at
-    // once, before any of them waits to be written: that is round 15's left item, 40 of
-    // them +0.5 GB, and not what this test measures.)
+    // client this bounds, one that reads nothing. (Reads sent all at once were made at
+    // once, before any of them waited to be written: round 15's left item, 40 of them
+    // +0.5 GB, bounded since round 16 by `mcp::making` and measured by
+    // tests/hostile16.rs, not here.)
     let ids: Vec<u64> = (0..40)
         .map(|_| {
             let id = read(&mut client);
