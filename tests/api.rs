@@ -1,5 +1,7 @@
 //! The library API: host functions, references, sharing programs across threads.
 
+mod common;
+
 use std::sync::Arc;
 
 use tdsl::{Code, Engine, Param, ReturnRule, Scope, Signature, Type, Value};
@@ -128,17 +130,7 @@ fn nesting_is_capped_whatever_the_limit_says() {
     let max = tdsl::ranges::MAX_DEPTH.max as usize;
     let engine = Engine::new().with_limits(tdsl::Limits { max_depth: max, ..tdsl::Limits::default() });
     for unit in ["(", "[", "{a: ", "f(", "not ", "-"] {
-        let close: String = unit
-            .chars()
-            .rev()
-            .filter_map(|c| match c {
-                '(' => Some(')'),
-                '[' => Some(']'),
-                '{' => Some('}'),
-                _ => None,
-            })
-            .collect();
-        let src = format!("{}1{}", unit.repeat(20_000), close.repeat(20_000));
+        let src = common::nested(unit, 20_000, "1");
         let errors = engine.compile(&src).expect_err("too deep");
         assert_eq!(errors[0].code, Code::NestingTooDeep, "{unit}");
     }

@@ -8,6 +8,8 @@
 //! pipeline reports anything about. Checked here on a corpus whose expectation (answered or
 //! declined) is in the data, and on generated programs.
 
+mod common;
+
 use proptest::prelude::*;
 use tdsl::testing::compile::direct_agrees;
 use tdsl::{Engine, Scope, Value};
@@ -223,18 +225,8 @@ fn the_deepest_program_allowed_compiles_on_a_small_stack() {
     let worker = std::thread::Builder::new().stack_size(2 << 20).spawn(move || {
         let mut answered = Vec::new();
         for unit in ["(", "[", "{a: ", "not "] {
-            let close: String = unit
-                .chars()
-                .rev()
-                .filter_map(|c| match c {
-                    '(' => Some(')'),
-                    '[' => Some(']'),
-                    '{' => Some('}'),
-                    _ => None,
-                })
-                .collect();
             for depth in [max / 2, max, max + 1] {
-                let src = format!("{}x{}", unit.repeat(depth), close.repeat(depth));
+                let src = common::nested(unit, depth, "x");
                 let agrees = direct_agrees(&engine, &src, &Scope::open());
                 assert!(agrees.is_ok(), "{unit} × {depth}: {agrees:?}");
                 answered.push((unit, depth, agrees == Ok(true)));

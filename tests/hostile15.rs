@@ -6,6 +6,7 @@ mod common;
 
 use common::mcp_stdio::{serve_upstreams, StdioClient};
 use common::process::{peak_kib, script};
+use common::upstream::MANY_TOOLS;
 use serde_json::{json, Value};
 
 /// `serve --mcp --plans` over stdio in a root of its own, fronting the upstream `up`: the
@@ -180,25 +181,6 @@ fn a_long_execution_id_is_refused_before_the_history_records_it_per_call() {
     let bytes = history_bytes(&history);
     assert!(bytes < 16 << 20, "the history holds {bytes} bytes");
 }
-
-/// An upstream listing 20,000 tools of about 420 bytes each: `tdsl://tools` is then an
-/// answer of about 9 MB.
-const MANY_TOOLS: &str = r#"#!/usr/bin/env python3
-import json, sys
-tools = [{"name": "t%d" % k, "description": "d" * 300, "inputSchema": {"type": "object",
-          "properties": {"q": {"type": "string", "description": "q" * 50}}}} for k in range(20000)]
-def out(m):
-    sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
-for line in sys.stdin:
-    m = json.loads(line); method, i, p = m.get("method"), m.get("id"), m.get("params") or {}
-    if method == "initialize":
-        out({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": p["protocolVersion"],
-             "capabilities": {"tools": {}}, "serverInfo": {"name": "up", "version": "1"}}})
-    elif method == "tools/list":
-        out({"jsonrpc": "2.0", "id": i, "result": {"tools": tools}})
-    elif i is not None and method:
-        out({"jsonrpc": "2.0", "id": i, "result": {}})
-"#;
 
 /// The CPU time process `pid` has used, in clock ticks.
 fn cpu_ticks(pid: u32) -> u64 {

@@ -6,26 +6,8 @@ mod common;
 
 use common::mcp_stdio::{serve_upstreams, StdioClient};
 use common::process::{peak_kib, script};
+use common::upstream::MANY_TOOLS;
 use serde_json::json;
-
-/// An upstream listing 20,000 tools of about 420 bytes each: `tdsl://tools` is then an
-/// answer of about 9 MB.
-const MANY_TOOLS: &str = r#"#!/usr/bin/env python3
-import json, sys
-tools = [{"name": "t%d" % k, "description": "d" * 300, "inputSchema": {"type": "object",
-          "properties": {"q": {"type": "string", "description": "q" * 50}}}} for k in range(20000)]
-def out(m):
-    sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
-for line in sys.stdin:
-    m = json.loads(line); method, i, p = m.get("method"), m.get("id"), m.get("params") or {}
-    if method == "initialize":
-        out({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": p["protocolVersion"],
-             "capabilities": {"tools": {}}, "serverInfo": {"name": "up", "version": "1"}}})
-    elif method == "tools/list":
-        out({"jsonrpc": "2.0", "id": i, "result": {"tools": tools}})
-    elif i is not None and method:
-        out({"jsonrpc": "2.0", "id": i, "result": {}})
-"#;
 
 /// `serve --mcp --plans` over stdio in a root of its own, fronting [`MANY_TOOLS`] as `up`.
 fn serve_many_tools() -> (tempfile::TempDir, StdioClient) {

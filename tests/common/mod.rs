@@ -135,3 +135,20 @@ pub fn doubling_plan(depth: usize) -> serde_json::Value {
     serde_json::json!({"instructions": [{"execution_id": "g", "transform_responses": {"transforms": transforms}}],
         "response_reference_map": {"v": format!("REF:g.x{depth}")}})
 }
+
+/// `leaf` inside `depth` copies of `unit` (`(`, `[`, `{a: `, `f(`, `not `, `-`), each bracket
+/// closed: the deepest programs of the nesting tests.
+#[allow(dead_code)]
+pub fn nested(unit: &str, depth: usize, leaf: &str) -> String {
+    let close: String = unit
+        .chars()
+        .rev()
+        .filter_map(|c| match c {
+            '(' => Some(')'),
+            '[' => Some(']'),
+            '{' => Some('}'),
+            _ => None,
+        })
+        .collect();
+    format!("{}{leaf}{}", unit.repeat(depth), close.repeat(depth))
+}

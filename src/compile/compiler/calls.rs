@@ -41,21 +41,24 @@ fn predicate(e: &TExpr, slot: u32) -> Option<Pred> {
             }
         }
         TKind::Binary(op, lr) if op.is_comparison() => {
-            let konst = lr[1].as_const()?;
-            // Comparing with a long string or a list or object reads it: left to the
-            // chunk, which charges what a comparison reads (docs/security.md, round 10d).
-            if match konst {
-                Value::Str(s) => s.len() >= 64,
-                Value::List(l) => !l.is_empty(),
-                Value::Object(o) => !o.is_empty(),
-                _ => false,
-            } {
-                return None;
-            }
+            let konst = lr[1].as_const().filter(|k| compared_in_place(k))?;
             Pred::Cmp(*op, item_path(&lr[0], slot)?, konst.clone())
         }
         _ => Pred::Truthy(item_path(e, slot)?),
     })
+}
+
+/// Whether a fast condition may compare a field with the constant `k` in place: not a long
+/// string, nor a list or object that is not empty — comparing with those reads them, which
+/// is left to the chunk, as it charges what a comparison reads (docs/security.md, round
+/// 10d). (The one-pass compiler asks too.)
+pub(super) fn compared_in_place(k: &Value) -> bool {
+    match k {
+        Value::Str(s) => s.len() < 64,
+        Value::List(l) => l.is_empty(),
+        Value::Object(o) => o.is_empty(),
+        _ => true,
+    }
 }
 
 /// How many operands the chain of `op`s at `e` has (`a and b and c`: 3, whichever way it

@@ -472,16 +472,7 @@ impl D<'_, '_, '_> {
 
     /// The condition `item.path <op> constant`, when the comparison is one.
     fn cmp_pred(&self, op: BinaryOp, l: &V, r: &V) -> Option<Pred> {
-        let k = self.konst(r)?;
-        // Comparing with a long string or a list or object is left to the chunk.
-        if match k {
-            Value::Str(s) => s.len() >= 64,
-            Value::List(l) => !l.is_empty(),
-            Value::Object(o) => !o.is_empty(),
-            _ => false,
-        } {
-            return None;
-        }
+        let k = self.konst(r).filter(|k| super::calls::compared_in_place(k))?;
         Some(Pred::Cmp(op, self.item_path(l)?, k.clone()))
     }
 
