@@ -153,6 +153,21 @@ impl Deref for Params {
     }
 }
 
+impl Params {
+    /// Gives the entries spanned `old` (parameters left out, which take the call's span) the
+    /// span `new` (parentheses around the call widen it).
+    pub(crate) fn respan(&mut self, old: Span, new: Span) {
+        let entries: &mut [ParamSite] = match self {
+            Params::One(p) => p,
+            Params::Two(p) => p,
+            Params::Many(p) => p,
+        };
+        for p in entries.iter_mut().filter(|p| p.span == old) {
+            p.span = new;
+        }
+    }
+}
+
 /// One parameter of a call site.
 #[derive(Clone, Debug)]
 pub struct ParamSite {

@@ -140,7 +140,8 @@ impl D<'_, '_, '_> {
                 // The inner call's list is never built: its `CALL` gives way to the pair's.
                 self.c.chunk.code.remove(at as usize);
                 self.c.emit(Op::Fused(i, o), span);
-                Some(V::new(ty, span, h, Form::Other))
+                let at = self.c.chunk.code.len().saturating_sub(1) as u32;
+                Some(V::new(ty, span, h, Form::Call { site: o, at }))
             }
             None => {
                 let at = self.c.emit(Op::Call(o), span) as u32;

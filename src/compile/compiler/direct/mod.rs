@@ -218,7 +218,8 @@ enum Form {
     Chain { root: ChainRoot, path: u32, n: u32 },
     /// `REF:context.segments`: one `REF` of the chunk's name and path.
     Ref { name: u32, path: u32 },
-    /// A call: its `CALL` of call site `site`, at `at`, is the last instruction.
+    /// A call: its `CALL` (or, fused, `CALL_FUSED`) of call site `site`, at `at`, is the
+    /// last instruction.
     Call { site: u32, at: u32 },
     /// `and` / `or`.
     Logic(BinaryOp),
@@ -675,6 +676,12 @@ impl D<'_, '_, '_> {
                     Form::Ref { .. } => {
                         if let Some(r) = self.refs.last_mut().filter(|r| r.span == v.span) {
                             r.span = span;
+                        }
+                    }
+                    // And a call's parameters left out, which take the call's span.
+                    Form::Call { site, .. } => {
+                        if let Some(call) = self.c.chunk.calls.get_mut(site as usize) {
+                            call.params.respan(v.span, span);
                         }
                     }
                     _ => {}
