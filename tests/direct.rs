@@ -113,6 +113,9 @@ fn plan_expression() -> impl Strategy<Value = String> {
         "((REF:step.items))",
         "(x)[0]",
         "(data.rows)",
+        "(sort(array=records))",
+        "((filter(array=records, condition_string='item.a')))",
+        "(range(3))",
     ]);
     prop_oneof![
         (list.clone(), condition()).prop_map(|(l, c)| format!("filter(array={l}, condition_string=\"{c}\")")),
