@@ -237,10 +237,11 @@ pub enum CallParam {
 ///
 /// A template with a fast form runs its chunk only when the fast form cannot answer (an
 /// element of the wrong type, to report the error as the chunk does), so its chunk is
-/// compiled on the first read, not with the program: most programs never compile it. The
-/// chunk is the same either way (the same body and compiler), so listings and answers do
-/// not change; a chunk compiled on first use has paths of its own rather than the fast
-/// form's.
+/// compiled on the first read, not with the program, by the reference pipeline: most
+/// programs never compile it. The chunk is the same either way (the same body and
+/// compiler), so listings and answers do not change; a chunk compiled on first use has paths
+/// of its own rather than the fast form's. The one-pass compiler emits a template's chunk
+/// as it reads the body, so its templates are made compiled ([`TemplateChunk::with_fast`]).
 #[derive(Clone, Debug)]
 pub struct TemplateChunk {
     chunk: OnceLock<Chunk>,
