@@ -101,19 +101,28 @@ fn a_burst_of_large_prompts_is_made_a_few_at_a_time() {
     assert!(finished.status.success(), "{}", finished.output);
 }
 
-/// Over `--listen` the same: each read a POST of its own, on a connection of its own, the
-/// 40 at once (unique ids in one session) once the upstream has been listed. They were made
-/// at once too: the peak grew by about 410 MB. Now by a few answers (the bound, 150 MB, is
-/// the budget and four answers, with room).
-#[test]
-fn over_http_a_burst_of_large_resource_reads_is_made_a_few_at_a_time() {
+/// `serve --mcp --plans --listen` in a root of its own, fronting [`MANY_TOOLS`] as `up`,
+/// with `extra` arguments.
+fn listen_with_many_tools(extra: &[&str]) -> (tempfile::TempDir, common::http_raw::Http) {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path().join("root");
     std::fs::create_dir_all(&root).expect("root");
     let upstream = dir.path().join("many.py");
     script(&upstream, MANY_TOOLS);
     let up = format!("up={}", upstream.display());
-    let http = common::http_raw::Http::start(&root, &["--upstream", &up]);
+    let mut args = vec!["--upstream", up.as_str()];
+    args.extend_from_slice(extra);
+    let http = common::http_raw::Http::start(&root, &args);
+    (dir, http)
+}
+
+/// Over `--listen` the same: each read a POST of its own, on a connection of its own, the
+/// 40 at once (unique ids in one session) once the upstream has been listed. They were made
+/// at once too: the peak grew by about 410 MB. Now by a few answers (the bound, 150 MB, is
+/// the budget and four answers, with room).
+#[test]
+fn over_http_a_burst_of_large_resource_reads_is_made_a_few_at_a_time() {
+    let (_dir, http) = listen_with_many_tools(&[]);
     let session = http.session();
     let read =
         |id: u64| json!({"jsonrpc": "2.0", "id": id, "method": "resources/read", "params": {"uri": "tdsl://tools"}});
@@ -215,13 +224,7 @@ fn saves_of_skills_sent_at_once_are_carried_out_one_at_a_time() {
 /// The bound on its wait, 30 s, is half the read timeout.
 #[test]
 fn the_guide_does_not_wait_behind_a_client_that_reads_nothing() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let root = dir.path().join("root");
-    std::fs::create_dir_all(&root).expect("root");
-    let upstream = dir.path().join("many.py");
-    script(&upstream, MANY_TOOLS);
-    let up = format!("up={}", upstream.display());
-    let http = common::http_raw::Http::start(&root, &["--upstream", &up, "--read-timeout", "60"]);
+    let (_dir, http) = listen_with_many_tools(&["--read-timeout", "60"]);
     let (hog, other) = (http.session(), http.session());
     let read =
         |id: u64, uri: &str| json!({"jsonrpc": "2.0", "id": id, "method": "resources/read", "params": {"uri": uri}});
