@@ -416,3 +416,21 @@ fn groups_read_otherwise_keep_their_elements() {
         assert_eq!(got.to_string(), want, "`{src}` with a host `{name}`");
     }
 }
+
+/// A program compiled in one pass keeps its scope to build its typed tree later: a closed
+/// list of REF contexts (a plan's steps) is shared with it, not copied per program.
+#[test]
+fn a_one_pass_program_shares_its_scopes_ref_contexts() {
+    use crate::types::RefScope;
+    let mut scope = Scope::closed();
+    for i in 0..1_000 {
+        scope = scope.with_ref(&format!("step{i}"), Type::Any);
+    }
+    let program = Engine::new().compile_in("REF:step7.x", &scope).expect("compiles");
+    let kept = program.inner.scope.as_ref().expect("compiled in one pass, so the scope is kept");
+    match (&scope.refs, &kept.refs) {
+        (RefScope::Closed(a), RefScope::Closed(b)) => assert!(Arc::ptr_eq(a, b), "the contexts were copied"),
+        _ => panic!("a closed list of contexts"),
+    }
+    assert_eq!(program.type_at(0).map(|(_, t)| t.clone()), Some(Type::Any));
+}

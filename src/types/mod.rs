@@ -21,6 +21,8 @@ pub(crate) use check::{plain_field_type, relative_path, FreeNames, SeenKeys};
 pub(crate) use enums::show_quoted;
 pub use enums::StrEnum;
 pub(crate) use scope::NameTable;
+#[cfg(test)]
+pub(crate) use scope::RefScope;
 pub use scope::Scope;
 
 use std::fmt;

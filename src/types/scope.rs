@@ -52,8 +52,9 @@ pub(crate) enum RefScope {
     Names,
     /// Any context, typed `any`.
     Open,
-    /// Exactly these contexts.
-    Closed(IndexMap<Arc<str>, Type>),
+    /// Exactly these contexts (shared: a program compiled in one pass keeps its scope, and
+    /// a scope of many steps' contexts is then one count, not a copy per program).
+    Closed(Arc<IndexMap<Arc<str>, Type>>),
 }
 
 /// What a name is bound to in a scope ([`Scope::binding`]).
@@ -111,17 +112,17 @@ impl Scope {
 
     /// Makes REF contexts a closed list of their own, starting empty.
     pub fn with_ref_contexts(mut self) -> Scope {
-        self.refs = RefScope::Closed(IndexMap::new());
+        self.refs = RefScope::Closed(Arc::default());
         self
     }
 
     /// Adds a REF context (switching to a closed list of contexts if needed).
     pub fn with_ref(mut self, context: &str, ty: Type) -> Scope {
         if !matches!(self.refs, RefScope::Closed(_)) {
-            self.refs = RefScope::Closed(IndexMap::new());
+            self.refs = RefScope::Closed(Arc::default());
         }
         if let RefScope::Closed(m) = &mut self.refs {
-            m.insert(Arc::from(context), ty);
+            Arc::make_mut(m).insert(Arc::from(context), ty);
         }
         self
     }
